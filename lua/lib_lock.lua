@@ -1,0 +1,62 @@
+-- lib_lock.lua: functions shared by the lock scripts (prepended to every script
+-- whose first line is "-- uses: lib_lock.lua"; never called on its own).
+--
+-- Key layout of lock N; every key carries the hash tag {N}, base is "fg:lk:{N}:":
+--   base.."h"           holder hash: lease, fence, owner, ttl, hold_until, claimed, rid,
+--                       inst, attach (the gateway and connection that asked)
+--   base.."q"           queue: sorted set of waiting lease ids, scored by arrival ticket
+--   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
+--   base.."t"           arrival ticket counter
+--   base.."r:"..rid     lease id of an acquire request_id (idempotent retries)
+--   base.."x:"..lease   marker of a lease that was released (idempotent release)
+-- Global: "fg:fence" (the one fence sequence), "fg:inst:"..id (a live gateway),
+-- channel "fg:bell:"..id (doorbell of gateway id: "l|<lease>|<name>").
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Grants the free lock to the oldest waiter whose gateway is alive, dropping
+-- waiters of dead gateways on the way. The grant lasts claim_ms (capped by the
+-- waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
+-- Issues no fence while the sequence is missing (Redis lost its data).
+-- Returns the granted lease id, or nil.
+local function grant_next(base, fence_key, name, claim_ms, now)
+  if redis.call('EXISTS', fence_key) == 0 then return nil end
+  while true do
+    local head = redis.call('ZRANGE', base .. 'q', 0, 0)[1]
+    if not head then return nil end
+    redis.call('ZREM', base .. 'q', head)
+    local raw = redis.call('HGET', base .. 'w', head)
+    redis.call('HDEL', base .. 'w', head)
+    if raw then
+      local w = cjson.decode(raw)
+      if redis.call('EXISTS', 'fg:inst:' .. w.inst) == 1 then
+        local fence = redis.call('INCR', fence_key)
+        redis.call('HSET', base .. 'h', 'lease', head, 'fence', fence, 'owner', w.owner,
+                   'ttl', w.ttl, 'hold_until', now + w.max_hold, 'claimed', '0',
+                   'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
+        redis.call('PEXPIRE', base .. 'h', math.min(w.ttl, claim_ms))
+        redis.call('PUBLISH', 'fg:bell:' .. w.inst, 'l|' .. head .. '|' .. name)
+        return head
+      end
+    end
+  end
+end
+
+-- Starts the full lease of a granted-but-unclaimed holder, on behalf of the
+-- connection attach. Returns the expiry time.
+local function claim(hkey, now, attach)
+  local ttl = tonumber(redis.call('HGET', hkey, 'ttl'))
+  redis.call('HSET', hkey, 'claimed', '1', 'attach', attach)
+  redis.call('PEXPIRE', hkey, ttl)
+  return now + ttl
+end
+
+-- The reply for a lease that holds the lock.
+local function granted_reply(hkey, lease, expires_at)
+  local f = redis.call('HMGET', hkey, 'fence', 'ttl')
+  return cjson.encode({r = 'granted', lease = lease, fence = tonumber(f[1]),
+                       ttl = tonumber(f[2]), expires_at = expires_at})
+end

@@ -1,0 +1,45 @@
+-- 001_init.sql: the gateway's own objects, in schema fencegate, and the example
+-- invoices table of the README walk-through and the tests.
+
+-- The highest fence accepted so far for each fenced resource ("pg:invoices/42").
+-- A write is applied only with a fence >= this one; the row is updated in the
+-- same transaction as the write it guards.
+CREATE TABLE fencegate.resource_fences (
+    resource   text PRIMARY KEY,
+    fence      bigint NOT NULL CHECK (fence > 0),
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- Every rejected write, kept however the rejection came about (stale fence on a
+-- Postgres row or a Redis key). Newest last: id order is commit order.
+CREATE TABLE fencegate.rejections (
+    id              bigserial PRIMARY KEY,
+    at              timestamptz NOT NULL DEFAULT clock_timestamp(),
+    resource        text NOT NULL,
+    lock_name       text,
+    presented_fence bigint NOT NULL,
+    current_fence   bigint NOT NULL,
+    owner           text,
+    client_addr     text,
+    method          text NOT NULL,
+    reason          text NOT NULL
+);
+CREATE INDEX rejections_resource_id ON fencegate.rejections (resource, id);
+CREATE INDEX rejections_lock_id ON fencegate.rejections (lock_name, id);
+CREATE INDEX rejections_at ON fencegate.rejections (at);
+
+-- Gateway-wide settings, e.g. the generated token-signing secret.
+CREATE TABLE fencegate.settings (
+    name  text PRIMARY KEY,
+    value text NOT NULL
+);
+
+-- The example table guarded by the walk-through: invoice-style rows.
+CREATE TABLE IF NOT EXISTS public.invoices (
+    id           text PRIMARY KEY,
+    customer     text,
+    amount_cents bigint,
+    status       text,
+    note         text,
+    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+);

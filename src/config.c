@@ -1,0 +1,345 @@
+/*
+ * config.c - defaults, JSON file and environment, merged into one struct config.
+ * Every setting is described once in a table (name, type, range, place in the
+ * struct), so the JSON reader, the environment reader and the error messages all
+ * agree on what exists. It never talks to Redis or Postgres: checks that need a
+ * backend (does the table exist?) happen at start-up in main.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum setting_type { SETTING_STRING, SETTING_INT, SETTING_LISTEN };
+
+struct setting {
+    const char *json_path; /* "listen" or "defaults.ttl_ms" */
+    const char *env;       /* FENCEGATE_... or NULL if file-only */
+    enum setting_type type;
+    size_t offset;      /* offsetof(struct config, field) */
+    long long min, max; /* range of an integer setting */
+};
+
+#define S_STR(path, env, field)                                                                    \
+    {                                                                                              \
+        path, env, SETTING_STRING, offsetof(struct config, field), 0, 0                            \
+    }
+#define S_INT(path, env, field, lo, hi)                                                            \
+    {                                                                                              \
+        path, env, SETTING_INT, offsetof(struct config, field), lo, hi                             \
+    }
+
+static const struct setting settings[] = {
+    {"listen", "FENCEGATE_LISTEN", SETTING_LISTEN, 0, 0, 0},
+    S_STR("redis_url", "FENCEGATE_REDIS_URL", redis_url),
+    S_STR("pg_dsn", "FENCEGATE_PG_DSN", pg_dsn),
+    S_STR("secret", "FENCEGATE_SECRET", secret),
+    S_STR("log_level", "FENCEGATE_LOG_LEVEL", log_level),
+    S_INT("defaults.ttl_ms", NULL, default_ttl_ms, 100, 86400000),
+    S_INT("defaults.wait_ms", NULL, default_wait_ms, 0, 3600000),
+    S_INT("defaults.max_hold_ms", NULL, default_max_hold_ms, 100, 604800000),
+    S_INT("limits.max_body_bytes", NULL, max_body_bytes, 1024, 1073741824),
+    S_INT("limits.max_waiters_per_lock", NULL, max_waiters_per_lock, 1, 10000000),
+    S_INT("limits.max_waiters", NULL, max_waiters, 1, 10000000),
+    S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, 1, 256),
+    S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, 1, 256),
+    S_INT("statement_timeout_ms", NULL, statement_timeout_ms, 10, 600000),
+    S_INT("waiter_lease_ms", NULL, waiter_lease_ms, 500, 600000),
+    S_INT("poll_ms", NULL, poll_ms, 50, 600000),
+    S_INT("request_timeout_ms", NULL, request_timeout_ms, 50, 600000),
+};
+
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+
+static void config_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->listen_host = strdup("127.0.0.1");
+    cfg->listen_port = 8480;
+    cfg->redis_url = strdup("redis://127.0.0.1:6379/0");
+    cfg->pg_dsn = strdup("postgresql://fencegate@127.0.0.1:5432/fencegate");
+    cfg->log_level = strdup("info");
+    cfg->default_ttl_ms = 30000;
+    cfg->default_wait_ms = 0;
+    cfg->default_max_hold_ms = 1800000;
+    cfg->max_body_bytes = 1048576;
+    cfg->max_waiters_per_lock = 10000;
+    cfg->max_waiters = 100000;
+    cfg->http_threads = 4;
+    cfg->pg_pool_size = 8;
+    cfg->statement_timeout_ms = 5000;
+    cfg->waiter_lease_ms = 3000;
+    cfg->poll_ms = 2000;
+    cfg->request_timeout_ms = 5000;
+}
+
+/* Parses "host:port" (host may be [v6]) into cfg's listen fields. */
+static int set_listen(struct config *cfg, const char *value, const char *source,
+                      struct fg_error *err)
+{
+    const char *colon = strrchr(value, ':');
+    if (colon == NULL || colon == value || colon[1] == '\0')
+        return fg_fail(err, FG_ERR_CONFIG, "%s: expected host:port, got '%s'", source, value);
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || port < 0 || port > 65535)
+        return fg_fail(err, FG_ERR_CONFIG, "%s: bad port in '%s'", source, value);
+    const char *host = value;
+    size_t host_len = (size_t)(colon - value);
+    if (host[0] == '[' && host_len >= 2 && host[host_len - 1] == ']') {
+        host++;
+        host_len -= 2;
+    }
+    free(cfg->listen_host);
+    cfg->listen_host = strndup(host, host_len);
+    cfg->listen_port = (int)port;
+    return 0;
+}
+
+static int set_int(struct config *cfg, const struct setting *s, long long v, const char *source,
+                   struct fg_error *err)
+{
+    if (v < s->min || v > s->max)
+        return fg_fail(err, FG_ERR_CONFIG, "%s: must be between %lld and %lld", source, s->min,
+                       s->max);
+    char *field = (char *)cfg + s->offset;
+    if (s->offset == offsetof(struct config, http_threads) ||
+        s->offset == offsetof(struct config, pg_pool_size))
+        *(int *)(void *)field = (int)v;
+    else
+        *(long long *)(void *)field = v;
+    return 0;
+}
+
+static int set_string(struct config *cfg, const struct setting *s, const char *value,
+                      const char *source, struct fg_error *err)
+{
+    if (s->type == SETTING_LISTEN)
+        return set_listen(cfg, value, source, err);
+    if (s->offset == offsetof(struct config, log_level)) {
+        bool known = false;
+        for (size_t i = 0; log_levels[i] != NULL; i++)
+            known = known || strcmp(value, log_levels[i]) == 0;
+        if (!known)
+            return fg_fail(err, FG_ERR_CONFIG, "%s: must be debug, info, warn or error", source);
+    }
+    if (value[0] == '\0')
+        return fg_fail(err, FG_ERR_CONFIG, "%s: must not be empty", source);
+    char **field = (char **)(void *)((char *)cfg + s->offset);
+    free(*field);
+    *field = strdup(value);
+    return 0;
+}
+
+static int apply_json_setting(struct config *cfg, const struct setting *s, const json_t *v,
+                              struct fg_error *err)
+{
+    if (s->type == SETTING_INT) {
+        if (!json_is_integer(v))
+            return fg_fail(err, FG_ERR_CONFIG, "config key '%s' must be an integer", s->json_path);
+        return set_int(cfg, s, json_integer_value(v), s->json_path, err);
+    }
+    if (!json_is_string(v))
+        return fg_fail(err, FG_ERR_CONFIG, "config key '%s' must be a string", s->json_path);
+    return set_string(cfg, s, json_string_value(v), s->json_path, err);
+}
+
+static const struct setting *find_setting(const char *path)
+{
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+        if (strcmp(settings[i].json_path, path) == 0)
+            return &settings[i];
+    return NULL;
+}
+
+static int string_array(const json_t *arr, const char *what, char ***out, size_t *count,
+                        struct fg_error *err)
+{
+    if (!json_is_array(arr))
+        return fg_fail(err, FG_ERR_CONFIG, "config key '%s' must be an array of strings", what);
+    size_t n = json_array_size(arr);
+    *out = calloc(n ? n : 1, sizeof **out);
+    *count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *s = json_array_get(arr, i);
+        if (!json_is_string(s) || json_string_length(s) == 0)
+            return fg_fail(err, FG_ERR_CONFIG, "config key '%s'[%zu] must be a non-empty string",
+                           what, i);
+        (*out)[(*count)++] = strdup(json_string_value(s));
+    }
+    return 0;
+}
+
+static int apply_table(struct table_config *t, const char *name, const json_t *spec,
+                       struct fg_error *err)
+{
+    t->name = strdup(name);
+    if (!json_is_object(spec))
+        return fg_fail(err, FG_ERR_CONFIG, "config key 'tables.%s' must be an object", name);
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)spec, k, v)
+    {
+        if (strcmp(k, "key") == 0) {
+            if (!json_is_string(v) || json_string_length(v) == 0)
+                return fg_fail(err, FG_ERR_CONFIG, "config key 'tables.%s.key' must be a string",
+                               name);
+            t->key = strdup(json_string_value(v));
+        } else if (strcmp(k, "columns") == 0) {
+            char what[300];
+            snprintf(what, sizeof what, "tables.%s.columns", name);
+            if (string_array(v, what, &t->columns, &t->ncolumns, err) != 0)
+                return -1;
+        } else {
+            return fg_fail(err, FG_ERR_CONFIG, "unknown config key 'tables.%s.%s'", name, k);
+        }
+    }
+    if (t->key == NULL)
+        return fg_fail(err, FG_ERR_CONFIG, "config key 'tables.%s.key' is required", name);
+    return 0;
+}
+
+static int apply_tables(struct config *cfg, const json_t *tables, struct fg_error *err)
+{
+    if (!json_is_object(tables))
+        return fg_fail(err, FG_ERR_CONFIG, "config key 'tables' must be an object");
+    cfg->tables = calloc(json_object_size(tables) + 1, sizeof *cfg->tables);
+    const char *name;
+    const json_t *spec;
+    json_object_foreach((json_t *)tables, name, spec)
+    {
+        if (apply_table(&cfg->tables[cfg->ntables++], name, spec, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Applies the members of object obj, whose keys are prefixed by prefix ("" at the top). */
+static int apply_object(struct config *cfg, const json_t *obj, const char *prefix,
+                        struct fg_error *err)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        char path[256];
+        snprintf(path, sizeof path, "%s%s", prefix, k);
+        const struct setting *s = find_setting(path);
+        int rc = 0;
+        if (s != NULL)
+            rc = apply_json_setting(cfg, s, v, err);
+        else if (prefix[0] == '\0' && strcmp(k, "tables") == 0 && cfg->tables == NULL)
+            rc = apply_tables(cfg, v, err);
+        else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
+            rc =
+                string_array(v, "redis_prefixes", &cfg->redis_prefixes, &cfg->nredis_prefixes, err);
+        else if (prefix[0] == '\0' && (strcmp(k, "defaults") == 0 || strcmp(k, "limits") == 0)) {
+            if (!json_is_object(v))
+                return fg_fail(err, FG_ERR_CONFIG, "config key '%s' must be an object", k);
+            char sub[64];
+            snprintf(sub, sizeof sub, "%s.", k);
+            rc = apply_object(cfg, v, sub, err);
+        } else
+            return fg_fail(err, FG_ERR_CONFIG, "unknown config key '%s'", path);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int config_apply_json(struct config *cfg, const json_t *root, struct fg_error *err)
+{
+    if (!json_is_object(root))
+        return fg_fail(err, FG_ERR_CONFIG, "configuration must be a JSON object");
+    return apply_object(cfg, root, "", err);
+}
+
+static int apply_env(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error *err)
+{
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        const struct setting *s = &settings[i];
+        const char *value = s->env ? getenv_fn(s->env) : NULL;
+        if (value == NULL)
+            continue;
+        if (s->type != SETTING_INT) {
+            if (set_string(cfg, s, value, s->env, err) != 0)
+                return -1;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (errno != 0 || end == value || *end != '\0')
+            return fg_fail(err, FG_ERR_CONFIG, "%s: '%s' is not an integer", s->env, value);
+        if (set_int(cfg, s, v, s->env, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int validate(const struct config *cfg, struct fg_error *err)
+{
+    if (cfg->default_ttl_ms > cfg->default_max_hold_ms)
+        return fg_fail(err, FG_ERR_CONFIG, "defaults.ttl_ms must not exceed defaults.max_hold_ms");
+    if (strncmp(cfg->redis_url, "redis://", 8) != 0)
+        return fg_fail(err, FG_ERR_CONFIG, "redis_url must start with redis://");
+    if (cfg->secret != NULL && strlen(cfg->secret) < 16)
+        return fg_fail(err, FG_ERR_CONFIG, "secret must be at least 16 bytes long");
+    return 0;
+}
+
+int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error *err)
+{
+    config_defaults(cfg);
+    const char *path = getenv_fn("FENCEGATE_CONFIG");
+    if (path != NULL && path[0] != '\0') {
+        json_error_t jerr;
+        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        if (root == NULL)
+            return fg_fail(err, FG_ERR_CONFIG, "FENCEGATE_CONFIG %s: %s (line %d)", path, jerr.text,
+                           jerr.line);
+        int rc = config_apply_json(cfg, root, err);
+        json_decref(root);
+        if (rc != 0)
+            return -1;
+    }
+    if (apply_env(cfg, getenv_fn, err) != 0)
+        return -1;
+    return validate(cfg, err);
+}
+
+const struct table_config *config_table(const struct config *cfg, const char *name)
+{
+    for (size_t i = 0; i < cfg->ntables; i++)
+        if (strcmp(cfg->tables[i].name, name) == 0)
+            return &cfg->tables[i];
+    return NULL;
+}
+
+static void free_strings(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+void config_free(struct config *cfg)
+{
+    free(cfg->listen_host);
+    free(cfg->redis_url);
+    free(cfg->pg_dsn);
+    free(cfg->secret);
+    free(cfg->log_level);
+    for (size_t i = 0; i < cfg->ntables; i++) {
+        free(cfg->tables[i].name);
+        free(cfg->tables[i].key);
+        free_strings(cfg->tables[i].columns, cfg->tables[i].ncolumns);
+    }
+    free(cfg->tables);
+    free_strings(cfg->redis_prefixes, cfg->nredis_prefixes);
+    memset(cfg, 0, sizeof *cfg);
+}

@@ -1,0 +1,67 @@
+/*
+ * config.h - the one immutable configuration of a gateway process: built once at
+ * start-up from the optional JSON file (FENCEGATE_CONFIG) and then the
+ * environment, which overrides it. After config_load returns, nothing changes it.
+ */
+#ifndef FG_CONFIG_H
+#define FG_CONFIG_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "util/error.h"
+
+struct table_config {
+    char *name;      /* table name, as in Postgres (owned) */
+    char *key;       /* single-column primary key (owned) */
+    char **columns;  /* writable columns besides the key (owned) */
+    size_t ncolumns; /* entries in columns */
+};
+
+struct config {
+    char *listen_host;              /* address to bind, e.g. "127.0.0.1" */
+    int listen_port;                /* TCP port */
+    char *redis_url;                /* redis://[:password@]host:port/db */
+    char *pg_dsn;                   /* libpq conninfo or URI */
+    char *secret;                   /* token-signing key; NULL: keep one in Postgres */
+    struct table_config *tables;    /* writable tables */
+    size_t ntables;                 /* entries in tables */
+    char **redis_prefixes;          /* writable Redis key prefixes */
+    size_t nredis_prefixes;         /* entries in redis_prefixes */
+    long long default_ttl_ms;       /* lease length when a request names none */
+    long long default_wait_ms;      /* queue wait when a request names none */
+    long long default_max_hold_ms;  /* renewal cap when a request names none */
+    long long max_body_bytes;       /* request bodies above this answer 413 */
+    long long max_waiters_per_lock; /* waiters queued here on one name */
+    long long max_waiters;          /* waiters suspended in this process */
+    int http_threads;               /* HTTP worker threads */
+    int pg_pool_size;               /* Postgres connections */
+    long long statement_timeout_ms; /* Postgres statement_timeout */
+    long long waiter_lease_ms;      /* how long a dead process's waiters stay queued */
+    long long poll_ms;              /* backstop re-check of a suspended waiter */
+    long long request_timeout_ms;   /* deadline for one backend call */
+    char *log_level;                /* "debug", "info", "warn" or "error" */
+};
+
+/* Looks up one environment variable; getenv in production, a table in tests. */
+typedef const char *(*config_getenv_fn)(const char *name);
+
+/*
+ * Fills cfg with the defaults, then the JSON file named by FENCEGATE_CONFIG (if
+ * set), then the FENCEGATE_* environment variables, looked up through getenv_fn.
+ * An unknown key, a wrong type or an out-of-range value fails with FG_ERR_CONFIG
+ * and a message naming the setting. cfg owns everything it points to; release it
+ * with config_free (also after a failure).
+ */
+int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error *err) FG_WUR;
+
+/* Applies a parsed JSON configuration object on top of cfg (borrowed root). */
+int config_apply_json(struct config *cfg, const json_t *root, struct fg_error *err) FG_WUR;
+
+/* Finds the writable table called name, or NULL. */
+const struct table_config *config_table(const struct config *cfg, const char *name);
+
+/* Frees everything cfg owns and zeroes it. */
+void config_free(struct config *cfg);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * handlers_ops.c - /healthz answers while the process serves; /readyz asks both
+ * backends and answers 503 naming the one that does not answer.
+ */
+#include "http/handlers_ops.h"
+
+#include "store/pg.h"
+#include "store/redis.h"
+
+enum handler_result handle_healthz(struct http_request *req, struct http_reply *reply)
+{
+    (void)req;
+    reply_json(reply, 200, json_pack("{s:s}", "status", "ok"));
+    return HANDLER_DONE;
+}
+
+enum handler_result handle_readyz(struct http_request *req, struct http_reply *reply)
+{
+    (void)req;
+    struct fg_error redis_err = {0}, pg_err = {0};
+    bool redis_up = redis_ping(&redis_err) == 0;
+    bool pg_up = pg_ping(&pg_err) == 0;
+    if (redis_up && pg_up) {
+        reply_json(reply, 200, json_pack("{s:s, s:s}", "redis", "up", "postgres", "up"));
+        return HANDLER_DONE;
+    }
+    struct fg_error err;
+    fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "%s%s%s", redis_up ? "" : redis_err.msg,
+            !redis_up && !pg_up ? "; " : "", pg_up ? "" : pg_err.msg);
+    reply_problem_extra(reply, &err,
+                        json_pack("{s:s, s:s}", "redis", redis_up ? "up" : "down", "postgres",
+                                  pg_up ? "up" : "down"));
+    return HANDLER_DONE;
+}

@@ -1,0 +1,41 @@
+/*
+ * reply.h - what a handler answers: a status, a JSON body and a few headers,
+ * independent of the HTTP library. Errors become RFC 9457 problem+json bodies
+ * through reply_problem, the one way a handler reports a failure.
+ */
+#ifndef FG_REPLY_H
+#define FG_REPLY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "util/error.h"
+
+struct http_reply {
+    int status;               /* HTTP status code */
+    json_t *body;             /* owned JSON body, or NULL for an empty body */
+    bool problem;             /* body is application/problem+json */
+    int retry_after_s;        /* Retry-After header in seconds, 0 for none */
+    char *text;               /* owned non-JSON body (e.g. metrics), used when body is NULL */
+    const char *content_type; /* content type of text (static string) */
+};
+
+/* Sets a JSON reply; takes ownership of body (jansson "steals" it). */
+void reply_json(struct http_reply *reply, int status, json_t *body);
+
+/* Sets a problem+json reply for err: type /problems/<code>, title, status, detail. */
+void reply_problem(struct http_reply *reply, const struct fg_error *err);
+
+/* As reply_problem, adding the members of extra (stolen) to the problem body. */
+void reply_problem_extra(struct http_reply *reply, const struct fg_error *err, json_t *extra);
+
+/* Sets a plain-text style reply; takes ownership of text. */
+void reply_text(struct http_reply *reply, int status, const char *content_type, char *text);
+
+/* Frees what reply owns and resets it. */
+void reply_clear(struct http_reply *reply);
+
+/* Builds the problem body for err (new reference). */
+json_t *problem_new(const struct fg_error *err);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * router.h - matching a request path against a static route table. Patterns are
+ * literal segments plus typed parameters: {name} (lock or semaphore name),
+ * {table}, {key}; a trailing '*' ({name*}, {key*}) lets a parameter span several
+ * segments, since names may contain '/'. Parameters are percent-decoded here,
+ * strictly, and checked against the rules of their type. Pure: no I/O.
+ */
+#ifndef FG_ROUTER_H
+#define FG_ROUTER_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+#include "util/names.h"
+
+#define ROUTE_MAX_PARAMS 2
+
+enum http_method {
+    HTTP_GET,
+    HTTP_POST,
+    HTTP_PUT,
+    HTTP_PATCH,
+    HTTP_DELETE,
+    HTTP_OTHER,
+};
+
+enum handler_result {
+    HANDLER_DONE,    /* the reply is ready */
+    HANDLER_SUSPEND, /* park the connection; the handler runs again when woken */
+};
+
+struct http_request;
+struct http_reply;
+typedef enum handler_result (*route_handler)(struct http_request *req, struct http_reply *reply);
+
+struct route {
+    enum http_method method;
+    const char *pattern; /* e.g. "/v1/locks/{name*}/acquire" */
+    route_handler handler;
+    const char *label; /* bounded name for logs and metrics, e.g. "lock_acquire" */
+};
+
+struct route_match {
+    const struct route *route;                          /* matched entry */
+    char params[ROUTE_MAX_PARAMS][SEGMENT_MAX_LEN + 1]; /* decoded parameters, in order */
+    size_t param_lens[ROUTE_MAX_PARAMS];                /* their lengths */
+};
+
+/* Maps a method string ("GET", "HEAD" counts as GET) to enum http_method. */
+enum http_method router_method(const char *method);
+
+/*
+ * Finds the route of table (ended by an entry whose pattern is NULL) matching
+ * method and path (raw, still percent-encoded, without query). Fills *match and
+ * returns 0. Fails with FG_ERR_NOT_FOUND (no pattern matches),
+ * FG_ERR_METHOD_NOT_ALLOWED (a pattern matches, another method) or
+ * FG_ERR_INVALID_NAME (a parameter is malformed).
+ */
+int router_match(const struct route *table, enum http_method method, const char *path,
+                 struct route_match *match, struct fg_error *err) FG_WUR;
+
+#endif

@@ -1,0 +1,360 @@
+/*
+ * server.c - libmicrohttpd glue. One daemon with a small pool of polling threads
+ * (epoll); handlers run on those threads and may block on Redis or Postgres for
+ * at most one backend deadline. A request that must wait is suspended with
+ * MHD_suspend_connection and resumed by http_request_wake, so thousands of
+ * waiters cost memory, not threads.
+ *
+ * Paths reach the router undecoded (the unescape callback is a no-op): the
+ * router decodes them strictly itself. Bodies over the limit answer 413 as soon
+ * as the Content-Length says so, or once a chunked body crosses the limit.
+ */
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/fgjson.h"
+#include "util/log.h"
+
+/* Private per-request connection state: what handlers must not see. */
+struct http_conn {
+    struct MHD_Connection *mhd; /* the libmicrohttpd connection */
+    int route_status;           /* FG_OK, or the code the router failed with */
+    struct fg_error route_err;  /* why the route did not match */
+    size_t body_cap;            /* allocated bytes of body */
+    bool body_too_large;        /* the body crossed max_body_bytes */
+    bool answered;              /* a response has been queued */
+    pthread_mutex_t wake_lock;  /* guards suspended and wake_pending */
+    bool suspended;             /* MHD_suspend_connection is in effect */
+    bool wake_pending;          /* woken before the suspension took effect */
+    struct http_reply reply;    /* the reply being built */
+};
+
+static struct {
+    struct MHD_Daemon *daemon;
+    const struct config *cfg;
+    const struct route *routes;
+    atomic_long in_flight;
+} server;
+
+int64_t http_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t unescape_nothing(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    return strlen(s);
+}
+
+static void client_address(struct MHD_Connection *mhd, char *out, size_t cap)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, cap, "unknown");
+    if (info == NULL || info->client_addr == NULL)
+        return;
+    const struct sockaddr *sa = info->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out,
+                  (socklen_t)cap);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out,
+                  (socklen_t)cap);
+}
+
+static struct http_request *request_new(struct MHD_Connection *mhd, const char *method,
+                                        const char *url)
+{
+    struct http_request *req = calloc(1, sizeof *req);
+    struct http_conn *conn = calloc(1, sizeof *conn);
+    FG_ASSERT(req != NULL && conn != NULL);
+    req->conn = conn;
+    conn->mhd = mhd;
+    pthread_mutex_init(&conn->wake_lock, NULL);
+    req->started_ms = http_now_ms();
+    req->method = router_method(method);
+    client_address(mhd, req->client_addr, sizeof req->client_addr);
+    if (router_match(server.routes, req->method, url, &req->match, &conn->route_err) != 0)
+        conn->route_status = conn->route_err.code;
+    atomic_fetch_add(&server.in_flight, 1);
+    return req;
+}
+
+static void request_free(struct http_request *req)
+{
+    if (req->state_free != NULL)
+        req->state_free(req->state);
+    json_decref(req->json);
+    free(req->body);
+    reply_clear(&req->conn->reply);
+    pthread_mutex_destroy(&req->conn->wake_lock);
+    free(req->conn);
+    free(req);
+    atomic_fetch_sub(&server.in_flight, 1);
+}
+
+static void log_request(const struct http_request *req, const char *method, const char *url)
+{
+    if (!log_enabled(LOG_INFO))
+        return;
+    const struct http_conn *conn = req->conn;
+    json_t *f =
+        json_pack("{s:s, s:s, s:s, s:i, s:I, s:s}", "method", method, "route",
+                  req->match.route ? req->match.route->label : "none", "path", url, "status",
+                  conn->reply.status, "latency_ms", (json_int_t)(http_now_ms() - req->started_ms),
+                  "client", req->client_addr);
+    if (req->log_subject[0] != '\0')
+        json_object_set_new(f, "subject", json_string(req->log_subject));
+    if (req->log_owner[0] != '\0')
+        json_object_set_new(f, "owner", json_string(req->log_owner));
+    log_event(LOG_INFO, "request", f);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)toe;
+    struct http_request *req = *con_cls;
+    if (req == NULL)
+        return;
+    (void)mhd;
+    *con_cls = NULL;
+    request_free(req);
+}
+
+/* Queues conn's reply on the connection. */
+static enum MHD_Result send_reply(struct http_request *req, const char *method, const char *url)
+{
+    struct http_conn *conn = req->conn;
+    struct http_reply *reply = &conn->reply;
+    char *text;
+    const char *content_type;
+    if (reply->body != NULL) {
+        text = json_dumps(reply->body, JSON_COMPACT);
+        content_type = reply->problem ? "application/problem+json" : "application/json";
+    } else {
+        text = reply->text ? reply->text : strdup("");
+        reply->text = NULL;
+        content_type = reply->content_type ? reply->content_type : "text/plain";
+    }
+    FG_ASSERT(text != NULL);
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (reply->retry_after_s > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", reply->retry_after_s);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
+    if (conn->body_too_large)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result rc = MHD_queue_response(conn->mhd, (unsigned int)reply->status, resp);
+    MHD_destroy_response(resp);
+    conn->answered = true;
+    log_request(req, method, url);
+    return rc;
+}
+
+static enum MHD_Result send_problem(struct http_request *req, enum fg_code code, const char *detail,
+                                    const char *method, const char *url)
+{
+    struct fg_error err;
+    fg_fail(&err, code, "%s", detail);
+    reply_problem(&req->conn->reply, &err);
+    return send_reply(req, method, url);
+}
+
+/* Runs the handler until it answers or parks; parks with MHD_suspend_connection. */
+static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
+{
+    struct http_conn *conn = req->conn;
+    if (conn->route_status != FG_OK) {
+        reply_problem(&conn->reply, &conn->route_err);
+        return send_reply(req, method, url);
+    }
+    for (;;) {
+        if (req->match.route->handler(req, &conn->reply) == HANDLER_DONE)
+            return send_reply(req, method, url);
+        pthread_mutex_lock(&conn->wake_lock);
+        if (conn->wake_pending) {
+            conn->wake_pending = false;
+            pthread_mutex_unlock(&conn->wake_lock);
+            continue;
+        }
+        MHD_suspend_connection(conn->mhd);
+        conn->suspended = true;
+        pthread_mutex_unlock(&conn->wake_lock);
+        return MHD_YES;
+    }
+}
+
+static bool content_length_too_large(struct MHD_Connection *mhd)
+{
+    const char *cl =
+        MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl == NULL)
+        return false;
+    char *end;
+    unsigned long long n = strtoull(cl, &end, 10);
+    return n > (unsigned long long)server.cfg->max_body_bytes;
+}
+
+static void append_body(struct http_request *req, const char *data, size_t len)
+{
+    struct http_conn *conn = req->conn;
+    if (conn->body_too_large)
+        return;
+    if (req->body_len + len > (size_t)server.cfg->max_body_bytes) {
+        conn->body_too_large = true;
+        free(req->body);
+        req->body = NULL;
+        req->body_len = 0;
+        return;
+    }
+    if (req->body_len + len + 1 > conn->body_cap) {
+        size_t cap = conn->body_cap ? conn->body_cap : 1024;
+        while (cap < req->body_len + len + 1)
+            cap *= 2;
+        req->body = realloc(req->body, cap);
+        FG_ASSERT(req->body != NULL);
+        conn->body_cap = cap;
+    }
+    memcpy(req->body + req->body_len, data, len);
+    req->body_len += len;
+    req->body[req->body_len] = '\0';
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    struct http_request *req = *con_cls;
+    if (req == NULL) {
+        req = request_new(mhd, method, url);
+        *con_cls = req;
+        if (content_length_too_large(mhd)) {
+            req->conn->body_too_large = true;
+            return send_problem(req, FG_ERR_BODY_TOO_LARGE, "request body over the limit", method,
+                                url);
+        }
+        return MHD_YES;
+    }
+    if (req->conn->answered) {
+        *upload_data_size = 0; /* discard the rest of a refused body */
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        append_body(req, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (req->conn->body_too_large)
+        return send_problem(req, FG_ERR_BODY_TOO_LARGE, "request body over the limit", method, url);
+    return dispatch(req, method, url);
+}
+
+int http_server_start(const struct config *cfg, const struct route *routes, struct fg_error *err)
+{
+    server.cfg = cfg;
+    server.routes = routes;
+    struct sockaddr_storage addr;
+    memset(&addr, 0, sizeof addr);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&addr;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&addr;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (inet_pton(AF_INET, cfg->listen_host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)cfg->listen_port);
+    } else if (inet_pton(AF_INET6, cfg->listen_host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)cfg->listen_port);
+        flags |= MHD_USE_IPv6;
+    } else {
+        return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
+    }
+    server.daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, 60000u,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
+        NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    if (server.daemon == NULL)
+        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
+                       cfg->listen_port);
+    return 0;
+}
+
+void http_server_quiesce(void)
+{
+    if (server.daemon == NULL)
+        return;
+    MHD_socket fd = MHD_quiesce_daemon(server.daemon);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+}
+
+long http_server_in_flight(void)
+{
+    return atomic_load(&server.in_flight);
+}
+
+void http_server_stop(void)
+{
+    if (server.daemon != NULL)
+        MHD_stop_daemon(server.daemon);
+    server.daemon = NULL;
+}
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn->mhd, MHD_HEADER_KIND, name);
+}
+
+const char *http_request_query(const struct http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn->mhd, MHD_GET_ARGUMENT_KIND, name);
+}
+
+json_t *http_request_json(struct http_request *req, struct fg_error *err)
+{
+    if (req->json == NULL)
+        req->json = fgjson_parse_object(req->body, req->body_len, err);
+    return req->json;
+}
+
+int http_request_fd(const struct http_request *req)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->conn->mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
+
+void http_request_wake(struct http_request *req)
+{
+    struct http_conn *conn = req->conn;
+    pthread_mutex_lock(&conn->wake_lock);
+    if (conn->suspended) {
+        conn->suspended = false;
+        MHD_resume_connection(conn->mhd);
+    } else {
+        conn->wake_pending = true;
+    }
+    pthread_mutex_unlock(&conn->wake_lock);
+}

@@ -1,0 +1,74 @@
+/*
+ * server.h - the HTTP server: the only module that speaks libmicrohttpd. It owns
+ * connections and their request state, reads bodies up to the configured limit,
+ * dispatches to the route table, writes replies and request logs, and parks
+ * waiting requests as suspended connections (no thread per waiter).
+ *
+ * Handlers see struct http_request: its route parameters, body, headers and
+ * query. A handler that must wait returns HANDLER_SUSPEND and arranges for some
+ * other thread to call http_request_wake later; the handler then runs again on
+ * the same request.
+ */
+#ifndef FG_SERVER_H
+#define FG_SERVER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "http/reply.h"
+#include "http/router.h"
+
+struct http_conn;
+
+struct http_request {
+    struct route_match match;        /* route and decoded path parameters */
+    enum http_method method;         /* request method (HEAD is GET) */
+    char *body;                      /* request body bytes (owned), NUL-terminated */
+    size_t body_len;                 /* bytes in body */
+    json_t *json;                    /* parsed body, once http_request_json ran (owned) */
+    char client_addr[64];            /* peer address, text */
+    int64_t started_ms;              /* monotonic time the request arrived */
+    void *state;                     /* handler's own state across suspensions */
+    void (*state_free)(void *state); /* frees state when the request ends */
+    char log_subject[256];           /* lock or resource named in the request log */
+    char log_owner[128];             /* owner named in the request log */
+    struct http_conn *conn;          /* server-private connection state */
+};
+
+/* Starts listening on cfg's address with routes (table ends with a NULL pattern).
+ * cfg and routes are borrowed for the life of the server. */
+int http_server_start(const struct config *cfg, const struct route *routes,
+                      struct fg_error *err) FG_WUR;
+
+/* Stops accepting connections (SIGTERM drain, first step). */
+void http_server_quiesce(void);
+
+/* Requests in progress (received, not yet answered), including suspended ones. */
+long http_server_in_flight(void);
+
+/* Closes every connection and stops the threads. No request may be suspended. */
+void http_server_stop(void);
+
+/* Header value by case-insensitive name, or NULL. Valid during the request. */
+const char *http_request_header(const struct http_request *req, const char *name);
+
+/* Query argument, still percent-encoded as sent, or NULL. */
+const char *http_request_query(const struct http_request *req, const char *name);
+
+/* The parsed JSON object body (an empty body reads as {}), borrowed; NULL with
+ * FG_ERR_INVALID_JSON if the body is not a JSON object. */
+json_t *http_request_json(struct http_request *req, struct fg_error *err);
+
+/* Socket of the connection (to watch a suspended client for hang-up). */
+int http_request_fd(const struct http_request *req);
+
+/* Wakes a request whose handler returned HANDLER_SUSPEND; callable from any
+ * thread, also before the suspension has taken effect (the wake is kept). */
+void http_request_wake(struct http_request *req);
+
+/* Monotonic clock in milliseconds. */
+int64_t http_now_ms(void);
+
+#endif

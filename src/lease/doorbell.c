@@ -1,0 +1,149 @@
+/*
+ * doorbell.c - the doorbell subscriber thread and the list of orphaned grants.
+ * On every (re)subscription all waiters re-check, since messages published
+ * while the subscription was down are lost; the doorbell is an accelerator, the
+ * waiters' own timed re-checks are what make waiting correct.
+ */
+#include "lease/doorbell.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway.h"
+#include "http/server.h"
+#include "lease/waiter.h"
+#include "store/redis.h"
+#include "util/log.h"
+
+#define ORPHAN_GRACE_MS 200
+#define MAX_ORPHANS     1024
+#define MAX_KINDS       4
+
+struct orphan {
+    char kind;
+    char lease_id[LEASE_ID_LEN + 1];
+    char name[NAME_MAX_LEN + 1];
+    int64_t seen_ms;
+};
+
+static struct {
+    pthread_t thread;
+    bool started;
+    volatile bool stop;
+    char channel[64];
+    pthread_mutex_t lock;
+    struct orphan orphans[MAX_ORPHANS];
+    size_t norphans;
+    struct {
+        char kind;
+        doorbell_orphan_fn fn;
+    } kinds[MAX_KINDS];
+    size_t nkinds;
+} bell = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void doorbell_on_orphan(char kind, doorbell_orphan_fn fn)
+{
+    FG_ASSERT(bell.nkinds < MAX_KINDS);
+    bell.kinds[bell.nkinds].kind = kind;
+    bell.kinds[bell.nkinds++].fn = fn;
+}
+
+static void remember_orphan(char kind, const char *lease, size_t lease_len, const char *name,
+                            size_t name_len)
+{
+    if (lease_len != LEASE_ID_LEN || name_len == 0 || name_len > NAME_MAX_LEN)
+        return;
+    pthread_mutex_lock(&bell.lock);
+    if (bell.norphans < MAX_ORPHANS) {
+        struct orphan *o = &bell.orphans[bell.norphans++];
+        o->kind = kind;
+        memcpy(o->lease_id, lease, LEASE_ID_LEN);
+        o->lease_id[LEASE_ID_LEN] = '\0';
+        memcpy(o->name, name, name_len);
+        o->name[name_len] = '\0';
+        o->seen_ms = http_now_ms();
+    }
+    pthread_mutex_unlock(&bell.lock);
+}
+
+/* Payload "<kind>|<lease>|<name>". */
+static void on_message(const char *payload, size_t len, void *ctx)
+{
+    (void)ctx;
+    if (len < LEASE_ID_LEN + 4 || payload[1] != '|' || payload[2 + LEASE_ID_LEN] != '|')
+        return;
+    char lease[LEASE_ID_LEN + 1];
+    memcpy(lease, payload + 2, LEASE_ID_LEN);
+    lease[LEASE_ID_LEN] = '\0';
+    if (!waiter_ring(lease))
+        remember_orphan(payload[0], lease, LEASE_ID_LEN, payload + 3 + LEASE_ID_LEN,
+                        len - 3 - LEASE_ID_LEN);
+}
+
+static void on_subscribed(void *ctx)
+{
+    (void)ctx;
+    waiter_wake_all(WAKE_TIMER);
+}
+
+static void *doorbell_main(void *arg)
+{
+    (void)arg;
+    struct redis_subscriber sub = {bell.channel, on_message, on_subscribed, NULL};
+    redis_subscribe(&sub, &bell.stop);
+    return NULL;
+}
+
+int doorbell_start(struct fg_error *err)
+{
+    snprintf(bell.channel, sizeof bell.channel, "fg:bell:%s", gw.instance_id);
+    if (pthread_create(&bell.thread, NULL, doorbell_main, NULL) != 0)
+        return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
+    bell.started = true;
+    return 0;
+}
+
+static doorbell_orphan_fn orphan_fn(char kind)
+{
+    for (size_t i = 0; i < bell.nkinds; i++)
+        if (bell.kinds[i].kind == kind)
+            return bell.kinds[i].fn;
+    return NULL;
+}
+
+void doorbell_reap_orphans(int64_t now_ms)
+{
+    struct orphan due[MAX_ORPHANS];
+    size_t ndue = 0;
+    pthread_mutex_lock(&bell.lock);
+    size_t keep = 0;
+    for (size_t i = 0; i < bell.norphans; i++) {
+        if (now_ms - bell.orphans[i].seen_ms >= ORPHAN_GRACE_MS)
+            due[ndue++] = bell.orphans[i];
+        else
+            bell.orphans[keep++] = bell.orphans[i];
+    }
+    bell.norphans = keep;
+    pthread_mutex_unlock(&bell.lock);
+    for (size_t i = 0; i < ndue; i++) {
+        if (waiter_ring(due[i].lease_id))
+            continue;
+        doorbell_orphan_fn fn = orphan_fn(due[i].kind);
+        struct fg_error err = {0};
+        if (fn != NULL && fn(due[i].name, due[i].lease_id, &err) != 0)
+            log_message(LOG_WARN, "orphan_grant", "could not give back a grant on %s: %s",
+                        due[i].name, err.msg);
+    }
+}
+
+void doorbell_stop(void)
+{
+    if (!bell.started)
+        return;
+    bell.stop = true;
+    pthread_join(bell.thread, NULL);
+    bell.started = false;
+}

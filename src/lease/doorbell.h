@@ -1,0 +1,28 @@
+/*
+ * doorbell.h - the thread that follows this gateway's doorbell channel
+ * ("fg:bell:<instance id>"). The scripts publish "<kind>|<lease>|<name>" when
+ * they grant a lease to a waiter; the doorbell wakes that waiter at once. A grant
+ * for a waiter this process no longer has (its client left a moment ago) is
+ * handed back after a short grace, so it never sits unclaimed until expiry.
+ */
+#ifndef FG_DOORBELL_H
+#define FG_DOORBELL_H
+
+#include "util/error.h"
+
+/* Gives back an unclaimed grant of kind ('l', 's') for lease on name. */
+typedef int (*doorbell_orphan_fn)(const char *name, const char *lease_id, struct fg_error *err);
+
+/* Registers how orphaned grants of a kind are given back. */
+void doorbell_on_orphan(char kind, doorbell_orphan_fn fn);
+
+/* Starts the doorbell thread. */
+int doorbell_start(struct fg_error *err) FG_WUR;
+
+/* Janitor: gives back orphaned grants older than the grace period. */
+void doorbell_reap_orphans(int64_t now_ms);
+
+/* Stops and joins the doorbell thread. */
+void doorbell_stop(void);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * lease_request.h - parsing and validation of the bodies of acquire, renew and
+ * release calls (locks and semaphores), with the configured defaults applied.
+ * Pure: strings returned are borrowed from the parsed body.
+ */
+#ifndef FG_LEASE_REQUEST_H
+#define FG_LEASE_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "util/error.h"
+
+#define OWNER_MAX_LEN       200
+#define REQUEST_ID_MAX_LEN  200
+#define SEMAPHORE_MAX_LIMIT 100000
+
+struct acquire_params {
+    long long ttl_ms;       /* lease length */
+    long long wait_ms;      /* how long to queue; 0 = try once */
+    long long max_hold_ms;  /* cap on the whole hold, renewals included */
+    long long limit;        /* semaphore limit (semaphores only) */
+    const char *owner;      /* free-form holder label, "" if none */
+    const char *request_id; /* idempotency key, "" if none */
+};
+
+struct renew_params {
+    const char *token; /* the lease's token */
+    long long ttl_ms;  /* new lease length, 0 = the lease's own */
+};
+
+/*
+ * Reads an acquire body. with_limit: the body is a semaphore's and must carry
+ * "limit". When ttl_ms exceeds max_hold_ms and max_hold_ms was not given, the
+ * cap is raised to ttl_ms; when both were given, that is an invalid field.
+ */
+int acquire_params_parse(const json_t *body, const struct config *cfg, bool with_limit,
+                         struct acquire_params *out, struct fg_error *err) FG_WUR;
+
+/* Reads a renew body ({"token", "ttl_ms"?}). */
+int renew_params_parse(const json_t *body, struct renew_params *out, struct fg_error *err) FG_WUR;
+
+/* Reads a release body ({"token"}). */
+int release_params_parse(const json_t *body, const char **token, struct fg_error *err) FG_WUR;
+
+#endif

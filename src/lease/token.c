@@ -1,0 +1,185 @@
+/*
+ * token.c - signing and verifying fencing tokens. The text form is
+ *   fgt1.<kind>.<fence>.<lease id>.<base64url name>.<base64url HMAC-SHA256>
+ * where the HMAC covers everything before the last dot. A verified token is the
+ * only way a fence reaches storage: a made-up number never gets that far.
+ */
+#include "lease/token.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define TOKEN_PREFIX "fgt1"
+#define MAC_LEN      32
+#define MAC_B64_LEN  43
+
+static const char b64url_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Unpadded base64url of len bytes into out; returns the number of characters. */
+static size_t b64url_encode(const unsigned char *in, size_t len, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < len)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < len)
+            v |= in[i + 2];
+        out[o++] = b64url_alphabet[(v >> 18) & 63];
+        out[o++] = b64url_alphabet[(v >> 12) & 63];
+        if (i + 1 < len)
+            out[o++] = b64url_alphabet[(v >> 6) & 63];
+        if (i + 2 < len)
+            out[o++] = b64url_alphabet[v & 63];
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static int b64url_value(char c)
+{
+    const char *p = c ? strchr(b64url_alphabet, c) : NULL;
+    return p ? (int)(p - b64url_alphabet) : -1;
+}
+
+/* Decodes len characters of unpadded base64url into out (cap bytes). Returns the
+ * byte count, or -1 on a bad character, a bad length or a short buffer. */
+static long b64url_decode(const char *in, size_t len, unsigned char *out, size_t cap)
+{
+    if (len % 4 == 1)
+        return -1;
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = b64url_value(in[i]);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o >= cap)
+                return -1;
+            out[o++] = (unsigned char)((acc >> bits) & 0xFF);
+        }
+    }
+    if ((acc & ((1u << bits) - 1)) != 0)
+        return -1; /* non-canonical trailing bits: one token, one spelling */
+    return (long)o;
+}
+
+static void hmac_sha256(const unsigned char *secret, size_t secret_len, const char *data,
+                        size_t len, unsigned char mac[MAC_LEN])
+{
+    unsigned int mac_len = MAC_LEN;
+    unsigned char *ok = HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)data,
+                             len, mac, &mac_len);
+    FG_ASSERT(ok != NULL && mac_len == MAC_LEN);
+}
+
+int token_sign(const struct token_claims *claims, const unsigned char *secret, size_t secret_len,
+               char *out, size_t out_cap, struct fg_error *err)
+{
+    char name_b64[NAME_MAX_LEN * 2];
+    b64url_encode((const unsigned char *)claims->name, strlen(claims->name), name_b64);
+    int n = snprintf(out, out_cap, TOKEN_PREFIX ".%c.%" PRId64 ".%s.%s.", (char)claims->kind,
+                     claims->fence, claims->lease_id, name_b64);
+    if (n < 0 || (size_t)n + MAC_B64_LEN + 1 > out_cap)
+        return fg_fail(err, FG_ERR_INTERNAL, "token buffer too small");
+    unsigned char mac[MAC_LEN];
+    hmac_sha256(secret, secret_len, out, (size_t)n - 1, mac);
+    b64url_encode(mac, MAC_LEN, out + n);
+    return 0;
+}
+
+/* Splits token into its six dot-separated parts; returns 0 if there are exactly six. */
+static int token_split(const char *token, const char *parts[6], size_t lens[6])
+{
+    const char *p = token;
+    for (int i = 0; i < 6; i++) {
+        const char *dot = strchr(p, '.');
+        if (i < 5 && dot == NULL)
+            return -1;
+        if (i == 5 && dot != NULL)
+            return -1;
+        parts[i] = p;
+        lens[i] = dot ? (size_t)(dot - p) : strlen(p);
+        p = dot ? dot + 1 : p + lens[i];
+    }
+    return 0;
+}
+
+static int parse_fence(const char *s, size_t len, int64_t *fence)
+{
+    if (len == 0 || len > 18 || s[0] == '0')
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *fence = v;
+    return 0;
+}
+
+static bool is_lease_id(const char *s, size_t len)
+{
+    if (len != LEASE_ID_LEN)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+int token_verify(const char *token, const unsigned char *secret, size_t secret_len,
+                 struct token_claims *claims, struct fg_error *err)
+{
+    const char *parts[6];
+    size_t lens[6];
+    if (strlen(token) >= TOKEN_MAX_LEN || token_split(token, parts, lens) != 0)
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token");
+    if (lens[0] != 4 || memcmp(parts[0], TOKEN_PREFIX, 4) != 0 || lens[1] != 1 ||
+        (parts[1][0] != LEASE_KIND_LOCK && parts[1][0] != LEASE_KIND_SEMAPHORE))
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token");
+    unsigned char presented[MAC_LEN + 3], expected[MAC_LEN];
+    if (b64url_decode(parts[5], lens[5], presented, sizeof presented) != MAC_LEN)
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token signature");
+    hmac_sha256(secret, secret_len, token, (size_t)(parts[5] - token) - 1, expected);
+    if (CRYPTO_memcmp(presented, expected, MAC_LEN) != 0)
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "fence token signature does not match");
+    long name_len = b64url_decode(parts[4], lens[4], (unsigned char *)claims->name, NAME_MAX_LEN);
+    if (name_len <= 0 || parse_fence(parts[2], lens[2], &claims->fence) != 0 ||
+        !is_lease_id(parts[3], lens[3]))
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token claims");
+    claims->name[name_len] = '\0';
+    if (!name_is_valid_lock(claims->name, (size_t)name_len))
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token claims");
+    claims->kind = (enum lease_kind)parts[1][0];
+    memcpy(claims->lease_id, parts[3], LEASE_ID_LEN);
+    claims->lease_id[LEASE_ID_LEN] = '\0';
+    return 0;
+}
+
+int token_new_lease_id(char lease_id[LEASE_ID_LEN + 1], struct fg_error *err)
+{
+    unsigned char raw[LEASE_ID_LEN / 2];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return fg_fail(err, FG_ERR_INTERNAL, "getrandom failed: %s", strerror(errno));
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof raw; i++) {
+        lease_id[2 * i] = hex[raw[i] >> 4];
+        lease_id[2 * i + 1] = hex[raw[i] & 15];
+    }
+    lease_id[LEASE_ID_LEN] = '\0';
+    return 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * waiter.h - the registry of requests parked while they wait for a lock or a
+ * semaphore slot. A waiter lives inside its handler's request state; the
+ * registry finds it by lease id (doorbell), by deadline or re-check time
+ * (janitor ticks) and by socket hang-up (an epoll set of the parked clients'
+ * sockets), and wakes the parked request with the reason. One mutex guards it.
+ *
+ * States: WAITER_RUNNING (its handler is on a thread), WAITER_PARKED (the
+ * connection is suspended), WAITER_GONE (not registered). waiter_set_state is the
+ * one place that moves between them.
+ */
+#ifndef FG_WAITER_H
+#define FG_WAITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lease/token.h"
+#include "util/error.h"
+
+struct http_request;
+
+enum waiter_state {
+    WAITER_GONE,
+    WAITER_RUNNING,
+    WAITER_PARKED,
+};
+
+enum waiter_wake {
+    WAKE_DOORBELL = 1 << 0,   /* the lease may have been granted */
+    WAKE_TIMER = 1 << 1,      /* re-check or deadline time reached */
+    WAKE_HANGUP = 1 << 2,     /* the client closed its connection */
+    WAKE_DRAIN = 1 << 3,      /* the gateway is stopping */
+    WAKE_SUPERSEDED = 1 << 4, /* a retry of the same request took over */
+};
+
+struct waiter {
+    char lease_id[LEASE_ID_LEN + 1]; /* key of the registry */
+    struct http_request *req;        /* the parked request (borrowed) */
+    int fd;                          /* the client's socket, watched for hang-up */
+    int64_t deadline_ms;             /* monotonic time the wait ends */
+    int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
+    enum waiter_state state;         /* see above; guarded by the registry lock */
+    unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
+    uint64_t serial;                 /* identifies the waiter in the epoll set */
+    bool linked;                     /* in the registry (false once superseded) */
+    struct waiter *next, *prev;      /* registry list */
+};
+
+/* Creates the epoll set. */
+int waiter_registry_init(struct fg_error *err) FG_WUR;
+
+/* Registers w (state RUNNING) for req. Fails with FG_ERR_TOO_MANY_WAITERS when
+ * this process already has max_waiters. A waiter with the same lease id is
+ * superseded: woken with WAKE_SUPERSEDED and dropped from the registry. */
+int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
+               struct fg_error *err) FG_WUR;
+
+/* Changes w's lease id (a retried request_id found its earlier lease). */
+void waiter_rekey(struct waiter *w, const char *lease_id);
+
+/* Unregisters w (no-op if already gone). */
+void waiter_remove(struct waiter *w);
+
+/* Returns and clears the wake reasons seen by w. */
+unsigned waiter_take_reasons(struct waiter *w);
+
+/* Parks w until next_check_ms (capped by its deadline). Returns false without
+ * parking if a wake arrived meanwhile: the handler must re-check at once. */
+bool waiter_park(struct waiter *w, int64_t next_check_ms);
+
+/* Doorbell: wakes the waiter of lease_id. Returns false if there is none. */
+bool waiter_ring(const char *lease_id);
+
+/* Wakes every waiter with reason (resubscription, drain). */
+void waiter_wake_all(unsigned reason);
+
+/* Janitor: wakes waiters whose re-check or deadline time has come. */
+void waiter_tick(int64_t now_ms);
+
+/* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them. */
+void waiter_watch_hangups(int timeout_ms);
+
+/* Waiters registered now. */
+long waiter_count(void);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * main.c - start-up, signals and wiring. Reads the configuration, prepares the
+ * backends (migrations, token secret, fence sequence), starts the janitor, the
+ * doorbell and the HTTP server, then waits for SIGTERM or SIGINT and drains:
+ * no new connections, waiters answer 503, in-flight requests finish, exit 0.
+ * `fencegate migrate` applies the migrations and exits.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "gateway.h"
+#include "http/handlers_locks.h"
+#include "http/routes.h"
+#include "http/server.h"
+#include "janitor.h"
+#include "lease/doorbell.h"
+#include "lease/fence.h"
+#include "lease/waiter.h"
+#include "store/pg.h"
+#include "store/redis.h"
+#include "store/secret.h"
+#include "util/log.h"
+
+#define STARTUP_WAIT_MS 30000
+#define DRAIN_WAIT_MS   10000
+
+struct gateway gw;
+
+static const char usage[] =
+    "usage: fencegate [migrate] [--help] [--version]\n"
+    "\n"
+    "Serves the fencegate HTTP API: leases and fencing tokens from Redis, fenced\n"
+    "writes to Postgres and Redis, and the audit of rejected stale writes.\n"
+    "\n"
+    "  migrate    apply pending SQL migrations and exit\n"
+    "  --help     show this text\n"
+    "  --version  show the version\n"
+    "\n"
+    "Configuration (environment overrides the JSON file):\n"
+    "  FENCEGATE_LISTEN      host:port to serve (default 127.0.0.1:8480)\n"
+    "  FENCEGATE_REDIS_URL   redis://[:password@]host:port/db\n"
+    "  FENCEGATE_PG_DSN      libpq conninfo or URI\n"
+    "  FENCEGATE_CONFIG      path of the JSON configuration file\n"
+    "  FENCEGATE_SECRET      token-signing key (default: generated, kept in Postgres)\n"
+    "  FENCEGATE_LOG_LEVEL   debug, info, warn or error\n"
+    "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n";
+
+static const char *env_lookup(const char *name)
+{
+    return getenv(name);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Applies migrations, retrying while Postgres is still starting. */
+static int migrate_when_ready(struct fg_error *err)
+{
+    int64_t deadline = http_now_ms() + STARTUP_WAIT_MS;
+    bool told = false;
+    for (;;) {
+        if (pg_migrate(err) == 0)
+            return 0;
+        if (err->code != FG_ERR_BACKEND_UNAVAILABLE || http_now_ms() > deadline)
+            return -1;
+        if (!told)
+            log_message(LOG_WARN, "backend_down", "waiting for postgres: %s", err->msg);
+        told = true;
+        sleep_ms(250);
+    }
+}
+
+/* Runs fence recovery on each new Redis connection; a Postgres outage only warns,
+ * since a missing sequence is caught by the scripts themselves. */
+static int recover_on_connect(struct fg_error *err)
+{
+    struct fg_error pg_err = {0};
+    (void)err;
+    if (fence_recover(&pg_err) != 0)
+        log_message(LOG_WARN, "fence_recovery_deferred", "%s", pg_err.msg);
+    return 0;
+}
+
+static void warn_eviction_policy(void)
+{
+    char policy[64];
+    struct fg_error err = {0};
+    if (redis_eviction_policy(policy, sizeof policy, &err) != 0) {
+        log_message(LOG_WARN, "eviction_policy_unknown", "%s", err.msg);
+        return;
+    }
+    if (strcmp(policy, "noeviction") != 0)
+        log_event(LOG_WARN, "eviction_policy_unsafe",
+                  json_pack("{s:s, s:s}", "policy", policy, "detail",
+                            "Redis may evict lock keys and silently free held locks; "
+                            "set maxmemory-policy noeviction"));
+}
+
+static int prepare_backends(struct config *cfg, struct fg_error *err)
+{
+    if (redis_init(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
+        secret_load(cfg, gw.secret, sizeof gw.secret, &gw.secret_len, err) != 0)
+        return -1;
+    redis_set_connect_hook(recover_on_connect);
+    warn_eviction_policy();
+    struct fg_error beat_err = {0};
+    if (janitor_beat(&beat_err) != 0)
+        log_message(LOG_WARN, "backend_down", "redis: %s", beat_err.msg);
+    return 0;
+}
+
+static int serve(struct config *cfg, struct fg_error *err)
+{
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    doorbell_on_orphan(LEASE_KIND_LOCK, lock_give_back_orphan);
+    if (waiter_registry_init(err) != 0 || janitor_start(err) != 0 || doorbell_start(err) != 0 ||
+        http_server_start(cfg, api_routes, err) != 0)
+        return -1;
+    log_event(LOG_INFO, "serving",
+              json_pack("{s:s, s:i, s:s}", "host", cfg->listen_host, "port", cfg->listen_port,
+                        "instance", gw.instance_id));
+    int sig = 0;
+    sigwait(&signals, &sig);
+    log_message(LOG_INFO, "draining", "signal %d", sig);
+    atomic_store(&gw.draining, true);
+    http_server_quiesce();
+    int64_t deadline = http_now_ms() + DRAIN_WAIT_MS;
+    while (http_server_in_flight() > 0 && http_now_ms() < deadline) {
+        waiter_wake_all(WAKE_DRAIN);
+        sleep_ms(10);
+    }
+    http_server_stop();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bool migrate_only = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("fencegate %s\n", FG_VERSION);
+            return 0;
+        }
+        if (strcmp(argv[i], "migrate") != 0) {
+            fprintf(stderr, "fencegate: unknown argument '%s'\n%s", argv[i], usage);
+            return 2;
+        }
+        migrate_only = true;
+    }
+    struct config cfg;
+    struct fg_error err = {0};
+    int status = 1;
+    if (config_load(&cfg, env_lookup, &err) != 0) {
+        fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
+        config_free(&cfg);
+        return 2;
+    }
+    log_set_level(cfg.log_level);
+    gw.cfg = &cfg;
+    if (token_new_lease_id(gw.instance_id, &err) != 0)
+        goto out;
+    if (migrate_only) {
+        status = pg_init(&cfg, &err) == 0 && migrate_when_ready(&err) == 0 ? 0 : 1;
+        goto out;
+    }
+    if (prepare_backends(&cfg, &err) != 0 || serve(&cfg, &err) != 0)
+        goto out;
+    status = 0;
+out:
+    if (status != 0)
+        fprintf(stderr, "fencegate: %s\n", err.msg);
+    janitor_stop();
+    doorbell_stop();
+    redis_shutdown();
+    pg_shutdown();
+    config_free(&cfg);
+    return status == 0 ? 0 : (err.code == FG_ERR_CONFIG ? 2 : 1);
+}

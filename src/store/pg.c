@@ -1,0 +1,331 @@
+/*
+ * pg.c - the libpq connection pool, statement execution and migrations.
+ *
+ * The pool is a fixed array guarded by one mutex; a caller waits on a condition
+ * variable for at most the request deadline. A connection is (re)made when taken
+ * if it is missing or broken, and its prepared statements are forgotten with it.
+ * Migrations are the files of sql/ (compiled in), applied in name order inside
+ * one transaction that holds an advisory lock, so that two gateways starting
+ * together apply each exactly once.
+ */
+#include "store/pg.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "embedded.h"
+#include "util/log.h"
+
+#define MIGRATION_LOCK_KEY "7460518230517"
+
+struct pg_conn {
+    PGconn *pq;       /* NULL until connected */
+    bool in_use;      /* taken by a caller */
+    char **prepared;  /* names prepared on this connection (owned) */
+    size_t nprepared; /* entries in prepared */
+    char sqlstate[6]; /* SQLSTATE of the last failure, "" if none */
+};
+
+static struct {
+    const struct config *cfg;
+    struct pg_conn *conns;
+    size_t size;
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .freed = PTHREAD_COND_INITIALIZER};
+
+int pg_init(const struct config *cfg, struct fg_error *err)
+{
+    pool.cfg = cfg;
+    pool.size = (size_t)cfg->pg_pool_size;
+    pool.conns = calloc(pool.size, sizeof *pool.conns);
+    if (pool.conns == NULL)
+        return fg_fail(err, FG_ERR_INTERNAL, "out of memory");
+    return 0;
+}
+
+static void forget_prepared(struct pg_conn *c)
+{
+    for (size_t i = 0; i < c->nprepared; i++)
+        free(c->prepared[i]);
+    free(c->prepared);
+    c->prepared = NULL;
+    c->nprepared = 0;
+}
+
+static void disconnect(struct pg_conn *c)
+{
+    PQfinish(c->pq);
+    c->pq = NULL;
+    forget_prepared(c);
+}
+
+void pg_shutdown(void)
+{
+    for (size_t i = 0; i < pool.size; i++)
+        disconnect(&pool.conns[i]);
+    free(pool.conns);
+    pool.conns = NULL;
+    pool.size = 0;
+}
+
+static int connect_conn(struct pg_conn *c, struct fg_error *err)
+{
+    char timeout[32];
+    snprintf(timeout, sizeof timeout, "-c statement_timeout=%lld", pool.cfg->statement_timeout_ms);
+    const char *keys[] = {"dbname", "connect_timeout", "application_name", "options", NULL};
+    const char *values[] = {pool.cfg->pg_dsn, "2", "fencegate", timeout, NULL};
+    c->pq = PQconnectdbParams(keys, values, 1);
+    if (c->pq == NULL || PQstatus(c->pq) != CONNECTION_OK) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: %s",
+                c->pq ? PQerrorMessage(c->pq) : "out of memory");
+        char *nl = strchr(err->msg, '\n');
+        if (nl != NULL)
+            *nl = '\0';
+        disconnect(c);
+        return -1;
+    }
+    return 0;
+}
+
+struct pg_conn *pg_acquire(struct fg_error *err)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    long long ms = pool.cfg->request_timeout_ms;
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    struct pg_conn *c = NULL;
+    pthread_mutex_lock(&pool.lock);
+    while (c == NULL) {
+        for (size_t i = 0; i < pool.size && c == NULL; i++)
+            if (!pool.conns[i].in_use)
+                c = &pool.conns[i];
+        if (c == NULL && pthread_cond_timedwait(&pool.freed, &pool.lock, &deadline) == ETIMEDOUT)
+            break;
+    }
+    if (c != NULL)
+        c->in_use = true;
+    pthread_mutex_unlock(&pool.lock);
+    if (c == NULL) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no free connection in time");
+        return NULL;
+    }
+    if (c->pq != NULL && PQstatus(c->pq) != CONNECTION_OK)
+        disconnect(c);
+    if (c->pq == NULL && connect_conn(c, err) != 0) {
+        pg_release(c);
+        return NULL;
+    }
+    c->sqlstate[0] = '\0';
+    return c;
+}
+
+void pg_release(struct pg_conn *c)
+{
+    if (c->pq != NULL && PQtransactionStatus(c->pq) != PQTRANS_IDLE)
+        disconnect(c); /* never hand on a connection inside a transaction */
+    pthread_mutex_lock(&pool.lock);
+    c->in_use = false;
+    pthread_cond_signal(&pool.freed);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+const char *pg_last_sqlstate(const struct pg_conn *c)
+{
+    return c->sqlstate;
+}
+
+static enum fg_code code_of_sqlstate(const char *state, bool connection_lost)
+{
+    if (connection_lost || strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
+        strncmp(state, "53", 2) == 0 || strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0)
+        return FG_ERR_BACKEND_UNAVAILABLE;
+    if (strcmp(state, "23505") == 0)
+        return FG_ERR_CONFLICT;
+    if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
+        return FG_ERR_INVALID_FIELD;
+    return FG_ERR_INTERNAL;
+}
+
+/* Turns a failed result into err; drops the connection if it is gone. */
+static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err)
+{
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
+    bool lost = PQstatus(c->pq) != CONNECTION_OK;
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    fg_fail(err, code_of_sqlstate(c->sqlstate, lost), "postgres: %s",
+            msg ? msg : PQerrorMessage(c->pq));
+    PQclear(res);
+    if (lost)
+        disconnect(c);
+    return -1;
+}
+
+static bool is_prepared(const struct pg_conn *c, const char *name)
+{
+    for (size_t i = 0; i < c->nprepared; i++)
+        if (strcmp(c->prepared[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int prepare(struct pg_conn *c, const char *name, const char *sql, int nparams,
+                   struct fg_error *err)
+{
+    if (is_prepared(c, name))
+        return 0;
+    PGresult *res = PQprepare(c->pq, name, sql, nparams, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        return result_failure(c, res, err);
+    PQclear(res);
+    c->prepared = realloc(c->prepared, (c->nprepared + 1) * sizeof *c->prepared);
+    FG_ASSERT(c->prepared != NULL);
+    c->prepared[c->nprepared++] = strdup(name);
+    return 0;
+}
+
+static json_t *rows_of(const PGresult *res)
+{
+    json_t *rows = json_array();
+    int ntuples = PQntuples(res), nfields = PQnfields(res);
+    for (int r = 0; r < ntuples; r++) {
+        json_t *row = json_object();
+        for (int f = 0; f < nfields; f++)
+            json_object_set_new(row, PQfname(res, f),
+                                PQgetisnull(res, r, f) ? json_null()
+                                                       : json_string(PQgetvalue(res, r, f)));
+        json_array_append_new(rows, row);
+    }
+    return rows;
+}
+
+int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int nparams,
+            const char *const *params, json_t **rows, struct fg_error *err)
+{
+    c->sqlstate[0] = '\0';
+    if (c->pq == NULL && connect_conn(c, err) != 0)
+        return -1;
+    PGresult *res;
+    if (stmt_name != NULL) {
+        if (prepare(c, stmt_name, sql, nparams, err) != 0)
+            return -1;
+        res = PQexecPrepared(c->pq, stmt_name, nparams, params, NULL, NULL, 0);
+    } else if (nparams > 0) {
+        res = PQexecParams(c->pq, sql, nparams, NULL, params, NULL, NULL, 0);
+    } else {
+        res = PQexec(c->pq, sql);
+    }
+    ExecStatusType st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return result_failure(c, res, err);
+    if (rows != NULL)
+        *rows = rows_of(res);
+    PQclear(res);
+    return 0;
+}
+
+int pg_query(const char *stmt_name, const char *sql, int nparams, const char *const *params,
+             json_t **rows, struct fg_error *err)
+{
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    int rc = pg_exec(c, stmt_name, sql, nparams, params, rows, err);
+    pg_release(c);
+    return rc;
+}
+
+static int migration_version(const char *file)
+{
+    return atoi(file);
+}
+
+/* Applies the migrations newer than the stored version; conn is inside a transaction. */
+static int apply_migrations(struct pg_conn *c, struct fg_error *err)
+{
+    json_t *rows = NULL;
+    if (pg_exec(c, NULL, "SELECT coalesce(max(version), 0) AS v FROM fencegate.schema_migrations",
+                0, NULL, &rows, err) != 0)
+        return -1;
+    int current = atoi(json_string_value(json_object_get(json_array_get(rows, 0), "v")));
+    json_decref(rows);
+    int known = 0;
+    for (size_t i = 0; embedded_sql[i].name != NULL; i++)
+        known = migration_version(embedded_sql[i].name);
+    if (current > known)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "database schema version %d is newer than this gateway knows (%d)", current,
+                       known);
+    for (size_t i = 0; embedded_sql[i].name != NULL; i++) {
+        int version = migration_version(embedded_sql[i].name);
+        if (version <= current)
+            continue;
+        char vtext[16];
+        snprintf(vtext, sizeof vtext, "%d", version);
+        const char *params[] = {vtext, embedded_sql[i].name};
+        if (pg_exec(c, NULL, embedded_sql[i].source, 0, NULL, NULL, err) != 0 ||
+            pg_exec(c, NULL,
+                    "INSERT INTO fencegate.schema_migrations (version, name) VALUES ($1, $2)", 2,
+                    params, NULL, err) != 0)
+            return -1;
+        log_message(LOG_INFO, "migration_applied", "%s", embedded_sql[i].name);
+    }
+    return 0;
+}
+
+int pg_migrate(struct fg_error *err)
+{
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    int rc = -1;
+    if (pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err) != 0 ||
+        pg_exec(c, NULL, "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK_KEY ")", 0, NULL, NULL,
+                err) != 0 ||
+        pg_exec(c, NULL,
+                "CREATE SCHEMA IF NOT EXISTS fencegate; "
+                "CREATE TABLE IF NOT EXISTS fencegate.schema_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())",
+                0, NULL, NULL, err) != 0)
+        goto out;
+    if (apply_migrations(c, err) != 0)
+        goto out;
+    rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+out:
+    if (rc != 0 && c->pq != NULL) {
+        PGresult *res = PQexec(c->pq, "ROLLBACK");
+        PQclear(res);
+    }
+    pg_release(c);
+    return rc;
+}
+
+int pg_max_fence(int64_t *out, struct fg_error *err)
+{
+    json_t *rows = NULL;
+    if (pg_query("max_fence",
+                 "SELECT greatest((SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences),"
+                 " (SELECT coalesce(max(presented_fence), 0) FROM fencegate.rejections)) AS f",
+                 0, NULL, &rows, err) != 0)
+        return -1;
+    *out = strtoll(json_string_value(json_object_get(json_array_get(rows, 0), "f")), NULL, 10);
+    json_decref(rows);
+    return 0;
+}
+
+int pg_ping(struct fg_error *err)
+{
+    return pg_query("ping", "SELECT 1", 0, NULL, NULL, err);
+}

@@ -1,0 +1,62 @@
+/*
+ * pg.h - the Postgres module: the only code that speaks libpq. A fixed-size pool
+ * of connections, made lazily and remade after a failure; statements run with a
+ * statement_timeout and, when named, as prepared statements cached per
+ * connection. Results arrive as jansson arrays of row objects (column name ->
+ * text or null), so callers never see a libpq type.
+ */
+#ifndef FG_PG_H
+#define FG_PG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "util/error.h"
+
+struct pg_conn;
+
+/* Sets up the pool (no connection yet). cfg is borrowed for the process's life. */
+int pg_init(const struct config *cfg, struct fg_error *err) FG_WUR;
+
+/* Closes every pooled connection. */
+void pg_shutdown(void);
+
+/* Takes a connection from the pool, waiting up to the request deadline and
+ * connecting if needed. NULL with FG_ERR_BACKEND_UNAVAILABLE on failure. */
+struct pg_conn *pg_acquire(struct fg_error *err);
+
+/* Returns conn to the pool; a connection left in a failed state is reset. */
+void pg_release(struct pg_conn *conn);
+
+/*
+ * Runs sql with nparams text parameters (NULL entries are SQL NULL) on conn. With
+ * stmt_name not NULL the statement is prepared once per connection under that
+ * name. On success stores the rows (new reference; an empty array for commands)
+ * in *rows when rows is not NULL. SQLSTATE classes map to codes: 23505 ->
+ * FG_ERR_CONFLICT, 22xxx and 23xxx -> FG_ERR_INVALID_FIELD, connection loss and
+ * timeouts -> FG_ERR_BACKEND_UNAVAILABLE, anything else FG_ERR_INTERNAL. The
+ * SQLSTATE of the last failure is kept for pg_last_sqlstate.
+ */
+int pg_exec(struct pg_conn *conn, const char *stmt_name, const char *sql, int nparams,
+            const char *const *params, json_t **rows, struct fg_error *err) FG_WUR;
+
+/* SQLSTATE of the last failed pg_exec on conn ("" if none). */
+const char *pg_last_sqlstate(const struct pg_conn *conn);
+
+/* Convenience: acquire, pg_exec, release. */
+int pg_query(const char *stmt_name, const char *sql, int nparams, const char *const *params,
+             json_t **rows, struct fg_error *err) FG_WUR;
+
+/* Applies the pending migrations of sql/ under an advisory lock; refuses a
+ * schema newer than this binary knows. */
+int pg_migrate(struct fg_error *err) FG_WUR;
+
+/* The highest fence stored for any resource (0 if none). */
+int pg_max_fence(int64_t *out, struct fg_error *err) FG_WUR;
+
+/* SELECT 1 on a pooled connection. */
+int pg_ping(struct fg_error *err) FG_WUR;
+
+#endif

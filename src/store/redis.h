@@ -1,0 +1,65 @@
+/*
+ * redis.h - the Redis module: the only code that speaks hiredis. Each thread has
+ * its own blocking connection, made on first use and remade after an error. The
+ * Lua scripts of lua/ are called by file name with EVALSHA (loaded again on
+ * NOSCRIPT); every script returns one JSON text (cjson.encode), which arrives
+ * here as a jansson value, so callers never see a hiredis type.
+ */
+#ifndef FG_REDIS_H
+#define FG_REDIS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "util/error.h"
+
+/* Called on the calling thread each time a new connection is made, before the
+ * first command runs on it; a failure drops the connection. */
+typedef int (*redis_connect_hook)(struct fg_error *err);
+
+/* Parses cfg->redis_url and computes the scripts' SHA1s. No connection yet. */
+int redis_init(const struct config *cfg, struct fg_error *err) FG_WUR;
+
+/* Sets the hook run on every new connection (fence recovery), or NULL. */
+void redis_set_connect_hook(redis_connect_hook hook);
+
+/*
+ * Runs script `name` (a file of lua/, e.g. "lock_acquire.lua") with nkeys keys
+ * followed by the other arguments in argv (argc in all). On success stores the
+ * decoded JSON result in *out (new reference) and returns 0. A connection
+ * problem fails with FG_ERR_BACKEND_UNAVAILABLE; a script error with
+ * FG_ERR_INTERNAL.
+ */
+int redis_script(const char *name, size_t nkeys, const char *const *argv, size_t argc, json_t **out,
+                 struct fg_error *err) FG_WUR;
+
+/* PING on this thread's connection. */
+int redis_ping(struct fg_error *err) FG_WUR;
+
+/* Reads CONFIG GET maxmemory-policy into out (cap bytes). */
+int redis_eviction_policy(char *out, size_t cap, struct fg_error *err) FG_WUR;
+
+/* Message and (re)connection callbacks of redis_subscribe. */
+struct redis_subscriber {
+    const char *channel;                                            /* channel to follow */
+    void (*on_message)(const char *payload, size_t len, void *ctx); /* each message */
+    void (*on_subscribed)(void *ctx); /* after each (re)subscription: messages may be lost */
+    void *ctx;                        /* passed back */
+};
+
+/*
+ * Follows sub->channel on a dedicated connection until *stop becomes true,
+ * reconnecting after errors. Blocks the calling thread; checks *stop at least
+ * every 200 ms.
+ */
+void redis_subscribe(const struct redis_subscriber *sub, const volatile bool *stop);
+
+/* Frees the calling thread's connection. */
+void redis_thread_done(void);
+
+/* Frees the calling thread's connection and the script table. */
+void redis_shutdown(void);
+
+#endif

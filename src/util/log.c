@@ -1,0 +1,69 @@
+/*
+ * log.c - the JSON-lines logger. Each line is built in memory and written with
+ * one fwrite under the stdio lock, so lines from different threads never mix.
+ */
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static enum log_level min_level = LOG_INFO;
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+void log_set_level(const char *level)
+{
+    for (int i = LOG_DEBUG; i <= LOG_ERROR; i++)
+        if (strcmp(level, level_names[i]) == 0)
+            min_level = (enum log_level)i;
+}
+
+bool log_enabled(enum log_level level)
+{
+    return level >= min_level;
+}
+
+void log_event(enum log_level level, const char *event, json_t *fields)
+{
+    if (!log_enabled(level)) {
+        json_decref(fields);
+        return;
+    }
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    gmtime_r(&tv.tv_sec, &tm);
+    char ts[40];
+    size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(ts + n, sizeof ts - n, ".%03ldZ", (long)(tv.tv_usec / 1000));
+    json_t *line =
+        json_pack("{s:s, s:s, s:s}", "ts", ts, "level", level_names[level], "event", event);
+    if (fields != NULL) {
+        json_object_update_missing(line, fields);
+        json_decref(fields);
+    }
+    char *text = json_dumps(line, JSON_COMPACT);
+    json_decref(line);
+    if (text == NULL)
+        return;
+    flockfile(stderr);
+    fputs(text, stderr);
+    fputc('\n', stderr);
+    funlockfile(stderr);
+    free(text);
+}
+
+void log_message(enum log_level level, const char *event, const char *fmt, ...)
+{
+    if (!log_enabled(level))
+        return;
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    log_event(level, event, json_pack("{s:s}", "detail", detail));
+}

@@ -1,0 +1,28 @@
+/*
+ * log.h - structured logs: one JSON object per line on stderr, for each request
+ * and each notable event (lease lost, stale write, backend down or up). Callers
+ * pass fields as a jansson object; secrets (tokens, passwords) must never be put
+ * in one. Thread-safe.
+ */
+#ifndef FG_LOG_H
+#define FG_LOG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+/* Sets the lowest level written ("debug", "info", "warn" or "error"). */
+void log_set_level(const char *level);
+
+/* True if a line at level would be written (to skip building its fields). */
+bool log_enabled(enum log_level level);
+
+/* Writes {"ts":..., "level":..., "event": event, ...fields} (fields stolen, may be NULL). */
+void log_event(enum log_level level, const char *event, json_t *fields);
+
+/* Shorthand: an event whose only field is "detail" (printf-style). */
+void log_message(enum log_level level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

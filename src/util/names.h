@@ -1,0 +1,34 @@
+/*
+ * names.h - decoding and validation of the names that arrive in URL paths: lock
+ * and semaphore names, table names, row keys and Redis keys. Pure functions over
+ * bytes; no allocation beyond what the caller passes in.
+ */
+#ifndef FG_NAMES_H
+#define FG_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/error.h"
+
+#define NAME_MAX_LEN    200  /* longest lock or semaphore name, in bytes */
+#define SEGMENT_MAX_LEN 1024 /* longest decoded path segment (keys, tables) */
+
+/*
+ * Percent-decodes one path segment of raw_len bytes into out (capacity out_cap,
+ * always NUL-terminated on success). Refuses a malformed escape, an encoded or
+ * literal NUL byte, and a result that does not fit. On success stores the decoded
+ * length in *out_len and returns 0; otherwise returns -1 with FG_ERR_INVALID_NAME.
+ */
+int name_decode(const char *raw, size_t raw_len, char *out, size_t out_cap, size_t *out_len,
+                struct fg_error *err) FG_WUR;
+
+/* True iff name (len bytes) is a valid lock or semaphore name: 1..200 bytes of
+ * A-Z a-z 0-9 . _ : / - */
+bool name_is_valid_lock(const char *name, size_t len);
+
+/* True iff key (len bytes) is a usable row or Redis key: 1..SEGMENT_MAX_LEN bytes,
+ * valid UTF-8, and no control characters. */
+bool name_is_valid_key(const char *key, size_t len);
+
+#endif

@@ -1,0 +1,656 @@
+"""Integration-test harness for fencegate (Python 3.11, standard library only).
+
+Owns: starting and stopping real gateway processes, an HTTP client (keep-alive and one-shot), a tiny
+RESP client for the test Redis, psql access to the test Postgres, and helpers to reset both between
+tests. It must not: mock Redis or Postgres, start Redis or Postgres itself (scripts/test does, through
+scripts/services.sh), or depend on anything outside the standard library.
+
+Environment (exported by scripts/test):
+  FG_BIN              path of the fencegate binary under test
+  FG_TEST_REDIS_PORT  port of the test Redis on 127.0.0.1
+  FG_TEST_REDIS_URL   the same as a URL, e.g. redis://127.0.0.1:26379/0
+  FG_TEST_PG_PORT     port of the test Postgres on 127.0.0.1
+  FG_TEST_PG_DSN      libpq URI, e.g. postgresql://fencegate@127.0.0.1:25432/fencegate
+  FG_PGBIN            directory holding psql
+  FG_TEST_DATA        scratch directory: gateway config files and logs go here
+  FG_SERVICES, FG_TEST_SVC_DIR  (optional) scripts/services.sh and its datadir, for services()
+
+Test files import it after putting their own directory on sys.path:
+
+    import os, sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from harness import Gateway, Client, http, Redis, psql
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from http import client as httpclient
+from typing import Any
+
+# Token-signing key given to every gateway the harness starts, unless a test overrides FENCEGATE_SECRET.
+TEST_SECRET = "fencegate-integration-test-secret-do-not-use-elsewhere"
+
+READY_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+DEFAULT_HTTP_TIMEOUT_S = 30.0
+
+_serial = itertools.count(1)
+
+
+class HarnessError(RuntimeError):
+    """The test environment is broken (missing variable, gateway that would not start, psql error)."""
+
+
+def env(name: str, default: str | None = None) -> str:
+    """The value of an FG_* variable; raises HarnessError naming it when it is unset and has no default."""
+    value = os.environ.get(name, default)
+    if value is None or value == "":
+        raise HarnessError(f"{name} is not set; run the integration tests through scripts/test (or ctest "
+                           f"with the FG_* variables that scripts/test exports)")
+    return value
+
+
+def test_data_dir() -> str:
+    """FG_TEST_DATA, created if missing."""
+    path = env("FG_TEST_DATA")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: str, lines: int = 60) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+    except OSError as e:
+        return f"<cannot read {path}: {e}>"
+    return "\n".join(data.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------------------------------------
+# HTTP
+# --------------------------------------------------------------------------------------------------------
+
+class Response(tuple):
+    """One HTTP answer; unpacks as (status, headers, body), also readable as .status, .headers, .body.
+
+    headers: dict with lowercased names (repeated headers joined with ", ").
+    body: parsed JSON when the Content-Type says JSON and the body parses, else the text ("" if empty).
+    raw: the body's bytes as received.
+    """
+
+    def __new__(cls, status: int, headers: dict[str, str], body: Any, raw: bytes = b"") -> "Response":
+        self = super().__new__(cls, (status, headers, body))
+        self.raw = raw
+        return self
+
+    @property
+    def status(self) -> int:
+        return self[0]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return self[1]
+
+    @property
+    def body(self) -> Any:
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"Response(status={self[0]}, headers={self[1]!r}, body={self[2]!r})"
+
+
+def _encode_body(body: Any, headers: dict[str, str]) -> bytes | None:
+    if body is None:
+        return None
+    if isinstance(body, (bytes, bytearray)):
+        data = bytes(body)
+    elif isinstance(body, str):
+        data = body.encode("utf-8")
+    else:
+        data = json.dumps(body).encode("utf-8")
+    if not any(k.lower() == "content-type" for k in headers):
+        headers["Content-Type"] = "application/json"
+    return data
+
+
+def _decode_response(resp: httpclient.HTTPResponse) -> Response:
+    raw = resp.read()
+    headers: dict[str, str] = {}
+    for name, value in resp.getheaders():
+        key = name.lower()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    ctype = headers.get("content-type", "")
+    text = raw.decode("utf-8", "replace")
+    body: Any = text
+    if raw and "json" in ctype:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            body = text
+    return Response(resp.status, headers, body, raw)
+
+
+def _split_url(url: str) -> tuple[str, int, str]:
+    """(host, port, path-with-query) of an http:// URL."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme != "http" or not u.hostname:
+        raise ValueError(f"not an http:// URL: {url!r}")
+    path = u.path or "/"
+    if u.query:
+        path += "?" + u.query
+    return u.hostname, u.port or 80, path
+
+
+class Client:
+    """A keep-alive HTTP/1.1 client bound to one gateway: one connection, reopened when needed.
+
+    base: "http://127.0.0.1:PORT" (or just the port number). A request that fails because the server had
+    closed an idle kept-alive connection is sent once more on a fresh connection; any other failure
+    (timeout, refused connection, a reset on a fresh connection) is raised, and the next request reconnects.
+    """
+
+    def __init__(self, base: str | int, timeout: float = DEFAULT_HTTP_TIMEOUT_S):
+        if isinstance(base, int):
+            base = f"http://127.0.0.1:{base}"
+        self.host, self.port, _ = _split_url(base)
+        self.timeout = timeout
+        self._conn: httpclient.HTTPConnection | None = None
+        self._requests_on_conn = 0
+
+    def _connection(self, timeout: float) -> httpclient.HTTPConnection:
+        if self._conn is None:
+            self._conn = httpclient.HTTPConnection(self.host, self.port, timeout=timeout)
+            self._requests_on_conn = 0
+        if self._conn.sock is None:
+            self._conn.connect()
+        self._conn.sock.settimeout(timeout)
+        return self._conn
+
+    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
+                timeout: float | None = None) -> Response:
+        """Sends one request and returns its Response.
+
+        body: None (no body), dict/list (sent as JSON), str or bytes (sent as is, e.g. broken JSON).
+        headers: extra request headers; Content-Type defaults to application/json when there is a body.
+        timeout: seconds for connecting and for each read; defaults to the client's timeout.
+        """
+        hdrs = dict(headers or {})
+        data = _encode_body(body, hdrs)
+        t = self.timeout if timeout is None else timeout
+        for attempt in (1, 2):
+            conn = self._connection(t)
+            reused = self._requests_on_conn > 0
+            try:
+                conn.request(method, path, body=data, headers=hdrs)
+                resp = conn.getresponse()
+                result = _decode_response(resp)
+            except (httpclient.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self.close()
+                if reused and attempt == 1:
+                    continue  # the server dropped an idle keep-alive connection before reading: resend
+                raise
+            except BaseException:
+                self.close()  # state of the connection unknown (timeout, interrupted read)
+                raise
+            self._requests_on_conn += 1
+            if resp.will_close:
+                self.close()
+            return result
+        raise AssertionError("unreachable")
+
+    __call__ = request
+
+    def get(self, path: str, **kw: Any) -> Response:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> Response:
+        return self.request("POST", path, body, **kw)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
+         timeout: float = DEFAULT_HTTP_TIMEOUT_S) -> Response:
+    """One request on a new connection (Connection: close). url: a full http:// URL."""
+    host, port, path = _split_url(url)
+    hdrs = dict(headers or {})
+    hdrs.setdefault("Connection", "close")
+    data = _encode_body(body, hdrs)
+    conn = httpclient.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+        return _decode_response(conn.getresponse())
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------------------------------------
+# The gateway process
+# --------------------------------------------------------------------------------------------------------
+
+_live_gateways: set["Gateway"] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for gw in list(_live_gateways):
+        gw.kill()
+
+
+class Gateway:
+    """A fencegate process under test, listening on a free 127.0.0.1 port.
+
+    env_overrides: variables to set for it; a value of None removes that variable (to test defaults).
+    config: dict written as JSON to a file in FG_TEST_DATA and passed as FENCEGATE_CONFIG.
+    args: extra command-line arguments for fencegate.
+    start: start (and wait for /readyz 200) right away.
+    The gateway gets FENCEGATE_LISTEN, FENCEGATE_REDIS_URL, FENCEGATE_PG_DSN and FENCEGATE_SECRET (TEST_SECRET)
+    unless overridden; other FENCEGATE_* variables of the test's environment are not passed on.
+    Its stdout and stderr go to `log_path` in FG_TEST_DATA.
+
+        with Gateway(config={...}) as gw:
+            status, headers, body = gw.http("GET", "/healthz")
+    On leaving the block the gateway gets SIGTERM and must exit 0 (unless the block raised).
+    """
+
+    def __init__(self, env_overrides: dict[str, str | None] | None = None, config: dict | None = None,
+                 args: list[str] | tuple[str, ...] = (), start: bool = True,
+                 ready_timeout: float = READY_TIMEOUT_S):
+        self.env_overrides = dict(env_overrides or {})
+        self.config = config
+        self.args = list(args)
+        self.ready_timeout = ready_timeout
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+        self.returncode: int | None = None
+        self.name = f"gateway-{os.getpid()}-{next(_serial)}"
+        data = test_data_dir()
+        self.log_path = os.path.join(data, self.name + ".log")
+        self.config_path = os.path.join(data, self.name + ".json") if config is not None else None
+        self._client: Client | None = None
+        if start:
+            self.start()
+
+    # -- lifecycle --
+
+    def _environment(self, port: int) -> dict[str, str]:
+        e = {k: v for k, v in os.environ.items() if not k.startswith("FENCEGATE_")}
+        e["FENCEGATE_LISTEN"] = f"127.0.0.1:{port}"
+        e["FENCEGATE_REDIS_URL"] = env("FG_TEST_REDIS_URL")
+        e["FENCEGATE_PG_DSN"] = env("FG_TEST_PG_DSN")
+        e["FENCEGATE_SECRET"] = TEST_SECRET
+        if self.config_path:
+            e["FENCEGATE_CONFIG"] = self.config_path
+        for k, v in self.env_overrides.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = str(v)
+        return e
+
+    def start(self) -> "Gateway":
+        """Starts the process and waits until GET /readyz answers 200; raises HarnessError otherwise."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise HarnessError(f"{self.name} is already running")
+        binary = env("FG_BIN")
+        if not os.access(binary, os.X_OK):
+            raise HarnessError(f"FG_BIN={binary} is not an executable file")
+        if self.config_path:
+            with open(self.config_path, "w", encoding="utf-8") as f:
+                json.dump(self.config, f, indent=2)
+        fixed_listen = self.env_overrides.get("FENCEGATE_LISTEN")
+        for attempt in range(3):
+            self.port = _port_of(str(fixed_listen)) if fixed_listen else free_port()
+            with open(self.log_path, "ab") as log:
+                log.write(f"==== {self.name} start on port {self.port} ====\n".encode())
+                log.flush()
+                self.proc = subprocess.Popen([binary, *self.args], env=self._environment(self.port),
+                                             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             start_new_session=True)
+            self.returncode = None
+            _live_gateways.add(self)
+            try:
+                self._wait_ready()
+                return self
+            except HarnessError:
+                exited = self.proc.poll() is not None
+                if exited and not fixed_listen and attempt < 2 and "in use" in self.log_tail(5).lower():
+                    continue  # lost the race for the free port: pick another
+                self.kill()
+                raise
+        raise AssertionError("unreachable")
+
+    def _wait_ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.ready_timeout
+        last = "no answer"
+        while time.monotonic() < deadline:
+            code = self.proc.poll()
+            if code is not None:
+                self.returncode = code
+                _live_gateways.discard(self)
+                raise HarnessError(f"{self.name} exited with {_describe_exit(code)} before it was ready; "
+                                   f"log {self.log_path}:\n{self.log_tail()}")
+            try:
+                r = http("GET", self.url("/readyz"), timeout=2.0)
+                if r.status == 200:
+                    return
+                last = f"/readyz answered {r.status}: {r.body!r}"
+            except OSError as e:
+                last = f"/readyz: {e}"
+            time.sleep(0.05)
+        raise HarnessError(f"{self.name} not ready within {self.ready_timeout:.0f}s ({last}); "
+                           f"log {self.log_path}:\n{self.log_tail()}")
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S, check: bool = True, expect: int = 0) -> int | None:
+        """SIGTERM, wait up to `timeout` s, then SIGKILL. Returns the exit code (negative: signal).
+
+        check: raise AssertionError (with the log tail) unless the exit code is `expect`. A gateway that
+        needed SIGKILL fails the check whatever `expect` is.
+        """
+        if self._client:
+            self._client.close()
+        if self.proc is None:
+            return None
+        killed = False
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                killed = True
+                self.proc.kill()
+                self.proc.wait()
+        self.returncode = self.proc.returncode
+        _live_gateways.discard(self)
+        if check and (killed or self.returncode != expect):
+            why = (f"did not exit within {timeout:.0f}s of SIGTERM (killed)" if killed
+                   else f"exited with {_describe_exit(self.returncode)}, expected {expect}")
+            raise AssertionError(f"{self.name} {why}; log {self.log_path}:\n{self.log_tail()}")
+        return self.returncode
+
+    def kill(self) -> None:
+        """SIGKILL (a crash, as far as Redis and Postgres can tell); does not check the exit code."""
+        if self._client:
+            self._client.close()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc is not None:
+            self.returncode = self.proc.returncode
+        _live_gateways.discard(self)
+
+    def signal(self, sig: int) -> None:
+        """Sends a signal to the running gateway (e.g. signal.SIGTERM, to test draining)."""
+        assert self.proc is not None and self.proc.poll() is None, f"{self.name} is not running"
+        self.proc.send_signal(sig)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def __enter__(self) -> "Gateway":
+        return self
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> None:
+        if exc_type is None:
+            self.stop()
+        else:
+            self.stop(check=False)  # do not hide the test's own failure
+
+    # -- talking to it --
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def client(self, timeout: float = DEFAULT_HTTP_TIMEOUT_S) -> Client:
+        """A new keep-alive Client for this gateway (the caller closes it)."""
+        return Client(self.base, timeout=timeout)
+
+    def http(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
+             timeout: float | None = None) -> Response:
+        """A request over this gateway's shared keep-alive Client."""
+        if self._client is None:
+            self._client = self.client()
+        return self._client.request(method, path, body, headers, timeout)
+
+    def log_tail(self, lines: int = 60) -> str:
+        return _tail(self.log_path, lines)
+
+    def log_text(self) -> str:
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+
+def _port_of(listen: str) -> int:
+    """The port of a host:port string, or 0 when there is none (a test of a bad FENCEGATE_LISTEN)."""
+    try:
+        return int(listen.rsplit(":", 1)[1])
+    except (IndexError, ValueError):
+        return 0
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
+
+
+def run_fencegate(args: list[str] | tuple[str, ...] = (), env_overrides: dict[str, str | None] | None = None,
+                  config: dict | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    """Runs fencegate to completion (e.g. `migrate`, or a start-up that must fail) with the test
+    environment; returns the CompletedProcess with text stdout and stderr."""
+    gw = Gateway(env_overrides=env_overrides, config=config, args=args, start=False)
+    if gw.config_path:
+        with open(gw.config_path, "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2)
+    return subprocess.run([env("FG_BIN"), *args], env=gw._environment(free_port()), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Redis (RESP2 over a plain socket)
+# --------------------------------------------------------------------------------------------------------
+
+class RedisError(Exception):
+    """An error reply from Redis (the message as Redis sent it, e.g. 'WRONGTYPE ...')."""
+
+
+class Redis:
+    """A minimal blocking Redis client: Redis().cmd('SET', 'k', 'v') -> 'OK'.
+
+    Replies: simple string -> str, integer -> int, bulk -> str (or bytes with decode=False) or None,
+    array -> list (or None), error -> raises RedisError. Reconnects on the next command after an I/O error.
+    """
+
+    def __init__(self, port: int | None = None, host: str = "127.0.0.1", db: int | None = None,
+                 timeout: float = 10.0, decode: bool = True):
+        self._sock: socket.socket | None = None
+        self._rfile: Any = None
+        if port is None:
+            port = int(env("FG_TEST_REDIS_PORT"))
+        if db is None:
+            url = os.environ.get("FG_TEST_REDIS_URL", "")
+            db = int(urllib.parse.urlsplit(url).path.lstrip("/") or 0) if url else 0
+        self.host, self.port, self.db = host, int(port), db
+        self.timeout, self.decode = timeout, decode
+
+    def _connect(self) -> None:
+        self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        self._rfile = self._sock.makefile("rb")
+        if self.db:
+            self._roundtrip(("SELECT", self.db))
+
+    @staticmethod
+    def _encode(args: tuple) -> bytes:
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            if isinstance(a, (bytes, bytearray)):
+                b = bytes(a)
+            else:
+                b = str(a).encode("utf-8")
+            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+        return b"".join(out)
+
+    def _read(self) -> Any:
+        line = self._rfile.readline()
+        if not line.endswith(b"\r\n"):
+            raise ConnectionError("Redis closed the connection")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode("utf-8", "replace")
+        if kind == b"-":
+            return RedisError(rest.decode("utf-8", "replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self._rfile.read(n + 2)
+            if len(data) != n + 2:
+                raise ConnectionError("Redis closed the connection mid-reply")
+            data = data[:-2]
+            return data.decode("utf-8", "replace") if self.decode else data
+        if kind == b"*":
+            n = int(rest)
+            if n < 0:
+                return None
+            items = [self._read() for _ in range(n)]
+            return items
+        raise ConnectionError(f"unexpected RESP reply {line!r}")
+
+    def _roundtrip(self, args: tuple) -> Any:
+        assert self._sock is not None
+        self._sock.sendall(self._encode(args))
+        reply = self._read()
+        if isinstance(reply, RedisError):
+            raise reply
+        return reply
+
+    def cmd(self, *args: Any) -> Any:
+        """Sends one command and returns its decoded reply."""
+        if self._sock is None:
+            self._connect()
+        try:
+            return self._roundtrip(args)
+        except (OSError, ConnectionError):
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._sock is not None:
+            try:
+                self._rfile.close()
+                self._sock.close()
+            finally:
+                self._sock = None
+                self._rfile = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __enter__(self) -> "Redis":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def flush_redis() -> None:
+    """Empties the test Redis (FLUSHALL: every database, including the gateway's fence sequence)."""
+    with Redis() as r:
+        r.cmd("FLUSHALL")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Postgres (through psql)
+# --------------------------------------------------------------------------------------------------------
+
+def psql(sql: str, variables: dict[str, Any] | None = None, dsn: str | None = None,
+         timeout: float = 60.0) -> list[str]:
+    """Runs SQL (one or more statements) with psql -X -q -At against FG_TEST_PG_DSN and returns the output
+    lines (columns separated by '|'). variables: psql variables, usable safely quoted in the SQL as
+    :'name' (literal) or :"name" (identifier). Raises HarnessError with psql's message on any error.
+    """
+    cmd = [os.path.join(env("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
+           "-v", "ON_ERROR_STOP=1", "-d", dsn or env("FG_TEST_PG_DSN"), "-f", "-"]
+    for k, v in (variables or {}).items():
+        cmd[1:1] = ["-v", f"{k}={v}"]
+    e = dict(os.environ, PGCONNECT_TIMEOUT="10")
+    r = subprocess.run(cmd, input=sql, capture_output=True, text=True, timeout=timeout, env=e)
+    if r.returncode != 0:
+        raise HarnessError(f"psql failed ({r.returncode}): {r.stderr.strip()}\nSQL: {sql.strip()}")
+    return r.stdout.splitlines()
+
+
+def reset_pg(sql: str) -> None:
+    """Runs the given SQL to bring Postgres back to a known state (e.g. TRUNCATE of the test tables)."""
+    psql(sql)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Backends on and off
+# --------------------------------------------------------------------------------------------------------
+
+def services(action: str) -> None:
+    """Runs scripts/services.sh ACTION on the test datadir and ports, e.g. services('stop-pg') then
+    services('start-pg') to test a Postgres outage. Actions: start-redis, stop-redis, start-pg, stop-pg."""
+    cmd = [env("FG_SERVICES"), action, env("FG_TEST_SVC_DIR"), env("FG_TEST_REDIS_PORT"), env("FG_TEST_PG_PORT")]
+    r = subprocess.run(["bash", *cmd], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise HarnessError(f"services.sh {action} failed: {r.stderr.strip() or r.stdout.strip()}")
+
+
+def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.05, what: str = "condition") -> Any:
+    """Polls predicate() until it returns a truthy value, which is returned; AssertionError on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+if __name__ == "__main__":
+    sys.exit("harness.py is a library for the integration tests; run scripts/test")
