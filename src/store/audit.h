@@ -1,0 +1,29 @@
+/*
+ * audit.h - the audit of rejected writes: one row in fencegate.rejections per
+ * refused stale write, whichever backend the write was for, and the keyset-
+ * paginated query behind GET /v1/audit/rejections.
+ */
+#ifndef FG_AUDIT_H
+#define FG_AUDIT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+struct audit_record {
+    const char *resource;    /* "pg:invoices/42" or "redis:app:x" */
+    const char *lock_name;   /* name the presented token was issued for */
+    int64_t presented_fence; /* the refused write's fence */
+    int64_t current_fence;   /* the highest fence stored for the resource */
+    const char *owner;       /* owner named by the writer, NULL if none */
+    const char *client_addr; /* the writer's address */
+    const char *method;      /* HTTP method of the write, e.g. "PATCH" */
+    const char *reason;      /* why it was refused, e.g. "stale_fence" */
+    int64_t at_ms;           /* when it was refused (epoch ms), 0 = now */
+};
+
+/* Inserts one audit row. */
+int audit_insert(const struct audit_record *rec, struct fg_error *err) FG_WUR;
+
+#endif
