@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench/locks.sh - lock acquire+release pairs per second over HTTP, next to the
+# same pairs run directly against Redis with the gateway's own scripts, in one
+# run on one machine. Prints a Markdown table of both and their ratio.
+#
+#   bench/locks.sh            # 10 s per cell
+#   DURATION=5 bench/locks.sh
+#
+# Cells: 1, 16 and 64 connections, on distinct lock names (one per connection)
+# and on one shared name (acquires queue with wait_ms; raw clients can only try
+# once, so their "shared" figure counts successful pairs among busy retries).
+# Reference line: redis-benchmark running the acquire script alone.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+duration="${DURATION:-10}"
+datadir=".data/bench"
+redis_port=17379
+pg_port=17432
+http_port=18480
+build="build-bench"
+
+bash scripts/deps.sh
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" >/dev/null
+# shellcheck disable=SC2046 # pkg-config prints several flags
+cc -O2 -o "$build/raw_pairs" bench/raw_pairs.c $(pkg-config --cflags --libs hiredis) -lpthread
+
+bash scripts/services.sh wipe "$datadir" "$redis_port" "$pg_port" >/dev/null
+bash scripts/services.sh start "$datadir" "$redis_port" "$pg_port" >/dev/null
+gateway_pid=""
+cleanup() {
+  [[ -n "$gateway_pid" ]] && kill "$gateway_pid" 2>/dev/null && wait "$gateway_pid" 2>/dev/null
+  bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
+}
+trap cleanup EXIT
+
+FENCEGATE_LISTEN="127.0.0.1:$http_port" \
+FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
+FENCEGATE_PG_DSN="postgresql://fencegate@127.0.0.1:$pg_port/fencegate" \
+FENCEGATE_LOG_LEVEL=warn \
+  "$build/fencegate" 2>"$datadir/gateway.log" &
+gateway_pid=$!
+for _ in $(seq 100); do
+  curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && break
+  sleep 0.1
+done
+
+rcli() { redis-cli -p "$redis_port" "$@"; }
+acquire_sha=$(rcli SCRIPT LOAD "$(cat lua/lib_lock.lua; echo; cat lua/lock_acquire.lua)")
+release_sha=$(rcli SCRIPT LOAD "$(cat lua/lib_lock.lua; echo; cat lua/lock_release.lua)")
+
+echo "| connections | names | gateway pairs/s | raw scripts pairs/s | ratio |"
+echo "|---|---|---|---|---|"
+for conns in 1 16 64; do
+  for mode in distinct shared; do
+    gateway=$(wrk -t "$conns" -c "$conns" -d "${duration}s" -s bench/lock_pairs.lua \
+      "http://127.0.0.1:$http_port" -- "$mode" "bench-$conns-$mode" | awk '/^PAIRS/ {print $4}')
+    raw=$("$build/raw_pairs" "$redis_port" "$acquire_sha" "$release_sha" "$conns" "$duration" \
+      "$mode" | awk '{print $1}')
+    ratio=$(awk -v g="$gateway" -v r="$raw" 'BEGIN { printf "%.2f", (r > 0 ? g / r : 0) }')
+    echo "| $conns | $mode | $gateway | $raw | $ratio |"
+  done
+done
+
+echo
+echo "redis-benchmark, acquire script alone (fresh names, 64 connections):"
+redis-benchmark -p "$redis_port" -c 64 -n 200000 -r 100000000 -q \
+  EVALSHA "$acquire_sha" 4 'fg:lk:{b__rand_int__}:h' 'fg:lk:{b__rand_int__}:q' \
+  'fg:lk:{b__rand_int__}:w' fg:fence 'fg:lk:{b__rand_int__}:' b__rand_int__ \
+  'l__rand_int__' '' 10000 1800000 '' 0 rb '' 3000 10000 1860000 | tr '\r' '\n' | tail -n 2
