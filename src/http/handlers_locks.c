@@ -14,24 +14,44 @@
 #include "gateway.h"
 #include "lease/lock.h"
 #include "lease/waiter.h"
+#include "util/log.h"
 
 /* Handler state of an acquire that waits. */
 struct lock_wait {
     struct waiter waiter;          /* registry entry; waiter.lease_id is the lease */
     struct acquire_params params;  /* parsed body (strings borrowed from req->json) */
     char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
+    char name[NAME_MAX_LEN + 1];   /* the lock */
+    bool settled;                  /* answered: nothing left to give up */
 };
-
-static void lock_wait_free(void *state)
-{
-    struct lock_wait *lw = state;
-    waiter_remove(&lw->waiter);
-    free(lw);
-}
 
 static const char *lock_name(const struct http_request *req)
 {
     return req->match.params[0];
+}
+
+/* Ends the life of a wait. A request that ends unanswered (the connection died
+ * while parked and the server dropped it without running the handler) still
+ * leaves the queue here, so no ghost waiter holds up the lock. */
+static void lock_wait_free(void *state)
+{
+    struct lock_wait *lw = state;
+    waiter_remove(&lw->waiter);
+    if (!lw->settled) {
+        struct lock_result res;
+        struct fg_error err = {0};
+        if (lock_cancel(lw->name, lw->waiter.lease_id, lw->attach, LOCK_CANCEL_DROP, &res, &err) !=
+            0)
+            log_message(LOG_WARN, "waiter_cleanup", "lock %s: %s", lw->name, err.msg);
+    }
+    free(lw);
+}
+
+/* Marks the wait answered and unregisters it. */
+static void settle(struct lock_wait *lw)
+{
+    lw->settled = true;
+    waiter_remove(&lw->waiter);
 }
 
 static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
@@ -107,7 +127,7 @@ static enum handler_result end_wait(struct http_request *req, struct http_reply 
     struct lock_result res;
     struct fg_error err = {0};
     int rc = lock_cancel(lock_name(req), lw->waiter.lease_id, lw->attach, mode, &res, &err);
-    waiter_remove(&lw->waiter);
+    settle(lw);
     if (rc != 0)
         return fail(reply, &err);
     if (res.outcome == LOCK_GRANTED)
@@ -125,6 +145,7 @@ static enum handler_result wait_for_lock(struct http_request *req, struct http_r
         unsigned reasons = waiter_take_reasons(&lw->waiter);
         struct fg_error err = {0};
         if (reasons & WAKE_SUPERSEDED) {
+            settle(lw);
             fg_fail(&err, FG_ERR_CONFLICT, "a retry with the same request_id took this wait over");
             return fail(reply, &err);
         }
@@ -141,11 +162,11 @@ static enum handler_result wait_for_lock(struct http_request *req, struct http_r
         struct lock_result res;
         if (lock_acquire(lock_name(req), &lw->params, lw->waiter.lease_id, true, lw->attach, &res,
                          &err) != 0) {
-            waiter_remove(&lw->waiter);
+            settle(lw);
             return fail(reply, &err);
         }
         if (res.outcome != LOCK_QUEUED) {
-            waiter_remove(&lw->waiter);
+            settle(lw);
             return reply_acquired(req, reply, &res);
         }
         if (strcmp(res.lease_id, lw->waiter.lease_id) != 0)
@@ -167,6 +188,7 @@ static enum handler_result start_wait(struct http_request *req, struct http_repl
     struct lock_wait *lw = calloc(1, sizeof *lw);
     FG_ASSERT(lw != NULL);
     lw->params = *p;
+    snprintf(lw->name, sizeof lw->name, "%s", lock_name(req));
     snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", lease_id);
     if (token_new_lease_id(lw->attach, &err) != 0 ||
         waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
@@ -183,7 +205,7 @@ enum handler_result handle_lock_acquire(struct http_request *req, struct http_re
     if (req->state != NULL)
         return wait_for_lock(req, reply, req->state);
     struct fg_error err = {0};
-    snprintf(req->log_subject, sizeof req->log_subject, "lock:%s", lock_name(req));
+    snprintf(req->log_subject, sizeof req->log_subject, "lock:%.200s", lock_name(req));
     json_t *body = http_request_json(req, &err);
     struct acquire_params p;
     char lease_id[LEASE_ID_LEN + 1];
@@ -213,7 +235,7 @@ static int verified_lease(const struct http_request *req, const char *token,
 enum handler_result handle_lock_renew(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    snprintf(req->log_subject, sizeof req->log_subject, "lock:%s", lock_name(req));
+    snprintf(req->log_subject, sizeof req->log_subject, "lock:%.200s", lock_name(req));
     json_t *body = http_request_json(req, &err);
     struct renew_params p;
     struct token_claims claims;
@@ -242,7 +264,7 @@ enum handler_result handle_lock_renew(struct http_request *req, struct http_repl
 enum handler_result handle_lock_release(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    snprintf(req->log_subject, sizeof req->log_subject, "lock:%s", lock_name(req));
+    snprintf(req->log_subject, sizeof req->log_subject, "lock:%.200s", lock_name(req));
     json_t *body = http_request_json(req, &err);
     const char *token = NULL;
     struct token_claims claims;

@@ -74,6 +74,13 @@ void pg_shutdown(void)
     pool.size = 0;
 }
 
+/* Server notices ("relation already exists, skipping") are not worth a log line. */
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
 static int connect_conn(struct pg_conn *c, struct fg_error *err)
 {
     char timeout[32];
@@ -90,6 +97,7 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
         disconnect(c);
         return -1;
     }
+    PQsetNoticeProcessor(c->pq, ignore_notice, NULL);
     return 0;
 }
 
