@@ -18,8 +18,10 @@ local function now_ms()
 end
 
 -- Grants the free lock to the oldest waiter whose gateway is alive, dropping
--- waiters of dead gateways on the way. The grant lasts claim_ms (capped by the
--- waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
+-- waiters of dead gateways on the way (and forgetting their request_id, so that
+-- the client's retry through another gateway starts afresh instead of finding a
+-- lease that ended without ever being granted). The grant lasts claim_ms (capped
+-- by the waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
 -- Issues no fence while the sequence is missing (Redis lost its data).
 -- Returns the granted lease id, or nil.
 local function grant_next(base, fence_key, name, claim_ms, now)
@@ -40,6 +42,9 @@ local function grant_next(base, fence_key, name, claim_ms, now)
         redis.call('PEXPIRE', base .. 'h', math.min(w.ttl, claim_ms))
         redis.call('PUBLISH', 'fg:bell:' .. w.inst, 'l|' .. head .. '|' .. name)
         return head
+      end
+      if w.rid ~= '' and redis.call('GET', base .. 'r:' .. w.rid) == head then
+        redis.call('DEL', base .. 'r:' .. w.rid)
       end
     end
   end

@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libhiredis-dev libpq-dev libmicrohttpd-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
-  python3 clang libclang-rt-14-dev
+  python3 python3-yaml clang libclang-rt-14-dev
 )
 # Unprivileged user that owns and runs the Postgres clusters of scripts/services.sh (postgres refuses root).
 PG_OS_USER="${FG_PG_OS_USER:-fencegate-pg}"

@@ -1,8 +1,10 @@
 /*
  * janitor.c - periodic maintenance. One loop: wait up to one tick for hang-ups
  * of parked clients, wake waiters whose re-check or deadline time came, give
- * back orphaned grants, and every third of a waiter lease renew the key that
- * tells other gateways this process and its waiters are alive.
+ * back orphaned grants, copy the audit stream of stale Redis writes into
+ * Postgres (store/audit_stream.c, backing off while that fails), and every
+ * third of a waiter lease renew the key that tells other gateways this process
+ * and its waiters are alive.
  */
 #include "janitor.h"
 
@@ -14,6 +16,7 @@
 #include "http/server.h"
 #include "lease/doorbell.h"
 #include "lease/waiter.h"
+#include "store/audit_stream.h"
 #include "store/redis.h"
 #include "util/log.h"
 
@@ -48,6 +51,7 @@ static void *janitor_main(void *arg)
         int64_t now = http_now_ms();
         waiter_tick(now);
         doorbell_reap_orphans(now);
+        audit_stream_tick(now);
         if (now < next_beat)
             continue;
         struct fg_error err = {0};

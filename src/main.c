@@ -14,12 +14,14 @@
 #include "config.h"
 #include "gateway.h"
 #include "http/handlers_locks.h"
+#include "http/handlers_semaphores.h"
 #include "http/routes.h"
 #include "http/server.h"
 #include "janitor.h"
 #include "lease/doorbell.h"
 #include "lease/fence.h"
 #include "lease/waiter.h"
+#include "store/fenced_pg.h"
 #include "store/pg.h"
 #include "store/redis.h"
 #include "store/secret.h"
@@ -106,6 +108,7 @@ static void warn_eviction_policy(void)
 static int prepare_backends(struct config *cfg, struct fg_error *err)
 {
     if (redis_init(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
+        fenced_pg_init(cfg, err) != 0 ||
         secret_load(cfg, gw.secret, sizeof gw.secret, &gw.secret_len, err) != 0)
         return -1;
     redis_set_connect_hook(recover_on_connect);
@@ -125,6 +128,7 @@ static int serve(struct config *cfg, struct fg_error *err)
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
     doorbell_on_orphan(LEASE_KIND_LOCK, lock_give_back_orphan);
+    doorbell_on_orphan(LEASE_KIND_SEMAPHORE, sem_give_back_orphan);
     if (waiter_registry_init(err) != 0 || janitor_start(err) != 0 || doorbell_start(err) != 0 ||
         http_server_start(cfg, api_routes, err) != 0)
         return -1;
@@ -187,7 +191,9 @@ out:
         fprintf(stderr, "fencegate: %s\n", err.msg);
     janitor_stop();
     doorbell_stop();
-    redis_shutdown();
+    if (!migrate_only)
+        redis_shutdown(); /* migrate never set Redis up */
+    fenced_pg_shutdown();
     pg_shutdown();
     config_free(&cfg);
     return status == 0 ? 0 : (err.code == FG_ERR_CONFIG ? 2 : 1);

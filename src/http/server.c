@@ -6,8 +6,10 @@
  * waiters cost memory, not threads.
  *
  * Paths reach the router undecoded (the unescape callback is a no-op): the
- * router decodes them strictly itself. Bodies over the limit answer 413 as soon
- * as the Content-Length says so, or once a chunked body crosses the limit.
+ * router decodes them strictly itself. A body over the limit is read and thrown
+ * away, then answered 413 with Connection: close: a client still sending when the
+ * server closed would get a reset instead of the answer. Only a client that waits
+ * for "100 Continue" is answered at once, since it sends no body until told to.
  */
 #include "http/server.h"
 
@@ -18,11 +20,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/fgjson.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 /* Private per-request connection state: what handlers must not see. */
 struct http_conn {
@@ -165,6 +169,8 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     enum MHD_Result rc = MHD_queue_response(conn->mhd, (unsigned int)reply->status, resp);
     MHD_destroy_response(resp);
     conn->answered = true;
+    metrics_request(req->match.route ? req->match.route->label : NULL, reply->status,
+                    reply->problem ? reply->body : NULL, http_now_ms() - req->started_ms);
     log_request(req, method, url);
     return rc;
 }
@@ -213,6 +219,13 @@ static bool content_length_too_large(struct MHD_Connection *mhd)
     return n > (unsigned long long)server.cfg->max_body_bytes;
 }
 
+/* True if the client waits for "100 Continue" before it sends the body. */
+static bool expects_continue(struct MHD_Connection *mhd)
+{
+    const char *expect = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return expect != NULL && strcasecmp(expect, "100-continue") == 0;
+}
+
 static void append_body(struct http_request *req, const char *data, size_t len)
 {
     struct http_conn *conn = req->conn;
@@ -250,8 +263,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
         *con_cls = req;
         if (content_length_too_large(mhd)) {
             req->conn->body_too_large = true;
-            return send_problem(req, FG_ERR_BODY_TOO_LARGE, "request body over the limit", method,
-                                url);
+            if (expects_continue(mhd))
+                return send_problem(req, FG_ERR_BODY_TOO_LARGE, "request body over the limit",
+                                    method, url);
         }
         return MHD_YES;
     }

@@ -69,6 +69,11 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
     pthread_mutex_unlock(&bell.lock);
 }
 
+void doorbell_add_orphan(char kind, const char *lease_id, const char *name)
+{
+    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name));
+}
+
 /* Payload "<kind>|<lease>|<name>". */
 static void on_message(const char *payload, size_t len, void *ctx)
 {

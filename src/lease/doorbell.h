@@ -19,6 +19,11 @@ void doorbell_on_orphan(char kind, doorbell_orphan_fn fn);
 /* Starts the doorbell thread. */
 int doorbell_start(struct fg_error *err) FG_WUR;
 
+/* Remembers a grant of kind for lease on name whose waiter was not found when
+ * it was handed over in-process; it is given back after the grace period
+ * unless its waiter turns up (a retry being re-keyed). */
+void doorbell_add_orphan(char kind, const char *lease_id, const char *name);
+
 /* Janitor: gives back orphaned grants older than the grace period. */
 void doorbell_reap_orphans(int64_t now_ms);
 

@@ -72,6 +72,17 @@ static struct waiter *find_locked(const char *lease_id)
     return NULL;
 }
 
+/* Drops the registered waiter of lease_id other than keep, if any, and tells it a
+ * retry took its wait over. Caller holds reg.lock. */
+static void supersede_locked(const char *lease_id, const struct waiter *keep)
+{
+    struct waiter *old = find_locked(lease_id);
+    if (old == NULL || old == keep)
+        return;
+    unlink_waiter(old);
+    wake(old, WAKE_SUPERSEDED);
+}
+
 int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
                struct fg_error *err)
 {
@@ -81,11 +92,7 @@ int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
         return fg_fail(err, FG_ERR_TOO_MANY_WAITERS, "this gateway has %lld waiters already",
                        gw.cfg->max_waiters);
     }
-    struct waiter *old = find_locked(w->lease_id);
-    if (old != NULL) {
-        unlink_waiter(old);
-        wake(old, WAKE_SUPERSEDED);
-    }
+    supersede_locked(w->lease_id, NULL);
     w->req = req;
     w->deadline_ms = deadline_ms;
     w->next_check_ms = deadline_ms;
@@ -111,6 +118,7 @@ int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
 void waiter_rekey(struct waiter *w, const char *lease_id)
 {
     pthread_mutex_lock(&reg.lock);
+    supersede_locked(lease_id, w);
     snprintf(w->lease_id, sizeof w->lease_id, "%s", lease_id);
     pthread_mutex_unlock(&reg.lock);
 }
@@ -151,6 +159,18 @@ bool waiter_ring(const char *lease_id)
     struct waiter *w = find_locked(lease_id);
     if (w != NULL)
         wake(w, WAKE_DOORBELL);
+    pthread_mutex_unlock(&reg.lock);
+    return w != NULL;
+}
+
+bool waiter_deliver(const char *lease_id, void (*deliver)(struct waiter *w, void *ctx), void *ctx)
+{
+    pthread_mutex_lock(&reg.lock);
+    struct waiter *w = find_locked(lease_id);
+    if (w != NULL) {
+        deliver(w, ctx);
+        wake(w, WAKE_DOORBELL);
+    }
     pthread_mutex_unlock(&reg.lock);
     return w != NULL;
 }

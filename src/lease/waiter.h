@@ -56,7 +56,9 @@ int waiter_registry_init(struct fg_error *err) FG_WUR;
 int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
                struct fg_error *err) FG_WUR;
 
-/* Changes w's lease id (a retried request_id found its earlier lease). */
+/* Changes w's lease id (a retried request_id found its earlier lease). A waiter
+ * still registered under that id, the earlier attempt, is superseded as in
+ * waiter_add: the retry takes its place. */
 void waiter_rekey(struct waiter *w, const char *lease_id);
 
 /* Unregisters w (no-op if already gone). */
@@ -71,6 +73,12 @@ bool waiter_park(struct waiter *w, int64_t next_check_ms);
 
 /* Doorbell: wakes the waiter of lease_id. Returns false if there is none. */
 bool waiter_ring(const char *lease_id);
+
+/* Doorbell with the news in hand: runs deliver(w, ctx) on the waiter of
+ * lease_id under the registry lock (so the handler reads it after
+ * waiter_take_reasons), then wakes it with WAKE_DOORBELL. Returns false if
+ * there is none. deliver must not block or call back into the registry. */
+bool waiter_deliver(const char *lease_id, void (*deliver)(struct waiter *w, void *ctx), void *ctx);
 
 /* Wakes every waiter with reason (resubscription, drain). */
 void waiter_wake_all(unsigned reason);

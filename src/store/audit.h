@@ -9,7 +9,10 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "store/audit_filter.h"
 #include "util/error.h"
+
+struct pg_conn;
 
 struct audit_record {
     const char *resource;    /* "pg:invoices/42" or "redis:app:x" */
@@ -25,5 +28,18 @@ struct audit_record {
 
 /* Inserts one audit row. */
 int audit_insert(const struct audit_record *rec, struct fg_error *err) FG_WUR;
+
+/* As audit_insert, on a connection the caller holds (outside a transaction,
+ * so that the row commits on its own). */
+int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec,
+                    struct fg_error *err) FG_WUR;
+
+/*
+ * The records matching filter, oldest first: a new object {"items": [{"id",
+ * "at_ms", "resource", "lock", "presented_fence", "current_fence", "owner",
+ * "client_addr", "method", "reason"}], "next_after_id": <id of the last item
+ * when the page is full, else null>} in *out.
+ */
+int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error *err) FG_WUR;
 
 #endif

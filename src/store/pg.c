@@ -20,6 +20,7 @@
 
 #include "embedded.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 #define MIGRATION_LOCK_KEY "7460518230517"
 
@@ -89,6 +90,7 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
     const char *values[] = {pool.cfg->pg_dsn, "2", "fencegate", timeout, NULL};
     c->pq = PQconnectdbParams(keys, values, 1);
     if (c->pq == NULL || PQstatus(c->pq) != CONNECTION_OK) {
+        metrics_backend_error(METRIC_BACKEND_PG);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: %s",
                 c->pq ? PQerrorMessage(c->pq) : "out of memory");
         char *nl = strchr(err->msg, '\n');
@@ -98,6 +100,7 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
         return -1;
     }
     PQsetNoticeProcessor(c->pq, ignore_notice, NULL);
+    metrics_backend_connect(METRIC_BACKEND_PG);
     return 0;
 }
 
@@ -175,6 +178,8 @@ static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err
     fg_fail(err, code_of_sqlstate(c->sqlstate, lost), "postgres: %s",
             msg ? msg : PQerrorMessage(c->pq));
     PQclear(res);
+    if (err->code == FG_ERR_BACKEND_UNAVAILABLE)
+        metrics_backend_error(METRIC_BACKEND_PG);
     if (lost)
         disconnect(c);
     return -1;

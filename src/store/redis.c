@@ -18,6 +18,7 @@
 
 #include "embedded.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 #define MAX_SCRIPTS 64
 #define MAX_ARGS    32
@@ -125,8 +126,10 @@ static redisReply *command_argv(redisContext *ctx, int argc, const char **argv, 
                                 struct fg_error *err)
 {
     redisReply *reply = redisCommandArgv(ctx, argc, argv, lens);
-    if (reply == NULL)
+    if (reply == NULL) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", ctx->errstr);
+    }
     return reply;
 }
 
@@ -136,6 +139,7 @@ static redisContext *connect_new(long long timeout_ms, struct fg_error *err)
     struct timeval tv = ms_to_timeval(1000);
     redisContext *ctx = redisConnectWithTimeout(rds.host, rds.port, tv);
     if (ctx == NULL || ctx->err) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: cannot connect to %s:%d: %s", rds.host,
                 rds.port, ctx ? ctx->errstr : "out of memory");
         redisFree(ctx);
@@ -160,6 +164,7 @@ static redisContext *connect_new(long long timeout_ms, struct fg_error *err)
     freeReplyObject(r);
     if (!ok)
         goto fail;
+    metrics_backend_connect(METRIC_BACKEND_REDIS);
     return ctx;
 fail:
     if (err->code == FG_OK || err->code != FG_ERR_BACKEND_UNAVAILABLE)

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# bench/pg_writes.sh - fenced Postgres writes per second: PATCH over HTTP (wrk)
+# next to pgbench running the gateway's own statement (the exact text the
+# gateway prepared, taken from pg_stat_activity, with the same parameters), in
+# one run on one machine. Prints a Markdown table of both and their ratio.
+#
+#   bench/pg_writes.sh                 # 3 rounds of 5 s per cell and side
+#   DURATION=10 ROUNDS=5 bench/pg_writes.sh
+#
+# Cells: 1, 8 and 32 connections (wrk connections / pgbench clients), on
+# distinct rows (a random row of 10,000 per write) and on one hot row. The
+# gateway runs a Release build with FENCEGATE_HTTP_THREADS and
+# FENCEGATE_PG_POOL_SIZE at 32 (override with HTTP_THREADS, POOL) and log
+# level warn. Own services: .data/pg-bench on ports 37379/37432, HTTP 38480.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+duration="${DURATION:-5}"
+rounds="${ROUNDS:-3}"
+datadir=".data/pg-bench"
+redis_port=37379
+pg_port=37432
+http_port=38480
+build="build-pg-bench"
+threads="${HTTP_THREADS:-32}"
+pool="${POOL:-32}"
+rows=10000
+dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" >/dev/null
+
+pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
+[[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
+bash scripts/services.sh wipe "$datadir" "$redis_port" "$pg_port" >/dev/null
+bash scripts/services.sh start "$datadir" "$redis_port" "$pg_port" >/dev/null
+gateway_pid=""
+cleanup() {
+  [[ -n "$gateway_pid" ]] && kill "$gateway_pid" 2>/dev/null && wait "$gateway_pid" 2>/dev/null
+  bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
+}
+trap cleanup EXIT
+sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
+
+# The gateway migrates the schema; the bench table comes first so that the config check passes.
+sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text)
+        WITH (fillfactor = 80);
+        INSERT INTO bench_rows SELECT g::text, 0, '' FROM generate_series(0, $rows - 1) g;
+        INSERT INTO bench_rows VALUES ('hot', 0, '');"
+config="$datadir/gateway.json"
+echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"]}}}' >"$config"
+
+FENCEGATE_LISTEN="127.0.0.1:$http_port" \
+FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
+FENCEGATE_PG_DSN="$dsn" \
+FENCEGATE_CONFIG="$config" \
+FENCEGATE_LOG_LEVEL=warn \
+FENCEGATE_HTTP_THREADS="$threads" \
+FENCEGATE_PG_POOL_SIZE="$pool" \
+  "$build/fencegate" 2>"$datadir/gateway.log" &
+gateway_pid=$!
+for _ in $(seq 100); do
+  curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && break
+  sleep 0.1
+done
+
+acquired=$(curl -fs -X POST -H 'Content-Type: application/json' -d '{"ttl_ms": 3600000}' \
+  "http://127.0.0.1:$http_port/v1/locks/bench-pg/acquire")
+token=$(jq -r .token <<<"$acquired")
+fence=$(jq -r .fence <<<"$acquired")
+
+# One write through the gateway, then its prepared statement's text from pg_stat_activity.
+curl -fs -X PATCH -H 'Content-Type: application/json' -H "Fence-Token: $token" \
+  -d '{"set": {"n": 1, "note": "w"}}' "http://127.0.0.1:$http_port/v1/pg/bench_rows/0" >/dev/null
+statement=$(sql -c "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'
+                    AND query LIKE 'WITH f AS %UPDATE%' LIMIT 1")
+[[ -n "$statement" ]] || { echo "pg_writes: could not find the gateway's statement" >&2; exit 1; }
+# $1 fence, $2 key, $3 prefix, $4 lock, $5 owner, $6 client, $7 method, $8 n, $9 note.
+body=$(sed -e 's/\$9/:note/g; s/\$8/:n/g; s/\$7/:method/g; s/\$6/:client/g; s/\$5/:owner/g' \
+           -e 's/\$4/:lock/g; s/\$3/:prefix/g; s/\$2/:key/g; s/\$1/:fence/g' <<<"$statement" | tr '\n' ' ')
+printf '\\set key random(0, %d)\n\\set n random(0, 1000000)\n%s;\n' $((rows - 1)) "$body" \
+  >"$datadir/pg_write_distinct.pgbench"
+printf '\\set n random(0, 1000000)\n%s;\n' "$body" >"$datadir/pg_write_hot.pgbench"
+
+pgbench_tps() { # clients mode
+  local hot=()
+  [[ "$2" == hot ]] && hot=(-D key=hot)
+  "$pgbin/pgbench" -n -M prepared -c "$1" -j "$(($1 < 2 ? 1 : 2))" -T "$duration" \
+    -f "$datadir/pg_write_$2.pgbench" "${hot[@]}" -D fence="$fence" -D prefix="pg:bench_rows/" \
+    -D lock="bench-pg" -D owner="bench" -D client="127.0.0.1" -D method="PATCH" -D note="w" \
+    -d "$dsn" 2>"$datadir/pgbench.err" | awk '/^tps/ {printf "%.0f", $3}'
+}
+
+median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+
+echo "| connections | rows | gateway PATCH/s | p99 ms | pgbench same SQL tps | ratio |"
+echo "|---|---|---|---|---|---|"
+for conns in 1 8 32; do
+  for mode in distinct hot; do
+    gateway_runs=() p99_runs=() raw_runs=()
+    # Gateway and pgbench alternate, ROUNDS times each; the medians are reported, so that a
+    # burst of load from elsewhere on the machine hits both sides alike.
+    for _ in $(seq "$rounds"); do
+      out=$(wrk -t "$((conns < 2 ? 1 : 2))" -c "$conns" -d "${duration}s" -s bench/pg_writes.lua \
+        "http://127.0.0.1:$http_port" -- "$token" "$mode" "$rows" | awk '/^WRITES/')
+      bad=$(awk '{print $3 + $4}' <<<"$out")
+      [[ "$bad" == 0 ]] || echo "pg_writes: $bad failed requests at $conns/$mode" >&2
+      gateway_runs+=("$(awk '{print $2}' <<<"$out")")
+      p99_runs+=("$(awk '{sub("p99_ms=", "", $5); print $5}' <<<"$out")")
+      raw_runs+=("$(pgbench_tps "$conns" "$mode")")
+    done
+    gateway=$(printf '%s\n' "${gateway_runs[@]}" | median)
+    p99=$(printf '%s\n' "${p99_runs[@]}" | median)
+    raw=$(printf '%s\n' "${raw_runs[@]}" | median)
+    ratio=$(awk -v g="$gateway" -v r="$raw" 'BEGIN {printf "%.2f", (r > 0 ? g / r : 0)}')
+    echo "| $conns | $mode | $gateway | $p99 | $raw | $ratio |"
+  done
+done

@@ -1,0 +1,33 @@
+-- lib_rw.lua: the fence check shared by the fenced Redis write scripts
+-- (prepended to every script whose first line is "-- uses: lib_rw.lua").
+--
+-- Every write script takes the same keys and leading arguments:
+--   KEYS[1] the written key, KEYS[2] its fence "fg:rf:"..key, KEYS[3] the audit
+--   stream "fg:audit"
+--   ARGV[1] presented fence, ARGV[2] resource ("redis:"..key), ARGV[3] lock or
+--   semaphore name of the token, ARGV[4] owner ("" if none), ARGV[5] client
+--   address, ARGV[6] HTTP method; the script's own arguments follow.
+-- A write is applied iff its fence >= the highest fence stored for the key; the
+-- stored fence then becomes the presented one. A stale write changes nothing
+-- but appends one audit entry to the stream, which the gateways drain into
+-- Postgres (fencegate.rejections), so the record survives a Postgres outage.
+-- The fence key outlives a DELETE of the key: a stale holder cannot recreate it.
+
+-- Returns nil when the write may go on, else the JSON reply of a stale write.
+local function refuse_stale()
+  local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local fence = tonumber(ARGV[1])
+  if fence >= cur then return nil end
+  local t = redis.call('TIME')
+  local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local id = redis.call('XADD', KEYS[3], '*', 'resource', ARGV[2], 'lock', ARGV[3],
+                        'presented', ARGV[1], 'current', tostring(cur), 'owner', ARGV[4],
+                        'client_addr', ARGV[5], 'method', ARGV[6], 'reason', 'stale_fence',
+                        'at_ms', tostring(at))
+  return cjson.encode({r = 'stale', current = cur, audit_id = id, at_ms = at})
+end
+
+-- Stores the presented fence as the key's highest.
+local function raise_fence()
+  redis.call('SET', KEYS[2], ARGV[1])
+end

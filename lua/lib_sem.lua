@@ -1,0 +1,155 @@
+-- lib_sem.lua: functions shared by the semaphore scripts (prepended to every
+-- script whose first line is "-- uses: lib_sem.lua"; never called on its own).
+--
+-- Key layout of semaphore N; every key carries the hash tag {N}, base is "fg:sm:{N}:":
+--   base.."h"           holders: sorted set of lease ids scored by lease expiry (Redis
+--                       time, ms); an unclaimed grant is scored by its claim window
+--   base.."d"           holder data: lease id -> JSON {fence, owner, ttl, hold_until,
+--                       claimed, rid, inst, attach}
+--   base.."q"           queue: sorted set of waiting lease ids, scored by arrival ticket
+--   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
+--   base.."l"           the limit in force while there are holders or waiters
+--   base.."t"           arrival ticket counter
+--   base.."r:"..rid     lease id of an acquire request_id (idempotent retries)
+--   base.."x:"..lease   marker of a lease that was released (idempotent release)
+-- Global: "fg:fence" (the one fence sequence), "fg:inst:"..id (a live gateway),
+-- channel "fg:bell:"..id (doorbell of gateway id: "s|<lease>|<name>").
+--
+-- Every script takes KEYS[1..7] = h, d, q, w, l, t, "fg:fence" and starts by
+-- purging expired holders, then hands the slots that frees to the oldest live
+-- waiters, so a crashed holder's slot is reused within one lease by whoever calls.
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function sem_keys()
+  return {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6],
+          fence = KEYS[7]}
+end
+
+-- Removes the holders whose lease expired (score <= now).
+local function purge(k, now)
+  local dead = redis.call('ZRANGEBYSCORE', k.h, '-inf', now)
+  if #dead == 0 then return end
+  redis.call('ZREMRANGEBYSCORE', k.h, '-inf', now)
+  for i = 1, #dead, 500 do
+    redis.call('HDEL', k.d, unpack(dead, i, math.min(i + 499, #dead)))
+  end
+end
+
+-- Drops every waiter whose gateway is dead (only when the queue's size matters
+-- beyond its head: a limit change). Returns how many were dropped.
+local function purge_dead_waiters(k)
+  local all = redis.call('HGETALL', k.w)
+  local dropped = 0
+  for i = 1, #all, 2 do
+    local w = cjson.decode(all[i + 1])
+    if redis.call('EXISTS', 'fg:inst:' .. w.inst) == 0 then
+      redis.call('ZREM', k.q, all[i])
+      redis.call('HDEL', k.w, all[i])
+      dropped = dropped + 1
+    end
+  end
+  return dropped
+end
+
+-- Grants free slots (limit minus holders) to the oldest waiters whose gateway
+-- is alive, dropping waiters of dead gateways on the way. A grant to a waiter
+-- of another gateway lasts claim_ms (capped by the waiter's ttl) until that
+-- gateway claims it; the doorbell tells it. A grant to a waiter of the calling
+-- gateway (inst) gets its whole lease at once and is listed in handoff (at most
+-- MAX_HANDOFF), so the caller wakes that waiter in-process with the grant in
+-- hand: no doorbell and no claim round trip. It stays "unclaimed" so that an
+-- orphan give-back can still free it. Issues no fence while the sequence is
+-- missing.
+local MAX_HANDOFF = 16
+local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
+  if not limit or redis.call('EXISTS', k.fence) == 0 then return end
+  local free = limit - redis.call('ZCARD', k.h)
+  while free > 0 do
+    local head = redis.call('ZRANGE', k.q, 0, 0)[1]
+    if not head then return end
+    redis.call('ZREM', k.q, head)
+    local raw = redis.call('HGET', k.w, head)
+    redis.call('HDEL', k.w, head)
+    if raw then
+      local w = cjson.decode(raw)
+      if redis.call('EXISTS', 'fg:inst:' .. w.inst) == 1 then
+        local fence = redis.call('INCR', k.fence)
+        local here = w.inst == inst and #handoff < MAX_HANDOFF
+        local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
+        redis.call('ZADD', k.h, expires_at, head)
+        redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,
+                   hold_until = now + w.max_hold, claimed = 0, rid = w.rid, inst = w.inst,
+                   attach = w.attach}))
+        if here then
+          handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
+        else
+          redis.call('PUBLISH', 'fg:bell:' .. w.inst, 's|' .. head .. '|' .. name)
+        end
+        free = free - 1
+      end
+    end
+  end
+end
+
+-- The limit in force, or nil.
+local function limit_in_force(k)
+  return tonumber(redis.call('GET', k.l))
+end
+
+-- The holder record of lease, or nil.
+local function holder_of(k, lease)
+  local raw = redis.call('HGET', k.d, lease)
+  if raw then return cjson.decode(raw) end
+  return nil
+end
+
+-- Starts the full lease of holder record rec (granted, maybe unclaimed) on
+-- behalf of connection attach. Returns the expiry time.
+local function claim(k, lease, rec, now, attach)
+  rec.claimed = 1
+  rec.attach = attach
+  redis.call('HSET', k.d, lease, cjson.encode(rec))
+  redis.call('ZADD', k.h, now + rec.ttl, lease)
+  return now + rec.ttl
+end
+
+-- Encodes a script's reply, with the in-process grants when there are any.
+local function answer(reply, handoff)
+  if #handoff > 0 then reply.handoff = handoff end
+  return cjson.encode(reply)
+end
+
+-- The reply for a lease that holds a slot.
+local function granted_reply(lease, rec, expires_at, handoff)
+  return answer({r = 'granted', lease = lease, fence = rec.fence, ttl = rec.ttl,
+                 expires_at = expires_at}, handoff)
+end
+
+-- Milliseconds until the earliest holder lease ends (a slot may free then), or -1.
+local function first_expiry_in(k, now)
+  local first = redis.call('ZRANGE', k.h, 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return math.max(0, tonumber(first[2]) - now)
+end
+
+-- Ends the scripts' bookkeeping: a semaphore with neither holders nor waiters
+-- forgets its limit; otherwise its keys live until keep_ms after the last
+-- holder lease, so an abandoned semaphore does not stay in Redis forever
+-- (live waiters call again at least every poll interval, which pushes it on).
+local function tidy(k, now, keep_ms)
+  local nh, nq = redis.call('ZCARD', k.h), redis.call('ZCARD', k.q)
+  if nh == 0 and nq == 0 then
+    redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
+    return
+  end
+  local ttl = keep_ms
+  local last = redis.call('ZRANGE', k.h, -1, -1, 'WITHSCORES')
+  if #last > 0 then ttl = ttl + math.max(0, tonumber(last[2]) - now) end
+  for _, key in ipairs({k.h, k.d, k.q, k.w, k.l, k.t}) do
+    redis.call('PEXPIRE', key, ttl)
+  end
+end

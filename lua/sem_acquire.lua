@@ -1,0 +1,90 @@
+-- uses: lib_sem.lua
+-- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
+-- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
+-- ARGV: base, name, lease (a fresh id, or the id this request already has),
+--       request_id ("" for none), ttl_ms, max_hold_ms, owner, wait ("1" to queue),
+--       gateway instance id, attach id, claim_ms, max_waiters, request_id ttl ms,
+--       limit, keep_ms
+-- Returns JSON {r=..., handoff?} (handoff: grants to other waiters of this
+-- gateway, see grant_free):
+--   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
+--   queued   {lease, position, holder_pttl}   the caller waits; holder_pttl: ms until
+--                                             the earliest holder lease ends (-1: none)
+--   busy     {waiting}                        no free slot and the caller will not wait
+--   full     {waiting}                        the queue is at max_waiters
+--   mismatch {limit}                          another limit is in force
+--   ended    {lease}                          this request_id's lease is over
+--   nofence  {}                               the fence sequence is missing
+local base, name, lease, rid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ttl, max_hold, owner, wait = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8] == '1'
+local inst, attach, claim_ms = ARGV[9], ARGV[10], tonumber(ARGV[11])
+local max_waiters, rid_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
+local limit, keep_ms = tonumber(ARGV[14]), tonumber(ARGV[15])
+local k = sem_keys()
+local handoff = {}
+
+if redis.call('EXISTS', k.fence) == 0 then return cjson.encode({r = 'nofence'}) end
+local now = now_ms()
+purge(k, now)
+
+local known = false
+if rid ~= '' then
+  local prior = redis.call('GET', base .. 'r:' .. rid)
+  if prior then lease, known = prior, true end
+end
+
+local function done(reply)
+  tidy(k, now, keep_ms)
+  return answer(reply, handoff)
+end
+
+local in_force = limit_in_force(k)
+if in_force and in_force ~= limit then
+  local busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
+  if busy and redis.call('ZCARD', k.q) > 0 and purge_dead_waiters(k) > 0 then
+    busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
+  end
+  if busy then
+    grant_free(k, name, in_force, claim_ms, now, inst, handoff)
+    return done({r = 'mismatch', limit = in_force})
+  end
+end
+if in_force ~= limit then redis.call('SET', k.l, limit) end
+
+grant_free(k, name, limit, claim_ms, now, inst, handoff)
+for i = #handoff, 1, -1 do
+  if handoff[i].lease == lease then table.remove(handoff, i) end
+end
+
+local rec = holder_of(k, lease)
+if rec then
+  local expires_at = tonumber(redis.call('ZSCORE', k.h, lease))
+  if rec.claimed == 0 then expires_at = claim(k, lease, rec, now, attach) end
+  tidy(k, now, keep_ms)
+  return granted_reply(lease, rec, expires_at, handoff)
+end
+
+local queued = redis.call('ZSCORE', k.q, lease)
+if known and not queued then return done({r = 'ended', lease = lease}) end
+
+if not queued then
+  local waiting = redis.call('ZCARD', k.q)
+  if waiting == 0 and redis.call('ZCARD', k.h) < limit then
+    local fence = redis.call('INCR', k.fence)
+    rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, claimed = 1,
+           rid = rid, inst = inst, attach = attach}
+    redis.call('HSET', k.d, lease, cjson.encode(rec))
+    redis.call('ZADD', k.h, now + ttl, lease)
+    if rid ~= '' then redis.call('SET', base .. 'r:' .. rid, lease, 'PX', rid_ttl) end
+    tidy(k, now, keep_ms)
+    return granted_reply(lease, rec, now + ttl, handoff)
+  end
+  if not wait then return done({r = 'busy', waiting = waiting}) end
+  if waiting >= max_waiters then return done({r = 'full', waiting = waiting}) end
+  redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
+  if rid ~= '' then redis.call('SET', base .. 'r:' .. rid, lease, 'PX', rid_ttl) end
+end
+redis.call('HSET', k.w, lease, cjson.encode({inst = inst, attach = attach, ttl = ttl,
+           max_hold = max_hold, owner = owner, rid = rid}))
+return done({r = 'queued', lease = lease, position = redis.call('ZRANK', k.q, lease),
+             holder_pttl = first_expiry_in(k, now)})

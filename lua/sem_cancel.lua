@@ -1,0 +1,59 @@
+-- uses: lib_sem.lua
+-- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
+-- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
+-- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,
+--       released marker ttl ms, keep_ms, gateway instance id. Modes:
+--   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
+--   drop    the waiter's client hung up or the gateway stops: leave the queue, or
+--           free the slot if it had been granted (and not claimed by a retry)
+--   orphan  a grant found no waiter: free it only if still unclaimed
+-- Returns JSON {r=..., handoff?} (handoff: see grant_free):
+--   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds a slot
+--   released {}                              the grant was freed and handed on
+--   canceled {waiting}                       the lease left the queue
+--   superseded {}                            a retry of the same request owns it now
+--   gone {}                                  nothing to do
+local base, name, lease, attach, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local inst = ARGV[9]
+local k = sem_keys()
+local handoff = {}
+local now = now_ms()
+purge(k, now)
+local limit = limit_in_force(k)
+grant_free(k, name, limit, claim_ms, now, inst, handoff)
+for i = #handoff, 1, -1 do
+  if handoff[i].lease == lease then table.remove(handoff, i) end
+end
+
+local function done(reply)
+  tidy(k, now, keep_ms)
+  return answer(reply, handoff)
+end
+
+local rec = holder_of(k, lease)
+if rec then
+  if mode == 'take' then
+    local expires_at = tonumber(redis.call('ZSCORE', k.h, lease))
+    if rec.claimed == 0 then expires_at = claim(k, lease, rec, now, attach) end
+    tidy(k, now, keep_ms)
+    return granted_reply(lease, rec, expires_at, handoff)
+  end
+  if mode == 'orphan' and rec.claimed ~= 0 then return done({r = 'gone'}) end
+  if attach ~= '' and rec.attach ~= attach then return done({r = 'superseded'}) end
+  redis.call('ZREM', k.h, lease)
+  redis.call('HDEL', k.d, lease)
+  redis.call('SET', base .. 'x:' .. lease, '1', 'PX', marker_ttl)
+  grant_free(k, name, limit, claim_ms, now, inst, handoff)
+  return done({r = 'released'})
+end
+if mode == 'orphan' then return done({r = 'gone'}) end
+
+local raw = redis.call('HGET', k.w, lease)
+if not raw then return done({r = 'gone'}) end
+local w = cjson.decode(raw)
+if attach ~= '' and w.attach ~= attach then return done({r = 'superseded'}) end
+if w.rid ~= '' then redis.call('DEL', base .. 'r:' .. w.rid) end
+redis.call('ZREM', k.q, lease)
+redis.call('HDEL', k.w, lease)
+return done({r = 'canceled', waiting = redis.call('ZCARD', k.q)})

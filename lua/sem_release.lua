@@ -1,0 +1,29 @@
+-- uses: lib_sem.lua
+-- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
+-- to the oldest live waiter in the same step.
+-- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
+-- ARGV: base, name, lease, claim_ms, released marker ttl ms, keep_ms, gateway instance id
+-- Returns JSON {r=..., handoff?} (handoff: see grant_free): released {} (also
+-- for a repeated release of the same lease, then with again=true), lost {}
+-- (the lease expired or was dropped).
+local base, name, lease = ARGV[1], ARGV[2], ARGV[3]
+local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local inst = ARGV[7]
+local k = sem_keys()
+local handoff = {}
+local now = now_ms()
+purge(k, now)
+local reply
+if redis.call('HEXISTS', k.d, lease) == 1 then
+  redis.call('ZREM', k.h, lease)
+  redis.call('HDEL', k.d, lease)
+  redis.call('SET', base .. 'x:' .. lease, '1', 'PX', marker_ttl)
+  reply = {r = 'released'}
+elseif redis.call('EXISTS', base .. 'x:' .. lease) == 1 then
+  reply = {r = 'released', again = true}
+else
+  reply = {r = 'lost'}
+end
+grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
+tidy(k, now, keep_ms)
+return answer(reply, handoff)

@@ -1,0 +1,31 @@
+-- uses: lib_sem.lua
+-- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
+-- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
+-- ARGV: name, lease, ttl_ms ("0": the lease's own ttl), claim_ms, keep_ms,
+--       gateway instance id
+-- Returns JSON {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
+-- expires_at}, lost {}, max_hold {hold_until} (the new expiry would pass max_hold_ms).
+local name, lease, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local claim_ms, keep_ms, inst = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local k = sem_keys()
+local handoff = {}
+local now = now_ms()
+purge(k, now)
+grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
+local rec = holder_of(k, lease)
+local reply
+if not rec then
+  reply = {r = 'lost'}
+else
+  if ttl == 0 then ttl = rec.ttl end
+  if now + ttl > rec.hold_until then
+    reply = {r = 'max_hold', hold_until = rec.hold_until}
+  else
+    rec.claimed = 1
+    redis.call('HSET', k.d, lease, cjson.encode(rec))
+    redis.call('ZADD', k.h, now + ttl, lease)
+    reply = {r = 'renewed', fence = rec.fence, ttl = ttl, expires_at = now + ttl}
+  end
+end
+tidy(k, now, keep_ms)
+return answer(reply, handoff)

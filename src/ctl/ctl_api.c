@@ -1,0 +1,144 @@
+/*
+ * ctl_api.c - requests of fencectl to the gateway's public API (API.md): the
+ * paths, the bodies, the query of the audit, and the reading of answers into
+ * struct ctl_answer. Names and query values are percent-encoded but for '/'
+ * and ':', which stay literal: the gateway's routes let a name span path
+ * segments, and resources ("pg:invoices/42") read as they are.
+ */
+#include "ctl/ctl_api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl/ctl_http.h"
+
+#define PROBLEM_PREFIX "/problems/"
+#define PATH_MAX_LEN   2048
+
+/* Runs one call and fills *ans; 0 on a 2xx answer. */
+static int call(const struct ctl_args *a, const char *method, const char *path, json_t *body,
+                long long timeout_ms, struct ctl_answer *ans)
+{
+    memset(ans, 0, sizeof *ans);
+    int rc = ctl_http(&a->gateway, method, path, body, timeout_ms, &ans->response, &ans->err);
+    json_decref(body);
+    if (rc != 0) {
+        ans->exit = ctl_exit_for(0, NULL);
+        return -1;
+    }
+    ans->json = json_loadb(ans->response.body, ans->response.body_len, 0, NULL);
+    const char *type = json_string_value(json_object_get(ans->json, "type"));
+    if (ans->response.status >= 400 && type != NULL &&
+        strncmp(type, PROBLEM_PREFIX, strlen(PROBLEM_PREFIX)) == 0)
+        ans->problem = type + strlen(PROBLEM_PREFIX);
+    ans->exit = ctl_exit_for(ans->response.status, ans->problem);
+    return ans->exit == CTL_EXIT_OK ? 0 : -1;
+}
+
+/* "/v1/locks/<name><suffix>" or "/v1/semaphores/<name><suffix>" into path. */
+static void lease_path(const struct ctl_args *a, const char *suffix, char *path, size_t cap)
+{
+    snprintf(path, cap, "/v1/%s/", a->semaphore ? "semaphores" : "locks");
+    int rc = ctl_escape_append(path, cap, a->name, "/:");
+    FG_ASSERT(rc == 0); /* names are at most 200 bytes */
+    FG_ASSERT(strlen(path) + strlen(suffix) < cap);
+    strcat(path, suffix);
+}
+
+/* Sets field of obj to v when it was given (v >= 0). */
+static void set_given(json_t *obj, const char *field, long long v)
+{
+    if (v >= 0)
+        json_object_set_new(obj, field, json_integer(v));
+}
+
+int ctl_api_acquire(const struct ctl_args *a, const char *owner, struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN];
+    lease_path(a, "/acquire", path, sizeof path);
+    json_t *body = json_object();
+    set_given(body, "ttl_ms", a->ttl_ms);
+    set_given(body, "wait_ms", a->wait_ms);
+    set_given(body, "max_hold_ms", a->max_hold_ms);
+    if (a->semaphore)
+        set_given(body, "limit", a->limit);
+    if (owner != NULL)
+        json_object_set_new(body, "owner", json_string(owner));
+    if (a->request_id != NULL)
+        json_object_set_new(body, "request_id", json_string(a->request_id));
+    /* The gateway answers by wait_ms (its own default when none is given, at most an hour). */
+    long long waits = a->wait_ms >= 0 ? a->wait_ms : 3600000;
+    return call(a, "POST", path, body, waits + CTL_CALL_TIMEOUT_MS, ans);
+}
+
+int ctl_api_renew(const struct ctl_args *a, const char *token, long long ttl_ms,
+                  long long timeout_ms, struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN];
+    lease_path(a, "/renew", path, sizeof path);
+    json_t *body = json_pack("{s:s}", "token", token);
+    set_given(body, "ttl_ms", ttl_ms);
+    return call(a, "POST", path, body, timeout_ms, ans);
+}
+
+int ctl_api_release(const struct ctl_args *a, const char *token, struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN];
+    lease_path(a, "/release", path, sizeof path);
+    return call(a, "POST", path, json_pack("{s:s}", "token", token), CTL_CALL_TIMEOUT_MS, ans);
+}
+
+int ctl_api_status(const struct ctl_args *a, struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN];
+    lease_path(a, "", path, sizeof path);
+    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
+}
+
+/* Appends "<sep>name=<value>" to the query in path when value is set. */
+static void add_query(char *path, size_t cap, const char *name, const char *value)
+{
+    if (value == NULL)
+        return;
+    size_t n = strlen(path);
+    snprintf(path + n, cap - n, "%s%s=", strchr(path, '?') ? "&" : "?", name);
+    int rc = ctl_escape_append(path, cap, value, "/:");
+    FG_ASSERT(rc == 0);
+}
+
+int ctl_api_audit(const struct ctl_args *a, struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN * 2] = "/v1/audit/rejections", num[3][24];
+    snprintf(num[0], sizeof num[0], "%lld", a->since_ms);
+    snprintf(num[1], sizeof num[1], "%lld", a->limit);
+    snprintf(num[2], sizeof num[2], "%lld", a->after_id);
+    add_query(path, sizeof path, "resource", a->resource);
+    add_query(path, sizeof path, "lock", a->lock);
+    add_query(path, sizeof path, "since_ms", a->since_ms >= 0 ? num[0] : NULL);
+    add_query(path, sizeof path, "limit", a->limit >= 0 ? num[1] : NULL);
+    add_query(path, sizeof path, "after_id", a->after_id >= 0 ? num[2] : NULL);
+    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
+}
+
+void ctl_answer_report(const struct ctl_answer *ans)
+{
+    if (ans->response.status == 0) {
+        fprintf(stderr, "fencectl: gateway unreachable: %s\n", ans->err.msg);
+        return;
+    }
+    const char *detail = json_string_value(json_object_get(ans->json, "detail"));
+    json_t *waiting = json_object_get(ans->json, "waiting");
+    fprintf(stderr, "fencectl: %s (HTTP %d)%s%s", ans->problem ? ans->problem : "error",
+            ans->response.status, detail ? ": " : "", detail ? detail : "");
+    if (json_is_integer(waiting))
+        fprintf(stderr, " (%lld waiting)", (long long)json_integer_value(waiting));
+    fputc('\n', stderr);
+}
+
+void ctl_answer_free(struct ctl_answer *ans)
+{
+    ctl_response_free(&ans->response);
+    json_decref(ans->json);
+    ans->json = NULL;
+    ans->problem = NULL;
+}

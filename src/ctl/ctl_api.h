@@ -1,0 +1,50 @@
+/*
+ * ctl_api.h - the gateway calls fencectl makes: acquire, renew, release and
+ * status of a lock or semaphore, and the audit query. Each builds its request
+ * from struct ctl_args, sends it through ctl_http, and keeps the answer with
+ * its exit status; nothing here prints.
+ */
+#ifndef FG_CTL_API_H
+#define FG_CTL_API_H
+
+#include <jansson.h>
+
+#include "ctl/ctl_args.h"
+#include "ctl/ctl_exit.h"
+#include "ctl/ctl_wire.h"
+#include "util/error.h"
+
+#define CTL_CALL_TIMEOUT_MS 30000 /* a call that does not wait in a queue */
+
+struct ctl_answer {
+    struct ctl_response response; /* status 0 when no answer arrived */
+    json_t *json;                 /* the parsed body, or NULL (owned) */
+    const char *problem;          /* problem code of an error answer, or NULL (in json) */
+    enum ctl_exit exit;           /* fencectl's exit status for this answer */
+    struct fg_error err;          /* why no answer arrived, when status is 0 */
+};
+
+/* Acquires a lease on a->name (a semaphore slot when a->semaphore) for owner.
+ * Each call returns 0 on a 2xx answer, else -1; *ans is filled either way and
+ * must be freed with ctl_answer_free. */
+int ctl_api_acquire(const struct ctl_args *a, const char *owner, struct ctl_answer *ans) FG_WUR;
+
+/* Renews the lease of token (ttl_ms < 0: its own TTL), waiting up to timeout_ms. */
+int ctl_api_renew(const struct ctl_args *a, const char *token, long long ttl_ms,
+                  long long timeout_ms, struct ctl_answer *ans) FG_WUR;
+
+/* Releases the lease of token. */
+int ctl_api_release(const struct ctl_args *a, const char *token, struct ctl_answer *ans) FG_WUR;
+
+/* GET of the lock's or semaphore's status. */
+int ctl_api_status(const struct ctl_args *a, struct ctl_answer *ans) FG_WUR;
+
+/* GET /v1/audit/rejections with a's filters. */
+int ctl_api_audit(const struct ctl_args *a, struct ctl_answer *ans) FG_WUR;
+
+/* One line on stderr saying why the call failed ("fencectl: lock_busy: ..."). */
+void ctl_answer_report(const struct ctl_answer *ans);
+
+void ctl_answer_free(struct ctl_answer *ans);
+
+#endif

@@ -1,0 +1,426 @@
+/*
+ * ctl_args.c - fencectl's command line. Two tables drive it: the subcommands
+ * (what each takes, its usage text) and the options (which field of struct
+ * ctl_args each sets, its range, the subcommands it applies to). Parsing only
+ * fills the struct; it never talks to the gateway or runs anything.
+ */
+#include "ctl/ctl_args.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/names.h"
+
+#define CMD(c)       (1u << (c))
+#define ALL_COMMANDS (CMD(CTL_CMD_COUNT) - 1)
+#define LEASED       (CMD(CTL_CMD_LOCK) | CMD(CTL_CMD_SEM))
+#define SCRIPTED     (CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW) | CMD(CTL_CMD_RELEASE))
+#define ANSWERS_JSON (SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_AUDIT))
+
+static const char usage_overview[] =
+    "usage: fencectl [--url URL] COMMAND [ARGS...]\n"
+    "\n"
+    "Command-line client of fencegate: run a command under a lock or semaphore lease, or\n"
+    "manage leases from scripts.\n"
+    "\n"
+    "  lock NAME [OPTIONS] -- COMMAND [ARGS...]   run COMMAND while holding lock NAME\n"
+    "  sem NAME --limit N [OPTIONS] -- COMMAND     run COMMAND holding a slot of semaphore NAME\n"
+    "  acquire NAME [OPTIONS]                      take a lease and print its token and fence\n"
+    "  renew NAME [--token T] [--ttl MS]           extend a lease\n"
+    "  release NAME [--token T]                    give a lease back\n"
+    "  status NAME [--sem]                         show who holds NAME and how many wait\n"
+    "  audit [--resource R] [--lock L] [--since MS] [--limit N]\n"
+    "                                              list rejected (stale) writes\n"
+    "\n"
+    "Every command takes --help. Options for all commands:\n"
+    "  --url URL   the gateway (default $FENCEGATE_URL, else " CTL_DEFAULT_URL ")\n"
+    "  --json      print the gateway's JSON answer (acquire, renew, release, status, audit)\n"
+    "  --version   show the version\n"
+    "\n"
+    "Exit status:\n"
+    "  0  success          3  the lease was lost (410 lease_lost, or could not be renewed)\n"
+    "  1  usage error      4  gateway unreachable, or a backend is down (503)\n"
+    "  2  busy (409 lock_busy, 429 too_many_waiters)\n"
+    "  5  any other error  lock and sem: otherwise COMMAND's own status (128+N if killed\n"
+    "                      by signal N; 126 not executable, 127 not found)\n";
+
+static const char usage_lock[] =
+    "usage: fencectl lock NAME [--ttl MS] [--wait MS] [--owner S] [--max-hold MS] [--grace MS]\n"
+    "                          [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Acquires lock NAME, runs COMMAND with FENCE_TOKEN (the lease's token, for the Fence-Token\n"
+    "header of fenced writes), FENCE (its fence) and FENCEGATE_URL in its environment, renews\n"
+    "the lease every third of its TTL while COMMAND runs, releases it when COMMAND exits, and\n"
+    "exits with COMMAND's status. COMMAND runs in its own process group; SIGINT, SIGTERM,\n"
+    "SIGHUP and SIGQUIT sent to fencectl are passed on to it.\n"
+    "\n"
+    "If a renewal is refused (410 lease_lost, 409 max_hold_exceeded) or cannot get through\n"
+    "before the lease would expire, COMMAND's process group gets SIGTERM, then SIGKILL after\n"
+    "the grace period, and fencectl exits 3.\n"
+    "\n"
+    "  --ttl MS       lease length, 100..86400000 (default: the gateway's, 30000)\n"
+    "  --wait MS      how long to queue for the lock, 0..3600000 (default: the gateway's, 0)\n"
+    "  --owner S      holder label shown by status and the audit (default fencectl:HOST:PID)\n"
+    "  --max-hold MS  cap on the whole hold, renewals included\n"
+    "  --grace MS     SIGTERM to SIGKILL after a lost lease (default 5000)\n"
+    "  --url URL      the gateway (default $FENCEGATE_URL, else " CTL_DEFAULT_URL ")\n"
+    "\n"
+    "Exit status: COMMAND's, or 1 usage, 2 busy, 3 lease lost, 4 unreachable, 5 other error.\n";
+
+static const char usage_sem[] =
+    "usage: fencectl sem NAME --limit N [--ttl MS] [--wait MS] [--owner S] [--max-hold MS]\n"
+    "                                   [--grace MS] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "As `fencectl lock`, holding one of the N slots of semaphore NAME. --limit (1..100000) is\n"
+    "required and must match the limit in force (409 limit_mismatch otherwise, exit 5).\n"
+    "\n"
+    "Exit status: COMMAND's, or 1 usage, 2 busy, 3 lease lost, 4 unreachable, 5 other error.\n";
+
+static const char usage_acquire[] =
+    "usage: fencectl acquire NAME [--ttl MS] [--wait MS] [--owner S] [--max-hold MS]\n"
+    "                             [--request-id ID] [--sem --limit N] [--json]\n"
+    "\n"
+    "Takes a lease on lock NAME (or a slot of semaphore NAME with --sem or --limit) and prints\n"
+    "shell assignments, for eval \"$(fencectl acquire NAME)\":\n"
+    "  FENCE_TOKEN=...  FENCE=...  FENCE_EXPIRES_AT_MS=...\n"
+    "With --json, prints the gateway's answer instead. The lease lasts its TTL unless renewed.\n"
+    "A retry with the same --request-id keeps its place and gets the same lease.\n"
+    "\n"
+    "Exit status: 0 granted, 1 usage, 2 busy, 3 lease lost, 4 unreachable, 5 other error.\n";
+
+static const char usage_renew[] =
+    "usage: fencectl renew NAME [--token T] [--ttl MS] [--sem] [--json]\n"
+    "\n"
+    "Extends the lease whose token is T (default $FENCE_TOKEN) by MS (default its own TTL),\n"
+    "and prints FENCE=... and FENCE_EXPIRES_AT_MS=... (the fence never changes).\n"
+    "\n"
+    "Exit status: 0 renewed, 1 usage, 3 lease lost, 4 unreachable, 5 other error\n"
+    "(including 409 max_hold_exceeded).\n";
+
+static const char usage_release[] =
+    "usage: fencectl release NAME [--token T] [--sem] [--json]\n"
+    "\n"
+    "Gives back the lease whose token is T (default $FENCE_TOKEN). Releasing an already\n"
+    "released lease succeeds again.\n"
+    "\n"
+    "Exit status: 0 released, 1 usage, 3 lease lost, 4 unreachable, 5 other error.\n";
+
+static const char usage_status[] =
+    "usage: fencectl status NAME [--sem] [--json]\n"
+    "\n"
+    "Shows whether lock NAME is held, its fence, owner and remaining time, and how many wait\n"
+    "(with --sem: the semaphore's limit, holders and waiters). Never shows a token.\n"
+    "\n"
+    "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
+
+static const char usage_audit[] =
+    "usage: fencectl audit [--resource R] [--lock L] [--since MS] [--limit N] [--after-id ID]\n"
+    "                      [--json]\n"
+    "\n"
+    "Lists the rejected (stale or forged) writes, oldest first, as a table.\n"
+    "  --resource R   only this resource, e.g. pg:invoices/42 or redis:app:x\n"
+    "  --lock L       only writes whose token was issued for lock L\n"
+    "  --since MS     only records at or after this epoch time in milliseconds\n"
+    "  --limit N      at most N records (the gateway's default page is 100)\n"
+    "  --after-id ID  the page after record ID (printed when there are more)\n"
+    "\n"
+    "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
+
+static const struct {
+    const char *word;
+    enum ctl_command command;
+    bool takes_name;    /* NAME follows the subcommand */
+    bool takes_command; /* COMMAND [ARGS...] follows NAME */
+    const char *usage;
+} commands[] = {
+    {NULL, CTL_CMD_NONE, false, false, usage_overview},
+    {"lock", CTL_CMD_LOCK, true, true, usage_lock},
+    {"sem", CTL_CMD_SEM, true, true, usage_sem},
+    {"acquire", CTL_CMD_ACQUIRE, true, false, usage_acquire},
+    {"renew", CTL_CMD_RENEW, true, false, usage_renew},
+    {"release", CTL_CMD_RELEASE, true, false, usage_release},
+    {"status", CTL_CMD_STATUS, true, false, usage_status},
+    {"audit", CTL_CMD_AUDIT, false, false, usage_audit},
+};
+
+enum option_type { OPTION_FLAG, OPTION_STRING, OPTION_NUMBER };
+
+/* One option: the field of struct ctl_args it sets, and where it applies. */
+static const struct option_spec {
+    const char *name;
+    enum option_type type;
+    size_t field;      /* offsetof the bool, const char * or long long it sets */
+    unsigned commands; /* CMD() bits of the subcommands that take it */
+    long long min;     /* range of a number */
+    long long max;
+} options[] = {
+    {"--help", OPTION_FLAG, offsetof(struct ctl_args, help), ALL_COMMANDS, 0, 0},
+    {"-h", OPTION_FLAG, offsetof(struct ctl_args, help), ALL_COMMANDS, 0, 0},
+    {"--version", OPTION_FLAG, offsetof(struct ctl_args, version), ALL_COMMANDS, 0, 0},
+    {"--url", OPTION_STRING, offsetof(struct ctl_args, url), ALL_COMMANDS, 0, 0},
+    {"--json", OPTION_FLAG, offsetof(struct ctl_args, json), ANSWERS_JSON, 0, 0},
+    {"--ttl", OPTION_NUMBER, offsetof(struct ctl_args, ttl_ms),
+     LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW), 100, 86400000},
+    {"--wait", OPTION_NUMBER, offsetof(struct ctl_args, wait_ms), LEASED | CMD(CTL_CMD_ACQUIRE), 0,
+     3600000},
+    {"--max-hold", OPTION_NUMBER, offsetof(struct ctl_args, max_hold_ms),
+     LEASED | CMD(CTL_CMD_ACQUIRE), 1, LLONG_MAX},
+    {"--owner", OPTION_STRING, offsetof(struct ctl_args, owner), LEASED | CMD(CTL_CMD_ACQUIRE), 0,
+     0},
+    {"--request-id", OPTION_STRING, offsetof(struct ctl_args, request_id), CMD(CTL_CMD_ACQUIRE), 0,
+     0},
+    {"--limit", OPTION_NUMBER, offsetof(struct ctl_args, limit),
+     CMD(CTL_CMD_SEM) | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_AUDIT), 1, 100000},
+    {"--sem", OPTION_FLAG, offsetof(struct ctl_args, semaphore), SCRIPTED | CMD(CTL_CMD_STATUS), 0,
+     0},
+    {"--token", OPTION_STRING, offsetof(struct ctl_args, token),
+     CMD(CTL_CMD_RENEW) | CMD(CTL_CMD_RELEASE), 0, 0},
+    {"--grace", OPTION_NUMBER, offsetof(struct ctl_args, grace_ms), LEASED, 0, 3600000},
+    {"--resource", OPTION_STRING, offsetof(struct ctl_args, resource), CMD(CTL_CMD_AUDIT), 0, 0},
+    {"--lock", OPTION_STRING, offsetof(struct ctl_args, lock), CMD(CTL_CMD_AUDIT), 0, 0},
+    {"--since", OPTION_NUMBER, offsetof(struct ctl_args, since_ms), CMD(CTL_CMD_AUDIT), 0,
+     LLONG_MAX},
+    {"--after-id", OPTION_NUMBER, offsetof(struct ctl_args, after_id), CMD(CTL_CMD_AUDIT), 0,
+     LLONG_MAX},
+};
+
+#define NOPTIONS  (sizeof options / sizeof options[0])
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+const char *ctl_usage(enum ctl_command command)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (commands[i].command == command)
+            return commands[i].usage;
+    return usage_overview;
+}
+
+static const char *command_word(enum ctl_command command)
+{
+    for (size_t i = 1; i < NCOMMANDS; i++)
+        if (commands[i].command == command)
+            return commands[i].word;
+    return "fencectl";
+}
+
+static int parse_number(const struct option_spec *spec, const char *text, long long *out,
+                        struct fg_error *err)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 || v < spec->min ||
+        v > spec->max) {
+        if (spec->max == LLONG_MAX)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "%s: expected an integer >= %lld, got '%s'",
+                           spec->name, spec->min, text);
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "%s: expected an integer from %lld to %lld, got '%s'", spec->name, spec->min,
+                       spec->max, text);
+    }
+    *out = v;
+    return 0;
+}
+
+/* Sets the field of spec in out from value (NULL for a flag). */
+static int apply_option(const struct option_spec *spec, const char *value, struct ctl_args *out,
+                        struct fg_error *err)
+{
+    char *field = (char *)out + spec->field;
+    switch (spec->type) {
+    case OPTION_FLAG: *(bool *)(void *)field = true; return 0;
+    case OPTION_STRING: *(const char **)(void *)field = value; return 0;
+    case OPTION_NUMBER: return parse_number(spec, value, (long long *)(void *)field, err);
+    }
+    return fg_fail(err, FG_ERR_INTERNAL, "option %s has no type", spec->name);
+}
+
+/* Parses the option at argv[*i] (advancing *i past its value), remembering it in given. */
+static int take_option(int argc, char **argv, int *i, struct ctl_args *out, bool *given,
+                       struct fg_error *err)
+{
+    const char *arg = argv[*i];
+    const char *eq = strchr(arg, '=');
+    size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+    for (size_t k = 0; k < NOPTIONS; k++) {
+        const struct option_spec *spec = &options[k];
+        if (strlen(spec->name) != name_len || strncmp(spec->name, arg, name_len) != 0)
+            continue;
+        const char *value = NULL;
+        if (spec->type == OPTION_FLAG && eq != NULL)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "%s takes no value", spec->name);
+        if (spec->type != OPTION_FLAG) {
+            if (eq != NULL)
+                value = eq + 1;
+            else if (*i + 1 < argc)
+                value = argv[++*i];
+            else
+                return fg_fail(err, FG_ERR_INVALID_FIELD, "%s needs a value", spec->name);
+        }
+        given[k] = true;
+        return apply_option(spec, value, out, err);
+    }
+    return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown option '%.*s'", (int)name_len, arg);
+}
+
+/* Takes a word that is not an option: the subcommand, NAME, or the start of COMMAND.
+ * Returns 1 when the rest of argv is COMMAND, 0 to go on, -1 on error. */
+static int take_word(char **argv, int i, struct ctl_args *out, struct fg_error *err)
+{
+    if (out->command == CTL_CMD_NONE) {
+        for (size_t k = 1; k < NCOMMANDS; k++)
+            if (strcmp(argv[i], commands[k].word) == 0) {
+                out->command = commands[k].command;
+                return 0;
+            }
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown command '%s'; see fencectl --help",
+                       argv[i]);
+    }
+    for (size_t k = 1; k < NCOMMANDS; k++) {
+        if (commands[k].command != out->command)
+            continue;
+        if (commands[k].takes_name && out->name == NULL) {
+            out->name = argv[i];
+            return 0;
+        }
+        if (commands[k].takes_command) {
+            out->argv = &argv[i];
+            return 1;
+        }
+    }
+    return fg_fail(err, FG_ERR_INVALID_FIELD, "unexpected argument '%s'", argv[i]);
+}
+
+/* Checks what the whole command line says once it has been read. */
+static int check_args(struct ctl_args *out, const bool *given, ctl_getenv_fn getenv_fn,
+                      struct fg_error *err)
+{
+    const char *word = command_word(out->command);
+    if (out->command == CTL_CMD_NONE)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "no command given; see fencectl --help");
+    for (size_t k = 0; k < NOPTIONS; k++)
+        if (given[k] && !(options[k].commands & CMD(out->command)))
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "%s does not apply to '%s'", options[k].name,
+                           word);
+    bool needs_name = out->command != CTL_CMD_AUDIT;
+    if (needs_name && out->name == NULL)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "'%s' needs a NAME; see fencectl %s --help", word,
+                       word);
+    if (needs_name && !name_is_valid_lock(out->name, strlen(out->name)))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "invalid name '%s': 1 to 200 bytes of A-Z a-z 0-9 . _ : / -", out->name);
+    if ((out->command == CTL_CMD_LOCK || out->command == CTL_CMD_SEM) &&
+        (out->argv == NULL || out->argv[0] == NULL))
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "'%s' needs a COMMAND to run after NAME", word);
+    if (out->command == CTL_CMD_SEM || (out->command == CTL_CMD_ACQUIRE && out->limit >= 0))
+        out->semaphore = true;
+    if ((out->command == CTL_CMD_SEM || out->command == CTL_CMD_ACQUIRE) && out->semaphore &&
+        out->limit < 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "a semaphore needs --limit N");
+    if (out->command == CTL_CMD_AUDIT && out->limit > 1000)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "--limit: at most 1000 records per page");
+    if (out->command == CTL_CMD_RENEW || out->command == CTL_CMD_RELEASE) {
+        if (out->token == NULL)
+            out->token = getenv_fn("FENCE_TOKEN");
+        if (out->token == NULL || out->token[0] == '\0')
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "'%s' needs --token T or FENCE_TOKEN", word);
+    }
+    return 0;
+}
+
+int ctl_args_parse(int argc, char **argv, ctl_getenv_fn getenv_fn, struct ctl_args *out,
+                   struct fg_error *err)
+{
+    *out = (struct ctl_args){.ttl_ms = -1,
+                             .wait_ms = -1,
+                             .max_hold_ms = -1,
+                             .limit = -1,
+                             .grace_ms = CTL_DEFAULT_GRACE,
+                             .since_ms = -1,
+                             .after_id = -1};
+    bool given[NOPTIONS] = {false};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool runs_command = out->command == CTL_CMD_LOCK || out->command == CTL_CMD_SEM;
+        if (strcmp(arg, "--") == 0) {
+            if (!runs_command)
+                return fg_fail(err, FG_ERR_INVALID_FIELD, "'--' only comes before a COMMAND");
+            if (i + 1 < argc)
+                out->argv = &argv[i + 1];
+            break;
+        }
+        if (arg[0] == '-' && arg[1] != '\0') {
+            if (take_option(argc, argv, &i, out, given, err) != 0)
+                return -1;
+            continue;
+        }
+        int rc = take_word(argv, i, out, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 1)
+            break;
+    }
+    if (out->help || out->version)
+        return 0;
+    if (check_args(out, given, getenv_fn, err) != 0)
+        return -1;
+    if (out->url == NULL)
+        out->url = getenv_fn("FENCEGATE_URL");
+    if (out->url == NULL || out->url[0] == '\0')
+        out->url = CTL_DEFAULT_URL;
+    return ctl_url_parse(out->url, &out->gateway, err);
+}
+
+int ctl_url_parse(const char *url, struct ctl_url *out, struct fg_error *err)
+{
+    static const char scheme[] = "http://";
+    memset(out, 0, sizeof *out);
+    if (strncmp(url, scheme, strlen(scheme)) != 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': only http://host[:port] is supported",
+                       url);
+    const char *host = url + strlen(scheme);
+    const char *slash = strchr(host, '/');
+    const char *end = slash ? slash : host + strlen(host);
+    const char *host_end, *colon;
+    if (host[0] == '[') {
+        const char *close = memchr(host, ']', (size_t)(end - host));
+        if (close == NULL)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': unclosed '['", url);
+        host_end = close;
+        host++;
+        colon = close + 1 < end && close[1] == ':' ? close + 1 : NULL;
+        if (close + 1 < end && colon == NULL)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': junk after ']'", url);
+    } else {
+        colon = memchr(host, ':', (size_t)(end - host));
+        host_end = colon ? colon : end;
+    }
+    size_t host_len = (size_t)(host_end - host);
+    if (host_len == 0 || host_len >= sizeof out->host || memchr(host, '@', host_len) != NULL)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': bad host", url);
+    memcpy(out->host, host, host_len);
+    out->port = 80;
+    if (colon != NULL) {
+        long port = 0;
+        const char *p = colon + 1;
+        for (; p < end && *p >= '0' && *p <= '9' && port <= 65535; p++)
+            port = port * 10 + (*p - '0');
+        if (p != end || p == colon + 1 || port < 1 || port > 65535)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': bad port", url);
+        out->port = (int)port;
+    }
+    if (slash != NULL) {
+        size_t base_len = strcspn(slash, "?#");
+        while (base_len > 0 && slash[base_len - 1] == '/')
+            base_len--;
+        if (base_len >= sizeof out->base)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': path too long", url);
+        memcpy(out->base, slash, base_len);
+    }
+    return 0;
+}

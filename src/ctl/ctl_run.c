@@ -1,0 +1,306 @@
+/*
+ * ctl_run.c - the supervisor of `fencectl lock|sem`. After the grant, one loop
+ * waits on a self-pipe fed by the signal handlers (SIGCHLD, and the signals
+ * passed on to the command) with the time of the next renewal as its timeout.
+ * The command runs in its own process group so that all of it can be stopped
+ * when the lease is lost: SIGTERM to the group, SIGKILL after the grace period.
+ * When fencectl runs in the foreground of a terminal, that group gets the
+ * terminal (as a shell would do), and gives it back when the command ends.
+ *
+ * A renewal the gateway refuses (4xx: lease_lost, max_hold_exceeded, a token it
+ * no longer accepts) ends the lease at once. A renewal that gets no answer, or
+ * a 5xx, is retried until the lease would have expired, counted from the moment
+ * the last successful renewal was sent; then the lease counts as lost too.
+ * Must not: print anything on success, or touch the command's stdio.
+ */
+#include "ctl/ctl_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/ctl_api.h"
+
+#define RETRY_MIN_MS 50 /* shortest pause between renewals that got no answer */
+
+/* Signals passed on to the command's process group (SIGCHLD only wakes the loop). */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static int signal_pipe[2] = {-1, -1};
+
+/* The lease being held. */
+struct held {
+    const struct ctl_args *args; /* what was asked for (borrowed) */
+    char *token;                 /* the lease's token (owned) */
+    long long fence;             /* its fence */
+    long long ttl_ms;            /* its length, as last granted or renewed */
+    long long valid_until;       /* monotonic ms by which it ends unless renewed */
+    long long next_renew;        /* monotonic ms of the next renewal attempt */
+    pid_t child;                 /* the command (and its process group) */
+    bool terminal;               /* the command got the terminal's foreground */
+    bool gone;                   /* the gateway said the lease no longer exists (410) */
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t n = write(signal_pipe[1], &b, 1);
+    (void)n; /* a full pipe already holds a wake-up */
+    errno = saved;
+}
+
+static int install_handlers(void)
+{
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NOCLDSTOP;
+    if (sigaction(SIGCHLD, &sa, NULL) != 0)
+        return -1;
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        if (sigaction(forwarded[i], &sa, NULL) != 0)
+            return -1;
+    return 0;
+}
+
+static const char *kind_of(const struct ctl_args *a)
+{
+    return a->semaphore ? "semaphore" : "lock";
+}
+
+/* In the child: a process group of its own (in the terminal's foreground if
+ * fencectl had it, so that an interactive command can read it), the environment,
+ * then the command. */
+static void exec_command(const struct held *h)
+{
+    char fence[32];
+    snprintf(fence, sizeof fence, "%lld", h->fence);
+    setpgid(0, 0);
+    if (h->terminal) {
+        signal(SIGTTOU, SIG_IGN);
+        tcsetpgrp(STDIN_FILENO, getpid());
+        signal(SIGTTOU, SIG_DFL);
+    }
+    if (setenv("FENCE_TOKEN", h->token, 1) != 0 || setenv("FENCE", fence, 1) != 0 ||
+        setenv("FENCEGATE_URL", h->args->url, 1) != 0)
+        _exit(CTL_EXIT_NOT_EXECUTABLE);
+    execvp(h->args->argv[0], h->args->argv);
+    int why = errno;
+    fprintf(stderr, "fencectl: cannot run '%s': %s\n", h->args->argv[0], strerror(why));
+    _exit(why == ENOENT ? CTL_EXIT_NOT_FOUND : CTL_EXIT_NOT_EXECUTABLE);
+}
+
+/* Gives the terminal's foreground back to fencectl's group once the command ended. */
+static void take_terminal_back(const struct held *h)
+{
+    if (!h->terminal)
+        return;
+    void (*saved)(int) = signal(SIGTTOU, SIG_IGN);
+    tcsetpgrp(STDIN_FILENO, getpgrp());
+    signal(SIGTTOU, saved);
+}
+
+/* Sends sig to the command's process group (and to the command itself, in case
+ * it had not yet moved into its group). */
+static void signal_command(const struct held *h, int sig)
+{
+    kill(-h->child, sig);
+    kill(h->child, sig);
+}
+
+/* Reads the self-pipe and passes on the signals found there. */
+static void drain_signals(const struct held *h)
+{
+    unsigned char sigs[64];
+    ssize_t n;
+    while ((n = read(signal_pipe[0], sigs, sizeof sigs)) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            if (sigs[i] != SIGCHLD)
+                signal_command(h, sigs[i]);
+}
+
+/* Sleeps until a signal arrives or timeout_ms pass, then handles the signals. */
+static void wait_signals(const struct held *h, long long timeout_ms)
+{
+    struct pollfd p = {.fd = signal_pipe[0], .events = POLLIN};
+    if (timeout_ms < 0)
+        timeout_ms = 0;
+    poll(&p, 1, timeout_ms > 60000 ? 60000 : (int)timeout_ms);
+    drain_signals(h);
+}
+
+/* True once the command has exited, with its wait status in *status. */
+static bool reaped(const struct held *h, int *status)
+{
+    return waitpid(h->child, status, WNOHANG) == h->child;
+}
+
+/* SIGTERM to the command's group, SIGKILL after the grace period; reaps it. */
+static void stop_command(const struct held *h, int *status)
+{
+    signal_command(h, SIGTERM);
+    long long deadline = now_ms() + h->args->grace_ms;
+    while (!reaped(h, status)) {
+        if (now_ms() >= deadline) {
+            signal_command(h, SIGKILL);
+            while (waitpid(h->child, status, 0) < 0 && errno == EINTR)
+                ;
+            return;
+        }
+        wait_signals(h, deadline - now_ms());
+    }
+}
+
+enum renewal { RENEWAL_OK, RENEWAL_RETRY, RENEWAL_LOST };
+
+/* One renewal attempt; on refusal, says why on stderr. */
+static enum renewal renew(struct held *h)
+{
+    const struct ctl_args *a = h->args;
+    long long sent = now_ms();
+    struct ctl_answer ans;
+    int rc = ctl_api_renew(a, h->token, a->ttl_ms, h->valid_until - sent, &ans);
+    enum renewal result = RENEWAL_OK;
+    if (rc == 0) {
+        json_t *ttl = json_object_get(ans.json, "ttl_ms");
+        if (json_is_integer(ttl) && json_integer_value(ttl) > 0)
+            h->ttl_ms = (long long)json_integer_value(ttl);
+        h->valid_until = sent + h->ttl_ms;
+        h->next_renew = sent + h->ttl_ms / 3;
+    } else if (ans.response.status >= 400 && ans.response.status < 500) {
+        fprintf(stderr, "fencectl: the lease on %s %s was lost: renewal refused\n", kind_of(a),
+                a->name);
+        ctl_answer_report(&ans);
+        h->gone = ans.exit == CTL_EXIT_LEASE_LOST;
+        result = RENEWAL_LOST;
+    } else {
+        long long retry = h->ttl_ms / 10 > RETRY_MIN_MS ? h->ttl_ms / 10 : RETRY_MIN_MS;
+        h->next_renew = now_ms() + retry;
+        result = RENEWAL_RETRY;
+        if (h->next_renew >= h->valid_until) {
+            fprintf(stderr,
+                    "fencectl: the lease on %s %s was lost: no renewal got through "
+                    "before it expired\n",
+                    kind_of(a), a->name);
+            ctl_answer_report(&ans);
+            result = RENEWAL_LOST;
+        }
+    }
+    ctl_answer_free(&ans);
+    return result;
+}
+
+/* Gives the lease back after the command ended with status; returns the exit status. */
+static int release_after(struct held *h, int status)
+{
+    int code = ctl_exit_of_child(status);
+    struct ctl_answer ans;
+    if (ctl_api_release(h->args, h->token, &ans) != 0) {
+        bool lost = ans.exit == CTL_EXIT_LEASE_LOST;
+        fprintf(stderr, "fencectl: %s %s: %s\n", kind_of(h->args), h->args->name,
+                lost ? "the lease had been lost before the command ended"
+                     : "could not release the lease (it ends by itself when its TTL runs out)");
+        ctl_answer_report(&ans);
+        if (lost && code == 0)
+            code = CTL_EXIT_LEASE_LOST;
+    }
+    ctl_answer_free(&ans);
+    return code;
+}
+
+/* Gives back a lease the command no longer runs under but that may still exist
+ * (cut short by max_hold_ms, or not renewed in time); a 410 then is no news. */
+static void give_back(struct held *h)
+{
+    if (h->gone)
+        return;
+    struct ctl_answer ans;
+    if (ctl_api_release(h->args, h->token, &ans) != 0 && ans.exit != CTL_EXIT_LEASE_LOST)
+        ctl_answer_report(&ans);
+    ctl_answer_free(&ans);
+}
+
+/* Runs the command under the lease until it ends or the lease is lost. */
+static int supervise(struct held *h)
+{
+    if (install_handlers() != 0) {
+        fprintf(stderr, "fencectl: cannot set up signal handling: %s\n", strerror(errno));
+        return CTL_EXIT_ERROR;
+    }
+    fflush(NULL);
+    h->terminal = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+    h->child = fork();
+    if (h->child < 0) {
+        fprintf(stderr, "fencectl: cannot fork: %s\n", strerror(errno));
+        return CTL_EXIT_ERROR;
+    }
+    if (h->child == 0)
+        exec_command(h);
+    setpgid(h->child, h->child);
+    int status = 0;
+    for (;;) {
+        wait_signals(h, h->next_renew - now_ms());
+        if (reaped(h, &status)) {
+            take_terminal_back(h);
+            return release_after(h, status);
+        }
+        if (now_ms() < h->next_renew || renew(h) != RENEWAL_LOST)
+            continue;
+        stop_command(h, &status);
+        take_terminal_back(h);
+        fprintf(stderr, "fencectl: stopped '%s' (%s)\n", h->args->argv[0],
+                WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "it exited");
+        give_back(h);
+        return CTL_EXIT_LEASE_LOST;
+    }
+}
+
+int ctl_run(const struct ctl_args *a, const char *owner)
+{
+    struct ctl_answer ans;
+    if (ctl_api_acquire(a, owner, &ans) != 0) {
+        enum ctl_exit code = ans.exit;
+        ctl_answer_report(&ans);
+        ctl_answer_free(&ans);
+        return code;
+    }
+    const char *token = json_string_value(json_object_get(ans.json, "token"));
+    json_t *fence = json_object_get(ans.json, "fence"), *ttl = json_object_get(ans.json, "ttl_ms");
+    if (token == NULL || !json_is_integer(fence) || !json_is_integer(ttl) ||
+        json_integer_value(ttl) <= 0) {
+        fprintf(stderr, "fencectl: the gateway's grant lacks token, fence or ttl_ms\n");
+        ctl_answer_free(&ans);
+        return CTL_EXIT_ERROR;
+    }
+    struct held h = {.args = a,
+                     .token = strdup(token),
+                     .fence = (long long)json_integer_value(fence),
+                     .ttl_ms = (long long)json_integer_value(ttl)};
+    FG_ASSERT(h.token != NULL);
+    ctl_answer_free(&ans);
+    /* The grant happened shortly before its answer arrived (after a wait in the queue, only
+     * the doorbell's delay): keep a tenth of the TTL as margin for that. */
+    h.valid_until = now_ms() + h.ttl_ms - h.ttl_ms / 10;
+    h.next_renew = now_ms() + h.ttl_ms / 3;
+    int code = supervise(&h);
+    free(h.token);
+    return code;
+}

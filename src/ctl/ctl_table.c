@@ -1,0 +1,173 @@
+/*
+ * ctl_table.c - table layout for fencectl's human output. Widths count UTF-8
+ * characters, not bytes, and a cut never splits a character. The audit view
+ * maps each record field to a column through one table.
+ */
+#include "ctl/ctl_table.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/error.h"
+
+#define COLUMN_GAP "  "
+
+/* Characters (UTF-8 lead bytes) in the first len bytes of s. */
+static size_t display_width(const char *s, size_t len)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80)
+            w++;
+    return w;
+}
+
+/* Bytes of s that fit in width characters. */
+static size_t bytes_for_width(const char *s, size_t width)
+{
+    size_t w = 0, i = 0;
+    for (; s[i] != '\0'; i++) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && w++ == width)
+            break;
+    }
+    return i;
+}
+
+/* Appends cell to *pos, cut at CTL_CELL_MAX and padded to width when pad. */
+static char *put_cell(char *pos, const char *cell, size_t width, bool pad)
+{
+    const char *text = cell ? cell : "-";
+    size_t len = strlen(text), shown = display_width(text, len);
+    if (shown > CTL_CELL_MAX) {
+        len = bytes_for_width(text, CTL_CELL_MAX - 3);
+        memcpy(pos, text, len);
+        memcpy(pos + len, "...", 3);
+        pos += len + 3;
+        shown = CTL_CELL_MAX;
+    } else {
+        memcpy(pos, text, len);
+        pos += len;
+    }
+    for (; pad && shown < width; shown++)
+        *pos++ = ' ';
+    return pos;
+}
+
+static size_t cell_width(const char *cell)
+{
+    const char *text = cell ? cell : "-";
+    size_t w = display_width(text, strlen(text));
+    return w > CTL_CELL_MAX ? CTL_CELL_MAX : w;
+}
+
+char *ctl_table_render(const char *const *headers, size_t ncols, const char *const *cells,
+                       size_t nrows)
+{
+    size_t *widths = calloc(ncols, sizeof *widths);
+    FG_ASSERT(widths != NULL);
+    size_t bytes = 1;
+    for (size_t r = 0; r <= nrows; r++) {
+        for (size_t c = 0; c < ncols; c++) {
+            const char *cell = r == 0 ? headers[c] : cells[(r - 1) * ncols + c];
+            size_t w = cell_width(cell);
+            if (w > widths[c])
+                widths[c] = w;
+            bytes += (cell ? strlen(cell) : 1) + 4 * CTL_CELL_MAX + strlen(COLUMN_GAP);
+        }
+        bytes++;
+    }
+    char *text = malloc(bytes), *pos = text;
+    FG_ASSERT(text != NULL);
+    for (size_t r = 0; r <= nrows; r++) {
+        for (size_t c = 0; c < ncols; c++) {
+            const char *cell = r == 0 ? headers[c] : cells[(r - 1) * ncols + c];
+            pos = put_cell(pos, cell, widths[c], c + 1 < ncols);
+            if (c + 1 < ncols) {
+                memcpy(pos, COLUMN_GAP, strlen(COLUMN_GAP));
+                pos += strlen(COLUMN_GAP);
+            }
+        }
+        while (pos > text && pos[-1] == ' ')
+            pos--;
+        *pos++ = '\n';
+    }
+    *pos = '\0';
+    free(widths);
+    return text;
+}
+
+void ctl_format_time(int64_t ms, char *out, size_t cap)
+{
+    time_t secs = (time_t)(ms / 1000);
+    struct tm tm;
+    if (ms < 0 || gmtime_r(&secs, &tm) == NULL) {
+        snprintf(out, cap, "%" PRId64, ms);
+        return;
+    }
+    size_t n = strftime(out, cap, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(out + n, cap - n, ".%03d", (int)(ms % 1000));
+}
+
+enum audit_format { AUDIT_TEXT, AUDIT_INTEGER, AUDIT_TIME };
+
+/* The columns of the audit view: header, record field, how to show it. */
+static const struct {
+    const char *header;
+    const char *field;
+    enum audit_format format;
+} audit_columns[] = {
+    {"ID", "id", AUDIT_INTEGER},
+    {"AT (UTC)", "at_ms", AUDIT_TIME},
+    {"RESOURCE", "resource", AUDIT_TEXT},
+    {"LOCK", "lock", AUDIT_TEXT},
+    {"PRESENTED", "presented_fence", AUDIT_INTEGER},
+    {"CURRENT", "current_fence", AUDIT_INTEGER},
+    {"OWNER", "owner", AUDIT_TEXT},
+    {"CLIENT", "client_addr", AUDIT_TEXT},
+    {"METHOD", "method", AUDIT_TEXT},
+    {"REASON", "reason", AUDIT_TEXT},
+};
+#define AUDIT_NCOLS (sizeof audit_columns / sizeof audit_columns[0])
+
+/* The text of one audit field, malloc'd, or NULL for a missing or null one. */
+static char *audit_cell(const json_t *value, enum audit_format format)
+{
+    char buf[64];
+    if (value == NULL || json_is_null(value))
+        return NULL;
+    if (json_is_string(value))
+        return strdup(json_string_value(value));
+    if (!json_is_integer(value))
+        return json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+    int64_t v = (int64_t)json_integer_value(value);
+    if (format == AUDIT_TIME)
+        ctl_format_time(v, buf, sizeof buf);
+    else
+        snprintf(buf, sizeof buf, "%" PRId64, v);
+    return strdup(buf);
+}
+
+char *ctl_audit_table(const json_t *items)
+{
+    size_t nrows = json_array_size(items);
+    const char *headers[AUDIT_NCOLS];
+    char **cells = calloc(nrows * AUDIT_NCOLS + 1, sizeof *cells);
+    FG_ASSERT(cells != NULL);
+    for (size_t c = 0; c < AUDIT_NCOLS; c++)
+        headers[c] = audit_columns[c].header;
+    for (size_t r = 0; r < nrows; r++) {
+        const json_t *item = json_array_get(items, r);
+        for (size_t c = 0; c < AUDIT_NCOLS; c++)
+            cells[r * AUDIT_NCOLS + c] =
+                audit_cell(json_object_get(item, audit_columns[c].field), audit_columns[c].format);
+    }
+    char *text = ctl_table_render(headers, AUDIT_NCOLS, (const char *const *)cells, nrows);
+    for (size_t i = 0; i < nrows * AUDIT_NCOLS; i++)
+        free(cells[i]);
+    free(cells);
+    return text;
+}

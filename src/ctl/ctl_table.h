@@ -1,0 +1,29 @@
+/*
+ * ctl_table.h - readable tables for fencectl: columns padded to their widest
+ * cell, over-long cells cut with "...", and the audit of rejected writes as
+ * such a table. Pure: returns text, prints nothing.
+ */
+#ifndef FG_CTL_TABLE_H
+#define FG_CTL_TABLE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTL_CELL_MAX 40 /* display width at which a cell is cut */
+
+/*
+ * Renders a table: headers (ncols of them), then nrows rows of cells in row-major
+ * order (a NULL cell shows as "-"). Columns are separated by two spaces and no
+ * line has trailing blanks. Returns malloc'd text owned by the caller.
+ */
+char *ctl_table_render(const char *const *headers, size_t ncols, const char *const *cells,
+                       size_t nrows);
+
+/* Writes epoch milliseconds as "YYYY-MM-DD HH:MM:SS.mmm" (UTC) into out. */
+void ctl_format_time(int64_t ms, char *out, size_t cap);
+
+/* The items array of GET /v1/audit/rejections (borrowed) as a table; malloc'd. */
+char *ctl_audit_table(const json_t *items);
+
+#endif

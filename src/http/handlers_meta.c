@@ -1,0 +1,40 @@
+/*
+ * handlers_meta.c - /metrics renders the metric store with the gauges read at
+ * this moment (waiters, requests in flight); /v1/openapi.json answers the
+ * OpenAPI document embedded from openapi/openapi.json at build time. Neither
+ * touches a backend, so both answer while Redis or Postgres is down.
+ */
+#include "http/handlers_meta.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedded.h"
+#include "lease/waiter.h"
+#include "util/metrics.h"
+
+#define OPENAPI_FILE "openapi.json"
+
+enum handler_result handle_metrics(struct http_request *req, struct http_reply *reply)
+{
+    (void)req;
+    struct metrics_gauges gauges = {.waiters = waiter_count(),
+                                    .in_flight = http_server_in_flight()};
+    reply_text(reply, 200, "text/plain; version=0.0.4; charset=utf-8", metrics_render(&gauges));
+    return HANDLER_DONE;
+}
+
+enum handler_result handle_openapi(struct http_request *req, struct http_reply *reply)
+{
+    (void)req;
+    for (const struct embedded_file *f = embedded_openapi; f->name != NULL; f++) {
+        if (strcmp(f->name, OPENAPI_FILE) != 0)
+            continue;
+        char *text = strdup(f->source);
+        FG_ASSERT(text != NULL);
+        reply_text(reply, 200, "application/json", text);
+        return HANDLER_DONE;
+    }
+    FG_ASSERT(!"openapi/" OPENAPI_FILE " is embedded at build time");
+    return HANDLER_DONE;
+}

@@ -1,0 +1,198 @@
+/*
+ * handlers_pg.c - the /v1/pg endpoints. Each write finds its table, verifies
+ * the Fence-Token (and the optional Fence-Owner header, kept in the audit),
+ * reads the body into a fenced_op and hands it to fenced_pg; the answer is the
+ * row after the write, or 409 stale_fence naming both fences. It never builds
+ * SQL and never decides a fence itself.
+ */
+#include "http/handlers_pg.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway.h"
+#include "store/fenced_pg.h"
+#include "util/metrics.h"
+
+#define HEADER_TOKEN "Fence-Token"
+#define HEADER_OWNER "Fence-Owner"
+
+static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
+{
+    reply_problem(reply, err);
+    return HANDLER_DONE;
+}
+
+/* The writable table named in the path, or -1 with FG_ERR_NOT_FOUND. */
+static long path_table(const struct http_request *req, struct fg_error *err)
+{
+    size_t n;
+    const struct table_schema *schemas = fenced_pg_schemas(&n);
+    long table = fenced_table_find(schemas, n, req->match.params[0]);
+    if (table < 0)
+        fg_fail(err, FG_ERR_NOT_FOUND, "no writable table of that name");
+    return table;
+}
+
+/* Verifies the write's Fence-Token and reads Fence-Owner into *who; claims
+ * holds the verified token (who borrows from it and from req). */
+static int writer_of(struct http_request *req, struct token_claims *claims,
+                     struct fenced_writer *who, struct fg_error *err)
+{
+    const char *token = http_request_header(req, HEADER_TOKEN);
+    if (token == NULL || token[0] == '\0')
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "header '" HEADER_TOKEN "' is required: the token of the lease that "
+                       "fences this write");
+    if (token_verify(token, gw.secret, gw.secret_len, claims, err) != 0) {
+        metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_INVALID);
+        return -1;
+    }
+    const char *owner = http_request_header(req, HEADER_OWNER);
+    if (fenced_owner_check(owner, err) != 0)
+        return -1;
+    who->fence = claims->fence;
+    who->lock_name = claims->name;
+    who->owner = owner;
+    who->client_addr = req->client_addr;
+    if (owner != NULL)
+        snprintf(req->log_owner, sizeof req->log_owner, "%s", owner);
+    return 0;
+}
+
+/* 409 stale_fence for a refused write of who to res->resource. */
+static enum handler_result reply_stale(struct http_reply *reply, const struct fenced_writer *who,
+                                       const struct fenced_result *res)
+{
+    struct fg_error err;
+    fg_fail(&err, FG_ERR_STALE_FENCE,
+            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence,
+            res->fence, res->resource);
+    json_t *extra = json_pack("{s:I, s:I, s:s}", "presented_fence", (json_int_t)who->fence,
+                              "current_fence", (json_int_t)res->fence, "resource", res->resource);
+    if (res->items != NULL)
+        json_object_set(extra, "stale", res->items);
+    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
+    metrics_audit_written();
+    reply_problem_extra(reply, &err, extra);
+    return HANDLER_DONE;
+}
+
+/* Runs a single write of kind; path_key is NULL for POST (key inside the row). */
+static enum handler_result single_write(struct http_request *req, struct http_reply *reply,
+                                        enum fenced_kind kind, const char *path_key)
+{
+    struct fg_error err = {0};
+    long table = path_table(req, &err);
+    if (table < 0)
+        return fail(reply, &err);
+    size_t ntables;
+    const struct table_schema *schemas = fenced_pg_schemas(&ntables);
+    snprintf(req->log_subject, sizeof req->log_subject, "pg:%.120s/%.120s", req->match.params[0],
+             path_key ? path_key : "");
+    struct token_claims claims;
+    struct fenced_writer who;
+    if (writer_of(req, &claims, &who, &err) != 0)
+        return fail(reply, &err);
+    json_t *body = kind == FENCED_DELETE ? NULL : http_request_json(req, &err);
+    if (kind != FENCED_DELETE && body == NULL)
+        return fail(reply, &err);
+    struct fenced_op op;
+    struct fenced_result res;
+    if (fenced_op_parse(schemas, (size_t)table, kind, path_key, body, &op, &err) != 0 ||
+        fenced_pg_write(&op, &who, &res, &err) != 0) {
+        fenced_op_free(&op);
+        return fail(reply, &err);
+    }
+    fenced_op_free(&op);
+    snprintf(req->log_subject, sizeof req->log_subject, "%s", res.resource);
+    if (res.outcome == FENCED_STALE) {
+        reply_stale(reply, &who, &res);
+    } else {
+        metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
+        reply_json(reply, 200,
+                   json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource", res.resource,
+                             "fence", (json_int_t)res.fence, "row", res.row));
+    }
+    fenced_result_free(&res);
+    return HANDLER_DONE;
+}
+
+enum handler_result handle_pg_patch(struct http_request *req, struct http_reply *reply)
+{
+    return single_write(req, reply, FENCED_PATCH, req->match.params[1]);
+}
+
+enum handler_result handle_pg_put(struct http_request *req, struct http_reply *reply)
+{
+    return single_write(req, reply, FENCED_PUT, req->match.params[1]);
+}
+
+enum handler_result handle_pg_post(struct http_request *req, struct http_reply *reply)
+{
+    return single_write(req, reply, FENCED_POST, NULL);
+}
+
+enum handler_result handle_pg_delete(struct http_request *req, struct http_reply *reply)
+{
+    return single_write(req, reply, FENCED_DELETE, req->match.params[1]);
+}
+
+enum handler_result handle_pg_get(struct http_request *req, struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    long table = path_table(req, &err);
+    if (table < 0)
+        return fail(reply, &err);
+    snprintf(req->log_subject, sizeof req->log_subject, "pg:%.120s/%.120s", req->match.params[0],
+             req->match.params[1]);
+    struct fenced_result res;
+    if (fenced_pg_read((size_t)table, req->match.params[1], &res, &err) != 0)
+        return fail(reply, &err);
+    json_t *fence = res.fence > 0 ? json_integer(res.fence) : json_null();
+    if (json_is_null(res.row)) {
+        fg_fail(&err, FG_ERR_NOT_FOUND, "no row with that key");
+        reply_problem_extra(reply, &err,
+                            json_pack("{s:s, s:o}", "resource", res.resource, "fence", fence));
+    } else {
+        reply_json(
+            reply, 200,
+            json_pack("{s:O, s:o, s:s}", "row", res.row, "fence", fence, "resource", res.resource));
+    }
+    fenced_result_free(&res);
+    return HANDLER_DONE;
+}
+
+enum handler_result handle_pg_batch(struct http_request *req, struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    snprintf(req->log_subject, sizeof req->log_subject, "pg:batch");
+    struct token_claims claims;
+    struct fenced_writer who;
+    if (writer_of(req, &claims, &who, &err) != 0)
+        return fail(reply, &err);
+    json_t *body = http_request_json(req, &err);
+    if (body == NULL)
+        return fail(reply, &err);
+    size_t ntables;
+    const struct table_schema *schemas = fenced_pg_schemas(&ntables);
+    struct fenced_batch batch;
+    struct fenced_result res;
+    if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
+        fenced_pg_batch(&batch, &who, &res, &err) != 0) {
+        fenced_batch_free(&batch);
+        return fail(reply, &err);
+    }
+    fenced_batch_free(&batch);
+    if (res.outcome == FENCED_STALE) {
+        reply_stale(reply, &who, &res);
+    } else {
+        metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
+        reply_json(reply, 200,
+                   json_pack("{s:b, s:I, s:O}", "applied", 1, "fence", (json_int_t)res.fence,
+                             "results", res.items));
+    }
+    fenced_result_free(&res);
+    return HANDLER_DONE;
+}

@@ -1,0 +1,249 @@
+/*
+ * handlers_redis.c - the fenced Redis key endpoints. Owns the rules of the
+ * requests: which keys are served (under a configured prefix, never "fg:"),
+ * the Fence-Token and Fence-Owner headers, and the body shapes ({"value":
+ * string} for PUT; {"fields": {name: string | null}} for PATCH, null deleting
+ * the field). The check-and-write itself is one script in fenced_redis.c; a
+ * stale write's audit record is copied to Postgres here right away, and by the
+ * janitor later if Postgres does not answer now.
+ */
+#include "http/handlers_redis.h"
+
+#include <string.h>
+
+#include "gateway.h"
+#include "lease/lease_request.h"
+#include "lease/token.h"
+#include "store/audit_stream.h"
+#include "store/fenced_redis.h"
+#include "util/log.h"
+#include "util/metrics.h"
+
+#define OWN_KEY_PREFIX "fg:"
+
+/* A checked write request: everything the store call needs. */
+struct write_request {
+    struct token_claims claims;         /* of the verified Fence-Token */
+    char resource[SEGMENT_MAX_LEN + 8]; /* "redis:<key>" */
+    const char *owner;                  /* Fence-Owner, "" if none (borrowed) */
+    struct redis_write write;           /* the store call's arguments */
+};
+
+static const char *redis_key(const struct http_request *req)
+{
+    return req->match.params[0];
+}
+
+static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
+{
+    reply_problem(reply, err);
+    return HANDLER_DONE;
+}
+
+bool redis_key_writable(const struct config *cfg, const char *key)
+{
+    if (strncmp(key, OWN_KEY_PREFIX, sizeof OWN_KEY_PREFIX - 1) == 0)
+        return false;
+    for (size_t i = 0; i < cfg->nredis_prefixes; i++) {
+        const char *prefix = cfg->redis_prefixes[i];
+        if (prefix[0] != '\0' && strncmp(key, prefix, strlen(prefix)) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int check_key(const struct http_request *req, struct fg_error *err)
+{
+    if (!redis_key_writable(gw.cfg, redis_key(req)))
+        return fg_fail(err, FG_ERR_FORBIDDEN,
+                       "the key is not under a configured redis_prefixes entry");
+    return 0;
+}
+
+/* Checks the key and the headers of a write and fills *wr (method: "PUT"...). */
+static int write_request_init(struct http_request *req, const char *method,
+                              struct write_request *wr, struct fg_error *err)
+{
+    snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
+    if (check_key(req, err) != 0)
+        return -1;
+    const char *token = http_request_header(req, "Fence-Token");
+    if (token == NULL || token[0] == '\0')
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "header 'Fence-Token' is required");
+    if (strlen(token) >= TOKEN_MAX_LEN ||
+        token_verify(token, gw.secret, gw.secret_len, &wr->claims, err) != 0) {
+        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_INVALID);
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
+                       "the Fence-Token was not issued by this gateway");
+    }
+    wr->owner = http_request_header(req, "Fence-Owner");
+    if (wr->owner == NULL)
+        wr->owner = "";
+    if (strlen(wr->owner) > OWNER_MAX_LEN)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "header 'Fence-Owner' is over %d bytes",
+                       OWNER_MAX_LEN);
+    snprintf(req->log_owner, sizeof req->log_owner, "%s", wr->owner);
+    snprintf(wr->resource, sizeof wr->resource, "redis:%s", redis_key(req));
+    wr->write = (struct redis_write){
+        .key = redis_key(req),
+        .resource = wr->resource,
+        .fence = wr->claims.fence,
+        .lock_name = wr->claims.name,
+        .owner = wr->owner,
+        .client_addr = req->client_addr,
+        .method = method,
+    };
+    return 0;
+}
+
+/* Answers a stale write: records the audit row now if Postgres answers (else
+ * the janitor copies it from the stream later) and replies 409 stale_fence. */
+static enum handler_result reply_stale(struct http_reply *reply, const struct write_request *wr,
+                                       const struct rw_result *res)
+{
+    struct audit_record rec = {
+        .resource = wr->resource,
+        .lock_name = wr->claims.name,
+        .presented_fence = wr->claims.fence,
+        .current_fence = res->current_fence,
+        .owner = wr->owner,
+        .client_addr = wr->write.client_addr,
+        .method = wr->write.method,
+        .reason = "stale_fence",
+        .at_ms = res->at_ms,
+    };
+    struct fg_error err = {0};
+    if (res->audit_id[0] != '\0' && audit_stream_store(res->audit_id, &rec, &err) != 0)
+        log_message(LOG_WARN, "audit_deferred", "%s: %s", wr->resource, err.msg);
+    fg_fail(&err, FG_ERR_STALE_FENCE, "fence %lld is older than fence %lld stored for %s",
+            (long long)wr->claims.fence, (long long)res->current_fence, wr->resource);
+    reply_problem_extra(reply, &err,
+                        json_pack("{s:I, s:I, s:s}", "presented_fence",
+                                  (json_int_t)wr->claims.fence, "current_fence",
+                                  (json_int_t)res->current_fence, "resource", wr->resource));
+    return HANDLER_DONE;
+}
+
+/* Maps a write's answer to the reply; member names the "after" part. */
+static enum handler_result reply_written(struct http_reply *reply, const struct write_request *wr,
+                                         struct rw_result *res, const char *member)
+{
+    struct fg_error err = {0};
+    switch (res->outcome) {
+    case RW_APPLIED:
+        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_APPLIED);
+        reply_json(reply, 200,
+                   json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource", wr->resource,
+                             "fence", (json_int_t)res->fence, member,
+                             res->after ? res->after : json_null()));
+        break;
+    case RW_STALE:
+        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_STALE);
+        reply_stale(reply, wr, res);
+        break;
+    case RW_WRONGTYPE:
+        fg_fail(&err, FG_ERR_CONFLICT, "%s holds a %s, not a hash", wr->resource, res->type);
+        reply_problem(reply, &err);
+        break;
+    }
+    rw_result_clear(res);
+    return HANDLER_DONE;
+}
+
+enum handler_result handle_redis_put(struct http_request *req, struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    struct write_request wr;
+    if (write_request_init(req, "PUT", &wr, &err) != 0)
+        return fail(reply, &err);
+    json_t *body = http_request_json(req, &err);
+    if (body == NULL)
+        return fail(reply, &err);
+    const json_t *value = json_object_get(body, "value");
+    if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value)) {
+        fg_fail(&err, FG_ERR_INVALID_FIELD, "field 'value' must be a string (without NUL)");
+        return fail(reply, &err);
+    }
+    struct rw_result res;
+    if (fenced_redis_put(&wr.write, json_string_value(value), &res, &err) != 0)
+        return fail(reply, &err);
+    return reply_written(reply, &wr, &res, "value");
+}
+
+/* Checks a PATCH's "fields": a non-empty object of strings (set) or nulls (delete). */
+static int check_fields(const json_t *fields, struct fg_error *err)
+{
+    if (!json_is_object(fields) || json_object_size(fields) == 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "field 'fields' must be a non-empty object of strings or nulls");
+    const char *name;
+    const json_t *value;
+    json_object_foreach((json_t *)fields, name, value)
+    {
+        if (name[0] == '\0')
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "field 'fields' has an empty field name");
+        if (!json_is_null(value) && (!json_is_string(value) ||
+                                     strlen(json_string_value(value)) != json_string_length(value)))
+            return fg_fail(err, FG_ERR_INVALID_FIELD,
+                           "field 'fields.%.100s' must be a string or null", name);
+    }
+    return 0;
+}
+
+enum handler_result handle_redis_patch(struct http_request *req, struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    struct write_request wr;
+    if (write_request_init(req, "PATCH", &wr, &err) != 0)
+        return fail(reply, &err);
+    json_t *body = http_request_json(req, &err);
+    if (body == NULL)
+        return fail(reply, &err);
+    const json_t *fields = json_object_get(body, "fields");
+    struct rw_result res;
+    if (check_fields(fields, &err) != 0 || fenced_redis_patch(&wr.write, fields, &res, &err) != 0)
+        return fail(reply, &err);
+    return reply_written(reply, &wr, &res, "fields");
+}
+
+enum handler_result handle_redis_delete(struct http_request *req, struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    struct write_request wr;
+    struct rw_result res;
+    if (write_request_init(req, "DELETE", &wr, &err) != 0 ||
+        fenced_redis_delete(&wr.write, &res, &err) != 0)
+        return fail(reply, &err);
+    return reply_written(reply, &wr, &res, "deleted");
+}
+
+enum handler_result handle_redis_get(struct http_request *req, struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
+    json_t *out = NULL;
+    if (check_key(req, &err) != 0 || fenced_redis_get(redis_key(req), &out, &err) != 0)
+        return fail(reply, &err);
+    const char *type = json_string_value(json_object_get(out, "type"));
+    json_t *fence = json_object_get(out, "fence");
+    json_t *fence_or_null = fence != NULL ? json_incref(fence) : json_null();
+    if (type != NULL && strcmp(type, "string") == 0) {
+        reply_json(reply, 200,
+                   json_pack("{s:O, s:o}", "value", json_object_get(out, "value"), "fence",
+                             fence_or_null));
+    } else if (type != NULL && strcmp(type, "hash") == 0) {
+        reply_json(reply, 200,
+                   json_pack("{s:O, s:o}", "fields", json_object_get(out, "fields"), "fence",
+                             fence_or_null));
+    } else if (type != NULL && strcmp(type, "none") == 0) {
+        fg_fail(&err, FG_ERR_NOT_FOUND, "no such key");
+        reply_problem_extra(reply, &err, json_pack("{s:o}", "fence", fence_or_null));
+    } else {
+        json_decref(fence_or_null);
+        fg_fail(&err, FG_ERR_CONFLICT, "the key holds a %s; only strings and hashes are served",
+                type ? type : "value of unknown type");
+        reply_problem(reply, &err);
+    }
+    json_decref(out);
+    return HANDLER_DONE;
+}

@@ -1,0 +1,18 @@
+/*
+ * handlers_semaphores.h - HTTP handlers of /v1/semaphores: acquire (possibly
+ * waiting), renew, release and status.
+ */
+#ifndef FG_HANDLERS_SEMAPHORES_H
+#define FG_HANDLERS_SEMAPHORES_H
+
+#include "http/server.h"
+
+enum handler_result handle_sem_acquire(struct http_request *req, struct http_reply *reply);
+enum handler_result handle_sem_renew(struct http_request *req, struct http_reply *reply);
+enum handler_result handle_sem_release(struct http_request *req, struct http_reply *reply);
+enum handler_result handle_sem_status(struct http_request *req, struct http_reply *reply);
+
+/* Gives back a slot granted to a waiter that is gone (doorbell orphan callback). */
+int sem_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
+
+#endif

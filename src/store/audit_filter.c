@@ -1,0 +1,44 @@
+/*
+ * audit_filter.c - reads and checks the arguments of the audit query. It
+ * decides which argument values are a 400; it must not build SQL.
+ */
+#include "store/audit_filter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define SINCE_MS_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
+
+/* Reads a decimal integer argument in [min, max]; absent leaves *out alone. */
+static int int_arg(const char *name, const char *text, long long min, long long max, long long *out,
+                   struct fg_error *err)
+{
+    if (text == NULL || text[0] == '\0')
+        return 0;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 || v < min || v > max)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query argument '%s' must be an integer between %lld and %lld", name, min,
+                       max);
+    *out = v;
+    return 0;
+}
+
+int audit_filter_parse(const char *resource, const char *lock_name, const char *since_ms,
+                       const char *limit, const char *after_id, struct audit_filter *out,
+                       struct fg_error *err)
+{
+    long long since = 0, lim = AUDIT_LIMIT_DEFAULT, after = 0;
+    if (int_arg("since_ms", since_ms, 0, SINCE_MS_MAX, &since, err) != 0 ||
+        int_arg("limit", limit, 1, AUDIT_LIMIT_MAX, &lim, err) != 0 ||
+        int_arg("after_id", after_id, 0, INT64_MAX, &after, err) != 0)
+        return -1;
+    out->resource = resource != NULL && resource[0] != '\0' ? resource : NULL;
+    out->lock_name = lock_name != NULL && lock_name[0] != '\0' ? lock_name : NULL;
+    out->since_ms = since;
+    out->after_id = after;
+    out->limit = (int)lim;
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * audit_stream.h - the way audit records of stale Redis writes reach Postgres.
+ * The script that refuses such a write appends the record to the Redis stream
+ * "fg:audit" in the same step, so the refusal is recorded even while Postgres is
+ * down. The gateway then copies entries into fencegate.rejections, at least once
+ * and idempotently (the entry id is the row's unique source_id), and deletes
+ * them from the stream: at once after the refusal, and from the janitor for
+ * whatever is left (Postgres was down, the gateway died in between).
+ */
+#ifndef FG_AUDIT_STREAM_H
+#define FG_AUDIT_STREAM_H
+
+#include <stdint.h>
+
+#include "store/audit.h"
+#include "util/error.h"
+
+/* Stores rec, the content of stream entry entry_id, in Postgres (a second copy
+ * of the same entry is ignored), then deletes the entry from the stream. */
+int audit_stream_store(const char *entry_id, const struct audit_record *rec,
+                       struct fg_error *err) FG_WUR;
+
+/* Copies up to max of the oldest stream entries into Postgres and deletes them
+ * from the stream. *stored gets how many were copied. */
+int audit_stream_drain(int max, int *stored, struct fg_error *err) FG_WUR;
+
+/* Janitor: drains the stream every so often, backing off while it fails. */
+void audit_stream_tick(int64_t now_ms);
+
+#endif

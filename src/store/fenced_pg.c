@@ -1,0 +1,629 @@
+/*
+ * fenced_pg.c - running fenced writes against Postgres. At start-up it reads
+ * the catalog for every writable table (types of key and columns, the key's
+ * unique index) and refuses a configuration that names anything missing.
+ * Afterwards it keeps one prepared statement per (table, operation, set of
+ * written columns), built by fenced_sql.c, and turns their one-row answers
+ * into outcomes: applied, stale (already audited by the statement itself),
+ * not found. Batches run in one transaction whose first statement claims
+ * every resource's fence in a fixed order. It must not speak libpq (pg.c
+ * does) nor parse request bodies (fenced_op.c does).
+ */
+#include "store/fenced_pg.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/audit.h"
+#include "store/pg.h"
+
+#define STMT_CACHE_MAX 4096 /* prepared write statements kept; further ones run unprepared */
+#define PG_ERR_PREFIX  "postgres: "
+
+/* A write statement of one (table, kind, written columns). */
+struct write_stmt {
+    size_t table;          /* index in fpg.schemas */
+    enum fenced_kind kind; /* operation */
+    bool *written;         /* written columns (owned, the table's ncolumns entries) */
+    char name[32];         /* prepared statement name */
+    char *sql;             /* statement text (owned) */
+    int nparams;           /* parameters it takes */
+};
+
+static struct {
+    const struct config *cfg;
+    struct table_schema *schemas; /* per configured table, same order */
+    size_t ntables;               /* entries in schemas */
+    char **prefixes;              /* per table: resource prefix "pg:<table>/" */
+    char **read_sql;              /* per table: its read statement */
+    pthread_mutex_t lock;         /* guards stmts */
+    struct write_stmt **stmts;    /* cache of write statements */
+    size_t nstmts;                /* entries in stmts */
+} fpg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const char catalog_sql[] =
+    "SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type,"
+    " a.atttypid IN ('json'::regtype, 'jsonb'::regtype) AS is_json,"
+    " a.attgenerated <> '' OR a.attidentity = 'a' AS read_only,"
+    " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
+    " AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum AND i.indpred IS NULL"
+    " AND i.indexprs IS NULL) AS is_unique"
+    " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+    " WHERE c.oid = to_regclass(quote_ident($1::text)) AND c.relkind IN ('r', 'p')"
+    " AND a.attnum > 0 AND NOT a.attisdropped";
+
+/* --- start-up: the catalog ---------------------------------------------------------------- */
+
+static const json_t *catalog_column(const json_t *columns, const char *name)
+{
+    size_t i;
+    const json_t *col;
+    json_array_foreach(columns, i, col)
+    {
+        if (strcmp(json_string_value(json_object_get(col, "name")), name) == 0)
+            return col;
+    }
+    return NULL;
+}
+
+static bool catalog_flag(const json_t *col, const char *flag)
+{
+    const char *v = json_string_value(json_object_get(col, flag));
+    return v != NULL && strcmp(v, "t") == 0;
+}
+
+static char *catalog_type(const json_t *col)
+{
+    char *type = strdup(json_string_value(json_object_get(col, "type")));
+    FG_ASSERT(type != NULL);
+    return type;
+}
+
+/* Checks table t against its catalog rows and fills schema. */
+static int load_schema(const struct table_config *t, const json_t *columns,
+                       struct table_schema *schema, struct fg_error *err)
+{
+    schema->cfg = t;
+    if (json_array_size(columns) == 0)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s': no table \"%s\" in Postgres (search_path)", t->name,
+                       t->name);
+    const json_t *key = catalog_column(columns, t->key);
+    if (key == NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.key': table \"%s\" has no column \"%s\"", t->name,
+                       t->name, t->key);
+    if (!catalog_flag(key, "is_unique"))
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.key': column \"%s\" is not a primary key or "
+                       "single-column unique key",
+                       t->name, t->key);
+    schema->key_type = catalog_type(key);
+    schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
+    schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
+    FG_ASSERT(schema->column_types != NULL && schema->column_json != NULL);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        const json_t *col = catalog_column(columns, t->columns[i]);
+        if (col == NULL)
+            return fg_fail(err, FG_ERR_CONFIG,
+                           "config key 'tables.%s.columns': table \"%s\" has no column \"%s\"",
+                           t->name, t->name, t->columns[i]);
+        if (strcmp(t->columns[i], t->key) == 0 || catalog_flag(col, "read_only"))
+            return fg_fail(err, FG_ERR_CONFIG,
+                           "config key 'tables.%s.columns': column \"%s\" cannot be written "
+                           "(the key, a generated or an identity ALWAYS column)",
+                           t->name, t->columns[i]);
+        schema->column_types[i] = catalog_type(col);
+        schema->column_json[i] = catalog_flag(col, "is_json");
+    }
+    return 0;
+}
+
+int fenced_pg_init(const struct config *cfg, struct fg_error *err)
+{
+    fpg.cfg = cfg;
+    fpg.ntables = cfg->ntables;
+    fpg.schemas = calloc(cfg->ntables + 1, sizeof *fpg.schemas);
+    fpg.prefixes = calloc(cfg->ntables + 1, sizeof *fpg.prefixes);
+    fpg.read_sql = calloc(cfg->ntables + 1, sizeof *fpg.read_sql);
+    FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL);
+    for (size_t i = 0; i < cfg->ntables; i++) {
+        const struct table_config *t = &cfg->tables[i];
+        const char *params[] = {t->name};
+        json_t *columns = NULL;
+        if (pg_query(NULL, catalog_sql, 1, params, &columns, err) != 0)
+            return -1;
+        int rc = load_schema(t, columns, &fpg.schemas[i], err);
+        json_decref(columns);
+        if (rc != 0)
+            return -1;
+        FG_ASSERT(asprintf(&fpg.prefixes[i], "pg:%s/", t->name) > 0);
+        fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
+    }
+    return 0;
+}
+
+void fenced_pg_shutdown(void)
+{
+    for (size_t i = 0; i < fpg.nstmts; i++) {
+        free(fpg.stmts[i]->written);
+        free(fpg.stmts[i]->sql);
+        free(fpg.stmts[i]);
+    }
+    free(fpg.stmts);
+    for (size_t i = 0; i < fpg.ntables; i++) {
+        table_schema_free(&fpg.schemas[i]);
+        free(fpg.prefixes[i]);
+        free(fpg.read_sql[i]);
+    }
+    free(fpg.schemas);
+    free(fpg.prefixes);
+    free(fpg.read_sql);
+    fpg.stmts = NULL;
+    fpg.nstmts = 0;
+    fpg.schemas = NULL;
+    fpg.prefixes = NULL;
+    fpg.read_sql = NULL;
+    fpg.ntables = 0;
+}
+
+const struct table_schema *fenced_pg_schemas(size_t *n)
+{
+    *n = fpg.ntables;
+    return fpg.schemas;
+}
+
+void fenced_result_free(struct fenced_result *res)
+{
+    free(res->resource);
+    json_decref(res->row);
+    json_decref(res->items);
+    memset(res, 0, sizeof *res);
+}
+
+/* --- the statement cache ------------------------------------------------------------------ */
+
+/* The statement to run for op: a cached prepared one (*owned_sql NULL), or,
+ * once the cache is full, an unnamed one whose text the caller frees. */
+static struct write_stmt stmt_for(const struct fenced_op *op, char **owned_sql)
+{
+    size_t ncolumns = fpg.schemas[op->table].cfg->ncolumns;
+    struct write_stmt found = {0};
+    *owned_sql = NULL;
+    pthread_mutex_lock(&fpg.lock);
+    for (size_t i = 0; i < fpg.nstmts; i++) {
+        const struct write_stmt *s = fpg.stmts[i];
+        if (s->table == op->table && s->kind == op->kind &&
+            memcmp(s->written, op->written, ncolumns * sizeof *op->written) == 0) {
+            found = *s;
+            pthread_mutex_unlock(&fpg.lock);
+            return found;
+        }
+    }
+    found.table = op->table;
+    found.kind = op->kind;
+    found.sql = fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, &found.nparams);
+    if (fpg.nstmts >= STMT_CACHE_MAX) {
+        pthread_mutex_unlock(&fpg.lock);
+        *owned_sql = found.sql;
+        return found;
+    }
+    struct write_stmt *s = calloc(1, sizeof *s);
+    struct write_stmt **grown = realloc(fpg.stmts, (fpg.nstmts + 1) * sizeof *fpg.stmts);
+    FG_ASSERT(s != NULL && grown != NULL);
+    *s = found;
+    s->written = calloc(ncolumns + 1, sizeof *s->written);
+    FG_ASSERT(s->written != NULL);
+    memcpy(s->written, op->written, ncolumns * sizeof *op->written);
+    snprintf(s->name, sizeof s->name, "fpg_w%zu", fpg.nstmts);
+    fpg.stmts = grown;
+    fpg.stmts[fpg.nstmts++] = s;
+    found = *s;
+    pthread_mutex_unlock(&fpg.lock);
+    return found;
+}
+
+/* --- running writes ----------------------------------------------------------------------- */
+
+/* The message of a Postgres failure without its "postgres: " prefix. */
+static const char *pg_message(const struct fg_error *e)
+{
+    size_t n = strlen(PG_ERR_PREFIX);
+    return strncmp(e->msg, PG_ERR_PREFIX, n) == 0 ? e->msg + n : e->msg;
+}
+
+/* True if value (not NULL) does not convert to type, with the reason in *why. */
+static bool conversion_fails(struct pg_conn *c, const char *type, const char *value,
+                             struct fg_error *why)
+{
+    char *sql = fenced_sql_cast_check(type);
+    const char *params[] = {value};
+    int rc = pg_exec(c, NULL, sql, 1, params, NULL, why);
+    free(sql);
+    return rc != 0 && strncmp(pg_last_sqlstate(c), "22", 2) == 0;
+}
+
+/* True if the last failure on c was a data error (SQLSTATE class 22). */
+static bool data_error(const struct pg_conn *c)
+{
+    return strncmp(pg_last_sqlstate(c), "22", 2) == 0;
+}
+
+/*
+ * After a data error of op, finds the key or column whose value Postgres cannot
+ * convert by trying each value alone, and rewrites err to name it (prefixed by
+ * where, "" or "ops[3]: "). Returns false, leaving err alone, if every value
+ * converts on its own (e.g. too long for its column). Runs only on the failure
+ * path; c must not be inside a failed transaction.
+ */
+static bool find_bad_value(struct pg_conn *c, const struct fenced_op *op, const char *where,
+                           struct fg_error *err)
+{
+    const struct table_schema *s = &fpg.schemas[op->table];
+    struct fg_error why = {0};
+    if (conversion_fails(c, s->key_type, op->key, &why)) {
+        fg_fail(err, FG_ERR_INVALID_FIELD, "%skey column '%s' (%s): %s", where, s->cfg->key,
+                s->key_type, pg_message(&why));
+        return true;
+    }
+    for (size_t i = 0; i < op->ncolumns; i++) {
+        if (!op->written[i] || op->values[i] == NULL)
+            continue;
+        if (conversion_fails(c, s->column_types[i], op->values[i], &why)) {
+            fg_fail(err, FG_ERR_INVALID_FIELD, "%scolumn '%s' (%s): %s", where, s->cfg->columns[i],
+                    s->column_types[i], pg_message(&why));
+            return true;
+        }
+    }
+    return false;
+}
+
+/* True if a failure means the server ended the session before running the
+ * statement (shutdown, crash recovery), so that running it again is safe. */
+static bool session_ended(const struct pg_conn *c)
+{
+    const char *state = pg_last_sqlstate(c);
+    return strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 ||
+           strcmp(state, "57P03") == 0;
+}
+
+/*
+ * Runs op's statement on c and stores its one answer row (new reference) in
+ * *answer. in_transaction: c is inside a batch, where nothing is retried.
+ */
+static int exec_write(struct pg_conn *c, const struct fenced_op *op,
+                      const struct fenced_writer *who, bool in_transaction, json_t **answer,
+                      struct fg_error *err)
+{
+    char *owned_sql;
+    struct write_stmt st = stmt_for(op, &owned_sql);
+    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
+    char fence[24];
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    params[FENCED_PARAM_FENCE] = fence;
+    params[FENCED_PARAM_KEY] = op->key;
+    params[FENCED_PARAM_PREFIX] = fpg.prefixes[op->table];
+    params[FENCED_PARAM_LOCK] = who->lock_name;
+    params[FENCED_PARAM_OWNER] = who->owner;
+    params[FENCED_PARAM_CLIENT] = who->client_addr;
+    params[FENCED_PARAM_METHOD] = fenced_kind_method(op->kind);
+    int n = FENCED_PARAM_COUNT;
+    if (op->kind != FENCED_DELETE)
+        for (size_t i = 0; i < op->ncolumns; i++)
+            if (op->written[i])
+                params[n++] = op->values[i];
+    FG_ASSERT(n == st.nparams);
+    json_t *rows = NULL;
+    const char *name = owned_sql ? NULL : st.name;
+    int rc = pg_exec(c, name, st.sql, n, params, &rows, err);
+    if (rc != 0 && !in_transaction && session_ended(c))
+        rc = pg_exec(c, name, st.sql, n, params, &rows, err);
+    free(owned_sql);
+    if (rc != 0) {
+        if (strncmp(pg_last_sqlstate(c), "54", 2) == 0)
+            fg_fail(err, FG_ERR_INVALID_FIELD, "a value is too large: %s", pg_message(err));
+        return -1;
+    }
+    *answer = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    if (*answer == NULL)
+        return fg_fail(err, FG_ERR_INTERNAL, "fenced write answered no row");
+    return 0;
+}
+
+static int64_t fence_of(const json_t *answer)
+{
+    const char *text = json_string_value(json_object_get(answer, "fence"));
+    return text ? strtoll(text, NULL, 10) : 0;
+}
+
+/* The row of an answer as JSON (null if none); a row jansson cannot represent
+ * (e.g. a numeric beyond double) is kept as its JSON text. */
+static json_t *row_of(const json_t *answer)
+{
+    const char *text = json_string_value(json_object_get(answer, "row"));
+    if (text == NULL)
+        return json_null();
+    json_t *row = json_loads(text, JSON_DECODE_ANY, NULL);
+    return row ? row : json_string(text);
+}
+
+static char *resource_of(const json_t *answer)
+{
+    const char *text = json_string_value(json_object_get(answer, "resource"));
+    char *resource = strdup(text ? text : "");
+    FG_ASSERT(resource != NULL);
+    return resource;
+}
+
+static bool needs_existing_row(enum fenced_kind kind)
+{
+    return kind == FENCED_PATCH || kind == FENCED_DELETE;
+}
+
+/* Fills res from a write's answer; false if the row to change was missing. */
+static bool take_answer(const json_t *answer, const struct fenced_op *op,
+                        const struct fenced_writer *who, struct fenced_result *res)
+{
+    fenced_result_free(res);
+    res->resource = resource_of(answer);
+    res->fence = fence_of(answer);
+    res->outcome = res->fence == who->fence ? FENCED_APPLIED : FENCED_STALE;
+    res->row = row_of(answer);
+    if (res->outcome == FENCED_STALE || !needs_existing_row(op->kind))
+        return true;
+    bool found = !json_is_null(res->row);
+    if (op->kind == FENCED_DELETE) {
+        json_decref(res->row);
+        res->row = json_null();
+    }
+    return found;
+}
+
+int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
+                    struct fenced_result *res, struct fg_error *err)
+{
+    memset(res, 0, sizeof *res);
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    int rc = 0;
+    /* A row committed by the writer this one waited for is not in this
+     * statement's snapshot: a missing row is looked for once more. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        json_t *answer = NULL;
+        rc = exec_write(c, op, who, false, &answer, err);
+        if (rc != 0) {
+            if (data_error(c))
+                find_bad_value(c, op, "", err);
+            break;
+        }
+        bool found = take_answer(answer, op, who, res);
+        json_decref(answer);
+        if (found)
+            break;
+        if (attempt == 1)
+            rc = fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key,
+                         fpg.schemas[op->table].cfg->name);
+    }
+    pg_release(c);
+    if (rc != 0)
+        fenced_result_free(res);
+    return rc;
+}
+
+/* --- batches ------------------------------------------------------------------------------ */
+
+static void rollback(struct pg_conn *c)
+{
+    struct fg_error ignored = {0};
+    if (pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
+        return;
+}
+
+/* Raises the fences of every resource of batch (in resource order) inside the
+ * open transaction; stores the answer rows (resource, fence) in *claimed. */
+static int claim(struct pg_conn *c, const struct fenced_batch *batch,
+                 const struct fenced_writer *who, json_t **claimed, struct fg_error *err)
+{
+    size_t n = batch->nops;
+    const char **types = calloc(n, sizeof *types);
+    const char **params = calloc(1 + 2 * n, sizeof *params);
+    FG_ASSERT(types != NULL && params != NULL);
+    char fence[24];
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    params[0] = fence;
+    for (size_t i = 0; i < n; i++) {
+        const struct fenced_op *op = &batch->ops[i];
+        types[i] = fpg.schemas[op->table].key_type;
+        params[1 + 2 * i] = fpg.prefixes[op->table];
+        params[2 + 2 * i] = op->key;
+    }
+    char *sql = fenced_sql_claim(types, n);
+    int rc = pg_exec(c, NULL, sql, (int)(1 + 2 * n), params, claimed, err);
+    free(sql);
+    free(types);
+    free(params);
+    return rc;
+}
+
+/* Collects the claimed resources whose fence is higher than who's. */
+static json_t *stale_of(const json_t *claimed, const struct fenced_writer *who)
+{
+    json_t *stale = json_array();
+    size_t i;
+    const json_t *row;
+    json_array_foreach(claimed, i, row)
+    {
+        int64_t current = fence_of(row);
+        if (current > who->fence)
+            json_array_append_new(stale, json_pack("{s:O, s:I}", "resource",
+                                                   json_object_get(row, "resource"),
+                                                   "current_fence", (json_int_t)current));
+    }
+    return stale;
+}
+
+/* After the rollback of a stale batch: one audit row per stale resource. */
+static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenced_writer *who,
+                       struct fenced_result *res, struct fg_error *err)
+{
+    size_t i;
+    const json_t *item;
+    json_array_foreach(stale, i, item)
+    {
+        struct audit_record rec = {
+            .resource = json_string_value(json_object_get(item, "resource")),
+            .lock_name = who->lock_name,
+            .presented_fence = who->fence,
+            .current_fence = json_integer_value(json_object_get(item, "current_fence")),
+            .owner = who->owner,
+            .client_addr = who->client_addr,
+            .method = "POST",
+            .reason = "stale_fence",
+        };
+        if (audit_insert_on(c, &rec, err) != 0)
+            return -1;
+    }
+    const json_t *first = json_array_get(stale, 0);
+    res->outcome = FENCED_STALE;
+    res->resource = strdup(json_string_value(json_object_get(first, "resource")));
+    FG_ASSERT(res->resource != NULL);
+    res->fence = json_integer_value(json_object_get(first, "current_fence"));
+    res->row = json_null();
+    res->items = json_incref((json_t *)stale);
+    return 0;
+}
+
+/* Runs the operations inside the open transaction; items gets one entry per op. */
+static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
+                   const struct fenced_writer *who, json_t *items, size_t *failed,
+                   struct fg_error *err)
+{
+    for (size_t i = 0; i < batch->nops; i++) {
+        const struct fenced_op *op = &batch->ops[i];
+        struct fenced_result one = {0};
+        json_t *answer = NULL;
+        *failed = i;
+        if (exec_write(c, op, who, true, &answer, err) != 0)
+            return -1;
+        bool found = take_answer(answer, op, who, &one);
+        json_decref(answer);
+        int rc = 0;
+        if (one.outcome != FENCED_APPLIED)
+            rc = fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one.resource,
+                         one.fence);
+        else if (!found)
+            rc = fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key,
+                         fpg.schemas[op->table].cfg->name);
+        else
+            json_array_append_new(items,
+                                  json_pack("{s:s, s:s, s:O}", "op", fenced_kind_method(op->kind),
+                                            "resource", one.resource, "row", one.row));
+        fenced_result_free(&one);
+        if (rc != 0)
+            return -1;
+    }
+    *failed = batch->nops;
+    return 0;
+}
+
+/* Rewrites the failure of a batch, after its rollback, to name the operation:
+ * failed is its index, or nops when the claim failed (then a bad key is looked
+ * for among all operations). data: the failure was a data error. */
+static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t failed, bool data,
+                     struct fg_error *err)
+{
+    char where[32];
+    for (size_t i = 0; data && failed == batch->nops && i < batch->nops; i++) {
+        snprintf(where, sizeof where, "ops[%zu]: ", i);
+        if (find_bad_value(c, &batch->ops[i], where, err))
+            return;
+    }
+    if (failed == batch->nops)
+        return;
+    snprintf(where, sizeof where, "ops[%zu]: ", failed);
+    if (data && find_bad_value(c, &batch->ops[failed], where, err))
+        return;
+    char detail[sizeof err->msg];
+    snprintf(detail, sizeof detail, "%s", err->msg);
+    fg_fail(err, err->code, "%s%s", where, detail);
+}
+
+int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
+                    struct fenced_result *res, struct fg_error *err)
+{
+    memset(res, 0, sizeof *res);
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    json_t *claimed = NULL, *stale = NULL, *items = json_array();
+    size_t failed = batch->nops; /* the operation to blame; nops: none in particular */
+    int rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = claim(c, batch, who, &claimed, err);
+    if (rc == 0) {
+        stale = stale_of(claimed, who);
+        if (json_array_size(stale) > 0) {
+            rollback(c);
+            rc = audit_stale(c, stale, who, res, err);
+            goto out;
+        }
+        rc = run_ops(c, batch, who, items, &failed, err);
+    }
+    if (rc == 0)
+        rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    if (rc != 0) {
+        bool data = data_error(c);
+        rollback(c);
+        blame_op(c, batch, failed, data, err);
+        goto out;
+    }
+    res->outcome = FENCED_APPLIED;
+    res->fence = who->fence;
+    res->row = json_null();
+    res->items = json_incref(items);
+out:
+    json_decref(claimed);
+    json_decref(stale);
+    json_decref(items);
+    pg_release(c);
+    if (rc != 0)
+        fenced_result_free(res);
+    return rc;
+}
+
+/* --- reads -------------------------------------------------------------------------------- */
+
+int fenced_pg_read(size_t table, const char *key, struct fenced_result *res, struct fg_error *err)
+{
+    FG_ASSERT(table < fpg.ntables);
+    memset(res, 0, sizeof *res);
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    char name[32];
+    snprintf(name, sizeof name, "fpg_r%zu", table);
+    const char *params[] = {key, fpg.prefixes[table]};
+    json_t *rows = NULL;
+    int rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc != 0 && session_ended(c))
+        rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc != 0) {
+        struct fenced_op op = {.table = table, .key = (char *)key};
+        if (data_error(c))
+            find_bad_value(c, &op, "", err);
+    } else {
+        const json_t *answer = json_array_get(rows, 0);
+        res->outcome = FENCED_APPLIED;
+        res->resource = resource_of(answer);
+        res->fence = fence_of(answer);
+        res->row = row_of(answer);
+    }
+    json_decref(rows);
+    pg_release(c);
+    return rc;
+}

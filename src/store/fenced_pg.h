@@ -1,0 +1,80 @@
+/*
+ * fenced_pg.h - fenced writes to Postgres tables: the schema of the writable
+ * tables (read from the catalog at start-up), the prepared statements of each
+ * (table, operation, column set), single writes, batches and reads. A write is
+ * applied iff its fence >= the highest fence stored for its resource
+ * ("pg:<table>/<key>"), and the write and the new fence commit together; a
+ * refused write leaves one row in fencegate.rejections.
+ */
+#ifndef FG_FENCED_PG_H
+#define FG_FENCED_PG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "store/fenced_op.h"
+#include "util/error.h"
+
+/* Who writes: the verified token's claims and the request's origin (borrowed). */
+struct fenced_writer {
+    int64_t fence;           /* the token's fence */
+    const char *lock_name;   /* the lock (or semaphore) the token was issued for */
+    const char *owner;       /* Fence-Owner header, or NULL */
+    const char *client_addr; /* the client's address */
+};
+
+enum fenced_outcome {
+    FENCED_APPLIED, /* the write committed */
+    FENCED_STALE,   /* refused: a higher fence is stored; nothing changed */
+};
+
+struct fenced_result {
+    enum fenced_outcome outcome; /* what happened */
+    char *resource;              /* resource written or (batch) the first stale one (owned) */
+    int64_t fence;               /* highest fence of resource now, 0 if none is stored */
+    json_t *row;                 /* the row after a write or read, or null (owned) */
+    json_t *items;               /* batch: per op {resource, row}; when stale, per stale
+                                    resource {resource, current_fence} (owned, or NULL) */
+};
+
+/*
+ * Reads the catalog for every table of cfg (borrowed for the process's life).
+ * A table, key or column that does not exist, a key without a single-column
+ * unique index, or a column that cannot be written fails with FG_ERR_CONFIG
+ * naming it.
+ */
+int fenced_pg_init(const struct config *cfg, struct fg_error *err) FG_WUR;
+
+/* Frees the schemas and the statement cache. */
+void fenced_pg_shutdown(void);
+
+/* The writable tables, in configuration order (*n entries). */
+const struct table_schema *fenced_pg_schemas(size_t *n);
+
+/*
+ * Runs one write. On success fills *res (APPLIED or STALE; release with
+ * fenced_result_free). A PATCH or DELETE of a missing row fails with
+ * FG_ERR_NOT_FOUND, a POST of an existing key with FG_ERR_CONFLICT, a value
+ * Postgres cannot convert with FG_ERR_INVALID_FIELD naming the column.
+ */
+int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
+                    struct fenced_result *res, struct fg_error *err) FG_WUR;
+
+/*
+ * Runs the operations of batch in one transaction under one fence: all are
+ * applied (APPLIED, items per op) or none. If any resource holds a higher
+ * fence the result is STALE, one audit row is kept per stale resource and
+ * nothing else changes. Failures name the operation ("ops[2]: ...").
+ */
+int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
+                    struct fenced_result *res, struct fg_error *err) FG_WUR;
+
+/* Reads the row of key in table (row is JSON null if absent) and its fence. */
+int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,
+                   struct fg_error *err) FG_WUR;
+
+/* Frees what res owns and zeroes it. */
+void fenced_result_free(struct fenced_result *res);
+
+#endif

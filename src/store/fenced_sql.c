@@ -1,0 +1,241 @@
+/*
+ * fenced_sql.c - builds the statements of fenced writes (see fenced_sql.h for
+ * their shape). Owns the one rule of SQL safety: identifiers come only from the
+ * configuration and are quoted by sql_quote_ident; type names come from the
+ * catalog (format_type output, already quoted by Postgres); every value is a
+ * parameter. It must not run SQL or look at request bodies.
+ *
+ * A write is one statement of three CTEs:
+ *   f  upserts fencegate.resource_fences to greatest(stored, presented). The
+ *      upsert always updates, so it locks the fence row (serializing writers of
+ *      one resource) and, under READ COMMITTED, evaluates greatest() on the
+ *      newest committed version after waiting for a concurrent writer; RETURNING
+ *      gives the fence now in force.
+ *   w  the write itself, guarded by "f's fence = presented fence".
+ *   r  the audit row of a refused write, when f's fence > presented fence, so
+ *      the record commits with the statement whatever the client does.
+ */
+#include "store/fenced_sql.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Raising a fence row to greatest(stored, presented), always updating so that
+ * the row is locked and the new value is computed on its newest version. */
+static const char fence_raise[] =
+    " ON CONFLICT (resource) DO UPDATE SET fence = greatest(rf.fence, excluded.fence),"
+    " updated_at = CASE WHEN rf.fence <= excluded.fence THEN clock_timestamp()"
+    " ELSE rf.updated_at END RETURNING rf.resource, rf.fence";
+
+static const char *const kind_methods[FENCED_KIND_COUNT] = {
+    [FENCED_PATCH] = "PATCH",
+    [FENCED_PUT] = "PUT",
+    [FENCED_POST] = "POST",
+    [FENCED_DELETE] = "DELETE",
+};
+
+const char *fenced_kind_method(enum fenced_kind kind)
+{
+    FG_ASSERT(kind < FENCED_KIND_COUNT);
+    return kind_methods[kind];
+}
+
+void table_schema_free(struct table_schema *schema)
+{
+    if (schema->cfg != NULL && schema->column_types != NULL)
+        for (size_t i = 0; i < schema->cfg->ncolumns; i++)
+            free(schema->column_types[i]);
+    free(schema->column_types);
+    free(schema->column_json);
+    free(schema->key_type);
+    memset(schema, 0, sizeof *schema);
+}
+
+static void put_ident(FILE *out, const char *name)
+{
+    fputc('"', out);
+    for (const char *p = name; *p != '\0'; p++) {
+        if (*p == '"')
+            fputc('"', out);
+        fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+/* A string stream that must open: memory exhaustion is not a user error. */
+static FILE *stream_open(char **buf, size_t *len)
+{
+    FILE *out = open_memstream(buf, len);
+    FG_ASSERT(out != NULL);
+    return out;
+}
+
+static char *stream_close(FILE *out, char **buf)
+{
+    FG_ASSERT(fclose(out) == 0);
+    return *buf;
+}
+
+char *sql_quote_ident(const char *name)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    put_ident(out, name);
+    return stream_close(out, &buf);
+}
+
+/* The canonical resource of the key in parameter key_param: prefix || key::type::text. */
+static void put_resource(FILE *out, int prefix_param, int key_param, const char *key_type)
+{
+    fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, key_type);
+}
+
+/* Fence-guard of w: the write runs only if f kept the presented fence. */
+static const char guard[] = "(SELECT f.fence FROM f) = $1::bigint";
+
+static void put_update(FILE *out, const struct table_schema *s, const bool *written)
+{
+    const struct table_config *t = s->cfg;
+    fputs("UPDATE ", out);
+    put_ident(out, t->name);
+    fputs(" AS t SET ", out);
+    int param = FENCED_PARAM_COUNT + 1;
+    const char *sep = "";
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (!written[i])
+            continue;
+        fputs(sep, out);
+        put_ident(out, t->columns[i]);
+        fprintf(out, " = $%d::%s", param++, s->column_types[i]);
+        sep = ", ";
+    }
+    fputs(" WHERE t.", out);
+    put_ident(out, t->key);
+    fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
+}
+
+static void put_insert(FILE *out, const struct table_schema *s, const bool *written, bool upsert)
+{
+    const struct table_config *t = s->cfg;
+    fputs("INSERT INTO ", out);
+    put_ident(out, t->name);
+    fputs(" AS t (", out);
+    put_ident(out, t->key);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (!written[i])
+            continue;
+        fputs(", ", out);
+        put_ident(out, t->columns[i]);
+    }
+    fprintf(out, ") SELECT $2::%s", s->key_type);
+    int param = FENCED_PARAM_COUNT + 1;
+    for (size_t i = 0; i < t->ncolumns; i++)
+        if (written[i])
+            fprintf(out, ", $%d::%s", param++, s->column_types[i]);
+    fprintf(out, " WHERE %s", guard);
+    if (upsert) {
+        /* Replace: every writable column takes the new row's value or its default. */
+        fputs(" ON CONFLICT (", out);
+        put_ident(out, t->key);
+        fputs(") DO UPDATE SET ", out);
+        if (t->ncolumns == 0) {
+            put_ident(out, t->key);
+            fputs(" = excluded.", out);
+            put_ident(out, t->key);
+        }
+        for (size_t i = 0; i < t->ncolumns; i++) {
+            fputs(i > 0 ? ", " : "", out);
+            put_ident(out, t->columns[i]);
+            fputs(" = excluded.", out);
+            put_ident(out, t->columns[i]);
+        }
+    }
+    fputs(" RETURNING t.*", out);
+}
+
+static void put_delete(FILE *out, const struct table_schema *s)
+{
+    fputs("DELETE FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
+}
+
+char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, const bool *written,
+                       int *nparams)
+{
+    FG_ASSERT(kind < FENCED_KIND_COUNT);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) VALUES (", out);
+    put_resource(out, 3, 2, s->key_type);
+    fprintf(out, ", $1::bigint)%s), w AS (", fence_raise);
+    int n = FENCED_PARAM_COUNT;
+    switch (kind) {
+    case FENCED_PATCH: put_update(out, s, written); break;
+    case FENCED_PUT: put_insert(out, s, written, true); break;
+    case FENCED_POST: put_insert(out, s, written, false); break;
+    case FENCED_DELETE: put_delete(out, s); break;
+    default: FG_ASSERT(!"unknown write kind");
+    }
+    if (kind != FENCED_DELETE)
+        for (size_t i = 0; i < s->cfg->ncolumns; i++)
+            n += written[i] ? 1 : 0;
+    fputs("), r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+          " current_fence, owner, client_addr, method, reason)"
+          " SELECT f.resource, $4::text, $1::bigint, f.fence, $5::text, $6::text, $7::text,"
+          " 'stale_fence' FROM f WHERE f.fence > $1::bigint)"
+          " SELECT f.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row FROM f",
+          out);
+    *nparams = n;
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_read(const struct table_schema *s)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT k.resource, (SELECT fence FROM fencegate.resource_fences rf"
+          " WHERE rf.resource = k.resource) AS fence,"
+          " (SELECT row_to_json(t) FROM ",
+          out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $1::%s)::text AS row FROM (SELECT ", s->key_type);
+    put_resource(out, 2, 1, s->key_type);
+    fputs(" AS resource) AS k", out);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_claim(const char *const *key_types, size_t n)
+{
+    FG_ASSERT(n > 0);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
+          " SELECT DISTINCT v.resource, $1::bigint FROM (VALUES ",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i > 0 ? ", (" : "(", out);
+        put_resource(out, (int)(2 + 2 * i), (int)(3 + 2 * i), key_types[i]);
+        fputs(")", out);
+    }
+    fprintf(out, ") AS v (resource) ORDER BY v.resource%s", fence_raise);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_cast_check(const char *type)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fprintf(out, "SELECT $1::%s", type);
+    return stream_close(out, &buf);
+}

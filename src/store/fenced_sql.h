@@ -1,0 +1,86 @@
+/*
+ * fenced_sql.h - the SQL text of fenced Postgres writes and reads, built from
+ * the configuration and the column types read from the catalog at start-up.
+ * Identifiers are always quoted here; values never appear in the text, only
+ * numbered parameters cast to their column's type. Pure: no I/O.
+ *
+ * Every write statement takes the same leading parameters (FENCED_PARAM_*),
+ * then one text parameter per written column, in configuration order. It
+ * claims the fence and writes in one round trip and answers one row:
+ * (resource, fence, row) - fence is the highest fence of the resource after
+ * the statement, so the write was applied iff it equals the presented fence;
+ * row is the written row as JSON text (the deleted one for a delete), or NULL.
+ */
+#ifndef FG_FENCED_SQL_H
+#define FG_FENCED_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "util/error.h"
+
+enum fenced_kind {
+    FENCED_PATCH,  /* update some columns of an existing row */
+    FENCED_PUT,    /* insert or replace a row */
+    FENCED_POST,   /* insert a new row */
+    FENCED_DELETE, /* delete a row */
+    FENCED_KIND_COUNT
+};
+
+/* Parameters shared by every write statement ($1 .. $FENCED_PARAM_COUNT). */
+enum fenced_param {
+    FENCED_PARAM_FENCE,  /* $1 presented fence */
+    FENCED_PARAM_KEY,    /* $2 key, as text */
+    FENCED_PARAM_PREFIX, /* $3 resource prefix, "pg:<table>/" */
+    FENCED_PARAM_LOCK,   /* $4 lock the token was issued for (audit) */
+    FENCED_PARAM_OWNER,  /* $5 owner named by the writer, or NULL (audit) */
+    FENCED_PARAM_CLIENT, /* $6 client address (audit) */
+    FENCED_PARAM_METHOD, /* $7 HTTP method (audit) */
+    FENCED_PARAM_COUNT
+};
+
+/* A writable table as the gateway knows it after start-up. */
+struct table_schema {
+    const struct table_config *cfg; /* name, key and writable columns (borrowed) */
+    char *key_type;                 /* SQL type of the key, as format_type prints it (owned) */
+    char **column_types;            /* SQL type of each writable column (owned, cfg order) */
+    bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
+};
+
+/* Frees what schema owns (not cfg) and zeroes it. */
+void table_schema_free(struct table_schema *schema);
+
+/* Quotes an identifier as Postgres requires ("a""b"); returns an owned string. */
+char *sql_quote_ident(const char *name);
+
+/* The operation's method name ("PATCH", ...) and the kind of a method name
+ * (FENCED_KIND_COUNT if none). */
+const char *fenced_kind_method(enum fenced_kind kind);
+
+/*
+ * The write statement of kind on schema's table, writing the columns whose
+ * entry in written (schema->cfg->ncolumns entries) is true. Returns an owned
+ * string; *nparams gets the number of parameters it takes.
+ */
+char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
+                       const bool *written, int *nparams);
+
+/*
+ * The read statement of schema's table: $1 key, $2 resource prefix; answers
+ * one row (resource, fence, row) with row and fence NULL when absent.
+ */
+char *fenced_sql_read(const struct table_schema *schema);
+
+/*
+ * The claim of a batch: raises the fences of n resources at once, locking them
+ * in resource order (so batches never deadlock each other). $1 is the fence,
+ * then for each resource i its prefix $(2+2i) and key $(3+2i), cast with
+ * key_types[i]. Answers (resource, fence) per distinct resource.
+ */
+char *fenced_sql_claim(const char *const *key_types, size_t n);
+
+/* SELECT $1::<type>: checks that a value converts to type. */
+char *fenced_sql_cast_check(const char *type);
+
+#endif

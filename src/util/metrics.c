@@ -1,0 +1,364 @@
+/*
+ * metrics.c - the metric store and its Prometheus text rendering. Counters and
+ * histogram buckets are static arrays of relaxed atomics indexed by enums, so
+ * recording never takes a lock and never allocates; only rendering allocates.
+ * Route labels get a slot the first time they are seen (a compare-and-swap on an
+ * array of pointers), bounded by METRICS_MAX_ROUTES. It must not know about
+ * HTTP, Redis or Postgres: callers hand it enums, statuses and durations.
+ */
+#include "util/metrics.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+#define PROBLEM_PREFIX "/problems/"
+
+/* Upper bounds of the duration buckets, in milliseconds (+Inf follows). */
+static const int64_t bucket_ms[] = {1,    5,    10,    25,    50,    100,    250,    500,    1000,
+                                    2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000};
+#define NBUCKETS (sizeof bucket_ms / sizeof bucket_ms[0])
+
+struct histogram {
+    atomic_ullong buckets[NBUCKETS + 1]; /* observations per bucket (not cumulative); last: +Inf */
+    atomic_ullong sum_ms;                /* sum of the observations */
+};
+
+static const char *const kind_names[METRIC_KIND_COUNT] = {"lock", "semaphore"};
+static const char *const backend_names[METRIC_BACKEND_COUNT] = {"postgres", "redis"};
+static const char *const write_names[METRIC_WRITE_COUNT] = {"applied", "stale", "invalid"};
+static const char *const result_names[METRIC_RESULT_COUNT] = {
+    [METRIC_RESULT_OK] = "ok",
+    [METRIC_RESULT_BUSY] = "busy",
+    [METRIC_RESULT_TOO_MANY_WAITERS] = "too_many_waiters",
+    [METRIC_RESULT_LIMIT_MISMATCH] = "limit_mismatch",
+    [METRIC_RESULT_MAX_HOLD] = "max_hold_exceeded",
+    [METRIC_RESULT_LEASE_LOST] = "lease_lost",
+    [METRIC_RESULT_SUPERSEDED] = "superseded",
+    [METRIC_RESULT_UNAVAILABLE] = "unavailable",
+    [METRIC_RESULT_INVALID] = "invalid",
+    [METRIC_RESULT_ERROR] = "error",
+};
+
+/* One metric family per lease operation; ok_name is how success reads there. */
+static const struct {
+    const char *family;
+    const char *help;
+    const char *ok_name;
+} op_table[METRIC_OP_COUNT] = {
+    [METRIC_OP_ACQUIRE] = {"fencegate_acquisitions_total",
+                           "Answered acquire calls by lease kind and result.", "granted"},
+    [METRIC_OP_RENEW] = {"fencegate_renewals_total",
+                         "Answered renew calls by lease kind and result.", "ok"},
+    [METRIC_OP_RELEASE] = {"fencegate_releases_total",
+                           "Answered release calls by lease kind and result.", "ok"},
+};
+
+/* Problem codes that name a result of their own; others go by status. */
+static const struct {
+    const char *code;
+    enum metric_result result;
+} problem_results[] = {
+    {"lock_busy", METRIC_RESULT_BUSY},
+    {"too_many_waiters", METRIC_RESULT_TOO_MANY_WAITERS},
+    {"limit_mismatch", METRIC_RESULT_LIMIT_MISMATCH},
+    {"max_hold_exceeded", METRIC_RESULT_MAX_HOLD},
+    {"lease_lost", METRIC_RESULT_LEASE_LOST},
+    {"conflict", METRIC_RESULT_SUPERSEDED},
+    {"backend_unavailable", METRIC_RESULT_UNAVAILABLE},
+    {"internal", METRIC_RESULT_ERROR},
+};
+
+/* The routes (labels of routes.c) whose answers are lease operations. */
+static const struct {
+    const char *route;
+    enum metric_kind kind;
+    enum metric_op op;
+} lease_routes[] = {
+    {"lock_acquire", METRIC_KIND_LOCK, METRIC_OP_ACQUIRE},
+    {"lock_renew", METRIC_KIND_LOCK, METRIC_OP_RENEW},
+    {"lock_release", METRIC_KIND_LOCK, METRIC_OP_RELEASE},
+    {"sem_acquire", METRIC_KIND_SEMAPHORE, METRIC_OP_ACQUIRE},
+    {"sem_renew", METRIC_KIND_SEMAPHORE, METRIC_OP_RENEW},
+    {"sem_release", METRIC_KIND_SEMAPHORE, METRIC_OP_RELEASE},
+};
+
+#define STATUS_CLASSES 5 /* 1xx .. 5xx */
+
+static struct {
+    atomic_ullong lease[METRIC_KIND_COUNT][METRIC_OP_COUNT][METRIC_RESULT_COUNT];
+    struct histogram wait[METRIC_KIND_COUNT];
+    struct histogram hold[METRIC_KIND_COUNT];
+    atomic_ullong writes[METRIC_BACKEND_COUNT][METRIC_WRITE_COUNT];
+    atomic_ullong audit_records;
+    atomic_ullong backend_errors[METRIC_BACKEND_COUNT];
+    atomic_ullong backend_connects[METRIC_BACKEND_COUNT];
+    _Atomic(const char *) route_labels[METRICS_MAX_ROUTES + 1]; /* last slot: "other" */
+    struct histogram latency[METRICS_MAX_ROUTES + 1];
+    atomic_ullong responses[METRICS_MAX_ROUTES + 1][STATUS_CLASSES];
+} m;
+
+static void add(atomic_ullong *counter)
+{
+    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
+static unsigned long long get(atomic_ullong *counter)
+{
+    return atomic_load_explicit(counter, memory_order_relaxed);
+}
+
+static void observe(struct histogram *h, int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    size_t i = 0;
+    while (i < NBUCKETS && ms > bucket_ms[i])
+        i++;
+    add(&h->buckets[i]);
+    atomic_fetch_add_explicit(&h->sum_ms, (unsigned long long)ms, memory_order_relaxed);
+}
+
+enum metric_result metrics_result_of(int status, const json_t *problem)
+{
+    const char *type = json_string_value(json_object_get(problem, "type"));
+    if (type != NULL && strncmp(type, PROBLEM_PREFIX, strlen(PROBLEM_PREFIX)) == 0) {
+        const char *code = type + strlen(PROBLEM_PREFIX);
+        for (size_t i = 0; i < sizeof problem_results / sizeof problem_results[0]; i++)
+            if (strcmp(code, problem_results[i].code) == 0)
+                return problem_results[i].result;
+    }
+    if (status >= 200 && status < 300)
+        return METRIC_RESULT_OK;
+    if (status >= 400 && status < 500)
+        return METRIC_RESULT_INVALID;
+    return METRIC_RESULT_ERROR;
+}
+
+/* Counts the answer of a lease route, if route is one (see lease_routes). */
+static void count_lease(const char *route, int status, const json_t *problem, int64_t elapsed_ms)
+{
+    for (size_t i = 0; i < sizeof lease_routes / sizeof lease_routes[0]; i++) {
+        if (strcmp(route, lease_routes[i].route) != 0)
+            continue;
+        enum metric_kind kind = lease_routes[i].kind;
+        enum metric_result result = metrics_result_of(status, problem);
+        add(&m.lease[kind][lease_routes[i].op][result]);
+        if (lease_routes[i].op == METRIC_OP_ACQUIRE && result == METRIC_RESULT_OK)
+            observe(&m.wait[kind], elapsed_ms);
+        return;
+    }
+}
+
+void metrics_hold_time(enum metric_kind kind, int64_t held_ms)
+{
+    FG_ASSERT(kind < METRIC_KIND_COUNT);
+    observe(&m.hold[kind], held_ms);
+}
+
+void metrics_fenced_write(enum metric_backend backend, enum metric_write result)
+{
+    FG_ASSERT(backend < METRIC_BACKEND_COUNT && result < METRIC_WRITE_COUNT);
+    add(&m.writes[backend][result]);
+}
+
+void metrics_audit_written(void)
+{
+    add(&m.audit_records);
+}
+
+void metrics_backend_error(enum metric_backend backend)
+{
+    FG_ASSERT(backend < METRIC_BACKEND_COUNT);
+    add(&m.backend_errors[backend]);
+}
+
+void metrics_backend_connect(enum metric_backend backend)
+{
+    FG_ASSERT(backend < METRIC_BACKEND_COUNT);
+    add(&m.backend_connects[backend]);
+}
+
+/* The slot of route label, claiming a free one the first time; the last slot
+ * ("other") takes every label once the table is full. */
+static size_t route_slot(const char *label)
+{
+    for (size_t i = 0; i < METRICS_MAX_ROUTES; i++) {
+        const char *seen = atomic_load(&m.route_labels[i]);
+        if (seen == NULL && atomic_compare_exchange_strong(&m.route_labels[i], &seen, label))
+            return i;
+        if (seen == label || strcmp(seen, label) == 0)
+            return i;
+    }
+    return METRICS_MAX_ROUTES;
+}
+
+void metrics_request(const char *route, int status, const json_t *problem, int64_t latency_ms)
+{
+    if (route == NULL)
+        route = "none";
+    count_lease(route, status, problem, latency_ms);
+    size_t slot = route_slot(route);
+    observe(&m.latency[slot], latency_ms);
+    int cls = status / 100 - 1;
+    if (cls >= 0 && cls < STATUS_CLASSES)
+        add(&m.responses[slot][cls]);
+}
+
+void metrics_reset(void)
+{
+    memset(&m, 0, sizeof m);
+}
+
+/* --- rendering ------------------------------------------------------------------------------- */
+
+struct text {
+    char *s;    /* the text so far (owned) */
+    size_t len; /* bytes used */
+    size_t cap; /* bytes allocated */
+};
+
+static void emit(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void emit(struct text *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        FG_ASSERT(n >= 0);
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = t->cap * 2 + (size_t)n;
+        t->s = realloc(t->s, t->cap);
+        FG_ASSERT(t->s != NULL);
+    }
+}
+
+static void header(struct text *t, const char *family, const char *type, const char *help)
+{
+    emit(t, "# HELP %s %s\n# TYPE %s %s\n", family, help, family, type);
+}
+
+static unsigned long long histogram_count(struct histogram *h)
+{
+    unsigned long long n = 0;
+    for (size_t i = 0; i <= NBUCKETS; i++)
+        n += get(&h->buckets[i]);
+    return n;
+}
+
+/* Writes the series of histogram h; labels is "" or `name="value"`. */
+static void emit_histogram(struct text *t, const char *family, const char *labels,
+                           struct histogram *h)
+{
+    const char *sep = labels[0] != '\0' ? "," : "";
+    unsigned long long cumulative = 0;
+    for (size_t i = 0; i < NBUCKETS; i++) {
+        cumulative += get(&h->buckets[i]);
+        emit(t, "%s_bucket{%s%sle=\"%g\"} %llu\n", family, labels, sep,
+             (double)bucket_ms[i] / 1000.0, cumulative);
+    }
+    cumulative += get(&h->buckets[NBUCKETS]);
+    emit(t, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", family, labels, sep, cumulative);
+    const char *open = labels[0] != '\0' ? "{" : "", *close = labels[0] != '\0' ? "}" : "";
+    emit(t, "%s_sum%s%s%s %.3f\n", family, open, labels, close, (double)get(&h->sum_ms) / 1000.0);
+    emit(t, "%s_count%s%s%s %llu\n", family, open, labels, close, cumulative);
+}
+
+static void render_leases(struct text *t)
+{
+    for (int op = 0; op < METRIC_OP_COUNT; op++) {
+        header(t, op_table[op].family, "counter", op_table[op].help);
+        for (int k = 0; k < METRIC_KIND_COUNT; k++)
+            for (int r = 0; r < METRIC_RESULT_COUNT; r++)
+                emit(t, "%s{kind=\"%s\",result=\"%s\"} %llu\n", op_table[op].family, kind_names[k],
+                     r == METRIC_RESULT_OK ? op_table[op].ok_name : result_names[r],
+                     get(&m.lease[k][op][r]));
+    }
+    static const struct {
+        const char *family;
+        const char *help;
+        struct histogram *by_kind; /* METRIC_KIND_COUNT histograms */
+    } durations[] = {
+        {"fencegate_wait_seconds", "Time from an acquire's arrival to its grant.", m.wait},
+        {"fencegate_hold_seconds", "Time from a grant to its release.", m.hold},
+    };
+    for (size_t d = 0; d < sizeof durations / sizeof durations[0]; d++) {
+        header(t, durations[d].family, "histogram", durations[d].help);
+        for (int k = 0; k < METRIC_KIND_COUNT; k++) {
+            char labels[64];
+            snprintf(labels, sizeof labels, "kind=\"%s\"", kind_names[k]);
+            emit_histogram(t, durations[d].family, labels, &durations[d].by_kind[k]);
+        }
+    }
+}
+
+static void render_backends(struct text *t)
+{
+    header(t, "fencegate_fenced_writes_total", "counter",
+           "Fenced writes by backend and result (applied, stale, invalid).");
+    for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
+        for (int w = 0; w < METRIC_WRITE_COUNT; w++)
+            emit(t, "fencegate_fenced_writes_total{backend=\"%s\",result=\"%s\"} %llu\n",
+                 backend_names[b], write_names[w], get(&m.writes[b][w]));
+    header(t, "fencegate_audit_records_total", "counter", "Audit records of rejected writes.");
+    emit(t, "fencegate_audit_records_total %llu\n", get(&m.audit_records));
+    header(t, "fencegate_backend_errors_total", "counter",
+           "Failed backend calls (transport errors, timeouts).");
+    for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
+        emit(t, "fencegate_backend_errors_total{backend=\"%s\"} %llu\n", backend_names[b],
+             get(&m.backend_errors[b]));
+    header(t, "fencegate_backend_connects_total", "counter",
+           "Connections opened to a backend (first connections and reconnects).");
+    for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
+        emit(t, "fencegate_backend_connects_total{backend=\"%s\"} %llu\n", backend_names[b],
+             get(&m.backend_connects[b]));
+}
+
+static void render_http(struct text *t)
+{
+    static const char *const family = "fencegate_http_request_duration_seconds";
+    header(t, family, "histogram", "Time from a request's arrival to its reply, by route.");
+    for (size_t i = 0; i <= METRICS_MAX_ROUTES; i++) {
+        const char *label = i < METRICS_MAX_ROUTES ? atomic_load(&m.route_labels[i]) : "other";
+        if (label == NULL || (i == METRICS_MAX_ROUTES && histogram_count(&m.latency[i]) == 0))
+            continue;
+        char labels[128];
+        snprintf(labels, sizeof labels, "route=\"%s\"", label);
+        emit_histogram(t, family, labels, &m.latency[i]);
+    }
+    header(t, "fencegate_http_responses_total", "counter", "Replies by route and status class.");
+    for (size_t i = 0; i <= METRICS_MAX_ROUTES; i++) {
+        const char *label = i < METRICS_MAX_ROUTES ? atomic_load(&m.route_labels[i]) : "other";
+        for (int c = 0; c < STATUS_CLASSES; c++)
+            if (label != NULL && get(&m.responses[i][c]) > 0)
+                emit(t, "fencegate_http_responses_total{route=\"%s\",code=\"%dxx\"} %llu\n", label,
+                     c + 1, get(&m.responses[i][c]));
+    }
+}
+
+char *metrics_render(const struct metrics_gauges *gauges)
+{
+    struct text t = {.s = malloc(16384), .len = 0, .cap = 16384};
+    FG_ASSERT(t.s != NULL);
+    header(&t, "fencegate_build_info", "gauge", "Version of the running gateway.");
+    emit(&t, "fencegate_build_info{version=\"%s\"} 1\n", FG_VERSION);
+    header(&t, "fencegate_waiters", "gauge", "Acquire requests parked waiting for a lease now.");
+    emit(&t, "fencegate_waiters %ld\n", gauges->waiters);
+    header(&t, "fencegate_http_requests_in_flight", "gauge",
+           "Requests received and not yet answered.");
+    emit(&t, "fencegate_http_requests_in_flight %ld\n", gauges->in_flight);
+    render_leases(&t);
+    render_backends(&t);
+    render_http(&t);
+    return t.s;
+}

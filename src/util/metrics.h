@@ -1,0 +1,95 @@
+/*
+ * metrics.h - the gateway's counters, gauges and histograms, and their rendering
+ * in the Prometheus text format (GET /metrics). Every recording function is one
+ * lock-free atomic update, safe from any thread and cheap enough for the hot path.
+ *
+ * Lease outcomes are read from the answers of the lease routes, found by their
+ * route label, so that every handler of locks and semaphores is counted the same
+ * way without a call of its own.
+ *
+ * Label sets are bounded by construction: kinds, operations, results and backends
+ * are enums, and routes are the labels of the static route table (at most
+ * METRICS_MAX_ROUTES of them; any further label is counted as "other"). Never a
+ * lock name, a resource or a client as a label.
+ */
+#ifndef FG_METRICS_H
+#define FG_METRICS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#define METRICS_MAX_ROUTES 64
+
+enum metric_kind { METRIC_KIND_LOCK, METRIC_KIND_SEMAPHORE, METRIC_KIND_COUNT };
+
+enum metric_op { METRIC_OP_ACQUIRE, METRIC_OP_RENEW, METRIC_OP_RELEASE, METRIC_OP_COUNT };
+
+/* How a lease call ended, from its reply (see metrics_result_of). */
+enum metric_result {
+    METRIC_RESULT_OK, /* rendered "granted" for acquisitions */
+    METRIC_RESULT_BUSY,
+    METRIC_RESULT_TOO_MANY_WAITERS,
+    METRIC_RESULT_LIMIT_MISMATCH,
+    METRIC_RESULT_MAX_HOLD,
+    METRIC_RESULT_LEASE_LOST,
+    METRIC_RESULT_SUPERSEDED,
+    METRIC_RESULT_UNAVAILABLE,
+    METRIC_RESULT_INVALID,
+    METRIC_RESULT_ERROR,
+    METRIC_RESULT_COUNT
+};
+
+enum metric_backend { METRIC_BACKEND_PG, METRIC_BACKEND_REDIS, METRIC_BACKEND_COUNT };
+
+enum metric_write {
+    METRIC_WRITE_APPLIED, /* committed with its fence */
+    METRIC_WRITE_STALE,   /* refused: fence older than the stored one (409 stale_fence) */
+    METRIC_WRITE_INVALID, /* refused: forged or foreign token (403 invalid_fence_token) */
+    METRIC_WRITE_COUNT
+};
+
+/* Values read at render time from the modules that own them. */
+struct metrics_gauges {
+    long waiters;   /* requests parked waiting for a lease (waiter_count()) */
+    long in_flight; /* requests received and not yet answered */
+};
+
+/*
+ * Maps the reply of a lease call to its result: by problem code when the reply
+ * is a problem (problem: its body, borrowed, or NULL), else by status.
+ */
+enum metric_result metrics_result_of(int status, const json_t *problem);
+
+/* Records how long a lease was held, at its release. */
+void metrics_hold_time(enum metric_kind kind, int64_t held_ms);
+
+/* Counts one fenced write to backend with its result. */
+void metrics_fenced_write(enum metric_backend backend, enum metric_write result);
+
+/* Counts one audit record written. */
+void metrics_audit_written(void);
+
+/* Counts one failed call to backend (transport error, timeout, refused). */
+void metrics_backend_error(enum metric_backend backend);
+
+/* Counts one new connection to backend (the first one and every reconnect). */
+void metrics_backend_connect(enum metric_backend backend);
+
+/*
+ * Records one answered HTTP request: route is the route table's label (a string
+ * that lives as long as the process, e.g. a literal), or NULL for no route;
+ * problem is the body of a problem reply (borrowed), else NULL. The answers of
+ * the lease routes (lock_acquire, sem_renew, ...) also count as acquisitions,
+ * renewals or releases with their result; a granted acquisition's latency is
+ * its wait time.
+ */
+void metrics_request(const char *route, int status, const json_t *problem, int64_t latency_ms);
+
+/* Renders every metric, with gauges, as Prometheus text. Returns a malloc'd,
+ * NUL-terminated string owned by the caller. */
+char *metrics_render(const struct metrics_gauges *gauges);
+
+/* Zeroes every counter and forgets the routes (unit tests only). */
+void metrics_reset(void);
+
+#endif

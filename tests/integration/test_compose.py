@@ -1,0 +1,112 @@
+"""docker-compose.yml: it parses, names the three services (Redis with AOF and noeviction, Postgres, the
+gateway built by the Dockerfile) and gives the gateway the environment it reads; the files it mounts exist.
+Also checks that the systemd unit and `fencegate --help/--version` name the same settings.
+
+Owns: the deployment files' agreement with the gateway. Must not: run docker (CI has none).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import env  # noqa: E402
+
+import yaml  # python3-yaml, installed by scripts/deps.sh  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+GATEWAY_ENV = ("FENCEGATE_LISTEN", "FENCEGATE_REDIS_URL", "FENCEGATE_PG_DSN")
+
+
+def compose() -> dict:
+    with open(os.path.join(ROOT, "docker-compose.yml"), encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def environment(service: dict) -> dict:
+    """A service's environment, whichever of the two compose spellings it uses."""
+    e = service.get("environment", {})
+    if isinstance(e, list):
+        return dict(item.split("=", 1) for item in e)
+    return {k: str(v) for k, v in e.items()}
+
+
+def command_words(service: dict) -> list[str]:
+    c = service.get("command", [])
+    return c.split() if isinstance(c, str) else [str(w) for w in c]
+
+
+class ComposeTest(unittest.TestCase):
+    def setUp(self):
+        self.doc = compose()
+        self.services = self.doc["services"]
+
+    def test_three_services(self):
+        self.assertEqual(set(self.services), {"redis", "postgres", "gateway"})
+
+    def test_redis_keeps_lock_keys(self):
+        words = command_words(self.services["redis"])
+        self.assertIn("noeviction", words)
+        self.assertEqual(words[words.index("--maxmemory-policy") + 1], "noeviction")
+        self.assertEqual(words[words.index("--appendonly") + 1], "yes")
+        self.assertTrue(self.services["redis"]["image"].startswith("redis:"))
+
+    def test_postgres(self):
+        pg = self.services["postgres"]
+        self.assertTrue(pg["image"].startswith("postgres:"))
+        self.assertEqual(environment(pg).get("POSTGRES_DB"), "fencegate")
+
+    def test_gateway_is_built_and_configured(self):
+        gw = self.services["gateway"]
+        build = gw["build"]
+        context = build if isinstance(build, str) else build.get("context", ".")
+        self.assertTrue(os.path.isfile(os.path.join(ROOT, context, "Dockerfile")))
+        e = environment(gw)
+        for name in GATEWAY_ENV:
+            self.assertTrue(e.get(name), f"gateway lacks {name}")
+        self.assertIn("redis:6379", e["FENCEGATE_REDIS_URL"])
+        self.assertIn("@postgres:5432/", e["FENCEGATE_PG_DSN"])
+        self.assertRegex(e["FENCEGATE_LISTEN"], r"^0\.0\.0\.0:\d+$")
+        port = e["FENCEGATE_LISTEN"].rsplit(":", 1)[1]
+        self.assertTrue(any(str(p).endswith(f":{port}") for p in gw.get("ports", [])), gw.get("ports"))
+        self.assertEqual(set(gw.get("depends_on", {})), {"redis", "postgres"})
+
+    def test_mounted_files_exist(self):
+        for name, service in self.services.items():
+            for volume in service.get("volumes", []):
+                source = str(volume).split(":", 1)[0]
+                if source.startswith("."):
+                    self.assertTrue(os.path.exists(os.path.join(ROOT, source)), f"{name} mounts missing {source}")
+                else:
+                    self.assertIn(source, self.doc.get("volumes", {}), f"{name}: undeclared volume {source}")
+
+
+class SettingsTest(unittest.TestCase):
+    """The gateway's own help and the systemd unit name the settings compose sets."""
+
+    def test_help_and_version(self):
+        r = subprocess.run([env("FG_BIN"), "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for name in GATEWAY_ENV + ("FENCEGATE_CONFIG", "FENCEGATE_SECRET"):
+            self.assertIn(name, r.stdout)
+        r = subprocess.run([env("FG_BIN"), "--version"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^fencegate \d+\.\d+\.\d+\n$")
+        r = subprocess.run([env("FG_BIN"), "--bogus"], capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(r.returncode, 0)
+
+    def test_systemd_unit(self):
+        with open(os.path.join(ROOT, "deploy", "fencegate.service"), encoding="utf-8") as f:
+            unit = f.read()
+        self.assertRegex(unit, r"(?m)^ExecStart=/\S*fencegate$")
+        self.assertRegex(unit, r"(?m)^KillSignal=SIGTERM$")
+        for name in GATEWAY_ENV:
+            self.assertIn(name, unit)
+        self.assertIsNotNone(re.search(r"(?m)^\[Install\]$", unit))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,244 @@
+"""fencectl end to end against a real gateway: `lock` runs commands one after the other, hands them a
+token whose fence is FENCE and that fenced writes accept, stops a command whose lease is lost, passes on
+the command's exit status; the scripted commands (acquire, renew, release, status, audit) and the exit
+statuses of API.md's refusals (busy 2, lease lost 3, unreachable 4, usage 1).
+
+Owns: the behaviour of the fencectl binary. Must not: test lock semantics beyond what fencectl adds (the
+lock tests do), or the table layout of `audit` in detail (the unit tests do).
+The binary: FG_CTL, else `fencectl` next to FG_BIN.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, Redis, env, free_port, test_data_dir, wait_for  # noqa: E402
+
+INVOICES = {"tables": {"invoices": {"key": "id", "columns": ["customer", "amount_cents", "status", "note"]}}}
+
+# A command that writes through the gateway with the lease it runs under: PATCH of one invoice row.
+PATCH_SCRIPT = r"""
+import json, os, sys, urllib.request, urllib.error
+url = os.environ["FENCEGATE_URL"] + "/v1/pg/invoices/" + sys.argv[1]
+req = urllib.request.Request(url, method="PATCH", data=json.dumps({"set": {"note": sys.argv[2]}}).encode(),
+                             headers={"Content-Type": "application/json", "Fence-Token": os.environ["FENCE_TOKEN"]})
+try:
+    with urllib.request.urlopen(req, timeout=20) as r:
+        status, body = r.status, json.load(r)
+except urllib.error.HTTPError as e:
+    status, body = e.code, json.load(e)
+json.dump({"status": status, "body": body, "fence": os.environ["FENCE"], "token": os.environ["FENCE_TOKEN"]},
+          open(sys.argv[3], "w"))
+"""
+
+
+def ctl_path() -> str:
+    path = os.environ.get("FG_CTL") or os.path.join(os.path.dirname(env("FG_BIN")), "fencectl")
+    if not os.access(path, os.X_OK):
+        raise unittest.SkipTest(f"fencectl not built at {path}")
+    return path
+
+
+def read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+class FencectlTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ctl = ctl_path()
+        cls.gw = Gateway(config=INVOICES)
+        cls.env = {k: v for k, v in os.environ.items() if k not in ("FENCE_TOKEN", "FENCE")}
+        cls.env["FENCEGATE_URL"] = cls.gw.base
+        cls.scratch = test_data_dir()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop()
+
+    def run_ctl(self, *args: str, timeout: float = 30, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([self.ctl, *args], env=kw.pop("env", self.env), capture_output=True, text=True,
+                              timeout=timeout, **kw)
+
+    def spawn_ctl(self, *args: str) -> subprocess.Popen:
+        return subprocess.Popen([self.ctl, *args], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+
+    def file(self, name: str) -> str:
+        path = os.path.join(self.scratch, f"{name}-{uuid.uuid4().hex[:8]}")
+        self.addCleanup(lambda: os.path.exists(path) and os.unlink(path))
+        return path
+
+    def status(self, name: str) -> dict:
+        r = self.run_ctl("status", name, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    # -- lock: one command at a time --------------------------------------------------------------------
+
+    def test_two_lock_runs_never_overlap(self):
+        name, log = unique("ctl-excl"), self.file("excl")
+        body = f'echo "start $(date +%s%N)" >> {log}; sleep 0.6; echo "end $(date +%s%N)" >> {log}'
+        procs = [self.spawn_ctl("lock", name, "--wait", "20000", "--", "sh", "-c", body) for _ in range(2)]
+        for p in procs:
+            out, err = p.communicate(timeout=40)
+            self.assertEqual(p.returncode, 0, err)
+        events = [line.split() for line in read(log).splitlines()]
+        self.assertEqual([e[0] for e in events], ["start", "end", "start", "end"], events)
+        self.assertLessEqual(int(events[1][1]), int(events[2][1]))
+        self.assertFalse(self.status(name)["held"])
+
+    def test_command_gets_token_and_fence_and_writes_with_them(self):
+        name, key, out = unique("ctl-inv"), unique("inv"), self.file("patch")
+        r = self.gw.http("PUT", f"/v1/pg/invoices/{key}", {"row": {"id": key, "note": "new"}},
+                         headers={"Fence-Token": self._token(unique("ctl-seed"))})
+        if r.status == 404 and r.body.get("detail") == "no such route":
+            self.skipTest("PUT /v1/pg/invoices/{key} does not exist yet")
+        self.assertEqual(r.status, 200, r)
+        inner = (f'{shlex.quote(self.ctl)} status {name} --json > {out}.status && '
+                 f'{shlex.quote(self.ctl)} renew {name} --json > {out}.renew && '
+                 f'python3 -c {shlex.quote(PATCH_SCRIPT)} {key} by-fencectl {out}')
+        r = self.run_ctl("lock", name, "--owner", "ctl-test", "--", "sh", "-c", inner)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        seen = json.loads(read(out))
+        fence = int(seen["fence"])
+        self.assertEqual(json.loads(read(out + ".status"))["fence"], fence)
+        self.assertEqual(json.loads(read(out + ".renew"))["fence"], fence)
+        self.assertEqual(seen["status"], 200, seen)
+        self.assertEqual(seen["body"]["fence"], fence)
+        self.assertEqual(seen["body"]["row"]["note"], "by-fencectl")
+        os.unlink(out + ".status")
+        os.unlink(out + ".renew")
+
+        # The command's token is stale once a newer lease wrote: refused, and the audit shows it.
+        newer = self._token(unique("ctl-newer"))
+        self.assertEqual(self.gw.http("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "newer"}},
+                                      headers={"Fence-Token": newer}).status, 200)
+        stale = self.gw.http("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "late"}},
+                             headers={"Fence-Token": seen["token"]})
+        self.assertEqual(stale.status, 409, stale)
+        r = self.run_ctl("audit", "--resource", f"pg:invoices/{key}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("stale_fence", r.stdout)
+        self.assertIn(f"pg:invoices/{key}", r.stdout)
+        self.assertNotIn(seen["token"], r.stdout)
+        r = self.run_ctl("audit", "--resource", f"pg:invoices/{key}", "--json")
+        items = json.loads(r.stdout)["items"]
+        self.assertEqual([(i["presented_fence"], i["lock"]) for i in items], [(fence, name)])
+
+    def _token(self, lock: str) -> str:
+        r = self.gw.http("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(r.status, 200, r)
+        return r.body["token"]
+
+    # -- lock: a lost lease stops the command -----------------------------------------------------------
+
+    def test_lost_lease_stops_the_command_within_one_renewal(self):
+        name, log, pidfile = unique("ctl-lost"), self.file("lost"), self.file("pid")
+        body = f"echo started > {log}; sleep 30 & echo $! > {pidfile}; wait; echo finished >> {log}"
+        p = self.spawn_ctl("lock", name, "--ttl", "1500", "--grace", "3000", "--", "sh", "-c", body)
+        wait_for(lambda: os.path.exists(pidfile) and read(pidfile).strip(), timeout=15,
+                 what="the command to start")
+        sleeper = int(read(pidfile))
+        with Redis() as r:
+            self.assertEqual(r.cmd("DEL", f"fg:lk:{{{name}}}:h"), 1)
+        deleted = time.monotonic()
+        out, err = p.communicate(timeout=20)
+        took = time.monotonic() - deleted
+        self.assertEqual(p.returncode, 3, err)
+        self.assertIn("lost", err)
+        self.assertLess(took, 0.5 + 2.0, f"fencectl took {took:.2f}s after the lease was deleted")
+        self.assertEqual(read(log), "started\n")
+        # The whole process group went, not only the shell.
+        wait_for(lambda: not _alive(sleeper), timeout=5, what="the command's child to be killed")
+
+    # -- exit statuses ----------------------------------------------------------------------------------
+
+    def test_command_status_is_passed_on(self):
+        name = unique("ctl-rc")
+        self.assertEqual(self.run_ctl("lock", name, "--", "sh", "-c", "exit 7").returncode, 7)
+        self.assertEqual(self.run_ctl("lock", name, "--", "sh", "-c", "kill -TERM $$").returncode, 128 + 15)
+        r = self.run_ctl("lock", name, "--", "/nonexistent/command")
+        self.assertEqual(r.returncode, 127, r.stderr)
+        self.assertFalse(self.status(name)["held"])
+
+    def test_busy_is_2(self):
+        name = unique("ctl-busy")
+        self._token(name)
+        r = self.run_ctl("lock", name, "--", "true")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("lock_busy", r.stderr)
+        self.assertEqual(self.run_ctl("acquire", name).returncode, 2)
+
+    def test_unreachable_is_4_and_usage_is_1(self):
+        r = self.run_ctl("--url", f"http://127.0.0.1:{free_port()}", "lock", "x", "--", "true")
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertIn("unreachable", r.stderr)
+        self.assertEqual(self.run_ctl("status", "bad name").returncode, 1)
+        self.assertEqual(self.run_ctl("lock", "x").returncode, 1)
+        r = self.run_ctl("lock", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("usage: fencectl lock", r.stdout)
+
+    # -- the scripted commands --------------------------------------------------------------------------
+
+    def test_acquire_renew_release_from_a_script(self):
+        name = unique("ctl-script")
+        r = self.run_ctl("acquire", name, "--ttl", "5000", "--owner", "script")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        values = dict(line.split("=", 1) for line in r.stdout.splitlines())
+        token, fence = values["FENCE_TOKEN"], int(values["FENCE"])
+        st = self.status(name)
+        self.assertEqual((st["held"], st["fence"], st["owner"]), (True, fence, "script"))
+        self.assertNotIn(token, json.dumps(st))
+        r = self.run_ctl("status", name)
+        self.assertIn(f"held, fence {fence}", r.stdout)
+        r = self.run_ctl("renew", name, "--ttl", "8000", env=dict(self.env, FENCE_TOKEN=token))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"FENCE={fence}\n", r.stdout)
+        self.assertEqual(self.run_ctl("release", name, "--token", token).returncode, 0)
+        self.assertEqual(self.run_ctl("release", name, "--token", token).returncode, 0)
+        r = self.run_ctl("renew", name, "--token", token, "--json")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["type"], "/problems/lease_lost")
+
+    def test_semaphore_runs(self):
+        name, log = unique("ctl-sem"), self.file("sem")
+        body = f'echo "$FENCE" >> {log}; sleep 0.3'
+        procs = [self.spawn_ctl("sem", name, "--limit", "2", "--wait", "20000", "--", "sh", "-c", body)
+                 for _ in range(3)]
+        for p in procs:
+            out, err = p.communicate(timeout=40)
+            self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(len(set(read(log).split())), 3)
+        r = self.run_ctl("status", name, "--sem", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["holders"], 0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,365 @@
+"""The lock endpoints' contract, call by call: idempotent acquire and release, fences, token checks,
+renewal and max_hold, and every error code of API.md for bad input, as problem+json and never a 500.
+
+Owns: request/answer behaviour of /v1/locks on one gateway. Must not: test concurrency properties (the
+exclusion, FIFO and recovery files do) or other resources' endpoints.
+"""
+
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, Redis  # noqa: E402
+from lock_helpers import (acquire, assert_problem, raw_request, read_response, release, renew,  # noqa: E402
+                          status, unique_name, wait_for_waiting)
+
+MAX_BODY = 8192
+MAX_WAITERS_PER_LOCK = 2
+
+
+class LockApiTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config={"limits": {"max_body_bytes": MAX_BODY,
+                                            "max_waiters_per_lock": MAX_WAITERS_PER_LOCK}})
+        cls.client = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.gw.stop()
+
+    def waiter(self, name: str, out: list, **fields) -> threading.Thread:
+        def run():
+            with self.gw.client(timeout=60) as c:
+                out.append(acquire(c, name, **fields))
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
+
+    # -- the happy path and idempotence --
+
+    def test_acquire_status_release(self):
+        name = unique_name()
+        st = status(self.client, name)
+        self.assertEqual((st["lock"], st["held"], st["fence"], st["waiting"]), (name, False, None, 0))
+        r = acquire(self.client, name, ttl_ms=5000, owner="billing-7")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.headers["content-type"], "application/json")
+        self.assertEqual(r.body["lock"], name)
+        self.assertEqual(r.body["ttl_ms"], 5000)
+        self.assertIsInstance(r.body["token"], str)
+        now_ms = Redis().cmd("TIME")
+        self.assertAlmostEqual(r.body["expires_at_ms"], int(now_ms[0]) * 1000 + 5000, delta=2000)
+        st = status(self.client, name)
+        self.assertEqual((st["held"], st["fence"], st["owner"], st["waiting"]), (True, r.body["fence"], "billing-7", 0))
+        self.assertTrue(0 < st["expires_in_ms"] <= 5000)
+        self.assertNotIn(r.body["token"], str(st))
+        busy = acquire(self.client, name)
+        assert_problem(self, busy, 409, "lock_busy")
+        self.assertEqual(busy.body["waiting"], 0)
+        self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
+        self.assertFalse(status(self.client, name)["held"])
+
+    def test_retried_acquire_returns_the_same_lease(self):
+        name = unique_name()
+        first = acquire(self.client, name, request_id="r-1")
+        again = acquire(self.client, name, request_id="r-1")
+        self.assertEqual(first.status, 200, first)
+        self.assertEqual(again.status, 200, again)
+        self.assertEqual((again.body["token"], again.body["fence"]), (first.body["token"], first.body["fence"]))
+        assert_problem(self, acquire(self.client, name, request_id="r-2"), 409, "lock_busy")
+        self.assertEqual(release(self.client, name, first.body["token"]).status, 200)
+
+    def test_retried_queued_acquire_keeps_its_place(self):
+        name = unique_name()
+        held = acquire(self.client, name)
+        out_a: list = []
+        t = self.waiter(name, out_a, wait_ms=200, request_id="q-1")
+        t.join(10)
+        assert_problem(self, out_a[0], 409, "lock_busy")  # gave up; a retry starts afresh
+        out_b: list = []
+        t1 = self.waiter(name, out_b, wait_ms=20000, request_id="q-1")
+        wait_for_waiting(self.client, name, 1)
+        out_c: list = []
+        t2 = self.waiter(name, out_c, wait_ms=20000, request_id="q-2")
+        wait_for_waiting(self.client, name, 2)
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        t1.join(10)
+        self.assertEqual(out_b[0].status, 200, out_b)
+        retry = acquire(self.client, name, request_id="q-1")
+        self.assertEqual((retry.status, retry.body["token"], retry.body["fence"]),
+                         (200, out_b[0].body["token"], out_b[0].body["fence"]))
+        self.assertEqual(release(self.client, name, retry.body["token"]).status, 200)
+        t2.join(10)
+        self.assertEqual(out_c[0].status, 200, out_c)
+        self.assertGreater(out_c[0].body["fence"], out_b[0].body["fence"])
+        self.assertEqual(release(self.client, name, out_c[0].body["token"]).status, 200)
+
+    def test_release_hands_over_at_once(self):
+        """The next waiter is granted by the release itself, not by its own re-check (poll_ms 2 s)."""
+        name = unique_name()
+        held = acquire(self.client, name, ttl_ms=30000)
+        out: list = []
+        t = self.waiter(name, out, wait_ms=20000)
+        wait_for_waiting(self.client, name, 1)
+        time.sleep(0.2)
+        released_at = time.monotonic()
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        t.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        self.assertLess(time.monotonic() - released_at, 1.0, "the release did not hand the lock over")
+        self.assertEqual(release(self.client, name, out[0].body["token"]).status, 200)
+
+    def test_retry_of_a_parked_wait_takes_it_over(self):
+        """A second connection retrying a queued request_id keeps the place and takes the wait over:
+        the first is answered 409 conflict at once, and only the retry gets the lease."""
+        name = unique_name()
+        held = acquire(self.client, name)
+        first: list = []
+        t1 = self.waiter(name, first, wait_ms=20000, request_id="dup")
+        wait_for_waiting(self.client, name, 1)
+        second: list = []
+        t2 = self.waiter(name, second, wait_ms=20000, request_id="dup")
+        t1.join(5)
+        self.assertEqual(len(first), 1, "the superseded wait was not answered")
+        assert_problem(self, first[0], 409, "conflict")
+        self.assertEqual(status(self.client, name)["waiting"], 1)
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        t2.join(10)
+        self.assertEqual(second[0].status, 200, second)
+        self.assertEqual(release(self.client, name, second[0].body["token"]).status, 200)
+
+    def test_retried_release_answers_200(self):
+        name = unique_name()
+        r = acquire(self.client, name)
+        for _ in range(3):
+            rel = release(self.client, name, r.body["token"])
+            self.assertEqual(rel.status, 200, rel)
+            self.assertEqual(rel.body, {"released": True})
+
+    def test_after_takeover_release_and_renew_are_lease_lost(self):
+        name = unique_name()
+        old = acquire(self.client, name, ttl_ms=200)
+        time.sleep(0.4)
+        new = acquire(self.client, name, ttl_ms=30000)
+        self.assertEqual(new.status, 200, new)
+        self.assertGreater(new.body["fence"], old.body["fence"])
+        assert_problem(self, renew(self.client, name, old.body["token"]), 410, "lease_lost")
+        assert_problem(self, release(self.client, name, old.body["token"]), 410, "lease_lost")
+        st = status(self.client, name)
+        self.assertEqual((st["held"], st["fence"]), (True, new.body["fence"]))
+        self.assertEqual(renew(self.client, name, new.body["token"]).status, 200)
+        self.assertEqual(release(self.client, name, new.body["token"]).status, 200)
+
+    def test_expired_then_free_release_is_lease_lost(self):
+        name = unique_name()
+        old = acquire(self.client, name, ttl_ms=150)
+        time.sleep(0.3)
+        assert_problem(self, release(self.client, name, old.body["token"]), 410, "lease_lost")
+
+    # -- fences and tokens --
+
+    def test_fences_strictly_increase_across_locks(self):
+        fences = []
+        names = [unique_name() for _ in range(3)]
+        for i in range(12):
+            r = acquire(self.client, names[i % 3], ttl_ms=5000)
+            self.assertEqual(r.status, 200, r)
+            fences.append(r.body["fence"])
+            self.assertEqual(release(self.client, names[i % 3], r.body["token"]).status, 200)
+        self.assertEqual(fences, sorted(set(fences)), fences)
+
+    def test_tampered_or_foreign_tokens_are_refused(self):
+        name, other = unique_name(), unique_name()
+        r = acquire(self.client, name)
+        o = acquire(self.client, other)
+        token = r.body["token"]
+        parts = token.split(".")
+        forged_fence = ".".join(parts[:2] + [str(r.body["fence"] + 1)] + parts[3:])
+        flipped = token[:-1] + ("A" if token[-1] != "A" else "B")
+        for bad in (forged_fence, flipped, token[:-5], token + ".x", "garbage", o.body["token"]):
+            for call in (renew, release):
+                assert_problem(self, call(self.client, name, bad), 403, "invalid_fence_token")
+        self.assertEqual(status(self.client, name)["fence"], r.body["fence"])  # still held
+        self.assertEqual(release(self.client, name, token).status, 200)
+        self.assertEqual(release(self.client, other, o.body["token"]).status, 200)
+
+    def test_renew_keeps_the_fence(self):
+        name = unique_name()
+        r = acquire(self.client, name, ttl_ms=1000)
+        time.sleep(0.3)
+        n1 = renew(self.client, name, r.body["token"])  # no ttl_ms: the lease's own
+        self.assertEqual((n1.status, n1.body["fence"], n1.body["ttl_ms"]), (200, r.body["fence"], 1000))
+        self.assertGreater(n1.body["expires_at_ms"], r.body["expires_at_ms"])
+        n = renew(self.client, name, r.body["token"], ttl_ms=5000)
+        self.assertEqual(n.status, 200, n)
+        self.assertEqual(n.body["fence"], r.body["fence"])
+        self.assertGreater(n.body["expires_at_ms"], n1.body["expires_at_ms"])
+        time.sleep(1.2)  # past the first ttl: the renewal kept it
+        self.assertEqual(status(self.client, name)["fence"], r.body["fence"])
+        self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
+
+    def test_renew_past_max_hold_is_refused(self):
+        name = unique_name()
+        r = acquire(self.client, name, ttl_ms=500, max_hold_ms=1000)
+        self.assertEqual(renew(self.client, name, r.body["token"], ttl_ms=500).status, 200)
+        assert_problem(self, renew(self.client, name, r.body["token"], ttl_ms=2000), 409, "max_hold_exceeded")
+        self.assertEqual(status(self.client, name)["fence"], r.body["fence"])  # the refusal changed nothing
+        self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
+
+    # -- bad input --
+
+    def test_invalid_json(self):
+        name = unique_name()
+        for body in ("{", "[]", "42", "null", '{"ttl_ms": 1, "ttl_ms": 2}', "\xff", '{"a": "\\u0000"}'):
+            for action in ("acquire", "renew", "release"):
+                r = self.client.post(f"/v1/locks/{name}/{action}", body)
+                assert_problem(self, r, 400, "invalid_json")
+
+    def test_invalid_fields_are_named(self):
+        name = unique_name()
+        cases = [({"ttl_ms": "1000"}, "ttl_ms"), ({"ttl_ms": 99}, "ttl_ms"), ({"ttl_ms": 86400001}, "ttl_ms"),
+                 ({"ttl_ms": 1.5}, "ttl_ms"), ({"wait_ms": -1}, "wait_ms"), ({"wait_ms": 3600001}, "wait_ms"),
+                 ({"wait_ms": True}, "wait_ms"), ({"max_hold_ms": "x"}, "max_hold_ms"),
+                 ({"ttl_ms": 5000, "max_hold_ms": 1000}, "max_hold_ms"), ({"owner": 5}, "owner"),
+                 ({"owner": ""}, "owner"), ({"request_id": ["a"]}, "request_id"),
+                 ({"request_id": "r" * 201}, "request_id"), ({"ttl_ms": 2 ** 63}, "ttl_ms")]
+        for body, field in cases:
+            r = acquire(self.client, name, **body)
+            if r.status == 400 and r.body.get("type") == "/problems/invalid_json":
+                continue  # a number too big for the parser is malformed JSON, also fine
+            problem = assert_problem(self, r, 400, "invalid_field")
+            self.assertIn(field, problem["detail"], (body, problem))
+        for action in ("renew", "release"):
+            for body, field in (({}, "token"), ({"token": 5}, "token"), ({"token": ""}, "token")):
+                problem = assert_problem(self, self.client.post(f"/v1/locks/{name}/{action}", body), 400,
+                                         "invalid_field")
+                self.assertIn(field, problem["detail"])
+        problem = assert_problem(self, renew(self.client, name, "t", ttl_ms=10), 400, "invalid_field")
+        self.assertIn("ttl_ms", problem["detail"])
+        self.assertFalse(status(self.client, name)["held"])
+
+    def test_invalid_names(self):
+        paths = ["/v1/locks/a%00b/acquire", "/v1/locks/a%20b/acquire", "/v1/locks/caf%C3%A9/acquire",
+                 "/v1/locks/a%zz/acquire", "/v1/locks/a%/acquire", "/v1/locks/a%22b/acquire",
+                 "/v1/locks/a*b/acquire", "/v1/locks/%0A/acquire", f"/v1/locks/{'n' * 201}/acquire",
+                 f"/v1/locks/{'n' * 5000}/acquire", "/v1/locks//acquire", "/v1/locks/a%00b"]
+        for path in paths:
+            method = "GET" if path.endswith("a%00b") else "POST"
+            assert_problem(self, self.client.request(method, path, {} if method == "POST" else None), 400,
+                           "invalid_name")
+        ok = acquire(self.client, "n" * 200)
+        self.assertEqual(ok.status, 200, ok)
+        self.assertEqual(release(self.client, "n" * 200, ok.body["token"]).status, 200)
+        # bytes http.client refuses to send: raw UTF-8 and a control character in the path
+        for raw in (b"POST /v1/locks/caf\xc3\xa9/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                    b"POST /v1/locks/a\x01b/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                    b"GET /v1/locks/a\x7fb HTTP/1.1\r\nHost: x\r\n\r\n"):
+            code, text = raw_request(self.gw.port, raw)
+            self.assertIn(code, (400,), text)
+            self.assertNotIn(b"500", text.split(b"\r\n")[0])
+
+    def test_unknown_route_and_wrong_method(self):
+        for method, path in (("GET", "/v1/lockz/x"), ("POST", "/v1/locks"), ("GET", "/v1/locks/"),
+                             ("GET", "/v1"), ("POST", "/nope")):
+            r = self.client.request(method, path, {} if method == "POST" else None)
+            self.assertIn(r.status, (400, 404), (method, path, r))
+            self.assertNotEqual(r.status, 500)
+            self.assertTrue(r.headers["content-type"].startswith("application/problem+json"))
+        assert_problem(self, self.client.request("GET", "/v1/lockz/x"), 404, "not_found")
+        for method, path in (("DELETE", "/v1/locks/x/acquire"), ("PUT", "/v1/locks/x"),
+                             ("POST", "/v1/locks/x"), ("PATCH", "/v1/locks/x/release"),
+                             ("OPTIONS", "/v1/locks/x")):
+            r = self.client.request(method, path)
+            self.assertEqual(r.status, 405, (method, path, r))
+            self.assertTrue(r.headers["content-type"].startswith("application/problem+json"), r)
+
+    def test_lock_busy_names_the_queue_length(self):
+        name = unique_name()
+        held = acquire(self.client, name)
+        out: list = []
+        t = self.waiter(name, out, wait_ms=20000)
+        wait_for_waiting(self.client, name, 1)
+        busy = assert_problem(self, acquire(self.client, name), 409, "lock_busy")
+        self.assertEqual(busy["waiting"], 1)
+        started = time.monotonic()
+        timed_out = assert_problem(self, acquire(self.client, name, wait_ms=300), 409, "lock_busy")
+        self.assertGreaterEqual(time.monotonic() - started, 0.25)
+        self.assertIn("waiting", timed_out)
+        self.assertEqual(status(self.client, name)["waiting"], 1)  # the timed-out waiter left the queue
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        t.join(10)
+        self.assertEqual(out[0].status, 200)
+        self.assertEqual(release(self.client, name, out[0].body["token"]).status, 200)
+
+    def test_too_many_waiters(self):
+        name = unique_name()
+        held = acquire(self.client, name)
+        outs: list = []
+        threads = []
+        for i in range(MAX_WAITERS_PER_LOCK):
+            threads.append(self.waiter(name, outs, wait_ms=20000))
+            wait_for_waiting(self.client, name, i + 1)
+        assert_problem(self, acquire(self.client, name, wait_ms=5000), 429, "too_many_waiters")
+        assert_problem(self, acquire(self.client, name), 409, "lock_busy")  # no wait: busy, not full
+        self.assertEqual(status(self.client, name)["waiting"], MAX_WAITERS_PER_LOCK)
+        token = held.body["token"]
+        for t in threads:
+            self.assertEqual(release(self.client, name, token).status, 200)
+            t.join(10)
+            token = outs[-1].body["token"]
+        self.assertEqual(release(self.client, name, token).status, 200)
+
+    def test_body_too_large_with_content_length(self):
+        name = unique_name()
+        big = '{"owner": "' + "x" * (MAX_BODY * 4) + '"}'
+        with self.gw.client() as c:
+            r = c.post(f"/v1/locks/{name}/acquire", big)
+        assert_problem(self, r, 413, "body_too_large")
+        huge = b'{"owner": "' + b"x" * (2 * 1024 * 1024) + b'"}'
+        code, text = raw_request(self.gw.port, f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\n"
+                                 f"Content-Type: application/json\r\nContent-Length: {len(huge)}\r\n\r\n".encode()
+                                 + huge)
+        self.assertEqual(code, 413, text[:300])
+        self.assertIn(b"application/problem+json", text)
+        # a client that waits for 100 Continue is answered at once and never sends the body
+        code, text = raw_request(self.gw.port, f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\n"
+                                 f"Expect: 100-continue\r\nContent-Length: {len(huge)}\r\n\r\n".encode())
+        self.assertEqual(code, 413, text[:300])
+        self.assertFalse(status(self.client, name)["held"])
+        ok = '{"owner": "' + "x" * 100 + '"}'
+        with self.gw.client() as c:
+            r = c.post(f"/v1/locks/{name}/acquire", ok)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
+
+    def test_body_too_large_chunked(self):
+        name = unique_name()
+        with socket.create_connection(("127.0.0.1", self.gw.port), timeout=10) as s:
+            s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      f"Transfer-Encoding: chunked\r\n\r\n".encode())
+            chunk = b"x" * 4096
+            try:
+                for _ in range(MAX_BODY // len(chunk) * 4):
+                    s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                s.sendall(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server may stop reading once it has answered; the answer must still be there
+            code, text = read_response(s)
+        self.assertEqual(code, 413, text[:300])
+        self.assertIn(b"/problems/body_too_large", text)
+        self.assertFalse(status(self.client, name)["held"])
+
+    def test_gateway_survived(self):
+        self.assertTrue(self.gw.running)
+        self.assertEqual(self.client.get("/healthz").status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,76 @@
+"""Strict FIFO: waiters are granted the lock in the order Redis saw them arrive.
+
+A holder takes the lock; then waiters are started one at a time, alternating between two gateways, each
+only after GET status shows the previous one queued (waiting == n), so the arrival order at Redis is
+known. When the holder releases, each waiter records the moment it got the lock in its own record, holds
+briefly and releases; the grant order must equal the arrival order.
+
+Owns: the FIFO property of /v1/locks, across gateways. Must not: infer the order from the gateway's
+status endpoint (it only gates when to start the next waiter).
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway  # noqa: E402
+from lock_helpers import acquire, release, unique_name, wait_for_waiting  # noqa: E402
+
+WAITERS = 10
+CONFIG = {"poll_ms": 100}
+
+
+class FifoTest(unittest.TestCase):
+    def run_queue(self, gateways: list) -> None:
+        name = unique_name("fifo")
+        order: list[int] = []
+        order_lock = threading.Lock()
+        failures: list[str] = []
+        with gateways[0].client() as holder_client, gateways[0].client() as watcher:
+            held = acquire(holder_client, name, ttl_ms=30000)
+            self.assertEqual(held.status, 200, held)
+
+            def waiter(index: int) -> None:
+                try:
+                    with gateways[index % len(gateways)].client(timeout=60) as c:
+                        r = acquire(c, name, ttl_ms=30000, wait_ms=40000, owner=f"w{index}")
+                        if r.status != 200:
+                            failures.append(f"waiter {index}: {r.status} {r.body}")
+                            return
+                        with order_lock:
+                            order.append(index)
+                        time.sleep(0.03)
+                        rel = release(c, name, r.body["token"])
+                        if rel.status != 200:
+                            failures.append(f"waiter {index}: release {rel.status} {rel.body}")
+                except Exception as e:  # noqa: BLE001 - reported below
+                    failures.append(f"waiter {index}: {type(e).__name__}: {e}")
+
+            threads = []
+            for i in range(WAITERS):
+                t = threading.Thread(target=waiter, args=(i,), daemon=True)
+                t.start()
+                threads.append(t)
+                wait_for_waiting(watcher, name, i + 1)
+            time.sleep(0.5)  # every waiter re-checks a few times (poll_ms) while the holder holds
+            self.assertEqual(release(holder_client, name, held.body["token"]).status, 200)
+            for t in threads:
+                t.join(60)
+        self.assertEqual(failures, [])
+        self.assertEqual(order, list(range(WAITERS)), "grants out of arrival order")
+
+    def test_fifo_one_gateway(self):
+        with Gateway(config=CONFIG) as gw:
+            self.run_queue([gw])
+
+    def test_fifo_across_gateways(self):
+        with Gateway(config=CONFIG) as gw_a, Gateway(config=CONFIG) as gw_b:
+            self.run_queue([gw_a, gw_b])
+
+
+if __name__ == "__main__":
+    unittest.main()

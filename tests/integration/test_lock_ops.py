@@ -1,0 +1,96 @@
+"""The lock side of operations: SIGTERM drains waiters with 503 and exits 0; the fence sequence stays
+above every fence storage has seen after Redis loses its data; /readyz follows Redis going down and
+coming back.
+
+Owns: those three behaviours. Must not: leave Redis stopped or Postgres holding test fences (each test
+restores what it changed).
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, flush_redis, psql, services, wait_for  # noqa: E402
+from lock_helpers import acquire, assert_problem, release, status, unique_name, wait_for_waiting  # noqa: E402
+
+
+class DrainTest(unittest.TestCase):
+    def test_sigterm_answers_waiters_503_and_exits_zero(self):
+        name = unique_name("drain")
+        with Gateway() as other:
+            gw = Gateway()
+            with gw.client() as c:
+                held = acquire(c, name, ttl_ms=30000)
+                self.assertEqual(held.status, 200, held)
+            out: list = []
+
+            def wait():
+                with gw.client(timeout=30) as c:
+                    out.append(acquire(c, name, wait_ms=60000))
+
+            t = threading.Thread(target=wait, daemon=True)
+            t.start()
+            with other.client() as watcher:
+                wait_for_waiting(watcher, name, 1)
+                started = time.monotonic()
+                code = gw.stop(timeout=15)
+                t.join(10)
+                self.assertEqual(code, 0)
+                self.assertLess(time.monotonic() - started, 10, "the drain took too long")
+                self.assertEqual(len(out), 1)
+                assert_problem(self, out[0], 503, "backend_unavailable")
+                st = status(watcher, name)
+                self.assertEqual((st["held"], st["waiting"]), (True, 0), "the drained waiter stayed queued")
+                self.assertEqual(release(watcher, name, held.body["token"]).status, 200)
+
+
+class FenceRecoveryTest(unittest.TestCase):
+    RESOURCE = "test:lock-fence-recovery"
+
+    def tearDown(self):
+        psql("DELETE FROM fencegate.resource_fences WHERE resource = :'r'", {"r": self.RESOURCE})
+
+    def test_fences_stay_above_stored_fences_after_flushall(self):
+        with Gateway() as gw, gw.client() as c:
+            name = unique_name("fence")
+            first = acquire(c, name)
+            self.assertEqual(first.status, 200, first)
+            self.assertEqual(release(c, name, first.body["token"]).status, 200)
+            stored = first.body["fence"] + 1_000_000
+            psql("INSERT INTO fencegate.resource_fences (resource, fence) VALUES (:'r', :'f')",
+                 {"r": self.RESOURCE, "f": stored})
+            flush_redis()
+            after = acquire(c, name)
+            self.assertEqual(after.status, 200, after)
+            self.assertGreater(after.body["fence"], stored)
+            again = acquire(c, unique_name("fence"))
+            self.assertGreater(again.body["fence"], after.body["fence"])
+            self.assertEqual(release(c, name, after.body["token"]).status, 200)
+
+
+class ReadinessTest(unittest.TestCase):
+    def test_readyz_follows_redis(self):
+        with Gateway() as gw, gw.client(timeout=15) as c:
+            self.assertEqual(c.get("/readyz").status, 200)
+            services("stop-redis")
+            try:
+                r = wait_for(lambda: (lambda x: x if x.status == 503 else None)(c.get("/readyz")),
+                             timeout=10, what="/readyz 503 while Redis is down")
+                problem = assert_problem(self, r, 503, "backend_unavailable")
+                self.assertEqual(problem.get("redis"), "down")
+                assert_problem(self, acquire(c, unique_name()), 503, "backend_unavailable")
+            finally:
+                services("start-redis")
+            wait_for(lambda: c.get("/readyz").status == 200, timeout=15, what="/readyz 200 after Redis is back")
+            name = unique_name()
+            r = acquire(c, name)
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(release(c, name, r.body["token"]).status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()

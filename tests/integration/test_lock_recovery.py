@@ -1,0 +1,153 @@
+"""Crash recovery: nothing that dies or walks away can wedge a lock.
+
+- a holder that never releases: its lock passes to a queued waiter within the TTL plus a small margin,
+  and not before the TTL;
+- a waiter whose client closes its socket mid-wait: it leaves the queue, so the next waiter gets the lock
+  right after the holder releases (not after the vanished waiter's TTL);
+- a gateway killed with SIGKILL while its waiters are queued: a waiter of another gateway queued behind
+  them gets the lock within a few seconds of the release (the dead gateway's waiter lease), not stuck,
+  and a client retrying through another gateway with the same request_id starts afresh.
+
+Owns: liveness of /v1/locks after crashes and hang-ups. Must not: weaken safety checks to make liveness
+pass (a lock that is granted early is a failure too).
+"""
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway  # noqa: E402
+from lock_helpers import acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
+
+
+class Waiter(threading.Thread):
+    """Acquires name through gw in the background (wait_ms as given); keeps the answer and its time."""
+
+    def __init__(self, gw: Gateway, name: str, **fields):
+        super().__init__(daemon=True)
+        self.gw, self.name, self.fields = gw, name, fields
+        self.response = None
+        self.error: Exception | None = None
+        self.done_at = 0.0
+
+    def run(self) -> None:
+        try:
+            with self.gw.client(timeout=90) as c:
+                self.response = acquire(c, self.name, **self.fields)
+        except Exception as e:  # noqa: BLE001 - inspected by the test
+            self.error = e
+        self.done_at = time.monotonic()
+
+
+def raw_acquire_socket(port: int, name: str, body: dict) -> socket.socket:
+    """Sends an acquire on a raw socket and returns the socket without reading the answer."""
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    return s
+
+
+class CrashRecoveryTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway()
+        cls.client = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.gw.stop()
+
+    def test_holder_that_never_releases_expires_within_ttl(self):
+        name = unique_name("expire")
+        ttl_ms = 1500
+        held = acquire(self.client, name, ttl_ms=ttl_ms)
+        granted_at = time.monotonic()
+        self.assertEqual(held.status, 200, held)
+        w = Waiter(self.gw, name, ttl_ms=5000, wait_ms=20000)
+        w.start()
+        w.join(30)
+        self.assertIsNone(w.error)
+        self.assertEqual(w.response.status, 200, w.response)
+        waited = w.done_at - granted_at
+        self.assertGreaterEqual(waited, ttl_ms / 1000 - 0.1, "granted before the holder's TTL ran out")
+        self.assertLess(waited, ttl_ms / 1000 + 1.5, "the expired holder kept the waiter out too long")
+        self.assertGreater(w.response.body["fence"], held.body["fence"])
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 410)
+        self.assertEqual(release(self.client, name, w.response.body["token"]).status, 200)
+
+    def test_waiter_that_hangs_up_leaves_the_queue(self):
+        name = unique_name("hangup")
+        held = acquire(self.client, name, ttl_ms=30000)
+        self.assertEqual(held.status, 200, held)
+        gone = raw_acquire_socket(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
+        wait_for_waiting(self.client, name, 1)
+        w = Waiter(self.gw, name, ttl_ms=30000, wait_ms=20000)
+        w.start()
+        wait_for_waiting(self.client, name, 2)
+        gone.close()
+        wait_for_waiting(self.client, name, 1, timeout=3)  # the vanished waiter left the queue
+        released_at = time.monotonic()
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        w.join(30)
+        self.assertIsNone(w.error)
+        self.assertEqual(w.response.status, 200, f"the next waiter did not get the lock: {w.response}")
+        self.assertLess(w.done_at - released_at, 2.0, "the vanished waiter delayed the next one")
+        st = status(self.client, name)
+        self.assertEqual((st["held"], st["fence"], st["waiting"]), (True, w.response.body["fence"], 0))
+        self.assertEqual(release(self.client, name, w.response.body["token"]).status, 200)
+
+    def test_killed_gateway_does_not_wedge_the_queue(self):
+        name = unique_name("killed")
+        held = acquire(self.client, name, ttl_ms=30000)
+        self.assertEqual(held.status, 200, held)
+        doomed = Gateway()
+        dead_waiters = [Waiter(doomed, name, ttl_ms=30000, wait_ms=60000) for _ in range(4)]
+        for i, d in enumerate(dead_waiters):
+            d.start()
+            wait_for_waiting(self.client, name, i + 1)
+        w = Waiter(self.gw, name, ttl_ms=30000, wait_ms=40000)
+        w.start()
+        wait_for_waiting(self.client, name, len(dead_waiters) + 1)
+        doomed.kill()
+        released_at = time.monotonic()
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        w.join(60)
+        self.assertIsNone(w.error)
+        self.assertEqual(w.response.status, 200, f"the live waiter did not get the lock: {w.response}")
+        # waiter lease 3 s + one poll (2 s) + margin for a loaded machine
+        self.assertLess(w.done_at - released_at, 8.0, "the dead gateway's waiters wedged the queue")
+        self.assertEqual(release(self.client, name, w.response.body["token"]).status, 200)
+        for d in dead_waiters:
+            d.join(5)
+
+    def test_retry_after_its_gateway_died_starts_afresh(self):
+        """A request_id queued on a gateway that died, and dropped from the queue for it, never got a
+        lease: its retry through another gateway is a new acquire, not 410 lease_lost."""
+        name = unique_name("retry-dead")
+        held = acquire(self.client, name, ttl_ms=30000)
+        doomed = Gateway()
+        d = Waiter(doomed, name, ttl_ms=30000, wait_ms=60000, request_id="crash-retry")
+        d.start()
+        wait_for_waiting(self.client, name, 1)
+        doomed.kill()
+        time.sleep(4.0)  # past the dead gateway's waiter lease (3 s)
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)  # drops the dead waiter
+        retry = acquire(self.client, name, request_id="crash-retry")
+        self.assertEqual(retry.status, 200, retry)
+        self.assertGreater(retry.body["fence"], held.body["fence"])
+        again = acquire(self.client, name, request_id="crash-retry")
+        self.assertEqual((again.status, again.body["token"]), (200, retry.body["token"]))
+        self.assertEqual(release(self.client, name, retry.body["token"]).status, 200)
+        d.join(5)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,127 @@
+"""GET /v1/openapi.json and openapi/openapi.json: a well-formed OpenAPI 3.1 document, served as kept in the
+repository, that documents exactly the routes of src/http/routes.c (read from the C table) and whose every
+operation the running gateway routes (no 404 "no such route", no 405).
+
+Owns: the agreement between the API description and the router. Must not: test what the endpoints do.
+"""
+
+import json
+import os
+import re
+import sys
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+DOC_PATH = os.path.join(ROOT, "openapi", "openapi.json")
+ROUTES_C = os.path.join(ROOT, "src", "http", "routes.c")
+METHODS = ("get", "post", "put", "patch", "delete")
+ROUTE = re.compile(r'\{\s*HTTP_(GET|POST|PUT|PATCH|DELETE)\s*,\s*"([^"]+)"')
+
+
+def load_doc() -> dict:
+    with open(DOC_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def table_routes() -> set[tuple[str, str]]:
+    """(method, path template) of every entry of the route table, with {name*} read as {name}."""
+    with open(ROUTES_C, encoding="utf-8") as f:
+        text = f.read()
+    return {(m.lower(), re.sub(r"\{(\w+)\*\}", r"{\1}", p)) for m, p in ROUTE.findall(text)}
+
+
+def documented(doc: dict) -> set[tuple[str, str]]:
+    return {(m, p) for p, item in doc["paths"].items() for m in item if m in METHODS}
+
+
+def refs(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "$ref":
+                yield v
+            else:
+                yield from refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from refs(v)
+
+
+class DocumentTest(unittest.TestCase):
+    def test_well_formed(self):
+        doc = load_doc()
+        self.assertEqual(doc["openapi"], "3.1.0")
+        self.assertTrue(doc["info"]["title"] and doc["info"]["version"])
+        op_ids = []
+        for path, item in doc["paths"].items():
+            self.assertTrue(path.startswith("/"), path)
+            params_in_path = set(re.findall(r"\{(\w+)\}", path))
+            for method, op in item.items():
+                self.assertIn(method, METHODS, path)
+                self.assertTrue(op.get("responses"), (method, path))
+                self.assertTrue(any(code.startswith("2") for code in op["responses"]), (method, path))
+                op_ids.append(op["operationId"])
+                declared = set()
+                for p in op.get("parameters", []):
+                    p = resolve(doc, p)
+                    if p["in"] == "path":
+                        self.assertTrue(p["required"], p)
+                        declared.add(p["name"])
+                self.assertEqual(declared, params_in_path, (method, path))
+        self.assertEqual(len(op_ids), len(set(op_ids)), "operationIds must be unique")
+
+    def test_every_ref_resolves(self):
+        doc = load_doc()
+        for ref in refs(doc):
+            self.assertTrue(ref.startswith("#/"), ref)
+            resolve(doc, {"$ref": ref})
+
+    def test_documents_exactly_the_route_table(self):
+        routes, docs = table_routes(), documented(load_doc())
+        self.assertGreater(len(routes), 5, "could not read the route table of routes.c")
+        self.assertEqual(sorted(routes - docs), [], "routes of routes.c missing from openapi/openapi.json")
+        self.assertEqual(sorted(docs - routes), [], "documented in openapi/openapi.json but not routed")
+
+
+def resolve(doc: dict, node: dict) -> dict:
+    while "$ref" in node:
+        target = doc
+        for part in node["$ref"][2:].split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+class ServedTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop()
+
+    def test_served_document_is_the_file(self):
+        r = self.gw.http("GET", "/v1/openapi.json")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.headers["content-type"].startswith("application/json"), r.headers)
+        self.assertEqual(r.body, load_doc())
+
+    def test_every_documented_operation_is_routed(self):
+        probe = f"openapi-probe-{uuid.uuid4().hex[:8]}"
+        samples = {"name": probe, "table": "no_such_table", "key": "1"}
+        for method, path in sorted(documented(load_doc())):
+            url = re.sub(r"\{(\w+)\}", lambda m: samples[m.group(1)], path)
+            r = self.gw.http(method.upper(), url, None if method in ("get", "delete") else {})
+            detail = r.body.get("detail") if isinstance(r.body, dict) else None
+            self.assertFalse(r.status == 404 and detail == "no such route", (method, url, r))
+            self.assertNotEqual(r.status, 405, (method, url, r))
+            self.assertLess(r.status, 500, (method, url, r))
+
+
+if __name__ == "__main__":
+    unittest.main()

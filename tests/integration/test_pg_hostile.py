@@ -1,0 +1,163 @@
+"""Hostile input to the fenced Postgres writes: odd and malicious table, column and key names, values
+that do not convert, huge values, missing or broken headers and bodies. Each must get a clear 4xx
+(never a 500), and the database must be unchanged afterwards. A configured table whose own name and
+column name need quoting works like any other.
+
+Owns: input validation and SQL safety of /v1/pg. Must not: test the fence rule itself.
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, http, psql  # noqa: E402
+from pg_helpers import (ODD_COLUMN, ODD_TABLE, ODD_TABLE_SQL, acquire, assert_problem, config,  # noqa: E402
+                        insert_invoice, quote, unique, write)
+
+# Everything a hostile request could have changed, as one digest.
+STATE_SQL = """
+SELECT md5(coalesce((SELECT string_agg(i::text, ',' ORDER BY id) FROM public.invoices i), '')
+        || coalesce((SELECT string_agg(f::text, ',' ORDER BY resource) FROM fencegate.resource_fences f), '')
+        || coalesce((SELECT string_agg(r::text, ',' ORDER BY id) FROM fencegate.rejections r), '')
+        || coalesce((SELECT string_agg(o::text, ',' ORDER BY k) FROM public."we""ird; tab\u2603" o), '')
+        || (SELECT count(*) FROM pg_tables WHERE schemaname = 'public')::text)
+"""
+
+
+class HostileInputTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        psql(ODD_TABLE_SQL)
+        odd = {ODD_TABLE: {"key": "k", "columns": [ODD_COLUMN, "n", "j", "v"]}}
+        cls.gw = Gateway(config=config(**odd))
+        cls.c = cls.gw.client()
+        cls.token, cls.fence = acquire(cls.c, unique("hostile"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def state(self):
+        return psql(STATE_SQL)
+
+    def assert_4xx(self, r, status=None, code=None):
+        self.assertTrue(400 <= r.status < 500, r)
+        self.assertTrue(r.headers.get("content-type", "").startswith("application/problem+json"), r)
+        if status is not None:
+            assert_problem(self, r, status, code)
+
+    def test_odd_table_works_with_quoting(self):
+        key = str(abs(hash(unique())) % 1000000)
+        r = write(self.c, "PUT", ODD_TABLE, key, {"row": {ODD_COLUMN: "x'; DROP TABLE invoices; --", "n": "12.5",
+                                                          "j": {"a": [1, "two"]}, "v": "abc"}}, self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["row"][ODD_COLUMN], "x'; DROP TABLE invoices; --")
+        self.assertEqual(r.body["row"]["j"], {"a": [1, "two"]})
+        self.assertEqual(r.body["resource"], f"pg:{ODD_TABLE}/{key}")
+        r = write(self.c, "PATCH", ODD_TABLE, key, {"set": {"j": "just a string", "n": 1}}, self.token)
+        self.assertEqual((r.status, r.body["row"]["j"], r.body["row"]["n"]), (200, "just a string", 1), r)
+        r = self.c.get(f"/v1/pg/{quote(ODD_TABLE)}/{key}")
+        self.assertEqual((r.status, r.body["fence"]), (200, self.fence), r)
+        # An integer key is canonical: "007" and "7" are one row and one resource.
+        r = write(self.c, "PUT", ODD_TABLE, "007", {"row": {"v": "a"}}, self.token)
+        self.assertEqual((r.status, r.body["resource"]), (200, f"pg:{ODD_TABLE}/7"), r)
+        self.assertEqual(psql("SELECT count(*) FROM fencegate.rejections WHERE false"), ["0"])
+        self.assertEqual(psql("SELECT count(*) FROM public.invoices WHERE false"), ["0"])  # still there
+
+    def test_hostile_requests_change_nothing(self):
+        key = unique("h")
+        insert_invoice(key, note="keep")
+        before = self.state()
+        t = self.token
+        cases = [
+            # unknown tables, including quotes, semicolons and unicode
+            ("PATCH", "/v1/pg/nope/1", {"set": {"note": "x"}}, t, 404, "not_found"),
+            ("PATCH", f"/v1/pg/{quote('invoices; DROP TABLE invoices')}/1", {"set": {"note": "x"}}, t, 404,
+             "not_found"),
+            ("PATCH", "/v1/pg/" + quote('invoices"') + "/1", {"set": {"note": "x"}}, t, 404, "not_found"),
+            ("PUT", f"/v1/pg/{quote('fencegate.resource_fences')}/x", {"row": {}}, t, 404, "not_found"),
+            ("PUT", f"/v1/pg/{quote('Invoices')}/x", {"row": {}}, t, 404, "not_found"),
+            ("PUT", "/v1/pg/" + quote("inv\u00f6ices\u2603") + "/x", {"row": {}}, t, 404, "not_found"),
+            ("GET", "/v1/pg/pg_authid/1", None, None, 404, "not_found"),
+            ("POST", "/v1/pg/" + quote('x";--'), {"row": {"id": "1"}}, t, 404, "not_found"),
+            # unknown or forbidden columns
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"updated_at": "now"}}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note\"; DROP TABLE invoices; --": 1}}, t, 400,
+             "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"n\u00f6te": 1}}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"id": "other"}}, t, 400, "invalid_field"),
+            ("PUT", f"/v1/pg/invoices/{key}", {"row": {"id": "other", "note": "x"}}, t, 400, "invalid_field"),
+            # values that do not convert
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"amount_cents": "12abc"}}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"amount_cents": 1.5}}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"amount_cents": "1" + "0" * 30}}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"amount_cents": [1, 2]}}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "ok", "amount_cents": {"a": 1}}}, t, 400,
+             "invalid_field"),
+            ("PUT", f"/v1/pg/{quote(ODD_TABLE)}/notanint", {"row": {"v": "a"}}, t, 400, "invalid_field"),
+            ("PUT", f"/v1/pg/{quote(ODD_TABLE)}/1", {"row": {"n": "99999.999"}}, t, 400, "invalid_field"),
+            ("PUT", f"/v1/pg/{quote(ODD_TABLE)}/1", {"row": {"v": "toolong"}}, t, 400, "invalid_field"),
+            ("PUT", f"/v1/pg/{quote(ODD_TABLE)}/1", {"row": {"j": "{broken"}}, t, 200, None),
+            ("GET", f"/v1/pg/{quote(ODD_TABLE)}/x1", None, None, 400, "invalid_field"),
+            # bodies
+            ("PATCH", f"/v1/pg/invoices/{key}", "{not json", t, 400, "invalid_json"),
+            ("PATCH", f"/v1/pg/invoices/{key}", [1, 2], t, 400, "invalid_json"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": [1]}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "x"}, "extra": 1}, t, 400, "invalid_field"),
+            ("POST", "/v1/pg/invoices", {"row": {"note": "no key"}}, t, 400, "invalid_field"),
+            ("POST", "/v1/pg/batch", {"ops": "x"}, t, 400, "invalid_field"),
+            ("POST", "/v1/pg/batch", {"ops": [{"op": "drop", "table": "invoices"}]}, t, 400, "invalid_field"),
+            ("POST", "/v1/pg/batch", {"ops": [{"op": "patch", "table": "nope", "key": "1", "set": {"a": 1}}]}, t,
+             404, "not_found"),
+            ("POST", "/v1/pg/batch", {"ops": [{"op": "patch", "table": "invoices", "key": key,
+                                               "set": {"note": "x"}}] * 101}, t, 400, "invalid_field"),
+            # huge values: a key longer than any key, a body over the limit
+            ("POST", "/v1/pg/invoices", {"row": {"id": "k" * 5000}}, t, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "x" * (2 << 20)}}, t, 413, "body_too_large"),
+            # headers
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "x"}}, None, 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "x"}}, "", 400, "invalid_field"),
+            ("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "x"}}, "'; DROP TABLE invoices; --", 403,
+             "invalid_fence_token"),
+            ("DELETE", f"/v1/pg/invoices/{key}", None, None, 400, "invalid_field"),
+        ]
+        for method, path, body, token, status, code in cases:
+            with self.subTest(method=method, path=path[:80], body=str(body)[:80]):
+                hdrs = {} if token is None else {"Fence-Token": token}
+                r = http(method, self.gw.url(path), body, hdrs)
+                if status == 200:
+                    self.assertEqual(r.status, 200, r)  # jsonb takes any JSON, a string included
+                    continue
+                self.assert_4xx(r, status, code)
+                if code == "invalid_field" and "amount_cents" in str(body) and status == 400:
+                    self.assertIn("amount_cents", r.body["detail"])
+        r = http("PATCH", self.gw.url(f"/v1/pg/invoices/{key}"), {"set": {"note": "x"}},
+                 {"Fence-Token": t, "Fence-Owner": "o" * 300})
+        self.assert_4xx(r, 400, "invalid_field")
+        self.assertIn("Fence-Owner", r.body["detail"])
+        psql(f'DELETE FROM public."we""ird; tab\u2603" WHERE k = 1')  # the one accepted write above
+        psql("DELETE FROM fencegate.resource_fences WHERE resource = :'r'", {"r": f"pg:{ODD_TABLE}/1"})
+        self.assertEqual(self.state(), before)
+        self.assertEqual(self.gw.http("GET", "/readyz").status, 200)
+
+    def test_large_value_is_stored_whole(self):
+        key = unique("big")
+        note = "\u00e9" * 150000  # 300 KB of UTF-8; 900 KB as escaped JSON, under the 1 MiB body limit
+        r = write(self.c, "PUT", "invoices", key, {"row": {"note": note}}, self.token)
+        self.assertEqual(r.status, 200, r.status)
+        self.assertEqual(psql("SELECT length(note), octet_length(note) FROM public.invoices WHERE id = :'k'",
+                              {"k": key}), ["150000|300000"])
+
+    def test_key_with_quotes_and_unicode_is_just_a_key(self):
+        key = "'; DROP TABLE invoices; -- \u2603 \"x\""
+        r = write(self.c, "PUT", "invoices", key, {"row": {"note": "odd key"}}, self.token)
+        self.assertEqual((r.status, r.body["row"]["id"]), (200, key), r)
+        self.assertEqual(psql("SELECT note FROM public.invoices WHERE id = :'k'", {"k": key}), ["odd key"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,91 @@
+"""Postgres restarted under a stream of fenced writes: while it is down writes answer 503
+backend_unavailable with Retry-After (quickly, never hanging past the deadline); every write answered
+200 is present afterwards with its value; the same gateway process serves again without a restart.
+
+Owns: the outage behaviour of fenced Postgres writes. Must not: test the fence rule itself.
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, psql, services, wait_for  # noqa: E402
+from pg_helpers import acquire, config, unique, write  # noqa: E402
+
+WRITERS = 4
+
+
+class PostgresRestartTest(unittest.TestCase):
+    def test_writes_survive_a_restart(self):
+        with Gateway(config=config(), env_overrides={"FENCEGATE_PG_POOL_SIZE": 4}) as gw:
+            c = gw.client()
+            token, _ = acquire(c, unique("restart"))
+            prefix = unique("rs")
+            stop = threading.Event()
+            lock = threading.Lock()
+            acked, unavailable, other = {}, [], []
+
+            def writer(n):
+                client = gw.client(timeout=20)
+                i = 0
+                while not stop.is_set():
+                    key, note = f"{prefix}-{n}-{i}", f"v{n}-{i}"
+                    started = time.monotonic()
+                    try:
+                        r = write(client, "PUT", "invoices", key, {"row": {"note": note}}, token)
+                    except OSError as e:
+                        with lock:
+                            other.append(repr(e))
+                        continue
+                    took = time.monotonic() - started
+                    with lock:
+                        if r.status == 200:
+                            acked[key] = note
+                        elif r.status == 503:
+                            unavailable.append((r.headers.get("retry-after"), r.body.get("type"), took))
+                        else:
+                            other.append(r)
+                    i += 1
+                    if r.status == 503:
+                        time.sleep(0.05)
+                client.close()
+
+            threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+            for t in threads:
+                t.start()
+            time.sleep(0.5)
+            before_stop = len(acked)
+            services("stop-pg")
+            try:
+                wait_for(lambda: len(unavailable) >= 5, timeout=20, what="503 answers while postgres is down")
+                self.assertEqual(gw.http("GET", "/readyz").status, 503)
+            finally:
+                services("start-pg")
+            ok_after = wait_for(lambda: len(acked) if len(acked) > before_stop + 20 else 0, timeout=30,
+                                what="acknowledged writes after the restart")
+            time.sleep(0.3)
+            stop.set()
+            for t in threads:
+                t.join(30)
+            c.close()
+            self.assertGreater(before_stop, 0)
+            self.assertGreater(ok_after, before_stop)
+            self.assertEqual(other, [], "only 200 and 503 answers are expected")
+            for retry_after, kind, took in unavailable:
+                self.assertEqual(kind, "/problems/backend_unavailable")
+                self.assertIsNotNone(retry_after)
+                self.assertLess(took, 10.0, "a 503 must come within the request deadline")
+            rows = psql("SELECT id, note FROM public.invoices WHERE id LIKE :'p'", {"p": prefix + "-%"})
+            stored = dict(line.split("|", 1) for line in rows)
+            missing = {k: v for k, v in acked.items() if stored.get(k) != v}
+            self.assertEqual(missing, {}, "every acknowledged write must be stored")
+            self.assertEqual(gw.http("GET", "/readyz").status, 200)
+            self.assertTrue(gw.running)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,209 @@
+"""Fenced writes to Redis keys: the stale-holder story, concurrent writers with interleaved fences,
+prefixes, body and header rules, and the audit record of every refusal, also while Postgres is down
+(the refusal waits in the Redis stream fg:audit until the janitor copies it).
+
+Owns: /v1/redis/{key}. Must not: test Postgres writes (test_pg_*.py) or the audit query's pagination.
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, Redis, psql, services, wait_for  # noqa: E402
+
+PREFIXES = ["app:", "cache/"]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}{os.getpid()}-{time.monotonic_ns()}"
+
+
+def audit_rows(c, resource: str) -> list[dict]:
+    """Audit records of resource, through GET /v1/audit/rejections (or the table, if that is missing)."""
+    from urllib.parse import quote
+    r = c.get(f"/v1/audit/rejections?resource={quote(resource, safe='')}&limit=1000")
+    if r.status == 200:
+        return r.body["items"]
+    rows = psql("SELECT resource, lock_name, presented_fence, current_fence, coalesce(owner, ''), method, reason"
+                " FROM fencegate.rejections WHERE resource = :'r' ORDER BY id", {"r": resource})
+    keys = ("resource", "lock", "presented_fence", "current_fence", "owner", "method", "reason")
+    return [dict(zip(keys, (int(v) if k.endswith("fence") else v for k, v in zip(keys, row.split("|")))))
+            for row in rows]
+
+
+class RedisWriteTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config={"redis_prefixes": PREFIXES})
+        cls.c = cls.gw.client()
+        cls.r = Redis()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.r.close()
+        cls.gw.stop()
+
+    def lock(self, name: str, **fields) -> dict:
+        r = self.c.post(f"/v1/locks/{name}/acquire", fields)
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def write(self, method: str, key: str, token: str | None, body=None, owner: str | None = None):
+        headers = {}
+        if token is not None:
+            headers["Fence-Token"] = token
+        if owner is not None:
+            headers["Fence-Owner"] = owner
+        return self.c.request(method, "/v1/redis/" + key, body, headers)
+
+    def test_stale_holder_story(self):
+        key, name = unique("app:story/"), unique("story-")
+        a = self.lock(name, ttl_ms=300)
+        time.sleep(0.4)  # A pauses past its lease
+        b = self.lock(name, ttl_ms=5000)
+        self.assertGreater(b["fence"], a["fence"])
+        r = self.write("PUT", key, b["token"], {"value": "from B"}, owner="B")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body, {"applied": True, "resource": "redis:" + key, "fence": b["fence"], "value": "from B"})
+        r = self.write("PUT", key, a["token"], {"value": "from A"}, owner="A")
+        self.assertEqual(r.status, 409, r)
+        self.assertEqual(r.body["type"], "/problems/stale_fence")
+        self.assertEqual((r.body["presented_fence"], r.body["current_fence"], r.body["resource"]),
+                         (a["fence"], b["fence"], "redis:" + key))
+        self.assertEqual(self.c.get("/v1/redis/" + key).body, {"value": "from B", "fence": b["fence"]})
+        self.assertEqual(self.r.cmd("GET", key), "from B")
+        rows = audit_rows(self.c, "redis:" + key)
+        self.assertEqual(len(rows), 1, rows)
+        row = rows[0]
+        self.assertEqual((row["presented_fence"], row["current_fence"], row["owner"], row["method"], row["reason"]),
+                         (a["fence"], b["fence"], "A", "PUT", "stale_fence"))
+        self.assertEqual(row.get("lock", row.get("lock_name")), name)
+
+    def test_hash_patch_delete_and_get(self):
+        key, tok = unique("app:h/"), self.lock(unique("hash-"))["token"]
+        r = self.write("PATCH", key, tok, {"fields": {"a": "1", "b": "2"}})
+        self.assertEqual((r.status, r.body["fields"]), (200, {"a": "1", "b": "2"}), r)
+        r = self.write("PATCH", key, tok, {"fields": {"a": None, "c": "3"}})
+        self.assertEqual(r.body["fields"], {"b": "2", "c": "3"}, r)
+        fence = r.body["fence"]
+        self.assertEqual(self.c.get("/v1/redis/" + key).body, {"fields": {"b": "2", "c": "3"}, "fence": fence})
+        for bad in ({"fields": {"a": 1}}, {"fields": {"a": True}}, {"fields": {"a": ["x"]}}, {"fields": {}},
+                    {"fields": "x"}, {}):
+            r = self.write("PATCH", key, tok, bad)
+            self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), (bad, r))
+        r = self.write("PUT", key + "s", tok, {"value": "x"})
+        self.assertEqual(r.status, 200)
+        r = self.write("PATCH", key + "s", tok, {"fields": {"a": "1"}})  # a string is not a hash
+        self.assertEqual((r.status, r.body["type"]), (409, "/problems/conflict"), r)
+        r = self.write("DELETE", key, tok)
+        self.assertEqual((r.status, r.body["deleted"]), (200, True), r)
+        r = self.c.get("/v1/redis/" + key)
+        self.assertEqual((r.status, r.body["type"], r.body["fence"]), (404, "/problems/not_found", fence), r)
+        # The fence outlives the key: a stale holder cannot bring it back.
+        old = self.lock(unique("old-"))
+        newer = self.lock(unique("new-"))
+        self.assertEqual(self.write("PUT", key, newer["token"], {"value": "n"}).status, 200)
+        self.assertEqual(self.write("DELETE", key, newer["token"]).status, 200)
+        r = self.write("PUT", key, old["token"], {"value": "o"})
+        self.assertEqual(r.status, 409, r)
+        self.assertEqual(self.r.cmd("EXISTS", key), 0)
+
+    def test_keys_outside_the_prefixes_are_refused(self):
+        tok = self.lock(unique("pref-"))["token"]
+        for key in ("other:x", "fg:fence", "fg:rf:app:x", "fg:inst:x", "ap", "cache"):
+            for method, body in (("PUT", {"value": "x"}), ("PATCH", {"fields": {"a": "b"}}), ("DELETE", None)):
+                r = self.write(method, key, tok, body)
+                self.assertEqual((r.status, r.body["type"]), (403, "/problems/forbidden"), (method, key, r))
+            r = self.c.get("/v1/redis/" + key)
+            self.assertEqual(r.status, 403, (key, r))
+        self.assertEqual(self.r.cmd("GET", "other:x"), None)
+        r = self.write("PUT", "cache/a/b/c", tok, {"value": "deep"})  # keys may hold '/'
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.r.cmd("GET", "cache/a/b/c"), "deep")
+
+    def test_token_header_rules(self):
+        key, lock = unique("app:tok/"), self.lock(unique("tok-"))
+        r = self.write("PUT", key, None, {"value": "x"})
+        self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), r)
+        forged = lock["token"].replace(".l.", ".l.9", 1)
+        for bad in (forged, lock["token"][:-2] + "AA", "garbage", "fgt1.l.999999.x.y.z"):
+            r = self.write("PUT", key, bad, {"value": "x"})
+            self.assertEqual((r.status, r.body["type"]), (403, "/problems/invalid_fence_token"), (bad, r))
+        self.assertEqual(self.r.cmd("EXISTS", key, "fg:rf:" + key), 0)
+        for body in ({"value": 5}, {"value": None}, {}, "[1]", "{bad"):
+            r = self.write("PUT", key, lock["token"], body)
+            self.assertEqual(r.status, 400, (body, r))
+        sem = self.c.post("/v1/semaphores/" + unique("s-") + "/acquire", {"limit": 2}).body
+        r = self.write("PUT", key, sem["token"], {"value": "by semaphore holder"})  # any lease's token fences
+        self.assertEqual((r.status, r.body["fence"]), (200, sem["fence"]), r)
+
+    def test_concurrent_writers_with_interleaved_fences(self):
+        key = unique("app:race/")
+        tokens = [self.lock(unique(f"w{i}-")) for i in range(6)]
+        results, lock = [], threading.Lock()
+
+        def writer(tok):
+            with self.gw.client(timeout=30) as c:
+                for seq in range(15):
+                    sent = time.monotonic()
+                    r = c.request("PUT", "/v1/redis/" + key, {"value": f"{tok['fence']}:{seq}"},
+                                  {"Fence-Token": tok["token"]})
+                    with lock:
+                        results.append((sent, time.monotonic(), tok["fence"], seq, r))
+
+        threads = [threading.Thread(target=writer, args=(t,)) for t in reversed(tokens)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(len(results), 6 * 15)
+        accepted = [x for x in results if x[4].status == 200]
+        refused = [x for x in results if x[4].status == 409]
+        self.assertEqual(len(accepted) + len(refused), len(results), [x[4] for x in results if x[4].status
+                                                                     not in (200, 409)])
+        for x in refused:
+            self.assertEqual(x[4].body["type"], "/problems/stale_fence")
+            self.assertLess(x[4].body["presented_fence"], x[4].body["current_fence"])
+        # Accepted fences never decrease: a write answered before another was sent was applied first.
+        for a in accepted:
+            for b in accepted:
+                if a[1] < b[0]:
+                    self.assertLessEqual(a[2], b[2], "an accepted write went back in fences")
+        top = max(x[2] for x in accepted)
+        last_seq = max(x[3] for x in accepted if x[2] == top)
+        final = self.c.get("/v1/redis/" + key).body
+        self.assertEqual(final, {"value": f"{top}:{last_seq}", "fence": top})
+        self.assertEqual(top, max(t["fence"] for t in tokens), "the newest holder's writes must win")
+        rows = audit_rows(self.c, "redis:" + key)
+        self.assertEqual(len(rows), len(refused), "one audit record per refusal")
+
+    def test_refusal_is_recorded_while_postgres_is_down(self):
+        if not os.environ.get("FG_SERVICES"):
+            self.skipTest("FG_SERVICES not set: cannot stop Postgres")
+        key = unique("app:pgdown/")
+        old, new = self.lock(unique("o-")), self.lock(unique("n-"))
+        self.assertEqual(self.write("PUT", key, new["token"], {"value": "new"}).status, 200)
+        services("stop-pg")
+        try:
+            r = self.write("PATCH", key + "h", new["token"], {"fields": {"f": "1"}})
+            self.assertEqual(r.status, 200, r)  # Redis writes do not need Postgres
+            r = self.write("PUT", key, old["token"], {"value": "old"})
+            self.assertEqual(r.status, 409, r)
+            self.assertEqual(self.r.cmd("XLEN", "fg:audit"), 1)  # waiting in the stream
+        finally:
+            services("start-pg")
+        rows = wait_for(lambda: audit_rows(self.c, "redis:" + key), timeout=30, interval=0.2,
+                        what="the audit row drained from the stream")
+        self.assertEqual(len(rows), 1, rows)
+        self.assertEqual((rows[0]["presented_fence"], rows[0]["current_fence"]), (old["fence"], new["fence"]))
+        wait_for(lambda: self.r.cmd("XLEN", "fg:audit") == 0, timeout=10, what="the stream emptied")
+        self.assertEqual(self.c.get("/v1/redis/" + key).body["value"], "new")
+
+
+if __name__ == "__main__":
+    unittest.main()

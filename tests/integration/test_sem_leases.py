@@ -1,0 +1,157 @@
+"""Semaphore leases: a killed holder's slot comes back within its lease (also to a waiter that is already
+queued, with nobody releasing), renewal keeps a hold longer than the lease alive, renew and release after
+expiry answer 410, a retried release answers 200, max_hold_ms caps renewals, and the waiters of a gateway
+that died leave the queue.
+
+Owns: time-related behaviour of /v1/semaphores. Must not: test FIFO or the holder limit under load (see
+test_sem_limits.py).
+"""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway  # noqa: E402
+
+SEM = "/v1/semaphores/"
+
+HOLDER_SCRIPT = """
+import json, sys, time, http.client
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+c.request("POST", sys.argv[2], body=json.dumps({"limit": 1, "ttl_ms": int(sys.argv[3])}),
+          headers={"Content-Type": "application/json"})
+r = c.getresponse()
+print(r.status, flush=True)
+r.read()
+time.sleep(600)
+"""
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
+
+
+class SemaphoreLeaseTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config={"waiter_lease_ms": 600})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def acquire(self, name, **fields):
+        return self.c.post(SEM + name + "/acquire", fields)
+
+    def test_killed_holder_slot_frees_within_its_lease(self):
+        name, ttl = unique("sem-kill"), 800
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER_SCRIPT, str(self.gw.port),
+                                   SEM + name + "/acquire", str(ttl)], stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(holder.stdout.readline().strip(), "200")
+            granted_at = time.monotonic()
+            out = []
+            with self.gw.client(timeout=30) as wc:
+                # Queued before the crash: nobody will release, the slot comes back by expiry alone.
+                t = threading.Thread(target=lambda: out.append(
+                    (wc.post(SEM + name + "/acquire", {"limit": 1, "wait_ms": 5000}), time.monotonic())))
+                t.start()
+                holder.kill()
+                holder.wait()
+                t.join(10)
+            r, at = out[0]
+            self.assertEqual(r.status, 200, r)
+            self.assertLess(at - granted_at, ttl / 1000 + 0.3, "the slot took longer than one lease")
+            self.assertGreater(at - granted_at, ttl / 1000 - 0.2, "the slot came back before the lease ended")
+        finally:
+            holder.kill()
+            holder.wait()
+            holder.stdout.close()
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": r.body["token"]}).status, 200)
+
+    def test_renew_keeps_a_hold_longer_than_the_lease(self):
+        name = unique("sem-renew")
+        a = self.acquire(name, limit=1, ttl_ms=300).body
+        for _ in range(5):  # 5 x 150 ms = 750 ms, well past the 300 ms lease
+            time.sleep(0.15)
+            r = self.c.post(SEM + name + "/renew", {"token": a["token"]})
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.body["fence"], a["fence"])
+            self.assertEqual(r.body["ttl_ms"], 300)
+            self.assertEqual(self.acquire(name, limit=1).status, 409)  # still held
+        r = self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 1000})
+        self.assertEqual((r.status, r.body["ttl_ms"]), (200, 1000))
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+
+    def test_after_expiry_renew_and_release_answer_410(self):
+        name = unique("sem-expired")
+        a = self.acquire(name, limit=2, ttl_ms=200).body
+        time.sleep(0.35)
+        for op in ("renew", "release"):
+            r = self.c.post(SEM + name + "/" + op, {"token": a["token"]})
+            self.assertEqual(r.status, 410, (op, r))
+            self.assertEqual(r.body["type"], "/problems/lease_lost")
+        self.assertEqual(self.c.get(SEM + name).body["holders"], 0)
+
+    def test_retried_release_answers_200(self):
+        name = unique("sem-rerelease")
+        a = self.acquire(name, limit=2).body
+        for _ in range(2):
+            r = self.c.post(SEM + name + "/release", {"token": a["token"]})
+            self.assertEqual((r.status, r.body), (200, {"released": True}))
+        r = self.c.post(SEM + name + "/renew", {"token": a["token"]})
+        self.assertEqual(r.status, 410, r)
+
+    def test_max_hold_caps_renewals(self):
+        name = unique("sem-maxhold")
+        a = self.acquire(name, limit=1, ttl_ms=200, max_hold_ms=300).body
+        time.sleep(0.15)
+        r = self.c.post(SEM + name + "/renew", {"token": a["token"]})
+        self.assertEqual(r.status, 409, r)
+        self.assertEqual(r.body["type"], "/problems/max_hold_exceeded")
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+
+    def test_waiters_of_a_dead_gateway_leave_the_queue(self):
+        name = unique("sem-deadgw")
+        a = self.acquire(name, limit=1).body
+        other = Gateway(config={"waiter_lease_ms": 600})
+        try:
+            stuck = other.client(timeout=30)
+            stuck._connection(30).sock.sendall(
+                b"POST " + (SEM + name).encode() + b"/acquire HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 30\r\n\r\n"
+                b'{"limit": 1, "wait_ms": 30000}')
+            deadline = time.monotonic() + 10
+            while self.c.get(SEM + name).body["waiting"] < 1:
+                self.assertLess(time.monotonic(), deadline)
+                time.sleep(0.01)
+            out = []
+            with self.gw.client(timeout=30) as wc:
+                t = threading.Thread(target=lambda: out.append(
+                    wc.post(SEM + name + "/acquire", {"limit": 1, "wait_ms": 10000})))
+                t.start()
+                while self.c.get(SEM + name).body["waiting"] < 2:
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.01)
+                other.kill()  # SIGKILL: its waiter stays queued until its liveness key expires
+                time.sleep(0.8)
+                self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+                t.join(10)
+                stuck.close()
+            self.assertEqual(out[0].status, 200, out)  # the live waiter, not the dead gateway's
+            self.assertEqual(self.c.get(SEM + name).body, {"semaphore": name, "limit": 1, "holders": 1,
+                                                            "waiting": 0})
+            self.assertEqual(self.c.post(SEM + name + "/release", {"token": out[0].body["token"]}).status, 200)
+        finally:
+            other.kill()
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,256 @@
+"""Semaphores under concurrency: never more than `limit` holders, strict FIFO among waiters, limit_mismatch,
+fail-fast busy, the waiter cap and idempotent request_id.
+
+Owns: the concurrency contract of /v1/semaphores. The holder count is measured independently of the
+gateway: client processes INCR a counter key in Redis right after a grant and DECR it right before the
+release, keeping the highest value INCR returned. Must not: test lease expiry and renewal (see
+test_sem_leases.py).
+"""
+
+import multiprocessing as mp
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Client, Gateway, Redis  # noqa: E402
+
+SEM = "/v1/semaphores/"
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
+
+
+def acquire(c: Client, name: str, **fields):
+    return c.post(SEM + name + "/acquire", fields)
+
+
+def release(c: Client, name: str, token: str):
+    return c.post(SEM + name + "/release", {"token": token})
+
+
+def status(c: Client, name: str) -> dict:
+    r = c.get(SEM + name)
+    assert r.status == 200, r
+    return r.body
+
+
+def wait_for_waiting(c: Client, name: str, n: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while status(c, name)["waiting"] < n:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{name}: fewer than {n} waiters after {timeout}s: {status(c, name)}")
+        time.sleep(0.01)
+
+
+def holder_process(base: str, name: str, limit: int, jobs: int, threads: int, counter: str, out: mp.Queue):
+    """One client process: `threads` workers each do `jobs` acquire/hold/release cycles, counting holders
+    in Redis key `counter`. Puts (highest count seen, errors) on out."""
+    highest, errors = [0], []
+    lock = threading.Lock()
+
+    def worker():
+        r = Redis()
+        with Client(base, timeout=60) as c:
+            for _ in range(jobs):
+                g = acquire(c, name, limit=limit, wait_ms=30000, ttl_ms=10000)
+                if g.status != 200:
+                    errors.append(f"acquire: {g}")
+                    return
+                n = r.cmd("INCR", counter)
+                with lock:
+                    highest[0] = max(highest[0], n)
+                time.sleep(0.003)
+                r.cmd("DECR", counter)
+                rel = release(c, name, g.body["token"])
+                if rel.status != 200:
+                    errors.append(f"release: {rel}")
+                    return
+        r.close()
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    out.put((highest[0], errors))
+
+
+class SemaphoreLimitTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config={"limits": {"max_waiters_per_lock": 20}})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def test_never_more_than_limit_holders_across_processes(self):
+        name, counter, limit = unique("sem-limit"), unique("test-holders"), 3
+        out: mp.Queue = mp.Queue()
+        procs = [mp.Process(target=holder_process, args=(self.gw.base, name, limit, 12, 4, counter, out))
+                 for _ in range(3)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join()
+        errors = [e for _, errs in results for e in errs]
+        self.assertEqual(errors, [])
+        highest = max(h for h, _ in results)
+        self.assertLessEqual(highest, limit, "more holders than the limit at once")
+        self.assertEqual(highest, limit, "the limit was never reached: the test did not contend")
+        self.assertEqual(status(self.c, name), {"semaphore": name, "limit": None, "holders": 0, "waiting": 0})
+
+    def test_waiters_are_granted_in_arrival_order(self):
+        name, limit = unique("sem-fifo"), 2
+        first = [acquire(self.c, name, limit=limit).body for _ in range(limit)]
+        grants, clients, threads = {}, [], []
+        for i in range(6):
+            c = self.gw.client(timeout=60)
+            clients.append(c)
+
+            def wait(i=i, c=c):
+                g = acquire(c, name, limit=limit, wait_ms=20000)
+                grants[i] = g
+                time.sleep(0.02)
+                release(c, name, g.body["token"])
+
+            t = threading.Thread(target=wait)
+            t.start()
+            threads.append(t)
+            wait_for_waiting(self.c, name, i + 1)  # queued in this order
+        for holder in first:
+            self.assertEqual(release(self.c, name, holder["token"]).status, 200)
+        for t in threads:
+            t.join(30)
+        for c in clients:
+            c.close()
+        self.assertEqual(sorted(grants), list(range(6)))
+        fences = [grants[i].body["fence"] for i in range(6)]
+        self.assertEqual(fences, sorted(fences), "grants (fence order) must follow arrival order")
+        self.assertGreater(fences[0], max(h["fence"] for h in first))
+
+    def test_a_new_acquirer_does_not_overtake_the_queue(self):
+        name = unique("sem-no-overtake")
+        a = acquire(self.c, name, limit=1).body
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            t = threading.Thread(target=lambda: out.append(acquire(wc, name, limit=1, wait_ms=10000)))
+            t.start()
+            wait_for_waiting(self.c, name, 1)
+            self.assertEqual(release(self.c, name, a["token"]).status, 200)
+            # The slot went to the waiter in the release itself: a newcomer finds it taken.
+            r = acquire(self.c, name, limit=1)
+            self.assertEqual(r.status, 409, r)
+            self.assertEqual(r.body["type"], "/problems/lock_busy")
+            t.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        self.assertEqual(release(self.c, name, out[0].body["token"]).status, 200)
+
+    def test_limit_mismatch_while_in_use_and_free_to_change_when_idle(self):
+        name = unique("sem-mismatch")
+        a = acquire(self.c, name, limit=2)
+        self.assertEqual(a.status, 200, a)
+        r = acquire(self.c, name, limit=3)
+        self.assertEqual(r.status, 409, r)
+        self.assertEqual(r.body["type"], "/problems/limit_mismatch")
+        self.assertEqual(r.body["limit"], 2)
+        self.assertEqual(status(self.c, name)["limit"], 2)
+        self.assertEqual(release(self.c, name, a.body["token"]).status, 200)
+        b = acquire(self.c, name, limit=3)
+        self.assertEqual(b.status, 200, b)
+        self.assertEqual(status(self.c, name), {"semaphore": name, "limit": 3, "holders": 1, "waiting": 0})
+        self.assertEqual(release(self.c, name, b.body["token"]).status, 200)
+
+    def test_wait_zero_fails_fast_with_queue_length(self):
+        name = unique("sem-busy")
+        a = acquire(self.c, name, limit=1).body
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            t = threading.Thread(target=lambda: out.append(acquire(wc, name, limit=1, wait_ms=400)))
+            t.start()
+            wait_for_waiting(self.c, name, 1)
+            started = time.monotonic()
+            r = acquire(self.c, name, limit=1, wait_ms=0)
+            self.assertLess(time.monotonic() - started, 1.0)
+            self.assertEqual(r.status, 409, r)
+            self.assertEqual(r.body["type"], "/problems/lock_busy")
+            self.assertEqual(r.body["waiting"], 1)
+            t.join(10)
+        self.assertEqual(out[0].status, 409, out)  # its own wait_ms passed
+        self.assertEqual(status(self.c, name)["waiting"], 0)
+        self.assertEqual(release(self.c, name, a["token"]).status, 200)
+
+    def test_request_id_retry_returns_the_same_lease(self):
+        name = unique("sem-rid")
+        a = acquire(self.c, name, limit=1, request_id="r-1")
+        b = acquire(self.c, name, limit=1, request_id="r-1")
+        self.assertEqual((a.status, b.status), (200, 200))
+        self.assertEqual((a.body["token"], a.body["fence"]), (b.body["token"], b.body["fence"]))
+        self.assertEqual(status(self.c, name)["holders"], 1)
+        # A queued retry keeps its place and is granted once.
+        out = []
+        with self.gw.client(timeout=30) as w1:
+            t = threading.Thread(target=lambda: out.append(
+                acquire(w1, name, limit=1, wait_ms=200, request_id="r-2")))
+            t.start()
+            t.join(10)
+            self.assertEqual(out[0].status, 409)  # timed out, left the queue
+        self.assertEqual(release(self.c, name, a.body["token"]).status, 200)
+        again = acquire(self.c, name, limit=1, request_id="r-1")
+        self.assertEqual(again.status, 410, again)  # that lease is over: never a second one
+        self.assertEqual(again.body["type"], "/problems/lease_lost")
+
+    def test_waiter_cap_and_hangup_leaves_the_queue(self):
+        name = unique("sem-cap")
+        a = acquire(self.c, name, limit=1).body
+        socks = []
+        for _ in range(20):
+            c = self.gw.client(timeout=30)
+            c._connection(30).sock.sendall(  # send and do not wait: the waiter parks
+                b"POST " + (SEM + name).encode() + b"/acquire HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 33\r\n\r\n"
+                b'{"limit": 1, "wait_ms": 30000}   ')
+            socks.append(c)
+        wait_for_waiting(self.c, name, 20)
+        r = acquire(self.c, name, limit=1, wait_ms=1000)
+        self.assertEqual(r.status, 429, r)
+        self.assertEqual(r.body["type"], "/problems/too_many_waiters")
+        for c in socks:
+            c.close()  # hang up: each waiter leaves the queue
+        deadline = time.monotonic() + 10
+        while status(self.c, name)["waiting"] > 0:
+            self.assertLess(time.monotonic(), deadline, status(self.c, name))
+            time.sleep(0.02)
+        self.assertEqual(release(self.c, name, a["token"]).status, 200)
+        self.assertEqual(status(self.c, name)["holders"], 0, "a slot was granted to a waiter that left")
+
+    def test_bad_input_is_a_problem_never_a_500(self):
+        name = unique("sem-bad")
+        cases = [({}, "invalid_field"), ({"limit": 0}, "invalid_field"), ({"limit": 100001}, "invalid_field"),
+                 ({"limit": "5"}, "invalid_field"), ({"limit": 2, "ttl_ms": 5}, "invalid_field"),
+                 ("{not json", "invalid_json")]
+        for body, code in cases:
+            r = acquire(self.c, name, **body) if isinstance(body, dict) else self.c.post(SEM + name + "/acquire", body)
+            self.assertEqual(r.status, 400, (body, r))
+            self.assertEqual(r.body["type"], "/problems/" + code, (body, r))
+        r = self.c.post(SEM + "bad%20name/acquire", {"limit": 1})
+        self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_name"))
+        lock = self.c.post("/v1/locks/" + name + "/acquire", {}).body
+        r = release(self.c, name, lock["token"])  # a lock's token is not a semaphore's
+        self.assertEqual((r.status, r.body["type"]), (403, "/problems/invalid_fence_token"))
+        r = self.c.post(SEM + name + "/renew", {"token": "fgt1.s.1.x.y.z"})
+        self.assertEqual((r.status, r.body["type"]), (403, "/problems/invalid_fence_token"))
+        self.assertEqual(status(self.c, "never-used"), {"semaphore": "never-used", "limit": None, "holders": 0,
+                                                         "waiting": 0})
+
+
+if __name__ == "__main__":
+    unittest.main()

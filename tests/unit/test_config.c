@@ -1,0 +1,271 @@
+/*
+ * test_config.c - the configuration: defaults, the JSON file, environment
+ * overrides, and refusals that name the offending setting.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+/* The fake environment: NULL-terminated name/value pairs. */
+static const char *const *fake_env;
+
+static const char *fake_getenv(const char *name)
+{
+    for (size_t i = 0; fake_env != NULL && fake_env[i] != NULL; i += 2)
+        if (strcmp(fake_env[i], name) == 0)
+            return fake_env[i + 1];
+    return NULL;
+}
+
+static int load(const char *const *env, struct config *cfg, struct fg_error *err)
+{
+    fake_env = env;
+    memset(err, 0, sizeof *err);
+    return config_load(cfg, fake_getenv, err);
+}
+
+/* Applies JSON text on top of the defaults; returns the result of config_apply_json. */
+static int apply(const char *text, struct config *cfg, struct fg_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    assert_non_null(root);
+    memset(err, 0, sizeof *err);
+    int rc = config_apply_json(cfg, root, err);
+    json_decref(root);
+    return rc;
+}
+
+static void refused_naming(const char *text, const char *needle)
+{
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    int rc = apply(text, &cfg, &err);
+    config_free(&cfg);
+    if (rc == 0)
+        fail_msg("accepted: %s", text);
+    assert_int_equal(err.code, FG_ERR_CONFIG);
+    if (strstr(err.msg, needle) == NULL)
+        fail_msg("message '%s' does not name '%s'", err.msg, needle);
+}
+
+static void defaults(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_string_equal(cfg.listen_host, "127.0.0.1");
+    assert_int_equal(cfg.listen_port, 8480);
+    assert_string_equal(cfg.redis_url, "redis://127.0.0.1:6379/0");
+    assert_null(cfg.secret);
+    assert_int_equal(cfg.default_ttl_ms, 30000);
+    assert_int_equal(cfg.default_wait_ms, 0);
+    assert_int_equal(cfg.default_max_hold_ms, 1800000);
+    assert_int_equal(cfg.max_body_bytes, 1048576);
+    assert_int_equal(cfg.max_waiters_per_lock, 10000);
+    assert_int_equal(cfg.max_waiters, 100000);
+    assert_int_equal(cfg.waiter_lease_ms, 3000);
+    assert_int_equal(cfg.ntables, 0);
+    assert_int_equal(cfg.nredis_prefixes, 0);
+    config_free(&cfg);
+}
+
+static void json_keys(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_int_equal(
+        apply("{\"listen\": \"[::1]:9000\", \"redis_url\": \"redis://r:1/2\","
+              " \"pg_dsn\": \"host=x\", \"secret\": \"0123456789abcdef\","
+              " \"tables\": {\"invoices\": {\"key\": \"id\", \"columns\": [\"a\", \"b\"]}},"
+              " \"redis_prefixes\": [\"app:\"],"
+              " \"defaults\": {\"ttl_ms\": 1000, \"wait_ms\": 5, \"max_hold_ms\": 2000},"
+              " \"limits\": {\"max_body_bytes\": 2048, \"max_waiters_per_lock\": 3,"
+              " \"max_waiters\": 7}, \"http_threads\": 2, \"log_level\": \"debug\"}",
+              &cfg, &err),
+        0);
+    assert_string_equal(cfg.listen_host, "::1");
+    assert_int_equal(cfg.listen_port, 9000);
+    assert_string_equal(cfg.redis_url, "redis://r:1/2");
+    assert_string_equal(cfg.pg_dsn, "host=x");
+    assert_string_equal(cfg.secret, "0123456789abcdef");
+    assert_int_equal(cfg.ntables, 1);
+    const struct table_config *t = config_table(&cfg, "invoices");
+    assert_non_null(t);
+    assert_string_equal(t->key, "id");
+    assert_int_equal(t->ncolumns, 2);
+    assert_string_equal(t->columns[1], "b");
+    assert_null(config_table(&cfg, "other"));
+    assert_int_equal(cfg.nredis_prefixes, 1);
+    assert_string_equal(cfg.redis_prefixes[0], "app:");
+    assert_int_equal(cfg.default_ttl_ms, 1000);
+    assert_int_equal(cfg.default_wait_ms, 5);
+    assert_int_equal(cfg.default_max_hold_ms, 2000);
+    assert_int_equal(cfg.max_body_bytes, 2048);
+    assert_int_equal(cfg.max_waiters_per_lock, 3);
+    assert_int_equal(cfg.max_waiters, 7);
+    assert_int_equal(cfg.http_threads, 2);
+    assert_string_equal(cfg.log_level, "debug");
+    config_free(&cfg);
+}
+
+static void refusals_name_the_setting(void **state)
+{
+    (void)state;
+    refused_naming("{\"colour\": 1}", "colour");
+    refused_naming("{\"defaults\": {\"ttl\": 1}}", "defaults.ttl");
+    refused_naming("{\"limits\": {\"max_body\": 1}}", "limits.max_body");
+    refused_naming("{\"defaults\": 5}", "defaults");
+    refused_naming("{\"defaults\": {\"ttl_ms\": \"30000\"}}", "defaults.ttl_ms");
+    refused_naming("{\"defaults\": {\"ttl_ms\": 1.5}}", "defaults.ttl_ms");
+    refused_naming("{\"defaults\": {\"ttl_ms\": 99}}", "defaults.ttl_ms");
+    refused_naming("{\"defaults\": {\"ttl_ms\": 86400001}}", "defaults.ttl_ms");
+    refused_naming("{\"defaults\": {\"wait_ms\": -1}}", "defaults.wait_ms");
+    refused_naming("{\"limits\": {\"max_waiters_per_lock\": 0}}", "limits.max_waiters_per_lock");
+    refused_naming("{\"http_threads\": 1000}", "http_threads");
+    refused_naming("{\"redis_url\": 5}", "redis_url");
+    refused_naming("{\"redis_url\": \"\"}", "redis_url");
+    refused_naming("{\"listen\": \"nohost\"}", "listen");
+    refused_naming("{\"listen\": \"h:99999\"}", "listen");
+    refused_naming("{\"log_level\": \"loud\"}", "log_level");
+    refused_naming("{\"tables\": []}", "tables");
+    refused_naming("{\"tables\": {\"t\": {\"columns\": [\"a\"]}}}", "tables.t.key");
+    refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"extra\": 1}}}", "tables.t.extra");
+    refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"columns\": [1]}}}",
+                   "tables.t.columns");
+    refused_naming("{\"redis_prefixes\": \"app:\"}", "redis_prefixes");
+    refused_naming("[]", "JSON object");
+}
+
+static void environment_overrides(void **state)
+{
+    (void)state;
+    static const char *const env[] = {"FENCEGATE_LISTEN",
+                                      "0.0.0.0:1234",
+                                      "FENCEGATE_REDIS_URL",
+                                      "redis://env:6380/1",
+                                      "FENCEGATE_SECRET",
+                                      "env-secret-0123456789",
+                                      "FENCEGATE_HTTP_THREADS",
+                                      "3",
+                                      NULL};
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(env, &cfg, &err), 0);
+    assert_string_equal(cfg.listen_host, "0.0.0.0");
+    assert_int_equal(cfg.listen_port, 1234);
+    assert_string_equal(cfg.redis_url, "redis://env:6380/1");
+    assert_string_equal(cfg.secret, "env-secret-0123456789");
+    assert_int_equal(cfg.http_threads, 3);
+    config_free(&cfg);
+}
+
+static void bad_environment_is_named(void **state)
+{
+    (void)state;
+    static const char *const threads[] = {"FENCEGATE_HTTP_THREADS", "four", NULL};
+    static const char *const range[] = {"FENCEGATE_HTTP_THREADS", "0", NULL};
+    static const char *const url[] = {"FENCEGATE_REDIS_URL", "http://x", NULL};
+    static const char *const secret[] = {"FENCEGATE_SECRET", "short", NULL};
+    static const char *const missing[] = {"FENCEGATE_CONFIG", "/nonexistent/fencegate.json", NULL};
+    static const struct {
+        const char *const *env;
+        const char *needle;
+    } cases[] = {{threads, "FENCEGATE_HTTP_THREADS"},
+                 {range, "FENCEGATE_HTTP_THREADS"},
+                 {url, "redis_url"},
+                 {secret, "secret"},
+                 {missing, "/nonexistent/fencegate.json"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct config cfg;
+        struct fg_error err;
+        assert_int_equal(load(cases[i].env, &cfg, &err), -1);
+        config_free(&cfg);
+        assert_int_equal(err.code, FG_ERR_CONFIG);
+        if (strstr(err.msg, cases[i].needle) == NULL)
+            fail_msg("message '%s' does not name '%s'", err.msg, cases[i].needle);
+    }
+}
+
+/* Writes text to a new temporary file; path receives its name. */
+static void temp_file(const char *text, char path[64])
+{
+    snprintf(path, 64, "/tmp/fg-test-config-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = strlen(text);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+static void file_then_environment(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_file("{\"listen\": \"127.0.0.1:7000\", \"defaults\": {\"ttl_ms\": 5000},"
+              " \"redis_url\": \"redis://file:1/0\"}",
+              path);
+    const char *const env[] = {"FENCEGATE_CONFIG", path, "FENCEGATE_REDIS_URL", "redis://env:2/0",
+                               NULL};
+    struct config cfg;
+    struct fg_error err;
+    int rc = load(env, &cfg, &err);
+    unlink(path);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.listen_port, 7000);
+    assert_int_equal(cfg.default_ttl_ms, 5000);
+    assert_string_equal(cfg.redis_url, "redis://env:2/0"); /* environment wins */
+    config_free(&cfg);
+}
+
+static void file_errors_are_named(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *needle;
+    } cases[] = {{"{\"limits\": {\"max_waiters\": true}}", "limits.max_waiters"},
+                 {"{\"nope\": 1}", "nope"},
+                 {"{\"secret\": \"x\", \"secret\": \"y\"}", "FENCEGATE_CONFIG"},
+                 {"{not json", "FENCEGATE_CONFIG"},
+                 {"{\"defaults\": {\"ttl_ms\": 5000, \"max_hold_ms\": 1000}}", "ttl_ms"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[64];
+        temp_file(cases[i].text, path);
+        const char *const env[] = {"FENCEGATE_CONFIG", path, NULL};
+        struct config cfg;
+        struct fg_error err;
+        int rc = load(env, &cfg, &err);
+        unlink(path);
+        config_free(&cfg);
+        assert_int_equal(rc, -1);
+        if (strstr(err.msg, cases[i].needle) == NULL)
+            fail_msg("message '%s' does not name '%s'", err.msg, cases[i].needle);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults),
+        cmocka_unit_test(json_keys),
+        cmocka_unit_test(refusals_name_the_setting),
+        cmocka_unit_test(environment_overrides),
+        cmocka_unit_test(bad_environment_is_named),
+        cmocka_unit_test(file_then_environment),
+        cmocka_unit_test(file_errors_are_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,244 @@
+/*
+ * test_ctl_args.c - fencectl's command line: subcommands, options and their
+ * ranges, where COMMAND starts, defaults from the environment, and the URL.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl/ctl_args.h"
+
+static const char *env_url;
+static const char *env_token;
+
+static const char *fake_env(const char *name)
+{
+    if (strcmp(name, "FENCEGATE_URL") == 0)
+        return env_url;
+    if (strcmp(name, "FENCE_TOKEN") == 0)
+        return env_token;
+    return NULL;
+}
+
+/* Parses a NULL-terminated list of words after "fencectl". */
+static int parse(struct ctl_args *a, struct fg_error *err, ...)
+{
+    static char *argv[64];
+    va_list ap;
+    va_start(ap, err);
+    int argc = 0;
+    argv[argc++] = "fencectl";
+    for (char *w; (w = va_arg(ap, char *)) != NULL;)
+        argv[argc++] = w;
+    argv[argc] = NULL;
+    va_end(ap);
+    memset(err, 0, sizeof *err);
+    return ctl_args_parse(argc, argv, fake_env, a, err);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    env_url = NULL;
+    env_token = NULL;
+    return 0;
+}
+
+static void lock_with_options_and_command(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "lock", "jobs/nightly", "--ttl", "3000", "--wait=500",
+                           "--owner", "me", "--", "sh", "-c", "exit 3", NULL),
+                     0);
+    assert_int_equal(a.command, CTL_CMD_LOCK);
+    assert_string_equal(a.name, "jobs/nightly");
+    assert_int_equal(a.ttl_ms, 3000);
+    assert_int_equal(a.wait_ms, 500);
+    assert_string_equal(a.owner, "me");
+    assert_false(a.semaphore);
+    assert_string_equal(a.argv[0], "sh");
+    assert_string_equal(a.argv[2], "exit 3");
+    assert_null(a.argv[3]);
+    assert_int_equal(a.grace_ms, CTL_DEFAULT_GRACE);
+    assert_string_equal(a.url, CTL_DEFAULT_URL);
+    assert_string_equal(a.gateway.host, "127.0.0.1");
+    assert_int_equal(a.gateway.port, 8480);
+}
+
+static void command_starts_at_first_word_after_name(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    /* Options after COMMAND belong to COMMAND. */
+    assert_int_equal(
+        parse(&a, &err, "--url", "http://gw:9000", "lock", "x", "make", "--ttl", "1", NULL), 0);
+    assert_string_equal(a.argv[0], "make");
+    assert_string_equal(a.argv[1], "--ttl");
+    assert_int_equal(a.ttl_ms, -1);
+    assert_string_equal(a.gateway.host, "gw");
+    assert_int_equal(a.gateway.port, 9000);
+}
+
+static void sem_needs_limit(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "sem", "pool", "--", "true", NULL), -1);
+    assert_non_null(strstr(err.msg, "--limit"));
+    assert_int_equal(parse(&a, &err, "sem", "pool", "--limit", "3", "--", "true", NULL), 0);
+    assert_true(a.semaphore);
+    assert_int_equal(a.limit, 3);
+}
+
+static void acquire_limit_means_semaphore(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "acquire", "pool", "--limit", "2", NULL), 0);
+    assert_true(a.semaphore);
+    assert_int_equal(parse(&a, &err, "acquire", "pool", "--sem", NULL), -1);
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--request-id", "r1", "--json", NULL), 0);
+    assert_false(a.semaphore);
+    assert_true(a.json);
+    assert_string_equal(a.request_id, "r1");
+}
+
+static void ranges_and_malformed_numbers(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--ttl", "99", NULL), -1);
+    assert_non_null(strstr(err.msg, "--ttl"));
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--ttl", "86400001", NULL), -1);
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--wait", "-1", NULL), -1);
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--wait", "5s", NULL), -1);
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--wait", "", NULL), -1);
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--ttl", "99999999999999999999", NULL), -1);
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--ttl", NULL), -1);
+    assert_non_null(strstr(err.msg, "needs a value"));
+    assert_int_equal(parse(&a, &err, "acquire", "l", "--json=1", NULL), -1);
+}
+
+static void options_apply_to_their_commands(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "status", "l", "--ttl", "1000", NULL), -1);
+    assert_non_null(strstr(err.msg, "does not apply"));
+    assert_int_equal(parse(&a, &err, "lock", "l", "--json", "--", "true", NULL), -1);
+    assert_int_equal(parse(&a, &err, "status", "l", "--bogus", NULL), -1);
+    assert_non_null(strstr(err.msg, "unknown option"));
+    assert_int_equal(parse(&a, &err, "frobnicate", NULL), -1);
+    assert_non_null(strstr(err.msg, "unknown command"));
+    assert_int_equal(parse(&a, &err, "status", "l", "extra", NULL), -1);
+    assert_int_equal(parse(&a, &err, "status", "--", "l", NULL), -1);
+}
+
+static void names_are_checked(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "status", NULL), -1);
+    assert_non_null(strstr(err.msg, "NAME"));
+    assert_int_equal(parse(&a, &err, "status", "bad name", NULL), -1);
+    assert_non_null(strstr(err.msg, "invalid name"));
+    assert_int_equal(parse(&a, &err, "lock", "x", NULL), -1);
+    assert_non_null(strstr(err.msg, "COMMAND"));
+    assert_int_equal(parse(&a, &err, "lock", "x", "--", NULL), -1);
+}
+
+static void token_from_option_or_environment(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "renew", "l", NULL), -1);
+    assert_non_null(strstr(err.msg, "FENCE_TOKEN"));
+    env_token = "tok-env";
+    assert_int_equal(parse(&a, &err, "release", "l", NULL), 0);
+    assert_string_equal(a.token, "tok-env");
+    assert_int_equal(parse(&a, &err, "renew", "l", "--token", "tok-arg", NULL), 0);
+    assert_string_equal(a.token, "tok-arg");
+}
+
+static void url_from_environment(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    env_url = "http://[::1]:8500/gw/";
+    assert_int_equal(parse(&a, &err, "audit", "--since", "5", "--limit", "10", NULL), 0);
+    assert_string_equal(a.gateway.host, "::1");
+    assert_int_equal(a.gateway.port, 8500);
+    assert_string_equal(a.gateway.base, "/gw");
+    assert_int_equal(a.since_ms, 5);
+    assert_int_equal(parse(&a, &err, "audit", "--limit", "1001", NULL), -1);
+    assert_int_equal(parse(&a, &err, "audit", "--url", "http://h", NULL), 0);
+    assert_int_equal(a.gateway.port, 80);
+}
+
+static void help_and_version_need_nothing_else(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "--help", NULL), 0);
+    assert_true(a.help);
+    assert_int_equal(a.command, CTL_CMD_NONE);
+    assert_int_equal(parse(&a, &err, "lock", "--help", NULL), 0);
+    assert_int_equal(a.command, CTL_CMD_LOCK);
+    assert_non_null(strstr(ctl_usage(a.command), "fencectl lock NAME"));
+    assert_int_equal(parse(&a, &err, "--version", NULL), 0);
+    assert_true(a.version);
+    assert_int_equal(parse(&a, &err, NULL), -1);
+    for (int c = CTL_CMD_NONE; c < CTL_CMD_COUNT; c++)
+        assert_non_null(strstr(ctl_usage((enum ctl_command)c), "usage: fencectl"));
+}
+
+static void urls(void **state)
+{
+    (void)state;
+    struct ctl_url u;
+    struct fg_error err = {0};
+    assert_int_equal(ctl_url_parse("http://example.org:81", &u, &err), 0);
+    assert_string_equal(u.host, "example.org");
+    assert_int_equal(u.port, 81);
+    assert_string_equal(u.base, "");
+    assert_int_equal(ctl_url_parse("https://example.org", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("http://", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("http://h:0", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("http://h:65536", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("http://h:8x", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("http://h:", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("http://[::1", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("http://user@h", &u, &err), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(lock_with_options_and_command, setup),
+        cmocka_unit_test_setup(command_starts_at_first_word_after_name, setup),
+        cmocka_unit_test_setup(sem_needs_limit, setup),
+        cmocka_unit_test_setup(acquire_limit_means_semaphore, setup),
+        cmocka_unit_test_setup(ranges_and_malformed_numbers, setup),
+        cmocka_unit_test_setup(options_apply_to_their_commands, setup),
+        cmocka_unit_test_setup(names_are_checked, setup),
+        cmocka_unit_test_setup(token_from_option_or_environment, setup),
+        cmocka_unit_test_setup(url_from_environment, setup),
+        cmocka_unit_test_setup(help_and_version_need_nothing_else, setup),
+        cmocka_unit_test(urls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

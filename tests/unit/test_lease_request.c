@@ -1,0 +1,207 @@
+/*
+ * test_lease_request.c - the field rules of acquire, renew and release bodies:
+ * defaults from the configuration, ranges, types, the max_hold rules and the
+ * semaphore limit.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lease/lease_request.h"
+
+static struct config cfg;
+static json_t *last_body; /* the parsed body whose strings the last parse borrowed */
+
+static int setup(void **state)
+{
+    (void)state;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.default_ttl_ms = 30000;
+    cfg.default_wait_ms = 250;
+    cfg.default_max_hold_ms = 1800000;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    json_decref(last_body);
+    last_body = NULL;
+    return 0;
+}
+
+static int parse(const char *text, bool with_limit, struct acquire_params *p, struct fg_error *err)
+{
+    json_error_t jerr;
+    json_decref(last_body);
+    last_body = json_loads(text, JSON_ALLOW_NUL, &jerr);
+    assert_non_null(last_body);
+    memset(err, 0, sizeof *err);
+    return acquire_params_parse(last_body, &cfg, with_limit, p, err);
+}
+
+/* Expects text to be refused as invalid_field with a message naming field. */
+static void refused(const char *text, bool with_limit, const char *field)
+{
+    struct acquire_params p;
+    struct fg_error err;
+    if (parse(text, with_limit, &p, &err) == 0)
+        fail_msg("accepted: %s", text);
+    assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
+    if (strstr(err.msg, field) == NULL)
+        fail_msg("message '%s' does not name '%s'", err.msg, field);
+}
+
+static void defaults(void **state)
+{
+    (void)state;
+    struct acquire_params p;
+    struct fg_error err;
+    assert_int_equal(parse("{}", false, &p, &err), 0);
+    assert_int_equal(p.ttl_ms, 30000);
+    assert_int_equal(p.wait_ms, 250);
+    assert_int_equal(p.max_hold_ms, 1800000);
+    assert_string_equal(p.owner, "");
+    assert_string_equal(p.request_id, "");
+    assert_int_equal(parse("{\"ttl_ms\": null, \"owner\": null}", false, &p, &err), 0);
+    assert_int_equal(p.ttl_ms, 30000);
+}
+
+static void values_are_read(void **state)
+{
+    (void)state;
+    struct acquire_params p;
+    struct fg_error err;
+    assert_int_equal(parse("{\"ttl_ms\": 100, \"wait_ms\": 0, \"max_hold_ms\": 5000,"
+                           " \"owner\": \"billing-7\", \"request_id\": \"r-123\", \"x\": 1}",
+                           false, &p, &err),
+                     0);
+    assert_int_equal(p.ttl_ms, 100);
+    assert_int_equal(p.wait_ms, 0);
+    assert_int_equal(p.max_hold_ms, 5000);
+    assert_string_equal(p.owner, "billing-7");
+    assert_string_equal(p.request_id, "r-123");
+    assert_int_equal(parse("{\"ttl_ms\": 86400000, \"wait_ms\": 3600000}", false, &p, &err), 0);
+    assert_int_equal(p.ttl_ms, 86400000);
+    assert_int_equal(p.wait_ms, 3600000);
+}
+
+static void ranges(void **state)
+{
+    (void)state;
+    refused("{\"ttl_ms\": 99}", false, "ttl_ms");
+    refused("{\"ttl_ms\": 86400001}", false, "ttl_ms");
+    refused("{\"ttl_ms\": -1}", false, "ttl_ms");
+    refused("{\"wait_ms\": -1}", false, "wait_ms");
+    refused("{\"wait_ms\": 3600001}", false, "wait_ms");
+    refused("{\"max_hold_ms\": 99}", false, "max_hold_ms");
+    refused("{\"max_hold_ms\": 604800001}", false, "max_hold_ms");
+    refused("{\"ttl_ms\": 9223372036854775807}", false, "ttl_ms");
+}
+
+static void types(void **state)
+{
+    (void)state;
+    refused("{\"ttl_ms\": \"1000\"}", false, "ttl_ms");
+    refused("{\"ttl_ms\": 1000.5}", false, "ttl_ms");
+    refused("{\"ttl_ms\": 1000.0}", false, "ttl_ms");
+    refused("{\"ttl_ms\": true}", false, "ttl_ms");
+    refused("{\"wait_ms\": [1]}", false, "wait_ms");
+    refused("{\"max_hold_ms\": {}}", false, "max_hold_ms");
+    refused("{\"owner\": 7}", false, "owner");
+    refused("{\"owner\": \"\"}", false, "owner");
+    refused("{\"request_id\": false}", false, "request_id");
+    char big[300];
+    memset(big, 'r', sizeof big);
+    char text[400];
+    snprintf(text, sizeof text, "{\"request_id\": \"%.*s\"}", REQUEST_ID_MAX_LEN + 1, big);
+    refused(text, false, "request_id");
+    snprintf(text, sizeof text, "{\"owner\": \"%.*s\"}", OWNER_MAX_LEN + 1, big);
+    refused(text, false, "owner");
+    refused("{\"owner\": \"a\\u0000b\"}", false, "owner");
+}
+
+static void ttl_and_max_hold(void **state)
+{
+    (void)state;
+    struct acquire_params p;
+    struct fg_error err;
+    /* max_hold not given: the cap rises to the ttl */
+    cfg.default_max_hold_ms = 1000;
+    assert_int_equal(parse("{\"ttl_ms\": 5000}", false, &p, &err), 0);
+    assert_int_equal(p.max_hold_ms, 5000);
+    cfg.default_max_hold_ms = 1800000;
+    /* both given, ttl above the cap: refused */
+    refused("{\"ttl_ms\": 5000, \"max_hold_ms\": 4000}", false, "max_hold_ms");
+    assert_int_equal(parse("{\"ttl_ms\": 5000, \"max_hold_ms\": 5000}", false, &p, &err), 0);
+    assert_int_equal(p.max_hold_ms, 5000);
+}
+
+static void semaphore_limit(void **state)
+{
+    (void)state;
+    struct acquire_params p;
+    struct fg_error err;
+    refused("{}", true, "limit");
+    refused("{\"limit\": null}", true, "limit");
+    refused("{\"limit\": 0}", true, "limit");
+    refused("{\"limit\": 100001}", true, "limit");
+    refused("{\"limit\": \"5\"}", true, "limit");
+    assert_int_equal(parse("{\"limit\": 5}", true, &p, &err), 0);
+    assert_int_equal(p.limit, 5);
+    assert_int_equal(parse("{\"limit\": 100000}", true, &p, &err), 0);
+    assert_int_equal(parse("{\"limit\": 5}", false, &p, &err), 0); /* ignored for locks */
+    assert_int_equal(p.limit, 0);
+}
+
+static void renew_and_release(void **state)
+{
+    (void)state;
+    json_error_t jerr;
+    struct fg_error err = {0};
+    struct renew_params rp;
+    const char *token = NULL;
+    json_t *ok = json_loads("{\"token\": \"t\", \"ttl_ms\": 500}", 0, &jerr);
+    assert_int_equal(renew_params_parse(ok, &rp, &err), 0);
+    assert_string_equal(rp.token, "t");
+    assert_int_equal(rp.ttl_ms, 500);
+    assert_int_equal(release_params_parse(ok, &token, &err), 0);
+    assert_string_equal(token, "t");
+    json_decref(ok);
+    json_t *no_ttl = json_loads("{\"token\": \"t\"}", 0, &jerr);
+    assert_int_equal(renew_params_parse(no_ttl, &rp, &err), 0);
+    assert_int_equal(rp.ttl_ms, 0);
+    json_decref(no_ttl);
+    static const char *const bad[] = {"{}", "{\"token\": 5}", "{\"token\": \"\"}",
+                                      "{\"token\": null}", "{\"token\": \"t\", \"ttl_ms\": 50}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_t *body = json_loads(bad[i], 0, &jerr);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(renew_params_parse(body, &rp, &err), -1);
+        assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
+        if (i < 4) {
+            assert_non_null(strstr(err.msg, "token"));
+            assert_int_equal(release_params_parse(body, &token, &err), -1);
+        } else {
+            assert_non_null(strstr(err.msg, "ttl_ms"));
+        }
+        json_decref(body);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(defaults, setup, teardown),
+        cmocka_unit_test_setup_teardown(values_are_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(ranges, setup, teardown),
+        cmocka_unit_test_setup_teardown(types, setup, teardown),
+        cmocka_unit_test_setup_teardown(ttl_and_max_hold, setup, teardown),
+        cmocka_unit_test_setup_teardown(semaphore_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(renew_and_release, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

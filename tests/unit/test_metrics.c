@@ -1,0 +1,154 @@
+/*
+ * test_metrics.c - the metric store: results read from replies, lease routes
+ * counted by label, cumulative histogram buckets, the bound on route labels,
+ * and the Prometheus text around them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/metrics.h"
+
+static int reset(void **state)
+{
+    (void)state;
+    metrics_reset();
+    return 0;
+}
+
+/* The rendered text, with waiters and in_flight as given. */
+static char *render(long waiters, long in_flight)
+{
+    struct metrics_gauges g = {.waiters = waiters, .in_flight = in_flight};
+    return metrics_render(&g);
+}
+
+/* Asserts that text holds the whole line `series value`. */
+static void assert_series(const char *text, const char *series, const char *value)
+{
+    char line[512];
+    snprintf(line, sizeof line, "\n%s %s\n", series, value);
+    if (strstr(text, line) == NULL)
+        fail_msg("missing line: %s %s", series, value);
+}
+
+static void results_from_replies(void **state)
+{
+    (void)state;
+    json_t *busy = json_pack("{s:s}", "type", "/problems/lock_busy");
+    json_t *odd = json_pack("{s:s}", "type", "/problems/invalid_name");
+    assert_int_equal(metrics_result_of(200, NULL), METRIC_RESULT_OK);
+    assert_int_equal(metrics_result_of(409, busy), METRIC_RESULT_BUSY);
+    assert_int_equal(metrics_result_of(400, odd), METRIC_RESULT_INVALID);
+    assert_int_equal(metrics_result_of(500, NULL), METRIC_RESULT_ERROR);
+    assert_int_equal(metrics_result_of(503, NULL), METRIC_RESULT_ERROR);
+    json_decref(busy);
+    json_decref(odd);
+}
+
+static void lease_routes_count(void **state)
+{
+    (void)state;
+    json_t *lost = json_pack("{s:s}", "type", "/problems/lease_lost");
+    json_t *busy = json_pack("{s:s}", "type", "/problems/lock_busy");
+    metrics_request("lock_acquire", 200, NULL, 3);
+    metrics_request("lock_acquire", 200, NULL, 700);
+    metrics_request("lock_acquire", 409, busy, 1);
+    metrics_request("lock_renew", 410, lost, 1);
+    metrics_request("sem_release", 200, NULL, 1);
+    metrics_request("healthz", 200, NULL, 0);
+    char *text = render(4, 2);
+    assert_series(text, "fencegate_acquisitions_total{kind=\"lock\",result=\"granted\"}", "2");
+    assert_series(text, "fencegate_acquisitions_total{kind=\"lock\",result=\"busy\"}", "1");
+    assert_series(text, "fencegate_acquisitions_total{kind=\"semaphore\",result=\"granted\"}", "0");
+    assert_series(text, "fencegate_renewals_total{kind=\"lock\",result=\"lease_lost\"}", "1");
+    assert_series(text, "fencegate_releases_total{kind=\"semaphore\",result=\"ok\"}", "1");
+    /* Wait time of the granted ones only: 3 ms and 700 ms. */
+    assert_series(text, "fencegate_wait_seconds_bucket{kind=\"lock\",le=\"0.005\"}", "1");
+    assert_series(text, "fencegate_wait_seconds_bucket{kind=\"lock\",le=\"0.5\"}", "1");
+    assert_series(text, "fencegate_wait_seconds_bucket{kind=\"lock\",le=\"1\"}", "2");
+    assert_series(text, "fencegate_wait_seconds_bucket{kind=\"lock\",le=\"+Inf\"}", "2");
+    assert_series(text, "fencegate_wait_seconds_sum{kind=\"lock\"}", "0.703");
+    assert_series(text, "fencegate_wait_seconds_count{kind=\"lock\"}", "2");
+    assert_series(text, "fencegate_waiters", "4");
+    assert_series(text, "fencegate_http_requests_in_flight", "2");
+    assert_series(text, "fencegate_http_request_duration_seconds_count{route=\"lock_acquire\"}",
+                  "3");
+    assert_series(text, "fencegate_http_responses_total{route=\"lock_acquire\",code=\"4xx\"}", "1");
+    assert_series(text, "fencegate_http_responses_total{route=\"healthz\",code=\"2xx\"}", "1");
+    free(text);
+    json_decref(lost);
+    json_decref(busy);
+}
+
+static void backends_and_writes(void **state)
+{
+    (void)state;
+    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
+    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
+    metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_INVALID);
+    metrics_audit_written();
+    metrics_backend_error(METRIC_BACKEND_REDIS);
+    metrics_backend_connect(METRIC_BACKEND_PG);
+    metrics_backend_connect(METRIC_BACKEND_PG);
+    metrics_hold_time(METRIC_KIND_SEMAPHORE, 90000);
+    char *text = render(0, 0);
+    assert_series(text, "fencegate_fenced_writes_total{backend=\"postgres\",result=\"applied\"}",
+                  "1");
+    assert_series(text, "fencegate_fenced_writes_total{backend=\"postgres\",result=\"stale\"}",
+                  "1");
+    assert_series(text, "fencegate_fenced_writes_total{backend=\"redis\",result=\"invalid\"}", "1");
+    assert_series(text, "fencegate_audit_records_total", "1");
+    assert_series(text, "fencegate_backend_errors_total{backend=\"redis\"}", "1");
+    assert_series(text, "fencegate_backend_connects_total{backend=\"postgres\"}", "2");
+    assert_series(text, "fencegate_hold_seconds_bucket{kind=\"semaphore\",le=\"60\"}", "0");
+    assert_series(text, "fencegate_hold_seconds_bucket{kind=\"semaphore\",le=\"300\"}", "1");
+    free(text);
+}
+
+static void route_labels_are_bounded(void **state)
+{
+    (void)state;
+    static char labels[METRICS_MAX_ROUTES + 10][16];
+    for (int i = 0; i < METRICS_MAX_ROUTES + 10; i++) {
+        snprintf(labels[i], sizeof labels[i], "route%d", i);
+        metrics_request(labels[i], 200, NULL, 1);
+    }
+    metrics_request(NULL, 404, NULL, 1);
+    char *text = render(0, 0);
+    assert_series(text, "fencegate_http_request_duration_seconds_count{route=\"route0\"}", "1");
+    assert_null(strstr(text, "route=\"route70\""));
+    assert_series(text, "fencegate_http_request_duration_seconds_count{route=\"other\"}", "11");
+    free(text);
+}
+
+static void text_format(void **state)
+{
+    (void)state;
+    char *text = render(0, 0);
+    /* Every family has HELP and TYPE, and the text ends with a newline. */
+    assert_non_null(strstr(text, "# TYPE fencegate_acquisitions_total counter\n"));
+    assert_non_null(strstr(text, "# TYPE fencegate_wait_seconds histogram\n"));
+    assert_non_null(strstr(text, "# HELP fencegate_waiters "));
+    assert_int_equal(text[strlen(text) - 1], '\n');
+    /* No route seen yet: no route series. */
+    assert_null(strstr(text, "route=\""));
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(results_from_replies, reset),
+        cmocka_unit_test_setup(lease_routes_count, reset),
+        cmocka_unit_test_setup(backends_and_writes, reset),
+        cmocka_unit_test_setup(route_labels_are_bounded, reset),
+        cmocka_unit_test_setup(text_format, reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
