@@ -2,11 +2,11 @@
 -- whose first line is "-- uses: lib_lock.lua"; never called on its own).
 --
 -- Key layout of lock N; every key carries the hash tag {N}, base is "fg:lk:{N}:":
---   base.."h"           holder hash: lease, fence, owner, ttl, hold_until, claimed, rid,
+--   base.."h"           holder hash: lease, fence, owner, ttl, hold_until, granted_at, claimed, rid,
 --                       inst, attach (the gateway and connection that asked)
---   base.."q"           queue: sorted set of waiting lease ids, scored by arrival ticket
+--   base.."q"           queue: sorted set of waiting lease ids, scored by arrival (the
+--                       last score + 1, so an idle lock leaves no counter behind)
 --   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
---   base.."t"           arrival ticket counter
 --   base.."r:"..rid     lease id of an acquire request_id (idempotent retries)
 --   base.."x:"..lease   marker of a lease that was released (idempotent release)
 -- Global: "fg:fence" (the one fence sequence), "fg:inst:"..id (a live gateway),
@@ -37,7 +37,7 @@ local function grant_next(base, fence_key, name, claim_ms, now)
       if redis.call('EXISTS', 'fg:inst:' .. w.inst) == 1 then
         local fence = redis.call('INCR', fence_key)
         redis.call('HSET', base .. 'h', 'lease', head, 'fence', fence, 'owner', w.owner,
-                   'ttl', w.ttl, 'hold_until', now + w.max_hold, 'claimed', '0',
+                   'ttl', w.ttl, 'hold_until', now + w.max_hold, 'granted_at', now, 'claimed', '0',
                    'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
         redis.call('PEXPIRE', base .. 'h', math.min(w.ttl, claim_ms))
         redis.call('PUBLISH', 'fg:bell:' .. w.inst, 'l|' .. head .. '|' .. name)

@@ -42,7 +42,7 @@ if not holder[1] then
   if not granted and not queued then
     local fence = redis.call('INCR', fence_key)
     redis.call('HSET', hkey, 'lease', lease, 'fence', fence, 'owner', owner, 'ttl', ttl,
-               'hold_until', now + max_hold, 'claimed', '1', 'rid', rid, 'inst', inst, 'attach', attach)
+               'hold_until', now + max_hold, 'granted_at', now, 'claimed', '1', 'rid', rid, 'inst', inst, 'attach', attach)
     redis.call('PEXPIRE', hkey, ttl)
     if rid ~= '' then redis.call('SET', base .. 'r:' .. rid, lease, 'PX', rid_ttl) end
     return granted_reply(hkey, lease, now + ttl)
@@ -53,7 +53,8 @@ if not queued then
   local waiting = redis.call('ZCARD', qkey)
   if not wait then return cjson.encode({r = 'busy', waiting = waiting}) end
   if waiting >= max_waiters then return cjson.encode({r = 'full', waiting = waiting}) end
-  redis.call('ZADD', qkey, redis.call('INCR', base .. 't'), lease)
+  local last = redis.call('ZRANGE', qkey, -1, -1, 'WITHSCORES')[2]
+  redis.call('ZADD', qkey, (tonumber(last) or 0) + 1, lease)
   if rid ~= '' then redis.call('SET', base .. 'r:' .. rid, lease, 'PX', rid_ttl) end
 end
 redis.call('HSET', wkey, lease, cjson.encode({inst = inst, attach = attach, ttl = ttl,

@@ -1,10 +1,12 @@
 -- 001_init.sql: the gateway's own objects, in schema fencegate, and the example
 -- invoices table of the README walk-through and the tests.
+-- Every migration is written to be re-runnable (IF NOT EXISTS): the gateway applies
+-- any migration of sql/ it does not find recorded, whatever its number.
 
 -- The highest fence accepted so far for each fenced resource ("pg:invoices/42").
 -- A write is applied only with a fence >= this one; the row is updated in the
 -- same transaction as the write it guards.
-CREATE TABLE fencegate.resource_fences (
+CREATE TABLE IF NOT EXISTS fencegate.resource_fences (
     resource   text PRIMARY KEY,
     fence      bigint NOT NULL CHECK (fence > 0),
     updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
@@ -12,7 +14,7 @@ CREATE TABLE fencegate.resource_fences (
 
 -- Every rejected write, kept however the rejection came about (stale fence on a
 -- Postgres row or a Redis key). Newest last: id order is commit order.
-CREATE TABLE fencegate.rejections (
+CREATE TABLE IF NOT EXISTS fencegate.rejections (
     id              bigserial PRIMARY KEY,
     at              timestamptz NOT NULL DEFAULT clock_timestamp(),
     resource        text NOT NULL,
@@ -24,12 +26,12 @@ CREATE TABLE fencegate.rejections (
     method          text NOT NULL,
     reason          text NOT NULL
 );
-CREATE INDEX rejections_resource_id ON fencegate.rejections (resource, id);
-CREATE INDEX rejections_lock_id ON fencegate.rejections (lock_name, id);
-CREATE INDEX rejections_at ON fencegate.rejections (at);
+CREATE INDEX IF NOT EXISTS rejections_resource_id ON fencegate.rejections (resource, id);
+CREATE INDEX IF NOT EXISTS rejections_lock_id ON fencegate.rejections (lock_name, id);
+CREATE INDEX IF NOT EXISTS rejections_at ON fencegate.rejections (at);
 
 -- Gateway-wide settings, e.g. the generated token-signing secret.
-CREATE TABLE fencegate.settings (
+CREATE TABLE IF NOT EXISTS fencegate.settings (
     name  text PRIMARY KEY,
     value text NOT NULL
 );

@@ -4,5 +4,5 @@
 -- at least once, by whichever gateway drains the stream; source_id is the
 -- stream entry ("fg:audit/<entry id>"), so a copy made twice is stored once.
 -- Rows written directly (Postgres writes) leave it NULL.
-ALTER TABLE fencegate.rejections ADD COLUMN source_id text;
-CREATE UNIQUE INDEX rejections_source_id ON fencegate.rejections (source_id);
+ALTER TABLE fencegate.rejections ADD COLUMN IF NOT EXISTS source_id text;
+CREATE UNIQUE INDEX IF NOT EXISTS rejections_source_id ON fencegate.rejections (source_id);

@@ -191,8 +191,7 @@ out:
         fprintf(stderr, "fencegate: %s\n", err.msg);
     janitor_stop();
     doorbell_stop();
-    if (!migrate_only)
-        redis_shutdown(); /* migrate never set Redis up */
+    redis_shutdown();
     fenced_pg_shutdown();
     pg_shutdown();
     config_free(&cfg);

@@ -15,6 +15,7 @@
 #include "lease/lock.h"
 #include "lease/waiter.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 /* Handler state of an acquire that waits. */
 struct lock_wait {
@@ -222,14 +223,6 @@ enum handler_result handle_lock_acquire(struct http_request *req, struct http_re
 }
 
 /* Logs a renew or release (op) refused with 410: the holder lost its lease. */
-static void log_lease_lost(const struct http_request *req, const char *op,
-                           const struct token_claims *claims)
-{
-    log_event(LOG_WARN, "lease_lost",
-              json_pack("{s:s, s:s, s:I, s:s}", "lock", lock_name(req), "op", op, "fence",
-                        (json_int_t)claims->fence, "client", req->client_addr));
-}
-
 /* Verifies the token of a renew or release and that it is for this lock. */
 static int verified_lease(const struct http_request *req, const char *token,
                           struct token_claims *claims, struct fg_error *err)
@@ -254,7 +247,7 @@ enum handler_result handle_lock_renew(struct http_request *req, struct http_repl
         lock_renew(lock_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
         return fail(reply, &err);
     if (res.outcome == LOCK_LOST) {
-        log_lease_lost(req, "renew", &claims);
+        log_lease_lost("lock", lock_name(req), "renew", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
         return fail(reply, &err);
     }
@@ -284,10 +277,12 @@ enum handler_result handle_lock_release(struct http_request *req, struct http_re
         lock_release(lock_name(req), claims.lease_id, &res, &err) != 0)
         return fail(reply, &err);
     if (res.outcome == LOCK_LOST) {
-        log_lease_lost(req, "release", &claims);
+        log_lease_lost("lock", lock_name(req), "release", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
         return fail(reply, &err);
     }
+    if (res.held_ms >= 0)
+        metrics_hold_time(METRIC_KIND_LOCK, res.held_ms);
     reply_json(reply, 200, json_pack("{s:b}", "released", 1));
     return HANDLER_DONE;
 }

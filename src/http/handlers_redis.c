@@ -113,6 +113,8 @@ static enum handler_result reply_stale(struct http_reply *reply, const struct wr
         .at_ms = res->at_ms,
     };
     struct fg_error err = {0};
+    log_stale_write(wr->resource, wr->claims.name, wr->claims.fence, res->current_fence,
+                    wr->write.method, wr->write.client_addr);
     if (res->audit_id[0] != '\0' && audit_stream_store(res->audit_id, &rec, &err) != 0)
         log_message(LOG_WARN, "audit_deferred", "%s: %s", wr->resource, err.msg);
     fg_fail(&err, FG_ERR_STALE_FENCE, "fence %lld is older than fence %lld stored for %s",

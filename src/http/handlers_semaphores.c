@@ -304,6 +304,7 @@ enum handler_result handle_sem_renew(struct http_request *req, struct http_reply
         return fail(reply, &err);
     hand_over(sem_name(req), &res);
     if (res.outcome == SEM_LOST) {
+        log_lease_lost("semaphore", sem_name(req), "renew", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was given up");
         return fail(reply, &err);
     }
@@ -334,6 +335,7 @@ enum handler_result handle_sem_release(struct http_request *req, struct http_rep
         return fail(reply, &err);
     hand_over(sem_name(req), &res);
     if (res.outcome == SEM_LOST) {
+        log_lease_lost("semaphore", sem_name(req), "release", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was given up");
         return fail(reply, &err);
     }

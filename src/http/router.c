@@ -127,6 +127,22 @@ enum http_method router_method(const char *method)
     return HTTP_OTHER;
 }
 
+void router_allow_header(unsigned allowed, char *out, size_t cap)
+{
+    static const char *const names[] = {
+        [HTTP_GET] = "GET, HEAD", [HTTP_POST] = "POST",     [HTTP_PUT] = "PUT",
+        [HTTP_PATCH] = "PATCH",   [HTTP_DELETE] = "DELETE",
+    };
+    size_t n = 0;
+    out[0] = '\0';
+    for (int m = HTTP_GET; m < HTTP_OTHER; m++) {
+        if ((allowed & (1u << m)) == 0 || n >= cap)
+            continue;
+        int w = snprintf(out + n, cap - n, "%s%s", n ? ", " : "", names[m]);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
 int router_match(const struct route *table, enum http_method method, const char *path,
                  struct route_match *match, struct fg_error *err)
 {
@@ -135,12 +151,14 @@ int router_match(const struct route *table, enum http_method method, const char 
     if (n < 0)
         return fg_fail(err, FG_ERR_NOT_FOUND, "no such route");
     bool other_method = false;
+    match->allowed = 0;
     for (const struct route *r = table; r->pattern != NULL; r++) {
         int np = split_path(r->pattern, pat, MAX_SEGMENTS), wild;
         if (!shape_matches(pat, np, segs, n, &wild))
             continue;
         if (r->method != method) {
             other_method = true;
+            match->allowed |= 1u << r->method;
             continue;
         }
         memset(match->param_lens, 0, sizeof match->param_lens);

@@ -44,10 +44,14 @@ struct route_match {
     const struct route *route;                          /* matched entry */
     char params[ROUTE_MAX_PARAMS][SEGMENT_MAX_LEN + 1]; /* decoded parameters, in order */
     size_t param_lens[ROUTE_MAX_PARAMS];                /* their lengths */
+    unsigned allowed; /* after FG_ERR_METHOD_NOT_ALLOWED: bits 1 << method of the path's methods */
 };
 
 /* Maps a method string ("GET", "HEAD" counts as GET) to enum http_method. */
 enum http_method router_method(const char *method);
+
+/* Writes the Allow header value for a bit set of methods (e.g. "GET, HEAD") into out. */
+void router_allow_header(unsigned allowed, char *out, size_t cap);
 
 /*
  * Finds the route of table (ended by an entry whose pattern is NULL) matching

@@ -166,6 +166,11 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     }
     if (conn->body_too_large)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (conn->route_status == FG_ERR_METHOD_NOT_ALLOWED) {
+        char allow[64];
+        router_allow_header(req->match.allowed, allow, sizeof allow);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+    }
     enum MHD_Result rc = MHD_queue_response(conn->mhd, (unsigned int)reply->status, resp);
     MHD_destroy_response(resp);
     conn->answered = true;

@@ -76,6 +76,7 @@ static int read_result(const json_t *out, struct lock_result *res, bool *nofence
         res->holder_pttl_ms = int_field(out, "holder_pttl", -2);
         res->waiting = int_field(out, "waiting", 0);
         res->again = json_is_true(json_object_get(out, "again"));
+        res->held_ms = int_field(out, "held_ms", -1);
         return 0;
     }
     return fg_fail(err, FG_ERR_INTERNAL, "lock script answered '%s'", r ? r : "(nothing)");

@@ -46,6 +46,7 @@ struct lock_result {
     long long holder_pttl_ms;        /* queued: holder's remaining lease, < 0 if none */
     long long waiting;               /* busy, full, canceled: queue length */
     bool again;                      /* released: this lease had been released before */
+    int64_t held_ms;                 /* released: how long the lease held the lock, < 0 unknown */
 };
 
 /*

@@ -86,8 +86,23 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
 {
     char timeout[32];
     snprintf(timeout, sizeof timeout, "-c statement_timeout=%lld", pool.cfg->statement_timeout_ms);
-    const char *keys[] = {"dbname", "connect_timeout", "application_name", "options", NULL};
-    const char *values[] = {pool.cfg->pg_dsn, "2", "fencegate", timeout, NULL};
+    char user_timeout[24];
+    snprintf(user_timeout, sizeof user_timeout, "%lld",
+             pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);
+    /* Keepalives and tcp_user_timeout bound how long a Postgres host that silently
+     * drops packets can hold a request, where statement_timeout cannot help. */
+    const char *keys[] = {"dbname",
+                          "connect_timeout",
+                          "application_name",
+                          "options",
+                          "keepalives",
+                          "keepalives_idle",
+                          "keepalives_interval",
+                          "keepalives_count",
+                          "tcp_user_timeout",
+                          NULL};
+    const char *values[] = {pool.cfg->pg_dsn, "2", "fencegate", timeout, "1", "5", "2", "3",
+                            user_timeout,     NULL};
     c->pq = PQconnectdbParams(keys, values, 1);
     if (c->pq == NULL || PQstatus(c->pq) != CONNECTION_OK) {
         metrics_backend_error(METRIC_BACKEND_PG);
@@ -264,37 +279,63 @@ static int migration_version(const char *file)
     return atoi(file);
 }
 
-/* Applies the migrations newer than the stored version; conn is inside a transaction. */
+/* True if rows (objects with a text "version") name version. */
+static bool version_applied(const json_t *rows, int version)
+{
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        if (atoi(json_string_value(json_object_get(row, "version"))) == version)
+            return true;
+    }
+    return false;
+}
+
+/* Applies every migration of sql/ not applied yet, in name order; conn is inside
+ * a transaction. A database that has a version this binary does not know was
+ * migrated by a newer gateway: refuse it rather than guess. */
 static int apply_migrations(struct pg_conn *c, struct fg_error *err)
 {
     json_t *rows = NULL;
-    if (pg_exec(c, NULL, "SELECT coalesce(max(version), 0) AS v FROM fencegate.schema_migrations",
-                0, NULL, &rows, err) != 0)
+    if (pg_exec(c, NULL, "SELECT version FROM fencegate.schema_migrations ORDER BY version", 0,
+                NULL, &rows, err) != 0)
         return -1;
-    int current = atoi(json_string_value(json_object_get(json_array_get(rows, 0), "v")));
-    json_decref(rows);
-    int known = 0;
-    for (size_t i = 0; embedded_sql[i].name != NULL; i++)
-        known = migration_version(embedded_sql[i].name);
-    if (current > known)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "database schema version %d is newer than this gateway knows (%d)", current,
-                       known);
-    for (size_t i = 0; embedded_sql[i].name != NULL; i++) {
-        int version = migration_version(embedded_sql[i].name);
-        if (version <= current)
+    int rc = 0;
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        int version = atoi(json_string_value(json_object_get(row, "version")));
+        bool known = false;
+        for (size_t j = 0; embedded_sql[j].name != NULL; j++)
+            known = known || migration_version(embedded_sql[j].name) == version;
+        if (!known) {
+            rc = fg_fail(err, FG_ERR_CONFIG,
+                         "database schema has migration %d, which this gateway does not know "
+                         "(a newer gateway migrated it)",
+                         version);
+            goto out;
+        }
+    }
+    for (size_t j = 0; embedded_sql[j].name != NULL && rc == 0; j++) {
+        int version = migration_version(embedded_sql[j].name);
+        if (version_applied(rows, version))
             continue;
         char vtext[16];
         snprintf(vtext, sizeof vtext, "%d", version);
-        const char *params[] = {vtext, embedded_sql[i].name};
-        if (pg_exec(c, NULL, embedded_sql[i].source, 0, NULL, NULL, err) != 0 ||
+        const char *params[] = {vtext, embedded_sql[j].name};
+        if (pg_exec(c, NULL, embedded_sql[j].source, 0, NULL, NULL, err) != 0 ||
             pg_exec(c, NULL,
                     "INSERT INTO fencegate.schema_migrations (version, name) VALUES ($1, $2)", 2,
                     params, NULL, err) != 0)
-            return -1;
-        log_message(LOG_INFO, "migration_applied", "%s", embedded_sql[i].name);
+            rc = -1;
+        else
+            log_message(LOG_INFO, "migration_applied", "%s", embedded_sql[j].name);
     }
-    return 0;
+out:
+    json_decref(rows);
+    return rc;
 }
 
 int pg_migrate(struct fg_error *err)

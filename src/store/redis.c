@@ -34,6 +34,7 @@ static struct {
     size_t nscripts;
     redis_connect_hook hook;
     pthread_key_t conn_key;
+    bool initialized; /* redis_init ran: conn_key exists */
 } rds;
 
 static void free_context(void *ctx)
@@ -107,6 +108,7 @@ int redis_init(const struct config *cfg, struct fg_error *err)
     }
     if (pthread_key_create(&rds.conn_key, free_context) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "pthread_key_create failed");
+    rds.initialized = true;
     return 0;
 }
 
@@ -200,6 +202,8 @@ void redis_shutdown(void)
 
 void redis_thread_done(void)
 {
+    if (!rds.initialized)
+        return;
     redisContext *ctx = pthread_getspecific(rds.conn_key);
     pthread_setspecific(rds.conn_key, NULL);
     redisFree(ctx);
@@ -235,9 +239,11 @@ static int decode_result(const redisReply *reply, const char *name, json_t **out
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: reply is not a JSON text", name);
     json_error_t jerr;
     *out = json_loadb(reply->str, reply->len, JSON_DECODE_ANY, &jerr);
-    if (*out == NULL)
-        return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: bad JSON: %s", name, jerr.text);
-    return 0;
+    if (*out != NULL)
+        return 0;
+    if (json_error_code(&jerr) == json_error_invalid_utf8)
+        return fg_fail(err, FG_ERR_CONFLICT, "the stored value is not UTF-8 text");
+    return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: bad JSON: %s", name, jerr.text);
 }
 
 int redis_script(const char *name, size_t nkeys, const char *const *argv, size_t argc, json_t **out,

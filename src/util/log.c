@@ -67,3 +67,20 @@ void log_message(enum log_level level, const char *event, const char *fmt, ...)
     va_end(ap);
     log_event(level, event, json_pack("{s:s}", "detail", detail));
 }
+
+void log_lease_lost(const char *kind, const char *name, const char *op, long long fence,
+                    const char *client)
+{
+    log_event(LOG_WARN, "lease_lost",
+              json_pack("{s:s, s:s, s:s, s:I, s:s}", "kind", kind, kind, name, "op", op, "fence",
+                        (json_int_t)fence, "client", client));
+}
+
+void log_stale_write(const char *resource, const char *lock, long long presented_fence,
+                     long long current_fence, const char *method, const char *client)
+{
+    log_event(LOG_WARN, "stale_write",
+              json_pack("{s:s, s:s, s:I, s:I, s:s, s:s}", "resource", resource, "lock", lock,
+                        "presented_fence", (json_int_t)presented_fence, "current_fence",
+                        (json_int_t)current_fence, "method", method, "client", client));
+}

@@ -21,6 +21,15 @@ bool log_enabled(enum log_level level);
 /* Writes {"ts":..., "level":..., "event": event, ...fields} (fields stolen, may be NULL). */
 void log_event(enum log_level level, const char *event, json_t *fields);
 
+/* A holder's renew or release found its lease gone: kind is "lock" or
+ * "semaphore", op "renew" or "release". Names no token. */
+void log_lease_lost(const char *kind, const char *name, const char *op, long long fence,
+                    const char *client);
+
+/* A fenced write was refused as stale. */
+void log_stale_write(const char *resource, const char *lock, long long presented_fence,
+                     long long current_fence, const char *method, const char *client);
+
 /* Shorthand: an event whose only field is "detail" (printf-style). */
 void log_message(enum log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

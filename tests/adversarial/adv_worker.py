@@ -7,6 +7,7 @@ written. It must not: judge the results (test_adversarial.py does, from these re
 or coordinate with other workers.
 
     python3 adv_worker.py SPEC_JSON
+    python3 adv_worker.py --park PORT LOCK    (only queues on LOCK and waits to be killed)
 
 SPEC_JSON: {"id", "seed", "out", "ports": [gateway ports], "locks": [names], "rows": {lock: row key},
 "rkeys": {lock: redis key}, "storm": lock name, "sem": name, "sem_limit": n, "end_at": epoch s,
@@ -322,5 +323,18 @@ class Worker:
         self.rec("done")
 
 
+def park(port: int, lock: str, wait_ms: int = 50000) -> socket.socket:
+    """Sends an acquire that waits, over a raw socket, and returns the socket without reading."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    body = json.dumps({"wait_ms": wait_ms}).encode()
+    s.sendall((f"POST /v1/locks/{lock}/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+    return s
+
+
 if __name__ == "__main__":
-    Worker(json.loads(sys.argv[1])).run()
+    if sys.argv[1] == "--park":  # adv_worker.py --park PORT LOCK: a waiter to be killed
+        sock = park(int(sys.argv[2]), sys.argv[3])
+        time.sleep(120)
+    else:
+        Worker(json.loads(sys.argv[1])).run()

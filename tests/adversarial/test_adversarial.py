@@ -25,6 +25,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import adv_check  # noqa: E402
+from adv_worker import park  # noqa: E402
 from adv_common import (GATEWAY_CONFIG, TABLE, Gateway, audit_counts, final_notes, history,  # noqa: E402
                         install_history, run_tag, seed_from_env, stored_fences, uninstall_history)
 from harness import test_data_dir, wait_for  # noqa: E402
@@ -168,6 +169,7 @@ class AdversarialRun(unittest.TestCase):
         self.assertEqual(failed, [], f"workers crashed: {errs}")
 
         self.check_quiescent()
+        self.check_hangups_leave_the_queue()
         self.judge(kills, stats)
         for gw in self.gateways:
             gw.stop()  # SIGTERM must drain and exit 0 (and, under ASan, without a leak)
@@ -193,6 +195,37 @@ class AdversarialRun(unittest.TestCase):
             self.fail(f"locks or semaphore still held or waited on long after every client left: {self.last_busy}")
         finally:
             c.close()
+
+    def check_hangups_leave_the_queue(self):
+        """On each replica, a waiter whose process is SIGKILLed and one that hangs up leave the queue while
+        the lock is still held (not only when their turn comes), and the release then frees the lock."""
+        for i, gw in enumerate(self.gateways):
+            name = f"{self.tag}:probe{i}"
+            with gw.client() as c:
+                holder = c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000}).body
+
+                def waiting() -> int:
+                    return c.get(f"/v1/locks/{name}").body["waiting"]
+                p = subprocess.Popen([sys.executable, os.path.join(HERE, "adv_worker.py"), "--park",
+                                      str(gw.port), name])
+                self.procs[f"probe{i}"] = p
+                wait_for(lambda: waiting() == 1, timeout=20, what="the probe waiter queued")
+                p.kill()
+                p.wait()
+                try:
+                    wait_for(lambda: waiting() == 0, timeout=10, interval=0.1, what="")
+                except AssertionError:
+                    self.fail(f"gateway {i}: a SIGKILLed waiter stayed in the queue of a held lock")
+                s = park(gw.port, name)
+                wait_for(lambda: waiting() == 1, timeout=20, what="the probe waiter queued")
+                s.close()
+                try:
+                    wait_for(lambda: waiting() == 0, timeout=10, interval=0.1, what="")
+                except AssertionError:
+                    self.fail(f"gateway {i}: a waiter that hung up stayed in the queue of a held lock")
+                self.assertEqual(c.post(f"/v1/locks/{name}/release", {"token": holder["token"]}).status, 200)
+                st = c.get(f"/v1/locks/{name}").body
+                self.assertEqual((st["held"], st["waiting"]), (False, 0), st)
 
     def judge(self, kills: dict[str, float], stats: dict[str, int]):
         records = adv_check.load_records(self.dir)

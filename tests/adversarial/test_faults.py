@@ -177,6 +177,29 @@ class Faults(unittest.TestCase):
         c.close()
         gw2.stop()
 
+    # FAULT (reported to the lead, not fixed here): after Redis loses its data the sequence restarts from
+    # the highest fence STORED in Postgres, so a fence that was issued but never used for a Postgres write
+    # is issued a second time. Two leases then share one fence, and the holder whose lease vanished with
+    # the data still writes over the new holder's row. Remove the decorator once fences are reserved in
+    # Postgres ahead of use (README: "Fences only grow ... also after Redis loses its data").
+    @unittest.expectedFailure  # see FAULT above
+    def test_redis_flushall_never_issues_a_fence_twice(self):
+        c = self.gw.client()
+        row, lock = f"{self.tag}-g0", f"{self.tag}:again"
+        writer = acquire(c, f"{self.tag}:first")
+        self.put_rows(c, writer["token"], [row])  # the highest stored fence is now writer's
+        before = acquire(c, lock)  # issued, not yet used for a write
+        with Redis() as r:
+            r.cmd("FLUSHALL")
+        after = wait_for(lambda: c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000}), timeout=20,
+                         what="an acquire after the flush").body
+        c.request("PATCH", f"/v1/pg/{TABLE}/{row}", {"set": {"note": "new holder"}}, {"Fence-Token": after["token"]})
+        late = c.request("PATCH", f"/v1/pg/{TABLE}/{row}", {"set": {"note": "lease lost in the flush"}},
+                         {"Fence-Token": before["token"]})
+        c.close()
+        self.assertGreater(after["fence"], before["fence"], "a fence issued before the flush was issued again")
+        self.assertEqual(late.status, 409, late)
+
     def test_redis_restart_with_holder_and_waiter(self):
         lock = f"{self.tag}:restart"
         c = self.gw.client()

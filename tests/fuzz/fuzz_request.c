@@ -1,9 +1,11 @@
 /*
  * fuzz_request.c - libFuzzer harness over the pure request path: route matching
  * and strict name decoding, the Fence-Token check, JSON bodies and the field
- * rules of lease calls, and the configuration reader. The input is split at the
- * first two newlines into path, Fence-Token header and body. Nothing here may
- * crash, leak, or trip a sanitizer, whatever the bytes.
+ * rules of lease calls, the configuration reader, the bodies of fenced Postgres
+ * writes and batches (and the SQL built for those accepted), and the audit
+ * query. The input is split at the first two newlines into path, Fence-Token
+ * header (also the audit query's arguments) and body. Nothing here may crash,
+ * leak, or trip a sanitizer, whatever the bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include "http/router.h"
 #include "lease/lease_request.h"
 #include "lease/token.h"
+#include "store/audit_filter.h"
+#include "store/fenced_op.h"
 #include "util/fgjson.h"
 
 static enum handler_result stub(struct http_request *req, struct http_reply *reply)
@@ -64,6 +68,78 @@ static void fuzz_token(const char *token)
     }
 }
 
+/* Two writable tables as start-up would read them from the catalog: the
+ * example invoices (with a jsonb column) and one whose names need quoting. */
+static char *invoice_columns[] = {"customer", "amount_cents", "status", "note", "meta"};
+static char *odd_columns[] = {"we\"ird col", "n"};
+static const struct table_config table_configs[] = {
+    {"invoices", "id", invoice_columns, 5},
+    {"Odd \"table\"", "k\"ey", odd_columns, 2},
+};
+static char *invoice_types[] = {"text", "bigint", "text", "text", "jsonb"};
+static bool invoice_json[] = {false, false, false, false, true};
+static char *odd_types[] = {"text", "integer"};
+static bool odd_json[] = {false, false};
+static const struct table_schema schemas[] = {
+    {&table_configs[0], "text", invoice_types, invoice_json},
+    {&table_configs[1], "bigint", odd_types, odd_json},
+};
+#define NSCHEMAS (sizeof schemas / sizeof schemas[0])
+
+/* Builds the statement of an accepted operation, as the store would. */
+static void fuzz_op_sql(const struct fenced_op *op)
+{
+    FG_ASSERT(op->table < NSCHEMAS && op->key != NULL);
+    FG_ASSERT(op->ncolumns == schemas[op->table].cfg->ncolumns);
+    int written = 0, nparams = 0;
+    for (size_t i = 0; i < op->ncolumns; i++)
+        written += op->written[i];
+    char *sql = fenced_sql_write(&schemas[op->table], op->kind, op->written, &nparams);
+    FG_ASSERT(sql != NULL);
+    FG_ASSERT(op->kind == FENCED_DELETE || nparams == FENCED_PARAM_COUNT + written);
+    free(sql);
+}
+
+static void fuzz_pg_body(const json_t *obj)
+{
+    for (int kind = 0; kind < FENCED_KIND_COUNT; kind++) {
+        for (size_t table = 0; table < NSCHEMAS; table++) {
+            struct fenced_op op;
+            struct fg_error err = {0};
+            const char *path_key = kind == FENCED_POST ? NULL : "42";
+            if (fenced_op_parse(schemas, table, (enum fenced_kind)kind, path_key, obj, &op, &err) ==
+                0)
+                fuzz_op_sql(&op);
+            else
+                FG_ASSERT(err.code != FG_OK);
+            fenced_op_free(&op);
+        }
+    }
+    struct fenced_batch batch;
+    struct fg_error err = {0};
+    if (fenced_batch_parse(schemas, NSCHEMAS, obj, &batch, &err) == 0) {
+        FG_ASSERT(batch.nops >= 1 && batch.nops <= FENCED_BATCH_MAX_OPS);
+        for (size_t i = 0; i < batch.nops; i++)
+            fuzz_op_sql(&batch.ops[i]);
+    } else {
+        FG_ASSERT(err.code != FG_OK);
+    }
+    fenced_batch_free(&batch);
+}
+
+/* The audit query: the same text as every argument, and as one at a time. */
+static void fuzz_audit(const char *arg)
+{
+    struct audit_filter f;
+    struct fg_error err = {0};
+    if (audit_filter_parse(arg, arg, arg, arg, arg, &f, &err) == 0)
+        FG_ASSERT(f.limit >= 1 && f.limit <= AUDIT_LIMIT_MAX && f.since_ms >= 0 && f.after_id >= 0);
+    if (audit_filter_parse(NULL, NULL, NULL, arg, NULL, &f, &err) == 0)
+        FG_ASSERT(f.limit >= 1 && f.limit <= AUDIT_LIMIT_MAX);
+    if (audit_filter_parse(NULL, NULL, arg, NULL, arg, &f, &err) == 0)
+        FG_ASSERT(f.since_ms >= 0 && f.after_id >= 0);
+}
+
 static void fuzz_body(const char *body, size_t len)
 {
     struct fg_error err = {0};
@@ -87,6 +163,7 @@ static void fuzz_body(const char *body, size_t len)
     memset(&file_cfg, 0, sizeof file_cfg);
     (void)config_apply_json(&file_cfg, obj, &err);
     config_free(&file_cfg);
+    fuzz_pg_body(obj);
     json_decref(obj);
 }
 
@@ -108,8 +185,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             *body++ = '\0';
     }
     fuzz_path(text);
-    if (header != NULL)
+    if (header != NULL) {
         fuzz_token(header);
+        fuzz_audit(header);
+    }
     if (body != NULL)
         fuzz_body(body, size - (size_t)(body - text));
     free(text);

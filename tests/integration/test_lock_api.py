@@ -278,6 +278,8 @@ class LockApiTest(unittest.TestCase):
                              ("OPTIONS", "/v1/locks/x")):
             r = self.client.request(method, path)
             self.assertEqual(r.status, 405, (method, path, r))
+            # /v1/locks/x/acquire is also the status route of a lock named "x/acquire".
+            self.assertIn(r.headers.get("allow"), ("GET, HEAD", "GET, HEAD, POST"), r)
             self.assertTrue(r.headers["content-type"].startswith("application/problem+json"), r)
 
     def test_lock_busy_names_the_queue_length(self):

@@ -132,6 +132,7 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(delta("fencegate_releases_total", result="ok", **lock), 3)
         self.assertEqual(delta("fencegate_releases_total", result="lease_lost", **lock), 1)
         self.assertEqual(delta("fencegate_wait_seconds_count", **lock), 5)
+        self.assertEqual(delta("fencegate_hold_seconds_count", **lock), 3)  # a, c, b released
         # The waiter waited at least until the release: some wait lies above the smallest bucket.
         self.assertGreaterEqual(delta("fencegate_wait_seconds_sum", **lock), 0.0)
         self.assertEqual(delta("fencegate_http_request_duration_seconds_count", route="lock_acquire"), 7)

@@ -100,6 +100,9 @@ class RedisWriteTest(unittest.TestCase):
         self.assertEqual(r.status, 200)
         r = self.write("PATCH", key + "s", tok, {"fields": {"a": "1"}})  # a string is not a hash
         self.assertEqual((r.status, r.body["type"]), (409, "/problems/conflict"), r)
+        self.r.cmd("SET", key + "b", b"\xff\xfe not text")  # written around the gateway
+        r = self.c.get("/v1/redis/" + key + "b")
+        self.assertEqual((r.status, r.body["type"]), (409, "/problems/conflict"), r)
         r = self.write("DELETE", key, tok)
         self.assertEqual((r.status, r.body["deleted"]), (200, True), r)
         r = self.c.get("/v1/redis/" + key)

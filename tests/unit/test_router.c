@@ -88,6 +88,19 @@ static void not_found_and_method_not_allowed(void **state)
     assert_string_equal(match(HTTP_POST, "/v1/pg/t/k", &m), "method_not_allowed");
 }
 
+static void allow_header_lists_the_methods_of_the_path(void **state)
+{
+    (void)state;
+    struct route_match m;
+    char allow[64];
+    assert_string_equal(match(HTTP_DELETE, "/v1/locks/x/acquire", &m), "method_not_allowed");
+    router_allow_header(m.allowed, allow, sizeof allow);
+    assert_string_equal(allow, "GET, HEAD, POST"); /* also the status of lock "x/acquire" */
+    assert_string_equal(match(HTTP_POST, "/healthz", &m), "method_not_allowed");
+    router_allow_header(m.allowed, allow, sizeof allow);
+    assert_string_equal(allow, "GET, HEAD");
+}
+
 static void percent_decoding(void **state)
 {
     (void)state;
@@ -188,6 +201,7 @@ int main(void)
         cmocka_unit_test(literal_and_parameters),
         cmocka_unit_test(names_span_segments),
         cmocka_unit_test(not_found_and_method_not_allowed),
+        cmocka_unit_test(allow_header_lists_the_methods_of_the_path),
         cmocka_unit_test(percent_decoding),
         cmocka_unit_test(invalid_names),
         cmocka_unit_test(name_length_limits),
