@@ -22,10 +22,10 @@ end
 -- the client's retry through another gateway starts afresh instead of finding a
 -- lease that ended without ever being granted). The grant lasts claim_ms (capped
 -- by the waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
--- Issues no fence while the sequence is missing (Redis lost its data).
+-- Issues no fence unless the sequence may issue one (lib_fence.lua).
 -- Returns the granted lease id, or nil.
 local function grant_next(base, fence_key, name, claim_ms, now)
-  if redis.call('EXISTS', fence_key) == 0 then return nil end
+  if not fence_ready(fence_key) then return nil end
   while true do
     local head = redis.call('ZRANGE', base .. 'q', 0, 0)[1]
     if not head then return nil end

@@ -62,11 +62,11 @@ end
 -- gateway (inst) gets its whole lease at once and is listed in handoff (at most
 -- MAX_HANDOFF), so the caller wakes that waiter in-process with the grant in
 -- hand: no doorbell and no claim round trip. It stays "unclaimed" so that an
--- orphan give-back can still free it. Issues no fence while the sequence is
--- missing.
+-- orphan give-back can still free it. Issues no fence unless the sequence may
+-- issue one (lib_fence.lua).
 local MAX_HANDOFF = 16
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
-  if not limit or redis.call('EXISTS', k.fence) == 0 then return end
+  if not limit or not fence_ready(k.fence) then return end
   local free = limit - redis.call('ZCARD', k.h)
   while free > 0 do
     local head = redis.call('ZRANGE', k.q, 0, 0)[1]

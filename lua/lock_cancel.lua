@@ -1,4 +1,4 @@
--- uses: lib_lock.lua
+-- uses: lib_fence.lua lib_lock.lua
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"
 -- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,

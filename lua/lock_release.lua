@@ -1,4 +1,4 @@
--- uses: lib_lock.lua
+-- uses: lib_fence.lua lib_lock.lua
 -- lock_release.lua: the holder releases; the lock passes to the next live
 -- waiter in the same step.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"

@@ -1,4 +1,4 @@
--- uses: lib_sem.lua
+-- uses: lib_fence.lua lib_sem.lua
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
 -- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,

@@ -1,4 +1,4 @@
--- uses: lib_sem.lua
+-- uses: lib_fence.lua lib_sem.lua
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"

@@ -47,7 +47,8 @@ static struct {
     const struct config *cfg;
     const struct route *routes;
     atomic_long in_flight;
-} server;
+    MHD_socket quiesced_fd; /* listening socket after quiesce, closed at stop */
+} server = {.quiesced_fd = MHD_INVALID_SOCKET};
 
 int64_t http_now_ms(void)
 {
@@ -324,9 +325,9 @@ void http_server_quiesce(void)
 {
     if (server.daemon == NULL)
         return;
-    MHD_socket fd = MHD_quiesce_daemon(server.daemon);
-    if (fd != MHD_INVALID_SOCKET)
-        close(fd);
+    /* The worker threads take the socket out of their epoll sets on their own
+     * time, so it is closed only after the daemon has stopped. */
+    server.quiesced_fd = MHD_quiesce_daemon(server.daemon);
 }
 
 long http_server_in_flight(void)
@@ -339,6 +340,9 @@ void http_server_stop(void)
     if (server.daemon != NULL)
         MHD_stop_daemon(server.daemon);
     server.daemon = NULL;
+    if (server.quiesced_fd != MHD_INVALID_SOCKET)
+        close(server.quiesced_fd);
+    server.quiesced_fd = MHD_INVALID_SOCKET;
 }
 
 const char *http_request_header(const struct http_request *req, const char *name)

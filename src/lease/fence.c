@@ -1,30 +1,55 @@
 /*
- * fence.c - fence sequence recovery: read the highest stored fence from
- * Postgres, raise the Redis sequence to it in one script (never lowering it).
+ * fence.c - fence sequence recovery. Fences are reserved in Postgres in blocks
+ * before Redis may issue them (lua/lib_fence.lua refuses to start past the
+ * reserved limit), so the reservation is always above every fence ever issued.
+ * Recovery reads the last fence Redis issued, reserves the next block above it,
+ * the old reservation and every stored fence, and raises the Redis sequence and
+ * its limit in one script (never lowering either).
  */
 #include "lease/fence.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "lease/lease_request.h"
 #include "store/pg.h"
 #include "store/redis.h"
 #include "util/log.h"
 
+/* Fences reserved at a time: one Postgres write per this many grants. */
+#define FENCE_BLOCK 10000
+
+/* How far one script can pass the limit (a semaphore grants up to its limit at
+ * once); skipped when Redis lost the sequence, since nothing remembers it. */
+#define FENCE_OVERSHOOT SEMAPHORE_MAX_LIMIT
+
+static int read_issued(int64_t *issued, struct fg_error *err)
+{
+    const char *argv[] = {"fg:fence"};
+    json_t *out = NULL;
+    if (redis_script("fence_read.lua", 1, argv, 1, &out, err) != 0)
+        return -1;
+    *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
+    json_decref(out);
+    return 0;
+}
+
 int fence_recover(struct fg_error *err)
 {
-    int64_t floor = 0;
-    if (pg_max_fence(&floor, err) != 0)
+    int64_t issued = -1, floor = 0, limit = 0;
+    if (read_issued(&issued, err) != 0 ||
+        pg_reserve_fences(issued, FENCE_BLOCK, FENCE_OVERSHOOT, &floor, &limit, err) != 0)
         return -1;
-    char floor_text[24];
+    char floor_text[24], limit_text[24];
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
-    const char *argv[] = {"fg:fence", floor_text};
+    snprintf(limit_text, sizeof limit_text, "%" PRId64, limit);
+    const char *argv[] = {"fg:fence", "fg:fence_limit", floor_text, limit_text};
     json_t *out = NULL;
-    if (redis_script("fence_raise.lua", 1, argv, 2, &out, err) != 0)
+    if (redis_script("fence_raise.lua", 2, argv, 4, &out, err) != 0)
         return -1;
-    log_event(LOG_DEBUG, "fence_recovered",
-              json_pack("{s:I, s:O}", "floor", (json_int_t)floor, "fence",
-                        json_object_get(out, "fence")));
+    log_event(LOG_DEBUG, "fences_reserved",
+              json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)issued, "floor", (json_int_t)floor,
+                        "limit", (json_int_t)limit));
     json_decref(out);
     return 0;
 }

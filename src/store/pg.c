@@ -366,17 +366,32 @@ out:
     return rc;
 }
 
-int pg_max_fence(int64_t *out, struct fg_error *err)
+int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int64_t *floor, int64_t *limit,
+                      struct fg_error *err)
 {
+    char issued_text[24], block_text[24], skip_text[24];
+    snprintf(issued_text, sizeof issued_text, "%lld", (long long)issued);
+    snprintf(block_text, sizeof block_text, "%lld", (long long)block);
+    snprintf(skip_text, sizeof skip_text, "%lld", (long long)skip);
+    const char *params[] = {issued_text, block_text, skip_text};
     json_t *rows = NULL;
-    if (pg_query("max_fence",
-                 "SELECT greatest((SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences),"
-                 " (SELECT coalesce(max(presented_fence), 0) FROM fencegate.rejections)) AS f",
-                 0, NULL, &rows, err) != 0)
+    if (pg_query("reserve_fences",
+                 "UPDATE fencegate.fence_reservation SET reserved = greatest("
+                 " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END, $1::bigint,"
+                 " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences)) + $2::bigint"
+                 " RETURNING reserved - $2::bigint AS floor, reserved AS lim",
+                 3, params, &rows, err) != 0)
         return -1;
-    *out = strtoll(json_string_value(json_object_get(json_array_get(rows, 0), "f")), NULL, 10);
+    const json_t *row = json_array_get(rows, 0);
+    int rc = 0;
+    if (row == NULL)
+        rc = fg_fail(err, FG_ERR_INTERNAL, "fencegate.fence_reservation has no row");
+    else {
+        *floor = strtoll(json_string_value(json_object_get(row, "floor")), NULL, 10);
+        *limit = strtoll(json_string_value(json_object_get(row, "lim")), NULL, 10);
+    }
     json_decref(rows);
-    return 0;
+    return rc;
 }
 
 int pg_ping(struct fg_error *err)

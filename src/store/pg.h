@@ -53,8 +53,14 @@ int pg_query(const char *stmt_name, const char *sql, int nparams, const char *co
  * schema newer than this binary knows. */
 int pg_migrate(struct fg_error *err) FG_WUR;
 
-/* The highest fence stored for any resource (0 if none). */
-int pg_max_fence(int64_t *out, struct fg_error *err) FG_WUR;
+/*
+ * Reserves the next block of fences: the reservation rises to the greatest of
+ * itself, issued (the last fence Redis issued; -1 if Redis lost it, and then
+ * the reservation is first raised by skip) and the highest stored fence, plus
+ * block. *floor receives the start of the new block, *limit its end.
+ */
+int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int64_t *floor, int64_t *limit,
+                      struct fg_error *err) FG_WUR;
 
 /* SELECT 1 on a pooled connection. */
 int pg_ping(struct fg_error *err) FG_WUR;

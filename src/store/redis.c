@@ -64,31 +64,45 @@ static int parse_url(const char *url, struct fg_error *err)
     return 0;
 }
 
+static const char *library_source(const char *name, size_t len)
+{
+    for (size_t j = 0; embedded_lua[j].name != NULL; j++)
+        if (strlen(embedded_lua[j].name) == len && strncmp(embedded_lua[j].name, name, len) == 0)
+            return embedded_lua[j].source;
+    return NULL;
+}
+
 /* The source sent to Redis for script i: the file itself, preceded by the
- * library its first line names ("-- uses: lib_x.lua"), if any. */
+ * libraries its first line names, in order ("-- uses: lib_a.lua lib_b.lua"). */
 static int script_source(size_t i, struct fg_error *err)
 {
     static const char marker[] = "-- uses: ";
     const char *src = embedded_lua[i].source;
-    rds.sources[i] = NULL;
-    if (strncmp(src, marker, sizeof marker - 1) != 0) {
-        rds.sources[i] = strdup(src);
-        return 0;
+    size_t size = strlen(src) + 1;
+    const char *libs = strncmp(src, marker, sizeof marker - 1) == 0 ? src + sizeof marker - 1 : "";
+    size_t libs_len = strcspn(libs, "\r\n");
+    for (size_t at = 0; at < libs_len;) {
+        size_t len = strcspn(libs + at, " \r\n");
+        const char *lib = library_source(libs + at, len);
+        if (len > 0 && lib == NULL)
+            return fg_fail(err, FG_ERR_INTERNAL, "lua/%s uses unknown library %.*s",
+                           embedded_lua[i].name, (int)len, libs + at);
+        size += len > 0 ? strlen(lib) + 1 : 0;
+        at += len + 1;
     }
-    const char *lib = src + sizeof marker - 1;
-    size_t lib_len = strcspn(lib, "\r\n");
-    for (size_t j = 0; embedded_lua[j].name != NULL; j++) {
-        if (strlen(embedded_lua[j].name) != lib_len ||
-            strncmp(embedded_lua[j].name, lib, lib_len) != 0)
-            continue;
-        size_t n = strlen(embedded_lua[j].source) + strlen(src) + 2;
-        rds.sources[i] = malloc(n);
-        FG_ASSERT(rds.sources[i] != NULL);
-        snprintf(rds.sources[i], n, "%s\n%s", embedded_lua[j].source, src);
-        return 0;
+    rds.sources[i] = malloc(size);
+    FG_ASSERT(rds.sources[i] != NULL);
+    rds.sources[i][0] = '\0';
+    for (size_t at = 0; at < libs_len;) {
+        size_t len = strcspn(libs + at, " \r\n");
+        if (len > 0) {
+            strcat(rds.sources[i], library_source(libs + at, len));
+            strcat(rds.sources[i], "\n");
+        }
+        at += len + 1;
     }
-    return fg_fail(err, FG_ERR_INTERNAL, "lua/%s uses unknown library %.*s", embedded_lua[i].name,
-                   (int)lib_len, lib);
+    strcat(rds.sources[i], src);
+    return 0;
 }
 
 int redis_init(const struct config *cfg, struct fg_error *err)

@@ -177,12 +177,8 @@ class Faults(unittest.TestCase):
         c.close()
         gw2.stop()
 
-    # FAULT (reported to the lead, not fixed here): after Redis loses its data the sequence restarts from
-    # the highest fence STORED in Postgres, so a fence that was issued but never used for a Postgres write
-    # is issued a second time. Two leases then share one fence, and the holder whose lease vanished with
-    # the data still writes over the new holder's row. Remove the decorator once fences are reserved in
-    # Postgres ahead of use (README: "Fences only grow ... also after Redis loses its data").
-    @unittest.expectedFailure  # see FAULT above
+    # A fence issued before the flush but never used for a write must not be issued again: fences are
+    # reserved in Postgres before Redis issues them (sql/002_fence_reservation.sql, lua/lib_fence.lua).
     def test_redis_flushall_never_issues_a_fence_twice(self):
         c = self.gw.client()
         row, lock = f"{self.tag}-g0", f"{self.tag}:again"
