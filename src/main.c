@@ -79,17 +79,6 @@ static int migrate_when_ready(struct fg_error *err)
     }
 }
 
-/* Runs fence recovery on each new Redis connection; a Postgres outage only warns,
- * since a missing sequence is caught by the scripts themselves. */
-static int recover_on_connect(struct fg_error *err)
-{
-    struct fg_error pg_err = {0};
-    (void)err;
-    if (fence_recover(&pg_err) != 0)
-        log_message(LOG_WARN, "fence_recovery_deferred", "%s", pg_err.msg);
-    return 0;
-}
-
 static void warn_eviction_policy(void)
 {
     char policy[64];
@@ -111,7 +100,7 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
         fenced_pg_init(cfg, err) != 0 ||
         secret_load(cfg, gw.secret, sizeof gw.secret, &gw.secret_len, err) != 0)
         return -1;
-    redis_set_connect_hook(recover_on_connect);
+    redis_set_connect_hook(fence_recover_on_connect);
     warn_eviction_policy();
     struct fg_error beat_err = {0};
     if (janitor_beat(&beat_err) != 0)

@@ -9,6 +9,8 @@
 #include "lease/fence.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "lease/lease_request.h"
@@ -22,6 +24,9 @@
 /* How far one script can pass the limit (a semaphore grants up to its limit at
  * once); skipped when Redis lost the sequence, since nothing remembers it. */
 #define FENCE_OVERSHOOT SEMAPHORE_MAX_LIMIT
+
+/* A new Redis connection could not be followed by a recovery. */
+static atomic_bool unverified;
 
 static int read_issued(int64_t *issued, struct fg_error *err)
 {
@@ -51,5 +56,31 @@ int fence_recover(struct fg_error *err)
               json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)issued, "floor", (json_int_t)floor,
                         "limit", (json_int_t)limit));
     json_decref(out);
+    return 0;
+}
+
+int fence_recover_on_connect(struct fg_error *err)
+{
+    (void)err;
+    struct fg_error why = {0};
+    if (fence_recover(&why) == 0) {
+        atomic_store(&unverified, false);
+        return 0;
+    }
+    atomic_store(&unverified, true);
+    log_message(LOG_WARN, "fence_unverified", "no fences until Postgres answers: %s", why.msg);
+    return 0;
+}
+
+int fence_ensure_verified(struct fg_error *err)
+{
+    if (!atomic_load(&unverified))
+        return 0;
+    struct fg_error why = {0};
+    if (fence_recover(&why) != 0)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                       "the fence sequence is not verified since Redis reconnected: %s", why.msg);
+    atomic_store(&unverified, false);
+    log_message(LOG_INFO, "fence_verified", "fence sequence recovered");
     return 0;
 }

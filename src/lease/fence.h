@@ -13,4 +13,14 @@
  * and its limit to it. Needs both backends. */
 int fence_recover(struct fg_error *err) FG_WUR;
 
+/* Connect hook of the Redis module: recovers on every new connection. A Redis
+ * that restarted from a file lagging its last writes may hold a sequence below
+ * fences it already issued; until a recovery succeeds (Postgres down), the
+ * sequence is marked unverified. Never fails the connection itself. */
+int fence_recover_on_connect(struct fg_error *err) FG_WUR;
+
+/* Before issuing fences: succeeds at once unless the sequence is unverified,
+ * then tries a recovery; fails with FG_ERR_BACKEND_UNAVAILABLE while it cannot. */
+int fence_ensure_verified(struct fg_error *err) FG_WUR;
+
 #endif

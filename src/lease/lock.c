@@ -104,6 +104,8 @@ static int run_lock_script(const char *script, size_t nkeys, const char *const *
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                  const char *attach, struct lock_result *res, struct fg_error *err)
 {
+    if (fence_ensure_verified(err) != 0)
+        return -1;
     struct lock_keys k;
     lock_keys_init(&k, name);
     const struct config *cfg = gw.cfg;

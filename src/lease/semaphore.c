@@ -126,6 +126,8 @@ static int run_sem_script(const char *script, const char *const *argv, size_t ar
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                 const char *attach, struct sem_result *res, struct fg_error *err)
 {
+    if (fence_ensure_verified(err) != 0)
+        return -1;
     struct sem_keys k;
     sem_keys_init(&k, name);
     const struct config *cfg = gw.cfg;

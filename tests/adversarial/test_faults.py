@@ -196,6 +196,33 @@ class Faults(unittest.TestCase):
         self.assertGreater(after["fence"], before["fence"], "a fence issued before the flush was issued again")
         self.assertEqual(late.status, 409, late)
 
+    def test_redis_restart_while_postgres_is_down_issues_no_fence_until_it_is_back(self):
+        # A Redis restarted from its file may lag the fences it issued; until Postgres confirms a new
+        # reserved block, the gateway must issue none (503), and afterwards only fences above the old ones.
+        c = self.gw.client()
+        before = acquire(c, f"{self.tag}:pre")
+        self.addCleanup(services, "start-pg")
+        self.addCleanup(services, "start-redis")
+        services("stop-pg")
+        services("stop-redis")
+        services("start-redis")
+        answers = []
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:  # every attempt, on fresh and reused connections, is refused
+            status = status_or_none(lambda: c.post(f"/v1/locks/{self.tag}:during/acquire", {"ttl_ms": 1000}))
+            if status is not None:
+                answers.append(status)
+            time.sleep(0.1)
+        self.assertTrue(answers, "the gateway never answered while Postgres was down")
+        self.assertEqual(set(answers), {503}, answers)
+        services("start-pg")
+        after = wait_for(lambda: status_or_none(lambda: c.get("/readyz")) == 200 and
+                         c.post(f"/v1/locks/{self.tag}:post/acquire", {"ttl_ms": 1000}),
+                         timeout=30, interval=0.2, what="an acquire once Postgres is back")
+        self.assertEqual(after.status, 200, after)
+        self.assertGreater(after.body["fence"], before["fence"])
+        c.close()
+
     def test_redis_restart_with_holder_and_waiter(self):
         lock = f"{self.tag}:restart"
         c = self.gw.client()
