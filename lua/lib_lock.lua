@@ -8,21 +8,16 @@
 --                       last score + 1, so an idle lock leaves no counter behind)
 --   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
 --   base.."r:"..rid     lease id of an acquire request_id (idempotent retries)
---   base.."x:"..lease   marker of a lease that was released (idempotent release)
+--   base.."x"           recently released leases (lib_lease.lua: idempotent release)
 -- Global: "fg:fence" (the one fence sequence), "fg:inst:"..id (a live gateway),
 -- channel "fg:bell:"..id (doorbell of gateway id: "l|<lease>|<name>").
-
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- Grants the free lock to the oldest waiter whose gateway is alive, dropping
 -- waiters of dead gateways on the way (and forgetting their request_id, so that
 -- the client's retry through another gateway starts afresh instead of finding a
 -- lease that ended without ever being granted). The grant lasts claim_ms (capped
 -- by the waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
--- Issues no fence unless the sequence may issue one (lib_fence.lua).
+-- Issues no fence unless the sequence may issue one (lib_lease.lua).
 -- Returns the granted lease id, or nil.
 local function grant_next(base, fence_key, name, claim_ms, now)
   if not fence_ready(fence_key) then return nil end

@@ -11,18 +11,13 @@
 --   base.."l"           the limit in force while there are holders or waiters
 --   base.."t"           arrival ticket counter
 --   base.."r:"..rid     lease id of an acquire request_id (idempotent retries)
---   base.."x:"..lease   marker of a lease that was released (idempotent release)
+--   base.."x"           recently released leases (lib_lease.lua: idempotent release)
 -- Global: "fg:fence" (the one fence sequence), "fg:inst:"..id (a live gateway),
 -- channel "fg:bell:"..id (doorbell of gateway id: "s|<lease>|<name>").
 --
 -- Every script takes KEYS[1..7] = h, d, q, w, l, t, "fg:fence" and starts by
 -- purging expired holders, then hands the slots that frees to the oldest live
 -- waiters, so a crashed holder's slot is reused within one lease by whoever calls.
-
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local function sem_keys()
   return {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6],
@@ -63,7 +58,7 @@ end
 -- MAX_HANDOFF), so the caller wakes that waiter in-process with the grant in
 -- hand: no doorbell and no claim round trip. It stays "unclaimed" so that an
 -- orphan give-back can still free it. Issues no fence unless the sequence may
--- issue one (lib_fence.lua).
+-- issue one (lib_lease.lua).
 local MAX_HANDOFF = 16
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
   if not limit or not fence_ready(k.fence) then return end

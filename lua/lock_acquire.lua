@@ -1,4 +1,4 @@
--- uses: lib_fence.lua lib_lock.lua
+-- uses: lib_lease.lua lib_lock.lua
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"
 -- ARGV: base, name, lease (a fresh id, or the id this request already has),
@@ -10,7 +10,7 @@
 --   busy    {waiting}                        not free and the caller will not wait
 --   full    {waiting}                        the queue is at max_waiters
 --   ended   {lease}                          this request_id's lease is over
---   nofence {}                               no fence may be issued (lib_fence.lua)
+--   nofence {}                               no fence may be issued (lib_lease.lua)
 local base, name, lease, rid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ttl, max_hold, owner, wait = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8] == '1'
 local inst, attach, claim_ms = ARGV[9], ARGV[10], tonumber(ARGV[11])

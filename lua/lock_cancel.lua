@@ -1,4 +1,4 @@
--- uses: lib_fence.lua lib_lock.lua
+-- uses: lib_lease.lua lib_lock.lua
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"
 -- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,
@@ -28,7 +28,7 @@ if h[1] == lease then
   if mode == 'orphan' and h[2] ~= '0' then return cjson.encode({r = 'gone'}) end
   if attach ~= '' and h[3] ~= attach then return cjson.encode({r = 'superseded'}) end
   redis.call('DEL', hkey)
-  redis.call('SET', base .. 'x:' .. lease, '1', 'PX', marker_ttl)
+  mark_released(base, lease, now, marker_ttl)
   grant_next(base, fence_key, name, claim_ms, now)
   return cjson.encode({r = 'released'})
 end

@@ -1,4 +1,4 @@
--- uses: lib_fence.lua lib_lock.lua
+-- uses: lib_lease.lua lib_lock.lua
 -- lock_release.lua: the holder releases; the lock passes to the next live
 -- waiter in the same step.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"
@@ -13,11 +13,11 @@ local h = redis.call('HMGET', hkey, 'lease', 'granted_at')
 if h[1] == lease then
   local now = now_ms()
   redis.call('DEL', hkey)
-  redis.call('SET', base .. 'x:' .. lease, '1', 'PX', marker_ttl)
+  mark_released(base, lease, now, marker_ttl)
   grant_next(base, fence_key, name, claim_ms, now)
   return cjson.encode({r = 'released', held_ms = now - tonumber(h[2])})
 end
-if redis.call('EXISTS', base .. 'x:' .. lease) == 1 then
+if was_released(base, lease, now_ms(), marker_ttl) then
   return cjson.encode({r = 'released', again = true})
 end
 return cjson.encode({r = 'lost'})

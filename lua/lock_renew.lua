@@ -1,4 +1,4 @@
--- uses: lib_lock.lua
+-- uses: lib_lease.lua lib_lock.lua
 -- lock_renew.lua: the holder extends its lease; the fence stays the same.
 -- KEYS[1] holder hash
 -- ARGV: lease, ttl_ms ("0": the lease's own ttl)

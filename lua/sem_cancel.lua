@@ -1,4 +1,4 @@
--- uses: lib_fence.lua lib_sem.lua
+-- uses: lib_lease.lua lib_sem.lua
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
 -- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,
@@ -43,7 +43,7 @@ if rec then
   if attach ~= '' and rec.attach ~= attach then return done({r = 'superseded'}) end
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
-  redis.call('SET', base .. 'x:' .. lease, '1', 'PX', marker_ttl)
+  mark_released(base, lease, now, marker_ttl)
   grant_free(k, name, limit, claim_ms, now, inst, handoff)
   return done({r = 'released'})
 end

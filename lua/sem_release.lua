@@ -1,4 +1,4 @@
--- uses: lib_fence.lua lib_sem.lua
+-- uses: lib_lease.lua lib_sem.lua
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
@@ -17,9 +17,9 @@ local reply
 if redis.call('HEXISTS', k.d, lease) == 1 then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
-  redis.call('SET', base .. 'x:' .. lease, '1', 'PX', marker_ttl)
+  mark_released(base, lease, now, marker_ttl)
   reply = {r = 'released'}
-elseif redis.call('EXISTS', base .. 'x:' .. lease) == 1 then
+elseif was_released(base, lease, now, marker_ttl) then
   reply = {r = 'released', again = true}
 else
   reply = {r = 'lost'}

@@ -1,4 +1,4 @@
--- uses: lib_fence.lua lib_sem.lua
+-- uses: lib_lease.lua lib_sem.lua
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
 -- ARGV: name, lease, ttl_ms ("0": the lease's own ttl), claim_ms, keep_ms,

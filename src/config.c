@@ -287,8 +287,8 @@ static int validate(const struct config *cfg, struct fg_error *err)
         return fg_fail(err, FG_ERR_CONFIG, "defaults.ttl_ms must not exceed defaults.max_hold_ms");
     if (strncmp(cfg->redis_url, "redis://", 8) != 0)
         return fg_fail(err, FG_ERR_CONFIG, "redis_url must start with redis://");
-    if (cfg->secret != NULL && strlen(cfg->secret) < 16)
-        return fg_fail(err, FG_ERR_CONFIG, "secret must be at least 16 bytes long");
+    if (cfg->secret != NULL && (strlen(cfg->secret) < 16 || strlen(cfg->secret) > 256))
+        return fg_fail(err, FG_ERR_CONFIG, "secret must be 16 to 256 bytes long");
     return 0;
 }
 

@@ -14,11 +14,11 @@
 #include "lease/token.h"
 
 struct gateway {
-    const struct config *cfg;           /* the immutable configuration */
-    char instance_id[LEASE_ID_LEN + 1]; /* random id of this process, for waiter liveness */
-    unsigned char secret[256];          /* token-signing key */
-    size_t secret_len;                  /* bytes in secret */
-    atomic_bool draining;               /* SIGTERM received: waiters answer 503 */
+    const struct config *cfg;               /* the immutable configuration */
+    char instance_id[LEASE_ID_LEN + 1];     /* random id of this process, for waiter liveness */
+    unsigned char secret[TOKEN_SECRET_MAX]; /* token-signing key */
+    size_t secret_len;                      /* bytes in secret */
+    atomic_bool draining;                   /* SIGTERM received: waiters answer 503 */
 };
 
 extern struct gateway gw;

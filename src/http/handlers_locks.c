@@ -65,7 +65,7 @@ static enum handler_result reply_granted(struct http_request *req, struct http_r
                                          const struct lock_result *res)
 {
     struct token_claims claims = {.kind = LEASE_KIND_LOCK, .fence = res->fence};
-    snprintf(claims.name, sizeof claims.name, "%s", lock_name(req));
+    snprintf(claims.name, sizeof claims.name, "%.200s", lock_name(req));
     snprintf(claims.lease_id, sizeof claims.lease_id, "%s", res->lease_id);
     char token[TOKEN_MAX_LEN];
     struct fg_error err = {0};
@@ -95,6 +95,8 @@ static enum handler_result reply_acquired(struct http_request *req, struct http_
     switch (res->outcome) {
     case LOCK_GRANTED: return reply_granted(req, reply, res);
     case LOCK_BUSY: return reply_busy(reply, res, "the lock is held");
+    case LOCK_QUEUED:
+        return reply_busy(reply, res, "this request_id is waiting in the queue already");
     case LOCK_FULL:
         fg_fail(&err, FG_ERR_TOO_MANY_WAITERS, "the queue of this lock is full (%lld waiting)",
                 res->waiting);
@@ -177,7 +179,8 @@ static enum handler_result wait_for_lock(struct http_request *req, struct http_r
     }
 }
 
-/* First run of an acquire that may wait: register, then attempt. */
+/* An acquire that found the lock held and may wait: register the waiter, then
+ * queue (the first queued attempt runs only once the waiter can be rung). */
 static enum handler_result start_wait(struct http_request *req, struct http_reply *reply,
                                       const struct acquire_params *p, const char *lease_id)
 {
@@ -189,7 +192,7 @@ static enum handler_result start_wait(struct http_request *req, struct http_repl
     struct lock_wait *lw = calloc(1, sizeof *lw);
     FG_ASSERT(lw != NULL);
     lw->params = *p;
-    snprintf(lw->name, sizeof lw->name, "%s", lock_name(req));
+    snprintf(lw->name, sizeof lw->name, "%.200s", lock_name(req));
     snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", lease_id);
     if (token_new_lease_id(lw->attach, &err) != 0 ||
         waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
@@ -214,15 +217,16 @@ enum handler_result handle_lock_acquire(struct http_request *req, struct http_re
         token_new_lease_id(lease_id, &err) != 0)
         return fail(reply, &err);
     snprintf(req->log_owner, sizeof req->log_owner, "%s", p.owner);
-    if (p.wait_ms > 0)
-        return start_wait(req, reply, &p, lease_id);
+    /* Try once first: a free lock costs one script call and no waiter. */
     struct lock_result res;
     if (lock_acquire(lock_name(req), &p, lease_id, false, "", &res, &err) != 0)
         return fail(reply, &err);
+    bool queued = res.outcome == LOCK_QUEUED; /* a retried request_id still waiting */
+    if (p.wait_ms > 0 && (res.outcome == LOCK_BUSY || queued))
+        return start_wait(req, reply, &p, queued ? res.lease_id : lease_id);
     return reply_acquired(req, reply, &res);
 }
 
-/* Logs a renew or release (op) refused with 410: the holder lost its lease. */
 /* Verifies the token of a renew or release and that it is for this lock. */
 static int verified_lease(const struct http_request *req, const char *token,
                           struct token_claims *claims, struct fg_error *err)

@@ -1,6 +1,6 @@
 /*
  * fence.c - fence sequence recovery. Fences are reserved in Postgres in blocks
- * before Redis may issue them (lua/lib_fence.lua refuses to start past the
+ * before Redis may issue them (lua/lib_lease.lua refuses to start past the
  * reserved limit), so the reservation is always above every fence ever issued.
  * Recovery reads the last fence Redis issued, reserves the next block above it,
  * the old reservation and every stored fence, and raises the Redis sequence and

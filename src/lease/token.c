@@ -10,14 +10,16 @@
 #include <inttypes.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #define TOKEN_PREFIX "fgt1"
 #define MAC_LEN      32
 #define MAC_B64_LEN  43
+#define SHA256_BLOCK 64
 
 static const char b64url_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -76,13 +78,86 @@ static long b64url_decode(const char *in, size_t len, unsigned char *out, size_t
     return (long)o;
 }
 
+/*
+ * HMAC-SHA256 with the keyed inner and outer digest states computed once per
+ * thread and secret, then copied for each token: OpenSSL's one-shot HMAC()
+ * looks the algorithm up again on every call, which cost more than the rest of
+ * a lock request. The cache is per thread (no locking) and freed with it.
+ */
+struct hmac_cache {
+    unsigned char key[TOKEN_SECRET_MAX]; /* the secret the states were keyed with */
+    size_t key_len;                      /* its length; 0 before the first use */
+    EVP_MD_CTX *inner;                   /* SHA-256 state after (key ^ ipad) */
+    EVP_MD_CTX *outer;                   /* SHA-256 state after (key ^ opad) */
+    EVP_MD_CTX *work;                    /* scratch copy of one of them */
+};
+
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static pthread_key_t cache_key;
+
+static void hmac_cache_free(void *arg)
+{
+    struct hmac_cache *c = arg;
+    EVP_MD_CTX_free(c->inner);
+    EVP_MD_CTX_free(c->outer);
+    EVP_MD_CTX_free(c->work);
+    free(c);
+}
+
+static void cache_key_create(void)
+{
+    FG_ASSERT(pthread_key_create(&cache_key, hmac_cache_free) == 0);
+}
+
+static void hmac_rekey(struct hmac_cache *c, const unsigned char *secret, size_t secret_len)
+{
+    unsigned char block[SHA256_BLOCK] = {0}, pad[SHA256_BLOCK];
+    if (secret_len > SHA256_BLOCK)
+        FG_ASSERT(EVP_Digest(secret, secret_len, block, NULL, EVP_sha256(), NULL) == 1);
+    else
+        memcpy(block, secret, secret_len);
+    for (size_t i = 0; i < SHA256_BLOCK; i++)
+        pad[i] = block[i] ^ 0x36;
+    FG_ASSERT(EVP_DigestInit_ex(c->inner, EVP_sha256(), NULL) == 1 &&
+              EVP_DigestUpdate(c->inner, pad, SHA256_BLOCK) == 1);
+    for (size_t i = 0; i < SHA256_BLOCK; i++)
+        pad[i] = block[i] ^ 0x5c;
+    FG_ASSERT(EVP_DigestInit_ex(c->outer, EVP_sha256(), NULL) == 1 &&
+              EVP_DigestUpdate(c->outer, pad, SHA256_BLOCK) == 1);
+    memcpy(c->key, secret, secret_len);
+    c->key_len = secret_len;
+}
+
+static struct hmac_cache *hmac_cache_for(const unsigned char *secret, size_t secret_len)
+{
+    FG_ASSERT(secret_len > 0 && secret_len <= TOKEN_SECRET_MAX);
+    pthread_once(&cache_once, cache_key_create);
+    struct hmac_cache *c = pthread_getspecific(cache_key);
+    if (c == NULL) {
+        c = calloc(1, sizeof *c);
+        FG_ASSERT(c != NULL);
+        c->inner = EVP_MD_CTX_new();
+        c->outer = EVP_MD_CTX_new();
+        c->work = EVP_MD_CTX_new();
+        FG_ASSERT(c->inner && c->outer && c->work);
+        pthread_setspecific(cache_key, c);
+    }
+    if (c->key_len != secret_len || memcmp(c->key, secret, secret_len) != 0)
+        hmac_rekey(c, secret, secret_len);
+    return c;
+}
+
 static void hmac_sha256(const unsigned char *secret, size_t secret_len, const char *data,
                         size_t len, unsigned char mac[MAC_LEN])
 {
-    unsigned int mac_len = MAC_LEN;
-    unsigned char *ok = HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)data,
-                             len, mac, &mac_len);
-    FG_ASSERT(ok != NULL && mac_len == MAC_LEN);
+    struct hmac_cache *c = hmac_cache_for(secret, secret_len);
+    unsigned char inner[MAC_LEN];
+    FG_ASSERT(EVP_MD_CTX_copy_ex(c->work, c->inner) == 1 &&
+              EVP_DigestUpdate(c->work, data, len) == 1 &&
+              EVP_DigestFinal_ex(c->work, inner, NULL) == 1);
+    FG_ASSERT(EVP_MD_CTX_copy_ex(c->work, c->outer) == 1 &&
+              EVP_DigestUpdate(c->work, inner, MAC_LEN) == 1 &&
+              EVP_DigestFinal_ex(c->work, mac, NULL) == 1);
 }
 
 int token_sign(const struct token_claims *claims, const unsigned char *secret, size_t secret_len,
@@ -170,11 +245,30 @@ int token_verify(const char *token, const unsigned char *secret, size_t secret_l
     return 0;
 }
 
+/* Random bytes for lease ids, drawn from getrandom a page at a time per thread. */
+static _Thread_local struct {
+    unsigned char bytes[4096];
+    size_t used;
+} random_pool = {.used = sizeof random_pool.bytes};
+
+static int random_bytes(unsigned char *out, size_t n, struct fg_error *err)
+{
+    if (random_pool.used + n > sizeof random_pool.bytes) {
+        if (getrandom(random_pool.bytes, sizeof random_pool.bytes, 0) !=
+            (ssize_t)sizeof random_pool.bytes)
+            return fg_fail(err, FG_ERR_INTERNAL, "getrandom failed: %s", strerror(errno));
+        random_pool.used = 0;
+    }
+    memcpy(out, random_pool.bytes + random_pool.used, n);
+    random_pool.used += n;
+    return 0;
+}
+
 int token_new_lease_id(char lease_id[LEASE_ID_LEN + 1], struct fg_error *err)
 {
     unsigned char raw[LEASE_ID_LEN / 2];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-        return fg_fail(err, FG_ERR_INTERNAL, "getrandom failed: %s", strerror(errno));
+    if (random_bytes(raw, sizeof raw, err) != 0)
+        return -1;
     static const char hex[] = "0123456789abcdef";
     for (size_t i = 0; i < sizeof raw; i++) {
         lease_id[2 * i] = hex[raw[i] >> 4];

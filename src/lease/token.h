@@ -13,8 +13,9 @@
 #include "util/error.h"
 #include "util/names.h"
 
-#define LEASE_ID_LEN  32                       /* hex characters of a lease id */
-#define TOKEN_MAX_LEN (NAME_MAX_LEN * 2 + 160) /* longest token text, with NUL */
+#define LEASE_ID_LEN     32                       /* hex characters of a lease id */
+#define TOKEN_MAX_LEN    (NAME_MAX_LEN * 2 + 160) /* longest token text, with NUL */
+#define TOKEN_SECRET_MAX 256                      /* longest signing secret, in bytes */
 
 enum lease_kind {
     LEASE_KIND_LOCK = 'l',

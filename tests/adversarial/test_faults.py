@@ -178,7 +178,7 @@ class Faults(unittest.TestCase):
         gw2.stop()
 
     # A fence issued before the flush but never used for a write must not be issued again: fences are
-    # reserved in Postgres before Redis issues them (sql/002_fence_reservation.sql, lua/lib_fence.lua).
+    # reserved in Postgres before Redis issues them (sql/002_fence_reservation.sql, lua/lib_lease.lua).
     def test_redis_flushall_never_issues_a_fence_twice(self):
         c = self.gw.client()
         row, lock = f"{self.tag}-g0", f"{self.tag}:again"

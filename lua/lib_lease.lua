@@ -1,0 +1,42 @@
+-- lib_lease.lua: what every lease script shares, locks and semaphores alike
+-- (prepended through "-- uses: lib_lease.lua ..."): the server clock, the
+-- guard of the one fence sequence, and the markers of released leases.
+
+-- Redis's own clock in milliseconds: the only clock a lease is measured by.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The fence sequence.
+-- "fg:fence" is the last fence issued; "fg:fence_limit" the highest fence that
+-- Postgres has reserved (fencegate.fence_reservation). A script may start
+-- issuing fences only while the sequence exists and is below the limit; else it
+-- answers "nofence" and the gateway reserves the next block in Postgres, so a
+-- fence is never issued that Postgres could not remember after Redis loses its
+-- data. A script that issues several fences may pass the limit by at most the
+-- fences it issues (bounded by the largest semaphore limit); recovery after a
+-- loss skips that much.
+
+-- True if fences may be issued now.
+local function fence_ready(fence_key)
+  local v = redis.call('MGET', fence_key, fence_key .. '_limit')
+  return v[1] ~= false and v[2] ~= false and tonumber(v[1]) < tonumber(v[2])
+end
+
+-- Released leases are remembered per lock or semaphore (base.."x", a sorted set
+-- of lease id -> release time, the newest RELEASED_KEPT for up to ttl ms), so a
+-- retried release answers 200 again, without one key per released lease.
+local RELEASED_KEPT = 64
+
+local function mark_released(base, lease, now, ttl)
+  local key = base .. 'x'
+  redis.call('ZADD', key, now, lease)
+  redis.call('ZREMRANGEBYRANK', key, 0, -RELEASED_KEPT - 1)
+  redis.call('PEXPIRE', key, ttl)
+end
+
+local function was_released(base, lease, now, ttl)
+  local at = redis.call('ZSCORE', base .. 'x', lease)
+  return at ~= false and tonumber(at) > now - ttl
+end
