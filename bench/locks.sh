@@ -3,9 +3,10 @@
 # same pairs run directly against Redis with the gateway's own scripts, in one
 # run on one machine. Prints a Markdown table of both and their ratio.
 #
-#   bench/locks.sh            # 10 s per cell
-#   DURATION=5 bench/locks.sh
+#   bench/locks.sh                       # 3 rounds of 5 s per cell and side
+#   DURATION=10 ROUNDS=5 bench/locks.sh
 #
+# Gateway and raw runs alternate within a cell; the table shows the medians.
 # Cells: 1, 16 and 64 connections, on distinct lock names (one per connection)
 # and on one shared name (acquires queue with wait_ms; raw clients can only try
 # once, so their "shared" figure counts successful pairs among busy retries).
@@ -14,7 +15,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-duration="${DURATION:-10}"
+duration="${DURATION:-5}"
+rounds="${ROUNDS:-3}"
 datadir=".data/bench"
 redis_port=17379
 pg_port=17432
@@ -57,12 +59,20 @@ rcli SET fg:fence_limit 1000000000000000 >/dev/null
 
 echo "| connections | names | gateway pairs/s | raw scripts pairs/s | ratio |"
 echo "|---|---|---|---|---|"
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 for conns in 1 16 64; do
   for mode in distinct shared; do
-    gateway=$(wrk -t "$conns" -c "$conns" -d "${duration}s" -s bench/lock_pairs.lua \
-      "http://127.0.0.1:$http_port" -- "$mode" "bench-$conns-$mode" | awk '/^PAIRS/ {print $4}')
-    raw=$("$build/raw_pairs" "$redis_port" "$acquire_sha" "$release_sha" "$conns" "$duration" \
-      "$mode" | awk '{print $1}')
+    gateway_runs=()
+    raw_runs=()
+    for round in $(seq "$rounds"); do
+      gateway_runs+=("$(wrk -t "$conns" -c "$conns" -d "${duration}s" -s bench/lock_pairs.lua \
+        "http://127.0.0.1:$http_port" -- "$mode" "bench-$conns-$mode-$round" | awk '/^PAIRS/ {print $4}')")
+      raw_runs+=("$("$build/raw_pairs" "$redis_port" "$acquire_sha" "$release_sha" "$conns" \
+        "$duration" "$mode" | awk '{print $1}')")
+    done
+    gateway=$(printf '%s\n' "${gateway_runs[@]}" | median)
+    raw=$(printf '%s\n' "${raw_runs[@]}" | median)
     ratio=$(awk -v g="$gateway" -v r="$raw" 'BEGIN { printf "%.2f", (r > 0 ? g / r : 0) }')
     echo "| $conns | $mode | $gateway | $raw | $ratio |"
   done

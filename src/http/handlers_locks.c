@@ -39,9 +39,9 @@ static void lock_wait_free(void *state)
     struct lock_wait *lw = state;
     waiter_remove(&lw->waiter);
     if (!lw->settled) {
-        struct lock_result res;
+        struct lease_result res;
         struct fg_error err = {0};
-        if (lock_cancel(lw->name, lw->waiter.lease_id, lw->attach, LOCK_CANCEL_DROP, &res, &err) !=
+        if (lock_cancel(lw->name, lw->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &res, &err) !=
             0)
             log_message(LOG_WARN, "waiter_cleanup", "lock %s: %s", lw->name, err.msg);
     }
@@ -62,7 +62,7 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
 }
 
 static enum handler_result reply_granted(struct http_request *req, struct http_reply *reply,
-                                         const struct lock_result *res)
+                                         const struct lease_result *res)
 {
     struct token_claims claims = {.kind = LEASE_KIND_LOCK, .fence = res->fence};
     snprintf(claims.name, sizeof claims.name, "%.200s", lock_name(req));
@@ -78,7 +78,7 @@ static enum handler_result reply_granted(struct http_request *req, struct http_r
     return HANDLER_DONE;
 }
 
-static enum handler_result reply_busy(struct http_reply *reply, const struct lock_result *res,
+static enum handler_result reply_busy(struct http_reply *reply, const struct lease_result *res,
                                       const char *detail)
 {
     struct fg_error err;
@@ -89,19 +89,19 @@ static enum handler_result reply_busy(struct http_reply *reply, const struct loc
 
 /* Maps the final answer of an acquire to its reply. */
 static enum handler_result reply_acquired(struct http_request *req, struct http_reply *reply,
-                                          const struct lock_result *res)
+                                          const struct lease_result *res)
 {
     struct fg_error err;
     switch (res->outcome) {
-    case LOCK_GRANTED: return reply_granted(req, reply, res);
-    case LOCK_BUSY: return reply_busy(reply, res, "the lock is held");
-    case LOCK_QUEUED:
+    case LEASE_GRANTED: return reply_granted(req, reply, res);
+    case LEASE_BUSY: return reply_busy(reply, res, "the lock is held");
+    case LEASE_QUEUED:
         return reply_busy(reply, res, "this request_id is waiting in the queue already");
-    case LOCK_FULL:
+    case LEASE_FULL:
         fg_fail(&err, FG_ERR_TOO_MANY_WAITERS, "the queue of this lock is full (%lld waiting)",
                 res->waiting);
         return fail(reply, &err);
-    case LOCK_ENDED:
+    case LEASE_ENDED:
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease of this request_id has already ended");
         return fail(reply, &err);
     default:
@@ -112,7 +112,7 @@ static enum handler_result reply_acquired(struct http_request *req, struct http_
 
 /* When a queued waiter should look again: the head waiters at the holder's
  * expiry (crash recovery), everyone at least every poll_ms (lost doorbells). */
-static int64_t next_check(const struct lock_result *res)
+static int64_t next_check(const struct lease_result *res)
 {
     int64_t now = http_now_ms(), delay = gw.cfg->poll_ms;
     if (res->position < 3 && res->holder_pttl_ms >= 0 && res->holder_pttl_ms + 5 < delay)
@@ -124,16 +124,16 @@ static int64_t next_check(const struct lock_result *res)
 
 /* Gives up the wait: mode says whether a grant that arrived meanwhile is kept. */
 static enum handler_result end_wait(struct http_request *req, struct http_reply *reply,
-                                    struct lock_wait *lw, enum lock_cancel_mode mode,
+                                    struct lock_wait *lw, enum lease_cancel_mode mode,
                                     const struct fg_error *why)
 {
-    struct lock_result res;
+    struct lease_result res;
     struct fg_error err = {0};
     int rc = lock_cancel(lock_name(req), lw->waiter.lease_id, lw->attach, mode, &res, &err);
     settle(lw);
     if (rc != 0)
         return fail(reply, &err);
-    if (res.outcome == LOCK_GRANTED)
+    if (res.outcome == LEASE_GRANTED)
         return reply_granted(req, reply, &res);
     if (why != NULL)
         return fail(reply, why);
@@ -154,21 +154,21 @@ static enum handler_result wait_for_lock(struct http_request *req, struct http_r
         }
         if (reasons & WAKE_DRAIN) {
             fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
-            return end_wait(req, reply, lw, LOCK_CANCEL_DROP, &err);
+            return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
         }
         if (reasons & WAKE_HANGUP) {
             fg_fail(&err, FG_ERR_LOCK_BUSY, "the client closed the connection while waiting");
-            return end_wait(req, reply, lw, LOCK_CANCEL_DROP, &err);
+            return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
         }
         if (http_now_ms() >= lw->waiter.deadline_ms)
-            return end_wait(req, reply, lw, LOCK_CANCEL_TAKE, NULL);
-        struct lock_result res;
+            return end_wait(req, reply, lw, LEASE_CANCEL_TAKE, NULL);
+        struct lease_result res;
         if (lock_acquire(lock_name(req), &lw->params, lw->waiter.lease_id, true, lw->attach, &res,
                          &err) != 0) {
             settle(lw);
             return fail(reply, &err);
         }
-        if (res.outcome != LOCK_QUEUED) {
+        if (res.outcome != LEASE_QUEUED) {
             settle(lw);
             return reply_acquired(req, reply, &res);
         }
@@ -218,11 +218,11 @@ enum handler_result handle_lock_acquire(struct http_request *req, struct http_re
         return fail(reply, &err);
     snprintf(req->log_owner, sizeof req->log_owner, "%s", p.owner);
     /* Try once first: a free lock costs one script call and no waiter. */
-    struct lock_result res;
+    struct lease_result res;
     if (lock_acquire(lock_name(req), &p, lease_id, false, "", &res, &err) != 0)
         return fail(reply, &err);
-    bool queued = res.outcome == LOCK_QUEUED; /* a retried request_id still waiting */
-    if (p.wait_ms > 0 && (res.outcome == LOCK_BUSY || queued))
+    bool queued = res.outcome == LEASE_QUEUED; /* a retried request_id still waiting */
+    if (p.wait_ms > 0 && (res.outcome == LEASE_BUSY || queued))
         return start_wait(req, reply, &p, queued ? res.lease_id : lease_id);
     return reply_acquired(req, reply, &res);
 }
@@ -245,17 +245,17 @@ enum handler_result handle_lock_renew(struct http_request *req, struct http_repl
     json_t *body = http_request_json(req, &err);
     struct renew_params p;
     struct token_claims claims;
-    struct lock_result res;
+    struct lease_result res;
     if (body == NULL || renew_params_parse(body, &p, &err) != 0 ||
         verified_lease(req, p.token, &claims, &err) != 0 ||
         lock_renew(lock_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
         return fail(reply, &err);
-    if (res.outcome == LOCK_LOST) {
+    if (res.outcome == LEASE_LOST) {
         log_lease_lost("lock", lock_name(req), "renew", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
         return fail(reply, &err);
     }
-    if (res.outcome == LOCK_MAX_HOLD) {
+    if (res.outcome == LEASE_MAX_HOLD) {
         fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED, "the renewal would pass max_hold_ms");
         reply_problem_extra(reply, &err,
                             json_pack("{s:I}", "hold_until_ms", (json_int_t)res.hold_until_ms));
@@ -275,12 +275,12 @@ enum handler_result handle_lock_release(struct http_request *req, struct http_re
     json_t *body = http_request_json(req, &err);
     const char *token = NULL;
     struct token_claims claims;
-    struct lock_result res;
+    struct lease_result res;
     if (body == NULL || release_params_parse(body, &token, &err) != 0 ||
         verified_lease(req, token, &claims, &err) != 0 ||
         lock_release(lock_name(req), claims.lease_id, &res, &err) != 0)
         return fail(reply, &err);
-    if (res.outcome == LOCK_LOST) {
+    if (res.outcome == LEASE_LOST) {
         log_lease_lost("lock", lock_name(req), "release", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
         return fail(reply, &err);
@@ -303,6 +303,6 @@ enum handler_result handle_lock_status(struct http_request *req, struct http_rep
 
 int lock_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err)
 {
-    struct lock_result res;
-    return lock_cancel(name, lease_id, "", LOCK_CANCEL_ORPHAN, &res, err);
+    struct lease_result res;
+    return lock_cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err);
 }

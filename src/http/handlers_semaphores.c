@@ -39,11 +39,11 @@ struct sem_wait {
     char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
     char name[NAME_MAX_LEN + 1];   /* the semaphore */
     bool settled;                  /* answered: nothing left to give up */
-    struct sem_grant delivered;    /* a grant handed over in-process */
+    struct lease_grant delivered;  /* a grant handed over in-process */
     atomic_bool has_delivered;     /* delivered is set (store-release, load-acquire) */
 };
 
-static void hand_over(const char *name, const struct sem_result *res);
+static void hand_over(const char *name, const struct lease_result *res);
 
 /* Ends the life of a wait. A request that ends unanswered (the connection died
  * while parked and the server dropped it without running the handler) still
@@ -53,9 +53,10 @@ static void sem_wait_free(void *state)
     struct sem_wait *sw = state;
     waiter_remove(&sw->waiter);
     if (!sw->settled) {
-        struct sem_result res;
+        struct lease_result res;
         struct fg_error err = {0};
-        if (sem_cancel(sw->name, sw->waiter.lease_id, sw->attach, SEM_CANCEL_DROP, &res, &err) != 0)
+        if (sem_cancel(sw->name, sw->waiter.lease_id, sw->attach, LEASE_CANCEL_DROP, &res, &err) !=
+            0)
             log_message(LOG_WARN, "waiter_cleanup", "semaphore %s: %s", sw->name, err.msg);
         else
             hand_over(sw->name, &res);
@@ -79,13 +80,13 @@ static const char *sem_name(const struct http_request *req)
 static void take_grant(struct waiter *w, void *ctx)
 {
     struct sem_wait *sw = (struct sem_wait *)((char *)w - offsetof(struct sem_wait, waiter));
-    sw->delivered = *(const struct sem_grant *)ctx;
+    sw->delivered = *(const struct lease_grant *)ctx;
     atomic_store_explicit(&sw->has_delivered, true, memory_order_release);
 }
 
 /* Wakes the waiters of this gateway that the script answering res granted a
  * slot of semaphore name to; a grant without its waiter becomes an orphan. */
-static void hand_over(const char *name, const struct sem_result *res)
+static void hand_over(const char *name, const struct lease_result *res)
 {
     for (size_t i = 0; i < res->nhandoff; i++)
         if (!waiter_deliver(res->handoff[i].lease_id, take_grant, (void *)&res->handoff[i]))
@@ -99,7 +100,7 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
 }
 
 static enum handler_result reply_granted(struct http_request *req, struct http_reply *reply,
-                                         const struct sem_result *res)
+                                         const struct lease_result *res)
 {
     struct token_claims claims = {.kind = LEASE_KIND_SEMAPHORE, .fence = res->fence};
     snprintf(claims.name, sizeof claims.name, "%.200s", sem_name(req));
@@ -115,7 +116,7 @@ static enum handler_result reply_granted(struct http_request *req, struct http_r
     return HANDLER_DONE;
 }
 
-static enum handler_result reply_busy(struct http_reply *reply, const struct sem_result *res,
+static enum handler_result reply_busy(struct http_reply *reply, const struct lease_result *res,
                                       const char *detail)
 {
     struct fg_error err;
@@ -126,22 +127,22 @@ static enum handler_result reply_busy(struct http_reply *reply, const struct sem
 
 /* Maps the final answer of an acquire to its reply. */
 static enum handler_result reply_acquired(struct http_request *req, struct http_reply *reply,
-                                          const struct sem_result *res)
+                                          const struct lease_result *res)
 {
     struct fg_error err;
     switch (res->outcome) {
-    case SEM_GRANTED: return reply_granted(req, reply, res);
-    case SEM_BUSY: return reply_busy(reply, res, "every slot of the semaphore is held");
-    case SEM_FULL:
+    case LEASE_GRANTED: return reply_granted(req, reply, res);
+    case LEASE_BUSY: return reply_busy(reply, res, "every slot of the semaphore is held");
+    case LEASE_FULL:
         fg_fail(&err, FG_ERR_TOO_MANY_WAITERS, "the queue of this semaphore is full (%lld waiting)",
                 res->waiting);
         return fail(reply, &err);
-    case SEM_MISMATCH:
+    case LEASE_MISMATCH:
         fg_fail(&err, FG_ERR_LIMIT_MISMATCH,
                 "limit %lld is in force while the semaphore has holders or waiters", res->limit);
         reply_problem_extra(reply, &err, json_pack("{s:I}", "limit", (json_int_t)res->limit));
         return HANDLER_DONE;
-    case SEM_ENDED:
+    case LEASE_ENDED:
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease of this request_id has already ended");
         return fail(reply, &err);
     default:
@@ -153,7 +154,7 @@ static enum handler_result reply_acquired(struct http_request *req, struct http_
 /* When a queued waiter should look again: the head waiters when the earliest
  * holder lease ends (crash recovery), everyone at least every poll_ms (lost
  * doorbells). */
-static int64_t next_check(const struct sem_result *res)
+static int64_t next_check(const struct lease_result *res)
 {
     int64_t now = http_now_ms(), delay = gw.cfg->poll_ms;
     if (res->position < EXPIRY_WATCHERS && res->holder_pttl_ms >= 0 &&
@@ -166,17 +167,17 @@ static int64_t next_check(const struct sem_result *res)
 
 /* Gives up the wait: mode says whether a grant that arrived meanwhile is kept. */
 static enum handler_result end_wait(struct http_request *req, struct http_reply *reply,
-                                    struct sem_wait *sw, enum sem_cancel_mode mode,
+                                    struct sem_wait *sw, enum lease_cancel_mode mode,
                                     const struct fg_error *why)
 {
-    struct sem_result res;
+    struct lease_result res;
     struct fg_error err = {0};
     int rc = sem_cancel(sem_name(req), sw->waiter.lease_id, sw->attach, mode, &res, &err);
     settle(sw);
     if (rc != 0)
         return fail(reply, &err);
     hand_over(sem_name(req), &res);
-    if (res.outcome == SEM_GRANTED)
+    if (res.outcome == LEASE_GRANTED)
         return reply_granted(req, reply, &res);
     if (why != NULL)
         return fail(reply, why);
@@ -197,31 +198,31 @@ static enum handler_result wait_for_slot(struct http_request *req, struct http_r
         }
         if (reasons & WAKE_DRAIN) {
             fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
-            return end_wait(req, reply, sw, SEM_CANCEL_DROP, &err);
+            return end_wait(req, reply, sw, LEASE_CANCEL_DROP, &err);
         }
         if (reasons & WAKE_HANGUP) {
             fg_fail(&err, FG_ERR_LOCK_BUSY, "the client closed the connection while waiting");
-            return end_wait(req, reply, sw, SEM_CANCEL_DROP, &err);
+            return end_wait(req, reply, sw, LEASE_CANCEL_DROP, &err);
         }
-        struct sem_result res;
+        struct lease_result res;
         if (atomic_load_explicit(&sw->has_delivered, memory_order_acquire)) {
             settle(sw);
-            res = (struct sem_result){.outcome = SEM_GRANTED,
-                                      .fence = sw->delivered.fence,
-                                      .ttl_ms = sw->delivered.ttl_ms,
-                                      .expires_at_ms = sw->delivered.expires_at_ms};
+            res = (struct lease_result){.outcome = LEASE_GRANTED,
+                                        .fence = sw->delivered.fence,
+                                        .ttl_ms = sw->delivered.ttl_ms,
+                                        .expires_at_ms = sw->delivered.expires_at_ms};
             memcpy(res.lease_id, sw->delivered.lease_id, sizeof res.lease_id);
             return reply_granted(req, reply, &res);
         }
         if (http_now_ms() >= sw->waiter.deadline_ms)
-            return end_wait(req, reply, sw, SEM_CANCEL_TAKE, NULL);
+            return end_wait(req, reply, sw, LEASE_CANCEL_TAKE, NULL);
         if (sem_acquire(sem_name(req), &sw->params, sw->waiter.lease_id, true, sw->attach, &res,
                         &err) != 0) {
             settle(sw);
             return fail(reply, &err);
         }
         hand_over(sem_name(req), &res);
-        if (res.outcome != SEM_QUEUED) {
+        if (res.outcome != LEASE_QUEUED) {
             settle(sw);
             return reply_acquired(req, reply, &res);
         }
@@ -271,7 +272,7 @@ enum handler_result handle_sem_acquire(struct http_request *req, struct http_rep
     snprintf(req->log_owner, sizeof req->log_owner, "%s", p.owner);
     if (p.wait_ms > 0)
         return start_wait(req, reply, &p, lease_id);
-    struct sem_result res;
+    struct lease_result res;
     if (sem_acquire(sem_name(req), &p, lease_id, false, "", &res, &err) != 0)
         return fail(reply, &err);
     hand_over(sem_name(req), &res);
@@ -297,18 +298,18 @@ enum handler_result handle_sem_renew(struct http_request *req, struct http_reply
     json_t *body = http_request_json(req, &err);
     struct renew_params p;
     struct token_claims claims;
-    struct sem_result res;
+    struct lease_result res;
     if (body == NULL || renew_params_parse(body, &p, &err) != 0 ||
         verified_lease(req, p.token, &claims, &err) != 0 ||
         sem_renew(sem_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
         return fail(reply, &err);
     hand_over(sem_name(req), &res);
-    if (res.outcome == SEM_LOST) {
+    if (res.outcome == LEASE_LOST) {
         log_lease_lost("semaphore", sem_name(req), "renew", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was given up");
         return fail(reply, &err);
     }
-    if (res.outcome == SEM_MAX_HOLD) {
+    if (res.outcome == LEASE_MAX_HOLD) {
         fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED, "the renewal would pass max_hold_ms");
         reply_problem_extra(reply, &err,
                             json_pack("{s:I}", "hold_until_ms", (json_int_t)res.hold_until_ms));
@@ -328,13 +329,13 @@ enum handler_result handle_sem_release(struct http_request *req, struct http_rep
     json_t *body = http_request_json(req, &err);
     const char *token = NULL;
     struct token_claims claims;
-    struct sem_result res;
+    struct lease_result res;
     if (body == NULL || release_params_parse(body, &token, &err) != 0 ||
         verified_lease(req, token, &claims, &err) != 0 ||
         sem_release(sem_name(req), claims.lease_id, &res, &err) != 0)
         return fail(reply, &err);
     hand_over(sem_name(req), &res);
-    if (res.outcome == SEM_LOST) {
+    if (res.outcome == LEASE_LOST) {
         log_lease_lost("semaphore", sem_name(req), "release", claims.fence, req->client_addr);
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was given up");
         return fail(reply, &err);
@@ -355,8 +356,8 @@ enum handler_result handle_sem_status(struct http_request *req, struct http_repl
 
 int sem_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err)
 {
-    struct sem_result res;
-    if (sem_cancel(name, lease_id, "", SEM_CANCEL_ORPHAN, &res, err) != 0)
+    struct lease_result res;
+    if (sem_cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err) != 0)
         return -1;
     hand_over(name, &res);
     return 0;

@@ -1,9 +1,8 @@
 /*
  * lock.c - the lock transitions: acquire (first try, queueing, re-check, claim),
  * cancel, release, renew and status. Each is exactly one script call; the
- * decision and the action happen inside Redis. The only retry here is after a
- * "nofence" answer: the fence sequence is restored from Postgres, then the
- * acquire runs again.
+ * decision and the action happen inside Redis. This file builds the keys and
+ * arguments; lease_result.c reads the answers.
  */
 #include "lease/lock.h"
 
@@ -32,77 +31,8 @@ static void lock_keys_init(struct lock_keys *k, const char *name)
     snprintf(k->waiters, sizeof k->waiters, "%sw", k->base);
 }
 
-static const struct {
-    const char *name;
-    enum lock_outcome outcome;
-} outcome_names[] = {
-    {"granted", LOCK_GRANTED},   {"queued", LOCK_QUEUED},         {"busy", LOCK_BUSY},
-    {"full", LOCK_FULL},         {"ended", LOCK_ENDED},           {"released", LOCK_RELEASED},
-    {"canceled", LOCK_CANCELED}, {"superseded", LOCK_SUPERSEDED}, {"gone", LOCK_GONE},
-    {"lost", LOCK_LOST},         {"max_hold", LOCK_MAX_HOLD},     {"renewed", LOCK_RENEWED},
-};
-
-static long long int_field(const json_t *obj, const char *field, long long fallback)
-{
-    const json_t *v = json_object_get(obj, field);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (long long)json_real_value(v);
-    return fallback;
-}
-
-/* Reads a script answer into res; "nofence" sets *nofence instead. */
-static int read_result(const json_t *out, struct lock_result *res, bool *nofence,
-                       struct fg_error *err)
-{
-    const char *r = json_string_value(json_object_get(out, "r"));
-    memset(res, 0, sizeof *res);
-    *nofence = r != NULL && strcmp(r, "nofence") == 0;
-    if (*nofence)
-        return 0;
-    for (size_t i = 0; r != NULL && i < sizeof outcome_names / sizeof outcome_names[0]; i++) {
-        if (strcmp(r, outcome_names[i].name) != 0)
-            continue;
-        res->outcome = outcome_names[i].outcome;
-        const char *lease = json_string_value(json_object_get(out, "lease"));
-        if (lease != NULL)
-            snprintf(res->lease_id, sizeof res->lease_id, "%s", lease);
-        res->fence = int_field(out, "fence", 0);
-        res->ttl_ms = int_field(out, "ttl", 0);
-        res->expires_at_ms = int_field(out, "expires_at", 0);
-        res->hold_until_ms = int_field(out, "hold_until", 0);
-        res->position = int_field(out, "position", 0);
-        res->holder_pttl_ms = int_field(out, "holder_pttl", -2);
-        res->waiting = int_field(out, "waiting", 0);
-        res->again = json_is_true(json_object_get(out, "again"));
-        res->held_ms = int_field(out, "held_ms", -1);
-        return 0;
-    }
-    return fg_fail(err, FG_ERR_INTERNAL, "lock script answered '%s'", r ? r : "(nothing)");
-}
-
-/* Runs a lock script; on "nofence" restores the sequence and runs it once more. */
-static int run_lock_script(const char *script, size_t nkeys, const char *const *argv, size_t argc,
-                           struct lock_result *res, struct fg_error *err)
-{
-    for (int attempt = 0; attempt < 2; attempt++) {
-        json_t *out = NULL;
-        if (redis_script(script, nkeys, argv, argc, &out, err) != 0)
-            return -1;
-        bool nofence = false;
-        int rc = read_result(out, res, &nofence, err);
-        json_decref(out);
-        if (rc != 0 || !nofence)
-            return rc;
-        if (fence_recover(err) != 0)
-            return -1;
-    }
-    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "the fence sequence could not be restored");
-}
-
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
-                 const char *attach, struct lock_result *res, struct fg_error *err)
+                 const char *attach, struct lease_result *res, struct fg_error *err)
 {
     if (fence_ensure_verified(err) != 0)
         return -1;
@@ -119,24 +49,25 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
                           name,     lease_id,         p->request_id,  ttl,        hold,
                           p->owner, wait ? "1" : "0", gw.instance_id, attach,     claim,
                           maxw,     rid_ttl};
-    return run_lock_script("lock_acquire.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
+    return lease_script_run("lock_acquire.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
-                enum lock_cancel_mode mode, struct lock_result *res, struct fg_error *err)
+                enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
-    static const char *const mode_names[] = {"take", "drop", "orphan"};
     struct lock_keys k;
     lock_keys_init(&k, name);
     char claim[24], marker[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", RELEASED_MARKER_MS);
-    const char *argv[] = {k.holder, k.queue, k.waiters,        "fg:fence", k.base, name,
-                          lease_id, attach,  mode_names[mode], claim,      marker};
-    return run_lock_script("lock_cancel.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
+    const char *argv[] = {k.holder,   k.queue, k.waiters,
+                          "fg:fence", k.base,  name,
+                          lease_id,   attach,  lease_cancel_mode_name(mode),
+                          claim,      marker};
+    return lease_script_run("lock_cancel.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
 }
 
-int lock_release(const char *name, const char *lease_id, struct lock_result *res,
+int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err)
 {
     struct lock_keys k;
@@ -146,10 +77,10 @@ int lock_release(const char *name, const char *lease_id, struct lock_result *res
     snprintf(marker, sizeof marker, "%lld", RELEASED_MARKER_MS);
     const char *argv[] = {k.holder, k.queue,  k.waiters, "fg:fence", k.base,
                           name,     lease_id, claim,     marker};
-    return run_lock_script("lock_release.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
+    return lease_script_run("lock_release.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
 }
 
-int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lock_result *res,
+int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                struct fg_error *err)
 {
     struct lock_keys k;
@@ -157,7 +88,7 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     const char *argv[] = {k.holder, lease_id, ttl};
-    return run_lock_script("lock_renew.lua", 1, argv, 3, res, err);
+    return lease_script_run("lock_renew.lua", 1, argv, 3, res, err);
 }
 
 int lock_status(const char *name, json_t **out, struct fg_error *err)
@@ -171,10 +102,10 @@ int lock_status(const char *name, json_t **out, struct fg_error *err)
     bool held = json_is_true(json_object_get(raw, "held"));
     const char *owner = json_string_value(json_object_get(raw, "owner"));
     *out = json_pack("{s:s, s:b, s:o, s:o, s:o, s:I}", "lock", name, "held", held, "fence",
-                     held ? json_integer(int_field(raw, "fence", 0)) : json_null(), "owner",
+                     held ? json_integer(lease_json_int(raw, "fence", 0)) : json_null(), "owner",
                      held && owner && owner[0] ? json_string(owner) : json_null(), "expires_in_ms",
-                     held ? json_integer(int_field(raw, "pttl", 0)) : json_null(), "waiting",
-                     (json_int_t)int_field(raw, "waiting", 0));
+                     held ? json_integer(lease_json_int(raw, "pttl", 0)) : json_null(), "waiting",
+                     (json_int_t)lease_json_int(raw, "waiting", 0));
     json_decref(raw);
     return 0;
 }

@@ -2,8 +2,8 @@
  * semaphore.c - the semaphore transitions: acquire (first try, queueing,
  * re-check, claim), cancel, release, renew and status. Each is exactly one
  * script call; the decision and the action happen inside Redis, with Redis's
- * clock. The only retry here is after a "nofence" answer: the fence sequence is
- * restored from Postgres, then the script runs again.
+ * clock. This file builds the keys and arguments; lease_result.c reads the
+ * answers.
  */
 #include "lease/semaphore.h"
 
@@ -41,90 +41,8 @@ static void sem_keys_init(struct sem_keys *k, const char *name)
     snprintf(k->tickets, sizeof k->tickets, "%st", k->base);
 }
 
-static const struct {
-    const char *name;
-    enum sem_outcome outcome;
-} outcome_names[] = {
-    {"granted", SEM_GRANTED},   {"queued", SEM_QUEUED},     {"busy", SEM_BUSY},
-    {"full", SEM_FULL},         {"mismatch", SEM_MISMATCH}, {"ended", SEM_ENDED},
-    {"released", SEM_RELEASED}, {"canceled", SEM_CANCELED}, {"superseded", SEM_SUPERSEDED},
-    {"gone", SEM_GONE},         {"lost", SEM_LOST},         {"max_hold", SEM_MAX_HOLD},
-    {"renewed", SEM_RENEWED},
-};
-
-static long long int_field(const json_t *obj, const char *field, long long fallback)
-{
-    const json_t *v = json_object_get(obj, field);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (long long)json_real_value(v);
-    return fallback;
-}
-
-/* Reads a script answer into res; "nofence" sets *nofence instead. */
-static int read_result(const json_t *out, struct sem_result *res, bool *nofence,
-                       struct fg_error *err)
-{
-    const char *r = json_string_value(json_object_get(out, "r"));
-    memset(res, 0, sizeof *res);
-    *nofence = r != NULL && strcmp(r, "nofence") == 0;
-    if (*nofence)
-        return 0;
-    for (size_t i = 0; r != NULL && i < sizeof outcome_names / sizeof outcome_names[0]; i++) {
-        if (strcmp(r, outcome_names[i].name) != 0)
-            continue;
-        res->outcome = outcome_names[i].outcome;
-        const char *lease = json_string_value(json_object_get(out, "lease"));
-        if (lease != NULL)
-            snprintf(res->lease_id, sizeof res->lease_id, "%s", lease);
-        res->fence = int_field(out, "fence", 0);
-        res->ttl_ms = int_field(out, "ttl", 0);
-        res->expires_at_ms = int_field(out, "expires_at", 0);
-        res->hold_until_ms = int_field(out, "hold_until", 0);
-        res->position = int_field(out, "position", 0);
-        res->holder_pttl_ms = int_field(out, "holder_pttl", -1);
-        res->waiting = int_field(out, "waiting", 0);
-        res->limit = int_field(out, "limit", 0);
-        res->again = json_is_true(json_object_get(out, "again"));
-        const json_t *handoff = json_object_get(out, "handoff");
-        for (size_t j = 0; j < json_array_size(handoff) && j < SEM_MAX_HANDOFF; j++) {
-            const json_t *g = json_array_get(handoff, j);
-            const char *glease = json_string_value(json_object_get(g, "lease"));
-            if (glease == NULL || strlen(glease) != LEASE_ID_LEN)
-                continue;
-            struct sem_grant *grant = &res->handoff[res->nhandoff++];
-            memcpy(grant->lease_id, glease, LEASE_ID_LEN + 1);
-            grant->fence = int_field(g, "fence", 0);
-            grant->ttl_ms = int_field(g, "ttl", 0);
-            grant->expires_at_ms = int_field(g, "expires_at", 0);
-        }
-        return 0;
-    }
-    return fg_fail(err, FG_ERR_INTERNAL, "semaphore script answered '%s'", r ? r : "(nothing)");
-}
-
-/* Runs a semaphore script; on "nofence" restores the sequence and runs it once more. */
-static int run_sem_script(const char *script, const char *const *argv, size_t argc,
-                          struct sem_result *res, struct fg_error *err)
-{
-    for (int attempt = 0; attempt < 2; attempt++) {
-        json_t *out = NULL;
-        if (redis_script(script, SEM_NKEYS, argv, argc, &out, err) != 0)
-            return -1;
-        bool nofence = false;
-        int rc = read_result(out, res, &nofence, err);
-        json_decref(out);
-        if (rc != 0 || !nofence)
-            return rc;
-        if (fence_recover(err) != 0)
-            return -1;
-    }
-    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "the fence sequence could not be restored");
-}
-
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
-                const char *attach, struct sem_result *res, struct fg_error *err)
+                const char *attach, struct lease_result *res, struct fg_error *err)
 {
     if (fence_ensure_verified(err) != 0)
         return -1;
@@ -144,26 +62,28 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
                           p->request_id,  ttl,        hold,    p->owner,  wait ? "1" : "0",
                           gw.instance_id, attach,     claim,   maxw,      rid_ttl,
                           limit,          keep};
-    return run_sem_script("sem_acquire.lua", argv, sizeof argv / sizeof argv[0], res, err);
+    return lease_script_run("sem_acquire.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
+                            err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
-               enum sem_cancel_mode mode, struct sem_result *res, struct fg_error *err)
+               enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
-    static const char *const mode_names[] = {"take", "drop", "orphan"};
     struct sem_keys k;
     sem_keys_init(&k, name);
     char claim[24], marker[24], keep[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", RELEASED_MARKER_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *argv[] = {k.holders,  k.data, k.queue, k.waiters,     k.limit, k.tickets,
-                          "fg:fence", k.base, name,    lease_id,      attach,  mode_names[mode],
-                          claim,      marker, keep,    gw.instance_id};
-    return run_sem_script("sem_cancel.lua", argv, sizeof argv / sizeof argv[0], res, err);
+    const char *argv[] = {k.holders, k.data,    k.queue,    k.waiters,
+                          k.limit,   k.tickets, "fg:fence", k.base,
+                          name,      lease_id,  attach,     lease_cancel_mode_name(mode),
+                          claim,     marker,    keep,       gw.instance_id};
+    return lease_script_run("sem_cancel.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
+                            err);
 }
 
-int sem_release(const char *name, const char *lease_id, struct sem_result *res,
+int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err)
 {
     struct sem_keys k;
@@ -175,10 +95,11 @@ int sem_release(const char *name, const char *lease_id, struct sem_result *res,
     const char *argv[] = {k.holders, k.data,     k.queue, k.waiters,     k.limit,
                           k.tickets, "fg:fence", k.base,  name,          lease_id,
                           claim,     marker,     keep,    gw.instance_id};
-    return run_sem_script("sem_release.lua", argv, sizeof argv / sizeof argv[0], res, err);
+    return lease_script_run("sem_release.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
+                            err);
 }
 
-int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct sem_result *res,
+int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
               struct fg_error *err)
 {
     struct sem_keys k;
@@ -190,7 +111,8 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct s
     const char *argv[] = {k.holders, k.data,     k.queue,       k.waiters, k.limit,
                           k.tickets, "fg:fence", name,          lease_id,  ttl,
                           claim,     keep,       gw.instance_id};
-    return run_sem_script("sem_renew.lua", argv, sizeof argv / sizeof argv[0], res, err);
+    return lease_script_run("sem_renew.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
+                            err);
 }
 
 int sem_status(const char *name, json_t **out, struct fg_error *err)
@@ -201,11 +123,11 @@ int sem_status(const char *name, json_t **out, struct fg_error *err)
     json_t *raw = NULL;
     if (redis_script("sem_status.lua", 3, argv, 3, &raw, err) != 0)
         return -1;
-    long long limit = int_field(raw, "limit", 0);
+    long long limit = lease_json_int(raw, "limit", 0);
     *out = json_pack("{s:s, s:o, s:I, s:I}", "semaphore", name, "limit",
                      limit > 0 ? json_integer(limit) : json_null(), "holders",
-                     (json_int_t)int_field(raw, "holders", 0), "waiting",
-                     (json_int_t)int_field(raw, "waiting", 0));
+                     (json_int_t)lease_json_int(raw, "holders", 0), "waiting",
+                     (json_int_t)lease_json_int(raw, "waiting", 0));
     json_decref(raw);
     return 0;
 }

@@ -1,0 +1,83 @@
+/*
+ * lease_result.h - what a lease script answers, for locks and semaphores alike:
+ * the outcome of the transition and the lease facts that come with it. Every
+ * lease script returns one JSON object {r = "<outcome>", ...}; this module reads
+ * it, and runs a script again once after a "nofence" answer has been dealt
+ * with by reserving fences (lease/fence.h).
+ */
+#ifndef FG_LEASE_RESULT_H
+#define FG_LEASE_RESULT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lease/token.h"
+#include "util/error.h"
+
+enum lease_outcome {
+    LEASE_GRANTED,    /* the lease holds the lock or a slot */
+    LEASE_QUEUED,     /* the lease waits in the queue */
+    LEASE_BUSY,       /* held (no free slot), and the caller would not wait */
+    LEASE_FULL,       /* the queue is at its cap */
+    LEASE_MISMATCH,   /* semaphores: another limit is in force */
+    LEASE_ENDED,      /* this request_id's lease is over */
+    LEASE_RELEASED,   /* released (again, if result.again) */
+    LEASE_CANCELED,   /* the waiter left the queue */
+    LEASE_SUPERSEDED, /* a retry of the same request owns the lease now */
+    LEASE_GONE,       /* nothing to cancel */
+    LEASE_LOST,       /* the lease no longer holds */
+    LEASE_MAX_HOLD,   /* a renewal would pass max_hold_ms */
+    LEASE_RENEWED,    /* the lease was extended */
+};
+
+enum lease_cancel_mode {
+    LEASE_CANCEL_TAKE,   /* deadline: keep a grant that arrived meanwhile */
+    LEASE_CANCEL_DROP,   /* client gone: leave the queue or free the grant */
+    LEASE_CANCEL_ORPHAN, /* no waiter here: free the grant if still unclaimed */
+};
+
+#define LEASE_MAX_HANDOFF 16 /* in-process grants one script may answer (lib_sem.lua) */
+
+/* A grant, made by whichever script ran, to another waiter of this gateway:
+ * the waiter is woken in-process with it (no doorbell, no claim call). */
+struct lease_grant {
+    char lease_id[LEASE_ID_LEN + 1]; /* the waiter's lease */
+    int64_t fence;                   /* its fence */
+    int64_t ttl_ms;                  /* its lease length */
+    int64_t expires_at_ms;           /* Redis time of expiry */
+};
+
+struct lease_result {
+    enum lease_outcome outcome;
+    char lease_id[LEASE_ID_LEN + 1]; /* the lease the answer is about */
+    int64_t fence;                   /* granted or renewed: the lease's fence */
+    int64_t ttl_ms;                  /* granted or renewed: lease length */
+    int64_t expires_at_ms;           /* granted or renewed: Redis time of expiry */
+    int64_t hold_until_ms;           /* max_hold: when the hold cap ends */
+    long long position;              /* queued: place in the queue, 0 = next */
+    long long holder_pttl_ms; /* queued: ms until the (first) holder's lease ends, < 0 none */
+    long long waiting;        /* busy, full, canceled: queue length */
+    long long limit;          /* mismatch: the limit in force */
+    bool again;               /* released: this lease had been released before */
+    int64_t held_ms;          /* released: how long the lease held, < 0 unknown */
+    struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
+    size_t nhandoff;                               /* entries in handoff */
+};
+
+/* An integer member of a script answer (cjson may send it as a real), or fallback. */
+long long lease_json_int(const json_t *obj, const char *field, long long fallback);
+
+/* The script argument naming a cancel mode ("take", "drop", "orphan"). */
+const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
+
+/*
+ * Runs lease script `script` (nkeys keys, then the other arguments; argc in
+ * all) and reads its answer into *res. On "nofence" reserves fences and runs it
+ * once more. An answer it does not know fails with FG_ERR_INTERNAL.
+ */
+int lease_script_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+                     struct lease_result *res, struct fg_error *err) FG_WUR;
+
+#endif
