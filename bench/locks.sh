@@ -6,7 +6,9 @@
 #   bench/locks.sh                       # 3 rounds of 5 s per cell and side
 #   DURATION=10 ROUNDS=5 bench/locks.sh
 #
-# Gateway and raw runs alternate within a cell; the table shows the medians.
+# Both sides are driven by equally light C clients, one keep-alive connection
+# per thread: bench/http_pairs.c over HTTP, bench/raw_pairs.c over RESP. Gateway
+# and raw runs alternate within a cell; the table shows the medians.
 # Cells: 1, 16 and 64 connections, on distinct lock names (one per connection)
 # and on one shared name (acquires queue with wait_ms; raw clients can only try
 # once, so their "shared" figure counts successful pairs among busy retries).
@@ -28,6 +30,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 # shellcheck disable=SC2046 # pkg-config prints several flags
 cc -O2 -o "$build/raw_pairs" bench/raw_pairs.c $(pkg-config --cflags --libs hiredis) -lpthread
+cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
 
 bash scripts/services.sh wipe "$datadir" "$redis_port" "$pg_port" >/dev/null
 bash scripts/services.sh start "$datadir" "$redis_port" "$pg_port" >/dev/null
@@ -66,8 +69,8 @@ for conns in 1 16 64; do
     gateway_runs=()
     raw_runs=()
     for round in $(seq "$rounds"); do
-      gateway_runs+=("$(wrk -t "$conns" -c "$conns" -d "${duration}s" -s bench/lock_pairs.lua \
-        "http://127.0.0.1:$http_port" -- "$mode" "bench-$conns-$mode-$round" | awk '/^PAIRS/ {print $4}')")
+      gateway_runs+=("$("$build/http_pairs" "$http_port" "$conns" "$duration" "$mode" \
+        "bench-$conns-$mode-$round" | awk '{print $1}')")
       raw_runs+=("$("$build/raw_pairs" "$redis_port" "$acquire_sha" "$release_sha" "$conns" \
         "$duration" "$mode" | awk '{print $1}')")
     done
