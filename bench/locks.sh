@@ -25,7 +25,7 @@ pg_port=17432
 http_port=18480
 build="build-bench"
 
-bash scripts/deps.sh
+bash scripts/deps.sh bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 # shellcheck disable=SC2046 # pkg-config prints several flags

@@ -28,6 +28,7 @@ pool="${POOL:-32}"
 rows=10000
 dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
 
+bash scripts/deps.sh bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 

@@ -17,6 +17,7 @@ pg_port="${PG_PORT:-17433}"
 http_port="${HTTP_PORT:-18481}"
 build="build-bench-sem"
 
+bash scripts/deps.sh bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
 
