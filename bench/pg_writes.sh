@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/pg_writes.sh - fenced Postgres writes per second: PATCH over HTTP (wrk)
+# bench/pg_writes.sh - fenced Postgres writes per second: PATCH over HTTP (bench/pg_load.c)
 # next to pgbench running the gateway's own statement (the exact text the
 # gateway prepared, taken from pg_stat_activity, with the same parameters), in
 # one run on one machine. Prints a Markdown table of both and their ratio.
@@ -7,7 +7,7 @@
 #   bench/pg_writes.sh                 # 3 rounds of 5 s per cell and side
 #   DURATION=10 ROUNDS=5 bench/pg_writes.sh
 #
-# Cells: 1, 8 and 32 connections (wrk connections / pgbench clients), on
+# Cells: 1, 8 and 32 connections (pg_load connections / pgbench clients), on
 # distinct rows (a random row of 10,000 per write) and on one hot row. The
 # gateway runs a Release build with FENCEGATE_HTTP_THREADS and
 # FENCEGATE_PG_POOL_SIZE at 32 (override with HTTP_THREADS, POOL) and log
@@ -31,6 +31,7 @@ dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
 bash scripts/deps.sh bench
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" >/dev/null
+cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
 
 pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
 [[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
@@ -103,8 +104,7 @@ for conns in 1 8 32; do
     # Gateway and pgbench alternate, ROUNDS times each; the medians are reported, so that a
     # burst of load from elsewhere on the machine hits both sides alike.
     for _ in $(seq "$rounds"); do
-      out=$(wrk -t "$((conns < 2 ? 1 : 2))" -c "$conns" -d "${duration}s" -s bench/pg_writes.lua \
-        "http://127.0.0.1:$http_port" -- "$token" "$mode" "$rows" | awk '/^WRITES/')
+      out=$("$build/pg_load" "$http_port" "$conns" "$duration" "$mode" "$rows" "$token")
       bad=$(awk '{print $3 + $4}' <<<"$out")
       [[ "$bad" == 0 ]] || echo "pg_writes: $bad failed requests at $conns/$mode" >&2
       gateway_runs+=("$(awk '{print $2}' <<<"$out")")

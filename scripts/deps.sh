@@ -2,7 +2,7 @@
 # scripts/deps.sh — owns: the Debian packages fencegate needs to build, test and run locally, and the
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
-# `scripts/deps.sh bench` adds the load tools of bench/ (wrk, curl, jq).
+# `scripts/deps.sh bench` adds the tools of bench/ (curl, jq).
 # Must not: build anything, start services, or touch the repository.
 set -euo pipefail
 
@@ -13,7 +13,7 @@ PACKAGES=(
   python3 python3-yaml clang libclang-rt-14-dev
 )
 if [[ "${1:-}" == bench ]]; then
-  PACKAGES+=(wrk curl jq)
+  PACKAGES+=(curl jq)
 fi
 # Unprivileged user that owns and runs the Postgres clusters of scripts/services.sh (postgres refuses root).
 PG_OS_USER="${FG_PG_OS_USER:-fencegate-pg}"
