@@ -1,0 +1,396 @@
+/*
+ * handlers_lease.c - acquire, renew, release and status for any kind of lease.
+ *
+ * An acquire first tries once: a free lock or slot costs one script call and no
+ * waiter. If it must wait, it registers a waiter before its first queued
+ * attempt (so a grant published at once is not missed), then parks the
+ * connection between attempts. Each resumption reads why it woke: a doorbell or
+ * timer re-checks, a hang-up or drain leaves the queue, a passed deadline gives
+ * up but keeps a grant that arrived meanwhile. Waiters near the head re-check
+ * when the (first) holder's lease should end, so a crashed holder's lease is
+ * handed on with nobody releasing.
+ *
+ * Hand-over in-process: when a script grants to other waiters of this same
+ * gateway (a semaphore release, say), it answers those grants instead of
+ * ringing their doorbell; the handler that ran it puts each grant into its
+ * waiter and wakes it, and the woken waiter answers its client without another
+ * script call. A grant whose waiter is no longer here becomes an orphan, given
+ * back after the doorbell's grace period. Tokens are signed here and verified
+ * before any renew or release.
+ */
+#include "http/handlers_lease.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway.h"
+#include "lease/doorbell.h"
+#include "lease/waiter.h"
+#include "util/log.h"
+
+/* Waiters this close to the head re-check when the (first) holder's lease ends. */
+#define EXPIRY_WATCHERS 3
+
+/* Handler state of an acquire that waits. */
+struct lease_wait {
+    struct waiter waiter;          /* registry entry; waiter.lease_id is the lease */
+    const struct lease_ops *kind;  /* lock or semaphore */
+    struct acquire_params params;  /* parsed body (strings borrowed from req->json) */
+    char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
+    char name[NAME_MAX_LEN + 1];   /* the lock or semaphore */
+    bool settled;                  /* answered: nothing left to give up */
+    struct lease_grant delivered;  /* a grant handed over in-process */
+    atomic_bool has_delivered;     /* delivered is set (store-release, load-acquire) */
+};
+
+static const char *lease_name(const struct http_request *req)
+{
+    return req->match.params[0];
+}
+
+static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
+{
+    reply_problem(reply, err);
+    return HANDLER_DONE;
+}
+
+/* waiter_deliver callback: stores the grant ctx in the wait owning w. */
+static void take_grant(struct waiter *w, void *ctx)
+{
+    struct lease_wait *lw = (struct lease_wait *)((char *)w - offsetof(struct lease_wait, waiter));
+    lw->delivered = *(const struct lease_grant *)ctx;
+    atomic_store_explicit(&lw->has_delivered, true, memory_order_release);
+}
+
+/* Wakes the waiters of this gateway that the script answering res granted a
+ * lease of name to; a grant without its waiter becomes an orphan. */
+static void hand_over(const struct lease_ops *kind, const char *name,
+                      const struct lease_result *res)
+{
+    for (size_t i = 0; i < res->nhandoff; i++)
+        if (!waiter_deliver(res->handoff[i].lease_id, take_grant, (void *)&res->handoff[i]))
+            doorbell_add_orphan(kind->token_kind, res->handoff[i].lease_id, name);
+}
+
+/* Ends the life of a wait. A request that ends unanswered (the connection died
+ * while parked and the server dropped it without running the handler) still
+ * leaves the queue here, so no ghost waiter holds anything up. */
+static void lease_wait_free(void *state)
+{
+    struct lease_wait *lw = state;
+    waiter_remove(&lw->waiter);
+    if (!lw->settled) {
+        struct lease_result res;
+        struct fg_error err = {0};
+        if (lw->kind->cancel(lw->name, lw->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &res,
+                             &err) != 0)
+            log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", lw->kind->noun, lw->name, err.msg);
+        else
+            hand_over(lw->kind, lw->name, &res);
+    }
+    free(lw);
+}
+
+/* Marks the wait answered and unregisters it. */
+static void settle(struct lease_wait *lw)
+{
+    lw->settled = true;
+    waiter_remove(&lw->waiter);
+}
+
+static enum handler_result reply_granted(const struct lease_ops *kind, struct http_request *req,
+                                         struct http_reply *reply, const struct lease_result *res)
+{
+    struct token_claims claims = {.kind = kind->token_kind, .fence = res->fence};
+    snprintf(claims.name, sizeof claims.name, "%.200s", lease_name(req));
+    snprintf(claims.lease_id, sizeof claims.lease_id, "%s", res->lease_id);
+    char token[TOKEN_MAX_LEN];
+    struct fg_error err = {0};
+    if (token_sign(&claims, gw.secret, gw.secret_len, token, sizeof token, &err) != 0)
+        return fail(reply, &err);
+    reply_json(reply, 200,
+               json_pack("{s:s, s:s, s:I, s:I, s:I}", kind->noun, lease_name(req), "token", token,
+                         "fence", (json_int_t)res->fence, "ttl_ms", (json_int_t)res->ttl_ms,
+                         "expires_at_ms", (json_int_t)res->expires_at_ms));
+    return HANDLER_DONE;
+}
+
+static enum handler_result reply_busy(struct http_reply *reply, const struct lease_result *res,
+                                      const char *detail)
+{
+    struct fg_error err;
+    fg_fail(&err, FG_ERR_LOCK_BUSY, "%s", detail);
+    reply_problem_extra(reply, &err, json_pack("{s:I}", "waiting", (json_int_t)res->waiting));
+    return HANDLER_DONE;
+}
+
+/* Maps the final answer of an acquire to its reply. */
+static enum handler_result reply_acquired(const struct lease_ops *kind, struct http_request *req,
+                                          struct http_reply *reply, const struct lease_result *res)
+{
+    struct fg_error err;
+    switch (res->outcome) {
+    case LEASE_GRANTED: return reply_granted(kind, req, reply, res);
+    case LEASE_BUSY: return reply_busy(reply, res, kind->busy_detail);
+    case LEASE_QUEUED:
+        return reply_busy(reply, res, "this request_id is waiting in the queue already");
+    case LEASE_FULL:
+        fg_fail(&err, FG_ERR_TOO_MANY_WAITERS, "the queue of this %s is full (%lld waiting)",
+                kind->noun, res->waiting);
+        return fail(reply, &err);
+    case LEASE_MISMATCH:
+        fg_fail(&err, FG_ERR_LIMIT_MISMATCH,
+                "limit %lld is in force while the %s has holders or waiters", res->limit,
+                kind->noun);
+        reply_problem_extra(reply, &err, json_pack("{s:I}", "limit", (json_int_t)res->limit));
+        return HANDLER_DONE;
+    case LEASE_ENDED:
+        fg_fail(&err, FG_ERR_LEASE_LOST, "the lease of this request_id has already ended");
+        return fail(reply, &err);
+    default:
+        fg_fail(&err, FG_ERR_INTERNAL, "unexpected acquire outcome %d", (int)res->outcome);
+        return fail(reply, &err);
+    }
+}
+
+/* When a queued waiter should look again: the head waiters when the (first)
+ * holder's lease ends (crash recovery), everyone at least every poll_ms (lost
+ * doorbells). */
+static int64_t next_check(const struct lease_result *res)
+{
+    int64_t now = http_now_ms(), delay = gw.cfg->poll_ms;
+    if (res->position < EXPIRY_WATCHERS && res->holder_pttl_ms >= 0 &&
+        res->holder_pttl_ms + 5 < delay)
+        delay = res->holder_pttl_ms + 5;
+    if (res->holder_pttl_ms < 0 && delay > 50)
+        delay = 50; /* nothing held, yet queued: look again soon */
+    return now + delay;
+}
+
+/* Gives up the wait: mode says whether a grant that arrived meanwhile is kept. */
+static enum handler_result end_wait(struct http_request *req, struct http_reply *reply,
+                                    struct lease_wait *lw, enum lease_cancel_mode mode,
+                                    const struct fg_error *why)
+{
+    struct lease_result res;
+    struct fg_error err = {0};
+    int rc = lw->kind->cancel(lw->name, lw->waiter.lease_id, lw->attach, mode, &res, &err);
+    settle(lw);
+    if (rc != 0)
+        return fail(reply, &err);
+    hand_over(lw->kind, lw->name, &res);
+    if (res.outcome == LEASE_GRANTED)
+        return reply_granted(lw->kind, req, reply, &res);
+    if (why != NULL)
+        return fail(reply, why);
+    return reply_busy(reply, &res, "wait_ms passed before the lease was granted");
+}
+
+/* A grant handed over in-process, as the answer of an acquire. */
+static struct lease_result delivered_result(const struct lease_wait *lw)
+{
+    struct lease_result res = {.outcome = LEASE_GRANTED,
+                               .fence = lw->delivered.fence,
+                               .ttl_ms = lw->delivered.ttl_ms,
+                               .expires_at_ms = lw->delivered.expires_at_ms};
+    memcpy(res.lease_id, lw->delivered.lease_id, sizeof res.lease_id);
+    return res;
+}
+
+/* Runs acquire attempts until the request is answered or parked. */
+static enum handler_result wait_for_lease(struct http_request *req, struct http_reply *reply,
+                                          struct lease_wait *lw)
+{
+    for (;;) {
+        unsigned reasons = waiter_take_reasons(&lw->waiter);
+        struct fg_error err = {0};
+        if (reasons & WAKE_SUPERSEDED) {
+            settle(lw);
+            fg_fail(&err, FG_ERR_CONFLICT, "a retry with the same request_id took this wait over");
+            return fail(reply, &err);
+        }
+        if (reasons & WAKE_DRAIN) {
+            fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
+            return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
+        }
+        if (reasons & WAKE_HANGUP) {
+            fg_fail(&err, FG_ERR_LOCK_BUSY, "the client closed the connection while waiting");
+            return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
+        }
+        struct lease_result res;
+        if (atomic_load_explicit(&lw->has_delivered, memory_order_acquire)) {
+            settle(lw);
+            res = delivered_result(lw);
+            return reply_granted(lw->kind, req, reply, &res);
+        }
+        if (http_now_ms() >= lw->waiter.deadline_ms)
+            return end_wait(req, reply, lw, LEASE_CANCEL_TAKE, NULL);
+        if (lw->kind->acquire(lw->name, &lw->params, lw->waiter.lease_id, true, lw->attach, &res,
+                              &err) != 0) {
+            settle(lw);
+            return fail(reply, &err);
+        }
+        hand_over(lw->kind, lw->name, &res);
+        if (res.outcome != LEASE_QUEUED) {
+            settle(lw);
+            return reply_acquired(lw->kind, req, reply, &res);
+        }
+        if (strcmp(res.lease_id, lw->waiter.lease_id) != 0)
+            waiter_rekey(&lw->waiter, res.lease_id);
+        if (waiter_park(&lw->waiter, next_check(&res)))
+            return HANDLER_SUSPEND;
+    }
+}
+
+/* An acquire that found the lease taken and may wait: register the waiter,
+ * then queue (the first queued attempt runs only once the waiter can be rung). */
+static enum handler_result start_wait(const struct lease_ops *kind, struct http_request *req,
+                                      struct http_reply *reply, const struct acquire_params *p,
+                                      const char *lease_id)
+{
+    struct fg_error err = {0};
+    if (gw.draining) {
+        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
+        return fail(reply, &err);
+    }
+    struct lease_wait *lw = calloc(1, sizeof *lw);
+    FG_ASSERT(lw != NULL);
+    lw->kind = kind;
+    lw->params = *p;
+    snprintf(lw->name, sizeof lw->name, "%.200s", lease_name(req));
+    snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", lease_id);
+    if (token_new_lease_id(lw->attach, &err) != 0 ||
+        waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
+        free(lw);
+        return fail(reply, &err);
+    }
+    req->state = lw;
+    req->state_free = lease_wait_free;
+    return wait_for_lease(req, reply, lw);
+}
+
+static void log_subject(const struct lease_ops *kind, struct http_request *req)
+{
+    snprintf(req->log_subject, sizeof req->log_subject, "%s:%.200s", kind->noun, lease_name(req));
+}
+
+enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct http_request *req,
+                                         struct http_reply *reply)
+{
+    if (req->state != NULL)
+        return wait_for_lease(req, reply, req->state);
+    struct fg_error err = {0};
+    log_subject(kind, req);
+    json_t *body = http_request_json(req, &err);
+    struct acquire_params p;
+    char lease_id[LEASE_ID_LEN + 1];
+    if (body == NULL || acquire_params_parse(body, gw.cfg, kind->with_limit, &p, &err) != 0 ||
+        token_new_lease_id(lease_id, &err) != 0)
+        return fail(reply, &err);
+    snprintf(req->log_owner, sizeof req->log_owner, "%s", p.owner);
+    struct lease_result res;
+    if (kind->acquire(lease_name(req), &p, lease_id, false, "", &res, &err) != 0)
+        return fail(reply, &err);
+    hand_over(kind, lease_name(req), &res);
+    bool queued = res.outcome == LEASE_QUEUED; /* a retried request_id still waiting */
+    if (p.wait_ms > 0 && (res.outcome == LEASE_BUSY || queued))
+        return start_wait(kind, req, reply, &p, queued ? res.lease_id : lease_id);
+    return reply_acquired(kind, req, reply, &res);
+}
+
+/* Verifies the token of a renew or release and that it is for this lease. */
+static int verified_lease(const struct lease_ops *kind, const struct http_request *req,
+                          const char *token, struct token_claims *claims, struct fg_error *err)
+{
+    if (token_verify(token, gw.secret, gw.secret_len, claims, err) != 0)
+        return -1;
+    if (claims->kind != kind->token_kind || strcmp(claims->name, lease_name(req)) != 0)
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
+                       "the token was issued for another lock or semaphore");
+    return 0;
+}
+
+/* 410 for a renew or release (op) whose lease is gone, logged as a lost lease. */
+static enum handler_result lease_lost(const struct lease_ops *kind, struct http_request *req,
+                                      struct http_reply *reply, const char *op,
+                                      const struct token_claims *claims)
+{
+    log_lease_lost(kind->noun, lease_name(req), op, claims->fence, req->client_addr);
+    struct fg_error err;
+    fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
+    return fail(reply, &err);
+}
+
+enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http_request *req,
+                                       struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    log_subject(kind, req);
+    json_t *body = http_request_json(req, &err);
+    struct renew_params p;
+    struct token_claims claims;
+    struct lease_result res;
+    if (body == NULL || renew_params_parse(body, &p, &err) != 0 ||
+        verified_lease(kind, req, p.token, &claims, &err) != 0 ||
+        kind->renew(lease_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
+        return fail(reply, &err);
+    hand_over(kind, lease_name(req), &res);
+    if (res.outcome == LEASE_LOST)
+        return lease_lost(kind, req, reply, "renew", &claims);
+    if (res.outcome == LEASE_MAX_HOLD) {
+        fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED, "the renewal would pass max_hold_ms");
+        reply_problem_extra(reply, &err,
+                            json_pack("{s:I}", "hold_until_ms", (json_int_t)res.hold_until_ms));
+        return HANDLER_DONE;
+    }
+    reply_json(reply, 200,
+               json_pack("{s:s, s:I, s:I, s:I}", kind->noun, lease_name(req), "fence",
+                         (json_int_t)res.fence, "ttl_ms", (json_int_t)res.ttl_ms, "expires_at_ms",
+                         (json_int_t)res.expires_at_ms));
+    return HANDLER_DONE;
+}
+
+enum handler_result lease_handle_release(const struct lease_ops *kind, struct http_request *req,
+                                         struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    log_subject(kind, req);
+    json_t *body = http_request_json(req, &err);
+    const char *token = NULL;
+    struct token_claims claims;
+    struct lease_result res;
+    if (body == NULL || release_params_parse(body, &token, &err) != 0 ||
+        verified_lease(kind, req, token, &claims, &err) != 0 ||
+        kind->release(lease_name(req), claims.lease_id, &res, &err) != 0)
+        return fail(reply, &err);
+    hand_over(kind, lease_name(req), &res);
+    if (res.outcome == LEASE_LOST)
+        return lease_lost(kind, req, reply, "release", &claims);
+    if (res.held_ms >= 0)
+        metrics_hold_time(kind->metric, res.held_ms);
+    reply_json(reply, 200, json_pack("{s:b}", "released", 1));
+    return HANDLER_DONE;
+}
+
+enum handler_result lease_handle_status(const struct lease_ops *kind, struct http_request *req,
+                                        struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    json_t *status = NULL;
+    if (kind->status(lease_name(req), &status, &err) != 0)
+        return fail(reply, &err);
+    reply_json(reply, 200, status);
+    return HANDLER_DONE;
+}
+
+int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,
+                           struct fg_error *err)
+{
+    struct lease_result res;
+    if (kind->cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err) != 0)
+        return -1;
+    hand_over(kind, name, &res);
+    return 0;
+}
