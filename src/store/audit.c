@@ -15,10 +15,11 @@
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
-    " owner, client_addr, method, reason)"
+    " owner, client_addr, method, reason, source_id)"
     " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
     " ELSE clock_timestamp() END, $2::text, $3::text, $4::bigint, $5::bigint, $6::text,"
-    " $7::text, $8::text, $9::text)";
+    " $7::text, $8::text, $9::text, $10::text)"
+    " ON CONFLICT (source_id) DO NOTHING";
 
 #define QUERY_COLUMNS                                                                              \
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
@@ -65,10 +66,11 @@ static int insert(struct pg_conn *conn, const struct audit_record *rec, struct f
                             rec->owner != NULL && rec->owner[0] != '\0' ? rec->owner : NULL,
                             rec->client_addr,
                             rec->method,
-                            rec->reason};
+                            rec->reason,
+                            rec->source_id};
     if (conn != NULL)
-        return pg_exec(conn, "audit_insert", insert_sql, 9, params, NULL, err);
-    return pg_query("audit_insert", insert_sql, 9, params, NULL, err);
+        return pg_exec(conn, "audit_insert", insert_sql, 10, params, NULL, err);
+    return pg_query("audit_insert", insert_sql, 10, params, NULL, err);
 }
 
 int audit_insert(const struct audit_record *rec, struct fg_error *err)

@@ -24,9 +24,10 @@ struct audit_record {
     const char *method;      /* HTTP method of the write, e.g. "PATCH" */
     const char *reason;      /* why it was refused, e.g. "stale_fence" */
     int64_t at_ms;           /* when it was refused (epoch ms), 0 = now */
+    const char *source_id;   /* key of a record copied from a queue (stored once), or NULL */
 };
 
-/* Inserts one audit row. */
+/* Inserts one audit row; a second row with the same source_id is not stored. */
 int audit_insert(const struct audit_record *rec, struct fg_error *err) FG_WUR;
 
 /* As audit_insert, on a connection the caller holds (outside a transaction,

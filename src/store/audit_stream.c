@@ -10,13 +10,11 @@
  */
 #include "store/audit_stream.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/fenced_redis.h"
-#include "store/pg.h"
 #include "store/redis.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -25,32 +23,14 @@
 #define DRAIN_BACKOFF_MAX 8000
 #define DRAIN_BATCH       20 /* entries per read; one ack call carries them all */
 
-static const char insert_sql[] =
-    "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
-    " owner, client_addr, method, reason, source_id)"
-    " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
-    " ELSE clock_timestamp() END, $2, $3, $4::bigint, $5::bigint, $6, $7, $8, $9, $10)"
-    " ON CONFLICT (source_id) DO NOTHING";
-
 /* Inserts rec under source id "fg:audit/<entry_id>"; a repeat is a no-op. */
 static int insert_record(const char *entry_id, const struct audit_record *rec, struct fg_error *err)
 {
-    char at[24], presented[24], current[24], source[96];
-    snprintf(at, sizeof at, "%" PRId64, rec->at_ms);
-    snprintf(presented, sizeof presented, "%" PRId64, rec->presented_fence);
-    snprintf(current, sizeof current, "%" PRId64, rec->current_fence);
+    char source[96];
     snprintf(source, sizeof source, "%s/%s", FENCED_REDIS_AUDIT_STREAM, entry_id);
-    const char *params[] = {at,
-                            rec->resource,
-                            rec->lock_name,
-                            presented,
-                            current,
-                            rec->owner != NULL && rec->owner[0] != '\0' ? rec->owner : NULL,
-                            rec->client_addr,
-                            rec->method,
-                            rec->reason,
-                            source};
-    if (pg_query("audit_stream_insert", insert_sql, 10, params, NULL, err) != 0)
+    struct audit_record keyed = *rec;
+    keyed.source_id = source;
+    if (audit_insert(&keyed, err) != 0)
         return -1;
     metrics_audit_written();
     return 0;
