@@ -25,32 +25,15 @@ pg_port=17432
 http_port=18480
 build="build-bench"
 
-bash scripts/deps.sh bench
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" >/dev/null
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_build
 # shellcheck disable=SC2046 # pkg-config prints several flags
 cc -O2 -o "$build/raw_pairs" bench/raw_pairs.c $(pkg-config --cflags --libs hiredis) -lpthread
 cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
 
-bash scripts/services.sh wipe "$datadir" "$redis_port" "$pg_port" >/dev/null
-bash scripts/services.sh start "$datadir" "$redis_port" "$pg_port" >/dev/null
-gateway_pid=""
-cleanup() {
-  [[ -n "$gateway_pid" ]] && kill "$gateway_pid" 2>/dev/null && wait "$gateway_pid" 2>/dev/null
-  bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
-}
-trap cleanup EXIT
-
-FENCEGATE_LISTEN="127.0.0.1:$http_port" \
-FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
-FENCEGATE_PG_DSN="postgresql://fencegate@127.0.0.1:$pg_port/fencegate" \
-FENCEGATE_LOG_LEVEL=warn \
-  "$build/fencegate" 2>"$datadir/gateway.log" &
-gateway_pid=$!
-for _ in $(seq 100); do
-  curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && break
-  sleep 0.1
-done
+bench_services
+bench_gateway
 
 rcli() { redis-cli -p "$redis_port" "$@"; }
 script() { rcli SCRIPT LOAD "$(cat lua/lib_lease.lua; echo; cat lua/lib_lock.lua; echo; cat "lua/$1")"; }

@@ -28,21 +28,14 @@ pool="${POOL:-32}"
 rows=10000
 dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
 
-bash scripts/deps.sh bench
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" >/dev/null
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_build
 cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
 
 pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
 [[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
-bash scripts/services.sh wipe "$datadir" "$redis_port" "$pg_port" >/dev/null
-bash scripts/services.sh start "$datadir" "$redis_port" "$pg_port" >/dev/null
-gateway_pid=""
-cleanup() {
-  [[ -n "$gateway_pid" ]] && kill "$gateway_pid" 2>/dev/null && wait "$gateway_pid" 2>/dev/null
-  bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
-}
-trap cleanup EXIT
+bench_services
 sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
 
 # The gateway migrates the schema; the bench table comes first so that the config check passes.
@@ -53,19 +46,7 @@ sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text)
 config="$datadir/gateway.json"
 echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"]}}}' >"$config"
 
-FENCEGATE_LISTEN="127.0.0.1:$http_port" \
-FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
-FENCEGATE_PG_DSN="$dsn" \
-FENCEGATE_CONFIG="$config" \
-FENCEGATE_LOG_LEVEL=warn \
-FENCEGATE_HTTP_THREADS="$threads" \
-FENCEGATE_PG_POOL_SIZE="$pool" \
-  "$build/fencegate" 2>"$datadir/gateway.log" &
-gateway_pid=$!
-for _ in $(seq 100); do
-  curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && break
-  sleep 0.1
-done
+bench_gateway FENCEGATE_CONFIG="$config" FENCEGATE_HTTP_THREADS="$threads" FENCEGATE_PG_POOL_SIZE="$pool"
 
 acquired=$(curl -fs -X POST -H 'Content-Type: application/json' -d '{"ttl_ms": 3600000}' \
   "http://127.0.0.1:$http_port/v1/locks/bench-pg/acquire")

@@ -17,29 +17,12 @@ pg_port="${PG_PORT:-17433}"
 http_port="${HTTP_PORT:-18481}"
 build="build-bench-sem"
 
-bash scripts/deps.sh bench
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc)" >/dev/null
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_build
 
-bash scripts/services.sh wipe "$datadir" "$redis_port" "$pg_port" >/dev/null
-bash scripts/services.sh start "$datadir" "$redis_port" "$pg_port" >/dev/null
-gateway_pid=""
-cleanup() {
-  [[ -n "$gateway_pid" ]] && kill "$gateway_pid" 2>/dev/null && wait "$gateway_pid" 2>/dev/null
-  bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
-}
-trap cleanup EXIT
-
-FENCEGATE_LISTEN="127.0.0.1:$http_port" \
-FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
-FENCEGATE_PG_DSN="postgresql://fencegate@127.0.0.1:$pg_port/fencegate" \
-FENCEGATE_LOG_LEVEL=warn \
-  "$build/fencegate" 2>"$datadir/gateway.log" &
-gateway_pid=$!
-for _ in $(seq 100); do
-  curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && break
-  sleep 0.1
-done
+bench_services
+bench_gateway
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 status=0

@@ -1,0 +1,42 @@
+# bench/common.sh - what every benchmark script does before measuring, sourced
+# by them (not run): the tools, a Release build, its own Redis and Postgres,
+# and a gateway in the background, all stopped again when the script exits.
+# The caller sets build, datadir, redis_port, pg_port and http_port first.
+
+# Installs the tools and builds the gateway (Release, no tests) into $build.
+bench_build() {
+  bash scripts/deps.sh bench
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
+  cmake --build "$build" -j "$(nproc)" >/dev/null
+}
+
+bench_gateway_pid=""
+
+bench_cleanup() {
+  [[ -n "$bench_gateway_pid" ]] && kill "$bench_gateway_pid" 2>/dev/null &&
+    wait "$bench_gateway_pid" 2>/dev/null
+  bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
+}
+
+# Starts fresh Redis and Postgres servers in $datadir; they stop when the script exits.
+bench_services() {
+  bash scripts/services.sh wipe "$datadir" "$redis_port" "$pg_port" >/dev/null
+  bash scripts/services.sh start "$datadir" "$redis_port" "$pg_port" >/dev/null
+  trap bench_cleanup EXIT
+}
+
+# Starts the gateway on $http_port against those servers, with FENCEGATE_LOG_LEVEL=warn and any
+# further VAR=value settings given as arguments, and waits until it is ready.
+bench_gateway() {
+  env FENCEGATE_LISTEN="127.0.0.1:$http_port" \
+    FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
+    FENCEGATE_PG_DSN="postgresql://fencegate@127.0.0.1:$pg_port/fencegate" \
+    FENCEGATE_LOG_LEVEL=warn "$@" "$build/fencegate" 2>"$datadir/gateway.log" &
+  bench_gateway_pid=$!
+  for _ in $(seq 100); do
+    curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && return 0
+    sleep 0.1
+  done
+  echo "bench: the gateway did not become ready; log: $datadir/gateway.log" >&2
+  return 1
+}
