@@ -4,7 +4,7 @@
 -- Key layout of semaphore N; every key carries the hash tag {N}, base is "fg:sm:{N}:":
 --   base.."h"           holders: sorted set of lease ids scored by lease expiry (Redis
 --                       time, ms); an unclaimed grant is scored by its claim window
---   base.."d"           holder data: lease id -> JSON {fence, owner, ttl, hold_until,
+--   base.."d"           holder data: lease id -> JSON {fence, owner, ttl, hold_until, granted_at,
 --                       claimed, rid, inst, attach}
 --   base.."q"           queue: sorted set of waiting lease ids, scored by arrival ticket
 --   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
@@ -77,7 +77,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
         local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
         redis.call('ZADD', k.h, expires_at, head)
         redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,
-                   hold_until = now + w.max_hold, claimed = 0, rid = w.rid, inst = w.inst,
+                   hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
                    attach = w.attach}))
         if here then
           handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}

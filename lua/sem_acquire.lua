@@ -71,7 +71,7 @@ if not queued then
   local waiting = redis.call('ZCARD', k.q)
   if waiting == 0 and redis.call('ZCARD', k.h) < limit then
     local fence = redis.call('INCR', k.fence)
-    rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, claimed = 1,
+    rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, granted_at = now, claimed = 1,
            rid = rid, inst = inst, attach = attach}
     redis.call('HSET', k.d, lease, cjson.encode(rec))
     redis.call('ZADD', k.h, now + ttl, lease)

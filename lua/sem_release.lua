@@ -3,7 +3,7 @@
 -- to the oldest live waiter in the same step.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
 -- ARGV: base, name, lease, claim_ms, released marker ttl ms, keep_ms, gateway instance id
--- Returns JSON {r=..., handoff?} (handoff: see grant_free): released {} (also
+-- Returns JSON {r=..., handoff?} (handoff: see grant_free): released {held_ms} (also
 -- for a repeated release of the same lease, then with again=true), lost {}
 -- (the lease expired or was dropped).
 local base, name, lease = ARGV[1], ARGV[2], ARGV[3]
@@ -14,11 +14,12 @@ local handoff = {}
 local now = now_ms()
 purge(k, now)
 local reply
-if redis.call('HEXISTS', k.d, lease) == 1 then
+local raw = redis.call('HGET', k.d, lease)
+if raw then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
   mark_released(base, lease, now, marker_ttl)
-  reply = {r = 'released'}
+  reply = {r = 'released', held_ms = now - (cjson.decode(raw).granted_at or now)}
 elseif was_released(base, lease, now, marker_ttl) then
   reply = {r = 'released', again = true}
 else

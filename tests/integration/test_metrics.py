@@ -109,7 +109,8 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(waited["r"].status, 200, waited)
         wait_for(lambda: value(self.scrape(), "fencegate_waiters") == 0, timeout=10, what="no waiter")
         self.assertEqual(self.gw.http("POST", f"/v1/locks/{b}/release", {"token": tb}).status, 200)
-        self.acquire("semaphores", sem, 200, limit=2)
+        ts = self.acquire("semaphores", sem, 200, limit=2)["token"]
+        self.assertEqual(self.gw.http("POST", f"/v1/semaphores/{sem}/release", {"token": ts}).status, 200)
 
         # A lease deleted behind the holder's back: its release answers 410.
         td = self.acquire("locks", a, 200)["token"]
@@ -133,6 +134,7 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(delta("fencegate_releases_total", result="lease_lost", **lock), 1)
         self.assertEqual(delta("fencegate_wait_seconds_count", **lock), 5)
         self.assertEqual(delta("fencegate_hold_seconds_count", **lock), 3)  # a, c, b released
+        self.assertEqual(delta("fencegate_hold_seconds_count", kind="semaphore"), 1)
         # The waiter waited at least until the release: some wait lies above the smallest bucket.
         self.assertGreaterEqual(delta("fencegate_wait_seconds_sum", **lock), 0.0)
         self.assertEqual(delta("fencegate_http_request_duration_seconds_count", route="lock_acquire"), 7)
