@@ -38,7 +38,8 @@ enum lease_cancel_mode {
     LEASE_CANCEL_ORPHAN, /* no waiter here: free the grant if still unclaimed */
 };
 
-#define LEASE_MAX_HANDOFF 16 /* in-process grants one script may answer (lib_sem.lua) */
+#define LEASE_RELEASED_KEPT_MS 3600000LL /* how long a retried release still answers 200 */
+#define LEASE_MAX_HANDOFF      16        /* in-process grants one script may answer (lib_sem.lua) */
 
 /* A grant, made by whichever script ran, to another waiter of this gateway:
  * the waiter is woken in-process with it (no doorbell, no claim call). */

@@ -13,8 +13,6 @@
 #include "lease/fence.h"
 #include "store/redis.h"
 
-#define RELEASED_MARKER_MS 3600000LL
-
 /* The keys of lock name: base, holder, queue, waiters. */
 struct lock_keys {
     char base[NAME_MAX_LEN + 12];
@@ -59,7 +57,7 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
     lock_keys_init(&k, name);
     char claim[24], marker[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", RELEASED_MARKER_MS);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     const char *argv[] = {k.holder,   k.queue, k.waiters,
                           "fg:fence", k.base,  name,
                           lease_id,   attach,  lease_cancel_mode_name(mode),
@@ -74,7 +72,7 @@ int lock_release(const char *name, const char *lease_id, struct lease_result *re
     lock_keys_init(&k, name);
     char claim[24], marker[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", RELEASED_MARKER_MS);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     const char *argv[] = {k.holder, k.queue,  k.waiters, "fg:fence", k.base,
                           name,     lease_id, claim,     marker};
     return lease_script_run("lock_release.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);

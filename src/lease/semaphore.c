@@ -14,8 +14,7 @@
 #include "lease/fence.h"
 #include "store/redis.h"
 
-#define RELEASED_MARKER_MS 3600000LL
-#define SEM_KEEP_MS        600000LL /* how long an idle semaphore's keys outlive its last lease */
+#define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */
 
 /* The keys of semaphore name: base, then KEYS[1..7] of every sem_*.lua script. */
 struct sem_keys {
@@ -73,7 +72,7 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
     sem_keys_init(&k, name);
     char claim[24], marker[24], keep[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", RELEASED_MARKER_MS);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[] = {k.holders, k.data,    k.queue,    k.waiters,
                           k.limit,   k.tickets, "fg:fence", k.base,
@@ -90,7 +89,7 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
     sem_keys_init(&k, name);
     char claim[24], marker[24], keep[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", RELEASED_MARKER_MS);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[] = {k.holders, k.data,     k.queue, k.waiters,     k.limit,
                           k.tickets, "fg:fence", k.base,  name,          lease_id,
