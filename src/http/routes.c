@@ -1,7 +1,8 @@
 /*
- * routes.c - the route table: method, pattern, handler, label. The first
- * matching entry wins, so fixed paths come before parameters that could
- * swallow them.
+ * routes.c - the route table: method, pattern, handler, label, and the body
+ * members and query parameters each route accepts (anything else answers 400
+ * before the handler runs). The first matching entry wins, so fixed paths come
+ * before parameters that could swallow them.
  */
 #include "http/routes.h"
 
@@ -13,29 +14,49 @@
 #include "http/handlers_redis.h"
 #include "http/handlers_semaphores.h"
 
+/* What the bodies and queries of the routes may hold (NULL-terminated). */
+static const char *const lock_acquire_body[] = {"ttl_ms",     "wait_ms",     "owner",
+                                                "request_id", "max_hold_ms", NULL};
+static const char *const sem_acquire_body[] = {"ttl_ms",      "wait_ms", "owner", "request_id",
+                                               "max_hold_ms", "limit",   NULL};
+static const char *const renew_body[] = {"token", "ttl_ms", NULL};
+static const char *const release_body[] = {"token", NULL};
+static const char *const redis_put_body[] = {"value", NULL};
+static const char *const redis_patch_body[] = {"fields", NULL};
+static const char *const pg_set_body[] = {"set", NULL};
+static const char *const pg_row_body[] = {"row", NULL};
+static const char *const pg_batch_body[] = {"ops", NULL};
+static const char *const audit_query[] = {"resource", "lock",     "since_ms",
+                                          "limit",    "after_id", NULL};
+
 const struct route api_routes[] = {
-    {HTTP_GET, "/healthz", handle_healthz, "healthz"},
-    {HTTP_GET, "/readyz", handle_readyz, "readyz"},
-    {HTTP_GET, "/metrics", handle_metrics, "metrics"},
-    {HTTP_GET, "/v1/openapi.json", handle_openapi, "openapi"},
-    {HTTP_POST, "/v1/locks/{name*}/acquire", handle_lock_acquire, "lock_acquire"},
-    {HTTP_POST, "/v1/locks/{name*}/renew", handle_lock_renew, "lock_renew"},
-    {HTTP_POST, "/v1/locks/{name*}/release", handle_lock_release, "lock_release"},
-    {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status"},
-    {HTTP_POST, "/v1/semaphores/{name*}/acquire", handle_sem_acquire, "sem_acquire"},
-    {HTTP_POST, "/v1/semaphores/{name*}/renew", handle_sem_renew, "sem_renew"},
-    {HTTP_POST, "/v1/semaphores/{name*}/release", handle_sem_release, "sem_release"},
-    {HTTP_GET, "/v1/semaphores/{name*}", handle_sem_status, "sem_status"},
-    {HTTP_PUT, "/v1/redis/{key*}", handle_redis_put, "redis_put"},
-    {HTTP_PATCH, "/v1/redis/{key*}", handle_redis_patch, "redis_patch"},
-    {HTTP_DELETE, "/v1/redis/{key*}", handle_redis_delete, "redis_delete"},
-    {HTTP_GET, "/v1/redis/{key*}", handle_redis_get, "redis_get"},
-    {HTTP_POST, "/v1/pg/batch", handle_pg_batch, "pg_batch"},
-    {HTTP_POST, "/v1/pg/{table}", handle_pg_post, "pg_post"},
-    {HTTP_GET, "/v1/pg/{table}/{key*}", handle_pg_get, "pg_get"},
-    {HTTP_PATCH, "/v1/pg/{table}/{key*}", handle_pg_patch, "pg_patch"},
-    {HTTP_PUT, "/v1/pg/{table}/{key*}", handle_pg_put, "pg_put"},
-    {HTTP_DELETE, "/v1/pg/{table}/{key*}", handle_pg_delete, "pg_delete"},
-    {HTTP_GET, "/v1/audit/rejections", handle_audit_rejections, "audit_rejections"},
-    {HTTP_GET, NULL, NULL, NULL},
+    {HTTP_GET, "/healthz", handle_healthz, "healthz", NULL, NULL},
+    {HTTP_GET, "/readyz", handle_readyz, "readyz", NULL, NULL},
+    {HTTP_GET, "/metrics", handle_metrics, "metrics", NULL, NULL},
+    {HTTP_GET, "/v1/openapi.json", handle_openapi, "openapi", NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/acquire", handle_lock_acquire, "lock_acquire", lock_acquire_body,
+     NULL},
+    {HTTP_POST, "/v1/locks/{name*}/renew", handle_lock_renew, "lock_renew", renew_body, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/release", handle_lock_release, "lock_release", release_body,
+     NULL},
+    {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status", NULL, NULL},
+    {HTTP_POST, "/v1/semaphores/{name*}/acquire", handle_sem_acquire, "sem_acquire",
+     sem_acquire_body, NULL},
+    {HTTP_POST, "/v1/semaphores/{name*}/renew", handle_sem_renew, "sem_renew", renew_body, NULL},
+    {HTTP_POST, "/v1/semaphores/{name*}/release", handle_sem_release, "sem_release", release_body,
+     NULL},
+    {HTTP_GET, "/v1/semaphores/{name*}", handle_sem_status, "sem_status", NULL, NULL},
+    {HTTP_PUT, "/v1/redis/{key*}", handle_redis_put, "redis_put", redis_put_body, NULL},
+    {HTTP_PATCH, "/v1/redis/{key*}", handle_redis_patch, "redis_patch", redis_patch_body, NULL},
+    {HTTP_DELETE, "/v1/redis/{key*}", handle_redis_delete, "redis_delete", NULL, NULL},
+    {HTTP_GET, "/v1/redis/{key*}", handle_redis_get, "redis_get", NULL, NULL},
+    {HTTP_POST, "/v1/pg/batch", handle_pg_batch, "pg_batch", pg_batch_body, NULL},
+    {HTTP_POST, "/v1/pg/{table}", handle_pg_post, "pg_post", pg_row_body, NULL},
+    {HTTP_GET, "/v1/pg/{table}/{key*}", handle_pg_get, "pg_get", NULL, NULL},
+    {HTTP_PATCH, "/v1/pg/{table}/{key*}", handle_pg_patch, "pg_patch", pg_set_body, NULL},
+    {HTTP_PUT, "/v1/pg/{table}/{key*}", handle_pg_put, "pg_put", pg_row_body, NULL},
+    {HTTP_DELETE, "/v1/pg/{table}/{key*}", handle_pg_delete, "pg_delete", NULL, NULL},
+    {HTTP_GET, "/v1/audit/rejections", handle_audit_rejections, "audit_rejections", NULL,
+     audit_query},
+    {HTTP_GET, NULL, NULL, NULL, NULL, NULL},
 };

@@ -19,22 +19,24 @@
 #include "config.h"
 #include "http/reply.h"
 #include "http/router.h"
+#include "http/strict.h"
 
 struct http_conn;
 
 struct http_request {
-    struct route_match match;        /* route and decoded path parameters */
-    enum http_method method;         /* request method (HEAD is GET) */
-    char *body;                      /* request body bytes (owned), NUL-terminated */
-    size_t body_len;                 /* bytes in body */
-    json_t *json;                    /* parsed body, once http_request_json ran (owned) */
-    char client_addr[64];            /* peer address, text */
-    int64_t started_ms;              /* monotonic time the request arrived */
-    void *state;                     /* handler's own state across suspensions */
-    void (*state_free)(void *state); /* frees state when the request ends */
-    char log_subject[256];           /* lock or resource named in the request log */
-    char log_owner[128];             /* owner named in the request log */
-    struct http_conn *conn;          /* server-private connection state */
+    struct route_match match;                  /* route and decoded path parameters */
+    enum http_method method;                   /* request method (HEAD is GET) */
+    char *body;                                /* request body bytes (owned), NUL-terminated */
+    size_t body_len;                           /* bytes in body */
+    json_t *json;                              /* parsed body, once http_request_json ran (owned) */
+    char client_addr[64];                      /* peer address, text */
+    int64_t started_ms;                        /* monotonic time the request arrived */
+    void *state;                               /* handler's own state across suspensions */
+    void (*state_free)(void *state);           /* frees state when the request ends */
+    char log_subject[256];                     /* lock or resource named in the request log */
+    char log_owner[128];                       /* owner named in the request log */
+    char request_id[REQUEST_ID_MAX_BYTES + 1]; /* X-Request-Id: the client's or a fresh one */
+    struct http_conn *conn;                    /* server-private connection state */
 };
 
 /* Starts listening on cfg's address with routes (table ends with a NULL pattern).
@@ -67,6 +69,10 @@ int http_request_fd(const struct http_request *req);
 /* Wakes a request whose handler returned HANDLER_SUSPEND; callable from any
  * thread, also before the suspension has taken effect (the wake is kept). */
 void http_request_wake(struct http_request *req);
+
+/* Closes connections whose request headers did not arrive in full within
+ * limits.header_timeout_ms (janitor, every tick; cheap when nothing is due). */
+void http_server_reap_slow(int64_t now_ms);
 
 /* Monotonic clock in milliseconds. */
 int64_t http_now_ms(void);

@@ -21,13 +21,13 @@ static enum handler_result handler(struct http_request *req, struct http_reply *
 }
 
 static const struct route table[] = {
-    {HTTP_GET, "/healthz", handler, "healthz"},
-    {HTTP_POST, "/v1/locks/{name*}/acquire", handler, "lock_acquire"},
-    {HTTP_POST, "/v1/locks/{name*}/release", handler, "lock_release"},
-    {HTTP_GET, "/v1/locks/{name*}", handler, "lock_status"},
-    {HTTP_GET, "/v1/pg/{table}/{key}", handler, "pg_get"},
-    {HTTP_DELETE, "/v1/pg/{table}/{key}", handler, "pg_delete"},
-    {HTTP_GET, NULL, NULL, NULL},
+    {HTTP_GET, "/healthz", handler, "healthz", NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/acquire", handler, "lock_acquire", NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/release", handler, "lock_release", NULL, NULL},
+    {HTTP_GET, "/v1/locks/{name*}", handler, "lock_status", NULL, NULL},
+    {HTTP_GET, "/v1/pg/{table}/{key}", handler, "pg_get", NULL, NULL},
+    {HTTP_DELETE, "/v1/pg/{table}/{key}", handler, "pg_delete", NULL, NULL},
+    {HTTP_GET, NULL, NULL, NULL, NULL, NULL},
 };
 
 /* Matches and returns the route's label, or the problem code name on failure. */
