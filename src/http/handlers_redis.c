@@ -77,11 +77,12 @@ static int write_request_init(struct http_request *req, const char *method,
                        "the Fence-Token was not issued by this gateway");
     }
     wr->owner = http_request_header(req, "Fence-Owner");
+    if (wr->owner != NULL && !name_is_valid_owner(wr->owner, strlen(wr->owner)))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "header 'Fence-Owner' must be 1 to %d bytes of printable UTF-8",
+                       OWNER_NAME_MAX_LEN);
     if (wr->owner == NULL)
         wr->owner = "";
-    if (strlen(wr->owner) > OWNER_MAX_LEN)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "header 'Fence-Owner' is over %d bytes",
-                       OWNER_MAX_LEN);
     snprintf(req->log_owner, sizeof req->log_owner, "%s", wr->owner);
     snprintf(wr->resource, sizeof wr->resource, "redis:%s", redis_key(req));
     wr->write = (struct redis_write){

@@ -18,7 +18,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, psql, wait_for  # noqa: E402
+import subprocess  # noqa: E402
+
+from harness import Gateway, Redis, env, psql, services, wait_for  # noqa: E402
 from pg_helpers import config as pg_config, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
@@ -151,6 +153,119 @@ class StrictRequestsTest(unittest.TestCase):
         self.assertNotIn("pkey", r.body["detail"])  # no constraint name
         self.assertIn(r.headers["x-request-id"], r.body["detail"])
         self.assertIn(r.headers["x-request-id"], wait_for(lambda: "pkey" in self.gw.log_text() and self.gw.log_text()))
+
+
+def metric(gw: Gateway, name: str) -> float:
+    """The value of an unlabelled metric on gw's /metrics."""
+    for line in gw.http("GET", "/metrics").body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no metric {name}")
+
+
+def rejections(resource: str) -> int:
+    return int(psql("SELECT count(*) FROM fencegate.rejections WHERE resource = :'r'", {"r": resource})[0])
+
+
+class OwnerAndAuditTest(unittest.TestCase):
+    """Issue 11 items 1 and 8: owners are text without control characters on every path; one bad audit
+    entry never stops the drain (dead letters), and every refused write keeps exactly one record."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=CONFIG)
+        cls.c = cls.gw.client()
+        cls.redis = Redis()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+        cls.redis.close()
+
+    def tokens(self):
+        """Two tokens of fresh locks, the second with the higher fence."""
+        return [self.c.post(f"/v1/locks/{unique()}/acquire").body["token"] for _ in range(2)]
+
+    def stale_redis_write(self, key, old, new, owner=None):
+        """Writes key with token new, then with the older token old; returns the second answer."""
+        r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "new"}, headers={"Fence-Token": new})
+        self.assertEqual(r.status, 200, r)
+        headers = {"Fence-Token": old}
+        if owner is not None:
+            headers["Fence-Owner"] = owner
+        return self.c.request("PUT", f"/v1/redis/{key}", {"value": "old"}, headers=headers)
+
+    def test_fence_owner_is_checked_on_every_write_path(self):
+        """A Redis write with Fence-Owner 'bad\\xff\\xfe' was refused as stale and its audit entry wedged the drain:
+        now every path answers 400 first. Broken variant caught: the Redis path checking only the length."""
+        tok = self.tokens()[0]
+        # header values as the bytes on the wire (latin-1): not UTF-8, a BEL, a C1 control (U+0085), too long
+        for owner in ("bad\xff\xfe", "bell\x07", "c1\xc2\x85", "x" * 201):
+            for method, path, body in (("PUT", "/v1/redis/app:owner", {"value": "v"}),
+                                       ("PATCH", "/v1/pg/invoices/1", {"set": {"note": "n"}})):
+                r = self.c.request(method, path, body, headers={"Fence-Token": tok, "Fence-Owner": owner})
+                self.assertEqual(r.status, 400, (owner, r))
+                self.assertIn("Fence-Owner", r.body["detail"])
+        self.assertEqual(self.redis.cmd("EXISTS", "app:owner"), 0)
+
+    def test_owner_of_acquire_refuses_control_characters(self):
+        for owner in ("line\nbreak", "esc\x1b[31m", "del\x7f", "c1\u0085"):
+            r = self.c.post(f"/v1/locks/{unique()}/acquire", {"owner": owner})
+            self.assertEqual(r.status, 400, (owner, r))
+            self.assertIn("'owner'", r.body["detail"])
+        self.assertEqual(self.c.post(f"/v1/locks/{unique()}/acquire", {"owner": "caf\u00e9 7"}).status, 200)
+
+    def test_one_bad_entry_never_stops_the_drain(self):
+        """An entry Postgres cannot store sits at the head of the stream, good ones behind it: the good ones
+        reach Postgres, the bad one moves to fg:audit:dead (metric, operator command). Broken variant caught:
+        the drain stopping at the first failed insert (the good records stayed in the stream)."""
+        dead_before = metric(self.gw, "fencegate_audit_dead_letters_total")
+        resource = f"redis:app:{unique()}"
+        bad_id = self.redis.cmd("XADD", "fg:audit", "*", "resource", resource, "lock", "l", "presented", "1",
+                                "current", "2", "owner", b"bad\xff\xfe", "client_addr", "127.0.0.1",
+                                "method", "PUT", "reason", "stale_fence", "at_ms", "0")
+        good = []
+        for _ in range(3):
+            good.append(self.redis.cmd("XADD", "fg:audit", "*", "resource", resource, "lock", "l",
+                                       "presented", "1", "current", "2", "owner", "fine", "client_addr",
+                                       "127.0.0.1", "method", "PUT", "reason", "stale_fence", "at_ms", "0"))
+        wait_for(lambda: rejections(resource) == 3, timeout=20, what="the good entries stored")
+        self.assertEqual(self.redis.cmd("XLEN", "fg:audit"), 0)
+        dead = self.redis.cmd("XRANGE", "fg:audit:dead", "-", "+")
+        ours = [e for e in dead if resource in e[1]]
+        self.assertEqual(len(ours), 1, dead)
+        fields = dict(zip(ours[0][1][::2], ours[0][1][1::2]))
+        self.assertEqual(fields["source_id"], bad_id)
+        self.assertEqual(fields["owner"], "bad\\xff\\xfe")
+        self.assertTrue(fields["error"])
+        self.assertEqual(metric(self.gw, "fencegate_audit_dead_letters_total"), dead_before + 1)
+        listed = subprocess.run([env("FG_BIN"), "audit-dead-letters"], capture_output=True, text=True, timeout=30,
+                                env=dict(os.environ, FENCEGATE_REDIS_URL=env("FG_TEST_REDIS_URL")))
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        lines = [json.loads(line) for line in listed.stdout.splitlines()]
+        self.assertIn(bad_id, [e["fields"]["source_id"] for e in lines])
+
+    def test_every_refused_write_keeps_one_record_across_a_postgres_outage(self):
+        """Stale Redis writes while Postgres is down: their records wait in the stream and each reaches
+        Postgres exactly once when it is back, also behind a bad entry."""
+        key = f"app:{unique()}"
+        pairs = [self.tokens() for _ in range(3)]  # fences come from Postgres reservations: take them first
+        dead_before = len(self.redis.cmd("XRANGE", "fg:audit:dead", "-", "+"))
+        services("stop-pg")
+        try:
+            self.redis.cmd("XADD", "fg:audit", "*", "resource", f"redis:{key}", "owner", b"\xff",
+                           "presented", "1", "current", "2", "reason", "stale_fence")
+            for old, new in pairs:
+                r = self.stale_redis_write(key, old, new, owner="w")
+                self.assertEqual(r.status, 409, r)
+        finally:
+            services("start-pg")
+        wait_for(lambda: rejections(f"redis:{key}") >= 3, timeout=30, what="records after the outage")
+        self.assertEqual(len(self.redis.cmd("XRANGE", "fg:audit:dead", "-", "+")), dead_before + 1)
+        time.sleep(1.0)
+        self.assertEqual(rejections(f"redis:{key}"), 3)
+        self.assertEqual(self.redis.cmd("XLEN", "fg:audit"), 0)
 
 
 if __name__ == "__main__":
