@@ -51,6 +51,11 @@ int acquire_params_parse(const json_t *body, const struct config *cfg, bool with
     return 0;
 }
 
+long long acquire_request_id_ttl_ms(const struct acquire_params *p)
+{
+    return p->wait_ms + p->ttl_ms + REQUEST_ID_GRACE_MS;
+}
+
 static int token_field(const json_t *body, const char **token, struct fg_error *err)
 {
     *token = NULL;

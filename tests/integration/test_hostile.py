@@ -268,5 +268,94 @@ class OwnerAndAuditTest(unittest.TestCase):
         self.assertEqual(self.redis.cmd("XLEN", "fg:audit"), 0)
 
 
+class BoundedGrowthTest(unittest.TestCase):
+    """Issue 11 items 2 and 4: nothing a client does cheaply leaves state behind for good."""
+
+    @classmethod
+    def setUpClass(cls):
+        limits = {"max_hash_fields": 5, "max_value_bytes": 100}
+        cls.gw = Gateway(config=dict(CONFIG, limits=limits))
+        cls.c = cls.gw.client()
+        cls.redis = Redis()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+        cls.redis.close()
+
+    def token(self):
+        return self.c.post(f"/v1/locks/{unique()}/acquire").body["token"]
+
+    def test_missing_row_or_key_leaves_no_fence(self):
+        """PATCH/DELETE of a missing row committed a fencegate.resource_fences row (6,500 rows in 3 s with
+        900-byte keys); DELETE of a missing Redis key left a permanent fg:rf:* key. Now 404 and nothing."""
+        tok = self.token()
+        key = "k" * 900 + unique()
+        for method, body in (("PATCH", {"set": {"note": "x"}}), ("DELETE", None)):
+            r = self.c.request(method, f"/v1/pg/invoices/{key}", body, headers={"Fence-Token": tok})
+            self.assertEqual(r.status, 404, r)
+        count = psql("SELECT count(*) FROM fencegate.resource_fences WHERE resource = :'r'",
+                     {"r": f"pg:invoices/{key}"})
+        self.assertEqual(count, ["0"])
+        rkey = f"app:{unique()}"
+        r = self.c.request("DELETE", f"/v1/redis/{rkey}", headers={"Fence-Token": tok})
+        self.assertEqual(r.status, 404, r)
+        self.assertEqual(self.redis.cmd("EXISTS", f"fg:rf:{rkey}"), 0)
+        # an existing row or key still takes the fence, and a stale holder stays refused after the delete
+        self.assertEqual(self.c.request("PUT", f"/v1/redis/{rkey}", {"value": "v"},
+                                        headers={"Fence-Token": tok}).status, 200)
+        newer = self.token()
+        self.assertEqual(self.c.request("DELETE", f"/v1/redis/{rkey}", headers={"Fence-Token": newer}).status, 200)
+        r = self.c.request("DELETE", f"/v1/redis/{rkey}", headers={"Fence-Token": tok})
+        self.assertEqual(r.status, 409, r)
+
+    def test_request_id_memory_ends_with_the_lease(self):
+        """ttl_ms 100 with max_hold_ms of 7 days kept the request_id for 7 days; now about ttl + wait + 60 s."""
+        name, rid = unique("rid"), unique("r")
+        r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 100, "max_hold_ms": 604800000, "request_id": rid})
+        self.assertEqual(r.status, 200, r)
+        keys = [k for k in self.redis.cmd("KEYS", f"*{rid}*")]
+        self.assertEqual(len(keys), 1, keys)
+        pttl = self.redis.cmd("PTTL", keys[0])
+        self.assertTrue(0 < pttl <= 61000, pttl)
+
+    def test_redis_out_of_memory_answers_503_logged_once(self):
+        """With noeviction and a full Redis every lease call was a 500 quoting Redis's OOM message."""
+        self.redis.cmd("CONFIG", "SET", "maxmemory", "1")
+        try:
+            answers = [self.c.post(f"/v1/locks/{unique()}/acquire") for _ in range(5)]
+        finally:
+            self.redis.cmd("CONFIG", "SET", "maxmemory", "0")
+        for r in answers:
+            self.assertEqual(r.status, 503, r)
+            self.assertNotIn("OOM", json.dumps(r.body))
+            self.assertIn("retry-after", r.headers)
+        self.assertEqual(self.gw.log_text().count("redis_out_of_memory"), 1)
+        self.assertEqual(self.c.post(f"/v1/locks/{unique()}/acquire").status, 200)
+
+    def test_hash_limits_and_patch_answers_only_what_it_wrote(self):
+        """540k fields built in 9 PATCHes, then a 20-byte PATCH answered 8 MB: now max_hash_fields and
+        max_value_bytes hold, and a PATCH answers the fields it wrote."""
+        tok, key = self.token(), f"app:{unique()}"
+        patch = lambda fields: self.c.request("PATCH", f"/v1/redis/{key}", {"fields": fields},
+                                              headers={"Fence-Token": tok})
+        r = patch({f"f{i}": "v" for i in range(4)})
+        self.assertEqual(r.status, 200, r)
+        r = patch({"f0": None, "g": "x"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["fields"], {"f0": None, "g": "x"})
+        r = patch({"h": "1", "i": "2"})  # 4 + 2 = 6 > 5
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("max_hash_fields", r.body["detail"])
+        self.assertEqual(self.redis.cmd("HLEN", key), 4)
+        self.assertEqual(patch({f"x{i}": "v" for i in range(6)}).status, 400)
+        r = patch({"big": "v" * 101})
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("max_value_bytes", r.body["detail"])
+        r = self.c.request("PUT", f"/v1/redis/app:{unique()}", {"value": "v" * 101}, headers={"Fence-Token": tok})
+        self.assertEqual(r.status, 400, r)
+
+
 if __name__ == "__main__":
     unittest.main()
