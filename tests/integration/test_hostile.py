@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import subprocess  # noqa: E402
 
-from harness import Gateway, Redis, env, psql, services, wait_for  # noqa: E402
+from harness import Gateway, Redis, env, psql, run_fencegate, services, wait_for  # noqa: E402
 from pg_helpers import config as pg_config, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
@@ -355,6 +355,140 @@ class BoundedGrowthTest(unittest.TestCase):
         self.assertIn("max_value_bytes", r.body["detail"])
         r = self.c.request("PUT", f"/v1/redis/app:{unique()}", {"value": "v" * 101}, headers={"Fence-Token": tok})
         self.assertEqual(r.status, 400, r)
+
+
+class AuditRetentionTest(unittest.TestCase):
+    """Issue 11 item 3: audit records past limits.audit_retention_days are pruned in the background, in
+    batches, and the start-up max(fence) has its index."""
+
+    @classmethod
+    def setUpClass(cls):
+        r = run_fencegate(["migrate"])
+        assert r.returncode == 0, r
+
+    def test_old_records_are_pruned_recent_ones_kept(self):
+        resource = f"pg:retention/{unique()}"
+        psql("INSERT INTO fencegate.rejections (at, resource, presented_fence, current_fence, method, reason)"
+             " SELECT now() - make_interval(days => d), :'r', 1, 2, 'PUT', 'stale_fence'"
+             " FROM (SELECT 40 AS d FROM generate_series(1, 1200) UNION ALL SELECT 10) AS old",
+             {"r": resource})
+        self.assertEqual(rejections(resource), 1201)
+        with Gateway(config=dict(CONFIG, limits={"audit_retention_days": 30})) as gw:
+            wait_for(lambda: rejections(resource) == 1, timeout=20, what="old records pruned")
+            self.assertIn('"audit_pruned"', gw.log_text())
+        recent = psql("SELECT count(*) FROM fencegate.rejections WHERE resource = :'r'"
+                      " AND at > now() - interval '11 days'", {"r": resource})
+        self.assertEqual(recent, ["1"])
+
+    def test_max_fence_has_an_index(self):
+        plan = "\n".join(psql("EXPLAIN SELECT max(fence) FROM fencegate.resource_fences"))
+        self.assertIn("resource_fences_fence", plan)
+
+
+class ConnectionsTest(unittest.TestCase):
+    """Issue 11 item 5 (and 9): connections are bounded in all, per client address and in time; the
+    library's own error lines are JSON; names with many '/' route."""
+
+    @classmethod
+    def setUpClass(cls):
+        limits = {"max_connections_per_ip": 20, "header_timeout_ms": 1500}
+        cls.gw = Gateway(config=dict(CONFIG, limits=limits))
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def connect(self, source="127.0.0.1"):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.bind((source, 0))
+        s.connect(("127.0.0.1", self.gw.port))
+        return s
+
+    def healthz(self, source):
+        """Status of GET /healthz on a fresh connection from source, or None if the gateway closed it."""
+        try:
+            with self.connect(source) as s:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                data = s.recv(4096)
+        except OSError:
+            return None
+        return statuses(data)[0] if data else None
+
+    def test_slow_headers_are_cut_off(self):
+        """A client sending one header line every so often kept its connection for ever (the idle timeout
+        restarts with every byte); now the headers must be complete within header_timeout_ms. Broken
+        variant caught: the janitor not reaping (connection still open after 6 s)."""
+        before = metric(self.gw, "fencegate_slow_headers_closed_total")
+        s = self.connect()
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        started, closed = time.monotonic(), False
+        try:
+            while time.monotonic() - started < 8:
+                s.sendall(b"X-Slow: 1\r\n")
+                s.settimeout(0.5)
+                try:
+                    if s.recv(4096) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            closed = True
+        finally:
+            s.close()
+        elapsed = time.monotonic() - started
+        self.assertTrue(closed, "the slow connection stayed open")
+        self.assertLess(elapsed, 6.0)
+        self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 1)
+        self.assertEqual(self.healthz("127.0.0.1"), 200)
+
+    def test_one_address_cannot_take_every_connection(self):
+        """21,000 half-sent requests from one client made the gateway refuse everyone. Now one address
+        gets max_connections_per_ip; another address is still served."""
+        held = []
+        try:
+            for _ in range(20):
+                s = self.connect("127.0.0.2")
+                s.sendall(b"GET /healthz HTTP/1.1\r\n")  # half-sent
+                held.append(s)
+            time.sleep(0.3)
+            self.assertIsNone(self.healthz("127.0.0.2"))
+            self.assertEqual(self.healthz("127.0.0.3"), 200)
+            self.assertEqual(self.c.get("/healthz").status, 200)
+        finally:
+            for s in held:
+                s.close()
+        wait_for(lambda: self.healthz("127.0.0.2") == 200, timeout=10, what="the address served again")
+
+    def test_limits_and_library_lines_in_the_log(self):
+        """max_connections comes from RLIMIT_NOFILE (was 60,000, above the descriptor limit); every line
+        the gateway writes, libmicrohttpd's own included, is a JSON object."""
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        held = [self.connect("127.0.0.5") for _ in range(20)]  # the library refuses the 21st, and logs it
+        self.assertIsNone(self.healthz("127.0.0.5"))
+        for s in held:
+            s.close()
+        text = wait_for(lambda: '"http_library"' in self.gw.log_text() and self.gw.log_text(), timeout=5,
+                        what="the library's line in the log")
+        limits = [json.loads(line) for line in text.splitlines() if '"connection_limits"' in line]
+        self.assertEqual(len(limits), 1, text)
+        self.assertLess(limits[0]["max_connections"], max(hard, soft))
+        self.assertEqual(limits[0]["max_connections_per_ip"], 20)
+        for line in text.splitlines():
+            if line.strip() and not line.startswith("==== "):  # the harness's own start markers
+                json.loads(line)
+
+    def test_names_with_many_slashes(self):
+        """Names with more than 63 '/' answered 404 although valid."""
+        name = "x/" * 99 + "x"
+        r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 1000})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.c.get(f"/v1/locks/{name}").body["lock"], name)
+        self.assertEqual(self.c.post(f"/v1/locks/{'/' * 200}/acquire", {"ttl_ms": 1000}).status, 200)
 
 
 if __name__ == "__main__":
