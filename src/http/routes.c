@@ -6,6 +6,7 @@
 #include "http/routes.h"
 
 #include "http/handlers_audit.h"
+#include "http/handlers_list.h"
 #include "http/handlers_locks.h"
 #include "http/handlers_meta.h"
 #include "http/handlers_ops.h"
@@ -18,10 +19,12 @@ const struct route api_routes[] = {
     {HTTP_GET, "/readyz", handle_readyz, "readyz"},
     {HTTP_GET, "/metrics", handle_metrics, "metrics"},
     {HTTP_GET, "/v1/openapi.json", handle_openapi, "openapi"},
+    {HTTP_GET, "/v1/locks", handle_lock_list, "lock_list"},
     {HTTP_POST, "/v1/locks/{name*}/acquire", handle_lock_acquire, "lock_acquire"},
     {HTTP_POST, "/v1/locks/{name*}/renew", handle_lock_renew, "lock_renew"},
     {HTTP_POST, "/v1/locks/{name*}/release", handle_lock_release, "lock_release"},
     {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status"},
+    {HTTP_GET, "/v1/semaphores", handle_sem_list, "sem_list"},
     {HTTP_POST, "/v1/semaphores/{name*}/acquire", handle_sem_acquire, "sem_acquire"},
     {HTTP_POST, "/v1/semaphores/{name*}/renew", handle_sem_renew, "sem_renew"},
     {HTTP_POST, "/v1/semaphores/{name*}/release", handle_sem_release, "sem_release"},
