@@ -40,5 +40,6 @@ const struct route api_routes[] = {
     {HTTP_PUT, "/v1/pg/{table}/{key*}", handle_pg_put, "pg_put"},
     {HTTP_DELETE, "/v1/pg/{table}/{key*}", handle_pg_delete, "pg_delete"},
     {HTTP_GET, "/v1/audit/rejections", handle_audit_rejections, "audit_rejections"},
+    {HTTP_GET, "/v1/audit/summary", handle_audit_summary, "audit_summary"},
     {HTTP_GET, NULL, NULL, NULL},
 };
