@@ -74,6 +74,7 @@ static void config_defaults(struct config *cfg)
     cfg->waiter_lease_ms = 3000;
     cfg->poll_ms = 2000;
     cfg->request_timeout_ms = 5000;
+    cfg->ui = true;
 }
 
 /* Parses "host:port" (host may be [v6]) into cfg's listen fields. */
@@ -237,7 +238,11 @@ static int apply_object(struct config *cfg, const json_t *obj, const char *prefi
         else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
             rc =
                 string_array(v, "redis_prefixes", &cfg->redis_prefixes, &cfg->nredis_prefixes, err);
-        else if (prefix[0] == '\0' && (strcmp(k, "defaults") == 0 || strcmp(k, "limits") == 0)) {
+        else if (prefix[0] == '\0' && strcmp(k, "ui") == 0) {
+            if (!json_is_boolean(v))
+                return fg_fail(err, FG_ERR_CONFIG, "config key 'ui' must be true or false");
+            cfg->ui = json_is_true(v);
+        } else if (prefix[0] == '\0' && (strcmp(k, "defaults") == 0 || strcmp(k, "limits") == 0)) {
             if (!json_is_object(v))
                 return fg_fail(err, FG_ERR_CONFIG, "config key '%s' must be an object", k);
             char sub[64];

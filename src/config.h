@@ -7,6 +7,7 @@
 #define FG_CONFIG_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/error.h"
@@ -41,6 +42,7 @@ struct config {
     long long poll_ms;              /* backstop re-check of a suspended waiter */
     long long request_timeout_ms;   /* deadline for one backend call */
     char *log_level;                /* "debug", "info", "warn" or "error" */
+    bool ui;                        /* serve the operator console at /ui/ */
 };
 
 /* Looks up one environment variable; getenv in production, a table in tests. */

@@ -13,6 +13,7 @@
 #include "http/handlers_pg.h"
 #include "http/handlers_redis.h"
 #include "http/handlers_semaphores.h"
+#include "http/handlers_ui.h"
 
 const struct route api_routes[] = {
     {HTTP_GET, "/healthz", handle_healthz, "healthz"},
@@ -41,5 +42,9 @@ const struct route api_routes[] = {
     {HTTP_DELETE, "/v1/pg/{table}/{key*}", handle_pg_delete, "pg_delete"},
     {HTTP_GET, "/v1/audit/rejections", handle_audit_rejections, "audit_rejections"},
     {HTTP_GET, "/v1/audit/summary", handle_audit_summary, "audit_summary"},
+    {HTTP_GET, "/v1/whoami", handle_whoami, "whoami"},
+    {HTTP_GET, "/ui", handle_ui_page, "ui"},
+    {HTTP_GET, "/ui/", handle_ui_page, "ui"},
+    {HTTP_GET, "/ui/{file}", handle_ui_file, "ui"},
     {HTTP_GET, NULL, NULL, NULL},
 };
