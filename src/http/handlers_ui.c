@@ -48,7 +48,7 @@ static enum handler_result serve(const char *name, struct http_reply *reply)
         return HANDLER_DONE;
     }
     struct fg_error err = {0};
-    fg_fail(&err, FG_ERR_NOT_FOUND, "no such route");
+    fg_fail(&err, FG_ERR_NOT_FOUND, gw.cfg->ui ? "no such file in the console" : "no such route");
     reply_problem(reply, &err);
     return HANDLER_DONE;
 }
