@@ -378,7 +378,7 @@ function startRefreshing() {
   for (const b of ['audit-first', 'audit-next']) $(b).hidden = !auditOk;
   if (!auditOk) {
     const text = `This key (${state.who.principal}) does not have the audit:read scope, so the audit `
-      + 'trail and the timeline of rejections are not shown. Live leases below stay visible for the '
+      + 'trail and the timeline of rejections are not shown. The live leases stay visible for the '
       + 'locks and semaphores the key may see.';
     say($('rejections-message'), text);
     say($('audit-message'), text);

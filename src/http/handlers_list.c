@@ -1,12 +1,16 @@
 /*
  * handlers_list.c - the lease listings: decodes prefix, limit and cursor, lets
- * list_query check them and answers the page that lease_list reads. Tokens
- * never appear (the script does not return them).
+ * list_query check them and answers the page that lease_list reads, keeping
+ * only the names the caller's lock: or semaphore: scopes match (so a page may
+ * be shorter than the limit; the cursor still moves on). Tokens never appear
+ * (the script does not return them).
  */
 #include "http/handlers_list.h"
 
+#include <stdio.h>
 #include <string.h>
 
+#include "auth/keys.h"
 #include "lease/lease_list.h"
 
 /* Query arguments of a listing, in the order list_query_parse takes them. */
@@ -38,6 +42,28 @@ static int read_args(struct http_request *req, char values[ARG_COUNT][ARG_MAX + 
     return 0;
 }
 
+/* Scope prefix and name member of the items of each kind. */
+static const struct {
+    const char *scope;
+    const char *member;
+} kinds[] = {
+    [LEASE_LIST_LOCKS] = {"lock:", "lock"},
+    [LEASE_LIST_SEMAPHORES] = {"semaphore:", "semaphore"},
+};
+
+/* Drops the items of items (an array) that the caller may not see. */
+static void keep_permitted(enum lease_list_kind kind, const struct http_request *req, json_t *items)
+{
+    char needed[NAME_MAX_LEN + 16];
+    for (size_t i = json_array_size(items); i-- > 0;) {
+        const char *name =
+            json_string_value(json_object_get(json_array_get(items, i), kinds[kind].member));
+        snprintf(needed, sizeof needed, "%s%s", kinds[kind].scope, name ? name : "");
+        if (!api_key_permits(req->principal, needed))
+            json_array_remove(items, i);
+    }
+}
+
 static enum handler_result list(enum lease_list_kind kind, struct http_request *req,
                                 struct http_reply *reply)
 {
@@ -52,6 +78,7 @@ static enum handler_result list(enum lease_list_kind kind, struct http_request *
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }
+    keep_permitted(kind, req, page.items);
     reply_json(reply, 200,
                json_pack("{s:o, s:o}", "items", page.items, "next_cursor",
                          page.more ? json_string(page.next) : json_null()));

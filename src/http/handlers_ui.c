@@ -3,12 +3,14 @@
  * cmake/embed.cmake built from ui/, each with the content type of its
  * extension and the console's strict Content-Security-Policy (server.c). It
  * must not serve anything but those files, nor build pages from request data.
- * /v1/whoami answers who the caller's key is (the page's first call).
+ * /v1/whoami answers who the caller's key is (the page's first call); with
+ * auth off it answers that everything is allowed (scope "admin").
  */
 #include "http/handlers_ui.h"
 
 #include <string.h>
 
+#include "auth/keys.h"
 #include "embedded.h"
 #include "gateway.h"
 
@@ -64,10 +66,31 @@ enum handler_result handle_ui_file(struct http_request *req, struct http_reply *
     return serve(req->match.params[0], reply);
 }
 
+/* The caller's key when auth is required and the request presents a known one, else NULL. */
+static const struct api_key *presented_key(const struct keyset *ks, struct http_request *req)
+{
+    const char *key;
+    size_t len;
+    struct fg_error err = {0};
+    if (auth_bearer(http_request_header(req, "Authorization"), &key, &len, &err) != 0)
+        return NULL;
+    return keyset_find(ks, key, len);
+}
+
 enum handler_result handle_whoami(struct http_request *req, struct http_reply *reply)
 {
-    (void)req;
+    const struct keyset *ks = auth_current();
+    if (ks == NULL || !ks->required) {
+        reply_json(reply, 200,
+                   json_pack("{s:s, s:n, s:[s]}", "auth", "off", "principal", "scopes", "admin"));
+        return HANDLER_DONE;
+    }
+    const struct api_key *caller = presented_key(ks, req);
+    json_t *scopes = json_array();
+    for (size_t i = 0; caller != NULL && i < caller->nscopes; i++)
+        json_array_append_new(scopes, json_string(caller->scopes[i]));
     reply_json(reply, 200,
-               json_pack("{s:s, s:n, s:[s]}", "auth", "off", "principal", "scopes", "admin"));
+               json_pack("{s:s, s:o, s:o}", "auth", "required", "principal",
+                         caller ? json_string(caller->id) : json_null(), "scopes", scopes));
     return HANDLER_DONE;
 }

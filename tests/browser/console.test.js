@@ -170,3 +170,72 @@ test('a semaphore shows its limit, holders with fences and owners', async () => 
   assert.deepEqual(page.problems, []);
   await page.context().close();
 });
+
+// --- with auth on ---------------------------------------------------------------------------------------
+
+const AUTH = process.env.FG_AUTH_UI_URL;
+const ADMIN_KEY = process.env.FG_ADMIN_KEY;
+const VIEWER_KEY = process.env.FG_VIEWER_KEY;
+
+// Enters key in the page's prompt; waits until the console shows.
+async function signIn(page, key) {
+  await page.locator('#key-form').waitFor({ state: 'visible' });
+  await page.fill('#key-input', key);
+  await page.click('#key-form button[type=submit]');
+  await page.locator('#console').waitFor({ state: 'visible' });
+}
+
+test('with auth on, the page asks for a key, keeps it in session storage and sends it as a bearer', async () => {
+  const page = await openConsole(AUTH);
+  const sent = [];
+  page.on('request', (r) => {
+    if (r.url().includes('/v1/')) sent.push({ url: r.url(), headers: r.headers() });
+  });
+  await page.locator('#key-form').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#console').isHidden(), true, 'nothing is shown before a key');
+  await shot(page, 'console-key');
+  await page.fill('#key-input', 'not-a-key-of-this-gateway');
+  await page.click('#key-form button[type=submit]');
+  await page.locator('#key-message', { hasText: 'not known' }).waitFor();
+  await signIn(page, ADMIN_KEY);
+  assert.match(await page.locator('#who').textContent(), /key: ops/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('fencegate.key')), ADMIN_KEY);
+  assert.equal(await page.evaluate(() => document.cookie), '');
+  await page.locator('#leases-updated').filter({ hasText: 'updated' }).waitFor();
+  await page.locator('#timeline line').waitFor({ state: 'attached' });
+  const listing = sent.find((r) => r.url.includes('/v1/locks?'));
+  assert.equal(listing.headers.authorization, `Bearer ${ADMIN_KEY}`);
+  assert.equal(listing.headers.cookie, undefined);
+  assert.equal((await page.context().cookies()).length, 0);
+  assert.deepEqual(page.problems, []);
+  // A reload in the same tab keeps the key; "Forget key" drops it.
+  await page.reload();
+  await page.locator('#console').waitFor({ state: 'visible' });
+  await page.click('#forget-key');
+  await page.locator('#key-form').waitFor({ state: 'visible' });
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('fencegate.key')), null);
+  await page.context().close();
+});
+
+test('a key without audit:read sees a clear message, not a blank page', async () => {
+  const held = await acquire(AUTH, `ui-viewer-${run}`, { owner: 'viewer-sees-me' },
+    { Authorization: `Bearer ${ADMIN_KEY}` });
+  const page = await openConsole(AUTH);
+  await signIn(page, VIEWER_KEY);
+  const message = page.locator('#audit-message');
+  await message.waitFor({ state: 'visible' });
+  assert.match(await message.textContent(), /does not have the audit:read scope/);
+  assert.match(await page.locator('#rejections-message').textContent(), /audit:read/);
+  assert.equal(await page.locator('#audit-table').isHidden(), true);
+  assert.equal(await page.locator('#timeline').isHidden(), true);
+  // What the key may see is still shown, without revoke buttons (not an admin key).
+  await page.fill('#lease-prefix', `ui-viewer-${run}`);
+  const row = page.locator('#locks tbody tr', { hasText: 'viewer-sees-me' });
+  await row.waitFor();
+  assert.equal(await row.locator('button').count(), 0);
+  await shot(page, 'console-no-audit');
+  assert.deepEqual(page.problems, [], 'the page asks only what the key may see: no 403 in the console');
+  await call(AUTH, 'POST', `/v1/locks/ui-viewer-${run}/release`, { token: held.token },
+    { Authorization: `Bearer ${ADMIN_KEY}` });
+  await page.context().close();
+});

@@ -5,6 +5,7 @@ Owns: the HTTP side of the console (the browser side is test_console_browser.py)
 browser.
 """
 
+import hashlib
 import os
 import re
 import sys
@@ -54,6 +55,20 @@ class ConsoleServingTest(unittest.TestCase):
             self.assertNotIn("eval(", js)
             self.assertNotIn("document.cookie", js)
             self.assertIn("sessionStorage", js)
+
+    def test_whoami_with_auth_names_the_key_and_its_scopes(self):
+        auth = {"mode": "required", "keys": [
+            {"id": "ops", "sha256": hashlib.sha256(b"ops-key").hexdigest(), "scopes": ["admin"]},
+            {"id": "viewer", "sha256": hashlib.sha256(b"viewer-key").hexdigest(), "scopes": ["lock:*"]}]}
+        with Gateway(config={"auth": auth}) as gw, gw.client() as c:
+            self.assertEqual(c.get("/v1/whoami").body, {"auth": "required", "principal": None, "scopes": []})
+            r = c.get("/v1/whoami", headers={"Authorization": "Bearer wrong"})
+            self.assertEqual(r.body, {"auth": "required", "principal": None, "scopes": []})
+            r = c.get("/v1/whoami", headers={"Authorization": "Bearer viewer-key"})
+            self.assertEqual(r.body, {"auth": "required", "principal": "viewer", "scopes": ["lock:*"]})
+            r = c.get("/v1/whoami", headers={"Authorization": "Bearer ops-key"})
+            self.assertEqual(r.body["principal"], "ops")
+            self.assertEqual(c.get("/ui/").status, 200, "the page itself needs no key")
 
     def test_ui_false_removes_the_routes(self):
         with Gateway(config={"ui": False}) as gw, gw.client() as c:

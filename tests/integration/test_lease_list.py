@@ -6,6 +6,7 @@ looks at a bounded number of index entries whatever the index holds, and the 400
 Must not: depend on other tests' locks (every test works under a prefix of its own).
 """
 
+import hashlib
 import os
 import sys
 import threading
@@ -153,6 +154,57 @@ class LockListTest(unittest.TestCase):
                 for route in ("/v1/locks", "/v1/semaphores"):
                     body = assert_problem(self, c.get(f"{route}?{query}"), 400, "invalid_field")
                     self.assertTrue(any(w in body["detail"] for w in ("limit", "prefix", "cursor")), body)
+
+
+def key_entry(key_id: str, scopes: list[str]) -> dict:
+    return {"id": key_id, "sha256": hashlib.sha256(f"text-{key_id}".encode()).hexdigest(), "scopes": scopes}
+
+
+def bearer(key_id: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer text-{key_id}"}
+
+
+class ScopedListTest(unittest.TestCase):
+    def test_a_key_sees_only_the_names_its_scopes_match(self):
+        """Caught: a handler that did not filter (key-a saw the b: lock and the semaphore)."""
+        p = fresh_prefix("scoped")
+        auth = {"mode": "required", "keys": [
+            key_entry("root", ["admin"]),
+            key_entry("a", [f"lock:{p}a:*"]),
+            key_entry("sems", [f"semaphore:{p}*"]),
+            key_entry("none", ["audit:read"])]}
+        with Gateway(config={"auth": auth}) as gw, gw.client() as c:
+            root = bearer("root")
+            tokens = {}
+            for name in (f"{p}a:1", f"{p}a:2", f"{p}b:1"):
+                r = c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000}, headers=root)
+                self.assertEqual(r.status, 200, r)
+                tokens[name] = r.body["token"]
+            sem = c.post(f"/v1/semaphores/{p}s/acquire", {"limit": 1, "ttl_ms": 30000}, headers=root)
+            self.assertEqual(sem.status, 200, sem)
+
+            def names(route, key, limit=100):
+                items, cursor = [], None
+                while True:
+                    q = f"{route}?prefix={p}&limit={limit}" + (f"&cursor={cursor}" if cursor else "")
+                    r = c.get(q, headers=bearer(key))
+                    self.assertEqual(r.status, 200, r)
+                    items += [i.get("lock") or i.get("semaphore") for i in r.body["items"]]
+                    cursor = r.body["next_cursor"]
+                    if cursor is None:
+                        return items
+
+            self.assertEqual(names("/v1/locks", "root"), [f"{p}a:1", f"{p}a:2", f"{p}b:1"])
+            self.assertEqual(names("/v1/locks", "a"), [f"{p}a:1", f"{p}a:2"])
+            self.assertEqual(names("/v1/locks", "a", limit=1), [f"{p}a:1", f"{p}a:2"])
+            self.assertEqual(names("/v1/locks", "sems"), [])
+            self.assertEqual(names("/v1/semaphores", "sems"), [f"{p}s"])
+            self.assertEqual(names("/v1/semaphores", "a"), [])
+            self.assertEqual(names("/v1/locks", "none"), [])
+            self.assertEqual(c.get("/v1/locks").status, 401)
+            for name, token in tokens.items():
+                c.post(f"/v1/locks/{name}/release", {"token": token}, headers=root)
+            c.post(f"/v1/semaphores/{p}s/release", {"token": sem.body["token"]}, headers=root)
 
 
 class SemaphoreListTest(unittest.TestCase):
