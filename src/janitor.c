@@ -69,6 +69,7 @@ static void *janitor_main(void *arg)
         waiter_tick(now);
         doorbell_reap_orphans(now);
         audit_stream_tick(now);
+        http_server_reap_slow(now);
         if (now >= next_prune) {
             prune_indexes();
             next_prune = now + INDEX_PRUNE_MS;
