@@ -139,8 +139,8 @@ class LeaseTest(unittest.TestCase):
     def test_loss_inside_with_while_stopped_and_taken_over(self):
         """SIGSTOP a holder past its TTL while another worker takes the lock and writes; on SIGCONT the
         holder learns of the loss within a second, its writes are refused, leaving `with` raises
-        LeaseLost, and the row keeps the new holder's value. (Caught: a keeper that never marks the
-        lease lost; no LOST line came and the block did not end.)"""
+        LeaseLost, and the row keeps the new holder's value. (Caught: a `with` exit that swallows the
+        loss; no EXIT_LEASELOST line came.)"""
         lock, key, holder, fence = self._paused_holder("loop")
         holder.wait_line("WROTE")
         holder.proc.send_signal(signal.SIGSTOP)

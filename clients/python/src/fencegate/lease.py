@@ -338,6 +338,7 @@ class LockSet:
 
     @property
     def tokens(self) -> List[str]:
+        """The tokens of every lock of the set."""
         return [m.token for m in self.members.values() if m.token is not None]
 
     def check(self) -> None:
