@@ -177,6 +177,67 @@ class LeaseTest(unittest.TestCase):
         self.assertEqual(note_of(key), "untouched")
         self.assertFalse(self.client.lock_status(lock)["held"])
 
+    def _require(self, what: str, probe) -> None:
+        """Skips the test when the gateway lacks a feature of API 1.1 (probe answered 404 or 405)."""
+        try:
+            probe()
+        except (fencegate.NotFound, fencegate.MethodNotAllowed):
+            self.skipTest(f"{what} is not on this gateway yet")
+
+    def test_revoke_inside_with_is_noticed_at_once(self):
+        """An operator revokes the lease of a holder inside `with` (30 s TTL, so the next renewal is 10 s
+        away): the watch reports it within half a second, later writes raise LeaseLost without being
+        sent, and leaving the block raises LeaseLost. (Caught: watch=False; the loss was noticed only at
+        the next renewal.)"""
+        self._require("revoke", lambda: self.client.revoke_lock(unique("probe")))
+        lock, key = unique("revoked"), unique("inv")
+        insert_invoice(key, "initial")
+        reasons = []
+        with self.assertRaises(fencegate.LeaseLost):
+            with self.client.lock(lock, ttl_ms=30000, on_lost=lambda lease: reasons.append(lease.lost_reason)) as lease:
+                lease.pg("invoices").patch(key, note="held")
+                time.sleep(0.2)
+                revoked_at = time.monotonic()
+                self.assertEqual(self.client.revoke_lock(lock, reason="test"), lease.fence)
+                self.assertTrue(lease.lost.wait(5))
+                self.assertLess(time.monotonic() - revoked_at, 0.5)
+                self.assertEqual((lease.lost_reason, reasons), ("revoked", ["revoked"]))
+                with self.assertRaises(fencegate.LeaseLost):
+                    lease.pg("invoices").patch(key, note="after revoke")
+        self.assertEqual(note_of(key), "held")
+        self.assertFalse(self.client.lock_status(lock)["held"])
+
+    def test_revoke_of_semaphore_slot_is_noticed(self):
+        """A revoked semaphore slot is noticed through the semaphore watch."""
+        name = unique("semrevoke")
+        self._require("semaphore revoke", lambda: self.client.revoke_semaphore(name, 1))
+        lease = self.client.semaphore(name, 2, ttl_ms=30000).acquire()
+        time.sleep(0.2)
+        self.assertEqual(self.client.revoke_semaphore(name, lease.fence), lease.fence)
+        self.assertTrue(lease.lost.wait(1.0))
+        self.assertEqual(lease.lost_reason, "revoked")
+        with self.assertRaises(fencegate.LeaseLost):
+            lease.release()
+
+    def test_lock_set(self):
+        """A lock set held for several TTLs, written with each lock's own token, exclusive against an
+        overlapping set, released together."""
+        a, b, c = unique("set-a"), unique("set-b"), unique("set-c")
+        self._require("lock sets", lambda: self.client.lockset([unique("probe")]).acquire().release())
+        with self.client.lockset([a, b], ttl_ms=500) as locks:
+            time.sleep(1.5)
+            self.assertFalse(locks.lost.is_set(), locks.lost_reason)
+            self.assertEqual({m.name for m in locks}, {a, b})
+            for member in locks:
+                status = self.client.lock_status(member.name)
+                self.assertEqual((status["held"], status["fence"]), (True, member.fence))
+            key = unique("inv")
+            self.assertEqual(locks[a].pg("invoices").put(key, note="set")["fence"], locks[a].fence)
+            with self.assertRaises(fencegate.LockBusy):
+                self.client.lockset([b, c]).acquire()
+            self.assertFalse(self.client.lock_status(c)["held"])
+        self.assertFalse(self.client.lock_status(a)["held"] or self.client.lock_status(b)["held"])
+
     def test_semaphore(self):
         name = unique("sem")
         with self.client.semaphore(name, 2, ttl_ms=2000) as one, self.client.semaphore(name, 2) as two:

@@ -25,7 +25,7 @@ import logging
 from .client import Audit, Client
 from .errors import (PROBLEM_CLASSES, BackendUnavailable, BodyTooLarge, Conflict, FencegateError, Forbidden,
                      GatewayUnreachable, InvalidFenceToken, InvalidField, InvalidJson, InvalidName, LeaseLost,
-                     LimitMismatch, LockBusy, MaxHoldExceeded, MisdirectedRequest, NotFound, ProblemError,
+                     LimitMismatch, LockBusy, MaxHoldExceeded, MethodNotAllowed, MisdirectedRequest, NotFound, ProblemError,
                      StaleFence, TooManyWaiters, Unauthorized, UnsupportedMediaType)
 from .lease import Lease, LockSet, LockSetMember
 from .transport import Effect, RetryPolicy
@@ -38,7 +38,8 @@ logging.getLogger("fencegate").addHandler(logging.NullHandler())
 __all__ = [
     "Audit", "BackendUnavailable", "BodyTooLarge", "Client", "Conflict", "Effect", "FencegateError", "Forbidden",
     "GatewayUnreachable", "InvalidFenceToken", "InvalidField", "InvalidJson", "InvalidName", "Lease", "LeaseLost",
-    "LimitMismatch", "LockBusy", "LockSet", "LockSetMember", "MaxHoldExceeded", "MisdirectedRequest", "NotFound",
+    "LimitMismatch", "LockBusy", "LockSet", "LockSetMember", "MaxHoldExceeded", "MethodNotAllowed",
+    "MisdirectedRequest", "NotFound",
     "PROBLEM_CLASSES", "PgTable", "ProblemError", "RedisKeys", "RetryPolicy", "StaleFence", "TooManyWaiters",
     "Unauthorized", "UnsupportedMediaType",
 ]

@@ -77,7 +77,12 @@ class Unauthorized(ProblemError):
 
 
 class Forbidden(ProblemError):
-    """403: the key is valid but lacks the scope this call needs (the detail names it)."""
+    """403: the key is valid but lacks the scope this call needs."""
+
+    @property
+    def scope(self) -> Optional[str]:
+        """The scope the call needs, e.g. ``lock:invoice:42``."""
+        return self.extra("scope")
 
 
 class InvalidFenceToken(ProblemError):
@@ -87,6 +92,11 @@ class InvalidFenceToken(ProblemError):
 
 class NotFound(ProblemError):
     """404: unknown route, table, row or key."""
+
+
+class MethodNotAllowed(ProblemError):
+    """405: the route exists but not for this method (also what a gateway without a newer route of the
+    same shape answers, e.g. ``revoke`` before version 1.1)."""
 
 
 class LockBusy(ProblemError):
@@ -175,6 +185,7 @@ PROBLEM_CLASSES: Dict[str, Type[ProblemError]] = {
     "forbidden": Forbidden,
     "invalid_fence_token": InvalidFenceToken,
     "not_found": NotFound,
+    "method_not_allowed": MethodNotAllowed,
     "lock_busy": LockBusy,
     "stale_fence": StaleFence,
     "limit_mismatch": LimitMismatch,
