@@ -54,4 +54,12 @@ int audit_prune(long long days, int batch, int *deleted, struct fg_error *err) F
  * remain, else once a minute; failures are logged once and retried later. */
 void audit_retention_tick(int64_t now_ms, long long days);
 
+/*
+ * Rejections within window w: a new object {"since_ms", "until_ms",
+ * "per_minute": [{"minute_ms", "rejections"}] (minutes without any left out),
+ * "top_resources": [{"resource", "rejections"}] (the top most refused, most
+ * first)} in *out.
+ */
+int audit_summary(const struct audit_window *w, int top, json_t **out, struct fg_error *err) FG_WUR;
+
 #endif
