@@ -291,6 +291,7 @@ class LeaseTest(unittest.TestCase):
             with self.subTest(cls=cls.__name__), self.assertRaises(cls) as caught:
                 call()
             self.assertEqual(errors.PROBLEM_CLASSES[caught.exception.code], cls)
+            self.assertTrue(caught.exception.request_id)  # the gateway's X-Request-Id, to find it in the log
         with c.lock(lock) as held:
             with self.assertRaises(fencegate.LockBusy) as busy:
                 c.lock(lock).acquire()
