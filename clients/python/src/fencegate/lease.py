@@ -83,7 +83,7 @@ class _LeaseHolder(Holder):
 
     def refused(self, error: ProblemError) -> None:
         if isinstance(error, LeaseLost):
-            self._lease._state.mark("lease_lost", self._lease)
+            self._lease._state.mark(error.reason or "lease_lost", self._lease)
 
 
 class _Fenced:
