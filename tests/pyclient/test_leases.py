@@ -20,7 +20,7 @@ from pyclient_helpers import FaultProxy, child_env, config, unique  # noqa: E402
 
 import fencegate  # noqa: E402
 from fencegate import errors  # noqa: E402
-from harness import Gateway, psql  # noqa: E402
+from harness import Gateway, psql, wait_for  # noqa: E402
 
 # A holder in its own process, so that SIGSTOP pauses all of it (renewal thread included), as a GC pause
 # or a stopped VM would. Prints one line per event; `loop` writes until refused, `once` waits for a line
@@ -128,6 +128,20 @@ class LeaseTest(unittest.TestCase):
         self.assertFalse(self.client.lock_status(lock)["held"])
         self.assertFalse(lease.held)
 
+    def test_lease_granted_after_a_wait_longer_than_its_ttl(self):
+        """A waiter with a 400 ms TTL gets the lock after waiting 1.2 s: its lease is fresh, writable at
+        once and kept alive. (Caught: counting validity from when the acquire was sent; the fresh lease
+        was taken for expired, "unrenewed", and not even released.)"""
+        lock, key = unique("waited"), unique("inv")
+        holder = self.client.lock(lock, ttl_ms=30000).acquire()
+        threading.Timer(1.2, holder.release).start()
+        with self.client.lock(lock, ttl_ms=400, wait_ms=10000) as waiter:
+            self.assertEqual(waiter.pg("invoices").put(key, note="waited")["fence"], waiter.fence)
+            time.sleep(1.0)
+            self.assertFalse(waiter.lost.is_set(), waiter.lost_reason)
+            self.assertEqual(self.client.lock_status(lock)["fence"], waiter.fence)
+        self.assertFalse(self.client.lock_status(lock)["held"])
+
     def _paused_holder(self, mode: str, ttl_ms: int = 800) -> tuple:
         lock, key = unique("paused"), unique("inv")
         insert_invoice(key, "initial")
@@ -201,6 +215,7 @@ class LeaseTest(unittest.TestCase):
                 self.assertEqual(self.client.revoke_lock(lock, reason="test"), lease.fence)
                 self.assertTrue(lease.lost.wait(5))
                 self.assertLess(time.monotonic() - revoked_at, 0.5)
+                wait_for(lambda: reasons, timeout=5, what="the on_lost callback")
                 self.assertEqual((lease.lost_reason, reasons), ("revoked", ["revoked"]))
                 with self.assertRaises(fencegate.LeaseLost):
                     lease.pg("invoices").patch(key, note="after revoke")
