@@ -26,11 +26,14 @@ from harness import Gateway, psql, wait_for  # noqa: E402
 # or a stopped VM would. Prints one line per event; `loop` writes until refused, `once` waits for a line
 # on stdin and then writes once.
 HOLDER = r"""
-import sys, time, fencegate
+import sys, threading, time, fencegate
 lock, key, ttl, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 client = fencegate.Client()
+said = threading.Lock()
 def say(*words):
-    print(*words, flush=True)
+    with said:  # the on_lost callback speaks from another thread
+        sys.stdout.write(" ".join(map(str, words)) + "\n")
+        sys.stdout.flush()
 try:
     with client.lock(lock, ttl_ms=ttl, on_lost=lambda lease: say("LOST", lease.lost_reason)) as lease:
         say("HELD", lease.fence)
