@@ -26,25 +26,31 @@
 #include "lease/doorbell.h"
 #include "lease/fence.h"
 #include "lease/waiter.h"
+#include "store/audit_stream.h"
 #include "store/fenced_pg.h"
 #include "store/pg.h"
 #include "store/redis.h"
 #include "store/secret.h"
 #include "util/log.h"
 
-#define STARTUP_WAIT_MS 30000
-#define DRAIN_WAIT_MS   10000
+#define STARTUP_WAIT_MS     30000
+#define DRAIN_WAIT_MS       10000
+#define DEAD_LETTERS_LISTED 100000 /* the dead-letter stream's cap */
 
 struct gateway gw;
 
 static const char usage[] =
-    "usage: fencegate [migrate | keys new --id ID --scope S ...] [--help] [--version]\n"
+    "usage: fencegate [migrate | audit-dead-letters | keys new --id ID --scope S ...]\n"
+    "                 [--help] [--version]\n"
     "\n"
     "Serves the fencegate HTTP API: leases and fencing tokens from Redis, fenced\n"
     "writes to Postgres and Redis, and the audit of rejected stale writes.\n"
     "\n"
     "  migrate    apply pending SQL migrations and exit\n"
     "  keys new   print a fresh API key once and its auth.keys entry (SHA-256 only)\n"
+    "  audit-dead-letters\n"
+    "             print the audit records Postgres refused (stream fg:audit:dead),\n"
+    "             oldest first, one JSON object per line, and exit\n"
     "  --help     show this text\n"
     "  --version  show the version\n"
     "\n"
@@ -54,12 +60,14 @@ static const char usage[] =
     "  FENCEGATE_PG_DSN      libpq conninfo or URI\n"
     "  FENCEGATE_CONFIG      path of the JSON configuration file\n"
     "  FENCEGATE_SECRET      token-signing key (default: generated, kept in Postgres)\n"
+    "  FENCEGATE_SECRET_FILE JSON array of signing keys [{id, secret}]: the first signs,\n"
+    "                        all verify (rotation); re-read on SIGHUP\n"
     "  FENCEGATE_LOG_LEVEL   debug, info, warn or error\n"
     "  FENCEGATE_AUTH_MODE   required or off (default: off on loopback, else required)\n"
     "  FENCEGATE_AUTH_KEYS_FILE  JSON array of API key entries, re-read on SIGHUP\n"
     "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n"
     "\n"
-    "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys.\n";
+    "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys and secrets.\n";
 
 static const char *env_lookup(const char *name)
 {
@@ -104,11 +112,23 @@ static void warn_eviction_policy(void)
                             "set maxmemory-policy noeviction"));
 }
 
+/* Puts the token signing keys of cfg (or the one kept in Postgres) in force. */
+static int secrets_take(const struct config *cfg, struct fg_error *err)
+{
+    struct token_keyring *ring = malloc(sizeof *ring);
+    FG_ASSERT(ring != NULL);
+    if (secret_load(cfg, ring, err) != 0) {
+        free(ring);
+        return -1;
+    }
+    secret_publish(ring);
+    return 0;
+}
+
 static int prepare_backends(struct config *cfg, struct fg_error *err)
 {
     if (redis_init(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
-        fenced_pg_init(cfg, err) != 0 ||
-        secret_load(cfg, gw.secret, sizeof gw.secret, &gw.secret_len, err) != 0)
+        fenced_pg_init(cfg, err) != 0 || secrets_take(cfg, err) != 0)
         return -1;
     redis_set_connect_hook(fence_recover_on_connect);
     warn_eviction_policy();
@@ -132,7 +152,8 @@ static void auth_take(struct config *cfg)
     cfg->keyset = NULL;
 }
 
-/* SIGHUP: loads the configuration again and puts its keys in force. */
+/* SIGHUP: loads the configuration again and puts its API keys and its token
+ * signing keys in force (a gateway whose one secret lives in Postgres keeps it). */
 static void reload(void)
 {
     struct config fresh;
@@ -142,10 +163,17 @@ static void reload(void)
         config_free(&fresh);
         return;
     }
+    if (fresh.keyring != NULL && secrets_take(&fresh, &err) != 0) {
+        log_message(LOG_ERROR, "reload_failed", "configuration kept as it was: %s", err.msg);
+        config_free(&fresh);
+        return;
+    }
     auth_take(&fresh);
+    const struct token_keyring *ring = secret_current();
     log_event(LOG_INFO, "reloaded",
-              json_pack("{s:I, s:b}", "keys", (json_int_t)auth_current()->nkeys, "auth_required",
-                        auth_current()->required));
+              json_pack("{s:I, s:b, s:s, s:I}", "keys", (json_int_t)auth_current()->nkeys,
+                        "auth_required", auth_current()->required, "signing_key", ring->keys[0].id,
+                        "verifying_keys", (json_int_t)ring->nkeys));
     config_free(&fresh);
 }
 
@@ -185,7 +213,7 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "keys") == 0)
         return keygen_main(argc - 1, argv + 1, stdout, stderr);
-    bool migrate_only = false;
+    bool migrate_only = false, list_dead = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
@@ -194,6 +222,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--version") == 0) {
             printf("fencegate %s\n", FG_VERSION);
             return 0;
+        }
+        if (strcmp(argv[i], "audit-dead-letters") == 0) {
+            list_dead = true;
+            continue;
         }
         if (strcmp(argv[i], "migrate") != 0) {
             fprintf(stderr, "fencegate: unknown argument '%s'\n%s", argv[i], usage);
@@ -214,6 +246,13 @@ int main(int argc, char **argv)
     auth_take(&cfg);
     if (token_new_lease_id(gw.instance_id, &err) != 0)
         goto out;
+    if (list_dead) {
+        status = redis_init(&cfg, &err) == 0 &&
+                         audit_stream_list_dead(DEAD_LETTERS_LISTED, stdout, &err) == 0
+                     ? 0
+                     : 1;
+        goto out;
+    }
     if (migrate_only) {
         status = pg_init(&cfg, &err) == 0 && migrate_when_ready(&err) == 0 ? 0 : 1;
         goto out;
@@ -230,6 +269,7 @@ out:
     fenced_pg_shutdown();
     pg_shutdown();
     auth_shutdown();
+    secret_shutdown();
     config_free(&cfg);
     return status == 0 ? 0 : (err.code == FG_ERR_CONFIG ? 2 : 1);
 }
