@@ -1,6 +1,6 @@
 -- uses: lib_rw.lua
 -- rw_patch.lua: fenced PATCH of hash fields.
--- KEYS, ARGV[1..6]: see lib_rw.lua; ARGV[7] a JSON object of field -> string
+-- KEYS, ARGV[1..7]: see lib_rw.lua; ARGV[8] a JSON object of field -> string
 -- (set it) or null (delete it).
 -- Returns JSON {r=...}: applied {fence, fields (the hash afterwards)},
 -- stale {current, audit_id, at_ms}, wrongtype {type} (the key is not a hash).
@@ -11,7 +11,7 @@ if kind ~= 'hash' and kind ~= 'none' then
   return cjson.encode({r = 'wrongtype', type = kind})
 end
 raise_fence()
-for field, value in pairs(cjson.decode(ARGV[7])) do
+for field, value in pairs(cjson.decode(ARGV[8])) do
   if value == cjson.null then
     redis.call('HDEL', KEYS[1], field)
   else

@@ -95,6 +95,7 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
             .method = field(f, "method"),
             .reason = field(f, "reason"),
             .at_ms = strtoll(field(f, "at_ms"), NULL, 10),
+            .principal = field(f, "principal"),
         };
         if (insert_record(id, &rec, err) != 0) {
             rc = -1;

@@ -44,11 +44,11 @@ static int run_write(const char *script, const struct redis_write *w, const char
     memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, w->fence);
-    const char *argv[] = {w->key,   fence_key,      FENCED_REDIS_AUDIT_STREAM,
-                          fence,    w->resource,    w->lock_name,
-                          w->owner, w->client_addr, w->method,
-                          extra};
-    size_t argc = extra != NULL ? 10 : 9;
+    const char *argv[] = {w->key,       fence_key,      FENCED_REDIS_AUDIT_STREAM,
+                          fence,        w->resource,    w->lock_name,
+                          w->owner,     w->client_addr, w->method,
+                          w->principal, extra};
+    size_t argc = extra != NULL ? 11 : 10;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = redis_script(script, 3, argv, argc, &out, err);
