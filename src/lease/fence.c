@@ -5,13 +5,23 @@
  * Recovery reads the last fence Redis issued, reserves the next block above it,
  * the old reservation and every stored fence, and raises the Redis sequence and
  * its limit in one script (never lowering either).
+ *
+ * A new Redis connection needs a recovery only if the dataset behind it may
+ * not be the one this process verified last: the server's run_id and
+ * replication id (redis_server_identity) change on a restart, a failover and
+ * a promotion, and stay while one server process keeps its data in memory. So
+ * the process uses one block until it is used up ("nofence"), however many
+ * connections its threads open. Recoveries on connect are serialized, so the
+ * threads that connect at once verify a new dataset once.
  */
 #include "lease/fence.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "lease/lease_request.h"
 #include "store/pg.h"
@@ -27,6 +37,13 @@
 
 /* A new Redis connection could not be followed by a recovery. */
 static atomic_bool unverified;
+
+/* The dataset the last successful recovery ran on ("" if none), and the lock
+ * that serializes recoveries on connect. */
+static struct {
+    pthread_mutex_t lock;
+    char identity[192];
+} verified = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The highest fence known to be issued or reserved, plus what one script may
  * pass its limit by: no genuine token holds a fence above it. */
@@ -50,7 +67,8 @@ static int read_issued(int64_t *issued, struct fg_error *err)
     return 0;
 }
 
-int fence_recover(struct fg_error *err)
+/* Reserves a block and raises the Redis sequence to it (see the top). */
+static int recover(struct fg_error *err)
 {
     int64_t issued = -1, floor = 0, limit = 0;
     if (read_issued(&issued, err) != 0 ||
@@ -71,16 +89,48 @@ int fence_recover(struct fg_error *err)
     return 0;
 }
 
+/* Recovers, then remembers identity ("" if unknown) as the verified dataset.
+ * The caller holds verified.lock. */
+static int recover_as(const char *identity, struct fg_error *err)
+{
+    if (recover(err) != 0)
+        return -1;
+    snprintf(verified.identity, sizeof verified.identity, "%s", identity);
+    return 0;
+}
+
+/* The identity of this thread's dataset, "" if Redis does not tell. */
+static void current_identity(char *out, size_t cap)
+{
+    struct fg_error ignored = {0};
+    if (redis_server_identity(out, cap, &ignored) != 0)
+        out[0] = '\0';
+}
+
+int fence_recover(struct fg_error *err)
+{
+    char identity[sizeof verified.identity];
+    current_identity(identity, sizeof identity);
+    pthread_mutex_lock(&verified.lock);
+    int rc = recover_as(identity, err);
+    pthread_mutex_unlock(&verified.lock);
+    return rc;
+}
+
 int fence_recover_on_connect(struct fg_error *err)
 {
     (void)err;
+    char identity[sizeof verified.identity];
+    current_identity(identity, sizeof identity);
+    pthread_mutex_lock(&verified.lock);
+    bool same = identity[0] != '\0' && strcmp(identity, verified.identity) == 0 &&
+                !atomic_load(&unverified);
     struct fg_error why = {0};
-    if (fence_recover(&why) == 0) {
-        atomic_store(&unverified, false);
-        return 0;
-    }
-    atomic_store(&unverified, true);
-    log_message(LOG_WARN, "fence_unverified", "no fences until Postgres answers: %s", why.msg);
+    int rc = same ? 0 : recover_as(identity, &why);
+    pthread_mutex_unlock(&verified.lock);
+    atomic_store(&unverified, rc != 0);
+    if (rc != 0)
+        log_message(LOG_WARN, "fence_unverified", "no fences until Postgres answers: %s", why.msg);
     return 0;
 }
 
