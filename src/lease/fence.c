@@ -11,8 +11,9 @@
  * replication id (redis_server_identity) change on a restart, a failover and
  * a promotion, and stay while one server process keeps its data in memory. So
  * the process uses one block until it is used up ("nofence"), however many
- * connections its threads open. Recoveries on connect are serialized, so the
- * threads that connect at once verify a new dataset once.
+ * connections its threads open. Threads that meet a new dataset at once may
+ * each recover (a block each): no lock is held across a recovery, which may
+ * wait for a Postgres that is down.
  */
 #include "lease/fence.h"
 
@@ -38,8 +39,7 @@
 /* A new Redis connection could not be followed by a recovery. */
 static atomic_bool unverified;
 
-/* The dataset the last successful recovery ran on ("" if none), and the lock
- * that serializes recoveries on connect. */
+/* The dataset the last successful recovery ran on ("" if none), under its lock. */
 static struct {
     pthread_mutex_t lock;
     char identity[192];
@@ -89,13 +89,14 @@ static int recover(struct fg_error *err)
     return 0;
 }
 
-/* Recovers, then remembers identity ("" if unknown) as the verified dataset.
- * The caller holds verified.lock. */
+/* Recovers, then remembers identity ("" if unknown) as the verified dataset. */
 static int recover_as(const char *identity, struct fg_error *err)
 {
     if (recover(err) != 0)
         return -1;
+    pthread_mutex_lock(&verified.lock);
     snprintf(verified.identity, sizeof verified.identity, "%s", identity);
+    pthread_mutex_unlock(&verified.lock);
     return 0;
 }
 
@@ -107,14 +108,20 @@ static void current_identity(char *out, size_t cap)
         out[0] = '\0';
 }
 
+/* Whether identity is the dataset verified last, and nothing failed since. */
+static bool is_verified(const char *identity)
+{
+    pthread_mutex_lock(&verified.lock);
+    bool same = identity[0] != '\0' && strcmp(identity, verified.identity) == 0;
+    pthread_mutex_unlock(&verified.lock);
+    return same && !atomic_load(&unverified);
+}
+
 int fence_recover(struct fg_error *err)
 {
     char identity[sizeof verified.identity];
     current_identity(identity, sizeof identity);
-    pthread_mutex_lock(&verified.lock);
-    int rc = recover_as(identity, err);
-    pthread_mutex_unlock(&verified.lock);
-    return rc;
+    return recover_as(identity, err);
 }
 
 int fence_recover_on_connect(struct fg_error *err)
@@ -122,15 +129,15 @@ int fence_recover_on_connect(struct fg_error *err)
     (void)err;
     char identity[sizeof verified.identity];
     current_identity(identity, sizeof identity);
-    pthread_mutex_lock(&verified.lock);
-    bool same = identity[0] != '\0' && strcmp(identity, verified.identity) == 0 &&
-                !atomic_load(&unverified);
+    if (is_verified(identity))
+        return 0;
     struct fg_error why = {0};
-    int rc = same ? 0 : recover_as(identity, &why);
-    pthread_mutex_unlock(&verified.lock);
-    atomic_store(&unverified, rc != 0);
-    if (rc != 0)
-        log_message(LOG_WARN, "fence_unverified", "no fences until Postgres answers: %s", why.msg);
+    if (recover_as(identity, &why) == 0) {
+        atomic_store(&unverified, false);
+        return 0;
+    }
+    atomic_store(&unverified, true);
+    log_message(LOG_WARN, "fence_unverified", "no fences until Postgres answers: %s", why.msg);
     return 0;
 }
 
