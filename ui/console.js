@@ -348,9 +348,9 @@ function auditQuery(afterId) {
 }
 
 function auditRow(item) {
-  const row = newRow(10, [0, 4, 5]);
+  const row = newRow(11, [0, 4, 5]);
   const cells = [item.id, clockTime(item.at_ms), item.resource, item.lock, item.presented_fence,
-    item.current_fence, item.owner ?? '–', item.client_addr, item.method, item.reason];
+    item.current_fence, item.owner ?? '–', item.client_addr, item.method, item.reason, item.principal];
   cells.forEach((text, i) => { row.cells[i].textContent = text ?? '–'; });
   row.dataset.key = String(item.id);
   return row;
