@@ -3,7 +3,9 @@
  * backends (migrations, token secret, fence sequence), starts the janitor, the
  * doorbell and the HTTP server, then waits for SIGTERM or SIGINT and drains:
  * no new connections, waiters answer 503, in-flight requests finish, exit 0.
- * `fencegate migrate` applies the migrations and exits.
+ * `fencegate migrate` applies the migrations and exits. Under systemd
+ * (Type=notify) it reports READY=1 once it serves and STOPPING=1 when it drains.
+ * Errors that stop start-up are logged as JSON lines like everything else.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +28,8 @@
 #include "store/redis.h"
 #include "store/secret.h"
 #include "util/log.h"
+#include "util/notify.h"
+#include "util/procstat.h"
 
 #define STARTUP_WAIT_MS 30000
 #define DRAIN_WAIT_MS   10000
@@ -108,6 +112,14 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
     return 0;
 }
 
+/* Logs why the process stops before or instead of serving, as one JSON line:
+ * {"event":"startup_failed","code":"config","detail":...}; code "config" exits 2. */
+static void log_startup_failure(const struct fg_error *err)
+{
+    log_event(LOG_ERROR, "startup_failed",
+              json_pack("{s:s, s:s}", "code", fg_code_name(err->code), "detail", err->msg));
+}
+
 static int serve(struct config *cfg, struct fg_error *err)
 {
     sigset_t signals;
@@ -124,9 +136,12 @@ static int serve(struct config *cfg, struct fg_error *err)
     log_event(LOG_INFO, "serving",
               json_pack("{s:s, s:i, s:s}", "host", cfg->listen_host, "port", cfg->listen_port,
                         "instance", gw.instance_id));
+    if (notify_send("READY=1\nSTATUS=serving") < 0)
+        log_message(LOG_WARN, "notify_failed", "could not send READY=1 to $NOTIFY_SOCKET");
     int sig = 0;
     sigwait(&signals, &sig);
     log_message(LOG_INFO, "draining", "signal %d", sig);
+    (void)notify_send("STOPPING=1\nSTATUS=draining");
     atomic_store(&gw.draining, true);
     http_server_quiesce();
     int64_t deadline = http_now_ms() + DRAIN_WAIT_MS;
@@ -141,6 +156,7 @@ static int serve(struct config *cfg, struct fg_error *err)
 int main(int argc, char **argv)
 {
     bool migrate_only = false;
+    procstat_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
@@ -160,7 +176,7 @@ int main(int argc, char **argv)
     struct fg_error err = {0};
     int status = 1;
     if (config_load(&cfg, env_lookup, &err) != 0) {
-        fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
+        log_startup_failure(&err);
         config_free(&cfg);
         return 2;
     }
@@ -177,7 +193,7 @@ int main(int argc, char **argv)
     status = 0;
 out:
     if (status != 0)
-        fprintf(stderr, "fencegate: %s\n", err.msg);
+        log_startup_failure(&err);
     janitor_stop();
     doorbell_stop();
     redis_shutdown();

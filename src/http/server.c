@@ -17,7 +17,9 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -111,9 +113,34 @@ static void request_free(struct http_request *req)
     atomic_fetch_sub(&server.in_flight, 1);
 }
 
+/* Routes polled by probes and scrapers: their request lines are written at debug
+ * level only, so that a health check every second does not drown the log. */
+static const char *const probe_routes[] = {"healthz", "readyz", "metrics"};
+
+/* The level of the request line of a request answered on route (NULL: none). */
+static enum log_level request_log_level(const struct route *route)
+{
+    for (size_t i = 0; route != NULL && i < sizeof probe_routes / sizeof probe_routes[0]; i++)
+        if (strcmp(route->label, probe_routes[i]) == 0)
+            return LOG_DEBUG;
+    return LOG_INFO;
+}
+
+/* The problem code of a problem reply ("lock_busy"), or NULL. */
+static const char *reply_problem_code(const struct http_reply *reply)
+{
+    static const char prefix[] = "/problems/";
+    const char *type =
+        reply->problem ? json_string_value(json_object_get(reply->body, "type")) : NULL;
+    if (type == NULL || strncmp(type, prefix, sizeof prefix - 1) != 0)
+        return NULL;
+    return type + sizeof prefix - 1;
+}
+
 static void log_request(const struct http_request *req, const char *method, const char *url)
 {
-    if (!log_enabled(LOG_INFO))
+    enum log_level level = request_log_level(req->match.route);
+    if (!log_enabled(level))
         return;
     const struct http_conn *conn = req->conn;
     json_t *f =
@@ -125,7 +152,10 @@ static void log_request(const struct http_request *req, const char *method, cons
         json_object_set_new(f, "subject", json_string(req->log_subject));
     if (req->log_owner[0] != '\0')
         json_object_set_new(f, "owner", json_string(req->log_owner));
-    log_event(LOG_INFO, "request", f);
+    const char *problem = reply_problem_code(&conn->reply);
+    if (problem != NULL)
+        json_object_set_new(f, "problem", json_string(problem));
+    log_event(level, "request", f);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
@@ -289,6 +319,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     return dispatch(req, method, url);
 }
 
+/* libmicrohttpd's own error messages ("Failed to bind to port ..."), as JSON log
+ * lines like every other line of the process. */
+static void log_library_error(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char detail[512];
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    detail[strcspn(detail, "\n")] = '\0';
+    log_event(LOG_WARN, "http_error", json_pack("{s:s}", "detail", detail));
+}
+
 int http_server_start(const struct config *cfg, const struct route *routes, struct fg_error *err)
 {
     server.cfg = cfg;
@@ -314,7 +355,7 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, 60000u,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, NULL, MHD_OPTION_END);
+        on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_library_error, NULL, MHD_OPTION_END);
     if (server.daemon == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
                        cfg->listen_port);
