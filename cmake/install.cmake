@@ -4,7 +4,7 @@
 #                                                    document are compiled in: nothing else is read)
 #   <sysconfdir>/fencegate/fencegate.json            example configuration (deploy/fencegate.json)
 #   <systemd unit dir>/fencegate.service             from deploy/fencegate.service.in
-#   share/man/man8/fencegate.8, man1/fencectl.1      from man/
+#   share/man/man8/fencegate.8, man1/fencectl.1      from man/*.in (the version filled in)
 #   share/bash-completion/completions/fencectl       from deploy/fencectl.bash-completion
 #   share/doc/fencegate/                             README, CHANGELOG, LICENSE, docs/
 # With the prefix /usr, sysconfdir is /etc and the unit directory /lib/systemd/system (Debian's).
@@ -21,12 +21,14 @@ set(FG_CONFIG_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/fencegate)
 
 configure_file(${CMAKE_SOURCE_DIR}/deploy/fencegate.service.in ${CMAKE_BINARY_DIR}/fencegate.service
                @ONLY)
+configure_file(${CMAKE_SOURCE_DIR}/man/fencegate.8.in ${CMAKE_BINARY_DIR}/man/fencegate.8 @ONLY)
+configure_file(${CMAKE_SOURCE_DIR}/man/fencectl.1.in ${CMAKE_BINARY_DIR}/man/fencectl.1 @ONLY)
 
 install(TARGETS fencegate fencectl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/fencegate.json DESTINATION ${FG_CONFIG_DIR})
 install(FILES ${CMAKE_BINARY_DIR}/fencegate.service DESTINATION ${FG_SYSTEMD_UNIT_DIR})
-install(FILES ${CMAKE_SOURCE_DIR}/man/fencegate.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
-install(FILES ${CMAKE_SOURCE_DIR}/man/fencectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_BINARY_DIR}/man/fencegate.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+install(FILES ${CMAKE_BINARY_DIR}/man/fencectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/fencectl.bash-completion
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME fencectl)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/CHANGELOG.md

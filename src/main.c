@@ -37,14 +37,14 @@
 struct gateway gw;
 
 static const char usage[] =
-    "usage: fencegate [migrate] [--help] [--version]\n"
+    "usage: fencegate [migrate] [-h | --help] [--version]\n"
     "\n"
     "Serves the fencegate HTTP API: leases and fencing tokens from Redis, fenced\n"
     "writes to Postgres and Redis, and the audit of rejected stale writes.\n"
     "\n"
-    "  migrate    apply pending SQL migrations and exit\n"
-    "  --help     show this text\n"
-    "  --version  show the version\n"
+    "  migrate     apply pending SQL migrations and exit\n"
+    "  -h, --help  show this text\n"
+    "  --version   show the version\n"
     "\n"
     "Configuration (environment overrides the JSON file):\n"
     "  FENCEGATE_LISTEN      host:port to serve (default 127.0.0.1:8480)\n"
@@ -53,7 +53,10 @@ static const char usage[] =
     "  FENCEGATE_CONFIG      path of the JSON configuration file\n"
     "  FENCEGATE_SECRET      token-signing key (default: generated, kept in Postgres)\n"
     "  FENCEGATE_LOG_LEVEL   debug, info, warn or error\n"
-    "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n";
+    "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n"
+    "\n"
+    "Logs are JSON lines on stderr. Under systemd (Type=notify) it sends READY=1 to\n"
+    "$NOTIFY_SOCKET once it serves. See fencegate(8).\n";
 
 static const char *env_lookup(const char *name)
 {

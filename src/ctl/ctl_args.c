@@ -37,7 +37,7 @@ static const char usage_overview[] =
     "  audit [--resource R] [--lock L] [--since MS] [--limit N]\n"
     "                                              list rejected (stale) writes\n"
     "\n"
-    "Every command takes --help. Options for all commands:\n"
+    "Every command takes -h or --help. Options for all commands:\n"
     "  --url URL   the gateway (default $FENCEGATE_URL, else " CTL_DEFAULT_URL ")\n"
     "  --json      print the gateway's JSON answer (acquire, renew, release, status, audit)\n"
     "  --version   show the version\n"
