@@ -141,6 +141,7 @@ class RequestLogTest(unittest.TestCase):
         self.assertIn(("pg_patch", 409, "stale_fence"), problems)
         for line in requests:
             self.assertEqual("problem" in line, line["status"] >= 400, line)
+            self.assertTrue(line["request_id"], line)
         stale = [line for line in lines if line.get("event") == "stale_write"]
         got = sorted((line["resource"], line["method"]) for line in stale)
         self.assertEqual(got, sorted([(f"pg:invoices/{key}", "PATCH"), (f"pg:invoices/{key}", "POST"),
