@@ -286,7 +286,7 @@ static void hide_internals(const struct http_request *req, struct http_reply *re
               json_pack("{s:s, s:s, s:i, s:s}", "request_id", req->request_id, "route",
                         req->match.route ? req->match.route->label : "none", "status",
                         reply->status, "detail", detail ? detail : ""));
-    char text[200];
+    char text[256];
     snprintf(text, sizeof text, "%s (request id %s)", generic_detail(reply->status),
              req->request_id);
     json_object_set_new(reply->body, "detail", json_string(text));
