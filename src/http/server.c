@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "auth/keys.h"
+#include "http/tls.h"
 #include "lease/token.h"
 #include "util/fgjson.h"
 #include "util/log.h"
@@ -699,6 +700,14 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     } else {
         return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
     }
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (tls_enabled())
+        flags |= MHD_USE_TLS;
+    else
+        tls_options[0].option = MHD_OPTION_END;
     server.daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL,
         /* First, so that libmicrohttpd's complaints about the options below are JSON too. */
@@ -707,7 +716,7 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
         NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, NULL, MHD_OPTION_END);
+        on_connection, NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
     if (server.daemon == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
                        cfg->listen_port);
