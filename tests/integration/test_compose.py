@@ -86,7 +86,7 @@ class ComposeTest(unittest.TestCase):
             example = dict(line.split("=", 1) for line in f.read().splitlines()
                            if line and not line.startswith("#"))
         with open(os.path.join(ROOT, "docker-compose.yml"), encoding="utf-8") as f:
-            used = set(re.findall(r"\$\{([A-Z_]+)", f.read()))
+            used = set(re.findall(r"\$\{([A-Z_]+)(?!:-)", f.read()))  # those without a default
         self.assertEqual(used, set(example))
         self.assertEqual(environment(self.services["postgres"])["POSTGRES_PASSWORD"][:2], "${")
         self.assertIn(":${POSTGRES_PASSWORD}@", environment(self.services["gateway"])["FENCEGATE_PG_DSN"])
@@ -106,6 +106,23 @@ class ComposeTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
         r = subprocess.run(["bash", "-c", script.format(port=gw.port)], capture_output=True, timeout=10)
         self.assertNotEqual(r.returncode, 0)
+
+    def test_auth_required_with_keys_from_a_mounted_file(self):
+        """The gateway listens beyond loopback: auth is required and its keys come from a compose secret
+        (a file outside the image), never from the Dockerfile."""
+        gw = self.services["gateway"]
+        e = environment(gw)
+        self.assertEqual(e.get("FENCEGATE_AUTH_MODE"), "required")
+        self.assertEqual(e.get("FENCEGATE_AUTH_KEYS_FILE"), "/run/secrets/fencegate_keys")
+        self.assertIn("fencegate_keys", gw.get("secrets", []))
+        self.assertIn("deploy/keys.json", self.doc["secrets"]["fencegate_keys"]["file"])
+        with open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8") as f:
+            dockerfile = f.read()
+        for baked in ("FENCEGATE_SECRET=", "FENCEGATE_AUTH_KEYS_FILE=", "keys.json", "sha256"):
+            self.assertNotIn(baked, "\n".join(line for line in dockerfile.splitlines()
+                                              if not line.startswith("#")))
+        with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
+            self.assertIn("deploy/keys.json", f.read().split())
 
     def test_mounted_files_exist(self):
         for name, service in self.services.items():

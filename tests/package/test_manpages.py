@@ -19,7 +19,7 @@ import unittest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OPTION = re.compile(r"(?<![\w-])(--?[a-z][a-z-]*)")
 COMMANDS = ("lock", "sem", "acquire", "renew", "release", "status", "audit")
-COMMON = {"--url", "--help", "-h", "--version"}
+COMMON = {"--url", "--cacert", "--help", "-h", "--version"}
 
 
 def project_version() -> str:
