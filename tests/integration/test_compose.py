@@ -86,7 +86,7 @@ class ComposeTest(unittest.TestCase):
             example = dict(line.split("=", 1) for line in f.read().splitlines()
                            if line and not line.startswith("#"))
         with open(os.path.join(ROOT, "docker-compose.yml"), encoding="utf-8") as f:
-            used = set(re.findall(r"\$\{([A-Z_]+)(?!:-)", f.read()))  # those without a default
+            used = set(re.findall(r"\$\{([A-Z_]+)(?![A-Z_]|:-)", f.read()))  # those without a default
         self.assertEqual(used, set(example))
         self.assertEqual(environment(self.services["postgres"])["POSTGRES_PASSWORD"][:2], "${")
         self.assertIn(":${POSTGRES_PASSWORD}@", environment(self.services["gateway"])["FENCEGATE_PG_DSN"])
