@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# scripts/deps.sh — owns: the Debian packages fencegate needs to build, test and run locally, and the
+# scripts/deps.sh — owns: the Debian packages fencegate needs to build, test and run locally (haproxy for the
+# fault lab of tests/ha/), and the
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
 # `scripts/deps.sh bench` adds the tools of bench/ (curl, jq).
@@ -10,7 +11,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libhiredis-dev libpq-dev libmicrohttpd-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
-  python3 python3-yaml clang libclang-rt-14-dev
+  python3 python3-yaml clang libclang-rt-14-dev haproxy
 )
 if [[ "${1:-}" == bench ]]; then
   PACKAGES+=(curl jq)

@@ -305,11 +305,15 @@ static redisContext *thread_conn(struct fg_error *err)
     conn->ctx = ctx;
     conn->generation = generation;
     pthread_setspecific(rds.conn_key, conn);
-    if (rds.hook != NULL && rds.hook(err) != 0) {
-        redis_thread_done();
+    if (rds.hook != NULL && rds.hook(err) != 0)
+        return NULL;
+    /* The hook's own commands may have dropped the connection. */
+    conn = pthread_getspecific(rds.conn_key);
+    if (conn == NULL) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: connection lost while setting it up");
         return NULL;
     }
-    return ctx;
+    return conn->ctx;
 }
 
 void redis_shutdown(void)

@@ -18,7 +18,8 @@
 #include "util/error.h"
 
 /* Called on the calling thread each time a new connection is made, before the
- * first command runs on it; a failure drops the connection. */
+ * first command runs on it; a failure fails that command (the connection is
+ * kept, and the hook is not run again on it). */
 typedef int (*redis_connect_hook)(struct fg_error *err);
 
 /* Parses cfg->redis_url and computes the scripts' SHA1s. No connection yet. */
