@@ -2,7 +2,8 @@
  * janitor.c - periodic maintenance. One loop: wait up to one tick for hang-ups
  * of parked clients, wake waiters whose re-check or deadline time came, give
  * back orphaned grants, copy the audit stream of stale Redis writes into
- * Postgres (store/audit_stream.c, backing off while that fails), and every
+ * Postgres (store/audit_stream.c, backing off while that fails), prune audit
+ * records past their retention, close connections whose headers are late, and every
  * third of a waiter lease renew the key that tells other gateways this process
  * and its waiters are alive; every few seconds drop a bounded batch of idle
  * names from the lease listing index (lease/lease_list.h), so names whose
@@ -69,6 +70,7 @@ static void *janitor_main(void *arg)
         waiter_tick(now);
         doorbell_reap_orphans(now);
         audit_stream_tick(now);
+        audit_retention_tick(now, gw.cfg->audit_retention_days);
         http_server_reap_slow(now);
         if (now >= next_prune) {
             prune_indexes();
