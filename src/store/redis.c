@@ -217,8 +217,10 @@ static int primary_address(struct redis_endpoint *primary, struct fg_error *err)
             return 0;
         }
     }
+    char last[sizeof err->msg];
+    snprintf(last, sizeof last, "%s", err->msg);
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
-                   "redis: no sentinel names the primary of %s (%s)", rds.url.master, err->msg);
+                   "redis: no sentinel names the primary of %s (%s)", rds.url.master, last);
 }
 
 /* Runs one set-up command on a new connection; -1 unless it answered without error. */
