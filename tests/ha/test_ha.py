@@ -151,8 +151,10 @@ RELEVANT = {"redis": {"acquire", "release"}, "postgres": {"write"}, "gateway": {
 
 
 def measure(records: list[dict], start: float, end: float, component: str) -> dict:
-    """Unavailability of a fault at start: from the first failed request sent in [start, end) to the first
-    request sent after that failure that succeeded; also the longest logical operation (retries included)
+    """Unavailability of a fault at start: from the first failed request (5xx or no answer) sent in
+    [start, end) to the first request sent after that failure that was answered (a 409 lock_busy is an
+    answer: after a Redis failover that lost releases, locks stay held by leases nobody holds until their
+    TTL, which is lease loss, not unavailability); also the longest logical operation (retries included)
     that began in the window."""
     ops = RELEVANT[component]
     relevant = [r for r in records if r.get("op") in ops]
@@ -161,7 +163,7 @@ def measure(records: list[dict], start: float, end: float, component: str) -> di
     out = {"requests": len(mine), "failed_requests": len(fails), "unavailable_s": 0.0}
     if fails:
         first = min(r["t1"] for r in fails)
-        ok = [r["t1"] for r in relevant if r["status"] == 200 and r["t0"] >= first]
+        ok = [r["t1"] for r in relevant if not failed(r) and r["t0"] >= first]
         out["unavailable_s"] = round(min(ok) - first, 2) if ok else None
         out["recovered_after_fault_s"] = round(min(ok) - start, 2) if ok else None
     spans = defaultdict(lambda: [float("inf"), 0.0])
