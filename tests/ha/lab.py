@@ -287,11 +287,18 @@ class Lab:
         p.wait()
 
     def pause(self, pid: int):
-        os.kill(pid, signal.SIGSTOP)
+        """SIGSTOP; a process that ended meanwhile (a Postgres backend whose client left) is skipped."""
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
         self.paused.add(pid)
 
     def resume(self, pid: int):
-        os.kill(pid, signal.SIGCONT)
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
         self.paused.discard(pid)
 
     def pg_processes(self, i: int) -> list[int]:
@@ -323,10 +330,7 @@ class Lab:
     # --- teardown ----------------------------------------------------------------------------------------
     def stop(self, keep: bool = False):
         for pid in list(self.paused):
-            try:
-                self.resume(pid)
-            except ProcessLookupError:
-                pass
+            self.resume(pid)
         for name, p in self.procs.items():
             if p.poll() is None:
                 p.send_signal(signal.SIGKILL if name.startswith(("redis", "sentinel")) else signal.SIGTERM)
