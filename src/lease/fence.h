@@ -20,7 +20,8 @@ int fence_recover(struct fg_error *err) FG_WUR;
  * replication id). A Redis that restarted from a file lagging its last writes,
  * or a promoted replica, may hold a sequence below fences already issued;
  * until a recovery succeeds (Postgres down), the sequence is marked
- * unverified. Never fails the connection itself. */
+ * unverified, and the command that made the connection fails (it might have
+ * been a grant); the connection itself is kept. */
 int fence_recover_on_connect(struct fg_error *err) FG_WUR;
 
 /* Before issuing fences: succeeds at once unless the sequence is unverified,
