@@ -100,7 +100,7 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
         fenced_pg_init(cfg, err) != 0 ||
         secret_load(cfg, gw.secret, sizeof gw.secret, &gw.secret_len, err) != 0)
         return -1;
-    redis_set_connect_hook(fence_recover_on_connect);
+    redis_set_connect_hook(fence_check_on_connect);
     warn_eviction_policy();
     struct fg_error beat_err = {0};
     if (janitor_beat(&beat_err) != 0)

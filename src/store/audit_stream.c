@@ -5,8 +5,9 @@
  * statement that ignores an entry already stored (unique source_id, added by
  * sql/010). Entries are deleted from the stream only after their row is
  * committed, so a crash in between stores a row twice at worst, which the
- * unique source_id turns into once. Must not: decide what is stale (the write
- * scripts do) or block the janitor for long (failures back off).
+ * unique source_id turns into once. Runs on the backend janitor thread only.
+ * Must not: decide what is stale (the write scripts do), or run on a thread
+ * that keeps leases alive (Postgres may stall).
  */
 #include "store/audit_stream.h"
 
@@ -48,14 +49,6 @@ static int ack(const char *const *ids, size_t n, struct fg_error *err)
         return -1;
     json_decref(out);
     return 0;
-}
-
-int audit_stream_store(const char *entry_id, const struct audit_record *rec, struct fg_error *err)
-{
-    if (insert_record(entry_id, rec, err) != 0)
-        return -1;
-    const char *ids[] = {entry_id};
-    return ack(ids, 1, err);
 }
 
 static const char *field(const json_t *fields, const char *name)
@@ -109,10 +102,10 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
     return rc;
 }
 
-void audit_stream_tick(int64_t now_ms)
+void audit_stream_tick(int64_t now_ms, bool poked)
 {
     static int64_t next_ms, backoff_ms;
-    if (now_ms < next_ms)
+    if (now_ms < next_ms && !(poked && backoff_ms == 0))
         return;
     struct fg_error err = {0};
     int stored = 0;

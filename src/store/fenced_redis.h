@@ -17,6 +17,7 @@
 
 #define FENCED_REDIS_AUDIT_STREAM "fg:audit"
 #define FENCED_REDIS_FENCE_PREFIX "fg:rf:"
+#define FENCED_REDIS_FLOOR_KEY    "fg:fence_floor" /* writes below this fence are refused */
 
 /* One write attempt; every pointer is borrowed for the call. */
 struct redis_write {
@@ -33,12 +34,13 @@ enum rw_outcome {
     RW_APPLIED,   /* the write and the new highest fence are stored */
     RW_STALE,     /* refused: an older fence than the stored one */
     RW_WRONGTYPE, /* refused: the key holds another type than the write needs */
+    RW_NOFLOOR,   /* not tried: Redis has no write floor (lost its data); recover first */
 };
 
 struct rw_result {
     enum rw_outcome outcome;
     int64_t fence;         /* applied: the fence now stored */
-    int64_t current_fence; /* stale: the stored fence that refused the write */
+    int64_t current_fence; /* stale: the stored fence (or the write floor) that refused it */
     char audit_id[64];     /* stale: the audit stream entry of the refusal */
     int64_t at_ms;         /* stale: Redis time of the refusal */
     char type[16];         /* wrongtype: what the key holds */

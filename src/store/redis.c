@@ -19,9 +19,10 @@
 #include "embedded.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/sock.h"
 
 #define MAX_SCRIPTS 64
-#define MAX_ARGS    32
+#define MAX_ARGS    48
 
 static struct {
     char host[256];
@@ -189,12 +190,15 @@ fail:
     return NULL;
 }
 
-/* The calling thread's connection, connecting (and running the hook) if needed. */
+/* The calling thread's connection, connecting (and running the hook) if there is
+ * none or the server closed it while idle. */
 static redisContext *thread_conn(struct fg_error *err)
 {
     redisContext *ctx = pthread_getspecific(rds.conn_key);
-    if (ctx != NULL)
+    if (ctx != NULL && !sock_idle_broken(ctx->fd))
         return ctx;
+    if (ctx != NULL)
+        redis_thread_done();
     ctx = connect_new(rds.timeout_ms, err);
     if (ctx == NULL)
         return NULL;
@@ -247,6 +251,8 @@ static long script_index(const char *name)
 static int decode_result(const redisReply *reply, const char *name, json_t **out,
                          struct fg_error *err)
 {
+    if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "LOADING", 7) == 0)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
     if (reply->type == REDIS_REPLY_ERROR)
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: %s", name, reply->str);
     if (reply->type != REDIS_REPLY_STRING)
@@ -305,6 +311,24 @@ static int simple_command(int argc, const char **argv, char *out, size_t cap, st
              reply->element[1]->type == REDIS_REPLY_STRING)
         snprintf(out, cap, "%s", reply->element[1]->str);
     else if (out != NULL)
+        snprintf(out, cap, "%s", "");
+    freeReplyObject(reply);
+    return rc;
+}
+
+int redis_run_id(char *out, size_t cap, struct fg_error *err)
+{
+    const char *argv[] = {"INFO", "server"};
+    redisReply *reply = thread_command(2, argv, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    const char *at = reply->type == REDIS_REPLY_STRING ? strstr(reply->str, "run_id:") : NULL;
+    if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "LOADING", 7) == 0)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+    else if (at != NULL)
+        snprintf(out, cap, "%.*s", (int)strcspn(at + 7, "\r\n"), at + 7);
+    else
         snprintf(out, cap, "%s", "");
     freeReplyObject(reply);
     return rc;
