@@ -50,7 +50,11 @@ static const char catalog_sql[] =
     " a.attgenerated <> '' OR a.attidentity = 'a' AS read_only,"
     " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
     " AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum AND i.indpred IS NULL"
-    " AND i.indexprs IS NULL) AS is_unique"
+    " AND i.indexprs IS NULL) AS is_unique,"
+    " (SELECT b.typname FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
+    " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_type,"
+    " coalesce((SELECT NOT co.collisdeterministic FROM pg_collation co"
+    " WHERE co.oid = a.attcollation), false) AS nondeterministic"
     " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
     " WHERE c.oid = to_regclass(quote_ident($1::text)) AND c.relkind IN ('r', 'p')"
     " AND a.attnum > 0 AND NOT a.attisdropped";
@@ -101,7 +105,15 @@ static int load_schema(const struct table_config *t, const json_t *columns,
                        "config key 'tables.%s.key': column \"%s\" is not a primary key or "
                        "single-column unique key",
                        t->name, t->key);
+    const char *base = json_string_value(json_object_get(key, "base_type"));
+    const char *refusal =
+        fenced_sql_key_refusal(base ? base : "", catalog_flag(key, "nondeterministic"));
+    if (refusal != NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.key': column \"%s\" (%s) cannot name a resource: %s",
+                       t->name, t->key, base ? base : "?", refusal);
     schema->key_type = catalog_type(key);
+    schema->key_numeric = fenced_sql_key_numeric(base ? base : "");
     schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
     schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
     FG_ASSERT(schema->column_types != NULL && schema->column_json != NULL);
@@ -430,22 +442,22 @@ static int claim(struct pg_conn *c, const struct fenced_batch *batch,
                  const struct fenced_writer *who, json_t **claimed, struct fg_error *err)
 {
     size_t n = batch->nops;
-    const char **types = calloc(n, sizeof *types);
+    const struct table_schema **schemas = calloc(n, sizeof *schemas);
     const char **params = calloc(1 + 2 * n, sizeof *params);
-    FG_ASSERT(types != NULL && params != NULL);
+    FG_ASSERT(schemas != NULL && params != NULL);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     params[0] = fence;
     for (size_t i = 0; i < n; i++) {
         const struct fenced_op *op = &batch->ops[i];
-        types[i] = fpg.schemas[op->table].key_type;
+        schemas[i] = &fpg.schemas[op->table];
         params[1 + 2 * i] = fpg.prefixes[op->table];
         params[2 + 2 * i] = op->key;
     }
-    char *sql = fenced_sql_claim(types, n);
+    char *sql = fenced_sql_claim(schemas, n);
     int rc = pg_exec(c, NULL, sql, (int)(1 + 2 * n), params, claimed, err);
     free(sql);
-    free(types);
+    free(schemas);
     free(params);
     return rc;
 }
