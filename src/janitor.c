@@ -60,6 +60,7 @@ static void *lease_janitor_main(void *arg)
         int64_t now = http_now_ms();
         waiter_tick(now);
         doorbell_reap_orphans(now);
+        http_server_reap_slow(now);
         if (now < next_beat)
             continue;
         struct fg_error err = {0};

@@ -19,8 +19,10 @@
 #include "config.h"
 #include "http/reply.h"
 #include "http/router.h"
+#include "http/strict.h"
 
 struct http_conn;
+struct api_key;
 
 struct http_request {
     struct route_match match;        /* route and decoded path parameters */
@@ -34,7 +36,10 @@ struct http_request {
     void (*state_free)(void *state); /* frees state when the request ends */
     char log_subject[256];           /* lock or resource named in the request log */
     char log_owner[128];             /* owner named in the request log */
-    struct http_conn *conn;          /* server-private connection state */
+    const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
+                                        when auth is off */
+    char request_id[REQUEST_ID_MAX_BYTES + 1]; /* X-Request-Id: the client's or a fresh one */
+    struct http_conn *conn;                    /* server-private connection state */
 };
 
 /* Starts listening on cfg's address with routes (table ends with a NULL pattern).
@@ -61,12 +66,24 @@ const char *http_request_query(const struct http_request *req, const char *name)
  * FG_ERR_INVALID_JSON if the body is not a JSON object. */
 json_t *http_request_json(struct http_request *req, struct fg_error *err);
 
+/*
+ * For handlers that check finer scopes than their route (a batch naming several
+ * tables, a listing filtered by name): 0 if the caller may act with scope
+ * needed (always when auth is off), else -1 with FG_ERR_FORBIDDEN naming it.
+ */
+int http_request_permit(const struct http_request *req, const char *needed,
+                        struct fg_error *err) FG_WUR;
+
 /* Socket of the connection (to watch a suspended client for hang-up). */
 int http_request_fd(const struct http_request *req);
 
 /* Wakes a request whose handler returned HANDLER_SUSPEND; callable from any
  * thread, also before the suspension has taken effect (the wake is kept). */
 void http_request_wake(struct http_request *req);
+
+/* Closes connections whose request headers did not arrive in full within
+ * limits.header_timeout_ms (janitor, every tick; cheap when nothing is due). */
+void http_server_reap_slow(int64_t now_ms);
 
 /* Monotonic clock in milliseconds. */
 int64_t http_now_ms(void);
