@@ -479,28 +479,32 @@ static json_t *stale_of(const json_t *claimed, const struct fenced_writer *who)
     return stale;
 }
 
-/* After the rollback of a stale batch: one audit row per stale resource. */
+/* After the rollback of a stale batch: one audit record for the request, naming
+ * the first stale resource (in resource order) and, in resources, all of them. */
 static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenced_writer *who,
                        struct fenced_result *res, struct fg_error *err)
 {
+    const json_t *first = json_array_get(stale, 0);
+    json_t *resources = json_array();
     size_t i;
     const json_t *item;
     json_array_foreach(stale, i, item)
-    {
-        struct audit_record rec = {
-            .resource = json_string_value(json_object_get(item, "resource")),
-            .lock_name = who->lock_name,
-            .presented_fence = who->fence,
-            .current_fence = json_integer_value(json_object_get(item, "current_fence")),
-            .owner = who->owner,
-            .client_addr = who->client_addr,
-            .method = "POST",
-            .reason = "stale_fence",
-        };
-        if (audit_insert_on(c, &rec, err) != 0)
-            return -1;
-    }
-    const json_t *first = json_array_get(stale, 0);
+        json_array_append(resources, json_object_get(item, "resource"));
+    struct audit_record rec = {
+        .resource = json_string_value(json_object_get(first, "resource")),
+        .lock_name = who->lock_name,
+        .presented_fence = who->fence,
+        .current_fence = json_integer_value(json_object_get(first, "current_fence")),
+        .owner = who->owner,
+        .client_addr = who->client_addr,
+        .method = "POST",
+        .reason = "stale_fence",
+        .resources = resources,
+    };
+    int rc = audit_insert_on(c, &rec, err);
+    json_decref(resources);
+    if (rc != 0)
+        return -1;
     res->outcome = FENCED_STALE;
     res->resource = strdup(json_string_value(json_object_get(first, "resource")));
     FG_ASSERT(res->resource != NULL);
