@@ -44,9 +44,9 @@ enum fenced_param {
 struct table_schema {
     const struct table_config *cfg; /* name, key and writable columns (borrowed) */
     char *key_type;                 /* SQL type of the key, as format_type prints it (owned) */
-    bool key_numeric;               /* the key is numeric: its identity drops the scale */
     char **column_types;            /* SQL type of each writable column (owned, cfg order) */
     bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
+    bool key_numeric;               /* the key is numeric: its identity drops the scale */
 };
 
 /* Frees what schema owns (not cfg) and zeroes it. */
