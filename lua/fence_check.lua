@@ -10,10 +10,10 @@
 -- KEYS[1] "fg:fence", KEYS[2] "fg:fence_limit", KEYS[3] "fg:fence_origin",
 -- KEYS[4] "fg:fence_floor"
 -- ARGV[1] run_id of the Redis process ("" unknown: never trusted)
--- Returns JSON {trusted}.
-local v = redis.call('MGET', KEYS[1], KEYS[3])
+-- Returns JSON {trusted, limit (the reserved limit, when trusted)}.
+local v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[2])
 if ARGV[1] ~= '' and v[1] ~= false and v[2] == ARGV[1] then
-  return cjson.encode({trusted = true})
+  return cjson.encode({trusted = true, limit = tonumber(v[3] or '0')})
 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
 return cjson.encode({trusted = false})

@@ -4,7 +4,7 @@
 -- markers of released leases.
 --
 -- Every lease script names every key it touches in KEYS: its own keys first,
--- then the six common keys below, from KEYS[first] on (lease_keys), so Redis
+-- then the seven common keys below, from KEYS[first] on (lease_keys), so Redis
 -- ACL key patterns can confine the gateway and nothing is built inside a script.
 --   fence        "fg:fence"        the last fence issued
 --   fence_limit  "fg:fence_limit"  the highest fence Postgres has reserved
@@ -13,6 +13,7 @@
 --   rid_until    base.."e"         sorted set request_id -> when it may be forgotten (ms)
 --   released     base.."x"         sorted set released lease id -> until when a
 --                                  retried release still answers 200 (ms)
+--   index        "fg:idx:lk" or "fg:idx:sm"  the listing index (below)
 
 -- How long a request_id outlives the latest end of its lease (a late retry
 -- then answers "ended", not a second lease).
@@ -20,7 +21,8 @@ local RID_GRACE_MS = 60000
 
 local function lease_keys(first)
   return {fence = KEYS[first], fence_limit = KEYS[first + 1], gateways = KEYS[first + 2],
-          rids = KEYS[first + 3], rid_until = KEYS[first + 4], released = KEYS[first + 5]}
+          rids = KEYS[first + 3], rid_until = KEYS[first + 4], released = KEYS[first + 5],
+          index = KEYS[first + 6]}
 end
 
 -- Redis's own clock in milliseconds: the only clock a lease is measured by.
@@ -132,4 +134,18 @@ end
 local function was_released(lk, lease, now)
   local till = redis.call('ZSCORE', lk.released, lease)
   return till ~= false and tonumber(till) > now
+end
+
+-- The listing index (lease_list.lua): "fg:idx:lk" (locks) and "fg:idx:sm"
+-- (semaphores), sorted sets of names all scored 0, read in name order with
+-- ZRANGEBYLEX. Every acquire adds its name, so a lock or semaphore that is held
+-- or has waiters is always in its index; a name is removed only by a script
+-- that sees it idle (a release, or a listing passing over it), so the index
+-- holds live names plus the few whose last lease expired unreleased.
+local function index_add(lk, name)
+  redis.call('ZADD', lk.index, 0, name)
+end
+
+local function index_drop_if_idle(lk, name, idle)
+  if idle then redis.call('ZREM', lk.index, name) end
 end

@@ -20,6 +20,7 @@ local k = lock_keys()
 
 if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
+index_add(k, name)
 
 local prior = rid_lease(k, rid, now)
 local known = prior ~= nil

@@ -13,6 +13,7 @@ local now = now_ms()
 local h = redis.call('HMGET', k.h, 'lease', 'granted_at', 'ttl')
 if h[1] == lease then
   release_to_next(k, name, lease, h[3], claim_ms, keep_ms, now)
+  index_drop_if_idle(k, name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
   return cjson.encode({r = 'released', held_ms = now - tonumber(h[2])})
 end
 if was_released(k, lease, now) then

@@ -26,6 +26,7 @@ local handoff = {}
 
 if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
+index_add(k, name)
 purge(k, now)
 
 local prior = rid_lease(k, rid, now)

@@ -5,10 +5,13 @@
  * whose re-check or deadline time came, gives back orphaned grants, and every
  * third of a waiter lease renews this gateway's mark in "fg:gateways" that
  * tells other gateways this process and its waiters are alive. The backend
- * janitor does everything that needs Postgres: copying the audit stream of
- * stale Redis writes into Postgres (store/audit_stream.c, backing off while
- * that fails), at once when a stale write pokes it. A stalled Postgres can thus
- * delay audit rows, never a waiter, a grant or the liveness mark.
+ * janitor does everything that needs Postgres or may take long: copying the
+ * audit stream of stale Redis writes into Postgres (store/audit_stream.c,
+ * backing off while that fails), at once when a stale write pokes it, and
+ * every few seconds dropping a bounded batch of idle names from the lease
+ * listing index (lease/lease_list.h), so names whose last lease expired
+ * unreleased do not pile up. A stalled Postgres can thus delay audit rows,
+ * never a waiter, a grant or the liveness mark.
  */
 #include "janitor.h"
 
@@ -20,6 +23,7 @@
 #include "gateway.h"
 #include "http/server.h"
 #include "lease/doorbell.h"
+#include "lease/lease_list.h"
 #include "lease/waiter.h"
 #include "store/audit_stream.h"
 #include "store/redis.h"
@@ -27,6 +31,7 @@
 
 #define TICK_MS         5
 #define BACKEND_TICK_MS 100
+#define INDEX_PRUNE_MS  5000 /* between two pruning passes over the listing index */
 
 static struct {
     pthread_t lease_thread;
@@ -48,6 +53,19 @@ int janitor_beat(struct fg_error *err)
         return -1;
     json_decref(out);
     return 0;
+}
+
+/* Walks each listing index one bounded batch further, starting over at its end. */
+static void prune_indexes(void)
+{
+    static char after[2][NAME_MAX_LEN + 1];
+    static const enum lease_list_kind kinds[2] = {LEASE_LIST_LOCKS, LEASE_LIST_SEMAPHORES};
+    for (int i = 0; i < 2; i++) {
+        struct lease_page page;
+        struct fg_error err = {0};
+        if (lease_list_prune(kinds[i], after[i], &page, &err) == 0)
+            snprintf(after[i], sizeof after[i], "%s", page.more ? page.next : "");
+    }
 }
 
 static void *lease_janitor_main(void *arg)
@@ -98,9 +116,15 @@ static bool backend_wait(void)
 static void *backend_janitor_main(void *arg)
 {
     (void)arg;
+    int64_t next_prune = 0;
     while (!jan.stop) {
         bool poked = backend_wait();
-        audit_stream_tick(http_now_ms(), poked);
+        int64_t now = http_now_ms();
+        audit_stream_tick(now, poked);
+        if (now >= next_prune) {
+            prune_indexes();
+            next_prune = now + INDEX_PRUNE_MS;
+        }
     }
     redis_thread_done();
     return NULL;

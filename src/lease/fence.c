@@ -21,6 +21,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,17 @@
 #define FENCE_OVERSHOOT SEMAPHORE_MAX_LIMIT
 
 #define RUN_ID_MAX 64
+
+/* The highest fence known to be issued or reserved, plus what one script may
+ * pass its limit by: no genuine token holds a fence above it. */
+static _Atomic int64_t ceiling;
+
+static void ceiling_raise(int64_t reserved)
+{
+    int64_t seen = atomic_load(&ceiling), next = reserved + FENCE_OVERSHOOT;
+    while (next > seen && !atomic_compare_exchange_weak(&ceiling, &seen, next))
+        ;
+}
 
 /* The run_id of the Redis process last seen by a new connection. */
 static struct {
@@ -90,6 +102,7 @@ int fence_recover(struct fg_error *err)
     json_t *out = NULL;
     if (redis_script("fence_raise.lua", 4, argv, 8, &out, err) != 0)
         return -1;
+    ceiling_raise(limit);
     log_event(trusted ? LOG_DEBUG : LOG_WARN, trusted ? "fences_reserved" : "fences_recovered",
               json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)issued, "floor", (json_int_t)floor,
                         "limit", (json_int_t)limit));
@@ -108,10 +121,29 @@ int fence_check_on_connect(struct fg_error *err)
     json_t *out = NULL;
     if (redis_script("fence_check.lua", 4, argv, 5, &out, err) != 0)
         return -1;
-    if (!json_is_true(json_object_get(out, "trusted")))
+    if (json_is_true(json_object_get(out, "trusted")))
+        ceiling_raise((int64_t)json_integer_value(json_object_get(out, "limit")));
+    else
         log_message(LOG_WARN, "fence_unverified",
                     "Redis may have lost fences (restarted, failed over or flushed): none are "
                     "issued until they are reserved again in Postgres");
     json_decref(out);
     return 0;
+}
+
+int fence_check_issued(int64_t fence, struct fg_error *err)
+{
+    if (fence <= atomic_load(&ceiling))
+        return 0;
+    int64_t reserved = 0;
+    if (pg_reserved_fences(&reserved, err) != 0)
+        return -1;
+    ceiling_raise(reserved);
+    if (fence <= atomic_load(&ceiling))
+        return 0;
+    log_event(
+        LOG_WARN, "fence_beyond_issued",
+        json_pack("{s:I, s:I}", "fence", (json_int_t)fence, "reserved", (json_int_t)reserved));
+    return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
+                   "fence %" PRId64 " is above every fence this gateway issued", fence);
 }

@@ -7,6 +7,8 @@
 #ifndef FG_FENCE_H
 #define FG_FENCE_H
 
+#include <stdint.h>
+
 #include "util/error.h"
 
 #define FENCE_KEY        "fg:fence"        /* Redis: the last fence issued */
@@ -27,5 +29,14 @@ int fence_recover(struct fg_error *err) FG_WUR;
  * so that the connection is dropped, only when Redis did not answer the check
  * (e.g. still loading its data). */
 int fence_check_on_connect(struct fg_error *err) FG_WUR;
+
+/*
+ * Refuses a fence above every fence issued or reserved by any gateway
+ * (FG_ERR_INVALID_FENCE_TOKEN), even in a correctly signed token: a leaked
+ * signing key must not push a resource's fence out of reach. Costs nothing up
+ * to the highest reservation this process has seen; above it, one Postgres
+ * read (another gateway may have reserved more since).
+ */
+int fence_check_issued(int64_t fence, struct fg_error *err) FG_WUR;
 
 #endif

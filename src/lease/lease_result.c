@@ -23,8 +23,9 @@ static const struct {
     {"renewed", LEASE_RENEWED},
 };
 
-void lease_common_keys_init(struct lease_common_keys *k, const char *base)
+void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index)
 {
+    k->index = index;
     snprintf(k->rids, sizeof k->rids, "%sr", base);
     snprintf(k->rid_until, sizeof k->rid_until, "%se", base);
     snprintf(k->released, sizeof k->released, "%sx", base);
@@ -38,6 +39,7 @@ void lease_common_keys_put(const struct lease_common_keys *k, const char **out)
     out[3] = k->rids;
     out[4] = k->rid_until;
     out[5] = k->released;
+    out[6] = k->index;
 }
 
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode)

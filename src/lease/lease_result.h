@@ -70,18 +70,20 @@ struct lease_result {
 };
 
 /* The keys that every lease script receives after its own (lua/lib_lease.lua):
- * the fence sequence and its reserved limit, the live gateways, and the
- * request ids and released leases of one lock or semaphore (base "fg:lk:{N}:"
- * or "fg:sm:{N}:"). */
-#define LEASE_COMMON_NKEYS 6
+ * the fence sequence and its reserved limit, the live gateways, the request
+ * ids and released leases of one lock or semaphore (base "fg:lk:{N}:" or
+ * "fg:sm:{N}:"), and the listing index of its kind. */
+#define LEASE_COMMON_NKEYS 7
 struct lease_common_keys {
     char rids[NAME_MAX_LEN + 16];      /* base.."r" */
     char rid_until[NAME_MAX_LEN + 16]; /* base.."e" */
     char released[NAME_MAX_LEN + 16];  /* base.."x" */
+    const char *index;                 /* "fg:idx:lk" or "fg:idx:sm" (static) */
 };
 
-/* Fills k for the lock or semaphore whose keys start with base. */
-void lease_common_keys_init(struct lease_common_keys *k, const char *base);
+/* Fills k for the lock or semaphore whose keys start with base and whose
+ * kind's listing index is index (a static string). */
+void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index);
 
 /* Copies the common keys, in script order, into out[0..LEASE_COMMON_NKEYS). */
 void lease_common_keys_put(const struct lease_common_keys *k, const char **out);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "lease/lease_list.h"
 #include "store/redis.h"
 
 /* The keys of lock name, in script order (lua/lib_lock.lua), and its base. */
@@ -29,7 +30,7 @@ static void lock_keys_init(struct lock_keys *k, const char *name)
     snprintf(k->holder, sizeof k->holder, "%sh", k->base);
     snprintf(k->queue, sizeof k->queue, "%sq", k->base);
     snprintf(k->waiters, sizeof k->waiters, "%sw", k->base);
-    lease_common_keys_init(&k->common, k->base);
+    lease_common_keys_init(&k->common, k->base, LEASE_LIST_LOCK_INDEX);
 }
 
 /* Runs lock script `script` with the keys of k and the arguments args[0..nargs). */

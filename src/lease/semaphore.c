@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "lease/lease_list.h"
 #include "store/redis.h"
 
 #define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */
@@ -38,7 +39,7 @@ static void sem_keys_init(struct sem_keys *k, const char *name)
     snprintf(k->waiters, sizeof k->waiters, "%sw", k->base);
     snprintf(k->limit, sizeof k->limit, "%sl", k->base);
     snprintf(k->tickets, sizeof k->tickets, "%st", k->base);
-    lease_common_keys_init(&k->common, k->base);
+    lease_common_keys_init(&k->common, k->base, LEASE_LIST_SEM_INDEX);
 }
 
 /* Runs semaphore script `script` with the keys of k and the arguments args[0..nargs). */

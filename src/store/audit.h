@@ -46,4 +46,12 @@ int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec,
  */
 int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error *err) FG_WUR;
 
+/*
+ * Rejections within window w: a new object {"since_ms", "until_ms",
+ * "per_minute": [{"minute_ms", "rejections"}] (minutes without any left out),
+ * "top_resources": [{"resource", "rejections"}] (the top most refused, most
+ * first)} in *out.
+ */
+int audit_summary(const struct audit_window *w, int top, json_t **out, struct fg_error *err) FG_WUR;
+
 #endif
