@@ -15,8 +15,8 @@
 --                                  retried release still answers 200 (ms)
 --   index        "fg:idx:lk" or "fg:idx:sm"  the listing index (below)
 
--- How long a request_id outlives the latest end of its lease (a late retry
--- then answers "ended", not a second lease).
+-- How long a request_id outlives its lease's expiry (a late retry then
+-- answers "ended", not a second lease).
 local RID_GRACE_MS = 60000
 
 local function lease_keys(first)
@@ -63,9 +63,10 @@ local function gateway_alive(lk, inst, now)
 end
 
 -- Request ids. A request_id maps to its lease while a retry could still come:
--- until the wait and the longest hold of its latest request have passed, and,
--- once granted, until the lease's hold deadline (refreshed at grant, claim and
--- renew) plus RID_GRACE_MS. Forgotten ids are pruned a few at a time.
+-- until the wait and the lease of its latest request could have ended (the
+-- caller's request_id ttl), and, once granted, until RID_GRACE_MS after the
+-- lease's expiry, refreshed at grant, claim and renew. Never shortened; ids
+-- whose time is up are pruned a few at a time.
 
 -- The lease id of request_id rid, or nil.
 local function rid_lease(lk, rid, now)
@@ -92,9 +93,9 @@ local function rid_keep(lk, rid, lease, till, now)
   keep_until(lk.rid_until, till, now)
 end
 
--- Keeps rid of a lease that holds until hold_until (its hold deadline).
-local function rid_hold(lk, rid, lease, hold_until, now)
-  rid_keep(lk, rid, lease, tonumber(hold_until) + RID_GRACE_MS, now)
+-- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed).
+local function rid_hold(lk, rid, lease, expires_at, now)
+  rid_keep(lk, rid, lease, tonumber(expires_at) + RID_GRACE_MS, now)
 end
 
 -- Forgets rid if it still names lease.

@@ -40,7 +40,7 @@ local function grant_next(k, name, claim_ms, now)
                    'ttl', w.ttl, 'hold_until', now + w.max_hold, 'granted_at', now, 'claimed', '0',
                    'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
         redis.call('PEXPIRE', k.h, math.min(w.ttl, claim_ms))
-        rid_hold(k, w.rid, head, now + w.max_hold, now)
+        rid_hold(k, w.rid, head, now + w.ttl, now)
         redis.call('PUBLISH', 'fg:bell:' .. w.inst, 'l|' .. head .. '|' .. name)
         return head
       end
@@ -50,13 +50,13 @@ local function grant_next(k, name, claim_ms, now)
 end
 
 -- Starts the full lease of a granted-but-unclaimed holder, on behalf of the
--- connection attach, and keeps its request_id for as long as it may hold.
+-- connection attach, and keeps its request_id for as long as it holds.
 -- Returns the expiry time.
 local function claim(k, now, attach)
-  local h = redis.call('HMGET', k.h, 'ttl', 'lease', 'rid', 'hold_until')
+  local h = redis.call('HMGET', k.h, 'ttl', 'lease', 'rid')
   redis.call('HSET', k.h, 'claimed', '1', 'attach', attach)
   redis.call('PEXPIRE', k.h, tonumber(h[1]))
-  rid_hold(k, h[3], h[2], h[4], now)
+  rid_hold(k, h[3], h[2], now + tonumber(h[1]), now)
   return now + tonumber(h[1])
 end
 

@@ -63,7 +63,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
         redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,
                    hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
                    attach = w.attach}))
-        rid_hold(k, w.rid, head, now + w.max_hold, now)
+        rid_hold(k, w.rid, head, now + w.ttl, now)
         if here then
           handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
         else
@@ -90,14 +90,14 @@ local function holder_of(k, lease)
 end
 
 -- Starts the full lease of holder record rec (granted, maybe unclaimed) on
--- behalf of connection attach, and keeps its request_id for as long as it may
--- hold. Returns the expiry time.
+-- behalf of connection attach, and keeps its request_id for as long as it
+-- holds. Returns the expiry time.
 local function claim(k, lease, rec, now, attach)
   rec.claimed = 1
   rec.attach = attach
   redis.call('HSET', k.d, lease, cjson.encode(rec))
   redis.call('ZADD', k.h, now + rec.ttl, lease)
-  rid_hold(k, rec.rid, lease, rec.hold_until, now)
+  rid_hold(k, rec.rid, lease, now + rec.ttl, now)
   return now + rec.ttl
 end
 

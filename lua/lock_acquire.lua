@@ -44,7 +44,7 @@ if not holder[1] then
     redis.call('HSET', k.h, 'lease', lease, 'fence', fence, 'owner', owner, 'ttl', ttl,
                'hold_until', now + max_hold, 'granted_at', now, 'claimed', '1', 'rid', rid, 'inst', inst, 'attach', attach)
     redis.call('PEXPIRE', k.h, ttl)
-    rid_hold(k, rid, lease, now + max_hold, now)
+    rid_hold(k, rid, lease, now + ttl, now)
     return granted_reply(k, lease, now + ttl)
   end
 end

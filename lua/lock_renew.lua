@@ -15,5 +15,5 @@ if now + ttl > tonumber(h[4]) then
 end
 redis.call('HSET', k.h, 'claimed', '1')
 redis.call('PEXPIRE', k.h, ttl)
-rid_hold(k, h[5], lease, h[4], now)
+rid_hold(k, h[5], lease, now + ttl, now)
 return cjson.encode({r = 'renewed', fence = tonumber(h[2]), ttl = ttl, expires_at = now + ttl})

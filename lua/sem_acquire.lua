@@ -75,7 +75,7 @@ if not queued then
            rid = rid, inst = inst, attach = attach}
     redis.call('HSET', k.d, lease, cjson.encode(rec))
     redis.call('ZADD', k.h, now + ttl, lease)
-    rid_hold(k, rid, lease, now + max_hold, now)
+    rid_hold(k, rid, lease, now + ttl, now)
     tidy(k, now, keep_ms)
     return granted_reply(lease, rec, now + ttl, handoff)
   end

@@ -24,7 +24,7 @@ else
     rec.claimed = 1
     redis.call('HSET', k.d, lease, cjson.encode(rec))
     redis.call('ZADD', k.h, now + ttl, lease)
-    rid_hold(k, rec.rid, lease, rec.hold_until, now)
+    rid_hold(k, rec.rid, lease, now + ttl, now)
     reply = {r = 'renewed', fence = rec.fence, ttl = ttl, expires_at = now + ttl}
   end
 end

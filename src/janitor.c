@@ -7,11 +7,11 @@
  * tells other gateways this process and its waiters are alive. The backend
  * janitor does everything that needs Postgres or may take long: copying the
  * audit stream of stale Redis writes into Postgres (store/audit_stream.c,
- * backing off while that fails), at once when a stale write pokes it, and
- * every few seconds dropping a bounded batch of idle names from the lease
- * listing index (lease/lease_list.h), so names whose last lease expired
- * unreleased do not pile up. A stalled Postgres can thus delay audit rows,
- * never a waiter, a grant or the liveness mark.
+ * backing off while that fails), at once when a stale write pokes it, pruning
+ * audit records past their retention (store/audit.h), and every few seconds dropping a bounded
+ * batch of idle names from the lease listing index (lease/lease_list.h), so names whose last lease
+ * expired unreleased do not pile up. A stalled Postgres can thus delay audit rows, never a waiter,
+ * a grant or the liveness mark.
  */
 #include "janitor.h"
 
@@ -25,6 +25,7 @@
 #include "lease/doorbell.h"
 #include "lease/lease_list.h"
 #include "lease/waiter.h"
+#include "store/audit.h"
 #include "store/audit_stream.h"
 #include "store/redis.h"
 #include "util/log.h"
@@ -121,6 +122,7 @@ static void *backend_janitor_main(void *arg)
         bool poked = backend_wait();
         int64_t now = http_now_ms();
         audit_stream_tick(now, poked);
+        audit_retention_tick(now, gw.cfg->audit_retention_days);
         if (now >= next_prune) {
             prune_indexes();
             next_prune = now + INDEX_PRUNE_MS;

@@ -6,15 +6,29 @@
  * prepared statement per combination of filters so that each can use its index
  * (resources (GIN), (lock_name, id) or the key), and the per-minute counts and
  * most refused resources of GET /v1/audit/summary. Paging by id never skips a
- * record: sql/011 makes ids visible in id order.
+ * record: sql/011 makes ids visible in id order. It also prunes records past
+ * limits.audit_retention_days, in small batches (backend janitor).
  */
 #include "store/audit.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "store/pg.h"
+#include "util/log.h"
+
+#define PRUNE_BATCH    500   /* records per delete statement */
+#define PRUNE_BUSY_MS  1000  /* next batch while old records remain */
+#define PRUNE_IDLE_MS  60000 /* next look once none remain */
+#define PRUNE_FIRST_MS 1000  /* first look after start-up */
+
+static const char prune_sql[] =
+    "WITH doomed AS (SELECT id FROM fencegate.rejections"
+    " WHERE at < now() - make_interval(days => $1::int) ORDER BY at LIMIT $2::int"
+    " FOR UPDATE SKIP LOCKED)"
+    " DELETE FROM fencegate.rejections r USING doomed WHERE r.id = doomed.id RETURNING r.id";
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
@@ -146,6 +160,45 @@ int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error
                        : json_null();
     *out = json_pack("{s:o, s:o}", "items", items, "next_after_id", next);
     return 0;
+}
+
+int audit_prune(long long days, int batch, int *deleted, struct fg_error *err)
+{
+    char days_text[24], batch_text[16];
+    snprintf(days_text, sizeof days_text, "%lld", days);
+    snprintf(batch_text, sizeof batch_text, "%d", batch);
+    const char *params[] = {days_text, batch_text};
+    json_t *rows = NULL;
+    *deleted = 0;
+    if (pg_query("audit_prune", prune_sql, 2, params, &rows, err) != 0)
+        return -1;
+    *deleted = (int)json_array_size(rows);
+    json_decref(rows);
+    return 0;
+}
+
+void audit_retention_tick(int64_t now_ms, long long days)
+{
+    static int64_t next_ms;
+    static bool failing;
+    if (next_ms == 0)
+        next_ms = now_ms + PRUNE_FIRST_MS;
+    if (now_ms < next_ms)
+        return;
+    struct fg_error err = {0};
+    int deleted = 0;
+    if (audit_prune(days, PRUNE_BATCH, &deleted, &err) != 0) {
+        if (!failing)
+            log_message(LOG_WARN, "audit_prune_failed", "%s", err.msg);
+        failing = true;
+        next_ms = now_ms + PRUNE_IDLE_MS;
+        return;
+    }
+    failing = false;
+    if (deleted > 0)
+        log_event(LOG_INFO, "audit_pruned",
+                  json_pack("{s:i, s:I}", "records", deleted, "retention_days", (json_int_t)days));
+    next_ms = now_ms + (deleted == PRUNE_BATCH ? PRUNE_BUSY_MS : PRUNE_IDLE_MS);
 }
 
 static const char summary_minutes_sql[] =

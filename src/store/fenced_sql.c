@@ -6,7 +6,10 @@
  * parameter. It must not run SQL or look at request bodies.
  *
  * A write is one statement of three CTEs:
- *   f  upserts fencegate.resource_fences to greatest(stored, presented). The
+ *   f  upserts fencegate.resource_fences to greatest(stored, presented). For a
+ *      PATCH or DELETE it does so only if the row or a fence of the resource
+ *      exists: a write to a missing row (404) leaves no fence behind, and the
+ *      statement then answers no row at all. The
  *      upsert always updates, so it locks the fence row (serializing writers of
  *      one resource) and, under READ COMMITTED, evaluates greatest() on the
  *      newest committed version after waiting for a concurrent writer; RETURNING
@@ -195,6 +198,23 @@ static void put_delete(FILE *out, const struct table_schema *s)
     fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
 }
 
+/* WHERE clause of f for writes that need an existing row: the row is there,
+ * or the resource has a fence already (then a stale write is still refused
+ * and audited, and nothing new is stored). */
+static void put_target_exists(FILE *out, const struct table_schema *s)
+{
+    fputs(" WHERE EXISTS (SELECT 1 FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS e WHERE e.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out,
+            " = $2::%s) OR EXISTS (SELECT 1 FROM fencegate.resource_fences AS x"
+            " WHERE x.resource = ",
+            s->key_type);
+    put_resource(out, 3, 2, s);
+    fputs(")", out);
+}
+
 char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, const bool *written,
                        int *nparams)
 {
@@ -202,9 +222,12 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) VALUES (", out);
+    fputs("WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ", out);
     put_resource(out, 3, 2, s);
-    fprintf(out, ", $1::bigint)%s), w AS (", fence_raise);
+    fputs(", $1::bigint", out);
+    if (kind == FENCED_PATCH || kind == FENCED_DELETE)
+        put_target_exists(out, s);
+    fprintf(out, "%s), w AS (", fence_raise);
     int n = FENCED_PARAM_COUNT;
     switch (kind) {
     case FENCED_PATCH: put_update(out, s, written); break;

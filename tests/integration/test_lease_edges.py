@@ -1,10 +1,10 @@
 """Lease bookkeeping at the edges (issue 16, items 5, 6, 7 and 10).
 
-- A request_id is remembered for as long as the lease it names may hold: its memory is refreshed at
-  grant, claim and renew from the lease's own hold deadline, and by every retry, not fixed by the first
-  request. (Broken variant caught: lib_lease.lua's rid_hold made a no-op and rid_keep keeping the first
-  request's time, as before the fix — the entry then expired at the first request's wait + max_hold +
-  60 s, long before the retry's hold deadline.)
+- A request_id is remembered for as long as the lease it names holds: its memory is refreshed at grant,
+  claim and renew from the lease's own expiry, and by every retry, not fixed by the first request.
+  (Broken variant caught: lib_lease.lua's rid_hold made a no-op and rid_keep keeping the first request's
+  time, as before the fix — the entry then expired at the first request's wait + ttl + 60 s, long before
+  the retry's lease and its renewal ended.)
 - A retried release answers 200 however many other leases of the same lock or semaphore were released
   since: released leases are remembered by time, not by count. (Broken variant caught: mark_released
   trimming to the newest 64 entries again — the retried release answered 410.)
@@ -67,11 +67,11 @@ class LeaseEdges(unittest.TestCase):
         holder = acquire(self.c, name, ttl_ms=30000)
         self.assertEqual(holder.status, 200, holder)
         first = Waiter(self.gw, f"/v1/locks/{name}/acquire",
-                       {"request_id": "rid-long", "wait_ms": 20000, "max_hold_ms": 1000, "ttl_ms": 1000})
+                       {"request_id": "rid-long", "wait_ms": 20000, "ttl_ms": 100})
         first.start()
         wait_for(lambda: status(self.c, name)["waiting"] == 1, what="the first request queued")
         retry = Waiter(self.gw, f"/v1/locks/{name}/acquire",
-                       {"request_id": "rid-long", "wait_ms": 20000, "max_hold_ms": 3600000, "ttl_ms": 60000})
+                       {"request_id": "rid-long", "wait_ms": 20000, "ttl_ms": 200000})
         retry.start()
         first.join(30)  # the retry took its place in the queue over
         self.assertEqual(status(self.c, name)["waiting"], 1)
@@ -79,19 +79,24 @@ class LeaseEdges(unittest.TestCase):
         retry.join(30)
         self.assertEqual(retry.response.status, 200, retry.response)
         granted = retry.response.body
-        self.assertEqual(renew(self.c, name, granted["token"], ttl_ms=60000).status, 200)
-        with Redis() as r:
-            base = f"fg:lk:{{{name}}}:"
-            remembered_until = int(r.cmd("ZSCORE", base + "e", "rid-long"))
-            hold_until = int(r.cmd("HGET", base + "h", "hold_until"))
-            pttl = int(r.cmd("PTTL", base + "r"))
-            now_ms = int(r.cmd("TIME")[0]) * 1000
-        self.assertGreaterEqual(remembered_until, hold_until,
-                                "the request_id would be forgotten while its lease may still hold")
-        self.assertGreater(pttl, hold_until - now_ms - 5000)
+        self.assertGreaterEqual(self.remembered_until(name), granted["expires_at_ms"],
+                                "the request_id would be forgotten while its lease still holds")
+        renewed = renew(self.c, name, granted["token"], ttl_ms=400000)
+        self.assertEqual(renewed.status, 200, renewed)
+        self.assertGreaterEqual(self.remembered_until(name), renewed.body["expires_at_ms"],
+                                "a renewal did not keep the request_id for the renewed lease")
         again = acquire(self.c, name, request_id="rid-long", ttl_ms=60000)
         self.assertEqual((again.status, again.body.get("token")), (200, granted["token"]), again)
         self.assertEqual(release(self.c, name, granted["token"]).status, 200)
+
+    def remembered_until(self, name: str) -> int:
+        """Until when (Redis ms) lock name remembers request id rid-long; its keys live at least as long."""
+        with Redis() as r:
+            base = f"fg:lk:{{{name}}}:"
+            till = int(r.cmd("ZSCORE", base + "e", "rid-long"))
+            now_ms = int(r.cmd("TIME")[0]) * 1000
+            self.assertGreater(int(r.cmd("PTTL", base + "r")), till - now_ms - 2000)
+        return till
 
     # -- item 6 --------------------------------------------------------------------------------------------
 
