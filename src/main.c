@@ -67,6 +67,8 @@ static const char usage[] =
     "  FENCEGATE_AUTH_KEYS_FILE  JSON array of API key entries, re-read on SIGHUP\n"
     "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n"
     "\n"
+    "The operator console is served at /ui/ (\"ui\": false in the file turns it off).\n"
+    "\n"
     "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys and secrets.\n";
 
 static const char *env_lookup(const char *name)
