@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "auth/keys.h"
 #include "gateway.h"
 #include "janitor.h"
 #include "lease/fence.h"
@@ -111,6 +112,7 @@ static int write_request_init(struct http_request *req, const char *method,
         .owner = wr->owner,
         .client_addr = req->client_addr,
         .method = method,
+        .principal = req->principal != NULL ? req->principal->id : "",
     };
     return 0;
 }

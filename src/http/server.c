@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "auth/keys.h"
+#include "http/tls.h"
 #include "lease/token.h"
 #include "util/fgjson.h"
 #include "util/log.h"
@@ -670,13 +671,22 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     } else {
         return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
     }
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (tls_enabled())
+        flags |= MHD_USE_TLS;
+    else
+        tls_options[0].option = MHD_OPTION_END;
     server.daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
         NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_END);
+        on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_ARRAY,
+        tls_options, MHD_OPTION_END);
     if (server.daemon == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
                        cfg->listen_port);

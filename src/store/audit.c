@@ -32,17 +32,17 @@ static const char prune_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
-    " owner, client_addr, method, reason, source_id, resources)"
+    " owner, client_addr, method, reason, source_id, principal, resources)"
     " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
     " ELSE clock_timestamp() END, $2::text, $3::text, $4::bigint, $5::bigint, $6::text,"
-    " $7::text, $8::text, $9::text, $10::text,"
-    " CASE WHEN $11::text IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($11::json))"
+    " $7::text, $8::text, $9::text, $10::text, $11::text,"
+    " CASE WHEN $12::text IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($12::json))"
     " END)"
     " ON CONFLICT (source_id) DO NOTHING";
 
 #define QUERY_COLUMNS                                                                              \
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
-    " presented_fence, current_fence, owner, client_addr, method, reason,"                         \
+    " presented_fence, current_fence, owner, client_addr, method, reason, principal,"              \
     " array_to_json(resources)::text AS resources"                                                 \
     " FROM fencegate.rejections WHERE id > $1::bigint"                                             \
     " AND at >= to_timestamp($2::bigint / 1000.0)"                                                 \
@@ -70,6 +70,7 @@ static const struct {
 } text_members[] = {
     {"resource", "resource"},       {"lock_name", "lock"}, {"owner", "owner"},
     {"client_addr", "client_addr"}, {"method", "method"},  {"reason", "reason"},
+    {"principal", "principal"},
 };
 
 static const char *const integer_members[] = {"id", "at_ms", "presented_fence", "current_fence"};
@@ -95,9 +96,11 @@ static int insert(struct pg_conn *conn, const struct audit_record *rec, struct f
                             rec->method,
                             rec->reason,
                             rec->source_id,
+                            rec->principal != NULL && rec->principal[0] != '\0' ? rec->principal
+                                                                                : NULL,
                             resources};
-    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 11, params, NULL, err)
-                          : pg_query("audit_insert", insert_sql, 11, params, NULL, err);
+    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 12, params, NULL, err)
+                          : pg_query("audit_insert", insert_sql, 12, params, NULL, err);
     free(resources);
     return rc;
 }

@@ -27,6 +27,7 @@ struct audit_record {
     const char *source_id;   /* key of a record copied from a queue (stored once), or NULL */
     const json_t *resources; /* every resource that refused the request (array of strings,
                                 borrowed), or NULL: just resource */
+    const char *principal;   /* id of the writer's API key, NULL or "" when auth is off */
 };
 
 /* Inserts one audit row; a second row with the same source_id is not stored. */
@@ -41,7 +42,7 @@ int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec,
  * The records matching filter (filter->resource: any of a record's resources),
  * in id order, which is commit order: a new object {"items": [{"id", "at_ms",
  * "resource", "resources", "lock", "presented_fence", "current_fence", "owner",
- * "client_addr", "method", "reason"}], "next_after_id": <id of the last item
+ * "client_addr", "method", "reason", "principal"}], "next_after_id": <id of the last item
  * when the page is full, else null>} in *out.
  */
 int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error *err) FG_WUR;

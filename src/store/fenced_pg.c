@@ -327,6 +327,7 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
     params[FENCED_PARAM_OWNER] = who->owner;
     params[FENCED_PARAM_CLIENT] = who->client_addr;
     params[FENCED_PARAM_METHOD] = fenced_kind_method(op->kind);
+    params[FENCED_PARAM_PRINCIPAL] = who->principal;
     int n = FENCED_PARAM_COUNT;
     if (op->kind != FENCED_DELETE)
         for (size_t i = 0; i < op->ncolumns; i++)
@@ -502,6 +503,7 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
         .client_addr = who->client_addr,
         .method = "POST",
         .reason = "stale_fence",
+        .principal = who->principal,
         .resources = resources,
     };
     int rc = audit_insert_on(c, &rec, err);
