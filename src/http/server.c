@@ -558,19 +558,18 @@ void http_server_reap_slow(int64_t now_ms)
     if (now_ms < watches.next_scan_ms || watches.head.next == NULL)
         return;
     watches.next_scan_ms = now_ms + REAP_INTERVAL_MS;
-    int reaped = 0;
     pthread_mutex_lock(&watches.lock);
-    /* Armed in time order with one timeout, so the list is sorted by due_ms. */
+    /* Armed in time order with one timeout, so the list is sorted by due_ms.
+     * Counted before the shutdown: a client that sees its connection end may
+     * read the metric at once. */
     while (watches.head.next != &watches.head && watches.head.next->due_ms <= now_ms) {
         struct conn_watch *w = watches.head.next;
         watch_unlink(w);
+        metrics_slow_headers_closed(1);
         if (w->fd != MHD_INVALID_SOCKET)
             shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
-        reaped++;
     }
     pthread_mutex_unlock(&watches.lock);
-    if (reaped > 0)
-        metrics_slow_headers_closed(reaped);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url,
