@@ -3,7 +3,7 @@
 --
 -- Every write script takes the same keys and leading arguments:
 --   KEYS[1] the written key, KEYS[2] its fence "fg:rf:"..key, KEYS[3] the audit
---   stream "fg:audit"
+--   stream "fg:audit", KEYS[4] the write floor "fg:fence_floor"
 --   ARGV[1] presented fence, ARGV[2] resource ("redis:"..key), ARGV[3] lock or
 --   semaphore name of the token, ARGV[4] owner ("" if none), ARGV[5] client
 --   address, ARGV[6] HTTP method, ARGV[7] id of the writer's API key ("" when
@@ -13,10 +13,19 @@
 -- but appends one audit entry to the stream, which the gateways drain into
 -- Postgres (fencegate.rejections), so the record survives a Postgres outage.
 -- The fence key outlives a DELETE of the key: a stale holder cannot recreate it.
+-- The highest fence of a key lives only in Redis, so after Redis may have lost
+-- data (lua/fence_check.lua) every token issued before is refused: the recovery
+-- raises the write floor above every fence issued before the loss, and a fence
+-- below the floor counts as stale whatever is stored for the key. Without a
+-- floor (a flushed Redis, before any recovery) nothing is written: the script
+-- answers "nofloor" and the gateway recovers first.
 
--- Returns nil when the write may go on, else the JSON reply of a stale write.
+-- Returns nil when the write may go on, else the JSON reply of a stale write
+-- (or of a Redis that has no floor).
 local function refuse_stale()
-  local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local v = redis.call('MGET', KEYS[2], KEYS[4])
+  if v[2] == false then return cjson.encode({r = 'nofloor'}) end
+  local cur = math.max(tonumber(v[1] or '0'), tonumber(v[2]))
   local fence = tonumber(ARGV[1])
   if fence >= cur then return nil end
   local t = redis.call('TIME')

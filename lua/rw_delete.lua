@@ -2,7 +2,7 @@
 -- rw_delete.lua: fenced DELETE of the key (its fence stays).
 -- KEYS, ARGV[1..7]: see lib_rw.lua.
 -- Returns JSON {r=...}: applied {fence, deleted}, stale {current, audit_id, at_ms},
--- missing {} (no such key: nothing is stored, not even a fence, so that deletes
+-- nofloor {}, missing {} (no such key: nothing is stored, not even a fence, so that deletes
 -- of keys that never existed cannot fill Redis with fence keys).
 local stale = refuse_stale()
 if stale then return stale end

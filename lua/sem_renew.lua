@@ -1,6 +1,6 @@
 -- uses: lib_lease.lua lib_sem.lua
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
--- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
+-- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
 -- ARGV: name, lease, ttl_ms ("0": the lease's own ttl), claim_ms, keep_ms,
 --       gateway instance id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
@@ -24,6 +24,7 @@ else
     rec.claimed = 1
     redis.call('HSET', k.d, lease, cjson.encode(rec))
     redis.call('ZADD', k.h, now + ttl, lease)
+    rid_hold(k, rec.rid, lease, now + ttl, now)
     reply = {r = 'renewed', fence = rec.fence, ttl = ttl, expires_at = now + ttl}
   end
 end

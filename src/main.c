@@ -143,7 +143,7 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
     if (redis_init(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
         fenced_pg_init(cfg, err) != 0 || secrets_take(cfg, err) != 0)
         return -1;
-    redis_set_connect_hook(fence_recover_on_connect);
+    redis_set_connect_hook(fence_check_on_connect);
     warn_eviction_policy();
     struct fg_error beat_err = {0};
     if (janitor_beat(&beat_err) != 0)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gateway.h"
 #include "lease/fence.h"
 #include "store/redis.h"
 
@@ -21,6 +22,25 @@ static const struct {
     {"lost", LEASE_LOST},         {"superseded", LEASE_SUPERSEDED}, {"max_hold", LEASE_MAX_HOLD},
     {"renewed", LEASE_RENEWED},
 };
+
+void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index)
+{
+    k->index = index;
+    snprintf(k->rids, sizeof k->rids, "%sr", base);
+    snprintf(k->rid_until, sizeof k->rid_until, "%se", base);
+    snprintf(k->released, sizeof k->released, "%sx", base);
+}
+
+void lease_common_keys_put(const struct lease_common_keys *k, const char **out)
+{
+    out[0] = FENCE_KEY;
+    out[1] = FENCE_LIMIT_KEY;
+    out[2] = GATEWAYS_KEY;
+    out[3] = k->rids;
+    out[4] = k->rid_until;
+    out[5] = k->released;
+    out[6] = k->index;
+}
 
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
 {

@@ -1,7 +1,8 @@
 /*
  * fenced_redis.c - one script call per fenced write or read of an application
  * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
- * companion keys ("fg:rf:<key>", "fg:audit") and reads the answers. It never
+ * companion keys ("fg:rf:<key>", "fg:audit", the write floor) and reads the
+ * answers. It never
  * decides which keys are writable and never talks to Postgres.
  *
  * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
@@ -44,17 +45,24 @@ static int run_write(const char *script, const struct redis_write *w, const char
     memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, w->fence);
-    const char *argv[12] = {w->key,      fence_key,      FENCED_REDIS_AUDIT_STREAM,
-                            fence,       w->resource,    w->lock_name,
-                            w->owner,    w->client_addr, w->method,
+    const char *argv[13] = {w->key,
+                            fence_key,
+                            FENCED_REDIS_AUDIT_STREAM,
+                            FENCED_REDIS_FLOOR_KEY,
+                            fence,
+                            w->resource,
+                            w->lock_name,
+                            w->owner,
+                            w->client_addr,
+                            w->method,
                             w->principal};
     FG_ASSERT(nextra <= 2);
     for (size_t i = 0; i < nextra; i++)
-        argv[10 + i] = extra[i];
-    size_t argc = 10 + nextra;
+        argv[11 + i] = extra[i];
+    size_t argc = 11 + nextra;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
-    int rc = redis_script(script, 3, argv, argc, &out, err);
+    int rc = redis_script(script, 4, argv, argc, &out, err);
     free(fence_key);
     if (rc != 0)
         return -1;
@@ -73,6 +81,8 @@ static int run_write(const char *script, const struct redis_write *w, const char
         res->current_fence = int_field(out, "current");
         res->at_ms = int_field(out, "at_ms");
         snprintf(res->audit_id, sizeof res->audit_id, "%s", string_field(out, "audit_id"));
+    } else if (strcmp(r, "nofloor") == 0) {
+        res->outcome = RW_NOFLOOR;
     } else if (strcmp(r, "missing") == 0) {
         res->outcome = RW_MISSING;
     } else if (strcmp(r, "toomany") == 0) {

@@ -17,6 +17,7 @@
 
 #define FENCED_REDIS_AUDIT_STREAM "fg:audit"
 #define FENCED_REDIS_FENCE_PREFIX "fg:rf:"
+#define FENCED_REDIS_FLOOR_KEY    "fg:fence_floor" /* writes below this fence are refused */
 
 /* One write attempt; every pointer is borrowed for the call. */
 struct redis_write {
@@ -34,6 +35,7 @@ enum rw_outcome {
     RW_APPLIED,   /* the write and the new highest fence are stored */
     RW_STALE,     /* refused: an older fence than the stored one */
     RW_WRONGTYPE, /* refused: the key holds another type than the write needs */
+    RW_NOFLOOR,   /* not tried: Redis has no write floor (lost its data); recover first */
     RW_MISSING,   /* DELETE of a key that does not exist: nothing stored, no fence */
     RW_TOO_MANY,  /* PATCH refused: the hash would hold more fields than allowed */
 };
@@ -41,7 +43,7 @@ enum rw_outcome {
 struct rw_result {
     enum rw_outcome outcome;
     int64_t fence;         /* applied: the fence now stored */
-    int64_t current_fence; /* stale: the stored fence that refused the write */
+    int64_t current_fence; /* stale: the stored fence (or the write floor) that refused it */
     char audit_id[64];     /* stale: the audit stream entry of the refusal */
     int64_t at_ms;         /* stale: Redis time of the refusal */
     char type[16];         /* wrongtype: what the key holds */
