@@ -251,7 +251,8 @@ class LeaseTest(unittest.TestCase):
 
     def test_lock_set(self):
         """A lock set held for several TTLs, written with each lock's own token, exclusive against an
-        overlapping set, released together."""
+        overlapping set, released together; revoking one of its locks loses the set at once, and its
+        release still frees the others."""
         a, b, c = unique("set-a"), unique("set-b"), unique("set-c")
         self._require("lock sets", lambda: self.client.lockset([unique("probe")]).acquire().release())
         with self.client.lockset([a, b], ttl_ms=500) as locks:
@@ -263,10 +264,20 @@ class LeaseTest(unittest.TestCase):
                 self.assertEqual((status["held"], status["fence"]), (True, member.fence))
             key = unique("inv")
             self.assertEqual(locks[a].pg("invoices").put(key, note="set")["fence"], locks[a].fence)
-            with self.assertRaises(fencegate.LockBusy):
+            with self.assertRaises(fencegate.LockBusy) as busy:
                 self.client.lockset([b, c]).acquire()
+            self.assertEqual(busy.exception.lock, b)
             self.assertFalse(self.client.lock_status(c)["held"])
         self.assertFalse(self.client.lock_status(a)["held"] or self.client.lock_status(b)["held"])
+        locks = self.client.lockset([a, b, c], ttl_ms=30000).acquire()
+        self.assertEqual(self.client.revoke_lock(b), locks[b].fence)
+        self.assertTrue(locks.lost.wait(1.0))  # the watch of b, not a renewal 10 s away
+        self.assertEqual(locks.lost_reason, "revoked")
+        with self.assertRaises(fencegate.LeaseLost):
+            locks[a].pg("invoices").patch(key, note="after revoke of b")
+        with self.assertRaises(fencegate.LeaseLost):
+            locks.release()
+        self.assertFalse(self.client.lock_status(a)["held"] or self.client.lock_status(c)["held"])
 
     def test_listing_pages(self):
         """client.locks(prefix) follows next_cursor over every page (5 held locks, pages of 2)."""

@@ -55,13 +55,13 @@ class _LostState:
             self.reason = reason
             self.event.set()
         log.warning("lease on %s lost (%s)", self.name, reason)
-        if self.keeper is not None:
-            self.keeper.stop()
         if self.on_lost is not None:
             try:
                 self.on_lost(lease)
             except Exception:  # noqa: BLE001 - a callback's failure must not kill the keeper
                 log.exception("on_lost callback of %s failed", self.name)
+        if self.keeper is not None:
+            self.keeper.stop()
 
     def check(self, lease: Any) -> None:
         """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past its validity)."""
