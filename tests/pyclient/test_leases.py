@@ -119,7 +119,8 @@ class LeaseTest(unittest.TestCase):
 
     def test_renewal_keeps_the_lease_for_many_ttls(self):
         """A 500 ms lease held for 2 s inside `with`: same fence throughout, still writable at the end,
-        released on exit. (Caught: a keeper that never renews; the lease expired after 500 ms.)"""
+        released on exit, and no write goes out under it afterwards. (Caught: a keeper that never renews;
+        the lease expired after 500 ms. Writes after the release not refused; the late write was applied.)"""
         lock, key = unique("renew"), unique("inv")
         with self.client.lock(lock, ttl_ms=500) as lease:
             time.sleep(2.0)
@@ -130,6 +131,10 @@ class LeaseTest(unittest.TestCase):
             self.assertEqual((written["applied"], written["fence"]), (True, lease.fence))
         self.assertFalse(self.client.lock_status(lock)["held"])
         self.assertFalse(lease.held)
+        with self.assertRaises(fencegate.LeaseLost) as caught:  # nobody else wrote: the fence would accept it
+            lease.pg("invoices").patch(key, status="after release")
+        self.assertEqual(caught.exception.reason, "released")
+        self.assertEqual(self.client.pg("invoices").get(key)["row"]["status"], "open")
 
     def test_lease_granted_after_a_wait_longer_than_its_ttl(self):
         """A waiter with a 400 ms TTL gets the lock after waiting 1.2 s: its lease is fresh, writable at
