@@ -58,6 +58,17 @@ class AuthTest(unittest.TestCase):
         self.assertEqual(billing.pg("invoices").get(key)["row"]["status"], "open")
         self.assertEqual(list(billing.audit.rejections(resource=f"pg:invoices/{key}")), [])
 
+    def test_key_from_the_environment(self):
+        """Without api_key, the client takes $FENCEGATE_KEY, as fencectl does."""
+        os.environ["FENCEGATE_KEY"] = BILLING_KEY
+        try:
+            client = fencegate.Client(self.gw.base)
+        finally:
+            del os.environ["FENCEGATE_KEY"]
+        self.addCleanup(client.close)
+        with client.lock(f"pyauth:{unique()}") as lease:
+            self.assertFalse(lease.lost.is_set())
+
     def test_missing_or_unknown_key_is_unauthorized(self):
         for client in (self.client(), self.client("not-a-key-of-this-gateway")):
             with self.assertRaises(fencegate.Unauthorized) as caught:
