@@ -90,7 +90,7 @@ class HttpsTest(unittest.TestCase):
         self.addCleanup(client.close)
         before = self.proxy.connections
         key = unique("tls")
-        with client.lock(unique("tls"), ttl_ms=600, watch=False) as lease:
+        with client.lock(unique("tls"), ttl_ms=1500, watch=False) as lease:
             lease.pg("invoices").put(key, note="over tls")
             for _ in range(10):
                 client.lock_status(lease.name)
@@ -107,8 +107,8 @@ class HttpsTest(unittest.TestCase):
             client = fencegate.Client(f"https://127.0.0.1:{gw.port}", ca_file=self.ca)
             self.addCleanup(client.close)
             key = unique("tls")
-            with client.lock(unique("tls"), ttl_ms=500) as lease:
-                time.sleep(1.5)
+            with client.lock(unique("tls"), ttl_ms=1200) as lease:
+                time.sleep(3.0)
                 self.assertFalse(lease.lost.is_set(), lease.lost_reason)
                 lease.pg("invoices").put(key, note="gateway tls")
             self.assertEqual(client.pg("invoices").get(key)["row"]["note"], "gateway tls")
