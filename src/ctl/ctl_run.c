@@ -171,6 +171,17 @@ static void stop_command(const struct held *h, int *status)
 
 enum renewal { RENEWAL_OK, RENEWAL_RETRY, RENEWAL_LOST };
 
+/* Says how the last renewal attempt before the lease ran out ended. An attempt
+ * without an answer only ran out of the lease's remaining time: that says
+ * nothing about whether the gateway can be reached, so it is not called so. */
+static void report_last_attempt(const struct ctl_answer *ans)
+{
+    if (ans->response.status != 0)
+        ctl_answer_report(ans);
+    else
+        fprintf(stderr, "fencectl: last renewal attempt: no answer (%s)\n", ans->err.msg);
+}
+
 /* One renewal attempt; on refusal, says why on stderr. */
 static enum renewal renew(struct held *h)
 {
@@ -189,7 +200,7 @@ static enum renewal renew(struct held *h)
         fprintf(stderr, "fencectl: the lease on %s %s was lost: renewal refused\n", kind_of(a),
                 a->name);
         ctl_answer_report(&ans);
-        h->gone = ans.exit == CTL_EXIT_LEASE_LOST;
+        h->gone = ans.response.status == 410;
         result = RENEWAL_LOST;
     } else {
         long long retry = h->ttl_ms / 10 > RETRY_MIN_MS ? h->ttl_ms / 10 : RETRY_MIN_MS;
@@ -200,7 +211,7 @@ static enum renewal renew(struct held *h)
                     "fencectl: the lease on %s %s was lost: no renewal got through "
                     "before it expired\n",
                     kind_of(a), a->name);
-            ctl_answer_report(&ans);
+            report_last_attempt(&ans);
             result = RENEWAL_LOST;
         }
     }
@@ -213,7 +224,7 @@ static int release_after(struct held *h, int status)
 {
     int code = ctl_exit_of_child(status);
     struct ctl_answer ans;
-    if (ctl_api_release(h->args, h->token, &ans) != 0) {
+    if (ctl_api_release(h->args, h->token, CTL_CALL_TIMEOUT_MS, &ans) != 0) {
         bool lost = ans.exit == CTL_EXIT_LEASE_LOST;
         fprintf(stderr, "fencectl: %s %s: %s\n", kind_of(h->args), h->args->name,
                 lost ? "the lease had been lost before the command ended"
@@ -227,14 +238,20 @@ static int release_after(struct held *h, int status)
 }
 
 /* Gives back a lease the command no longer runs under but that may still exist
- * (cut short by max_hold_ms, or not renewed in time); a 410 then is no news. */
+ * (cut short by max_hold_ms, or not renewed in time); a 410 then is no news.
+ * The command is already stopped, so this waits at most CTL_GIVE_BACK_MS: a
+ * lease nobody gives back ends by itself when its TTL runs out. */
 static void give_back(struct held *h)
 {
     if (h->gone)
         return;
     struct ctl_answer ans;
-    if (ctl_api_release(h->args, h->token, &ans) != 0 && ans.exit != CTL_EXIT_LEASE_LOST)
-        ctl_answer_report(&ans);
+    if (ctl_api_release(h->args, h->token, CTL_GIVE_BACK_MS, &ans) != 0 &&
+        ans.response.status != 410)
+        fprintf(stderr,
+                "fencectl: did not give the lease back (%s); it ends by itself within "
+                "its TTL\n",
+                ans.response.status == 0 ? ans.err.msg : (ans.problem ? ans.problem : "refused"));
     ctl_answer_free(&ans);
 }
 
