@@ -73,24 +73,35 @@ static void origin_set(const char *run_id)
 }
 
 /* Reads the last fence issued (-1: missing) and whether it can be trusted. */
-static int read_issued(int64_t *issued, bool *trusted, struct fg_error *err)
+static int read_issued(int64_t *issued, bool *trusted, bool *ready, struct fg_error *err)
 {
-    const char *argv[] = {FENCE_KEY, FENCE_ORIGIN_KEY};
+    const char *argv[] = {FENCE_KEY, FENCE_ORIGIN_KEY, FENCE_LIMIT_KEY};
     json_t *out = NULL;
-    if (redis_script("fence_read.lua", 2, argv, 2, &out, err) != 0)
+    if (redis_script("fence_read.lua", 3, argv, 3, &out, err) != 0)
         return -1;
     *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
     *trusted = json_is_true(json_object_get(out, "trusted"));
+    *ready = json_is_true(json_object_get(out, "ready"));
+    if (*ready)
+        ceiling_raise((int64_t)json_integer_value(json_object_get(out, "limit")));
     json_decref(out);
     return 0;
 }
 
-int fence_recover(struct fg_error *err)
+/* One recovery at a time in this process: threads that met a lost sequence at
+ * once wait for the first, then find it ready and reserve nothing more. */
+static pthread_mutex_t recovering = PTHREAD_MUTEX_INITIALIZER;
+
+/* fence_recover under the recovering lock. */
+static int recover_locked(struct fg_error *err)
 {
     int64_t issued = -1, floor = 0, limit = 0;
-    bool trusted = false;
-    if (read_issued(&issued, &trusted, err) != 0 ||
-        pg_reserve_fences(trusted ? issued : -1, FENCE_BLOCK, FENCE_OVERSHOOT, &floor, &limit,
+    bool trusted = false, ready = false;
+    if (read_issued(&issued, &trusted, &ready, err) != 0)
+        return -1;
+    if (ready)
+        return 0;
+    if (pg_reserve_fences(trusted ? issued : -1, FENCE_BLOCK, FENCE_OVERSHOOT, &floor, &limit,
                           err) != 0)
         return -1;
     char floor_text[24], limit_text[24], run_id[RUN_ID_MAX];
@@ -108,6 +119,14 @@ int fence_recover(struct fg_error *err)
                         "limit", (json_int_t)limit));
     json_decref(out);
     return 0;
+}
+
+int fence_recover(struct fg_error *err)
+{
+    pthread_mutex_lock(&recovering);
+    int rc = recover_locked(err);
+    pthread_mutex_unlock(&recovering);
+    return rc;
 }
 
 int fence_check_on_connect(struct fg_error *err)
