@@ -9,11 +9,12 @@ local base, name, lease = ARGV[1], ARGV[2], ARGV[3]
 local claim_ms, marker_ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 local hkey, fence_key = KEYS[1], KEYS[4]
 
-local h = redis.call('HMGET', hkey, 'lease', 'granted_at')
+local h = redis.call('HMGET', hkey, 'lease', 'granted_at', 'fence')
 if h[1] == lease then
   local now = now_ms()
   redis.call('DEL', hkey)
   mark_released(base, lease, now, marker_ttl)
+  mark_ended(base, 'l', name, tonumber(h[3]), 'released', marker_ttl)
   grant_next(base, fence_key, name, claim_ms, now)
   return cjson.encode({r = 'released', held_ms = now - tonumber(h[2])})
 end

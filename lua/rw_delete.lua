@@ -1,7 +1,8 @@
 -- uses: lib_rw.lua
 -- rw_delete.lua: fenced DELETE of the key (its fence stays).
 -- KEYS, ARGV[1..6]: see lib_rw.lua.
--- Returns JSON {r=...}: applied {fence, deleted}, stale {current, audit_id, at_ms}.
+-- Returns JSON {r=...}: applied {fence, deleted}, stale or revoked {current, audit_id,
+-- at_ms}, norevoked {} (lib_rw.lua).
 local stale = refuse_stale()
 if stale then return stale end
 raise_fence()

@@ -3,7 +3,8 @@
 -- KEYS, ARGV[1..6]: see lib_rw.lua; ARGV[7] a JSON object of field -> string
 -- (set it) or null (delete it).
 -- Returns JSON {r=...}: applied {fence, fields (the hash afterwards)},
--- stale {current, audit_id, at_ms}, wrongtype {type} (the key is not a hash).
+-- stale or revoked {current, audit_id, at_ms}, norevoked {} (lib_rw.lua), wrongtype
+-- {type} (the key is not a hash).
 local stale = refuse_stale()
 if stale then return stale end
 local kind = redis.call('TYPE', KEYS[1]).ok

@@ -44,6 +44,7 @@ if rec then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
   mark_released(base, lease, now, marker_ttl)
+  mark_ended(base, 's', name, rec.fence, 'released', marker_ttl)
   grant_free(k, name, limit, claim_ms, now, inst, handoff)
   return done({r = 'released'})
 end

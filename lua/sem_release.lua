@@ -19,7 +19,9 @@ if raw then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
   mark_released(base, lease, now, marker_ttl)
-  reply = {r = 'released', held_ms = now - (cjson.decode(raw).granted_at or now)}
+  local rec = cjson.decode(raw)
+  mark_ended(base, 's', name, rec.fence, 'released', marker_ttl)
+  reply = {r = 'released', held_ms = now - (rec.granted_at or now)}
 elseif was_released(base, lease, now, marker_ttl) then
   reply = {r = 'released', again = true}
 else

@@ -79,6 +79,16 @@ static enum handler_result reply_stale(struct http_reply *reply, const struct fe
     return HANDLER_DONE;
 }
 
+/* 410 lease_lost for a refused write of who whose lease was revoked (audited
+ * by the write itself). */
+static void reply_revoked(struct http_reply *reply, const struct fenced_writer *who,
+                          const struct fenced_result *res)
+{
+    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
+    metrics_audit_written();
+    reply_write_lease_lost(reply, (long long)who->fence, res->resource, "revoked");
+}
+
 /* Runs a single write of kind; path_key is NULL for POST (key inside the row). */
 static enum handler_result single_write(struct http_request *req, struct http_reply *reply,
                                         enum fenced_kind kind, const char *path_key)
@@ -109,6 +119,8 @@ static enum handler_result single_write(struct http_request *req, struct http_re
     snprintf(req->log_subject, sizeof req->log_subject, "%s", res.resource);
     if (res.outcome == FENCED_STALE) {
         reply_stale(reply, &who, &res);
+    } else if (res.outcome == FENCED_REVOKED) {
+        reply_revoked(reply, &who, &res);
     } else {
         metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
         reply_json(reply, 200,
@@ -187,6 +199,8 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     fenced_batch_free(&batch);
     if (res.outcome == FENCED_STALE) {
         reply_stale(reply, &who, &res);
+    } else if (res.outcome == FENCED_REVOKED) {
+        reply_revoked(reply, &who, &res);
     } else {
         metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
         reply_json(reply, 200,

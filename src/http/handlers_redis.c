@@ -96,11 +96,13 @@ static int write_request_init(struct http_request *req, const char *method,
     return 0;
 }
 
-/* Answers a stale write: records the audit row now if Postgres answers (else
- * the janitor copies it from the stream later) and replies 409 stale_fence. */
+/* Answers a stale write or one whose lease was revoked: records the audit row
+ * now if Postgres answers (else the janitor copies it from the stream later)
+ * and replies 409 stale_fence or 410 lease_lost. */
 static enum handler_result reply_stale(struct http_reply *reply, const struct write_request *wr,
                                        const struct rw_result *res)
 {
+    bool revoked = res->outcome == RW_REVOKED;
     struct audit_record rec = {
         .resource = wr->resource,
         .lock_name = wr->claims.name,
@@ -109,14 +111,19 @@ static enum handler_result reply_stale(struct http_reply *reply, const struct wr
         .owner = wr->owner,
         .client_addr = wr->write.client_addr,
         .method = wr->write.method,
-        .reason = "stale_fence",
+        .reason = revoked ? "revoked" : "stale_fence",
         .at_ms = res->at_ms,
     };
     struct fg_error err = {0};
-    log_stale_write(wr->resource, wr->claims.name, wr->claims.fence, res->current_fence,
-                    wr->write.method, wr->write.client_addr);
+    if (!revoked)
+        log_stale_write(wr->resource, wr->claims.name, wr->claims.fence, res->current_fence,
+                        wr->write.method, wr->write.client_addr);
     if (res->audit_id[0] != '\0' && audit_stream_store(res->audit_id, &rec, &err) != 0)
         log_message(LOG_WARN, "audit_deferred", "%s: %s", wr->resource, err.msg);
+    if (revoked) {
+        reply_write_lease_lost(reply, (long long)wr->claims.fence, wr->resource, "revoked");
+        return HANDLER_DONE;
+    }
     fg_fail(&err, FG_ERR_STALE_FENCE, "fence %lld is older than fence %lld stored for %s",
             (long long)wr->claims.fence, (long long)res->current_fence, wr->resource);
     reply_problem_extra(reply, &err,
@@ -140,6 +147,7 @@ static enum handler_result reply_written(struct http_reply *reply, const struct 
                              res->after ? res->after : json_null()));
         break;
     case RW_STALE:
+    case RW_REVOKED:
         metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_STALE);
         reply_stale(reply, wr, res);
         break;

@@ -79,3 +79,15 @@ void reply_text(struct http_reply *reply, int status, const char *content_type, 
     reply->content_type = content_type;
     reply->text = text;
 }
+
+void reply_write_lease_lost(struct http_reply *reply, long long fence, const char *resource,
+                            const char *reason)
+{
+    struct fg_error err;
+    bool revoked = strcmp(reason, "revoked") == 0;
+    fg_fail(&err, FG_ERR_LEASE_LOST, "the lease of fence %lld %s; nothing was written to %s", fence,
+            revoked ? "was revoked" : "is no longer held", resource);
+    reply_problem_extra(reply, &err,
+                        json_pack("{s:I, s:s, s:s}", "presented_fence", (json_int_t)fence,
+                                  "resource", resource, "reason", reason));
+}

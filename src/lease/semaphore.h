@@ -38,6 +38,17 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
               struct fg_error *err) FG_WUR;
 
+/* Revokes the holder with fence of semaphore name: the fence joins the
+ * revoked set and, if it holds a slot, it loses it and the slot passes on.
+ * Outcome LEASE_REVOKED (it held) or LEASE_GONE. The durable record
+ * (store/revocations.h) must be written first. */
+int sem_revoke(const char *name, long long fence, struct lease_result *res,
+               struct fg_error *err) FG_WUR;
+
+/* Whether the holder with fence still holds a slot of name, or how it ended. */
+int sem_watch(const char *name, long long fence, struct lease_watch *out,
+              struct fg_error *err) FG_WUR;
+
 /* The public status of semaphore name as a new JSON object (API.md's fields). */
 int sem_status(const char *name, json_t **out, struct fg_error *err) FG_WUR;
 

@@ -3,8 +3,8 @@
  * tables (read from the catalog at start-up), the prepared statements of each
  * (table, operation, column set), single writes, batches and reads. A write is
  * applied iff its fence >= the highest fence stored for its resource
- * ("pg:<table>/<key>"), and the write and the new fence commit together; a
- * refused write leaves one row in fencegate.rejections.
+ * ("pg:<table>/<key>") and was not revoked, and the write and the new fence
+ * commit together; a refused write leaves one row in fencegate.rejections.
  */
 #ifndef FG_FENCED_PG_H
 #define FG_FENCED_PG_H
@@ -27,6 +27,7 @@ struct fenced_writer {
 enum fenced_outcome {
     FENCED_APPLIED, /* the write committed */
     FENCED_STALE,   /* refused: a higher fence is stored; nothing changed */
+    FENCED_REVOKED, /* refused: the token's lease was revoked; nothing changed */
 };
 
 struct fenced_result {

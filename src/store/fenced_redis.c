@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "store/redis.h"
+#include "store/revocations.h"
 
 static const char *string_field(const json_t *obj, const char *field)
 {
@@ -44,18 +45,26 @@ static int run_write(const char *script, const struct redis_write *w, const char
     memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, w->fence);
-    const char *argv[] = {w->key,   fence_key,      FENCED_REDIS_AUDIT_STREAM,
-                          fence,    w->resource,    w->lock_name,
-                          w->owner, w->client_addr, w->method,
-                          extra};
-    size_t argc = extra != NULL ? 10 : 9;
+    const char *argv[] = {w->key,          fence_key, FENCED_REDIS_AUDIT_STREAM,
+                          REVOCATIONS_SET, fence,     w->resource,
+                          w->lock_name,    w->owner,  w->client_addr,
+                          w->method,       extra};
+    size_t argc = extra != NULL ? 11 : 10;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
-    int rc = redis_script(script, 3, argv, argc, &out, err);
+    int rc = redis_script(script, 4, argv, argc, &out, err);
+    const char *r = rc == 0 ? string_field(out, "r") : "";
+    if (rc == 0 && strcmp(r, "norevoked") == 0) { /* Redis lost the revoked set: rebuild, retry */
+        json_decref(out);
+        out = NULL;
+        rc = revocations_restore(err);
+        if (rc == 0)
+            rc = redis_script(script, 4, argv, argc, &out, err);
+        r = rc == 0 ? string_field(out, "r") : "";
+    }
     free(fence_key);
     if (rc != 0)
         return -1;
-    const char *r = string_field(out, "r");
     if (strcmp(r, "applied") == 0) {
         res->outcome = RW_APPLIED;
         res->fence = int_field(out, "fence");
@@ -65,8 +74,8 @@ static int run_write(const char *script, const struct redis_write *w, const char
         if (after == NULL)
             after = json_object_get(out, "deleted");
         res->after = json_incref(after);
-    } else if (strcmp(r, "stale") == 0) {
-        res->outcome = RW_STALE;
+    } else if (strcmp(r, "stale") == 0 || strcmp(r, "revoked") == 0) {
+        res->outcome = r[0] == 's' ? RW_STALE : RW_REVOKED;
         res->current_fence = int_field(out, "current");
         res->at_ms = int_field(out, "at_ms");
         snprintf(res->audit_id, sizeof res->audit_id, "%s", string_field(out, "audit_id"));

@@ -5,7 +5,9 @@
  * catalog (format_type output, already quoted by Postgres); every value is a
  * parameter. It must not run SQL or look at request bodies.
  *
- * A write is one statement of three CTEs:
+ * A write is one statement of five CTEs:
+ *   v  whether the presented fence was revoked (fencegate.revocations); a
+ *      revoked fence claims nothing, writes nothing and is audited by x
  *   f  upserts fencegate.resource_fences to greatest(stored, presented). The
  *      upsert always updates, so it locks the fence row (serializing writers of
  *      one resource) and, under READ COMMITTED, evaluates greatest() on the
@@ -14,6 +16,8 @@
  *   w  the write itself, guarded by "f's fence = presented fence".
  *   r  the audit row of a refused write, when f's fence > presented fence, so
  *      the record commits with the statement whatever the client does.
+ *   x  the audit row of a write whose fence was revoked (reason "revoked").
+ * Its one answer row: resource, fence (NULL when revoked), row, revoked.
  */
 #include "store/fenced_sql.h"
 
@@ -171,9 +175,14 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) VALUES (", out);
+    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
+          " WHERE rv.fence = $1::bigint) AS revoked, ",
+          out);
     put_resource(out, 3, 2, s->key_type);
-    fprintf(out, ", $1::bigint)%s), w AS (", fence_raise);
+    fputs(" AS resource), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
+          " SELECT v.resource, $1::bigint FROM v WHERE NOT v.revoked",
+          out);
+    fprintf(out, "%s), w AS (", fence_raise);
     int n = FENCED_PARAM_COUNT;
     switch (kind) {
     case FENCED_PATCH: put_update(out, s, written); break;
@@ -188,8 +197,14 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     fputs("), r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
           " current_fence, owner, client_addr, method, reason)"
           " SELECT f.resource, $4::text, $1::bigint, f.fence, $5::text, $6::text, $7::text,"
-          " 'stale_fence' FROM f WHERE f.fence > $1::bigint)"
-          " SELECT f.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row FROM f",
+          " 'stale_fence' FROM f WHERE f.fence > $1::bigint),"
+          " x AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+          " current_fence, owner, client_addr, method, reason)"
+          " SELECT v.resource, $4::text, $1::bigint, coalesce((SELECT rf.fence FROM"
+          " fencegate.resource_fences rf WHERE rf.resource = v.resource), 0), $5::text,"
+          " $6::text, $7::text, 'revoked' FROM v WHERE v.revoked)"
+          " SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
+          " v.revoked FROM v LEFT JOIN f ON true",
           out);
     *nparams = n;
     return stream_close(out, &buf);
