@@ -7,6 +7,9 @@
  */
 #include "config.h"
 
+#include "auth/keys.h"
+
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -237,6 +240,8 @@ static int apply_object(struct config *cfg, const json_t *obj, const char *prefi
         else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
             rc =
                 string_array(v, "redis_prefixes", &cfg->redis_prefixes, &cfg->nredis_prefixes, err);
+        else if (prefix[0] == '\0' && strcmp(k, "auth") == 0 && cfg->auth == NULL)
+            cfg->auth = json_deep_copy(v);
         else if (prefix[0] == '\0' && (strcmp(k, "defaults") == 0 || strcmp(k, "limits") == 0)) {
             if (!json_is_object(v))
                 return fg_fail(err, FG_ERR_CONFIG, "config key '%s' must be an object", k);
@@ -307,9 +312,19 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
         if (rc != 0)
             return -1;
     }
-    if (apply_env(cfg, getenv_fn, err) != 0)
+    if (apply_env(cfg, getenv_fn, err) != 0 || validate(cfg, err) != 0)
         return -1;
-    return validate(cfg, err);
+    return keyset_from_config(cfg->auth, getenv_fn("FENCEGATE_AUTH_MODE"),
+                              getenv_fn("FENCEGATE_AUTH_KEYS_FILE"),
+                              config_host_is_loopback(cfg->listen_host), &cfg->keyset, err);
+}
+
+bool config_host_is_loopback(const char *host)
+{
+    struct in_addr v4;
+    if (inet_pton(AF_INET, host, &v4) == 1)
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    return strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
 }
 
 const struct table_config *config_table(const struct config *cfg, const char *name)
@@ -334,6 +349,8 @@ void config_free(struct config *cfg)
     free(cfg->pg_dsn);
     free(cfg->secret);
     free(cfg->log_level);
+    json_decref(cfg->auth);
+    keyset_free(cfg->keyset);
     for (size_t i = 0; i < cfg->ntables; i++) {
         free(cfg->tables[i].name);
         free(cfg->tables[i].key);

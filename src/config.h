@@ -7,9 +7,12 @@
 #define FG_CONFIG_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/error.h"
+
+struct keyset;
 
 struct table_config {
     char *name;      /* table name, as in Postgres (owned) */
@@ -41,6 +44,9 @@ struct config {
     long long poll_ms;              /* backstop re-check of a suspended waiter */
     long long request_timeout_ms;   /* deadline for one backend call */
     char *log_level;                /* "debug", "info", "warn" or "error" */
+    json_t *auth;                   /* the "auth" object of the file (owned), or NULL */
+    struct keyset *keyset;          /* API keys and mode, built from auth and the environment
+                                       (owned until main publishes it) */
 };
 
 /* Looks up one environment variable; getenv in production, a table in tests. */
@@ -57,6 +63,9 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
 
 /* Applies a parsed JSON configuration object on top of cfg (borrowed root). */
 int config_apply_json(struct config *cfg, const json_t *root, struct fg_error *err) FG_WUR;
+
+/* True iff host (an address or "localhost") is a loopback address. */
+bool config_host_is_loopback(const char *host);
 
 /* Finds the writable table called name, or NULL. */
 const struct table_config *config_table(const struct config *cfg, const char *name);

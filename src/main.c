@@ -3,7 +3,10 @@
  * backends (migrations, token secret, fence sequence), starts the janitor, the
  * doorbell and the HTTP server, then waits for SIGTERM or SIGINT and drains:
  * no new connections, waiters answer 503, in-flight requests finish, exit 0.
- * `fencegate migrate` applies the migrations and exits.
+ * SIGHUP re-reads the configuration and puts its API keys in force (a
+ * configuration that does not load keeps the keys in force and is logged).
+ * `fencegate migrate` applies the migrations and exits; `fencegate keys new`
+ * makes an API key.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth/keygen.h"
+#include "auth/keys.h"
 #include "config.h"
 #include "gateway.h"
 #include "http/handlers_locks.h"
@@ -34,12 +39,13 @@
 struct gateway gw;
 
 static const char usage[] =
-    "usage: fencegate [migrate] [--help] [--version]\n"
+    "usage: fencegate [migrate | keys new --id ID --scope S ...] [--help] [--version]\n"
     "\n"
     "Serves the fencegate HTTP API: leases and fencing tokens from Redis, fenced\n"
     "writes to Postgres and Redis, and the audit of rejected stale writes.\n"
     "\n"
     "  migrate    apply pending SQL migrations and exit\n"
+    "  keys new   print a fresh API key once and its auth.keys entry (SHA-256 only)\n"
     "  --help     show this text\n"
     "  --version  show the version\n"
     "\n"
@@ -50,7 +56,11 @@ static const char usage[] =
     "  FENCEGATE_CONFIG      path of the JSON configuration file\n"
     "  FENCEGATE_SECRET      token-signing key (default: generated, kept in Postgres)\n"
     "  FENCEGATE_LOG_LEVEL   debug, info, warn or error\n"
-    "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n";
+    "  FENCEGATE_AUTH_MODE   required or off (default: off on loopback, else required)\n"
+    "  FENCEGATE_AUTH_KEYS_FILE  JSON array of API key entries, re-read on SIGHUP\n"
+    "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n"
+    "\n"
+    "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys.\n";
 
 static const char *env_lookup(const char *name)
 {
@@ -122,12 +132,44 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
     return 0;
 }
 
+/* Puts cfg's API keys in force (cfg gives them up); warns loudly when a gateway
+ * reachable beyond loopback lets anyone in. */
+static void auth_take(struct config *cfg)
+{
+    if (!cfg->keyset->required && !config_host_is_loopback(cfg->listen_host))
+        log_event(LOG_WARN, "auth_off_beyond_loopback",
+                  json_pack("{s:s, s:s}", "host", cfg->listen_host, "detail",
+                            "auth.mode is off and the gateway listens beyond loopback: anyone "
+                            "who reaches it may take any lock and write any configured row or "
+                            "key"));
+    auth_publish(cfg->keyset);
+    cfg->keyset = NULL;
+}
+
+/* SIGHUP: loads the configuration again and puts its keys in force. */
+static void reload(void)
+{
+    struct config fresh;
+    struct fg_error err = {0};
+    if (config_load(&fresh, env_lookup, &err) != 0) {
+        log_message(LOG_ERROR, "reload_failed", "configuration kept as it was: %s", err.msg);
+        config_free(&fresh);
+        return;
+    }
+    auth_take(&fresh);
+    log_event(LOG_INFO, "reloaded",
+              json_pack("{s:I, s:b}", "keys", (json_int_t)auth_current()->nkeys, "auth_required",
+                        auth_current()->required));
+    config_free(&fresh);
+}
+
 static int serve(struct config *cfg, struct fg_error *err)
 {
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGTERM);
     sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
     doorbell_on_orphan(LEASE_KIND_LOCK, lock_give_back_orphan);
@@ -139,7 +181,8 @@ static int serve(struct config *cfg, struct fg_error *err)
               json_pack("{s:s, s:i, s:s}", "host", cfg->listen_host, "port", cfg->listen_port,
                         "instance", gw.instance_id));
     int sig = 0;
-    sigwait(&signals, &sig);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP)
+        reload();
     log_message(LOG_INFO, "draining", "signal %d", sig);
     atomic_store(&gw.draining, true);
     http_server_quiesce();
@@ -154,6 +197,8 @@ static int serve(struct config *cfg, struct fg_error *err)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "keys") == 0)
+        return keygen_main(argc - 1, argv + 1, stdout, stderr);
     bool migrate_only = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -180,6 +225,7 @@ int main(int argc, char **argv)
     }
     log_set_level(cfg.log_level);
     gw.cfg = &cfg;
+    auth_take(&cfg);
     if (token_new_lease_id(gw.instance_id, &err) != 0)
         goto out;
     if (migrate_only) {
@@ -197,6 +243,7 @@ out:
     redis_shutdown();
     fenced_pg_shutdown();
     pg_shutdown();
+    auth_shutdown();
     config_free(&cfg);
     return status == 0 ? 0 : (err.code == FG_ERR_CONFIG ? 2 : 1);
 }

@@ -176,22 +176,35 @@ enum handler_result handle_pg_get(struct http_request *req, struct http_reply *r
     return HANDLER_DONE;
 }
 
+/* The write scope of every table a batch names (its route needs only a key). */
+static int batch_permitted(const struct http_request *req, const struct table_schema *schemas,
+                           const struct fenced_batch *batch, struct fg_error *err)
+{
+    for (size_t i = 0; i < batch->nops; i++) {
+        char needed[ROUTE_SCOPE_MAX];
+        snprintf(needed, sizeof needed, "pg:%s:write", schemas[batch->ops[i].table].cfg->name);
+        if (http_request_permit(req, needed, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 enum handler_result handle_pg_batch(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
     snprintf(req->log_subject, sizeof req->log_subject, "pg:batch");
-    struct token_claims claims;
-    struct fenced_writer who;
-    if (writer_of(req, &claims, &who, &err) != 0)
-        return fail(reply, &err);
     json_t *body = http_request_json(req, &err);
     if (body == NULL)
         return fail(reply, &err);
     size_t ntables;
     const struct table_schema *schemas = fenced_pg_schemas(&ntables);
+    struct token_claims claims;
+    struct fenced_writer who;
     struct fenced_batch batch;
     struct fenced_result res;
     if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
+        batch_permitted(req, schemas, &batch, &err) != 0 ||
+        writer_of(req, &claims, &who, &err) != 0 ||
         fenced_pg_batch(&batch, &who, &res, &err) != 0) {
         fenced_batch_free(&batch);
         return fail(reply, &err);

@@ -7,6 +7,7 @@
 #include "http/router.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MAX_SEGMENTS 64
@@ -112,6 +113,37 @@ static int take_params(const struct segment *pat, int np, const struct segment *
             return -1;
     }
     return 0;
+}
+
+/* How each scope's text is made: prefix, the route's first parameter or not, suffix. */
+static const struct {
+    const char *prefix;
+    bool with_param;
+    const char *suffix;
+} scope_forms[] = {
+    [SCOPE_ADMIN] = {"admin", false, ""},
+    [SCOPE_OPEN] = {"", false, ""},
+    [SCOPE_KEY] = {"", false, ""},
+    [SCOPE_LOCK] = {"lock:", true, ""},
+    [SCOPE_SEMAPHORE] = {"semaphore:", true, ""},
+    [SCOPE_PG_READ] = {"pg:", true, ":read"},
+    [SCOPE_PG_WRITE] = {"pg:", true, ":write"},
+    [SCOPE_REDIS_READ] = {"redis:", true, ":read"},
+    [SCOPE_REDIS_WRITE] = {"redis:", true, ":write"},
+    [SCOPE_AUDIT_READ] = {"audit:read", false, ""},
+    [SCOPE_METRICS] = {"metrics", false, ""},
+};
+
+bool router_needed_scope(const struct route_match *match, char *out, size_t cap)
+{
+    enum route_scope scope = match->route->scope;
+    FG_ASSERT((size_t)scope < sizeof scope_forms / sizeof scope_forms[0] && cap > 0);
+    out[0] = '\0';
+    if (scope == SCOPE_OPEN || scope == SCOPE_KEY)
+        return false;
+    snprintf(out, cap, "%s%s%s", scope_forms[scope].prefix,
+             scope_forms[scope].with_param ? match->params[0] : "", scope_forms[scope].suffix);
+    return true;
 }
 
 enum http_method router_method(const char *method)

@@ -8,6 +8,7 @@
 #ifndef FG_ROUTER_H
 #define FG_ROUTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/error.h"
@@ -29,6 +30,27 @@ enum handler_result {
     HANDLER_SUSPEND, /* park the connection; the handler runs again when woken */
 };
 
+/*
+ * The scope a route needs (API.md, "Authentication and authorization"), built
+ * from the route's first parameter where it names a resource. The zero value is
+ * SCOPE_ADMIN, so a route whose entry forgets its scope is closed, not open.
+ */
+enum route_scope {
+    SCOPE_ADMIN = 0,   /* "admin" */
+    SCOPE_OPEN,        /* no key at all (/healthz, /readyz) */
+    SCOPE_KEY,         /* any known key; the handler checks finer scopes itself */
+    SCOPE_LOCK,        /* "lock:<name>" */
+    SCOPE_SEMAPHORE,   /* "semaphore:<name>" */
+    SCOPE_PG_READ,     /* "pg:<table>:read" */
+    SCOPE_PG_WRITE,    /* "pg:<table>:write" */
+    SCOPE_REDIS_READ,  /* "redis:<key>:read" */
+    SCOPE_REDIS_WRITE, /* "redis:<key>:write" */
+    SCOPE_AUDIT_READ,  /* "audit:read" */
+    SCOPE_METRICS,     /* "metrics" */
+};
+
+#define ROUTE_SCOPE_MAX (SEGMENT_MAX_LEN + 32) /* longest needed scope text, with NUL */
+
 struct http_request;
 struct http_reply;
 typedef enum handler_result (*route_handler)(struct http_request *req, struct http_reply *reply);
@@ -37,7 +59,8 @@ struct route {
     enum http_method method;
     const char *pattern; /* e.g. "/v1/locks/{name*}/acquire" */
     route_handler handler;
-    const char *label; /* bounded name for logs and metrics, e.g. "lock_acquire" */
+    const char *label;      /* bounded name for logs and metrics, e.g. "lock_acquire" */
+    enum route_scope scope; /* what an API key needs to call it */
 };
 
 struct route_match {
@@ -46,6 +69,13 @@ struct route_match {
     size_t param_lens[ROUTE_MAX_PARAMS];                /* their lengths */
     unsigned allowed; /* after FG_ERR_METHOD_NOT_ALLOWED: bits 1 << method of the path's methods */
 };
+
+/*
+ * Writes the scope the matched route needs for its parameters into out (cap
+ * bytes, at least ROUTE_SCOPE_MAX) and returns true; returns false (out empty)
+ * for SCOPE_OPEN and SCOPE_KEY, which need no particular scope.
+ */
+bool router_needed_scope(const struct route_match *match, char *out, size_t cap);
 
 /* Maps a method string ("GET", "HEAD" counts as GET) to enum http_method. */
 enum http_method router_method(const char *method);

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth/keys.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -36,6 +37,7 @@ struct http_conn {
     size_t body_cap;            /* allocated bytes of body */
     bool body_too_large;        /* the body crossed max_body_bytes */
     bool answered;              /* a response has been queued */
+    bool authorized;            /* the API key check passed (it runs once per request) */
     pthread_mutex_t wake_lock;  /* guards suspended and wake_pending */
     bool suspended;             /* MHD_suspend_connection is in effect */
     bool wake_pending;          /* woken before the suspension took effect */
@@ -125,6 +127,8 @@ static void log_request(const struct http_request *req, const char *method, cons
         json_object_set_new(f, "subject", json_string(req->log_subject));
     if (req->log_owner[0] != '\0')
         json_object_set_new(f, "owner", json_string(req->log_owner));
+    if (req->principal != NULL)
+        json_object_set_new(f, "principal", json_string(req->principal->id));
     log_event(LOG_INFO, "request", f);
 }
 
@@ -167,6 +171,9 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     }
     if (conn->body_too_large)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (reply->status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"fencegate\"");
     if (conn->route_status == FG_ERR_METHOD_NOT_ALLOWED) {
         char allow[64];
         router_allow_header(req->match.allowed, allow, sizeof allow);
@@ -190,6 +197,49 @@ static enum MHD_Result send_problem(struct http_request *req, enum fg_code code,
     return send_reply(req, method, url);
 }
 
+/*
+ * The API key check, before any handler runs: with auth required, every route
+ * but SCOPE_OPEN needs a known bearer key (else 401), holding the scope the
+ * route declares for its parameters (else 403 naming the scope). Fills
+ * req->principal. Returns 0, or -1 with the problem set on the reply.
+ */
+static int authorize(struct http_request *req)
+{
+    const struct keyset *ks = auth_current();
+    if (req->match.route->scope == SCOPE_OPEN || ks == NULL || !ks->required)
+        return 0;
+    struct fg_error err = {0};
+    const char *key;
+    size_t len;
+    if (auth_bearer(http_request_header(req, MHD_HTTP_HEADER_AUTHORIZATION), &key, &len, &err) !=
+        0) {
+        reply_problem(&req->conn->reply, &err);
+        return -1;
+    }
+    req->principal = keyset_find(ks, key, len);
+    if (req->principal == NULL) {
+        fg_fail(&err, FG_ERR_UNAUTHORIZED, "unknown API key");
+        reply_problem(&req->conn->reply, &err);
+        return -1;
+    }
+    char needed[ROUTE_SCOPE_MAX];
+    if (!router_needed_scope(&req->match, needed, sizeof needed) ||
+        api_key_permits(req->principal, needed))
+        return 0;
+    fg_fail(&err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.150s'", req->principal->id,
+            needed);
+    reply_problem_extra(&req->conn->reply, &err, json_pack("{s:s}", "scope", needed));
+    return -1;
+}
+
+int http_request_permit(const struct http_request *req, const char *needed, struct fg_error *err)
+{
+    if (api_key_permits(req->principal, needed))
+        return 0;
+    return fg_fail(err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.150s'", req->principal->id,
+                   needed);
+}
+
 /* Runs the handler until it answers or parks; parks with MHD_suspend_connection. */
 static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
 {
@@ -197,6 +247,11 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
     if (conn->route_status != FG_OK) {
         reply_problem(&conn->reply, &conn->route_err);
         return send_reply(req, method, url);
+    }
+    if (!conn->authorized) {
+        if (authorize(req) != 0)
+            return send_reply(req, method, url);
+        conn->authorized = true;
     }
     for (;;) {
         if (req->match.route->handler(req, &conn->reply) == HANDLER_DONE)

@@ -21,6 +21,7 @@
 #include "http/router.h"
 
 struct http_conn;
+struct api_key;
 
 struct http_request {
     struct route_match match;        /* route and decoded path parameters */
@@ -34,6 +35,8 @@ struct http_request {
     void (*state_free)(void *state); /* frees state when the request ends */
     char log_subject[256];           /* lock or resource named in the request log */
     char log_owner[128];             /* owner named in the request log */
+    const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
+                                        when auth is off */
     struct http_conn *conn;          /* server-private connection state */
 };
 
@@ -60,6 +63,14 @@ const char *http_request_query(const struct http_request *req, const char *name)
 /* The parsed JSON object body (an empty body reads as {}), borrowed; NULL with
  * FG_ERR_INVALID_JSON if the body is not a JSON object. */
 json_t *http_request_json(struct http_request *req, struct fg_error *err);
+
+/*
+ * For handlers that check finer scopes than their route (a batch naming several
+ * tables, a listing filtered by name): 0 if the caller may act with scope
+ * needed (always when auth is off), else -1 with FG_ERR_FORBIDDEN naming it.
+ */
+int http_request_permit(const struct http_request *req, const char *needed,
+                        struct fg_error *err) FG_WUR;
 
 /* Socket of the connection (to watch a suspended client for hang-up). */
 int http_request_fd(const struct http_request *req);

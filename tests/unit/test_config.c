@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "auth/keys.h"
 #include "config.h"
 
 /* The fake environment: NULL-terminated name/value pairs. */
@@ -160,16 +161,39 @@ static void environment_overrides(void **state)
                                       "env-secret-0123456789",
                                       "FENCEGATE_HTTP_THREADS",
                                       "3",
+                                      "FENCEGATE_AUTH_MODE",
+                                      "off",
                                       NULL};
     struct config cfg;
     struct fg_error err;
     assert_int_equal(load(env, &cfg, &err), 0);
+    assert_false(cfg.keyset->required);
     assert_string_equal(cfg.listen_host, "0.0.0.0");
     assert_int_equal(cfg.listen_port, 1234);
     assert_string_equal(cfg.redis_url, "redis://env:6380/1");
     assert_string_equal(cfg.secret, "env-secret-0123456789");
     assert_int_equal(cfg.http_threads, 3);
     config_free(&cfg);
+}
+
+/* Beyond loopback auth is required by default, and required with no key
+ * refuses to start; on loopback it is off by default. */
+static void auth_default_follows_listen(void **state)
+{
+    (void)state;
+    static const char *const wide[] = {"FENCEGATE_LISTEN", "10.1.2.3:1234", NULL};
+    static const char *const local[] = {"FENCEGATE_LISTEN", "127.0.0.2:1234", NULL};
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(wide, &cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "no key is configured"));
+    config_free(&cfg);
+    assert_int_equal(load(local, &cfg, &err), 0);
+    assert_false(cfg.keyset->required);
+    config_free(&cfg);
+    assert_true(config_host_is_loopback("::1"));
+    assert_false(config_host_is_loopback("0.0.0.0"));
+    assert_false(config_host_is_loopback("::"));
 }
 
 static void bad_environment_is_named(void **state)
@@ -263,6 +287,7 @@ int main(void)
         cmocka_unit_test(json_keys),
         cmocka_unit_test(refusals_name_the_setting),
         cmocka_unit_test(environment_overrides),
+        cmocka_unit_test(auth_default_follows_listen),
         cmocka_unit_test(bad_environment_is_named),
         cmocka_unit_test(file_then_environment),
         cmocka_unit_test(file_errors_are_named),

@@ -21,13 +21,15 @@ static enum handler_result handler(struct http_request *req, struct http_reply *
 }
 
 static const struct route table[] = {
-    {HTTP_GET, "/healthz", handler, "healthz"},
-    {HTTP_POST, "/v1/locks/{name*}/acquire", handler, "lock_acquire"},
-    {HTTP_POST, "/v1/locks/{name*}/release", handler, "lock_release"},
-    {HTTP_GET, "/v1/locks/{name*}", handler, "lock_status"},
-    {HTTP_GET, "/v1/pg/{table}/{key}", handler, "pg_get"},
-    {HTTP_DELETE, "/v1/pg/{table}/{key}", handler, "pg_delete"},
-    {HTTP_GET, NULL, NULL, NULL},
+    {HTTP_GET, "/healthz", handler, "healthz", SCOPE_OPEN},
+    {HTTP_POST, "/v1/locks/{name*}/acquire", handler, "lock_acquire", SCOPE_LOCK},
+    {HTTP_POST, "/v1/locks/{name*}/release", handler, "lock_release", SCOPE_LOCK},
+    {HTTP_GET, "/v1/locks/{name*}", handler, "lock_status", SCOPE_LOCK},
+    {HTTP_GET, "/v1/pg/{table}/{key}", handler, "pg_get", SCOPE_PG_READ},
+    {HTTP_DELETE, "/v1/pg/{table}/{key}", handler, "pg_delete", SCOPE_PG_WRITE},
+    {HTTP_GET, "/v1/audit/rejections", handler, "audit", SCOPE_AUDIT_READ},
+    {.method = HTTP_GET, .pattern = "/v1/admin", .handler = handler, .label = "forgot_its_scope"},
+    {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN},
 };
 
 /* Matches and returns the route's label, or the problem code name on failure. */
@@ -182,6 +184,34 @@ static void many_segments(void **state)
     assert_true(strcmp(got, "not_found") == 0 || strcmp(got, "lock_acquire") == 0);
 }
 
+/* The scope a route needs is built from its first parameter; a route entry
+ * that names no scope is admin-only. Broken variant caught: a zero value of
+ * SCOPE_OPEN made the forgotten entry open (the assertion on "admin" failed). */
+static void needed_scopes(void **state)
+{
+    (void)state;
+    struct route_match m;
+    char needed[ROUTE_SCOPE_MAX];
+    assert_string_equal(match(HTTP_GET, "/healthz", &m), "healthz");
+    assert_false(router_needed_scope(&m, needed, sizeof needed));
+    assert_string_equal(needed, "");
+    assert_string_equal(match(HTTP_POST, "/v1/locks/a/b:c/acquire", &m), "lock_acquire");
+    assert_true(router_needed_scope(&m, needed, sizeof needed));
+    assert_string_equal(needed, "lock:a/b:c");
+    assert_string_equal(match(HTTP_GET, "/v1/pg/invoices/42", &m), "pg_get");
+    assert_true(router_needed_scope(&m, needed, sizeof needed));
+    assert_string_equal(needed, "pg:invoices:read");
+    assert_string_equal(match(HTTP_DELETE, "/v1/pg/invoices/42", &m), "pg_delete");
+    assert_true(router_needed_scope(&m, needed, sizeof needed));
+    assert_string_equal(needed, "pg:invoices:write");
+    assert_string_equal(match(HTTP_GET, "/v1/audit/rejections", &m), "audit");
+    assert_true(router_needed_scope(&m, needed, sizeof needed));
+    assert_string_equal(needed, "audit:read");
+    assert_string_equal(match(HTTP_GET, "/v1/admin", &m), "forgot_its_scope");
+    assert_true(router_needed_scope(&m, needed, sizeof needed));
+    assert_string_equal(needed, "admin");
+}
+
 static void methods(void **state)
 {
     (void)state;
@@ -206,6 +236,7 @@ int main(void)
         cmocka_unit_test(invalid_names),
         cmocka_unit_test(name_length_limits),
         cmocka_unit_test(many_segments),
+        cmocka_unit_test(needed_scopes),
         cmocka_unit_test(methods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,88 @@
+/*
+ * keygen.c - the `fencegate keys new` command. The key is "fgk_" and 256
+ * random bits in hex; the gateway never stores it, only the hash printed in
+ * the entry, so the key shown here is the only copy.
+ */
+#include "auth/keygen.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth/keys.h"
+#include "auth/scope.h"
+#include "lease/token.h"
+
+static const char keygen_usage[] =
+    "usage: fencegate keys new --id ID --scope SCOPE [--scope SCOPE ...]\n"
+    "Prints a fresh API key once, and the entry to add to auth.keys (or to the\n"
+    "auth.keys_file) holding only its SHA-256. Scopes: lock:<pattern>,\n"
+    "semaphore:<pattern>, pg:<table>:read|write, redis:<pattern>:read|write,\n"
+    "audit:read, metrics, admin ('*' matches any run of characters).\n";
+
+/* Prints a complaint about the command line; returns -1. */
+static int complain(FILE *errs, const char *what, const char *why)
+{
+    fprintf(errs, "fencegate keys: %s: %s\n%s", what, why, keygen_usage);
+    return -1;
+}
+
+/* Reads --id and --scope options from argv[2..]; returns 0 or prints why not. */
+static int keygen_args(int argc, char **argv, const char **id, json_t *scopes, FILE *errs)
+{
+    struct fg_error err = {0};
+    for (int i = 2; i < argc; i++) {
+        bool has_value = i + 1 < argc;
+        if (strcmp(argv[i], "--id") == 0 && has_value) {
+            *id = argv[++i];
+            if (api_key_id_check(*id, &err) != 0)
+                return complain(errs, "--id", err.msg);
+        } else if (strcmp(argv[i], "--scope") == 0 && has_value) {
+            const char *scope = argv[++i];
+            if (scope_check(scope, &err) != 0)
+                return complain(errs, "--scope", err.msg);
+            json_array_append_new(scopes, json_string(scope));
+        } else {
+            return complain(errs, argv[i], "unexpected argument");
+        }
+    }
+    if (*id == NULL || json_array_size(scopes) == 0)
+        return complain(errs, "new", "--id and at least one --scope are required");
+    return 0;
+}
+
+int keygen_main(int argc, char **argv, FILE *out, FILE *errs)
+{
+    if (argc < 2 || strcmp(argv[1], "new") != 0) {
+        fputs(keygen_usage, argc >= 2 && strcmp(argv[1], "--help") == 0 ? out : errs);
+        return argc >= 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    }
+    const char *id = NULL;
+    json_t *scopes = json_array();
+    struct fg_error err = {0};
+    char key[4 + 2 * LEASE_ID_LEN + 1] = "fgk_";
+    int status = 2;
+    if (keygen_args(argc, argv, &id, scopes, errs) != 0)
+        goto out;
+    status = 1;
+    if (token_new_lease_id(key + 4, &err) != 0 ||
+        token_new_lease_id(key + 4 + LEASE_ID_LEN, &err) != 0) {
+        fprintf(errs, "fencegate keys: %s\n", err.msg);
+        goto out;
+    }
+    char hash[2 * API_KEY_DIGEST + 1];
+    api_key_hash_hex(key, strlen(key), hash);
+    json_t *entry = json_pack("{s:s, s:s, s:O}", "id", id, "sha256", hash, "scopes", scopes);
+    char *text = json_dumps(entry, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    fprintf(out,
+            "key: %s\n"
+            "(shown once; clients send it as 'Authorization: Bearer <key>')\n"
+            "entry for auth.keys:\n%s\n",
+            key, text);
+    free(text);
+    json_decref(entry);
+    status = 0;
+out:
+    json_decref(scopes);
+    return status;
+}

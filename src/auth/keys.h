@@ -1,0 +1,87 @@
+/*
+ * keys.h - API keys: the key set of the configuration ("auth"), finding the key
+ * a request presents, and whether that key holds a scope. Keys are kept as the
+ * SHA-256 of their text only; a presented key is hashed and compared with every
+ * known hash in constant time, so the check costs no round trip and leaks
+ * nothing through its timing.
+ *
+ * The key set in force is published as one immutable object (auth_publish) and
+ * replaced whole on SIGHUP. A replaced set is kept until auth_shutdown, so a
+ * request may keep the key it found for as long as it runs, with no lock and no
+ * reference count.
+ */
+#ifndef FG_KEYS_H
+#define FG_KEYS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util/error.h"
+
+#define API_KEY_ID_MAX   64   /* longest key id, in bytes */
+#define API_KEY_TEXT_MAX 1024 /* longest key text a client may present */
+#define API_KEY_DIGEST   32   /* bytes of a SHA-256 */
+
+struct api_key {
+    char id[API_KEY_ID_MAX + 1];          /* the key's name: logs, audit "principal" */
+    unsigned char sha256[API_KEY_DIGEST]; /* SHA-256 of the key text */
+    char **scopes;                        /* granted scopes (owned) */
+    size_t nscopes;                       /* entries in scopes */
+};
+
+struct keyset {
+    bool required;        /* auth.mode is "required" */
+    struct api_key *keys; /* the known keys (owned) */
+    size_t nkeys;         /* entries in keys */
+};
+
+/*
+ * Builds the key set of the configuration: auth is the "auth" object of the
+ * config file (borrowed, may be NULL); env_mode and env_keys_file are
+ * FENCEGATE_AUTH_MODE and FENCEGATE_AUTH_KEYS_FILE (NULL if unset), which
+ * override it. loopback says whether the gateway listens on a loopback address
+ * only (the default mode is "off" then, "required" otherwise). Reads the keys
+ * file (a JSON array of key entries) if one is named. Anything malformed fails
+ * with FG_ERR_CONFIG naming the entry ("auth.keys[1].scopes[0]: ..."); so does
+ * "required" with no keys. *out is owned by the caller (keyset_free).
+ */
+int keyset_from_config(const json_t *auth, const char *env_mode, const char *env_keys_file,
+                       bool loopback, struct keyset **out, struct fg_error *err) FG_WUR;
+
+/* Frees ks and everything it owns (NULL is fine). */
+void keyset_free(struct keyset *ks);
+
+/*
+ * The key of ks whose text is presented (len bytes), or NULL. Hashes the text
+ * once and compares it with every key's hash in constant time.
+ */
+const struct api_key *keyset_find(const struct keyset *ks, const char *presented, size_t len);
+
+/*
+ * Reads an Authorization header value (NULL when absent): "Bearer <key>", the
+ * scheme in any case, the key 1..API_KEY_TEXT_MAX visible ASCII bytes. Points
+ * *key into header. Anything else fails with FG_ERR_UNAUTHORIZED saying why.
+ */
+int auth_bearer(const char *header, const char **key, size_t *len, struct fg_error *err) FG_WUR;
+
+/* True iff key holds a scope that grants needed; a NULL key (auth off) may do
+ * everything. */
+bool api_key_permits(const struct api_key *key, const char *needed);
+
+/* Checks a key id: 1..API_KEY_ID_MAX bytes of A-Z a-z 0-9 . _ -. */
+int api_key_id_check(const char *id, struct fg_error *err) FG_WUR;
+
+/* SHA-256 of len bytes of text, as 64 lowercase hex digits plus NUL. */
+void api_key_hash_hex(const char *text, size_t len, char out[2 * API_KEY_DIGEST + 1]);
+
+/* Makes the key set in force ks (owned from now on; kept until auth_shutdown). */
+void auth_publish(struct keyset *ks);
+
+/* The key set in force, or NULL before the first auth_publish. */
+const struct keyset *auth_current(void);
+
+/* Frees every key set ever published. No request may be running. */
+void auth_shutdown(void);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * scope.c - scope grammar and matching. A scope is a category ("lock",
+ * "semaphore", "pg", "redis") with a pattern and, for the stores, an access
+ * ("read" or "write") after the last ':'; or one of the fixed words "audit:read",
+ * "metrics" and "admin". Matching compares category and access exactly and the
+ * patterns with '*' globbing; it never allocates and never looks anything up.
+ */
+#include "auth/scope.h"
+
+#include <string.h>
+
+struct scope_category {
+    const char *prefix; /* "lock:" */
+    bool with_access;   /* ends in ":read" or ":write" */
+    const char *extra;  /* bytes allowed in the pattern besides A-Z a-z 0-9 and '*' */
+};
+
+static const struct scope_category categories[] = {
+    {"lock:", false, "._:/-"},
+    {"semaphore:", false, "._:/-"},
+    {"pg:", true, "._-$"},
+    {"redis:", true, "!\"#$%&'()+,-./:;<=>?@[\\]^_`{|}~"},
+};
+
+static const char *const fixed_scopes[] = {"admin", "metrics", "audit:read"};
+
+#define NCATEGORIES (sizeof categories / sizeof categories[0])
+#define NFIXED      (sizeof fixed_scopes / sizeof fixed_scopes[0])
+
+/* The parts of a scope: its category (NULL for a fixed word), pattern and access. */
+struct scope_parts {
+    const struct scope_category *category;
+    const char *pattern;
+    size_t pattern_len;
+    const char *access; /* "read"/"write", or "" */
+};
+
+static bool scope_split(const char *scope, struct scope_parts *p)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < NCATEGORIES; i++) {
+        size_t n = strlen(categories[i].prefix);
+        if (strncmp(scope, categories[i].prefix, n) != 0)
+            continue;
+        p->category = &categories[i];
+        p->pattern = scope + n;
+        p->pattern_len = strlen(p->pattern);
+        p->access = "";
+        if (!categories[i].with_access)
+            return true;
+        const char *colon = strrchr(p->pattern, ':');
+        if (colon == NULL)
+            return false;
+        p->pattern_len = (size_t)(colon - p->pattern);
+        p->access = colon + 1;
+        return true;
+    }
+    return false;
+}
+
+static bool is_fixed(const char *scope)
+{
+    for (size_t i = 0; i < NFIXED; i++)
+        if (strcmp(scope, fixed_scopes[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool pattern_byte_ok(const struct scope_category *c, char ch)
+{
+    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+           ch == '*' || (ch != '\0' && strchr(c->extra, ch) != NULL);
+}
+
+int scope_check(const char *scope, struct fg_error *err)
+{
+    size_t len = strlen(scope);
+    if (len == 0 || len > SCOPE_MAX_LEN)
+        return fg_fail(err, FG_ERR_CONFIG, "a scope is 1 to %d bytes", SCOPE_MAX_LEN);
+    if (is_fixed(scope))
+        return 0;
+    struct scope_parts p;
+    if (!scope_split(scope, &p))
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "unknown scope '%.80s' (lock:<pattern>, semaphore:<pattern>, "
+                       "pg:<table>:read|write, redis:<pattern>:read|write, audit:read, metrics, "
+                       "admin)",
+                       scope);
+    if (p.pattern_len == 0)
+        return fg_fail(err, FG_ERR_CONFIG, "scope '%.80s' has an empty pattern", scope);
+    for (size_t i = 0; i < p.pattern_len; i++)
+        if (!pattern_byte_ok(p.category, p.pattern[i]))
+            return fg_fail(err, FG_ERR_CONFIG,
+                           "scope '%.80s' holds a character not allowed here (byte 0x%02x)", scope,
+                           (unsigned char)p.pattern[i]);
+    if (p.category->with_access && strcmp(p.access, "read") != 0 && strcmp(p.access, "write") != 0)
+        return fg_fail(err, FG_ERR_CONFIG, "scope '%.80s' must end in :read or :write", scope);
+    return 0;
+}
+
+bool scope_glob(const char *pattern, size_t pattern_len, const char *text, size_t text_len)
+{
+    size_t p = 0, t = 0, star = (size_t)-1, resume = 0;
+    while (t < text_len) {
+        if (p < pattern_len && pattern[p] == '*') {
+            star = p++;
+            resume = t;
+        } else if (p < pattern_len && pattern[p] == text[t]) {
+            p++;
+            t++;
+        } else if (star != (size_t)-1) {
+            p = star + 1;
+            t = ++resume;
+        } else {
+            return false;
+        }
+    }
+    while (p < pattern_len && pattern[p] == '*')
+        p++;
+    return p == pattern_len;
+}
+
+bool scope_grants(const char *granted, const char *needed)
+{
+    if (strcmp(granted, "admin") == 0)
+        return true;
+    if (is_fixed(granted) || is_fixed(needed))
+        return strcmp(granted, needed) == 0;
+    struct scope_parts g, n;
+    if (!scope_split(granted, &g) || !scope_split(needed, &n))
+        return false;
+    return g.category == n.category && strcmp(g.access, n.access) == 0 &&
+           scope_glob(g.pattern, g.pattern_len, n.pattern, n.pattern_len);
+}

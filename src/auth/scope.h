@@ -1,0 +1,29 @@
+/*
+ * scope.h - the scopes of API keys (API.md, "Authentication and authorization"):
+ * what a configured scope may look like, and whether it grants the scope a call
+ * needs. A needed scope is concrete ("lock:invoice:42", "pg:invoices:write");
+ * a granted one may hold '*' in its pattern part, matching any run of bytes
+ * ("lock:invoice:*", "redis:app:*:write"). "admin" grants everything. Pure.
+ */
+#ifndef FG_SCOPE_H
+#define FG_SCOPE_H
+
+#include <stdbool.h>
+
+#include "util/error.h"
+
+#define SCOPE_MAX_LEN 600 /* longest scope text, in bytes */
+
+/* Checks a scope as written in the configuration; a wrong shape or an odd
+ * character fails with FG_ERR_CONFIG saying what is wrong (the caller names
+ * the entry). */
+int scope_check(const char *scope, struct fg_error *err) FG_WUR;
+
+/* True iff the granted scope (checked by scope_check) covers the needed one. */
+bool scope_grants(const char *granted, const char *needed);
+
+/* True iff pattern, where '*' matches any run of bytes, matches all of text
+ * (pattern_len and text_len bytes). */
+bool scope_glob(const char *pattern, size_t pattern_len, const char *text, size_t text_len);
+
+#endif

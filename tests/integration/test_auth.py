@@ -1,0 +1,227 @@
+"""API keys and scopes over HTTP: every route with no key, an unknown key, a key lacking the scope and
+the right key; wildcard edges; batches checked table by table; keys re-read on SIGHUP; `fencegate keys
+new`; start-up refusals naming the entry; the key id in the request log.
+
+Broken variants caught while writing this (each tried, then reverted): the scope check skipped
+(api_key_permits always true: test_every_route 'lacking' rows answered 2xx/4xx other than 403); the batch
+handler not checking its tables (test_batch_checks_every_table got 200); SIGHUP ignored (the new key got
+401 in test_sighup_rereads_keys).
+
+Owns: authentication and authorization (API.md "Authentication and authorization"). Must not: test the
+fenced-write rules themselves (test_pg_*.py, test_redis_writes.py) or bound resources (test_bound.py).
+"""
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, run_fencegate, wait_for  # noqa: E402
+from pg_helpers import INVOICE_COLUMNS, unique  # noqa: E402
+
+# (method, path, body, the scope the call needs, or None for "any known key")
+ROUTES = [
+    ("GET", "/metrics", None, "metrics"),
+    ("GET", "/v1/openapi.json", None, None),
+    ("POST", "/v1/locks/auth-l/acquire", {"ttl_ms": 1000}, "lock:auth-l"),
+    ("POST", "/v1/locks/auth-l/renew", {"token": "x"}, "lock:auth-l"),
+    ("POST", "/v1/locks/auth-l/release", {"token": "x"}, "lock:auth-l"),
+    ("GET", "/v1/locks/auth-l", None, "lock:auth-l"),
+    ("POST", "/v1/semaphores/auth-s/acquire", {"limit": 2, "ttl_ms": 1000}, "semaphore:auth-s"),
+    ("POST", "/v1/semaphores/auth-s/renew", {"token": "x"}, "semaphore:auth-s"),
+    ("POST", "/v1/semaphores/auth-s/release", {"token": "x"}, "semaphore:auth-s"),
+    ("GET", "/v1/semaphores/auth-s", None, "semaphore:auth-s"),
+    ("PUT", "/v1/redis/app:k", {"value": "v"}, "redis:app:k:write"),
+    ("PATCH", "/v1/redis/app:k", {"fields": {"a": "b"}}, "redis:app:k:write"),
+    ("DELETE", "/v1/redis/app:k", None, "redis:app:k:write"),
+    ("GET", "/v1/redis/app:k", None, "redis:app:k:read"),
+    ("POST", "/v1/pg/invoices", {"row": {"id": "auth-1"}}, "pg:invoices:write"),
+    ("GET", "/v1/pg/invoices/auth-1", None, "pg:invoices:read"),
+    ("PATCH", "/v1/pg/invoices/auth-1", {"set": {"note": "n"}}, "pg:invoices:write"),
+    ("PUT", "/v1/pg/invoices/auth-1", {"row": {"note": "n"}}, "pg:invoices:write"),
+    ("DELETE", "/v1/pg/invoices/auth-1", None, "pg:invoices:write"),
+    ("POST", "/v1/pg/batch", {"ops": [{"op": "delete", "table": "invoices", "key": "auth-1"}]},
+     "pg:invoices:write"),
+    ("GET", "/v1/audit/rejections", None, "audit:read"),
+]
+
+OPEN_ROUTES = ["/healthz", "/readyz"]
+
+
+def key_entry(key_id: str, text: str, scopes: list[str]) -> dict:
+    return {"id": key_id, "sha256": hashlib.sha256(text.encode()).hexdigest(), "scopes": scopes}
+
+
+def bearer(text: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {text}"}
+
+
+def scope_key(scope: str) -> str:
+    return "key-for-" + hashlib.sha256(scope.encode()).hexdigest()[:16]
+
+
+def past_the_check(r) -> bool:
+    """True unless r is a 401 or a 403 forbidden (a 403 invalid_fence_token comes from the handler)."""
+    refused = isinstance(r.body, dict) and r.body.get("type") in ("/problems/unauthorized",
+                                                                  "/problems/forbidden")
+    return r.status != 401 and not refused
+
+
+def auth_config(keys: list[dict]) -> dict:
+    return {"tables": {"invoices": {"key": "id", "columns": INVOICE_COLUMNS}},
+            "redis_prefixes": ["app:"], "auth": {"mode": "required", "keys": keys}}
+
+
+class AuthTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        scopes = sorted({s for *_, s in ROUTES if s})
+        keys = [key_entry(f"k{i}", scope_key(s), [s]) for i, s in enumerate(scopes)]
+        keys.append(key_entry("nothing", "key-nothing", ["lock:nothing-else"]))
+        keys.append(key_entry("billing", "key-billing", ["lock:invoice:*", "redis:app:*:write"]))
+        keys.append(key_entry("root", "key-root", ["admin"]))
+        cls.gw = Gateway(config=auth_config(keys))
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def assert_problem(self, r, status, code):
+        self.assertEqual(r.status, status, r)
+        self.assertTrue(r.headers.get("content-type", "").startswith("application/problem+json"), r)
+        self.assertEqual(r.body["type"], f"/problems/{code}", r)
+        return r.body
+
+    def test_every_route(self):
+        """No key and an unknown key: 401 with WWW-Authenticate; a key lacking the scope: 403 naming it;
+        the right key: past the check (whatever the handler then says)."""
+        for method, path, body, scope in ROUTES:
+            with self.subTest(route=f"{method} {path}"):
+                for headers in ({}, bearer("key-unknown")):
+                    r = self.c.request(method, path, body, headers)
+                    self.assert_problem(r, 401, "unauthorized")
+                    self.assertTrue(r.headers.get("www-authenticate", "").startswith("Bearer"), r)
+                if scope is not None:
+                    r = self.c.request(method, path, body, bearer("key-nothing"))
+                    problem = self.assert_problem(r, 403, "forbidden")
+                    self.assertIn(scope, problem["detail"])
+                    if path != "/v1/pg/batch":
+                        self.assertEqual(problem["scope"], scope)
+                right = bearer(scope_key(scope) if scope else "key-nothing")
+                for key in (right, bearer("key-root")):
+                    r = self.c.request(method, path, body, key)
+                    self.assertTrue(past_the_check(r), r)
+
+    def test_open_routes(self):
+        for path in OPEN_ROUTES:
+            self.assertEqual(self.c.get(path).status, 200)
+
+    def test_wildcard_edges(self):
+        """lock:invoice:* covers invoice: and invoice:42, not invoice or invoicex."""
+        for name, allowed in (("invoice", False), ("invoice:", True), ("invoicex", False),
+                              ("invoice:42", True), ("invoice:a/b", True)):
+            r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 1000}, headers=bearer("key-billing"))
+            if allowed:
+                self.assertEqual(r.status, 200, (name, r))
+                r = self.c.post(f"/v1/locks/{name}/release", {"token": r.body["token"]},
+                                headers=bearer("key-billing"))
+                self.assertEqual(r.status, 200, r)
+            else:
+                self.assertEqual(self.assert_problem(r, 403, "forbidden")["scope"], f"lock:{name}")
+
+    def test_batch_checks_every_table(self):
+        """A batch is refused when any one of its tables lacks the write scope of the key."""
+        body = {"ops": [{"op": "delete", "table": "invoices", "key": "nope"}]}
+        r = self.c.post("/v1/pg/batch", body, headers=bearer("key-billing"))
+        self.assertIn("pg:invoices:write", self.assert_problem(r, 403, "forbidden")["detail"])
+
+    def test_malformed_authorization(self):
+        for value in ("Basic abc", "Bearer", "Bearer  ", "Bearer a b", "bearer", "Bearer " + "k" * 10240,
+                      "Bearer key-root extra", "Token key-root"):
+            r = self.c.get("/v1/locks/x", headers={"Authorization": value})
+            self.assert_problem(r, 401, "unauthorized")
+        r = self.c.get("/v1/locks/x", headers={"Authorization": "bearer key-root"})
+        self.assertEqual(r.status, 200, r)
+
+    def test_principal_in_request_log(self):
+        r = self.c.get("/v1/locks/invoice:log", headers=bearer("key-billing"))
+        self.assertEqual(r.status, 200, r)
+        wait_for(lambda: '"principal":"billing"' in self.gw.log_text().replace(" ", ""), 10,
+                 what="principal in the request log")
+
+
+class KeysLifecycleTest(unittest.TestCase):
+    def test_sighup_rereads_keys(self):
+        """A key added to the file works after SIGHUP, a removed one answers 401; a broken file on SIGHUP
+        keeps the keys in force."""
+        old = key_entry("old", "key-old", ["lock:*"])
+        with Gateway(config=auth_config([old])) as gw:
+            c = gw.client()
+            self.assertEqual(c.get("/v1/locks/a", headers=bearer("key-old")).status, 200)
+            self.assertEqual(c.get("/v1/locks/a", headers=bearer("key-new")).status, 401)
+            with open(gw.config_path, "w", encoding="utf-8") as f:
+                json.dump(auth_config([key_entry("new", "key-new", ["lock:*"])]), f)
+            gw.signal(signal.SIGHUP)
+            wait_for(lambda: c.get("/v1/locks/a", headers=bearer("key-new")).status == 200, 10,
+                     what="new key in force")
+            self.assertEqual(c.get("/v1/locks/a", headers=bearer("key-old")).status, 401)
+            with open(gw.config_path, "w", encoding="utf-8") as f:
+                f.write('{"auth": {"mode": "required", "keys": [{"id": "x"}]}}')
+            gw.signal(signal.SIGHUP)
+            wait_for(lambda: "reload_failed" in gw.log_text(), 10, what="reload_failed logged")
+            self.assertEqual(c.get("/v1/locks/a", headers=bearer("key-new")).status, 200)
+            c.close()
+
+    def test_keys_new(self):
+        """The printed key works with the printed entry; the entry holds only the hash."""
+        p = run_fencegate(["keys", "new", "--id", "ci", "--scope", "lock:ci:*", "--scope", "metrics"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        key = next(line.split(": ", 1)[1] for line in p.stdout.splitlines() if line.startswith("key: "))
+        entry = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual(entry, {"id": "ci", "sha256": hashlib.sha256(key.encode()).hexdigest(),
+                                 "scopes": ["lock:ci:*", "metrics"]})
+        self.assertNotIn(key, json.dumps(entry))
+        with Gateway(config=auth_config([entry])) as gw:
+            self.assertEqual(gw.http("GET", "/v1/locks/ci:1", headers=bearer(key)).status, 200)
+            self.assertEqual(gw.http("GET", "/metrics", headers=bearer(key)).status, 200)
+            self.assertEqual(gw.http("GET", "/v1/locks/other", headers=bearer(key)).status, 403)
+        for args in (["keys", "new", "--id", "a b", "--scope", "admin"],
+                     ["keys", "new", "--id", "x", "--scope", "lock:a;b"],
+                     ["keys", "new", "--id", "x"], ["keys", "old"]):
+            p = run_fencegate(args)
+            self.assertEqual(p.returncode, 2, (args, p))
+            self.assertIn("fencegate keys", p.stderr)
+
+    def test_start_refused_naming_the_entry(self):
+        cases = [
+            ({"auth": {"mode": "required"}}, "no key is configured"),
+            ({"auth": {"mode": "required", "keys": [key_entry("a", "k", ["lock:a b"])]}},
+             "auth.keys[0].scopes[0]"),
+            ({"auth": {"keys": [key_entry("a", "k", ["admin", "lock:\u00e9"])]}}, "auth.keys[0].scopes[1]"),
+            ({"auth": {"keys": [{"id": "a", "sha256": "00", "scopes": ["admin"]}]}}, "auth.keys[0].sha256"),
+            ({"auth": {"mode": "sometimes"}}, "auth.mode"),
+        ]
+        for cfg, named in cases:
+            p = run_fencegate(config=cfg)
+            self.assertEqual(p.returncode, 2, (cfg, p))
+            self.assertIn(named, p.stderr)
+
+    def test_beyond_loopback_defaults(self):
+        """Listening on 0.0.0.0 without keys refuses to start; with mode off it starts and warns loudly."""
+        p = run_fencegate(env_overrides={"FENCEGATE_LISTEN": "0.0.0.0:0"})
+        self.assertEqual(p.returncode, 2, p)
+        self.assertIn("no key is configured", p.stderr)
+        from harness import free_port
+        port = free_port()
+        with Gateway(env_overrides={"FENCEGATE_LISTEN": f"0.0.0.0:{port}", "FENCEGATE_AUTH_MODE": "off"}) as gw:
+            self.assertIn("auth_off_beyond_loopback", gw.log_text())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,222 @@
+/*
+ * test_auth.c - API keys and scopes: the scope grammar, wildcard matching at
+ * its edges, the key set of the configuration (and its refusals naming the
+ * entry), finding a presented key and reading the Authorization header.
+ *
+ * Broken variants caught while writing these: a glob that let '*' stop at the
+ * first ':' (lock:invoice:* then refused invoice:a:b); a scope_grants that
+ * ignored the access part (redis:app:*:read granted a write); keyset_find
+ * comparing only the first byte of the hash (an unknown key was accepted).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "auth/keys.h"
+#include "auth/scope.h"
+
+static void scope_grammar(void **state)
+{
+    (void)state;
+    struct fg_error err = {0};
+    const char *good[] = {"admin",
+                          "metrics",
+                          "audit:read",
+                          "lock:*",
+                          "lock:invoice:*",
+                          "semaphore:pool/a",
+                          "pg:invoices:read",
+                          "pg:*:write",
+                          "redis:app:*:write",
+                          "redis:a b"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0] - 1; i++)
+        assert_int_equal(scope_check(good[i], &err), 0);
+    const char *bad[] = {"",
+                         "root",
+                         "lock:",
+                         "lock:a b",
+                         "lock:a\tb",
+                         "pg:invoices",
+                         "pg:invoices:rw",
+                         "redis:app:*",
+                         "audit:write",
+                         "semaphore:é",
+                         "redis:a b:read",
+                         "pg::read"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err.code = FG_OK;
+        assert_int_equal(scope_check(bad[i], &err), -1);
+        assert_int_equal(err.code, FG_ERR_CONFIG);
+    }
+    char longer[SCOPE_MAX_LEN + 10];
+    memset(longer, 'a', sizeof longer);
+    memcpy(longer, "lock:", 5);
+    longer[sizeof longer - 1] = '\0';
+    assert_int_equal(scope_check(longer, &err), -1);
+}
+
+static void wildcard_edges(void **state)
+{
+    (void)state;
+    assert_false(scope_grants("lock:invoice:*", "lock:invoice"));
+    assert_true(scope_grants("lock:invoice:*", "lock:invoice:"));
+    assert_false(scope_grants("lock:invoice:*", "lock:invoicex"));
+    assert_true(scope_grants("lock:invoice:*", "lock:invoice:42"));
+    assert_true(scope_grants("lock:invoice:*", "lock:invoice:a:b/c"));
+    assert_false(scope_grants("lock:invoice:*", "semaphore:invoice:42"));
+    assert_true(scope_grants("lock:*:x", "lock:a:b:x"));
+    assert_false(scope_grants("lock:*:x", "lock:a:b:xy"));
+    assert_true(scope_grants("lock:a*b*c", "lock:aXbYbZc"));
+    assert_false(scope_grants("lock:a*b*c", "lock:aXbYbZ"));
+    assert_true(scope_grants("lock:exact", "lock:exact"));
+    assert_false(scope_grants("lock:exact", "lock:exactly"));
+    assert_true(scope_grants("pg:invoices:read", "pg:invoices:read"));
+    assert_false(scope_grants("pg:invoices:read", "pg:invoices:write"));
+    assert_false(scope_grants("pg:invoices:write", "pg:invoices_old:write"));
+    assert_true(scope_grants("redis:app:*:write", "redis:app:k:write"));
+    assert_false(scope_grants("redis:app:*:read", "redis:app:k:write"));
+    assert_false(scope_grants("redis:app:*:write", "redis:app:k:write:read"));
+    assert_true(scope_grants("redis:app:*:read", "redis:app:k:write:read"));
+    assert_false(scope_grants("redis:app:*:write", "redis:apq:k:write"));
+    assert_true(scope_grants("admin", "lock:x"));
+    assert_true(scope_grants("admin", "metrics"));
+    assert_false(scope_grants("metrics", "admin"));
+    assert_false(scope_grants("audit:read", "metrics"));
+    assert_true(scope_grants("audit:read", "audit:read"));
+    assert_false(scope_grants("lock:*", "admin"));
+    assert_false(scope_grants("lock:*", "audit:read"));
+}
+
+/* Builds a key set from JSON text of the "auth" object. */
+static int build(const char *auth_text, const char *mode, bool loopback, struct keyset **ks,
+                 struct fg_error *err)
+{
+    json_t *auth = auth_text ? json_loads(auth_text, 0, NULL) : NULL;
+    assert_true(auth_text == NULL || auth != NULL);
+    memset(err, 0, sizeof *err);
+    int rc = keyset_from_config(auth, mode, NULL, loopback, ks, err);
+    json_decref(auth);
+    return rc;
+}
+
+#define HASH_OF_SECRET "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"
+
+static void keyset_modes(void **state)
+{
+    (void)state;
+    struct keyset *ks;
+    struct fg_error err;
+    assert_int_equal(build(NULL, NULL, true, &ks, &err), 0);
+    assert_false(ks->required);
+    keyset_free(ks);
+    assert_int_equal(build(NULL, NULL, false, &ks, &err), -1);
+    assert_non_null(strstr(err.msg, "no key is configured"));
+    keyset_free(ks);
+    assert_int_equal(build("{\"mode\": \"off\"}", NULL, false, &ks, &err), 0);
+    assert_false(ks->required);
+    keyset_free(ks);
+    assert_int_equal(build("{\"mode\": \"off\"}", "required", true, &ks, &err), -1);
+    keyset_free(ks);
+    assert_int_equal(build("{\"mode\": \"maybe\"}", NULL, true, &ks, &err), -1);
+    assert_non_null(strstr(err.msg, "auth.mode"));
+    keyset_free(ks);
+    assert_int_equal(build("{\"mode\": \"off\", \"colour\": 1}", NULL, true, &ks, &err), -1);
+    assert_non_null(strstr(err.msg, "auth.colour"));
+    keyset_free(ks);
+}
+
+static void keyset_entries(void **state)
+{
+    (void)state;
+    struct keyset *ks;
+    struct fg_error err;
+    const char *good =
+        "{\"mode\": \"required\", \"keys\": [{\"id\": \"billing\", \"sha256\": \"" HASH_OF_SECRET
+        "\", \"scopes\": [\"lock:invoice:*\", \"pg:invoices:write\"]}]}";
+    assert_int_equal(build(good, NULL, true, &ks, &err), 0);
+    assert_true(ks->required);
+    assert_int_equal(ks->nkeys, 1);
+    const struct api_key *k = keyset_find(ks, "secret", 6);
+    assert_non_null(k);
+    assert_string_equal(k->id, "billing");
+    assert_true(api_key_permits(k, "lock:invoice:7"));
+    assert_false(api_key_permits(k, "lock:other"));
+    assert_true(api_key_permits(NULL, "admin"));
+    assert_null(keyset_find(ks, "secreT", 6));
+    assert_null(keyset_find(ks, "secret ", 7));
+    assert_null(keyset_find(ks, "", 0));
+    keyset_free(ks);
+
+    const struct {
+        const char *text;
+        const char *names;
+    } bad[] = {
+        {"{\"keys\": [{\"id\": \"a b\", \"sha256\": \"" HASH_OF_SECRET
+         "\", \"scopes\": [\"admin\"]}]}",
+         "auth.keys[0].id"},
+        {"{\"keys\": [{\"id\": \"a\", \"sha256\": \"abc\", \"scopes\": [\"admin\"]}]}",
+         "auth.keys[0].sha256"},
+        {"{\"keys\": [{\"id\": \"a\", \"sha256\": \"" HASH_OF_SECRET "\", \"scopes\": []}]}",
+         "auth.keys[0].scopes"},
+        {"{\"keys\": [{\"id\": \"a\", \"sha256\": \"" HASH_OF_SECRET
+         "\", \"scopes\": [\"admin\", \"lock:a;b\"]}]}",
+         "auth.keys[0].scopes[1]"},
+        {"{\"keys\": [{\"id\": \"a\", \"sha256\": \"" HASH_OF_SECRET
+         "\", \"scopes\": [\"admin\"]}, {\"id\": \"a\", \"sha256\": \"" HASH_OF_SECRET
+         "\", \"scopes\": [\"admin\"]}]}",
+         "auth.keys[1]"},
+        {"{\"keys\": [{\"id\": \"a\", \"sha256\": \"" HASH_OF_SECRET
+         "\", \"scopes\": [\"admin\"], \"note\": 1}]}",
+         "auth.keys[0].note"},
+        {"{\"keys\": {}}", "auth.keys"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(build(bad[i].text, NULL, true, &ks, &err), -1);
+        assert_int_equal(err.code, FG_ERR_CONFIG);
+        if (strstr(err.msg, bad[i].names) == NULL)
+            fail_msg("entry %zu: '%s' does not name %s", i, err.msg, bad[i].names);
+        keyset_free(ks);
+    }
+}
+
+static void bearer_header(void **state)
+{
+    (void)state;
+    struct fg_error err = {0};
+    const char *key;
+    size_t len;
+    assert_int_equal(auth_bearer("Bearer abc", &key, &len, &err), 0);
+    assert_int_equal(len, 3);
+    assert_memory_equal(key, "abc", 3);
+    assert_int_equal(auth_bearer("bearer abc", &key, &len, &err), 0);
+    const char *bad[] = {"",           "Bearer",         "Bearer ",   "Basic abc",
+                         "Bearer a b", "Bearer a\tb",    "Bearerabc", "Bearer a\x7f",
+                         "Token abc",  "Bearer \xc3\xa9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err.code = FG_OK;
+        assert_int_equal(auth_bearer(bad[i], &key, &len, &err), -1);
+        assert_int_equal(err.code, FG_ERR_UNAUTHORIZED);
+    }
+    assert_int_equal(auth_bearer(NULL, &key, &len, &err), -1);
+    assert_int_equal(err.code, FG_ERR_UNAUTHORIZED);
+    char huge[10 * 1024 + 8] = "Bearer ";
+    memset(huge + 7, 'k', sizeof huge - 8);
+    huge[sizeof huge - 1] = '\0';
+    assert_int_equal(auth_bearer(huge, &key, &len, &err), -1);
+    assert_non_null(strstr(err.msg, "over"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scope_grammar), cmocka_unit_test(wildcard_edges),
+        cmocka_unit_test(keyset_modes),  cmocka_unit_test(keyset_entries),
+        cmocka_unit_test(bearer_header),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
