@@ -8,6 +8,7 @@
 
 #include "http/handlers_audit.h"
 #include "http/handlers_locks.h"
+#include "http/handlers_locksets.h"
 #include "http/handlers_meta.h"
 #include "http/handlers_ops.h"
 #include "http/handlers_pg.h"
@@ -24,6 +25,9 @@ const struct route api_routes[] = {
     {HTTP_POST, "/v1/locks/{name*}/release", handle_lock_release, "lock_release", SCOPE_LOCK},
     {HTTP_POST, "/v1/locks/{name*}/revoke", handle_lock_revoke, "lock_revoke", SCOPE_ADMIN},
     {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status", SCOPE_LOCK},
+    {HTTP_POST, "/v1/locksets/acquire", handle_lockset_acquire, "lockset_acquire", SCOPE_KEY},
+    {HTTP_POST, "/v1/locksets/renew", handle_lockset_renew, "lockset_renew", SCOPE_KEY},
+    {HTTP_POST, "/v1/locksets/release", handle_lockset_release, "lockset_release", SCOPE_KEY},
     {HTTP_POST, "/v1/semaphores/{name*}/acquire", handle_sem_acquire, "sem_acquire",
      SCOPE_SEMAPHORE},
     {HTTP_POST, "/v1/semaphores/{name*}/renew", handle_sem_renew, "sem_renew", SCOPE_SEMAPHORE},
