@@ -46,7 +46,7 @@ static inline int bench_request(int fd, const char *method, const char *path, co
 {
     char req[2048];
     int n = snprintf(req, sizeof req,
-                     "%s %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n%s"
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%s"
                      "Content-Length: %zu\r\n\r\n%s",
                      method, path, headers, strlen(body), body);
     if (n < 0 || (size_t)n >= sizeof req || write(fd, req, (size_t)n) != n)

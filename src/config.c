@@ -47,6 +47,12 @@ static const struct setting settings[] = {
     S_INT("limits.max_body_bytes", NULL, max_body_bytes, 1024, 1073741824),
     S_INT("limits.max_waiters_per_lock", NULL, max_waiters_per_lock, 1, 10000000),
     S_INT("limits.max_waiters", NULL, max_waiters, 1, 10000000),
+    S_INT("limits.max_hash_fields", NULL, max_hash_fields, 1, 10000000),
+    S_INT("limits.max_value_bytes", NULL, max_value_bytes, 1, 536870912),
+    S_INT("limits.audit_retention_days", NULL, audit_retention_days, 1, 36500),
+    S_INT("limits.max_connections", NULL, max_connections, 16, 1000000),
+    S_INT("limits.max_connections_per_ip", NULL, max_connections_per_ip, 1, 1000000),
+    S_INT("limits.header_timeout_ms", NULL, header_timeout_ms, 100, 600000),
     S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, 1, 256),
     S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, 1, 256),
     S_INT("statement_timeout_ms", NULL, statement_timeout_ms, 10, 600000),
@@ -77,6 +83,10 @@ static void config_defaults(struct config *cfg)
     cfg->waiter_lease_ms = 3000;
     cfg->poll_ms = 2000;
     cfg->request_timeout_ms = 5000;
+    cfg->max_hash_fields = 1000;
+    cfg->max_value_bytes = 65536;
+    cfg->audit_retention_days = 90;
+    cfg->header_timeout_ms = 10000;
 }
 
 /* Parses "host:port" (host may be [v6]) into cfg's listen fields. */
@@ -237,6 +247,8 @@ static int apply_object(struct config *cfg, const json_t *obj, const char *prefi
             rc = apply_json_setting(cfg, s, v, err);
         else if (prefix[0] == '\0' && strcmp(k, "tables") == 0 && cfg->tables == NULL)
             rc = apply_tables(cfg, v, err);
+        else if (prefix[0] == '\0' && strcmp(k, "allowed_hosts") == 0 && !cfg->allowed_hosts)
+            rc = string_array(v, "allowed_hosts", &cfg->allowed_hosts, &cfg->nallowed_hosts, err);
         else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
             rc =
                 string_array(v, "redis_prefixes", &cfg->redis_prefixes, &cfg->nredis_prefixes, err);
@@ -297,6 +309,42 @@ static int validate(const struct config *cfg, struct fg_error *err)
     return 0;
 }
 
+static void add_host(struct config *cfg, const char *fmt, const char *host, int port)
+{
+    char text[300];
+    snprintf(text, sizeof text, fmt, host, port);
+    cfg->allowed_hosts[cfg->nallowed_hosts++] = strdup(text);
+}
+
+/*
+ * The default allowed_hosts: the listen address with and without its port and,
+ * on loopback, localhost, 127.0.0.1 and [::1] likewise. A wildcard address
+ * (0.0.0.0, ::) serves whatever name reaches it: "*".
+ */
+static void default_allowed_hosts(struct config *cfg)
+{
+    const char *host = cfg->listen_host;
+    int port = cfg->listen_port;
+    cfg->allowed_hosts = calloc(8, sizeof *cfg->allowed_hosts);
+    FG_ASSERT(cfg->allowed_hosts != NULL);
+    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
+        add_host(cfg, "*", "", 0);
+        return;
+    }
+    bool v6 = strchr(host, ':') != NULL;
+    add_host(cfg, v6 ? "[%s]" : "%s", host, port);
+    add_host(cfg, v6 ? "[%s]:%d" : "%s:%d", host, port);
+    if (!config_host_is_loopback(host))
+        return;
+    const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < 3; i++) {
+        if (strcmp(loopback[i], host) == 0 || (v6 && strcmp(loopback[i], "[::1]") == 0))
+            continue;
+        add_host(cfg, "%s", loopback[i], port);
+        add_host(cfg, "%s:%d", loopback[i], port);
+    }
+}
+
 int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error *err)
 {
     config_defaults(cfg);
@@ -314,6 +362,8 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
     }
     if (apply_env(cfg, getenv_fn, err) != 0 || validate(cfg, err) != 0)
         return -1;
+    if (cfg->allowed_hosts == NULL)
+        default_allowed_hosts(cfg);
     return keyset_from_config(cfg->auth, getenv_fn("FENCEGATE_AUTH_MODE"),
                               getenv_fn("FENCEGATE_AUTH_KEYS_FILE"),
                               config_host_is_loopback(cfg->listen_host), &cfg->keyset, err);
@@ -358,5 +408,6 @@ void config_free(struct config *cfg)
     }
     free(cfg->tables);
     free_strings(cfg->redis_prefixes, cfg->nredis_prefixes);
+    free_strings(cfg->allowed_hosts, cfg->nallowed_hosts);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -22,31 +22,39 @@ struct table_config {
 };
 
 struct config {
-    char *listen_host;              /* address to bind, e.g. "127.0.0.1" */
-    int listen_port;                /* TCP port */
-    char *redis_url;                /* redis://[:password@]host:port/db */
-    char *pg_dsn;                   /* libpq conninfo or URI */
-    char *secret;                   /* token-signing key; NULL: keep one in Postgres */
-    struct table_config *tables;    /* writable tables */
-    size_t ntables;                 /* entries in tables */
-    char **redis_prefixes;          /* writable Redis key prefixes */
-    size_t nredis_prefixes;         /* entries in redis_prefixes */
-    long long default_ttl_ms;       /* lease length when a request names none */
-    long long default_wait_ms;      /* queue wait when a request names none */
-    long long default_max_hold_ms;  /* renewal cap when a request names none */
-    long long max_body_bytes;       /* request bodies above this answer 413 */
-    long long max_waiters_per_lock; /* waiters queued here on one name */
-    long long max_waiters;          /* waiters suspended in this process */
-    int http_threads;               /* HTTP worker threads */
-    int pg_pool_size;               /* Postgres connections */
-    long long statement_timeout_ms; /* Postgres statement_timeout */
-    long long waiter_lease_ms;      /* how long a dead process's waiters stay queued */
-    long long poll_ms;              /* backstop re-check of a suspended waiter */
-    long long request_timeout_ms;   /* deadline for one backend call */
-    char *log_level;                /* "debug", "info", "warn" or "error" */
-    json_t *auth;                   /* the "auth" object of the file (owned), or NULL */
-    struct keyset *keyset;          /* API keys and mode, built from auth and the environment
-                                       (owned until main publishes it) */
+    char *listen_host;                /* address to bind, e.g. "127.0.0.1" */
+    int listen_port;                  /* TCP port */
+    char *redis_url;                  /* redis://[:password@]host:port/db */
+    char *pg_dsn;                     /* libpq conninfo or URI */
+    char *secret;                     /* token-signing key; NULL: keep one in Postgres */
+    struct table_config *tables;      /* writable tables */
+    size_t ntables;                   /* entries in tables */
+    char **redis_prefixes;            /* writable Redis key prefixes */
+    size_t nredis_prefixes;           /* entries in redis_prefixes */
+    long long default_ttl_ms;         /* lease length when a request names none */
+    long long default_wait_ms;        /* queue wait when a request names none */
+    long long default_max_hold_ms;    /* renewal cap when a request names none */
+    long long max_body_bytes;         /* request bodies above this answer 413 */
+    long long max_waiters_per_lock;   /* waiters queued here on one name */
+    long long max_waiters;            /* waiters suspended in this process */
+    int http_threads;                 /* HTTP worker threads */
+    int pg_pool_size;                 /* Postgres connections */
+    long long statement_timeout_ms;   /* Postgres statement_timeout */
+    long long waiter_lease_ms;        /* how long a dead process's waiters stay queued */
+    long long poll_ms;                /* backstop re-check of a suspended waiter */
+    long long request_timeout_ms;     /* deadline for one backend call */
+    char *log_level;                  /* "debug", "info", "warn" or "error" */
+    char **allowed_hosts;             /* Host header values served ("*": any) */
+    size_t nallowed_hosts;            /* entries in allowed_hosts */
+    long long max_hash_fields;        /* fields a Redis hash may reach through PATCH */
+    long long max_value_bytes;        /* bytes of one Redis value or hash field value */
+    long long audit_retention_days;   /* audit records older than this are pruned */
+    long long max_connections;        /* open HTTP connections; 0: derived from RLIMIT_NOFILE */
+    long long max_connections_per_ip; /* from one client address; 0: half of max_connections */
+    long long header_timeout_ms;      /* deadline for a request's headers to arrive in full */
+    json_t *auth;                     /* the "auth" object of the file (owned), or NULL */
+    struct keyset *keyset;            /* API keys and mode, built from auth and the environment
+                                         (owned until main publishes it) */
 };
 
 /* Looks up one environment variable; getenv in production, a table in tests. */

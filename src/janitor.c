@@ -52,6 +52,7 @@ static void *janitor_main(void *arg)
         waiter_tick(now);
         doorbell_reap_orphans(now);
         audit_stream_tick(now);
+        http_server_reap_slow(now);
         if (now < next_beat)
             continue;
         struct fg_error err = {0};

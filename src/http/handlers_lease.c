@@ -410,19 +410,9 @@ static int revoke_target(const struct lease_ops *kind, const char *name, const j
     return 0;
 }
 
-/* Reads a revoke body: {"reason"?} for locks, {"fence", "reason"?} for semaphores. */
-static int revoke_body(const struct lease_ops *kind, const json_t *body, const char **reason,
-                       struct fg_error *err)
+/* Reads the reason of a revoke body (the route admits only its members). */
+static int revoke_body(const json_t *body, const char **reason, struct fg_error *err)
 {
-    const char *member;
-    const json_t *value;
-    json_object_foreach((json_t *)body, member, value)
-    {
-        bool known = strcmp(member, "reason") == 0 ||
-                     (kind->holder_fence == NULL && strcmp(member, "fence") == 0);
-        if (!known)
-            return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%.64s' is not known here", member);
-    }
     const json_t *r = json_object_get(body, "reason");
     *reason = "";
     if (r == NULL)
@@ -444,7 +434,7 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     json_t *body = http_request_json(req, &err);
     const char *reason = "";
     long long fence = 0;
-    if (body == NULL || revoke_body(kind, body, &reason, &err) != 0 ||
+    if (body == NULL || revoke_body(body, &reason, &err) != 0 ||
         revoke_target(kind, lease_name(req), body, &fence, &err) != 0)
         return fail(reply, &err);
     if (fence == 0) {

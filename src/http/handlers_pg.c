@@ -123,7 +123,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         reply_revoked(reply, &who, &res);
     } else {
         metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
-        reply_json(reply, 200,
+        reply_json(reply, kind == FENCED_POST ? 201 : 200,
                    json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource", res.resource,
                              "fence", (json_int_t)res.fence, "row", res.row));
     }

@@ -25,6 +25,8 @@ static const char *problem_title(enum fg_code code)
     case FG_ERR_CONFLICT: return "Conflict";
     case FG_ERR_LEASE_LOST: return "Lease lost";
     case FG_ERR_BODY_TOO_LARGE: return "Request body too large";
+    case FG_ERR_UNSUPPORTED_MEDIA_TYPE: return "Unsupported media type";
+    case FG_ERR_MISDIRECTED_REQUEST: return "Misdirected request";
     case FG_ERR_TOO_MANY_WAITERS: return "Too many waiters";
     case FG_ERR_BACKEND_UNAVAILABLE: return "Backend unavailable";
     default: return "Internal error";

@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_SEGMENTS 64
+/* A name may be nothing but slashes: room for the longest key, all of it "/". */
+#define MAX_SEGMENTS (SEGMENT_MAX_LEN + 8)
 
 struct segment {
     const char *start;

@@ -55,12 +55,20 @@ struct http_request;
 struct http_reply;
 typedef enum handler_result (*route_handler)(struct http_request *req, struct http_reply *reply);
 
+/*
+ * A route: method and path pattern, its handler, and what it accepts. The
+ * server refuses, before the handler runs, a body member or a query parameter
+ * that the route does not list (400 invalid_field naming it): a typo must never
+ * silently change behaviour. The lists end with NULL; a NULL list accepts none.
+ */
 struct route {
     enum http_method method;
     const char *pattern; /* e.g. "/v1/locks/{name*}/acquire" */
     route_handler handler;
-    const char *label;      /* bounded name for logs and metrics, e.g. "lock_acquire" */
-    enum route_scope scope; /* what an API key needs to call it */
+    const char *label;               /* bounded name for logs and metrics, e.g. "lock_acquire" */
+    enum route_scope scope;          /* what an API key needs to call it */
+    const char *const *body_fields;  /* top-level members a JSON body may have */
+    const char *const *query_params; /* query parameters the route reads */
 };
 
 struct route_match {

@@ -1,8 +1,10 @@
 /*
- * routes.c - the route table: method, pattern, handler, label. The first
+ * routes.c - the route table: method, pattern, handler, label, the scope an
+ * API key needs (router.h; pg_batch checks the write scope of every table it
+ * names in its handler), and the body members and query parameters the route
+ * accepts (anything else answers 400 before the handler runs). The first
  * matching entry wins, so fixed paths come before parameters that could
- * swallow them. The last member is the scope an API key needs (router.h):
- * pg_batch checks the write scope of every table it names in its handler.
+ * swallow them.
  */
 #include "http/routes.h"
 
@@ -15,37 +17,75 @@
 #include "http/handlers_redis.h"
 #include "http/handlers_semaphores.h"
 
+/* What the bodies and queries of the routes may hold (NULL-terminated). */
+static const char *const lock_acquire_body[] = {"ttl_ms",     "wait_ms",     "owner",
+                                                "request_id", "max_hold_ms", NULL};
+static const char *const sem_acquire_body[] = {"ttl_ms",      "wait_ms", "owner", "request_id",
+                                               "max_hold_ms", "limit",   NULL};
+static const char *const renew_body[] = {"token", "ttl_ms", NULL};
+static const char *const release_body[] = {"token", NULL};
+static const char *const redis_put_body[] = {"value", NULL};
+static const char *const redis_patch_body[] = {"fields", NULL};
+static const char *const pg_set_body[] = {"set", NULL};
+static const char *const pg_row_body[] = {"row", NULL};
+static const char *const pg_batch_body[] = {"ops", NULL};
+static const char *const lock_revoke_body[] = {"reason", NULL};
+static const char *const sem_revoke_body[] = {"fence", "reason", NULL};
+static const char *const watch_query[] = {"watch", "fence", "wait_ms", NULL};
+static const char *const lockset_acquire_body[] = {"names",      "ttl_ms",      "wait_ms", "owner",
+                                                   "request_id", "max_hold_ms", NULL};
+static const char *const lockset_renew_body[] = {"tokens", "ttl_ms", NULL};
+static const char *const lockset_release_body[] = {"tokens", NULL};
+static const char *const audit_query[] = {"resource", "lock",     "since_ms",
+                                          "limit",    "after_id", NULL};
+
 const struct route api_routes[] = {
-    {HTTP_GET, "/healthz", handle_healthz, "healthz", SCOPE_OPEN},
-    {HTTP_GET, "/readyz", handle_readyz, "readyz", SCOPE_OPEN},
-    {HTTP_GET, "/metrics", handle_metrics, "metrics", SCOPE_METRICS},
-    {HTTP_GET, "/v1/openapi.json", handle_openapi, "openapi", SCOPE_KEY},
-    {HTTP_POST, "/v1/locks/{name*}/acquire", handle_lock_acquire, "lock_acquire", SCOPE_LOCK},
-    {HTTP_POST, "/v1/locks/{name*}/renew", handle_lock_renew, "lock_renew", SCOPE_LOCK},
-    {HTTP_POST, "/v1/locks/{name*}/release", handle_lock_release, "lock_release", SCOPE_LOCK},
-    {HTTP_POST, "/v1/locks/{name*}/revoke", handle_lock_revoke, "lock_revoke", SCOPE_ADMIN},
-    {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status", SCOPE_LOCK},
-    {HTTP_POST, "/v1/locksets/acquire", handle_lockset_acquire, "lockset_acquire", SCOPE_KEY},
-    {HTTP_POST, "/v1/locksets/renew", handle_lockset_renew, "lockset_renew", SCOPE_KEY},
-    {HTTP_POST, "/v1/locksets/release", handle_lockset_release, "lockset_release", SCOPE_KEY},
+    {HTTP_GET, "/healthz", handle_healthz, "healthz", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, "/readyz", handle_readyz, "readyz", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, "/metrics", handle_metrics, "metrics", SCOPE_METRICS, NULL, NULL},
+    {HTTP_GET, "/v1/openapi.json", handle_openapi, "openapi", SCOPE_KEY, NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/acquire", handle_lock_acquire, "lock_acquire", SCOPE_LOCK,
+     lock_acquire_body, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/renew", handle_lock_renew, "lock_renew", SCOPE_LOCK, renew_body,
+     NULL},
+    {HTTP_POST, "/v1/locks/{name*}/release", handle_lock_release, "lock_release", SCOPE_LOCK,
+     release_body, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/revoke", handle_lock_revoke, "lock_revoke", SCOPE_ADMIN,
+     lock_revoke_body, NULL},
+    {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status", SCOPE_LOCK, NULL,
+     watch_query},
+    {HTTP_POST, "/v1/locksets/acquire", handle_lockset_acquire, "lockset_acquire", SCOPE_KEY,
+     lockset_acquire_body, NULL},
+    {HTTP_POST, "/v1/locksets/renew", handle_lockset_renew, "lockset_renew", SCOPE_KEY,
+     lockset_renew_body, NULL},
+    {HTTP_POST, "/v1/locksets/release", handle_lockset_release, "lockset_release", SCOPE_KEY,
+     lockset_release_body, NULL},
     {HTTP_POST, "/v1/semaphores/{name*}/acquire", handle_sem_acquire, "sem_acquire",
-     SCOPE_SEMAPHORE},
-    {HTTP_POST, "/v1/semaphores/{name*}/renew", handle_sem_renew, "sem_renew", SCOPE_SEMAPHORE},
+     SCOPE_SEMAPHORE, sem_acquire_body, NULL},
+    {HTTP_POST, "/v1/semaphores/{name*}/renew", handle_sem_renew, "sem_renew", SCOPE_SEMAPHORE,
+     renew_body, NULL},
     {HTTP_POST, "/v1/semaphores/{name*}/release", handle_sem_release, "sem_release",
-     SCOPE_SEMAPHORE},
-    {HTTP_POST, "/v1/semaphores/{name*}/revoke", handle_sem_revoke, "sem_revoke", SCOPE_ADMIN},
-    {HTTP_GET, "/v1/semaphores/{name*}", handle_sem_status, "sem_status", SCOPE_SEMAPHORE},
-    {HTTP_PUT, "/v1/redis/{key*}", handle_redis_put, "redis_put", SCOPE_REDIS_WRITE},
-    {HTTP_PATCH, "/v1/redis/{key*}", handle_redis_patch, "redis_patch", SCOPE_REDIS_WRITE},
-    {HTTP_DELETE, "/v1/redis/{key*}", handle_redis_delete, "redis_delete", SCOPE_REDIS_WRITE},
-    {HTTP_GET, "/v1/redis/{key*}", handle_redis_get, "redis_get", SCOPE_REDIS_READ},
-    {HTTP_POST, "/v1/pg/batch", handle_pg_batch, "pg_batch", SCOPE_KEY},
-    {HTTP_POST, "/v1/pg/{table}", handle_pg_post, "pg_post", SCOPE_PG_WRITE},
-    {HTTP_GET, "/v1/pg/{table}/{key*}", handle_pg_get, "pg_get", SCOPE_PG_READ},
-    {HTTP_PATCH, "/v1/pg/{table}/{key*}", handle_pg_patch, "pg_patch", SCOPE_PG_WRITE},
-    {HTTP_PUT, "/v1/pg/{table}/{key*}", handle_pg_put, "pg_put", SCOPE_PG_WRITE},
-    {HTTP_DELETE, "/v1/pg/{table}/{key*}", handle_pg_delete, "pg_delete", SCOPE_PG_WRITE},
+     SCOPE_SEMAPHORE, release_body, NULL},
+    {HTTP_POST, "/v1/semaphores/{name*}/revoke", handle_sem_revoke, "sem_revoke", SCOPE_ADMIN,
+     sem_revoke_body, NULL},
+    {HTTP_GET, "/v1/semaphores/{name*}", handle_sem_status, "sem_status", SCOPE_SEMAPHORE, NULL,
+     watch_query},
+    {HTTP_PUT, "/v1/redis/{key*}", handle_redis_put, "redis_put", SCOPE_REDIS_WRITE, redis_put_body,
+     NULL},
+    {HTTP_PATCH, "/v1/redis/{key*}", handle_redis_patch, "redis_patch", SCOPE_REDIS_WRITE,
+     redis_patch_body, NULL},
+    {HTTP_DELETE, "/v1/redis/{key*}", handle_redis_delete, "redis_delete", SCOPE_REDIS_WRITE, NULL,
+     NULL},
+    {HTTP_GET, "/v1/redis/{key*}", handle_redis_get, "redis_get", SCOPE_REDIS_READ, NULL, NULL},
+    {HTTP_POST, "/v1/pg/batch", handle_pg_batch, "pg_batch", SCOPE_KEY, pg_batch_body, NULL},
+    {HTTP_POST, "/v1/pg/{table}", handle_pg_post, "pg_post", SCOPE_PG_WRITE, pg_row_body, NULL},
+    {HTTP_GET, "/v1/pg/{table}/{key*}", handle_pg_get, "pg_get", SCOPE_PG_READ, NULL, NULL},
+    {HTTP_PATCH, "/v1/pg/{table}/{key*}", handle_pg_patch, "pg_patch", SCOPE_PG_WRITE, pg_set_body,
+     NULL},
+    {HTTP_PUT, "/v1/pg/{table}/{key*}", handle_pg_put, "pg_put", SCOPE_PG_WRITE, pg_row_body, NULL},
+    {HTTP_DELETE, "/v1/pg/{table}/{key*}", handle_pg_delete, "pg_delete", SCOPE_PG_WRITE, NULL,
+     NULL},
     {HTTP_GET, "/v1/audit/rejections", handle_audit_rejections, "audit_rejections",
-     SCOPE_AUDIT_READ},
-    {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN},
+     SCOPE_AUDIT_READ, NULL, audit_query},
+    {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN, NULL, NULL},
 };

@@ -10,6 +10,22 @@
  * away, then answered 413 with Connection: close: a client still sending when the
  * server closed would get a reset instead of the answer. Only a client that waits
  * for "100 Continue" is answered at once, since it sends no body until told to.
+ *
+ * Strict requests (API.md 1.1): a foreign Host (421) and an ambiguous body
+ * length (two Content-Lengths, or one beside Transfer-Encoding: 400) are
+ * answered as soon as the headers are in, with Connection: close, so that the
+ * rest of the bytes is never read as another request. An unknown query
+ * parameter, a body that is not application/json (415) and a body member the
+ * route does not list are refused before the handler runs. Every answer
+ * carries X-Request-Id; the details of 5xx and conflict answers are logged
+ * under it and replaced by a generic text, so no backend address, SQL or
+ * script text reaches a client.
+ *
+ * Connections: at most limits.max_connections (derived from RLIMIT_NOFILE when
+ * unset) and limits.max_connections_per_ip; a request's headers must arrive in
+ * full within limits.header_timeout_ms of the connection's start (or of the
+ * previous answer on a kept-alive connection), else the janitor closes it.
+ * libmicrohttpd's own error lines become JSON log lines.
  */
 #include "http/server.h"
 
@@ -17,14 +33,18 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "auth/keys.h"
+#include "lease/token.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -37,12 +57,31 @@ struct http_conn {
     size_t body_cap;            /* allocated bytes of body */
     bool body_too_large;        /* the body crossed max_body_bytes */
     bool answered;              /* a response has been queued */
+    bool close_after;           /* answer with Connection: close (body framing not trusted) */
+    bool strict_checked;        /* query and body passed the route's lists */
     bool authorized;            /* the API key check passed (it runs once per request) */
     pthread_mutex_t wake_lock;  /* guards suspended and wake_pending */
     bool suspended;             /* MHD_suspend_connection is in effect */
     bool wake_pending;          /* woken before the suspension took effect */
     struct http_reply reply;    /* the reply being built */
 };
+
+/* A connection awaiting the headers of its next request, and when they are due. */
+struct conn_watch {
+    MHD_socket fd;                  /* the connection's socket */
+    int64_t due_ms;                 /* monotonic deadline of the headers */
+    bool watched;                   /* linked in the watch list */
+    struct conn_watch *prev, *next; /* watch list links */
+};
+
+#define REAP_INTERVAL_MS 100
+#define FD_RESERVE       64 /* descriptors kept for logs, epoll sets, listen socket, DNS */
+
+static struct {
+    pthread_mutex_t lock;   /* guards the list */
+    struct conn_watch head; /* sentinel of a circular list */
+    int64_t next_scan_ms;   /* the reaper's next look (janitor thread only) */
+} watches = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct {
     struct MHD_Daemon *daemon;
@@ -57,6 +96,46 @@ int64_t http_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The watch of the connection's headers (NULL if none). */
+static struct conn_watch *watch_of(struct MHD_Connection *mhd)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != NULL ? info->socket_context : NULL;
+}
+
+static void watch_unlink(struct conn_watch *w)
+{
+    if (!w->watched)
+        return;
+    w->prev->next = w->next;
+    w->next->prev = w->prev;
+    w->watched = false;
+}
+
+/* Starts (or restarts, after an answer) the deadline of w's next headers. */
+static void watch_arm(struct conn_watch *w)
+{
+    pthread_mutex_lock(&watches.lock);
+    watch_unlink(w);
+    w->due_ms = http_now_ms() + server.cfg->header_timeout_ms;
+    w->prev = watches.head.prev;
+    w->next = &watches.head;
+    watches.head.prev->next = w;
+    watches.head.prev = w;
+    w->watched = true;
+    pthread_mutex_unlock(&watches.lock);
+}
+
+static void watch_disarm(struct conn_watch *w)
+{
+    if (w == NULL)
+        return;
+    pthread_mutex_lock(&watches.lock);
+    watch_unlink(w);
+    pthread_mutex_unlock(&watches.lock);
 }
 
 static size_t unescape_nothing(void *cls, struct MHD_Connection *c, char *s)
@@ -94,6 +173,13 @@ static struct http_request *request_new(struct MHD_Connection *mhd, const char *
     req->started_ms = http_now_ms();
     req->method = router_method(method);
     client_address(mhd, req->client_addr, sizeof req->client_addr);
+    const char *rid = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "X-Request-Id");
+    struct fg_error ignored;
+    if (rid != NULL && strict_request_id_valid(rid))
+        snprintf(req->request_id, sizeof req->request_id, "%s", rid);
+    else if (token_new_lease_id(req->request_id, &ignored) != 0)
+        snprintf(req->request_id, sizeof req->request_id, "%lld-%ld", (long long)req->started_ms,
+                 (long)atomic_load(&server.in_flight));
     if (router_match(server.routes, req->method, url, &req->match, &conn->route_err) != 0)
         conn->route_status = conn->route_err.code;
     atomic_fetch_add(&server.in_flight, 1);
@@ -123,6 +209,7 @@ static void log_request(const struct http_request *req, const char *method, cons
                   req->match.route ? req->match.route->label : "none", "path", url, "status",
                   conn->reply.status, "latency_ms", (json_int_t)(http_now_ms() - req->started_ms),
                   "client", req->client_addr);
+    json_object_set_new(f, "request_id", json_string(req->request_id));
     if (req->log_subject[0] != '\0')
         json_object_set_new(f, "subject", json_string(req->log_subject));
     if (req->log_owner[0] != '\0')
@@ -140,9 +227,40 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
     struct http_request *req = *con_cls;
     if (req == NULL)
         return;
-    (void)mhd;
     *con_cls = NULL;
     request_free(req);
+    struct conn_watch *w = watch_of(mhd);
+    if (w != NULL)
+        watch_arm(w); /* a kept-alive connection: the next headers are due in time */
+}
+
+/* The generic detail that replaces a 5xx or conflict detail, by status. */
+static const char *generic_detail(int status)
+{
+    if (status == 503)
+        return "a backend is unavailable or the gateway is stopping; retry later";
+    if (status == 409)
+        return "the request conflicts with what is stored";
+    return "the gateway could not complete the request";
+}
+
+/* Logs the detail of a 5xx or conflict problem under the request id and
+ * answers a generic one: backend addresses, SQL and script text stay here. */
+static void hide_internals(const struct http_request *req, struct http_reply *reply)
+{
+    const char *type = json_string_value(json_object_get(reply->body, "type"));
+    bool conflict = type != NULL && strcmp(type, "/problems/conflict") == 0;
+    if (!reply->problem || (reply->status < 500 && !conflict))
+        return;
+    const char *detail = json_string_value(json_object_get(reply->body, "detail"));
+    log_event(LOG_WARN, "request_failed",
+              json_pack("{s:s, s:s, s:i, s:s}", "request_id", req->request_id, "route",
+                        req->match.route ? req->match.route->label : "none", "status",
+                        reply->status, "detail", detail ? detail : ""));
+    char text[200];
+    snprintf(text, sizeof text, "%s (request id %s)", generic_detail(reply->status),
+             req->request_id);
+    json_object_set_new(reply->body, "detail", json_string(text));
 }
 
 /* Queues conn's reply on the connection. */
@@ -150,6 +268,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
 {
     struct http_conn *conn = req->conn;
     struct http_reply *reply = &conn->reply;
+    hide_internals(req, reply);
     char *text;
     const char *content_type;
     if (reply->body != NULL) {
@@ -169,7 +288,8 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         snprintf(ra, sizeof ra, "%d", reply->retry_after_s);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
-    if (conn->body_too_large)
+    MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+    if (conn->body_too_large || conn->close_after)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (reply->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
@@ -195,6 +315,45 @@ static enum MHD_Result send_problem(struct http_request *req, enum fg_code code,
     fg_fail(&err, code, "%s", detail);
     reply_problem(&req->conn->reply, &err);
     return send_reply(req, method, url);
+}
+
+/* A look for a query parameter that a route does not list. */
+struct param_scan {
+    const char *const *listed; /* the route's query parameters */
+    const char *unknown;       /* the first one not listed, or NULL */
+};
+
+/* MHD_KeyValueIterator: stops at the first query parameter the route does not list. */
+static enum MHD_Result find_unknown_param(void *cls, enum MHD_ValueKind kind, const char *key,
+                                          const char *value)
+{
+    (void)kind;
+    (void)value;
+    struct param_scan *scan = cls;
+    if (fgjson_listed(scan->listed, key))
+        return MHD_YES;
+    scan->unknown = key;
+    return MHD_NO;
+}
+
+/* The checks of strict requests that need the route and the whole body:
+ * unknown query parameters, the body's media type, its members. */
+static int check_strict(struct http_request *req, struct fg_error *err)
+{
+    const struct route *route = req->match.route;
+    struct param_scan scan = {route->query_params, NULL};
+    MHD_get_connection_values(req->conn->mhd, MHD_GET_ARGUMENT_KIND, find_unknown_param, &scan);
+    if (scan.unknown != NULL)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.60s'", scan.unknown);
+    if (req->body_len == 0)
+        return 0;
+    if (!strict_content_type_is_json(http_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE)))
+        return fg_fail(err, FG_ERR_UNSUPPORTED_MEDIA_TYPE,
+                       "a request body must be sent as Content-Type: application/json");
+    json_t *body = http_request_json(req, err);
+    if (body == NULL)
+        return -1;
+    return fgjson_only(body, route->body_fields, "", err);
 }
 
 /*
@@ -253,6 +412,11 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
             return send_reply(req, method, url);
         conn->authorized = true;
     }
+    if (!conn->strict_checked && check_strict(req, &conn->route_err) != 0) {
+        reply_problem(&conn->reply, &conn->route_err);
+        return send_reply(req, method, url);
+    }
+    conn->strict_checked = true;
     for (;;) {
         if (req->match.route->handler(req, &conn->reply) == HANDLER_DONE)
             return send_reply(req, method, url);
@@ -312,6 +476,80 @@ static void append_body(struct http_request *req, const char *data, size_t len)
     req->body[req->body_len] = '\0';
 }
 
+/* MHD_KeyValueIterator: counts Content-Length (cls[0]) and Transfer-Encoding (cls[1]). */
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    (void)kind;
+    (void)value;
+    int *counts = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        counts[0]++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+        counts[1]++;
+    return MHD_YES;
+}
+
+/* The checks of strict requests that need only the headers: the body's
+ * framing and the Host. A failure closes the connection after the answer. */
+static int check_headers(struct http_request *req, struct fg_error *err)
+{
+    int counts[2] = {0, 0};
+    MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, count_framing, counts);
+    if (!strict_framing_ok(counts[0], counts[1]))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "the body length is ambiguous: send one Content-Length or "
+                       "Transfer-Encoding, not both and not twice");
+    if (!strict_host_allowed(http_request_header(req, MHD_HTTP_HEADER_HOST),
+                             server.cfg->allowed_hosts, server.cfg->nallowed_hosts))
+        return fg_fail(err, FG_ERR_MISDIRECTED_REQUEST,
+                       "this gateway does not serve that Host (see allowed_hosts)");
+    return 0;
+}
+
+/* MHD_NotifyConnectionCallback: a connection's watch lives as long as it does. */
+static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    struct conn_watch *w = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
+        w = calloc(1, sizeof *w);
+        FG_ASSERT(w != NULL);
+        w->fd = info != NULL ? info->connect_fd : MHD_INVALID_SOCKET;
+        *socket_context = w;
+        watch_arm(w);
+        return;
+    }
+    if (w == NULL)
+        return;
+    watch_disarm(w);
+    free(w);
+    *socket_context = NULL;
+}
+
+void http_server_reap_slow(int64_t now_ms)
+{
+    if (now_ms < watches.next_scan_ms || watches.head.next == NULL)
+        return;
+    watches.next_scan_ms = now_ms + REAP_INTERVAL_MS;
+    int reaped = 0;
+    pthread_mutex_lock(&watches.lock);
+    /* Armed in time order with one timeout, so the list is sorted by due_ms. */
+    while (watches.head.next != &watches.head && watches.head.next->due_ms <= now_ms) {
+        struct conn_watch *w = watches.head.next;
+        watch_unlink(w);
+        if (w->fd != MHD_INVALID_SOCKET)
+            shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
+        reaped++;
+    }
+    pthread_mutex_unlock(&watches.lock);
+    if (reaped > 0)
+        metrics_slow_headers_closed(reaped);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -320,8 +558,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     (void)version;
     struct http_request *req = *con_cls;
     if (req == NULL) {
+        watch_disarm(watch_of(mhd));
         req = request_new(mhd, method, url);
         *con_cls = req;
+        struct fg_error err = {0};
+        if (check_headers(req, &err) != 0) {
+            req->conn->close_after = true;
+            reply_problem(&req->conn->reply, &err);
+            return send_reply(req, method, url);
+        }
         if (content_length_too_large(mhd)) {
             req->conn->body_too_large = true;
             if (expects_continue(mhd))
@@ -344,9 +589,48 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     return dispatch(req, method, url);
 }
 
+/* MHD_LogCallback: libmicrohttpd's own error lines, as JSON log lines. */
+static void log_library(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    log_event(LOG_WARN, "http_library", json_pack("{s:s}", "detail", line));
+}
+
+/* Raises the soft descriptor limit to the hard one and returns how many
+ * connections fit beside what the backends and the process need. */
+static unsigned derived_max_connections(const struct config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
+        struct rlimit raised = {.rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+            rl = raised;
+    }
+    /* Postgres pool, a Redis connection per HTTP thread plus janitor and subscriber. */
+    rlim_t reserve = (rlim_t)(cfg->pg_pool_size + cfg->http_threads + 4 + FD_RESERVE);
+    rlim_t fit = rl.rlim_cur > reserve + 16 ? rl.rlim_cur - reserve : 16;
+    return fit > 1000000 ? 1000000u : (unsigned)fit;
+}
+
 int http_server_start(const struct config *cfg, const struct route *routes, struct fg_error *err)
 {
     server.cfg = cfg;
+    watches.head.next = watches.head.prev = &watches.head;
+    unsigned max_conn =
+        cfg->max_connections > 0 ? (unsigned)cfg->max_connections : derived_max_connections(cfg);
+    unsigned per_ip = cfg->max_connections_per_ip > 0 ? (unsigned)cfg->max_connections_per_ip
+                                                      : (max_conn + 1) / 2;
+    log_event(LOG_INFO, "connection_limits",
+              json_pack("{s:I, s:I, s:I}", "max_connections", (json_int_t)max_conn,
+                        "max_connections_per_ip", (json_int_t)per_ip, "header_timeout_ms",
+                        (json_int_t)cfg->header_timeout_ms));
     server.routes = routes;
     struct sockaddr_storage addr;
     memset(&addr, 0, sizeof addr);
@@ -367,9 +651,10 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     server.daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, 60000u,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, NULL, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
+        NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_END);
     if (server.daemon == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
                        cfg->listen_port);

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "http/reply.h"
 #include "http/router.h"
+#include "http/strict.h"
 
 struct http_conn;
 struct api_key;
@@ -37,7 +38,8 @@ struct http_request {
     char log_owner[128];             /* owner named in the request log */
     const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
                                         when auth is off */
-    struct http_conn *conn;          /* server-private connection state */
+    char request_id[REQUEST_ID_MAX_BYTES + 1]; /* X-Request-Id: the client's or a fresh one */
+    struct http_conn *conn;                    /* server-private connection state */
 };
 
 /* Starts listening on cfg's address with routes (table ends with a NULL pattern).
@@ -78,6 +80,10 @@ int http_request_fd(const struct http_request *req);
 /* Wakes a request whose handler returned HANDLER_SUSPEND; callable from any
  * thread, also before the suspension has taken effect (the wake is kept). */
 void http_request_wake(struct http_request *req);
+
+/* Closes connections whose request headers did not arrive in full within
+ * limits.header_timeout_ms (janitor, every tick; cheap when nothing is due). */
+void http_server_reap_slow(int64_t now_ms);
 
 /* Monotonic clock in milliseconds. */
 int64_t http_now_ms(void);

@@ -15,9 +15,9 @@
 #include "util/error.h"
 #include "util/names.h"
 
-#define LOCKSET_MAX     32
-#define LOCKSET_RID_MAX (REQUEST_ID_MAX_LEN + NAME_MAX_LEN + 8) /* bytes of a derived request id   \
-                                                                 */
+#define LOCKSET_MAX 32
+/* bytes of a derived request id */
+#define LOCKSET_RID_MAX (REQUEST_ID_MAX_LEN + NAME_MAX_LEN + 8)
 
 struct lockset {
     size_t n;                                  /* locks in the set */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/fgjson.h"
 #include "util/names.h"
 
 #define FIELD_MAX 384 /* room for "ops[99].set.<column>" in an error */
@@ -178,23 +179,6 @@ static int read_columns(const struct table_schema *s, const json_t *body, const 
 }
 
 /* Refuses members of obj other than the allowed ones (NULL-terminated). */
-static int only_members(const json_t *obj, const char *const *allowed, const char *where,
-                        struct fg_error *err)
-{
-    const char *name;
-    const json_t *value;
-    json_object_foreach((json_t *)obj, name, value)
-    {
-        bool known = false;
-        for (size_t i = 0; allowed[i] != NULL && !known; i++)
-            known = strcmp(allowed[i], name) == 0;
-        if (!known)
-            return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s%s' is not known here", where,
-                           name);
-    }
-    return 0;
-}
-
 /* Fills op from body (or a batch op object), whose key is key (NULL: inside the row). */
 static int parse_op(const struct table_schema *schemas, size_t table, enum fenced_kind kind,
                     const char *key, const json_t *body, const char *where, struct fenced_op *op,
@@ -226,7 +210,7 @@ int fenced_op_parse(const struct table_schema *schemas, size_t table, enum fence
     memset(op, 0, sizeof *op);
     if (kinds[kind].columns != NULL) {
         const char *allowed[] = {kinds[kind].columns, NULL};
-        if (only_members(body, allowed, "", err) != 0)
+        if (fgjson_only(body, allowed, "", err) != 0)
             return -1;
     }
     return parse_op(schemas, table, kind, path_key, body, "", op, err);
@@ -249,7 +233,7 @@ static int parse_batch_op(const struct table_schema *schemas, size_t ntables, co
     snprintf(where, sizeof where, "ops[%zu].", index);
     if (!json_is_object(item))
         return fg_fail(err, FG_ERR_INVALID_FIELD, "field 'ops[%zu]' must be an object", index);
-    if (only_members(item, allowed, where, err) != 0)
+    if (fgjson_only(item, allowed, where, err) != 0)
         return -1;
     const char *op_name = json_string_value(json_object_get(item, "op"));
     enum fenced_kind kind = op_name ? kind_named(op_name) : FENCED_KIND_COUNT;
@@ -292,7 +276,7 @@ int fenced_batch_parse(const struct table_schema *schemas, size_t ntables, const
 {
     static const char *const allowed[] = {"ops", NULL};
     memset(batch, 0, sizeof *batch);
-    if (only_members(body, allowed, "", err) != 0)
+    if (fgjson_only(body, allowed, "", err) != 0)
         return -1;
     const json_t *ops = json_object_get(body, "ops");
     size_t n = json_array_size(ops);

@@ -27,6 +27,8 @@ static const struct {
     [FG_ERR_CONFLICT] = {"conflict", 409},
     [FG_ERR_LEASE_LOST] = {"lease_lost", 410},
     [FG_ERR_BODY_TOO_LARGE] = {"body_too_large", 413},
+    [FG_ERR_UNSUPPORTED_MEDIA_TYPE] = {"unsupported_media_type", 415},
+    [FG_ERR_MISDIRECTED_REQUEST] = {"misdirected_request", 421},
     [FG_ERR_TOO_MANY_WAITERS] = {"too_many_waiters", 429},
     [FG_ERR_BACKEND_UNAVAILABLE] = {"backend_unavailable", 503},
     [FG_ERR_INTERNAL] = {"internal", 500},

@@ -45,6 +45,38 @@ int fgjson_string(const json_t *obj, const char *field, size_t max_len, const ch
     return 0;
 }
 
+bool fgjson_listed(const char *const *list, const char *name)
+{
+    for (size_t i = 0; list != NULL && list[i] != NULL; i++)
+        if (strcmp(list[i], name) == 0)
+            return true;
+    return false;
+}
+
+int fgjson_only(const json_t *obj, const char *const *allowed, const char *where,
+                struct fg_error *err)
+{
+    char names[160];
+    size_t used = 0, unknown = 0;
+    const char *name;
+    const json_t *value;
+    json_object_foreach((json_t *)obj, name, value)
+    {
+        if (fgjson_listed(allowed, name))
+            continue;
+        int w = snprintf(names + used, sizeof names - used, "%s'%s%.40s'", unknown ? ", " : "",
+                         where, name);
+        unknown++;
+        if (w < 0 || (size_t)w >= sizeof names - used)
+            break; /* the first few name the problem well enough */
+        used += (size_t)w;
+    }
+    if (unknown == 0)
+        return 0;
+    names[used] = '\0';
+    return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown field%s %s", unknown > 1 ? "s" : "", names);
+}
+
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
 {
     if (len == 0)

@@ -27,6 +27,17 @@ int fgjson_int(const json_t *obj, const char *field, long long min, long long ma
 int fgjson_string(const json_t *obj, const char *field, size_t max_len, const char **out,
                   struct fg_error *err) FG_WUR;
 
+/*
+ * Refuses a member of obj that allowed (a NULL-terminated list; NULL: none)
+ * does not name: FG_ERR_INVALID_FIELD naming every unknown member, each
+ * prefixed by where ("" at the top, "ops[3]." inside a batch).
+ */
+int fgjson_only(const json_t *obj, const char *const *allowed, const char *where,
+                struct fg_error *err) FG_WUR;
+
+/* True if list (NULL-terminated, may be NULL) holds name. */
+bool fgjson_listed(const char *const *list, const char *name);
+
 /* Parses body (len bytes) as a JSON object; an empty body is an empty object.
  * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);

@@ -96,6 +96,9 @@ static struct {
     struct histogram hold[METRIC_KIND_COUNT];
     atomic_ullong writes[METRIC_BACKEND_COUNT][METRIC_WRITE_COUNT];
     atomic_ullong audit_records;
+    atomic_ullong audit_dead_letters;
+    atomic_ullong slow_headers_closed;
+    atomic_ullong redis_oom;
     atomic_ullong backend_errors[METRIC_BACKEND_COUNT];
     atomic_ullong backend_connects[METRIC_BACKEND_COUNT];
     _Atomic(const char *) route_labels[METRICS_MAX_ROUTES + 1]; /* last slot: "other" */
@@ -170,6 +173,21 @@ void metrics_fenced_write(enum metric_backend backend, enum metric_write result)
 void metrics_audit_written(void)
 {
     add(&m.audit_records);
+}
+
+void metrics_audit_dead_letter(void)
+{
+    add(&m.audit_dead_letters);
+}
+
+void metrics_slow_headers_closed(int n)
+{
+    atomic_fetch_add_explicit(&m.slow_headers_closed, (unsigned long long)n, memory_order_relaxed);
+}
+
+void metrics_redis_oom(void)
+{
+    add(&m.redis_oom);
 }
 
 void metrics_backend_error(enum metric_backend backend)
@@ -312,6 +330,15 @@ static void render_backends(struct text *t)
                  backend_names[b], write_names[w], get(&m.writes[b][w]));
     header(t, "fencegate_audit_records_total", "counter", "Audit records of rejected writes.");
     emit(t, "fencegate_audit_records_total %llu\n", get(&m.audit_records));
+    header(t, "fencegate_audit_dead_letters_total", "counter",
+           "Audit stream entries that could not be stored, moved to fg:audit:dead.");
+    emit(t, "fencegate_audit_dead_letters_total %llu\n", get(&m.audit_dead_letters));
+    header(t, "fencegate_slow_headers_closed_total", "counter",
+           "Connections closed because their request headers missed limits.header_timeout_ms.");
+    emit(t, "fencegate_slow_headers_closed_total %llu\n", get(&m.slow_headers_closed));
+    header(t, "fencegate_redis_oom_total", "counter",
+           "Calls Redis refused for lack of memory (answered 503).");
+    emit(t, "fencegate_redis_oom_total %llu\n", get(&m.redis_oom));
     header(t, "fencegate_backend_errors_total", "counter",
            "Failed backend calls (transport errors, timeouts).");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)

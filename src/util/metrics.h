@@ -69,6 +69,15 @@ void metrics_fenced_write(enum metric_backend backend, enum metric_write result)
 /* Counts one audit record written. */
 void metrics_audit_written(void);
 
+/* Counts one audit stream entry moved to the dead-letter stream. */
+void metrics_audit_dead_letter(void);
+
+/* Counts n connections closed because their request headers came too slowly. */
+void metrics_slow_headers_closed(int n);
+
+/* Counts one call that Redis refused for lack of memory (answered 503). */
+void metrics_redis_oom(void);
+
 /* Counts one failed call to backend (transport error, timeout, refused). */
 void metrics_backend_error(enum metric_backend backend);
 

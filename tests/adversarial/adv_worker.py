@@ -264,7 +264,7 @@ class Worker:
         port = self.spec["ports"][self.rng.randrange(len(self.spec["ports"]))]
         rid = self.next_id("d")
         body = json.dumps({"ttl_ms": 2000, "wait_ms": 20000, "owner": self.id, "request_id": rid}).encode()
-        req = (f"POST /v1/locks/{lock}/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        req = (f"POST /v1/locks/{lock}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                f"Content-Length: {len(body)}\r\n\r\n").encode() + body
         after = self.rng.uniform(0.05, 1.5)
         self.rec("acq", kind="lock", name=lock, rid=rid, gw=-2, wait_ms=20000, ttl_ms=2000, attempt=0)
@@ -327,7 +327,7 @@ def park(port: int, lock: str, wait_ms: int = 50000) -> socket.socket:
     """Sends an acquire that waits, over a raw socket, and returns the socket without reading."""
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     body = json.dumps({"wait_ms": wait_ms}).encode()
-    s.sendall((f"POST /v1/locks/{lock}/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall((f"POST /v1/locks/{lock}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
     return s
 

@@ -68,7 +68,7 @@ class SanitizedShutdown(unittest.TestCase):
         self.assertEqual(c.post(f"/v1/locks/{lock}/acquire", {"wait_ms": 200}).status, 409)
         s = socket.create_connection(("127.0.0.1", gw.port))
         body = b'{"wait_ms": 20000}'
-        s.sendall(b"POST /v1/locks/%s/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /v1/locks/%s/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n%s" % (lock.encode(), len(body), body))
         wait_for(lambda: c.get(f"/v1/locks/{lock}").body["waiting"] == 2, timeout=20, what="two waiters")
         s.close()

@@ -28,17 +28,17 @@ static enum handler_result stub(struct http_request *req, struct http_reply *rep
 
 /* The shapes of the public routes (API.md). */
 static const struct route fuzz_routes[] = {
-    {HTTP_GET, "/healthz", stub, "healthz"},
-    {HTTP_POST, "/v1/locks/{name*}/acquire", stub, "lock_acquire"},
-    {HTTP_POST, "/v1/locks/{name*}/renew", stub, "lock_renew"},
-    {HTTP_GET, "/v1/locks/{name*}", stub, "lock_status"},
-    {HTTP_POST, "/v1/semaphores/{name*}/acquire", stub, "sem_acquire"},
-    {HTTP_POST, "/v1/pg/batch", stub, "pg_batch"},
-    {HTTP_PATCH, "/v1/pg/{table}/{key}", stub, "pg_patch"},
-    {HTTP_POST, "/v1/pg/{table}", stub, "pg_insert"},
-    {HTTP_PUT, "/v1/redis/{key*}", stub, "redis_put"},
-    {HTTP_GET, "/v1/audit/rejections", stub, "audit"},
-    {HTTP_GET, NULL, NULL, NULL},
+    {HTTP_GET, "/healthz", stub, "healthz", SCOPE_OPEN, NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/acquire", stub, "lock_acquire", SCOPE_OPEN, NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/renew", stub, "lock_renew", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, "/v1/locks/{name*}", stub, "lock_status", SCOPE_OPEN, NULL, NULL},
+    {HTTP_POST, "/v1/semaphores/{name*}/acquire", stub, "sem_acquire", SCOPE_OPEN, NULL, NULL},
+    {HTTP_POST, "/v1/pg/batch", stub, "pg_batch", SCOPE_OPEN, NULL, NULL},
+    {HTTP_PATCH, "/v1/pg/{table}/{key}", stub, "pg_patch", SCOPE_OPEN, NULL, NULL},
+    {HTTP_POST, "/v1/pg/{table}", stub, "pg_insert", SCOPE_OPEN, NULL, NULL},
+    {HTTP_PUT, "/v1/redis/{key*}", stub, "redis_put", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, "/v1/audit/rejections", stub, "audit", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, NULL, NULL, NULL, SCOPE_OPEN, NULL, NULL},
 };
 
 static const unsigned char secret[] = "fuzzing-secret-0123456789";

@@ -268,9 +268,9 @@ class LockApiTest(unittest.TestCase):
         self.assertEqual(ok.status, 200, ok)
         self.assertEqual(release(self.client, "n" * 200, ok.body["token"]).status, 200)
         # bytes http.client refuses to send: raw UTF-8 and a control character in the path
-        for raw in (b"POST /v1/locks/caf\xc3\xa9/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
-                    b"POST /v1/locks/a\x01b/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
-                    b"GET /v1/locks/a\x7fb HTTP/1.1\r\nHost: x\r\n\r\n"):
+        for raw in (b"POST /v1/locks/caf\xc3\xa9/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
+                    b"POST /v1/locks/a\x01b/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
+                    b"GET /v1/locks/a\x7fb HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"):
             code, text = raw_request(self.gw.port, raw)
             self.assertIn(code, (400,), text)
             self.assertNotIn(b"500", text.split(b"\r\n")[0])
@@ -335,13 +335,13 @@ class LockApiTest(unittest.TestCase):
             r = c.post(f"/v1/locks/{name}/acquire", big)
         assert_problem(self, r, 413, "body_too_large")
         huge = b'{"owner": "' + b"x" * (2 * 1024 * 1024) + b'"}'
-        code, text = raw_request(self.gw.port, f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\n"
+        code, text = raw_request(self.gw.port, f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                  f"Content-Type: application/json\r\nContent-Length: {len(huge)}\r\n\r\n".encode()
                                  + huge)
         self.assertEqual(code, 413, text[:300])
         self.assertIn(b"application/problem+json", text)
         # a client that waits for 100 Continue is answered at once and never sends the body
-        code, text = raw_request(self.gw.port, f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\n"
+        code, text = raw_request(self.gw.port, f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                  f"Expect: 100-continue\r\nContent-Length: {len(huge)}\r\n\r\n".encode())
         self.assertEqual(code, 413, text[:300])
         self.assertFalse(status(self.client, name)["held"])
@@ -354,7 +354,7 @@ class LockApiTest(unittest.TestCase):
     def test_body_too_large_chunked(self):
         name = unique_name()
         with socket.create_connection(("127.0.0.1", self.gw.port), timeout=10) as s:
-            s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                       f"Transfer-Encoding: chunked\r\n\r\n".encode())
             chunk = b"x" * 4096
             try:

@@ -49,7 +49,7 @@ def raw_acquire_socket(port: int, name: str, body: dict) -> socket.socket:
     """Sends an acquire on a raw socket and returns the socket without reading the answer."""
     data = json.dumps(body).encode()
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
     return s
 

@@ -70,7 +70,7 @@ class PgWritesTest(unittest.TestCase):
         token, fence = acquire(self.c, lock)
         r = write(self.c, "POST", "invoices", None, {"row": {"id": key, "customer": "c1", "amount_cents": 10}},
                   token)
-        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.status, 201, r)  # API.md 1.1: an insert answers 201
         self.assertEqual(r.body["row"]["amount_cents"], 10)
         r = write(self.c, "POST", "invoices", None, {"row": {"id": key}}, token)
         assert_problem(self, r, 409, "conflict")

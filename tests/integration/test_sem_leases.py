@@ -126,7 +126,7 @@ class SemaphoreLeaseTest(unittest.TestCase):
         try:
             stuck = other.client(timeout=30)
             stuck._connection(30).sock.sendall(
-                b"POST " + (SEM + name).encode() + b"/acquire HTTP/1.1\r\nHost: x\r\n"
+                b"POST " + (SEM + name).encode() + b"/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\nContent-Length: 30\r\n\r\n"
                 b'{"limit": 1, "wait_ms": 30000}')
             deadline = time.monotonic() + 10

@@ -215,7 +215,7 @@ class SemaphoreLimitTest(unittest.TestCase):
         for _ in range(20):
             c = self.gw.client(timeout=30)
             c._connection(30).sock.sendall(  # send and do not wait: the waiter parks
-                b"POST " + (SEM + name).encode() + b"/acquire HTTP/1.1\r\nHost: x\r\n"
+                b"POST " + (SEM + name).encode() + b"/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 b"Content-Type: application/json\r\nContent-Length: 33\r\n\r\n"
                 b'{"limit": 1, "wait_ms": 30000}   ')
             socks.append(c)
