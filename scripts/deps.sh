@@ -10,7 +10,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libhiredis-dev libpq-dev libmicrohttpd-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
-  python3 python3-yaml clang libclang-rt-14-dev
+  python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev
 )
 if [[ "${1:-}" == bench ]]; then
   PACKAGES+=(curl jq)

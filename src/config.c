@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "auth/keys.h"
+#include "lease/token.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,6 +41,7 @@ static const struct setting settings[] = {
     S_STR("redis_url", "FENCEGATE_REDIS_URL", redis_url),
     S_STR("pg_dsn", "FENCEGATE_PG_DSN", pg_dsn),
     S_STR("secret", "FENCEGATE_SECRET", secret),
+    S_STR("secret_file", "FENCEGATE_SECRET_FILE", secret_file),
     S_STR("log_level", "FENCEGATE_LOG_LEVEL", log_level),
     S_INT("defaults.ttl_ms", NULL, default_ttl_ms, 100, 86400000),
     S_INT("defaults.wait_ms", NULL, default_wait_ms, 0, 3600000),
@@ -187,6 +189,27 @@ static int string_array(const json_t *arr, const char *what, char ***out, size_t
     return 0;
 }
 
+/* Reads member k ("lock" or "semaphore") of the object named where into guard. */
+static int apply_guard(struct resource_guard *guard, const char *where, const char *k,
+                       const json_t *v, struct fg_error *err)
+{
+    struct fg_error why = {0};
+    if (guard->template != NULL)
+        return fg_fail(err, FG_ERR_CONFIG, "config key '%s': name one lock or one semaphore",
+                       where);
+    if (!json_is_string(v) || binding_template_check(json_string_value(v), &why) != 0)
+        return fg_fail(err, FG_ERR_CONFIG, "config key '%s.%s': %s", where, k,
+                       why.msg[0] ? why.msg : "must be a string");
+    guard->template = strdup(json_string_value(v));
+    guard->semaphore = strcmp(k, "semaphore") == 0;
+    return 0;
+}
+
+static bool is_guard_key(const char *k)
+{
+    return strcmp(k, "lock") == 0 || strcmp(k, "semaphore") == 0;
+}
+
 static int apply_table(struct table_config *t, const char *name, const json_t *spec,
                        struct fg_error *err)
 {
@@ -207,12 +230,61 @@ static int apply_table(struct table_config *t, const char *name, const json_t *s
             snprintf(what, sizeof what, "tables.%s.columns", name);
             if (string_array(v, what, &t->columns, &t->ncolumns, err) != 0)
                 return -1;
+        } else if (is_guard_key(k)) {
+            char where[300];
+            snprintf(where, sizeof where, "tables.%s", name);
+            if (apply_guard(&t->guard, where, k, v, err) != 0)
+                return -1;
         } else {
             return fg_fail(err, FG_ERR_CONFIG, "unknown config key 'tables.%s.%s'", name, k);
         }
     }
     if (t->key == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "config key 'tables.%s.key' is required", name);
+    return 0;
+}
+
+/* One entry of redis_prefixes: "app:" or {"prefix": "acct:", "lock": "acct-lock:{key}"}. */
+static int apply_prefix(struct redis_prefix_config *p, size_t i, const json_t *entry,
+                        struct fg_error *err)
+{
+    char where[64];
+    snprintf(where, sizeof where, "redis_prefixes[%zu]", i);
+    if (json_is_string(entry) && json_string_length(entry) > 0) {
+        p->prefix = strdup(json_string_value(entry));
+        return 0;
+    }
+    if (!json_is_object(entry))
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key '%s' must be a non-empty string or an object {prefix, lock}",
+                       where);
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)entry, k, v)
+    {
+        if (strcmp(k, "prefix") == 0 && json_is_string(v) && json_string_length(v) > 0)
+            p->prefix = strdup(json_string_value(v));
+        else if (is_guard_key(k)) {
+            if (apply_guard(&p->guard, where, k, v, err) != 0)
+                return -1;
+        } else
+            return fg_fail(err, FG_ERR_CONFIG, "unknown or mistyped config key '%s.%s'", where, k);
+    }
+    if (p->prefix == NULL)
+        return fg_fail(err, FG_ERR_CONFIG, "config key '%s.prefix' is required", where);
+    return 0;
+}
+
+static int apply_prefixes(struct config *cfg, const json_t *arr, struct fg_error *err)
+{
+    if (!json_is_array(arr))
+        return fg_fail(err, FG_ERR_CONFIG, "config key 'redis_prefixes' must be an array");
+    cfg->redis_prefixes = calloc(json_array_size(arr) + 1, sizeof *cfg->redis_prefixes);
+    FG_ASSERT(cfg->redis_prefixes != NULL);
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (apply_prefix(&cfg->redis_prefixes[cfg->nredis_prefixes++], i, json_array_get(arr, i),
+                         err) != 0)
+            return -1;
     return 0;
 }
 
@@ -250,8 +322,9 @@ static int apply_object(struct config *cfg, const json_t *obj, const char *prefi
         else if (prefix[0] == '\0' && strcmp(k, "allowed_hosts") == 0 && !cfg->allowed_hosts)
             rc = string_array(v, "allowed_hosts", &cfg->allowed_hosts, &cfg->nallowed_hosts, err);
         else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
-            rc =
-                string_array(v, "redis_prefixes", &cfg->redis_prefixes, &cfg->nredis_prefixes, err);
+            rc = apply_prefixes(cfg, v, err);
+        else if (prefix[0] == '\0' && strcmp(k, "secrets") == 0 && cfg->secrets == NULL)
+            cfg->secrets = json_deep_copy(v);
         else if (prefix[0] == '\0' && strcmp(k, "auth") == 0 && cfg->auth == NULL)
             cfg->auth = json_deep_copy(v);
         else if (prefix[0] == '\0' && (strcmp(k, "defaults") == 0 || strcmp(k, "limits") == 0)) {
@@ -306,7 +379,52 @@ static int validate(const struct config *cfg, struct fg_error *err)
         return fg_fail(err, FG_ERR_CONFIG, "redis_url must start with redis://");
     if (cfg->secret != NULL && (strlen(cfg->secret) < 16 || strlen(cfg->secret) > 256))
         return fg_fail(err, FG_ERR_CONFIG, "secret must be 16 to 256 bytes long");
+    if ((cfg->secret != NULL) + (cfg->secrets != NULL) + (cfg->secret_file != NULL) > 1)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "secret (FENCEGATE_SECRET), secrets and secret_file (FENCEGATE_SECRET_FILE) "
+                       "exclude each other: name the signing keys in one place");
     return 0;
+}
+
+/* Reads an array of signing keys [{"id", "secret"}, ...] into ring; where names it. */
+static int keyring_from_json(const json_t *arr, const char *where, struct token_keyring *ring,
+                             struct fg_error *err)
+{
+    if (!json_is_array(arr) || json_array_size(arr) == 0)
+        return fg_fail(err, FG_ERR_CONFIG, "%s must be a non-empty array of {id, secret}", where);
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *e = json_array_get(arr, i);
+        const char *id = json_string_value(json_object_get(e, "id"));
+        const char *secret = json_string_value(json_object_get(e, "secret"));
+        struct fg_error why = {0};
+        if (!json_is_object(e) || json_object_size(e) != 2 || id == NULL || secret == NULL)
+            return fg_fail(err, FG_ERR_CONFIG, "%s[%zu] must be {\"id\": ..., \"secret\": ...}",
+                           where, i);
+        if (token_keyring_add(ring, id, secret, &why) != 0)
+            return fg_fail(err, FG_ERR_CONFIG, "%s[%zu]: %s", where, i, why.msg);
+    }
+    return 0;
+}
+
+/* Builds cfg->keyring from whichever of secret, secrets and secret_file is set. */
+static int build_keyring(struct config *cfg, struct fg_error *err)
+{
+    if (cfg->secret == NULL && cfg->secrets == NULL && cfg->secret_file == NULL)
+        return 0;
+    cfg->keyring = calloc(1, sizeof *cfg->keyring);
+    FG_ASSERT(cfg->keyring != NULL);
+    if (cfg->secret != NULL)
+        return token_keyring_add(cfg->keyring, TOKEN_LEGACY_KEY, cfg->secret, err);
+    if (cfg->secrets != NULL)
+        return keyring_from_json(cfg->secrets, "secrets", cfg->keyring, err);
+    json_error_t jerr;
+    json_t *root = json_load_file(cfg->secret_file, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL)
+        return fg_fail(err, FG_ERR_CONFIG, "secret_file %s: %s (line %d)", cfg->secret_file,
+                       jerr.text, jerr.line);
+    int rc = keyring_from_json(root, "secret_file", cfg->keyring, err);
+    json_decref(root);
+    return rc;
 }
 
 static void add_host(struct config *cfg, const char *fmt, const char *host, int port)
@@ -360,7 +478,8 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
         if (rc != 0)
             return -1;
     }
-    if (apply_env(cfg, getenv_fn, err) != 0 || validate(cfg, err) != 0)
+    if (apply_env(cfg, getenv_fn, err) != 0 || validate(cfg, err) != 0 ||
+        build_keyring(cfg, err) != 0)
         return -1;
     if (cfg->allowed_hosts == NULL)
         default_allowed_hosts(cfg);
@@ -398,6 +517,9 @@ void config_free(struct config *cfg)
     free(cfg->redis_url);
     free(cfg->pg_dsn);
     free(cfg->secret);
+    free(cfg->secret_file);
+    json_decref(cfg->secrets);
+    free(cfg->keyring);
     free(cfg->log_level);
     json_decref(cfg->auth);
     keyset_free(cfg->keyset);
@@ -405,9 +527,14 @@ void config_free(struct config *cfg)
         free(cfg->tables[i].name);
         free(cfg->tables[i].key);
         free_strings(cfg->tables[i].columns, cfg->tables[i].ncolumns);
+        free(cfg->tables[i].guard.template);
     }
     free(cfg->tables);
-    free_strings(cfg->redis_prefixes, cfg->nredis_prefixes);
+    for (size_t i = 0; i < cfg->nredis_prefixes; i++) {
+        free(cfg->redis_prefixes[i].prefix);
+        free(cfg->redis_prefixes[i].guard.template);
+    }
+    free(cfg->redis_prefixes);
     free_strings(cfg->allowed_hosts, cfg->nallowed_hosts);
     memset(cfg, 0, sizeof *cfg);
 }

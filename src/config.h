@@ -10,45 +10,57 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lease/binding.h"
 #include "util/error.h"
 
 struct keyset;
+struct token_keyring;
 
 struct table_config {
-    char *name;      /* table name, as in Postgres (owned) */
-    char *key;       /* single-column primary key (owned) */
-    char **columns;  /* writable columns besides the key (owned) */
-    size_t ncolumns; /* entries in columns */
+    char *name;                  /* table name, as in Postgres (owned) */
+    char *key;                   /* single-column primary key (owned) */
+    char **columns;              /* writable columns besides the key (owned) */
+    size_t ncolumns;             /* entries in columns */
+    struct resource_guard guard; /* "lock" / "semaphore" guarding each row, if any */
+};
+
+struct redis_prefix_config {
+    char *prefix;                /* writable key prefix (owned) */
+    struct resource_guard guard; /* "lock" / "semaphore" guarding each key, if any */
 };
 
 struct config {
-    char *listen_host;                /* address to bind, e.g. "127.0.0.1" */
-    int listen_port;                  /* TCP port */
-    char *redis_url;                  /* redis://[:password@]host:port/db */
-    char *pg_dsn;                     /* libpq conninfo or URI */
-    char *secret;                     /* token-signing key; NULL: keep one in Postgres */
-    struct table_config *tables;      /* writable tables */
-    size_t ntables;                   /* entries in tables */
-    char **redis_prefixes;            /* writable Redis key prefixes */
-    size_t nredis_prefixes;           /* entries in redis_prefixes */
-    long long default_ttl_ms;         /* lease length when a request names none */
-    long long default_wait_ms;        /* queue wait when a request names none */
-    long long default_max_hold_ms;    /* renewal cap when a request names none */
-    long long max_body_bytes;         /* request bodies above this answer 413 */
-    long long max_waiters_per_lock;   /* waiters queued here on one name */
-    long long max_waiters;            /* waiters suspended in this process */
-    int http_threads;                 /* HTTP worker threads */
-    int pg_pool_size;                 /* Postgres connections */
-    long long statement_timeout_ms;   /* Postgres statement_timeout */
-    long long waiter_lease_ms;        /* how long a dead process's waiters stay queued */
-    long long poll_ms;                /* backstop re-check of a suspended waiter */
-    long long request_timeout_ms;     /* deadline for one backend call */
-    char *log_level;                  /* "debug", "info", "warn" or "error" */
-    char **allowed_hosts;             /* Host header values served ("*": any) */
-    size_t nallowed_hosts;            /* entries in allowed_hosts */
-    long long max_hash_fields;        /* fields a Redis hash may reach through PATCH */
-    long long max_value_bytes;        /* bytes of one Redis value or hash field value */
-    long long audit_retention_days;   /* audit records older than this are pruned */
+    char *listen_host;             /* address to bind, e.g. "127.0.0.1" */
+    int listen_port;               /* TCP port */
+    char *redis_url;               /* redis://[:password@]host:port/db */
+    char *pg_dsn;                  /* libpq conninfo or URI */
+    char *secret;                  /* token-signing key; NULL: keep one in Postgres */
+    char *secret_file;             /* JSON file of signing keys [{id, secret}], or NULL */
+    json_t *secrets;               /* the "secrets" array of the file (owned), or NULL */
+    struct token_keyring *keyring; /* signing keys from secret, secrets or secret_file
+                                      (owned); NULL: keep one in Postgres */
+    struct table_config *tables;   /* writable tables */
+    size_t ntables;                /* entries in tables */
+    struct redis_prefix_config *redis_prefixes; /* writable Redis key prefixes */
+    size_t nredis_prefixes;                     /* entries in redis_prefixes */
+    long long default_ttl_ms;                   /* lease length when a request names none */
+    long long default_wait_ms;                  /* queue wait when a request names none */
+    long long default_max_hold_ms;              /* renewal cap when a request names none */
+    long long max_body_bytes;                   /* request bodies above this answer 413 */
+    long long max_waiters_per_lock;             /* waiters queued here on one name */
+    long long max_waiters;                      /* waiters suspended in this process */
+    int http_threads;                           /* HTTP worker threads */
+    int pg_pool_size;                           /* Postgres connections */
+    long long statement_timeout_ms;             /* Postgres statement_timeout */
+    long long waiter_lease_ms;                  /* how long a dead process's waiters stay queued */
+    long long poll_ms;                          /* backstop re-check of a suspended waiter */
+    long long request_timeout_ms;               /* deadline for one backend call */
+    char *log_level;                            /* "debug", "info", "warn" or "error" */
+    char **allowed_hosts;                       /* Host header values served ("*": any) */
+    size_t nallowed_hosts;                      /* entries in allowed_hosts */
+    long long max_hash_fields;                  /* fields a Redis hash may reach through PATCH */
+    long long max_value_bytes;                  /* bytes of one Redis value or hash field value */
+    long long audit_retention_days;             /* audit records older than this are pruned */
     long long max_connections;        /* open HTTP connections; 0: derived from RLIMIT_NOFILE */
     long long max_connections_per_ip; /* from one client address; 0: half of max_connections */
     long long header_timeout_ms;      /* deadline for a request's headers to arrive in full */

@@ -1,6 +1,6 @@
 /*
  * gateway.h - the process-wide facts every module may read after start-up: the
- * configuration, this process's instance id, the token secret and whether the
+ * configuration, this process's instance id and whether the
  * process is draining. Written once by main.c before the server starts.
  */
 #ifndef FG_GATEWAY_H
@@ -14,11 +14,9 @@
 #include "lease/token.h"
 
 struct gateway {
-    const struct config *cfg;               /* the immutable configuration */
-    char instance_id[LEASE_ID_LEN + 1];     /* random id of this process, for waiter liveness */
-    unsigned char secret[TOKEN_SECRET_MAX]; /* token-signing key */
-    size_t secret_len;                      /* bytes in secret */
-    atomic_bool draining;                   /* SIGTERM received: waiters answer 503 */
+    const struct config *cfg;           /* the immutable configuration */
+    char instance_id[LEASE_ID_LEN + 1]; /* random id of this process, for waiter liveness */
+    atomic_bool draining;               /* SIGTERM received: waiters answer 503 */
 };
 
 extern struct gateway gw;

@@ -55,12 +55,14 @@ static const char usage[] =
     "  FENCEGATE_PG_DSN      libpq conninfo or URI\n"
     "  FENCEGATE_CONFIG      path of the JSON configuration file\n"
     "  FENCEGATE_SECRET      token-signing key (default: generated, kept in Postgres)\n"
+    "  FENCEGATE_SECRET_FILE JSON array of signing keys [{id, secret}]: the first signs,\n"
+    "                        all verify (rotation); re-read on SIGHUP\n"
     "  FENCEGATE_LOG_LEVEL   debug, info, warn or error\n"
     "  FENCEGATE_AUTH_MODE   required or off (default: off on loopback, else required)\n"
     "  FENCEGATE_AUTH_KEYS_FILE  JSON array of API key entries, re-read on SIGHUP\n"
     "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n"
     "\n"
-    "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys.\n";
+    "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys and secrets.\n";
 
 static const char *env_lookup(const char *name)
 {
@@ -118,11 +120,23 @@ static int on_redis_connect(struct fg_error *err)
     return 0;
 }
 
+/* Puts the token signing keys of cfg (or the one kept in Postgres) in force. */
+static int secrets_take(const struct config *cfg, struct fg_error *err)
+{
+    struct token_keyring *ring = malloc(sizeof *ring);
+    FG_ASSERT(ring != NULL);
+    if (secret_load(cfg, ring, err) != 0) {
+        free(ring);
+        return -1;
+    }
+    secret_publish(ring);
+    return 0;
+}
+
 static int prepare_backends(struct config *cfg, struct fg_error *err)
 {
     if (redis_init(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
-        fenced_pg_init(cfg, err) != 0 ||
-        secret_load(cfg, gw.secret, sizeof gw.secret, &gw.secret_len, err) != 0)
+        fenced_pg_init(cfg, err) != 0 || secrets_take(cfg, err) != 0)
         return -1;
     redis_set_connect_hook(on_redis_connect);
     warn_eviction_policy();
@@ -146,7 +160,8 @@ static void auth_take(struct config *cfg)
     cfg->keyset = NULL;
 }
 
-/* SIGHUP: loads the configuration again and puts its keys in force. */
+/* SIGHUP: loads the configuration again and puts its API keys and its token
+ * signing keys in force (a gateway whose one secret lives in Postgres keeps it). */
 static void reload(void)
 {
     struct config fresh;
@@ -156,10 +171,17 @@ static void reload(void)
         config_free(&fresh);
         return;
     }
+    if (fresh.keyring != NULL && secrets_take(&fresh, &err) != 0) {
+        log_message(LOG_ERROR, "reload_failed", "configuration kept as it was: %s", err.msg);
+        config_free(&fresh);
+        return;
+    }
     auth_take(&fresh);
+    const struct token_keyring *ring = secret_current();
     log_event(LOG_INFO, "reloaded",
-              json_pack("{s:I, s:b}", "keys", (json_int_t)auth_current()->nkeys, "auth_required",
-                        auth_current()->required));
+              json_pack("{s:I, s:b, s:s, s:I}", "keys", (json_int_t)auth_current()->nkeys,
+                        "auth_required", auth_current()->required, "signing_key", ring->keys[0].id,
+                        "verifying_keys", (json_int_t)ring->nkeys));
     config_free(&fresh);
 }
 
@@ -244,6 +266,7 @@ out:
     fenced_pg_shutdown();
     pg_shutdown();
     auth_shutdown();
+    secret_shutdown();
     config_free(&cfg);
     return status == 0 ? 0 : (err.code == FG_ERR_CONFIG ? 2 : 1);
 }

@@ -8,13 +8,12 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "auth/scope.h"
+#include "util/published.h"
 
 static void sha256(const char *text, size_t len, unsigned char out[API_KEY_DIGEST])
 {
@@ -269,42 +268,24 @@ bool api_key_permits(const struct api_key *key, const char *needed)
     return false;
 }
 
-/* Every key set ever published, newest first; only the first is in force. */
-struct published {
-    struct keyset *ks;
-    struct published *older;
-};
+static void keyset_free_any(void *ks)
+{
+    keyset_free(ks);
+}
 
-static _Atomic(struct keyset *) current;
-static struct published *history;
-static pthread_mutex_t history_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct published in_force = PUBLISHED_INIT(keyset_free_any);
 
 void auth_publish(struct keyset *ks)
 {
-    struct published *p = malloc(sizeof *p);
-    FG_ASSERT(p != NULL);
-    pthread_mutex_lock(&history_lock);
-    p->ks = ks;
-    p->older = history;
-    history = p;
-    atomic_store(&current, ks);
-    pthread_mutex_unlock(&history_lock);
+    published_set(&in_force, ks);
 }
 
 const struct keyset *auth_current(void)
 {
-    return atomic_load(&current);
+    return published_get(&in_force);
 }
 
 void auth_shutdown(void)
 {
-    pthread_mutex_lock(&history_lock);
-    atomic_store(&current, NULL);
-    while (history != NULL) {
-        struct published *p = history;
-        history = p->older;
-        keyset_free(p->ks);
-        free(p);
-    }
-    pthread_mutex_unlock(&history_lock);
+    published_clear(&in_force);
 }

@@ -29,6 +29,7 @@
 #include "lease/doorbell.h"
 #include "lease/waiter.h"
 #include "store/revocations.h"
+#include "store/secret.h"
 #include "util/log.h"
 
 /* Waiters this close to the head re-check when the (first) holder's lease ends. */
@@ -109,7 +110,7 @@ static enum handler_result reply_granted(const struct lease_ops *kind, struct ht
     snprintf(claims.lease_id, sizeof claims.lease_id, "%s", res->lease_id);
     char token[TOKEN_MAX_LEN];
     struct fg_error err = {0};
-    if (token_sign(&claims, gw.secret, gw.secret_len, token, sizeof token, &err) != 0)
+    if (token_sign(&claims, secret_current(), token, sizeof token, &err) != 0)
         return fail(reply, &err);
     reply_json(reply, 200,
                json_pack("{s:s, s:s, s:I, s:I, s:I}", kind->noun, lease_name(req), "token", token,
@@ -305,7 +306,7 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
 static int verified_lease(const struct lease_ops *kind, const struct http_request *req,
                           const char *token, struct token_claims *claims, struct fg_error *err)
 {
-    if (token_verify(token, gw.secret, gw.secret_len, claims, err) != 0)
+    if (token_verify(token, secret_current(), claims, err) != 0)
         return -1;
     if (claims->kind != kind->token_kind || strcmp(claims->name, lease_name(req)) != 0)
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,

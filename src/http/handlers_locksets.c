@@ -23,6 +23,7 @@
 #include "lease/lock.h"
 #include "lease/lockset.h"
 #include "lease/waiter.h"
+#include "store/secret.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 
@@ -139,7 +140,7 @@ static enum handler_result reply_set(struct lockset_wait *ls, struct http_reply 
         snprintf(claims.name, sizeof claims.name, "%s", ls->set.names[i]);
         snprintf(claims.lease_id, sizeof claims.lease_id, "%s", ls->leases[i]);
         char token[TOKEN_MAX_LEN];
-        if (token_sign(&claims, gw.secret, gw.secret_len, token, sizeof token, &err) != 0) {
+        if (token_sign(&claims, secret_current(), token, sizeof token, &err) != 0) {
             json_decref(locks);
             return fail(reply, &err);
         }
@@ -290,7 +291,7 @@ static int set_claims(struct http_request *req, const json_t *body,
     if (lockset_parse_tokens(body, tokens, n, err) != 0)
         return -1;
     for (size_t i = 0; i < *n; i++) {
-        if (token_verify(tokens[i], gw.secret, gw.secret_len, &claims[i], err) != 0)
+        if (token_verify(tokens[i], secret_current(), &claims[i], err) != 0)
             return -1;
         if (claims[i].kind != LEASE_KIND_LOCK)
             return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,

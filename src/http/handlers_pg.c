@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "lease/fence.h"
 #include "store/fenced_pg.h"
+#include "store/secret.h"
 #include "util/metrics.h"
 
 #define HEADER_TOKEN "Fence-Token"
@@ -45,7 +47,8 @@ static int writer_of(struct http_request *req, struct token_claims *claims,
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "header '" HEADER_TOKEN "' is required: the token of the lease that "
                        "fences this write");
-    if (token_verify(token, gw.secret, gw.secret_len, claims, err) != 0) {
+    if (token_verify(token, secret_current(), claims, err) != 0 ||
+        fence_check_issued(claims->fence, err) != 0) {
         metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_INVALID);
         return -1;
     }
@@ -59,6 +62,18 @@ static int writer_of(struct http_request *req, struct token_claims *claims,
     if (owner != NULL)
         snprintf(req->log_owner, sizeof req->log_owner, "%s", owner);
     return 0;
+}
+
+/* Refuses op unless claims are of the lease its table binds its rows to. */
+static int op_bound(const struct table_schema *schema, const struct fenced_op *op,
+                    const struct token_claims *claims, struct fg_error *err)
+{
+    char resource[SEGMENT_MAX_LEN * 2];
+    snprintf(resource, sizeof resource, "pg:%s/%s", schema->cfg->name, op->key);
+    if (binding_check(&schema->cfg->guard, op->key, claims, resource, err) == 0)
+        return 0;
+    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_INVALID);
+    return -1;
 }
 
 /* 409 stale_fence for a refused write of who to res->resource. */
@@ -111,6 +126,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
     struct fenced_op op;
     struct fenced_result res;
     if (fenced_op_parse(schemas, (size_t)table, kind, path_key, body, &op, &err) != 0 ||
+        op_bound(&schemas[table], &op, &claims, &err) != 0 ||
         fenced_pg_write(&op, &who, &res, &err) != 0) {
         fenced_op_free(&op);
         return fail(reply, &err);
@@ -189,6 +205,18 @@ static int batch_permitted(const struct http_request *req, const struct table_sc
     return 0;
 }
 
+/* Every op of a batch must be of a row its token's lease guards (if bound). */
+static int batch_bound(const struct table_schema *schemas, const struct fenced_batch *batch,
+                       const struct token_claims *claims, struct fg_error *err)
+{
+    for (size_t i = 0; i < batch->nops; i++) {
+        struct fg_error why = {0};
+        if (op_bound(&schemas[batch->ops[i].table], &batch->ops[i], claims, &why) != 0)
+            return fg_fail(err, why.code, "ops[%zu]: %s", i, why.msg);
+    }
+    return 0;
+}
+
 enum handler_result handle_pg_batch(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
@@ -205,6 +233,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         batch_permitted(req, schemas, &batch, &err) != 0 ||
         writer_of(req, &claims, &who, &err) != 0 ||
+        batch_bound(schemas, &batch, &claims, &err) != 0 ||
         fenced_pg_batch(&batch, &who, &res, &err) != 0) {
         fenced_batch_free(&batch);
         return fail(reply, &err);

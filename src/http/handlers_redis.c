@@ -12,10 +12,12 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "lease/fence.h"
 #include "lease/lease_request.h"
 #include "lease/token.h"
 #include "store/audit_stream.h"
 #include "store/fenced_redis.h"
+#include "store/secret.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -40,16 +42,23 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
     return HANDLER_DONE;
 }
 
-bool redis_key_writable(const struct config *cfg, const char *key)
+const struct redis_prefix_config *redis_key_prefix(const struct config *cfg, const char *key)
 {
     if (strncmp(key, OWN_KEY_PREFIX, sizeof OWN_KEY_PREFIX - 1) == 0)
-        return false;
+        return NULL;
+    const struct redis_prefix_config *best = NULL;
     for (size_t i = 0; i < cfg->nredis_prefixes; i++) {
-        const char *prefix = cfg->redis_prefixes[i];
-        if (prefix[0] != '\0' && strncmp(key, prefix, strlen(prefix)) == 0)
-            return true;
+        const char *prefix = cfg->redis_prefixes[i].prefix;
+        size_t len = strlen(prefix);
+        if (strncmp(key, prefix, len) == 0 && (best == NULL || len > strlen(best->prefix)))
+            best = &cfg->redis_prefixes[i];
     }
-    return false;
+    return best;
+}
+
+bool redis_key_writable(const struct config *cfg, const char *key)
+{
+    return redis_key_prefix(cfg, key) != NULL;
 }
 
 static int check_key(const struct http_request *req, struct fg_error *err)
@@ -71,10 +80,17 @@ static int write_request_init(struct http_request *req, const char *method,
     if (token == NULL || token[0] == '\0')
         return fg_fail(err, FG_ERR_INVALID_FIELD, "header 'Fence-Token' is required");
     if (strlen(token) >= TOKEN_MAX_LEN ||
-        token_verify(token, gw.secret, gw.secret_len, &wr->claims, err) != 0) {
+        token_verify(token, secret_current(), &wr->claims, err) != 0) {
         metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_INVALID);
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
                        "the Fence-Token was not issued by this gateway");
+    }
+    snprintf(wr->resource, sizeof wr->resource, "redis:%s", redis_key(req));
+    if (binding_check(&redis_key_prefix(gw.cfg, redis_key(req))->guard, redis_key(req), &wr->claims,
+                      wr->resource, err) != 0 ||
+        fence_check_issued(wr->claims.fence, err) != 0) {
+        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_INVALID);
+        return -1;
     }
     wr->owner = http_request_header(req, "Fence-Owner");
     if (wr->owner == NULL)
@@ -83,7 +99,6 @@ static int write_request_init(struct http_request *req, const char *method,
         return fg_fail(err, FG_ERR_INVALID_FIELD, "header 'Fence-Owner' is over %d bytes",
                        OWNER_MAX_LEN);
     snprintf(req->log_owner, sizeof req->log_owner, "%s", wr->owner);
-    snprintf(wr->resource, sizeof wr->resource, "redis:%s", redis_key(req));
     wr->write = (struct redis_write){
         .key = redis_key(req),
         .resource = wr->resource,

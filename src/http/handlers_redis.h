@@ -15,8 +15,12 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
 enum handler_result handle_redis_delete(struct http_request *req, struct http_reply *reply);
 enum handler_result handle_redis_get(struct http_request *req, struct http_reply *reply);
 
-/* True iff key lies under one of cfg's redis_prefixes and outside the
- * gateway's own "fg:" keys. Pure. */
+/* The entry of cfg's redis_prefixes that key lies under (the longest prefix
+ * that fits), or NULL if none does or key is one of the gateway's own "fg:"
+ * keys. Pure. */
+const struct redis_prefix_config *redis_key_prefix(const struct config *cfg, const char *key);
+
+/* True iff redis_key_prefix finds an entry for key. Pure. */
 bool redis_key_writable(const struct config *cfg, const char *key);
 
 #endif

@@ -28,6 +28,17 @@
 /* A new Redis connection could not be followed by a recovery. */
 static atomic_bool unverified;
 
+/* The highest fence known to be issued or reserved, plus what one script may
+ * pass its limit by: no genuine token holds a fence above it. */
+static _Atomic int64_t ceiling;
+
+static void ceiling_raise(int64_t reserved)
+{
+    int64_t seen = atomic_load(&ceiling), next = reserved + FENCE_OVERSHOOT;
+    while (next > seen && !atomic_compare_exchange_weak(&ceiling, &seen, next))
+        ;
+}
+
 static int read_issued(int64_t *issued, struct fg_error *err)
 {
     const char *argv[] = {"fg:fence"};
@@ -52,6 +63,7 @@ int fence_recover(struct fg_error *err)
     json_t *out = NULL;
     if (redis_script("fence_raise.lua", 2, argv, 4, &out, err) != 0)
         return -1;
+    ceiling_raise(limit);
     log_event(LOG_DEBUG, "fences_reserved",
               json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)issued, "floor", (json_int_t)floor,
                         "limit", (json_int_t)limit));
@@ -83,4 +95,21 @@ int fence_ensure_verified(struct fg_error *err)
     atomic_store(&unverified, false);
     log_message(LOG_INFO, "fence_verified", "fence sequence recovered");
     return 0;
+}
+
+int fence_check_issued(int64_t fence, struct fg_error *err)
+{
+    if (fence <= atomic_load(&ceiling))
+        return 0;
+    int64_t reserved = 0;
+    if (pg_reserved_fences(&reserved, err) != 0)
+        return -1;
+    ceiling_raise(reserved);
+    if (fence <= atomic_load(&ceiling))
+        return 0;
+    log_event(
+        LOG_WARN, "fence_beyond_issued",
+        json_pack("{s:I, s:I}", "fence", (json_int_t)fence, "reserved", (json_int_t)reserved));
+    return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
+                   "fence %" PRId64 " is above every fence this gateway issued", fence);
 }

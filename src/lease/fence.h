@@ -7,6 +7,8 @@
 #ifndef FG_FENCE_H
 #define FG_FENCE_H
 
+#include <stdint.h>
+
 #include "util/error.h"
 
 /* Reserves the next block of fences in Postgres and raises the Redis sequence
@@ -22,5 +24,14 @@ int fence_recover_on_connect(struct fg_error *err) FG_WUR;
 /* Before issuing fences: succeeds at once unless the sequence is unverified,
  * then tries a recovery; fails with FG_ERR_BACKEND_UNAVAILABLE while it cannot. */
 int fence_ensure_verified(struct fg_error *err) FG_WUR;
+
+/*
+ * Refuses a fence above every fence issued or reserved by any gateway
+ * (FG_ERR_INVALID_FENCE_TOKEN), even in a correctly signed token: a leaked
+ * signing key must not push a resource's fence out of reach. Costs nothing up
+ * to the highest reservation this process has seen; above it, one Postgres
+ * read (another gateway may have reserved more since).
+ */
+int fence_check_issued(int64_t fence, struct fg_error *err) FG_WUR;
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * token.c - signing and verifying fencing tokens. The text form is
- *   fgt1.<kind>.<fence>.<lease id>.<base64url name>.<base64url HMAC-SHA256>
- * where the HMAC covers everything before the last dot. A verified token is the
- * only way a fence reaches storage: a made-up number never gets that far.
+ *   fgt2.<key id>.<kind>.<fence>.<lease id>.<base64url name>.<base64url HMAC-SHA256>
+ * where the HMAC covers everything before the last dot. Tokens of version 1
+ * (fgt1, without the key id) are still verified, with the key "default" (the
+ * single secret of version 1), so an upgrade invalidates no token in flight. A verified token is
+ * the only way a fence reaches storage: a made-up number never gets that far.
  */
 #include "lease/token.h"
 
@@ -16,7 +18,9 @@
 #include <string.h>
 #include <sys/random.h>
 
-#define TOKEN_PREFIX "fgt1"
+#define TOKEN_PREFIX "fgt2"
+#define TOKEN_V1     "fgt1"
+#define TOKEN_PARTS  7
 #define MAC_LEN      32
 #define MAC_B64_LEN  43
 #define SHA256_BLOCK 64
@@ -160,47 +164,85 @@ static void hmac_sha256(const unsigned char *secret, size_t secret_len, const ch
               EVP_DigestFinal_ex(c->work, mac, NULL) == 1);
 }
 
-int token_sign(const struct token_claims *claims, const unsigned char *secret, size_t secret_len,
-               char *out, size_t out_cap, struct fg_error *err)
+int token_key_id_check(const char *id, struct fg_error *err)
 {
+    size_t len = strlen(id);
+    if (len == 0 || len > TOKEN_KEY_ID_MAX)
+        return fg_fail(err, FG_ERR_CONFIG, "a secret id is 1 to %d bytes", TOKEN_KEY_ID_MAX);
+    for (size_t i = 0; i < len; i++)
+        if (b64url_value(id[i]) < 0)
+            return fg_fail(err, FG_ERR_CONFIG, "a secret id is made of A-Z a-z 0-9 _ -");
+    return 0;
+}
+
+int token_keyring_add(struct token_keyring *ring, const char *id, const char *secret,
+                      struct fg_error *err)
+{
+    size_t len = strlen(secret);
+    if (token_key_id_check(id, err) != 0)
+        return -1;
+    if (len < 16 || len > TOKEN_SECRET_MAX)
+        return fg_fail(err, FG_ERR_CONFIG, "secret '%s' must be 16 to %d bytes long", id,
+                       TOKEN_SECRET_MAX);
+    if (ring->nkeys == TOKEN_KEYS_MAX)
+        return fg_fail(err, FG_ERR_CONFIG, "at most %d secrets", TOKEN_KEYS_MAX);
+    for (size_t i = 0; i < ring->nkeys; i++)
+        if (strcmp(ring->keys[i].id, id) == 0)
+            return fg_fail(err, FG_ERR_CONFIG, "secret id '%s' is used twice", id);
+    struct token_key *k = &ring->keys[ring->nkeys++];
+    snprintf(k->id, sizeof k->id, "%s", id);
+    memcpy(k->secret, secret, len);
+    k->secret_len = len;
+    return 0;
+}
+
+int token_sign(const struct token_claims *claims, const struct token_keyring *ring, char *out,
+               size_t out_cap, struct fg_error *err)
+{
+    FG_ASSERT(ring->nkeys > 0);
+    const struct token_key *key = &ring->keys[0];
     char name_b64[NAME_MAX_LEN * 2];
     b64url_encode((const unsigned char *)claims->name, strlen(claims->name), name_b64);
-    int n = snprintf(out, out_cap, TOKEN_PREFIX ".%c.%" PRId64 ".%s.%s.", (char)claims->kind,
-                     claims->fence, claims->lease_id, name_b64);
+    int n = snprintf(out, out_cap, TOKEN_PREFIX ".%s.%c.%" PRId64 ".%s.%s.", key->id,
+                     (char)claims->kind, claims->fence, claims->lease_id, name_b64);
     if (n < 0 || (size_t)n + MAC_B64_LEN + 1 > out_cap)
         return fg_fail(err, FG_ERR_INTERNAL, "token buffer too small");
     unsigned char mac[MAC_LEN];
-    hmac_sha256(secret, secret_len, out, (size_t)n - 1, mac);
+    hmac_sha256(key->secret, key->secret_len, out, (size_t)n - 1, mac);
     b64url_encode(mac, MAC_LEN, out + n);
     return 0;
 }
 
-/* Splits token into its six dot-separated parts; returns 0 if there are exactly six. */
-static int token_split(const char *token, const char *parts[6], size_t lens[6])
+/* Splits token into its dot-separated parts; returns their count, or -1 if
+ * there are more than TOKEN_PARTS. */
+static int token_split(const char *token, const char *parts[TOKEN_PARTS], size_t lens[TOKEN_PARTS])
 {
     const char *p = token;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0;; i++) {
+        if (i == TOKEN_PARTS)
+            return -1;
         const char *dot = strchr(p, '.');
-        if (i < 5 && dot == NULL)
-            return -1;
-        if (i == 5 && dot != NULL)
-            return -1;
         parts[i] = p;
         lens[i] = dot ? (size_t)(dot - p) : strlen(p);
-        p = dot ? dot + 1 : p + lens[i];
+        if (dot == NULL)
+            return i + 1;
+        p = dot + 1;
     }
-    return 0;
 }
 
+/* Reads a fence: 1 .. 19 digits, no leading zero, at most 2^63 - 1. */
 static int parse_fence(const char *s, size_t len, int64_t *fence)
 {
-    if (len == 0 || len > 18 || s[0] == '0')
+    if (len == 0 || len > 19 || s[0] == '0')
         return -1;
     int64_t v = 0;
     for (size_t i = 0; i < len; i++) {
         if (s[i] < '0' || s[i] > '9')
             return -1;
-        v = v * 10 + (s[i] - '0');
+        int digit = s[i] - '0';
+        if (v > (INT64_MAX - digit) / 10)
+            return -1;
+        v = v * 10 + digit;
     }
     *fence = v;
     return 0;
@@ -216,31 +258,63 @@ static bool is_lease_id(const char *s, size_t len)
     return true;
 }
 
-int token_verify(const char *token, const unsigned char *secret, size_t secret_len,
-                 struct token_claims *claims, struct fg_error *err)
+/* The key of ring called id (len bytes), or NULL. */
+static const struct token_key *ring_key(const struct token_keyring *ring, const char *id,
+                                        size_t len)
 {
-    const char *parts[6];
-    size_t lens[6];
-    if (strlen(token) >= TOKEN_MAX_LEN || token_split(token, parts, lens) != 0)
-        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token");
-    if (lens[0] != 4 || memcmp(parts[0], TOKEN_PREFIX, 4) != 0 || lens[1] != 1 ||
-        (parts[1][0] != LEASE_KIND_LOCK && parts[1][0] != LEASE_KIND_SEMAPHORE))
+    for (size_t i = 0; i < ring->nkeys; i++)
+        if (strlen(ring->keys[i].id) == len && memcmp(ring->keys[i].id, id, len) == 0)
+            return &ring->keys[i];
+    return NULL;
+}
+
+/*
+ * Finds the key a token names and where its claims start: parts[first] is the
+ * kind. Version 2 names its key; version 1 means the key "default".
+ */
+static const struct token_key *token_key_of(const struct token_keyring *ring, const char **parts,
+                                            const size_t *lens, int nparts, int *first)
+{
+    if (nparts == TOKEN_PARTS && lens[0] == 4 && memcmp(parts[0], TOKEN_PREFIX, 4) == 0) {
+        *first = 2;
+        return ring_key(ring, parts[1], lens[1]);
+    }
+    if (nparts == TOKEN_PARTS - 1 && lens[0] == 4 && memcmp(parts[0], TOKEN_V1, 4) == 0) {
+        *first = 1;
+        return ring_key(ring, TOKEN_LEGACY_KEY, strlen(TOKEN_LEGACY_KEY));
+    }
+    return NULL;
+}
+
+int token_verify(const char *token, const struct token_keyring *ring, struct token_claims *claims,
+                 struct fg_error *err)
+{
+    const char *parts[TOKEN_PARTS];
+    size_t lens[TOKEN_PARTS];
+    int nparts = strlen(token) < TOKEN_MAX_LEN ? token_split(token, parts, lens) : -1;
+    int k = 0;
+    const struct token_key *key = nparts > 0 ? token_key_of(ring, parts, lens, nparts, &k) : NULL;
+    if (key == NULL)
+        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
+                       "malformed fence token, or signed by a key no longer in use");
+    if (lens[k] != 1 || (parts[k][0] != LEASE_KIND_LOCK && parts[k][0] != LEASE_KIND_SEMAPHORE))
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token");
     unsigned char presented[MAC_LEN + 3], expected[MAC_LEN];
-    if (b64url_decode(parts[5], lens[5], presented, sizeof presented) != MAC_LEN)
+    if (b64url_decode(parts[k + 4], lens[k + 4], presented, sizeof presented) != MAC_LEN)
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token signature");
-    hmac_sha256(secret, secret_len, token, (size_t)(parts[5] - token) - 1, expected);
+    hmac_sha256(key->secret, key->secret_len, token, (size_t)(parts[k + 4] - token) - 1, expected);
     if (CRYPTO_memcmp(presented, expected, MAC_LEN) != 0)
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "fence token signature does not match");
-    long name_len = b64url_decode(parts[4], lens[4], (unsigned char *)claims->name, NAME_MAX_LEN);
-    if (name_len <= 0 || parse_fence(parts[2], lens[2], &claims->fence) != 0 ||
-        !is_lease_id(parts[3], lens[3]))
+    long name_len =
+        b64url_decode(parts[k + 3], lens[k + 3], (unsigned char *)claims->name, NAME_MAX_LEN);
+    if (name_len <= 0 || parse_fence(parts[k + 1], lens[k + 1], &claims->fence) != 0 ||
+        !is_lease_id(parts[k + 2], lens[k + 2]))
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token claims");
     claims->name[name_len] = '\0';
     if (!name_is_valid_lock(claims->name, (size_t)name_len))
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token claims");
-    claims->kind = (enum lease_kind)parts[1][0];
-    memcpy(claims->lease_id, parts[3], LEASE_ID_LEN);
+    claims->kind = (enum lease_kind)parts[k][0];
+    memcpy(claims->lease_id, parts[k + 2], LEASE_ID_LEN);
     claims->lease_id[LEASE_ID_LEN] = '\0';
     return 0;
 }

@@ -2,7 +2,9 @@
  * token.h - fencing tokens: the opaque, unforgeable proof that a lease with a
  * given fence was issued by this gateway. A token carries the kind of lease (lock
  * or semaphore), its name, its fence and its lease id, signed with HMAC-SHA256
- * under the gateway secret. Pure functions: no I/O, no global state.
+ * under one key of a keyring, whose id it names: the first key of the ring
+ * signs, every key verifies, so the signing key rotates without invalidating
+ * tokens in flight. Pure functions: no I/O, no global state.
  */
 #ifndef FG_TOKEN_H
 #define FG_TOKEN_H
@@ -16,6 +18,9 @@
 #define LEASE_ID_LEN     32                       /* hex characters of a lease id */
 #define TOKEN_MAX_LEN    (NAME_MAX_LEN * 2 + 160) /* longest token text, with NUL */
 #define TOKEN_SECRET_MAX 256                      /* longest signing secret, in bytes */
+#define TOKEN_KEY_ID_MAX 32                       /* longest signing key id, in bytes */
+#define TOKEN_KEYS_MAX   8                        /* signing keys in one ring */
+#define TOKEN_LEGACY_KEY "default" /* key id of the single secret; verifies fgt1 tokens */
 
 enum lease_kind {
     LEASE_KIND_LOCK = 'l',
@@ -29,20 +34,43 @@ struct token_claims {
     char lease_id[LEASE_ID_LEN + 1]; /* lease id, hex */
 };
 
-/*
- * Writes the signed token for claims into out (capacity out_cap, at least
- * TOKEN_MAX_LEN). secret is secret_len bytes. Returns 0, or -1 if out is short.
- */
-int token_sign(const struct token_claims *claims, const unsigned char *secret, size_t secret_len,
-               char *out, size_t out_cap, struct fg_error *err) FG_WUR;
+struct token_key {
+    char id[TOKEN_KEY_ID_MAX + 1];          /* named in the tokens it signs: A-Z a-z 0-9 _ - */
+    unsigned char secret[TOKEN_SECRET_MAX]; /* HMAC key */
+    size_t secret_len;                      /* bytes in secret, 16 .. TOKEN_SECRET_MAX */
+};
+
+struct token_keyring {
+    struct token_key keys[TOKEN_KEYS_MAX]; /* keys[0] signs; all verify */
+    size_t nkeys;                          /* entries in keys, >= 1 once loaded */
+};
+
+/* Checks a signing key id: 1..TOKEN_KEY_ID_MAX bytes of A-Z a-z 0-9 _ - */
+int token_key_id_check(const char *id, struct fg_error *err) FG_WUR;
 
 /*
- * Checks that token (NUL-terminated text) was signed under secret and fills
- * *claims from it. Any malformed, altered or forged token fails with
- * FG_ERR_INVALID_FENCE_TOKEN; the comparison of signatures is constant-time.
+ * Appends a key to ring; fails with FG_ERR_CONFIG on a bad id, a secret of
+ * a wrong length, a repeated id or a full ring.
  */
-int token_verify(const char *token, const unsigned char *secret, size_t secret_len,
-                 struct token_claims *claims, struct fg_error *err) FG_WUR;
+int token_keyring_add(struct token_keyring *ring, const char *id, const char *secret,
+                      struct fg_error *err) FG_WUR;
+
+/*
+ * Writes the token for claims, signed with ring's first key, into out
+ * (capacity out_cap, at least TOKEN_MAX_LEN). Returns 0, or -1 if out is short.
+ */
+int token_sign(const struct token_claims *claims, const struct token_keyring *ring, char *out,
+               size_t out_cap, struct fg_error *err) FG_WUR;
+
+/*
+ * Checks that token (NUL-terminated text) was signed by the key of ring it
+ * names and fills *claims from it. Any malformed, altered or forged token, or
+ * one naming a key the ring no longer holds, fails with
+ * FG_ERR_INVALID_FENCE_TOKEN; the comparison of signatures is constant-time.
+ * Fences are 1 .. 2^63 - 1.
+ */
+int token_verify(const char *token, const struct token_keyring *ring, struct token_claims *claims,
+                 struct fg_error *err) FG_WUR;
 
 /* Fills lease_id (LEASE_ID_LEN + 1 bytes) with a fresh random hex lease id.
  * Returns 0, or -1 if the system has no randomness to give. */

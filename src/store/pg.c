@@ -394,6 +394,20 @@ int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int64_t *floo
     return rc;
 }
 
+int pg_reserved_fences(int64_t *reserved, struct fg_error *err)
+{
+    json_t *rows = NULL;
+    if (pg_query("reserved_fences", "SELECT reserved FROM fencegate.fence_reservation", 0, NULL,
+                 &rows, err) != 0)
+        return -1;
+    const char *value = json_string_value(json_object_get(json_array_get(rows, 0), "reserved"));
+    int rc = value ? 0 : fg_fail(err, FG_ERR_INTERNAL, "fencegate.fence_reservation has no row");
+    if (value != NULL)
+        *reserved = strtoll(value, NULL, 10);
+    json_decref(rows);
+    return rc;
+}
+
 int pg_ping(struct fg_error *err)
 {
     return pg_query("ping", "SELECT 1", 0, NULL, NULL, err);

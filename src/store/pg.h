@@ -62,6 +62,9 @@ int pg_migrate(struct fg_error *err) FG_WUR;
 int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int64_t *floor, int64_t *limit,
                       struct fg_error *err) FG_WUR;
 
+/* Reads the end of the fences reserved so far (by any gateway) into *reserved. */
+int pg_reserved_fences(int64_t *reserved, struct fg_error *err) FG_WUR;
+
 /* SELECT 1 on a pooled connection. */
 int pg_ping(struct fg_error *err) FG_WUR;
 

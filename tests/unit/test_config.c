@@ -14,6 +14,7 @@
 
 #include "auth/keys.h"
 #include "config.h"
+#include "lease/token.h"
 
 /* The fake environment: NULL-terminated name/value pairs. */
 static const char *const *fake_env;
@@ -90,8 +91,10 @@ static void json_keys(void **state)
     assert_int_equal(
         apply("{\"listen\": \"[::1]:9000\", \"redis_url\": \"redis://r:1/2\","
               " \"pg_dsn\": \"host=x\", \"secret\": \"0123456789abcdef\","
-              " \"tables\": {\"invoices\": {\"key\": \"id\", \"columns\": [\"a\", \"b\"]}},"
-              " \"redis_prefixes\": [\"app:\"],"
+              " \"tables\": {\"invoices\": {\"key\": \"id\", \"columns\": [\"a\", \"b\"],"
+              " \"lock\": \"invoice:{key}\"}},"
+              " \"redis_prefixes\": [\"app:\", {\"prefix\": \"acct:\", \"semaphore\": "
+              "\"acct/{key}\"}],"
               " \"defaults\": {\"ttl_ms\": 1000, \"wait_ms\": 5, \"max_hold_ms\": 2000},"
               " \"limits\": {\"max_body_bytes\": 2048, \"max_waiters_per_lock\": 3,"
               " \"max_waiters\": 7}, \"http_threads\": 2, \"log_level\": \"debug\"}",
@@ -109,8 +112,14 @@ static void json_keys(void **state)
     assert_int_equal(t->ncolumns, 2);
     assert_string_equal(t->columns[1], "b");
     assert_null(config_table(&cfg, "other"));
-    assert_int_equal(cfg.nredis_prefixes, 1);
-    assert_string_equal(cfg.redis_prefixes[0], "app:");
+    assert_string_equal(t->guard.template, "invoice:{key}");
+    assert_false(t->guard.semaphore);
+    assert_int_equal(cfg.nredis_prefixes, 2);
+    assert_string_equal(cfg.redis_prefixes[0].prefix, "app:");
+    assert_null(cfg.redis_prefixes[0].guard.template);
+    assert_string_equal(cfg.redis_prefixes[1].prefix, "acct:");
+    assert_string_equal(cfg.redis_prefixes[1].guard.template, "acct/{key}");
+    assert_true(cfg.redis_prefixes[1].guard.semaphore);
     assert_int_equal(cfg.default_ttl_ms, 1000);
     assert_int_equal(cfg.default_wait_ms, 5);
     assert_int_equal(cfg.default_max_hold_ms, 2000);
@@ -147,6 +156,17 @@ static void refusals_name_the_setting(void **state)
     refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"columns\": [1]}}}",
                    "tables.t.columns");
     refused_naming("{\"redis_prefixes\": \"app:\"}", "redis_prefixes");
+    refused_naming("{\"redis_prefixes\": [\"a:\", {\"lock\": \"x\"}]}", "redis_prefixes[1].prefix");
+    refused_naming("{\"redis_prefixes\": [{\"prefix\": \"a\", \"lock\": \"x y\"}]}",
+                   "redis_prefixes[0].lock");
+    refused_naming("{\"redis_prefixes\": [{\"prefix\": \"a\", \"colour\": 1}]}",
+                   "redis_prefixes[0].colour");
+    refused_naming(
+        "{\"tables\": {\"t\": {\"key\": \"id\", \"lock\": \"a\", \"semaphore\": \"b\"}}}",
+        "tables.t");
+    refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"lock\": \"inv:{id}\"}}}",
+                   "tables.t.lock");
+
     refused_naming("[]", "JSON object");
 }
 
@@ -254,17 +274,55 @@ static void file_then_environment(void **state)
     config_free(&cfg);
 }
 
+/* secrets: the first signs, all verify; ids and secrets kept in order. */
+static void secrets_make_a_keyring(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_file("{\"secrets\": [{\"id\": \"k2\", \"secret\": \"second-secret-0123456789\"},"
+              " {\"id\": \"k1\", \"secret\": \"first-secret-0123456789\"}]}",
+              path);
+    const char *const env[] = {"FENCEGATE_CONFIG", path, NULL};
+    struct config cfg;
+    struct fg_error err;
+    int rc = load(env, &cfg, &err);
+    unlink(path);
+    assert_int_equal(rc, 0);
+    assert_non_null(cfg.keyring);
+    assert_int_equal(cfg.keyring->nkeys, 2);
+    assert_string_equal(cfg.keyring->keys[0].id, "k2");
+    assert_string_equal(cfg.keyring->keys[1].id, "k1");
+    config_free(&cfg);
+    const char *const single[] = {"FENCEGATE_SECRET", "0123456789abcdef", NULL};
+    assert_int_equal(load(single, &cfg, &err), 0);
+    assert_string_equal(cfg.keyring->keys[0].id, TOKEN_LEGACY_KEY);
+    config_free(&cfg);
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_null(cfg.keyring);
+    config_free(&cfg);
+}
+
 static void file_errors_are_named(void **state)
 {
     (void)state;
     static const struct {
         const char *text;
         const char *needle;
-    } cases[] = {{"{\"limits\": {\"max_waiters\": true}}", "limits.max_waiters"},
-                 {"{\"nope\": 1}", "nope"},
-                 {"{\"secret\": \"x\", \"secret\": \"y\"}", "FENCEGATE_CONFIG"},
-                 {"{not json", "FENCEGATE_CONFIG"},
-                 {"{\"defaults\": {\"ttl_ms\": 5000, \"max_hold_ms\": 1000}}", "ttl_ms"}};
+    } cases[] = {
+        {"{\"limits\": {\"max_waiters\": true}}", "limits.max_waiters"},
+        {"{\"nope\": 1}", "nope"},
+        {"{\"secret\": \"x\", \"secret\": \"y\"}", "FENCEGATE_CONFIG"},
+        {"{not json", "FENCEGATE_CONFIG"},
+        {"{\"defaults\": {\"ttl_ms\": 5000, \"max_hold_ms\": 1000}}", "ttl_ms"},
+        {"{\"secrets\": [{\"id\": \"k 1\", \"secret\": \"0123456789abcdef\"}]}", "secrets[0]"},
+        {"{\"secrets\": [{\"id\": \"k1\", \"secret\": \"short\"}]}", "secrets[0]"},
+        {"{\"secrets\": [{\"id\": \"k1\", \"secret\": \"0123456789abcdef\", \"x\": 1}]}",
+         "secrets[0]"},
+        {"{\"secrets\": []}", "secrets"},
+        {"{\"secret_file\": \"/nonexistent/keys.json\"}", "secret_file"},
+        {"{\"secret\": \"0123456789abcdef\", \"secrets\": [{\"id\": \"a\", "
+         "\"secret\": \"0123456789abcdef\"}]}",
+         "exclude each other"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[64];
         temp_file(cases[i].text, path);
@@ -290,6 +348,7 @@ int main(void)
         cmocka_unit_test(auth_default_follows_listen),
         cmocka_unit_test(bad_environment_is_named),
         cmocka_unit_test(file_then_environment),
+        cmocka_unit_test(secrets_make_a_keyring),
         cmocka_unit_test(file_errors_are_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

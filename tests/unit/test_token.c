@@ -10,12 +10,22 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "lease/token.h"
 
-static const unsigned char secret[] = "unit-test-secret-0123456789abcdef";
-static const unsigned char other_secret[] = "unit-test-secret-0123456789abcdeF";
-#define SECRET_LEN (sizeof secret - 1)
+static const char secret[] = "unit-test-secret-0123456789abcdef";
+static const char other_secret[] = "unit-test-secret-0123456789abcdeF";
+
+/* A ring of one key, id "k1" (or "default"), holding text. */
+static struct token_keyring ring_of(const char *id, const char *text)
+{
+    struct token_keyring ring = {0};
+    struct fg_error err = {0};
+    assert_int_equal(token_keyring_add(&ring, id, text, &err), 0);
+    return ring;
+}
 
 static void make_claims(struct token_claims *c, enum lease_kind kind, const char *name,
                         int64_t fence)
@@ -30,14 +40,16 @@ static void make_claims(struct token_claims *c, enum lease_kind kind, const char
 static void sign(const struct token_claims *c, char *out)
 {
     struct fg_error err = {0};
-    assert_int_equal(token_sign(c, secret, SECRET_LEN, out, TOKEN_MAX_LEN, &err), 0);
+    struct token_keyring ring = ring_of("k1", secret);
+    assert_int_equal(token_sign(c, &ring, out, TOKEN_MAX_LEN, &err), 0);
 }
 
 /* Verifies token under the test secret; returns the result and checks the code on failure. */
 static int verify(const char *token, struct token_claims *out)
 {
     struct fg_error err = {0};
-    int rc = token_verify(token, secret, SECRET_LEN, out, &err);
+    struct token_keyring ring = ring_of("k1", secret);
+    int rc = token_verify(token, &ring, out, &err);
     if (rc != 0)
         assert_int_equal(err.code, FG_ERR_INVALID_FENCE_TOKEN);
     return rc;
@@ -69,6 +81,8 @@ static void round_trip(void **state)
     } cases[] = {
         {LEASE_KIND_LOCK, "invoice:42", 1},
         {LEASE_KIND_SEMAPHORE, "a", 999999999999999999LL},
+        {LEASE_KIND_LOCK, "big", INT64_MAX},
+        {LEASE_KIND_LOCK, "big", 1000000000000000000LL},
         {LEASE_KIND_LOCK, "a/b.c_d-e:f", 1734},
         {LEASE_KIND_LOCK, "ab", 7},
         {LEASE_KIND_LOCK, "abc", 8},
@@ -126,23 +140,25 @@ static void altered_claims_are_refused(void **state)
     char token[TOKEN_MAX_LEN], bad[TOKEN_MAX_LEN];
     make_claims(&c, LEASE_KIND_LOCK, "invoice:42", 1734);
     sign(&c, token);
-    replace_part(token, 2, "1735", bad); /* fence */
+    replace_part(token, 3, "1735", bad); /* fence */
     refused(bad);
-    replace_part(token, 2, "999999999999999999", bad);
+    replace_part(token, 3, "999999999999999999", bad);
     refused(bad);
-    replace_part(token, 2, "01734", bad); /* same number, other spelling */
+    replace_part(token, 3, "01734", bad); /* same number, other spelling */
     refused(bad);
-    replace_part(token, 1, "s", bad); /* kind */
+    replace_part(token, 2, "s", bad); /* kind */
     refused(bad);
-    replace_part(token, 1, "x", bad);
+    replace_part(token, 2, "x", bad);
     refused(bad);
-    replace_part(token, 3, "0123456789abcdef0123456789abcdee", bad); /* lease id */
+    replace_part(token, 4, "0123456789abcdef0123456789abcdee", bad); /* lease id */
     refused(bad);
-    replace_part(token, 3, "0123456789ABCDEF0123456789ABCDEF", bad);
+    replace_part(token, 4, "0123456789ABCDEF0123456789ABCDEF", bad);
     refused(bad);
-    replace_part(token, 4, "aW52b2ljZTo0Mw", bad); /* name "invoice:43" */
+    replace_part(token, 5, "aW52b2ljZTo0Mw", bad); /* name "invoice:43" */
     refused(bad);
-    replace_part(token, 0, "fgt2", bad); /* version */
+    replace_part(token, 0, "fgt1", bad); /* version */
+    refused(bad);
+    replace_part(token, 1, "k2", bad); /* key id */
     refused(bad);
 }
 
@@ -153,13 +169,13 @@ static void altered_signature_is_refused(void **state)
     char token[TOKEN_MAX_LEN], bad[TOKEN_MAX_LEN];
     make_claims(&c, LEASE_KIND_LOCK, "invoice:42", 1734);
     sign(&c, token);
-    size_t sig = part_offset(token, 5);
+    size_t sig = part_offset(token, 6);
     for (size_t i = sig; token[i] != '\0'; i++) {
         snprintf(bad, sizeof bad, "%s", token);
         bad[i] = bad[i] == 'A' ? 'B' : 'A';
         refused(bad);
     }
-    replace_part(token, 5, "", bad); /* no signature */
+    replace_part(token, 6, "", bad); /* no signature */
     refused(bad);
 }
 
@@ -189,7 +205,7 @@ static void extra_parts_are_refused(void **state)
     refused(bad);
     snprintf(bad, sizeof bad, ".%s", token);
     refused(bad);
-    size_t at = part_offset(token, 2);
+    size_t at = part_offset(token, 3);
     snprintf(bad, sizeof bad, "%.*s.%s", (int)at, token, token + at); /* an empty part */
     refused(bad);
     snprintf(bad, sizeof bad, "%s=", token); /* padding */
@@ -218,7 +234,7 @@ static void non_canonical_base64_is_refused(void **state)
         if (bad[last] != token[last])
             refused(bad);
     }
-    size_t name_end = part_offset(token, 5) - 2; /* last character of the name part */
+    size_t name_end = part_offset(token, 6) - 2; /* last character of the name part */
     v = (int)(strchr(alphabet, token[name_end]) - alphabet);
     for (int spare = 1; spare < 16; spare++) {
         snprintf(bad, sizeof bad, "%s", token);
@@ -226,10 +242,79 @@ static void non_canonical_base64_is_refused(void **state)
         if (bad[name_end] != token[name_end])
             refused(bad);
     }
-    replace_part(token, 4, "YWI=", bad); /* padded spelling of the same name */
+    replace_part(token, 5, "YWI=", bad); /* padded spelling of the same name */
     refused(bad);
-    replace_part(token, 4, "YW+", bad); /* standard, not url-safe, alphabet */
+    replace_part(token, 5, "YW+", bad); /* standard, not url-safe, alphabet */
     refused(bad);
+}
+
+/* Fences past 2^63 - 1 (or 20 digits) are malformed, whoever signed them:
+ * signs the claims text by hand with the real key. */
+static void fences_beyond_int64_are_refused(void **state)
+{
+    (void)state;
+    struct token_claims c, out;
+    char token[TOKEN_MAX_LEN], bad[TOKEN_MAX_LEN];
+    make_claims(&c, LEASE_KIND_LOCK, "x", INT64_MAX);
+    sign(&c, token);
+    assert_int_equal(verify(token, &out), 0);
+    assert_true(out.fence == INT64_MAX);
+    replace_part(token, 3, "9223372036854775808", bad);
+    refused(bad);
+    replace_part(token, 3, "99999999999999999999", bad);
+    refused(bad);
+    replace_part(token, 3, "0", bad);
+    refused(bad);
+}
+
+/* Rotation: a token signed by a key stays valid while that key is in the ring,
+ * whichever key signs now, and fails once it is removed; fgt1 tokens verify
+ * with the key "default". */
+static void rotation(void **state)
+{
+    (void)state;
+    struct token_claims c, out;
+    struct fg_error err = {0};
+    char old_token[TOKEN_MAX_LEN], new_token[TOKEN_MAX_LEN];
+    make_claims(&c, LEASE_KIND_LOCK, "invoice:42", 77);
+    struct token_keyring old = ring_of("k1", secret);
+    assert_int_equal(token_sign(&c, &old, old_token, sizeof old_token, &err), 0);
+    struct token_keyring both = ring_of("k2", other_secret);
+    assert_int_equal(token_keyring_add(&both, "k1", secret, &err), 0);
+    assert_int_equal(token_sign(&c, &both, new_token, sizeof new_token, &err), 0);
+    assert_non_null(strstr(new_token, "fgt2.k2."));
+    assert_int_equal(token_verify(old_token, &both, &out, &err), 0);
+    assert_int_equal(token_verify(new_token, &both, &out, &err), 0);
+    struct token_keyring only_new = ring_of("k2", other_secret);
+    assert_int_equal(token_verify(new_token, &only_new, &out, &err), 0);
+    assert_int_equal(token_verify(old_token, &only_new, &out, &err), -1);
+    assert_int_equal(err.code, FG_ERR_INVALID_FENCE_TOKEN);
+    /* version 1: fgt1.<kind>.<fence>.<lease>.<name>.<mac>, the mac over the text before it */
+    struct token_keyring legacy = ring_of(TOKEN_LEGACY_KEY, secret);
+    char v1[TOKEN_MAX_LEN];
+    int n = snprintf(v1, sizeof v1, "fgt1.l.77.%s.aW52b2ljZTo0Mg", c.lease_id);
+    unsigned char mac[32];
+    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)v1, (size_t)n, mac,
+         NULL);
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    char *o = v1 + n;
+    *o++ = '.';
+    for (size_t i = 0; i < 32; i += 3) {
+        unsigned v = (unsigned)mac[i] << 16 | (i + 1 < 32 ? (unsigned)mac[i + 1] << 8 : 0) |
+                     (i + 2 < 32 ? mac[i + 2] : 0);
+        *o++ = b64[v >> 18 & 63];
+        *o++ = b64[v >> 12 & 63];
+        *o++ = b64[v >> 6 & 63];
+        if (i + 2 < 32)
+            *o++ = b64[v & 63];
+    }
+    *o = '\0';
+    assert_int_equal(token_verify(v1, &legacy, &out, &err), 0);
+    assert_string_equal(out.name, "invoice:42");
+    assert_int_equal(token_verify(v1, &both, &out, &err), -1);
+    assert_int_equal(token_keyring_add(&legacy, "bad id!", secret, &err), -1);
+    assert_int_equal(token_keyring_add(&legacy, TOKEN_LEGACY_KEY, secret, &err), -1);
+    assert_int_equal(token_keyring_add(&legacy, "short", "too-short", &err), -1);
 }
 
 static void other_secret_is_refused(void **state)
@@ -240,9 +325,11 @@ static void other_secret_is_refused(void **state)
     make_claims(&c, LEASE_KIND_LOCK, "invoice:42", 1734);
     sign(&c, token);
     struct fg_error err = {0};
-    assert_int_equal(token_verify(token, other_secret, SECRET_LEN, &out, &err), -1);
+    struct token_keyring other = ring_of("k1", other_secret);
+    assert_int_equal(token_verify(token, &other, &out, &err), -1);
     assert_int_equal(err.code, FG_ERR_INVALID_FENCE_TOKEN);
-    assert_int_equal(token_verify(token, secret, SECRET_LEN - 1, &out, &err), -1);
+    struct token_keyring renamed = ring_of("k2", secret);
+    assert_int_equal(token_verify(token, &renamed, &out, &err), -1);
 }
 
 static void forged_with_invalid_name_is_refused(void **state)
@@ -262,7 +349,8 @@ static void short_buffer_fails(void **state)
     char out[40];
     struct fg_error err = {0};
     make_claims(&c, LEASE_KIND_LOCK, "invoice:42", 1734);
-    assert_int_equal(token_sign(&c, secret, SECRET_LEN, out, sizeof out, &err), -1);
+    struct token_keyring ring = ring_of("k1", secret);
+    assert_int_equal(token_sign(&c, &ring, out, sizeof out, &err), -1);
 }
 
 static void lease_ids_are_fresh_hex(void **state)
@@ -288,6 +376,8 @@ int main(void)
         cmocka_unit_test(every_truncation_is_refused),
         cmocka_unit_test(extra_parts_are_refused),
         cmocka_unit_test(non_canonical_base64_is_refused),
+        cmocka_unit_test(fences_beyond_int64_are_refused),
+        cmocka_unit_test(rotation),
         cmocka_unit_test(other_secret_is_refused),
         cmocka_unit_test(forged_with_invalid_name_is_refused),
         cmocka_unit_test(short_buffer_fails),

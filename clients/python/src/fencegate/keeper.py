@@ -1,0 +1,171 @@
+"""Keeps a lease alive in the background and notices its loss: one renewal thread, one watch thread per
+watched lock or semaphore slot.
+
+Owns: when to renew, how long a lease counts as valid without a successful renewal, and the long polls
+of the watch endpoint. Must not: release the lease (its owner does, after :meth:`Keeper.stop`) or
+retry anything itself through the transport (each renewal is tried once; the loop decides).
+
+Renewal: every third of the TTL. A refusal (410 ``lease_lost``, 409 ``max_hold_exceeded``, 401, 403,
+...) ends the lease at once. No answer, or a 5xx, is tried again after a short pause until the lease
+would have run out, counted from the moment the last successful renewal was *sent*; then the lease is
+lost too ("unrenewed").
+
+Watch: ``GET /v1/<kind>/<name>?watch=true&fence=N&wait_ms=W`` answers as soon as the lease ends
+("released", "expired", "revoked"), so the loss is known within a round trip instead of at the next
+renewal. A gateway without the endpoint answers the plain status at once (or 400 for the unknown query
+parameter): the watch thread then stops and renewals alone detect the loss.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .errors import GatewayUnreachable, ProblemError
+from .transport import NO_RETRY, Connection, Effect, Transport
+
+log = logging.getLogger("fencegate")
+
+WATCH_WAIT_MS = 25000
+"""Longest single watch poll (below the idle timeouts of common proxies)."""
+
+RETRY_MIN_S = 0.05
+"""Shortest pause between renewals that got no answer."""
+
+RenewCall = Callable[[float, Connection], Dict[str, Any]]
+"""Sends one renewal with a timeout (seconds) on a connection; returns the answer body or raises."""
+
+
+class Keeper:
+    """Renews one lease (or lock set) and watches it until :meth:`stop` or until it is lost.
+
+    transport: the client's transport. ttl_ms: the lease's TTL, renewed to the same length.
+    renew_call: one renewal (see RenewCall). watches: (status path, fence) of each lease to watch; empty
+    for none. on_lost: called once, from a keeper thread, with the reason, when the lease is lost.
+    sent_at: monotonic time at which the acquire was sent (the lease is valid until sent_at + ttl).
+    """
+
+    def __init__(self, transport: Transport, ttl_ms: int, renew_call: RenewCall,
+                 watches: List[Tuple[str, int]], on_lost: Callable[[str], None], sent_at: float) -> None:
+        self._transport = transport
+        self._ttl_s = ttl_ms / 1000.0
+        self._renew_call = renew_call
+        self._on_lost = on_lost
+        self._stop = threading.Event()
+        self._guard = threading.Lock()
+        self.valid_until = sent_at + self._ttl_s
+        self.watching = 0
+        self._conns: List[Connection] = []
+        self._threads = [threading.Thread(target=self._renew_loop, args=(self._connection(), sent_at),
+                                          name="fencegate-renew", daemon=True)]
+        for path, fence in watches:
+            self._threads.append(threading.Thread(target=self._watch_loop, args=(self._connection(), path, fence),
+                                                  name="fencegate-watch", daemon=True))
+        self.watching = len(watches)
+
+    def _connection(self) -> Connection:
+        conn = self._transport.dedicated()
+        self._conns.append(conn)
+        return conn
+
+    def start(self) -> None:
+        """Starts the threads."""
+        for t in self._threads:
+            t.start()
+
+    def stop(self, wait_s: float = 5.0) -> None:
+        """Stops renewing and watching; in-flight calls are cut short. Safe to call more than once and
+        from a keeper thread (which then does not wait for itself)."""
+        self._stop.set()
+        for conn in self._conns:
+            conn.abort()
+        me = threading.current_thread()
+        for t in self._threads:
+            if t is not me and t.is_alive():
+                t.join(wait_s)
+        for conn in self._conns:
+            conn.close()
+
+    def expired(self) -> bool:
+        """True once the lease has gone a full TTL without a successful renewal (by this host's clock)."""
+        return time.monotonic() >= self.valid_until
+
+    def _lost(self, reason: str) -> None:
+        with self._guard:
+            if self._stop.is_set():
+                return
+            self._stop.set()
+        for conn in self._conns:
+            conn.abort()
+        self._on_lost(reason)
+
+    # -- renewals --
+
+    def _renew_loop(self, conn: Connection, sent_at: float) -> None:
+        next_at = sent_at + self._ttl_s / 3
+        while not self._stop.wait(max(0.0, next_at - time.monotonic())):
+            now = time.monotonic()
+            if now >= self.valid_until:
+                self._lost("unrenewed")
+                return
+            try:
+                self._renew_call(max(RETRY_MIN_S, min(self._transport.timeout, self.valid_until - now)), conn)
+            except ProblemError as e:
+                if e.status is not None and e.status < 500:
+                    self._lost(e.code)
+                    return
+                log.warning("renewal failed (%s), retrying", e)
+            except GatewayUnreachable as e:
+                if self._stop.is_set():
+                    return
+                log.warning("renewal got no answer (%s), retrying", e)
+            else:
+                self.valid_until = now + self._ttl_s
+                next_at = now + self._ttl_s / 3
+                continue
+            left = self.valid_until - time.monotonic()
+            next_at = time.monotonic() + max(RETRY_MIN_S, min(1.0, left / 4))
+
+    # -- watching --
+
+    def _watch_loop(self, conn: Connection, path: str, fence: int) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                answer = self._transport.call("GET", path, effect=Effect.READ, connection=conn, retry=NO_RETRY,
+                                              query={"watch": True, "fence": fence, "wait_ms": WATCH_WAIT_MS},
+                                              wait_s=WATCH_WAIT_MS / 1000.0).body
+            except ProblemError as e:
+                if e.status is not None and e.status < 500:
+                    self._unwatched(f"{e.code}")
+                    return
+                self._stop.wait(1.0)
+                continue
+            except GatewayUnreachable:
+                self._stop.wait(1.0)
+                continue
+            if not self._still_held(answer, fence, time.monotonic() - started):
+                return
+
+    def _still_held(self, answer: Any, fence: int, elapsed_s: float) -> bool:
+        """Reads one watch answer; False once the watch is over (lease lost, or no watch endpoint)."""
+        if not isinstance(answer, dict) or "held" not in answer:
+            self._unwatched("no watch endpoint")
+            return False
+        if answer["held"] is False:
+            self._lost(str(answer.get("reason") or "not held"))
+            return False
+        if answer.get("fence", fence) != fence:
+            self._lost("taken over")
+            return False
+        if "reason" not in answer and elapsed_s < WATCH_WAIT_MS / 2000.0:
+            self._unwatched("status answered instead of a watch")
+            return False
+        return True
+
+    def _unwatched(self, why: str) -> None:
+        with self._guard:
+            self.watching -= 1
+        log.info("not watching the lease (%s); renewals detect its loss", why)

@@ -1,0 +1,421 @@
+"""Leases held through the gateway: a lock, a semaphore slot, or a lock set, used as context managers.
+
+Owns: acquiring (with a ``request_id`` that makes retries safe), the lease's lost state and callback,
+explicit renew and release, and handing the lease's token to fenced writes. Must not: schedule renewals
+or watch (keeper.py does) or build write calls (writes.py does).
+
+A lease is *lost* when the client learns that it no longer holds it: a renewal refused or not answered
+for a whole TTL, the watch endpoint reporting it released, expired or revoked, or the gateway answering
+410 to a write, renew or release. From then on ``lease.lost`` is set, ``lease.lost_reason`` says why,
+the ``on_lost`` callback has run once, nothing renews it, and its fenced writes raise LeaseLost without
+being sent. The gateway's fence check still guards the moment between the client's check and the
+write's arrival.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
+
+from .errors import LeaseLost, ProblemError, lease_lost
+from .keeper import Keeper
+from .transport import NO_RETRY, Connection, Effect, quote
+from .writes import Holder, PgTable, RedisKeys, Row
+
+if TYPE_CHECKING:
+    from .client import Client
+
+log = logging.getLogger("fencegate")
+
+LOSING_CODES = frozenset({"lease_lost", "max_hold_exceeded"})
+"""Problem codes that mean the lease is over when a renewal, release or write gets them."""
+
+
+class _LostState:
+    """The shared lost flag of a lease (a lock set shares one among its locks)."""
+
+    def __init__(self, name: str, on_lost: Optional[Callable[[Any], None]]) -> None:
+        self.name = name
+        self.event = threading.Event()
+        self.reason: Optional[str] = None
+        self.on_lost = on_lost
+        self.keeper: Optional[Keeper] = None
+        self.kept = False
+        self._guard = threading.Lock()
+
+    def mark(self, reason: str, lease: Any) -> None:
+        """Records the loss once and calls the callback (errors in it are logged, not raised)."""
+        with self._guard:
+            if self.event.is_set():
+                return
+            self.reason = reason
+            self.event.set()
+        log.warning("lease on %s lost (%s)", self.name, reason)
+        if self.keeper is not None:
+            self.keeper.stop()
+        if self.on_lost is not None:
+            try:
+                self.on_lost(lease)
+            except Exception:  # noqa: BLE001 - a callback's failure must not kill the keeper
+                log.exception("on_lost callback of %s failed", self.name)
+
+    def check(self, lease: Any) -> None:
+        """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past its validity)."""
+        if self.kept and self.keeper is not None and self.keeper.expired():
+            self.mark("unrenewed", lease)
+        if self.event.is_set():
+            raise lease_lost(self.name, self.reason or "lost")
+
+
+class _LeaseHolder(Holder):
+    """Hands a lease's token to writes, refusing once the lease is lost."""
+
+    def __init__(self, lease: "_Fenced") -> None:
+        super().__init__(None, lease.owner)
+        self._lease = lease
+
+    def token(self) -> str:
+        return self._lease._token_for_write()
+
+    def refused(self, error: ProblemError) -> None:
+        if isinstance(error, LeaseLost):
+            self._lease._state.mark("lease_lost", self._lease)
+
+
+class _Fenced:
+    """What every held lease offers: its token and fence, its lost state, and fenced writes."""
+
+    _state: _LostState
+    token: Optional[str]
+    fence: Optional[int]
+    owner: Optional[str]
+
+    def __init__(self, client: "Client") -> None:
+        self._client = client
+        self._holder = _LeaseHolder(self)
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set as soon as the client knows the lease is lost."""
+        return self._state.event
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        """Why the lease was lost (``expired``, ``revoked``, ``released``, ``lease_lost``, ``unrenewed``,
+        ``max_hold_exceeded``, ...), or None while it is held."""
+        return self._state.reason
+
+    def check(self) -> None:
+        """Raises LeaseLost if the lease is known to be lost; a cheap call to make between steps of work."""
+        self._state.check(self)
+
+    def _token_for_write(self) -> str:
+        if self.token is None:
+            raise RuntimeError("the lease is not held: acquire it first")
+        self.check()
+        return self.token
+
+    def pg(self, table: str) -> PgTable:
+        """A configured Postgres table, written with this lease's token: ``lease.pg("invoices").patch(...)``."""
+        return PgTable(self._client.transport, table, self._holder)
+
+    @property
+    def redis(self) -> RedisKeys:
+        """Keys under the configured Redis prefixes, written with this lease's token."""
+        return RedisKeys(self._client.transport, self._holder)
+
+
+def _request_id() -> str:
+    return "py-" + uuid.uuid4().hex
+
+
+def _lease_body(ttl_ms: Optional[int], wait_ms: Optional[int], owner: Optional[str], max_hold_ms: Optional[int],
+                request_id: str, **extra: Any) -> Dict[str, Any]:
+    body = {"ttl_ms": ttl_ms, "wait_ms": wait_ms, "owner": owner, "max_hold_ms": max_hold_ms,
+            "request_id": request_id, **extra}
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _acquire_body(body: Dict[str, Any], wait_ms: Optional[int]) -> Callable[[], Dict[str, Any]]:
+    """The acquire body for each try: a retry asks only for what is left of the original wait."""
+    deadline = time.monotonic() + (wait_ms or 0) / 1000.0
+
+    def build() -> Dict[str, Any]:
+        if wait_ms:
+            body["wait_ms"] = max(0, int((deadline - time.monotonic()) * 1000))
+        return body
+
+    return build
+
+
+class Lease(_Fenced):
+    """A lease on a lock or on one slot of a semaphore; made by ``Client.lock`` / ``Client.semaphore``.
+
+    Use it as a context manager::
+
+        with client.lock("invoice:42", ttl_ms=30000, wait_ms=10000) as lease:
+            lease.pg("invoices").patch(42, status="paid")
+
+    Entering acquires (raising LockBusy, TooManyWaiters, LimitMismatch, Unauthorized, ... on refusal),
+    then renews in the background every third of the TTL and watches the lease; leaving stops that and
+    releases. If the lease was lost inside the block (and nothing else is being raised), leaving raises
+    LeaseLost: the block's work may not have been exclusive.
+
+    Attributes once acquired: ``name``, ``kind`` (``"lock"`` or ``"semaphore"``), ``token`` (the
+    holder's secret), ``fence``, ``ttl_ms``, ``expires_at_ms`` (gateway clock), ``lost``,
+    ``lost_reason``. ``acquire()`` and ``release()`` may also be called directly.
+    """
+
+    def __init__(self, client: "Client", kind: str, name: str, *, ttl_ms: Optional[int] = None,
+                 wait_ms: Optional[int] = None, owner: Optional[str] = None, max_hold_ms: Optional[int] = None,
+                 limit: Optional[int] = None, request_id: Optional[str] = None,
+                 on_lost: Optional[Callable[["Lease"], None]] = None, renew: bool = True,
+                 watch: bool = True) -> None:
+        self.kind = kind
+        self.name = name
+        self.owner = owner
+        self.token = None
+        self.fence = None
+        self.ttl_ms = ttl_ms
+        self.expires_at_ms: Optional[int] = None
+        self.request_id = request_id or _request_id()
+        self._released = False
+        self._wait_ms = wait_ms
+        self._body = _lease_body(ttl_ms, wait_ms, owner, max_hold_ms, self.request_id, limit=limit)
+        self._renew = renew
+        self._watch = watch
+        self._state = _LostState(name, on_lost)
+        super().__init__(client)
+
+    @property
+    def _path(self) -> str:
+        return f"/v1/{self.kind}s/{quote(self.name)}"
+
+    @property
+    def held(self) -> bool:
+        """True from a successful acquire until the release or the loss."""
+        return self.token is not None and not self._released and not self.lost.is_set()
+
+    @property
+    def watching(self) -> bool:
+        """True while the background keeper watches the lease through the gateway's watch endpoint."""
+        keeper = self._state.keeper
+        return keeper is not None and keeper.watching > 0
+
+    def acquire(self) -> "Lease":
+        """Acquires the lease, waiting up to ``wait_ms`` in the FIFO queue, and starts keeping it alive
+        (unless ``renew=False``). Returns self. Raises LockBusy when not obtained in time."""
+        if self.token is not None:
+            raise RuntimeError(f"the lease on {self.name} is already acquired")
+        sent_at = time.monotonic()
+        answer = self._client.transport.call("POST", self._path + "/acquire", _acquire_body(self._body, self._wait_ms),
+                                             effect=Effect.IDEMPOTENT, wait_s=(self._wait_ms or 0) / 1000.0).body
+        self.token, self.fence = answer["token"], answer["fence"]
+        self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
+        if self._renew:
+            watches = [(self._path, self.fence)] if self._watch else []
+            keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
+                            lambda reason: self._state.mark(reason, self), sent_at)
+            self._state.keeper, self._state.kept = keeper, True
+            keeper.start()
+        return self
+
+    def _renew_once(self, timeout_s: float, conn: Connection) -> Dict[str, Any]:
+        answer = self._client.transport.call("POST", self._path + "/renew", {"token": self.token, "ttl_ms": self.ttl_ms},
+                                             effect=Effect.IDEMPOTENT, connection=conn, timeout=timeout_s,
+                                             retry=NO_RETRY).body
+        self.expires_at_ms = answer.get("expires_at_ms", self.expires_at_ms)
+        return answer
+
+    def renew(self, ttl_ms: Optional[int] = None) -> Dict[str, Any]:
+        """Renews now (for leases acquired with ``renew=False``); answers ``{"fence", "expires_at_ms",
+        "hold_until_ms"}``. Raises LeaseLost or MaxHoldExceeded, and marks the lease lost, when refused."""
+        self.check()
+        try:
+            answer = self._client.transport.call("POST", self._path + "/renew",
+                                                 {"token": self.token, "ttl_ms": ttl_ms or self.ttl_ms},
+                                                 effect=Effect.IDEMPOTENT).body
+        except ProblemError as e:
+            if e.code in LOSING_CODES:
+                self._state.mark(e.code, self)
+            raise
+        self.expires_at_ms = answer.get("expires_at_ms", self.expires_at_ms)
+        return answer
+
+    def release(self) -> None:
+        """Stops keeping the lease alive and releases it (the next waiter gets it at once). Raises
+        LeaseLost if the gateway says the lease had already ended."""
+        lost = self._stop_and_release()
+        if lost is not None:
+            raise lost
+
+    def _stop_and_release(self) -> Optional[LeaseLost]:
+        """Releases; returns the LeaseLost to raise if the lease was lost before, else None."""
+        if self._state.keeper is not None:
+            self._state.keeper.stop()
+        self._state.kept = False
+        if self.token is None:
+            return None
+        if not self.lost.is_set() and not self._released:
+            try:
+                self._client.transport.call("POST", self._path + "/release", {"token": self.token},
+                                            effect=Effect.IDEMPOTENT)
+            except LeaseLost:
+                self._state.mark("lease_lost", self)
+            self._released = True
+        return lease_lost(self.name, self.lost_reason or "lost") if self.lost.is_set() else None
+
+    def __enter__(self) -> "Lease":
+        if self.token is None:
+            self.acquire()
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        lost = self._stop_and_release()
+        if lost is not None and exc_type is None:
+            raise lost
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost.is_set() else ("held" if self.token else "not acquired")
+        return f"<Lease {self.kind} {self.name!r} fence={self.fence} {state}>"
+
+
+class LockSetMember(_Fenced):
+    """One lock of a held lock set: its own token and fence for writes to that lock's resources."""
+
+    def __init__(self, client: "Client", state: _LostState, name: str, token: str, fence: int,
+                 owner: Optional[str]) -> None:
+        self.name = name
+        self.token = token
+        self.fence = fence
+        self.owner = owner
+        self._state = state
+        super().__init__(client)
+
+    def __repr__(self) -> str:
+        return f"<LockSetMember {self.name!r} fence={self.fence}>"
+
+
+class LockSet:
+    """All-or-none leases on several locks (``Client.lockset``), kept alive and released together.
+
+    ``with client.lockset(["acct:1", "acct:2"]) as locks: locks["acct:1"].pg("accounts").patch(...)``.
+    The TTL is always sent (default 30 s), since renewals are scheduled from it.
+    Indexing by name gives a :class:`LockSetMember` with that lock's token; iterating yields them in the
+    order the gateway answered. ``lost`` covers the whole set: losing any of its locks loses the set.
+    """
+
+    def __init__(self, client: "Client", names: Sequence[str], *, ttl_ms: int = 30000,
+                 wait_ms: Optional[int] = None, owner: Optional[str] = None, max_hold_ms: Optional[int] = None,
+                 request_id: Optional[str] = None, on_lost: Optional[Callable[["LockSet"], None]] = None,
+                 renew: bool = True, watch: bool = True) -> None:
+        self._client = client
+        self.names = list(names)
+        self.owner = owner
+        self.ttl_ms = ttl_ms
+        self.request_id = request_id or _request_id()
+        self._wait_ms = wait_ms
+        self._body = _lease_body(ttl_ms, wait_ms, owner, max_hold_ms, self.request_id, names=self.names)
+        self._renew = renew
+        self._watch = watch
+        self._state = _LostState(",".join(self.names), on_lost)
+        self.members: Dict[str, LockSetMember] = {}
+
+    @property
+    def lost(self) -> threading.Event:
+        """Set as soon as the client knows any lock of the set is lost."""
+        return self._state.event
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        """Why the set was lost, or None while it is held."""
+        return self._state.reason
+
+    @property
+    def tokens(self) -> List[str]:
+        """The tokens of every lock of the set."""
+        return [m.token for m in self.members.values() if m.token is not None]
+
+    def check(self) -> None:
+        """Raises LeaseLost if the set is known to be lost."""
+        self._state.check(self)
+
+    def __getitem__(self, name: str) -> LockSetMember:
+        return self.members[name]
+
+    def __iter__(self) -> Iterator[LockSetMember]:
+        return iter(self.members.values())
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def acquire(self) -> "LockSet":
+        """Acquires every lock or none (LockBusy names the lock not obtained within ``wait_ms``)."""
+        if self.members:
+            raise RuntimeError("the lock set is already acquired")
+        sent_at = time.monotonic()
+        answer = self._client.transport.call("POST", "/v1/locksets/acquire", _acquire_body(self._body, self._wait_ms),
+                                             effect=Effect.IDEMPOTENT, wait_s=(self._wait_ms or 0) / 1000.0).body
+        for item in answer["locks"]:
+            self.members[item["lock"]] = LockSetMember(self._client, self._state, item["lock"], item["token"],
+                                                       item["fence"], self.owner)
+        if self._renew:
+            watches = [(f"/v1/locks/{quote(m.name)}", m.fence) for m in self.members.values()] if self._watch else []
+            keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
+                            lambda reason: self._state.mark(reason, self), sent_at)
+            self._state.keeper, self._state.kept = keeper, True
+            keeper.start()
+        return self
+
+    def _renew_once(self, timeout_s: float, conn: Connection) -> Dict[str, Any]:
+        return self._client.transport.call("POST", "/v1/locksets/renew", {"tokens": self.tokens, "ttl_ms": self.ttl_ms},
+                                           effect=Effect.IDEMPOTENT, connection=conn, timeout=timeout_s,
+                                           retry=NO_RETRY).body
+
+    def renew(self, ttl_ms: Optional[int] = None) -> Row:
+        """Renews every lock of the set now."""
+        self.check()
+        try:
+            return self._client.transport.call("POST", "/v1/locksets/renew",
+                                               {"tokens": self.tokens, "ttl_ms": ttl_ms or self.ttl_ms},
+                                               effect=Effect.IDEMPOTENT).body
+        except ProblemError as e:
+            if e.code in LOSING_CODES:
+                self._state.mark(e.code, self)
+            raise
+
+    def release(self) -> None:
+        """Stops keeping the set alive and releases every lock; LeaseLost if one had already ended."""
+        lost = self._stop_and_release()
+        if lost is not None:
+            raise lost
+
+    def _stop_and_release(self) -> Optional[LeaseLost]:
+        if self._state.keeper is not None:
+            self._state.keeper.stop()
+        self._state.kept = False
+        if not self.members:
+            return None
+        if not self.lost.is_set():
+            try:
+                self._client.transport.call("POST", "/v1/locksets/release", {"tokens": self.tokens},
+                                            effect=Effect.IDEMPOTENT)
+            except LeaseLost:
+                self._state.mark("lease_lost", self)
+        return lease_lost(self._state.name, self.lost_reason or "lost") if self.lost.is_set() else None
+
+    def __enter__(self) -> "LockSet":
+        if not self.members:
+            self.acquire()
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        lost = self._stop_and_release()
+        if lost is not None and exc_type is None:
+            raise lost

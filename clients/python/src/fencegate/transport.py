@@ -1,0 +1,329 @@
+"""HTTP transport of the fencegate client: connections, JSON, bearer auth, TLS, timeouts and retries.
+
+Owns: one keep-alive connection per thread (plus dedicated ones for long polls), the decision whether a
+failed call may be sent again, and the conversion of error answers into exceptions. Must not: know what
+any route means beyond the :class:`Effect` its caller declares.
+
+Retries follow one rule: a call is sent again only if sending it twice cannot do more than sending it
+once. Every call says so through its :class:`Effect`:
+
+* ``READ`` and ``IDEMPOTENT`` calls are retried after a connection error and after a 503, waiting as
+  the gateway's ``Retry-After`` says (else exponential backoff with jitter), within the
+  :class:`RetryPolicy` budget. Acquires are ``IDEMPOTENT`` because they always carry a ``request_id``
+  that the gateway uses to answer a repeat with the same lease.
+* ``ONCE`` calls (inserts, deletes, batches, revoking a lock) are sent again only when the request
+  certainly never reached the gateway (the connection was refused); otherwise the error is raised and
+  the outcome is unknown to the caller.
+
+An idle keep-alive connection that the gateway closed is noticed before it is used, so such a close
+never turns into an ambiguous failure.
+"""
+
+from __future__ import annotations
+
+import enum
+import http.client
+import json
+import random
+import select
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .errors import GatewayUnreachable, ProblemError, problem_error
+
+USER_AGENT = "fencegate-python/1.1"
+
+
+class Effect(enum.Enum):
+    """What sending a call twice would do (see the module documentation)."""
+
+    READ = "read"
+    IDEMPOTENT = "idempotent"
+    ONCE = "once"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How calls that may be repeated are retried.
+
+    attempts: most tries of one call, the first included. budget_s: most seconds spent waiting between
+    tries of one call. backoff_s / max_backoff_s: first and largest pause when the gateway names none
+    (doubled each time, with jitter). A ``Retry-After`` longer than what is left of the budget ends the
+    retries.
+    """
+
+    attempts: int = 5
+    budget_s: float = 15.0
+    backoff_s: float = 0.05
+    max_backoff_s: float = 2.0
+
+    def pause(self, attempt: int, retry_after: Optional[float]) -> float:
+        """Seconds to wait before try number ``attempt + 1`` (attempt counts from 1)."""
+        if retry_after is not None:
+            return retry_after
+        ceiling = min(self.max_backoff_s, self.backoff_s * (2 ** (attempt - 1)))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+NO_RETRY = RetryPolicy(attempts=1)
+
+
+@dataclass
+class Answer:
+    """A successful answer: status, headers (lower-cased names) and the parsed JSON body (or None)."""
+
+    status: int
+    headers: Dict[str, str]
+    body: Any
+
+
+class _NotSent(Exception):
+    """The connection could not be opened: the request never left this process."""
+
+
+class _Aborted(Exception):
+    """The connection was aborted by another thread: the call is not to be tried again."""
+
+
+class Connection:
+    """One keep-alive HTTP(S) connection to the gateway, used by one thread at a time.
+
+    ``abort()`` may be called from another thread: it shuts the socket down so that a request blocked
+    on it (a long poll) fails at once.
+    """
+
+    def __init__(self, transport: "Transport") -> None:
+        self._transport = transport
+        self._http: Optional[http.client.HTTPConnection] = None
+        self._aborted = False
+
+    def _open(self, timeout: float) -> http.client.HTTPConnection:
+        t = self._transport
+        if t.scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                t.host, t.port, timeout=timeout, context=t.ssl_context)
+        else:
+            conn = http.client.HTTPConnection(t.host, t.port, timeout=timeout)
+        try:
+            conn.connect()
+        except OSError as e:
+            conn.close()
+            raise _NotSent(f"cannot connect to {t.base_url}: {e}") from e
+        return conn
+
+    def _usable(self) -> Optional[http.client.HTTPConnection]:
+        """The open connection, unless the gateway closed it (or sent something unasked) while idle."""
+        conn = self._http
+        if conn is None or conn.sock is None:
+            return None
+        sock = conn.sock
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+            if not readable:
+                return conn
+            sock.setblocking(False)
+            try:
+                sock.recv(1)  # b"" (closed) or stray bytes: either way the connection is done
+            finally:
+                sock.setblocking(True)
+        except (ssl.SSLWantReadError, BlockingIOError):
+            return conn  # only TLS housekeeping records (e.g. session tickets) were waiting
+        except (OSError, ValueError):
+            pass
+        self.close()
+        return None
+
+    def request(self, method: str, path: str, body: Optional[bytes], headers: Mapping[str, str],
+                timeout: float) -> Tuple[int, Dict[str, str], bytes]:
+        """Sends one request and reads the whole answer.
+
+        Raises _NotSent when no connection could be opened, OSError or http.client.HTTPException when
+        the request may have been sent but no complete answer came back.
+        """
+        if self._aborted:
+            raise _Aborted("connection aborted")
+        conn = self._usable()
+        if conn is None:
+            conn = self._http = self._open(timeout)
+        assert conn.sock is not None
+        conn.sock.settimeout(timeout)
+        try:
+            conn.request(method, path, body=body, headers=dict(headers))
+            resp = conn.getresponse()
+            data = resp.read()
+        except BaseException:
+            self.close()
+            raise
+        answer_headers = {k.lower(): v for k, v in resp.getheaders()}
+        if resp.will_close:
+            self.close()
+        return resp.status, answer_headers, data
+
+    def abort(self) -> None:
+        """Makes a request blocked on this connection fail now, and any later one fail at once."""
+        self._aborted = True
+        conn = self._http
+        if conn is not None and conn.sock is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Closes the socket (the next request opens a new one)."""
+        conn, self._http = self._http, None
+        if conn is not None:
+            conn.close()
+
+    def __del__(self) -> None:
+        # A thread's connection goes when the thread ends: close its socket rather than leak it.
+        self.close()
+
+
+class Transport:
+    """Sends JSON calls to one gateway; thread-safe (each thread gets its own keep-alive connection).
+
+    base_url: ``http://host:port`` or ``https://host:port``, optionally with a path prefix.
+    api_key: bearer key sent as ``Authorization: Bearer``. ca_file: CA bundle for HTTPS (else the
+    system's). timeout: seconds to connect and for each answer (a call that waits on the gateway, like
+    an acquire with ``wait_ms``, adds its wait to it). retry: the :class:`RetryPolicy`.
+    """
+
+    def __init__(self, base_url: str, api_key: Optional[str] = None, ca_file: Optional[str] = None,
+                 timeout: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"gateway URL must be http://host[:port] or https://host[:port], not {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.scheme = parts.scheme
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.prefix = parts.path.rstrip("/")
+        self.timeout = timeout
+        self.retry = retry
+        self.ssl_context = ssl.create_default_context(cafile=ca_file) if parts.scheme == "https" else None
+        self._headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._local = threading.local()
+        self._connections: "weakref.WeakSet[Connection]" = weakref.WeakSet()
+        self._guard = threading.Lock()
+
+    def connection(self) -> Connection:
+        """This thread's keep-alive connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self.dedicated()
+        return conn
+
+    def dedicated(self) -> Connection:
+        """A new connection owned by the caller (for long polls that another thread may abort)."""
+        conn = Connection(self)
+        with self._guard:
+            self._connections.add(conn)
+        return conn
+
+    def close(self) -> None:
+        """Closes every connection this transport opened."""
+        with self._guard:
+            conns = list(self._connections)
+        for conn in conns:
+            conn.close()
+
+    def call(self, method: str, path: str, body: Any = None, *, effect: Effect,
+             query: Optional[Mapping[str, Any]] = None, headers: Optional[Mapping[str, str]] = None,
+             wait_s: float = 0.0, timeout: Optional[float] = None, connection: Optional[Connection] = None,
+             retry: Optional[RetryPolicy] = None) -> Answer:
+        """Sends a call and returns its answer; raises a ProblemError subclass for an error answer and
+        GatewayUnreachable when none came, after the retries that ``effect`` allows.
+
+        path: already percent-encoded, without the base URL's prefix. body: JSON-serialisable, None, or
+        a function called before each try that returns it (an acquire sends what is left of its wait).
+        query: parameters (None values are left out). wait_s: how long the gateway may hold the call
+        before answering, added to the timeout (``timeout``, else the transport's). connection: the
+        connection to use (else this thread's). retry: the policy (else the transport's).
+        """
+        target = self.prefix + path
+        if query:
+            target += "?" + urllib.parse.urlencode({k: _query_value(v) for k, v in query.items()
+                                                    if v is not None})
+        all_headers = dict(self._headers)
+        if body is not None:
+            all_headers["Content-Type"] = "application/json"
+        all_headers.update(headers or {})
+        return self._with_retries(method, target, body, all_headers, effect,
+                                  (self.timeout if timeout is None else timeout) + wait_s,
+                                  connection or self.connection(), retry or self.retry)
+
+    def _with_retries(self, method: str, target: str, body: Any, headers: Dict[str, str],
+                      effect: Effect, timeout: float, conn: Connection, policy: RetryPolicy) -> Answer:
+        waited = 0.0
+        attempt = 0
+        while True:
+            attempt += 1
+            payload = body() if callable(body) else body
+            data = None if payload is None else json.dumps(payload, separators=(",", ":")).encode("utf-8")
+            try:
+                status, answer_headers, raw = conn.request(method, target, data, headers, timeout)
+            except _Aborted as e:
+                raise GatewayUnreachable(f"{method} {target}: {e}", sent=False) from None
+            except _NotSent as e:
+                error: Exception = GatewayUnreachable(str(e), sent=False)
+                again, retry_after = True, None
+            except (OSError, http.client.HTTPException) as e:
+                error = GatewayUnreachable(f"{method} {target}: no answer from {self.base_url}: {e!r}")
+                again, retry_after = effect is not Effect.ONCE, None
+            else:
+                answer = Answer(status, answer_headers, _parse(answer_headers, raw))
+                if status < 400:
+                    return answer
+                retry_after = _retry_after(answer_headers)
+                error = problem_error(status, answer.body, answer_headers.get("x-request-id"), retry_after)
+                again = status == 503 and effect is not Effect.ONCE
+            pause = policy.pause(attempt, retry_after)
+            if not again or attempt >= policy.attempts or waited + pause > policy.budget_s:
+                raise error
+            time.sleep(pause)
+            waited += pause
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _parse(headers: Mapping[str, str], raw: bytes) -> Any:
+    """The JSON body of an answer, or its text when it is not JSON (None when empty)."""
+    if not raw:
+        return None
+    text = raw.decode("utf-8", "replace")
+    if "json" in headers.get("content-type", ""):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _retry_after(headers: Mapping[str, str]) -> Optional[float]:
+    """Retry-After in seconds (only the delay-seconds form; the gateway sends no dates)."""
+    value = headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def quote(segment: str) -> str:
+    """Percent-encodes one path segment (a name, a table, a key): everything but unreserved characters."""
+    return urllib.parse.quote(str(segment), safe="")
+
+
+__all__ = ["Answer", "Connection", "Effect", "NO_RETRY", "ProblemError", "RetryPolicy", "Transport", "quote"]

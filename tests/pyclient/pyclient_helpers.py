@@ -1,0 +1,145 @@
+"""Helpers of the Python client's tests: import paths, unique names, gateway configurations, and a
+fault-injecting HTTP proxy that sits between the client and a real gateway.
+
+Owns: nothing but these helpers. Must not: start Redis or Postgres (scripts/test does), or fake the
+gateway's answers beyond the faults a test asks for (the proxy forwards everything else unchanged).
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import json
+import os
+import sys
+import threading
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CLIENT_SRC = os.path.join(ROOT, "clients", "python", "src")
+EXAMPLES = os.path.join(ROOT, "examples")
+for path in (CLIENT_SRC, os.path.join(ROOT, "tests", "integration")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+INVOICE_COLUMNS = ["customer", "amount_cents", "status", "note"]
+
+
+def config(**extra: Any) -> Dict[str, Any]:
+    """A gateway configuration with invoices writable and Redis keys under app: (plus extra keys)."""
+    base: Dict[str, Any] = {"tables": {"invoices": {"key": "id", "columns": INVOICE_COLUMNS}},
+                            "redis_prefixes": ["app:"]}
+    base.update(extra)
+    return base
+
+
+def unique(prefix: str = "py") -> str:
+    """A lock name or row key that no other test uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def child_env(gateway_url: str) -> Dict[str, str]:
+    """The environment of a child Python process that imports the client and talks to gateway_url."""
+    env = dict(os.environ, FENCEGATE_URL=gateway_url, PYTHONPATH=CLIENT_SRC)
+    env.pop("FENCEGATE_API_KEY", None)
+    return env
+
+
+# A rule decides what the proxy does with one request: (method, path, JSON body or None, how many requests
+# with this method and path came before) -> "forward", "drop" (forward, then close without answering),
+# "refuse503" (answer 503 backend_unavailable with Retry-After, not forwarding) or "close_after"
+# (forward and answer, then close the connection although the answer promised keep-alive).
+Rule = Callable[[str, str, Any, int], str]
+
+
+class FaultProxy:
+    """An HTTP/1.1 proxy to a real gateway that injects the faults its rule asks for.
+
+    requests: (method, path, body) of every request received, in order. connections: how many TCP
+    connections clients opened. retry_after: the Retry-After (seconds) of injected 503s.
+    """
+
+    def __init__(self, upstream_port: int, rule: Optional[Rule] = None, retry_after: int = 1,
+                 port: int = 0) -> None:
+        self.upstream_port = upstream_port
+        self.rule: Rule = rule or (lambda method, path, body, seen: "forward")
+        self.retry_after = retry_after
+        self.requests: List[Tuple[str, str, Any]] = []
+        self.connections = 0
+        self._guard = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                with proxy._guard:
+                    proxy.connections += 1
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _any(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                body = json.loads(raw) if raw else None
+                with proxy._guard:
+                    seen = sum(1 for m, p, _ in proxy.requests if (m, p) == (self.command, self.path))
+                    proxy.requests.append((self.command, self.path, body))
+                action = proxy.rule(self.command, self.path, body, seen)
+                if action == "refuse503":
+                    self._answer(503, {"Content-Type": "application/problem+json",
+                                       "Retry-After": str(proxy.retry_after)},
+                                 json.dumps({"type": "/problems/backend_unavailable", "title": "injected",
+                                             "status": 503, "detail": "injected by the test proxy"}).encode())
+                    return
+                status, headers, data = proxy._forward(self.command, self.path, dict(self.headers), raw)
+                if action == "drop":
+                    self.close_connection = True
+                    return
+                self._answer(status, headers, data)
+                if action == "close_after":
+                    self.close_connection = True
+
+            def _answer(self, status: int, headers: Dict[str, str], data: bytes) -> None:
+                self.send_response(status)
+                for name, value in headers.items():
+                    if name.lower() not in ("content-length", "connection", "transfer-encoding", "date", "server"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _forward(self, method: str, path: str, headers: Dict[str, str], raw: bytes) -> Tuple[int, Dict[str, str], bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+        try:
+            headers = {k: v for k, v in headers.items() if k.lower() not in ("connection", "host")}
+            conn.request(method, path, body=raw or None, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, dict(resp.getheaders()), resp.read()
+        finally:
+            conn.close()
+
+    def seen(self, method: str, path_start: str) -> List[Any]:
+        """Bodies of the requests with this method whose path starts with path_start."""
+        with self._guard:
+            return [b for m, p, b in self.requests if m == method and p.startswith(path_start)]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,370 @@
+"""The Python client's leases against a real gateway: renewal, loss inside a `with` block while the
+process is stopped (SIGSTOP), semaphores, fenced writes to Postgres and Redis, typed exceptions per
+problem code, and the audit trail read page by page.
+
+Owns: the lease and write behaviour of clients/python. Must not: test retries and connections
+(test_retries.py), the examples (test_examples.py) or the packaging (test_package.py).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from pyclient_helpers import FaultProxy, child_env, config, unique  # noqa: E402
+
+import fencegate  # noqa: E402
+from fencegate import errors  # noqa: E402
+from harness import Gateway, psql  # noqa: E402
+
+# A holder in its own process, so that SIGSTOP pauses all of it (renewal thread included), as a GC pause
+# or a stopped VM would. Prints one line per event; `loop` writes until refused, `once` waits for a line
+# on stdin and then writes once.
+HOLDER = r"""
+import sys, time, fencegate
+lock, key, ttl, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+client = fencegate.Client()
+def say(*words):
+    print(*words, flush=True)
+try:
+    with client.lock(lock, ttl_ms=ttl, on_lost=lambda lease: say("LOST", lease.lost_reason)) as lease:
+        say("HELD", lease.fence)
+        while True:
+            if mode == "once":
+                sys.stdin.readline()
+            try:
+                lease.pg("invoices").patch(key, note="A")
+                say("WROTE")
+            except fencegate.LeaseLost as e:
+                say("REFUSED_LOCAL", e.reason)
+                break
+            except fencegate.StaleFence as e:
+                say("REFUSED_STALE", e.current_fence)
+                break
+            time.sleep(0.02)
+except fencegate.LeaseLost:
+    say("EXIT_LEASELOST")
+"""
+
+
+def insert_invoice(key: str, note: str = "") -> None:
+    psql("INSERT INTO public.invoices (id, note) VALUES (:'k', :'n')", {"k": key, "n": note})
+
+
+def note_of(key: str) -> str:
+    return psql("SELECT note FROM public.invoices WHERE id = :'k'", {"k": key})[0]
+
+
+class Holder:
+    """A HOLDER child process and its output lines."""
+
+    def __init__(self, url: str, lock: str, key: str, ttl_ms: int, mode: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, lock, key, str(ttl_ms), mode],
+                                     env=child_env(url), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.lines: list = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append((time.monotonic(), line.split()))
+
+    def wait_line(self, word: str, timeout: float = 20.0) -> tuple:
+        """(arrival time, words) of the first line starting with word."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for at, words in list(self.lines):
+                if words and words[0] == word:
+                    return at, words
+            time.sleep(0.01)
+        raise AssertionError(f"no {word} line within {timeout}s; got {self.lines}")
+
+    def finish(self) -> None:
+        try:
+            self.proc.send_signal(signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(5)
+        self.proc.stdout.close()
+
+
+class LeaseTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=config(limits={"max_body_bytes": 2048, "max_waiters_per_lock": 1}))
+        cls.client = fencegate.Client(cls.gw.base, owner="pytest")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        cls.gw.stop()
+
+    def test_renewal_keeps_the_lease_for_many_ttls(self):
+        """A 500 ms lease held for 2 s inside `with`: same fence throughout, still writable at the end,
+        released on exit. (Caught: a keeper that never renews; the lease expired after 500 ms.)"""
+        lock, key = unique("renew"), unique("inv")
+        with self.client.lock(lock, ttl_ms=500) as lease:
+            time.sleep(2.0)
+            status = self.client.lock_status(lock)
+            self.assertEqual((status["held"], status["fence"], status["owner"]), (True, lease.fence, "pytest"))
+            self.assertFalse(lease.lost.is_set())
+            written = lease.pg("invoices").put(key, customer="acme", status="open")
+            self.assertEqual((written["applied"], written["fence"]), (True, lease.fence))
+        self.assertFalse(self.client.lock_status(lock)["held"])
+        self.assertFalse(lease.held)
+
+    def _paused_holder(self, mode: str, ttl_ms: int = 800) -> tuple:
+        lock, key = unique("paused"), unique("inv")
+        insert_invoice(key, "initial")
+        holder = Holder(self.gw.base, lock, key, ttl_ms, mode)
+        self.addCleanup(holder.finish)
+        fence = int(holder.wait_line("HELD")[1][1])
+        return lock, key, holder, fence
+
+    def test_loss_inside_with_while_stopped_and_taken_over(self):
+        """SIGSTOP a holder past its TTL while another worker takes the lock and writes; on SIGCONT the
+        holder learns of the loss within a second, its writes are refused, leaving `with` raises
+        LeaseLost, and the row keeps the new holder's value. (Caught: a `with` exit that swallows the
+        loss; no EXIT_LEASELOST line came.)"""
+        lock, key, holder, fence = self._paused_holder("loop")
+        holder.wait_line("WROTE")
+        holder.proc.send_signal(signal.SIGSTOP)
+        time.sleep(1.2)
+        with self.client.lock(lock, ttl_ms=30000, wait_ms=10000) as taker:
+            self.assertGreater(taker.fence, fence)
+            taker.pg("invoices").patch(key, note="B")
+            resumed = time.monotonic()
+            holder.proc.send_signal(signal.SIGCONT)
+            lost_at, words = holder.wait_line("LOST")
+            self.assertIn(words[1], ("expired", "unrenewed", "lease_lost", "stale_fence"), words)
+            self.assertLess(lost_at - resumed, 1.0)
+            holder.wait_line("EXIT_LEASELOST")
+            refused = [w for _, w in holder.lines if w[0].startswith("REFUSED")]
+            self.assertEqual(len(refused), 1, holder.lines)
+            self.assertEqual(note_of(key), "B")
+
+    def test_stopped_holder_alone_is_refused_by_the_client(self):
+        """SIGSTOP a holder past its TTL with nobody else taking the lock: the fence alone would accept
+        its late write, the client refuses it (LeaseLost) without sending it. (Caught: writes that skip
+        the lease check; the late write was applied.)"""
+        lock, key, holder, fence = self._paused_holder("once")
+        holder.proc.stdin.write("go\n")
+        holder.proc.stdin.flush()
+        holder.wait_line("WROTE")
+        holder.proc.send_signal(signal.SIGSTOP)
+        time.sleep(1.2)
+        psql("UPDATE public.invoices SET note = 'untouched' WHERE id = :'k'", {"k": key})
+        holder.proc.send_signal(signal.SIGCONT)
+        holder.proc.stdin.write("go\n")
+        holder.proc.stdin.flush()
+        holder.wait_line("REFUSED_LOCAL")
+        holder.wait_line("EXIT_LEASELOST")
+        self.assertEqual(note_of(key), "untouched")
+        self.assertFalse(self.client.lock_status(lock)["held"])
+
+    def _require(self, what: str, probe) -> None:
+        """Skips the test when the gateway lacks a feature of API 1.1 (probe answered 404 or 405)."""
+        try:
+            probe()
+        except (fencegate.NotFound, fencegate.MethodNotAllowed):
+            self.skipTest(f"{what} is not on this gateway yet")
+
+    def test_revoke_inside_with_is_noticed_at_once(self):
+        """An operator revokes the lease of a holder inside `with` (30 s TTL, so the next renewal is 10 s
+        away): the watch reports it within half a second, later writes raise LeaseLost without being
+        sent, and leaving the block raises LeaseLost. (Caught: watch=False; the loss was noticed only at
+        the next renewal.)"""
+        self._require("revoke", lambda: self.client.revoke_lock(unique("probe")))
+        lock, key = unique("revoked"), unique("inv")
+        insert_invoice(key, "initial")
+        reasons = []
+        with self.assertRaises(fencegate.LeaseLost):
+            with self.client.lock(lock, ttl_ms=30000, on_lost=lambda lease: reasons.append(lease.lost_reason)) as lease:
+                lease.pg("invoices").patch(key, note="held")
+                time.sleep(0.2)
+                revoked_at = time.monotonic()
+                self.assertEqual(self.client.revoke_lock(lock, reason="test"), lease.fence)
+                self.assertTrue(lease.lost.wait(5))
+                self.assertLess(time.monotonic() - revoked_at, 0.5)
+                self.assertEqual((lease.lost_reason, reasons), ("revoked", ["revoked"]))
+                with self.assertRaises(fencegate.LeaseLost):
+                    lease.pg("invoices").patch(key, note="after revoke")
+        self.assertEqual(note_of(key), "held")
+        self.assertFalse(self.client.lock_status(lock)["held"])
+
+    def test_revoke_of_semaphore_slot_is_noticed(self):
+        """A revoked semaphore slot is noticed through the semaphore watch."""
+        name = unique("semrevoke")
+        self._require("semaphore revoke", lambda: self.client.revoke_semaphore(name, 1))
+        lease = self.client.semaphore(name, 2, ttl_ms=30000).acquire()
+        time.sleep(0.2)
+        self.assertEqual(self.client.revoke_semaphore(name, lease.fence), lease.fence)
+        self.assertTrue(lease.lost.wait(1.0))
+        self.assertEqual(lease.lost_reason, "revoked")
+        with self.assertRaises(fencegate.LeaseLost):
+            lease.release()
+
+    def test_lock_set(self):
+        """A lock set held for several TTLs, written with each lock's own token, exclusive against an
+        overlapping set, released together."""
+        a, b, c = unique("set-a"), unique("set-b"), unique("set-c")
+        self._require("lock sets", lambda: self.client.lockset([unique("probe")]).acquire().release())
+        with self.client.lockset([a, b], ttl_ms=500) as locks:
+            time.sleep(1.5)
+            self.assertFalse(locks.lost.is_set(), locks.lost_reason)
+            self.assertEqual({m.name for m in locks}, {a, b})
+            for member in locks:
+                status = self.client.lock_status(member.name)
+                self.assertEqual((status["held"], status["fence"]), (True, member.fence))
+            key = unique("inv")
+            self.assertEqual(locks[a].pg("invoices").put(key, note="set")["fence"], locks[a].fence)
+            with self.assertRaises(fencegate.LockBusy):
+                self.client.lockset([b, c]).acquire()
+            self.assertFalse(self.client.lock_status(c)["held"])
+        self.assertFalse(self.client.lock_status(a)["held"] or self.client.lock_status(b)["held"])
+
+    def test_semaphore(self):
+        name = unique("sem")
+        with self.client.semaphore(name, 2, ttl_ms=2000) as one, self.client.semaphore(name, 2) as two:
+            self.assertNotEqual(one.fence, two.fence)
+            self.assertEqual(self.client.semaphore_status(name)["holders"], 2)
+            with self.assertRaises(fencegate.LockBusy):
+                self.client.semaphore(name, 2).acquire()
+            with self.assertRaises(fencegate.LimitMismatch):
+                self.client.semaphore(name, 3).acquire()
+            self.assertGreaterEqual(self.client.semaphore_status(name)["holders"], 2)
+        self.assertEqual(self.client.semaphore_status(name)["holders"], 0)
+
+    def test_writes_to_postgres_and_redis(self):
+        lock, key = unique("writes"), unique("inv")
+        rkey = f"app:{key}"
+        with self.client.lock(lock, owner="writer-1") as lease:
+            table = lease.pg("invoices")
+            self.assertEqual(table.insert(id=key, customer="c", amount_cents=10)["row"]["amount_cents"], 10)
+            with self.assertRaises(fencegate.Conflict):
+                table.insert({"id": key})
+            self.assertEqual(table.patch(key, {"status": "open"}, note="n")["row"]["status"], "open")
+            self.assertEqual(table.put(key, status="replaced")["row"]["customer"], None)
+            batch = table.batch([{"op": "patch", "key": key, "set": {"note": "batched"}}])
+            self.assertIn("applied", str(batch))
+            self.assertEqual(self.client.pg("invoices").get(key)["row"]["note"], "batched")
+            self.assertEqual(table.delete(key)["row"], None)
+            with self.assertRaises(fencegate.NotFound):
+                self.client.pg("invoices").get(key)
+            self.assertEqual(lease.redis.put(rkey, "v1")["fence"], lease.fence)
+            self.assertEqual(lease.redis.patch(rkey + ":h", a="1", b="2")["fence"], lease.fence)
+            self.assertEqual(self.client.redis().get(rkey)["value"], "v1")
+            lease.redis.delete(rkey)
+            with self.assertRaises(fencegate.NotFound):
+                self.client.redis().get(rkey)
+            with self.assertRaises(ValueError):
+                self.client.pg("invoices").patch(key, note="no token")
+
+    def test_typed_exception_per_problem_code(self):
+        """Each problem code the gateway answers raises its own class, carrying the problem's members."""
+        lock, key = unique("codes"), unique("inv")
+        insert_invoice(key)
+        c = self.client
+        cases = [
+            (fencegate.InvalidName, lambda: c.lock("bad name").acquire()),
+            (fencegate.InvalidField, lambda: c.lock(lock, ttl_ms=5).acquire()),
+            (fencegate.NotFound, lambda: c.pg("invoices").get(unique("missing"))),
+            (fencegate.InvalidFenceToken, lambda: c.pg("invoices", token="fgt1.l.1.x.y.z").patch(key, note="x")),
+            (fencegate.BodyTooLarge, lambda: c.pg("invoices", token="t").patch(key, note="x" * 4096)),
+        ]
+        for cls, call in cases:
+            with self.subTest(cls=cls.__name__), self.assertRaises(cls) as caught:
+                call()
+            self.assertEqual(errors.PROBLEM_CLASSES[caught.exception.code], cls)
+        with c.lock(lock) as held:
+            with self.assertRaises(fencegate.LockBusy) as busy:
+                c.lock(lock).acquire()
+            self.assertEqual((busy.exception.status, busy.exception.waiting), (409, 0))
+            waiter = threading.Thread(target=lambda: self.assertRaises(fencegate.LockBusy,
+                                                                       c.lock(lock, wait_ms=1500).acquire))
+            waiter.start()
+            try:
+                deadline = time.monotonic() + 10
+                while c.lock_status(lock)["waiting"] < 1 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                with self.assertRaises(fencegate.TooManyWaiters):
+                    c.lock(lock, wait_ms=1000).acquire()
+            finally:
+                waiter.join()
+            held.pg("invoices").patch(key, note="held")
+        stale = c.lock(lock, ttl_ms=200, renew=False).acquire()
+        time.sleep(0.35)
+        with self.assertRaises(fencegate.LeaseLost):
+            stale.renew()
+        self.assertEqual(stale.lost_reason, "lease_lost")
+        self.assertTrue(stale.lost.is_set())
+        with self.assertRaises(fencegate.LeaseLost):
+            stale.pg("invoices").patch(key, note="after loss")  # refused locally
+        older = c.lock(lock, ttl_ms=200, renew=False).acquire()
+        time.sleep(0.3)
+        with c.lock(lock) as newer:
+            newer.pg("invoices").patch(key, note="newer")
+        with self.assertRaises(fencegate.StaleFence) as refused:
+            older.pg("invoices").patch(key, note="older")
+        self.assertEqual((refused.exception.presented_fence, refused.exception.current_fence,
+                          refused.exception.resource), (older.fence, newer.fence, f"pg:invoices/{key}"))
+        with self.assertRaises(fencegate.LeaseLost):
+            older.release()
+
+    def test_audit_pages(self):
+        """client.audit.rejections iterates every page (page_size 2, five records: three requests)."""
+        lock, key = unique("audit"), unique("inv")
+        insert_invoice(key)
+        olds = []
+        for _ in range(5):
+            lease = self.client.lock(lock, renew=False).acquire()
+            lease.release()
+            olds.append(lease)
+        with self.client.lock(lock) as newest:
+            newest.pg("invoices").patch(key, note="newest")
+        for old in olds:
+            with self.assertRaises(fencegate.StaleFence):
+                self.client.pg("invoices", token=old.token).patch(key, note="old")
+        proxy = FaultProxy(self.gw.port)
+        self.addCleanup(proxy.close)
+        items = list(fencegate.Client(proxy.url).audit.rejections(resource=f"pg:invoices/{key}", page_size=2))
+        self.assertEqual([i["presented_fence"] for i in items], [o.fence for o in olds])
+        self.assertEqual(len({i["id"] for i in items}), 5)
+        self.assertGreaterEqual(len(proxy.seen("GET", "/v1/audit/rejections")), 3)
+        self.assertEqual(list(self.client.audit.rejections(resource=f"pg:invoices/{key}", lock=unique())), [])
+
+
+class ProblemMappingTest(unittest.TestCase):
+    """Every code of API.md maps to its class, without a gateway (for codes the client never provokes)."""
+
+    def test_every_code(self):
+        for code, cls in errors.PROBLEM_CLASSES.items():
+            e = errors.problem_error(400, {"type": f"/problems/{code}", "title": "t", "detail": "d", "x": 1},
+                                     "req-1", 2.0)
+            self.assertIs(type(e), cls)
+            self.assertEqual((e.code, e.detail, e.extra("x"), e.request_id, e.retry_after),
+                             (code, "d", 1, "req-1", 2.0))
+        self.assertIs(type(errors.problem_error(400, {"type": "/problems/new_code"})), errors.ProblemError)
+        self.assertEqual(errors.problem_error(502, "<html>bad gateway</html>").code, "http_502")
+        for name in ("unsupported_media_type", "misdirected_request", "unauthorized", "forbidden",
+                     "max_hold_exceeded", "backend_unavailable", "invalid_json"):
+            self.assertIn(name, errors.PROBLEM_CLASSES)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,194 @@
+"""The Python client's retries and connections, through a fault-injecting proxy in front of a real
+gateway: lost replies, 503 with Retry-After, refused connections, keep-alive reuse, idle connections the
+gateway closed, and renewals that get no answer.
+
+Owns: the retry rule of clients/python (repeat only what cannot do more when repeated). Must not: test
+lease semantics (test_leases.py).
+"""
+
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from pyclient_helpers import FaultProxy, config, unique  # noqa: E402
+
+import fencegate  # noqa: E402
+from harness import Gateway, psql  # noqa: E402
+
+
+def first(method: str, path_part: str, action: str, times: int = 1):
+    """A proxy rule: `action` for the first `times` requests of `method` whose path contains path_part."""
+    return lambda m, p, body, seen: action if m == method and path_part in p and seen < times else "forward"
+
+
+def rows(key: str) -> int:
+    return int(psql("SELECT count(*) FROM public.invoices WHERE id = :'k'", {"k": key})[0])
+
+
+class RetryTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=config())
+        cls.direct = fencegate.Client(cls.gw.base)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.direct.close()
+        cls.gw.stop()
+
+    def via(self, rule=None, retry_after: int = 1, **client_args) -> tuple:
+        proxy = FaultProxy(self.gw.port, rule, retry_after=retry_after)
+        client = fencegate.Client(proxy.url, **client_args)
+        self.addCleanup(proxy.close)
+        self.addCleanup(client.close)
+        return proxy, client
+
+    def test_lost_acquire_reply_is_retried_with_the_same_request_id(self):
+        """The gateway granted the lock but the reply was lost: the retry carries the same request_id
+        and gets the same lease, never a second one. (Caught: a fresh request_id per try; the retry
+        answered lock_busy.)"""
+        lock = unique("lost-reply")
+        proxy, client = self.via(first("POST", "/acquire", "drop"))
+        lease = client.lock(lock, renew=False).acquire()
+        sent = proxy.seen("POST", f"/v1/locks/{lock}/acquire")
+        self.assertEqual(len(sent), 2)
+        self.assertEqual(sent[0]["request_id"], sent[1]["request_id"])
+        self.assertEqual(sent[0]["request_id"], lease.request_id)
+        self.assertEqual(self.direct.lock_status(lock)["fence"], lease.fence)
+        lease.release()
+        self.assertFalse(self.direct.lock_status(lock)["held"])
+
+    def test_503_is_retried_after_retry_after(self):
+        """A 503 with Retry-After: 1 is retried one second later. (Caught: ignoring Retry-After; the
+        retry came after 50 ms.)"""
+        lock = unique("busy")
+        proxy, client = self.via(first("GET", "/v1/locks/", "refuse503"))
+        started = time.monotonic()
+        self.assertFalse(client.lock_status(lock)["held"])
+        self.assertGreaterEqual(time.monotonic() - started, 0.95)
+        self.assertEqual(len(proxy.seen("GET", "/v1/locks/")), 2)
+        proxy, client = self.via(lambda m, p, b, seen: "refuse503",
+                                 retry=fencegate.RetryPolicy(attempts=3, budget_s=10))
+        with self.assertRaises(fencegate.BackendUnavailable) as caught:
+            client.lock_status(lock)
+        self.assertEqual((caught.exception.retry_after, len(proxy.requests)), (1.0, 3))
+
+    def test_calls_that_could_mislead_are_not_retried_once_sent(self):
+        """Insert, delete and a batch with an insert whose replies are lost raise GatewayUnreachable
+        (sent=True) after one try, and a 503 to an insert is raised at once. (Caught: inserts marked
+        idempotent; the retry answered Conflict for the row the first try inserted.)"""
+        key = unique("once")
+        proxy, client = self.via(first("POST", "/v1/pg/", "drop", times=2))
+        with self.direct.lock(unique("once")) as lease:
+            table = client.pg("invoices", token=lease.token)
+            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+                table.insert(id=key, note="once")
+            self.assertTrue(caught.exception.sent)
+            self.assertEqual(len(proxy.seen("POST", "/v1/pg/invoices")), 1)
+            self.assertEqual(rows(key), 1)
+            with self.assertRaises(fencegate.GatewayUnreachable):
+                table.batch([{"op": "post", "row": {"id": key + "-b"}}])
+            self.assertEqual(len(proxy.seen("POST", "/v1/pg/batch")), 1)
+            self.assertEqual(rows(key + "-b"), 1)
+            proxy.rule = first("DELETE", "/v1/pg/", "drop")
+            with self.assertRaises(fencegate.GatewayUnreachable):
+                table.delete(key)
+            self.assertEqual((len(proxy.seen("DELETE", "/v1/pg/")), rows(key)), (1, 0))
+            proxy.rule = first("POST", "/v1/pg/", "refuse503", times=100)
+            with self.assertRaises(fencegate.BackendUnavailable):
+                table.insert(id=key)
+            self.assertEqual(len(proxy.seen("POST", "/v1/pg/invoices")), 2)
+
+    def test_idempotent_writes_renew_and_release_are_retried(self):
+        """PATCH, PUT, renew and release whose replies are lost are sent again and succeed."""
+        key = unique("idem")
+        psql("INSERT INTO public.invoices (id) VALUES (:'k')", {"k": key})
+        lock = unique("idem")
+        rule = lambda m, p, b, seen: "drop" if m in ("PATCH", "PUT", "POST") and seen == 0 and "acquire" not in p \
+            else "forward"  # noqa: E731
+        proxy, client = self.via(rule)
+        lease = client.lock(lock, renew=False).acquire()
+        self.assertEqual(lease.pg("invoices").patch(key, note="patched")["row"]["note"], "patched")
+        self.assertEqual(lease.pg("invoices").put(key, note="put")["row"]["note"], "put")
+        lease.renew()
+        lease.release()
+        for method, path in (("PATCH", "/v1/pg/"), ("PUT", "/v1/pg/"), ("POST", f"/v1/locks/{lock}/renew"),
+                             ("POST", f"/v1/locks/{lock}/release")):
+            self.assertEqual(len(proxy.seen(method, path)), 2, (method, path))
+        self.assertFalse(self.direct.lock_status(lock)["held"])
+
+    def test_refused_connection_is_retried_even_for_inserts(self):
+        """A connection the gateway's address refused never carried the request: even an insert is sent
+        again once something listens."""
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        client = fencegate.Client(f"http://127.0.0.1:{port}")
+        self.addCleanup(client.close)
+        started: list = []
+        timer = threading.Timer(0.3, lambda: started.append(FaultProxy(self.gw.port, port=port)))
+        timer.start()
+        key = unique("refused")
+        with self.direct.lock(unique("refused")) as lease:
+            client.pg("invoices", token=lease.token).insert(id=key)
+        timer.join()
+        self.addCleanup(started[0].close)
+        self.assertEqual((rows(key), len(started[0].requests)), (1, 1))
+        with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            fencegate.Client("http://127.0.0.1:1", retry=fencegate.RetryPolicy(attempts=2)).lock_status("x")
+        self.assertFalse(caught.exception.sent)
+
+    def test_one_keepalive_connection_per_thread(self):
+        proxy, client = self.via()
+        for _ in range(20):
+            client.lock_status("keepalive")
+        self.assertEqual(proxy.connections, 1)
+        threads = [threading.Thread(target=lambda: [client.lock_status("keepalive") for _ in range(5)])
+                   for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual((proxy.connections, len(proxy.requests)), (4, 35))
+
+    def test_idle_connection_closed_by_the_gateway_is_noticed_before_use(self):
+        """The gateway closes a keep-alive connection while it is idle; the next call, even an insert,
+        opens a new one instead of failing. (Caught: reusing the socket unchecked; the insert raised
+        GatewayUnreachable.)"""
+        proxy, client = self.via(first("GET", "/v1/locks/", "close_after"))
+        client.lock_status("idle")
+        time.sleep(0.1)
+        key = unique("idle")
+        with self.direct.lock(unique("idle")) as lease:
+            client.pg("invoices", token=lease.token).insert(id=key)
+        self.assertEqual((rows(key), proxy.connections), (1, 2))
+
+    def test_renewals_without_answer(self):
+        """Renewals answered 503 are retried until the lease would run out, then it is lost
+        ("unrenewed"); a short outage is bridged. (Caught: a keeper that gives up at the first failed
+        renewal; the lease was lost during the short outage.)"""
+        lock = unique("outage")
+        proxy, client = self.via(first("POST", "/renew", "refuse503", times=2), retry_after=0)
+        with client.lock(lock, ttl_ms=900, watch=False) as lease:
+            time.sleep(2.0)
+            self.assertFalse(lease.lost.is_set(), lease.lost_reason)
+            self.assertGreaterEqual(len(proxy.seen("POST", f"/v1/locks/{lock}/renew")), 4)
+        lock = unique("outage")
+        proxy, client = self.via(lambda m, p, b, seen: "refuse503" if p.endswith("/renew") else "forward",
+                                 retry_after=0)
+        lease = client.lock(lock, ttl_ms=900, watch=False).acquire()
+        started = time.monotonic()
+        self.assertTrue(lease.lost.wait(5))
+        self.assertEqual(lease.lost_reason, "unrenewed")
+        self.assertLess(time.monotonic() - started, 1.5)
+        with self.assertRaises(fencegate.LeaseLost):
+            lease.release()
+
+
+if __name__ == "__main__":
+    unittest.main()
