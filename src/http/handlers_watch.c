@@ -77,7 +77,9 @@ static enum handler_result watch_step(struct http_reply *reply, struct lease_wat
         struct fg_error err = {0};
         if (reasons & (WAKE_DRAIN | WAKE_HANGUP)) {
             waiter_remove(&lw->waiter);
-            fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
+            fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "%s",
+                    reasons & WAKE_DRAIN ? "the gateway is stopping"
+                                         : "the client closed the connection while watching");
             reply_problem(reply, &err);
             return HANDLER_DONE;
         }

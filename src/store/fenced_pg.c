@@ -655,6 +655,23 @@ out:
     return rc;
 }
 
+int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
+                     const char *method, const char *reason, char **resource, struct fg_error *err)
+{
+    char fence[24];
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    FG_ASSERT(asprintf(resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
+    const char *params[] = {*resource,        who->lock_name, fence, who->owner,
+                            who->client_addr, method,         reason};
+    return pg_query(NULL,
+                    "INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+                    " current_fence, owner, client_addr, method, reason)"
+                    " SELECT $1::text, $2::text, $3::bigint, coalesce((SELECT rf.fence FROM"
+                    " fencegate.resource_fences rf WHERE rf.resource = $1::text), 0), $4::text,"
+                    " $5::text, $6::text, $7::text",
+                    7, params, NULL, err);
+}
+
 /* --- reads -------------------------------------------------------------------------------- */
 
 int fenced_pg_read(size_t table, const char *key, struct fenced_result *res, struct fg_error *err)

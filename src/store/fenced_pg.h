@@ -71,6 +71,15 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
                     struct fenced_result *res, struct fg_error *err) FG_WUR;
 
+/*
+ * Refuses op of who without writing: keeps one audit row with reason (e.g.
+ * "lease_expired") and the fence now stored for the resource. *resource gets
+ * the resource's identity (owned). method: the HTTP method to record.
+ */
+int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
+                     const char *method, const char *reason, char **resource,
+                     struct fg_error *err) FG_WUR;
+
 /* Reads the row of key in table (row is JSON null if absent) and its fence. */
 int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,
                    struct fg_error *err) FG_WUR;
