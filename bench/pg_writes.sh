@@ -57,7 +57,7 @@ fence=$(jq -r .fence <<<"$acquired")
 curl -fs -X PATCH -H 'Content-Type: application/json' -H "Fence-Token: $token" \
   -d '{"set": {"n": 1, "note": "w"}}' "http://127.0.0.1:$http_port/v1/pg/bench_rows/0" >/dev/null
 statement=$(sql -c "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'
-                    AND query LIKE 'WITH f AS %UPDATE%' LIMIT 1")
+                    AND query LIKE 'WITH v AS %UPDATE%' LIMIT 1")
 [[ -n "$statement" ]] || { echo "pg_writes: could not find the gateway's statement" >&2; exit 1; }
 # $1 fence, $2 key, $3 prefix, $4 lock, $5 owner, $6 client, $7 method, $8 n, $9 note.
 body=$(sed -e 's/\$9/:note/g; s/\$8/:n/g; s/\$7/:method/g; s/\$6/:client/g; s/\$5/:owner/g' \

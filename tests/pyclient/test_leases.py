@@ -26,11 +26,13 @@ from harness import Gateway, psql  # noqa: E402
 # or a stopped VM would. Prints one line per event; `loop` writes until refused, `once` waits for a line
 # on stdin and then writes once.
 HOLDER = r"""
-import sys, time, fencegate
+import sys, threading, time, fencegate
 lock, key, ttl, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 client = fencegate.Client()
-def say(*words):
-    print(*words, flush=True)
+said = threading.Lock()
+def say(*words):  # lines of the keeper's thread (on_lost) and the main thread must not interleave
+    with said:
+        print(*words, flush=True)
 try:
     with client.lock(lock, ttl_ms=ttl, on_lost=lambda lease: say("LOST", lease.lost_reason)) as lease:
         say("HELD", lease.fence)

@@ -48,27 +48,29 @@ class _LostState:
         self._guard = threading.Lock()
 
     def mark(self, reason: str, lease: Any) -> None:
-        """Records the loss once and calls the callback (errors in it are logged, not raised)."""
+        """Records the loss once and calls the callback (errors in it are logged, not raised). Writes are
+        refused from the moment the reason is recorded; the event is set once the callback has run, so
+        that whoever waits on it sees the callback's effects."""
         with self._guard:
-            if self.event.is_set():
+            if self.reason is not None:
                 return
             self.reason = reason
-            self.event.set()
         log.warning("lease on %s lost (%s)", self.name, reason)
-        if self.keeper is not None:
-            self.keeper.stop()
         if self.on_lost is not None:
             try:
                 self.on_lost(lease)
             except Exception:  # noqa: BLE001 - a callback's failure must not kill the keeper
                 log.exception("on_lost callback of %s failed", self.name)
+        self.event.set()
+        if self.keeper is not None:
+            self.keeper.stop()
 
     def check(self, lease: Any) -> None:
         """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past its validity)."""
         if self.kept and self.keeper is not None and self.keeper.expired():
             self.mark("unrenewed", lease)
-        if self.event.is_set():
-            raise lease_lost(self.name, self.reason or "lost")
+        if self.reason is not None:
+            raise lease_lost(self.name, self.reason)
 
 
 class _LeaseHolder(Holder):
