@@ -69,3 +69,17 @@ end
 local function revoked_ready(key)
   return redis.call('EXISTS', key) == 1
 end
+
+-- The listing index (lease_list.lua): "fg:idx:lk" (locks) and "fg:idx:sm"
+-- (semaphores), sorted sets of names all scored 0, read in name order with
+-- ZRANGEBYLEX. Every acquire adds its name, so a lock or semaphore that is held
+-- or has waiters is always in its index; a name is removed only by a script
+-- that sees it idle (a release, or a listing passing over it), so the index
+-- holds live names plus the few whose last lease expired unreleased.
+local function index_add(index, name)
+  redis.call('ZADD', index, 0, name)
+end
+
+local function index_drop_if_idle(index, name, idle)
+  if idle then redis.call('ZREM', index, name) end
+end

@@ -19,6 +19,7 @@ local hkey, qkey, wkey, fence_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
 if not fence_ready(fence_key) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
+index_add('fg:idx:lk', name)
 
 local known = false
 if rid ~= '' then

@@ -16,6 +16,8 @@ if h[1] == lease then
   mark_released(base, lease, now, marker_ttl)
   mark_ended(base, 'l', name, tonumber(h[3]), 'released', marker_ttl)
   grant_next(base, fence_key, name, claim_ms, now)
+  index_drop_if_idle('fg:idx:lk', name,
+                     redis.call('EXISTS', hkey) == 0 and redis.call('EXISTS', KEYS[2]) == 0)
   return cjson.encode({r = 'released', held_ms = now - tonumber(h[2])})
 end
 if was_released(base, lease, now_ms(), marker_ttl) then

@@ -1,14 +1,22 @@
--- rw_audit_read.lua: the oldest entries of the audit stream of stale Redis
--- writes, for the drain into Postgres (entries stay until acknowledged).
--- KEYS[1] "fg:audit"
+-- uses: lib_text.lua
+-- rw_audit_read.lua: the oldest entries of an audit stream, for the drain into
+-- Postgres (entries stay until acknowledged) or for listing the dead letters.
+-- KEYS[1] "fg:audit" (or "fg:audit:dead")
 -- ARGV[1] how many entries at most
--- Returns JSON {entries = [{id, fields = {name = value, ...}}, ...]}.
+-- Returns JSON {entries = [{id, fields = {name = value, ...}} or {id, bad = true}, ...]}.
+-- An entry with a field that is not UTF-8 text (or holds NUL) comes as {id, bad}
+-- without its fields: its bytes could not travel as JSON, and Postgres would
+-- refuse them; the drain moves it to the dead letters instead of stopping at it.
+
 local raw = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', tonumber(ARGV[1]))
 local entries = {}
 for i, e in ipairs(raw) do
-  local fields = {}
-  for j = 1, #e[2], 2 do fields[e[2][j]] = e[2][j + 1] end
-  entries[i] = {id = e[1], fields = fields}
+  local fields, ok = {}, true
+  for j = 1, #e[2], 2 do
+    if not (utf8_text(e[2][j]) and utf8_text(e[2][j + 1])) then ok = false end
+    fields[e[2][j]] = e[2][j + 1]
+  end
+  if ok then entries[i] = {id = e[1], fields = fields} else entries[i] = {id = e[1], bad = true} end
 end
 if #entries == 0 then return '{"entries":[]}' end
 return cjson.encode({entries = entries})

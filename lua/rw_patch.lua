@@ -1,25 +1,31 @@
 -- uses: lib_rw.lua
 -- rw_patch.lua: fenced PATCH of hash fields.
 -- KEYS, ARGV[1..6]: see lib_rw.lua; ARGV[7] a JSON object of field -> string
--- (set it) or null (delete it).
--- Returns JSON {r=...}: applied {fence, fields (the hash afterwards)},
--- stale or revoked {current, audit_id, at_ms}, norevoked {} (lib_rw.lua), wrongtype
--- {type} (the key is not a hash).
+-- (set it) or null (delete it); ARGV[8] the most fields the hash may hold.
+-- Returns JSON {r=...}: applied {fence, fields (the fields written, null for a
+-- deleted one: never the whole hash)}, stale or revoked {current, audit_id, at_ms},
+-- norevoked {} (lib_rw.lua), wrongtype {type} (the key is not a hash), toomany
+-- {fields, max} (the hash would hold more than ARGV[8] fields; nothing is written).
 local stale = refuse_stale()
 if stale then return stale end
 local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then
   return cjson.encode({r = 'wrongtype', type = kind})
 end
+local patch = cjson.decode(ARGV[7])
+local size, max = redis.call('HLEN', KEYS[1]), tonumber(ARGV[8])
+for field, value in pairs(patch) do
+  local present = redis.call('HEXISTS', KEYS[1], field) == 1
+  if value == cjson.null and present then size = size - 1 end
+  if value ~= cjson.null and not present then size = size + 1 end
+end
+if size > max then return cjson.encode({r = 'toomany', fields = size, max = max}) end
 raise_fence()
-for field, value in pairs(cjson.decode(ARGV[7])) do
+for field, value in pairs(patch) do
   if value == cjson.null then
     redis.call('HDEL', KEYS[1], field)
   else
     redis.call('HSET', KEYS[1], field, value)
   end
 end
-local flat = redis.call('HGETALL', KEYS[1])
-local fields = {}
-for j = 1, #flat, 2 do fields[flat[j]] = flat[j + 1] end
-return cjson.encode({r = 'applied', fence = tonumber(ARGV[1]), fields = fields})
+return cjson.encode({r = 'applied', fence = tonumber(ARGV[1]), fields = patch})

@@ -25,6 +25,7 @@ local handoff = {}
 
 if not fence_ready(k.fence) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
+index_add('fg:idx:sm', name)
 purge(k, now)
 
 local known = false

@@ -29,4 +29,5 @@ else
 end
 grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
 tidy(k, now, keep_ms)
+index_drop_if_idle('fg:idx:sm', name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
 return answer(reply, handoff)

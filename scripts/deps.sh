@@ -3,15 +3,22 @@
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
 # `scripts/deps.sh bench` adds the tools of bench/ (curl, jq).
+# The browser tests of the operator console (tests/browser/) need Debian's chromium, node and the npm
+# packages locked in tests/browser/package-lock.json, installed into FG_BROWSER_DIR (default
+# /var/cache/fencegate/browser-tests as root, ~/.cache/fencegate/browser-tests otherwise); no browser is
+# ever downloaded: the tests drive /usr/bin/chromium.
 # Must not: build anything, start services, or touch the repository.
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config openssl
   libhiredis-dev libpq-dev libmicrohttpd-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
   python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev
+  chromium nodejs
 )
+# Debian's nodejs ships npm apart; node from elsewhere may bring its own.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 if [[ "${1:-}" == bench ]]; then
   PACKAGES+=(curl jq)
 fi
@@ -58,4 +65,20 @@ if ((EUID == 0)) && ! getent passwd "$PG_OS_USER" >/dev/null; then
   useradd --system --user-group --no-create-home --home-dir /nonexistent \
     --shell /usr/sbin/nologin --comment "fencegate dev/test postgres" "$PG_OS_USER" ||
     die "could not create system user $PG_OS_USER"
+fi
+
+# --- npm packages of the browser tests -------------------------------------------------------------------
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if ((EUID == 0)); then
+  browser_dir="${FG_BROWSER_DIR:-/var/cache/fencegate/browser-tests}"
+else
+  browser_dir="${FG_BROWSER_DIR:-${HOME}/.cache/fencegate/browser-tests}"
+fi
+lock="$root/tests/browser/package-lock.json"
+if ! cmp -s "$lock" "$browser_dir/package-lock.json" || [[ ! -d "$browser_dir/node_modules/playwright-core" ]]; then
+  echo "deps.sh: installing the npm packages of the browser tests into $browser_dir"
+  mkdir -p "$browser_dir"
+  cp "$root/tests/browser/package.json" "$lock" "$browser_dir/"
+  (cd "$browser_dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) ||
+    die "npm ci failed in $browser_dir"
 fi

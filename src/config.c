@@ -89,6 +89,7 @@ static void config_defaults(struct config *cfg)
     cfg->max_value_bytes = 65536;
     cfg->audit_retention_days = 90;
     cfg->header_timeout_ms = 10000;
+    cfg->ui = true;
 }
 
 /* Parses "host:port" (host may be [v6]) into cfg's listen fields. */
@@ -336,7 +337,11 @@ static int apply_object(struct config *cfg, const json_t *obj, const char *prefi
             cfg->secrets = json_deep_copy(v);
         else if (prefix[0] == '\0' && strcmp(k, "auth") == 0 && cfg->auth == NULL)
             cfg->auth = json_deep_copy(v);
-        else if (prefix[0] == '\0' && (strcmp(k, "defaults") == 0 || strcmp(k, "limits") == 0)) {
+        else if (prefix[0] == '\0' && strcmp(k, "ui") == 0) {
+            if (!json_is_boolean(v))
+                return fg_fail(err, FG_ERR_CONFIG, "config key 'ui' must be true or false");
+            cfg->ui = json_is_true(v);
+        } else if (prefix[0] == '\0' && (strcmp(k, "defaults") == 0 || strcmp(k, "limits") == 0)) {
             if (!json_is_object(v))
                 return fg_fail(err, FG_ERR_CONFIG, "config key '%s' must be an object", k);
             char sub[64];

@@ -64,6 +64,7 @@ struct config {
     long long max_connections;        /* open HTTP connections; 0: derived from RLIMIT_NOFILE */
     long long max_connections_per_ip; /* from one client address; 0: half of max_connections */
     long long header_timeout_ms;      /* deadline for a request's headers to arrive in full */
+    bool ui;                          /* serve the operator console at /ui/ */
     json_t *auth;                     /* the "auth" object of the file (owned), or NULL */
     struct keyset *keyset;            /* API keys and mode, built from auth and the environment
                                          (owned until main publishes it) */

@@ -1,7 +1,8 @@
 /*
- * embedded.h - the Lua scripts of lua/, the SQL migrations of sql/ and the API
- * description of openapi/, compiled into the binary by cmake/embed.cmake. Each
- * table ends with a {NULL, NULL} entry and is sorted by file name.
+ * embedded.h - the Lua scripts of lua/, the SQL migrations of sql/, the API
+ * description of openapi/ and the operator console of ui/, compiled into the
+ * binary by cmake/embed.cmake. Each table ends with a {NULL, NULL} entry and is
+ * sorted by file name.
  */
 #ifndef FG_EMBEDDED_H
 #define FG_EMBEDDED_H
@@ -14,5 +15,6 @@ struct embedded_file {
 extern const struct embedded_file embedded_lua[];
 extern const struct embedded_file embedded_sql[];
 extern const struct embedded_file embedded_openapi[];
+extern const struct embedded_file embedded_ui[];
 
 #endif

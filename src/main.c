@@ -26,6 +26,7 @@
 #include "lease/doorbell.h"
 #include "lease/fence.h"
 #include "lease/waiter.h"
+#include "store/audit_stream.h"
 #include "store/fenced_pg.h"
 #include "store/pg.h"
 #include "store/redis.h"
@@ -33,19 +34,24 @@
 #include "store/secret.h"
 #include "util/log.h"
 
-#define STARTUP_WAIT_MS 30000
-#define DRAIN_WAIT_MS   10000
+#define STARTUP_WAIT_MS     30000
+#define DRAIN_WAIT_MS       10000
+#define DEAD_LETTERS_LISTED 100000 /* the dead-letter stream's cap */
 
 struct gateway gw;
 
 static const char usage[] =
-    "usage: fencegate [migrate | keys new --id ID --scope S ...] [--help] [--version]\n"
+    "usage: fencegate [migrate | audit-dead-letters | keys new --id ID --scope S ...]\n"
+    "                 [--help] [--version]\n"
     "\n"
     "Serves the fencegate HTTP API: leases and fencing tokens from Redis, fenced\n"
     "writes to Postgres and Redis, and the audit of rejected stale writes.\n"
     "\n"
     "  migrate    apply pending SQL migrations and exit\n"
     "  keys new   print a fresh API key once and its auth.keys entry (SHA-256 only)\n"
+    "  audit-dead-letters\n"
+    "             print the audit records Postgres refused (stream fg:audit:dead),\n"
+    "             oldest first, one JSON object per line, and exit\n"
     "  --help     show this text\n"
     "  --version  show the version\n"
     "\n"
@@ -221,7 +227,7 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "keys") == 0)
         return keygen_main(argc - 1, argv + 1, stdout, stderr);
-    bool migrate_only = false;
+    bool migrate_only = false, list_dead = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
@@ -230,6 +236,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--version") == 0) {
             printf("fencegate %s\n", FG_VERSION);
             return 0;
+        }
+        if (strcmp(argv[i], "audit-dead-letters") == 0) {
+            list_dead = true;
+            continue;
         }
         if (strcmp(argv[i], "migrate") != 0) {
             fprintf(stderr, "fencegate: unknown argument '%s'\n%s", argv[i], usage);
@@ -250,6 +260,13 @@ int main(int argc, char **argv)
     auth_take(&cfg);
     if (token_new_lease_id(gw.instance_id, &err) != 0)
         goto out;
+    if (list_dead) {
+        status = redis_init(&cfg, &err) == 0 &&
+                         audit_stream_list_dead(DEAD_LETTERS_LISTED, stdout, &err) == 0
+                     ? 0
+                     : 1;
+        goto out;
+    }
     if (migrate_only) {
         status = pg_init(&cfg, &err) == 0 && migrate_when_ready(&err) == 0 ? 0 : 1;
         goto out;

@@ -8,9 +8,11 @@
 #include "ctl/ctl_api.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl/ctl_http.h"
+#include "ctl/ctl_table.h"
 
 #define PROBLEM_PREFIX "/problems/"
 #define PATH_MAX_LEN   2048
@@ -191,10 +193,13 @@ void ctl_answer_report(const struct ctl_answer *ans)
         fprintf(stderr, "fencectl: gateway unreachable: %s\n", ans->err.msg);
         return;
     }
-    const char *detail = json_string_value(json_object_get(ans->json, "detail"));
+    char *detail = ctl_escape(json_string_value(json_object_get(ans->json, "detail")));
+    char *problem = ctl_escape(ans->problem);
     json_t *waiting = json_object_get(ans->json, "waiting");
-    fprintf(stderr, "fencectl: %s (HTTP %d)%s%s", ans->problem ? ans->problem : "error",
-            ans->response.status, detail ? ": " : "", detail ? detail : "");
+    fprintf(stderr, "fencectl: %s (HTTP %d)%s%s", problem ? problem : "error", ans->response.status,
+            detail ? ": " : "", detail ? detail : "");
+    free(detail);
+    free(problem);
     if (json_is_integer(waiting))
         fprintf(stderr, " (%lld waiting)", (long long)json_integer_value(waiting));
     fputc('\n', stderr);

@@ -1,7 +1,8 @@
 /*
  * ctl_table.c - table layout for fencectl's human output. Widths count UTF-8
  * characters, not bytes, and a cut never splits a character. The audit view
- * maps each record field to a column through one table.
+ * maps each record field to a column through one table. Everything that came
+ * from the gateway is escaped before it reaches the terminal (ctl_escape).
  */
 #include "ctl/ctl_table.h"
 
@@ -55,6 +56,48 @@ static char *put_cell(char *pos, const char *cell, size_t width, bool pad)
     for (; pad && shown < width; shown++)
         *pos++ = ' ';
     return pos;
+}
+
+/* True if the 3 bytes at p encode a bidirectional mark, embedding, override or
+ * isolate (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069); *cp gets it. */
+static bool is_bidi_control(const unsigned char *p, unsigned *cp)
+{
+    if (p[0] != 0xE2 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
+        return false;
+    *cp = 0x2000 | ((unsigned)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+    return *cp == 0x200E || *cp == 0x200F || (*cp >= 0x202A && *cp <= 0x202E) ||
+           (*cp >= 0x2066 && *cp <= 0x2069);
+}
+
+char *ctl_escape(const char *text)
+{
+    if (text == NULL)
+        return NULL;
+    size_t len = strlen(text);
+    char *out = malloc(len * 8 + 1), *pos = out;
+    FG_ASSERT(out != NULL);
+    const unsigned char *p = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        unsigned cp;
+        if (p[i] < 0x20 || p[i] == 0x7F) {
+            pos += sprintf(pos, "\\x%02x", p[i]);
+            i++;
+        } else if (p[i] == 0xC2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] < 0xA0) {
+            pos += sprintf(pos, "\\x%02x", p[i + 1]); /* C1 control U+0080..U+009F */
+            i += 2;
+        } else if (i + 2 < len && is_bidi_control(p + i, &cp)) {
+            pos += sprintf(pos, "\\u{%04x}", cp);
+            i += 3;
+        } else if (p[i] == '\\') {
+            *pos++ = '\\';
+            *pos++ = '\\';
+            i++;
+        } else {
+            *pos++ = (char)p[i++];
+        }
+    }
+    *pos = '\0';
+    return out;
 }
 
 static size_t cell_width(const char *cell)
@@ -140,7 +183,7 @@ static char *audit_cell(const json_t *value, enum audit_format format)
     if (value == NULL || json_is_null(value))
         return NULL;
     if (json_is_string(value))
-        return strdup(json_string_value(value));
+        return ctl_escape(json_string_value(value));
     if (!json_is_integer(value))
         return json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
     int64_t v = (int64_t)json_integer_value(value);

@@ -20,6 +20,15 @@
 char *ctl_table_render(const char *const *headers, size_t ncols, const char *const *cells,
                        size_t nrows);
 
+/*
+ * A copy of text (UTF-8 from the gateway) safe to print on a terminal: control
+ * characters (C0, DEL, C1) become \xNN, bidirectional overrides and isolates
+ * \u{XXXX}, and a backslash \\, so that nothing a client stored (an owner, a
+ * resource) can move the cursor, recolour or reorder what an operator reads.
+ * malloc'd, owned by the caller; NULL stays NULL.
+ */
+char *ctl_escape(const char *text);
+
 /* Writes epoch milliseconds as "YYYY-MM-DD HH:MM:SS.mmm" (UTC) into out. */
 void ctl_format_time(int64_t ms, char *out, size_t cap);
 

@@ -111,10 +111,11 @@ static void show_status(const struct ctl_args *a, const json_t *json)
         printf("lock %s: free, %lld waiting\n", a->name, field_int(json, "waiting"));
         return;
     }
-    const char *owner = json_string_value(json_object_get(json, "owner"));
+    char *owner = ctl_escape(json_string_value(json_object_get(json, "owner")));
     printf("lock %s: held, fence %lld", a->name, field_int(json, "fence"));
     if (owner != NULL && owner[0] != '\0')
         printf(", owner %s", owner);
+    free(owner);
     if (json_is_integer(json_object_get(json, "expires_in_ms")))
         printf(", expires in %lld ms", field_int(json, "expires_in_ms"));
     printf(", %lld waiting\n", field_int(json, "waiting"));

@@ -1,10 +1,12 @@
 /*
- * handlers_audit.c - GET /v1/audit/rejections: decodes the query arguments,
- * lets audit_filter check them and answers the page that audit_query reads.
+ * handlers_audit.c - GET /v1/audit/rejections and GET /v1/audit/summary:
+ * decodes the query arguments, lets audit_filter check them and answers what
+ * audit_query or audit_summary reads.
  */
 #include "http/handlers_audit.h"
 
 #include <string.h>
+#include <sys/time.h>
 
 #include "store/audit.h"
 #include "util/names.h"
@@ -12,40 +14,83 @@
 #define ARG_MAX 4096 /* longest decoded query argument */
 
 /* Query arguments the endpoint reads, in the order audit_filter_parse takes them. */
-enum audit_arg { ARG_RESOURCE, ARG_LOCK, ARG_SINCE_MS, ARG_LIMIT, ARG_AFTER_ID, ARG_COUNT };
+enum audit_arg {
+    ARG_RESOURCE,
+    ARG_LOCK,
+    ARG_SINCE_MS,
+    ARG_LIMIT,
+    ARG_AFTER_ID,
+    ARG_OWNER,
+    ARG_UNTIL_MS,
+    ARG_COUNT
+};
 
 static const char *const arg_names[ARG_COUNT] = {
     [ARG_RESOURCE] = "resource", [ARG_LOCK] = "lock",         [ARG_SINCE_MS] = "since_ms",
-    [ARG_LIMIT] = "limit",       [ARG_AFTER_ID] = "after_id",
+    [ARG_LIMIT] = "limit",       [ARG_AFTER_ID] = "after_id", [ARG_OWNER] = "owner",
+    [ARG_UNTIL_MS] = "until_ms",
 };
 
-enum handler_result handle_audit_rejections(struct http_request *req, struct http_reply *reply)
+#define SUMMARY_TOP_RESOURCES 10 /* most refused resources in a summary */
+
+/* Decodes the query arguments into values; args[i] is NULL when absent. */
+static int read_args(struct http_request *req, char values[ARG_COUNT][ARG_MAX + 1],
+                     const char *args[ARG_COUNT], struct fg_error *err)
 {
-    char values[ARG_COUNT][ARG_MAX + 1];
-    const char *args[ARG_COUNT];
-    struct fg_error err = {0};
     for (int i = 0; i < ARG_COUNT; i++) {
         const char *raw = http_request_query(req, arg_names[i]);
         size_t len;
         args[i] = NULL;
         if (raw == NULL)
             continue;
-        if (name_decode(raw, strlen(raw), values[i], sizeof values[i], &len, &err) != 0) {
-            fg_fail(&err, FG_ERR_INVALID_FIELD, "query argument '%s' is not well encoded",
-                    arg_names[i]);
-            reply_problem(reply, &err);
-            return HANDLER_DONE;
-        }
+        if (name_decode(raw, strlen(raw), values[i], ARG_MAX + 1, &len, err) != 0)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "query argument '%s' is not well encoded",
+                           arg_names[i]);
         args[i] = values[i];
     }
+    return 0;
+}
+
+static int64_t wall_clock_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+enum handler_result handle_audit_rejections(struct http_request *req, struct http_reply *reply)
+{
+    char values[ARG_COUNT][ARG_MAX + 1];
+    const char *args[ARG_COUNT];
+    struct fg_error err = {0};
     struct audit_filter filter;
     json_t *page = NULL;
-    if (audit_filter_parse(args[ARG_RESOURCE], args[ARG_LOCK], args[ARG_SINCE_MS], args[ARG_LIMIT],
+    if (read_args(req, values, args, &err) != 0 ||
+        audit_filter_parse(args[ARG_RESOURCE], args[ARG_LOCK], args[ARG_SINCE_MS], args[ARG_LIMIT],
                            args[ARG_AFTER_ID], &filter, &err) != 0 ||
+        audit_filter_narrow(args[ARG_OWNER], args[ARG_UNTIL_MS], &filter, &err) != 0 ||
         audit_query(&filter, &page, &err) != 0) {
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }
     reply_json(reply, 200, page);
+    return HANDLER_DONE;
+}
+
+enum handler_result handle_audit_summary(struct http_request *req, struct http_reply *reply)
+{
+    char values[ARG_COUNT][ARG_MAX + 1];
+    const char *args[ARG_COUNT];
+    struct fg_error err = {0};
+    struct audit_window window;
+    json_t *summary = NULL;
+    if (read_args(req, values, args, &err) != 0 ||
+        audit_window_parse(args[ARG_SINCE_MS], args[ARG_UNTIL_MS], wall_clock_ms(), &window,
+                           &err) != 0 ||
+        audit_summary(&window, SUMMARY_TOP_RESOURCES, &summary, &err) != 0) {
+        reply_problem(reply, &err);
+        return HANDLER_DONE;
+    }
+    reply_json(reply, 200, summary);
     return HANDLER_DONE;
 }

@@ -94,11 +94,12 @@ static int write_request_init(struct http_request *req, const char *method,
         return -1;
     }
     wr->owner = http_request_header(req, "Fence-Owner");
+    if (wr->owner != NULL && !name_is_valid_owner(wr->owner, strlen(wr->owner)))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "header 'Fence-Owner' must be 1 to %d bytes of printable UTF-8",
+                       OWNER_NAME_MAX_LEN);
     if (wr->owner == NULL)
         wr->owner = "";
-    if (strlen(wr->owner) > OWNER_MAX_LEN)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "header 'Fence-Owner' is over %d bytes",
-                       OWNER_MAX_LEN);
     snprintf(req->log_owner, sizeof req->log_owner, "%s", wr->owner);
     wr->write = (struct redis_write){
         .key = redis_key(req),
@@ -171,6 +172,17 @@ static enum handler_result reply_written(struct http_reply *reply, const struct 
         fg_fail(&err, FG_ERR_CONFLICT, "%s holds a %s, not a hash", wr->resource, res->type);
         reply_problem(reply, &err);
         break;
+    case RW_MISSING:
+        fg_fail(&err, FG_ERR_NOT_FOUND, "no such key");
+        reply_problem(reply, &err);
+        break;
+    case RW_TOO_MANY:
+        fg_fail(&err, FG_ERR_INVALID_FIELD,
+                "field 'fields': the hash would hold %lld fields, over limits.max_hash_fields "
+                "(%lld)",
+                (long long)res->hash_fields, gw.cfg->max_hash_fields);
+        reply_problem(reply, &err);
+        break;
     }
     rw_result_clear(res);
     return HANDLER_DONE;
@@ -231,6 +243,12 @@ enum handler_result handle_redis_put(struct http_request *req, struct http_reply
         fg_fail(&err, FG_ERR_INVALID_FIELD, "field 'value' must be a string (without NUL)");
         return fail(reply, &err);
     }
+    if ((long long)json_string_length(value) > gw.cfg->max_value_bytes) {
+        fg_fail(&err, FG_ERR_INVALID_FIELD,
+                "field 'value' is over limits.max_value_bytes (%lld bytes)",
+                gw.cfg->max_value_bytes);
+        return fail(reply, &err);
+    }
     struct rw_result res;
     int gate = live_lease_gate(reply, &wr, &err);
     if (gate > 0)
@@ -240,9 +258,12 @@ enum handler_result handle_redis_put(struct http_request *req, struct http_reply
     return reply_written(reply, &wr, &res, "value");
 }
 
-/* Checks a PATCH's "fields": a non-empty object of strings (set) or nulls (delete). */
+/* Checks a PATCH's "fields": a non-empty object of strings (set) or nulls
+ * (delete), names and values within limits.max_value_bytes, no more names than
+ * limits.max_hash_fields. */
 static int check_fields(const json_t *fields, struct fg_error *err)
 {
+    long long max = gw.cfg->max_value_bytes;
     if (!json_is_object(fields) || json_object_size(fields) == 0)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "field 'fields' must be a non-empty object of strings or nulls");
@@ -256,7 +277,15 @@ static int check_fields(const json_t *fields, struct fg_error *err)
                                      strlen(json_string_value(value)) != json_string_length(value)))
             return fg_fail(err, FG_ERR_INVALID_FIELD,
                            "field 'fields.%.100s' must be a string or null", name);
+        if ((long long)strlen(name) > max || (long long)json_string_length(value) > max)
+            return fg_fail(err, FG_ERR_INVALID_FIELD,
+                           "field 'fields.%.100s' is over limits.max_value_bytes (%lld bytes)",
+                           name, max);
     }
+    if ((long long)json_object_size(fields) > gw.cfg->max_hash_fields)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "field 'fields' names over limits.max_hash_fields (%lld) fields",
+                       gw.cfg->max_hash_fields);
     return 0;
 }
 
@@ -276,7 +305,7 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
     int gate = live_lease_gate(reply, &wr, &err);
     if (gate > 0)
         return HANDLER_DONE;
-    if (gate < 0 || fenced_redis_patch(&wr.write, fields, &res, &err) != 0)
+    if (gate < 0 || fenced_redis_patch(&wr.write, fields, gw.cfg->max_hash_fields, &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "fields");
 }

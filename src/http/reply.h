@@ -18,6 +18,7 @@ struct http_reply {
     int retry_after_s;        /* Retry-After header in seconds, 0 for none */
     char *text;               /* owned non-JSON body (e.g. metrics), used when body is NULL */
     const char *content_type; /* content type of text (static string) */
+    bool console;             /* a file of the operator console: sent with a strict CSP */
 };
 
 /* Sets a JSON reply; takes ownership of body (jansson "steals" it). */

@@ -2,13 +2,16 @@
  * routes.c - the route table: method, pattern, handler, label, the scope an
  * API key needs (router.h; pg_batch checks the write scope of every table it
  * names in its handler), and the body members and query parameters the route
- * accepts (anything else answers 400 before the handler runs). The first
+ * accepts (anything else answers 400 before the handler runs). The listings
+ * show only the names the key's scopes match, and the console's page and
+ * /v1/whoami are open (the page's API calls carry the key). The first
  * matching entry wins, so fixed paths come before parameters that could
  * swallow them.
  */
 #include "http/routes.h"
 
 #include "http/handlers_audit.h"
+#include "http/handlers_list.h"
 #include "http/handlers_locks.h"
 #include "http/handlers_locksets.h"
 #include "http/handlers_meta.h"
@@ -16,6 +19,7 @@
 #include "http/handlers_pg.h"
 #include "http/handlers_redis.h"
 #include "http/handlers_semaphores.h"
+#include "http/handlers_ui.h"
 
 /* What the bodies and queries of the routes may hold (NULL-terminated). */
 static const char *const lock_acquire_body[] = {"ttl_ms",     "wait_ms",     "owner",
@@ -36,14 +40,17 @@ static const char *const lockset_acquire_body[] = {"names",      "ttl_ms",      
                                                    "request_id", "max_hold_ms", NULL};
 static const char *const lockset_renew_body[] = {"tokens", "ttl_ms", NULL};
 static const char *const lockset_release_body[] = {"tokens", NULL};
-static const char *const audit_query[] = {"resource", "lock",     "since_ms",
-                                          "limit",    "after_id", NULL};
+static const char *const audit_query[] = {"resource", "lock",  "since_ms", "limit",
+                                          "after_id", "owner", "until_ms", NULL};
+static const char *const audit_summary_query[] = {"since_ms", "until_ms", NULL};
+static const char *const list_query[] = {"prefix", "limit", "cursor", NULL};
 
 const struct route api_routes[] = {
     {HTTP_GET, "/healthz", handle_healthz, "healthz", SCOPE_OPEN, NULL, NULL},
     {HTTP_GET, "/readyz", handle_readyz, "readyz", SCOPE_OPEN, NULL, NULL},
     {HTTP_GET, "/metrics", handle_metrics, "metrics", SCOPE_METRICS, NULL, NULL},
     {HTTP_GET, "/v1/openapi.json", handle_openapi, "openapi", SCOPE_KEY, NULL, NULL},
+    {HTTP_GET, "/v1/locks", handle_lock_list, "lock_list", SCOPE_KEY, NULL, list_query},
     {HTTP_POST, "/v1/locks/{name*}/acquire", handle_lock_acquire, "lock_acquire", SCOPE_LOCK,
      lock_acquire_body, NULL},
     {HTTP_POST, "/v1/locks/{name*}/renew", handle_lock_renew, "lock_renew", SCOPE_LOCK, renew_body,
@@ -60,6 +67,7 @@ const struct route api_routes[] = {
      lockset_renew_body, NULL},
     {HTTP_POST, "/v1/locksets/release", handle_lockset_release, "lockset_release", SCOPE_KEY,
      lockset_release_body, NULL},
+    {HTTP_GET, "/v1/semaphores", handle_sem_list, "sem_list", SCOPE_KEY, NULL, list_query},
     {HTTP_POST, "/v1/semaphores/{name*}/acquire", handle_sem_acquire, "sem_acquire",
      SCOPE_SEMAPHORE, sem_acquire_body, NULL},
     {HTTP_POST, "/v1/semaphores/{name*}/renew", handle_sem_renew, "sem_renew", SCOPE_SEMAPHORE,
@@ -87,5 +95,11 @@ const struct route api_routes[] = {
      NULL},
     {HTTP_GET, "/v1/audit/rejections", handle_audit_rejections, "audit_rejections",
      SCOPE_AUDIT_READ, NULL, audit_query},
+    {HTTP_GET, "/v1/audit/summary", handle_audit_summary, "audit_summary", SCOPE_AUDIT_READ, NULL,
+     audit_summary_query},
+    {HTTP_GET, "/v1/whoami", handle_whoami, "whoami", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, "/ui", handle_ui_page, "ui", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, "/ui/", handle_ui_page, "ui", SCOPE_OPEN, NULL, NULL},
+    {HTTP_GET, "/ui/{file}", handle_ui_file, "ui", SCOPE_OPEN, NULL, NULL},
     {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN, NULL, NULL},
 };

@@ -263,6 +263,26 @@ static void hide_internals(const struct http_request *req, struct http_reply *re
     json_object_set_new(reply->body, "detail", json_string(text));
 }
 
+/* The headers of an operator console file: the page may load scripts, styles,
+ * images and data from the gateway itself only, never inline script, and may
+ * not be framed; browsers must not guess content types or send referrers. */
+static void add_console_headers(struct MHD_Response *resp)
+{
+    static const struct {
+        const char *name, *value;
+    } headers[] = {
+        {"Content-Security-Policy",
+         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+         "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"},
+        {"X-Content-Type-Options", "nosniff"},
+        {"X-Frame-Options", "DENY"},
+        {"Referrer-Policy", "no-referrer"},
+        {"Cache-Control", "no-cache"},
+    };
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++)
+        MHD_add_response_header(resp, headers[i].name, headers[i].value);
+}
+
 /* Queues conn's reply on the connection. */
 static enum MHD_Result send_reply(struct http_request *req, const char *method, const char *url)
 {
@@ -289,6 +309,8 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+    if (reply->console)
+        add_console_headers(resp);
     if (conn->body_too_large || conn->close_after)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     if (reply->status == 401)

@@ -4,8 +4,11 @@
  */
 #include "lease/lease_request.h"
 
+#include <string.h>
+
 #include "lease/token.h"
 #include "util/fgjson.h"
+#include "util/names.h"
 
 #define TTL_MIN      100LL
 #define TTL_MAX      86400000LL
@@ -29,6 +32,10 @@ int acquire_params_parse(const json_t *body, const struct config *cfg, bool with
         fgjson_string(body, "owner", OWNER_MAX_LEN, &out->owner, err) != 0 ||
         fgjson_string(body, "request_id", REQUEST_ID_MAX_LEN, &out->request_id, err) != 0)
         return -1;
+    if (out->owner[0] != '\0' && !name_is_valid_owner(out->owner, strlen(out->owner)))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "field 'owner' must be 1 to %d bytes of printable UTF-8",
+                       OWNER_NAME_MAX_LEN);
     if (with_limit) {
         if (fgjson_int(body, "limit", 1, SEMAPHORE_MAX_LIMIT, &out->limit, &limit_given, err) != 0)
             return -1;
@@ -42,6 +49,11 @@ int acquire_params_parse(const json_t *body, const struct config *cfg, bool with
         out->max_hold_ms = out->ttl_ms;
     }
     return 0;
+}
+
+long long acquire_request_id_ttl_ms(const struct acquire_params *p)
+{
+    return p->wait_ms + p->ttl_ms + REQUEST_ID_GRACE_MS;
 }
 
 static int token_field(const json_t *body, const char **token, struct fg_error *err)

@@ -15,6 +15,7 @@
 #define OWNER_MAX_LEN       200
 #define REQUEST_ID_MAX_LEN  200
 #define SEMAPHORE_MAX_LIMIT 100000
+#define REQUEST_ID_GRACE_MS 60000 /* request_id memory past the end of wait and lease */
 
 struct acquire_params {
     long long ttl_ms;       /* lease length */
@@ -37,6 +38,14 @@ struct renew_params {
  */
 int acquire_params_parse(const json_t *body, const struct config *cfg, bool with_limit,
                          struct acquire_params *out, struct fg_error *err) FG_WUR;
+
+/*
+ * How long the gateway remembers an acquire's request_id: until the wait and
+ * the lease as granted (ttl_ms) would have ended, plus a grace period for a
+ * late retry. Not max_hold_ms: a 100 ms lease that may be held for 7 days must
+ * not keep its request_id for 7 days (retries come soon after a lost reply).
+ */
+long long acquire_request_id_ttl_ms(const struct acquire_params *p);
 
 /* Reads a renew body ({"token", "ttl_ms"?}). */
 int renew_params_parse(const json_t *body, struct renew_params *out, struct fg_error *err) FG_WUR;

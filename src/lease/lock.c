@@ -43,7 +43,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     snprintf(claim, sizeof claim, "%lld", cfg->waiter_lease_ms);
     snprintf(maxw, sizeof maxw, "%lld", cfg->max_waiters_per_lock);
-    snprintf(rid_ttl, sizeof rid_ttl, "%lld", p->wait_ms + p->max_hold_ms + 60000);
+    snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
     const char *argv[] = {k.holder, k.queue,          k.waiters,      "fg:fence", k.base,
                           name,     lease_id,         p->request_id,  ttl,        hold,
                           p->owner, wait ? "1" : "0", gw.instance_id, attach,     claim,

@@ -54,7 +54,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     snprintf(claim, sizeof claim, "%lld", cfg->waiter_lease_ms);
     snprintf(maxw, sizeof maxw, "%lld", cfg->max_waiters_per_lock);
-    snprintf(rid_ttl, sizeof rid_ttl, "%lld", p->wait_ms + p->max_hold_ms + 60000);
+    snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
     snprintf(limit, sizeof limit, "%lld", p->limit);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[] = {k.holders,      k.data,     k.queue, k.waiters, k.limit,

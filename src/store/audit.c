@@ -3,15 +3,30 @@
  * record themselves inside their own statement (fenced_sql.c); this file holds
  * the insert for every other refusal and the keyset-paginated query of
  * GET /v1/audit/rejections, one prepared statement per combination of filters
- * so that each can use its index ((resource, id), (lock_name, id) or the key).
+ * so that each can use its index ((resource, id), (lock_name, id) or the key),
+ * and the per-minute counts and most refused resources of GET /v1/audit/summary.
+ * It also prunes records past limits.audit_retention_days, in small batches.
  */
 #include "store/audit.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "store/pg.h"
+#include "util/log.h"
+
+#define PRUNE_BATCH    500   /* records per delete statement */
+#define PRUNE_BUSY_MS  1000  /* next batch while old records remain */
+#define PRUNE_IDLE_MS  60000 /* next look once none remain */
+#define PRUNE_FIRST_MS 1000  /* first look after start-up */
+
+static const char prune_sql[] =
+    "WITH doomed AS (SELECT id FROM fencegate.rejections"
+    " WHERE at < now() - make_interval(days => $1::int) ORDER BY at LIMIT $2::int"
+    " FOR UPDATE SKIP LOCKED)"
+    " DELETE FROM fencegate.rejections r USING doomed WHERE r.id = doomed.id RETURNING r.id";
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
@@ -25,20 +40,22 @@ static const char insert_sql[] =
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
     " presented_fence, current_fence, owner, client_addr, method, reason"                          \
     " FROM fencegate.rejections WHERE id > $1::bigint"                                             \
-    " AND at >= to_timestamp($2::bigint / 1000.0)"
+    " AND at >= to_timestamp($2::bigint / 1000.0)"                                                 \
+    " AND ($4::bigint = 0 OR at < to_timestamp($4::bigint / 1000.0))"                              \
+    " AND ($5::text IS NULL OR owner = $5::text)"
 #define QUERY_ORDER " ORDER BY id LIMIT $3::int"
 
-/* The query per filter combination; parameters $4 and $5 are the filters
- * present, resource first. */
+/* The query per filter combination; $4 (until, 0 for none) and $5 (owner or
+ * NULL) are always there, $6 and $7 are the filters present, resource first. */
 static const struct {
     const char *name;
     const char *sql;
 } queries[2][2] = {
     {{"audit_query", QUERY_COLUMNS QUERY_ORDER},
-     {"audit_query_l", QUERY_COLUMNS " AND lock_name = $4::text" QUERY_ORDER}},
-    {{"audit_query_r", QUERY_COLUMNS " AND resource = $4::text" QUERY_ORDER},
+     {"audit_query_l", QUERY_COLUMNS " AND lock_name = $6::text" QUERY_ORDER}},
+    {{"audit_query_r", QUERY_COLUMNS " AND resource = $6::text" QUERY_ORDER},
      {"audit_query_rl",
-      QUERY_COLUMNS " AND resource = $4::text AND lock_name = $5::text" QUERY_ORDER}},
+      QUERY_COLUMNS " AND resource = $6::text AND lock_name = $7::text" QUERY_ORDER}},
 };
 
 /* Text columns of a record copied as they are, renamed where the API says so. */
@@ -101,12 +118,13 @@ static json_t *record_of(const json_t *row)
 
 int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error *err)
 {
-    char after[24], since[24], limit[16];
+    char after[24], since[24], limit[16], until[24];
     snprintf(after, sizeof after, "%" PRId64, filter->after_id);
     snprintf(since, sizeof since, "%" PRId64, filter->since_ms);
     snprintf(limit, sizeof limit, "%d", filter->limit);
-    const char *params[5] = {after, since, limit};
-    int n = 3;
+    snprintf(until, sizeof until, "%" PRId64, filter->until_ms);
+    const char *params[7] = {after, since, limit, until, filter->owner};
+    int n = 5;
     if (filter->resource != NULL)
         params[n++] = filter->resource;
     if (filter->lock_name != NULL)
@@ -126,5 +144,99 @@ int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error
                        ? json_incref(json_object_get(last, "id"))
                        : json_null();
     *out = json_pack("{s:o, s:o}", "items", items, "next_after_id", next);
+    return 0;
+}
+
+int audit_prune(long long days, int batch, int *deleted, struct fg_error *err)
+{
+    char days_text[24], batch_text[16];
+    snprintf(days_text, sizeof days_text, "%lld", days);
+    snprintf(batch_text, sizeof batch_text, "%d", batch);
+    const char *params[] = {days_text, batch_text};
+    json_t *rows = NULL;
+    *deleted = 0;
+    if (pg_query("audit_prune", prune_sql, 2, params, &rows, err) != 0)
+        return -1;
+    *deleted = (int)json_array_size(rows);
+    json_decref(rows);
+    return 0;
+}
+
+void audit_retention_tick(int64_t now_ms, long long days)
+{
+    static int64_t next_ms;
+    static bool failing;
+    if (next_ms == 0)
+        next_ms = now_ms + PRUNE_FIRST_MS;
+    if (now_ms < next_ms)
+        return;
+    struct fg_error err = {0};
+    int deleted = 0;
+    if (audit_prune(days, PRUNE_BATCH, &deleted, &err) != 0) {
+        if (!failing)
+            log_message(LOG_WARN, "audit_prune_failed", "%s", err.msg);
+        failing = true;
+        next_ms = now_ms + PRUNE_IDLE_MS;
+        return;
+    }
+    failing = false;
+    if (deleted > 0)
+        log_event(LOG_INFO, "audit_pruned",
+                  json_pack("{s:i, s:I}", "records", deleted, "retention_days", (json_int_t)days));
+    next_ms = now_ms + (deleted == PRUNE_BATCH ? PRUNE_BUSY_MS : PRUNE_IDLE_MS);
+}
+
+static const char summary_minutes_sql[] =
+    "SELECT floor(extract(epoch FROM date_trunc('minute', at)) * 1000)::bigint AS minute_ms,"
+    " count(*) AS rejections FROM fencegate.rejections"
+    " WHERE at >= to_timestamp($1::bigint / 1000.0) AND at < to_timestamp($2::bigint / 1000.0)"
+    " GROUP BY 1 ORDER BY 1";
+
+static const char summary_resources_sql[] =
+    "SELECT resource, count(*) AS rejections FROM fencegate.rejections"
+    " WHERE at >= to_timestamp($1::bigint / 1000.0) AND at < to_timestamp($2::bigint / 1000.0)"
+    " GROUP BY resource ORDER BY count(*) DESC, resource LIMIT $3::int";
+
+/* Rows of text columns as objects whose columns in int_columns become integers (new array). */
+static json_t *rows_typed(const json_t *rows, const char *const *int_columns, size_t nint)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        json_t *o = json_deep_copy(row);
+        for (size_t c = 0; c < nint; c++) {
+            const char *text = json_string_value(json_object_get(row, int_columns[c]));
+            json_object_set_new(o, int_columns[c],
+                                json_integer(text ? strtoll(text, NULL, 10) : 0));
+        }
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
+int audit_summary(const struct audit_window *w, int top, json_t **out, struct fg_error *err)
+{
+    static const char *const minute_ints[] = {"minute_ms", "rejections"};
+    static const char *const resource_ints[] = {"rejections"};
+    char since[24], until[24], limit[16];
+    snprintf(since, sizeof since, "%" PRId64, w->since_ms);
+    snprintf(until, sizeof until, "%" PRId64, w->until_ms);
+    snprintf(limit, sizeof limit, "%d", top);
+    const char *params[] = {since, until, limit};
+    json_t *minutes = NULL, *resources = NULL;
+    if (pg_query("audit_summary_minutes", summary_minutes_sql, 2, params, &minutes, err) != 0)
+        return -1;
+    if (pg_query("audit_summary_resources", summary_resources_sql, 3, params, &resources, err) !=
+        0) {
+        json_decref(minutes);
+        return -1;
+    }
+    *out = json_pack("{s:I, s:I, s:o, s:o}", "since_ms", (json_int_t)w->since_ms, "until_ms",
+                     (json_int_t)w->until_ms, "per_minute", rows_typed(minutes, minute_ints, 2),
+                     "top_resources", rows_typed(resources, resource_ints, 1));
+    json_decref(minutes);
+    json_decref(resources);
     return 0;
 }

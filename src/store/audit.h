@@ -43,4 +43,23 @@ int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec,
  */
 int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error *err) FG_WUR;
 
+/*
+ * Deletes at most batch records older than days days, oldest first, skipping
+ * rows another gateway is deleting (short statements, no long locks). *deleted
+ * gets how many went.
+ */
+int audit_prune(long long days, int batch, int *deleted, struct fg_error *err) FG_WUR;
+
+/* Janitor: prunes in the background, a batch a second while old records
+ * remain, else once a minute; failures are logged once and retried later. */
+void audit_retention_tick(int64_t now_ms, long long days);
+
+/*
+ * Rejections within window w: a new object {"since_ms", "until_ms",
+ * "per_minute": [{"minute_ms", "rejections"}] (minutes without any left out),
+ * "top_resources": [{"resource", "rejections"}] (the top most refused, most
+ * first)} in *out.
+ */
+int audit_summary(const struct audit_window *w, int top, json_t **out, struct fg_error *err) FG_WUR;
+
 #endif

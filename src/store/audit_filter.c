@@ -37,8 +37,43 @@ int audit_filter_parse(const char *resource, const char *lock_name, const char *
         return -1;
     out->resource = resource != NULL && resource[0] != '\0' ? resource : NULL;
     out->lock_name = lock_name != NULL && lock_name[0] != '\0' ? lock_name : NULL;
+    out->owner = NULL;
+    out->until_ms = 0;
     out->since_ms = since;
     out->after_id = after;
     out->limit = (int)lim;
+    return 0;
+}
+
+int audit_filter_narrow(const char *owner, const char *until_ms, struct audit_filter *f,
+                        struct fg_error *err)
+{
+    long long until = 0;
+    if (int_arg("until_ms", until_ms, 1, SINCE_MS_MAX, &until, err) != 0)
+        return -1;
+    if (until != 0 && until <= f->since_ms)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query argument 'until_ms' must be later than since_ms");
+    f->owner = owner != NULL && owner[0] != '\0' ? owner : NULL;
+    f->until_ms = until;
+    return 0;
+}
+
+int audit_window_parse(const char *since_ms, const char *until_ms, int64_t now_ms,
+                       struct audit_window *out, struct fg_error *err)
+{
+    long long until = now_ms, since;
+    if (int_arg("until_ms", until_ms, 1, SINCE_MS_MAX, &until, err) != 0)
+        return -1;
+    since = until - AUDIT_WINDOW_DEFAULT_MS;
+    if (int_arg("since_ms", since_ms, 0, SINCE_MS_MAX, &since, err) != 0)
+        return -1;
+    if (since >= until || until - since > AUDIT_WINDOW_MAX_MS)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query arguments 'since_ms' and 'until_ms' must make a range of 1 ms to "
+                       "%lld ms",
+                       AUDIT_WINDOW_MAX_MS);
+    out->since_ms = since;
+    out->until_ms = until;
     return 0;
 }

@@ -16,7 +16,9 @@
 struct audit_filter {
     const char *resource;  /* only this resource, or NULL */
     const char *lock_name; /* only writes under this lock, or NULL */
+    const char *owner;     /* only writes whose writer named this owner, or NULL */
     int64_t since_ms;      /* only records at or after this epoch ms (0: all) */
+    int64_t until_ms;      /* only records before this epoch ms (0: no end) */
     int64_t after_id;      /* only records with a larger id (keyset cursor, 0: from the start) */
     int limit;             /* at most this many records, 1 .. AUDIT_LIMIT_MAX */
 };
@@ -29,5 +31,30 @@ struct audit_filter {
 int audit_filter_parse(const char *resource, const char *lock_name, const char *since_ms,
                        const char *limit, const char *after_id, struct audit_filter *out,
                        struct fg_error *err) FG_WUR;
+
+/*
+ * Adds the narrower filters of the console to *f (already parsed): owner (NULL
+ * or "" for any) and until_ms (an end of the time range, after since_ms).
+ * A bad until_ms fails with FG_ERR_INVALID_FIELD.
+ */
+int audit_filter_narrow(const char *owner, const char *until_ms, struct audit_filter *f,
+                        struct fg_error *err) FG_WUR;
+
+#define AUDIT_WINDOW_DEFAULT_MS 3600000LL  /* a summary covers the last hour by default */
+#define AUDIT_WINDOW_MAX_MS     86400000LL /* and at most a day (1,440 one-minute buckets) */
+
+/* The time range of an audit summary: [since_ms, until_ms). */
+struct audit_window {
+    int64_t since_ms;
+    int64_t until_ms;
+};
+
+/*
+ * Reads the range of GET /v1/audit/summary: until_ms defaults to now_ms,
+ * since_ms to one hour before until_ms; since_ms must come before until_ms and
+ * the range span at most AUDIT_WINDOW_MAX_MS. Else FG_ERR_INVALID_FIELD.
+ */
+int audit_window_parse(const char *since_ms, const char *until_ms, int64_t now_ms,
+                       struct audit_window *out, struct fg_error *err) FG_WUR;
 
 #endif

@@ -5,8 +5,15 @@
  * statement that ignores an entry already stored (unique source_id, added by
  * sql/010). Entries are deleted from the stream only after their row is
  * committed, so a crash in between stores a row twice at worst, which the
- * unique source_id turns into once. Must not: decide what is stale (the write
- * scripts do) or block the janitor for long (failures back off).
+ * unique source_id turns into once.
+ *
+ * One entry must never stop the drain: an entry that Postgres refuses (bytes
+ * that are not UTF-8, a value over a limit: anything but an unreachable
+ * backend) moves to the dead-letter stream "fg:audit:dead" with the reason
+ * (lua/rw_audit_dead.lua), is counted and logged, and the entries behind it
+ * are stored. An unreachable Postgres stops the batch and backs off, keeping
+ * every entry. Must not: decide what is stale (the write scripts do) or block
+ * the janitor for long (failures back off).
  */
 #include "store/audit_stream.h"
 
@@ -50,6 +57,21 @@ static int ack(const char *const *ids, size_t n, struct fg_error *err)
     return 0;
 }
 
+/* Moves entry id to the dead letters because of why; counted and logged. */
+static int dead_letter(const char *id, const char *why, struct fg_error *err)
+{
+    const char *argv[] = {FENCED_REDIS_AUDIT_STREAM, AUDIT_DEAD_LETTER_STREAM, id, why};
+    json_t *out = NULL;
+    if (redis_script("rw_audit_dead.lua", 2, argv, 4, &out, err) != 0)
+        return -1;
+    json_decref(out);
+    metrics_audit_dead_letter();
+    log_event(LOG_WARN, "audit_dead_letter",
+              json_pack("{s:s, s:s, s:s}", "entry", id, "stream", AUDIT_DEAD_LETTER_STREAM,
+                        "detail", why));
+    return 0;
+}
+
 int audit_stream_store(const char *entry_id, const struct audit_record *rec, struct fg_error *err)
 {
     if (insert_record(entry_id, rec, err) != 0)
@@ -62,6 +84,42 @@ static const char *field(const json_t *fields, const char *name)
 {
     const char *s = json_string_value(json_object_get(fields, name));
     return s != NULL ? s : "";
+}
+
+/* The record in stream entry fields f (strings borrowed from f). */
+static struct audit_record record_of(const json_t *f)
+{
+    return (struct audit_record){
+        .resource = field(f, "resource"),
+        .lock_name = field(f, "lock"),
+        .presented_fence = strtoll(field(f, "presented"), NULL, 10),
+        .current_fence = strtoll(field(f, "current"), NULL, 10),
+        .owner = field(f, "owner"),
+        .client_addr = field(f, "client_addr"),
+        .method = field(f, "method"),
+        .reason = field(f, "reason"),
+        .at_ms = strtoll(field(f, "at_ms"), NULL, 10),
+    };
+}
+
+/*
+ * Stores entry e (or dead-letters it). Returns 1 if it was stored and must be
+ * acknowledged, 0 if it left the stream as a dead letter, -1 (err set) if the
+ * drain must stop here: Postgres or Redis does not answer.
+ */
+static int take_entry(const json_t *e, const char *id, struct fg_error *err)
+{
+    if (json_is_true(json_object_get(e, "bad")))
+        return dead_letter(id, "a field is not UTF-8 text", err);
+    struct audit_record rec = record_of(json_object_get(e, "fields"));
+    struct fg_error why = {0};
+    if (insert_record(id, &rec, &why) == 0)
+        return 1;
+    if (why.code == FG_ERR_BACKEND_UNAVAILABLE) {
+        *err = why;
+        return -1;
+    }
+    return dead_letter(id, why.msg, err);
 }
 
 int audit_stream_drain(int max, int *stored, struct fg_error *err)
@@ -77,36 +135,48 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
         return -1;
     const json_t *entries = json_object_get(out, "entries");
     const char *ids[DRAIN_BATCH];
-    size_t n = 0;
+    size_t n = 0, seen = 0;
     int rc = 0;
     for (size_t i = 0; i < json_array_size(entries) && n < DRAIN_BATCH; i++) {
         const json_t *e = json_array_get(entries, i);
-        const json_t *f = json_object_get(e, "fields");
         const char *id = json_string_value(json_object_get(e, "id"));
         if (id == NULL)
             continue;
-        struct audit_record rec = {
-            .resource = field(f, "resource"),
-            .lock_name = field(f, "lock"),
-            .presented_fence = strtoll(field(f, "presented"), NULL, 10),
-            .current_fence = strtoll(field(f, "current"), NULL, 10),
-            .owner = field(f, "owner"),
-            .client_addr = field(f, "client_addr"),
-            .method = field(f, "method"),
-            .reason = field(f, "reason"),
-            .at_ms = strtoll(field(f, "at_ms"), NULL, 10),
-        };
-        if (insert_record(id, &rec, err) != 0) {
+        seen++;
+        int taken = take_entry(e, id, err);
+        if (taken < 0) {
             rc = -1;
             break;
         }
-        ids[n++] = id;
+        if (taken == 1)
+            ids[n++] = id;
     }
     if (n > 0 && ack(ids, n, err) != 0)
         rc = -1;
-    *stored = (int)n;
+    *stored = (int)seen;
     json_decref(out);
     return rc;
+}
+
+int audit_stream_list_dead(int max, FILE *out, struct fg_error *err)
+{
+    char count[16];
+    snprintf(count, sizeof count, "%d", max);
+    const char *argv[] = {AUDIT_DEAD_LETTER_STREAM, count};
+    json_t *listed = NULL;
+    if (redis_script("rw_audit_read.lua", 1, argv, 2, &listed, err) != 0)
+        return -1;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(listed, "entries"), i, e)
+    {
+        char *line = json_dumps(e, JSON_COMPACT | JSON_ENSURE_ASCII);
+        FG_ASSERT(line != NULL);
+        fprintf(out, "%s\n", line);
+        free(line);
+    }
+    json_decref(listed);
+    return 0;
 }
 
 void audit_stream_tick(int64_t now_ms)

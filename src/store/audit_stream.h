@@ -11,9 +11,13 @@
 #define FG_AUDIT_STREAM_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "store/audit.h"
 #include "util/error.h"
+
+/* Entries Postgres refused, with the reason (field "error") and their id ("source_id"). */
+#define AUDIT_DEAD_LETTER_STREAM "fg:audit:dead"
 
 /* Stores rec, the content of stream entry entry_id, in Postgres (a second copy
  * of the same entry is ignored), then deletes the entry from the stream. */
@@ -21,8 +25,14 @@ int audit_stream_store(const char *entry_id, const struct audit_record *rec,
                        struct fg_error *err) FG_WUR;
 
 /* Copies up to max of the oldest stream entries into Postgres and deletes them
- * from the stream. *stored gets how many were copied. */
+ * from the stream; an entry Postgres refuses moves to the dead letters. *stored
+ * gets how many entries left the stream either way. Fails, keeping the rest,
+ * while Redis or Postgres does not answer. */
 int audit_stream_drain(int max, int *stored, struct fg_error *err) FG_WUR;
+
+/* Prints up to max dead letters, oldest first, one JSON object per line
+ * {"id", "fields"} to out (the operator command "fencegate audit-dead-letters"). */
+int audit_stream_list_dead(int max, FILE *out, struct fg_error *err) FG_WUR;
 
 /* Janitor: drains the stream every so often, backing off while it fails. */
 void audit_stream_tick(int64_t now_ms);

@@ -94,7 +94,7 @@ int fenced_owner_check(const char *owner, struct fg_error *err)
     if (owner == NULL)
         return 0;
     size_t len = strlen(owner);
-    if (len > FENCED_OWNER_MAX_LEN || !name_is_valid_key(owner, len))
+    if (!name_is_valid_owner(owner, len))
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "header 'Fence-Owner' must be 1 to %d bytes of printable UTF-8",
                        FENCED_OWNER_MAX_LEN);

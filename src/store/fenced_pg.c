@@ -290,6 +290,11 @@ static bool session_ended(const struct pg_conn *c)
            strcmp(state, "57P03") == 0;
 }
 
+static bool needs_existing_row(enum fenced_kind kind)
+{
+    return kind == FENCED_PATCH || kind == FENCED_DELETE;
+}
+
 /*
  * Runs op's statement on c and stores its one answer row (new reference) in
  * *answer. in_transaction: c is inside a batch, where nothing is retried.
@@ -329,9 +334,9 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
     }
     *answer = json_incref(json_array_get(rows, 0));
     json_decref(rows);
-    if (*answer == NULL)
+    if (*answer == NULL && !needs_existing_row(op->kind))
         return fg_fail(err, FG_ERR_INTERNAL, "fenced write answered no row");
-    return 0;
+    return 0; /* no row: the PATCH or DELETE found neither its row nor a fence */
 }
 
 static int64_t fence_of(const json_t *answer)
@@ -359,16 +364,14 @@ static char *resource_of(const json_t *answer)
     return resource;
 }
 
-static bool needs_existing_row(enum fenced_kind kind)
-{
-    return kind == FENCED_PATCH || kind == FENCED_DELETE;
-}
-
-/* Fills res from a write's answer; false if the row to change was missing. */
+/* Fills res from a write's answer (NULL: no answer row, the target and its
+ * fence are missing); false if the row to change was missing. */
 static bool take_answer(const json_t *answer, const struct fenced_op *op,
                         const struct fenced_writer *who, struct fenced_result *res)
 {
     fenced_result_free(res);
+    if (answer == NULL)
+        return false;
     res->resource = resource_of(answer);
     res->fence = fence_of(answer);
     res->outcome = res->fence == who->fence ? FENCED_APPLIED : FENCED_STALE;

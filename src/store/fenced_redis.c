@@ -34,9 +34,9 @@ static int64_t int_field(const json_t *obj, const char *field)
     return 0;
 }
 
-/* Runs write script `script` with w's common arguments plus extra (may be NULL). */
-static int run_write(const char *script, const struct redis_write *w, const char *extra,
-                     struct rw_result *res, struct fg_error *err)
+/* Runs write script `script` with w's common arguments plus nextra more. */
+static int run_write(const char *script, const struct redis_write *w, const char *const *extra,
+                     size_t nextra, struct rw_result *res, struct fg_error *err)
 {
     size_t keylen = strlen(w->key);
     char *fence_key = malloc(keylen + sizeof FENCED_REDIS_FENCE_PREFIX);
@@ -45,11 +45,14 @@ static int run_write(const char *script, const struct redis_write *w, const char
     memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, w->fence);
-    const char *argv[] = {w->key,          fence_key, FENCED_REDIS_AUDIT_STREAM,
-                          REVOCATIONS_SET, fence,     w->resource,
-                          w->lock_name,    w->owner,  w->client_addr,
-                          w->method,       extra};
-    size_t argc = extra != NULL ? 11 : 10;
+    const char *argv[12] = {w->key,          fence_key, FENCED_REDIS_AUDIT_STREAM,
+                            REVOCATIONS_SET, fence,     w->resource,
+                            w->lock_name,    w->owner,  w->client_addr,
+                            w->method};
+    FG_ASSERT(nextra <= 2);
+    for (size_t i = 0; i < nextra; i++)
+        argv[10 + i] = extra[i];
+    size_t argc = 10 + nextra;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = redis_script(script, 4, argv, argc, &out, err);
@@ -79,6 +82,11 @@ static int run_write(const char *script, const struct redis_write *w, const char
         res->current_fence = int_field(out, "current");
         res->at_ms = int_field(out, "at_ms");
         snprintf(res->audit_id, sizeof res->audit_id, "%s", string_field(out, "audit_id"));
+    } else if (strcmp(r, "missing") == 0) {
+        res->outcome = RW_MISSING;
+    } else if (strcmp(r, "toomany") == 0) {
+        res->outcome = RW_TOO_MANY;
+        res->hash_fields = int_field(out, "fields");
     } else if (strcmp(r, "wrongtype") == 0) {
         res->outcome = RW_WRONGTYPE;
         snprintf(res->type, sizeof res->type, "%s", string_field(out, "type"));
@@ -92,22 +100,25 @@ static int run_write(const char *script, const struct redis_write *w, const char
 int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_result *res,
                      struct fg_error *err)
 {
-    return run_write("rw_put.lua", w, value, res, err);
+    return run_write("rw_put.lua", w, &value, 1, res, err);
 }
 
-int fenced_redis_patch(const struct redis_write *w, const json_t *fields, struct rw_result *res,
-                       struct fg_error *err)
+int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
+                       struct rw_result *res, struct fg_error *err)
 {
     char *text = json_dumps(fields, JSON_COMPACT);
     FG_ASSERT(text != NULL);
-    int rc = run_write("rw_patch.lua", w, text, res, err);
+    char max[24];
+    snprintf(max, sizeof max, "%lld", max_fields);
+    const char *extra[] = {text, max};
+    int rc = run_write("rw_patch.lua", w, extra, 2, res, err);
     free(text);
     return rc;
 }
 
 int fenced_redis_delete(const struct redis_write *w, struct rw_result *res, struct fg_error *err)
 {
-    return run_write("rw_delete.lua", w, NULL, res, err);
+    return run_write("rw_delete.lua", w, NULL, 0, res, err);
 }
 
 void rw_result_clear(struct rw_result *res)

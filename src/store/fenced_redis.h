@@ -34,6 +34,8 @@ enum rw_outcome {
     RW_STALE,     /* refused: an older fence than the stored one */
     RW_REVOKED,   /* refused: the token's lease was revoked */
     RW_WRONGTYPE, /* refused: the key holds another type than the write needs */
+    RW_MISSING,   /* DELETE of a key that does not exist: nothing stored, no fence */
+    RW_TOO_MANY,  /* PATCH refused: the hash would hold more fields than allowed */
 };
 
 struct rw_result {
@@ -43,6 +45,7 @@ struct rw_result {
     char audit_id[64];     /* stale, revoked: the audit stream entry of the refusal */
     int64_t at_ms;         /* stale, revoked: Redis time of the refusal */
     char type[16];         /* wrongtype: what the key holds */
+    int64_t hash_fields;   /* too many: the fields the hash would have held */
     json_t *after;         /* applied (owned): the value, the fields or "deleted" */
 };
 
@@ -51,11 +54,13 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_r
                      struct fg_error *err) FG_WUR;
 
 /* PATCH: sets the hash fields of object fields (string values) and deletes
- * those whose value is null. fields is borrowed and must be validated. */
-int fenced_redis_patch(const struct redis_write *w, const json_t *fields, struct rw_result *res,
-                       struct fg_error *err) FG_WUR;
+ * those whose value is null, unless the hash would then hold more than
+ * max_fields fields. fields is borrowed and must be validated. res->after gets
+ * the fields written (not the whole hash). */
+int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
+                       struct rw_result *res, struct fg_error *err) FG_WUR;
 
-/* DELETE: removes the key; its fence stays. */
+/* DELETE: removes the key; its fence stays. A missing key stores nothing. */
 int fenced_redis_delete(const struct redis_write *w, struct rw_result *res,
                         struct fg_error *err) FG_WUR;
 

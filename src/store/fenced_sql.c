@@ -8,7 +8,10 @@
  * A write is one statement of five CTEs:
  *   v  whether the presented fence was revoked (fencegate.revocations); a
  *      revoked fence claims nothing, writes nothing and is audited by x
- *   f  upserts fencegate.resource_fences to greatest(stored, presented). The
+ *   f  upserts fencegate.resource_fences to greatest(stored, presented). For a
+ *      PATCH or DELETE it does so only if the row or a fence of the resource
+ *      exists: a write to a missing row (404) leaves no fence behind, and the
+ *      statement then answers no row at all. The
  *      upsert always updates, so it locks the fence row (serializing writers of
  *      one resource) and, under READ COMMITTED, evaluates greatest() on the
  *      newest committed version after waiting for a concurrent writer; RETURNING
@@ -17,7 +20,8 @@
  *   r  the audit row of a refused write, when f's fence > presented fence, so
  *      the record commits with the statement whatever the client does.
  *   x  the audit row of a write whose fence was revoked (reason "revoked").
- * Its one answer row: resource, fence (NULL when revoked), row, revoked.
+ * Its answer row: resource, fence (NULL when revoked), row, revoked; no row
+ * for a PATCH or DELETE that found neither its row nor a fence.
  */
 #include "store/fenced_sql.h"
 
@@ -168,6 +172,23 @@ static void put_delete(FILE *out, const struct table_schema *s)
     fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
 }
 
+/* WHERE clause of f for writes that need an existing row: the row is there,
+ * or the resource has a fence already (then a stale write is still refused
+ * and audited, and nothing new is stored). */
+static void put_target_exists(FILE *out, const struct table_schema *s)
+{
+    fputs(" AND (EXISTS (SELECT 1 FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS e WHERE e.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out,
+            " = $2::%s) OR EXISTS (SELECT 1 FROM fencegate.resource_fences AS x"
+            " WHERE x.resource = ",
+            s->key_type);
+    put_resource(out, 3, 2, s->key_type);
+    fputs("))", out);
+}
+
 char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, const bool *written,
                        int *nparams)
 {
@@ -182,6 +203,8 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     fputs(" AS resource), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
           " SELECT v.resource, $1::bigint FROM v WHERE NOT v.revoked",
           out);
+    if (kind == FENCED_PATCH || kind == FENCED_DELETE)
+        put_target_exists(out, s);
     fprintf(out, "%s), w AS (", fence_raise);
     int n = FENCED_PARAM_COUNT;
     switch (kind) {
@@ -204,7 +227,7 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
           " fencegate.resource_fences rf WHERE rf.resource = v.resource), 0), $5::text,"
           " $6::text, $7::text, 'revoked' FROM v WHERE v.revoked)"
           " SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
-          " v.revoked FROM v LEFT JOIN f ON true",
+          " v.revoked FROM v LEFT JOIN f ON true WHERE v.revoked OR f.resource IS NOT NULL",
           out);
     *nparams = n;
     return stream_close(out, &buf);

@@ -11,6 +11,8 @@
 #include <hiredis/hiredis.h>
 #include <openssl/sha.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -244,9 +246,39 @@ static long script_index(const char *name)
     return -1;
 }
 
+/* True if the error reply says that Redis refuses writes for lack of memory
+ * (maxmemory with noeviction). */
+static bool is_oom(const redisReply *reply)
+{
+    return strncmp(reply->str, "OOM ", 4) == 0 || strstr(reply->str, " OOM ") != NULL;
+}
+
+#define OOM_LOG_EVERY_MS 60000
+
+/* Counts a refusal for memory and logs it once a minute at most, so that a
+ * full Redis does not flood the log with one line per request. */
+static void note_oom(void)
+{
+    static atomic_llong next_log_ms;
+    metrics_redis_oom();
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long due = atomic_load(&next_log_ms);
+    if (now < due || !atomic_compare_exchange_strong(&next_log_ms, &due, now + OOM_LOG_EVERY_MS))
+        return;
+    log_message(LOG_ERROR, "redis_out_of_memory",
+                "redis refuses writes: used memory is over maxmemory; writes answer 503 until "
+                "memory is freed or maxmemory raised");
+}
+
 static int decode_result(const redisReply *reply, const char *name, json_t **out,
                          struct fg_error *err)
 {
+    if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {
+        note_oom();
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis is out of memory");
+    }
     if (reply->type == REDIS_REPLY_ERROR)
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: %s", name, reply->str);
     if (reply->type != REDIS_REPLY_STRING)

@@ -101,9 +101,14 @@ bool name_is_valid_key(const char *key, size_t len)
         if (s[i] < 0x20 || s[i] == 0x7F)
             return false;
         size_t step = utf8_sequence_len(s + i, len - i);
-        if (step == 0)
+        if (step == 0 || (step == 2 && s[i] == 0xC2 && s[i + 1] < 0xA0)) /* C1: U+0080..U+009F */
             return false;
         i += step;
     }
     return true;
+}
+
+bool name_is_valid_owner(const char *owner, size_t len)
+{
+    return len <= OWNER_NAME_MAX_LEN && name_is_valid_key(owner, len);
 }

@@ -11,8 +11,9 @@
 
 #include "util/error.h"
 
-#define NAME_MAX_LEN    200  /* longest lock or semaphore name, in bytes */
-#define SEGMENT_MAX_LEN 1024 /* longest decoded path segment (keys, tables) */
+#define NAME_MAX_LEN       200  /* longest lock or semaphore name, in bytes */
+#define SEGMENT_MAX_LEN    1024 /* longest decoded path segment (keys, tables) */
+#define OWNER_NAME_MAX_LEN 200  /* longest owner or Fence-Owner, in bytes */
 
 /*
  * Percent-decodes one path segment of raw_len bytes into out (capacity out_cap,
@@ -28,7 +29,13 @@ int name_decode(const char *raw, size_t raw_len, char *out, size_t out_cap, size
 bool name_is_valid_lock(const char *name, size_t len);
 
 /* True iff key (len bytes) is a usable row or Redis key: 1..SEGMENT_MAX_LEN bytes,
- * valid UTF-8, and no control characters. */
+ * valid UTF-8, and no control characters (C0, DEL, C1). */
 bool name_is_valid_key(const char *key, size_t len);
+
+/* True iff owner (len bytes) may name a holder or writer (acquire's "owner",
+ * the Fence-Owner header): 1..OWNER_NAME_MAX_LEN bytes of valid UTF-8 without
+ * control characters (C0, DEL or C1), so that no log, audit record or terminal
+ * that shows it can be fooled or broken by it. */
+bool name_is_valid_owner(const char *owner, size_t len);
 
 #endif

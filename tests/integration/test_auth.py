@@ -47,9 +47,12 @@ ROUTES = [
     ("POST", "/v1/pg/batch", {"ops": [{"op": "delete", "table": "invoices", "key": "auth-1"}]},
      "pg:invoices:write"),
     ("GET", "/v1/audit/rejections", None, "audit:read"),
+    ("GET", "/v1/audit/summary", None, "audit:read"),
+    ("GET", "/v1/locks", None, None),
+    ("GET", "/v1/semaphores", None, None),
 ]
 
-OPEN_ROUTES = ["/healthz", "/readyz"]
+OPEN_ROUTES = ["/healthz", "/readyz", "/v1/whoami", "/ui/", "/ui/console.js"]
 
 
 def key_entry(key_id: str, text: str, scopes: list[str]) -> dict:

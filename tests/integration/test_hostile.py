@@ -18,7 +18,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, psql, wait_for  # noqa: E402
+import subprocess  # noqa: E402
+
+from harness import Gateway, Redis, env, psql, run_fencegate, services, wait_for  # noqa: E402
 from pg_helpers import config as pg_config, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
@@ -151,6 +153,342 @@ class StrictRequestsTest(unittest.TestCase):
         self.assertNotIn("pkey", r.body["detail"])  # no constraint name
         self.assertIn(r.headers["x-request-id"], r.body["detail"])
         self.assertIn(r.headers["x-request-id"], wait_for(lambda: "pkey" in self.gw.log_text() and self.gw.log_text()))
+
+
+def metric(gw: Gateway, name: str) -> float:
+    """The value of an unlabelled metric on gw's /metrics."""
+    for line in gw.http("GET", "/metrics").body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no metric {name}")
+
+
+def rejections(resource: str) -> int:
+    return int(psql("SELECT count(*) FROM fencegate.rejections WHERE resource = :'r'", {"r": resource})[0])
+
+
+class OwnerAndAuditTest(unittest.TestCase):
+    """Issue 11 items 1 and 8: owners are text without control characters on every path; one bad audit
+    entry never stops the drain (dead letters), and every refused write keeps exactly one record."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=CONFIG)
+        cls.c = cls.gw.client()
+        cls.redis = Redis()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+        cls.redis.close()
+
+    def tokens(self):
+        """Two tokens of fresh locks, the second with the higher fence."""
+        return [self.c.post(f"/v1/locks/{unique()}/acquire").body["token"] for _ in range(2)]
+
+    def stale_redis_write(self, key, old, new, owner=None):
+        """Writes key with token new, then with the older token old; returns the second answer."""
+        r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "new"}, headers={"Fence-Token": new})
+        self.assertEqual(r.status, 200, r)
+        headers = {"Fence-Token": old}
+        if owner is not None:
+            headers["Fence-Owner"] = owner
+        return self.c.request("PUT", f"/v1/redis/{key}", {"value": "old"}, headers=headers)
+
+    def test_fence_owner_is_checked_on_every_write_path(self):
+        """A Redis write with Fence-Owner 'bad\\xff\\xfe' was refused as stale and its audit entry wedged the drain:
+        now every path answers 400 first. Broken variant caught: the Redis path checking only the length."""
+        tok = self.tokens()[0]
+        # header values as the bytes on the wire (latin-1): not UTF-8, a BEL, a C1 control (U+0085), too long
+        for owner in ("bad\xff\xfe", "bell\x07", "c1\xc2\x85", "x" * 201):
+            for method, path, body in (("PUT", "/v1/redis/app:owner", {"value": "v"}),
+                                       ("PATCH", "/v1/pg/invoices/1", {"set": {"note": "n"}})):
+                r = self.c.request(method, path, body, headers={"Fence-Token": tok, "Fence-Owner": owner})
+                self.assertEqual(r.status, 400, (owner, r))
+                self.assertIn("Fence-Owner", r.body["detail"])
+        self.assertEqual(self.redis.cmd("EXISTS", "app:owner"), 0)
+
+    def test_owner_of_acquire_refuses_control_characters(self):
+        for owner in ("line\nbreak", "esc\x1b[31m", "del\x7f", "c1\u0085"):
+            r = self.c.post(f"/v1/locks/{unique()}/acquire", {"owner": owner})
+            self.assertEqual(r.status, 400, (owner, r))
+            self.assertIn("'owner'", r.body["detail"])
+        self.assertEqual(self.c.post(f"/v1/locks/{unique()}/acquire", {"owner": "caf\u00e9 7"}).status, 200)
+
+    def test_one_bad_entry_never_stops_the_drain(self):
+        """An entry Postgres cannot store sits at the head of the stream, good ones behind it: the good ones
+        reach Postgres, the bad one moves to fg:audit:dead (metric, operator command). Broken variant caught:
+        the drain stopping at the first failed insert (the good records stayed in the stream)."""
+        dead_before = metric(self.gw, "fencegate_audit_dead_letters_total")
+        resource = f"redis:app:{unique()}"
+        bad_id = self.redis.cmd("XADD", "fg:audit", "*", "resource", resource, "lock", "l", "presented", "1",
+                                "current", "2", "owner", b"bad\xff\xfe", "client_addr", "127.0.0.1",
+                                "method", "PUT", "reason", "stale_fence", "at_ms", "0")
+        good = []
+        for _ in range(3):
+            good.append(self.redis.cmd("XADD", "fg:audit", "*", "resource", resource, "lock", "l",
+                                       "presented", "1", "current", "2", "owner", "fine", "client_addr",
+                                       "127.0.0.1", "method", "PUT", "reason", "stale_fence", "at_ms", "0"))
+        wait_for(lambda: rejections(resource) == 3, timeout=20, what="the good entries stored")
+        self.assertEqual(self.redis.cmd("XLEN", "fg:audit"), 0)
+        dead = self.redis.cmd("XRANGE", "fg:audit:dead", "-", "+")
+        ours = [e for e in dead if resource in e[1]]
+        self.assertEqual(len(ours), 1, dead)
+        fields = dict(zip(ours[0][1][::2], ours[0][1][1::2]))
+        self.assertEqual(fields["source_id"], bad_id)
+        self.assertEqual(fields["owner"], "bad\\xff\\xfe")
+        self.assertTrue(fields["error"])
+        self.assertEqual(metric(self.gw, "fencegate_audit_dead_letters_total"), dead_before + 1)
+        listed = subprocess.run([env("FG_BIN"), "audit-dead-letters"], capture_output=True, text=True, timeout=30,
+                                env=dict(os.environ, FENCEGATE_REDIS_URL=env("FG_TEST_REDIS_URL")))
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        lines = [json.loads(line) for line in listed.stdout.splitlines()]
+        self.assertIn(bad_id, [e["fields"]["source_id"] for e in lines])
+
+    def test_every_refused_write_keeps_one_record_across_a_postgres_outage(self):
+        """Stale Redis writes while Postgres is down: their records wait in the stream and each reaches
+        Postgres exactly once when it is back, also behind a bad entry."""
+        key = f"app:{unique()}"
+        pairs = [self.tokens() for _ in range(3)]  # fences come from Postgres reservations: take them first
+        dead_before = len(self.redis.cmd("XRANGE", "fg:audit:dead", "-", "+"))
+        services("stop-pg")
+        try:
+            self.redis.cmd("XADD", "fg:audit", "*", "resource", f"redis:{key}", "owner", b"\xff",
+                           "presented", "1", "current", "2", "reason", "stale_fence")
+            for old, new in pairs:
+                r = self.stale_redis_write(key, old, new, owner="w")
+                self.assertEqual(r.status, 409, r)
+        finally:
+            services("start-pg")
+        wait_for(lambda: rejections(f"redis:{key}") >= 3, timeout=30, what="records after the outage")
+        self.assertEqual(len(self.redis.cmd("XRANGE", "fg:audit:dead", "-", "+")), dead_before + 1)
+        time.sleep(1.0)
+        self.assertEqual(rejections(f"redis:{key}"), 3)
+        self.assertEqual(self.redis.cmd("XLEN", "fg:audit"), 0)
+
+
+class BoundedGrowthTest(unittest.TestCase):
+    """Issue 11 items 2 and 4: nothing a client does cheaply leaves state behind for good."""
+
+    @classmethod
+    def setUpClass(cls):
+        limits = {"max_hash_fields": 5, "max_value_bytes": 100}
+        cls.gw = Gateway(config=dict(CONFIG, limits=limits))
+        cls.c = cls.gw.client()
+        cls.redis = Redis()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+        cls.redis.close()
+
+    def token(self):
+        return self.c.post(f"/v1/locks/{unique()}/acquire").body["token"]
+
+    def test_missing_row_or_key_leaves_no_fence(self):
+        """PATCH/DELETE of a missing row committed a fencegate.resource_fences row (6,500 rows in 3 s with
+        900-byte keys); DELETE of a missing Redis key left a permanent fg:rf:* key. Now 404 and nothing."""
+        tok = self.token()
+        key = "k" * 900 + unique()
+        for method, body in (("PATCH", {"set": {"note": "x"}}), ("DELETE", None)):
+            r = self.c.request(method, f"/v1/pg/invoices/{key}", body, headers={"Fence-Token": tok})
+            self.assertEqual(r.status, 404, r)
+        count = psql("SELECT count(*) FROM fencegate.resource_fences WHERE resource = :'r'",
+                     {"r": f"pg:invoices/{key}"})
+        self.assertEqual(count, ["0"])
+        rkey = f"app:{unique()}"
+        r = self.c.request("DELETE", f"/v1/redis/{rkey}", headers={"Fence-Token": tok})
+        self.assertEqual(r.status, 404, r)
+        self.assertEqual(self.redis.cmd("EXISTS", f"fg:rf:{rkey}"), 0)
+        # an existing row or key still takes the fence, and a stale holder stays refused after the delete
+        self.assertEqual(self.c.request("PUT", f"/v1/redis/{rkey}", {"value": "v"},
+                                        headers={"Fence-Token": tok}).status, 200)
+        newer = self.token()
+        self.assertEqual(self.c.request("DELETE", f"/v1/redis/{rkey}", headers={"Fence-Token": newer}).status, 200)
+        r = self.c.request("DELETE", f"/v1/redis/{rkey}", headers={"Fence-Token": tok})
+        self.assertEqual(r.status, 409, r)
+
+    def test_request_id_memory_ends_with_the_lease(self):
+        """ttl_ms 100 with max_hold_ms of 7 days kept the request_id for 7 days; now about ttl + wait + 60 s."""
+        name, rid = unique("rid"), unique("r")
+        r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 100, "max_hold_ms": 604800000, "request_id": rid})
+        self.assertEqual(r.status, 200, r)
+        keys = [k for k in self.redis.cmd("KEYS", f"*{rid}*")]
+        self.assertEqual(len(keys), 1, keys)
+        pttl = self.redis.cmd("PTTL", keys[0])
+        self.assertTrue(0 < pttl <= 61000, pttl)
+
+    def test_redis_out_of_memory_answers_503_logged_once(self):
+        """With noeviction and a full Redis every lease call was a 500 quoting Redis's OOM message."""
+        self.redis.cmd("CONFIG", "SET", "maxmemory", "1")
+        try:
+            answers = [self.c.post(f"/v1/locks/{unique()}/acquire") for _ in range(5)]
+        finally:
+            self.redis.cmd("CONFIG", "SET", "maxmemory", "0")
+        for r in answers:
+            self.assertEqual(r.status, 503, r)
+            self.assertNotIn("OOM", json.dumps(r.body))
+            self.assertIn("retry-after", r.headers)
+        self.assertEqual(self.gw.log_text().count("redis_out_of_memory"), 1)
+        self.assertEqual(self.c.post(f"/v1/locks/{unique()}/acquire").status, 200)
+
+    def test_hash_limits_and_patch_answers_only_what_it_wrote(self):
+        """540k fields built in 9 PATCHes, then a 20-byte PATCH answered 8 MB: now max_hash_fields and
+        max_value_bytes hold, and a PATCH answers the fields it wrote."""
+        tok, key = self.token(), f"app:{unique()}"
+        patch = lambda fields: self.c.request("PATCH", f"/v1/redis/{key}", {"fields": fields},
+                                              headers={"Fence-Token": tok})
+        r = patch({f"f{i}": "v" for i in range(4)})
+        self.assertEqual(r.status, 200, r)
+        r = patch({"f0": None, "g": "x"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["fields"], {"f0": None, "g": "x"})
+        r = patch({"h": "1", "i": "2"})  # 4 + 2 = 6 > 5
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("max_hash_fields", r.body["detail"])
+        self.assertEqual(self.redis.cmd("HLEN", key), 4)
+        self.assertEqual(patch({f"x{i}": "v" for i in range(6)}).status, 400)
+        r = patch({"big": "v" * 101})
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("max_value_bytes", r.body["detail"])
+        r = self.c.request("PUT", f"/v1/redis/app:{unique()}", {"value": "v" * 101}, headers={"Fence-Token": tok})
+        self.assertEqual(r.status, 400, r)
+
+
+class AuditRetentionTest(unittest.TestCase):
+    """Issue 11 item 3: audit records past limits.audit_retention_days are pruned in the background, in
+    batches, and the start-up max(fence) has its index."""
+
+    @classmethod
+    def setUpClass(cls):
+        r = run_fencegate(["migrate"])
+        assert r.returncode == 0, r
+
+    def test_old_records_are_pruned_recent_ones_kept(self):
+        resource = f"pg:retention/{unique()}"
+        psql("INSERT INTO fencegate.rejections (at, resource, presented_fence, current_fence, method, reason)"
+             " SELECT now() - make_interval(days => d), :'r', 1, 2, 'PUT', 'stale_fence'"
+             " FROM (SELECT 40 AS d FROM generate_series(1, 1200) UNION ALL SELECT 10) AS old",
+             {"r": resource})
+        self.assertEqual(rejections(resource), 1201)
+        with Gateway(config=dict(CONFIG, limits={"audit_retention_days": 30})) as gw:
+            wait_for(lambda: rejections(resource) == 1, timeout=20, what="old records pruned")
+            self.assertIn('"audit_pruned"', gw.log_text())
+        recent = psql("SELECT count(*) FROM fencegate.rejections WHERE resource = :'r'"
+                      " AND at > now() - interval '11 days'", {"r": resource})
+        self.assertEqual(recent, ["1"])
+
+    def test_max_fence_has_an_index(self):
+        plan = "\n".join(psql("EXPLAIN SELECT max(fence) FROM fencegate.resource_fences"))
+        self.assertIn("resource_fences_fence", plan)
+
+
+class ConnectionsTest(unittest.TestCase):
+    """Issue 11 item 5 (and 9): connections are bounded in all, per client address and in time; the
+    library's own error lines are JSON; names with many '/' route."""
+
+    @classmethod
+    def setUpClass(cls):
+        limits = {"max_connections_per_ip": 20, "header_timeout_ms": 1500}
+        cls.gw = Gateway(config=dict(CONFIG, limits=limits))
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def connect(self, source="127.0.0.1"):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.bind((source, 0))
+        s.connect(("127.0.0.1", self.gw.port))
+        return s
+
+    def healthz(self, source):
+        """Status of GET /healthz on a fresh connection from source, or None if the gateway closed it."""
+        try:
+            with self.connect(source) as s:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                data = s.recv(4096)
+        except OSError:
+            return None
+        return statuses(data)[0] if data else None
+
+    def test_slow_headers_are_cut_off(self):
+        """A client sending one header line every so often kept its connection for ever (the idle timeout
+        restarts with every byte); now the headers must be complete within header_timeout_ms. Broken
+        variant caught: the janitor not reaping (connection still open after 6 s)."""
+        before = metric(self.gw, "fencegate_slow_headers_closed_total")
+        s = self.connect()
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        started, closed = time.monotonic(), False
+        try:
+            while time.monotonic() - started < 8:
+                s.sendall(b"X-Slow: 1\r\n")
+                s.settimeout(0.5)
+                try:
+                    if s.recv(4096) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            closed = True
+        finally:
+            s.close()
+        elapsed = time.monotonic() - started
+        self.assertTrue(closed, "the slow connection stayed open")
+        self.assertLess(elapsed, 6.0)
+        self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 1)
+        self.assertEqual(self.healthz("127.0.0.1"), 200)
+
+    def test_one_address_cannot_take_every_connection(self):
+        """21,000 half-sent requests from one client made the gateway refuse everyone. Now one address
+        gets max_connections_per_ip; another address is still served."""
+        held = []
+        try:
+            for _ in range(20):
+                s = self.connect("127.0.0.2")
+                s.sendall(b"GET /healthz HTTP/1.1\r\n")  # half-sent
+                held.append(s)
+            time.sleep(0.3)
+            self.assertIsNone(self.healthz("127.0.0.2"))
+            self.assertEqual(self.healthz("127.0.0.3"), 200)
+            self.assertEqual(self.c.get("/healthz").status, 200)
+        finally:
+            for s in held:
+                s.close()
+        wait_for(lambda: self.healthz("127.0.0.2") == 200, timeout=10, what="the address served again")
+
+    def test_limits_and_library_lines_in_the_log(self):
+        """max_connections comes from RLIMIT_NOFILE (was 60,000, above the descriptor limit); every line
+        the gateway writes, libmicrohttpd's own included, is a JSON object."""
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        held = [self.connect("127.0.0.5") for _ in range(20)]  # the library refuses the 21st, and logs it
+        self.assertIsNone(self.healthz("127.0.0.5"))
+        for s in held:
+            s.close()
+        text = wait_for(lambda: '"http_library"' in self.gw.log_text() and self.gw.log_text(), timeout=5,
+                        what="the library's line in the log")
+        limits = [json.loads(line) for line in text.splitlines() if '"connection_limits"' in line]
+        self.assertEqual(len(limits), 1, text)
+        self.assertLess(limits[0]["max_connections"], max(hard, soft))
+        self.assertEqual(limits[0]["max_connections_per_ip"], 20)
+        for line in text.splitlines():
+            if line.strip() and not line.startswith("==== "):  # the harness's own start markers
+                json.loads(line)
+
+    def test_names_with_many_slashes(self):
+        """Names with more than 63 '/' answered 404 although valid."""
+        name = "x/" * 99 + "x"
+        r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 1000})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.c.get(f"/v1/locks/{name}").body["lock"], name)
+        self.assertEqual(self.c.post(f"/v1/locks/{'/' * 200}/acquire", {"ttl_ms": 1000}).status, 200)
 
 
 if __name__ == "__main__":

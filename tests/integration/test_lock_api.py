@@ -276,7 +276,7 @@ class LockApiTest(unittest.TestCase):
             self.assertNotIn(b"500", text.split(b"\r\n")[0])
 
     def test_unknown_route_and_wrong_method(self):
-        for method, path in (("GET", "/v1/lockz/x"), ("POST", "/v1/locks"), ("GET", "/v1/locks/"),
+        for method, path in (("GET", "/v1/lockz/x"), ("GET", "/v1/locks/"),
                              ("GET", "/v1"), ("POST", "/nope")):
             r = self.client.request(method, path, {} if method == "POST" else None)
             self.assertIn(r.status, (400, 404), (method, path, r))
@@ -285,7 +285,7 @@ class LockApiTest(unittest.TestCase):
         assert_problem(self, self.client.request("GET", "/v1/lockz/x"), 404, "not_found")
         for method, path in (("DELETE", "/v1/locks/x/acquire"), ("PUT", "/v1/locks/x"),
                              ("POST", "/v1/locks/x"), ("PATCH", "/v1/locks/x/release"),
-                             ("OPTIONS", "/v1/locks/x")):
+                             ("OPTIONS", "/v1/locks/x"), ("POST", "/v1/locks")):
             r = self.client.request(method, path)
             self.assertEqual(r.status, 405, (method, path, r))
             # /v1/locks/x/acquire is also the status route of a lock named "x/acquire".

@@ -113,7 +113,7 @@ class ServedTest(unittest.TestCase):
 
     def test_every_documented_operation_is_routed(self):
         probe = f"openapi-probe-{uuid.uuid4().hex[:8]}"
-        samples = {"name": probe, "table": "no_such_table", "key": "1"}
+        samples = {"name": probe, "table": "no_such_table", "key": "1", "file": "console.js"}
         for method, path in sorted(documented(load_doc())):
             url = re.sub(r"\{(\w+)\}", lambda m: samples[m.group(1)], path)
             r = self.gw.http(method.upper(), url, None if method in ("get", "delete") else {})

@@ -11,6 +11,7 @@ import http.client
 import http.server
 import json
 import os
+import ssl
 import sys
 import threading
 import uuid
@@ -58,11 +59,12 @@ class FaultProxy:
     """An HTTP/1.1 proxy to a real gateway that injects the faults its rule asks for.
 
     requests: (method, path, body) of every request received, in order. connections: how many TCP
-    connections clients opened. retry_after: the Retry-After (seconds) of injected 503s.
+    connections clients opened. retry_after: the Retry-After (seconds) of injected 503s. tls: a server
+    context, to serve HTTPS (the proxy then terminates TLS in front of the plain-HTTP gateway).
     """
 
     def __init__(self, upstream_port: int, rule: Optional[Rule] = None, retry_after: int = 1,
-                 port: int = 0) -> None:
+                 port: int = 0, tls: Optional[ssl.SSLContext] = None) -> None:
         self.upstream_port = upstream_port
         self.rule: Rule = rule or (lambda method, path, body, seen: "forward")
         self.retry_after = retry_after
@@ -117,13 +119,16 @@ class FaultProxy:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def _forward(self, method: str, path: str, headers: Dict[str, str], raw: bytes) -> Tuple[int, Dict[str, str], bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)

@@ -78,6 +78,42 @@ static void audit_view(void **state)
     json_decref(items);
 }
 
+/* What the gateway stored (an owner, say) never reaches the terminal raw: a broken variant that
+ * printed cells as they came was caught by the ESC and bidi cases. */
+static void escapes_what_came_from_the_gateway(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain caf\xc3\xa9", "plain caf\xc3\xa9"},
+        {"red\x1b[31m", "red\\x1b[31m"},
+        {"bell\a del\x7f", "bell\\x07 del\\x7f"},
+        {"c1\xc2\x9b"
+         "2J",
+         "c1\\x9b2J"},
+        {"rlo\xe2\x80\xaetxt.exe", "rlo\\u{202e}txt.exe"},
+        {"iso\xe2\x81\xa6"
+         "x",
+         "iso\\u{2066}x"},
+        {"back\\slash", "back\\\\slash"},
+        {"nl\ncr\r", "nl\\x0acr\\x0d"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = ctl_escape(cases[i].in);
+        assert_string_equal(got, cases[i].out);
+        free(got);
+    }
+    assert_null(ctl_escape(NULL));
+    json_t *items = json_pack("[{s:i, s:s, s:s}]", "id", 1, "resource", "pg:x\x1b]0;pwned\x07",
+                              "owner", "o\xe2\x80\xaeo");
+    char *text = ctl_audit_table(items);
+    assert_null(strchr(text, '\x1b'));
+    assert_null(strstr(text, "\xe2\x80\xae"));
+    free(text);
+    json_decref(items);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -86,6 +122,7 @@ int main(void)
         cmocka_unit_test(cuts_long_cells_on_characters),
         cmocka_unit_test(times),
         cmocka_unit_test(audit_view),
+        cmocka_unit_test(escapes_what_came_from_the_gateway),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

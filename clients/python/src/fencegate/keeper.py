@@ -160,7 +160,7 @@ class Keeper:
         if answer.get("fence", fence) != fence:
             self._lost("taken over")
             return False
-        if "reason" not in answer and elapsed_s < WATCH_WAIT_MS / 2000.0:
+        if "waiting" in answer or elapsed_s < WATCH_WAIT_MS / 2000.0:
             self._unwatched("status answered instead of a watch")
             return False
         return True

@@ -21,7 +21,7 @@ import uuid
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
 
-from .errors import LeaseLost, ProblemError, lease_lost
+from .errors import FencegateError, LeaseLost, ProblemError, lease_lost
 from .keeper import Keeper
 from .transport import NO_RETRY, Connection, Effect, quote
 from .writes import Holder, PgTable, RedisKeys, Row
@@ -48,29 +48,27 @@ class _LostState:
         self._guard = threading.Lock()
 
     def mark(self, reason: str, lease: Any) -> None:
-        """Records the loss once and calls the callback (errors in it are logged, not raised). Writes are
-        refused from the moment the reason is recorded; the event is set once the callback has run, so
-        that whoever waits on it sees the callback's effects."""
+        """Records the loss once and calls the callback (errors in it are logged, not raised)."""
         with self._guard:
-            if self.reason is not None:
+            if self.event.is_set():
                 return
             self.reason = reason
+            self.event.set()
         log.warning("lease on %s lost (%s)", self.name, reason)
+        if self.keeper is not None:
+            self.keeper.stop()
         if self.on_lost is not None:
             try:
                 self.on_lost(lease)
             except Exception:  # noqa: BLE001 - a callback's failure must not kill the keeper
                 log.exception("on_lost callback of %s failed", self.name)
-        self.event.set()
-        if self.keeper is not None:
-            self.keeper.stop()
 
     def check(self, lease: Any) -> None:
         """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past its validity)."""
         if self.kept and self.keeper is not None and self.keeper.expired():
             self.mark("unrenewed", lease)
-        if self.reason is not None:
-            raise lease_lost(self.name, self.reason)
+        if self.event.is_set():
+            raise lease_lost(self.name, self.reason or "lost")
 
 
 class _LeaseHolder(Holder):
@@ -85,7 +83,7 @@ class _LeaseHolder(Holder):
 
     def refused(self, error: ProblemError) -> None:
         if isinstance(error, LeaseLost):
-            self._lease._state.mark("lease_lost", self._lease)
+            self._lease._state.mark(error.reason or "lease_lost", self._lease)
 
 
 class _Fenced:
@@ -129,6 +127,33 @@ class _Fenced:
     def redis(self) -> RedisKeys:
         """Keys under the configured Redis prefixes, written with this lease's token."""
         return RedisKeys(self._client.transport, self._holder)
+
+
+def _fresh_start(sent_at: float, ttl_ms: int, renew: Callable[[], Any]) -> float:
+    """When the lease's validity starts, by this host's monotonic clock.
+
+    The gateway granted the lease at some moment between sending the acquire (sent_at) and its answer;
+    counting from sent_at is safe, but after a long wait in the queue it would make a fresh lease look
+    nearly expired. An acquire whose answer took over a third of the TTL is therefore renewed once at
+    once, and validity counts from that renewal.
+    """
+    if time.monotonic() - sent_at <= ttl_ms / 3000.0:
+        return sent_at
+    renewed_at = time.monotonic()
+    renew()
+    return renewed_at
+
+
+def _release(state: _LostState, lease: Any, call: Callable[[], Any]) -> None:
+    """Sends a release. A lease the client already counts as lost is released all the same (it may still
+    be held, e.g. when only renewals failed to get through), and then failures are no news."""
+    try:
+        call()
+    except LeaseLost:
+        state.mark("lease_lost", lease)
+    except FencegateError:
+        if not state.event.is_set():
+            raise
 
 
 def _request_id() -> str:
@@ -218,6 +243,7 @@ class Lease(_Fenced):
                                              effect=Effect.IDEMPOTENT, wait_s=(self._wait_ms or 0) / 1000.0).body
         self.token, self.fence = answer["token"], answer["fence"]
         self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
+        sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
         if self._renew:
             watches = [(self._path, self.fence)] if self._watch else []
             keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
@@ -262,13 +288,10 @@ class Lease(_Fenced):
         self._state.kept = False
         if self.token is None:
             return None
-        if not self.lost.is_set() and not self._released:
-            try:
-                self._client.transport.call("POST", self._path + "/release", {"token": self.token},
-                                            effect=Effect.IDEMPOTENT)
-            except LeaseLost:
-                self._state.mark("lease_lost", self)
+        if not self._released:
             self._released = True
+            _release(self._state, self, lambda: self._client.transport.call(
+                "POST", self._path + "/release", {"token": self.token}, effect=Effect.IDEMPOTENT))
         return lease_lost(self.name, self.lost_reason or "lost") if self.lost.is_set() else None
 
     def __enter__(self) -> "Lease":
@@ -326,6 +349,7 @@ class LockSet:
         self._renew = renew
         self._watch = watch
         self._state = _LostState(",".join(self.names), on_lost)
+        self._released = False
         self.members: Dict[str, LockSetMember] = {}
 
     @property
@@ -366,6 +390,7 @@ class LockSet:
         for item in answer["locks"]:
             self.members[item["lock"]] = LockSetMember(self._client, self._state, item["lock"], item["token"],
                                                        item["fence"], self.owner)
+        sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
         if self._renew:
             watches = [(f"/v1/locks/{quote(m.name)}", m.fence) for m in self.members.values()] if self._watch else []
             keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
@@ -403,12 +428,10 @@ class LockSet:
         self._state.kept = False
         if not self.members:
             return None
-        if not self.lost.is_set():
-            try:
-                self._client.transport.call("POST", "/v1/locksets/release", {"tokens": self.tokens},
-                                            effect=Effect.IDEMPOTENT)
-            except LeaseLost:
-                self._state.mark("lease_lost", self)
+        if not self._released:
+            self._released = True
+            _release(self._state, self, lambda: self._client.transport.call(
+                "POST", "/v1/locksets/release", {"tokens": self.tokens}, effect=Effect.IDEMPOTENT))
         return lease_lost(self._state.name, self.lost_reason or "lost") if self.lost.is_set() else None
 
     def __enter__(self) -> "LockSet":

@@ -84,7 +84,14 @@ class Answer:
 
 
 class _NotSent(Exception):
-    """The connection could not be opened: the request never left this process."""
+    """The connection could not be opened: the request never left this process.
+
+    again: whether trying later may help (False for a certificate the client refuses).
+    """
+
+    def __init__(self, message: str, again: bool = True) -> None:
+        super().__init__(message)
+        self.again = again
 
 
 class _Aborted(Exception):
@@ -112,6 +119,9 @@ class Connection:
             conn = http.client.HTTPConnection(t.host, t.port, timeout=timeout)
         try:
             conn.connect()
+        except ssl.SSLError as e:
+            conn.close()
+            raise _NotSent(f"TLS with {t.base_url} failed: {e}", again=False) from e
         except OSError as e:
             conn.close()
             raise _NotSent(f"cannot connect to {t.base_url}: {e}") from e
@@ -151,9 +161,9 @@ class Connection:
         conn = self._usable()
         if conn is None:
             conn = self._http = self._open(timeout)
-        if self._aborted:  # abort() ran while the socket was being opened and did not see it
-            self.close()
-            raise _Aborted("connection aborted")
+            if self._aborted:  # abort() ran while this connected, and found no socket to shut down
+                self.close()
+                raise _Aborted("connection aborted")
         assert conn.sock is not None
         conn.sock.settimeout(timeout)
         try:
@@ -278,7 +288,7 @@ class Transport:
                 raise GatewayUnreachable(f"{method} {target}: {e}", sent=False) from None
             except _NotSent as e:
                 error: Exception = GatewayUnreachable(str(e), sent=False)
-                again, retry_after = True, None
+                again, retry_after = e.again, None
             except (OSError, http.client.HTTPException) as e:
                 error = GatewayUnreachable(f"{method} {target}: no answer from {self.base_url}: {e!r}")
                 again, retry_after = effect is not Effect.ONCE, None

@@ -1,0 +1,71 @@
+-- uses: lib_lease.lua
+-- lease_list.lua: one page of the live locks or semaphores whose names start
+-- with a prefix, in name order, read from the listing index (lib_lease.lua).
+-- Never walks the whole index: it looks at most at `budget` names, and drops
+-- from the index those it finds idle on the way (so a listing also prunes).
+-- Read-only otherwise: expired holders are not counted but left for the next
+-- transition. Never returns a token or lease id.
+-- KEYS[1] index ("fg:idx:lk" or "fg:idx:sm")
+-- ARGV: kind ("l" lock, "s" semaphore), prefix, after (last name of the previous
+--       page, "" for the first), limit (0: only prune), budget (names looked at),
+--       holders shown per semaphore
+-- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:
+--   lock:      {name, held, fence, owner, pttl, waiting}
+--   semaphore: {name, limit, holders, waiting, leases = [{fence, owner, pttl}]}
+local kind, prefix, after = ARGV[1], ARGV[2], ARGV[3]
+local limit, budget, shown = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local index = KEYS[1]
+local now = now_ms()
+
+-- Status of lock name, or nil when it is idle.
+local function lock_item(name)
+  local base = 'fg:lk:{' .. name .. '}:'
+  local h = redis.call('HMGET', base .. 'h', 'lease', 'fence', 'owner')
+  local waiting = redis.call('ZCARD', base .. 'q')
+  if not h[1] and waiting == 0 then return nil end
+  local item = {name = name, held = h[1] ~= false, waiting = waiting}
+  if h[1] then
+    item.fence = tonumber(h[2])
+    item.owner = h[3]
+    item.pttl = redis.call('PTTL', base .. 'h')
+  end
+  return item
+end
+
+-- Status of semaphore name with its first `shown` live holders, or nil when idle.
+local function sem_item(name)
+  local base = 'fg:sm:{' .. name .. '}:'
+  local live = redis.call('ZRANGEBYSCORE', base .. 'h', '(' .. now, '+inf', 'WITHSCORES',
+                          'LIMIT', 0, shown)
+  local holders = redis.call('ZCOUNT', base .. 'h', '(' .. now, '+inf')
+  local waiting = redis.call('ZCARD', base .. 'q')
+  if holders == 0 and waiting == 0 then return nil end
+  local leases = {}
+  for i = 1, #live, 2 do
+    local raw = redis.call('HGET', base .. 'd', live[i])
+    local rec = raw and cjson.decode(raw) or {}
+    leases[#leases + 1] = {fence = rec.fence, owner = rec.owner, pttl = tonumber(live[i + 1]) - now}
+  end
+  return {name = name, limit = tonumber(redis.call('GET', base .. 'l')), holders = holders,
+          waiting = waiting, leases = leases}
+end
+
+local item_of = kind == 's' and sem_item or lock_item
+local low = '[' .. prefix
+if after ~= '' and after >= prefix then low = '(' .. after end
+local high = prefix == '' and '+' or '[' .. prefix .. '\255'
+local names = redis.call('ZRANGEBYLEX', index, low, high, 'LIMIT', 0, budget)
+
+local items, last = {}, nil
+for _, name in ipairs(names) do
+  if #items >= limit and limit > 0 then break end
+  local item = item_of(name)
+  if item then
+    if limit > 0 then items[#items + 1] = item end
+  else
+    redis.call('ZREM', index, name)
+  end
+  last = name
+end
+local more = #names == budget or (limit > 0 and #items >= limit and last ~= names[#names])
+return cjson.encode({items = items, next = more and last or nil})

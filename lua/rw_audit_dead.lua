@@ -1,0 +1,20 @@
+-- uses: lib_text.lua
+-- rw_audit_dead.lua: moves an audit stream entry that cannot be stored in
+-- Postgres to the dead-letter stream, so that the drain goes on past it. The
+-- dead letters keep the entry's fields (bytes that are not UTF-8 text written
+-- as \xNN), its id and why it was refused, for an operator (fencegate
+-- audit-dead-letters); the stream is capped near 100,000 entries.
+-- KEYS[1] "fg:audit", KEYS[2] "fg:audit:dead"
+-- ARGV[1] entry id, ARGV[2] why it could not be stored
+-- Returns JSON {moved = 0 | 1}.
+local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if #e == 0 then return cjson.encode({moved = 0}) end
+local fields = e[1][2]
+for i = 1, #fields do fields[i] = text_escaped(fields[i]) end
+fields[#fields + 1] = 'source_id'
+fields[#fields + 1] = ARGV[1]
+fields[#fields + 1] = 'error'
+fields[#fields + 1] = ARGV[2]
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', '100000', '*', unpack(fields))
+redis.call('XDEL', KEYS[1], ARGV[1])
+return cjson.encode({moved = 1})

@@ -1,0 +1,47 @@
+/*
+ * lease_list.h - pages of the live locks and semaphores, in name order, read
+ * from the listing index that the lease scripts keep (lua/lib_lease.lua) by
+ * one call of lua/lease_list.lua. A page never looks at more than a bounded
+ * number of names, whatever the size of the keyspace.
+ */
+#ifndef FG_LEASE_LIST_H
+#define FG_LEASE_LIST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "lease/list_query.h"
+#include "util/error.h"
+
+enum lease_list_kind {
+    LEASE_LIST_LOCKS,
+    LEASE_LIST_SEMAPHORES,
+};
+
+/* Holders shown per semaphore in a listing (the count covers them all). */
+#define LEASE_LIST_SEM_HOLDERS 16
+
+struct lease_page {
+    json_t *items;               /* new array of API objects (owned by the caller) */
+    bool more;                   /* another page may follow */
+    char next[NAME_MAX_LEN + 1]; /* the cursor to continue after, when more */
+};
+
+/*
+ * One page of kind matching q: items as API.md "Listing leases" shows them
+ * (locks: lock, held, fence, owner, expires_in_ms, waiting; semaphores:
+ * semaphore, limit, holders, waiting and leases, the first holders' fence,
+ * owner and expires_in_ms). Never a token. Fills *page.
+ */
+int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lease_page *page,
+               struct fg_error *err) FG_WUR;
+
+/*
+ * Drops idle names from the index of kind, looking at a bounded number of names
+ * after `after` ("" from the start); page->more and page->next tell where to go
+ * on (page->items stays NULL). For the janitor.
+ */
+int lease_list_prune(enum lease_list_kind kind, const char *after, struct lease_page *page,
+                     struct fg_error *err) FG_WUR;
+
+#endif

@@ -1,0 +1,241 @@
+// console.test.js - the operator console in a real browser: Debian's chromium driven by playwright-core
+// (no browser download). Run by tests/integration/test_console_browser.py, which starts the gateways and
+// passes their addresses:
+//   FG_UI_URL            a gateway with auth off
+//   FG_NODE_MODULES      where scripts/deps.sh installed playwright-core
+//   FG_CHROMIUM          the browser (default /usr/bin/chromium)
+//   FG_SCREENSHOTS       folder for the screenshots of each view
+// Each test sets up its own state through the API (fetch) under names of its own, then looks at the page.
+'use strict';
+
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { test, before, after } = require('node:test');
+const { chromium } = require(path.join(process.env.FG_NODE_MODULES, 'playwright-core'));
+
+const BASE = process.env.FG_UI_URL;
+const SHOTS = process.env.FG_SCREENSHOTS;
+const run = Math.random().toString(16).slice(2, 10);
+let browser;
+
+before(async () => {
+  browser = await chromium.launch({ executablePath: process.env.FG_CHROMIUM || '/usr/bin/chromium' });
+});
+
+after(async () => {
+  await browser.close();
+});
+
+// One API call against base; returns {status, body}.
+async function call(base, method, route, body, headers = {}) {
+  const r = await fetch(base + route, {
+    method,
+    headers: { ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: r.status, body: await r.json().catch(() => null) };
+}
+
+// A new page on base/ui/ that records console errors, uncaught exceptions and failed requests.
+async function openConsole(base = BASE) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') page.problems.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => page.problems.push(`exception: ${e.message}`));
+  page.on('requestfailed', (r) => page.problems.push(`request failed: ${r.url()}`));
+  await page.goto(`${base}/ui/`);
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+// Acquires lock name; returns the grant.
+async function acquire(base, name, fields = {}, headers = {}) {
+  const r = await call(base, 'POST', `/v1/locks/${name}/acquire`, { ttl_ms: 60000, ...fields }, headers);
+  assert.equal(r.status, 200, JSON.stringify(r));
+  return r.body;
+}
+
+test('the page loads with no console errors and shows every view', async () => {
+  const page = await openConsole();
+  await page.locator('#console').waitFor({ state: 'visible' });
+  await page.locator('#leases-updated').filter({ hasText: 'updated' }).waitFor();
+  await page.locator('#timeline line').waitFor({ state: 'attached' });
+  await page.waitForTimeout(2500); // one more refresh of every view
+  assert.deepEqual(page.problems, []);
+  assert.equal(await page.locator('#key-form').isHidden(), true, 'auth is off: no key prompt');
+  assert.match(await page.locator('#who').textContent(), /authentication is off/);
+  await page.context().close();
+});
+
+test('a stale write made by the test appears in the audit table and the timeline', async () => {
+  const lock = `ui-stale-${run}`;
+  const key = `ui-${run}`;
+  const a = await acquire(BASE, lock, { ttl_ms: 200 });
+  await new Promise((r) => setTimeout(r, 300)); // A's lease runs out while it "pauses"
+  const b = await acquire(BASE, lock);
+  const put = await call(BASE, 'PUT', `/v1/pg/invoices/${key}`, { row: { note: 'B' } },
+    { 'Fence-Token': b.token });
+  assert.equal(put.status, 200, JSON.stringify(put));
+  const stale = await call(BASE, 'PATCH', `/v1/pg/invoices/${key}`, { set: { note: 'A' } },
+    { 'Fence-Token': a.token, 'Fence-Owner': 'worker-A' });
+  assert.equal(stale.status, 409);
+  assert.equal(stale.body.type, '/problems/stale_fence');
+
+  const page = await openConsole();
+  const resource = `pg:invoices/${key}`;
+  // The audit table was emptied before this run, so the timeline holds exactly this one rejection, in
+  // one of the last two minutes (the page may load just after the minute turned), and the resource heads
+  // the most refused; selecting it filters the audit trail.
+  await page.locator('#timeline rect.bar').first().waitFor();
+  const bars = await page.locator('#timeline rect.bar').evaluateAll(
+    (rects) => rects.map((r) => ({ x: Number(r.getAttribute('x')), n: Number(r.dataset.count) })));
+  assert.equal(bars.length, 1, JSON.stringify(bars));
+  assert.equal(bars[0].n, 1);
+  assert.ok(bars[0].x >= 36 + 58 * 10, `the bar is at the right end of the timeline (${bars[0].x})`);
+  const top = await page.locator('#top-resources li').first().textContent();
+  assert.match(top, new RegExp(`^${resource} 1$`));
+  await page.locator('#top-resources button', { hasText: resource }).click();
+  const row = page.locator('#audit-table tbody tr', { hasText: resource });
+  await row.waitFor();
+  const cells = await row.locator('td').allTextContents();
+  assert.equal(cells[2], resource);
+  assert.equal(cells[3], lock);
+  assert.deepEqual(cells.slice(4, 10), [String(a.fence), String(b.fence), 'worker-A', '127.0.0.1', 'PATCH',
+    'stale_fence']);
+  assert.equal(await page.locator('#audit-table tbody tr').count(), 1, 'the filter keeps this resource only');
+  await shot(page, 'console-rejections');
+  // The owner filter narrows by writer; a writer that never wrote matches nothing.
+  await page.fill('#audit-filter input[name=owner]', 'nobody-like-this');
+  await page.click('#audit-filter button[type=submit]');
+  await page.locator('#audit-empty').waitFor({ state: 'visible' });
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
+test('a lock held by the test shows its owner, fence and one waiter, refreshed in place', async () => {
+  const name = `ui-held-${run}:invoice/42`;
+  const held = await acquire(BASE, name, { owner: 'billing-7' });
+  const waiter = new AbortController();
+  const waiting = fetch(`${BASE}/v1/locks/${name}/acquire`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ wait_ms: 60000, owner: 'billing-8' }), signal: waiter.signal,
+  }).catch(() => null);
+
+  const page = await openConsole();
+  await page.fill('#lease-prefix', `ui-held-${run}`);
+  const row = page.locator('#locks tbody tr', { hasText: name });
+  await row.locator('td:nth-child(6)', { hasText: '1' }).waitFor();
+  const cells = await row.locator('td').allTextContents();
+  assert.equal(cells[0], name);
+  assert.deepEqual(cells.slice(1, 4), ['yes', 'billing-7', String(held.fence)]);
+  assert.match(cells[4], /^\d+(\.\d)? s$/);
+  // Refreshes update the same row element: no flicker from rebuilt tables.
+  await row.evaluate((tr) => { tr.dataset.marker = 'same'; });
+  const before = await row.locator('td:nth-child(5)').textContent();
+  await page.waitForFunction((old) => document.querySelector('#locks tbody tr td:nth-child(5)').textContent !== old,
+    before, { timeout: 10000 });
+  assert.equal(await row.getAttribute('data-marker'), 'same');
+  await shot(page, 'console-leases');
+  waiter.abort();
+  await waiting;
+  await call(BASE, 'POST', `/v1/locks/${name}/release`, { token: held.token });
+  await row.waitFor({ state: 'detached' });
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
+test('a semaphore shows its limit, holders with fences and owners', async () => {
+  const name = `ui-sem-${run}`;
+  const grants = [];
+  for (const owner of ['exporter-1', 'exporter-2']) {
+    const r = await call(BASE, 'POST', `/v1/semaphores/${name}/acquire`, { limit: 3, owner, ttl_ms: 60000 });
+    assert.equal(r.status, 200);
+    grants.push(r.body);
+  }
+  const page = await openConsole();
+  await page.fill('#lease-prefix', name);
+  const row = page.locator('#semaphores tbody tr', { hasText: name });
+  await row.locator('li').nth(1).waitFor();
+  const cells = await row.locator('td').allTextContents();
+  assert.deepEqual(cells.slice(0, 4), [name, '3', '2', '0']);
+  const lines = await row.locator('li span').allTextContents();
+  assert.deepEqual(lines.map((l) => l.split(',').slice(0, 2).join(',')).sort(),
+    [`${grants[0].fence}, exporter-1`, `${grants[1].fence}, exporter-2`].sort());
+  for (const g of grants) await call(BASE, 'POST', `/v1/semaphores/${name}/release`, { token: g.token });
+  await row.waitFor({ state: 'detached' });
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
+// --- with auth on ---------------------------------------------------------------------------------------
+
+const AUTH = process.env.FG_AUTH_UI_URL;
+const ADMIN_KEY = process.env.FG_ADMIN_KEY;
+const VIEWER_KEY = process.env.FG_VIEWER_KEY;
+
+// Enters key in the page's prompt; waits until the console shows.
+async function signIn(page, key) {
+  await page.locator('#key-form').waitFor({ state: 'visible' });
+  await page.fill('#key-input', key);
+  await page.click('#key-form button[type=submit]');
+  await page.locator('#console').waitFor({ state: 'visible' });
+}
+
+test('with auth on, the page asks for a key, keeps it in session storage and sends it as a bearer', async () => {
+  const page = await openConsole(AUTH);
+  const sent = [];
+  page.on('request', (r) => {
+    if (r.url().includes('/v1/')) sent.push({ url: r.url(), headers: r.headers() });
+  });
+  await page.locator('#key-form').waitFor({ state: 'visible' });
+  assert.equal(await page.locator('#console').isHidden(), true, 'nothing is shown before a key');
+  await shot(page, 'console-key');
+  await page.fill('#key-input', 'not-a-key-of-this-gateway');
+  await page.click('#key-form button[type=submit]');
+  await page.locator('#key-message', { hasText: 'not known' }).waitFor();
+  await signIn(page, ADMIN_KEY);
+  assert.match(await page.locator('#who').textContent(), /key: ops/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('fencegate.key')), ADMIN_KEY);
+  assert.equal(await page.evaluate(() => document.cookie), '');
+  await page.locator('#leases-updated').filter({ hasText: 'updated' }).waitFor();
+  await page.locator('#timeline line').waitFor({ state: 'attached' });
+  const listing = sent.find((r) => r.url.includes('/v1/locks?'));
+  assert.equal(listing.headers.authorization, `Bearer ${ADMIN_KEY}`);
+  assert.equal(listing.headers.cookie, undefined);
+  assert.equal((await page.context().cookies()).length, 0);
+  assert.deepEqual(page.problems, []);
+  // A reload in the same tab keeps the key; "Forget key" drops it.
+  await page.reload();
+  await page.locator('#console').waitFor({ state: 'visible' });
+  await page.click('#forget-key');
+  await page.locator('#key-form').waitFor({ state: 'visible' });
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('fencegate.key')), null);
+  await page.context().close();
+});
+
+test('a key without audit:read sees a clear message, not a blank page', async () => {
+  const held = await acquire(AUTH, `ui-viewer-${run}`, { owner: 'viewer-sees-me' },
+    { Authorization: `Bearer ${ADMIN_KEY}` });
+  const page = await openConsole(AUTH);
+  await signIn(page, VIEWER_KEY);
+  const message = page.locator('#audit-message');
+  await message.waitFor({ state: 'visible' });
+  assert.match(await message.textContent(), /does not have the audit:read scope/);
+  assert.match(await page.locator('#rejections-message').textContent(), /audit:read/);
+  assert.equal(await page.locator('#audit-table').isHidden(), true);
+  assert.equal(await page.locator('#timeline').isHidden(), true);
+  // What the key may see is still shown, without revoke buttons (not an admin key).
+  await page.fill('#lease-prefix', `ui-viewer-${run}`);
+  const row = page.locator('#locks tbody tr', { hasText: 'viewer-sees-me' });
+  await row.waitFor();
+  assert.equal(await row.locator('button').count(), 0);
+  await shot(page, 'console-no-audit');
+  assert.deepEqual(page.problems, [], 'the page asks only what the key may see: no 403 in the console');
+  await call(AUTH, 'POST', `/v1/locks/ui-viewer-${run}/release`, { token: held.token },
+    { Authorization: `Bearer ${ADMIN_KEY}` });
+  await page.context().close();
+});

@@ -1,0 +1,92 @@
+"""The audit views of the operator console: GET /v1/audit/rejections narrowed by owner and until_ms, and
+GET /v1/audit/summary (rejections per minute and the most refused resources of a time range).
+
+Owns: those filters and the summary's counts. Must not: depend on other tests' audit rows (records made
+here sit in a minute range of their own, in 2001, or under keys of their own).
+"""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, psql  # noqa: E402
+from pg_helpers import assert_problem, config, insert_invoice, tokens, unique, write  # noqa: E402
+
+BASE_MS = 978307200000  # 2001-01-01T00:00:00Z, a range no other test writes in
+
+
+def add_rejection(at_ms: int, resource: str, owner: str = "w") -> None:
+    psql("INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence, owner,"
+         " client_addr, method, reason) VALUES (to_timestamp(:'at'::bigint / 1000.0), :'r', 'l', 1, 2, :'o',"
+         " '127.0.0.1', 'PATCH', 'stale_fence')", {"at": at_ms, "r": resource, "o": owner})
+
+
+class AuditViewsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=config())
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def test_owner_and_until_narrow_the_records(self):
+        lock, key = unique("own"), unique("inv")
+        insert_invoice(key)
+        toks = tokens(self.c, lock, 4)
+        self.assertEqual(write(self.c, "PATCH", "invoices", key, {"set": {"note": "n"}}, toks[-1][0]).status, 200)
+        for i, (token, _) in enumerate(toks[:3]):
+            r = write(self.c, "PATCH", "invoices", key, {"set": {"note": "old"}}, token, owner=f"worker-{i % 2}")
+            assert_problem(self, r, 409, "stale_fence")
+        r = self.c.get(f"/v1/audit/rejections?lock={lock}&owner=worker-0")
+        self.assertEqual([i["presented_fence"] for i in r.body["items"]], [toks[0][1], toks[2][1]], r)
+        items = self.c.get(f"/v1/audit/rejections?lock={lock}").body["items"]
+        middle = items[1]["at_ms"]
+        r = self.c.get(f"/v1/audit/rejections?lock={lock}&until_ms={items[0]['at_ms'] + 1}")
+        self.assertTrue(all(i["at_ms"] <= items[0]["at_ms"] for i in r.body["items"]), r)
+        self.assertIn(items[0]["id"], [i["id"] for i in r.body["items"]])
+        r = self.c.get(f"/v1/audit/rejections?lock={lock}&since_ms={middle}&until_ms={int(time.time() * 1000) + 60000}")
+        self.assertEqual([i["id"] for i in r.body["items"]], [i["id"] for i in items if i["at_ms"] >= middle])
+        for bad in ("until_ms=0", "until_ms=x", "since_ms=10&until_ms=10", "until_ms=-5"):
+            assert_problem(self, self.c.get(f"/v1/audit/rejections?{bad}"), 400, "invalid_field")
+
+    def test_summary_counts_per_minute_and_ranks_resources(self):
+        psql("DELETE FROM fencegate.rejections WHERE at < to_timestamp(:'t'::bigint / 1000.0)",
+             {"t": BASE_MS + 86400000})
+        for at, resource in [(0, "pg:a/1"), (1000, "pg:a/1"), (59999, "pg:b/2"),  # minute 0: 3
+                             (120000, "pg:a/1"), (150000, "redis:c"),              # minute 2: 2
+                             (180000 + 5, "pg:a/1")]:                             # minute 3: 1
+            add_rejection(BASE_MS + at, resource)
+        r = self.c.get(f"/v1/audit/summary?since_ms={BASE_MS}&until_ms={BASE_MS + 180000}")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["per_minute"], [{"minute_ms": BASE_MS, "rejections": 3},
+                                                {"minute_ms": BASE_MS + 120000, "rejections": 2}])
+        self.assertEqual(r.body["top_resources"], [{"resource": "pg:a/1", "rejections": 3},
+                                                   {"resource": "pg:b/2", "rejections": 1},
+                                                   {"resource": "redis:c", "rejections": 1}])
+        self.assertEqual((r.body["since_ms"], r.body["until_ms"]), (BASE_MS, BASE_MS + 180000))
+
+    def test_summary_of_the_last_hour_by_default_and_its_bounds(self):
+        lock, key = unique("sum"), unique("inv")
+        insert_invoice(key)
+        toks = tokens(self.c, lock, 2)
+        self.assertEqual(write(self.c, "PATCH", "invoices", key, {"set": {"note": "n"}}, toks[1][0]).status, 200)
+        assert_problem(self, write(self.c, "PATCH", "invoices", key, {"set": {"note": "o"}}, toks[0][0]), 409,
+                       "stale_fence")
+        r = self.c.get("/v1/audit/summary")
+        self.assertEqual(r.status, 200, r)
+        self.assertAlmostEqual(r.body["until_ms"] - r.body["since_ms"], 3600000)
+        self.assertGreaterEqual(sum(m["rejections"] for m in r.body["per_minute"]), 1)
+        now_minute = int(time.time() // 60 * 60000)
+        self.assertTrue(any(abs(m["minute_ms"] - now_minute) <= 60000 for m in r.body["per_minute"]), r)
+        for bad in ("since_ms=10&until_ms=5", f"since_ms=0&until_ms={86400001}", "until_ms=abc", "since_ms=-1"):
+            assert_problem(self, self.c.get(f"/v1/audit/summary?{bad}"), 400, "invalid_field")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,246 @@
+"""GET /v1/locks and GET /v1/semaphores: paged listings of live leases by name prefix.
+
+Owns: what a listing shows (holder owner, fence, time left, waiters; semaphore holders and limit; never a
+token), keyset paging by name with a cursor, that idle locks leave the listing and its index, that one call
+looks at a bounded number of index entries whatever the index holds, and the 400s of bad arguments.
+Must not: depend on other tests' locks (every test works under a prefix of its own).
+"""
+
+import hashlib
+import os
+import sys
+import threading
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, Redis, wait_for  # noqa: E402
+from lock_helpers import acquire, assert_problem, release, wait_for_waiting  # noqa: E402
+
+LOCK_INDEX = "fg:idx:lk"
+
+
+def fresh_prefix(tag: str) -> str:
+    return f"list-{tag}-{uuid.uuid4().hex[:8]}:"
+
+
+def list_all(c, route: str, prefix: str, limit: int) -> tuple[list, int]:
+    """Every item under prefix, page by page; returns (items, pages)."""
+    items, cursor, pages = [], None, 0
+    while True:
+        q = f"{route}?prefix={prefix}&limit={limit}" + (f"&cursor={cursor}" if cursor else "")
+        r = c.get(q)
+        assert r.status == 200, r
+        assert len(r.body["items"]) <= limit, r
+        items += r.body["items"]
+        pages += 1
+        cursor = r.body["next_cursor"]
+        if cursor is None:
+            return items, pages
+        assert pages < 100, "the cursor never ended"
+
+
+class LockListTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop()
+
+    def test_held_lock_shows_owner_fence_time_left_and_waiters_but_no_token(self):
+        prefix = fresh_prefix("held")
+        name = prefix + "invoice:42"
+        with self.gw.client() as c:
+            held = acquire(c, name, ttl_ms=30000, owner="billing-7")
+            self.assertEqual(held.status, 200, held)
+            done = []
+
+            def wait():
+                with self.gw.client(timeout=30) as w:
+                    done.append(acquire(w, name, wait_ms=20000, owner="billing-8"))
+
+            waiter = threading.Thread(target=wait, daemon=True)
+            waiter.start()
+            wait_for_waiting(c, name, 1)
+            r = c.get(f"/v1/locks?prefix={prefix}")
+            self.assertEqual(r.status, 200, r)
+            self.assertNotIn(held.body["token"].encode(), r.raw, "a listing must never show a token")
+            self.assertIsNone(r.body["next_cursor"])
+            [item] = r.body["items"]
+            self.assertEqual(item["lock"], name)
+            self.assertEqual((item["held"], item["owner"], item["fence"], item["waiting"]),
+                             (True, "billing-7", held.body["fence"], 1))
+            self.assertTrue(0 < item["expires_in_ms"] <= 30000, item)
+            self.assertEqual(release(c, name, held.body["token"]).status, 200)
+            waiter.join(20)
+            self.assertEqual(done[0].status, 200, done)
+            [item] = c.get(f"/v1/locks?prefix={prefix}").body["items"]
+            self.assertEqual((item["owner"], item["waiting"]), ("billing-8", 0))
+            self.assertEqual(release(c, name, done[0].body["token"]).status, 200)
+            self.assertEqual(c.get(f"/v1/locks?prefix={prefix}").body["items"], [])
+
+    def test_pages_cover_every_live_lock_once_in_name_order(self):
+        prefix = fresh_prefix("pages")
+        names = [f"{prefix}{i:02d}" for i in range(11)]
+        tokens = {}
+        with self.gw.client() as c:
+            for n in names:
+                r = acquire(c, n, ttl_ms=30000)
+                self.assertEqual(r.status, 200, r)
+                tokens[n] = r.body["token"]
+            # A lock of another prefix and a released one never show up.
+            other = acquire(c, fresh_prefix("other") + "x", ttl_ms=30000)
+            self.assertEqual(release(c, names[5], tokens.pop(names[5])).status, 200)
+            items, pages = list_all(c, "/v1/locks", prefix, 3)
+            self.assertEqual([i["lock"] for i in items], sorted(tokens))
+            self.assertGreaterEqual(pages, 4)
+            self.assertTrue(all(i["held"] for i in items))
+            everything = c.get("/v1/locks?limit=1000").body["items"]
+            self.assertIn(other.body["lock"], [i["lock"] for i in everything])
+            for n, t in tokens.items():
+                self.assertEqual(release(c, n, t).status, 200)
+
+    def test_released_and_expired_locks_leave_the_index(self):
+        prefix = fresh_prefix("idle")
+        redis = Redis()
+        with self.gw.client() as c:
+            r = acquire(c, prefix + "released")
+            self.assertIsNotNone(redis.cmd("ZSCORE", LOCK_INDEX, prefix + "released"))
+            self.assertEqual(release(c, prefix + "released", r.body["token"]).status, 200)
+            self.assertIsNone(redis.cmd("ZSCORE", LOCK_INDEX, prefix + "released"),
+                              "a release that leaves the lock idle drops it from the index")
+            self.assertEqual(acquire(c, prefix + "expired", ttl_ms=100).status, 200)
+            wait_for(lambda: c.get(f"/v1/locks/{prefix}expired").body["held"] is False, timeout=10)
+            self.assertEqual(c.get(f"/v1/locks?prefix={prefix}").body["items"], [])
+            self.assertIsNone(redis.cmd("ZSCORE", LOCK_INDEX, prefix + "expired"),
+                              "a listing that passes over an idle name drops it")
+
+    def test_one_call_looks_at_a_bounded_part_of_the_index(self):
+        """20,000 idle names in the index: a call must look at a bounded number of them (it prunes what it
+        looks at, so the index shrinks by at most 2 * limit + 100, plus what a janitor pass may drop
+        meanwhile) and hand back a cursor; following the
+        cursor reaches the live lock behind them. Caught: a script without the LIMIT on ZRANGEBYLEX pruned
+        all 20,000 in one call."""
+        prefix = fresh_prefix("bound")
+        redis = Redis()
+        dead = [f"{prefix}a{i:05d}" for i in range(20000)]
+        for i in range(0, len(dead), 1000):
+            args = []
+            for n in dead[i:i + 1000]:
+                args += [0, n]
+            redis.cmd("ZADD", LOCK_INDEX, *args)
+        with self.gw.client() as c:
+            live = prefix + "z-live"
+            held = acquire(c, live, ttl_ms=30000)
+            before = redis.cmd("ZCARD", LOCK_INDEX)
+            r = c.get(f"/v1/locks?prefix={prefix}&limit=10")
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.body["items"], [])
+            self.assertIsNotNone(r.body["next_cursor"])
+            # The call looks at 2 * limit + 100 names at most; a janitor pass (500 names) may run meanwhile.
+            self.assertLessEqual(before - redis.cmd("ZCARD", LOCK_INDEX), 2 * 10 + 100 + 500)
+            items, pages = list_all(c, "/v1/locks", prefix, 1000)
+            self.assertEqual([i["lock"] for i in items], [live])
+            self.assertGreater(pages, 1)
+            self.assertEqual(release(c, live, held.body["token"]).status, 200)
+
+    def test_bad_arguments_answer_400_invalid_field(self):
+        with self.gw.client() as c:
+            for query in ("limit=0", "limit=1001", "limit=abc", "limit=-1", "prefix=a%20b", "prefix=" + "a" * 201,
+                          "cursor=bad%20cursor", "prefix=%zz"):
+                for route in ("/v1/locks", "/v1/semaphores"):
+                    body = assert_problem(self, c.get(f"{route}?{query}"), 400, "invalid_field")
+                    self.assertTrue(any(w in body["detail"] for w in ("limit", "prefix", "cursor")), body)
+
+
+def key_entry(key_id: str, scopes: list[str]) -> dict:
+    return {"id": key_id, "sha256": hashlib.sha256(f"text-{key_id}".encode()).hexdigest(), "scopes": scopes}
+
+
+def bearer(key_id: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer text-{key_id}"}
+
+
+class ScopedListTest(unittest.TestCase):
+    def test_a_key_sees_only_the_names_its_scopes_match(self):
+        """Caught: a handler that did not filter (key-a saw the b: lock and the semaphore)."""
+        p = fresh_prefix("scoped")
+        auth = {"mode": "required", "keys": [
+            key_entry("root", ["admin"]),
+            key_entry("a", [f"lock:{p}a:*"]),
+            key_entry("sems", [f"semaphore:{p}*"]),
+            key_entry("none", ["audit:read"])]}
+        with Gateway(config={"auth": auth}) as gw, gw.client() as c:
+            root = bearer("root")
+            tokens = {}
+            for name in (f"{p}a:1", f"{p}a:2", f"{p}b:1"):
+                r = c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000}, headers=root)
+                self.assertEqual(r.status, 200, r)
+                tokens[name] = r.body["token"]
+            sem = c.post(f"/v1/semaphores/{p}s/acquire", {"limit": 1, "ttl_ms": 30000}, headers=root)
+            self.assertEqual(sem.status, 200, sem)
+
+            def names(route, key, limit=100):
+                items, cursor = [], None
+                while True:
+                    q = f"{route}?prefix={p}&limit={limit}" + (f"&cursor={cursor}" if cursor else "")
+                    r = c.get(q, headers=bearer(key))
+                    self.assertEqual(r.status, 200, r)
+                    items += [i.get("lock") or i.get("semaphore") for i in r.body["items"]]
+                    cursor = r.body["next_cursor"]
+                    if cursor is None:
+                        return items
+
+            self.assertEqual(names("/v1/locks", "root"), [f"{p}a:1", f"{p}a:2", f"{p}b:1"])
+            self.assertEqual(names("/v1/locks", "a"), [f"{p}a:1", f"{p}a:2"])
+            self.assertEqual(names("/v1/locks", "a", limit=1), [f"{p}a:1", f"{p}a:2"])
+            self.assertEqual(names("/v1/locks", "sems"), [])
+            self.assertEqual(names("/v1/semaphores", "sems"), [f"{p}s"])
+            self.assertEqual(names("/v1/semaphores", "a"), [])
+            self.assertEqual(names("/v1/locks", "none"), [])
+            self.assertEqual(c.get("/v1/locks").status, 401)
+            for name, token in tokens.items():
+                c.post(f"/v1/locks/{name}/release", {"token": token}, headers=root)
+            c.post(f"/v1/semaphores/{p}s/release", {"token": sem.body["token"]}, headers=root)
+
+
+class SemaphoreListTest(unittest.TestCase):
+    def test_semaphore_shows_limit_holders_waiters_and_their_fences(self):
+        prefix = fresh_prefix("sem")
+        name = prefix + "exporters"
+        with Gateway() as gw, gw.client() as c:
+            held = [c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2, "owner": f"exp-{i}", "ttl_ms": 30000})
+                    for i in range(2)]
+            self.assertEqual([h.status for h in held], [200, 200], held)
+            done = []
+
+            def wait():
+                with gw.client(timeout=30) as w:
+                    done.append(w.post(f"/v1/semaphores/{name}/acquire", {"limit": 2, "wait_ms": 20000}))
+
+            t = threading.Thread(target=wait, daemon=True)
+            t.start()
+            wait_for(lambda: c.get(f"/v1/semaphores/{name}").body["waiting"] == 1, timeout=15)
+            r = c.get(f"/v1/semaphores?prefix={prefix}")
+            self.assertEqual(r.status, 200, r)
+            for h in held:
+                self.assertNotIn(h.body["token"].encode(), r.raw)
+            [item] = r.body["items"]
+            self.assertEqual((item["semaphore"], item["limit"], item["holders"], item["waiting"]), (name, 2, 2, 1))
+            self.assertEqual(sorted((x["fence"], x["owner"]) for x in item["leases"]),
+                             sorted((h.body["fence"], f"exp-{i}") for i, h in enumerate(held)))
+            self.assertTrue(all(0 < x["expires_in_ms"] <= 30000 for x in item["leases"]), item)
+            for h in held:
+                c.post(f"/v1/semaphores/{name}/release", {"token": h.body["token"]})
+            t.join(20)
+            c.post(f"/v1/semaphores/{name}/release", {"token": done[0].body["token"]})
+            self.assertEqual(c.get(f"/v1/semaphores?prefix={prefix}").body,
+                             {"items": [], "next_cursor": None})
+            self.assertIsNone(Redis().cmd("ZSCORE", "fg:idx:sm", name))
+
+
+if __name__ == "__main__":
+    unittest.main()
