@@ -6,7 +6,8 @@
 --   stream "fg:audit", KEYS[4] the revoked fences "fg:revoked" (lib_lease.lua)
 --   ARGV[1] presented fence, ARGV[2] resource ("redis:"..key), ARGV[3] lock or
 --   semaphore name of the token, ARGV[4] owner ("" if none), ARGV[5] client
---   address, ARGV[6] HTTP method; the script's own arguments follow.
+--   address, ARGV[6] HTTP method, ARGV[7] id of the writer's API key ("" when
+--   auth is off); the script's own arguments follow.
 -- A write is applied iff its fence >= the highest fence stored for the key; the
 -- stored fence then becomes the presented one. A stale write changes nothing
 -- but appends one audit entry to the stream, which the gateways drain into
@@ -23,7 +24,7 @@ local function refuse(outcome, reason, cur)
   local id = redis.call('XADD', KEYS[3], '*', 'resource', ARGV[2], 'lock', ARGV[3],
                         'presented', ARGV[1], 'current', tostring(cur), 'owner', ARGV[4],
                         'client_addr', ARGV[5], 'method', ARGV[6], 'reason', reason,
-                        'at_ms', tostring(at))
+                        'at_ms', tostring(at), 'principal', ARGV[7])
   return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at})
 end
 

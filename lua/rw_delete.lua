@@ -1,6 +1,6 @@
 -- uses: lib_rw.lua
 -- rw_delete.lua: fenced DELETE of the key (its fence stays).
--- KEYS, ARGV[1..6]: see lib_rw.lua.
+-- KEYS, ARGV[1..7]: see lib_rw.lua.
 -- Returns JSON {r=...}: applied {fence, deleted}, stale or revoked {current, audit_id,
 -- at_ms}, norevoked {} (lib_rw.lua), missing {} (no such key: nothing is stored,
 -- not even a fence, so that deletes of keys that never existed cannot fill Redis

@@ -1,19 +1,19 @@
 -- uses: lib_rw.lua
 -- rw_patch.lua: fenced PATCH of hash fields.
--- KEYS, ARGV[1..6]: see lib_rw.lua; ARGV[7] a JSON object of field -> string
--- (set it) or null (delete it); ARGV[8] the most fields the hash may hold.
+-- KEYS, ARGV[1..7]: see lib_rw.lua; ARGV[8] a JSON object of field -> string
+-- (set it) or null (delete it); ARGV[9] the most fields the hash may hold.
 -- Returns JSON {r=...}: applied {fence, fields (the fields written, null for a
 -- deleted one: never the whole hash)}, stale or revoked {current, audit_id, at_ms},
 -- norevoked {} (lib_rw.lua), wrongtype {type} (the key is not a hash), toomany
--- {fields, max} (the hash would hold more than ARGV[8] fields; nothing is written).
+-- {fields, max} (the hash would hold more than ARGV[9] fields; nothing is written).
 local stale = refuse_stale()
 if stale then return stale end
 local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then
   return cjson.encode({r = 'wrongtype', type = kind})
 end
-local patch = cjson.decode(ARGV[7])
-local size, max = redis.call('HLEN', KEYS[1]), tonumber(ARGV[8])
+local patch = cjson.decode(ARGV[8])
+local size, max = redis.call('HLEN', KEYS[1]), tonumber(ARGV[9])
 for field, value in pairs(patch) do
   local present = redis.call('HEXISTS', KEYS[1], field) == 1
   if value == cjson.null and present then size = size - 1 end

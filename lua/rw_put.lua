@@ -1,10 +1,10 @@
 -- uses: lib_rw.lua
 -- rw_put.lua: fenced PUT of a string value (replaces the key, whatever it held).
--- KEYS, ARGV[1..6]: see lib_rw.lua; ARGV[7] the new value.
+-- KEYS, ARGV[1..7]: see lib_rw.lua; ARGV[8] the new value.
 -- Returns JSON {r=...}: applied {fence, value}, stale or revoked {current, audit_id,
 -- at_ms}, norevoked {} (lib_rw.lua).
 local stale = refuse_stale()
 if stale then return stale end
 raise_fence()
-redis.call('SET', KEYS[1], ARGV[7])
-return cjson.encode({r = 'applied', fence = tonumber(ARGV[1]), value = ARGV[7]})
+redis.call('SET', KEYS[1], ARGV[8])
+return cjson.encode({r = 'applied', fence = tonumber(ARGV[1]), value = ARGV[8]})

@@ -12,7 +12,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config openssl
-  libhiredis-dev libpq-dev libmicrohttpd-dev libjansson-dev libcmocka-dev libssl-dev
+  libhiredis-dev libpq-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
   python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev
   chromium nodejs

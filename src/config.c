@@ -42,6 +42,8 @@ static const struct setting settings[] = {
     S_STR("pg_dsn", "FENCEGATE_PG_DSN", pg_dsn),
     S_STR("secret", "FENCEGATE_SECRET", secret),
     S_STR("secret_file", "FENCEGATE_SECRET_FILE", secret_file),
+    S_STR("tls_cert_file", "FENCEGATE_TLS_CERT", tls_cert_file),
+    S_STR("tls_key_file", "FENCEGATE_TLS_KEY", tls_key_file),
     S_STR("log_level", "FENCEGATE_LOG_LEVEL", log_level),
     S_INT("defaults.ttl_ms", NULL, default_ttl_ms, 100, 86400000),
     S_INT("defaults.wait_ms", NULL, default_wait_ms, 0, 3600000),
@@ -393,6 +395,10 @@ static int validate(const struct config *cfg, struct fg_error *err)
         return fg_fail(err, FG_ERR_CONFIG, "redis_url must start with redis://");
     if (cfg->secret != NULL && (strlen(cfg->secret) < 16 || strlen(cfg->secret) > 256))
         return fg_fail(err, FG_ERR_CONFIG, "secret must be 16 to 256 bytes long");
+    if ((cfg->tls_cert_file == NULL) != (cfg->tls_key_file == NULL))
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "tls_cert_file (FENCEGATE_TLS_CERT) and tls_key_file (FENCEGATE_TLS_KEY) "
+                       "go together");
     if ((cfg->secret != NULL) + (cfg->secrets != NULL) + (cfg->secret_file != NULL) > 1)
         return fg_fail(err, FG_ERR_CONFIG,
                        "secret (FENCEGATE_SECRET), secrets and secret_file (FENCEGATE_SECRET_FILE) "
@@ -532,6 +538,8 @@ void config_free(struct config *cfg)
     free(cfg->pg_dsn);
     free(cfg->secret);
     free(cfg->secret_file);
+    free(cfg->tls_cert_file);
+    free(cfg->tls_key_file);
     json_decref(cfg->secrets);
     free(cfg->keyring);
     free(cfg->log_level);

@@ -56,11 +56,13 @@ struct config {
     long long poll_ms;                          /* backstop re-check of a suspended waiter */
     long long request_timeout_ms;               /* deadline for one backend call */
     char *log_level;                            /* "debug", "info", "warn" or "error" */
-    char **allowed_hosts;                       /* Host header values served ("*": any) */
-    size_t nallowed_hosts;                      /* entries in allowed_hosts */
-    long long max_hash_fields;                  /* fields a Redis hash may reach through PATCH */
-    long long max_value_bytes;                  /* bytes of one Redis value or hash field value */
-    long long audit_retention_days;             /* audit records older than this are pruned */
+    char *tls_cert_file;   /* PEM certificate (chain) of the HTTPS server, or NULL: plain HTTP */
+    char *tls_key_file;    /* PEM private key of that certificate, or NULL */
+    char **allowed_hosts;  /* Host header values served ("*": any) */
+    size_t nallowed_hosts; /* entries in allowed_hosts */
+    long long max_hash_fields;        /* fields a Redis hash may reach through PATCH */
+    long long max_value_bytes;        /* bytes of one Redis value or hash field value */
+    long long audit_retention_days;   /* audit records older than this are pruned */
     long long max_connections;        /* open HTTP connections; 0: derived from RLIMIT_NOFILE */
     long long max_connections_per_ip; /* from one client address; 0: half of max_connections */
     long long header_timeout_ms;      /* deadline for a request's headers to arrive in full */

@@ -22,6 +22,7 @@
 #include "http/handlers_semaphores.h"
 #include "http/routes.h"
 #include "http/server.h"
+#include "http/tls.h"
 #include "janitor.h"
 #include "lease/doorbell.h"
 #include "lease/fence.h"
@@ -64,9 +65,13 @@ static const char usage[] =
     "  FENCEGATE_SECRET_FILE JSON array of signing keys [{id, secret}]: the first signs,\n"
     "                        all verify (rotation); re-read on SIGHUP\n"
     "  FENCEGATE_LOG_LEVEL   debug, info, warn or error\n"
+    "  FENCEGATE_TLS_CERT, FENCEGATE_TLS_KEY  PEM certificate and key: serve HTTPS;\n"
+    "                        re-read on SIGHUP (new sessions get the new certificate)\n"
     "  FENCEGATE_AUTH_MODE   required or off (default: off on loopback, else required)\n"
     "  FENCEGATE_AUTH_KEYS_FILE  JSON array of API key entries, re-read on SIGHUP\n"
     "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n"
+    "\n"
+    "The operator console is served at /ui/ (\"ui\": false in the file turns it off).\n"
     "\n"
     "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys and secrets.\n";
 
@@ -166,6 +171,26 @@ static void auth_take(struct config *cfg)
     cfg->keyset = NULL;
 }
 
+/* Loads the HTTPS certificate and key of cfg, if it names them; *out stays
+ * NULL for plain HTTP. */
+static int tls_load(const struct config *cfg, struct tls_identity **out, struct fg_error *err)
+{
+    *out = NULL;
+    if (cfg->tls_cert_file == NULL)
+        return 0;
+    return tls_identity_load(cfg->tls_cert_file, cfg->tls_key_file, out, err);
+}
+
+/* The certificate of a reloaded configuration: a new one is checked, and
+ * swapped in for new sessions; switching HTTPS on or off needs a restart. */
+static int tls_reload(const struct config *cfg, struct tls_identity **out, struct fg_error *err)
+{
+    if ((cfg->tls_cert_file != NULL) != (tls_enabled() != 0))
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "HTTPS can be switched on or off only by a restart (tls_cert_file)");
+    return tls_load(cfg, out, err);
+}
+
 /* SIGHUP: loads the configuration again and puts its API keys and its token
  * signing keys in force (a gateway whose one secret lives in Postgres keeps it). */
 static void reload(void)
@@ -177,11 +202,16 @@ static void reload(void)
         config_free(&fresh);
         return;
     }
-    if (fresh.keyring != NULL && secrets_take(&fresh, &err) != 0) {
+    struct tls_identity *tls = NULL;
+    if (tls_reload(&fresh, &tls, &err) != 0 ||
+        (fresh.keyring != NULL && secrets_take(&fresh, &err) != 0)) {
         log_message(LOG_ERROR, "reload_failed", "configuration kept as it was: %s", err.msg);
+        tls_identity_free(tls);
         config_free(&fresh);
         return;
     }
+    if (tls != NULL)
+        tls_publish(tls);
     auth_take(&fresh);
     const struct token_keyring *ring = secret_current();
     log_event(LOG_INFO, "reloaded",
@@ -258,6 +288,15 @@ int main(int argc, char **argv)
     log_set_level(cfg.log_level);
     gw.cfg = &cfg;
     auth_take(&cfg);
+    struct tls_identity *tls = NULL;
+    if (tls_load(&cfg, &tls, &err) != 0) {
+        fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
+        auth_shutdown();
+        config_free(&cfg);
+        return 2;
+    }
+    if (tls != NULL)
+        tls_publish(tls);
     if (token_new_lease_id(gw.instance_id, &err) != 0)
         goto out;
     if (list_dead) {
@@ -284,6 +323,7 @@ out:
     pg_shutdown();
     auth_shutdown();
     secret_shutdown();
+    tls_shutdown();
     config_free(&cfg);
     return status == 0 ? 0 : (err.code == FG_ERR_CONFIG ? 2 : 1);
 }

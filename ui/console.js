@@ -231,7 +231,7 @@ async function confirmRevoke() {
   const body = { reason: $('revoke-reason').value || 'revoked from the console' };
   if (lease.kind === 'semaphores') body.fence = Number(lease.fence);
   const answer = await api(`/v1/${lease.kind}/${lease.name}/revoke`, 'POST', body);
-  say($('status'), answer.status === 200
+  say($('action'), answer.status === 200
     ? `Revoked fence ${answer.body.revoked_fence ?? '(none: the lease had already ended)'} of ${lease.name}.`
     : `Revoke failed: ${problemText(answer)}`);
   await refreshLeases();

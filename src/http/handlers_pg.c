@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/keys.h"
 #include "gateway.h"
 #include "lease/fence.h"
 #include "lease/live.h"
@@ -61,6 +62,7 @@ static int writer_of(struct http_request *req, struct token_claims *claims,
     who->lock_name = claims->name;
     who->owner = owner;
     who->client_addr = req->client_addr;
+    who->principal = req->principal != NULL ? req->principal->id : NULL;
     if (owner != NULL)
         snprintf(req->log_owner, sizeof req->log_owner, "%s", owner);
     return 0;

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "auth/keys.h"
 #include "gateway.h"
 #include "lease/fence.h"
 #include "lease/lease_request.h"
@@ -109,6 +110,7 @@ static int write_request_init(struct http_request *req, const char *method,
         .owner = wr->owner,
         .client_addr = req->client_addr,
         .method = method,
+        .principal = req->principal != NULL ? req->principal->id : "",
     };
     return 0;
 }
@@ -129,6 +131,7 @@ static enum handler_result reply_stale(struct http_reply *reply, const struct wr
         .client_addr = wr->write.client_addr,
         .method = wr->write.method,
         .reason = revoked ? "revoked" : "stale_fence",
+        .principal = wr->write.principal,
         .at_ms = res->at_ms,
     };
     struct fg_error err = {0};
@@ -219,6 +222,7 @@ static int live_lease_gate(struct http_reply *reply, const struct write_request 
         .client_addr = wr->write.client_addr,
         .method = wr->write.method,
         .reason = "lease_expired",
+        .principal = wr->write.principal,
     };
     json_decref(out);
     if (audit_insert(&rec, err) != 0)

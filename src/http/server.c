@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "auth/keys.h"
+#include "http/tls.h"
 #include "lease/token.h"
 #include "util/fgjson.h"
 #include "util/log.h"
@@ -557,19 +558,18 @@ void http_server_reap_slow(int64_t now_ms)
     if (now_ms < watches.next_scan_ms || watches.head.next == NULL)
         return;
     watches.next_scan_ms = now_ms + REAP_INTERVAL_MS;
-    int reaped = 0;
     pthread_mutex_lock(&watches.lock);
-    /* Armed in time order with one timeout, so the list is sorted by due_ms. */
+    /* Armed in time order with one timeout, so the list is sorted by due_ms.
+     * Counted before the shutdown: a client that sees its connection end may
+     * read the metric at once. */
     while (watches.head.next != &watches.head && watches.head.next->due_ms <= now_ms) {
         struct conn_watch *w = watches.head.next;
         watch_unlink(w);
+        metrics_slow_headers_closed(1);
         if (w->fd != MHD_INVALID_SOCKET)
             shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
-        reaped++;
     }
     pthread_mutex_unlock(&watches.lock);
-    if (reaped > 0)
-        metrics_slow_headers_closed(reaped);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url,
@@ -670,13 +670,22 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     } else {
         return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
     }
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (tls_enabled())
+        flags |= MHD_USE_TLS;
+    else
+        tls_options[0].option = MHD_OPTION_END;
     server.daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
         NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_END);
+        on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_ARRAY,
+        tls_options, MHD_OPTION_END);
     if (server.daemon == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
                        cfg->listen_port);

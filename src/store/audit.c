@@ -30,15 +30,15 @@ static const char prune_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
-    " owner, client_addr, method, reason, source_id)"
+    " owner, client_addr, method, reason, source_id, principal)"
     " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
     " ELSE clock_timestamp() END, $2::text, $3::text, $4::bigint, $5::bigint, $6::text,"
-    " $7::text, $8::text, $9::text, $10::text)"
+    " $7::text, $8::text, $9::text, $10::text, $11::text)"
     " ON CONFLICT (source_id) DO NOTHING";
 
 #define QUERY_COLUMNS                                                                              \
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
-    " presented_fence, current_fence, owner, client_addr, method, reason"                          \
+    " presented_fence, current_fence, owner, client_addr, method, reason, principal"               \
     " FROM fencegate.rejections WHERE id > $1::bigint"                                             \
     " AND at >= to_timestamp($2::bigint / 1000.0)"                                                 \
     " AND ($4::bigint = 0 OR at < to_timestamp($4::bigint / 1000.0))"                              \
@@ -65,6 +65,7 @@ static const struct {
 } text_members[] = {
     {"resource", "resource"},       {"lock_name", "lock"}, {"owner", "owner"},
     {"client_addr", "client_addr"}, {"method", "method"},  {"reason", "reason"},
+    {"principal", "principal"},
 };
 
 static const char *const integer_members[] = {"id", "at_ms", "presented_fence", "current_fence"};
@@ -84,10 +85,12 @@ static int insert(struct pg_conn *conn, const struct audit_record *rec, struct f
                             rec->client_addr,
                             rec->method,
                             rec->reason,
-                            rec->source_id};
+                            rec->source_id,
+                            rec->principal != NULL && rec->principal[0] != '\0' ? rec->principal
+                                                                                : NULL};
     if (conn != NULL)
-        return pg_exec(conn, "audit_insert", insert_sql, 10, params, NULL, err);
-    return pg_query("audit_insert", insert_sql, 10, params, NULL, err);
+        return pg_exec(conn, "audit_insert", insert_sql, 11, params, NULL, err);
+    return pg_query("audit_insert", insert_sql, 11, params, NULL, err);
 }
 
 int audit_insert(const struct audit_record *rec, struct fg_error *err)

@@ -25,6 +25,7 @@ struct audit_record {
     const char *reason;      /* why it was refused, e.g. "stale_fence" */
     int64_t at_ms;           /* when it was refused (epoch ms), 0 = now */
     const char *source_id;   /* key of a record copied from a queue (stored once), or NULL */
+    const char *principal;   /* id of the writer's API key, NULL or "" when auth is off */
 };
 
 /* Inserts one audit row; a second row with the same source_id is not stored. */
@@ -38,7 +39,7 @@ int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec,
 /*
  * The records matching filter, oldest first: a new object {"items": [{"id",
  * "at_ms", "resource", "lock", "presented_fence", "current_fence", "owner",
- * "client_addr", "method", "reason"}], "next_after_id": <id of the last item
+ * "client_addr", "method", "reason", "principal"}], "next_after_id": <id of the last item
  * when the page is full, else null>} in *out.
  */
 int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error *err) FG_WUR;

@@ -99,6 +99,7 @@ static struct audit_record record_of(const json_t *f)
         .method = field(f, "method"),
         .reason = field(f, "reason"),
         .at_ms = strtoll(field(f, "at_ms"), NULL, 10),
+        .principal = field(f, "principal"),
     };
 }
 

@@ -315,6 +315,7 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
     params[FENCED_PARAM_OWNER] = who->owner;
     params[FENCED_PARAM_CLIENT] = who->client_addr;
     params[FENCED_PARAM_METHOD] = fenced_kind_method(op->kind);
+    params[FENCED_PARAM_PRINCIPAL] = who->principal;
     int n = FENCED_PARAM_COUNT;
     if (op->kind != FENCED_DELETE)
         for (size_t i = 0; i < op->ncolumns; i++)
@@ -490,6 +491,7 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
             .client_addr = who->client_addr,
             .method = "POST",
             .reason = "revoked",
+            .principal = who->principal,
         };
         int rc = audit_insert_on(c, &rec, err);
         if (i == 0)
@@ -538,6 +540,7 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
             .client_addr = who->client_addr,
             .method = "POST",
             .reason = "stale_fence",
+            .principal = who->principal,
         };
         if (audit_insert_on(c, &rec, err) != 0)
             return -1;
@@ -664,15 +667,15 @@ int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     FG_ASSERT(asprintf(resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
-    const char *params[] = {*resource,        who->lock_name, fence, who->owner,
-                            who->client_addr, method,         reason};
+    const char *params[] = {*resource,        who->lock_name, fence,  who->owner,
+                            who->client_addr, method,         reason, who->principal};
     return pg_query(NULL,
                     "INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-                    " current_fence, owner, client_addr, method, reason)"
+                    " current_fence, owner, client_addr, method, reason, principal)"
                     " SELECT $1::text, $2::text, $3::bigint, coalesce((SELECT rf.fence FROM"
                     " fencegate.resource_fences rf WHERE rf.resource = $1::text), 0), $4::text,"
-                    " $5::text, $6::text, $7::text",
-                    7, params, NULL, err);
+                    " $5::text, $6::text, $7::text, nullif($8::text, '')",
+                    8, params, NULL, err);
 }
 
 /* --- reads -------------------------------------------------------------------------------- */

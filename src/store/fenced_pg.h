@@ -22,6 +22,7 @@ struct fenced_writer {
     const char *lock_name;   /* the lock (or semaphore) the token was issued for */
     const char *owner;       /* Fence-Owner header, or NULL */
     const char *client_addr; /* the client's address */
+    const char *principal;   /* id of the writer's API key, or NULL (auth off) */
 };
 
 enum fenced_outcome {

@@ -45,14 +45,14 @@ static int run_write(const char *script, const struct redis_write *w, const char
     memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, w->fence);
-    const char *argv[12] = {w->key,          fence_key, FENCED_REDIS_AUDIT_STREAM,
-                            REVOCATIONS_SET, fence,     w->resource,
-                            w->lock_name,    w->owner,  w->client_addr,
-                            w->method};
+    const char *argv[13] = {w->key,          fence_key,   FENCED_REDIS_AUDIT_STREAM,
+                            REVOCATIONS_SET, fence,       w->resource,
+                            w->lock_name,    w->owner,    w->client_addr,
+                            w->method,       w->principal};
     FG_ASSERT(nextra <= 2);
     for (size_t i = 0; i < nextra; i++)
-        argv[10 + i] = extra[i];
-    size_t argc = 10 + nextra;
+        argv[11 + i] = extra[i];
+    size_t argc = 11 + nextra;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = redis_script(script, 4, argv, argc, &out, err);

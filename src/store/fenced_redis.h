@@ -27,6 +27,7 @@ struct redis_write {
     const char *owner;       /* the writer's Fence-Owner, "" if none */
     const char *client_addr; /* the writer's address */
     const char *method;      /* "PUT", "PATCH" or "DELETE" */
+    const char *principal;   /* id of the writer's API key, "" when auth is off */
 };
 
 enum rw_outcome {

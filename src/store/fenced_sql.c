@@ -218,14 +218,14 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
         for (size_t i = 0; i < s->cfg->ncolumns; i++)
             n += written[i] ? 1 : 0;
     fputs("), r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-          " current_fence, owner, client_addr, method, reason)"
+          " current_fence, owner, client_addr, method, reason, principal)"
           " SELECT f.resource, $4::text, $1::bigint, f.fence, $5::text, $6::text, $7::text,"
-          " 'stale_fence' FROM f WHERE f.fence > $1::bigint),"
+          " 'stale_fence', $8::text FROM f WHERE f.fence > $1::bigint),"
           " x AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-          " current_fence, owner, client_addr, method, reason)"
+          " current_fence, owner, client_addr, method, reason, principal)"
           " SELECT v.resource, $4::text, $1::bigint, coalesce((SELECT rf.fence FROM"
           " fencegate.resource_fences rf WHERE rf.resource = v.resource), 0), $5::text,"
-          " $6::text, $7::text, 'revoked' FROM v WHERE v.revoked)"
+          " $6::text, $7::text, 'revoked', $8::text FROM v WHERE v.revoked)"
           " SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
           " v.revoked FROM v LEFT JOIN f ON true WHERE v.revoked OR f.resource IS NOT NULL",
           out);

@@ -30,13 +30,14 @@ enum fenced_kind {
 
 /* Parameters shared by every write statement ($1 .. $FENCED_PARAM_COUNT). */
 enum fenced_param {
-    FENCED_PARAM_FENCE,  /* $1 presented fence */
-    FENCED_PARAM_KEY,    /* $2 key, as text */
-    FENCED_PARAM_PREFIX, /* $3 resource prefix, "pg:<table>/" */
-    FENCED_PARAM_LOCK,   /* $4 lock the token was issued for (audit) */
-    FENCED_PARAM_OWNER,  /* $5 owner named by the writer, or NULL (audit) */
-    FENCED_PARAM_CLIENT, /* $6 client address (audit) */
-    FENCED_PARAM_METHOD, /* $7 HTTP method (audit) */
+    FENCED_PARAM_FENCE,     /* $1 presented fence */
+    FENCED_PARAM_KEY,       /* $2 key, as text */
+    FENCED_PARAM_PREFIX,    /* $3 resource prefix, "pg:<table>/" */
+    FENCED_PARAM_LOCK,      /* $4 lock the token was issued for (audit) */
+    FENCED_PARAM_OWNER,     /* $5 owner named by the writer, or NULL (audit) */
+    FENCED_PARAM_CLIENT,    /* $6 client address (audit) */
+    FENCED_PARAM_METHOD,    /* $7 HTTP method (audit) */
+    FENCED_PARAM_PRINCIPAL, /* $8 id of the writer's API key, or NULL (audit) */
     FENCED_PARAM_COUNT
 };
 

@@ -29,7 +29,8 @@ static struct {
     char host[256];
     int port;
     int db;
-    char password[256];
+    char user[256];     /* ACL user of redis://user:password@..., "" for the default user */
+    char password[256]; /* password of the URL, "" for none */
     long long timeout_ms;
     char shas[MAX_SCRIPTS][41];
     char *sources[MAX_SCRIPTS];
@@ -48,10 +49,12 @@ static int parse_url(const char *url, struct fg_error *err)
 {
     const char *p = url + strlen("redis://");
     const char *at = strrchr(p, '@');
-    rds.password[0] = '\0';
+    rds.user[0] = rds.password[0] = '\0';
     if (at != NULL) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
         const char *pw = colon ? colon + 1 : p;
+        if (colon != NULL)
+            snprintf(rds.user, sizeof rds.user, "%.*s", (int)(colon - p), p);
         snprintf(rds.password, sizeof rds.password, "%.*s", (int)(at - pw), pw);
         p = at + 1;
     }
@@ -167,12 +170,16 @@ static redisContext *connect_new(long long timeout_ms, struct fg_error *err)
     redisEnableKeepAlive(ctx);
     char db[16];
     snprintf(db, sizeof db, "%d", rds.db);
-    const char *auth[] = {"AUTH", rds.password};
+    const char *auth_default[] = {"AUTH", rds.password};
+    const char *auth_user[] = {"AUTH", rds.user, rds.password};
     const char *select[] = {"SELECT", db};
     redisReply *r;
     if (rds.password[0] != '\0') {
-        r = command_argv(ctx, 2, auth, NULL, err);
+        r = rds.user[0] != '\0' ? command_argv(ctx, 3, auth_user, NULL, err)
+                                : command_argv(ctx, 2, auth_default, NULL, err);
         bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+        if (r != NULL && !ok)
+            fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: AUTH refused: %.120s", r->str);
         freeReplyObject(r);
         if (!ok)
             goto fail;
@@ -185,7 +192,7 @@ static redisContext *connect_new(long long timeout_ms, struct fg_error *err)
     metrics_backend_connect(METRIC_BACKEND_REDIS);
     return ctx;
 fail:
-    if (err->code == FG_OK || err->code != FG_ERR_BACKEND_UNAVAILABLE)
+    if (err->code != FG_ERR_BACKEND_UNAVAILABLE)
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: authentication or SELECT failed");
     redisFree(ctx);
     return NULL;

@@ -239,3 +239,71 @@ test('a key without audit:read sees a clear message, not a blank page', async ()
     { Authorization: `Bearer ${ADMIN_KEY}` });
   await page.context().close();
 });
+
+// --- revoke (admin keys) --------------------------------------------------------------------------------
+
+// True once the gateway routes revoke (a POST to a name with no such route answers 405).
+async function revokeRouted() {
+  const r = await call(AUTH, 'POST', `/v1/locks/ui-probe-${run}/revoke`, { reason: 'probe' },
+    { Authorization: `Bearer ${ADMIN_KEY}` });
+  return r.status !== 405;
+}
+
+test('revoke from the page ends that lease: the holder\'s next renew answers 410', async (t) => {
+  if (!(await revokeRouted())) return t.skip('this gateway has no revoke route yet');
+  const admin = { Authorization: `Bearer ${ADMIN_KEY}` };
+  const name = `ui-revoke-${run}`;
+  const held = await acquire(AUTH, name, { owner: 'stuck-worker' }, admin);
+  const renew = () => call(AUTH, 'POST', `/v1/locks/${name}/renew`, { token: held.token }, admin);
+  const page = await openConsole(AUTH);
+  await signIn(page, ADMIN_KEY);
+  await page.fill('#lease-prefix', name);
+  const row = page.locator('#locks tbody tr', { hasText: 'stuck-worker' });
+  await row.waitFor();
+  // The confirmation names the lock, fence and owner; cancelling it changes nothing.
+  await row.locator('button', { hasText: 'Revoke' }).click();
+  await page.locator('#revoke-dialog').waitFor({ state: 'visible' });
+  assert.match(await page.locator('#revoke-text').textContent(),
+    new RegExp(`lock ${name} with fence ${held.fence}, held by stuck-worker`));
+  await shot(page, 'console-revoke');
+  await page.click('#revoke-cancel');
+  assert.equal((await renew()).status, 200, 'a cancelled revoke leaves the lease alone');
+  await row.locator('button', { hasText: 'Revoke' }).click();
+  await page.fill('#revoke-reason', 'holder stuck in a GC pause');
+  await page.click('#revoke-confirm');
+  await page.locator('#action', { hasText: `Revoked fence ${held.fence} of ${name}` }).waitFor();
+  const after = await renew();
+  assert.equal(after.status, 410, JSON.stringify(after));
+  assert.equal(after.body.type, '/problems/lease_lost');
+  await row.waitFor({ state: 'detached' });
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
+test('revoke one semaphore holder from the page: only that holder loses its slot', async (t) => {
+  if (!(await revokeRouted())) return t.skip('this gateway has no revoke route yet');
+  const admin = { Authorization: `Bearer ${ADMIN_KEY}` };
+  const name = `ui-sem-revoke-${run}`;
+  const grants = [];
+  for (const owner of ['keeps-slot', 'loses-slot']) {
+    const r = await call(AUTH, 'POST', `/v1/semaphores/${name}/acquire`, { limit: 2, owner, ttl_ms: 60000 }, admin);
+    assert.equal(r.status, 200, JSON.stringify(r));
+    grants.push(r.body);
+  }
+  const page = await openConsole(AUTH);
+  await signIn(page, ADMIN_KEY);
+  await page.fill('#lease-prefix', name);
+  const holder = page.locator('#semaphores li', { hasText: 'loses-slot' });
+  await holder.waitFor();
+  await holder.locator('button', { hasText: 'Revoke' }).click();
+  assert.match(await page.locator('#revoke-text').textContent(), new RegExp(`with fence ${grants[1].fence}`));
+  await page.click('#revoke-confirm');
+  await page.locator('#action', { hasText: `Revoked fence ${grants[1].fence}` }).waitFor();
+  await holder.waitFor({ state: 'detached' });
+  const renew = (g) => call(AUTH, 'POST', `/v1/semaphores/${name}/renew`, { token: g.token }, admin);
+  assert.equal((await renew(grants[1])).status, 410);
+  assert.equal((await renew(grants[0])).status, 200);
+  await call(AUTH, 'POST', `/v1/semaphores/${name}/release`, { token: grants[0].token }, admin);
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});

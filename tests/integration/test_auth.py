@@ -152,6 +152,24 @@ class AuthTest(unittest.TestCase):
         r = self.c.get("/v1/locks/x", headers={"Authorization": "bearer key-root"})
         self.assertEqual(r.status, 200, r)
 
+    def test_principal_in_audit_records(self):
+        """A refused stale write keeps the writer's key id as principal (Postgres and Redis writes)."""
+        root = bearer("key-root")
+        lock, key, rkey = unique("aud"), unique("inv"), unique("app:aud")
+        old = self.c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 1000}, headers=root).body
+        self.c.post(f"/v1/locks/{lock}/release", {"token": old["token"]}, headers=root)
+        new = self.c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 1000}, headers=root).body
+        for path, body, write_body in ((f"/v1/pg/invoices/{key}", {"row": {"note": "n"}}, {"row": {"note": "o"}}),
+                                       (f"/v1/redis/{rkey}", {"value": "n"}, {"value": "o"})):
+            r = self.c.request("PUT", path, body, dict(root, **{"Fence-Token": new["token"]}))
+            self.assertEqual(r.status, 200, r)
+            r = self.c.request("PUT", path, write_body, dict(root, **{"Fence-Token": old["token"]}))
+            self.assertEqual(r.status, 409, r)
+        for resource in (f"pg:invoices/{key}", f"redis:{rkey}"):
+            items = wait_for(lambda: self.c.get(f"/v1/audit/rejections?resource={resource}",
+                                                headers=root).body["items"], 10, what="audit record")
+            self.assertEqual([i["principal"] for i in items], ["root"], items)
+
     def test_principal_in_request_log(self):
         r = self.c.get("/v1/locks/invoice:log", headers=bearer("key-billing"))
         self.assertEqual(r.status, 200, r)

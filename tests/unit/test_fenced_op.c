@@ -170,7 +170,7 @@ static void statements_quote_and_parameterize(void **state)
     int n = 0;
     char *sql = fenced_sql_write(&schemas[1], FENCED_PATCH, written, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
-    assert_non_null(strstr(sql, "UPDATE \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $8::"
+    assert_non_null(strstr(sql, "UPDATE \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $9::"
                                 "character varying"));
     assert_non_null(strstr(sql, "t.\"k\xc3\xa9y\" = $2::integer"));
     assert_non_null(strstr(sql, "greatest(rf.fence, excluded.fence)"));
