@@ -1,4 +1,4 @@
--- 030_revocations.sql: leases revoked by an operator (POST .../revoke). A row
+-- 045_revocations.sql: leases revoked by an operator (POST .../revoke). A row
 -- names the fence of the revoked lease; from the revoke's answer on, every
 -- fenced write presenting that fence is refused, on any resource, and audited
 -- with reason 'revoked'. Postgres writes look here in the same statement;
