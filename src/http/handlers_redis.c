@@ -334,8 +334,22 @@ enum handler_result handle_redis_get(struct http_request *req, struct http_reply
     struct fg_error err = {0};
     snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
     json_t *out = NULL;
-    if (check_key(req, &err) != 0 || fenced_redis_get(redis_key(req), &out, &err) != 0)
+    if (check_key(req, &err) != 0 || fenced_redis_get(redis_key(req), gw.cfg->max_hash_fields,
+                                                      gw.cfg->max_value_bytes, &out, &err) != 0)
         return fail(reply, &err);
+    json_t *oversize = json_object_get(out, "oversize");
+    if (oversize != NULL) {
+        const char *type = json_string_value(json_object_get(out, "type"));
+        bool hash = type != NULL && strcmp(type, "hash") == 0;
+        fg_fail(&err, FG_ERR_CONFLICT, "the key is over %s and is not read",
+                hash ? "limits.max_hash_fields" : "limits.max_value_bytes");
+        reply_problem_extra(reply, &err,
+                            json_pack("{s:s, s:O}", "limit",
+                                      hash ? "limits.max_hash_fields" : "limits.max_value_bytes",
+                                      "size", oversize));
+        json_decref(out);
+        return HANDLER_DONE;
+    }
     const char *type = json_string_value(json_object_get(out, "type"));
     json_t *fence = json_object_get(out, "fence");
     json_t *fence_or_null = fence != NULL ? json_incref(fence) : json_null();

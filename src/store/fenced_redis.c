@@ -127,15 +127,19 @@ void rw_result_clear(struct rw_result *res)
     res->after = NULL;
 }
 
-int fenced_redis_get(const char *key, json_t **out, struct fg_error *err)
+int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
+                     struct fg_error *err)
 {
     size_t keylen = strlen(key);
     char *fence_key = malloc(keylen + sizeof FENCED_REDIS_FENCE_PREFIX);
     FG_ASSERT(fence_key != NULL);
     memcpy(fence_key, FENCED_REDIS_FENCE_PREFIX, sizeof FENCED_REDIS_FENCE_PREFIX - 1);
     memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, key, keylen + 1);
-    const char *argv[] = {key, fence_key};
-    int rc = redis_script("rw_get.lua", 2, argv, 2, out, err);
+    char fields[24], bytes[24];
+    snprintf(fields, sizeof fields, "%lld", max_fields);
+    snprintf(bytes, sizeof bytes, "%lld", max_bytes);
+    const char *argv[] = {key, fence_key, fields, bytes};
+    int rc = redis_script("rw_get.lua", 2, argv, 4, out, err);
     free(fence_key);
     return rc;
 }

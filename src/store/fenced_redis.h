@@ -68,8 +68,11 @@ int fenced_redis_delete(const struct redis_write *w, struct rw_result *res,
 /* Frees what res owns. */
 void rw_result_clear(struct rw_result *res);
 
-/* Reads key and its highest fence: *out gets a new object {type, value | fields,
- * fence?} as lua/rw_get.lua returns it. */
-int fenced_redis_get(const char *key, json_t **out, struct fg_error *err) FG_WUR;
+/* Reads key and its highest fence: *out gets a new object {type, value | fields
+ * | oversize, fence?} as lua/rw_get.lua returns it; a hash of more than
+ * max_fields fields or a string of more than max_bytes bytes is not read
+ * (oversize: its size). */
+int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
+                     struct fg_error *err) FG_WUR;
 
 #endif

@@ -3,8 +3,11 @@
  * and strict name decoding, the Fence-Token check, JSON bodies and the field
  * rules of lease calls, the configuration reader, the bodies of fenced Postgres
  * writes and batches (and the SQL built for those accepted), and the audit
- * query. The input is split at the first two newlines into path, Fence-Token
- * header (also the audit query's arguments) and body. Nothing here may crash,
+ * query, the header rules of strict requests (media type, Host, request id,
+ * owners), the unknown-member check of bodies, and fencectl's escaping of what
+ * it prints. The input is split at the first two newlines into path, a header
+ * value (the Fence-Token, the audit query's arguments, Content-Type, Host,
+ * X-Request-Id, Fence-Owner, text for fencectl) and body. Nothing here may crash,
  * leak, or trip a sanitizer, whatever the bytes.
  */
 #include <stdint.h>
@@ -12,12 +15,15 @@
 #include <string.h>
 
 #include "config.h"
+#include "ctl/ctl_table.h"
 #include "http/router.h"
+#include "http/strict.h"
 #include "lease/lease_request.h"
 #include "lease/token.h"
 #include "store/audit_filter.h"
 #include "store/fenced_op.h"
 #include "util/fgjson.h"
+#include "util/names.h"
 
 static enum handler_result stub(struct http_request *req, struct http_reply *reply)
 {
@@ -142,6 +148,23 @@ static void fuzz_audit(const char *arg)
         FG_ASSERT(f.since_ms >= 0 && f.after_id >= 0);
 }
 
+/* A header value through every strict-request rule, and through fencectl's
+ * escaping, whose output must hold no control character at all. */
+static void fuzz_header(const char *value)
+{
+    char *allowed[] = {"127.0.0.1:8480", "localhost"};
+    (void)strict_content_type_is_json(value);
+    (void)strict_host_allowed(value, allowed, 2);
+    if (strict_request_id_valid(value))
+        FG_ASSERT(strlen(value) <= REQUEST_ID_MAX_BYTES && strpbrk(value, " \r\n") == NULL);
+    if (name_is_valid_owner(value, strlen(value)))
+        FG_ASSERT(strlen(value) <= OWNER_NAME_MAX_LEN && strpbrk(value, "\r\n\t\x1b") == NULL);
+    char *shown = ctl_escape(value);
+    for (const unsigned char *p = (const unsigned char *)shown; *p != '\0'; p++)
+        FG_ASSERT(*p >= 0x20 && *p != 0x7F && !(p[0] == 0xC2 && p[1] >= 0x80 && p[1] < 0xA0));
+    free(shown);
+}
+
 static void fuzz_body(const char *body, size_t len)
 {
     struct fg_error err = {0};
@@ -155,6 +178,10 @@ static void fuzz_body(const char *body, size_t len)
     struct acquire_params acquire;
     struct renew_params renew;
     const char *token;
+    static const char *const acquire_fields[] = {"ttl_ms",     "wait_ms",     "owner",
+                                                 "request_id", "max_hold_ms", NULL};
+    if (fgjson_only(obj, acquire_fields, "", &err) != 0)
+        FG_ASSERT(err.code == FG_ERR_INVALID_FIELD && strlen(err.msg) < sizeof err.msg);
     if (acquire_params_parse(obj, &cfg, false, &acquire, &err) == 0)
         FG_ASSERT(acquire.ttl_ms <= acquire.max_hold_ms);
     if (acquire_params_parse(obj, &cfg, true, &acquire, &err) == 0)
@@ -190,6 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (header != NULL) {
         fuzz_token(header);
         fuzz_audit(header);
+        fuzz_header(header);
     }
     if (body != NULL)
         fuzz_body(body, size - (size_t)(body - text));

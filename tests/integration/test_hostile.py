@@ -4,6 +4,21 @@ Each test reproduces one way a review found to wedge the gateway, lose audit rec
 make a request mean something else than it says, and checks the fixed behaviour. Each was run against the
 code before its fix (or a deliberately broken variant, named in its docstring) and failed there.
 
+Broken variants run against this suite, each caught by the test named:
+  strict_framing_ok always true (the smuggled acquire ran)      test_ambiguous_body_length_is_refused_and_closed
+  fgjson_only accepting every member                            test_unknown_body_field_is_named
+  strict_host_allowed accepting every Host                      test_foreign_host_is_misdirected
+  5xx/conflict details passed through (constraint name shown)   test_insert_answers_201
+  name_is_valid_owner checking the length only                  test_fence_owner_is_checked_on_every_write_path,
+                                                                test_owner_of_acquire_refuses_control_characters
+  the drain stopping at an entry Postgres refuses               test_one_bad_entry_never_stops_the_drain,
+                                                                test_every_refused_write_keeps_one_record_...
+  the fence upsert of PATCH/DELETE without its existence guard  test_missing_row_or_key_leaves_no_fence
+  request_id memory for wait + max_hold                         test_request_id_memory_ends_with_the_lease
+  Redis OOM not recognised (500 quoting Redis)                  test_redis_out_of_memory_answers_503_logged_once
+  the hash field cap not enforced in rw_patch.lua               test_hash_limits_and_patch_answers_only_what_it_wrote
+  the slow-header reaper never running                          test_slow_headers_are_cut_off
+
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
 stores, connection limits. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
@@ -355,6 +370,20 @@ class BoundedGrowthTest(unittest.TestCase):
         self.assertIn("max_value_bytes", r.body["detail"])
         r = self.c.request("PUT", f"/v1/redis/app:{unique()}", {"value": "v" * 101}, headers={"Fence-Token": tok})
         self.assertEqual(r.status, 400, r)
+
+    def test_oversized_keys_are_not_read(self):
+        """A GET of a 540k-field hash held Redis for 1.2 s (and every HTTP thread behind it). A hash or
+        string over the limits (written around the gateway) answers 409 naming the limit, unread."""
+        big, long_value = f"app:{unique()}", f"app:{unique()}"
+        self.redis.cmd("HSET", big, *[x for i in range(6) for x in (f"f{i}", "v")])
+        self.redis.cmd("SET", long_value, "v" * 101)
+        for key, limit, size in ((big, "limits.max_hash_fields", 6), (long_value, "limits.max_value_bytes", 101)):
+            r = self.c.get(f"/v1/redis/{key}")
+            self.assertEqual(r.status, 409, r)
+            self.assertEqual((r.body["limit"], r.body["size"]), (limit, size), r)
+            self.assertNotIn("fields", r.body)
+        self.redis.cmd("HDEL", big, "f5")
+        self.assertEqual(len(self.c.get(f"/v1/redis/{big}").body["fields"]), 5)
 
 
 class AuditRetentionTest(unittest.TestCase):

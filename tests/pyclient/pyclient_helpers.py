@@ -14,6 +14,7 @@ import os
 import ssl
 import sys
 import threading
+import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -51,7 +52,8 @@ def child_env(gateway_url: str) -> Dict[str, str]:
 # A rule decides what the proxy does with one request: (method, path, JSON body or None, how many requests
 # with this method and path came before) -> "forward", "drop" (forward, then close without answering),
 # "refuse503" (answer 503 backend_unavailable with Retry-After, not forwarding) or "close_after"
-# (forward and answer, then close the connection although the answer promised keep-alive).
+# (forward and answer, then close the connection although the answer promised keep-alive) or "stall"
+# (wait stall_s seconds, then forward).
 Rule = Callable[[str, str, Any, int], str]
 
 
@@ -59,7 +61,8 @@ class FaultProxy:
     """An HTTP/1.1 proxy to a real gateway that injects the faults its rule asks for.
 
     requests: (method, path, body) of every request received, in order. connections: how many TCP
-    connections clients opened. retry_after: the Retry-After (seconds) of injected 503s. tls: a server
+    connections clients opened. retry_after: the Retry-After (seconds) of injected 503s. stall_s: how
+    long a stalled request waits before it is forwarded. tls: a server
     context, to serve HTTPS (the proxy then terminates TLS in front of the plain-HTTP gateway).
     """
 
@@ -68,6 +71,7 @@ class FaultProxy:
         self.upstream_port = upstream_port
         self.rule: Rule = rule or (lambda method, path, body, seen: "forward")
         self.retry_after = retry_after
+        self.stall_s = 2.0
         self.requests: List[Tuple[str, str, Any]] = []
         self.connections = 0
         self._guard = threading.Lock()
@@ -92,6 +96,8 @@ class FaultProxy:
                     seen = sum(1 for m, p, _ in proxy.requests if (m, p) == (self.command, self.path))
                     proxy.requests.append((self.command, self.path, body))
                 action = proxy.rule(self.command, self.path, body, seen)
+                if action == "stall":
+                    time.sleep(proxy.stall_s)
                 if action == "refuse503":
                     self._answer(503, {"Content-Type": "application/problem+json",
                                        "Retry-After": str(proxy.retry_after)},
@@ -119,6 +125,7 @@ class FaultProxy:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
+        self.server.handle_error = lambda request, address: None  # clients that gave up: no tracebacks
         if tls is not None:
             self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.scheme = "https" if tls is not None else "http"

@@ -268,6 +268,21 @@ class LeaseTest(unittest.TestCase):
             self.assertFalse(self.client.lock_status(c)["held"])
         self.assertFalse(self.client.lock_status(a)["held"] or self.client.lock_status(b)["held"])
 
+    def test_listing_pages(self):
+        """client.locks(prefix) follows next_cursor over every page (5 held locks, pages of 2)."""
+        prefix = unique("list") + ":"
+        held = [self.client.lock(f"{prefix}{i}").acquire() for i in range(5)]
+        try:
+            self._require("listing", lambda: list(self.client.locks(prefix)))
+            listed = list(self.client.locks(prefix, page_size=2))
+            self.assertEqual([(i["lock"], i["fence"]) for i in listed], [(h.name, h.fence) for h in held])
+            with self.client.semaphore(prefix + "sem", 3):
+                self.assertEqual([s["holders"] for s in self.client.semaphores(prefix)], [1])
+        finally:
+            for lease in held:
+                lease.release()
+        self.assertEqual(list(self.client.locks(prefix)), [])
+
     def test_semaphore(self):
         name = unique("sem")
         with self.client.semaphore(name, 2, ttl_ms=2000) as one, self.client.semaphore(name, 2) as two:

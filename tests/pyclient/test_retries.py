@@ -143,6 +143,24 @@ class RetryTest(unittest.TestCase):
             fencegate.Client("http://127.0.0.1:1", retry=fencegate.RetryPolicy(attempts=2)).lock_status("x")
         self.assertFalse(caught.exception.sent)
 
+    def test_timeouts(self):
+        """A call answered later than the timeout raises GatewayUnreachable after it; an acquire's
+        timeout is extended by its wait_ms. (Caught: an acquire timeout without the wait; the acquire
+        timed out and was sent twice.)"""
+        proxy, client = self.via(first("GET", "/v1/locks/", "stall"), timeout=0.5,
+                                 retry=fencegate.RetryPolicy(attempts=1))
+        started = time.monotonic()
+        with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            client.lock_status("slow")
+        self.assertTrue(caught.exception.sent)
+        self.assertTrue(0.4 < time.monotonic() - started < 1.9)
+        lock = unique("slow")
+        holder = self.direct.lock(lock).acquire()
+        threading.Timer(1.0, holder.release).start()
+        with client.lock(lock, wait_ms=5000) as lease:
+            self.assertEqual(self.direct.lock_status(lock)["fence"], lease.fence)
+        self.assertEqual(len(proxy.seen("POST", f"/v1/locks/{lock}/acquire")), 1)
+
     def test_one_keepalive_connection_per_thread(self):
         proxy, client = self.via()
         for _ in range(20):

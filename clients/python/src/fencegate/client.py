@@ -103,6 +103,26 @@ class Client:
         """``{"semaphore", "limit", "holders", "waiting"}``."""
         return self.transport.call("GET", f"/v1/semaphores/{quote(name)}", effect=Effect.READ).body
 
+    def locks(self, prefix: str = "", page_size: int = 100) -> Iterator[Row]:
+        """Every lock held or waited for whose name starts with ``prefix``, in name order, fetched page
+        by page: ``{"lock", "held", "fence", "owner", "expires_in_ms", "waiting"}``."""
+        return self._pages("/v1/locks", prefix, page_size)
+
+    def semaphores(self, prefix: str = "", page_size: int = 100) -> Iterator[Row]:
+        """Every semaphore with holders or waiters whose name starts with ``prefix``, page by page:
+        ``{"semaphore", "limit", "holders", "waiting", ...}``."""
+        return self._pages("/v1/semaphores", prefix, page_size)
+
+    def _pages(self, path: str, prefix: str, page_size: int) -> Iterator[Row]:
+        cursor: Optional[str] = None
+        while True:
+            page = self.transport.call("GET", path, effect=Effect.READ,
+                                       query={"prefix": prefix or None, "limit": page_size, "cursor": cursor}).body
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
     def revoke_lock(self, name: str, reason: str = "") -> Optional[int]:
         """Ends the current holder's lease on ``name`` at once (scope ``admin``); returns the revoked
         fence, or None when nobody held it. Not retried once sent: a repeat would revoke the next holder."""

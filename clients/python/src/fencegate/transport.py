@@ -161,9 +161,9 @@ class Connection:
         conn = self._usable()
         if conn is None:
             conn = self._http = self._open(timeout)
-            if self._aborted:  # abort() ran while this connected, and found no socket to shut down
-                self.close()
-                raise _Aborted("connection aborted")
+        if self._aborted:  # abort() ran while the socket was being opened and did not see it
+            self.close()
+            raise _Aborted("connection aborted")
         assert conn.sock is not None
         conn.sock.settimeout(timeout)
         try:
