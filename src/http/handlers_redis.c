@@ -209,7 +209,7 @@ static int live_lease_gate(struct http_reply *reply, const struct write_request 
     if (live)
         return 0;
     json_t *out = NULL;
-    if (fenced_redis_get(wr->write.key, &out, err) != 0)
+    if (fenced_redis_get(wr->write.key, 0, 0, &out, err) != 0)
         return -1;
     const json_t *fence = json_object_get(out, "fence");
     struct audit_record rec = {
