@@ -3,9 +3,10 @@
  * raw_pairs.c is on the Redis side: N threads, one keep-alive connection each,
  * looping acquire -> release over HTTP/1.1 for a fixed time. "distinct" gives
  * each connection its own lock name, "shared" one name for all (acquires wait
- * in the gateway's queue). Prints pairs per second.
+ * in the gateway's queue). Prints pairs per second. With BENCH_KEY set, every
+ * request carries it as a bearer API key (bench/auth.sh).
  *
- * usage: http_pairs PORT CONNECTIONS SECONDS distinct|shared PREFIX
+ * usage: [BENCH_KEY=key] http_pairs PORT CONNECTIONS SECONDS distinct|shared PREFIX
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +16,7 @@
 struct bench {
     int port, seconds, shared;
     const char *prefix;
+    char headers[1200]; /* extra request headers: the Authorization line, or "" */
     atomic_long pairs, failures;
 };
 
@@ -36,7 +38,7 @@ static void *run(void *arg)
     snprintf(release, sizeof release, "%.*s/release", (int)(strlen(acquire) - 8), acquire);
     double end = bench_now_s() + b->seconds;
     while (bench_now_s() < end) {
-        if (bench_request(fd, "POST", acquire, "", "{\"ttl_ms\":10000,\"wait_ms\":60000}", buf,
+        if (bench_request(fd, "POST", acquire, b->headers, "{\"ttl_ms\":10000,\"wait_ms\":60000}", buf,
                           sizeof buf) != 200) {
             atomic_fetch_add(&b->failures, 1);
             continue;
@@ -46,7 +48,7 @@ static void *run(void *arg)
             break;
         t += 9;
         snprintf(body, sizeof body, "{\"token\":\"%.*s\"}", (int)(strchr(t, '"') - t), t);
-        if (bench_request(fd, "POST", release, "", body, buf, sizeof buf) == 200)
+        if (bench_request(fd, "POST", release, b->headers, body, buf, sizeof buf) == 200)
             atomic_fetch_add(&b->pairs, 1);
         else
             atomic_fetch_add(&b->failures, 1);
@@ -65,6 +67,9 @@ int main(int argc, char **argv)
                       .seconds = atoi(argv[3]),
                       .shared = strcmp(argv[4], "shared") == 0,
                       .prefix = argv[5]};
+    const char *key = getenv("BENCH_KEY");
+    if (key != NULL && key[0] != '\0')
+        snprintf(b.headers, sizeof b.headers, "Authorization: Bearer %.1000s\r\n", key);
     int n = atoi(argv[2]);
     pthread_t *threads = calloc((size_t)n, sizeof *threads);
     struct worker *workers = calloc((size_t)n, sizeof *workers);

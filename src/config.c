@@ -315,6 +315,13 @@ static int apply_tables(struct config *cfg, const json_t *tables, struct fg_erro
     return 0;
 }
 
+static void free_strings(char **list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
 /* Applies the members of object obj, whose keys are prefixed by prefix ("" at the top). */
 static int apply_object(struct config *cfg, const json_t *obj, const char *prefix,
                         struct fg_error *err)
@@ -331,9 +338,12 @@ static int apply_object(struct config *cfg, const json_t *obj, const char *prefi
             rc = apply_json_setting(cfg, s, v, err);
         else if (prefix[0] == '\0' && strcmp(k, "tables") == 0 && cfg->tables == NULL)
             rc = apply_tables(cfg, v, err);
-        else if (prefix[0] == '\0' && strcmp(k, "allowed_hosts") == 0 && !cfg->allowed_hosts)
+        else if (prefix[0] == '\0' && strcmp(k, "allowed_hosts") == 0) {
+            free_strings(cfg->allowed_hosts, cfg->nallowed_hosts); /* replaces the defaults */
+            cfg->allowed_hosts = NULL;
+            cfg->nallowed_hosts = 0;
             rc = string_array(v, "allowed_hosts", &cfg->allowed_hosts, &cfg->nallowed_hosts, err);
-        else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
+        } else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
             rc = apply_prefixes(cfg, v, err);
         else if (prefix[0] == '\0' && strcmp(k, "secrets") == 0 && cfg->secrets == NULL)
             cfg->secrets = json_deep_copy(v);
@@ -522,13 +532,6 @@ const struct table_config *config_table(const struct config *cfg, const char *na
         if (strcmp(cfg->tables[i].name, name) == 0)
             return &cfg->tables[i];
     return NULL;
-}
-
-static void free_strings(char **list, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(list[i]);
-    free(list);
 }
 
 void config_free(struct config *cfg)

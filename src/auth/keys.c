@@ -8,6 +8,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -15,9 +16,21 @@
 #include "auth/scope.h"
 #include "util/published.h"
 
+/* SHA-256, fetched once: OpenSSL 3 looks the algorithm up again on every
+ * EVP_sha256() digest, which cost more than the hashing of a key. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+    FG_ASSERT(sha256_md != NULL);
+}
+
 static void sha256(const char *text, size_t len, unsigned char out[API_KEY_DIGEST])
 {
-    FG_ASSERT(EVP_Digest(text, len, out, NULL, EVP_sha256(), NULL) == 1);
+    pthread_once(&sha256_once, sha256_fetch);
+    FG_ASSERT(EVP_Digest(text, len, out, NULL, sha256_md, NULL) == 1);
 }
 
 void api_key_hash_hex(const char *text, size_t len, char out[2 * API_KEY_DIGEST + 1])

@@ -42,7 +42,10 @@ static const char usage_overview[] =
     "  watch NAME --fence N [--sem] [--wait MS]    wait until the lease with fence N ends\n"
     "\n"
     "Every command takes --help. Options for all commands:\n"
-    "  --url URL   the gateway (default $FENCEGATE_URL, else " CTL_DEFAULT_URL ")\n"
+    "  --url URL   the gateway, http:// or https:// (default $FENCEGATE_URL, else " CTL_DEFAULT_URL
+    ")\n"
+    "  --cacert F  CA certificate(s) to trust for https (default $FENCEGATE_CACERT, else the\n"
+    "              system's)\n"
     "  --json      print the gateway's JSON answer (acquire, renew, release, status, audit)\n"
     "  --version   show the version\n"
     "\n"
@@ -199,6 +202,7 @@ static const struct option_spec {
     {"-h", OPTION_FLAG, offsetof(struct ctl_args, help), ALL_COMMANDS, 0, 0},
     {"--version", OPTION_FLAG, offsetof(struct ctl_args, version), ALL_COMMANDS, 0, 0},
     {"--url", OPTION_STRING, offsetof(struct ctl_args, url), ALL_COMMANDS, 0, 0},
+    {"--cacert", OPTION_STRING, offsetof(struct ctl_args, cacert), ALL_COMMANDS, 0, 0},
     {"--json", OPTION_FLAG, offsetof(struct ctl_args, json), ANSWERS_JSON, 0, 0},
     {"--ttl", OPTION_NUMBER, offsetof(struct ctl_args, ttl_ms),
      LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW), 100, 86400000},
@@ -449,17 +453,28 @@ int ctl_args_parse(int argc, char **argv, ctl_getenv_fn getenv_fn, struct ctl_ar
         out->url = getenv_fn("FENCEGATE_URL");
     if (out->url == NULL || out->url[0] == '\0')
         out->url = CTL_DEFAULT_URL;
-    return ctl_url_parse(out->url, &out->gateway, err);
+    if (out->cacert == NULL)
+        out->cacert = getenv_fn("FENCEGATE_CACERT");
+    if (ctl_url_parse(out->url, &out->gateway, err) != 0)
+        return -1;
+    out->gateway.cacert = out->cacert != NULL && out->cacert[0] != '\0' ? out->cacert : NULL;
+    const char *key = getenv_fn("FENCEGATE_KEY");
+    out->gateway.key = key != NULL && key[0] != '\0' ? key : NULL;
+    if (out->gateway.key != NULL && strpbrk(out->gateway.key, " \t\r\n") != NULL)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "FENCEGATE_KEY: a key is one word");
+    return 0;
 }
 
 int ctl_url_parse(const char *url, struct ctl_url *out, struct fg_error *err)
 {
-    static const char scheme[] = "http://";
     memset(out, 0, sizeof *out);
-    if (strncmp(url, scheme, strlen(scheme)) != 0)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': only http://host[:port] is supported",
+    if (strncmp(url, "https://", 8) == 0)
+        out->tls = true;
+    else if (strncmp(url, "http://", 7) != 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "URL '%s': only http://host[:port] and https://host[:port] are supported",
                        url);
-    const char *host = url + strlen(scheme);
+    const char *host = url + (out->tls ? 8 : 7);
     const char *slash = strchr(host, '/');
     const char *end = slash ? slash : host + strlen(host);
     const char *host_end, *colon;
@@ -480,7 +495,7 @@ int ctl_url_parse(const char *url, struct ctl_url *out, struct fg_error *err)
     if (host_len == 0 || host_len >= sizeof out->host || memchr(host, '@', host_len) != NULL)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "URL '%s': bad host", url);
     memcpy(out->host, host, host_len);
-    out->port = 80;
+    out->port = out->tls ? 443 : 80;
     if (colon != NULL) {
         long port = 0;
         const char *p = colon + 1;

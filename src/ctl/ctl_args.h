@@ -31,9 +31,13 @@ enum ctl_command {
 
 /* Where the gateway is: parsed from http://host[:port][/base]. */
 struct ctl_url {
-    char host[256]; /* name or address, without IPv6 brackets */
-    int port;       /* TCP port (80 when the URL names none) */
-    char base[256]; /* path prefix without the trailing '/', "" for none */
+    char host[256];     /* name or address, without IPv6 brackets */
+    int port;           /* TCP port (80, or 443 for https, when the URL names none) */
+    char base[256];     /* path prefix without the trailing '/', "" for none */
+    bool tls;           /* https:// */
+    const char *cacert; /* --cacert, else FENCEGATE_CACERT: CA file for https (borrowed);
+                           NULL: the system's CAs */
+    const char *key;    /* FENCEGATE_KEY: API key sent as a bearer header (borrowed), or NULL */
 };
 
 struct ctl_args {
@@ -43,6 +47,7 @@ struct ctl_args {
     bool json;              /* --json: print the gateway's JSON answers */
     bool semaphore;         /* the lease is a semaphore's (sem, --sem, acquire --limit) */
     const char *url;        /* --url, else FENCEGATE_URL, else CTL_DEFAULT_URL */
+    const char *cacert;     /* --cacert, else FENCEGATE_CACERT */
     struct ctl_url gateway; /* url, parsed */
     const char *name;       /* lock or semaphore name */
     long long ttl_ms;       /* --ttl, -1 if not given */

@@ -1,7 +1,7 @@
 /*
- * ctl_http.h - one HTTP/1.1 exchange of fencectl with the gateway over a plain
- * TCP socket: connect, send, read until the server closes, parse. No TLS, no
- * keep-alive, no redirects.
+ * ctl_http.h - one HTTP/1.1 exchange of fencectl with the gateway over a TCP
+ * socket, with TLS for https:// URLs: connect, send, read until the server
+ * closes, parse. No keep-alive, no redirects.
  */
 #ifndef FG_CTL_HTTP_H
 #define FG_CTL_HTTP_H

@@ -45,17 +45,19 @@ char *ctl_request_format(const struct ctl_url *gateway, const char *method, cons
                       "User-Agent: fencectl/" FG_VERSION "\r\n"
                       "Accept: application/json\r\n"
                       "Connection: close\r\n"
-                      "%s"
+                      "%s%s%s%s"
                       "Content-Length: %zu\r\n"
                       "\r\n";
     const char *ctype = body ? "Content-Type: application/json\r\n" : "";
+    const char *bearer = gateway->key ? "Authorization: Bearer " : "";
+    const char *key = gateway->key ? gateway->key : "", *eol = gateway->key ? "\r\n" : "";
     int head = snprintf(NULL, 0, fmt, method, gateway->base, path, v6 ? "[" : "", gateway->host,
-                        v6 ? "]" : "", gateway->port, ctype, body_len);
+                        v6 ? "]" : "", gateway->port, ctype, bearer, key, eol, body_len);
     FG_ASSERT(head > 0);
     char *text = malloc((size_t)head + body_len + 1);
     FG_ASSERT(text != NULL);
     snprintf(text, (size_t)head + 1, fmt, method, gateway->base, path, v6 ? "[" : "", gateway->host,
-             v6 ? "]" : "", gateway->port, ctype, body_len);
+             v6 ? "]" : "", gateway->port, ctype, bearer, key, eol, body_len);
     if (body_len > 0)
         memcpy(text + head, body, body_len);
     text[(size_t)head + body_len] = '\0';

@@ -31,7 +31,8 @@ int ctl_escape_append(char *out, size_t cap, const char *text, const char *also_
 /*
  * The text of one request to gateway: method, path (already encoded, without
  * the URL's base path) and an optional JSON body (NULL for none). Asks the
- * server to close the connection after answering. Returns a malloc'd buffer
+ * server to close the connection after answering, and carries the gateway's
+ * API key as a bearer header when it has one. Returns a malloc'd buffer
  * (owned by the caller) of *len bytes.
  */
 char *ctl_request_format(const struct ctl_url *gateway, const char *method, const char *path,

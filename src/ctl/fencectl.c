@@ -46,9 +46,11 @@ static void print_integer(const char *name, const json_t *obj, const char *field
         printf("%s=%lld\n", name, (long long)json_integer_value(v));
 }
 
+/* Prints the gateway's JSON with everything outside ASCII escaped, so that no
+ * control character (C1, bidi overrides) it may carry reaches the terminal. */
 static void print_json(const json_t *json)
 {
-    char *text = json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *text = json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII);
     if (text != NULL)
         puts(text);
     free(text);

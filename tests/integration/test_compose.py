@@ -74,6 +74,23 @@ class ComposeTest(unittest.TestCase):
         self.assertTrue(any(str(p).endswith(f":{port}") for p in gw.get("ports", [])), gw.get("ports"))
         self.assertEqual(set(gw.get("depends_on", {})), {"redis", "postgres"})
 
+    def test_auth_required_with_keys_from_a_mounted_file(self):
+        """The gateway listens beyond loopback: auth is required and its keys come from a compose secret
+        (a file outside the image), never from the Dockerfile."""
+        gw = self.services["gateway"]
+        e = environment(gw)
+        self.assertEqual(e.get("FENCEGATE_AUTH_MODE"), "required")
+        self.assertEqual(e.get("FENCEGATE_AUTH_KEYS_FILE"), "/run/secrets/fencegate_keys")
+        self.assertIn("fencegate_keys", gw.get("secrets", []))
+        self.assertIn("deploy/keys.json", self.doc["secrets"]["fencegate_keys"]["file"])
+        with open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8") as f:
+            dockerfile = f.read()
+        for baked in ("FENCEGATE_SECRET=", "FENCEGATE_AUTH_KEYS_FILE=", "keys.json", "sha256"):
+            self.assertNotIn(baked, "\n".join(line for line in dockerfile.splitlines()
+                                              if not line.startswith("#")))
+        with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
+            self.assertIn("deploy/keys.json", f.read().split())
+
     def test_mounted_files_exist(self):
         for name, service in self.services.items():
             for volume in service.get("volumes", []):

@@ -78,13 +78,14 @@ class SemaphoreLeaseTest(unittest.TestCase):
 
     def test_renew_keeps_a_hold_longer_than_the_lease(self):
         name = unique("sem-renew")
-        a = self.acquire(name, limit=1, ttl_ms=300).body
-        for _ in range(5):  # 5 x 150 ms = 750 ms, well past the 300 ms lease
+        # 600 ms leases renewed every 150 ms: a renew may come 450 ms late on a loaded machine.
+        a = self.acquire(name, limit=1, ttl_ms=600).body
+        for _ in range(7):  # 7 x 150 ms = 1050 ms, well past the 600 ms lease
             time.sleep(0.15)
             r = self.c.post(SEM + name + "/renew", {"token": a["token"]})
             self.assertEqual(r.status, 200, r)
             self.assertEqual(r.body["fence"], a["fence"])
-            self.assertEqual(r.body["ttl_ms"], 300)
+            self.assertEqual(r.body["ttl_ms"], 600)
             self.assertEqual(self.acquire(name, limit=1).status, 409)  # still held
         r = self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 1000})
         self.assertEqual((r.status, r.body["ttl_ms"]), (200, 1000))

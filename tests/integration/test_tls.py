@@ -180,5 +180,40 @@ class TlsTest(unittest.TestCase):
             self.assertEqual(gw.get("/healthz")[1]["serialNumber"], served)
 
 
+class FencectlTlsTest(unittest.TestCase):
+    """fencectl over https with --cacert (or FENCEGATE_CACERT) and an API key from FENCEGATE_KEY."""
+
+    def test_fencectl_https_with_key(self):
+        import hashlib
+        pki = Pki()
+        cert, key = pki.server("ctl")
+        ctl = os.environ.get("FG_CTL") or os.path.join(os.path.dirname(os.environ["FG_BIN"]), "fencectl")
+        entry = {"id": "ctl", "sha256": hashlib.sha256(b"ctl-key").hexdigest(), "scopes": ["lock:ctl:*"]}
+        config = {"auth": {"mode": "required", "keys": [entry]}}
+        with TlsGateway(pki.path("ca.pem"), env_overrides=tls_env(cert, key), config=config) as gw:
+            base = {k: v for k, v in os.environ.items() if not k.startswith("FENCEGATE_")}
+            url = f"https://localhost:{gw.port}"
+
+            def run(*args, **env):
+                return subprocess.run([ctl, "--url", url, *args], env=dict(base, **env), capture_output=True,
+                                      text=True, timeout=30)
+            p = run("status", "ctl:a", "--cacert", pki.path("ca.pem"), FENCEGATE_KEY="ctl-key")
+            self.assertEqual(p.returncode, 0, p)
+            p = run("status", "ctl:a", FENCEGATE_CACERT=pki.path("ca.pem"), FENCEGATE_KEY="ctl-key")
+            self.assertEqual(p.returncode, 0, p)
+            p = run("acquire", "ctl:b", "--ttl", "1000", FENCEGATE_CACERT=pki.path("ca.pem"),
+                    FENCEGATE_KEY="ctl-key")
+            self.assertEqual(p.returncode, 0, p)
+            p = run("status", "ctl:a", FENCEGATE_CACERT=pki.path("ca.pem"))
+            self.assertEqual(p.returncode, 5, p)  # no key: 401
+            self.assertIn("unauthorized", p.stderr + p.stdout)
+            p = run("status", "ctl:a", FENCEGATE_KEY="ctl-key")  # the system's CAs do not know ours
+            self.assertEqual(p.returncode, 4, p)
+            self.assertIn("certificate", p.stderr)
+            p = subprocess.run([ctl, "--url", f"http://localhost:{gw.port}", "status", "ctl:a"],
+                               env=dict(base, FENCEGATE_KEY="ctl-key"), capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(p.returncode, 0, p)
+
+
 if __name__ == "__main__":
     unittest.main()

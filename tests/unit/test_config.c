@@ -82,6 +82,58 @@ static void defaults(void **state)
     config_free(&cfg);
 }
 
+/* The limits of issue 11 and the default Host allowlist, by listen address. */
+static void hostile_limits_and_hosts(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_int_equal(cfg.max_hash_fields, 1000);
+    assert_int_equal(cfg.max_value_bytes, 65536);
+    assert_int_equal(cfg.audit_retention_days, 90);
+    assert_int_equal(cfg.max_connections, 0);
+    assert_int_equal(cfg.max_connections_per_ip, 0);
+    assert_int_equal(cfg.header_timeout_ms, 10000);
+    const char *const loopback[] = {"127.0.0.1",      "127.0.0.1:8480", "localhost",
+                                    "localhost:8480", "[::1]",          "[::1]:8480"};
+    assert_int_equal(cfg.nallowed_hosts, 6);
+    for (size_t i = 0; i < 6; i++)
+        assert_string_equal(cfg.allowed_hosts[i], loopback[i]);
+    config_free(&cfg);
+    const char *const v6[] = {"FENCEGATE_LISTEN", "[::1]:9000", NULL};
+    assert_int_equal(load(v6, &cfg, &err), 0);
+    assert_int_equal(cfg.nallowed_hosts, 6);
+    assert_string_equal(cfg.allowed_hosts[0], "[::1]");
+    assert_string_equal(cfg.allowed_hosts[1], "[::1]:9000");
+    config_free(&cfg);
+    const char *const wildcard[] = {"FENCEGATE_LISTEN", "0.0.0.0:8480", "FENCEGATE_AUTH_MODE",
+                                    "off", NULL};
+    assert_int_equal(load(wildcard, &cfg, &err), 0);
+    assert_int_equal(cfg.nallowed_hosts, 1);
+    assert_string_equal(cfg.allowed_hosts[0], "*");
+    config_free(&cfg);
+    const char *const lan[] = {"FENCEGATE_LISTEN", "10.1.2.3:80", "FENCEGATE_AUTH_MODE", "off",
+                               NULL};
+    assert_int_equal(load(lan, &cfg, &err), 0);
+    assert_int_equal(cfg.nallowed_hosts, 2);
+    assert_string_equal(cfg.allowed_hosts[1], "10.1.2.3:80");
+    config_free(&cfg);
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_int_equal(apply("{\"allowed_hosts\": [\"gw.example\"], \"limits\": {\"max_hash_fields\":"
+                           " 5, \"header_timeout_ms\": 500}}",
+                           &cfg, &err),
+                     0);
+    assert_int_equal(cfg.max_hash_fields, 5);
+    assert_int_equal(cfg.header_timeout_ms, 500);
+    assert_int_equal(cfg.nallowed_hosts, 1);
+    assert_string_equal(cfg.allowed_hosts[0], "gw.example");
+    config_free(&cfg);
+    refused_naming("{\"limits\": {\"max_value_bytes\": 0}}", "limits.max_value_bytes");
+    refused_naming("{\"allowed_hosts\": \"x\"}", "must be an array");
+    refused_naming("{\"allowed_hosts\": [\"\"]}", "allowed_hosts");
+}
+
 static void json_keys(void **state)
 {
     (void)state;
@@ -342,6 +394,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults),
+        cmocka_unit_test(hostile_limits_and_hosts),
         cmocka_unit_test(json_keys),
         cmocka_unit_test(refusals_name_the_setting),
         cmocka_unit_test(environment_overrides),

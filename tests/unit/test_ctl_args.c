@@ -215,7 +215,14 @@ static void urls(void **state)
     assert_string_equal(u.host, "example.org");
     assert_int_equal(u.port, 81);
     assert_string_equal(u.base, "");
-    assert_int_equal(ctl_url_parse("https://example.org", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("https://example.org", &u, &err), 0);
+    assert_true(u.tls);
+    assert_int_equal(u.port, 443);
+    assert_int_equal(ctl_url_parse("https://example.org:8443/gw/", &u, &err), 0);
+    assert_int_equal(u.port, 8443);
+    assert_string_equal(u.base, "/gw");
+    assert_int_equal(ctl_url_parse("ftp://example.org", &u, &err), -1);
+    assert_int_equal(ctl_url_parse("HTTPS://example.org", &u, &err), -1);
     assert_int_equal(ctl_url_parse("http://", &u, &err), -1);
     assert_int_equal(ctl_url_parse("http://h:0", &u, &err), -1);
     assert_int_equal(ctl_url_parse("http://h:65536", &u, &err), -1);

@@ -43,7 +43,13 @@ static void request_text(void **state)
     free(text);
     text = ctl_request_format(&u, "GET", "/healthz", NULL, &len);
     assert_null(strstr(text, "Content-Type"));
+    assert_null(strstr(text, "Authorization"));
     assert_non_null(strstr(text, "Content-Length: 0\r\n\r\n"));
+    free(text);
+    u.key = "fgk_0123";
+    text = ctl_request_format(&u, "GET", "/healthz", NULL, &len);
+    assert_non_null(
+        strstr(text, "\r\nAuthorization: Bearer fgk_0123\r\nContent-Length: 0\r\n\r\n"));
     free(text);
 }
 
