@@ -48,6 +48,8 @@ static const char usage_overview[] =
     "              system's)\n"
     "  --json      print the gateway's JSON answer (acquire, renew, release, status, audit)\n"
     "  --version   show the version\n"
+    "The API key, when the gateway requires one, comes from $FENCEGATE_KEY (never an option:\n"
+    "command lines are visible to other users).\n"
     "\n"
     "Exit status:\n"
     "  0  success          3  the lease was lost (410 lease_lost, or could not be renewed)\n"

@@ -4,8 +4,9 @@ new`; start-up refusals naming the entry; the key id in the request log.
 
 Broken variants caught while writing this (each tried, then reverted): the scope check skipped
 (api_key_permits always true: test_every_route 'lacking' rows answered 2xx/4xx other than 403); the batch
-handler not checking its tables (test_batch_checks_every_table got 200); SIGHUP ignored (the new key got
-401 in test_sighup_rereads_keys).
+handler not checking its tables (test_batch_checks_every_table went on to 400 for the missing Fence-Token
+instead of 403); the key set of a SIGHUP not put in force (the new key got 401 in
+test_sighup_rereads_keys).
 
 Owns: authentication and authorization (API.md "Authentication and authorization"). Must not: test the
 fenced-write rules themselves (test_pg_*.py, test_redis_writes.py) or bound resources (test_bound.py).

@@ -150,6 +150,15 @@ static void keyset_entries(void **state)
     assert_null(keyset_find(ks, "secreT", 6));
     assert_null(keyset_find(ks, "secret ", 7));
     assert_null(keyset_find(ks, "", 0));
+    /* a key whose hash starts like the known one's: the whole hash must match */
+    char probe[32], hex[2 * API_KEY_DIGEST + 1];
+    for (int i = 0;; i++) {
+        snprintf(probe, sizeof probe, "probe-%d", i);
+        api_key_hash_hex(probe, strlen(probe), hex);
+        if (memcmp(hex, HASH_OF_SECRET, 4) == 0)
+            break;
+    }
+    assert_null(keyset_find(ks, probe, strlen(probe)));
     keyset_free(ks);
 
     const struct {
