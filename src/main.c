@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     gw.cfg = &cfg;
     auth_take(&cfg);
     struct tls_identity *tls = NULL;
-    if (tls_load(&cfg, &tls, &err) != 0) {
+    if (!list_dead && !migrate_only && tls_load(&cfg, &tls, &err) != 0) {
         fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
         auth_shutdown();
         config_free(&cfg);

@@ -8,7 +8,8 @@
 const KEY_STORAGE = 'fencegate.key';
 const LEASE_REFRESH_MS = 2000;
 const REJECTION_REFRESH_MS = 5000;
-const LEASE_PAGE = 200;
+const LEASE_PAGE = 200;        // items shown per kind
+const LEASE_PAGES_MAX = 5;     // pages read per refresh to fill them
 const AUDIT_PAGE = 50;
 const MINUTES = 60;
 
@@ -196,11 +197,27 @@ function fillSemRow(row, item) {
   for (const [fence, li] of lines) if (!seen.has(fence)) li.remove();
 }
 
+// Up to LEASE_PAGE items of a listing, following its cursor for at most LEASE_PAGES_MAX pages (a key
+// with narrow scopes may see nothing on the first pages). Returns {status, body: {items, next_cursor}}.
+async function listing(route, prefix) {
+  const items = [];
+  let cursor = null;
+  for (let page = 0; page < LEASE_PAGES_MAX; page += 1) {
+    const more = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+    const answer = await api(`${route}?prefix=${prefix}&limit=${LEASE_PAGE - items.length}${more}`);
+    if (answer.status !== 200) return answer;
+    items.push(...answer.body.items);
+    cursor = answer.body.next_cursor;
+    if (!cursor || items.length >= LEASE_PAGE) break;
+  }
+  return { status: 200, body: { items, next_cursor: cursor } };
+}
+
 async function refreshLeases() {
   const prefix = encodeURIComponent($('lease-prefix').value.trim());
   const [locks, sems] = await Promise.all([
-    api(`/v1/locks?prefix=${prefix}&limit=${LEASE_PAGE}`),
-    api(`/v1/semaphores?prefix=${prefix}&limit=${LEASE_PAGE}`),
+    listing('/v1/locks', prefix),
+    listing('/v1/semaphores', prefix),
   ]);
   if (locks.status !== 200 || sems.status !== 200) {
     say($('status'), `Live leases: ${problemText(locks.status !== 200 ? locks : sems)}`);
@@ -331,9 +348,9 @@ function auditQuery(afterId) {
 }
 
 function auditRow(item) {
-  const row = newRow(10, [0, 4, 5]);
+  const row = newRow(11, [0, 4, 5]);
   const cells = [item.id, clockTime(item.at_ms), item.resource, item.lock, item.presented_fence,
-    item.current_fence, item.owner ?? '–', item.client_addr, item.method, item.reason];
+    item.current_fence, item.owner ?? '–', item.client_addr, item.method, item.reason, item.principal];
   cells.forEach((text, i) => { row.cells[i].textContent = text ?? '–'; });
   row.dataset.key = String(item.id);
   return row;

@@ -104,8 +104,8 @@ test('a stale write made by the test appears in the audit table and the timeline
   const cells = await row.locator('td').allTextContents();
   assert.equal(cells[2], resource);
   assert.equal(cells[3], lock);
-  assert.deepEqual(cells.slice(4, 10), [String(a.fence), String(b.fence), 'worker-A', '127.0.0.1', 'PATCH',
-    'stale_fence']);
+  assert.deepEqual(cells.slice(4, 11), [String(a.fence), String(b.fence), 'worker-A', '127.0.0.1', 'PATCH',
+    'stale_fence', '–']);
   assert.equal(await page.locator('#audit-table tbody tr').count(), 1, 'the filter keeps this resource only');
   await shot(page, 'console-rejections');
   // The owner filter narrows by writer; a writer that never wrote matches nothing.
