@@ -21,7 +21,8 @@
 # usage: scripts/services.sh start|stop|status|wipe <datadir> <redis_port> <pg_port>
 #        scripts/services.sh start-redis|stop-redis|start-pg|stop-pg <datadir> <redis_port> <pg_port>
 #   start   start both (a no-op for a server that already runs from this datadir), wait until they answer,
-#           and make sure role and database `fencegate` exist
+#           and make sure role and database `fencegate` exist, with the example application table of
+#           examples/invoices.sql (the dev and test gateways write to it; a deployment does not have it)
 #   stop    stop both cleanly (SHUTDOWN NOSAVE after the AOF is flushed; pg_ctl stop -m fast)
 #   status  print one line per server; exit 0 when both answer, 3 otherwise
 #   wipe    stop both, then delete <datadir> and any cluster directory it links to
@@ -32,6 +33,7 @@ PROG="services.sh"
 PG_OS_USER="${FG_PG_OS_USER:-fencegate-pg}"
 TIMEOUT="${FG_SERVICES_TIMEOUT:-30}"
 MARKER=".fencegate-services"
+EXAMPLE_SQL="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples/invoices.sql"
 
 die() { echo "$PROG: error: $*" >&2; exit 1; }
 say() { echo "$PROG: $*"; }
@@ -377,6 +379,9 @@ ensure_pg_role_and_db() {
     pg_admin -c "CREATE DATABASE fencegate OWNER fencegate" || die "could not create database fencegate"
     say "postgres: created database fencegate"
   fi
+  PGCONNECT_TIMEOUT=5 "$PGBIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" \
+    -U fencegate -d fencegate -c "SET client_min_messages = warning" -f "$EXAMPLE_SQL" ||
+    die "could not apply $EXAMPLE_SQL"
 }
 
 stop_pg() {

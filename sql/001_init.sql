@@ -1,5 +1,6 @@
--- 001_init.sql: the gateway's own objects, in schema fencegate, and the example
--- invoices table of the README walk-through and the tests.
+-- 001_init.sql: the gateway's own objects, in schema fencegate. Application tables
+-- are not the gateway's: the example invoices table of the README walk-through
+-- and the tests is in examples/invoices.sql, which a deployment does not run.
 -- Every migration is written to be re-runnable (IF NOT EXISTS): the gateway applies
 -- any migration of sql/ it does not find recorded, whatever its number.
 
@@ -34,14 +35,4 @@ CREATE INDEX IF NOT EXISTS rejections_at ON fencegate.rejections (at);
 CREATE TABLE IF NOT EXISTS fencegate.settings (
     name  text PRIMARY KEY,
     value text NOT NULL
-);
-
--- The example table guarded by the walk-through: invoice-style rows.
-CREATE TABLE IF NOT EXISTS public.invoices (
-    id           text PRIMARY KEY,
-    customer     text,
-    amount_cents bigint,
-    status       text,
-    note         text,
-    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp()
 );

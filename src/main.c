@@ -6,7 +6,9 @@
  * SIGHUP re-reads the configuration and puts its API keys in force (a
  * configuration that does not load keeps the keys in force and is logged).
  * `fencegate migrate` applies the migrations and exits; `fencegate keys new`
- * makes an API key.
+ * makes an API key. Under systemd (Type=notify) it reports READY=1 once it
+ * serves and STOPPING=1 when it drains. Errors that stop start-up are logged as
+ * JSON lines like everything else.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -34,6 +36,8 @@
 #include "store/revocations.h"
 #include "store/secret.h"
 #include "util/log.h"
+#include "util/notify.h"
+#include "util/procstat.h"
 
 #define STARTUP_WAIT_MS     30000
 #define DRAIN_WAIT_MS       10000
@@ -43,18 +47,18 @@ struct gateway gw;
 
 static const char usage[] =
     "usage: fencegate [migrate | audit-dead-letters | keys new --id ID --scope S ...]\n"
-    "                 [--help] [--version]\n"
+    "                 [-h | --help] [--version]\n"
     "\n"
     "Serves the fencegate HTTP API: leases and fencing tokens from Redis, fenced\n"
     "writes to Postgres and Redis, and the audit of rejected stale writes.\n"
     "\n"
-    "  migrate    apply pending SQL migrations and exit\n"
-    "  keys new   print a fresh API key once and its auth.keys entry (SHA-256 only)\n"
+    "  migrate     apply pending SQL migrations and exit\n"
+    "  keys new    print a fresh API key once and its auth.keys entry (SHA-256 only)\n"
     "  audit-dead-letters\n"
-    "             print the audit records Postgres refused (stream fg:audit:dead),\n"
-    "             oldest first, one JSON object per line, and exit\n"
-    "  --help     show this text\n"
-    "  --version  show the version\n"
+    "              print the audit records Postgres refused (stream fg:audit:dead),\n"
+    "              oldest first, one JSON object per line, and exit\n"
+    "  -h, --help  show this text\n"
+    "  --version   show the version\n"
     "\n"
     "Configuration (environment overrides the JSON file):\n"
     "  FENCEGATE_LISTEN      host:port to serve (default 127.0.0.1:8480)\n"
@@ -73,7 +77,9 @@ static const char usage[] =
     "\n"
     "The operator console is served at /ui/ (\"ui\": false in the file turns it off).\n"
     "\n"
-    "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys and secrets.\n";
+    "Signals: SIGTERM/SIGINT drain and exit; SIGHUP re-reads the API keys and secrets.\n"
+    "Logs are JSON lines on stderr. Under systemd (Type=notify) it sends READY=1 to\n"
+    "$NOTIFY_SOCKET once it serves. See fencegate(8).\n";
 
 static const char *env_lookup(const char *name)
 {
@@ -157,6 +163,14 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
     return 0;
 }
 
+/* Logs why the process stops before or instead of serving, as one JSON line:
+ * {"event":"startup_failed","code":"config","detail":...}; code "config" exits 2. */
+static void log_startup_failure(const struct fg_error *err)
+{
+    log_event(LOG_ERROR, "startup_failed",
+              json_pack("{s:s, s:s}", "code", fg_code_name(err->code), "detail", err->msg));
+}
+
 /* Puts cfg's API keys in force (cfg gives them up); warns loudly when a gateway
  * reachable beyond loopback lets anyone in. */
 static void auth_take(struct config *cfg)
@@ -238,10 +252,13 @@ static int serve(struct config *cfg, struct fg_error *err)
     log_event(LOG_INFO, "serving",
               json_pack("{s:s, s:i, s:s}", "host", cfg->listen_host, "port", cfg->listen_port,
                         "instance", gw.instance_id));
+    if (notify_send("READY=1\nSTATUS=serving") < 0)
+        log_message(LOG_WARN, "notify_failed", "could not send READY=1 to $NOTIFY_SOCKET");
     int sig = 0;
     while (sigwait(&signals, &sig) == 0 && sig == SIGHUP)
         reload();
     log_message(LOG_INFO, "draining", "signal %d", sig);
+    (void)notify_send("STOPPING=1\nSTATUS=draining");
     atomic_store(&gw.draining, true);
     http_server_quiesce();
     int64_t deadline = http_now_ms() + DRAIN_WAIT_MS;
@@ -258,6 +275,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "keys") == 0)
         return keygen_main(argc - 1, argv + 1, stdout, stderr);
     bool migrate_only = false, list_dead = false;
+    procstat_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
@@ -281,7 +299,7 @@ int main(int argc, char **argv)
     struct fg_error err = {0};
     int status = 1;
     if (config_load(&cfg, env_lookup, &err) != 0) {
-        fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
+        log_startup_failure(&err);
         config_free(&cfg);
         return 2;
     }
@@ -315,7 +333,7 @@ int main(int argc, char **argv)
     status = 0;
 out:
     if (status != 0)
-        fprintf(stderr, "fencegate: %s\n", err.msg);
+        log_startup_failure(&err);
     janitor_stop();
     doorbell_stop();
     redis_shutdown();

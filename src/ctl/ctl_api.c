@@ -89,11 +89,12 @@ int ctl_api_renew(const struct ctl_args *a, const char *token, long long ttl_ms,
     return call(a, "POST", path, body, timeout_ms, ans);
 }
 
-int ctl_api_release(const struct ctl_args *a, const char *token, struct ctl_answer *ans)
+int ctl_api_release(const struct ctl_args *a, const char *token, long long timeout_ms,
+                    struct ctl_answer *ans)
 {
     char path[PATH_MAX_LEN];
     lease_path(a, "/release", path, sizeof path);
-    return call(a, "POST", path, json_pack("{s:s}", "token", token), CTL_CALL_TIMEOUT_MS, ans);
+    return call(a, "POST", path, json_pack("{s:s}", "token", token), timeout_ms, ans);
 }
 
 int ctl_api_status(const struct ctl_args *a, struct ctl_answer *ans)
@@ -181,10 +182,10 @@ int ctl_api_lockset_renew(const struct ctl_args *a, char *const *tokens, size_t 
 }
 
 int ctl_api_lockset_release(const struct ctl_args *a, char *const *tokens, size_t n,
-                            struct ctl_answer *ans)
+                            long long timeout_ms, struct ctl_answer *ans)
 {
     return call(a, "POST", "/v1/locksets/release",
-                json_pack("{s:o}", "tokens", token_list(tokens, n)), CTL_CALL_TIMEOUT_MS, ans);
+                json_pack("{s:o}", "tokens", token_list(tokens, n)), timeout_ms, ans);
 }
 
 void ctl_answer_report(const struct ctl_answer *ans)

@@ -17,6 +17,7 @@
 #include "util/error.h"
 
 #define CTL_CALL_TIMEOUT_MS 30000 /* a call that does not wait in a queue */
+#define CTL_GIVE_BACK_MS    2000  /* release of a lease already counted as lost */
 
 struct ctl_answer {
     struct ctl_response response; /* status 0 when no answer arrived */
@@ -35,8 +36,9 @@ int ctl_api_acquire(const struct ctl_args *a, const char *owner, struct ctl_answ
 int ctl_api_renew(const struct ctl_args *a, const char *token, long long ttl_ms,
                   long long timeout_ms, struct ctl_answer *ans) FG_WUR;
 
-/* Releases the lease of token. */
-int ctl_api_release(const struct ctl_args *a, const char *token, struct ctl_answer *ans) FG_WUR;
+/* Releases the lease of token, waiting up to timeout_ms. */
+int ctl_api_release(const struct ctl_args *a, const char *token, long long timeout_ms,
+                    struct ctl_answer *ans) FG_WUR;
 
 /* GET of the lock's or semaphore's status. */
 int ctl_api_status(const struct ctl_args *a, struct ctl_answer *ans) FG_WUR;
@@ -59,9 +61,9 @@ int ctl_api_lockset_acquire(const struct ctl_args *a, const char *owner,
 int ctl_api_lockset_renew(const struct ctl_args *a, char *const *tokens, size_t n, long long ttl_ms,
                           long long timeout_ms, struct ctl_answer *ans) FG_WUR;
 
-/* POST /v1/locksets/release of the n tokens. */
+/* POST /v1/locksets/release of the n tokens, waiting up to timeout_ms. */
 int ctl_api_lockset_release(const struct ctl_args *a, char *const *tokens, size_t n,
-                            struct ctl_answer *ans) FG_WUR;
+                            long long timeout_ms, struct ctl_answer *ans) FG_WUR;
 
 /* One line on stderr saying why the call failed ("fencectl: lock_busy: ..."). */
 void ctl_answer_report(const struct ctl_answer *ans);

@@ -41,7 +41,7 @@ static const char usage_overview[] =
     "  revoke NAME [--reason R] [--sem --fence N]  end a holder's lease at once (admin)\n"
     "  watch NAME --fence N [--sem] [--wait MS]    wait until the lease with fence N ends\n"
     "\n"
-    "Every command takes --help. Options for all commands:\n"
+    "Every command takes -h or --help. Options for all commands:\n"
     "  --url URL   the gateway, http:// or https:// (default $FENCEGATE_URL, else " CTL_DEFAULT_URL
     ")\n"
     "  --cacert F  CA certificate(s) to trust for https (default $FENCEGATE_CACERT, else the\n"
@@ -52,7 +52,8 @@ static const char usage_overview[] =
     "command lines are visible to other users).\n"
     "\n"
     "Exit status:\n"
-    "  0  success          3  the lease was lost (410 lease_lost, or could not be renewed)\n"
+    "  0  success          3  the lease was lost (410 lease_lost, 409 max_hold_exceeded,\n"
+    "                         or it could not be renewed in time)\n"
     "  1  usage error      4  gateway unreachable, or a backend is down (503)\n"
     "  2  busy (409 lock_busy, 429 too_many_waiters)\n"
     "  5  any other error  lock and sem: otherwise COMMAND's own status (128+N if killed\n"
@@ -104,8 +105,8 @@ static const char usage_acquire[] =
     "                             [--request-id ID] [--sem --limit N] [--json]\n"
     "\n"
     "Takes a lease on lock NAME (or a slot of semaphore NAME with --sem or --limit) and prints\n"
-    "shell assignments, for eval \"$(fencectl acquire NAME)\":\n"
-    "  FENCE_TOKEN=...  FENCE=...  FENCE_EXPIRES_AT_MS=...\n"
+    "exported shell variables, for eval \"$(fencectl acquire NAME)\":\n"
+    "  export FENCE_TOKEN=...  export FENCE=...  export FENCE_EXPIRES_AT_MS=...\n"
     "With --json, prints the gateway's answer instead. The lease lasts its TTL unless renewed.\n"
     "A retry with the same --request-id keeps its place and gets the same lease.\n"
     "\n"
@@ -115,10 +116,11 @@ static const char usage_renew[] =
     "usage: fencectl renew NAME [--token T] [--ttl MS] [--sem] [--json]\n"
     "\n"
     "Extends the lease whose token is T (default $FENCE_TOKEN) by MS (default its own TTL),\n"
-    "and prints FENCE=... and FENCE_EXPIRES_AT_MS=... (the fence never changes).\n"
+    "and prints export FENCE=... and export FENCE_EXPIRES_AT_MS=... (the fence never\n"
+    "changes).\n"
     "\n"
-    "Exit status: 0 renewed, 1 usage, 3 lease lost, 4 unreachable, 5 other error\n"
-    "(including 409 max_hold_exceeded).\n";
+    "Exit status: 0 renewed, 1 usage, 3 lease lost (410 lease_lost, 409 max_hold_exceeded),\n"
+    "4 unreachable, 5 other error.\n";
 
 static const char usage_release[] =
     "usage: fencectl release NAME [--token T] [--sem] [--json]\n"

@@ -16,6 +16,7 @@ static const struct {
     {"lock_busy", CTL_EXIT_BUSY},
     {"too_many_waiters", CTL_EXIT_BUSY},
     {"lease_lost", CTL_EXIT_LEASE_LOST},
+    {"max_hold_exceeded", CTL_EXIT_LEASE_LOST},
     {"backend_unavailable", CTL_EXIT_UNREACHABLE},
 };
 

@@ -290,6 +290,17 @@ static long long renewed_ttl(const json_t *json)
     return shortest;
 }
 
+/* Says how the last renewal attempt before the lease ran out ended. An attempt
+ * without an answer only ran out of the lease's remaining time: that says
+ * nothing about whether the gateway can be reached, so it is not called so. */
+static void report_last_attempt(const struct ctl_answer *ans)
+{
+    if (ans->response.status != 0)
+        ctl_answer_report(ans);
+    else
+        fprintf(stderr, "fencectl: last renewal attempt: no answer (%s)\n", ans->err.msg);
+}
+
 /* One renewal attempt; on refusal, says why on stderr. */
 static enum renewal renew(struct held *h)
 {
@@ -310,7 +321,7 @@ static enum renewal renew(struct held *h)
         fprintf(stderr, "fencectl: the lease on %s %s was lost: renewal refused\n", kind_of(a),
                 what_of(a));
         ctl_answer_report(&ans);
-        h->gone = ans.exit == CTL_EXIT_LEASE_LOST && a->set == NULL;
+        h->gone = ans.response.status == 410 && a->set == NULL;
         result = RENEWAL_LOST;
     } else {
         long long retry = h->ttl_ms / 10 > RETRY_MIN_MS ? h->ttl_ms / 10 : RETRY_MIN_MS;
@@ -321,7 +332,7 @@ static enum renewal renew(struct held *h)
                     "fencectl: the lease on %s %s was lost: no renewal got through "
                     "before it expired\n",
                     kind_of(a), what_of(a));
-            ctl_answer_report(&ans);
+            report_last_attempt(&ans);
             result = RENEWAL_LOST;
         }
     }
@@ -329,12 +340,12 @@ static enum renewal renew(struct held *h)
     return result;
 }
 
-/* Releases every held lease (one call); fills *ans. */
-static int release_all(struct held *h, struct ctl_answer *ans)
+/* Releases every held lease (one call, waiting up to timeout_ms); fills *ans. */
+static int release_all(struct held *h, long long timeout_ms, struct ctl_answer *ans)
 {
     if (h->args->set != NULL)
-        return ctl_api_lockset_release(h->args, h->tokens, h->n, ans);
-    return ctl_api_release(h->args, h->tokens[0], ans);
+        return ctl_api_lockset_release(h->args, h->tokens, h->n, timeout_ms, ans);
+    return ctl_api_release(h->args, h->tokens[0], timeout_ms, ans);
 }
 
 /* Gives the lease back after the command ended with status; returns the exit status. */
@@ -342,7 +353,7 @@ static int release_after(struct held *h, int status)
 {
     int code = ctl_exit_of_child(status);
     struct ctl_answer ans;
-    if (release_all(h, &ans) != 0) {
+    if (release_all(h, CTL_CALL_TIMEOUT_MS, &ans) != 0) {
         bool lost = ans.exit == CTL_EXIT_LEASE_LOST;
         fprintf(stderr, "fencectl: %s %s: %s\n", kind_of(h->args), what_of(h->args),
                 lost ? "the lease had been lost before the command ended"
@@ -357,14 +368,19 @@ static int release_after(struct held *h, int status)
 
 /* Gives back a lease the command no longer runs under but that may still exist
  * (cut short by max_hold_ms, not renewed in time, or the other locks of a set
- * one of which was lost); a 410 then is no news. */
+ * one of which was lost); a 410 then is no news. The command is already
+ * stopped, so this waits at most CTL_GIVE_BACK_MS: a lease nobody gives back
+ * ends by itself when its TTL runs out. */
 static void give_back(struct held *h)
 {
     if (h->gone)
         return;
     struct ctl_answer ans;
-    if (release_all(h, &ans) != 0 && ans.exit != CTL_EXIT_LEASE_LOST)
-        ctl_answer_report(&ans);
+    if (release_all(h, CTL_GIVE_BACK_MS, &ans) != 0 && ans.response.status != 410)
+        fprintf(stderr,
+                "fencectl: did not give the lease back (%s); it ends by itself within "
+                "its TTL\n",
+                ans.response.status == 0 ? ans.err.msg : (ans.problem ? ans.problem : "refused"));
     ctl_answer_free(&ans);
 }
 

@@ -22,15 +22,16 @@ static const char *env_lookup(const char *name)
     return getenv(name);
 }
 
-/* Prints NAME=value, single-quoted for the shell when value needs it. */
+/* Prints `export NAME=value`, single-quoted for the shell when value needs it, so
+ * that eval "$(fencectl acquire ...)" hands the lease to the commands it runs. */
 static void print_assignment(const char *name, const char *value)
 {
     if (value[0] != '\0' && strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                           "0123456789._-:/+=") == strlen(value)) {
-        printf("%s=%s\n", name, value);
+        printf("export %s=%s\n", name, value);
         return;
     }
-    printf("%s='", name);
+    printf("export %s='", name);
     for (const char *p = value; *p != '\0'; p++)
         if (*p == '\'')
             fputs("'\\''", stdout);
@@ -43,7 +44,7 @@ static void print_integer(const char *name, const json_t *obj, const char *field
 {
     json_t *v = json_object_get(obj, field);
     if (json_is_integer(v))
-        printf("%s=%lld\n", name, (long long)json_integer_value(v));
+        printf("export %s=%lld\n", name, (long long)json_integer_value(v));
 }
 
 /* Prints the gateway's JSON with everything outside ASCII escaped, so that no
@@ -176,7 +177,7 @@ static int run_renew(const struct ctl_args *a)
 static int run_release(const struct ctl_args *a)
 {
     struct ctl_answer ans;
-    if (ctl_api_release(a, a->token, &ans) != 0)
+    if (ctl_api_release(a, a->token, CTL_CALL_TIMEOUT_MS, &ans) != 0)
         return failed(a, &ans);
     return succeeded(a, &ans, NULL);
 }

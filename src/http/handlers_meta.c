@@ -1,8 +1,10 @@
 /*
  * handlers_meta.c - /metrics renders the metric store with the gauges read at
- * this moment (waiters, requests in flight); /v1/openapi.json answers the
- * OpenAPI document embedded from openapi/openapi.json at build time. Neither
- * touches a backend, so both answer while Redis or Postgres is down.
+ * this moment (waiters, requests in flight, the process's own figures, and
+ * whether each backend answers a ping); /v1/openapi.json answers the OpenAPI
+ * document embedded from openapi/openapi.json at build time. Both answer while
+ * Redis or Postgres is down: a ping of a backend that is down fails within the
+ * backend deadline and shows as fencegate_backend_up 0.
  */
 #include "http/handlers_meta.h"
 
@@ -11,15 +13,22 @@
 
 #include "embedded.h"
 #include "lease/waiter.h"
+#include "store/pg.h"
+#include "store/redis.h"
 #include "util/metrics.h"
+#include "util/procstat.h"
 
 #define OPENAPI_FILE "openapi.json"
 
 enum handler_result handle_metrics(struct http_request *req, struct http_reply *reply)
 {
     (void)req;
+    struct fg_error redis_err = {0}, pg_err = {0};
     struct metrics_gauges gauges = {.waiters = waiter_count(),
                                     .in_flight = http_server_in_flight()};
+    gauges.backend_up[METRIC_BACKEND_REDIS] = redis_ping(&redis_err) == 0;
+    gauges.backend_up[METRIC_BACKEND_PG] = pg_ping(&pg_err) == 0;
+    procstat_read(&gauges.process);
     reply_text(reply, 200, "text/plain; version=0.0.4; charset=utf-8", metrics_render(&gauges));
     return HANDLER_DONE;
 }

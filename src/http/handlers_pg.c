@@ -18,6 +18,7 @@
 #include "lease/live.h"
 #include "store/fenced_pg.h"
 #include "store/secret.h"
+#include "util/log.h"
 #include "util/metrics.h"
 
 #define HEADER_TOKEN "Fence-Token"
@@ -80,11 +81,14 @@ static int op_bound(const struct table_schema *schema, const struct fenced_op *o
     return -1;
 }
 
-/* 409 stale_fence for a refused write of who to res->resource. */
+/* 409 stale_fence for a refused write of who to res->resource (method: "PUT", ...,
+ * "POST" for a batch), logged as stale_write as the Redis writes are. */
 static enum handler_result reply_stale(struct http_reply *reply, const struct fenced_writer *who,
-                                       const struct fenced_result *res)
+                                       const struct fenced_result *res, const char *method)
 {
     struct fg_error err;
+    log_stale_write(res->resource, who->lock_name, who->fence, res->fence, method,
+                    who->client_addr);
     fg_fail(&err, FG_ERR_STALE_FENCE,
             "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence,
             res->fence, res->resource);
@@ -195,7 +199,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         return reply_expired(reply, &who, expired);
     snprintf(req->log_subject, sizeof req->log_subject, "%s", res.resource);
     if (res.outcome == FENCED_STALE) {
-        reply_stale(reply, &who, &res);
+        reply_stale(reply, &who, &res, fenced_kind_method(kind));
     } else if (res.outcome == FENCED_REVOKED) {
         reply_revoked(reply, &who, &res);
     } else {
@@ -307,7 +311,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     if (!held)
         return reply_expired(reply, &who, expired);
     if (res.outcome == FENCED_STALE) {
-        reply_stale(reply, &who, &res);
+        reply_stale(reply, &who, &res, "POST");
     } else if (res.outcome == FENCED_REVOKED) {
         reply_revoked(reply, &who, &res);
     } else {

@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -200,9 +201,34 @@ static void request_free(struct http_request *req)
     atomic_fetch_sub(&server.in_flight, 1);
 }
 
+/* Routes polled by probes and scrapers: their request lines are written at debug
+ * level only, so that a health check every second does not drown the log. */
+static const char *const probe_routes[] = {"healthz", "readyz", "metrics"};
+
+/* The level of the request line of a request answered on route (NULL: none). */
+static enum log_level request_log_level(const struct route *route)
+{
+    for (size_t i = 0; route != NULL && i < sizeof probe_routes / sizeof probe_routes[0]; i++)
+        if (strcmp(route->label, probe_routes[i]) == 0)
+            return LOG_DEBUG;
+    return LOG_INFO;
+}
+
+/* The problem code of a problem reply ("lock_busy"), or NULL. */
+static const char *reply_problem_code(const struct http_reply *reply)
+{
+    static const char prefix[] = "/problems/";
+    const char *type =
+        reply->problem ? json_string_value(json_object_get(reply->body, "type")) : NULL;
+    if (type == NULL || strncmp(type, prefix, sizeof prefix - 1) != 0)
+        return NULL;
+    return type + sizeof prefix - 1;
+}
+
 static void log_request(const struct http_request *req, const char *method, const char *url)
 {
-    if (!log_enabled(LOG_INFO))
+    enum log_level level = request_log_level(req->match.route);
+    if (!log_enabled(level))
         return;
     const struct http_conn *conn = req->conn;
     json_t *f =
@@ -217,7 +243,10 @@ static void log_request(const struct http_request *req, const char *method, cons
         json_object_set_new(f, "owner", json_string(req->log_owner));
     if (req->principal != NULL)
         json_object_set_new(f, "principal", json_string(req->principal->id));
-    log_event(LOG_INFO, "request", f);
+    const char *problem = reply_problem_code(&conn->reply);
+    if (problem != NULL)
+        json_object_set_new(f, "problem", json_string(problem));
+    log_event(level, "request", f);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
@@ -258,7 +287,7 @@ static void hide_internals(const struct http_request *req, struct http_reply *re
               json_pack("{s:s, s:s, s:i, s:s}", "request_id", req->request_id, "route",
                         req->match.route ? req->match.route->label : "none", "status",
                         reply->status, "detail", detail ? detail : ""));
-    char text[200];
+    char text[256];
     snprintf(text, sizeof text, "%s (request id %s)", generic_detail(reply->status),
              req->request_id);
     json_object_set_new(reply->body, "detail", json_string(text));
@@ -679,13 +708,14 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     else
         tls_options[0].option = MHD_OPTION_END;
     server.daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+        flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL,
+        /* First, so that libmicrohttpd's complaints about the options below are JSON too. */
+        MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
         NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_ARRAY,
-        tls_options, MHD_OPTION_END);
+        on_connection, NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
     if (server.daemon == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
                        cfg->listen_port);

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,34 @@ static const struct {
     {"sem_release", METRIC_KIND_SEMAPHORE, METRIC_OP_RELEASE},
 };
 
+#define R(result) (1u << (result))
+
+/* The results each operation can have; any other is counted (and shown) as error. */
+static const unsigned op_results[METRIC_OP_COUNT] = {
+    [METRIC_OP_ACQUIRE] = R(METRIC_RESULT_OK) | R(METRIC_RESULT_BUSY) |
+                          R(METRIC_RESULT_TOO_MANY_WAITERS) | R(METRIC_RESULT_LIMIT_MISMATCH) |
+                          R(METRIC_RESULT_LEASE_LOST) | R(METRIC_RESULT_SUPERSEDED) |
+                          R(METRIC_RESULT_UNAVAILABLE) | R(METRIC_RESULT_INVALID) |
+                          R(METRIC_RESULT_ERROR),
+    [METRIC_OP_RENEW] = R(METRIC_RESULT_OK) | R(METRIC_RESULT_MAX_HOLD) |
+                        R(METRIC_RESULT_LEASE_LOST) | R(METRIC_RESULT_UNAVAILABLE) |
+                        R(METRIC_RESULT_INVALID) | R(METRIC_RESULT_ERROR),
+    [METRIC_OP_RELEASE] = R(METRIC_RESULT_OK) | R(METRIC_RESULT_LEASE_LOST) |
+                          R(METRIC_RESULT_UNAVAILABLE) | R(METRIC_RESULT_INVALID) |
+                          R(METRIC_RESULT_ERROR),
+};
+
+/* The results each kind can have: only a semaphore has a limit to mismatch. */
+static const unsigned kind_results[METRIC_KIND_COUNT] = {
+    [METRIC_KIND_LOCK] = ~R(METRIC_RESULT_LIMIT_MISMATCH),
+    [METRIC_KIND_SEMAPHORE] = ~0u,
+};
+
+static bool result_possible(enum metric_op op, enum metric_kind kind, enum metric_result result)
+{
+    return (op_results[op] & kind_results[kind] & R(result)) != 0;
+}
+
 #define STATUS_CLASSES 5 /* 1xx .. 5xx */
 
 static struct {
@@ -151,6 +180,8 @@ static void count_lease(const char *route, int status, const json_t *problem, in
             continue;
         enum metric_kind kind = lease_routes[i].kind;
         enum metric_result result = metrics_result_of(status, problem);
+        if (!result_possible(lease_routes[i].op, kind, result))
+            result = METRIC_RESULT_ERROR;
         add(&m.lease[kind][lease_routes[i].op][result]);
         if (lease_routes[i].op == METRIC_OP_ACQUIRE && result == METRIC_RESULT_OK)
             observe(&m.wait[kind], elapsed_ms);
@@ -298,9 +329,11 @@ static void render_leases(struct text *t)
         header(t, op_table[op].family, "counter", op_table[op].help);
         for (int k = 0; k < METRIC_KIND_COUNT; k++)
             for (int r = 0; r < METRIC_RESULT_COUNT; r++)
-                emit(t, "%s{kind=\"%s\",result=\"%s\"} %llu\n", op_table[op].family, kind_names[k],
-                     r == METRIC_RESULT_OK ? op_table[op].ok_name : result_names[r],
-                     get(&m.lease[k][op][r]));
+                if (result_possible(op, k, r))
+                    emit(t, "%s{kind=\"%s\",result=\"%s\"} %llu\n", op_table[op].family,
+                         kind_names[k],
+                         r == METRIC_RESULT_OK ? op_table[op].ok_name : result_names[r],
+                         get(&m.lease[k][op][r]));
     }
     static const struct {
         const char *family;
@@ -320,8 +353,12 @@ static void render_leases(struct text *t)
     }
 }
 
-static void render_backends(struct text *t)
+static void render_backends(struct text *t, const bool *up)
 {
+    header(t, "fencegate_backend_up", "gauge",
+           "1 if the backend answered a ping for this scrape, else 0.");
+    for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
+        emit(t, "fencegate_backend_up{backend=\"%s\"} %d\n", backend_names[b], up[b] ? 1 : 0);
     header(t, "fencegate_fenced_writes_total", "counter",
            "Fenced writes by backend and result (applied, stale, invalid).");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
@@ -373,6 +410,44 @@ static void render_http(struct text *t)
     }
 }
 
+/* The standard process_* families (as Prometheus client libraries name them);
+ * a figure that could not be read (-1) is left out. */
+static void render_process(struct text *t, const struct metrics_process *p)
+{
+    static const struct {
+        const char *family;
+        const char *type;
+        const char *help;
+        size_t offset;  /* of the figure in struct metrics_process */
+        bool is_double; /* double, else long long */
+    } figures[] = {
+        {"process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.",
+         offsetof(struct metrics_process, cpu_seconds), true},
+        {"process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+         offsetof(struct metrics_process, resident_bytes), false},
+        {"process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+         offsetof(struct metrics_process, virtual_bytes), false},
+        {"process_open_fds", "gauge", "Open file descriptors.",
+         offsetof(struct metrics_process, open_fds), false},
+        {"process_max_fds", "gauge", "Maximum number of open file descriptors.",
+         offsetof(struct metrics_process, max_fds), false},
+        {"process_start_time_seconds", "gauge", "Start time of the process since the epoch.",
+         offsetof(struct metrics_process, start_time_seconds), true},
+    };
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        const char *field = (const char *)p + figures[i].offset;
+        double d = figures[i].is_double ? *(const double *)(const void *)field : 0;
+        long long n = figures[i].is_double ? 0 : *(const long long *)(const void *)field;
+        if ((figures[i].is_double && d < 0) || (!figures[i].is_double && n < 0))
+            continue;
+        header(t, figures[i].family, figures[i].type, figures[i].help);
+        if (figures[i].is_double)
+            emit(t, "%s %.3f\n", figures[i].family, d);
+        else
+            emit(t, "%s %lld\n", figures[i].family, n);
+    }
+}
+
 char *metrics_render(const struct metrics_gauges *gauges)
 {
     struct text t = {.s = malloc(16384), .len = 0, .cap = 16384};
@@ -385,7 +460,8 @@ char *metrics_render(const struct metrics_gauges *gauges)
            "Requests received and not yet answered.");
     emit(&t, "fencegate_http_requests_in_flight %ld\n", gauges->in_flight);
     render_leases(&t);
-    render_backends(&t);
+    render_backends(&t, gauges->backend_up);
     render_http(&t);
+    render_process(&t, &gauges->process);
     return t.s;
 }

@@ -10,12 +10,15 @@
  * Label sets are bounded by construction: kinds, operations, results and backends
  * are enums, and routes are the labels of the static route table (at most
  * METRICS_MAX_ROUTES of them; any further label is counted as "other"). Never a
- * lock name, a resource or a client as a label.
+ * lock name, a resource or a client as a label. A lease series exists only for
+ * the results its operation and kind can have (no renewal is ever "busy", no
+ * lock has a "limit_mismatch").
  */
 #ifndef FG_METRICS_H
 #define FG_METRICS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define METRICS_MAX_ROUTES 64
@@ -48,10 +51,22 @@ enum metric_write {
     METRIC_WRITE_COUNT
 };
 
+/* The process's own figures (util/procstat.c); -1: could not be read, left out. */
+struct metrics_process {
+    double cpu_seconds;        /* user + system CPU time */
+    long long resident_bytes;  /* resident set size */
+    long long virtual_bytes;   /* virtual memory size */
+    long long open_fds;        /* open file descriptors */
+    long long max_fds;         /* RLIMIT_NOFILE soft limit */
+    double start_time_seconds; /* wall-clock start, seconds since the epoch */
+};
+
 /* Values read at render time from the modules that own them. */
 struct metrics_gauges {
     long waiters;   /* requests parked waiting for a lease (waiter_count()) */
     long in_flight; /* requests received and not yet answered */
+    bool backend_up[METRIC_BACKEND_COUNT]; /* the backend answered a ping for this scrape */
+    struct metrics_process process;        /* CPU, memory and descriptors of the process */
 };
 
 /*

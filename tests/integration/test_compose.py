@@ -1,6 +1,9 @@
 """docker-compose.yml: it parses, names the three services (Redis with AOF and noeviction, Postgres, the
-gateway built by the Dockerfile) and gives the gateway the environment it reads; the files it mounts exist.
-Also checks that the systemd unit and `fencegate --help/--version` name the same settings.
+gateway built by the Dockerfile) and gives the gateway the environment it reads; the files it mounts exist;
+images are pinned to exact versions, passwords come from .env (deploy/compose.env.example names them all)
+and the gateway has a healthcheck that asks /readyz (run here against a real gateway, with bash as in the
+image). Also checks that the systemd unit (as configured into the build) and `fencegate --help/--version`
+name the same settings, and that the unit waits for readiness (Type=notify).
 
 Owns: the deployment files' agreement with the gateway. Must not: run docker (CI has none).
 """
@@ -13,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import env  # noqa: E402
+from harness import Gateway, env  # noqa: E402
 
 import yaml  # python3-yaml, installed by scripts/deps.sh  # noqa: E402
 
@@ -74,6 +77,36 @@ class ComposeTest(unittest.TestCase):
         self.assertTrue(any(str(p).endswith(f":{port}") for p in gw.get("ports", [])), gw.get("ports"))
         self.assertEqual(set(gw.get("depends_on", {})), {"redis", "postgres"})
 
+    def test_images_are_pinned(self):
+        for name in ("redis", "postgres"):
+            self.assertRegex(self.services[name]["image"], r"^[a-z]+:\d+\.\d+[.-]", name)
+
+    def test_passwords_come_from_the_env_file(self):
+        with open(os.path.join(ROOT, "deploy", "compose.env.example"), encoding="utf-8") as f:
+            example = dict(line.split("=", 1) for line in f.read().splitlines()
+                           if line and not line.startswith("#"))
+        with open(os.path.join(ROOT, "docker-compose.yml"), encoding="utf-8") as f:
+            used = set(re.findall(r"\$\{([A-Z_]+)(?![A-Z_]|:-)", f.read()))  # those without a default
+        self.assertEqual(used, set(example))
+        self.assertEqual(environment(self.services["postgres"])["POSTGRES_PASSWORD"][:2], "${")
+        self.assertIn(":${POSTGRES_PASSWORD}@", environment(self.services["gateway"])["FENCEGATE_PG_DSN"])
+        self.assertIn(":${REDIS_PASSWORD}@", environment(self.services["gateway"])["FENCEGATE_REDIS_URL"])
+        with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
+            self.assertIn(".env", f.read().split())
+        with open(os.path.join(ROOT, ".dockerignore"), encoding="utf-8") as f:
+            self.assertIn(".env", f.read().split())
+
+    def test_gateway_healthcheck_asks_readyz(self):
+        check = self.services["gateway"]["healthcheck"]["test"]
+        self.assertEqual(check[:3], ["CMD", "bash", "-c"])
+        script = check[3].replace("8480", "{port}")
+        self.assertIn("/readyz", script)
+        with Gateway() as gw:
+            r = subprocess.run(["bash", "-c", script.format(port=gw.port)], capture_output=True, timeout=10)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run(["bash", "-c", script.format(port=gw.port)], capture_output=True, timeout=10)
+        self.assertNotEqual(r.returncode, 0)
+
     def test_auth_required_with_keys_from_a_mounted_file(self):
         """The gateway listens beyond loopback: auth is required and its keys come from a compose secret
         (a file outside the image), never from the Dockerfile."""
@@ -116,12 +149,16 @@ class SettingsTest(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
 
     def test_systemd_unit(self):
-        with open(os.path.join(ROOT, "deploy", "fencegate.service"), encoding="utf-8") as f:
+        # The unit as CMake configured it from deploy/fencegate.service.in, beside the binary.
+        with open(os.path.join(os.path.dirname(env("FG_BIN")), "fencegate.service"), encoding="utf-8") as f:
             unit = f.read()
-        self.assertRegex(unit, r"(?m)^ExecStart=/\S*fencegate$")
+        self.assertRegex(unit, r"(?m)^ExecStart=/\S*/bin/fencegate$")
         self.assertRegex(unit, r"(?m)^KillSignal=SIGTERM$")
+        self.assertRegex(unit, r"(?m)^Type=notify$")
+        self.assertRegex(unit, r"(?m)^Environment=FENCEGATE_CONFIG=/\S+/fencegate/fencegate.json$")
+        self.assertNotRegex(unit, r"@[A-Z_]+@")  # every CMake variable was filled in
         for name in GATEWAY_ENV:
-            self.assertIn(name, unit)
+            self.assertIn(name, unit)  # in the comment on what the env file may set
         self.assertIsNotNone(re.search(r"(?m)^\[Install\]$", unit))
 
 

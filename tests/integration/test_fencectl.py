@@ -11,6 +11,7 @@ The binary: FG_CTL, else `fencectl` next to FG_BIN.
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -198,7 +199,7 @@ class FencectlTest(unittest.TestCase):
         name = unique("ctl-script")
         r = self.run_ctl("acquire", name, "--ttl", "5000", "--owner", "script")
         self.assertEqual(r.returncode, 0, r.stderr)
-        values = dict(line.split("=", 1) for line in r.stdout.splitlines())
+        values = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())
         token, fence = values["FENCE_TOKEN"], int(values["FENCE"])
         st = self.status(name)
         self.assertEqual((st["held"], st["fence"], st["owner"]), (True, fence, "script"))
@@ -207,12 +208,62 @@ class FencectlTest(unittest.TestCase):
         self.assertIn(f"held, fence {fence}", r.stdout)
         r = self.run_ctl("renew", name, "--ttl", "8000", env=dict(self.env, FENCE_TOKEN=token))
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn(f"FENCE={fence}\n", r.stdout)
+        self.assertIn(f"export FENCE={fence}\n", r.stdout)
         self.assertEqual(self.run_ctl("release", name, "--token", token).returncode, 0)
         self.assertEqual(self.run_ctl("release", name, "--token", token).returncode, 0)
         r = self.run_ctl("renew", name, "--token", token, "--json")
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertEqual(json.loads(r.stdout)["type"], "/problems/lease_lost")
+
+    def test_acquire_exports_the_lease_to_commands_run_after_eval(self):
+        name = unique("ctl-eval")
+        script = f'eval "$({shlex.quote(self.ctl)} acquire {name} --ttl 5000)" && sh -c \'echo "$FENCE $FENCE_TOKEN"\''
+        r = subprocess.run(["sh", "-c", script], env=self.env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        fence, token = r.stdout.split()
+        self.assertEqual(self.status(name)["fence"], int(fence))
+        self.assertEqual(self.run_ctl("release", name, "--token", token).returncode, 0)
+
+    def test_max_hold_exceeded_is_3(self):
+        """A renewal past max_hold_ms (409 max_hold_exceeded) is a lost lease for every command: exit 3."""
+        name = unique("ctl-hold")
+        r = self.run_ctl("acquire", name, "--ttl", "1000", "--max-hold", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        token = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())["FENCE_TOKEN"]
+        r = self.run_ctl("renew", name, "--token", token, "--ttl", "1000")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("max_hold_exceeded", r.stderr)
+        r = self.run_ctl("lock", name + "-run", "--ttl", "300", "--max-hold", "300", "--", "sleep", "20")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("max_hold_exceeded", r.stderr)
+
+    def test_lost_lease_with_a_hung_gateway_is_bounded_and_not_called_unreachable(self):
+        """With the gateway frozen (SIGSTOP), renewals get no answer until the lease runs out: fencectl stops the
+        command, tries once to give the lease back for at most CTL_GIVE_BACK_MS (2 s) and exits 3, without
+        calling a gateway that only took longer than the lease's remaining time "unreachable". Caught: the
+        give-back with the 30 s timeout of ordinary calls (took ~32 s), and the old report of the last attempt
+        ("gateway unreachable: ...")."""
+        gw = Gateway(config=INVOICES)
+        try:
+            name, pidfile = unique("ctl-hung"), self.file("hung")
+            p = subprocess.Popen([self.ctl, "lock", name, "--ttl", "1500", "--grace", "500", "--", "sh", "-c",
+                                  f"echo $$ > {pidfile}; exec sleep 60"],
+                                 env=dict(self.env, FENCEGATE_URL=gw.base), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            wait_for(lambda: os.path.exists(pidfile) and read(pidfile).strip(), timeout=15,
+                     what="the command to start")
+            os.kill(gw.proc.pid, signal.SIGSTOP)
+            frozen = time.monotonic()
+            out, err = p.communicate(timeout=40)
+            took = time.monotonic() - frozen
+            self.assertEqual(p.returncode, 3, err)
+            self.assertIn("no renewal got through", err)
+            self.assertNotIn("unreachable", err)
+            # At most the lease (1.5 s), the grace period (0.5 s) and the bounded give-back (2 s), plus slack.
+            self.assertLess(took, 1.5 + 0.5 + 2.0 + 3.0, err)
+        finally:
+            os.kill(gw.proc.pid, signal.SIGCONT)
+            gw.stop()
 
     def test_semaphore_runs(self):
         name, log = unique("ctl-sem"), self.file("sem")

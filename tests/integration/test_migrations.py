@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import psql, run_fencegate  # noqa: E402
+from harness import env, psql, run_fencegate  # noqa: E402
 
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sql")
 
@@ -62,6 +62,23 @@ class MigrationsTest(unittest.TestCase):
             self.assertIn("does not know", r.stderr)
         finally:
             psql("DELETE FROM fencegate.schema_migrations WHERE version = 9999")
+
+    def test_a_deployment_gets_no_application_table(self):
+        """The migrations create the gateway's own objects only: the example invoices table of the README
+        and the tests is examples/invoices.sql, which scripts/services.sh applies to the test database."""
+        db = "fg_deploy_" + os.urandom(4).hex()
+        psql(f'CREATE DATABASE "{db}"')
+        try:
+            dsn = env("FG_TEST_PG_DSN").rsplit("/", 1)[0] + "/" + db
+            r = run_fencegate(["migrate"], env_overrides={"FENCEGATE_PG_DSN": dsn})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            tables = psql("SELECT table_schema || '.' || table_name FROM information_schema.tables "
+                          "WHERE table_schema NOT IN ('pg_catalog', 'information_schema')", dsn=dsn)
+            self.assertTrue(tables)
+            self.assertEqual([t for t in tables if not t.startswith("fencegate.")], [])
+        finally:
+            psql(f'DROP DATABASE "{db}"')
+        self.assertEqual(psql("SELECT to_regclass('public.invoices') IS NOT NULL"), ["t"])
 
 
 if __name__ == "__main__":

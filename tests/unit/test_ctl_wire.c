@@ -108,11 +108,11 @@ static void exit_statuses(void **state)
     assert_int_equal(ctl_exit_for(409, "lock_busy"), CTL_EXIT_BUSY);
     assert_int_equal(ctl_exit_for(429, "too_many_waiters"), CTL_EXIT_BUSY);
     assert_int_equal(ctl_exit_for(410, "lease_lost"), CTL_EXIT_LEASE_LOST);
+    assert_int_equal(ctl_exit_for(409, "max_hold_exceeded"), CTL_EXIT_LEASE_LOST);
     assert_int_equal(ctl_exit_for(503, "backend_unavailable"), CTL_EXIT_UNREACHABLE);
     assert_int_equal(ctl_exit_for(0, NULL), CTL_EXIT_UNREACHABLE);
     assert_int_equal(ctl_exit_for(502, NULL), CTL_EXIT_UNREACHABLE);
     assert_int_equal(ctl_exit_for(409, "limit_mismatch"), CTL_EXIT_ERROR);
-    assert_int_equal(ctl_exit_for(409, "max_hold_exceeded"), CTL_EXIT_ERROR);
     assert_int_equal(ctl_exit_for(400, "invalid_field"), CTL_EXIT_ERROR);
     assert_int_equal(ctl_exit_for(500, NULL), CTL_EXIT_ERROR);
 }

@@ -111,6 +111,56 @@ static void backends_and_writes(void **state)
     free(text);
 }
 
+/* Only the results an operation and kind can have are series; a reply that maps to
+ * another one counts as error. Caught: rendering every kind x result pair (the
+ * lock's limit_mismatch and the renewal's busy showed up). */
+static void no_impossible_label_pairs(void **state)
+{
+    (void)state;
+    json_t *busy = json_pack("{s:s}", "type", "/problems/lock_busy");
+    metrics_request("lock_release", 409, busy, 1);
+    char *text = render(0, 0);
+    assert_null(strstr(text, "kind=\"lock\",result=\"limit_mismatch\""));
+    assert_series(
+        text, "fencegate_acquisitions_total{kind=\"semaphore\",result=\"limit_mismatch\"}", "0");
+    assert_null(strstr(text, "fencegate_renewals_total{kind=\"lock\",result=\"busy\"}"));
+    assert_null(strstr(text, "fencegate_releases_total{kind=\"lock\",result=\"busy\"}"));
+    assert_null(
+        strstr(text, "fencegate_releases_total{kind=\"lock\",result=\"max_hold_exceeded\"}"));
+    assert_null(
+        strstr(text, "fencegate_acquisitions_total{kind=\"lock\",result=\"max_hold_exceeded\"}"));
+    assert_series(text, "fencegate_renewals_total{kind=\"lock\",result=\"max_hold_exceeded\"}",
+                  "0");
+    assert_series(text, "fencegate_releases_total{kind=\"lock\",result=\"error\"}", "1");
+    free(text);
+    json_decref(busy);
+}
+
+/* Backend liveness and the process figures come from the gauges of the scrape;
+ * a figure that could not be read (-1) is left out. */
+static void backend_up_and_process(void **state)
+{
+    (void)state;
+    struct metrics_gauges g = {.backend_up = {[METRIC_BACKEND_PG] = true},
+                               .process = {.cpu_seconds = 1.5,
+                                           .resident_bytes = 4096,
+                                           .virtual_bytes = 8192,
+                                           .open_fds = 12,
+                                           .max_fds = -1,
+                                           .start_time_seconds = 1700000000.25}};
+    char *text = metrics_render(&g);
+    assert_series(text, "fencegate_backend_up{backend=\"postgres\"}", "1");
+    assert_series(text, "fencegate_backend_up{backend=\"redis\"}", "0");
+    assert_series(text, "process_cpu_seconds_total", "1.500");
+    assert_series(text, "process_resident_memory_bytes", "4096");
+    assert_series(text, "process_virtual_memory_bytes", "8192");
+    assert_series(text, "process_open_fds", "12");
+    assert_series(text, "process_start_time_seconds", "1700000000.250");
+    assert_null(strstr(text, "process_max_fds"));
+    assert_non_null(strstr(text, "# TYPE process_cpu_seconds_total counter\n"));
+    free(text);
+}
+
 static void route_labels_are_bounded(void **state)
 {
     (void)state;
@@ -147,6 +197,8 @@ int main(void)
         cmocka_unit_test_setup(results_from_replies, reset),
         cmocka_unit_test_setup(lease_routes_count, reset),
         cmocka_unit_test_setup(backends_and_writes, reset),
+        cmocka_unit_test_setup(no_impossible_label_pairs, reset),
+        cmocka_unit_test_setup(backend_up_and_process, reset),
         cmocka_unit_test_setup(route_labels_are_bounded, reset),
         cmocka_unit_test_setup(text_format, reset),
     };

@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake/install.cmake - owns: where `cmake --install` puts things (GNUInstallDirs):
+#   bin/fencegate, bin/fencectl                      the binaries (migrations, scripts and the OpenAPI
+#                                                    document are compiled in: nothing else is read)
+#   <sysconfdir>/fencegate/fencegate.json            example configuration (deploy/fencegate.json)
+#   <systemd unit dir>/fencegate.service             from deploy/fencegate.service.in
+#   share/man/man8/fencegate.8, man1/fencectl.1      from man/*.in (the version filled in)
+#   share/bash-completion/completions/fencectl       from deploy/fencectl.bash-completion
+#   share/doc/fencegate/                             README, CHANGELOG, LICENSE, docs/
+# With the prefix /usr, sysconfdir is /etc and the unit directory /lib/systemd/system (Debian's).
+# Must not: install anything the binaries read from the source tree (they read nothing from it).
+include(GNUInstallDirs)
+
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(fg_unit_dir_default /lib/systemd/system)
+else()
+  set(fg_unit_dir_default ${CMAKE_INSTALL_PREFIX}/lib/systemd/system)
+endif()
+set(FG_SYSTEMD_UNIT_DIR ${fg_unit_dir_default} CACHE PATH "Where the systemd unit is installed")
+set(FG_CONFIG_DIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/fencegate)
+
+configure_file(${CMAKE_SOURCE_DIR}/deploy/fencegate.service.in ${CMAKE_BINARY_DIR}/fencegate.service
+               @ONLY)
+configure_file(${CMAKE_SOURCE_DIR}/man/fencegate.8.in ${CMAKE_BINARY_DIR}/man/fencegate.8 @ONLY)
+configure_file(${CMAKE_SOURCE_DIR}/man/fencectl.1.in ${CMAKE_BINARY_DIR}/man/fencectl.1 @ONLY)
+
+install(TARGETS fencegate fencectl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/fencegate.json DESTINATION ${FG_CONFIG_DIR})
+install(FILES ${CMAKE_BINARY_DIR}/fencegate.service DESTINATION ${FG_SYSTEMD_UNIT_DIR})
+install(FILES ${CMAKE_BINARY_DIR}/man/fencegate.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+install(FILES ${CMAKE_BINARY_DIR}/man/fencectl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/fencectl.bash-completion
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME fencectl)
+install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/CHANGELOG.md
+              ${CMAKE_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The API reference cannot drift from the code: docs/api.md names every route of the route table
+(src/http/routes.c) and every problem code of src/util/error.c; every example of openapi/openapi.json
+conforms to the schema beside it; and the README and docs link only to files inside the repository.
+
+Caught: the batch answer's items (op, resource, row) against the old schema that required `applied` and
+`fence` in them; a README link to ../shared/API.md.
+"""
+
+import json
+import os
+import re
+import unittest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+ROUTE = re.compile(r'\{\s*HTTP_(GET|POST|PUT|PATCH|DELETE)\s*,\s*"([^"]+)"')
+CODE = re.compile(r'\[FG_ERR_\w+\]\s*=\s*\{"(\w+)",\s*(\d+)\}')
+NOT_PUBLIC = {"config"}  # a start-up failure, never an HTTP answer
+
+
+def read(*path: str) -> str:
+    with open(os.path.join(ROOT, *path), encoding="utf-8") as f:
+        return f.read()
+
+
+def conforms(value, schema: dict, components: dict, where: str) -> list[str]:
+    """The ways value breaks schema (the subset of JSON Schema the document uses)."""
+    if "$ref" in schema:
+        return conforms(value, components[schema["$ref"].rsplit("/", 1)[1]], components, where)
+    problems = []
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+        kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+        ok = any((t == "integer" and isinstance(value, int) and not isinstance(value, bool)) or
+                 (t == "number" and isinstance(value, (int, float)) and not isinstance(value, bool)) or
+                 (t in kinds and isinstance(value, kinds[t])) for t in types)
+        if not ok:
+            return [f"{where}: {value!r} is not {types}"]
+    if "const" in schema and value != schema["const"]:
+        problems.append(f"{where}: {value!r} is not {schema['const']!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(f"{where}: {value!r} not in {schema['enum']}")
+    if isinstance(value, dict):
+        for name in schema.get("required", []):
+            if name not in value:
+                problems.append(f"{where}: lacks {name}")
+        props = schema.get("properties", {})
+        for name, member in value.items():
+            if name in props:
+                problems += conforms(member, props[name], components, f"{where}.{name}")
+            elif schema.get("additionalProperties") is False:
+                problems.append(f"{where}: unexpected member {name}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                problems += conforms(member, schema["additionalProperties"], components, f"{where}.{name}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            problems += conforms(item, schema["items"], components, f"{where}[{i}]")
+    return problems
+
+
+class ApiReferenceTest(unittest.TestCase):
+    def test_every_route_and_code_is_documented(self):
+        doc = read("docs", "api.md")
+        for method, pattern in ROUTE.findall(read("src", "http", "routes.c")):
+            path = re.sub(r"\{(\w+)\*\}", r"{\1}", pattern)
+            self.assertIn(path, doc, f"{method} {path}")
+        for code, status in CODE.findall(read("src", "util", "error.c")):
+            if code not in NOT_PUBLIC:
+                self.assertRegex(doc, rf"\| {status} \| `{code}` \|", code)
+
+    def test_openapi_examples_conform(self):
+        doc = json.loads(read("openapi", "openapi.json"))
+        components = doc["components"]["schemas"]
+        media = []
+        for path, item in doc["paths"].items():
+            for method, op in item.items():
+                if not isinstance(op, dict):
+                    continue
+                for ctype, m in op.get("requestBody", {}).get("content", {}).items():
+                    media.append((f"{method} {path} body", m))
+                for code, r in op.get("responses", {}).items():
+                    for ctype, m in r.get("content", {}).items():
+                        media.append((f"{method} {path} {code}", m))
+        for name, r in doc["components"].get("responses", {}).items():
+            for ctype, m in r.get("content", {}).items():
+                media.append((f"response {name}", m))
+        examples = [(where, m) for where, m in media if "example" in m]
+        self.assertGreaterEqual(len(examples), 20)
+        for where, m in examples:
+            self.assertEqual(conforms(m["example"], m["schema"], components, where), [])
+
+    def test_links_stay_in_the_repository(self):
+        for name in ["README.md", "CHANGELOG.md"] + [os.path.join("docs", f) for f in os.listdir(
+                os.path.join(ROOT, "docs")) if f.endswith(".md")]:
+            text = read(name)
+            for target in re.findall(r"\]\(([^)#\s]+)", text):
+                if re.match(r"[a-z]+:", target):
+                    continue  # a web address, not a file
+                path = os.path.normpath(os.path.join(ROOT, os.path.dirname(name), target))
+                self.assertTrue(path.startswith(ROOT + os.sep), f"{name} links outside: {target}")
+                self.assertTrue(os.path.exists(path), f"{name} links to a missing file: {target}")
+
+
+if __name__ == "__main__":
+    unittest.main()
