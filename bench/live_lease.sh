@@ -9,7 +9,8 @@
 #
 # Cells: 1 and 8 connections on distinct rows (a random row of 10,000 per write). The
 # gateway runs a Release build, log level warn, 8 HTTP threads and 8 Postgres
-# connections. Own services: .data/live-bench on ports 37381/37434, HTTP 38482.
+# connections. Own services: .data/live-bench on ports 21414/22414, HTTP 23414
+# (REDIS_PORT, PG_PORT, HTTP_PORT override them).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,9 +18,9 @@ cd "$root"
 duration="${DURATION:-5}"
 rounds="${ROUNDS:-3}"
 datadir=".data/live-bench"
-redis_port=37381
-pg_port=37434
-http_port=38482
+redis_port="${REDIS_PORT:-21414}"
+pg_port="${PG_PORT:-22414}"
+http_port="${HTTP_PORT:-23414}"
 build="build-live-bench"
 rows=10000
 dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
