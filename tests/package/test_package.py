@@ -35,8 +35,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 LOCK_FILE = "/run/lock/fencegate-package-test.lock"
 LIBRARIES = ("libhiredis", "libpq5", "libmicrohttpd", "libjansson", "libssl", "libc6")
 INSTALLED = ("/usr/bin/fencegate", "/usr/bin/fencectl", "/etc/fencegate/fencegate.json",
-             "/lib/systemd/system/fencegate.service", "/usr/share/man/man8/fencegate.8",
-             "/usr/share/man/man1/fencectl.1", "/usr/share/bash-completion/completions/fencectl")
+             "/lib/systemd/system/fencegate.service", "/usr/share/man/man8/fencegate.8.gz",
+             "/usr/share/man/man1/fencectl.1.gz", "/usr/share/bash-completion/completions/fencectl")
 WANTS = "/etc/systemd/system/multi-user.target.wants/fencegate.service"
 
 
