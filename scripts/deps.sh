@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# scripts/deps.sh — owns: the Debian packages fencegate needs to build, test and run locally, and the
+# scripts/deps.sh — owns: the Debian packages fencegate needs to build, test and run locally (haproxy for the
+# fault lab of tests/ha/), and the
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
 # `scripts/deps.sh bench` adds the tools of bench/ (curl, jq).
@@ -14,7 +15,7 @@ PACKAGES=(
   build-essential cmake pkg-config openssl
   libhiredis-dev libpq-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
-  python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev
+  python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev haproxy
   chromium nodejs
 )
 # Debian's nodejs ships npm apart; node from elsewhere may bring its own.

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/redis_url.h"
+
 enum setting_type { SETTING_STRING, SETTING_INT, SETTING_LISTEN };
 
 struct setting {
@@ -401,8 +403,9 @@ static int validate(const struct config *cfg, struct fg_error *err)
 {
     if (cfg->default_ttl_ms > cfg->default_max_hold_ms)
         return fg_fail(err, FG_ERR_CONFIG, "defaults.ttl_ms must not exceed defaults.max_hold_ms");
-    if (strncmp(cfg->redis_url, "redis://", 8) != 0)
-        return fg_fail(err, FG_ERR_CONFIG, "redis_url must start with redis://");
+    struct redis_url url;
+    if (redis_url_parse(cfg->redis_url, &url, err) != 0)
+        return -1;
     if (cfg->secret != NULL && (strlen(cfg->secret) < 16 || strlen(cfg->secret) > 256))
         return fg_fail(err, FG_ERR_CONFIG, "secret must be 16 to 256 bytes long");
     if ((cfg->tls_cert_file == NULL) != (cfg->tls_key_file == NULL))

@@ -62,8 +62,10 @@ static const char usage[] =
     "\n"
     "Configuration (environment overrides the JSON file):\n"
     "  FENCEGATE_LISTEN      host:port to serve (default 127.0.0.1:8480)\n"
-    "  FENCEGATE_REDIS_URL   redis://[:password@]host:port/db\n"
-    "  FENCEGATE_PG_DSN      libpq conninfo or URI\n"
+    "  FENCEGATE_REDIS_URL   redis://[[user]:password@]host:port/db, or\n"
+    "                        redis-sentinel://[[user]:password@]host:port,.../<master>[/db]\n"
+    "  FENCEGATE_PG_DSN      libpq conninfo or URI; several hosts with\n"
+    "                        target_session_attrs=read-write follow a promoted standby\n"
     "  FENCEGATE_CONFIG      path of the JSON configuration file\n"
     "  FENCEGATE_SECRET      token-signing key (default: generated, kept in Postgres)\n"
     "  FENCEGATE_SECRET_FILE JSON array of signing keys [{id, secret}]: the first signs,\n"
@@ -246,8 +248,8 @@ static int serve(struct config *cfg, struct fg_error *err)
     signal(SIGPIPE, SIG_IGN);
     doorbell_on_orphan(LEASE_KIND_LOCK, lock_give_back_orphan);
     doorbell_on_orphan(LEASE_KIND_SEMAPHORE, sem_give_back_orphan);
-    if (waiter_registry_init(err) != 0 || janitor_start(err) != 0 || doorbell_start(err) != 0 ||
-        http_server_start(cfg, api_routes, err) != 0)
+    if (waiter_registry_init(err) != 0 || redis_watch_start(err) != 0 || janitor_start(err) != 0 ||
+        doorbell_start(err) != 0 || http_server_start(cfg, api_routes, err) != 0)
         return -1;
     log_event(LOG_INFO, "serving",
               json_pack("{s:s, s:i, s:s}", "host", cfg->listen_host, "port", cfg->listen_port,

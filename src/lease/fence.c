@@ -73,7 +73,6 @@ int fence_recover(struct fg_error *err)
 
 int fence_recover_on_connect(struct fg_error *err)
 {
-    (void)err;
     struct fg_error why = {0};
     if (fence_recover(&why) == 0) {
         atomic_store(&unverified, false);
@@ -81,7 +80,8 @@ int fence_recover_on_connect(struct fg_error *err)
     }
     atomic_store(&unverified, true);
     log_message(LOG_WARN, "fence_unverified", "no fences until Postgres answers: %s", why.msg);
-    return 0;
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                   "the fence sequence is not verified since Redis reconnected: %s", why.msg);
 }
 
 int fence_ensure_verified(struct fg_error *err)

@@ -3,7 +3,12 @@
  *
  * The pool is a fixed array guarded by one mutex; a caller waits on a condition
  * variable for at most the request deadline. A connection is (re)made when taken
- * if it is missing or broken, and its prepared statements are forgotten with it.
+ * if it is missing, broken, or was closed by the server while idle (a peek at its
+ * socket, util/sock.h: no round trip), and its prepared statements are forgotten
+ * with it and prepared again on the new one. With a multi-host DSN and
+ * target_session_attrs=read-write, libpq picks the primary at each connect, so a
+ * promoted standby takes over without a restart; a connection that finds itself
+ * read-only (SQLSTATE 25006) is dropped like a lost one.
  * Migrations are the files of sql/ (compiled in), applied in name order inside
  * one transaction that holds an advisory lock, so that two gateways starting
  * together apply each exactly once.
@@ -21,6 +26,7 @@
 #include "embedded.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/sock.h"
 
 #define MIGRATION_LOCK_KEY "7460518230517"
 
@@ -146,7 +152,7 @@ struct pg_conn *pg_acquire(struct fg_error *err)
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no free connection in time");
         return NULL;
     }
-    if (c->pq != NULL && PQstatus(c->pq) != CONNECTION_OK)
+    if (c->pq != NULL && (PQstatus(c->pq) != CONNECTION_OK || sock_idle_broken(PQsocket(c->pq))))
         disconnect(c);
     if (c->pq == NULL && connect_conn(c, err) != 0) {
         pg_release(c);
@@ -171,10 +177,18 @@ const char *pg_last_sqlstate(const struct pg_conn *c)
     return c->sqlstate;
 }
 
+/* A server that is no writable primary any more (a demoted primary or a
+ * standby): the connection is useless, as if it were lost. */
+static bool read_only_server(const char *state)
+{
+    return strcmp(state, "25006") == 0;
+}
+
 static enum fg_code code_of_sqlstate(const char *state, bool connection_lost)
 {
-    if (connection_lost || strncmp(state, "08", 2) == 0 || strncmp(state, "57", 2) == 0 ||
-        strncmp(state, "53", 2) == 0 || strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0)
+    if (connection_lost || read_only_server(state) || strncmp(state, "08", 2) == 0 ||
+        strncmp(state, "57", 2) == 0 || strncmp(state, "53", 2) == 0 ||
+        strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0)
         return FG_ERR_BACKEND_UNAVAILABLE;
     if (strcmp(state, "23505") == 0)
         return FG_ERR_CONFLICT;
@@ -188,7 +202,7 @@ static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
-    bool lost = PQstatus(c->pq) != CONNECTION_OK;
+    bool lost = PQstatus(c->pq) != CONNECTION_OK || read_only_server(c->sqlstate);
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     fg_fail(err, code_of_sqlstate(c->sqlstate, lost), "postgres: %s",
             msg ? msg : PQerrorMessage(c->pq));

@@ -4,6 +4,16 @@
  * so no lock is ever held across a round trip. Script SHA1s are computed locally
  * at start-up; a NOSCRIPT reply (a restarted or flushed Redis) loads the script
  * and retries once. Script results are JSON texts, decoded here.
+ *
+ * Where the primary is: the one server of a redis:// URL, or, for
+ * redis-sentinel://, whatever the sentinels name when a connection is made.
+ * Every new connection must answer ROLE with "master" (a replica never runs a
+ * lease script). With sentinels, a watcher thread follows +switch-master and
+ * bumps a generation number; a connection made in an older generation is
+ * dropped before its next command, so the gateway moves to the new primary at
+ * once instead of waiting for the old one to fail. A connection idle since its
+ * last command is peeked at (util/sock.h) before use, so one that the server
+ * closed meanwhile is remade instead of failing a request.
  */
 #include "store/redis.h"
 
@@ -19,54 +29,50 @@
 #include <time.h>
 
 #include "embedded.h"
+#include "store/redis_url.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/sock.h"
 
 #define MAX_SCRIPTS 64
 #define MAX_ARGS    32
 
+/* Replies that mean "this server cannot take writes now": the connection is
+ * dropped and the request answers 503, as if the server were gone. */
+static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOADING"};
+
+/* How long a sentinel may take to connect or answer before the next one is asked. */
+#define SENTINEL_TIMEOUT_MS 500
+
+/* A thread's connection and the primary generation it was made in. */
+struct redis_conn {
+    redisContext *ctx;   /* owned */
+    unsigned generation; /* rds.generation when connected */
+};
+
 static struct {
-    char host[256];
-    int port;
-    int db;
-    char user[256];     /* ACL user of redis://user:password@..., "" for the default user */
-    char password[256]; /* password of the URL, "" for none */
+    struct redis_url url; /* the parsed redis_url */
     long long timeout_ms;
     char shas[MAX_SCRIPTS][41];
     char *sources[MAX_SCRIPTS];
     size_t nscripts;
     redis_connect_hook hook;
     pthread_key_t conn_key;
-    bool initialized; /* redis_init ran: conn_key exists */
+    bool initialized;           /* redis_init ran: conn_key exists */
+    atomic_uint generation;     /* bumped at each +switch-master */
+    atomic_int sentinel_first;  /* the sentinel that answered last */
+    pthread_t watcher;          /* follows +switch-master (sentinel URLs) */
+    bool watching;              /* watcher runs */
+    volatile bool watcher_stop; /* asks it to end */
 } rds;
 
-static void free_context(void *ctx)
+static void free_conn(void *conn)
 {
-    redisFree(ctx);
-}
-
-static int parse_url(const char *url, struct fg_error *err)
-{
-    const char *p = url + strlen("redis://");
-    const char *at = strrchr(p, '@');
-    rds.user[0] = rds.password[0] = '\0';
-    if (at != NULL) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        const char *pw = colon ? colon + 1 : p;
-        if (colon != NULL)
-            snprintf(rds.user, sizeof rds.user, "%.*s", (int)(colon - p), p);
-        snprintf(rds.password, sizeof rds.password, "%.*s", (int)(at - pw), pw);
-        p = at + 1;
-    }
-    const char *slash = strchr(p, '/');
-    const char *colon = memchr(p, ':', slash ? (size_t)(slash - p) : strlen(p));
-    const char *host_end = colon ? colon : (slash ? slash : p + strlen(p));
-    snprintf(rds.host, sizeof rds.host, "%.*s", (int)(host_end - p), p);
-    rds.port = colon ? atoi(colon + 1) : 6379;
-    rds.db = slash && slash[1] ? atoi(slash + 1) : 0;
-    if (rds.host[0] == '\0' || rds.port <= 0 || rds.port > 65535 || rds.db < 0)
-        return fg_fail(err, FG_ERR_CONFIG, "redis_url: cannot parse '%s'", url);
-    return 0;
+    struct redis_conn *c = conn;
+    if (c == NULL)
+        return;
+    redisFree(c->ctx);
+    free(c);
 }
 
 static const char *library_source(const char *name, size_t len)
@@ -112,7 +118,7 @@ static int script_source(size_t i, struct fg_error *err)
 
 int redis_init(const struct config *cfg, struct fg_error *err)
 {
-    if (parse_url(cfg->redis_url, err) != 0)
+    if (redis_url_parse(cfg->redis_url, &rds.url, err) != 0)
         return -1;
     rds.timeout_ms = cfg->request_timeout_ms;
     for (rds.nscripts = 0; embedded_lua[rds.nscripts].name != NULL; rds.nscripts++) {
@@ -125,7 +131,7 @@ int redis_init(const struct config *cfg, struct fg_error *err)
         for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
             snprintf(rds.shas[rds.nscripts] + 2 * i, 3, "%02x", digest[i]);
     }
-    if (pthread_key_create(&rds.conn_key, free_context) != 0)
+    if (pthread_key_create(&rds.conn_key, free_conn) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "pthread_key_create failed");
     rds.initialized = true;
     return 0;
@@ -154,69 +160,168 @@ static redisReply *command_argv(redisContext *ctx, int argc, const char **argv, 
     return reply;
 }
 
-/* Opens an authenticated connection on the right database; NULL on failure. */
-static redisContext *connect_new(long long timeout_ms, struct fg_error *err)
+/* Connects to host:port within timeout_ms; NULL (err filled) on failure. */
+static redisContext *connect_to(const char *host, int port, long long timeout_ms,
+                                struct fg_error *err)
 {
-    struct timeval tv = ms_to_timeval(1000);
-    redisContext *ctx = redisConnectWithTimeout(rds.host, rds.port, tv);
+    redisContext *ctx = redisConnectWithTimeout(host, port, ms_to_timeval(timeout_ms));
     if (ctx == NULL || ctx->err) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
-        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: cannot connect to %s:%d: %s", rds.host,
-                rds.port, ctx ? ctx->errstr : "out of memory");
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: cannot connect to %s:%d: %s", host, port,
+                ctx ? ctx->errstr : "out of memory");
         redisFree(ctx);
         return NULL;
     }
+    return ctx;
+}
+
+/* Asks one sentinel for the primary's address. */
+static int ask_sentinel(const struct redis_endpoint *sentinel, struct redis_endpoint *primary,
+                        struct fg_error *err)
+{
+    redisContext *ctx = connect_to(sentinel->host, sentinel->port, SENTINEL_TIMEOUT_MS, err);
+    if (ctx == NULL)
+        return -1;
+    redisSetTimeout(ctx, ms_to_timeval(SENTINEL_TIMEOUT_MS));
+    const char *argv[] = {"SENTINEL", "get-master-addr-by-name", rds.url.master};
+    redisReply *r = command_argv(ctx, 3, argv, NULL, err);
+    int rc = -1;
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[0]->len < sizeof primary->host) {
+        snprintf(primary->host, sizeof primary->host, "%s", r->element[0]->str);
+        primary->port = atoi(r->element[1]->str);
+        rc = 0;
+    } else if (r != NULL) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: sentinel %s:%d does not know master %s",
+                sentinel->host, sentinel->port, rds.url.master);
+    }
+    freeReplyObject(r);
+    redisFree(ctx);
+    return rc;
+}
+
+/* The address of the primary: the URL's server, or the first answer of the
+ * sentinels, asked in turn starting with the one that answered last. */
+static int primary_address(struct redis_endpoint *primary, struct fg_error *err)
+{
+    if (!rds.url.sentinel) {
+        *primary = rds.url.hosts[0];
+        return 0;
+    }
+    int first = atomic_load(&rds.sentinel_first);
+    for (int i = 0; i < rds.url.nhosts; i++) {
+        int k = (first + i) % rds.url.nhosts;
+        if (ask_sentinel(&rds.url.hosts[k], primary, err) == 0) {
+            atomic_store(&rds.sentinel_first, k);
+            return 0;
+        }
+    }
+    char last[sizeof err->msg];
+    snprintf(last, sizeof last, "%s", err->msg);
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                   "redis: no sentinel names the primary of %s (%s)", rds.url.master, last);
+}
+
+/* Runs one set-up command on a new connection; -1 unless it answered without error. */
+static int setup_command(redisContext *ctx, int argc, const char **argv, const char *what,
+                         struct fg_error *err)
+{
+    redisReply *r = command_argv(ctx, argc, argv, NULL, err);
+    if (r == NULL)
+        return -1;
+    int rc = 0;
+    if (r->type == REDIS_REPLY_ERROR)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s failed: %s", what, r->str);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Checks that ctx talks to a primary: ROLE answers "master" first. */
+static int check_primary(redisContext *ctx, const struct redis_endpoint *at, struct fg_error *err)
+{
+    const char *argv[] = {"ROLE"};
+    redisReply *r = command_argv(ctx, 1, argv, NULL, err);
+    if (r == NULL)
+        return -1;
+    int rc = 0;
+    if (r->type == REDIS_REPLY_ERROR)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: ROLE failed: %s", r->str);
+    else if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+             r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "master") != 0)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s:%d is not a primary", at->host,
+                     at->port);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Opens an authenticated connection to the primary, on the right database;
+ * NULL on failure. *generation receives the generation it belongs to. */
+static redisContext *connect_new(long long timeout_ms, unsigned *generation, struct fg_error *err)
+{
+    *generation = atomic_load(&rds.generation);
+    struct redis_endpoint primary;
+    if (primary_address(&primary, err) != 0)
+        return NULL;
+    redisContext *ctx = connect_to(primary.host, primary.port, 1000, err);
+    if (ctx == NULL)
+        return NULL;
     redisSetTimeout(ctx, ms_to_timeval(timeout_ms));
     redisEnableKeepAlive(ctx);
     char db[16];
-    snprintf(db, sizeof db, "%d", rds.db);
-    const char *auth_default[] = {"AUTH", rds.password};
-    const char *auth_user[] = {"AUTH", rds.user, rds.password};
+    snprintf(db, sizeof db, "%d", rds.url.db);
+    const char *auth_user[] = {"AUTH", rds.url.user, rds.url.password};
+    const char *auth[] = {"AUTH", rds.url.password};
     const char *select[] = {"SELECT", db};
-    redisReply *r;
-    if (rds.password[0] != '\0') {
-        r = rds.user[0] != '\0' ? command_argv(ctx, 3, auth_user, NULL, err)
-                                : command_argv(ctx, 2, auth_default, NULL, err);
-        bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-        if (r != NULL && !ok)
-            fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: AUTH refused: %.120s", r->str);
-        freeReplyObject(r);
-        if (!ok)
-            goto fail;
+    bool has_user = rds.url.user[0] != '\0';
+    if ((rds.url.password[0] != '\0' &&
+         setup_command(ctx, has_user ? 3 : 2, has_user ? auth_user : auth, "AUTH", err) != 0) ||
+        setup_command(ctx, 2, select, "SELECT", err) != 0 ||
+        check_primary(ctx, &primary, err) != 0) {
+        redisFree(ctx);
+        return NULL;
     }
-    r = command_argv(ctx, 2, select, NULL, err);
-    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-    freeReplyObject(r);
-    if (!ok)
-        goto fail;
     metrics_backend_connect(METRIC_BACKEND_REDIS);
     return ctx;
-fail:
-    if (err->code != FG_ERR_BACKEND_UNAVAILABLE)
-        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: authentication or SELECT failed");
-    redisFree(ctx);
-    return NULL;
 }
 
-/* The calling thread's connection, connecting (and running the hook) if needed. */
+/* True if conn must not be used: made before the last failover, or closed by
+ * the server while idle. */
+static bool conn_stale(const struct redis_conn *conn)
+{
+    return conn->generation != atomic_load(&rds.generation) || sock_idle_broken(conn->ctx->fd);
+}
+
+/* The calling thread's connection, (re)connecting and running the hook if needed. */
 static redisContext *thread_conn(struct fg_error *err)
 {
-    redisContext *ctx = pthread_getspecific(rds.conn_key);
-    if (ctx != NULL)
-        return ctx;
-    ctx = connect_new(rds.timeout_ms, err);
+    struct redis_conn *conn = pthread_getspecific(rds.conn_key);
+    if (conn != NULL && !conn_stale(conn))
+        return conn->ctx;
+    redis_thread_done();
+    unsigned generation;
+    redisContext *ctx = connect_new(rds.timeout_ms, &generation, err);
     if (ctx == NULL)
         return NULL;
-    pthread_setspecific(rds.conn_key, ctx);
-    if (rds.hook != NULL && rds.hook(err) != 0) {
-        redis_thread_done();
+    conn = malloc(sizeof *conn);
+    FG_ASSERT(conn != NULL);
+    conn->ctx = ctx;
+    conn->generation = generation;
+    pthread_setspecific(rds.conn_key, conn);
+    if (rds.hook != NULL && rds.hook(err) != 0)
+        return NULL;
+    /* The hook's own commands may have dropped the connection. */
+    conn = pthread_getspecific(rds.conn_key);
+    if (conn == NULL) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: connection lost while setting it up");
         return NULL;
     }
-    return ctx;
+    return conn->ctx;
 }
 
 void redis_shutdown(void)
 {
+    redis_watch_stop();
     redis_thread_done();
     for (size_t i = 0; i < rds.nscripts; i++)
         free(rds.sources[i]);
@@ -227,12 +332,24 @@ void redis_thread_done(void)
 {
     if (!rds.initialized)
         return;
-    redisContext *ctx = pthread_getspecific(rds.conn_key);
+    struct redis_conn *conn = pthread_getspecific(rds.conn_key);
     pthread_setspecific(rds.conn_key, NULL);
-    redisFree(ctx);
+    free_conn(conn);
 }
 
-/* Runs argv on this thread's connection; drops the connection after an I/O error. */
+/* True if reply is an error that means the server cannot serve writes now. */
+static bool reply_unavailable(const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ERROR)
+        return false;
+    for (size_t i = 0; i < sizeof unavailable_replies / sizeof unavailable_replies[0]; i++)
+        if (strncmp(reply->str, unavailable_replies[i], strlen(unavailable_replies[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Runs argv on this thread's connection; drops the connection after an I/O
+ * error or a reply saying the server is no writable primary. */
 static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
                                   struct fg_error *err)
 {
@@ -240,6 +357,12 @@ static redisReply *thread_command(int argc, const char **argv, const size_t *len
     if (ctx == NULL)
         return NULL;
     redisReply *reply = command_argv(ctx, argc, argv, lens, err);
+    if (reply != NULL && reply_unavailable(reply)) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+        freeReplyObject(reply);
+        reply = NULL;
+    }
     if (reply == NULL)
         redis_thread_done();
     return reply;
@@ -361,11 +484,12 @@ int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
     return simple_command(3, argv, out, cap, err);
 }
 
-/* Reads messages from a subscribed connection until an error or *stop. */
+/* Reads messages from a subscribed connection until an error, a failover to
+ * another primary (when generation is not NULL) or *stop. */
 static void follow_messages(redisContext *ctx, const struct redis_subscriber *sub,
-                            const volatile bool *stop)
+                            const unsigned *generation, const volatile bool *stop)
 {
-    while (!*stop) {
+    while (!*stop && (generation == NULL || *generation == atomic_load(&rds.generation))) {
         void *raw = NULL;
         if (redisGetReply(ctx, &raw) != REDIS_OK) {
             if (ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -388,7 +512,8 @@ void redis_subscribe(const struct redis_subscriber *sub, const volatile bool *st
     bool warned = false;
     while (!*stop) {
         struct fg_error err = {0};
-        redisContext *ctx = connect_new(200, &err);
+        unsigned generation;
+        redisContext *ctx = connect_new(200, &generation, &err);
         redisReply *r = NULL;
         if (ctx != NULL) {
             const char *argv[] = {"SUBSCRIBE", sub->channel};
@@ -409,7 +534,79 @@ void redis_subscribe(const struct redis_subscriber *sub, const volatile bool *st
             log_message(LOG_INFO, "doorbell_up", "subscribed to %s", sub->channel);
         warned = false;
         sub->on_subscribed(sub->ctx);
-        follow_messages(ctx, sub, stop);
+        follow_messages(ctx, sub, &generation, stop);
         redisFree(ctx);
     }
+}
+
+/* A +switch-master message ("<name> <old ip> <old port> <new ip> <new port>"):
+ * for our master, every connection made before it is dropped before its next
+ * command. */
+static void on_switch_master(const char *payload, size_t len, void *ctx)
+{
+    (void)ctx;
+    size_t name_len = strlen(rds.url.master);
+    if (len <= name_len || strncmp(payload, rds.url.master, name_len) != 0 ||
+        payload[name_len] != ' ')
+        return;
+    atomic_fetch_add(&rds.generation, 1);
+    log_message(LOG_WARN, "redis_failover", "sentinels moved the primary: %.*s", (int)len, payload);
+}
+
+/* Connects to a sentinel (in turn) and subscribes to +switch-master. */
+static redisContext *subscribe_sentinel(int k, struct fg_error *err)
+{
+    const struct redis_endpoint *s = &rds.url.hosts[k];
+    redisContext *ctx = connect_to(s->host, s->port, SENTINEL_TIMEOUT_MS, err);
+    if (ctx == NULL)
+        return NULL;
+    redisSetTimeout(ctx, ms_to_timeval(200));
+    const char *argv[] = {"SUBSCRIBE", "+switch-master"};
+    redisReply *r = command_argv(ctx, 2, argv, NULL, err);
+    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+    freeReplyObject(r);
+    if (!ok) {
+        redisFree(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* The watcher thread: follows +switch-master on one sentinel after another. A
+ * failover missed while no sentinel was followed is caught by the role check
+ * and the idle-connection check instead. */
+static void *watch_main(void *arg)
+{
+    (void)arg;
+    const struct redis_subscriber sub = {"+switch-master", on_switch_master, NULL, NULL};
+    for (int k = 0; !rds.watcher_stop; k = (k + 1) % rds.url.nhosts) {
+        struct fg_error err = {0};
+        redisContext *ctx = subscribe_sentinel(k, &err);
+        if (ctx != NULL)
+            follow_messages(ctx, &sub, NULL, &rds.watcher_stop);
+        redisFree(ctx);
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+int redis_watch_start(struct fg_error *err)
+{
+    if (!rds.url.sentinel || rds.watching)
+        return 0;
+    rds.watcher_stop = false;
+    if (pthread_create(&rds.watcher, NULL, watch_main, NULL) != 0)
+        return fg_fail(err, FG_ERR_INTERNAL, "cannot start the sentinel watcher thread");
+    rds.watching = true;
+    return 0;
+}
+
+void redis_watch_stop(void)
+{
+    if (!rds.watching)
+        return;
+    rds.watcher_stop = true;
+    pthread_join(rds.watcher, NULL);
+    rds.watching = false;
 }

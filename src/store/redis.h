@@ -1,6 +1,8 @@
 /*
  * redis.h - the Redis module: the only code that speaks hiredis. Each thread has
- * its own blocking connection, made on first use and remade after an error. The
+ * its own blocking connection to the primary (found through sentinels for a
+ * redis-sentinel:// URL), made on first use and remade after an error, a
+ * failover, or a close noticed while it was idle. The
  * Lua scripts of lua/ are called by file name with EVALSHA (loaded again on
  * NOSCRIPT); every script returns one JSON text (cjson.encode), which arrives
  * here as a jansson value, so callers never see a hiredis type.
@@ -16,7 +18,8 @@
 #include "util/error.h"
 
 /* Called on the calling thread each time a new connection is made, before the
- * first command runs on it; a failure drops the connection. */
+ * first command runs on it; a failure fails that command (the connection is
+ * kept, and the hook is not run again on it). */
 typedef int (*redis_connect_hook)(struct fg_error *err);
 
 /* Parses cfg->redis_url and computes the scripts' SHA1s. No connection yet. */
@@ -55,6 +58,14 @@ struct redis_subscriber {
  * every 200 ms.
  */
 void redis_subscribe(const struct redis_subscriber *sub, const volatile bool *stop);
+
+/* With a redis-sentinel:// URL, starts the thread that follows +switch-master
+ * (connections to a former primary are then dropped before their next
+ * command); a no-op for redis://. */
+int redis_watch_start(struct fg_error *err) FG_WUR;
+
+/* Stops and joins that thread (a no-op when it does not run). */
+void redis_watch_stop(void);
 
 /* Frees the calling thread's connection. */
 void redis_thread_done(void);
