@@ -6,6 +6,11 @@
 //   FG_CHROMIUM          the browser (default /usr/bin/chromium)
 //   FG_SCREENSHOTS       folder for the screenshots of each view
 // Each test sets up its own state through the API (fetch) under names of its own, then looks at the page.
+// Broken variants caught (each tried, then reverted): an inline <script> in index.html (the CSP blocks it
+// and "no console errors" fails on the violation); a revoke button that revokes without its confirmation
+// (both revoke tests time out waiting for the dialog); a revoke result cleared by the next refresh (the
+// lock revoke test never saw its message). The revoke tests skip themselves on a gateway without revoke
+// routes.
 'use strict';
 
 const assert = require('node:assert/strict');
