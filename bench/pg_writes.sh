@@ -6,6 +6,9 @@
 #
 #   bench/pg_writes.sh                 # 3 rounds of 5 s per cell and side
 #   DURATION=10 ROUNDS=5 bench/pg_writes.sh
+#   FENCE_COLUMN=1 bench/pg_writes.sh  # the table keeps its fence in a column (tables.<t>.fence_column);
+#                                      # pgbench then runs the classic direct statement instead:
+#                                      # UPDATE ... SET n, note, lock_fence = f WHERE id = k AND lock_fence <= f
 #
 # Cells: 1, 8 and 32 connections (pg_load connections / pgbench clients), on
 # distinct rows (a random row of 10,000 per write) and on one hot row. The
@@ -39,12 +42,17 @@ bench_services
 sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
 
 # The gateway migrates the schema; the bench table comes first so that the config check passes.
-sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text)
+fence_column="${FENCE_COLUMN:-0}"
+sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_fence bigint NOT NULL DEFAULT 0)
         WITH (fillfactor = 80);
         INSERT INTO bench_rows SELECT g::text, 0, '' FROM generate_series(0, $rows - 1) g;
         INSERT INTO bench_rows VALUES ('hot', 0, '');"
 config="$datadir/gateway.json"
-echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"]}}}' >"$config"
+if [[ "$fence_column" == 1 ]]; then
+  echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"], "fence_column": "lock_fence"}}}' >"$config"
+else
+  echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"]}}}' >"$config"
+fi
 
 bench_gateway FENCEGATE_CONFIG="$config" FENCEGATE_HTTP_THREADS="$threads" FENCEGATE_PG_POOL_SIZE="$pool"
 
@@ -57,8 +65,12 @@ fence=$(jq -r .fence <<<"$acquired")
 curl -fs -X PATCH -H 'Content-Type: application/json' -H "Fence-Token: $token" \
   -d '{"set": {"n": 1, "note": "w"}}' "http://127.0.0.1:$http_port/v1/pg/bench_rows/0" >/dev/null
 statement=$(sql -c "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'
-                    AND query LIKE 'WITH v AS %UPDATE%' LIMIT 1")
+                    AND query LIKE 'WITH % AS (%UPDATE%' LIMIT 1")
 [[ -n "$statement" ]] || { echo "pg_writes: could not find the gateway's statement" >&2; exit 1; }
+if [[ "$fence_column" == 1 ]]; then # the direct path a client would write without the gateway
+  statement='UPDATE bench_rows SET n = $8::bigint, note = $9::text, lock_fence = $1::bigint
+             WHERE id = $2::text AND lock_fence <= $1::bigint'
+fi
 # $1 fence, $2 key, $3 prefix, $4 lock, $5 owner, $6 client, $7 method, $8 n, $9 note.
 body=$(sed -e 's/\$9/:note/g; s/\$8/:n/g; s/\$7/:method/g; s/\$6/:client/g; s/\$5/:owner/g' \
            -e 's/\$4/:lock/g; s/\$3/:prefix/g; s/\$2/:key/g; s/\$1/:fence/g' <<<"$statement" | tr '\n' ' ')
@@ -77,6 +89,9 @@ pgbench_tps() { # clients mode
 
 median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
+if [[ "$fence_column" == 1 ]]; then
+  echo "fence_column table; pgbench runs the direct guarded UPDATE"
+fi
 echo "| connections | rows | gateway PATCH/s | p99 ms | pgbench same SQL tps | ratio |"
 echo "|---|---|---|---|---|---|"
 for conns in 1 8 32; do

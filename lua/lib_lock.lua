@@ -20,6 +20,7 @@
 -- Issues no fence unless the sequence may issue one (lib_lease.lua).
 -- Returns the granted lease id, or nil.
 local function grant_next(base, fence_key, name, claim_ms, now)
+  if not redis.call('ZRANGE', base .. 'q', 0, 0)[1] then return nil end -- the uncontended case
   if not fence_ready(fence_key) then return nil end
   while true do
     local head = redis.call('ZRANGE', base .. 'q', 0, 0)[1]

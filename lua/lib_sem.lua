@@ -61,7 +61,8 @@ end
 -- issue one (lib_lease.lua).
 local MAX_HANDOFF = 16
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
-  if not limit or not fence_ready(k.fence) then return end
+  if not limit or not redis.call('ZRANGE', k.q, 0, 0)[1] then return end -- nobody waits
+  if not fence_ready(k.fence) then return end
   local free = limit - redis.call('ZCARD', k.h)
   while free > 0 do
     local head = redis.call('ZRANGE', k.q, 0, 0)[1]

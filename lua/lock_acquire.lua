@@ -46,7 +46,7 @@ if not holder[1] then
                'hold_until', now + max_hold, 'granted_at', now, 'claimed', '1', 'rid', rid, 'inst', inst, 'attach', attach)
     redis.call('PEXPIRE', hkey, ttl)
     if rid ~= '' then redis.call('SET', base .. 'r:' .. rid, lease, 'PX', rid_ttl) end
-    return granted_reply(hkey, lease, now + ttl)
+    return cjson.encode({r = 'granted', lease = lease, fence = fence, ttl = ttl, expires_at = now + ttl})
   end
 end
 

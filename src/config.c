@@ -215,6 +215,22 @@ static bool is_guard_key(const char *k)
     return strcmp(k, "lock") == 0 || strcmp(k, "semaphore") == 0;
 }
 
+/* The fence column is the gateway's alone: neither the key nor a writable column. */
+static int check_fence_column(const struct table_config *t, struct fg_error *err)
+{
+    if (t->fence_column == NULL)
+        return 0;
+    bool clash = strcmp(t->fence_column, t->key) == 0;
+    for (size_t i = 0; i < t->ncolumns && !clash; i++)
+        clash = strcmp(t->fence_column, t->columns[i]) == 0;
+    if (clash)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.fence_column': column \"%s\" is the key or listed "
+                       "in columns; clients must not write it",
+                       t->name, t->fence_column);
+    return 0;
+}
+
 static int apply_table(struct table_config *t, const char *name, const json_t *spec,
                        struct fg_error *err)
 {
@@ -235,6 +251,11 @@ static int apply_table(struct table_config *t, const char *name, const json_t *s
             snprintf(what, sizeof what, "tables.%s.columns", name);
             if (string_array(v, what, &t->columns, &t->ncolumns, err) != 0)
                 return -1;
+        } else if (strcmp(k, "fence_column") == 0) {
+            if (!json_is_string(v) || json_string_length(v) == 0)
+                return fg_fail(err, FG_ERR_CONFIG,
+                               "config key 'tables.%s.fence_column' must be a string", name);
+            t->fence_column = strdup(json_string_value(v));
         } else if (is_guard_key(k)) {
             char where[300];
             snprintf(where, sizeof where, "tables.%s", name);
@@ -252,7 +273,7 @@ static int apply_table(struct table_config *t, const char *name, const json_t *s
     }
     if (t->key == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "config key 'tables.%s.key' is required", name);
-    return 0;
+    return check_fence_column(t, err);
 }
 
 /* One entry of redis_prefixes: "app:" or {"prefix": "acct:", "lock": "acct-lock:{key}",
@@ -556,6 +577,7 @@ void config_free(struct config *cfg)
         free(cfg->tables[i].key);
         free_strings(cfg->tables[i].columns, cfg->tables[i].ncolumns);
         free(cfg->tables[i].guard.template);
+        free(cfg->tables[i].fence_column);
     }
     free(cfg->tables);
     for (size_t i = 0; i < cfg->nredis_prefixes; i++) {

@@ -22,6 +22,8 @@ struct table_config {
     char **columns;              /* writable columns besides the key (owned) */
     size_t ncolumns;             /* entries in columns */
     struct resource_guard guard; /* "lock" / "semaphore" guarding each row, if any */
+    char *fence_column;          /* bigint column of the row keeping its fence, or NULL:
+                                    fences live in fencegate.resource_fences (owned) */
 };
 
 struct redis_prefix_config {

@@ -5,13 +5,24 @@
  * Recovery reads the last fence Redis issued, reserves the next block above it,
  * the old reservation and every stored fence, and raises the Redis sequence and
  * its limit in one script (never lowering either).
+ *
+ * A new Redis connection needs a recovery only if the dataset behind it may
+ * not be the one this process verified last: the server's run_id and
+ * replication id (redis_server_identity) change on a restart, a failover and
+ * a promotion, and stay while one server process keeps its data in memory. So
+ * the process uses one block until it is used up ("nofence"), however many
+ * connections its threads open. Threads that meet a new dataset at once may
+ * each recover (a block each): no lock is held across a recovery, which may
+ * wait for a Postgres that is down.
  */
 #include "lease/fence.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "lease/lease_request.h"
 #include "store/pg.h"
@@ -27,6 +38,12 @@
 
 /* A new Redis connection could not be followed by a recovery. */
 static atomic_bool unverified;
+
+/* The dataset the last successful recovery ran on ("" if none), under its lock. */
+static struct {
+    pthread_mutex_t lock;
+    char identity[192];
+} verified = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The highest fence known to be issued or reserved, plus what one script may
  * pass its limit by: no genuine token holds a fence above it. */
@@ -50,7 +67,8 @@ static int read_issued(int64_t *issued, struct fg_error *err)
     return 0;
 }
 
-int fence_recover(struct fg_error *err)
+/* Reserves a block and raises the Redis sequence to it (see the top). */
+static int recover(struct fg_error *err)
 {
     int64_t issued = -1, floor = 0, limit = 0;
     if (read_issued(&issued, err) != 0 ||
@@ -71,10 +89,49 @@ int fence_recover(struct fg_error *err)
     return 0;
 }
 
+/* Recovers, then remembers identity ("" if unknown) as the verified dataset. */
+static int recover_as(const char *identity, struct fg_error *err)
+{
+    if (recover(err) != 0)
+        return -1;
+    pthread_mutex_lock(&verified.lock);
+    snprintf(verified.identity, sizeof verified.identity, "%s", identity);
+    pthread_mutex_unlock(&verified.lock);
+    return 0;
+}
+
+/* The identity of this thread's dataset, "" if Redis does not tell. */
+static void current_identity(char *out, size_t cap)
+{
+    struct fg_error ignored = {0};
+    if (redis_server_identity(out, cap, &ignored) != 0)
+        out[0] = '\0';
+}
+
+/* Whether identity is the dataset verified last, and nothing failed since. */
+static bool is_verified(const char *identity)
+{
+    pthread_mutex_lock(&verified.lock);
+    bool same = identity[0] != '\0' && strcmp(identity, verified.identity) == 0;
+    pthread_mutex_unlock(&verified.lock);
+    return same && !atomic_load(&unverified);
+}
+
+int fence_recover(struct fg_error *err)
+{
+    char identity[sizeof verified.identity];
+    current_identity(identity, sizeof identity);
+    return recover_as(identity, err);
+}
+
 int fence_recover_on_connect(struct fg_error *err)
 {
+    char identity[sizeof verified.identity];
+    current_identity(identity, sizeof identity);
+    if (is_verified(identity))
+        return 0;
     struct fg_error why = {0};
-    if (fence_recover(&why) == 0) {
+    if (recover_as(identity, &why) == 0) {
         atomic_store(&unverified, false);
         return 0;
     }

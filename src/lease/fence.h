@@ -15,11 +15,13 @@
  * and its limit to it. Needs both backends. */
 int fence_recover(struct fg_error *err) FG_WUR;
 
-/* Connect hook of the Redis module: recovers on every new connection. A Redis
- * that restarted from a file lagging its last writes may hold a sequence below
- * fences it already issued; until a recovery succeeds (Postgres down), the
- * sequence is marked unverified, and the command that made the connection fails
- * (it might have been a grant); the connection itself is kept. */
+/* Connect hook of the Redis module: recovers on a new connection unless it
+ * reaches the dataset this process verified last (same server run and
+ * replication id). A Redis that restarted from a file lagging its last writes,
+ * or a promoted replica, may hold a sequence below fences already issued;
+ * until a recovery succeeds (Postgres down), the sequence is marked
+ * unverified, and the command that made the connection fails (it might have
+ * been a grant); the connection itself is kept. */
 int fence_recover_on_connect(struct fg_error *err) FG_WUR;
 
 /* Before issuing fences: succeeds at once unless the sequence is unverified,

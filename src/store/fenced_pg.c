@@ -82,6 +82,26 @@ static char *catalog_type(const json_t *col)
     return type;
 }
 
+/* A fence column exists, is bigint and is an ordinary (writable) column. */
+static int check_fence_column(const struct table_config *t, const json_t *columns,
+                              struct fg_error *err)
+{
+    if (t->fence_column == NULL)
+        return 0;
+    const json_t *col = catalog_column(columns, t->fence_column);
+    if (col == NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.fence_column': table \"%s\" has no column \"%s\"",
+                       t->name, t->name, t->fence_column);
+    const char *type = json_string_value(json_object_get(col, "type"));
+    if (type == NULL || strcmp(type, "bigint") != 0 || catalog_flag(col, "read_only"))
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.fence_column': column \"%s\" must be a writable "
+                       "bigint column (it is %s)",
+                       t->name, t->fence_column, type ? type : "unknown");
+    return 0;
+}
+
 /* Checks table t against its catalog rows and fills schema. */
 static int load_schema(const struct table_config *t, const json_t *columns,
                        struct table_schema *schema, struct fg_error *err)
@@ -101,6 +121,8 @@ static int load_schema(const struct table_config *t, const json_t *columns,
                        "config key 'tables.%s.key': column \"%s\" is not a primary key or "
                        "single-column unique key",
                        t->name, t->key);
+    if (check_fence_column(t, columns, err) != 0)
+        return -1;
     schema->key_type = catalog_type(key);
     schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
     schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
@@ -295,6 +317,12 @@ static bool needs_existing_row(enum fenced_kind kind)
     return kind == FENCED_PATCH || kind == FENCED_DELETE;
 }
 
+/* The table keeps fences in a column of its rows. */
+static bool column_mode(size_t table)
+{
+    return fpg.schemas[table].cfg->fence_column != NULL;
+}
+
 /*
  * Runs op's statement on c and stores its one answer row (new reference) in
  * *answer. in_transaction: c is inside a batch, where nothing is retried.
@@ -335,9 +363,10 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
     }
     *answer = json_incref(json_array_get(rows, 0));
     json_decref(rows);
-    if (*answer == NULL && !needs_existing_row(op->kind))
+    if (*answer == NULL && !needs_existing_row(op->kind) && !column_mode(op->table))
         return fg_fail(err, FG_ERR_INTERNAL, "fenced write answered no row");
-    return 0; /* no row: the PATCH or DELETE found neither its row nor a fence */
+    return 0; /* no row: the PATCH or DELETE found neither its row nor a fence, or an
+                 insert met a row its snapshot does not show (fence column) */
 }
 
 static int64_t fence_of(const json_t *answer)
@@ -365,6 +394,16 @@ static char *resource_of(const json_t *answer)
     return resource;
 }
 
+/* Whether a write's answer reports it applied: its "applied" member when it
+ * has one (fence column), else its fence being the presented one. */
+static bool applied_of(const json_t *answer, int64_t fence, const struct fenced_writer *who)
+{
+    const char *applied = json_string_value(json_object_get(answer, "applied"));
+    if (applied != NULL)
+        return strcmp(applied, "t") == 0;
+    return fence == who->fence;
+}
+
 /* Fills res from a write's answer (NULL: no answer row, the target and its
  * fence are missing); false if the row to change was missing. */
 static bool take_answer(const json_t *answer, const struct fenced_op *op,
@@ -375,7 +414,7 @@ static bool take_answer(const json_t *answer, const struct fenced_op *op,
         return false;
     res->resource = resource_of(answer);
     res->fence = fence_of(answer);
-    res->outcome = res->fence == who->fence ? FENCED_APPLIED : FENCED_STALE;
+    res->outcome = applied_of(answer, res->fence, who) ? FENCED_APPLIED : FENCED_STALE;
     res->row = row_of(answer);
     const char *revoked = json_string_value(json_object_get(answer, "revoked"));
     if (revoked != NULL && strcmp(revoked, "t") == 0)
@@ -388,6 +427,28 @@ static bool take_answer(const json_t *answer, const struct fenced_op *op,
         res->row = json_null();
     }
     return found;
+}
+
+/* The failure of a write that found no row twice: 404 for a PATCH or DELETE;
+ * an insert that keeps meeting a row it cannot see is a conflict. */
+static int missing(const struct fenced_op *op, struct fg_error *err)
+{
+    const char *table = fpg.schemas[op->table].cfg->name;
+    if (needs_existing_row(op->kind))
+        return fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key, table);
+    return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
+                   op->key, table);
+}
+
+/* A refused write whose row's fence is not higher: a POST onto a row that
+ * exists (fence column), answered as the default mode's unique violation. */
+static int refuse_existing(const struct fenced_op *op, const struct fenced_writer *who,
+                           const struct fenced_result *res, struct fg_error *err)
+{
+    if (res->outcome != FENCED_STALE || res->fence > who->fence)
+        return 0;
+    return fg_fail(err, FG_ERR_CONFLICT, "a row with key '%s' already exists in table '%s'",
+                   op->key, fpg.schemas[op->table].cfg->name);
 }
 
 int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
@@ -410,11 +471,12 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
         }
         bool found = take_answer(answer, op, who, res);
         json_decref(answer);
-        if (found)
+        if (found) {
+            rc = refuse_existing(op, who, res, err);
             break;
+        }
         if (attempt == 1)
-            rc = fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key,
-                         fpg.schemas[op->table].cfg->name);
+            rc = missing(op, err);
     }
     pg_release(c);
     if (rc != 0)
@@ -431,27 +493,37 @@ static void rollback(struct pg_conn *c)
         return;
 }
 
-/* Raises the fences of every resource of batch (in resource order) inside the
- * open transaction; stores the answer rows (resource, fence) in *claimed. */
-static int claim(struct pg_conn *c, const struct fenced_batch *batch,
-                 const struct fenced_writer *who, json_t **claimed, struct fg_error *err)
+/* Raises the fences of the batch's resources kept in fencegate.resource_fences
+ * (in resource order) inside the open transaction; appends the answer rows
+ * (resource, fence) to claimed. */
+static int claim_fences(struct pg_conn *c, const struct fenced_batch *batch,
+                        const struct fenced_writer *who, json_t *claimed, struct fg_error *err)
 {
-    size_t n = batch->nops;
-    const char **types = calloc(n, sizeof *types);
-    const char **params = calloc(1 + 2 * n, sizeof *params);
+    size_t n = 0;
+    const char **types = calloc(batch->nops, sizeof *types);
+    const char **params = calloc(1 + 2 * batch->nops, sizeof *params);
     FG_ASSERT(types != NULL && params != NULL);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     params[0] = fence;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < batch->nops; i++) {
         const struct fenced_op *op = &batch->ops[i];
-        types[i] = fpg.schemas[op->table].key_type;
-        params[1 + 2 * i] = fpg.prefixes[op->table];
-        params[2 + 2 * i] = op->key;
+        if (column_mode(op->table))
+            continue;
+        types[n] = fpg.schemas[op->table].key_type;
+        params[1 + 2 * n] = fpg.prefixes[op->table];
+        params[2 + 2 * n] = op->key;
+        n++;
     }
-    char *sql = fenced_sql_claim(types, n);
-    int rc = pg_exec(c, NULL, sql, (int)(1 + 2 * n), params, claimed, err);
-    free(sql);
+    int rc = 0;
+    if (n > 0) {
+        char *sql = fenced_sql_claim(types, n);
+        json_t *rows = NULL;
+        rc = pg_exec(c, NULL, sql, (int)(1 + 2 * n), params, &rows, err);
+        json_array_extend(claimed, rows);
+        json_decref(rows);
+        free(sql);
+    }
     free(types);
     free(params);
     return rc;
@@ -506,6 +578,47 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
     return 0;
 }
 
+/* Locks the existing rows of the batch on table (a fence-column table), in
+ * key order, and appends their (resource, fence) to claimed. */
+static int claim_rows(struct pg_conn *c, const struct fenced_batch *batch, size_t table,
+                      json_t *claimed, struct fg_error *err)
+{
+    size_t n = 0;
+    const char **params = calloc(1 + batch->nops, sizeof *params);
+    FG_ASSERT(params != NULL);
+    params[0] = fpg.prefixes[table];
+    for (size_t i = 0; i < batch->nops; i++)
+        if (batch->ops[i].table == table)
+            params[1 + n++] = batch->ops[i].key;
+    int rc = 0;
+    if (n > 0) {
+        char *sql = fenced_sql_column_claim(&fpg.schemas[table], n);
+        json_t *rows = NULL;
+        rc = pg_exec(c, NULL, sql, (int)(1 + n), params, &rows, err);
+        json_array_extend(claimed, rows);
+        json_decref(rows);
+        free(sql);
+    }
+    free(params);
+    return rc;
+}
+
+/* Claims every resource of batch inside the open transaction, always in the
+ * same global order (the gateway's fence rows, then each fence-column table's
+ * rows by key), so that batches never deadlock each other; *claimed gets the
+ * (resource, fence) rows. */
+static int claim(struct pg_conn *c, const struct fenced_batch *batch,
+                 const struct fenced_writer *who, json_t **claimed, struct fg_error *err)
+{
+    *claimed = json_array();
+    if (claim_fences(c, batch, who, *claimed, err) != 0)
+        return -1;
+    for (size_t t = 0; t < fpg.ntables; t++)
+        if (column_mode(t) && claim_rows(c, batch, t, *claimed, err) != 0)
+            return -1;
+    return 0;
+}
+
 /* Collects the claimed resources whose fence is higher than who's. */
 static json_t *stale_of(const json_t *claimed, const struct fenced_writer *who)
 {
@@ -555,9 +668,11 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
     return 0;
 }
 
-/* Runs the operations inside the open transaction; items gets one entry per op. */
+/* Runs the operations inside the open transaction; items gets one entry per
+ * op. An op found stale after the claim (a row of a fence-column table created
+ * meanwhile) is added to stale, to be audited after the rollback. */
 static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
-                   const struct fenced_writer *who, json_t *items, size_t *failed,
+                   const struct fenced_writer *who, json_t *items, json_t *stale, size_t *failed,
                    struct fg_error *err)
 {
     for (size_t i = 0; i < batch->nops; i++) {
@@ -569,11 +684,13 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
             return -1;
         bool found = take_answer(answer, op, who, &one);
         json_decref(answer);
-        int rc = 0;
-        if (one.outcome != FENCED_APPLIED)
+        int rc = refuse_existing(op, who, &one, err);
+        if (rc == 0 && one.outcome != FENCED_APPLIED) {
+            json_array_append_new(stale, json_pack("{s:s, s:I}", "resource", one.resource,
+                                                   "current_fence", (json_int_t)one.fence));
             rc = fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one.resource,
                          one.fence);
-        else if (!found)
+        } else if (rc == 0 && !found)
             rc = fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key,
                          fpg.schemas[op->table].cfg->name);
         else
@@ -637,10 +754,15 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
             rc = audit_stale(c, stale, who, res, err);
             goto out;
         }
-        rc = run_ops(c, batch, who, items, &failed, err);
+        rc = run_ops(c, batch, who, items, stale, &failed, err);
     }
     if (rc == 0)
         rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    if (rc != 0 && json_array_size(stale) > 0) {
+        rollback(c);
+        rc = audit_stale(c, stale, who, res, err);
+        goto out;
+    }
     if (rc != 0) {
         bool data = data_error(c);
         rollback(c);

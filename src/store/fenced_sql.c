@@ -22,6 +22,17 @@
  *   x  the audit row of a write whose fence was revoked (reason "revoked").
  * Its answer row: resource, fence (NULL when revoked), row, revoked; no row
  * for a PATCH or DELETE that found neither its row nor a fence.
+ *
+ * A table with a fence_column keeps the fence in its own row instead, the
+ * classic guarded statement, again with three CTEs:
+ *   w  the write, guarded by "stored fence (NULL: 0) <= presented fence" on the
+ *      row itself, setting the column to the presented fence;
+ *   c  only when w changed nothing: the row's fence, read FOR UPDATE so that,
+ *      after waiting for a concurrent writer, it is the newest committed one;
+ *   r  the audit row, when c's fence > presented fence.
+ * Its answer carries "applied" (w changed the row), since the stored fence of
+ * a row that w did not touch may equal the presented one (a POST on a row
+ * that exists).
  */
 #include "store/fenced_sql.h"
 
@@ -189,10 +200,193 @@ static void put_target_exists(FILE *out, const struct table_schema *s)
     fputs("))", out);
 }
 
+/* --- tables with a fence column ---------------------------------------------------------- */
+
+/* "coalesce(t."<fence column>", 0)": the row's fence, 0 if never written through the gateway. */
+static void put_row_fence(FILE *out, const struct table_config *t)
+{
+    fputs("coalesce(t.", out);
+    put_ident(out, t->fence_column);
+    fputs(", 0)", out);
+}
+
+static void put_row_guard(FILE *out, const struct table_config *t)
+{
+    fputs(" AND ", out);
+    put_row_fence(out, t);
+    fputs(" <= $1::bigint", out);
+}
+
+static void put_column_update(FILE *out, const struct table_schema *s, const bool *written)
+{
+    const struct table_config *t = s->cfg;
+    fputs("UPDATE ", out);
+    put_ident(out, t->name);
+    fputs(" AS t SET ", out);
+    int param = FENCED_PARAM_COUNT + 1;
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (!written[i])
+            continue;
+        put_ident(out, t->columns[i]);
+        fprintf(out, " = $%d::%s, ", param++, s->column_types[i]);
+    }
+    put_ident(out, t->fence_column);
+    fputs(" = $1::bigint WHERE t.", out);
+    put_ident(out, t->key);
+    fprintf(out, " = $2::%s", s->key_type);
+    put_row_guard(out, t);
+    fputs(" RETURNING t.*", out);
+}
+
+/* INSERT of the key, the written columns and the fence; a PUT replaces an
+ * existing row whose fence is not higher, a POST leaves an existing row alone. */
+static void put_column_insert(FILE *out, const struct table_schema *s, const bool *written,
+                              bool upsert)
+{
+    const struct table_config *t = s->cfg;
+    fputs("INSERT INTO ", out);
+    put_ident(out, t->name);
+    fputs(" AS t (", out);
+    put_ident(out, t->key);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (!written[i])
+            continue;
+        fputs(", ", out);
+        put_ident(out, t->columns[i]);
+    }
+    fputs(", ", out);
+    put_ident(out, t->fence_column);
+    fprintf(out, ") VALUES ($2::%s", s->key_type);
+    int param = FENCED_PARAM_COUNT + 1;
+    for (size_t i = 0; i < t->ncolumns; i++)
+        if (written[i])
+            fprintf(out, ", $%d::%s", param++, s->column_types[i]);
+    fputs(", $1::bigint) ON CONFLICT (", out);
+    put_ident(out, t->key);
+    if (!upsert) {
+        fputs(") DO NOTHING RETURNING t.*", out);
+        return;
+    }
+    fputs(") DO UPDATE SET ", out);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        put_ident(out, t->columns[i]);
+        fputs(" = excluded.", out);
+        put_ident(out, t->columns[i]);
+        fputs(", ", out);
+    }
+    put_ident(out, t->fence_column);
+    fputs(" = excluded.", out);
+    put_ident(out, t->fence_column);
+    fputs(" WHERE ", out);
+    put_row_fence(out, t);
+    fputs(" <= $1::bigint RETURNING t.*", out);
+}
+
+static void put_column_delete(FILE *out, const struct table_schema *s)
+{
+    fputs("DELETE FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $2::%s", s->key_type);
+    put_row_guard(out, s->cfg);
+    fputs(" RETURNING t.*", out);
+}
+
+static char *column_write(const struct table_schema *s, enum fenced_kind kind, const bool *written)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("WITH w AS (", out);
+    switch (kind) {
+    case FENCED_PATCH: put_column_update(out, s, written); break;
+    case FENCED_PUT: put_column_insert(out, s, written, true); break;
+    case FENCED_POST: put_column_insert(out, s, written, false); break;
+    case FENCED_DELETE: put_column_delete(out, s); break;
+    default: FG_ASSERT(!"unknown write kind");
+    }
+    fputs("), c AS (SELECT ", out);
+    put_row_fence(out, s->cfg);
+    fputs(" AS fence FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $2::%s AND NOT EXISTS (SELECT 1 FROM w) FOR UPDATE), k AS (SELECT ",
+            s->key_type);
+    put_resource(out, 3, 2, s->key_type);
+    fputs(
+        " AS resource), r AS (INSERT INTO fencegate.rejections (resource, lock_name,"
+        " presented_fence, current_fence, owner, client_addr, method, reason, principal)"
+        " SELECT k.resource, $4::text, $1::bigint, c.fence, $5::text, $6::text, $7::text,"
+        " 'stale_fence', $8::text FROM k, c WHERE c.fence > $1::bigint)"
+        " SELECT k.resource, coalesce((SELECT $1::bigint FROM w), (SELECT fence FROM c)) AS fence,"
+        " EXISTS (SELECT 1 FROM w) AS applied, (SELECT row_to_json(w) FROM w)::text AS row"
+        " FROM k WHERE EXISTS (SELECT 1 FROM w) OR EXISTS (SELECT 1 FROM c)",
+        out);
+    return stream_close(out, &buf);
+}
+
+static int written_params(const struct table_schema *s, enum fenced_kind kind, const bool *written)
+{
+    int n = FENCED_PARAM_COUNT;
+    if (kind != FENCED_DELETE)
+        for (size_t i = 0; i < s->cfg->ncolumns; i++)
+            n += written[i] ? 1 : 0;
+    return n;
+}
+
+/* The read of a table with a fence column: the fence is the row's. */
+static char *column_read(const struct table_schema *s)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT k.resource, t.", out);
+    put_ident(out, s->cfg->fence_column);
+    fputs(" AS fence, row_to_json(t)::text AS row FROM (SELECT ", out);
+    put_resource(out, 2, 1, s->key_type);
+    fputs(" AS resource) AS k LEFT JOIN ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t ON t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $1::%s", s->key_type);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
+{
+    FG_ASSERT(n > 0);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT $1::text || (t.", out);
+    put_ident(out, s->cfg->key);
+    fputs(")::text AS resource, ", out);
+    put_row_fence(out, s->cfg);
+    fputs(" AS fence FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fputs(" IN (", out);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s$%zu::%s", i > 0 ? ", " : "", i + 2, s->key_type);
+    fputs(") ORDER BY t.", out);
+    put_ident(out, s->cfg->key);
+    fputs(" FOR UPDATE", out);
+    return stream_close(out, &buf);
+}
+
+/* --- all tables --------------------------------------------------------------------------- */
+
 char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, const bool *written,
                        int *nparams)
 {
     FG_ASSERT(kind < FENCED_KIND_COUNT);
+    if (s->cfg->fence_column != NULL) {
+        *nparams = written_params(s, kind, written);
+        return column_write(s, kind, written);
+    }
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
@@ -206,7 +400,6 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     if (kind == FENCED_PATCH || kind == FENCED_DELETE)
         put_target_exists(out, s);
     fprintf(out, "%s), w AS (", fence_raise);
-    int n = FENCED_PARAM_COUNT;
     switch (kind) {
     case FENCED_PATCH: put_update(out, s, written); break;
     case FENCED_PUT: put_insert(out, s, written, true); break;
@@ -214,9 +407,6 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     case FENCED_DELETE: put_delete(out, s); break;
     default: FG_ASSERT(!"unknown write kind");
     }
-    if (kind != FENCED_DELETE)
-        for (size_t i = 0; i < s->cfg->ncolumns; i++)
-            n += written[i] ? 1 : 0;
     fputs("), r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
           " current_fence, owner, client_addr, method, reason, principal)"
           " SELECT f.resource, $4::text, $1::bigint, f.fence, $5::text, $6::text, $7::text,"
@@ -229,12 +419,14 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
           " SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
           " v.revoked FROM v LEFT JOIN f ON true WHERE v.revoked OR f.resource IS NOT NULL",
           out);
-    *nparams = n;
+    *nparams = written_params(s, kind, written);
     return stream_close(out, &buf);
 }
 
 char *fenced_sql_read(const struct table_schema *s)
 {
+    if (s->cfg->fence_column != NULL)
+        return column_read(s);
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);

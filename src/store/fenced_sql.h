@@ -10,6 +10,8 @@
  * (resource, fence, row) - fence is the highest fence of the resource after
  * the statement, so the write was applied iff it equals the presented fence;
  * row is the written row as JSON text (the deleted one for a delete), or NULL.
+ * On a table with a fence_column the answer also has applied (bool), and has
+ * no row at all when the target row is missing.
  */
 #ifndef FG_FENCED_SQL_H
 #define FG_FENCED_SQL_H
@@ -80,6 +82,13 @@ char *fenced_sql_read(const struct table_schema *schema);
  * key_types[i]. Answers (resource, fence) per distinct resource.
  */
 char *fenced_sql_claim(const char *const *key_types, size_t n);
+
+/*
+ * The claim of a batch's rows of a table with a fence column: locks the rows
+ * whose keys are $2 .. $(n+1) in key order and answers (resource, fence) for
+ * each existing one; $1 is the resource prefix.
+ */
+char *fenced_sql_column_claim(const struct table_schema *schema, size_t n);
 
 /* SELECT $1::<type>: checks that a value converts to type. */
 char *fenced_sql_cast_check(const char *type);

@@ -484,6 +484,38 @@ int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
     return simple_command(3, argv, out, cap, err);
 }
 
+/* Appends the value of field ("run_id") of an INFO text to out, then a space. */
+static void append_info_field(const char *info, const char *field, char *out, size_t cap)
+{
+    size_t n = strlen(field);
+    for (const char *line = info; line != NULL && *line != '\0'; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            size_t used = strlen(out);
+            size_t len = strcspn(line + n + 1, "\r\n");
+            snprintf(out + used, cap - used, "%.*s ", (int)len, line + n + 1);
+            return;
+        }
+    }
+}
+
+int redis_server_identity(char *out, size_t cap, struct fg_error *err)
+{
+    char info[8192];
+    const char *server[] = {"INFO", "server"};
+    const char *replication[] = {"INFO", "replication"};
+    out[0] = '\0';
+    if (simple_command(2, server, info, sizeof info, err) != 0)
+        return -1;
+    append_info_field(info, "run_id", out, cap);
+    if (simple_command(2, replication, info, sizeof info, err) != 0)
+        return -1;
+    append_info_field(info, "master_replid", out, cap);
+    if (strlen(out) < 2 * 40)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: INFO names no run_id");
+    return 0;
+}
+
 /* Reads messages from a subscribed connection until an error, a failover to
  * another primary (when generation is not NULL) or *stop. */
 static void follow_messages(redisContext *ctx, const struct redis_subscriber *sub,

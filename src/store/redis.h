@@ -41,6 +41,11 @@ int redis_script(const char *name, size_t nkeys, const char *const *argv, size_t
 /* PING on this thread's connection. */
 int redis_ping(struct fg_error *err) FG_WUR;
 
+/* The identity of the dataset behind this thread's connection: the server's
+ * run_id and replication id (both change on a restart, a failover or a
+ * promotion), as one text in out. */
+int redis_server_identity(char *out, size_t cap, struct fg_error *err) FG_WUR;
+
 /* Reads CONFIG GET maxmemory-policy into out (cap bytes). */
 int redis_eviction_policy(char *out, size_t cap, struct fg_error *err) FG_WUR;
 

@@ -144,7 +144,7 @@ static void json_keys(void **state)
         apply("{\"listen\": \"[::1]:9000\", \"redis_url\": \"redis://r:1/2\","
               " \"pg_dsn\": \"host=x\", \"secret\": \"0123456789abcdef\","
               " \"tables\": {\"invoices\": {\"key\": \"id\", \"columns\": [\"a\", \"b\"],"
-              " \"lock\": \"invoice:{key}\"}},"
+              " \"lock\": \"invoice:{key}\", \"fence_column\": \"lock_fence\"}},"
               " \"redis_prefixes\": [\"app:\", {\"prefix\": \"acct:\", \"semaphore\": "
               "\"acct/{key}\"}],"
               " \"defaults\": {\"ttl_ms\": 1000, \"wait_ms\": 5, \"max_hold_ms\": 2000},"
@@ -166,6 +166,7 @@ static void json_keys(void **state)
     assert_null(config_table(&cfg, "other"));
     assert_string_equal(t->guard.template, "invoice:{key}");
     assert_false(t->guard.semaphore);
+    assert_string_equal(t->fence_column, "lock_fence");
     assert_int_equal(cfg.nredis_prefixes, 2);
     assert_string_equal(cfg.redis_prefixes[0].prefix, "app:");
     assert_null(cfg.redis_prefixes[0].guard.template);
@@ -218,6 +219,13 @@ static void refusals_name_the_setting(void **state)
         "tables.t");
     refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"lock\": \"inv:{id}\"}}}",
                    "tables.t.lock");
+    refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"fence_column\": 5}}}",
+                   "tables.t.fence_column");
+    refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"fence_column\": \"id\"}}}",
+                   "tables.t.fence_column");
+    refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"columns\": [\"f\"],"
+                   " \"fence_column\": \"f\"}}}",
+                   "tables.t.fence_column");
 
     refused_naming("[]", "JSON object");
 }

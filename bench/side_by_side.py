@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""bench/side_by_side.py - the gateway next to the direct path, in one run, with the server CPU per operation.
+
+    python3 bench/side_by_side.py                      # build, own Redis/Postgres/gateway, 2 rounds x 5 s
+    python3 bench/side_by_side.py --duration 10 --rounds 3 --clients 4
+
+Paths, each driven by the same CLIENTS Python processes (one keep-alive connection each):
+  - lock acquire+release through the gateway (POST /v1/locks/{name}/acquire, then .../release; one name
+    per process), against redis-py's Redis.lock() acquire+release straight to Redis;
+  - a fenced PATCH of one row per process through the gateway, on a table in the default mode (fences in
+    fencegate.resource_fences) and on a table with a fence_column, against psycopg2 running
+    UPDATE ... SET note=%s, lock_fence=%s WHERE id=%s AND lock_fence <= %s (autocommit).
+Each comparison alternates its sides A/B/A/B; each figure is the median of its rounds. Server CPU is read from
+/proc (utime+stime of the gateway, of redis-server and of every Postgres process) around each timed window
+and divided by the operations done in it ("pair" for locks, "write" for writes).
+
+Owns: this comparison. Must not: change the servers' configuration between sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TICK = os.sysconf("SC_CLK_TCK")
+DEBIAN_PYTHON = "/usr/bin/python3"  # the interpreter of python3-redis and python3-psycopg2
+
+DIRECT_SQL = "UPDATE public.sbs_direct SET note = %s, lock_fence = %s WHERE id = %s AND lock_fence <= %s"
+TABLES_SQL = """
+CREATE TABLE IF NOT EXISTS public.sbs_default (id text PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.sbs_column (id text PRIMARY KEY, note text, lock_fence bigint);
+CREATE TABLE IF NOT EXISTS public.sbs_direct (id text PRIMARY KEY, note text, lock_fence bigint);
+"""
+GATEWAY_CONFIG = {"tables": {"sbs_default": {"key": "id", "columns": ["note"]},
+                             "sbs_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
+
+
+class Lean:
+    """A minimal HTTP/1.1 keep-alive client (as in bench/sem_bench.py): the client's cost stays small."""
+
+    def __init__(self, port: int):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.host = b"127.0.0.1:%d" % port
+        self.buf = b""
+
+    def call(self, method: str, path: str, body: dict, headers: bytes = b"") -> tuple[int, dict]:
+        data = json.dumps(body).encode()
+        self.sock.sendall(b"%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s"
+                          b"Content-Length: %d\r\n\r\n%s" % (method.encode(), path.encode(), self.host, headers,
+                                                             len(data), data))
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        length = 0
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(self.buf) < length:
+            self._fill()
+        raw, self.buf = self.buf[:length], self.buf[length:]
+        return status, json.loads(raw) if raw else {}
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("the gateway closed the connection")
+        self.buf += chunk
+
+
+# --- one operation of each path, set up per process --------------------------------------------------------
+
+def setup_gateway_pairs(env: dict, ix: int):
+    c, name = Lean(env["http_port"]), f"sbs-pair-{ix}-{uuid.uuid4().hex[:8]}"
+
+    def op():
+        s, b = c.call("POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 10000})
+        assert s == 200, (s, b)
+        s, b = c.call("POST", f"/v1/locks/{name}/release", {"token": b["token"]})
+        assert s == 200, (s, b)
+    return op
+
+
+def setup_redis_py_pairs(env: dict, ix: int):
+    import redis  # python3-redis
+    r = redis.Redis(port=env["redis_port"])
+    name = f"sbs-rpy-{ix}-{uuid.uuid4().hex[:8]}"
+
+    def op():
+        lock = r.lock(name, timeout=10)
+        assert lock.acquire(blocking=False)
+        lock.release()
+    return op
+
+
+def setup_gateway_writes(table: str):
+    def setup(env: dict, ix: int):
+        c, key = Lean(env["http_port"]), f"row-{ix}-{uuid.uuid4().hex[:8]}"
+        s, b = c.call("POST", f"/v1/locks/sbs-w-{key}/acquire", {"ttl_ms": 3600000})
+        assert s == 200, (s, b)
+        hdr = b"Fence-Token: %s\r\n" % b["token"].encode()
+        s, b = c.call("PUT", f"/v1/pg/{table}/{key}", {"row": {"note": "start"}}, hdr)
+        assert s == 200, (s, b)
+        n = [0]
+
+        def op():
+            n[0] += 1
+            s, b = c.call("PATCH", f"/v1/pg/{table}/{key}", {"set": {"note": f"n{n[0]}"}}, hdr)
+            assert s == 200, (s, b)
+        return op
+    return setup
+
+
+def setup_psycopg2_writes(env: dict, ix: int):
+    import psycopg2  # python3-psycopg2
+    conn = psycopg2.connect(env["pg_dsn"])
+    conn.autocommit = True
+    cur = conn.cursor()
+    key, fence = f"row-{ix}-{uuid.uuid4().hex[:8]}", 1000 + ix
+    cur.execute("INSERT INTO public.sbs_direct (id, note, lock_fence) VALUES (%s, 'start', 0)", (key,))
+    n = [0]
+
+    def op():
+        n[0] += 1
+        cur.execute(DIRECT_SQL, (f"n{n[0]}", fence, key, fence))
+        assert cur.rowcount == 1
+    return op
+
+
+SIDES = {
+    "gateway lock acquire+release": setup_gateway_pairs,
+    "redis-py Redis.lock() acquire+release": setup_redis_py_pairs,
+    "gateway fenced PATCH, default table": setup_gateway_writes("sbs_default"),
+    "gateway fenced PATCH, fence_column table": setup_gateway_writes("sbs_column"),
+    "psycopg2 guarded UPDATE": setup_psycopg2_writes,
+}
+COMPARISONS = [
+    ["gateway lock acquire+release", "redis-py Redis.lock() acquire+release"],
+    ["gateway fenced PATCH, default table", "gateway fenced PATCH, fence_column table", "psycopg2 guarded UPDATE"],
+]
+
+
+# --- servers and their CPU ------------------------------------------------------------------------------
+
+def cpu_ticks(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return out
+
+
+def run_side(side: str, env: dict, clients: int, duration: float, servers: dict) -> dict:
+    ready, out = mp.Queue(), mp.Queue()
+    shared = mp.Array("d", 2)  # start and end of the timed window, set once every client is warm
+    procs = []
+    for ix in range(clients):
+        p = mp.Process(target=_client_entry, args=(side, env, ix, shared, ready, out))
+        p.start()
+        procs.append(p)
+    for _ in procs:
+        ready.get(timeout=60)
+    start_at = time.time() + 0.3
+    shared[0], shared[1] = start_at, start_at + duration
+    pg_pids = [servers["postmaster"], *children(servers["postmaster"])]
+    while time.time() < start_at:
+        time.sleep(0.001)
+    before = {k: cpu_ticks(v) for k, v in (("gateway", [servers["gateway"]]), ("redis", [servers["redis"]]),
+                                           ("postgres", pg_pids))}
+    time.sleep(max(0.0, start_at + duration - time.time()))
+    after = {k: cpu_ticks(v) for k, v in (("gateway", [servers["gateway"]]), ("redis", [servers["redis"]]),
+                                          ("postgres", pg_pids))}
+    lat = []
+    for _ in procs:
+        lat += out.get(timeout=60)
+    for p in procs:
+        p.join(30)
+    n = len(lat)
+    lat.sort()
+    res = {"ops": n / duration, "p50": lat[n // 2] * 1e3, "p99": lat[min(n - 1, int(n * 0.99))] * 1e3}
+    for k in before:
+        res[k] = (after[k] - before[k]) / TICK / max(n, 1) * 1e6
+    return res
+
+
+def _client_entry(side, env, ix, shared, ready, out):
+    op = SIDES[side](env, ix)
+    for _ in range(20):
+        op()
+    ready.put(ix)
+    while shared[0] == 0 or time.time() < shared[0]:
+        time.sleep(0.0005)
+    end_at, lat = shared[1], []
+    while True:
+        t0 = time.perf_counter()
+        if time.time() >= end_at:
+            break
+        op()
+        lat.append(time.perf_counter() - t0)
+    out.put(lat)
+
+
+def direct_clients_importable() -> bool:
+    """Whether this interpreter sees Debian's python3-redis and python3-psycopg2 (a python3 of pyenv or a
+    venv does not: then the script runs itself again with /usr/bin/python3)."""
+    try:
+        import psycopg2  # noqa: F401
+        import redis  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def sh(*cmd: str, **kw) -> str:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, **kw).stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--duration", type=float, default=5.0, help="seconds per timed window (default 5)")
+    ap.add_argument("--rounds", type=int, default=2, help="A/B rounds per comparison (default 2)")
+    ap.add_argument("--clients", type=int, default=4, help="client processes (default 4)")
+    ap.add_argument("--log-level", default="info", help="the gateway's FENCEGATE_LOG_LEVEL (default info)")
+    ap.add_argument("--threads", type=int, default=4, help="the gateway's FENCEGATE_HTTP_THREADS (default 4)")
+    args = ap.parse_args()
+    sh("bash", "scripts/deps.sh", "bench")
+    if not direct_clients_importable():
+        if sys.executable != DEBIAN_PYTHON and os.path.exists(DEBIAN_PYTHON):
+            os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
+        sys.exit("side_by_side: python3-redis and python3-psycopg2 are not importable")
+    build, datadir = os.path.join(ROOT, "build-bench-sbs"), os.path.join(ROOT, ".data/bench-sbs")
+    redis_port, pg_port, http_port = 17391, 17441, 18491
+    sh("cmake", "-S", ".", "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFG_TESTS=OFF")
+    sh("cmake", "--build", build, "-j", str(os.cpu_count() or 2))
+    svc = ["bash", "scripts/services.sh"]
+    sh(*svc, "wipe", datadir, str(redis_port), str(pg_port))
+    sh(*svc, "start", datadir, str(redis_port), str(pg_port))
+    gw = None
+    try:
+        dsn = f"postgresql://fencegate@127.0.0.1:{pg_port}/fencegate"
+        sh("psql", dsn, "-qc", TABLES_SQL)
+        os.makedirs(datadir, exist_ok=True)
+        cfg = os.path.join(datadir, "sbs.json")
+        with open(cfg, "w") as f:
+            json.dump(GATEWAY_CONFIG, f)
+        env = dict(os.environ, FENCEGATE_LISTEN=f"127.0.0.1:{http_port}", FENCEGATE_CONFIG=cfg,
+                   FENCEGATE_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", FENCEGATE_PG_DSN=dsn,
+                   FENCEGATE_LOG_LEVEL=args.log_level, FENCEGATE_HTTP_THREADS=str(args.threads))
+        log = open(os.path.join(datadir, "gateway.log"), "w")
+        gw = subprocess.Popen([os.path.join(build, "fencegate")], env=env, stdout=log, stderr=log)
+        for _ in range(100):
+            try:
+                Lean(http_port).call("GET", "/readyz", {})
+                break
+            except OSError:
+                time.sleep(0.1)
+        redis_pid = int(sh("redis-cli", "-p", str(redis_port), "INFO", "server").split("process_id:")[1].split()[0])
+        postmaster = int(sh("psql", dsn, "-Atc", "SELECT pid FROM pg_stat_activity WHERE backend_type = "
+                            "'checkpointer'").strip())
+        postmaster = int(open(f"/proc/{postmaster}/stat").read().rsplit(")", 1)[1].split()[1])
+        servers = {"gateway": gw.pid, "redis": redis_pid, "postmaster": postmaster}
+        cenv = {"http_port": http_port, "redis_port": redis_port, "pg_dsn": dsn}
+        print(f"{args.clients} client processes, one keep-alive connection each; {args.rounds} rounds of "
+              f"{args.duration:g} s per side, alternated; gateway log level {args.log_level}, "
+              f"{args.threads} HTTP threads; medians of the rounds.\n")
+        print("| path | ops/s | p50 ms | p99 ms | gateway µs/op | Redis µs/op | Postgres µs/op | server µs/op |")
+        print("|---|---|---|---|---|---|---|---|")
+        for group in COMPARISONS:
+            runs = {side: [] for side in group}
+            for _ in range(args.rounds):
+                for side in group:
+                    runs[side].append(run_side(side, cenv, args.clients, args.duration, servers))
+            for side in group:
+                m = {k: statistics.median(r[k] for r in runs[side]) for k in runs[side][0]}
+                total = m["gateway"] + m["redis"] + m["postgres"]
+                print(f"| {side} | {m['ops']:,.0f} | {m['p50']:.2f} | {m['p99']:.2f} | {m['gateway']:.0f} | "
+                      f"{m['redis']:.0f} | {m['postgres']:.0f} | {total:.0f} |", flush=True)
+    finally:
+        if gw is not None:
+            gw.terminate()
+            gw.wait(30)
+        sh(*svc, "stop", datadir, str(redis_port), str(pg_port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Tables with a fence_column: the fence lives in a bigint column of the row itself, guarded by one statement.
+
+A trigger on the test table appends every new row version's fence column to a log table: because an UPDATE
+holds the row lock until its transaction ends, the log's order is the commit order, observed by Postgres and
+not by the gateway. Many concurrent writers with shuffled fences then show that
+  - accepted fences never decrease in commit order, exactly the 200 answers are in the log;
+  - every 409 left exactly one audit record (same shape as the default mode), no 200 left one;
+  - nothing is kept in fencegate.resource_fences for the table;
+and single requests show the rest of the contract: the column is not client-writable, GET answers it as
+`fence`, 404 leaves nothing behind, POST onto an existing row, batches all-or-nothing with the stale audit,
+and the start-up refusals (missing column, not bigint, listed in columns).
+
+Broken variants caught while writing this (each tried, then reverted): the row guard dropped from the UPDATE
+(`coalesce(fence) <= $1` removed: the log showed a lower fence committed after a higher one and 409s became
+200s); the current fence read without FOR UPDATE, from the statement's snapshot (a writer that lost a race to
+a concurrent commit was answered as if the row were not stale, and the log and the answers disagreed).
+
+Owns: API.md "Resources bound to locks" `fence_column`. Must not: test lock/semaphore templates (test_bound.py).
+"""
+
+import os
+import random
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, psql, run_fencegate  # noqa: E402
+from pg_helpers import assert_problem, rejections, stored_fence, tokens, unique, write  # noqa: E402
+
+SETUP_SQL = """
+CREATE TABLE IF NOT EXISTS public.fc_rows (id text PRIMARY KEY, note text, lock_fence bigint);
+CREATE TABLE IF NOT EXISTS public.fc_log (seq bigserial PRIMARY KEY, id text NOT NULL, fence bigint);
+CREATE TABLE IF NOT EXISTS public.fc_text_fence (id text PRIMARY KEY, note text, lock_fence text);
+CREATE OR REPLACE FUNCTION public.fc_log_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.fc_log (id, fence) VALUES (NEW.id, NEW.lock_fence);
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS fc_log_version ON public.fc_rows;
+CREATE TRIGGER fc_log_version AFTER INSERT OR UPDATE ON public.fc_rows
+    FOR EACH ROW EXECUTE FUNCTION public.fc_log_version();
+"""
+
+TABLE = {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}
+WRITERS = 8
+TOKENS = 120
+
+
+def row(key):
+    out = psql("SELECT note, lock_fence FROM public.fc_rows WHERE id = :'k'", {"k": key})
+    return out[0] if out else None
+
+
+class FenceColumnTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        psql(SETUP_SQL)
+        cls.gw = Gateway(config={"tables": {"fc_rows": TABLE}},
+                         env_overrides={"FENCEGATE_HTTP_THREADS": WRITERS, "FENCEGATE_PG_POOL_SIZE": WRITERS})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def run_writers(self, key, toks, method, body_of):
+        """One write per token from WRITERS threads at once; returns {fence: status}."""
+        queue = list(toks)
+        random.shuffle(queue)
+        lock = threading.Lock()
+        statuses, errors = {}, []
+        start = threading.Barrier(WRITERS)
+
+        def worker():
+            client = self.gw.client()
+            start.wait()
+            try:
+                while True:
+                    with lock:
+                        if not queue:
+                            return
+                        token, fence = queue.pop()
+                    r = write(client, method, "fc_rows", key, body_of(fence), token, owner=f"w{fence}")
+                    with lock:
+                        statuses[fence] = r.status
+                        if r.status not in (200, 409):
+                            errors.append(r)
+                        elif r.status == 409 and (r.body.get("type") != "/problems/stale_fence"
+                                                  or r.body.get("current_fence", 0) <= fence):
+                            errors.append(r)
+            except Exception as e:  # noqa: BLE001 - reported by the test below
+                errors.append(e)
+            finally:
+                client.close()
+
+        threads = [threading.Thread(target=worker) for _ in range(WRITERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(statuses), len(toks))
+        return statuses
+
+    def check(self, key, statuses):
+        accepted = sorted(f for f, s in statuses.items() if s == 200)
+        refused = sorted(f for f, s in statuses.items() if s == 409)
+        log = [int(x) for x in psql("SELECT fence FROM public.fc_log WHERE id = :'k' AND fence IS NOT NULL ORDER BY seq", {"k": key})]
+        self.assertEqual(log, sorted(log), f"accepted fences out of order in commit order: {log}")
+        self.assertEqual(log, accepted, "exactly the acknowledged writes were committed")
+        self.assertEqual(max(statuses), accepted[-1], "the highest fence must win")
+        self.assertEqual(row(key), f"w{accepted[-1]}|{accepted[-1]}")
+        resource = f"pg:fc_rows/{key}"
+        self.assertIsNone(stored_fence(resource), "a fence-column table keeps no gateway fence row")
+        audit = rejections(resource)
+        self.assertEqual(sorted(a["presented_fence"] for a in audit), refused, "one audit row per refusal")
+        for a in audit:
+            self.assertGreater(a["current_fence"], a["presented_fence"])
+            self.assertEqual((a["owner"], a["reason"]), (f"w{a['presented_fence']}", "stale_fence"))
+        self.assertGreater(len(refused), 0, "shuffled fences must produce refusals")
+
+    def test_concurrent_patches(self):
+        key = unique("fc")
+        psql("INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'start')", {"k": key})
+        toks = tokens(self.c, unique("fc-lock"), TOKENS)
+        self.check(key, self.run_writers(key, toks, "PATCH", lambda f: {"set": {"note": f"w{f}"}}))
+
+    def test_concurrent_puts_on_a_new_row(self):
+        key = unique("fc-put")
+        toks = tokens(self.c, unique("fc-lock"), TOKENS)
+        self.check(key, self.run_writers(key, toks, "PUT", lambda f: {"row": {"note": f"w{f}"}}))
+
+    def test_single_requests(self):
+        key = unique("fc")
+        (t1, f1), (t2, f2) = tokens(self.c, unique("fc-lock"), 2)
+        r = write(self.c, "PATCH", "fc_rows", key, {"set": {"note": "x"}}, t1)
+        assert_problem(self, r, 404, "not_found")
+        r = write(self.c, "POST", "fc_rows", None, {"row": {"id": key, "note": "new"}}, t2)
+        self.assertEqual((r.status, r.body["fence"], r.body["row"]["lock_fence"]), (201, f2, f2), r)
+        r = self.c.get(f"/v1/pg/fc_rows/{key}")
+        self.assertEqual((r.status, r.body["fence"], r.body["row"]["note"]), (200, f2, "new"), r)
+        # The column is the gateway's: not writable by clients.
+        r = write(self.c, "PATCH", "fc_rows", key, {"set": {"lock_fence": 1}}, t2)
+        self.assertEqual(r.status, 400, r)
+        # POST onto the existing row: 409 conflict with a fence that is not stale, stale_fence with an old one.
+        r = write(self.c, "POST", "fc_rows", None, {"row": {"id": key}}, t2)
+        assert_problem(self, r, 409, "conflict")
+        r = write(self.c, "POST", "fc_rows", None, {"row": {"id": key}}, t1)
+        body = assert_problem(self, r, 409, "stale_fence")
+        self.assertEqual(body["current_fence"], f2)
+        for method, b in (("PATCH", {"set": {"note": "old"}}), ("PUT", {"row": {"note": "old"}}), ("DELETE", None)):
+            r = write(self.c, method, "fc_rows", key, b, t1)
+            assert_problem(self, r, 409, "stale_fence")
+        self.assertEqual(row(key), f"new|{f2}")
+        self.assertEqual([a["presented_fence"] for a in rejections(f"pg:fc_rows/{key}")], [f1] * 4)
+        r = write(self.c, "DELETE", "fc_rows", key, None, t2)
+        self.assertEqual(r.status, 200, r)
+        self.assertIsNone(row(key))
+        self.assertIsNone(stored_fence(f"pg:fc_rows/{key}"))
+        r = self.c.get(f"/v1/pg/fc_rows/{key}")
+        self.assertEqual(assert_problem(self, r, 404, "not_found")["fence"], None)
+
+    def test_batch(self):
+        a, b = unique("fc"), unique("fc")
+        (t1, f1), (t2, f2) = tokens(self.c, unique("fc-lock"), 2)
+        psql("INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'a')", {"k": a})
+        ops = {"ops": [{"op": "patch", "table": "fc_rows", "key": a, "set": {"note": "a2"}},
+                       {"op": "put", "table": "fc_rows", "key": b, "row": {"note": "b2"}}]}
+        r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": t2})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((row(a), row(b)), (f"a2|{f2}", f"b2|{f2}"))
+        r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": t1})
+        body = assert_problem(self, r, 409, "stale_fence")
+        self.assertEqual(body["current_fence"], f2)
+        self.assertEqual((row(a), row(b)), (f"a2|{f2}", f"b2|{f2}"))
+        for k in (a, b):
+            self.assertEqual([x["presented_fence"] for x in rejections(f"pg:fc_rows/{k}")], [f1])
+
+    def test_startup_checks(self):
+        psql(SETUP_SQL)
+        for table, spec, words in (
+                ("fc_rows", {**TABLE, "fence_column": "nope"}, "has no column"),
+                ("fc_text_fence", TABLE, "bigint"),
+                ("fc_rows", {**TABLE, "columns": ["note", "lock_fence"]}, "clients must not write it"),
+                ("fc_rows", {**TABLE, "fence_column": 7}, "must be a string")):
+            proc = run_fencegate(config={"tables": {table: spec}})
+            self.assertNotEqual(proc.returncode, 0, proc)
+            self.assertIn("fence_column", proc.stderr)
+            self.assertIn(words, proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
