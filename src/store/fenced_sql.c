@@ -24,15 +24,17 @@
  * for a PATCH or DELETE that found neither its row nor a fence.
  *
  * A table with a fence_column keeps the fence in its own row instead, the
- * classic guarded statement, again with three CTEs:
+ * classic guarded statement, with these CTEs (v as above):
  *   w  the write, guarded by "stored fence (NULL: 0) <= presented fence" on the
  *      row itself, setting the column to the presented fence;
  *   c  only when w changed nothing: the row's fence, read FOR UPDATE so that,
  *      after waiting for a concurrent writer, it is the newest committed one;
  *   r  the audit row, when c's fence > presented fence.
+ *   x  the audit row of a write whose fence was revoked (v, as above, guards
+ *      every write of w).
  * Its answer carries "applied" (w changed the row), since the stored fence of
  * a row that w did not touch may equal the presented one (a POST on a row
- * that exists).
+ * that exists), and "revoked".
  */
 #include "store/fenced_sql.h"
 
@@ -214,7 +216,7 @@ static void put_row_guard(FILE *out, const struct table_config *t)
 {
     fputs(" AND ", out);
     put_row_fence(out, t);
-    fputs(" <= $1::bigint", out);
+    fputs(" <= $1::bigint AND NOT (SELECT revoked FROM v)", out);
 }
 
 static void put_column_update(FILE *out, const struct table_schema *s, const bool *written)
@@ -256,12 +258,12 @@ static void put_column_insert(FILE *out, const struct table_schema *s, const boo
     }
     fputs(", ", out);
     put_ident(out, t->fence_column);
-    fprintf(out, ") VALUES ($2::%s", s->key_type);
+    fprintf(out, ") SELECT $2::%s", s->key_type);
     int param = FENCED_PARAM_COUNT + 1;
     for (size_t i = 0; i < t->ncolumns; i++)
         if (written[i])
             fprintf(out, ", $%d::%s", param++, s->column_types[i]);
-    fputs(", $1::bigint) ON CONFLICT (", out);
+    fputs(", $1::bigint WHERE NOT (SELECT revoked FROM v) ON CONFLICT (", out);
     put_ident(out, t->key);
     if (!upsert) {
         fputs(") DO NOTHING RETURNING t.*", out);
@@ -298,7 +300,9 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH w AS (", out);
+    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
+          " WHERE rv.fence = $1::bigint) AS revoked), w AS (",
+          out);
     switch (kind) {
     case FENCED_PATCH: put_column_update(out, s, written); break;
     case FENCED_PUT: put_column_insert(out, s, written, true); break;
@@ -319,10 +323,16 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
         " AS resource), r AS (INSERT INTO fencegate.rejections (resource, lock_name,"
         " presented_fence, current_fence, owner, client_addr, method, reason, principal)"
         " SELECT k.resource, $4::text, $1::bigint, c.fence, $5::text, $6::text, $7::text,"
-        " 'stale_fence', $8::text FROM k, c WHERE c.fence > $1::bigint)"
+        " 'stale_fence', $8::text FROM k, c WHERE c.fence > $1::bigint"
+        " AND NOT (SELECT revoked FROM v)),"
+        " x AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+        " current_fence, owner, client_addr, method, reason, principal)"
+        " SELECT k.resource, $4::text, $1::bigint, coalesce((SELECT fence FROM c), 0), $5::text,"
+        " $6::text, $7::text, 'revoked', $8::text FROM k WHERE (SELECT revoked FROM v))"
         " SELECT k.resource, coalesce((SELECT $1::bigint FROM w), (SELECT fence FROM c)) AS fence,"
-        " EXISTS (SELECT 1 FROM w) AS applied, (SELECT row_to_json(w) FROM w)::text AS row"
-        " FROM k WHERE EXISTS (SELECT 1 FROM w) OR EXISTS (SELECT 1 FROM c)",
+        " EXISTS (SELECT 1 FROM w) AS applied, (SELECT row_to_json(w) FROM w)::text AS row,"
+        " (SELECT revoked FROM v) AS revoked FROM k WHERE EXISTS (SELECT 1 FROM w)"
+        " OR EXISTS (SELECT 1 FROM c) OR (SELECT revoked FROM v)",
         out);
     return stream_close(out, &buf);
 }
