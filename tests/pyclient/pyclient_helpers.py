@@ -45,7 +45,7 @@ def unique(prefix: str = "py") -> str:
 def child_env(gateway_url: str) -> Dict[str, str]:
     """The environment of a child Python process that imports the client and talks to gateway_url."""
     env = dict(os.environ, FENCEGATE_URL=gateway_url, PYTHONPATH=CLIENT_SRC)
-    env.pop("FENCEGATE_API_KEY", None)
+    env.pop("FENCEGATE_KEY", None)
     return env
 
 

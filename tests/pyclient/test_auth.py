@@ -45,18 +45,29 @@ class AuthTest(unittest.TestCase):
         return client
 
     def test_key_goes_with_every_call_renewals_included(self):
-        """A 500 ms lease held for 1.5 s under auth: the renewals (their own threads and connections)
+        """A 1.2 s lease held for 3 s under auth: the renewals (their own threads and connections)
         carry the key too. (Caught: renewals sent without the Authorization header; the lease was lost
         with reason "unauthorized".)"""
         billing = self.client(BILLING_KEY)
         key = unique("auth")
-        with billing.lock(f"pyauth:{key}", ttl_ms=500) as lease:
-            time.sleep(1.5)
+        with billing.lock(f"pyauth:{key}", ttl_ms=1200) as lease:
+            time.sleep(3.0)
             self.assertFalse(lease.lost.is_set(), lease.lost_reason)
             lease.pg("invoices").put(key, status="open")
             lease.redis.put(f"app:{key}", "v")
         self.assertEqual(billing.pg("invoices").get(key)["row"]["status"], "open")
         self.assertEqual(list(billing.audit.rejections(resource=f"pg:invoices/{key}")), [])
+
+    def test_key_from_the_environment(self):
+        """Without api_key, the client takes $FENCEGATE_KEY, as fencectl does."""
+        os.environ["FENCEGATE_KEY"] = BILLING_KEY
+        try:
+            client = fencegate.Client(self.gw.base)
+        finally:
+            del os.environ["FENCEGATE_KEY"]
+        self.addCleanup(client.close)
+        with client.lock(f"pyauth:{unique()}") as lease:
+            self.assertFalse(lease.lost.is_set())
 
     def test_missing_or_unknown_key_is_unauthorized(self):
         for client in (self.client(), self.client("not-a-key-of-this-gateway")):

@@ -1,7 +1,7 @@
 """The Python client over HTTPS: it verifies the gateway's certificate against the CA file it is given
 (and refuses, without retrying, a certificate it cannot verify), and keeps one TLS connection alive across
-calls. TLS is terminated by the test proxy in front of a real gateway (a certificate made here with the
-openssl command for 127.0.0.1).
+calls. Against the gateway's own TLS, and against the test proxy terminating TLS in front of a plain
+gateway (to count connections). Certificates are made here with the openssl command, for 127.0.0.1.
 
 Owns: the client's side of HTTPS. Must not: test the gateway's own TLS configuration.
 """
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pyclient_helpers import FaultProxy, config, unique  # noqa: E402
 
 import fencegate  # noqa: E402
-from harness import Gateway  # noqa: E402
+from harness import Gateway, HarnessError  # noqa: E402
 
 
 def openssl(*args: str) -> None:
@@ -41,11 +41,35 @@ def make_certificates(folder: str) -> tuple:
     return ca, cert, key
 
 
+class TlsGateway(Gateway):
+    """A Gateway serving HTTPS with the given certificate, whose readiness is asked over HTTPS."""
+
+    def __init__(self, ca: str, cert: str, key: str, **kw) -> None:
+        self.ca = ca
+        super().__init__(env_overrides={"FENCEGATE_TLS_CERT": cert, "FENCEGATE_TLS_KEY": key}, **kw)
+
+    def _wait_ready(self) -> None:
+        client = fencegate.Client(f"https://127.0.0.1:{self.port}", ca_file=self.ca, timeout=2.0,
+                                  retry=fencegate.RetryPolicy(attempts=1))
+        deadline = time.monotonic() + self.ready_timeout
+        try:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise HarnessError(f"{self.name} exited: {self.log_tail()}")
+                if client.ready():
+                    return
+                time.sleep(0.05)
+        finally:
+            client.close()
+        raise HarnessError(f"{self.name} not ready over HTTPS: {self.log_tail()}")
+
+
 class HttpsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.folder = tempfile.TemporaryDirectory()
         cls.ca, cert, key = make_certificates(cls.folder.name)
+        cls.cert, cls.key = cert, key
         cls.other_ca = os.path.join(cls.folder.name, "other-ca.pem")
         openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=another CA",
                 "-keyout", os.path.join(cls.folder.name, "other-ca.key"), "-out", cls.other_ca)
@@ -66,7 +90,7 @@ class HttpsTest(unittest.TestCase):
         self.addCleanup(client.close)
         before = self.proxy.connections
         key = unique("tls")
-        with client.lock(unique("tls"), ttl_ms=600, watch=False) as lease:
+        with client.lock(unique("tls"), ttl_ms=1500, watch=False) as lease:
             lease.pg("invoices").put(key, note="over tls")
             for _ in range(10):
                 client.lock_status(lease.name)
@@ -75,6 +99,22 @@ class HttpsTest(unittest.TestCase):
             self.assertFalse(lease.lost.is_set(), lease.lost_reason)
         self.assertEqual(client.pg("invoices").get(key)["row"]["note"], "over tls")
         self.assertEqual(self.proxy.connections - before, 2)  # this thread's, and the renewals'
+
+    def test_gateway_serving_https(self):
+        """The gateway's own TLS: a lease kept alive over several TTLs (renewals and watch over HTTPS),
+        fenced writes and the audit trail."""
+        with TlsGateway(self.ca, self.cert, self.key, config=config()) as gw:
+            client = fencegate.Client(f"https://127.0.0.1:{gw.port}", ca_file=self.ca)
+            self.addCleanup(client.close)
+            key = unique("tls")
+            with client.lock(unique("tls"), ttl_ms=1200) as lease:
+                time.sleep(3.0)
+                self.assertFalse(lease.lost.is_set(), lease.lost_reason)
+                lease.pg("invoices").put(key, note="gateway tls")
+            self.assertEqual(client.pg("invoices").get(key)["row"]["note"], "gateway tls")
+            self.assertEqual(list(client.audit.rejections(resource=f"pg:invoices/{key}")), [])
+            with self.assertRaises(fencegate.GatewayUnreachable):
+                fencegate.Client(f"https://127.0.0.1:{gw.port}", ca_file=self.other_ca).lock_status("x")
 
     def test_unverifiable_certificate_is_refused_at_once(self):
         """No CA file (the system's CAs), or another CA's: GatewayUnreachable naming TLS, not retried.

@@ -45,9 +45,9 @@ class Client:
     connection). Also a context manager that closes the connections on exit.
 
     url: ``http://host:port`` or ``https://host:port`` (default ``$FENCEGATE_URL``, else
-    ``http://127.0.0.1:8480``). api_key: the bearer key (default ``$FENCEGATE_API_KEY``; none when
-    unset). ca_file: CA bundle that signed the gateway's certificate (default ``$FENCEGATE_CA_FILE``,
-    else the system's). timeout: seconds to connect and to wait for an answer, on top of any wait the
+    ``http://127.0.0.1:8480``). api_key: the bearer key (default ``$FENCEGATE_KEY``, as for fencectl;
+    none when unset). ca_file: CA bundle that signed the gateway's certificate (default
+    ``$FENCEGATE_CACERT``, else the system's). timeout: seconds to connect and to wait for an answer, on top of any wait the
     call itself asks for (an acquire's ``wait_ms``). retry: how calls that may be repeated are retried
     (see :class:`~fencegate.transport.RetryPolicy`). owner: default ``owner`` of leases and
     ``Fence-Owner`` of writes, shown in lock status and in the audit trail.
@@ -56,8 +56,8 @@ class Client:
     def __init__(self, url: Optional[str] = None, *, api_key: Optional[str] = None, ca_file: Optional[str] = None,
                  timeout: float = 10.0, retry: RetryPolicy = RetryPolicy(), owner: Optional[str] = None) -> None:
         self.transport = Transport(url or os.environ.get("FENCEGATE_URL") or DEFAULT_URL,
-                                   api_key=api_key if api_key is not None else os.environ.get("FENCEGATE_API_KEY"),
-                                   ca_file=ca_file or os.environ.get("FENCEGATE_CA_FILE") or None,
+                                   api_key=api_key if api_key is not None else os.environ.get("FENCEGATE_KEY"),
+                                   ca_file=ca_file or os.environ.get("FENCEGATE_CACERT") or None,
                                    timeout=timeout, retry=retry)
         self.owner = owner
         self.audit = Audit(self.transport)

@@ -114,7 +114,7 @@ class Keeper:
                 self._renew_call(max(RETRY_MIN_S, min(self._transport.timeout, self.valid_until - now)), conn)
             except ProblemError as e:
                 if e.status is not None and e.status < 500:
-                    self._lost(e.code)
+                    self._lost(str(e.extra("reason") or e.code))
                     return
                 log.warning("renewal failed (%s), retrying", e)
             except GatewayUnreachable as e:

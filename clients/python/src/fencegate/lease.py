@@ -45,6 +45,7 @@ class _LostState:
         self.on_lost = on_lost
         self.keeper: Optional[Keeper] = None
         self.kept = False
+        self.released = False
         self._guard = threading.Lock()
 
     def mark(self, reason: str, lease: Any) -> None:
@@ -55,16 +56,19 @@ class _LostState:
             self.reason = reason
             self.event.set()
         log.warning("lease on %s lost (%s)", self.name, reason)
-        if self.keeper is not None:
-            self.keeper.stop()
         if self.on_lost is not None:
             try:
                 self.on_lost(lease)
             except Exception:  # noqa: BLE001 - a callback's failure must not kill the keeper
                 log.exception("on_lost callback of %s failed", self.name)
+        if self.keeper is not None:
+            self.keeper.stop()
 
     def check(self, lease: Any) -> None:
-        """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past its validity)."""
+        """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past its validity),
+        or was released: a write must never go out under a lease its holder gave up."""
+        if self.released:
+            raise lease_lost(self.name, "released")
         if self.kept and self.keeper is not None and self.keeper.expired():
             self.mark("unrenewed", lease)
         if self.event.is_set():
@@ -210,7 +214,6 @@ class Lease(_Fenced):
         self.ttl_ms = ttl_ms
         self.expires_at_ms: Optional[int] = None
         self.request_id = request_id or _request_id()
-        self._released = False
         self._wait_ms = wait_ms
         self._body = _lease_body(ttl_ms, wait_ms, owner, max_hold_ms, self.request_id, limit=limit)
         self._renew = renew
@@ -225,7 +228,7 @@ class Lease(_Fenced):
     @property
     def held(self) -> bool:
         """True from a successful acquire until the release or the loss."""
-        return self.token is not None and not self._released and not self.lost.is_set()
+        return self.token is not None and not self._state.released and not self.lost.is_set()
 
     @property
     def watching(self) -> bool:
@@ -288,8 +291,8 @@ class Lease(_Fenced):
         self._state.kept = False
         if self.token is None:
             return None
-        if not self._released:
-            self._released = True
+        if not self._state.released:
+            self._state.released = True
             _release(self._state, self, lambda: self._client.transport.call(
                 "POST", self._path + "/release", {"token": self.token}, effect=Effect.IDEMPOTENT))
         return lease_lost(self.name, self.lost_reason or "lost") if self.lost.is_set() else None
@@ -349,7 +352,6 @@ class LockSet:
         self._renew = renew
         self._watch = watch
         self._state = _LostState(",".join(self.names), on_lost)
-        self._released = False
         self.members: Dict[str, LockSetMember] = {}
 
     @property
@@ -428,8 +430,8 @@ class LockSet:
         self._state.kept = False
         if not self.members:
             return None
-        if not self._released:
-            self._released = True
+        if not self._state.released:
+            self._state.released = True
             _release(self._state, self, lambda: self._client.transport.call(
                 "POST", "/v1/locksets/release", {"tokens": self.tokens}, effect=Effect.IDEMPOTENT))
         return lease_lost(self._state.name, self.lost_reason or "lost") if self.lost.is_set() else None
