@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/live_lease.sh - what require_live_lease costs per write: fenced PATCHes over HTTP
 # (bench/pg_load.c) to two tables that differ only in "require_live_lease", alternating
 # between them in one run on one machine. Prints a Markdown table: writes/s and p99 of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg_load.c - the HTTP side of the Postgres write benchmark, as light a client
  * as pgbench: N threads, one keep-alive connection each, sending fenced

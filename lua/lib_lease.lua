@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_lease.lua: what every lease script shares, locks and semaphores alike
 -- (prepended through "-- uses: lib_lease.lua ..."): the server clock, the
 -- guard of the one fence sequence, the markers of released leases, and the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_rw.lua: the fence check shared by the fenced Redis write scripts
 -- (prepended to every script whose first line is "-- uses: lib_rw.lua").
 --

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"
 -- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_renew.lua: the holder extends its lease; the fence stays the same.
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
 -- KEYS[1] holder hash

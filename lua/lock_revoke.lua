@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_revoke.lua: an operator revokes the lease with fence F on lock N: the
 -- fence joins the revoked set (so no write presenting it is accepted from now
 -- on), and if that lease still holds the lock it ends at once and the lock

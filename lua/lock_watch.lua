@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_watch.lua: whether the lease with fence F still holds lock N, and if
 -- not, how it ended (read-only).
 -- KEYS[1] holder hash

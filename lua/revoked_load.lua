@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- revoked_load.lua: rebuilds the revoked-fence set from Postgres's list (the
 -- set is a mirror of fencegate.revocations, lib_lease.lua), in one step so
 -- that no write script ever sees it half built.

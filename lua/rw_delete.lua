@@ -1,4 +1,5 @@
 -- uses: lib_rw.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- rw_delete.lua: fenced DELETE of the key (its fence stays).
 -- KEYS, ARGV[1..7]: see lib_rw.lua.
 -- Returns JSON {r=...}: applied {fence, deleted}, stale or revoked {current, audit_id,

@@ -1,4 +1,5 @@
 -- uses: lib_rw.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- rw_patch.lua: fenced PATCH of hash fields.
 -- KEYS, ARGV[1..7]: see lib_rw.lua; ARGV[8] a JSON object of field -> string
 -- (set it) or null (delete it); ARGV[9] the most fields the hash may hold.

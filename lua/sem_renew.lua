@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
 -- ARGV: name, lease, ttl_ms ("0": the lease's own ttl), claim_ms, keep_ms,

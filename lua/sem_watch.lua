@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_watch.lua: whether the holder with fence F still holds a slot of
 -- semaphore N, and if not, how its lease ended (read-only: expired holders
 -- count as ended but are left for the next transition to purge).

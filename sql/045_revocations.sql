@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 045_revocations.sql: leases revoked by an operator (POST .../revoke). A row
 -- names the fence of the revoked lease; from the revoke's answer on, every
 -- fenced write presenting that fence is refused, on any resource, and audited

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c - defaults, JSON file and environment, merged into one struct config.
  * Every setting is described once in a table (name, type, range, place in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_api.c - requests of fencectl to the gateway's public API (API.md): the
  * paths, the bodies, the query of the audit, and the reading of answers into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_api.h - the gateway calls fencectl makes: acquire, renew, release and
  * status of a lock or semaphore, and the audit query. Each builds its request

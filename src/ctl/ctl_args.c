@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_args.c - fencectl's command line. Two tables drive it: the subcommands
  * (what each takes, its usage text) and the options (which field of struct

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_args.h - the command line of fencectl: subcommands, their options and
  * usage texts, and the gateway URL. Pure: the environment is read through a

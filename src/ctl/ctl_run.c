@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_run.c - the supervisor of `fencectl lock|sem`. After the grant, one loop
  * waits on a self-pipe fed by the signal handlers (SIGCHLD, and the signals

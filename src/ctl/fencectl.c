@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fencectl.c - entry point of fencectl, the command-line client of fencegate:
  * reads the command line, dispatches to one function per subcommand through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_lease.c - acquire, renew, release and status for any kind of lease.
  *

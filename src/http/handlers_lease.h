@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_lease.h - the lease endpoints, once for every kind of lease. Locks
  * and semaphores differ only in their transitions (lease/lock.h,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_locks.c - the lock endpoints: the lock transitions of lease/lock.h
  * behind the shared lease handlers (handlers_lease.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_locks.h - HTTP handlers of /v1/locks: acquire (possibly waiting),
  * renew, release and status.

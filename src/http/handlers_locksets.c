@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_locksets.c - lock sets: POST /v1/locksets/acquire, /renew and
  * /release. A set takes its locks one at a time in the global order of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_locksets.h - the lock set endpoints (POST /v1/locksets/acquire,
  * /renew, /release): all-or-none acquisition of up to 32 locks in one global

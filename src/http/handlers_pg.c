@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_pg.c - the /v1/pg endpoints. Each write finds its table, verifies
  * the Fence-Token (and the optional Fence-Owner header, kept in the audit),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_redis.c - the fenced Redis key endpoints. Owns the rules of the
  * requests: which keys are served (under a configured prefix, never "fg:"),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_semaphores.c - the semaphore endpoints: the semaphore transitions of
  * lease/semaphore.h behind the shared lease handlers (handlers_lease.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_semaphores.h - HTTP handlers of /v1/semaphores: acquire (possibly
  * waiting), renew, release and status.

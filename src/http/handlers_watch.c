@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_watch.c - watching a lease: GET /v1/locks/{name}?watch=true&fence=N
  * &wait_ms=W (and the same on semaphores) answers as soon as the lease with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reply.c - building replies and problem+json bodies. The title of each problem
  * is fixed per code, the detail says what exactly was wrong with this request.

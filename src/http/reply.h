@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reply.h - what a handler answers: a status, a JSON body and a few headers,
  * independent of the HTTP library. Errors become RFC 9457 problem+json bodies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * routes.c - the route table: method, pattern, handler, label, the scope an
  * API key needs (router.h; pg_batch checks the write scope of every table it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * binding.h - resources bound to locks (API.md, "Resources bound to locks"): a
  * table or Redis prefix may name, by a template, the lock or semaphore that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doorbell.c - the doorbell subscriber threads and the list of orphaned grants.
  * One thread follows this gateway's own channel (grants to its waiters), one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doorbell.h - the threads that follow this gateway's doorbell channel
  * ("fg:bell:<instance id>") and the shared channel of ended leases

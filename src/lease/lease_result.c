@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_result.c - reading lease script answers and the one retry after a
  * "nofence" answer. The outcome table here is the vocabulary of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_result.h - what a lease script answers, for locks and semaphores alike:
  * the outcome of the transition and the lease facts that come with it. Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * live.c - the live-lease check of require_live_lease: asks Redis, by the
  * token's kind, whether the lease with its fence still holds its lock or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * live.h - whether the lease a token was issued for still holds, for writes to
  * resources that require a live lease (require_live_lease). One read-only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lock.h - mutex locks on Redis: one call per state transition, each one Lua
  * script (lua/lock_*.lua). This module builds the keys and arguments and reads

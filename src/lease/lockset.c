@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lockset.c - names, request ids and tokens of lock sets. The global order is
  * bytewise ascending order of names: every set takes its locks in it, so no two

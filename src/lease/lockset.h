@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lockset.h - the pure rules of lock sets (POST /v1/locksets/...): the names of
  * a set (1 to LOCKSET_MAX distinct lock names) put in the one global order in

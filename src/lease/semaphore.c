@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * semaphore.c - the semaphore transitions: acquire (first try, queueing,
  * re-check, claim), cancel, release, renew and status. Each is exactly one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * semaphore.h - counting semaphores on Redis: up to `limit` holders, each with
  * its own lease and fence, waiters served strictly in arrival order. One call

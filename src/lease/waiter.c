@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * waiter.c - the registry of parked requests. Wakes come from three threads:
  * the doorbell (a grant was published), the janitor (timers, hang-ups) and the

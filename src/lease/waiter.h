@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * waiter.h - the registry of requests parked while they wait for a lock or a
  * semaphore slot. A waiter lives inside its handler's request state; the

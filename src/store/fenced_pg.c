@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_pg.c - running fenced writes against Postgres. At start-up it reads
  * the catalog for every writable table (types of key and columns, the key's

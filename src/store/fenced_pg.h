@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_pg.h - fenced writes to Postgres tables: the schema of the writable
  * tables (read from the catalog at start-up), the prepared statements of each

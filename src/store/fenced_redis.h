@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_redis.h - fenced writes to application keys in Redis. The fence check
  * and the write are one Lua script (lua/rw_*.lua): a write is applied iff its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_sql.c - builds the statements of fenced writes (see fenced_sql.h for
  * their shape). Owns the one rule of SQL safety: identifiers come only from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * revocations.c - the durable record of revoked leases and its Redis mirror.
  * Owns fencegate.revocations and the set "fg:revoked": writing a revocation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * revocations.h - the record of revoked leases: rows of fencegate.revocations
  * in Postgres (the durable record, read by Postgres writes in their own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tables with a fence_column: the fence lives in a bigint column of the row itself, guarded by one statement.
 
 A trigger on the test table appends every new row version's fence column to a log table: because an UPDATE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fencectl end to end against a real gateway: `lock` runs commands one after the other, hands them a
 token whose fence is FENCE and that fenced writes accept, stops a command whose lease is lost, passes on
 the command's exit status; the scripted commands (acquire, renew, release, status, audit) and the exit

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fencectl and the 1.1 lease features: `revoke`, `watch`, `lock --set`, and `lock`/`sem` stopping their
 command within 100 ms of a revoke (the watch), not at the next renewal (a third of the TTL away).
 

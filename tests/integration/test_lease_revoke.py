@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Revoking leases (API.md 1.1 "Revoking a lease") and watching them ("Watching a lease").
 
 - a holder paused with SIGSTOP is revoked; the lock passes to the waiter at once; when the holder wakes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The lock endpoints' contract, call by call: idempotent acquire and release, fences, token checks,
 renewal and max_hold, and every error code of API.md for bad input, as problem+json and never a 500.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Lock sets (API.md 1.1 "Lock sets"): all-or-none acquisition in one global order, FIFO per lock,
 request_id idempotence, renew and release of the set, and no deadlock.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Semaphore leases: a killed holder's slot comes back within its lease (also to a waiter that is already
 queued, with nobody releasing), renewal keeps a hold longer than the lease alive, renew and release after
 expiry answer 410, a retried release answers 200, max_hold_ms caps renewals, and the waiters of a gateway

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lockset.c - the pure rules of lock sets: names put in the one global
  * order whatever order they are given in (the property that rules out
