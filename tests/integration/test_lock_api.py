@@ -217,7 +217,7 @@ class LockApiTest(unittest.TestCase):
         deadline = n.body["hold_until_ms"]
         self.assertEqual(n.body["expires_at_ms"], deadline)
         self.assertLessEqual(deadline - r.body["expires_at_ms"], 1000 + 50)
-        self.assertLess(n.body["ttl_ms"], 1500)
+        self.assertLessEqual(n.body["ttl_ms"], 1500)  # capped, not the 5000 asked (1500 if in the same ms)
         self.assertEqual(status(self.client, name)["fence"], r.body["fence"])
         time.sleep(1.5 + 0.3)  # past the deadline (Redis time; generous): the lease ended there
         self.assertFalse(status(self.client, name)["held"])
