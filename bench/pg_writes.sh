@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/pg_writes.sh - fenced Postgres writes per second: PATCH over HTTP (bench/pg_load.c)
 # next to pgbench running the gateway's own statement (the exact text the
 # gateway prepared, taken from pg_stat_activity, with the same parameters), in

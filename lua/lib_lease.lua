@@ -1,6 +1,8 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_lease.lua: what every lease script shares, locks and semaphores alike
 -- (prepended through "-- uses: lib_lease.lua ..."): the server clock, the
--- guard of the one fence sequence, and the markers of released leases.
+-- guard of the one fence sequence, the markers of released leases, and the
+-- news of ended leases for watchers.
 
 -- Redis's own clock in milliseconds: the only clock a lease is measured by.
 local function now_ms()
@@ -39,6 +41,34 @@ end
 local function was_released(base, lease, now, ttl)
   local at = redis.call('ZSCORE', base .. 'x', lease)
   return at ~= false and tonumber(at) > now - ttl
+end
+
+-- Ended leases, for watchers: base.."e" is a sorted set of "<fence>|<reason>"
+-- scored by fence (the newest ENDED_KEPT, for up to ttl ms), and every end is
+-- published on channel "fg:ended" as "<kind>|<fence>|<reason>|<name>" so that
+-- every gateway wakes its watchers at once. A lease that ends unmarked expired.
+local ENDED_KEPT = 64
+
+local function mark_ended(base, kind, name, fence, reason, ttl)
+  local key = base .. 'e'
+  redis.call('ZADD', key, fence, fence .. '|' .. reason)
+  redis.call('ZREMRANGEBYRANK', key, 0, -ENDED_KEPT - 1)
+  redis.call('PEXPIRE', key, ttl)
+  redis.call('PUBLISH', 'fg:ended', kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+end
+
+local function ended_reason(base, fence)
+  local m = redis.call('ZRANGEBYSCORE', base .. 'e', fence, fence)[1]
+  if m then return string.match(m, '|(.*)$') end
+  return 'expired'
+end
+
+-- Revoked fences: the set "fg:revoked" mirrors fencegate.revocations and
+-- always holds the member "0" once built, so a set that is missing means Redis
+-- lost it: the script answers "norevoked" and the gateway rebuilds it from
+-- Postgres before running the script again.
+local function revoked_ready(key)
+  return redis.call('EXISTS', key) == 1
 end
 
 -- The listing index (lease_list.lua): "fg:idx:lk" (locks) and "fg:idx:sm"

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_lock.lua: functions shared by the lock scripts (prepended to every script
 -- whose first line is "-- uses: lib_lock.lua"; never called on its own).
 --

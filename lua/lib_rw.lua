@@ -1,9 +1,10 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_rw.lua: the fence check shared by the fenced Redis write scripts
 -- (prepended to every script whose first line is "-- uses: lib_rw.lua").
 --
 -- Every write script takes the same keys and leading arguments:
 --   KEYS[1] the written key, KEYS[2] its fence "fg:rf:"..key, KEYS[3] the audit
---   stream "fg:audit"
+--   stream "fg:audit", KEYS[4] the revoked fences "fg:revoked" (lib_lease.lua)
 --   ARGV[1] presented fence, ARGV[2] resource ("redis:"..key), ARGV[3] lock or
 --   semaphore name of the token, ARGV[4] owner ("" if none), ARGV[5] client
 --   address, ARGV[6] HTTP method, ARGV[7] id of the writer's API key ("" when
@@ -13,19 +14,29 @@
 -- but appends one audit entry to the stream, which the gateways drain into
 -- Postgres (fencegate.rejections), so the record survives a Postgres outage.
 -- The fence key outlives a DELETE of the key: a stale holder cannot recreate it.
+-- A write presenting a revoked fence is refused whatever the stored fence, with
+-- its own audit entry (reason "revoked"); if the revoked set is missing (Redis
+-- lost it) the script answers "norevoked" and the gateway rebuilds it first.
 
--- Returns nil when the write may go on, else the JSON reply of a stale write.
-local function refuse_stale()
-  local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
-  local fence = tonumber(ARGV[1])
-  if fence >= cur then return nil end
+-- Appends the audit entry of a refused write; returns the refusal's reply.
+local function refuse(outcome, reason, cur)
   local t = redis.call('TIME')
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local id = redis.call('XADD', KEYS[3], '*', 'resource', ARGV[2], 'lock', ARGV[3],
                         'presented', ARGV[1], 'current', tostring(cur), 'owner', ARGV[4],
-                        'client_addr', ARGV[5], 'method', ARGV[6], 'reason', 'stale_fence',
+                        'client_addr', ARGV[5], 'method', ARGV[6], 'reason', reason,
                         'at_ms', tostring(at), 'principal', ARGV[7])
-  return cjson.encode({r = 'stale', current = cur, audit_id = id, at_ms = at})
+  return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at})
+end
+
+-- Returns nil when the write may go on, else the JSON reply of a refused
+-- write (revoked or stale) or of a missing revoked set.
+local function refuse_stale()
+  if redis.call('EXISTS', KEYS[4]) == 0 then return cjson.encode({r = 'norevoked'}) end
+  local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return refuse('revoked', 'revoked', cur) end
+  if tonumber(ARGV[1]) >= cur then return nil end
+  return refuse('stale', 'stale_fence', cur)
 end
 
 -- Stores the presented fence as the key's highest.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_sem.lua: functions shared by the semaphore scripts (prepended to every
 -- script whose first line is "-- uses: lib_sem.lua"; never called on its own).
 --

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"
 -- ARGV: base, name, lease (a fresh id, or the id this request already has),

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS[1] holder hash, KEYS[2] queue, KEYS[3] waiter hash, KEYS[4] "fg:fence"
 -- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,
@@ -18,7 +19,7 @@ local claim_ms, marker_ttl = tonumber(ARGV[6]), tonumber(ARGV[7])
 local hkey, qkey, wkey, fence_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local now = now_ms()
 
-local h = redis.call('HMGET', hkey, 'lease', 'claimed', 'attach')
+local h = redis.call('HMGET', hkey, 'lease', 'claimed', 'attach', 'fence')
 if h[1] == lease then
   if mode == 'take' then
     local expires_at = now + redis.call('PTTL', hkey)
@@ -29,6 +30,7 @@ if h[1] == lease then
   if attach ~= '' and h[3] ~= attach then return cjson.encode({r = 'superseded'}) end
   redis.call('DEL', hkey)
   mark_released(base, lease, now, marker_ttl)
+  mark_ended(base, 'l', name, tonumber(h[4]), 'released', marker_ttl)
   grant_next(base, fence_key, name, claim_ms, now)
   return cjson.encode({r = 'released'})
 end

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
 -- ARGV: base, name, lease (a fresh id, or the id this request already has),

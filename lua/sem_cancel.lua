@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
 -- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,
@@ -44,6 +45,7 @@ if rec then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
   mark_released(base, lease, now, marker_ttl)
+  mark_ended(base, 's', name, rec.fence, 'released', marker_ttl)
   grant_free(k, name, limit, claim_ms, now, inst, handoff)
   return done({r = 'released'})
 end

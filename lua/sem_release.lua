@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
 -- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
@@ -19,7 +20,9 @@ if raw then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
   mark_released(base, lease, now, marker_ttl)
-  reply = {r = 'released', held_ms = now - (cjson.decode(raw).granted_at or now)}
+  local rec = cjson.decode(raw)
+  mark_ended(base, 's', name, rec.fence, 'released', marker_ttl)
+  reply = {r = 'released', held_ms = now - (rec.granted_at or now)}
 elseif was_released(base, lease, now, marker_ttl) then
   reply = {r = 'released', again = true}
 else

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * janitor.c - periodic maintenance. One loop: wait up to one tick for hang-ups
  * of parked clients, wake waiters whose re-check or deadline time came, give

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * janitor.h - the one thread of periodic work: waiter timers and hang-ups,
  * orphaned grants, and this process's liveness key in Redis.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fence.c - fence sequence recovery. Fences are reserved in Postgres in blocks
  * before Redis may issue them (lua/lib_lease.lua refuses to start past the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lock.c - the lock transitions: acquire (first try, queueing, re-check, claim),
  * cancel, release, renew and status. Each is exactly one script call; the
@@ -12,6 +13,7 @@
 #include "gateway.h"
 #include "lease/fence.h"
 #include "store/redis.h"
+#include "store/revocations.h"
 
 /* The keys of lock name: base, holder, queue, waiters. */
 struct lock_keys {
@@ -87,6 +89,39 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     const char *argv[] = {k.holder, lease_id, ttl};
     return lease_script_run("lock_renew.lua", 1, argv, 3, res, err);
+}
+
+int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
+{
+    struct lock_keys k;
+    lock_keys_init(&k, name);
+    char fence_text[24], claim[24], marker[24];
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
+    const char *argv[] = {k.holder, k.queue, k.waiters,  "fg:fence", REVOCATIONS_SET,
+                          k.base,   name,    fence_text, claim,      marker};
+    return lease_script_run("lock_revoke.lua", 5, argv, sizeof argv / sizeof argv[0], res, err);
+}
+
+int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
+{
+    struct lock_keys k;
+    lock_keys_init(&k, name);
+    char fence_text[24];
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    const char *argv[] = {k.holder, k.base, fence_text};
+    return lease_watch_run("lock_watch.lua", 1, argv, 3, out, err);
+}
+
+int lock_holder_fence(const char *name, long long *fence, struct fg_error *err)
+{
+    json_t *status = NULL;
+    if (lock_status(name, &status, err) != 0)
+        return -1;
+    *fence = lease_json_int(status, "fence", 0);
+    json_decref(status);
+    return 0;
 }
 
 int lock_status(const char *name, json_t **out, struct fg_error *err)

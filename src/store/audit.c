@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit.c - writing and reading fencegate.rejections. Stale Postgres writes
  * record themselves inside their own statement (fenced_sql.c); this file holds

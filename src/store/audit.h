@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit.h - the audit of rejected writes: one row in fencegate.rejections per
  * refused stale write, whichever backend the write was for, and the keyset-
