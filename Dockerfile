@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Dockerfile — owns: the container image of the gateway (fencegate, and fencectl when it is built).
 # Stage 1 builds a Release binary on Debian 12; stage 2 is debian:12-slim with only the runtime libraries,
 # running as an unprivileged user. Redis and Postgres are not in the image (see docker-compose.yml).

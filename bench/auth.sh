@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/auth.sh - what API keys cost: lock acquire+release pairs per second
 # through two gateways on the same Redis and Postgres, one with auth off and
 # one with auth required (10 keys configured, each call presenting one), in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_check.c - the CPU cost of the API key check alone, without a network:
  * what the server does per request with auth required (read the bearer

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bench/common.sh - what every benchmark script does before measuring, sourced
 # by them (not run): the tools, a Release build, its own Redis and Postgres,
 # and a gateway in the background, all stopped again when the script exits.

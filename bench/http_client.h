@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_client.h - the few lines of HTTP/1.1 the benchmark clients speak: one
  * keep-alive connection per thread, a request with a JSON body, a reply read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * http_pairs.c - the HTTP side of the lock benchmark, as light a client as
  * raw_pairs.c is on the Redis side: N threads, one keep-alive connection each,

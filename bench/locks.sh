@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/locks.sh - lock acquire+release pairs per second over HTTP, next to the
 # same pairs run directly against Redis with the gateway's own scripts, in one
 # run on one machine. Prints a Markdown table of both and their ratio.

@@ -1,11 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg_load.c - the HTTP side of the Postgres write benchmark, as light a client
  * as pgbench: N threads, one keep-alive connection each, sending fenced
- * PATCH /v1/pg/bench_rows/{key} writes under one Fence-Token for a fixed time.
+ * PATCH /v1/pg/<table>/{key} writes under one Fence-Token for a fixed time
+ * (table bench_rows unless TABLE is given).
  * "distinct" picks a random row among ROWS per write, "hot" always row "hot".
  * Prints "WRITES <2xx per second> <non-2xx> <errors> p99_ms=<p99 latency>".
  *
- * usage: pg_load PORT CONNECTIONS SECONDS distinct|hot ROWS TOKEN
+ * usage: pg_load PORT CONNECTIONS SECONDS distinct|hot ROWS TOKEN [TABLE]
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,7 +18,7 @@
 
 struct bench {
     int port, seconds, hot, rows;
-    const char *token;
+    const char *token, *table;
     atomic_long ok, bad, errors;
 };
 
@@ -37,9 +39,9 @@ static void *run(void *arg)
     double end = bench_now_s() + b->seconds;
     while (bench_now_s() < end) {
         if (b->hot)
-            snprintf(path, sizeof path, "/v1/pg/bench_rows/hot");
+            snprintf(path, sizeof path, "/v1/pg/%s/hot", b->table);
         else
-            snprintf(path, sizeof path, "/v1/pg/bench_rows/%d", rand_r(&w->seed) % b->rows);
+            snprintf(path, sizeof path, "/v1/pg/%s/%d", b->table, rand_r(&w->seed) % b->rows);
         snprintf(body, sizeof body, "{\"set\":{\"n\":%d,\"note\":\"w\"}}", rand_r(&w->seed) % 1000000);
         double start = bench_now_s();
         int status = bench_request(fd, "PATCH", path, headers, body, buf, sizeof buf);
@@ -65,15 +67,16 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 7) {
-        fprintf(stderr, "usage: pg_load PORT CONNECTIONS SECONDS distinct|hot ROWS TOKEN\n");
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: pg_load PORT CONNECTIONS SECONDS distinct|hot ROWS TOKEN [TABLE]\n");
         return 1;
     }
     struct bench b = {.port = atoi(argv[1]),
                       .seconds = atoi(argv[3]),
                       .hot = strcmp(argv[4], "hot") == 0,
                       .rows = atoi(argv[5]),
-                      .token = argv[6]};
+                      .token = argv[6],
+                      .table = argc == 8 ? argv[7] : "bench_rows"};
     int n = atoi(argv[2]);
     pthread_t *threads = calloc((size_t)n, sizeof *threads);
     struct worker *workers = calloc((size_t)n, sizeof *workers);

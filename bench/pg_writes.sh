@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/pg_writes.sh - fenced Postgres writes per second: PATCH over HTTP (bench/pg_load.c)
 # next to pgbench running the gateway's own statement (the exact text the
 # gateway prepared, taken from pg_stat_activity, with the same parameters), in
@@ -24,7 +25,7 @@ rounds="${ROUNDS:-3}"
 datadir=".data/pg-bench"
 redis_port=37379
 pg_port=37432
-http_port=38480
+http_port="${HTTP_PORT:-38480}"
 build="build-pg-bench"
 threads="${HTTP_THREADS:-32}"
 pool="${POOL:-32}"
@@ -68,11 +69,11 @@ statement=$(sql -c "SELECT query FROM pg_stat_activity WHERE application_name = 
                     AND query LIKE 'WITH % AS (%UPDATE%' LIMIT 1")
 [[ -n "$statement" ]] || { echo "pg_writes: could not find the gateway's statement" >&2; exit 1; }
 if [[ "$fence_column" == 1 ]]; then # the direct path a client would write without the gateway
-  statement='UPDATE bench_rows SET n = $8::bigint, note = $9::text, lock_fence = $1::bigint
+  statement='UPDATE bench_rows SET n = $9::bigint, note = $10::text, lock_fence = $1::bigint
              WHERE id = $2::text AND lock_fence <= $1::bigint'
 fi
-# $1 fence, $2 key, $3 prefix, $4 lock, $5 owner, $6 client, $7 method, $8 n, $9 note.
-body=$(sed -e 's/\$9/:note/g; s/\$8/:n/g; s/\$7/:method/g; s/\$6/:client/g; s/\$5/:owner/g' \
+# $1 fence, $2 key, $3 prefix, $4 lock, $5 owner, $6 client, $7 method, $8 principal, $9 n, $10 note.
+body=$(sed -e 's/\$10/:note/g; s/\$9/:n/g; s/\$8/:principal/g; s/\$7/:method/g; s/\$6/:client/g; s/\$5/:owner/g' \
            -e 's/\$4/:lock/g; s/\$3/:prefix/g; s/\$2/:key/g; s/\$1/:fence/g' <<<"$statement" | tr '\n' ' ')
 printf '\\set key random(0, %d)\n\\set n random(0, 1000000)\n%s;\n' $((rows - 1)) "$body" \
   >"$datadir/pg_write_distinct.pgbench"
@@ -83,7 +84,7 @@ pgbench_tps() { # clients mode
   [[ "$2" == hot ]] && hot=(-D key=hot)
   "$pgbin/pgbench" -n -M prepared -c "$1" -j "$(($1 < 2 ? 1 : 2))" -T "$duration" \
     -f "$datadir/pg_write_$2.pgbench" "${hot[@]}" -D fence="$fence" -D prefix="pg:bench_rows/" \
-    -D lock="bench-pg" -D owner="bench" -D client="127.0.0.1" -D method="PATCH" -D note="w" \
+    -D lock="bench-pg" -D owner="bench" -D client="127.0.0.1" -D method="PATCH" -D principal="bench" -D note="w" \
     -d "$dsn" 2>"$datadir/pgbench.err" | awk '/^tps/ {printf "%.0f", $3}'
 }
 

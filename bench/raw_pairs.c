@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * raw_pairs.c - the Redis-only baseline of the lock benchmark: N connections,
  * each running acquire-then-release pairs with the gateway's own scripts

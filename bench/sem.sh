@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench/sem.sh - the classic distributed-semaphore scenario against a Release gateway:
 # 3 client processes x 10 workers over keep-alive HTTP, limit 5, 600 jobs holding a slot for 20 ms
 # (bench/sem_bench.py does the work and the arithmetic; see its docstring). Starts its own Redis and

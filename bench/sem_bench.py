@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/sem_bench.py - the classic distributed-semaphore scenario over HTTP.
 
 PROCS client processes x WORKERS threads each (3 x 10), one keep-alive connection per worker, share one

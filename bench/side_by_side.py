@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/side_by_side.py - the gateway next to the direct path, in one run, with the server CPU per operation.
 
     python3 bench/side_by_side.py                      # build, own Redis/Postgres/gateway, 2 rounds x 5 s

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/waiters.py - what parked waiters cost a running gateway: memory per waiter, the busy-acquire latency
 with them queued, and how fast they leave when their clients hang up.
 

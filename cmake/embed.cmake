@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns lua/*.lua, sql/*.sql, openapi/*.json and the operator console's ui/* into one C file holding
 # four tables of (name, source).
 file(GLOB lua_files ${LUA_DIR}/*.lua)

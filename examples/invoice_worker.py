@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A small invoice worker service built on the fencegate Python client, end to end.
 
     POST /invoices/<id>/pay   takes the lock invoice:<id> (waiting up to --wait-ms), reads the row, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The stale-holder story with the Python client: A's lease runs out while it stalls, B takes over and
 writes, A's late write is refused by the gateway and audited. Needs a gateway with `invoices` writable
 (examples/fencegate.json): FENCEGATE_URL=http://127.0.0.1:8480 python3 examples/stale_holder.py [key]

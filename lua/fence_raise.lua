@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- fence_raise.lua: after Postgres reserved fences up to limit, raises the fence
 -- sequence to at least floor and its limit to at least limit. Never lowers
 -- either: another gateway may have reserved a later block meanwhile. After a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- fence_read.lua: what fence recovery needs to know of the sequence.
 -- KEYS[1] "fg:fence", KEYS[2] "fg:fence_origin", KEYS[3] "fg:fence_limit"
 -- Returns JSON {fence (-1 when the sequence is missing), trusted (the sequence

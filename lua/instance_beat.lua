@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- instance_beat.lua: keeps a gateway process marked alive. Its waiters stay in
 -- the queues only while its mark lasts, so a dead process's waiters are dropped
 -- within one waiter lease. Marks that ran out are pruned here.

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lease_list.lua: one page of the live locks or semaphores whose names start
 -- with a prefix, in name order, read from the listing index (lib_lease.lua).
 -- Never walks the whole index: it looks at most at `budget` names, and drops

@@ -1,10 +1,12 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_lease.lua: what every lease script shares, locks and semaphores alike
 -- (prepended through "-- uses: lib_lease.lua ..."): the server clock, the
--- guard of the one fence sequence, gateway liveness, request ids and the
--- markers of released leases.
+-- guard of the one fence sequence, gateway liveness, request ids, the
+-- markers of released leases, the news of ended leases for watchers and the
+-- revoked fences.
 --
 -- Every lease script names every key it touches in KEYS: its own keys first,
--- then the seven common keys below, from KEYS[first] on (lease_keys), so Redis
+-- then the nine common keys below, from KEYS[first] on (lease_keys), so Redis
 -- ACL key patterns can confine the gateway and nothing is built inside a script.
 --   fence        "fg:fence"        the last fence issued
 --   fence_limit  "fg:fence_limit"  the highest fence Postgres has reserved
@@ -14,6 +16,8 @@
 --   released     base.."x"         sorted set released lease id -> until when a
 --                                  retried release still answers 200 (ms)
 --   index        "fg:idx:lk" or "fg:idx:sm"  the listing index (below)
+--   ended        base.."n"         sorted set of "<fence>|<reason>" (below)
+--   revoked      "fg:revoked"      the revoked fences (below)
 
 -- How long a request_id outlives its lease's expiry (a late retry then
 -- answers "ended", not a second lease).
@@ -22,7 +26,7 @@ local RID_GRACE_MS = 60000
 local function lease_keys(first)
   return {fence = KEYS[first], fence_limit = KEYS[first + 1], gateways = KEYS[first + 2],
           rids = KEYS[first + 3], rid_until = KEYS[first + 4], released = KEYS[first + 5],
-          index = KEYS[first + 6]}
+          index = KEYS[first + 6], ended = KEYS[first + 7], revoked = KEYS[first + 8]}
 end
 
 -- Redis's own clock in milliseconds: the only clock a lease is measured by.
@@ -135,6 +139,34 @@ end
 local function was_released(lk, lease, now)
   local till = redis.call('ZSCORE', lk.released, lease)
   return till ~= false and tonumber(till) > now
+end
+
+-- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
+-- scored by fence (the newest ENDED_KEPT, for up to ttl ms), and every end is
+-- published on channel "fg:ended" as "<kind>|<fence>|<reason>|<name>" so that
+-- every gateway wakes its watchers at once. A lease that ends unmarked expired.
+local ENDED_KEPT = 64
+
+local function mark_ended(lk, kind, name, fence, reason, ttl)
+  redis.call('ZADD', lk.ended, fence, fence .. '|' .. reason)
+  redis.call('ZREMRANGEBYRANK', lk.ended, 0, -ENDED_KEPT - 1)
+  redis.call('PEXPIRE', lk.ended, ttl)
+  redis.call('PUBLISH', 'fg:ended', kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+end
+
+-- How the lease with fence ended, read from the ended set key.
+local function ended_reason(key, fence)
+  local m = redis.call('ZRANGEBYSCORE', key, fence, fence)[1]
+  if m then return string.match(m, '|(.*)$') end
+  return 'expired'
+end
+
+-- Revoked fences: the set "fg:revoked" mirrors fencegate.revocations and
+-- always holds the member "0" once built, so a set that is missing means Redis
+-- lost it: the script answers "norevoked" and the gateway rebuilds it from
+-- Postgres before running the script again.
+local function revoked_ready(lk)
+  return redis.call('EXISTS', lk.revoked) == 1
 end
 
 -- The listing index (lease_list.lua): "fg:idx:lk" (locks) and "fg:idx:sm"

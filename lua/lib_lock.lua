@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_lock.lua: functions shared by the lock scripts (prepended to every script
 -- whose first line is "-- uses: lib_lock.lua"; never called on its own).
 --
@@ -7,8 +8,9 @@
 --   KEYS[2] base.."q"   queue: sorted set of waiting lease ids, scored by arrival (the
 --                       last score + 1, so an idle lock leaves no counter behind)
 --   KEYS[3] base.."w"   waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
---   KEYS[4..9]          the common lease keys (lib_lease.lua): fence, fence_limit,
---                       gateways, base.."r", base.."e", base.."x"
+--   KEYS[4..12]         the common lease keys (lib_lease.lua): fence, fence_limit,
+--                       gateways, base.."r", base.."e", base.."x", "fg:idx:lk",
+--                       base.."n", "fg:revoked"
 -- Channel "fg:bell:"..id: doorbell of gateway id ("l|<lease>|<name>").
 
 local function lock_keys()
@@ -69,8 +71,9 @@ local function granted_reply(k, lease, expires_at)
 end
 
 -- Frees the lock held by lease (whose lease ran for ttl) and hands it on.
-local function release_to_next(k, name, lease, ttl, claim_ms, keep_ms, now)
+local function release_to_next(k, name, lease, fence, ttl, claim_ms, keep_ms, now)
   redis.call('DEL', k.h)
   mark_released(k, lease, now, keep_ms, ttl)
+  mark_ended(k, 'l', name, tonumber(fence), 'released', keep_ms)
   grant_next(k, name, claim_ms, now)
 end

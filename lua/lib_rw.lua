@@ -1,9 +1,11 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_rw.lua: the fence check shared by the fenced Redis write scripts
 -- (prepended to every script whose first line is "-- uses: lib_rw.lua").
 --
 -- Every write script takes the same keys and leading arguments:
 --   KEYS[1] the written key, KEYS[2] its fence "fg:rf:"..key, KEYS[3] the audit
---   stream "fg:audit", KEYS[4] the write floor "fg:fence_floor"
+--   stream "fg:audit", KEYS[4] the write floor "fg:fence_floor", KEYS[5] the
+--   revoked fences "fg:revoked" (lib_lease.lua)
 --   ARGV[1] presented fence, ARGV[2] resource ("redis:"..key), ARGV[3] lock or
 --   semaphore name of the token, ARGV[4] owner ("" if none), ARGV[5] client
 --   address, ARGV[6] HTTP method, ARGV[7] id of the writer's API key ("" when
@@ -19,22 +21,31 @@
 -- below the floor counts as stale whatever is stored for the key. Without a
 -- floor (a flushed Redis, before any recovery) nothing is written: the script
 -- answers "nofloor" and the gateway recovers first.
+-- A write presenting a revoked fence is refused whatever the stored fence, with
+-- its own audit entry (reason "revoked"); if the revoked set is missing (Redis
+-- lost it) the script answers "norevoked" and the gateway rebuilds it first.
 
--- Returns nil when the write may go on, else the JSON reply of a stale write
--- (or of a Redis that has no floor).
-local function refuse_stale()
-  local v = redis.call('MGET', KEYS[2], KEYS[4])
-  if v[2] == false then return cjson.encode({r = 'nofloor'}) end
-  local cur = math.max(tonumber(v[1] or '0'), tonumber(v[2]))
-  local fence = tonumber(ARGV[1])
-  if fence >= cur then return nil end
+-- Appends the audit entry of a refused write; returns the refusal's reply.
+local function refuse(outcome, reason, cur)
   local t = redis.call('TIME')
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local id = redis.call('XADD', KEYS[3], '*', 'resource', ARGV[2], 'lock', ARGV[3],
                         'presented', ARGV[1], 'current', tostring(cur), 'owner', ARGV[4],
-                        'client_addr', ARGV[5], 'method', ARGV[6], 'reason', 'stale_fence',
+                        'client_addr', ARGV[5], 'method', ARGV[6], 'reason', reason,
                         'at_ms', tostring(at), 'principal', ARGV[7])
-  return cjson.encode({r = 'stale', current = cur, audit_id = id, at_ms = at})
+  return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at})
+end
+
+-- Returns nil when the write may go on, else the JSON reply of a refused
+-- write (revoked or stale) or of a Redis that has no floor or no revoked set.
+local function refuse_stale()
+  local v = redis.call('MGET', KEYS[2], KEYS[4])
+  if v[2] == false then return cjson.encode({r = 'nofloor'}) end
+  if redis.call('EXISTS', KEYS[5]) == 0 then return cjson.encode({r = 'norevoked'}) end
+  local cur = math.max(tonumber(v[1] or '0'), tonumber(v[2]))
+  if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return refuse('revoked', 'revoked', cur) end
+  if tonumber(ARGV[1]) >= cur then return nil end
+  return refuse('stale', 'stale_fence', cur)
 end
 
 -- Stores the presented fence as the key's highest.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_sem.lua: functions shared by the semaphore scripts (prepended to every
 -- script whose first line is "-- uses: lib_sem.lua"; never called on its own).
 --
@@ -12,9 +13,9 @@
 --   base.."t"           arrival ticket counter
 -- Channel "fg:bell:"..id: doorbell of gateway id ("s|<lease>|<name>").
 --
--- Every script takes KEYS[1..6] = h, d, q, w, l, t, then KEYS[7..12] the common
+-- Every script takes KEYS[1..6] = h, d, q, w, l, t, then KEYS[7..15] the common
 -- lease keys (lib_lease.lua: fence, fence_limit, gateways, base.."r", base.."e",
--- base.."x"), and starts by purging expired holders, then hands the slots that
+-- base.."x", "fg:idx:sm", base.."n", "fg:revoked"), and starts by purging expired holders, then hands the slots that
 -- frees to the oldest live waiters, so a crashed holder's slot is reused within
 -- one lease by whoever calls.
 

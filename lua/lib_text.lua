@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lib_text.lua: checks on the bytes of Redis values that must travel as JSON
 -- text (prepended to every script whose first line is "-- uses: lib_text.lua").
 

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
 -- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
 -- ARGV: name, lease (a fresh id, or the id this request already has),

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
 -- ARGV: name, lease, attach id ("" matches any), mode, claim_ms,
@@ -18,7 +19,7 @@ local claim_ms, keep_ms = tonumber(ARGV[5]), tonumber(ARGV[6])
 local k = lock_keys()
 local now = now_ms()
 
-local h = redis.call('HMGET', k.h, 'lease', 'claimed', 'attach', 'ttl')
+local h = redis.call('HMGET', k.h, 'lease', 'claimed', 'attach', 'ttl', 'fence')
 if h[1] == lease then
   if mode == 'take' then
     local expires_at = now + redis.call('PTTL', k.h)
@@ -27,7 +28,7 @@ if h[1] == lease then
   end
   if mode == 'orphan' and h[2] ~= '0' then return cjson.encode({r = 'gone'}) end
   if attach ~= '' and h[3] ~= attach then return cjson.encode({r = 'superseded'}) end
-  release_to_next(k, name, lease, h[4], claim_ms, keep_ms, now)
+  release_to_next(k, name, lease, h[5], h[4], claim_ms, keep_ms, now)
   return cjson.encode({r = 'released'})
 end
 if mode == 'orphan' then return cjson.encode({r = 'gone'}) end

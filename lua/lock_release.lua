@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_release.lua: the holder releases; the lock passes to the next live
 -- waiter in the same step.
 -- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
@@ -10,9 +11,9 @@ local claim_ms, keep_ms = tonumber(ARGV[3]), tonumber(ARGV[4])
 local k = lock_keys()
 local now = now_ms()
 
-local h = redis.call('HMGET', k.h, 'lease', 'granted_at', 'ttl')
+local h = redis.call('HMGET', k.h, 'lease', 'granted_at', 'ttl', 'fence')
 if h[1] == lease then
-  release_to_next(k, name, lease, h[3], claim_ms, keep_ms, now)
+  release_to_next(k, name, lease, h[4], h[3], claim_ms, keep_ms, now)
   index_drop_if_idle(k, name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
   return cjson.encode({r = 'released', held_ms = now - tonumber(h[2])})
 end

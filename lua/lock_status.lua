@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- lock_status.lua: what a status call shows of lock N (never the token).
 -- KEYS[1] holder hash, KEYS[2] queue
 -- Returns JSON {held, fence, owner, pttl, waiting}.

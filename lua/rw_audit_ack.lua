@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- rw_audit_ack.lua: removes audit stream entries that are stored in Postgres.
 -- KEYS[1] "fg:audit"
 -- ARGV: entry ids

@@ -1,4 +1,5 @@
 -- uses: lib_text.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- rw_audit_dead.lua: moves an audit stream entry that cannot be stored in
 -- Postgres to the dead-letter stream, so that the drain goes on past it. The
 -- dead letters keep the entry's fields (bytes that are not UTF-8 text written

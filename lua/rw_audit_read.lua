@@ -1,4 +1,5 @@
 -- uses: lib_text.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- rw_audit_read.lua: the oldest entries of an audit stream, for the drain into
 -- Postgres (entries stay until acknowledged) or for listing the dead letters.
 -- KEYS[1] "fg:audit" (or "fg:audit:dead")

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- rw_get.lua: reads a fenced key and its highest fence (no token needed).
 -- KEYS[1] the key, KEYS[2] its fence "fg:rf:"..key
 -- ARGV[1] most hash fields read, ARGV[2] most bytes of a string read

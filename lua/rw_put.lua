@@ -1,8 +1,9 @@
 -- uses: lib_rw.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- rw_put.lua: fenced PUT of a string value (replaces the key, whatever it held).
 -- KEYS, ARGV[1..7]: see lib_rw.lua; ARGV[8] the new value.
--- Returns JSON {r=...}: applied {fence, value}, stale {current, audit_id, at_ms},
--- nofloor {}.
+-- Returns JSON {r=...}: applied {fence, value}, stale or revoked {current, audit_id,
+-- at_ms}, nofloor {} or norevoked {} (lib_rw.lua).
 local stale = refuse_stale()
 if stale then return stale end
 raise_fence()

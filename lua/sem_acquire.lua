@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
 -- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
 -- ARGV: name, lease (a fresh id, or the id this request already has),

@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
 -- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
 -- ARGV: name, lease, attach id ("" matches any), mode, claim_ms,
@@ -44,6 +45,7 @@ if rec then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
   mark_released(k, lease, now, marker_ttl, rec.ttl)
+  mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
   grant_free(k, name, limit, claim_ms, now, inst, handoff)
   return done({r = 'released'})
 end

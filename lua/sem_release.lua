@@ -1,4 +1,5 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
 -- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
@@ -20,6 +21,7 @@ if raw then
   redis.call('HDEL', k.d, lease)
   local rec = cjson.decode(raw)
   mark_released(k, lease, now, marker_ttl, rec.ttl)
+  mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
   reply = {r = 'released', held_ms = now - (rec.granted_at or now)}
 elseif was_released(k, lease, now) then
   reply = {r = 'released', again = true}

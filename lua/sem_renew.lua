@@ -1,10 +1,12 @@
 -- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
 -- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
 -- ARGV: name, lease, ttl_ms ("0": the lease's own ttl), claim_ms, keep_ms,
 --       gateway instance id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
--- expires_at}, lost {}, max_hold {hold_until} (the new expiry would pass max_hold_ms).
+-- expires_at, hold_until}, lost {}, max_hold {hold_until} (the hold deadline is reached).
+-- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
 local name, lease, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local claim_ms, keep_ms, inst = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local k = sem_keys()
@@ -18,14 +20,16 @@ if not rec then
   reply = {r = 'lost'}
 else
   if ttl == 0 then ttl = rec.ttl end
-  if now + ttl > rec.hold_until then
+  if now >= rec.hold_until then
     reply = {r = 'max_hold', hold_until = rec.hold_until}
   else
+    local expires_at = math.min(now + ttl, rec.hold_until)
     rec.claimed = 1
     redis.call('HSET', k.d, lease, cjson.encode(rec))
-    redis.call('ZADD', k.h, now + ttl, lease)
-    rid_hold(k, rec.rid, lease, now + ttl, now)
-    reply = {r = 'renewed', fence = rec.fence, ttl = ttl, expires_at = now + ttl}
+    redis.call('ZADD', k.h, expires_at, lease)
+    rid_hold(k, rec.rid, lease, expires_at, now)
+    reply = {r = 'renewed', fence = rec.fence, ttl = expires_at - now, expires_at = expires_at,
+             hold_until = rec.hold_until}
   end
 end
 tidy(k, now, keep_ms)

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- sem_status.lua: what a status call shows of semaphore N (never a token).
 -- Read-only: expired holders are not counted, but left for the next transition.
 -- KEYS[1] holders, KEYS[2] queue, KEYS[3] limit

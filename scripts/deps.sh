@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/deps.sh — owns: the Debian packages fencegate needs to build, test and run locally (haproxy for the
 # fault lab of tests/ha/), and the
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/services.sh — owns: the throw-away Redis and Postgres servers that `scripts/run` and
 # `scripts/test` use, each bound to 127.0.0.1 on a port of the caller's choosing, with all their state
 # under one data directory:

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 001_init.sql: the gateway's own objects, in schema fencegate. Application tables
 -- are not the gateway's: the example invoices table of the README walk-through
 -- and the tests is in examples/invoices.sql, which a deployment does not run.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 002_fence_reservation.sql: fences are reserved here, in blocks, before Redis
 -- may issue them, so that after Redis loses its data the gateway resumes above
 -- every fence ever issued, not only above those that reached storage.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 010_rejections_source_id.sql: an idempotency key for audit rows that arrive
 -- through a queue. A stale write to a Redis key is recorded first in the Redis
 -- stream "fg:audit" (in the same script that refuses it) and then copied here,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c - defaults, JSON file and environment, merged into one struct config.
  * Every setting is described once in a table (name, type, range, place in the
@@ -261,6 +262,12 @@ static int apply_table(struct table_config *t, const char *name, const json_t *s
             snprintf(where, sizeof where, "tables.%s", name);
             if (apply_guard(&t->guard, where, k, v, err) != 0)
                 return -1;
+        } else if (strcmp(k, "require_live_lease") == 0) {
+            if (!json_is_boolean(v))
+                return fg_fail(err, FG_ERR_CONFIG,
+                               "config key 'tables.%s.require_live_lease' must be true or false",
+                               name);
+            t->guard.live_lease = json_is_true(v);
         } else {
             return fg_fail(err, FG_ERR_CONFIG, "unknown config key 'tables.%s.%s'", name, k);
         }
@@ -270,7 +277,8 @@ static int apply_table(struct table_config *t, const char *name, const json_t *s
     return check_fence_column(t, err);
 }
 
-/* One entry of redis_prefixes: "app:" or {"prefix": "acct:", "lock": "acct-lock:{key}"}. */
+/* One entry of redis_prefixes: "app:" or {"prefix": "acct:", "lock": "acct-lock:{key}",
+ * "require_live_lease": true}. */
 static int apply_prefix(struct redis_prefix_config *p, size_t i, const json_t *entry,
                         struct fg_error *err)
 {
@@ -293,7 +301,9 @@ static int apply_prefix(struct redis_prefix_config *p, size_t i, const json_t *e
         else if (is_guard_key(k)) {
             if (apply_guard(&p->guard, where, k, v, err) != 0)
                 return -1;
-        } else
+        } else if (strcmp(k, "require_live_lease") == 0 && json_is_boolean(v))
+            p->guard.live_lease = json_is_true(v);
+        else
             return fg_fail(err, FG_ERR_CONFIG, "unknown or mistyped config key '%s.%s'", where, k);
     }
     if (p->prefix == NULL)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h - the one immutable configuration of a gateway process: built once at
  * start-up from the optional JSON file (FENCEGATE_CONFIG) and then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * embedded.h - the Lua scripts of lua/, the SQL migrations of sql/, the API
  * description of openapi/ and the operator console of ui/, compiled into the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gateway.h - the process-wide facts every module may read after start-up: the
  * configuration, this process's instance id and whether the

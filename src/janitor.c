@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * janitor.c - periodic maintenance, on two threads that never wait for each
  * other. The lease janitor keeps leases and waiters alive and talks only to

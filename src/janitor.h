@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * janitor.h - the threads of periodic work: the lease janitor (waiter timers
  * and hang-ups, orphaned grants, this process's liveness mark in Redis; never

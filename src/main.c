@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c - start-up, signals and wiring. Reads the configuration, prepares the
  * backends (migrations, token secret, fence sequence), starts the janitor, the

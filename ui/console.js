@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // console.js - the operator console of fencegate: one page over the gateway's own API.
 // It asks /v1/whoami who the key is, then shows the live locks and semaphores (refreshed in place
 // every LEASE_REFRESH_MS), the rejections of the last hour (per minute, most refused resources) and

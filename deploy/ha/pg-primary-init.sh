@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # deploy/ha/pg-primary-init.sh — owns: making the primary of docker-compose.ha.yml stream to its standby and
 # wait for it on every commit (run once by the postgres image when it initializes the data directory; the
 # setting takes effect at the server's real start, so the image's own set-up does not wait for a standby).

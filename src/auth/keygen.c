@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keygen.c - the `fencegate keys new` command. The key is "fgk_" and 256
  * random bits in hex; the gateway never stores it, only the hash printed in

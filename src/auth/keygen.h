@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keygen.h - `fencegate keys new --id ID --scope S ...`: makes a fresh random
  * API key, prints it once, and prints the configuration entry that holds only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keys.c - the API key set: read from the configuration (and an optional keys
  * file), looked up by the hash of a presented key, published whole. It decides

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keys.h - API keys: the key set of the configuration ("auth"), finding the key
  * a request presents, and whether that key holds a scope. Keys are kept as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scope.c - scope grammar and matching. A scope is a category ("lock",
  * "semaphore", "pg", "redis") with a pattern and, for the stores, an access

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * scope.h - the scopes of API keys (API.md, "Authentication and authorization"):
  * what a configured scope may look like, and whether it grants the scope a call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_api.c - requests of fencectl to the gateway's public API (API.md): the
  * paths, the bodies, the query of the audit, and the reading of answers into
@@ -38,13 +39,19 @@ static int call(const struct ctl_args *a, const char *method, const char *path, 
 }
 
 /* "/v1/locks/<name><suffix>" or "/v1/semaphores/<name><suffix>" into path. */
-static void lease_path(const struct ctl_args *a, const char *suffix, char *path, size_t cap)
+static void name_path(const char *name, bool semaphore, const char *suffix, char *path, size_t cap)
 {
-    snprintf(path, cap, "/v1/%s/", a->semaphore ? "semaphores" : "locks");
-    int rc = ctl_escape_append(path, cap, a->name, "/:");
+    snprintf(path, cap, "/v1/%s/", semaphore ? "semaphores" : "locks");
+    int rc = ctl_escape_append(path, cap, name, "/:");
     FG_ASSERT(rc == 0); /* names are at most 200 bytes */
     FG_ASSERT(strlen(path) + strlen(suffix) < cap);
     strcat(path, suffix);
+}
+
+/* The path of a's lock or semaphore with suffix. */
+static void lease_path(const struct ctl_args *a, const char *suffix, char *path, size_t cap)
+{
+    name_path(a->name, a->semaphore, suffix, path, cap);
 }
 
 /* Sets field of obj to v when it was given (v >= 0). */
@@ -121,6 +128,65 @@ int ctl_api_audit(const struct ctl_args *a, struct ctl_answer *ans)
     add_query(path, sizeof path, "limit", a->limit >= 0 ? num[1] : NULL);
     add_query(path, sizeof path, "after_id", a->after_id >= 0 ? num[2] : NULL);
     return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
+}
+
+int ctl_api_revoke(const struct ctl_args *a, struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN];
+    lease_path(a, "/revoke", path, sizeof path);
+    json_t *body = json_object();
+    if (a->reason != NULL)
+        json_object_set_new(body, "reason", json_string(a->reason));
+    if (a->semaphore)
+        set_given(body, "fence", a->fence);
+    return call(a, "POST", path, body, CTL_CALL_TIMEOUT_MS, ans);
+}
+
+int ctl_api_watch(const struct ctl_args *a, const char *name, bool semaphore, long long fence,
+                  long long wait_ms, struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN], query[96];
+    snprintf(query, sizeof query, "?watch=true&fence=%lld&wait_ms=%lld", fence, wait_ms);
+    name_path(name, semaphore, query, path, sizeof path);
+    return call(a, "GET", path, NULL, wait_ms + CTL_CALL_TIMEOUT_MS, ans);
+}
+
+int ctl_api_lockset_acquire(const struct ctl_args *a, const char *owner, struct ctl_answer *ans)
+{
+    json_t *names = json_array();
+    for (size_t i = 0; i < a->set_size; i++)
+        json_array_append_new(names, json_string(a->set_names[i]));
+    json_t *body = json_pack("{s:o}", "names", names);
+    set_given(body, "ttl_ms", a->ttl_ms);
+    set_given(body, "wait_ms", a->wait_ms);
+    set_given(body, "max_hold_ms", a->max_hold_ms);
+    if (owner != NULL)
+        json_object_set_new(body, "owner", json_string(owner));
+    long long waits = a->wait_ms >= 0 ? a->wait_ms : 3600000;
+    return call(a, "POST", "/v1/locksets/acquire", body, waits + CTL_CALL_TIMEOUT_MS, ans);
+}
+
+static json_t *token_list(char *const *tokens, size_t n)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, json_string(tokens[i]));
+    return list;
+}
+
+int ctl_api_lockset_renew(const struct ctl_args *a, char *const *tokens, size_t n, long long ttl_ms,
+                          long long timeout_ms, struct ctl_answer *ans)
+{
+    json_t *body = json_pack("{s:o}", "tokens", token_list(tokens, n));
+    set_given(body, "ttl_ms", ttl_ms);
+    return call(a, "POST", "/v1/locksets/renew", body, timeout_ms, ans);
+}
+
+int ctl_api_lockset_release(const struct ctl_args *a, char *const *tokens, size_t n,
+                            long long timeout_ms, struct ctl_answer *ans)
+{
+    return call(a, "POST", "/v1/locksets/release",
+                json_pack("{s:o}", "tokens", token_list(tokens, n)), timeout_ms, ans);
 }
 
 void ctl_answer_report(const struct ctl_answer *ans)

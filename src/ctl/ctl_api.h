@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_api.h - the gateway calls fencectl makes: acquire, renew, release and
  * status of a lock or semaphore, and the audit query. Each builds its request
@@ -8,6 +9,8 @@
 #define FG_CTL_API_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "ctl/ctl_args.h"
 #include "ctl/ctl_exit.h"
@@ -43,6 +46,25 @@ int ctl_api_status(const struct ctl_args *a, struct ctl_answer *ans) FG_WUR;
 
 /* GET /v1/audit/rejections with a's filters. */
 int ctl_api_audit(const struct ctl_args *a, struct ctl_answer *ans) FG_WUR;
+
+/* POST .../revoke of a->name: the lock's holder, or (a->semaphore) the holder with a->fence. */
+int ctl_api_revoke(const struct ctl_args *a, struct ctl_answer *ans) FG_WUR;
+
+/* GET .../{name}?watch=true&fence=F&wait_ms=W of lock name (semaphore if semaphore). */
+int ctl_api_watch(const struct ctl_args *a, const char *name, bool semaphore, long long fence,
+                  long long wait_ms, struct ctl_answer *ans) FG_WUR;
+
+/* POST /v1/locksets/acquire of a->set_names for owner. */
+int ctl_api_lockset_acquire(const struct ctl_args *a, const char *owner,
+                            struct ctl_answer *ans) FG_WUR;
+
+/* POST /v1/locksets/renew of the n tokens (ttl_ms < 0: their own TTL), waiting up to timeout_ms. */
+int ctl_api_lockset_renew(const struct ctl_args *a, char *const *tokens, size_t n, long long ttl_ms,
+                          long long timeout_ms, struct ctl_answer *ans) FG_WUR;
+
+/* POST /v1/locksets/release of the n tokens, waiting up to timeout_ms. */
+int ctl_api_lockset_release(const struct ctl_args *a, char *const *tokens, size_t n,
+                            long long timeout_ms, struct ctl_answer *ans) FG_WUR;
 
 /* One line on stderr saying why the call failed ("fencectl: lock_busy: ..."). */
 void ctl_answer_report(const struct ctl_answer *ans);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_args.c - fencectl's command line. Two tables drive it: the subcommands
  * (what each takes, its usage text) and the options (which field of struct
@@ -20,7 +21,8 @@
 #define ALL_COMMANDS (CMD(CTL_CMD_COUNT) - 1)
 #define LEASED       (CMD(CTL_CMD_LOCK) | CMD(CTL_CMD_SEM))
 #define SCRIPTED     (CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW) | CMD(CTL_CMD_RELEASE))
-#define ANSWERS_JSON (SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_AUDIT))
+#define ANSWERS_JSON                                                                               \
+    (SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_AUDIT) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH))
 
 static const char usage_overview[] =
     "usage: fencectl [--url URL] COMMAND [ARGS...]\n"
@@ -29,6 +31,7 @@ static const char usage_overview[] =
     "manage leases from scripts.\n"
     "\n"
     "  lock NAME [OPTIONS] -- COMMAND [ARGS...]   run COMMAND while holding lock NAME\n"
+    "  lock --set A,B,C [OPTIONS] -- COMMAND      run COMMAND holding every lock of a set\n"
     "  sem NAME --limit N [OPTIONS] -- COMMAND     run COMMAND holding a slot of semaphore NAME\n"
     "  acquire NAME [OPTIONS]                      take a lease and print its token and fence\n"
     "  renew NAME [--token T] [--ttl MS]           extend a lease\n"
@@ -36,6 +39,8 @@ static const char usage_overview[] =
     "  status NAME [--sem]                         show who holds NAME and how many wait\n"
     "  audit [--resource R] [--lock L] [--since MS] [--limit N]\n"
     "                                              list rejected (stale) writes\n"
+    "  revoke NAME [--reason R] [--sem --fence N]  end a holder's lease at once (admin)\n"
+    "  watch NAME --fence N [--sem] [--wait MS]    wait until the lease with fence N ends\n"
     "\n"
     "Every command takes -h or --help. Options for all commands:\n"
     "  --url URL   the gateway, http:// or https:// (default $FENCEGATE_URL, else " CTL_DEFAULT_URL
@@ -58,6 +63,7 @@ static const char usage_overview[] =
 static const char usage_lock[] =
     "usage: fencectl lock NAME [--ttl MS] [--wait MS] [--owner S] [--max-hold MS] [--grace MS]\n"
     "                          [--] COMMAND [ARGS...]\n"
+    "       fencectl lock --set A,B,C [OPTIONS] [--] COMMAND [ARGS...]\n"
     "\n"
     "Acquires lock NAME, runs COMMAND with FENCE_TOKEN (the lease's token, for the Fence-Token\n"
     "header of fenced writes), FENCE (its fence) and FENCEGATE_URL in its environment, renews\n"
@@ -67,8 +73,16 @@ static const char usage_lock[] =
     "\n"
     "If a renewal is refused (410 lease_lost, 409 max_hold_exceeded) or cannot get through\n"
     "before the lease would expire, COMMAND's process group gets SIGTERM, then SIGKILL after\n"
-    "the grace period, and fencectl exits 3.\n"
+    "the grace period, and fencectl exits 3. fencectl also watches the lease: when it ends\n"
+    "(revoked by an operator, or expired and taken over), COMMAND is stopped the same way\n"
+    "within about 100 ms, not at the next renewal.\n"
     "\n"
+    "With --set A,B,C (up to 32 distinct locks, instead of NAME), fencectl takes every lock of\n"
+    "the set, all or none, in the gateway's one global order (sets never deadlock), and gives\n"
+    "COMMAND FENCE_TOKENS and FENCES: the tokens and fences, comma-separated, in the order\n"
+    "given. Losing any lock of the set stops COMMAND.\n"
+    "\n"
+    "  --set A,B,C    a lock set instead of NAME\n"
     "  --ttl MS       lease length, 100..86400000 (default: the gateway's, 30000)\n"
     "  --wait MS      how long to queue for the lock, 0..3600000 (default: the gateway's, 0)\n"
     "  --owner S      holder label shown by status and the audit (default fencectl:HOST:PID)\n"
@@ -138,6 +152,27 @@ static const char usage_audit[] =
     "\n"
     "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
 
+static const char usage_revoke[] =
+    "usage: fencectl revoke NAME [--reason R] [--json]\n"
+    "       fencectl revoke NAME --sem --fence N [--reason R] [--json]\n"
+    "\n"
+    "Ends the lease of lock NAME's holder at once (or, with --sem, of the holder of semaphore\n"
+    "NAME with fence N): the lock passes to the next waiter, and no write presenting the revoked\n"
+    "token is accepted from now on, on any resource. Needs the admin scope when keys are on.\n"
+    "Prints \"revoked fence N\", or \"nothing to revoke\" when no such lease holds.\n"
+    "\n"
+    "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
+
+static const char usage_watch[] =
+    "usage: fencectl watch NAME --fence N [--sem] [--wait MS] [--json]\n"
+    "\n"
+    "Waits until the lease with fence N on lock NAME (semaphore NAME with --sem) no longer holds,\n"
+    "then prints how it ended: released, expired or revoked. --wait (default 30000,\n"
+    "0..3600000) bounds the wait; if the lease still holds then, prints its time left.\n"
+    "\n"
+    "Exit status: 0 the lease ended, 2 it still holds after --wait, 1 usage, 4 unreachable,\n"
+    "5 other error.\n";
+
 static const struct {
     const char *word;
     enum ctl_command command;
@@ -153,6 +188,8 @@ static const struct {
     {"release", CTL_CMD_RELEASE, true, false, usage_release},
     {"status", CTL_CMD_STATUS, true, false, usage_status},
     {"audit", CTL_CMD_AUDIT, false, false, usage_audit},
+    {"revoke", CTL_CMD_REVOKE, true, false, usage_revoke},
+    {"watch", CTL_CMD_WATCH, true, false, usage_watch},
 };
 
 enum option_type { OPTION_FLAG, OPTION_STRING, OPTION_NUMBER };
@@ -174,8 +211,8 @@ static const struct option_spec {
     {"--json", OPTION_FLAG, offsetof(struct ctl_args, json), ANSWERS_JSON, 0, 0},
     {"--ttl", OPTION_NUMBER, offsetof(struct ctl_args, ttl_ms),
      LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW), 100, 86400000},
-    {"--wait", OPTION_NUMBER, offsetof(struct ctl_args, wait_ms), LEASED | CMD(CTL_CMD_ACQUIRE), 0,
-     3600000},
+    {"--wait", OPTION_NUMBER, offsetof(struct ctl_args, wait_ms),
+     LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_WATCH), 0, 3600000},
     {"--max-hold", OPTION_NUMBER, offsetof(struct ctl_args, max_hold_ms),
      LEASED | CMD(CTL_CMD_ACQUIRE), 1, LLONG_MAX},
     {"--owner", OPTION_STRING, offsetof(struct ctl_args, owner), LEASED | CMD(CTL_CMD_ACQUIRE), 0,
@@ -184,8 +221,8 @@ static const struct option_spec {
      0},
     {"--limit", OPTION_NUMBER, offsetof(struct ctl_args, limit),
      CMD(CTL_CMD_SEM) | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_AUDIT), 1, 100000},
-    {"--sem", OPTION_FLAG, offsetof(struct ctl_args, semaphore), SCRIPTED | CMD(CTL_CMD_STATUS), 0,
-     0},
+    {"--sem", OPTION_FLAG, offsetof(struct ctl_args, semaphore),
+     SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH), 0, 0},
     {"--token", OPTION_STRING, offsetof(struct ctl_args, token),
      CMD(CTL_CMD_RENEW) | CMD(CTL_CMD_RELEASE), 0, 0},
     {"--grace", OPTION_NUMBER, offsetof(struct ctl_args, grace_ms), LEASED, 0, 3600000},
@@ -195,6 +232,10 @@ static const struct option_spec {
      LLONG_MAX},
     {"--after-id", OPTION_NUMBER, offsetof(struct ctl_args, after_id), CMD(CTL_CMD_AUDIT), 0,
      LLONG_MAX},
+    {"--reason", OPTION_STRING, offsetof(struct ctl_args, reason), CMD(CTL_CMD_REVOKE), 0, 0},
+    {"--fence", OPTION_NUMBER, offsetof(struct ctl_args, fence),
+     CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH), 1, LLONG_MAX},
+    {"--set", OPTION_STRING, offsetof(struct ctl_args, set), CMD(CTL_CMD_LOCK), 0, 0},
 };
 
 #define NOPTIONS  (sizeof options / sizeof options[0])
@@ -292,7 +333,7 @@ static int take_word(char **argv, int i, struct ctl_args *out, struct fg_error *
     for (size_t k = 1; k < NCOMMANDS; k++) {
         if (commands[k].command != out->command)
             continue;
-        if (commands[k].takes_name && out->name == NULL) {
+        if (commands[k].takes_name && out->name == NULL && out->set == NULL) {
             out->name = argv[i];
             return 0;
         }
@@ -302,6 +343,31 @@ static int take_word(char **argv, int i, struct ctl_args *out, struct fg_error *
         }
     }
     return fg_fail(err, FG_ERR_INVALID_FIELD, "unexpected argument '%s'", argv[i]);
+}
+
+/* Splits --set into out->set_names: 1 to CTL_SET_MAX distinct valid lock names. */
+static int split_set(struct ctl_args *out, struct fg_error *err)
+{
+    const char *p = out->set;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (out->set_size == CTL_SET_MAX)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "--set: at most %d locks", CTL_SET_MAX);
+        if (!name_is_valid_lock(p, len))
+            return fg_fail(err, FG_ERR_INVALID_FIELD,
+                           "--set: invalid name '%.*s': 1 to 200 bytes of A-Z a-z 0-9 . _ : / -",
+                           (int)(len > 200 ? 200 : len), p);
+        memcpy(out->set_names[out->set_size], p, len);
+        out->set_names[out->set_size][len] = '\0';
+        for (size_t i = 0; i < out->set_size; i++)
+            if (strcmp(out->set_names[i], out->set_names[out->set_size]) == 0)
+                return fg_fail(err, FG_ERR_INVALID_FIELD, "--set: '%s' is named twice",
+                               out->set_names[i]);
+        out->set_size++;
+        if (p[len] == '\0')
+            return 0;
+        p += len + 1;
+    }
 }
 
 /* Checks what the whole command line says once it has been read. */
@@ -315,7 +381,11 @@ static int check_args(struct ctl_args *out, const bool *given, ctl_getenv_fn get
         if (given[k] && !(options[k].commands & CMD(out->command)))
             return fg_fail(err, FG_ERR_INVALID_FIELD, "%s does not apply to '%s'", options[k].name,
                            word);
-    bool needs_name = out->command != CTL_CMD_AUDIT;
+    if (out->set != NULL && out->name != NULL)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "'lock' takes NAME or --set, not both");
+    if (out->set != NULL && split_set(out, err) != 0)
+        return -1;
+    bool needs_name = out->command != CTL_CMD_AUDIT && out->set == NULL;
     if (needs_name && out->name == NULL)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "'%s' needs a NAME; see fencectl %s --help", word,
                        word);
@@ -330,6 +400,12 @@ static int check_args(struct ctl_args *out, const bool *given, ctl_getenv_fn get
     if ((out->command == CTL_CMD_SEM || out->command == CTL_CMD_ACQUIRE) && out->semaphore &&
         out->limit < 0)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "a semaphore needs --limit N");
+    if (out->command == CTL_CMD_WATCH && out->fence < 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "'watch' needs --fence N");
+    if (out->command == CTL_CMD_REVOKE && out->semaphore != (out->fence >= 0))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "'revoke' of a semaphore holder needs --sem and --fence N; a lock's, "
+                       "neither");
     if (out->command == CTL_CMD_AUDIT && out->limit > 1000)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "--limit: at most 1000 records per page");
     if (out->command == CTL_CMD_RENEW || out->command == CTL_CMD_RELEASE) {
@@ -350,7 +426,8 @@ int ctl_args_parse(int argc, char **argv, ctl_getenv_fn getenv_fn, struct ctl_ar
                              .limit = -1,
                              .grace_ms = CTL_DEFAULT_GRACE,
                              .since_ms = -1,
-                             .after_id = -1};
+                             .after_id = -1,
+                             .fence = -1};
     bool given[NOPTIONS] = {false};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];

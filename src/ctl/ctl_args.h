@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_args.h - the command line of fencectl: subcommands, their options and
  * usage texts, and the gateway URL. Pure: the environment is read through a
@@ -13,6 +14,7 @@
 
 #define CTL_DEFAULT_URL   "http://127.0.0.1:8480"
 #define CTL_DEFAULT_GRACE 5000 /* ms from SIGTERM to SIGKILL of a COMMAND whose lease is lost */
+#define CTL_SET_MAX       32   /* locks in a --set */
 
 enum ctl_command {
     CTL_CMD_NONE, /* no subcommand: only --help or --version make sense */
@@ -23,6 +25,8 @@ enum ctl_command {
     CTL_CMD_RELEASE,
     CTL_CMD_STATUS,
     CTL_CMD_AUDIT,
+    CTL_CMD_REVOKE,
+    CTL_CMD_WATCH,
     CTL_CMD_COUNT
 };
 
@@ -59,7 +63,12 @@ struct ctl_args {
     const char *token;      /* --token, else FENCE_TOKEN (renew, release) */
     const char *resource;   /* --resource (audit) */
     const char *lock;       /* --lock (audit) */
-    char **argv;            /* COMMAND and its arguments (lock, sem), NULL-terminated */
+    const char *reason;     /* --reason (revoke), NULL if not given */
+    long long fence;        /* --fence (revoke of a semaphore holder, watch), -1 if not given */
+    const char *set;        /* --set a,b,c (lock): a lock set instead of NAME, NULL if none */
+    char set_names[CTL_SET_MAX][256]; /* the names of --set, in the order given */
+    size_t set_size;                  /* entries in set_names, 0 without --set */
+    char **argv;                      /* COMMAND and its arguments (lock, sem), NULL-terminated */
 };
 
 /* Looks up one environment variable (getenv in fencectl, a table in tests). */

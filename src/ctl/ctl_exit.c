@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_exit.c - the table from gateway answers to fencectl exit statuses (the
  * problem code decides first, then the HTTP status), and the shell convention

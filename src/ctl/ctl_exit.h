@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_exit.h - fencectl's exit statuses: what a gateway answer, a failure to
  * reach the gateway, or the end of COMMAND turns into. Pure.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_http.c - fencectl's sockets. Resolves the gateway's host, connects
  * without blocking so the deadline also covers the connect, for https runs a

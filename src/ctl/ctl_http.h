@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_http.h - one HTTP/1.1 exchange of fencectl with the gateway over a TCP
  * socket, with TLS for https:// URLs: connect, send, read until the server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_run.h - `fencectl lock` and `fencectl sem`: hold a lease for as long as a
  * command runs. The process supervision (fork, signals, renewals, termination

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_table.c - table layout for fencectl's human output. Widths count UTF-8
  * characters, not bytes, and a cut never splits a character. The audit view

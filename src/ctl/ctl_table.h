@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_table.h - readable tables for fencectl: columns padded to their widest
  * cell, over-long cells cut with "...", and the audit of rejected writes as

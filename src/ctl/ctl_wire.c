@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_wire.c - HTTP/1.1 framing for fencectl. One request per connection
  * (Connection: close), so a response ends where the stream ends; the body is

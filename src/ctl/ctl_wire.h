@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_wire.h - the bytes of fencectl's HTTP/1.1 exchanges: percent-encoding of
  * path parts, the request text, and the parse of a whole response (status,

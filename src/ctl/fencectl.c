@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fencectl.c - entry point of fencectl, the command-line client of fencegate:
  * reads the command line, dispatches to one function per subcommand through a
@@ -198,13 +199,49 @@ static int run_audit(const struct ctl_args *a)
     return succeeded(a, &ans, show_audit);
 }
 
+static void show_revoked(const struct ctl_args *a, const json_t *json)
+{
+    (void)a;
+    const json_t *fence = json_object_get(json, "revoked_fence");
+    if (json_is_integer(fence))
+        printf("revoked fence %lld\n", (long long)json_integer_value(fence));
+    else
+        puts("nothing to revoke");
+}
+
+static int run_revoke(const struct ctl_args *a)
+{
+    struct ctl_answer ans;
+    if (ctl_api_revoke(a, &ans) != 0)
+        return failed(a, &ans);
+    return succeeded(a, &ans, show_revoked);
+}
+
+/* Prints how the watched lease ended; exits 2 (busy) when it still holds. */
+static int run_watch(const struct ctl_args *a)
+{
+    struct ctl_answer ans;
+    long long wait_ms = a->wait_ms >= 0 ? a->wait_ms : 30000;
+    if (ctl_api_watch(a, a->name, a->semaphore, a->fence, wait_ms, &ans) != 0)
+        return failed(a, &ans);
+    bool held = json_is_true(json_object_get(ans.json, "held"));
+    if (a->json)
+        print_json(ans.json);
+    else if (held)
+        printf("held, expires in %lld ms\n", field_int(ans.json, "expires_in_ms"));
+    else
+        puts(json_string_value(json_object_get(ans.json, "reason")));
+    ctl_answer_free(&ans);
+    return held ? CTL_EXIT_BUSY : CTL_EXIT_OK;
+}
+
 static const struct {
     enum ctl_command command;
     int (*run)(const struct ctl_args *a);
 } runners[] = {
     {CTL_CMD_LOCK, run_command}, {CTL_CMD_SEM, run_command},     {CTL_CMD_ACQUIRE, run_acquire},
     {CTL_CMD_RENEW, run_renew},  {CTL_CMD_RELEASE, run_release}, {CTL_CMD_STATUS, run_status},
-    {CTL_CMD_AUDIT, run_audit},
+    {CTL_CMD_AUDIT, run_audit},  {CTL_CMD_REVOKE, run_revoke},   {CTL_CMD_WATCH, run_watch},
 };
 
 int main(int argc, char **argv)

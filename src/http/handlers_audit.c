@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_audit.c - GET /v1/audit/rejections and GET /v1/audit/summary:
  * decodes the query arguments, lets audit_filter check them and answers what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_audit.h - HTTP handlers of the audit of refused stale writes:
  * filtered, keyset-paginated records and their summary.

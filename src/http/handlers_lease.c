@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_lease.c - acquire, renew, release and status for any kind of lease.
  *
@@ -30,6 +31,7 @@
 #include "gateway.h"
 #include "lease/doorbell.h"
 #include "lease/waiter.h"
+#include "store/revocations.h"
 #include "store/secret.h"
 #include "util/log.h"
 
@@ -353,15 +355,16 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
     if (res.outcome == LEASE_LOST)
         return lease_lost(kind, req, reply, "renew", &claims);
     if (res.outcome == LEASE_MAX_HOLD) {
-        fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED, "the renewal would pass max_hold_ms");
+        fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED, "the hold has reached its max_hold_ms deadline");
         reply_problem_extra(reply, &err,
                             json_pack("{s:I}", "hold_until_ms", (json_int_t)res.hold_until_ms));
         return HANDLER_DONE;
     }
     reply_json(reply, 200,
-               json_pack("{s:s, s:I, s:I, s:I}", kind->noun, lease_name(req), "fence",
+               json_pack("{s:s, s:I, s:I, s:I, s:I}", kind->noun, lease_name(req), "fence",
                          (json_int_t)res.fence, "ttl_ms", (json_int_t)res.ttl_ms, "expires_at_ms",
-                         (json_int_t)res.expires_at_ms));
+                         (json_int_t)res.expires_at_ms, "hold_until_ms",
+                         (json_int_t)res.hold_until_ms));
     return HANDLER_DONE;
 }
 
@@ -390,11 +393,77 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
 enum handler_result lease_handle_status(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply)
 {
+    const char *watch = http_request_query(req, "watch");
+    if (req->state != NULL || (watch != NULL && strcmp(watch, "false") != 0))
+        return lease_handle_watch(kind, req, reply);
     struct fg_error err = {0};
     json_t *status = NULL;
     if (kind->status(lease_name(req), &status, &err) != 0)
         return fail(reply, &err);
     reply_json(reply, 200, status);
+    return HANDLER_DONE;
+}
+
+/* The fence a revoke names: a semaphore's body names it ("fence"), a lock's
+ * is its current holder's (0 when nobody holds it). */
+static int revoke_target(const struct lease_ops *kind, const char *name, const json_t *body,
+                         long long *fence, struct fg_error *err)
+{
+    if (kind->holder_fence != NULL)
+        return kind->holder_fence(name, fence, err);
+    const json_t *f = json_object_get(body, "fence");
+    if (!json_is_integer(f) || json_integer_value(f) < 1)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "field 'fence' is required: the fence of the holder to revoke (>= 1)");
+    *fence = json_integer_value(f);
+    struct lease_watch seen;
+    if (kind->watch(name, *fence, &seen, err) != 0)
+        return -1;
+    if (!seen.held)
+        *fence = 0;
+    return 0;
+}
+
+/* Reads the reason of a revoke body (the route admits only its members). */
+static int revoke_body(const json_t *body, const char **reason, struct fg_error *err)
+{
+    const json_t *r = json_object_get(body, "reason");
+    *reason = "";
+    if (r == NULL)
+        return 0;
+    if (!json_is_string(r) || json_string_length(r) > REVOCATION_REASON_MAX ||
+        strlen(json_string_value(r)) != json_string_length(r))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "field 'reason' must be a string of at most %d bytes (without NUL)",
+                       REVOCATION_REASON_MAX);
+    *reason = json_string_value(r);
+    return 0;
+}
+
+enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct http_request *req,
+                                        struct http_reply *reply)
+{
+    struct fg_error err = {0};
+    log_subject(kind, req);
+    json_t *body = http_request_json(req, &err);
+    const char *reason = "";
+    long long fence = 0;
+    if (body == NULL || revoke_body(body, &reason, &err) != 0 ||
+        revoke_target(kind, lease_name(req), body, &fence, &err) != 0)
+        return fail(reply, &err);
+    if (fence == 0) {
+        reply_json(reply, 200, json_pack("{s:n}", "revoked_fence"));
+        return HANDLER_DONE;
+    }
+    /* The durable record first: the Redis mirror can always be rebuilt from it. */
+    struct lease_result res;
+    if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
+        kind->revoke(lease_name(req), fence, &res, &err) != 0)
+        return fail(reply, &err);
+    hand_over(kind, lease_name(req), &res);
+    log_message(LOG_WARN, "lease_revoked", "%s %s: fence %lld revoked (%s)", kind->noun,
+                lease_name(req), fence, reason[0] != '\0' ? reason : "no reason given");
+    reply_json(reply, 200, json_pack("{s:I}", "revoked_fence", (json_int_t)fence));
     return HANDLER_DONE;
 }
 

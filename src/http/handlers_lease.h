@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_lease.h - the lease endpoints, once for every kind of lease. Locks
  * and semaphores differ only in their transitions (lease/lock.h,
@@ -32,6 +33,11 @@ struct lease_ops {
     int (*renew)(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                  struct fg_error *err);
     int (*status)(const char *name, json_t **out, struct fg_error *err);
+    int (*revoke)(const char *name, long long fence, struct lease_result *res,
+                  struct fg_error *err);
+    int (*watch)(const char *name, long long fence, struct lease_watch *out, struct fg_error *err);
+    /* locks: the current holder's fence (revoke names no fence); NULL for semaphores */
+    int (*holder_fence)(const char *name, long long *fence, struct fg_error *err);
 };
 
 /* The endpoints, for the lease named by the route's first parameter. kind is
@@ -44,6 +50,12 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
                                          struct http_reply *reply);
 enum handler_result lease_handle_status(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply);
+enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct http_request *req,
+                                        struct http_reply *reply);
+
+/* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c). */
+enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http_request *req,
+                                       struct http_reply *reply);
 
 /* Gives back a grant whose waiter is gone (doorbell orphan callback). */
 int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,

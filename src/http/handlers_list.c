@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_list.c - the lease listings: decodes prefix, limit and cursor, lets
  * list_query check them and answers the page that lease_list reads, keeping

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_list.h - GET /v1/locks and GET /v1/semaphores: pages of the live
  * locks and semaphores by name prefix (API.md "Listing leases").

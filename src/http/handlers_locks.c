@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_locks.c - the lock endpoints: the lock transitions of lease/lock.h
  * behind the shared lease handlers (handlers_lease.c).
@@ -18,6 +19,9 @@ static const struct lease_ops lock_ops = {
     .release = lock_release,
     .renew = lock_renew,
     .status = lock_status,
+    .revoke = lock_revoke,
+    .watch = lock_watch,
+    .holder_fence = lock_holder_fence,
 };
 
 enum handler_result handle_lock_acquire(struct http_request *req, struct http_reply *reply)
@@ -43,4 +47,9 @@ enum handler_result handle_lock_status(struct http_request *req, struct http_rep
 int lock_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err)
 {
     return lease_give_back_orphan(&lock_ops, name, lease_id, err);
+}
+
+enum handler_result handle_lock_revoke(struct http_request *req, struct http_reply *reply)
+{
+    return lease_handle_revoke(&lock_ops, req, reply);
 }

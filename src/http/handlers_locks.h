@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_locks.h - HTTP handlers of /v1/locks: acquire (possibly waiting),
  * renew, release and status.
@@ -14,5 +15,7 @@ enum handler_result handle_lock_status(struct http_request *req, struct http_rep
 
 /* Gives back a grant whose waiter is gone (doorbell orphan callback). */
 int lock_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
+
+enum handler_result handle_lock_revoke(struct http_request *req, struct http_reply *reply);
 
 #endif

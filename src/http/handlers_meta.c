@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_meta.c - /metrics renders the metric store with the gauges read at
  * this moment (waiters, requests in flight, the process's own figures, and

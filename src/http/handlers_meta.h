@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_meta.h - endpoints that describe the gateway itself: GET /metrics
  * (Prometheus text) and GET /v1/openapi.json (the API description).

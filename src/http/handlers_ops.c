@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_ops.c - /healthz answers while the process serves; /readyz asks both
  * backends and answers 503 naming the one that does not answer.

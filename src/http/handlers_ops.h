@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_ops.h - operational endpoints: liveness and readiness.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_pg.c - the /v1/pg endpoints. Each write finds its table, verifies
  * the Fence-Token (and the optional Fence-Owner header, kept in the audit),
@@ -9,11 +10,13 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "auth/keys.h"
 #include "gateway.h"
 #include "lease/fence.h"
+#include "lease/live.h"
 #include "store/fenced_pg.h"
 #include "store/secret.h"
 #include "util/log.h"
@@ -100,6 +103,67 @@ static enum handler_result reply_stale(struct http_reply *reply, const struct fe
     return HANDLER_DONE;
 }
 
+/* 410 lease_lost for a refused write of who whose lease was revoked (audited
+ * by the write itself). */
+static void reply_revoked(struct http_reply *reply, const struct fenced_writer *who,
+                          const struct fenced_result *res)
+{
+    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
+    metrics_audit_written();
+    reply_write_lease_lost(reply, (long long)who->fence, res->resource, "revoked");
+}
+
+/*
+ * require_live_lease: if any of the nops operations is on a table that requires
+ * it, asks whether the token's lease (claims) still holds. *held is true when
+ * the writes may go on; otherwise every such operation was refused with an
+ * audit row (reason lease_expired) and *resource names the first (owned).
+ * The lease can still end between this check and the commit; the fence covers
+ * that window (README, "Writes under a live lease").
+ */
+static int live_lease_gate(const struct table_schema *schemas, const struct fenced_op *ops,
+                           size_t nops, const struct token_claims *claims,
+                           const struct fenced_writer *who, const char *method, bool *held,
+                           char **resource, struct fg_error *err)
+{
+    *held = true;
+    *resource = NULL;
+    bool needed = false;
+    for (size_t i = 0; i < nops; i++)
+        needed = needed || schemas[ops[i].table].cfg->guard.live_lease;
+    if (!needed)
+        return 0;
+    if (lease_live_check(claims, held, err) != 0)
+        return -1;
+    if (*held)
+        return 0;
+    for (size_t i = 0; i < nops; i++) {
+        char *refused = NULL;
+        if (!schemas[ops[i].table].cfg->guard.live_lease)
+            continue;
+        if (fenced_pg_refuse(&ops[i], who, method, "lease_expired", &refused, err) != 0) {
+            free(refused);
+            return -1;
+        }
+        if (*resource == NULL)
+            *resource = refused;
+        else
+            free(refused);
+    }
+    return 0;
+}
+
+/* 410 lease_lost for writes refused by live_lease_gate (resource is freed). */
+static enum handler_result reply_expired(struct http_reply *reply, const struct fenced_writer *who,
+                                         char *resource)
+{
+    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
+    metrics_audit_written();
+    reply_write_lease_lost(reply, (long long)who->fence, resource, "lease_expired");
+    free(resource);
+    return HANDLER_DONE;
+}
+
 /* Runs a single write of kind; path_key is NULL for POST (key inside the row). */
 static enum handler_result single_write(struct http_request *req, struct http_reply *reply,
                                         enum fenced_kind kind, const char *path_key)
@@ -121,16 +185,24 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         return fail(reply, &err);
     struct fenced_op op;
     struct fenced_result res;
+    bool held = true;
+    char *expired = NULL;
     if (fenced_op_parse(schemas, (size_t)table, kind, path_key, body, &op, &err) != 0 ||
         op_bound(&schemas[table], &op, &claims, &err) != 0 ||
-        fenced_pg_write(&op, &who, &res, &err) != 0) {
+        live_lease_gate(schemas, &op, 1, &claims, &who, fenced_kind_method(kind), &held, &expired,
+                        &err) != 0 ||
+        (held && fenced_pg_write(&op, &who, &res, &err) != 0)) {
         fenced_op_free(&op);
         return fail(reply, &err);
     }
     fenced_op_free(&op);
+    if (!held)
+        return reply_expired(reply, &who, expired);
     snprintf(req->log_subject, sizeof req->log_subject, "%s", res.resource);
     if (res.outcome == FENCED_STALE) {
         reply_stale(reply, &who, &res, fenced_kind_method(kind));
+    } else if (res.outcome == FENCED_REVOKED) {
+        reply_revoked(reply, &who, &res);
     } else {
         metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
         reply_json(reply, kind == FENCED_POST ? 201 : 200,
@@ -224,17 +296,25 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     struct fenced_writer who;
     struct fenced_batch batch;
     struct fenced_result res;
+    bool held = true;
+    char *expired = NULL;
     if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         batch_permitted(req, schemas, &batch, &err) != 0 ||
         writer_of(req, &claims, &who, &err) != 0 ||
         batch_bound(schemas, &batch, &claims, &err) != 0 ||
-        fenced_pg_batch(&batch, &who, &res, &err) != 0) {
+        live_lease_gate(schemas, batch.ops, batch.nops, &claims, &who, "POST", &held, &expired,
+                        &err) != 0 ||
+        (held && fenced_pg_batch(&batch, &who, &res, &err) != 0)) {
         fenced_batch_free(&batch);
         return fail(reply, &err);
     }
     fenced_batch_free(&batch);
+    if (!held)
+        return reply_expired(reply, &who, expired);
     if (res.outcome == FENCED_STALE) {
         reply_stale(reply, &who, &res, "POST");
+    } else if (res.outcome == FENCED_REVOKED) {
+        reply_revoked(reply, &who, &res);
     } else {
         metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
         reply_json(reply, 200,

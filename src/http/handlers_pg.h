@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_pg.h - HTTP handlers of /v1/pg: fenced PATCH, PUT, POST and DELETE
  * of rows of the writable tables, GET of a row with its fence, and batches.

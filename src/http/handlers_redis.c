@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_redis.c - the fenced Redis key endpoints. Owns the rules of the
  * requests: which keys are served (under a configured prefix, never "fg:"),
@@ -19,7 +20,9 @@
 #include "janitor.h"
 #include "lease/fence.h"
 #include "lease/lease_request.h"
+#include "lease/live.h"
 #include "lease/token.h"
+#include "store/audit.h"
 #include "store/fenced_redis.h"
 #include "store/secret.h"
 #include "util/log.h"
@@ -117,15 +120,20 @@ static int write_request_init(struct http_request *req, const char *method,
     return 0;
 }
 
-/* Answers a stale write 409 stale_fence and wakes the audit drain, which copies
- * the record the script appended to the stream into Postgres. */
+/* Answers a stale write 409 stale_fence, or one whose lease was revoked 410
+ * lease_lost, and wakes the audit drain, which copies the record the script
+ * appended to the stream into Postgres. */
 static enum handler_result reply_stale(struct http_reply *reply, const struct write_request *wr,
                                        const struct rw_result *res)
 {
     struct fg_error err = {0};
+    janitor_poke_audit();
+    if (res->outcome == RW_REVOKED) {
+        reply_write_lease_lost(reply, (long long)wr->claims.fence, wr->resource, "revoked");
+        return HANDLER_DONE;
+    }
     log_stale_write(wr->resource, wr->claims.name, wr->claims.fence, res->current_fence,
                     wr->write.method, wr->write.client_addr);
-    janitor_poke_audit();
     fg_fail(&err, FG_ERR_STALE_FENCE, "fence %lld is older than fence %lld stored for %s",
             (long long)wr->claims.fence, (long long)res->current_fence, wr->resource);
     reply_problem_extra(reply, &err,
@@ -149,6 +157,7 @@ static enum handler_result reply_written(struct http_reply *reply, const struct 
                              res->after ? res->after : json_null()));
         break;
     case RW_STALE:
+    case RW_REVOKED:
         metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_STALE);
         reply_stale(reply, wr, res);
         break;
@@ -214,6 +223,48 @@ static int write_once_floored(write_fn fn, const struct write_request *wr, const
     return fn(&wr->write, extra, res, err);
 }
 
+/*
+ * require_live_lease: 0 when the write may go on (the key's prefix does not
+ * require a live lease, or the token's lease holds); 1 when it was refused:
+ * 410 lease_lost answered, one audit record with reason lease_expired kept;
+ * -1 when a backend failed. The lease can still end between this check and the
+ * write script; the fence covers that window (README, "Writes under a live lease").
+ */
+static int live_lease_gate(struct http_reply *reply, const struct write_request *wr,
+                           struct fg_error *err)
+{
+    bool live = true;
+    if (!redis_key_prefix(gw.cfg, wr->write.key)->guard.live_lease)
+        return 0;
+    if (lease_live_check(&wr->claims, &live, err) != 0)
+        return -1;
+    if (live)
+        return 0;
+    json_t *out = NULL;
+    if (fenced_redis_get(wr->write.key, 0, 0, &out, err) != 0)
+        return -1;
+    const json_t *fence = json_object_get(out, "fence");
+    struct audit_record rec = {
+        .resource = wr->resource,
+        .lock_name = wr->claims.name,
+        .presented_fence = wr->claims.fence,
+        .current_fence = json_is_real(fence) ? (int64_t)json_real_value(fence)
+                                             : (int64_t)json_integer_value(fence),
+        .owner = wr->owner,
+        .client_addr = wr->write.client_addr,
+        .method = wr->write.method,
+        .reason = "lease_expired",
+        .principal = wr->write.principal,
+    };
+    json_decref(out);
+    if (audit_insert(&rec, err) != 0)
+        return -1;
+    metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_STALE);
+    metrics_audit_written();
+    reply_write_lease_lost(reply, (long long)wr->claims.fence, wr->resource, "lease_expired");
+    return 1;
+}
+
 enum handler_result handle_redis_put(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
@@ -235,7 +286,10 @@ enum handler_result handle_redis_put(struct http_request *req, struct http_reply
         return fail(reply, &err);
     }
     struct rw_result res;
-    if (write_once_floored(put_fn, &wr, json_string_value(value), &res, &err) != 0)
+    int gate = live_lease_gate(reply, &wr, &err);
+    if (gate > 0)
+        return HANDLER_DONE;
+    if (gate < 0 || write_once_floored(put_fn, &wr, json_string_value(value), &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "value");
 }
@@ -282,8 +336,12 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
         return fail(reply, &err);
     const json_t *fields = json_object_get(body, "fields");
     struct rw_result res;
-    if (check_fields(fields, &err) != 0 ||
-        write_once_floored(patch_fn, &wr, fields, &res, &err) != 0)
+    if (check_fields(fields, &err) != 0)
+        return fail(reply, &err);
+    int gate = live_lease_gate(reply, &wr, &err);
+    if (gate > 0)
+        return HANDLER_DONE;
+    if (gate < 0 || write_once_floored(patch_fn, &wr, fields, &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "fields");
 }
@@ -293,8 +351,12 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
     struct fg_error err = {0};
     struct write_request wr;
     struct rw_result res;
-    if (write_request_init(req, "DELETE", &wr, &err) != 0 ||
-        write_once_floored(delete_fn, &wr, NULL, &res, &err) != 0)
+    if (write_request_init(req, "DELETE", &wr, &err) != 0)
+        return fail(reply, &err);
+    int gate = live_lease_gate(reply, &wr, &err);
+    if (gate > 0)
+        return HANDLER_DONE;
+    if (gate < 0 || write_once_floored(delete_fn, &wr, NULL, &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "deleted");
 }

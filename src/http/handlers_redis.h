@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_redis.h - HTTP handlers of /v1/redis/{key}: fenced PUT (string),
  * PATCH (hash fields) and DELETE, and GET of a key with its highest fence.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_semaphores.c - the semaphore endpoints: the semaphore transitions of
  * lease/semaphore.h behind the shared lease handlers (handlers_lease.c).
@@ -18,6 +19,8 @@ static const struct lease_ops semaphore_ops = {
     .release = sem_release,
     .renew = sem_renew,
     .status = sem_status,
+    .revoke = sem_revoke,
+    .watch = sem_watch,
 };
 
 enum handler_result handle_sem_acquire(struct http_request *req, struct http_reply *reply)
@@ -43,4 +46,9 @@ enum handler_result handle_sem_status(struct http_request *req, struct http_repl
 int sem_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err)
 {
     return lease_give_back_orphan(&semaphore_ops, name, lease_id, err);
+}
+
+enum handler_result handle_sem_revoke(struct http_request *req, struct http_reply *reply)
+{
+    return lease_handle_revoke(&semaphore_ops, req, reply);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_semaphores.h - HTTP handlers of /v1/semaphores: acquire (possibly
  * waiting), renew, release and status.
@@ -14,5 +15,7 @@ enum handler_result handle_sem_status(struct http_request *req, struct http_repl
 
 /* Gives back a slot granted to a waiter that is gone (doorbell orphan callback). */
 int sem_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
+
+enum handler_result handle_sem_revoke(struct http_request *req, struct http_reply *reply);
 
 #endif

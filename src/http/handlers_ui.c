@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_ui.c - serves the operator console's files from the table that
  * cmake/embed.cmake built from ui/, each with the content type of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_ui.h - the operator console: GET /ui/ and the files it loads, all
  * built into the binary from ui/ (API.md "Operator console"). The page talks

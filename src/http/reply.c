@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reply.c - building replies and problem+json bodies. The title of each problem
  * is fixed per code, the detail says what exactly was wrong with this request.
@@ -80,4 +81,16 @@ void reply_text(struct http_reply *reply, int status, const char *content_type, 
     reply->status = status;
     reply->content_type = content_type;
     reply->text = text;
+}
+
+void reply_write_lease_lost(struct http_reply *reply, long long fence, const char *resource,
+                            const char *reason)
+{
+    struct fg_error err;
+    bool revoked = strcmp(reason, "revoked") == 0;
+    fg_fail(&err, FG_ERR_LEASE_LOST, "the lease of fence %lld %s; nothing was written to %s", fence,
+            revoked ? "was revoked" : "is no longer held", resource);
+    reply_problem_extra(reply, &err,
+                        json_pack("{s:I, s:s, s:s}", "presented_fence", (json_int_t)fence,
+                                  "resource", resource, "reason", reason));
 }

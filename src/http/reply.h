@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reply.h - what a handler answers: a status, a JSON body and a few headers,
  * independent of the HTTP library. Errors become RFC 9457 problem+json bodies
@@ -29,6 +30,12 @@ void reply_problem(struct http_reply *reply, const struct fg_error *err);
 
 /* As reply_problem, adding the members of extra (stolen) to the problem body. */
 void reply_problem_extra(struct http_reply *reply, const struct fg_error *err, json_t *extra);
+
+/* 410 lease_lost for a fenced write refused because the lease of its token
+ * (fence) no longer counts: reason "revoked" (an operator revoked it) or
+ * "lease_expired" (require_live_lease found it no longer held). */
+void reply_write_lease_lost(struct http_reply *reply, long long fence, const char *resource,
+                            const char *reason);
 
 /* Sets a plain-text style reply; takes ownership of text. */
 void reply_text(struct http_reply *reply, int status, const char *content_type, char *text);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * router.c - the matcher behind the route table of routes.c. It compares raw
  * path segments with a pattern's literals, then decodes and validates the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * router.h - matching a request path against a static route table. Patterns are
  * literal segments plus typed parameters: {name} (lock or semaphore name),

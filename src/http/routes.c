@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * routes.c - the route table: method, pattern, handler, label, the scope an
  * API key needs (router.h; pg_batch checks the write scope of every table it
@@ -13,6 +14,7 @@
 #include "http/handlers_audit.h"
 #include "http/handlers_list.h"
 #include "http/handlers_locks.h"
+#include "http/handlers_locksets.h"
 #include "http/handlers_meta.h"
 #include "http/handlers_ops.h"
 #include "http/handlers_pg.h"
@@ -32,6 +34,13 @@ static const char *const redis_patch_body[] = {"fields", NULL};
 static const char *const pg_set_body[] = {"set", NULL};
 static const char *const pg_row_body[] = {"row", NULL};
 static const char *const pg_batch_body[] = {"ops", NULL};
+static const char *const lock_revoke_body[] = {"reason", NULL};
+static const char *const sem_revoke_body[] = {"fence", "reason", NULL};
+static const char *const watch_query[] = {"watch", "fence", "wait_ms", NULL};
+static const char *const lockset_acquire_body[] = {"names",      "ttl_ms",      "wait_ms", "owner",
+                                                   "request_id", "max_hold_ms", NULL};
+static const char *const lockset_renew_body[] = {"tokens", "ttl_ms", NULL};
+static const char *const lockset_release_body[] = {"tokens", NULL};
 static const char *const audit_query[] = {"resource", "lock",  "since_ms", "limit",
                                           "after_id", "owner", "until_ms", NULL};
 static const char *const audit_summary_query[] = {"since_ms", "until_ms", NULL};
@@ -49,7 +58,16 @@ const struct route api_routes[] = {
      NULL},
     {HTTP_POST, "/v1/locks/{name*}/release", handle_lock_release, "lock_release", SCOPE_LOCK,
      release_body, NULL},
-    {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status", SCOPE_LOCK, NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/revoke", handle_lock_revoke, "lock_revoke", SCOPE_ADMIN,
+     lock_revoke_body, NULL},
+    {HTTP_GET, "/v1/locks/{name*}", handle_lock_status, "lock_status", SCOPE_LOCK, NULL,
+     watch_query},
+    {HTTP_POST, "/v1/locksets/acquire", handle_lockset_acquire, "lockset_acquire", SCOPE_KEY,
+     lockset_acquire_body, NULL},
+    {HTTP_POST, "/v1/locksets/renew", handle_lockset_renew, "lockset_renew", SCOPE_KEY,
+     lockset_renew_body, NULL},
+    {HTTP_POST, "/v1/locksets/release", handle_lockset_release, "lockset_release", SCOPE_KEY,
+     lockset_release_body, NULL},
     {HTTP_GET, "/v1/semaphores", handle_sem_list, "sem_list", SCOPE_KEY, NULL, list_query},
     {HTTP_POST, "/v1/semaphores/{name*}/acquire", handle_sem_acquire, "sem_acquire",
      SCOPE_SEMAPHORE, sem_acquire_body, NULL},
@@ -57,8 +75,10 @@ const struct route api_routes[] = {
      renew_body, NULL},
     {HTTP_POST, "/v1/semaphores/{name*}/release", handle_sem_release, "sem_release",
      SCOPE_SEMAPHORE, release_body, NULL},
+    {HTTP_POST, "/v1/semaphores/{name*}/revoke", handle_sem_revoke, "sem_revoke", SCOPE_ADMIN,
+     sem_revoke_body, NULL},
     {HTTP_GET, "/v1/semaphores/{name*}", handle_sem_status, "sem_status", SCOPE_SEMAPHORE, NULL,
-     NULL},
+     watch_query},
     {HTTP_PUT, "/v1/redis/{key*}", handle_redis_put, "redis_put", SCOPE_REDIS_WRITE, redis_put_body,
      NULL},
     {HTTP_PATCH, "/v1/redis/{key*}", handle_redis_patch, "redis_patch", SCOPE_REDIS_WRITE,

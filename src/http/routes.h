@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * routes.h - the route table of the public API (API.md), one entry per endpoint.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.c - libmicrohttpd glue. One daemon with a small pool of polling threads
  * (epoll); handlers run on those threads and may block on Redis or Postgres for

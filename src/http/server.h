@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.h - the HTTP server: the only module that speaks libmicrohttpd. It owns
  * connections and their request state, reads bodies up to the configured limit,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strict.c - header rules of strict requests: what keeps a web page that a
  * user happens to visit from driving a gateway on their machine (a JSON

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * strict.h - the header rules of "Strict requests" (API.md 1.1) that need no
  * I/O: which Content-Type a body may have, which Host a request may name,

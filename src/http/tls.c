@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls.c - certificates for the HTTPS server, through GnuTLS (the library
  * libmicrohttpd is built on in Debian). Only this file and server.c know that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls.h - the certificate and key the HTTPS server presents (config
  * tls_cert_file / tls_key_file). Loading checks what a client would refuse

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * binding.c - checking a write's token against the lease its resource is bound
  * to. The comparison is of kind and whole name, so a token of "invoice:4"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * binding.h - resources bound to locks (API.md, "Resources bound to locks"): a
  * table or Redis prefix may name, by a template, the lock or semaphore that
@@ -15,9 +16,11 @@
 
 /* The lease that guards each resource of a table or prefix. */
 struct resource_guard {
-    char *template; /* "invoice:{key}" ({key}: the row's key, or the whole Redis key);
-                       NULL when the resources are not bound (owned) */
-    bool semaphore; /* the template names a semaphore, not a lock */
+    char *template;  /* "invoice:{key}" ({key}: the row's key, or the whole Redis key);
+                        NULL when the resources are not bound (owned) */
+    bool semaphore;  /* the template names a semaphore, not a lock */
+    bool live_lease; /* require_live_lease: a write is applied only while its token's
+                        lease holds (whether or not a template binds the resources) */
 };
 
 /* Checks a template of the configuration: name bytes (A-Z a-z 0-9 . _ : / -)

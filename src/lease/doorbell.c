@@ -1,5 +1,8 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * doorbell.c - the doorbell subscriber thread and the list of orphaned grants.
+ * doorbell.c - the doorbell subscriber threads and the list of orphaned grants.
+ * One thread follows this gateway's own channel (grants to its waiters), one
+ * the shared channel "fg:ended" (leases that ended: wakes their watchers).
  * On every (re)subscription all waiters re-check, since messages published
  * while the subscription was down are lost; the doorbell is an accelerator, the
  * waiters' own timed re-checks are what make waiting correct.
@@ -10,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gateway.h"
@@ -29,8 +33,11 @@ struct orphan {
     int64_t seen_ms;
 };
 
+#define ENDED_CHANNEL "fg:ended"
+
 static struct {
     pthread_t thread;
+    pthread_t ended_thread; /* follows ENDED_CHANNEL */
     bool started;
     volatile bool stop;
     char channel[64];
@@ -88,6 +95,23 @@ static void on_message(const char *payload, size_t len, void *ctx)
                         len - 3 - LEASE_ID_LEN);
 }
 
+/* Payload "<kind>|<fence>|<reason>|<name>" (lib_lease.lua's mark_ended). */
+static void on_ended(const char *payload, size_t len, void *ctx)
+{
+    (void)ctx;
+    char text[NAME_MAX_LEN + 64];
+    if (len < 6 || len >= sizeof text || payload[1] != '|')
+        return;
+    memcpy(text, payload, len);
+    text[len] = '\0';
+    char *end;
+    long long fence = strtoll(text + 2, &end, 10);
+    char *name = *end == '|' ? strchr(end + 1, '|') : NULL;
+    if (fence <= 0 || name == NULL)
+        return;
+    waiter_ring_watchers(text[0], name + 1, fence);
+}
+
 static void on_subscribed(void *ctx)
 {
     (void)ctx;
@@ -102,11 +126,24 @@ static void *doorbell_main(void *arg)
     return NULL;
 }
 
+static void *ended_main(void *arg)
+{
+    (void)arg;
+    struct redis_subscriber sub = {ENDED_CHANNEL, on_ended, on_subscribed, NULL};
+    redis_subscribe(&sub, &bell.stop);
+    return NULL;
+}
+
 int doorbell_start(struct fg_error *err)
 {
     snprintf(bell.channel, sizeof bell.channel, "fg:bell:%s", gw.instance_id);
     if (pthread_create(&bell.thread, NULL, doorbell_main, NULL) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
+    if (pthread_create(&bell.ended_thread, NULL, ended_main, NULL) != 0) {
+        bell.stop = true;
+        pthread_join(bell.thread, NULL);
+        return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
+    }
     bell.started = true;
     return 0;
 }
@@ -150,5 +187,6 @@ void doorbell_stop(void)
         return;
     bell.stop = true;
     pthread_join(bell.thread, NULL);
+    pthread_join(bell.ended_thread, NULL);
     bell.started = false;
 }

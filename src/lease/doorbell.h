@@ -1,7 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * doorbell.h - the thread that follows this gateway's doorbell channel
- * ("fg:bell:<instance id>"). The scripts publish "<kind>|<lease>|<name>" when
- * they grant a lease to a waiter; the doorbell wakes that waiter at once. A grant
+ * doorbell.h - the threads that follow this gateway's doorbell channel
+ * ("fg:bell:<instance id>") and the shared channel of ended leases
+ * ("fg:ended"). The scripts publish "<kind>|<lease>|<name>" when they grant a
+ * lease to a waiter; the doorbell wakes that waiter at once. They publish
+ * "<kind>|<fence>|<reason>|<name>" when a lease is released or revoked; the
+ * doorbell wakes the watchers of that lease. A grant
  * for a waiter this process no longer has (its client left a moment ago) is
  * handed back after a short grace, so it never sits unclaimed until expiry.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fence.c - keeping the one fence sequence above every fence ever issued.
  * Fences are reserved in Postgres in blocks before Redis may issue them
@@ -30,6 +31,7 @@
 #include "store/fenced_redis.h"
 #include "store/pg.h"
 #include "store/redis.h"
+#include "store/revocations.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */
@@ -135,10 +137,11 @@ int fence_check_on_connect(struct fg_error *err)
     if (redis_run_id(run_id, sizeof run_id, err) != 0)
         return -1;
     origin_set(run_id);
-    const char *argv[] = {FENCE_KEY, FENCE_LIMIT_KEY, FENCE_ORIGIN_KEY, FENCED_REDIS_FLOOR_KEY,
-                          run_id};
+    const char *argv[] = {FENCE_KEY,        FENCE_LIMIT_KEY,
+                          FENCE_ORIGIN_KEY, FENCED_REDIS_FLOOR_KEY,
+                          REVOCATIONS_SET,  run_id};
     json_t *out = NULL;
-    if (redis_script("fence_check.lua", 4, argv, 5, &out, err) != 0)
+    if (redis_script("fence_check.lua", 5, argv, 6, &out, err) != 0)
         return -1;
     if (json_is_true(json_object_get(out, "trusted")))
         ceiling_raise((int64_t)json_integer_value(json_object_get(out, "limit")));

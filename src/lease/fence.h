@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fence.h - keeping the one fence sequence above every fence ever issued, also
  * after Redis loses its data. Checked on every new Redis connection; recovered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_list.c - the listing of live locks and semaphores: builds the
  * arguments of lua/lease_list.lua and turns its answer into the API's items.

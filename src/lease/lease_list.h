@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_list.h - pages of the live locks and semaphores, in name order, read
  * from the listing index that the lease scripts keep (lua/lib_lease.lua) by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_request.c - the field rules of API.md for lease calls: which fields
  * exist, their types and ranges, and the defaults of the configuration.

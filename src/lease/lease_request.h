@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_request.h - parsing and validation of the bodies of acquire, renew and
  * release calls (locks and semaphores), with the configured defaults applied.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_result.c - reading lease script answers and the one retry after a
  * "nofence" answer. The outcome table here is the vocabulary of every
@@ -11,6 +12,7 @@
 #include "gateway.h"
 #include "lease/fence.h"
 #include "store/redis.h"
+#include "store/revocations.h"
 
 static const struct {
     const char *name;
@@ -20,7 +22,14 @@ static const struct {
     {"full", LEASE_FULL},         {"mismatch", LEASE_MISMATCH},     {"ended", LEASE_ENDED},
     {"released", LEASE_RELEASED}, {"canceled", LEASE_CANCELED},     {"gone", LEASE_GONE},
     {"lost", LEASE_LOST},         {"superseded", LEASE_SUPERSEDED}, {"max_hold", LEASE_MAX_HOLD},
-    {"renewed", LEASE_RENEWED},
+    {"renewed", LEASE_RENEWED},   {"revoked", LEASE_REVOKED},
+};
+
+/* Answers after which a script runs once more, once the gateway has dealt with them. */
+enum lease_retry {
+    RETRY_NONE,
+    RETRY_NOFENCE,   /* reserve fences (lease/fence.h) */
+    RETRY_NOREVOKED, /* rebuild the revoked set (store/revocations.h) */
 };
 
 void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index)
@@ -29,6 +38,7 @@ void lease_common_keys_init(struct lease_common_keys *k, const char *base, const
     snprintf(k->rids, sizeof k->rids, "%sr", base);
     snprintf(k->rid_until, sizeof k->rid_until, "%se", base);
     snprintf(k->released, sizeof k->released, "%sx", base);
+    snprintf(k->ended, sizeof k->ended, "%sn", base);
 }
 
 void lease_common_keys_put(const struct lease_common_keys *k, const char **out)
@@ -40,6 +50,8 @@ void lease_common_keys_put(const struct lease_common_keys *k, const char **out)
     out[4] = k->rid_until;
     out[5] = k->released;
     out[6] = k->index;
+    out[7] = k->ended;
+    out[8] = REVOCATIONS_SET;
 }
 
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
@@ -77,14 +89,18 @@ static void read_handoff(const json_t *handoff, struct lease_result *res)
     }
 }
 
-/* Reads a script answer into res; "nofence" sets *nofence instead. */
+/* Reads a script answer into res; "nofence" and "norevoked" set *retry instead. */
 static int read_result(const char *script, const json_t *out, struct lease_result *res,
-                       bool *nofence, struct fg_error *err)
+                       enum lease_retry *retry, struct fg_error *err)
 {
     const char *r = json_string_value(json_object_get(out, "r"));
     memset(res, 0, sizeof *res);
-    *nofence = r != NULL && strcmp(r, "nofence") == 0;
-    if (*nofence)
+    *retry = RETRY_NONE;
+    if (r != NULL && strcmp(r, "nofence") == 0)
+        *retry = RETRY_NOFENCE;
+    if (r != NULL && strcmp(r, "norevoked") == 0)
+        *retry = RETRY_NOREVOKED;
+    if (*retry != RETRY_NONE)
         return 0;
     for (size_t i = 0; r != NULL && i < sizeof outcome_names / sizeof outcome_names[0]; i++) {
         if (strcmp(r, outcome_names[i].name) != 0)
@@ -116,13 +132,28 @@ int lease_script_run(const char *script, size_t nkeys, const char *const *argv, 
         json_t *out = NULL;
         if (redis_script(script, nkeys, argv, argc, &out, err) != 0)
             return -1;
-        bool nofence = false;
-        int rc = read_result(script, out, res, &nofence, err);
+        enum lease_retry retry = RETRY_NONE;
+        int rc = read_result(script, out, res, &retry, err);
         json_decref(out);
-        if (rc != 0 || !nofence)
+        if (rc != 0 || retry == RETRY_NONE)
             return rc;
-        if (fence_recover(err) != 0)
+        if ((retry == RETRY_NOFENCE ? fence_recover(err) : revocations_restore(err)) != 0)
             return -1;
     }
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
+}
+
+int lease_watch_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+                    struct lease_watch *out, struct fg_error *err)
+{
+    json_t *raw = NULL;
+    if (redis_script(script, nkeys, argv, argc, &raw, err) != 0)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->held = json_is_true(json_object_get(raw, "held"));
+    out->pttl_ms = lease_json_int(raw, "pttl", 0);
+    const char *reason = json_string_value(json_object_get(raw, "reason"));
+    snprintf(out->reason, sizeof out->reason, "%s", reason != NULL ? reason : "expired");
+    json_decref(raw);
+    return 0;
 }

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_result.h - what a lease script answers, for locks and semaphores alike:
  * the outcome of the transition and the lease facts that come with it. Every
  * lease script returns one JSON object {r = "<outcome>", ...}; this module reads
  * it, and runs a script again once after a "nofence" answer has been dealt
- * with by reserving fences (lease/fence.h).
+ * with by reserving fences (lease/fence.h), or a "norevoked" answer by
+ * rebuilding the revoked set (store/revocations.h).
  */
 #ifndef FG_LEASE_RESULT_H
 #define FG_LEASE_RESULT_H
@@ -31,6 +33,14 @@ enum lease_outcome {
     LEASE_LOST,       /* the lease no longer holds */
     LEASE_MAX_HOLD,   /* a renewal would pass max_hold_ms */
     LEASE_RENEWED,    /* the lease was extended */
+    LEASE_REVOKED,    /* an operator ended the lease (revoke) */
+};
+
+/* What a watch found of the lease with a given fence. */
+struct lease_watch {
+    bool held;         /* the lease still holds */
+    long long pttl_ms; /* held: ms until its expiry */
+    char reason[16];   /* not held: "released", "expired" or "revoked" */
 };
 
 enum lease_cancel_mode {
@@ -71,13 +81,14 @@ struct lease_result {
 
 /* The keys that every lease script receives after its own (lua/lib_lease.lua):
  * the fence sequence and its reserved limit, the live gateways, the request
- * ids and released leases of one lock or semaphore (base "fg:lk:{N}:" or
- * "fg:sm:{N}:"), and the listing index of its kind. */
-#define LEASE_COMMON_NKEYS 7
+ * ids, released and ended leases of one lock or semaphore (base "fg:lk:{N}:"
+ * or "fg:sm:{N}:"), the listing index of its kind and the revoked fences. */
+#define LEASE_COMMON_NKEYS 9
 struct lease_common_keys {
     char rids[NAME_MAX_LEN + 16];      /* base.."r" */
     char rid_until[NAME_MAX_LEN + 16]; /* base.."e" */
     char released[NAME_MAX_LEN + 16];  /* base.."x" */
+    char ended[NAME_MAX_LEN + 16];     /* base.."n" */
     const char *index;                 /* "fg:idx:lk" or "fg:idx:sm" (static) */
 };
 
@@ -96,10 +107,15 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 
 /*
  * Runs lease script `script` (nkeys keys, then the other arguments; argc in
- * all) and reads its answer into *res. On "nofence" reserves fences and runs it
- * once more. An answer it does not know fails with FG_ERR_INTERNAL.
+ * all) and reads its answer into *res. On "nofence" reserves fences, on
+ * "norevoked" rebuilds the revoked set, and runs it once more. An answer it
+ * does not know fails with FG_ERR_INTERNAL.
  */
 int lease_script_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
                      struct lease_result *res, struct fg_error *err) FG_WUR;
+
+/* Runs a watch script (lock_watch.lua, sem_watch.lua) and reads its answer. */
+int lease_watch_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+                    struct lease_watch *out, struct fg_error *err) FG_WUR;
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * list_query.c - reads and checks the arguments of the lease listings. It
  * decides which argument values are a 400; it must not talk to Redis.

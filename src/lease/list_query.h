@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * list_query.h - the query of GET /v1/locks and GET /v1/semaphores (prefix,
  * limit, cursor) read from its decoded text arguments and checked. Pure: no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lock.c - the lock transitions: acquire (first try, queueing, re-check, claim),
  * cancel, release, renew and status. Each is exactly one script call; the
@@ -98,6 +99,38 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     const char *args[] = {lease_id, ttl};
     return lock_run("lock_renew.lua", &k, args, sizeof args / sizeof args[0], res, err);
+}
+
+int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
+{
+    struct lock_keys k;
+    lock_keys_init(&k, name);
+    char fence_text[24], claim[24], marker[24];
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
+    const char *args[] = {name, fence_text, claim, marker};
+    return lock_run("lock_revoke.lua", &k, args, sizeof args / sizeof args[0], res, err);
+}
+
+int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
+{
+    struct lock_keys k;
+    lock_keys_init(&k, name);
+    char fence_text[24];
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    const char *argv[] = {k.holder, k.common.ended, fence_text};
+    return lease_watch_run("lock_watch.lua", 2, argv, 3, out, err);
+}
+
+int lock_holder_fence(const char *name, long long *fence, struct fg_error *err)
+{
+    json_t *status = NULL;
+    if (lock_status(name, &status, err) != 0)
+        return -1;
+    *fence = lease_json_int(status, "fence", 0);
+    json_decref(status);
+    return 0;
 }
 
 int lock_status(const char *name, json_t **out, struct fg_error *err)

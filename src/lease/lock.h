@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lock.h - mutex locks on Redis: one call per state transition, each one Lua
  * script (lua/lock_*.lua). This module builds the keys and arguments and reads
@@ -35,6 +36,20 @@ int lock_release(const char *name, const char *lease_id, struct lease_result *re
 /* Extends the lease by ttl_ms (0: its own ttl), within max_hold_ms. */
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                struct fg_error *err) FG_WUR;
+
+/* Revokes the lease with fence on lock name: the fence joins the revoked set
+ * and, if that lease holds the lock, it ends and the lock passes on. Outcome
+ * LEASE_REVOKED (it held) or LEASE_GONE. The durable record
+ * (store/revocations.h) must be written first. */
+int lock_revoke(const char *name, long long fence, struct lease_result *res,
+                struct fg_error *err) FG_WUR;
+
+/* Whether the lease with fence still holds lock name, or how it ended. */
+int lock_watch(const char *name, long long fence, struct lease_watch *out,
+               struct fg_error *err) FG_WUR;
+
+/* The fence of lock name's current holder, 0 if none. */
+int lock_holder_fence(const char *name, long long *fence, struct fg_error *err) FG_WUR;
 
 /* The public status of lock name as a new JSON object (API.md's fields). */
 int lock_status(const char *name, json_t **out, struct fg_error *err) FG_WUR;

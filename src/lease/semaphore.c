@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * semaphore.c - the semaphore transitions: acquire (first try, queueing,
  * re-check, claim), cancel, release, renew and status. Each is exactly one
@@ -113,6 +114,29 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *args[] = {name, lease_id, ttl, claim, keep, gw.instance_id};
     return sem_run("sem_renew.lua", &k, args, sizeof args / sizeof args[0], res, err);
+}
+
+int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
+{
+    struct sem_keys k;
+    sem_keys_init(&k, name);
+    char fence_text[24], claim[24], marker[24], keep[24];
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
+    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
+    const char *args[] = {name, fence_text, claim, marker, keep, gw.instance_id};
+    return sem_run("sem_revoke.lua", &k, args, sizeof args / sizeof args[0], res, err);
+}
+
+int sem_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
+{
+    struct sem_keys k;
+    sem_keys_init(&k, name);
+    char fence_text[24];
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    const char *argv[] = {k.holders, k.data, k.common.ended, fence_text};
+    return lease_watch_run("sem_watch.lua", 3, argv, 4, out, err);
 }
 
 int sem_status(const char *name, json_t **out, struct fg_error *err)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * semaphore.h - counting semaphores on Redis: up to `limit` holders, each with
  * its own lease and fence, waiters served strictly in arrival order. One call
@@ -36,6 +37,17 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
 
 /* Extends the lease by ttl_ms (0: its own ttl), within max_hold_ms. */
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
+              struct fg_error *err) FG_WUR;
+
+/* Revokes the holder with fence of semaphore name: the fence joins the
+ * revoked set and, if it holds a slot, it loses it and the slot passes on.
+ * Outcome LEASE_REVOKED (it held) or LEASE_GONE. The durable record
+ * (store/revocations.h) must be written first. */
+int sem_revoke(const char *name, long long fence, struct lease_result *res,
+               struct fg_error *err) FG_WUR;
+
+/* Whether the holder with fence still holds a slot of name, or how it ended. */
+int sem_watch(const char *name, long long fence, struct lease_watch *out,
               struct fg_error *err) FG_WUR;
 
 /* The public status of semaphore name as a new JSON object (API.md's fields). */

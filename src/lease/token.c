@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token.c - signing and verifying fencing tokens. The text form is
  *   fgt2.<key id>.<kind>.<fence>.<lease id>.<base64url name>.<base64url HMAC-SHA256>

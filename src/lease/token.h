@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * token.h - fencing tokens: the opaque, unforgeable proof that a lease with a
  * given fence was issued by this gateway. A token carries the kind of lease (lock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * waiter.c - the registry of parked requests. Wakes come from three threads:
  * the doorbell (a grant was published), the janitor (timers, hang-ups) and the
@@ -77,6 +78,8 @@ static void unlink_waiter(struct waiter *w)
 
 static struct waiter *find_locked(const char *lease_id)
 {
+    if (lease_id[0] == '\0')
+        return NULL; /* watchers have no lease id */
     for (struct waiter *w = reg.head; w != NULL; w = w->next)
         if (strcmp(w->lease_id, lease_id) == 0)
             return w;
@@ -185,6 +188,15 @@ bool waiter_deliver(const char *lease_id, void (*deliver)(struct waiter *w, void
     }
     pthread_mutex_unlock(&reg.lock);
     return w != NULL;
+}
+
+void waiter_ring_watchers(char kind, const char *name, int64_t fence)
+{
+    pthread_mutex_lock(&reg.lock);
+    for (struct waiter *w = reg.head; w != NULL; w = w->next)
+        if (w->watch_kind == kind && w->watch_fence == fence && strcmp(w->watch_name, name) == 0)
+            wake(w, WAKE_DOORBELL);
+    pthread_mutex_unlock(&reg.lock);
 }
 
 void waiter_wake_all(unsigned reason)

@@ -1,9 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * waiter.h - the registry of requests parked while they wait for a lock or a
  * semaphore slot. A waiter lives inside its handler's request state; the
  * registry finds it by lease id (doorbell), by deadline or re-check time
  * (janitor ticks) and by socket hang-up (an epoll set of the parked clients'
  * sockets), and wakes the parked request with the reason. One mutex guards it.
+ * Watchers of a lease (GET ...?watch=true) are waiters too: they have no lease
+ * id of their own and are found by the lease they watch (kind, name, fence).
  *
  * States: WAITER_RUNNING (its handler is on a thread), WAITER_PARKED (the
  * connection is suspended), WAITER_GONE (not registered). waiter_set_state is the
@@ -44,6 +47,9 @@ struct waiter {
     unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
     uint64_t serial;                 /* identifies the waiter in the epoll set */
     bool linked;                     /* in the registry (false once superseded) */
+    char watch_kind;                 /* watchers: kind of the watched lease ('l', 's'), else 0 */
+    int64_t watch_fence;             /* watchers: fence of the watched lease */
+    const char *watch_name;          /* watchers: its lock or semaphore (borrowed) */
     struct waiter *next, *prev;      /* registry list */
 };
 
@@ -52,7 +58,8 @@ int waiter_registry_init(struct fg_error *err) FG_WUR;
 
 /* Registers w (state RUNNING) for req. Fails with FG_ERR_TOO_MANY_WAITERS when
  * this process already has max_waiters. A waiter with the same lease id is
- * superseded: woken with WAKE_SUPERSEDED and dropped from the registry. */
+ * superseded: woken with WAKE_SUPERSEDED and dropped from the registry; a
+ * watcher (empty lease id, watch_kind set) supersedes nobody. */
 int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
                struct fg_error *err) FG_WUR;
 
@@ -79,6 +86,9 @@ bool waiter_ring(const char *lease_id);
  * waiter_take_reasons), then wakes it with WAKE_DOORBELL. Returns false if
  * there is none. deliver must not block or call back into the registry. */
 bool waiter_deliver(const char *lease_id, void (*deliver)(struct waiter *w, void *ctx), void *ctx);
+
+/* The lease with fence on name (kind 'l' or 's') ended: wakes its watchers. */
+void waiter_ring_watchers(char kind, const char *name, int64_t fence);
 
 /* Wakes every waiter with reason (resubscription, drain). */
 void waiter_wake_all(unsigned reason);

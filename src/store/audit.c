@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit.c - writing and reading fencegate.rejections: one record per refused
  * request, whatever the backend. Stale Postgres writes record themselves inside

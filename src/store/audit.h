@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit.h - the audit of rejected writes: one row in fencegate.rejections per
  * refused request (a batch included), whichever backend the write was for, and

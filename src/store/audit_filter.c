@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit_filter.c - reads and checks the arguments of the audit query. It
  * decides which argument values are a 400; it must not build SQL.

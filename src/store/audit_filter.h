@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit_filter.h - the query of GET /v1/audit/rejections (resource, lock,
  * since_ms, limit, after_id) read from its text arguments and range-checked.

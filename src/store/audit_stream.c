@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit_stream.c - copying the audit stream "fg:audit" into
  * fencegate.rejections. Reads and acknowledgements are Lua scripts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit_stream.h - the way audit records of stale Redis writes reach Postgres.
  * The script that refuses such a write appends the record to the Redis stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_op.c - reading the bodies of fenced Postgres writes into struct
  * fenced_op: the table and key an operation names, the columns it writes and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_op.h - the bodies of fenced Postgres writes, read and checked against
  * the writable tables: which table, which key, which columns and the text each

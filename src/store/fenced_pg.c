@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_pg.c - running fenced writes against Postgres. At start-up it reads
  * the catalog for every writable table (types of key and columns, the key's
@@ -428,7 +429,10 @@ static bool take_answer(const json_t *answer, const struct fenced_op *op,
     res->fence = fence_of(answer);
     res->outcome = applied_of(answer, res->fence, who) ? FENCED_APPLIED : FENCED_STALE;
     res->row = row_of(answer);
-    if (res->outcome == FENCED_STALE || !needs_existing_row(op->kind))
+    const char *revoked = json_string_value(json_object_get(answer, "revoked"));
+    if (revoked != NULL && strcmp(revoked, "t") == 0)
+        res->outcome = FENCED_REVOKED;
+    if (res->outcome != FENCED_APPLIED || !needs_existing_row(op->kind))
         return true;
     bool found = !json_is_null(res->row);
     if (op->kind == FENCED_DELETE) {
@@ -536,6 +540,55 @@ static int claim_fences(struct pg_conn *c, const struct fenced_batch *batch,
     free(schemas);
     free(params);
     return rc;
+}
+
+/* True (in *revoked) if who's fence was revoked; runs inside the open transaction. */
+static int check_revoked(struct pg_conn *c, const struct fenced_writer *who, bool *revoked,
+                         struct fg_error *err)
+{
+    char fence[24];
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    const char *params[] = {fence};
+    json_t *rows = NULL;
+    if (pg_exec(c, NULL, "SELECT 1 AS revoked FROM fencegate.revocations WHERE fence = $1::bigint",
+                1, params, &rows, err) != 0)
+        return -1;
+    *revoked = json_array_size(rows) > 0;
+    json_decref(rows);
+    return 0;
+}
+
+/* After the rollback of a batch whose fence was revoked: one audit row per
+ * operation, reason "revoked"; res names the first operation's resource. */
+static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
+                         const struct fenced_writer *who, struct fenced_result *res,
+                         struct fg_error *err)
+{
+    for (size_t i = 0; i < batch->nops; i++) {
+        const struct fenced_op *op = &batch->ops[i];
+        char *resource = NULL;
+        FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
+        struct audit_record rec = {
+            .resource = resource,
+            .lock_name = who->lock_name,
+            .presented_fence = who->fence,
+            .owner = who->owner,
+            .client_addr = who->client_addr,
+            .method = "POST",
+            .reason = "revoked",
+            .principal = who->principal,
+        };
+        int rc = audit_insert_on(c, &rec, err);
+        if (i == 0)
+            res->resource = resource;
+        else
+            free(resource);
+        if (rc != 0)
+            return -1;
+    }
+    res->outcome = FENCED_REVOKED;
+    res->row = json_null();
+    return 0;
 }
 
 /* Locks the existing rows of the batch on table (a fence-column table), in
@@ -700,7 +753,15 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
         return -1;
     json_t *claimed = NULL, *stale = NULL, *items = json_array();
     size_t failed = batch->nops; /* the operation to blame; nops: none in particular */
+    bool revoked = false;
     int rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = check_revoked(c, who, &revoked, err);
+    if (rc == 0 && revoked) {
+        rollback(c);
+        rc = audit_revoked(c, batch, who, res, err);
+        goto out;
+    }
     if (rc == 0)
         rc = claim(c, batch, who, &claimed, err);
     if (rc == 0) {
@@ -737,6 +798,23 @@ out:
     if (rc != 0)
         fenced_result_free(res);
     return rc;
+}
+
+int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
+                     const char *method, const char *reason, char **resource, struct fg_error *err)
+{
+    char fence[24];
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    FG_ASSERT(asprintf(resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
+    const char *params[] = {*resource,        who->lock_name, fence,  who->owner,
+                            who->client_addr, method,         reason, who->principal};
+    return pg_query(NULL,
+                    "INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+                    " current_fence, owner, client_addr, method, reason, principal)"
+                    " SELECT $1::text, $2::text, $3::bigint, coalesce((SELECT rf.fence FROM"
+                    " fencegate.resource_fences rf WHERE rf.resource = $1::text), 0), $4::text,"
+                    " $5::text, $6::text, $7::text, nullif($8::text, '')",
+                    8, params, NULL, err);
 }
 
 /* --- reads -------------------------------------------------------------------------------- */

@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_pg.h - fenced writes to Postgres tables: the schema of the writable
  * tables (read from the catalog at start-up), the prepared statements of each
  * (table, operation, column set), single writes, batches and reads. A write is
  * applied iff its fence >= the highest fence stored for its resource
- * ("pg:<table>/<key>"), and the write and the new fence commit together; a
- * refused write leaves one row in fencegate.rejections.
+ * ("pg:<table>/<key>") and was not revoked, and the write and the new fence
+ * commit together; a refused write leaves one row in fencegate.rejections.
  */
 #ifndef FG_FENCED_PG_H
 #define FG_FENCED_PG_H
@@ -28,6 +29,7 @@ struct fenced_writer {
 enum fenced_outcome {
     FENCED_APPLIED, /* the write committed */
     FENCED_STALE,   /* refused: a higher fence is stored; nothing changed */
+    FENCED_REVOKED, /* refused: the token's lease was revoked; nothing changed */
 };
 
 struct fenced_result {
@@ -70,6 +72,15 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
  */
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
                     struct fenced_result *res, struct fg_error *err) FG_WUR;
+
+/*
+ * Refuses op of who without writing: keeps one audit row with reason (e.g.
+ * "lease_expired") and the fence now stored for the resource. *resource gets
+ * the resource's identity (owned). method: the HTTP method to record.
+ */
+int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
+                     const char *method, const char *reason, char **resource,
+                     struct fg_error *err) FG_WUR;
 
 /* Reads the row of key in table (row is JSON null if absent) and its fence. */
 int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,

@@ -1,11 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_redis.h - fenced writes to application keys in Redis. The fence check
  * and the write are one Lua script (lua/rw_*.lua): a write is applied iff its
  * fence is at least the highest fence stored for the key (in "fg:rf:<key>");
- * a stale write changes nothing and is appended, by the same script, to the
- * audit stream that audit_stream.c drains into Postgres. This module builds the
- * scripts' arguments and reads their answers; which keys may be written is the
- * caller's business.
+ * a stale write, or one presenting a revoked fence, changes nothing and is
+ * appended, by the same script, to the audit stream that audit_stream.c
+ * drains into Postgres. This module builds the scripts' arguments and reads their answers; which
+ * keys may be written is the caller's business.
  */
 #ifndef FG_FENCED_REDIS_H
 #define FG_FENCED_REDIS_H
@@ -34,6 +35,7 @@ struct redis_write {
 enum rw_outcome {
     RW_APPLIED,   /* the write and the new highest fence are stored */
     RW_STALE,     /* refused: an older fence than the stored one */
+    RW_REVOKED,   /* refused: the token's lease was revoked */
     RW_WRONGTYPE, /* refused: the key holds another type than the write needs */
     RW_NOFLOOR,   /* not tried: Redis has no write floor (lost its data); recover first */
     RW_MISSING,   /* DELETE of a key that does not exist: nothing stored, no fence */
@@ -42,13 +44,14 @@ enum rw_outcome {
 
 struct rw_result {
     enum rw_outcome outcome;
-    int64_t fence;         /* applied: the fence now stored */
-    int64_t current_fence; /* stale: the stored fence (or the write floor) that refused it */
-    char audit_id[64];     /* stale: the audit stream entry of the refusal */
-    int64_t at_ms;         /* stale: Redis time of the refusal */
-    char type[16];         /* wrongtype: what the key holds */
-    int64_t hash_fields;   /* too many: the fields the hash would have held */
-    json_t *after;         /* applied (owned): the value, the fields or "deleted" */
+    int64_t fence; /* applied: the fence now stored */
+    int64_t
+        current_fence;   /* stale, revoked: the stored fence (or the write floor) that refused it */
+    char audit_id[64];   /* stale, revoked: the audit stream entry of the refusal */
+    int64_t at_ms;       /* stale, revoked: Redis time of the refusal */
+    char type[16];       /* wrongtype: what the key holds */
+    int64_t hash_fields; /* too many: the fields the hash would have held */
+    json_t *after;       /* applied (owned): the value, the fields or "deleted" */
 };
 
 /* PUT: sets the key to the string value. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_sql.c - builds the statements of fenced writes (see fenced_sql.h for
  * their shape). Owns the one rule of SQL safety: identifiers come only from the
@@ -5,7 +6,9 @@
  * catalog (format_type output, already quoted by Postgres); every value is a
  * parameter. It must not run SQL or look at request bodies.
  *
- * A write is one statement of three CTEs:
+ * A write is one statement of five CTEs:
+ *   v  whether the presented fence was revoked (fencegate.revocations); a
+ *      revoked fence claims nothing, writes nothing and is audited by x
  *   f  upserts fencegate.resource_fences to greatest(stored, presented). For a
  *      PATCH or DELETE it does so only if the row or a fence of the resource
  *      exists: a write to a missing row (404) leaves no fence behind, and the
@@ -17,17 +20,22 @@
  *   w  the write itself, guarded by "f's fence = presented fence".
  *   r  the audit row of a refused write, when f's fence > presented fence, so
  *      the record commits with the statement whatever the client does.
+ *   x  the audit row of a write whose fence was revoked (reason "revoked").
+ * Its answer row: resource, fence (NULL when revoked), row, revoked; no row
+ * for a PATCH or DELETE that found neither its row nor a fence.
  *
  * A table with a fence_column keeps the fence in its own row instead, the
- * classic guarded statement, again with three CTEs:
+ * classic guarded statement, with these CTEs (v as above):
  *   w  the write, guarded by "stored fence (NULL: 0) <= presented fence" on the
  *      row itself, setting the column to the presented fence;
  *   c  only when w changed nothing: the row's fence, read FOR UPDATE so that,
  *      after waiting for a concurrent writer, it is the newest committed one;
  *   r  the audit row, when c's fence > presented fence.
+ *   x  the audit row of a write whose fence was revoked (v, as above, guards
+ *      every write of w).
  * Its answer carries "applied" (w changed the row), since the stored fence of
  * a row that w did not touch may equal the presented one (a POST on a row
- * that exists).
+ * that exists), and "revoked".
  */
 #include "store/fenced_sql.h"
 
@@ -214,7 +222,7 @@ static void put_delete(FILE *out, const struct table_schema *s)
  * and audited, and nothing new is stored). */
 static void put_target_exists(FILE *out, const struct table_schema *s)
 {
-    fputs(" WHERE EXISTS (SELECT 1 FROM ", out);
+    fputs(" AND (EXISTS (SELECT 1 FROM ", out);
     put_ident(out, s->cfg->name);
     fputs(" AS e WHERE e.", out);
     put_ident(out, s->cfg->key);
@@ -223,7 +231,7 @@ static void put_target_exists(FILE *out, const struct table_schema *s)
             " WHERE x.resource = ",
             s->key_type);
     put_resource(out, 3, 2, s);
-    fputs(")", out);
+    fputs("))", out);
 }
 
 /* --- tables with a fence column ---------------------------------------------------------- */
@@ -240,7 +248,7 @@ static void put_row_guard(FILE *out, const struct table_config *t)
 {
     fputs(" AND ", out);
     put_row_fence(out, t);
-    fputs(" <= $1::bigint", out);
+    fputs(" <= $1::bigint AND NOT (SELECT revoked FROM v)", out);
 }
 
 static void put_column_update(FILE *out, const struct table_schema *s, const bool *written)
@@ -282,12 +290,12 @@ static void put_column_insert(FILE *out, const struct table_schema *s, const boo
     }
     fputs(", ", out);
     put_ident(out, t->fence_column);
-    fprintf(out, ") VALUES ($2::%s", s->key_type);
+    fprintf(out, ") SELECT $2::%s", s->key_type);
     int param = FENCED_PARAM_COUNT + 1;
     for (size_t i = 0; i < t->ncolumns; i++)
         if (written[i])
             fprintf(out, ", $%d::%s", param++, s->column_types[i]);
-    fputs(", $1::bigint) ON CONFLICT (", out);
+    fputs(", $1::bigint WHERE NOT (SELECT revoked FROM v) ON CONFLICT (", out);
     put_ident(out, t->key);
     if (!upsert) {
         fputs(") DO NOTHING RETURNING t.*", out);
@@ -324,7 +332,9 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH w AS (", out);
+    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
+          " WHERE rv.fence = $1::bigint) AS revoked), w AS (",
+          out);
     switch (kind) {
     case FENCED_PATCH: put_column_update(out, s, written); break;
     case FENCED_PUT: put_column_insert(out, s, written, true); break;
@@ -345,10 +355,16 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
         " AS resource), r AS (INSERT INTO fencegate.rejections (resource, lock_name,"
         " presented_fence, current_fence, owner, client_addr, method, reason, principal)"
         " SELECT k.resource, $4::text, $1::bigint, c.fence, $5::text, $6::text, $7::text,"
-        " 'stale_fence', $8::text FROM k, c WHERE c.fence > $1::bigint)"
+        " 'stale_fence', $8::text FROM k, c WHERE c.fence > $1::bigint"
+        " AND NOT (SELECT revoked FROM v)),"
+        " x AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+        " current_fence, owner, client_addr, method, reason, principal)"
+        " SELECT k.resource, $4::text, $1::bigint, coalesce((SELECT fence FROM c), 0), $5::text,"
+        " $6::text, $7::text, 'revoked', $8::text FROM k WHERE (SELECT revoked FROM v))"
         " SELECT k.resource, coalesce((SELECT $1::bigint FROM w), (SELECT fence FROM c)) AS fence,"
-        " EXISTS (SELECT 1 FROM w) AS applied, (SELECT row_to_json(w) FROM w)::text AS row"
-        " FROM k WHERE EXISTS (SELECT 1 FROM w) OR EXISTS (SELECT 1 FROM c)",
+        " EXISTS (SELECT 1 FROM w) AS applied, (SELECT row_to_json(w) FROM w)::text AS row,"
+        " (SELECT revoked FROM v) AS revoked FROM k WHERE EXISTS (SELECT 1 FROM w)"
+        " OR EXISTS (SELECT 1 FROM c) OR (SELECT revoked FROM v)",
         out);
     return stream_close(out, &buf);
 }
@@ -416,9 +432,13 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ", out);
+    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
+          " WHERE rv.fence = $1::bigint) AS revoked, ",
+          out);
     put_resource(out, 3, 2, s);
-    fputs(", $1::bigint", out);
+    fputs(" AS resource), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
+          " SELECT v.resource, $1::bigint FROM v WHERE NOT v.revoked",
+          out);
     if (kind == FENCED_PATCH || kind == FENCED_DELETE)
         put_target_exists(out, s);
     fprintf(out, "%s), w AS (", fence_raise);
@@ -432,8 +452,14 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     fputs("), r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
           " current_fence, owner, client_addr, method, reason, principal)"
           " SELECT f.resource, $4::text, $1::bigint, f.fence, $5::text, $6::text, $7::text,"
-          " 'stale_fence', $8::text FROM f WHERE f.fence > $1::bigint)"
-          " SELECT f.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row FROM f",
+          " 'stale_fence', $8::text FROM f WHERE f.fence > $1::bigint),"
+          " x AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+          " current_fence, owner, client_addr, method, reason, principal)"
+          " SELECT v.resource, $4::text, $1::bigint, coalesce((SELECT rf.fence FROM"
+          " fencegate.resource_fences rf WHERE rf.resource = v.resource), 0), $5::text,"
+          " $6::text, $7::text, 'revoked', $8::text FROM v WHERE v.revoked)"
+          " SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
+          " v.revoked FROM v LEFT JOIN f ON true WHERE v.revoked OR f.resource IS NOT NULL",
           out);
     *nparams = written_params(s, kind, written);
     return stream_close(out, &buf);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_sql.h - the SQL text of fenced Postgres writes and reads, built from
  * the configuration and the column types read from the catalog at start-up.

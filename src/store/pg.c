@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg.c - the libpq connection pool, statement execution and migrations.
  *

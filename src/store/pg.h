@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg.h - the Postgres module: the only code that speaks libpq. A fixed-size pool
  * of connections, made lazily and remade after a failure; statements run with a

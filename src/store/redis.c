@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis.c - hiredis connections, script calls and the doorbell subscription.
  * Connections are per thread (a pthread key frees them when the thread ends),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis.h - the Redis module: the only code that speaks hiredis. Each thread has
  * its own blocking connection to the primary (found through sentinels for a

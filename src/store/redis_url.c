@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_url.c - turns a redis:// or redis-sentinel:// URL into a struct
  * redis_url. Pure string work; connecting is the Redis module's business.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_url.h - parsing of the Redis address a gateway is given: one server
  * (redis://) or a set of sentinels that name the primary (redis-sentinel://),

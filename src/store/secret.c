@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * secret.c - finds the token secret: configuration first, then the row
  * 'token_secret' of fencegate.settings, created with a fresh random value by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * secret.h - the token-signing keys: the configured ones (secret, secrets or
  * secret_file), or else one secret generated once and kept in Postgres

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.c - fills struct fg_error and maps each error code to its stable problem
  * name and HTTP status. The table here is the single source of the status codes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.h - the one error contract of fencegate. Functions that can fail return
  * 0 on success and -1 on failure, are marked FG_WUR, and fill a caller-owned

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fgjson.c - field readers for request bodies: the one place that decides what a
  * wrong type or an out-of-range number looks like to a client.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fgjson.h - typed, range-checked reads of request fields from jansson objects.
  * Every failure names the field, so that a 400 tells the client exactly what to

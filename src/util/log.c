@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c - the JSON-lines logger. Each line, newline included, is built in a
  * buffer of the calling thread (a heap one only for a line longer than it) and

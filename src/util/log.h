@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.h - structured logs: one JSON object per line on stderr, for each request
  * and each notable event (lease lost, stale write, backend down or up). Callers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c - the metric store and its Prometheus text rendering. Counters and
  * histogram buckets are static arrays of relaxed atomics indexed by enums, so

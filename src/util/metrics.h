@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h - the gateway's counters, gauges and histograms, and their rendering
  * in the Prometheus text format (GET /metrics). Every recording function is one

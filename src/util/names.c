@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * names.c - strict percent-decoding of path segments and the character rules for
  * names. The decoder never rewrites or truncates: an escape that is not two hex

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * names.h - decoding and validation of the names that arrive in URL paths: lock
  * and semaphore names, table names, row keys and Redis keys. Pure functions over

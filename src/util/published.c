@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * published.c - objects put in force by one atomic store and kept until exit.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * published.h - an immutable object put in force whole and replaced whole
  * (the API keys, the token signing keys: both re-read on SIGHUP). Readers take

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sock.c - the idle-connection check of the backend pools: a non-blocking peek,
  * so a request that arrives after a backend came back never fails on a

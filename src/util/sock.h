@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sock.h - a check on the socket of a pooled backend connection, done before it
  * is used: a server that restarted or was killed left a closed (or closing)

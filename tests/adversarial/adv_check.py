@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The judges of the adversarial suite: pure functions from the clients' own records (JSON lines written by
 adv_worker.py) and from what Postgres holds (commit history, audit rows) to a list of violations.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared set-up of the adversarial and fault tests: the gateway configuration with the writable invoices
 table, the test-owned commit history of public.invoices (an AFTER INSERT OR UPDATE trigger appending
 (key, note) to a table with a bigserial: writes to one row serialize on its fence row lock, so the

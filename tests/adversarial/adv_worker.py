@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One randomized client of the adversarial suite, run as its own OS process (standard library only).
 
 Owns: acting like a hostile but honest user of the gateway (locks, semaphores, fenced writes to the

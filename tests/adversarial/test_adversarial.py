@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The randomized adversarial run: worker processes (adv_worker.py) hammer locks, a semaphore and fenced
 writes through TWO gateway processes on the same Redis and Postgres, while this orchestrator SIGKILLs them
 (holding or waiting), freezes them with SIGSTOP past their lease and resumes them, and they themselves hang

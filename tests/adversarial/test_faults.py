@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fault tests: the gateway SIGKILLed in the middle of fenced batches, Redis flushed and restarted while
 locks are held and waiters queued, Postgres restarted during writes. Each checks from outside the gateway
 (the commit history a trigger keeps in Postgres, the fences stored there) that no partial batch became

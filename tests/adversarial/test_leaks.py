@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An explicit leak and sanitizer check (AddressSanitizer + LeakSanitizer + UBSan, the build scripts/test
 makes): one gateway is driven through a scripted sequence that touches every path holding memory across
 calls (granted and refused locks, parked waiters that are served, that time out, that hang up, that are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // console.test.js - the operator console in a real browser: Debian's chromium driven by playwright-core
 // (no browser download). Run by tests/integration/test_console_browser.py, which starts the gateways and
 // passes their addresses:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_request.c - libFuzzer harness over the pure request path: route matching
  * and strict name decoding, the Fence-Token check, JSON bodies and the field

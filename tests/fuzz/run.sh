@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/fuzz/run.sh - builds the libFuzzer harness with clang (ASan+UBSan) and
 # runs it for a bounded time over a scratch copy of the seed corpus, after
 # replaying every regression input (crashes found earlier). Exits non-zero on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One client process of the fault lab: acquire -> two fenced writes -> release, in a loop, through the load
 balancer, retrying with the same request_id (acquire), the same row (write) and the same token (release) after
 a 503, a refused or broken connection, or a timeout. Every HTTP request it makes is one JSON line of its record

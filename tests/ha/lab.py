@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The fault lab's topology, on loopback and without Docker: a Redis primary and replica watched by three
 sentinels (`redis-server --sentinel`), a Postgres primary with a synchronous streaming standby (pg_basebackup),
 three gateways and HAProxy health-checking them on /readyz. Every port is picked free by the kernel; all state

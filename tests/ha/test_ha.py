@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The fault lab: a real replicated topology on loopback (lab.py) under client processes (ha_client.py) doing
 acquire -> fenced write -> release with request_id retries through HAProxy, while one fault after another hits
 it: kill -9 of the Redis primary (sentinels promote the replica), a SIGSTOP pause of the Redis primary long

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Integration-test harness for fencegate (Python 3.11, standard library only).
 
 Owns: starting and stopping real gateway processes, an HTTP client (keep-alive and one-shot), a tiny

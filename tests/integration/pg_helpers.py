@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the fenced-Postgres-write tests (test_pg_*.py): the gateway configuration with the
 writable tables, unique keys, tokens with known fences, the write calls of API.md and psql look-ups.
 

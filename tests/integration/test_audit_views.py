@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The audit views of the operator console: GET /v1/audit/rejections narrowed by owner and until_ms, and
 GET /v1/audit/summary (rejections per minute and the most refused resources of a time range).
 

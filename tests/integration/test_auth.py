@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """API keys and scopes over HTTP: every route with no key, an unknown key, a key lacking the scope and
 the right key; wildcard edges; batches checked table by table; keys re-read on SIGHUP; `fencegate keys
 new`; start-up refusals naming the entry; the key id in the request log.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resources bound to locks over HTTP: the evil-lock story (a token of an unrelated lock writes nothing and
 leaves the rightful holder's fence alone), the rightful lock writing, batches checked op by op, Redis
 prefixes bound to a lock and to a semaphore, and configuration refusals naming the entry.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """docker-compose.yml: it parses, names the three services (Redis with AOF and noeviction, Postgres, the
 gateway built by the Dockerfile) and gives the gateway the environment it reads; the files it mounts exist;
 images are pinned to exact versions, passwords come from .env (deploy/compose.env.example names them all)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """docker-compose.ha.yml: it parses and describes the topology of the fault lab (tests/ha/): a Redis primary
 and replica, three sentinels monitoring the master the gateways name, a Postgres primary and a standby copied
 from it, two gateways reaching Redis through the sentinels and Postgres through a multi-host DSN that follows a

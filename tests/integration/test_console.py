@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Serving the operator console: /ui/ and its files come from the binary with a strict
 Content-Security-Policy, the page holds no inline script or style, and "ui": false removes the routes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The operator console in a real browser: runs tests/browser/console.test.js (node's test runner,
 playwright-core driving Debian's chromium; scripts/deps.sh installs both) against gateways started here.
 

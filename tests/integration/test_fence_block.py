@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One reserved block of fences per gateway process until it is used up, not one per new Redis connection.
 
 The reservation is read from Postgres (fencegate.fence_reservation), outside the gateway:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tables with a fence_column: the fence lives in a bigint column of the row itself, guarded by one statement.
 
 A trigger on the test table appends every new row version's fence column to a log table: because an UPDATE
@@ -162,6 +163,24 @@ class FenceColumnTest(unittest.TestCase):
         self.assertIsNone(stored_fence(f"pg:fc_rows/{key}"))
         r = self.c.get(f"/v1/pg/fc_rows/{key}")
         self.assertEqual(assert_problem(self, r, 404, "not_found")["fence"], None)
+
+    def test_revoked_token_writes_nothing(self):
+        """A revoked lease's token is refused on a fence-column row too (410, audited "revoked"), although
+        its fence is the row's highest: the fence rule alone would accept it. Caught when tried: the column
+        statement without the revocation guard (the PATCH answered 200 and changed the row)."""
+        key, lock = unique("fc-rv"), unique("fc-rv-lock")
+        psql("INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'start')", {"k": key})
+        lease = self.c.post(f"/v1/locks/{lock}/acquire", {}).body
+        self.assertEqual(write(self.c, "PATCH", "fc_rows", key, {"set": {"note": "ok"}}, lease["token"]).status, 200)
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {"reason": "test"}).status, 200)
+        for method, body in (("PATCH", {"set": {"note": "late"}}), ("PUT", {"row": {"note": "late"}}),
+                             ("DELETE", None)):
+            r = write(self.c, method, "fc_rows", key, body, lease["token"])
+            self.assertEqual(r.status, 410, (method, r.body))
+            self.assertEqual(r.body.get("reason"), "revoked", (method, r.body))
+        self.assertEqual(row(key), f"ok|{lease['fence']}")
+        audit = rejections(f"pg:fc_rows/{key}")
+        self.assertEqual([a["reason"] for a in audit], ["revoked"] * 3)
 
     def test_batch(self):
         a, b = unique("fc"), unique("fc")

@@ -10,7 +10,10 @@ Broken variants caught (each tried, then reverted):
 - fence_check.lua trusting any sequence that exists, whatever Redis process answers (what the scripts did
   before: a counter present was a counter trusted): the plain acquire right after the rollback was granted
   (test_rollback_*), and the lock was handed over after loading with X's own fence (test_loading_*);
-- lib_rw.lua without the write floor: the pre-loss token's Redis write was applied (test_redis_write_*).
+- lib_rw.lua without the write floor: the pre-loss token's Redis write was applied (test_redis_write_*);
+- fence_check.lua leaving the revoked set alone when Redis may have gone back: the snapshot's set, which
+  lacks the later revocation, answered the revoked token's write 409 stale_fence, not 410 revoked
+  (test_revocation_*).
 """
 
 from __future__ import annotations
@@ -197,6 +200,18 @@ class FenceRollback(unittest.TestCase):
         fresh = self.c.post(f"/v1/locks/{unique('fresh')}/acquire", {"ttl_ms": 60000}).body
         ok = self.c.request("PUT", f"/v1/redis/{key}", {"value": "after"}, {"Fence-Token": fresh["token"]})
         self.assertEqual(ok.status, 200, ok)
+
+    def test_revocation_made_after_the_snapshot_still_holds(self):
+        lock, key = unique("rev"), unique("app:rev")
+        lease = self.c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000}).body
+        first = self.c.request("PUT", f"/v1/redis/{key}", {"value": "v1"}, {"Fence-Token": lease["token"]})
+        self.assertEqual(first.status, 200, first)  # the revoked set exists from here on
+        self.redis.snapshot("before-revoke.rdb")
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {}).status, 200)
+        self.redis.restart_from("before-revoke.rdb")  # Redis forgot the revocation, Postgres did not
+        late = wait_for(lambda: self.write_or_none(key, lease["token"]), timeout=30, what="an answer")
+        self.assertEqual(late.status, 410, f"the revoked lease's write after the rollback: {late}")
+        self.assertEqual(late.body.get("reason"), "revoked", late)
 
     def write_or_none(self, key: str, token: str):
         r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "stale"}, {"Fence-Token": token})

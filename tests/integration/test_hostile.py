@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A hostile client's reproductions, as a suite (issue 11 and API.md 1.1 "Strict requests").
 
 Each test reproduces one way a review found to wedge the gateway, lose audit records, fill the stores or

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Backends that restart while the gateway's connections are idle: the first requests after Redis or
 Postgres is back must succeed, not answer 503 "Server closed the connection" once per thread or per
 pooled connection. Every HTTP thread and every pooled Postgres connection is warmed up first, so each of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GET /v1/locks and GET /v1/semaphores: paged listings of live leases by name prefix.
 
 Owns: what a listing shows (holder owner, fence, time left, waiters; semaphore holders and limit; never a

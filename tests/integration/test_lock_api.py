@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The lock endpoints' contract, call by call: idempotent acquire and release, fences, token checks,
 renewal and max_hold, and every error code of API.md for bad input, as problem+json and never a 500.
 
@@ -205,13 +206,23 @@ class LockApiTest(unittest.TestCase):
         self.assertEqual(status(self.client, name)["fence"], r.body["fence"])
         self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
 
-    def test_renew_past_max_hold_is_refused(self):
+    def test_max_hold_caps_renewals_up_to_the_deadline(self):
+        """A renew whose ttl would pass the hold deadline is granted up to the deadline (hold_until_ms);
+        only a renew at the deadline answers 409 (a refusal there changes nothing)."""
         name = unique_name()
-        r = acquire(self.client, name, ttl_ms=500, max_hold_ms=1000)
+        r = acquire(self.client, name, ttl_ms=500, max_hold_ms=1500)
         self.assertEqual(renew(self.client, name, r.body["token"], ttl_ms=500).status, 200)
-        assert_problem(self, renew(self.client, name, r.body["token"], ttl_ms=2000), 409, "max_hold_exceeded")
-        self.assertEqual(status(self.client, name)["fence"], r.body["fence"])  # the refusal changed nothing
-        self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
+        n = renew(self.client, name, r.body["token"], ttl_ms=5000)
+        self.assertEqual(n.status, 200, n)
+        deadline = n.body["hold_until_ms"]
+        self.assertEqual(n.body["expires_at_ms"], deadline)
+        self.assertLessEqual(deadline - r.body["expires_at_ms"], 1000 + 50)
+        self.assertLessEqual(n.body["ttl_ms"], 1500)  # capped, not the 5000 asked (1500 if in the same ms)
+        self.assertEqual(status(self.client, name)["fence"], r.body["fence"])
+        time.sleep(1.5 + 0.3)  # past the deadline (Redis time; generous): the lease ended there
+        self.assertFalse(status(self.client, name)["held"])
+        late = renew(self.client, name, r.body["token"])
+        self.assertIn(late.status, (409, 410), late)  # 409 only within the deadline's millisecond
 
     # -- bad input --
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Mutual exclusion of locks under contention, observed from outside the gateway.
 
 24 clients, each on its own kept-alive connection, contend for one lock through two gateways. Each

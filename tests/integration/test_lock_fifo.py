@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Strict FIFO: waiters are granted the lock in the order Redis saw them arrive.
 
 A holder takes the lock; then waiters are started one at a time, alternating between two gateways, each

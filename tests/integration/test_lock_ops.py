@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The lock side of operations: SIGTERM drains waiters with 503 and exits 0; the fence sequence stays
 above every fence storage has seen after Redis loses its data; /readyz follows Redis going down and
 coming back.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Crash recovery: nothing that dies or walks away can wedge a lock.
 
 - a holder that never releases: its lock passes to a queued waiter within the TTL plus a small margin,

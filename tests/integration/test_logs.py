@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The gateway's logs: one JSON object per line on stderr; one request line per request with time, route,
 status, latency, lock or resource, owner and client; a lease_lost event when a renew or release finds the
 lease gone; and never a token it handed out, nor its signing secret, whatever the calls were (acquire,

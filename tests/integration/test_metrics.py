@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GET /metrics: well-formed Prometheus text, and counters that move as a scripted sequence of lock and
 semaphore calls says they must (acquisitions by result, renewals, releases, waiters now, wait-time and
 request-latency histograms), with bounded labels: never a lock name.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Migrations: `fencegate migrate` applies every migration of sql/ once, a migration missing from
 the middle (an older number added later) is still applied, and a database migrated by a newer gateway
 (a version this binary does not know) is refused by both `migrate` and the server.

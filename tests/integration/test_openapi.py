@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """GET /v1/openapi.json and openapi/openapi.json: a well-formed OpenAPI 3.1 document, served as kept in the
 repository, that documents exactly the routes of src/http/routes.c (read from the C table) and whose every
 operation the running gateway routes (no 404 "no such route", no 405).

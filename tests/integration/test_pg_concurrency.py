@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Concurrent fenced writers on one row: the fence rule holds under contention.
 
 Many threads PATCH one row, each with its own token, the tokens' fences handed out in shuffled order.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Hostile input to the fenced Postgres writes: odd and malicious table, column and key names, values
 that do not convert, huge values, missing or broken headers and bodies. Each must get a clear 4xx
 (never a 500), and the database must be unchanged afterwards. A configured table whose own name and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Postgres restarted under a stream of fenced writes: while it is down writes answer 503
 backend_unavailable with Retry-After (quickly, never hanging past the deadline); every write answered
 200 is present afterwards with its value; the same gateway process serves again without a restart.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fenced writes to Postgres over HTTP: the stale-holder story end to end, each write call of API.md,
 forged tokens, batch atomicity, the audit query and its pagination, and the start-up check of the
 configured tables.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Redis ACL users: FENCEGATE_REDIS_URL redis://user:password@host:port/db makes every connection send
 AUTH user password; a wrong password leaves the gateway unready (503 on /readyz, nothing served from
 Redis) and says why in the log.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Who the gateway agrees to talk to in Redis: an ACL user named in a redis:// URL (AUTH user password), a
 user without the right to ask ROLE (refused: the gateway cannot know it talks to a primary), and a replica
 (refused: a replica never receives a lease script), each seen through /readyz and an acquire.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fenced writes to Redis keys: the stale-holder story, concurrent writers with interleaved fences,
 prefixes, body and header rules, and the audit record of every refusal, also while Postgres is down
 (the refusal waits in the Redis stream fg:audit until the janitor copies it).

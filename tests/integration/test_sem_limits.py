@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Semaphores under concurrency: never more than `limit` holders, strict FIFO among waiters, limit_mismatch,
 fail-fast busy, the waiter cap and idempotent request_id.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Smoke test: a gateway starts against the test Redis and Postgres, answers its health endpoints,
 answers an unknown route with a problem+json 404, and exits 0 on SIGTERM.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HTTPS: a gateway with tls_cert_file/tls_key_file answers curl and Python clients that trust the CA, a
 plain HTTP request to its port fails cleanly (no answer, the gateway serves on), an expired certificate or
 a key of another certificate is refused at start with a clear message, SIGHUP swaps the certificate for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Token hygiene over HTTP: a correctly signed token whose fence is above every issued or reserved fence is
 refused and never stored (Postgres and Redis), and the gateway keeps issuing ordinary fences after a
 restart; fences up to 2^63 - 1 parse; signing keys rotate through `secrets` and SIGHUP without

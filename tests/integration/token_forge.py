@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Makes fencing tokens the way the gateway does (src/lease/token.c), for tests that must present a token
 signed with a real key but carrying claims the gateway never issued.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers of the Python client's tests: import paths, unique names, gateway configurations, and a
 fault-injecting HTTP proxy that sits between the client and a real gateway.
 

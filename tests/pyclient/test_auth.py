@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client against a gateway that requires API keys: the bearer key goes with every call,
 the background renewals and watches included; a missing or unknown key raises Unauthorized, a key
 without the scope raises Forbidden naming it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client against tables bound to locks: a token of another lock raises InvalidFenceToken and
 leaves the lease alone; under require_live_lease, a write after the lease ended raises LeaseLost (410)
 and marks the lease lost, where the fence alone would have accepted it.

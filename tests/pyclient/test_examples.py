@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The examples written with the Python client, run against a real gateway: the seed-003 stale-holder
 story (examples/stale_holder.py) and the invoice worker service (examples/invoice_worker.py), two
 instances of it paying the same invoices concurrently.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client over HTTPS: it verifies the gateway's certificate against the CA file it is given
 (and refuses, without retrying, a certificate it cannot verify), and keeps one TLS connection alive across
 calls. Against the gateway's own TLS, and against the test proxy terminating TLS in front of a plain

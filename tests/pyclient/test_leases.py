@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client's leases against a real gateway: renewal, loss inside a `with` block while the
 process is stopped (SIGSTOP), semaphores, fenced writes to Postgres and Redis, typed exceptions per
 problem code, and the audit trail read page by page.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client as a package: it installs with pip without network or build isolation, the
 installed copy imports and carries py.typed, pydoc renders its documentation, every public name has a
 docstring, and its sources (and the examples) parse as Python 3.9.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python client's retries and connections, through a fault-injecting proxy in front of a real
 gateway: lost replies, 503 with Retry-After, refused connections, keep-alive reuse, idle connections the
 gateway closed, and renewals that get no answer.

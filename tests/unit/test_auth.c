@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_auth.c - API keys and scopes: the scope grammar, wildcard matching at
  * its edges, the key set of the configuration (and its refusals naming the

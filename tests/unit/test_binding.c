@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_binding.c - resources bound to locks: templates of the configuration,
  * their expansion, and the verdict on a token's claims (kind and whole name).

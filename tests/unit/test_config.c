@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c - the configuration: defaults, the JSON file, environment
  * overrides, and refusals that name the offending setting.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ctl_args.c - fencectl's command line: subcommands, options and their
  * ranges, where COMMAND starts, defaults from the environment, and the URL.

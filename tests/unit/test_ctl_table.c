@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ctl_table.c - fencectl's tables: column widths, cut cells, UTF-8, and
  * the audit view of rejected writes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ctl_wire.c - fencectl's HTTP framing and exit statuses: escaping, the
  * request text, responses with Content-Length, chunked or cut short, and the

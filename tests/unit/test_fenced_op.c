@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fenced_op.c - reading fenced-write bodies (columns allowed, keys, batch
  * operations), value texts, identifier quoting and the shape of the write

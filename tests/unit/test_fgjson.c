@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fgjson.c - typed field readers and the body parser: wrong types and
  * out-of-range values name the field; bodies that are not one JSON object are

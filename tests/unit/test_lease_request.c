@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lease_request.c - the field rules of acquire, renew and release bodies:
  * defaults from the configuration, ranges, types, the max_hold rules and the

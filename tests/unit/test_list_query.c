@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_list_query.c - the arguments of the lease listings: defaults, the
  * limit's range, the prefix and cursor alphabets.

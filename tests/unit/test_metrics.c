@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_metrics.c - the metric store: results read from replies, lease routes
  * counted by label, cumulative histogram buckets, the bound on route labels,

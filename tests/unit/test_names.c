@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_names.c - strict percent-decoding and the character rules of names.
  */

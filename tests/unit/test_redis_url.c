@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_redis_url.c - redis:// and redis-sentinel:// URLs: hosts, default ports,
  * ACL users, master names, databases, and the URLs that must be refused.

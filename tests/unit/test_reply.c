@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_reply.c - replies and problem+json bodies: type, title, status and
  * detail for every code, extra members, and Retry-After on 503 and 429.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_router.c - the route matcher: literal and parameter segments, names
  * spanning several segments, 404 against 405, strict percent-decoding and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_strict.c - the header rules of strict requests (http/strict.c) and the
  * member check of bodies (fgjson_only): media type, Host, request ids, body

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_token.c - fencing tokens: a signed token verifies to the claims it was
  * made from, and every alteration, truncation, re-spelling or foreign secret is

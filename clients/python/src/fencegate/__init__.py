@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fencegate: a client for the fencegate gateway that makes the safe path the easy one.
 
 ::

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The entry point of the fencegate client: one :class:`Client` per gateway, shared by all threads.
 
 Owns: the gateway's address, key and TLS settings, the factories of leases and table/key handles, and

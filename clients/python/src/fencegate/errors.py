@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Errors raised by the fencegate client: one exception class per problem code of the gateway.
 
 Every error the gateway answers is an RFC 9457 problem (``{"type": "/problems/<code>", ...}``); the

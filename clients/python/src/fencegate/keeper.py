@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Keeps a lease alive in the background and notices its loss: one renewal thread, one watch thread per
 watched lock or semaphore slot.
 

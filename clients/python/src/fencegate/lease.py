@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Leases held through the gateway: a lock, a semaphore slot, or a lock set, used as context managers.
 
 Owns: acquiring (with a ``request_id`` that makes retries safe), the lease's lost state and callback,

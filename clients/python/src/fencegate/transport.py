@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HTTP transport of the fencegate client: connections, JSON, bearer auth, TLS, timeouts and retries.
 
 Owns: one keep-alive connection per thread (plus dedicated ones for long polls), the decision whether a

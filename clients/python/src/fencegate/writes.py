@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Fenced writes through the gateway: rows of configured Postgres tables and keys under configured Redis
 prefixes, each write carrying the ``Fence-Token`` of a lease.
 

@@ -1,0 +1,34 @@
+-- uses: lib_lease.lua lib_sem.lua
+-- SPDX-License-Identifier: Apache-2.0
+-- sem_revoke.lua: an operator revokes the holder with fence F of semaphore N:
+-- the fence joins the revoked set (no write presenting it is accepted from now
+-- on), and if that holder still holds a slot it loses it at once; the slot
+-- passes to the oldest live waiter in the same step.
+-- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
+-- ARGV: name, fence, claim_ms, ended marker ttl ms, keep_ms, gateway instance id
+-- Returns JSON {r=..., handoff?} (handoff: see grant_free): revoked {fence},
+-- gone {} (no live holder has that fence; it is revoked all the same),
+-- norevoked {} (the revoked set must be rebuilt first, lib_lease.lua).
+local name, fence = ARGV[1], tonumber(ARGV[2])
+local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local inst = ARGV[6]
+local k = sem_keys()
+local handoff = {}
+if not revoked_ready(k) then return cjson.encode({r = 'norevoked'}) end
+redis.call('SADD', k.revoked, ARGV[2])
+local now = now_ms()
+purge(k, now)
+local reply = {r = 'gone'}
+for _, lease in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do
+  local rec = holder_of(k, lease)
+  if rec and rec.fence == fence then
+    redis.call('ZREM', k.h, lease)
+    redis.call('HDEL', k.d, lease)
+    mark_ended(k, 's', name, fence, 'revoked', marker_ttl)
+    reply = {r = 'revoked', fence = fence}
+    break
+  end
+end
+grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
+tidy(k, now, keep_ms)
+return answer(reply, handoff)

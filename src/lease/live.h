@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * live.h - whether the lease a token was issued for still holds, for writes to
+ * resources that require a live lease (require_live_lease). One read-only
+ * script call (the watch scripts), by the token's kind, name and fence.
+ */
+#ifndef FG_LIVE_H
+#define FG_LIVE_H
+
+#include <stdbool.h>
+
+#include "lease/token.h"
+#include "util/error.h"
+
+/* Sets *live to whether the lease of claims (a verified token) holds now. */
+int lease_live_check(const struct token_claims *claims, bool *live, struct fg_error *err) FG_WUR;
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lockset.h - the pure rules of lock sets (POST /v1/locksets/...): the names of
+ * a set (1 to LOCKSET_MAX distinct lock names) put in the one global order in
+ * which every set takes its locks, the request id each lock of a set is
+ * acquired under, and the token lists of renew and release. No I/O: strings
+ * are borrowed from the parsed body unless copied into the struct.
+ */
+#ifndef FG_LOCKSET_H
+#define FG_LOCKSET_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "lease/lease_request.h"
+#include "util/error.h"
+#include "util/names.h"
+
+#define LOCKSET_MAX 32
+/* bytes of a derived request id */
+#define LOCKSET_RID_MAX (REQUEST_ID_MAX_LEN + NAME_MAX_LEN + 8)
+
+struct lockset {
+    size_t n;                                  /* locks in the set */
+    char names[LOCKSET_MAX][NAME_MAX_LEN + 1]; /* in the global order (bytewise ascending) */
+    size_t asked_at[LOCKSET_MAX];              /* position of names[i] in the request */
+};
+
+/*
+ * Reads member "names" of body: an array of 1 to LOCKSET_MAX distinct valid
+ * lock names. Fills *out in the global order. Fails with FG_ERR_INVALID_FIELD
+ * (or FG_ERR_INVALID_NAME for a malformed name) naming the entry.
+ */
+int lockset_parse_names(const json_t *body, struct lockset *out, struct fg_error *err) FG_WUR;
+
+/* The request id under which lock name of a set acquired with request id rid
+ * is taken ("" when rid is ""), so that a retried set finds each lease again. */
+void lockset_request_id(const char *rid, const char *name, char out[LOCKSET_RID_MAX]);
+
+/*
+ * Reads member "tokens" of body: an array of 1 to LOCKSET_MAX strings, each at
+ * most TOKEN_MAX_LEN bytes; out[i] borrows from body. *n gets their number.
+ */
+int lockset_parse_tokens(const json_t *body, const char *out[LOCKSET_MAX], size_t *n,
+                         struct fg_error *err) FG_WUR;
+
+#endif

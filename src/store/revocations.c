@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * revocations.c - the durable record of revoked leases and its Redis mirror.
+ * Owns fencegate.revocations and the set "fg:revoked": writing a revocation
+ * into Postgres (before any Redis state changes, so that the mirror can always
+ * be rebuilt from it) and rebuilding the mirror. It must not end leases (the
+ * revoke scripts do) nor judge writes (the write statements and scripts do).
+ */
+#include "store/revocations.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "store/pg.h"
+#include "store/redis.h"
+
+int revocation_record(int64_t fence, const char *kind, const char *name, const char *reason,
+                      struct fg_error *err)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%" PRId64, fence);
+    const char *params[] = {text, kind, name, reason};
+    return pg_query(NULL,
+                    "INSERT INTO fencegate.revocations (fence, kind, name, reason)"
+                    " VALUES ($1::bigint, $2, $3, $4) ON CONFLICT (fence) DO NOTHING",
+                    4, params, NULL, err);
+}
+
+int revocations_restore(struct fg_error *err)
+{
+    json_t *rows = NULL;
+    if (pg_query(NULL,
+                 "SELECT coalesce(json_agg(fence::text), '[]')::text AS fences"
+                 " FROM fencegate.revocations",
+                 0, NULL, &rows, err) != 0)
+        return -1;
+    const char *fences = json_string_value(json_object_get(json_array_get(rows, 0), "fences"));
+    const char *argv[] = {REVOCATIONS_SET, fences != NULL ? fences : "[]"};
+    json_t *out = NULL;
+    int rc = redis_script("revoked_load.lua", 1, argv, 2, &out, err);
+    json_decref(out);
+    json_decref(rows);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * revocations.h - the record of revoked leases: rows of fencegate.revocations
+ * in Postgres (the durable record, read by Postgres writes in their own
+ * statement) and their mirror, the set "fg:revoked" in Redis (read by the Redis
+ * write scripts and added to by the revoke scripts). The mirror is rebuilt from
+ * Postgres whenever a script finds it missing, and a Redis that may have lost
+ * data (restarted, failed over, flushed) loses the mirror too (lua/fence_check.lua),
+ * so a revocation survives gateway and Redis restarts and Redis rollbacks.
+ */
+#ifndef FG_REVOCATIONS_H
+#define FG_REVOCATIONS_H
+
+#include <stdint.h>
+
+#include "util/error.h"
+
+#define REVOCATIONS_SET       "fg:revoked"
+#define REVOCATION_REASON_MAX 200
+
+/* Records that the lease with fence on name (kind "lock" or "semaphore") is
+ * revoked for reason (borrowed). Recording it twice is not an error. */
+int revocation_record(int64_t fence, const char *kind, const char *name, const char *reason,
+                      struct fg_error *err) FG_WUR;
+
+/* Adds every revoked fence of Postgres to the Redis mirror (creating it). */
+int revocations_restore(struct fg_error *err) FG_WUR;
+
+#endif

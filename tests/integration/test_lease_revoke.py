@@ -1,0 +1,284 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Revoking leases (API.md 1.1 "Revoking a lease") and watching them ("Watching a lease").
+
+- a holder paused with SIGSTOP is revoked; the lock passes to the waiter at once; when the holder wakes
+  and writes (Postgres and Redis), both writes are refused with 410 lease_lost and audited with reason
+  "revoked", although nobody else wrote those resources (the fence alone would accept them);
+- the revocation survives a gateway restart and a Redis that lost its data (FLUSHALL);
+- a semaphore holder is revoked by fence; the other holder keeps its slot; the slot passes on;
+- bad revoke bodies answer 400; a revoke of a free lock answers revoked_fence null;
+- a watch answers within 100 ms of a release, a revoke and an expiry, and after wait_ms with held=true.
+
+Broken variants this file caught when tried: the Redis write scripts without the revoked-set check (the
+woken holder's Redis write was applied); revocations kept only in Redis (the write after FLUSHALL was
+applied); the watch parked until poll_ms instead of the lease's expiry (expiry answered after ~2 s).
+
+Owns: /revoke and ?watch=true. Must not: depend on timing tighter than the 100 ms the contract names.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, Redis, psql  # noqa: E402
+from pg_helpers import config, insert_invoice, invoice, quote, rejections, unique, write  # noqa: E402
+
+HOLDER = r"""
+import json, sys, urllib.request
+base, lock, key = sys.argv[1:4]
+def call(method, path, body, headers=None):
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method=method,
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+s, b = call("POST", "/v1/locks/" + lock + "/acquire", {"ttl_ms": 30000})
+print(json.dumps(b), flush=True)
+sys.stdin.readline()  # the test pauses us here (SIGSTOP), revokes, and lets us go on
+h = {"Fence-Token": b["token"]}
+pg = call("PATCH", "/v1/pg/invoices/" + key, {"set": {"note": "late"}}, h)
+rd = call("PUT", "/v1/redis/app:" + key, {"value": "late"}, h)
+print(json.dumps({"pg": pg, "redis": rd}), flush=True)
+"""
+
+
+def cfg() -> dict:
+    c = config()
+    c["redis_prefixes"] = ["app:"]
+    return c
+
+
+class Watch(threading.Thread):
+    """A watch of (kind, name, fence) in the background; keeps the answer and when it came."""
+
+    def __init__(self, gw: Gateway, path: str, fence: int, wait_ms: int = 10000):
+        super().__init__(daemon=True)
+        self.gw, self.path, self.fence, self.wait_ms = gw, path, fence, wait_ms
+        self.response = None
+        self.done_at = 0.0
+
+    def run(self) -> None:
+        with self.gw.client(timeout=60) as c:
+            self.response = c.get(f"{self.path}?watch=true&fence={self.fence}&wait_ms={self.wait_ms}")
+        self.done_at = time.monotonic()
+
+
+class RevokeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=cfg())
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def acquire(self, name, **body):
+        r = self.c.post(f"/v1/locks/{name}/acquire", body)
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def assert_lease_lost(self, r, reason):
+        self.assertEqual(r.status, 410, r)
+        self.assertEqual(r.body["type"], "/problems/lease_lost", r)
+        self.assertEqual(r.body["reason"], reason, r)
+
+    def test_revoke_a_paused_holder_then_it_writes(self):
+        lock, key = unique("rv-lock"), unique("rv-inv")
+        insert_invoice(key)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, self.gw.base, lock, key],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            lease = json.loads(holder.stdout.readline())
+            holder.send_signal(signal.SIGSTOP)
+            holder.stdin.write("go\n")
+            holder.stdin.flush()
+            waiter = threading.Thread(target=lambda: setattr(self, "next", self.gw.http(
+                "POST", f"/v1/locks/{lock}/acquire", {"wait_ms": 20000}, timeout=30)))
+            waiter.start()
+            time.sleep(0.2)
+            r = self.c.post(f"/v1/locks/{lock}/revoke", {"reason": "stuck in GC"})
+            self.assertEqual((r.status, r.body), (200, {"revoked_fence": lease["fence"]}))
+            waiter.join(10)
+            self.assertEqual(self.next.status, 200, self.next)  # handed on at once, not at expiry
+            self.assertGreater(self.next.body["fence"], lease["fence"])
+            holder.send_signal(signal.SIGCONT)
+            out = json.loads(holder.stdout.readline())
+        finally:
+            holder.send_signal(signal.SIGCONT)
+            holder.wait(30)
+        self.assertEqual(out["pg"][0], 410, out)
+        self.assertEqual(out["pg"][1]["reason"], "revoked", out)
+        self.assertEqual(out["redis"][0], 410, out)
+        self.assertIsNone(invoice(key)["note"] or None)
+        with Redis() as rd:
+            self.assertIsNone(rd.cmd("GET", f"app:{key}"))
+        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"])
+        self.assertEqual(rejections(f"pg:invoices/{key}")[0]["presented_fence"], lease["fence"])
+        audit = self.c.get(f"/v1/audit/rejections?resource=redis:app:{key}").body["items"]
+        self.assertEqual([a["reason"] for a in audit], ["revoked"])
+        # renew and release of the revoked lease answer 410
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/renew", {"token": lease["token"]}).status, 410)
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/release", {"token": lease["token"]}).status, 410)
+
+    def test_revocation_survives_gateway_restart_and_redis_data_loss(self):
+        lock, key = unique("rv-keep"), unique("rv-keep")
+        insert_invoice(key)
+        lease = self.acquire(lock)
+        h = {"Fence-Token": lease["token"]}
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {}).status, 200)
+        self.gw.stop()
+        self.gw.start()
+        self.c.close()
+        type(self).c = self.c = self.gw.client()  # the restarted gateway listens on a new port
+        self.assert_lease_lost(write(self.c, "PATCH", "invoices", key, {"set": {"note": "x"}}, lease["token"]),
+                               "revoked")
+        self.assert_lease_lost(self.c.request("PUT", f"/v1/redis/app:{key}", {"value": "x"}, h), "revoked")
+        with Redis() as rd:
+            rd.cmd("FLUSHALL")  # Redis lost everything, the revoked set included
+        self.assert_lease_lost(self.c.request("PUT", f"/v1/redis/app:{key}", {"value": "x"}, h), "revoked")
+        self.assert_lease_lost(write(self.c, "PATCH", "invoices", key, {"set": {"note": "x"}}, lease["token"]),
+                               "revoked")
+        # a token that was not revoked still writes
+        other = self.acquire(unique("rv-other"))
+        r = self.c.request("PUT", f"/v1/redis/app:{key}", {"value": "ok"}, {"Fence-Token": other["token"]})
+        self.assertEqual(r.status, 200, r)
+
+    def test_batch_with_a_revoked_token_changes_nothing(self):
+        lock, key = unique("rv-batch"), unique("rv-batch")
+        insert_invoice(key)
+        lease = self.acquire(lock)
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {}).status, 200)
+        r = self.c.request("POST", "/v1/pg/batch",
+                           {"ops": [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "b"}}]},
+                           {"Fence-Token": lease["token"]})
+        self.assert_lease_lost(r, "revoked")
+        self.assertIsNone(invoice(key)["note"] or None)
+        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"])
+
+    def test_revoke_of_a_free_lock_and_bad_bodies(self):
+        lock = unique("rv-free")
+        r = self.c.post(f"/v1/locks/{lock}/revoke", {})
+        self.assertEqual((r.status, r.body), (200, {"revoked_fence": None}))
+        for body in ({"reason": 5}, {"reason": "x" * 201}, {"fence": 3}, {"nope": 1}):
+            r = self.c.post(f"/v1/locks/{lock}/revoke", body)
+            self.assertEqual(r.status, 400, (body, r))
+            self.assertEqual(r.body["type"], "/problems/invalid_field", r)
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", "{").status, 400)
+        for body in ({}, {"fence": "1"}, {"fence": 0}, {"fence": 1, "extra": 1}):
+            r = self.c.post(f"/v1/semaphores/{lock}/revoke", body)
+            self.assertEqual(r.status, 400, (body, r))
+
+    def test_semaphore_revoke_one_holder_by_fence(self):
+        name = unique("rv-sem")
+        a = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2}).body
+        b = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2}).body
+        waiter = threading.Thread(target=lambda: setattr(self, "third", self.gw.http(
+            "POST", f"/v1/semaphores/{name}/acquire", {"limit": 2, "wait_ms": 20000}, timeout=30)))
+        waiter.start()
+        time.sleep(0.2)
+        r = self.c.post(f"/v1/semaphores/{name}/revoke", {"fence": a["fence"], "reason": "bad"})
+        self.assertEqual((r.status, r.body), (200, {"revoked_fence": a["fence"]}))
+        waiter.join(10)
+        self.assertEqual(self.third.status, 200, self.third)
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}/renew", {"token": a["token"]}).status, 410)
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}/renew", {"token": b["token"]}).status, 200)
+        r = self.c.post(f"/v1/semaphores/{name}/revoke", {"fence": a["fence"]})  # no longer a holder
+        self.assertEqual((r.status, r.body), (200, {"revoked_fence": None}))
+
+
+class WatchTest(unittest.TestCase):
+    """A watch answers within 100 ms of the end of the lease (plus a small allowance for a loaded machine
+    in the measurement itself, which runs in this process)."""
+
+    BOUND_S = 0.100
+
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=cfg())
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def start_watch(self, path, fence, wait_ms=10000):
+        w = Watch(self.gw, path, fence, wait_ms)
+        w.start()
+        time.sleep(0.3)  # parked
+        self.assertIsNone(w.response)
+        return w
+
+    def test_watch_answers_at_release(self):
+        name = unique("w-rel")
+        lease = self.c.post(f"/v1/locks/{name}/acquire", {}).body
+        w = self.start_watch(f"/v1/locks/{name}", lease["fence"])
+        t0 = time.monotonic()
+        self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]}).status, 200)
+        w.join(10)
+        self.assertEqual(w.response.status, 200, w.response)
+        self.assertEqual(w.response.body["held"], False)
+        self.assertEqual(w.response.body["reason"], "released")
+        self.assertLess(w.done_at - t0, self.BOUND_S)
+
+    def test_watch_answers_at_revoke(self):
+        name = unique("w-rev")
+        lease = self.c.post(f"/v1/locks/{name}/acquire", {}).body
+        w = self.start_watch(f"/v1/locks/{name}", lease["fence"])
+        t0 = time.monotonic()
+        self.assertEqual(self.c.post(f"/v1/locks/{name}/revoke", {}).status, 200)
+        w.join(10)
+        self.assertEqual(w.response.body["reason"], "revoked", w.response)
+        self.assertLess(w.done_at - t0, self.BOUND_S)
+
+    def test_watch_answers_at_expiry(self):
+        name = unique("w-exp")
+        lease = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 1000}).body
+        w = self.start_watch(f"/v1/locks/{name}", lease["fence"])
+        expiry = time.monotonic() + (lease["expires_at_ms"] - time.time() * 1000) / 1000.0
+        w.join(10)
+        self.assertEqual(w.response.body["reason"], "expired", w.response)
+        self.assertLess(w.done_at - expiry, self.BOUND_S)
+        self.assertGreater(w.done_at - expiry, -0.05)
+
+    def test_semaphore_watch_and_timeout(self):
+        name = unique("w-sem")
+        a = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 3}).body
+        r = self.c.get(f"/v1/semaphores/{name}?watch=true&fence={a['fence']}&wait_ms=200")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["held"], True)
+        self.assertGreater(r.body["expires_in_ms"], 0)
+        w = self.start_watch(f"/v1/semaphores/{name}", a["fence"])
+        t0 = time.monotonic()
+        self.c.post(f"/v1/semaphores/{name}/release", {"token": a["token"]})
+        w.join(10)
+        self.assertEqual(w.response.body["reason"], "released", w.response)
+        self.assertLess(w.done_at - t0, self.BOUND_S)
+
+    def test_watch_of_an_ended_lease_and_bad_queries(self):
+        name = unique("w-bad")
+        lease = self.c.post(f"/v1/locks/{name}/acquire", {}).body
+        self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]})
+        r = self.c.get(f"/v1/locks/{name}?watch=true&fence={lease['fence']}")
+        self.assertEqual((r.status, r.body["held"], r.body["reason"]), (200, False, "released"))
+        for q in ("watch=true", "watch=yes&fence=1", "watch=true&fence=0", "watch=true&fence=x",
+                  "watch=true&fence=1&wait_ms=-1", "watch=true&fence=1&wait_ms=3600001",
+                  "watch=true&fence=99999999999999999999"):
+            r = self.c.get(f"/v1/locks/{name}?{q}")
+            self.assertEqual(r.status, 400, (q, r))
+        self.assertEqual(self.c.get(f"/v1/locks/{name}?watch=false").body["held"], False)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: Apache-2.0
+"""require_live_lease (API.md 1.1 "Resources bound to locks"): on a table or Redis prefix that requires it, a
+write is applied only while the token's lease holds; otherwise 410 lease_lost, nothing changes, and one
+audit record with reason lease_expired is kept. The fence rule still applies on top.
+
+- the seed-003 story in strict mode: a holder with a 300 ms lease pauses 400 ms; nobody else takes the lock
+  or writes; its late write is refused with 410 on the strict table and the strict Redis prefix, while the
+  same late write on a table and a prefix without the option is accepted (the fence alone cannot refuse it:
+  no higher fence was ever stored);
+- a write while the lease holds goes through (locks and semaphores), a batch with an ended lease changes
+  nothing, and a released lease counts as ended.
+
+Broken variant this file caught when tried: the check skipped for Redis prefixes (the late Redis write was
+applied with 200).
+
+Owns: require_live_lease. Must not: rely on a pause shorter than the lease it outlives.
+"""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, Redis, psql  # noqa: E402
+from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, rejections, unique, write  # noqa: E402
+
+PLAIN_SQL = "CREATE TABLE IF NOT EXISTS public.live_plain (id text PRIMARY KEY, note text)"
+
+
+class LiveLeaseTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        psql(PLAIN_SQL)
+        cls.gw = Gateway(config={
+            "tables": {"invoices": {"key": "id", "columns": INVOICE_COLUMNS, "require_live_lease": True},
+                       "live_plain": {"key": "id", "columns": ["note"]}},
+            "redis_prefixes": ["app:", {"prefix": "live:", "require_live_lease": True}]})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def lease(self, ttl_ms=300, kind="locks", **extra):
+        r = self.c.post(f"/v1/{kind}/{unique('live')}/acquire", {"ttl_ms": ttl_ms, **extra})
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def assert_expired(self, r, resource):
+        self.assertEqual(r.status, 410, r)
+        self.assertEqual((r.body["type"], r.body["reason"], r.body["resource"]),
+                         ("/problems/lease_lost", "lease_expired", resource), r)
+
+    def test_seed_003_story_in_strict_mode(self):
+        key = unique("inv")
+        insert_invoice(key)
+        psql("INSERT INTO public.live_plain (id) VALUES (:'k')", {"k": key})
+        lease = self.lease(ttl_ms=300)
+        time.sleep(0.4)  # the pause: GC, a blocked event loop; nobody else takes the lock or writes
+        t = lease["token"]
+        self.assert_expired(write(self.c, "PATCH", "invoices", key, {"set": {"note": "late"}}, t),
+                            f"pg:invoices/{key}")
+        self.assertEqual(invoice(key)["note"], "")
+        self.assertEqual([(a["reason"], a["presented_fence"]) for a in rejections(f"pg:invoices/{key}")],
+                         [("lease_expired", lease["fence"])])
+        self.assert_expired(self.c.request("PUT", f"/v1/redis/live:{key}", {"value": "late"}, {"Fence-Token": t}),
+                            f"redis:live:{key}")
+        with Redis() as rd:
+            self.assertIsNone(rd.cmd("GET", f"live:{key}"))
+        audit = self.c.get(f"/v1/audit/rejections?resource=redis:live:{key}").body["items"]
+        self.assertEqual([a["reason"] for a in audit], ["lease_expired"])
+        # without the option, the fence alone accepts the late write: nobody stored a higher fence
+        self.assertEqual(write(self.c, "PATCH", "live_plain", key, {"set": {"note": "late"}}, t).status, 200)
+        self.assertEqual(self.c.request("PUT", f"/v1/redis/app:{key}", {"value": "late"},
+                                        {"Fence-Token": t}).status, 200)
+
+    def test_writes_while_held_go_through(self):
+        key = unique("inv")
+        insert_invoice(key)
+        lease = self.lease(ttl_ms=10000)
+        h = {"Fence-Token": lease["token"]}
+        self.assertEqual(write(self.c, "PATCH", "invoices", key, {"set": {"note": "ok"}}, lease["token"]).status, 200)
+        self.assertEqual(self.c.request("PUT", f"/v1/redis/live:{key}", {"value": "ok"}, h).status, 200)
+        sem = self.lease(ttl_ms=10000, kind="semaphores", limit=2)
+        r = self.c.request("PATCH", f"/v1/redis/live:{key}h", {"fields": {"a": "1"}}, {"Fence-Token": sem["token"]})
+        self.assertEqual(r.status, 200, r)
+
+    def test_released_lease_and_batch(self):
+        key = unique("inv")
+        insert_invoice(key)
+        name = unique("live")
+        lease = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 10000}).body
+        self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]}).status, 200)
+        r = self.c.request("POST", "/v1/pg/batch",
+                           {"ops": [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "b"}},
+                                    {"op": "patch", "table": "live_plain", "key": key, "set": {"note": "b"}}]},
+                           {"Fence-Token": lease["token"]})
+        self.assert_expired(r, f"pg:invoices/{key}")
+        self.assertEqual(invoice(key)["note"], "")
+        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["lease_expired"])
+        self.assertEqual(self.c.request("DELETE", f"/v1/redis/live:{key}", None,
+                                        {"Fence-Token": lease["token"]}).status, 410)
+
+
+if __name__ == "__main__":
+    unittest.main()

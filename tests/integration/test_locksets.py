@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Lock sets (API.md 1.1 "Lock sets"): all-or-none acquisition in one global order, FIFO per lock,
+request_id idempotence, renew and release of the set, and no deadlock.
+
+- the exclusion run: 20 clients take random overlapping sets of 2 to 5 of 8 locks for a bounded time
+  (FG_LOCKSET_SECONDS, default 10; the issue's 30 s run: FG_LOCKSET_SECONDS=30). It must finish (no
+  deadlock: every acquire is answered, most of them granted), and the clients' own records (when each got
+  a lock and when it let go, on one monotonic clock) must show no two holders of one lock at once, and
+  fences growing per lock in hold order;
+- a set whose locks are not all free within wait_ms holds none of them afterwards and names the lock;
+- a holder of a set killed with SIGKILL frees its locks at its TTL; a waiting set then gets them.
+
+Broken variants this file caught when tried: locks taken in request order instead of the global order (the
+exclusion run deadlocked until wait_ms broke the cycles: 8 sets granted and 36 refused in 10 s, against
+hundreds granted in the right order); a set that kept the locks it had when wait_ms ran out (the
+all-or-none test found lock 'a' still held).
+
+Owns: /v1/locksets/*. Must not: loosen the exclusion check to make a run pass.
+"""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway  # noqa: E402
+from lock_helpers import unique_name  # noqa: E402
+
+SECONDS = float(os.environ.get("FG_LOCKSET_SECONDS", "10"))
+
+HOLDER = r"""
+import json, sys, time, urllib.request
+base, names = sys.argv[1], sys.argv[2].split(",")
+req = urllib.request.Request(base + "/v1/locksets/acquire", method="POST",
+                             data=json.dumps({"names": names, "ttl_ms": 1500}).encode(),
+                             headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=30) as r:
+    print(json.dumps(json.loads(r.read())), flush=True)
+time.sleep(60)
+"""
+
+
+class LockSetTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway()
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def held(self, name):
+        return self.c.get(f"/v1/locks/{name}").body["held"]
+
+    def test_acquire_renew_release(self):
+        a, b, c = (unique_name("ls") for _ in range(3))
+        r = self.c.post("/v1/locksets/acquire", {"names": [c, a, b], "ttl_ms": 5000, "owner": "set"})
+        self.assertEqual(r.status, 200, r)
+        locks = r.body["locks"]
+        self.assertEqual([x["lock"] for x in locks], [c, a, b])  # in the order asked
+        self.assertEqual(len({x["fence"] for x in locks}), 3)
+        for name in (a, b, c):
+            self.assertTrue(self.held(name))
+        tokens = [x["token"] for x in locks]
+        r = self.c.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": 8000})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([x["fence"] for x in r.body["locks"]], [x["fence"] for x in locks])
+        # each token fences its own lock's resources, and renews alone too
+        self.assertEqual(self.c.post(f"/v1/locks/{a}/renew", {"token": locks[1]["token"]}).status, 200)
+        self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).body, {"released": True})
+        for name in (a, b, c):
+            self.assertFalse(self.held(name))
+        r = self.c.post("/v1/locksets/renew", {"tokens": tokens})
+        self.assertEqual((r.status, r.body["type"]), (410, "/problems/lease_lost"))
+
+    def test_all_or_none_without_and_with_waiting(self):
+        a, b = sorted((unique_name("ls"), unique_name("ls")))
+        other = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 10000}).body
+        r = self.c.post("/v1/locksets/acquire", {"names": [b, a]})
+        self.assertEqual((r.status, r.body["type"], r.body["lock"]), (409, "/problems/lock_busy", b))
+        self.assertFalse(self.held(a))
+        t0 = time.monotonic()
+        r = self.c.post("/v1/locksets/acquire", {"names": [a, b], "wait_ms": 400})
+        self.assertEqual((r.status, r.body["lock"]), (409, b), r)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.35)
+        self.assertFalse(self.held(a))  # the lock it had taken was given back
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("r", self.gw.http(
+            "POST", "/v1/locksets/acquire", {"names": [a, b], "wait_ms": 10000}, timeout=30)))
+        t.start()
+        time.sleep(0.3)
+        self.assertTrue(self.held(a))  # holds a, queued on b
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": other["token"]}).status, 200)
+        t.join(10)
+        self.assertEqual(box["r"].status, 200, box["r"])
+        self.assertEqual(self.c.post("/v1/locksets/release",
+                                     {"tokens": [x["token"] for x in box["r"].body["locks"]]}).status, 200)
+
+    def test_request_id_retry_gets_the_same_leases(self):
+        names = [unique_name("ls") for _ in range(4)]
+        body = {"names": names, "request_id": unique_name("rid"), "ttl_ms": 5000}
+        first = self.c.post("/v1/locksets/acquire", body)
+        again = self.c.post("/v1/locksets/acquire", body)
+        self.assertEqual(first.status, 200, first)
+        self.assertEqual([x["token"] for x in again.body["locks"]], [x["token"] for x in first.body["locks"]])
+        self.c.post("/v1/locksets/release", {"tokens": [x["token"] for x in first.body["locks"]]})
+
+    def test_bad_input(self):
+        n = unique_name("ls")
+        for body in ({}, {"names": []}, {"names": "a"}, {"names": [n, n]}, {"names": [5]},
+                     {"names": [f"{n}{i}" for i in range(33)]}, {"names": [n], "ttl_ms": 1},
+                     {"names": [n], "wait_ms": -1}):
+            r = self.c.post("/v1/locksets/acquire", body)
+            self.assertEqual(r.status, 400, (body, r))
+        self.assertEqual(self.c.post("/v1/locksets/acquire", {"names": ["bad name"]}).body["type"],
+                         "/problems/invalid_name")
+        for body in ({}, {"tokens": []}, {"tokens": ["x"]}, {"tokens": [1]}):
+            r = self.c.post("/v1/locksets/release", body)
+            self.assertIn(r.status, (400, 403), (body, r))
+        self.assertFalse(self.held(n))
+
+    def test_holder_killed_frees_its_set_at_ttl(self):
+        x, y, z = sorted(unique_name("ls") for _ in range(3))
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, self.gw.base, f"{x},{y}"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            json.loads(holder.stdout.readline())
+            t0 = time.monotonic()
+            holder.send_signal(signal.SIGKILL)
+            r = self.c.post("/v1/locksets/acquire", {"names": [z, y], "wait_ms": 15000}, timeout=30)
+            waited = time.monotonic() - t0
+        finally:
+            holder.kill()
+            holder.wait()
+        self.assertEqual(r.status, 200, r)
+        self.assertGreater(waited, 1.0)  # not before the dead holder's TTL (1.5 s, minus the time to SIGKILL)
+        self.assertLess(waited, 6.0)
+        self.c.post("/v1/locksets/release", {"tokens": [l["token"] for l in r.body["locks"]]})
+
+
+class ExclusionRun(unittest.TestCase):
+    """20 clients, random overlapping sets of 2-5 of 8 locks, for SECONDS."""
+
+    def test_no_deadlock_and_mutual_exclusion(self):
+        locks = [unique_name(f"lx{i}") for i in range(8)]
+        records = []  # (lock, fence, got_at, let_go_at, client)
+        errors = []
+        counts = {"granted": 0, "busy": 0}
+        lock = threading.Lock()
+        stop_at = time.monotonic() + SECONDS
+        with Gateway(config={"http_threads": 4}) as gw:
+            def client(idx):
+                rnd = random.Random(idx)
+                try:
+                    with gw.client(timeout=60) as c:
+                        while time.monotonic() < stop_at:
+                            names = rnd.sample(locks, rnd.randint(2, 5))
+                            r = c.post("/v1/locksets/acquire",
+                                       {"names": names, "ttl_ms": 10000, "wait_ms": 5000, "owner": f"c{idx}"})
+                            got = time.monotonic()
+                            if r.status == 409:
+                                with lock:
+                                    counts["busy"] += 1
+                                continue
+                            if r.status != 200:
+                                raise AssertionError(f"client {idx}: {r}")
+                            time.sleep(rnd.random() * 0.004)
+                            let_go = time.monotonic()
+                            rel = c.post("/v1/locksets/release", {"tokens": [x["token"] for x in r.body["locks"]]})
+                            if rel.status != 200:
+                                raise AssertionError(f"client {idx}: release {rel}")
+                            with lock:
+                                counts["granted"] += 1
+                                records.extend((x["lock"], x["fence"], got, let_go, idx) for x in r.body["locks"])
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(20)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(SECONDS + 60)
+            self.assertFalse(any(t.is_alive() for t in threads), "a client never got an answer: deadlock")
+        self.assertEqual(errors, [])
+        self.assertGreater(counts["granted"], 20 * SECONDS / 10, counts)
+        self.assertLess(counts["busy"], counts["granted"], counts)
+        for name in locks:
+            holds = sorted((r for r in records if r[0] == name), key=lambda r: r[2])
+            for prev, cur in zip(holds, holds[1:]):
+                self.assertLessEqual(prev[3], cur[2], f"two holders of {name} at once: {prev} {cur}")
+                self.assertLess(prev[1], cur[1], f"fences of {name} out of hold order: {prev} {cur}")
+
+
+if __name__ == "__main__":
+    unittest.main()
