@@ -15,10 +15,13 @@
 #                  <NAME>_KEY_<LIB> / <NAME>_ARGV_<LIB>, where the list of library <LIB> starts
 #   lua_scripts.c  lua_scripts[], (name, source, counts) per script, in enum order (embedded.h)
 #   lua/<file>     each script as Redis runs it: "local NAME = '<value>'" for every name of KEYS_H the
-#                  code of the script or its libraries mentions, then the libraries, then the script
+#                  code of the script or its libraries mentions, "local KEYS_AT_<LIB> = <n>" (and
+#                  ARGV_AT_<LIB>) for each mentioned library list, n where it starts in KEYS (1-based),
+#                  then the libraries, then the script
 # Fails the build on: an unknown library or list, a name declared twice in one list, a KEYS[n] or
 # ARGV[n] (n a number) past what the script declares, a library that indexes KEYS or ARGV by number
-# while the script's list does not start with the library's, or a macro of KEYS_H that is no string.
+# while the script's list does not start with the library's, a KEYS_AT_<LIB> the script's list lacks,
+# or a macro of KEYS_H that is no string.
 cmake_minimum_required(VERSION 3.18)
 include(${CMAKE_CURRENT_LIST_DIR}/c_string.cmake)
 
@@ -40,7 +43,7 @@ foreach(line ${defines})
     if(rest MATCHES "^\"([^\"\\\\']*)\" *(.*)$")
       string(APPEND value "${CMAKE_MATCH_1}")
       set(rest "${CMAKE_MATCH_2}")
-    elseif(rest MATCHES "^([A-Z0-9_]+) *(.*)$")
+    elseif(rest MATCHES "^([A-Z_][A-Z0-9_]*) *(.*)$")
       if(NOT DEFINED VALUE_${CMAKE_MATCH_1})
         fail("${KEYS_H}: ${name} uses ${CMAKE_MATCH_1}, which is not defined above it")
       endif()
@@ -233,6 +236,25 @@ foreach(stem ${SCRIPTS})
   foreach(name ${NAMES})
     if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
       string(APPEND prologue "local ${name} = '${VALUE_${name}}'\n")
+    endif()
+  endforeach()
+  set(at_names "")
+  foreach(kind KEYS ARGV)
+    foreach(o ${OFFSETS_${kind}_${stem}})
+      string(REGEX REPLACE "=.*$" "" lib "${o}")
+      string(REGEX REPLACE "^.*=" "" at "${o}")
+      string(TOUPPER "${kind}_AT_${lib}" name)
+      list(APPEND at_names ${name})
+      if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
+        math(EXPR at "${at} + 1")
+        string(APPEND prologue "local ${name} = ${at}\n")
+      endif()
+    endforeach()
+  endforeach()
+  string(REGEX MATCHALL "(KEYS|ARGV)_AT_[A-Z0-9_]+" used "${code}")
+  foreach(name ${used})
+    if(NOT name IN_LIST at_names)
+      fail("lua/${stem}.lua reads ${name}, but its lists do not take that library's")
     endif()
   endforeach()
   file(WRITE ${OUT_DIR}/lua/${stem}.lua.tmp "${prologue}${body}")

@@ -6,8 +6,9 @@
 -- revoked fences.
 --
 -- Every lease script names every key it touches in KEYS: its own keys first,
--- then the common keys below, from KEYS[first] on (lease_keys), so Redis ACL
--- key patterns can confine the gateway and nothing is built inside a script.
+-- then the common keys below, from KEYS[first] on (lease_keys(KEYS_AT_LIB_LEASE),
+-- where the build says they start), so Redis ACL key patterns can confine the
+-- gateway and nothing is built inside a script.
 -- The names are those of src/store/keys.h; base is the lock's or semaphore's.
 -- KEYS: fence fence_limit gateways rids rid_until released index ended revoked
 --   fence        KEY_FENCE                  the last fence issued

@@ -16,7 +16,7 @@
 -- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("l|<lease>|<name>").
 
 local function lock_keys()
-  local k = lease_keys(4)
+  local k = lease_keys(KEYS_AT_LIB_LEASE)
   k.h, k.q, k.w = KEYS[1], KEYS[2], KEYS[3]
   return k
 end

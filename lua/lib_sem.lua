@@ -22,7 +22,7 @@
 -- one lease by whoever calls.
 
 local function sem_keys()
-  local k = lease_keys(7)
+  local k = lease_keys(KEYS_AT_LIB_LEASE)
   k.h, k.d, k.q, k.w, k.l, k.t = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   return k
 end
