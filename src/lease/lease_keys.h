@@ -8,7 +8,7 @@
 #ifndef FG_LEASE_KEYS_H
 #define FG_LEASE_KEYS_H
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "lua_scripts.h"
 #include "store/keys.h"
 #include "util/names.h"
