@@ -71,7 +71,8 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
         if here then
           handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
         else
-          redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 's|' .. head .. '|' .. name)
+          redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst,
+                     's|' .. head .. '|' .. name)
         end
         free = free - 1
       else

@@ -13,6 +13,15 @@
 
 _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for a semaphore");
 
+/* The transition scripts take exactly the keys of lua/lib_lock.lua or lua/lib_sem.lua. */
+#define TAKES(S, LIB) (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS)
+_Static_assert(TAKES(LOCK_ACQUIRE, LIB_LOCK) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
+                   TAKES(LOCK_RELEASE, LIB_LOCK) && TAKES(LOCK_RENEW, LIB_LOCK) &&
+                   TAKES(LOCK_REVOKE, LIB_LOCK) && TAKES(SEM_ACQUIRE, LIB_SEM) &&
+                   TAKES(SEM_CANCEL, LIB_SEM) && TAKES(SEM_RELEASE, LIB_SEM) &&
+                   TAKES(SEM_RENEW, LIB_SEM) && TAKES(SEM_REVOKE, LIB_SEM),
+               "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
+
 /* A key made from the name: its index in the KEYS list, and its suffix. */
 struct made_key {
     size_t at;
@@ -27,6 +36,7 @@ struct fixed_key {
 
 /* How the keys of one kind are laid out. */
 struct kind_layout {
+    size_t nkeys;               /* LIB_LOCK_NKEYS or LIB_SEM_NKEYS */
     const char *prefix;         /* KEY_LOCK_PREFIX or KEY_SEM_PREFIX */
     const char *index;          /* the kind's listing index */
     const struct made_key *own; /* the kind's own keys */
@@ -60,13 +70,13 @@ static const struct fixed_key common_fixed[] = {
     {LIB_LEASE_KEY_REVOKED, KEY_REVOKED},
 };
 
-static const struct kind_layout lock_layout = {KEY_LOCK_PREFIX, KEY_LOCK_INDEX, lock_own,
-                                               sizeof lock_own / sizeof lock_own[0],
-                                               LIB_LOCK_KEY_LIB_LEASE};
-
-static const struct kind_layout sem_layout = {KEY_SEM_PREFIX, KEY_SEM_INDEX, sem_own,
-                                              sizeof sem_own / sizeof sem_own[0],
-                                              LIB_SEM_KEY_LIB_LEASE};
+/* The layouts of a lock (0) and of a semaphore (1). */
+static const struct kind_layout layouts[] = {
+    {LIB_LOCK_NKEYS, KEY_LOCK_PREFIX, KEY_LOCK_INDEX, lock_own,
+     sizeof lock_own / sizeof lock_own[0], LIB_LOCK_KEY_LIB_LEASE},
+    {LIB_SEM_NKEYS, KEY_SEM_PREFIX, KEY_SEM_INDEX, sem_own, sizeof sem_own / sizeof sem_own[0],
+     LIB_SEM_KEY_LIB_LEASE},
+};
 
 /* Makes the key of m for name at offset + m->at. */
 static void make(struct lease_keys *k, const struct kind_layout *layout, const char *name,
@@ -80,8 +90,9 @@ static void make(struct lease_keys *k, const struct kind_layout *layout, const c
 
 void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name)
 {
-    const struct kind_layout *layout = kind == LEASE_KIND_SEMAPHORE ? &sem_layout : &lock_layout;
+    const struct kind_layout *layout = &layouts[kind == LEASE_KIND_SEMAPHORE];
     memset(k->key, 0, sizeof k->key);
+    k->nkeys = layout->nkeys;
     for (size_t i = 0; i < layout->nown; i++)
         make(k, layout, name, 0, &layout->own[i]);
     for (size_t i = 0; i < sizeof common_made / sizeof common_made[0]; i++)

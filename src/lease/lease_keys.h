@@ -20,11 +20,13 @@ struct lease_keys {
     char made[LIB_SEM_NKEYS][LEASE_KEY_MAX]; /* the keys made from the name, by script index */
     const char *key[LIB_SEM_NKEYS];          /* every key by script index: LIB_LOCK_KEY_* for a
                                                 lock, LIB_SEM_KEY_* for a semaphore */
+    size_t nkeys;                            /* LIB_LOCK_NKEYS or LIB_SEM_NKEYS */
 };
 
-/* Fills k with the keys of the lock or semaphore (kind) called name: k->key
- * then holds LIB_LOCK_NKEYS or LIB_SEM_NKEYS keys, pointing into k or to
- * static names. name must be a valid name (at most NAME_MAX_LEN bytes). */
+/* Fills k with the keys of the lock or semaphore (kind) called name, the KEYS
+ * of every lock or semaphore transition script (lua/lock_*.lua, sem_*.lua,
+ * which the build checks): k->key[0..k->nkeys) point into k or to static
+ * names. name must be a valid name (at most NAME_MAX_LEN bytes). */
 void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name);
 
 #endif

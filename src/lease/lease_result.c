@@ -11,6 +11,7 @@
 
 #include "embedded.h"
 #include "lease/fence.h"
+#include "lease/lease_keys.h"
 #include "store/redis.h"
 #include "store/revocations.h"
 
@@ -104,12 +105,15 @@ static int read_result(enum fg_script script, const json_t *out, struct lease_re
                    r ? r : "(nothing)");
 }
 
-int lease_script_run(enum fg_script script, const char *const *keys, const char *const *argv,
-                     struct lease_result *res, struct fg_error *err)
+int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
+                     const char *const *argv, struct lease_result *res, struct fg_error *err)
 {
+    struct lease_keys k;
+    lease_keys_init(&k, kind, name);
+    FG_ASSERT(lua_scripts[script].nkeys == k.nkeys);
     for (int attempt = 0; attempt < 2; attempt++) {
         json_t *out = NULL;
-        if (redis_script(script, keys, argv, &out, err) != 0)
+        if (redis_script(script, k.key, argv, &out, err) != 0)
             return -1;
         enum lease_retry retry = RETRY_NONE;
         int rc = read_result(script, out, res, &retry, err);

@@ -87,13 +87,16 @@ long long lease_json_int(const json_t *obj, const char *field, long long fallbac
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 
 /*
- * Runs lease transition script `script` with keys and argv (as redis_script
- * takes them) and reads its answer into *res. On "nofence" reserves fences, on
- * "norevoked" rebuilds the revoked set, and runs it once more. An answer it
- * does not know fails with FG_ERR_INTERNAL.
+ * Runs transition script `script` (lua/lock_*.lua for kind LEASE_KIND_LOCK,
+ * sem_*.lua for LEASE_KIND_SEMAPHORE) on the lock or semaphore called name,
+ * with its keys (lease/lease_keys.h) and argv (as redis_script takes it), and
+ * reads its answer into *res. On "nofence" reserves fences, on "norevoked"
+ * rebuilds the revoked set, and runs it once more. An answer it does not know
+ * fails with FG_ERR_INTERNAL.
  */
-int lease_script_run(enum fg_script script, const char *const *keys, const char *const *argv,
-                     struct lease_result *res, struct fg_error *err) FG_WUR;
+int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
+                     const char *const *argv, struct lease_result *res,
+                     struct fg_error *err) FG_WUR;
 
 /* Runs a watch script (SCRIPT_LOCK_WATCH, SCRIPT_SEM_WATCH) and reads its answer. */
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,

@@ -14,22 +14,6 @@
 #include "lease/lease_keys.h"
 #include "store/redis.h"
 
-/* Every transition script takes exactly the keys of lua/lib_lock.lua. */
-#define TAKES_LOCK_KEYS(S) (S##_KEY_LIB_LOCK == 0 && S##_NKEYS == LIB_LOCK_NKEYS)
-_Static_assert(TAKES_LOCK_KEYS(LOCK_ACQUIRE) && TAKES_LOCK_KEYS(LOCK_CANCEL) &&
-                   TAKES_LOCK_KEYS(LOCK_RELEASE) && TAKES_LOCK_KEYS(LOCK_RENEW) &&
-                   TAKES_LOCK_KEYS(LOCK_REVOKE),
-               "a lock transition script takes other keys than lua/lib_lock.lua's");
-
-/* Runs lock transition script `script` on lock name with argv. */
-static int lock_run(enum fg_script script, const char *name, const char *const *argv,
-                    struct lease_result *res, struct fg_error *err)
-{
-    struct lease_keys k;
-    lease_keys_init(&k, LEASE_KIND_LOCK, name);
-    return lease_script_run(script, k.key, argv, res, err);
-}
-
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                  const char *attach, struct lease_result *res, struct fg_error *err)
 {
@@ -54,7 +38,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
         [LOCK_ACQUIRE_ARGV_MAX_WAITERS] = maxw,
         [LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
     };
-    return lock_run(SCRIPT_LOCK_ACQUIRE, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
@@ -68,7 +52,7 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
         [LOCK_CANCEL_ARGV_ATTACH] = attach,  [LOCK_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
         [LOCK_CANCEL_ARGV_CLAIM_MS] = claim, [LOCK_CANCEL_ARGV_MARKER_MS] = marker,
     };
-    return lock_run(SCRIPT_LOCK_CANCEL, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
@@ -83,7 +67,7 @@ int lock_release(const char *name, const char *lease_id, struct lease_result *re
         [LOCK_RELEASE_ARGV_CLAIM_MS] = claim,
         [LOCK_RELEASE_ARGV_MARKER_MS] = marker,
     };
-    return lock_run(SCRIPT_LOCK_RELEASE, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_RELEASE, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -95,7 +79,7 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
         [LOCK_RENEW_ARGV_LEASE] = lease_id,
         [LOCK_RENEW_ARGV_TTL_MS] = ttl,
     };
-    return lock_run(SCRIPT_LOCK_RENEW, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_RENEW, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
 int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
@@ -110,7 +94,7 @@ int lock_revoke(const char *name, long long fence, struct lease_result *res, str
         [LOCK_REVOKE_ARGV_CLAIM_MS] = claim,
         [LOCK_REVOKE_ARGV_MARKER_MS] = marker,
     };
-    return lock_run(SCRIPT_LOCK_REVOKE, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
 int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)

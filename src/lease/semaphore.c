@@ -16,22 +16,6 @@
 
 #define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */
 
-/* Every transition script takes exactly the keys of lua/lib_sem.lua. */
-#define TAKES_SEM_KEYS(S) (S##_KEY_LIB_SEM == 0 && S##_NKEYS == LIB_SEM_NKEYS)
-_Static_assert(TAKES_SEM_KEYS(SEM_ACQUIRE) && TAKES_SEM_KEYS(SEM_CANCEL) &&
-                   TAKES_SEM_KEYS(SEM_RELEASE) && TAKES_SEM_KEYS(SEM_RENEW) &&
-                   TAKES_SEM_KEYS(SEM_REVOKE),
-               "a semaphore transition script takes other keys than lua/lib_sem.lua's");
-
-/* Runs semaphore transition script `script` on semaphore name with argv. */
-static int sem_run(enum fg_script script, const char *name, const char *const *argv,
-                   struct lease_result *res, struct fg_error *err)
-{
-    struct lease_keys k;
-    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
-    return lease_script_run(script, k.key, argv, res, err);
-}
-
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                 const char *attach, struct lease_result *res, struct fg_error *err)
 {
@@ -60,7 +44,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
         [SEM_ACQUIRE_ARGV_LIMIT] = limit,
         [SEM_ACQUIRE_ARGV_KEEP_MS] = keep,
     };
-    return sem_run(SCRIPT_SEM_ACQUIRE, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
@@ -76,7 +60,7 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
         [SEM_CANCEL_ARGV_CLAIM_MS] = claim, [SEM_CANCEL_ARGV_MARKER_MS] = marker,
         [SEM_CANCEL_ARGV_KEEP_MS] = keep,   [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
-    return sem_run(SCRIPT_SEM_CANCEL, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
@@ -91,7 +75,7 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
         [SEM_RELEASE_ARGV_CLAIM_MS] = claim, [SEM_RELEASE_ARGV_MARKER_MS] = marker,
         [SEM_RELEASE_ARGV_KEEP_MS] = keep,   [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return sem_run(SCRIPT_SEM_RELEASE, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -106,7 +90,7 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
         [SEM_RENEW_ARGV_TTL_MS] = ttl,   [SEM_RENEW_ARGV_CLAIM_MS] = claim,
         [SEM_RENEW_ARGV_KEEP_MS] = keep, [SEM_RENEW_ARGV_INSTANCE] = gw.instance_id,
     };
-    return sem_run(SCRIPT_SEM_RENEW, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_RENEW, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
@@ -121,7 +105,7 @@ int sem_revoke(const char *name, long long fence, struct lease_result *res, stru
         [SEM_REVOKE_ARGV_CLAIM_MS] = claim, [SEM_REVOKE_ARGV_MARKER_MS] = marker,
         [SEM_REVOKE_ARGV_KEEP_MS] = keep,   [SEM_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return sem_run(SCRIPT_SEM_REVOKE, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)

@@ -13,47 +13,52 @@
 
 #include "lease/lease_keys.h"
 
+/* A key expected at index at of the KEYS list. */
+struct want {
+    size_t at;
+    const char *key;
+};
+
+/* Checks that the keys of kind name are exactly want[0..n), each at its index. */
+static void expect_keys(enum lease_kind kind, const char *name, const struct want *want, size_t n)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, kind, name);
+    assert_int_equal(k.nkeys, n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(k.key[want[i].at], want[i].key);
+    for (size_t i = n; i < LIB_SEM_NKEYS; i++)
+        assert_null(k.key[i]);
+}
+
 static void lock_keys_in_script_order(void **state)
 {
     (void)state;
-    struct lease_keys k;
-    lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
-    assert_string_equal(k.key[LIB_LOCK_KEY_HOLDER], "fg:lk:{inv:42}:h");
-    assert_string_equal(k.key[LIB_LOCK_KEY_QUEUE], "fg:lk:{inv:42}:q");
-    assert_string_equal(k.key[LIB_LOCK_KEY_WAITERS], "fg:lk:{inv:42}:w");
-    assert_string_equal(k.key[LIB_LOCK_KEY_FENCE], "fg:fence");
-    assert_string_equal(k.key[LIB_LOCK_KEY_FENCE_LIMIT], "fg:fence_limit");
-    assert_string_equal(k.key[LIB_LOCK_KEY_GATEWAYS], "fg:gateways");
-    assert_string_equal(k.key[LIB_LOCK_KEY_RIDS], "fg:lk:{inv:42}:r");
-    assert_string_equal(k.key[LIB_LOCK_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
-    assert_string_equal(k.key[LIB_LOCK_KEY_RELEASED], "fg:lk:{inv:42}:x");
-    assert_string_equal(k.key[LIB_LOCK_KEY_INDEX], "fg:idx:lk");
-    assert_string_equal(k.key[LIB_LOCK_KEY_ENDED], "fg:lk:{inv:42}:n");
-    assert_string_equal(k.key[LIB_LOCK_KEY_REVOKED], "fg:revoked");
-    for (size_t i = LIB_LOCK_NKEYS; i < LIB_SEM_NKEYS; i++)
-        assert_null(k.key[i]);
+    static const struct want want[] = {
+        {LIB_LOCK_KEY_HOLDER, "fg:lk:{inv:42}:h"},    {LIB_LOCK_KEY_QUEUE, "fg:lk:{inv:42}:q"},
+        {LIB_LOCK_KEY_WAITERS, "fg:lk:{inv:42}:w"},   {LIB_LOCK_KEY_FENCE, "fg:fence"},
+        {LIB_LOCK_KEY_FENCE_LIMIT, "fg:fence_limit"}, {LIB_LOCK_KEY_GATEWAYS, "fg:gateways"},
+        {LIB_LOCK_KEY_RIDS, "fg:lk:{inv:42}:r"},      {LIB_LOCK_KEY_RID_UNTIL, "fg:lk:{inv:42}:e"},
+        {LIB_LOCK_KEY_RELEASED, "fg:lk:{inv:42}:x"},  {LIB_LOCK_KEY_INDEX, "fg:idx:lk"},
+        {LIB_LOCK_KEY_ENDED, "fg:lk:{inv:42}:n"},     {LIB_LOCK_KEY_REVOKED, "fg:revoked"},
+    };
+    expect_keys(LEASE_KIND_LOCK, "inv:42", want, sizeof want / sizeof want[0]);
 }
 
 static void semaphore_keys_in_script_order(void **state)
 {
     (void)state;
-    struct lease_keys k;
-    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, "pool");
-    assert_string_equal(k.key[LIB_SEM_KEY_HOLDERS], "fg:sm:{pool}:h");
-    assert_string_equal(k.key[LIB_SEM_KEY_DATA], "fg:sm:{pool}:d");
-    assert_string_equal(k.key[LIB_SEM_KEY_QUEUE], "fg:sm:{pool}:q");
-    assert_string_equal(k.key[LIB_SEM_KEY_WAITERS], "fg:sm:{pool}:w");
-    assert_string_equal(k.key[LIB_SEM_KEY_LIMIT], "fg:sm:{pool}:l");
-    assert_string_equal(k.key[LIB_SEM_KEY_TICKETS], "fg:sm:{pool}:t");
-    assert_string_equal(k.key[LIB_SEM_KEY_FENCE], "fg:fence");
-    assert_string_equal(k.key[LIB_SEM_KEY_FENCE_LIMIT], "fg:fence_limit");
-    assert_string_equal(k.key[LIB_SEM_KEY_GATEWAYS], "fg:gateways");
-    assert_string_equal(k.key[LIB_SEM_KEY_RIDS], "fg:sm:{pool}:r");
-    assert_string_equal(k.key[LIB_SEM_KEY_RID_UNTIL], "fg:sm:{pool}:e");
-    assert_string_equal(k.key[LIB_SEM_KEY_RELEASED], "fg:sm:{pool}:x");
-    assert_string_equal(k.key[LIB_SEM_KEY_INDEX], "fg:idx:sm");
-    assert_string_equal(k.key[LIB_SEM_KEY_ENDED], "fg:sm:{pool}:n");
-    assert_string_equal(k.key[LIB_SEM_KEY_REVOKED], "fg:revoked");
+    static const struct want want[] = {
+        {LIB_SEM_KEY_HOLDERS, "fg:sm:{pool}:h"},   {LIB_SEM_KEY_DATA, "fg:sm:{pool}:d"},
+        {LIB_SEM_KEY_QUEUE, "fg:sm:{pool}:q"},     {LIB_SEM_KEY_WAITERS, "fg:sm:{pool}:w"},
+        {LIB_SEM_KEY_LIMIT, "fg:sm:{pool}:l"},     {LIB_SEM_KEY_TICKETS, "fg:sm:{pool}:t"},
+        {LIB_SEM_KEY_FENCE, "fg:fence"},           {LIB_SEM_KEY_FENCE_LIMIT, "fg:fence_limit"},
+        {LIB_SEM_KEY_GATEWAYS, "fg:gateways"},     {LIB_SEM_KEY_RIDS, "fg:sm:{pool}:r"},
+        {LIB_SEM_KEY_RID_UNTIL, "fg:sm:{pool}:e"}, {LIB_SEM_KEY_RELEASED, "fg:sm:{pool}:x"},
+        {LIB_SEM_KEY_INDEX, "fg:idx:sm"},          {LIB_SEM_KEY_ENDED, "fg:sm:{pool}:n"},
+        {LIB_SEM_KEY_REVOKED, "fg:revoked"},
+    };
+    expect_keys(LEASE_KIND_SEMAPHORE, "pool", want, sizeof want / sizeof want[0]);
 }
 
 static void longest_name_fits(void **state)
