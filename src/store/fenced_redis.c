@@ -2,9 +2,10 @@
 /*
  * fenced_redis.c - one script call per fenced write or read of an application
  * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
- * companion keys ("fg:rf:<key>", "fg:audit", the write floor) and reads the
- * answers. It never
- * decides which keys are writable and never talks to Postgres.
+ * companion keys ("fg:rf:<key>", "fg:audit", the write floor), runs the
+ * script once more after Redis lost its revoked set, and leaves the reading of
+ * the answers to rw_answer.c. It never decides which keys are writable and
+ * never talks to Postgres.
  *
  * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
  * key and the audit stream do not (nor do the lock scripts' keys and the global
@@ -20,37 +21,29 @@
 #include "store/redis.h"
 #include "store/revocations.h"
 
-static const char *string_field(const json_t *obj, const char *field)
-{
-    const char *s = json_string_value(json_object_get(obj, field));
-    return s != NULL ? s : "";
-}
-
-static int64_t int_field(const json_t *obj, const char *field)
-{
-    const json_t *v = json_object_get(obj, field);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (int64_t)json_real_value(v);
-    return 0;
-}
-
 /* The keys and the common arguments of every write script (lua/lib_rw.lua). */
 #define RW_NKEYS   5
 #define RW_NCOMMON (RW_NKEYS + 7)
+
+/* The key holding key's highest fence, "fg:rf:<key>" (owned). */
+static char *fence_key_of(const char *key)
+{
+    size_t keylen = strlen(key);
+    char *fence_key = malloc(keylen + sizeof FENCED_REDIS_FENCE_PREFIX);
+    FG_ASSERT(fence_key != NULL);
+    memcpy(fence_key, FENCED_REDIS_FENCE_PREFIX, sizeof FENCED_REDIS_FENCE_PREFIX - 1);
+    memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, key, keylen + 1);
+    return fence_key;
+}
 
 /* Runs write script `script` with w's common arguments plus nextra more. */
 static int run_write(const char *script, const struct redis_write *w, const char *const *extra,
                      size_t nextra, struct rw_result *res, struct fg_error *err)
 {
-    size_t keylen = strlen(w->key);
-    char *fence_key = malloc(keylen + sizeof FENCED_REDIS_FENCE_PREFIX);
-    FG_ASSERT(fence_key != NULL);
-    memcpy(fence_key, FENCED_REDIS_FENCE_PREFIX, sizeof FENCED_REDIS_FENCE_PREFIX - 1);
-    memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
+    const struct fenced_writer *who = w->who;
+    char *fence_key = fence_key_of(w->key);
     char fence[24];
-    snprintf(fence, sizeof fence, "%" PRId64, w->fence);
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     const char *argv[RW_NCOMMON + 2] = {w->key,
                                         fence_key,
                                         FENCED_REDIS_AUDIT_STREAM,
@@ -58,11 +51,11 @@ static int run_write(const char *script, const struct redis_write *w, const char
                                         REVOCATIONS_SET,
                                         fence,
                                         w->resource,
-                                        w->lock_name,
-                                        w->owner,
-                                        w->client_addr,
+                                        who->lock_name,
+                                        who->owner != NULL ? who->owner : "",
+                                        who->client_addr,
                                         w->method,
-                                        w->principal};
+                                        who->principal != NULL ? who->principal : ""};
     FG_ASSERT(nextra <= 2);
     for (size_t i = 0; i < nextra; i++)
         argv[RW_NCOMMON + i] = extra[i];
@@ -70,45 +63,16 @@ static int run_write(const char *script, const struct redis_write *w, const char
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = redis_script(script, RW_NKEYS, argv, argc, &out, err);
-    const char *r = rc == 0 ? string_field(out, "r") : "";
-    if (rc == 0 && strcmp(r, "norevoked") == 0) { /* Redis lost the revoked set: rebuild, retry */
+    if (rc == 0 && rw_answer_norevoked(out)) { /* Redis lost the revoked set: rebuild, retry */
         json_decref(out);
         out = NULL;
         rc = revocations_restore(err);
         if (rc == 0)
             rc = redis_script(script, RW_NKEYS, argv, argc, &out, err);
-        r = rc == 0 ? string_field(out, "r") : "";
     }
     free(fence_key);
-    if (rc != 0)
-        return -1;
-    if (strcmp(r, "applied") == 0) {
-        res->outcome = RW_APPLIED;
-        res->fence = int_field(out, "fence");
-        json_t *after = json_object_get(out, "value");
-        if (after == NULL)
-            after = json_object_get(out, "fields");
-        if (after == NULL)
-            after = json_object_get(out, "deleted");
-        res->after = json_incref(after);
-    } else if (strcmp(r, "stale") == 0 || strcmp(r, "revoked") == 0) {
-        res->outcome = r[0] == 's' ? RW_STALE : RW_REVOKED;
-        res->current_fence = int_field(out, "current");
-        res->at_ms = int_field(out, "at_ms");
-        snprintf(res->audit_id, sizeof res->audit_id, "%s", string_field(out, "audit_id"));
-    } else if (strcmp(r, "nofloor") == 0) {
-        res->outcome = RW_NOFLOOR;
-    } else if (strcmp(r, "missing") == 0) {
-        res->outcome = RW_MISSING;
-    } else if (strcmp(r, "toomany") == 0) {
-        res->outcome = RW_TOO_MANY;
-        res->hash_fields = int_field(out, "fields");
-    } else if (strcmp(r, "wrongtype") == 0) {
-        res->outcome = RW_WRONGTYPE;
-        snprintf(res->type, sizeof res->type, "%s", string_field(out, "type"));
-    } else {
-        rc = fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r);
-    }
+    if (rc == 0)
+        rc = rw_answer_read(script, out, res, err);
     json_decref(out);
     return rc;
 }
@@ -137,20 +101,10 @@ int fenced_redis_delete(const struct redis_write *w, struct rw_result *res, stru
     return run_write("rw_delete.lua", w, NULL, 0, res, err);
 }
 
-void rw_result_clear(struct rw_result *res)
-{
-    json_decref(res->after);
-    res->after = NULL;
-}
-
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
                      struct fg_error *err)
 {
-    size_t keylen = strlen(key);
-    char *fence_key = malloc(keylen + sizeof FENCED_REDIS_FENCE_PREFIX);
-    FG_ASSERT(fence_key != NULL);
-    memcpy(fence_key, FENCED_REDIS_FENCE_PREFIX, sizeof FENCED_REDIS_FENCE_PREFIX - 1);
-    memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, key, keylen + 1);
+    char *fence_key = fence_key_of(key);
     char fields[24], bytes[24];
     snprintf(fields, sizeof fields, "%lld", max_fields);
     snprintf(bytes, sizeof bytes, "%lld", max_bytes);

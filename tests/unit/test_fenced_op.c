@@ -236,16 +236,6 @@ static void key_identity(void **state)
     assert_false(fenced_sql_key_numeric("int8"));
 }
 
-static void owner_header(void **state)
-{
-    (void)state;
-    struct fg_error err = {0};
-    assert_int_equal(fenced_owner_check(NULL, &err), 0);
-    assert_int_equal(fenced_owner_check("billing-7", &err), 0);
-    assert_int_equal(fenced_owner_check("", &err), -1);
-    assert_int_equal(fenced_owner_check("a\tb", &err), -1);
-}
-
 static void audit_arguments(void **state)
 {
     (void)state;
@@ -307,7 +297,6 @@ int main(void)
         cmocka_unit_test(statements_quote_and_parameterize),
         cmocka_unit_test(value_texts),
         cmocka_unit_test(key_identity),
-        cmocka_unit_test(owner_header),
         cmocka_unit_test(audit_arguments),
         cmocka_unit_test(audit_windows),
     };
