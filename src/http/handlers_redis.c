@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_redis.c - the fenced Redis key endpoints. Owns the rules of the
- * requests: which keys are served (under a configured prefix, never "fg:")
- * and the body shapes ({"value": string} for PUT; {"fields": {name: string |
- * null}} for PATCH, null deleting the field). The check-and-write itself is one script in fenced_redis.c; a
- * stale write is answered 409 at once, without waiting for Postgres: the
- * script appended its audit record to the Redis stream, and the audit drain
+ * requests: which keys are served (under a configured prefix, never "fg:") and
+ * the body shapes ({"value": string} for PUT; {"fields": {name: string |
+ * null}} for PATCH, null deleting the field). The headers, the token's binding
+ * and the answers of applied and refused writes are fenced_write.c's, as for
+ * /v1/pg. The check-and-write itself is one script in fenced_redis.c; a stale
+ * write is answered 409 at once, without waiting for Postgres: the script
+ * appended its audit record to the Redis stream, and the audit drain
  * (store/audit_stream.c) copies it to Postgres on its own thread. Only a Redis
  * that lost its write floor (lease/fence.h) makes a write wait for a fence
- * recovery, which needs Postgres. The headers, the token's binding and the
- * answers of applied and refused writes are fenced_write.c's, as for /v1/pg.
+ * recovery, which needs Postgres.
  */
 #include "http/handlers_redis.h"
 
