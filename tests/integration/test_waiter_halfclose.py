@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway  # noqa: E402
+from harness import GatewayTest  # noqa: E402
 from lock_helpers import acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
 
 
@@ -53,17 +53,7 @@ def read_response(s: socket.socket) -> tuple[int, dict]:
     return status_code, json.loads(body[:length])
 
 
-class HalfClose(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway()
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
-
+class HalfClose(GatewayTest):
     def test_half_closed_client_keeps_waiting_and_gets_its_answer(self):
         name = unique_name("half")
         held = acquire(self.c, name, ttl_ms=30000)
