@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth/token.h"
 #include "config.h"
 #include "http/server.h"
-#include "lease/token.h"
 #include "store/fenced.h"
 #include "util/metrics.h"
 

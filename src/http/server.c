@@ -42,12 +42,12 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "auth/keys.h"
+#include "auth/token.h"
 #include "http/tls.h"
-#include "lease/token.h"
+#include "util/clock.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -94,13 +94,6 @@ static struct {
     MHD_socket quiesced_fd; /* listening socket after quiesce, closed at stop */
 } server = {.quiesced_fd = MHD_INVALID_SOCKET};
 
-int64_t http_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The watch of the connection's headers (NULL if none). */
 static struct conn_watch *watch_of(struct MHD_Connection *mhd)
 {
@@ -123,7 +116,7 @@ static void watch_arm(struct conn_watch *w)
 {
     pthread_mutex_lock(&watches.lock);
     watch_unlink(w);
-    w->due_ms = http_now_ms() + server.cfg->header_timeout_ms;
+    w->due_ms = clock_mono_ms() + server.cfg->header_timeout_ms;
     w->prev = watches.head.prev;
     w->next = &watches.head;
     watches.head.prev->next = w;
@@ -173,7 +166,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, const char *
     req->conn = conn;
     conn->mhd = mhd;
     pthread_mutex_init(&conn->wake_lock, NULL);
-    req->started_ms = http_now_ms();
+    req->started_ms = clock_mono_ms();
     req->method = router_method(method);
     client_address(mhd, req->client_addr, sizeof req->client_addr);
     const char *rid = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "X-Request-Id");
@@ -215,17 +208,6 @@ static enum log_level request_log_level(const struct route *route)
     return LOG_INFO;
 }
 
-/* The problem code of a problem reply ("lock_busy"), or NULL. */
-static const char *reply_problem_code(const struct http_reply *reply)
-{
-    static const char prefix[] = "/problems/";
-    const char *type =
-        reply->problem ? json_string_value(json_object_get(reply->body, "type")) : NULL;
-    if (type == NULL || strncmp(type, prefix, sizeof prefix - 1) != 0)
-        return NULL;
-    return type + sizeof prefix - 1;
-}
-
 static void log_request(const struct http_request *req, const char *method, const char *url)
 {
     enum log_level level = request_log_level(req->match.route);
@@ -235,7 +217,7 @@ static void log_request(const struct http_request *req, const char *method, cons
     json_t *f =
         json_pack("{s:s, s:s, s:s, s:i, s:I, s:s}", "method", method, "route",
                   req->match.route ? req->match.route->label : "none", "path", url, "status",
-                  conn->reply.status, "latency_ms", (json_int_t)(http_now_ms() - req->started_ms),
+                  conn->reply.status, "latency_ms", (json_int_t)(clock_mono_ms() - req->started_ms),
                   "client", req->client_addr);
     json_object_set_new(f, "request_id", json_string(req->request_id));
     if (req->log_subject[0] != '\0')
@@ -244,9 +226,8 @@ static void log_request(const struct http_request *req, const char *method, cons
         json_object_set_new(f, "owner", json_string(req->log_owner));
     if (req->principal != NULL)
         json_object_set_new(f, "principal", json_string(req->principal->id));
-    const char *problem = reply_problem_code(&conn->reply);
-    if (problem != NULL)
-        json_object_set_new(f, "problem", json_string(problem));
+    if (conn->reply.problem != FG_OK)
+        json_object_set_new(f, "problem", json_string(fg_code_name(conn->reply.problem)));
     log_event(level, "request", f);
 }
 
@@ -279,9 +260,7 @@ static const char *generic_detail(int status)
  * answers a generic one: backend addresses, SQL and script text stay here. */
 static void hide_internals(const struct http_request *req, struct http_reply *reply)
 {
-    const char *type = json_string_value(json_object_get(reply->body, "type"));
-    bool conflict = type != NULL && strcmp(type, "/problems/conflict") == 0;
-    if (!reply->problem || (reply->status < 500 && !conflict))
+    if (reply->problem == FG_OK || (reply->status < 500 && reply->problem != FG_ERR_CONFLICT))
         return;
     const char *detail = json_string_value(json_object_get(reply->body, "detail"));
     log_event(LOG_WARN, "request_failed",
@@ -324,7 +303,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     const char *content_type;
     if (reply->body != NULL) {
         text = json_dumps(reply->body, JSON_COMPACT);
-        content_type = reply->problem ? "application/problem+json" : "application/json";
+        content_type = reply->problem != FG_OK ? "application/problem+json" : "application/json";
     } else {
         text = reply->text ? reply->text : strdup("");
         reply->text = NULL;
@@ -344,7 +323,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         add_console_headers(resp);
     if (conn->body_too_large || conn->close_after)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (reply->status == 401)
+    if (reply->problem == FG_ERR_UNAUTHORIZED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"fencegate\"");
     if (conn->route_status == FG_ERR_METHOD_NOT_ALLOWED) {
@@ -356,7 +335,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     MHD_destroy_response(resp);
     conn->answered = true;
     metrics_request(req->match.route ? req->match.route->label : NULL, reply->status,
-                    reply->problem ? reply->body : NULL, http_now_ms() - req->started_ms);
+                    reply->problem, clock_mono_ms() - req->started_ms);
     log_request(req, method, url);
     return rc;
 }
