@@ -36,16 +36,18 @@
 /* Waiters this close to the head re-check when the (first) holder's lease ends. */
 #define EXPIRY_WATCHERS 3
 
-/* Handler state of an acquire that waits. */
+/* Handler state of an acquire that waits. It keeps no copy of the request's
+ * body: a parked request costs its connection, this and little else. */
 struct lease_wait {
     struct waiter waiter;          /* registry entry; waiter.lease_id is the lease */
     const struct lease_ops *kind;  /* lock or semaphore */
-    struct acquire_params params;  /* parsed body (strings borrowed from req->json) */
+    struct acquire_params params;  /* parsed body (owner and request_id point into text) */
     char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
-    char name[NAME_MAX_LEN + 1];   /* the lock or semaphore */
+    const char *name;              /* the lock or semaphore (the request's, borrowed) */
     bool settled;                  /* answered: nothing left to give up */
     struct lease_grant delivered;  /* a grant handed over in-process */
     atomic_bool has_delivered;     /* delivered is set (store-release, load-acquire) */
+    char text[];                   /* owner, NUL, request_id, NUL */
 };
 
 static const char *lease_name(const struct http_request *req)
@@ -258,17 +260,21 @@ static enum handler_result start_wait(const struct lease_ops *kind, struct http_
         fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
         return fail(reply, &err);
     }
-    struct lease_wait *lw = calloc(1, sizeof *lw);
+    size_t owner_len = strlen(p->owner), rid_len = strlen(p->request_id);
+    struct lease_wait *lw = calloc(1, sizeof *lw + owner_len + rid_len + 2);
     FG_ASSERT(lw != NULL);
     lw->kind = kind;
     lw->params = *p;
-    snprintf(lw->name, sizeof lw->name, "%.200s", lease_name(req));
+    lw->params.owner = memcpy(lw->text, p->owner, owner_len + 1);
+    lw->params.request_id = memcpy(lw->text + owner_len + 1, p->request_id, rid_len + 1);
+    lw->name = lease_name(req);
     snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", lease_id);
     if (token_new_lease_id(lw->attach, &err) != 0 ||
         waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
         free(lw);
         return fail(reply, &err);
     }
+    http_request_drop_body(req);
     req->state = lw;
     req->state_free = lease_wait_free;
     return wait_for_lease(req, reply, lw);

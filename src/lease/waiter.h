@@ -2,11 +2,15 @@
 /*
  * waiter.h - the registry of requests parked while they wait for a lock or a
  * semaphore slot. A waiter lives inside its handler's request state; the
- * registry finds it by lease id (doorbell), by deadline or re-check time
- * (janitor ticks) and by socket hang-up (an epoll set of the parked clients'
- * sockets), and wakes the parked request with the reason. One mutex guards it.
+ * registry finds it by lease id (doorbell: a hash table), by deadline or
+ * re-check time (janitor ticks: a heap of the parked waiters by time) and by
+ * socket hang-up (an epoll set of the
+ * parked clients' sockets, found again by descriptor), and wakes the parked
+ * request with the reason. One mutex guards it; no lookup walks all waiters,
+ * so ten thousand of them cost a doorbell or a hang-up no more than ten.
  * Watchers of a lease (GET ...?watch=true) are waiters too: they have no lease
- * id of their own and are found by the lease they watch (kind, name, fence).
+ * id of their own, live on a list of their own and are found by the lease they
+ * watch (kind, name, fence).
  *
  * States: WAITER_RUNNING (its handler is on a thread), WAITER_PARKED (the
  * connection is suspended), WAITER_GONE (not registered). waiter_set_state is the
@@ -41,16 +45,18 @@ struct waiter {
     char lease_id[LEASE_ID_LEN + 1]; /* key of the registry */
     struct http_request *req;        /* the parked request (borrowed) */
     int fd;                          /* the client's socket, watched for hang-up */
+    uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
     int64_t deadline_ms;             /* monotonic time the wait ends */
     int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
     enum waiter_state state;         /* see above; guarded by the registry lock */
     unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
-    uint64_t serial;                 /* identifies the waiter in the epoll set */
     bool linked;                     /* in the registry (false once superseded) */
     char watch_kind;                 /* watchers: kind of the watched lease ('l', 's'), else 0 */
     int64_t watch_fence;             /* watchers: fence of the watched lease */
     const char *watch_name;          /* watchers: its lock or semaphore (borrowed) */
-    struct waiter *next, *prev;      /* registry list */
+    struct waiter *next, *prev;      /* list of waiters, or of watchers */
+    struct waiter *hash_next;        /* chain of its lease id's hash bucket */
+    size_t timer_slot;               /* parked: its place in the timer heap */
 };
 
 /* Creates the epoll set. */
