@@ -282,7 +282,7 @@ static enum handler_result start_wait(const struct lease_ops *kind, struct http_
 
 static void log_subject(const struct lease_ops *kind, struct http_request *req)
 {
-    snprintf(req->log_subject, sizeof req->log_subject, "%s:%.200s", kind->noun, lease_name(req));
+    http_request_log_subject(req, "%s:%.200s", kind->noun, lease_name(req));
 }
 
 enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct http_request *req,
@@ -298,7 +298,7 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
     if (body == NULL || acquire_params_parse(body, gw.cfg, kind->with_limit, &p, &err) != 0 ||
         token_new_lease_id(lease_id, &err) != 0)
         return fail(reply, &err);
-    snprintf(req->log_owner, sizeof req->log_owner, "%s", p.owner);
+    http_request_log_owner(req, p.owner);
     struct lease_result res;
     if (kind->acquire(lease_name(req), &p, lease_id, false, "", &res, &err) != 0)
         return fail(reply, &err);

@@ -76,7 +76,7 @@ static int check_key(const struct http_request *req, struct fg_error *err)
 static int write_request_init(struct http_request *req, const char *method,
                               struct write_request *wr, struct fg_error *err)
 {
-    snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
+    http_request_log_subject(req, "redis:%.240s", redis_key(req));
     if (check_key(req, err) != 0)
         return -1;
     const char *token = http_request_header(req, "Fence-Token");
@@ -102,7 +102,7 @@ static int write_request_init(struct http_request *req, const char *method,
                        OWNER_NAME_MAX_LEN);
     if (wr->owner == NULL)
         wr->owner = "";
-    snprintf(req->log_owner, sizeof req->log_owner, "%s", wr->owner);
+    http_request_log_owner(req, wr->owner);
     wr->write = (struct redis_write){
         .key = redis_key(req),
         .resource = wr->resource,
@@ -333,7 +333,7 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
 enum handler_result handle_redis_get(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
+    http_request_log_subject(req, "redis:%.240s", redis_key(req));
     json_t *out = NULL;
     if (check_key(req, &err) != 0 || fenced_redis_get(redis_key(req), gw.cfg->max_hash_fields,
                                                       gw.cfg->max_value_bytes, &out, &err) != 0)

@@ -236,6 +236,8 @@ static void request_free(struct http_request *req)
         req->state_free(req->state);
     json_decref(req->json);
     free(req->body);
+    free(req->log_subject);
+    free(req->log_owner);
     reply_clear(&req->conn->reply);
     pthread_mutex_destroy(&req->conn->wake_lock);
     free(req->conn);
@@ -279,9 +281,9 @@ static void log_request(const struct http_request *req, const char *method, cons
                   conn->reply.status, "latency_ms", (json_int_t)(http_now_ms() - req->started_ms),
                   "client", req->client_addr);
     json_object_set_new(f, "request_id", json_string(req->request_id));
-    if (req->log_subject[0] != '\0')
+    if (req->log_subject != NULL && req->log_subject[0] != '\0')
         json_object_set_new(f, "subject", json_string(req->log_subject));
-    if (req->log_owner[0] != '\0')
+    if (req->log_owner != NULL && req->log_owner[0] != '\0')
         json_object_set_new(f, "owner", json_string(req->log_owner));
     if (req->principal != NULL)
         json_object_set_new(f, "principal", json_string(req->principal->id));
@@ -803,6 +805,29 @@ json_t *http_request_json(struct http_request *req, struct fg_error *err)
     if (req->json == NULL)
         req->json = fgjson_parse_object(req->body, req->body_len, err);
     return req->json;
+}
+
+/* Replaces *field with a copy of text cut at cap - 1 bytes. */
+static void set_log_field(char **field, const char *text, size_t cap)
+{
+    free(*field);
+    *field = strndup(text, cap - 1);
+    FG_ASSERT(*field != NULL);
+}
+
+void http_request_log_subject(struct http_request *req, const char *fmt, ...)
+{
+    char subject[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(subject, sizeof subject, fmt, ap);
+    va_end(ap);
+    set_log_field(&req->log_subject, subject, sizeof subject);
+}
+
+void http_request_log_owner(struct http_request *req, const char *owner)
+{
+    set_log_field(&req->log_owner, owner, 128);
 }
 
 void http_request_drop_body(struct http_request *req)

@@ -44,8 +44,8 @@ struct http_request {
     int64_t started_ms;              /* monotonic time the request arrived */
     void *state;                     /* handler's own state across suspensions */
     void (*state_free)(void *state); /* frees state when the request ends */
-    char log_subject[256];           /* lock or resource named in the request log */
-    char log_owner[128];             /* owner named in the request log */
+    char *log_subject;               /* lock or resource named in the request log (owned) */
+    char *log_owner;                 /* owner named in the request log (owned) */
     const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
                                         when auth is off */
     const char *request_id;          /* X-Request-Id: the client's or a fresh one (in text) */
@@ -84,6 +84,14 @@ json_t *http_request_json(struct http_request *req, struct fg_error *err);
  */
 int http_request_permit(const struct http_request *req, const char *needed,
                         struct fg_error *err) FG_WUR;
+
+/* Sets the lock or resource the request log line names (printf-style; the
+ * text is cut at 255 bytes). */
+void http_request_log_subject(struct http_request *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Sets the owner the request log line names (cut at 127 bytes). */
+void http_request_log_owner(struct http_request *req, const char *owner);
 
 /* Frees the body and its parsed JSON: a handler about to park calls it once it
  * has copied what it keeps, so a parked request holds neither. */
