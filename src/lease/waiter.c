@@ -8,13 +8,23 @@
  *
  * Lookups are constant-time, since the registry may hold tens of thousands of
  * waiters and every lookup runs under its one lock: waiters sit in a hash
- * table of their lease ids, a hang-up is found by the socket's descriptor (an array indexed
- * by descriptor; the epoll event carries the descriptor and the waiter's
- * serial, so a late event for an earlier request on a reused descriptor is
- * ignored), and the parked ones sit in a binary heap by re-check time, from
- * which the janitor's tick takes only those whose time came. Watchers have no
- * lease id and sit on a list of their own, which the news of an ended lease
- * walks.
+ * table of their lease ids, a hang-up is found by the socket's descriptor (an
+ * array indexed by descriptor; the epoll event carries the descriptor and the
+ * waiter's serial, so a late event for an earlier request on a reused
+ * descriptor is ignored), and the parked ones sit in a binary heap by re-check
+ * time, from which the janitor's tick takes only those whose time came.
+ * Watchers have no lease id and sit on a list of their own, which the news of
+ * an ended lease walks.
+ *
+ * Hang-ups. Only a reset or a full close of the client's socket ends a wait; a
+ * client that half-closes (sends its request, then shuts down its write side)
+ * still waits for its answer. Both kinds of close arrive as the same FIN, and
+ * only data tells them apart: a socket that its process closed answers data
+ * with a reset, one that is only half-closed takes it. So a FIN makes the
+ * gateway send one byte of TCP urgent data, which an HTTP client never reads
+ * (without SO_OOBINLINE the byte is not part of the stream it reads), and
+ * watch for the reset that a closed socket sends back. A reset ends the wait
+ * at once.
  */
 #include "lease/waiter.h"
 
@@ -23,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "gateway.h"
@@ -175,6 +186,12 @@ static void hash_grow(void)
     free(old);
 }
 
+/* What w's epoll event carries: its serial and its descriptor. */
+static uint64_t epoll_key(const struct waiter *w)
+{
+    return (uint64_t)w->serial << 32 | (uint32_t)w->fd;
+}
+
 /* Remembers that fd belongs to w, growing the table to fit. */
 static void fd_insert(struct waiter *w)
 {
@@ -269,8 +286,8 @@ int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
     }
     if (w->fd >= 0) {
         fd_insert(w);
-        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT,
-                                 .data.u64 = (uint64_t)w->serial << 32 | (uint32_t)w->fd};
+        /* EPOLLHUP and EPOLLERR are always reported */
+        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT, .data.u64 = epoll_key(w)};
         epoll_ctl(reg.epoll_fd, EPOLL_CTL_ADD, w->fd, &ev);
     }
     pthread_mutex_unlock(&reg.lock);
@@ -377,6 +394,20 @@ static struct waiter *hung_up(uint64_t data)
     return w != NULL && w->serial == serial ? w : NULL;
 }
 
+/* The client of w sent a FIN: probe whether it still holds its socket (one
+ * urgent byte, which a closed socket answers with a reset), and watch only for
+ * that reset. Caller holds reg.lock. */
+static void probe_half_close(struct waiter *w)
+{
+    static const char probe = 0;
+    if (send(w->fd, &probe, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        wake(w, WAKE_HANGUP);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLONESHOT, .data.u64 = epoll_key(w)};
+    epoll_ctl(reg.epoll_fd, EPOLL_CTL_MOD, w->fd, &ev);
+}
+
 void waiter_watch_hangups(int timeout_ms)
 {
     struct epoll_event events[HANGUP_BATCH];
@@ -386,8 +417,12 @@ void waiter_watch_hangups(int timeout_ms)
     pthread_mutex_lock(&reg.lock);
     for (int i = 0; i < n; i++) {
         struct waiter *w = hung_up(events[i].data.u64);
-        if (w != NULL)
+        if (w == NULL)
+            continue;
+        if (events[i].events & (EPOLLHUP | EPOLLERR))
             wake(w, WAKE_HANGUP);
+        else
+            probe_half_close(w);
     }
     pthread_mutex_unlock(&reg.lock);
 }

@@ -4,9 +4,8 @@
  * semaphore slot. A waiter lives inside its handler's request state; the
  * registry finds it by lease id (doorbell: a hash table), by deadline or
  * re-check time (janitor ticks: a heap of the parked waiters by time) and by
- * socket hang-up (an epoll set of the
- * parked clients' sockets, found again by descriptor), and wakes the parked
- * request with the reason. One mutex guards it; no lookup walks all waiters,
+ * socket hang-up (an epoll set of the parked clients' sockets, found again by
+ * descriptor), and wakes the parked request with the reason. One mutex guards it; no lookup walks all waiters,
  * so ten thousand of them cost a doorbell or a hang-up no more than ten.
  * Watchers of a lease (GET ...?watch=true) are waiters too: they have no lease
  * id of their own, live on a list of their own and are found by the lease they
@@ -36,7 +35,7 @@ enum waiter_state {
 enum waiter_wake {
     WAKE_DOORBELL = 1 << 0,   /* the lease may have been granted */
     WAKE_TIMER = 1 << 1,      /* re-check or deadline time reached */
-    WAKE_HANGUP = 1 << 2,     /* the client closed its connection */
+    WAKE_HANGUP = 1 << 2,     /* the client closed or reset its connection (not a half-close) */
     WAKE_DRAIN = 1 << 3,      /* the gateway is stopping */
     WAKE_SUPERSEDED = 1 << 4, /* a retry of the same request took over */
 };
@@ -102,7 +101,8 @@ void waiter_wake_all(unsigned reason);
 /* Janitor: wakes waiters whose re-check or deadline time has come. */
 void waiter_tick(int64_t now_ms);
 
-/* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them. */
+/* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them
+ * (a reset or a close at once; a half-close never). */
 void waiter_watch_hangups(int timeout_ms);
 
 /* Waiters registered now. */
