@@ -5,11 +5,11 @@
  * registry finds it by lease id (doorbell: a hash table), by deadline or
  * re-check time (janitor ticks: a heap of the parked waiters by time) and by
  * socket hang-up (an epoll set of the parked clients' sockets, found again by
- * descriptor), and wakes the parked request with the reason. One mutex guards it; no lookup walks all waiters,
- * so ten thousand of them cost a doorbell or a hang-up no more than ten.
- * Watchers of a lease (GET ...?watch=true) are waiters too: they have no lease
- * id of their own, live on a list of their own and are found by the lease they
- * watch (kind, name, fence).
+ * descriptor), and wakes the parked request with the reason. One mutex guards
+ * it; no lookup walks all waiters, so ten thousand of them cost a doorbell or
+ * a hang-up no more than ten. Watchers of a lease (GET ...?watch=true) are
+ * waiters too: they have no lease id of their own, live on a list of their
+ * own and are found by the lease they watch (kind, name, fence).
  *
  * States: WAITER_RUNNING (its handler is on a thread), WAITER_PARKED (the
  * connection is suspended), WAITER_GONE (not registered). waiter_set_state is the
