@@ -2,10 +2,12 @@
 /*
  * handlers_lease.c - acquire, renew, release and status for any kind of lease.
  *
- * An acquire first tries once: a free lock or slot costs one script call and no
- * waiter. If it must wait, it registers a waiter before its first queued
- * attempt (so a grant published at once is not missed), then parks the
- * connection between attempts. Each resumption reads why it woke: a doorbell or
+ * An acquire costs one script call whether it is granted or queued: a free
+ * lock or slot is granted at once, and an acquire that may wait joins the
+ * queue in that same call. Only then does it register its waiter, so a grant
+ * made to it in between (in-process or by the doorbell) finds no waiter and is
+ * kept as an orphan, which the waiter takes back as it registers. It then
+ * parks the connection between attempts. Each resumption reads why it woke: a doorbell or
  * timer re-checks, a hang-up or drain leaves the queue, a passed deadline gives
  * up but keeps a grant that arrived meanwhile. Waiters near the head re-check
  * when the (first) holder's lease should end, so a crashed holder's lease is
@@ -261,17 +263,14 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
     }
 }
 
-/* An acquire that found the lease taken and may wait: register the waiter,
- * then queue (the first queued attempt runs only once the waiter can be rung). */
+/* An acquire whose first attempt queued it (res): register the waiter and
+ * park. A grant made to it before it was registered was kept as an orphan
+ * (hand_over, the doorbell), which it takes back here. */
 static enum handler_result start_wait(const struct lease_ops *kind, struct http_request *req,
                                       struct http_reply *reply, const struct acquire_params *p,
-                                      const char *lease_id)
+                                      const char *attach, const struct lease_result *res)
 {
     struct fg_error err = {0};
-    if (gw.draining) {
-        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
-        return fail(reply, &err);
-    }
     size_t owner_len = strlen(p->owner), rid_len = strlen(p->request_id);
     struct lease_wait *lw = calloc(1, sizeof *lw + owner_len + rid_len + 2);
     FG_ASSERT(lw != NULL);
@@ -280,15 +279,23 @@ static enum handler_result start_wait(const struct lease_ops *kind, struct http_
     lw->params.owner = memcpy(lw->text, p->owner, owner_len + 1);
     lw->params.request_id = memcpy(lw->text + owner_len + 1, p->request_id, rid_len + 1);
     lw->name = lease_name(req);
-    snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", lease_id);
-    if (token_new_lease_id(lw->attach, &err) != 0 ||
-        waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
+    snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", res->lease_id);
+    snprintf(lw->attach, sizeof lw->attach, "%s", attach);
+    if (waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
+        struct lease_result left;
+        struct fg_error ignored = {0};
+        if (kind->cancel(lw->name, lw->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &left,
+                         &ignored) == 0)
+            hand_over(kind, lw->name, &left);
         free(lw);
         return fail(reply, &err);
     }
     http_request_drop_body(req);
     req->state = lw;
     req->state_free = lease_wait_free;
+    doorbell_adopt(lw->waiter.lease_id);
+    if (waiter_park(&lw->waiter, next_check(res)))
+        return HANDLER_SUSPEND;
     return wait_for_lease(req, reply, lw);
 }
 
@@ -306,18 +313,25 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
     log_subject(kind, req);
     json_t *body = http_request_json(req, &err);
     struct acquire_params p;
-    char lease_id[LEASE_ID_LEN + 1];
+    char lease_id[LEASE_ID_LEN + 1], attach[LEASE_ID_LEN + 1] = "";
     if (body == NULL || acquire_params_parse(body, gw.cfg, kind->with_limit, &p, &err) != 0 ||
         token_new_lease_id(lease_id, &err) != 0)
         return fail(reply, &err);
     http_request_log_owner(req, p.owner);
+    /* One attempt that queues at once if it may wait (not while draining). */
+    bool may_wait = p.wait_ms > 0 && !gw.draining;
+    if (may_wait && token_new_lease_id(attach, &err) != 0)
+        return fail(reply, &err);
     struct lease_result res;
-    if (kind->acquire(lease_name(req), &p, lease_id, false, "", &res, &err) != 0)
+    if (kind->acquire(lease_name(req), &p, lease_id, may_wait, attach, &res, &err) != 0)
         return fail(reply, &err);
     hand_over(kind, lease_name(req), &res);
-    bool queued = res.outcome == LEASE_QUEUED; /* a retried request_id still waiting */
-    if (p.wait_ms > 0 && (res.outcome == LEASE_BUSY || queued))
-        return start_wait(kind, req, reply, &p, queued ? res.lease_id : lease_id);
+    if (may_wait && res.outcome == LEASE_QUEUED)
+        return start_wait(kind, req, reply, &p, attach, &res);
+    if (p.wait_ms > 0 && (res.outcome == LEASE_BUSY || res.outcome == LEASE_QUEUED)) {
+        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
+        return fail(reply, &err);
+    }
     return reply_acquired(kind, req, reply, &res);
 }
 
