@@ -69,10 +69,16 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
     return HANDLER_DONE;
 }
 
+/* The lease wait that owns registry entry w. */
+static struct lease_wait *wait_of(struct waiter *w)
+{
+    return (struct lease_wait *)((char *)w - offsetof(struct lease_wait, waiter));
+}
+
 /* waiter_deliver callback: stores the grant ctx in the wait owning w. */
 static void take_grant(struct waiter *w, void *ctx)
 {
-    struct lease_wait *lw = (struct lease_wait *)((char *)w - offsetof(struct lease_wait, waiter));
+    struct lease_wait *lw = wait_of(w);
     lw->delivered = *(const struct lease_grant *)ctx;
     atomic_store_explicit(&lw->has_delivered, true, memory_order_release);
 }
@@ -104,6 +110,48 @@ static void lease_wait_free(void *state)
             hand_over(lw->kind, lw->name, &res);
     }
     free(lw);
+}
+
+/* Takes the waits ws[first..n) of the same lock or semaphore as ws[first] that
+ * are not taken yet (taken[]) out of its queue, up to LEASE_LEAVE_MAX of them
+ * in one script call. A wait that left is settled: its handler answers without
+ * another call. */
+static void leave_batch(struct waiter *const *ws, size_t first, size_t n, bool *taken)
+{
+    struct lease_wait *batch[LEASE_LEAVE_MAX];
+    struct lease_leaver leavers[LEASE_LEAVE_MAX];
+    bool left[LEASE_LEAVE_MAX];
+    struct lease_wait *head = wait_of(ws[first]);
+    taken[first] = true;
+    batch[0] = head;
+    leavers[0] = (struct lease_leaver){head->waiter.lease_id, head->attach};
+    size_t nbatch = 1;
+    for (size_t i = first + 1; i < n && nbatch < LEASE_LEAVE_MAX; i++) {
+        struct lease_wait *lw = wait_of(ws[i]);
+        if (taken[i] || lw->kind != head->kind || strcmp(lw->name, head->name) != 0)
+            continue;
+        taken[i] = true;
+        batch[nbatch] = lw;
+        leavers[nbatch++] = (struct lease_leaver){lw->waiter.lease_id, lw->attach};
+    }
+    struct fg_error err = {0};
+    if (head->kind->leave(head->name, leavers, nbatch, left, &err) != 0) {
+        log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", head->kind->noun, head->name, err.msg);
+        return; /* each leaves on its own as it wakes */
+    }
+    for (size_t i = 0; i < nbatch; i++)
+        batch[i]->settled = left[i];
+}
+
+/* waiter_leave_fn of lease waits whose clients hung up. */
+static void leave_queues(struct waiter *const *ws, size_t n)
+{
+    bool *taken = calloc(n, sizeof *taken);
+    FG_ASSERT(taken != NULL);
+    for (size_t i = 0; i < n; i++)
+        if (!taken[i])
+            leave_batch(ws, i, n, taken);
+    free(taken);
 }
 
 /* Marks the wait answered and unregisters it. */
@@ -230,6 +278,10 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
         }
         if (reasons & WAKE_HANGUP) {
             fg_fail(&err, FG_ERR_LOCK_BUSY, "the client closed the connection while waiting");
+            if (lw->settled) { /* it left its queue with others (leave_queues) */
+                settle(lw);
+                return fail(reply, &err);
+            }
             return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
         }
         struct lease_result res;
@@ -281,6 +333,7 @@ static enum handler_result start_wait(const struct lease_ops *kind, struct http_
     lw->name = lease_name(req);
     snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", res->lease_id);
     snprintf(lw->attach, sizeof lw->attach, "%s", attach);
+    lw->waiter.leave = leave_queues;
     if (waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
         struct lease_result left;
         struct fg_error ignored = {0};

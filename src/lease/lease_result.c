@@ -143,6 +143,33 @@ int lease_script_run(const char *script, size_t nkeys, const char *const *argv, 
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
 }
 
+int lease_leave_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+                    const struct lease_leaver *ws, size_t n, bool *left, struct fg_error *err)
+{
+    FG_ASSERT(n > 0 && n <= LEASE_LEAVE_MAX && argc < 24);
+    char packed[LEASE_LEAVE_MAX * 2 * LEASE_ID_LEN + 1];
+    for (size_t i = 0; i < n; i++) {
+        FG_ASSERT(strlen(ws[i].lease_id) == LEASE_ID_LEN && strlen(ws[i].attach) == LEASE_ID_LEN);
+        memcpy(packed + 2 * i * LEASE_ID_LEN, ws[i].lease_id, LEASE_ID_LEN);
+        memcpy(packed + (2 * i + 1) * LEASE_ID_LEN, ws[i].attach, LEASE_ID_LEN);
+    }
+    packed[2 * n * LEASE_ID_LEN] = '\0';
+    const char *args[24];
+    memcpy(args, argv, argc * sizeof *argv);
+    args[argc] = packed;
+    json_t *out = NULL;
+    if (redis_script(script, nkeys, args, argc + 1, &out, err) != 0)
+        return -1;
+    const char *digits = json_string_value(json_object_get(out, "left"));
+    int rc = 0;
+    if (digits == NULL || strlen(digits) != n)
+        rc = fg_fail(err, FG_ERR_INTERNAL, "%s answered no waiter list", script);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        left[i] = digits[i] == '1';
+    json_decref(out);
+    return rc;
+}
+
 int lease_watch_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
                     struct lease_watch *out, struct fg_error *err)
 {

@@ -114,6 +114,25 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 int lease_script_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
                      struct lease_result *res, struct fg_error *err) FG_WUR;
 
+#define LEASE_LEAVE_MAX 128 /* waiters one leave script takes */
+
+/* A waiter leaving a queue: its lease and the attach id of its connection. */
+struct lease_leaver {
+    const char *lease_id; /* LEASE_ID_LEN characters */
+    const char *attach;   /* LEASE_ID_LEN characters */
+};
+
+/*
+ * Runs a leave script (lock_leave.lua, sem_leave.lua): argv holds its nkeys
+ * keys and its other leading arguments (argc in all), to which the n waiters
+ * (at most LEASE_LEAVE_MAX) are added packed in one argument. Sets left[i]
+ * when waiter i is out of the queue; a false one holds its lease now and must
+ * be given up on its own.
+ */
+int lease_leave_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+                    const struct lease_leaver *ws, size_t n, bool *left,
+                    struct fg_error *err) FG_WUR;
+
 /* Runs a watch script (lock_watch.lua, sem_watch.lua) and reads its answer. */
 int lease_watch_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
                     struct lease_watch *out, struct fg_error *err) FG_WUR;

@@ -78,6 +78,17 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
     return lock_run("lock_cancel.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
+int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+               struct fg_error *err)
+{
+    struct lock_keys k;
+    lock_keys_init(&k, name);
+    const char *argv[LOCK_NKEYS + 1] = {k.holder, k.queue, k.waiters};
+    lease_common_keys_put(&k.common, argv + 3);
+    argv[LOCK_NKEYS] = name;
+    return lease_leave_run("lock_leave.lua", LOCK_NKEYS, argv, LOCK_NKEYS + 1, ws, n, left, err);
+}
+
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err)
 {

@@ -90,6 +90,20 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
     return sem_run("sem_cancel.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
+int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+              struct fg_error *err)
+{
+    struct sem_keys k;
+    sem_keys_init(&k, name);
+    char keep[24];
+    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
+    const char *argv[SEM_NKEYS + 2] = {k.holders, k.data, k.queue, k.waiters, k.limit, k.tickets};
+    lease_common_keys_put(&k.common, argv + 6);
+    argv[SEM_NKEYS] = name;
+    argv[SEM_NKEYS + 1] = keep;
+    return lease_leave_run("sem_leave.lua", SEM_NKEYS, argv, SEM_NKEYS + 2, ws, n, left, err);
+}
+
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err)
 {

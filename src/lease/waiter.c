@@ -24,7 +24,10 @@
  * gateway send one byte of TCP urgent data, which an HTTP client never reads
  * (without SO_OOBINLINE the byte is not part of the stream it reads), and
  * watch for the reset that a closed socket sends back. A reset ends the wait
- * at once.
+ * at once. The janitor gathers the parked waiters whose clients reset in one
+ * pass (up to HANGUP_BATCH) and lets their leave hook take them out of their
+ * queues together (one script call per lock and batch, not one per waiter)
+ * before it wakes them to answer.
  */
 #include "lease/waiter.h"
 
@@ -121,7 +124,7 @@ static void timer_remove(struct waiter *w)
 }
 
 /* The one state transition function: a parked waiter is in the timer heap,
- * and leaving that state resumes its request. Caller holds reg.lock. */
+ * and running again resumes a suspended request. Caller holds reg.lock. */
 static void waiter_set_state(struct waiter *w, enum waiter_state to)
 {
     enum waiter_state from = w->state;
@@ -130,7 +133,7 @@ static void waiter_set_state(struct waiter *w, enum waiter_state to)
         timer_remove(w);
     if (to == WAITER_PARKED)
         timer_add(w);
-    if (from == WAITER_PARKED && to == WAITER_RUNNING)
+    if ((from == WAITER_PARKED || from == WAITER_LEAVING) && to == WAITER_RUNNING)
         http_request_wake(w->req);
 }
 
@@ -408,23 +411,55 @@ static void probe_half_close(struct waiter *w)
     epoll_ctl(reg.epoll_fd, EPOLL_CTL_MOD, w->fd, &ev);
 }
 
+/* Runs the leave hooks of ws[0..n) (all WAITER_LEAVING), each once per batch
+ * of the waiters that share it, then wakes them all with WAKE_HANGUP. Called
+ * without reg.lock. */
+static void leave_all(struct waiter **ws, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        waiter_leave_fn leave = ws[done]->leave;
+        size_t same = done;
+        for (size_t i = done; i < n; i++) {
+            if (ws[i]->leave != leave)
+                continue;
+            struct waiter *w = ws[i];
+            ws[i] = ws[same];
+            ws[same++] = w;
+        }
+        leave(ws + done, same - done);
+        done = same;
+    }
+    pthread_mutex_lock(&reg.lock);
+    for (size_t i = 0; i < n; i++) {
+        ws[i]->wake_reasons |= WAKE_HANGUP;
+        waiter_set_state(ws[i], WAITER_RUNNING);
+    }
+    pthread_mutex_unlock(&reg.lock);
+}
+
 void waiter_watch_hangups(int timeout_ms)
 {
     struct epoll_event events[HANGUP_BATCH];
     int n = epoll_wait(reg.epoll_fd, events, HANGUP_BATCH, timeout_ms);
     if (n <= 0)
         return;
+    struct waiter *leaving[HANGUP_BATCH];
+    size_t nleaving = 0;
     pthread_mutex_lock(&reg.lock);
     for (int i = 0; i < n; i++) {
         struct waiter *w = hung_up(events[i].data.u64);
         if (w == NULL)
             continue;
-        if (events[i].events & (EPOLLHUP | EPOLLERR))
-            wake(w, WAKE_HANGUP);
-        else
+        if (!(events[i].events & (EPOLLHUP | EPOLLERR)))
             probe_half_close(w);
+        else if (w->state == WAITER_PARKED && w->leave != NULL) {
+            waiter_set_state(w, WAITER_LEAVING);
+            leaving[nleaving++] = w;
+        } else
+            wake(w, WAKE_HANGUP);
     }
     pthread_mutex_unlock(&reg.lock);
+    leave_all(leaving, nleaving);
 }
 
 long waiter_count(void)

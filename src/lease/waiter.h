@@ -12,13 +12,16 @@
  * own and are found by the lease they watch (kind, name, fence).
  *
  * States: WAITER_RUNNING (its handler is on a thread), WAITER_PARKED (the
- * connection is suspended), WAITER_GONE (not registered). waiter_set_state is the
- * one place that moves between them.
+ * connection is suspended), WAITER_LEAVING (its client hung up while it was
+ * parked; still suspended while the janitor takes it out of its queue together
+ * with the others that hung up), WAITER_GONE (not registered).
+ * waiter_set_state is the one place that moves between them.
  */
 #ifndef FG_WAITER_H
 #define FG_WAITER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lease/token.h"
@@ -30,7 +33,20 @@ enum waiter_state {
     WAITER_GONE,
     WAITER_RUNNING,
     WAITER_PARKED,
+    WAITER_LEAVING,
 };
+
+struct waiter;
+
+/*
+ * Takes waiters ws[0..n) whose clients hung up out of their queues, many at
+ * once. The janitor calls it outside the registry lock with waiters that share
+ * this hook, all WAITER_LEAVING: their requests are suspended and cannot end
+ * meanwhile. It records in each waiter's own state what it did; the waiters
+ * are then woken with WAKE_HANGUP, and a waiter it could not take out leaves
+ * on its own as it wakes.
+ */
+typedef void (*waiter_leave_fn)(struct waiter *const *ws, size_t n);
 
 enum waiter_wake {
     WAKE_DOORBELL = 1 << 0,   /* the lease may have been granted */
@@ -56,6 +72,7 @@ struct waiter {
     struct waiter *next, *prev;      /* list of waiters, or of watchers */
     struct waiter *hash_next;        /* chain of its lease id's hash bucket */
     size_t timer_slot;               /* parked: its place in the timer heap */
+    waiter_leave_fn leave;           /* leaves many at once after hang-ups; NULL: on its own */
 };
 
 /* Creates the epoll set. */
@@ -102,7 +119,8 @@ void waiter_wake_all(unsigned reason);
 void waiter_tick(int64_t now_ms);
 
 /* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them
- * (a reset or a close at once; a half-close never). */
+ * (a reset or a close at once; a half-close never); parked waiters with a
+ * leave hook are first taken out of their queues by it, many per call. */
 void waiter_watch_hangups(int timeout_ms);
 
 /* Waiters registered now. */
