@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "util/error.h"
 
 struct http_request;
