@@ -2,14 +2,15 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_leave.lua: waiters of lock N whose clients hung up leave its queue, many
 -- in one step (the gateway gathers them as the hang-ups arrive).
--- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
--- ARGV: name, then the waiters packed in one text: per waiter its lease id and
---       its attach id, 32 characters each, with no separator.
+-- KEYS: lib_lock.lua
+-- ARGV: waiters
+--   waiters: per waiter its lease id and its attach id, 32 characters each,
+--   with no separator.
 -- Returns JSON {r = 'left', left = "<one digit per waiter>"}: 1 when the waiter
 -- is out of the queue (it left now, or was no longer there, or a retry of its
 -- request owns it), 0 when its lease holds the lock (a grant came first): that
 -- one must be given up on its own (lock_cancel.lua, mode drop).
-local packed = ARGV[2]
+local packed = ARGV[1]
 local k = lock_keys()
 local holder = redis.call('HGET', k.h, 'lease')
 local left = {}

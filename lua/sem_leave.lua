@@ -2,14 +2,15 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_leave.lua: waiters of semaphore N whose clients hung up leave its queue,
 -- many in one step (the gateway gathers them as the hang-ups arrive).
--- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
--- ARGV: name, keep_ms, then the waiters packed in one text: per waiter its
---       lease id and its attach id, 32 characters each, with no separator.
+-- KEYS: lib_sem.lua
+-- ARGV: keep_ms waiters
+--   waiters: per waiter its lease id and its attach id, 32 characters each,
+--   with no separator.
 -- Returns JSON {r = 'left', left = "<one digit per waiter>"}: 1 when the waiter
 -- is out of the queue (it left now, or was no longer there, or a retry of its
 -- request owns it), 0 when its lease holds a slot (a grant came first): that
 -- one must be given up on its own (sem_cancel.lua, mode drop).
-local keep_ms, packed = tonumber(ARGV[2]), ARGV[3]
+local keep_ms, packed = tonumber(ARGV[1]), ARGV[2]
 local k = sem_keys()
 local now = now_ms()
 local left = {}
