@@ -277,13 +277,15 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
             fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
             return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
         }
-        if (reasons & WAKE_HANGUP) {
+        if (reasons & WAKE_HANGUP) { /* nobody reads the answer: it is only logged */
             fg_fail(&err, FG_ERR_LOCK_BUSY, "the client closed the connection while waiting");
             if (lw->settled) { /* it left its queue with others (leave_queues) */
                 settle(lw);
-                return fail(reply, &err);
+                fail(reply, &err);
+            } else {
+                end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
             }
-            return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
+            return HANDLER_CLOSE;
         }
         struct lease_result res;
         if (atomic_load_explicit(&lw->has_delivered, memory_order_acquire)) {

@@ -29,6 +29,7 @@ enum http_method {
 enum handler_result {
     HANDLER_DONE,    /* the reply is ready */
     HANDLER_SUSPEND, /* park the connection; the handler runs again when woken */
+    HANDLER_CLOSE,   /* the client reset its connection: close it; the reply is logged, not sent */
 };
 
 /*

@@ -383,6 +383,23 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     return rc;
 }
 
+/* Set while this thread closes the connection of a client that is gone:
+ * libmicrohttpd then reports an "internal error", which is not one. */
+static _Thread_local bool closing_gone_client;
+
+/* Counts and logs the reply of a client that is gone, and closes its
+ * connection without writing to it. */
+static enum MHD_Result drop_reply(struct http_request *req, const char *method, const char *url)
+{
+    struct http_conn *conn = req->conn;
+    conn->answered = true;
+    closing_gone_client = true;
+    metrics_request(req->match.route ? req->match.route->label : NULL, conn->reply.status,
+                    conn->reply.problem, clock_mono_ms() - req->started_ms);
+    log_request(req, method, url);
+    return MHD_NO;
+}
+
 static enum MHD_Result send_problem(struct http_request *req, enum fg_code code, const char *detail,
                                     const char *method, const char *url)
 {
@@ -492,8 +509,11 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
     }
     conn->strict_checked = true;
     for (;;) {
-        if (req->match.route->handler(req, &conn->reply) == HANDLER_DONE)
+        enum handler_result result = req->match.route->handler(req, &conn->reply);
+        if (result == HANDLER_DONE)
             return send_reply(req, method, url);
+        if (result == HANDLER_CLOSE)
+            return drop_reply(req, method, url);
         pthread_mutex_lock(&conn->wake_lock);
         if (conn->wake_pending) {
             conn->wake_pending = false;
@@ -629,6 +649,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
 {
     (void)cls;
     (void)version;
+    closing_gone_client = false;
     struct http_request *req = *con_cls;
     if (req == NULL) {
         watch_disarm(watch_of(mhd));
@@ -662,10 +683,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     return dispatch(req, method, url);
 }
 
-/* MHD_LogCallback: libmicrohttpd's own error lines, as JSON log lines. */
+/* MHD_LogCallback: libmicrohttpd's own error lines, as JSON log lines (but the
+ * one that follows drop_reply on the same thread). */
 static void log_library(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
+    if (closing_gone_client) {
+        closing_gone_client = false;
+        return;
+    }
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t n = strlen(line);
