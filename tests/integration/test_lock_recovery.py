@@ -15,9 +15,7 @@ Owns: liveness of /v1/locks after crashes and hang-ups. Must not: weaken safety 
 pass (a lock that is granted early is a failure too).
 """
 
-import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -26,7 +24,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway  # noqa: E402
-from lock_helpers import acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
+from lock_helpers import acquire, raw_acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
 
 
 class Waiter(threading.Thread):
@@ -46,15 +44,6 @@ class Waiter(threading.Thread):
         except Exception as e:  # noqa: BLE001 - inspected by the test
             self.error = e
         self.done_at = time.monotonic()
-
-
-def raw_acquire_socket(port: int, name: str, body: dict, kind: str = "locks") -> socket.socket:
-    """Sends an acquire on a raw socket and returns the socket without reading the answer."""
-    data = json.dumps(body).encode()
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(f"POST /v1/{kind}/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
-    return s
 
 
 def wait_for(check, what: str, timeout: float = 30.0) -> None:
@@ -99,7 +88,7 @@ class CrashRecoveryTest(unittest.TestCase):
         name = unique_name("hangup")
         held = acquire(self.client, name, ttl_ms=30000)
         self.assertEqual(held.status, 200, held)
-        gone = raw_acquire_socket(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
+        gone = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000}, timeout=10)
         wait_for_waiting(self.client, name, 1)
         w = Waiter(self.gw, name, ttl_ms=30000, wait_ms=20000)
         w.start()
@@ -121,12 +110,12 @@ class CrashRecoveryTest(unittest.TestCase):
         held = acquire(self.client, name, ttl_ms=60000)
         self.assertEqual(held.status, 200, held)
         body = {"ttl_ms": 30000, "wait_ms": 60000}
-        first = [raw_acquire_socket(self.gw.port, name, body) for _ in range(40)]
+        first = [raw_acquire(self.gw.port, name, body) for _ in range(40)]
         wait_for_waiting(self.client, name, 40)
         a = Waiter(self.gw, name, ttl_ms=30000, wait_ms=60000)
         a.start()
         wait_for_waiting(self.client, name, 41)
-        second = [raw_acquire_socket(self.gw.port, name, body) for _ in range(40)]
+        second = [raw_acquire(self.gw.port, name, body) for _ in range(40)]
         wait_for_waiting(self.client, name, 81)
         b = Waiter(self.gw, name, ttl_ms=30000, wait_ms=60000)
         b.start()
@@ -152,7 +141,7 @@ class CrashRecoveryTest(unittest.TestCase):
         held = self.client.post(path + "/acquire", {"limit": 1, "ttl_ms": 60000})
         self.assertEqual(held.status, 200, held)
         body = {"limit": 1, "ttl_ms": 30000, "wait_ms": 60000}
-        socks = [raw_acquire_socket(self.gw.port, name, body, "semaphores") for _ in range(50)]
+        socks = [raw_acquire(self.gw.port, name, body, kind="semaphores") for _ in range(50)]
         wait_for(lambda: self.client.get(path).body["waiting"] == 50, "50 semaphore waiters queued")
         for s in socks:
             s.close()
