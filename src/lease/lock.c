@@ -56,6 +56,19 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
     return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
+int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+               struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    char waiters[LEASE_LEAVE_PACKED];
+    lease_leave_pack(ws, n, waiters);
+    const char *argv[LOCK_LEAVE_NARGV] = {
+        [LOCK_LEAVE_ARGV_WAITERS] = waiters,
+    };
+    return lease_leave_run(SCRIPT_LOCK_LEAVE, k.key, argv, n, left, err);
+}
+
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err)
 {

@@ -64,6 +64,21 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
     return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
+int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+              struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    char keep[24], waiters[LEASE_LEAVE_PACKED];
+    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
+    lease_leave_pack(ws, n, waiters);
+    const char *argv[SEM_LEAVE_NARGV] = {
+        [SEM_LEAVE_ARGV_KEEP_MS] = keep,
+        [SEM_LEAVE_ARGV_WAITERS] = waiters,
+    };
+    return lease_leave_run(SCRIPT_SEM_LEAVE, k.key, argv, n, left, err);
+}
+
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err)
 {
