@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "fglimits.h"
 #include "http/reply.h"
 #include "http/router.h"
 #include "http/strict.h"
@@ -39,7 +40,7 @@ struct http_request {
     char log_owner[128];             /* owner named in the request log */
     const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
                                         when auth is off */
-    char request_id[REQUEST_ID_MAX_BYTES + 1]; /* X-Request-Id: the client's or a fresh one */
+    char request_id[X_REQUEST_ID_MAX_LEN + 1]; /* X-Request-Id: the client's or a fresh one */
     struct http_conn *conn;                    /* server-private connection state */
 };
 

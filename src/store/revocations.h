@@ -13,10 +13,10 @@
 
 #include <stdint.h>
 
+#include "fglimits.h"
 #include "util/error.h"
 
-#define REVOCATIONS_SET       "fg:revoked"
-#define REVOCATION_REASON_MAX 200
+#define REVOCATIONS_SET "fg:revoked"
 
 /* Records that the lease with fence on name (kind "lock" or "semaphore") is
  * revoked for reason (borrowed). Recording it twice is not an error. */
