@@ -10,8 +10,8 @@
 #include "config.h"
 
 #include "auth/keys.h"
+#include "auth/token.h"
 #include "fglimits.h"
-#include "lease/token.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fglimits.h"
 #include "util/error.h"
 #include "util/names.h"
 
