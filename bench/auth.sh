@@ -52,8 +52,6 @@ trap 'kill "$off_pid" "$on_pid" 2>/dev/null; wait 2>/dev/null; bench_cleanup' EX
 
 echo "| connections | auth off pairs/s | auth required pairs/s | difference |"
 echo "|---|---|---|---|"
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
 for conns in 1 16; do
   off_runs=()
   on_runs=()
