@@ -8,8 +8,11 @@
  * tests/package/test_docs.py checks against this file. The values are plain
  * decimal literals so that help texts can spell them (FG_STR).
  *
- * Buffer sizes and internal tunables (token text, script tables, orphan grace)
- * stay with the module that owns them: they are not promises to a client.
+ * The Lua scripts read the numbers they share with C from here too: the build
+ * puts "local NAME = <n>" before a script for each name it mentions
+ * (cmake/lua_scripts.cmake). Buffer sizes and internal tunables (token text,
+ * script tables, orphan grace) stay with the module that owns them: they are
+ * not promises to a client.
  */
 #ifndef FG_FGLIMITS_H
 #define FG_FGLIMITS_H
@@ -35,6 +38,7 @@
 #define SEMAPHORE_MAX_LIMIT   100000    /* largest limit of a semaphore */
 #define LOCKSET_MAX           32        /* locks in one lock set */
 #define WATCH_WAIT_DEFAULT_MS 30000     /* wait_ms of a watch that names none */
+#define LEASE_MAX_HANDOFF     16        /* in-process grants one script may answer (lib_sem.lua) */
 
 /* --- signing keys ------------------------------------------------------------------------- */
 #define TOKEN_SECRET_MIN 16  /* shortest signing secret, in bytes */
