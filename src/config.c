@@ -67,6 +67,8 @@ static const struct setting settings[] = {
     S_INT("limits.max_connections_per_ip", NULL, max_connections_per_ip, 0, 1, 1000000),
     S_INT("limits.header_timeout_ms", NULL, header_timeout_ms, DEFAULT_HEADER_TIMEOUT_MS, 100,
           600000),
+    S_INT("limits.connection_buffer_bytes", NULL, connection_buffer_bytes,
+          DEFAULT_CONNECTION_BUFFER_BYTES, 2048, 1048576),
     S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, DEFAULT_HTTP_THREADS, 1, 256),
     S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, DEFAULT_PG_POOL_SIZE, 1, 256),
     S_INT("statement_timeout_ms", NULL, statement_timeout_ms, DEFAULT_STATEMENT_TIMEOUT_MS, 10,

@@ -57,22 +57,23 @@
 #define AUDIT_WINDOW_MAX_MS     86400000 /* and at most a day (1,440 one-minute buckets) */
 
 /* --- defaults of the configuration (README, "Configuration") -------------------------------- */
-#define DEFAULT_TTL_MS               30000   /* defaults.ttl_ms */
-#define DEFAULT_WAIT_MS              0       /* defaults.wait_ms: try once */
-#define DEFAULT_MAX_HOLD_MS          1800000 /* defaults.max_hold_ms: half an hour */
-#define DEFAULT_MAX_BODY_BYTES       1048576 /* limits.max_body_bytes */
-#define DEFAULT_MAX_WAITERS_PER_LOCK 10000   /* limits.max_waiters_per_lock */
-#define DEFAULT_MAX_WAITERS          100000  /* limits.max_waiters */
-#define DEFAULT_MAX_HASH_FIELDS      1000    /* limits.max_hash_fields */
-#define DEFAULT_MAX_VALUE_BYTES      65536   /* limits.max_value_bytes */
-#define DEFAULT_AUDIT_RETENTION_DAYS 90      /* limits.audit_retention_days */
-#define DEFAULT_HEADER_TIMEOUT_MS    10000   /* limits.header_timeout_ms */
-#define DEFAULT_HTTP_THREADS         4       /* http_threads */
-#define DEFAULT_PG_POOL_SIZE         8       /* pg_pool_size */
-#define DEFAULT_STATEMENT_TIMEOUT_MS 5000    /* statement_timeout_ms */
-#define DEFAULT_REQUEST_TIMEOUT_MS   5000    /* request_timeout_ms */
-#define DEFAULT_WAITER_LEASE_MS      3000    /* waiter_lease_ms */
-#define DEFAULT_POLL_MS              2000    /* poll_ms */
-#define DEFAULT_LISTEN_PORT          8480    /* the port of listen */
+#define DEFAULT_TTL_MS                  30000   /* defaults.ttl_ms */
+#define DEFAULT_WAIT_MS                 0       /* defaults.wait_ms: try once */
+#define DEFAULT_MAX_HOLD_MS             1800000 /* defaults.max_hold_ms: half an hour */
+#define DEFAULT_MAX_BODY_BYTES          1048576 /* limits.max_body_bytes */
+#define DEFAULT_MAX_WAITERS_PER_LOCK    10000   /* limits.max_waiters_per_lock */
+#define DEFAULT_MAX_WAITERS             100000  /* limits.max_waiters */
+#define DEFAULT_MAX_HASH_FIELDS         1000    /* limits.max_hash_fields */
+#define DEFAULT_MAX_VALUE_BYTES         65536   /* limits.max_value_bytes */
+#define DEFAULT_AUDIT_RETENTION_DAYS    90      /* limits.audit_retention_days */
+#define DEFAULT_HEADER_TIMEOUT_MS       10000   /* limits.header_timeout_ms */
+#define DEFAULT_CONNECTION_BUFFER_BYTES 32768   /* limits.connection_buffer_bytes */
+#define DEFAULT_HTTP_THREADS            4       /* http_threads */
+#define DEFAULT_PG_POOL_SIZE            8       /* pg_pool_size */
+#define DEFAULT_STATEMENT_TIMEOUT_MS    5000    /* statement_timeout_ms */
+#define DEFAULT_REQUEST_TIMEOUT_MS      5000    /* request_timeout_ms */
+#define DEFAULT_WAITER_LEASE_MS         3000    /* waiter_lease_ms */
+#define DEFAULT_POLL_MS                 2000    /* poll_ms */
+#define DEFAULT_LISTEN_PORT             8480    /* the port of listen */
 
 #endif

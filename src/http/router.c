@@ -138,15 +138,15 @@ static const struct {
     [SCOPE_METRICS] = {"metrics", false, ""},
 };
 
-bool router_needed_scope(const struct route_match *match, char *out, size_t cap)
+bool router_needed_scope(const struct route *route, const char *param, char *out, size_t cap)
 {
-    enum route_scope scope = match->route->scope;
+    enum route_scope scope = route->scope;
     FG_ASSERT((size_t)scope < sizeof scope_forms / sizeof scope_forms[0] && cap > 0);
     out[0] = '\0';
     if (scope == SCOPE_OPEN || scope == SCOPE_KEY)
         return false;
     snprintf(out, cap, "%s%s%s", scope_forms[scope].prefix,
-             scope_forms[scope].with_param ? match->params[0] : "", scope_forms[scope].suffix);
+             scope_forms[scope].with_param ? param : "", scope_forms[scope].suffix);
     return true;
 }
 
