@@ -55,6 +55,7 @@
 /* Private per-request connection state: what handlers must not see. */
 struct http_conn {
     struct MHD_Connection *mhd; /* the libmicrohttpd connection */
+    struct conn_state *state;   /* what the connection keeps across requests (may be NULL) */
     int route_status;           /* FG_OK, or the code the router failed with */
     struct fg_error route_err;  /* why the route did not match */
     size_t body_cap;            /* allocated bytes of body */
@@ -69,12 +70,14 @@ struct http_conn {
     struct http_reply reply;    /* the reply being built */
 };
 
-/* A connection awaiting the headers of its next request, and when they are due. */
-struct conn_watch {
+/* What a connection keeps from one request to the next: when the headers of
+ * its next request are due, and the API key it presented last. */
+struct conn_state {
     MHD_socket fd;                  /* the connection's socket */
     int64_t due_ms;                 /* monotonic deadline of the headers */
     bool watched;                   /* linked in the watch list */
-    struct conn_watch *prev, *next; /* watch list links */
+    struct conn_state *prev, *next; /* watch list links */
+    struct auth_memo auth;          /* the key of its previous requests (keys.h) */
 };
 
 #define REAP_INTERVAL_MS 100
@@ -82,7 +85,7 @@ struct conn_watch {
 
 static struct {
     pthread_mutex_t lock;   /* guards the list */
-    struct conn_watch head; /* sentinel of a circular list */
+    struct conn_state head; /* sentinel of a circular list */
     int64_t next_scan_ms;   /* the reaper's next look (janitor thread only) */
 } watches = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -101,15 +104,15 @@ int64_t http_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The watch of the connection's headers (NULL if none). */
-static struct conn_watch *watch_of(struct MHD_Connection *mhd)
+/* The lasting state of the connection (NULL if none). */
+static struct conn_state *state_of(struct MHD_Connection *mhd)
 {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info != NULL ? info->socket_context : NULL;
 }
 
-static void watch_unlink(struct conn_watch *w)
+static void watch_unlink(struct conn_state *w)
 {
     if (!w->watched)
         return;
@@ -119,7 +122,7 @@ static void watch_unlink(struct conn_watch *w)
 }
 
 /* Starts (or restarts, after an answer) the deadline of w's next headers. */
-static void watch_arm(struct conn_watch *w)
+static void watch_arm(struct conn_state *w)
 {
     pthread_mutex_lock(&watches.lock);
     watch_unlink(w);
@@ -132,7 +135,7 @@ static void watch_arm(struct conn_watch *w)
     pthread_mutex_unlock(&watches.lock);
 }
 
-static void watch_disarm(struct conn_watch *w)
+static void watch_disarm(struct conn_state *w)
 {
     if (w == NULL)
         return;
@@ -164,14 +167,15 @@ static void client_address(struct MHD_Connection *mhd, char *out, size_t cap)
                   (socklen_t)cap);
 }
 
-static struct http_request *request_new(struct MHD_Connection *mhd, const char *method,
-                                        const char *url)
+static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_state *state,
+                                        const char *method, const char *url)
 {
     struct http_request *req = calloc(1, sizeof *req);
     struct http_conn *conn = calloc(1, sizeof *conn);
     FG_ASSERT(req != NULL && conn != NULL);
     req->conn = conn;
     conn->mhd = mhd;
+    conn->state = state;
     pthread_mutex_init(&conn->wake_lock, NULL);
     req->started_ms = http_now_ms();
     req->method = router_method(method);
@@ -260,7 +264,7 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
         return;
     *con_cls = NULL;
     request_free(req);
-    struct conn_watch *w = watch_of(mhd);
+    struct conn_state *w = state_of(mhd);
     if (w != NULL)
         watch_arm(w); /* a kept-alive connection: the next headers are due in time */
 }
@@ -413,7 +417,9 @@ static int check_strict(struct http_request *req, struct fg_error *err)
  * The API key check, before any handler runs: with auth required, every route
  * but SCOPE_OPEN needs a known bearer key (else 401), holding the scope the
  * route declares for its parameters (else 403 naming the scope). Fills
- * req->principal. Returns 0, or -1 with the problem set on the reply.
+ * req->principal; a connection presenting the key of its previous request is
+ * not hashed again (keyset_find_memo). Returns 0, or -1 with the problem set
+ * on the reply.
  */
 static int authorize(struct http_request *req)
 {
@@ -428,7 +434,9 @@ static int authorize(struct http_request *req)
         reply_problem(&req->conn->reply, &err);
         return -1;
     }
-    req->principal = keyset_find(ks, key, len);
+    struct conn_state *state = req->conn->state;
+    req->principal =
+        state != NULL ? keyset_find_memo(ks, key, len, &state->auth) : keyset_find(ks, key, len);
     if (req->principal == NULL) {
         fg_fail(&err, FG_ERR_UNAUTHORIZED, "unknown API key");
         reply_problem(&req->conn->reply, &err);
@@ -565,7 +573,7 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
                           enum MHD_ConnectionNotificationCode toe)
 {
     (void)cls;
-    struct conn_watch *w = *socket_context;
+    struct conn_state *w = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *info =
             MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -579,6 +587,7 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
     if (w == NULL)
         return;
     watch_disarm(w);
+    auth_memo_clear(&w->auth);
     free(w);
     *socket_context = NULL;
 }
@@ -593,7 +602,7 @@ void http_server_reap_slow(int64_t now_ms)
      * Counted before the shutdown: a client that sees its connection end may
      * read the metric at once. */
     while (watches.head.next != &watches.head && watches.head.next->due_ms <= now_ms) {
-        struct conn_watch *w = watches.head.next;
+        struct conn_state *w = watches.head.next;
         watch_unlink(w);
         metrics_slow_headers_closed(1);
         if (w->fd != MHD_INVALID_SOCKET)
@@ -610,8 +619,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     (void)version;
     struct http_request *req = *con_cls;
     if (req == NULL) {
-        watch_disarm(watch_of(mhd));
-        req = request_new(mhd, method, url);
+        struct conn_state *state = state_of(mhd);
+        watch_disarm(state);
+        req = request_new(mhd, state, method, url);
         *con_cls = req;
         struct fg_error err = {0};
         if (check_headers(req, &err) != 0) {
