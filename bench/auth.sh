@@ -6,7 +6,9 @@
 # one run on one machine. Within a cell the sides alternate off/on/off/on...
 # (which side goes first alternates by round, so a drift in the machine's load
 # favours neither); the table shows every run, the medians, their ratio and
-# the difference. Then the figure that does not depend on the load: the
+# the difference, and the median of the ratios of the rounds (each round's two
+# runs are back to back, so that ratio is the least sensitive to a load that
+# changes during the run). Then the figure that does not depend on the load: the
 # instructions per request of the HTTP thread serving one connection, counted
 # by callgrind for each side; and the key check alone (bench/auth_check.c).
 #
@@ -70,11 +72,12 @@ pairs_run() {
 
 echo "load before: $(uptime)"
 echo
-echo "| connections | auth off pairs/s (runs) | auth required pairs/s (runs) | median off | median on | on/off | difference |"
-echo "|---|---|---|---|---|---|---|"
+echo "| connections | auth off pairs/s (runs) | auth required pairs/s (runs) | median off | median on | on/off | difference | median of round ratios |"
+echo "|---|---|---|---|---|---|---|---|"
 for conns in 1 16; do
   off_runs=()
   on_runs=()
+  ratios=()
   for round in $(seq "$rounds"); do
     sides=(off on)
     ((round % 2)) || sides=(on off)
@@ -82,23 +85,25 @@ for conns in 1 16; do
       got=$(pairs_run "$side" "$conns" "$duration" "bench-$side-$conns-$round" | awk '{print $1}')
       if [[ "$side" == off ]]; then off_runs+=("$got"); else on_runs+=("$got"); fi
     done
+    ratios+=("$(awk -v a="${off_runs[-1]}" -v b="${on_runs[-1]}" 'BEGIN { printf "%.4f", b / a }')")
   done
   off=$(printf '%s\n' "${off_runs[@]}" | median)
   on=$(printf '%s\n' "${on_runs[@]}" | median)
-  awk -v c="$conns" -v a="$off" -v b="$on" -v ra="${off_runs[*]}" -v rb="${on_runs[*]}" \
-    'BEGIN { printf "| %s | %s | %s | %s | %s | %.3f | %+.1f %% |\n", c, ra, rb, a, b, b / a,
-             (b - a) * 100 / a }'
+  paired=$(printf '%s\n' "${ratios[@]}" | median)
+  awk -v c="$conns" -v a="$off" -v b="$on" -v ra="${off_runs[*]}" -v rb="${on_runs[*]}" -v p="$paired" \
+    'BEGIN { printf "| %s | %s | %s | %s | %s | %.3f | %+.1f %% | %.3f (%+.1f %%) |\n", c, ra, rb, a,
+             b, b / a, (b - a) * 100 / a, p, (p - 1) * 100 }'
 done
 echo
 echo "load after: $(uptime)"
 
-# Instructions per request under callgrind for one side (off|on): a gateway of its own, counted
-# from after it is ready to the end of one connection's pairs, on the HTTP thread that served
-# them (the thread with the most instructions; the janitor and the others are left out).
-# Sets cg_instructions and cg_requests.
+# Instructions per request under callgrind for one side (off|on) at one log level: a gateway of
+# its own, counted from after it is ready to the end of one connection's pairs, on the HTTP
+# thread that served them (the thread with the most instructions; the janitor and the others are
+# left out). Sets cg_instructions and cg_requests.
 callgrind_side() {
-  local side=$1 settings=()
-  [[ "$side" == on ]] && settings=("${auth_on[@]}")
+  local side=$1 settings=(FENCEGATE_LOG_LEVEL="$2")
+  [[ "$side" == on ]] && settings+=("${auth_on[@]}")
   rm -f "$datadir/callgrind.$side".*
   bench_gateway_prefix=(valgrind --tool=callgrind --instr-atstart=no --separate-threads=yes
     "--callgrind-out-file=$datadir/callgrind.$side.%p")
@@ -120,17 +125,21 @@ callgrind_side() {
   cg_requests=$((2 * pairs))
 }
 
+# At warn (as the pairs above) and at the default level, info, where every request writes a
+# log line that names its key.
 if ((cg_seconds > 0)); then
   echo
-  echo "callgrind, $cg_seconds s of lock pairs on 1 connection per side:"
-  callgrind_side off
-  off_ir=$cg_instructions off_req=$cg_requests
-  callgrind_side on
-  on_ir=$cg_instructions on_req=$cg_requests
-  awk -v a="$off_ir" -v na="$off_req" -v b="$on_ir" -v nb="$on_req" 'BEGIN {
-    pa = a / na; pb = b / nb
-    printf "instructions per request: auth off %.0f (%d requests), auth required %.0f (%d requests), ", pa, na, pb, nb
-    printf "difference %+.0f (%+.2f %%)\n", pb - pa, (pb - pa) * 100 / pa }'
+  echo "callgrind, $cg_seconds s of lock pairs on 1 connection per side, instructions per request:"
+  for level in warn info; do
+    callgrind_side off "$level"
+    off_ir=$cg_instructions off_req=$cg_requests
+    callgrind_side on "$level"
+    awk -v l="$level" -v a="$off_ir" -v na="$off_req" -v b="$cg_instructions" -v nb="$cg_requests" \
+      'BEGIN { pa = a / na; pb = b / nb
+               printf "log level %s: auth off %.0f (%d requests), auth required %.0f (%d requests), ",
+                      l, pa, na, pb, nb
+               printf "difference %+.0f (%+.2f %%)\n", pb - pa, (pb - pa) * 100 / pa }'
+  done
 fi
 echo
 for n in 1 10 100; do
