@@ -1,9 +1,15 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- fence_raise.lua: after Postgres reserved fences up to limit, raises the fence
 -- sequence to at least floor and its limit to at least limit. Never lowers
--- either: another gateway may have reserved a later block meanwhile.
--- KEYS[1] "fg:fence", KEYS[2] "fg:fence_limit"
--- ARGV[1] floor, ARGV[2] limit
+-- either: another gateway may have reserved a later block meanwhile. After a
+-- loss, also records the Redis process the sequence is now
+-- trusted on, and raises the write floor: every token issued before the loss
+-- belongs to a lease the loss ended, and Redis-resource writes below the floor
+-- are refused (lib_rw.lua), since their resources' fences may be lost too.
+-- KEYS[1] "fg:fence", KEYS[2] "fg:fence_limit", KEYS[3] "fg:fence_origin",
+-- KEYS[4] "fg:fence_floor"
+-- ARGV[1] floor, ARGV[2] limit, ARGV[3] "1" after a loss, ARGV[4] the run_id of
+-- the Redis process recovered ("" unknown)
 -- Returns JSON {fence, limit} (the values afterwards).
 local cur = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local lim = tonumber(redis.call('GET', KEYS[2]) or '-1')
@@ -15,5 +21,9 @@ end
 if lim < limit then
   redis.call('SET', KEYS[2], ARGV[2])
   lim = limit
+end
+if ARGV[3] == '1' then
+  redis.call('SET', KEYS[3], ARGV[4])
+  if tonumber(redis.call('GET', KEYS[4]) or '-1') < floor then redis.call('SET', KEYS[4], ARGV[1]) end
 end
 return cjson.encode({fence = cur, limit = lim})

@@ -1,5 +1,11 @@
 -- SPDX-License-Identifier: Apache-2.0
--- fence_read.lua: the last fence issued, for fence recovery.
--- KEYS[1] "fg:fence"
--- Returns JSON {fence} (-1 when the sequence is missing).
-return cjson.encode({fence = tonumber(redis.call('GET', KEYS[1]) or '-1')})
+-- fence_read.lua: what fence recovery needs to know of the sequence.
+-- KEYS[1] "fg:fence", KEYS[2] "fg:fence_origin", KEYS[3] "fg:fence_limit"
+-- Returns JSON {fence (-1 when the sequence is missing), trusted (the sequence
+-- has not gone back since the origin was set, lua/fence_check.lua), ready
+-- (trusted and below its limit: another recovery already ran), limit}.
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+local trusted = v[1] ~= false and v[2] ~= false
+local ready = trusted and v[3] ~= false and tonumber(v[1]) < tonumber(v[3])
+return cjson.encode({fence = tonumber(v[1] or '-1'), trusted = trusted, ready = ready,
+                     limit = tonumber(v[3] or '-1')})

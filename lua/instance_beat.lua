@@ -1,9 +1,12 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- instance_beat.lua: keeps a gateway process marked alive. Its waiters stay in
--- the queues only while this key lives, so a dead process's waiters are dropped
--- within one waiter lease.
--- KEYS[1] "fg:inst:"..id
--- ARGV[1] lease ms
+-- the queues only while its mark lasts, so a dead process's waiters are dropped
+-- within one waiter lease. Marks that ran out are pruned here.
+-- KEYS[1] "fg:gateways" (sorted set gateway id -> alive until, Redis time ms)
+-- ARGV[1] gateway id, ARGV[2] lease ms
 -- Returns JSON {ok=true}.
-redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 return cjson.encode({ok = true})

@@ -1,8 +1,33 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_lease.lua: what every lease script shares, locks and semaphores alike
 -- (prepended through "-- uses: lib_lease.lua ..."): the server clock, the
--- guard of the one fence sequence, the markers of released leases, and the
--- news of ended leases for watchers.
+-- guard of the one fence sequence, gateway liveness, request ids, the
+-- markers of released leases, the news of ended leases for watchers and the
+-- revoked fences.
+--
+-- Every lease script names every key it touches in KEYS: its own keys first,
+-- then the nine common keys below, from KEYS[first] on (lease_keys), so Redis
+-- ACL key patterns can confine the gateway and nothing is built inside a script.
+--   fence        "fg:fence"        the last fence issued
+--   fence_limit  "fg:fence_limit"  the highest fence Postgres has reserved
+--   gateways     "fg:gateways"     live gateways: sorted set id -> alive until (ms)
+--   rids         base.."r"         hash request_id -> lease id (idempotent retries)
+--   rid_until    base.."e"         sorted set request_id -> when it may be forgotten (ms)
+--   released     base.."x"         sorted set released lease id -> until when a
+--                                  retried release still answers 200 (ms)
+--   index        "fg:idx:lk" or "fg:idx:sm"  the listing index (below)
+--   ended        base.."n"         sorted set of "<fence>|<reason>" (below)
+--   revoked      "fg:revoked"      the revoked fences (below)
+
+-- How long a request_id outlives its lease's expiry (a late retry then
+-- answers "ended", not a second lease).
+local RID_GRACE_MS = 60000
+
+local function lease_keys(first)
+  return {fence = KEYS[first], fence_limit = KEYS[first + 1], gateways = KEYS[first + 2],
+          rids = KEYS[first + 3], rid_until = KEYS[first + 4], released = KEYS[first + 5],
+          index = KEYS[first + 6], ended = KEYS[first + 7], revoked = KEYS[first + 8]}
+end
 
 -- Redis's own clock in milliseconds: the only clock a lease is measured by.
 local function now_ms()
@@ -10,55 +35,128 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Makes key live at least until till (ms), never shortening its life.
+local function keep_until(key, till, now)
+  local pttl = redis.call('PTTL', key)
+  if pttl < till - now then redis.call('PEXPIRE', key, till - now) end
+end
+
 -- The fence sequence.
 -- "fg:fence" is the last fence issued; "fg:fence_limit" the highest fence that
 -- Postgres has reserved (fencegate.fence_reservation). A script may start
--- issuing fences only while the sequence exists and is below the limit; else it
--- answers "nofence" and the gateway reserves the next block in Postgres, so a
--- fence is never issued that Postgres could not remember after Redis loses its
--- data. A script that issues several fences may pass the limit by at most the
--- fences it issues (bounded by the largest semaphore limit); recovery after a
--- loss skips that much.
+-- issuing fences only while both exist and the sequence is below the limit;
+-- else it answers "nofence" and the gateway reserves the next block in
+-- Postgres, so a fence is never issued that Postgres could not remember after
+-- Redis loses its data. A gateway that connects to a Redis whose data may have
+-- gone back (lease/fence.c) deletes the limit before anything else, so no script
+-- of any gateway grants until a reservation made after the loss raised the
+-- sequence again. A script that issues several fences may pass the limit by at
+-- most the fences it issues (bounded by the largest semaphore limit); recovery
+-- after a loss skips that much.
 
 -- True if fences may be issued now.
-local function fence_ready(fence_key)
-  local v = redis.call('MGET', fence_key, fence_key .. '_limit')
+local function fence_ready(lk)
+  local v = redis.call('MGET', lk.fence, lk.fence_limit)
   return v[1] ~= false and v[2] ~= false and tonumber(v[1]) < tonumber(v[2])
 end
 
--- Released leases are remembered per lock or semaphore (base.."x", a sorted set
--- of lease id -> release time, the newest RELEASED_KEPT for up to ttl ms), so a
--- retried release answers 200 again, without one key per released lease.
-local RELEASED_KEPT = 64
-
-local function mark_released(base, lease, now, ttl)
-  local key = base .. 'x'
-  redis.call('ZADD', key, now, lease)
-  redis.call('ZREMRANGEBYRANK', key, 0, -RELEASED_KEPT - 1)
-  redis.call('PEXPIRE', key, ttl)
+-- True if gateway inst marked itself alive and its mark has not run out.
+local function gateway_alive(lk, inst, now)
+  local till = redis.call('ZSCORE', lk.gateways, inst)
+  return till ~= false and tonumber(till) > now
 end
 
-local function was_released(base, lease, now, ttl)
-  local at = redis.call('ZSCORE', base .. 'x', lease)
-  return at ~= false and tonumber(at) > now - ttl
+-- Request ids. A request_id maps to its lease while a retry could still come:
+-- until the wait and the lease of its latest request could have ended (the
+-- caller's request_id ttl), and, once granted, until RID_GRACE_MS after the
+-- lease's expiry, refreshed at grant, claim and renew. Never shortened; ids
+-- whose time is up are pruned a few at a time.
+
+-- The lease id of request_id rid, or nil.
+local function rid_lease(lk, rid, now)
+  if rid == '' then return nil end
+  local till = redis.call('ZSCORE', lk.rid_until, rid)
+  if till == false or tonumber(till) <= now then return nil end
+  local lease = redis.call('HGET', lk.rids, rid)
+  if lease == false then return nil end
+  return lease
 end
 
--- Ended leases, for watchers: base.."e" is a sorted set of "<fence>|<reason>"
+-- Maps rid to lease until at least till (ms); an earlier time never shortens it.
+local function rid_keep(lk, rid, lease, till, now)
+  if rid == '' or rid == nil then return end
+  local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', now, 'LIMIT', 0, 16)
+  if #old > 0 then
+    redis.call('ZREM', lk.rid_until, unpack(old))
+    redis.call('HDEL', lk.rids, unpack(old))
+  end
+  redis.call('HSET', lk.rids, rid, lease)
+  local cur = tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
+  if till > cur then redis.call('ZADD', lk.rid_until, till, rid) else till = cur end
+  keep_until(lk.rids, till, now)
+  keep_until(lk.rid_until, till, now)
+end
+
+-- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed).
+local function rid_hold(lk, rid, lease, expires_at, now)
+  rid_keep(lk, rid, lease, tonumber(expires_at) + RID_GRACE_MS, now)
+end
+
+-- Forgets rid if it still names lease.
+local function rid_forget(lk, rid, lease)
+  if rid == '' or rid == nil or redis.call('HGET', lk.rids, rid) ~= lease then return end
+  redis.call('HDEL', lk.rids, rid)
+  redis.call('ZREM', lk.rid_until, rid)
+end
+
+-- Drops every waiter (queue q, waiter hash w) whose gateway is dead, and
+-- forgets their request ids. Returns how many were dropped.
+local function purge_dead_waiters(lk, q, w, now)
+  local all = redis.call('HGETALL', w)
+  local dropped = 0
+  for i = 1, #all, 2 do
+    local rec = cjson.decode(all[i + 1])
+    if not gateway_alive(lk, rec.inst, now) then
+      redis.call('ZREM', q, all[i])
+      redis.call('HDEL', w, all[i])
+      rid_forget(lk, rec.rid, all[i])
+      dropped = dropped + 1
+    end
+  end
+  return dropped
+end
+
+-- Released leases are remembered by time, not by count: each until the later
+-- of its own ttl and keep_ms after its release, so a retried release answers
+-- 200 again however many leases were released meanwhile.
+local function mark_released(lk, lease, now, keep_ms, ttl)
+  local till = now + math.max(keep_ms, tonumber(ttl) or 0)
+  redis.call('ZREMRANGEBYSCORE', lk.released, '-inf', now)
+  redis.call('ZADD', lk.released, till, lease)
+  keep_until(lk.released, till, now)
+end
+
+local function was_released(lk, lease, now)
+  local till = redis.call('ZSCORE', lk.released, lease)
+  return till ~= false and tonumber(till) > now
+end
+
+-- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
 -- scored by fence (the newest ENDED_KEPT, for up to ttl ms), and every end is
 -- published on channel "fg:ended" as "<kind>|<fence>|<reason>|<name>" so that
 -- every gateway wakes its watchers at once. A lease that ends unmarked expired.
 local ENDED_KEPT = 64
 
-local function mark_ended(base, kind, name, fence, reason, ttl)
-  local key = base .. 'e'
-  redis.call('ZADD', key, fence, fence .. '|' .. reason)
-  redis.call('ZREMRANGEBYRANK', key, 0, -ENDED_KEPT - 1)
-  redis.call('PEXPIRE', key, ttl)
+local function mark_ended(lk, kind, name, fence, reason, ttl)
+  redis.call('ZADD', lk.ended, fence, fence .. '|' .. reason)
+  redis.call('ZREMRANGEBYRANK', lk.ended, 0, -ENDED_KEPT - 1)
+  redis.call('PEXPIRE', lk.ended, ttl)
   redis.call('PUBLISH', 'fg:ended', kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
 end
 
-local function ended_reason(base, fence)
-  local m = redis.call('ZRANGEBYSCORE', base .. 'e', fence, fence)[1]
+-- How the lease with fence ended, read from the ended set key.
+local function ended_reason(key, fence)
+  local m = redis.call('ZRANGEBYSCORE', key, fence, fence)[1]
   if m then return string.match(m, '|(.*)$') end
   return 'expired'
 end
@@ -67,8 +165,8 @@ end
 -- always holds the member "0" once built, so a set that is missing means Redis
 -- lost it: the script answers "norevoked" and the gateway rebuilds it from
 -- Postgres before running the script again.
-local function revoked_ready(key)
-  return redis.call('EXISTS', key) == 1
+local function revoked_ready(lk)
+  return redis.call('EXISTS', lk.revoked) == 1
 end
 
 -- The listing index (lease_list.lua): "fg:idx:lk" (locks) and "fg:idx:sm"
@@ -77,10 +175,10 @@ end
 -- or has waiters is always in its index; a name is removed only by a script
 -- that sees it idle (a release, or a listing passing over it), so the index
 -- holds live names plus the few whose last lease expired unreleased.
-local function index_add(index, name)
-  redis.call('ZADD', index, 0, name)
+local function index_add(lk, name)
+  redis.call('ZADD', lk.index, 0, name)
 end
 
-local function index_drop_if_idle(index, name, idle)
-  if idle then redis.call('ZREM', index, name) end
+local function index_drop_if_idle(lk, name, idle)
+  if idle then redis.call('ZREM', lk.index, name) end
 end

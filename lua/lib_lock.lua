@@ -3,15 +3,21 @@
 -- whose first line is "-- uses: lib_lock.lua"; never called on its own).
 --
 -- Key layout of lock N; every key carries the hash tag {N}, base is "fg:lk:{N}:":
---   base.."h"           holder hash: lease, fence, owner, ttl, hold_until, granted_at, claimed, rid,
+--   KEYS[1] base.."h"   holder hash: lease, fence, owner, ttl, hold_until, granted_at, claimed, rid,
 --                       inst, attach (the gateway and connection that asked)
---   base.."q"           queue: sorted set of waiting lease ids, scored by arrival (the
+--   KEYS[2] base.."q"   queue: sorted set of waiting lease ids, scored by arrival (the
 --                       last score + 1, so an idle lock leaves no counter behind)
---   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
---   base.."r:"..rid     lease id of an acquire request_id (idempotent retries)
---   base.."x"           recently released leases (lib_lease.lua: idempotent release)
--- Global: "fg:fence" (the one fence sequence), "fg:inst:"..id (a live gateway),
--- channel "fg:bell:"..id (doorbell of gateway id: "l|<lease>|<name>").
+--   KEYS[3] base.."w"   waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
+--   KEYS[4..12]         the common lease keys (lib_lease.lua): fence, fence_limit,
+--                       gateways, base.."r", base.."e", base.."x", "fg:idx:lk",
+--                       base.."n", "fg:revoked"
+-- Channel "fg:bell:"..id: doorbell of gateway id ("l|<lease>|<name>").
+
+local function lock_keys()
+  local k = lease_keys(4)
+  k.h, k.q, k.w = KEYS[1], KEYS[2], KEYS[3]
+  return k
+end
 
 -- Grants the free lock to the oldest waiter whose gateway is alive, dropping
 -- waiters of dead gateways on the way (and forgetting their request_id, so that
@@ -20,45 +26,54 @@
 -- by the waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
 -- Issues no fence unless the sequence may issue one (lib_lease.lua).
 -- Returns the granted lease id, or nil.
-local function grant_next(base, fence_key, name, claim_ms, now)
-  if not redis.call('ZRANGE', base .. 'q', 0, 0)[1] then return nil end -- the uncontended case
-  if not fence_ready(fence_key) then return nil end
+local function grant_next(k, name, claim_ms, now)
+  if not redis.call('ZRANGE', k.q, 0, 0)[1] then return nil end -- the uncontended case
+  if not fence_ready(k) then return nil end
   while true do
-    local head = redis.call('ZRANGE', base .. 'q', 0, 0)[1]
+    local head = redis.call('ZRANGE', k.q, 0, 0)[1]
     if not head then return nil end
-    redis.call('ZREM', base .. 'q', head)
-    local raw = redis.call('HGET', base .. 'w', head)
-    redis.call('HDEL', base .. 'w', head)
+    redis.call('ZREM', k.q, head)
+    local raw = redis.call('HGET', k.w, head)
+    redis.call('HDEL', k.w, head)
     if raw then
       local w = cjson.decode(raw)
-      if redis.call('EXISTS', 'fg:inst:' .. w.inst) == 1 then
-        local fence = redis.call('INCR', fence_key)
-        redis.call('HSET', base .. 'h', 'lease', head, 'fence', fence, 'owner', w.owner,
+      if gateway_alive(k, w.inst, now) then
+        local fence = redis.call('INCR', k.fence)
+        redis.call('HSET', k.h, 'lease', head, 'fence', fence, 'owner', w.owner,
                    'ttl', w.ttl, 'hold_until', now + w.max_hold, 'granted_at', now, 'claimed', '0',
                    'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
-        redis.call('PEXPIRE', base .. 'h', math.min(w.ttl, claim_ms))
+        redis.call('PEXPIRE', k.h, math.min(w.ttl, claim_ms))
+        rid_hold(k, w.rid, head, now + w.ttl, now)
         redis.call('PUBLISH', 'fg:bell:' .. w.inst, 'l|' .. head .. '|' .. name)
         return head
       end
-      if w.rid ~= '' and redis.call('GET', base .. 'r:' .. w.rid) == head then
-        redis.call('DEL', base .. 'r:' .. w.rid)
-      end
+      rid_forget(k, w.rid, head)
     end
   end
 end
 
 -- Starts the full lease of a granted-but-unclaimed holder, on behalf of the
--- connection attach. Returns the expiry time.
-local function claim(hkey, now, attach)
-  local ttl = tonumber(redis.call('HGET', hkey, 'ttl'))
-  redis.call('HSET', hkey, 'claimed', '1', 'attach', attach)
-  redis.call('PEXPIRE', hkey, ttl)
-  return now + ttl
+-- connection attach, and keeps its request_id for as long as it holds.
+-- Returns the expiry time.
+local function claim(k, now, attach)
+  local h = redis.call('HMGET', k.h, 'ttl', 'lease', 'rid')
+  redis.call('HSET', k.h, 'claimed', '1', 'attach', attach)
+  redis.call('PEXPIRE', k.h, tonumber(h[1]))
+  rid_hold(k, h[3], h[2], now + tonumber(h[1]), now)
+  return now + tonumber(h[1])
 end
 
 -- The reply for a lease that holds the lock.
-local function granted_reply(hkey, lease, expires_at)
-  local f = redis.call('HMGET', hkey, 'fence', 'ttl')
+local function granted_reply(k, lease, expires_at)
+  local f = redis.call('HMGET', k.h, 'fence', 'ttl')
   return cjson.encode({r = 'granted', lease = lease, fence = tonumber(f[1]),
                        ttl = tonumber(f[2]), expires_at = expires_at})
+end
+
+-- Frees the lock held by lease (whose lease ran for ttl) and hands it on.
+local function release_to_next(k, name, lease, fence, ttl, claim_ms, keep_ms, now)
+  redis.call('DEL', k.h)
+  mark_released(k, lease, now, keep_ms, ttl)
+  mark_ended(k, 'l', name, tonumber(fence), 'released', keep_ms)
+  grant_next(k, name, claim_ms, now)
 end

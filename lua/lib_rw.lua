@@ -4,7 +4,8 @@
 --
 -- Every write script takes the same keys and leading arguments:
 --   KEYS[1] the written key, KEYS[2] its fence "fg:rf:"..key, KEYS[3] the audit
---   stream "fg:audit", KEYS[4] the revoked fences "fg:revoked" (lib_lease.lua)
+--   stream "fg:audit", KEYS[4] the write floor "fg:fence_floor", KEYS[5] the
+--   revoked fences "fg:revoked" (lib_lease.lua)
 --   ARGV[1] presented fence, ARGV[2] resource ("redis:"..key), ARGV[3] lock or
 --   semaphore name of the token, ARGV[4] owner ("" if none), ARGV[5] client
 --   address, ARGV[6] HTTP method, ARGV[7] id of the writer's API key ("" when
@@ -14,6 +15,12 @@
 -- but appends one audit entry to the stream, which the gateways drain into
 -- Postgres (fencegate.rejections), so the record survives a Postgres outage.
 -- The fence key outlives a DELETE of the key: a stale holder cannot recreate it.
+-- The highest fence of a key lives only in Redis, so after Redis may have lost
+-- data (lua/fence_check.lua) every token issued before is refused: the recovery
+-- raises the write floor above every fence issued before the loss, and a fence
+-- below the floor counts as stale whatever is stored for the key. Without a
+-- floor (a flushed Redis, before any recovery) nothing is written: the script
+-- answers "nofloor" and the gateway recovers first.
 -- A write presenting a revoked fence is refused whatever the stored fence, with
 -- its own audit entry (reason "revoked"); if the revoked set is missing (Redis
 -- lost it) the script answers "norevoked" and the gateway rebuilds it first.
@@ -30,11 +37,13 @@ local function refuse(outcome, reason, cur)
 end
 
 -- Returns nil when the write may go on, else the JSON reply of a refused
--- write (revoked or stale) or of a missing revoked set.
+-- write (revoked or stale) or of a Redis that has no floor or no revoked set.
 local function refuse_stale()
-  if redis.call('EXISTS', KEYS[4]) == 0 then return cjson.encode({r = 'norevoked'}) end
-  local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if redis.call('SISMEMBER', KEYS[4], ARGV[1]) == 1 then return refuse('revoked', 'revoked', cur) end
+  local v = redis.call('MGET', KEYS[2], KEYS[4])
+  if v[2] == false then return cjson.encode({r = 'nofloor'}) end
+  if redis.call('EXISTS', KEYS[5]) == 0 then return cjson.encode({r = 'norevoked'}) end
+  local cur = math.max(tonumber(v[1] or '0'), tonumber(v[2]))
+  if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return refuse('revoked', 'revoked', cur) end
   if tonumber(ARGV[1]) >= cur then return nil end
   return refuse('stale', 'stale_fence', cur)
 end

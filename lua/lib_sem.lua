@@ -11,18 +11,18 @@
 --   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
 --   base.."l"           the limit in force while there are holders or waiters
 --   base.."t"           arrival ticket counter
---   base.."r:"..rid     lease id of an acquire request_id (idempotent retries)
---   base.."x"           recently released leases (lib_lease.lua: idempotent release)
--- Global: "fg:fence" (the one fence sequence), "fg:inst:"..id (a live gateway),
--- channel "fg:bell:"..id (doorbell of gateway id: "s|<lease>|<name>").
+-- Channel "fg:bell:"..id: doorbell of gateway id ("s|<lease>|<name>").
 --
--- Every script takes KEYS[1..7] = h, d, q, w, l, t, "fg:fence" and starts by
--- purging expired holders, then hands the slots that frees to the oldest live
--- waiters, so a crashed holder's slot is reused within one lease by whoever calls.
+-- Every script takes KEYS[1..6] = h, d, q, w, l, t, then KEYS[7..15] the common
+-- lease keys (lib_lease.lua: fence, fence_limit, gateways, base.."r", base.."e",
+-- base.."x", "fg:idx:sm", base.."n", "fg:revoked"), and starts by purging expired holders, then hands the slots that
+-- frees to the oldest live waiters, so a crashed holder's slot is reused within
+-- one lease by whoever calls.
 
 local function sem_keys()
-  return {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6],
-          fence = KEYS[7]}
+  local k = lease_keys(7)
+  k.h, k.d, k.q, k.w, k.l, k.t = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  return k
 end
 
 -- Removes the holders whose lease expired (score <= now).
@@ -33,22 +33,6 @@ local function purge(k, now)
   for i = 1, #dead, 500 do
     redis.call('HDEL', k.d, unpack(dead, i, math.min(i + 499, #dead)))
   end
-end
-
--- Drops every waiter whose gateway is dead (only when the queue's size matters
--- beyond its head: a limit change). Returns how many were dropped.
-local function purge_dead_waiters(k)
-  local all = redis.call('HGETALL', k.w)
-  local dropped = 0
-  for i = 1, #all, 2 do
-    local w = cjson.decode(all[i + 1])
-    if redis.call('EXISTS', 'fg:inst:' .. w.inst) == 0 then
-      redis.call('ZREM', k.q, all[i])
-      redis.call('HDEL', k.w, all[i])
-      dropped = dropped + 1
-    end
-  end
-  return dropped
 end
 
 -- Grants free slots (limit minus holders) to the oldest waiters whose gateway
@@ -63,7 +47,7 @@ end
 local MAX_HANDOFF = 16
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
   if not limit or not redis.call('ZRANGE', k.q, 0, 0)[1] then return end -- nobody waits
-  if not fence_ready(k.fence) then return end
+  if not fence_ready(k) then return end
   local free = limit - redis.call('ZCARD', k.h)
   while free > 0 do
     local head = redis.call('ZRANGE', k.q, 0, 0)[1]
@@ -73,7 +57,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
     redis.call('HDEL', k.w, head)
     if raw then
       local w = cjson.decode(raw)
-      if redis.call('EXISTS', 'fg:inst:' .. w.inst) == 1 then
+      if gateway_alive(k, w.inst, now) then
         local fence = redis.call('INCR', k.fence)
         local here = w.inst == inst and #handoff < MAX_HANDOFF
         local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
@@ -81,12 +65,15 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
         redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,
                    hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
                    attach = w.attach}))
+        rid_hold(k, w.rid, head, now + w.ttl, now)
         if here then
           handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
         else
           redis.call('PUBLISH', 'fg:bell:' .. w.inst, 's|' .. head .. '|' .. name)
         end
         free = free - 1
+      else
+        rid_forget(k, w.rid, head)
       end
     end
   end
@@ -105,12 +92,14 @@ local function holder_of(k, lease)
 end
 
 -- Starts the full lease of holder record rec (granted, maybe unclaimed) on
--- behalf of connection attach. Returns the expiry time.
+-- behalf of connection attach, and keeps its request_id for as long as it
+-- holds. Returns the expiry time.
 local function claim(k, lease, rec, now, attach)
   rec.claimed = 1
   rec.attach = attach
   redis.call('HSET', k.d, lease, cjson.encode(rec))
   redis.call('ZADD', k.h, now + rec.ttl, lease)
+  rid_hold(k, rec.rid, lease, now + rec.ttl, now)
   return now + rec.ttl
 end
 

@@ -2,12 +2,13 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_renew.lua: the holder extends its lease; the fence stays the same.
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
--- KEYS[1] holder hash
+-- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
 -- ARGV: lease, ttl_ms ("0": the lease's own ttl)
 -- Returns JSON {r=...}: renewed {fence, ttl, expires_at, hold_until}, lost {},
 -- max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
-local hkey, lease, ttl = KEYS[1], ARGV[1], tonumber(ARGV[2])
-local h = redis.call('HMGET', hkey, 'lease', 'fence', 'ttl', 'hold_until')
+local lease, ttl = ARGV[1], tonumber(ARGV[2])
+local k = lock_keys()
+local h = redis.call('HMGET', k.h, 'lease', 'fence', 'ttl', 'hold_until', 'rid')
 if h[1] ~= lease then return cjson.encode({r = 'lost'}) end
 if ttl == 0 then ttl = tonumber(h[3]) end
 local now, hold_until = now_ms(), tonumber(h[4])
@@ -15,7 +16,8 @@ if now >= hold_until then
   return cjson.encode({r = 'max_hold', hold_until = hold_until})
 end
 local expires_at = math.min(now + ttl, hold_until)
-redis.call('HSET', hkey, 'claimed', '1')
-redis.call('PEXPIRE', hkey, expires_at - now)
+redis.call('HSET', k.h, 'claimed', '1')
+redis.call('PEXPIRE', k.h, expires_at - now)
+rid_hold(k, h[5], lease, expires_at, now)
 return cjson.encode({r = 'renewed', fence = tonumber(h[2]), ttl = expires_at - now,
                      expires_at = expires_at, hold_until = hold_until})

@@ -2,11 +2,11 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_watch.lua: whether the lease with fence F still holds lock N, and if
 -- not, how it ended (read-only).
--- KEYS[1] holder hash
--- ARGV: base, fence
+-- KEYS[1] holder hash, KEYS[2] ended leases (lib_lease.lua)
+-- ARGV: fence
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
 local h = redis.call('HMGET', KEYS[1], 'fence')
-if tonumber(h[1]) == tonumber(ARGV[2]) then
+if tonumber(h[1]) == tonumber(ARGV[1]) then
   return cjson.encode({held = true, pttl = redis.call('PTTL', KEYS[1])})
 end
-return cjson.encode({held = false, reason = ended_reason(ARGV[1], tonumber(ARGV[2]))})
+return cjson.encode({held = false, reason = ended_reason(KEYS[2], tonumber(ARGV[1]))})

@@ -3,9 +3,9 @@
 -- rw_delete.lua: fenced DELETE of the key (its fence stays).
 -- KEYS, ARGV[1..7]: see lib_rw.lua.
 -- Returns JSON {r=...}: applied {fence, deleted}, stale or revoked {current, audit_id,
--- at_ms}, norevoked {} (lib_rw.lua), missing {} (no such key: nothing is stored,
--- not even a fence, so that deletes of keys that never existed cannot fill Redis
--- with fence keys).
+-- at_ms}, nofloor {} or norevoked {} (lib_rw.lua), missing {} (no such key: nothing
+-- is stored, not even a fence, so that deletes of keys that never existed cannot
+-- fill Redis with fence keys).
 local stale = refuse_stale()
 if stale then return stale end
 if redis.call('EXISTS', KEYS[1]) == 0 then return cjson.encode({r = 'missing'}) end

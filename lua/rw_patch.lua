@@ -5,8 +5,9 @@
 -- (set it) or null (delete it); ARGV[9] the most fields the hash may hold.
 -- Returns JSON {r=...}: applied {fence, fields (the fields written, null for a
 -- deleted one: never the whole hash)}, stale or revoked {current, audit_id, at_ms},
--- norevoked {} (lib_rw.lua), wrongtype {type} (the key is not a hash), toomany
--- {fields, max} (the hash would hold more than ARGV[9] fields; nothing is written).
+-- nofloor {} or norevoked {} (lib_rw.lua), wrongtype {type} (the key is not a hash),
+-- toomany {fields, max} (the hash would hold more than ARGV[9] fields; nothing is
+-- written).
 local stale = refuse_stale()
 if stale then return stale end
 local kind = redis.call('TYPE', KEYS[1]).ok

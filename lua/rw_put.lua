@@ -3,7 +3,7 @@
 -- rw_put.lua: fenced PUT of a string value (replaces the key, whatever it held).
 -- KEYS, ARGV[1..7]: see lib_rw.lua; ARGV[8] the new value.
 -- Returns JSON {r=...}: applied {fence, value}, stale or revoked {current, audit_id,
--- at_ms}, norevoked {} (lib_rw.lua).
+-- at_ms}, nofloor {} or norevoked {} (lib_rw.lua).
 local stale = refuse_stale()
 if stale then return stale end
 raise_fence()

@@ -1,8 +1,8 @@
 -- uses: lib_lease.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
--- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
--- ARGV: base, name, lease (a fresh id, or the id this request already has),
+-- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
+-- ARGV: name, lease (a fresh id, or the id this request already has),
 --       request_id ("" for none), ttl_ms, max_hold_ms, owner, wait ("1" to queue),
 --       gateway instance id, attach id, claim_ms, max_waiters, request_id ttl ms,
 --       limit, keep_ms
@@ -12,28 +12,27 @@
 --   queued   {lease, position, holder_pttl}   the caller waits; holder_pttl: ms until
 --                                             the earliest holder lease ends (-1: none)
 --   busy     {waiting}                        no free slot and the caller will not wait
---   full     {waiting}                        the queue is at max_waiters
+--   full     {waiting}                        the queue is at max_waiters (waiters of
+--                                             dead gateways are dropped first)
 --   mismatch {limit}                          another limit is in force
 --   ended    {lease}                          this request_id's lease is over
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
-local base, name, lease, rid = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local ttl, max_hold, owner, wait = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8] == '1'
-local inst, attach, claim_ms = ARGV[9], ARGV[10], tonumber(ARGV[11])
-local max_waiters, rid_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
-local limit, keep_ms = tonumber(ARGV[14]), tonumber(ARGV[15])
+local name, lease, rid = ARGV[1], ARGV[2], ARGV[3]
+local ttl, max_hold, owner, wait = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
+local inst, attach, claim_ms = ARGV[8], ARGV[9], tonumber(ARGV[10])
+local max_waiters, rid_ttl = tonumber(ARGV[11]), tonumber(ARGV[12])
+local limit, keep_ms = tonumber(ARGV[13]), tonumber(ARGV[14])
 local k = sem_keys()
 local handoff = {}
 
-if not fence_ready(k.fence) then return cjson.encode({r = 'nofence'}) end
+if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
-index_add('fg:idx:sm', name)
+index_add(k, name)
 purge(k, now)
 
-local known = false
-if rid ~= '' then
-  local prior = redis.call('GET', base .. 'r:' .. rid)
-  if prior then lease, known = prior, true end
-end
+local prior = rid_lease(k, rid, now)
+local known = prior ~= nil
+if known then lease = prior end
 
 local function done(reply)
   tidy(k, now, keep_ms)
@@ -43,7 +42,7 @@ end
 local in_force = limit_in_force(k)
 if in_force and in_force ~= limit then
   local busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
-  if busy and redis.call('ZCARD', k.q) > 0 and purge_dead_waiters(k) > 0 then
+  if busy and redis.call('ZCARD', k.q) > 0 and purge_dead_waiters(k, k.q, k.w, now) > 0 then
     busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
   end
   if busy then
@@ -77,15 +76,18 @@ if not queued then
            rid = rid, inst = inst, attach = attach}
     redis.call('HSET', k.d, lease, cjson.encode(rec))
     redis.call('ZADD', k.h, now + ttl, lease)
-    if rid ~= '' then redis.call('SET', base .. 'r:' .. rid, lease, 'PX', rid_ttl) end
+    rid_hold(k, rid, lease, now + ttl, now)
     tidy(k, now, keep_ms)
     return granted_reply(lease, rec, now + ttl, handoff)
   end
   if not wait then return done({r = 'busy', waiting = waiting}) end
-  if waiting >= max_waiters then return done({r = 'full', waiting = waiting}) end
+  if waiting >= max_waiters then
+    waiting = waiting - purge_dead_waiters(k, k.q, k.w, now)
+    if waiting >= max_waiters then return done({r = 'full', waiting = waiting}) end
+  end
   redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
-  if rid ~= '' then redis.call('SET', base .. 'r:' .. rid, lease, 'PX', rid_ttl) end
 end
+rid_keep(k, rid, lease, now + rid_ttl, now)
 redis.call('HSET', k.w, lease, cjson.encode({inst = inst, attach = attach, ttl = ttl,
            max_hold = max_hold, owner = owner, rid = rid}))
 return done({r = 'queued', lease = lease, position = redis.call('ZRANK', k.q, lease),

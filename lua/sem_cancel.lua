@@ -1,9 +1,9 @@
 -- uses: lib_lease.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
--- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
--- ARGV: base, name, lease, attach id ("" matches any), mode, claim_ms,
---       released marker ttl ms, keep_ms, gateway instance id. Modes:
+-- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
+-- ARGV: name, lease, attach id ("" matches any), mode, claim_ms,
+--       released marker keep ms, keep_ms, gateway instance id. Modes:
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the slot if it had been granted (and not claimed by a retry)
@@ -14,9 +14,9 @@
 --   canceled {waiting}                       the lease left the queue
 --   superseded {}                            a retry of the same request owns it now
 --   gone {}                                  nothing to do
-local base, name, lease, attach, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local inst = ARGV[9]
+local name, lease, attach, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local inst = ARGV[8]
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
@@ -44,8 +44,8 @@ if rec then
   if attach ~= '' and rec.attach ~= attach then return done({r = 'superseded'}) end
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
-  mark_released(base, lease, now, marker_ttl)
-  mark_ended(base, 's', name, rec.fence, 'released', marker_ttl)
+  mark_released(k, lease, now, marker_ttl, rec.ttl)
+  mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
   grant_free(k, name, limit, claim_ms, now, inst, handoff)
   return done({r = 'released'})
 end
@@ -55,7 +55,7 @@ local raw = redis.call('HGET', k.w, lease)
 if not raw then return done({r = 'gone'}) end
 local w = cjson.decode(raw)
 if attach ~= '' and w.attach ~= attach then return done({r = 'superseded'}) end
-if w.rid ~= '' then redis.call('DEL', base .. 'r:' .. w.rid) end
+rid_forget(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
 return done({r = 'canceled', waiting = redis.call('ZCARD', k.q)})

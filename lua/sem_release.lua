@@ -2,14 +2,14 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
--- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
--- ARGV: base, name, lease, claim_ms, released marker ttl ms, keep_ms, gateway instance id
+-- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
+-- ARGV: name, lease, claim_ms, released marker keep ms, keep_ms, gateway instance id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): released {held_ms} (also
 -- for a repeated release of the same lease, then with again=true), lost {}
 -- (the lease expired or was dropped).
-local base, name, lease = ARGV[1], ARGV[2], ARGV[3]
-local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local inst = ARGV[7]
+local name, lease = ARGV[1], ARGV[2]
+local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local inst = ARGV[6]
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
@@ -19,16 +19,16 @@ local raw = redis.call('HGET', k.d, lease)
 if raw then
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
-  mark_released(base, lease, now, marker_ttl)
   local rec = cjson.decode(raw)
-  mark_ended(base, 's', name, rec.fence, 'released', marker_ttl)
+  mark_released(k, lease, now, marker_ttl, rec.ttl)
+  mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
   reply = {r = 'released', held_ms = now - (rec.granted_at or now)}
-elseif was_released(base, lease, now, marker_ttl) then
+elseif was_released(k, lease, now) then
   reply = {r = 'released', again = true}
 else
   reply = {r = 'lost'}
 end
 grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
 tidy(k, now, keep_ms)
-index_drop_if_idle('fg:idx:sm', name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
+index_drop_if_idle(k, name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
 return answer(reply, handoff)

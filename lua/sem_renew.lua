@@ -1,7 +1,7 @@
 -- uses: lib_lease.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
--- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter, "fg:fence"
+-- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
 -- ARGV: name, lease, ttl_ms ("0": the lease's own ttl), claim_ms, keep_ms,
 --       gateway instance id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
@@ -27,6 +27,7 @@ else
     rec.claimed = 1
     redis.call('HSET', k.d, lease, cjson.encode(rec))
     redis.call('ZADD', k.h, expires_at, lease)
+    rid_hold(k, rec.rid, lease, expires_at, now)
     reply = {r = 'renewed', fence = rec.fence, ttl = expires_at - now, expires_at = expires_at,
              hold_until = rec.hold_until}
   end

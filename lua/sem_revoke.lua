@@ -4,19 +4,18 @@
 -- the fence joins the revoked set (no write presenting it is accepted from now
 -- on), and if that holder still holds a slot it loses it at once; the slot
 -- passes to the oldest live waiter in the same step.
--- KEYS[1..7] holders, holder data, queue, waiters, limit, ticket counter,
--- "fg:fence"; KEYS[8] "fg:revoked"
--- ARGV: base, name, fence, claim_ms, ended marker ttl ms, keep_ms, gateway instance id
+-- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
+-- ARGV: name, fence, claim_ms, ended marker ttl ms, keep_ms, gateway instance id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): revoked {fence},
 -- gone {} (no live holder has that fence; it is revoked all the same),
 -- norevoked {} (the revoked set must be rebuilt first, lib_lease.lua).
-local base, name, fence = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local inst = ARGV[7]
+local name, fence = ARGV[1], tonumber(ARGV[2])
+local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local inst = ARGV[6]
 local k = sem_keys()
 local handoff = {}
-if not revoked_ready(KEYS[8]) then return cjson.encode({r = 'norevoked'}) end
-redis.call('SADD', KEYS[8], ARGV[3])
+if not revoked_ready(k) then return cjson.encode({r = 'norevoked'}) end
+redis.call('SADD', k.revoked, ARGV[2])
 local now = now_ms()
 purge(k, now)
 local reply = {r = 'gone'}
@@ -25,7 +24,7 @@ for _, lease in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do
   if rec and rec.fence == fence then
     redis.call('ZREM', k.h, lease)
     redis.call('HDEL', k.d, lease)
-    mark_ended(base, 's', name, fence, 'revoked', marker_ttl)
+    mark_ended(k, 's', name, fence, 'revoked', marker_ttl)
     reply = {r = 'revoked', fence = fence}
     break
   end

@@ -3,10 +3,10 @@
 -- sem_watch.lua: whether the holder with fence F still holds a slot of
 -- semaphore N, and if not, how its lease ended (read-only: expired holders
 -- count as ended but are left for the next transition to purge).
--- KEYS[1] holders, KEYS[2] holder data
--- ARGV: base, fence
+-- KEYS[1] holders, KEYS[2] holder data, KEYS[3] ended leases (lib_lease.lua)
+-- ARGV: fence
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
-local fence = tonumber(ARGV[2])
+local fence = tonumber(ARGV[1])
 local now = now_ms()
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
 for i = 1, #live, 2 do
@@ -15,4 +15,4 @@ for i = 1, #live, 2 do
     return cjson.encode({held = true, pttl = tonumber(live[i + 1]) - now})
   end
 end
-return cjson.encode({held = false, reason = ended_reason(ARGV[1], fence)})
+return cjson.encode({held = false, reason = ended_reason(KEYS[3], fence)})

@@ -15,7 +15,7 @@ CREATE TABLE IF NOT EXISTS fencegate.resource_fences (
 );
 
 -- Every rejected write, kept however the rejection came about (stale fence on a
--- Postgres row or a Redis key). Newest last: id order is commit order.
+-- Postgres row or a Redis key). Newest last; ids in commit order: see 011.
 CREATE TABLE IF NOT EXISTS fencegate.rejections (
     id              bigserial PRIMARY KEY,
     at              timestamptz NOT NULL DEFAULT clock_timestamp(),

@@ -1,47 +1,57 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * janitor.c - periodic maintenance. One loop: wait up to one tick for hang-ups
- * of parked clients, wake waiters whose re-check or deadline time came, give
- * back orphaned grants, copy the audit stream of stale Redis writes into
- * Postgres (store/audit_stream.c, backing off while that fails), prune audit
- * records past their retention, close connections whose headers are late, and every
- * third of a waiter lease renew the key that tells other gateways this process
- * and its waiters are alive; every few seconds drop a bounded batch of idle
- * names from the lease listing index (lease/lease_list.h), so names whose
- * last lease expired unreleased do not pile up.
+ * janitor.c - periodic maintenance, on two threads that never wait for each
+ * other. The lease janitor keeps leases and waiters alive and talks only to
+ * Redis: it waits up to one tick for hang-ups of parked clients, wakes waiters
+ * whose re-check or deadline time came, gives back orphaned grants, and every
+ * third of a waiter lease renews this gateway's mark in "fg:gateways" that
+ * tells other gateways this process and its waiters are alive. The backend
+ * janitor does everything that needs Postgres or may take long: copying the
+ * audit stream of stale Redis writes into Postgres (store/audit_stream.c,
+ * backing off while that fails), at once when a stale write pokes it, pruning
+ * audit records past their retention (store/audit.h), and every few seconds dropping a bounded
+ * batch of idle names from the lease listing index (lease/lease_list.h), so names whose last lease
+ * expired unreleased do not pile up. A stalled Postgres can thus delay audit rows, never a waiter,
+ * a grant or the liveness mark.
  */
 #include "janitor.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "gateway.h"
 #include "http/server.h"
 #include "lease/doorbell.h"
 #include "lease/lease_list.h"
 #include "lease/waiter.h"
+#include "store/audit.h"
 #include "store/audit_stream.h"
 #include "store/redis.h"
 #include "util/log.h"
 
-#define TICK_MS        5
-#define INDEX_PRUNE_MS 5000 /* between two pruning passes over the listing index */
+#define TICK_MS         5
+#define BACKEND_TICK_MS 100
+#define INDEX_PRUNE_MS  5000 /* between two pruning passes over the listing index */
 
 static struct {
-    pthread_t thread;
+    pthread_t lease_thread;
+    pthread_t backend_thread;
     bool started;
     volatile bool stop;
-} jan;
+    pthread_mutex_t lock;
+    pthread_cond_t poked; /* signalled when a stale write left an audit entry */
+    bool poke;            /* a poke not yet served */
+} jan = {.lock = PTHREAD_MUTEX_INITIALIZER, .poked = PTHREAD_COND_INITIALIZER};
 
 int janitor_beat(struct fg_error *err)
 {
-    char key[64], lease[24];
-    snprintf(key, sizeof key, "fg:inst:%s", gw.instance_id);
+    char lease[24];
     snprintf(lease, sizeof lease, "%lld", gw.cfg->waiter_lease_ms);
-    const char *argv[] = {key, lease};
+    const char *argv[] = {GATEWAYS_KEY, gw.instance_id, lease};
     json_t *out = NULL;
-    if (redis_script("instance_beat.lua", 1, argv, 2, &out, err) != 0)
+    if (redis_script("instance_beat.lua", 1, argv, 3, &out, err) != 0)
         return -1;
     json_decref(out);
     return 0;
@@ -60,23 +70,17 @@ static void prune_indexes(void)
     }
 }
 
-static void *janitor_main(void *arg)
+static void *lease_janitor_main(void *arg)
 {
     (void)arg;
-    int64_t next_beat = 0, next_prune = 0;
+    int64_t next_beat = 0;
     bool beat_failing = false;
     while (!jan.stop) {
         waiter_watch_hangups(TICK_MS);
         int64_t now = http_now_ms();
         waiter_tick(now);
         doorbell_reap_orphans(now);
-        audit_stream_tick(now);
-        audit_retention_tick(now, gw.cfg->audit_retention_days);
         http_server_reap_slow(now);
-        if (now >= next_prune) {
-            prune_indexes();
-            next_prune = now + INDEX_PRUNE_MS;
-        }
         if (now < next_beat)
             continue;
         struct fg_error err = {0};
@@ -92,10 +96,60 @@ static void *janitor_main(void *arg)
     return NULL;
 }
 
+/* Sleeps until a poke or BACKEND_TICK_MS, whichever comes first; true if poked. */
+static bool backend_wait(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += BACKEND_TICK_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&jan.lock);
+    while (!jan.poke && !jan.stop && pthread_cond_timedwait(&jan.poked, &jan.lock, &until) == 0)
+        ;
+    bool poked = jan.poke;
+    jan.poke = false;
+    pthread_mutex_unlock(&jan.lock);
+    return poked;
+}
+
+static void *backend_janitor_main(void *arg)
+{
+    (void)arg;
+    int64_t next_prune = 0;
+    while (!jan.stop) {
+        bool poked = backend_wait();
+        int64_t now = http_now_ms();
+        audit_stream_tick(now, poked);
+        audit_retention_tick(now, gw.cfg->audit_retention_days);
+        if (now >= next_prune) {
+            prune_indexes();
+            next_prune = now + INDEX_PRUNE_MS;
+        }
+    }
+    redis_thread_done();
+    return NULL;
+}
+
+void janitor_poke_audit(void)
+{
+    pthread_mutex_lock(&jan.lock);
+    jan.poke = true;
+    pthread_cond_signal(&jan.poked);
+    pthread_mutex_unlock(&jan.lock);
+}
+
 int janitor_start(struct fg_error *err)
 {
-    if (pthread_create(&jan.thread, NULL, janitor_main, NULL) != 0)
-        return fg_fail(err, FG_ERR_INTERNAL, "cannot start the janitor thread");
+    if (pthread_create(&jan.lease_thread, NULL, lease_janitor_main, NULL) != 0)
+        return fg_fail(err, FG_ERR_INTERNAL, "cannot start the lease janitor thread");
+    if (pthread_create(&jan.backend_thread, NULL, backend_janitor_main, NULL) != 0) {
+        jan.stop = true;
+        pthread_join(jan.lease_thread, NULL);
+        return fg_fail(err, FG_ERR_INTERNAL, "cannot start the backend janitor thread");
+    }
     jan.started = true;
     return 0;
 }
@@ -104,7 +158,11 @@ void janitor_stop(void)
 {
     if (!jan.started)
         return;
+    pthread_mutex_lock(&jan.lock);
     jan.stop = true;
-    pthread_join(jan.thread, NULL);
+    pthread_cond_signal(&jan.poked);
+    pthread_mutex_unlock(&jan.lock);
+    pthread_join(jan.lease_thread, NULL);
+    pthread_join(jan.backend_thread, NULL);
     jan.started = false;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * janitor.h - the one thread of periodic work: waiter timers and hang-ups,
- * orphaned grants, and this process's liveness key in Redis.
+ * janitor.h - the threads of periodic work: the lease janitor (waiter timers
+ * and hang-ups, orphaned grants, this process's liveness mark in Redis; never
+ * Postgres) and the backend janitor (the audit drain into Postgres).
  */
 #ifndef FG_JANITOR_H
 #define FG_JANITOR_H
@@ -11,10 +12,14 @@
 /* Marks this gateway alive in Redis once (also done by the janitor's beat). */
 int janitor_beat(struct fg_error *err) FG_WUR;
 
-/* Starts the janitor thread. */
+/* Asks the backend janitor to drain the audit stream now (a stale write left
+ * an entry). Never blocks on a backend. */
+void janitor_poke_audit(void);
+
+/* Starts both janitor threads. */
 int janitor_start(struct fg_error *err) FG_WUR;
 
-/* Stops and joins it. */
+/* Stops and joins them. */
 void janitor_stop(void);
 
 #endif

@@ -34,7 +34,6 @@
 #include "store/fenced_pg.h"
 #include "store/pg.h"
 #include "store/redis.h"
-#include "store/revocations.h"
 #include "store/secret.h"
 #include "util/log.h"
 #include "util/notify.h"
@@ -127,19 +126,6 @@ static void warn_eviction_policy(void)
                             "set maxmemory-policy noeviction"));
 }
 
-/* Runs on every new Redis connection: a Redis that restarted may have lost or
- * rolled back the fence sequence and the revoked set. Never fails the
- * connection: what cannot be checked now is checked again before it is used. */
-static int on_redis_connect(struct fg_error *err)
-{
-    if (fence_recover_on_connect(err) != 0)
-        return -1;
-    struct fg_error why = {0};
-    if (revocations_restore(&why) != 0)
-        log_message(LOG_WARN, "revocations_unverified", "revoked set not rebuilt: %s", why.msg);
-    return 0;
-}
-
 /* Puts the token signing keys of cfg (or the one kept in Postgres) in force. */
 static int secrets_take(const struct config *cfg, struct fg_error *err)
 {
@@ -158,7 +144,7 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
     if (redis_init(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
         fenced_pg_init(cfg, err) != 0 || secrets_take(cfg, err) != 0)
         return -1;
-    redis_set_connect_hook(on_redis_connect);
+    redis_set_connect_hook(fence_check_on_connect);
     warn_eviction_policy();
     struct fg_error beat_err = {0};
     if (janitor_beat(&beat_err) != 0)

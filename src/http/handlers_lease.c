@@ -9,7 +9,9 @@
  * timer re-checks, a hang-up or drain leaves the queue, a passed deadline gives
  * up but keeps a grant that arrived meanwhile. Waiters near the head re-check
  * when the (first) holder's lease should end, so a crashed holder's lease is
- * handed on with nobody releasing.
+ * handed on with nobody releasing. A re-check that meets a backend outage
+ * (Redis restarting, fences not reservable while Postgres is down) keeps the
+ * waiter parked until its deadline: its place in the queue lives in Redis.
  *
  * Hand-over in-process: when a script grants to other waiters of this same
  * gateway (a semaphore release, say), it answers those grants instead of
@@ -35,6 +37,10 @@
 
 /* Waiters this close to the head re-check when the (first) holder's lease ends. */
 #define EXPIRY_WATCHERS 3
+
+/* A waiter whose re-check met a backend outage keeps its place and looks again
+ * after this long (until its own deadline). */
+#define RECHECK_AFTER_OUTAGE_MS 200
 
 /* Handler state of an acquire that waits. */
 struct lease_wait {
@@ -232,8 +238,14 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
             return end_wait(req, reply, lw, LEASE_CANCEL_TAKE, NULL);
         if (lw->kind->acquire(lw->name, &lw->params, lw->waiter.lease_id, true, lw->attach, &res,
                               &err) != 0) {
-            settle(lw);
-            return fail(reply, &err);
+            if (err.code != FG_ERR_BACKEND_UNAVAILABLE) {
+                settle(lw);
+                return fail(reply, &err);
+            }
+            /* a backend outage: the place in the queue is kept in Redis; look again soon */
+            if (waiter_park(&lw->waiter, http_now_ms() + RECHECK_AFTER_OUTAGE_MS))
+                return HANDLER_SUSPEND;
+            continue;
         }
         hand_over(lw->kind, lw->name, &res);
         if (res.outcome != LEASE_QUEUED) {

@@ -5,8 +5,11 @@
  * the Fence-Token and Fence-Owner headers, and the body shapes ({"value":
  * string} for PUT; {"fields": {name: string | null}} for PATCH, null deleting
  * the field). The check-and-write itself is one script in fenced_redis.c; a
- * stale write's audit record is copied to Postgres here right away, and by the
- * janitor later if Postgres does not answer now.
+ * stale write is answered 409 at once, without waiting for Postgres: the
+ * script appended its audit record to the Redis stream, and the audit drain
+ * (store/audit_stream.c) copies it to Postgres on its own thread. Only a Redis
+ * that lost its write floor (lease/fence.h) makes a write wait for a fence
+ * recovery, which needs Postgres.
  */
 #include "http/handlers_redis.h"
 
@@ -14,11 +17,12 @@
 
 #include "auth/keys.h"
 #include "gateway.h"
+#include "janitor.h"
 #include "lease/fence.h"
 #include "lease/lease_request.h"
 #include "lease/live.h"
 #include "lease/token.h"
-#include "store/audit_stream.h"
+#include "store/audit.h"
 #include "store/fenced_redis.h"
 #include "store/secret.h"
 #include "util/log.h"
@@ -116,35 +120,20 @@ static int write_request_init(struct http_request *req, const char *method,
     return 0;
 }
 
-/* Answers a stale write or one whose lease was revoked: records the audit row
- * now if Postgres answers (else the janitor copies it from the stream later)
- * and replies 409 stale_fence or 410 lease_lost. */
+/* Answers a stale write 409 stale_fence, or one whose lease was revoked 410
+ * lease_lost, and wakes the audit drain, which copies the record the script
+ * appended to the stream into Postgres. */
 static enum handler_result reply_stale(struct http_reply *reply, const struct write_request *wr,
                                        const struct rw_result *res)
 {
-    bool revoked = res->outcome == RW_REVOKED;
-    struct audit_record rec = {
-        .resource = wr->resource,
-        .lock_name = wr->claims.name,
-        .presented_fence = wr->claims.fence,
-        .current_fence = res->current_fence,
-        .owner = wr->owner,
-        .client_addr = wr->write.client_addr,
-        .method = wr->write.method,
-        .reason = revoked ? "revoked" : "stale_fence",
-        .principal = wr->write.principal,
-        .at_ms = res->at_ms,
-    };
     struct fg_error err = {0};
-    if (!revoked)
-        log_stale_write(wr->resource, wr->claims.name, wr->claims.fence, res->current_fence,
-                        wr->write.method, wr->write.client_addr);
-    if (res->audit_id[0] != '\0' && audit_stream_store(res->audit_id, &rec, &err) != 0)
-        log_message(LOG_WARN, "audit_deferred", "%s: %s", wr->resource, err.msg);
-    if (revoked) {
+    janitor_poke_audit();
+    if (res->outcome == RW_REVOKED) {
         reply_write_lease_lost(reply, (long long)wr->claims.fence, wr->resource, "revoked");
         return HANDLER_DONE;
     }
+    log_stale_write(wr->resource, wr->claims.name, wr->claims.fence, res->current_fence,
+                    wr->write.method, wr->write.client_addr);
     fg_fail(&err, FG_ERR_STALE_FENCE, "fence %lld is older than fence %lld stored for %s",
             (long long)wr->claims.fence, (long long)res->current_fence, wr->resource);
     reply_problem_extra(reply, &err,
@@ -176,6 +165,11 @@ static enum handler_result reply_written(struct http_reply *reply, const struct 
         fg_fail(&err, FG_ERR_CONFLICT, "%s holds a %s, not a hash", wr->resource, res->type);
         reply_problem(reply, &err);
         break;
+    case RW_NOFLOOR:
+        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE,
+                "Redis lost its data and the fence sequence is not recovered yet");
+        reply_problem(reply, &err);
+        break;
     case RW_MISSING:
         fg_fail(&err, FG_ERR_NOT_FOUND, "no such key");
         reply_problem(reply, &err);
@@ -190,6 +184,43 @@ static enum handler_result reply_written(struct http_reply *reply, const struct 
     }
     rw_result_clear(res);
     return HANDLER_DONE;
+}
+
+/* The store call of one write method: extra is its value text, fields or NULL. */
+typedef int (*write_fn)(const struct redis_write *w, const void *extra, struct rw_result *res,
+                        struct fg_error *err);
+
+static int put_fn(const struct redis_write *w, const void *extra, struct rw_result *res,
+                  struct fg_error *err)
+{
+    return fenced_redis_put(w, extra, res, err);
+}
+
+static int patch_fn(const struct redis_write *w, const void *extra, struct rw_result *res,
+                    struct fg_error *err)
+{
+    return fenced_redis_patch(w, extra, gw.cfg->max_hash_fields, res, err);
+}
+
+static int delete_fn(const struct redis_write *w, const void *extra, struct rw_result *res,
+                     struct fg_error *err)
+{
+    (void)extra;
+    return fenced_redis_delete(w, res, err);
+}
+
+/* Runs a write; if Redis has no write floor (it lost its data), recovers the
+ * fence sequence, which sets the floor, and runs it once more. */
+static int write_once_floored(write_fn fn, const struct write_request *wr, const void *extra,
+                              struct rw_result *res, struct fg_error *err)
+{
+    if (fn(&wr->write, extra, res, err) != 0)
+        return -1;
+    if (res->outcome != RW_NOFLOOR)
+        return 0;
+    if (fence_recover(err) != 0)
+        return -1;
+    return fn(&wr->write, extra, res, err);
 }
 
 /*
@@ -258,7 +289,7 @@ enum handler_result handle_redis_put(struct http_request *req, struct http_reply
     int gate = live_lease_gate(reply, &wr, &err);
     if (gate > 0)
         return HANDLER_DONE;
-    if (gate < 0 || fenced_redis_put(&wr.write, json_string_value(value), &res, &err) != 0)
+    if (gate < 0 || write_once_floored(put_fn, &wr, json_string_value(value), &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "value");
 }
@@ -310,7 +341,7 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
     int gate = live_lease_gate(reply, &wr, &err);
     if (gate > 0)
         return HANDLER_DONE;
-    if (gate < 0 || fenced_redis_patch(&wr.write, fields, gw.cfg->max_hash_fields, &res, &err) != 0)
+    if (gate < 0 || write_once_floored(patch_fn, &wr, fields, &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "fields");
 }
@@ -325,7 +356,7 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
     int gate = live_lease_gate(reply, &wr, &err);
     if (gate > 0)
         return HANDLER_DONE;
-    if (gate < 0 || fenced_redis_delete(&wr.write, &res, &err) != 0)
+    if (gate < 0 || write_once_floored(delete_fn, &wr, NULL, &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "deleted");
 }

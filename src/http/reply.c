@@ -1,45 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * reply.c - building replies and problem+json bodies. The title of each problem
- * is fixed per code, the detail says what exactly was wrong with this request.
+ * reply.c - building replies and problem+json bodies. The type, title and status
+ * of each problem are fixed per code (FG_CODES, util/error.h); the detail says
+ * what exactly was wrong with this request.
  */
 #include "http/reply.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const char *problem_title(enum fg_code code)
+/* The code a problem reply for err carries: an unset error is a bug, answered
+ * as internal. */
+static enum fg_code problem_code(const struct fg_error *err)
 {
-    switch (code) {
-    case FG_ERR_INVALID_JSON: return "Request body is not valid JSON";
-    case FG_ERR_INVALID_NAME: return "Invalid name";
-    case FG_ERR_INVALID_FIELD: return "Invalid field";
-    case FG_ERR_UNAUTHORIZED: return "Unauthorized";
-    case FG_ERR_FORBIDDEN: return "Forbidden";
-    case FG_ERR_INVALID_FENCE_TOKEN: return "Invalid fence token";
-    case FG_ERR_NOT_FOUND: return "Not found";
-    case FG_ERR_METHOD_NOT_ALLOWED: return "Method not allowed";
-    case FG_ERR_LOCK_BUSY: return "Lock busy";
-    case FG_ERR_STALE_FENCE: return "Stale fence";
-    case FG_ERR_LIMIT_MISMATCH: return "Semaphore limit mismatch";
-    case FG_ERR_MAX_HOLD_EXCEEDED: return "Maximum hold time exceeded";
-    case FG_ERR_CONFLICT: return "Conflict";
-    case FG_ERR_LEASE_LOST: return "Lease lost";
-    case FG_ERR_BODY_TOO_LARGE: return "Request body too large";
-    case FG_ERR_UNSUPPORTED_MEDIA_TYPE: return "Unsupported media type";
-    case FG_ERR_MISDIRECTED_REQUEST: return "Misdirected request";
-    case FG_ERR_TOO_MANY_WAITERS: return "Too many waiters";
-    case FG_ERR_BACKEND_UNAVAILABLE: return "Backend unavailable";
-    default: return "Internal error";
-    }
+    return err->code == FG_OK ? FG_ERR_INTERNAL : err->code;
 }
 
 json_t *problem_new(const struct fg_error *err)
 {
-    enum fg_code code = err->code == FG_OK ? FG_ERR_INTERNAL : err->code;
+    enum fg_code code = problem_code(err);
     char type[64];
     snprintf(type, sizeof type, "/problems/%s", fg_code_name(code));
-    return json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", problem_title(code), "status",
+    return json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", fg_code_title(code), "status",
                      fg_code_status(code), "detail", err->msg);
 }
 
@@ -59,14 +41,15 @@ void reply_json(struct http_reply *reply, int status, json_t *body)
 
 void reply_problem_extra(struct http_reply *reply, const struct fg_error *err, json_t *extra)
 {
+    enum fg_code code = problem_code(err);
     json_t *body = problem_new(err);
     if (extra != NULL) {
         json_object_update(body, extra);
         json_decref(extra);
     }
-    reply_json(reply, json_integer_value(json_object_get(body, "status")), body);
-    reply->problem = true;
-    if (err->code == FG_ERR_BACKEND_UNAVAILABLE || err->code == FG_ERR_TOO_MANY_WAITERS)
+    reply_json(reply, fg_code_status(code), body);
+    reply->problem = code;
+    if (code == FG_ERR_BACKEND_UNAVAILABLE || code == FG_ERR_TOO_MANY_WAITERS)
         reply->retry_after_s = 1;
 }
 

@@ -15,7 +15,7 @@
 struct http_reply {
     int status;               /* HTTP status code */
     json_t *body;             /* owned JSON body, or NULL for an empty body */
-    bool problem;             /* body is application/problem+json */
+    enum fg_code problem;     /* FG_OK, or the code of an application/problem+json body */
     int retry_after_s;        /* Retry-After header in seconds, 0 for none */
     char *text;               /* owned non-JSON body (e.g. metrics), used when body is NULL */
     const char *content_type; /* content type of text (static string) */

@@ -219,17 +219,6 @@ static enum log_level request_log_level(const struct route *route)
     return LOG_INFO;
 }
 
-/* The problem code of a problem reply ("lock_busy"), or NULL. */
-static const char *reply_problem_code(const struct http_reply *reply)
-{
-    static const char prefix[] = "/problems/";
-    const char *type =
-        reply->problem ? json_string_value(json_object_get(reply->body, "type")) : NULL;
-    if (type == NULL || strncmp(type, prefix, sizeof prefix - 1) != 0)
-        return NULL;
-    return type + sizeof prefix - 1;
-}
-
 static void log_request(const struct http_request *req, const char *method, const char *url)
 {
     enum log_level level = request_log_level(req->match.route);
@@ -248,9 +237,8 @@ static void log_request(const struct http_request *req, const char *method, cons
         json_object_set_new(f, "owner", json_string(req->log_owner));
     if (req->principal != NULL)
         json_object_set_new(f, "principal", json_string(req->principal->id));
-    const char *problem = reply_problem_code(&conn->reply);
-    if (problem != NULL)
-        json_object_set_new(f, "problem", json_string(problem));
+    if (conn->reply.problem != FG_OK)
+        json_object_set_new(f, "problem", json_string(fg_code_name(conn->reply.problem)));
     log_event(level, "request", f);
 }
 
@@ -283,9 +271,7 @@ static const char *generic_detail(int status)
  * answers a generic one: backend addresses, SQL and script text stay here. */
 static void hide_internals(const struct http_request *req, struct http_reply *reply)
 {
-    const char *type = json_string_value(json_object_get(reply->body, "type"));
-    bool conflict = type != NULL && strcmp(type, "/problems/conflict") == 0;
-    if (!reply->problem || (reply->status < 500 && !conflict))
+    if (reply->problem == FG_OK || (reply->status < 500 && reply->problem != FG_ERR_CONFLICT))
         return;
     const char *detail = json_string_value(json_object_get(reply->body, "detail"));
     log_event(LOG_WARN, "request_failed",
@@ -328,7 +314,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     const char *content_type;
     if (reply->body != NULL) {
         text = json_dumps(reply->body, JSON_COMPACT);
-        content_type = reply->problem ? "application/problem+json" : "application/json";
+        content_type = reply->problem != FG_OK ? "application/problem+json" : "application/json";
     } else {
         text = reply->text ? reply->text : strdup("");
         reply->text = NULL;
@@ -348,7 +334,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         add_console_headers(resp);
     if (conn->body_too_large || conn->close_after)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (reply->status == 401)
+    if (reply->problem == FG_ERR_UNAUTHORIZED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"fencegate\"");
     if (conn->route_status == FG_ERR_METHOD_NOT_ALLOWED) {
@@ -360,7 +346,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     MHD_destroy_response(resp);
     conn->answered = true;
     metrics_request(req->match.route ? req->match.route->label : NULL, reply->status,
-                    reply->problem ? reply->body : NULL, http_now_ms() - req->started_ms);
+                    reply->problem, http_now_ms() - req->started_ms);
     log_request(req, method, url);
     return rc;
 }

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fence.c - fence sequence recovery. Fences are reserved in Postgres in blocks
- * before Redis may issue them (lua/lib_lease.lua refuses to start past the
- * reserved limit), so the reservation is always above every fence ever issued.
- * Recovery reads the last fence Redis issued, reserves the next block above it,
- * the old reservation and every stored fence, and raises the Redis sequence and
- * its limit in one script (never lowering either).
- *
- * A new Redis connection needs a recovery only if the dataset behind it may
- * not be the one this process verified last: the server's run_id and
- * replication id (redis_server_identity) change on a restart, a failover and
- * a promotion, and stay while one server process keeps its data in memory. So
- * the process uses one block until it is used up ("nofence"), however many
- * connections its threads open. Threads that meet a new dataset at once may
- * each recover (a block each): no lock is held across a recovery, which may
- * wait for a Postgres that is down.
+ * fence.c - keeping the one fence sequence above every fence ever issued.
+ * Fences are reserved in Postgres in blocks before Redis may issue them
+ * (lua/lib_lease.lua refuses to start past the reserved limit), so the
+ * reservation is always above every fence ever issued. Two things can make
+ * Redis forget: a restart from data older than its last writes (snapshot,
+ * everysec AOF), a failover or a flush. The first thing every new connection
+ * does is ask whether the Redis process that answers is the one the sequence
+ * was last recovered on (lua/fence_check.lua); if not, the reserved limit is
+ * deleted at once, in Redis, so no script of any gateway grants on any path
+ * (acquire, release, renew, cancel, in-process hand-over) until a recovery
+ * raises the sequence above the Postgres reservation plus the most one script
+ * can overshoot it. Recovery runs where a script answered "nofence" (an
+ * acquire or a write on an HTTP thread), never in the connect hook, so the
+ * thread that keeps leases alive never waits for Postgres. A recovery after a loss also raises the
+ * floor below which Redis-resource writes are refused (lua/lib_rw.lua). Must not: issue fences
+ * itself, talk to Postgres from the connect hook, or let a connection on which
+ * the check did not run be used.
  */
 #include "lease/fence.h"
 
@@ -26,25 +28,20 @@
 #include <string.h>
 
 #include "lease/lease_request.h"
+#include "store/fenced_redis.h"
 #include "store/pg.h"
 #include "store/redis.h"
+#include "store/revocations.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */
 #define FENCE_BLOCK 10000
 
 /* How far one script can pass the limit (a semaphore grants up to its limit at
- * once); skipped when Redis lost the sequence, since nothing remembers it. */
+ * once); skipped after a loss, since nothing remembers what was issued. */
 #define FENCE_OVERSHOOT SEMAPHORE_MAX_LIMIT
 
-/* A new Redis connection could not be followed by a recovery. */
-static atomic_bool unverified;
-
-/* The dataset the last successful recovery ran on ("" if none), under its lock. */
-static struct {
-    pthread_mutex_t lock;
-    char identity[192];
-} verified = {.lock = PTHREAD_MUTEX_INITIALIZER};
+#define RUN_ID_MAX 64
 
 /* The highest fence known to be issued or reserved, plus what one script may
  * pass its limit by: no genuine token holds a fence above it. */
@@ -57,101 +54,102 @@ static void ceiling_raise(int64_t reserved)
         ;
 }
 
-static int read_issued(int64_t *issued, struct fg_error *err)
+/* The run_id of the Redis process last seen by a new connection. */
+static struct {
+    pthread_mutex_t lock;
+    char run_id[RUN_ID_MAX];
+} origin = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void origin_get(char *out)
 {
-    const char *argv[] = {"fg:fence"};
+    pthread_mutex_lock(&origin.lock);
+    memcpy(out, origin.run_id, RUN_ID_MAX);
+    pthread_mutex_unlock(&origin.lock);
+}
+
+static void origin_set(const char *run_id)
+{
+    pthread_mutex_lock(&origin.lock);
+    snprintf(origin.run_id, RUN_ID_MAX, "%s", run_id);
+    pthread_mutex_unlock(&origin.lock);
+}
+
+/* Reads the last fence issued (-1: missing) and whether it can be trusted. */
+static int read_issued(int64_t *issued, bool *trusted, bool *ready, struct fg_error *err)
+{
+    const char *argv[] = {FENCE_KEY, FENCE_ORIGIN_KEY, FENCE_LIMIT_KEY};
     json_t *out = NULL;
-    if (redis_script("fence_read.lua", 1, argv, 1, &out, err) != 0)
+    if (redis_script("fence_read.lua", 3, argv, 3, &out, err) != 0)
         return -1;
     *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
+    *trusted = json_is_true(json_object_get(out, "trusted"));
+    *ready = json_is_true(json_object_get(out, "ready"));
+    if (*ready)
+        ceiling_raise((int64_t)json_integer_value(json_object_get(out, "limit")));
     json_decref(out);
     return 0;
 }
 
-/* Reserves a block and raises the Redis sequence to it (see the top). */
-static int recover(struct fg_error *err)
+/* One recovery at a time in this process: threads that met a lost sequence at
+ * once wait for the first, then find it ready and reserve nothing more. */
+static pthread_mutex_t recovering = PTHREAD_MUTEX_INITIALIZER;
+
+/* fence_recover under the recovering lock. */
+static int recover_locked(struct fg_error *err)
 {
     int64_t issued = -1, floor = 0, limit = 0;
-    if (read_issued(&issued, err) != 0 ||
-        pg_reserve_fences(issued, FENCE_BLOCK, FENCE_OVERSHOOT, &floor, &limit, err) != 0)
+    bool trusted = false, ready = false;
+    if (read_issued(&issued, &trusted, &ready, err) != 0)
         return -1;
-    char floor_text[24], limit_text[24];
+    if (ready)
+        return 0;
+    if (pg_reserve_fences(trusted ? issued : -1, FENCE_BLOCK, FENCE_OVERSHOOT, &floor, &limit,
+                          err) != 0)
+        return -1;
+    char floor_text[24], limit_text[24], run_id[RUN_ID_MAX];
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
     snprintf(limit_text, sizeof limit_text, "%" PRId64, limit);
-    const char *argv[] = {"fg:fence", "fg:fence_limit", floor_text, limit_text};
+    origin_get(run_id);
+    const char *argv[] = {FENCE_KEY,  FENCE_LIMIT_KEY, FENCE_ORIGIN_KEY,    FENCED_REDIS_FLOOR_KEY,
+                          floor_text, limit_text,      trusted ? "0" : "1", run_id};
     json_t *out = NULL;
-    if (redis_script("fence_raise.lua", 2, argv, 4, &out, err) != 0)
+    if (redis_script("fence_raise.lua", 4, argv, 8, &out, err) != 0)
         return -1;
     ceiling_raise(limit);
-    log_event(LOG_DEBUG, "fences_reserved",
+    log_event(trusted ? LOG_DEBUG : LOG_WARN, trusted ? "fences_reserved" : "fences_recovered",
               json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)issued, "floor", (json_int_t)floor,
                         "limit", (json_int_t)limit));
     json_decref(out);
     return 0;
 }
 
-/* Recovers, then remembers identity ("" if unknown) as the verified dataset. */
-static int recover_as(const char *identity, struct fg_error *err)
-{
-    if (recover(err) != 0)
-        return -1;
-    pthread_mutex_lock(&verified.lock);
-    snprintf(verified.identity, sizeof verified.identity, "%s", identity);
-    pthread_mutex_unlock(&verified.lock);
-    return 0;
-}
-
-/* The identity of this thread's dataset, "" if Redis does not tell. */
-static void current_identity(char *out, size_t cap)
-{
-    struct fg_error ignored = {0};
-    if (redis_server_identity(out, cap, &ignored) != 0)
-        out[0] = '\0';
-}
-
-/* Whether identity is the dataset verified last, and nothing failed since. */
-static bool is_verified(const char *identity)
-{
-    pthread_mutex_lock(&verified.lock);
-    bool same = identity[0] != '\0' && strcmp(identity, verified.identity) == 0;
-    pthread_mutex_unlock(&verified.lock);
-    return same && !atomic_load(&unverified);
-}
-
 int fence_recover(struct fg_error *err)
 {
-    char identity[sizeof verified.identity];
-    current_identity(identity, sizeof identity);
-    return recover_as(identity, err);
+    pthread_mutex_lock(&recovering);
+    int rc = recover_locked(err);
+    pthread_mutex_unlock(&recovering);
+    return rc;
 }
 
-int fence_recover_on_connect(struct fg_error *err)
+int fence_check_on_connect(struct fg_error *err)
 {
-    char identity[sizeof verified.identity];
-    current_identity(identity, sizeof identity);
-    if (is_verified(identity))
-        return 0;
-    struct fg_error why = {0};
-    if (recover_as(identity, &why) == 0) {
-        atomic_store(&unverified, false);
-        return 0;
-    }
-    atomic_store(&unverified, true);
-    log_message(LOG_WARN, "fence_unverified", "no fences until Postgres answers: %s", why.msg);
-    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
-                   "the fence sequence is not verified since Redis reconnected: %s", why.msg);
-}
-
-int fence_ensure_verified(struct fg_error *err)
-{
-    if (!atomic_load(&unverified))
-        return 0;
-    struct fg_error why = {0};
-    if (fence_recover(&why) != 0)
-        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
-                       "the fence sequence is not verified since Redis reconnected: %s", why.msg);
-    atomic_store(&unverified, false);
-    log_message(LOG_INFO, "fence_verified", "fence sequence recovered");
+    char run_id[RUN_ID_MAX];
+    if (redis_run_id(run_id, sizeof run_id, err) != 0)
+        return -1;
+    origin_set(run_id);
+    const char *argv[] = {FENCE_KEY,        FENCE_LIMIT_KEY,
+                          FENCE_ORIGIN_KEY, FENCED_REDIS_FLOOR_KEY,
+                          REVOCATIONS_SET,  run_id};
+    json_t *out = NULL;
+    if (redis_script("fence_check.lua", 5, argv, 6, &out, err) != 0)
+        return -1;
+    if (json_is_true(json_object_get(out, "trusted")))
+        ceiling_raise((int64_t)json_integer_value(json_object_get(out, "limit")));
+    else
+        log_message(LOG_WARN, "fence_unverified",
+                    "Redis may have lost fences (restarted, failed over or flushed): none are "
+                    "issued until they are reserved again in Postgres");
+    json_decref(out);
     return 0;
 }
 

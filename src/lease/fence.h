@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fence.h - keeping the one fence sequence above every fence ever issued, also
- * after Redis loses its data. Called at start-up, on every new Redis connection,
- * and whenever a script answers "nofence" (the sequence is missing or its
- * reserved block is used up).
+ * after Redis loses its data. Checked on every new Redis connection; recovered
+ * then if Redis may have lost fences, and whenever a script answers "nofence"
+ * (the sequence is missing, stopped, or its reserved block is used up).
  */
 #ifndef FG_FENCE_H
 #define FG_FENCE_H
@@ -12,22 +12,24 @@
 
 #include "util/error.h"
 
+#define FENCE_KEY        "fg:fence"        /* Redis: the last fence issued */
+#define FENCE_LIMIT_KEY  "fg:fence_limit"  /* Redis: the highest fence reserved in Postgres */
+#define FENCE_ORIGIN_KEY "fg:fence_origin" /* Redis: run_id the sequence is trusted on */
+
 /* Reserves the next block of fences in Postgres and raises the Redis sequence
- * and its limit to it. Needs both backends. */
+ * and its limit to it; after a loss (the sequence missing or not trusted), above
+ * the old reservation plus the most a script can overshoot it, and raises the
+ * Redis write floor to the new sequence. Needs both backends. */
 int fence_recover(struct fg_error *err) FG_WUR;
 
-/* Connect hook of the Redis module: recovers on a new connection unless it
- * reaches the dataset this process verified last (same server run and
- * replication id). A Redis that restarted from a file lagging its last writes,
- * or a promoted replica, may hold a sequence below fences already issued;
- * until a recovery succeeds (Postgres down), the sequence is marked
- * unverified, and the command that made the connection fails (it might have
- * been a grant); the connection itself is kept. */
-int fence_recover_on_connect(struct fg_error *err) FG_WUR;
-
-/* Before issuing fences: succeeds at once unless the sequence is unverified,
- * then tries a recovery; fails with FG_ERR_BACKEND_UNAVAILABLE while it cannot. */
-int fence_ensure_verified(struct fg_error *err) FG_WUR;
+/* Connect hook of the Redis module, run before anything else on every new
+ * connection: if the Redis process that answers is not the one the sequence was
+ * last recovered on, or the sequence is missing, stops every gateway from
+ * issuing fences (in Redis); the next script answering "nofence" recovers
+ * (never this hook: it may run on the janitor thread). Fails,
+ * so that the connection is dropped, only when Redis did not answer the check
+ * (e.g. still loading its data). */
+int fence_check_on_connect(struct fg_error *err) FG_WUR;
 
 /*
  * Refuses a fence above every fence issued or reserved by any gateway

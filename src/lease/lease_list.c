@@ -15,8 +15,8 @@
 #define PRUNE_BUDGET 500 /* names a janitor pass looks at */
 
 static const char *const index_keys[] = {
-    [LEASE_LIST_LOCKS] = "fg:idx:lk",
-    [LEASE_LIST_SEMAPHORES] = "fg:idx:sm",
+    [LEASE_LIST_LOCKS] = LEASE_LIST_LOCK_INDEX,
+    [LEASE_LIST_SEMAPHORES] = LEASE_LIST_SEM_INDEX,
 };
 
 /* The integer member of raw as JSON, or null when absent. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gateway.h"
 #include "lease/fence.h"
 #include "store/redis.h"
 #include "store/revocations.h"
@@ -30,6 +31,28 @@ enum lease_retry {
     RETRY_NOFENCE,   /* reserve fences (lease/fence.h) */
     RETRY_NOREVOKED, /* rebuild the revoked set (store/revocations.h) */
 };
+
+void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index)
+{
+    k->index = index;
+    snprintf(k->rids, sizeof k->rids, "%sr", base);
+    snprintf(k->rid_until, sizeof k->rid_until, "%se", base);
+    snprintf(k->released, sizeof k->released, "%sx", base);
+    snprintf(k->ended, sizeof k->ended, "%sn", base);
+}
+
+void lease_common_keys_put(const struct lease_common_keys *k, const char **out)
+{
+    out[0] = FENCE_KEY;
+    out[1] = FENCE_LIMIT_KEY;
+    out[2] = GATEWAYS_KEY;
+    out[3] = k->rids;
+    out[4] = k->rid_until;
+    out[5] = k->released;
+    out[6] = k->index;
+    out[7] = k->ended;
+    out[8] = REVOCATIONS_SET;
+}
 
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
 {

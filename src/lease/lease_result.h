@@ -17,6 +17,7 @@
 
 #include "lease/token.h"
 #include "util/error.h"
+#include "util/names.h"
 
 enum lease_outcome {
     LEASE_GRANTED,    /* the lease holds the lock or a slot */
@@ -48,8 +49,9 @@ enum lease_cancel_mode {
     LEASE_CANCEL_ORPHAN, /* no waiter here: free the grant if still unclaimed */
 };
 
-#define LEASE_RELEASED_KEPT_MS 3600000LL /* how long a retried release still answers 200 */
-#define LEASE_MAX_HANDOFF      16        /* in-process grants one script may answer (lib_sem.lua) */
+#define LEASE_RELEASED_KEPT_MS                                                                     \
+    600000LL                 /* a retried release answers 200 this long, or the lease's ttl */
+#define LEASE_MAX_HANDOFF 16 /* in-process grants one script may answer (lib_sem.lua) */
 
 /* A grant, made by whichever script ran, to another waiter of this gateway:
  * the waiter is woken in-process with it (no doorbell, no claim call). */
@@ -76,6 +78,26 @@ struct lease_result {
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
     size_t nhandoff;                               /* entries in handoff */
 };
+
+/* The keys that every lease script receives after its own (lua/lib_lease.lua):
+ * the fence sequence and its reserved limit, the live gateways, the request
+ * ids, released and ended leases of one lock or semaphore (base "fg:lk:{N}:"
+ * or "fg:sm:{N}:"), the listing index of its kind and the revoked fences. */
+#define LEASE_COMMON_NKEYS 9
+struct lease_common_keys {
+    char rids[NAME_MAX_LEN + 16];      /* base.."r" */
+    char rid_until[NAME_MAX_LEN + 16]; /* base.."e" */
+    char released[NAME_MAX_LEN + 16];  /* base.."x" */
+    char ended[NAME_MAX_LEN + 16];     /* base.."n" */
+    const char *index;                 /* "fg:idx:lk" or "fg:idx:sm" (static) */
+};
+
+/* Fills k for the lock or semaphore whose keys start with base and whose
+ * kind's listing index is index (a static string). */
+void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index);
+
+/* Copies the common keys, in script order, into out[0..LEASE_COMMON_NKEYS). */
+void lease_common_keys_put(const struct lease_common_keys *k, const char **out);
 
 /* An integer member of a script answer (cjson may send it as a real), or fallback. */
 long long lease_json_int(const json_t *obj, const char *field, long long fallback);

@@ -11,17 +11,19 @@
 #include <string.h>
 
 #include "gateway.h"
-#include "lease/fence.h"
+#include "lease/lease_list.h"
 #include "store/redis.h"
-#include "store/revocations.h"
 
-/* The keys of lock name: base, holder, queue, waiters. */
+/* The keys of lock name, in script order (lua/lib_lock.lua), and its base. */
 struct lock_keys {
     char base[NAME_MAX_LEN + 12];
     char holder[NAME_MAX_LEN + 16];
     char queue[NAME_MAX_LEN + 16];
     char waiters[NAME_MAX_LEN + 16];
+    struct lease_common_keys common;
 };
+
+#define LOCK_NKEYS (3 + LEASE_COMMON_NKEYS)
 
 static void lock_keys_init(struct lock_keys *k, const char *name)
 {
@@ -29,13 +31,26 @@ static void lock_keys_init(struct lock_keys *k, const char *name)
     snprintf(k->holder, sizeof k->holder, "%sh", k->base);
     snprintf(k->queue, sizeof k->queue, "%sq", k->base);
     snprintf(k->waiters, sizeof k->waiters, "%sw", k->base);
+    lease_common_keys_init(&k->common, k->base, LEASE_LIST_LOCK_INDEX);
+}
+
+/* Runs lock script `script` with the keys of k and the arguments args[0..nargs). */
+static int lock_run(const char *script, const struct lock_keys *k, const char *const *args,
+                    size_t nargs, struct lease_result *res, struct fg_error *err)
+{
+    const char *argv[LOCK_NKEYS + 16];
+    FG_ASSERT(nargs <= 16);
+    argv[0] = k->holder;
+    argv[1] = k->queue;
+    argv[2] = k->waiters;
+    lease_common_keys_put(&k->common, argv + 3);
+    memcpy(argv + LOCK_NKEYS, args, nargs * sizeof *args);
+    return lease_script_run(script, LOCK_NKEYS, argv, LOCK_NKEYS + nargs, res, err);
 }
 
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                  const char *attach, struct lease_result *res, struct fg_error *err)
 {
-    if (fence_ensure_verified(err) != 0)
-        return -1;
     struct lock_keys k;
     lock_keys_init(&k, name);
     const struct config *cfg = gw.cfg;
@@ -45,11 +60,10 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     snprintf(claim, sizeof claim, "%lld", cfg->waiter_lease_ms);
     snprintf(maxw, sizeof maxw, "%lld", cfg->max_waiters_per_lock);
     snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
-    const char *argv[] = {k.holder, k.queue,          k.waiters,      "fg:fence", k.base,
-                          name,     lease_id,         p->request_id,  ttl,        hold,
-                          p->owner, wait ? "1" : "0", gw.instance_id, attach,     claim,
+    const char *args[] = {name,     lease_id,         p->request_id,  ttl,    hold,
+                          p->owner, wait ? "1" : "0", gw.instance_id, attach, claim,
                           maxw,     rid_ttl};
-    return lease_script_run("lock_acquire.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
+    return lock_run("lock_acquire.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
@@ -60,11 +74,8 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
     char claim[24], marker[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
-    const char *argv[] = {k.holder,   k.queue, k.waiters,
-                          "fg:fence", k.base,  name,
-                          lease_id,   attach,  lease_cancel_mode_name(mode),
-                          claim,      marker};
-    return lease_script_run("lock_cancel.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
+    const char *args[] = {name, lease_id, attach, lease_cancel_mode_name(mode), claim, marker};
+    return lock_run("lock_cancel.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
@@ -75,9 +86,8 @@ int lock_release(const char *name, const char *lease_id, struct lease_result *re
     char claim[24], marker[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
-    const char *argv[] = {k.holder, k.queue,  k.waiters, "fg:fence", k.base,
-                          name,     lease_id, claim,     marker};
-    return lease_script_run("lock_release.lua", 4, argv, sizeof argv / sizeof argv[0], res, err);
+    const char *args[] = {name, lease_id, claim, marker};
+    return lock_run("lock_release.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -87,8 +97,8 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
     lock_keys_init(&k, name);
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
-    const char *argv[] = {k.holder, lease_id, ttl};
-    return lease_script_run("lock_renew.lua", 1, argv, 3, res, err);
+    const char *args[] = {lease_id, ttl};
+    return lock_run("lock_renew.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
@@ -99,9 +109,8 @@ int lock_revoke(const char *name, long long fence, struct lease_result *res, str
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
-    const char *argv[] = {k.holder, k.queue, k.waiters,  "fg:fence", REVOCATIONS_SET,
-                          k.base,   name,    fence_text, claim,      marker};
-    return lease_script_run("lock_revoke.lua", 5, argv, sizeof argv / sizeof argv[0], res, err);
+    const char *args[] = {name, fence_text, claim, marker};
+    return lock_run("lock_revoke.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
@@ -110,8 +119,8 @@ int lock_watch(const char *name, long long fence, struct lease_watch *out, struc
     lock_keys_init(&k, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
-    const char *argv[] = {k.holder, k.base, fence_text};
-    return lease_watch_run("lock_watch.lua", 1, argv, 3, out, err);
+    const char *argv[] = {k.holder, k.common.ended, fence_text};
+    return lease_watch_run("lock_watch.lua", 2, argv, 3, out, err);
 }
 
 int lock_holder_fence(const char *name, long long *fence, struct fg_error *err)

@@ -12,13 +12,12 @@
 #include <string.h>
 
 #include "gateway.h"
-#include "lease/fence.h"
+#include "lease/lease_list.h"
 #include "store/redis.h"
-#include "store/revocations.h"
 
 #define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */
 
-/* The keys of semaphore name: base, then KEYS[1..7] of every sem_*.lua script. */
+/* The keys of semaphore name, in script order (lua/lib_sem.lua), and its base. */
 struct sem_keys {
     char base[NAME_MAX_LEN + 12];
     char holders[NAME_MAX_LEN + 16];
@@ -27,9 +26,10 @@ struct sem_keys {
     char waiters[NAME_MAX_LEN + 16];
     char limit[NAME_MAX_LEN + 16];
     char tickets[NAME_MAX_LEN + 16];
+    struct lease_common_keys common;
 };
 
-#define SEM_NKEYS 7
+#define SEM_NKEYS (6 + LEASE_COMMON_NKEYS)
 
 static void sem_keys_init(struct sem_keys *k, const char *name)
 {
@@ -40,13 +40,25 @@ static void sem_keys_init(struct sem_keys *k, const char *name)
     snprintf(k->waiters, sizeof k->waiters, "%sw", k->base);
     snprintf(k->limit, sizeof k->limit, "%sl", k->base);
     snprintf(k->tickets, sizeof k->tickets, "%st", k->base);
+    lease_common_keys_init(&k->common, k->base, LEASE_LIST_SEM_INDEX);
+}
+
+/* Runs semaphore script `script` with the keys of k and the arguments args[0..nargs). */
+static int sem_run(const char *script, const struct sem_keys *k, const char *const *args,
+                   size_t nargs, struct lease_result *res, struct fg_error *err)
+{
+    const char *argv[SEM_NKEYS + 16];
+    FG_ASSERT(nargs <= 16);
+    const char *own[] = {k->holders, k->data, k->queue, k->waiters, k->limit, k->tickets};
+    memcpy(argv, own, sizeof own);
+    lease_common_keys_put(&k->common, argv + 6);
+    memcpy(argv + SEM_NKEYS, args, nargs * sizeof *args);
+    return lease_script_run(script, SEM_NKEYS, argv, SEM_NKEYS + nargs, res, err);
 }
 
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                 const char *attach, struct lease_result *res, struct fg_error *err)
 {
-    if (fence_ensure_verified(err) != 0)
-        return -1;
     struct sem_keys k;
     sem_keys_init(&k, name);
     const struct config *cfg = gw.cfg;
@@ -58,13 +70,10 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
     snprintf(limit, sizeof limit, "%lld", p->limit);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *argv[] = {k.holders,      k.data,     k.queue, k.waiters, k.limit,
-                          k.tickets,      "fg:fence", k.base,  name,      lease_id,
-                          p->request_id,  ttl,        hold,    p->owner,  wait ? "1" : "0",
-                          gw.instance_id, attach,     claim,   maxw,      rid_ttl,
-                          limit,          keep};
-    return lease_script_run("sem_acquire.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
-                            err);
+    const char *args[] = {name,     lease_id,         p->request_id,  ttl,    hold,
+                          p->owner, wait ? "1" : "0", gw.instance_id, attach, claim,
+                          maxw,     rid_ttl,          limit,          keep};
+    return sem_run("sem_acquire.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
@@ -76,12 +85,9 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *argv[] = {k.holders, k.data,    k.queue,    k.waiters,
-                          k.limit,   k.tickets, "fg:fence", k.base,
-                          name,      lease_id,  attach,     lease_cancel_mode_name(mode),
-                          claim,     marker,    keep,       gw.instance_id};
-    return lease_script_run("sem_cancel.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
-                            err);
+    const char *args[] = {name,  lease_id, attach, lease_cancel_mode_name(mode),
+                          claim, marker,   keep,   gw.instance_id};
+    return sem_run("sem_cancel.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
@@ -93,11 +99,8 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *argv[] = {k.holders, k.data,     k.queue, k.waiters,     k.limit,
-                          k.tickets, "fg:fence", k.base,  name,          lease_id,
-                          claim,     marker,     keep,    gw.instance_id};
-    return lease_script_run("sem_release.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
-                            err);
+    const char *args[] = {name, lease_id, claim, marker, keep, gw.instance_id};
+    return sem_run("sem_release.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -109,11 +112,8 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *argv[] = {k.holders, k.data,     k.queue,       k.waiters, k.limit,
-                          k.tickets, "fg:fence", name,          lease_id,  ttl,
-                          claim,     keep,       gw.instance_id};
-    return lease_script_run("sem_renew.lua", SEM_NKEYS, argv, sizeof argv / sizeof argv[0], res,
-                            err);
+    const char *args[] = {name, lease_id, ttl, claim, keep, gw.instance_id};
+    return sem_run("sem_renew.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
@@ -125,11 +125,8 @@ int sem_revoke(const char *name, long long fence, struct lease_result *res, stru
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *argv[] = {k.holders,  k.data,     k.queue,         k.waiters, k.limit,
-                          k.tickets,  "fg:fence", REVOCATIONS_SET, k.base,    name,
-                          fence_text, claim,      marker,          keep,      gw.instance_id};
-    return lease_script_run("sem_revoke.lua", SEM_NKEYS + 1, argv, sizeof argv / sizeof argv[0],
-                            res, err);
+    const char *args[] = {name, fence_text, claim, marker, keep, gw.instance_id};
+    return sem_run("sem_revoke.lua", &k, args, sizeof args / sizeof args[0], res, err);
 }
 
 int sem_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
@@ -138,8 +135,8 @@ int sem_watch(const char *name, long long fence, struct lease_watch *out, struct
     sem_keys_init(&k, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
-    const char *argv[] = {k.holders, k.data, k.base, fence_text};
-    return lease_watch_run("sem_watch.lua", 2, argv, 4, out, err);
+    const char *argv[] = {k.holders, k.data, k.common.ended, fence_text};
+    return lease_watch_run("sem_watch.lua", 3, argv, 4, out, err);
 }
 
 int sem_status(const char *name, json_t **out, struct fg_error *err)

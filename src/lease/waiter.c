@@ -5,6 +5,16 @@
  * HTTP threads (a retry supersedes, a drain). All of them go through wake()
  * under the registry lock, so a wake that races with parking is never lost:
  * waiter_park refuses to park while a reason is pending.
+ *
+ * Hang-ups. Only a reset or a full close of the client's socket ends a wait; a
+ * client that half-closes (sends its request, then shuts down its write side)
+ * still waits for its answer. Both kinds of close arrive as the same FIN, and
+ * only data tells them apart: a socket that its process closed answers data
+ * with a reset, one that is only half-closed takes it. So a FIN makes the
+ * gateway send one byte of TCP urgent data, which an HTTP client never reads
+ * (without SO_OOBINLINE the byte is not part of the stream it reads), and
+ * watch for the reset that a closed socket sends back. A reset ends the wait
+ * at once.
  */
 #include "lease/waiter.h"
 
@@ -12,6 +22,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "gateway.h"
@@ -111,6 +122,7 @@ int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
     w->linked = true;
     reg.count++;
     if (w->fd >= 0) {
+        /* EPOLLHUP and EPOLLERR are always reported */
         struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT, .data.u64 = w->serial};
         epoll_ctl(reg.epoll_fd, EPOLL_CTL_ADD, w->fd, &ev);
     }
@@ -204,6 +216,20 @@ void waiter_tick(int64_t now_ms)
     pthread_mutex_unlock(&reg.lock);
 }
 
+/* The client of w sent a FIN: probe whether it still holds its socket (one
+ * urgent byte, which a closed socket answers with a reset), and watch only for
+ * that reset. Caller holds reg.lock. */
+static void probe_half_close(struct waiter *w)
+{
+    static const char probe = 0;
+    if (send(w->fd, &probe, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        wake(w, WAKE_HANGUP);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLONESHOT, .data.u64 = w->serial};
+    epoll_ctl(reg.epoll_fd, EPOLL_CTL_MOD, w->fd, &ev);
+}
+
 void waiter_watch_hangups(int timeout_ms)
 {
     struct epoll_event events[64];
@@ -212,9 +238,14 @@ void waiter_watch_hangups(int timeout_ms)
         return;
     pthread_mutex_lock(&reg.lock);
     for (int i = 0; i < n; i++)
-        for (struct waiter *w = reg.head; w != NULL; w = w->next)
-            if (w->serial == events[i].data.u64)
+        for (struct waiter *w = reg.head; w != NULL; w = w->next) {
+            if (w->serial != events[i].data.u64)
+                continue;
+            if (events[i].events & (EPOLLHUP | EPOLLERR))
                 wake(w, WAKE_HANGUP);
+            else
+                probe_half_close(w);
+        }
     pthread_mutex_unlock(&reg.lock);
 }
 

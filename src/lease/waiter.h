@@ -32,7 +32,7 @@ enum waiter_state {
 enum waiter_wake {
     WAKE_DOORBELL = 1 << 0,   /* the lease may have been granted */
     WAKE_TIMER = 1 << 1,      /* re-check or deadline time reached */
-    WAKE_HANGUP = 1 << 2,     /* the client closed its connection */
+    WAKE_HANGUP = 1 << 2,     /* the client closed or reset its connection (not a half-close) */
     WAKE_DRAIN = 1 << 3,      /* the gateway is stopping */
     WAKE_SUPERSEDED = 1 << 4, /* a retry of the same request took over */
 };
@@ -96,7 +96,8 @@ void waiter_wake_all(unsigned reason);
 /* Janitor: wakes waiters whose re-check or deadline time has come. */
 void waiter_tick(int64_t now_ms);
 
-/* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them. */
+/* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them
+ * (a reset or a close at once; a half-close never). */
 void waiter_watch_hangups(int timeout_ms);
 
 /* Waiters registered now. */

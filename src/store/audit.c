@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * audit.c - writing and reading fencegate.rejections. Stale Postgres writes
- * record themselves inside their own statement (fenced_sql.c); this file holds
- * the insert for every other refusal and the keyset-paginated query of
- * GET /v1/audit/rejections, one prepared statement per combination of filters
- * so that each can use its index ((resource, id), (lock_name, id) or the key),
- * and the per-minute counts and most refused resources of GET /v1/audit/summary.
- * It also prunes records past limits.audit_retention_days, in small batches.
+ * audit.c - writing and reading fencegate.rejections: one record per refused
+ * request, whatever the backend. Stale Postgres writes record themselves inside
+ * their own statement (fenced_sql.c); this file holds the insert for every
+ * other refusal and the keyset-paginated query of GET /v1/audit/rejections, one
+ * prepared statement per combination of filters so that each can use its index
+ * (resources (GIN), (lock_name, id) or the key), and the per-minute counts and
+ * most refused resources of GET /v1/audit/summary. Paging by id never skips a
+ * record: sql/011 makes ids visible in id order. It also prunes records past
+ * limits.audit_retention_days, in small batches (backend janitor).
  */
 #include "store/audit.h"
 
@@ -31,15 +33,18 @@ static const char prune_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
-    " owner, client_addr, method, reason, source_id, principal)"
+    " owner, client_addr, method, reason, source_id, principal, resources)"
     " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
     " ELSE clock_timestamp() END, $2::text, $3::text, $4::bigint, $5::bigint, $6::text,"
-    " $7::text, $8::text, $9::text, $10::text, $11::text)"
+    " $7::text, $8::text, $9::text, $10::text, $11::text,"
+    " CASE WHEN $12::text IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($12::json))"
+    " END)"
     " ON CONFLICT (source_id) DO NOTHING";
 
 #define QUERY_COLUMNS                                                                              \
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
-    " presented_fence, current_fence, owner, client_addr, method, reason, principal"               \
+    " presented_fence, current_fence, owner, client_addr, method, reason, principal,"              \
+    " array_to_json(resources)::text AS resources"                                                 \
     " FROM fencegate.rejections WHERE id > $1::bigint"                                             \
     " AND at >= to_timestamp($2::bigint / 1000.0)"                                                 \
     " AND ($4::bigint = 0 OR at < to_timestamp($4::bigint / 1000.0))"                              \
@@ -54,9 +59,9 @@ static const struct {
 } queries[2][2] = {
     {{"audit_query", QUERY_COLUMNS QUERY_ORDER},
      {"audit_query_l", QUERY_COLUMNS " AND lock_name = $6::text" QUERY_ORDER}},
-    {{"audit_query_r", QUERY_COLUMNS " AND resource = $6::text" QUERY_ORDER},
+    {{"audit_query_r", QUERY_COLUMNS " AND resources @> ARRAY[$6::text]" QUERY_ORDER},
      {"audit_query_rl",
-      QUERY_COLUMNS " AND resource = $6::text AND lock_name = $7::text" QUERY_ORDER}},
+      QUERY_COLUMNS " AND resources @> ARRAY[$6::text] AND lock_name = $7::text" QUERY_ORDER}},
 };
 
 /* Text columns of a record copied as they are, renamed where the API says so. */
@@ -74,6 +79,11 @@ static const char *const integer_members[] = {"id", "at_ms", "presented_fence", 
 static int insert(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
 {
     char at[24], presented[24], current[24];
+    char *resources = NULL;
+    if (rec->resources != NULL) {
+        resources = json_dumps(rec->resources, JSON_COMPACT);
+        FG_ASSERT(resources != NULL);
+    }
     snprintf(at, sizeof at, "%" PRId64, rec->at_ms);
     snprintf(presented, sizeof presented, "%" PRId64, rec->presented_fence);
     snprintf(current, sizeof current, "%" PRId64, rec->current_fence);
@@ -88,10 +98,12 @@ static int insert(struct pg_conn *conn, const struct audit_record *rec, struct f
                             rec->reason,
                             rec->source_id,
                             rec->principal != NULL && rec->principal[0] != '\0' ? rec->principal
-                                                                                : NULL};
-    if (conn != NULL)
-        return pg_exec(conn, "audit_insert", insert_sql, 11, params, NULL, err);
-    return pg_query("audit_insert", insert_sql, 11, params, NULL, err);
+                                                                                : NULL,
+                            resources};
+    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 12, params, NULL, err)
+                          : pg_query("audit_insert", insert_sql, 12, params, NULL, err);
+    free(resources);
+    return rc;
 }
 
 int audit_insert(const struct audit_record *rec, struct fg_error *err)
@@ -117,6 +129,9 @@ static json_t *record_of(const json_t *row)
         json_t *v = json_object_get(row, text_members[i].column);
         json_object_set(rec, text_members[i].member, v ? v : json_null());
     }
+    const char *resources = json_string_value(json_object_get(row, "resources"));
+    json_t *list = resources != NULL ? json_loads(resources, 0, NULL) : NULL;
+    json_object_set_new(rec, "resources", list != NULL ? list : json_array());
     return rec;
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit.h - the audit of rejected writes: one row in fencegate.rejections per
- * refused stale write, whichever backend the write was for, and the keyset-
- * paginated query behind GET /v1/audit/rejections.
+ * refused request (a batch included), whichever backend the write was for, and
+ * the keyset-paginated query behind GET /v1/audit/rejections.
  */
 #ifndef FG_AUDIT_H
 #define FG_AUDIT_H
@@ -26,6 +26,8 @@ struct audit_record {
     const char *reason;      /* why it was refused, e.g. "stale_fence" */
     int64_t at_ms;           /* when it was refused (epoch ms), 0 = now */
     const char *source_id;   /* key of a record copied from a queue (stored once), or NULL */
+    const json_t *resources; /* every resource that refused the request (array of strings,
+                                borrowed), or NULL: just resource */
     const char *principal;   /* id of the writer's API key, NULL or "" when auth is off */
 };
 
@@ -38,8 +40,9 @@ int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec,
                     struct fg_error *err) FG_WUR;
 
 /*
- * The records matching filter, oldest first: a new object {"items": [{"id",
- * "at_ms", "resource", "lock", "presented_fence", "current_fence", "owner",
+ * The records matching filter (filter->resource: any of a record's resources),
+ * in id order, which is commit order: a new object {"items": [{"id", "at_ms",
+ * "resource", "resources", "lock", "presented_fence", "current_fence", "owner",
  * "client_addr", "method", "reason", "principal"}], "next_after_id": <id of the last item
  * when the page is full, else null>} in *out.
  */

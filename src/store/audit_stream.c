@@ -13,8 +13,9 @@
  * backend) moves to the dead-letter stream "fg:audit:dead" with the reason
  * (lua/rw_audit_dead.lua), is counted and logged, and the entries behind it
  * are stored. An unreachable Postgres stops the batch and backs off, keeping
- * every entry. Must not: decide what is stale (the write scripts do) or block
- * the janitor for long (failures back off).
+ * every entry. Runs on the backend janitor thread only. Must not: decide what
+ * is stale (the write scripts do), or run on a thread that keeps leases alive
+ * (Postgres may stall).
  */
 #include "store/audit_stream.h"
 
@@ -71,14 +72,6 @@ static int dead_letter(const char *id, const char *why, struct fg_error *err)
               json_pack("{s:s, s:s, s:s}", "entry", id, "stream", AUDIT_DEAD_LETTER_STREAM,
                         "detail", why));
     return 0;
-}
-
-int audit_stream_store(const char *entry_id, const struct audit_record *rec, struct fg_error *err)
-{
-    if (insert_record(entry_id, rec, err) != 0)
-        return -1;
-    const char *ids[] = {entry_id};
-    return ack(ids, 1, err);
 }
 
 static const char *field(const json_t *fields, const char *name)
@@ -181,10 +174,10 @@ int audit_stream_list_dead(int max, FILE *out, struct fg_error *err)
     return 0;
 }
 
-void audit_stream_tick(int64_t now_ms)
+void audit_stream_tick(int64_t now_ms, bool poked)
 {
     static int64_t next_ms, backoff_ms;
-    if (now_ms < next_ms)
+    if (now_ms < next_ms && !(poked && backoff_ms == 0))
         return;
     struct fg_error err = {0};
     int stored = 0;

@@ -5,12 +5,15 @@
  * "fg:audit" in the same step, so the refusal is recorded even while Postgres is
  * down. The gateway then copies entries into fencegate.rejections, at least once
  * and idempotently (the entry id is the row's unique source_id), and deletes
- * them from the stream: at once after the refusal, and from the janitor for
- * whatever is left (Postgres was down, the gateway died in between).
+ * them from the stream, on the backend janitor's thread: at once after a refusal
+ * (janitor_poke_audit), and every so often for whatever is left (Postgres was
+ * down, another gateway died in between). A refusal is never answered later
+ * because of Postgres.
  */
 #ifndef FG_AUDIT_STREAM_H
 #define FG_AUDIT_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,11 +22,6 @@
 
 /* Entries Postgres refused, with the reason (field "error") and their id ("source_id"). */
 #define AUDIT_DEAD_LETTER_STREAM "fg:audit:dead"
-
-/* Stores rec, the content of stream entry entry_id, in Postgres (a second copy
- * of the same entry is ignored), then deletes the entry from the stream. */
-int audit_stream_store(const char *entry_id, const struct audit_record *rec,
-                       struct fg_error *err) FG_WUR;
 
 /* Copies up to max of the oldest stream entries into Postgres and deletes them
  * from the stream; an entry Postgres refuses moves to the dead letters. *stored
@@ -35,7 +33,8 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err) FG_WUR;
  * {"id", "fields"} to out (the operator command "fencegate audit-dead-letters"). */
 int audit_stream_list_dead(int max, FILE *out, struct fg_error *err) FG_WUR;
 
-/* Janitor: drains the stream every so often, backing off while it fails. */
-void audit_stream_tick(int64_t now_ms);
+/* Backend janitor: drains the stream when its time came (now_ms) or when poked
+ * (a new entry), backing off while it fails. */
+void audit_stream_tick(int64_t now_ms, bool poked);
 
 #endif

@@ -51,7 +51,11 @@ static const char catalog_sql[] =
     " a.attgenerated <> '' OR a.attidentity = 'a' AS read_only,"
     " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
     " AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum AND i.indpred IS NULL"
-    " AND i.indexprs IS NULL) AS is_unique"
+    " AND i.indexprs IS NULL) AS is_unique,"
+    " (SELECT b.typname FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
+    " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_type,"
+    " coalesce((SELECT NOT co.collisdeterministic FROM pg_collation co"
+    " WHERE co.oid = a.attcollation), false) AS nondeterministic"
     " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
     " WHERE c.oid = to_regclass(quote_ident($1::text)) AND c.relkind IN ('r', 'p')"
     " AND a.attnum > 0 AND NOT a.attisdropped";
@@ -122,9 +126,17 @@ static int load_schema(const struct table_config *t, const json_t *columns,
                        "config key 'tables.%s.key': column \"%s\" is not a primary key or "
                        "single-column unique key",
                        t->name, t->key);
+    const char *base = json_string_value(json_object_get(key, "base_type"));
+    const char *refusal =
+        fenced_sql_key_refusal(base ? base : "", catalog_flag(key, "nondeterministic"));
+    if (refusal != NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.key': column \"%s\" (%s) cannot name a resource: %s",
+                       t->name, t->key, base ? base : "?", refusal);
     if (check_fence_column(t, columns, err) != 0)
         return -1;
     schema->key_type = catalog_type(key);
+    schema->key_numeric = fenced_sql_key_numeric(base ? base : "");
     schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
     schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
     FG_ASSERT(schema->column_types != NULL && schema->column_json != NULL);
@@ -501,9 +513,9 @@ static int claim_fences(struct pg_conn *c, const struct fenced_batch *batch,
                         const struct fenced_writer *who, json_t *claimed, struct fg_error *err)
 {
     size_t n = 0;
-    const char **types = calloc(batch->nops, sizeof *types);
+    const struct table_schema **schemas = calloc(batch->nops, sizeof *schemas);
     const char **params = calloc(1 + 2 * batch->nops, sizeof *params);
-    FG_ASSERT(types != NULL && params != NULL);
+    FG_ASSERT(schemas != NULL && params != NULL);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     params[0] = fence;
@@ -511,21 +523,21 @@ static int claim_fences(struct pg_conn *c, const struct fenced_batch *batch,
         const struct fenced_op *op = &batch->ops[i];
         if (column_mode(op->table))
             continue;
-        types[n] = fpg.schemas[op->table].key_type;
+        schemas[n] = &fpg.schemas[op->table];
         params[1 + 2 * n] = fpg.prefixes[op->table];
         params[2 + 2 * n] = op->key;
         n++;
     }
     int rc = 0;
     if (n > 0) {
-        char *sql = fenced_sql_claim(types, n);
+        char *sql = fenced_sql_claim(schemas, n);
         json_t *rows = NULL;
         rc = pg_exec(c, NULL, sql, (int)(1 + 2 * n), params, &rows, err);
         json_array_extend(claimed, rows);
         json_decref(rows);
         free(sql);
     }
-    free(types);
+    free(schemas);
     free(params);
     return rc;
 }
@@ -637,29 +649,33 @@ static json_t *stale_of(const json_t *claimed, const struct fenced_writer *who)
     return stale;
 }
 
-/* After the rollback of a stale batch: one audit row per stale resource. */
+/* After the rollback of a stale batch: one audit record for the request, naming
+ * the first stale resource (in resource order) and, in resources, all of them. */
 static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenced_writer *who,
                        struct fenced_result *res, struct fg_error *err)
 {
+    const json_t *first = json_array_get(stale, 0);
+    json_t *resources = json_array();
     size_t i;
     const json_t *item;
     json_array_foreach(stale, i, item)
-    {
-        struct audit_record rec = {
-            .resource = json_string_value(json_object_get(item, "resource")),
-            .lock_name = who->lock_name,
-            .presented_fence = who->fence,
-            .current_fence = json_integer_value(json_object_get(item, "current_fence")),
-            .owner = who->owner,
-            .client_addr = who->client_addr,
-            .method = "POST",
-            .reason = "stale_fence",
-            .principal = who->principal,
-        };
-        if (audit_insert_on(c, &rec, err) != 0)
-            return -1;
-    }
-    const json_t *first = json_array_get(stale, 0);
+        json_array_append(resources, json_object_get(item, "resource"));
+    struct audit_record rec = {
+        .resource = json_string_value(json_object_get(first, "resource")),
+        .lock_name = who->lock_name,
+        .presented_fence = who->fence,
+        .current_fence = json_integer_value(json_object_get(first, "current_fence")),
+        .owner = who->owner,
+        .client_addr = who->client_addr,
+        .method = "POST",
+        .reason = "stale_fence",
+        .principal = who->principal,
+        .resources = resources,
+    };
+    int rc = audit_insert_on(c, &rec, err);
+    json_decref(resources);
+    if (rc != 0)
+        return -1;
     res->outcome = FENCED_STALE;
     res->resource = strdup(json_string_value(json_object_get(first, "resource")));
     FG_ASSERT(res->resource != NULL);

@@ -2,7 +2,8 @@
 /*
  * fenced_redis.c - one script call per fenced write or read of an application
  * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
- * companion keys ("fg:rf:<key>", "fg:audit") and reads the answers. It never
+ * companion keys ("fg:rf:<key>", "fg:audit", the write floor) and reads the
+ * answers. It never
  * decides which keys are writable and never talks to Postgres.
  *
  * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
@@ -35,6 +36,10 @@ static int64_t int_field(const json_t *obj, const char *field)
     return 0;
 }
 
+/* The keys and the common arguments of every write script (lua/lib_rw.lua). */
+#define RW_NKEYS   5
+#define RW_NCOMMON (RW_NKEYS + 7)
+
 /* Runs write script `script` with w's common arguments plus nextra more. */
 static int run_write(const char *script, const struct redis_write *w, const char *const *extra,
                      size_t nextra, struct rw_result *res, struct fg_error *err)
@@ -46,24 +51,32 @@ static int run_write(const char *script, const struct redis_write *w, const char
     memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, w->fence);
-    const char *argv[13] = {w->key,          fence_key,   FENCED_REDIS_AUDIT_STREAM,
-                            REVOCATIONS_SET, fence,       w->resource,
-                            w->lock_name,    w->owner,    w->client_addr,
-                            w->method,       w->principal};
+    const char *argv[RW_NCOMMON + 2] = {w->key,
+                                        fence_key,
+                                        FENCED_REDIS_AUDIT_STREAM,
+                                        FENCED_REDIS_FLOOR_KEY,
+                                        REVOCATIONS_SET,
+                                        fence,
+                                        w->resource,
+                                        w->lock_name,
+                                        w->owner,
+                                        w->client_addr,
+                                        w->method,
+                                        w->principal};
     FG_ASSERT(nextra <= 2);
     for (size_t i = 0; i < nextra; i++)
-        argv[11 + i] = extra[i];
-    size_t argc = 11 + nextra;
+        argv[RW_NCOMMON + i] = extra[i];
+    size_t argc = RW_NCOMMON + nextra;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
-    int rc = redis_script(script, 4, argv, argc, &out, err);
+    int rc = redis_script(script, RW_NKEYS, argv, argc, &out, err);
     const char *r = rc == 0 ? string_field(out, "r") : "";
     if (rc == 0 && strcmp(r, "norevoked") == 0) { /* Redis lost the revoked set: rebuild, retry */
         json_decref(out);
         out = NULL;
         rc = revocations_restore(err);
         if (rc == 0)
-            rc = redis_script(script, 4, argv, argc, &out, err);
+            rc = redis_script(script, RW_NKEYS, argv, argc, &out, err);
         r = rc == 0 ? string_field(out, "r") : "";
     }
     free(fence_key);
@@ -83,6 +96,8 @@ static int run_write(const char *script, const struct redis_write *w, const char
         res->current_fence = int_field(out, "current");
         res->at_ms = int_field(out, "at_ms");
         snprintf(res->audit_id, sizeof res->audit_id, "%s", string_field(out, "audit_id"));
+    } else if (strcmp(r, "nofloor") == 0) {
+        res->outcome = RW_NOFLOOR;
     } else if (strcmp(r, "missing") == 0) {
         res->outcome = RW_MISSING;
     } else if (strcmp(r, "toomany") == 0) {

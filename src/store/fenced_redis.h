@@ -18,6 +18,7 @@
 
 #define FENCED_REDIS_AUDIT_STREAM "fg:audit"
 #define FENCED_REDIS_FENCE_PREFIX "fg:rf:"
+#define FENCED_REDIS_FLOOR_KEY    "fg:fence_floor" /* writes below this fence are refused */
 
 /* One write attempt; every pointer is borrowed for the call. */
 struct redis_write {
@@ -36,19 +37,21 @@ enum rw_outcome {
     RW_STALE,     /* refused: an older fence than the stored one */
     RW_REVOKED,   /* refused: the token's lease was revoked */
     RW_WRONGTYPE, /* refused: the key holds another type than the write needs */
+    RW_NOFLOOR,   /* not tried: Redis has no write floor (lost its data); recover first */
     RW_MISSING,   /* DELETE of a key that does not exist: nothing stored, no fence */
     RW_TOO_MANY,  /* PATCH refused: the hash would hold more fields than allowed */
 };
 
 struct rw_result {
     enum rw_outcome outcome;
-    int64_t fence;         /* applied: the fence now stored */
-    int64_t current_fence; /* stale, revoked: the stored fence */
-    char audit_id[64];     /* stale, revoked: the audit stream entry of the refusal */
-    int64_t at_ms;         /* stale, revoked: Redis time of the refusal */
-    char type[16];         /* wrongtype: what the key holds */
-    int64_t hash_fields;   /* too many: the fields the hash would have held */
-    json_t *after;         /* applied (owned): the value, the fields or "deleted" */
+    int64_t fence; /* applied: the fence now stored */
+    int64_t
+        current_fence;   /* stale, revoked: the stored fence (or the write floor) that refused it */
+    char audit_id[64];   /* stale, revoked: the audit stream entry of the refusal */
+    int64_t at_ms;       /* stale, revoked: Redis time of the refusal */
+    char type[16];       /* wrongtype: what the key holds */
+    int64_t hash_fields; /* too many: the fields the hash would have held */
+    json_t *after;       /* applied (owned): the value, the fields or "deleted" */
 };
 
 /* PUT: sets the key to the string value. */

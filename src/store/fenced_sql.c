@@ -108,10 +108,41 @@ char *sql_quote_ident(const char *name)
     return stream_close(out, &buf);
 }
 
-/* The canonical resource of the key in parameter key_param: prefix || key::type::text. */
-static void put_resource(FILE *out, int prefix_param, int key_param, const char *key_type)
+/* Key types whose text is not one per value, and why (fenced_sql_key_refusal). */
+static const struct {
+    const char *type;
+    const char *why;
+} refused_key_types[] = {
+    {"float4", "0 and -0 are equal but print differently"},
+    {"float8", "0 and -0 are equal but print differently"},
+    {"citext", "equality ignores case, its text keeps it"},
+    {"interval", "'1 day' and '24 hours' are equal but print differently"},
+};
+
+const char *fenced_sql_key_refusal(const char *base_type, bool nondeterministic_collation)
 {
-    fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, key_type);
+    if (nondeterministic_collation)
+        return "its collation is not deterministic: texts that differ compare equal";
+    for (size_t i = 0; i < sizeof refused_key_types / sizeof refused_key_types[0]; i++)
+        if (strcmp(base_type, refused_key_types[i].type) == 0)
+            return refused_key_types[i].why;
+    return NULL;
+}
+
+bool fenced_sql_key_numeric(const char *base_type)
+{
+    return strcmp(base_type, "numeric") == 0;
+}
+
+/* The canonical resource of the key in parameter key_param of schema s's table:
+ * prefix || key::type::text, the scale dropped for numeric keys. */
+static void put_resource(FILE *out, int prefix_param, int key_param, const struct table_schema *s)
+{
+    if (s->key_numeric)
+        fprintf(out, "$%d::text || trim_scale(($%d::%s)::numeric)::text", prefix_param, key_param,
+                s->key_type);
+    else
+        fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, s->key_type);
 }
 
 /* Fence-guard of w: the write runs only if f kept the presented fence. */
@@ -199,7 +230,7 @@ static void put_target_exists(FILE *out, const struct table_schema *s)
             " = $2::%s) OR EXISTS (SELECT 1 FROM fencegate.resource_fences AS x"
             " WHERE x.resource = ",
             s->key_type);
-    put_resource(out, 3, 2, s->key_type);
+    put_resource(out, 3, 2, s);
     fputs("))", out);
 }
 
@@ -319,7 +350,7 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
     put_ident(out, s->cfg->key);
     fprintf(out, " = $2::%s AND NOT EXISTS (SELECT 1 FROM w) FOR UPDATE), k AS (SELECT ",
             s->key_type);
-    put_resource(out, 3, 2, s->key_type);
+    put_resource(out, 3, 2, s);
     fputs(
         " AS resource), r AS (INSERT INTO fencegate.rejections (resource, lock_name,"
         " presented_fence, current_fence, owner, client_addr, method, reason, principal)"
@@ -356,7 +387,7 @@ static char *column_read(const struct table_schema *s)
     fputs("SELECT k.resource, t.", out);
     put_ident(out, s->cfg->fence_column);
     fputs(" AS fence, row_to_json(t)::text AS row FROM (SELECT ", out);
-    put_resource(out, 2, 1, s->key_type);
+    put_resource(out, 2, 1, s);
     fputs(" AS resource) AS k LEFT JOIN ", out);
     put_ident(out, s->cfg->name);
     fputs(" AS t ON t.", out);
@@ -371,9 +402,9 @@ char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("SELECT $1::text || (t.", out);
+    fputs(s->key_numeric ? "SELECT $1::text || trim_scale((t." : "SELECT $1::text || (t.", out);
     put_ident(out, s->cfg->key);
-    fputs(")::text AS resource, ", out);
+    fputs(s->key_numeric ? ")::numeric)::text AS resource, " : ")::text AS resource, ", out);
     put_row_fence(out, s->cfg);
     fputs(" AS fence FROM ", out);
     put_ident(out, s->cfg->name);
@@ -404,7 +435,7 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
           " WHERE rv.fence = $1::bigint) AS revoked, ",
           out);
-    put_resource(out, 3, 2, s->key_type);
+    put_resource(out, 3, 2, s);
     fputs(" AS resource), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
           " SELECT v.resource, $1::bigint FROM v WHERE NOT v.revoked",
           out);
@@ -449,12 +480,12 @@ char *fenced_sql_read(const struct table_schema *s)
     fputs(" AS t WHERE t.", out);
     put_ident(out, s->cfg->key);
     fprintf(out, " = $1::%s)::text AS row FROM (SELECT ", s->key_type);
-    put_resource(out, 2, 1, s->key_type);
+    put_resource(out, 2, 1, s);
     fputs(" AS resource) AS k", out);
     return stream_close(out, &buf);
 }
 
-char *fenced_sql_claim(const char *const *key_types, size_t n)
+char *fenced_sql_claim(const struct table_schema *const *schemas, size_t n)
 {
     FG_ASSERT(n > 0);
     char *buf = NULL;
@@ -465,7 +496,7 @@ char *fenced_sql_claim(const char *const *key_types, size_t n)
           out);
     for (size_t i = 0; i < n; i++) {
         fputs(i > 0 ? ", (" : "(", out);
-        put_resource(out, (int)(2 + 2 * i), (int)(3 + 2 * i), key_types[i]);
+        put_resource(out, (int)(2 + 2 * i), (int)(3 + 2 * i), schemas[i]);
         fputs(")", out);
     }
     fprintf(out, ") AS v (resource) ORDER BY v.resource%s", fence_raise);

@@ -50,6 +50,7 @@ struct table_schema {
     char *key_type;                 /* SQL type of the key, as format_type prints it (owned) */
     char **column_types;            /* SQL type of each writable column (owned, cfg order) */
     bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
+    bool key_numeric;               /* the key is numeric: its identity drops the scale */
 };
 
 /* Frees what schema owns (not cfg) and zeroes it. */
@@ -79,10 +80,24 @@ char *fenced_sql_read(const struct table_schema *schema);
 /*
  * The claim of a batch: raises the fences of n resources at once, locking them
  * in resource order (so batches never deadlock each other). $1 is the fence,
- * then for each resource i its prefix $(2+2i) and key $(3+2i), cast with
- * key_types[i]. Answers (resource, fence) per distinct resource.
+ * then for each resource i its prefix $(2+2i) and key $(3+2i), a key of
+ * schemas[i]'s table. Answers (resource, fence) per distinct resource.
  */
-char *fenced_sql_claim(const char *const *key_types, size_t n);
+char *fenced_sql_claim(const struct table_schema *const *schemas, size_t n);
+
+/*
+ * Resource identity. A resource is "pg:<table>/" followed by the key's text in
+ * its column type, which must be one text per value as the key's equality sees
+ * it, or two paths could name one row under two fences. numeric keeps its
+ * scale in text (1 = 1.0, texts "1" and "1.0"): its identity drops trailing
+ * zeros (trim_scale). Types whose equality no text form follows are refused:
+ * why, or NULL if a key of base type base_type (a domain's underlying type)
+ * and that collation may be used.
+ */
+const char *fenced_sql_key_refusal(const char *base_type, bool nondeterministic_collation);
+
+/* True if a key of base type base_type needs the numeric identity. */
+bool fenced_sql_key_numeric(const char *base_type);
 
 /*
  * The claim of a batch's rows of a table with a fence column: locks the rows

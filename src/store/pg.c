@@ -10,7 +10,11 @@
  * target_session_attrs=read-write, libpq picks the primary at each connect, so a
  * promoted standby takes over without a restart; a connection that finds itself
  * read-only (SQLSTATE 25006) is dropped like a lost one.
- * Migrations are the files of sql/ (compiled in), applied in name order inside
+ * Every statement waits for its answer for at most a deadline of its own
+ * (statement_timeout_ms + request_timeout_ms): a Postgres that is frozen
+ * (SIGSTOP, a hung host whose kernel still acknowledges) cannot hold a caller
+ * longer, since statement_timeout needs a live server. The connection is then
+ * dropped. Migrations are the files of sql/ (compiled in), applied in name order inside
  * one transaction that holds an advisory lock, so that two gateways starting
  * together apply each exactly once.
  */
@@ -18,6 +22,7 @@
 
 #include <errno.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +220,68 @@ static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err
     return -1;
 }
 
+/* Waits until c's socket is readable (or writable, if want_write) or the
+ * deadline (CLOCK_MONOTONIC ms) passes. Returns false on timeout or error. */
+static bool wait_socket(const struct pg_conn *c, bool want_write, int64_t deadline_ms)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t left = deadline_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    if (left <= 0)
+        return false;
+    struct pollfd pfd = {.fd = PQsocket(c->pq), .events = want_write ? POLLOUT : POLLIN};
+    int n = poll(&pfd, 1, (int)(left > 60000 ? 60000 : left));
+    return n > 0 || (n < 0 && errno == EINTR);
+}
+
+static int64_t deadline_from_now(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + pool.cfg->statement_timeout_ms +
+           pool.cfg->request_timeout_ms;
+}
+
+/* After a PQsend* call that returned sent: waits for the whole answer until the
+ * deadline and returns its last result (the caller clears it), or NULL with err
+ * set and the connection dropped (not sent, or no answer in time). */
+static PGresult *await_result(struct pg_conn *c, int sent, struct fg_error *err)
+{
+    if (sent != 1) {
+        metrics_backend_error(METRIC_BACKEND_PG);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: %s", PQerrorMessage(c->pq));
+        disconnect(c);
+        return NULL;
+    }
+    int64_t deadline = deadline_from_now();
+    bool ok = true;
+    while (ok) {
+        int flushed = PQflush(c->pq);
+        if (flushed == 0)
+            break;
+        ok = flushed > 0 && wait_socket(c, true, deadline);
+    }
+    PGresult *last = NULL;
+    while (ok) {
+        while (ok && PQisBusy(c->pq))
+            ok = wait_socket(c, false, deadline) && PQconsumeInput(c->pq) == 1;
+        PGresult *res = ok ? PQgetResult(c->pq) : NULL;
+        if (res == NULL)
+            break;
+        PQclear(last);
+        last = res;
+    }
+    if (!ok) {
+        PQclear(last);
+        metrics_backend_error(METRIC_BACKEND_PG);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no answer within %lld ms",
+                pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);
+        disconnect(c);
+        return NULL;
+    }
+    return last;
+}
+
 static bool is_prepared(const struct pg_conn *c, const char *name)
 {
     for (size_t i = 0; i < c->nprepared; i++)
@@ -228,7 +295,9 @@ static int prepare(struct pg_conn *c, const char *name, const char *sql, int npa
 {
     if (is_prepared(c, name))
         return 0;
-    PGresult *res = PQprepare(c->pq, name, sql, nparams, NULL);
+    PGresult *res = await_result(c, PQsendPrepare(c->pq, name, sql, nparams, NULL), err);
+    if (res == NULL)
+        return -1;
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
         return result_failure(c, res, err);
     PQclear(res);
@@ -259,16 +328,19 @@ int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int npara
     c->sqlstate[0] = '\0';
     if (c->pq == NULL && connect_conn(c, err) != 0)
         return -1;
-    PGresult *res;
+    int sent;
     if (stmt_name != NULL) {
         if (prepare(c, stmt_name, sql, nparams, err) != 0)
             return -1;
-        res = PQexecPrepared(c->pq, stmt_name, nparams, params, NULL, NULL, 0);
+        sent = PQsendQueryPrepared(c->pq, stmt_name, nparams, params, NULL, NULL, 0);
     } else if (nparams > 0) {
-        res = PQexecParams(c->pq, sql, nparams, NULL, params, NULL, NULL, 0);
+        sent = PQsendQueryParams(c->pq, sql, nparams, NULL, params, NULL, NULL, 0);
     } else {
-        res = PQexec(c->pq, sql);
+        sent = PQsendQuery(c->pq, sql);
     }
+    PGresult *res = await_result(c, sent, err);
+    if (res == NULL)
+        return -1;
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return result_failure(c, res, err);

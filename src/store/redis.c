@@ -36,7 +36,7 @@
 #include "util/sock.h"
 
 #define MAX_SCRIPTS 64
-#define MAX_ARGS    32
+#define MAX_ARGS    48
 
 /* Replies that mean "this server cannot take writes now": the connection is
  * dropped and the request answers 503, as if the server were gone. */
@@ -473,6 +473,21 @@ static int simple_command(int argc, const char **argv, char *out, size_t cap, st
     return rc;
 }
 
+int redis_run_id(char *out, size_t cap, struct fg_error *err)
+{
+    const char *argv[] = {"INFO", "server"};
+    redisReply *reply = thread_command(2, argv, NULL, err);
+    if (reply == NULL)
+        return -1;
+    const char *at = reply->type == REDIS_REPLY_STRING ? strstr(reply->str, "run_id:") : NULL;
+    if (at != NULL)
+        snprintf(out, cap, "%.*s", (int)strcspn(at + 7, "\r\n"), at + 7);
+    else
+        snprintf(out, cap, "%s", "");
+    freeReplyObject(reply);
+    return 0;
+}
+
 int redis_ping(struct fg_error *err)
 {
     const char *argv[] = {"PING"};
@@ -483,38 +498,6 @@ int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
 {
     const char *argv[] = {"CONFIG", "GET", "maxmemory-policy"};
     return simple_command(3, argv, out, cap, err);
-}
-
-/* Appends the value of field ("run_id") of an INFO text to out, then a space. */
-static void append_info_field(const char *info, const char *field, char *out, size_t cap)
-{
-    size_t n = strlen(field);
-    for (const char *line = info; line != NULL && *line != '\0'; line = strchr(line, '\n')) {
-        line += *line == '\n';
-        if (strncmp(line, field, n) == 0 && line[n] == ':') {
-            size_t used = strlen(out);
-            size_t len = strcspn(line + n + 1, "\r\n");
-            snprintf(out + used, cap - used, "%.*s ", (int)len, line + n + 1);
-            return;
-        }
-    }
-}
-
-int redis_server_identity(char *out, size_t cap, struct fg_error *err)
-{
-    char info[8192];
-    const char *server[] = {"INFO", "server"};
-    const char *replication[] = {"INFO", "replication"};
-    out[0] = '\0';
-    if (simple_command(2, server, info, sizeof info, err) != 0)
-        return -1;
-    append_info_field(info, "run_id", out, cap);
-    if (simple_command(2, replication, info, sizeof info, err) != 0)
-        return -1;
-    append_info_field(info, "master_replid", out, cap);
-    if (strlen(out) < 2 * 40)
-        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: INFO names no run_id");
-    return 0;
 }
 
 /* Reads messages from a subscribed connection until an error, a failover to

@@ -39,13 +39,14 @@ void redis_set_connect_hook(redis_connect_hook hook);
 int redis_script(const char *name, size_t nkeys, const char *const *argv, size_t argc, json_t **out,
                  struct fg_error *err) FG_WUR;
 
+/* Reads the run_id of the Redis process this thread talks to into out (cap
+ * bytes): it changes whenever Redis restarts or another server answers. An
+ * empty out means Redis would not say (INFO not allowed to this user); a Redis
+ * still loading its data fails with FG_ERR_BACKEND_UNAVAILABLE. */
+int redis_run_id(char *out, size_t cap, struct fg_error *err) FG_WUR;
+
 /* PING on this thread's connection. */
 int redis_ping(struct fg_error *err) FG_WUR;
-
-/* The identity of the dataset behind this thread's connection: the server's
- * run_id and replication id (both change on a restart, a failover or a
- * promotion), as one text in out. */
-int redis_server_identity(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
 /* Reads CONFIG GET maxmemory-policy into out (cap bytes). */
 int redis_eviction_policy(char *out, size_t cap, struct fg_error *err) FG_WUR;

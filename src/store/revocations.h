@@ -4,8 +4,9 @@
  * in Postgres (the durable record, read by Postgres writes in their own
  * statement) and their mirror, the set "fg:revoked" in Redis (read by the Redis
  * write scripts and added to by the revoke scripts). The mirror is rebuilt from
- * Postgres whenever a script finds it missing and on every new Redis
- * connection, so a revocation survives gateway and Redis restarts.
+ * Postgres whenever a script finds it missing, and a Redis that may have lost
+ * data (restarted, failed over, flushed) loses the mirror too (lua/fence_check.lua),
+ * so a revocation survives gateway and Redis restarts and Redis rollbacks.
  */
 #ifndef FG_REVOCATIONS_H
 #define FG_REVOCATIONS_H

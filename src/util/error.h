@@ -14,31 +14,42 @@
 
 #define FG_WUR __attribute__((warn_unused_result))
 
-enum fg_code {
-    FG_OK = 0,
-    FG_ERR_INVALID_JSON,
-    FG_ERR_INVALID_NAME,
-    FG_ERR_INVALID_FIELD,
-    FG_ERR_UNAUTHORIZED,
-    FG_ERR_FORBIDDEN,
-    FG_ERR_INVALID_FENCE_TOKEN,
-    FG_ERR_NOT_FOUND,
-    FG_ERR_METHOD_NOT_ALLOWED,
-    FG_ERR_LOCK_BUSY,
-    FG_ERR_STALE_FENCE,
-    FG_ERR_LIMIT_MISMATCH,
-    FG_ERR_MAX_HOLD_EXCEEDED,
-    FG_ERR_CONFLICT,
-    FG_ERR_LEASE_LOST,
-    FG_ERR_BODY_TOO_LARGE,
-    FG_ERR_UNSUPPORTED_MEDIA_TYPE,
-    FG_ERR_MISDIRECTED_REQUEST,
-    FG_ERR_TOO_MANY_WAITERS,
-    FG_ERR_BACKEND_UNAVAILABLE,
-    FG_ERR_INTERNAL,
-    FG_ERR_CONFIG,
-    FG_CODE_COUNT
-};
+/*
+ * Every error code once: the enum constant, its stable problem name (the type
+ * /problems/<name> of the API), the HTTP status, the problem title, and the
+ * result it counts as in the lease metrics (a METRIC_RESULT_ suffix of
+ * util/metrics.h). This list is the only place a code's name, status, title or
+ * metric result is spelled: the enum below, the table of error.c and the map of
+ * metrics.c are expanded from it.
+ */
+#define FG_CODES(X)                                                                                \
+    X(FG_OK, "ok", 200, "OK", OK)                                                                  \
+    X(FG_ERR_INVALID_JSON, "invalid_json", 400, "Request body is not valid JSON", INVALID)         \
+    X(FG_ERR_INVALID_NAME, "invalid_name", 400, "Invalid name", INVALID)                           \
+    X(FG_ERR_INVALID_FIELD, "invalid_field", 400, "Invalid field", INVALID)                        \
+    X(FG_ERR_UNAUTHORIZED, "unauthorized", 401, "Unauthorized", INVALID)                           \
+    X(FG_ERR_FORBIDDEN, "forbidden", 403, "Forbidden", INVALID)                                    \
+    X(FG_ERR_INVALID_FENCE_TOKEN, "invalid_fence_token", 403, "Invalid fence token", INVALID)      \
+    X(FG_ERR_NOT_FOUND, "not_found", 404, "Not found", INVALID)                                    \
+    X(FG_ERR_METHOD_NOT_ALLOWED, "method_not_allowed", 405, "Method not allowed", INVALID)         \
+    X(FG_ERR_LOCK_BUSY, "lock_busy", 409, "Lock busy", BUSY)                                       \
+    X(FG_ERR_STALE_FENCE, "stale_fence", 409, "Stale fence", INVALID)                              \
+    X(FG_ERR_LIMIT_MISMATCH, "limit_mismatch", 409, "Semaphore limit mismatch", LIMIT_MISMATCH)    \
+    X(FG_ERR_MAX_HOLD_EXCEEDED, "max_hold_exceeded", 409, "Maximum hold time exceeded", MAX_HOLD)  \
+    X(FG_ERR_CONFLICT, "conflict", 409, "Conflict", SUPERSEDED)                                    \
+    X(FG_ERR_LEASE_LOST, "lease_lost", 410, "Lease lost", LEASE_LOST)                              \
+    X(FG_ERR_BODY_TOO_LARGE, "body_too_large", 413, "Request body too large", INVALID)             \
+    X(FG_ERR_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, "Unsupported media type",      \
+      INVALID)                                                                                     \
+    X(FG_ERR_MISDIRECTED_REQUEST, "misdirected_request", 421, "Misdirected request", INVALID)      \
+    X(FG_ERR_TOO_MANY_WAITERS, "too_many_waiters", 429, "Too many waiters", TOO_MANY_WAITERS)      \
+    X(FG_ERR_BACKEND_UNAVAILABLE, "backend_unavailable", 503, "Backend unavailable", UNAVAILABLE)  \
+    X(FG_ERR_INTERNAL, "internal", 500, "Internal error", ERROR)                                   \
+    X(FG_ERR_CONFIG, "config", 500, "Invalid configuration", ERROR)
+
+#define FG_CODE_ENUM(code, name, status, title, metric) code,
+enum fg_code { FG_CODES(FG_CODE_ENUM) FG_CODE_COUNT };
+#undef FG_CODE_ENUM
 
 struct fg_error {
     enum fg_code code; /* FG_OK until something fails */
@@ -50,9 +61,11 @@ struct fg_error {
 int fg_fail(struct fg_error *err, enum fg_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Stable problem code ("invalid_name", ...) and HTTP status of an error code. */
+/* Stable problem name ("invalid_name", ...), HTTP status and problem title
+ * ("Invalid name", ...) of an error code (static strings). */
 const char *fg_code_name(enum fg_code code);
 int fg_code_status(enum fg_code code);
+const char *fg_code_title(enum fg_code code);
 
 /* A broken invariant: a bug, never a user error. Prints file and line, aborts. */
 #define FG_ASSERT(cond)                                                                            \

@@ -19,8 +19,6 @@
 
 #include "util/error.h"
 
-#define PROBLEM_PREFIX "/problems/"
-
 /* Upper bounds of the duration buckets, in milliseconds (+Inf follows). */
 static const int64_t bucket_ms[] = {1,    5,    10,    25,    50,    100,    250,    500,    1000,
                                     2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000};
@@ -61,20 +59,9 @@ static const struct {
                            "Answered release calls by lease kind and result.", "ok"},
 };
 
-/* Problem codes that name a result of their own; others go by status. */
-static const struct {
-    const char *code;
-    enum metric_result result;
-} problem_results[] = {
-    {"lock_busy", METRIC_RESULT_BUSY},
-    {"too_many_waiters", METRIC_RESULT_TOO_MANY_WAITERS},
-    {"limit_mismatch", METRIC_RESULT_LIMIT_MISMATCH},
-    {"max_hold_exceeded", METRIC_RESULT_MAX_HOLD},
-    {"lease_lost", METRIC_RESULT_LEASE_LOST},
-    {"conflict", METRIC_RESULT_SUPERSEDED},
-    {"backend_unavailable", METRIC_RESULT_UNAVAILABLE},
-    {"internal", METRIC_RESULT_ERROR},
-};
+/* The result each problem code counts as: the metric column of FG_CODES. */
+#define FG_CODE_RESULT(code, name, status, title, metric) [code] = METRIC_RESULT_##metric,
+static const enum metric_result code_results[FG_CODE_COUNT] = {FG_CODES(FG_CODE_RESULT)};
 
 /* The routes (labels of routes.c) whose answers are lease operations. */
 static const struct {
@@ -157,15 +144,11 @@ static void observe(struct histogram *h, int64_t ms)
     atomic_fetch_add_explicit(&h->sum_ms, (unsigned long long)ms, memory_order_relaxed);
 }
 
-enum metric_result metrics_result_of(int status, const json_t *problem)
+enum metric_result metrics_result_of(int status, enum fg_code problem)
 {
-    const char *type = json_string_value(json_object_get(problem, "type"));
-    if (type != NULL && strncmp(type, PROBLEM_PREFIX, strlen(PROBLEM_PREFIX)) == 0) {
-        const char *code = type + strlen(PROBLEM_PREFIX);
-        for (size_t i = 0; i < sizeof problem_results / sizeof problem_results[0]; i++)
-            if (strcmp(code, problem_results[i].code) == 0)
-                return problem_results[i].result;
-    }
+    FG_ASSERT(problem >= 0 && problem < FG_CODE_COUNT);
+    if (problem != FG_OK)
+        return code_results[problem];
     if (status >= 200 && status < 300)
         return METRIC_RESULT_OK;
     if (status >= 400 && status < 500)
@@ -174,7 +157,7 @@ enum metric_result metrics_result_of(int status, const json_t *problem)
 }
 
 /* Counts the answer of a lease route, if route is one (see lease_routes). */
-static void count_lease(const char *route, int status, const json_t *problem, int64_t elapsed_ms)
+static void count_lease(const char *route, int status, enum fg_code problem, int64_t elapsed_ms)
 {
     for (size_t i = 0; i < sizeof lease_routes / sizeof lease_routes[0]; i++) {
         if (strcmp(route, lease_routes[i].route) != 0)
@@ -248,7 +231,7 @@ static size_t route_slot(const char *label)
     return METRICS_MAX_ROUTES;
 }
 
-void metrics_request(const char *route, int status, const json_t *problem, int64_t latency_ms)
+void metrics_request(const char *route, int status, enum fg_code problem, int64_t latency_ms)
 {
     if (route == NULL)
         route = "none";

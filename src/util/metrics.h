@@ -18,9 +18,10 @@
 #ifndef FG_METRICS_H
 #define FG_METRICS_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "util/error.h"
 
 #define METRICS_MAX_ROUTES 64
 
@@ -28,7 +29,8 @@ enum metric_kind { METRIC_KIND_LOCK, METRIC_KIND_SEMAPHORE, METRIC_KIND_COUNT };
 
 enum metric_op { METRIC_OP_ACQUIRE, METRIC_OP_RENEW, METRIC_OP_RELEASE, METRIC_OP_COUNT };
 
-/* How a lease call ended, from its reply (see metrics_result_of). */
+/* How a lease call ended, from its reply (see metrics_result_of); the result of
+ * each problem code is a column of FG_CODES (util/error.h). */
 enum metric_result {
     METRIC_RESULT_OK, /* rendered "granted" for acquisitions */
     METRIC_RESULT_BUSY,
@@ -72,9 +74,9 @@ struct metrics_gauges {
 
 /*
  * Maps the reply of a lease call to its result: by problem code when the reply
- * is a problem (problem: its body, borrowed, or NULL), else by status.
+ * is a problem (problem: its code, FG_OK for none), else by status.
  */
-enum metric_result metrics_result_of(int status, const json_t *problem);
+enum metric_result metrics_result_of(int status, enum fg_code problem);
 
 /* Records how long a lease was held, at its release. */
 void metrics_hold_time(enum metric_kind kind, int64_t held_ms);
@@ -103,12 +105,12 @@ void metrics_backend_connect(enum metric_backend backend);
 /*
  * Records one answered HTTP request: route is the route table's label (a string
  * that lives as long as the process, e.g. a literal), or NULL for no route;
- * problem is the body of a problem reply (borrowed), else NULL. The answers of
+ * problem is the code of a problem reply, else FG_OK. The answers of
  * the lease routes (lock_acquire, sem_renew, ...) also count as acquisitions,
  * renewals or releases with their result; a granted acquisition's latency is
  * its wait time.
  */
-void metrics_request(const char *route, int status, const json_t *problem, int64_t latency_ms);
+void metrics_request(const char *route, int status, enum fg_code problem, int64_t latency_ms);
 
 /* Renders every metric, with gauges, as Prometheus text. Returns a malloc'd,
  * NUL-terminated string owned by the caller. */

@@ -19,8 +19,8 @@ down-after-milliseconds + 2 s (or 2 s after the sentinels' switch, when they alo
 failover within promotion + 3 s, a gateway crash or pause invisible to the clients that retry (no operation
 given up).
 
-Broken variant caught: with the fence recovery on a new Redis connection disabled (fence_recover_on_connect
-returning 0 without recovering), the Redis kill run (the replica held still for the primary's last half second)
+Broken variant caught: with the fence check on a new Redis connection disabled (fence_check_on_connect
+returning 0 without checking), the Redis kill run (the replica held still for the primary's last half second)
 granted fences twice and its fences went back after the failover.
 
 CI runs one pass (FG_HA_ROUNDS=1, 12 clients); the long run is

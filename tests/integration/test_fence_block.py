@@ -7,8 +7,10 @@ The reservation is read from Postgres (fencegate.fence_reservation), outside the
   - a restarted Redis (a new server run, whose file may lag the fences it issued) is still recovered: a new
     block is reserved and the fences continue above every fence issued before.
 
-Broken variants caught while writing this (each tried, then reverted): the recovery run on every new
-connection as before (the reservation grew by a block per reconnect and fences jumped by 10,000); the
+A new connection only runs lua/fence_check.lua: the block is kept while fg:fence_origin names the Redis
+run_id that answers, and the reserved limit is deleted (so the next acquire recovers) when it does not.
+Broken variants caught while writing this against the earlier design (each tried, then reverted): a recovery
+on every new connection (the reservation grew by a block per reconnect and fences jumped by 10,000); the
 dataset check always "same" (after the Redis restart nothing was reserved).
 
 Owns: the fence block's lifetime. Must not: test fence recovery after data loss in depth (adversarial/).

@@ -195,8 +195,10 @@ class FenceColumnTest(unittest.TestCase):
         body = assert_problem(self, r, 409, "stale_fence")
         self.assertEqual(body["current_fence"], f2)
         self.assertEqual((row(a), row(b)), (f"a2|{f2}", f"b2|{f2}"))
-        for k in (a, b):
-            self.assertEqual([x["presented_fence"] for x in rejections(f"pg:fc_rows/{k}")], [f1])
+        # One audit record for the refused request, naming the first stale resource and listing both.
+        recs = rejections(f"pg:fc_rows/{a}") + rejections(f"pg:fc_rows/{b}")
+        self.assertEqual([x["presented_fence"] for x in recs], [f1])
+        self.assertEqual(sorted(recs[0]["resources"]), sorted(f"pg:fc_rows/{k}" for k in (a, b)))
 
     def test_startup_checks(self):
         psql(SETUP_SQL)

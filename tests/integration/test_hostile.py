@@ -331,10 +331,14 @@ class BoundedGrowthTest(unittest.TestCase):
         name, rid = unique("rid"), unique("r")
         r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 100, "max_hold_ms": 604800000, "request_id": rid})
         self.assertEqual(r.status, 200, r)
-        keys = [k for k in self.redis.cmd("KEYS", f"*{rid}*")]
-        self.assertEqual(len(keys), 1, keys)
-        pttl = self.redis.cmd("PTTL", keys[0])
-        self.assertTrue(0 < pttl <= 61000, pttl)
+        # The request id lives in the lock's request-id hash and its expiry set (lua/lib_lease.lua).
+        base = f"fg:lk:{{{name}}}:"
+        now_ms = int(self.redis.cmd("TIME")[0]) * 1000
+        till = int(self.redis.cmd("ZSCORE", base + "e", rid))
+        self.assertTrue(0 < till - now_ms <= 62000, till - now_ms)
+        for key in (base + "r", base + "e"):
+            pttl = self.redis.cmd("PTTL", key)
+            self.assertTrue(0 < pttl <= 61000, (key, pttl))
 
     def test_redis_out_of_memory_answers_503_logged_once(self):
         """With noeviction and a full Redis every lease call was a 500 quoting Redis's OOM message."""

@@ -147,7 +147,7 @@ class PgWritesTest(unittest.TestCase):
                                {"Fence-Token": token})
             self.assertIn(r.status, (404, 409), r)
         self.assertEqual([invoice(k)["note"] for k in (k1, k2, k3)], ["b1", "b2", "b3"])
-        # A stale resource refuses the whole batch, with one audit row per stale resource.
+        # A stale resource refuses the whole batch, with one audit record for the request.
         newer, newer_fence = acquire(self.c, unique("other"))
         r = write(self.c, "PATCH", "invoices", k3, {"set": {"note": "newer"}}, newer)
         self.assertEqual(r.status, 200, r)

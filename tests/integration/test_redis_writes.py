@@ -78,7 +78,8 @@ class RedisWriteTest(unittest.TestCase):
                          (a["fence"], b["fence"], "redis:" + key))
         self.assertEqual(self.c.get("/v1/redis/" + key).body, {"value": "from B", "fence": b["fence"]})
         self.assertEqual(self.r.cmd("GET", key), "from B")
-        rows = audit_rows(self.c, "redis:" + key)
+        rows = wait_for(lambda: audit_rows(self.c, "redis:" + key), timeout=10, interval=0.05,
+                        what="the audit record, which follows from the stream")
         self.assertEqual(len(rows), 1, rows)
         row = rows[0]
         self.assertEqual((row["presented_fence"], row["current_fence"], row["owner"], row["method"], row["reason"]),
@@ -183,6 +184,10 @@ class RedisWriteTest(unittest.TestCase):
         final = self.c.get("/v1/redis/" + key).body
         self.assertEqual(final, {"value": f"{top}:{last_seq}", "fence": top})
         self.assertEqual(top, max(t["fence"] for t in tokens), "the newest holder's writes must win")
+        # A refusal is answered at once; its record follows from the audit stream.
+        wait_for(lambda: len(audit_rows(self.c, "redis:" + key)) >= len(refused), timeout=30,
+                 interval=0.2, what="the audit records drained from the stream")
+        wait_for(lambda: self.r.cmd("XLEN", "fg:audit") == 0, timeout=10, what="the stream emptied")
         rows = audit_rows(self.c, "redis:" + key)
         self.assertEqual(len(rows), len(refused), "one audit record per refusal")
 

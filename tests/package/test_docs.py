@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The API reference cannot drift from the code: docs/api.md names every route of the route table
-(src/http/routes.c) and every problem code of src/util/error.c; every example of openapi/openapi.json
-conforms to the schema beside it; and the README and docs link only to files inside the repository.
+(src/http/routes.c) and every problem code of FG_CODES (src/util/error.h); every example of
+openapi/openapi.json conforms to the schema beside it; and the README and docs link only to files inside
+the repository.
 
 Caught: the batch answer's items (op, resource, row) against the old schema that required `applied` and
 `fence` in them; a README link to ../shared/API.md.
@@ -14,7 +15,7 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 ROUTE = re.compile(r'\{\s*HTTP_(GET|POST|PUT|PATCH|DELETE)\s*,\s*"([^"]+)"')
-CODE = re.compile(r'\[FG_ERR_\w+\]\s*=\s*\{"(\w+)",\s*(\d+)\}')
+CODE = re.compile(r'X\(FG_ERR_\w+,\s*"(\w+)",\s*(\d+),')
 NOT_PUBLIC = {"config"}  # a start-up failure, never an HTTP answer
 
 
@@ -65,7 +66,9 @@ class ApiReferenceTest(unittest.TestCase):
         for method, pattern in ROUTE.findall(read("src", "http", "routes.c")):
             path = re.sub(r"\{(\w+)\*\}", r"{\1}", pattern)
             self.assertIn(path, doc, f"{method} {path}")
-        for code, status in CODE.findall(read("src", "util", "error.c")):
+        codes = CODE.findall(read("src", "util", "error.h"))
+        self.assertGreaterEqual(len(codes), 20)
+        for code, status in codes:
             if code not in NOT_PUBLIC:
                 self.assertRegex(doc, rf"\| {status} \| `{code}` \|", code)
 

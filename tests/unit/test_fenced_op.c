@@ -187,10 +187,16 @@ static void statements_quote_and_parameterize(void **state)
     assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO UPDATE SET \"customer\" = "
                                 "excluded.\"customer\""));
     free(sql);
-    const char *types[] = {"text", "integer"};
-    sql = fenced_sql_claim(types, 2);
+    const struct table_schema *both[] = {&schemas[0], &schemas[1]};
+    sql = fenced_sql_claim(both, 2);
     assert_non_null(strstr(sql, "$4::text || ($5::integer)::text"));
     assert_non_null(strstr(sql, "ORDER BY v.resource"));
+    free(sql);
+    struct table_schema numeric = {
+        .cfg = &tables[0], .key_type = "numeric(12,2)", .key_numeric = true};
+    const struct table_schema *one[] = {&numeric};
+    sql = fenced_sql_claim(one, 1);
+    assert_non_null(strstr(sql, "$2::text || trim_scale(($3::numeric(12,2))::numeric)::text"));
     free(sql);
 }
 
@@ -212,6 +218,22 @@ static void value_texts(void **state)
     assert_int_equal(fenced_value_text(json_array_get(v, 3), true, "f", &out, &err), 0);
     assert_null(out);
     json_decref(v);
+}
+
+/* Key types whose text is not one per value are refused; numeric gets its own identity. */
+static void key_identity(void **state)
+{
+    (void)state;
+    assert_null(fenced_sql_key_refusal("int4", false));
+    assert_null(fenced_sql_key_refusal("text", false));
+    assert_null(fenced_sql_key_refusal("numeric", false));
+    assert_non_null(fenced_sql_key_refusal("text", true));
+    assert_non_null(fenced_sql_key_refusal("float8", false));
+    assert_non_null(fenced_sql_key_refusal("float4", false));
+    assert_non_null(fenced_sql_key_refusal("citext", false));
+    assert_non_null(fenced_sql_key_refusal("interval", false));
+    assert_true(fenced_sql_key_numeric("numeric"));
+    assert_false(fenced_sql_key_numeric("int8"));
 }
 
 static void owner_header(void **state)
@@ -284,6 +306,7 @@ int main(void)
         cmocka_unit_test(quotes_identifiers),
         cmocka_unit_test(statements_quote_and_parameterize),
         cmocka_unit_test(value_texts),
+        cmocka_unit_test(key_identity),
         cmocka_unit_test(owner_header),
         cmocka_unit_test(audit_arguments),
         cmocka_unit_test(audit_windows),

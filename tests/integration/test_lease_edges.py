@@ -1,0 +1,261 @@
+"""Lease bookkeeping at the edges (issue 16, items 5, 6, 7 and 10).
+
+- A request_id is remembered for as long as the lease it names holds: its memory is refreshed at grant,
+  claim and renew from the lease's own expiry, and by every retry, not fixed by the first request.
+  (Broken variant caught: lib_lease.lua's rid_hold made a no-op and rid_keep keeping the first request's
+  time, as before the fix — the entry then expired at the first request's wait + ttl + 60 s, long before
+  the retry's lease and its renewal ended.)
+- A retried release answers 200 however many other leases of the same lock or semaphore were released
+  since: released leases are remembered by time, not by count. (Broken variant caught: mark_released
+  trimming to the newest 64 entries again — the retried release answered 410.)
+- Waiters of a dead gateway do not count against max_waiters_per_lock: an acquire that finds the queue
+  at its cap first drops them. (Broken variant caught: the purge removed from lock_acquire.lua and
+  sem_acquire.lua — the live client got 429.)
+- Every key a lease script touches is one of the KEYS it was given (no key built inside a script), so
+  Redis ACL key patterns can confine the gateway. Checked with MONITOR: every command a script runs names
+  only keys (per COMMAND GETKEYS) of its EVALSHA call. (Broken variant caught: the former "fg:inst:<id>"
+  liveness keys and "r:<request id>" keys built inside the scripts.)
+
+Owns: these properties. Must not: depend on timing beyond generous bounds.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, Redis, wait_for  # noqa: E402
+from lock_helpers import acquire, release, renew, status, unique_name  # noqa: E402
+
+
+class Waiter(threading.Thread):
+    def __init__(self, gw: Gateway, path: str, body: dict):
+        super().__init__(daemon=True)
+        self.gw, self.path, self.body = gw, path, body
+        self.response = None
+
+    def run(self) -> None:
+        try:
+            with self.gw.client(timeout=90) as c:
+                self.response = c.post(self.path, self.body)
+        except Exception as e:  # noqa: BLE001 - the gateway may be killed under it
+            self.response = e
+
+
+class LeaseEdges(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config={"limits": {"max_waiters_per_lock": 3}, "waiter_lease_ms": 1000,
+                                 "poll_ms": 500})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    # -- item 5 --------------------------------------------------------------------------------------------
+
+    def test_request_id_outlives_the_first_request_when_a_retry_holds_longer(self):
+        name = unique_name("rid")
+        holder = acquire(self.c, name, ttl_ms=30000)
+        self.assertEqual(holder.status, 200, holder)
+        first = Waiter(self.gw, f"/v1/locks/{name}/acquire",
+                       {"request_id": "rid-long", "wait_ms": 20000, "ttl_ms": 100})
+        first.start()
+        wait_for(lambda: status(self.c, name)["waiting"] == 1, what="the first request queued")
+        retry = Waiter(self.gw, f"/v1/locks/{name}/acquire",
+                       {"request_id": "rid-long", "wait_ms": 20000, "ttl_ms": 200000})
+        retry.start()
+        first.join(30)  # the retry took its place in the queue over
+        self.assertEqual(status(self.c, name)["waiting"], 1)
+        self.assertEqual(release(self.c, name, holder.body["token"]).status, 200)
+        retry.join(30)
+        self.assertEqual(retry.response.status, 200, retry.response)
+        granted = retry.response.body
+        self.assertGreaterEqual(self.remembered_until(name), granted["expires_at_ms"],
+                                "the request_id would be forgotten while its lease still holds")
+        renewed = renew(self.c, name, granted["token"], ttl_ms=400000)
+        self.assertEqual(renewed.status, 200, renewed)
+        self.assertGreaterEqual(self.remembered_until(name), renewed.body["expires_at_ms"],
+                                "a renewal did not keep the request_id for the renewed lease")
+        again = acquire(self.c, name, request_id="rid-long", ttl_ms=60000)
+        self.assertEqual((again.status, again.body.get("token")), (200, granted["token"]), again)
+        self.assertEqual(release(self.c, name, granted["token"]).status, 200)
+
+    def remembered_until(self, name: str) -> int:
+        """Until when (Redis ms) lock name remembers request id rid-long; its keys live at least as long."""
+        with Redis() as r:
+            base = f"fg:lk:{{{name}}}:"
+            till = int(r.cmd("ZSCORE", base + "e", "rid-long"))
+            now_ms = int(r.cmd("TIME")[0]) * 1000
+            self.assertGreater(int(r.cmd("PTTL", base + "r")), till - now_ms - 2000)
+        return till
+
+    # -- item 6 --------------------------------------------------------------------------------------------
+
+    def test_retried_release_answers_200_after_many_other_releases(self):
+        for kind, extra in (("locks", {}), ("semaphores", {"limit": 2})):
+            name = unique_name("rel")
+            first = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
+            self.assertEqual(first.status, 200, first)
+            self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": first.body["token"]}).status, 200)
+            for _ in range(70):
+                r = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": r.body["token"]}).status, 200)
+            again = self.c.post(f"/v1/{kind}/{name}/release", {"token": first.body["token"]})
+            self.assertEqual(again.status, 200, (kind, again))
+
+    # -- item 7 --------------------------------------------------------------------------------------------
+
+    def test_dead_gateways_waiters_do_not_fill_the_cap(self):
+        for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
+            name = unique_name("cap")
+            holder = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
+            self.assertEqual(holder.status, 200, holder)
+            doomed = Gateway(config={"limits": {"max_waiters_per_lock": 3}, "waiter_lease_ms": 1000})
+            try:
+                dead = [Waiter(doomed, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 60000, **extra})
+                        for _ in range(3)]
+                for i, d in enumerate(dead):
+                    d.start()
+                    wait_for(lambda: self.c.get(f"/v1/{kind}/{name}").body["waiting"] == i + 1,
+                             what="a waiter of the doomed gateway queued")
+            finally:
+                doomed.kill()
+            time.sleep(1.5)  # past the dead gateway's waiter lease (1 s)
+            live = Waiter(self.gw, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 20000, **extra})
+            live.start()
+            wait_for(lambda: live.response is not None or self.c.get(f"/v1/{kind}/{name}").body["waiting"] == 1,
+                     what="the live waiter queued")
+            self.assertIsNone(live.response, f"the live client was refused: {live.response}")
+            self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": holder.body["token"]}).status, 200)
+            live.join(30)
+            self.assertEqual(live.response.status, 200, live.response)
+            self.c.post(f"/v1/{kind}/{name}/release", {"token": live.response.body["token"]})
+
+    # -- item 10 -------------------------------------------------------------------------------------------
+
+    def test_scripts_touch_only_the_keys_they_are_given(self):
+        mon = socket.create_connection(("127.0.0.1", int(os.environ["FG_TEST_REDIS_PORT"])), timeout=10)
+        mon.sendall(b"MONITOR\r\n")
+        buf = mon.makefile("rb")
+        self.assertEqual(buf.readline().strip(), b"+OK")
+        lines: list[str] = []
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set():
+                try:
+                    line = buf.readline()
+                except OSError:
+                    return
+                if not line:
+                    return
+                lines.append(line.decode("utf-8", "replace").rstrip("\r\n"))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            self.exercise_every_lease_script()
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            mon.close()
+            reader.join(5)
+        calls = parse_monitor(lines)
+        self.assertGreater(len(calls), 10, "MONITOR showed no script calls")
+        offending = []
+        with Redis() as r:
+            for keys, inner in calls:
+                for cmd in inner:
+                    touched = command_keys(r, cmd)
+                    for k in touched:
+                        if k not in keys:
+                            offending.append((cmd[0], k))
+        self.assertEqual(offending, [], "keys built inside scripts, not passed in KEYS")
+
+    def exercise_every_lease_script(self) -> None:
+        for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
+            name = unique_name("keys")
+            a = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 5000, "request_id": "k-a", **extra})
+            w = Waiter(self.gw, f"/v1/{kind}/{name}/acquire",
+                       {"ttl_ms": 5000, "wait_ms": 10000, "request_id": "k-b", **extra})
+            w.start()
+            wait_for(lambda: self.c.get(f"/v1/{kind}/{name}").body["waiting"] == 1, what="a waiter")
+            self.c.post(f"/v1/{kind}/{name}/renew", {"token": a.body["token"]})
+            self.c.post(f"/v1/{kind}/{name}/release", {"token": a.body["token"]})
+            w.join(20)
+            self.c.post(f"/v1/{kind}/{name}/release", {"token": w.response.body["token"]})
+            self.c.post(f"/v1/{kind}/{name}/release", {"token": w.response.body["token"]})
+            t = Waiter(self.gw, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 5000, "wait_ms": 200, **extra})
+            b = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 5000, **extra})
+            t.start()
+            t.join(20)
+            self.c.post(f"/v1/{kind}/{name}/release", {"token": b.body["token"]})
+            self.c.get(f"/v1/{kind}/{name}")
+
+
+def split_monitor_args(text: str) -> list[str]:
+    """The quoted arguments of one MONITOR line (after the client part)."""
+    args, i = [], 0
+    while True:
+        i = text.find('"', i)
+        if i < 0:
+            return args
+        j, out = i + 1, []
+        while text[j] != '"':
+            if text[j] == "\\":
+                nxt = text[j + 1]
+                if nxt == "x":
+                    out.append(chr(int(text[j + 2:j + 4], 16)))
+                    j += 4
+                    continue
+                out.append({"n": "\n", "r": "\r", "t": "\t"}.get(nxt, nxt))
+                j += 2
+                continue
+            out.append(text[j])
+            j += 1
+        args.append("".join(out))
+        i = j + 1
+
+
+def parse_monitor(lines: list[str]) -> list[tuple[set[str], list[list[str]]]]:
+    """Groups MONITOR lines into (KEYS of an EVALSHA/EVAL call, the commands its script ran). Redis runs a
+    script atomically and logs the call first, then its commands (client "lua")."""
+    calls: list[tuple[set[str], list[list[str]]]] = []
+    for line in lines:
+        bracket = line.find("]")
+        if bracket < 0:
+            continue
+        args = split_monitor_args(line[bracket + 1:])
+        if not args:
+            continue
+        if " lua]" in line[:bracket + 1]:
+            if calls:
+                calls[-1][1].append(args)
+        elif args[0].upper() in ("EVALSHA", "EVAL"):
+            n = int(args[2])
+            calls.append((set(args[3:3 + n]), []))
+    return calls
+
+
+def command_keys(r: Redis, cmd: list[str]) -> list[str]:
+    """The keys a command names, as Redis itself says (COMMAND GETKEYS); none for key-less commands."""
+    if cmd[0].upper() in ("TIME", "PUBLISH"):
+        return []
+    try:
+        return r.cmd("COMMAND", "GETKEYS", *cmd) or []
+    except Exception:  # noqa: BLE001 - "The command has no key arguments"
+        return []
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,102 @@
+"""One resource, one identity (issue 16, item 2): every path that names one row names one resource, so
+one fence guards it.
+
+- numeric keys: /v1/pg/ledger/1796028067 and /v1/pg/ledger/1796028067.0 (and 1.796028067e9) are one row
+  and one resource; an older token is refused on every spelling. (Broken variant caught: fenced_sql.c
+  building the identity from key::numeric::text, which keeps the scale, as before the fix — the older
+  token was accepted on "...067.0".)
+- key types where equal values print differently (float8, citext, interval, a text key under a
+  non-deterministic collation) stop start-up with a message naming the table, the column and why.
+  (Broken variant caught: fenced_sql_key_refusal answering NULL — the gateway started.)
+
+Owns: these properties. Must not: leave its tables behind (dropped in tearDownClass).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, HarnessError, psql  # noqa: E402
+from pg_helpers import unique  # noqa: E402
+
+SETUP = """
+CREATE EXTENSION IF NOT EXISTS citext;
+DROP COLLATION IF EXISTS public.fg_ci;
+CREATE COLLATION public.fg_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+CREATE TABLE IF NOT EXISTS public.ident_ledger (id numeric(20, 4) PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_float (id float8 PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_citext (id citext PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_interval (id interval PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_ci (id text COLLATE public.fg_ci PRIMARY KEY, note text);
+"""
+TEARDOWN = """
+DROP TABLE IF EXISTS public.ident_ledger, public.ident_float, public.ident_citext, public.ident_interval,
+    public.ident_ci;
+DROP COLLATION IF EXISTS public.fg_ci;
+"""
+
+
+class NumericIdentity(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        psql(SETUP)
+        cls.gw = Gateway(config={"tables": {"ident_ledger": {"key": "id", "columns": ["note"]}}})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+        psql(TEARDOWN)
+
+    def token(self):
+        r = self.c.post(f"/v1/locks/{unique('ledger')}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def put(self, key: str, token: str, note: str):
+        return self.c.request("PUT", f"/v1/pg/ident_ledger/{key}", {"row": {"note": note}}, {"Fence-Token": token})
+
+    def test_every_spelling_of_a_numeric_key_is_one_resource(self):
+        old, new = self.token(), self.token()
+        self.assertEqual(self.put("1796028067", new["token"], "new").status, 200)
+        for spelling in ("1796028067", "1796028067.0", "1796028067.0000", "1.796028067e9", "01796028067"):
+            r = self.put(spelling, old["token"], "old")
+            self.assertEqual(r.status, 409, (spelling, r))
+            self.assertEqual(r.body["resource"], "pg:ident_ledger/1796028067", r)
+        got = self.c.get("/v1/pg/ident_ledger/1796028067.00")
+        self.assertEqual((got.status, got.body["fence"], got.body["row"]["note"]), (200, new["fence"], "new"), got)
+        self.assertEqual(psql("SELECT count(*) FROM fencegate.resource_fences"
+                              " WHERE resource LIKE 'pg:ident_ledger/1796028067%'"), ["1"])
+        frac = self.put("12.50", new["token"], "frac")
+        self.assertEqual((frac.status, frac.body["resource"]), (200, "pg:ident_ledger/12.5"), frac)
+        self.assertEqual(self.put("12.5000", old["token"], "old").status, 409)
+
+
+class RefusedKeyTypes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        psql(SETUP)
+
+    @classmethod
+    def tearDownClass(cls):
+        psql(TEARDOWN)
+
+    def test_key_types_without_one_text_per_value_stop_startup(self):
+        for table, words in (("ident_float", "float8"), ("ident_citext", "citext"),
+                             ("ident_interval", "interval"), ("ident_ci", "collation")):
+            gw = Gateway(config={"tables": {table: {"key": "id", "columns": ["note"]}}}, start=False)
+            with self.assertRaises(HarnessError, msg=table):
+                gw.start()
+            log = gw.log_text()
+            self.assertIn(f"tables.{table}.key", log, log)
+            self.assertIn(words, log, log)
+            self.assertEqual(gw.returncode, 2, log)
+
+
+if __name__ == "__main__":
+    unittest.main()

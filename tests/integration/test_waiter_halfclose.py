@@ -1,0 +1,104 @@
+"""Only a reset or a full close ends a wait (issue 16, item 8).
+
+- A client that sends its acquire and then shuts down its write side (a half-close, as `curl
+  --no-keepalive` style one-shot clients and some proxies do) keeps waiting and gets its 200 when the
+  lock is released. (Broken variant caught: waiter.c ending the wait on EPOLLRDHUP, as before the fix —
+  the half-closed client was answered 409 at once and left the queue.)
+- A client that closes its socket leaves the queue at once (the urgent byte the gateway sends after a
+  FIN draws a reset from a closed socket), and so does one that resets it. The half-closed client above
+  never sees that byte in its stream.
+
+Owns: these properties. Must not: rely on the exact probe timing (bounds are generous).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway  # noqa: E402
+from lock_helpers import acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
+
+
+def send_acquire(port: int, name: str, body: dict) -> socket.socket:
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+              f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    return s
+
+
+def read_response(s: socket.socket) -> tuple[int, dict]:
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(4096)
+        if not chunk:
+            raise AssertionError(f"connection closed without an answer: {buf!r}")
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    status_code = int(head.split()[1])
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    while len(body) < length:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        body += chunk
+    return status_code, json.loads(body[:length])
+
+
+class HalfClose(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway()
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def test_half_closed_client_keeps_waiting_and_gets_its_answer(self):
+        name = unique_name("half")
+        held = acquire(self.c, name, ttl_ms=30000)
+        s = send_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 30000})
+        wait_for_waiting(self.c, name, 1)
+        s.shutdown(socket.SHUT_WR)
+        time.sleep(1.5)  # well past the probe that tells a close from a half-close
+        self.assertEqual(status(self.c, name)["waiting"], 1, "the half-closed client was dropped")
+        self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
+        code, body = read_response(s)
+        s.close()
+        self.assertEqual(code, 200, body)
+        self.assertGreater(body["fence"], held.body["fence"])
+        self.assertEqual(release(self.c, name, body["token"]).status, 200)
+
+    def test_closed_client_leaves_the_queue(self):
+        name = unique_name("closed")
+        held = acquire(self.c, name, ttl_ms=30000)
+        s = send_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
+        wait_for_waiting(self.c, name, 1)
+        s.close()
+        wait_for_waiting(self.c, name, 0, timeout=5)
+        self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
+        self.assertFalse(status(self.c, name)["held"], "the lock went to a client that had closed")
+
+    def test_reset_client_leaves_at_once(self):
+        name = unique_name("reset")
+        held = acquire(self.c, name, ttl_ms=30000)
+        s = send_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
+        wait_for_waiting(self.c, name, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # RST
+        wait_for_waiting(self.c, name, 0, timeout=2)
+        self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_error.c - the one table of error codes (FG_CODES): every code has a
+ * unique name, an error status, a title; the statuses the API promises; and
+ * fg_fail's message and return value.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/error.h"
+
+static void every_code_is_complete(void **state)
+{
+    (void)state;
+    for (int code = FG_ERR_INVALID_JSON; code < FG_CODE_COUNT; code++) {
+        const char *name = fg_code_name((enum fg_code)code);
+        const char *title = fg_code_title((enum fg_code)code);
+        int status = fg_code_status((enum fg_code)code);
+        assert_non_null(name);
+        assert_true(strlen(name) > 0);
+        assert_non_null(title);
+        assert_true(strlen(title) > 0);
+        if (status < 400 || status > 599)
+            fail_msg("%s: status %d is not 4xx or 5xx", name, status);
+        for (int other = FG_OK; other < code; other++)
+            if (strcmp(name, fg_code_name((enum fg_code)other)) == 0)
+                fail_msg("two codes are called %s", name);
+    }
+    assert_string_equal(fg_code_name(FG_OK), "ok");
+    assert_int_equal(fg_code_status(FG_OK), 200);
+}
+
+static void statuses_of_the_api(void **state)
+{
+    (void)state;
+    static const struct {
+        enum fg_code code;
+        const char *name;
+        int status;
+    } table[] = {
+        {FG_ERR_INVALID_JSON, "invalid_json", 400},
+        {FG_ERR_INVALID_NAME, "invalid_name", 400},
+        {FG_ERR_INVALID_FIELD, "invalid_field", 400},
+        {FG_ERR_UNAUTHORIZED, "unauthorized", 401},
+        {FG_ERR_FORBIDDEN, "forbidden", 403},
+        {FG_ERR_INVALID_FENCE_TOKEN, "invalid_fence_token", 403},
+        {FG_ERR_NOT_FOUND, "not_found", 404},
+        {FG_ERR_METHOD_NOT_ALLOWED, "method_not_allowed", 405},
+        {FG_ERR_LOCK_BUSY, "lock_busy", 409},
+        {FG_ERR_STALE_FENCE, "stale_fence", 409},
+        {FG_ERR_LIMIT_MISMATCH, "limit_mismatch", 409},
+        {FG_ERR_MAX_HOLD_EXCEEDED, "max_hold_exceeded", 409},
+        {FG_ERR_CONFLICT, "conflict", 409},
+        {FG_ERR_LEASE_LOST, "lease_lost", 410},
+        {FG_ERR_BODY_TOO_LARGE, "body_too_large", 413},
+        {FG_ERR_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415},
+        {FG_ERR_MISDIRECTED_REQUEST, "misdirected_request", 421},
+        {FG_ERR_TOO_MANY_WAITERS, "too_many_waiters", 429},
+        {FG_ERR_BACKEND_UNAVAILABLE, "backend_unavailable", 503},
+        {FG_ERR_INTERNAL, "internal", 500},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        assert_string_equal(fg_code_name(table[i].code), table[i].name);
+        assert_int_equal(fg_code_status(table[i].code), table[i].status);
+    }
+    assert_string_equal(fg_code_title(FG_ERR_LOCK_BUSY), "Lock busy");
+    assert_string_equal(fg_code_title(FG_ERR_STALE_FENCE), "Stale fence");
+}
+
+static void fail_fills_the_error(void **state)
+{
+    (void)state;
+    struct fg_error err = {0};
+    assert_int_equal(fg_fail(&err, FG_ERR_INVALID_NAME, "name '%s' is %d bytes", "x", 201), -1);
+    assert_int_equal(err.code, FG_ERR_INVALID_NAME);
+    assert_string_equal(err.msg, "name 'x' is 201 bytes");
+    assert_int_equal(fg_fail(NULL, FG_ERR_INTERNAL, "nowhere"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_code_is_complete),
+        cmocka_unit_test(statuses_of_the_api),
+        cmocka_unit_test(fail_fills_the_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
