@@ -9,7 +9,7 @@
 #include "config.h"
 
 #include "auth/keys.h"
-#include "lease/token.h"
+#include "auth/token.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

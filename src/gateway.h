@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "auth/token.h"
 #include "config.h"
-#include "lease/token.h"
 
 struct gateway {
     const struct config *cfg;           /* the immutable configuration */

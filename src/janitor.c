@@ -29,6 +29,7 @@
 #include "store/audit.h"
 #include "store/audit_stream.h"
 #include "store/redis.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define TICK_MS         5
@@ -77,7 +78,7 @@ static void *lease_janitor_main(void *arg)
     bool beat_failing = false;
     while (!jan.stop) {
         waiter_watch_hangups(TICK_MS);
-        int64_t now = http_now_ms();
+        int64_t now = clock_mono_ms();
         waiter_tick(now);
         doorbell_reap_orphans(now);
         http_server_reap_slow(now);
@@ -121,7 +122,7 @@ static void *backend_janitor_main(void *arg)
     int64_t next_prune = 0;
     while (!jan.stop) {
         bool poked = backend_wait();
-        int64_t now = http_now_ms();
+        int64_t now = clock_mono_ms();
         audit_stream_tick(now, poked);
         audit_retention_tick(now, gw.cfg->audit_retention_days);
         if (now >= next_prune) {

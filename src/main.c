@@ -35,6 +35,7 @@
 #include "store/pg.h"
 #include "store/redis.h"
 #include "store/secret.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/notify.h"
 #include "util/procstat.h"
@@ -97,12 +98,12 @@ static void sleep_ms(long ms)
 /* Applies migrations, retrying while Postgres is still starting. */
 static int migrate_when_ready(struct fg_error *err)
 {
-    int64_t deadline = http_now_ms() + STARTUP_WAIT_MS;
+    int64_t deadline = clock_mono_ms() + STARTUP_WAIT_MS;
     bool told = false;
     for (;;) {
         if (pg_migrate(err) == 0)
             return 0;
-        if (err->code != FG_ERR_BACKEND_UNAVAILABLE || http_now_ms() > deadline)
+        if (err->code != FG_ERR_BACKEND_UNAVAILABLE || clock_mono_ms() > deadline)
             return -1;
         if (!told)
             log_message(LOG_WARN, "backend_down", "waiting for postgres: %s", err->msg);
@@ -250,8 +251,8 @@ static int serve(struct config *cfg, struct fg_error *err)
     (void)notify_send("STOPPING=1\nSTATUS=draining");
     atomic_store(&gw.draining, true);
     http_server_quiesce();
-    int64_t deadline = http_now_ms() + DRAIN_WAIT_MS;
-    while (http_server_in_flight() > 0 && http_now_ms() < deadline) {
+    int64_t deadline = clock_mono_ms() + DRAIN_WAIT_MS;
+    while (http_server_in_flight() > 0 && clock_mono_ms() < deadline) {
         waiter_wake_all(WAKE_DRAIN);
         sleep_ms(10);
     }

@@ -12,7 +12,7 @@
 
 #include "auth/keys.h"
 #include "auth/scope.h"
-#include "lease/token.h"
+#include "auth/token.h"
 
 static const char keygen_usage[] =
     "usage: fencegate keys new --id ID --scope SCOPE [--scope SCOPE ...]\n"

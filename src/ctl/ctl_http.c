@@ -8,6 +8,7 @@
  * ctl_wire.c's.
  */
 #include "ctl/ctl_http.h"
+#include "util/clock.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,23 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define UNREACHABLE FG_ERR_BACKEND_UNAVAILABLE
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Waits until fd is ready for events or the deadline passes; 0 when ready. */
 static int wait_fd(int fd, short events, long long deadline)
 {
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - clock_mono_ms();
         if (left <= 0)
             return -1;
         struct pollfd p = {.fd = fd, .events = events};
@@ -261,7 +254,7 @@ int ctl_http(const struct ctl_url *gateway, const char *method, const char *path
              const json_t *body, long long timeout_ms, struct ctl_response *out,
              struct fg_error *err)
 {
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = clock_mono_ms() + timeout_ms;
     char *json = body ? json_dumps(body, JSON_COMPACT) : NULL;
     size_t len;
     char *request = ctl_request_format(gateway, method, path, json, &len);

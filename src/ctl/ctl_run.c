@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl_api.h"
+#include "util/clock.h"
 
 #define RETRY_MIN_MS   50    /* shortest pause between renewals that got no answer */
 #define WATCH_BYTE     0xFF  /* a watcher's news in the self-pipe (no signal has this number) */
@@ -73,13 +74,6 @@ struct held {
     bool terminal;                  /* the command got the terminal's foreground */
     bool gone;                      /* the gateway said the lease no longer exists (410) */
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_signal(int sig)
 {
@@ -259,15 +253,15 @@ static bool reaped(const struct held *h, int *status)
 static void stop_command(const struct held *h, int *status)
 {
     signal_command(h, SIGTERM);
-    long long deadline = now_ms() + h->args->grace_ms;
+    long long deadline = clock_mono_ms() + h->args->grace_ms;
     while (!reaped(h, status)) {
-        if (now_ms() >= deadline) {
+        if (clock_mono_ms() >= deadline) {
             signal_command(h, SIGKILL);
             while (waitpid(h->child, status, 0) < 0 && errno == EINTR)
                 ;
             return;
         }
-        wait_signals(h, deadline - now_ms());
+        wait_signals(h, deadline - clock_mono_ms());
     }
 }
 
@@ -306,7 +300,7 @@ static void report_last_attempt(const struct ctl_answer *ans)
 static enum renewal renew(struct held *h)
 {
     const struct ctl_args *a = h->args;
-    long long sent = now_ms();
+    long long sent = clock_mono_ms();
     struct ctl_answer ans;
     int rc = a->set != NULL
                  ? ctl_api_lockset_renew(a, h->tokens, h->n, a->ttl_ms, h->valid_until - sent, &ans)
@@ -326,7 +320,7 @@ static enum renewal renew(struct held *h)
         result = RENEWAL_LOST;
     } else {
         long long retry = h->ttl_ms / 10 > RETRY_MIN_MS ? h->ttl_ms / 10 : RETRY_MIN_MS;
-        h->next_renew = now_ms() + retry;
+        h->next_renew = clock_mono_ms() + retry;
         result = RENEWAL_RETRY;
         if (h->next_renew >= h->valid_until) {
             fprintf(stderr,
@@ -414,14 +408,14 @@ static int supervise(struct held *h)
     start_watchers(h);
     int status = 0;
     for (;;) {
-        wait_signals(h, h->next_renew - now_ms());
+        wait_signals(h, h->next_renew - clock_mono_ms());
         if (reaped(h, &status)) {
             take_terminal_back(h);
             return release_after(h, status);
         }
         if (lease_ended)
             report_ended(h);
-        else if (now_ms() < h->next_renew || renew(h) != RENEWAL_LOST)
+        else if (clock_mono_ms() < h->next_renew || renew(h) != RENEWAL_LOST)
             continue;
         stop_command(h, &status);
         take_terminal_back(h);
@@ -484,8 +478,8 @@ int ctl_run(const struct ctl_args *a, const char *owner)
     }
     /* The grant happened shortly before its answer arrived (after a wait in the queue, only
      * the doorbell's delay): keep a tenth of the TTL as margin for that. */
-    h.valid_until = now_ms() + h.ttl_ms - h.ttl_ms / 10;
-    h.next_renew = now_ms() + h.ttl_ms / 3;
+    h.valid_until = clock_mono_ms() + h.ttl_ms - h.ttl_ms / 10;
+    h.next_renew = clock_mono_ms() + h.ttl_ms / 3;
     code = supervise(&h);
 out:
     ctl_answer_free(&ans);

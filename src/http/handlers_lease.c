@@ -33,6 +33,7 @@
 #include "lease/waiter.h"
 #include "store/revocations.h"
 #include "store/secret.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Waiters this close to the head re-check when the (first) holder's lease ends. */
@@ -169,7 +170,7 @@ static enum handler_result reply_acquired(const struct lease_ops *kind, struct h
  * doorbells). */
 static int64_t next_check(const struct lease_result *res)
 {
-    int64_t now = http_now_ms(), delay = gw.cfg->poll_ms;
+    int64_t now = clock_mono_ms(), delay = gw.cfg->poll_ms;
     if (res->position < EXPIRY_WATCHERS && res->holder_pttl_ms >= 0 &&
         res->holder_pttl_ms + 5 < delay)
         delay = res->holder_pttl_ms + 5;
@@ -234,7 +235,7 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
             res = delivered_result(lw);
             return reply_granted(lw->kind, req, reply, &res);
         }
-        if (http_now_ms() >= lw->waiter.deadline_ms)
+        if (clock_mono_ms() >= lw->waiter.deadline_ms)
             return end_wait(req, reply, lw, LEASE_CANCEL_TAKE, NULL);
         if (lw->kind->acquire(lw->name, &lw->params, lw->waiter.lease_id, true, lw->attach, &res,
                               &err) != 0) {
@@ -243,7 +244,7 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
                 return fail(reply, &err);
             }
             /* a backend outage: the place in the queue is kept in Redis; look again soon */
-            if (waiter_park(&lw->waiter, http_now_ms() + RECHECK_AFTER_OUTAGE_MS))
+            if (waiter_park(&lw->waiter, clock_mono_ms() + RECHECK_AFTER_OUTAGE_MS))
                 return HANDLER_SUSPEND;
             continue;
         }
@@ -277,7 +278,7 @@ static enum handler_result start_wait(const struct lease_ops *kind, struct http_
     snprintf(lw->name, sizeof lw->name, "%.200s", lease_name(req));
     snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", lease_id);
     if (token_new_lease_id(lw->attach, &err) != 0 ||
-        waiter_add(&lw->waiter, req, http_now_ms() + p->wait_ms, &err) != 0) {
+        waiter_add(&lw->waiter, req, clock_mono_ms() + p->wait_ms, &err) != 0) {
         free(lw);
         return fail(reply, &err);
     }

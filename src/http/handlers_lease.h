@@ -12,10 +12,10 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "auth/token.h"
 #include "http/server.h"
 #include "lease/lease_request.h"
 #include "lease/lease_result.h"
-#include "lease/token.h"
 #include "util/metrics.h"
 
 struct lease_ops {

@@ -25,6 +25,7 @@
 #include "lease/lockset.h"
 #include "lease/waiter.h"
 #include "store/secret.h"
+#include "util/clock.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 
@@ -111,7 +112,7 @@ static bool renew_held(struct lockset_wait *ls, size_t *lost, struct fg_error *e
         }
         ls->held[i].expires_at_ms = res.expires_at_ms;
     }
-    ls->renew_at = http_now_ms() + ls->params.ttl_ms / 3;
+    ls->renew_at = clock_mono_ms() + ls->params.ttl_ms / 3;
     return true;
 }
 
@@ -159,11 +160,11 @@ static enum handler_result reply_set(struct lockset_wait *ls, struct http_reply 
  * the renewal of the held locks. */
 static int64_t next_check(const struct lockset_wait *ls, const struct lease_result *res)
 {
-    int64_t at = http_now_ms() + gw.cfg->poll_ms;
+    int64_t at = clock_mono_ms() + gw.cfg->poll_ms;
     if (res->position < 3 && res->holder_pttl_ms >= 0)
-        at = http_now_ms() + res->holder_pttl_ms + 5;
+        at = clock_mono_ms() + res->holder_pttl_ms + 5;
     if (res->holder_pttl_ms < 0)
-        at = http_now_ms() + 50;
+        at = clock_mono_ms() + 50;
     if (ls->next > 0 && ls->renew_at < at)
         at = ls->renew_at;
     return at;
@@ -188,7 +189,7 @@ static enum handler_result step(struct lockset_wait *ls, struct http_reply *repl
         }
         if (ls->next == ls->set.n)
             return reply_set(ls, reply);
-        int64_t now = http_now_ms();
+        int64_t now = clock_mono_ms();
         if (ls->waits && now >= ls->waiter.deadline_ms)
             return give_up(ls, reply, NULL, "was not obtained within wait_ms");
         size_t lost = 0;
@@ -213,7 +214,7 @@ static enum handler_result step(struct lockset_wait *ls, struct http_reply *repl
             snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", res.lease_id);
             ls->held[ls->next++] = res;
             if (ls->next == 1)
-                ls->renew_at = http_now_ms() + ls->params.ttl_ms / 3;
+                ls->renew_at = clock_mono_ms() + ls->params.ttl_ms / 3;
             if (ls->waits && ls->next < ls->set.n)
                 waiter_rekey(&ls->waiter, ls->leases[ls->next]);
             continue;
@@ -273,7 +274,7 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
             goto refused;
         }
         snprintf(ls->waiter.lease_id, sizeof ls->waiter.lease_id, "%s", ls->leases[0]);
-        if (waiter_add(&ls->waiter, req, http_now_ms() + ls->params.wait_ms, &err) != 0)
+        if (waiter_add(&ls->waiter, req, clock_mono_ms() + ls->params.wait_ms, &err) != 0)
             goto refused;
     }
     req->state = ls;

@@ -16,12 +16,12 @@
 #include <string.h>
 
 #include "auth/keys.h"
+#include "auth/token.h"
 #include "gateway.h"
 #include "janitor.h"
 #include "lease/fence.h"
 #include "lease/lease_request.h"
 #include "lease/live.h"
-#include "lease/token.h"
 #include "store/audit.h"
 #include "store/fenced_redis.h"
 #include "store/secret.h"

@@ -15,6 +15,7 @@
 #include "gateway.h"
 #include "http/handlers_lease.h"
 #include "lease/waiter.h"
+#include "util/clock.h"
 
 #define WATCH_DEFAULT_WAIT_MS 30000
 #define WATCH_MAX_WAIT_MS     3600000LL
@@ -90,7 +91,7 @@ static enum handler_result watch_step(struct http_reply *reply, struct lease_wat
             reply_problem(reply, &err);
             return HANDLER_DONE;
         }
-        int64_t now = http_now_ms();
+        int64_t now = clock_mono_ms();
         if (!seen.held || now >= lw->waiter.deadline_ms)
             return answer(lw, reply, &seen);
         int64_t delay = seen.pttl_ms >= 0 ? seen.pttl_ms + WATCH_EXPIRY_SLACK_MS : gw.cfg->poll_ms;
@@ -132,7 +133,7 @@ enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http
     lw->waiter.watch_kind = (char)kind->token_kind;
     lw->waiter.watch_fence = fence;
     lw->waiter.watch_name = lw->name;
-    if (waiter_add(&lw->waiter, req, http_now_ms() + wait_ms, &err) != 0) {
+    if (waiter_add(&lw->waiter, req, clock_mono_ms() + wait_ms, &err) != 0) {
         free(lw);
         reply_problem(reply, &err);
         return HANDLER_DONE;

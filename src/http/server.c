@@ -42,12 +42,12 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "auth/keys.h"
+#include "auth/token.h"
 #include "http/tls.h"
-#include "lease/token.h"
+#include "util/clock.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -97,13 +97,6 @@ static struct {
     MHD_socket quiesced_fd; /* listening socket after quiesce, closed at stop */
 } server = {.quiesced_fd = MHD_INVALID_SOCKET};
 
-int64_t http_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The lasting state of the connection (NULL if none). */
 static struct conn_state *state_of(struct MHD_Connection *mhd)
 {
@@ -126,7 +119,7 @@ static void watch_arm(struct conn_state *w)
 {
     pthread_mutex_lock(&watches.lock);
     watch_unlink(w);
-    w->due_ms = http_now_ms() + server.cfg->header_timeout_ms;
+    w->due_ms = clock_mono_ms() + server.cfg->header_timeout_ms;
     w->prev = watches.head.prev;
     w->next = &watches.head;
     watches.head.prev->next = w;
@@ -177,7 +170,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     conn->mhd = mhd;
     conn->state = state;
     pthread_mutex_init(&conn->wake_lock, NULL);
-    req->started_ms = http_now_ms();
+    req->started_ms = clock_mono_ms();
     req->method = router_method(method);
     client_address(mhd, req->client_addr, sizeof req->client_addr);
     const char *rid = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "X-Request-Id");
@@ -228,7 +221,7 @@ static void log_request(const struct http_request *req, const char *method, cons
     json_t *f =
         json_pack("{s:s, s:s, s:s, s:i, s:I, s:s}", "method", method, "route",
                   req->match.route ? req->match.route->label : "none", "path", url, "status",
-                  conn->reply.status, "latency_ms", (json_int_t)(http_now_ms() - req->started_ms),
+                  conn->reply.status, "latency_ms", (json_int_t)(clock_mono_ms() - req->started_ms),
                   "client", req->client_addr);
     json_object_set_new(f, "request_id", json_string(req->request_id));
     if (req->log_subject[0] != '\0')
@@ -346,7 +339,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     MHD_destroy_response(resp);
     conn->answered = true;
     metrics_request(req->match.route ? req->match.route->label : NULL, reply->status,
-                    reply->problem, http_now_ms() - req->started_ms);
+                    reply->problem, clock_mono_ms() - req->started_ms);
     log_request(req, method, url);
     return rc;
 }

@@ -86,7 +86,4 @@ void http_request_wake(struct http_request *req);
  * limits.header_timeout_ms (janitor, every tick; cheap when nothing is due). */
 void http_server_reap_slow(int64_t now_ms);
 
-/* Monotonic clock in milliseconds. */
-int64_t http_now_ms(void);
-
 #endif

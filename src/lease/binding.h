@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "util/error.h"
 
 /* The lease that guards each resource of a table or prefix. */

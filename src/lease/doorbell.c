@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "gateway.h"
-#include "http/server.h"
 #include "lease/waiter.h"
 #include "store/redis.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define ORPHAN_GRACE_MS 200
@@ -71,7 +71,7 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
         o->lease_id[LEASE_ID_LEN] = '\0';
         memcpy(o->name, name, name_len);
         o->name[name_len] = '\0';
-        o->seen_ms = http_now_ms();
+        o->seen_ms = clock_mono_ms();
     }
     pthread_mutex_unlock(&bell.lock);
 }

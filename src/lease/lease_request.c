@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "util/fgjson.h"
 #include "util/names.h"
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "util/error.h"
 #include "util/names.h"
 

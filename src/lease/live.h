@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "util/error.h"
 
 /* Sets *live to whether the lease of claims (a verified token) holds now. */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 
 static int by_name(const void *a, const void *b)
 {

@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth/token.h"
 #include "lease/lease_request.h"
 #include "lease/lease_result.h"
-#include "lease/token.h"
 #include "util/error.h"
 
 /*

@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "util/error.h"
 
 struct http_request;

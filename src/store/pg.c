@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "embedded.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/sock.h"
@@ -224,9 +225,7 @@ static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err
  * deadline (CLOCK_MONOTONIC ms) passes. Returns false on timeout or error. */
 static bool wait_socket(const struct pg_conn *c, bool want_write, int64_t deadline_ms)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t left = deadline_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    int64_t left = deadline_ms - clock_mono_ms();
     if (left <= 0)
         return false;
     struct pollfd pfd = {.fd = PQsocket(c->pq), .events = want_write ? POLLOUT : POLLIN};
@@ -236,10 +235,7 @@ static bool wait_socket(const struct pg_conn *c, bool want_write, int64_t deadli
 
 static int64_t deadline_from_now(void)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + pool.cfg->statement_timeout_ms +
-           pool.cfg->request_timeout_ms;
+    return clock_mono_ms() + pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms;
 }
 
 /* After a PQsend* call that returned sent: waits for the whole answer until the

@@ -31,6 +31,7 @@
 
 #include "embedded.h"
 #include "store/redis_url.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/sock.h"
@@ -392,9 +393,7 @@ static void note_oom(void)
 {
     static atomic_llong next_log_ms;
     metrics_redis_oom();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long now = clock_mono_ms();
     long long due = atomic_load(&next_log_ms);
     if (now < due || !atomic_compare_exchange_strong(&next_log_ms, &due, now + OOM_LOG_EVERY_MS))
         return;

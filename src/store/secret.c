@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 #include "store/pg.h"
 #include "util/published.h"
 

@@ -9,8 +9,8 @@
 #ifndef FG_SECRET_H
 #define FG_SECRET_H
 
+#include "auth/token.h"
 #include "config.h"
-#include "lease/token.h"
 #include "util/error.h"
 
 /* Fills *ring with cfg's keys, or with the one kept in Postgres (id "default"). */

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/token.h"
 #include "config.h"
 #include "ctl/ctl_table.h"
 #include "http/router.h"
 #include "http/strict.h"
 #include "lease/lease_request.h"
-#include "lease/token.h"
 #include "store/audit_filter.h"
 #include "store/fenced_op.h"
 #include "util/fgjson.h"

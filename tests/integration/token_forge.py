@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Makes fencing tokens the way the gateway does (src/lease/token.c), for tests that must present a token
+"""Makes fencing tokens the way the gateway does (src/auth/token.c), for tests that must present a token
 signed with a real key but carrying claims the gateway never issued.
 
 Owns: the token text form (fgt2.<key id>.<kind>.<fence>.<lease id>.<base64url name>.<base64url HMAC>).

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "auth/keys.h"
+#include "auth/token.h"
 #include "config.h"
-#include "lease/token.h"
 
 /* The fake environment: NULL-terminated name/value pairs. */
 static const char *const *fake_env;

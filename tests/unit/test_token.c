@@ -14,7 +14,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "lease/token.h"
+#include "auth/token.h"
 
 static const char secret[] = "unit-test-secret-0123456789abcdef";
 static const char other_secret[] = "unit-test-secret-0123456789abcdeF";

@@ -7,7 +7,7 @@
  * single secret of version 1), so an upgrade invalidates no token in flight. A verified token is
  * the only way a fence reaches storage: a made-up number never gets that far.
  */
-#include "lease/token.h"
+#include "auth/token.h"
 
 #include <errno.h>
 #include <inttypes.h>
