@@ -37,7 +37,8 @@ bench_services
 bench_gateway
 
 rcli() { redis-cli -p "$redis_port" "$@"; }
-script() { rcli SCRIPT LOAD "$(cat lua/lib_lease.lua; echo; cat lua/lib_lock.lua; echo; cat "lua/$1")"; }
+# Each script as the gateway runs it (its key names and libraries before it), from the build.
+script() { rcli SCRIPT LOAD "$(cat "$build/generated/lua/$1")"; }
 acquire_sha=$(script lock_acquire.lua)
 release_sha=$(script lock_release.lua)
 # The raw client cannot reserve fences in Postgres (lua/lib_lease.lua), so the fence limit is put out

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- fence_check.lua: run by a gateway on each new connection, before anything
 -- else, to learn whether Redis may have lost fences it issued. The sequence is
--- trusted only while "fg:fence_origin" names the Redis process that answers
+-- trusted only while KEY_FENCE_ORIGIN names the Redis process that answers
 -- (its run_id) and the sequence exists; otherwise Redis restarted (maybe from an
 -- older snapshot or a truncated AOF), failed over, or was flushed, and the
 -- sequence may have gone back. Then the reserved limit, the origin and the
@@ -10,9 +10,10 @@
 -- after this moment raises the sequence and the floor again; and so is the
 -- revoked set, which may have lost revocations too: the next script that needs
 -- it answers "norevoked" and the gateway rebuilds it from Postgres.
--- KEYS[1] "fg:fence", KEYS[2] "fg:fence_limit", KEYS[3] "fg:fence_origin",
--- KEYS[4] "fg:fence_floor", KEYS[5] "fg:revoked"
--- ARGV[1] run_id of the Redis process ("" unknown: never trusted)
+-- KEYS: fence fence_limit fence_origin fence_floor revoked
+--   (KEY_FENCE, KEY_FENCE_LIMIT, KEY_FENCE_ORIGIN, KEY_FENCE_FLOOR, KEY_REVOKED)
+-- ARGV: run_id
+--   the run_id of the Redis process ("" unknown: never trusted)
 -- Returns JSON {trusted, limit (the reserved limit, when trusted)}.
 local v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[2])
 if ARGV[1] ~= '' and v[1] ~= false and v[2] == ARGV[1] then

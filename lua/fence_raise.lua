@@ -6,10 +6,10 @@
 -- trusted on, and raises the write floor: every token issued before the loss
 -- belongs to a lease the loss ended, and Redis-resource writes below the floor
 -- are refused (lib_rw.lua), since their resources' fences may be lost too.
--- KEYS[1] "fg:fence", KEYS[2] "fg:fence_limit", KEYS[3] "fg:fence_origin",
--- KEYS[4] "fg:fence_floor"
--- ARGV[1] floor, ARGV[2] limit, ARGV[3] "1" after a loss, ARGV[4] the run_id of
--- the Redis process recovered ("" unknown)
+-- KEYS: fence fence_limit fence_origin fence_floor
+--   (KEY_FENCE, KEY_FENCE_LIMIT, KEY_FENCE_ORIGIN, KEY_FENCE_FLOOR)
+-- ARGV: floor limit lost run_id
+--   lost is "1" after a loss; run_id names the Redis process recovered ("" unknown)
 -- Returns JSON {fence, limit} (the values afterwards).
 local cur = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local lim = tonumber(redis.call('GET', KEYS[2]) or '-1')

@@ -1,6 +1,8 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- fence_read.lua: what fence recovery needs to know of the sequence.
--- KEYS[1] "fg:fence", KEYS[2] "fg:fence_origin", KEYS[3] "fg:fence_limit"
+-- KEYS: fence fence_origin fence_limit
+--   (KEY_FENCE, KEY_FENCE_ORIGIN, KEY_FENCE_LIMIT)
+-- ARGV:
 -- Returns JSON {fence (-1 when the sequence is missing), trusted (the sequence
 -- has not gone back since the origin was set, lua/fence_check.lua), ready
 -- (trusted and below its limit: another recovery already ran), limit}.

@@ -2,8 +2,10 @@
 -- instance_beat.lua: keeps a gateway process marked alive. Its waiters stay in
 -- the queues only while its mark lasts, so a dead process's waiters are dropped
 -- within one waiter lease. Marks that ran out are pruned here.
--- KEYS[1] "fg:gateways" (sorted set gateway id -> alive until, Redis time ms)
--- ARGV[1] gateway id, ARGV[2] lease ms
+-- KEYS: gateways
+--   KEY_GATEWAYS (sorted set gateway id -> alive until, Redis time ms)
+-- ARGV: instance lease_ms
+--   this gateway's instance id, how long its mark lasts
 -- Returns JSON {ok=true}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

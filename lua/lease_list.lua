@@ -6,10 +6,14 @@
 -- from the index those it finds idle on the way (so a listing also prunes).
 -- Read-only otherwise: expired holders are not counted but left for the next
 -- transition. Never returns a token or lease id.
--- KEYS[1] index ("fg:idx:lk" or "fg:idx:sm")
--- ARGV: kind ("l" lock, "s" semaphore), prefix, after (last name of the previous
---       page, "" for the first), limit (0: only prune), budget (names looked at),
---       holders shown per semaphore
+-- KEYS: index
+--   KEY_LOCK_INDEX or KEY_SEM_INDEX
+-- ARGV: kind prefix after limit budget shown
+--   kind "l" (locks) or "s" (semaphores); after: the last name of the previous
+--   page, "" for the first; limit: 0 only prunes; budget: names looked at;
+--   shown: holders shown per semaphore
+-- The one script that builds keys: those of the locks or semaphores it lists,
+-- from the prefixes and suffixes of src/store/keys.h.
 -- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:
 --   lock:      {name, held, fence, owner, pttl, waiting}
 --   semaphore: {name, limit, holders, waiting, leases = [{fence, owner, pttl}]}
@@ -20,35 +24,35 @@ local now = now_ms()
 
 -- Status of lock name, or nil when it is idle.
 local function lock_item(name)
-  local base = 'fg:lk:{' .. name .. '}:'
-  local h = redis.call('HMGET', base .. 'h', 'lease', 'fence', 'owner')
-  local waiting = redis.call('ZCARD', base .. 'q')
+  local base = KEY_LOCK_PREFIX .. name .. KEY_TAG_END
+  local h = redis.call('HMGET', base .. KEY_SUFFIX_HOLDERS, 'lease', 'fence', 'owner')
+  local waiting = redis.call('ZCARD', base .. KEY_SUFFIX_QUEUE)
   if not h[1] and waiting == 0 then return nil end
   local item = {name = name, held = h[1] ~= false, waiting = waiting}
   if h[1] then
     item.fence = tonumber(h[2])
     item.owner = h[3]
-    item.pttl = redis.call('PTTL', base .. 'h')
+    item.pttl = redis.call('PTTL', base .. KEY_SUFFIX_HOLDERS)
   end
   return item
 end
 
 -- Status of semaphore name with its first `shown` live holders, or nil when idle.
 local function sem_item(name)
-  local base = 'fg:sm:{' .. name .. '}:'
-  local live = redis.call('ZRANGEBYSCORE', base .. 'h', '(' .. now, '+inf', 'WITHSCORES',
-                          'LIMIT', 0, shown)
-  local holders = redis.call('ZCOUNT', base .. 'h', '(' .. now, '+inf')
-  local waiting = redis.call('ZCARD', base .. 'q')
+  local base = KEY_SEM_PREFIX .. name .. KEY_TAG_END
+  local hkey = base .. KEY_SUFFIX_HOLDERS
+  local live = redis.call('ZRANGEBYSCORE', hkey, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, shown)
+  local holders = redis.call('ZCOUNT', hkey, '(' .. now, '+inf')
+  local waiting = redis.call('ZCARD', base .. KEY_SUFFIX_QUEUE)
   if holders == 0 and waiting == 0 then return nil end
   local leases = {}
   for i = 1, #live, 2 do
-    local raw = redis.call('HGET', base .. 'd', live[i])
+    local raw = redis.call('HGET', base .. KEY_SUFFIX_HOLDER_DATA, live[i])
     local rec = raw and cjson.decode(raw) or {}
     leases[#leases + 1] = {fence = rec.fence, owner = rec.owner, pttl = tonumber(live[i + 1]) - now}
   end
-  return {name = name, limit = tonumber(redis.call('GET', base .. 'l')), holders = holders,
-          waiting = waiting, leases = leases}
+  return {name = name, limit = tonumber(redis.call('GET', base .. KEY_SUFFIX_LIMIT)),
+          holders = holders, waiting = waiting, leases = leases}
 end
 
 local item_of = kind == 's' and sem_item or lock_item

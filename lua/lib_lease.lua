@@ -6,18 +6,21 @@
 -- revoked fences.
 --
 -- Every lease script names every key it touches in KEYS: its own keys first,
--- then the nine common keys below, from KEYS[first] on (lease_keys), so Redis
--- ACL key patterns can confine the gateway and nothing is built inside a script.
---   fence        "fg:fence"        the last fence issued
---   fence_limit  "fg:fence_limit"  the highest fence Postgres has reserved
---   gateways     "fg:gateways"     live gateways: sorted set id -> alive until (ms)
---   rids         base.."r"         hash request_id -> lease id (idempotent retries)
---   rid_until    base.."e"         sorted set request_id -> when it may be forgotten (ms)
---   released     base.."x"         sorted set released lease id -> until when a
---                                  retried release still answers 200 (ms)
---   index        "fg:idx:lk" or "fg:idx:sm"  the listing index (below)
---   ended        base.."n"         sorted set of "<fence>|<reason>" (below)
---   revoked      "fg:revoked"      the revoked fences (below)
+-- then the common keys below, from KEYS[first] on (lease_keys(KEYS_AT_LIB_LEASE),
+-- where the build says they start), so Redis ACL key patterns can confine the
+-- gateway and nothing is built inside a script.
+-- The names are those of src/store/keys.h; base is the lock's or semaphore's.
+-- KEYS: fence fence_limit gateways rids rid_until released index ended revoked
+--   fence        KEY_FENCE                  the last fence issued
+--   fence_limit  KEY_FENCE_LIMIT            the highest fence Postgres has reserved
+--   gateways     KEY_GATEWAYS               live gateways: sorted set id -> alive until (ms)
+--   rids         base..KEY_SUFFIX_RIDS      hash request_id -> lease id (idempotent retries)
+--   rid_until    base..KEY_SUFFIX_RID_UNTIL sorted set request_id -> when it may be forgotten
+--   released     base..KEY_SUFFIX_RELEASED  sorted set released lease id -> until when a
+--                                           retried release still answers 200 (ms)
+--   index        KEY_LOCK_INDEX or KEY_SEM_INDEX  the listing index (below)
+--   ended        base..KEY_SUFFIX_ENDED     sorted set of "<fence>|<reason>" (below)
+--   revoked      KEY_REVOKED                the revoked fences (below)
 
 -- How long a request_id outlives its lease's expiry (a late retry then
 -- answers "ended", not a second lease).
@@ -42,7 +45,7 @@ local function keep_until(key, till, now)
 end
 
 -- The fence sequence.
--- "fg:fence" is the last fence issued; "fg:fence_limit" the highest fence that
+-- KEY_FENCE is the last fence issued; KEY_FENCE_LIMIT the highest fence that
 -- Postgres has reserved (fencegate.fence_reservation). A script may start
 -- issuing fences only while both exist and the sequence is below the limit;
 -- else it answers "nofence" and the gateway reserves the next block in
@@ -143,7 +146,7 @@ end
 
 -- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
 -- scored by fence (the newest ENDED_KEPT, for up to ttl ms), and every end is
--- published on channel "fg:ended" as "<kind>|<fence>|<reason>|<name>" so that
+-- published on channel CHANNEL_ENDED as "<kind>|<fence>|<reason>|<name>" so that
 -- every gateway wakes its watchers at once. A lease that ends unmarked expired.
 local ENDED_KEPT = 64
 
@@ -151,7 +154,7 @@ local function mark_ended(lk, kind, name, fence, reason, ttl)
   redis.call('ZADD', lk.ended, fence, fence .. '|' .. reason)
   redis.call('ZREMRANGEBYRANK', lk.ended, 0, -ENDED_KEPT - 1)
   redis.call('PEXPIRE', lk.ended, ttl)
-  redis.call('PUBLISH', 'fg:ended', kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+  redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
 end
 
 -- How the lease with fence ended, read from the ended set key.
@@ -161,7 +164,7 @@ local function ended_reason(key, fence)
   return 'expired'
 end
 
--- Revoked fences: the set "fg:revoked" mirrors fencegate.revocations and
+-- Revoked fences: the set KEY_REVOKED mirrors fencegate.revocations and
 -- always holds the member "0" once built, so a set that is missing means Redis
 -- lost it: the script answers "norevoked" and the gateway rebuilds it from
 -- Postgres before running the script again.
@@ -169,7 +172,7 @@ local function revoked_ready(lk)
   return redis.call('EXISTS', lk.revoked) == 1
 end
 
--- The listing index (lease_list.lua): "fg:idx:lk" (locks) and "fg:idx:sm"
+-- The listing index (lease_list.lua): KEY_LOCK_INDEX (locks) and KEY_SEM_INDEX
 -- (semaphores), sorted sets of names all scored 0, read in name order with
 -- ZRANGEBYLEX. Every acquire adds its name, so a lock or semaphore that is held
 -- or has waiters is always in its index; a name is removed only by a script

@@ -2,19 +2,21 @@
 -- lib_lock.lua: functions shared by the lock scripts (prepended to every script
 -- whose first line is "-- uses: lib_lock.lua"; never called on its own).
 --
--- Key layout of lock N; every key carries the hash tag {N}, base is "fg:lk:{N}:":
---   KEYS[1] base.."h"   holder hash: lease, fence, owner, ttl, hold_until, granted_at, claimed, rid,
---                       inst, attach (the gateway and connection that asked)
---   KEYS[2] base.."q"   queue: sorted set of waiting lease ids, scored by arrival (the
---                       last score + 1, so an idle lock leaves no counter behind)
---   KEYS[3] base.."w"   waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
---   KEYS[4..12]         the common lease keys (lib_lease.lua): fence, fence_limit,
---                       gateways, base.."r", base.."e", base.."x", "fg:idx:lk",
---                       base.."n", "fg:revoked"
--- Channel "fg:bell:"..id: doorbell of gateway id ("l|<lease>|<name>").
+-- Key layout of lock N; every key carries the hash tag {N}, base is
+-- KEY_LOCK_PREFIX..N..KEY_TAG_END (src/store/keys.h):
+-- KEYS: holder queue waiters lib_lease.lua
+--   holder   base..KEY_SUFFIX_HOLDERS  hash: lease, fence, owner, ttl, hold_until, granted_at,
+--                                      claimed, rid, inst, attach (the gateway and connection
+--                                      that asked)
+--   queue    base..KEY_SUFFIX_QUEUE    sorted set of waiting lease ids, scored by arrival (the
+--                                      last score + 1, so an idle lock leaves no counter behind)
+--   waiters  base..KEY_SUFFIX_WAITERS  hash lease id -> JSON {inst, attach, ttl, max_hold, owner,
+--                                      rid}
+--   then the common lease keys (lib_lease.lua), with KEY_LOCK_INDEX for index.
+-- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("l|<lease>|<name>").
 
 local function lock_keys()
-  local k = lease_keys(4)
+  local k = lease_keys(KEYS_AT_LIB_LEASE)
   k.h, k.q, k.w = KEYS[1], KEYS[2], KEYS[3]
   return k
 end
@@ -44,7 +46,7 @@ local function grant_next(k, name, claim_ms, now)
                    'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
         redis.call('PEXPIRE', k.h, math.min(w.ttl, claim_ms))
         rid_hold(k, w.rid, head, now + w.ttl, now)
-        redis.call('PUBLISH', 'fg:bell:' .. w.inst, 'l|' .. head .. '|' .. name)
+        redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
         return head
       end
       rid_forget(k, w.rid, head)

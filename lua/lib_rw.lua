@@ -2,14 +2,15 @@
 -- lib_rw.lua: the fence check shared by the fenced Redis write scripts
 -- (prepended to every script whose first line is "-- uses: lib_rw.lua").
 --
--- Every write script takes the same keys and leading arguments:
---   KEYS[1] the written key, KEYS[2] its fence "fg:rf:"..key, KEYS[3] the audit
---   stream "fg:audit", KEYS[4] the write floor "fg:fence_floor", KEYS[5] the
---   revoked fences "fg:revoked" (lib_lease.lua)
---   ARGV[1] presented fence, ARGV[2] resource ("redis:"..key), ARGV[3] lock or
---   semaphore name of the token, ARGV[4] owner ("" if none), ARGV[5] client
---   address, ARGV[6] HTTP method, ARGV[7] id of the writer's API key ("" when
---   auth is off); the script's own arguments follow.
+-- Every write script takes these keys, and these arguments before its own:
+-- KEYS: key write_fence audit fence_floor revoked
+--   the written key, its fence KEY_WRITE_FENCE_PREFIX..key, the audit stream
+--   KEY_AUDIT, the write floor KEY_FENCE_FLOOR, the revoked fences KEY_REVOKED
+--   (lib_lease.lua)
+-- ARGV: fence resource lock owner client_addr method principal
+--   the presented fence, the resource ("redis:"..key), the lock or semaphore
+--   name of the token, its owner ("" if none), the client address, the HTTP
+--   method, the id of the writer's API key ("" when auth is off)
 -- A write is applied iff its fence >= the highest fence stored for the key; the
 -- stored fence then becomes the presented one. A stale write changes nothing
 -- but appends one audit entry to the stream, which the gateways drain into

@@ -2,25 +2,27 @@
 -- lib_sem.lua: functions shared by the semaphore scripts (prepended to every
 -- script whose first line is "-- uses: lib_sem.lua"; never called on its own).
 --
--- Key layout of semaphore N; every key carries the hash tag {N}, base is "fg:sm:{N}:":
---   base.."h"           holders: sorted set of lease ids scored by lease expiry (Redis
---                       time, ms); an unclaimed grant is scored by its claim window
---   base.."d"           holder data: lease id -> JSON {fence, owner, ttl, hold_until, granted_at,
---                       claimed, rid, inst, attach}
---   base.."q"           queue: sorted set of waiting lease ids, scored by arrival ticket
---   base.."w"           waiter hash: lease id -> JSON {inst, attach, ttl, max_hold, owner, rid}
---   base.."l"           the limit in force while there are holders or waiters
---   base.."t"           arrival ticket counter
--- Channel "fg:bell:"..id: doorbell of gateway id ("s|<lease>|<name>").
+-- Key layout of semaphore N; every key carries the hash tag {N}, base is
+-- KEY_SEM_PREFIX..N..KEY_TAG_END (src/store/keys.h):
+-- KEYS: holders data queue waiters limit tickets lib_lease.lua
+--   holders  base..KEY_SUFFIX_HOLDERS      sorted set of lease ids scored by lease expiry (Redis
+--                                          time, ms); an unclaimed grant by its claim window
+--   data     base..KEY_SUFFIX_HOLDER_DATA  hash lease id -> JSON {fence, owner, ttl, hold_until,
+--                                          granted_at, claimed, rid, inst, attach}
+--   queue    base..KEY_SUFFIX_QUEUE        sorted set of waiting lease ids, by arrival ticket
+--   waiters  base..KEY_SUFFIX_WAITERS      hash lease id -> JSON {inst, attach, ttl, max_hold,
+--                                          owner, rid}
+--   limit    base..KEY_SUFFIX_LIMIT        the limit in force while there are holders or waiters
+--   tickets  base..KEY_SUFFIX_TICKETS      arrival ticket counter
+--   then the common lease keys (lib_lease.lua), with KEY_SEM_INDEX for index.
+-- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>").
 --
--- Every script takes KEYS[1..6] = h, d, q, w, l, t, then KEYS[7..15] the common
--- lease keys (lib_lease.lua: fence, fence_limit, gateways, base.."r", base.."e",
--- base.."x", "fg:idx:sm", base.."n", "fg:revoked"), and starts by purging expired holders, then hands the slots that
+-- Every script starts by purging expired holders, then hands the slots that
 -- frees to the oldest live waiters, so a crashed holder's slot is reused within
 -- one lease by whoever calls.
 
 local function sem_keys()
-  local k = lease_keys(7)
+  local k = lease_keys(KEYS_AT_LIB_LEASE)
   k.h, k.d, k.q, k.w, k.l, k.t = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   return k
 end
@@ -69,7 +71,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
         if here then
           handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
         else
-          redis.call('PUBLISH', 'fg:bell:' .. w.inst, 's|' .. head .. '|' .. name)
+          redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 's|' .. head .. '|' .. name)
         end
         free = free - 1
       else

@@ -1,10 +1,11 @@
 -- uses: lib_lease.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
--- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
--- ARGV: name, lease (a fresh id, or the id this request already has),
---       request_id ("" for none), ttl_ms, max_hold_ms, owner, wait ("1" to queue),
---       gateway instance id, attach id, claim_ms, max_waiters, request_id ttl ms
+-- KEYS: lib_lock.lua
+-- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
+-- ARGV: max_waiters request_id_ttl_ms
+--   lease: a fresh id, or the id this request already has; request_id: "" for none;
+--   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
 -- Returns JSON {r=...}:
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
 --   queued  {lease, position, holder_pttl}   the caller waits in the queue

@@ -1,9 +1,9 @@
 -- uses: lib_lease.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
--- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
--- ARGV: name, lease, attach id ("" matches any), mode, claim_ms,
---       released marker keep ms. Modes:
+-- KEYS: lib_lock.lua
+-- ARGV: name lease attach mode claim_ms marker_ms
+--   attach "" matches any; marker_ms: how long the released marker is kept. Modes:
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the lock if it had been granted (and not claimed by a retry)

@@ -2,8 +2,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_release.lua: the holder releases; the lock passes to the next live
 -- waiter in the same step.
--- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
--- ARGV: name, lease, claim_ms, released marker keep ms
+-- KEYS: lib_lock.lua
+-- ARGV: name lease claim_ms marker_ms
+--   marker_ms: how long the released marker is kept
 -- Returns JSON {r=...}: released {held_ms} (or {again=true} for a repeated
 -- release of the same lease), lost {} (the lease expired or was taken over).
 local name, lease = ARGV[1], ARGV[2]

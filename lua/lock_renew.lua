@@ -2,8 +2,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_renew.lua: the holder extends its lease; the fence stays the same.
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
--- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
--- ARGV: lease, ttl_ms ("0": the lease's own ttl)
+-- KEYS: lib_lock.lua
+-- ARGV: lease ttl_ms
+--   ttl_ms "0": the lease's own ttl
 -- Returns JSON {r=...}: renewed {fence, ttl, expires_at, hold_until}, lost {},
 -- max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
 local lease, ttl = ARGV[1], tonumber(ARGV[2])

@@ -4,8 +4,9 @@
 -- fence joins the revoked set (so no write presenting it is accepted from now
 -- on), and if that lease still holds the lock it ends at once and the lock
 -- passes to the next live waiter in the same step.
--- KEYS: see lib_lock.lua (holder, queue, waiters, then the common lease keys)
--- ARGV: name, fence, claim_ms, ended marker ttl ms
+-- KEYS: lib_lock.lua
+-- ARGV: name fence claim_ms marker_ms
+--   marker_ms: how long the ended marker is kept
 -- Returns JSON {r=...}: revoked {fence} (the lease held and was ended), gone {}
 -- (it no longer held; its fence is revoked all the same), norevoked {} (the
 -- revoked set must be rebuilt first, lib_lease.lua).

@@ -1,6 +1,8 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_status.lua: what a status call shows of lock N (never the token).
--- KEYS[1] holder hash, KEYS[2] queue
+-- KEYS: holder queue
+--   (lib_lock.lua)
+-- ARGV:
 -- Returns JSON {held, fence, owner, pttl, waiting}.
 local h = redis.call('HMGET', KEYS[1], 'lease', 'fence', 'owner')
 local out = {held = h[1] ~= false, waiting = redis.call('ZCARD', KEYS[2])}

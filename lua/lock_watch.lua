@@ -2,7 +2,8 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_watch.lua: whether the lease with fence F still holds lock N, and if
 -- not, how it ended (read-only).
--- KEYS[1] holder hash, KEYS[2] ended leases (lib_lease.lua)
+-- KEYS: holder ended
+--   the holder hash (lib_lock.lua), the ended leases (lib_lease.lua)
 -- ARGV: fence
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
 local h = redis.call('HMGET', KEYS[1], 'fence')

@@ -2,8 +2,10 @@
 -- revoked_load.lua: rebuilds the revoked-fence set from Postgres's list (the
 -- set is a mirror of fencegate.revocations, lib_lease.lua), in one step so
 -- that no write script ever sees it half built.
--- KEYS[1] "fg:revoked"
--- ARGV[1] JSON array of every revoked fence, as strings (exact beyond 2^53)
+-- KEYS: revoked
+--   KEY_REVOKED
+-- ARGV: fences
+--   a JSON array of every revoked fence, as strings (exact beyond 2^53)
 -- Returns JSON {size} (members after the load, the "0" marker included).
 local fences = cjson.decode(ARGV[1])
 redis.call('SADD', KEYS[1], '0')

@@ -1,7 +1,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- rw_audit_ack.lua: removes audit stream entries that are stored in Postgres.
--- KEYS[1] "fg:audit"
--- ARGV: entry ids
+-- KEYS: audit
+--   KEY_AUDIT
+-- ARGV: ids...
+--   the entry ids
 -- Returns JSON {deleted}.
 local n = 0
 if #ARGV > 0 then n = redis.call('XDEL', KEYS[1], unpack(ARGV)) end

@@ -5,8 +5,10 @@
 -- dead letters keep the entry's fields (bytes that are not UTF-8 text written
 -- as \xNN), its id and why it was refused, for an operator (fencegate
 -- audit-dead-letters); the stream is capped near 100,000 entries.
--- KEYS[1] "fg:audit", KEYS[2] "fg:audit:dead"
--- ARGV[1] entry id, ARGV[2] why it could not be stored
+-- KEYS: audit dead
+--   KEY_AUDIT, KEY_AUDIT_DEAD
+-- ARGV: id error
+--   the entry id, why it could not be stored
 -- Returns JSON {moved = 0 | 1}.
 local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
 if #e == 0 then return cjson.encode({moved = 0}) end

@@ -2,8 +2,10 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- rw_audit_read.lua: the oldest entries of an audit stream, for the drain into
 -- Postgres (entries stay until acknowledged) or for listing the dead letters.
--- KEYS[1] "fg:audit" (or "fg:audit:dead")
--- ARGV[1] how many entries at most
+-- KEYS: stream
+--   KEY_AUDIT (or KEY_AUDIT_DEAD)
+-- ARGV: count
+--   how many entries at most
 -- Returns JSON {entries = [{id, fields = {name = value, ...}} or {id, bad = true}, ...]}.
 -- An entry with a field that is not UTF-8 text (or holds NUL) comes as {id, bad}
 -- without its fields: its bytes could not travel as JSON, and Postgres would

@@ -1,7 +1,8 @@
 -- uses: lib_rw.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- rw_delete.lua: fenced DELETE of the key (its fence stays).
--- KEYS, ARGV[1..7]: see lib_rw.lua.
+-- KEYS: lib_rw.lua
+-- ARGV: lib_rw.lua
 -- Returns JSON {r=...}: applied {fence, deleted}, stale or revoked {current, audit_id,
 -- at_ms}, nofloor {} or norevoked {} (lib_rw.lua), missing {} (no such key: nothing
 -- is stored, not even a fence, so that deletes of keys that never existed cannot

@@ -1,7 +1,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- rw_get.lua: reads a fenced key and its highest fence (no token needed).
--- KEYS[1] the key, KEYS[2] its fence "fg:rf:"..key
--- ARGV[1] most hash fields read, ARGV[2] most bytes of a string read
+-- KEYS: key write_fence
+--   the key, its fence KEY_WRITE_FENCE_PREFIX..key
+-- ARGV: max_fields max_bytes
+--   the most hash fields, or bytes of a string, read
 -- Returns JSON {type ("string", "hash", "none" or another Redis type), value
 -- (string) or fields (hash), fence (absent if none stored)}; a hash or string
 -- over the limits (written around the gateway) comes as {type, oversize = its

@@ -1,12 +1,14 @@
 -- uses: lib_rw.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- rw_patch.lua: fenced PATCH of hash fields.
--- KEYS, ARGV[1..7]: see lib_rw.lua; ARGV[8] a JSON object of field -> string
--- (set it) or null (delete it); ARGV[9] the most fields the hash may hold.
+-- KEYS: lib_rw.lua
+-- ARGV: lib_rw.lua fields max_fields
+--   fields: a JSON object of field -> string (set it) or null (delete it);
+--   max_fields: the most fields the hash may hold
 -- Returns JSON {r=...}: applied {fence, fields (the fields written, null for a
 -- deleted one: never the whole hash)}, stale or revoked {current, audit_id, at_ms},
 -- nofloor {} or norevoked {} (lib_rw.lua), wrongtype {type} (the key is not a hash),
--- toomany {fields, max} (the hash would hold more than ARGV[9] fields; nothing is
+-- toomany {fields, max} (the hash would hold more than max_fields fields; nothing is
 -- written).
 local stale = refuse_stale()
 if stale then return stale end

@@ -1,11 +1,11 @@
 -- uses: lib_lease.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
--- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
--- ARGV: name, lease (a fresh id, or the id this request already has),
---       request_id ("" for none), ttl_ms, max_hold_ms, owner, wait ("1" to queue),
---       gateway instance id, attach id, claim_ms, max_waiters, request_id ttl ms,
---       limit, keep_ms
+-- KEYS: lib_sem.lua
+-- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
+-- ARGV: max_waiters request_id_ttl_ms limit keep_ms
+--   lease: a fresh id, or the id this request already has; request_id: "" for none;
+--   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
 -- Returns JSON {r=..., handoff?} (handoff: grants to other waiters of this
 -- gateway, see grant_free):
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot

@@ -1,9 +1,9 @@
 -- uses: lib_lease.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
--- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
--- ARGV: name, lease, attach id ("" matches any), mode, claim_ms,
---       released marker keep ms, keep_ms, gateway instance id. Modes:
+-- KEYS: lib_sem.lua
+-- ARGV: name lease attach mode claim_ms marker_ms keep_ms instance
+--   attach "" matches any; marker_ms: how long the released marker is kept. Modes:
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the slot if it had been granted (and not claimed by a retry)

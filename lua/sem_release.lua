@@ -2,8 +2,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
--- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
--- ARGV: name, lease, claim_ms, released marker keep ms, keep_ms, gateway instance id
+-- KEYS: lib_sem.lua
+-- ARGV: name lease claim_ms marker_ms keep_ms instance
+--   marker_ms: how long the released marker is kept; instance: the gateway's id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): released {held_ms} (also
 -- for a repeated release of the same lease, then with again=true), lost {}
 -- (the lease expired or was dropped).

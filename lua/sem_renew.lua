@@ -1,9 +1,9 @@
 -- uses: lib_lease.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
--- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
--- ARGV: name, lease, ttl_ms ("0": the lease's own ttl), claim_ms, keep_ms,
---       gateway instance id
+-- KEYS: lib_sem.lua
+-- ARGV: name lease ttl_ms claim_ms keep_ms instance
+--   ttl_ms "0": the lease's own ttl; instance: the gateway's id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
 -- expires_at, hold_until}, lost {}, max_hold {hold_until} (the hold deadline is reached).
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).

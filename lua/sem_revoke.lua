@@ -4,8 +4,9 @@
 -- the fence joins the revoked set (no write presenting it is accepted from now
 -- on), and if that holder still holds a slot it loses it at once; the slot
 -- passes to the oldest live waiter in the same step.
--- KEYS: see lib_sem.lua (its six keys, then the common lease keys)
--- ARGV: name, fence, claim_ms, ended marker ttl ms, keep_ms, gateway instance id
+-- KEYS: lib_sem.lua
+-- ARGV: name fence claim_ms marker_ms keep_ms instance
+--   marker_ms: how long the ended marker is kept; instance: the gateway's id
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): revoked {fence},
 -- gone {} (no live holder has that fence; it is revoked all the same),
 -- norevoked {} (the revoked set must be rebuilt first, lib_lease.lua).

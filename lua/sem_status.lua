@@ -1,7 +1,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_status.lua: what a status call shows of semaphore N (never a token).
 -- Read-only: expired holders are not counted, but left for the next transition.
--- KEYS[1] holders, KEYS[2] queue, KEYS[3] limit
+-- KEYS: holders queue limit
+--   (lib_sem.lua)
+-- ARGV:
 -- Returns JSON {limit (absent if none in force), holders, waiting}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -3,7 +3,8 @@
 -- sem_watch.lua: whether the holder with fence F still holds a slot of
 -- semaphore N, and if not, how its lease ended (read-only: expired holders
 -- count as ended but are left for the next transition to purge).
--- KEYS[1] holders, KEYS[2] holder data, KEYS[3] ended leases (lib_lease.lua)
+-- KEYS: holders data ended
+--   the holders and holder data (lib_sem.lua), the ended leases (lib_lease.lua)
 -- ARGV: fence
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
 local fence = tonumber(ARGV[1])

@@ -1,19 +1,37 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * embedded.h - the Lua scripts of lua/, the SQL migrations of sql/, the API
- * description of openapi/ and the operator console of ui/, compiled into the
- * binary by cmake/embed.cmake. Each table ends with a {NULL, NULL} entry and is
- * sorted by file name.
+ * embedded.h - what is compiled into the binary: the Lua scripts of lua/ as
+ * Redis runs them (cmake/lua_scripts.cmake, which also writes lua_scripts.h:
+ * enum fg_script and each script's KEYS and ARGV indexes), and the SQL
+ * migrations of sql/, the API description of openapi/ and the operator console
+ * of ui/ (cmake/embed.cmake). The file tables end with a {NULL, NULL} entry and
+ * are sorted by file name.
  */
 #ifndef FG_EMBEDDED_H
 #define FG_EMBEDDED_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lua_scripts.h"
+
 struct embedded_file {
-    const char *name;   /* file name, e.g. "lock_acquire.lua" */
+    const char *name;   /* file name, e.g. "001_schema.sql" */
     const char *source; /* whole file contents, NUL-terminated */
 };
 
-extern const struct embedded_file embedded_lua[];
+/* One script of lua/, as declared by its "-- KEYS:" and "-- ARGV:" lines. */
+struct lua_script {
+    const char *name;   /* file name, e.g. "lock_acquire.lua" */
+    const char *source; /* what Redis runs: the key names it uses, its libraries, the script */
+    size_t nkeys;       /* KEYS it takes */
+    size_t nargv;       /* ARGV it takes (at least, when variadic) */
+    bool variadic;      /* more ARGV may follow the declared ones */
+};
+
+/* Indexed by enum fg_script. */
+extern const struct lua_script lua_scripts[SCRIPT_COUNT];
+
 extern const struct embedded_file embedded_sql[];
 extern const struct embedded_file embedded_openapi[];
 extern const struct embedded_file embedded_ui[];

@@ -22,7 +22,4 @@ struct gateway {
 
 extern struct gateway gw;
 
-/* Redis sorted set of live gateways: instance id -> alive until (Redis time, ms). */
-#define GATEWAYS_KEY "fg:gateways"
-
 #endif

@@ -4,7 +4,7 @@
  * other. The lease janitor keeps leases and waiters alive and talks only to
  * Redis: it waits up to one tick for hang-ups of parked clients, wakes waiters
  * whose re-check or deadline time came, gives back orphaned grants, and every
- * third of a waiter lease renews this gateway's mark in "fg:gateways" that
+ * third of a waiter lease renews this gateway's mark in KEY_GATEWAYS that
  * tells other gateways this process and its waiters are alive. The backend
  * janitor does everything that needs Postgres or may take long: copying the
  * audit stream of stale Redis writes into Postgres (store/audit_stream.c,
@@ -28,6 +28,7 @@
 #include "lease/waiter.h"
 #include "store/audit.h"
 #include "store/audit_stream.h"
+#include "store/keys.h"
 #include "store/redis.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -50,9 +51,13 @@ int janitor_beat(struct fg_error *err)
 {
     char lease[24];
     snprintf(lease, sizeof lease, "%lld", gw.cfg->waiter_lease_ms);
-    const char *argv[] = {GATEWAYS_KEY, gw.instance_id, lease};
+    const char *keys[INSTANCE_BEAT_NKEYS] = {[INSTANCE_BEAT_KEY_GATEWAYS] = KEY_GATEWAYS};
+    const char *argv[INSTANCE_BEAT_NARGV] = {
+        [INSTANCE_BEAT_ARGV_INSTANCE] = gw.instance_id,
+        [INSTANCE_BEAT_ARGV_LEASE_MS] = lease,
+    };
     json_t *out = NULL;
-    if (redis_script("instance_beat.lua", 1, argv, 3, &out, err) != 0)
+    if (redis_script(SCRIPT_INSTANCE_BEAT, keys, argv, &out, err) != 0)
         return -1;
     json_decref(out);
     return 0;

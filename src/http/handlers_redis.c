@@ -24,11 +24,10 @@
 #include "lease/live.h"
 #include "store/audit.h"
 #include "store/fenced_redis.h"
+#include "store/keys.h"
 #include "store/secret.h"
 #include "util/log.h"
 #include "util/metrics.h"
-
-#define OWN_KEY_PREFIX "fg:"
 
 /* A checked write request: everything the store call needs. */
 struct write_request {
@@ -51,7 +50,7 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
 
 const struct redis_prefix_config *redis_key_prefix(const struct config *cfg, const char *key)
 {
-    if (strncmp(key, OWN_KEY_PREFIX, sizeof OWN_KEY_PREFIX - 1) == 0)
+    if (strncmp(key, KEY_PREFIX, sizeof KEY_PREFIX - 1) == 0)
         return NULL;
     const struct redis_prefix_config *best = NULL;
     for (size_t i = 0; i < cfg->nredis_prefixes; i++) {

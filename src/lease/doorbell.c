@@ -2,7 +2,7 @@
 /*
  * doorbell.c - the doorbell subscriber threads and the list of orphaned grants.
  * One thread follows this gateway's own channel (grants to its waiters), one
- * the shared channel "fg:ended" (leases that ended: wakes their watchers).
+ * the shared channel CHANNEL_ENDED (leases that ended: wakes their watchers).
  * On every (re)subscription all waiters re-check, since messages published
  * while the subscription was down are lost; the doorbell is an accelerator, the
  * waiters' own timed re-checks are what make waiting correct.
@@ -18,6 +18,7 @@
 
 #include "gateway.h"
 #include "lease/waiter.h"
+#include "store/keys.h"
 #include "store/redis.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -33,11 +34,9 @@ struct orphan {
     int64_t seen_ms;
 };
 
-#define ENDED_CHANNEL "fg:ended"
-
 static struct {
     pthread_t thread;
-    pthread_t ended_thread; /* follows ENDED_CHANNEL */
+    pthread_t ended_thread; /* follows CHANNEL_ENDED */
     bool started;
     volatile bool stop;
     char channel[64];
@@ -129,14 +128,14 @@ static void *doorbell_main(void *arg)
 static void *ended_main(void *arg)
 {
     (void)arg;
-    struct redis_subscriber sub = {ENDED_CHANNEL, on_ended, on_subscribed, NULL};
+    struct redis_subscriber sub = {CHANNEL_ENDED, on_ended, on_subscribed, NULL};
     redis_subscribe(&sub, &bell.stop);
     return NULL;
 }
 
 int doorbell_start(struct fg_error *err)
 {
-    snprintf(bell.channel, sizeof bell.channel, "fg:bell:%s", gw.instance_id);
+    snprintf(bell.channel, sizeof bell.channel, "%s%s", CHANNEL_BELL_PREFIX, gw.instance_id);
     if (pthread_create(&bell.thread, NULL, doorbell_main, NULL) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
     if (pthread_create(&bell.ended_thread, NULL, ended_main, NULL) != 0) {

@@ -28,10 +28,9 @@
 #include <string.h>
 
 #include "lease/lease_request.h"
-#include "store/fenced_redis.h"
+#include "store/keys.h"
 #include "store/pg.h"
 #include "store/redis.h"
-#include "store/revocations.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */
@@ -77,9 +76,13 @@ static void origin_set(const char *run_id)
 /* Reads the last fence issued (-1: missing) and whether it can be trusted. */
 static int read_issued(int64_t *issued, bool *trusted, bool *ready, struct fg_error *err)
 {
-    const char *argv[] = {FENCE_KEY, FENCE_ORIGIN_KEY, FENCE_LIMIT_KEY};
+    const char *keys[FENCE_READ_NKEYS] = {
+        [FENCE_READ_KEY_FENCE] = KEY_FENCE,
+        [FENCE_READ_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
+        [FENCE_READ_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
+    };
     json_t *out = NULL;
-    if (redis_script("fence_read.lua", 3, argv, 3, &out, err) != 0)
+    if (redis_script(SCRIPT_FENCE_READ, keys, NULL, &out, err) != 0)
         return -1;
     *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
     *trusted = json_is_true(json_object_get(out, "trusted"));
@@ -110,10 +113,20 @@ static int recover_locked(struct fg_error *err)
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
     snprintf(limit_text, sizeof limit_text, "%" PRId64, limit);
     origin_get(run_id);
-    const char *argv[] = {FENCE_KEY,  FENCE_LIMIT_KEY, FENCE_ORIGIN_KEY,    FENCED_REDIS_FLOOR_KEY,
-                          floor_text, limit_text,      trusted ? "0" : "1", run_id};
+    const char *keys[FENCE_RAISE_NKEYS] = {
+        [FENCE_RAISE_KEY_FENCE] = KEY_FENCE,
+        [FENCE_RAISE_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
+        [FENCE_RAISE_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
+        [FENCE_RAISE_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
+    };
+    const char *argv[FENCE_RAISE_NARGV] = {
+        [FENCE_RAISE_ARGV_FLOOR] = floor_text,
+        [FENCE_RAISE_ARGV_LIMIT] = limit_text,
+        [FENCE_RAISE_ARGV_LOST] = trusted ? "0" : "1",
+        [FENCE_RAISE_ARGV_RUN_ID] = run_id,
+    };
     json_t *out = NULL;
-    if (redis_script("fence_raise.lua", 4, argv, 8, &out, err) != 0)
+    if (redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err) != 0)
         return -1;
     ceiling_raise(limit);
     log_event(trusted ? LOG_DEBUG : LOG_WARN, trusted ? "fences_reserved" : "fences_recovered",
@@ -137,11 +150,16 @@ int fence_check_on_connect(struct fg_error *err)
     if (redis_run_id(run_id, sizeof run_id, err) != 0)
         return -1;
     origin_set(run_id);
-    const char *argv[] = {FENCE_KEY,        FENCE_LIMIT_KEY,
-                          FENCE_ORIGIN_KEY, FENCED_REDIS_FLOOR_KEY,
-                          REVOCATIONS_SET,  run_id};
+    const char *keys[FENCE_CHECK_NKEYS] = {
+        [FENCE_CHECK_KEY_FENCE] = KEY_FENCE,
+        [FENCE_CHECK_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
+        [FENCE_CHECK_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
+        [FENCE_CHECK_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
+        [FENCE_CHECK_KEY_REVOKED] = KEY_REVOKED,
+    };
+    const char *argv[FENCE_CHECK_NARGV] = {[FENCE_CHECK_ARGV_RUN_ID] = run_id};
     json_t *out = NULL;
-    if (redis_script("fence_check.lua", 5, argv, 6, &out, err) != 0)
+    if (redis_script(SCRIPT_FENCE_CHECK, keys, argv, &out, err) != 0)
         return -1;
     if (json_is_true(json_object_get(out, "trusted")))
         ceiling_raise((int64_t)json_integer_value(json_object_get(out, "limit")));

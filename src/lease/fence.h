@@ -12,10 +12,6 @@
 
 #include "util/error.h"
 
-#define FENCE_KEY        "fg:fence"        /* Redis: the last fence issued */
-#define FENCE_LIMIT_KEY  "fg:fence_limit"  /* Redis: the highest fence reserved in Postgres */
-#define FENCE_ORIGIN_KEY "fg:fence_origin" /* Redis: run_id the sequence is trusted on */
-
 /* Reserves the next block of fences in Postgres and raises the Redis sequence
  * and its limit to it; after a loss (the sequence missing or not trusted), above
  * the old reservation plus the most a script can overshoot it, and raises the

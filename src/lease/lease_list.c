@@ -10,13 +10,18 @@
 #include <string.h>
 
 #include "lease/lease_result.h"
+#include "store/keys.h"
 #include "store/redis.h"
 
 #define PRUNE_BUDGET 500 /* names a janitor pass looks at */
 
-static const char *const index_keys[] = {
-    [LEASE_LIST_LOCKS] = LEASE_LIST_LOCK_INDEX,
-    [LEASE_LIST_SEMAPHORES] = LEASE_LIST_SEM_INDEX,
+/* The listing index of each kind (kept by the lease scripts) and its name in lease_list.lua. */
+static const struct {
+    const char *index;
+    const char *kind;
+} kinds[] = {
+    [LEASE_LIST_LOCKS] = {KEY_LOCK_INDEX, "l"},
+    [LEASE_LIST_SEMAPHORES] = {KEY_SEM_INDEX, "s"},
 };
 
 /* The integer member of raw as JSON, or null when absent. */
@@ -66,10 +71,13 @@ static int run(enum lease_list_kind kind, const char *prefix, const char *after,
     snprintf(limit_s, sizeof limit_s, "%d", limit);
     snprintf(budget_s, sizeof budget_s, "%d", budget);
     snprintf(shown_s, sizeof shown_s, "%d", LEASE_LIST_SEM_HOLDERS);
-    const char *argv[] = {
-        index_keys[kind], kind == LEASE_LIST_LOCKS ? "l" : "s", prefix, after, limit_s, budget_s,
-        shown_s};
-    if (redis_script("lease_list.lua", 1, argv, sizeof argv / sizeof argv[0], raw, err) != 0)
+    const char *keys[LEASE_LIST_NKEYS] = {[LEASE_LIST_KEY_INDEX] = kinds[kind].index};
+    const char *argv[LEASE_LIST_NARGV] = {
+        [LEASE_LIST_ARGV_KIND] = kinds[kind].kind, [LEASE_LIST_ARGV_PREFIX] = prefix,
+        [LEASE_LIST_ARGV_AFTER] = after,           [LEASE_LIST_ARGV_LIMIT] = limit_s,
+        [LEASE_LIST_ARGV_BUDGET] = budget_s,       [LEASE_LIST_ARGV_SHOWN] = shown_s,
+    };
+    if (redis_script(SCRIPT_LEASE_LIST, keys, argv, raw, err) != 0)
         return -1;
     const char *next = json_string_value(json_object_get(*raw, "next"));
     page->items = NULL;

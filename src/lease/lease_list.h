@@ -19,10 +19,6 @@ enum lease_list_kind {
     LEASE_LIST_SEMAPHORES,
 };
 
-/* The listing indexes in Redis (sorted sets of names), kept by the lease scripts. */
-#define LEASE_LIST_LOCK_INDEX "fg:idx:lk"
-#define LEASE_LIST_SEM_INDEX  "fg:idx:sm"
-
 /* Holders shown per semaphore in a listing (the count covers them all). */
 #define LEASE_LIST_SEM_HOLDERS 16
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway.h"
+#include "embedded.h"
 #include "lease/fence.h"
 #include "store/redis.h"
 #include "store/revocations.h"
@@ -31,28 +31,6 @@ enum lease_retry {
     RETRY_NOFENCE,   /* reserve fences (lease/fence.h) */
     RETRY_NOREVOKED, /* rebuild the revoked set (store/revocations.h) */
 };
-
-void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index)
-{
-    k->index = index;
-    snprintf(k->rids, sizeof k->rids, "%sr", base);
-    snprintf(k->rid_until, sizeof k->rid_until, "%se", base);
-    snprintf(k->released, sizeof k->released, "%sx", base);
-    snprintf(k->ended, sizeof k->ended, "%sn", base);
-}
-
-void lease_common_keys_put(const struct lease_common_keys *k, const char **out)
-{
-    out[0] = FENCE_KEY;
-    out[1] = FENCE_LIMIT_KEY;
-    out[2] = GATEWAYS_KEY;
-    out[3] = k->rids;
-    out[4] = k->rid_until;
-    out[5] = k->released;
-    out[6] = k->index;
-    out[7] = k->ended;
-    out[8] = REVOCATIONS_SET;
-}
 
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
 {
@@ -90,7 +68,7 @@ static void read_handoff(const json_t *handoff, struct lease_result *res)
 }
 
 /* Reads a script answer into res; "nofence" and "norevoked" set *retry instead. */
-static int read_result(const char *script, const json_t *out, struct lease_result *res,
+static int read_result(enum fg_script script, const json_t *out, struct lease_result *res,
                        enum lease_retry *retry, struct fg_error *err)
 {
     const char *r = json_string_value(json_object_get(out, "r"));
@@ -122,15 +100,16 @@ static int read_result(const char *script, const json_t *out, struct lease_resul
         read_handoff(json_object_get(out, "handoff"), res);
         return 0;
     }
-    return fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r ? r : "(nothing)");
+    return fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", lua_scripts[script].name,
+                   r ? r : "(nothing)");
 }
 
-int lease_script_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+int lease_script_run(enum fg_script script, const char *const *keys, const char *const *argv,
                      struct lease_result *res, struct fg_error *err)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         json_t *out = NULL;
-        if (redis_script(script, nkeys, argv, argc, &out, err) != 0)
+        if (redis_script(script, keys, argv, &out, err) != 0)
             return -1;
         enum lease_retry retry = RETRY_NONE;
         int rc = read_result(script, out, res, &retry, err);
@@ -143,11 +122,11 @@ int lease_script_run(const char *script, size_t nkeys, const char *const *argv, 
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
 }
 
-int lease_watch_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     struct lease_watch *out, struct fg_error *err)
 {
     json_t *raw = NULL;
-    if (redis_script(script, nkeys, argv, argc, &raw, err) != 0)
+    if (redis_script(script, keys, argv, &raw, err) != 0)
         return -1;
     memset(out, 0, sizeof *out);
     out->held = json_is_true(json_object_get(raw, "held"));

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "auth/token.h"
+#include "lua_scripts.h"
 #include "util/error.h"
 #include "util/names.h"
 
@@ -79,26 +80,6 @@ struct lease_result {
     size_t nhandoff;                               /* entries in handoff */
 };
 
-/* The keys that every lease script receives after its own (lua/lib_lease.lua):
- * the fence sequence and its reserved limit, the live gateways, the request
- * ids, released and ended leases of one lock or semaphore (base "fg:lk:{N}:"
- * or "fg:sm:{N}:"), the listing index of its kind and the revoked fences. */
-#define LEASE_COMMON_NKEYS 9
-struct lease_common_keys {
-    char rids[NAME_MAX_LEN + 16];      /* base.."r" */
-    char rid_until[NAME_MAX_LEN + 16]; /* base.."e" */
-    char released[NAME_MAX_LEN + 16];  /* base.."x" */
-    char ended[NAME_MAX_LEN + 16];     /* base.."n" */
-    const char *index;                 /* "fg:idx:lk" or "fg:idx:sm" (static) */
-};
-
-/* Fills k for the lock or semaphore whose keys start with base and whose
- * kind's listing index is index (a static string). */
-void lease_common_keys_init(struct lease_common_keys *k, const char *base, const char *index);
-
-/* Copies the common keys, in script order, into out[0..LEASE_COMMON_NKEYS). */
-void lease_common_keys_put(const struct lease_common_keys *k, const char **out);
-
 /* An integer member of a script answer (cjson may send it as a real), or fallback. */
 long long lease_json_int(const json_t *obj, const char *field, long long fallback);
 
@@ -106,16 +87,16 @@ long long lease_json_int(const json_t *obj, const char *field, long long fallbac
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 
 /*
- * Runs lease script `script` (nkeys keys, then the other arguments; argc in
- * all) and reads its answer into *res. On "nofence" reserves fences, on
+ * Runs lease transition script `script` with keys and argv (as redis_script
+ * takes them) and reads its answer into *res. On "nofence" reserves fences, on
  * "norevoked" rebuilds the revoked set, and runs it once more. An answer it
  * does not know fails with FG_ERR_INTERNAL.
  */
-int lease_script_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+int lease_script_run(enum fg_script script, const char *const *keys, const char *const *argv,
                      struct lease_result *res, struct fg_error *err) FG_WUR;
 
-/* Runs a watch script (lock_watch.lua, sem_watch.lua) and reads its answer. */
-int lease_watch_run(const char *script, size_t nkeys, const char *const *argv, size_t argc,
+/* Runs a watch script (SCRIPT_LOCK_WATCH, SCRIPT_SEM_WATCH) and reads its answer. */
+int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     struct lease_watch *out, struct fg_error *err) FG_WUR;
 
 #endif

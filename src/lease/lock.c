@@ -2,57 +2,37 @@
 /*
  * lock.c - the lock transitions: acquire (first try, queueing, re-check, claim),
  * cancel, release, renew and status. Each is exactly one script call; the
- * decision and the action happen inside Redis. This file builds the keys and
- * arguments; lease_result.c reads the answers.
+ * decision and the action happen inside Redis. This file fills each script's
+ * ARGV by name (lua_scripts.h); lease_keys.c makes the keys, lease_result.c
+ * reads the answers.
  */
 #include "lease/lock.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "gateway.h"
-#include "lease/lease_list.h"
+#include "lease/lease_keys.h"
 #include "store/redis.h"
 
-/* The keys of lock name, in script order (lua/lib_lock.lua), and its base. */
-struct lock_keys {
-    char base[NAME_MAX_LEN + 12];
-    char holder[NAME_MAX_LEN + 16];
-    char queue[NAME_MAX_LEN + 16];
-    char waiters[NAME_MAX_LEN + 16];
-    struct lease_common_keys common;
-};
+/* Every transition script takes exactly the keys of lua/lib_lock.lua. */
+#define TAKES_LOCK_KEYS(S) (S##_KEY_LIB_LOCK == 0 && S##_NKEYS == LIB_LOCK_NKEYS)
+_Static_assert(TAKES_LOCK_KEYS(LOCK_ACQUIRE) && TAKES_LOCK_KEYS(LOCK_CANCEL) &&
+                   TAKES_LOCK_KEYS(LOCK_RELEASE) && TAKES_LOCK_KEYS(LOCK_RENEW) &&
+                   TAKES_LOCK_KEYS(LOCK_REVOKE),
+               "a lock transition script takes other keys than lua/lib_lock.lua's");
 
-#define LOCK_NKEYS (3 + LEASE_COMMON_NKEYS)
-
-static void lock_keys_init(struct lock_keys *k, const char *name)
+/* Runs lock transition script `script` on lock name with argv. */
+static int lock_run(enum fg_script script, const char *name, const char *const *argv,
+                    struct lease_result *res, struct fg_error *err)
 {
-    snprintf(k->base, sizeof k->base, "fg:lk:{%s}:", name);
-    snprintf(k->holder, sizeof k->holder, "%sh", k->base);
-    snprintf(k->queue, sizeof k->queue, "%sq", k->base);
-    snprintf(k->waiters, sizeof k->waiters, "%sw", k->base);
-    lease_common_keys_init(&k->common, k->base, LEASE_LIST_LOCK_INDEX);
-}
-
-/* Runs lock script `script` with the keys of k and the arguments args[0..nargs). */
-static int lock_run(const char *script, const struct lock_keys *k, const char *const *args,
-                    size_t nargs, struct lease_result *res, struct fg_error *err)
-{
-    const char *argv[LOCK_NKEYS + 16];
-    FG_ASSERT(nargs <= 16);
-    argv[0] = k->holder;
-    argv[1] = k->queue;
-    argv[2] = k->waiters;
-    lease_common_keys_put(&k->common, argv + 3);
-    memcpy(argv + LOCK_NKEYS, args, nargs * sizeof *args);
-    return lease_script_run(script, LOCK_NKEYS, argv, LOCK_NKEYS + nargs, res, err);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    return lease_script_run(script, k.key, argv, res, err);
 }
 
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                  const char *attach, struct lease_result *res, struct fg_error *err)
 {
-    struct lock_keys k;
-    lock_keys_init(&k, name);
     const struct config *cfg = gw.cfg;
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
@@ -60,67 +40,91 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     snprintf(claim, sizeof claim, "%lld", cfg->waiter_lease_ms);
     snprintf(maxw, sizeof maxw, "%lld", cfg->max_waiters_per_lock);
     snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
-    const char *args[] = {name,     lease_id,         p->request_id,  ttl,    hold,
-                          p->owner, wait ? "1" : "0", gw.instance_id, attach, claim,
-                          maxw,     rid_ttl};
-    return lock_run("lock_acquire.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[LOCK_ACQUIRE_NARGV] = {
+        [LOCK_ACQUIRE_ARGV_NAME] = name,
+        [LOCK_ACQUIRE_ARGV_LEASE] = lease_id,
+        [LOCK_ACQUIRE_ARGV_REQUEST_ID] = p->request_id,
+        [LOCK_ACQUIRE_ARGV_TTL_MS] = ttl,
+        [LOCK_ACQUIRE_ARGV_MAX_HOLD_MS] = hold,
+        [LOCK_ACQUIRE_ARGV_OWNER] = p->owner,
+        [LOCK_ACQUIRE_ARGV_WAIT] = wait ? "1" : "0",
+        [LOCK_ACQUIRE_ARGV_INSTANCE] = gw.instance_id,
+        [LOCK_ACQUIRE_ARGV_ATTACH] = attach,
+        [LOCK_ACQUIRE_ARGV_CLAIM_MS] = claim,
+        [LOCK_ACQUIRE_ARGV_MAX_WAITERS] = maxw,
+        [LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
+    };
+    return lock_run(SCRIPT_LOCK_ACQUIRE, name, argv, res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
                 enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
-    struct lock_keys k;
-    lock_keys_init(&k, name);
     char claim[24], marker[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
-    const char *args[] = {name, lease_id, attach, lease_cancel_mode_name(mode), claim, marker};
-    return lock_run("lock_cancel.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[LOCK_CANCEL_NARGV] = {
+        [LOCK_CANCEL_ARGV_NAME] = name,      [LOCK_CANCEL_ARGV_LEASE] = lease_id,
+        [LOCK_CANCEL_ARGV_ATTACH] = attach,  [LOCK_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
+        [LOCK_CANCEL_ARGV_CLAIM_MS] = claim, [LOCK_CANCEL_ARGV_MARKER_MS] = marker,
+    };
+    return lock_run(SCRIPT_LOCK_CANCEL, name, argv, res, err);
 }
 
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err)
 {
-    struct lock_keys k;
-    lock_keys_init(&k, name);
     char claim[24], marker[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
-    const char *args[] = {name, lease_id, claim, marker};
-    return lock_run("lock_release.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[LOCK_RELEASE_NARGV] = {
+        [LOCK_RELEASE_ARGV_NAME] = name,
+        [LOCK_RELEASE_ARGV_LEASE] = lease_id,
+        [LOCK_RELEASE_ARGV_CLAIM_MS] = claim,
+        [LOCK_RELEASE_ARGV_MARKER_MS] = marker,
+    };
+    return lock_run(SCRIPT_LOCK_RELEASE, name, argv, res, err);
 }
 
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                struct fg_error *err)
 {
-    struct lock_keys k;
-    lock_keys_init(&k, name);
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
-    const char *args[] = {lease_id, ttl};
-    return lock_run("lock_renew.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[LOCK_RENEW_NARGV] = {
+        [LOCK_RENEW_ARGV_LEASE] = lease_id,
+        [LOCK_RENEW_ARGV_TTL_MS] = ttl,
+    };
+    return lock_run(SCRIPT_LOCK_RENEW, name, argv, res, err);
 }
 
 int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
 {
-    struct lock_keys k;
-    lock_keys_init(&k, name);
     char fence_text[24], claim[24], marker[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
-    const char *args[] = {name, fence_text, claim, marker};
-    return lock_run("lock_revoke.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[LOCK_REVOKE_NARGV] = {
+        [LOCK_REVOKE_ARGV_NAME] = name,
+        [LOCK_REVOKE_ARGV_FENCE] = fence_text,
+        [LOCK_REVOKE_ARGV_CLAIM_MS] = claim,
+        [LOCK_REVOKE_ARGV_MARKER_MS] = marker,
+    };
+    return lock_run(SCRIPT_LOCK_REVOKE, name, argv, res, err);
 }
 
 int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
 {
-    struct lock_keys k;
-    lock_keys_init(&k, name);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
-    const char *argv[] = {k.holder, k.common.ended, fence_text};
-    return lease_watch_run("lock_watch.lua", 2, argv, 3, out, err);
+    const char *keys[LOCK_WATCH_NKEYS] = {
+        [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_WATCH_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
+    };
+    const char *argv[LOCK_WATCH_NARGV] = {[LOCK_WATCH_ARGV_FENCE] = fence_text};
+    return lease_watch_run(SCRIPT_LOCK_WATCH, keys, argv, out, err);
 }
 
 int lock_holder_fence(const char *name, long long *fence, struct fg_error *err)
@@ -135,11 +139,14 @@ int lock_holder_fence(const char *name, long long *fence, struct fg_error *err)
 
 int lock_status(const char *name, json_t **out, struct fg_error *err)
 {
-    struct lock_keys k;
-    lock_keys_init(&k, name);
-    const char *argv[] = {k.holder, k.queue};
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *keys[LOCK_STATUS_NKEYS] = {
+        [LOCK_STATUS_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_STATUS_KEY_QUEUE] = k.key[LIB_LOCK_KEY_QUEUE],
+    };
     json_t *raw = NULL;
-    if (redis_script("lock_status.lua", 2, argv, 2, &raw, err) != 0)
+    if (redis_script(SCRIPT_LOCK_STATUS, keys, NULL, &raw, err) != 0)
         return -1;
     bool held = json_is_true(json_object_get(raw, "held"));
     const char *owner = json_string_value(json_object_get(raw, "owner"));

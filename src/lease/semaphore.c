@@ -3,64 +3,38 @@
  * semaphore.c - the semaphore transitions: acquire (first try, queueing,
  * re-check, claim), cancel, release, renew and status. Each is exactly one
  * script call; the decision and the action happen inside Redis, with Redis's
- * clock. This file builds the keys and arguments; lease_result.c reads the
- * answers.
+ * clock. This file fills each script's ARGV by name (lua_scripts.h);
+ * lease_keys.c makes the keys, lease_result.c reads the answers.
  */
 #include "lease/semaphore.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "gateway.h"
-#include "lease/lease_list.h"
+#include "lease/lease_keys.h"
 #include "store/redis.h"
 
 #define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */
 
-/* The keys of semaphore name, in script order (lua/lib_sem.lua), and its base. */
-struct sem_keys {
-    char base[NAME_MAX_LEN + 12];
-    char holders[NAME_MAX_LEN + 16];
-    char data[NAME_MAX_LEN + 16];
-    char queue[NAME_MAX_LEN + 16];
-    char waiters[NAME_MAX_LEN + 16];
-    char limit[NAME_MAX_LEN + 16];
-    char tickets[NAME_MAX_LEN + 16];
-    struct lease_common_keys common;
-};
+/* Every transition script takes exactly the keys of lua/lib_sem.lua. */
+#define TAKES_SEM_KEYS(S) (S##_KEY_LIB_SEM == 0 && S##_NKEYS == LIB_SEM_NKEYS)
+_Static_assert(TAKES_SEM_KEYS(SEM_ACQUIRE) && TAKES_SEM_KEYS(SEM_CANCEL) &&
+                   TAKES_SEM_KEYS(SEM_RELEASE) && TAKES_SEM_KEYS(SEM_RENEW) &&
+                   TAKES_SEM_KEYS(SEM_REVOKE),
+               "a semaphore transition script takes other keys than lua/lib_sem.lua's");
 
-#define SEM_NKEYS (6 + LEASE_COMMON_NKEYS)
-
-static void sem_keys_init(struct sem_keys *k, const char *name)
+/* Runs semaphore transition script `script` on semaphore name with argv. */
+static int sem_run(enum fg_script script, const char *name, const char *const *argv,
+                   struct lease_result *res, struct fg_error *err)
 {
-    snprintf(k->base, sizeof k->base, "fg:sm:{%s}:", name);
-    snprintf(k->holders, sizeof k->holders, "%sh", k->base);
-    snprintf(k->data, sizeof k->data, "%sd", k->base);
-    snprintf(k->queue, sizeof k->queue, "%sq", k->base);
-    snprintf(k->waiters, sizeof k->waiters, "%sw", k->base);
-    snprintf(k->limit, sizeof k->limit, "%sl", k->base);
-    snprintf(k->tickets, sizeof k->tickets, "%st", k->base);
-    lease_common_keys_init(&k->common, k->base, LEASE_LIST_SEM_INDEX);
-}
-
-/* Runs semaphore script `script` with the keys of k and the arguments args[0..nargs). */
-static int sem_run(const char *script, const struct sem_keys *k, const char *const *args,
-                   size_t nargs, struct lease_result *res, struct fg_error *err)
-{
-    const char *argv[SEM_NKEYS + 16];
-    FG_ASSERT(nargs <= 16);
-    const char *own[] = {k->holders, k->data, k->queue, k->waiters, k->limit, k->tickets};
-    memcpy(argv, own, sizeof own);
-    lease_common_keys_put(&k->common, argv + 6);
-    memcpy(argv + SEM_NKEYS, args, nargs * sizeof *args);
-    return lease_script_run(script, SEM_NKEYS, argv, SEM_NKEYS + nargs, res, err);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    return lease_script_run(script, k.key, argv, res, err);
 }
 
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                 const char *attach, struct lease_result *res, struct fg_error *err)
 {
-    struct sem_keys k;
-    sem_keys_init(&k, name);
     const struct config *cfg = gw.cfg;
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24], limit[24], keep[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
@@ -70,82 +44,112 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
     snprintf(limit, sizeof limit, "%lld", p->limit);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *args[] = {name,     lease_id,         p->request_id,  ttl,    hold,
-                          p->owner, wait ? "1" : "0", gw.instance_id, attach, claim,
-                          maxw,     rid_ttl,          limit,          keep};
-    return sem_run("sem_acquire.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[SEM_ACQUIRE_NARGV] = {
+        [SEM_ACQUIRE_ARGV_NAME] = name,
+        [SEM_ACQUIRE_ARGV_LEASE] = lease_id,
+        [SEM_ACQUIRE_ARGV_REQUEST_ID] = p->request_id,
+        [SEM_ACQUIRE_ARGV_TTL_MS] = ttl,
+        [SEM_ACQUIRE_ARGV_MAX_HOLD_MS] = hold,
+        [SEM_ACQUIRE_ARGV_OWNER] = p->owner,
+        [SEM_ACQUIRE_ARGV_WAIT] = wait ? "1" : "0",
+        [SEM_ACQUIRE_ARGV_INSTANCE] = gw.instance_id,
+        [SEM_ACQUIRE_ARGV_ATTACH] = attach,
+        [SEM_ACQUIRE_ARGV_CLAIM_MS] = claim,
+        [SEM_ACQUIRE_ARGV_MAX_WAITERS] = maxw,
+        [SEM_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
+        [SEM_ACQUIRE_ARGV_LIMIT] = limit,
+        [SEM_ACQUIRE_ARGV_KEEP_MS] = keep,
+    };
+    return sem_run(SCRIPT_SEM_ACQUIRE, name, argv, res, err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
                enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
-    struct sem_keys k;
-    sem_keys_init(&k, name);
     char claim[24], marker[24], keep[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *args[] = {name,  lease_id, attach, lease_cancel_mode_name(mode),
-                          claim, marker,   keep,   gw.instance_id};
-    return sem_run("sem_cancel.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[SEM_CANCEL_NARGV] = {
+        [SEM_CANCEL_ARGV_NAME] = name,      [SEM_CANCEL_ARGV_LEASE] = lease_id,
+        [SEM_CANCEL_ARGV_ATTACH] = attach,  [SEM_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
+        [SEM_CANCEL_ARGV_CLAIM_MS] = claim, [SEM_CANCEL_ARGV_MARKER_MS] = marker,
+        [SEM_CANCEL_ARGV_KEEP_MS] = keep,   [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
+    };
+    return sem_run(SCRIPT_SEM_CANCEL, name, argv, res, err);
 }
 
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err)
 {
-    struct sem_keys k;
-    sem_keys_init(&k, name);
     char claim[24], marker[24], keep[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *args[] = {name, lease_id, claim, marker, keep, gw.instance_id};
-    return sem_run("sem_release.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[SEM_RELEASE_NARGV] = {
+        [SEM_RELEASE_ARGV_NAME] = name,      [SEM_RELEASE_ARGV_LEASE] = lease_id,
+        [SEM_RELEASE_ARGV_CLAIM_MS] = claim, [SEM_RELEASE_ARGV_MARKER_MS] = marker,
+        [SEM_RELEASE_ARGV_KEEP_MS] = keep,   [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
+    };
+    return sem_run(SCRIPT_SEM_RELEASE, name, argv, res, err);
 }
 
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
               struct fg_error *err)
 {
-    struct sem_keys k;
-    sem_keys_init(&k, name);
     char ttl[24], claim[24], keep[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *args[] = {name, lease_id, ttl, claim, keep, gw.instance_id};
-    return sem_run("sem_renew.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[SEM_RENEW_NARGV] = {
+        [SEM_RENEW_ARGV_NAME] = name,    [SEM_RENEW_ARGV_LEASE] = lease_id,
+        [SEM_RENEW_ARGV_TTL_MS] = ttl,   [SEM_RENEW_ARGV_CLAIM_MS] = claim,
+        [SEM_RENEW_ARGV_KEEP_MS] = keep, [SEM_RENEW_ARGV_INSTANCE] = gw.instance_id,
+    };
+    return sem_run(SCRIPT_SEM_RENEW, name, argv, res, err);
 }
 
 int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
 {
-    struct sem_keys k;
-    sem_keys_init(&k, name);
     char fence_text[24], claim[24], marker[24], keep[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
-    const char *args[] = {name, fence_text, claim, marker, keep, gw.instance_id};
-    return sem_run("sem_revoke.lua", &k, args, sizeof args / sizeof args[0], res, err);
+    const char *argv[SEM_REVOKE_NARGV] = {
+        [SEM_REVOKE_ARGV_NAME] = name,      [SEM_REVOKE_ARGV_FENCE] = fence_text,
+        [SEM_REVOKE_ARGV_CLAIM_MS] = claim, [SEM_REVOKE_ARGV_MARKER_MS] = marker,
+        [SEM_REVOKE_ARGV_KEEP_MS] = keep,   [SEM_REVOKE_ARGV_INSTANCE] = gw.instance_id,
+    };
+    return sem_run(SCRIPT_SEM_REVOKE, name, argv, res, err);
 }
 
 int sem_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
 {
-    struct sem_keys k;
-    sem_keys_init(&k, name);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
-    const char *argv[] = {k.holders, k.data, k.common.ended, fence_text};
-    return lease_watch_run("sem_watch.lua", 3, argv, 4, out, err);
+    const char *keys[SEM_WATCH_NKEYS] = {
+        [SEM_WATCH_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_WATCH_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_WATCH_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
+    };
+    const char *argv[SEM_WATCH_NARGV] = {[SEM_WATCH_ARGV_FENCE] = fence_text};
+    return lease_watch_run(SCRIPT_SEM_WATCH, keys, argv, out, err);
 }
 
 int sem_status(const char *name, json_t **out, struct fg_error *err)
 {
-    struct sem_keys k;
-    sem_keys_init(&k, name);
-    const char *argv[] = {k.holders, k.queue, k.limit};
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_STATUS_NKEYS] = {
+        [SEM_STATUS_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_STATUS_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_STATUS_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+    };
     json_t *raw = NULL;
-    if (redis_script("sem_status.lua", 3, argv, 3, &raw, err) != 0)
+    if (redis_script(SCRIPT_SEM_STATUS, keys, NULL, &raw, err) != 0)
         return -1;
     long long limit = lease_json_int(raw, "limit", 0);
     *out = json_pack("{s:s, s:o, s:I, s:I}", "semaphore", name, "limit",

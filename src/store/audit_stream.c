@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * audit_stream.c - copying the audit stream "fg:audit" into
+ * audit_stream.c - copying the audit stream KEY_AUDIT into
  * fencegate.rejections. Reads and acknowledgements are Lua scripts
  * (lua/rw_audit_read.lua, rw_audit_ack.lua); the insert is one prepared
  * statement that ignores an entry already stored (unique source_id, added by
@@ -10,7 +10,8 @@
  *
  * One entry must never stop the drain: an entry that Postgres refuses (bytes
  * that are not UTF-8, a value over a limit: anything but an unreachable
- * backend) moves to the dead-letter stream "fg:audit:dead" with the reason
+ * backend) moves to the dead-letter stream KEY_AUDIT_DEAD (with the reason in
+ * field "error" and its id in "source_id")
  * (lua/rw_audit_dead.lua), is counted and logged, and the entries behind it
  * are stored. An unreachable Postgres stops the batch and backs off, keeping
  * every entry. Runs on the backend janitor thread only. Must not: decide what
@@ -23,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/fenced_redis.h"
+#include "store/keys.h"
 #include "store/redis.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -32,11 +33,11 @@
 #define DRAIN_BACKOFF_MAX 8000
 #define DRAIN_BATCH       20 /* entries per read; one ack call carries them all */
 
-/* Inserts rec under source id "fg:audit/<entry_id>"; a repeat is a no-op. */
+/* Inserts rec under source id KEY_AUDIT "/<entry_id>"; a repeat is a no-op. */
 static int insert_record(const char *entry_id, const struct audit_record *rec, struct fg_error *err)
 {
     char source[96];
-    snprintf(source, sizeof source, "%s/%s", FENCED_REDIS_AUDIT_STREAM, entry_id);
+    snprintf(source, sizeof source, "%s/%s", KEY_AUDIT, entry_id);
     struct audit_record keyed = *rec;
     keyed.source_id = source;
     if (audit_insert(&keyed, err) != 0)
@@ -48,12 +49,9 @@ static int insert_record(const char *entry_id, const struct audit_record *rec, s
 /* Deletes the stream entries ids[0..n). */
 static int ack(const char *const *ids, size_t n, struct fg_error *err)
 {
-    const char *argv[1 + DRAIN_BATCH];
-    argv[0] = FENCED_REDIS_AUDIT_STREAM;
-    for (size_t i = 0; i < n; i++)
-        argv[1 + i] = ids[i];
+    const char *keys[RW_AUDIT_ACK_NKEYS] = {[RW_AUDIT_ACK_KEY_AUDIT] = KEY_AUDIT};
     json_t *out = NULL;
-    if (redis_script("rw_audit_ack.lua", 1, argv, 1 + n, &out, err) != 0)
+    if (redis_script_more(SCRIPT_RW_AUDIT_ACK, keys, NULL, ids, n, &out, err) != 0)
         return -1;
     json_decref(out);
     return 0;
@@ -62,16 +60,28 @@ static int ack(const char *const *ids, size_t n, struct fg_error *err)
 /* Moves entry id to the dead letters because of why; counted and logged. */
 static int dead_letter(const char *id, const char *why, struct fg_error *err)
 {
-    const char *argv[] = {FENCED_REDIS_AUDIT_STREAM, AUDIT_DEAD_LETTER_STREAM, id, why};
+    const char *keys[RW_AUDIT_DEAD_NKEYS] = {
+        [RW_AUDIT_DEAD_KEY_AUDIT] = KEY_AUDIT, [RW_AUDIT_DEAD_KEY_DEAD] = KEY_AUDIT_DEAD};
+    const char *argv[RW_AUDIT_DEAD_NARGV] = {
+        [RW_AUDIT_DEAD_ARGV_ID] = id, [RW_AUDIT_DEAD_ARGV_ERROR] = why};
     json_t *out = NULL;
-    if (redis_script("rw_audit_dead.lua", 2, argv, 4, &out, err) != 0)
+    if (redis_script(SCRIPT_RW_AUDIT_DEAD, keys, argv, &out, err) != 0)
         return -1;
     json_decref(out);
     metrics_audit_dead_letter();
     log_event(LOG_WARN, "audit_dead_letter",
-              json_pack("{s:s, s:s, s:s}", "entry", id, "stream", AUDIT_DEAD_LETTER_STREAM,
-                        "detail", why));
+              json_pack("{s:s, s:s, s:s}", "entry", id, "stream", KEY_AUDIT_DEAD, "detail", why));
     return 0;
+}
+
+/* Reads up to max of the oldest entries of stream into *out (lua/rw_audit_read.lua). */
+static int read_stream(const char *stream, int max, json_t **out, struct fg_error *err)
+{
+    char count[16];
+    snprintf(count, sizeof count, "%d", max);
+    const char *keys[RW_AUDIT_READ_NKEYS] = {[RW_AUDIT_READ_KEY_STREAM] = stream};
+    const char *argv[RW_AUDIT_READ_NARGV] = {[RW_AUDIT_READ_ARGV_COUNT] = count};
+    return redis_script(SCRIPT_RW_AUDIT_READ, keys, argv, out, err);
 }
 
 static const char *field(const json_t *fields, const char *name)
@@ -122,11 +132,8 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
     *stored = 0;
     if (max > DRAIN_BATCH)
         max = DRAIN_BATCH;
-    char count[16];
-    snprintf(count, sizeof count, "%d", max);
-    const char *argv[] = {FENCED_REDIS_AUDIT_STREAM, count};
     json_t *out = NULL;
-    if (redis_script("rw_audit_read.lua", 1, argv, 2, &out, err) != 0)
+    if (read_stream(KEY_AUDIT, max, &out, err) != 0)
         return -1;
     const json_t *entries = json_object_get(out, "entries");
     const char *ids[DRAIN_BATCH];
@@ -155,11 +162,8 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
 
 int audit_stream_list_dead(int max, FILE *out, struct fg_error *err)
 {
-    char count[16];
-    snprintf(count, sizeof count, "%d", max);
-    const char *argv[] = {AUDIT_DEAD_LETTER_STREAM, count};
     json_t *listed = NULL;
-    if (redis_script("rw_audit_read.lua", 1, argv, 2, &listed, err) != 0)
+    if (read_stream(KEY_AUDIT_DEAD, max, &listed, err) != 0)
         return -1;
     size_t i;
     json_t *e;

@@ -2,7 +2,7 @@
 /*
  * audit_stream.h - the way audit records of stale Redis writes reach Postgres.
  * The script that refuses such a write appends the record to the Redis stream
- * "fg:audit" in the same step, so the refusal is recorded even while Postgres is
+ * KEY_AUDIT (store/keys.h) in the same step, so the refusal is recorded even while Postgres is
  * down. The gateway then copies entries into fencegate.rejections, at least once
  * and idempotently (the entry id is the row's unique source_id), and deletes
  * them from the stream, on the backend janitor's thread: at once after a refusal
@@ -19,9 +19,6 @@
 
 #include "store/audit.h"
 #include "util/error.h"
-
-/* Entries Postgres refused, with the reason (field "error") and their id ("source_id"). */
-#define AUDIT_DEAD_LETTER_STREAM "fg:audit:dead"
 
 /* Copies up to max of the oldest stream entries into Postgres and deletes them
  * from the stream; an entry Postgres refuses moves to the dead letters. *stored

@@ -2,8 +2,8 @@
 /*
  * fenced_redis.c - one script call per fenced write or read of an application
  * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
- * companion keys ("fg:rf:<key>", "fg:audit", the write floor) and reads the
- * answers. It never
+ * companion keys (the key's fence, the audit stream, the write floor: names of
+ * store/keys.h) and the arguments, and reads the answers. It never
  * decides which keys are writable and never talks to Postgres.
  *
  * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "embedded.h"
+#include "store/keys.h"
 #include "store/redis.h"
 #include "store/revocations.h"
 
@@ -36,47 +38,52 @@ static int64_t int_field(const json_t *obj, const char *field)
     return 0;
 }
 
-/* The keys and the common arguments of every write script (lua/lib_rw.lua). */
-#define RW_NKEYS   5
-#define RW_NCOMMON (RW_NKEYS + 7)
+/* Every write script takes the keys of lua/lib_rw.lua and starts its ARGV with lib_rw.lua's. */
+#define TAKES_RW_ARGS(S) (S##_KEY_LIB_RW == 0 && S##_NKEYS == LIB_RW_NKEYS && S##_ARGV_LIB_RW == 0)
+_Static_assert(TAKES_RW_ARGS(RW_PUT) && TAKES_RW_ARGS(RW_PATCH) && TAKES_RW_ARGS(RW_DELETE),
+               "a write script takes other keys or arguments than lua/lib_rw.lua's");
 
-/* Runs write script `script` with w's common arguments plus nextra more. */
-static int run_write(const char *script, const struct redis_write *w, const char *const *extra,
-                     size_t nextra, struct rw_result *res, struct fg_error *err)
+/* The key holding the highest fence of application key `key` (malloc'd). */
+static char *write_fence_key(const char *key)
 {
-    size_t keylen = strlen(w->key);
-    char *fence_key = malloc(keylen + sizeof FENCED_REDIS_FENCE_PREFIX);
+    size_t keylen = strlen(key);
+    char *fence_key = malloc(sizeof KEY_WRITE_FENCE_PREFIX + keylen);
     FG_ASSERT(fence_key != NULL);
-    memcpy(fence_key, FENCED_REDIS_FENCE_PREFIX, sizeof FENCED_REDIS_FENCE_PREFIX - 1);
-    memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, w->key, keylen + 1);
+    memcpy(fence_key, KEY_WRITE_FENCE_PREFIX, sizeof KEY_WRITE_FENCE_PREFIX - 1);
+    memcpy(fence_key + sizeof KEY_WRITE_FENCE_PREFIX - 1, key, keylen + 1);
+    return fence_key;
+}
+
+/* Runs write script `script` for w: argv holds the script's own arguments,
+ * after the first LIB_RW_NARGV, which are filled here from w. */
+static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
+                     struct rw_result *res, struct fg_error *err)
+{
+    char *fence_key = write_fence_key(w->key);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, w->fence);
-    const char *argv[RW_NCOMMON + 2] = {w->key,
-                                        fence_key,
-                                        FENCED_REDIS_AUDIT_STREAM,
-                                        FENCED_REDIS_FLOOR_KEY,
-                                        REVOCATIONS_SET,
-                                        fence,
-                                        w->resource,
-                                        w->lock_name,
-                                        w->owner,
-                                        w->client_addr,
-                                        w->method,
-                                        w->principal};
-    FG_ASSERT(nextra <= 2);
-    for (size_t i = 0; i < nextra; i++)
-        argv[RW_NCOMMON + i] = extra[i];
-    size_t argc = RW_NCOMMON + nextra;
+    const char *keys[LIB_RW_NKEYS] = {
+        [LIB_RW_KEY_KEY] = w->key,          [LIB_RW_KEY_WRITE_FENCE] = fence_key,
+        [LIB_RW_KEY_AUDIT] = KEY_AUDIT,     [LIB_RW_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
+        [LIB_RW_KEY_REVOKED] = KEY_REVOKED,
+    };
+    argv[LIB_RW_ARGV_FENCE] = fence;
+    argv[LIB_RW_ARGV_RESOURCE] = w->resource;
+    argv[LIB_RW_ARGV_LOCK] = w->lock_name;
+    argv[LIB_RW_ARGV_OWNER] = w->owner;
+    argv[LIB_RW_ARGV_CLIENT_ADDR] = w->client_addr;
+    argv[LIB_RW_ARGV_METHOD] = w->method;
+    argv[LIB_RW_ARGV_PRINCIPAL] = w->principal;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
-    int rc = redis_script(script, RW_NKEYS, argv, argc, &out, err);
+    int rc = redis_script(script, keys, argv, &out, err);
     const char *r = rc == 0 ? string_field(out, "r") : "";
     if (rc == 0 && strcmp(r, "norevoked") == 0) { /* Redis lost the revoked set: rebuild, retry */
         json_decref(out);
         out = NULL;
         rc = revocations_restore(err);
         if (rc == 0)
-            rc = redis_script(script, RW_NKEYS, argv, argc, &out, err);
+            rc = redis_script(script, keys, argv, &out, err);
         r = rc == 0 ? string_field(out, "r") : "";
     }
     free(fence_key);
@@ -107,7 +114,7 @@ static int run_write(const char *script, const struct redis_write *w, const char
         res->outcome = RW_WRONGTYPE;
         snprintf(res->type, sizeof res->type, "%s", string_field(out, "type"));
     } else {
-        rc = fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r);
+        rc = fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", lua_scripts[script].name, r);
     }
     json_decref(out);
     return rc;
@@ -116,7 +123,8 @@ static int run_write(const char *script, const struct redis_write *w, const char
 int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_result *res,
                      struct fg_error *err)
 {
-    return run_write("rw_put.lua", w, &value, 1, res, err);
+    const char *argv[RW_PUT_NARGV] = {[RW_PUT_ARGV_VALUE] = value};
+    return run_write(SCRIPT_RW_PUT, w, argv, res, err);
 }
 
 int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
@@ -126,15 +134,17 @@ int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long l
     FG_ASSERT(text != NULL);
     char max[24];
     snprintf(max, sizeof max, "%lld", max_fields);
-    const char *extra[] = {text, max};
-    int rc = run_write("rw_patch.lua", w, extra, 2, res, err);
+    const char *argv[RW_PATCH_NARGV] = {
+        [RW_PATCH_ARGV_FIELDS] = text, [RW_PATCH_ARGV_MAX_FIELDS] = max};
+    int rc = run_write(SCRIPT_RW_PATCH, w, argv, res, err);
     free(text);
     return rc;
 }
 
 int fenced_redis_delete(const struct redis_write *w, struct rw_result *res, struct fg_error *err)
 {
-    return run_write("rw_delete.lua", w, NULL, 0, res, err);
+    const char *argv[RW_DELETE_NARGV] = {NULL};
+    return run_write(SCRIPT_RW_DELETE, w, argv, res, err);
 }
 
 void rw_result_clear(struct rw_result *res)
@@ -146,16 +156,14 @@ void rw_result_clear(struct rw_result *res)
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
                      struct fg_error *err)
 {
-    size_t keylen = strlen(key);
-    char *fence_key = malloc(keylen + sizeof FENCED_REDIS_FENCE_PREFIX);
-    FG_ASSERT(fence_key != NULL);
-    memcpy(fence_key, FENCED_REDIS_FENCE_PREFIX, sizeof FENCED_REDIS_FENCE_PREFIX - 1);
-    memcpy(fence_key + sizeof FENCED_REDIS_FENCE_PREFIX - 1, key, keylen + 1);
+    char *fence_key = write_fence_key(key);
     char fields[24], bytes[24];
     snprintf(fields, sizeof fields, "%lld", max_fields);
     snprintf(bytes, sizeof bytes, "%lld", max_bytes);
-    const char *argv[] = {key, fence_key, fields, bytes};
-    int rc = redis_script("rw_get.lua", 2, argv, 4, out, err);
+    const char *keys[RW_GET_NKEYS] = {[RW_GET_KEY_KEY] = key, [RW_GET_KEY_WRITE_FENCE] = fence_key};
+    const char *argv[RW_GET_NARGV] = {
+        [RW_GET_ARGV_MAX_FIELDS] = fields, [RW_GET_ARGV_MAX_BYTES] = bytes};
+    int rc = redis_script(SCRIPT_RW_GET, keys, argv, out, err);
     free(fence_key);
     return rc;
 }

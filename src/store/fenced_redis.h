@@ -2,7 +2,8 @@
 /*
  * fenced_redis.h - fenced writes to application keys in Redis. The fence check
  * and the write are one Lua script (lua/rw_*.lua): a write is applied iff its
- * fence is at least the highest fence stored for the key (in "fg:rf:<key>");
+ * fence is at least the highest fence stored for the key (in
+ * KEY_WRITE_FENCE_PREFIX <key>, store/keys.h);
  * a stale write, or one presenting a revoked fence, changes nothing and is
  * appended, by the same script, to the audit stream that audit_stream.c
  * drains into Postgres. This module builds the scripts' arguments and reads their answers; which
@@ -15,10 +16,6 @@
 #include <stdint.h>
 
 #include "util/error.h"
-
-#define FENCED_REDIS_AUDIT_STREAM "fg:audit"
-#define FENCED_REDIS_FENCE_PREFIX "fg:rf:"
-#define FENCED_REDIS_FLOOR_KEY    "fg:fence_floor" /* writes below this fence are refused */
 
 /* One write attempt; every pointer is borrowed for the call. */
 struct redis_write {

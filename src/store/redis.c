@@ -2,9 +2,11 @@
 /*
  * redis.c - hiredis connections, script calls and the doorbell subscription.
  * Connections are per thread (a pthread key frees them when the thread ends),
- * so no lock is ever held across a round trip. Script SHA1s are computed locally
- * at start-up; a NOSCRIPT reply (a restarted or flushed Redis) loads the script
- * and retries once. Script results are JSON texts, decoded here.
+ * so no lock is ever held across a round trip. Scripts come ready to run from
+ * the build (embedded.h: each with its libraries and key names, and the counts
+ * of KEYS and ARGV it declares); their SHA1s are computed locally at start-up,
+ * and a NOSCRIPT reply (a restarted or flushed Redis) loads the script and
+ * retries once. Script results are JSON texts, decoded here.
  *
  * Where the primary is: the one server of a redis:// URL, or, for
  * redis-sentinel://, whatever the sentinels name when a connection is made.
@@ -36,8 +38,7 @@
 #include "util/metrics.h"
 #include "util/sock.h"
 
-#define MAX_SCRIPTS 64
-#define MAX_ARGS    48
+#define MAX_ARGS 48
 
 /* Replies that mean "this server cannot take writes now": the connection is
  * dropped and the request answers 503, as if the server were gone. */
@@ -55,9 +56,7 @@ struct redis_conn {
 static struct {
     struct redis_url url; /* the parsed redis_url */
     long long timeout_ms;
-    char shas[MAX_SCRIPTS][41];
-    char *sources[MAX_SCRIPTS];
-    size_t nscripts;
+    char shas[SCRIPT_COUNT][41]; /* SHA1 of each script's source, in hex */
     redis_connect_hook hook;
     pthread_key_t conn_key;
     bool initialized;           /* redis_init ran: conn_key exists */
@@ -77,61 +76,17 @@ static void free_conn(void *conn)
     free(c);
 }
 
-static const char *library_source(const char *name, size_t len)
-{
-    for (size_t j = 0; embedded_lua[j].name != NULL; j++)
-        if (strlen(embedded_lua[j].name) == len && strncmp(embedded_lua[j].name, name, len) == 0)
-            return embedded_lua[j].source;
-    return NULL;
-}
-
-/* The source sent to Redis for script i: the file itself, preceded by the
- * libraries its first line names, in order ("-- uses: lib_a.lua lib_b.lua"). */
-static int script_source(size_t i, struct fg_error *err)
-{
-    static const char marker[] = "-- uses: ";
-    const char *src = embedded_lua[i].source;
-    size_t size = strlen(src) + 1;
-    const char *libs = strncmp(src, marker, sizeof marker - 1) == 0 ? src + sizeof marker - 1 : "";
-    size_t libs_len = strcspn(libs, "\r\n");
-    for (size_t at = 0; at < libs_len;) {
-        size_t len = strcspn(libs + at, " \r\n");
-        const char *lib = library_source(libs + at, len);
-        if (len > 0 && lib == NULL)
-            return fg_fail(err, FG_ERR_INTERNAL, "lua/%s uses unknown library %.*s",
-                           embedded_lua[i].name, (int)len, libs + at);
-        size += len > 0 ? strlen(lib) + 1 : 0;
-        at += len + 1;
-    }
-    rds.sources[i] = malloc(size);
-    FG_ASSERT(rds.sources[i] != NULL);
-    rds.sources[i][0] = '\0';
-    for (size_t at = 0; at < libs_len;) {
-        size_t len = strcspn(libs + at, " \r\n");
-        if (len > 0) {
-            strcat(rds.sources[i], library_source(libs + at, len));
-            strcat(rds.sources[i], "\n");
-        }
-        at += len + 1;
-    }
-    strcat(rds.sources[i], src);
-    return 0;
-}
-
 int redis_init(const struct config *cfg, struct fg_error *err)
 {
     if (redis_url_parse(cfg->redis_url, &rds.url, err) != 0)
         return -1;
     rds.timeout_ms = cfg->request_timeout_ms;
-    for (rds.nscripts = 0; embedded_lua[rds.nscripts].name != NULL; rds.nscripts++) {
-        FG_ASSERT(rds.nscripts < MAX_SCRIPTS);
-        if (script_source(rds.nscripts, err) != 0)
-            return -1;
-        const char *src = rds.sources[rds.nscripts];
+    for (size_t s = 0; s < SCRIPT_COUNT; s++) {
+        const char *src = lua_scripts[s].source;
         unsigned char digest[SHA_DIGEST_LENGTH];
         SHA1((const unsigned char *)src, strlen(src), digest);
         for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
-            snprintf(rds.shas[rds.nscripts] + 2 * i, 3, "%02x", digest[i]);
+            snprintf(rds.shas[s] + 2 * i, 3, "%02x", digest[i]);
     }
     if (pthread_key_create(&rds.conn_key, free_conn) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "pthread_key_create failed");
@@ -325,9 +280,6 @@ void redis_shutdown(void)
 {
     redis_watch_stop();
     redis_thread_done();
-    for (size_t i = 0; i < rds.nscripts; i++)
-        free(rds.sources[i]);
-    rds.nscripts = 0;
 }
 
 void redis_thread_done(void)
@@ -368,14 +320,6 @@ static redisReply *thread_command(int argc, const char **argv, const size_t *len
     if (reply == NULL)
         redis_thread_done();
     return reply;
-}
-
-static long script_index(const char *name)
-{
-    for (size_t i = 0; i < rds.nscripts; i++)
-        if (strcmp(embedded_lua[i].name, name) == 0)
-            return (long)i;
-    return -1;
 }
 
 /* True if the error reply says that Redis refuses writes for lack of memory
@@ -422,33 +366,52 @@ static int decode_result(const redisReply *reply, const char *name, json_t **out
     return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: bad JSON: %s", name, jerr.text);
 }
 
-int redis_script(const char *name, size_t nkeys, const char *const *argv, size_t argc, json_t **out,
-                 struct fg_error *err)
+/* Copies args[0..n) into cmd from at on; returns where the next goes. A NULL
+ * is an argument the script declares and the caller left out: a bug. */
+static size_t put_args(const char **cmd, size_t at, const char *const *args, size_t n)
 {
-    long index = script_index(name);
-    FG_ASSERT(index >= 0 && argc + 3 <= MAX_ARGS);
+    for (size_t i = 0; i < n; i++) {
+        FG_ASSERT(args[i] != NULL);
+        cmd[at + i] = args[i];
+    }
+    return at + n;
+}
+
+int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
+                      const char *const *more, size_t nmore, json_t **out, struct fg_error *err)
+{
+    const struct lua_script *s = &lua_scripts[script];
+    FG_ASSERT(nmore == 0 || s->variadic);
+    FG_ASSERT(3 + s->nkeys + s->nargv + nmore <= MAX_ARGS);
     const char *cmd[MAX_ARGS];
     char numkeys[16];
-    snprintf(numkeys, sizeof numkeys, "%zu", nkeys);
+    snprintf(numkeys, sizeof numkeys, "%zu", s->nkeys);
     cmd[0] = "EVALSHA";
-    cmd[1] = rds.shas[index];
+    cmd[1] = rds.shas[script];
     cmd[2] = numkeys;
-    for (size_t i = 0; i < argc; i++)
-        cmd[3 + i] = argv[i];
-    redisReply *reply = thread_command((int)argc + 3, cmd, NULL, err);
+    size_t argc = put_args(cmd, 3, keys, s->nkeys);
+    argc = put_args(cmd, argc, argv, s->nargv);
+    argc = put_args(cmd, argc, more, nmore);
+    redisReply *reply = thread_command((int)argc, cmd, NULL, err);
     if (reply == NULL)
         return -1;
     if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
         freeReplyObject(reply);
         cmd[0] = "EVAL";
-        cmd[1] = rds.sources[index];
-        reply = thread_command((int)argc + 3, cmd, NULL, err);
+        cmd[1] = s->source;
+        reply = thread_command((int)argc, cmd, NULL, err);
         if (reply == NULL)
             return -1;
     }
-    int rc = decode_result(reply, name, out, err);
+    int rc = decode_result(reply, s->name, out, err);
     freeReplyObject(reply);
     return rc;
+}
+
+int redis_script(enum fg_script script, const char *const *keys, const char *const *argv,
+                 json_t **out, struct fg_error *err)
+{
+    return redis_script_more(script, keys, argv, NULL, 0, out, err);
 }
 
 /* Runs a command whose reply must be a status or string, copying it into out. */

@@ -4,9 +4,11 @@
  * its own blocking connection to the primary (found through sentinels for a
  * redis-sentinel:// URL), made on first use and remade after an error, a
  * failover, or a close noticed while it was idle. The
- * Lua scripts of lua/ are called by file name with EVALSHA (loaded again on
- * NOSCRIPT); every script returns one JSON text (cjson.encode), which arrives
- * here as a jansson value, so callers never see a hiredis type.
+ * Lua scripts of lua/ are called by enum fg_script with EVALSHA (loaded again
+ * on NOSCRIPT), with KEYS and ARGV arrays indexed by the constants that
+ * lua_scripts.h generates from each script's header; every script returns one
+ * JSON text (cjson.encode), which arrives here as a jansson value, so callers
+ * never see a hiredis type.
  */
 #ifndef FG_REDIS_H
 #define FG_REDIS_H
@@ -16,6 +18,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "lua_scripts.h"
 #include "util/error.h"
 
 /* Called on the calling thread each time a new connection is made, before the
@@ -30,14 +33,22 @@ int redis_init(const struct config *cfg, struct fg_error *err) FG_WUR;
 void redis_set_connect_hook(redis_connect_hook hook);
 
 /*
- * Runs script `name` (a file of lua/, e.g. "lock_acquire.lua") with nkeys keys
- * followed by the other arguments in argv (argc in all). On success stores the
- * decoded JSON result in *out (new reference) and returns 0. A connection
- * problem fails with FG_ERR_BACKEND_UNAVAILABLE; a script error with
- * FG_ERR_INTERNAL.
+ * Runs script (e.g. SCRIPT_LOCK_ACQUIRE, lua/lock_acquire.lua) with keys and
+ * argv (borrowed), holding exactly the KEYS and ARGV its header declares:
+ * <NAME>_NKEYS and <NAME>_NARGV entries, each at its <NAME>_KEY_* or
+ * <NAME>_ARGV_* index (either may be NULL when its count is 0). Every entry
+ * must be set. On success stores the decoded JSON result in *out (new
+ * reference) and returns 0. A connection problem fails with
+ * FG_ERR_BACKEND_UNAVAILABLE; a script error with FG_ERR_INTERNAL.
  */
-int redis_script(const char *name, size_t nkeys, const char *const *argv, size_t argc, json_t **out,
-                 struct fg_error *err) FG_WUR;
+int redis_script(enum fg_script script, const char *const *keys, const char *const *argv,
+                 json_t **out, struct fg_error *err) FG_WUR;
+
+/* redis_script for a script whose last ARGV takes the rest ("ids..."): its
+ * nmore values follow in more (borrowed). */
+int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
+                      const char *const *more, size_t nmore, json_t **out,
+                      struct fg_error *err) FG_WUR;
 
 /* Reads the run_id of the Redis process this thread talks to into out (cap
  * bytes): it changes whenever Redis restarts or another server answers. An

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * revocations.c - the durable record of revoked leases and its Redis mirror.
- * Owns fencegate.revocations and the set "fg:revoked": writing a revocation
+ * Owns fencegate.revocations and the set KEY_REVOKED: writing a revocation
  * into Postgres (before any Redis state changes, so that the mirror can always
  * be rebuilt from it) and rebuilding the mirror. It must not end leases (the
  * revoke scripts do) nor judge writes (the write statements and scripts do).
@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "store/keys.h"
 #include "store/pg.h"
 #include "store/redis.h"
 
@@ -35,9 +36,11 @@ int revocations_restore(struct fg_error *err)
                  0, NULL, &rows, err) != 0)
         return -1;
     const char *fences = json_string_value(json_object_get(json_array_get(rows, 0), "fences"));
-    const char *argv[] = {REVOCATIONS_SET, fences != NULL ? fences : "[]"};
+    const char *keys[REVOKED_LOAD_NKEYS] = {[REVOKED_LOAD_KEY_REVOKED] = KEY_REVOKED};
+    const char *argv[REVOKED_LOAD_NARGV] = {[REVOKED_LOAD_ARGV_FENCES] =
+                                                fences != NULL ? fences : "[]"};
     json_t *out = NULL;
-    int rc = redis_script("revoked_load.lua", 1, argv, 2, &out, err);
+    int rc = redis_script(SCRIPT_REVOKED_LOAD, keys, argv, &out, err);
     json_decref(out);
     json_decref(rows);
     return rc;

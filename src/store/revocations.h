@@ -2,7 +2,7 @@
 /*
  * revocations.h - the record of revoked leases: rows of fencegate.revocations
  * in Postgres (the durable record, read by Postgres writes in their own
- * statement) and their mirror, the set "fg:revoked" in Redis (read by the Redis
+ * statement) and their mirror, the set KEY_REVOKED in Redis (read by the Redis
  * write scripts and added to by the revoke scripts). The mirror is rebuilt from
  * Postgres whenever a script finds it missing, and a Redis that may have lost
  * data (restarted, failed over, flushed) loses the mirror too (lua/fence_check.lua),
@@ -15,7 +15,6 @@
 
 #include "util/error.h"
 
-#define REVOCATIONS_SET       "fg:revoked"
 #define REVOCATION_REASON_MAX 200
 
 /* Records that the lease with fence on name (kind "lock" or "semaphore") is

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lease_keys.c - making the keys of a lock or semaphore from its name: a table
+ * per kind of the keys made from the name (prefix, name, tag end, suffix) and
+ * where each goes in the script's KEYS, the common lease keys at the offset
+ * where the kind's list takes lib_lease.lua's. It must not know what a script
+ * does with a key.
+ */
+#include "lease/lease_keys.h"
+
+#include <stdio.h>
+#include <string.h>
+
+_Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for a semaphore");
+
+/* A key made from the name: its index in the KEYS list, and its suffix. */
+struct made_key {
+    size_t at;
+    const char *suffix;
+};
+
+/* A key named once for all leases, and its index in lib_lease.lua's list. */
+struct fixed_key {
+    size_t at;
+    const char *key;
+};
+
+/* How the keys of one kind are laid out. */
+struct kind_layout {
+    const char *prefix;         /* KEY_LOCK_PREFIX or KEY_SEM_PREFIX */
+    const char *index;          /* the kind's listing index */
+    const struct made_key *own; /* the kind's own keys */
+    size_t nown;                /* entries in own */
+    size_t common_at;           /* where lib_lease.lua's keys start */
+};
+
+static const struct made_key lock_own[] = {
+    {LIB_LOCK_KEY_HOLDER, KEY_SUFFIX_HOLDERS},
+    {LIB_LOCK_KEY_QUEUE, KEY_SUFFIX_QUEUE},
+    {LIB_LOCK_KEY_WAITERS, KEY_SUFFIX_WAITERS},
+};
+
+static const struct made_key sem_own[] = {
+    {LIB_SEM_KEY_HOLDERS, KEY_SUFFIX_HOLDERS}, {LIB_SEM_KEY_DATA, KEY_SUFFIX_HOLDER_DATA},
+    {LIB_SEM_KEY_QUEUE, KEY_SUFFIX_QUEUE},     {LIB_SEM_KEY_WAITERS, KEY_SUFFIX_WAITERS},
+    {LIB_SEM_KEY_LIMIT, KEY_SUFFIX_LIMIT},     {LIB_SEM_KEY_TICKETS, KEY_SUFFIX_TICKETS},
+};
+
+static const struct made_key common_made[] = {
+    {LIB_LEASE_KEY_RIDS, KEY_SUFFIX_RIDS},
+    {LIB_LEASE_KEY_RID_UNTIL, KEY_SUFFIX_RID_UNTIL},
+    {LIB_LEASE_KEY_RELEASED, KEY_SUFFIX_RELEASED},
+    {LIB_LEASE_KEY_ENDED, KEY_SUFFIX_ENDED},
+};
+
+static const struct fixed_key common_fixed[] = {
+    {LIB_LEASE_KEY_FENCE, KEY_FENCE},
+    {LIB_LEASE_KEY_FENCE_LIMIT, KEY_FENCE_LIMIT},
+    {LIB_LEASE_KEY_GATEWAYS, KEY_GATEWAYS},
+    {LIB_LEASE_KEY_REVOKED, KEY_REVOKED},
+};
+
+static const struct kind_layout lock_layout = {KEY_LOCK_PREFIX, KEY_LOCK_INDEX, lock_own,
+                                               sizeof lock_own / sizeof lock_own[0],
+                                               LIB_LOCK_KEY_LIB_LEASE};
+
+static const struct kind_layout sem_layout = {KEY_SEM_PREFIX, KEY_SEM_INDEX, sem_own,
+                                              sizeof sem_own / sizeof sem_own[0],
+                                              LIB_SEM_KEY_LIB_LEASE};
+
+/* Makes the key of m for name at offset + m->at. */
+static void make(struct lease_keys *k, const struct kind_layout *layout, const char *name,
+                 size_t offset, const struct made_key *m)
+{
+    size_t at = offset + m->at;
+    snprintf(k->made[at], sizeof k->made[at], "%s%s%s%s", layout->prefix, name, KEY_TAG_END,
+             m->suffix);
+    k->key[at] = k->made[at];
+}
+
+void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name)
+{
+    const struct kind_layout *layout = kind == LEASE_KIND_SEMAPHORE ? &sem_layout : &lock_layout;
+    memset(k->key, 0, sizeof k->key);
+    for (size_t i = 0; i < layout->nown; i++)
+        make(k, layout, name, 0, &layout->own[i]);
+    for (size_t i = 0; i < sizeof common_made / sizeof common_made[0]; i++)
+        make(k, layout, name, layout->common_at, &common_made[i]);
+    for (size_t i = 0; i < sizeof common_fixed / sizeof common_fixed[0]; i++)
+        k->key[layout->common_at + common_fixed[i].at] = common_fixed[i].key;
+    k->key[layout->common_at + LIB_LEASE_KEY_INDEX] = layout->index;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lease_keys.h - the Redis keys of one lock or semaphore, made from its name
+ * in the order its scripts take them (lua/lib_lock.lua, lua/lib_sem.lua: its
+ * own keys, then the common lease keys of lua/lib_lease.lua), with the names of
+ * store/keys.h. Pure: no I/O.
+ */
+#ifndef FG_LEASE_KEYS_H
+#define FG_LEASE_KEYS_H
+
+#include "auth/token.h"
+#include "lua_scripts.h"
+#include "store/keys.h"
+#include "util/names.h"
+
+/* The longest key made from a name (prefix, name, tag end, one-letter suffix). */
+#define LEASE_KEY_MAX (sizeof KEY_LOCK_PREFIX + NAME_MAX_LEN + sizeof KEY_TAG_END + 1)
+
+struct lease_keys {
+    char made[LIB_SEM_NKEYS][LEASE_KEY_MAX]; /* the keys made from the name, by script index */
+    const char *key[LIB_SEM_NKEYS];          /* every key by script index: LIB_LOCK_KEY_* for a
+                                                lock, LIB_SEM_KEY_* for a semaphore */
+};
+
+/* Fills k with the keys of the lock or semaphore (kind) called name: k->key
+ * then holds LIB_LOCK_NKEYS or LIB_SEM_NKEYS keys, pointing into k or to
+ * static names. name must be a valid name (at most NAME_MAX_LEN bytes). */
+void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name);
+
+#endif

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_lease_keys.c - the keys of a lock and of a semaphore, each at the index
+ * its scripts read it from (lua/lib_lock.lua, lib_sem.lua, lib_lease.lua),
+ * every one of them set, and the longest name fitting.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lease/lease_keys.h"
+
+static void lock_keys_in_script_order(void **state)
+{
+    (void)state;
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
+    assert_string_equal(k.key[LIB_LOCK_KEY_HOLDER], "fg:lk:{inv:42}:h");
+    assert_string_equal(k.key[LIB_LOCK_KEY_QUEUE], "fg:lk:{inv:42}:q");
+    assert_string_equal(k.key[LIB_LOCK_KEY_WAITERS], "fg:lk:{inv:42}:w");
+    assert_string_equal(k.key[LIB_LOCK_KEY_FENCE], "fg:fence");
+    assert_string_equal(k.key[LIB_LOCK_KEY_FENCE_LIMIT], "fg:fence_limit");
+    assert_string_equal(k.key[LIB_LOCK_KEY_GATEWAYS], "fg:gateways");
+    assert_string_equal(k.key[LIB_LOCK_KEY_RIDS], "fg:lk:{inv:42}:r");
+    assert_string_equal(k.key[LIB_LOCK_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
+    assert_string_equal(k.key[LIB_LOCK_KEY_RELEASED], "fg:lk:{inv:42}:x");
+    assert_string_equal(k.key[LIB_LOCK_KEY_INDEX], "fg:idx:lk");
+    assert_string_equal(k.key[LIB_LOCK_KEY_ENDED], "fg:lk:{inv:42}:n");
+    assert_string_equal(k.key[LIB_LOCK_KEY_REVOKED], "fg:revoked");
+    for (size_t i = LIB_LOCK_NKEYS; i < LIB_SEM_NKEYS; i++)
+        assert_null(k.key[i]);
+}
+
+static void semaphore_keys_in_script_order(void **state)
+{
+    (void)state;
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, "pool");
+    assert_string_equal(k.key[LIB_SEM_KEY_HOLDERS], "fg:sm:{pool}:h");
+    assert_string_equal(k.key[LIB_SEM_KEY_DATA], "fg:sm:{pool}:d");
+    assert_string_equal(k.key[LIB_SEM_KEY_QUEUE], "fg:sm:{pool}:q");
+    assert_string_equal(k.key[LIB_SEM_KEY_WAITERS], "fg:sm:{pool}:w");
+    assert_string_equal(k.key[LIB_SEM_KEY_LIMIT], "fg:sm:{pool}:l");
+    assert_string_equal(k.key[LIB_SEM_KEY_TICKETS], "fg:sm:{pool}:t");
+    assert_string_equal(k.key[LIB_SEM_KEY_FENCE], "fg:fence");
+    assert_string_equal(k.key[LIB_SEM_KEY_FENCE_LIMIT], "fg:fence_limit");
+    assert_string_equal(k.key[LIB_SEM_KEY_GATEWAYS], "fg:gateways");
+    assert_string_equal(k.key[LIB_SEM_KEY_RIDS], "fg:sm:{pool}:r");
+    assert_string_equal(k.key[LIB_SEM_KEY_RID_UNTIL], "fg:sm:{pool}:e");
+    assert_string_equal(k.key[LIB_SEM_KEY_RELEASED], "fg:sm:{pool}:x");
+    assert_string_equal(k.key[LIB_SEM_KEY_INDEX], "fg:idx:sm");
+    assert_string_equal(k.key[LIB_SEM_KEY_ENDED], "fg:sm:{pool}:n");
+    assert_string_equal(k.key[LIB_SEM_KEY_REVOKED], "fg:revoked");
+}
+
+static void longest_name_fits(void **state)
+{
+    (void)state;
+    char name[NAME_MAX_LEN + 1];
+    memset(name, 'n', NAME_MAX_LEN);
+    name[NAME_MAX_LEN] = '\0';
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    size_t want = strlen(KEY_SEM_PREFIX) + NAME_MAX_LEN + strlen(KEY_TAG_END) + 1;
+    for (size_t i = 0; i < LIB_SEM_NKEYS; i++) {
+        assert_non_null(k.key[i]);
+        if (strncmp(k.key[i], KEY_SEM_PREFIX, strlen(KEY_SEM_PREFIX)) == 0)
+            assert_int_equal(strlen(k.key[i]), want);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(lock_keys_in_script_order),
+        cmocka_unit_test(semaphore_keys_in_script_order),
+        cmocka_unit_test(longest_name_fits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

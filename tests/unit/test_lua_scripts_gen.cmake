@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: Apache-2.0
+# test_lua_scripts_gen.cmake - the generator of the script table (cmake/lua_scripts.cmake) on scripts
+# this test writes: the headers it parses (libraries standing for their lists, nested, variadic last
+# arguments), the constants and offsets it emits for C and for Lua, the sources it assembles, and each
+# mistake it must fail the build on, with its message.
+#   cmake -DGENERATOR=cmake/lua_scripts.cmake -DWORK=<scratch dir> -P tests/unit/test_lua_scripts_gen.cmake
+cmake_minimum_required(VERSION 3.18)
+
+set(failures 0)
+macro(fail what)
+  message("FAIL: ${what}")
+  math(EXPR failures "${failures} + 1")
+endmacro()
+
+set(keys_h [=[
+#ifndef T_KEYS_H
+#define T_KEYS_H
+#define T_PREFIX "t:" /* a comment; with a semicolon */
+#define T_ONE    T_PREFIX "one"
+#define T_CHAN   T_PREFIX "ch" "an"
+#endif
+]=])
+set(lib_base [=[
+-- lib_base.lua: a library with lists of its own, read by literal index.
+-- KEYS: a b
+-- ARGV: x y
+
+local function base() return KEYS[2], ARGV[2] end
+]=])
+set(lib_top [=[
+-- lib_top.lua: a library whose KEYS take another's.
+-- KEYS: c lib_base.lua
+
+local function top() return T_ONE, KEYS[KEYS_AT_LIB_BASE] end
+]=])
+set(one [=[
+-- uses: lib_base.lua
+-- one.lua: a script extending a library's lists.
+-- KEYS: lib_base.lua d
+-- ARGV: lib_base.lua z
+-- ARGV: rest...
+-- (T_ONE in a comment is not a use.)
+return KEYS[3] .. T_CHAN .. ARGV[9]
+]=])
+set(two [=[
+-- uses: lib_top.lua
+-- KEYS: lib_top.lua
+-- ARGV:
+return top()
+]=])
+
+# Writes the files of a case (pairs of name and variable) into WORK/<name> and runs the generator;
+# sets rc and out (its messages on one line) in the caller's scope.
+function(generate case)
+  set(dir ${WORK}/${case})
+  file(REMOVE_RECURSE ${dir})
+  file(MAKE_DIRECTORY ${dir}/lua)
+  file(WRITE ${dir}/keys.h "${keys_h}")
+  set(files ${ARGN})
+  while(files)
+    list(POP_FRONT files name var)
+    if(name STREQUAL "keys.h")
+      file(WRITE ${dir}/keys.h "${${var}}")
+    else()
+      file(WRITE ${dir}/lua/${name} "${${var}}")
+    endif()
+  endwhile()
+  execute_process(COMMAND ${CMAKE_COMMAND} -DLUA_DIR=${dir}/lua -DKEYS_H=${dir}/keys.h
+                          -DOUT_DIR=${dir}/out -P ${GENERATOR}
+                  RESULT_VARIABLE result ERROR_VARIABLE err OUTPUT_VARIABLE stdout)
+  string(REGEX REPLACE "[ \n]+" " " err "${stdout}${err}")
+  set(rc ${result} PARENT_SCOPE)
+  set(out "${err}" PARENT_SCOPE)
+endfunction()
+
+# --- what the generator emits for well-formed scripts ------------------------------------------------------
+generate(good lib_base.lua lib_base lib_top.lua lib_top one.lua one two.lua two)
+if(NOT rc EQUAL 0)
+  fail("well-formed scripts generate (${out})")
+endif()
+file(READ ${WORK}/good/out/lua_scripts.h h)
+foreach(line
+    "    SCRIPT_ONE,\n    SCRIPT_TWO,\n};\n#define SCRIPT_COUNT 2\n"
+    "#define LIB_BASE_NKEYS 2\n#define LIB_BASE_KEY_A 0\n#define LIB_BASE_KEY_B 1\n"
+    "#define LIB_TOP_NKEYS 3\n#define LIB_TOP_KEY_C 0\n#define LIB_TOP_KEY_A 1\n#define LIB_TOP_KEY_B 2\n#define LIB_TOP_KEY_LIB_BASE 1\n"
+    "#define ONE_NKEYS 3\n#define ONE_KEY_A 0\n#define ONE_KEY_B 1\n#define ONE_KEY_D 2\n#define ONE_KEY_LIB_BASE 0\n"
+    "#define ONE_NARGV 3\n#define ONE_ARGV_X 0\n#define ONE_ARGV_Y 1\n#define ONE_ARGV_Z 2\n#define ONE_ARGV_REST 3\n"
+    "#define TWO_NKEYS 3\n#define TWO_KEY_C 0\n#define TWO_KEY_A 1\n#define TWO_KEY_B 2\n#define TWO_KEY_LIB_TOP 0\n#define TWO_KEY_LIB_BASE 1\n#define TWO_NARGV 0\n")
+  string(FIND "${h}" "${line}" at)
+  if(at EQUAL -1)
+    fail("lua_scripts.h holds: ${line}")
+  endif()
+endforeach()
+file(READ ${WORK}/good/out/lua_scripts.c c)
+string(FIND "${c}" "ONE_NKEYS, ONE_NARGV, true}" at)
+if(at EQUAL -1)
+  fail("one.lua takes the rest of ARGV")
+endif()
+string(FIND "${c}" "TWO_NKEYS, TWO_NARGV, false}" at)
+if(at EQUAL -1)
+  fail("two.lua takes its ARGV only")
+endif()
+file(READ ${WORK}/good/out/lua/one.lua assembled)
+if(NOT assembled STREQUAL "local T_CHAN = 't:chan'\n${lib_base}\n${one}")
+  fail("one.lua runs as its constants, its library, itself")
+endif()
+file(READ ${WORK}/good/out/lua/two.lua assembled)
+if(NOT assembled STREQUAL "local T_ONE = 't:one'\nlocal KEYS_AT_LIB_BASE = 2\n${lib_top}\n${two}")
+  fail("two.lua runs with the constant and the list offset its library uses")
+endif()
+
+# --- mistakes that fail the build ----------------------------------------------------------------------------
+set(past_count "-- KEYS: a b\n-- ARGV:\nreturn KEYS[3]\n")
+set(unknown_lib "-- uses: lib_nope.lua\n-- KEYS:\n-- ARGV:\nreturn 1\n")
+set(no_argv "-- KEYS: a\nreturn KEYS[1]\n")
+set(twice "-- KEYS: a b a\n-- ARGV:\nreturn 1\n")
+set(moved "-- uses: lib_base.lua\n-- KEYS: d lib_base.lua\n-- ARGV: lib_base.lua\nreturn base()\n")
+set(rest_first "-- KEYS:\n-- ARGV: rest... z\nreturn 1\n")
+set(undeclared_list "-- KEYS: lib_plain.lua\n-- ARGV:\nreturn 1\n")
+set(lib_plain "-- lib_plain.lua: declares nothing\n\nlocal function plain() end\n")
+set(no_offset "-- KEYS: a\n-- ARGV:\nreturn ARGV_AT_LIB_BASE\n")
+set(bad_name "-- KEYS: Upper\n-- ARGV:\nreturn 1\n")
+set(number_key "#define T_N 3\n")
+set(late_name "#define T_A T_B \"x\"\n#define T_B \"y\"\n")
+foreach(case
+    "past_count|reads KEYS\\[3\\] but declares 2 KEYS"
+    "unknown_lib|uses lib_nope.lua, which is not a library"
+    "no_argv|declares no \"-- KEYS:\" or no \"-- ARGV:\" line"
+    "twice|KEYS names a twice"
+    "moved|lib_base.lua reads KEYS\\[2\\], so its KEYS must start with lib_base.lua"
+    "rest_first|only the last ARGV name may end in"
+    "undeclared_list|KEYS names lib_plain.lua, which declares no KEYS"
+    "no_offset|reads ARGV_AT_LIB_BASE, but its lists do not take that library's"
+    "bad_name|\"Upper\" in KEYS is neither"
+    "number_key|T_N is not a sequence of plain string literals"
+    "late_name|T_A uses T_B, which is not defined above it")
+  string(REGEX REPLACE "\\|.*$" "" name "${case}")
+  string(REGEX REPLACE "^[^|]*\\|" "" want "${case}")
+  if(name STREQUAL "number_key" OR name STREQUAL "late_name")
+    generate(${name} keys.h ${name} lib_base.lua lib_base one.lua one)
+  else()
+    generate(${name} lib_base.lua lib_base lib_plain.lua lib_plain ${name}.lua ${name})
+  endif()
+  if(rc EQUAL 0)
+    fail("${name}: the generator fails")
+  elseif(NOT out MATCHES "${want}")
+    fail("${name}: says '${want}' (said: ${out})")
+  endif()
+endforeach()
+
+if(failures GREATER 0)
+  message(FATAL_ERROR "${failures} checks failed")
+endif()
+message("all checks passed")
