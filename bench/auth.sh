@@ -60,9 +60,6 @@ http_port=$auth_port bench_gateway "${auth_on[@]}"
 on_pid=$bench_gateway_pid
 trap 'kill "$off_pid" "$on_pid" 2>/dev/null; wait 2>/dev/null; bench_cleanup' EXIT
 
-# The median of numbers on stdin, one a line (the mean of the middle two for an even count).
-median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
-
 # One timed run of lock pairs on one side: side (off|on), connections, seconds, name prefix.
 pairs_run() {
   local side=$1 conns=$2 seconds=$3 prefix=$4 port=$http_port bearer=""

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # bench/common.sh - what every benchmark script does before measuring, sourced
 # by them (not run): the tools, a Release build, its own Redis and Postgres,
-# and a gateway in the background, all stopped again when the script exits.
+# and a gateway in the background, all stopped again when the script exits;
+# psql on that Postgres, the pg_load client and the median of the rounds.
 # The caller sets build, datadir, redis_port, pg_port and http_port first.
 
 # Installs the tools and builds the gateway (Release, no tests) into $build.
@@ -10,6 +11,24 @@ bench_build() {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFG_TESTS=OFF >/dev/null
   cmake --build "$build" -j "$(nproc)" >/dev/null
 }
+
+# For the fenced-write benchmarks: bench_build, bench/pg_load.c (fenced PATCHes over HTTP) built
+# into $build/pg_load, fresh services (bench_services), and pgbin (the Postgres tools: FG_PGBIN, else
+# pg_config's) and dsn (the bench Postgres on $pg_port) set for sql.
+bench_pg_writes_setup() {
+  bench_build
+  cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
+  pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
+  [[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
+  dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
+  bench_services
+}
+
+# psql on the bench Postgres (after bench_pg_writes_setup), unaligned and stopping at the first error.
+sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
+
+# The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
+median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 
 bench_gateway_pid=""
 # Words put before the gateway's binary (a profiler and its options; none by default), and how

@@ -24,17 +24,10 @@ pg_port="${PG_PORT:-22414}"
 http_port="${HTTP_PORT:-23414}"
 build="build-live-bench"
 rows=10000
-dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-bench_build
-cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
-
-pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
-[[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
-bench_services
-sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
+bench_pg_writes_setup
 
 for t in bench_rows bench_live; do
   sql -c "CREATE TABLE $t (id text PRIMARY KEY, n bigint, note text) WITH (fillfactor = 80);
@@ -50,8 +43,6 @@ bench_gateway FENCEGATE_CONFIG="$config" FENCEGATE_HTTP_THREADS=8 FENCEGATE_PG_P
 
 token=$(curl -fs -X POST -H 'Content-Type: application/json' -d '{"ttl_ms": 3600000}' \
   "http://127.0.0.1:$http_port/v1/locks/bench-live/acquire" | jq -r .token)
-
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 echo "| connections | plain writes/s | p99 ms | require_live_lease writes/s | p99 ms | ratio | check per write |"
 echo "|---|---|---|---|---|---|---|"

@@ -47,8 +47,6 @@ rcli SET fg:fence_limit 1000000000000000 >/dev/null
 
 echo "| connections | names | gateway pairs/s | raw scripts pairs/s | ratio |"
 echo "|---|---|---|---|---|"
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
 for conns in 1 16 64; do
   for mode in distinct shared; do
     gateway_runs=()

@@ -30,17 +30,10 @@ build="build-pg-bench"
 threads="${HTTP_THREADS:-32}"
 pool="${POOL:-32}"
 rows=10000
-dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-bench_build
-cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
-
-pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
-[[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
-bench_services
-sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
+bench_pg_writes_setup
 
 # The gateway migrates the schema; the bench table comes first so that the config check passes.
 fence_column="${FENCE_COLUMN:-0}"
@@ -87,8 +80,6 @@ pgbench_tps() { # clients mode
     -D lock="bench-pg" -D owner="bench" -D client="127.0.0.1" -D method="PATCH" -D principal="bench" -D note="w" \
     -d "$dsn" 2>"$datadir/pgbench.err" | awk '/^tps/ {printf "%.0f", $3}'
 }
-
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 if [[ "$fence_column" == 1 ]]; then
   echo "fence_column table; pgbench runs the direct guarded UPDATE"

@@ -34,11 +34,12 @@ import heapq
 import http.client
 import json
 import multiprocessing as mp
-import socket
 import sys
 import threading
 import time
 import urllib.parse
+
+from lean_http import LeanConnection
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -71,46 +72,6 @@ def ideal_fifo(workers: int, limit: int, jobs: int, hold_ms: float) -> tuple[lis
             heapq.heappush(requests, (release, seq, w))
             seq += 1
     return waits, end
-
-
-class LeanConnection:
-    """A minimal HTTP/1.1 keep-alive client: one socket, requests with a JSON body, replies with a
-    Content-Length (all the gateway sends). http.client parses headers through the email package,
-    which costs more than the gateway's whole request; this keeps the client out of the figures."""
-
-    def __init__(self, host: str, port: int, timeout: float):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.host = f"{host}:{port}".encode()
-        self.buf = b""
-
-    def post(self, path: str, body: dict) -> tuple[int, dict]:
-        data = json.dumps(body).encode()
-        self.sock.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-                          b"Content-Length: %d\r\n\r\n%s" % (path.encode(), self.host, len(data), data))
-        while b"\r\n\r\n" not in self.buf:
-            self._fill()
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        lines = head.split(b"\r\n")
-        status = int(lines[0].split(b" ", 2)[1])
-        length = 0
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        while len(self.buf) < length:
-            self._fill()
-        raw, self.buf = self.buf[:length], self.buf[length:]
-        return status, json.loads(raw) if raw else {}
-
-    def _fill(self) -> None:
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("the gateway closed the connection")
-        self.buf += chunk
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 class StdlibConnection:

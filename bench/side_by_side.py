@@ -24,12 +24,13 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+
+from lean_http import LeanConnection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TICK = os.sysconf("SC_CLK_TCK")
@@ -45,46 +46,15 @@ GATEWAY_CONFIG = {"tables": {"sbs_default": {"key": "id", "columns": ["note"]},
                              "sbs_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
 
 
-class Lean:
-    """A minimal HTTP/1.1 keep-alive client (as in bench/sem_bench.py): the client's cost stays small."""
-
-    def __init__(self, port: int):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.host = b"127.0.0.1:%d" % port
-        self.buf = b""
-
-    def call(self, method: str, path: str, body: dict, headers: bytes = b"") -> tuple[int, dict]:
-        data = json.dumps(body).encode()
-        self.sock.sendall(b"%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s"
-                          b"Content-Length: %d\r\n\r\n%s" % (method.encode(), path.encode(), self.host, headers,
-                                                             len(data), data))
-        while b"\r\n\r\n" not in self.buf:
-            self._fill()
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
-        lines = head.split(b"\r\n")
-        status = int(lines[0].split(b" ", 2)[1])
-        length = 0
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        while len(self.buf) < length:
-            self._fill()
-        raw, self.buf = self.buf[:length], self.buf[length:]
-        return status, json.loads(raw) if raw else {}
-
-    def _fill(self) -> None:
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("the gateway closed the connection")
-        self.buf += chunk
+def lean(port: int) -> LeanConnection:
+    """A lean keep-alive client of the gateway on port (bench/lean_http.py): the client's cost stays small."""
+    return LeanConnection("127.0.0.1", port)
 
 
 # --- one operation of each path, set up per process --------------------------------------------------------
 
 def setup_gateway_pairs(env: dict, ix: int):
-    c, name = Lean(env["http_port"]), f"sbs-pair-{ix}-{uuid.uuid4().hex[:8]}"
+    c, name = lean(env["http_port"]), f"sbs-pair-{ix}-{uuid.uuid4().hex[:8]}"
 
     def op():
         s, b = c.call("POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 10000})
@@ -108,7 +78,7 @@ def setup_redis_py_pairs(env: dict, ix: int):
 
 def setup_gateway_writes(table: str):
     def setup(env: dict, ix: int):
-        c, key = Lean(env["http_port"]), f"row-{ix}-{uuid.uuid4().hex[:8]}"
+        c, key = lean(env["http_port"]), f"row-{ix}-{uuid.uuid4().hex[:8]}"
         s, b = c.call("POST", f"/v1/locks/sbs-w-{key}/acquire", {"ttl_ms": 3600000})
         assert s == 200, (s, b)
         hdr = b"Fence-Token: %s\r\n" % b["token"].encode()
@@ -280,7 +250,7 @@ def main() -> int:
         gw = subprocess.Popen([os.path.join(build, "fencegate")], env=env, stdout=log, stderr=log)
         for _ in range(100):
             try:
-                Lean(http_port).call("GET", "/readyz", {})
+                lean(http_port).call("GET", "/readyz", {})
                 break
             except OSError:
                 time.sleep(0.1)

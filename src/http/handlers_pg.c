@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * handlers_pg.c - the /v1/pg endpoints. Each write finds its table, verifies
- * the Fence-Token (and the optional Fence-Owner header, kept in the audit),
- * reads the body into a fenced_op and hands it to fenced_pg; the answer is the
- * row after the write, or 409 stale_fence naming both fences. It never builds
- * SQL and never decides a fence itself.
+ * handlers_pg.c - the /v1/pg endpoints. Each write finds its table, takes its
+ * writer from the headers (fenced_write.c, as the Redis writes do), reads the
+ * body into a fenced_op and hands it to fenced_pg; the answer is the row after
+ * the write, or the refusal fenced_write.c answers for both front ends. It
+ * never builds SQL and never decides a fence itself.
  */
 #include "http/handlers_pg.h"
 
@@ -13,17 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/keys.h"
 #include "gateway.h"
-#include "lease/fence.h"
+#include "http/fenced_write.h"
 #include "lease/live.h"
 #include "store/fenced_pg.h"
-#include "store/secret.h"
-#include "util/log.h"
-#include "util/metrics.h"
-
-#define HEADER_TOKEN "Fence-Token"
-#define HEADER_OWNER "Fence-Owner"
 
 static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
 {
@@ -42,75 +35,29 @@ static long path_table(const struct http_request *req, struct fg_error *err)
     return table;
 }
 
-/* Verifies the write's Fence-Token and reads Fence-Owner into *who; claims
- * holds the verified token (who borrows from it and from req). */
-static int writer_of(struct http_request *req, struct token_claims *claims,
-                     struct fenced_writer *who, struct fg_error *err)
-{
-    const char *token = http_request_header(req, HEADER_TOKEN);
-    if (token == NULL || token[0] == '\0')
-        return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "header '" HEADER_TOKEN "' is required: the token of the lease that "
-                       "fences this write");
-    if (token_verify(token, secret_current(), claims, err) != 0 ||
-        fence_check_issued(claims->fence, err) != 0) {
-        metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_INVALID);
-        return -1;
-    }
-    const char *owner = http_request_header(req, HEADER_OWNER);
-    if (fenced_owner_check(owner, err) != 0)
-        return -1;
-    who->fence = claims->fence;
-    who->lock_name = claims->name;
-    who->owner = owner;
-    who->client_addr = req->client_addr;
-    who->principal = req->principal != NULL ? req->principal->id : NULL;
-    if (owner != NULL)
-        snprintf(req->log_owner, sizeof req->log_owner, "%s", owner);
-    return 0;
-}
-
 /* Refuses op unless claims are of the lease its table binds its rows to. */
 static int op_bound(const struct table_schema *schema, const struct fenced_op *op,
                     const struct token_claims *claims, struct fg_error *err)
 {
     char resource[SEGMENT_MAX_LEN * 2];
     snprintf(resource, sizeof resource, "pg:%s/%s", schema->cfg->name, op->key);
-    if (binding_check(&schema->cfg->guard, op->key, claims, resource, err) == 0)
-        return 0;
-    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_INVALID);
-    return -1;
+    return fenced_write_bound(METRIC_BACKEND_PG, &schema->cfg->guard, op->key, claims, resource,
+                              err);
 }
 
-/* 409 stale_fence for a refused write of who to res->resource (method: "PUT", ...,
- * "POST" for a batch), logged as stale_write as the Redis writes are. */
-static enum handler_result reply_stale(struct http_reply *reply, const struct fenced_writer *who,
-                                       const struct fenced_result *res, const char *method)
+/* Answers a write the store refused (res->outcome STALE or REVOKED; it audited
+ * the refusal itself); method: "PUT", ..., "POST" for a batch. */
+static void reply_refused(struct http_reply *reply, const struct fenced_writer *who,
+                          const struct fenced_result *res, const char *method)
 {
-    struct fg_error err;
-    log_stale_write(res->resource, who->lock_name, who->fence, res->fence, method,
-                    who->client_addr);
-    fg_fail(&err, FG_ERR_STALE_FENCE,
-            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence,
-            res->fence, res->resource);
-    json_t *extra = json_pack("{s:I, s:I, s:s}", "presented_fence", (json_int_t)who->fence,
-                              "current_fence", (json_int_t)res->fence, "resource", res->resource);
-    if (res->items != NULL)
-        json_object_set(extra, "stale", res->items);
-    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
-    metrics_audit_written();
-    reply_problem_extra(reply, &err, extra);
-    return HANDLER_DONE;
-}
-
-/* 410 lease_lost for a refused write of who whose lease was revoked (audited
- * by the write itself). */
-static void reply_revoked(struct http_reply *reply, const struct fenced_writer *who,
-                          const struct fenced_result *res)
-{
-    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
-    metrics_audit_written();
-    reply_write_lease_lost(reply, (long long)who->fence, res->resource, "revoked");
+    struct fenced_refusal refusal = {
+        .outcome = res->outcome,
+        .resource = res->resource,
+        .current_fence = res->fence,
+        .stale = res->items,
+        .method = method,
+    };
+    fenced_write_refused(reply, METRIC_BACKEND_PG, who, &refusal);
 }
 
 /*
@@ -155,11 +102,11 @@ static int live_lease_gate(const struct table_schema *schemas, const struct fenc
 
 /* 410 lease_lost for writes refused by live_lease_gate (resource is freed). */
 static enum handler_result reply_expired(struct http_reply *reply, const struct fenced_writer *who,
-                                         char *resource)
+                                         char *resource, const char *method)
 {
-    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
-    metrics_audit_written();
-    reply_write_lease_lost(reply, (long long)who->fence, resource, "lease_expired");
+    struct fenced_refusal refusal = {
+        .outcome = FENCED_EXPIRED, .resource = resource, .method = method};
+    fenced_write_refused(reply, METRIC_BACKEND_PG, who, &refusal);
     free(resource);
     return HANDLER_DONE;
 }
@@ -178,7 +125,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
              path_key ? path_key : "");
     struct token_claims claims;
     struct fenced_writer who;
-    if (writer_of(req, &claims, &who, &err) != 0)
+    if (fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0)
         return fail(reply, &err);
     json_t *body = kind == FENCED_DELETE ? NULL : http_request_json(req, &err);
     if (kind != FENCED_DELETE && body == NULL)
@@ -197,18 +144,15 @@ static enum handler_result single_write(struct http_request *req, struct http_re
     }
     fenced_op_free(&op);
     if (!held)
-        return reply_expired(reply, &who, expired);
+        return reply_expired(reply, &who, expired, fenced_kind_method(kind));
     snprintf(req->log_subject, sizeof req->log_subject, "%s", res.resource);
-    if (res.outcome == FENCED_STALE) {
-        reply_stale(reply, &who, &res, fenced_kind_method(kind));
-    } else if (res.outcome == FENCED_REVOKED) {
-        reply_revoked(reply, &who, &res);
-    } else {
-        metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
-        reply_json(reply, kind == FENCED_POST ? 201 : 200,
-                   json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource", res.resource,
-                             "fence", (json_int_t)res.fence, "row", res.row));
-    }
+    if (res.outcome != FENCED_APPLIED)
+        reply_refused(reply, &who, &res, fenced_kind_method(kind));
+    else
+        fenced_write_applied(reply, METRIC_BACKEND_PG, kind == FENCED_POST ? 201 : 200,
+                             json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource",
+                                       res.resource, "fence", (json_int_t)res.fence, "row",
+                                       res.row));
     fenced_result_free(&res);
     return HANDLER_DONE;
 }
@@ -300,7 +244,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     char *expired = NULL;
     if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         batch_permitted(req, schemas, &batch, &err) != 0 ||
-        writer_of(req, &claims, &who, &err) != 0 ||
+        fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0 ||
         batch_bound(schemas, &batch, &claims, &err) != 0 ||
         live_lease_gate(schemas, batch.ops, batch.nops, &claims, &who, "POST", &held, &expired,
                         &err) != 0 ||
@@ -310,17 +254,13 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     }
     fenced_batch_free(&batch);
     if (!held)
-        return reply_expired(reply, &who, expired);
-    if (res.outcome == FENCED_STALE) {
-        reply_stale(reply, &who, &res, "POST");
-    } else if (res.outcome == FENCED_REVOKED) {
-        reply_revoked(reply, &who, &res);
-    } else {
-        metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
-        reply_json(reply, 200,
-                   json_pack("{s:b, s:I, s:O}", "applied", 1, "fence", (json_int_t)res.fence,
-                             "results", res.items));
-    }
+        return reply_expired(reply, &who, expired, "POST");
+    if (res.outcome != FENCED_APPLIED)
+        reply_refused(reply, &who, &res, "POST");
+    else
+        fenced_write_applied(reply, METRIC_BACKEND_PG, 200,
+                             json_pack("{s:b, s:I, s:O}", "applied", 1, "fence",
+                                       (json_int_t)res.fence, "results", res.items));
     fenced_result_free(&res);
     return HANDLER_DONE;
 }

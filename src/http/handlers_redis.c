@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_redis.c - the fenced Redis key endpoints. Owns the rules of the
- * requests: which keys are served (under a configured prefix, never "fg:"),
- * the Fence-Token and Fence-Owner headers, and the body shapes ({"value":
- * string} for PUT; {"fields": {name: string | null}} for PATCH, null deleting
- * the field). The check-and-write itself is one script in fenced_redis.c; a
- * stale write is answered 409 at once, without waiting for Postgres: the
- * script appended its audit record to the Redis stream, and the audit drain
+ * requests: which keys are served (under a configured prefix, never "fg:") and
+ * the body shapes ({"value": string} for PUT; {"fields": {name: string |
+ * null}} for PATCH, null deleting the field). The headers, the token's binding
+ * and the answers of applied and refused writes are fenced_write.c's, as for
+ * /v1/pg. The check-and-write itself is one script in fenced_redis.c; a stale
+ * write is answered 409 at once, without waiting for Postgres: the script
+ * appended its audit record to the Redis stream, and the audit drain
  * (store/audit_stream.c) copies it to Postgres on its own thread. Only a Redis
  * that lost its write floor (lease/fence.h) makes a write wait for a fence
  * recovery, which needs Postgres.
@@ -15,25 +16,20 @@
 
 #include <string.h>
 
-#include "auth/keys.h"
-#include "auth/token.h"
 #include "gateway.h"
-#include "janitor.h"
+#include "http/fenced_write.h"
 #include "lease/fence.h"
-#include "lease/lease_request.h"
 #include "lease/live.h"
 #include "store/audit.h"
 #include "store/fenced_redis.h"
 #include "store/keys.h"
-#include "store/secret.h"
-#include "util/log.h"
-#include "util/metrics.h"
+#include "util/fgjson.h"
 
 /* A checked write request: everything the store call needs. */
 struct write_request {
     struct token_claims claims;         /* of the verified Fence-Token */
+    struct fenced_writer who;           /* the writer (borrows from claims and the request) */
     char resource[SEGMENT_MAX_LEN + 8]; /* "redis:<key>" */
-    const char *owner;                  /* Fence-Owner, "" if none (borrowed) */
     struct redis_write write;           /* the store call's arguments */
 };
 
@@ -82,104 +78,66 @@ static int write_request_init(struct http_request *req, const char *method,
     snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
     if (check_key(req, err) != 0)
         return -1;
-    const char *token = http_request_header(req, "Fence-Token");
-    if (token == NULL || token[0] == '\0')
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "header 'Fence-Token' is required");
-    if (strlen(token) >= TOKEN_MAX_LEN ||
-        token_verify(token, secret_current(), &wr->claims, err) != 0) {
-        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_INVALID);
-        return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
-                       "the Fence-Token was not issued by this gateway");
-    }
     snprintf(wr->resource, sizeof wr->resource, "redis:%s", redis_key(req));
-    if (binding_check(&redis_key_prefix(gw.cfg, redis_key(req))->guard, redis_key(req), &wr->claims,
-                      wr->resource, err) != 0 ||
-        fence_check_issued(wr->claims.fence, err) != 0) {
-        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_INVALID);
+    if (fenced_write_writer(req, METRIC_BACKEND_REDIS, &wr->claims, &wr->who, err) != 0 ||
+        fenced_write_bound(METRIC_BACKEND_REDIS, &redis_key_prefix(gw.cfg, redis_key(req))->guard,
+                           redis_key(req), &wr->claims, wr->resource, err) != 0)
         return -1;
-    }
-    wr->owner = http_request_header(req, "Fence-Owner");
-    if (wr->owner != NULL && !name_is_valid_owner(wr->owner, strlen(wr->owner)))
-        return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "header 'Fence-Owner' must be 1 to %d bytes of printable UTF-8",
-                       OWNER_NAME_MAX_LEN);
-    if (wr->owner == NULL)
-        wr->owner = "";
-    snprintf(req->log_owner, sizeof req->log_owner, "%s", wr->owner);
     wr->write = (struct redis_write){
+        .who = &wr->who,
         .key = redis_key(req),
         .resource = wr->resource,
-        .fence = wr->claims.fence,
-        .lock_name = wr->claims.name,
-        .owner = wr->owner,
-        .client_addr = req->client_addr,
         .method = method,
-        .principal = req->principal != NULL ? req->principal->id : "",
     };
     return 0;
 }
 
-/* Answers a stale write 409 stale_fence, or one whose lease was revoked 410
- * lease_lost, and wakes the audit drain, which copies the record the script
- * appended to the stream into Postgres. */
-static enum handler_result reply_stale(struct http_reply *reply, const struct write_request *wr,
-                                       const struct rw_result *res)
-{
-    struct fg_error err = {0};
-    janitor_poke_audit();
-    if (res->outcome == RW_REVOKED) {
-        reply_write_lease_lost(reply, (long long)wr->claims.fence, wr->resource, "revoked");
-        return HANDLER_DONE;
-    }
-    log_stale_write(wr->resource, wr->claims.name, wr->claims.fence, res->current_fence,
-                    wr->write.method, wr->write.client_addr);
-    fg_fail(&err, FG_ERR_STALE_FENCE, "fence %lld is older than fence %lld stored for %s",
-            (long long)wr->claims.fence, (long long)res->current_fence, wr->resource);
-    reply_problem_extra(reply, &err,
-                        json_pack("{s:I, s:I, s:s}", "presented_fence",
-                                  (json_int_t)wr->claims.fence, "current_fence",
-                                  (json_int_t)res->current_fence, "resource", wr->resource));
-    return HANDLER_DONE;
-}
-
-/* Maps a write's answer to the reply; member names the "after" part. */
+/* Maps a write's answer to the reply; member names the "after" part. A stale
+ * or revoked write was audited by the script into the Redis stream. */
 static enum handler_result reply_written(struct http_reply *reply, const struct write_request *wr,
                                          struct rw_result *res, const char *member)
 {
     struct fg_error err = {0};
+    struct fenced_refusal refusal = {
+        .outcome = res->outcome,
+        .resource = wr->resource,
+        .current_fence = res->current_fence,
+        .method = wr->write.method,
+        .audit_streamed = true,
+    };
     switch (res->outcome) {
-    case RW_APPLIED:
-        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_APPLIED);
-        reply_json(reply, 200,
-                   json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource", wr->resource,
-                             "fence", (json_int_t)res->fence, member,
-                             res->after ? res->after : json_null()));
+    case FENCED_APPLIED:
+        fenced_write_applied(reply, METRIC_BACKEND_REDIS, 200,
+                             json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource",
+                                       wr->resource, "fence", (json_int_t)res->fence, member,
+                                       res->after ? res->after : json_null()));
         break;
-    case RW_STALE:
-    case RW_REVOKED:
-        metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_STALE);
-        reply_stale(reply, wr, res);
+    case FENCED_STALE:
+    case FENCED_REVOKED:
+        fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, &refusal);
         break;
-    case RW_WRONGTYPE:
+    case FENCED_WRONGTYPE:
         fg_fail(&err, FG_ERR_CONFLICT, "%s holds a %s, not a hash", wr->resource, res->type);
         reply_problem(reply, &err);
         break;
-    case RW_NOFLOOR:
+    case FENCED_NOFLOOR:
         fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE,
                 "Redis lost its data and the fence sequence is not recovered yet");
         reply_problem(reply, &err);
         break;
-    case RW_MISSING:
+    case FENCED_MISSING:
         fg_fail(&err, FG_ERR_NOT_FOUND, "no such key");
         reply_problem(reply, &err);
         break;
-    case RW_TOO_MANY:
+    case FENCED_TOO_MANY:
         fg_fail(&err, FG_ERR_INVALID_FIELD,
                 "field 'fields': the hash would hold %lld fields, over limits.max_hash_fields "
                 "(%lld)",
                 (long long)res->hash_fields, gw.cfg->max_hash_fields);
         reply_problem(reply, &err);
         break;
+    case FENCED_EXPIRED:
+    case FENCED_OUTCOME_COUNT: FG_ASSERT(!"not an answer of a write script");
     }
     rw_result_clear(res);
     return HANDLER_DONE;
@@ -215,7 +173,7 @@ static int write_once_floored(write_fn fn, const struct write_request *wr, const
 {
     if (fn(&wr->write, extra, res, err) != 0)
         return -1;
-    if (res->outcome != RW_NOFLOOR)
+    if (res->outcome != FENCED_NOFLOOR)
         return 0;
     if (fence_recover(err) != 0)
         return -1;
@@ -242,25 +200,23 @@ static int live_lease_gate(struct http_reply *reply, const struct write_request 
     json_t *out = NULL;
     if (fenced_redis_get(wr->write.key, 0, 0, &out, err) != 0)
         return -1;
-    const json_t *fence = json_object_get(out, "fence");
     struct audit_record rec = {
         .resource = wr->resource,
-        .lock_name = wr->claims.name,
-        .presented_fence = wr->claims.fence,
-        .current_fence = json_is_real(fence) ? (int64_t)json_real_value(fence)
-                                             : (int64_t)json_integer_value(fence),
-        .owner = wr->owner,
-        .client_addr = wr->write.client_addr,
+        .lock_name = wr->who.lock_name,
+        .presented_fence = wr->who.fence,
+        .current_fence = fgjson_answer_int(out, "fence", 0),
+        .owner = wr->who.owner,
+        .client_addr = wr->who.client_addr,
         .method = wr->write.method,
-        .reason = "lease_expired",
-        .principal = wr->write.principal,
+        .reason = fenced_outcome_reason(FENCED_EXPIRED),
+        .principal = wr->who.principal,
     };
     json_decref(out);
     if (audit_insert(&rec, err) != 0)
         return -1;
-    metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_STALE);
-    metrics_audit_written();
-    reply_write_lease_lost(reply, (long long)wr->claims.fence, wr->resource, "lease_expired");
+    struct fenced_refusal refusal = {
+        .outcome = FENCED_EXPIRED, .resource = wr->resource, .method = wr->write.method};
+    fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, &refusal);
     return 1;
 }
 

@@ -12,6 +12,7 @@
 #include "lease/lease_result.h"
 #include "store/keys.h"
 #include "store/redis.h"
+#include "util/fgjson.h"
 
 #define PRUNE_BUDGET 500 /* names a janitor pass looks at */
 
@@ -44,7 +45,7 @@ static json_t *lock_item(const json_t *raw)
     return json_pack("{s:O, s:b, s:o, s:o, s:o, s:I}", "lock", json_object_get(raw, "name"), "held",
                      held, "fence", int_or_null(raw, "fence"), "owner", owner_of(raw),
                      "expires_in_ms", int_or_null(raw, "pttl"), "waiting",
-                     (json_int_t)lease_json_int(raw, "waiting", 0));
+                     (json_int_t)fgjson_answer_int(raw, "waiting", 0));
 }
 
 static json_t *sem_item(const json_t *raw)
@@ -59,8 +60,8 @@ static json_t *sem_item(const json_t *raw)
                               owner_of(lease), "expires_in_ms", int_or_null(lease, "pttl")));
     return json_pack("{s:O, s:o, s:I, s:I, s:o}", "semaphore", json_object_get(raw, "name"),
                      "limit", int_or_null(raw, "limit"), "holders",
-                     (json_int_t)lease_json_int(raw, "holders", 0), "waiting",
-                     (json_int_t)lease_json_int(raw, "waiting", 0), "leases", leases);
+                     (json_int_t)fgjson_answer_int(raw, "holders", 0), "waiting",
+                     (json_int_t)fgjson_answer_int(raw, "waiting", 0), "leases", leases);
 }
 
 /* Runs the script and reads its cursor into page; *raw gets the answer. */

@@ -2,10 +2,10 @@
 /*
  * lease_result.h - what a lease script answers, for locks and semaphores alike:
  * the outcome of the transition and the lease facts that come with it. Every
- * lease script returns one JSON object {r = "<outcome>", ...}; this module reads
- * it, and runs a script again once after a "nofence" answer has been dealt
- * with by reserving fences (lease/fence.h), or a "norevoked" answer by
- * rebuilding the revoked set (store/revocations.h).
+ * lease script returns one JSON object {r = "<outcome>", ...}; lease_answer.c
+ * reads it, and this module runs a script again once after a "nofence" answer
+ * has been dealt with by reserving fences (lease/fence.h), or a "norevoked"
+ * answer by rebuilding the revoked set (store/revocations.h).
  */
 #ifndef FG_LEASE_RESULT_H
 #define FG_LEASE_RESULT_H
@@ -79,9 +79,6 @@ struct lease_result {
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
     size_t nhandoff;                               /* entries in handoff */
 };
-
-/* An integer member of a script answer (cjson may send it as a real), or fallback. */
-long long lease_json_int(const json_t *obj, const char *field, long long fallback);
 
 /* The script argument naming a cancel mode ("take", "drop", "orphan"). */
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode);

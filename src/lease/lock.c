@@ -13,6 +13,7 @@
 #include "gateway.h"
 #include "lease/lease_keys.h"
 #include "store/redis.h"
+#include "util/fgjson.h"
 
 /* Every transition script takes exactly the keys of lua/lib_lock.lua. */
 #define TAKES_LOCK_KEYS(S) (S##_KEY_LIB_LOCK == 0 && S##_NKEYS == LIB_LOCK_NKEYS)
@@ -132,7 +133,7 @@ int lock_holder_fence(const char *name, long long *fence, struct fg_error *err)
     json_t *status = NULL;
     if (lock_status(name, &status, err) != 0)
         return -1;
-    *fence = lease_json_int(status, "fence", 0);
+    *fence = fgjson_answer_int(status, "fence", 0);
     json_decref(status);
     return 0;
 }
@@ -151,10 +152,10 @@ int lock_status(const char *name, json_t **out, struct fg_error *err)
     bool held = json_is_true(json_object_get(raw, "held"));
     const char *owner = json_string_value(json_object_get(raw, "owner"));
     *out = json_pack("{s:s, s:b, s:o, s:o, s:o, s:I}", "lock", name, "held", held, "fence",
-                     held ? json_integer(lease_json_int(raw, "fence", 0)) : json_null(), "owner",
+                     held ? json_integer(fgjson_answer_int(raw, "fence", 0)) : json_null(), "owner",
                      held && owner && owner[0] ? json_string(owner) : json_null(), "expires_in_ms",
-                     held ? json_integer(lease_json_int(raw, "pttl", 0)) : json_null(), "waiting",
-                     (json_int_t)lease_json_int(raw, "waiting", 0));
+                     held ? json_integer(fgjson_answer_int(raw, "pttl", 0)) : json_null(),
+                     "waiting", (json_int_t)fgjson_answer_int(raw, "waiting", 0));
     json_decref(raw);
     return 0;
 }

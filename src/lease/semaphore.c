@@ -13,6 +13,7 @@
 #include "gateway.h"
 #include "lease/lease_keys.h"
 #include "store/redis.h"
+#include "util/fgjson.h"
 
 #define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */
 
@@ -151,11 +152,11 @@ int sem_status(const char *name, json_t **out, struct fg_error *err)
     json_t *raw = NULL;
     if (redis_script(SCRIPT_SEM_STATUS, keys, NULL, &raw, err) != 0)
         return -1;
-    long long limit = lease_json_int(raw, "limit", 0);
+    long long limit = fgjson_answer_int(raw, "limit", 0);
     *out = json_pack("{s:s, s:o, s:I, s:I}", "semaphore", name, "limit",
                      limit > 0 ? json_integer(limit) : json_null(), "holders",
-                     (json_int_t)lease_json_int(raw, "holders", 0), "waiting",
-                     (json_int_t)lease_json_int(raw, "waiting", 0));
+                     (json_int_t)fgjson_answer_int(raw, "holders", 0), "waiting",
+                     (json_int_t)fgjson_answer_int(raw, "waiting", 0));
     json_decref(raw);
     return 0;
 }

@@ -90,18 +90,6 @@ int fenced_value_text(const json_t *value, bool json_column, const char *field, 
     return 0;
 }
 
-int fenced_owner_check(const char *owner, struct fg_error *err)
-{
-    if (owner == NULL)
-        return 0;
-    size_t len = strlen(owner);
-    if (!name_is_valid_owner(owner, len))
-        return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "header 'Fence-Owner' must be 1 to %d bytes of printable UTF-8",
-                       FENCED_OWNER_MAX_LEN);
-    return 0;
-}
-
 /* Index of column name among t's writable columns, or -1. */
 static long column_index(const struct table_config *t, const char *name)
 {
@@ -179,7 +167,6 @@ static int read_columns(const struct table_schema *s, const json_t *body, const 
     return 0;
 }
 
-/* Refuses members of obj other than the allowed ones (NULL-terminated). */
 /* Fills op from body (or a batch op object), whose key is key (NULL: inside the row). */
 static int parse_op(const struct table_schema *schemas, size_t table, enum fenced_kind kind,
                     const char *key, const json_t *body, const char *where, struct fenced_op *op,

@@ -18,7 +18,6 @@
 #include "util/error.h"
 
 #define FENCED_BATCH_MAX_OPS 100 /* operations in one batch */
-#define FENCED_OWNER_MAX_LEN 200 /* bytes of a Fence-Owner header */
 
 struct fenced_op {
     enum fenced_kind kind; /* what the operation does */
@@ -72,8 +71,5 @@ void fenced_batch_free(struct fenced_batch *batch);
  */
 int fenced_value_text(const json_t *value, bool json_column, const char *field, char **out,
                       struct fg_error *err) FG_WUR;
-
-/* Checks a Fence-Owner header value (NULL = absent): 1..200 printable bytes. */
-int fenced_owner_check(const char *owner, struct fg_error *err) FG_WUR;
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "store/audit.h"
 #include "store/pg.h"
+#include "store/sqlstate.h"
 
 #define STMT_CACHE_MAX 4096 /* prepared write statements kept; further ones run unprepared */
 #define PG_ERR_PREFIX  "postgres: "
@@ -278,13 +279,13 @@ static bool conversion_fails(struct pg_conn *c, const char *type, const char *va
     const char *params[] = {value};
     int rc = pg_exec(c, NULL, sql, 1, params, NULL, why);
     free(sql);
-    return rc != 0 && strncmp(pg_last_sqlstate(c), "22", 2) == 0;
+    return rc != 0 && sqlstate_data_error(pg_last_sqlstate(c));
 }
 
 /* True if the last failure on c was a data error (SQLSTATE class 22). */
 static bool data_error(const struct pg_conn *c)
 {
-    return strncmp(pg_last_sqlstate(c), "22", 2) == 0;
+    return sqlstate_data_error(pg_last_sqlstate(c));
 }
 
 /*
@@ -316,13 +317,10 @@ static bool find_bad_value(struct pg_conn *c, const struct fenced_op *op, const 
     return false;
 }
 
-/* True if a failure means the server ended the session before running the
- * statement (shutdown, crash recovery), so that running it again is safe. */
+/* True if the last failure on c ended the session before the statement ran. */
 static bool session_ended(const struct pg_conn *c)
 {
-    const char *state = pg_last_sqlstate(c);
-    return strcmp(state, "57P01") == 0 || strcmp(state, "57P02") == 0 ||
-           strcmp(state, "57P03") == 0;
+    return sqlstate_session_ended(pg_last_sqlstate(c));
 }
 
 static bool needs_existing_row(enum fenced_kind kind)
@@ -370,7 +368,7 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
         rc = pg_exec(c, name, st.sql, n, params, &rows, err);
     free(owned_sql);
     if (rc != 0) {
-        if (strncmp(pg_last_sqlstate(c), "54", 2) == 0)
+        if (sqlstate_too_large(pg_last_sqlstate(c)))
             fg_fail(err, FG_ERR_INVALID_FIELD, "a value is too large: %s", pg_message(err));
         return -1;
     }

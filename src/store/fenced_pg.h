@@ -14,26 +14,12 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "store/fenced.h"
 #include "store/fenced_op.h"
 #include "util/error.h"
 
-/* Who writes: the verified token's claims and the request's origin (borrowed). */
-struct fenced_writer {
-    int64_t fence;           /* the token's fence */
-    const char *lock_name;   /* the lock (or semaphore) the token was issued for */
-    const char *owner;       /* Fence-Owner header, or NULL */
-    const char *client_addr; /* the client's address */
-    const char *principal;   /* id of the writer's API key, or NULL (auth off) */
-};
-
-enum fenced_outcome {
-    FENCED_APPLIED, /* the write committed */
-    FENCED_STALE,   /* refused: a higher fence is stored; nothing changed */
-    FENCED_REVOKED, /* refused: the token's lease was revoked; nothing changed */
-};
-
 struct fenced_result {
-    enum fenced_outcome outcome; /* what happened */
+    enum fenced_outcome outcome; /* APPLIED, STALE or REVOKED */
     char *resource;              /* resource written or (batch) the first stale one (owned) */
     int64_t fence;               /* highest fence of resource now, 0 if none is stored */
     json_t *row;                 /* the row after a write or read, or null (owned) */

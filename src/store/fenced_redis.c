@@ -3,7 +3,8 @@
  * fenced_redis.c - one script call per fenced write or read of an application
  * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
  * companion keys (the key's fence, the audit stream, the write floor: names of
- * store/keys.h) and the arguments, and reads the answers. It never
+ * store/keys.h) and the arguments, runs a script once more after Redis lost its
+ * revoked set, and leaves the reading of the answers to rw_answer.c. It never
  * decides which keys are writable and never talks to Postgres.
  *
  * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
@@ -21,22 +22,6 @@
 #include "store/keys.h"
 #include "store/redis.h"
 #include "store/revocations.h"
-
-static const char *string_field(const json_t *obj, const char *field)
-{
-    const char *s = json_string_value(json_object_get(obj, field));
-    return s != NULL ? s : "";
-}
-
-static int64_t int_field(const json_t *obj, const char *field)
-{
-    const json_t *v = json_object_get(obj, field);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    if (json_is_real(v))
-        return (int64_t)json_real_value(v);
-    return 0;
-}
 
 /* Every write script takes the keys of lua/lib_rw.lua and starts its ARGV with lib_rw.lua's. */
 #define TAKES_RW_ARGS(S) (S##_KEY_LIB_RW == 0 && S##_NKEYS == LIB_RW_NKEYS && S##_ARGV_LIB_RW == 0)
@@ -59,9 +44,10 @@ static char *write_fence_key(const char *key)
 static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
                      struct rw_result *res, struct fg_error *err)
 {
+    const struct fenced_writer *who = w->who;
     char *fence_key = write_fence_key(w->key);
     char fence[24];
-    snprintf(fence, sizeof fence, "%" PRId64, w->fence);
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     const char *keys[LIB_RW_NKEYS] = {
         [LIB_RW_KEY_KEY] = w->key,          [LIB_RW_KEY_WRITE_FENCE] = fence_key,
         [LIB_RW_KEY_AUDIT] = KEY_AUDIT,     [LIB_RW_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
@@ -69,53 +55,24 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
     };
     argv[LIB_RW_ARGV_FENCE] = fence;
     argv[LIB_RW_ARGV_RESOURCE] = w->resource;
-    argv[LIB_RW_ARGV_LOCK] = w->lock_name;
-    argv[LIB_RW_ARGV_OWNER] = w->owner;
-    argv[LIB_RW_ARGV_CLIENT_ADDR] = w->client_addr;
+    argv[LIB_RW_ARGV_LOCK] = who->lock_name;
+    argv[LIB_RW_ARGV_OWNER] = who->owner != NULL ? who->owner : "";
+    argv[LIB_RW_ARGV_CLIENT_ADDR] = who->client_addr;
     argv[LIB_RW_ARGV_METHOD] = w->method;
-    argv[LIB_RW_ARGV_PRINCIPAL] = w->principal;
+    argv[LIB_RW_ARGV_PRINCIPAL] = who->principal != NULL ? who->principal : "";
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = redis_script(script, keys, argv, &out, err);
-    const char *r = rc == 0 ? string_field(out, "r") : "";
-    if (rc == 0 && strcmp(r, "norevoked") == 0) { /* Redis lost the revoked set: rebuild, retry */
+    if (rc == 0 && rw_answer_norevoked(out)) { /* Redis lost the revoked set: rebuild, retry */
         json_decref(out);
         out = NULL;
         rc = revocations_restore(err);
         if (rc == 0)
             rc = redis_script(script, keys, argv, &out, err);
-        r = rc == 0 ? string_field(out, "r") : "";
     }
     free(fence_key);
-    if (rc != 0)
-        return -1;
-    if (strcmp(r, "applied") == 0) {
-        res->outcome = RW_APPLIED;
-        res->fence = int_field(out, "fence");
-        json_t *after = json_object_get(out, "value");
-        if (after == NULL)
-            after = json_object_get(out, "fields");
-        if (after == NULL)
-            after = json_object_get(out, "deleted");
-        res->after = json_incref(after);
-    } else if (strcmp(r, "stale") == 0 || strcmp(r, "revoked") == 0) {
-        res->outcome = r[0] == 's' ? RW_STALE : RW_REVOKED;
-        res->current_fence = int_field(out, "current");
-        res->at_ms = int_field(out, "at_ms");
-        snprintf(res->audit_id, sizeof res->audit_id, "%s", string_field(out, "audit_id"));
-    } else if (strcmp(r, "nofloor") == 0) {
-        res->outcome = RW_NOFLOOR;
-    } else if (strcmp(r, "missing") == 0) {
-        res->outcome = RW_MISSING;
-    } else if (strcmp(r, "toomany") == 0) {
-        res->outcome = RW_TOO_MANY;
-        res->hash_fields = int_field(out, "fields");
-    } else if (strcmp(r, "wrongtype") == 0) {
-        res->outcome = RW_WRONGTYPE;
-        snprintf(res->type, sizeof res->type, "%s", string_field(out, "type"));
-    } else {
-        rc = fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", lua_scripts[script].name, r);
-    }
+    if (rc == 0)
+        rc = rw_answer_read(lua_scripts[script].name, out, res, err);
     json_decref(out);
     return rc;
 }
@@ -145,12 +102,6 @@ int fenced_redis_delete(const struct redis_write *w, struct rw_result *res, stru
 {
     const char *argv[RW_DELETE_NARGV] = {NULL};
     return run_write(SCRIPT_RW_DELETE, w, argv, res, err);
-}
-
-void rw_result_clear(struct rw_result *res)
-{
-    json_decref(res->after);
-    res->after = NULL;
 }
 
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,

@@ -169,7 +169,10 @@ static void put_update(FILE *out, const struct table_schema *s, const bool *writ
     fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
 }
 
-static void put_insert(FILE *out, const struct table_schema *s, const bool *written, bool upsert)
+/* "INSERT INTO <table> AS t (<key>, <written columns>[, <fence column>])
+ * SELECT $2::<key type>, <their parameters>": the start of every insert. */
+static void put_insert_head(FILE *out, const struct table_schema *s, const bool *written,
+                            bool fence_column)
 {
     const struct table_config *t = s->cfg;
     fputs("INSERT INTO ", out);
@@ -182,11 +185,21 @@ static void put_insert(FILE *out, const struct table_schema *s, const bool *writ
         fputs(", ", out);
         put_ident(out, t->columns[i]);
     }
+    if (fence_column) {
+        fputs(", ", out);
+        put_ident(out, t->fence_column);
+    }
     fprintf(out, ") SELECT $2::%s", s->key_type);
     int param = FENCED_PARAM_COUNT + 1;
     for (size_t i = 0; i < t->ncolumns; i++)
         if (written[i])
             fprintf(out, ", $%d::%s", param++, s->column_types[i]);
+}
+
+static void put_insert(FILE *out, const struct table_schema *s, const bool *written, bool upsert)
+{
+    const struct table_config *t = s->cfg;
+    put_insert_head(out, s, written, false);
     fprintf(out, " WHERE %s", guard);
     if (upsert) {
         /* Replace: every writable column takes the new row's value or its default. */
@@ -278,23 +291,7 @@ static void put_column_insert(FILE *out, const struct table_schema *s, const boo
                               bool upsert)
 {
     const struct table_config *t = s->cfg;
-    fputs("INSERT INTO ", out);
-    put_ident(out, t->name);
-    fputs(" AS t (", out);
-    put_ident(out, t->key);
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        if (!written[i])
-            continue;
-        fputs(", ", out);
-        put_ident(out, t->columns[i]);
-    }
-    fputs(", ", out);
-    put_ident(out, t->fence_column);
-    fprintf(out, ") SELECT $2::%s", s->key_type);
-    int param = FENCED_PARAM_COUNT + 1;
-    for (size_t i = 0; i < t->ncolumns; i++)
-        if (written[i])
-            fprintf(out, ", $%d::%s", param++, s->column_types[i]);
+    put_insert_head(out, s, written, true);
     fputs(", $1::bigint WHERE NOT (SELECT revoked FROM v) ON CONFLICT (", out);
     put_ident(out, t->key);
     if (!upsert) {

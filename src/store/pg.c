@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "embedded.h"
+#include "store/sqlstate.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
@@ -184,34 +185,14 @@ const char *pg_last_sqlstate(const struct pg_conn *c)
     return c->sqlstate;
 }
 
-/* A server that is no writable primary any more (a demoted primary or a
- * standby): the connection is useless, as if it were lost. */
-static bool read_only_server(const char *state)
-{
-    return strcmp(state, "25006") == 0;
-}
-
-static enum fg_code code_of_sqlstate(const char *state, bool connection_lost)
-{
-    if (connection_lost || read_only_server(state) || strncmp(state, "08", 2) == 0 ||
-        strncmp(state, "57", 2) == 0 || strncmp(state, "53", 2) == 0 ||
-        strcmp(state, "40P01") == 0 || strcmp(state, "40001") == 0)
-        return FG_ERR_BACKEND_UNAVAILABLE;
-    if (strcmp(state, "23505") == 0)
-        return FG_ERR_CONFLICT;
-    if (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0)
-        return FG_ERR_INVALID_FIELD;
-    return FG_ERR_INTERNAL;
-}
-
 /* Turns a failed result into err; drops the connection if it is gone. */
 static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
-    bool lost = PQstatus(c->pq) != CONNECTION_OK || read_only_server(c->sqlstate);
+    bool lost = PQstatus(c->pq) != CONNECTION_OK || sqlstate_read_only(c->sqlstate);
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    fg_fail(err, code_of_sqlstate(c->sqlstate, lost), "postgres: %s",
+    fg_fail(err, sqlstate_code(c->sqlstate, lost), "postgres: %s",
             msg ? msg : PQerrorMessage(c->pq));
     PQclear(res);
     if (err->code == FG_ERR_BACKEND_UNAVAILABLE)

@@ -35,10 +35,11 @@ void pg_release(struct pg_conn *conn);
  * Runs sql with nparams text parameters (NULL entries are SQL NULL) on conn. With
  * stmt_name not NULL the statement is prepared once per connection under that
  * name. On success stores the rows (new reference; an empty array for commands)
- * in *rows when rows is not NULL. SQLSTATE classes map to codes: 23505 ->
- * FG_ERR_CONFLICT, 22xxx and 23xxx -> FG_ERR_INVALID_FIELD, connection loss and
- * timeouts -> FG_ERR_BACKEND_UNAVAILABLE, anything else FG_ERR_INTERNAL. The
- * SQLSTATE of the last failure is kept for pg_last_sqlstate.
+ * in *rows when rows is not NULL. A failure's code comes from its SQLSTATE
+ * (sqlstate_code, store/sqlstate.h: 23505 -> FG_ERR_CONFLICT, 22xxx and 23xxx
+ * -> FG_ERR_INVALID_FIELD, connection loss and timeouts ->
+ * FG_ERR_BACKEND_UNAVAILABLE, anything else FG_ERR_INTERNAL). The SQLSTATE of
+ * the last failure is kept for pg_last_sqlstate.
  */
 int pg_exec(struct pg_conn *conn, const char *stmt_name, const char *sql, int nparams,
             const char *const *params, json_t **rows, struct fg_error *err) FG_WUR;

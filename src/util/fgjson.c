@@ -27,6 +27,16 @@ int fgjson_int(const json_t *obj, const char *field, long long min, long long ma
     return 0;
 }
 
+long long fgjson_answer_int(const json_t *obj, const char *field, long long fallback)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (long long)json_real_value(v);
+    return fallback;
+}
+
 int fgjson_string(const json_t *obj, const char *field, size_t max_len, const char **out,
                   struct fg_error *err)
 {

@@ -21,6 +21,10 @@
 int fgjson_int(const json_t *obj, const char *field, long long min, long long max, long long *out,
                bool *present, struct fg_error *err) FG_WUR;
 
+/* Integer member field of a script's answer (cjson sends large numbers as
+ * reals), or fallback when it is missing or no number. */
+long long fgjson_answer_int(const json_t *obj, const char *field, long long fallback);
+
 /*
  * Reads optional string field `field` of obj (1..max_len bytes, no NUL) into
  * *out (borrowed from obj). Missing or null leaves *out unchanged.

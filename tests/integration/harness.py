@@ -21,6 +21,9 @@ Test files import it after putting their own directory on sys.path:
     import os, sys
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from harness import Gateway, Client, http, Redis, psql
+
+A test class whose tests share one gateway derives from GatewayTest and names its configuration in class
+attributes (gateway_config, gateway_env).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import socket
 import subprocess
 import sys
 import time
+import unittest
 import urllib.parse
 from http import client as httpclient
 from typing import Any
@@ -454,6 +458,25 @@ class Gateway:
     def log_text(self) -> str:
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
             return f.read()
+
+
+class GatewayTest(unittest.TestCase):
+    """Tests sharing one gateway: cls.gw, started with the class attributes gateway_config (its config) and
+    gateway_env (its env_overrides) before the first test and stopped (it must exit 0) after the last, and
+    cls.c, a keep-alive client of it. A subclass that sets up more calls super().setUpClass() first."""
+
+    gateway_config: dict | None = None
+    gateway_env: dict[str, str | None] | None = None
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.gw = Gateway(config=cls.gateway_config, env_overrides=cls.gateway_env)
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.c.close()
+        cls.gw.stop()
 
 
 def _port_of(listen: str) -> int:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Helpers shared by the fenced-Postgres-write tests (test_pg_*.py): the gateway configuration with the
-writable tables, unique keys, tokens with known fences, the write calls of API.md and psql look-ups.
+"""Helpers shared by the fenced-Postgres-write tests (test_pg_*.py, test_fence_column.py): the gateway
+configuration with the writable tables, unique keys, tokens with known fences, the write calls of API.md,
+psql look-ups, and concurrent writers on one row with the checks of their commit order.
 
 Owns: nothing but these helpers. Must not: start services or gateways (harness.py does), or hold state
 between tests.
@@ -9,11 +10,13 @@ between tests.
 from __future__ import annotations
 
 import json
+import random
+import threading
 import urllib.parse
 import uuid
-from typing import Any
+from typing import Any, Callable
 
-from harness import Client, Response, psql
+from harness import Client, Gateway, Response, psql
 
 INVOICE_COLUMNS = ["customer", "amount_cents", "status", "note"]
 
@@ -115,3 +118,84 @@ def assert_problem(test: Any, r: Response, status: int, code: str) -> dict:
     test.assertIsInstance(r.body, dict, r)
     test.assertEqual(r.body.get("type"), f"/problems/{code}", r)
     return r.body
+
+
+def commit_log_sql(table: str, log: str, fence_column: str) -> str:
+    """SQL creating public.<log> (seq, id, fence) and a trigger on public.<table> that appends each new row
+    version's id and fence_column to it. An UPDATE holds the row lock until its transaction ends, so the
+    next version's trigger runs only after the previous one committed: the log's order is the commit
+    order, observed by Postgres and not by the gateway."""
+    return f"""
+CREATE TABLE IF NOT EXISTS public.{log} (seq bigserial PRIMARY KEY, id text NOT NULL, fence bigint);
+CREATE OR REPLACE FUNCTION public.{log}_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.{log} (id, fence) VALUES (NEW.id, NEW.{fence_column});
+    RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS {log}_version ON public.{table};
+CREATE TRIGGER {log}_version AFTER INSERT OR UPDATE ON public.{table}
+    FOR EACH ROW EXECUTE FUNCTION public.{log}_version();
+"""
+
+
+def run_writers(test: Any, gw: Gateway, writers: int, table: str, key: str, toks: list[tuple[str, int]],
+                method: str, body_of: Callable[[int], Any]) -> dict[int, int]:
+    """One write per (token, fence) of toks, in shuffled order, from `writers` threads at once, each with
+    Fence-Owner w<fence>. Every answer must be 200 or a 409 stale_fence naming a higher current fence.
+    Returns {fence: status}."""
+    queue = list(toks)
+    random.shuffle(queue)
+    lock = threading.Lock()
+    statuses: dict[int, int] = {}
+    errors: list[Any] = []
+    start = threading.Barrier(writers)
+
+    def worker() -> None:
+        client = gw.client()
+        start.wait()
+        try:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    token, fence = queue.pop()
+                r = write(client, method, table, key, body_of(fence), token, owner=f"w{fence}")
+                with lock:
+                    statuses[fence] = r.status
+                    if r.status not in (200, 409):
+                        errors.append(r)
+                    elif r.status == 409 and (r.body.get("type") != "/problems/stale_fence"
+                                              or r.body.get("current_fence", 0) <= fence):
+                        errors.append(r)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    test.assertEqual(errors, [])
+    test.assertEqual(len(statuses), len(toks))
+    return statuses
+
+
+def check_commit_order(test: Any, log: list[int], statuses: dict[int, int], resource: str) -> list[int]:
+    """Checks concurrent writers' outcome against log, the fences of the committed row versions in commit
+    order (as a trigger saw them): accepted fences never decrease, exactly the 200 answers committed, the
+    highest fence won; every 409 left exactly one stale_fence audit row of resource naming a higher fence and
+    its writer (Fence-Owner w<fence>), no 200 left one; there were refusals. Returns the accepted fences."""
+    accepted = sorted(f for f, s in statuses.items() if s == 200)
+    refused = sorted(f for f, s in statuses.items() if s == 409)
+    test.assertEqual(log, sorted(log), f"accepted fences out of order in commit order: {log}")
+    test.assertEqual(log, accepted, "exactly the acknowledged writes were committed")
+    test.assertEqual(max(statuses), accepted[-1], "the highest fence must win")
+    audit = rejections(resource)
+    test.assertEqual(sorted(a["presented_fence"] for a in audit), refused, "one audit row per refusal")
+    for a in audit:
+        test.assertGreater(a["current_fence"], a["presented_fence"])
+        test.assertEqual((a["owner"], a["reason"]), (f"w{a['presented_fence']}", "stale_fence"))
+    test.assertGreater(len(refused), 0, "shuffled fences must produce refusals")
+    return accepted

@@ -13,7 +13,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, psql  # noqa: E402
+from harness import GatewayTest, psql  # noqa: E402
 from pg_helpers import assert_problem, config, insert_invoice, tokens, unique, write  # noqa: E402
 
 BASE_MS = 978307200000  # 2001-01-01T00:00:00Z, a range no other test writes in
@@ -25,16 +25,8 @@ def add_rejection(at_ms: int, resource: str, owner: str = "w") -> None:
          " '127.0.0.1', 'PATCH', 'stale_fence')", {"at": at_ms, "r": resource, "o": owner})
 
 
-class AuditViewsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config=config())
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+class AuditViewsTest(GatewayTest):
+    gateway_config = config()
 
     def test_owner_and_until_narrow_the_records(self):
         lock, key = unique("own"), unique("inv")

@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, run_fencegate  # noqa: E402
+from harness import GatewayTest, Redis, run_fencegate  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, stored_fence, unique  # noqa: E402
 
 CONFIG = {
@@ -27,16 +27,8 @@ CONFIG = {
 }
 
 
-class BoundTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config=CONFIG)
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+class BoundTest(GatewayTest):
+    gateway_config = CONFIG
 
     def acquire(self, name: str, semaphore: bool = False) -> dict:
         kind = "semaphores" if semaphore else "locks"

@@ -24,7 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, psql, services, wait_for  # noqa: E402
+from harness import GatewayTest, Redis, psql, services, wait_for  # noqa: E402
 from pg_helpers import unique  # noqa: E402
 
 BLOCK = 10000
@@ -35,14 +35,8 @@ def reserved() -> int:
     return int(psql("SELECT reserved FROM fencegate.fence_reservation")[0])
 
 
-class FenceBlockTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(env_overrides={"FENCEGATE_HTTP_THREADS": THREADS})
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.gw.stop()
+class FenceBlockTest(GatewayTest):
+    gateway_env = {"FENCEGATE_HTTP_THREADS": THREADS}
 
     def fences(self, n_clients: int, per_client: int) -> list[int]:
         """Acquires and releases per_client locks from n_clients connections at once; returns the fences."""

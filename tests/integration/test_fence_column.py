@@ -20,29 +20,19 @@ Owns: API.md "Resources bound to locks" `fence_column`. Must not: test lock/sema
 """
 
 import os
-import random
 import sys
-import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, psql, run_fencegate  # noqa: E402
-from pg_helpers import assert_problem, rejections, stored_fence, tokens, unique, write  # noqa: E402
+from harness import GatewayTest, psql, run_fencegate  # noqa: E402
+from pg_helpers import (assert_problem, check_commit_order, commit_log_sql, rejections, run_writers,  # noqa: E402
+                        stored_fence, tokens, unique, write)
 
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.fc_rows (id text PRIMARY KEY, note text, lock_fence bigint);
-CREATE TABLE IF NOT EXISTS public.fc_log (seq bigserial PRIMARY KEY, id text NOT NULL, fence bigint);
 CREATE TABLE IF NOT EXISTS public.fc_text_fence (id text PRIMARY KEY, note text, lock_fence text);
-CREATE OR REPLACE FUNCTION public.fc_log_version() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO public.fc_log (id, fence) VALUES (NEW.id, NEW.lock_fence);
-    RETURN NEW;
-END $$;
-DROP TRIGGER IF EXISTS fc_log_version ON public.fc_rows;
-CREATE TRIGGER fc_log_version AFTER INSERT OR UPDATE ON public.fc_rows
-    FOR EACH ROW EXECUTE FUNCTION public.fc_log_version();
-"""
+""" + commit_log_sql("fc_rows", "fc_log", "lock_fence")
 
 TABLE = {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}
 WRITERS = 8
@@ -54,74 +44,24 @@ def row(key):
     return out[0] if out else None
 
 
-class FenceColumnTest(unittest.TestCase):
+class FenceColumnTest(GatewayTest):
+    gateway_config = {"tables": {"fc_rows": TABLE}}
+    gateway_env = {"FENCEGATE_HTTP_THREADS": WRITERS, "FENCEGATE_PG_POOL_SIZE": WRITERS}
+
     @classmethod
     def setUpClass(cls):
-        psql(SETUP_SQL)
-        cls.gw = Gateway(config={"tables": {"fc_rows": TABLE}},
-                         env_overrides={"FENCEGATE_HTTP_THREADS": WRITERS, "FENCEGATE_PG_POOL_SIZE": WRITERS})
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
-
-    def run_writers(self, key, toks, method, body_of):
-        """One write per token from WRITERS threads at once; returns {fence: status}."""
-        queue = list(toks)
-        random.shuffle(queue)
-        lock = threading.Lock()
-        statuses, errors = {}, []
-        start = threading.Barrier(WRITERS)
-
-        def worker():
-            client = self.gw.client()
-            start.wait()
-            try:
-                while True:
-                    with lock:
-                        if not queue:
-                            return
-                        token, fence = queue.pop()
-                    r = write(client, method, "fc_rows", key, body_of(fence), token, owner=f"w{fence}")
-                    with lock:
-                        statuses[fence] = r.status
-                        if r.status not in (200, 409):
-                            errors.append(r)
-                        elif r.status == 409 and (r.body.get("type") != "/problems/stale_fence"
-                                                  or r.body.get("current_fence", 0) <= fence):
-                            errors.append(r)
-            except Exception as e:  # noqa: BLE001 - reported by the test below
-                errors.append(e)
-            finally:
-                client.close()
-
-        threads = [threading.Thread(target=worker) for _ in range(WRITERS)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
-        self.assertEqual(errors, [])
-        self.assertEqual(len(statuses), len(toks))
-        return statuses
+        psql(SETUP_SQL)  # the table first: the gateway reads its catalog at start-up
+        super().setUpClass()
 
     def check(self, key, statuses):
-        accepted = sorted(f for f, s in statuses.items() if s == 200)
-        refused = sorted(f for f, s in statuses.items() if s == 409)
         log = [int(x) for x in psql("SELECT fence FROM public.fc_log WHERE id = :'k' AND fence IS NOT NULL ORDER BY seq", {"k": key})]
-        self.assertEqual(log, sorted(log), f"accepted fences out of order in commit order: {log}")
-        self.assertEqual(log, accepted, "exactly the acknowledged writes were committed")
-        self.assertEqual(max(statuses), accepted[-1], "the highest fence must win")
-        self.assertEqual(row(key), f"w{accepted[-1]}|{accepted[-1]}")
         resource = f"pg:fc_rows/{key}"
+        accepted = check_commit_order(self, log, statuses, resource)
+        self.assertEqual(row(key), f"w{accepted[-1]}|{accepted[-1]}")
         self.assertIsNone(stored_fence(resource), "a fence-column table keeps no gateway fence row")
-        audit = rejections(resource)
-        self.assertEqual(sorted(a["presented_fence"] for a in audit), refused, "one audit row per refusal")
-        for a in audit:
-            self.assertGreater(a["current_fence"], a["presented_fence"])
-            self.assertEqual((a["owner"], a["reason"]), (f"w{a['presented_fence']}", "stale_fence"))
-        self.assertGreater(len(refused), 0, "shuffled fences must produce refusals")
+
+    def run_writers(self, key, toks, method, body_of):
+        return run_writers(self, self.gw, WRITERS, "fc_rows", key, toks, method, body_of)
 
     def test_concurrent_patches(self):
         key = unique("fc")

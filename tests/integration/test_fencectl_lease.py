@@ -25,7 +25,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, test_data_dir, wait_for  # noqa: E402
+from harness import GatewayTest, test_data_dir, wait_for  # noqa: E402
 from test_fencectl import ctl_path  # noqa: E402
 
 BOUND_S = 0.100
@@ -43,17 +43,11 @@ def alive(pid: int) -> bool:
     return True
 
 
-class FencectlLeaseTest(unittest.TestCase):
+class FencectlLeaseTest(GatewayTest):
     @classmethod
     def setUpClass(cls):
         cls.ctl = ctl_path()
-        cls.gw = Gateway()
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+        super().setUpClass()
 
     def run_ctl(self, *args, timeout=30):
         return subprocess.run([self.ctl, "--url", self.gw.base, *args], capture_output=True, text=True,

@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import subprocess  # noqa: E402
 
-from harness import Gateway, Redis, env, psql, run_fencegate, services, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, env, psql, run_fencegate, services, wait_for  # noqa: E402
 from pg_helpers import config as pg_config, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
@@ -63,18 +63,10 @@ def statuses(raw: bytes) -> list[int]:
     return [int(line.split(b" ")[1]) for line in raw.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
 
 
-class StrictRequestsTest(unittest.TestCase):
+class StrictRequestsTest(GatewayTest):
     """API.md 1.1, Strict requests."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config=CONFIG)
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+    gateway_config = CONFIG
 
     def problem(self, r, status, code):
         self.assertEqual(r.status, status, r)
@@ -183,20 +175,20 @@ def rejections(resource: str) -> int:
     return int(psql("SELECT count(*) FROM fencegate.rejections WHERE resource = :'r'", {"r": resource})[0])
 
 
-class OwnerAndAuditTest(unittest.TestCase):
+class OwnerAndAuditTest(GatewayTest):
     """Issue 11 items 1 and 8: owners are text without control characters on every path; one bad audit
     entry never stops the drain (dead letters), and every refused write keeps exactly one record."""
 
+    gateway_config = CONFIG
+
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway(config=CONFIG)
-        cls.c = cls.gw.client()
+        super().setUpClass()
         cls.redis = Redis()
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+        super().tearDownClass()
         cls.redis.close()
 
     def tokens(self):
@@ -284,20 +276,19 @@ class OwnerAndAuditTest(unittest.TestCase):
         self.assertEqual(self.redis.cmd("XLEN", "fg:audit"), 0)
 
 
-class BoundedGrowthTest(unittest.TestCase):
+class BoundedGrowthTest(GatewayTest):
     """Issue 11 items 2 and 4: nothing a client does cheaply leaves state behind for good."""
+
+    gateway_config = dict(CONFIG, limits={"max_hash_fields": 5, "max_value_bytes": 100})
 
     @classmethod
     def setUpClass(cls):
-        limits = {"max_hash_fields": 5, "max_value_bytes": 100}
-        cls.gw = Gateway(config=dict(CONFIG, limits=limits))
-        cls.c = cls.gw.client()
+        super().setUpClass()
         cls.redis = Redis()
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+        super().tearDownClass()
         cls.redis.close()
 
     def token(self):

@@ -30,7 +30,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, wait_for  # noqa: E402
 from lock_helpers import acquire, release, renew, status, unique_name  # noqa: E402
 
 
@@ -48,17 +48,8 @@ class Waiter(threading.Thread):
             self.response = e
 
 
-class LeaseEdges(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config={"limits": {"max_waiters_per_lock": 3}, "waiter_lease_ms": 1000,
-                                 "poll_ms": 500})
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+class LeaseEdges(GatewayTest):
+    gateway_config = {"limits": {"max_waiters_per_lock": 3}, "waiter_lease_ms": 1000, "poll_ms": 500}
 
     # -- item 5 --------------------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, wait_for  # noqa: E402
 from lock_helpers import acquire, assert_problem, release, wait_for_waiting  # noqa: E402
 
 LOCK_INDEX = "fg:idx:lk"
@@ -42,15 +42,7 @@ def list_all(c, route: str, prefix: str, limit: int) -> tuple[list, int]:
         assert pages < 100, "the cursor never ended"
 
 
-class LockListTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.gw.stop()
-
+class LockListTest(GatewayTest):
     def test_held_lock_shows_owner_fence_time_left_and_waiters_but_no_token(self):
         prefix = fresh_prefix("held")
         name = prefix + "invoice:42"

@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, psql  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, psql  # noqa: E402
 from pg_helpers import config, insert_invoice, invoice, quote, rejections, unique, write  # noqa: E402
 
 HOLDER = r"""
@@ -72,16 +72,8 @@ class Watch(threading.Thread):
         self.done_at = time.monotonic()
 
 
-class RevokeTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config=cfg())
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+class RevokeTest(GatewayTest):
+    gateway_config = cfg()
 
     def acquire(self, name, **body):
         r = self.c.post(f"/v1/locks/{name}/acquire", body)
@@ -197,21 +189,13 @@ class RevokeTest(unittest.TestCase):
         self.assertEqual((r.status, r.body), (200, {"revoked_fence": None}))
 
 
-class WatchTest(unittest.TestCase):
+class WatchTest(GatewayTest):
     """A watch answers within 100 ms of the end of the lease (plus a small allowance for a loaded machine
     in the measurement itself, which runs in this process)."""
 
     BOUND_S = 0.100
 
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config=cfg())
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+    gateway_config = cfg()
 
     def start_watch(self, path, fence, wait_ms=10000):
         w = Watch(self.gw, path, fence, wait_ms)

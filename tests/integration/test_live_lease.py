@@ -23,26 +23,22 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, psql  # noqa: E402
+from harness import GatewayTest, Redis, psql  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, rejections, unique, write  # noqa: E402
 
 PLAIN_SQL = "CREATE TABLE IF NOT EXISTS public.live_plain (id text PRIMARY KEY, note text)"
 
 
-class LiveLeaseTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        psql(PLAIN_SQL)
-        cls.gw = Gateway(config={
-            "tables": {"invoices": {"key": "id", "columns": INVOICE_COLUMNS, "require_live_lease": True},
-                       "live_plain": {"key": "id", "columns": ["note"]}},
-            "redis_prefixes": ["app:", {"prefix": "live:", "require_live_lease": True}]})
-        cls.c = cls.gw.client()
+class LiveLeaseTest(GatewayTest):
+    gateway_config = {
+        "tables": {"invoices": {"key": "id", "columns": INVOICE_COLUMNS, "require_live_lease": True},
+                   "live_plain": {"key": "id", "columns": ["note"]}},
+        "redis_prefixes": ["app:", {"prefix": "live:", "require_live_lease": True}]}
 
     @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+    def setUpClass(cls):
+        psql(PLAIN_SQL)  # the table first: the gateway reads its catalog at start-up
+        super().setUpClass()
 
     def lease(self, ttl_ms=300, kind="locks", **extra):
         r = self.c.post(f"/v1/{kind}/{unique('live')}/acquire", {"ttl_ms": ttl_ms, **extra})

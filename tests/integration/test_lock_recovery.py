@@ -13,9 +13,7 @@ Owns: liveness of /v1/locks after crashes and hang-ups. Must not: weaken safety 
 pass (a lock that is granted early is a failure too).
 """
 
-import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -24,7 +22,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway  # noqa: E402
-from lock_helpers import acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
+from lock_helpers import acquire, raw_acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
 
 
 class Waiter(threading.Thread):
@@ -44,15 +42,6 @@ class Waiter(threading.Thread):
         except Exception as e:  # noqa: BLE001 - inspected by the test
             self.error = e
         self.done_at = time.monotonic()
-
-
-def raw_acquire_socket(port: int, name: str, body: dict) -> socket.socket:
-    """Sends an acquire on a raw socket and returns the socket without reading the answer."""
-    data = json.dumps(body).encode()
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
-    return s
 
 
 class CrashRecoveryTest(unittest.TestCase):
@@ -88,7 +77,7 @@ class CrashRecoveryTest(unittest.TestCase):
         name = unique_name("hangup")
         held = acquire(self.client, name, ttl_ms=30000)
         self.assertEqual(held.status, 200, held)
-        gone = raw_acquire_socket(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
+        gone = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000}, timeout=10)
         wait_for_waiting(self.client, name, 1)
         w = Waiter(self.gw, name, ttl_ms=30000, wait_ms=20000)
         w.start()

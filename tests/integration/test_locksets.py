@@ -30,7 +30,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway  # noqa: E402
+from harness import Gateway, GatewayTest  # noqa: E402
 from lock_helpers import unique_name  # noqa: E402
 
 SECONDS = float(os.environ.get("FG_LOCKSET_SECONDS", "10"))
@@ -47,17 +47,7 @@ time.sleep(60)
 """
 
 
-class LockSetTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway()
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
-
+class LockSetTest(GatewayTest):
     def held(self, name):
         return self.c.get(f"/v1/locks/{name}").body["held"]
 

@@ -15,7 +15,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, wait_for  # noqa: E402
+from harness import GatewayTest, Redis, wait_for  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (-?[0-9.e+]+|\+Inf|NaN)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
@@ -44,15 +44,7 @@ def value(series: dict, name: str, **labels: str) -> float:
     return series.get((name, frozenset(labels.items())), 0.0)
 
 
-class MetricsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.gw.stop()
-
+class MetricsTest(GatewayTest):
     def scrape(self) -> dict:
         r = self.gw.http("GET", "/metrics")
         self.assertEqual(r.status, 200)

@@ -15,7 +15,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway  # noqa: E402
+from harness import GatewayTest  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 DOC_PATH = os.path.join(ROOT, "openapi", "openapi.json")
@@ -97,15 +97,7 @@ def resolve(doc: dict, node: dict) -> dict:
     return node
 
 
-class ServedTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.gw.stop()
-
+class ServedTest(GatewayTest):
     def test_served_document_is_the_file(self):
         r = self.gw.http("GET", "/v1/openapi.json")
         self.assertEqual(r.status, 200)

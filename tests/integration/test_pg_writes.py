@@ -14,21 +14,13 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, psql, run_fencegate  # noqa: E402
+from harness import GatewayTest, psql, run_fencegate  # noqa: E402
 from pg_helpers import (acquire, assert_problem, config, insert_invoice, invoice, rejections,  # noqa: E402
                         stored_fence, tokens, unique, write)
 
 
-class PgWritesTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config=config())
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+class PgWritesTest(GatewayTest):
+    gateway_config = config()
 
     def test_stale_holder_story(self):
         """A's lease expires while it pauses; B takes over and writes; A's late write is refused."""

@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, psql, services, wait_for  # noqa: E402
+from harness import GatewayTest, Redis, psql, services, wait_for  # noqa: E402
 
 PREFIXES = ["app:", "cache/"]
 
@@ -36,18 +36,18 @@ def audit_rows(c, resource: str) -> list[dict]:
             for row in rows]
 
 
-class RedisWriteTest(unittest.TestCase):
+class RedisWriteTest(GatewayTest):
+    gateway_config = {"redis_prefixes": PREFIXES}
+
     @classmethod
     def setUpClass(cls):
-        cls.gw = Gateway(config={"redis_prefixes": PREFIXES})
-        cls.c = cls.gw.client()
+        super().setUpClass()
         cls.r = Redis()
 
     @classmethod
     def tearDownClass(cls):
-        cls.c.close()
         cls.r.close()
-        cls.gw.stop()
+        super().tearDownClass()
 
     def lock(self, name: str, **fields) -> dict:
         r = self.c.post(f"/v1/locks/{name}/acquire", fields)

@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway  # noqa: E402
+from harness import Gateway, GatewayTest  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -37,16 +37,8 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
 
 
-class SemaphoreLeaseTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config={"waiter_lease_ms": 600})
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+class SemaphoreLeaseTest(GatewayTest):
+    gateway_config = {"waiter_lease_ms": 600}
 
     def acquire(self, name, **fields):
         return self.c.post(SEM + name + "/acquire", fields)

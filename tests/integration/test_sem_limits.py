@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, Redis  # noqa: E402
+from harness import Client, GatewayTest, Redis  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -81,16 +81,8 @@ def holder_process(base: str, name: str, limit: int, jobs: int, threads: int, co
     out.put((highest[0], errors))
 
 
-class SemaphoreLimitTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway(config={"limits": {"max_waiters_per_lock": 20}})
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
+class SemaphoreLimitTest(GatewayTest):
+    gateway_config = {"limits": {"max_waiters_per_lock": 20}}
 
     def test_never_more_than_limit_holders_across_processes(self):
         name, counter, limit = unique("sem-limit"), unique("test-holders"), 3

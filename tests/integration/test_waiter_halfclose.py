@@ -23,57 +23,23 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway  # noqa: E402
-from lock_helpers import acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
+from harness import GatewayTest  # noqa: E402
+from lock_helpers import (acquire, raw_acquire, read_response, release, status, unique_name,  # noqa: E402
+                          wait_for_waiting)
 
 
-def send_acquire(port: int, name: str, body: dict) -> socket.socket:
-    data = json.dumps(body).encode()
-    s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-              f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
-    return s
-
-
-def read_response(s: socket.socket) -> tuple[int, dict]:
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(4096)
-        if not chunk:
-            raise AssertionError(f"connection closed without an answer: {buf!r}")
-        buf += chunk
-    head, body = buf.split(b"\r\n\r\n", 1)
-    status_code = int(head.split()[1])
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
-    while len(body) < length:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        body += chunk
-    return status_code, json.loads(body[:length])
-
-
-class HalfClose(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.gw = Gateway()
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
-
+class HalfClose(GatewayTest):
     def test_half_closed_client_keeps_waiting_and_gets_its_answer(self):
         name = unique_name("half")
         held = acquire(self.c, name, ttl_ms=30000)
-        s = send_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 30000})
+        s = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 30000})
         wait_for_waiting(self.c, name, 1)
         s.shutdown(socket.SHUT_WR)
         time.sleep(1.5)  # well past the probe that tells a close from a half-close
         self.assertEqual(status(self.c, name)["waiting"], 1, "the half-closed client was dropped")
         self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
-        code, body = read_response(s)
+        code, raw = read_response(s)
+        body = json.loads(raw.partition(b"\r\n\r\n")[2])
         s.close()
         self.assertEqual(code, 200, body)
         self.assertGreater(body["fence"], held.body["fence"])
@@ -82,7 +48,7 @@ class HalfClose(unittest.TestCase):
     def test_closed_client_leaves_the_queue(self):
         name = unique_name("closed")
         held = acquire(self.c, name, ttl_ms=30000)
-        s = send_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
+        s = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
         wait_for_waiting(self.c, name, 1)
         s.close()
         wait_for_waiting(self.c, name, 0, timeout=5)
@@ -92,7 +58,7 @@ class HalfClose(unittest.TestCase):
     def test_reset_client_leaves_at_once(self):
         name = unique_name("reset")
         held = acquire(self.c, name, ttl_ms=30000)
-        s = send_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
+        s = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 60000})
         wait_for_waiting(self.c, name, 1)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()  # RST

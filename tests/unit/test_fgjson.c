@@ -53,6 +53,18 @@ static void integers(void **state)
     json_decref(o);
 }
 
+static void answer_integers(void **state)
+{
+    (void)state;
+    json_t *o = obj("{\"n\": 7, \"r\": 1.7e12, \"s\": \"7\", \"z\": null}");
+    assert_int_equal(fgjson_answer_int(o, "n", -1), 7);
+    assert_int_equal(fgjson_answer_int(o, "r", -1), 1700000000000LL);
+    assert_int_equal(fgjson_answer_int(o, "s", -1), -1);
+    assert_int_equal(fgjson_answer_int(o, "z", -1), -1);
+    assert_int_equal(fgjson_answer_int(o, "missing", 0), 0);
+    json_decref(o);
+}
+
 static void strings(void **state)
 {
     (void)state;
@@ -113,6 +125,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(integers),
+        cmocka_unit_test(answer_integers),
         cmocka_unit_test(strings),
         cmocka_unit_test(parse_object),
     };

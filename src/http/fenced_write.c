@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_write.c - the one path of a fenced write through the HTTP layer,
+ * shared by the Postgres and Redis front ends: the writer's headers checked
+ * the same way, the token's binding to the resource, and each outcome answered,
+ * logged, counted and audited the same way. It must not know how either store
+ * checks a fence or reads a body.
+ */
+#include "http/fenced_write.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "auth/keys.h"
+#include "janitor.h"
+#include "lease/binding.h"
+#include "lease/fence.h"
+#include "store/secret.h"
+#include "util/log.h"
+
+#define HEADER_TOKEN "Fence-Token"
+#define HEADER_OWNER "Fence-Owner"
+
+int fenced_write_writer(struct http_request *req, enum metric_backend backend,
+                        struct token_claims *claims, struct fenced_writer *who,
+                        struct fg_error *err)
+{
+    const char *token = http_request_header(req, HEADER_TOKEN);
+    if (token == NULL || token[0] == '\0')
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "header '" HEADER_TOKEN "' is required: the token of the lease that "
+                       "fences this write");
+    if (token_verify(token, secret_current(), claims, err) != 0 ||
+        fence_check_issued(claims->fence, err) != 0) {
+        metrics_fenced_write(backend, METRIC_WRITE_INVALID);
+        return -1;
+    }
+    const char *owner = http_request_header(req, HEADER_OWNER);
+    if (fenced_owner_check(owner, err) != 0)
+        return -1;
+    *who = (struct fenced_writer){
+        .fence = claims->fence,
+        .lock_name = claims->name,
+        .owner = owner,
+        .client_addr = req->client_addr,
+        .principal = req->principal != NULL ? req->principal->id : NULL,
+    };
+    if (owner != NULL)
+        snprintf(req->log_owner, sizeof req->log_owner, "%s", owner);
+    return 0;
+}
+
+int fenced_write_bound(enum metric_backend backend, const struct resource_guard *guard,
+                       const char *key, const struct token_claims *claims, const char *resource,
+                       struct fg_error *err)
+{
+    if (binding_check(guard, key, claims, resource, err) == 0)
+        return 0;
+    metrics_fenced_write(backend, METRIC_WRITE_INVALID);
+    return -1;
+}
+
+/* 409 stale_fence: both fences and the resource, and every stale resource of a batch. */
+static void reply_stale(struct http_reply *reply, const struct fenced_writer *who,
+                        const struct fenced_refusal *r)
+{
+    struct fg_error err;
+    log_stale_write(r->resource, who->lock_name, who->fence, r->current_fence, r->method,
+                    who->client_addr);
+    fg_fail(&err, FG_ERR_STALE_FENCE,
+            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence,
+            r->current_fence, r->resource);
+    json_t *extra =
+        json_pack("{s:I, s:I, s:s}", "presented_fence", (json_int_t)who->fence, "current_fence",
+                  (json_int_t)r->current_fence, "resource", r->resource);
+    if (r->stale != NULL)
+        json_object_set(extra, "stale", (json_t *)r->stale);
+    reply_problem_extra(reply, &err, extra);
+}
+
+void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
+                          const struct fenced_writer *who, const struct fenced_refusal *refusal)
+{
+    FG_ASSERT(fenced_outcome_reason(refusal->outcome) != NULL);
+    metrics_fenced_write(backend, METRIC_WRITE_STALE);
+    if (refusal->audit_streamed)
+        janitor_poke_audit();
+    else
+        metrics_audit_written();
+    if (refusal->outcome == FENCED_STALE)
+        reply_stale(reply, who, refusal);
+    else
+        reply_write_lease_lost(reply, (long long)who->fence, refusal->resource,
+                               fenced_outcome_reason(refusal->outcome));
+}
+
+void fenced_write_applied(struct http_reply *reply, enum metric_backend backend, int status,
+                          json_t *body)
+{
+    metrics_fenced_write(backend, METRIC_WRITE_APPLIED);
+    reply_json(reply, status, body);
+}

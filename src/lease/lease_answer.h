@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lease_answer.h - reading what a lease script answers (lua/lock_*.lua,
+ * lua/sem_*.lua): one JSON object {r = "<outcome>", ...} into struct
+ * lease_result, or a watch script's {held, pttl, reason} into struct
+ * lease_watch. Pure: lease_result.c runs the scripts and deals with the
+ * answers that ask for a retry.
+ */
+#ifndef FG_LEASE_ANSWER_H
+#define FG_LEASE_ANSWER_H
+
+#include <jansson.h>
+
+#include "lease/lease_result.h"
+#include "util/error.h"
+
+/* Answers after which a script runs once more, once the gateway has dealt with them. */
+enum lease_retry {
+    LEASE_RETRY_NONE,
+    LEASE_RETRY_NOFENCE,   /* reserve fences (lease/fence.h) */
+    LEASE_RETRY_NOREVOKED, /* rebuild the revoked set (store/revocations.h) */
+};
+
+/*
+ * Reads answer (borrowed) of script into *res, or sets *retry when the answer
+ * asks for one ("nofence", "norevoked"; *res is then zeroed). An answer that
+ * names no lease outcome fails with FG_ERR_INTERNAL naming script.
+ */
+int lease_answer_read(const char *script, const json_t *answer, struct lease_result *res,
+                      enum lease_retry *retry, struct fg_error *err) FG_WUR;
+
+/* Reads a watch script's answer (borrowed) into *out; a lease not held
+ * without a reason reads as "expired". */
+void lease_answer_watch(const json_t *answer, struct lease_watch *out);
+
+#endif

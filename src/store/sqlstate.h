@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sqlstate.h - what the gateway makes of a Postgres SQLSTATE: the error code a
+ * failure is answered with, and the classes the stores act on (a data error
+ * worth naming the bad value for, a value too large, a session the server
+ * ended, a server that is read-only). Pure: pg.c reads the SQLSTATE.
+ */
+#ifndef FG_SQLSTATE_H
+#define FG_SQLSTATE_H
+
+#include <stdbool.h>
+
+#include "util/error.h"
+
+/* The code a failure with SQLSTATE state is answered with: lost connections,
+ * shutdowns, lack of resources, deadlocks, serialization failures and a
+ * read-only server are FG_ERR_BACKEND_UNAVAILABLE (as is any state when
+ * connection_lost), a unique violation FG_ERR_CONFLICT, other data and
+ * integrity errors FG_ERR_INVALID_FIELD, the rest FG_ERR_INTERNAL. */
+enum fg_code sqlstate_code(const char *state, bool connection_lost);
+
+/* 25006: the server is no writable primary (a demoted primary or a standby). */
+bool sqlstate_read_only(const char *state);
+
+/* Class 22, data exception: a value does not convert to its column's type. */
+bool sqlstate_data_error(const char *state);
+
+/* Class 54, program limit exceeded: e.g. a value too large to index. */
+bool sqlstate_too_large(const char *state);
+
+/* 57P01..57P03: the server ended the session before running the statement
+ * (shutdown, crash recovery), so running it again is safe. */
+bool sqlstate_session_ended(const char *state);
+
+#endif

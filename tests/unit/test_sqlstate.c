@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_sqlstate.c - from a Postgres SQLSTATE to the code a failure is answered
+ * with, and the classes the stores act on.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "store/sqlstate.h"
+
+static void codes(void **state)
+{
+    (void)state;
+    assert_int_equal(sqlstate_code("08006", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("57P01", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("57014", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("53300", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("40P01", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("40001", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("25006", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("23505", false), FG_ERR_CONFLICT);
+    assert_int_equal(sqlstate_code("23502", false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("22P02", false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("42P01", false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("40000", false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("25001", false), FG_ERR_INTERNAL);
+    assert_int_equal(sqlstate_code("", false), FG_ERR_INTERNAL);
+    /* a lost connection is unavailable whatever the state says */
+    assert_int_equal(sqlstate_code("23505", true), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("", true), FG_ERR_BACKEND_UNAVAILABLE);
+}
+
+static void classes(void **state)
+{
+    (void)state;
+    assert_true(sqlstate_read_only("25006"));
+    assert_false(sqlstate_read_only("25001"));
+    assert_true(sqlstate_data_error("22P02"));
+    assert_true(sqlstate_data_error("22003"));
+    assert_false(sqlstate_data_error("23505"));
+    assert_false(sqlstate_data_error(""));
+    assert_true(sqlstate_too_large("54000"));
+    assert_false(sqlstate_too_large("53000"));
+    assert_true(sqlstate_session_ended("57P01"));
+    assert_true(sqlstate_session_ended("57P02"));
+    assert_true(sqlstate_session_ended("57P03"));
+    assert_false(sqlstate_session_ended("57P04"));
+    assert_false(sqlstate_session_ended("57014"));
+    assert_false(sqlstate_session_ended(""));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(codes),
+        cmocka_unit_test(classes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
