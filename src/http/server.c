@@ -23,9 +23,9 @@
  * script text reaches a client.
  *
  * Connections: at most limits.max_connections (derived from RLIMIT_NOFILE when
- * unset) and limits.max_connections_per_ip; a request's headers must arrive in
- * full within limits.header_timeout_ms of the connection's start (or of the
- * previous answer on a kept-alive connection), else the janitor closes it.
+ * unset) and limits.max_connections_per_ip; a request's headers and body must
+ * arrive in full within limits.header_timeout_ms of the connection's start (or
+ * of the previous answer on a kept-alive connection), else the janitor closes it.
  * libmicrohttpd's own error lines become JSON log lines.
  */
 #include "http/server.h"
@@ -598,9 +598,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     (void)version;
     struct http_request *req = *con_cls;
     if (req == NULL) {
-        struct conn_state *state = state_of(mhd);
-        watch_disarm(state);
-        req = request_new(mhd, state, method, url);
+        req = request_new(mhd, state_of(mhd), method, url);
         *con_cls = req;
         struct fg_error err = {0};
         if (check_headers(req, &err) != 0) {
@@ -625,6 +623,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
         *upload_data_size = 0;
         return MHD_YES;
     }
+    watch_disarm(req->conn->state); /* the whole request arrived in time */
     if (req->conn->body_too_large)
         return send_problem(req, FG_ERR_BODY_TOO_LARGE, "request body over the limit", method, url);
     return dispatch(req, method, url);

@@ -354,8 +354,9 @@ static void render_backends(struct text *t, const bool *up)
     header(t, "fencegate_audit_dead_letters_total", "counter",
            "Audit stream entries that could not be stored, moved to fg:audit:dead.");
     emit(t, "fencegate_audit_dead_letters_total %llu\n", get(&m.audit_dead_letters));
-    header(t, "fencegate_slow_headers_closed_total", "counter",
-           "Connections closed because their request headers missed limits.header_timeout_ms.");
+    header(
+        t, "fencegate_slow_headers_closed_total", "counter",
+        "Connections closed because a request's headers or body missed limits.header_timeout_ms.");
     emit(t, "fencegate_slow_headers_closed_total %llu\n", get(&m.slow_headers_closed));
     header(t, "fencegate_redis_oom_total", "counter",
            "Calls Redis refused for lack of memory (answered 503).");

@@ -19,6 +19,7 @@ Broken variants run against this suite, each caught by the test named:
   Redis OOM not recognised (500 quoting Redis)                  test_redis_out_of_memory_answers_503_logged_once
   the hash field cap not enforced in rw_patch.lua               test_hash_limits_and_patch_answers_only_what_it_wrote
   the slow-header reaper never running                          test_slow_headers_are_cut_off
+  the request watch disarmed once the headers are in            test_slow_body_is_cut_off
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -469,6 +470,34 @@ class ConnectionsTest(unittest.TestCase):
         self.assertLess(elapsed, 6.0)
         self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 1)
         self.assertEqual(self.healthz("127.0.0.1"), 200)
+
+    def test_slow_body_is_cut_off(self):
+        """Headers sent at once, then the body one byte every 0.3 s: the idle timeout restarts with every
+        byte, so only the request deadline ends it. Broken variant caught: the watch disarmed when the
+        headers were complete (the connection was still open after 8 s)."""
+        before = metric(self.gw, "fencegate_slow_headers_closed_total")
+        s = self.connect()
+        s.sendall(b"POST /v1/locks/slow-body/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{")
+        started, closed = time.monotonic(), False
+        try:
+            while time.monotonic() - started < 8:
+                s.sendall(b" ")
+                s.settimeout(0.3)
+                try:
+                    if s.recv(4096) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    pass
+        except OSError:
+            closed = True
+        finally:
+            s.close()
+        self.assertTrue(closed, "the connection sending its body slowly stayed open")
+        self.assertLess(time.monotonic() - started, 6.0)
+        self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 1)
+        self.assertEqual(self.c.get("/v1/locks/slow-body").body.get("held"), False)
 
     def test_one_address_cannot_take_every_connection(self):
         """21,000 half-sent requests from one client made the gateway refuse everyone. Now one address
