@@ -70,11 +70,11 @@ struct http_conn {
     struct http_reply reply;    /* the reply being built */
 };
 
-/* What a connection keeps from one request to the next: when the headers of
- * its next request are due, and the API key it presented last. */
+/* What a connection keeps from one request to the next: when its next request
+ * (headers and body) is due, and the API key it presented last. */
 struct conn_state {
     MHD_socket fd;                  /* the connection's socket */
-    int64_t due_ms;                 /* monotonic deadline of the headers */
+    int64_t due_ms;                 /* monotonic deadline of the next request */
     bool watched;                   /* linked in the watch list */
     struct conn_state *prev, *next; /* watch list links */
     struct auth_memo auth;          /* the key of its previous requests (keys.h) */
