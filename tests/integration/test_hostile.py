@@ -443,18 +443,15 @@ class ConnectionsTest(unittest.TestCase):
             return None
         return statuses(data)[0] if data else None
 
-    def test_slow_headers_are_cut_off(self):
-        """A client sending one header line every so often kept its connection for ever (the idle timeout
-        restarts with every byte); now the headers must be complete within header_timeout_ms. Broken
-        variant caught: the janitor not reaping (connection still open after 6 s)."""
-        before = metric(self.gw, "fencegate_slow_headers_closed_total")
+    def trickle(self, head: bytes, piece: bytes, every: float):
+        """Sends head, then piece every `every` seconds for up to 8 s; (closed by the gateway, seconds taken)."""
         s = self.connect()
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        s.sendall(head)
         started, closed = time.monotonic(), False
         try:
             while time.monotonic() - started < 8:
-                s.sendall(b"X-Slow: 1\r\n")
-                s.settimeout(0.5)
+                s.sendall(piece)
+                s.settimeout(every)
                 try:
                     if s.recv(4096) == b"":
                         closed = True
@@ -465,7 +462,14 @@ class ConnectionsTest(unittest.TestCase):
             closed = True
         finally:
             s.close()
-        elapsed = time.monotonic() - started
+        return closed, time.monotonic() - started
+
+    def test_slow_headers_are_cut_off(self):
+        """A client sending one header line every so often kept its connection for ever (the idle timeout
+        restarts with every byte); now the headers must be complete within header_timeout_ms. Broken
+        variant caught: the janitor not reaping (connection still open after 6 s)."""
+        before = metric(self.gw, "fencegate_slow_headers_closed_total")
+        closed, elapsed = self.trickle(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: 1\r\n", 0.5)
         self.assertTrue(closed, "the slow connection stayed open")
         self.assertLess(elapsed, 6.0)
         self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 1)
@@ -476,26 +480,11 @@ class ConnectionsTest(unittest.TestCase):
         byte, so only the request deadline ends it. Broken variant caught: the watch disarmed when the
         headers were complete (the connection was still open after 8 s)."""
         before = metric(self.gw, "fencegate_slow_headers_closed_total")
-        s = self.connect()
-        s.sendall(b"POST /v1/locks/slow-body/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                  b"Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{")
-        started, closed = time.monotonic(), False
-        try:
-            while time.monotonic() - started < 8:
-                s.sendall(b" ")
-                s.settimeout(0.3)
-                try:
-                    if s.recv(4096) == b"":
-                        closed = True
-                        break
-                except socket.timeout:
-                    pass
-        except OSError:
-            closed = True
-        finally:
-            s.close()
+        closed, elapsed = self.trickle(b"POST /v1/locks/slow-body/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                       b"Content-Type: application/json\r\nContent-Length: 200\r\n\r\n{",
+                                       b" ", 0.3)
         self.assertTrue(closed, "the connection sending its body slowly stayed open")
-        self.assertLess(time.monotonic() - started, 6.0)
+        self.assertLess(elapsed, 6.0)
         self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 1)
         self.assertEqual(self.c.get("/v1/locks/slow-body").body.get("held"), False)
 
