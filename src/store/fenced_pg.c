@@ -2,7 +2,7 @@
 /*
  * fenced_pg.c - running fenced writes against Postgres. At start-up it reads
  * the catalog for every writable table (types of key and columns, the key's
- * unique index) and refuses a configuration that names anything missing.
+ * unique index), which fenced_schema.c checks against the configuration.
  * Afterwards it keeps one prepared statement per (table, operation, set of
  * written columns), built by fenced_sql.c, and turns their one-row answers
  * into outcomes: applied, stale (already audited by the statement itself),
@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "store/audit.h"
+#include "store/fenced_answer.h"
+#include "store/fenced_schema.h"
 #include "store/pg.h"
 #include "store/sqlstate.h"
 
@@ -63,101 +65,6 @@ static const char catalog_sql[] =
 
 /* --- start-up: the catalog ---------------------------------------------------------------- */
 
-static const json_t *catalog_column(const json_t *columns, const char *name)
-{
-    size_t i;
-    const json_t *col;
-    json_array_foreach(columns, i, col)
-    {
-        if (strcmp(json_string_value(json_object_get(col, "name")), name) == 0)
-            return col;
-    }
-    return NULL;
-}
-
-static bool catalog_flag(const json_t *col, const char *flag)
-{
-    const char *v = json_string_value(json_object_get(col, flag));
-    return v != NULL && strcmp(v, "t") == 0;
-}
-
-static char *catalog_type(const json_t *col)
-{
-    char *type = strdup(json_string_value(json_object_get(col, "type")));
-    FG_ASSERT(type != NULL);
-    return type;
-}
-
-/* A fence column exists, is bigint and is an ordinary (writable) column. */
-static int check_fence_column(const struct table_config *t, const json_t *columns,
-                              struct fg_error *err)
-{
-    if (t->fence_column == NULL)
-        return 0;
-    const json_t *col = catalog_column(columns, t->fence_column);
-    if (col == NULL)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s.fence_column': table \"%s\" has no column \"%s\"",
-                       t->name, t->name, t->fence_column);
-    const char *type = json_string_value(json_object_get(col, "type"));
-    if (type == NULL || strcmp(type, "bigint") != 0 || catalog_flag(col, "read_only"))
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s.fence_column': column \"%s\" must be a writable "
-                       "bigint column (it is %s)",
-                       t->name, t->fence_column, type ? type : "unknown");
-    return 0;
-}
-
-/* Checks table t against its catalog rows and fills schema. */
-static int load_schema(const struct table_config *t, const json_t *columns,
-                       struct table_schema *schema, struct fg_error *err)
-{
-    schema->cfg = t;
-    if (json_array_size(columns) == 0)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s': no table \"%s\" in Postgres (search_path)", t->name,
-                       t->name);
-    const json_t *key = catalog_column(columns, t->key);
-    if (key == NULL)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s.key': table \"%s\" has no column \"%s\"", t->name,
-                       t->name, t->key);
-    if (!catalog_flag(key, "is_unique"))
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s.key': column \"%s\" is not a primary key or "
-                       "single-column unique key",
-                       t->name, t->key);
-    const char *base = json_string_value(json_object_get(key, "base_type"));
-    const char *refusal =
-        fenced_sql_key_refusal(base ? base : "", catalog_flag(key, "nondeterministic"));
-    if (refusal != NULL)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "config key 'tables.%s.key': column \"%s\" (%s) cannot name a resource: %s",
-                       t->name, t->key, base ? base : "?", refusal);
-    if (check_fence_column(t, columns, err) != 0)
-        return -1;
-    schema->key_type = catalog_type(key);
-    schema->key_numeric = fenced_sql_key_numeric(base ? base : "");
-    schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
-    schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
-    FG_ASSERT(schema->column_types != NULL && schema->column_json != NULL);
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        const json_t *col = catalog_column(columns, t->columns[i]);
-        if (col == NULL)
-            return fg_fail(err, FG_ERR_CONFIG,
-                           "config key 'tables.%s.columns': table \"%s\" has no column \"%s\"",
-                           t->name, t->name, t->columns[i]);
-        if (strcmp(t->columns[i], t->key) == 0 || catalog_flag(col, "read_only"))
-            return fg_fail(err, FG_ERR_CONFIG,
-                           "config key 'tables.%s.columns': column \"%s\" cannot be written "
-                           "(the key, a generated or an identity ALWAYS column)",
-                           t->name, t->columns[i]);
-        schema->column_types[i] = catalog_type(col);
-        schema->column_json[i] = catalog_flag(col, "is_json");
-    }
-    return 0;
-}
-
 int fenced_pg_init(const struct config *cfg, struct fg_error *err)
 {
     fpg.cfg = cfg;
@@ -172,7 +79,7 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
         json_t *columns = NULL;
         if (pg_query(NULL, catalog_sql, 1, params, &columns, err) != 0)
             return -1;
-        int rc = load_schema(t, columns, &fpg.schemas[i], err);
+        int rc = fenced_schema_load(t, columns, &fpg.schemas[i], err);
         json_decref(columns);
         if (rc != 0)
             return -1;
@@ -210,14 +117,6 @@ const struct table_schema *fenced_pg_schemas(size_t *n)
 {
     *n = fpg.ntables;
     return fpg.schemas;
-}
-
-void fenced_result_free(struct fenced_result *res)
-{
-    free(res->resource);
-    json_decref(res->row);
-    json_decref(res->items);
-    memset(res, 0, sizeof *res);
 }
 
 /* --- the statement cache ------------------------------------------------------------------ */
@@ -323,11 +222,6 @@ static bool session_ended(const struct pg_conn *c)
     return sqlstate_session_ended(pg_last_sqlstate(c));
 }
 
-static bool needs_existing_row(enum fenced_kind kind)
-{
-    return kind == FENCED_PATCH || kind == FENCED_DELETE;
-}
-
 /* The table keeps fences in a column of its rows. */
 static bool column_mode(size_t table)
 {
@@ -374,70 +268,10 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
     }
     *answer = json_incref(json_array_get(rows, 0));
     json_decref(rows);
-    if (*answer == NULL && !needs_existing_row(op->kind) && !column_mode(op->table))
+    if (*answer == NULL && !fenced_kind_needs_row(op->kind) && !column_mode(op->table))
         return fg_fail(err, FG_ERR_INTERNAL, "fenced write answered no row");
     return 0; /* no row: the PATCH or DELETE found neither its row nor a fence, or an
                  insert met a row its snapshot does not show (fence column) */
-}
-
-static int64_t fence_of(const json_t *answer)
-{
-    const char *text = json_string_value(json_object_get(answer, "fence"));
-    return text ? strtoll(text, NULL, 10) : 0;
-}
-
-/* The row of an answer as JSON (null if none); a row jansson cannot represent
- * (e.g. a numeric beyond double) is kept as its JSON text. */
-static json_t *row_of(const json_t *answer)
-{
-    const char *text = json_string_value(json_object_get(answer, "row"));
-    if (text == NULL)
-        return json_null();
-    json_t *row = json_loads(text, JSON_DECODE_ANY, NULL);
-    return row ? row : json_string(text);
-}
-
-static char *resource_of(const json_t *answer)
-{
-    const char *text = json_string_value(json_object_get(answer, "resource"));
-    char *resource = strdup(text ? text : "");
-    FG_ASSERT(resource != NULL);
-    return resource;
-}
-
-/* Whether a write's answer reports it applied: its "applied" member when it
- * has one (fence column), else its fence being the presented one. */
-static bool applied_of(const json_t *answer, int64_t fence, const struct fenced_writer *who)
-{
-    const char *applied = json_string_value(json_object_get(answer, "applied"));
-    if (applied != NULL)
-        return strcmp(applied, "t") == 0;
-    return fence == who->fence;
-}
-
-/* Fills res from a write's answer (NULL: no answer row, the target and its
- * fence are missing); false if the row to change was missing. */
-static bool take_answer(const json_t *answer, const struct fenced_op *op,
-                        const struct fenced_writer *who, struct fenced_result *res)
-{
-    fenced_result_free(res);
-    if (answer == NULL)
-        return false;
-    res->resource = resource_of(answer);
-    res->fence = fence_of(answer);
-    res->outcome = applied_of(answer, res->fence, who) ? FENCED_APPLIED : FENCED_STALE;
-    res->row = row_of(answer);
-    const char *revoked = json_string_value(json_object_get(answer, "revoked"));
-    if (revoked != NULL && strcmp(revoked, "t") == 0)
-        res->outcome = FENCED_REVOKED;
-    if (res->outcome != FENCED_APPLIED || !needs_existing_row(op->kind))
-        return true;
-    bool found = !json_is_null(res->row);
-    if (op->kind == FENCED_DELETE) {
-        json_decref(res->row);
-        res->row = json_null();
-    }
-    return found;
 }
 
 /* The failure of a write that found no row twice: 404 for a PATCH or DELETE;
@@ -445,7 +279,7 @@ static bool take_answer(const json_t *answer, const struct fenced_op *op,
 static int missing(const struct fenced_op *op, struct fg_error *err)
 {
     const char *table = fpg.schemas[op->table].cfg->name;
-    if (needs_existing_row(op->kind))
+    if (fenced_kind_needs_row(op->kind))
         return fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key, table);
     return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
                    op->key, table);
@@ -480,7 +314,7 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
                 find_bad_value(c, op, "", err);
             break;
         }
-        bool found = take_answer(answer, op, who, res);
+        bool found = fenced_answer_take(answer, op->kind, who->fence, res);
         json_decref(answer);
         if (found) {
             rc = refuse_existing(op, who, res, err);
@@ -630,23 +464,6 @@ static int claim(struct pg_conn *c, const struct fenced_batch *batch,
     return 0;
 }
 
-/* Collects the claimed resources whose fence is higher than who's. */
-static json_t *stale_of(const json_t *claimed, const struct fenced_writer *who)
-{
-    json_t *stale = json_array();
-    size_t i;
-    const json_t *row;
-    json_array_foreach(claimed, i, row)
-    {
-        int64_t current = fence_of(row);
-        if (current > who->fence)
-            json_array_append_new(stale, json_pack("{s:O, s:I}", "resource",
-                                                   json_object_get(row, "resource"),
-                                                   "current_fence", (json_int_t)current));
-    }
-    return stale;
-}
-
 /* After the rollback of a stale batch: one audit record for the request, naming
  * the first stale resource (in resource order) and, in resources, all of them. */
 static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenced_writer *who,
@@ -697,7 +514,7 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
         *failed = i;
         if (exec_write(c, op, who, true, &answer, err) != 0)
             return -1;
-        bool found = take_answer(answer, op, who, &one);
+        bool found = fenced_answer_take(answer, op->kind, who->fence, &one);
         json_decref(answer);
         int rc = refuse_existing(op, who, &one, err);
         if (rc == 0 && one.outcome != FENCED_APPLIED) {
@@ -763,7 +580,7 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
     if (rc == 0)
         rc = claim(c, batch, who, &claimed, err);
     if (rc == 0) {
-        stale = stale_of(claimed, who);
+        stale = fenced_answer_stale(claimed, who->fence);
         if (json_array_size(stale) > 0) {
             rollback(c);
             rc = audit_stale(c, stale, who, res, err);
@@ -837,10 +654,7 @@ int fenced_pg_read(size_t table, const char *key, struct fenced_result *res, str
             find_bad_value(c, &op, "", err);
     } else {
         const json_t *answer = json_array_get(rows, 0);
-        res->outcome = FENCED_APPLIED;
-        res->resource = resource_of(answer);
-        res->fence = fence_of(answer);
-        res->row = row_of(answer);
+        fenced_answer_read(answer, res);
     }
     json_decref(rows);
     pg_release(c);

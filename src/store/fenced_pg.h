@@ -15,17 +15,9 @@
 
 #include "config.h"
 #include "store/fenced.h"
+#include "store/fenced_answer.h"
 #include "store/fenced_op.h"
 #include "util/error.h"
-
-struct fenced_result {
-    enum fenced_outcome outcome; /* APPLIED, STALE or REVOKED */
-    char *resource;              /* resource written or (batch) the first stale one (owned) */
-    int64_t fence;               /* highest fence of resource now, 0 if none is stored */
-    json_t *row;                 /* the row after a write or read, or null (owned) */
-    json_t *items;               /* batch: per op {resource, row}; when stale, per stale
-                                    resource {resource, current_fence} (owned, or NULL) */
-};
 
 /*
  * Reads the catalog for every table of cfg (borrowed for the process's life).
@@ -71,8 +63,5 @@ int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who
 /* Reads the row of key in table (row is JSON null if absent) and its fence. */
 int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,
                    struct fg_error *err) FG_WUR;
-
-/* Frees what res owns and zeroes it. */
-void fenced_result_free(struct fenced_result *res);
 
 #endif

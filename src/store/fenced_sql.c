@@ -63,6 +63,11 @@ const char *fenced_kind_method(enum fenced_kind kind)
     return kind_methods[kind];
 }
 
+bool fenced_kind_needs_row(enum fenced_kind kind)
+{
+    return kind == FENCED_PATCH || kind == FENCED_DELETE;
+}
+
 void table_schema_free(struct table_schema *schema)
 {
     if (schema->cfg != NULL && schema->column_types != NULL)

@@ -63,6 +63,9 @@ char *sql_quote_ident(const char *name);
  * (FENCED_KIND_COUNT if none). */
 const char *fenced_kind_method(enum fenced_kind kind);
 
+/* True for the kinds that change an existing row (PATCH, DELETE). */
+bool fenced_kind_needs_row(enum fenced_kind kind);
+
 /*
  * The write statement of kind on schema's table, writing the columns whose
  * entry in written (schema->cfg->ncolumns entries) is true. Returns an owned
