@@ -60,6 +60,7 @@ static const struct setting settings[] = {
     S_INT("limits.max_connections", NULL, max_connections, 16, 1000000),
     S_INT("limits.max_connections_per_ip", NULL, max_connections_per_ip, 1, 1000000),
     S_INT("limits.header_timeout_ms", NULL, header_timeout_ms, 100, 600000),
+    S_INT("limits.connection_buffer_bytes", NULL, connection_buffer_bytes, 2048, 1048576),
     S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, 1, 256),
     S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, 1, 256),
     S_INT("statement_timeout_ms", NULL, statement_timeout_ms, 10, 600000),
@@ -94,6 +95,7 @@ static void config_defaults(struct config *cfg)
     cfg->max_value_bytes = 65536;
     cfg->audit_retention_days = 90;
     cfg->header_timeout_ms = 10000;
+    cfg->connection_buffer_bytes = 32768;
     cfg->ui = true;
 }
 

@@ -63,16 +63,17 @@ struct config {
     char *tls_key_file;    /* PEM private key of that certificate, or NULL */
     char **allowed_hosts;  /* Host header values served ("*": any) */
     size_t nallowed_hosts; /* entries in allowed_hosts */
-    long long max_hash_fields;        /* fields a Redis hash may reach through PATCH */
-    long long max_value_bytes;        /* bytes of one Redis value or hash field value */
-    long long audit_retention_days;   /* audit records older than this are pruned */
-    long long max_connections;        /* open HTTP connections; 0: derived from RLIMIT_NOFILE */
-    long long max_connections_per_ip; /* from one client address; 0: half of max_connections */
-    long long header_timeout_ms;      /* deadline for a request's headers to arrive in full */
-    bool ui;                          /* serve the operator console at /ui/ */
-    json_t *auth;                     /* the "auth" object of the file (owned), or NULL */
-    struct keyset *keyset;            /* API keys and mode, built from auth and the environment
-                                         (owned until main publishes it) */
+    long long max_hash_fields;         /* fields a Redis hash may reach through PATCH */
+    long long max_value_bytes;         /* bytes of one Redis value or hash field value */
+    long long audit_retention_days;    /* audit records older than this are pruned */
+    long long max_connections;         /* open HTTP connections; 0: derived from RLIMIT_NOFILE */
+    long long max_connections_per_ip;  /* from one client address; 0: half of max_connections */
+    long long header_timeout_ms;       /* deadline for a request's headers to arrive in full */
+    long long connection_buffer_bytes; /* per connection: request line, headers, reply headers */
+    bool ui;                           /* serve the operator console at /ui/ */
+    json_t *auth;                      /* the "auth" object of the file (owned), or NULL */
+    struct keyset *keyset;             /* API keys and mode, built from auth and the environment
+                                          (owned until main publishes it) */
 };
 
 /* Looks up one environment variable; getenv in production, a table in tests. */

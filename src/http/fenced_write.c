@@ -46,7 +46,7 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
         .principal = req->principal != NULL ? req->principal->id : NULL,
     };
     if (owner != NULL)
-        snprintf(req->log_owner, sizeof req->log_owner, "%s", owner);
+        http_request_log_owner(req, owner);
     return 0;
 }
 

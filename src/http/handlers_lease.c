@@ -2,10 +2,12 @@
 /*
  * handlers_lease.c - acquire, renew, release and status for any kind of lease.
  *
- * An acquire first tries once: a free lock or slot costs one script call and no
- * waiter. If it must wait, it registers a waiter before its first queued
- * attempt (so a grant published at once is not missed), then parks the
- * connection between attempts. Each resumption reads why it woke: a doorbell or
+ * An acquire costs one script call whether it is granted or queued: a free
+ * lock or slot is granted at once, and an acquire that may wait joins the
+ * queue in that same call. Only then does it register its waiter, so a grant
+ * made to it in between (in-process or by the doorbell) finds no waiter and is
+ * kept as an orphan, which the waiter takes back as it registers. It then
+ * parks the connection between attempts. Each resumption reads why it woke: a doorbell or
  * timer re-checks, a hang-up or drain leaves the queue, a passed deadline gives
  * up but keeps a grant that arrived meanwhile. Waiters near the head re-check
  * when the (first) holder's lease should end, so a crashed holder's lease is
@@ -43,16 +45,18 @@
  * after this long (until its own deadline). */
 #define RECHECK_AFTER_OUTAGE_MS 200
 
-/* Handler state of an acquire that waits. */
+/* Handler state of an acquire that waits. It keeps no copy of the request's
+ * body: a parked request costs its connection, this and little else. */
 struct lease_wait {
     struct waiter waiter;          /* registry entry; waiter.lease_id is the lease */
     const struct lease_ops *kind;  /* lock or semaphore */
-    struct acquire_params params;  /* parsed body (strings borrowed from req->json) */
+    struct acquire_params params;  /* parsed body (owner and request_id point into text) */
     char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
-    char name[NAME_MAX_LEN + 1];   /* the lock or semaphore */
+    const char *name;              /* the lock or semaphore (the request's, borrowed) */
     bool settled;                  /* answered: nothing left to give up */
     struct lease_grant delivered;  /* a grant handed over in-process */
     atomic_bool has_delivered;     /* delivered is set (store-release, load-acquire) */
+    char text[];                   /* owner, NUL, request_id, NUL */
 };
 
 static const char *lease_name(const struct http_request *req)
@@ -66,10 +70,16 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
     return HANDLER_DONE;
 }
 
+/* The lease wait that owns registry entry w. */
+static struct lease_wait *wait_of(struct waiter *w)
+{
+    return (struct lease_wait *)((char *)w - offsetof(struct lease_wait, waiter));
+}
+
 /* waiter_deliver callback: stores the grant ctx in the wait owning w. */
 static void take_grant(struct waiter *w, void *ctx)
 {
-    struct lease_wait *lw = (struct lease_wait *)((char *)w - offsetof(struct lease_wait, waiter));
+    struct lease_wait *lw = wait_of(w);
     lw->delivered = *(const struct lease_grant *)ctx;
     atomic_store_explicit(&lw->has_delivered, true, memory_order_release);
 }
@@ -101,6 +111,48 @@ static void lease_wait_free(void *state)
             hand_over(lw->kind, lw->name, &res);
     }
     free(lw);
+}
+
+/* Takes the waits ws[first..n) of the same lock or semaphore as ws[first] that
+ * are not taken yet (taken[]) out of its queue, up to LEASE_LEAVE_MAX of them
+ * in one script call. A wait that left is settled: its handler answers without
+ * another call. */
+static void leave_batch(struct waiter *const *ws, size_t first, size_t n, bool *taken)
+{
+    struct lease_wait *batch[LEASE_LEAVE_MAX];
+    struct lease_leaver leavers[LEASE_LEAVE_MAX];
+    bool left[LEASE_LEAVE_MAX];
+    struct lease_wait *head = wait_of(ws[first]);
+    taken[first] = true;
+    batch[0] = head;
+    leavers[0] = (struct lease_leaver){head->waiter.lease_id, head->attach};
+    size_t nbatch = 1;
+    for (size_t i = first + 1; i < n && nbatch < LEASE_LEAVE_MAX; i++) {
+        struct lease_wait *lw = wait_of(ws[i]);
+        if (taken[i] || lw->kind != head->kind || strcmp(lw->name, head->name) != 0)
+            continue;
+        taken[i] = true;
+        batch[nbatch] = lw;
+        leavers[nbatch++] = (struct lease_leaver){lw->waiter.lease_id, lw->attach};
+    }
+    struct fg_error err = {0};
+    if (head->kind->leave(head->name, leavers, nbatch, left, &err) != 0) {
+        log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", head->kind->noun, head->name, err.msg);
+        return; /* each leaves on its own as it wakes */
+    }
+    for (size_t i = 0; i < nbatch; i++)
+        batch[i]->settled = left[i];
+}
+
+/* waiter_leave_fn of lease waits whose clients hung up. */
+static void leave_queues(struct waiter *const *ws, size_t n)
+{
+    bool *taken = calloc(n, sizeof *taken);
+    FG_ASSERT(taken != NULL);
+    for (size_t i = 0; i < n; i++)
+        if (!taken[i])
+            leave_batch(ws, i, n, taken);
+    free(taken);
 }
 
 /* Marks the wait answered and unregisters it. */
@@ -225,9 +277,15 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
             fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
             return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
         }
-        if (reasons & WAKE_HANGUP) {
+        if (reasons & WAKE_HANGUP) { /* nobody reads the answer: it is only logged */
             fg_fail(&err, FG_ERR_LOCK_BUSY, "the client closed the connection while waiting");
-            return end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
+            if (lw->settled) { /* it left its queue with others (leave_queues) */
+                settle(lw);
+                fail(reply, &err);
+            } else {
+                end_wait(req, reply, lw, LEASE_CANCEL_DROP, &err);
+            }
+            return HANDLER_CLOSE;
         }
         struct lease_result res;
         if (atomic_load_explicit(&lw->has_delivered, memory_order_acquire)) {
@@ -260,36 +318,46 @@ static enum handler_result wait_for_lease(struct http_request *req, struct http_
     }
 }
 
-/* An acquire that found the lease taken and may wait: register the waiter,
- * then queue (the first queued attempt runs only once the waiter can be rung). */
+/* An acquire whose first attempt queued it (res): register the waiter and
+ * park. A grant made to it before it was registered was kept as an orphan
+ * (hand_over, the doorbell), which it takes back here. */
 static enum handler_result start_wait(const struct lease_ops *kind, struct http_request *req,
                                       struct http_reply *reply, const struct acquire_params *p,
-                                      const char *lease_id)
+                                      const char *attach, const struct lease_result *res)
 {
     struct fg_error err = {0};
-    if (gw.draining) {
-        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
-        return fail(reply, &err);
-    }
-    struct lease_wait *lw = calloc(1, sizeof *lw);
+    size_t owner_len = strlen(p->owner), rid_len = strlen(p->request_id);
+    struct lease_wait *lw = calloc(1, sizeof *lw + owner_len + rid_len + 2);
     FG_ASSERT(lw != NULL);
     lw->kind = kind;
     lw->params = *p;
-    snprintf(lw->name, sizeof lw->name, "%.200s", lease_name(req));
-    snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", lease_id);
-    if (token_new_lease_id(lw->attach, &err) != 0 ||
-        waiter_add(&lw->waiter, req, clock_mono_ms() + p->wait_ms, &err) != 0) {
+    lw->params.owner = memcpy(lw->text, p->owner, owner_len + 1);
+    lw->params.request_id = memcpy(lw->text + owner_len + 1, p->request_id, rid_len + 1);
+    lw->name = lease_name(req);
+    snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", res->lease_id);
+    snprintf(lw->attach, sizeof lw->attach, "%s", attach);
+    lw->waiter.leave = leave_queues;
+    if (waiter_add(&lw->waiter, req, clock_mono_ms() + p->wait_ms, &err) != 0) {
+        struct lease_result left;
+        struct fg_error ignored = {0};
+        if (kind->cancel(lw->name, lw->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &left,
+                         &ignored) == 0)
+            hand_over(kind, lw->name, &left);
         free(lw);
         return fail(reply, &err);
     }
+    http_request_drop_body(req);
     req->state = lw;
     req->state_free = lease_wait_free;
+    doorbell_adopt(lw->waiter.lease_id);
+    if (waiter_park(&lw->waiter, next_check(res)))
+        return HANDLER_SUSPEND;
     return wait_for_lease(req, reply, lw);
 }
 
 static void log_subject(const struct lease_ops *kind, struct http_request *req)
 {
-    snprintf(req->log_subject, sizeof req->log_subject, "%s:%.200s", kind->noun, lease_name(req));
+    http_request_log_subject(req, "%s:%.200s", kind->noun, lease_name(req));
 }
 
 enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct http_request *req,
@@ -301,18 +369,25 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
     log_subject(kind, req);
     json_t *body = http_request_json(req, &err);
     struct acquire_params p;
-    char lease_id[LEASE_ID_LEN + 1];
+    char lease_id[LEASE_ID_LEN + 1], attach[LEASE_ID_LEN + 1] = "";
     if (body == NULL || acquire_params_parse(body, gw.cfg, kind->with_limit, &p, &err) != 0 ||
         token_new_lease_id(lease_id, &err) != 0)
         return fail(reply, &err);
-    snprintf(req->log_owner, sizeof req->log_owner, "%s", p.owner);
+    http_request_log_owner(req, p.owner);
+    /* One attempt that queues at once if it may wait (not while draining). */
+    bool may_wait = p.wait_ms > 0 && !gw.draining;
+    if (may_wait && token_new_lease_id(attach, &err) != 0)
+        return fail(reply, &err);
     struct lease_result res;
-    if (kind->acquire(lease_name(req), &p, lease_id, false, "", &res, &err) != 0)
+    if (kind->acquire(lease_name(req), &p, lease_id, may_wait, attach, &res, &err) != 0)
         return fail(reply, &err);
     hand_over(kind, lease_name(req), &res);
-    bool queued = res.outcome == LEASE_QUEUED; /* a retried request_id still waiting */
-    if (p.wait_ms > 0 && (res.outcome == LEASE_BUSY || queued))
-        return start_wait(kind, req, reply, &p, queued ? res.lease_id : lease_id);
+    if (may_wait && res.outcome == LEASE_QUEUED)
+        return start_wait(kind, req, reply, &p, attach, &res);
+    if (p.wait_ms > 0 && (res.outcome == LEASE_BUSY || res.outcome == LEASE_QUEUED)) {
+        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
+        return fail(reply, &err);
+    }
     return reply_acquired(kind, req, reply, &res);
 }
 

@@ -16,6 +16,7 @@ static const struct lease_ops lock_ops = {
     .metric = METRIC_KIND_LOCK,
     .acquire = lock_acquire,
     .cancel = lock_cancel,
+    .leave = lock_leave,
     .release = lock_release,
     .renew = lock_renew,
     .status = lock_status,

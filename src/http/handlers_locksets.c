@@ -248,7 +248,7 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     if (req->state != NULL)
         return step(req->state, reply);
     struct fg_error err = {0};
-    snprintf(req->log_subject, sizeof req->log_subject, "lockset");
+    http_request_log_subject(req, "lockset");
     json_t *body = http_request_json(req, &err);
     struct lockset_wait *ls = calloc(1, sizeof *ls);
     FG_ASSERT(ls != NULL);
@@ -265,8 +265,8 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     }
     if (permit_locks(req, names, ls->set.n, &err) != 0)
         goto refused;
-    snprintf(req->log_subject, sizeof req->log_subject, "lockset:%.200s", ls->set.names[0]);
-    snprintf(req->log_owner, sizeof req->log_owner, "%s", ls->params.owner);
+    http_request_log_subject(req, "lockset:%.200s", ls->set.names[0]);
+    http_request_log_owner(req, ls->params.owner);
     ls->waits = ls->params.wait_ms > 0;
     if (ls->waits) {
         if (gw.draining) {
@@ -300,7 +300,7 @@ static int set_claims(struct http_request *req, const json_t *body,
                            "tokens[%zu] was issued for a semaphore, not a lock", i);
         names[i] = claims[i].name;
     }
-    snprintf(req->log_subject, sizeof req->log_subject, "lockset:%.200s", claims[0].name);
+    http_request_log_subject(req, "lockset:%.200s", claims[0].name);
     return permit_locks(req, names, *n, err);
 }
 

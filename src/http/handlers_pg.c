@@ -121,8 +121,8 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         return fail(reply, &err);
     size_t ntables;
     const struct table_schema *schemas = fenced_pg_schemas(&ntables);
-    snprintf(req->log_subject, sizeof req->log_subject, "pg:%.120s/%.120s", req->match.params[0],
-             path_key ? path_key : "");
+    http_request_log_subject(req, "pg:%.120s/%.120s", req->match.params[0],
+                             path_key ? path_key : "");
     struct token_claims claims;
     struct fenced_writer who;
     if (fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0)
@@ -145,7 +145,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
     fenced_op_free(&op);
     if (!held)
         return reply_expired(reply, &who, expired, fenced_kind_method(kind));
-    snprintf(req->log_subject, sizeof req->log_subject, "%s", res.resource);
+    http_request_log_subject(req, "%s", res.resource);
     if (res.outcome != FENCED_APPLIED)
         reply_refused(reply, &who, &res, fenced_kind_method(kind));
     else
@@ -183,8 +183,7 @@ enum handler_result handle_pg_get(struct http_request *req, struct http_reply *r
     long table = path_table(req, &err);
     if (table < 0)
         return fail(reply, &err);
-    snprintf(req->log_subject, sizeof req->log_subject, "pg:%.120s/%.120s", req->match.params[0],
-             req->match.params[1]);
+    http_request_log_subject(req, "pg:%.120s/%.120s", req->match.params[0], req->match.params[1]);
     struct fenced_result res;
     if (fenced_pg_read((size_t)table, req->match.params[1], &res, &err) != 0)
         return fail(reply, &err);
@@ -230,7 +229,7 @@ static int batch_bound(const struct table_schema *schemas, const struct fenced_b
 enum handler_result handle_pg_batch(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    snprintf(req->log_subject, sizeof req->log_subject, "pg:batch");
+    http_request_log_subject(req, "pg:batch");
     json_t *body = http_request_json(req, &err);
     if (body == NULL)
         return fail(reply, &err);

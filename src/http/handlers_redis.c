@@ -75,7 +75,7 @@ static int check_key(const struct http_request *req, struct fg_error *err)
 static int write_request_init(struct http_request *req, const char *method,
                               struct write_request *wr, struct fg_error *err)
 {
-    snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
+    http_request_log_subject(req, "redis:%.240s", redis_key(req));
     if (check_key(req, err) != 0)
         return -1;
     snprintf(wr->resource, sizeof wr->resource, "redis:%s", redis_key(req));
@@ -319,7 +319,7 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
 enum handler_result handle_redis_get(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    snprintf(req->log_subject, sizeof req->log_subject, "redis:%.240s", redis_key(req));
+    http_request_log_subject(req, "redis:%.240s", redis_key(req));
     json_t *out = NULL;
     if (check_key(req, &err) != 0 || fenced_redis_get(redis_key(req), gw.cfg->max_hash_fields,
                                                       gw.cfg->max_value_bytes, &out, &err) != 0)

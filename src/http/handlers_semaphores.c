@@ -16,6 +16,7 @@ static const struct lease_ops semaphore_ops = {
     .metric = METRIC_KIND_SEMAPHORE,
     .acquire = sem_acquire,
     .cancel = sem_cancel,
+    .leave = sem_leave,
     .release = sem_release,
     .renew = sem_renew,
     .status = sem_status,

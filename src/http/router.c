@@ -136,16 +136,16 @@ static const struct {
     [SCOPE_METRICS] = {"metrics", false, ""},
 };
 
-bool router_needed_scope(const struct route_match *match, char *out, size_t cap)
+bool router_needed_scope(const struct route *route, const char *param, char *out, size_t cap)
 {
-    enum route_scope scope = match->route->scope;
+    enum route_scope scope = route->scope;
     FG_ASSERT((size_t)scope < sizeof scope_forms / sizeof scope_forms[0] && cap > 0);
     out[0] = '\0';
     if (scope == SCOPE_OPEN || scope == SCOPE_KEY)
         return false;
     /* Copied, not printed: this runs on every request with auth required. */
     const char *const parts[] = {scope_forms[scope].prefix,
-                                 scope_forms[scope].with_param ? match->params[0] : "",
+                                 scope_forms[scope].with_param ? param : "",
                                  scope_forms[scope].suffix};
     size_t n = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

@@ -29,6 +29,7 @@ enum http_method {
 enum handler_result {
     HANDLER_DONE,    /* the reply is ready */
     HANDLER_SUSPEND, /* park the connection; the handler runs again when woken */
+    HANDLER_CLOSE,   /* the client reset its connection: close it; the reply is logged, not sent */
 };
 
 /*
@@ -80,11 +81,11 @@ struct route_match {
 };
 
 /*
- * Writes the scope the matched route needs for its parameters into out (cap
- * bytes, at least ROUTE_SCOPE_MAX) and returns true; returns false (out empty)
- * for SCOPE_OPEN and SCOPE_KEY, which need no particular scope.
+ * Writes the scope route needs for its first parameter param (decoded) into
+ * out (cap bytes, at least ROUTE_SCOPE_MAX) and returns true; returns false
+ * (out empty) for SCOPE_OPEN and SCOPE_KEY, which need no particular scope.
  */
-bool router_needed_scope(const struct route_match *match, char *out, size_t cap);
+bool router_needed_scope(const struct route *route, const char *param, char *out, size_t cap);
 
 /* Maps a method string ("GET", "HEAD" counts as GET) to enum http_method. */
 enum http_method router_method(const char *method);

@@ -56,8 +56,7 @@
 struct http_conn {
     struct MHD_Connection *mhd; /* the libmicrohttpd connection */
     struct conn_state *state;   /* what the connection keeps across requests (may be NULL) */
-    int route_status;           /* FG_OK, or the code the router failed with */
-    struct fg_error route_err;  /* why the route did not match */
+    int route_status;           /* FG_OK, or the code the router failed with (reply set) */
     size_t body_cap;            /* allocated bytes of body */
     bool body_too_large;        /* the body crossed max_body_bytes */
     bool answered;              /* a response has been queued */
@@ -160,28 +159,70 @@ static void client_address(struct MHD_Connection *mhd, char *out, size_t cap)
                   (socklen_t)cap);
 }
 
+/* Allocates a request with room for its request id and the text of the
+ * parameters of match (those of a failed match are left out). */
+static struct http_request *request_alloc(const struct route_match *match, bool matched,
+                                          const char *request_id)
+{
+    size_t lens[ROUTE_MAX_PARAMS], rid_len = strlen(request_id), text = rid_len + 1;
+    for (size_t i = 0; i < ROUTE_MAX_PARAMS; i++) {
+        lens[i] = matched ? match->param_lens[i] : 0;
+        text += lens[i] + 1;
+    }
+    struct http_request *req = calloc(1, sizeof *req + text);
+    FG_ASSERT(req != NULL);
+    req->match.route = match->route;
+    req->match.allowed = match->allowed;
+    char *at = req->text;
+    for (size_t i = 0; i < ROUTE_MAX_PARAMS; i++) {
+        memcpy(at, match->params[i], lens[i]);
+        at[lens[i]] = '\0';
+        req->match.params[i] = at;
+        at += lens[i] + 1;
+    }
+    req->request_id = memcpy(at, request_id, rid_len + 1);
+    return req;
+}
+
+/* The request's X-Request-Id: the client's if valid, else a fresh one. */
+static void request_id_of(struct MHD_Connection *mhd, int64_t now_ms, char *out, size_t cap)
+{
+    const char *rid = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "X-Request-Id");
+    struct fg_error ignored;
+    if (rid != NULL && strict_request_id_valid(rid))
+        snprintf(out, cap, "%s", rid);
+    else if (token_new_lease_id(out, &ignored) != 0)
+        snprintf(out, cap, "%lld-%ld", (long long)now_ms, (long)atomic_load(&server.in_flight));
+}
+
+/* A new request: a route that does not match is answered (after the body) with
+ * the problem set here. */
 static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_state *state,
                                         const char *method, const char *url)
 {
-    struct http_request *req = calloc(1, sizeof *req);
     struct http_conn *conn = calloc(1, sizeof *conn);
-    FG_ASSERT(req != NULL && conn != NULL);
+    FG_ASSERT(conn != NULL);
+    enum http_method m = router_method(method);
+    struct route_match match; /* 2 KiB of room for the decoding, on the stack */
+    match.route = NULL;
+    match.allowed = 0;
+    memset(match.param_lens, 0, sizeof match.param_lens);
+    struct fg_error err = {0};
+    if (router_match(server.routes, m, url, &match, &err) != 0) {
+        conn->route_status = err.code;
+        reply_problem(&conn->reply, &err);
+    }
+    int64_t now = clock_mono_ms();
+    char rid[REQUEST_ID_MAX_BYTES + 1];
+    request_id_of(mhd, now, rid, sizeof rid);
+    struct http_request *req = request_alloc(&match, conn->route_status == FG_OK, rid);
+    req->method = m;
     req->conn = conn;
     conn->mhd = mhd;
     conn->state = state;
     pthread_mutex_init(&conn->wake_lock, NULL);
-    req->started_ms = clock_mono_ms();
-    req->method = router_method(method);
+    req->started_ms = now;
     client_address(mhd, req->client_addr, sizeof req->client_addr);
-    const char *rid = MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "X-Request-Id");
-    struct fg_error ignored;
-    if (rid != NULL && strict_request_id_valid(rid))
-        snprintf(req->request_id, sizeof req->request_id, "%s", rid);
-    else if (token_new_lease_id(req->request_id, &ignored) != 0)
-        snprintf(req->request_id, sizeof req->request_id, "%lld-%ld", (long long)req->started_ms,
-                 (long)atomic_load(&server.in_flight));
-    if (router_match(server.routes, req->method, url, &req->match, &conn->route_err) != 0)
-        conn->route_status = conn->route_err.code;
     atomic_fetch_add(&server.in_flight, 1);
     return req;
 }
@@ -192,6 +233,8 @@ static void request_free(struct http_request *req)
         req->state_free(req->state);
     json_decref(req->json);
     free(req->body);
+    free(req->log_subject);
+    free(req->log_owner);
     reply_clear(&req->conn->reply);
     pthread_mutex_destroy(&req->conn->wake_lock);
     free(req->conn);
@@ -224,9 +267,9 @@ static void log_request(const struct http_request *req, const char *method, cons
                   conn->reply.status, "latency_ms", (json_int_t)(clock_mono_ms() - req->started_ms),
                   "client", req->client_addr);
     json_object_set_new(f, "request_id", json_string(req->request_id));
-    if (req->log_subject[0] != '\0')
+    if (req->log_subject != NULL && req->log_subject[0] != '\0')
         json_object_set_new(f, "subject", json_string(req->log_subject));
-    if (req->log_owner[0] != '\0')
+    if (req->log_owner != NULL && req->log_owner[0] != '\0')
         json_object_set_new(f, "owner", json_string(req->log_owner));
     if (req->principal != NULL)
         json_object_set_new(f, "principal", json_string(req->principal->id));
@@ -344,6 +387,23 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     return rc;
 }
 
+/* Set while this thread closes the connection of a client that is gone:
+ * libmicrohttpd then reports an "internal error", which is not one. */
+static _Thread_local bool closing_gone_client;
+
+/* Counts and logs the reply of a client that is gone, and closes its
+ * connection without writing to it. */
+static enum MHD_Result drop_reply(struct http_request *req, const char *method, const char *url)
+{
+    struct http_conn *conn = req->conn;
+    conn->answered = true;
+    closing_gone_client = true;
+    metrics_request(req->match.route ? req->match.route->label : NULL, conn->reply.status,
+                    conn->reply.problem, clock_mono_ms() - req->started_ms);
+    log_request(req, method, url);
+    return MHD_NO;
+}
+
 static enum MHD_Result send_problem(struct http_request *req, enum fg_code code, const char *detail,
                                     const char *method, const char *url)
 {
@@ -422,7 +482,7 @@ static int authorize(struct http_request *req)
         return -1;
     }
     char needed[ROUTE_SCOPE_MAX];
-    if (!router_needed_scope(&req->match, needed, sizeof needed) ||
+    if (!router_needed_scope(req->match.route, req->match.params[0], needed, sizeof needed) ||
         api_key_permits(req->principal, needed))
         return 0;
     fg_fail(&err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.150s'", req->principal->id,
@@ -443,23 +503,25 @@ int http_request_permit(const struct http_request *req, const char *needed, stru
 static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
 {
     struct http_conn *conn = req->conn;
-    if (conn->route_status != FG_OK) {
-        reply_problem(&conn->reply, &conn->route_err);
+    if (conn->route_status != FG_OK)
         return send_reply(req, method, url);
-    }
     if (!conn->authorized) {
         if (authorize(req) != 0)
             return send_reply(req, method, url);
         conn->authorized = true;
     }
-    if (!conn->strict_checked && check_strict(req, &conn->route_err) != 0) {
-        reply_problem(&conn->reply, &conn->route_err);
+    struct fg_error err = {0};
+    if (!conn->strict_checked && check_strict(req, &err) != 0) {
+        reply_problem(&conn->reply, &err);
         return send_reply(req, method, url);
     }
     conn->strict_checked = true;
     for (;;) {
-        if (req->match.route->handler(req, &conn->reply) == HANDLER_DONE)
+        enum handler_result result = req->match.route->handler(req, &conn->reply);
+        if (result == HANDLER_DONE)
             return send_reply(req, method, url);
+        if (result == HANDLER_CLOSE)
+            return drop_reply(req, method, url);
         pthread_mutex_lock(&conn->wake_lock);
         if (conn->wake_pending) {
             conn->wake_pending = false;
@@ -504,7 +566,7 @@ static void append_body(struct http_request *req, const char *data, size_t len)
         return;
     }
     if (req->body_len + len + 1 > conn->body_cap) {
-        size_t cap = conn->body_cap ? conn->body_cap : 1024;
+        size_t cap = conn->body_cap ? conn->body_cap : len + 1; /* mostly one chunk */
         while (cap < req->body_len + len + 1)
             cap *= 2;
         req->body = realloc(req->body, cap);
@@ -596,6 +658,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
 {
     (void)cls;
     (void)version;
+    closing_gone_client = false;
     struct http_request *req = *con_cls;
     if (req == NULL) {
         req = request_new(mhd, state_of(mhd), method, url);
@@ -629,10 +692,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     return dispatch(req, method, url);
 }
 
-/* MHD_LogCallback: libmicrohttpd's own error lines, as JSON log lines. */
+/* MHD_LogCallback: libmicrohttpd's own error lines, as JSON log lines (but the
+ * one that follows drop_reply on the same thread). */
 static void log_library(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
+    if (closing_gone_client) {
+        closing_gone_client = false;
+        return;
+    }
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t n = strlen(line);
@@ -701,7 +769,8 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
         /* First, so that libmicrohttpd's complaints about the options below are JSON too. */
         MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)cfg->connection_buffer_bytes, MHD_OPTION_CONNECTION_LIMIT, max_conn,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
         NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
         on_connection, NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
@@ -750,6 +819,39 @@ json_t *http_request_json(struct http_request *req, struct fg_error *err)
     if (req->json == NULL)
         req->json = fgjson_parse_object(req->body, req->body_len, err);
     return req->json;
+}
+
+/* Replaces *field with a copy of text cut at cap - 1 bytes. */
+static void set_log_field(char **field, const char *text, size_t cap)
+{
+    free(*field);
+    *field = strndup(text, cap - 1);
+    FG_ASSERT(*field != NULL);
+}
+
+void http_request_log_subject(struct http_request *req, const char *fmt, ...)
+{
+    char subject[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(subject, sizeof subject, fmt, ap);
+    va_end(ap);
+    set_log_field(&req->log_subject, subject, sizeof subject);
+}
+
+void http_request_log_owner(struct http_request *req, const char *owner)
+{
+    set_log_field(&req->log_owner, owner, 128);
+}
+
+void http_request_drop_body(struct http_request *req)
+{
+    json_decref(req->json);
+    req->json = NULL;
+    free(req->body);
+    req->body = NULL;
+    req->body_len = 0;
+    req->conn->body_cap = 0;
 }
 
 int http_request_fd(const struct http_request *req)

@@ -25,8 +25,17 @@
 struct http_conn;
 struct api_key;
 
+/* The matched route and its decoded path parameters. */
+struct request_match {
+    const struct route *route;            /* matched entry, or NULL */
+    const char *params[ROUTE_MAX_PARAMS]; /* decoded parameters, in order ("" if absent) */
+    unsigned allowed; /* after FG_ERR_METHOD_NOT_ALLOWED: bits 1 << method of the path's methods */
+};
+
+/* A request, allocated with its parameters' and request id's text after it: a
+ * parked request keeps only what it uses. */
 struct http_request {
-    struct route_match match;        /* route and decoded path parameters */
+    struct request_match match;      /* route and decoded path parameters */
     enum http_method method;         /* request method (HEAD is GET) */
     char *body;                      /* request body bytes (owned), NUL-terminated */
     size_t body_len;                 /* bytes in body */
@@ -35,12 +44,13 @@ struct http_request {
     int64_t started_ms;              /* monotonic time the request arrived */
     void *state;                     /* handler's own state across suspensions */
     void (*state_free)(void *state); /* frees state when the request ends */
-    char log_subject[256];           /* lock or resource named in the request log */
-    char log_owner[128];             /* owner named in the request log */
+    char *log_subject;               /* lock or resource named in the request log (owned) */
+    char *log_owner;                 /* owner named in the request log (owned) */
     const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
                                         when auth is off */
-    char request_id[REQUEST_ID_MAX_BYTES + 1]; /* X-Request-Id: the client's or a fresh one */
-    struct http_conn *conn;                    /* server-private connection state */
+    const char *request_id;          /* X-Request-Id: the client's or a fresh one (in text) */
+    struct http_conn *conn;          /* server-private connection state */
+    char text[];                     /* the parameters' and request id's text, NUL after each */
 };
 
 /* Starts listening on cfg's address with routes (table ends with a NULL pattern).
@@ -74,6 +84,18 @@ json_t *http_request_json(struct http_request *req, struct fg_error *err);
  */
 int http_request_permit(const struct http_request *req, const char *needed,
                         struct fg_error *err) FG_WUR;
+
+/* Sets the lock or resource the request log line names (printf-style; the
+ * text is cut at 255 bytes). */
+void http_request_log_subject(struct http_request *req, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Sets the owner the request log line names (cut at 127 bytes). */
+void http_request_log_owner(struct http_request *req, const char *owner);
+
+/* Frees the body and its parsed JSON: a handler about to park calls it once it
+ * has copied what it keeps, so a parked request holds neither. */
+void http_request_drop_body(struct http_request *req);
 
 /* Socket of the connection (to watch a suspended client for hang-up). */
 int http_request_fd(const struct http_request *req);

@@ -80,6 +80,22 @@ void doorbell_add_orphan(char kind, const char *lease_id, const char *name)
     remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name));
 }
 
+bool doorbell_adopt(const char *lease_id)
+{
+    bool found = false;
+    pthread_mutex_lock(&bell.lock);
+    size_t keep = 0;
+    for (size_t i = 0; i < bell.norphans; i++) {
+        if (strcmp(bell.orphans[i].lease_id, lease_id) == 0)
+            found = true;
+        else
+            bell.orphans[keep++] = bell.orphans[i];
+    }
+    bell.norphans = keep;
+    pthread_mutex_unlock(&bell.lock);
+    return found && waiter_ring(lease_id);
+}
+
 /* Payload "<kind>|<lease>|<name>". */
 static void on_message(const char *payload, size_t len, void *ctx)
 {

@@ -12,6 +12,8 @@
 #ifndef FG_DOORBELL_H
 #define FG_DOORBELL_H
 
+#include <stdbool.h>
+
 #include "util/error.h"
 
 /* Gives back an unclaimed grant of kind ('l', 's') for lease on name. */
@@ -27,6 +29,11 @@ int doorbell_start(struct fg_error *err) FG_WUR;
  * it was handed over in-process; it is given back after the grace period
  * unless its waiter turns up (a retry being re-keyed). */
 void doorbell_add_orphan(char kind, const char *lease_id, const char *name);
+
+/* Takes back the orphaned grants of lease_id, if any: its waiter registered
+ * just after the grant (it queued before registering). Returns true if there
+ * was one; the waiter then looks again at once. */
+bool doorbell_adopt(const char *lease_id);
 
 /* Janitor: gives back orphaned grants older than the grace period. */
 void doorbell_reap_orphans(int64_t now_ms);

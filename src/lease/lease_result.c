@@ -42,6 +42,33 @@ int lease_script_run(enum fg_script script, const char *const *keys, const char 
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
 }
 
+void lease_leave_pack(const struct lease_leaver *ws, size_t n, char *out)
+{
+    FG_ASSERT(n > 0 && n <= LEASE_LEAVE_MAX);
+    for (size_t i = 0; i < n; i++) {
+        FG_ASSERT(strlen(ws[i].lease_id) == LEASE_ID_LEN && strlen(ws[i].attach) == LEASE_ID_LEN);
+        memcpy(out + 2 * i * LEASE_ID_LEN, ws[i].lease_id, LEASE_ID_LEN);
+        memcpy(out + (2 * i + 1) * LEASE_ID_LEN, ws[i].attach, LEASE_ID_LEN);
+    }
+    out[2 * n * LEASE_ID_LEN] = '\0';
+}
+
+int lease_leave_run(enum fg_script script, const char *const *keys, const char *const *argv,
+                    size_t n, bool *left, struct fg_error *err)
+{
+    json_t *out = NULL;
+    if (redis_script(script, keys, argv, &out, err) != 0)
+        return -1;
+    const char *digits = json_string_value(json_object_get(out, "left"));
+    int rc = 0;
+    if (digits == NULL || strlen(digits) != n)
+        rc = fg_fail(err, FG_ERR_INTERNAL, "%s answered no waiter list", lua_scripts[script].name);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        left[i] = digits[i] == '1';
+    json_decref(out);
+    return rc;
+}
+
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     struct lease_watch *out, struct fg_error *err)
 {

@@ -92,6 +92,29 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 int lease_script_run(enum fg_script script, const char *const *keys, const char *const *argv,
                      struct lease_result *res, struct fg_error *err) FG_WUR;
 
+#define LEASE_LEAVE_MAX    128 /* waiters one leave script takes */
+#define LEASE_LEAVE_PACKED (LEASE_LEAVE_MAX * 2 * LEASE_ID_LEN + 1)
+
+/* A waiter leaving a queue: its lease and the attach id of its connection. */
+struct lease_leaver {
+    const char *lease_id; /* LEASE_ID_LEN characters */
+    const char *attach;   /* LEASE_ID_LEN characters */
+};
+
+/* Packs waiters ws[0..n) (at most LEASE_LEAVE_MAX) into out (LEASE_LEAVE_PACKED
+ * bytes), as a leave script's "waiters" argument: each one's lease id and
+ * attach id, with no separator. */
+void lease_leave_pack(const struct lease_leaver *ws, size_t n, char *out);
+
+/*
+ * Runs leave script (SCRIPT_LOCK_LEAVE, SCRIPT_SEM_LEAVE) with keys and argv,
+ * whose "waiters" argument lease_leave_pack made of n waiters. Sets left[i]
+ * when waiter i is out of the queue; a false one holds its lease now and must
+ * be given up on its own.
+ */
+int lease_leave_run(enum fg_script script, const char *const *keys, const char *const *argv,
+                    size_t n, bool *left, struct fg_error *err) FG_WUR;
+
 /* Runs a watch script (SCRIPT_LOCK_WATCH, SCRIPT_SEM_WATCH) and reads its answer. */
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     struct lease_watch *out, struct fg_error *err) FG_WUR;

@@ -19,7 +19,7 @@
 #define TAKES_LOCK_KEYS(S) (S##_KEY_LIB_LOCK == 0 && S##_NKEYS == LIB_LOCK_NKEYS)
 _Static_assert(TAKES_LOCK_KEYS(LOCK_ACQUIRE) && TAKES_LOCK_KEYS(LOCK_CANCEL) &&
                    TAKES_LOCK_KEYS(LOCK_RELEASE) && TAKES_LOCK_KEYS(LOCK_RENEW) &&
-                   TAKES_LOCK_KEYS(LOCK_REVOKE),
+                   TAKES_LOCK_KEYS(LOCK_REVOKE) && TAKES_LOCK_KEYS(LOCK_LEAVE),
                "a lock transition script takes other keys than lua/lib_lock.lua's");
 
 /* Runs lock transition script `script` on lock name with argv. */
@@ -70,6 +70,19 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
         [LOCK_CANCEL_ARGV_CLAIM_MS] = claim, [LOCK_CANCEL_ARGV_MARKER_MS] = marker,
     };
     return lock_run(SCRIPT_LOCK_CANCEL, name, argv, res, err);
+}
+
+int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+               struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    char waiters[LEASE_LEAVE_PACKED];
+    lease_leave_pack(ws, n, waiters);
+    const char *argv[LOCK_LEAVE_NARGV] = {
+        [LOCK_LEAVE_ARGV_WAITERS] = waiters,
+    };
+    return lease_leave_run(SCRIPT_LOCK_LEAVE, k.key, argv, n, left, err);
 }
 
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,

@@ -29,6 +29,12 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
                 enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err) FG_WUR;
 
+/* Waiters ws[0..n) (at most LEASE_LEAVE_MAX) whose clients hung up leave the
+ * queue of lock name in one script call; left[i] false: waiter i holds the
+ * lock now and must be cancelled on its own (lock_cancel, drop). */
+int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+               struct fg_error *err) FG_WUR;
+
 /* Releases the lease and hands the lock to the next live waiter. */
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err) FG_WUR;

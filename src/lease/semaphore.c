@@ -21,7 +21,7 @@
 #define TAKES_SEM_KEYS(S) (S##_KEY_LIB_SEM == 0 && S##_NKEYS == LIB_SEM_NKEYS)
 _Static_assert(TAKES_SEM_KEYS(SEM_ACQUIRE) && TAKES_SEM_KEYS(SEM_CANCEL) &&
                    TAKES_SEM_KEYS(SEM_RELEASE) && TAKES_SEM_KEYS(SEM_RENEW) &&
-                   TAKES_SEM_KEYS(SEM_REVOKE),
+                   TAKES_SEM_KEYS(SEM_REVOKE) && TAKES_SEM_KEYS(SEM_LEAVE),
                "a semaphore transition script takes other keys than lua/lib_sem.lua's");
 
 /* Runs semaphore transition script `script` on semaphore name with argv. */
@@ -78,6 +78,21 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
         [SEM_CANCEL_ARGV_KEEP_MS] = keep,   [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
     return sem_run(SCRIPT_SEM_CANCEL, name, argv, res, err);
+}
+
+int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+              struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    char keep[24], waiters[LEASE_LEAVE_PACKED];
+    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
+    lease_leave_pack(ws, n, waiters);
+    const char *argv[SEM_LEAVE_NARGV] = {
+        [SEM_LEAVE_ARGV_KEEP_MS] = keep,
+        [SEM_LEAVE_ARGV_WAITERS] = waiters,
+    };
+    return lease_leave_run(SCRIPT_SEM_LEAVE, k.key, argv, n, left, err);
 }
 
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,

@@ -31,6 +31,12 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
                enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err) FG_WUR;
 
+/* Waiters ws[0..n) (at most LEASE_LEAVE_MAX) whose clients hung up leave the
+ * queue of semaphore name in one script call; left[i] false: waiter i holds a
+ * slot now and must be cancelled on its own (sem_cancel, drop). */
+int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+              struct fg_error *err) FG_WUR;
+
 /* Releases the lease's slot and hands it to the oldest live waiter. */
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err) FG_WUR;

@@ -6,6 +6,16 @@
  * under the registry lock, so a wake that races with parking is never lost:
  * waiter_park refuses to park while a reason is pending.
  *
+ * Lookups are constant-time, since the registry may hold tens of thousands of
+ * waiters and every lookup runs under its one lock: waiters sit in a hash
+ * table of their lease ids, a hang-up is found by the socket's descriptor (an
+ * array indexed by descriptor; the epoll event carries the descriptor and the
+ * waiter's serial, so a late event for an earlier request on a reused
+ * descriptor is ignored), and the parked ones sit in a binary heap by re-check
+ * time, from which the janitor's tick takes only those whose time came.
+ * Watchers have no lease id and sit on a list of their own, which the news of
+ * an ended lease walks.
+ *
  * Hang-ups. Only a reset or a full close of the client's socket ends a wait; a
  * client that half-closes (sends its request, then shuts down its write side)
  * still waits for its answer. Both kinds of close arrive as the same FIN, and
@@ -14,12 +24,16 @@
  * gateway send one byte of TCP urgent data, which an HTTP client never reads
  * (without SO_OOBINLINE the byte is not part of the stream it reads), and
  * watch for the reset that a closed socket sends back. A reset ends the wait
- * at once.
+ * at once. The janitor gathers the parked waiters whose clients reset in one
+ * pass (up to HANGUP_BATCH) and lets their leave hook take them out of their
+ * queues together (one script call per lock and batch, not one per waiter)
+ * before it wakes them to answer.
  */
 #include "lease/waiter.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -28,11 +42,22 @@
 #include "gateway.h"
 #include "http/server.h"
 
+#define HASH_MIN_BUCKETS 1024
+#define HANGUP_BATCH     256 /* epoll events taken at once */
+
 static struct {
     pthread_mutex_t lock;
-    struct waiter *head;
-    long count;
-    uint64_t next_serial;
+    struct waiter *waiters;  /* waiters (watch_kind 0) */
+    struct waiter *watchers; /* watchers (watch_kind set, no lease id) */
+    struct waiter **buckets; /* hash table of waiters by lease id */
+    size_t nbuckets;         /* a power of two */
+    struct waiter **by_fd;   /* parked client sockets: descriptor -> waiter */
+    size_t nfds;             /* entries of by_fd */
+    long count;              /* registered waiters and watchers */
+    uint32_t next_serial;    /* serial of the next waiter */
+    struct waiter **timers;  /* parked waiters, a min-heap by next_check_ms */
+    size_t ntimers;          /* entries of the heap */
+    size_t timers_cap;       /* allocated entries */
     int epoll_fd;
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .epoll_fd = -1};
 
@@ -41,15 +66,74 @@ int waiter_registry_init(struct fg_error *err)
     reg.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (reg.epoll_fd < 0)
         return fg_fail(err, FG_ERR_INTERNAL, "epoll_create1: %s", strerror(errno));
+    reg.nbuckets = HASH_MIN_BUCKETS;
+    reg.buckets = calloc(reg.nbuckets, sizeof *reg.buckets);
+    FG_ASSERT(reg.buckets != NULL);
     return 0;
 }
 
-/* The one state transition function. Caller holds reg.lock. */
+/* Puts the heap entry w at slot i. */
+static void timer_place(struct waiter *w, size_t i)
+{
+    reg.timers[i] = w;
+    w->timer_slot = i;
+}
+
+/* Moves the entry at slot i up or down until the heap is in order again. */
+static void timer_fix(size_t i)
+{
+    struct waiter *w = reg.timers[i];
+    while (i > 0 && reg.timers[(i - 1) / 2]->next_check_ms > w->next_check_ms) {
+        timer_place(reg.timers[(i - 1) / 2], i);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, r = l + 1;
+        int64_t at = w->next_check_ms;
+        if (l < reg.ntimers && reg.timers[l]->next_check_ms < at)
+            least = l, at = reg.timers[l]->next_check_ms;
+        if (r < reg.ntimers && reg.timers[r]->next_check_ms < at)
+            least = r;
+        if (least == i)
+            break;
+        timer_place(reg.timers[least], i);
+        i = least;
+    }
+    timer_place(w, i);
+}
+
+static void timer_add(struct waiter *w)
+{
+    if (reg.ntimers == reg.timers_cap) {
+        reg.timers_cap = reg.timers_cap ? 2 * reg.timers_cap : 1024;
+        reg.timers = realloc(reg.timers, reg.timers_cap * sizeof *reg.timers);
+        FG_ASSERT(reg.timers != NULL);
+    }
+    timer_place(w, reg.ntimers++);
+    timer_fix(w->timer_slot);
+}
+
+static void timer_remove(struct waiter *w)
+{
+    size_t i = w->timer_slot;
+    struct waiter *last = reg.timers[--reg.ntimers];
+    if (last == w)
+        return;
+    timer_place(last, i);
+    timer_fix(i);
+}
+
+/* The one state transition function: a parked waiter is in the timer heap,
+ * and running again resumes a suspended request. Caller holds reg.lock. */
 static void waiter_set_state(struct waiter *w, enum waiter_state to)
 {
     enum waiter_state from = w->state;
     w->state = to;
-    if (from == WAITER_PARKED && to == WAITER_RUNNING)
+    if (from == WAITER_PARKED)
+        timer_remove(w);
+    if (to == WAITER_PARKED)
+        timer_add(w);
+    if ((from == WAITER_PARKED || from == WAITER_LEAVING) && to == WAITER_RUNNING)
         http_request_wake(w->req);
 }
 
@@ -61,18 +145,95 @@ static void wake(struct waiter *w, unsigned reason)
         waiter_set_state(w, WAITER_RUNNING);
 }
 
+/* The bucket of a lease id (random hex: its first digits hash well enough). */
+static struct waiter **bucket_of(const char *lease_id)
+{
+    size_t h = 0;
+    for (size_t i = 0; i < 12 && lease_id[i] != '\0'; i++)
+        h = h * 31 + (unsigned char)lease_id[i];
+    return &reg.buckets[h & (reg.nbuckets - 1)];
+}
+
+static void hash_insert(struct waiter *w)
+{
+    struct waiter **b = bucket_of(w->lease_id);
+    w->hash_next = *b;
+    *b = w;
+}
+
+static void hash_remove(struct waiter *w)
+{
+    for (struct waiter **p = bucket_of(w->lease_id); *p != NULL; p = &(*p)->hash_next)
+        if (*p == w) {
+            *p = w->hash_next;
+            break;
+        }
+    w->hash_next = NULL;
+}
+
+/* Doubles the table once it holds twice as many waiters as buckets. */
+static void hash_grow(void)
+{
+    if (reg.count < 2 * (long)reg.nbuckets)
+        return;
+    struct waiter **old = reg.buckets;
+    size_t nold = reg.nbuckets;
+    reg.nbuckets *= 2;
+    reg.buckets = calloc(reg.nbuckets, sizeof *reg.buckets);
+    FG_ASSERT(reg.buckets != NULL);
+    for (size_t i = 0; i < nold; i++)
+        for (struct waiter *w = old[i], *next; w != NULL; w = next) {
+            next = w->hash_next;
+            hash_insert(w);
+        }
+    free(old);
+}
+
+/* What w's epoll event carries: its serial and its descriptor. */
+static uint64_t epoll_key(const struct waiter *w)
+{
+    return (uint64_t)w->serial << 32 | (uint32_t)w->fd;
+}
+
+/* Remembers that fd belongs to w, growing the table to fit. */
+static void fd_insert(struct waiter *w)
+{
+    if ((size_t)w->fd >= reg.nfds) {
+        size_t n = reg.nfds ? reg.nfds : 1024;
+        while (n <= (size_t)w->fd)
+            n *= 2;
+        struct waiter **grown = realloc(reg.by_fd, n * sizeof *grown);
+        FG_ASSERT(grown != NULL);
+        memset(grown + reg.nfds, 0, (n - reg.nfds) * sizeof *grown);
+        reg.by_fd = grown;
+        reg.nfds = n;
+    }
+    reg.by_fd[w->fd] = w;
+}
+
+/* The head of the list w belongs on. */
+static struct waiter **list_of(const struct waiter *w)
+{
+    return w->watch_kind != 0 ? &reg.watchers : &reg.waiters;
+}
+
 static void unlink_waiter(struct waiter *w)
 {
     if (w->prev != NULL)
         w->prev->next = w->next;
     else
-        reg.head = w->next;
+        *list_of(w) = w->next;
     if (w->next != NULL)
         w->next->prev = w->prev;
     w->next = w->prev = NULL;
+    if (w->watch_kind == 0)
+        hash_remove(w);
     w->linked = false;
-    if (w->fd >= 0)
+    if (w->fd >= 0) {
         epoll_ctl(reg.epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
+        if ((size_t)w->fd < reg.nfds && reg.by_fd[w->fd] == w)
+            reg.by_fd[w->fd] = NULL;
+    }
     reg.count--;
 }
 
@@ -80,7 +241,7 @@ static struct waiter *find_locked(const char *lease_id)
 {
     if (lease_id[0] == '\0')
         return NULL; /* watchers have no lease id */
-    for (struct waiter *w = reg.head; w != NULL; w = w->next)
+    for (struct waiter *w = *bucket_of(lease_id); w != NULL; w = w->hash_next)
         if (strcmp(w->lease_id, lease_id) == 0)
             return w;
     return NULL;
@@ -114,16 +275,22 @@ int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
     w->state = WAITER_RUNNING;
     w->serial = ++reg.next_serial;
     w->fd = http_request_fd(req);
+    struct waiter **head = list_of(w);
     w->prev = NULL;
-    w->next = reg.head;
-    if (reg.head != NULL)
-        reg.head->prev = w;
-    reg.head = w;
+    w->next = *head;
+    if (*head != NULL)
+        (*head)->prev = w;
+    *head = w;
     w->linked = true;
     reg.count++;
+    if (w->watch_kind == 0) {
+        hash_grow();
+        hash_insert(w);
+    }
     if (w->fd >= 0) {
+        fd_insert(w);
         /* EPOLLHUP and EPOLLERR are always reported */
-        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT, .data.u64 = w->serial};
+        struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT, .data.u64 = epoll_key(w)};
         epoll_ctl(reg.epoll_fd, EPOLL_CTL_ADD, w->fd, &ev);
     }
     pthread_mutex_unlock(&reg.lock);
@@ -134,7 +301,12 @@ void waiter_rekey(struct waiter *w, const char *lease_id)
 {
     pthread_mutex_lock(&reg.lock);
     supersede_locked(lease_id, w);
+    bool hashed = w->linked && w->watch_kind == 0;
+    if (hashed)
+        hash_remove(w);
     snprintf(w->lease_id, sizeof w->lease_id, "%s", lease_id);
+    if (hashed)
+        hash_insert(w);
     pthread_mutex_unlock(&reg.lock);
 }
 
@@ -143,7 +315,7 @@ void waiter_remove(struct waiter *w)
     pthread_mutex_lock(&reg.lock);
     if (w->linked)
         unlink_waiter(w);
-    w->state = WAITER_GONE;
+    waiter_set_state(w, WAITER_GONE);
     pthread_mutex_unlock(&reg.lock);
 }
 
@@ -193,7 +365,7 @@ bool waiter_deliver(const char *lease_id, void (*deliver)(struct waiter *w, void
 void waiter_ring_watchers(char kind, const char *name, int64_t fence)
 {
     pthread_mutex_lock(&reg.lock);
-    for (struct waiter *w = reg.head; w != NULL; w = w->next)
+    for (struct waiter *w = reg.watchers; w != NULL; w = w->next)
         if (w->watch_kind == kind && w->watch_fence == fence && strcmp(w->watch_name, name) == 0)
             wake(w, WAKE_DOORBELL);
     pthread_mutex_unlock(&reg.lock);
@@ -202,7 +374,9 @@ void waiter_ring_watchers(char kind, const char *name, int64_t fence)
 void waiter_wake_all(unsigned reason)
 {
     pthread_mutex_lock(&reg.lock);
-    for (struct waiter *w = reg.head; w != NULL; w = w->next)
+    for (struct waiter *w = reg.waiters; w != NULL; w = w->next)
+        wake(w, reason);
+    for (struct waiter *w = reg.watchers; w != NULL; w = w->next)
         wake(w, reason);
     pthread_mutex_unlock(&reg.lock);
 }
@@ -210,10 +384,17 @@ void waiter_wake_all(unsigned reason)
 void waiter_tick(int64_t now_ms)
 {
     pthread_mutex_lock(&reg.lock);
-    for (struct waiter *w = reg.head; w != NULL; w = w->next)
-        if (w->state == WAITER_PARKED && now_ms >= w->next_check_ms)
-            wake(w, WAKE_TIMER);
+    while (reg.ntimers > 0 && reg.timers[0]->next_check_ms <= now_ms)
+        wake(reg.timers[0], WAKE_TIMER);
     pthread_mutex_unlock(&reg.lock);
+}
+
+/* The waiter an epoll event is about, if it is still the one registered. */
+static struct waiter *hung_up(uint64_t data)
+{
+    uint32_t fd = (uint32_t)data, serial = (uint32_t)(data >> 32);
+    struct waiter *w = fd < reg.nfds ? reg.by_fd[fd] : NULL;
+    return w != NULL && w->serial == serial ? w : NULL;
 }
 
 /* The client of w sent a FIN: probe whether it still holds its socket (one
@@ -226,27 +407,59 @@ static void probe_half_close(struct waiter *w)
         wake(w, WAKE_HANGUP);
         return;
     }
-    struct epoll_event ev = {.events = EPOLLONESHOT, .data.u64 = w->serial};
+    struct epoll_event ev = {.events = EPOLLONESHOT, .data.u64 = epoll_key(w)};
     epoll_ctl(reg.epoll_fd, EPOLL_CTL_MOD, w->fd, &ev);
+}
+
+/* Runs the leave hooks of ws[0..n) (all WAITER_LEAVING), each once per batch
+ * of the waiters that share it, then wakes them all with WAKE_HANGUP. Called
+ * without reg.lock. */
+static void leave_all(struct waiter **ws, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        waiter_leave_fn leave = ws[done]->leave;
+        size_t same = done;
+        for (size_t i = done; i < n; i++) {
+            if (ws[i]->leave != leave)
+                continue;
+            struct waiter *w = ws[i];
+            ws[i] = ws[same];
+            ws[same++] = w;
+        }
+        leave(ws + done, same - done);
+        done = same;
+    }
+    pthread_mutex_lock(&reg.lock);
+    for (size_t i = 0; i < n; i++) {
+        ws[i]->wake_reasons |= WAKE_HANGUP;
+        waiter_set_state(ws[i], WAITER_RUNNING);
+    }
+    pthread_mutex_unlock(&reg.lock);
 }
 
 void waiter_watch_hangups(int timeout_ms)
 {
-    struct epoll_event events[64];
-    int n = epoll_wait(reg.epoll_fd, events, 64, timeout_ms);
+    struct epoll_event events[HANGUP_BATCH];
+    int n = epoll_wait(reg.epoll_fd, events, HANGUP_BATCH, timeout_ms);
     if (n <= 0)
         return;
+    struct waiter *leaving[HANGUP_BATCH];
+    size_t nleaving = 0;
     pthread_mutex_lock(&reg.lock);
-    for (int i = 0; i < n; i++)
-        for (struct waiter *w = reg.head; w != NULL; w = w->next) {
-            if (w->serial != events[i].data.u64)
-                continue;
-            if (events[i].events & (EPOLLHUP | EPOLLERR))
-                wake(w, WAKE_HANGUP);
-            else
-                probe_half_close(w);
-        }
+    for (int i = 0; i < n; i++) {
+        struct waiter *w = hung_up(events[i].data.u64);
+        if (w == NULL)
+            continue;
+        if (!(events[i].events & (EPOLLHUP | EPOLLERR)))
+            probe_half_close(w);
+        else if (w->state == WAITER_PARKED && w->leave != NULL) {
+            waiter_set_state(w, WAITER_LEAVING);
+            leaving[nleaving++] = w;
+        } else
+            wake(w, WAKE_HANGUP);
+    }
     pthread_mutex_unlock(&reg.lock);
+    leave_all(leaving, nleaving);
 }
 
 long waiter_count(void)

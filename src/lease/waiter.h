@@ -2,20 +2,26 @@
 /*
  * waiter.h - the registry of requests parked while they wait for a lock or a
  * semaphore slot. A waiter lives inside its handler's request state; the
- * registry finds it by lease id (doorbell), by deadline or re-check time
- * (janitor ticks) and by socket hang-up (an epoll set of the parked clients'
- * sockets), and wakes the parked request with the reason. One mutex guards it.
- * Watchers of a lease (GET ...?watch=true) are waiters too: they have no lease
- * id of their own and are found by the lease they watch (kind, name, fence).
+ * registry finds it by lease id (doorbell: a hash table), by deadline or
+ * re-check time (janitor ticks: a heap of the parked waiters by time) and by
+ * socket hang-up (an epoll set of the parked clients' sockets, found again by
+ * descriptor), and wakes the parked request with the reason. One mutex guards
+ * it; no lookup walks all waiters, so ten thousand of them cost a doorbell or
+ * a hang-up no more than ten. Watchers of a lease (GET ...?watch=true) are
+ * waiters too: they have no lease id of their own, live on a list of their
+ * own and are found by the lease they watch (kind, name, fence).
  *
  * States: WAITER_RUNNING (its handler is on a thread), WAITER_PARKED (the
- * connection is suspended), WAITER_GONE (not registered). waiter_set_state is the
- * one place that moves between them.
+ * connection is suspended), WAITER_LEAVING (its client hung up while it was
+ * parked; still suspended while the janitor takes it out of its queue together
+ * with the others that hung up), WAITER_GONE (not registered).
+ * waiter_set_state is the one place that moves between them.
  */
 #ifndef FG_WAITER_H
 #define FG_WAITER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "auth/token.h"
@@ -27,7 +33,20 @@ enum waiter_state {
     WAITER_GONE,
     WAITER_RUNNING,
     WAITER_PARKED,
+    WAITER_LEAVING,
 };
+
+struct waiter;
+
+/*
+ * Takes waiters ws[0..n) whose clients hung up out of their queues, many at
+ * once. The janitor calls it outside the registry lock with waiters that share
+ * this hook, all WAITER_LEAVING: their requests are suspended and cannot end
+ * meanwhile. It records in each waiter's own state what it did; the waiters
+ * are then woken with WAKE_HANGUP, and a waiter it could not take out leaves
+ * on its own as it wakes.
+ */
+typedef void (*waiter_leave_fn)(struct waiter *const *ws, size_t n);
 
 enum waiter_wake {
     WAKE_DOORBELL = 1 << 0,   /* the lease may have been granted */
@@ -41,16 +60,19 @@ struct waiter {
     char lease_id[LEASE_ID_LEN + 1]; /* key of the registry */
     struct http_request *req;        /* the parked request (borrowed) */
     int fd;                          /* the client's socket, watched for hang-up */
+    uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
     int64_t deadline_ms;             /* monotonic time the wait ends */
     int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
     enum waiter_state state;         /* see above; guarded by the registry lock */
     unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
-    uint64_t serial;                 /* identifies the waiter in the epoll set */
     bool linked;                     /* in the registry (false once superseded) */
     char watch_kind;                 /* watchers: kind of the watched lease ('l', 's'), else 0 */
     int64_t watch_fence;             /* watchers: fence of the watched lease */
     const char *watch_name;          /* watchers: its lock or semaphore (borrowed) */
-    struct waiter *next, *prev;      /* registry list */
+    struct waiter *next, *prev;      /* list of waiters, or of watchers */
+    struct waiter *hash_next;        /* chain of its lease id's hash bucket */
+    size_t timer_slot;               /* parked: its place in the timer heap */
+    waiter_leave_fn leave;           /* leaves many at once after hang-ups; NULL: on its own */
 };
 
 /* Creates the epoll set. */
@@ -97,7 +119,8 @@ void waiter_wake_all(unsigned reason);
 void waiter_tick(int64_t now_ms);
 
 /* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them
- * (a reset or a close at once; a half-close never). */
+ * (a reset or a close at once; a half-close never); parked waiters with a
+ * leave hook are first taken out of their queues by it, many per call. */
 void waiter_watch_hangups(int timeout_ms);
 
 /* Waiters registered now. */

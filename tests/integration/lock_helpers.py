@@ -77,12 +77,12 @@ def raw_request(port: int, data: bytes, timeout: float = 10.0) -> tuple[int, byt
         return read_response(s)
 
 
-def raw_acquire(port: int, name: str, body: dict, timeout: float = 30.0) -> socket.socket:
-    """Sends POST /v1/locks/{name}/acquire with body on a new raw socket and returns the socket without
+def raw_acquire(port: int, name: str, body: dict, timeout: float = 30.0, kind: str = "locks") -> socket.socket:
+    """Sends POST /v1/{kind}/{name}/acquire with body on a new raw socket and returns the socket without
     reading the answer (for tests that close, half-close or reset a waiting client)."""
     data = json.dumps(body).encode()
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    s.sendall(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+    s.sendall(f"POST /v1/{kind}/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
               f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
     return s
 

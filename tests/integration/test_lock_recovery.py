@@ -5,6 +5,8 @@
   and not before the TTL;
 - a waiter whose client closes its socket mid-wait: it leaves the queue, so the next waiter gets the lock
   right after the holder releases (not after the vanished waiter's TTL);
+- many waiters whose clients close at once (the gateway takes them out of the queue together): all of
+  them leave, on a lock and on a semaphore, and the live waiters among them keep their order;
 - a gateway killed with SIGKILL while its waiters are queued: a waiter of another gateway queued behind
   them gets the lock within a few seconds of the release (the dead gateway's waiter lease), not stuck,
   and a client retrying through another gateway with the same request_id starts afresh.
@@ -42,6 +44,15 @@ class Waiter(threading.Thread):
         except Exception as e:  # noqa: BLE001 - inspected by the test
             self.error = e
         self.done_at = time.monotonic()
+
+
+def wait_for(check, what: str, timeout: float = 30.0) -> None:
+    """Polls check() until it is true; fails naming what after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout}s")
+        time.sleep(0.02)
 
 
 class CrashRecoveryTest(unittest.TestCase):
@@ -93,6 +104,52 @@ class CrashRecoveryTest(unittest.TestCase):
         st = status(self.client, name)
         self.assertEqual((st["held"], st["fence"], st["waiting"]), (True, w.response.body["fence"], 0))
         self.assertEqual(release(self.client, name, w.response.body["token"]).status, 200)
+
+    def test_waiters_that_hang_up_together_leave_and_the_rest_keep_their_order(self):
+        name = unique_name("hangups")
+        held = acquire(self.client, name, ttl_ms=60000)
+        self.assertEqual(held.status, 200, held)
+        body = {"ttl_ms": 30000, "wait_ms": 60000}
+        first = [raw_acquire(self.gw.port, name, body) for _ in range(40)]
+        wait_for_waiting(self.client, name, 40)
+        a = Waiter(self.gw, name, ttl_ms=30000, wait_ms=60000)
+        a.start()
+        wait_for_waiting(self.client, name, 41)
+        second = [raw_acquire(self.gw.port, name, body) for _ in range(40)]
+        wait_for_waiting(self.client, name, 81)
+        b = Waiter(self.gw, name, ttl_ms=30000, wait_ms=60000)
+        b.start()
+        wait_for_waiting(self.client, name, 82)
+        for s in first + second:
+            s.close()
+        wait_for_waiting(self.client, name, 2, timeout=30)  # the 80 vanished waiters left, a and b stay
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        a.join(30)
+        self.assertIsNone(a.error)
+        self.assertEqual(a.response.status, 200, f"the first live waiter did not get the lock: {a.response}")
+        self.assertTrue(b.is_alive(), "the second live waiter was answered before the first released")
+        self.assertEqual(release(self.client, name, a.response.body["token"]).status, 200)
+        b.join(30)
+        self.assertIsNone(b.error)
+        self.assertEqual(b.response.status, 200, b.response)
+        self.assertGreater(b.response.body["fence"], a.response.body["fence"])
+        self.assertEqual(release(self.client, name, b.response.body["token"]).status, 200)
+
+    def test_semaphore_waiters_that_hang_up_together_leave(self):
+        name = unique_name("sem-hangups")
+        path = f"/v1/semaphores/{name}"
+        held = self.client.post(path + "/acquire", {"limit": 1, "ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+        body = {"limit": 1, "ttl_ms": 30000, "wait_ms": 60000}
+        socks = [raw_acquire(self.gw.port, name, body, kind="semaphores") for _ in range(50)]
+        wait_for(lambda: self.client.get(path).body["waiting"] == 50, "50 semaphore waiters queued")
+        for s in socks:
+            s.close()
+        wait_for(lambda: self.client.get(path).body["waiting"] == 0, "the semaphore's queue emptied")
+        st = self.client.get(path).body
+        self.assertEqual((st["holders"], st["waiting"]), (1, 0))
+        self.assertEqual(self.client.post(path + "/release", {"token": held.body["token"]}).status, 200)
+        self.assertEqual(self.client.get(path).body["holders"], 0)
 
     def test_killed_gateway_does_not_wedge_the_queue(self):
         name = unique_name("killed")

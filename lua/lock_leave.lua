@@ -1,0 +1,33 @@
+-- uses: lib_lease.lua lib_lock.lua
+-- SPDX-License-Identifier: Apache-2.0
+-- lock_leave.lua: waiters of lock N whose clients hung up leave its queue, many
+-- in one step (the gateway gathers them as the hang-ups arrive).
+-- KEYS: lib_lock.lua
+-- ARGV: waiters
+--   waiters: per waiter its lease id and its attach id, 32 characters each,
+--   with no separator.
+-- Returns JSON {r = 'left', left = "<one digit per waiter>"}: 1 when the waiter
+-- is out of the queue (it left now, or was no longer there, or a retry of its
+-- request owns it), 0 when its lease holds the lock (a grant came first): that
+-- one must be given up on its own (lock_cancel.lua, mode drop).
+local packed = ARGV[1]
+local k = lock_keys()
+local holder = redis.call('HGET', k.h, 'lease')
+local left = {}
+for i = 1, #packed, 64 do
+  local lease, attach = string.sub(packed, i, i + 31), string.sub(packed, i + 32, i + 63)
+  local out = '1'
+  if lease == holder then
+    out = '0'
+  else
+    local raw = redis.call('HGET', k.w, lease)
+    local w = raw and cjson.decode(raw)
+    if w and w.attach == attach then
+      rid_forget(k, w.rid, lease)
+      redis.call('ZREM', k.q, lease)
+      redis.call('HDEL', k.w, lease)
+    end
+  end
+  left[#left + 1] = out
+end
+return cjson.encode({r = 'left', left = table.concat(left)})
