@@ -168,13 +168,10 @@ class LeaseEdges(GatewayTest):
         offending = []
         with Redis() as r:
             for keys, inner in calls:
-                # lease_list.lua (a listing, or the janitor's pruning pass, which may fall in this window)
-                # is the one script that builds keys: those of the locks or semaphores it lists.
-                listed = ("fg:lk:{",) if keys == {"fg:idx:lk"} else ("fg:sm:{",) if keys == {"fg:idx:sm"} else ()
                 for cmd in inner:
                     touched = command_keys(r, cmd)
                     for k in touched:
-                        if k not in keys and not k.startswith(listed):
+                        if k not in keys:
                             offending.append((cmd[0], k))
         self.assertEqual(offending, [], "keys built inside scripts, not passed in KEYS")
 
