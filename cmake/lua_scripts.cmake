@@ -2,7 +2,8 @@
 # lua_scripts.cmake - the C side of the Lua scripts, generated from the scripts' own headers, so that C
 # and Lua cannot disagree on which script takes which keys and arguments.
 #
-#   cmake -DLUA_DIR=lua -DKEYS_H=src/store/keys.h -DOUT_DIR=<dir> -P cmake/lua_scripts.cmake
+#   cmake -DLUA_DIR=lua -DKEYS_H=src/store/keys.h [-DLIMITS_H=src/fglimits.h] -DOUT_DIR=<dir> \
+#         -P cmake/lua_scripts.cmake
 #
 # Reads the leading comment block of every lua/*.lua:
 #   -- uses: lib_a.lua lib_b.lua    (first line) libraries put before the script, in this order
@@ -15,13 +16,14 @@
 #                  <NAME>_KEY_<LIB> / <NAME>_ARGV_<LIB>, where the list of library <LIB> starts
 #   lua_scripts.c  lua_scripts[], (name, source, counts) per script, in enum order (embedded.h)
 #   lua/<file>     each script as Redis runs it: "local NAME = '<value>'" for every name of KEYS_H the
-#                  code of the script or its libraries mentions, "local KEYS_AT_<LIB> = <n>" (and
+#                  code of the script or its libraries mentions, "local NAME = <n>" for every number
+#                  of LIMITS_H (a "#define NAME <decimal>") it mentions, "local KEYS_AT_<LIB> = <n>" (and
 #                  ARGV_AT_<LIB>) for each mentioned library list, n where it starts in KEYS (1-based),
 #                  then the libraries, then the script
 # Fails the build on: an unknown library or list, a name declared twice in one list, a KEYS[n] or
 # ARGV[n] (n a number) past what the script declares, a library that indexes KEYS or ARGV by number
 # while the script's list does not start with the library's, a KEYS_AT_<LIB> the script's list lacks,
-# or a macro of KEYS_H that is no string.
+# a macro of KEYS_H that is no string, or a name of LIMITS_H that KEYS_H defines too.
 cmake_minimum_required(VERSION 3.18)
 include(${CMAKE_CURRENT_LIST_DIR}/c_string.cmake)
 
@@ -56,6 +58,22 @@ foreach(line ${defines})
   set(VALUE_${name} "${value}")
   list(APPEND NAMES ${name})
 endforeach()
+
+# --- the numbers of LIMITS_H (optional): NUMBERS (in order), and VALUE_<name> ------------------------------
+set(NUMBERS "")
+if(DEFINED LIMITS_H)
+  file(READ ${LIMITS_H} limits_text)
+  string(REGEX MATCHALL "#define [A-Z0-9_]+ +[0-9]+[ \n]" defines "${limits_text}")
+  foreach(line ${defines})
+    string(REGEX REPLACE "^#define ([A-Z0-9_]+) +([0-9]+)[ \n]$" "\\1" name "${line}")
+    string(REGEX REPLACE "^#define ([A-Z0-9_]+) +([0-9]+)[ \n]$" "\\2" value "${line}")
+    if(DEFINED VALUE_${name})
+      fail("${LIMITS_H}: ${name} is a name of ${KEYS_H} too")
+    endif()
+    set(VALUE_${name} ${value})
+    list(APPEND NUMBERS ${name})
+  endforeach()
+endif()
 
 # --- the headers of lua/ -----------------------------------------------------------------------------------
 file(GLOB lua_files ${LUA_DIR}/*.lua)
@@ -236,6 +254,11 @@ foreach(stem ${SCRIPTS})
   foreach(name ${NAMES})
     if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
       string(APPEND prologue "local ${name} = '${VALUE_${name}}'\n")
+    endif()
+  endforeach()
+  foreach(name ${NUMBERS})
+    if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
+      string(APPEND prologue "local ${name} = ${VALUE_${name}}\n")
     endif()
   endforeach()
   set(at_names "")

@@ -22,9 +22,9 @@
 --   ended        base..KEY_SUFFIX_ENDED     sorted set of "<fence>|<reason>" (below)
 --   revoked      KEY_REVOKED                the revoked fences (below)
 
--- How long a request_id outlives its lease's expiry (a late retry then
--- answers "ended", not a second lease).
-local RID_GRACE_MS = 60000
+-- REQUEST_ID_GRACE_MS (src/fglimits.h, put before the script by the build):
+-- how long a request_id outlives its lease's expiry (a late retry then answers
+-- "ended", not a second lease).
 
 local function lease_keys(first)
   return {fence = KEYS[first], fence_limit = KEYS[first + 1], gateways = KEYS[first + 2],
@@ -71,7 +71,7 @@ end
 
 -- Request ids. A request_id maps to its lease while a retry could still come:
 -- until the wait and the lease of its latest request could have ended (the
--- caller's request_id ttl), and, once granted, until RID_GRACE_MS after the
+-- caller's request_id ttl), and, once granted, until REQUEST_ID_GRACE_MS after the
 -- lease's expiry, refreshed at grant, claim and renew. Never shortened; ids
 -- whose time is up are pruned a few at a time.
 
@@ -102,7 +102,7 @@ end
 
 -- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed).
 local function rid_hold(lk, rid, lease, expires_at, now)
-  rid_keep(lk, rid, lease, tonumber(expires_at) + RID_GRACE_MS, now)
+  rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now)
 end
 
 -- Forgets rid if it still names lease.

@@ -42,11 +42,10 @@ end
 -- of another gateway lasts claim_ms (capped by the waiter's ttl) until that
 -- gateway claims it; the doorbell tells it. A grant to a waiter of the calling
 -- gateway (inst) gets its whole lease at once and is listed in handoff (at most
--- MAX_HANDOFF), so the caller wakes that waiter in-process with the grant in
+-- LEASE_MAX_HANDOFF of src/fglimits.h), so the caller wakes that waiter in-process with the grant in
 -- hand: no doorbell and no claim round trip. It stays "unclaimed" so that an
 -- orphan give-back can still free it. Issues no fence unless the sequence may
 -- issue one (lib_lease.lua).
-local MAX_HANDOFF = 16
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
   if not limit or not redis.call('ZRANGE', k.q, 0, 0)[1] then return end -- nobody waits
   if not fence_ready(k) then return end
@@ -61,7 +60,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
       local w = cjson.decode(raw)
       if gateway_alive(k, w.inst, now) then
         local fence = redis.call('INCR', k.fence)
-        local here = w.inst == inst and #handoff < MAX_HANDOFF
+        local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
         local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
         redis.call('ZADD', k.h, expires_at, head)
         redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,

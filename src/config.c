@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c - defaults, JSON file and environment, merged into one struct config.
- * Every setting is described once in a table (name, type, range, place in the
- * struct), so the JSON reader, the environment reader and the error messages all
- * agree on what exists. It never talks to Redis or Postgres: checks that need a
+ * Every setting is described once in a table (name, type, default, range, place
+ * in the struct), so the defaults, the JSON reader, the environment reader and
+ * the error messages all agree on what exists; the numbers themselves are those
+ * of fglimits.h. It never talks to Redis or Postgres: checks that need a
  * backend (does the table exist?) happen at start-up in main.c.
  */
 #include "config.h"
 
 #include "auth/keys.h"
 #include "auth/token.h"
+#include "fglimits.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,20 +29,21 @@ struct setting {
     const char *env;       /* FENCEGATE_... or NULL if file-only */
     enum setting_type type;
     size_t offset;      /* offsetof(struct config, field) */
+    long long dflt;     /* default of an integer setting (0 for the derived ones) */
     long long min, max; /* range of an integer setting */
 };
 
 #define S_STR(path, env, field)                                                                    \
     {                                                                                              \
-        path, env, SETTING_STRING, offsetof(struct config, field), 0, 0                            \
+        path, env, SETTING_STRING, offsetof(struct config, field), 0, 0, 0                         \
     }
-#define S_INT(path, env, field, lo, hi)                                                            \
+#define S_INT(path, env, field, dflt, lo, hi)                                                      \
     {                                                                                              \
-        path, env, SETTING_INT, offsetof(struct config, field), lo, hi                             \
+        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi                       \
     }
 
 static const struct setting settings[] = {
-    {"listen", "FENCEGATE_LISTEN", SETTING_LISTEN, 0, 0, 0},
+    {"listen", "FENCEGATE_LISTEN", SETTING_LISTEN, 0, 0, 0, 0},
     S_STR("redis_url", "FENCEGATE_REDIS_URL", redis_url),
     S_STR("pg_dsn", "FENCEGATE_PG_DSN", pg_dsn),
     S_STR("secret", "FENCEGATE_SECRET", secret),
@@ -48,54 +51,57 @@ static const struct setting settings[] = {
     S_STR("tls_cert_file", "FENCEGATE_TLS_CERT", tls_cert_file),
     S_STR("tls_key_file", "FENCEGATE_TLS_KEY", tls_key_file),
     S_STR("log_level", "FENCEGATE_LOG_LEVEL", log_level),
-    S_INT("defaults.ttl_ms", NULL, default_ttl_ms, 100, 86400000),
-    S_INT("defaults.wait_ms", NULL, default_wait_ms, 0, 3600000),
-    S_INT("defaults.max_hold_ms", NULL, default_max_hold_ms, 100, 604800000),
-    S_INT("limits.max_body_bytes", NULL, max_body_bytes, 1024, 1073741824),
-    S_INT("limits.max_waiters_per_lock", NULL, max_waiters_per_lock, 1, 10000000),
-    S_INT("limits.max_waiters", NULL, max_waiters, 1, 10000000),
-    S_INT("limits.max_hash_fields", NULL, max_hash_fields, 1, 10000000),
-    S_INT("limits.max_value_bytes", NULL, max_value_bytes, 1, 536870912),
-    S_INT("limits.audit_retention_days", NULL, audit_retention_days, 1, 36500),
-    S_INT("limits.max_connections", NULL, max_connections, 16, 1000000),
-    S_INT("limits.max_connections_per_ip", NULL, max_connections_per_ip, 1, 1000000),
-    S_INT("limits.header_timeout_ms", NULL, header_timeout_ms, 100, 600000),
-    S_INT("limits.connection_buffer_bytes", NULL, connection_buffer_bytes, 2048, 1048576),
-    S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, 1, 256),
-    S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, 1, 256),
-    S_INT("statement_timeout_ms", NULL, statement_timeout_ms, 10, 600000),
-    S_INT("waiter_lease_ms", NULL, waiter_lease_ms, 500, 600000),
-    S_INT("poll_ms", NULL, poll_ms, 50, 600000),
-    S_INT("request_timeout_ms", NULL, request_timeout_ms, 50, 600000),
+    S_INT("defaults.ttl_ms", NULL, default_ttl_ms, DEFAULT_TTL_MS, TTL_MIN_MS, TTL_MAX_MS),
+    S_INT("defaults.wait_ms", NULL, default_wait_ms, DEFAULT_WAIT_MS, 0, WAIT_MAX_MS),
+    S_INT("defaults.max_hold_ms", NULL, default_max_hold_ms, DEFAULT_MAX_HOLD_MS, TTL_MIN_MS,
+          MAX_HOLD_MAX_MS),
+    S_INT("limits.max_body_bytes", NULL, max_body_bytes, DEFAULT_MAX_BODY_BYTES, 1024, 1073741824),
+    S_INT("limits.max_waiters_per_lock", NULL, max_waiters_per_lock, DEFAULT_MAX_WAITERS_PER_LOCK,
+          1, 10000000),
+    S_INT("limits.max_waiters", NULL, max_waiters, DEFAULT_MAX_WAITERS, 1, 10000000),
+    S_INT("limits.max_hash_fields", NULL, max_hash_fields, DEFAULT_MAX_HASH_FIELDS, 1, 10000000),
+    S_INT("limits.max_value_bytes", NULL, max_value_bytes, DEFAULT_MAX_VALUE_BYTES, 1, 536870912),
+    S_INT("limits.audit_retention_days", NULL, audit_retention_days, DEFAULT_AUDIT_RETENTION_DAYS,
+          1, 36500),
+    S_INT("limits.max_connections", NULL, max_connections, 0, 16, 1000000),
+    S_INT("limits.max_connections_per_ip", NULL, max_connections_per_ip, 0, 1, 1000000),
+    S_INT("limits.header_timeout_ms", NULL, header_timeout_ms, DEFAULT_HEADER_TIMEOUT_MS, 100,
+          600000),
+    S_INT("limits.connection_buffer_bytes", NULL, connection_buffer_bytes,
+          DEFAULT_CONNECTION_BUFFER_BYTES, 2048, 1048576),
+    S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, DEFAULT_HTTP_THREADS, 1, 256),
+    S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, DEFAULT_PG_POOL_SIZE, 1, 256),
+    S_INT("statement_timeout_ms", NULL, statement_timeout_ms, DEFAULT_STATEMENT_TIMEOUT_MS, 10,
+          600000),
+    S_INT("waiter_lease_ms", NULL, waiter_lease_ms, DEFAULT_WAITER_LEASE_MS, 500, 600000),
+    S_INT("poll_ms", NULL, poll_ms, DEFAULT_POLL_MS, 50, 600000),
+    S_INT("request_timeout_ms", NULL, request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS, 50, 600000),
 };
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+
+/* Stores v in the integer field of cfg that s describes (int or long long). */
+static void store_int(struct config *cfg, const struct setting *s, long long v)
+{
+    char *field = (char *)cfg + s->offset;
+    if (s->offset == offsetof(struct config, http_threads) ||
+        s->offset == offsetof(struct config, pg_pool_size))
+        *(int *)(void *)field = (int)v;
+    else
+        *(long long *)(void *)field = v;
+}
 
 static void config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->listen_host = strdup("127.0.0.1");
-    cfg->listen_port = 8480;
+    cfg->listen_port = DEFAULT_LISTEN_PORT;
     cfg->redis_url = strdup("redis://127.0.0.1:6379/0");
     cfg->pg_dsn = strdup("postgresql://fencegate@127.0.0.1:5432/fencegate");
     cfg->log_level = strdup("info");
-    cfg->default_ttl_ms = 30000;
-    cfg->default_wait_ms = 0;
-    cfg->default_max_hold_ms = 1800000;
-    cfg->max_body_bytes = 1048576;
-    cfg->max_waiters_per_lock = 10000;
-    cfg->max_waiters = 100000;
-    cfg->http_threads = 4;
-    cfg->pg_pool_size = 8;
-    cfg->statement_timeout_ms = 5000;
-    cfg->waiter_lease_ms = 3000;
-    cfg->poll_ms = 2000;
-    cfg->request_timeout_ms = 5000;
-    cfg->max_hash_fields = 1000;
-    cfg->max_value_bytes = 65536;
-    cfg->audit_retention_days = 90;
-    cfg->header_timeout_ms = 10000;
-    cfg->connection_buffer_bytes = 32768;
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+        if (settings[i].type == SETTING_INT)
+            store_int(cfg, &settings[i], settings[i].dflt);
     cfg->ui = true;
 }
 
@@ -129,12 +135,7 @@ static int set_int(struct config *cfg, const struct setting *s, long long v, con
     if (v < s->min || v > s->max)
         return fg_fail(err, FG_ERR_CONFIG, "%s: must be between %lld and %lld", source, s->min,
                        s->max);
-    char *field = (char *)cfg + s->offset;
-    if (s->offset == offsetof(struct config, http_threads) ||
-        s->offset == offsetof(struct config, pg_pool_size))
-        *(int *)(void *)field = (int)v;
-    else
-        *(long long *)(void *)field = v;
+    store_int(cfg, s, v);
     return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "janitor.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <time.h>
@@ -41,7 +42,7 @@ static struct {
     pthread_t lease_thread;
     pthread_t backend_thread;
     bool started;
-    volatile bool stop;
+    atomic_bool stop; /* asks both janitor threads to end */
     pthread_mutex_t lock;
     pthread_cond_t poked; /* signalled when a stale write left an audit entry */
     bool poke;            /* a poke not yet served */
@@ -81,7 +82,7 @@ static void *lease_janitor_main(void *arg)
     (void)arg;
     int64_t next_beat = 0;
     bool beat_failing = false;
-    while (!jan.stop) {
+    while (!atomic_load(&jan.stop)) {
         waiter_watch_hangups(TICK_MS);
         int64_t now = clock_mono_ms();
         waiter_tick(now);
@@ -113,7 +114,8 @@ static bool backend_wait(void)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&jan.lock);
-    while (!jan.poke && !jan.stop && pthread_cond_timedwait(&jan.poked, &jan.lock, &until) == 0)
+    while (!jan.poke && !atomic_load(&jan.stop) &&
+           pthread_cond_timedwait(&jan.poked, &jan.lock, &until) == 0)
         ;
     bool poked = jan.poke;
     jan.poke = false;
@@ -125,7 +127,7 @@ static void *backend_janitor_main(void *arg)
 {
     (void)arg;
     int64_t next_prune = 0;
-    while (!jan.stop) {
+    while (!atomic_load(&jan.stop)) {
         bool poked = backend_wait();
         int64_t now = clock_mono_ms();
         audit_stream_tick(now, poked);
@@ -152,7 +154,7 @@ int janitor_start(struct fg_error *err)
     if (pthread_create(&jan.lease_thread, NULL, lease_janitor_main, NULL) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the lease janitor thread");
     if (pthread_create(&jan.backend_thread, NULL, backend_janitor_main, NULL) != 0) {
-        jan.stop = true;
+        atomic_store(&jan.stop, true);
         pthread_join(jan.lease_thread, NULL);
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the backend janitor thread");
     }
@@ -165,7 +167,7 @@ void janitor_stop(void)
     if (!jan.started)
         return;
     pthread_mutex_lock(&jan.lock);
-    jan.stop = true;
+    atomic_store(&jan.stop, true);
     pthread_cond_signal(&jan.poked);
     pthread_mutex_unlock(&jan.lock);
     pthread_join(jan.lease_thread, NULL);

@@ -182,9 +182,9 @@ int token_keyring_add(struct token_keyring *ring, const char *id, const char *se
     size_t len = strlen(secret);
     if (token_key_id_check(id, err) != 0)
         return -1;
-    if (len < 16 || len > TOKEN_SECRET_MAX)
-        return fg_fail(err, FG_ERR_CONFIG, "secret '%s' must be 16 to %d bytes long", id,
-                       TOKEN_SECRET_MAX);
+    if (len < TOKEN_SECRET_MIN || len > TOKEN_SECRET_MAX)
+        return fg_fail(err, FG_ERR_CONFIG, "secret '%s' must be %d to %d bytes long", id,
+                       TOKEN_SECRET_MIN, TOKEN_SECRET_MAX);
     if (ring->nkeys == TOKEN_KEYS_MAX)
         return fg_fail(err, FG_ERR_CONFIG, "at most %d secrets", TOKEN_KEYS_MAX);
     for (size_t i = 0; i < ring->nkeys; i++)

@@ -13,14 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fglimits.h"
 #include "util/error.h"
 #include "util/names.h"
 
 #define LEASE_ID_LEN     32                       /* hex characters of a lease id */
 #define TOKEN_MAX_LEN    (NAME_MAX_LEN * 2 + 160) /* longest token text, with NUL */
-#define TOKEN_SECRET_MAX 256                      /* longest signing secret, in bytes */
-#define TOKEN_KEY_ID_MAX 32                       /* longest signing key id, in bytes */
-#define TOKEN_KEYS_MAX   8                        /* signing keys in one ring */
 #define TOKEN_LEGACY_KEY "default" /* key id of the single secret; verifies fgt1 tokens */
 
 enum lease_kind {
@@ -38,7 +36,7 @@ struct token_claims {
 struct token_key {
     char id[TOKEN_KEY_ID_MAX + 1];          /* named in the tokens it signs: A-Z a-z 0-9 _ - */
     unsigned char secret[TOKEN_SECRET_MAX]; /* HMAC key */
-    size_t secret_len;                      /* bytes in secret, 16 .. TOKEN_SECRET_MAX */
+    size_t secret_len;                      /* bytes in secret, TOKEN_SECRET_MIN .. _MAX */
 };
 
 struct token_keyring {

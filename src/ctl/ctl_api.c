@@ -14,6 +14,7 @@
 
 #include "ctl/ctl_http.h"
 #include "ctl/ctl_table.h"
+#include "fglimits.h"
 
 #define PROBLEM_PREFIX "/problems/"
 #define PATH_MAX_LEN   2048
@@ -43,7 +44,7 @@ static void name_path(const char *name, bool semaphore, const char *suffix, char
 {
     snprintf(path, cap, "/v1/%s/", semaphore ? "semaphores" : "locks");
     int rc = ctl_escape_append(path, cap, name, "/:");
-    FG_ASSERT(rc == 0); /* names are at most 200 bytes */
+    FG_ASSERT(rc == 0); /* names are at most NAME_MAX_LEN bytes */
     FG_ASSERT(strlen(path) + strlen(suffix) < cap);
     strcat(path, suffix);
 }
@@ -76,7 +77,7 @@ int ctl_api_acquire(const struct ctl_args *a, const char *owner, struct ctl_answ
     if (a->request_id != NULL)
         json_object_set_new(body, "request_id", json_string(a->request_id));
     /* The gateway answers by wait_ms (its own default when none is given, at most an hour). */
-    long long waits = a->wait_ms >= 0 ? a->wait_ms : 3600000;
+    long long waits = a->wait_ms >= 0 ? a->wait_ms : WAIT_MAX_MS;
     return call(a, "POST", path, body, waits + CTL_CALL_TIMEOUT_MS, ans);
 }
 
@@ -162,7 +163,7 @@ int ctl_api_lockset_acquire(const struct ctl_args *a, const char *owner, struct 
     set_given(body, "max_hold_ms", a->max_hold_ms);
     if (owner != NULL)
         json_object_set_new(body, "owner", json_string(owner));
-    long long waits = a->wait_ms >= 0 ? a->wait_ms : 3600000;
+    long long waits = a->wait_ms >= 0 ? a->wait_ms : WAIT_MAX_MS;
     return call(a, "POST", "/v1/locksets/acquire", body, waits + CTL_CALL_TIMEOUT_MS, ans);
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fglimits.h"
 #include "util/names.h"
 
 #define CMD(c)       (1u << (c))
@@ -210,9 +211,9 @@ static const struct option_spec {
     {"--cacert", OPTION_STRING, offsetof(struct ctl_args, cacert), ALL_COMMANDS, 0, 0},
     {"--json", OPTION_FLAG, offsetof(struct ctl_args, json), ANSWERS_JSON, 0, 0},
     {"--ttl", OPTION_NUMBER, offsetof(struct ctl_args, ttl_ms),
-     LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW), 100, 86400000},
+     LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW), TTL_MIN_MS, TTL_MAX_MS},
     {"--wait", OPTION_NUMBER, offsetof(struct ctl_args, wait_ms),
-     LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_WATCH), 0, 3600000},
+     LEASED | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_WATCH), 0, WAIT_MAX_MS},
     {"--max-hold", OPTION_NUMBER, offsetof(struct ctl_args, max_hold_ms),
      LEASED | CMD(CTL_CMD_ACQUIRE), 1, LLONG_MAX},
     {"--owner", OPTION_STRING, offsetof(struct ctl_args, owner), LEASED | CMD(CTL_CMD_ACQUIRE), 0,
@@ -220,7 +221,7 @@ static const struct option_spec {
     {"--request-id", OPTION_STRING, offsetof(struct ctl_args, request_id), CMD(CTL_CMD_ACQUIRE), 0,
      0},
     {"--limit", OPTION_NUMBER, offsetof(struct ctl_args, limit),
-     CMD(CTL_CMD_SEM) | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_AUDIT), 1, 100000},
+     CMD(CTL_CMD_SEM) | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_AUDIT), 1, SEMAPHORE_MAX_LIMIT},
     {"--sem", OPTION_FLAG, offsetof(struct ctl_args, semaphore),
      SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH), 0, 0},
     {"--token", OPTION_STRING, offsetof(struct ctl_args, token),
@@ -355,8 +356,8 @@ static int split_set(struct ctl_args *out, struct fg_error *err)
             return fg_fail(err, FG_ERR_INVALID_FIELD, "--set: at most %d locks", CTL_SET_MAX);
         if (!name_is_valid_lock(p, len))
             return fg_fail(err, FG_ERR_INVALID_FIELD,
-                           "--set: invalid name '%.*s': 1 to 200 bytes of A-Z a-z 0-9 . _ : / -",
-                           (int)(len > 200 ? 200 : len), p);
+                           "--set: invalid name '%.*s': 1 to %d bytes of A-Z a-z 0-9 . _ : / -",
+                           (int)(len > NAME_MAX_LEN ? NAME_MAX_LEN : len), p, NAME_MAX_LEN);
         memcpy(out->set_names[out->set_size], p, len);
         out->set_names[out->set_size][len] = '\0';
         for (size_t i = 0; i < out->set_size; i++)
@@ -391,7 +392,8 @@ static int check_args(struct ctl_args *out, const bool *given, ctl_getenv_fn get
                        word);
     if (needs_name && !name_is_valid_lock(out->name, strlen(out->name)))
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "invalid name '%s': 1 to 200 bytes of A-Z a-z 0-9 . _ : / -", out->name);
+                       "invalid name '%s': 1 to %d bytes of A-Z a-z 0-9 . _ : / -", out->name,
+                       NAME_MAX_LEN);
     if ((out->command == CTL_CMD_LOCK || out->command == CTL_CMD_SEM) &&
         (out->argv == NULL || out->argv[0] == NULL))
         return fg_fail(err, FG_ERR_INVALID_FIELD, "'%s' needs a COMMAND to run after NAME", word);

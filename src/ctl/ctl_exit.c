@@ -2,23 +2,25 @@
 /*
  * ctl_exit.c - the table from gateway answers to fencectl exit statuses (the
  * problem code decides first, then the HTTP status), and the shell convention
- * for the status of a child process.
+ * for the status of a child process. Problem codes are the gateway's own
+ * (FG_CODES, util/error.h), read back from their names.
  */
 #include "ctl/ctl_exit.h"
 
 #include <stddef.h>
-#include <string.h>
 #include <sys/wait.h>
 
+#include "util/error.h"
+
 static const struct {
-    const char *problem;
+    enum fg_code problem;
     enum ctl_exit exit;
 } by_problem[] = {
-    {"lock_busy", CTL_EXIT_BUSY},
-    {"too_many_waiters", CTL_EXIT_BUSY},
-    {"lease_lost", CTL_EXIT_LEASE_LOST},
-    {"max_hold_exceeded", CTL_EXIT_LEASE_LOST},
-    {"backend_unavailable", CTL_EXIT_UNREACHABLE},
+    {FG_ERR_LOCK_BUSY, CTL_EXIT_BUSY},
+    {FG_ERR_TOO_MANY_WAITERS, CTL_EXIT_BUSY},
+    {FG_ERR_LEASE_LOST, CTL_EXIT_LEASE_LOST},
+    {FG_ERR_MAX_HOLD_EXCEEDED, CTL_EXIT_LEASE_LOST},
+    {FG_ERR_BACKEND_UNAVAILABLE, CTL_EXIT_UNREACHABLE},
 };
 
 static const struct {
@@ -33,8 +35,9 @@ enum ctl_exit ctl_exit_for(int status, const char *problem)
 {
     if (status >= 200 && status < 300)
         return CTL_EXIT_OK;
-    for (size_t i = 0; problem != NULL && i < sizeof by_problem / sizeof by_problem[0]; i++)
-        if (strcmp(problem, by_problem[i].problem) == 0)
+    enum fg_code code = fg_code_of_name(problem);
+    for (size_t i = 0; code != FG_OK && i < sizeof by_problem / sizeof by_problem[0]; i++)
+        if (code == by_problem[i].problem)
             return by_problem[i].exit;
     for (size_t i = 0; i < sizeof by_status / sizeof by_status[0]; i++)
         if (status == by_status[i].status)

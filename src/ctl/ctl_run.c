@@ -58,7 +58,7 @@ struct watch {
 };
 
 static struct watch watches[CTL_SET_MAX];
-static volatile sig_atomic_t lease_ended; /* a watcher wrote WATCH_BYTE */
+static bool lease_ended; /* a watcher's WATCH_BYTE came through the self-pipe (main thread only) */
 
 /* The lease (or the leases of a lock set) being held. */
 struct held {
@@ -228,7 +228,7 @@ static void drain_signals(const struct held *h)
     while ((n = read(signal_pipe[0], sigs, sizeof sigs)) > 0)
         for (ssize_t i = 0; i < n; i++)
             if (sigs[i] == WATCH_BYTE)
-                lease_ended = 1;
+                lease_ended = true;
             else if (sigs[i] != SIGCHLD)
                 signal_command(h, sigs[i]);
 }

@@ -17,6 +17,7 @@
 #include "ctl/ctl_exit.h"
 #include "ctl/ctl_run.h"
 #include "ctl/ctl_table.h"
+#include "fglimits.h"
 
 static const char *env_lookup(const char *name)
 {
@@ -221,7 +222,7 @@ static int run_revoke(const struct ctl_args *a)
 static int run_watch(const struct ctl_args *a)
 {
     struct ctl_answer ans;
-    long long wait_ms = a->wait_ms >= 0 ? a->wait_ms : 30000;
+    long long wait_ms = a->wait_ms >= 0 ? a->wait_ms : WATCH_WAIT_DEFAULT_MS;
     if (ctl_api_watch(a, a->name, a->semaphore, a->fence, wait_ms, &ans) != 0)
         return failed(a, &ans);
     bool held = json_is_true(json_object_get(ans.json, "held"));

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fglimits.h"
 #include "gateway.h"
 #include "lease/lock.h"
 #include "lease/lockset.h"
@@ -312,7 +313,7 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
     size_t n = 0;
     long long ttl_ms = 0;
     if (body == NULL || set_claims(req, body, claims, &n, &err) != 0 ||
-        fgjson_int(body, "ttl_ms", 100, 86400000, &ttl_ms, NULL, &err) != 0)
+        fgjson_int(body, "ttl_ms", TTL_MIN_MS, TTL_MAX_MS, &ttl_ms, NULL, &err) != 0)
         return fail(reply, &err);
     json_t *locks = json_array();
     const char *lost = NULL, *capped = NULL;

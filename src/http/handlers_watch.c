@@ -12,13 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fglimits.h"
 #include "gateway.h"
 #include "http/handlers_lease.h"
 #include "lease/waiter.h"
 #include "util/clock.h"
 
-#define WATCH_DEFAULT_WAIT_MS 30000
-#define WATCH_MAX_WAIT_MS     3600000LL
 #define WATCH_EXPIRY_SLACK_MS 2 /* re-check this long after the lease should have expired */
 
 /* Handler state of a watch that waits. */
@@ -115,8 +114,7 @@ enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http
         return HANDLER_DONE;
     }
     if (query_number(req, "fence", 1, INT64_MAX, -1, &fence, &err) != 0 ||
-        query_number(req, "wait_ms", 0, WATCH_MAX_WAIT_MS, WATCH_DEFAULT_WAIT_MS, &wait_ms, &err) !=
-            0) {
+        query_number(req, "wait_ms", 0, WAIT_MAX_MS, WATCH_WAIT_DEFAULT_MS, &wait_ms, &err) != 0) {
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }

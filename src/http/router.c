@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fglimits.h"
+
 /* A name may be nothing but slashes: room for the longest key, all of it "/". */
 #define MAX_SEGMENTS (SEGMENT_MAX_LEN + 8)
 
@@ -65,8 +67,8 @@ static int take_param(const struct segment *ps, const char *raw, size_t raw_len,
         return -1;
     bool is_name = ps->len >= 6 && memcmp(ps->start, "{name", 5) == 0;
     if (is_name && !name_is_valid_lock(out, *len))
-        return fg_fail(err, FG_ERR_INVALID_NAME,
-                       "names are 1 to 200 bytes of A-Z a-z 0-9 . _ : / -");
+        return fg_fail(err, FG_ERR_INVALID_NAME, "names are 1 to %d bytes of A-Z a-z 0-9 . _ : / -",
+                       NAME_MAX_LEN);
     if (!is_name && !name_is_valid_key(out, *len))
         return fg_fail(err, FG_ERR_INVALID_NAME,
                        "path parameter must be 1 to %d bytes of printable UTF-8", SEGMENT_MAX_LEN);

@@ -46,6 +46,7 @@
 
 #include "auth/keys.h"
 #include "auth/token.h"
+#include "fglimits.h"
 #include "http/tls.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
@@ -210,7 +211,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, const char *
         reply_problem(&conn->reply, &err);
     }
     int64_t now = clock_mono_ms();
-    char rid[REQUEST_ID_MAX_BYTES + 1];
+    char rid[X_REQUEST_ID_MAX_LEN + 1];
     request_id_of(mhd, now, rid, sizeof rid);
     struct http_request *req = request_alloc(&match, conn->route_status == FG_OK, rid);
     req->method = m;

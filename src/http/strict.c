@@ -35,7 +35,7 @@ bool strict_host_allowed(const char *host, char *const *allowed, size_t n)
 bool strict_request_id_valid(const char *id)
 {
     size_t len = strlen(id);
-    if (len == 0 || len > REQUEST_ID_MAX_BYTES)
+    if (len == 0 || len > X_REQUEST_ID_MAX_LEN)
         return false;
     for (const char *p = id; *p != '\0'; p++) {
         bool alnum =

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define REQUEST_ID_MAX_BYTES 128
+#include "fglimits.h"
 
 /* True if value is "application/json", any case, optionally followed by
  * parameters (";charset=utf-8"). NULL is false. */
@@ -22,7 +22,7 @@ bool strict_content_type_is_json(const char *value);
  * Host (HTTP/1.0) passes: no browser sends one. */
 bool strict_host_allowed(const char *host, char *const *allowed, size_t n);
 
-/* True if id may be echoed as the request id: 1 to REQUEST_ID_MAX_BYTES bytes
+/* True if id may be echoed as the request id: 1 to X_REQUEST_ID_MAX_LEN bytes
  * of A-Z a-z 0-9 and - _ . : / + = @. */
 bool strict_request_id_valid(const char *id);
 

@@ -10,6 +10,7 @@
 #include "lease/doorbell.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ static struct {
     pthread_t thread;
     pthread_t ended_thread; /* follows CHANNEL_ENDED */
     bool started;
-    volatile bool stop;
+    atomic_bool stop; /* asks the subscriber threads to end */
     char channel[64];
     pthread_mutex_t lock;
     struct orphan orphans[MAX_ORPHANS];
@@ -155,7 +156,7 @@ int doorbell_start(struct fg_error *err)
     if (pthread_create(&bell.thread, NULL, doorbell_main, NULL) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
     if (pthread_create(&bell.ended_thread, NULL, ended_main, NULL) != 0) {
-        bell.stop = true;
+        atomic_store(&bell.stop, true);
         pthread_join(bell.thread, NULL);
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
     }
@@ -200,7 +201,7 @@ void doorbell_stop(void)
 {
     if (!bell.started)
         return;
-    bell.stop = true;
+    atomic_store(&bell.stop, true);
     pthread_join(bell.thread, NULL);
     pthread_join(bell.ended_thread, NULL);
     bell.started = false;

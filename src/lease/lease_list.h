@@ -20,7 +20,6 @@ enum lease_list_kind {
 };
 
 /* Holders shown per semaphore in a listing (the count covers them all). */
-#define LEASE_LIST_SEM_HOLDERS 16
 
 struct lease_page {
     json_t *items;               /* new array of API objects (owned by the caller) */

@@ -11,11 +11,6 @@
 #include "util/fgjson.h"
 #include "util/names.h"
 
-#define TTL_MIN      100LL
-#define TTL_MAX      86400000LL
-#define WAIT_MAX     3600000LL
-#define MAX_HOLD_MAX 604800000LL
-
 int acquire_params_parse(const json_t *body, const struct config *cfg, bool with_limit,
                          struct acquire_params *out, struct fg_error *err)
 {
@@ -26,11 +21,11 @@ int acquire_params_parse(const json_t *body, const struct config *cfg, bool with
     out->owner = "";
     out->request_id = "";
     bool hold_given = false, limit_given = false;
-    if (fgjson_int(body, "ttl_ms", TTL_MIN, TTL_MAX, &out->ttl_ms, NULL, err) != 0 ||
-        fgjson_int(body, "wait_ms", 0, WAIT_MAX, &out->wait_ms, NULL, err) != 0 ||
-        fgjson_int(body, "max_hold_ms", TTL_MIN, MAX_HOLD_MAX, &out->max_hold_ms, &hold_given,
+    if (fgjson_int(body, "ttl_ms", TTL_MIN_MS, TTL_MAX_MS, &out->ttl_ms, NULL, err) != 0 ||
+        fgjson_int(body, "wait_ms", 0, WAIT_MAX_MS, &out->wait_ms, NULL, err) != 0 ||
+        fgjson_int(body, "max_hold_ms", TTL_MIN_MS, MAX_HOLD_MAX_MS, &out->max_hold_ms, &hold_given,
                    err) != 0 ||
-        fgjson_string(body, "owner", OWNER_MAX_LEN, &out->owner, err) != 0 ||
+        fgjson_string(body, "owner", OWNER_NAME_MAX_LEN, &out->owner, err) != 0 ||
         fgjson_string(body, "request_id", REQUEST_ID_MAX_LEN, &out->request_id, err) != 0)
         return -1;
     if (out->owner[0] != '\0' && !name_is_valid_owner(out->owner, strlen(out->owner)))
@@ -72,7 +67,7 @@ int renew_params_parse(const json_t *body, struct renew_params *out, struct fg_e
     out->ttl_ms = 0;
     if (token_field(body, &out->token, err) != 0)
         return -1;
-    return fgjson_int(body, "ttl_ms", TTL_MIN, TTL_MAX, &out->ttl_ms, NULL, err);
+    return fgjson_int(body, "ttl_ms", TTL_MIN_MS, TTL_MAX_MS, &out->ttl_ms, NULL, err);
 }
 
 int release_params_parse(const json_t *body, const char **token, struct fg_error *err)

@@ -11,12 +11,8 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "fglimits.h"
 #include "util/error.h"
-
-#define OWNER_MAX_LEN       200
-#define REQUEST_ID_MAX_LEN  200
-#define SEMAPHORE_MAX_LIMIT 100000
-#define REQUEST_ID_GRACE_MS 60000 /* request_id memory past the end of wait and lease */
 
 struct acquire_params {
     long long ttl_ms;       /* lease length */

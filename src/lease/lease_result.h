@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "auth/token.h"
+#include "fglimits.h"
 #include "lua_scripts.h"
 #include "util/error.h"
 #include "util/names.h"
@@ -51,8 +52,7 @@ enum lease_cancel_mode {
 };
 
 #define LEASE_RELEASED_KEPT_MS                                                                     \
-    600000LL                 /* a retried release answers 200 this long, or the lease's ttl */
-#define LEASE_MAX_HANDOFF 16 /* in-process grants one script may answer (lib_sem.lua) */
+    600000LL /* a retried release answers 200 this long, or the lease's ttl */
 
 /* A grant, made by whichever script ran, to another waiter of this gateway:
  * the waiter is woken in-process with it (no doorbell, no claim call). */

@@ -7,11 +7,9 @@
 #ifndef FG_LIST_QUERY_H
 #define FG_LIST_QUERY_H
 
+#include "fglimits.h"
 #include "util/error.h"
 #include "util/names.h"
-
-#define LIST_LIMIT_DEFAULT 100
-#define LIST_LIMIT_MAX     1000
 
 struct list_query {
     char prefix[NAME_MAX_LEN + 1]; /* names start with this ("" for all) */
@@ -21,7 +19,7 @@ struct list_query {
 
 /*
  * Fills *out from the decoded query arguments (NULL or "" when absent). The
- * prefix is 0 to 200 bytes of the name alphabet; the cursor is the
+ * prefix is 0 to NAME_MAX_LEN bytes of the name alphabet; the cursor is the
  * next_cursor of a previous page, which names a lock or semaphore; the limit
  * is plain decimal. Anything else fails with FG_ERR_INVALID_FIELD naming the
  * argument.

@@ -12,11 +12,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "fglimits.h"
 #include "lease/lease_request.h"
 #include "util/error.h"
 #include "util/names.h"
 
-#define LOCKSET_MAX 32
 /* bytes of a derived request id */
 #define LOCKSET_RID_MAX (REQUEST_ID_MAX_LEN + NAME_MAX_LEN + 8)
 

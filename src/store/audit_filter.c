@@ -72,7 +72,7 @@ int audit_window_parse(const char *since_ms, const char *until_ms, int64_t now_m
     if (since >= until || until - since > AUDIT_WINDOW_MAX_MS)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "query arguments 'since_ms' and 'until_ms' must make a range of 1 ms to "
-                       "%lld ms",
+                       "%d ms",
                        AUDIT_WINDOW_MAX_MS);
     out->since_ms = since;
     out->until_ms = until;

@@ -9,10 +9,8 @@
 
 #include <stdint.h>
 
+#include "fglimits.h"
 #include "util/error.h"
-
-#define AUDIT_LIMIT_DEFAULT 100
-#define AUDIT_LIMIT_MAX     1000
 
 struct audit_filter {
     const char *resource;  /* only this resource, or NULL */
@@ -40,9 +38,6 @@ int audit_filter_parse(const char *resource, const char *lock_name, const char *
  */
 int audit_filter_narrow(const char *owner, const char *until_ms, struct audit_filter *f,
                         struct fg_error *err) FG_WUR;
-
-#define AUDIT_WINDOW_DEFAULT_MS 3600000LL  /* a summary covers the last hour by default */
-#define AUDIT_WINDOW_MAX_MS     86400000LL /* and at most a day (1,440 one-minute buckets) */
 
 /* The time range of an audit summary: [since_ms, until_ms). */
 struct audit_window {

@@ -14,10 +14,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fglimits.h"
 #include "store/fenced_sql.h"
 #include "util/error.h"
-
-#define FENCED_BATCH_MAX_OPS 100 /* operations in one batch */
 
 struct fenced_op {
     enum fenced_kind kind; /* what the operation does */

@@ -59,12 +59,12 @@ static struct {
     char shas[SCRIPT_COUNT][41]; /* SHA1 of each script's source, in hex */
     redis_connect_hook hook;
     pthread_key_t conn_key;
-    bool initialized;           /* redis_init ran: conn_key exists */
-    atomic_uint generation;     /* bumped at each +switch-master */
-    atomic_int sentinel_first;  /* the sentinel that answered last */
-    pthread_t watcher;          /* follows +switch-master (sentinel URLs) */
-    bool watching;              /* watcher runs */
-    volatile bool watcher_stop; /* asks it to end */
+    bool initialized;          /* redis_init ran: conn_key exists */
+    atomic_uint generation;    /* bumped at each +switch-master */
+    atomic_int sentinel_first; /* the sentinel that answered last */
+    pthread_t watcher;         /* follows +switch-master (sentinel URLs) */
+    bool watching;             /* watcher runs */
+    atomic_bool watcher_stop;  /* asks it to end */
 } rds;
 
 static void free_conn(void *conn)
@@ -465,9 +465,10 @@ int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
 /* Reads messages from a subscribed connection until an error, a failover to
  * another primary (when generation is not NULL) or *stop. */
 static void follow_messages(redisContext *ctx, const struct redis_subscriber *sub,
-                            const unsigned *generation, const volatile bool *stop)
+                            const unsigned *generation, atomic_bool *stop)
 {
-    while (!*stop && (generation == NULL || *generation == atomic_load(&rds.generation))) {
+    while (!atomic_load(stop) &&
+           (generation == NULL || *generation == atomic_load(&rds.generation))) {
         void *raw = NULL;
         if (redisGetReply(ctx, &raw) != REDIS_OK) {
             if (ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -485,10 +486,10 @@ static void follow_messages(redisContext *ctx, const struct redis_subscriber *su
     }
 }
 
-void redis_subscribe(const struct redis_subscriber *sub, const volatile bool *stop)
+void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
 {
     bool warned = false;
-    while (!*stop) {
+    while (!atomic_load(stop)) {
         struct fg_error err = {0};
         unsigned generation;
         redisContext *ctx = connect_new(200, &generation, &err);
@@ -557,7 +558,7 @@ static void *watch_main(void *arg)
 {
     (void)arg;
     const struct redis_subscriber sub = {"+switch-master", on_switch_master, NULL, NULL};
-    for (int k = 0; !rds.watcher_stop; k = (k + 1) % rds.url.nhosts) {
+    for (int k = 0; !atomic_load(&rds.watcher_stop); k = (k + 1) % rds.url.nhosts) {
         struct fg_error err = {0};
         redisContext *ctx = subscribe_sentinel(k, &err);
         if (ctx != NULL)
@@ -573,7 +574,7 @@ int redis_watch_start(struct fg_error *err)
 {
     if (!rds.url.sentinel || rds.watching)
         return 0;
-    rds.watcher_stop = false;
+    atomic_store(&rds.watcher_stop, false);
     if (pthread_create(&rds.watcher, NULL, watch_main, NULL) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the sentinel watcher thread");
     rds.watching = true;
@@ -584,7 +585,7 @@ void redis_watch_stop(void)
 {
     if (!rds.watching)
         return;
-    rds.watcher_stop = true;
+    atomic_store(&rds.watcher_stop, true);
     pthread_join(rds.watcher, NULL);
     rds.watching = false;
 }

@@ -14,6 +14,7 @@
 #define FG_REDIS_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -75,7 +76,7 @@ struct redis_subscriber {
  * reconnecting after errors. Blocks the calling thread; checks *stop at least
  * every 200 ms.
  */
-void redis_subscribe(const struct redis_subscriber *sub, const volatile bool *stop);
+void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop);
 
 /* With a redis-sentinel:// URL, starts the thread that follows +switch-master
  * (connections to a former primary are then dropped before their next

@@ -13,9 +13,8 @@
 
 #include <stdint.h>
 
+#include "fglimits.h"
 #include "util/error.h"
-
-#define REVOCATION_REASON_MAX 200
 
 /* Records that the lease with fence on name (kind "lock" or "semaphore") is
  * revoked for reason (borrowed). Recording it twice is not an error. */

@@ -8,6 +8,7 @@
 #include "util/error.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 #define FG_CODE_ROW(code, name, status, title, metric) [code] = {name, status, title},
 
@@ -45,4 +46,12 @@ const char *fg_code_title(enum fg_code code)
 {
     FG_ASSERT(code >= 0 && code < FG_CODE_COUNT);
     return code_table[code].title;
+}
+
+enum fg_code fg_code_of_name(const char *name)
+{
+    for (int code = FG_OK + 1; name != NULL && code < FG_CODE_COUNT; code++)
+        if (strcmp(name, code_table[code].name) == 0)
+            return (enum fg_code)code;
+    return FG_OK;
 }

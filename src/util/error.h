@@ -67,6 +67,10 @@ const char *fg_code_name(enum fg_code code);
 int fg_code_status(enum fg_code code);
 const char *fg_code_title(enum fg_code code);
 
+/* The error code whose problem name is name ("lock_busy"), as a client reads it
+ * from an answer; FG_OK for NULL or a name no code has. */
+enum fg_code fg_code_of_name(const char *name);
+
 /* A broken invariant: a bug, never a user error. Prints file and line, aborts. */
 #define FG_ASSERT(cond)                                                                            \
     do {                                                                                           \

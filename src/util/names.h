@@ -10,11 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fglimits.h"
 #include "util/error.h"
-
-#define NAME_MAX_LEN       200  /* longest lock or semaphore name, in bytes */
-#define SEGMENT_MAX_LEN    1024 /* longest decoded path segment (keys, tables) */
-#define OWNER_NAME_MAX_LEN 200  /* longest owner or Fence-Owner, in bytes */
 
 /*
  * Percent-decodes one path segment of raw_len bytes into out (capacity out_cap,
@@ -25,8 +22,8 @@
 int name_decode(const char *raw, size_t raw_len, char *out, size_t out_cap, size_t *out_len,
                 struct fg_error *err) FG_WUR;
 
-/* True iff name (len bytes) is a valid lock or semaphore name: 1..200 bytes of
- * A-Z a-z 0-9 . _ : / - */
+/* True iff name (len bytes) is a valid lock or semaphore name: 1..NAME_MAX_LEN
+ * bytes of A-Z a-z 0-9 . _ : / - */
 bool name_is_valid_lock(const char *name, size_t len);
 
 /* True iff key (len bytes) is a usable row or Redis key: 1..SEGMENT_MAX_LEN bytes,

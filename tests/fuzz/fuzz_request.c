@@ -157,7 +157,7 @@ static void fuzz_header(const char *value)
     (void)strict_content_type_is_json(value);
     (void)strict_host_allowed(value, allowed, 2);
     if (strict_request_id_valid(value))
-        FG_ASSERT(strlen(value) <= REQUEST_ID_MAX_BYTES && strpbrk(value, " \r\n") == NULL);
+        FG_ASSERT(strlen(value) <= X_REQUEST_ID_MAX_LEN && strpbrk(value, " \r\n") == NULL);
     if (name_is_valid_owner(value, strlen(value)))
         FG_ASSERT(strlen(value) <= OWNER_NAME_MAX_LEN && strpbrk(value, "\r\n\t\x1b") == NULL);
     char *shown = ctl_escape(value);

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The API reference cannot drift from the code: docs/api.md names every route of the route table
-(src/http/routes.c) and every problem code of FG_CODES (src/util/error.h); every example of
-openapi/openapi.json conforms to the schema beside it; and the README and docs link only to files inside
-the repository.
+(src/http/routes.c) and every problem code of FG_CODES (src/util/error.h); the README and docs/api.md
+state the limits and defaults of src/fglimits.h; every example of openapi/openapi.json conforms to the
+schema beside it; and the README and docs link only to files inside the repository.
 
 Caught: the batch answer's items (op, resource, row) against the old schema that required `applied` and
 `fence` in them; a README link to ../shared/API.md.
@@ -17,6 +17,35 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 ROUTE = re.compile(r'\{\s*HTTP_(GET|POST|PUT|PATCH|DELETE)\s*,\s*"([^"]+)"')
 CODE = re.compile(r'X\(FG_ERR_\w+,\s*"(\w+)",\s*(\d+),')
 NOT_PUBLIC = {"config"}  # a start-up failure, never an HTTP answer
+LIMIT = re.compile(r"^#define (\w+)\s+(\d+)\b", re.M)
+SETTING = re.compile(r'S_INT\("([\w.]+)",\s*(?:"\w+"|NULL),\s*\w+,\s*(\w+),')
+
+# What docs/api.md says of each limit, with the numbers of src/fglimits.h in place of {NAME} (a
+# number above 9,999 is written with thousands separators where the text does so: {NAME:,}).
+API_MD_LIMITS = [
+    "Names of locks and semaphores: 1–{NAME_MAX_LEN} bytes of `A-Z a-z 0-9 . _ : / -`",
+    "a lock or semaphore name outside the alphabet or over {NAME_MAX_LEN} bytes",
+    "| `ttl_ms` | integer {TTL_MIN_MS}…{TTL_MAX_MS:,} | `defaults.ttl_ms` ({DEFAULT_TTL_MS}) |",
+    "| `wait_ms` | integer 0…{WAIT_MAX_MS:,} | `defaults.wait_ms` ({DEFAULT_WAIT_MS}: try once) |",
+    "| `max_hold_ms` | integer {TTL_MIN_MS}…{MAX_HOLD_MAX_MS:,}, ≥ `ttl_ms` | `defaults.max_hold_ms` "
+    "({DEFAULT_MAX_HOLD_MS:,}) |",
+    "| `owner` | string, 1–{OWNER_NAME_MAX_LEN} bytes of UTF-8 text |",
+    "| `request_id` | string, 1–{REQUEST_ID_MAX_LEN} bytes |",
+    "`waiter_lease_ms` ({DEFAULT_WAITER_LEASE_MS_S} s)",
+    "`wait_ms + ttl_ms + {REQUEST_ID_GRACE_MS_S} s`",
+    "`limit` (required, 1…{SEMAPHORE_MAX_LIMIT:,})",
+    "`Fence-Owner` (1–{OWNER_NAME_MAX_LEN} bytes of UTF-8 text",
+    "1 to {FENCED_BATCH_MAX_OPS} of them",
+    "`limit` 1…{AUDIT_LIMIT_MAX} (default {AUDIT_LIMIT_DEFAULT})",
+    "up to {TOKEN_KEY_ID_MAX} bytes; secrets of {TOKEN_SECRET_MIN} to {TOKEN_SECRET_MAX} bytes; "
+    "up to {TOKEN_KEYS_MAX} keys",
+    "`{{\"reason\"?: string ≤ {REVOCATION_REASON_MAX} bytes}}`",
+    "`wait_ms` (default {WATCH_WAIT_DEFAULT_MS}, 0 … {WAIT_MAX_MS:,})",
+    "`names`: 1 to {LOCKSET_MAX} distinct lock names",
+    "`leases`: the first {LEASE_LIST_SEM_HOLDERS} live holders",
+    "`prefix` is 0–{NAME_MAX_LEN} bytes of the name alphabet, `limit` 1–{LIST_LIMIT_MAX}",
+    "Echoed when the client sent 1–{X_REQUEST_ID_MAX_LEN} bytes",
+]
 
 
 def read(*path: str) -> str:
@@ -71,6 +100,33 @@ class ApiReferenceTest(unittest.TestCase):
         for code, status in codes:
             if code not in NOT_PUBLIC:
                 self.assertRegex(doc, rf"\| {status} \| `{code}` \|", code)
+
+    def test_documented_limits_are_those_of_fglimits_h(self):
+        limits = {name: int(value) for name, value in LIMIT.findall(read("src", "fglimits.h"))}
+        self.assertGreaterEqual(len(limits), 30)
+        for name in ("DEFAULT_WAITER_LEASE_MS", "REQUEST_ID_GRACE_MS"):
+            limits[name + "_S"] = limits[name] // 1000
+        doc = read("docs", "api.md")
+        for text in API_MD_LIMITS:
+            self.assertTrue(text.format(**limits) in doc, text.format(**limits))
+        # Every integer setting with a default of its own: the README's configuration table says it.
+        defaults = {path: limits[macro] for path, macro in SETTING.findall(read("src", "config.c"))
+                    if macro in limits}
+        self.assertGreaterEqual(len(defaults), 15)
+        documented = {}
+        for line in read("README.md").splitlines():
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) < 5 or not cells[2].startswith("`"):
+                continue
+            paths, prefix = [], ""
+            for p in re.findall(r"`([\w.]+)`", cells[2]):
+                paths.append(prefix + p[1:] if p.startswith(".") else p)
+                prefix = paths[-1].rsplit(".", 1)[0] + "." if "." in paths[-1] else ""
+            values = [v.strip() for v in cells[3].split(",")]
+            if len(values) == len(paths) and all(v.isdigit() for v in values):
+                documented.update(zip(paths, map(int, values)))
+        for path, value in defaults.items():
+            self.assertEqual(documented.get(path), value, f"README default of {path}")
 
     def test_openapi_examples_conform(self):
         doc = json.loads(read("openapi", "openapi.json"))

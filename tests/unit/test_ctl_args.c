@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -207,6 +208,32 @@ static void help_and_version_need_nothing_else(void **state)
         assert_non_null(strstr(ctl_usage((enum ctl_command)c), "usage: fencectl"));
 }
 
+/* Asserts that the help text of command holds the text fmt makes of the numbers. */
+static void assert_help_says(enum ctl_command command, const char *fmt, ...)
+{
+    char text[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (strstr(ctl_usage(command), text) == NULL)
+        fail_msg("the help of command %d lacks: %s", (int)command, text);
+}
+
+/* The numbers the help texts spell are those of fglimits.h. */
+static void help_states_the_limits(void **state)
+{
+    (void)state;
+    assert_help_says(CTL_CMD_LOCK, "up to %d distinct locks", LOCKSET_MAX);
+    assert_help_says(CTL_CMD_LOCK, "lease length, %d..%d (default: the gateway's, %d)",
+                     TTL_MIN_MS, TTL_MAX_MS, DEFAULT_TTL_MS);
+    assert_help_says(CTL_CMD_LOCK, "0..%d (default: the gateway's, %d)", WAIT_MAX_MS,
+                     DEFAULT_WAIT_MS);
+    assert_help_says(CTL_CMD_SEM, "--limit (1..%d)", SEMAPHORE_MAX_LIMIT);
+    assert_help_says(CTL_CMD_WATCH, "--wait (default %d,\n0..%d)", WATCH_WAIT_DEFAULT_MS,
+                     WAIT_MAX_MS);
+}
+
 static void urls(void **state)
 {
     (void)state;
@@ -246,6 +273,7 @@ int main(void)
         cmocka_unit_test_setup(token_from_option_or_environment, setup),
         cmocka_unit_test_setup(url_from_environment, setup),
         cmocka_unit_test_setup(help_and_version_need_nothing_else, setup),
+        cmocka_unit_test(help_states_the_limits),
         cmocka_unit_test(urls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

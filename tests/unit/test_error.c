@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_error.c - the one table of error codes (FG_CODES): every code has a
- * unique name, an error status, a title; the statuses the API promises; and
- * fg_fail's message and return value.
+ * unique name, an error status, a title; the statuses the API promises; codes
+ * read back from their names; and fg_fail's message and return value.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +71,17 @@ static void statuses_of_the_api(void **state)
     assert_string_equal(fg_code_title(FG_ERR_STALE_FENCE), "Stale fence");
 }
 
+/* A client reads a code back from its name. */
+static void code_of_name(void **state)
+{
+    (void)state;
+    for (int code = FG_ERR_INVALID_JSON; code < FG_CODE_COUNT; code++)
+        assert_int_equal(fg_code_of_name(fg_code_name((enum fg_code)code)), code);
+    assert_int_equal(fg_code_of_name("no_such_code"), FG_OK);
+    assert_int_equal(fg_code_of_name("ok"), FG_OK);
+    assert_int_equal(fg_code_of_name(NULL), FG_OK);
+}
+
 static void fail_fills_the_error(void **state)
 {
     (void)state;
@@ -86,6 +97,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_code_is_complete),
         cmocka_unit_test(statuses_of_the_api),
+        cmocka_unit_test(code_of_name),
         cmocka_unit_test(fail_fills_the_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -120,7 +120,7 @@ static void types(void **state)
     char text[400];
     snprintf(text, sizeof text, "{\"request_id\": \"%.*s\"}", REQUEST_ID_MAX_LEN + 1, big);
     refused(text, false, "request_id");
-    snprintf(text, sizeof text, "{\"owner\": \"%.*s\"}", OWNER_MAX_LEN + 1, big);
+    snprintf(text, sizeof text, "{\"owner\": \"%.*s\"}", OWNER_NAME_MAX_LEN + 1, big);
     refused(text, false, "owner");
     refused("{\"owner\": \"a\\u0000b\"}", false, "owner");
 }

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_lua_scripts_gen.cmake - the generator of the script table (cmake/lua_scripts.cmake) on scripts
 # this test writes: the headers it parses (libraries standing for their lists, nested, variadic last
-# arguments), the constants and offsets it emits for C and for Lua, the sources it assembles, and each
-# mistake it must fail the build on, with its message.
+# arguments), the constants, numbers and offsets it emits for C and for Lua, the sources it assembles,
+# and each mistake it must fail the build on, with its message.
 #   cmake -DGENERATOR=cmake/lua_scripts.cmake -DWORK=<scratch dir> -P tests/unit/test_lua_scripts_gen.cmake
 cmake_minimum_required(VERSION 3.18)
 
@@ -20,6 +20,11 @@ set(keys_h [=[
 #define T_CHAN   T_PREFIX "ch" "an"
 #endif
 ]=])
+set(limits_h [=[
+#define T_LIMITS_H
+#define T_GRACE  60000 /* ms */
+#define T_UNUSED 7
+]=])
 set(lib_base [=[
 -- lib_base.lua: a library with lists of its own, read by literal index.
 -- KEYS: a b
@@ -31,7 +36,7 @@ set(lib_top [=[
 -- lib_top.lua: a library whose KEYS take another's.
 -- KEYS: c lib_base.lua
 
-local function top() return T_ONE, KEYS[KEYS_AT_LIB_BASE] end
+local function top() return T_ONE, KEYS[KEYS_AT_LIB_BASE], T_GRACE end
 ]=])
 set(one [=[
 -- uses: lib_base.lua
@@ -56,17 +61,18 @@ function(generate case)
   file(REMOVE_RECURSE ${dir})
   file(MAKE_DIRECTORY ${dir}/lua)
   file(WRITE ${dir}/keys.h "${keys_h}")
+  file(WRITE ${dir}/limits.h "${limits_h}")
   set(files ${ARGN})
   while(files)
     list(POP_FRONT files name var)
-    if(name STREQUAL "keys.h")
-      file(WRITE ${dir}/keys.h "${${var}}")
+    if(name STREQUAL "keys.h" OR name STREQUAL "limits.h")
+      file(WRITE ${dir}/${name} "${${var}}")
     else()
       file(WRITE ${dir}/lua/${name} "${${var}}")
     endif()
   endwhile()
   execute_process(COMMAND ${CMAKE_COMMAND} -DLUA_DIR=${dir}/lua -DKEYS_H=${dir}/keys.h
-                          -DOUT_DIR=${dir}/out -P ${GENERATOR}
+                          -DLIMITS_H=${dir}/limits.h -DOUT_DIR=${dir}/out -P ${GENERATOR}
                   RESULT_VARIABLE result ERROR_VARIABLE err OUTPUT_VARIABLE stdout)
   string(REGEX REPLACE "[ \n]+" " " err "${stdout}${err}")
   set(rc ${result} PARENT_SCOPE)
@@ -105,8 +111,9 @@ if(NOT assembled STREQUAL "local T_CHAN = 't:chan'\n${lib_base}\n${one}")
   fail("one.lua runs as its constants, its library, itself")
 endif()
 file(READ ${WORK}/good/out/lua/two.lua assembled)
-if(NOT assembled STREQUAL "local T_ONE = 't:one'\nlocal KEYS_AT_LIB_BASE = 2\n${lib_top}\n${two}")
-  fail("two.lua runs with the constant and the list offset its library uses")
+if(NOT assembled STREQUAL
+   "local T_ONE = 't:one'\nlocal T_GRACE = 60000\nlocal KEYS_AT_LIB_BASE = 2\n${lib_top}\n${two}")
+  fail("two.lua runs with the constant, the number and the list offset its library uses")
 endif()
 
 # --- mistakes that fail the build ----------------------------------------------------------------------------
@@ -122,6 +129,7 @@ set(no_offset "-- KEYS: a\n-- ARGV:\nreturn ARGV_AT_LIB_BASE\n")
 set(bad_name "-- KEYS: Upper\n-- ARGV:\nreturn 1\n")
 set(number_key "#define T_N 3\n")
 set(late_name "#define T_A T_B \"x\"\n#define T_B \"y\"\n")
+set(both_names "#define T_GRACE \"g\"\n")
 foreach(case
     "past_count|reads KEYS\\[3\\] but declares 2 KEYS"
     "unknown_lib|uses lib_nope.lua, which is not a library"
@@ -133,10 +141,11 @@ foreach(case
     "no_offset|reads ARGV_AT_LIB_BASE, but its lists do not take that library's"
     "bad_name|\"Upper\" in KEYS is neither"
     "number_key|T_N is not a sequence of plain string literals"
-    "late_name|T_A uses T_B, which is not defined above it")
+    "late_name|T_A uses T_B, which is not defined above it"
+    "both_names|T_GRACE is a name of .*keys.h too")
   string(REGEX REPLACE "\\|.*$" "" name "${case}")
   string(REGEX REPLACE "^[^|]*\\|" "" want "${case}")
-  if(name STREQUAL "number_key" OR name STREQUAL "late_name")
+  if(name MATCHES "^(number_key|late_name|both_names)$")
     generate(${name} keys.h ${name} lib_base.lua lib_base one.lua one)
   else()
     generate(${name} lib_base.lua lib_base lib_plain.lua lib_plain ${name}.lua ${name})

@@ -54,11 +54,11 @@ static void request_id(void **state)
     assert_false(strict_request_id_valid("a b"));
     assert_false(strict_request_id_valid("a\r\nX-Evil: 1"));
     assert_false(strict_request_id_valid("caf\xc3\xa9"));
-    char long_id[REQUEST_ID_MAX_BYTES + 2];
+    char long_id[X_REQUEST_ID_MAX_LEN + 2];
     memset(long_id, 'a', sizeof long_id - 1);
     long_id[sizeof long_id - 1] = '\0';
     assert_false(strict_request_id_valid(long_id));
-    long_id[REQUEST_ID_MAX_BYTES] = '\0';
+    long_id[X_REQUEST_ID_MAX_LEN] = '\0';
     assert_true(strict_request_id_valid(long_id));
 }
 

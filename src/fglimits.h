@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fglimits.h - every limit and default of the public contract, once: the byte
+ * limits of names and labels, the ranges of lease durations, the sizes of
+ * lock sets, batches and pages, and the defaults of the configuration. The
+ * gateway, fencectl, the configuration and the parsers of request bodies all
+ * read them from here; README.md and docs/api.md state the same numbers, which
+ * tests/package/test_docs.py checks against this file. The values are plain
+ * decimal literals so that help texts can spell them (FG_STR).
+ *
+ * The Lua scripts read the numbers they share with C from here too: the build
+ * puts "local NAME = <n>" before a script for each name it mentions
+ * (cmake/lua_scripts.cmake). Buffer sizes and internal tunables (token text,
+ * script tables, orphan grace) stay with the module that owns them: they are
+ * not promises to a client.
+ */
+#ifndef FG_FGLIMITS_H
+#define FG_FGLIMITS_H
+
+/* A limit as a string literal, for help texts: FG_STR(TTL_MAX_MS) is "86400000". */
+#define FG_STR_(x) #x
+#define FG_STR(x)  FG_STR_(x)
+
+/* --- names and labels, in bytes ------------------------------------------------------------- */
+#define NAME_MAX_LEN          200  /* a lock or semaphore name */
+#define SEGMENT_MAX_LEN       1024 /* a decoded path segment (table, row key, Redis key) */
+#define OWNER_NAME_MAX_LEN    200  /* an acquire's owner, a Fence-Owner header */
+#define REQUEST_ID_MAX_LEN    200  /* an acquire's request_id */
+#define X_REQUEST_ID_MAX_LEN  128  /* an X-Request-Id header the gateway echoes */
+#define REVOCATION_REASON_MAX 200  /* the reason of a revoke */
+
+/* --- leases, in milliseconds unless named otherwise ------------------------------------------ */
+#define TTL_MIN_MS            100       /* shortest ttl_ms (and max_hold_ms) */
+#define TTL_MAX_MS            86400000  /* longest ttl_ms: a day */
+#define WAIT_MAX_MS           3600000   /* longest wait_ms of an acquire or a watch: an hour */
+#define MAX_HOLD_MAX_MS       604800000 /* longest max_hold_ms: a week */
+#define REQUEST_ID_GRACE_MS   60000     /* a request_id is kept this long past wait and lease */
+#define SEMAPHORE_MAX_LIMIT   100000    /* largest limit of a semaphore */
+#define LOCKSET_MAX           32        /* locks in one lock set */
+#define WATCH_WAIT_DEFAULT_MS 30000     /* wait_ms of a watch that names none */
+#define LEASE_MAX_HANDOFF     16        /* in-process grants one script may answer (lib_sem.lua) */
+
+/* --- signing keys ------------------------------------------------------------------------- */
+#define TOKEN_SECRET_MIN 16  /* shortest signing secret, in bytes */
+#define TOKEN_SECRET_MAX 256 /* longest signing secret, in bytes */
+#define TOKEN_KEY_ID_MAX 32  /* longest signing key id, in bytes */
+#define TOKEN_KEYS_MAX   8   /* signing keys in one ring */
+
+/* --- writes and pages ----------------------------------------------------------------------- */
+#define FENCED_BATCH_MAX_OPS    100      /* operations in one batch */
+#define LIST_LIMIT_DEFAULT      100      /* items of a lock or semaphore listing page */
+#define LIST_LIMIT_MAX          1000     /* largest such page */
+#define LEASE_LIST_SEM_HOLDERS  16       /* live holders listed per semaphore */
+#define AUDIT_LIMIT_DEFAULT     100      /* records of an audit page */
+#define AUDIT_LIMIT_MAX         1000     /* largest audit page */
+#define AUDIT_WINDOW_DEFAULT_MS 3600000  /* an audit summary covers the last hour by default */
+#define AUDIT_WINDOW_MAX_MS     86400000 /* and at most a day (1,440 one-minute buckets) */
+
+/* --- defaults of the configuration (README, "Configuration") -------------------------------- */
+#define DEFAULT_TTL_MS                  30000   /* defaults.ttl_ms */
+#define DEFAULT_WAIT_MS                 0       /* defaults.wait_ms: try once */
+#define DEFAULT_MAX_HOLD_MS             1800000 /* defaults.max_hold_ms: half an hour */
+#define DEFAULT_MAX_BODY_BYTES          1048576 /* limits.max_body_bytes */
+#define DEFAULT_MAX_WAITERS_PER_LOCK    10000   /* limits.max_waiters_per_lock */
+#define DEFAULT_MAX_WAITERS             100000  /* limits.max_waiters */
+#define DEFAULT_MAX_HASH_FIELDS         1000    /* limits.max_hash_fields */
+#define DEFAULT_MAX_VALUE_BYTES         65536   /* limits.max_value_bytes */
+#define DEFAULT_AUDIT_RETENTION_DAYS    90      /* limits.audit_retention_days */
+#define DEFAULT_HEADER_TIMEOUT_MS       10000   /* limits.header_timeout_ms */
+#define DEFAULT_CONNECTION_BUFFER_BYTES 32768   /* limits.connection_buffer_bytes */
+#define DEFAULT_HTTP_THREADS            4       /* http_threads */
+#define DEFAULT_PG_POOL_SIZE            8       /* pg_pool_size */
+#define DEFAULT_STATEMENT_TIMEOUT_MS    5000    /* statement_timeout_ms */
+#define DEFAULT_REQUEST_TIMEOUT_MS      5000    /* request_timeout_ms */
+#define DEFAULT_WAITER_LEASE_MS         3000    /* waiter_lease_ms */
+#define DEFAULT_POLL_MS                 2000    /* poll_ms */
+#define DEFAULT_LISTEN_PORT             8480    /* the port of listen */
+
+#endif
