@@ -225,6 +225,12 @@ static void reload(void)
     config_free(&fresh);
 }
 
+/* The waiter registry resumes the requests it parks through the HTTP server. */
+static void resume_request(void *request)
+{
+    http_request_wake(request);
+}
+
 static int serve(struct config *cfg, struct fg_error *err)
 {
     sigset_t signals;
@@ -236,8 +242,9 @@ static int serve(struct config *cfg, struct fg_error *err)
     signal(SIGPIPE, SIG_IGN);
     doorbell_on_orphan(LEASE_KIND_LOCK, lock_give_back_orphan);
     doorbell_on_orphan(LEASE_KIND_SEMAPHORE, sem_give_back_orphan);
-    if (waiter_registry_init(err) != 0 || redis_watch_start(err) != 0 || janitor_start(err) != 0 ||
-        doorbell_start(err) != 0 || http_server_start(cfg, api_routes, err) != 0)
+    if (waiter_registry_init(resume_request, err) != 0 || redis_watch_start(err) != 0 ||
+        janitor_start(err) != 0 || doorbell_start(err) != 0 ||
+        http_server_start(cfg, api_routes, err) != 0)
         return -1;
     log_event(LOG_INFO, "serving",
               json_pack("{s:s, s:i, s:s}", "host", cfg->listen_host, "port", cfg->listen_port,

@@ -337,7 +337,8 @@ static enum handler_result start_wait(const struct lease_ops *kind, struct http_
     snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", res->lease_id);
     snprintf(lw->attach, sizeof lw->attach, "%s", attach);
     lw->waiter.leave = leave_queues;
-    if (waiter_add(&lw->waiter, req, clock_mono_ms() + p->wait_ms, &err) != 0) {
+    if (waiter_add(&lw->waiter, req, http_request_fd(req), clock_mono_ms() + p->wait_ms, &err) !=
+        0) {
         struct lease_result left;
         struct fg_error ignored = {0};
         if (kind->cancel(lw->name, lw->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &left,

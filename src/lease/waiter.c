@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include "gateway.h"
-#include "http/server.h"
 
 #define HASH_MIN_BUCKETS 1024
 #define HANGUP_BATCH     256 /* epoll events taken at once */
@@ -59,10 +58,12 @@ static struct {
     size_t ntimers;          /* entries of the heap */
     size_t timers_cap;       /* allocated entries */
     int epoll_fd;
+    waiter_resume_fn resume; /* resumes a parked request */
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .epoll_fd = -1};
 
-int waiter_registry_init(struct fg_error *err)
+int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
 {
+    reg.resume = resume;
     reg.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (reg.epoll_fd < 0)
         return fg_fail(err, FG_ERR_INTERNAL, "epoll_create1: %s", strerror(errno));
@@ -134,7 +135,7 @@ static void waiter_set_state(struct waiter *w, enum waiter_state to)
     if (to == WAITER_PARKED)
         timer_add(w);
     if ((from == WAITER_PARKED || from == WAITER_LEAVING) && to == WAITER_RUNNING)
-        http_request_wake(w->req);
+        reg.resume(w->request);
 }
 
 /* Records reason and resumes w if parked. Caller holds reg.lock. */
@@ -258,8 +259,7 @@ static void supersede_locked(const char *lease_id, const struct waiter *keep)
     wake(old, WAKE_SUPERSEDED);
 }
 
-int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
-               struct fg_error *err)
+int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms, struct fg_error *err)
 {
     pthread_mutex_lock(&reg.lock);
     if (reg.count >= gw.cfg->max_waiters) {
@@ -268,13 +268,13 @@ int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
                        gw.cfg->max_waiters);
     }
     supersede_locked(w->lease_id, NULL);
-    w->req = req;
+    w->request = request;
     w->deadline_ms = deadline_ms;
     w->next_check_ms = deadline_ms;
     w->wake_reasons = 0;
     w->state = WAITER_RUNNING;
     w->serial = ++reg.next_serial;
-    w->fd = http_request_fd(req);
+    w->fd = fd;
     struct waiter **head = list_of(w);
     w->prev = NULL;
     w->next = *head;

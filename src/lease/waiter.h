@@ -15,7 +15,10 @@
  * connection is suspended), WAITER_LEAVING (its client hung up while it was
  * parked; still suspended while the janitor takes it out of its queue together
  * with the others that hung up), WAITER_GONE (not registered).
- * waiter_set_state is the one place that moves between them.
+ * waiter_set_state is the one place that moves between them. The registry
+ * knows a parked request only as an opaque pointer and a socket: it resumes
+ * it through the callback given at waiter_registry_init (the HTTP server's), so
+ * lease/ never calls into http/.
  */
 #ifndef FG_WAITER_H
 #define FG_WAITER_H
@@ -26,8 +29,6 @@
 
 #include "auth/token.h"
 #include "util/error.h"
-
-struct http_request;
 
 enum waiter_state {
     WAITER_GONE,
@@ -58,7 +59,7 @@ enum waiter_wake {
 
 struct waiter {
     char lease_id[LEASE_ID_LEN + 1]; /* key of the registry */
-    struct http_request *req;        /* the parked request (borrowed) */
+    void *request;                   /* the parked request (borrowed, opaque here) */
     int fd;                          /* the client's socket, watched for hang-up */
     uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
     int64_t deadline_ms;             /* monotonic time the wait ends */
@@ -75,14 +76,19 @@ struct waiter {
     waiter_leave_fn leave;           /* leaves many at once after hang-ups; NULL: on its own */
 };
 
-/* Creates the epoll set. */
-int waiter_registry_init(struct fg_error *err) FG_WUR;
+/* Resumes a parked request (any thread; a resume that comes before the
+ * suspension took effect is kept). */
+typedef void (*waiter_resume_fn)(void *request);
 
-/* Registers w (state RUNNING) for req. Fails with FG_ERR_TOO_MANY_WAITERS when
+/* Creates the epoll set; resume is how parked requests are resumed. */
+int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err) FG_WUR;
+
+/* Registers w (state RUNNING) for request, whose client socket is fd (watched
+ * for hang-ups; -1: none). Fails with FG_ERR_TOO_MANY_WAITERS when
  * this process already has max_waiters. A waiter with the same lease id is
  * superseded: woken with WAKE_SUPERSEDED and dropped from the registry; a
  * watcher (empty lease id, watch_kind set) supersedes nobody. */
-int waiter_add(struct waiter *w, struct http_request *req, int64_t deadline_ms,
+int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms,
                struct fg_error *err) FG_WUR;
 
 /* Changes w's lease id (a retried request_id found its earlier lease). A waiter
