@@ -27,10 +27,14 @@ bench_pg_writes_setup() {
 # psql on the bench Postgres (after bench_pg_writes_setup), unaligned and stopping at the first error.
 sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
 
-# The median of the numbers on stdin, one a line.
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
+median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 
 bench_gateway_pid=""
+# Words put before the gateway's binary (a profiler and its options; none by default), and how
+# many tenths of a second bench_gateway waits for it to become ready.
+bench_gateway_prefix=()
+bench_gateway_wait=100
 
 bench_cleanup() {
   [[ -n "$bench_gateway_pid" ]] && kill "$bench_gateway_pid" 2>/dev/null &&
@@ -51,9 +55,10 @@ bench_gateway() {
   env FENCEGATE_LISTEN="127.0.0.1:$http_port" \
     FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
     FENCEGATE_PG_DSN="postgresql://fencegate@127.0.0.1:$pg_port/fencegate" \
-    FENCEGATE_LOG_LEVEL=warn "$@" "$build/fencegate" 2>"$datadir/gateway.log" &
+    FENCEGATE_LOG_LEVEL=warn "$@" "${bench_gateway_prefix[@]}" "$build/fencegate" \
+    2>"$datadir/gateway.log" &
   bench_gateway_pid=$!
-  for _ in $(seq 100); do
+  for _ in $(seq "$bench_gateway_wait"); do
     curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && return 0
     sleep 0.1
   done

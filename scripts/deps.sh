@@ -4,7 +4,8 @@
 # fault lab of tests/ha/), and the
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
-# `scripts/deps.sh bench` adds the tools of bench/ (curl, jq, python3-redis, python3-psycopg2, linux-perf).
+# `scripts/deps.sh bench` adds the tools of bench/ (curl, jq, python3-redis, python3-psycopg2, linux-perf,
+# valgrind).
 # The browser tests of the operator console (tests/browser/) need Debian's chromium, node and the npm
 # packages locked in tests/browser/package-lock.json, installed into FG_BROWSER_DIR (default
 # /var/cache/fencegate/browser-tests as root, ~/.cache/fencegate/browser-tests otherwise); no browser is
@@ -22,7 +23,7 @@ PACKAGES=(
 # Debian's nodejs ships npm apart; node from elsewhere may bring its own.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 if [[ "${1:-}" == bench ]]; then
-  PACKAGES+=(curl jq python3-redis python3-psycopg2 linux-perf)
+  PACKAGES+=(curl jq python3-redis python3-psycopg2 linux-perf valgrind)
 fi
 # Unprivileged user that owns and runs the Postgres clusters of scripts/services.sh (postgres refuses root).
 PG_OS_USER="${FG_PG_OS_USER:-fencegate-pg}"

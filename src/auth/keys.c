@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * keys.c - the API key set: read from the configuration (and an optional keys
- * file), looked up by the hash of a presented key, published whole. It decides
+ * file), looked up by the hash of a presented key (once per connection while
+ * the connection presents the same key: auth_memo), published whole. It decides
  * who a caller is and what a key may do; which scope a call needs is the route
  * table's business (http/routes.c), and answering 401/403 the server's.
  */
@@ -10,6 +11,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -236,15 +238,60 @@ void keyset_free(struct keyset *ks)
     free(ks);
 }
 
+/* True iff the n bytes at a and b are equal, in a time that depends on n only:
+ * a word at a time, with no early exit (CRYPTO_memcmp goes a byte at a time,
+ * which cost more than the hash with ten keys). */
+static bool bytes_equal(const void *a, const void *b, size_t n)
+{
+    const unsigned char *x = a, *y = b;
+    uint64_t diff = 0;
+    size_t i = 0;
+    for (; i + sizeof diff <= n; i += sizeof diff) {
+        uint64_t u, v;
+        memcpy(&u, x + i, sizeof u);
+        memcpy(&v, y + i, sizeof v);
+        diff |= u ^ v;
+    }
+    for (; i < n; i++)
+        diff |= (uint64_t)(x[i] ^ y[i]);
+    return diff == 0;
+}
+
 const struct api_key *keyset_find(const struct keyset *ks, const char *presented, size_t len)
 {
     unsigned char digest[API_KEY_DIGEST];
     sha256(presented, len, digest);
     const struct api_key *found = NULL;
     for (size_t i = 0; i < ks->nkeys; i++)
-        if (CRYPTO_memcmp(digest, ks->keys[i].sha256, API_KEY_DIGEST) == 0)
+        if (bytes_equal(digest, ks->keys[i].sha256, API_KEY_DIGEST))
             found = &ks->keys[i];
     return found;
+}
+
+const struct api_key *keyset_find_memo(const struct keyset *ks, const char *presented, size_t len,
+                                       struct auth_memo *memo)
+{
+    if (memo->keyset == ks && memo->len == len && bytes_equal(memo->text, presented, len))
+        return memo->key;
+    const struct api_key *found = keyset_find(ks, presented, len);
+    if (found == NULL)
+        return NULL;
+    auth_memo_clear(memo);
+    memo->text = malloc(len);
+    FG_ASSERT(memo->text != NULL);
+    memcpy(memo->text, presented, len);
+    memo->len = len;
+    memo->keyset = ks;
+    memo->key = found;
+    return found;
+}
+
+void auth_memo_clear(struct auth_memo *memo)
+{
+    if (memo->text != NULL)
+        OPENSSL_cleanse(memo->text, memo->len);
+    free(memo->text);
+    memset(memo, 0, sizeof *memo);
 }
 
 int auth_bearer(const char *header, const char **key, size_t *len, struct fg_error *err)

@@ -4,7 +4,9 @@
  * a request presents, and whether that key holds a scope. Keys are kept as the
  * SHA-256 of their text only; a presented key is hashed and compared with every
  * known hash in constant time, so the check costs no round trip and leaks
- * nothing through its timing.
+ * nothing through its timing. A kept-alive connection presenting the same key
+ * again is recognised by the text it presented last (auth_memo), without the
+ * hash.
  *
  * The key set in force is published as one immutable object (auth_publish) and
  * replaced whole on SIGHUP. A replaced set is kept until auth_shutdown, so a
@@ -58,6 +60,31 @@ void keyset_free(struct keyset *ks);
  * once and compares it with every key's hash in constant time.
  */
 const struct api_key *keyset_find(const struct keyset *ks, const char *presented, size_t len);
+
+/*
+ * The key a connection presented last, so that its next request presenting
+ * the same text skips the hash: a kept-alive connection sends one key on every
+ * call. One per connection, zero-initialised, used by one thread at a time.
+ */
+struct auth_memo {
+    const struct keyset *keyset; /* the set the key was found in (borrowed) */
+    const struct api_key *key;   /* the key found there (borrowed) */
+    char *text;                  /* the presented text (owned, wiped when cleared) */
+    size_t len;                  /* bytes of text */
+};
+
+/*
+ * keyset_find through memo: if memo holds the same text (compared in constant
+ * time; a proxy may send several clients' requests over one connection) found
+ * in this same ks, its key; else keyset_find, remembering a key found. A key
+ * set replaced on SIGHUP is a different ks, so a memo never outlives a change
+ * of keys. The result is borrowed from ks.
+ */
+const struct api_key *keyset_find_memo(const struct keyset *ks, const char *presented, size_t len,
+                                       struct auth_memo *memo);
+
+/* Wipes and frees the text memo holds and empties it. */
+void auth_memo_clear(struct auth_memo *memo);
 
 /*
  * Reads an Authorization header value (NULL when absent): "Bearer <key>", the

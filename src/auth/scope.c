@@ -12,15 +12,21 @@
 
 struct scope_category {
     const char *prefix; /* "lock:" */
+    size_t prefix_len;  /* bytes of prefix */
     bool with_access;   /* ends in ":read" or ":write" */
     const char *extra;  /* bytes allowed in the pattern besides A-Z a-z 0-9 and '*' */
 };
 
+#define CATEGORY(prefix, with_access, extra)                                                       \
+    {                                                                                              \
+        prefix, sizeof prefix - 1, with_access, extra                                              \
+    }
+
 static const struct scope_category categories[] = {
-    {"lock:", false, "._:/-"},
-    {"semaphore:", false, "._:/-"},
-    {"pg:", true, "._-$"},
-    {"redis:", true, "!\"#$%&'()+,-./:;<=>?@[\\]^_`{|}~"},
+    CATEGORY("lock:", false, "._:/-"),
+    CATEGORY("semaphore:", false, "._:/-"),
+    CATEGORY("pg:", true, "._-$"),
+    CATEGORY("redis:", true, "!\"#$%&'()+,-./:;<=>?@[\\]^_`{|}~"),
 };
 
 static const char *const fixed_scopes[] = {"admin", "metrics", "audit:read"};
@@ -40,7 +46,7 @@ static bool scope_split(const char *scope, struct scope_parts *p)
 {
     memset(p, 0, sizeof *p);
     for (size_t i = 0; i < NCATEGORIES; i++) {
-        size_t n = strlen(categories[i].prefix);
+        size_t n = categories[i].prefix_len;
         if (strncmp(scope, categories[i].prefix, n) != 0)
             continue;
         p->category = &categories[i];
@@ -123,13 +129,10 @@ bool scope_glob(const char *pattern, size_t pattern_len, const char *text, size_
 
 bool scope_grants(const char *granted, const char *needed)
 {
-    if (strcmp(granted, "admin") == 0)
-        return true;
-    if (is_fixed(granted) || is_fixed(needed))
-        return strcmp(granted, needed) == 0;
     struct scope_parts g, n;
-    if (!scope_split(granted, &g) || !scope_split(needed, &n))
-        return false;
-    return g.category == n.category && strcmp(g.access, n.access) == 0 &&
-           scope_glob(g.pattern, g.pattern_len, n.pattern, n.pattern_len);
+    if (scope_split(granted, &g) && scope_split(needed, &n))
+        return g.category == n.category && strcmp(g.access, n.access) == 0 &&
+               scope_glob(g.pattern, g.pattern_len, n.pattern, n.pattern_len);
+    /* A fixed word on either side: only "admin" or the same word grants it. */
+    return strcmp(granted, "admin") == 0 || strcmp(granted, needed) == 0;
 }

@@ -145,8 +145,19 @@ bool router_needed_scope(const struct route *route, const char *param, char *out
     out[0] = '\0';
     if (scope == SCOPE_OPEN || scope == SCOPE_KEY)
         return false;
-    snprintf(out, cap, "%s%s%s", scope_forms[scope].prefix,
-             scope_forms[scope].with_param ? param : "", scope_forms[scope].suffix);
+    /* Copied, not printed: this runs on every request with auth required. */
+    const char *const parts[] = {scope_forms[scope].prefix,
+                                 scope_forms[scope].with_param ? param : "",
+                                 scope_forms[scope].suffix};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        size_t len = strlen(parts[i]);
+        if (len > cap - 1 - n)
+            len = cap - 1 - n;
+        memcpy(out + n, parts[i], len);
+        n += len;
+    }
+    out[n] = '\0';
     return true;
 }
 

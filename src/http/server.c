@@ -56,6 +56,7 @@
 /* Private per-request connection state: what handlers must not see. */
 struct http_conn {
     struct MHD_Connection *mhd; /* the libmicrohttpd connection */
+    struct conn_state *state;   /* what the connection keeps across requests (may be NULL) */
     int route_status;           /* FG_OK, or the code the router failed with (reply set) */
     size_t body_cap;            /* allocated bytes of body */
     bool body_too_large;        /* the body crossed max_body_bytes */
@@ -69,12 +70,14 @@ struct http_conn {
     struct http_reply reply;    /* the reply being built */
 };
 
-/* A connection awaiting the headers of its next request, and when they are due. */
-struct conn_watch {
+/* What a connection keeps from one request to the next: when its next request
+ * (headers and body) is due, and the API key it presented last. */
+struct conn_state {
     MHD_socket fd;                  /* the connection's socket */
-    int64_t due_ms;                 /* monotonic deadline of the headers */
+    int64_t due_ms;                 /* monotonic deadline of the next request */
     bool watched;                   /* linked in the watch list */
-    struct conn_watch *prev, *next; /* watch list links */
+    struct conn_state *prev, *next; /* watch list links */
+    struct auth_memo auth;          /* the key of its previous requests (keys.h) */
 };
 
 #define REAP_INTERVAL_MS 100
@@ -82,7 +85,7 @@ struct conn_watch {
 
 static struct {
     pthread_mutex_t lock;   /* guards the list */
-    struct conn_watch head; /* sentinel of a circular list */
+    struct conn_state head; /* sentinel of a circular list */
     int64_t next_scan_ms;   /* the reaper's next look (janitor thread only) */
 } watches = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -94,15 +97,15 @@ static struct {
     MHD_socket quiesced_fd; /* listening socket after quiesce, closed at stop */
 } server = {.quiesced_fd = MHD_INVALID_SOCKET};
 
-/* The watch of the connection's headers (NULL if none). */
-static struct conn_watch *watch_of(struct MHD_Connection *mhd)
+/* The lasting state of the connection (NULL if none). */
+static struct conn_state *state_of(struct MHD_Connection *mhd)
 {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info != NULL ? info->socket_context : NULL;
 }
 
-static void watch_unlink(struct conn_watch *w)
+static void watch_unlink(struct conn_state *w)
 {
     if (!w->watched)
         return;
@@ -112,7 +115,7 @@ static void watch_unlink(struct conn_watch *w)
 }
 
 /* Starts (or restarts, after an answer) the deadline of w's next headers. */
-static void watch_arm(struct conn_watch *w)
+static void watch_arm(struct conn_state *w)
 {
     pthread_mutex_lock(&watches.lock);
     watch_unlink(w);
@@ -125,7 +128,7 @@ static void watch_arm(struct conn_watch *w)
     pthread_mutex_unlock(&watches.lock);
 }
 
-static void watch_disarm(struct conn_watch *w)
+static void watch_disarm(struct conn_state *w)
 {
     if (w == NULL)
         return;
@@ -195,8 +198,8 @@ static void request_id_of(struct MHD_Connection *mhd, int64_t now_ms, char *out,
 
 /* A new request: a route that does not match is answered (after the body) with
  * the problem set here. */
-static struct http_request *request_new(struct MHD_Connection *mhd, const char *method,
-                                        const char *url)
+static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_state *state,
+                                        const char *method, const char *url)
 {
     struct http_conn *conn = calloc(1, sizeof *conn);
     FG_ASSERT(conn != NULL);
@@ -217,6 +220,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, const char *
     req->method = m;
     req->conn = conn;
     conn->mhd = mhd;
+    conn->state = state;
     pthread_mutex_init(&conn->wake_lock, NULL);
     req->started_ms = now;
     client_address(mhd, req->client_addr, sizeof req->client_addr);
@@ -285,7 +289,7 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
         return;
     *con_cls = NULL;
     request_free(req);
-    struct conn_watch *w = watch_of(mhd);
+    struct conn_state *w = state_of(mhd);
     if (w != NULL)
         watch_arm(w); /* a kept-alive connection: the next headers are due in time */
 }
@@ -453,7 +457,9 @@ static int check_strict(struct http_request *req, struct fg_error *err)
  * The API key check, before any handler runs: with auth required, every route
  * but SCOPE_OPEN needs a known bearer key (else 401), holding the scope the
  * route declares for its parameters (else 403 naming the scope). Fills
- * req->principal. Returns 0, or -1 with the problem set on the reply.
+ * req->principal; a connection presenting the key of its previous request is
+ * not hashed again (keyset_find_memo). Returns 0, or -1 with the problem set
+ * on the reply.
  */
 static int authorize(struct http_request *req)
 {
@@ -468,7 +474,9 @@ static int authorize(struct http_request *req)
         reply_problem(&req->conn->reply, &err);
         return -1;
     }
-    req->principal = keyset_find(ks, key, len);
+    struct conn_state *state = req->conn->state;
+    req->principal =
+        state != NULL ? keyset_find_memo(ks, key, len, &state->auth) : keyset_find(ks, key, len);
     if (req->principal == NULL) {
         fg_fail(&err, FG_ERR_UNAUTHORIZED, "unknown API key");
         reply_problem(&req->conn->reply, &err);
@@ -607,7 +615,7 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
                           enum MHD_ConnectionNotificationCode toe)
 {
     (void)cls;
-    struct conn_watch *w = *socket_context;
+    struct conn_state *w = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *info =
             MHD_get_connection_info(mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -621,6 +629,7 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
     if (w == NULL)
         return;
     watch_disarm(w);
+    auth_memo_clear(&w->auth);
     free(w);
     *socket_context = NULL;
 }
@@ -635,7 +644,7 @@ void http_server_reap_slow(int64_t now_ms)
      * Counted before the shutdown: a client that sees its connection end may
      * read the metric at once. */
     while (watches.head.next != &watches.head && watches.head.next->due_ms <= now_ms) {
-        struct conn_watch *w = watches.head.next;
+        struct conn_state *w = watches.head.next;
         watch_unlink(w);
         metrics_slow_headers_closed(1);
         if (w->fd != MHD_INVALID_SOCKET)
@@ -653,7 +662,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     closing_gone_client = false;
     struct http_request *req = *con_cls;
     if (req == NULL) {
-        req = request_new(mhd, method, url);
+        req = request_new(mhd, state_of(mhd), method, url);
         *con_cls = req;
         struct fg_error err = {0};
         if (check_headers(req, &err) != 0) {
@@ -678,7 +687,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
         *upload_data_size = 0;
         return MHD_YES;
     }
-    watch_disarm(watch_of(mhd)); /* the whole request arrived in time */
+    watch_disarm(req->conn->state); /* the whole request arrived in time */
     if (req->conn->body_too_large)
         return send_problem(req, FG_ERR_BODY_TOO_LARGE, "request body over the limit", method, url);
     return dispatch(req, method, url);

@@ -7,13 +7,15 @@ Broken variants caught while writing this (each tried, then reverted): the scope
 (api_key_permits always true: test_every_route 'lacking' rows answered 2xx/4xx other than 403); the batch
 handler not checking its tables (test_batch_checks_every_table went on to 400 for the missing Fence-Token
 instead of 403); the key set of a SIGHUP not put in force (the new key got 401 in
-test_sighup_rereads_keys).
+test_sighup_rereads_keys); a connection's remembered key kept across a SIGHUP (the removed key still
+answered 200 on its kept-alive connection in test_kept_alive_connection_rechecks).
 
 Owns: authentication and authorization (API.md "Authentication and authorization"). Must not: test the
 fenced-write rules themselves (test_pg_*.py, test_redis_writes.py) or bound resources (test_bound.py).
 """
 
 import hashlib
+import http.client as httpclient
 import json
 import os
 import signal
@@ -200,6 +202,33 @@ class KeysLifecycleTest(unittest.TestCase):
             wait_for(lambda: "reload_failed" in gw.log_text(), 10, what="reload_failed logged")
             self.assertEqual(c.get("/v1/locks/a", headers=bearer("key-new")).status, 200)
             c.close()
+
+    def test_kept_alive_connection_rechecks(self):
+        """A kept-alive connection is not hashed again for the key it presented last, yet another text of
+        the same length is refused on it, and a key removed on SIGHUP answers 401 on that same connection."""
+        with Gateway(config=auth_config([key_entry("old", "key-old", ["lock:*"])])) as gw:
+            conn = httpclient.HTTPConnection("127.0.0.1", gw.port, timeout=10)
+
+            def status(text: str) -> int:
+                conn.request("GET", "/v1/locks/a", headers=bearer(text))
+                r = conn.getresponse()
+                r.read()
+                return r.status
+
+            self.assertEqual(status("key-old"), 200)
+            sock = conn.sock
+            self.assertEqual(status("key-olD"), 401)
+            self.assertEqual(status("key-old"), 200)
+            with open(gw.config_path, "w", encoding="utf-8") as f:
+                json.dump(auth_config([key_entry("new", "key-new", ["lock:*"])]), f)
+            gw.signal(signal.SIGHUP)
+            c = gw.client()  # waits for the new keys on a connection of its own
+            wait_for(lambda: c.get("/v1/locks/a", headers=bearer("key-new")).status == 200, 10,
+                     what="new key in force")
+            c.close()
+            self.assertEqual(status("key-old"), 401)
+            self.assertIs(conn.sock, sock, "every call went over one connection")
+            conn.close()
 
     def test_keys_new(self):
         """The printed key works with the printed entry; the entry holds only the hash."""

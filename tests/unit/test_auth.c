@@ -7,7 +7,10 @@
  * Broken variants caught while writing these: a glob that let '*' stop at the
  * first ':' (lock:invoice:* then refused invoice:a:b); a scope_grants that
  * ignored the access part (redis:app:*:read granted a write); keyset_find
- * comparing only the first byte of the hash (an unknown key was accepted).
+ * comparing only the first byte of the hash (an unknown key was accepted); a
+ * memo that compared the length of the text only ("secreT" was taken for
+ * "secret"), or kept its key across a key set change (a removed key still
+ * worked on a kept-alive connection).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,6 +197,44 @@ static void keyset_entries(void **state)
     }
 }
 
+/* A connection's memo: the same text again is the same key, anything else is
+ * looked up afresh, an unknown key is not remembered, and a new key set (SIGHUP)
+ * is never answered from a memo of the old one. */
+static void key_memo(void **state)
+{
+    (void)state;
+    struct keyset *ks, *reloaded, *emptied;
+    struct fg_error err;
+    const char *keys = "{\"mode\": \"required\", \"keys\": [{\"id\": \"billing\", \"sha256\": "
+                       "\"" HASH_OF_SECRET "\", \"scopes\": [\"admin\"]}]}";
+    assert_int_equal(build(keys, NULL, true, &ks, &err), 0);
+    assert_int_equal(build(keys, NULL, true, &reloaded, &err), 0);
+    assert_int_equal(build("{\"mode\": \"off\"}", NULL, true, &emptied, &err), 0);
+    struct auth_memo memo = {0};
+    const struct api_key *k = keyset_find_memo(ks, "secret", 6, &memo);
+    assert_non_null(k);
+    assert_string_equal(k->id, "billing");
+    assert_ptr_equal(memo.key, k);
+    assert_ptr_equal(keyset_find_memo(ks, "secret", 6, &memo), k);
+    assert_null(keyset_find_memo(ks, "secreT", 6, &memo));
+    assert_null(keyset_find_memo(ks, "secret!", 7, &memo));
+    assert_null(keyset_find_memo(ks, "secre", 5, &memo));
+    assert_ptr_equal(memo.key, k); /* the unknown keys did not replace it */
+    assert_ptr_equal(keyset_find_memo(ks, "secret", 6, &memo), k);
+    const struct api_key *k2 = keyset_find_memo(reloaded, "secret", 6, &memo);
+    assert_ptr_equal(k2, &reloaded->keys[0]);
+    assert_ptr_equal(memo.keyset, reloaded);
+    assert_null(keyset_find_memo(emptied, "secret", 6, &memo));
+    auth_memo_clear(&memo);
+    assert_null(memo.text);
+    assert_null(memo.keyset);
+    assert_int_equal(memo.len, 0);
+    auth_memo_clear(&memo);
+    keyset_free(ks);
+    keyset_free(reloaded);
+    keyset_free(emptied);
+}
+
 static void bearer_header(void **state)
 {
     (void)state;
@@ -226,7 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scope_grammar), cmocka_unit_test(wildcard_edges),
         cmocka_unit_test(keyset_modes),  cmocka_unit_test(keyset_entries),
-        cmocka_unit_test(bearer_header),
+        cmocka_unit_test(key_memo),      cmocka_unit_test(bearer_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
