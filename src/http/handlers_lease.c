@@ -41,6 +41,12 @@
 /* Waiters this close to the head re-check when the (first) holder's lease ends. */
 #define EXPIRY_WATCHERS 3
 
+/* A waiter this many places back or more re-checks one poll_ms later per such
+ * step, up to BACKSTOP_MAX_POLLS poll_ms: a long queue costs a bounded number
+ * of re-checks a second, not one per waiter and poll_ms. */
+#define BACKSTOP_STEP      100
+#define BACKSTOP_MAX_POLLS 10
+
 /* A waiter whose re-check met a backend outage keeps its place and looks again
  * after this long (until its own deadline). */
 #define RECHECK_AFTER_OUTAGE_MS 200
@@ -218,11 +224,15 @@ static enum handler_result reply_acquired(const struct lease_ops *kind, struct h
 }
 
 /* When a queued waiter should look again: the head waiters when the (first)
- * holder's lease ends (crash recovery), everyone at least every poll_ms (lost
- * doorbells). */
+ * holder's lease ends (crash recovery), the first BACKSTOP_STEP at least every
+ * poll_ms (lost doorbells), those further back less often: their turn is far
+ * off, and any waiter's re-check hands a lock freed without a release on. */
 static int64_t next_check(const struct lease_result *res)
 {
-    int64_t now = clock_mono_ms(), delay = gw.cfg->poll_ms;
+    long long polls = 1 + res->position / BACKSTOP_STEP;
+    if (polls > BACKSTOP_MAX_POLLS)
+        polls = BACKSTOP_MAX_POLLS;
+    int64_t now = clock_mono_ms(), delay = gw.cfg->poll_ms * polls;
     if (res->position < EXPIRY_WATCHERS && res->holder_pttl_ms >= 0 &&
         res->holder_pttl_ms + 5 < delay)
         delay = res->holder_pttl_ms + 5;
