@@ -136,7 +136,9 @@ class RedisWriteTest(GatewayTest):
         r = self.write("PUT", key, None, {"value": "x"})
         self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), r)
         forged = lock["token"].replace(".l.", ".l.9", 1)
-        for bad in (forged, lock["token"][:-2] + "AA", "garbage", "fgt1.l.999999.x.y.z"):
+        sig = lock["token"][-10]  # a character whose six bits are all signature bits
+        altered = lock["token"][:-10] + ("B" if sig == "A" else "A") + lock["token"][-9:]
+        for bad in (forged, altered, "garbage", "fgt1.l.999999.x.y.z"):
             r = self.write("PUT", key, bad, {"value": "x"})
             self.assertEqual((r.status, r.body["type"]), (403, "/problems/invalid_fence_token"), (bad, r))
         self.assertEqual(self.r.cmd("EXISTS", key, "fg:rf:" + key), 0)

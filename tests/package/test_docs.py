@@ -47,6 +47,51 @@ API_MD_LIMITS = [
     "Echoed when the client sent 1–{X_REQUEST_ID_MAX_LEN} bytes",
 ]
 
+# The limits of src/fglimits.h a bound in openapi/openapi.json may state, by the name of the member or
+# parameter it bounds and the keyword; a bound of 0 or 1 needs none. Caught: max_hold_ms at "minimum": 1
+# with no maximum, and a batch without maxItems.
+OPENAPI_LIMITS = {
+    ("ttl_ms", "minimum"): {"TTL_MIN_MS"},
+    ("ttl_ms", "maximum"): {"TTL_MAX_MS"},
+    ("wait_ms", "maximum"): {"WAIT_MAX_MS"},
+    ("wait_ms", "default"): {"WATCH_WAIT_DEFAULT_MS"},
+    ("max_hold_ms", "minimum"): {"TTL_MIN_MS"},
+    ("max_hold_ms", "maximum"): {"MAX_HOLD_MAX_MS"},
+    ("owner", "maxLength"): {"OWNER_NAME_MAX_LEN"},
+    ("Fence-Owner", "maxLength"): {"OWNER_NAME_MAX_LEN"},
+    ("request_id", "maxLength"): {"REQUEST_ID_MAX_LEN"},
+    ("X-Request-Id", "maxLength"): {"X_REQUEST_ID_MAX_LEN"},
+    ("reason", "maxLength"): {"REVOCATION_REASON_MAX"},
+    ("name", "maxLength"): {"NAME_MAX_LEN"},
+    ("prefix", "maxLength"): {"NAME_MAX_LEN"},
+    ("limit", "maximum"): {"SEMAPHORE_MAX_LIMIT", "LIST_LIMIT_MAX", "AUDIT_LIMIT_MAX"},
+    ("limit", "default"): {"LIST_LIMIT_DEFAULT", "AUDIT_LIMIT_DEFAULT"},
+    ("names", "maxItems"): {"LOCKSET_MAX"},
+    ("tokens", "maxItems"): {"LOCKSET_MAX"},
+    ("ops", "maxItems"): {"FENCED_BATCH_MAX_OPS"},
+}
+BOUNDS = ("minimum", "maximum", "maxLength", "minLength", "maxItems", "minItems", "default")
+
+
+def openapi_bounds(node, name: str = ""):
+    """(member or parameter name, keyword, value) of every integer bound in an OpenAPI node."""
+    if isinstance(node, list):
+        for item in node:
+            yield from openapi_bounds(item, name)
+    elif isinstance(node, dict):
+        if isinstance(node.get("name"), str) and "schema" in node:
+            name = node["name"]
+        for key in BOUNDS:
+            value = node.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                yield name, key, value
+        for key, value in node.items():
+            if key == "properties":
+                for member, schema in value.items():
+                    yield from openapi_bounds(schema, member)
+            elif key not in ("example", "examples"):
+                yield from openapi_bounds(value, name)
+
 
 def read(*path: str) -> str:
     with open(os.path.join(ROOT, *path), encoding="utf-8") as f:
@@ -127,6 +172,18 @@ class ApiReferenceTest(unittest.TestCase):
                 documented.update(zip(paths, map(int, values)))
         for path, value in defaults.items():
             self.assertEqual(documented.get(path), value, f"README default of {path}")
+
+    def test_openapi_bounds_are_those_of_fglimits_h(self):
+        limits = {name: int(value) for name, value in LIMIT.findall(read("src", "fglimits.h"))}
+        bounds = list(openapi_bounds(json.loads(read("openapi", "openapi.json"))))
+        for key in (("ttl_ms", "maximum"), ("max_hold_ms", "maximum"), ("ops", "maxItems")):
+            self.assertIn(key, {(name, kw) for name, kw, _ in bounds})
+        for name, keyword, value in bounds:
+            if value in (0, 1) and keyword != "default":
+                continue
+            macros = OPENAPI_LIMITS.get((name, keyword))
+            self.assertIsNotNone(macros, f"openapi.json: {keyword} {value} of {name!r} is no limit of fglimits.h")
+            self.assertIn(value, {limits[m] for m in macros}, f"openapi.json: {keyword} of {name!r}")
 
     def test_openapi_examples_conform(self):
         doc = json.loads(read("openapi", "openapi.json"))
