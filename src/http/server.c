@@ -94,8 +94,8 @@ static struct {
     const struct config *cfg;
     const struct route *routes;
     atomic_long in_flight;
-    MHD_socket quiesced_fd; /* listening socket after quiesce, closed at stop */
-} server = {.quiesced_fd = MHD_INVALID_SOCKET};
+    atomic_bool quiesced; /* draining: new connections are closed at once */
+} server;
 
 /* The lasting state of the connection (NULL if none). */
 static struct conn_state *state_of(struct MHD_Connection *mhd)
@@ -728,6 +728,17 @@ static unsigned derived_max_connections(const struct config *cfg)
     return fit > 1000000 ? 1000000u : (unsigned)fit;
 }
 
+/* MHD_AcceptPolicyCallback. Draining refuses new connections here rather than
+ * with MHD_quiesce_daemon, which races with the worker threads taking the
+ * listening socket out of their epoll sets (libmicrohttpd 0.9.75 then aborts). */
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+    (void)cls;
+    (void)addr;
+    (void)addrlen;
+    return atomic_load(&server.quiesced) ? MHD_NO : MHD_YES;
+}
+
 int http_server_start(const struct config *cfg, const struct route *routes, struct fg_error *err)
 {
     server.cfg = cfg;
@@ -766,7 +777,7 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     else
         tls_options[0].option = MHD_OPTION_END;
     server.daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->listen_port, NULL, NULL, on_request, NULL,
+        flags, (uint16_t)cfg->listen_port, accept_policy, NULL, on_request, NULL,
         /* First, so that libmicrohttpd's complaints about the options below are JSON too. */
         MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
@@ -783,11 +794,7 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
 
 void http_server_quiesce(void)
 {
-    if (server.daemon == NULL)
-        return;
-    /* The worker threads take the socket out of their epoll sets on their own
-     * time, so it is closed only after the daemon has stopped. */
-    server.quiesced_fd = MHD_quiesce_daemon(server.daemon);
+    atomic_store(&server.quiesced, true);
 }
 
 long http_server_in_flight(void)
@@ -800,9 +807,6 @@ void http_server_stop(void)
     if (server.daemon != NULL)
         MHD_stop_daemon(server.daemon);
     server.daemon = NULL;
-    if (server.quiesced_fd != MHD_INVALID_SOCKET)
-        close(server.quiesced_fd);
-    server.quiesced_fd = MHD_INVALID_SOCKET;
 }
 
 const char *http_request_header(const struct http_request *req, const char *name)

@@ -58,7 +58,8 @@ struct http_request {
 int http_server_start(const struct config *cfg, const struct route *routes,
                       struct fg_error *err) FG_WUR;
 
-/* Stops accepting connections (SIGTERM drain, first step). */
+/* Stops accepting connections: each new one is closed at once (SIGTERM drain,
+ * first step); the listening socket closes with http_server_stop. */
 void http_server_quiesce(void);
 
 /* Requests in progress (received, not yet answered), including suspended ones. */
