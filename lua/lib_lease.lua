@@ -112,6 +112,31 @@ local function rid_forget(lk, rid, lease)
   redis.call('ZREM', lk.rid_until, rid)
 end
 
+-- Waiters whose clients hung up leave the queue (k.q, k.w) together: packed is
+-- a run of 64-byte records (lease id, attach id), holds(lease) tells a lease that
+-- holds already (a grant came first: it is given up on its own, by the cancel
+-- script). Returns one character per record: '1' gone (or superseded), '0' holds.
+local function leave_queue(k, packed, holds)
+  local left = {}
+  for i = 1, #packed, 64 do
+    local lease, attach = string.sub(packed, i, i + 31), string.sub(packed, i + 32, i + 63)
+    local out = '1'
+    if holds(lease) then
+      out = '0'
+    else
+      local raw = redis.call('HGET', k.w, lease)
+      local w = raw and cjson.decode(raw)
+      if w and w.attach == attach then
+        rid_forget(k, w.rid, lease)
+        redis.call('ZREM', k.q, lease)
+        redis.call('HDEL', k.w, lease)
+      end
+    end
+    left[#left + 1] = out
+  end
+  return table.concat(left)
+end
+
 -- Drops every waiter (queue q, waiter hash w) whose gateway is dead, and
 -- forgets their request ids. Returns how many were dropped.
 local function purge_dead_waiters(lk, q, w, now)

@@ -13,21 +13,5 @@
 local packed = ARGV[1]
 local k = lock_keys()
 local holder = redis.call('HGET', k.h, 'lease')
-local left = {}
-for i = 1, #packed, 64 do
-  local lease, attach = string.sub(packed, i, i + 31), string.sub(packed, i + 32, i + 63)
-  local out = '1'
-  if lease == holder then
-    out = '0'
-  else
-    local raw = redis.call('HGET', k.w, lease)
-    local w = raw and cjson.decode(raw)
-    if w and w.attach == attach then
-      rid_forget(k, w.rid, lease)
-      redis.call('ZREM', k.q, lease)
-      redis.call('HDEL', k.w, lease)
-    end
-  end
-  left[#left + 1] = out
-end
-return cjson.encode({r = 'left', left = table.concat(left)})
+local left = leave_queue(k, packed, function(lease) return lease == holder end)
+return cjson.encode({r = 'left', left = left})

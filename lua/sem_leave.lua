@@ -13,22 +13,6 @@
 local keep_ms, packed = tonumber(ARGV[1]), ARGV[2]
 local k = sem_keys()
 local now = now_ms()
-local left = {}
-for i = 1, #packed, 64 do
-  local lease, attach = string.sub(packed, i, i + 31), string.sub(packed, i + 32, i + 63)
-  local out = '1'
-  if holder_of(k, lease) then
-    out = '0'
-  else
-    local raw = redis.call('HGET', k.w, lease)
-    local w = raw and cjson.decode(raw)
-    if w and w.attach == attach then
-      rid_forget(k, w.rid, lease)
-      redis.call('ZREM', k.q, lease)
-      redis.call('HDEL', k.w, lease)
-    end
-  end
-  left[#left + 1] = out
-end
+local left = leave_queue(k, packed, function(lease) return holder_of(k, lease) ~= nil end)
 tidy(k, now, keep_ms)
-return cjson.encode({r = 'left', left = table.concat(left)})
+return cjson.encode({r = 'left', left = left})
