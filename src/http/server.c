@@ -67,6 +67,8 @@ struct http_conn {
     pthread_mutex_t wake_lock;  /* guards suspended and wake_pending */
     bool suspended;             /* MHD_suspend_connection is in effect */
     bool wake_pending;          /* woken before the suspension took effect */
+    bool park_deferred;         /* parked, suspension put off for one event-loop round */
+    bool reading_stopped;       /* libmicrohttpd no longer reads the socket (see park) */
     struct http_reply reply;    /* the reply being built */
 };
 
@@ -500,7 +502,30 @@ int http_request_permit(const struct http_request *req, const char *needed, stru
                    needed);
 }
 
-/* Runs the handler until it answers or parks; parks with MHD_suspend_connection. */
+/* Parks the request whose handler asked to wait; false if a wake came first
+ * (the handler runs again). The first park only returns to libmicrohttpd
+ * for one round of its event loop: in the round that read the request,
+ * libmicrohttpd still means to read the socket, and a connection suspended
+ * then reads it first when resumed, so the end of stream of a client that
+ * half-closed after sending would close the connection unanswered. One idle
+ * round later libmicrohttpd only waits for the answer, and the suspension
+ * follows. */
+static bool park(struct http_conn *conn)
+{
+    pthread_mutex_lock(&conn->wake_lock);
+    bool woken = conn->wake_pending;
+    conn->wake_pending = false;
+    conn->park_deferred = !woken && !conn->reading_stopped;
+    conn->reading_stopped = true;
+    if (!woken && !conn->park_deferred) {
+        MHD_suspend_connection(conn->mhd);
+        conn->suspended = true;
+    }
+    pthread_mutex_unlock(&conn->wake_lock);
+    return !woken;
+}
+
+/* Runs the handler until it answers or parks (see park). */
 static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
 {
     struct http_conn *conn = req->conn;
@@ -518,21 +543,14 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
     }
     conn->strict_checked = true;
     for (;;) {
-        enum handler_result result = req->match.route->handler(req, &conn->reply);
+        enum handler_result result =
+            conn->park_deferred ? HANDLER_SUSPEND : req->match.route->handler(req, &conn->reply);
         if (result == HANDLER_DONE)
             return send_reply(req, method, url);
         if (result == HANDLER_CLOSE)
             return drop_reply(req, method, url);
-        pthread_mutex_lock(&conn->wake_lock);
-        if (conn->wake_pending) {
-            conn->wake_pending = false;
-            pthread_mutex_unlock(&conn->wake_lock);
-            continue;
-        }
-        MHD_suspend_connection(conn->mhd);
-        conn->suspended = true;
-        pthread_mutex_unlock(&conn->wake_lock);
-        return MHD_YES;
+        if (park(conn))
+            return MHD_YES;
     }
 }
 
