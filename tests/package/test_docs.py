@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The API reference cannot drift from the code: docs/api.md names every route of the route table
-(src/http/routes.c) and every problem code of FG_CODES (src/util/error.h); the README and docs/api.md
-state the limits and defaults of src/fglimits.h; every example of openapi/openapi.json conforms to the
-schema beside it; and the README and docs link only to files inside the repository.
+(src/http/routes.c) and every problem code of FG_CODES (src/util/error.h), with a Retry-After where
+the code carries one; the README and docs/api.md state the limits and defaults of src/fglimits.h;
+every example of openapi/openapi.json conforms to the schema beside it; and the README and docs link
+only to files inside the repository.
 
 Caught: the batch answer's items (op, resource, row) against the old schema that required `applied` and
 `fence` in them; a README link to ../shared/API.md.
@@ -15,7 +16,7 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 ROUTE = re.compile(r'\{\s*HTTP_(GET|POST|PUT|PATCH|DELETE)\s*,\s*"([^"]+)"')
-CODE = re.compile(r'X\(FG_ERR_\w+,\s*"(\w+)",\s*(\d+),')
+CODE = re.compile(r'X\(FG_ERR_\w+,\s*"(\w+)",\s*(\d+),\s*(\d+),')
 NOT_PUBLIC = {"config"}  # a start-up failure, never an HTTP answer
 LIMIT = re.compile(r"^#define (\w+)\s+(\d+)\b", re.M)
 SETTING = re.compile(r'S_INT\("([\w.]+)",\s*(?:"\w+"|NULL),\s*\w+,\s*(\w+),')
@@ -142,9 +143,13 @@ class ApiReferenceTest(unittest.TestCase):
             self.assertIn(path, doc, f"{method} {path}")
         codes = CODE.findall(read("src", "util", "error.h"))
         self.assertGreaterEqual(len(codes), 20)
-        for code, status in codes:
-            if code not in NOT_PUBLIC:
-                self.assertRegex(doc, rf"\| {status} \| `{code}` \|", code)
+        for code, status, retry_after in codes:
+            if code in NOT_PUBLIC:
+                continue
+            row = re.search(rf"^\| {status} \| `{code}` \|.*$", doc, re.M)
+            self.assertIsNotNone(row, code)
+            # The Retry-After column of FG_CODES and the code's row say the same.
+            self.assertEqual("with `Retry-After`" in row.group(0), int(retry_after) > 0, code)
 
     def test_documented_limits_are_those_of_fglimits_h(self):
         limits = {name: int(value) for name, value in LIMIT.findall(read("src", "fglimits.h"))}
