@@ -66,7 +66,7 @@ static void lock_with_options_and_command(void **state)
     assert_string_equal(a.argv[0], "sh");
     assert_string_equal(a.argv[2], "exit 3");
     assert_null(a.argv[3]);
-    assert_int_equal(a.grace_ms, CTL_DEFAULT_GRACE);
+    assert_int_equal(a.grace_ms, CTL_GRACE_DEFAULT_MS);
     assert_string_equal(a.url, CTL_DEFAULT_URL);
     assert_string_equal(a.gateway.host, "127.0.0.1");
     assert_int_equal(a.gateway.port, 8480);
