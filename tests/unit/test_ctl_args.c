@@ -230,8 +230,10 @@ static void help_states_the_limits(void **state)
     assert_help_says(CTL_CMD_LOCK, "0..%d (default: the gateway's, %d)", WAIT_MAX_MS,
                      DEFAULT_WAIT_MS);
     assert_help_says(CTL_CMD_SEM, "--limit (1..%d)", SEMAPHORE_MAX_LIMIT);
-    assert_help_says(CTL_CMD_WATCH, "--wait (default %d,\n0..%d)", WATCH_WAIT_DEFAULT_MS,
-                     WAIT_MAX_MS);
+    assert_help_says(CTL_CMD_WATCH, "--wait MS (0..%d, default %d)", WAIT_MAX_MS,
+                     WATCH_WAIT_DEFAULT_MS);
+    assert_help_says(CTL_CMD_LOCK, "after a lost lease (default %d)", CTL_GRACE_DEFAULT_MS);
+    assert_help_says(CTL_CMD_AUDIT, "default page is %d", AUDIT_LIMIT_DEFAULT);
 }
 
 static void urls(void **state)
