@@ -153,6 +153,23 @@ static void put_resource(FILE *out, int prefix_param, int key_param, const struc
 /* Fence-guard of w: the write runs only if f kept the presented fence. */
 static const char guard[] = "(SELECT f.fence FROM f) = $1::bigint";
 
+/* " WHERE t."<key>" = $2::<key type>": the row an UPDATE or DELETE names. */
+static void put_key_match(FILE *out, const struct table_schema *s)
+{
+    fputs(" WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $2::%s", s->key_type);
+}
+
+/* "DELETE FROM <table> AS t WHERE t."<key>" = $2::<key type>": the start of every delete. */
+static void put_delete_head(FILE *out, const struct table_schema *s)
+{
+    fputs("DELETE FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t", out);
+    put_key_match(out, s);
+}
+
 static void put_update(FILE *out, const struct table_schema *s, const bool *written)
 {
     const struct table_config *t = s->cfg;
@@ -169,9 +186,8 @@ static void put_update(FILE *out, const struct table_schema *s, const bool *writ
         fprintf(out, " = $%d::%s", param++, s->column_types[i]);
         sep = ", ";
     }
-    fputs(" WHERE t.", out);
-    put_ident(out, t->key);
-    fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
+    put_key_match(out, s);
+    fprintf(out, " AND %s RETURNING t.*", guard);
 }
 
 /* "INSERT INTO <table> AS t (<key>, <written columns>[, <fence column>])
@@ -228,11 +244,8 @@ static void put_insert(FILE *out, const struct table_schema *s, const bool *writ
 
 static void put_delete(FILE *out, const struct table_schema *s)
 {
-    fputs("DELETE FROM ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t WHERE t.", out);
-    put_ident(out, s->cfg->key);
-    fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
+    put_delete_head(out, s);
+    fprintf(out, " AND %s RETURNING t.*", guard);
 }
 
 /* WHERE clause of f for writes that need an existing row: the row is there,
@@ -283,9 +296,8 @@ static void put_column_update(FILE *out, const struct table_schema *s, const boo
         fprintf(out, " = $%d::%s, ", param++, s->column_types[i]);
     }
     put_ident(out, t->fence_column);
-    fputs(" = $1::bigint WHERE t.", out);
-    put_ident(out, t->key);
-    fprintf(out, " = $2::%s", s->key_type);
+    fputs(" = $1::bigint", out);
+    put_key_match(out, s);
     put_row_guard(out, t);
     fputs(" RETURNING t.*", out);
 }
@@ -320,11 +332,7 @@ static void put_column_insert(FILE *out, const struct table_schema *s, const boo
 
 static void put_column_delete(FILE *out, const struct table_schema *s)
 {
-    fputs("DELETE FROM ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t WHERE t.", out);
-    put_ident(out, s->cfg->key);
-    fprintf(out, " = $2::%s", s->key_type);
+    put_delete_head(out, s);
     put_row_guard(out, s->cfg);
     fputs(" RETURNING t.*", out);
 }
