@@ -170,7 +170,11 @@ static void put_delete_head(FILE *out, const struct table_schema *s)
     put_key_match(out, s);
 }
 
-static void put_update(FILE *out, const struct table_schema *s, const bool *written)
+/* "UPDATE <table> AS t SET <column> = $9::<type>, ...": the start of every
+ * update, one assignment per written column, its parameter numbered after the
+ * common ones. Returns what separates one more assignment ("" if none was
+ * written). */
+static const char *put_update_head(FILE *out, const struct table_schema *s, const bool *written)
 {
     const struct table_config *t = s->cfg;
     fputs("UPDATE ", out);
@@ -186,6 +190,12 @@ static void put_update(FILE *out, const struct table_schema *s, const bool *writ
         fprintf(out, " = $%d::%s", param++, s->column_types[i]);
         sep = ", ";
     }
+    return sep;
+}
+
+static void put_update(FILE *out, const struct table_schema *s, const bool *written)
+{
+    put_update_head(out, s, written);
     put_key_match(out, s);
     fprintf(out, " AND %s RETURNING t.*", guard);
 }
@@ -285,16 +295,7 @@ static void put_row_guard(FILE *out, const struct table_config *t)
 static void put_column_update(FILE *out, const struct table_schema *s, const bool *written)
 {
     const struct table_config *t = s->cfg;
-    fputs("UPDATE ", out);
-    put_ident(out, t->name);
-    fputs(" AS t SET ", out);
-    int param = FENCED_PARAM_COUNT + 1;
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        if (!written[i])
-            continue;
-        put_ident(out, t->columns[i]);
-        fprintf(out, " = $%d::%s, ", param++, s->column_types[i]);
-    }
+    fputs(put_update_head(out, s, written), out);
     put_ident(out, t->fence_column);
     fputs(" = $1::bigint", out);
     put_key_match(out, s);

@@ -40,10 +40,10 @@ static void statements_quote_and_parameterize(void **state)
     assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
                                 "(SELECT f.fence FROM f) = $1::bigint RETURNING t.*"));
     free(sql);
-    sql = fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, false, false, false}, &n);
-    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $9::text WHERE "
-                                "t.\"id\" = $2::text AND (SELECT f.fence FROM f) = $1::bigint "
-                                "RETURNING t.*"));
+    sql = fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false}, &n);
+    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $9::text, "
+                                "\"amount_cents\" = $10::bigint WHERE t.\"id\" = $2::text AND "
+                                "(SELECT f.fence FROM f) = $1::bigint RETURNING t.*"));
     free(sql);
     bool some[] = {false, true, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, &n);
