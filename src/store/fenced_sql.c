@@ -45,6 +45,11 @@
 
 #include "store/fenced.h"
 
+/* The start of every write: v, whether the presented fence was revoked. */
+#define REVOKED_CTE                                                                                \
+    "WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"                             \
+    " WHERE rv.fence = $1::bigint) AS revoked"
+
 /* Raising a fence row to greatest(stored, presented), always updating so that
  * the row is locked and the new value is computed on its newest version. */
 static const char fence_raise[] =
@@ -361,9 +366,7 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
-          " WHERE rv.fence = $1::bigint) AS revoked), w AS (",
-          out);
+    fputs(REVOKED_CTE "), w AS (", out);
     switch (kind) {
     case FENCED_PATCH: put_column_update(out, s, written); break;
     case FENCED_PUT: put_column_insert(out, s, written, true); break;
@@ -458,9 +461,7 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
-          " WHERE rv.fence = $1::bigint) AS revoked, ",
-          out);
+    fputs(REVOKED_CTE ", ", out);
     put_resource(out, 3, 2, s);
     fputs(" AS resource), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
           " SELECT v.resource, $1::bigint FROM v WHERE NOT v.revoked",
