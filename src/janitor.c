@@ -20,7 +20,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "gateway.h"
 #include "http/server.h"
@@ -106,13 +105,7 @@ static void *lease_janitor_main(void *arg)
 /* Sleeps until a poke or BACKEND_TICK_MS, whichever comes first; true if poked. */
 static bool backend_wait(void)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += BACKEND_TICK_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = clock_wall_deadline(BACKEND_TICK_MS);
     pthread_mutex_lock(&jan.lock);
     while (!jan.poke && !atomic_load(&jan.stop) &&
            pthread_cond_timedwait(&jan.poked, &jan.lock, &until) == 0)

@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "embedded.h"
 #include "store/sqlstate.h"
@@ -135,15 +134,7 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
 
 struct pg_conn *pg_acquire(struct fg_error *err)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    long long ms = pool.cfg->request_timeout_ms;
-    deadline.tv_sec += ms / 1000;
-    deadline.tv_nsec += (ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = clock_wall_deadline(pool.cfg->request_timeout_ms);
     struct pg_conn *c = NULL;
     pthread_mutex_lock(&pool.lock);
     while (c == NULL) {

@@ -1,14 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * clock.c - reads CLOCK_MONOTONIC for clock.h.
+ * clock.c - reads CLOCK_MONOTONIC for clock.h, and CLOCK_REALTIME for the
+ * deadlines of timed waits on condition variables only.
  */
 #include "util/clock.h"
-
-#include <time.h>
 
 int64_t clock_mono_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct timespec clock_timespec_add_ms(struct timespec t, long long ms)
+{
+    t.tv_sec += (time_t)(ms / 1000);
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+struct timespec clock_wall_deadline(long long ms)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return clock_timespec_add_ms(now, ms);
 }

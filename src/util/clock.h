@@ -3,14 +3,24 @@
  * clock.h - the process's one monotonic clock, in milliseconds. Every local
  * deadline (waiter timeouts, header and body watches, backend time limits,
  * fencectl's waits) is measured by it; lease expiry never is (that is Redis's
- * clock, inside the scripts).
+ * clock, inside the scripts). The one exception is the deadline of a timed
+ * wait on a condition variable, which POSIX measures by the wall clock
+ * (clock_wall_deadline).
  */
 #ifndef FG_CLOCK_H
 #define FG_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Milliseconds of CLOCK_MONOTONIC: only differences between two calls mean anything. */
 int64_t clock_mono_ms(void);
+
+/* t plus ms (>= 0) milliseconds, with tv_nsec below a second. Pure. */
+struct timespec clock_timespec_add_ms(struct timespec t, long long ms);
+
+/* CLOCK_REALTIME ms milliseconds from now: the deadline pthread_cond_timedwait
+ * takes. */
+struct timespec clock_wall_deadline(long long ms);
 
 #endif
