@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fgjson.c - field readers for request bodies: the one place that decides what a
- * wrong type or an out-of-range number looks like to a client.
+ * wrong type or an out-of-range number looks like to a client. And the JSON
+ * writer of the request path (replies, log lines): straight into a per-thread
+ * buffer, byte for byte jansson's compact form, without jansson's dumper and
+ * its allocations. Must not: decide what a reply or a line holds.
  */
 #include "util/fgjson.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int fgjson_int(const json_t *obj, const char *field, long long min, long long max, long long *out,
@@ -105,4 +109,219 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
         return NULL;
     }
     return root;
+}
+
+void fgjson_out_init(struct fgjson_out *out, char *buf, size_t cap)
+{
+    *out = (struct fgjson_out){.buf = buf, .cap = cap};
+}
+
+void fgjson_out_free(struct fgjson_out *out)
+{
+    free(out->heap);
+    out->heap = NULL;
+}
+
+/* Makes room for n more bytes, moving the text to the heap when it outgrows buf. */
+static void reserve(struct fgjson_out *out, size_t n)
+{
+    if (out->len + n <= out->cap)
+        return;
+    size_t cap = out->cap * 2 > out->len + n ? out->cap * 2 : out->len + n + 256;
+    char *grown = out->heap != NULL ? realloc(out->heap, cap) : malloc(cap);
+    FG_ASSERT(grown != NULL);
+    if (out->heap == NULL)
+        memcpy(grown, out->buf, out->len);
+    out->heap = out->buf = grown;
+    out->cap = cap;
+}
+
+void fgjson_out_raw(struct fgjson_out *out, const char *text, size_t n)
+{
+    reserve(out, n);
+    memcpy(out->buf + out->len, text, n);
+    out->len += n;
+}
+
+static void put_char(struct fgjson_out *out, char c)
+{
+    reserve(out, 1);
+    out->buf[out->len++] = c;
+}
+
+void fgjson_out_open(struct fgjson_out *out)
+{
+    put_char(out, '{');
+    out->need_comma = false;
+}
+
+void fgjson_out_close(struct fgjson_out *out)
+{
+    put_char(out, '}');
+    out->need_comma = true;
+}
+
+/* The length of the UTF-8 sequence at s (n bytes left), or 0 if it is not one
+ * (the checks of jansson's utf8.c: no overlong form, no surrogate, nothing
+ * above U+10FFFF). */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t size = c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    if (size == 0 || size > n)
+        return 0;
+    unsigned long cp = c & (0x7F >> size);
+    for (size_t i = 1; i < size; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((size == 3 && cp < 0x800) || (size == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return size;
+}
+
+/* Appends s (n bytes) as a JSON string with jansson's escapes. */
+static void put_string(struct fgjson_out *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *u = (const unsigned char *)s;
+    put_char(out, '"');
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\')
+            run++;
+        fgjson_out_raw(out, s + i, run - i);
+        if (run == n)
+            break;
+        i = run;
+        unsigned char c = u[i];
+        if (c >= 0x80) {
+            size_t len = utf8_length(u + i, n - i);
+            if (len == 0)
+                fgjson_out_raw(out, "\\uFFFD", 6);
+            else
+                fgjson_out_raw(out, s + i, len);
+            i += len != 0 ? len : 1;
+            continue;
+        }
+        const char *short_escape = c == '"'    ? "\\\""
+                                   : c == '\\' ? "\\\\"
+                                   : c == '\b' ? "\\b"
+                                   : c == '\f' ? "\\f"
+                                   : c == '\n' ? "\\n"
+                                   : c == '\r' ? "\\r"
+                                   : c == '\t' ? "\\t"
+                                               : NULL;
+        if (short_escape != NULL) {
+            fgjson_out_raw(out, short_escape, 2);
+        } else {
+            char u_escape[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            fgjson_out_raw(out, u_escape, sizeof u_escape);
+        }
+        i++;
+    }
+    put_char(out, '"');
+}
+
+/* Appends the separator a member or element needs, and key (NULL: an array
+ * element) as "key":. */
+static void put_key(struct fgjson_out *out, const char *key, size_t key_len, bool escape)
+{
+    if (out->need_comma)
+        put_char(out, ',');
+    out->need_comma = true;
+    if (key == NULL)
+        return;
+    if (escape) {
+        put_string(out, key, key_len);
+    } else {
+        put_char(out, '"');
+        fgjson_out_raw(out, key, key_len);
+        put_char(out, '"');
+    }
+    put_char(out, ':');
+}
+
+static void put_int(struct fgjson_out *out, long long value)
+{
+    char digits[24];
+    size_t at = sizeof digits;
+    unsigned long long u = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        digits[--at] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (value < 0)
+        digits[--at] = '-';
+    fgjson_out_raw(out, digits + at, sizeof digits - at);
+}
+
+void fgjson_out_strn(struct fgjson_out *out, const char *key, const char *value, size_t len)
+{
+    put_key(out, key, strlen(key), false);
+    put_string(out, value, len);
+}
+
+void fgjson_out_str(struct fgjson_out *out, const char *key, const char *value)
+{
+    fgjson_out_strn(out, key, value, strlen(value));
+}
+
+void fgjson_out_int(struct fgjson_out *out, const char *key, long long value)
+{
+    put_key(out, key, strlen(key), false);
+    put_int(out, value);
+}
+
+/* Appends value, which follows whatever separator and key it needs. */
+static void put_value(struct fgjson_out *out, const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT: {
+        fgjson_out_open(out);
+        const char *key;
+        size_t key_len;
+        json_t *member;
+        json_object_keylen_foreach((json_t *)value, key, key_len, member)
+        {
+            put_key(out, key, key_len, true);
+            put_value(out, member);
+        }
+        fgjson_out_close(out);
+        break;
+    }
+    case JSON_ARRAY: {
+        put_char(out, '[');
+        out->need_comma = false;
+        size_t i;
+        json_t *element;
+        json_array_foreach(value, i, element)
+        {
+            put_key(out, NULL, 0, false);
+            put_value(out, element);
+        }
+        put_char(out, ']');
+        break;
+    }
+    case JSON_STRING: put_string(out, json_string_value(value), json_string_length(value)); break;
+    case JSON_INTEGER: put_int(out, json_integer_value(value)); break;
+    case JSON_TRUE: fgjson_out_raw(out, "true", 4); break;
+    case JSON_FALSE: fgjson_out_raw(out, "false", 5); break;
+    case JSON_NULL: fgjson_out_raw(out, "null", 4); break;
+    case JSON_REAL: {
+        char real[64]; /* rare on the request path: jansson's own format */
+        size_t n = json_dumpb(value, real, sizeof real, JSON_COMPACT | JSON_ENCODE_ANY);
+        fgjson_out_raw(out, real, n <= sizeof real ? n : 0);
+        break;
+    }
+    }
+    out->need_comma = true;
+}
+
+void fgjson_out_value(struct fgjson_out *out, const json_t *value)
+{
+    put_value(out, value);
 }

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -19,6 +20,76 @@ static json_t *obj(const char *text)
     json_t *v = json_loads(text, JSON_ALLOW_NUL, &jerr);
     assert_non_null(v);
     return v;
+}
+
+/* text as fgjson_out_value writes it from a buffer of cap bytes, compared with json_dumps. */
+static void dumps_like_jansson(const char *text, size_t cap)
+{
+    json_t *v = obj(text);
+    char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    assert_non_null(want);
+    char buf[512];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, cap);
+    fgjson_out_value(&out, v);
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.buf, want, out.len);
+    fgjson_out_free(&out);
+    free(want);
+    json_decref(v);
+}
+
+static void writes_like_jansson(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{}",
+        "[]",
+        "{\"fence\": 42, \"token\": \"a.b-c_d\", \"ok\": true, \"no\": false, \"z\": null}",
+        "{\"n\": -9223372036854775808, \"m\": 9223372036854775807, \"zero\": 0}",
+        "{\"r\": 1.5, \"big\": 1e300, \"small\": -2.5e-7, \"whole\": 3.0}",
+        "{\"esc\": \"q\\\" b\\\\ s/ \\b\\f\\n\\r\\t \\u0001\\u001f\\u007f\"}",
+        "{\"utf8\": \"\u00e9\u20ac\U0001F600\", \"k\\u00e9y\\\"\": 1}",
+        "{\"nul\": \"a\\u0000b\"}",
+        "[1, [2, [3, {}]], {\"a\": [], \"b\": {\"c\": [true, null]}}, \"x\"]",
+        "{\"z\": 1, \"a\": 2, \"m\": {\"y\": 1, \"b\": 2}}",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        dumps_like_jansson(texts[i], 512);
+        dumps_like_jansson(texts[i], 4); /* moves to the heap */
+    }
+    char all[0x21];
+    for (int c = 1; c <= 0x20; c++)
+        all[c - 1] = (char)c;
+    all[0x20] = '\0';
+    json_t *v = json_pack("{s:s}", "ctl", all);
+    char *want = json_dumps(v, JSON_COMPACT);
+    char buf[256];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_value(&out, v);
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.buf, want, out.len);
+    free(want);
+    json_decref(v);
+}
+
+static void writes_members(void **state)
+{
+    (void)state;
+    char buf[8];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_open(&out);
+    fgjson_out_str(&out, "path", "/v1/x\"y");
+    fgjson_out_int(&out, "status", -404);
+    fgjson_out_strn(&out, "bad", "a\xff\xc3(\xed\xa0\x80z", 8);
+    fgjson_out_close(&out);
+    const char *want = "{\"path\":\"/v1/x\\\"y\",\"status\":-404,"
+                       "\"bad\":\"a\\uFFFD\\uFFFD(\\uFFFD\\uFFFD\\uFFFDz\"}";
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.buf, want, out.len);
+    fgjson_out_free(&out);
 }
 
 static void integers(void **state)
@@ -126,6 +197,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(integers),
         cmocka_unit_test(answer_integers),
+        cmocka_unit_test(writes_like_jansson),
+        cmocka_unit_test(writes_members),
         cmocka_unit_test(strings),
         cmocka_unit_test(parse_object),
     };
