@@ -276,23 +276,29 @@ void fgjson_out_int(struct fgjson_out *out, const char *key, long long value)
     put_int(out, value);
 }
 
+static void put_value(struct fgjson_out *out, const json_t *value);
+
+void fgjson_out_members(struct fgjson_out *out, const json_t *object)
+{
+    const char *key;
+    size_t key_len;
+    json_t *member;
+    json_object_keylen_foreach((json_t *)object, key, key_len, member)
+    {
+        put_key(out, key, key_len, true);
+        put_value(out, member);
+    }
+}
+
 /* Appends value, which follows whatever separator and key it needs. */
 static void put_value(struct fgjson_out *out, const json_t *value)
 {
     switch (json_typeof(value)) {
-    case JSON_OBJECT: {
+    case JSON_OBJECT:
         fgjson_out_open(out);
-        const char *key;
-        size_t key_len;
-        json_t *member;
-        json_object_keylen_foreach((json_t *)value, key, key_len, member)
-        {
-            put_key(out, key, key_len, true);
-            put_value(out, member);
-        }
+        fgjson_out_members(out, value);
         fgjson_out_close(out);
         break;
-    }
     case JSON_ARRAY: {
         put_char(out, '[');
         out->need_comma = false;
