@@ -73,14 +73,20 @@ struct http_conn {
 };
 
 /* What a connection keeps from one request to the next: when its next request
- * (headers and body) is due, and the API key it presented last. */
+ * (headers and body) is due, the API key it presented last, and its peer's
+ * address (written out once, not for every request). */
 struct conn_state {
     MHD_socket fd;                  /* the connection's socket */
+    char client_addr[64];           /* the peer's address, text (as http_request's) */
     int64_t due_ms;                 /* monotonic deadline of the next request */
     bool watched;                   /* linked in the watch list */
     struct conn_state *prev, *next; /* watch list links */
     struct auth_memo auth;          /* the key of its previous requests (keys.h) */
 };
+
+_Static_assert(sizeof((struct conn_state *)0)->client_addr ==
+                   sizeof((struct http_request *)0)->client_addr,
+               "a connection's address is copied whole into each of its requests");
 
 #define REAP_INTERVAL_MS 100
 #define REPLY_BUF        8192 /* bytes of a JSON reply written without allocating */
@@ -226,7 +232,10 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     conn->state = state;
     pthread_mutex_init(&conn->wake_lock, NULL);
     req->started_ms = now;
-    client_address(mhd, req->client_addr, sizeof req->client_addr);
+    if (state != NULL)
+        memcpy(req->client_addr, state->client_addr, sizeof req->client_addr);
+    else
+        client_address(mhd, req->client_addr, sizeof req->client_addr);
     atomic_fetch_add(&server.in_flight, 1);
     return req;
 }
@@ -648,6 +657,7 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
         w = calloc(1, sizeof *w);
         FG_ASSERT(w != NULL);
         w->fd = info != NULL ? info->connect_fd : MHD_INVALID_SOCKET;
+        client_address(mhd, w->client_addr, sizeof w->client_addr);
         *socket_context = w;
         watch_arm(w);
         return;
