@@ -92,10 +92,140 @@ int fgjson_only(const json_t *obj, const char *const *allowed, const char *where
     return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown field%s %s", unknown > 1 ? "s" : "", names);
 }
 
+/* A reading position in a body of n bytes. */
+struct flat_scan {
+    const char *s; /* the body */
+    size_t n;      /* its length */
+    size_t at;     /* the next byte to read */
+};
+
+static void skip_space(struct flat_scan *p)
+{
+    while (p->at < p->n && (p->s[p->at] == ' ' || p->s[p->at] == '\t' || p->s[p->at] == '\n' ||
+                            p->s[p->at] == '\r'))
+        p->at++;
+}
+
+static bool take(struct flat_scan *p, char c)
+{
+    skip_space(p);
+    if (p->at >= p->n || p->s[p->at] != c)
+        return false;
+    p->at++;
+    return true;
+}
+
+/* A string of printable ASCII without escapes after its opening quote: sets
+ * *start and *len, false for anything else. */
+static bool plain_string(struct flat_scan *p, const char **start, size_t *len)
+{
+    size_t from = p->at;
+    while (p->at < p->n && p->s[p->at] != '"') {
+        unsigned char c = (unsigned char)p->s[p->at];
+        if (c < 0x20 || c > 0x7E || c == '\\')
+            return false;
+        p->at++;
+    }
+    if (p->at >= p->n)
+        return false;
+    *start = p->s + from;
+    *len = p->at++ - from;
+    return true;
+}
+
+/* An integer of at most 18 digits without leading zeros, as jansson reads it. */
+static json_t *plain_integer(struct flat_scan *p)
+{
+    bool negative = p->s[p->at] == '-';
+    size_t from = p->at += negative;
+    long long v = 0;
+    while (p->at < p->n && p->s[p->at] >= '0' && p->s[p->at] <= '9' && p->at - from < 18)
+        v = v * 10 + (p->s[p->at++] - '0');
+    size_t digits = p->at - from;
+    if (digits == 0 || (digits > 1 && p->s[from] == '0'))
+        return NULL;
+    if (p->at < p->n && strchr("0123456789.eE", p->s[p->at]) != NULL)
+        return NULL; /* more digits, a fraction or an exponent */
+    return json_integer(negative ? -v : v);
+}
+
+/* The value at p: a plain string, an integer, true, false or null; NULL for
+ * anything else. */
+static json_t *plain_value(struct flat_scan *p)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        json_type type;
+    } words[] = {{"true", 4, JSON_TRUE}, {"false", 5, JSON_FALSE}, {"null", 4, JSON_NULL}};
+    skip_space(p);
+    if (p->at >= p->n)
+        return NULL;
+    char c = p->s[p->at];
+    if (c == '"') {
+        const char *start;
+        size_t len;
+        p->at++;
+        return plain_string(p, &start, &len) ? json_stringn_nocheck(start, len) : NULL;
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return plain_integer(p);
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (p->n - p->at >= words[i].len &&
+            memcmp(p->s + p->at, words[i].text, words[i].len) == 0) {
+            p->at += words[i].len;
+            return words[i].type == JSON_TRUE    ? json_true()
+                   : words[i].type == JSON_FALSE ? json_false()
+                                                 : json_null();
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The flat objects most request bodies are ({"ttl_ms": 10000}, {"token":
+ * "..."}), read without jansson's lexer: members named by plain strings whose
+ * values are plain strings, integers, true, false or null. Returns a new
+ * object, or NULL for anything else, right or wrong (a nested value, an
+ * escape, a real, a repeated name, a syntax error), which jansson then reads
+ * and names the error of as before.
+ */
+static json_t *parse_flat(const char *body, size_t len)
+{
+    struct flat_scan p = {body, len, 0};
+    if (!take(&p, '{'))
+        return NULL;
+    json_t *obj = json_object();
+    FG_ASSERT(obj != NULL);
+    bool more = !take(&p, '}');
+    while (more) {
+        const char *key;
+        size_t key_len;
+        if (!take(&p, '"') || !plain_string(&p, &key, &key_len) || !take(&p, ':') ||
+            json_object_getn(obj, key, key_len) != NULL)
+            goto fail;
+        json_t *value = plain_value(&p);
+        if (value == NULL || json_object_setn_new_nocheck(obj, key, key_len, value) != 0)
+            goto fail;
+        more = take(&p, ',');
+        if (!more && !take(&p, '}'))
+            goto fail;
+    }
+    skip_space(&p);
+    if (p.at == p.n)
+        return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
 {
     if (len == 0)
         return json_object();
+    json_t *flat = parse_flat(body, len);
+    if (flat != NULL)
+        return flat;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {

@@ -190,6 +190,72 @@ static void parse_object(void **state)
     }
     /* a body with a NUL byte in the middle: the length, not the NUL, ends it */
     assert_null(fgjson_parse_object("{}\0{}", 5, &err));
+    assert_null(fgjson_parse_object("{\"a\": 1}\0", 9, &err));
+}
+
+/* Flat bodies take a path of their own: every text reads as jansson reads it
+ * (the same members in the same order, or an error for both). */
+static void parse_object_like_jansson(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{}",
+        " { } ",
+        "{\"ttl_ms\":10000}",
+        "{\"token\": \"abc.def-_~!\", \"wait_ms\": 0, \"x\": -12}",
+        "\t{\r\n\"a\" :\ttrue ,\"b\":false, \"c\" : null }\n",
+        "{\"\": \"\", \"k\": \"\"}",
+        "{\"z\": 1, \"a\": 2, \"m\": 3}",
+        "{\"n\": -0}",
+        "{\"n\": 999999999999999999}",
+        "{\"n\": 9999999999999999999}",
+        "{\"n\": 99999999999999999999}",
+        "{\"n\": -9223372036854775808}",
+        "{\"n\": 9223372036854775808}",
+        "{\"n\": 01}",
+        "{\"n\": -}",
+        "{\"n\": 1.5}",
+        "{\"n\": 1e3}",
+        "{\"n\": 1E3}",
+        "{\"n\": 12x}",
+        "{\"b\": truex}",
+        "{\"b\": nul}",
+        "{\"s\": \"a\\\"b\"}",
+        "{\"s\": \"\u00e9\"}",
+        "{\"s\": \"a\tb\"}",
+        "{\"s\": \"open}",
+        "{\"a\": {\"b\": 1}}",
+        "{\"a\": [1, 2]}",
+        "{\"a\": 1,}",
+        "{\"a\": 1 \"b\": 2}",
+        "{\"a\" 1}",
+        "{\"a\": 1, \"a\": 1}",
+        "{a: 1}",
+        "{\"a\": 1}}",
+        "{\"a\": 1",
+        "{",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        size_t len = strlen(texts[i]);
+        json_error_t jerr;
+        json_t *want = json_loadb(texts[i], len, JSON_REJECT_DUPLICATES, &jerr);
+        struct fg_error err = {0};
+        json_t *got = fgjson_parse_object(texts[i], len, &err);
+        if (want == NULL) {
+            assert_null(got);
+            assert_int_equal(err.code, FG_ERR_INVALID_JSON);
+            continue;
+        }
+        assert_non_null(got);
+        assert_true(json_equal(want, got));
+        char *want_text = json_dumps(want, JSON_COMPACT);
+        char *got_text = json_dumps(got, JSON_COMPACT);
+        assert_string_equal(want_text, got_text);
+        free(want_text);
+        free(got_text);
+        json_decref(want);
+        json_decref(got);
+    }
 }
 
 int main(void)
@@ -201,6 +267,7 @@ int main(void)
         cmocka_unit_test(writes_members),
         cmocka_unit_test(strings),
         cmocka_unit_test(parse_object),
+        cmocka_unit_test(parse_object_like_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
