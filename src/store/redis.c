@@ -34,6 +34,7 @@
 #include "embedded.h"
 #include "store/redis_url.h"
 #include "util/clock.h"
+#include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/sock.h"
@@ -415,6 +416,9 @@ static int decode_result(const redisReply *reply, const char *name, json_t **out
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: %s", name, reply->str);
     if (reply->type != REDIS_REPLY_STRING)
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: reply is not a JSON text", name);
+    *out = fgjson_parse_flat(reply->str, reply->len);
+    if (*out != NULL)
+        return 0;
     json_error_t jerr;
     *out = json_loadb(reply->str, reply->len, JSON_DECODE_ANY, &jerr);
     if (*out != NULL)

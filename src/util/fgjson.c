@@ -182,15 +182,7 @@ static json_t *plain_value(struct flat_scan *p)
     return NULL;
 }
 
-/*
- * The flat objects most request bodies are ({"ttl_ms": 10000}, {"token":
- * "..."}), read without jansson's lexer: members named by plain strings whose
- * values are plain strings, integers, true, false or null. Returns a new
- * object, or NULL for anything else, right or wrong (a nested value, an
- * escape, a real, a repeated name, a syntax error), which jansson then reads
- * and names the error of as before.
- */
-static json_t *parse_flat(const char *body, size_t len)
+json_t *fgjson_parse_flat(const char *body, size_t len)
 {
     struct flat_scan p = {body, len, 0};
     if (!take(&p, '{'))
@@ -223,7 +215,7 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
 {
     if (len == 0)
         return json_object();
-    json_t *flat = parse_flat(body, len);
+    json_t *flat = fgjson_parse_flat(body, len);
     if (flat != NULL)
         return flat;
     json_error_t jerr;

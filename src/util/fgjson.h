@@ -47,6 +47,16 @@ int fgjson_only(const json_t *obj, const char *const *allowed, const char *where
 /* True if list (NULL-terminated, may be NULL) holds name. */
 bool fgjson_listed(const char *const *list, const char *name);
 
+/*
+ * The flat objects most request bodies and script answers are ({"ttl_ms":
+ * 10000}, {"r":"granted","fence":7}), read without jansson's lexer: members
+ * named by plain strings whose values are plain strings (printable ASCII, no
+ * escape), integers of at most 18 digits, true, false or null. Returns a new
+ * reference, or NULL for anything else, right or wrong (a nested value, an
+ * escape, a real, a repeated name, a syntax error): the caller then has
+ * jansson read it, and name its error, as for any text.
+ */
+json_t *fgjson_parse_flat(const char *body, size_t len);
 /* Parses body (len bytes) as a JSON object; an empty body is an empty object.
  * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);
