@@ -92,6 +92,8 @@ int fgjson_only(const json_t *obj, const char *const *allowed, const char *where
     return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown field%s %s", unknown > 1 ? "s" : "", names);
 }
 
+#define FLAT_DEPTH 4 /* objects nested deeper are left to jansson */
+
 /* A reading position in a body of n bytes. */
 struct flat_scan {
     const char *s; /* the body */
@@ -149,9 +151,12 @@ static json_t *plain_integer(struct flat_scan *p)
     return json_integer(negative ? -v : v);
 }
 
-/* The value at p: a plain string, an integer, true, false or null; NULL for
+static json_t *flat_object(struct flat_scan *p, int depth);
+
+/* The value at p, in an object nested depth deep: a plain string, an integer,
+ * true, false, null or an object of those (up to FLAT_DEPTH deep); NULL for
  * anything else. */
-static json_t *plain_value(struct flat_scan *p)
+static json_t *plain_value(struct flat_scan *p, int depth)
 {
     static const struct {
         const char *text;
@@ -170,6 +175,10 @@ static json_t *plain_value(struct flat_scan *p)
     }
     if (c == '-' || (c >= '0' && c <= '9'))
         return plain_integer(p);
+    if (c == '{' && depth < FLAT_DEPTH) {
+        p->at++;
+        return flat_object(p, depth + 1);
+    }
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         if (p->n - p->at >= words[i].len &&
             memcmp(p->s + p->at, words[i].text, words[i].len) == 0) {
@@ -182,31 +191,41 @@ static json_t *plain_value(struct flat_scan *p)
     return NULL;
 }
 
+/* The members and closing brace of an object whose opening brace p just read,
+ * nested depth deep; NULL for anything parse_flat leaves to jansson. */
+static json_t *flat_object(struct flat_scan *p, int depth)
+{
+    json_t *obj = json_object();
+    FG_ASSERT(obj != NULL);
+    bool more = !take(p, '}');
+    while (more) {
+        const char *key;
+        size_t key_len;
+        if (!take(p, '"') || !plain_string(p, &key, &key_len) || !take(p, ':') ||
+            json_object_getn(obj, key, key_len) != NULL)
+            goto fail;
+        json_t *value = plain_value(p, depth);
+        if (value == NULL || json_object_setn_new_nocheck(obj, key, key_len, value) != 0)
+            goto fail;
+        more = take(p, ',');
+        if (!more && !take(p, '}'))
+            goto fail;
+    }
+    return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
 json_t *fgjson_parse_flat(const char *body, size_t len)
 {
     struct flat_scan p = {body, len, 0};
     if (!take(&p, '{'))
         return NULL;
-    json_t *obj = json_object();
-    FG_ASSERT(obj != NULL);
-    bool more = !take(&p, '}');
-    while (more) {
-        const char *key;
-        size_t key_len;
-        if (!take(&p, '"') || !plain_string(&p, &key, &key_len) || !take(&p, ':') ||
-            json_object_getn(obj, key, key_len) != NULL)
-            goto fail;
-        json_t *value = plain_value(&p);
-        if (value == NULL || json_object_setn_new_nocheck(obj, key, key_len, value) != 0)
-            goto fail;
-        more = take(&p, ',');
-        if (!more && !take(&p, '}'))
-            goto fail;
-    }
+    json_t *obj = flat_object(&p, 1);
     skip_space(&p);
-    if (p.at == p.n)
+    if (obj != NULL && p.at == p.n)
         return obj;
-fail:
     json_decref(obj);
     return NULL;
 }

@@ -48,13 +48,14 @@ int fgjson_only(const json_t *obj, const char *const *allowed, const char *where
 bool fgjson_listed(const char *const *list, const char *name);
 
 /*
- * The flat objects most request bodies and script answers are ({"ttl_ms":
- * 10000}, {"r":"granted","fence":7}), read without jansson's lexer: members
- * named by plain strings whose values are plain strings (printable ASCII, no
- * escape), integers of at most 18 digits, true, false or null. Returns a new
- * reference, or NULL for anything else, right or wrong (a nested value, an
- * escape, a real, a repeated name, a syntax error): the caller then has
- * jansson read it, and name its error, as for any text.
+ * The plain objects most request bodies and script answers are ({"ttl_ms":
+ * 10000}, {"set": {"n": 1}}, {"r":"granted","fence":7}), read without
+ * jansson's lexer: members named by plain strings whose values are plain
+ * strings (printable ASCII, no escape), integers of at most 18 digits, true,
+ * false, null, or objects of those nested up to 4 deep. Returns a new
+ * reference, or NULL for anything else, right or wrong (an array, an escape,
+ * a real, a repeated name, a syntax error): the caller then has jansson read
+ * it, and name its error, as for any text.
  */
 json_t *fgjson_parse_flat(const char *body, size_t len);
 /* Parses body (len bytes) as a JSON object; an empty body is an empty object.
