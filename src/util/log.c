@@ -4,10 +4,11 @@
  * fgjson's writer into a buffer of the calling thread (a heap one only for a
  * line longer than it) and handed to the kernel in one write(2) on stderr, so
  * lines from different threads never mix and a reader of a pipe or journal
- * never sees half a line; only lines over PIPE_BUF take a mutex. The request
- * log is on every request's path: a line costs one system call, no lock, no
- * allocation and, through log_line_begin, no line object. Must not: buffer
- * lines (a crash would lose them) or go through stdio.
+ * never sees half a line; short lines share a lock that only a line over
+ * PIPE_BUF takes alone. The request log is on every request's path: a line
+ * costs one system call, no lock wait, no allocation and, through
+ * log_line_begin, no line object. Must not: buffer lines (a crash would lose
+ * them) or go through stdio.
  */
 #include "util/log.h"
 
@@ -24,7 +25,9 @@
 #define LINE_BUF 4096 /* bytes of a log line built without allocating */
 
 static enum log_level min_level = LOG_INFO;
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Shared by the writers of short lines, held alone by the writer of a long one
+ * (writers first, so that a long line is not put off for ever). */
+static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void log_set_level(const char *level)
@@ -41,14 +44,16 @@ bool log_enabled(enum log_level level)
 
 /* Writes buf (a line and its newline) to stderr in one write(2). A write of at
  * most PIPE_BUF bytes is never split nor mixed with another, whether stderr is a
- * pipe, a file (the kernel holds the file position across a write) or a
- * terminal, so such a line needs no lock; a longer one is written under a mutex,
- * and only its partial writes take more than one call. */
+ * pipe, a file (the kernel holds the file's lock across a write) or a terminal,
+ * so such lines share the lock (no waiting, no system call); a longer line,
+ * which a pipe may take in pieces, holds it alone, and only its partial writes
+ * take more than one call. */
 static void write_line(const char *buf, size_t len)
 {
-    bool long_line = len > PIPE_BUF;
-    if (long_line)
-        pthread_mutex_lock(&write_lock);
+    if (len > PIPE_BUF)
+        pthread_rwlock_wrlock(&write_lock);
+    else
+        pthread_rwlock_rdlock(&write_lock);
     for (size_t done = 0; done < len;) {
         ssize_t n = write(STDERR_FILENO, buf + done, len - done);
         if (n < 0 && errno == EINTR)
@@ -57,8 +62,7 @@ static void write_line(const char *buf, size_t len)
             break;
         done += (size_t)n;
     }
-    if (long_line)
-        pthread_mutex_unlock(&write_lock);
+    pthread_rwlock_unlock(&write_lock);
 }
 
 /* Writes now as 2026-11-30T15:04:05.123Z into out (25 bytes); the date and
