@@ -6,13 +6,7 @@
  */
 #include "http/conn_phase.h"
 
-#include <stddef.h>
-
-static const struct {
-    enum conn_phase from;
-    enum conn_event ev;
-    enum conn_phase to;
-} arrows[] = {
+static const struct fsm_arrow arrows[] = {
     /* refused before its handler runs (route, key, strict checks, body size) */
     {CONN_RECEIVING, CONN_EV_ANSWER, CONN_ANSWERED},
     {CONN_RECEIVING, CONN_EV_CALL, CONN_DISPATCHING},
@@ -32,28 +26,6 @@ static const struct {
     {CONN_RUNNING, CONN_EV_WAKE, CONN_WOKEN},
 };
 
-bool conn_phase_next(enum conn_phase from, enum conn_event ev, enum conn_phase *to)
-{
-    for (size_t i = 0; i < sizeof arrows / sizeof arrows[0]; i++)
-        if (arrows[i].from == from && arrows[i].ev == ev) {
-            *to = arrows[i].to;
-            return true;
-        }
-    return false;
-}
+static const char *const names[] = {CONN_PHASES(FSM_NAME)};
 
-const char *conn_phase_name(enum conn_phase phase)
-{
-    static const char *const names[] = {
-        [CONN_RECEIVING] = "receiving",
-        [CONN_DISPATCHING] = "dispatching",
-        [CONN_PARK_DEFERRED] = "park_deferred",
-        [CONN_SUSPENDED] = "suspended",
-        [CONN_WOKEN] = "woken",
-        [CONN_RESUMED] = "resumed",
-        [CONN_RUNNING] = "running",
-        [CONN_ANSWERED] = "answered",
-        [CONN_CLOSED] = "closed",
-    };
-    return (size_t)phase < sizeof names / sizeof names[0] ? names[phase] : "unknown";
-}
+const struct fsm conn_lifecycle = {"request", arrows, FSM_COUNT(arrows), names, FSM_COUNT(names)};

@@ -2,8 +2,8 @@
 /*
  * conn_phase.h - the lifecycle of a request on its HTTP connection, as one
  * enum and the table of its arrows: what phase follows on which event. Pure:
- * server.c keeps each connection's phase and moves it through
- * conn_phase_next only, suspending and resuming the connection in
+ * server.c keeps each connection's phase and moves it in conn_step only
+ * (through fsm_step), suspending and resuming the connection in
  * libmicrohttpd as the phase it enters asks.
  *
  * A request is received, then its handler runs. A handler that must wait
@@ -21,17 +21,30 @@
 
 #include <stdbool.h>
 
-enum conn_phase {
-    CONN_RECEIVING,     /* headers and body arrive */
-    CONN_DISPATCHING,   /* its handler runs, in the event-loop round that read the request */
-    CONN_PARK_DEFERRED, /* parked; the suspension waits for the next event-loop round */
-    CONN_SUSPENDED,     /* MHD_suspend_connection is in effect */
-    CONN_WOKEN,         /* woken before the suspension took effect: the handler runs again */
-    CONN_RESUMED,       /* woken while suspended: the handler runs again on the next call */
-    CONN_RUNNING,       /* its handler runs again after a wake */
-    CONN_ANSWERED,      /* a response is queued */
-    CONN_CLOSED,        /* closed unanswered: the client is gone */
-};
+#include "util/fsm.h"
+
+/* The phases, in the order a request lives them, with their names. */
+#define CONN_PHASES(X)                                                                             \
+    /* headers and body arrive */                                                                  \
+    X(CONN_RECEIVING, "receiving")                                                                 \
+    /* its handler runs, in the event-loop round that read the request */                          \
+    X(CONN_DISPATCHING, "dispatching")                                                             \
+    /* parked; the suspension waits for the next event-loop round */                               \
+    X(CONN_PARK_DEFERRED, "park_deferred")                                                         \
+    /* MHD_suspend_connection is in effect */                                                      \
+    X(CONN_SUSPENDED, "suspended")                                                                 \
+    /* woken before the suspension took effect: the handler runs again */                          \
+    X(CONN_WOKEN, "woken")                                                                         \
+    /* woken while suspended: the handler runs again on the next call */                           \
+    X(CONN_RESUMED, "resumed")                                                                     \
+    /* its handler runs again after a wake */                                                      \
+    X(CONN_RUNNING, "running")                                                                     \
+    /* a response is queued */                                                                     \
+    X(CONN_ANSWERED, "answered")                                                                   \
+    /* closed unanswered: the client is gone */                                                    \
+    X(CONN_CLOSED, "closed")
+
+enum conn_phase { CONN_PHASES(FSM_ENUM) };
 
 enum conn_event {
     CONN_EV_CALL,   /* libmicrohttpd calls with the whole request in */
@@ -41,11 +54,7 @@ enum conn_event {
     CONN_EV_DROP,   /* the client is gone: no answer is written */
 };
 
-/* Sets *to to the phase that follows event ev in phase from. Returns false
- * (*to untouched) for an event the phase never meets: a bug in the caller. */
-bool conn_phase_next(enum conn_phase from, enum conn_event ev, enum conn_phase *to);
-
-/* The phase's name for logs and tests ("suspended"). */
-const char *conn_phase_name(enum conn_phase phase);
+/* The phases of a request and their arrows (for fsm_next, fsm_step, fsm_name). */
+extern const struct fsm conn_lifecycle;
 
 #endif

@@ -251,12 +251,8 @@ static void request_free(struct http_request *req)
 static enum conn_phase conn_step(struct http_conn *conn, enum conn_event ev)
 {
     pthread_mutex_lock(&conn->phase_lock);
-    enum conn_phase from = conn->phase, to = from;
-    bool known = conn_phase_next(from, ev, &to);
-    if (!known)
-        log_message(LOG_ERROR, "conn_phase", "event %d in phase %s", (int)ev,
-                    conn_phase_name(from));
-    FG_ASSERT(known);
+    enum conn_phase from = conn->phase;
+    enum conn_phase to = (enum conn_phase)fsm_step(&conn_lifecycle, (int)from, (int)ev);
     conn->phase = to;
     if (to == CONN_SUSPENDED)
         MHD_suspend_connection(conn->mhd);

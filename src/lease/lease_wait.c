@@ -82,11 +82,7 @@ static struct lease_wait *wait_of(struct waiter *w)
 static enum wait_state wait_set(struct lease_wait *lw, enum wait_event ev)
 {
     enum wait_state from = lw->state;
-    bool known = wait_state_next(from, ev, &lw->state);
-    if (!known)
-        log_message(LOG_ERROR, "wait_state", "%s %s: event %d in state %s", lw->kind->noun,
-                    lw->name, (int)ev, wait_state_name(from));
-    FG_ASSERT(known);
+    lw->state = (enum wait_state)fsm_step(&wait_lifecycle, (int)from, (int)ev);
     if (lw->state == WAIT_ANSWERED || lw->state == WAIT_GONE)
         waiter_remove(&lw->waiter);
     return from;

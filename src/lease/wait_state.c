@@ -6,13 +6,7 @@
  */
 #include "lease/wait_state.h"
 
-#include <stddef.h>
-
-static const struct {
-    enum wait_state from;
-    enum wait_event ev;
-    enum wait_state to;
-} arrows[] = {
+static const struct fsm_arrow arrows[] = {
     {WAIT_REGISTERING, WAIT_EV_PARK, WAIT_PARKED},
     {WAIT_REGISTERING, WAIT_EV_END, WAIT_GONE}, /* the registry refused it */
     {WAIT_PARKED, WAIT_EV_WAKE, WAIT_AWAKE},
@@ -32,33 +26,12 @@ static const struct {
     {WAIT_ANSWERED, WAIT_EV_END, WAIT_GONE},
 };
 
-bool wait_state_next(enum wait_state from, enum wait_event ev, enum wait_state *to)
-{
-    for (size_t i = 0; i < sizeof arrows / sizeof arrows[0]; i++)
-        if (arrows[i].from == from && arrows[i].ev == ev) {
-            *to = arrows[i].to;
-            return true;
-        }
-    return false;
-}
+static const char *const names[] = {WAIT_STATES(FSM_NAME)};
+
+const struct fsm wait_lifecycle = {"lease wait", arrows, FSM_COUNT(arrows), names,
+                                   FSM_COUNT(names)};
 
 bool wait_state_holds_place(enum wait_state s)
 {
     return s != WAIT_LEFT && s != WAIT_ANSWERED && s != WAIT_GONE;
-}
-
-const char *wait_state_name(enum wait_state s)
-{
-    static const char *const names[] = {
-        [WAIT_REGISTERING] = "registering",
-        [WAIT_PARKED] = "parked",
-        [WAIT_AWAKE] = "awake",
-        [WAIT_CHECKING] = "checking",
-        [WAIT_CLAIMING] = "claiming",
-        [WAIT_LEAVING] = "leaving",
-        [WAIT_LEFT] = "left",
-        [WAIT_ANSWERED] = "answered",
-        [WAIT_GONE] = "gone",
-    };
-    return (size_t)s < sizeof names / sizeof names[0] ? names[s] : "unknown";
 }

@@ -3,7 +3,7 @@
  * wait_state.h - the lifecycle of a lease wait (an acquire of a lock or a
  * semaphore whose first attempt queued it), as one enum and the table of its
  * arrows: what state follows on which event. Pure: lease_wait.c keeps each
- * wait's state and moves it through wait_state_next only.
+ * wait's state and moves it in wait_set only (through fsm_step).
  *
  * A wait registers its waiter and parks. Woken, it reads why: a retry took it
  * over or it has its answer (answered), a grant was handed over in-process
@@ -19,17 +19,30 @@
 
 #include <stdbool.h>
 
-enum wait_state {
-    WAIT_REGISTERING, /* its first attempt queued it; its waiter is being registered */
-    WAIT_PARKED,      /* parked until a wake (the request suspended) */
-    WAIT_AWAKE,       /* running again: it reads why it woke */
-    WAIT_CHECKING,    /* it tries the acquire again (doorbell, timer, after an outage) */
-    WAIT_CLAIMING,    /* it takes a grant handed over in-process */
-    WAIT_LEAVING,     /* it gives up its place: deadline (keeping a grant), drain, hang-up */
-    WAIT_LEFT,        /* its client hung up; the janitor took it out of its queue */
-    WAIT_ANSWERED,    /* its answer is known: nothing left to give up */
-    WAIT_GONE,        /* freed */
-};
+#include "util/fsm.h"
+
+/* The states, in the order a wait lives them, with their names. */
+#define WAIT_STATES(X)                                                                             \
+    /* its first attempt queued it; its waiter is being registered */                              \
+    X(WAIT_REGISTERING, "registering")                                                             \
+    /* parked until a wake (the request suspended) */                                              \
+    X(WAIT_PARKED, "parked")                                                                       \
+    /* running again: it reads why it woke */                                                      \
+    X(WAIT_AWAKE, "awake")                                                                         \
+    /* it tries the acquire again (doorbell, timer, after an outage) */                            \
+    X(WAIT_CHECKING, "checking")                                                                   \
+    /* it takes a grant handed over in-process */                                                  \
+    X(WAIT_CLAIMING, "claiming")                                                                   \
+    /* it gives up its place: deadline (keeping a grant), drain, hang-up */                        \
+    X(WAIT_LEAVING, "leaving")                                                                     \
+    /* its client hung up; the janitor took it out of its queue */                                 \
+    X(WAIT_LEFT, "left")                                                                           \
+    /* its answer is known: nothing left to give up */                                             \
+    X(WAIT_ANSWERED, "answered")                                                                   \
+    /* freed */                                                                                    \
+    X(WAIT_GONE, "gone")
+
+enum wait_state { WAIT_STATES(FSM_ENUM) };
 
 enum wait_event {
     WAIT_EV_PARK,      /* it parks (it may be woken before the suspension) */
@@ -42,15 +55,11 @@ enum wait_event {
     WAIT_EV_END,       /* its request ends: the wait is freed */
 };
 
-/* Sets *to to the state that follows event ev in state from. Returns false
- * (*to untouched) for an event the state never meets: a bug in the caller. */
-bool wait_state_next(enum wait_state from, enum wait_event ev, enum wait_state *to);
+/* The states of a wait and their arrows (for fsm_next, fsm_step, fsm_name). */
+extern const struct fsm wait_lifecycle;
 
 /* True if a wait in state s still holds a place in its queue that nobody
  * else gives up for it (once answered or left, it holds none). */
 bool wait_state_holds_place(enum wait_state s);
-
-/* The state's name for logs and tests ("parked"). */
-const char *wait_state_name(enum wait_state s);
 
 #endif

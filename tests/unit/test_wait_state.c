@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_wait_state.c - the lifecycle of a lease wait: the paths a wait lives
+ * test_wait_state.c - the lifecycle of a lease wait: the lives a wait leads
  * (parked and re-checked, a park a wake came before, a grant handed over
- * in-process, giving up on a deadline, a drain or a hang-up, taken out of
- * its queue by the janitor, ended unanswered), which states still hold a
- * place in a queue, and the events no state meets.
+ * in-process, giving up on a deadline, a drain or a hang-up, taken out of its
+ * queue by the janitor, ended unanswered), every event each state meets and
+ * refuses, and which states still hold a place in a queue.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,120 +15,88 @@
 
 #include "lease/wait_state.h"
 
-/* Walks events evs[0..n) from state from and returns where they lead; each must be known. */
-static enum wait_state walk(enum wait_state from, const enum wait_event *evs, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        assert_true(wait_state_next(from, evs[i], &from));
-    return from;
-}
+/* One event of a life and the state it must lead to. */
+struct step {
+    enum wait_event ev;
+    enum wait_state to;
+};
 
-#define WALK(from, ...)                                                                            \
-    walk(from, (const enum wait_event[]){__VA_ARGS__},                                             \
-         sizeof((const enum wait_event[]){__VA_ARGS__}) / sizeof(enum wait_event))
-
-static void parks_and_rechecks(void **state)
+/* Lives steps[0..n) from state from, checking the state after each. */
+static void live(enum wait_state from, const struct step *steps, size_t n)
 {
-    (void)state;
-    assert_int_equal(WALK(WAIT_REGISTERING, WAIT_EV_PARK), WAIT_PARKED);
-    assert_int_equal(WALK(WAIT_PARKED, WAIT_EV_WAKE, WAIT_EV_RECHECK), WAIT_CHECKING);
-    assert_int_equal(WALK(WAIT_CHECKING, WAIT_EV_PARK), WAIT_PARKED);
-    assert_int_equal(WALK(WAIT_CHECKING, WAIT_EV_ANSWER, WAIT_EV_END), WAIT_GONE);
-    /* a park a wake came before: awake again at once */
-    assert_int_equal(WALK(WAIT_REGISTERING, WAIT_EV_PARK, WAIT_EV_WAKE), WAIT_AWAKE);
-    assert_int_equal(WALK(WAIT_CHECKING, WAIT_EV_PARK, WAIT_EV_WAKE), WAIT_AWAKE);
-}
-
-static void claims_a_grant_handed_over(void **state)
-{
-    (void)state;
-    assert_int_equal(WALK(WAIT_PARKED, WAIT_EV_WAKE, WAIT_EV_DELIVERED), WAIT_CLAIMING);
-    assert_int_equal(WALK(WAIT_CLAIMING, WAIT_EV_ANSWER), WAIT_ANSWERED);
-}
-
-static void gives_up(void **state)
-{
-    (void)state;
-    /* deadline, drain, hang-up: all leave the queue, then answer */
-    assert_int_equal(WALK(WAIT_PARKED, WAIT_EV_WAKE, WAIT_EV_GIVE_UP), WAIT_LEAVING);
-    assert_int_equal(WALK(WAIT_LEAVING, WAIT_EV_ANSWER), WAIT_ANSWERED);
-    /* superseded by a retry: answered at once */
-    assert_int_equal(WALK(WAIT_PARKED, WAIT_EV_WAKE, WAIT_EV_ANSWER), WAIT_ANSWERED);
-}
-
-static void left_with_others(void **state)
-{
-    (void)state;
-    assert_int_equal(WALK(WAIT_PARKED, WAIT_EV_LEFT), WAIT_LEFT);
-    assert_int_equal(WALK(WAIT_LEFT, WAIT_EV_ANSWER), WAIT_ANSWERED);
-    assert_int_equal(WALK(WAIT_LEFT, WAIT_EV_GIVE_UP), WAIT_LEAVING); /* a drain too */
-    assert_int_equal(WALK(WAIT_LEFT, WAIT_EV_END), WAIT_GONE);
-}
-
-static void ends(void **state)
-{
-    (void)state;
-    assert_int_equal(WALK(WAIT_REGISTERING, WAIT_EV_END), WAIT_GONE);
-    assert_int_equal(WALK(WAIT_PARKED, WAIT_EV_END), WAIT_GONE);
-    assert_int_equal(WALK(WAIT_ANSWERED, WAIT_EV_END), WAIT_GONE);
-}
-
-static void places_held(void **state)
-{
-    (void)state;
-    static const enum wait_state holding[] = {WAIT_REGISTERING, WAIT_PARKED,   WAIT_AWAKE,
-                                              WAIT_CHECKING,    WAIT_CLAIMING, WAIT_LEAVING};
-    for (size_t i = 0; i < sizeof holding / sizeof holding[0]; i++)
-        assert_true(wait_state_holds_place(holding[i]));
-    assert_false(wait_state_holds_place(WAIT_LEFT));
-    assert_false(wait_state_holds_place(WAIT_ANSWERED));
-    assert_false(wait_state_holds_place(WAIT_GONE));
-}
-
-static void unknown_events_are_refused(void **state)
-{
-    (void)state;
-    static const struct {
-        enum wait_state from;
-        enum wait_event ev;
-    } never[] = {
-        {WAIT_REGISTERING, WAIT_EV_WAKE}, {WAIT_REGISTERING, WAIT_EV_ANSWER},
-        {WAIT_REGISTERING, WAIT_EV_LEFT}, {WAIT_PARKED, WAIT_EV_PARK},
-        {WAIT_PARKED, WAIT_EV_ANSWER},    {WAIT_PARKED, WAIT_EV_RECHECK},
-        {WAIT_AWAKE, WAIT_EV_PARK},       {WAIT_AWAKE, WAIT_EV_LEFT},
-        {WAIT_AWAKE, WAIT_EV_END},        {WAIT_CHECKING, WAIT_EV_RECHECK},
-        {WAIT_CHECKING, WAIT_EV_LEFT},    {WAIT_CLAIMING, WAIT_EV_PARK},
-        {WAIT_LEAVING, WAIT_EV_PARK},     {WAIT_LEAVING, WAIT_EV_END},
-        {WAIT_LEFT, WAIT_EV_RECHECK},     {WAIT_LEFT, WAIT_EV_DELIVERED},
-        {WAIT_ANSWERED, WAIT_EV_ANSWER},  {WAIT_ANSWERED, WAIT_EV_PARK},
-        {WAIT_GONE, WAIT_EV_END},         {WAIT_GONE, WAIT_EV_WAKE},
-    };
-    for (size_t i = 0; i < sizeof never / sizeof never[0]; i++) {
-        enum wait_state to = WAIT_GONE;
-        assert_false(wait_state_next(never[i].from, never[i].ev, &to));
-        assert_int_equal(to, WAIT_GONE);
+    int at = (int)from;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(fsm_next(&wait_lifecycle, at, (int)steps[i].ev, &at));
+        assert_int_equal(at, steps[i].to);
     }
 }
 
-static void names(void **state)
+#define LIVE(from, ...)                                                                            \
+    live(from, (const struct step[]){__VA_ARGS__}, FSM_COUNT(((const struct step[]){__VA_ARGS__})))
+
+static void lives(void **state)
 {
     (void)state;
-    assert_string_equal(wait_state_name(WAIT_PARKED), "parked");
-    assert_string_equal(wait_state_name(WAIT_LEFT), "left");
-    assert_string_equal(wait_state_name((enum wait_state)99), "unknown");
+    /* re-checked after a doorbell or a timer, parked again, then granted */
+    LIVE(WAIT_REGISTERING, {WAIT_EV_PARK, WAIT_PARKED}, {WAIT_EV_WAKE, WAIT_AWAKE},
+         {WAIT_EV_RECHECK, WAIT_CHECKING}, {WAIT_EV_PARK, WAIT_PARKED}, {WAIT_EV_WAKE, WAIT_AWAKE},
+         {WAIT_EV_RECHECK, WAIT_CHECKING}, {WAIT_EV_ANSWER, WAIT_ANSWERED},
+         {WAIT_EV_END, WAIT_GONE});
+    /* a wake came before the park: awake again at once */
+    LIVE(WAIT_REGISTERING, {WAIT_EV_PARK, WAIT_PARKED}, {WAIT_EV_WAKE, WAIT_AWAKE});
+    /* a grant handed over in-process */
+    LIVE(WAIT_AWAKE, {WAIT_EV_DELIVERED, WAIT_CLAIMING}, {WAIT_EV_ANSWER, WAIT_ANSWERED});
+    /* deadline, drain or hang-up: it leaves its queue, then answers */
+    LIVE(WAIT_AWAKE, {WAIT_EV_GIVE_UP, WAIT_LEAVING}, {WAIT_EV_ANSWER, WAIT_ANSWERED});
+    /* superseded by a retry */
+    LIVE(WAIT_AWAKE, {WAIT_EV_ANSWER, WAIT_ANSWERED});
+    /* its client hung up while parked: the janitor took it out with others */
+    LIVE(WAIT_PARKED, {WAIT_EV_LEFT, WAIT_LEFT}, {WAIT_EV_ANSWER, WAIT_ANSWERED});
+    LIVE(WAIT_PARKED, {WAIT_EV_LEFT, WAIT_LEFT}, {WAIT_EV_GIVE_UP, WAIT_LEAVING});
+    LIVE(WAIT_LEFT, {WAIT_EV_END, WAIT_GONE});
+    /* refused by the registry; its client gone while it was parked */
+    LIVE(WAIT_REGISTERING, {WAIT_EV_END, WAIT_GONE});
+    LIVE(WAIT_PARKED, {WAIT_EV_END, WAIT_GONE});
+}
+
+#define BIT(ev) (1u << (ev))
+
+static void every_event_of_every_state(void **state)
+{
+    (void)state;
+    /* the events each state meets; every other one is a bug */
+    static const unsigned meets[] = {
+        [WAIT_REGISTERING] = BIT(WAIT_EV_PARK) | BIT(WAIT_EV_END),
+        [WAIT_PARKED] = BIT(WAIT_EV_WAKE) | BIT(WAIT_EV_LEFT) | BIT(WAIT_EV_END),
+        [WAIT_AWAKE] = BIT(WAIT_EV_ANSWER) | BIT(WAIT_EV_DELIVERED) | BIT(WAIT_EV_GIVE_UP) |
+                       BIT(WAIT_EV_RECHECK),
+        [WAIT_CHECKING] = BIT(WAIT_EV_PARK) | BIT(WAIT_EV_ANSWER),
+        [WAIT_CLAIMING] = BIT(WAIT_EV_ANSWER),
+        [WAIT_LEAVING] = BIT(WAIT_EV_ANSWER),
+        [WAIT_LEFT] = BIT(WAIT_EV_ANSWER) | BIT(WAIT_EV_GIVE_UP) | BIT(WAIT_EV_END),
+        [WAIT_ANSWERED] = BIT(WAIT_EV_END),
+        [WAIT_GONE] = 0,
+    };
+    for (int s = WAIT_REGISTERING; s <= WAIT_GONE; s++)
+        for (int ev = WAIT_EV_PARK; ev <= WAIT_EV_END; ev++) {
+            int to = WAIT_GONE;
+            bool known = fsm_next(&wait_lifecycle, s, ev, &to);
+            assert_int_equal(known, (meets[s] & BIT(ev)) != 0);
+            if (!known)
+                assert_int_equal(to, WAIT_GONE);
+        }
+    /* once answered or left, a wait holds no place in a queue */
+    for (int s = WAIT_REGISTERING; s <= WAIT_GONE; s++)
+        assert_int_equal(wait_state_holds_place((enum wait_state)s),
+                         s != WAIT_LEFT && s != WAIT_ANSWERED && s != WAIT_GONE);
+    assert_string_equal(fsm_name(&wait_lifecycle, WAIT_LEFT), "left");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(parks_and_rechecks),
-        cmocka_unit_test(claims_a_grant_handed_over),
-        cmocka_unit_test(gives_up),
-        cmocka_unit_test(left_with_others),
-        cmocka_unit_test(ends),
-        cmocka_unit_test(places_held),
-        cmocka_unit_test(unknown_events_are_refused),
-        cmocka_unit_test(names),
+        cmocka_unit_test(lives),
+        cmocka_unit_test(every_event_of_every_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
