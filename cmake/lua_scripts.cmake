@@ -10,20 +10,23 @@
 #   -- KEYS: holder queue lib_x.lua  the script's KEYS, in order; a library's name stands for its list
 #   -- ARGV: name lease ids...       its ARGV, likewise; a last name ending in "..." takes the rest
 # (several KEYS or ARGV lines add up). Every script declares both (maybe empty); a library (lib_*.lua)
-# declares them only to share its list. Writes into OUT_DIR:
+# declares them only to share its list. Code reads its arguments by name only: A_<name> is the ARGV
+# declared as <name> (a table of the rest for a last "<name>..."); ARGV itself is refused.
+# Writes into OUT_DIR:
 #   lua_scripts.h  enum fg_script (SCRIPT_<NAME> per script), and per script or library that declares
 #                  them <NAME>_NKEYS, <NAME>_KEY_<KEY> (0-based), <NAME>_NARGV, <NAME>_ARGV_<ARG>, and
 #                  <NAME>_KEY_<LIB> / <NAME>_ARGV_<LIB>, where the list of library <LIB> starts
 #   lua_scripts.c  lua_scripts[], (name, source, counts) per script, in enum order (embedded.h)
 #   lua/<file>     each script as Redis runs it: "local NAME = '<value>'" for every name of KEYS_H the
 #                  code of the script or its libraries mentions, "local NAME = <n>" for every number
-#                  of LIMITS_H (a "#define NAME <decimal>") it mentions, "local KEYS_AT_<LIB> = <n>" (and
-#                  ARGV_AT_<LIB>) for each mentioned library list, n where it starts in KEYS (1-based),
-#                  then the libraries, then the script
-# Fails the build on: an unknown library or list, a name declared twice in one list, a KEYS[n] or
-# ARGV[n] (n a number) past what the script declares, a library that indexes KEYS or ARGV by number
-# while the script's list does not start with the library's, a KEYS_AT_<LIB> the script's list lacks,
-# a macro of KEYS_H that is no string, or a name of LIMITS_H that KEYS_H defines too.
+#                  of LIMITS_H (a "#define NAME <decimal>") it mentions, "local KEYS_AT_<LIB> = <n>"
+#                  for each mentioned library list, n where it starts in KEYS (1-based), "local A_<name>
+#                  = ARGV[<n>]" for each argument the code mentions, then the libraries, then the script
+# Fails the build on: an unknown library or list, a name declared twice in one list, a KEYS[n] (n a
+# number) past what the script declares, a library that indexes KEYS by number while the script's list
+# does not start with the library's, a KEYS_AT_<LIB> the script's list lacks (or any ARGV_AT_<LIB>),
+# any ARGV (ARGV[n], #ARGV: arguments are read by name), an A_<name> the script's ARGV lacks, a macro
+# of KEYS_H that is no string, or a name of LIMITS_H that KEYS_H defines too.
 cmake_minimum_required(VERSION 3.18)
 include(${CMAKE_CURRENT_LIST_DIR}/c_string.cmake)
 
@@ -200,6 +203,7 @@ foreach(stem ${STEMS})
     endforeach()
     set(COUNT_${kind}_${stem} ${n})
     set(OFFSETS_${kind}_${stem} "${OFFSETS}")
+    set(FLAT_${kind}_${stem} "${FLAT}")
     string(APPEND section "#define ${up}_N${kind} ${n}\n")
     set(i 0)
     foreach(name ${FLAT})
@@ -234,22 +238,21 @@ foreach(stem ${SCRIPTS})
       fail("lua/${stem}.lua uses ${lib}.lua, which is not a library of lua/")
     endif()
     string(REGEX REPLACE "--[^\n]*" "" code "${SOURCE_${lib}}")
-    foreach(kind KEYS ARGV)
-      highest_index(high ${kind} "${code}")
-      if(high GREATER 0 AND NOT "${lib}=0" IN_LIST OFFSETS_${kind}_${stem})
-        fail("lua/${stem}.lua: ${lib}.lua reads ${kind}[${high}], so its ${kind} must start with ${lib}.lua")
-      endif()
-    endforeach()
+    highest_index(high KEYS "${code}")
+    if(high GREATER 0 AND NOT "${lib}=0" IN_LIST OFFSETS_KEYS_${stem})
+      fail("lua/${stem}.lua: ${lib}.lua reads KEYS[${high}], so its KEYS must start with ${lib}.lua")
+    endif()
     string(APPEND body "${SOURCE_${lib}}\n")
   endforeach()
   string(APPEND body "${SOURCE_${stem}}")
   string(REGEX REPLACE "--[^\n]*" "" code "${body}")
-  foreach(kind KEYS ARGV)
-    highest_index(high ${kind} "${code}")
-    if(high GREATER COUNT_${kind}_${stem} AND NOT VARIADIC_${kind}_${stem})
-      fail("lua/${stem}.lua reads ${kind}[${high}] but declares ${COUNT_${kind}_${stem}} ${kind}")
-    endif()
-  endforeach()
+  highest_index(high KEYS "${code}")
+  if(high GREATER COUNT_KEYS_${stem})
+    fail("lua/${stem}.lua reads KEYS[${high}] but declares ${COUNT_KEYS_${stem}} KEYS")
+  endif()
+  if(" ${code} " MATCHES "[^A-Za-z0-9_]ARGV[^A-Za-z0-9_]")
+    fail("lua/${stem}.lua reads ARGV by position: name each argument A_<name>, as its ARGV declares")
+  endif()
   set(prologue "")
   foreach(name ${NAMES})
     if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
@@ -262,22 +265,43 @@ foreach(stem ${SCRIPTS})
     endif()
   endforeach()
   set(at_names "")
-  foreach(kind KEYS ARGV)
-    foreach(o ${OFFSETS_${kind}_${stem}})
-      string(REGEX REPLACE "=.*$" "" lib "${o}")
-      string(REGEX REPLACE "^.*=" "" at "${o}")
-      string(TOUPPER "${kind}_AT_${lib}" name)
-      list(APPEND at_names ${name})
-      if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
-        math(EXPR at "${at} + 1")
-        string(APPEND prologue "local ${name} = ${at}\n")
-      endif()
-    endforeach()
+  foreach(o ${OFFSETS_KEYS_${stem}})
+    string(REGEX REPLACE "=.*$" "" lib "${o}")
+    string(REGEX REPLACE "^.*=" "" at "${o}")
+    string(TOUPPER "KEYS_AT_${lib}" name)
+    list(APPEND at_names ${name})
+    if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
+      math(EXPR at "${at} + 1")
+      string(APPEND prologue "local ${name} = ${at}\n")
+    endif()
   endforeach()
   string(REGEX MATCHALL "(KEYS|ARGV)_AT_[A-Z0-9_]+" used "${code}")
   foreach(name ${used})
     if(NOT name IN_LIST at_names)
-      fail("lua/${stem}.lua reads ${name}, but its lists do not take that library's")
+      fail("lua/${stem}.lua reads ${name}, but its KEYS do not take that library's list")
+    endif()
+  endforeach()
+  set(arg_names "")
+  set(at 0)
+  foreach(arg ${FLAT_ARGV_${stem}})
+    math(EXPR at "${at} + 1")
+    string(REPLACE "..." "" plain "${arg}")
+    list(APPEND arg_names A_${plain})
+    if(NOT " ${code} " MATCHES "[^A-Za-z0-9_]A_${plain}[^A-Za-z0-9_]")
+      continue()
+    elseif(NOT arg MATCHES "\\.\\.\\.$")
+      string(APPEND prologue "local A_${plain} = ARGV[${at}]\n")
+    elseif(at EQUAL 1)
+      string(APPEND prologue "local A_${plain} = ARGV\n")
+    else()
+      string(APPEND prologue "local A_${plain} = {unpack(ARGV, ${at})}\n")
+    endif()
+  endforeach()
+  string(REGEX MATCHALL "[^A-Za-z0-9_]A_[a-z0-9_]+" used " ${code}")
+  foreach(name ${used})
+    string(SUBSTRING "${name}" 1 -1 name)
+    if(NOT name IN_LIST arg_names)
+      fail("lua/${stem}.lua reads ${name}, but its ARGV declares no such name")
     endif()
   endforeach()
   file(WRITE ${OUT_DIR}/lua/${stem}.lua.tmp "${prologue}${body}")

@@ -16,7 +16,7 @@
 --   the run_id of the Redis process ("" unknown: never trusted)
 -- Returns JSON {trusted, limit (the reserved limit, when trusted)}.
 local v = redis.call('MGET', KEYS[1], KEYS[3], KEYS[2])
-if ARGV[1] ~= '' and v[1] ~= false and v[2] == ARGV[1] then
+if A_run_id ~= '' and v[1] ~= false and v[2] == A_run_id then
   return cjson.encode({trusted = true, limit = tonumber(v[3] or '0')})
 end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])

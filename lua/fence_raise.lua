@@ -13,17 +13,17 @@
 -- Returns JSON {fence, limit} (the values afterwards).
 local cur = tonumber(redis.call('GET', KEYS[1]) or '-1')
 local lim = tonumber(redis.call('GET', KEYS[2]) or '-1')
-local floor, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local floor, limit = tonumber(A_floor), tonumber(A_limit)
 if cur < floor then
-  redis.call('SET', KEYS[1], ARGV[1])
+  redis.call('SET', KEYS[1], A_floor)
   cur = floor
 end
 if lim < limit then
-  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('SET', KEYS[2], A_limit)
   lim = limit
 end
-if ARGV[3] == '1' then
-  redis.call('SET', KEYS[3], ARGV[4])
-  if tonumber(redis.call('GET', KEYS[4]) or '-1') < floor then redis.call('SET', KEYS[4], ARGV[1]) end
+if A_lost == '1' then
+  redis.call('SET', KEYS[3], A_run_id)
+  if tonumber(redis.call('GET', KEYS[4]) or '-1') < floor then redis.call('SET', KEYS[4], A_floor) end
 end
 return cjson.encode({fence = cur, limit = lim})

@@ -17,8 +17,8 @@
 -- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:
 --   lock:      {name, held, fence, owner, pttl, waiting}
 --   semaphore: {name, limit, holders, waiting, leases = [{fence, owner, pttl}]}
-local kind, prefix, after = ARGV[1], ARGV[2], ARGV[3]
-local limit, budget, shown = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local kind, prefix, after = A_kind, A_prefix, A_after
+local limit, budget, shown = tonumber(A_limit), tonumber(A_budget), tonumber(A_shown)
 local index = KEYS[1]
 local now = now_ms()
 

@@ -30,10 +30,10 @@
 local function refuse(outcome, reason, cur)
   local t = redis.call('TIME')
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local id = redis.call('XADD', KEYS[3], '*', 'resource', ARGV[2], 'lock', ARGV[3],
-                        'presented', ARGV[1], 'current', tostring(cur), 'owner', ARGV[4],
-                        'client_addr', ARGV[5], 'method', ARGV[6], 'reason', reason,
-                        'at_ms', tostring(at), 'principal', ARGV[7])
+  local id = redis.call('XADD', KEYS[3], '*', 'resource', A_resource, 'lock', A_lock,
+                        'presented', A_fence, 'current', tostring(cur), 'owner', A_owner,
+                        'client_addr', A_client_addr, 'method', A_method, 'reason', reason,
+                        'at_ms', tostring(at), 'principal', A_principal)
   return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at})
 end
 
@@ -44,12 +44,12 @@ local function refuse_stale()
   if v[2] == false then return cjson.encode({r = 'nofloor'}) end
   if redis.call('EXISTS', KEYS[5]) == 0 then return cjson.encode({r = 'norevoked'}) end
   local cur = math.max(tonumber(v[1] or '0'), tonumber(v[2]))
-  if redis.call('SISMEMBER', KEYS[5], ARGV[1]) == 1 then return refuse('revoked', 'revoked', cur) end
-  if tonumber(ARGV[1]) >= cur then return nil end
+  if redis.call('SISMEMBER', KEYS[5], A_fence) == 1 then return refuse('revoked', 'revoked', cur) end
+  if tonumber(A_fence) >= cur then return nil end
   return refuse('stale', 'stale_fence', cur)
 end
 
 -- Stores the presented fence as the key's highest.
 local function raise_fence()
-  redis.call('SET', KEYS[2], ARGV[1])
+  redis.call('SET', KEYS[2], A_fence)
 end

@@ -14,10 +14,10 @@
 --                                            dead gateways are dropped first)
 --   ended   {lease}                          this request_id's lease is over
 --   nofence {}                               no fence may be issued (lib_lease.lua)
-local name, lease, rid = ARGV[1], ARGV[2], ARGV[3]
-local ttl, max_hold, owner, wait = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7] == '1'
-local inst, attach, claim_ms = ARGV[8], ARGV[9], tonumber(ARGV[10])
-local max_waiters, rid_ttl = tonumber(ARGV[11]), tonumber(ARGV[12])
+local name, lease, rid = A_name, A_lease, A_request_id
+local ttl, max_hold, owner, wait = tonumber(A_ttl_ms), tonumber(A_max_hold_ms), A_owner, A_wait == '1'
+local inst, attach, claim_ms = A_instance, A_attach, tonumber(A_claim_ms)
+local max_waiters, rid_ttl = tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
 local k = lock_keys()
 
 if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end

@@ -14,8 +14,8 @@
 --   canceled {waiting}                       the lease left the queue
 --   superseded {}                            a retry of the same request owns it now
 --   gone {}                                  nothing to do
-local name, lease, attach, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local claim_ms, keep_ms = tonumber(ARGV[5]), tonumber(ARGV[6])
+local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
+local claim_ms, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms)
 local k = lock_keys()
 local now = now_ms()
 

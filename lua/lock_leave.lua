@@ -10,7 +10,7 @@
 -- is out of the queue (it left now, or was no longer there, or a retry of its
 -- request owns it), 0 when its lease holds the lock (a grant came first): that
 -- one must be given up on its own (lock_cancel.lua, mode drop).
-local packed = ARGV[1]
+local packed = A_waiters
 local k = lock_keys()
 local holder = redis.call('HGET', k.h, 'lease')
 local left = leave_queue(k, packed, function(lease) return lease == holder end)

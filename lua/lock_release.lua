@@ -7,8 +7,8 @@
 --   marker_ms: how long the released marker is kept
 -- Returns JSON {r=...}: released {held_ms} (or {again=true} for a repeated
 -- release of the same lease), lost {} (the lease expired or was taken over).
-local name, lease = ARGV[1], ARGV[2]
-local claim_ms, keep_ms = tonumber(ARGV[3]), tonumber(ARGV[4])
+local name, lease = A_name, A_lease
+local claim_ms, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms)
 local k = lock_keys()
 local now = now_ms()
 

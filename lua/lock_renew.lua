@@ -7,7 +7,7 @@
 --   ttl_ms "0": the lease's own ttl
 -- Returns JSON {r=...}: renewed {fence, ttl, expires_at, hold_until}, lost {},
 -- max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
-local lease, ttl = ARGV[1], tonumber(ARGV[2])
+local lease, ttl = A_lease, tonumber(A_ttl_ms)
 local k = lock_keys()
 local h = redis.call('HMGET', k.h, 'lease', 'fence', 'ttl', 'hold_until', 'rid')
 if h[1] ~= lease then return cjson.encode({r = 'lost'}) end

@@ -10,12 +10,12 @@
 -- Returns JSON {r=...}: revoked {fence} (the lease held and was ended), gone {}
 -- (it no longer held; its fence is revoked all the same), norevoked {} (the
 -- revoked set must be rebuilt first, lib_lease.lua).
-local name, fence = ARGV[1], tonumber(ARGV[2])
-local claim_ms, marker_ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
+local name, fence = A_name, tonumber(A_fence)
+local claim_ms, marker_ttl = tonumber(A_claim_ms), tonumber(A_marker_ms)
 local k = lock_keys()
 
 if not revoked_ready(k) then return cjson.encode({r = 'norevoked'}) end
-redis.call('SADD', k.revoked, ARGV[2])
+redis.call('SADD', k.revoked, A_fence)
 local h = redis.call('HMGET', k.h, 'lease', 'fence')
 if not h[1] or tonumber(h[2]) ~= fence then return cjson.encode({r = 'gone'}) end
 local now = now_ms()

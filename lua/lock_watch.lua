@@ -7,7 +7,7 @@
 -- ARGV: fence
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
 local h = redis.call('HMGET', KEYS[1], 'fence')
-if tonumber(h[1]) == tonumber(ARGV[1]) then
+if tonumber(h[1]) == tonumber(A_fence) then
   return cjson.encode({held = true, pttl = redis.call('PTTL', KEYS[1])})
 end
-return cjson.encode({held = false, reason = ended_reason(KEYS[2], tonumber(ARGV[1]))})
+return cjson.encode({held = false, reason = ended_reason(KEYS[2], tonumber(A_fence))})

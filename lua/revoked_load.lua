@@ -7,7 +7,7 @@
 -- ARGV: fences
 --   a JSON array of every revoked fence, as strings (exact beyond 2^53)
 -- Returns JSON {size} (members after the load, the "0" marker included).
-local fences = cjson.decode(ARGV[1])
+local fences = cjson.decode(A_fences)
 redis.call('SADD', KEYS[1], '0')
 for i = 1, #fences, 1000 do
   local chunk = {}

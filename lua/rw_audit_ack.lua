@@ -6,5 +6,5 @@
 --   the entry ids
 -- Returns JSON {deleted}.
 local n = 0
-if #ARGV > 0 then n = redis.call('XDEL', KEYS[1], unpack(ARGV)) end
+if #A_ids > 0 then n = redis.call('XDEL', KEYS[1], unpack(A_ids)) end
 return cjson.encode({deleted = n})

@@ -10,14 +10,14 @@
 -- ARGV: id error
 --   the entry id, why it could not be stored
 -- Returns JSON {moved = 0 | 1}.
-local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+local e = redis.call('XRANGE', KEYS[1], A_id, A_id)
 if #e == 0 then return cjson.encode({moved = 0}) end
 local fields = e[1][2]
 for i = 1, #fields do fields[i] = text_escaped(fields[i]) end
 fields[#fields + 1] = 'source_id'
-fields[#fields + 1] = ARGV[1]
+fields[#fields + 1] = A_id
 fields[#fields + 1] = 'error'
-fields[#fields + 1] = ARGV[2]
+fields[#fields + 1] = A_error
 redis.call('XADD', KEYS[2], 'MAXLEN', '~', '100000', '*', unpack(fields))
-redis.call('XDEL', KEYS[1], ARGV[1])
+redis.call('XDEL', KEYS[1], A_id)
 return cjson.encode({moved = 1})

@@ -11,7 +11,7 @@
 -- without its fields: its bytes could not travel as JSON, and Postgres would
 -- refuse them; the drain moves it to the dead letters instead of stopping at it.
 
-local raw = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', tonumber(ARGV[1]))
+local raw = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', tonumber(A_count))
 local entries = {}
 for i, e in ipairs(raw) do
   local fields, ok = {}, true

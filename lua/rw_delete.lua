@@ -12,4 +12,4 @@ if stale then return stale end
 if redis.call('EXISTS', KEYS[1]) == 0 then return cjson.encode({r = 'missing'}) end
 raise_fence()
 redis.call('DEL', KEYS[1])
-return cjson.encode({r = 'applied', fence = tonumber(ARGV[1]), deleted = true})
+return cjson.encode({r = 'applied', fence = tonumber(A_fence), deleted = true})

@@ -15,10 +15,10 @@ local out = {type = kind}
 if stored then out.fence = tonumber(stored) end
 if kind == 'string' then
   local len = redis.call('STRLEN', KEYS[1])
-  if len > tonumber(ARGV[2]) then out.oversize = len else out.value = redis.call('GET', KEYS[1]) end
+  if len > tonumber(A_max_bytes) then out.oversize = len else out.value = redis.call('GET', KEYS[1]) end
 elseif kind == 'hash' then
   local n = redis.call('HLEN', KEYS[1])
-  if n > tonumber(ARGV[1]) then
+  if n > tonumber(A_max_fields) then
     out.oversize = n
   else
     local flat = redis.call('HGETALL', KEYS[1])

@@ -16,8 +16,8 @@ local kind = redis.call('TYPE', KEYS[1]).ok
 if kind ~= 'hash' and kind ~= 'none' then
   return cjson.encode({r = 'wrongtype', type = kind})
 end
-local patch = cjson.decode(ARGV[8])
-local size, max = redis.call('HLEN', KEYS[1]), tonumber(ARGV[9])
+local patch = cjson.decode(A_fields)
+local size, max = redis.call('HLEN', KEYS[1]), tonumber(A_max_fields)
 for field, value in pairs(patch) do
   local present = redis.call('HEXISTS', KEYS[1], field) == 1
   if value == cjson.null and present then size = size - 1 end
@@ -32,4 +32,4 @@ for field, value in pairs(patch) do
     redis.call('HSET', KEYS[1], field, value)
   end
 end
-return cjson.encode({r = 'applied', fence = tonumber(ARGV[1]), fields = patch})
+return cjson.encode({r = 'applied', fence = tonumber(A_fence), fields = patch})

@@ -9,5 +9,5 @@
 local stale = refuse_stale()
 if stale then return stale end
 raise_fence()
-redis.call('SET', KEYS[1], ARGV[8])
-return cjson.encode({r = 'applied', fence = tonumber(ARGV[1]), value = ARGV[8]})
+redis.call('SET', KEYS[1], A_value)
+return cjson.encode({r = 'applied', fence = tonumber(A_fence), value = A_value})

@@ -14,9 +14,9 @@
 --   canceled {waiting}                       the lease left the queue
 --   superseded {}                            a retry of the same request owns it now
 --   gone {}                                  nothing to do
-local name, lease, attach, mode = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local inst = ARGV[8]
+local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
+local claim_ms, marker_ttl, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms), tonumber(A_keep_ms)
+local inst = A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()

@@ -10,7 +10,7 @@
 -- is out of the queue (it left now, or was no longer there, or a retry of its
 -- request owns it), 0 when its lease holds a slot (a grant came first): that
 -- one must be given up on its own (sem_cancel.lua, mode drop).
-local keep_ms, packed = tonumber(ARGV[1]), ARGV[2]
+local keep_ms, packed = tonumber(A_keep_ms), A_waiters
 local k = sem_keys()
 local now = now_ms()
 local left = leave_queue(k, packed, function(lease) return holder_of(k, lease) ~= nil end)

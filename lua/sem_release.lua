@@ -8,9 +8,9 @@
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): released {held_ms} (also
 -- for a repeated release of the same lease, then with again=true), lost {}
 -- (the lease expired or was dropped).
-local name, lease = ARGV[1], ARGV[2]
-local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local inst = ARGV[6]
+local name, lease = A_name, A_lease
+local claim_ms, marker_ttl, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms), tonumber(A_keep_ms)
+local inst = A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()

@@ -7,8 +7,8 @@
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
 -- expires_at, hold_until}, lost {}, max_hold {hold_until} (the hold deadline is reached).
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
-local name, lease, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local claim_ms, keep_ms, inst = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local name, lease, ttl = A_name, A_lease, tonumber(A_ttl_ms)
+local claim_ms, keep_ms, inst = tonumber(A_claim_ms), tonumber(A_keep_ms), A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()

@@ -10,13 +10,13 @@
 -- Returns JSON {r=..., handoff?} (handoff: see grant_free): revoked {fence},
 -- gone {} (no live holder has that fence; it is revoked all the same),
 -- norevoked {} (the revoked set must be rebuilt first, lib_lease.lua).
-local name, fence = ARGV[1], tonumber(ARGV[2])
-local claim_ms, marker_ttl, keep_ms = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local inst = ARGV[6]
+local name, fence = A_name, tonumber(A_fence)
+local claim_ms, marker_ttl, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms), tonumber(A_keep_ms)
+local inst = A_instance
 local k = sem_keys()
 local handoff = {}
 if not revoked_ready(k) then return cjson.encode({r = 'norevoked'}) end
-redis.call('SADD', k.revoked, ARGV[2])
+redis.call('SADD', k.revoked, A_fence)
 local now = now_ms()
 purge(k, now)
 local reply = {r = 'gone'}

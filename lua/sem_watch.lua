@@ -7,7 +7,7 @@
 --   the holders and holder data (lib_sem.lua), the ended leases (lib_lease.lua)
 -- ARGV: fence
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
-local fence = tonumber(ARGV[1])
+local fence = tonumber(A_fence)
 local now = now_ms()
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
 for i = 1, #live, 2 do

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_lua_scripts_gen.cmake - the generator of the script table (cmake/lua_scripts.cmake) on scripts
 # this test writes: the headers it parses (libraries standing for their lists, nested, variadic last
-# arguments), the constants, numbers and offsets it emits for C and for Lua, the sources it assembles,
-# and each mistake it must fail the build on, with its message.
+# arguments), the constants, numbers, offsets and named arguments it emits for C and for Lua, the
+# sources it assembles, and each mistake it must fail the build on, with its message.
 #   cmake -DGENERATOR=cmake/lua_scripts.cmake -DWORK=<scratch dir> -P tests/unit/test_lua_scripts_gen.cmake
 cmake_minimum_required(VERSION 3.18)
 
@@ -26,11 +26,11 @@ set(limits_h [=[
 #define T_UNUSED 7
 ]=])
 set(lib_base [=[
--- lib_base.lua: a library with lists of its own, read by literal index.
+-- lib_base.lua: a library with lists of its own, keys read by literal index, arguments by name.
 -- KEYS: a b
 -- ARGV: x y
 
-local function base() return KEYS[2], ARGV[2] end
+local function base() return KEYS[2], A_y end
 ]=])
 set(lib_top [=[
 -- lib_top.lua: a library whose KEYS take another's.
@@ -44,14 +44,14 @@ set(one [=[
 -- KEYS: lib_base.lua d
 -- ARGV: lib_base.lua z
 -- ARGV: rest...
--- (T_ONE in a comment is not a use.)
-return KEYS[3] .. T_CHAN .. ARGV[9]
+-- (T_ONE and A_x in a comment are no use.)
+return KEYS[3] .. T_CHAN .. A_z .. A_rest[1]
 ]=])
 set(two [=[
 -- uses: lib_top.lua
 -- KEYS: lib_top.lua
--- ARGV:
-return top()
+-- ARGV: all...
+return top(), #A_all
 ]=])
 
 # Writes the files of a case (pairs of name and variable) into WORK/<name> and runs the generator;
@@ -91,7 +91,7 @@ foreach(line
     "#define LIB_TOP_NKEYS 3\n#define LIB_TOP_KEY_C 0\n#define LIB_TOP_KEY_A 1\n#define LIB_TOP_KEY_B 2\n#define LIB_TOP_KEY_LIB_BASE 1\n"
     "#define ONE_NKEYS 3\n#define ONE_KEY_A 0\n#define ONE_KEY_B 1\n#define ONE_KEY_D 2\n#define ONE_KEY_LIB_BASE 0\n"
     "#define ONE_NARGV 3\n#define ONE_ARGV_X 0\n#define ONE_ARGV_Y 1\n#define ONE_ARGV_Z 2\n#define ONE_ARGV_REST 3\n"
-    "#define TWO_NKEYS 3\n#define TWO_KEY_C 0\n#define TWO_KEY_A 1\n#define TWO_KEY_B 2\n#define TWO_KEY_LIB_TOP 0\n#define TWO_KEY_LIB_BASE 1\n#define TWO_NARGV 0\n")
+    "#define TWO_NKEYS 3\n#define TWO_KEY_C 0\n#define TWO_KEY_A 1\n#define TWO_KEY_B 2\n#define TWO_KEY_LIB_TOP 0\n#define TWO_KEY_LIB_BASE 1\n#define TWO_NARGV 0\n#define TWO_ARGV_ALL 0\n")
   string(FIND "${h}" "${line}" at)
   if(at EQUAL -1)
     fail("lua_scripts.h holds: ${line}")
@@ -102,18 +102,19 @@ string(FIND "${c}" "ONE_NKEYS, ONE_NARGV, true}" at)
 if(at EQUAL -1)
   fail("one.lua takes the rest of ARGV")
 endif()
-string(FIND "${c}" "TWO_NKEYS, TWO_NARGV, false}" at)
+string(FIND "${c}" "TWO_NKEYS, TWO_NARGV, true}" at)
 if(at EQUAL -1)
-  fail("two.lua takes its ARGV only")
+  fail("two.lua takes all of ARGV")
 endif()
 file(READ ${WORK}/good/out/lua/one.lua assembled)
-if(NOT assembled STREQUAL "local T_CHAN = 't:chan'\n${lib_base}\n${one}")
-  fail("one.lua runs as its constants, its library, itself")
+if(NOT assembled STREQUAL "local T_CHAN = 't:chan'\nlocal A_y = ARGV[2]\nlocal A_z = ARGV[3]\n\
+local A_rest = {unpack(ARGV, 4)}\n${lib_base}\n${one}")
+  fail("one.lua runs as its constants, the arguments it and its library name, its library, itself")
 endif()
 file(READ ${WORK}/good/out/lua/two.lua assembled)
 if(NOT assembled STREQUAL
-   "local T_ONE = 't:one'\nlocal T_GRACE = 60000\nlocal KEYS_AT_LIB_BASE = 2\n${lib_top}\n${two}")
-  fail("two.lua runs with the constant, the number and the list offset its library uses")
+   "local T_ONE = 't:one'\nlocal T_GRACE = 60000\nlocal KEYS_AT_LIB_BASE = 2\nlocal A_all = ARGV\n${lib_top}\n${two}")
+  fail("two.lua runs with the constant, the number and the list offset its library uses, and ARGV as its rest")
 endif()
 
 # --- mistakes that fail the build ----------------------------------------------------------------------------
@@ -124,8 +125,12 @@ set(twice "-- KEYS: a b a\n-- ARGV:\nreturn 1\n")
 set(moved "-- uses: lib_base.lua\n-- KEYS: d lib_base.lua\n-- ARGV: lib_base.lua\nreturn base()\n")
 set(rest_first "-- KEYS:\n-- ARGV: rest... z\nreturn 1\n")
 set(undeclared_list "-- KEYS: lib_plain.lua\n-- ARGV:\nreturn 1\n")
-set(lib_plain "-- lib_plain.lua: declares nothing\n\nlocal function plain() end\n")
-set(no_offset "-- KEYS: a\n-- ARGV:\nreturn ARGV_AT_LIB_BASE\n")
+set(no_offset "-- KEYS: a\n-- ARGV:\nreturn KEYS_AT_LIB_BASE\n")
+set(positional "-- KEYS:\n-- ARGV: x\nreturn ARGV[1]\n")
+set(counted "-- KEYS:\n-- ARGV: ids...\nreturn #ARGV\n")
+set(via_library "-- uses: lib_plain.lua\n-- KEYS:\n-- ARGV: x\nreturn plain()\n")
+set(lib_plain "-- lib_plain.lua: declares nothing\n\nlocal function plain() return ARGV[1] end\n")
+set(undeclared_arg "-- KEYS:\n-- ARGV: x\nreturn A_x .. A_y\n")
 set(bad_name "-- KEYS: Upper\n-- ARGV:\nreturn 1\n")
 set(number_key "#define T_N 3\n")
 set(late_name "#define T_A T_B \"x\"\n#define T_B \"y\"\n")
@@ -138,7 +143,11 @@ foreach(case
     "moved|lib_base.lua reads KEYS\\[2\\], so its KEYS must start with lib_base.lua"
     "rest_first|only the last ARGV name may end in"
     "undeclared_list|KEYS names lib_plain.lua, which declares no KEYS"
-    "no_offset|reads ARGV_AT_LIB_BASE, but its lists do not take that library's"
+    "no_offset|reads KEYS_AT_LIB_BASE, but its KEYS do not take that library's list"
+    "positional|positional.lua reads ARGV by position: name each argument A_<name>"
+    "counted|counted.lua reads ARGV by position"
+    "via_library|via_library.lua reads ARGV by position"
+    "undeclared_arg|reads A_y, but its ARGV declares no such name"
     "bad_name|\"Upper\" in KEYS is neither"
     "number_key|T_N is not a sequence of plain string literals"
     "late_name|T_A uses T_B, which is not defined above it"
