@@ -225,8 +225,8 @@ static void help_states_the_limits(void **state)
 {
     (void)state;
     assert_help_says(CTL_CMD_LOCK, "up to %d distinct locks", LOCKSET_MAX);
-    assert_help_says(CTL_CMD_LOCK, "lease length, %d..%d (default: the gateway's, %d)", TTL_MIN_MS,
-                     TTL_MAX_MS, DEFAULT_TTL_MS);
+    assert_help_says(CTL_CMD_LOCK, "lease length, %d..%d (default: the gateway's, %d)",
+                     TTL_MIN_MS, TTL_MAX_MS, DEFAULT_TTL_MS);
     assert_help_says(CTL_CMD_LOCK, "0..%d (default: the gateway's, %d)", WAIT_MAX_MS,
                      DEFAULT_WAIT_MS);
     assert_help_says(CTL_CMD_SEM, "--limit (1..%d)", SEMAPHORE_MAX_LIMIT);

@@ -55,12 +55,8 @@ static void test_refused_names(void **state)
     (void)state;
     struct lockset set;
     struct fg_error err = {0};
-    const char *bad[] = {"{}",
-                         "{\"names\": []}",
-                         "{\"names\": \"a\"}",
-                         "{\"names\": [\"a\", \"a\"]}",
-                         "{\"names\": [1]}",
-                         "{\"names\": [null]}"};
+    const char *bad[] = {"{}", "{\"names\": []}", "{\"names\": \"a\"}", "{\"names\": [\"a\", \"a\"]}",
+                         "{\"names\": [1]}", "{\"names\": [null]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.code = FG_OK;
         assert_int_equal(parse_names(bad[i], &set, &err), -1);

@@ -78,12 +78,9 @@ static void refusals(void **state)
     (void)state;
     struct redis_url u;
     const char *bad[] = {
-        "http://h:1/0",          "redis://",
-        "redis://h:0/0",         "redis://h:70000",
-        "redis://h:1/x",         "redis://h:1/-1",
-        "redis://a,b/0",         "redis://h:1x/0",
-        "redis-sentinel://h",    "redis-sentinel://h/",
-        "redis-sentinel://h,/m", "redis-sentinel://h/m/x",
+        "http://h:1/0",       "redis://",          "redis://h:0/0",        "redis://h:70000",
+        "redis://h:1/x",      "redis://h:1/-1",    "redis://a,b/0",        "redis://h:1x/0",
+        "redis-sentinel://h", "redis-sentinel://h/", "redis-sentinel://h,/m", "redis-sentinel://h/m/x",
         "redis://[::1/0",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
