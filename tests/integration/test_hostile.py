@@ -141,6 +141,33 @@ class StrictRequestsTest(GatewayTest):
             self.assertIn(b"connection: close", raw.lower())
         self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
 
+    def test_what_is_not_http_is_answered_by_the_library_and_closed(self):
+        """docs/api.md "Requests that are not HTTP": what libmicrohttpd cannot parse gets its own short
+        answer and a closed connection, and one JSON log line; the gateway serves on. (A gateway whose
+        library log callback printed the raw text, or that kept such connections open, fails here.) The
+        431 for oversized headers is left out: the library closes with bytes of the request unread, and
+        the reset that follows may overtake its answer."""
+        head = "GET /v1/locks/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        cases = [
+            (head + "no colon on this line\r\n\r\n", 400),
+            ("GET /v1/locks/x HTTP/2.7\r\nHost: 127.0.0.1\r\n\r\n", 505),
+            ("POST /v1/locks/x/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
+        ]
+        for request, status in cases:
+            with socket.create_connection(("127.0.0.1", self.gw.port), timeout=10) as s:
+                s.sendall(request.encode())
+                raw = b""
+                while chunk := s.recv(65536):  # a timeout here: the connection was kept open
+                    raw += chunk
+            self.assertEqual(statuses(raw), [status], raw)
+            self.assertIn(b"connection: close", raw.lower())
+        library = wait_for(lambda: [json.loads(line) for line in self.gw.log_text().splitlines()
+                                    if '"http_library"' in line] or None, timeout=5, what="library lines")
+        self.assertGreaterEqual(len(library), len(cases), library)
+        self.assertTrue(all(entry["level"] == "warn" for entry in library), library)
+        self.assertEqual(self.c.get("/healthz").status, 200)
+
     def test_request_id_echoed_or_generated(self):
         r = self.c.get("/healthz", headers={"X-Request-Id": "abc-123"})
         self.assertEqual(r.headers.get("x-request-id"), "abc-123")
