@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # bench/locks.sh - lock acquire+release pairs per second over HTTP, next to the
-# same pairs run directly against Redis with the gateway's own scripts, in one
+# same pairs run directly against Redis with the gateway's own scripts (FCALL), in one
 # run on one machine. Prints a Markdown table of both and their ratio.
 #
 #   bench/locks.sh                       # 3 rounds of 5 s per cell and side
 #   DURATION=10 ROUNDS=5 bench/locks.sh
+#   BENCH_REDIS_PORT=... BENCH_PG_PORT=... BENCH_HTTP_PORT=... bench/locks.sh   # other ports
 #
 # Both sides are driven by equally light C clients, one keep-alive connection
 # per thread: bench/http_pairs.c over HTTP, bench/raw_pairs.c over RESP. Gateway
@@ -21,26 +22,23 @@ cd "$root"
 duration="${DURATION:-5}"
 rounds="${ROUNDS:-3}"
 datadir=".data/bench"
-redis_port=17379
-pg_port=17432
-http_port=18480
+redis_port="${BENCH_REDIS_PORT:-17379}"
+pg_port="${BENCH_PG_PORT:-17432}"
+http_port="${BENCH_HTTP_PORT:-18480}"
 build="build-bench"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
 bench_build
 # shellcheck disable=SC2046 # pkg-config prints several flags
-cc -O2 -o "$build/raw_pairs" bench/raw_pairs.c $(pkg-config --cflags --libs hiredis) -lpthread
+cc -O2 -Isrc -I"$build/generated" -o "$build/raw_pairs" bench/raw_pairs.c src/lease/lease_keys.c \
+  "$build/generated/lua_scripts.c" $(pkg-config --cflags --libs hiredis jansson) -lpthread
 cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
 
 bench_services
 bench_gateway
 
 rcli() { redis-cli -p "$redis_port" "$@"; }
-# Each script as the gateway runs it (its key names and libraries before it), from the build.
-script() { rcli SCRIPT LOAD "$(cat "$build/generated/lua/$1")"; }
-acquire_sha=$(script lock_acquire.lua)
-release_sha=$(script lock_release.lua)
 # The raw client cannot reserve fences in Postgres (lua/lib_lease.lua), so the fence limit is put out
 # of reach for both sides; that spares the gateway one Postgres round trip per 10,000 fences.
 rcli SET fg:fence_limit 1000000000000000 >/dev/null
@@ -54,8 +52,8 @@ for conns in 1 16 64; do
     for round in $(seq "$rounds"); do
       gateway_runs+=("$("$build/http_pairs" "$http_port" "$conns" "$duration" "$mode" \
         "bench-$conns-$mode-$round" | awk '{print $1}')")
-      raw_runs+=("$("$build/raw_pairs" "$redis_port" "$acquire_sha" "$release_sha" "$conns" \
-        "$duration" "$mode" | awk '{print $1}')")
+      raw_runs+=("$("$build/raw_pairs" "$redis_port" "$conns" "$duration" "$mode" |
+        awk '{print $1}')")
     done
     gateway=$(printf '%s\n' "${gateway_runs[@]}" | median)
     raw=$(printf '%s\n' "${raw_runs[@]}" | median)
@@ -66,7 +64,8 @@ done
 
 echo
 echo "redis-benchmark, acquire script alone (fresh names, 64 connections):"
+# The function, keys and arguments of the gateway's own uncontended acquire (raw_pairs prints them;
+# its runs above loaded the function).
+mapfile -t acquire_args < <("$build/raw_pairs" acquire-args b__rand_int__ l__rand_int__)
 redis-benchmark -p "$redis_port" -c 64 -n 200000 -r 100000000 -q \
-  EVALSHA "$acquire_sha" 4 'fg:lk:{b__rand_int__}:h' 'fg:lk:{b__rand_int__}:q' \
-  'fg:lk:{b__rand_int__}:w' fg:fence 'fg:lk:{b__rand_int__}:' b__rand_int__ \
-  'l__rand_int__' '' 10000 1800000 '' 0 rb '' 3000 10000 1860000 | tr '\r' '\n' | tail -n 2
+  FCALL "${acquire_args[@]}" | tr '\r' '\n' | tail -n 2

@@ -2,13 +2,19 @@
 /*
  * raw_pairs.c - the Redis-only baseline of the lock benchmark: N connections,
  * each running acquire-then-release pairs with the gateway's own scripts
- * (EVALSHA of lua/lock_acquire.lua and lua/lock_release.lua, same keys and
- * arguments the gateway sends), for a fixed time. Prints pairs per second.
+ * (FCALL of the functions of lua/lock_acquire.lua and lua/lock_release.lua,
+ * loaded first), for a fixed time. Prints pairs per second. The functions come
+ * from the build's script table (lua_scripts.c), the keys from the gateway's
+ * own lease/lease_keys.c, and the arguments are placed by the generated index
+ * constants (lua_scripts.h), so the calls are the gateway's and cannot drift
+ * from the scripts; built by bench/locks.sh against the build's generated/.
  *
- * usage: raw_pairs PORT ACQUIRE_SHA RELEASE_SHA CONNECTIONS SECONDS distinct|shared
+ * usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared
+ *        raw_pairs acquire-args NAME LEASE
  * With "shared" every connection uses one lock name and tries once (a busy
  * answer counts as an attempt, not a pair), which is what a raw client without
- * a queue can do.
+ * a queue can do. "acquire-args" prints the function, numkeys, KEYS and ARGV
+ * of an uncontended acquire of NAME by LEASE, one a line (for redis-benchmark).
  */
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -18,13 +24,32 @@
 #include <string.h>
 #include <time.h>
 
+#include "embedded.h"
+#include "fglimits.h"
+#include "lease/lease_keys.h"
+#include "lease/lease_result.h"
+#include "lua_scripts.h"
+
+/* The acquire's and the release's arguments, as the gateway sends them with its defaults. */
+#define RAW_TTL_MS      "10000"
+#define RAW_CLAIM_MS    FG_STR(DEFAULT_WAITER_LEASE_MS)
+#define RAW_INSTANCE    "rawinstance0000000000000000000000"
+#define RAW_ATTACH      "rawattach00000000000000000000000"
+#define RAW_MAX_WAITERS FG_STR(DEFAULT_MAX_WAITERS_PER_LOCK)
+#define RAW_RID_TTL_MS  "1860000"
+#define MAX_CALL_ARGS   (3 + LIB_LOCK_NKEYS + LOCK_ACQUIRE_NARGV)
+
 struct bench {
     int port;
-    const char *acquire_sha, *release_sha;
     int seconds;
     int shared;
     atomic_long pairs;
     atomic_long busy;
+};
+
+struct worker {
+    struct bench *b;
+    int id;
 };
 
 static double now_s(void)
@@ -34,42 +59,91 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-struct worker {
-    struct bench *b;
-    int id;
-};
+static redisContext *connect_or_exit(int port)
+{
+    redisContext *c = redisConnect("127.0.0.1", port);
+    if (c == NULL || c->err) {
+        fprintf(stderr, "raw_pairs: cannot connect\n");
+        exit(1);
+    }
+    return c;
+}
+
+/* Loads the function library of script, as the gateway does when Redis lacks it. */
+static void load_or_exit(redisContext *c, enum fg_script script)
+{
+    redisReply *r = redisCommand(c, "FUNCTION LOAD %s", lua_scripts[script].source);
+    if (r == NULL || (r->type == REDIS_REPLY_ERROR && strstr(r->str, "already exists") == NULL)) {
+        fprintf(stderr, "raw_pairs: cannot load %s: %s\n", lua_scripts[script].name,
+                r ? r->str : c->errstr);
+        exit(1);
+    }
+    freeReplyObject(r);
+}
+
+/* Fills args with the ARGV of an uncontended acquire of the lock by lease (wait "0"). */
+static void acquire_args(const char **args, const char *name, const char *lease)
+{
+    args[LOCK_ACQUIRE_ARGV_NAME] = name;
+    args[LOCK_ACQUIRE_ARGV_LEASE] = lease;
+    args[LOCK_ACQUIRE_ARGV_REQUEST_ID] = "";
+    args[LOCK_ACQUIRE_ARGV_TTL_MS] = RAW_TTL_MS;
+    args[LOCK_ACQUIRE_ARGV_MAX_HOLD_MS] = FG_STR(DEFAULT_MAX_HOLD_MS);
+    args[LOCK_ACQUIRE_ARGV_OWNER] = "";
+    args[LOCK_ACQUIRE_ARGV_WAIT] = "0";
+    args[LOCK_ACQUIRE_ARGV_INSTANCE] = RAW_INSTANCE;
+    args[LOCK_ACQUIRE_ARGV_ATTACH] = RAW_ATTACH;
+    args[LOCK_ACQUIRE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
+    args[LOCK_ACQUIRE_ARGV_MAX_WAITERS] = RAW_MAX_WAITERS;
+    args[LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = RAW_RID_TTL_MS;
+}
+
+/* Fills cmd with FCALL of script, the keys k and its arguments args; returns the count. */
+static int script_call(const char **cmd, enum fg_script script, const struct lease_keys *k,
+                       const char *const *args, char *numkeys, size_t cap)
+{
+    snprintf(numkeys, cap, "%zu", k->nkeys);
+    int n = 0;
+    cmd[n++] = "FCALL";
+    cmd[n++] = lua_scripts[script].function;
+    cmd[n++] = numkeys;
+    for (size_t i = 0; i < k->nkeys; i++)
+        cmd[n++] = k->key[i];
+    for (size_t i = 0; i < lua_scripts[script].nargv; i++)
+        cmd[n++] = args[i];
+    return n;
+}
 
 static void *run(void *arg)
 {
     struct worker *w = arg;
     struct bench *b = w->b;
-    redisContext *c = redisConnect("127.0.0.1", b->port);
-    if (c == NULL || c->err) {
-        fprintf(stderr, "raw_pairs: cannot connect\n");
-        exit(1);
-    }
-    char name[64], base[96], h[112], q[112], wk[112], lease[40];
+    redisContext *c = connect_or_exit(b->port);
+    char name[64], lease[LEASE_ID_LEN + 1], numkeys[16], marker[24];
     snprintf(name, sizeof name, b->shared ? "rawbench" : "rawbench-%d", w->id);
-    snprintf(base, sizeof base, "fg:lk:{%s}:", name);
-    snprintf(h, sizeof h, "%sh", base);
-    snprintf(q, sizeof q, "%sq", base);
-    snprintf(wk, sizeof wk, "%sw", base);
+    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *acq_args[LOCK_ACQUIRE_NARGV], *rel_args[LOCK_RELEASE_NARGV];
+    acquire_args(acq_args, name, lease);
+    rel_args[LOCK_RELEASE_ARGV_NAME] = name;
+    rel_args[LOCK_RELEASE_ARGV_LEASE] = lease;
+    rel_args[LOCK_RELEASE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
+    rel_args[LOCK_RELEASE_ARGV_MARKER_MS] = marker;
+    const char *acq[MAX_CALL_ARGS], *rel[MAX_CALL_ARGS];
+    int nacq = script_call(acq, SCRIPT_LOCK_ACQUIRE, &k, acq_args, numkeys, sizeof numkeys);
+    int nrel = script_call(rel, SCRIPT_LOCK_RELEASE, &k, rel_args, numkeys, sizeof numkeys);
     double end = now_s() + b->seconds;
     for (long n = 0; now_s() < end; n++) {
         snprintf(lease, sizeof lease, "%08x%08x%016lx", w->id, (unsigned)rand(), n);
-        const char *acq[] = {"EVALSHA", b->acquire_sha, "4", h, q, wk, "fg:fence", base, name,
-                             lease, "", "10000", "1800000", "", "0", "rawinstance", "", "3000",
-                             "10000", "1860000"};
-        redisReply *r = redisCommandArgv(c, 20, acq, NULL);
+        redisReply *r = redisCommandArgv(c, nacq, acq, NULL);
         int granted = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "granted");
         freeReplyObject(r);
         if (!granted) {
             atomic_fetch_add(&b->busy, 1);
             continue;
         }
-        const char *rel[] = {"EVALSHA", b->release_sha, "4", h, q, wk, "fg:fence", base, name,
-                             lease, "3000", "3600000"};
-        r = redisCommandArgv(c, 12, rel, NULL);
+        r = redisCommandArgv(c, nrel, rel, NULL);
         freeReplyObject(r);
         atomic_fetch_add(&b->pairs, 1);
     }
@@ -77,19 +151,37 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* Prints the function, numkeys, KEYS and ARGV of an uncontended acquire, one a line. */
+static int print_acquire(const char *name, const char *lease)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *args[LOCK_ACQUIRE_NARGV];
+    acquire_args(args, name, lease);
+    printf("%s\n%zu\n", lua_scripts[SCRIPT_LOCK_ACQUIRE].function, k.nkeys);
+    for (size_t i = 0; i < k.nkeys; i++)
+        printf("%s\n", k.key[i]);
+    for (size_t i = 0; i < LOCK_ACQUIRE_NARGV; i++)
+        printf("%s\n", args[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 7) {
-        fprintf(stderr, "usage: raw_pairs PORT ACQUIRE_SHA RELEASE_SHA CONNECTIONS SECONDS "
-                        "distinct|shared\n");
+    if (argc == 4 && strcmp(argv[1], "acquire-args") == 0)
+        return print_acquire(argv[2], argv[3]);
+    if (argc != 5) {
+        fprintf(stderr, "usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared\n"
+                        "       raw_pairs acquire-args NAME LEASE\n");
         return 1;
     }
-    struct bench b = {.port = atoi(argv[1]),
-                      .acquire_sha = argv[2],
-                      .release_sha = argv[3],
-                      .seconds = atoi(argv[5]),
-                      .shared = strcmp(argv[6], "shared") == 0};
-    int n = atoi(argv[4]);
+    struct bench b = {
+        .port = atoi(argv[1]), .seconds = atoi(argv[3]), .shared = strcmp(argv[4], "shared") == 0};
+    redisContext *c = connect_or_exit(b.port);
+    load_or_exit(c, SCRIPT_LOCK_ACQUIRE);
+    load_or_exit(c, SCRIPT_LOCK_RELEASE);
+    redisFree(c);
+    int n = atoi(argv[2]);
     pthread_t *threads = calloc((size_t)n, sizeof *threads);
     struct worker *workers = calloc((size_t)n, sizeof *workers);
     double start = now_s();

@@ -9,6 +9,7 @@
 #   -- uses: lib_a.lua lib_b.lua    (first line) libraries put before the script, in this order
 #   -- KEYS: holder queue lib_x.lua  the script's KEYS, in order; a library's name stands for its list
 #   -- ARGV: name lease ids...       its ARGV, likewise; a last name ending in "..." takes the rest
+#   -- flags: no-writes              (optional) the flags of its Redis function
 # (several KEYS or ARGV lines add up). Every script declares both (maybe empty); a library (lib_*.lua)
 # declares them only to share its list. Code reads its arguments by name only: A_<name> is the ARGV
 # declared as <name> (a table of the rest for a last "<name>..."); ARGV itself is refused.
@@ -16,17 +17,22 @@
 #   lua_scripts.h  enum fg_script (SCRIPT_<NAME> per script), and per script or library that declares
 #                  them <NAME>_NKEYS, <NAME>_KEY_<KEY> (0-based), <NAME>_NARGV, <NAME>_ARGV_<ARG>, and
 #                  <NAME>_KEY_<LIB> / <NAME>_ARGV_<LIB>, where the list of library <LIB> starts
-#   lua_scripts.c  lua_scripts[], (name, source, counts) per script, in enum order (embedded.h)
-#   lua/<file>     each script as Redis runs it: "local NAME = '<value>'" for every name of KEYS_H the
-#                  code of the script or its libraries mentions, "local NAME = <n>" for every number
-#                  of LIMITS_H (a "#define NAME <decimal>") it mentions, "local KEYS_AT_<LIB> = <n>"
-#                  for each mentioned library list, n where it starts in KEYS (1-based), "local A_<name>
-#                  = ARGV[<n>]" for each argument the code mentions, then the libraries, then the script
+#   lua_scripts.c  lua_scripts[], (name, function, source, counts) per script, in enum order (embedded.h)
+#   lua/<file>     each script as the Redis function library it is loaded as (FUNCTION LOAD), named
+#                  fg_<script>_<first 12 hex digits of the SHA1 of its text> (the function's name too,
+#                  so two builds never load different code under one name): "local KEYS, ARGV" and
+#                  "local A_<name>" for each argument the code mentions, "local NAME = '<value>'" for
+#                  every name of KEYS_H the code of the script or its libraries mentions, "local NAME =
+#                  <n>" for every number of LIMITS_H (a "#define NAME <decimal>") it mentions, "local
+#                  KEYS_AT_<LIB> = <n>" for each mentioned library list, n where it starts in KEYS
+#                  (1-based), then the libraries, all of it run once at load; then the script as the
+#                  body of the function, after it sets KEYS, ARGV and each A_<name> (= ARGV[<n>]) of
+#                  the call. The libraries' functions are made once per load, not once per call.
 # Fails the build on: an unknown library or list, a name declared twice in one list, a KEYS[n] (n a
 # number) past what the script declares, a library that indexes KEYS by number while the script's list
 # does not start with the library's, a KEYS_AT_<LIB> the script's list lacks (or any ARGV_AT_<LIB>),
 # any ARGV (ARGV[n], #ARGV: arguments are read by name), an A_<name> the script's ARGV lacks, a macro
-# of KEYS_H that is no string, or a name of LIMITS_H that KEYS_H defines too.
+# of KEYS_H that is no string, a name of LIMITS_H that KEYS_H defines too, or an unknown flag.
 cmake_minimum_required(VERSION 3.18)
 include(${CMAKE_CURRENT_LIST_DIR}/c_string.cmake)
 
@@ -94,6 +100,10 @@ foreach(f ${lua_files})
   set(USES_${stem} "")
   if(head MATCHES "^-- uses:([^\n]*)\n")
     string(REGEX MATCHALL "[^ ]+" USES_${stem} "${CMAKE_MATCH_1}")
+  endif()
+  set(FLAGS_${stem} "")
+  if("\n${head}" MATCHES "\n-- flags:([^\n]*)\n")
+    string(REGEX MATCHALL "[^ ]+" FLAGS_${stem} "${CMAKE_MATCH_1}")
   endif()
   foreach(kind KEYS ARGV)
     string(REGEX MATCHALL "\n-- ${kind}:[^\n]*" lines "\n${head}")
@@ -231,7 +241,7 @@ string(APPEND table "#include \"lua_scripts.h\"\n\n#include <stdbool.h>\n\n#incl
 string(APPEND table "const struct lua_script lua_scripts[SCRIPT_COUNT] = {\n")
 file(MAKE_DIRECTORY ${OUT_DIR}/lua)
 foreach(stem ${SCRIPTS})
-  set(body "")
+  set(libs "")
   foreach(lib ${USES_${stem}})
     string(REGEX REPLACE "\\.lua$" "" lib "${lib}")
     if(NOT lib MATCHES "^lib_" OR NOT DEFINED SOURCE_${lib})
@@ -242,10 +252,9 @@ foreach(stem ${SCRIPTS})
     if(high GREATER 0 AND NOT "${lib}=0" IN_LIST OFFSETS_KEYS_${stem})
       fail("lua/${stem}.lua: ${lib}.lua reads KEYS[${high}], so its KEYS must start with ${lib}.lua")
     endif()
-    string(APPEND body "${SOURCE_${lib}}\n")
+    string(APPEND libs "${SOURCE_${lib}}\n")
   endforeach()
-  string(APPEND body "${SOURCE_${stem}}")
-  string(REGEX REPLACE "--[^\n]*" "" code "${body}")
+  string(REGEX REPLACE "--[^\n]*" "" code "${libs}${SOURCE_${stem}}")
   highest_index(high KEYS "${code}")
   if(high GREATER COUNT_KEYS_${stem})
     fail("lua/${stem}.lua reads KEYS[${high}] but declares ${COUNT_KEYS_${stem}} KEYS")
@@ -282,6 +291,8 @@ foreach(stem ${SCRIPTS})
     endif()
   endforeach()
   set(arg_names "")
+  set(declared "local KEYS, ARGV\n")
+  set(assigned "KEYS, ARGV = keys, argv\n")
   set(at 0)
   foreach(arg ${FLAT_ARGV_${stem}})
     math(EXPR at "${at} + 1")
@@ -289,12 +300,14 @@ foreach(stem ${SCRIPTS})
     list(APPEND arg_names A_${plain})
     if(NOT " ${code} " MATCHES "[^A-Za-z0-9_]A_${plain}[^A-Za-z0-9_]")
       continue()
-    elseif(NOT arg MATCHES "\\.\\.\\.$")
-      string(APPEND prologue "local A_${plain} = ARGV[${at}]\n")
+    endif()
+    string(APPEND declared "local A_${plain}\n")
+    if(NOT arg MATCHES "\\.\\.\\.$")
+      string(APPEND assigned "A_${plain} = ARGV[${at}]\n")
     elseif(at EQUAL 1)
-      string(APPEND prologue "local A_${plain} = ARGV\n")
+      string(APPEND assigned "A_${plain} = ARGV\n")
     else()
-      string(APPEND prologue "local A_${plain} = {unpack(ARGV, ${at})}\n")
+      string(APPEND assigned "A_${plain} = {unpack(ARGV, ${at})}\n")
     endif()
   endforeach()
   string(REGEX MATCHALL "[^A-Za-z0-9_]A_[a-z0-9_]+" used " ${code}")
@@ -304,11 +317,26 @@ foreach(stem ${SCRIPTS})
       fail("lua/${stem}.lua reads ${name}, but its ARGV declares no such name")
     endif()
   endforeach()
-  file(WRITE ${OUT_DIR}/lua/${stem}.lua.tmp "${prologue}${body}")
+  set(flags "")
+  foreach(flag ${FLAGS_${stem}})
+    if(NOT flag MATCHES "^(no-writes|allow-oom|allow-stale|no-cluster|allow-cross-slot-keys)$")
+      fail("lua/${stem}.lua: \"${flag}\" is not a flag of a Redis function")
+    endif()
+    list(APPEND flags "'${flag}'")
+  endforeach()
+  string(JOIN ", " flags ${flags})
+  set(library "#!lua name=@FUNCTION@\n${declared}${prologue}${libs}")
+  string(APPEND library "redis.register_function{function_name = '@FUNCTION@', flags = {${flags}},\n")
+  string(APPEND library "callback = function(keys, argv)\n${assigned}${SOURCE_${stem}}\nend}\n")
+  string(SHA1 digest "${library}")
+  string(SUBSTRING "${digest}" 0 12 digest)
+  set(function "fg_${stem}_${digest}")
+  string(REPLACE "@FUNCTION@" "${function}" library "${library}")
+  file(WRITE ${OUT_DIR}/lua/${stem}.lua.tmp "${library}")
   file(COPY_FILE ${OUT_DIR}/lua/${stem}.lua.tmp ${OUT_DIR}/lua/${stem}.lua ONLY_IF_DIFFERENT)
   c_string_literal(escaped ${OUT_DIR}/lua/${stem}.lua)
   string(TOUPPER ${stem} up)
-  string(APPEND table "    [SCRIPT_${up}] = {\"${stem}.lua\",\n  \"${escaped}\",\n")
+  string(APPEND table "    [SCRIPT_${up}] = {\"${stem}.lua\", \"${function}\",\n  \"${escaped}\",\n")
   string(APPEND table "    ${up}_NKEYS, ${up}_NARGV, ${VARIADIC_ARGV_${stem}}},\n")
 endforeach()
 string(APPEND table "};\n")

@@ -3,6 +3,8 @@
 -- KEYS: fence fence_origin fence_limit
 --   (KEY_FENCE, KEY_FENCE_ORIGIN, KEY_FENCE_LIMIT)
 -- ARGV:
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
 -- Returns JSON {fence (-1 when the sequence is missing), trusted (the sequence
 -- has not gone back since the origin was set, lua/fence_check.lua), ready
 -- (trusted and below its limit: another recovery already ran), limit}.

@@ -32,16 +32,33 @@ local function lease_keys(first)
           index = KEYS[first + 6], ended = KEYS[first + 7], revoked = KEYS[first + 8]}
 end
 
+-- An integer as the decimal text a command takes. Redis prints a number
+-- argument of redis.call with "%.17g", and Lua's own tostring uses "%.14g":
+-- both go through the C library's floating-point printing, many times the
+-- cost of this integer format; the hot paths hand over text.
+local function decimal(x)
+  return string.format('%d', x)
+end
+
 -- Redis's own clock in milliseconds: the only clock a lease is measured by.
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Makes key live at least until till (ms), never shortening its life.
+-- Makes key (which exists) live at least until till (ms), never shortening its
+-- life: one call when it lengthens a time to live (GT), a second one when the
+-- key had none yet (NX; GT counts no time to live as forever).
 local function keep_until(key, till, now)
-  local pttl = redis.call('PTTL', key)
-  if pttl < till - now then redis.call('PEXPIRE', key, till - now) end
+  local ms = decimal(till - now)
+  if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
+end
+
+-- The reply of a lease that holds, as JSON: built by hand, since its shape is
+-- fixed and lease is a lease id (hex); the numbers come as decimal text.
+local function granted_json(lease, fence, ttl, expires_at)
+  return '{"r":"granted","lease":"' .. lease .. '","fence":' .. fence .. ',"ttl":' .. ttl ..
+         ',"expires_at":' .. expires_at .. '}'
 end
 
 -- The fence sequence.
@@ -159,8 +176,8 @@ end
 -- 200 again however many leases were released meanwhile.
 local function mark_released(lk, lease, now, keep_ms, ttl)
   local till = now + math.max(keep_ms, tonumber(ttl) or 0)
-  redis.call('ZREMRANGEBYSCORE', lk.released, '-inf', now)
-  redis.call('ZADD', lk.released, till, lease)
+  redis.call('ZREMRANGEBYSCORE', lk.released, '-inf', decimal(now))
+  redis.call('ZADD', lk.released, decimal(till), lease)
   keep_until(lk.released, till, now)
 end
 
@@ -173,11 +190,12 @@ end
 -- scored by fence (the newest ENDED_KEPT, for up to ttl ms), and every end is
 -- published on channel CHANNEL_ENDED as "<kind>|<fence>|<reason>|<name>" so that
 -- every gateway wakes its watchers at once. A lease that ends unmarked expired.
-local ENDED_KEPT = 64
+-- fence and ttl may be numbers or their decimal text.
+local ENDED_TRIM = '-65' -- the rank past the ENDED_KEPT = 64 newest
 
 local function mark_ended(lk, kind, name, fence, reason, ttl)
   redis.call('ZADD', lk.ended, fence, fence .. '|' .. reason)
-  redis.call('ZREMRANGEBYRANK', lk.ended, 0, -ENDED_KEPT - 1)
+  redis.call('ZREMRANGEBYRANK', lk.ended, '0', ENDED_TRIM)
   redis.call('PEXPIRE', lk.ended, ttl)
   redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
 end
@@ -199,12 +217,13 @@ end
 
 -- The listing index (lease_list.lua): KEY_LOCK_INDEX (locks) and KEY_SEM_INDEX
 -- (semaphores), sorted sets of names all scored 0, read in name order with
--- ZRANGEBYLEX. Every acquire adds its name, so a lock or semaphore that is held
--- or has waiters is always in its index; a name is removed only by a script
--- that sees it idle (a release, or a listing passing over it), so the index
--- holds live names plus the few whose last lease expired unreleased.
+-- ZRANGEBYLEX. Every acquire that takes or queues adds its name, so a lock or
+-- semaphore that is held or has waiters is always in its index; a name is
+-- removed only by a script that sees it idle (a release, or a listing passing
+-- over it), so the index holds live names plus the few whose last lease
+-- expired unreleased.
 local function index_add(lk, name)
-  redis.call('ZADD', lk.index, 0, name)
+  redis.call('ZADD', lk.index, '0', name)
 end
 
 local function index_drop_if_idle(lk, name, idle)

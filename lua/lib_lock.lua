@@ -27,13 +27,14 @@ end
 -- lease that ended without ever being granted). The grant lasts claim_ms (capped
 -- by the waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
 -- Issues no fence unless the sequence may issue one (lib_lease.lua).
--- Returns the granted lease id, or nil.
+-- Returns the granted lease id, false if nobody waits (any more: the queue is
+-- empty), or nil if waiters remain that could not be granted (no fence).
 local function grant_next(k, name, claim_ms, now)
-  if not redis.call('ZRANGE', k.q, 0, 0)[1] then return nil end -- the uncontended case
+  if not redis.call('ZRANGE', k.q, '0', '0')[1] then return false end -- the uncontended case
   if not fence_ready(k) then return nil end
   while true do
-    local head = redis.call('ZRANGE', k.q, 0, 0)[1]
-    if not head then return nil end
+    local head = redis.call('ZRANGE', k.q, '0', '0')[1]
+    if not head then return false end
     redis.call('ZREM', k.q, head)
     local raw = redis.call('HGET', k.w, head)
     redis.call('HDEL', k.w, head)
@@ -68,14 +69,15 @@ end
 -- The reply for a lease that holds the lock.
 local function granted_reply(k, lease, expires_at)
   local f = redis.call('HMGET', k.h, 'fence', 'ttl')
-  return cjson.encode({r = 'granted', lease = lease, fence = tonumber(f[1]),
-                       ttl = tonumber(f[2]), expires_at = expires_at})
+  return granted_json(lease, f[1], f[2], decimal(expires_at))
 end
 
--- Frees the lock held by lease (whose lease ran for ttl) and hands it on.
-local function release_to_next(k, name, lease, fence, ttl, claim_ms, keep_ms, now)
+-- Frees the lock held by lease (whose lease ran for ttl) and hands it on;
+-- fence is the holder's as stored. keep_text is keep_ms as decimal text.
+-- Returns what grant_next returns (false: the lock is idle now).
+local function release_to_next(k, name, lease, fence, ttl, claim_ms, keep_ms, keep_text, now)
   redis.call('DEL', k.h)
   mark_released(k, lease, now, keep_ms, ttl)
-  mark_ended(k, 'l', name, tonumber(fence), 'released', keep_ms)
-  grant_next(k, name, claim_ms, now)
+  mark_ended(k, 'l', name, fence, 'released', keep_text)
+  return grant_next(k, name, claim_ms, now)
 end

@@ -22,7 +22,6 @@ local k = lock_keys()
 
 if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
-index_add(k, name)
 
 local prior = rid_lease(k, rid, now)
 local known = prior ~= nil
@@ -35,20 +34,29 @@ if holder[1] == lease then
   return granted_reply(k, lease, expires_at)
 end
 
+-- Takes the free lock, nobody waiting: the uncontended case.
+local function take()
+  if known then return cjson.encode({r = 'ended', lease = lease}) end
+  index_add(k, name)
+  local fence = decimal(redis.call('INCR', k.fence))
+  redis.call('HSET', k.h, 'lease', lease, 'fence', fence, 'owner', owner, 'ttl', A_ttl_ms,
+             'hold_until', decimal(now + max_hold), 'granted_at', decimal(now), 'claimed', '1',
+             'rid', rid, 'inst', inst, 'attach', attach)
+  redis.call('PEXPIRE', k.h, A_ttl_ms)
+  rid_hold(k, rid, lease, now + ttl, now)
+  return granted_json(lease, fence, A_ttl_ms, decimal(now + ttl))
+end
+
+-- A free lock with an empty queue (its first waiter is looked at once).
+if not holder[1] and not redis.call('ZRANGE', k.q, '0', '0')[1] then return take() end
+
 local queued = redis.call('ZSCORE', k.q, lease)
 if known and not queued then return cjson.encode({r = 'ended', lease = lease}) end
 
 if not holder[1] then
   local granted = grant_next(k, name, claim_ms, now)
   if granted == lease then return granted_reply(k, lease, claim(k, now, attach)) end
-  if not granted and not queued then
-    local fence = redis.call('INCR', k.fence)
-    redis.call('HSET', k.h, 'lease', lease, 'fence', fence, 'owner', owner, 'ttl', ttl,
-               'hold_until', now + max_hold, 'granted_at', now, 'claimed', '1', 'rid', rid, 'inst', inst, 'attach', attach)
-    redis.call('PEXPIRE', k.h, ttl)
-    rid_hold(k, rid, lease, now + ttl, now)
-    return granted_reply(k, lease, now + ttl)
-  end
+  if not granted and not queued then return take() end
 end
 
 if not queued then
@@ -59,6 +67,7 @@ if not queued then
     if waiting >= max_waiters then return cjson.encode({r = 'full', waiting = waiting}) end
   end
   local last = redis.call('ZRANGE', k.q, -1, -1, 'WITHSCORES')[2]
+  index_add(k, name)
   redis.call('ZADD', k.q, (tonumber(last) or 0) + 1, lease)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)

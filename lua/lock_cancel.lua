@@ -28,7 +28,7 @@ if h[1] == lease then
   end
   if mode == 'orphan' and h[2] ~= '0' then return cjson.encode({r = 'gone'}) end
   if attach ~= '' and h[3] ~= attach then return cjson.encode({r = 'superseded'}) end
-  release_to_next(k, name, lease, h[5], h[4], claim_ms, keep_ms, now)
+  release_to_next(k, name, lease, h[5], h[4], claim_ms, keep_ms, A_marker_ms, now)
   return cjson.encode({r = 'released'})
 end
 if mode == 'orphan' then return cjson.encode({r = 'gone'}) end

@@ -14,9 +14,9 @@ local now = now_ms()
 
 local h = redis.call('HMGET', k.h, 'lease', 'granted_at', 'ttl', 'fence')
 if h[1] == lease then
-  release_to_next(k, name, lease, h[4], h[3], claim_ms, keep_ms, now)
-  index_drop_if_idle(k, name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
-  return cjson.encode({r = 'released', held_ms = now - tonumber(h[2])})
+  local next = release_to_next(k, name, lease, h[4], h[3], claim_ms, keep_ms, A_marker_ms, now)
+  index_drop_if_idle(k, name, next == false)
+  return '{"r":"released","held_ms":' .. decimal(now - tonumber(h[2])) .. '}'
 end
 if was_released(k, lease, now) then
   return cjson.encode({r = 'released', again = true})

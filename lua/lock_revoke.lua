@@ -21,6 +21,5 @@ if not h[1] or tonumber(h[2]) ~= fence then return cjson.encode({r = 'gone'}) en
 local now = now_ms()
 redis.call('DEL', k.h)
 mark_ended(k, 'l', name, fence, 'revoked', marker_ttl)
-grant_next(k, name, claim_ms, now)
-index_drop_if_idle(k, name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
+index_drop_if_idle(k, name, grant_next(k, name, claim_ms, now) == false)
 return cjson.encode({r = 'revoked', fence = fence})

@@ -3,6 +3,8 @@
 -- KEYS: holder queue
 --   (lib_lock.lua)
 -- ARGV:
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
 -- Returns JSON {held, fence, owner, pttl, waiting}.
 local h = redis.call('HMGET', KEYS[1], 'lease', 'fence', 'owner')
 local out = {held = h[1] ~= false, waiting = redis.call('ZCARD', KEYS[2])}

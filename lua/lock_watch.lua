@@ -5,6 +5,8 @@
 -- KEYS: holder ended
 --   the holder hash (lib_lock.lua), the ended leases (lib_lease.lua)
 -- ARGV: fence
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
 local h = redis.call('HMGET', KEYS[1], 'fence')
 if tonumber(h[1]) == tonumber(A_fence) then

@@ -4,7 +4,7 @@
 -- Postgres to the dead-letter stream, so that the drain goes on past it. The
 -- dead letters keep the entry's fields (bytes that are not UTF-8 text written
 -- as \xNN), its id and why it was refused, for an operator (fencegate
--- audit-dead-letters); the stream is capped near 100,000 entries.
+-- audit-dead-letters); the stream is capped near AUDIT_DEAD_LETTERS_MAX entries.
 -- KEYS: audit dead
 --   KEY_AUDIT, KEY_AUDIT_DEAD
 -- ARGV: id error
@@ -18,6 +18,6 @@ fields[#fields + 1] = 'source_id'
 fields[#fields + 1] = A_id
 fields[#fields + 1] = 'error'
 fields[#fields + 1] = A_error
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', '100000', '*', unpack(fields))
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', AUDIT_DEAD_LETTERS_MAX, '*', unpack(fields))
 redis.call('XDEL', KEYS[1], A_id)
 return cjson.encode({moved = 1})

@@ -5,6 +5,8 @@
 -- KEYS: stream
 --   KEY_AUDIT (or KEY_AUDIT_DEAD)
 -- ARGV: count
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
 --   how many entries at most
 -- Returns JSON {entries = [{id, fields = {name = value, ...}} or {id, bad = true}, ...]}.
 -- An entry with a field that is not UTF-8 text (or holds NUL) comes as {id, bad}

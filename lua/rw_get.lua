@@ -3,6 +3,8 @@
 -- KEYS: key write_fence
 --   the key, its fence KEY_WRITE_FENCE_PREFIX..key
 -- ARGV: max_fields max_bytes
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
 --   the most hash fields, or bytes of a string, read
 -- Returns JSON {type ("string", "hash", "none" or another Redis type), value
 -- (string) or fields (hash), fence (absent if none stored)}; a hash or string

@@ -4,6 +4,8 @@
 -- KEYS: holders queue limit
 --   (lib_sem.lua)
 -- ARGV:
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
 -- Returns JSON {limit (absent if none in force), holders, waiting}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -6,6 +6,8 @@
 -- KEYS: holders data ended
 --   the holders and holder data (lib_sem.lua), the ended leases (lib_lease.lua)
 -- ARGV: fence
+-- flags: no-writes
+--   a read: it runs while Redis is out of memory too
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
 local fence = tonumber(A_fence)
 local now = now_ms()

@@ -22,11 +22,13 @@ struct embedded_file {
 
 /* One script of lua/, as declared by its "-- KEYS:" and "-- ARGV:" lines. */
 struct lua_script {
-    const char *name;   /* file name, e.g. "lock_acquire.lua" */
-    const char *source; /* what Redis runs: the key names it uses, its libraries, the script */
-    size_t nkeys;       /* KEYS it takes */
-    size_t nargv;       /* ARGV it takes (at least, when variadic) */
-    bool variadic;      /* more ARGV may follow the declared ones */
+    const char *name;     /* file name, e.g. "lock_acquire.lua" */
+    const char *function; /* the Redis function it is called as (FCALL), named after its source */
+    const char *source;   /* the function library Redis loads (FUNCTION LOAD): the key names
+                             it uses, its libraries, the script as the function's body */
+    size_t nkeys;         /* KEYS it takes */
+    size_t nargv;         /* ARGV it takes (at least, when variadic) */
+    bool variadic;        /* more ARGV may follow the declared ones */
 };
 
 /* Indexed by enum fg_script. */

@@ -4,7 +4,7 @@
  * limits of names and labels, the ranges of lease durations, the sizes of
  * lock sets, batches and pages, and the defaults of the configuration. The
  * gateway, fencectl, the configuration and the parsers of request bodies all
- * read them from here; README.md and docs/api.md state the same numbers, which
+ * read them from here; README.md and docs/ state the same numbers, which
  * tests/package/test_docs.py checks against this file. The values are plain
  * decimal literals so that help texts can spell them (FG_STR).
  *
@@ -30,21 +30,29 @@
 #define REVOCATION_REASON_MAX 200  /* the reason of a revoke */
 
 /* --- leases, in milliseconds unless named otherwise ------------------------------------------ */
-#define TTL_MIN_MS            100       /* shortest ttl_ms (and max_hold_ms) */
-#define TTL_MAX_MS            86400000  /* longest ttl_ms: a day */
-#define WAIT_MAX_MS           3600000   /* longest wait_ms of an acquire or a watch: an hour */
-#define MAX_HOLD_MAX_MS       604800000 /* longest max_hold_ms: a week */
-#define REQUEST_ID_GRACE_MS   60000     /* a request_id is kept this long past wait and lease */
-#define SEMAPHORE_MAX_LIMIT   100000    /* largest limit of a semaphore */
-#define LOCKSET_MAX           32        /* locks in one lock set */
-#define WATCH_WAIT_DEFAULT_MS 30000     /* wait_ms of a watch that names none */
-#define LEASE_MAX_HANDOFF     16        /* in-process grants one script may answer (lib_sem.lua) */
+#define TTL_MIN_MS             100       /* shortest ttl_ms (and max_hold_ms) */
+#define TTL_MAX_MS             86400000  /* longest ttl_ms: a day */
+#define WAIT_MAX_MS            3600000   /* longest wait_ms of an acquire or a watch: an hour */
+#define MAX_HOLD_MAX_MS        604800000 /* longest max_hold_ms: a week */
+#define REQUEST_ID_GRACE_MS    60000     /* a request_id is kept this long past wait and lease */
+#define SEMAPHORE_MAX_LIMIT    100000    /* largest limit of a semaphore */
+#define LOCKSET_MAX            32        /* locks in one lock set */
+#define WATCH_WAIT_DEFAULT_MS  30000     /* wait_ms of a watch that names none */
+#define LEASE_MAX_HANDOFF      16        /* in-process grants one script may answer (lib_sem.lua) */
+#define LEASE_RELEASED_KEPT_MS 600000    /* a release is answered again this long, or the ttl */
 
 /* --- signing keys ------------------------------------------------------------------------- */
 #define TOKEN_SECRET_MIN 16  /* shortest signing secret, in bytes */
 #define TOKEN_SECRET_MAX 256 /* longest signing secret, in bytes */
 #define TOKEN_KEY_ID_MAX 32  /* longest signing key id, in bytes */
 #define TOKEN_KEYS_MAX   8   /* signing keys in one ring */
+
+/* --- API keys and the rest of the configuration, in bytes or counts ------------------------ */
+#define API_KEY_ID_MAX      64   /* longest API key id */
+#define API_KEY_TEXT_MAX    1024 /* longest key text a client may present */
+#define SCOPE_MAX_LEN       600  /* longest scope of an API key */
+#define TLS_CHAIN_MAX       8    /* certificates in one tls_cert_file, the server's included */
+#define REDIS_URL_MAX_HOSTS 16   /* sentinels one redis-sentinel:// URL may list */
 
 /* --- writes and pages ----------------------------------------------------------------------- */
 #define FENCED_BATCH_MAX_OPS    100      /* operations in one batch */
@@ -55,6 +63,7 @@
 #define AUDIT_LIMIT_MAX         1000     /* largest audit page */
 #define AUDIT_WINDOW_DEFAULT_MS 3600000  /* an audit summary covers the last hour by default */
 #define AUDIT_WINDOW_MAX_MS     86400000 /* and at most a day (1,440 one-minute buckets) */
+#define AUDIT_DEAD_LETTERS_MAX  100000   /* entries the dead-letter stream keeps (about) */
 
 /* --- defaults of the configuration (README, "Configuration") -------------------------------- */
 #define DEFAULT_TTL_MS                  30000   /* defaults.ttl_ms */
@@ -75,5 +84,10 @@
 #define DEFAULT_WAITER_LEASE_MS         3000    /* waiter_lease_ms */
 #define DEFAULT_POLL_MS                 2000    /* poll_ms */
 #define DEFAULT_LISTEN_PORT             8480    /* the port of listen */
+
+/* --- defaults of fencectl ------------------------------------------------------------------- */
+#define CTL_GRACE_DEFAULT_MS 5000    /* --grace: from SIGTERM to SIGKILL after a lost lease */
+#define CTL_GRACE_MAX_MS     3600000 /* longest --grace */
+#define CTL_GIVE_BACK_MS     2000    /* the one release of a lease already counted as lost */
 
 #endif

@@ -20,6 +20,7 @@
 #include "auth/keygen.h"
 #include "auth/keys.h"
 #include "config.h"
+#include "fglimits.h"
 #include "gateway.h"
 #include "http/handlers_locks.h"
 #include "http/handlers_semaphores.h"
@@ -40,9 +41,8 @@
 #include "util/notify.h"
 #include "util/procstat.h"
 
-#define STARTUP_WAIT_MS     30000
-#define DRAIN_WAIT_MS       10000
-#define DEAD_LETTERS_LISTED 100000 /* the dead-letter stream's cap */
+#define STARTUP_WAIT_MS 30000
+#define DRAIN_WAIT_MS   10000
 
 struct gateway gw;
 
@@ -316,7 +316,7 @@ int main(int argc, char **argv)
         goto out;
     if (list_dead) {
         status = redis_init(&cfg, &err) == 0 &&
-                         audit_stream_list_dead(DEAD_LETTERS_LISTED, stdout, &err) == 0
+                         audit_stream_list_dead(AUDIT_DEAD_LETTERS_MAX, stdout, &err) == 0
                      ? 0
                      : 1;
         goto out;

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "auth/scope.h"
+#include "util/names.h"
 #include "util/published.h"
 
 /* SHA-256, fetched once: OpenSSL 3 looks the algorithm up again on every
@@ -63,23 +64,12 @@ int api_key_id_check(const char *id, struct fg_error *err)
     return 0;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int parse_digest(const char *hex, unsigned char out[API_KEY_DIGEST])
 {
     if (strlen(hex) != 2 * API_KEY_DIGEST)
         return -1;
     for (size_t i = 0; i < API_KEY_DIGEST; i++) {
-        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        int hi = name_hex_value(hex[2 * i]), lo = name_hex_value(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return -1;
         out[i] = (unsigned char)(hi << 4 | lo);

@@ -20,11 +20,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fglimits.h"
 #include "util/error.h"
 
-#define API_KEY_ID_MAX   64   /* longest key id, in bytes */
-#define API_KEY_TEXT_MAX 1024 /* longest key text a client may present */
-#define API_KEY_DIGEST   32   /* bytes of a SHA-256 */
+#define API_KEY_DIGEST 32 /* bytes of a SHA-256 */
 
 struct api_key {
     char id[API_KEY_ID_MAX + 1];          /* the key's name: logs, audit "principal" */

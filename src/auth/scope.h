@@ -11,9 +11,8 @@
 
 #include <stdbool.h>
 
+#include "fglimits.h"
 #include "util/error.h"
-
-#define SCOPE_MAX_LEN 600 /* longest scope text, in bytes */
 
 /* Checks a scope as written in the configuration; a wrong shape or an odd
  * character fails with FG_ERR_CONFIG saying what is wrong (the caller names

@@ -18,7 +18,6 @@
 #include "util/error.h"
 
 #define CTL_CALL_TIMEOUT_MS 30000 /* a call that does not wait in a queue */
-#define CTL_GIVE_BACK_MS    2000  /* release of a lease already counted as lost */
 
 struct ctl_answer {
     struct ctl_response response; /* status 0 when no answer arrived */

@@ -25,6 +25,17 @@
 #define ANSWERS_JSON                                                                               \
     (SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_AUDIT) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH))
 
+/* The limits and defaults of fglimits.h that the usage texts state, as string literals. */
+#define TEXT_LOCKSET_MAX   FG_STR(LOCKSET_MAX)
+#define TEXT_TTL           FG_STR(TTL_MIN_MS) ".." FG_STR(TTL_MAX_MS)
+#define TEXT_TTL_DEFAULT   FG_STR(DEFAULT_TTL_MS)
+#define TEXT_WAIT          "0.." FG_STR(WAIT_MAX_MS)
+#define TEXT_WAIT_DEFAULT  FG_STR(DEFAULT_WAIT_MS)
+#define TEXT_WATCH_DEFAULT FG_STR(WATCH_WAIT_DEFAULT_MS)
+#define TEXT_GRACE_DEFAULT FG_STR(CTL_GRACE_DEFAULT_MS)
+#define TEXT_SEM_LIMIT     "1.." FG_STR(SEMAPHORE_MAX_LIMIT)
+#define TEXT_AUDIT_PAGE    FG_STR(AUDIT_LIMIT_DEFAULT)
+
 static const char usage_overview[] =
     "usage: fencectl [--url URL] COMMAND [ARGS...]\n"
     "\n"
@@ -78,17 +89,19 @@ static const char usage_lock[] =
     "(revoked by an operator, or expired and taken over), COMMAND is stopped the same way\n"
     "within about 100 ms, not at the next renewal.\n"
     "\n"
-    "With --set A,B,C (up to 32 distinct locks, instead of NAME), fencectl takes every lock of\n"
+    "With --set A,B,C (up to " TEXT_LOCKSET_MAX
+    " distinct locks, instead of NAME), fencectl takes every lock of\n"
     "the set, all or none, in the gateway's one global order (sets never deadlock), and gives\n"
     "COMMAND FENCE_TOKENS and FENCES: the tokens and fences, comma-separated, in the order\n"
     "given. Losing any lock of the set stops COMMAND.\n"
     "\n"
     "  --set A,B,C    a lock set instead of NAME\n"
-    "  --ttl MS       lease length, 100..86400000 (default: the gateway's, 30000)\n"
-    "  --wait MS      how long to queue for the lock, 0..3600000 (default: the gateway's, 0)\n"
+    "  --ttl MS       lease length, " TEXT_TTL " (default: the gateway's, " TEXT_TTL_DEFAULT ")\n"
+    "  --wait MS      how long to queue for the lock, " TEXT_WAIT
+    " (default: the gateway's, " TEXT_WAIT_DEFAULT ")\n"
     "  --owner S      holder label shown by status and the audit (default fencectl:HOST:PID)\n"
     "  --max-hold MS  cap on the whole hold, renewals included\n"
-    "  --grace MS     SIGTERM to SIGKILL after a lost lease (default 5000)\n"
+    "  --grace MS     SIGTERM to SIGKILL after a lost lease (default " TEXT_GRACE_DEFAULT ")\n"
     "  --url URL      the gateway (default $FENCEGATE_URL, else " CTL_DEFAULT_URL ")\n"
     "\n"
     "Exit status: COMMAND's, or 1 usage, 2 busy, 3 lease lost, 4 unreachable, 5 other error.\n";
@@ -97,7 +110,8 @@ static const char usage_sem[] =
     "usage: fencectl sem NAME --limit N [--ttl MS] [--wait MS] [--owner S] [--max-hold MS]\n"
     "                                   [--grace MS] [--] COMMAND [ARGS...]\n"
     "\n"
-    "As `fencectl lock`, holding one of the N slots of semaphore NAME. --limit (1..100000) is\n"
+    "As `fencectl lock`, holding one of the N slots of semaphore NAME. --limit (" TEXT_SEM_LIMIT
+    ") is\n"
     "required and must match the limit in force (409 limit_mismatch otherwise, exit 5).\n"
     "\n"
     "Exit status: COMMAND's, or 1 usage, 2 busy, 3 lease lost, 4 unreachable, 5 other error.\n";
@@ -148,7 +162,7 @@ static const char usage_audit[] =
     "  --resource R   only this resource, e.g. pg:invoices/42 or redis:app:x\n"
     "  --lock L       only writes whose token was issued for lock L\n"
     "  --since MS     only records at or after this epoch time in milliseconds\n"
-    "  --limit N      at most N records (the gateway's default page is 100)\n"
+    "  --limit N      at most N records (the gateway's default page is " TEXT_AUDIT_PAGE ")\n"
     "  --after-id ID  the page after record ID (printed when there are more)\n"
     "\n"
     "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
@@ -168,8 +182,9 @@ static const char usage_watch[] =
     "usage: fencectl watch NAME --fence N [--sem] [--wait MS] [--json]\n"
     "\n"
     "Waits until the lease with fence N on lock NAME (semaphore NAME with --sem) no longer holds,\n"
-    "then prints how it ended: released, expired or revoked. --wait (default 30000,\n"
-    "0..3600000) bounds the wait; if the lease still holds then, prints its time left.\n"
+    "then prints how it ended: released, expired or revoked. --wait MS (" TEXT_WAIT
+    ", default " TEXT_WATCH_DEFAULT ")\n"
+    "bounds the wait; if the lease still holds then, prints its time left.\n"
     "\n"
     "Exit status: 0 the lease ended, 2 it still holds after --wait, 1 usage, 4 unreachable,\n"
     "5 other error.\n";
@@ -226,7 +241,7 @@ static const struct option_spec {
      SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH), 0, 0},
     {"--token", OPTION_STRING, offsetof(struct ctl_args, token),
      CMD(CTL_CMD_RENEW) | CMD(CTL_CMD_RELEASE), 0, 0},
-    {"--grace", OPTION_NUMBER, offsetof(struct ctl_args, grace_ms), LEASED, 0, 3600000},
+    {"--grace", OPTION_NUMBER, offsetof(struct ctl_args, grace_ms), LEASED, 0, CTL_GRACE_MAX_MS},
     {"--resource", OPTION_STRING, offsetof(struct ctl_args, resource), CMD(CTL_CMD_AUDIT), 0, 0},
     {"--lock", OPTION_STRING, offsetof(struct ctl_args, lock), CMD(CTL_CMD_AUDIT), 0, 0},
     {"--since", OPTION_NUMBER, offsetof(struct ctl_args, since_ms), CMD(CTL_CMD_AUDIT), 0,
@@ -408,8 +423,9 @@ static int check_args(struct ctl_args *out, const bool *given, ctl_getenv_fn get
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "'revoke' of a semaphore holder needs --sem and --fence N; a lock's, "
                        "neither");
-    if (out->command == CTL_CMD_AUDIT && out->limit > 1000)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "--limit: at most 1000 records per page");
+    if (out->command == CTL_CMD_AUDIT && out->limit > AUDIT_LIMIT_MAX)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "--limit: at most %d records per page",
+                       AUDIT_LIMIT_MAX);
     if (out->command == CTL_CMD_RENEW || out->command == CTL_CMD_RELEASE) {
         if (out->token == NULL)
             out->token = getenv_fn("FENCE_TOKEN");
@@ -426,7 +442,7 @@ int ctl_args_parse(int argc, char **argv, ctl_getenv_fn getenv_fn, struct ctl_ar
                              .wait_ms = -1,
                              .max_hold_ms = -1,
                              .limit = -1,
-                             .grace_ms = CTL_DEFAULT_GRACE,
+                             .grace_ms = CTL_GRACE_DEFAULT_MS,
                              .since_ms = -1,
                              .after_id = -1,
                              .fence = -1};

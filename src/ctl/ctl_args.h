@@ -13,9 +13,8 @@
 #include "fglimits.h"
 #include "util/error.h"
 
-#define CTL_DEFAULT_URL   "http://127.0.0.1:" FG_STR(DEFAULT_LISTEN_PORT)
-#define CTL_DEFAULT_GRACE 5000 /* ms from SIGTERM to SIGKILL of a COMMAND whose lease is lost */
-#define CTL_SET_MAX       LOCKSET_MAX /* locks in a --set: those of one lock set */
+#define CTL_DEFAULT_URL "http://127.0.0.1:" FG_STR(DEFAULT_LISTEN_PORT)
+#define CTL_SET_MAX     LOCKSET_MAX /* locks in a --set: those of one lock set */
 
 enum ctl_command {
     CTL_CMD_NONE, /* no subcommand: only --help or --version make sense */

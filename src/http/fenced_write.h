@@ -37,17 +37,6 @@ int fenced_write_bound(enum metric_backend backend, const struct resource_guard 
                        const char *key, const struct token_claims *claims, const char *resource,
                        struct fg_error *err) FG_WUR;
 
-/* A write that was refused, with everything its answer names (borrowed). */
-struct fenced_refusal {
-    enum fenced_outcome outcome; /* FENCED_STALE, FENCED_REVOKED or FENCED_EXPIRED */
-    const char *resource;        /* the (first) resource that refused it */
-    int64_t current_fence;       /* stale: the fence stored for resource */
-    const json_t *stale;         /* stale batch: every stale resource, or NULL */
-    const char *method;          /* the write's HTTP method ("POST" for a batch) */
-    bool audit_streamed;         /* its audit record went to the Redis stream, whose drain
-                                    is woken; otherwise it is in Postgres already */
-};
-
 /*
  * Answers the refused write of who: 409 stale_fence naming both fences (and
  * logged as stale_write), or 410 lease_lost with reason "revoked" or

@@ -6,11 +6,10 @@
  */
 #include "http/handlers_audit.h"
 
-#include <string.h>
 #include <sys/time.h>
 
+#include "http/query.h"
 #include "store/audit.h"
-#include "util/names.h"
 
 #define ARG_MAX 4096 /* longest decoded query argument */
 
@@ -34,24 +33,6 @@ static const char *const arg_names[ARG_COUNT] = {
 
 #define SUMMARY_TOP_RESOURCES 10 /* most refused resources in a summary */
 
-/* Decodes the query arguments into values; args[i] is NULL when absent. */
-static int read_args(struct http_request *req, char values[ARG_COUNT][ARG_MAX + 1],
-                     const char *args[ARG_COUNT], struct fg_error *err)
-{
-    for (int i = 0; i < ARG_COUNT; i++) {
-        const char *raw = http_request_query(req, arg_names[i]);
-        size_t len;
-        args[i] = NULL;
-        if (raw == NULL)
-            continue;
-        if (name_decode(raw, strlen(raw), values[i], ARG_MAX + 1, &len, err) != 0)
-            return fg_fail(err, FG_ERR_INVALID_FIELD, "query argument '%s' is not well encoded",
-                           arg_names[i]);
-        args[i] = values[i];
-    }
-    return 0;
-}
-
 static int64_t wall_clock_ms(void)
 {
     struct timeval tv;
@@ -66,7 +47,7 @@ enum handler_result handle_audit_rejections(struct http_request *req, struct htt
     struct fg_error err = {0};
     struct audit_filter filter;
     json_t *page = NULL;
-    if (read_args(req, values, args, &err) != 0 ||
+    if (http_query_args(req, arg_names, ARG_COUNT, &values[0][0], ARG_MAX + 1, args, &err) != 0 ||
         audit_filter_parse(args[ARG_RESOURCE], args[ARG_LOCK], args[ARG_SINCE_MS], args[ARG_LIMIT],
                            args[ARG_AFTER_ID], &filter, &err) != 0 ||
         audit_filter_narrow(args[ARG_OWNER], args[ARG_UNTIL_MS], &filter, &err) != 0 ||
@@ -85,7 +66,7 @@ enum handler_result handle_audit_summary(struct http_request *req, struct http_r
     struct fg_error err = {0};
     struct audit_window window;
     json_t *summary = NULL;
-    if (read_args(req, values, args, &err) != 0 ||
+    if (http_query_args(req, arg_names, ARG_COUNT, &values[0][0], ARG_MAX + 1, args, &err) != 0 ||
         audit_window_parse(args[ARG_SINCE_MS], args[ARG_UNTIL_MS], wall_clock_ms(), &window,
                            &err) != 0 ||
         audit_summary(&window, SUMMARY_TOP_RESOURCES, &summary, &err) != 0) {

@@ -9,9 +9,9 @@
 #include "http/handlers_list.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "auth/keys.h"
+#include "http/query.h"
 #include "lease/lease_list.h"
 
 /* Query arguments of a listing, in the order list_query_parse takes them. */
@@ -24,24 +24,6 @@ static const char *const arg_names[ARG_COUNT] = {
 };
 
 #define ARG_MAX (NAME_MAX_LEN + 16) /* longest decoded argument worth reading */
-
-/* Decodes the query arguments into values; args[i] is NULL when absent. */
-static int read_args(struct http_request *req, char values[ARG_COUNT][ARG_MAX + 1],
-                     const char *args[ARG_COUNT], struct fg_error *err)
-{
-    for (int i = 0; i < ARG_COUNT; i++) {
-        const char *raw = http_request_query(req, arg_names[i]);
-        size_t len;
-        args[i] = NULL;
-        if (raw == NULL)
-            continue;
-        if (name_decode(raw, strlen(raw), values[i], ARG_MAX + 1, &len, err) != 0)
-            return fg_fail(err, FG_ERR_INVALID_FIELD,
-                           "query argument '%s' is not well encoded or too long", arg_names[i]);
-        args[i] = values[i];
-    }
-    return 0;
-}
 
 /* Scope prefix and name member of the items of each kind. */
 static const struct {
@@ -73,7 +55,7 @@ static enum handler_result list(enum lease_list_kind kind, struct http_request *
     struct fg_error err = {0};
     struct list_query q;
     struct lease_page page;
-    if (read_args(req, values, args, &err) != 0 ||
+    if (http_query_args(req, arg_names, ARG_COUNT, &values[0][0], ARG_MAX + 1, args, &err) != 0 ||
         list_query_parse(args[ARG_PREFIX], args[ARG_LIMIT], args[ARG_CURSOR], &q, &err) != 0 ||
         lease_list(kind, &q, &page, &err) != 0) {
         reply_problem(reply, &err);

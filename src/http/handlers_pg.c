@@ -88,7 +88,7 @@ static int live_lease_gate(const struct table_schema *schemas, const struct fenc
         char *refused = NULL;
         if (!schemas[ops[i].table].cfg->guard.live_lease)
             continue;
-        if (fenced_pg_refuse(&ops[i], who, method, "lease_expired", &refused, err) != 0) {
+        if (fenced_pg_refuse(&ops[i], who, method, &refused, err) != 0) {
             free(refused);
             return -1;
         }

@@ -20,10 +20,8 @@
 #include "http/fenced_write.h"
 #include "lease/fence.h"
 #include "lease/live.h"
-#include "store/audit.h"
 #include "store/fenced_redis.h"
 #include "store/keys.h"
-#include "util/fgjson.h"
 
 /* A checked write request: everything the store call needs. */
 struct write_request {
@@ -197,25 +195,9 @@ static int live_lease_gate(struct http_reply *reply, const struct write_request 
         return -1;
     if (live)
         return 0;
-    json_t *out = NULL;
-    if (fenced_redis_get(wr->write.key, 0, 0, &out, err) != 0)
+    struct fenced_refusal refusal;
+    if (fenced_redis_refuse(&wr->write, &refusal, err) != 0)
         return -1;
-    struct audit_record rec = {
-        .resource = wr->resource,
-        .lock_name = wr->who.lock_name,
-        .presented_fence = wr->who.fence,
-        .current_fence = fgjson_answer_int(out, "fence", 0),
-        .owner = wr->who.owner,
-        .client_addr = wr->who.client_addr,
-        .method = wr->write.method,
-        .reason = fenced_outcome_reason(FENCED_EXPIRED),
-        .principal = wr->who.principal,
-    };
-    json_decref(out);
-    if (audit_insert(&rec, err) != 0)
-        return -1;
-    struct fenced_refusal refusal = {
-        .outcome = FENCED_EXPIRED, .resource = wr->resource, .method = wr->write.method};
     fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, &refusal);
     return 1;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * reply.c - building replies and problem+json bodies. The type, title and status
- * of each problem are fixed per code (FG_CODES, util/error.h); the detail says
- * what exactly was wrong with this request.
+ * reply.c - building replies and problem+json bodies. The type, title, status
+ * and Retry-After of each problem are fixed per code (FG_CODES, util/error.h);
+ * the detail says what exactly was wrong with this request.
  */
 #include "http/reply.h"
 
@@ -49,8 +49,7 @@ void reply_problem_extra(struct http_reply *reply, const struct fg_error *err, j
     }
     reply_json(reply, fg_code_status(code), body);
     reply->problem = code;
-    if (code == FG_ERR_BACKEND_UNAVAILABLE || code == FG_ERR_TOO_MANY_WAITERS)
-        reply->retry_after_s = 1;
+    reply->retry_after_s = fg_code_retry_after(code);
 }
 
 void reply_problem(struct http_reply *reply, const struct fg_error *err)

@@ -14,9 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "fglimits.h"
 #include "util/published.h"
-
-#define TLS_CHAIN_MAX 8 /* certificates in one chain file */
 
 struct tls_identity {
     gnutls_pcert_st chain[TLS_CHAIN_MAX]; /* the certificate, then its issuers */

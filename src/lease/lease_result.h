@@ -51,9 +51,6 @@ enum lease_cancel_mode {
     LEASE_CANCEL_ORPHAN, /* no waiter here: free the grant if still unclaimed */
 };
 
-#define LEASE_RELEASED_KEPT_MS                                                                     \
-    600000LL /* a retried release answers 200 this long, or the lease's ttl */
-
 /* A grant, made by whichever script ran, to another waiter of this gateway:
  * the waiter is woken in-process with it (no doorbell, no claim call). */
 struct lease_grant {

@@ -45,13 +45,15 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
                 enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
-    char claim[24], marker[24];
+    char claim[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     const char *argv[LOCK_CANCEL_NARGV] = {
-        [LOCK_CANCEL_ARGV_NAME] = name,      [LOCK_CANCEL_ARGV_LEASE] = lease_id,
-        [LOCK_CANCEL_ARGV_ATTACH] = attach,  [LOCK_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
-        [LOCK_CANCEL_ARGV_CLAIM_MS] = claim, [LOCK_CANCEL_ARGV_MARKER_MS] = marker,
+        [LOCK_CANCEL_ARGV_NAME] = name,
+        [LOCK_CANCEL_ARGV_LEASE] = lease_id,
+        [LOCK_CANCEL_ARGV_ATTACH] = attach,
+        [LOCK_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
+        [LOCK_CANCEL_ARGV_CLAIM_MS] = claim,
+        [LOCK_CANCEL_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
     };
     return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, argv, res, err);
 }
@@ -72,14 +74,13 @@ int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err)
 {
-    char claim[24], marker[24];
+    char claim[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     const char *argv[LOCK_RELEASE_NARGV] = {
         [LOCK_RELEASE_ARGV_NAME] = name,
         [LOCK_RELEASE_ARGV_LEASE] = lease_id,
         [LOCK_RELEASE_ARGV_CLAIM_MS] = claim,
-        [LOCK_RELEASE_ARGV_MARKER_MS] = marker,
+        [LOCK_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
     };
     return lease_script_run(SCRIPT_LOCK_RELEASE, LEASE_KIND_LOCK, name, argv, res, err);
 }
@@ -98,15 +99,14 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
 
 int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
 {
-    char fence_text[24], claim[24], marker[24];
+    char fence_text[24], claim[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     const char *argv[LOCK_REVOKE_NARGV] = {
         [LOCK_REVOKE_ARGV_NAME] = name,
         [LOCK_REVOKE_ARGV_FENCE] = fence_text,
         [LOCK_REVOKE_ARGV_CLAIM_MS] = claim,
-        [LOCK_REVOKE_ARGV_MARKER_MS] = marker,
+        [LOCK_REVOKE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
     };
     return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, argv, res, err);
 }

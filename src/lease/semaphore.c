@@ -51,15 +51,18 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
                enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
-    char claim[24], marker[24], keep[24];
+    char claim[24], keep[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_CANCEL_NARGV] = {
-        [SEM_CANCEL_ARGV_NAME] = name,      [SEM_CANCEL_ARGV_LEASE] = lease_id,
-        [SEM_CANCEL_ARGV_ATTACH] = attach,  [SEM_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
-        [SEM_CANCEL_ARGV_CLAIM_MS] = claim, [SEM_CANCEL_ARGV_MARKER_MS] = marker,
-        [SEM_CANCEL_ARGV_KEEP_MS] = keep,   [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
+        [SEM_CANCEL_ARGV_NAME] = name,
+        [SEM_CANCEL_ARGV_LEASE] = lease_id,
+        [SEM_CANCEL_ARGV_ATTACH] = attach,
+        [SEM_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
+        [SEM_CANCEL_ARGV_CLAIM_MS] = claim,
+        [SEM_CANCEL_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
+        [SEM_CANCEL_ARGV_KEEP_MS] = keep,
+        [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
@@ -82,14 +85,16 @@ int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *l
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err)
 {
-    char claim[24], marker[24], keep[24];
+    char claim[24], keep[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_RELEASE_NARGV] = {
-        [SEM_RELEASE_ARGV_NAME] = name,      [SEM_RELEASE_ARGV_LEASE] = lease_id,
-        [SEM_RELEASE_ARGV_CLAIM_MS] = claim, [SEM_RELEASE_ARGV_MARKER_MS] = marker,
-        [SEM_RELEASE_ARGV_KEEP_MS] = keep,   [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
+        [SEM_RELEASE_ARGV_NAME] = name,
+        [SEM_RELEASE_ARGV_LEASE] = lease_id,
+        [SEM_RELEASE_ARGV_CLAIM_MS] = claim,
+        [SEM_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
+        [SEM_RELEASE_ARGV_KEEP_MS] = keep,
+        [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
@@ -111,15 +116,17 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
 
 int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
 {
-    char fence_text[24], claim[24], marker[24], keep[24];
+    char fence_text[24], claim[24], keep[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_REVOKE_NARGV] = {
-        [SEM_REVOKE_ARGV_NAME] = name,      [SEM_REVOKE_ARGV_FENCE] = fence_text,
-        [SEM_REVOKE_ARGV_CLAIM_MS] = claim, [SEM_REVOKE_ARGV_MARKER_MS] = marker,
-        [SEM_REVOKE_ARGV_KEEP_MS] = keep,   [SEM_REVOKE_ARGV_INSTANCE] = gw.instance_id,
+        [SEM_REVOKE_ARGV_NAME] = name,
+        [SEM_REVOKE_ARGV_FENCE] = fence_text,
+        [SEM_REVOKE_ARGV_CLAIM_MS] = claim,
+        [SEM_REVOKE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
+        [SEM_REVOKE_ARGV_KEEP_MS] = keep,
+        [SEM_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }

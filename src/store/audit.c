@@ -2,13 +2,14 @@
 /*
  * audit.c - writing and reading fencegate.rejections: one record per refused
  * request, whatever the backend. Stale Postgres writes record themselves inside
- * their own statement (fenced_sql.c); this file holds the insert for every
- * other refusal and the keyset-paginated query of GET /v1/audit/rejections, one
- * prepared statement per combination of filters so that each can use its index
- * (resources (GIN), (lock_name, id) or the key), and the per-minute counts and
- * most refused resources of GET /v1/audit/summary. Paging by id never skips a
- * record: sql/011 makes ids visible in id order. It also prunes records past
- * limits.audit_retention_days, in small batches (backend janitor).
+ * their own statement (fenced_sql.c) and stale Redis writes in the audit stream
+ * (audit_stream.c stores them with audit_insert); this file holds the one
+ * insert of every other refusal (audit_refusal) and the keyset-paginated query of GET
+ * /v1/audit/rejections, one prepared statement per combination of filters so that each can use its
+ * index (resources (GIN), (lock_name, id) or the key), and the per-minute counts and most refused
+ * resources of GET /v1/audit/summary. Paging by id never skips a record: sql/011 makes ids visible
+ * in id order. It also prunes records past limits.audit_retention_days, in small batches (backend
+ * janitor).
  */
 #include "store/audit.h"
 
@@ -111,9 +112,34 @@ int audit_insert(const struct audit_record *rec, struct fg_error *err)
     return insert(NULL, rec, err);
 }
 
-int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
+int audit_refusal(struct pg_conn *conn, const struct fenced_writer *who,
+                  const struct fenced_refusal *refusal, struct fg_error *err)
 {
-    return insert(conn, rec, err);
+    const char *reason = fenced_outcome_reason(refusal->outcome);
+    FG_ASSERT(reason != NULL);
+    json_t *resources = NULL;
+    if (refusal->stale != NULL) {
+        resources = json_array();
+        size_t i;
+        const json_t *item;
+        json_array_foreach(refusal->stale, i, item)
+            json_array_append(resources, json_object_get(item, "resource"));
+    }
+    struct audit_record rec = {
+        .resource = refusal->resource,
+        .lock_name = who->lock_name,
+        .presented_fence = who->fence,
+        .current_fence = refusal->current_fence,
+        .owner = who->owner,
+        .client_addr = who->client_addr,
+        .method = refusal->method,
+        .reason = reason,
+        .principal = who->principal,
+        .resources = resources,
+    };
+    int rc = insert(conn, &rec, err);
+    json_decref(resources);
+    return rc;
 }
 
 /* Turns one row of text columns into an API record. */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "store/audit_filter.h"
+#include "store/fenced.h"
 #include "util/error.h"
 
 struct pg_conn;
@@ -31,13 +32,21 @@ struct audit_record {
     const char *principal;   /* id of the writer's API key, NULL or "" when auth is off */
 };
 
-/* Inserts one audit row; a second row with the same source_id is not stored. */
+/* Inserts one audit row; a second row with the same source_id is not stored.
+ * For the records of the Redis audit stream (audit_stream.c). */
 int audit_insert(const struct audit_record *rec, struct fg_error *err) FG_WUR;
 
-/* As audit_insert, on a connection the caller holds (outside a transaction,
- * so that the row commits on its own). */
-int audit_insert_on(struct pg_conn *conn, const struct audit_record *rec,
-                    struct fg_error *err) FG_WUR;
+/*
+ * Inserts the audit row of a refused write of who: the one record of every
+ * refusal the gateway audits from C, for either store (the refusals a write
+ * statement or script audits itself write the same columns and reasons:
+ * fenced_sql.c, lua/lib_rw.lua). reason is fenced_outcome_reason of the
+ * refusal's outcome; resources are those of refusal->stale, else just its
+ * resource. conn: a connection the caller holds (outside a transaction, so
+ * that the row commits on its own), or NULL for one of the pool.
+ */
+int audit_refusal(struct pg_conn *conn, const struct fenced_writer *who,
+                  const struct fenced_refusal *refusal, struct fg_error *err) FG_WUR;
 
 /*
  * The records matching filter (filter->resource: any of a record's resources),

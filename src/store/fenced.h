@@ -2,12 +2,14 @@
 /*
  * fenced.h - the vocabulary shared by the two fenced stores (fenced_pg for
  * Postgres rows, fenced_redis for Redis keys): who writes, what came of a
- * write, and the checks of a writer's headers that do not depend on the store.
- * Pure: no I/O.
+ * write, what a refusal names, and the checks of a writer's headers that do not depend on the
+ * store. Pure: no I/O.
  */
 #ifndef FG_FENCED_H
 #define FG_FENCED_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "util/error.h"
@@ -32,6 +34,19 @@ enum fenced_outcome {
     FENCED_MISSING,   /* DELETE (Redis) of a key that does not exist: nothing stored, no fence */
     FENCED_TOO_MANY,  /* PATCH (Redis) refused: the hash would hold more fields than allowed */
     FENCED_OUTCOME_COUNT
+};
+
+/* A write that was refused, with everything its answer and its audit record
+ * name (borrowed): the same for both stores (store/audit.h, audit_refusal). */
+struct fenced_refusal {
+    enum fenced_outcome outcome; /* FENCED_STALE, FENCED_REVOKED or FENCED_EXPIRED */
+    const char *resource;        /* the (first) resource that refused it */
+    int64_t current_fence;       /* the highest fence stored for resource (0: none) */
+    const json_t *stale;         /* stale batch: every stale resource ({resource,
+                                    current_fence}), or NULL */
+    const char *method;          /* the write's HTTP method ("POST" for a batch) */
+    bool audit_streamed;         /* its audit record went to the Redis stream, whose drain
+                                    is woken; otherwise it is in Postgres already */
 };
 
 /* The outcome a write script answers as name (its "r": "applied", "stale",

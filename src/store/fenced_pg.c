@@ -400,17 +400,9 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
         const struct fenced_op *op = &batch->ops[i];
         char *resource = NULL;
         FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
-        struct audit_record rec = {
-            .resource = resource,
-            .lock_name = who->lock_name,
-            .presented_fence = who->fence,
-            .owner = who->owner,
-            .client_addr = who->client_addr,
-            .method = "POST",
-            .reason = "revoked",
-            .principal = who->principal,
-        };
-        int rc = audit_insert_on(c, &rec, err);
+        struct fenced_refusal refusal = {
+            .outcome = FENCED_REVOKED, .resource = resource, .method = "POST"};
+        int rc = audit_refusal(c, who, &refusal, err);
         if (i == 0)
             res->resource = resource;
         else
@@ -470,26 +462,14 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
                        struct fenced_result *res, struct fg_error *err)
 {
     const json_t *first = json_array_get(stale, 0);
-    json_t *resources = json_array();
-    size_t i;
-    const json_t *item;
-    json_array_foreach(stale, i, item)
-        json_array_append(resources, json_object_get(item, "resource"));
-    struct audit_record rec = {
+    struct fenced_refusal refusal = {
+        .outcome = FENCED_STALE,
         .resource = json_string_value(json_object_get(first, "resource")),
-        .lock_name = who->lock_name,
-        .presented_fence = who->fence,
         .current_fence = json_integer_value(json_object_get(first, "current_fence")),
-        .owner = who->owner,
-        .client_addr = who->client_addr,
+        .stale = stale,
         .method = "POST",
-        .reason = "stale_fence",
-        .principal = who->principal,
-        .resources = resources,
     };
-    int rc = audit_insert_on(c, &rec, err);
-    json_decref(resources);
-    if (rc != 0)
+    if (audit_refusal(c, who, &refusal, err) != 0)
         return -1;
     res->outcome = FENCED_STALE;
     res->resource = strdup(json_string_value(json_object_get(first, "resource")));
@@ -616,20 +596,24 @@ out:
 }
 
 int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
-                     const char *method, const char *reason, char **resource, struct fg_error *err)
+                     const char *method, char **resource, struct fg_error *err)
 {
-    char fence[24];
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     FG_ASSERT(asprintf(resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
-    const char *params[] = {*resource,        who->lock_name, fence,  who->owner,
-                            who->client_addr, method,         reason, who->principal};
-    return pg_query(NULL,
-                    "INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-                    " current_fence, owner, client_addr, method, reason, principal)"
-                    " SELECT $1::text, $2::text, $3::bigint, coalesce((SELECT rf.fence FROM"
-                    " fencegate.resource_fences rf WHERE rf.resource = $1::text), 0), $4::text,"
-                    " $5::text, $6::text, $7::text, nullif($8::text, '')",
-                    8, params, NULL, err);
+    const char *params[] = {*resource};
+    json_t *rows = NULL;
+    if (pg_query("fpg_fence", "SELECT fence FROM fencegate.resource_fences WHERE resource = $1", 1,
+                 params, &rows, err) != 0)
+        return -1;
+    const char *stored = json_string_value(json_object_get(json_array_get(rows, 0), "fence"));
+    struct fenced_refusal refusal = {
+        .outcome = FENCED_EXPIRED,
+        .resource = *resource,
+        .current_fence = stored != NULL ? strtoll(stored, NULL, 10) : 0,
+        .method = method,
+    };
+    int rc = audit_refusal(NULL, who, &refusal, err);
+    json_decref(rows);
+    return rc;
 }
 
 /* --- reads -------------------------------------------------------------------------------- */

@@ -52,13 +52,13 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
                     struct fenced_result *res, struct fg_error *err) FG_WUR;
 
 /*
- * Refuses op of who without writing: keeps one audit row with reason (e.g.
- * "lease_expired") and the fence now stored for the resource. *resource gets
+ * Refuses op of who without writing because the lease it needs is over
+ * (require_live_lease): keeps one audit row (audit_refusal, reason
+ * "lease_expired") with the fence now stored for the resource. *resource gets
  * the resource's identity (owned). method: the HTTP method to record.
  */
 int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
-                     const char *method, const char *reason, char **resource,
-                     struct fg_error *err) FG_WUR;
+                     const char *method, char **resource, struct fg_error *err) FG_WUR;
 
 /* Reads the row of key in table (row is JSON null if absent) and its fence. */
 int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,

@@ -5,7 +5,8 @@
  * companion keys (the key's fence, the audit stream, the write floor: names of
  * store/keys.h) and the arguments, runs a script once more after Redis lost its
  * revoked set, and leaves the reading of the answers to rw_answer.c. It never
- * decides which keys are writable and never talks to Postgres.
+ * decides which keys are writable, and reaches Postgres only through the one
+ * audit record of a refusal (audit.c).
  *
  * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
  * key and the audit stream do not (nor do the lock scripts' keys and the global
@@ -19,9 +20,11 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "store/audit.h"
 #include "store/keys.h"
 #include "store/redis.h"
 #include "store/revocations.h"
+#include "util/fgjson.h"
 
 /* Every write script takes the keys of lua/lib_rw.lua and starts its ARGV with lib_rw.lua's. */
 #define TAKES_RW_ARGS(S) (S##_KEY_LIB_RW == 0 && S##_NKEYS == LIB_RW_NKEYS && S##_ARGV_LIB_RW == 0)
@@ -117,4 +120,20 @@ int fenced_redis_get(const char *key, long long max_fields, long long max_bytes,
     int rc = redis_script(SCRIPT_RW_GET, keys, argv, out, err);
     free(fence_key);
     return rc;
+}
+
+int fenced_redis_refuse(const struct redis_write *w, struct fenced_refusal *refusal,
+                        struct fg_error *err)
+{
+    json_t *out = NULL;
+    if (fenced_redis_get(w->key, 0, 0, &out, err) != 0)
+        return -1;
+    *refusal = (struct fenced_refusal){
+        .outcome = FENCED_EXPIRED,
+        .resource = w->resource,
+        .current_fence = fgjson_answer_int(out, "fence", 0),
+        .method = w->method,
+    };
+    json_decref(out);
+    return audit_refusal(NULL, w->who, refusal, err);
 }

@@ -6,8 +6,10 @@
  * KEY_WRITE_FENCE_PREFIX <key>, store/keys.h);
  * a stale write, or one presenting a revoked fence, changes nothing and is
  * appended, by the same script, to the audit stream that audit_stream.c
- * drains into Postgres. This module builds the scripts' arguments and runs
- * them (rw_answer.c reads their answers); which keys may be written is the
+ * drains into Postgres. A write refused before its script (its lease is over,
+ * require_live_lease) is audited straight into Postgres through audit.c, as
+ * fenced_pg's are. This module builds the scripts' arguments and runs them
+ * (rw_answer.c reads their answers); which keys may be written is the
  * caller's business.
  */
 #ifndef FG_FENCED_REDIS_H
@@ -41,6 +43,15 @@ int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long l
 
 /* DELETE: removes the key; its fence stays. A missing key stores nothing. */
 int fenced_redis_delete(const struct redis_write *w, struct rw_result *res,
+                        struct fg_error *err) FG_WUR;
+
+/*
+ * Refuses w without running its script because the lease it needs is over
+ * (require_live_lease): reads the fence stored for the key and keeps one audit
+ * row (audit_refusal, reason "lease_expired"), as fenced_pg_refuse does for a
+ * row. *refusal gets what the answer names (borrowing from w).
+ */
+int fenced_redis_refuse(const struct redis_write *w, struct fenced_refusal *refusal,
                         struct fg_error *err) FG_WUR;
 
 /* Reads key and its highest fence: *out gets a new object {type, value | fields

@@ -3,10 +3,11 @@
  * redis.c - hiredis connections, script calls and the doorbell subscription.
  * Connections are per thread (a pthread key frees them when the thread ends),
  * so no lock is ever held across a round trip. Scripts come ready to run from
- * the build (embedded.h: each with its libraries and key names, and the counts
- * of KEYS and ARGV it declares); their SHA1s are computed locally at start-up,
- * and a NOSCRIPT reply (a restarted or flushed Redis) loads the script and
- * retries once. Script results are JSON texts, decoded here.
+ * the build (embedded.h: each a Redis function library with its libraries and
+ * key names, named after its text, and the counts of KEYS and ARGV it
+ * declares) and are called with FCALL; a "Function not found" reply (a
+ * restarted, failed-over or flushed Redis, or one this build never used) loads
+ * the library and retries once. Script results are JSON texts, decoded here.
  *
  * Where the primary is: the one server of a redis:// URL, or, for
  * redis-sentinel://, whatever the sentinels name when a connection is made.
@@ -22,7 +23,6 @@
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -56,7 +56,6 @@ struct redis_conn {
 static struct {
     struct redis_url url; /* the parsed redis_url */
     long long timeout_ms;
-    char shas[SCRIPT_COUNT][41]; /* SHA1 of each script's source, in hex */
     redis_connect_hook hook;
     pthread_key_t conn_key;
     bool initialized;          /* redis_init ran: conn_key exists */
@@ -81,13 +80,6 @@ int redis_init(const struct config *cfg, struct fg_error *err)
     if (redis_url_parse(cfg->redis_url, &rds.url, err) != 0)
         return -1;
     rds.timeout_ms = cfg->request_timeout_ms;
-    for (size_t s = 0; s < SCRIPT_COUNT; s++) {
-        const char *src = lua_scripts[s].source;
-        unsigned char digest[SHA_DIGEST_LENGTH];
-        SHA1((const unsigned char *)src, strlen(src), digest);
-        for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
-            snprintf(rds.shas[s] + 2 * i, 3, "%02x", digest[i]);
-    }
     if (pthread_key_create(&rds.conn_key, free_conn) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "pthread_key_create failed");
     rds.initialized = true;
@@ -377,6 +369,31 @@ static size_t put_args(const char **cmd, size_t at, const char *const *args, siz
     return at + n;
 }
 
+/* Loads the function library of script s into Redis. A library of that name
+ * that another gateway loaded meanwhile is the same text, as good as ours. */
+static int load_function(const struct lua_script *s, struct fg_error *err)
+{
+    const char *cmd[] = {"FUNCTION", "LOAD", s->source};
+    redisReply *reply = thread_command(3, cmd, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {
+        note_oom();
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis is out of memory");
+    } else if (reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "already exists") == NULL) {
+        rc = fg_fail(err, FG_ERR_INTERNAL, "redis: cannot load %s: %s", s->name, reply->str);
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+/* True if reply says that Redis does not know the function called. */
+static bool function_missing(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ERROR && strcmp(reply->str, "ERR Function not found") == 0;
+}
+
 int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
                       const char *const *more, size_t nmore, json_t **out, struct fg_error *err)
 {
@@ -386,8 +403,8 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
     const char *cmd[MAX_ARGS];
     char numkeys[16];
     snprintf(numkeys, sizeof numkeys, "%zu", s->nkeys);
-    cmd[0] = "EVALSHA";
-    cmd[1] = rds.shas[script];
+    cmd[0] = "FCALL";
+    cmd[1] = s->function;
     cmd[2] = numkeys;
     size_t argc = put_args(cmd, 3, keys, s->nkeys);
     argc = put_args(cmd, argc, argv, s->nargv);
@@ -395,10 +412,10 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
     redisReply *reply = thread_command((int)argc, cmd, NULL, err);
     if (reply == NULL)
         return -1;
-    if (reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+    if (function_missing(reply)) {
         freeReplyObject(reply);
-        cmd[0] = "EVAL";
-        cmd[1] = s->source;
+        if (load_function(s, err) != 0)
+            return -1;
         reply = thread_command((int)argc, cmd, NULL, err);
         if (reply == NULL)
             return -1;

@@ -4,11 +4,11 @@
  * its own blocking connection to the primary (found through sentinels for a
  * redis-sentinel:// URL), made on first use and remade after an error, a
  * failover, or a close noticed while it was idle. The
- * Lua scripts of lua/ are called by enum fg_script with EVALSHA (loaded again
- * on NOSCRIPT), with KEYS and ARGV arrays indexed by the constants that
- * lua_scripts.h generates from each script's header; every script returns one
- * JSON text (cjson.encode), which arrives here as a jansson value, so callers
- * never see a hiredis type.
+ * Lua scripts of lua/ are Redis functions, called by enum fg_script with FCALL
+ * (their library loaded again when Redis does not know them), with KEYS and
+ * ARGV arrays indexed by the constants that lua_scripts.h generates from each
+ * script's header; every script returns one JSON text, which arrives here as a
+ * jansson value, so callers never see a hiredis type.
  */
 #ifndef FG_REDIS_H
 #define FG_REDIS_H

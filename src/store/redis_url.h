@@ -9,9 +9,8 @@
 
 #include <stdbool.h>
 
+#include "fglimits.h"
 #include "util/error.h"
-
-#define REDIS_URL_MAX_HOSTS 16 /* sentinels one URL may list */
 
 /* One host:port of a URL. */
 struct redis_endpoint {

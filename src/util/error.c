@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * error.c - fills struct fg_error and maps each error code to its stable problem
- * name, HTTP status and problem title. The table here, expanded from FG_CODES
+ * name, HTTP status, Retry-After and problem title. The table here, expanded from FG_CODES
  * (error.h), is the single source of the codes of docs/api.md; nothing else in
  * the tree decides a name, status or title for an error.
  */
@@ -10,11 +10,13 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define FG_CODE_ROW(code, name, status, title, metric) [code] = {name, status, title},
+#define FG_CODE_ROW(code, name, status, retry_after_s, title, metric)                              \
+    [code] = {name, status, retry_after_s, title},
 
 static const struct {
     const char *name;  /* problem name, as in /problems/<name> */
     int status;        /* HTTP status of the problem reply */
+    int retry_after_s; /* Retry-After of the problem reply in seconds, 0 for none */
     const char *title; /* problem title, the same for every reply of the code */
 } code_table[FG_CODE_COUNT] = {FG_CODES(FG_CODE_ROW)};
 
@@ -46,6 +48,12 @@ const char *fg_code_title(enum fg_code code)
 {
     FG_ASSERT(code >= 0 && code < FG_CODE_COUNT);
     return code_table[code].title;
+}
+
+int fg_code_retry_after(enum fg_code code)
+{
+    FG_ASSERT(code >= 0 && code < FG_CODE_COUNT);
+    return code_table[code].retry_after_s;
 }
 
 enum fg_code fg_code_of_name(const char *name)

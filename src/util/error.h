@@ -16,38 +16,41 @@
 
 /*
  * Every error code once: the enum constant, its stable problem name (the type
- * /problems/<name> of the API), the HTTP status, the problem title, and the
- * result it counts as in the lease metrics (a METRIC_RESULT_ suffix of
- * util/metrics.h). This list is the only place a code's name, status, title or
- * metric result is spelled: the enum below, the table of error.c and the map of
- * metrics.c are expanded from it.
+ * /problems/<name> of the API), the HTTP status, the seconds of the Retry-After
+ * header its replies carry (0: none; a client should come back, not give up),
+ * the problem title, and the result it counts as in the lease metrics (a
+ * METRIC_RESULT_ suffix of util/metrics.h). This list is the only place a
+ * code's name, status, Retry-After, title or metric result is spelled: the enum
+ * below, the table of error.c and the map of metrics.c are expanded from it.
  */
 #define FG_CODES(X)                                                                                \
-    X(FG_OK, "ok", 200, "OK", OK)                                                                  \
-    X(FG_ERR_INVALID_JSON, "invalid_json", 400, "Request body is not valid JSON", INVALID)         \
-    X(FG_ERR_INVALID_NAME, "invalid_name", 400, "Invalid name", INVALID)                           \
-    X(FG_ERR_INVALID_FIELD, "invalid_field", 400, "Invalid field", INVALID)                        \
-    X(FG_ERR_UNAUTHORIZED, "unauthorized", 401, "Unauthorized", INVALID)                           \
-    X(FG_ERR_FORBIDDEN, "forbidden", 403, "Forbidden", INVALID)                                    \
-    X(FG_ERR_INVALID_FENCE_TOKEN, "invalid_fence_token", 403, "Invalid fence token", INVALID)      \
-    X(FG_ERR_NOT_FOUND, "not_found", 404, "Not found", INVALID)                                    \
-    X(FG_ERR_METHOD_NOT_ALLOWED, "method_not_allowed", 405, "Method not allowed", INVALID)         \
-    X(FG_ERR_LOCK_BUSY, "lock_busy", 409, "Lock busy", BUSY)                                       \
-    X(FG_ERR_STALE_FENCE, "stale_fence", 409, "Stale fence", INVALID)                              \
-    X(FG_ERR_LIMIT_MISMATCH, "limit_mismatch", 409, "Semaphore limit mismatch", LIMIT_MISMATCH)    \
-    X(FG_ERR_MAX_HOLD_EXCEEDED, "max_hold_exceeded", 409, "Maximum hold time exceeded", MAX_HOLD)  \
-    X(FG_ERR_CONFLICT, "conflict", 409, "Conflict", SUPERSEDED)                                    \
-    X(FG_ERR_LEASE_LOST, "lease_lost", 410, "Lease lost", LEASE_LOST)                              \
-    X(FG_ERR_BODY_TOO_LARGE, "body_too_large", 413, "Request body too large", INVALID)             \
-    X(FG_ERR_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, "Unsupported media type",      \
+    X(FG_OK, "ok", 200, 0, "OK", OK)                                                               \
+    X(FG_ERR_INVALID_JSON, "invalid_json", 400, 0, "Request body is not valid JSON", INVALID)      \
+    X(FG_ERR_INVALID_NAME, "invalid_name", 400, 0, "Invalid name", INVALID)                        \
+    X(FG_ERR_INVALID_FIELD, "invalid_field", 400, 0, "Invalid field", INVALID)                     \
+    X(FG_ERR_UNAUTHORIZED, "unauthorized", 401, 0, "Unauthorized", INVALID)                        \
+    X(FG_ERR_FORBIDDEN, "forbidden", 403, 0, "Forbidden", INVALID)                                 \
+    X(FG_ERR_INVALID_FENCE_TOKEN, "invalid_fence_token", 403, 0, "Invalid fence token", INVALID)   \
+    X(FG_ERR_NOT_FOUND, "not_found", 404, 0, "Not found", INVALID)                                 \
+    X(FG_ERR_METHOD_NOT_ALLOWED, "method_not_allowed", 405, 0, "Method not allowed", INVALID)      \
+    X(FG_ERR_LOCK_BUSY, "lock_busy", 409, 0, "Lock busy", BUSY)                                    \
+    X(FG_ERR_STALE_FENCE, "stale_fence", 409, 0, "Stale fence", INVALID)                           \
+    X(FG_ERR_LIMIT_MISMATCH, "limit_mismatch", 409, 0, "Semaphore limit mismatch", LIMIT_MISMATCH) \
+    X(FG_ERR_MAX_HOLD_EXCEEDED, "max_hold_exceeded", 409, 0, "Maximum hold time exceeded",         \
+      MAX_HOLD)                                                                                    \
+    X(FG_ERR_CONFLICT, "conflict", 409, 0, "Conflict", SUPERSEDED)                                 \
+    X(FG_ERR_LEASE_LOST, "lease_lost", 410, 0, "Lease lost", LEASE_LOST)                           \
+    X(FG_ERR_BODY_TOO_LARGE, "body_too_large", 413, 0, "Request body too large", INVALID)          \
+    X(FG_ERR_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, 0, "Unsupported media type",   \
       INVALID)                                                                                     \
-    X(FG_ERR_MISDIRECTED_REQUEST, "misdirected_request", 421, "Misdirected request", INVALID)      \
-    X(FG_ERR_TOO_MANY_WAITERS, "too_many_waiters", 429, "Too many waiters", TOO_MANY_WAITERS)      \
-    X(FG_ERR_BACKEND_UNAVAILABLE, "backend_unavailable", 503, "Backend unavailable", UNAVAILABLE)  \
-    X(FG_ERR_INTERNAL, "internal", 500, "Internal error", ERROR)                                   \
-    X(FG_ERR_CONFIG, "config", 500, "Invalid configuration", ERROR)
+    X(FG_ERR_MISDIRECTED_REQUEST, "misdirected_request", 421, 0, "Misdirected request", INVALID)   \
+    X(FG_ERR_TOO_MANY_WAITERS, "too_many_waiters", 429, 1, "Too many waiters", TOO_MANY_WAITERS)   \
+    X(FG_ERR_BACKEND_UNAVAILABLE, "backend_unavailable", 503, 1, "Backend unavailable",            \
+      UNAVAILABLE)                                                                                 \
+    X(FG_ERR_INTERNAL, "internal", 500, 0, "Internal error", ERROR)                                \
+    X(FG_ERR_CONFIG, "config", 500, 0, "Invalid configuration", ERROR)
 
-#define FG_CODE_ENUM(code, name, status, title, metric) code,
+#define FG_CODE_ENUM(code, name, status, retry_after_s, title, metric) code,
 enum fg_code { FG_CODES(FG_CODE_ENUM) FG_CODE_COUNT };
 #undef FG_CODE_ENUM
 
@@ -66,6 +69,10 @@ int fg_fail(struct fg_error *err, enum fg_code code, const char *fmt, ...)
 const char *fg_code_name(enum fg_code code);
 int fg_code_status(enum fg_code code);
 const char *fg_code_title(enum fg_code code);
+
+/* Seconds of the Retry-After header a problem reply of code carries; 0 for
+ * none. */
+int fg_code_retry_after(enum fg_code code);
 
 /* The error code whose problem name is name ("lock_busy"), as a client reads it
  * from an answer; FG_OK for NULL or a name no code has. */

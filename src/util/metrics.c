@@ -60,7 +60,8 @@ static const struct {
 };
 
 /* The result each problem code counts as: the metric column of FG_CODES. */
-#define FG_CODE_RESULT(code, name, status, title, metric) [code] = METRIC_RESULT_##metric,
+#define FG_CODE_RESULT(code, name, status, retry_after_s, title, metric)                           \
+    [code] = METRIC_RESULT_##metric,
 static const enum metric_result code_results[FG_CODE_COUNT] = {FG_CODES(FG_CODE_RESULT)};
 
 /* The routes (labels of routes.c) whose answers are lease operations. */

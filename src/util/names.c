@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-static int hex_value(char c)
+int name_hex_value(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -29,7 +29,7 @@ int name_decode(const char *raw, size_t raw_len, char *out, size_t out_cap, size
         if (byte == '%') {
             if (raw_len - i < 3)
                 return fg_fail(err, FG_ERR_INVALID_NAME, "truncated percent-escape in path");
-            int h = hex_value(raw[i + 1]), l = hex_value(raw[i + 2]);
+            int h = name_hex_value(raw[i + 1]), l = name_hex_value(raw[i + 2]);
             if (h < 0 || l < 0)
                 return fg_fail(err, FG_ERR_INVALID_NAME, "malformed percent-escape in path");
             byte = h * 16 + l;

@@ -22,6 +22,10 @@
 int name_decode(const char *raw, size_t raw_len, char *out, size_t out_cap, size_t *out_len,
                 struct fg_error *err) FG_WUR;
 
+/* The value of hex digit c (0-9, a-f, A-F), or -1 if c is none: for
+ * percent-escapes and for the hex digests of the configuration. */
+int name_hex_value(char c);
+
 /* True iff name (len bytes) is a valid lock or semaphore name: 1..NAME_MAX_LEN
  * bytes of A-Z a-z 0-9 . _ : / - */
 bool name_is_valid_lock(const char *name, size_t len);

@@ -13,7 +13,7 @@
   sem_acquire.lua — the live client got 429.)
 - Every key a lease script touches is one of the KEYS it was given (no key built inside a script), so
   Redis ACL key patterns can confine the gateway. Checked with MONITOR: every command a script runs names
-  only keys (per COMMAND GETKEYS) of its EVALSHA call. (Broken variant caught: the former "fg:inst:<id>"
+  only keys (per COMMAND GETKEYS) of its FCALL. (Broken variant caught: the former "fg:inst:<id>"
   liveness keys and "r:<request id>" keys built inside the scripts.) The one exception, lease_list.lua
   (its only KEYS is a listing index: it reads the keys of the names it finds there), is left out: the
   janitor's index pruning runs it at any moment.
@@ -225,8 +225,8 @@ def split_monitor_args(text: str) -> list[str]:
 
 
 def parse_monitor(lines: list[str]) -> list[tuple[set[str], list[list[str]]]]:
-    """Groups MONITOR lines into (KEYS of an EVALSHA/EVAL call, the commands its script ran). Redis runs a
-    script atomically and logs the call first, then its commands (client "lua")."""
+    """Groups MONITOR lines into (KEYS of an FCALL, EVALSHA or EVAL call, the commands its script ran). Redis
+    runs a script atomically and logs the call first, then its commands (client "lua")."""
     calls: list[tuple[set[str], list[list[str]]]] = []
     for line in lines:
         bracket = line.find("]")
@@ -238,7 +238,7 @@ def parse_monitor(lines: list[str]) -> list[tuple[set[str], list[list[str]]]]:
         if " lua]" in line[:bracket + 1]:
             if calls:
                 calls[-1][1].append(args)
-        elif args[0].upper() in ("EVALSHA", "EVAL"):
+        elif args[0].upper() in ("FCALL", "EVALSHA", "EVAL"):
             n = int(args[2])
             calls.append((set(args[3:3 + n]), []))
     return calls

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The API reference cannot drift from the code: docs/api.md names every route of the route table
-(src/http/routes.c) and every problem code of FG_CODES (src/util/error.h); the README and docs/api.md
-state the limits and defaults of src/fglimits.h; every example of openapi/openapi.json conforms to the
-schema beside it; and the README and docs link only to files inside the repository.
+(src/http/routes.c) and every problem code of FG_CODES (src/util/error.h), with a Retry-After where
+the code carries one; the README, docs/api.md and docs/operations.md state the limits and defaults of
+src/fglimits.h; every example of openapi/openapi.json conforms to the schema beside it; and the README
+and docs link only to files inside the repository.
 
 Caught: the batch answer's items (op, resource, row) against the old schema that required `applied` and
 `fence` in them; a README link to ../shared/API.md.
@@ -15,7 +16,7 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 ROUTE = re.compile(r'\{\s*HTTP_(GET|POST|PUT|PATCH|DELETE)\s*,\s*"([^"]+)"')
-CODE = re.compile(r'X\(FG_ERR_\w+,\s*"(\w+)",\s*(\d+),')
+CODE = re.compile(r'X\(FG_ERR_\w+,\s*"(\w+)",\s*(\d+),\s*(\d+),')
 NOT_PUBLIC = {"config"}  # a start-up failure, never an HTTP answer
 LIMIT = re.compile(r"^#define (\w+)\s+(\d+)\b", re.M)
 SETTING = re.compile(r'S_INT\("([\w.]+)",\s*(?:"\w+"|NULL),\s*\w+,\s*(\w+),')
@@ -45,6 +46,18 @@ API_MD_LIMITS = [
     "`leases`: the first {LEASE_LIST_SEM_HOLDERS} live holders",
     "`prefix` is 0–{NAME_MAX_LEN} bytes of the name alphabet, `limit` 1–{LIST_LIMIT_MAX}",
     "Echoed when the client sent 1–{X_REQUEST_ID_MAX_LEN} bytes",
+    "the key is one word of 1 to {API_KEY_TEXT_MAX} visible ASCII characters",
+    "A key id is 1 to {API_KEY_ID_MAX} bytes of `A-Z a-z 0-9 . _ -`; a scope is 1 to {SCOPE_MAX_LEN} bytes",
+    "for the later of {LEASE_RELEASED_KEPT_MS_MIN} minutes and the lease's own `ttl_ms`",
+    "The stream is capped near {AUDIT_DEAD_LETTERS_MAX:,} entries",
+    "up to {REDIS_URL_MAX_HOSTS} sentinels",
+    "the others its chain (up to {TLS_CHAIN_MAX} certificates in all)",
+]
+
+# What docs/operations.md says of fencectl's own defaults, likewise.
+OPERATIONS_MD_LIMITS = [
+    "SIGKILL after `--grace` (default {CTL_GRACE_DEFAULT_MS_S} s); fencectl then tries once, for at "
+    "most {CTL_GIVE_BACK_MS_S} s",
 ]
 
 # The limits of src/fglimits.h a bound in openapi/openapi.json may state, by the name of the member or
@@ -142,18 +155,27 @@ class ApiReferenceTest(unittest.TestCase):
             self.assertIn(path, doc, f"{method} {path}")
         codes = CODE.findall(read("src", "util", "error.h"))
         self.assertGreaterEqual(len(codes), 20)
-        for code, status in codes:
-            if code not in NOT_PUBLIC:
-                self.assertRegex(doc, rf"\| {status} \| `{code}` \|", code)
+        for code, status, retry_after in codes:
+            if code in NOT_PUBLIC:
+                continue
+            row = re.search(rf"^\| {status} \| `{code}` \|.*$", doc, re.M)
+            self.assertIsNotNone(row, code)
+            # The Retry-After column of FG_CODES and the code's row say the same.
+            self.assertEqual("with `Retry-After`" in row.group(0), int(retry_after) > 0, code)
 
     def test_documented_limits_are_those_of_fglimits_h(self):
         limits = {name: int(value) for name, value in LIMIT.findall(read("src", "fglimits.h"))}
         self.assertGreaterEqual(len(limits), 30)
-        for name in ("DEFAULT_WAITER_LEASE_MS", "REQUEST_ID_GRACE_MS"):
+        for name in ("DEFAULT_WAITER_LEASE_MS", "REQUEST_ID_GRACE_MS", "CTL_GRACE_DEFAULT_MS",
+                     "CTL_GIVE_BACK_MS"):
             limits[name + "_S"] = limits[name] // 1000
-        doc = read("docs", "api.md")
-        for text in API_MD_LIMITS:
-            self.assertTrue(text.format(**limits) in doc, text.format(**limits))
+        limits["LEASE_RELEASED_KEPT_MS_MIN"] = limits["LEASE_RELEASED_KEPT_MS"] // 60000
+        # Compared with the runs of white space of the documents made one space: a sentence may
+        # break anywhere.
+        for doc_name, texts in (("api.md", API_MD_LIMITS), ("operations.md", OPERATIONS_MD_LIMITS)):
+            doc = " ".join(read("docs", doc_name).split())
+            for text in texts:
+                self.assertIn(text.format(**limits), doc, doc_name)
         # Every integer setting with a default of its own: the README's configuration table says it.
         defaults = {path: limits[macro] for path, macro in SETTING.findall(read("src", "config.c"))
                     if macro in limits}

@@ -66,7 +66,7 @@ static void lock_with_options_and_command(void **state)
     assert_string_equal(a.argv[0], "sh");
     assert_string_equal(a.argv[2], "exit 3");
     assert_null(a.argv[3]);
-    assert_int_equal(a.grace_ms, CTL_DEFAULT_GRACE);
+    assert_int_equal(a.grace_ms, CTL_GRACE_DEFAULT_MS);
     assert_string_equal(a.url, CTL_DEFAULT_URL);
     assert_string_equal(a.gateway.host, "127.0.0.1");
     assert_int_equal(a.gateway.port, 8480);
@@ -230,8 +230,10 @@ static void help_states_the_limits(void **state)
     assert_help_says(CTL_CMD_LOCK, "0..%d (default: the gateway's, %d)", WAIT_MAX_MS,
                      DEFAULT_WAIT_MS);
     assert_help_says(CTL_CMD_SEM, "--limit (1..%d)", SEMAPHORE_MAX_LIMIT);
-    assert_help_says(CTL_CMD_WATCH, "--wait (default %d,\n0..%d)", WATCH_WAIT_DEFAULT_MS,
-                     WAIT_MAX_MS);
+    assert_help_says(CTL_CMD_WATCH, "--wait MS (0..%d, default %d)", WAIT_MAX_MS,
+                     WATCH_WAIT_DEFAULT_MS);
+    assert_help_says(CTL_CMD_LOCK, "after a lost lease (default %d)", CTL_GRACE_DEFAULT_MS);
+    assert_help_says(CTL_CMD_AUDIT, "default page is %d", AUDIT_LIMIT_DEFAULT);
 }
 
 static void urls(void **state)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_error.c - the one table of error codes (FG_CODES): every code has a
- * unique name, an error status, a title; the statuses the API promises; codes
- * read back from their names; and fg_fail's message and return value.
+ * unique name, an error status, a title; the statuses the API promises, and
+ * a Retry-After on 429 and 503 only; codes read back from their names; and
+ * fg_fail's message and return value.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,32 +42,35 @@ static void statuses_of_the_api(void **state)
         enum fg_code code;
         const char *name;
         int status;
+        int retry_after_s;
     } table[] = {
-        {FG_ERR_INVALID_JSON, "invalid_json", 400},
-        {FG_ERR_INVALID_NAME, "invalid_name", 400},
-        {FG_ERR_INVALID_FIELD, "invalid_field", 400},
-        {FG_ERR_UNAUTHORIZED, "unauthorized", 401},
-        {FG_ERR_FORBIDDEN, "forbidden", 403},
-        {FG_ERR_INVALID_FENCE_TOKEN, "invalid_fence_token", 403},
-        {FG_ERR_NOT_FOUND, "not_found", 404},
-        {FG_ERR_METHOD_NOT_ALLOWED, "method_not_allowed", 405},
-        {FG_ERR_LOCK_BUSY, "lock_busy", 409},
-        {FG_ERR_STALE_FENCE, "stale_fence", 409},
-        {FG_ERR_LIMIT_MISMATCH, "limit_mismatch", 409},
-        {FG_ERR_MAX_HOLD_EXCEEDED, "max_hold_exceeded", 409},
-        {FG_ERR_CONFLICT, "conflict", 409},
-        {FG_ERR_LEASE_LOST, "lease_lost", 410},
-        {FG_ERR_BODY_TOO_LARGE, "body_too_large", 413},
-        {FG_ERR_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415},
-        {FG_ERR_MISDIRECTED_REQUEST, "misdirected_request", 421},
-        {FG_ERR_TOO_MANY_WAITERS, "too_many_waiters", 429},
-        {FG_ERR_BACKEND_UNAVAILABLE, "backend_unavailable", 503},
-        {FG_ERR_INTERNAL, "internal", 500},
+        {FG_ERR_INVALID_JSON, "invalid_json", 400, 0},
+        {FG_ERR_INVALID_NAME, "invalid_name", 400, 0},
+        {FG_ERR_INVALID_FIELD, "invalid_field", 400, 0},
+        {FG_ERR_UNAUTHORIZED, "unauthorized", 401, 0},
+        {FG_ERR_FORBIDDEN, "forbidden", 403, 0},
+        {FG_ERR_INVALID_FENCE_TOKEN, "invalid_fence_token", 403, 0},
+        {FG_ERR_NOT_FOUND, "not_found", 404, 0},
+        {FG_ERR_METHOD_NOT_ALLOWED, "method_not_allowed", 405, 0},
+        {FG_ERR_LOCK_BUSY, "lock_busy", 409, 0},
+        {FG_ERR_STALE_FENCE, "stale_fence", 409, 0},
+        {FG_ERR_LIMIT_MISMATCH, "limit_mismatch", 409, 0},
+        {FG_ERR_MAX_HOLD_EXCEEDED, "max_hold_exceeded", 409, 0},
+        {FG_ERR_CONFLICT, "conflict", 409, 0},
+        {FG_ERR_LEASE_LOST, "lease_lost", 410, 0},
+        {FG_ERR_BODY_TOO_LARGE, "body_too_large", 413, 0},
+        {FG_ERR_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", 415, 0},
+        {FG_ERR_MISDIRECTED_REQUEST, "misdirected_request", 421, 0},
+        {FG_ERR_TOO_MANY_WAITERS, "too_many_waiters", 429, 1},
+        {FG_ERR_BACKEND_UNAVAILABLE, "backend_unavailable", 503, 1},
+        {FG_ERR_INTERNAL, "internal", 500, 0},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         assert_string_equal(fg_code_name(table[i].code), table[i].name);
         assert_int_equal(fg_code_status(table[i].code), table[i].status);
+        assert_int_equal(fg_code_retry_after(table[i].code), table[i].retry_after_s);
     }
+    assert_int_equal(fg_code_retry_after(FG_OK), 0);
     assert_string_equal(fg_code_title(FG_ERR_LOCK_BUSY), "Lock busy");
     assert_string_equal(fg_code_title(FG_ERR_STALE_FENCE), "Stale fence");
 }

@@ -2,9 +2,10 @@
 /*
  * test_lua_scripts.c - the script table that cmake/lua_scripts.cmake generates
  * from the headers of lua/: one entry per enum fg_script, named after its
- * file, with the counts of its index constants; each source as Redis runs it
- * (key names, then libraries, then the script); and no key name spelled in
- * Lua except the constants taken from store/keys.h.
+ * file, with the counts of its index constants; each source as Redis loads it
+ * (a function library named after the script and its text: key names, then
+ * libraries, then the script as the function); and no key name spelled in Lua
+ * except the constants taken from store/keys.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,6 +79,29 @@ static void sources_carry_names_then_libraries(void **state)
     assert_null(strstr(lua_scripts[SCRIPT_FENCE_CHECK].source, "local KEY_"));
 }
 
+/* Each source is the library "fg_<script>_<12 hex digits>" registering the one
+ * function of that name, with the flags its header asks for. */
+static void each_script_is_a_function_library(void **state)
+{
+    (void)state;
+    for (size_t s = 0; s < SCRIPT_COUNT; s++) {
+        const struct lua_script *script = &lua_scripts[s];
+        char stem[64], head[128], registers[128];
+        size_t len = strlen(script->name) - 4;
+        snprintf(stem, sizeof stem, "fg_%.*s_", (int)len, script->name);
+        assert_int_equal(strncmp(script->function, stem, strlen(stem)), 0);
+        const char *digits = script->function + strlen(stem);
+        assert_int_equal(strlen(digits), 12);
+        assert_int_equal(strspn(digits, "0123456789abcdef"), 12);
+        snprintf(head, sizeof head, "#!lua name=%s\n", script->function);
+        assert_int_equal(strncmp(script->source, head, strlen(head)), 0);
+        snprintf(registers, sizeof registers, "function_name = '%s'", script->function);
+        assert_non_null(strstr(script->source, registers));
+    }
+    assert_non_null(strstr(lua_scripts[SCRIPT_LOCK_STATUS].source, "flags = {'no-writes'}"));
+    assert_non_null(strstr(lua_scripts[SCRIPT_LOCK_ACQUIRE].source, "flags = {}"));
+}
+
 /* A line holding KEY_PREFIX must be one of the constants put before the script. */
 static void no_key_name_spelled_in_lua(void **state)
 {
@@ -102,6 +126,7 @@ int main(void)
         cmocka_unit_test(counts_match_the_index_constants),
         cmocka_unit_test(only_the_audit_ack_takes_the_rest),
         cmocka_unit_test(sources_carry_names_then_libraries),
+        cmocka_unit_test(each_script_is_a_function_library),
         cmocka_unit_test(no_key_name_spelled_in_lua),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

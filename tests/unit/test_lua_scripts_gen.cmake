@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_lua_scripts_gen.cmake - the generator of the script table (cmake/lua_scripts.cmake) on scripts
 # this test writes: the headers it parses (libraries standing for their lists, nested, variadic last
-# arguments), the constants, numbers, offsets and named arguments it emits for C and for Lua, the
-# sources it assembles, and each mistake it must fail the build on, with its message.
+# arguments, flags), the constants, numbers, offsets and named arguments it emits for C and for Lua,
+# the function libraries it assembles, and each mistake it must fail the build on, with its message.
 #   cmake -DGENERATOR=cmake/lua_scripts.cmake -DWORK=<scratch dir> -P tests/unit/test_lua_scripts_gen.cmake
 cmake_minimum_required(VERSION 3.18)
 
@@ -51,6 +51,7 @@ set(two [=[
 -- uses: lib_top.lua
 -- KEYS: lib_top.lua
 -- ARGV: all...
+-- flags: no-writes allow-oom
 return top(), #A_all
 ]=])
 
@@ -106,15 +107,35 @@ string(FIND "${c}" "TWO_NKEYS, TWO_NARGV, true}" at)
 if(at EQUAL -1)
   fail("two.lua takes all of ARGV")
 endif()
-file(READ ${WORK}/good/out/lua/one.lua assembled)
-if(NOT assembled STREQUAL "local T_CHAN = 't:chan'\nlocal A_y = ARGV[2]\nlocal A_z = ARGV[3]\n\
-local A_rest = {unpack(ARGV, 4)}\n${lib_base}\n${one}")
-  fail("one.lua runs as its constants, the arguments it and its library name, its library, itself")
+# Reads the function library of a script into text, its name (fg_<script>_<12 hex digits>) into fn.
+macro(library stem)
+  file(READ ${WORK}/good/out/lua/${stem}.lua text)
+  string(REGEX MATCH "^#!lua name=fg_${stem}_[0-9a-f]+\n" first "${text}")
+  string(REGEX REPLACE "^#!lua name=|\n$" "" fn "${first}")
+  string(REGEX REPLACE "^fg_${stem}_" "" digits "${fn}")
+  if(NOT digits MATCHES "^[0-9a-f]+$" OR NOT digits MATCHES "^............$")
+    fail("${stem}.lua is the library fg_${stem}_<12 hex digits> (${first})")
+  endif()
+endmacro()
+library(one)
+string(FIND "${c}" "{\"one.lua\", \"${fn}\"," at)
+if(at EQUAL -1)
+  fail("lua_scripts.c calls one.lua by its function's name")
 endif()
-file(READ ${WORK}/good/out/lua/two.lua assembled)
-if(NOT assembled STREQUAL
-   "local T_ONE = 't:one'\nlocal T_GRACE = 60000\nlocal KEYS_AT_LIB_BASE = 2\nlocal A_all = ARGV\n${lib_top}\n${two}")
-  fail("two.lua runs with the constant, the number and the list offset its library uses, and ARGV as its rest")
+if(NOT text STREQUAL "#!lua name=${fn}\nlocal KEYS, ARGV\nlocal A_y\nlocal A_z\nlocal A_rest\n\
+local T_CHAN = 't:chan'\n${lib_base}\nredis.register_function{function_name = '${fn}', flags = {},\n\
+callback = function(keys, argv)\nKEYS, ARGV = keys, argv\nA_y = ARGV[2]\nA_z = ARGV[3]\n\
+A_rest = {unpack(ARGV, 4)}\n${one}\nend}\n")
+  fail("one.lua loads as the arguments it and its library name, its constants, its library, and \
+itself as the function that sets them")
+endif()
+library(two)
+if(NOT text STREQUAL "#!lua name=${fn}\nlocal KEYS, ARGV\nlocal A_all\nlocal T_ONE = 't:one'\n\
+local T_GRACE = 60000\nlocal KEYS_AT_LIB_BASE = 2\n${lib_top}\n\
+redis.register_function{function_name = '${fn}', flags = {'no-writes', 'allow-oom'},\n\
+callback = function(keys, argv)\nKEYS, ARGV = keys, argv\nA_all = ARGV\n${two}\nend}\n")
+  fail("two.lua loads with the constant, the number and the list offset its library uses, ARGV as \
+its rest, and its flags")
 endif()
 
 # --- mistakes that fail the build ----------------------------------------------------------------------------
@@ -131,6 +152,7 @@ set(counted "-- KEYS:\n-- ARGV: ids...\nreturn #ARGV\n")
 set(via_library "-- uses: lib_plain.lua\n-- KEYS:\n-- ARGV: x\nreturn plain()\n")
 set(lib_plain "-- lib_plain.lua: declares nothing\n\nlocal function plain() return ARGV[1] end\n")
 set(undeclared_arg "-- KEYS:\n-- ARGV: x\nreturn A_x .. A_y\n")
+set(bad_flag "-- KEYS:\n-- ARGV:\n-- flags: no-writes fast\nreturn 1\n")
 set(bad_name "-- KEYS: Upper\n-- ARGV:\nreturn 1\n")
 set(number_key "#define T_N 3\n")
 set(late_name "#define T_A T_B \"x\"\n#define T_B \"y\"\n")
@@ -148,6 +170,7 @@ foreach(case
     "counted|counted.lua reads ARGV by position"
     "via_library|via_library.lua reads ARGV by position"
     "undeclared_arg|reads A_y, but its ARGV declares no such name"
+    "bad_flag|\"fast\" is not a flag of a Redis function"
     "bad_name|\"Upper\" in KEYS is neither"
     "number_key|T_N is not a sequence of plain string literals"
     "late_name|T_A uses T_B, which is not defined above it"

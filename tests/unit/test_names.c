@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_names.c - strict percent-decoding and the character rules of names.
+ * test_names.c - strict percent-decoding, hex digits, and the character rules
+ * of names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,18 @@ static int decode(const char *raw, char *out, size_t cap)
     size_t len = 0;
     struct fg_error err = {0};
     return name_decode(raw, strlen(raw), out, cap, &len, &err);
+}
+
+/* Every byte: the sixteen digits in either case have their value, nothing else does. */
+static void hex_digits(void **state)
+{
+    (void)state;
+    static const char lower[] = "0123456789abcdef", upper[] = "0123456789ABCDEF";
+    for (int c = -128; c < 128; c++) {
+        const char *l = c != 0 ? strchr(lower, c) : NULL, *u = c != 0 ? strchr(upper, c) : NULL;
+        int want = l != NULL ? (int)(l - lower) : u != NULL ? (int)(u - upper) : -1;
+        assert_int_equal(name_hex_value((char)c), want);
+    }
 }
 
 static void decodes_escapes(void **state)
@@ -67,6 +80,7 @@ static void key_rules(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hex_digits),
         cmocka_unit_test(decodes_escapes),
         cmocka_unit_test(refuses_nul_and_bad_escapes),
         cmocka_unit_test(lock_name_rules),
