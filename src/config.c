@@ -68,7 +68,8 @@ static const struct setting settings[] = {
     S_INT("limits.header_timeout_ms", NULL, header_timeout_ms, DEFAULT_HEADER_TIMEOUT_MS, 100,
           600000),
     S_INT("limits.connection_buffer_bytes", NULL, connection_buffer_bytes,
-          DEFAULT_CONNECTION_BUFFER_BYTES, 2048, 1048576),
+          DEFAULT_CONNECTION_BUFFER_BYTES, CONNECTION_BUFFER_MIN_BYTES,
+          CONNECTION_BUFFER_MAX_BYTES),
     S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, DEFAULT_HTTP_THREADS, 1, 256),
     S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, DEFAULT_PG_POOL_SIZE, 1, 256),
     S_INT("statement_timeout_ms", NULL, statement_timeout_ms, DEFAULT_STATEMENT_TIMEOUT_MS, 10,
@@ -431,8 +432,10 @@ static int validate(const struct config *cfg, struct fg_error *err)
     struct redis_url url;
     if (redis_url_parse(cfg->redis_url, &url, err) != 0)
         return -1;
-    if (cfg->secret != NULL && (strlen(cfg->secret) < 16 || strlen(cfg->secret) > 256))
-        return fg_fail(err, FG_ERR_CONFIG, "secret must be 16 to 256 bytes long");
+    if (cfg->secret != NULL &&
+        (strlen(cfg->secret) < TOKEN_SECRET_MIN || strlen(cfg->secret) > TOKEN_SECRET_MAX))
+        return fg_fail(err, FG_ERR_CONFIG, "secret must be %d to %d bytes long", TOKEN_SECRET_MIN,
+                       TOKEN_SECRET_MAX);
     if ((cfg->tls_cert_file == NULL) != (cfg->tls_key_file == NULL))
         return fg_fail(err, FG_ERR_CONFIG,
                        "tls_cert_file (FENCEGATE_TLS_CERT) and tls_key_file (FENCEGATE_TLS_KEY) "

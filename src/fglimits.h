@@ -48,11 +48,13 @@
 #define TOKEN_KEYS_MAX   8   /* signing keys in one ring */
 
 /* --- API keys and the rest of the configuration, in bytes or counts ------------------------ */
-#define API_KEY_ID_MAX      64   /* longest API key id */
-#define API_KEY_TEXT_MAX    1024 /* longest key text a client may present */
-#define SCOPE_MAX_LEN       600  /* longest scope of an API key */
-#define TLS_CHAIN_MAX       8    /* certificates in one tls_cert_file, the server's included */
-#define REDIS_URL_MAX_HOSTS 16   /* sentinels one redis-sentinel:// URL may list */
+#define API_KEY_ID_MAX              64      /* longest API key id */
+#define API_KEY_TEXT_MAX            1024    /* longest key text a client may present */
+#define SCOPE_MAX_LEN               600     /* longest scope of an API key */
+#define TLS_CHAIN_MAX               8       /* certificates of a tls_cert_file, its own included */
+#define REDIS_URL_MAX_HOSTS         16      /* sentinels one redis-sentinel:// URL may list */
+#define CONNECTION_BUFFER_MIN_BYTES 2048    /* smallest limits.connection_buffer_bytes */
+#define CONNECTION_BUFFER_MAX_BYTES 1048576 /* largest */
 
 /* --- writes and pages ----------------------------------------------------------------------- */
 #define FENCED_BATCH_MAX_OPS    100      /* operations in one batch */

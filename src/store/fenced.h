@@ -2,8 +2,8 @@
 /*
  * fenced.h - the vocabulary shared by the two fenced stores (fenced_pg for
  * Postgres rows, fenced_redis for Redis keys): who writes, what came of a
- * write, what a refusal names, and the checks of a writer's headers that do not depend on the
- * store. Pure: no I/O.
+ * write, what a refusal names, and the checks of a writer's headers that do
+ * not depend on the store. Pure: no I/O.
  */
 #ifndef FG_FENCED_H
 #define FG_FENCED_H

@@ -153,7 +153,28 @@ static void put_resource(FILE *out, int prefix_param, int key_param, const struc
 /* Fence-guard of w: the write runs only if f kept the presented fence. */
 static const char guard[] = "(SELECT f.fence FROM f) = $1::bigint";
 
-static void put_update(FILE *out, const struct table_schema *s, const bool *written)
+/* " WHERE t."<key>" = $2::<key type>": the row an UPDATE or DELETE names. */
+static void put_key_match(FILE *out, const struct table_schema *s)
+{
+    fputs(" WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $2::%s", s->key_type);
+}
+
+/* "DELETE FROM <table> AS t WHERE t."<key>" = $2::<key type>": the start of every delete. */
+static void put_delete_head(FILE *out, const struct table_schema *s)
+{
+    fputs("DELETE FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t", out);
+    put_key_match(out, s);
+}
+
+/* "UPDATE <table> AS t SET <column> = $9::<type>, ...": the start of every
+ * update, one assignment per written column, its parameter numbered after the
+ * common ones. Returns what separates one more assignment ("" if none was
+ * written). */
+static const char *put_update_head(FILE *out, const struct table_schema *s, const bool *written)
 {
     const struct table_config *t = s->cfg;
     fputs("UPDATE ", out);
@@ -169,9 +190,14 @@ static void put_update(FILE *out, const struct table_schema *s, const bool *writ
         fprintf(out, " = $%d::%s", param++, s->column_types[i]);
         sep = ", ";
     }
-    fputs(" WHERE t.", out);
-    put_ident(out, t->key);
-    fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
+    return sep;
+}
+
+static void put_update(FILE *out, const struct table_schema *s, const bool *written)
+{
+    put_update_head(out, s, written);
+    put_key_match(out, s);
+    fprintf(out, " AND %s RETURNING t.*", guard);
 }
 
 /* "INSERT INTO <table> AS t (<key>, <written columns>[, <fence column>])
@@ -228,11 +254,8 @@ static void put_insert(FILE *out, const struct table_schema *s, const bool *writ
 
 static void put_delete(FILE *out, const struct table_schema *s)
 {
-    fputs("DELETE FROM ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t WHERE t.", out);
-    put_ident(out, s->cfg->key);
-    fprintf(out, " = $2::%s AND %s RETURNING t.*", s->key_type, guard);
+    put_delete_head(out, s);
+    fprintf(out, " AND %s RETURNING t.*", guard);
 }
 
 /* WHERE clause of f for writes that need an existing row: the row is there,
@@ -272,20 +295,10 @@ static void put_row_guard(FILE *out, const struct table_config *t)
 static void put_column_update(FILE *out, const struct table_schema *s, const bool *written)
 {
     const struct table_config *t = s->cfg;
-    fputs("UPDATE ", out);
-    put_ident(out, t->name);
-    fputs(" AS t SET ", out);
-    int param = FENCED_PARAM_COUNT + 1;
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        if (!written[i])
-            continue;
-        put_ident(out, t->columns[i]);
-        fprintf(out, " = $%d::%s, ", param++, s->column_types[i]);
-    }
+    fputs(put_update_head(out, s, written), out);
     put_ident(out, t->fence_column);
-    fputs(" = $1::bigint WHERE t.", out);
-    put_ident(out, t->key);
-    fprintf(out, " = $2::%s", s->key_type);
+    fputs(" = $1::bigint", out);
+    put_key_match(out, s);
     put_row_guard(out, t);
     fputs(" RETURNING t.*", out);
 }
@@ -320,11 +333,7 @@ static void put_column_insert(FILE *out, const struct table_schema *s, const boo
 
 static void put_column_delete(FILE *out, const struct table_schema *s)
 {
-    fputs("DELETE FROM ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t WHERE t.", out);
-    put_ident(out, s->cfg->key);
-    fprintf(out, " = $2::%s", s->key_type);
+    put_delete_head(out, s);
     put_row_guard(out, s->cfg);
     fputs(" RETURNING t.*", out);
 }

@@ -52,6 +52,8 @@ API_MD_LIMITS = [
     "The stream is capped near {AUDIT_DEAD_LETTERS_MAX:,} entries",
     "up to {REDIS_URL_MAX_HOSTS} sentinels",
     "the others its chain (up to {TLS_CHAIN_MAX} certificates in all)",
+    "| `limits.connection_buffer_bytes` | {DEFAULT_CONNECTION_BUFFER_BYTES} ({CONNECTION_BUFFER_MIN_BYTES} … "
+    "{CONNECTION_BUFFER_MAX_BYTES}) |",
 ]
 
 # What docs/operations.md says of fencectl's own defaults, likewise.

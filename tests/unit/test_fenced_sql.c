@@ -37,7 +37,13 @@ static void statements_quote_and_parameterize(void **state)
     bool none[] = {false, false, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT);
-    assert_non_null(strstr(sql, "DELETE FROM \"invoices\""));
+    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
+                                "(SELECT f.fence FROM f) = $1::bigint RETURNING t.*"));
+    free(sql);
+    sql = fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false}, &n);
+    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $9::text, "
+                                "\"amount_cents\" = $10::bigint WHERE t.\"id\" = $2::text AND "
+                                "(SELECT f.fence FROM f) = $1::bigint RETURNING t.*"));
     free(sql);
     bool some[] = {false, true, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, &n);
@@ -80,6 +86,11 @@ static void fence_column_statements(void **state)
     assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $9::text, "
                                 "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
                                 "coalesce(t.\"lock_fence\", 0) <= $1::bigint"));
+    free(sql);
+    sql = fenced_sql_write(&s, FENCED_DELETE, some, &n);
+    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
+                                "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT (SELECT "
+                                "revoked FROM v) RETURNING t.*"));
     free(sql);
 }
 
