@@ -43,6 +43,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/fenced.h"
+
+/* The start of every write: v, whether the presented fence was revoked. */
+#define REVOKED_CTE                                                                                \
+    "WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"                             \
+    " WHERE rv.fence = $1::bigint) AS revoked"
+
 /* Raising a fence row to greatest(stored, presented), always updating so that
  * the row is locked and the new value is computed on its newest version. */
 static const char fence_raise[] =
@@ -148,6 +155,22 @@ static void put_resource(FILE *out, int prefix_param, int key_param, const struc
                 s->key_type);
     else
         fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, s->key_type);
+}
+
+/* "<name> AS (INSERT INTO fencegate.rejections (...) SELECT <resource>, ...,
+ * <current>, ..., '<reason>', ... <rest>)": the audit row a write's statement
+ * keeps of its own refusal, in the columns and with the reason
+ * (fenced_outcome_reason) of every other refusal (audit.c, audit_refusal).
+ * $4 to $8: the writer's lock, owner, address, method and principal. */
+static void put_rejection(FILE *out, const char *name, const char *resource, const char *current,
+                          enum fenced_outcome outcome, const char *rest)
+{
+    fprintf(out,
+            "%s AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+            " current_fence, owner, client_addr, method, reason, principal)"
+            " SELECT %s, $4::text, $1::bigint, %s, $5::text, $6::text, $7::text, '%s', $8::text"
+            " %s)",
+            name, resource, current, fenced_outcome_reason(outcome), rest);
 }
 
 /* Fence-guard of w: the write runs only if f kept the presented fence. */
@@ -343,9 +366,7 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
-          " WHERE rv.fence = $1::bigint) AS revoked), w AS (",
-          out);
+    fputs(REVOKED_CTE "), w AS (", out);
     switch (kind) {
     case FENCED_PATCH: put_column_update(out, s, written); break;
     case FENCED_PUT: put_column_insert(out, s, written, true); break;
@@ -362,16 +383,13 @@ static char *column_write(const struct table_schema *s, enum fenced_kind kind, c
     fprintf(out, " = $2::%s AND NOT EXISTS (SELECT 1 FROM w) FOR UPDATE), k AS (SELECT ",
             s->key_type);
     put_resource(out, 3, 2, s);
+    fputs(" AS resource), ", out);
+    put_rejection(out, "r", "k.resource", "c.fence", FENCED_STALE,
+                  "FROM k, c WHERE c.fence > $1::bigint AND NOT (SELECT revoked FROM v)");
+    fputs(", ", out);
+    put_rejection(out, "x", "k.resource", "coalesce((SELECT fence FROM c), 0)", FENCED_REVOKED,
+                  "FROM k WHERE (SELECT revoked FROM v)");
     fputs(
-        " AS resource), r AS (INSERT INTO fencegate.rejections (resource, lock_name,"
-        " presented_fence, current_fence, owner, client_addr, method, reason, principal)"
-        " SELECT k.resource, $4::text, $1::bigint, c.fence, $5::text, $6::text, $7::text,"
-        " 'stale_fence', $8::text FROM k, c WHERE c.fence > $1::bigint"
-        " AND NOT (SELECT revoked FROM v)),"
-        " x AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-        " current_fence, owner, client_addr, method, reason, principal)"
-        " SELECT k.resource, $4::text, $1::bigint, coalesce((SELECT fence FROM c), 0), $5::text,"
-        " $6::text, $7::text, 'revoked', $8::text FROM k WHERE (SELECT revoked FROM v))"
         " SELECT k.resource, coalesce((SELECT $1::bigint FROM w), (SELECT fence FROM c)) AS fence,"
         " EXISTS (SELECT 1 FROM w) AS applied, (SELECT row_to_json(w) FROM w)::text AS row,"
         " (SELECT revoked FROM v) AS revoked FROM k WHERE EXISTS (SELECT 1 FROM w)"
@@ -443,9 +461,7 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"
-          " WHERE rv.fence = $1::bigint) AS revoked, ",
-          out);
+    fputs(REVOKED_CTE ", ", out);
     put_resource(out, 3, 2, s);
     fputs(" AS resource), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
           " SELECT v.resource, $1::bigint FROM v WHERE NOT v.revoked",
@@ -460,16 +476,15 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     case FENCED_DELETE: put_delete(out, s); break;
     default: FG_ASSERT(!"unknown write kind");
     }
-    fputs("), r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-          " current_fence, owner, client_addr, method, reason, principal)"
-          " SELECT f.resource, $4::text, $1::bigint, f.fence, $5::text, $6::text, $7::text,"
-          " 'stale_fence', $8::text FROM f WHERE f.fence > $1::bigint),"
-          " x AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-          " current_fence, owner, client_addr, method, reason, principal)"
-          " SELECT v.resource, $4::text, $1::bigint, coalesce((SELECT rf.fence FROM"
-          " fencegate.resource_fences rf WHERE rf.resource = v.resource), 0), $5::text,"
-          " $6::text, $7::text, 'revoked', $8::text FROM v WHERE v.revoked)"
-          " SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
+    fputs("), ", out);
+    put_rejection(out, "r", "f.resource", "f.fence", FENCED_STALE,
+                  "FROM f WHERE f.fence > $1::bigint");
+    fputs(", ", out);
+    put_rejection(out, "x", "v.resource",
+                  "coalesce((SELECT rf.fence FROM fencegate.resource_fences rf"
+                  " WHERE rf.resource = v.resource), 0)",
+                  FENCED_REVOKED, "FROM v WHERE v.revoked");
+    fputs(" SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
           " v.revoked FROM v LEFT JOIN f ON true WHERE v.revoked OR f.resource IS NOT NULL",
           out);
     *nparams = written_params(s, kind, written);
