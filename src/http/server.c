@@ -73,17 +73,24 @@ struct http_conn {
 };
 
 /* What a connection keeps from one request to the next: when its next request
- * (headers and body) is due, and the API key it presented last. */
+ * (headers and body) is due, the API key it presented last, and its peer's
+ * address (written out once, not for every request). */
 struct conn_state {
     MHD_socket fd;                  /* the connection's socket */
+    char client_addr[64];           /* the peer's address, text (as http_request's) */
     int64_t due_ms;                 /* monotonic deadline of the next request */
     bool watched;                   /* linked in the watch list */
     struct conn_state *prev, *next; /* watch list links */
     struct auth_memo auth;          /* the key of its previous requests (keys.h) */
 };
 
+_Static_assert(sizeof((struct conn_state *)0)->client_addr ==
+                   sizeof((struct http_request *)0)->client_addr,
+               "a connection's address is copied whole into each of its requests");
+
 #define REAP_INTERVAL_MS 100
-#define FD_RESERVE       64 /* descriptors kept for logs, epoll sets, listen socket, DNS */
+#define REPLY_BUF        8192 /* bytes of a JSON reply written without allocating */
+#define FD_RESERVE       64   /* descriptors kept for logs, epoll sets, listen socket, DNS */
 
 static struct {
     pthread_mutex_t lock;   /* guards the list */
@@ -225,7 +232,10 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     conn->state = state;
     pthread_mutex_init(&conn->wake_lock, NULL);
     req->started_ms = now;
-    client_address(mhd, req->client_addr, sizeof req->client_addr);
+    if (state != NULL)
+        memcpy(req->client_addr, state->client_addr, sizeof req->client_addr);
+    else
+        client_address(mhd, req->client_addr, sizeof req->client_addr);
     atomic_fetch_add(&server.in_flight, 1);
     return req;
 }
@@ -258,27 +268,29 @@ static enum log_level request_log_level(const struct route *route)
     return LOG_INFO;
 }
 
+/* The request line, written member by member: it is on every request's path. */
 static void log_request(const struct http_request *req, const char *method, const char *url)
 {
-    enum log_level level = request_log_level(req->match.route);
-    if (!log_enabled(level))
+    struct fgjson_out line;
+    if (!log_line_begin(&line, request_log_level(req->match.route), "request"))
         return;
     const struct http_conn *conn = req->conn;
-    json_t *f =
-        json_pack("{s:s, s:s, s:s, s:i, s:I, s:s}", "method", method, "route",
-                  req->match.route ? req->match.route->label : "none", "path", url, "status",
-                  conn->reply.status, "latency_ms", (json_int_t)(clock_mono_ms() - req->started_ms),
-                  "client", req->client_addr);
-    json_object_set_new(f, "request_id", json_string(req->request_id));
+    fgjson_out_str(&line, "method", method);
+    fgjson_out_str(&line, "route", req->match.route ? req->match.route->label : "none");
+    fgjson_out_str(&line, "path", url);
+    fgjson_out_int(&line, "status", conn->reply.status);
+    fgjson_out_int(&line, "latency_ms", clock_mono_ms() - req->started_ms);
+    fgjson_out_str(&line, "client", req->client_addr);
+    fgjson_out_str(&line, "request_id", req->request_id);
     if (req->log_subject != NULL && req->log_subject[0] != '\0')
-        json_object_set_new(f, "subject", json_string(req->log_subject));
+        fgjson_out_str(&line, "subject", req->log_subject);
     if (req->log_owner != NULL && req->log_owner[0] != '\0')
-        json_object_set_new(f, "owner", json_string(req->log_owner));
+        fgjson_out_str(&line, "owner", req->log_owner);
     if (req->principal != NULL)
-        json_object_set_new(f, "principal", json_string(req->principal->id));
+        fgjson_out_str(&line, "principal", req->principal->id);
     if (conn->reply.problem != FG_OK)
-        json_object_set_new(f, "problem", json_string(fg_code_name(conn->reply.problem)));
-    log_event(level, "request", f);
+        fgjson_out_str(&line, "problem", fg_code_name(conn->reply.problem));
+    log_line_end(&line);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
@@ -349,19 +361,24 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     struct http_conn *conn = req->conn;
     struct http_reply *reply = &conn->reply;
     hide_internals(req, reply);
-    char *text;
+    struct MHD_Response *resp;
     const char *content_type;
     if (reply->body != NULL) {
-        text = json_dumps(reply->body, JSON_COMPACT);
+        static _Thread_local char local[REPLY_BUF];
+        struct fgjson_out out;
+        fgjson_out_init(&out, local, sizeof local);
+        fgjson_out_value(&out, reply->body);
+        resp = MHD_create_response_from_buffer(out.len, out.buf, MHD_RESPMEM_MUST_COPY);
+        fgjson_out_free(&out);
         content_type = reply->problem != FG_OK ? "application/problem+json" : "application/json";
     } else {
-        text = reply->text ? reply->text : strdup("");
+        char *text = reply->text ? reply->text : strdup("");
+        FG_ASSERT(text != NULL);
         reply->text = NULL;
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
         content_type = reply->content_type ? reply->content_type : "text/plain";
     }
-    FG_ASSERT(text != NULL);
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    FG_ASSERT(resp != NULL);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (reply->retry_after_s > 0) {
         char ra[16];
@@ -640,6 +657,7 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
         w = calloc(1, sizeof *w);
         FG_ASSERT(w != NULL);
         w->fd = info != NULL ? info->connect_fd : MHD_INVALID_SOCKET;
+        client_address(mhd, w->client_addr, sizeof w->client_addr);
         *socket_context = w;
         watch_arm(w);
         return;

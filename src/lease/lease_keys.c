@@ -8,7 +8,6 @@
  */
 #include "lease/lease_keys.h"
 
-#include <stdio.h>
 #include <string.h>
 
 _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for a semaphore");
@@ -79,14 +78,23 @@ static const struct kind_layout layouts[] = {
      LIB_SEM_KEY_LIB_LEASE},
 };
 
-/* Makes the key of m for name at offset + m->at. */
+/* Makes the key of m for name at offset + m->at: prefix, name, tag end and
+ * suffix joined (cut to fit, as snprintf would cut them; copied, not printed:
+ * every lease request makes seven keys). */
 static void make(struct lease_keys *k, const struct kind_layout *layout, const char *name,
                  size_t offset, const struct made_key *m)
 {
     size_t at = offset + m->at;
-    snprintf(k->made[at], sizeof k->made[at], "%s%s%s%s", layout->prefix, name, KEY_TAG_END,
-             m->suffix);
-    k->key[at] = k->made[at];
+    const char *parts[] = {layout->prefix, name, KEY_TAG_END, m->suffix};
+    char *out = k->made[at];
+    size_t room = sizeof k->made[at] - 1, len = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        size_t n = strnlen(parts[i], room - len);
+        memcpy(out + len, parts[i], n);
+        len += n;
+    }
+    out[len] = '\0';
+    k->key[at] = out;
 }
 
 void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/fgjson.h"
+
 void fenced_result_free(struct fenced_result *res)
 {
     free(res->resource);
@@ -31,7 +33,9 @@ static json_t *row_of(const json_t *answer)
     const char *text = json_string_value(json_object_get(answer, "row"));
     if (text == NULL)
         return json_null();
-    json_t *row = json_loads(text, JSON_DECODE_ANY, NULL);
+    json_t *row = fgjson_parse_flat(text, strlen(text)); /* the common row, read fast */
+    if (row == NULL)
+        row = json_loads(text, JSON_DECODE_ANY, NULL);
     return row ? row : json_string(text);
 }
 

@@ -34,11 +34,13 @@
 #include "embedded.h"
 #include "store/redis_url.h"
 #include "util/clock.h"
+#include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/sock.h"
 
-#define MAX_ARGS 48
+#define MAX_ARGS    48
+#define COMMAND_BUF 4096 /* bytes of a command formatted without allocating */
 
 /* Replies that mean "this server cannot take writes now": the connection is
  * dropped and the request answers 503, as if the server were gone. */
@@ -97,11 +99,68 @@ static struct timeval ms_to_timeval(long long ms)
     return tv;
 }
 
+/* Appends the decimal digits of n to at; returns where the next byte goes. */
+static char *put_decimal(char *at, size_t n)
+{
+    char digits[24];
+    size_t k = 0;
+    do {
+        digits[k++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+    while (k > 0)
+        *at++ = digits[--k];
+    return at;
+}
+
+/* Writes argv as one RESP command into buf (cap bytes) when it fits; returns
+ * its length either way (formatted by hand: hiredis's own formatting prints
+ * every length through sdscatfmt and grows its buffer a piece at a time). */
+static size_t format_command(char *buf, size_t cap, int argc, const char **argv, const size_t *lens)
+{
+    size_t need = 1 + 20 + 2;
+    for (int i = 0; i < argc; i++)
+        need += 1 + 20 + 2 + (lens ? lens[i] : strlen(argv[i])) + 2;
+    if (need > cap)
+        return need;
+    char *at = buf;
+    *at++ = '*';
+    at = put_decimal(at, (size_t)argc);
+    *at++ = '\r';
+    *at++ = '\n';
+    for (int i = 0; i < argc; i++) {
+        size_t len = lens ? lens[i] : strlen(argv[i]);
+        *at++ = '$';
+        at = put_decimal(at, len);
+        *at++ = '\r';
+        *at++ = '\n';
+        memcpy(at, argv[i], len);
+        at += len;
+        *at++ = '\r';
+        *at++ = '\n';
+    }
+    return (size_t)(at - buf);
+}
+
+/* Sends argv (lens: their lengths, or NULL for C strings) and reads the reply. */
+static redisReply *send_command(redisContext *ctx, int argc, const char **argv, const size_t *lens)
+{
+    static _Thread_local char local[COMMAND_BUF];
+    size_t len = format_command(local, sizeof local, argc, argv, lens);
+    if (len > sizeof local)
+        return redisCommandArgv(ctx, argc, argv, lens); /* a script's source, once */
+    void *reply = NULL;
+    if (redisAppendFormattedCommand(ctx, local, len) != REDIS_OK ||
+        redisGetReply(ctx, &reply) != REDIS_OK)
+        return NULL;
+    return reply;
+}
+
 /* Runs one command on ctx and checks for a transport error. Returns the reply or NULL. */
 static redisReply *command_argv(redisContext *ctx, int argc, const char **argv, const size_t *lens,
                                 struct fg_error *err)
 {
-    redisReply *reply = redisCommandArgv(ctx, argc, argv, lens);
+    redisReply *reply = send_command(ctx, argc, argv, lens);
     if (reply == NULL) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", ctx->errstr);
@@ -349,6 +408,9 @@ static int decode_result(const redisReply *reply, const char *name, json_t **out
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: %s", name, reply->str);
     if (reply->type != REDIS_REPLY_STRING)
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: reply is not a JSON text", name);
+    *out = fgjson_parse_flat(reply->str, reply->len);
+    if (*out != NULL)
+        return 0;
     json_error_t jerr;
     *out = json_loadb(reply->str, reply->len, JSON_DECODE_ANY, &jerr);
     if (*out != NULL)

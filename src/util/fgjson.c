@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fgjson.c - field readers for request bodies: the one place that decides what a
- * wrong type or an out-of-range number looks like to a client.
+ * wrong type or an out-of-range number looks like to a client. And the JSON
+ * writer of the request path (replies, log lines): straight into a per-thread
+ * buffer, byte for byte jansson's compact form, without jansson's dumper and
+ * its allocations. Must not: decide what a reply or a line holds.
  */
 #include "util/fgjson.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int fgjson_int(const json_t *obj, const char *field, long long min, long long max, long long *out,
@@ -88,10 +92,151 @@ int fgjson_only(const json_t *obj, const char *const *allowed, const char *where
     return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown field%s %s", unknown > 1 ? "s" : "", names);
 }
 
+#define FLAT_DEPTH 4 /* objects nested deeper are left to jansson */
+
+/* A reading position in a body of n bytes. */
+struct flat_scan {
+    const char *s; /* the body */
+    size_t n;      /* its length */
+    size_t at;     /* the next byte to read */
+};
+
+static void skip_space(struct flat_scan *p)
+{
+    while (p->at < p->n && (p->s[p->at] == ' ' || p->s[p->at] == '\t' || p->s[p->at] == '\n' ||
+                            p->s[p->at] == '\r'))
+        p->at++;
+}
+
+static bool take(struct flat_scan *p, char c)
+{
+    skip_space(p);
+    if (p->at >= p->n || p->s[p->at] != c)
+        return false;
+    p->at++;
+    return true;
+}
+
+/* A string of printable ASCII without escapes after its opening quote: sets
+ * *start and *len, false for anything else. */
+static bool plain_string(struct flat_scan *p, const char **start, size_t *len)
+{
+    size_t from = p->at;
+    while (p->at < p->n && p->s[p->at] != '"') {
+        unsigned char c = (unsigned char)p->s[p->at];
+        if (c < 0x20 || c > 0x7E || c == '\\')
+            return false;
+        p->at++;
+    }
+    if (p->at >= p->n)
+        return false;
+    *start = p->s + from;
+    *len = p->at++ - from;
+    return true;
+}
+
+/* An integer of at most 18 digits without leading zeros, as jansson reads it. */
+static json_t *plain_integer(struct flat_scan *p)
+{
+    bool negative = p->s[p->at] == '-';
+    size_t from = p->at += negative;
+    long long v = 0;
+    while (p->at < p->n && p->s[p->at] >= '0' && p->s[p->at] <= '9' && p->at - from < 18)
+        v = v * 10 + (p->s[p->at++] - '0');
+    size_t digits = p->at - from;
+    if (digits == 0 || (digits > 1 && p->s[from] == '0'))
+        return NULL;
+    if (p->at < p->n && strchr("0123456789.eE", p->s[p->at]) != NULL)
+        return NULL; /* more digits, a fraction or an exponent */
+    return json_integer(negative ? -v : v);
+}
+
+static json_t *flat_object(struct flat_scan *p, int depth);
+
+/* The value at p, in an object nested depth deep: a plain string, an integer,
+ * true, false, null or an object of those (up to FLAT_DEPTH deep); NULL for
+ * anything else. */
+static json_t *plain_value(struct flat_scan *p, int depth)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        json_type type;
+    } words[] = {{"true", 4, JSON_TRUE}, {"false", 5, JSON_FALSE}, {"null", 4, JSON_NULL}};
+    skip_space(p);
+    if (p->at >= p->n)
+        return NULL;
+    char c = p->s[p->at];
+    if (c == '"') {
+        const char *start;
+        size_t len;
+        p->at++;
+        return plain_string(p, &start, &len) ? json_stringn_nocheck(start, len) : NULL;
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return plain_integer(p);
+    if (c == '{' && depth < FLAT_DEPTH) {
+        p->at++;
+        return flat_object(p, depth + 1);
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (p->n - p->at >= words[i].len &&
+            memcmp(p->s + p->at, words[i].text, words[i].len) == 0) {
+            p->at += words[i].len;
+            return words[i].type == JSON_TRUE    ? json_true()
+                   : words[i].type == JSON_FALSE ? json_false()
+                                                 : json_null();
+        }
+    }
+    return NULL;
+}
+
+/* The members and closing brace of an object whose opening brace p just read,
+ * nested depth deep; NULL for anything parse_flat leaves to jansson. */
+static json_t *flat_object(struct flat_scan *p, int depth)
+{
+    json_t *obj = json_object();
+    FG_ASSERT(obj != NULL);
+    bool more = !take(p, '}');
+    while (more) {
+        const char *key;
+        size_t key_len;
+        if (!take(p, '"') || !plain_string(p, &key, &key_len) || !take(p, ':') ||
+            json_object_getn(obj, key, key_len) != NULL)
+            goto fail;
+        json_t *value = plain_value(p, depth);
+        if (value == NULL || json_object_setn_new_nocheck(obj, key, key_len, value) != 0)
+            goto fail;
+        more = take(p, ',');
+        if (!more && !take(p, '}'))
+            goto fail;
+    }
+    return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
+json_t *fgjson_parse_flat(const char *body, size_t len)
+{
+    struct flat_scan p = {body, len, 0};
+    if (!take(&p, '{'))
+        return NULL;
+    json_t *obj = flat_object(&p, 1);
+    skip_space(&p);
+    if (obj != NULL && p.at == p.n)
+        return obj;
+    json_decref(obj);
+    return NULL;
+}
+
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
 {
     if (len == 0)
         return json_object();
+    json_t *flat = fgjson_parse_flat(body, len);
+    if (flat != NULL)
+        return flat;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
@@ -105,4 +250,225 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
         return NULL;
     }
     return root;
+}
+
+void fgjson_out_init(struct fgjson_out *out, char *buf, size_t cap)
+{
+    *out = (struct fgjson_out){.buf = buf, .cap = cap};
+}
+
+void fgjson_out_free(struct fgjson_out *out)
+{
+    free(out->heap);
+    out->heap = NULL;
+}
+
+/* Makes room for n more bytes, moving the text to the heap when it outgrows buf. */
+static void reserve(struct fgjson_out *out, size_t n)
+{
+    if (out->len + n <= out->cap)
+        return;
+    size_t cap = out->cap * 2 > out->len + n ? out->cap * 2 : out->len + n + 256;
+    char *grown = out->heap != NULL ? realloc(out->heap, cap) : malloc(cap);
+    FG_ASSERT(grown != NULL);
+    if (out->heap == NULL)
+        memcpy(grown, out->buf, out->len);
+    out->heap = out->buf = grown;
+    out->cap = cap;
+}
+
+void fgjson_out_raw(struct fgjson_out *out, const char *text, size_t n)
+{
+    reserve(out, n);
+    memcpy(out->buf + out->len, text, n);
+    out->len += n;
+}
+
+static void put_char(struct fgjson_out *out, char c)
+{
+    reserve(out, 1);
+    out->buf[out->len++] = c;
+}
+
+void fgjson_out_open(struct fgjson_out *out)
+{
+    put_char(out, '{');
+    out->need_comma = false;
+}
+
+void fgjson_out_close(struct fgjson_out *out)
+{
+    put_char(out, '}');
+    out->need_comma = true;
+}
+
+/* The length of the UTF-8 sequence at s (n bytes left), or 0 if it is not one
+ * (the checks of jansson's utf8.c: no overlong form, no surrogate, nothing
+ * above U+10FFFF). */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t size = c < 0xC2 ? 0 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : c < 0xF5 ? 4 : 0;
+    if (size == 0 || size > n)
+        return 0;
+    unsigned long cp = c & (0x7F >> size);
+    for (size_t i = 1; i < size; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((size == 3 && cp < 0x800) || (size == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return size;
+}
+
+/* Appends s (n bytes) as a JSON string with jansson's escapes. */
+static void put_string(struct fgjson_out *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *u = (const unsigned char *)s;
+    put_char(out, '"');
+    size_t i = 0;
+    while (i < n) {
+        size_t run = i;
+        while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\')
+            run++;
+        fgjson_out_raw(out, s + i, run - i);
+        if (run == n)
+            break;
+        i = run;
+        unsigned char c = u[i];
+        if (c >= 0x80) {
+            size_t len = utf8_length(u + i, n - i);
+            if (len == 0)
+                fgjson_out_raw(out, "\\uFFFD", 6);
+            else
+                fgjson_out_raw(out, s + i, len);
+            i += len != 0 ? len : 1;
+            continue;
+        }
+        const char *short_escape = c == '"'    ? "\\\""
+                                   : c == '\\' ? "\\\\"
+                                   : c == '\b' ? "\\b"
+                                   : c == '\f' ? "\\f"
+                                   : c == '\n' ? "\\n"
+                                   : c == '\r' ? "\\r"
+                                   : c == '\t' ? "\\t"
+                                               : NULL;
+        if (short_escape != NULL) {
+            fgjson_out_raw(out, short_escape, 2);
+        } else {
+            char u_escape[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            fgjson_out_raw(out, u_escape, sizeof u_escape);
+        }
+        i++;
+    }
+    put_char(out, '"');
+}
+
+/* Appends the separator a member or element needs, and key (NULL: an array
+ * element) as "key":. */
+static void put_key(struct fgjson_out *out, const char *key, size_t key_len, bool escape)
+{
+    if (out->need_comma)
+        put_char(out, ',');
+    out->need_comma = true;
+    if (key == NULL)
+        return;
+    if (escape) {
+        put_string(out, key, key_len);
+    } else {
+        put_char(out, '"');
+        fgjson_out_raw(out, key, key_len);
+        put_char(out, '"');
+    }
+    put_char(out, ':');
+}
+
+static void put_int(struct fgjson_out *out, long long value)
+{
+    char digits[24];
+    size_t at = sizeof digits;
+    unsigned long long u = value < 0 ? 0ULL - (unsigned long long)value : (unsigned long long)value;
+    do {
+        digits[--at] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (value < 0)
+        digits[--at] = '-';
+    fgjson_out_raw(out, digits + at, sizeof digits - at);
+}
+
+void fgjson_out_strn(struct fgjson_out *out, const char *key, const char *value, size_t len)
+{
+    put_key(out, key, strlen(key), false);
+    put_string(out, value, len);
+}
+
+void fgjson_out_str(struct fgjson_out *out, const char *key, const char *value)
+{
+    fgjson_out_strn(out, key, value, strlen(value));
+}
+
+void fgjson_out_int(struct fgjson_out *out, const char *key, long long value)
+{
+    put_key(out, key, strlen(key), false);
+    put_int(out, value);
+}
+
+static void put_value(struct fgjson_out *out, const json_t *value);
+
+void fgjson_out_members(struct fgjson_out *out, const json_t *object)
+{
+    const char *key;
+    size_t key_len;
+    json_t *member;
+    json_object_keylen_foreach((json_t *)object, key, key_len, member)
+    {
+        put_key(out, key, key_len, true);
+        put_value(out, member);
+    }
+}
+
+/* Appends value, which follows whatever separator and key it needs. */
+static void put_value(struct fgjson_out *out, const json_t *value)
+{
+    switch (json_typeof(value)) {
+    case JSON_OBJECT:
+        fgjson_out_open(out);
+        fgjson_out_members(out, value);
+        fgjson_out_close(out);
+        break;
+    case JSON_ARRAY: {
+        put_char(out, '[');
+        out->need_comma = false;
+        size_t i;
+        json_t *element;
+        json_array_foreach(value, i, element)
+        {
+            put_key(out, NULL, 0, false);
+            put_value(out, element);
+        }
+        put_char(out, ']');
+        break;
+    }
+    case JSON_STRING: put_string(out, json_string_value(value), json_string_length(value)); break;
+    case JSON_INTEGER: put_int(out, json_integer_value(value)); break;
+    case JSON_TRUE: fgjson_out_raw(out, "true", 4); break;
+    case JSON_FALSE: fgjson_out_raw(out, "false", 5); break;
+    case JSON_NULL: fgjson_out_raw(out, "null", 4); break;
+    case JSON_REAL: {
+        char real[64]; /* rare on the request path: jansson's own format */
+        size_t n = json_dumpb(value, real, sizeof real, JSON_COMPACT | JSON_ENCODE_ANY);
+        fgjson_out_raw(out, real, n <= sizeof real ? n : 0);
+        break;
+    }
+    }
+    out->need_comma = true;
+}
+
+void fgjson_out_value(struct fgjson_out *out, const json_t *value)
+{
+    put_value(out, value);
 }

@@ -3,6 +3,10 @@
  * fgjson.h - typed, range-checked reads of request fields from jansson objects.
  * Every failure names the field, so that a 400 tells the client exactly what to
  * fix. Borrowed references only: nothing returned here must be freed.
+ *
+ * And the writing side of the request path: JSON texts (replies, log lines)
+ * written into a caller's buffer without building or walking a jansson tree
+ * through jansson's dumper, byte for byte what json_dumps(JSON_COMPACT) writes.
  */
 #ifndef FG_FGJSON_H
 #define FG_FGJSON_H
@@ -43,8 +47,51 @@ int fgjson_only(const json_t *obj, const char *const *allowed, const char *where
 /* True if list (NULL-terminated, may be NULL) holds name. */
 bool fgjson_listed(const char *const *list, const char *name);
 
+/*
+ * The plain objects most request bodies and script answers are ({"ttl_ms":
+ * 10000}, {"set": {"n": 1}}, {"r":"granted","fence":7}), read without
+ * jansson's lexer: members named by plain strings whose values are plain
+ * strings (printable ASCII, no escape), integers of at most 18 digits, true,
+ * false, null, or objects of those nested up to 4 deep. Returns a new
+ * reference, or NULL for anything else, right or wrong (an array, an escape,
+ * a real, a repeated name, a syntax error): the caller then has jansson read
+ * it, and name its error, as for any text.
+ */
+json_t *fgjson_parse_flat(const char *body, size_t len);
 /* Parses body (len bytes) as a JSON object; an empty body is an empty object.
  * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);
+
+/* A JSON text being written into a buffer: the caller's (a per-thread one) and,
+ * when that is too small, a heap one that replaces it. */
+struct fgjson_out {
+    char *buf;       /* where the text goes (the caller's, or heap) */
+    size_t len;      /* bytes written */
+    size_t cap;      /* bytes of buf */
+    char *heap;      /* owned: buf once it moved to the heap, else NULL */
+    bool need_comma; /* a member was written since the last brace opened */
+};
+
+/* Starts an empty text in buf (cap bytes, borrowed). */
+void fgjson_out_init(struct fgjson_out *out, char *buf, size_t cap);
+/* Frees the heap buffer, if the text needed one. */
+void fgjson_out_free(struct fgjson_out *out);
+/* Appends n bytes as they are. */
+void fgjson_out_raw(struct fgjson_out *out, const char *text, size_t n);
+/* Opens an object ({) or closes it (}). */
+void fgjson_out_open(struct fgjson_out *out);
+void fgjson_out_close(struct fgjson_out *out);
+/* Appends member key (plain text, written as it is) with a string value of
+ * len bytes, escaped as jansson escapes it; bytes that are not UTF-8 become
+ * U+FFFD (jansson refuses such a string). */
+void fgjson_out_strn(struct fgjson_out *out, const char *key, const char *value, size_t len);
+/* The same for a NUL-terminated value. */
+void fgjson_out_str(struct fgjson_out *out, const char *key, const char *value);
+/* Appends member key with an integer value. */
+void fgjson_out_int(struct fgjson_out *out, const char *key, long long value);
+/* Appends the members of object (borrowed) to the object being written. */
+void fgjson_out_members(struct fgjson_out *out, const json_t *object);
+/* Appends value (any JSON value, borrowed) as json_dumps(JSON_COMPACT) writes it. */
+void fgjson_out_value(struct fgjson_out *out, const json_t *value);
 
 #endif

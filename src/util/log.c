@@ -1,29 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * log.c - the JSON-lines logger. Each line, newline included, is built in a
- * buffer of the calling thread (a heap one only for a line longer than it) and
- * handed to the kernel in one write(2) on stderr under a mutex, so lines from
- * different threads never mix and a reader of a pipe or journal never sees half
- * a line. The request log is on every request's path: a line costs one system
- * call and no line object. Must not: buffer lines (a crash would lose them) or
- * go through stdio.
+ * log.c - the JSON-lines logger. Each line, newline included, is written by
+ * fgjson's writer into a buffer of the calling thread (a heap one only for a
+ * line longer than it) and handed to the kernel in one write(2) on stderr, so
+ * lines from different threads never mix and a reader of a pipe or journal
+ * never sees half a line; short lines share a lock that only a line over
+ * PIPE_BUF takes alone. The request log is on every request's path: a line
+ * costs one system call, no lock wait, no allocation and, through
+ * log_line_begin, no line object. Must not: buffer lines (a crash would lose
+ * them) or go through stdio.
  */
 #include "util/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LINE_BUF 4096 /* bytes of a log line built without allocating */
 
 static enum log_level min_level = LOG_INFO;
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Shared by the writers of short lines, held alone by the writer of a long one
+ * (writers first, so that a long line is not put off for ever). */
+static pthread_rwlock_t write_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void log_set_level(const char *level)
@@ -38,11 +42,18 @@ bool log_enabled(enum log_level level)
     return level >= min_level;
 }
 
-/* Writes buf (a line and its newline) to stderr in one write(2); only a
- * partial write, which a pipe does not do for lines under PIPE_BUF, takes more. */
+/* Writes buf (a line and its newline) to stderr in one write(2). A write of at
+ * most PIPE_BUF bytes is never split nor mixed with another, whether stderr is a
+ * pipe, a file (the kernel holds the file's lock across a write) or a terminal,
+ * so such lines share the lock (no waiting, no system call); a longer line,
+ * which a pipe may take in pieces, holds it alone, and only its partial writes
+ * take more than one call. */
 static void write_line(const char *buf, size_t len)
 {
-    pthread_mutex_lock(&write_lock);
+    if (len > PIPE_BUF)
+        pthread_rwlock_wrlock(&write_lock);
+    else
+        pthread_rwlock_rdlock(&write_lock);
     for (size_t done = 0; done < len;) {
         ssize_t n = write(STDERR_FILENO, buf + done, len - done);
         if (n < 0 && errno == EINTR)
@@ -51,60 +62,70 @@ static void write_line(const char *buf, size_t len)
             break;
         done += (size_t)n;
     }
-    pthread_mutex_unlock(&write_lock);
+    pthread_rwlock_unlock(&write_lock);
 }
 
-/* The head of a line, {"ts":"...","level":"...","event":"<event>"; returns its length. */
-static size_t line_head(char *buf, size_t cap, enum log_level level, const char *event)
+/* Writes now as 2026-11-30T15:04:05.123Z into out (25 bytes); the date and
+ * time of day are formatted once a second per thread. */
+static void timestamp(char out[25])
 {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    struct tm tm;
-    gmtime_r(&tv.tv_sec, &tm);
-    char ts[40];
-    size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof ts - n, ".%03ldZ", (long)(tv.tv_usec / 1000));
-    int len = snprintf(buf, cap, "{\"ts\":\"%s\",\"level\":\"%s\",\"event\":\"%s\"", ts,
-                       level_names[level], event);
-    return len > 0 && (size_t)len < cap ? (size_t)len : 0;
+    static _Thread_local time_t cached_sec = -1;
+    static _Thread_local char cached[20]; /* YYYY-MM-DDTHH:MM:SS */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (now.tv_sec != cached_sec) {
+        struct tm tm;
+        gmtime_r(&now.tv_sec, &tm);
+        strftime(cached, sizeof cached, "%Y-%m-%dT%H:%M:%S", &tm);
+        cached_sec = now.tv_sec;
+    }
+    long ms = now.tv_nsec / 1000000;
+    memcpy(out, cached, 19);
+    out[19] = '.';
+    out[20] = (char)('0' + ms / 100);
+    out[21] = (char)('0' + ms / 10 % 10);
+    out[22] = (char)('0' + ms % 10);
+    out[23] = 'Z';
+    out[24] = '\0';
+}
+
+bool log_line_begin(struct fgjson_out *line, enum log_level level, const char *event)
+{
+    static _Thread_local char local[LINE_BUF];
+    if (!log_enabled(level))
+        return false;
+    char ts[25];
+    timestamp(ts);
+    fgjson_out_init(line, local, sizeof local);
+    fgjson_out_open(line);
+    fgjson_out_strn(line, "ts", ts, 24);
+    fgjson_out_str(line, "level", level_names[level]);
+    fgjson_out_str(line, "event", event);
+    return true;
+}
+
+void log_line_end(struct fgjson_out *line)
+{
+    fgjson_out_close(line);
+    fgjson_out_raw(line, "\n", 1);
+    write_line(line->buf, line->len);
+    fgjson_out_free(line);
 }
 
 void log_event(enum log_level level, const char *event, json_t *fields)
 {
-    if (!log_enabled(level)) {
+    struct fgjson_out line;
+    if (!log_line_begin(&line, level, event)) {
         json_decref(fields);
         return;
     }
-    static _Thread_local char local[LINE_BUF];
-    char *buf = local, *heap = NULL;
-    size_t head = line_head(local, sizeof local - 2, level, event), len = head;
     if (fields != NULL) {
         json_object_del(fields, "ts"); /* the head's members win */
         json_object_del(fields, "level");
         json_object_del(fields, "event");
+        fgjson_out_members(&line, fields);
     }
-    if (fields != NULL && json_object_size(fields) > 0) {
-        /* {"a":1} is appended as ,"a":1}: its brace replaced by a comma */
-        size_t body = json_dumpb(fields, local + head, sizeof local - head - 1, JSON_COMPACT);
-        if (body > sizeof local - head - 1) {
-            heap = malloc(head + body + 1);
-            if (heap == NULL)
-                goto out;
-            memcpy(heap, local, head);
-            buf = heap;
-            body = json_dumpb(fields, buf + head, body, JSON_COMPACT);
-        }
-        if (body == 0)
-            goto out;
-        buf[head] = ',';
-        len = head + body;
-    } else {
-        buf[len++] = '}';
-    }
-    buf[len++] = '\n';
-    write_line(buf, len);
-out:
-    free(heap);
+    log_line_end(&line);
     json_decref(fields);
 }
 

@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "util/fgjson.h"
+
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 /* Sets the lowest level written ("debug", "info", "warn" or "error"). */
@@ -22,6 +24,14 @@ bool log_enabled(enum log_level level);
 /* Writes {"ts":..., "level":..., "event": event, ...fields} (fields stolen, may be NULL). */
 void log_event(enum log_level level, const char *event, json_t *fields);
 
+/*
+ * A line built member by member, for the lines of every request: if level is
+ * written, starts {"ts":..., "level":..., "event": event in a buffer of the
+ * calling thread and returns true; the caller appends members with
+ * fgjson_out_str/int and ends with log_line_end, which writes the line.
+ */
+bool log_line_begin(struct fgjson_out *line, enum log_level level, const char *event);
+void log_line_end(struct fgjson_out *line);
 /* A holder's renew or release found its lease gone: kind is "lock" or
  * "semaphore", op "renew" or "release". Names no token. */
 void log_lease_lost(const char *kind, const char *name, const char *op, long long fence,

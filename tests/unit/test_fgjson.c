@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -19,6 +20,76 @@ static json_t *obj(const char *text)
     json_t *v = json_loads(text, JSON_ALLOW_NUL, &jerr);
     assert_non_null(v);
     return v;
+}
+
+/* text as fgjson_out_value writes it from a buffer of cap bytes, compared with json_dumps. */
+static void dumps_like_jansson(const char *text, size_t cap)
+{
+    json_t *v = obj(text);
+    char *want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    assert_non_null(want);
+    char buf[512];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, cap);
+    fgjson_out_value(&out, v);
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.buf, want, out.len);
+    fgjson_out_free(&out);
+    free(want);
+    json_decref(v);
+}
+
+static void writes_like_jansson(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{}",
+        "[]",
+        "{\"fence\": 42, \"token\": \"a.b-c_d\", \"ok\": true, \"no\": false, \"z\": null}",
+        "{\"n\": -9223372036854775808, \"m\": 9223372036854775807, \"zero\": 0}",
+        "{\"r\": 1.5, \"big\": 1e300, \"small\": -2.5e-7, \"whole\": 3.0}",
+        "{\"esc\": \"q\\\" b\\\\ s/ \\b\\f\\n\\r\\t \\u0001\\u001f\\u007f\"}",
+        "{\"utf8\": \"\u00e9\u20ac\U0001F600\", \"k\\u00e9y\\\"\": 1}",
+        "{\"nul\": \"a\\u0000b\"}",
+        "[1, [2, [3, {}]], {\"a\": [], \"b\": {\"c\": [true, null]}}, \"x\"]",
+        "{\"z\": 1, \"a\": 2, \"m\": {\"y\": 1, \"b\": 2}}",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        dumps_like_jansson(texts[i], 512);
+        dumps_like_jansson(texts[i], 4); /* moves to the heap */
+    }
+    char all[0x21];
+    for (int c = 1; c <= 0x20; c++)
+        all[c - 1] = (char)c;
+    all[0x20] = '\0';
+    json_t *v = json_pack("{s:s}", "ctl", all);
+    char *want = json_dumps(v, JSON_COMPACT);
+    char buf[256];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_value(&out, v);
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.buf, want, out.len);
+    free(want);
+    json_decref(v);
+}
+
+static void writes_members(void **state)
+{
+    (void)state;
+    char buf[8];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_open(&out);
+    fgjson_out_str(&out, "path", "/v1/x\"y");
+    fgjson_out_int(&out, "status", -404);
+    fgjson_out_strn(&out, "bad", "a\xff\xc3(\xed\xa0\x80z", 8);
+    fgjson_out_close(&out);
+    const char *want = "{\"path\":\"/v1/x\\\"y\",\"status\":-404,"
+                       "\"bad\":\"a\\uFFFD\\uFFFD(\\uFFFD\\uFFFD\\uFFFDz\"}";
+    assert_int_equal(out.len, strlen(want));
+    assert_memory_equal(out.buf, want, out.len);
+    fgjson_out_free(&out);
 }
 
 static void integers(void **state)
@@ -119,6 +190,79 @@ static void parse_object(void **state)
     }
     /* a body with a NUL byte in the middle: the length, not the NUL, ends it */
     assert_null(fgjson_parse_object("{}\0{}", 5, &err));
+    assert_null(fgjson_parse_object("{\"a\": 1}\0", 9, &err));
+}
+
+/* Flat bodies take a path of their own: every text reads as jansson reads it
+ * (the same members in the same order, or an error for both). */
+static void parse_object_like_jansson(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "{}",
+        " { } ",
+        "{\"ttl_ms\":10000}",
+        "{\"token\": \"abc.def-_~!\", \"wait_ms\": 0, \"x\": -12}",
+        "\t{\r\n\"a\" :\ttrue ,\"b\":false, \"c\" : null }\n",
+        "{\"\": \"\", \"k\": \"\"}",
+        "{\"z\": 1, \"a\": 2, \"m\": 3}",
+        "{\"n\": -0}",
+        "{\"n\": 999999999999999999}",
+        "{\"n\": 9999999999999999999}",
+        "{\"n\": 99999999999999999999}",
+        "{\"n\": -9223372036854775808}",
+        "{\"n\": 9223372036854775808}",
+        "{\"n\": 01}",
+        "{\"n\": -}",
+        "{\"n\": 1.5}",
+        "{\"n\": 1e3}",
+        "{\"n\": 1E3}",
+        "{\"n\": 12x}",
+        "{\"b\": truex}",
+        "{\"b\": nul}",
+        "{\"s\": \"a\\\"b\"}",
+        "{\"s\": \"\u00e9\"}",
+        "{\"s\": \"a\tb\"}",
+        "{\"s\": \"open}",
+        "{\"a\": {\"b\": 1}}",
+        "{\"set\": {\"n\": 12, \"note\": \"w\"}, \"if\": {}}",
+        "{\"a\": {\"b\": {\"c\": {\"d\": {\"e\": 1}}}}}",
+        "{\"a\": {\"b\": 1, \"b\": 2}}",
+        "{\"a\": {\"b\": 1}, \"a\": 2}",
+        "{\"a\": {\"b\": 1,}}",
+        "{\"a\": {\"b\": 1}",
+        "{\"a\": {\"b\" 1}}",
+        "{\"a\": [1, 2]}",
+        "{\"a\": 1,}",
+        "{\"a\": 1 \"b\": 2}",
+        "{\"a\" 1}",
+        "{\"a\": 1, \"a\": 1}",
+        "{a: 1}",
+        "{\"a\": 1}}",
+        "{\"a\": 1",
+        "{",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        size_t len = strlen(texts[i]);
+        json_error_t jerr;
+        json_t *want = json_loadb(texts[i], len, JSON_REJECT_DUPLICATES, &jerr);
+        struct fg_error err = {0};
+        json_t *got = fgjson_parse_object(texts[i], len, &err);
+        if (want == NULL) {
+            assert_null(got);
+            assert_int_equal(err.code, FG_ERR_INVALID_JSON);
+            continue;
+        }
+        assert_non_null(got);
+        assert_true(json_equal(want, got));
+        char *want_text = json_dumps(want, JSON_COMPACT);
+        char *got_text = json_dumps(got, JSON_COMPACT);
+        assert_string_equal(want_text, got_text);
+        free(want_text);
+        free(got_text);
+        json_decref(want);
+        json_decref(got);
+    }
 }
 
 int main(void)
@@ -126,8 +270,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(integers),
         cmocka_unit_test(answer_integers),
+        cmocka_unit_test(writes_like_jansson),
+        cmocka_unit_test(writes_members),
         cmocka_unit_test(strings),
         cmocka_unit_test(parse_object),
+        cmocka_unit_test(parse_object_like_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
