@@ -4,7 +4,9 @@
  * (epoll); handlers run on those threads and may block on Redis or Postgres for
  * at most one backend deadline. A request that must wait is suspended with
  * MHD_suspend_connection and resumed by http_request_wake, so thousands of
- * waiters cost memory, not threads.
+ * waiters cost memory, not threads. A request's lifecycle (received, handled,
+ * parked, suspended, woken, answered) is one enum, conn_phase.h, which
+ * conn_step alone moves.
  *
  * Paths reach the router undecoded (the unescape callback is a no-op): the
  * router decodes them strictly itself. A body over the limit is read and thrown
@@ -47,6 +49,7 @@
 #include "auth/keys.h"
 #include "auth/token.h"
 #include "fglimits.h"
+#include "http/conn_phase.h"
 #include "http/tls.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
@@ -60,15 +63,9 @@ struct http_conn {
     int route_status;           /* FG_OK, or the code the router failed with (reply set) */
     size_t body_cap;            /* allocated bytes of body */
     bool body_too_large;        /* the body crossed max_body_bytes */
-    bool answered;              /* a response has been queued */
     bool close_after;           /* answer with Connection: close (body framing not trusted) */
-    bool strict_checked;        /* query and body passed the route's lists */
-    bool authorized;            /* the API key check passed (it runs once per request) */
-    pthread_mutex_t wake_lock;  /* guards suspended and wake_pending */
-    bool suspended;             /* MHD_suspend_connection is in effect */
-    bool wake_pending;          /* woken before the suspension took effect */
-    bool park_deferred;         /* parked, suspension put off for one event-loop round */
-    bool reading_stopped;       /* libmicrohttpd no longer reads the socket (see park) */
+    pthread_mutex_t phase_lock; /* guards phase: a wake comes from any thread */
+    enum conn_phase phase;      /* where the request is in its lifecycle (conn_phase.h) */
     struct http_reply reply;    /* the reply being built */
 };
 
@@ -230,7 +227,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     req->conn = conn;
     conn->mhd = mhd;
     conn->state = state;
-    pthread_mutex_init(&conn->wake_lock, NULL);
+    pthread_mutex_init(&conn->phase_lock, NULL);
     req->started_ms = now;
     if (state != NULL)
         memcpy(req->client_addr, state->client_addr, sizeof req->client_addr);
@@ -249,10 +246,39 @@ static void request_free(struct http_request *req)
     free(req->log_subject);
     free(req->log_owner);
     reply_clear(&req->conn->reply);
-    pthread_mutex_destroy(&req->conn->wake_lock);
+    pthread_mutex_destroy(&req->conn->phase_lock);
     free(req->conn);
     free(req);
     atomic_fetch_sub(&server.in_flight, 1);
+}
+
+/*
+ * The one transition function of a request's lifecycle: moves conn to the
+ * phase that follows ev (conn_phase.h), suspends the connection in
+ * libmicrohttpd as it enters CONN_SUSPENDED and resumes it as it leaves it.
+ * An event that the phase never meets is a bug. Returns the new phase.
+ */
+static enum conn_phase conn_step(struct http_conn *conn, enum conn_event ev)
+{
+    pthread_mutex_lock(&conn->phase_lock);
+    enum conn_phase from = conn->phase;
+    enum conn_phase to = (enum conn_phase)fsm_step(&conn_lifecycle, (int)from, (int)ev);
+    conn->phase = to;
+    if (to == CONN_SUSPENDED)
+        MHD_suspend_connection(conn->mhd);
+    else if (from == CONN_SUSPENDED)
+        MHD_resume_connection(conn->mhd);
+    pthread_mutex_unlock(&conn->phase_lock);
+    return to;
+}
+
+/* The phase of conn (a wake may move it on another thread). */
+static enum conn_phase conn_phase_of(struct http_conn *conn)
+{
+    pthread_mutex_lock(&conn->phase_lock);
+    enum conn_phase phase = conn->phase;
+    pthread_mutex_unlock(&conn->phase_lock);
+    return phase;
 }
 
 /* Routes polled by probes and scrapers: their request lines are written at debug
@@ -400,7 +426,7 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     }
     enum MHD_Result rc = MHD_queue_response(conn->mhd, (unsigned int)reply->status, resp);
     MHD_destroy_response(resp);
-    conn->answered = true;
+    conn_step(conn, CONN_EV_ANSWER);
     metrics_request(req->match.route ? req->match.route->label : NULL, reply->status,
                     reply->problem, clock_mono_ms() - req->started_ms);
     log_request(req, method, url);
@@ -416,7 +442,7 @@ static _Thread_local bool closing_gone_client;
 static enum MHD_Result drop_reply(struct http_request *req, const char *method, const char *url)
 {
     struct http_conn *conn = req->conn;
-    conn->answered = true;
+    conn_step(conn, CONN_EV_DROP);
     closing_gone_client = true;
     metrics_request(req->match.route ? req->match.route->label : NULL, conn->reply.status,
                     conn->reply.problem, clock_mono_ms() - req->started_ms);
@@ -519,56 +545,48 @@ int http_request_permit(const struct http_request *req, const char *needed, stru
                    needed);
 }
 
-/* Parks the request whose handler asked to wait; false if a wake came first
- * (the handler runs again). The first park only returns to libmicrohttpd
- * for one round of its event loop: in the round that read the request,
- * libmicrohttpd still means to read the socket, and a connection suspended
- * then reads it first when resumed, so the end of stream of a client that
- * half-closed after sending would close the connection unanswered. One idle
- * round later libmicrohttpd only waits for the answer, and the suspension
- * follows. */
-static bool park(struct http_conn *conn)
+/* The checks that run once, before a request's handler: the route matched,
+ * the API key, the strict rules. Returns 0, or -1 with the problem set on the
+ * reply. */
+static int admit(struct http_request *req)
 {
-    pthread_mutex_lock(&conn->wake_lock);
-    bool woken = conn->wake_pending;
-    conn->wake_pending = false;
-    conn->park_deferred = !woken && !conn->reading_stopped;
-    conn->reading_stopped = true;
-    if (!woken && !conn->park_deferred) {
-        MHD_suspend_connection(conn->mhd);
-        conn->suspended = true;
+    struct http_conn *conn = req->conn;
+    if (conn->route_status != FG_OK || authorize(req) != 0)
+        return -1;
+    struct fg_error err = {0};
+    if (check_strict(req, &err) != 0) {
+        reply_problem(&conn->reply, &err);
+        return -1;
     }
-    pthread_mutex_unlock(&conn->wake_lock);
-    return !woken;
+    return 0;
 }
 
-/* Runs the handler until it answers or parks (see park). */
+/*
+ * Runs the handler until it answers or parks. libmicrohttpd calls again after
+ * each event-loop round until an answer is queued, and after a resume. A park
+ * in the round that read the request only returns to libmicrohttpd for one
+ * round (CONN_PARK_DEFERRED), and the next call suspends: in the round that
+ * read the request, libmicrohttpd still means to read the socket, and a
+ * connection suspended then reads it first when resumed, so the end of stream
+ * of a client that half-closed after sending would close the connection
+ * unanswered. One idle round later libmicrohttpd only waits for the answer.
+ * A wake that came first (CONN_WOKEN) runs the handler again instead.
+ */
 static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
 {
     struct http_conn *conn = req->conn;
-    if (conn->route_status != FG_OK)
+    if (conn_phase_of(conn) == CONN_RECEIVING && admit(req) != 0)
         return send_reply(req, method, url);
-    if (!conn->authorized) {
-        if (authorize(req) != 0)
-            return send_reply(req, method, url);
-        conn->authorized = true;
-    }
-    struct fg_error err = {0};
-    if (!conn->strict_checked && check_strict(req, &err) != 0) {
-        reply_problem(&conn->reply, &err);
-        return send_reply(req, method, url);
-    }
-    conn->strict_checked = true;
-    for (;;) {
-        enum handler_result result =
-            conn->park_deferred ? HANDLER_SUSPEND : req->match.route->handler(req, &conn->reply);
+    enum conn_phase phase = conn_step(conn, CONN_EV_CALL);
+    while (phase == CONN_DISPATCHING || phase == CONN_RUNNING) {
+        enum handler_result result = req->match.route->handler(req, &conn->reply);
         if (result == HANDLER_DONE)
             return send_reply(req, method, url);
         if (result == HANDLER_CLOSE)
             return drop_reply(req, method, url);
-        if (park(conn))
-            return MHD_YES;
+        phase = conn_step(conn, CONN_EV_PARK);
     }
+    return MHD_YES;
 }
 
 static bool content_length_too_large(struct MHD_Connection *mhd)
@@ -714,7 +732,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
         }
         return MHD_YES;
     }
-    if (req->conn->answered) {
+    enum conn_phase phase = conn_phase_of(req->conn);
+    if (phase == CONN_ANSWERED || phase == CONN_CLOSED) {
         *upload_data_size = 0; /* discard the rest of a refused body */
         return MHD_YES;
     }
@@ -904,13 +923,5 @@ int http_request_fd(const struct http_request *req)
 
 void http_request_wake(struct http_request *req)
 {
-    struct http_conn *conn = req->conn;
-    pthread_mutex_lock(&conn->wake_lock);
-    if (conn->suspended) {
-        conn->suspended = false;
-        MHD_resume_connection(conn->mhd);
-    } else {
-        conn->wake_pending = true;
-    }
-    pthread_mutex_unlock(&conn->wake_lock);
+    conn_step(req->conn, CONN_EV_WAKE);
 }

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lease_ops.h - a kind of lease: locks and semaphores differ only in their
+ * transitions (lease/lock.h, lease/semaphore.h), their words and whether
+ * acquire carries a limit. A struct lease_ops names those; the wait of an
+ * acquire (lease_wait.h) and the lease handlers (http/handlers_lease.h) do
+ * the rest once for both.
+ */
+#ifndef FG_LEASE_OPS_H
+#define FG_LEASE_OPS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "auth/token.h"
+#include "lease/lease_request.h"
+#include "lease/lease_result.h"
+#include "util/metrics.h"
+
+struct lease_ops {
+    enum lease_kind token_kind; /* kind written into and checked in tokens */
+    const char *noun;           /* "lock" or "semaphore": reply member, log subject */
+    const char *busy_detail;    /* detail of 409 lock_busy */
+    bool with_limit;            /* acquire requires "limit" */
+    enum metric_kind metric;    /* kind label of the hold-time metric */
+    int (*acquire)(const char *name, const struct acquire_params *p, const char *lease_id,
+                   bool wait, const char *attach, struct lease_result *res, struct fg_error *err);
+    int (*cancel)(const char *name, const char *lease_id, const char *attach,
+                  enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err);
+    int (*leave)(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
+                 struct fg_error *err);
+    int (*release)(const char *name, const char *lease_id, struct lease_result *res,
+                   struct fg_error *err);
+    int (*renew)(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
+                 struct fg_error *err);
+    int (*status)(const char *name, json_t **out, struct fg_error *err);
+    int (*revoke)(const char *name, long long fence, struct lease_result *res,
+                  struct fg_error *err);
+    int (*watch)(const char *name, long long fence, struct lease_watch *out, struct fg_error *err);
+    /* locks: the current holder's fence (revoke names no fence); NULL for semaphores */
+    int (*holder_fence)(const char *name, long long *fence, struct fg_error *err);
+};
+
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lease_wait.h - the acquire of a lock or a semaphore, up to its answer: the
+ * first attempt, and for one that may wait its waiter, parked between
+ * attempts and woken by a grant handed over in-process, the doorbell, a
+ * timer, a hang-up, a retry that supersedes it or a drain (wait_state.h names
+ * its states). It answers with lease facts and problems, never HTTP: its
+ * handler (http/handlers_lease.c) signs the token and writes the reply, and
+ * parks the request when told to.
+ *
+ * Grants that a script hands to other waiters of this gateway are put into
+ * their waits here (lease_hand_over), by whichever request ran the script.
+ */
+#ifndef FG_LEASE_WAIT_H
+#define FG_LEASE_WAIT_H
+
+#include "lease/lease_ops.h"
+#include "util/error.h"
+
+struct lease_wait;
+
+/* What its handler does with an acquire. */
+enum lease_wait_step {
+    LEASE_WAIT_PARK,   /* the request waits: suspend it until its waiter wakes it */
+    LEASE_WAIT_ANSWER, /* answer the end */
+    LEASE_WAIT_HANGUP, /* its client is gone: the end is only logged, the connection closed */
+};
+
+/* How an acquire ended. */
+struct lease_wait_end {
+    struct lease_result res; /* the acquire's answer, when err is unset */
+    struct fg_error err;     /* a problem to answer instead (err.code != FG_OK) */
+    const char *busy_detail; /* set: 409 lock_busy with this detail and res.waiting */
+};
+
+/*
+ * The first attempt to acquire name (kind borrowed for the server's life,
+ * name borrowed until lease_wait_free). An attempt that may wait (p->wait_ms
+ * > 0, the gateway not draining) queues at once when it is not granted, and
+ * its wait registers the waiter of request (opaque, resumed through the
+ * registry's callback) whose client socket is fd, then parks. *wait is that
+ * wait (owned by the caller, who frees it with lease_wait_free when the
+ * request ends; it keeps copies of p's strings), or NULL if none began.
+ * Returns LEASE_WAIT_PARK or LEASE_WAIT_ANSWER with *end filled.
+ */
+enum lease_wait_step lease_wait_begin(const struct lease_ops *kind, const char *name,
+                                      const struct acquire_params *p, void *request, int fd,
+                                      struct lease_wait **wait, struct lease_wait_end *end);
+
+/* Runs wait again once its request was resumed: it reads why it woke and
+ * tries again, until it is answered (*end filled) or parks. */
+enum lease_wait_step lease_wait_run(struct lease_wait *wait, struct lease_wait_end *end);
+
+/* Ends the life of a wait (NULL: no-op). A wait whose request ends unanswered
+ * (its client went while it was parked) first leaves its queue, so no ghost
+ * waiter holds anything up. */
+void lease_wait_free(struct lease_wait *wait);
+
+/* Puts each grant that the script answering res handed to a waiter of this
+ * gateway (a lease of name) into its wait and wakes it; a grant without its
+ * waiter becomes an orphan, given back later. */
+void lease_hand_over(const struct lease_ops *kind, const char *name,
+                     const struct lease_result *res);
+
+/* Gives back a grant whose waiter is gone (doorbell orphan callback). */
+int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,
+                           struct fg_error *err) FG_WUR;
+
+#endif
