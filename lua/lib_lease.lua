@@ -187,22 +187,27 @@ local function was_released(lk, lease, now)
 end
 
 -- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
--- scored by fence (the newest ENDED_KEPT, for up to ttl ms), and every end is
--- published on channel CHANNEL_ENDED as "<kind>|<fence>|<reason>|<name>" so that
--- every gateway wakes its watchers at once. A lease that ends unmarked expired.
--- fence and ttl may be numbers or their decimal text.
-local ENDED_TRIM = '-65' -- the rank past the ENDED_KEPT = 64 newest
+-- (the newest ENDED_KEPT, for up to ttl ms), and every end is published on
+-- channel CHANNEL_ENDED as "<kind>|<fence>|<reason>|<name>" so that every
+-- gateway wakes its watchers at once. A lease that ends unmarked expired.
+-- Scored by minus the fence, so the newest comes first: Redis keeps so small a
+-- set as a listpack, whose insert reads the scores from the front until the
+-- new one's place (every score, for a new fence scored by itself), and whose
+-- trim at the end moves nothing. (Entries of gateways from before this order
+-- are trimmed first and read as "expired".) fence and ttl may be numbers or
+-- decimal text.
+local ENDED_KEPT = '64' -- ranks from here on are trimmed
 
 local function mark_ended(lk, kind, name, fence, reason, ttl)
-  redis.call('ZADD', lk.ended, fence, fence .. '|' .. reason)
-  redis.call('ZREMRANGEBYRANK', lk.ended, '0', ENDED_TRIM)
+  redis.call('ZADD', lk.ended, '-' .. fence, fence .. '|' .. reason)
+  redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1')
   redis.call('PEXPIRE', lk.ended, ttl)
   redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
 end
 
--- How the lease with fence ended, read from the ended set key.
+-- How the lease with fence (a number) ended, read from the ended set key.
 local function ended_reason(key, fence)
-  local m = redis.call('ZRANGEBYSCORE', key, fence, fence)[1]
+  local m = redis.call('ZRANGEBYSCORE', key, -fence, -fence)[1]
   if m then return string.match(m, '|(.*)$') end
   return 'expired'
 end

@@ -225,8 +225,8 @@ def split_monitor_args(text: str) -> list[str]:
 
 
 def parse_monitor(lines: list[str]) -> list[tuple[set[str], list[list[str]]]]:
-    """Groups MONITOR lines into (KEYS of an FCALL, EVALSHA or EVAL call, the commands its script ran). Redis
-    runs a script atomically and logs the call first, then its commands (client "lua")."""
+    """Groups MONITOR lines into (KEYS of an FCALL, the commands its script ran). Redis runs a script
+    atomically and logs the call first, then its commands (client "lua")."""
     calls: list[tuple[set[str], list[list[str]]]] = []
     for line in lines:
         bracket = line.find("]")
@@ -238,7 +238,7 @@ def parse_monitor(lines: list[str]) -> list[tuple[set[str], list[list[str]]]]:
         if " lua]" in line[:bracket + 1]:
             if calls:
                 calls[-1][1].append(args)
-        elif args[0].upper() in ("FCALL", "EVALSHA", "EVAL"):
+        elif args[0].upper() == "FCALL":
             n = int(args[2])
             calls.append((set(args[3:3 + n]), []))
     return calls
