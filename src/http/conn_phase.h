@@ -8,8 +8,8 @@
  *
  * A request is received, then its handler runs. A handler that must wait
  * parks: in the event-loop round that read the request the suspension is put
- * off for one round (server.c's park() says why), later it takes effect at
- * once. A wake (http_request_wake, from any thread) that comes before the
+ * off for one round (server.c's dispatch() says why), later it takes effect
+ * at once. A wake (http_request_wake, from any thread) that comes before the
  * suspension took effect is kept, and the handler runs again instead of
  * parking; one that finds the connection suspended resumes it, and the
  * handler runs again on libmicrohttpd's next call. Each park is met by one
@@ -33,7 +33,10 @@
     X(CONN_PARK_DEFERRED, "park_deferred")                                                         \
     /* MHD_suspend_connection is in effect */                                                      \
     X(CONN_SUSPENDED, "suspended")                                                                 \
-    /* woken before the suspension took effect: the handler runs again */                          \
+    /* woken while its handler ran in the round that read the request: it runs                     \
+     * again, and a park is still put off */                                                       \
+    X(CONN_WOKEN_EARLY, "woken_early")                                                             \
+    /* woken later, before the suspension took effect: the handler runs again */                   \
     X(CONN_WOKEN, "woken")                                                                         \
     /* woken while suspended: the handler runs again on the next call */                           \
     X(CONN_RESUMED, "resumed")                                                                     \

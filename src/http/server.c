@@ -570,7 +570,8 @@ static int admit(struct http_request *req)
  * connection suspended then reads it first when resumed, so the end of stream
  * of a client that half-closed after sending would close the connection
  * unanswered. One idle round later libmicrohttpd only waits for the answer.
- * A wake that came first (CONN_WOKEN) runs the handler again instead.
+ * A wake that came first runs the handler again instead; if it came while
+ * the handler first ran (CONN_WOKEN_EARLY), the next park is still put off.
  */
 static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
 {

@@ -59,7 +59,8 @@ static struct {
     size_t timers_cap;       /* allocated entries */
     int epoll_fd;
     waiter_resume_fn resume; /* resumes a parked request */
-} reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .epoll_fd = -1};
+    pthread_cond_t left;     /* a batch of WAITER_LEAVING waiters is done */
+} reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .left = PTHREAD_COND_INITIALIZER, .epoll_fd = -1};
 
 int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
 {
@@ -310,6 +311,14 @@ void waiter_rekey(struct waiter *w, const char *lease_id)
     pthread_mutex_unlock(&reg.lock);
 }
 
+void waiter_settle(struct waiter *w)
+{
+    pthread_mutex_lock(&reg.lock);
+    while (w->state == WAITER_LEAVING)
+        pthread_cond_wait(&reg.left, &reg.lock);
+    pthread_mutex_unlock(&reg.lock);
+}
+
 void waiter_remove(struct waiter *w)
 {
     pthread_mutex_lock(&reg.lock);
@@ -434,6 +443,7 @@ static void leave_all(struct waiter **ws, size_t n)
         ws[i]->wake_reasons |= WAKE_HANGUP;
         waiter_set_state(ws[i], WAITER_RUNNING);
     }
+    pthread_cond_broadcast(&reg.left);
     pthread_mutex_unlock(&reg.lock);
 }
 

@@ -42,10 +42,11 @@ struct waiter;
 /*
  * Takes waiters ws[0..n) whose clients hung up out of their queues, many at
  * once. The janitor calls it outside the registry lock with waiters that share
- * this hook, all WAITER_LEAVING: their requests are suspended and cannot end
- * meanwhile. It records in each waiter's own state what it did; the waiters
- * are then woken with WAKE_HANGUP, and a waiter it could not take out leaves
- * on its own as it wakes.
+ * this hook, all WAITER_LEAVING: a request that ends meanwhile (its
+ * connection closes in the one event-loop round before its suspension) waits
+ * in waiter_settle before it frees its waiter. It records in each waiter's own state what it did;
+ * the waiters are then woken with WAKE_HANGUP, and a waiter it could not take out leaves on its own
+ * as it wakes.
  */
 typedef void (*waiter_leave_fn)(struct waiter *const *ws, size_t n);
 
@@ -95,6 +96,10 @@ int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms,
  * still registered under that id, the earlier attempt, is superseded as in
  * waiter_add: the retry takes its place. */
 void waiter_rekey(struct waiter *w, const char *lease_id);
+
+/* Returns once no leave hook works on w (WAITER_LEAVING): a request that
+ * ends calls it before it touches or frees the state its waiter is part of. */
+void waiter_settle(struct waiter *w);
 
 /* Unregisters w (no-op if already gone). */
 void waiter_remove(struct waiter *w);

@@ -26,7 +26,8 @@ def add_rejection(at_ms: int, resource: str, owner: str = "w") -> None:
 
 
 class AuditViewsTest(GatewayTest):
-    gateway_config = config()
+    # records dated 2001 must outlive the background retention (90 days by default) during the test
+    gateway_config = dict(config(), limits={"audit_retention_days": 36500})
 
     def test_owner_and_until_narrow_the_records(self):
         lock, key = unique("own"), unique("inv")

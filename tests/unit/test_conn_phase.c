@@ -51,9 +51,13 @@ static void first_park_is_put_off_one_round(void **state)
 static void wake_before_the_suspension_is_kept(void **state)
 {
     (void)state;
-    /* woken while the handler still ran: the park runs it again at once */
-    assert_int_equal(WALK(CONN_DISPATCHING, CONN_EV_WAKE), CONN_WOKEN);
-    assert_int_equal(WALK(CONN_DISPATCHING, CONN_EV_WAKE, CONN_EV_PARK), CONN_RUNNING);
+    /* woken while the handler first ran: the park runs it again at once, and
+     * its next park is still put off (a resumed connection would read first) */
+    assert_int_equal(WALK(CONN_DISPATCHING, CONN_EV_WAKE), CONN_WOKEN_EARLY);
+    assert_int_equal(WALK(CONN_DISPATCHING, CONN_EV_WAKE, CONN_EV_PARK), CONN_DISPATCHING);
+    assert_int_equal(WALK(CONN_DISPATCHING, CONN_EV_WAKE, CONN_EV_PARK, CONN_EV_PARK),
+                     CONN_PARK_DEFERRED);
+    /* woken while it ran again later: runs again, and a park suspends at once */
     assert_int_equal(WALK(CONN_RUNNING, CONN_EV_WAKE, CONN_EV_PARK), CONN_RUNNING);
     /* woken in the put-off round: the next call runs it instead of suspending */
     assert_int_equal(WALK(CONN_PARK_DEFERRED, CONN_EV_WAKE, CONN_EV_CALL), CONN_RUNNING);
@@ -72,6 +76,8 @@ static void unknown_events_are_refused(void **state)
         {CONN_SUSPENDED, CONN_EV_CALL},     {CONN_SUSPENDED, CONN_EV_ANSWER},
         {CONN_SUSPENDED, CONN_EV_PARK},     {CONN_WOKEN, CONN_EV_WAKE},
         {CONN_WOKEN, CONN_EV_ANSWER},       {CONN_RESUMED, CONN_EV_WAKE},
+        {CONN_WOKEN_EARLY, CONN_EV_CALL},   {CONN_WOKEN_EARLY, CONN_EV_WAKE},
+        {CONN_WOKEN_EARLY, CONN_EV_ANSWER}, {CONN_WOKEN_EARLY, CONN_EV_DROP},
         {CONN_RESUMED, CONN_EV_PARK},       {CONN_RUNNING, CONN_EV_CALL},
         {CONN_ANSWERED, CONN_EV_WAKE},      {CONN_ANSWERED, CONN_EV_ANSWER},
         {CONN_ANSWERED, CONN_EV_CALL},      {CONN_CLOSED, CONN_EV_WAKE},
