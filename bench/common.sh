@@ -12,6 +12,15 @@ bench_build() {
   cmake --build "$build" -j "$(nproc)" >/dev/null
 }
 
+# The C clients of the lock benchmarks, into $build: http_pairs (acquire+release over HTTP) and
+# raw_pairs (the same scripts over RESP, with the gateway's generated script table and key builder).
+bench_pair_clients() {
+  # shellcheck disable=SC2046 # pkg-config prints several flags
+  cc -O2 -Isrc -I"$build/generated" -o "$build/raw_pairs" bench/raw_pairs.c src/lease/lease_keys.c \
+    "$build/generated/lua_scripts.c" $(pkg-config --cflags --libs hiredis jansson) -lpthread
+  cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
+}
+
 # For the fenced-write benchmarks: bench_build, bench/pg_load.c (fenced PATCHes over HTTP) built
 # into $build/pg_load, fresh services (bench_services), and pgbin (the Postgres tools: FG_PGBIN, else
 # pg_config's) and dsn (the bench Postgres on $pg_port) set for sql.

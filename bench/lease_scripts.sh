@@ -35,11 +35,8 @@ if [[ -n "${BUILD:-}" ]]; then
   build="$BUILD"
 else
   bench_build
-  # shellcheck disable=SC2046 # pkg-config prints several flags
-  cc -O2 -Isrc -I"$build/generated" -o "$build/raw_pairs" bench/raw_pairs.c src/lease/lease_keys.c \
-    "$build/generated/lua_scripts.c" $(pkg-config --cflags --libs hiredis jansson) -lpthread
 fi
-cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
+bench_pair_clients
 
 bench_services
 bench_gateway

@@ -30,10 +30,7 @@ build="build-bench"
 # shellcheck source=bench/common.sh
 source bench/common.sh
 bench_build
-# shellcheck disable=SC2046 # pkg-config prints several flags
-cc -O2 -Isrc -I"$build/generated" -o "$build/raw_pairs" bench/raw_pairs.c src/lease/lease_keys.c \
-  "$build/generated/lua_scripts.c" $(pkg-config --cflags --libs hiredis jansson) -lpthread
-cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
+bench_pair_clients
 
 bench_services
 bench_gateway
