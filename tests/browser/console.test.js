@@ -42,6 +42,15 @@ async function call(base, method, route, body, headers = {}) {
   return { status: r.status, body: await r.json().catch(() => null) };
 }
 
+// Waits (up to 10 s) until the lock name on base has n waiters.
+async function waitForWaiting(base, name, n) {
+  for (let deadline = Date.now() + 10000; Date.now() < deadline;) {
+    if ((await call(base, 'GET', `/v1/locks/${name}`)).body?.waiting === n) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`lock ${name} never had ${n} waiters`);
+}
+
 // A new page on base/ui/ that records console errors, uncaught exceptions and failed requests.
 async function openConsole(base = BASE) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -148,6 +157,9 @@ test('a lock held by the test shows its owner, fence and one waiter, refreshed i
   await shot(page, 'console-leases');
   waiter.abort();
   await waiting;
+  // Release only once the gateway saw the waiter hang up: a release that overtakes the hang-up hands
+  // the lock to the aborted waiter, which then holds it for its whole TTL.
+  await waitForWaiting(BASE, name, 0);
   await call(BASE, 'POST', `/v1/locks/${name}/release`, { token: held.token });
   await row.waitFor({ state: 'detached' });
   assert.deepEqual(page.problems, []);
@@ -269,8 +281,8 @@ test('revoke from the page ends that lease: the holder\'s next renew answers 410
   // The confirmation names the lock, fence and owner; cancelling it changes nothing.
   await row.locator('button', { hasText: 'Revoke' }).click();
   await page.locator('#revoke-dialog').waitFor({ state: 'visible' });
-  assert.match(await page.locator('#revoke-text').textContent(),
-    new RegExp(`lock ${name} with fence ${held.fence}, held by stuck-worker`));
+  await page.locator('#revoke-text', { hasText: `lock ${name} with fence ${held.fence}, held by stuck-worker` })
+    .waitFor();
   await shot(page, 'console-revoke');
   await page.click('#revoke-cancel');
   assert.equal((await renew()).status, 200, 'a cancelled revoke leaves the lease alone');
@@ -302,7 +314,7 @@ test('revoke one semaphore holder from the page: only that holder loses its slot
   const holder = page.locator('#semaphores li', { hasText: 'loses-slot' });
   await holder.waitFor();
   await holder.locator('button', { hasText: 'Revoke' }).click();
-  assert.match(await page.locator('#revoke-text').textContent(), new RegExp(`with fence ${grants[1].fence}`));
+  await page.locator('#revoke-text', { hasText: `with fence ${grants[1].fence}` }).waitFor();
   await page.click('#revoke-confirm');
   await page.locator('#action', { hasText: `Revoked fence ${grants[1].fence}` }).waitFor();
   await holder.waitFor({ state: 'detached' });
