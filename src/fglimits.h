@@ -30,16 +30,17 @@
 #define REVOCATION_REASON_MAX 200  /* the reason of a revoke */
 
 /* --- leases, in milliseconds unless named otherwise ------------------------------------------ */
-#define TTL_MIN_MS             100       /* shortest ttl_ms (and max_hold_ms) */
-#define TTL_MAX_MS             86400000  /* longest ttl_ms: a day */
-#define WAIT_MAX_MS            3600000   /* longest wait_ms of an acquire or a watch: an hour */
-#define MAX_HOLD_MAX_MS        604800000 /* longest max_hold_ms: a week */
-#define REQUEST_ID_GRACE_MS    60000     /* a request_id is kept this long past wait and lease */
-#define SEMAPHORE_MAX_LIMIT    100000    /* largest limit of a semaphore */
-#define LOCKSET_MAX            32        /* locks in one lock set */
-#define WATCH_WAIT_DEFAULT_MS  30000     /* wait_ms of a watch that names none */
-#define LEASE_MAX_HANDOFF      16        /* in-process grants one script may answer (lib_sem.lua) */
-#define LEASE_RELEASED_KEPT_MS 600000    /* a release is answered again this long, or the ttl */
+#define TTL_MIN_MS              100       /* shortest ttl_ms (and max_hold_ms) */
+#define TTL_MAX_MS              86400000  /* longest ttl_ms: a day */
+#define WAIT_MAX_MS             3600000   /* longest wait_ms of an acquire or a watch: an hour */
+#define MAX_HOLD_MAX_MS         604800000 /* longest max_hold_ms: a week */
+#define REQUEST_ID_GRACE_MS     60000     /* a request_id is kept this long past wait and lease */
+#define SEMAPHORE_MAX_LIMIT     100000    /* largest limit of a semaphore */
+#define LOCKSET_MAX             32        /* locks in one lock set */
+#define WATCH_WAIT_DEFAULT_MS   30000     /* wait_ms of a watch that names none */
+#define LEASE_MAX_HANDOFF       16     /* in-process grants one script may answer (lib_sem.lua) */
+#define LEASE_RELEASED_KEPT_MS  600000 /* a release is answered again this long, or the ttl */
+#define RECHECK_AFTER_OUTAGE_MS 200    /* a parked waiter that met an outage looks again */
 
 /* --- signing keys ------------------------------------------------------------------------- */
 #define TOKEN_SECRET_MIN 16  /* shortest signing secret, in bytes */

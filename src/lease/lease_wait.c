@@ -48,10 +48,6 @@
 #define BACKSTOP_STEP      100
 #define BACKSTOP_MAX_POLLS 10
 
-/* A waiter whose re-check met a backend outage keeps its place and looks again
- * after this long (until its own deadline). */
-#define RECHECK_AFTER_OUTAGE_MS 200
-
 /* An acquire that waits. It keeps no copy of the request's body: a parked
  * request costs its connection, this and little else. */
 struct lease_wait {

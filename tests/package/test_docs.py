@@ -49,6 +49,7 @@ API_MD_LIMITS = [
     "the key is one word of 1 to {API_KEY_TEXT_MAX} visible ASCII characters",
     "A key id is 1 to {API_KEY_ID_MAX} bytes of `A-Z a-z 0-9 . _ -`; a scope is 1 to {SCOPE_MAX_LEN} bytes",
     "for the later of {LEASE_RELEASED_KEPT_MS_MIN} minutes and the lease's own `ttl_ms`",
+    "stays parked and looks again every {RECHECK_AFTER_OUTAGE_MS} ms until its `wait_ms` ends",
     "The stream is capped near {AUDIT_DEAD_LETTERS_MAX:,} entries",
     "up to {REDIS_URL_MAX_HOSTS} sentinels",
     "the others its chain (up to {TLS_CHAIN_MAX} certificates in all)",
