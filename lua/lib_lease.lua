@@ -129,6 +129,25 @@ local function rid_forget(lk, rid, lease)
   redis.call('ZREM', lk.rid_until, rid)
 end
 
+-- Takes the oldest waiter whose gateway is alive out of the queue k.q and its
+-- record out of k.w, dropping waiters of dead gateways on the way (and
+-- forgetting their request_ids). Returns its lease id and decoded record, or
+-- nil when nobody alive waits. k is a lock's or a semaphore's key table.
+local function next_live_waiter(k, now)
+  while true do
+    local head = redis.call('ZRANGE', k.q, 0, 0)[1]
+    if not head then return nil end
+    redis.call('ZREM', k.q, head)
+    local raw = redis.call('HGET', k.w, head)
+    redis.call('HDEL', k.w, head)
+    if raw then
+      local w = cjson.decode(raw)
+      if gateway_alive(k, w.inst, now) then return head, w end
+      rid_forget(k, w.rid, head)
+    end
+  end
+end
+
 -- Waiters whose clients hung up leave the queue (k.q, k.w) together: packed is
 -- a run of 64-byte records (lease id, attach id), holds(lease) tells a lease that
 -- holds already (a grant came first: it is given up on its own, by the cancel

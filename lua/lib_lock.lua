@@ -32,27 +32,16 @@ end
 local function grant_next(k, name, claim_ms, now)
   if not redis.call('ZRANGE', k.q, '0', '0')[1] then return false end -- the uncontended case
   if not fence_ready(k) then return nil end
-  while true do
-    local head = redis.call('ZRANGE', k.q, '0', '0')[1]
-    if not head then return false end
-    redis.call('ZREM', k.q, head)
-    local raw = redis.call('HGET', k.w, head)
-    redis.call('HDEL', k.w, head)
-    if raw then
-      local w = cjson.decode(raw)
-      if gateway_alive(k, w.inst, now) then
-        local fence = redis.call('INCR', k.fence)
-        redis.call('HSET', k.h, 'lease', head, 'fence', fence, 'owner', w.owner,
-                   'ttl', w.ttl, 'hold_until', now + w.max_hold, 'granted_at', now, 'claimed', '0',
-                   'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
-        redis.call('PEXPIRE', k.h, math.min(w.ttl, claim_ms))
-        rid_hold(k, w.rid, head, now + w.ttl, now)
-        redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
-        return head
-      end
-      rid_forget(k, w.rid, head)
-    end
-  end
+  local head, w = next_live_waiter(k, now)
+  if not head then return false end
+  local fence = redis.call('INCR', k.fence)
+  redis.call('HSET', k.h, 'lease', head, 'fence', fence, 'owner', w.owner,
+             'ttl', w.ttl, 'hold_until', now + w.max_hold, 'granted_at', now, 'claimed', '0',
+             'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
+  redis.call('PEXPIRE', k.h, math.min(w.ttl, claim_ms))
+  rid_hold(k, w.rid, head, now + w.ttl, now)
+  redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
+  return head
 end
 
 -- Starts the full lease of a granted-but-unclaimed holder, on behalf of the

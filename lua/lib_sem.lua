@@ -51,33 +51,22 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
   if not fence_ready(k) then return end
   local free = limit - redis.call('ZCARD', k.h)
   while free > 0 do
-    local head = redis.call('ZRANGE', k.q, 0, 0)[1]
+    local head, w = next_live_waiter(k, now)
     if not head then return end
-    redis.call('ZREM', k.q, head)
-    local raw = redis.call('HGET', k.w, head)
-    redis.call('HDEL', k.w, head)
-    if raw then
-      local w = cjson.decode(raw)
-      if gateway_alive(k, w.inst, now) then
-        local fence = redis.call('INCR', k.fence)
-        local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
-        local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
-        redis.call('ZADD', k.h, expires_at, head)
-        redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,
-                   hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
-                   attach = w.attach}))
-        rid_hold(k, w.rid, head, now + w.ttl, now)
-        if here then
-          handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
-        else
-          redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst,
-                     's|' .. head .. '|' .. name)
-        end
-        free = free - 1
-      else
-        rid_forget(k, w.rid, head)
-      end
+    local fence = redis.call('INCR', k.fence)
+    local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
+    local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
+    redis.call('ZADD', k.h, expires_at, head)
+    redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,
+               hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
+               attach = w.attach}))
+    rid_hold(k, w.rid, head, now + w.ttl, now)
+    if here then
+      handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
+    else
+      redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 's|' .. head .. '|' .. name)
     end
+    free = free - 1
   end
 end
 
