@@ -101,7 +101,7 @@ void lease_hand_over(const struct lease_ops *kind, const char *name, const struc
 
 void lease_wait_free(struct lease_wait *lw)
 {
-    waiter_settle(&lw->waiter);
+    waiter_remove(&lw->waiter); /* the janitor is done with it and will not take it up */
     if (wait_state_holds_place(wait_set(lw, WAIT_EV_END))) {
         struct lease_result res;
         struct fg_error err = {0};

@@ -311,17 +311,11 @@ void waiter_rekey(struct waiter *w, const char *lease_id)
     pthread_mutex_unlock(&reg.lock);
 }
 
-void waiter_settle(struct waiter *w)
+void waiter_remove(struct waiter *w)
 {
     pthread_mutex_lock(&reg.lock);
     while (w->state == WAITER_LEAVING)
         pthread_cond_wait(&reg.left, &reg.lock);
-    pthread_mutex_unlock(&reg.lock);
-}
-
-void waiter_remove(struct waiter *w)
-{
-    pthread_mutex_lock(&reg.lock);
     if (w->linked)
         unlink_waiter(w);
     waiter_set_state(w, WAITER_GONE);

@@ -44,7 +44,7 @@ struct waiter;
  * once. The janitor calls it outside the registry lock with waiters that share
  * this hook, all WAITER_LEAVING: a request that ends meanwhile (its
  * connection closes in the one event-loop round before its suspension) waits
- * in waiter_settle before it frees its waiter. It records in each waiter's own state what it did;
+ * in waiter_remove before it frees its waiter. It records in each waiter's own state what it did;
  * the waiters are then woken with WAKE_HANGUP, and a waiter it could not take out leaves on its own
  * as it wakes.
  */
@@ -97,11 +97,9 @@ int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms,
  * waiter_add: the retry takes its place. */
 void waiter_rekey(struct waiter *w, const char *lease_id);
 
-/* Returns once no leave hook works on w (WAITER_LEAVING): a request that
- * ends calls it before it touches or frees the state its waiter is part of. */
-void waiter_settle(struct waiter *w);
-
-/* Unregisters w (no-op if already gone). */
+/* Unregisters w (no-op if already gone), once no leave hook works on it
+ * (WAITER_LEAVING): a request that ends calls it before it touches or frees
+ * the state its waiter is part of, and the janitor cannot take it up after. */
 void waiter_remove(struct waiter *w);
 
 /* Returns and clears the wake reasons seen by w. */
