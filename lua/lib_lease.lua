@@ -61,6 +61,21 @@ local function granted_json(lease, fence, ttl, expires_at)
          ',"expires_at":' .. expires_at .. '}'
 end
 
+-- A script's reply: reply (JSON text of an object, or a table to encode) with
+-- the grants handed over in-process (lib_lock.lua grant_next, lib_sem.lua
+-- grant_free) as its "handoff" member when there are any, numbers printed by
+-- decimal().
+local function answer(reply, handoff)
+  if type(reply) == 'table' then reply = cjson.encode(reply) end
+  if #handoff == 0 then return reply end
+  local grants = {}
+  for i, g in ipairs(handoff) do
+    grants[i] = '{"lease":"' .. g.lease .. '","fence":' .. decimal(g.fence) .. ',"ttl":' .. decimal(g.ttl) ..
+                ',"expires_at":' .. decimal(g.expires_at) .. '}'
+  end
+  return string.sub(reply, 1, -2) .. ',"handoff":[' .. table.concat(grants, ',') .. ']}'
+end
+
 -- The fence sequence.
 -- KEY_FENCE is the last fence issued; KEY_FENCE_LIMIT the highest fence that
 -- Postgres has reserved (fencegate.fence_reservation). A script may start
@@ -218,6 +233,8 @@ end
 local ENDED_KEPT = '64' -- ranks from here on are trimmed
 
 local function mark_ended(lk, kind, name, fence, reason, ttl)
+  if type(fence) == 'number' then fence = decimal(fence) end
+  if type(ttl) == 'number' then ttl = decimal(ttl) end
   redis.call('ZADD', lk.ended, '-' .. fence, fence .. '|' .. reason)
   redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1')
   redis.call('PEXPIRE', lk.ended, ttl)

@@ -24,12 +24,17 @@ end
 -- Grants the free lock to the oldest waiter whose gateway is alive, dropping
 -- waiters of dead gateways on the way (and forgetting their request_id, so that
 -- the client's retry through another gateway starts afresh instead of finding a
--- lease that ended without ever being granted). The grant lasts claim_ms (capped
--- by the waiter's ttl) until its gateway claims it; the doorbell tells that gateway.
+-- lease that ended without ever being granted). A grant to a waiter of another
+-- gateway lasts claim_ms (capped by the waiter's ttl) until that gateway claims
+-- it; the doorbell tells it. A grant to a waiter of the calling gateway (inst,
+-- when handoff is a table) gets its whole lease at once and is listed in
+-- handoff, so the caller wakes that waiter in-process with the grant in hand: no
+-- doorbell and no claim round trip. It stays "unclaimed" so that an orphan
+-- give-back can still free it.
 -- Issues no fence unless the sequence may issue one (lib_lease.lua).
 -- Returns the granted lease id, false if nobody waits (any more: the queue is
 -- empty), or nil if waiters remain that could not be granted (no fence).
-local function grant_next(k, name, claim_ms, now)
+local function grant_next(k, name, claim_ms, now, inst, handoff)
   if not redis.call('ZRANGE', k.q, '0', '0')[1] then return false end -- the uncontended case
   if not fence_ready(k) then return nil end
   local head, w = next_live_waiter(k, now)
@@ -38,9 +43,14 @@ local function grant_next(k, name, claim_ms, now)
   redis.call('HSET', k.h, 'lease', head, 'fence', fence, 'owner', w.owner,
              'ttl', w.ttl, 'hold_until', now + w.max_hold, 'granted_at', now, 'claimed', '0',
              'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
-  redis.call('PEXPIRE', k.h, math.min(w.ttl, claim_ms))
   rid_hold(k, w.rid, head, now + w.ttl, now)
-  redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
+  if handoff and w.inst == inst then
+    redis.call('PEXPIRE', k.h, decimal(w.ttl))
+    handoff[1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = now + w.ttl}
+  else
+    redis.call('PEXPIRE', k.h, decimal(math.min(w.ttl, claim_ms)))
+    redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
+  end
   return head
 end
 
@@ -61,12 +71,13 @@ local function granted_reply(k, lease, expires_at)
   return granted_json(lease, f[1], f[2], decimal(expires_at))
 end
 
--- Frees the lock held by lease (whose lease ran for ttl) and hands it on;
--- fence is the holder's as stored. keep_text is keep_ms as decimal text.
+-- Frees the lock held by lease (whose lease ran for ttl) and hands it on
+-- (grant_next, with inst and handoff); fence is the holder's as stored.
+-- keep_text is keep_ms as decimal text.
 -- Returns what grant_next returns (false: the lock is idle now).
-local function release_to_next(k, name, lease, fence, ttl, claim_ms, keep_ms, keep_text, now)
+local function release_to_next(k, name, lease, fence, ttl, claim_ms, keep_ms, keep_text, now, inst, handoff)
   redis.call('DEL', k.h)
   mark_released(k, lease, now, keep_ms, ttl)
   mark_ended(k, 'l', name, fence, 'released', keep_text)
-  return grant_next(k, name, claim_ms, now)
+  return grant_next(k, name, claim_ms, now, inst, handoff)
 end

@@ -24,14 +24,27 @@
 local function sem_keys()
   local k = lease_keys(KEYS_AT_LIB_LEASE)
   k.h, k.d, k.q, k.w, k.l, k.t = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  k.fresh = false -- a key may have been made without a time to live (tidy)
   return k
+end
+
+-- A holder record (the fields of the data hash's JSON) as JSON, built by hand:
+-- cjson prints every number through the C library's floating-point printing,
+-- many times the cost of decimal(); the strings still go through cjson.
+local function holder_json(rec)
+  return '{"fence":' .. decimal(rec.fence) .. ',"owner":' .. cjson.encode(rec.owner) ..
+         ',"ttl":' .. decimal(rec.ttl) .. ',"hold_until":' .. decimal(rec.hold_until) ..
+         ',"granted_at":' .. decimal(rec.granted_at) .. ',"claimed":' .. decimal(rec.claimed) ..
+         ',"rid":' .. cjson.encode(rec.rid) .. ',"inst":' .. cjson.encode(rec.inst) ..
+         ',"attach":' .. cjson.encode(rec.attach) .. '}'
 end
 
 -- Removes the holders whose lease expired (score <= now).
 local function purge(k, now)
-  local dead = redis.call('ZRANGEBYSCORE', k.h, '-inf', now)
+  local now_text = decimal(now)
+  local dead = redis.call('ZRANGEBYSCORE', k.h, '-inf', now_text)
   if #dead == 0 then return end
-  redis.call('ZREMRANGEBYSCORE', k.h, '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', k.h, '-inf', now_text)
   for i = 1, #dead, 500 do
     redis.call('HDEL', k.d, unpack(dead, i, math.min(i + 499, #dead)))
   end
@@ -47,17 +60,19 @@ end
 -- orphan give-back can still free it. Issues no fence unless the sequence may
 -- issue one (lib_lease.lua).
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
-  if not limit or not redis.call('ZRANGE', k.q, 0, 0)[1] then return end -- nobody waits
+  if not limit or not redis.call('ZRANGE', k.q, '0', '0')[1] then return end -- nobody waits
   if not fence_ready(k) then return end
-  local free = limit - redis.call('ZCARD', k.h)
+  local held = redis.call('ZCARD', k.h)
+  local free = limit - held
+  if held == 0 then k.fresh = true end
   while free > 0 do
     local head, w = next_live_waiter(k, now)
     if not head then return end
     local fence = redis.call('INCR', k.fence)
     local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
     local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
-    redis.call('ZADD', k.h, expires_at, head)
-    redis.call('HSET', k.d, head, cjson.encode({fence = fence, owner = w.owner, ttl = w.ttl,
+    redis.call('ZADD', k.h, decimal(expires_at), head)
+    redis.call('HSET', k.d, head, holder_json({fence = fence, owner = w.owner, ttl = w.ttl,
                hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
                attach = w.attach}))
     rid_hold(k, w.rid, head, now + w.ttl, now)
@@ -88,22 +103,15 @@ end
 local function claim(k, lease, rec, now, attach)
   rec.claimed = 1
   rec.attach = attach
-  redis.call('HSET', k.d, lease, cjson.encode(rec))
-  redis.call('ZADD', k.h, now + rec.ttl, lease)
+  redis.call('HSET', k.d, lease, holder_json(rec))
+  redis.call('ZADD', k.h, decimal(now + rec.ttl), lease)
   rid_hold(k, rec.rid, lease, now + rec.ttl, now)
   return now + rec.ttl
 end
 
--- Encodes a script's reply, with the in-process grants when there are any.
-local function answer(reply, handoff)
-  if #handoff > 0 then reply.handoff = handoff end
-  return cjson.encode(reply)
-end
-
 -- The reply for a lease that holds a slot.
 local function granted_reply(lease, rec, expires_at, handoff)
-  return answer({r = 'granted', lease = lease, fence = rec.fence, ttl = rec.ttl,
-                 expires_at = expires_at}, handoff)
+  return answer(granted_json(lease, decimal(rec.fence), decimal(rec.ttl), decimal(expires_at)), handoff)
 end
 
 -- Milliseconds until the earliest holder lease ends (a slot may free then), or -1.
@@ -114,19 +122,29 @@ local function first_expiry_in(k, now)
 end
 
 -- Ends the scripts' bookkeeping: a semaphore with neither holders nor waiters
--- forgets its limit; otherwise its keys live until keep_ms after the last
+-- forgets its limit; otherwise its keys live at least keep_ms after the last
 -- holder lease, so an abandoned semaphore does not stay in Redis forever
 -- (live waiters call again at least every poll interval, which pushes it on).
+-- The six times to live are set half a keep_ms longer than needed, so most
+-- calls find them long enough (read from the limit key, set with the others)
+-- and set nothing; a call that may have made one of the keys anew (k.fresh:
+-- the first holder or waiter, a new limit) sets them all, since a key made
+-- by a write has no time to live. Keys live at most 1.5 x keep_ms after the
+-- last holder lease.
 local function tidy(k, now, keep_ms)
-  local nh, nq = redis.call('ZCARD', k.h), redis.call('ZCARD', k.q)
-  if nh == 0 and nq == 0 then
+  local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
+  if #last == 0 and redis.call('EXISTS', k.q) == 0 then
     redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
     return
   end
   local ttl = keep_ms
-  local last = redis.call('ZRANGE', k.h, -1, -1, 'WITHSCORES')
   if #last > 0 then ttl = ttl + math.max(0, tonumber(last[2]) - now) end
-  for _, key in ipairs({k.h, k.d, k.q, k.w, k.l, k.t}) do
-    redis.call('PEXPIRE', key, ttl)
-  end
+  if not k.fresh and redis.call('PTTL', k.l) >= ttl then return end
+  ttl = decimal(ttl + keep_ms / 2)
+  redis.call('PEXPIRE', k.h, ttl)
+  redis.call('PEXPIRE', k.d, ttl)
+  redis.call('PEXPIRE', k.q, ttl)
+  redis.call('PEXPIRE', k.w, ttl)
+  redis.call('PEXPIRE', k.l, ttl)
+  redis.call('PEXPIRE', k.t, ttl)
 end

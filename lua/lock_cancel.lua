@@ -2,15 +2,18 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS: lib_lock.lua
--- ARGV: name lease attach mode claim_ms marker_ms
---   attach "" matches any; marker_ms: how long the released marker is kept. Modes:
+-- ARGV: name lease attach mode claim_ms marker_ms instance
+--   attach "" matches any; marker_ms: how long the released marker is kept;
+--   instance: the gateway's id. Modes:
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the lock if it had been granted (and not claimed by a retry)
 --   orphan  a doorbell found no waiter: free the grant only if still unclaimed
 -- Returns JSON {r=...}:
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds the lock
---   released {}                              the grant was freed and handed on
+--   released {handoff?}                      the grant was freed and handed on (handoff:
+--                                            the grant to a waiter of this gateway, see
+--                                            grant_next)
 --   canceled {waiting}                       the lease left the queue
 --   superseded {}                            a retry of the same request owns it now
 --   gone {}                                  nothing to do
@@ -28,8 +31,9 @@ if h[1] == lease then
   end
   if mode == 'orphan' and h[2] ~= '0' then return cjson.encode({r = 'gone'}) end
   if attach ~= '' and h[3] ~= attach then return cjson.encode({r = 'superseded'}) end
-  release_to_next(k, name, lease, h[5], h[4], claim_ms, keep_ms, A_marker_ms, now)
-  return cjson.encode({r = 'released'})
+  local handoff = {}
+  release_to_next(k, name, lease, h[5], h[4], claim_ms, keep_ms, A_marker_ms, now, A_instance, handoff)
+  return answer({r = 'released'}, handoff)
 end
 if mode == 'orphan' then return cjson.encode({r = 'gone'}) end
 

@@ -5,9 +5,10 @@
 -- on), and if that lease still holds the lock it ends at once and the lock
 -- passes to the next live waiter in the same step.
 -- KEYS: lib_lock.lua
--- ARGV: name fence claim_ms marker_ms
---   marker_ms: how long the ended marker is kept
--- Returns JSON {r=...}: revoked {fence} (the lease held and was ended), gone {}
+-- ARGV: name fence claim_ms marker_ms instance
+--   marker_ms: how long the ended marker is kept; instance: the gateway's id
+-- Returns JSON {r=..., handoff?} (handoff: the grant to a waiter of this gateway,
+-- see grant_next): revoked {fence} (the lease held and was ended), gone {}
 -- (it no longer held; its fence is revoked all the same), norevoked {} (the
 -- revoked set must be rebuilt first, lib_lease.lua).
 local name, fence = A_name, tonumber(A_fence)
@@ -21,5 +22,6 @@ if not h[1] or tonumber(h[2]) ~= fence then return cjson.encode({r = 'gone'}) en
 local now = now_ms()
 redis.call('DEL', k.h)
 mark_ended(k, 'l', name, fence, 'revoked', marker_ttl)
-index_drop_if_idle(k, name, grant_next(k, name, claim_ms, now) == false)
-return cjson.encode({r = 'revoked', fence = fence})
+local handoff = {}
+index_drop_if_idle(k, name, grant_next(k, name, claim_ms, now, A_instance, handoff) == false)
+return answer({r = 'revoked', fence = fence}, handoff)

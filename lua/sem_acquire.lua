@@ -50,7 +50,10 @@ if in_force and in_force ~= limit then
     return done({r = 'mismatch', limit = in_force})
   end
 end
-if in_force ~= limit then redis.call('SET', k.l, limit) end
+if in_force ~= limit then
+  redis.call('SET', k.l, A_limit)
+  k.fresh = true
+end
 
 grant_free(k, name, limit, claim_ms, now, inst, handoff)
 for i = #handoff, 1, -1 do
@@ -70,12 +73,14 @@ if known and not queued then return done({r = 'ended', lease = lease}) end
 
 if not queued then
   local waiting = redis.call('ZCARD', k.q)
-  if waiting == 0 and redis.call('ZCARD', k.h) < limit then
+  local held = waiting == 0 and redis.call('ZCARD', k.h)
+  if held and held < limit then
+    if held == 0 then k.fresh = true end
     local fence = redis.call('INCR', k.fence)
     rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, granted_at = now, claimed = 1,
            rid = rid, inst = inst, attach = attach}
-    redis.call('HSET', k.d, lease, cjson.encode(rec))
-    redis.call('ZADD', k.h, now + ttl, lease)
+    redis.call('HSET', k.d, lease, holder_json(rec))
+    redis.call('ZADD', k.h, decimal(now + ttl), lease)
     rid_hold(k, rid, lease, now + ttl, now)
     tidy(k, now, keep_ms)
     return granted_reply(lease, rec, now + ttl, handoff)
@@ -85,10 +90,12 @@ if not queued then
     waiting = waiting - purge_dead_waiters(k, k.q, k.w, now)
     if waiting >= max_waiters then return done({r = 'full', waiting = waiting}) end
   end
-  redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
+  if waiting == 0 then k.fresh = true end
+  redis.call('ZADD', k.q, decimal(redis.call('INCR', k.t)), lease)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
-redis.call('HSET', k.w, lease, cjson.encode({inst = inst, attach = attach, ttl = ttl,
-           max_hold = max_hold, owner = owner, rid = rid}))
-return done({r = 'queued', lease = lease, position = redis.call('ZRANK', k.q, lease),
-             holder_pttl = first_expiry_in(k, now)})
+redis.call('HSET', k.w, lease, '{"inst":' .. cjson.encode(inst) .. ',"attach":' .. cjson.encode(attach) ..
+           ',"ttl":' .. A_ttl_ms .. ',"max_hold":' .. A_max_hold_ms .. ',"owner":' .. cjson.encode(owner) ..
+           ',"rid":' .. cjson.encode(rid) .. '}')
+return done('{"r":"queued","lease":"' .. lease .. '","position":' .. decimal(redis.call('ZRANK', k.q, lease)) ..
+            ',"holder_pttl":' .. decimal(first_expiry_in(k, now)) .. '}')

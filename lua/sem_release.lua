@@ -22,8 +22,8 @@ if raw then
   redis.call('HDEL', k.d, lease)
   local rec = cjson.decode(raw)
   mark_released(k, lease, now, marker_ttl, rec.ttl)
-  mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
-  reply = {r = 'released', held_ms = now - (rec.granted_at or now)}
+  mark_ended(k, 's', name, rec.fence, 'released', A_marker_ms)
+  reply = '{"r":"released","held_ms":' .. decimal(now - (rec.granted_at or now)) .. '}'
 elseif was_released(k, lease, now) then
   reply = {r = 'released', again = true}
 else

@@ -170,7 +170,7 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
         verified_lease(kind, req, p.token, &claims, &err) != 0 ||
         kind->renew(lease_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
         return fail(reply, &err);
-    lease_hand_over(kind, lease_name(req), &res);
+    lease_hand_over(kind->token_kind, lease_name(req), &res);
     if (res.outcome == LEASE_LOST)
         return lease_lost(kind, req, reply, "renew", &claims);
     if (res.outcome == LEASE_MAX_HOLD) {
@@ -200,7 +200,7 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
         verified_lease(kind, req, token, &claims, &err) != 0 ||
         kind->release(lease_name(req), claims.lease_id, &res, &err) != 0)
         return fail(reply, &err);
-    lease_hand_over(kind, lease_name(req), &res);
+    lease_hand_over(kind->token_kind, lease_name(req), &res);
     if (res.outcome == LEASE_LOST)
         return lease_lost(kind, req, reply, "release", &claims);
     if (res.held_ms >= 0)
@@ -279,7 +279,7 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
         kind->revoke(lease_name(req), fence, &res, &err) != 0)
         return fail(reply, &err);
-    lease_hand_over(kind, lease_name(req), &res);
+    lease_hand_over(kind->token_kind, lease_name(req), &res);
     log_message(LOG_WARN, "lease_revoked", "%s %s: fence %lld revoked (%s)", kind->noun,
                 lease_name(req), fence, reason[0] != '\0' ? reason : "no reason given");
     reply_json(reply, 200, json_pack("{s:I}", "revoked_fence", (json_int_t)fence));

@@ -22,6 +22,7 @@
 
 #include "fglimits.h"
 #include "gateway.h"
+#include "lease/lease_wait.h"
 #include "lease/lock.h"
 #include "lease/lockset.h"
 #include "lease/waiter.h"
@@ -51,6 +52,17 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
     return HANDLER_DONE;
 }
 
+/* After a cancel or release of lock name during a give-up (rc its result):
+ * hands a grant it made on to a waiter of this gateway, or logs the failure. */
+static void give_up_lock(const char *name, int rc, const struct lease_result *res,
+                         const struct fg_error *err)
+{
+    if (rc != 0)
+        log_message(LOG_WARN, "lockset_cleanup", "lock %s: %s", name, err->msg);
+    else
+        lease_hand_over(LEASE_KIND_LOCK, name, res);
+}
+
 /* Gives up: the lock being waited for (if queued) and every lock held. */
 static void abandon(struct lockset_wait *ls, bool queued)
 {
@@ -58,13 +70,14 @@ static void abandon(struct lockset_wait *ls, bool queued)
     waiter_remove(&ls->waiter);
     struct lease_result res;
     struct fg_error err = {0};
-    if (queued && ls->next < ls->set.n &&
-        lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach, LEASE_CANCEL_DROP,
-                    &res, &err) != 0)
-        log_message(LOG_WARN, "lockset_cleanup", "lock %s: %s", ls->set.names[ls->next], err.msg);
+    if (queued && ls->next < ls->set.n)
+        give_up_lock(ls->set.names[ls->next],
+                     lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
+                                 LEASE_CANCEL_DROP, &res, &err),
+                     &res, &err);
     for (size_t i = 0; i < ls->next; i++)
-        if (lock_release(ls->set.names[i], ls->leases[i], &res, &err) != 0)
-            log_message(LOG_WARN, "lockset_cleanup", "lock %s: %s", ls->set.names[i], err.msg);
+        give_up_lock(ls->set.names[i], lock_release(ls->set.names[i], ls->leases[i], &res, &err),
+                     &res, &err);
 }
 
 static void lockset_wait_free(void *state)
@@ -360,6 +373,7 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
         struct lease_result res;
         if (lock_release(claims[i].name, claims[i].lease_id, &res, &err) != 0)
             return fail(reply, &err);
+        lease_hand_over(LEASE_KIND_LOCK, claims[i].name, &res);
         if (res.outcome == LEASE_LOST && lost == NULL)
             lost = claims[i].name;
     }

@@ -84,19 +84,19 @@ static enum wait_state wait_set(struct lease_wait *lw, enum wait_event ev)
     return from;
 }
 
-/* waiter_deliver callback: stores the grant ctx in the wait owning w. */
-static void take_grant(struct waiter *w, void *ctx)
+/* The deliver hook of a wait's waiter: stores the grant news in the wait owning w. */
+static void take_grant(struct waiter *w, const void *news)
 {
     struct lease_wait *lw = wait_of(w);
-    lw->delivered = *(const struct lease_grant *)ctx;
+    lw->delivered = *(const struct lease_grant *)news;
     atomic_store_explicit(&lw->has_delivered, true, memory_order_release);
 }
 
-void lease_hand_over(const struct lease_ops *kind, const char *name, const struct lease_result *res)
+void lease_hand_over(enum lease_kind kind, const char *name, const struct lease_result *res)
 {
     for (size_t i = 0; i < res->nhandoff; i++)
-        if (!waiter_deliver(res->handoff[i].lease_id, take_grant, (void *)&res->handoff[i]))
-            doorbell_add_orphan(kind->token_kind, res->handoff[i].lease_id, name);
+        if (!waiter_deliver(res->handoff[i].lease_id, &res->handoff[i]))
+            doorbell_add_orphan(kind, res->handoff[i].lease_id, name);
 }
 
 void lease_wait_free(struct lease_wait *lw)
@@ -109,7 +109,7 @@ void lease_wait_free(struct lease_wait *lw)
                              &err) != 0)
             log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", lw->kind->noun, lw->name, err.msg);
         else
-            lease_hand_over(lw->kind, lw->name, &res);
+            lease_hand_over(lw->kind->token_kind, lw->name, &res);
     }
     free(lw);
 }
@@ -203,7 +203,7 @@ static void leave_wait(struct lease_wait *lw, enum lease_cancel_mode mode,
     wait_set(lw, WAIT_EV_ANSWER);
     if (rc != 0)
         return;
-    lease_hand_over(lw->kind, lw->name, &end->res);
+    lease_hand_over(lw->kind->token_kind, lw->name, &end->res);
     if (end->res.outcome == LEASE_GRANTED)
         return;
     if (why != NULL)
@@ -276,7 +276,7 @@ static enum lease_wait_step wait_on(struct lease_wait *lw, struct lease_wait_end
                 return LEASE_WAIT_PARK;
             continue;
         }
-        lease_hand_over(lw->kind, lw->name, &end->res);
+        lease_hand_over(lw->kind->token_kind, lw->name, &end->res);
         if (end->res.outcome != LEASE_QUEUED) {
             wait_set(lw, WAIT_EV_ANSWER);
             return LEASE_WAIT_ANSWER;
@@ -307,6 +307,7 @@ static enum lease_wait_step start(const struct lease_ops *kind, const char *name
     snprintf(lw->waiter.lease_id, sizeof lw->waiter.lease_id, "%s", end->res.lease_id);
     snprintf(lw->attach, sizeof lw->attach, "%s", attach);
     lw->waiter.leave = leave_queues;
+    lw->waiter.deliver = take_grant;
     if (waiter_add(&lw->waiter, request, fd, clock_mono_ms() + p->wait_ms, &end->err) != 0) {
         lease_wait_free(lw); /* leaves the queue it joined */
         return LEASE_WAIT_ANSWER;
@@ -331,7 +332,7 @@ enum lease_wait_step lease_wait_begin(const struct lease_ops *kind, const char *
         (may_wait && token_new_lease_id(attach, &end->err) != 0) ||
         kind->acquire(name, p, lease_id, may_wait, attach, &end->res, &end->err) != 0)
         return LEASE_WAIT_ANSWER;
-    lease_hand_over(kind, name, &end->res);
+    lease_hand_over(kind->token_kind, name, &end->res);
     if (may_wait && end->res.outcome == LEASE_QUEUED)
         return start(kind, name, p, attach, request, fd, wait, end);
     if (p->wait_ms > 0 && (end->res.outcome == LEASE_BUSY || end->res.outcome == LEASE_QUEUED))
@@ -352,6 +353,6 @@ int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const
     struct lease_result res;
     if (kind->cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err) != 0)
         return -1;
-    lease_hand_over(kind, name, &res);
+    lease_hand_over(kind->token_kind, name, &res);
     return 0;
 }

@@ -59,8 +59,7 @@ void lease_wait_free(struct lease_wait *wait);
 /* Puts each grant that the script answering res handed to a waiter of this
  * gateway (a lease of name) into its wait and wakes it; a grant without its
  * waiter becomes an orphan, given back later. */
-void lease_hand_over(const struct lease_ops *kind, const char *name,
-                     const struct lease_result *res);
+void lease_hand_over(enum lease_kind kind, const char *name, const struct lease_result *res);
 
 /* Gives back a grant whose waiter is gone (doorbell orphan callback). */
 int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,

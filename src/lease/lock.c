@@ -54,6 +54,7 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
         [LOCK_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
         [LOCK_CANCEL_ARGV_CLAIM_MS] = claim,
         [LOCK_CANCEL_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
+        [LOCK_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, argv, res, err);
 }
@@ -81,6 +82,7 @@ int lock_release(const char *name, const char *lease_id, struct lease_result *re
         [LOCK_RELEASE_ARGV_LEASE] = lease_id,
         [LOCK_RELEASE_ARGV_CLAIM_MS] = claim,
         [LOCK_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
+        [LOCK_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_LOCK_RELEASE, LEASE_KIND_LOCK, name, argv, res, err);
 }
@@ -107,6 +109,7 @@ int lock_revoke(const char *name, long long fence, struct lease_result *res, str
         [LOCK_REVOKE_ARGV_FENCE] = fence_text,
         [LOCK_REVOKE_ARGV_CLAIM_MS] = claim,
         [LOCK_REVOKE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
+        [LOCK_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, argv, res, err);
 }

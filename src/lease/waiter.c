@@ -353,12 +353,13 @@ bool waiter_ring(const char *lease_id)
     return w != NULL;
 }
 
-bool waiter_deliver(const char *lease_id, void (*deliver)(struct waiter *w, void *ctx), void *ctx)
+bool waiter_deliver(const char *lease_id, const void *news)
 {
     pthread_mutex_lock(&reg.lock);
     struct waiter *w = find_locked(lease_id);
     if (w != NULL) {
-        deliver(w, ctx);
+        if (w->deliver != NULL)
+            w->deliver(w, news);
         wake(w, WAKE_DOORBELL);
     }
     pthread_mutex_unlock(&reg.lock);

@@ -50,6 +50,10 @@ struct waiter;
  */
 typedef void (*waiter_leave_fn)(struct waiter *const *ws, size_t n);
 
+/* Stores news handed over in-process (a grant) in the state of the request that owns w; called
+ * under the registry lock, so it must not block or call back into the registry. */
+typedef void (*waiter_deliver_fn)(struct waiter *w, const void *news);
+
 enum waiter_wake {
     WAKE_DOORBELL = 1 << 0,   /* the lease may have been granted */
     WAKE_TIMER = 1 << 1,      /* re-check or deadline time reached */
@@ -75,6 +79,7 @@ struct waiter {
     struct waiter *hash_next;        /* chain of its lease id's hash bucket */
     size_t timer_slot;               /* parked: its place in the timer heap */
     waiter_leave_fn leave;           /* leaves many at once after hang-ups; NULL: on its own */
+    waiter_deliver_fn deliver;       /* takes a grant handed over in-process; NULL: only rung */
 };
 
 /* Resumes a parked request (any thread; a resume that comes before the
@@ -112,11 +117,12 @@ bool waiter_park(struct waiter *w, int64_t next_check_ms);
 /* Doorbell: wakes the waiter of lease_id. Returns false if there is none. */
 bool waiter_ring(const char *lease_id);
 
-/* Doorbell with the news in hand: runs deliver(w, ctx) on the waiter of
- * lease_id under the registry lock (so the handler reads it after
- * waiter_take_reasons), then wakes it with WAKE_DOORBELL. Returns false if
- * there is none. deliver must not block or call back into the registry. */
-bool waiter_deliver(const char *lease_id, void (*deliver)(struct waiter *w, void *ctx), void *ctx);
+/* Doorbell with the news in hand: gives news to the waiter of lease_id
+ * through its deliver hook under the registry lock (so the handler reads it
+ * after waiter_take_reasons), then wakes it with WAKE_DOORBELL; a waiter
+ * without the hook is only rung and fetches the news itself. Returns false if
+ * there is none. */
+bool waiter_deliver(const char *lease_id, const void *news);
 
 /* The lease with fence on name (kind 'l' or 's') ended: wakes its watchers. */
 void waiter_ring_watchers(char kind, const char *name, int64_t fence);

@@ -600,6 +600,26 @@ class Redis:
             self.close()
             raise
 
+    def psubscribe(self, pattern: str) -> None:
+        """Turns this connection into a subscriber of the channels matching pattern."""
+        self.cmd("PSUBSCRIBE", pattern)
+
+    def messages(self, seconds: float) -> list[tuple[str, str]]:
+        """(channel, message) of every message published to a psubscribe'd pattern within seconds."""
+        assert self._sock is not None
+        out = []
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            self._sock.settimeout(left)
+            try:
+                reply = self._read()
+            except (TimeoutError, socket.timeout):
+                break
+            if isinstance(reply, list) and reply and reply[0] == "pmessage":
+                out.append((reply[2], reply[3]))
+        self._sock.settimeout(self.timeout)
+        return out
+
     def close(self) -> None:
         if self._sock is not None:
             try:

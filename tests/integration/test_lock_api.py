@@ -117,6 +117,28 @@ class LockApiTest(unittest.TestCase):
         self.assertLess(time.monotonic() - released_at, 1.0, "the release did not hand the lock over")
         self.assertEqual(release(self.client, name, out[0].body["token"]).status, 200)
 
+    def test_release_to_a_waiter_of_the_same_gateway_rings_no_doorbell(self):
+        """The release hands the lock to a waiter parked in the same gateway in-process: its grant
+        comes with the release script's answer, so no doorbell is published (and no claim call made),
+        and the waiter holds its whole lease at once."""
+        name = unique_name()
+        held = acquire(self.client, name, ttl_ms=30000)
+        out: list = []
+        t = self.waiter(name, out, wait_ms=20000, ttl_ms=25000)
+        wait_for_waiting(self.client, name, 1)
+        with Redis() as bells:
+            bells.psubscribe("fg:bell:*")
+            self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+            t.join(10)
+            rung = [m for _, m in bells.messages(0.3) if m.endswith("|" + name)]
+        self.assertEqual(out[0].status, 200, out)
+        self.assertGreater(out[0].body["fence"], held.body["fence"])
+        self.assertEqual(rung, [], "the hand-over went through the doorbell")
+        st = status(self.client, name)
+        self.assertEqual((st["held"], st["fence"]), (True, out[0].body["fence"]))
+        self.assertGreater(st["expires_in_ms"], 20000)
+        self.assertEqual(release(self.client, name, out[0].body["token"]).status, 200)
+
     def test_retry_of_a_parked_wait_takes_it_over(self):
         """A second connection retrying a queued request_id keeps the place and takes the wait over:
         the first is answered 409 conflict at once, and only the retry gets the lease."""

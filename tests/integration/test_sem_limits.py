@@ -225,6 +225,48 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertEqual(release(self.c, name, a["token"]).status, 200)
         self.assertEqual(status(self.c, name)["holders"], 0, "a slot was granted to a waiter that left")
 
+    def test_every_key_of_a_semaphore_in_use_has_a_time_to_live(self):
+        """An abandoned semaphore must leave Redis: each of its keys expires at most 1.5 x keep (600 s)
+        after its last holder lease. The scripts set the times to live only when they may have made a
+        key anew; this catches a key made without one (the queue of a first waiter, the holders of a
+        slot granted after the last holder left) whichever way the scripts decide."""
+        name = unique("sem-ttl")
+        keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdqwlt"]
+        r = Redis()
+
+        def check(step: str) -> None:
+            present = [k for k in keys if r.cmd("EXISTS", k)]
+            self.assertIn(keys[0], present, step)
+            for k in present:
+                pttl = r.cmd("PTTL", k)
+                self.assertTrue(0 < pttl <= 900_000 + 30_000, (step, k, pttl))
+
+        first = acquire(self.c, name, limit=1, ttl_ms=30000)
+        self.assertEqual(first.status, 200, first)
+        check("first holder")
+        out: list = []
+
+        def wait():
+            with self.gw.client(timeout=30) as c:
+                out.append(acquire(c, name, limit=1, ttl_ms=30000, wait_ms=20000))
+
+        t = threading.Thread(target=wait)
+        t.start()
+        wait_for_waiting(self.c, name, 1)
+        check("first waiter")
+        self.assertEqual(release(self.c, name, first.body["token"]).status, 200)
+        t.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        check("slot handed to the waiter")
+        t = threading.Thread(target=wait)
+        t.start()
+        wait_for_waiting(self.c, name, 1)
+        check("a waiter after the queue had emptied")
+        self.assertEqual(release(self.c, name, out[0].body["token"]).status, 200)
+        t.join(10)
+        self.assertEqual(release(self.c, name, out[1].body["token"]).status, 200)
+        self.assertEqual([k for k in keys if r.cmd("EXISTS", k)], [], "an idle semaphore keeps keys")
+
     def test_bad_input_is_a_problem_never_a_500(self):
         name = unique("sem-bad")
         cases = [({}, "invalid_field"), ({"limit": 0}, "invalid_field"), ({"limit": 100001}, "invalid_field"),
