@@ -10,7 +10,7 @@
 -- where the build says they start), so Redis ACL key patterns can confine the
 -- gateway and nothing is built inside a script.
 -- The names are those of src/store/keys.h; base is the lock's or semaphore's.
--- KEYS: fence fence_limit gateways rids rid_until released index ended revoked
+-- KEYS: fence fence_limit gateways rids rid_until released index ended revoked watched
 --   fence        KEY_FENCE                  the last fence issued
 --   fence_limit  KEY_FENCE_LIMIT            the highest fence Postgres has reserved
 --   gateways     KEY_GATEWAYS               live gateways: sorted set id -> alive until (ms)
@@ -21,6 +21,7 @@
 --   index        KEY_LOCK_INDEX or KEY_SEM_INDEX  the listing index (below)
 --   ended        base..KEY_SUFFIX_ENDED     sorted set of "<fence>|<reason>" (below)
 --   revoked      KEY_REVOKED                the revoked fences (below)
+--   watched      base..KEY_SUFFIX_WATCHED   present while a watcher waits (below)
 
 -- REQUEST_ID_GRACE_MS (src/fglimits.h, put before the script by the build):
 -- how long a request_id outlives its lease's expiry (a late retry then answers
@@ -29,7 +30,8 @@
 local function lease_keys(first)
   return {fence = KEYS[first], fence_limit = KEYS[first + 1], gateways = KEYS[first + 2],
           rids = KEYS[first + 3], rid_until = KEYS[first + 4], released = KEYS[first + 5],
-          index = KEYS[first + 6], ended = KEYS[first + 7], revoked = KEYS[first + 8]}
+          index = KEYS[first + 6], ended = KEYS[first + 7], revoked = KEYS[first + 8],
+          watched = KEYS[first + 9]}
 end
 
 -- An integer as the decimal text a command takes. Redis prints a number
@@ -221,9 +223,14 @@ local function was_released(lk, lease, now)
 end
 
 -- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
--- (the newest ENDED_KEPT, for up to ttl ms), and every end is published on
--- channel CHANNEL_ENDED as "<kind>|<fence>|<reason>|<name>" so that every
--- gateway wakes its watchers at once. A lease that ends unmarked expired.
+-- (the newest ENDED_KEPT, for up to ttl ms), and while the lock or semaphore
+-- is watched every end is also published on channel CHANNEL_ENDED as
+-- "<kind>|<fence>|<reason>|<name>", so that every gateway wakes its watchers at
+-- once. "Watched" is the key lk.watched, which a watch script sets, with a time
+-- to live longer than the watchers' re-check interval, in the same step as it
+-- looks at the lease: an end after that look is published, one before it is
+-- what the look finds. Ends nobody watches wake no gateway. A lease that ends
+-- unmarked expired.
 -- Scored by minus the fence, so the newest comes first: Redis keeps so small a
 -- set as a listpack, whose insert reads the scores from the front until the
 -- new one's place (every score, for a new fence scored by itself), and whose
@@ -238,7 +245,15 @@ local function mark_ended(lk, kind, name, fence, reason, ttl)
   redis.call('ZADD', lk.ended, '-' .. fence, fence .. '|' .. reason)
   redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1')
   redis.call('PEXPIRE', lk.ended, ttl)
-  redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+  if redis.call('EXISTS', lk.watched) == 1 then
+    redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+  end
+end
+
+-- Marks the lock or semaphore whose ended-news key is watched as watched for
+-- mark_ms (decimal text): its ends are published until then (mark_ended).
+local function mark_watched(watched, mark_ms)
+  redis.call('SET', watched, '1', 'PX', mark_ms)
 end
 
 -- How the lease with fence (a number) ended, read from the ended set key.

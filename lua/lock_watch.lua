@@ -2,12 +2,15 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_watch.lua: whether the lease with fence F still holds lock N, and if
 -- not, how it ended (read-only).
--- KEYS: holder ended
---   the holder hash (lib_lock.lua), the ended leases (lib_lease.lua)
--- ARGV: fence
--- flags: no-writes
---   a read: it runs while Redis is out of memory too
+-- It marks the lock watched for mark_ms first (lib_lease.lua mark_watched), so
+-- an end after this look is published; that tiny write is allowed while Redis
+-- is out of memory, so a watch works then too.
+-- KEYS: holder ended watched
+--   the holder hash (lib_lock.lua), the ended leases and the watched mark (lib_lease.lua)
+-- ARGV: fence mark_ms
+-- flags: allow-oom
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
+mark_watched(KEYS[3], A_mark_ms)
 local h = redis.call('HMGET', KEYS[1], 'fence')
 if tonumber(h[1]) == tonumber(A_fence) then
   return cjson.encode({held = true, pttl = redis.call('PTTL', KEYS[1])})

@@ -1,14 +1,18 @@
 -- uses: lib_lease.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_watch.lua: whether the holder with fence F still holds a slot of
--- semaphore N, and if not, how its lease ended (read-only: expired holders
--- count as ended but are left for the next transition to purge).
--- KEYS: holders data ended
---   the holders and holder data (lib_sem.lua), the ended leases (lib_lease.lua)
--- ARGV: fence
--- flags: no-writes
---   a read: it runs while Redis is out of memory too
+-- semaphore N, and if not, how its lease ended (expired holders count as
+-- ended but are left for the next transition to purge). It marks the
+-- semaphore watched for mark_ms first (lib_lease.lua mark_watched), so an end
+-- after this look is published; that tiny write is allowed while Redis is out
+-- of memory, so a watch works then too.
+-- KEYS: holders data ended watched
+--   the holders and holder data (lib_sem.lua), the ended leases and the watched
+--   mark (lib_lease.lua)
+-- ARGV: fence mark_ms
+-- flags: allow-oom
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
+mark_watched(KEYS[4], A_mark_ms)
 local fence = tonumber(A_fence)
 local now = now_ms()
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')

@@ -41,6 +41,7 @@
 #define LEASE_MAX_HANDOFF       16     /* in-process grants one script may answer (lib_sem.lua) */
 #define LEASE_RELEASED_KEPT_MS  600000 /* a release is answered again this long, or the ttl */
 #define RECHECK_AFTER_OUTAGE_MS 200    /* a parked waiter that met an outage looks again */
+#define WATCH_MARK_MIN_MS       10000 /* ends are published at least this long after a watch looked */
 
 /* --- signing keys ------------------------------------------------------------------------- */
 #define TOKEN_SECRET_MIN 16  /* shortest signing secret, in bytes */

@@ -57,10 +57,9 @@ static const struct made_key sem_own[] = {
 };
 
 static const struct made_key common_made[] = {
-    {LIB_LEASE_KEY_RIDS, KEY_SUFFIX_RIDS},
-    {LIB_LEASE_KEY_RID_UNTIL, KEY_SUFFIX_RID_UNTIL},
-    {LIB_LEASE_KEY_RELEASED, KEY_SUFFIX_RELEASED},
-    {LIB_LEASE_KEY_ENDED, KEY_SUFFIX_ENDED},
+    {LIB_LEASE_KEY_RIDS, KEY_SUFFIX_RIDS},         {LIB_LEASE_KEY_RID_UNTIL, KEY_SUFFIX_RID_UNTIL},
+    {LIB_LEASE_KEY_RELEASED, KEY_SUFFIX_RELEASED}, {LIB_LEASE_KEY_ENDED, KEY_SUFFIX_ENDED},
+    {LIB_LEASE_KEY_WATCHED, KEY_SUFFIX_WATCHED},
 };
 
 static const struct fixed_key common_fixed[] = {

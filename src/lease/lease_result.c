@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "gateway.h"
 #include "lease/fence.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
@@ -71,6 +72,12 @@ int lease_leave_run(enum fg_script script, const char *const *keys, const char *
         left[i] = digits[i] == '1';
     json_decref(out);
     return rc;
+}
+
+void lease_watch_mark_ms(char *buf, size_t size)
+{
+    long long mark = 3 * gw.cfg->poll_ms;
+    snprintf(buf, size, "%lld", mark > WATCH_MARK_MIN_MS ? mark : (long long)WATCH_MARK_MIN_MS);
 }
 
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,

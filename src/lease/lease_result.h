@@ -115,6 +115,11 @@ void lease_leave_pack(const struct lease_leaver *ws, size_t n, char *out);
 int lease_leave_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     size_t n, bool *left, struct fg_error *err) FG_WUR;
 
+/* Writes into buf (of size bytes) as decimal text how long a watch script marks
+ * its lock or semaphore watched: WATCH_MARK_MIN_MS, or three of the watchers'
+ * re-check intervals (poll_ms) when that is longer. */
+void lease_watch_mark_ms(char *buf, size_t size);
+
 /* Runs a watch script (SCRIPT_LOCK_WATCH, SCRIPT_SEM_WATCH) and reads its answer. */
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     struct lease_watch *out, struct fg_error *err) FG_WUR;

@@ -120,11 +120,17 @@ int lock_watch(const char *name, long long fence, struct lease_watch *out, struc
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    char mark[24];
+    lease_watch_mark_ms(mark, sizeof mark);
     const char *keys[LOCK_WATCH_NKEYS] = {
         [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
         [LOCK_WATCH_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
+        [LOCK_WATCH_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
     };
-    const char *argv[LOCK_WATCH_NARGV] = {[LOCK_WATCH_ARGV_FENCE] = fence_text};
+    const char *argv[LOCK_WATCH_NARGV] = {
+        [LOCK_WATCH_ARGV_FENCE] = fence_text,
+        [LOCK_WATCH_ARGV_MARK_MS] = mark,
+    };
     return lease_watch_run(SCRIPT_LOCK_WATCH, keys, argv, out, err);
 }
 

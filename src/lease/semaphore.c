@@ -137,12 +137,18 @@ int sem_watch(const char *name, long long fence, struct lease_watch *out, struct
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    char mark[24];
+    lease_watch_mark_ms(mark, sizeof mark);
     const char *keys[SEM_WATCH_NKEYS] = {
         [SEM_WATCH_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_WATCH_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
         [SEM_WATCH_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
+        [SEM_WATCH_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
     };
-    const char *argv[SEM_WATCH_NARGV] = {[SEM_WATCH_ARGV_FENCE] = fence_text};
+    const char *argv[SEM_WATCH_NARGV] = {
+        [SEM_WATCH_ARGV_FENCE] = fence_text,
+        [SEM_WATCH_ARGV_MARK_MS] = mark,
+    };
     return lease_watch_run(SCRIPT_SEM_WATCH, keys, argv, out, err);
 }
 

@@ -614,6 +614,7 @@ class Redis:
             try:
                 reply = self._read()
             except (TimeoutError, socket.timeout):
+                self._rfile = self._sock.makefile("rb")  # a reader that timed out reads no more
                 break
             if isinstance(reply, list) and reply and reply[0] == "pmessage":
                 out.append((reply[2], reply[3]))

@@ -251,6 +251,26 @@ class WatchTest(GatewayTest):
         self.assertEqual(w.response.body["reason"], "released", w.response)
         self.assertLess(w.done_at - t0, self.BOUND_S)
 
+    def test_ends_nobody_watches_are_not_published(self):
+        """The news of an end is published only while its lock or semaphore is watched: otherwise every
+        release would wake every gateway's news subscriber for nothing."""
+        name = unique("w-quiet")
+        with Redis() as news:
+            news.psubscribe("fg:ended")
+            lease = self.c.post(f"/v1/locks/{name}/acquire", {}).body
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]}).status, 200)
+            slot = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2}).body
+            self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": slot["token"]}).status, 200)
+            quiet = [m for _, m in news.messages(0.3) if m.endswith("|" + name)]
+            watched = self.c.post(f"/v1/locks/{name}/acquire", {}).body
+            w = self.start_watch(f"/v1/locks/{name}", watched["fence"])
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": watched["token"]}).status, 200)
+            w.join(10)
+            heard = [m for _, m in news.messages(0.3) if m.endswith("|" + name)]
+        self.assertEqual(quiet, [])
+        self.assertEqual(w.response.body["reason"], "released", w.response)
+        self.assertEqual(heard, [f"l|{watched['fence']}|released|{name}"])
+
     def test_watch_of_an_ended_lease_and_bad_queries(self):
         name = unique("w-bad")
         lease = self.c.post(f"/v1/locks/{name}/acquire", {}).body
