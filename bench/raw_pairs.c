@@ -130,6 +130,7 @@ static void *run(void *arg)
     rel_args[LOCK_RELEASE_ARGV_LEASE] = lease;
     rel_args[LOCK_RELEASE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
     rel_args[LOCK_RELEASE_ARGV_MARKER_MS] = marker;
+    rel_args[LOCK_RELEASE_ARGV_INSTANCE] = RAW_INSTANCE;
     const char *acq[MAX_CALL_ARGS], *rel[MAX_CALL_ARGS];
     int nacq = script_call(acq, SCRIPT_LOCK_ACQUIRE, &k, acq_args, numkeys, sizeof numkeys);
     int nrel = script_call(rel, SCRIPT_LOCK_RELEASE, &k, rel_args, numkeys, sizeof numkeys);
