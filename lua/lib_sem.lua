@@ -25,7 +25,14 @@ local function sem_keys()
   local k = lease_keys(KEYS_AT_LIB_LEASE)
   k.h, k.d, k.q, k.w, k.l, k.t = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
   k.fresh = false -- a key may have been made without a time to live (tidy)
+  k.latest = 0 -- the latest holder expiry this call set (tidy)
   return k
+end
+
+-- Sets the expiry of holder lease to expires_at (ms), noting it for tidy.
+local function set_expiry(k, lease, expires_at)
+  redis.call('ZADD', k.h, decimal(expires_at), lease)
+  if expires_at > k.latest then k.latest = expires_at end
 end
 
 -- A holder record (the fields of the data hash's JSON) as JSON, built by hand:
@@ -60,10 +67,11 @@ end
 -- orphan give-back can still free it. Issues no fence unless the sequence may
 -- issue one (lib_lease.lua).
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
-  if not limit or not redis.call('ZRANGE', k.q, '0', '0')[1] then return end -- nobody waits
-  if not fence_ready(k) then return end
+  if not limit then return end
   local held = redis.call('ZCARD', k.h)
   local free = limit - held
+  if free <= 0 or not redis.call('ZRANGE', k.q, '0', '0')[1] then return end -- no slot, or nobody waits
+  if not fence_ready(k) then return end
   if held == 0 then k.fresh = true end
   while free > 0 do
     local head, w = next_live_waiter(k, now)
@@ -71,7 +79,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
     local fence = redis.call('INCR', k.fence)
     local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
     local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
-    redis.call('ZADD', k.h, decimal(expires_at), head)
+    set_expiry(k, head, expires_at)
     redis.call('HSET', k.d, head, holder_json({fence = fence, owner = w.owner, ttl = w.ttl,
                hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
                attach = w.attach}))
@@ -104,7 +112,7 @@ local function claim(k, lease, rec, now, attach)
   rec.claimed = 1
   rec.attach = attach
   redis.call('HSET', k.d, lease, holder_json(rec))
-  redis.call('ZADD', k.h, decimal(now + rec.ttl), lease)
+  set_expiry(k, lease, now + rec.ttl)
   rid_hold(k, rec.rid, lease, now + rec.ttl, now)
   return now + rec.ttl
 end
@@ -127,19 +135,22 @@ end
 -- (live waiters call again at least every poll interval, which pushes it on).
 -- The six times to live are set half a keep_ms longer than needed, so most
 -- calls find them long enough (read from the limit key, set with the others)
--- and set nothing; a call that may have made one of the keys anew (k.fresh:
--- the first holder or waiter, a new limit) sets them all, since a key made
--- by a write has no time to live. Keys live at most 1.5 x keep_ms after the
--- last holder lease.
+-- and set nothing. Long enough means keep_ms past the latest expiry this call
+-- set (k.latest, set_expiry): a holder's expiry set by an earlier call was
+-- covered then, and its time left and the keys' times to live have run down
+-- at the same pace since. A call that may have made one of the keys anew
+-- (k.fresh: the first holder or waiter, a new limit) sets them all, since a
+-- key made by a write has no time to live. Keys live at most 1.5 x keep_ms
+-- after the last holder lease.
 local function tidy(k, now, keep_ms)
-  local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
-  if #last == 0 and redis.call('EXISTS', k.q) == 0 then
+  if redis.call('EXISTS', k.h, k.q) == 0 then
     redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
     return
   end
+  if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return end
   local ttl = keep_ms
+  local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
   if #last > 0 then ttl = ttl + math.max(0, tonumber(last[2]) - now) end
-  if not k.fresh and redis.call('PTTL', k.l) >= ttl then return end
   ttl = decimal(ttl + keep_ms / 2)
   redis.call('PEXPIRE', k.h, ttl)
   redis.call('PEXPIRE', k.d, ttl)

@@ -80,7 +80,7 @@ if not queued then
     rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, granted_at = now, claimed = 1,
            rid = rid, inst = inst, attach = attach}
     redis.call('HSET', k.d, lease, holder_json(rec))
-    redis.call('ZADD', k.h, decimal(now + ttl), lease)
+    set_expiry(k, lease, now + ttl)
     rid_hold(k, rid, lease, now + ttl, now)
     tidy(k, now, keep_ms)
     return granted_reply(lease, rec, now + ttl, handoff)

@@ -26,7 +26,7 @@ else
     local expires_at = math.min(now + ttl, rec.hold_until)
     rec.claimed = 1
     redis.call('HSET', k.d, lease, holder_json(rec))
-    redis.call('ZADD', k.h, decimal(expires_at), lease)
+    set_expiry(k, lease, expires_at)
     rid_hold(k, rec.rid, lease, expires_at, now)
     reply = {r = 'renewed', fence = rec.fence, ttl = expires_at - now, expires_at = expires_at,
              hold_until = rec.hold_until}
