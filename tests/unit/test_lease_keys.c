@@ -41,6 +41,7 @@ static void lock_keys_in_script_order(void **state)
         {LIB_LOCK_KEY_RIDS, "fg:lk:{inv:42}:r"},      {LIB_LOCK_KEY_RID_UNTIL, "fg:lk:{inv:42}:e"},
         {LIB_LOCK_KEY_RELEASED, "fg:lk:{inv:42}:x"},  {LIB_LOCK_KEY_INDEX, "fg:idx:lk"},
         {LIB_LOCK_KEY_ENDED, "fg:lk:{inv:42}:n"},     {LIB_LOCK_KEY_REVOKED, "fg:revoked"},
+        {LIB_LOCK_KEY_WATCHED, "fg:lk:{inv:42}:v"},
     };
     expect_keys(LEASE_KIND_LOCK, "inv:42", want, sizeof want / sizeof want[0]);
 }
@@ -56,7 +57,7 @@ static void semaphore_keys_in_script_order(void **state)
         {LIB_SEM_KEY_GATEWAYS, "fg:gateways"},     {LIB_SEM_KEY_RIDS, "fg:sm:{pool}:r"},
         {LIB_SEM_KEY_RID_UNTIL, "fg:sm:{pool}:e"}, {LIB_SEM_KEY_RELEASED, "fg:sm:{pool}:x"},
         {LIB_SEM_KEY_INDEX, "fg:idx:sm"},          {LIB_SEM_KEY_ENDED, "fg:sm:{pool}:n"},
-        {LIB_SEM_KEY_REVOKED, "fg:revoked"},
+        {LIB_SEM_KEY_REVOKED, "fg:revoked"},       {LIB_SEM_KEY_WATCHED, "fg:sm:{pool}:v"},
     };
     expect_keys(LEASE_KIND_SEMAPHORE, "pool", want, sizeof want / sizeof want[0]);
 }
