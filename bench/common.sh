@@ -74,3 +74,47 @@ bench_gateway() {
   echo "bench: the gateway did not become ready; log: $datadir/gateway.log" >&2
   return 1
 }
+
+# --- what the lease scripts cost Redis (bench/lease_scripts.sh, bench/sem_scripts.sh) ---------------------
+
+# redis-cli on port $1 with the rest as the command, carriage returns dropped.
+rcli() { redis-cli -p "$1" "${@:2}" | tr -d '\r'; }
+
+# Field $2 (calls, usec) of the script command's line of INFO commandstats on port $1 (FCALL, or
+# EVALSHA for a build from before the scripts were functions).
+script_stat() {
+  rcli "$1" INFO commandstats | grep -E '^cmdstat_(fcall|evalsha):' |
+    sed -E "s/.*[:,]$2=([0-9.]+),.*/\\1/" | head -n 1
+}
+
+# Calls of every other command (the ones the scripts ran) on port $1.
+inner_calls() {
+  rcli "$1" INFO commandstats |
+    grep -vE '^cmdstat_(fcall|evalsha|function|script|config|info|set|select|role|ping|client|hello)[:|]' |
+    sed -nE 's/^cmdstat_[^:]+:calls=([0-9]+),.*/\1/p' | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# Starts a redis-server on port $1 under callgrind, counting only inside luaCallFunction (the scripts),
+# with its output in the folder $2 (made afresh); sets callgrind_pid and returns once it answers.
+callgrind_redis() {
+  rm -rf "$2"
+  mkdir -p "$2"
+  valgrind --tool=callgrind --toggle-collect=luaCallFunction --callgrind-out-file="$2/out" \
+    redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$2" >"$2/log" 2>&1 &
+  callgrind_pid=$!
+  until rcli "$1" PING 2>/dev/null | grep -q PONG; do sleep 0.2; done
+}
+
+# Prints the script calls counted by the callgrind_redis on port $1 (output folder $2), then stops it
+# and prints its instructions and commands per script call.
+callgrind_redis_report() {
+  local calls inner instructions
+  calls=$(script_stat "$1" calls)
+  inner=$(inner_calls "$1")
+  rcli "$1" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+  wait "$callgrind_pid" || true
+  instructions=$(sed -n 's/^summary: //p' "$2/out")
+  echo "$calls script calls"
+  awk -v c="$calls" -v n="$instructions" -v i="$inner" \
+    'BEGIN { printf "  instructions per script: %d; commands per script: %.1f\n", n / c, i / c }'
+}

@@ -40,18 +40,6 @@ bench_pair_clients
 
 bench_services
 bench_gateway
-rcli() { redis-cli -p "$1" "${@:2}" | tr -d '\r'; }
-
-# Field $2 (calls, usec) of the script command's line of INFO commandstats on port $1.
-script_stat() {
-  rcli "$1" INFO commandstats | grep -E '^cmdstat_(fcall|evalsha):' |
-    sed -E "s/.*[:,]$2=([0-9.]+),.*/\\1/" | head -n 1
-}
-# Calls of every other command (the ones the scripts ran) on port $1.
-inner_calls() {
-  rcli "$1" INFO commandstats | grep -vE '^cmdstat_(fcall|evalsha|function|script|config|info|set)[:|]' |
-    sed -nE 's/^cmdstat_[^:]+:calls=([0-9]+),.*/\1/p' | awk '{ s += $1 } END { print s + 0 }'
-}
 redis_pid=$(cat "$datadir/redis.pid")
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
@@ -72,21 +60,9 @@ awk -v c="$calls" -v u="$usec" -v i="$inner" -v t=$((after - before)) -v hz="$(g
 [[ -n "${BUILD:-}" ]] && exit 0
 cg_port=$((redis_port + 1))
 cg_dir="$datadir/callgrind"
-rm -rf "$cg_dir"
-mkdir -p "$cg_dir"
-valgrind --tool=callgrind --toggle-collect=luaCallFunction --callgrind-out-file="$cg_dir/out" \
-  redis-server --port "$cg_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$cg_dir" \
-  >"$cg_dir/log" 2>&1 &
-cg_pid=$!
-until rcli "$cg_port" PING 2>/dev/null | grep -q PONG; do sleep 0.2; done
+callgrind_redis "$cg_port" "$cg_dir"
 rcli "$cg_port" SET fg:fence 1 >/dev/null
 rcli "$cg_port" SET fg:fence_limit 1000000000000000 >/dev/null
 "$build/raw_pairs" "$cg_port" 1 "$callgrind_seconds" distinct >/dev/null
-cg_calls=$(script_stat "$cg_port" calls)
-cg_inner=$(inner_calls "$cg_port")
-rcli "$cg_port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-wait "$cg_pid" || true
-instructions=$(sed -n 's/^summary: //p' "$cg_dir/out")
-echo "raw_pairs under callgrind, 1 connection, $callgrind_seconds s: $cg_calls script calls"
-awk -v c="$cg_calls" -v n="$instructions" -v i="$cg_inner" \
-  'BEGIN { printf "  instructions per script: %d; commands per script: %.1f\n", n / c, i / c }'
+echo -n "raw_pairs under callgrind, 1 connection, $callgrind_seconds s: "
+callgrind_redis_report "$cg_port" "$cg_dir"

@@ -9,7 +9,7 @@
 #  2. exactly: the same scenario (CALLGRIND_JOBS jobs, default 150) against a second gateway whose
 #     redis-server runs under callgrind, counting only inside luaCallFunction: instructions per script
 #     call, which no load on the machine changes, and the functions that took the most of them
-#     (inclusive, from callgrind_annotate).
+#     (callgrind_annotate).
 #
 #   bench/sem_scripts.sh
 #   BUILD=<another Release build dir> bench/sem_scripts.sh   # that build's gateway, for before/after
@@ -36,17 +36,6 @@ fi
 
 bench_services
 bench_gateway
-rcli() { redis-cli -p "$1" "${@:2}" | tr -d '\r'; }
-
-# Field $2 (calls, usec) of FCALL's line of INFO commandstats on port $1.
-script_stat() {
-  rcli "$1" INFO commandstats | grep -E '^cmdstat_fcall:' | sed -E "s/.*[:,]$2=([0-9.]+),.*/\\1/"
-}
-# Calls of every other command (the ones the scripts ran) on port $1.
-inner_calls() {
-  rcli "$1" INFO commandstats | grep -vE '^cmdstat_(fcall|function|script|config|info|set|select|role|ping|client|hello)[:|]' |
-    sed -nE 's/^cmdstat_[^:]+:calls=([0-9]+),.*/\1/p' | awk '{ s += $1 } END { print s + 0 }'
-}
 # The scenario against the gateway on port $1 with $2 jobs; its figures as one JSON line (a missed
 # target of its own is no failure here).
 scenario() { python3 bench/sem_bench.py --url "http://127.0.0.1:$1" --jobs "$2" --json || true; }
@@ -63,13 +52,7 @@ awk -v c="$calls" -v u="$usec" -v i="$inner" \
 
 cg_port=$((redis_port + 1))
 cg_dir="$datadir/callgrind"
-rm -rf "$cg_dir"
-mkdir -p "$cg_dir"
-valgrind --tool=callgrind --toggle-collect=luaCallFunction --callgrind-out-file="$cg_dir/out" \
-  redis-server --port "$cg_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$cg_dir" \
-  >"$cg_dir/log" 2>&1 &
-cg_pid=$!
-until rcli "$cg_port" PING 2>/dev/null | grep -q PONG; do sleep 0.2; done
+callgrind_redis "$cg_port" "$cg_dir"
 kill "$bench_gateway_pid"
 wait "$bench_gateway_pid" 2>/dev/null || true
 http_port=$((http_port + 1))
@@ -79,17 +62,11 @@ redis_port=$cg_port
 bench_gateway
 redis_port=$redis_port_saved
 rcli "$cg_port" CONFIG RESETSTAT >/dev/null
-scenario "$http_port" "$callgrind_jobs" >/dev/null || true
-cg_calls=$(script_stat "$cg_port" calls)
-cg_inner=$(inner_calls "$cg_port")
+scenario "$http_port" "$callgrind_jobs" >/dev/null
 kill "$bench_gateway_pid"
 wait "$bench_gateway_pid" 2>/dev/null || true
 bench_gateway_pid=""
-rcli "$cg_port" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-wait "$cg_pid" || true
-instructions=$(sed -n 's/^summary: //p' "$cg_dir/out")
-echo "the scenario, $callgrind_jobs jobs, Redis under callgrind: $cg_calls script calls"
-awk -v c="$cg_calls" -v n="$instructions" -v i="$cg_inner" \
-  'BEGIN { printf "  instructions per script: %d; commands per script: %.1f\n", n / c, i / c }'
-echo "  most instructions, inclusive (callgrind_annotate --inclusive=yes):"
-callgrind_annotate --inclusive=yes "$cg_dir/out" 2>/dev/null | sed -n '/^Ir/,$p' | sed -n '3,28p' | cut -c1-150
+echo -n "the scenario, $callgrind_jobs jobs, Redis under callgrind: "
+callgrind_redis_report "$cg_port" "$cg_dir"
+echo "  the functions that took the most instructions themselves (callgrind_annotate):"
+callgrind_annotate "$cg_dir/out" 2>/dev/null | sed -n '/^Ir/,$p' | sed -n '3,17p' | cut -c1-150
