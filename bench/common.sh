@@ -12,6 +12,16 @@ bench_build() {
   cmake --build "$build" -j "$(nproc)" >/dev/null
 }
 
+# Sets build to $BUILD, another Release build given for a before/after comparison, or else makes
+# this checkout's (bench_build) into the build the caller named.
+bench_build_or_given() {
+  if [[ -n "${BUILD:-}" ]]; then
+    build="$BUILD"
+  else
+    bench_build
+  fi
+}
+
 # The C clients of the lock benchmarks, into $build: http_pairs (acquire+release over HTTP) and
 # raw_pairs (the same scripts over RESP, with the gateway's generated script table and key builder).
 bench_pair_clients() {

@@ -31,11 +31,7 @@ build="build-bench"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-if [[ -n "${BUILD:-}" ]]; then
-  build="$BUILD"
-else
-  bench_build
-fi
+bench_build_or_given
 bench_pair_clients
 
 bench_services
