@@ -74,16 +74,12 @@ struct http_conn {
  * address (written out once, not for every request). */
 struct conn_state {
     MHD_socket fd;                  /* the connection's socket */
-    char client_addr[64];           /* the peer's address, text (as http_request's) */
+    char client_addr[64];           /* the peer's address, text (its requests point to it) */
     int64_t due_ms;                 /* monotonic deadline of the next request */
     bool watched;                   /* linked in the watch list */
     struct conn_state *prev, *next; /* watch list links */
     struct auth_memo auth;          /* the key of its previous requests (keys.h) */
 };
-
-_Static_assert(sizeof((struct conn_state *)0)->client_addr ==
-                   sizeof((struct http_request *)0)->client_addr,
-               "a connection's address is copied whole into each of its requests");
 
 #define REAP_INTERVAL_MS 100
 #define REPLY_BUF        8192 /* bytes of a JSON reply written without allocating */
@@ -166,12 +162,15 @@ static void client_address(struct MHD_Connection *mhd, char *out, size_t cap)
                   (socklen_t)cap);
 }
 
-/* Allocates a request with room for its request id and the text of the
- * parameters of match (those of a failed match are left out). */
+/* Allocates a request with room for its request id, the text of the
+ * parameters of match (those of a failed match are left out) and, unless the
+ * connection keeps it (own_addr NULL), the client's address own_addr. */
 static struct http_request *request_alloc(const struct route_match *match, bool matched,
-                                          const char *request_id)
+                                          const char *request_id, const char *own_addr)
 {
     size_t lens[ROUTE_MAX_PARAMS], rid_len = strlen(request_id), text = rid_len + 1;
+    size_t addr_len = own_addr != NULL ? strlen(own_addr) : 0;
+    text += own_addr != NULL ? addr_len + 1 : 0;
     for (size_t i = 0; i < ROUTE_MAX_PARAMS; i++) {
         lens[i] = matched ? match->param_lens[i] : 0;
         text += lens[i] + 1;
@@ -188,6 +187,8 @@ static struct http_request *request_alloc(const struct route_match *match, bool 
         at += lens[i] + 1;
     }
     req->request_id = memcpy(at, request_id, rid_len + 1);
+    if (own_addr != NULL)
+        req->client_addr = memcpy(at + rid_len + 1, own_addr, addr_len + 1);
     return req;
 }
 
@@ -222,7 +223,11 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     int64_t now = clock_mono_ms();
     char rid[X_REQUEST_ID_MAX_LEN + 1];
     request_id_of(mhd, now, rid, sizeof rid);
-    struct http_request *req = request_alloc(&match, conn->route_status == FG_OK, rid);
+    char own_addr[64] = "";
+    if (state == NULL)
+        client_address(mhd, own_addr, sizeof own_addr);
+    struct http_request *req =
+        request_alloc(&match, conn->route_status == FG_OK, rid, state == NULL ? own_addr : NULL);
     req->method = m;
     req->conn = conn;
     conn->mhd = mhd;
@@ -230,9 +235,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     pthread_mutex_init(&conn->phase_lock, NULL);
     req->started_ms = now;
     if (state != NULL)
-        memcpy(req->client_addr, state->client_addr, sizeof req->client_addr);
-    else
-        client_address(mhd, req->client_addr, sizeof req->client_addr);
+        req->client_addr = state->client_addr;
     atomic_fetch_add(&server.in_flight, 1);
     return req;
 }

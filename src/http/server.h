@@ -40,7 +40,7 @@ struct http_request {
     char *body;                      /* request body bytes (owned), NUL-terminated */
     size_t body_len;                 /* bytes in body */
     json_t *json;                    /* parsed body, once http_request_json ran (owned) */
-    char client_addr[64];            /* peer address, text */
+    const char *client_addr;         /* peer address, text (the connection's, or in text) */
     int64_t started_ms;              /* monotonic time the request arrived */
     void *state;                     /* handler's own state across suspensions */
     void (*state_free)(void *state); /* frees state when the request ends */

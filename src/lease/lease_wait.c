@@ -51,14 +51,16 @@
 /* An acquire that waits. It keeps no copy of the request's body: a parked
  * request costs its connection, this and little else. */
 struct lease_wait {
-    struct waiter waiter;          /* registry entry; waiter.lease_id is the lease */
-    const struct lease_ops *kind;  /* lock or semaphore */
-    struct acquire_params params;  /* the acquire's (owner and request_id point into text) */
-    char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
-    const char *name;              /* the lock or semaphore (borrowed from the request) */
+    struct waiter waiter;         /* registry entry; waiter.lease_id is the lease */
+    const struct lease_ops *kind; /* lock or semaphore */
+    struct acquire_params params; /* the acquire's (owner and request_id point into text) */
+    const char *name;             /* the lock or semaphore (borrowed from the request) */
+    struct {                      /* a grant handed over in-process, for waiter.lease_id */
+        int64_t fence, ttl_ms, expires_at_ms;
+    } delivered;
     enum wait_state state;         /* where it is in its life (wait_state.h); see wait_set */
-    struct lease_grant delivered;  /* a grant handed over in-process */
     atomic_bool has_delivered;     /* delivered is set (store-release, load-acquire) */
+    char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
     char text[];                   /* owner, NUL, request_id, NUL */
 };
 
@@ -84,11 +86,15 @@ static enum wait_state wait_set(struct lease_wait *lw, enum wait_event ev)
     return from;
 }
 
-/* The deliver hook of a wait's waiter: stores the grant news in the wait owning w. */
+/* The deliver hook of a wait's waiter: stores the grant news (for w's lease) in the wait owning w.
+ */
 static void take_grant(struct waiter *w, const void *news)
 {
     struct lease_wait *lw = wait_of(w);
-    lw->delivered = *(const struct lease_grant *)news;
+    const struct lease_grant *grant = news;
+    lw->delivered.fence = grant->fence;
+    lw->delivered.ttl_ms = grant->ttl_ms;
+    lw->delivered.expires_at_ms = grant->expires_at_ms;
     atomic_store_explicit(&lw->has_delivered, true, memory_order_release);
 }
 
@@ -219,7 +225,7 @@ static void claim(struct lease_wait *lw, struct lease_result *res)
     res->fence = lw->delivered.fence;
     res->ttl_ms = lw->delivered.ttl_ms;
     res->expires_at_ms = lw->delivered.expires_at_ms;
-    memcpy(res->lease_id, lw->delivered.lease_id, sizeof res->lease_id);
+    memcpy(res->lease_id, lw->waiter.lease_id, sizeof res->lease_id);
     wait_set(lw, WAIT_EV_ANSWER);
 }
 

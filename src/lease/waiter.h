@@ -64,15 +64,15 @@ enum waiter_wake {
 
 struct waiter {
     char lease_id[LEASE_ID_LEN + 1]; /* key of the registry */
-    void *request;                   /* the parked request (borrowed, opaque here) */
-    int fd;                          /* the client's socket, watched for hang-up */
-    uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
-    int64_t deadline_ms;             /* monotonic time the wait ends */
-    int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
-    enum waiter_state state;         /* see above; guarded by the registry lock */
-    unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
     bool linked;                     /* in the registry (false once superseded) */
     char watch_kind;                 /* watchers: kind of the watched lease ('l', 's'), else 0 */
+    int fd;                          /* the client's socket, watched for hang-up */
+    uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
+    enum waiter_state state;         /* see above; guarded by the registry lock */
+    unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
+    void *request;                   /* the parked request (borrowed, opaque here) */
+    int64_t deadline_ms;             /* monotonic time the wait ends */
+    int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
     int64_t watch_fence;             /* watchers: fence of the watched lease */
     const char *watch_name;          /* watchers: its lock or semaphore (borrowed) */
     struct waiter *next, *prev;      /* list of waiters, or of watchers */
