@@ -141,13 +141,14 @@ end
 -- at the same pace since. A call that may have made one of the keys anew
 -- (k.fresh: the first holder or waiter, a new limit) sets them all, since a
 -- key made by a write has no time to live. Keys live at most 1.5 x keep_ms
--- after the last holder lease.
+-- after the last holder lease. Returns true if the semaphore is idle (its
+-- keys are gone).
 local function tidy(k, now, keep_ms)
   if redis.call('EXISTS', k.h, k.q) == 0 then
     redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
-    return
+    return true
   end
-  if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return end
+  if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return false end
   local ttl = keep_ms
   local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
   if #last > 0 then ttl = ttl + math.max(0, tonumber(last[2]) - now) end
@@ -158,4 +159,5 @@ local function tidy(k, now, keep_ms)
   redis.call('PEXPIRE', k.w, ttl)
   redis.call('PEXPIRE', k.l, ttl)
   redis.call('PEXPIRE', k.t, ttl)
+  return false
 end

@@ -30,6 +30,5 @@ else
   reply = {r = 'lost'}
 end
 grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
-tidy(k, now, keep_ms)
-index_drop_if_idle(k, name, redis.call('EXISTS', k.h) == 0 and redis.call('EXISTS', k.q) == 0)
+index_drop_if_idle(k, name, tidy(k, now, keep_ms))
 return answer(reply, handoff)
