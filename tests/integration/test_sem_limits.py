@@ -272,6 +272,7 @@ class SemaphoreLimitTest(GatewayTest):
         t.join(10)
         self.assertEqual(release(self.c, name, out[1].body["token"]).status, 200)
         self.assertEqual([k for k in keys if r.cmd("EXISTS", k)], [], "an idle semaphore keeps keys")
+        self.assertIsNone(r.cmd("ZSCORE", "fg:idx:sm", name), "an idle semaphore stays listed")
 
     def test_bad_input_is_a_problem_never_a_500(self):
         name = unique("sem-bad")
