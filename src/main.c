@@ -89,12 +89,6 @@ static const char *env_lookup(const char *name)
     return getenv(name);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Applies migrations, retrying while Postgres is still starting. */
 static int migrate_when_ready(struct fg_error *err)
 {
@@ -108,7 +102,7 @@ static int migrate_when_ready(struct fg_error *err)
         if (!told)
             log_message(LOG_WARN, "backend_down", "waiting for postgres: %s", err->msg);
         told = true;
-        sleep_ms(250);
+        clock_sleep_ms(250);
     }
 }
 
@@ -261,7 +255,7 @@ static int serve(struct config *cfg, struct fg_error *err)
     int64_t deadline = clock_mono_ms() + DRAIN_WAIT_MS;
     while (http_server_in_flight() > 0 && clock_mono_ms() < deadline) {
         waiter_wake_all(WAKE_DRAIN);
-        sleep_ms(10);
+        clock_sleep_ms(10);
     }
     http_server_stop();
     return 0;

@@ -132,10 +132,8 @@ static void *watch_main(void *arg)
             (void)n; /* a full pipe already holds a wake-up */
             return NULL;
         }
-        if (rc != 0) {
-            struct timespec pause = {0, WATCH_RETRY_MS * 1000000L};
-            nanosleep(&pause, NULL);
-        }
+        if (rc != 0)
+            clock_sleep_ms(WATCH_RETRY_MS);
     }
 }
 

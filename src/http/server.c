@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server.c - libmicrohttpd glue. One daemon with a small pool of polling threads
- * (epoll); handlers run on those threads and may block on Redis or Postgres for
- * at most one backend deadline. A request that must wait is suspended with
+ * (epoll), fed by the accepting thread of acceptor.c, which spreads new
+ * connections over them; handlers run on those threads and may block on Redis
+ * or Postgres for at most one backend deadline. A request that must wait is suspended with
  * MHD_suspend_connection and resumed by http_request_wake, so thousands of
  * waiters cost memory, not threads. A request's lifecycle (received, handled,
  * parked, suspended, woken, answered) is one enum, conn_phase.h, which
@@ -49,6 +50,7 @@
 #include "auth/keys.h"
 #include "auth/token.h"
 #include "fglimits.h"
+#include "http/acceptor.h"
 #include "http/conn_phase.h"
 #include "http/tls.h"
 #include "util/clock.h"
@@ -787,9 +789,9 @@ static unsigned derived_max_connections(const struct config *cfg)
     return fit > 1000000 ? 1000000u : (unsigned)fit;
 }
 
-/* MHD_AcceptPolicyCallback. Draining refuses new connections here rather than
- * with MHD_quiesce_daemon, which races with the worker threads taking the
- * listening socket out of their epoll sets (libmicrohttpd 0.9.75 then aborts). */
+/* MHD_AcceptPolicyCallback, run on the accepting thread for each connection it
+ * hands over: draining refuses new connections here, so that they are closed
+ * at once instead of waiting in the listen queue. */
 static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t addrlen)
 {
     (void)cls;
@@ -815,18 +817,23 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     memset(&addr, 0, sizeof addr);
     struct sockaddr_in *v4 = (struct sockaddr_in *)&addr;
     struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&addr;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-                         MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                         MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    socklen_t addrlen;
     if (inet_pton(AF_INET, cfg->listen_host, &v4->sin_addr) == 1) {
         v4->sin_family = AF_INET;
         v4->sin_port = htons((uint16_t)cfg->listen_port);
+        addrlen = sizeof *v4;
     } else if (inet_pton(AF_INET6, cfg->listen_host, &v6->sin6_addr) == 1) {
         v6->sin6_family = AF_INET6;
         v6->sin6_port = htons((uint16_t)cfg->listen_port);
+        addrlen = sizeof *v6;
         flags |= MHD_USE_IPv6;
     } else {
         return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
     }
+    if (acceptor_listen((const struct sockaddr *)&addr, addrlen, err) != 0)
+        return -1;
     struct MHD_OptionItem tls_options[] = {
         {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},
         {MHD_OPTION_END, 0, NULL},
@@ -836,19 +843,21 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     else
         tls_options[0].option = MHD_OPTION_END;
     server.daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->listen_port, accept_policy, NULL, on_request, NULL,
+        flags, 0, accept_policy, NULL, on_request, NULL,
         /* First, so that libmicrohttpd's complaints about the options below are JSON too. */
-        MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->http_threads,
-        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)cfg->connection_buffer_bytes, MHD_OPTION_CONNECTION_LIMIT, max_conn,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
-        NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
-    if (server.daemon == NULL)
-        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%d", cfg->listen_host,
+        MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned int)cfg->http_threads, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->connection_buffer_bytes,
+        MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_ARRAY,
+        tls_options, MHD_OPTION_END);
+    if (server.daemon == NULL) {
+        acceptor_stop();
+        return fg_fail(err, FG_ERR_CONFIG, "cannot serve on %s:%d", cfg->listen_host,
                        cfg->listen_port);
-    return 0;
+    }
+    return acceptor_start(server.daemon, (unsigned)cfg->http_threads, err);
 }
 
 void http_server_quiesce(void)
@@ -863,6 +872,7 @@ long http_server_in_flight(void)
 
 void http_server_stop(void)
 {
+    acceptor_stop();
     if (server.daemon != NULL)
         MHD_stop_daemon(server.daemon);
     server.daemon = NULL;

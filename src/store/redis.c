@@ -583,8 +583,7 @@ void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
             warned = true;
             freeReplyObject(r);
             redisFree(ctx);
-            struct timespec ts = {0, 200 * 1000000L};
-            nanosleep(&ts, NULL);
+            clock_sleep_ms(200);
             continue;
         }
         freeReplyObject(r);
@@ -643,8 +642,7 @@ static void *watch_main(void *arg)
         if (ctx != NULL)
             follow_messages(ctx, &sub, NULL, &rds.watcher_stop);
         redisFree(ctx);
-        struct timespec ts = {0, 200 * 1000000L};
-        nanosleep(&ts, NULL);
+        clock_sleep_ms(200);
     }
     return NULL;
 }

@@ -29,3 +29,9 @@ struct timespec clock_wall_deadline(long long ms)
     clock_gettime(CLOCK_REALTIME, &now);
     return clock_timespec_add_ms(now, ms);
 }
+
+void clock_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}

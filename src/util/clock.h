@@ -23,4 +23,7 @@ struct timespec clock_timespec_add_ms(struct timespec t, long long ms);
  * takes. */
 struct timespec clock_wall_deadline(long long ms);
 
+/* Sleeps the calling thread for ms milliseconds (a signal may cut it short). */
+void clock_sleep_ms(long ms);
+
 #endif

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Connections and the HTTP threads that serve them.
+
+A handler runs on one of http_threads polling threads and may wait there for Postgres; every other request
+of the connections on that thread waits behind it. Connections opened together (a client pool starting up)
+must therefore land on different threads. They did not when each thread accepted from the listening socket
+itself: the first thread to wake took what was waiting, and four connections opened together went to one,
+two or three threads. Measured from outside the gateway: Postgres counts the gateway's sessions waiting on
+a row lock that the test holds, one per thread that has a request inside its handler; each of the two
+bursts of four connections must put one request into every thread's handler.
+
+Broken variants caught: the daemon accepting on its own listening socket (1 to 3 sessions waiting, ten runs
+of ten); connections handed over under the descriptor number accept gave them (libmicrohttpd then picks the
+thread by that number, and the holes closed connections leave put two of the four on one thread: 3 waiting
+in five runs of five).
+
+Owns: the spreading of accepted connections over http_threads. Must not: test connection limits
+(test_hostile.py).
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import GatewayTest, env, psql, wait_for  # noqa: E402
+from pg_helpers import acquire, config, insert_invoice, quote, unique  # noqa: E402
+
+THREADS = 4
+
+HOLDER = "query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()"
+WAITING_SESSIONS = ("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'fencegate'"
+                    " AND wait_event_type = 'Lock'")
+
+
+def status_of(sock: socket.socket) -> int:
+    """The status code of the one answer sock receives."""
+    data = b""
+    while b"\r\n" not in data:
+        piece = sock.recv(4096)
+        if not piece:
+            raise AssertionError(f"connection closed before an answer: {data!r}")
+        data += piece
+    return int(data.split(b" ", 2)[1])
+
+
+class AcceptSpreadTest(GatewayTest):
+    gateway_config = dict(config(), statement_timeout_ms=30000)
+    gateway_env = {"FENCEGATE_HTTP_THREADS": str(THREADS), "FENCEGATE_PG_POOL_SIZE": str(2 * THREADS)}
+
+    def hold_row(self, key: str) -> subprocess.Popen:
+        """A psql session that locks the invoice row key until let_go."""
+        holder = subprocess.Popen(
+            [os.path.join(env("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
+             "-v", "ON_ERROR_STOP=1", "-d", env("FG_TEST_PG_DSN"), "-c",
+             f"BEGIN; SELECT 1 FROM public.invoices WHERE id = '{key}' FOR UPDATE; SELECT pg_sleep(60);"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(holder.wait, 30)
+        self.addCleanup(self.let_go)
+        wait_for(lambda: psql(f"SELECT count(*) FROM pg_stat_activity WHERE {HOLDER} AND state = 'active'")
+                 == ["1"], what="the session holding the row")
+        return holder
+
+    @staticmethod
+    def let_go() -> None:
+        """Ends the session of hold_row (its lock with it)."""
+        psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE {HOLDER}")
+
+    def burst(self, key: str, token: str) -> list[socket.socket]:
+        """Opens THREADS connections at once and sends a PATCH of the held row on each: every thread must
+        get one of them, so that THREADS gateway sessions wait on the row."""
+        socks = [socket.create_connection(("127.0.0.1", self.gw.port), timeout=30) for _ in range(THREADS)]
+        for s in socks:
+            self.addCleanup(s.close)
+        time.sleep(0.2)  # every connection accepted before the first request runs
+        body = b'{"set": {"note": "spread"}}'
+        request = (f"PATCH /v1/pg/invoices/{quote(key)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   f"Content-Type: application/json\r\nFence-Token: {token}\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        for s in socks:
+            s.sendall(request)
+        wait_for(lambda: psql(WAITING_SESSIONS) == [str(THREADS)], timeout=5,
+                 what=f"{THREADS} gateway sessions waiting on the row (had {psql(WAITING_SESSIONS)})")
+        return socks
+
+    def test_a_burst_of_connections_is_spread_over_every_thread(self):
+        key = unique("spread")
+        insert_invoice(key)
+        token, _ = acquire(self.c, unique("spread-lock"))
+        for _ in range(2):
+            holder = self.hold_row(key)
+            socks = self.burst(key, token)
+            self.let_go()
+            holder.wait(30)
+            self.assertEqual([status_of(s) for s in socks], [200] * THREADS)
+            for s in socks:
+                s.close()
+
+if __name__ == "__main__":
+    unittest.main()
