@@ -10,7 +10,9 @@
 #
 # Both sides are driven by equally light C clients, one keep-alive connection
 # per thread: bench/http_pairs.c over HTTP, bench/raw_pairs.c over RESP. Gateway
-# and raw runs alternate within a cell; the table shows the medians.
+# and raw runs alternate within a cell; the table shows the medians, their ratio,
+# and the median of the rounds' own ratios (each gateway run over the raw run
+# after it), which the machine's drift from round to round moves less.
 # Cells: 1, 16 and 64 connections, on distinct lock names (one per connection)
 # and on one shared name (acquires queue with wait_ms; raw clients can only try
 # once, so their "shared" figure counts successful pairs among busy retries).
@@ -44,8 +46,8 @@ rcli() { redis-cli -p "$redis_port" "$@"; }
 "$build/http_pairs" "$http_port" 64 1 distinct warm >/dev/null
 rcli SET fg:fence_limit 1000000000000000 >/dev/null
 
-echo "| connections | names | gateway pairs/s | raw scripts pairs/s | ratio |"
-echo "|---|---|---|---|---|"
+echo "| connections | names | gateway pairs/s | raw scripts pairs/s | ratio | paired ratio |"
+echo "|---|---|---|---|---|---|"
 for conns in 1 16 64; do
   for mode in distinct shared; do
     gateway_runs=()
@@ -59,7 +61,12 @@ for conns in 1 16 64; do
     gateway=$(printf '%s\n' "${gateway_runs[@]}" | median)
     raw=$(printf '%s\n' "${raw_runs[@]}" | median)
     ratio=$(awk -v g="$gateway" -v r="$raw" 'BEGIN { printf "%.2f", (r > 0 ? g / r : 0) }')
-    echo "| $conns | $mode | $gateway | $raw | $ratio |"
+    # Each round's gateway run over the raw run right after it, then their median: the machine's
+    # drift between rounds moves both sides of a pair alike.
+    paired=$(for i in "${!gateway_runs[@]}"; do
+      awk -v g="${gateway_runs[$i]}" -v r="${raw_runs[$i]}" 'BEGIN { print (r > 0 ? g / r : 0) }'
+    done | median)
+    echo "| $conns | $mode | $gateway | $raw | $ratio | $(printf '%.2f' "$paired") |"
   done
 done
 
