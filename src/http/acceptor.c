@@ -15,7 +15,6 @@
  */
 #include "http/acceptor.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -40,28 +39,12 @@ static struct {
     unsigned turn;             /* the thread the next connection goes to */
 } acc = {.fd = -1};
 
-/* Fails err with "cannot listen on ADDRESS:PORT: why". */
-static int listen_failed(const struct sockaddr *addr, int why, struct fg_error *err)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    if (addr->sa_family == AF_INET) {
-        const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)addr;
-        inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
-        port = ntohs(v4->sin_port);
-    } else if (addr->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)addr;
-        inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
-        port = ntohs(v6->sin6_port);
-    }
-    return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s:%u: %s", host, port, strerror(why));
-}
-
-int acceptor_listen(const struct sockaddr *addr, socklen_t addrlen, struct fg_error *err)
+int acceptor_listen(const struct sockaddr *addr, socklen_t addrlen, const char *name,
+                    struct fg_error *err)
 {
     int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return listen_failed(addr, errno, err);
+        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s: %s", name, strerror(errno));
     int on = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     if (addr->sa_family == AF_INET6)
@@ -69,7 +52,7 @@ int acceptor_listen(const struct sockaddr *addr, socklen_t addrlen, struct fg_er
     if (bind(fd, addr, addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
         int why = errno;
         close(fd);
-        return listen_failed(addr, why, err);
+        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s: %s", name, strerror(why));
     }
     acc.fd = fd;
     return 0;

@@ -16,8 +16,10 @@
 
 #include "util/error.h"
 
-/* Binds and listens on addr (addrlen bytes; IPv6 sockets take IPv6 only). */
-int acceptor_listen(const struct sockaddr *addr, socklen_t addrlen, struct fg_error *err) FG_WUR;
+/* Binds and listens on addr (addrlen bytes; IPv6 sockets take IPv6 only);
+ * name (host:port) is what a failure names. */
+int acceptor_listen(const struct sockaddr *addr, socklen_t addrlen, const char *name,
+                    struct fg_error *err) FG_WUR;
 
 /* Starts the thread that hands every accepted connection to daemon, whose
  * pool has threads polling threads: to each of them in turn. */

@@ -3,11 +3,11 @@
  * server.c - libmicrohttpd glue. One daemon with a small pool of polling threads
  * (epoll), fed by the accepting thread of acceptor.c, which spreads new
  * connections over them; handlers run on those threads and may block on Redis
- * or Postgres for at most one backend deadline. A request that must wait is suspended with
- * MHD_suspend_connection and resumed by http_request_wake, so thousands of
- * waiters cost memory, not threads. A request's lifecycle (received, handled,
- * parked, suspended, woken, answered) is one enum, conn_phase.h, which
- * conn_step alone moves.
+ * or Postgres for at most one backend deadline. A request that must wait is
+ * suspended with MHD_suspend_connection and resumed by http_request_wake, so
+ * thousands of waiters cost memory, not threads. A request's lifecycle
+ * (received, handled, parked, suspended, woken, answered) is one enum,
+ * conn_phase.h, which conn_step alone moves.
  *
  * Paths reach the router undecoded (the unescape callback is a no-op): the
  * router decodes them strictly itself. A body over the limit is read and thrown
@@ -832,7 +832,9 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     } else {
         return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
     }
-    if (acceptor_listen((const struct sockaddr *)&addr, addrlen, err) != 0)
+    char name[300];
+    snprintf(name, sizeof name, "%s:%d", cfg->listen_host, cfg->listen_port);
+    if (acceptor_listen((const struct sockaddr *)&addr, addrlen, name, err) != 0)
         return -1;
     struct MHD_OptionItem tls_options[] = {
         {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},

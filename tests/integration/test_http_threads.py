@@ -22,7 +22,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -76,7 +75,6 @@ class AcceptSpreadTest(GatewayTest):
         socks = [socket.create_connection(("127.0.0.1", self.gw.port), timeout=30) for _ in range(THREADS)]
         for s in socks:
             self.addCleanup(s.close)
-        time.sleep(0.2)  # every connection accepted before the first request runs
         body = b'{"set": {"note": "spread"}}'
         request = (f"PATCH /v1/pg/invoices/{quote(key)} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                    f"Content-Type: application/json\r\nFence-Token: {token}\r\n"
