@@ -38,11 +38,12 @@
 #define MIGRATION_LOCK_KEY "7460518230517"
 
 struct pg_conn {
-    PGconn *pq;       /* NULL until connected */
-    bool in_use;      /* taken by a caller */
-    char **prepared;  /* names prepared on this connection (owned) */
-    size_t nprepared; /* entries in prepared */
-    char sqlstate[6]; /* SQLSTATE of the last failure, "" if none */
+    PGconn *pq;           /* NULL until connected */
+    bool in_use;          /* taken by a caller */
+    char **prepared;      /* names prepared on this connection (owned) */
+    size_t nprepared;     /* entries in prepared */
+    char sqlstate[6];     /* SQLSTATE of the last failure, "" if none */
+    int64_t last_used_ms; /* clock_mono_ms when it was last given back */
 };
 
 static struct {
@@ -151,7 +152,8 @@ struct pg_conn *pg_acquire(struct fg_error *err)
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no free connection in time");
         return NULL;
     }
-    if (c->pq != NULL && (PQstatus(c->pq) != CONNECTION_OK || sock_idle_broken(PQsocket(c->pq))))
+    if (c->pq != NULL && (PQstatus(c->pq) != CONNECTION_OK ||
+                          sock_broken_after_idle(PQsocket(c->pq), c->last_used_ms)))
         disconnect(c);
     if (c->pq == NULL && connect_conn(c, err) != 0) {
         pg_release(c);
@@ -165,6 +167,7 @@ void pg_release(struct pg_conn *c)
 {
     if (c->pq != NULL && PQtransactionStatus(c->pq) != PQTRANS_IDLE)
         disconnect(c); /* never hand on a connection inside a transaction */
+    c->last_used_ms = clock_mono_ms();
     pthread_mutex_lock(&pool.lock);
     c->in_use = false;
     pthread_cond_signal(&pool.freed);

@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -51,8 +52,9 @@ static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOA
 
 /* A thread's connection and the primary generation it was made in. */
 struct redis_conn {
-    redisContext *ctx;   /* owned */
-    unsigned generation; /* rds.generation when connected */
+    redisContext *ctx;    /* owned */
+    unsigned generation;  /* rds.generation when connected */
+    int64_t last_used_ms; /* clock_mono_ms when its last command ended */
 };
 
 static struct {
@@ -297,15 +299,16 @@ static redisContext *connect_new(long long timeout_ms, unsigned *generation, str
  * the server while idle. */
 static bool conn_stale(const struct redis_conn *conn)
 {
-    return conn->generation != atomic_load(&rds.generation) || sock_idle_broken(conn->ctx->fd);
+    return conn->generation != atomic_load(&rds.generation) ||
+           sock_broken_after_idle(conn->ctx->fd, conn->last_used_ms);
 }
 
 /* The calling thread's connection, (re)connecting and running the hook if needed. */
-static redisContext *thread_conn(struct fg_error *err)
+static struct redis_conn *thread_conn(struct fg_error *err)
 {
     struct redis_conn *conn = pthread_getspecific(rds.conn_key);
     if (conn != NULL && !conn_stale(conn))
-        return conn->ctx;
+        return conn;
     redis_thread_done();
     unsigned generation;
     redisContext *ctx = connect_new(rds.timeout_ms, &generation, err);
@@ -315,6 +318,7 @@ static redisContext *thread_conn(struct fg_error *err)
     FG_ASSERT(conn != NULL);
     conn->ctx = ctx;
     conn->generation = generation;
+    conn->last_used_ms = clock_mono_ms();
     pthread_setspecific(rds.conn_key, conn);
     if (rds.hook != NULL && rds.hook(err) != 0)
         return NULL;
@@ -324,7 +328,7 @@ static redisContext *thread_conn(struct fg_error *err)
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: connection lost while setting it up");
         return NULL;
     }
-    return conn->ctx;
+    return conn;
 }
 
 void redis_shutdown(void)
@@ -358,10 +362,10 @@ static bool reply_unavailable(const redisReply *reply)
 static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
                                   struct fg_error *err)
 {
-    redisContext *ctx = thread_conn(err);
-    if (ctx == NULL)
+    struct redis_conn *conn = thread_conn(err);
+    if (conn == NULL)
         return NULL;
-    redisReply *reply = command_argv(ctx, argc, argv, lens, err);
+    redisReply *reply = command_argv(conn->ctx, argc, argv, lens, err);
     if (reply != NULL && reply_unavailable(reply)) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
@@ -370,6 +374,8 @@ static redisReply *thread_command(int argc, const char **argv, const size_t *len
     }
     if (reply == NULL)
         redis_thread_done();
+    else
+        conn->last_used_ms = clock_mono_ms();
     return reply;
 }
 
