@@ -5,9 +5,12 @@
  * looping acquire -> release over HTTP/1.1 for a fixed time. "distinct" gives
  * each connection its own lock name, "shared" one name for all (acquires wait
  * in the gateway's queue). Prints pairs per second. With BENCH_KEY set, every
- * request carries it as a bearer API key (bench/auth.sh).
+ * request carries it as a bearer API key (bench/auth.sh); with
+ * BENCH_SEMAPHORE_LIMIT=N the pairs are semaphore acquires (limit N) and
+ * releases instead (bench/lease_scripts.sh).
  *
- * usage: [BENCH_KEY=key] http_pairs PORT CONNECTIONS SECONDS distinct|shared PREFIX
+ * usage: [BENCH_KEY=key] [BENCH_SEMAPHORE_LIMIT=n] http_pairs PORT CONNECTIONS SECONDS
+ *        distinct|shared PREFIX
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,7 +20,9 @@
 struct bench {
     int port, seconds, shared;
     const char *prefix;
-    char headers[1200]; /* extra request headers: the Authorization line, or "" */
+    const char *kind;       /* "locks" or "semaphores" */
+    char acquire_body[100]; /* the JSON body of every acquire */
+    char headers[1200];     /* extra request headers: the Authorization line, or "" */
     atomic_long pairs, failures;
 };
 
@@ -33,14 +38,14 @@ static void *run(void *arg)
     int fd = bench_connect(b->port);
     char acquire[300], release[300], body[700], buf[8192];
     if (b->shared)
-        snprintf(acquire, sizeof acquire, "/v1/locks/%s/acquire", b->prefix);
+        snprintf(acquire, sizeof acquire, "/v1/%s/%s/acquire", b->kind, b->prefix);
     else
-        snprintf(acquire, sizeof acquire, "/v1/locks/%s-%d/acquire", b->prefix, w->id);
+        snprintf(acquire, sizeof acquire, "/v1/%s/%s-%d/acquire", b->kind, b->prefix, w->id);
     snprintf(release, sizeof release, "%.*s/release", (int)(strlen(acquire) - 8), acquire);
     double end = bench_now_s() + b->seconds;
     while (bench_now_s() < end) {
-        if (bench_request(fd, "POST", acquire, b->headers, "{\"ttl_ms\":10000,\"wait_ms\":60000}", buf,
-                          sizeof buf) != 200) {
+        if (bench_request(fd, "POST", acquire, b->headers, b->acquire_body, buf, sizeof buf) !=
+            200) {
             atomic_fetch_add(&b->failures, 1);
             continue;
         }
@@ -67,7 +72,15 @@ int main(int argc, char **argv)
     struct bench b = {.port = atoi(argv[1]),
                       .seconds = atoi(argv[3]),
                       .shared = strcmp(argv[4], "shared") == 0,
-                      .prefix = argv[5]};
+                      .prefix = argv[5],
+                      .kind = "locks"};
+    snprintf(b.acquire_body, sizeof b.acquire_body, "{\"ttl_ms\":10000,\"wait_ms\":60000}");
+    const char *limit = getenv("BENCH_SEMAPHORE_LIMIT");
+    if (limit != NULL && limit[0] != '\0') {
+        b.kind = "semaphores";
+        snprintf(b.acquire_body, sizeof b.acquire_body,
+                 "{\"ttl_ms\":10000,\"wait_ms\":60000,\"limit\":%d}", atoi(limit));
+    }
     const char *key = getenv("BENCH_KEY");
     if (key != NULL && key[0] != '\0')
         snprintf(b.headers, sizeof b.headers, "Authorization: Bearer %.1000s\r\n", key);

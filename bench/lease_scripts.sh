@@ -3,7 +3,8 @@
 # bench/lease_scripts.sh - what one lease script costs Redis, two ways, in one run:
 #
 #  1. through the gateway: bench/http_pairs.c drives lock acquire+release pairs on distinct names
-#     (CONNECTIONS connections, DURATION s) against a Release gateway on its own Redis and Postgres;
+#     (CONNECTIONS connections, DURATION s) against a Release gateway on its own Redis and Postgres
+#     (KIND=semaphore: semaphore pairs, limit 2, instead; then part 1 only);
 #     INFO commandstats, reset just before, gives Redis's own time per script call (usec_per_call of
 #     FCALL, or of EVALSHA for a build from before the scripts were functions) and the commands the
 #     scripts ran per call; /proc/<redis pid>/stat gives Redis's whole CPU (its network I/O included)
@@ -15,12 +16,14 @@
 #   bench/lease_scripts.sh
 #   DURATION=10 CONNECTIONS=8 CALLGRIND_SECONDS=5 bench/lease_scripts.sh
 #   BUILD=<another Release build dir> bench/lease_scripts.sh   # part 1 only, with that build's gateway
+#   KIND=semaphore bench/lease_scripts.sh                       # the semaphore scripts, part 1 only
 # Ports: BENCH_REDIS_PORT, BENCH_PG_PORT, BENCH_HTTP_PORT (part 2 uses the Redis port + 1).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 duration="${DURATION:-5}"
+kind="${KIND:-lock}"
 connections="${CONNECTIONS:-4}"
 callgrind_seconds="${CALLGRIND_SECONDS:-3}"
 datadir=".data/bench-scripts"
@@ -36,6 +39,7 @@ bench_pair_clients
 
 bench_services
 bench_gateway
+[[ "$kind" == semaphore ]] && export BENCH_SEMAPHORE_LIMIT=2
 redis_pid=$(cat "$datadir/redis.pid")
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
@@ -48,12 +52,12 @@ calls=$(script_stat "$redis_port" calls)
 usec=$(script_stat "$redis_port" usec)
 inner=$(inner_calls "$redis_port")
 echo "load: $(uptime | sed 's/.*load average: //')"
-echo "through the gateway, $connections connections, $duration s: $pairs pairs/s, $calls script calls"
+echo "$kind pairs through the gateway, $connections connections, $duration s: $pairs pairs/s, $calls script calls"
 awk -v c="$calls" -v u="$usec" -v i="$inner" -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
   'BEGIN { printf "  Redis time per script (commandstats): %.1f us; commands per script: %.1f\n", u / c, i / c
            printf "  Redis CPU per script (/proc, I/O included): %.1f us\n", t * 1e6 / hz / c }'
 
-[[ -n "${BUILD:-}" ]] && exit 0
+[[ -n "${BUILD:-}" || "$kind" == semaphore ]] && exit 0
 cg_port=$((redis_port + 1))
 cg_dir="$datadir/callgrind"
 callgrind_redis "$cg_port" "$cg_dir"
