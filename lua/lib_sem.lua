@@ -17,9 +17,11 @@
 --   then the common lease keys (lib_lease.lua), with KEY_SEM_INDEX for index.
 -- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>").
 --
--- Every script starts by purging expired holders, then hands the slots that
--- frees to the oldest live waiters, so a crashed holder's slot is reused within
--- one lease by whoever calls.
+-- Every script that finds the semaphore in use starts by purging expired
+-- holders, then hands the slots that frees to the oldest live waiters, so a
+-- crashed holder's slot is reused within one lease by whoever calls. An
+-- acquire of an idle semaphore (no limit, holder or waiter) takes the first
+-- slot with none of that.
 
 local function sem_keys()
   local k = lease_keys(KEYS_AT_LIB_LEASE)
@@ -129,26 +131,25 @@ local function first_expiry_in(k, now)
   return math.max(0, tonumber(first[2]) - now)
 end
 
--- Ends the scripts' bookkeeping: a semaphore with neither holders nor waiters
--- forgets its limit; otherwise its keys live at least keep_ms after the last
--- holder lease, so an abandoned semaphore does not stay in Redis forever
--- (live waiters call again at least every poll interval, which pushes it on).
--- The six times to live are set half a keep_ms longer than needed, so most
--- calls find them long enough (read from the limit key, set with the others)
--- and set nothing. Long enough means keep_ms past the latest expiry this call
--- set (k.latest, set_expiry): a holder's expiry set by an earlier call was
--- covered then, and its time left and the keys' times to live have run down
--- at the same pace since. A call that may have made one of the keys anew
--- (k.fresh: the first holder or waiter, a new limit) sets them all, since a
--- key made by a write has no time to live. Keys live at most 1.5 x keep_ms
--- after the last holder lease. Returns true if the semaphore is idle (its
--- keys are gone).
-local function tidy(k, now, keep_ms)
-  if redis.call('EXISTS', k.h, k.q) == 0 then
-    redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
-    return true
-  end
-  if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return false end
+-- Removes every key of an idle semaphore (no holder, no waiter).
+local function forget(k)
+  redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
+end
+
+-- Keeps the keys of a semaphore in use alive: they live at least keep_ms after
+-- the last holder lease, so an abandoned semaphore does not stay in Redis
+-- forever (live waiters call again at least every poll interval, which pushes
+-- it on). The six times to live are set half a keep_ms longer than needed, so
+-- most calls find them long enough (read from the limit key, set with the
+-- others) and set nothing. Long enough means keep_ms past the latest expiry
+-- this call set (k.latest, set_expiry): a holder's expiry set by an earlier
+-- call was covered then, and its time left and the keys' times to live have
+-- run down at the same pace since. A call that may have made one of the keys
+-- anew (k.fresh: the first holder or waiter, a new limit) sets them all, since
+-- a key made by a write has no time to live. Keys live at most 1.5 x keep_ms
+-- after the last holder lease.
+local function keep_alive(k, now, keep_ms)
+  if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return end
   local ttl = keep_ms
   local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
   if #last > 0 then ttl = ttl + math.max(0, tonumber(last[2]) - now) end
@@ -159,5 +160,26 @@ local function tidy(k, now, keep_ms)
   redis.call('PEXPIRE', k.w, ttl)
   redis.call('PEXPIRE', k.l, ttl)
   redis.call('PEXPIRE', k.t, ttl)
+end
+
+-- Ends the scripts' bookkeeping: a semaphore with neither holders nor waiters
+-- forgets its keys, limit included; otherwise keep_alive. Returns true if the
+-- semaphore is idle (its keys are gone).
+local function tidy(k, now, keep_ms)
+  if redis.call('EXISTS', k.h, k.q) == 0 then
+    forget(k)
+    return true
+  end
+  keep_alive(k, now, keep_ms)
   return false
+end
+
+-- The bookkeeping of the first grant of an idle semaphore, whose only keys are
+-- now the holders and their data: sets the limit and, as keep_alive would,
+-- the three keys' times to live, keep_ms and a half past that holder's lease.
+local function settle_first_holder(k, now, keep_ms, limit_text)
+  local ttl = decimal(keep_ms + math.max(0, k.latest - now) + keep_ms / 2)
+  redis.call('SET', k.l, limit_text, 'PX', ttl)
+  redis.call('PEXPIRE', k.h, ttl)
+  redis.call('PEXPIRE', k.d, ttl)
 end

@@ -28,7 +28,6 @@ local handoff = {}
 if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
 index_add(k, name)
-purge(k, now)
 
 local prior = rid_lease(k, rid, now)
 local known = prior ~= nil
@@ -39,7 +38,26 @@ local function done(reply)
   return answer(reply, handoff)
 end
 
+-- Makes the caller a holder now; returns its record.
+local function grant_now()
+  local fence = redis.call('INCR', k.fence)
+  local rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, granted_at = now, claimed = 1,
+               rid = rid, inst = inst, attach = attach}
+  redis.call('HSET', k.d, lease, holder_json(rec))
+  set_expiry(k, lease, now + ttl)
+  rid_hold(k, rid, lease, now + ttl, now)
+  return rec
+end
+
 local in_force = limit_in_force(k)
+if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then
+  -- Idle (no limit, holder or waiter): the first slot, without the looks at
+  -- holders, queue and expired leases that a semaphore in use needs.
+  local rec = grant_now()
+  settle_first_holder(k, now, keep_ms, A_limit)
+  return granted_reply(lease, rec, now + ttl, handoff)
+end
+purge(k, now)
 if in_force and in_force ~= limit then
   local busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
   if busy and redis.call('ZCARD', k.q) > 0 and purge_dead_waiters(k, k.q, k.w, now) > 0 then
@@ -76,12 +94,7 @@ if not queued then
   local held = waiting == 0 and redis.call('ZCARD', k.h)
   if held and held < limit then
     if held == 0 then k.fresh = true end
-    local fence = redis.call('INCR', k.fence)
-    rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, granted_at = now, claimed = 1,
-           rid = rid, inst = inst, attach = attach}
-    redis.call('HSET', k.d, lease, holder_json(rec))
-    set_expiry(k, lease, now + ttl)
-    rid_hold(k, rid, lease, now + ttl, now)
+    rec = grant_now()
     tidy(k, now, keep_ms)
     return granted_reply(lease, rec, now + ttl, handoff)
   end

@@ -29,6 +29,11 @@ elseif was_released(k, lease, now) then
 else
   reply = {r = 'lost'}
 end
-grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
-index_drop_if_idle(k, name, tidy(k, now, keep_ms))
+if redis.call('EXISTS', k.h, k.q) == 0 then -- nobody holds or waits: nothing to grant
+  forget(k)
+  index_drop_if_idle(k, name, true)
+else
+  grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
+  keep_alive(k, now, keep_ms)
+end
 return answer(reply, handoff)

@@ -274,6 +274,26 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertEqual([k for k in keys if r.cmd("EXISTS", k)], [], "an idle semaphore keeps keys")
         self.assertIsNone(r.cmd("ZSCORE", "fg:idx:sm", name), "an idle semaphore stays listed")
 
+    def test_an_acquire_without_a_limit_in_redis_still_counts_the_holders(self):
+        """An acquire of an idle semaphore takes the first slot by a shortcut; it must tell idle from in use by
+        the holders and the queue, not by the limit key alone. With the limit key gone (a partial restore, an
+        operator's DEL) while a holder holds, a second acquire at limit 1 must not be granted. Caught: a
+        shortcut taken on a missing limit key alone (two holders of one slot)."""
+        name = unique("sem-nolimit")
+        first = acquire(self.c, name, limit=1, ttl_ms=30000)
+        self.assertEqual(first.status, 200, first)
+        r = Redis()
+        self.assertEqual(r.cmd("DEL", f"fg:sm:{{{name}}}:l"), 1)
+        second = acquire(self.c, name, limit=1, wait_ms=0)
+        self.assertEqual(second.status, 409, second)
+        self.assertEqual(status(self.c, name)["holders"], 1)
+        self.assertEqual(release(self.c, name, first.body["token"]).status, 200)
+        third = acquire(self.c, name, limit=1, wait_ms=0)
+        self.assertEqual(third.status, 200, third)
+        self.assertGreater(third.body["fence"], first.body["fence"])
+        self.assertEqual(release(self.c, name, third.body["token"]).status, 200)
+        r.close()
+
     def test_bad_input_is_a_problem_never_a_500(self):
         name = unique("sem-bad")
         cases = [({}, "invalid_field"), ({"limit": 0}, "invalid_field"), ({"limit": 100001}, "invalid_field"),
