@@ -4,8 +4,8 @@
  *
  * The pool is a fixed array guarded by one mutex; a caller waits on a condition
  * variable for at most the request deadline. A connection is (re)made when taken
- * if it is missing, broken, or was closed by the server while idle (a peek at its
- * socket, util/sock.h: no round trip), and its prepared statements are forgotten
+ * if it is missing, broken, or was closed by the server while it rested (a peek
+ * at its socket, util/sock.h: no round trip), and its prepared statements are forgotten
  * with it and prepared again on the new one. With a multi-host DSN and
  * target_session_attrs=read-write, libpq picks the primary at each connect, so a
  * promoted standby takes over without a restart; a connection that finds itself

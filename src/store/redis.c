@@ -15,9 +15,10 @@
  * lease script). With sentinels, a watcher thread follows +switch-master and
  * bumps a generation number; a connection made in an older generation is
  * dropped before its next command, so the gateway moves to the new primary at
- * once instead of waiting for the old one to fail. A connection idle since its
- * last command is peeked at (util/sock.h) before use, so one that the server
- * closed meanwhile is remade instead of failing a request.
+ * once instead of waiting for the old one to fail. A connection that rested
+ * since its last command (SOCK_CHECK_IDLE_MS or more) is peeked at (util/sock.h)
+ * before use, so one that the server closed meanwhile is remade instead of
+ * failing a request.
  */
 #include "store/redis.h"
 
