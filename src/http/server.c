@@ -859,7 +859,11 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
         return fg_fail(err, FG_ERR_CONFIG, "cannot serve on %s:%d", cfg->listen_host,
                        cfg->listen_port);
     }
-    return acceptor_start(server.daemon, (unsigned)cfg->http_threads, err);
+    if (acceptor_start(server.daemon, (unsigned)cfg->http_threads, err) != 0) {
+        http_server_stop();
+        return -1;
+    }
+    return 0;
 }
 
 void http_server_quiesce(void)
