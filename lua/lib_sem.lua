@@ -131,6 +131,12 @@ local function first_expiry_in(k, now)
   return math.max(0, tonumber(first[2]) - now)
 end
 
+-- The time to live (text) that keeps a semaphore's keys keep_ms and a half
+-- past a holder lease that ends at last (ms; now when there is none).
+local function keys_ttl(now, keep_ms, last)
+  return decimal(keep_ms + math.max(0, last - now) + keep_ms / 2)
+end
+
 -- Removes every key of an idle semaphore (no holder, no waiter).
 local function forget(k)
   redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
@@ -150,10 +156,8 @@ end
 -- after the last holder lease.
 local function keep_alive(k, now, keep_ms)
   if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return end
-  local ttl = keep_ms
   local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
-  if #last > 0 then ttl = ttl + math.max(0, tonumber(last[2]) - now) end
-  ttl = decimal(ttl + keep_ms / 2)
+  local ttl = keys_ttl(now, keep_ms, #last > 0 and tonumber(last[2]) or now)
   redis.call('PEXPIRE', k.h, ttl)
   redis.call('PEXPIRE', k.d, ttl)
   redis.call('PEXPIRE', k.q, ttl)
@@ -176,9 +180,9 @@ end
 
 -- The bookkeeping of the first grant of an idle semaphore, whose only keys are
 -- now the holders and their data: sets the limit and, as keep_alive would,
--- the three keys' times to live, keep_ms and a half past that holder's lease.
+-- the three keys' times to live past that holder's lease (k.latest).
 local function settle_first_holder(k, now, keep_ms, limit_text)
-  local ttl = decimal(keep_ms + math.max(0, k.latest - now) + keep_ms / 2)
+  local ttl = keys_ttl(now, keep_ms, k.latest)
   redis.call('SET', k.l, limit_text, 'PX', ttl)
   redis.call('PEXPIRE', k.h, ttl)
   redis.call('PEXPIRE', k.d, ttl)

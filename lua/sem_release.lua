@@ -29,11 +29,12 @@ elseif was_released(k, lease, now) then
 else
   reply = {r = 'lost'}
 end
-if redis.call('EXISTS', k.h, k.q) == 0 then -- nobody holds or waits: nothing to grant
+local idle = redis.call('EXISTS', k.h, k.q) == 0 -- nobody holds or waits: nothing to grant
+if idle then
   forget(k)
-  index_drop_if_idle(k, name, true)
 else
   grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
   keep_alive(k, now, keep_ms)
 end
+index_drop_if_idle(k, name, idle)
 return answer(reply, handoff)
