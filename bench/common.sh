@@ -46,6 +46,9 @@ bench_pg_writes_setup() {
 # psql on the bench Postgres (after bench_pg_writes_setup), unaligned and stopping at the first error.
 sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
 
+# utime+stime, in clock ticks, of process $1 (a pid) or of one of its threads (<pid>/task/<tid>).
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 # The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
 median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 

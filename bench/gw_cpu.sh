@@ -50,9 +50,6 @@ sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_
 config="$datadir/gateway.json"
 echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"], "fence_column": "lock_fence"}}}' >"$config"
 
-# utime+stime of process $1 in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
 # Runs client command "$@" against the running gateway; prints "<ops/s> <gateway µs per request>"
 # with $per_op requests per operation.
 measure() {

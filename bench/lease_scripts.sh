@@ -41,7 +41,6 @@ bench_services
 bench_gateway
 [[ "$kind" == semaphore ]] && export BENCH_SEMAPHORE_LIMIT=2
 redis_pid=$(cat "$datadir/redis.pid")
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 "$build/http_pairs" "$http_port" "$connections" 1 distinct warm >/dev/null
 rcli "$redis_port" CONFIG RESETSTAT >/dev/null

@@ -27,7 +27,6 @@ bench_services
 bench_gateway
 
 redis_pid=$(cat "$datadir/redis.pid")
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 status=0

@@ -33,7 +33,7 @@ bench_gateway
 
 thread_ticks() {
   for task in /proc/"$bench_gateway_pid"/task/*; do
-    echo "${task##*/} $(awk '{ print $14 + $15 }' "$task/stat")"
+    echo "${task##*/} $(cpu_ticks "$bench_gateway_pid/task/${task##*/}")"
   done | sort
 }
 
