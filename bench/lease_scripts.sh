@@ -4,7 +4,7 @@
 #
 #  1. through the gateway: bench/http_pairs.c drives lock acquire+release pairs on distinct names
 #     (CONNECTIONS connections, DURATION s) against a Release gateway on its own Redis and Postgres
-#     (KIND=semaphore: semaphore pairs, limit 2, instead; then part 1 only);
+#     (KIND=semaphore: semaphore pairs, limit 2, instead);
 #     INFO commandstats, reset just before, gives Redis's own time per script call (usec_per_call of
 #     FCALL, or of EVALSHA for a build from before the scripts were functions) and the commands the
 #     scripts ran per call; /proc/<redis pid>/stat gives Redis's whole CPU (its network I/O included)
@@ -16,7 +16,7 @@
 #   bench/lease_scripts.sh
 #   DURATION=10 CONNECTIONS=8 CALLGRIND_SECONDS=5 bench/lease_scripts.sh
 #   BUILD=<another Release build dir> bench/lease_scripts.sh   # part 1 only, with that build's gateway
-#   KIND=semaphore bench/lease_scripts.sh                       # the semaphore scripts, part 1 only
+#   KIND=semaphore bench/lease_scripts.sh                       # the semaphore scripts
 # Ports: BENCH_REDIS_PORT, BENCH_PG_PORT, BENCH_HTTP_PORT (part 2 uses the Redis port + 1).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,12 +56,15 @@ awk -v c="$calls" -v u="$usec" -v i="$inner" -v t=$((after - before)) -v hz="$(g
   'BEGIN { printf "  Redis time per script (commandstats): %.1f us; commands per script: %.1f\n", u / c, i / c
            printf "  Redis CPU per script (/proc, I/O included): %.1f us\n", t * 1e6 / hz / c }'
 
-[[ -n "${BUILD:-}" || "$kind" == semaphore ]] && exit 0
+[[ -n "${BUILD:-}" ]] && exit 0
 cg_port=$((redis_port + 1))
 cg_dir="$datadir/callgrind"
 callgrind_redis "$cg_port" "$cg_dir"
 rcli "$cg_port" SET fg:fence 1 >/dev/null
 rcli "$cg_port" SET fg:fence_limit 1000000000000000 >/dev/null
-"$build/raw_pairs" "$cg_port" 1 "$callgrind_seconds" distinct >/dev/null
+raw_kind=""
+[[ "$kind" == semaphore ]] && raw_kind=semaphore
+# shellcheck disable=SC2086 # raw_kind is one word or none
+"$build/raw_pairs" "$cg_port" 1 "$callgrind_seconds" distinct $raw_kind >/dev/null
 echo -n "raw_pairs under callgrind, 1 connection, $callgrind_seconds s: "
 callgrind_redis_report "$cg_port" "$cg_dir"

@@ -9,12 +9,15 @@
  * constants (lua_scripts.h), so the calls are the gateway's and cannot drift
  * from the scripts; built by bench/locks.sh against the build's generated/.
  *
- * usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared
+ * usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared [semaphore]
  *        raw_pairs acquire-args NAME LEASE
  * With "shared" every connection uses one lock name and tries once (a busy
  * answer counts as an attempt, not a pair), which is what a raw client without
- * a queue can do. "acquire-args" prints the function, numkeys, KEYS and ARGV
- * of an uncontended acquire of NAME by LEASE, one a line (for redis-benchmark).
+ * a queue can do. With "semaphore" the pairs are those of lua/sem_acquire.lua
+ * and lua/sem_release.lua on semaphores of limit 2 (http_pairs's
+ * BENCH_SEMAPHORE_LIMIT=2) instead. "acquire-args" prints the function,
+ * numkeys, KEYS and ARGV of an uncontended lock acquire of NAME by LEASE, one
+ * a line (for redis-benchmark).
  */
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -37,12 +40,15 @@
 #define RAW_ATTACH      "rawattach00000000000000000000000"
 #define RAW_MAX_WAITERS FG_STR(DEFAULT_MAX_WAITERS_PER_LOCK)
 #define RAW_RID_TTL_MS  "1860000"
-#define MAX_CALL_ARGS   (3 + LIB_LOCK_NKEYS + LOCK_ACQUIRE_NARGV)
+#define RAW_SEM_LIMIT   "2"
+#define RAW_SEM_KEEP_MS "600000"
+#define MAX_CALL_ARGS   (3 + LIB_SEM_NKEYS + SEM_ACQUIRE_NARGV)
 
 struct bench {
     int port;
     int seconds;
     int shared;
+    int semaphore;
     atomic_long pairs;
     atomic_long busy;
 };
@@ -98,6 +104,36 @@ static void acquire_args(const char **args, const char *name, const char *lease)
     args[LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = RAW_RID_TTL_MS;
 }
 
+/* Fills args with the ARGV of an uncontended acquire of the semaphore by lease (wait "0"). */
+static void sem_acquire_args(const char **args, const char *name, const char *lease)
+{
+    args[SEM_ACQUIRE_ARGV_NAME] = name;
+    args[SEM_ACQUIRE_ARGV_LEASE] = lease;
+    args[SEM_ACQUIRE_ARGV_REQUEST_ID] = "";
+    args[SEM_ACQUIRE_ARGV_TTL_MS] = RAW_TTL_MS;
+    args[SEM_ACQUIRE_ARGV_MAX_HOLD_MS] = FG_STR(DEFAULT_MAX_HOLD_MS);
+    args[SEM_ACQUIRE_ARGV_OWNER] = "";
+    args[SEM_ACQUIRE_ARGV_WAIT] = "0";
+    args[SEM_ACQUIRE_ARGV_INSTANCE] = RAW_INSTANCE;
+    args[SEM_ACQUIRE_ARGV_ATTACH] = RAW_ATTACH;
+    args[SEM_ACQUIRE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
+    args[SEM_ACQUIRE_ARGV_MAX_WAITERS] = RAW_MAX_WAITERS;
+    args[SEM_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = RAW_RID_TTL_MS;
+    args[SEM_ACQUIRE_ARGV_LIMIT] = RAW_SEM_LIMIT;
+    args[SEM_ACQUIRE_ARGV_KEEP_MS] = RAW_SEM_KEEP_MS;
+}
+
+/* Fills args with the ARGV of the release of the semaphore's lease. */
+static void sem_release_args(const char **args, const char *name, const char *lease, const char *marker)
+{
+    args[SEM_RELEASE_ARGV_NAME] = name;
+    args[SEM_RELEASE_ARGV_LEASE] = lease;
+    args[SEM_RELEASE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
+    args[SEM_RELEASE_ARGV_MARKER_MS] = marker;
+    args[SEM_RELEASE_ARGV_KEEP_MS] = RAW_SEM_KEEP_MS;
+    args[SEM_RELEASE_ARGV_INSTANCE] = RAW_INSTANCE;
+}
+
 /* Fills cmd with FCALL of script, the keys k and its arguments args; returns the count. */
 static int script_call(const char **cmd, enum fg_script script, const struct lease_keys *k,
                        const char *const *args, char *numkeys, size_t cap)
@@ -123,17 +159,26 @@ static void *run(void *arg)
     snprintf(name, sizeof name, b->shared ? "rawbench" : "rawbench-%d", w->id);
     snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     struct lease_keys k;
-    lease_keys_init(&k, LEASE_KIND_LOCK, name);
-    const char *acq_args[LOCK_ACQUIRE_NARGV], *rel_args[LOCK_RELEASE_NARGV];
-    acquire_args(acq_args, name, lease);
-    rel_args[LOCK_RELEASE_ARGV_NAME] = name;
-    rel_args[LOCK_RELEASE_ARGV_LEASE] = lease;
-    rel_args[LOCK_RELEASE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
-    rel_args[LOCK_RELEASE_ARGV_MARKER_MS] = marker;
-    rel_args[LOCK_RELEASE_ARGV_INSTANCE] = RAW_INSTANCE;
+    const char *acq_args[SEM_ACQUIRE_NARGV], *rel_args[SEM_ACQUIRE_NARGV];
+    enum fg_script acquire = SCRIPT_LOCK_ACQUIRE, release = SCRIPT_LOCK_RELEASE;
+    if (b->semaphore) {
+        acquire = SCRIPT_SEM_ACQUIRE;
+        release = SCRIPT_SEM_RELEASE;
+        lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+        sem_acquire_args(acq_args, name, lease);
+        sem_release_args(rel_args, name, lease, marker);
+    } else {
+        lease_keys_init(&k, LEASE_KIND_LOCK, name);
+        acquire_args(acq_args, name, lease);
+        rel_args[LOCK_RELEASE_ARGV_NAME] = name;
+        rel_args[LOCK_RELEASE_ARGV_LEASE] = lease;
+        rel_args[LOCK_RELEASE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
+        rel_args[LOCK_RELEASE_ARGV_MARKER_MS] = marker;
+        rel_args[LOCK_RELEASE_ARGV_INSTANCE] = RAW_INSTANCE;
+    }
     const char *acq[MAX_CALL_ARGS], *rel[MAX_CALL_ARGS];
-    int nacq = script_call(acq, SCRIPT_LOCK_ACQUIRE, &k, acq_args, numkeys, sizeof numkeys);
-    int nrel = script_call(rel, SCRIPT_LOCK_RELEASE, &k, rel_args, numkeys, sizeof numkeys);
+    int nacq = script_call(acq, acquire, &k, acq_args, numkeys, sizeof numkeys);
+    int nrel = script_call(rel, release, &k, rel_args, numkeys, sizeof numkeys);
     double end = now_s() + b->seconds;
     for (long n = 0; now_s() < end; n++) {
         snprintf(lease, sizeof lease, "%08x%08x%016lx", w->id, (unsigned)rand(), n);
@@ -171,16 +216,19 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "acquire-args") == 0)
         return print_acquire(argv[2], argv[3]);
-    if (argc != 5) {
-        fprintf(stderr, "usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared\n"
+    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "semaphore") == 0)) {
+        fprintf(stderr, "usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared [semaphore]\n"
                         "       raw_pairs acquire-args NAME LEASE\n");
         return 1;
     }
     struct bench b = {
-        .port = atoi(argv[1]), .seconds = atoi(argv[3]), .shared = strcmp(argv[4], "shared") == 0};
+        .port = atoi(argv[1]),
+        .seconds = atoi(argv[3]),
+        .shared = strcmp(argv[4], "shared") == 0,
+        .semaphore = argc == 6};
     redisContext *c = connect_or_exit(b.port);
-    load_or_exit(c, SCRIPT_LOCK_ACQUIRE);
-    load_or_exit(c, SCRIPT_LOCK_RELEASE);
+    load_or_exit(c, b.semaphore ? SCRIPT_SEM_ACQUIRE : SCRIPT_LOCK_ACQUIRE);
+    load_or_exit(c, b.semaphore ? SCRIPT_SEM_RELEASE : SCRIPT_LOCK_RELEASE);
     redisFree(c);
     int n = atoi(argv[2]);
     pthread_t *threads = calloc((size_t)n, sizeof *threads);

@@ -27,6 +27,8 @@
 -- how long a request_id outlives its lease's expiry (a late retry then answers
 -- "ended", not a second lease).
 
+-- The common keys from KEYS[first] on, by name (lib_sem.lua's sem_keys lists
+-- them again, in the one table constructor of all a semaphore's keys).
 local function lease_keys(first)
   return {fence = KEYS[first], fence_limit = KEYS[first + 1], gateways = KEYS[first + 2],
           rids = KEYS[first + 3], rid_until = KEYS[first + 4], released = KEYS[first + 5],
@@ -56,6 +58,18 @@ local function keep_until(key, till, now)
   if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
 end
 
+-- A string as JSON text, through cjson unless it is empty.
+local function json_string(s)
+  if s == '' then return '""' end
+  return cjson.encode(s)
+end
+
+-- An id the gateway made (lowercase hex, or empty) as JSON text: quoted as it
+-- is, since it holds nothing to escape.
+local function json_id(id)
+  return '"' .. id .. '"'
+end
+
 -- The reply of a lease that holds, as JSON: built by hand, since its shape is
 -- fixed and lease is a lease id (hex); the numbers come as decimal text.
 local function granted_json(lease, fence, ttl, expires_at)
@@ -65,15 +79,15 @@ end
 
 -- A script's reply: reply (JSON text of an object, or a table to encode) with
 -- the grants handed over in-process (lib_lock.lua grant_next, lib_sem.lua
--- grant_free) as its "handoff" member when there are any, numbers printed by
--- decimal().
+-- grant_free: {lease, fence, ttl, expires_at}, the numbers as decimal text) as
+-- its "handoff" member when there are any.
 local function answer(reply, handoff)
   if type(reply) == 'table' then reply = cjson.encode(reply) end
   if #handoff == 0 then return reply end
   local grants = {}
   for i, g in ipairs(handoff) do
-    grants[i] = '{"lease":"' .. g.lease .. '","fence":' .. decimal(g.fence) .. ',"ttl":' .. decimal(g.ttl) ..
-                ',"expires_at":' .. decimal(g.expires_at) .. '}'
+    grants[i] = '{"lease":"' .. g.lease .. '","fence":' .. g.fence .. ',"ttl":' .. g.ttl .. ',"expires_at":' ..
+                g.expires_at .. '}'
   end
   return string.sub(reply, 1, -2) .. ',"handoff":[' .. table.concat(grants, ',') .. ']}'
 end
@@ -91,10 +105,20 @@ end
 -- most the fences it issues (bounded by the largest semaphore limit); recovery
 -- after a loss skips that much.
 
+-- True if fences may be issued, given MGET's values of the fence and its limit.
+local function fences_left(v)
+  return v[1] ~= false and v[2] ~= false and tonumber(v[1]) < tonumber(v[2])
+end
+
 -- True if fences may be issued now.
 local function fence_ready(lk)
-  local v = redis.call('MGET', lk.fence, lk.fence_limit)
-  return v[1] ~= false and v[2] ~= false and tonumber(v[1]) < tonumber(v[2])
+  return fences_left(redis.call('MGET', lk.fence, lk.fence_limit))
+end
+
+-- fence_ready, and the value of key (or false) read in the same command.
+local function fence_ready_and_get(lk, key)
+  local v = redis.call('MGET', lk.fence, lk.fence_limit, key)
+  return fences_left(v), v[3]
 end
 
 -- True if gateway inst marked itself alive and its mark has not run out.
@@ -122,14 +146,14 @@ end
 -- Maps rid to lease until at least till (ms); an earlier time never shortens it.
 local function rid_keep(lk, rid, lease, till, now)
   if rid == '' or rid == nil then return end
-  local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', now, 'LIMIT', 0, 16)
+  local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
   if #old > 0 then
     redis.call('ZREM', lk.rid_until, unpack(old))
     redis.call('HDEL', lk.rids, unpack(old))
   end
   redis.call('HSET', lk.rids, rid, lease)
   local cur = tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
-  if till > cur then redis.call('ZADD', lk.rid_until, till, rid) else till = cur end
+  if till > cur then redis.call('ZADD', lk.rid_until, decimal(till), rid) else till = cur end
   keep_until(lk.rids, till, now)
   keep_until(lk.rid_until, till, now)
 end
@@ -152,9 +176,8 @@ end
 -- nil when nobody alive waits. k is a lock's or a semaphore's key table.
 local function next_live_waiter(k, now)
   while true do
-    local head = redis.call('ZRANGE', k.q, 0, 0)[1]
+    local head = redis.call('ZPOPMIN', k.q)[1]
     if not head then return nil end
-    redis.call('ZREM', k.q, head)
     local raw = redis.call('HGET', k.w, head)
     redis.call('HDEL', k.w, head)
     if raw then

@@ -39,14 +39,14 @@ local function grant_next(k, name, claim_ms, now, inst, handoff)
   if not fence_ready(k) then return nil end
   local head, w = next_live_waiter(k, now)
   if not head then return false end
-  local fence = redis.call('INCR', k.fence)
+  local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
   redis.call('HSET', k.h, 'lease', head, 'fence', fence, 'owner', w.owner,
-             'ttl', w.ttl, 'hold_until', now + w.max_hold, 'granted_at', now, 'claimed', '0',
+             'ttl', ttl, 'hold_until', decimal(now + w.max_hold), 'granted_at', decimal(now), 'claimed', '0',
              'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
   rid_hold(k, w.rid, head, now + w.ttl, now)
   if handoff and w.inst == inst then
-    redis.call('PEXPIRE', k.h, decimal(w.ttl))
-    handoff[1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = now + w.ttl}
+    redis.call('PEXPIRE', k.h, ttl)
+    handoff[1] = {lease = head, fence = fence, ttl = ttl, expires_at = decimal(now + w.ttl)}
   else
     redis.call('PEXPIRE', k.h, decimal(math.min(w.ttl, claim_ms)))
     redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)

@@ -24,28 +24,52 @@
 -- slot with none of that.
 
 local function sem_keys()
-  local k = lease_keys(KEYS_AT_LIB_LEASE)
-  k.h, k.d, k.q, k.w, k.l, k.t = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  k.fresh = false -- a key may have been made without a time to live (tidy)
-  k.latest = 0 -- the latest holder expiry this call set (tidy)
-  return k
+  -- One table constructor for the semaphore's keys, the common ones of
+  -- lease_keys and the call's bookkeeping: a table filled in later, key by
+  -- key, grows and rehashes on the way, which costs a script more than some of
+  -- its commands. fresh: a key may have been made without a time to live;
+  -- latest: the latest holder expiry this call set (both for keep_alive).
+  local f = KEYS_AT_LIB_LEASE
+  return {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
+          fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
+          rid_until = KEYS[f + 4], released = KEYS[f + 5], index = KEYS[f + 6], ended = KEYS[f + 7],
+          revoked = KEYS[f + 8], watched = KEYS[f + 9]}
 end
 
--- Sets the expiry of holder lease to expires_at (ms), noting it for tidy.
-local function set_expiry(k, lease, expires_at)
-  redis.call('ZADD', k.h, decimal(expires_at), lease)
+-- Sets the expiry of holder lease to expires_at (ms; text: the same as decimal
+-- text, when the caller has it), noting it for tidy.
+local function set_expiry(k, lease, expires_at, text)
+  redis.call('ZADD', k.h, text or decimal(expires_at), lease)
   if expires_at > k.latest then k.latest = expires_at end
 end
 
--- A holder record (the fields of the data hash's JSON) as JSON, built by hand:
--- cjson prints every number through the C library's floating-point printing,
--- many times the cost of decimal(); the strings still go through cjson.
-local function holder_json(rec)
-  return '{"fence":' .. decimal(rec.fence) .. ',"owner":' .. cjson.encode(rec.owner) ..
-         ',"ttl":' .. decimal(rec.ttl) .. ',"hold_until":' .. decimal(rec.hold_until) ..
-         ',"granted_at":' .. decimal(rec.granted_at) .. ',"claimed":' .. decimal(rec.claimed) ..
-         ',"rid":' .. cjson.encode(rec.rid) .. ',"inst":' .. cjson.encode(rec.inst) ..
-         ',"attach":' .. cjson.encode(rec.attach) .. '}'
+-- A holder record (the fields of the data hash's JSON) as JSON, built by hand
+-- from its fields, the numbers as decimal text: cjson prints every number
+-- through the C library's floating-point printing, many times the cost of
+-- decimal(), and a script that has a number as text already passes it on.
+local function holder_json(fence, owner, ttl, hold_until, granted_at, claimed, rid, inst, attach)
+  return '{"fence":' .. fence .. ',"owner":' .. json_string(owner) .. ',"ttl":' .. ttl ..
+         ',"hold_until":' .. hold_until .. ',"granted_at":' .. granted_at .. ',"claimed":' .. claimed ..
+         ',"rid":' .. json_string(rid) .. ',"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) .. '}'
+end
+
+-- holder_json of a decoded holder record (holder_of), whose numbers are numbers.
+local function record_json(rec)
+  return holder_json(decimal(rec.fence), rec.owner, decimal(rec.ttl), decimal(rec.hold_until),
+                     decimal(rec.granted_at), decimal(rec.claimed), rec.rid, rec.inst, rec.attach)
+end
+
+-- The fence, ttl and granted_at of holder record raw (JSON text), read off the
+-- text as decimal text where holder_json wrote them (its fields come in a
+-- fixed order, and no string in it can hold an unescaped quote) at a third of
+-- the cost of decoding it; a record of another layout is decoded (numbers, and
+-- granted_at nil in a record that lacks it).
+local function holder_numbers(raw)
+  local fence, ttl, granted_at =
+    string.match(raw, '^{"fence":(%d+),"owner":.-,"ttl":(%d+),"hold_until":%d+,"granted_at":(%d+),')
+  if fence then return fence, ttl, granted_at end
+  local rec = cjson.decode(raw)
+  return rec.fence, rec.ttl, rec.granted_at
 end
 
 -- Removes the holders whose lease expired (score <= now).
@@ -78,16 +102,16 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
   while free > 0 do
     local head, w = next_live_waiter(k, now)
     if not head then return end
-    local fence = redis.call('INCR', k.fence)
+    local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
     local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
     local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
-    set_expiry(k, head, expires_at)
-    redis.call('HSET', k.d, head, holder_json({fence = fence, owner = w.owner, ttl = w.ttl,
-               hold_until = now + w.max_hold, granted_at = now, claimed = 0, rid = w.rid, inst = w.inst,
-               attach = w.attach}))
+    local expires_text = decimal(expires_at)
+    set_expiry(k, head, expires_at, expires_text)
+    redis.call('HSET', k.d, head, holder_json(fence, w.owner, ttl, decimal(now + w.max_hold), decimal(now), '0',
+                                              w.rid, w.inst, w.attach))
     rid_hold(k, w.rid, head, now + w.ttl, now)
     if here then
-      handoff[#handoff + 1] = {lease = head, fence = fence, ttl = w.ttl, expires_at = expires_at}
+      handoff[#handoff + 1] = {lease = head, fence = fence, ttl = ttl, expires_at = expires_text}
     else
       redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 's|' .. head .. '|' .. name)
     end
@@ -113,7 +137,7 @@ end
 local function claim(k, lease, rec, now, attach)
   rec.claimed = 1
   rec.attach = attach
-  redis.call('HSET', k.d, lease, holder_json(rec))
+  redis.call('HSET', k.d, lease, record_json(rec))
   set_expiry(k, lease, now + rec.ttl)
   rid_hold(k, rec.rid, lease, now + rec.ttl, now)
   return now + rec.ttl
@@ -126,7 +150,7 @@ end
 
 -- Milliseconds until the earliest holder lease ends (a slot may free then), or -1.
 local function first_expiry_in(k, now)
-  local first = redis.call('ZRANGE', k.h, 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', k.h, '0', '0', 'WITHSCORES')
   if #first == 0 then return -1 end
   return math.max(0, tonumber(first[2]) - now)
 end

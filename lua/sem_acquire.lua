@@ -19,13 +19,12 @@
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 local ttl, max_hold, owner, wait = tonumber(A_ttl_ms), tonumber(A_max_hold_ms), A_owner, A_wait == '1'
-local inst, attach, claim_ms = A_instance, A_attach, tonumber(A_claim_ms)
-local max_waiters, rid_ttl = tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
-local limit, keep_ms = tonumber(A_limit), tonumber(A_keep_ms)
+local inst, attach, keep_ms = A_instance, A_attach, tonumber(A_keep_ms)
 local k = sem_keys()
 local handoff = {}
 
-if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end
+local ready, limit_text = fence_ready_and_get(k, k.l)
+if not ready then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
 index_add(k, name)
 
@@ -38,25 +37,29 @@ local function done(reply)
   return answer(reply, handoff)
 end
 
--- Makes the caller a holder now; returns its record.
+-- Makes the caller a holder now; returns the reply that says so.
 local function grant_now()
-  local fence = redis.call('INCR', k.fence)
-  local rec = {fence = fence, owner = owner, ttl = ttl, hold_until = now + max_hold, granted_at = now, claimed = 1,
-               rid = rid, inst = inst, attach = attach}
-  redis.call('HSET', k.d, lease, holder_json(rec))
-  set_expiry(k, lease, now + ttl)
-  rid_hold(k, rid, lease, now + ttl, now)
-  return rec
+  local fence = decimal(redis.call('INCR', k.fence))
+  local expires_at = now + ttl
+  local expires_text = decimal(expires_at)
+  redis.call('HSET', k.d, lease, holder_json(fence, owner, A_ttl_ms, decimal(now + max_hold), decimal(now), '1',
+                                             rid, inst, attach))
+  set_expiry(k, lease, expires_at, expires_text)
+  rid_hold(k, rid, lease, expires_at, now)
+  return answer(granted_json(lease, fence, A_ttl_ms, expires_text), handoff)
 end
 
-local in_force = limit_in_force(k)
+local in_force = tonumber(limit_text) -- the limit in force, or nil
 if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then
   -- Idle (no limit, holder or waiter): the first slot, without the looks at
   -- holders, queue and expired leases that a semaphore in use needs.
-  local rec = grant_now()
+  local reply = grant_now()
   settle_first_holder(k, now, keep_ms, A_limit)
-  return granted_reply(lease, rec, now + ttl, handoff)
+  return reply
 end
+-- In use: the numbers only this path reads.
+local limit, claim_ms = tonumber(A_limit), tonumber(A_claim_ms)
+local max_waiters, rid_ttl = tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
 purge(k, now)
 if in_force and in_force ~= limit then
   local busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
@@ -89,14 +92,15 @@ end
 local queued = redis.call('ZSCORE', k.q, lease)
 if known and not queued then return done({r = 'ended', lease = lease}) end
 
+local position = queued and redis.call('ZRANK', k.q, lease)
 if not queued then
   local waiting = redis.call('ZCARD', k.q)
   local held = waiting == 0 and redis.call('ZCARD', k.h)
   if held and held < limit then
     if held == 0 then k.fresh = true end
-    rec = grant_now()
+    local reply = grant_now()
     tidy(k, now, keep_ms)
-    return granted_reply(lease, rec, now + ttl, handoff)
+    return reply
   end
   if not wait then return done({r = 'busy', waiting = waiting}) end
   if waiting >= max_waiters then
@@ -105,10 +109,12 @@ if not queued then
   end
   if waiting == 0 then k.fresh = true end
   redis.call('ZADD', k.q, decimal(redis.call('INCR', k.t)), lease)
+  position = waiting -- the newest ticket comes last
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
-redis.call('HSET', k.w, lease, '{"inst":' .. cjson.encode(inst) .. ',"attach":' .. cjson.encode(attach) ..
-           ',"ttl":' .. A_ttl_ms .. ',"max_hold":' .. A_max_hold_ms .. ',"owner":' .. cjson.encode(owner) ..
-           ',"rid":' .. cjson.encode(rid) .. '}')
-return done('{"r":"queued","lease":"' .. lease .. '","position":' .. decimal(redis.call('ZRANK', k.q, lease)) ..
-            ',"holder_pttl":' .. decimal(first_expiry_in(k, now)) .. '}')
+redis.call('HSET', k.w, lease, '{"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) ..
+           ',"ttl":' .. A_ttl_ms .. ',"max_hold":' .. A_max_hold_ms .. ',"owner":' .. json_string(owner) ..
+           ',"rid":' .. json_string(rid) .. '}')
+keep_alive(k, now, keep_ms) -- not tidy: with the caller waiting, the semaphore is in use
+return answer('{"r":"queued","lease":"' .. lease .. '","position":' .. decimal(position) ..
+              ',"holder_pttl":' .. decimal(first_expiry_in(k, now)) .. '}', handoff)

@@ -9,32 +9,36 @@
 -- for a repeated release of the same lease, then with again=true), lost {}
 -- (the lease expired or was dropped).
 local name, lease = A_name, A_lease
-local claim_ms, marker_ttl, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms), tonumber(A_keep_ms)
-local inst = A_instance
+local marker_ttl, inst = tonumber(A_marker_ms), A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
 purge(k, now)
-local reply
+local reply, idle -- idle: nobody holds or waits, so there is nothing to grant
 local raw = redis.call('HGET', k.d, lease)
 if raw then
-  redis.call('ZREM', k.h, lease)
-  redis.call('HDEL', k.d, lease)
-  local rec = cjson.decode(raw)
-  mark_released(k, lease, now, marker_ttl, rec.ttl)
-  mark_ended(k, 's', name, rec.fence, 'released', A_marker_ms)
-  reply = '{"r":"released","held_ms":' .. decimal(now - (rec.granted_at or now)) .. '}'
+  -- The only holder of a semaphore nobody waits for leaves it idle: its keys
+  -- go at once (forget), the lease's with them.
+  idle = redis.call('EXISTS', k.q) == 0 and redis.call('ZCARD', k.h) == 1
+  if not idle then
+    redis.call('ZREM', k.h, lease)
+    redis.call('HDEL', k.d, lease)
+  end
+  local fence, ttl, granted_at = holder_numbers(raw)
+  mark_released(k, lease, now, marker_ttl, ttl)
+  mark_ended(k, 's', name, fence, 'released', A_marker_ms)
+  reply = '{"r":"released","held_ms":' .. decimal(now - (granted_at or now)) .. '}'
 elseif was_released(k, lease, now) then
   reply = {r = 'released', again = true}
 else
   reply = {r = 'lost'}
 end
-local idle = redis.call('EXISTS', k.h, k.q) == 0 -- nobody holds or waits: nothing to grant
+if idle == nil then idle = redis.call('EXISTS', k.h, k.q) == 0 end
 if idle then
   forget(k)
 else
-  grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
-  keep_alive(k, now, keep_ms)
+  grant_free(k, name, limit_in_force(k), tonumber(A_claim_ms), now, inst, handoff)
+  keep_alive(k, now, tonumber(A_keep_ms))
 end
 index_drop_if_idle(k, name, idle)
 return answer(reply, handoff)

@@ -25,7 +25,7 @@ else
   else
     local expires_at = math.min(now + ttl, rec.hold_until)
     rec.claimed = 1
-    redis.call('HSET', k.d, lease, holder_json(rec))
+    redis.call('HSET', k.d, lease, record_json(rec))
     set_expiry(k, lease, expires_at)
     rid_hold(k, rec.rid, lease, expires_at, now)
     reply = {r = 'renewed', fence = rec.fence, ttl = expires_at - now, expires_at = expires_at,

@@ -8,6 +8,7 @@ release, keeping the highest value INCR returned. Must not: test lease expiry an
 test_sem_leases.py).
 """
 
+import json
 import multiprocessing as mp
 import os
 import sys
@@ -292,6 +293,40 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertEqual(third.status, 200, third)
         self.assertGreater(third.body["fence"], first.body["fence"])
         self.assertEqual(release(self.c, name, third.body["token"]).status, 200)
+        r.close()
+
+    def test_a_release_reads_the_holders_own_numbers_whatever_its_owner_or_record_layout(self):
+        """A release reads the fence, ttl and grant time off the holder's record text where the scripts wrote
+        them, and decodes a record of any other layout. An owner made to look like those fields must change
+        nothing: it is kept as given, the end is told under the holder's own fence (a watch answers
+        "released", not "expired") and the hold time recorded is the real one (seconds, not the 55 years
+        since a granted_at of 3). Caught: an owner written into the record unescaped (its fields then come
+        first), and a release that cannot read a record in another order (500)."""
+        decoy = '","fence":1,"ttl":1,"hold_until":2,"granted_at":3,"x":"\\"'
+        r = Redis()
+
+        def hold_seconds() -> float:
+            text = self.c.get("/metrics").body
+            line = [ln for ln in text.splitlines()
+                    if ln.startswith("fencegate_hold_seconds_sum") and 'kind="semaphore"' in ln]
+            return float(line[0].split()[-1])
+
+        for layout in ("as written", "reordered"):
+            name = unique("sem-record")
+            slot = acquire(self.c, name, limit=2, owner=decoy, ttl_ms=30000)
+            self.assertEqual(slot.status, 200, slot)
+            data = f"fg:sm:{{{name}}}:d"
+            lease = r.cmd("HKEYS", data)[0]
+            record = json.loads(r.cmd("HGET", data, lease))
+            self.assertEqual((record["owner"], record["fence"]), (decoy, slot.body["fence"]))
+            if layout == "reordered":
+                r.cmd("HSET", data, lease, json.dumps(dict(reversed(list(record.items())))))
+            before = hold_seconds()
+            self.assertEqual(release(self.c, name, slot.body["token"]).status, 200, layout)
+            held = hold_seconds() - before
+            self.assertTrue(0 <= held < 60, (layout, held))
+            w = self.c.get(f"{SEM}{name}?watch=true&fence={slot.body['fence']}")
+            self.assertEqual((w.status, w.body["held"], w.body["reason"]), (200, False, "released"), (layout, w))
         r.close()
 
     def test_bad_input_is_a_problem_never_a_500(self):
