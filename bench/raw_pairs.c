@@ -87,44 +87,42 @@ static void load_or_exit(redisContext *c, enum fg_script script)
     freeReplyObject(r);
 }
 
-/* Fills args with the ARGV of an uncontended acquire of the lock by lease (wait "0"). */
+/* Fills args with the arguments that the acquire scripts of locks and semaphores share, for an
+ * uncontended acquire (wait "0") by lease; script is LOCK_ACQUIRE or SEM_ACQUIRE, whose generated
+ * constants place them. */
+#define SHARED_ACQUIRE_ARGS(script, args, name, lease)                                             \
+    do {                                                                                           \
+        (args)[script##_ARGV_NAME] = (name);                                                       \
+        (args)[script##_ARGV_LEASE] = (lease);                                                     \
+        (args)[script##_ARGV_REQUEST_ID] = "";                                                     \
+        (args)[script##_ARGV_TTL_MS] = RAW_TTL_MS;                                                 \
+        (args)[script##_ARGV_MAX_HOLD_MS] = FG_STR(DEFAULT_MAX_HOLD_MS);                           \
+        (args)[script##_ARGV_OWNER] = "";                                                          \
+        (args)[script##_ARGV_WAIT] = "0";                                                          \
+        (args)[script##_ARGV_INSTANCE] = RAW_INSTANCE;                                             \
+        (args)[script##_ARGV_ATTACH] = RAW_ATTACH;                                                 \
+        (args)[script##_ARGV_CLAIM_MS] = RAW_CLAIM_MS;                                             \
+        (args)[script##_ARGV_MAX_WAITERS] = RAW_MAX_WAITERS;                                       \
+        (args)[script##_ARGV_REQUEST_ID_TTL_MS] = RAW_RID_TTL_MS;                                  \
+    } while (0)
+
+/* Fills args with the ARGV of an uncontended acquire of the lock by lease. */
 static void acquire_args(const char **args, const char *name, const char *lease)
 {
-    args[LOCK_ACQUIRE_ARGV_NAME] = name;
-    args[LOCK_ACQUIRE_ARGV_LEASE] = lease;
-    args[LOCK_ACQUIRE_ARGV_REQUEST_ID] = "";
-    args[LOCK_ACQUIRE_ARGV_TTL_MS] = RAW_TTL_MS;
-    args[LOCK_ACQUIRE_ARGV_MAX_HOLD_MS] = FG_STR(DEFAULT_MAX_HOLD_MS);
-    args[LOCK_ACQUIRE_ARGV_OWNER] = "";
-    args[LOCK_ACQUIRE_ARGV_WAIT] = "0";
-    args[LOCK_ACQUIRE_ARGV_INSTANCE] = RAW_INSTANCE;
-    args[LOCK_ACQUIRE_ARGV_ATTACH] = RAW_ATTACH;
-    args[LOCK_ACQUIRE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
-    args[LOCK_ACQUIRE_ARGV_MAX_WAITERS] = RAW_MAX_WAITERS;
-    args[LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = RAW_RID_TTL_MS;
+    SHARED_ACQUIRE_ARGS(LOCK_ACQUIRE, args, name, lease);
 }
 
-/* Fills args with the ARGV of an uncontended acquire of the semaphore by lease (wait "0"). */
+/* Fills args with the ARGV of an uncontended acquire of the semaphore by lease. */
 static void sem_acquire_args(const char **args, const char *name, const char *lease)
 {
-    args[SEM_ACQUIRE_ARGV_NAME] = name;
-    args[SEM_ACQUIRE_ARGV_LEASE] = lease;
-    args[SEM_ACQUIRE_ARGV_REQUEST_ID] = "";
-    args[SEM_ACQUIRE_ARGV_TTL_MS] = RAW_TTL_MS;
-    args[SEM_ACQUIRE_ARGV_MAX_HOLD_MS] = FG_STR(DEFAULT_MAX_HOLD_MS);
-    args[SEM_ACQUIRE_ARGV_OWNER] = "";
-    args[SEM_ACQUIRE_ARGV_WAIT] = "0";
-    args[SEM_ACQUIRE_ARGV_INSTANCE] = RAW_INSTANCE;
-    args[SEM_ACQUIRE_ARGV_ATTACH] = RAW_ATTACH;
-    args[SEM_ACQUIRE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
-    args[SEM_ACQUIRE_ARGV_MAX_WAITERS] = RAW_MAX_WAITERS;
-    args[SEM_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = RAW_RID_TTL_MS;
+    SHARED_ACQUIRE_ARGS(SEM_ACQUIRE, args, name, lease);
     args[SEM_ACQUIRE_ARGV_LIMIT] = RAW_SEM_LIMIT;
     args[SEM_ACQUIRE_ARGV_KEEP_MS] = RAW_SEM_KEEP_MS;
 }
 
 /* Fills args with the ARGV of the release of the semaphore's lease. */
-static void sem_release_args(const char **args, const char *name, const char *lease, const char *marker)
+static void sem_release_args(const char **args, const char *name, const char *lease,
+                             const char *marker)
 {
     args[SEM_RELEASE_ARGV_NAME] = name;
     args[SEM_RELEASE_ARGV_LEASE] = lease;
@@ -221,11 +219,10 @@ int main(int argc, char **argv)
                         "       raw_pairs acquire-args NAME LEASE\n");
         return 1;
     }
-    struct bench b = {
-        .port = atoi(argv[1]),
-        .seconds = atoi(argv[3]),
-        .shared = strcmp(argv[4], "shared") == 0,
-        .semaphore = argc == 6};
+    struct bench b = {.port = atoi(argv[1]),
+                      .seconds = atoi(argv[3]),
+                      .shared = strcmp(argv[4], "shared") == 0,
+                      .semaphore = argc == 6};
     redisContext *c = connect_or_exit(b.port);
     load_or_exit(c, b.semaphore ? SCRIPT_SEM_ACQUIRE : SCRIPT_LOCK_ACQUIRE);
     load_or_exit(c, b.semaphore ? SCRIPT_SEM_RELEASE : SCRIPT_LOCK_RELEASE);
