@@ -120,16 +120,28 @@ static void sem_acquire_args(const char **args, const char *name, const char *le
     args[SEM_ACQUIRE_ARGV_KEEP_MS] = RAW_SEM_KEEP_MS;
 }
 
-/* Fills args with the ARGV of the release of the semaphore's lease. */
-static void sem_release_args(const char **args, const char *name, const char *lease,
-                             const char *marker)
+/* Fills args with the arguments that the release scripts of locks and semaphores share, for the
+ * release of lease; script is LOCK_RELEASE or SEM_RELEASE. */
+#define SHARED_RELEASE_ARGS(script, args, name, lease)                                             \
+    do {                                                                                           \
+        (args)[script##_ARGV_NAME] = (name);                                                       \
+        (args)[script##_ARGV_LEASE] = (lease);                                                     \
+        (args)[script##_ARGV_CLAIM_MS] = RAW_CLAIM_MS;                                             \
+        (args)[script##_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS);                          \
+        (args)[script##_ARGV_INSTANCE] = RAW_INSTANCE;                                             \
+    } while (0)
+
+/* Fills args with the ARGV of the release of the lock's lease. */
+static void release_args(const char **args, const char *name, const char *lease)
 {
-    args[SEM_RELEASE_ARGV_NAME] = name;
-    args[SEM_RELEASE_ARGV_LEASE] = lease;
-    args[SEM_RELEASE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
-    args[SEM_RELEASE_ARGV_MARKER_MS] = marker;
+    SHARED_RELEASE_ARGS(LOCK_RELEASE, args, name, lease);
+}
+
+/* Fills args with the ARGV of the release of the semaphore's lease. */
+static void sem_release_args(const char **args, const char *name, const char *lease)
+{
+    SHARED_RELEASE_ARGS(SEM_RELEASE, args, name, lease);
     args[SEM_RELEASE_ARGV_KEEP_MS] = RAW_SEM_KEEP_MS;
-    args[SEM_RELEASE_ARGV_INSTANCE] = RAW_INSTANCE;
 }
 
 /* Fills cmd with FCALL of script, the keys k and its arguments args; returns the count. */
@@ -153,9 +165,8 @@ static void *run(void *arg)
     struct worker *w = arg;
     struct bench *b = w->b;
     redisContext *c = connect_or_exit(b->port);
-    char name[64], lease[LEASE_ID_LEN + 1], numkeys[16], marker[24];
+    char name[64], lease[LEASE_ID_LEN + 1], numkeys[16];
     snprintf(name, sizeof name, b->shared ? "rawbench" : "rawbench-%d", w->id);
-    snprintf(marker, sizeof marker, "%lld", LEASE_RELEASED_KEPT_MS);
     struct lease_keys k;
     const char *acq_args[SEM_ACQUIRE_NARGV], *rel_args[SEM_ACQUIRE_NARGV];
     enum fg_script acquire = SCRIPT_LOCK_ACQUIRE, release = SCRIPT_LOCK_RELEASE;
@@ -164,15 +175,11 @@ static void *run(void *arg)
         release = SCRIPT_SEM_RELEASE;
         lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
         sem_acquire_args(acq_args, name, lease);
-        sem_release_args(rel_args, name, lease, marker);
+        sem_release_args(rel_args, name, lease);
     } else {
         lease_keys_init(&k, LEASE_KIND_LOCK, name);
         acquire_args(acq_args, name, lease);
-        rel_args[LOCK_RELEASE_ARGV_NAME] = name;
-        rel_args[LOCK_RELEASE_ARGV_LEASE] = lease;
-        rel_args[LOCK_RELEASE_ARGV_CLAIM_MS] = RAW_CLAIM_MS;
-        rel_args[LOCK_RELEASE_ARGV_MARKER_MS] = marker;
-        rel_args[LOCK_RELEASE_ARGV_INSTANCE] = RAW_INSTANCE;
+        release_args(rel_args, name, lease);
     }
     const char *acq[MAX_CALL_ARGS], *rel[MAX_CALL_ARGS];
     int nacq = script_call(acq, acquire, &k, acq_args, numkeys, sizeof numkeys);

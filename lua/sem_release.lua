@@ -9,7 +9,6 @@
 -- for a repeated release of the same lease, then with again=true), lost {}
 -- (the lease expired or was dropped).
 local name, lease = A_name, A_lease
-local marker_ttl, inst = tonumber(A_marker_ms), A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
@@ -25,7 +24,7 @@ if raw then
     redis.call('HDEL', k.d, lease)
   end
   local fence, ttl, granted_at = holder_numbers(raw)
-  mark_released(k, lease, now, marker_ttl, ttl)
+  mark_released(k, lease, now, tonumber(A_marker_ms), ttl)
   mark_ended(k, 's', name, fence, 'released', A_marker_ms)
   reply = '{"r":"released","held_ms":' .. decimal(now - (granted_at or now)) .. '}'
 elseif was_released(k, lease, now) then
@@ -37,7 +36,7 @@ if idle == nil then idle = redis.call('EXISTS', k.h, k.q) == 0 end
 if idle then
   forget(k)
 else
-  grant_free(k, name, limit_in_force(k), tonumber(A_claim_ms), now, inst, handoff)
+  grant_free(k, name, limit_in_force(k), tonumber(A_claim_ms), now, A_instance, handoff)
   keep_alive(k, now, tonumber(A_keep_ms))
 end
 index_drop_if_idle(k, name, idle)
