@@ -6,10 +6,10 @@
 # drives it with the bench's C clients, one keep-alive connection per thread:
 #   - lock pairs: bench/http_pairs.c, acquire then release, one lock name per connection;
 #   - fenced writes: bench/pg_load.c, PATCH of a random row of a fence-column table.
-# CPU is utime+stime of the gateway process and of Redis from /proc, and switches the context switches
-# of all the gateway's threads (/proc/PID/task/*/status: each a sleep or a preemption), read around
-# each timed window and divided by the requests answered in it (a pair is two requests). Prints one
-# line per run and the medians.
+# CPU is utime+stime of the gateway process and of Redis from /proc; sleeps and preemptions are the
+# voluntary and nonvoluntary context switches of all the gateway's threads (/proc/PID/task/*/status);
+# each is read around each timed window and divided by the requests answered in it (a pair is two
+# requests). Prints one line per run and the medians.
 #
 #   bench/gw_cpu.sh BEFORE_BINARY AFTER_BINARY
 #   ROUNDS=5 DURATION=4 CONNS=4 LOG_LEVEL=info HTTP_THREADS=4 bench/gw_cpu.sh a/fencegate b/fencegate
@@ -52,25 +52,33 @@ sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_
 config="$datadir/gateway.json"
 echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"], "fence_column": "lock_fence"}}}' >"$config"
 
-# Context switches of all the gateway's threads so far (each a sleep or a preemption).
-switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {n += $2} END {print n}'; }
+# Context switches of all the gateway's threads so far, of one kind ($2): voluntary (a thread went to
+# sleep: for a request, a reply or a lock) or nonvoluntary (it was preempted).
+switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null | awk -v k="$2_ctxt_switches:" '$1 == k {n += $2} END {print n}'
+}
 
 # Runs client command "$@" against the running gateway; prints "<ops/s> <gateway µs per request>
-# <Redis µs per request> <gateway context switches per request>" with $per_op requests per operation.
+# <Redis µs per request> <gateway sleeps per request> <gateway preemptions per request>" with $per_op
+# requests per operation.
 measure() {
-  local before redis_before switches_before after redis_after switches_after out rate
+  local before redis_before sleeps_before preempted_before after redis_after sleeps_after
+  local preempted_after out rate
   before=$(cpu_ticks "$bench_gateway_pid")
   redis_before=$(cpu_ticks "$redis_pid")
-  switches_before=$(switches "$bench_gateway_pid")
+  sleeps_before=$(switches "$bench_gateway_pid" voluntary)
+  preempted_before=$(switches "$bench_gateway_pid" nonvoluntary)
   out=$("$@")
   after=$(cpu_ticks "$bench_gateway_pid")
   redis_after=$(cpu_ticks "$redis_pid")
-  switches_after=$(switches "$bench_gateway_pid")
+  sleeps_after=$(switches "$bench_gateway_pid" voluntary)
+  preempted_after=$(switches "$bench_gateway_pid" nonvoluntary)
   rate=$(awk '{print ($1 == "WRITES" ? $2 : $1)}' <<<"$out")
   awk -v r="$rate" -v d="$duration" -v t=$((after - before)) -v rt=$((redis_after - redis_before)) \
-    -v sw=$((switches_after - switches_before)) -v hz="$(getconf CLK_TCK)" -v k="$per_op" \
+    -v sl=$((sleeps_after - sleeps_before)) -v pr=$((preempted_after - preempted_before)) \
+    -v hz="$(getconf CLK_TCK)" -v k="$per_op" \
     'BEGIN {n = r * d * k; if (n == 0) n = 1
-            printf "%.0f %.1f %.1f %.2f\n", r, t / hz * 1e6 / n, rt / hz * 1e6 / n, sw / n}'
+            printf "%.0f %.1f %.1f %.2f %.2f\n", r, t / hz * 1e6 / n, rt / hz * 1e6 / n, sl / n, pr / n}'
 }
 
 run_side() { # index round
@@ -93,17 +101,20 @@ run_side() { # index round
 echo "load before: $(uptime)"
 : >"$datadir/runs"
 redis_pid=$(cat "$datadir/redis.pid")
-echo "side pairs/s µs/request redis-µs/request switches/request PATCH/s µs/request redis-µs/request switches/request"
+echo "side pairs/s µs/request redis-µs/request sleeps/request preemptions/request PATCH/s µs/request" \
+  "redis-µs/request sleeps/request preemptions/request"
 for round in $(seq "$rounds"); do
   if ((round % 2)); then order=(0 1); else order=(1 0); fi
   for side in "${order[@]}"; do run_side "$side" "$round"; done
 done
 echo "load after: $(uptime)"
-echo "| build | pairs/s | gateway µs/request | Redis µs/request | gateway switches/request | PATCH/s | gateway µs/request | Redis µs/request | gateway switches/request |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| build | pairs/s | gateway µs/request | Redis µs/request | gateway sleeps/request |" \
+  "gateway preemptions/request | PATCH/s | gateway µs/request | Redis µs/request |" \
+  "gateway sleeps/request | gateway preemptions/request |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for name in "${names[@]}"; do
   cols=()
-  for col in $(seq 2 9); do
+  for col in $(seq 2 11); do
     cols+=("$(awk -v n="$name" -v c="$col" '$1 == n {print $c}' "$datadir/runs" | median)")
   done
   printf '| %s ' "$name" "${cols[@]}"
