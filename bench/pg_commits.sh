@@ -7,6 +7,10 @@
 #   single     one statement per transaction (what each fenced write is today, and pgbench's own figure)
 #   batch      BEGIN, four statements, COMMIT: four writes in one transaction, six round trips
 #   pipelined  the same four in one transaction sent as one pipeline: one round trip
+#   grouped    bench/pg_group.c: CLIENTS threads each wait for one write at a time, and the writes that
+#              arrive while a group is being committed are committed together in the next (one
+#              transaction, a savepoint each, one round trip): what a gateway could do for its HTTP
+#              threads; "size" is the mean number of writes per group
 # and prints statements per second and the CPU of all Postgres processes per statement (/proc: the
 # backends, and those that exited, through the postmaster's children's time). Comparing batch with
 # single and with pipelined separates the cost of a commit from that of a round trip.
@@ -48,6 +52,7 @@ update() { echo "UPDATE bench_rows SET n = :id, note = 'w', lock_fence = 5 WHERE
 { echo "\\set id random(0, $((rows - 5)))"; echo "\\startpipeline"; for i in 1 2 3 4; do update "$i"; done
   printf '%s\n' '\endpipeline'; } >"$scripts/pipelined.sql"
 
+cc -O2 -o "$datadir/pg_group" bench/pg_group.c -I"$(pg_config --includedir)" -lpq -lpthread
 postmaster=$(head -1 "$datadir/pg/data/postmaster.pid")
 # utime+stime of the postmaster and its living children, plus the children that exited.
 pg_ticks() {
@@ -60,11 +65,16 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; $clients cli
 echo "| round | way | statements/s | Postgres µs per statement |"
 echo "|---|---|---|---|"
 for round in $(seq "$rounds"); do
-  for way in single batch pipelined; do
-    per=$([[ "$way" == single ]] && echo 1 || echo 4)
+  for way in single batch pipelined grouped; do
+    per=$([[ "$way" == single || "$way" == grouped ]] && echo 1 || echo 4)
     before=$(pg_ticks)
-    tps=$("$pgbin/pgbench" -n -M prepared -c "$clients" -j 2 -T "$duration" -f "$scripts/$way.sql" "$dsn" 2>&1 |
-      sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+    if [[ "$way" == grouped ]]; then
+      read -r tps size < <("$datadir/pg_group" "$dsn" "$clients" "$duration" 1)
+      way="grouped (size $size)"
+    else
+      tps=$("$pgbin/pgbench" -n -M prepared -c "$clients" -j 2 -T "$duration" -f "$scripts/$way.sql" \
+        "$dsn" 2>&1 | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+    fi
     after=$(pg_ticks)
     awk -v r="$round" -v w="$way" -v tps="$tps" -v k="$per" -v d="$duration" -v t=$((after - before)) \
       -v hz="$(getconf CLK_TCK)" \
