@@ -58,12 +58,13 @@ fence=$(jq -r .fence <<<"$acquired")
 # One write through the gateway, then its prepared statement's text from pg_stat_activity.
 curl -fs -X PATCH -H 'Content-Type: application/json' -H "Fence-Token: $token" \
   -d '{"set": {"n": 1, "note": "w"}}' "http://127.0.0.1:$http_port/v1/pg/bench_rows/0" >/dev/null
-statement=$(sql -c "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'
-                    AND query LIKE 'WITH % AS (%UPDATE%' LIMIT 1")
-[[ -n "$statement" ]] || { echo "pg_writes: could not find the gateway's statement" >&2; exit 1; }
 if [[ "$fence_column" == 1 ]]; then # the direct path a client would write without the gateway
   statement='UPDATE bench_rows SET n = $9::bigint, note = $10::text, lock_fence = $1::bigint
              WHERE id = $2::text AND lock_fence <= $1::bigint'
+else
+  statement=$(sql -c "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'
+                      AND query LIKE 'WITH % AS (%UPDATE%' LIMIT 1")
+  [[ -n "$statement" ]] || { echo "pg_writes: could not find the gateway's statement" >&2; exit 1; }
 fi
 # $1 fence, $2 key, $3 prefix, $4 lock, $5 owner, $6 client, $7 method, $8 principal, $9 n, $10 note.
 body=$(sed -e 's/\$10/:note/g; s/\$9/:n/g; s/\$8/:principal/g; s/\$7/:method/g; s/\$6/:client/g; s/\$5/:owner/g' \

@@ -23,6 +23,7 @@
 #include "store/fenced_schema.h"
 #include "store/pg.h"
 #include "store/sqlstate.h"
+#include "store/write_group.h"
 
 #define STMT_CACHE_MAX 4096 /* prepared write statements kept; further ones run unprepared */
 #define PG_ERR_PREFIX  "postgres: "
@@ -228,19 +229,14 @@ static bool column_mode(size_t table)
     return fpg.schemas[table].cfg->fence_column != NULL;
 }
 
-/*
- * Runs op's statement on c and stores its one answer row (new reference) in
- * *answer. in_transaction: c is inside a batch, where nothing is retried.
- */
-static int exec_write(struct pg_conn *c, const struct fenced_op *op,
-                      const struct fenced_writer *who, bool in_transaction, json_t **answer,
-                      struct fg_error *err)
+/* op's statement (*owned_sql: its text when generated for this write, which
+ * is then run unprepared, else NULL) with its parameters in params (FENCED_PARAM_COUNT +
+ * op->ncolumns entries; fence: 24 bytes that keep the fence's text). */
+static struct write_stmt write_args(const struct fenced_op *op, const struct fenced_writer *who,
+                                    const char **params, char *fence, char **owned_sql)
 {
-    char *owned_sql;
-    struct write_stmt st = stmt_for(op, &owned_sql);
-    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
-    char fence[24];
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    struct write_stmt st = stmt_for(op, owned_sql);
+    snprintf(fence, 24, "%" PRId64, who->fence);
     params[FENCED_PARAM_FENCE] = fence;
     params[FENCED_PARAM_KEY] = op->key;
     params[FENCED_PARAM_PREFIX] = fpg.prefixes[op->table];
@@ -255,11 +251,25 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
             if (op->written[i])
                 params[n++] = op->values[i];
     FG_ASSERT(n == st.nparams);
+    return st;
+}
+
+/*
+ * Runs op's statement on c and stores its one answer row (new reference) in
+ * *answer. in_transaction: c is inside a batch, where nothing is retried.
+ */
+static int exec_write(struct pg_conn *c, const struct fenced_op *op,
+                      const struct fenced_writer *who, bool in_transaction, json_t **answer,
+                      struct fg_error *err)
+{
+    char *owned_sql, fence[24];
+    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
+    struct write_stmt st = write_args(op, who, params, fence, &owned_sql);
     json_t *rows = NULL;
     const char *name = owned_sql ? NULL : st.name;
-    int rc = pg_exec(c, name, st.sql, n, params, &rows, err);
+    int rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
     if (rc != 0 && !in_transaction && session_ended(c))
-        rc = pg_exec(c, name, st.sql, n, params, &rows, err);
+        rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
     free(owned_sql);
     if (rc != 0) {
         if (sqlstate_too_large(pg_last_sqlstate(c)))
@@ -272,6 +282,39 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
         return fg_fail(err, FG_ERR_INTERNAL, "fenced write answered no row");
     return 0; /* no row: the PATCH or DELETE found neither its row nor a fence, or an
                  insert met a row its snapshot does not show (fence column) */
+}
+
+/* Runs op's statement in the next write group (store/write_group.h) and stores
+ * its answer row, or NULL, in *answer; 1 when the group handed it back to run
+ * alone. A group takes its rows by table, then by key as bytes: the order in
+ * which batches claim them (claim) for text keys under the C collation; where
+ * the two orders differ (numeric keys, other collations) a batch and a group
+ * can deadlock, and Postgres then rolls one back: a grouped write runs again
+ * alone, a batch once more (fenced_pg_batch). */
+static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who,
+                        json_t **answer, struct fg_error *err)
+{
+    char *owned_sql, fence[24];
+    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
+    struct write_stmt st = write_args(op, who, params, fence, &owned_sql);
+    size_t order_len = strlen(op->key) + 24;
+    char *order = malloc(order_len);
+    FG_ASSERT(order != NULL);
+    snprintf(order, order_len, "%08zu:%s", op->table, op->key);
+    const struct write_group_stmt stmt = {owned_sql ? NULL : st.name, st.sql, st.nparams, params,
+                                          order};
+    enum write_group_result result;
+    json_t *rows = NULL;
+    int rc = write_group_run(&stmt, &result, &rows, err);
+    free(order);
+    free(owned_sql);
+    if (rc != 0)
+        return -1;
+    if (result == WRITE_GROUP_ALONE)
+        return 1;
+    *answer = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+    return 0;
 }
 
 /* The failure of a write that found no row twice: 404 for a PATCH or DELETE;
@@ -296,10 +339,39 @@ static int refuse_existing(const struct fenced_op *op, const struct fenced_write
                    op->key, fpg.schemas[op->table].cfg->name);
 }
 
-int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
-                    struct fenced_result *res, struct fg_error *err)
+/* Reads the answer of one attempt at op into res: 1 when the row was found
+ * (0 or -1 from refuse_existing then in *rc), 0 when it was not. */
+static int take_answer(const struct fenced_op *op, const struct fenced_writer *who, json_t *answer,
+                       struct fenced_result *res, int *rc, struct fg_error *err)
 {
-    memset(res, 0, sizeof *res);
+    bool found = fenced_answer_take(answer, op->kind, who->fence, res);
+    json_decref(answer);
+    if (found)
+        *rc = refuse_existing(op, who, res, err);
+    return found;
+}
+
+/* A write to a fence-column table, committed in a write group; 1 when it must
+ * run alone instead (nothing of it was written). */
+static int grouped_write(const struct fenced_op *op, const struct fenced_writer *who,
+                         struct fenced_result *res, struct fg_error *err)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        json_t *answer = NULL;
+        int rc = exec_grouped(op, who, &answer, err);
+        if (rc != 0)
+            return rc;
+        if (take_answer(op, who, answer, res, &rc, err))
+            return rc;
+    }
+    return missing(op, err);
+}
+
+/* A write on a connection of its own, the statement tried twice when its row
+ * was missing the first time. */
+static int single_write(const struct fenced_op *op, const struct fenced_writer *who,
+                        struct fenced_result *res, struct fg_error *err)
+{
     struct pg_conn *c = pg_acquire(err);
     if (c == NULL)
         return -1;
@@ -314,16 +386,25 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
                 find_bad_value(c, op, "", err);
             break;
         }
-        bool found = fenced_answer_take(answer, op->kind, who->fence, res);
-        json_decref(answer);
-        if (found) {
-            rc = refuse_existing(op, who, res, err);
+        if (take_answer(op, who, answer, res, &rc, err))
             break;
-        }
         if (attempt == 1)
             rc = missing(op, err);
     }
     pg_release(c);
+    return rc;
+}
+
+int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
+                    struct fenced_result *res, struct fg_error *err)
+{
+    memset(res, 0, sizeof *res);
+    int rc = column_mode(op->table) ? grouped_write(op, who, res, err) : 1;
+    if (rc == 1) {
+        fenced_result_free(res);
+        memset(res, 0, sizeof *res);
+        rc = single_write(op, who, res, err);
+    }
     if (rc != 0)
         fenced_result_free(res);
     return rc;
@@ -539,10 +620,14 @@ static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t
     fg_fail(err, err->code, "%s%s", where, detail);
 }
 
-int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
-                    struct fenced_result *res, struct fg_error *err)
+/* One try at a batch; *deadlocked tells whether it failed as a deadlock's
+ * victim (with a write group that locked its rows in another order: see
+ * exec_grouped), which is worth one more try since nothing was written. */
+static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
+                      struct fenced_result *res, bool *deadlocked, struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
+    *deadlocked = false;
     struct pg_conn *c = pg_acquire(err);
     if (c == NULL)
         return -1;
@@ -577,6 +662,7 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
     }
     if (rc != 0) {
         bool data = data_error(c);
+        *deadlocked = sqlstate_deadlock(pg_last_sqlstate(c));
         rollback(c);
         blame_op(c, batch, failed, data, err);
         goto out;
@@ -592,6 +678,16 @@ out:
     pg_release(c);
     if (rc != 0)
         fenced_result_free(res);
+    return rc;
+}
+
+int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
+                    struct fenced_result *res, struct fg_error *err)
+{
+    bool deadlocked;
+    int rc = batch_once(batch, who, res, &deadlocked, err);
+    if (rc != 0 && deadlocked)
+        rc = batch_once(batch, who, res, &deadlocked, err);
     return rc;
 }
 

@@ -208,6 +208,19 @@ static bool wait_socket(const struct pg_conn *c, bool want_write, int64_t deadli
     return n > 0 || (n < 0 && errno == EINTR);
 }
 
+/* Sends what libpq holds for c, waiting for the socket until deadline; false
+ * on failure or timeout. */
+static bool flush_all(const struct pg_conn *c, int64_t deadline)
+{
+    for (;;) {
+        int flushed = PQflush(c->pq);
+        if (flushed == 0)
+            return true;
+        if (flushed < 0 || !wait_socket(c, true, deadline))
+            return false;
+    }
+}
+
 static int64_t deadline_from_now(void)
 {
     return clock_mono_ms() + pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms;
@@ -225,13 +238,7 @@ static PGresult *await_result(struct pg_conn *c, int sent, struct fg_error *err)
         return NULL;
     }
     int64_t deadline = deadline_from_now();
-    bool ok = true;
-    while (ok) {
-        int flushed = PQflush(c->pq);
-        if (flushed == 0)
-            break;
-        ok = flushed > 0 && wait_socket(c, true, deadline);
-    }
+    bool ok = flush_all(c, deadline);
     PGresult *last = NULL;
     while (ok) {
         while (ok && PQisBusy(c->pq))
@@ -318,6 +325,127 @@ int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int npara
     if (rows != NULL)
         *rows = rows_of(res);
     PQclear(res);
+    return 0;
+}
+
+/* Queues one statement of a pipeline; 1 if libpq took it. */
+static int send_stmt(struct pg_conn *c, const char *name, const char *sql, int nparams,
+                     const char *const *params)
+{
+    if (name != NULL)
+        return PQsendQueryPrepared(c->pq, name, nparams, params, NULL, NULL, 0);
+    return PQsendQueryParams(c->pq, sql, nparams, NULL, params, NULL, NULL, 0);
+}
+
+/* The next result of a pipeline, waiting for it until deadline; NULL (err set,
+ * conn dropped) when the connection fails or the deadline passes. The NULL
+ * that libpq puts after each statement's results is skipped. */
+static PGresult *next_result(struct pg_conn *c, int64_t deadline, struct fg_error *err)
+{
+    for (;;) {
+        bool ok = true;
+        while (ok && PQisBusy(c->pq))
+            ok = wait_socket(c, false, deadline) && PQconsumeInput(c->pq) == 1;
+        PGresult *res = ok ? PQgetResult(c->pq) : NULL;
+        if (res != NULL)
+            return res;
+        if (!ok || PQstatus(c->pq) != CONNECTION_OK) {
+            metrics_backend_error(METRIC_BACKEND_PG);
+            fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no answer within %lld ms",
+                    pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);
+            disconnect(c);
+            return NULL;
+        }
+    }
+}
+
+/* Sends BEGIN, the statements, COMMIT and a sync in pipeline mode and flushes
+ * them; -1 (err set, conn dropped) if libpq or the socket refused. */
+static int send_group(struct pg_conn *c, const struct pg_group_stmt *stmts, size_t n,
+                      int64_t deadline, struct fg_error *err)
+{
+    int sent = PQenterPipelineMode(c->pq) &&
+               PQsendQueryParams(c->pq, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+    for (size_t i = 0; i < n && sent; i++)
+        sent = send_stmt(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, stmts[i].params);
+    sent = sent && PQsendQueryParams(c->pq, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) &&
+           PQpipelineSync(c->pq);
+    if (sent && flush_all(c, deadline))
+        return 0;
+    metrics_backend_error(METRIC_BACKEND_PG);
+    fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: %s", PQerrorMessage(c->pq));
+    disconnect(c);
+    return -1;
+}
+
+/* Reads a group's answers: BEGIN's, one per statement, COMMIT's, the sync's. */
+static int read_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, int64_t deadline,
+                      enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err)
+{
+    *outcome = PG_GROUP_COMMITTED;
+    for (size_t i = 0; i <= n + 2; i++) {
+        PGresult *res = next_result(c, deadline, err);
+        if (res == NULL)
+            return -1;
+        ExecStatusType st = PQresultStatus(res);
+        bool is_stmt = i >= 1 && i <= n;
+        if (st == PGRES_FATAL_ERROR && *outcome == PG_GROUP_COMMITTED) {
+            *outcome = is_stmt ? PG_GROUP_STMT_FAILED : PG_GROUP_NOT_COMMITTED;
+            *failed = is_stmt ? i - 1 : n;
+            const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+            snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
+            const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+            fg_fail(err, sqlstate_code(c->sqlstate, false), "postgres: %s",
+                    msg ? msg : PQerrorMessage(c->pq));
+        } else if (is_stmt && *outcome == PG_GROUP_COMMITTED) {
+            stmts[i - 1].rows = rows_of(res);
+        }
+        PQclear(res);
+        if (st == PGRES_PIPELINE_SYNC)
+            break;
+    }
+    if (PQexitPipelineMode(c->pq) == 1)
+        return 0;
+    fg_fail(err, FG_ERR_INTERNAL, "postgres: a group's answers did not end as sent");
+    disconnect(c);
+    return -1;
+}
+
+static void drop_rows(struct pg_group_stmt *stmts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_decref(stmts[i].rows);
+        stmts[i].rows = NULL;
+    }
+}
+
+int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
+                  enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err)
+{
+    c->sqlstate[0] = '\0';
+    if (c->pq == NULL && connect_conn(c, err) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (stmts[i].name != NULL &&
+            prepare(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, err) != 0)
+            return -1;
+    int64_t deadline = deadline_from_now();
+    if (send_group(c, stmts, n, deadline, err) != 0)
+        return -1;
+    if (read_group(c, stmts, n, deadline, outcome, failed, err) != 0) {
+        drop_rows(stmts, n);
+        return -1;
+    }
+    if (*outcome == PG_GROUP_COMMITTED)
+        return 0;
+    drop_rows(stmts, n);
+    struct fg_error ignored = {0};
+    char state[sizeof c->sqlstate];
+    memcpy(state, c->sqlstate, sizeof state);
+    if (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
+        pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
+        disconnect(c);
+    memcpy(c->sqlstate, state, sizeof state);
     return 0;
 }
 

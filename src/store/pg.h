@@ -44,6 +44,34 @@ void pg_release(struct pg_conn *conn);
 int pg_exec(struct pg_conn *conn, const char *stmt_name, const char *sql, int nparams,
             const char *const *params, json_t **rows, struct fg_error *err) FG_WUR;
 
+/* One statement of a group run by pg_exec_group. */
+struct pg_group_stmt {
+    const char *name;          /* prepared once per connection under this name, or NULL */
+    const char *sql;           /* its text */
+    int nparams;               /* entries in params */
+    const char *const *params; /* text parameters, NULL entries for SQL NULL */
+    json_t *rows;              /* its rows (new reference), once committed */
+};
+
+/* How pg_exec_group ended. */
+enum pg_group_outcome {
+    PG_GROUP_COMMITTED,    /* every statement ran and the transaction committed */
+    PG_GROUP_STMT_FAILED,  /* statement *failed failed: nothing was committed */
+    PG_GROUP_NOT_COMMITTED /* the COMMIT was refused: nothing was committed */
+};
+
+/*
+ * Runs stmts[0..n) in one transaction on conn, sent as one pipeline (BEGIN,
+ * each statement, COMMIT: one round trip once the statements are prepared).
+ * 0 with *outcome set when Postgres answered: on PG_GROUP_STMT_FAILED, err and
+ * pg_last_sqlstate tell why statement *failed failed, and conn is out of the
+ * failed transaction again. -1 with err when conn failed (lost, no answer in
+ * time): it is dropped, and whether the COMMIT took effect is unknown, as for
+ * a lost pg_exec.
+ */
+int pg_exec_group(struct pg_conn *conn, struct pg_group_stmt *stmts, size_t n,
+                  enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err) FG_WUR;
+
 /* SQLSTATE of the last failed pg_exec on conn ("" if none). */
 const char *pg_last_sqlstate(const struct pg_conn *conn);
 

@@ -28,6 +28,9 @@ bool sqlstate_data_error(const char *state);
 /* Class 54, program limit exceeded: e.g. a value too large to index. */
 bool sqlstate_too_large(const char *state);
 
+/* 40P01: the transaction was chosen as a deadlock's victim and rolled back. */
+bool sqlstate_deadlock(const char *state);
+
 /* 57P01..57P03: the server ended the session before running the statement
  * (shutdown, crash recovery), so running it again is safe. */
 bool sqlstate_session_ended(const char *state);

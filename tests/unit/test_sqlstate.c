@@ -50,6 +50,9 @@ static void classes(void **state)
     assert_false(sqlstate_session_ended("57P04"));
     assert_false(sqlstate_session_ended("57014"));
     assert_false(sqlstate_session_ended(""));
+    assert_true(sqlstate_deadlock("40P01"));
+    assert_false(sqlstate_deadlock("40001"));
+    assert_false(sqlstate_deadlock(""));
 }
 
 int main(void)

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * write_group.h - one-statement writes of many requests committed together.
+ * A commit costs Postgres several times what a one-row statement does
+ * (bench/README.md, "What a fenced write costs Postgres"), so the writes that
+ * arrive while a group is being committed wait and go together in the next:
+ * one transaction, one round trip, statements in key order. Nothing of a group
+ * is committed unless all of it is; a write that the group cannot take (its own
+ * statement failed, or the commit was refused) is handed back to run on its own.
+ */
+#ifndef FG_WRITE_GROUP_H
+#define FG_WRITE_GROUP_H
+
+#include <jansson.h>
+
+#include "util/error.h"
+
+/* A write's statement: as pg_exec takes it (store/pg.h). */
+struct write_group_stmt {
+    const char *name;          /* prepared statement name, or NULL */
+    const char *sql;           /* its text */
+    int nparams;               /* entries in params */
+    const char *const *params; /* text parameters (borrowed until the call returns) */
+    const char *order;         /* the row it writes, as text: groups lock rows in this order */
+};
+
+/* How a write fared in a group. */
+enum write_group_result {
+    WRITE_GROUP_COMMITTED, /* *rows holds its statement's rows */
+    WRITE_GROUP_ALONE      /* not written: run it on a connection of its own */
+};
+
+/*
+ * Runs stmt in the next group and waits until that group is committed. 0 with
+ * *result set; -1 with err when the group's connection failed (whether the
+ * write took effect is then unknown, as for a lost pg_exec).
+ */
+int write_group_run(const struct write_group_stmt *stmt, enum write_group_result *result,
+                    json_t **rows, struct fg_error *err) FG_WUR;
+
+#endif
