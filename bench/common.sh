@@ -50,6 +50,16 @@ sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
+# utime+stime of the Postgres server under $datadir: its postmaster and living children, plus the
+# children that exited (a closed connection's backend). A child may exit while it is read.
+pg_ticks() {
+  local postmaster
+  postmaster=$(head -1 "$datadir/pg/data/postmaster.pid")
+  for pid in "$postmaster" $(pgrep -P "$postmaster"); do
+    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pid/stat" 2>/dev/null || true
+  done | awk '{ s += $1 } END { print s }'
+}
+
 median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 
 bench_gateway_pid=""

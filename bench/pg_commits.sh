@@ -53,14 +53,6 @@ update() { echo "UPDATE bench_rows SET n = :id, note = 'w', lock_fence = 5 WHERE
   printf '%s\n' '\endpipeline'; } >"$scripts/pipelined.sql"
 
 cc -O2 -o "$datadir/pg_group" bench/pg_group.c -I"$(pg_config --includedir)" -lpq -lpthread
-postmaster=$(head -1 "$datadir/pg/data/postmaster.pid")
-# utime+stime of the postmaster and its living children, plus the children that exited.
-pg_ticks() {
-  for pid in "$postmaster" $(pgrep -P "$postmaster"); do
-    awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pid/stat" 2>/dev/null || true # it may have exited
-  done | awk '{ s += $1 } END { print s }'
-}
-
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; $clients clients, ${duration} s per run"
 echo "| round | way | statements/s | Postgres µs per statement |"
 echo "|---|---|---|---|"

@@ -12,7 +12,8 @@
 #                                      # UPDATE ... SET n, note, lock_fence = f WHERE id = k AND lock_fence <= f
 #
 # Cells: 1, 8 and 32 connections (pg_load connections / pgbench clients), on
-# distinct rows (a random row of 10,000 per write) and on one hot row. The
+# distinct rows (a random row of 10,000 per write) and on one hot row; beside the
+# writes per second, the CPU of the Postgres server per write on either side (pg_ticks). The
 # gateway runs a Release build with FENCEGATE_HTTP_THREADS and
 # FENCEGATE_PG_POOL_SIZE at 32 (override with HTTP_THREADS, POOL) and log
 # level warn. Own services: .data/pg-bench on ports 37379/37432, HTTP 38480.
@@ -85,25 +86,42 @@ pgbench_tps() { # clients mode
 if [[ "$fence_column" == 1 ]]; then
   echo "fence_column table; pgbench runs the direct guarded UPDATE"
 fi
-echo "| connections | rows | gateway PATCH/s | p99 ms | pgbench same SQL tps | ratio |"
-echo "|---|---|---|---|---|---|"
+# Postgres CPU in µs per write over a window that answered $1 writes per second for $duration s and
+# moved pg_ticks by $2.
+pg_us_per_write() {
+  awk -v r="$1" -v t="$2" -v d="$duration" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "%.1f", (r > 0 ? t / hz * 1e6 / (r * d) : 0)}'
+}
+
+echo "| connections | rows | gateway PATCH/s | p99 ms | pgbench same SQL tps | ratio |" \
+  "Postgres µs/write, gateway | pgbench | ratio |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for conns in 1 8 32; do
   for mode in distinct hot; do
-    gateway_runs=() p99_runs=() raw_runs=()
+    gateway_runs=() p99_runs=() raw_runs=() gateway_cpu=() raw_cpu=()
     # Gateway and pgbench alternate, ROUNDS times each; the medians are reported, so that a
     # burst of load from elsewhere on the machine hits both sides alike.
     for _ in $(seq "$rounds"); do
+      before=$(pg_ticks)
       out=$("$build/pg_load" "$http_port" "$conns" "$duration" "$mode" "$rows" "$token")
+      after=$(pg_ticks)
       bad=$(awk '{print $3 + $4}' <<<"$out")
       [[ "$bad" == 0 ]] || echo "pg_writes: $bad failed requests at $conns/$mode" >&2
       gateway_runs+=("$(awk '{print $2}' <<<"$out")")
+      gateway_cpu+=("$(pg_us_per_write "${gateway_runs[-1]}" $((after - before)))")
       p99_runs+=("$(awk '{sub("p99_ms=", "", $5); print $5}' <<<"$out")")
+      before=$(pg_ticks)
       raw_runs+=("$(pgbench_tps "$conns" "$mode")")
+      after=$(pg_ticks)
+      raw_cpu+=("$(pg_us_per_write "${raw_runs[-1]}" $((after - before)))")
     done
     gateway=$(printf '%s\n' "${gateway_runs[@]}" | median)
     p99=$(printf '%s\n' "${p99_runs[@]}" | median)
     raw=$(printf '%s\n' "${raw_runs[@]}" | median)
     ratio=$(awk -v g="$gateway" -v r="$raw" 'BEGIN {printf "%.2f", (r > 0 ? g / r : 0)}')
-    echo "| $conns | $mode | $gateway | $p99 | $raw | $ratio |"
+    gcpu=$(printf '%s\n' "${gateway_cpu[@]}" | median)
+    rcpu=$(printf '%s\n' "${raw_cpu[@]}" | median)
+    cpu_ratio=$(awk -v g="$gcpu" -v r="$rcpu" 'BEGIN {printf "%.2f", (r > 0 ? g / r : 0)}')
+    echo "| $conns | $mode | $gateway | $p99 | $raw | $ratio | $gcpu | $rcpu | $cpu_ratio |"
   done
 done
