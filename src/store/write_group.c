@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "store/pg.h"
+#include "util/metrics.h"
 
 #define GROUPS_AT_ONCE 2  /* groups being committed at a time */
 #define GROUP_MAX      32 /* writes in one group */
@@ -127,6 +128,15 @@ static void commit_on(struct pg_conn *c, struct member *const *members, size_t n
         commit_one(c, group[0]);
 }
 
+static void count_committed(struct member *const *group, size_t n)
+{
+    size_t committed = 0;
+    for (size_t i = 0; i < n; i++)
+        committed += group[i]->rc == 0 && group[i]->result == WRITE_GROUP_COMMITTED;
+    if (committed > 0)
+        metrics_write_group(committed);
+}
+
 /* Commits the queued writes as one group. Called locked, returns locked. */
 static void lead(void)
 {
@@ -143,6 +153,7 @@ static void lead(void)
     } else {
         commit_on(c, group, n);
         pg_release(c);
+        count_committed(group, n);
     }
     pthread_mutex_lock(&wg.lock);
     wg.committing--;

@@ -117,6 +117,8 @@ static struct {
     atomic_ullong audit_dead_letters;
     atomic_ullong slow_headers_closed;
     atomic_ullong redis_oom;
+    atomic_ullong write_groups;
+    atomic_ullong grouped_writes;
     atomic_ullong backend_errors[METRIC_BACKEND_COUNT];
     atomic_ullong backend_connects[METRIC_BACKEND_COUNT];
     _Atomic(const char *) route_labels[METRICS_MAX_ROUTES + 1]; /* last slot: "other" */
@@ -204,6 +206,12 @@ void metrics_slow_headers_closed(int n)
 void metrics_redis_oom(void)
 {
     add(&m.redis_oom);
+}
+
+void metrics_write_group(size_t writes)
+{
+    add(&m.write_groups);
+    atomic_fetch_add_explicit(&m.grouped_writes, (unsigned long long)writes, memory_order_relaxed);
 }
 
 void metrics_backend_error(enum metric_backend backend)
@@ -362,6 +370,13 @@ static void render_backends(struct text *t, const bool *up)
     header(t, "fencegate_redis_oom_total", "counter",
            "Calls Redis refused for lack of memory (answered 503).");
     emit(t, "fencegate_redis_oom_total %llu\n", get(&m.redis_oom));
+    header(t, "fencegate_pg_write_groups_total", "counter",
+           "Groups of fence-column writes committed, one transaction each (grouped writes over "
+           "groups: the mean group size).");
+    emit(t, "fencegate_pg_write_groups_total %llu\n", get(&m.write_groups));
+    header(t, "fencegate_pg_grouped_writes_total", "counter",
+           "Fence-column writes committed in those groups.");
+    emit(t, "fencegate_pg_grouped_writes_total %llu\n", get(&m.grouped_writes));
     header(t, "fencegate_backend_errors_total", "counter",
            "Failed backend calls (transport errors, timeouts).");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)

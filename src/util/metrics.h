@@ -19,6 +19,7 @@
 #define FG_METRICS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "util/error.h"
@@ -95,6 +96,9 @@ void metrics_slow_headers_closed(int n);
 
 /* Counts one call that Redis refused for lack of memory (answered 503). */
 void metrics_redis_oom(void);
+
+/* Counts one committed group of fence-column writes and the writes it committed. */
+void metrics_write_group(size_t writes);
 
 /* Counts one failed call to backend (transport error, timeout, refused). */
 void metrics_backend_error(enum metric_backend backend);

@@ -479,6 +479,14 @@ class GatewayTest(unittest.TestCase):
         cls.gw.stop()
 
 
+def metric(gw: Gateway, name: str) -> float:
+    """The value of an unlabelled metric on gw's /metrics."""
+    for line in gw.http("GET", "/metrics").body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no metric {name}")
+
+
 def _port_of(listen: str) -> int:
     """The port of a host:port string, or 0 when there is none (a test of a bad FENCEGATE_LISTEN)."""
     try:

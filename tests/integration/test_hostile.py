@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import subprocess  # noqa: E402
 
-from harness import Gateway, GatewayTest, Redis, env, psql, run_fencegate, services, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, env, metric, psql, run_fencegate, services, wait_for  # noqa: E402
 from pg_helpers import config as pg_config, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
@@ -189,14 +189,6 @@ class StrictRequestsTest(GatewayTest):
         self.assertNotIn("pkey", r.body["detail"])  # no constraint name
         self.assertIn(r.headers["x-request-id"], r.body["detail"])
         self.assertIn(r.headers["x-request-id"], wait_for(lambda: "pkey" in self.gw.log_text() and self.gw.log_text()))
-
-
-def metric(gw: Gateway, name: str) -> float:
-    """The value of an unlabelled metric on gw's /metrics."""
-    for line in gw.http("GET", "/metrics").body.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"no metric {name}")
 
 
 def rejections(resource: str) -> int:

@@ -30,7 +30,7 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, psql  # noqa: E402
+from harness import GatewayTest, metric, psql  # noqa: E402
 from pg_helpers import acquire, unique, write  # noqa: E402
 
 SETUP_SQL = """
@@ -95,6 +95,8 @@ class WriteGroupTest(GatewayTest):
             psql("INSERT INTO public.wg_rows (id, note) VALUES (:'k', 'start')", {"k": f"{prefix}{k:02}"})
         token, _ = acquire(self.c, unique("wg-lock"))
         answers = defaultdict(list)  # note -> statuses
+        groups_before = metric(self.gw, "fencegate_pg_write_groups_total")
+        writes_before = metric(self.gw, "fencegate_pg_grouped_writes_total")
 
         def work(client, k):
             key = f"{prefix}{k:02}"
@@ -121,6 +123,9 @@ class WriteGroupTest(GatewayTest):
             per_tx[tx] += 1
         self.assertLess(len(per_tx), len(good), "concurrent writes were committed in groups")
         self.assertGreater(max(per_tx.values()), 1)
+        # The metrics count what Postgres saw: every good write, in as many groups as transactions.
+        self.assertEqual(metric(self.gw, "fencegate_pg_grouped_writes_total") - writes_before, len(good))
+        self.assertEqual(metric(self.gw, "fencegate_pg_write_groups_total") - groups_before, len(per_tx))
 
     def test_a_group_writes_its_rows_in_key_order(self):
         prefix = unique("wgo") + "-"
