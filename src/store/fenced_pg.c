@@ -297,16 +297,11 @@ static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *
     char *owned_sql, fence[24];
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
     struct write_stmt st = write_args(op, who, params, fence, &owned_sql);
-    size_t order_len = strlen(op->key) + 24;
-    char *order = malloc(order_len);
-    FG_ASSERT(order != NULL);
-    snprintf(order, order_len, "%08zu:%s", op->table, op->key);
-    const struct write_group_stmt stmt = {owned_sql ? NULL : st.name, st.sql, st.nparams, params,
-                                          order};
+    const struct write_group_stmt stmt = {
+        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL}, op->table, op->key};
     enum write_group_result result;
     json_t *rows = NULL;
     int rc = write_group_run(&stmt, &result, &rows, err);
-    free(order);
     free(owned_sql);
     if (rc != 0)
         return -1;

@@ -440,12 +440,9 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
         return 0;
     drop_rows(stmts, n);
     struct fg_error ignored = {0};
-    char state[sizeof c->sqlstate];
-    memcpy(state, c->sqlstate, sizeof state);
     if (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
         pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
         disconnect(c);
-    memcpy(c->sqlstate, state, sizeof state);
     return 0;
 }
 

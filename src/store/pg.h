@@ -63,9 +63,9 @@ enum pg_group_outcome {
 /*
  * Runs stmts[0..n) in one transaction on conn, sent as one pipeline (BEGIN,
  * each statement, COMMIT: one round trip once the statements are prepared).
- * 0 with *outcome set when Postgres answered: on PG_GROUP_STMT_FAILED, err and
- * pg_last_sqlstate tell why statement *failed failed, and conn is out of the
- * failed transaction again. -1 with err when conn failed (lost, no answer in
+ * 0 with *outcome set when Postgres answered: on PG_GROUP_STMT_FAILED, err
+ * tells why statement *failed failed, and conn is out of the failed
+ * transaction again. -1 with err when conn failed (lost, no answer in
  * time): it is dropped, and whether the COMMIT took effect is unknown, as for
  * a lost pg_exec.
  */

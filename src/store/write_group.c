@@ -47,8 +47,11 @@ static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
 
 static int by_row(const void *a, const void *b)
 {
-    const struct member *x = *(struct member *const *)a, *y = *(struct member *const *)b;
-    return strcmp(x->stmt->order, y->stmt->order);
+    const struct write_group_stmt *x = (*(struct member *const *)a)->stmt;
+    const struct write_group_stmt *y = (*(struct member *const *)b)->stmt;
+    if (x->table != y->table)
+        return x->table < y->table ? -1 : 1;
+    return strcmp(x->key, y->key);
 }
 
 /* Takes up to GROUP_MAX queued writes into group; returns how many. Called locked. */
@@ -79,7 +82,7 @@ static void settle(struct member *m, int rc, enum write_group_result result, jso
  * where its error is reported. */
 static void commit_one(struct pg_conn *c, struct member *m)
 {
-    const struct write_group_stmt *s = m->stmt;
+    const struct pg_group_stmt *s = &m->stmt->stmt;
     json_t *rows = NULL;
     struct fg_error err = {0};
     if (pg_exec(c, s->name, s->sql, s->nparams, s->params, &rows, &err) == 0)
@@ -98,10 +101,10 @@ static void commit_on(struct pg_conn *c, struct member *const *members, size_t n
     memcpy(group, members, n * sizeof *group);
     struct pg_group_stmt stmts[GROUP_MAX];
     while (n > 1) {
-        for (size_t i = 0; i < n; i++)
-            stmts[i] =
-                (struct pg_group_stmt){group[i]->stmt->name, group[i]->stmt->sql,
-                                       group[i]->stmt->nparams, group[i]->stmt->params, NULL};
+        for (size_t i = 0; i < n; i++) {
+            stmts[i] = group[i]->stmt->stmt;
+            stmts[i].rows = NULL;
+        }
         enum pg_group_outcome outcome;
         size_t failed = 0;
         struct fg_error err = {0};

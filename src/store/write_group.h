@@ -12,16 +12,17 @@
 #define FG_WRITE_GROUP_H
 
 #include <jansson.h>
+#include <stddef.h>
 
+#include "store/pg.h"
 #include "util/error.h"
 
-/* A write's statement: as pg_exec takes it (store/pg.h). */
+/* A write: its statement (rows unused) and the row it writes, which orders it
+ * within its group: by table, then by key as bytes. */
 struct write_group_stmt {
-    const char *name;          /* prepared statement name, or NULL */
-    const char *sql;           /* its text */
-    int nparams;               /* entries in params */
-    const char *const *params; /* text parameters (borrowed until the call returns) */
-    const char *order;         /* the row it writes, as text: groups lock rows in this order */
+    struct pg_group_stmt stmt; /* params borrowed until write_group_run returns */
+    size_t table;              /* the row's table (an index of the caller's) */
+    const char *key;           /* the row's key */
 };
 
 /* How a write fared in a group. */
