@@ -2,10 +2,13 @@
 /*
  * janitor.c - periodic maintenance, on two threads that never wait for each
  * other. The lease janitor keeps leases and waiters alive and talks only to
- * Redis: it waits up to one tick for hang-ups of parked clients, wakes waiters
- * whose re-check or deadline time came, gives back orphaned grants, and every
- * third of a waiter lease renews this gateway's mark in KEY_GATEWAYS that
- * tells other gateways this process and its waiters are alive. The backend
+ * Redis: it wakes waiters whose re-check or deadline time came, gives back
+ * orphaned grants, closes connections whose headers are late, and every third
+ * of a waiter lease renews this gateway's mark in KEY_GATEWAYS that tells other
+ * gateways this process and its waiters are alive. Between those it sleeps
+ * until the earliest is due (a second at most) or a parked client hangs up;
+ * whoever sets an earlier due time wakes it through util/alarm.h, so an idle
+ * gateway's janitor does not spin on a tick. The backend
  * janitor does everything that needs Postgres or may take long: copying the
  * audit stream of stale Redis writes into Postgres (store/audit_stream.c,
  * backing off while that fails), at once when a stale write pokes it, pruning
@@ -30,10 +33,11 @@
 #include "store/audit_stream.h"
 #include "store/keys.h"
 #include "store/redis.h"
+#include "util/alarm.h"
 #include "util/clock.h"
 #include "util/log.h"
 
-#define TICK_MS         5
+#define MAX_SLEEP_MS    1000 /* the lease janitor's longest sleep */
 #define BACKEND_TICK_MS 100
 #define INDEX_PRUNE_MS  5000 /* between two pruning passes over the listing index */
 
@@ -76,27 +80,43 @@ static void prune_indexes(void)
     }
 }
 
+static int64_t earlier(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Renews this gateway's liveness mark; returns when to renew it next. */
+static int64_t beat(int64_t now_ms, bool *failing)
+{
+    struct fg_error err = {0};
+    bool ok = janitor_beat(&err) == 0;
+    if (!ok && !*failing)
+        log_message(LOG_WARN, "backend_down", "redis: %s", err.msg);
+    if (ok && *failing)
+        log_message(LOG_INFO, "backend_up", "redis answers again");
+    *failing = !ok;
+    return now_ms + (ok ? gw.cfg->waiter_lease_ms / 3 : 200);
+}
+
+/* Does what is due, then sleeps until the next thing falls due (or a parked
+ * client hangs up, or the alarm brings it forward): an idle gateway's janitor
+ * wakes once a second at most. */
 static void *lease_janitor_main(void *arg)
 {
     (void)arg;
     int64_t next_beat = 0;
     bool beat_failing = false;
-    while (!atomic_load(&jan.stop)) {
-        waiter_watch_hangups(TICK_MS);
+    for (;;) {
+        alarm_plan();
+        if (atomic_load(&jan.stop))
+            break;
         int64_t now = clock_mono_ms();
-        waiter_tick(now);
-        doorbell_reap_orphans(now);
-        http_server_reap_slow(now);
-        if (now < next_beat)
-            continue;
-        struct fg_error err = {0};
-        bool ok = janitor_beat(&err) == 0;
-        if (!ok && !beat_failing)
-            log_message(LOG_WARN, "backend_down", "redis: %s", err.msg);
-        if (ok && beat_failing)
-            log_message(LOG_INFO, "backend_up", "redis answers again");
-        beat_failing = !ok;
-        next_beat = now + (ok ? gw.cfg->waiter_lease_ms / 3 : 200);
+        int64_t due = earlier(waiter_tick(now), doorbell_reap_orphans(now));
+        due = earlier(due, http_server_reap_slow(now));
+        if (now >= next_beat)
+            next_beat = beat(now, &beat_failing);
+        due = earlier(due, next_beat);
+        alarm_woken(waiter_watch_hangups(alarm_sleep_ms(due, clock_mono_ms(), MAX_SLEEP_MS)));
     }
     redis_thread_done();
     return NULL;
@@ -163,6 +183,7 @@ void janitor_stop(void)
     atomic_store(&jan.stop, true);
     pthread_cond_signal(&jan.poked);
     pthread_mutex_unlock(&jan.lock);
+    alarm_set(0);
     pthread_join(jan.lease_thread, NULL);
     pthread_join(jan.backend_thread, NULL);
     jan.started = false;

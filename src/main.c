@@ -36,6 +36,7 @@
 #include "store/pg.h"
 #include "store/redis.h"
 #include "store/secret.h"
+#include "util/alarm.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/notify.h"
@@ -236,8 +237,8 @@ static int serve(struct config *cfg, struct fg_error *err)
     signal(SIGPIPE, SIG_IGN);
     doorbell_on_orphan(LEASE_KIND_LOCK, lock_give_back_orphan);
     doorbell_on_orphan(LEASE_KIND_SEMAPHORE, sem_give_back_orphan);
-    if (waiter_registry_init(resume_request, err) != 0 || redis_watch_start(err) != 0 ||
-        janitor_start(err) != 0 || doorbell_start(err) != 0 ||
+    if (alarm_init(err) != 0 || waiter_registry_init(resume_request, err) != 0 ||
+        redis_watch_start(err) != 0 || janitor_start(err) != 0 || doorbell_start(err) != 0 ||
         http_server_start(cfg, api_routes, err) != 0)
         return -1;
     log_event(LOG_INFO, "serving",

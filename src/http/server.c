@@ -53,6 +53,7 @@
 #include "http/acceptor.h"
 #include "http/conn_phase.h"
 #include "http/tls.h"
+#include "util/alarm.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
 #include "util/log.h"
@@ -83,14 +84,12 @@ struct conn_state {
     struct auth_memo auth;          /* the key of its previous requests (keys.h) */
 };
 
-#define REAP_INTERVAL_MS 100
-#define REPLY_BUF        8192 /* bytes of a JSON reply written without allocating */
-#define FD_RESERVE       64   /* descriptors kept for logs, epoll sets, listen socket, DNS */
+#define REPLY_BUF  8192 /* bytes of a JSON reply written without allocating */
+#define FD_RESERVE 64   /* descriptors kept for logs, epoll sets, listen socket, DNS */
 
 static struct {
     pthread_mutex_t lock;   /* guards the list */
     struct conn_state head; /* sentinel of a circular list */
-    int64_t next_scan_ms;   /* the reaper's next look (janitor thread only) */
 } watches = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct {
@@ -130,6 +129,7 @@ static void watch_arm(struct conn_state *w)
     watches.head.prev = w;
     w->watched = true;
     pthread_mutex_unlock(&watches.lock);
+    alarm_set(w->due_ms);
 }
 
 static void watch_disarm(struct conn_state *w)
@@ -694,11 +694,10 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
     *socket_context = NULL;
 }
 
-void http_server_reap_slow(int64_t now_ms)
+int64_t http_server_reap_slow(int64_t now_ms)
 {
-    if (now_ms < watches.next_scan_ms || watches.head.next == NULL)
-        return;
-    watches.next_scan_ms = now_ms + REAP_INTERVAL_MS;
+    if (watches.head.next == NULL)
+        return INT64_MAX;
     pthread_mutex_lock(&watches.lock);
     /* Armed in time order with one timeout, so the list is sorted by due_ms.
      * Counted before the shutdown: a client that sees its connection end may
@@ -710,7 +709,9 @@ void http_server_reap_slow(int64_t now_ms)
         if (w->fd != MHD_INVALID_SOCKET)
             shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
     }
+    int64_t next_ms = watches.head.next != &watches.head ? watches.head.next->due_ms : INT64_MAX;
     pthread_mutex_unlock(&watches.lock);
+    return next_ms;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url,

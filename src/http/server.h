@@ -106,7 +106,9 @@ int http_request_fd(const struct http_request *req);
 void http_request_wake(struct http_request *req);
 
 /* Closes connections whose request headers did not arrive in full within
- * limits.header_timeout_ms (janitor, every tick; cheap when nothing is due). */
-void http_server_reap_slow(int64_t now_ms);
+ * limits.header_timeout_ms (janitor). Returns when the next one is due
+ * (INT64_MAX: no connection waits for its headers); a connection that starts
+ * waiting sets the janitor's alarm (util/alarm.h). */
+int64_t http_server_reap_slow(int64_t now_ms);
 
 #endif

@@ -21,6 +21,7 @@
 #include "lease/waiter.h"
 #include "store/keys.h"
 #include "store/redis.h"
+#include "util/alarm.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -72,6 +73,7 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
         memcpy(o->name, name, name_len);
         o->name[name_len] = '\0';
         o->seen_ms = clock_mono_ms();
+        alarm_set(o->seen_ms + ORPHAN_GRACE_MS);
     }
     pthread_mutex_unlock(&bell.lock);
 }
@@ -172,17 +174,21 @@ static doorbell_orphan_fn orphan_fn(char kind)
     return NULL;
 }
 
-void doorbell_reap_orphans(int64_t now_ms)
+int64_t doorbell_reap_orphans(int64_t now_ms)
 {
     struct orphan due[MAX_ORPHANS];
     size_t ndue = 0;
+    int64_t next_ms = INT64_MAX;
     pthread_mutex_lock(&bell.lock);
     size_t keep = 0;
     for (size_t i = 0; i < bell.norphans; i++) {
-        if (now_ms - bell.orphans[i].seen_ms >= ORPHAN_GRACE_MS)
+        int64_t due_ms = bell.orphans[i].seen_ms + ORPHAN_GRACE_MS;
+        if (due_ms <= now_ms) {
             due[ndue++] = bell.orphans[i];
-        else
-            bell.orphans[keep++] = bell.orphans[i];
+            continue;
+        }
+        bell.orphans[keep++] = bell.orphans[i];
+        next_ms = due_ms < next_ms ? due_ms : next_ms;
     }
     bell.norphans = keep;
     pthread_mutex_unlock(&bell.lock);
@@ -195,6 +201,7 @@ void doorbell_reap_orphans(int64_t now_ms)
             log_message(LOG_WARN, "orphan_grant", "could not give back a grant on %s: %s",
                         due[i].name, err.msg);
     }
+    return next_ms;
 }
 
 void doorbell_stop(void)

@@ -35,8 +35,9 @@ void doorbell_add_orphan(char kind, const char *lease_id, const char *name);
  * was one; the waiter then looks again at once. */
 bool doorbell_adopt(const char *lease_id);
 
-/* Janitor: gives back orphaned grants older than the grace period. */
-void doorbell_reap_orphans(int64_t now_ms);
+/* Janitor: gives back orphaned grants older than the grace period. Returns
+ * when the next one comes of age (INT64_MAX: none left). */
+int64_t doorbell_reap_orphans(int64_t now_ms);
 
 /* Stops and joins the doorbell thread. */
 void doorbell_stop(void);

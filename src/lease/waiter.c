@@ -40,9 +40,11 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "util/alarm.h"
 
 #define HASH_MIN_BUCKETS 1024
-#define HANGUP_BATCH     256 /* epoll events taken at once */
+#define HANGUP_BATCH     256        /* epoll events taken at once */
+#define ALARM_KEY        UINT64_MAX /* the epoll key of the alarm's descriptor (no waiter's) */
 
 static struct {
     pthread_mutex_t lock;
@@ -68,6 +70,9 @@ int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
     reg.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (reg.epoll_fd < 0)
         return fg_fail(err, FG_ERR_INTERNAL, "epoll_create1: %s", strerror(errno));
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ALARM_KEY};
+    if (epoll_ctl(reg.epoll_fd, EPOLL_CTL_ADD, alarm_fd(), &ev) != 0)
+        return fg_fail(err, FG_ERR_INTERNAL, "epoll_ctl: %s", strerror(errno));
     reg.nbuckets = HASH_MIN_BUCKETS;
     reg.buckets = calloc(reg.nbuckets, sizeof *reg.buckets);
     FG_ASSERT(reg.buckets != NULL);
@@ -113,6 +118,8 @@ static void timer_add(struct waiter *w)
     }
     timer_place(w, reg.ntimers++);
     timer_fix(w->timer_slot);
+    if (w->timer_slot == 0)
+        alarm_set(w->next_check_ms);
 }
 
 static void timer_remove(struct waiter *w)
@@ -385,12 +392,14 @@ void waiter_wake_all(unsigned reason)
     pthread_mutex_unlock(&reg.lock);
 }
 
-void waiter_tick(int64_t now_ms)
+int64_t waiter_tick(int64_t now_ms)
 {
     pthread_mutex_lock(&reg.lock);
     while (reg.ntimers > 0 && reg.timers[0]->next_check_ms <= now_ms)
         wake(reg.timers[0], WAKE_TIMER);
+    int64_t next_ms = reg.ntimers > 0 ? reg.timers[0]->next_check_ms : INT64_MAX;
     pthread_mutex_unlock(&reg.lock);
+    return next_ms;
 }
 
 /* The waiter an epoll event is about, if it is still the one registered. */
@@ -442,16 +451,18 @@ static void leave_all(struct waiter **ws, size_t n)
     pthread_mutex_unlock(&reg.lock);
 }
 
-void waiter_watch_hangups(int timeout_ms)
+bool waiter_watch_hangups(int timeout_ms)
 {
     struct epoll_event events[HANGUP_BATCH];
     int n = epoll_wait(reg.epoll_fd, events, HANGUP_BATCH, timeout_ms);
     if (n <= 0)
-        return;
+        return false;
     struct waiter *leaving[HANGUP_BATCH];
     size_t nleaving = 0;
+    bool rang = false;
     pthread_mutex_lock(&reg.lock);
     for (int i = 0; i < n; i++) {
+        rang = rang || events[i].data.u64 == ALARM_KEY;
         struct waiter *w = hung_up(events[i].data.u64);
         if (w == NULL)
             continue;
@@ -465,6 +476,7 @@ void waiter_watch_hangups(int timeout_ms)
     }
     pthread_mutex_unlock(&reg.lock);
     leave_all(leaving, nleaving);
+    return rang;
 }
 
 long waiter_count(void)

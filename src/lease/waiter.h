@@ -130,13 +130,16 @@ void waiter_ring_watchers(char kind, const char *name, int64_t fence);
 /* Wakes every waiter with reason (resubscription, drain). */
 void waiter_wake_all(unsigned reason);
 
-/* Janitor: wakes waiters whose re-check or deadline time has come. */
-void waiter_tick(int64_t now_ms);
+/* Janitor: wakes waiters whose re-check or deadline time has come. Returns the
+ * next such time (INT64_MAX: none parked). A waiter parked with an earlier
+ * time than any other sets the janitor's alarm (util/alarm.h). */
+int64_t waiter_tick(int64_t now_ms);
 
 /* Janitor: waits up to timeout_ms for hang-ups of parked clients and wakes them
  * (a reset or a close at once; a half-close never); parked waiters with a
- * leave hook are first taken out of their queues by it, many per call. */
-void waiter_watch_hangups(int timeout_ms);
+ * leave hook are first taken out of their queues by it, many per call. The
+ * alarm's descriptor is watched too: returns true if it rang. */
+bool waiter_watch_hangups(int timeout_ms);
 
 /* Waiters registered now. */
 long waiter_count(void);
