@@ -5,10 +5,11 @@
  * rules of lease calls, the configuration reader, the bodies of fenced Postgres
  * writes and batches (and the SQL built for those accepted), and the audit
  * query, the header rules of strict requests (media type, Host, request id,
- * owners), the unknown-member check of bodies, and fencectl's escaping of what
- * it prints. The input is split at the first two newlines into path, a header
- * value (the Fence-Token, the audit query's arguments, Content-Type, Host,
- * X-Request-Id, Fence-Owner, text for fencectl) and body. Nothing here may crash,
+ * owners), the unknown-member check of bodies, fencectl's escaping of what
+ * it prints, and fgjson's own JSON reader and writer against jansson's. The
+ * input is split at the first two newlines into path, a header value (the
+ * Fence-Token, the audit query's arguments, Content-Type, Host, X-Request-Id,
+ * Fence-Owner, text for fencectl) and body. Nothing here may crash,
  * leak, or trip a sanitizer, whatever the bytes.
  */
 #include <stdint.h>
@@ -166,8 +167,34 @@ static void fuzz_header(const char *value)
     free(shown);
 }
 
+/* fgjson's own reader and writer against jansson's, whatever the bytes: the
+ * flat reader reads only texts that jansson reads, to the same value, and the
+ * writer prints every value that jansson reads as json_dumps prints it. */
+static void fuzz_json_twins(const char *body, size_t len)
+{
+    json_error_t jerr;
+    json_t *flat = fgjson_parse_flat(body, len);
+    json_t *strict = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    FG_ASSERT(flat == NULL || (strict != NULL && json_equal(flat, strict)));
+    json_decref(flat);
+    json_decref(strict);
+    json_t *any = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    if (any == NULL)
+        return;
+    char small[64];
+    struct fgjson_out out;
+    fgjson_out_init(&out, small, sizeof small);
+    fgjson_out_value(&out, any);
+    char *want = json_dumps(any, JSON_COMPACT | JSON_ENCODE_ANY);
+    FG_ASSERT(want != NULL && strlen(want) == out.len && memcmp(want, out.buf, out.len) == 0);
+    free(want);
+    fgjson_out_free(&out);
+    json_decref(any);
+}
+
 static void fuzz_body(const char *body, size_t len)
 {
+    fuzz_json_twins(body, len);
     struct fg_error err = {0};
     json_t *obj = fgjson_parse_object(body, len, &err);
     if (obj == NULL)
