@@ -65,7 +65,7 @@ class JanitorSleepTest(GatewayTest):
             took.append(time.monotonic() - started)
             self.assertEqual(r.status, 409, r)
         self.assertGreaterEqual(min(took), 0.14, took)
-        self.assertLess(max(took), 0.4, took)
+        self.assertLess(max(took), 0.5, took)
         self.c.post(f"/v1/locks/{name}/release", {"token": held.body["token"]})
 
 
