@@ -4,8 +4,8 @@
 # fault lab of tests/ha/), and the
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
-# `scripts/deps.sh bench` adds the tools of bench/ (curl, jq, python3-redis, python3-psycopg2, linux-perf,
-# valgrind).
+# `scripts/deps.sh bench` adds the tools of bench/ (jq, python3-redis, python3-psycopg2, linux-perf,
+# valgrind); curl is always there (the README's walk-through, integration.readme).
 # The browser tests of the operator console (tests/browser/) need Debian's chromium, node and the npm
 # packages locked in tests/browser/package-lock.json, installed into FG_BROWSER_DIR (default
 # /var/cache/fencegate/browser-tests as root, ~/.cache/fencegate/browser-tests otherwise); no browser is
@@ -18,12 +18,12 @@ PACKAGES=(
   libhiredis-dev libpq-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
   python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev haproxy
-  chromium nodejs
+  chromium nodejs curl
 )
 # Debian's nodejs ships npm apart; node from elsewhere may bring its own.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 if [[ "${1:-}" == bench ]]; then
-  PACKAGES+=(curl jq python3-redis python3-psycopg2 linux-perf valgrind)
+  PACKAGES+=(jq python3-redis python3-psycopg2 linux-perf valgrind)
 fi
 # Unprivileged user that owns and runs the Postgres clusters of scripts/services.sh (postgres refuses root).
 PG_OS_USER="${FG_PG_OS_USER:-fencegate-pg}"
