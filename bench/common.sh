@@ -31,25 +31,29 @@ bench_pair_clients() {
   cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
 }
 
-# For the fenced-write benchmarks: bench_build, bench/pg_load.c (fenced PATCHes over HTTP) built
-# into $build/pg_load, fresh services (bench_services), and pgbin (the Postgres tools: FG_PGBIN, else
-# pg_config's) and dsn (the bench Postgres on $pg_port) set for sql.
-bench_pg_writes_setup() {
-  bench_build
-  cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
+# Fresh services (bench_services), with pgbin (the Postgres tools: FG_PGBIN, else pg_config's) and
+# dsn (the bench Postgres on $pg_port) set for sql.
+bench_pg_services() {
   pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
   [[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
   dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
   bench_services
 }
 
-# psql on the bench Postgres (after bench_pg_writes_setup), unaligned and stopping at the first error.
+# For the fenced-write benchmarks: bench_build, bench/pg_load.c (fenced PATCHes over HTTP) built
+# into $build/pg_load, and bench_pg_services.
+bench_pg_writes_setup() {
+  bench_build
+  cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
+  bench_pg_services
+}
+
+# psql on the bench Postgres (after bench_pg_services), unaligned and stopping at the first error.
 sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
 
 # utime+stime, in clock ticks, of process $1 (a pid) or of one of its threads (<pid>/task/<tid>).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
-# The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
 # utime+stime of the Postgres server under $datadir: its postmaster and living children, plus the
 # children that exited (a closed connection's backend). A child may exit while it is read.
 pg_ticks() {
@@ -60,6 +64,7 @@ pg_ticks() {
   done | awk '{ s += $1 } END { print s }'
 }
 
+# The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
 median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 
 bench_gateway_pid=""

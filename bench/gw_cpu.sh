@@ -42,10 +42,7 @@ cp "$1" "$build/before/fencegate" # copied: a rebuild during the run does not ch
 cp "$2" "$build/after/fencegate"
 cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
 cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
-pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
-[[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
-dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
-bench_services
+bench_pg_services
 
 sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_fence bigint);
         INSERT INTO bench_rows SELECT g::text, 0, '' FROM generate_series(0, $rows - 1) g;"

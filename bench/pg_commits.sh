@@ -34,10 +34,7 @@ rows=10000
 # shellcheck source=bench/common.sh
 source bench/common.sh
 bash scripts/deps.sh bench
-pgbin="${FG_PGBIN:-/usr/lib/postgresql/15/bin}"
-[[ -x "$pgbin/psql" ]] || pgbin="$(pg_config --bindir)"
-dsn="postgresql://fencegate@127.0.0.1:$pg_port/fencegate"
-bench_services
+bench_pg_services
 
 sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_fence bigint NOT NULL DEFAULT 0)
         WITH (fillfactor = 80);
