@@ -179,8 +179,9 @@ const char *pg_last_sqlstate(const struct pg_conn *c)
     return c->sqlstate;
 }
 
-/* Turns a failed result into err; drops the connection if it is gone. */
-static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err)
+/* Keeps the SQLSTATE of the failed result res (NULL: none) on c and turns it
+ * into err; true when the connection is of no further use (gone, or read-only). */
+static bool note_failure(struct pg_conn *c, const PGresult *res, struct fg_error *err)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
@@ -188,6 +189,13 @@ static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     fg_fail(err, sqlstate_code(c->sqlstate, lost), "postgres: %s",
             msg ? msg : PQerrorMessage(c->pq));
+    return lost;
+}
+
+/* Turns a failed result into err; drops the connection if it is gone. */
+static int result_failure(struct pg_conn *c, PGresult *res, struct fg_error *err)
+{
+    bool lost = note_failure(c, res, err);
     PQclear(res);
     if (err->code == FG_ERR_BACKEND_UNAVAILABLE)
         metrics_backend_error(METRIC_BACKEND_PG);
@@ -392,11 +400,7 @@ static int read_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, 
         if (st == PGRES_FATAL_ERROR && *outcome == PG_GROUP_COMMITTED) {
             *outcome = is_stmt ? PG_GROUP_STMT_FAILED : PG_GROUP_NOT_COMMITTED;
             *failed = is_stmt ? i - 1 : n;
-            const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-            snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
-            const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-            fg_fail(err, sqlstate_code(c->sqlstate, false), "postgres: %s",
-                    msg ? msg : PQerrorMessage(c->pq));
+            (void)note_failure(c, res, err); /* a lost connection fails the next read */
         } else if (is_stmt && *outcome == PG_GROUP_COMMITTED) {
             stmts[i - 1].rows = rows_of(res);
         }
