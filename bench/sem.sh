@@ -6,8 +6,14 @@
 # Postgres (.data/bench-sem) and gateway, runs the scenario RUNS times (default 3), stops everything.
 # After each run: the CPU per job of the gateway and Redis (/proc), and the client processes' CPU.
 #
+# With BEFORE and AFTER (two gateway binaries, e.g. Release builds of two commits), each run starts
+# both in turn on the same Redis and Postgres, the order alternating by run, and the end prints each
+# side's median run time and turnover: a before/after figure measured in the same minutes, which this
+# machine's drift from one quarter of an hour to the next (a few percent) cannot fake.
+#
 #   bench/sem.sh              # 3 runs
 #   RUNS=5 bench/sem.sh
+#   RUNS=5 BEFORE=a/fencegate AFTER=b/fencegate bench/sem.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -21,18 +27,26 @@ build="build-bench-sem"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-bench_build
+if [[ -n "${BEFORE:-}" || -n "${AFTER:-}" ]]; then
+  [[ -x "${BEFORE:-}" && -x "${AFTER:-}" ]] || { echo "bench/sem.sh: BEFORE and AFTER must both be binaries" >&2; exit 2; }
+  bash scripts/deps.sh bench
+  sides=(before after)
+  mkdir -p "$build/before" "$build/after"
+  cp "$BEFORE" "$build/before/fencegate" # copied: a rebuild during the run does not change a side
+  cp "$AFTER" "$build/after/fencegate"
+else
+  bench_build
+  sides=("")
+fi
 
 bench_services
-bench_gateway
-
 redis_pid=$(cat "$datadir/redis.pid")
 
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
-status=0
-TIMEFORMAT="%U %S"
-for i in $(seq "$runs"); do
-  echo "--- run $i"
+# One run of the scenario against the running gateway, labelled $1 (a side, or ""); the rest of the
+# arguments go to sem_bench.py. Prints its report and the CPU per job; returns 1 if a target was missed.
+run_once() {
+  local label="$1" status=0 gateway_before redis_before client_user client_sys
+  shift
   gateway_before=$(cpu_ticks "$bench_gateway_pid")
   redis_before=$(cpu_ticks "$redis_pid")
   { time python3 bench/sem_bench.py --url "http://127.0.0.1:$http_port" "$@" >"$datadir/run.out" \
@@ -47,5 +61,42 @@ for i in $(seq "$runs"); do
     -v hz="$(getconf CLK_TCK)" -v jobs="$(sed -n 's/.*limit [0-9]*, \([0-9]*\) jobs.*/\1/p' "$datadir/run.out")" \
     'BEGIN { printf "CPU             gateway %.0f us per job, Redis %.0f us per job; clients %.2f s in all\n",
              g * 1e6 / hz / jobs, r * 1e6 / hz / jobs, cu + cs }'
+  [[ -n "$label" ]] && awk -v s="$label" '/^run time/ {t = $3} /^turnover/ {o = $2} END {print s, t, o}' \
+    "$datadir/run.out" >>"$datadir/sides"
+  return "$status"
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+status=0
+TIMEFORMAT="%U %S"
+: >"$datadir/sides"
+if [[ -z "${sides[0]}" ]]; then
+  bench_gateway
+  for i in $(seq "$runs"); do
+    echo "--- run $i"
+    run_once "" "$@" || status=1
+  done
+  exit "$status"
+fi
+for i in $(seq "$runs"); do
+  if ((i % 2)); then order=(0 1); else order=(1 0); fi
+  for s in "${order[@]}"; do
+    echo "--- run $i, ${sides[$s]}"
+    main_build="$build"
+    build="$main_build/${sides[$s]}"
+    bench_gateway
+    build="$main_build"
+    run_once "${sides[$s]}" "$@" || status=1
+    kill "$bench_gateway_pid" && wait "$bench_gateway_pid" 2>/dev/null || true
+    bench_gateway_pid=""
+  done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| build | run times (s) | median run time (s) | median turnover over the bound (ms) |"
+echo "|---|---|---|---|"
+for side in "${sides[@]}"; do
+  times=$(awk -v s="$side" '$1 == s {print $2}' "$datadir/sides")
+  printf '| %s | %s | %s | %s |\n' "$side" "$(paste -sd, <<<"$times" | sed 's/,/, /g')" \
+    "$(median <<<"$times")" "$(awk -v s="$side" '$1 == s {print $3}' "$datadir/sides" | median)"
 done
 exit "$status"
