@@ -14,8 +14,8 @@
  * backing off while that fails), at once when a stale write pokes it, pruning
  * audit records past their retention (store/audit.h), and every few seconds dropping a bounded
  * batch of idle names from the lease listing index (lease/lease_list.h), so names whose last lease
- * expired unreleased do not pile up. A stalled Postgres can thus delay audit rows, never a waiter,
- * a grant or the liveness mark.
+ * expired unreleased do not pile up; it sleeps until the next of these is due or a poke. A stalled
+ * Postgres can thus delay audit rows, never a waiter, a grant or the liveness mark.
  */
 #include "janitor.h"
 
@@ -37,9 +37,8 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define MAX_SLEEP_MS    1000 /* the lease janitor's longest sleep */
-#define BACKEND_TICK_MS 100
-#define INDEX_PRUNE_MS  5000 /* between two pruning passes over the listing index */
+#define MAX_SLEEP_MS   1000 /* the lease janitor's longest sleep */
+#define INDEX_PRUNE_MS 5000 /* between two pruning passes over the listing index */
 
 static struct {
     pthread_t lease_thread;
@@ -122,12 +121,13 @@ static void *lease_janitor_main(void *arg)
     return NULL;
 }
 
-/* Sleeps until a poke or BACKEND_TICK_MS, whichever comes first; true if poked. */
-static bool backend_wait(void)
+/* Sleeps until due_ms (monotonic) or a poke, whichever comes first; true if poked. */
+static bool backend_wait(int64_t due_ms)
 {
-    struct timespec until = clock_wall_deadline(BACKEND_TICK_MS);
+    int64_t left = due_ms - clock_mono_ms();
+    struct timespec until = clock_wall_deadline(left > 0 ? left : 0);
     pthread_mutex_lock(&jan.lock);
-    while (!jan.poke && !atomic_load(&jan.stop) &&
+    while (!jan.poke && !atomic_load(&jan.stop) && left > 0 &&
            pthread_cond_timedwait(&jan.poked, &jan.lock, &until) == 0)
         ;
     bool poked = jan.poke;
@@ -136,19 +136,22 @@ static bool backend_wait(void)
     return poked;
 }
 
+/* Does what is due, then sleeps until the next of it (or a poke): an idle
+ * gateway's backend janitor wakes for the audit stream's drain interval. */
 static void *backend_janitor_main(void *arg)
 {
     (void)arg;
-    int64_t next_prune = 0;
+    int64_t next_prune = 0, due = 0;
     while (!atomic_load(&jan.stop)) {
-        bool poked = backend_wait();
+        bool poked = backend_wait(due);
         int64_t now = clock_mono_ms();
-        audit_stream_tick(now, poked);
-        audit_retention_tick(now, gw.cfg->audit_retention_days);
+        due = audit_stream_tick(now, poked);
+        due = earlier(due, audit_retention_tick(now, gw.cfg->audit_retention_days));
         if (now >= next_prune) {
             prune_indexes();
             next_prune = now + INDEX_PRUNE_MS;
         }
+        due = earlier(due, next_prune);
     }
     redis_thread_done();
     return NULL;

@@ -158,7 +158,7 @@ int doorbell_start(struct fg_error *err)
     if (pthread_create(&bell.thread, NULL, doorbell_main, NULL) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
     if (pthread_create(&bell.ended_thread, NULL, ended_main, NULL) != 0) {
-        atomic_store(&bell.stop, true);
+        redis_subscribe_stop(&bell.stop);
         pthread_join(bell.thread, NULL);
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the doorbell thread");
     }
@@ -208,7 +208,7 @@ void doorbell_stop(void)
 {
     if (!bell.started)
         return;
-    atomic_store(&bell.stop, true);
+    redis_subscribe_stop(&bell.stop);
     pthread_join(bell.thread, NULL);
     pthread_join(bell.ended_thread, NULL);
     bell.started = false;

@@ -207,14 +207,14 @@ int audit_prune(long long days, int batch, int *deleted, struct fg_error *err)
     return 0;
 }
 
-void audit_retention_tick(int64_t now_ms, long long days)
+int64_t audit_retention_tick(int64_t now_ms, long long days)
 {
     static int64_t next_ms;
     static bool failing;
     if (next_ms == 0)
         next_ms = now_ms + PRUNE_FIRST_MS;
     if (now_ms < next_ms)
-        return;
+        return next_ms;
     struct fg_error err = {0};
     int deleted = 0;
     if (audit_prune(days, PRUNE_BATCH, &deleted, &err) != 0) {
@@ -222,13 +222,14 @@ void audit_retention_tick(int64_t now_ms, long long days)
             log_message(LOG_WARN, "audit_prune_failed", "%s", err.msg);
         failing = true;
         next_ms = now_ms + PRUNE_IDLE_MS;
-        return;
+        return next_ms;
     }
     failing = false;
     if (deleted > 0)
         log_event(LOG_INFO, "audit_pruned",
                   json_pack("{s:i, s:I}", "records", deleted, "retention_days", (json_int_t)days));
     next_ms = now_ms + (deleted == PRUNE_BATCH ? PRUNE_BUSY_MS : PRUNE_IDLE_MS);
+    return next_ms;
 }
 
 static const char summary_minutes_sql[] =

@@ -65,8 +65,9 @@ int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error
 int audit_prune(long long days, int batch, int *deleted, struct fg_error *err) FG_WUR;
 
 /* Janitor: prunes in the background, a batch a second while old records
- * remain, else once a minute; failures are logged once and retried later. */
-void audit_retention_tick(int64_t now_ms, long long days);
+ * remain, else once a minute; failures are logged once and retried later.
+ * Returns when it is due next. */
+int64_t audit_retention_tick(int64_t now_ms, long long days);
 
 /*
  * Rejections within window w: a new object {"since_ms", "until_ms",

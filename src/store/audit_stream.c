@@ -178,11 +178,11 @@ int audit_stream_list_dead(int max, FILE *out, struct fg_error *err)
     return 0;
 }
 
-void audit_stream_tick(int64_t now_ms, bool poked)
+int64_t audit_stream_tick(int64_t now_ms, bool poked)
 {
     static int64_t next_ms, backoff_ms;
     if (now_ms < next_ms && !(poked && backoff_ms == 0))
-        return;
+        return next_ms;
     struct fg_error err = {0};
     int stored = 0;
     if (audit_stream_drain(DRAIN_BATCH, &stored, &err) != 0) {
@@ -192,11 +192,12 @@ void audit_stream_tick(int64_t now_ms, bool poked)
         if (backoff_ms > DRAIN_BACKOFF_MAX)
             backoff_ms = DRAIN_BACKOFF_MAX;
         next_ms = now_ms + backoff_ms;
-        return;
+        return next_ms;
     }
     if (backoff_ms != 0)
         log_message(LOG_INFO, "audit_drain_recovered", "audit stream drains again");
     backoff_ms = 0;
-    /* a full batch: more may wait, come back at the next tick */
+    /* a full batch: more may wait, come back at once */
     next_ms = stored == DRAIN_BATCH ? now_ms : now_ms + DRAIN_INTERVAL_MS;
+    return next_ms;
 }

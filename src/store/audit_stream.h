@@ -31,7 +31,7 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err) FG_WUR;
 int audit_stream_list_dead(int max, FILE *out, struct fg_error *err) FG_WUR;
 
 /* Backend janitor: drains the stream when its time came (now_ms) or when poked
- * (a new entry), backing off while it fails. */
-void audit_stream_tick(int64_t now_ms, bool poked);
+ * (a new entry), backing off while it fails. Returns when it is due next. */
+int64_t audit_stream_tick(int64_t now_ms, bool poked);
 
 #endif

@@ -22,7 +22,6 @@
  */
 #include "store/redis.h"
 
-#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,6 +39,7 @@
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/sock.h"
+#include "util/wake.h"
 
 #define MAX_ARGS    48
 #define COMMAND_BUF 4096 /* bytes of a command formatted without allocating */
@@ -549,20 +549,23 @@ int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
 }
 
 /* Reads messages from a subscribed connection until an error, a failover to
- * another primary (when generation is not NULL) or *stop. */
+ * another primary (when generation is not NULL) or *stop. Between messages it
+ * sleeps on the socket alone: a stop (redis_subscribe_stop) or a failover
+ * (on_switch_master) wakes it to look again. */
 static void follow_messages(redisContext *ctx, const struct redis_subscriber *sub,
                             const unsigned *generation, atomic_bool *stop)
 {
+    struct wake_slot slot;
+    wake_join(&slot);
     while (!atomic_load(stop) &&
            (generation == NULL || *generation == atomic_load(&rds.generation))) {
         void *raw = NULL;
-        if (redisGetReply(ctx, &raw) != REDIS_OK) {
-            if (ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                ctx->err = 0;
-                ctx->errstr[0] = '\0';
-                continue;
-            }
-            return;
+        if (redisReaderGetReply(ctx->reader, &raw) != REDIS_OK)
+            break;
+        if (raw == NULL) {
+            if (wake_wait(&slot, ctx->fd) && redisBufferRead(ctx) != REDIS_OK)
+                break;
+            continue;
         }
         redisReply *r = raw;
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
@@ -570,6 +573,13 @@ static void follow_messages(redisContext *ctx, const struct redis_subscriber *su
             sub->on_message(r->element[2]->str, r->element[2]->len, sub->ctx);
         freeReplyObject(r);
     }
+    wake_leave(&slot);
+}
+
+void redis_subscribe_stop(atomic_bool *stop)
+{
+    atomic_store(stop, true);
+    wake_all();
 }
 
 void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
@@ -614,6 +624,7 @@ static void on_switch_master(const char *payload, size_t len, void *ctx)
         payload[name_len] != ' ')
         return;
     atomic_fetch_add(&rds.generation, 1);
+    wake_all(); /* the doorbell's followers move to the new primary */
     log_message(LOG_WARN, "redis_failover", "sentinels moved the primary: %.*s", (int)len, payload);
 }
 
@@ -669,7 +680,7 @@ void redis_watch_stop(void)
 {
     if (!rds.watching)
         return;
-    atomic_store(&rds.watcher_stop, true);
+    redis_subscribe_stop(&rds.watcher_stop);
     pthread_join(rds.watcher, NULL);
     rds.watching = false;
 }

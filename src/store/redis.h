@@ -73,10 +73,13 @@ struct redis_subscriber {
 
 /*
  * Follows sub->channel on a dedicated connection until *stop becomes true,
- * reconnecting after errors. Blocks the calling thread; checks *stop at least
- * every 200 ms.
+ * reconnecting after errors. Blocks the calling thread, which sleeps until a
+ * message comes; redis_subscribe_stop ends it.
  */
 void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop);
+
+/* Sets *stop and wakes the threads in redis_subscribe to see it. */
+void redis_subscribe_stop(atomic_bool *stop);
 
 /* With a redis-sentinel:// URL, starts the thread that follows +switch-master
  * (connections to a former primary are then dropped before their next

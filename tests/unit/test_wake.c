@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_wake.c - sleepers woken on demand: a wake given while the sleeper is
+ * awake ends its next sleep, once; a readable socket ends a sleep; every
+ * joined slot is woken, a slot that left is not.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/wake.h"
+
+static void a_wake_is_kept_until_the_next_sleep_and_taken_once(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    struct wake_slot slot;
+    wake_join(&slot);
+    assert_true(slot.fd >= 0);
+    wake_all();
+    wake_all(); /* two wakes before the sleep end one sleep */
+    assert_false(wake_wait(&slot, p[0]));
+    assert_int_equal(write(p[1], "x", 1), 1);
+    assert_true(wake_wait(&slot, p[0])); /* the wake was taken: the socket ends this one */
+    wake_leave(&slot);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void every_joined_slot_is_woken_and_a_slot_that_left_is_not(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], "x", 1), 1);
+    struct wake_slot a, b, gone;
+    wake_join(&a);
+    wake_join(&gone);
+    wake_join(&b);
+    wake_leave(&gone);
+    assert_int_equal(gone.fd, -1);
+    wake_all();
+    assert_false(wake_wait(&a, p[0]));
+    assert_false(wake_wait(&b, p[0]));
+    assert_true(wake_wait(&a, p[0])); /* no wake left: the readable socket */
+    wake_leave(&a);
+    wake_leave(&b);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void a_closed_socket_ends_a_sleep(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    close(p[1]);
+    struct wake_slot slot;
+    wake_join(&slot);
+    assert_true(wake_wait(&slot, p[0]));
+    wake_leave(&slot);
+    close(p[0]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_wake_is_kept_until_the_next_sleep_and_taken_once),
+        cmocka_unit_test(every_joined_slot_is_woken_and_a_slot_that_left_is_not),
+        cmocka_unit_test(a_closed_socket_ends_a_sleep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
