@@ -2,11 +2,14 @@
 /*
  * test_wake.c - sleepers woken on demand: a wake given while the sleeper is
  * awake ends its next sleep, once; a readable socket ends a sleep; every
- * joined slot is woken, a slot that left is not.
+ * joined slot is woken, a slot that left is not; a slot that got no event
+ * descriptor (none to spare) still sleeps, for WAKE_FALLBACK_MS at most.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -66,12 +69,45 @@ static void a_closed_socket_ends_a_sleep(void **state)
     close(p[0]);
 }
 
+static long elapsed_ms(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+static void without_a_descriptor_to_spare_a_sleep_ends_after_the_fallback_period(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    struct rlimit was;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    struct rlimit low = {.rlim_cur = (rlim_t)p[1] + 1, .rlim_max = was.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0); /* no descriptor above the pipe's */
+    struct wake_slot slot;
+    wake_join(&slot);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    assert_int_equal(slot.fd, -1);
+    struct timespec started;
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    assert_false(wake_wait(&slot, p[0]));
+    assert_in_range(elapsed_ms(&started), WAKE_FALLBACK_MS - 20, WAKE_FALLBACK_MS * 5);
+    wake_all(); /* nothing to write to: no harm */
+    assert_int_equal(write(p[1], "x", 1), 1);
+    assert_true(wake_wait(&slot, p[0]));
+    wake_leave(&slot);
+    close(p[0]);
+    close(p[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_wake_is_kept_until_the_next_sleep_and_taken_once),
         cmocka_unit_test(every_joined_slot_is_woken_and_a_slot_that_left_is_not),
         cmocka_unit_test(a_closed_socket_ends_a_sleep),
+        cmocka_unit_test(without_a_descriptor_to_spare_a_sleep_ends_after_the_fallback_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
