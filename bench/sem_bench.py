@@ -208,9 +208,8 @@ def main() -> int:
         if r[1] - r[0] > 5_000_000 and i >= 0 and releases[i] > r[0]:
             handoffs.append((r[1] - releases[i]) / 1e6)
     # Paired hand-off: the k-th release (by send time) frees the slot of the (k + limit)-th grant.
-    sent = sorted(r[2] for r in records)
     granted = [r[1] for r in by_fence]
-    paired = [(granted[k + args.limit] - sent[k]) / 1e6 for k in range(len(granted) - args.limit)]
+    paired = [(granted[k + args.limit] - releases[k]) / 1e6 for k in range(len(granted) - args.limit)]
     ideal_waits, ideal_end = ideal_fifo(total_workers, args.limit, args.jobs, args.hold_ms)
     lower = args.jobs * args.hold_ms / args.limit / 1000.0
     ideal_p99 = percentile(ideal_waits, 99)
