@@ -11,12 +11,15 @@ log with the id of the transaction that wrote it (txid_current()), in the order 
     answered 400 naming the column and never stored (a group failed as a whole, or one whose good writes were
     committed twice when it ran again without the bad one, fails this);
   - within a transaction the rows are written in key order, so two groups never wait for each other's rows
-    (a group sent in arrival order fails this), and concurrent writes of a few shared rows all succeed.
+    (a group sent in arrival order fails this), and concurrent writes of a few shared rows all succeed;
+  - with more writers than two full groups hold, every write is answered and stored once: a waiting
+    write's thread is woken when its group is done, and one is woken to lead each next group.
 
 Broken variants caught while writing this (each tried, then reverted): groups sent in arrival order, not key
 order (a transaction's log showed its rows out of order); groups of at most one write (as many transactions as
 writes); a failed statement's group answered as committed for its other writes instead of running them again
-(their writes were missing from the log).
+(their writes were missing from the log); a finished group whose writes' threads were not woken (every test hung);
+a finished group that woke nobody to lead the next (the crowd hung, the other tests passed).
 
 Owns: the grouping of fence-column writes. Must not: test the fence rule itself (test_fence_column.py).
 """
@@ -49,6 +52,7 @@ CREATE TRIGGER wg_log_version AFTER UPDATE ON public.wg_rows
 TABLE = {"key": "id", "columns": ["note", "n"], "fence_column": "lock_fence"}
 CLIENTS = 16
 WRITES = 24
+GROUP_MAX = 32  # writes in one group (src/store/write_group.c)
 
 
 def logged(prefix):
@@ -57,20 +61,21 @@ def logged(prefix):
     return [tuple(line.split("|")) for line in out]
 
 
-class WriteGroupTest(GatewayTest):
+class GroupsTest(GatewayTest):
+    """A gateway that writes wg_rows; the tests of the classes below."""
+
     gateway_config = {"tables": {"wg_rows": TABLE}}
-    gateway_env = {"FENCEGATE_HTTP_THREADS": 8, "FENCEGATE_PG_POOL_SIZE": 8}
 
     @classmethod
     def setUpClass(cls):
         psql(SETUP_SQL)  # the table first: the gateway reads its catalog at start-up
         super().setUpClass()
 
-    def run_clients(self, work):
-        """Runs work(client, k) in CLIENTS threads at once, each with its own connection; returns the
+    def run_clients(self, work, clients=CLIENTS):
+        """Runs work(client, k) in clients threads at once, each with its own connection; returns the
         exceptions they raised."""
         errors = []
-        start = threading.Barrier(CLIENTS)
+        start = threading.Barrier(clients)
 
         def worker(k):
             client = self.gw.client()
@@ -82,12 +87,16 @@ class WriteGroupTest(GatewayTest):
             finally:
                 client.close()
 
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(CLIENTS)]
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(clients)]
         for t in threads:
             t.start()
         for t in threads:
             t.join(120)
         return errors
+
+
+class WriteGroupTest(GroupsTest):
+    gateway_env = {"FENCEGATE_HTTP_THREADS": 8, "FENCEGATE_PG_POOL_SIZE": 8}
 
     def test_one_bad_write_fails_alone_and_the_rest_commit_once(self):
         prefix = unique("wg") + "-"
@@ -149,6 +158,39 @@ class WriteGroupTest(GatewayTest):
         self.assertTrue(any(len(set(ids)) > 1 for ids in by_tx.values()), "some group wrote several rows")
         for tx, ids in by_tx.items():
             self.assertEqual(ids, sorted(ids), f"transaction {tx} wrote its rows out of key order")
+
+
+class CrowdedWriteGroupTest(GroupsTest):
+    """More writers at once than a group takes (GROUP_MAX): the thread that leads a group may find
+    its own write left for the next one, and each finished group must wake a queued write's thread to
+    lead the next. A write whose thread is never woken (its group done, or the next group to be led)
+    hangs past the client's timeout and fails the test."""
+
+    gateway_env = {"FENCEGATE_HTTP_THREADS": 100, "FENCEGATE_PG_POOL_SIZE": 8}
+    CROWD = 100  # more than two full groups (two are committed at a time) and a queue behind them
+
+    def test_every_write_of_a_crowd_larger_than_a_group_is_answered_and_stored_once(self):
+        prefix = unique("wgc") + "-"
+        for k in range(self.CROWD):
+            psql("INSERT INTO public.wg_rows (id, note) VALUES (:'k', 'start')", {"k": f"{prefix}{k:02}"})
+        token, _ = acquire(self.c, unique("wgc-lock"))
+        statuses = []
+
+        def work(client, k):
+            for i in range(WRITES):
+                r = write(client, "PATCH", "wg_rows", f"{prefix}{k:02}", {"set": {"note": f"{k}-{i}", "n": i}}, token)
+                statuses.append((r.status, r.body))
+
+        self.assertEqual(self.run_clients(work, self.CROWD), [])
+        self.assertEqual(len(statuses), self.CROWD * WRITES)
+        self.assertEqual([s for s in statuses if s[0] != 200], [])
+        log = logged(prefix)
+        per_tx = defaultdict(int)
+        for _, _, _, tx in log:
+            per_tx[tx] += 1
+        self.assertEqual(max(per_tx.values()), GROUP_MAX, "some group was full, with more writes queued behind it")
+        notes = sorted(note for _, _, note, _ in log)
+        self.assertEqual(notes, sorted(f"{k}-{i}" for k in range(self.CROWD) for i in range(WRITES)))
 
 
 if __name__ == "__main__":
