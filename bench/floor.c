@@ -17,17 +17,11 @@
  *
  * usage: floor PORT THREADS none|redis|pg [REDIS_PORT | PG_DSN]
  */
-#include <arpa/inet.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "http_client.h"
 
 #define CONN_BUF 8192 /* bytes of one connection's unparsed input */
 #define MAX_CONNS 1024
@@ -57,18 +51,6 @@ static void die(const char *what)
 {
     perror(what);
     exit(1);
-}
-
-static int tcp_connect(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0)
-        die("floor: backend connect");
-    return fd;
 }
 
 /* One PING and its +PONG, blocking. */
@@ -170,7 +152,7 @@ static void *work(void *arg)
 {
     struct worker *w = arg;
     if (backend == BACKEND_REDIS)
-        w->redis_fd = tcp_connect(atoi(backend_target));
+        w->redis_fd = bench_connect(atoi(backend_target));
     else if (backend == BACKEND_PG)
         pg_connect(w);
     struct epoll_event events[64];
