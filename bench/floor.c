@@ -24,7 +24,6 @@
 #include "http_client.h"
 
 #define CONN_BUF 8192 /* bytes of one connection's unparsed input */
-#define MAX_CONNS 1024
 
 enum backend { BACKEND_NONE, BACKEND_REDIS, BACKEND_PG };
 
