@@ -75,7 +75,13 @@ start_floor() {
   [[ "$1" == pg ]] && target="$dsn"
   "$build/floor" "$floor_port" "$2" "$1" "$target" &
   pid=$!
-  until curl -fs -X POST "http://127.0.0.1:$floor_port/" >/dev/null 2>&1; do sleep 0.1; done
+  for _ in $(seq 100); do
+    curl -fs -X POST "http://127.0.0.1:$floor_port/" >/dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "bench/floor.sh: the floor ($1) did not answer" >&2
+  return 1
 }
 
 stop() { kill "$pid" && wait "$pid" 2>/dev/null || true; }

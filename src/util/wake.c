@@ -7,7 +7,6 @@
  */
 #include "util/wake.h"
 
-#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>

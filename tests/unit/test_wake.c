@@ -8,12 +8,13 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "util/clock.h"
 #include "util/wake.h"
 
 static void a_wake_is_kept_until_the_next_sleep_and_taken_once(void **state)
@@ -69,13 +70,6 @@ static void a_closed_socket_ends_a_sleep(void **state)
     close(p[0]);
 }
 
-static long elapsed_ms(const struct timespec *since)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
-}
-
 static void without_a_descriptor_to_spare_a_sleep_ends_after_the_fallback_period(void **state)
 {
     (void)state;
@@ -89,10 +83,9 @@ static void without_a_descriptor_to_spare_a_sleep_ends_after_the_fallback_period
     wake_join(&slot);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
     assert_int_equal(slot.fd, -1);
-    struct timespec started;
-    clock_gettime(CLOCK_MONOTONIC, &started);
+    int64_t started = clock_mono_ms();
     assert_false(wake_wait(&slot, p[0]));
-    assert_in_range(elapsed_ms(&started), WAKE_FALLBACK_MS - 20, WAKE_FALLBACK_MS * 5);
+    assert_in_range(clock_mono_ms() - started, WAKE_FALLBACK_MS - 20, WAKE_FALLBACK_MS * 5);
     wake_all(); /* nothing to write to: no harm */
     assert_int_equal(write(p[1], "x", 1), 1);
     assert_true(wake_wait(&slot, p[0]));
