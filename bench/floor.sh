@@ -11,7 +11,8 @@
 #   - the time one request takes on one connection, back to back and after 20 ms of rest (the
 #     seed scenario's rhythm): floor with one Redis PING, the gateway's lock acquire (each followed
 #     by a release that is not timed).
-# Prints, per cell and side, the medians of ops/s (pairs or writes), the serving process's CPU per
+# First the machine's own price of a sleep and a wake-up (`perf bench sched pipe`, on all CPUs and on
+# one). Prints, per cell and side, the medians of ops/s (pairs or writes), the serving process's CPU per
 # HTTP request (utime+stime from /proc; a pair is two requests) and, for writes, Postgres's CPU per
 # write (pg_ticks); then the median request times.
 #
@@ -159,9 +160,20 @@ fence=$(jq -r .fence <<<"$acquired")
 kill "$bench_gateway_pid" && wait "$bench_gateway_pid" 2>/dev/null || true
 bench_gateway_pid=""
 
+# What a sleep and a wake-up cost on this machine before any server: `perf bench sched pipe`, two
+# processes passing a byte back and forth through pipes (every round trip two wake-ups and two
+# sleeps), run by "$@" (taskset, or nothing). Prints its time per round trip and the CPU it used.
+sched_pipe() {
+  local TIMEFORMAT="%U %S" cpu loops=50000
+  cpu=$({ time "$@" perf bench sched pipe -l "$loops" >"$datadir/pipe.out" 2>&1; } 2>&1)
+  awk -v c="$cpu" -v n="$loops" '/usecs\/op/ {split(c, t, " ")
+    printf "%.1f µs per round trip, %.1f µs of CPU", $1, (t[1] + t[2]) * 1e6 / n}' "$datadir/pipe.out"
+}
+
 cells=("pairs 4 4 floor-none floor-redis gateway" "pairs 64 8 floor-none floor-redis gateway"
   "writes 8 8 floor-pg gateway pgbench" "writes 32 8 floor-pg gateway pgbench")
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+echo "perf bench sched pipe: $(sched_pipe) on all CPUs; $(sched_pipe taskset -c 0) on one"
 for round in $(seq "$rounds"); do
   for spec in "${cells[@]}"; do
     read -r kind conns threads sides <<<"$spec"

@@ -15,6 +15,7 @@
 #include "gateway.h"
 #include "store/revocations.h"
 #include "store/secret.h"
+#include "util/fgjson.h"
 #include "util/log.h"
 
 static const char *lease_name(const struct http_request *req)
@@ -28,6 +29,37 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
     return HANDLER_DONE;
 }
 
+/* Room for the reply of a lease that holds: its name, token and numbers (a
+ * longer one moves to the heap). */
+#define FACTS_BUF 1024
+
+/* The reply of a lease that holds is written without a jansson tree:
+ * facts_begin opens it in out over buf (cap bytes) with the lease's name
+ * ({"lock": name or {"semaphore": name), facts_times adds its fence and
+ * times, and facts_send closes it and makes it the 200 reply. */
+static void facts_begin(struct fgjson_out *out, char *buf, size_t cap, const struct lease_ops *kind,
+                        const char *name)
+{
+    fgjson_out_init(out, buf, cap);
+    fgjson_out_open(out);
+    fgjson_out_str(out, kind->noun, name);
+}
+
+static void facts_times(struct fgjson_out *out, const struct lease_result *res)
+{
+    fgjson_out_int(out, "fence", res->fence);
+    fgjson_out_int(out, "ttl_ms", res->ttl_ms);
+    fgjson_out_int(out, "expires_at_ms", res->expires_at_ms);
+}
+
+static enum handler_result facts_send(struct http_reply *reply, struct fgjson_out *out)
+{
+    fgjson_out_close(out);
+    reply_json_text(reply, 200, out->buf, out->len);
+    fgjson_out_free(out);
+    return HANDLER_DONE;
+}
+
 static enum handler_result reply_granted(const struct lease_ops *kind, struct http_request *req,
                                          struct http_reply *reply, const struct lease_result *res)
 {
@@ -38,11 +70,12 @@ static enum handler_result reply_granted(const struct lease_ops *kind, struct ht
     struct fg_error err = {0};
     if (token_sign(&claims, secret_current(), token, sizeof token, &err) != 0)
         return fail(reply, &err);
-    reply_json(reply, 200,
-               json_pack("{s:s, s:s, s:I, s:I, s:I}", kind->noun, lease_name(req), "token", token,
-                         "fence", (json_int_t)res->fence, "ttl_ms", (json_int_t)res->ttl_ms,
-                         "expires_at_ms", (json_int_t)res->expires_at_ms));
-    return HANDLER_DONE;
+    char buf[FACTS_BUF];
+    struct fgjson_out out;
+    facts_begin(&out, buf, sizeof buf, kind, lease_name(req));
+    fgjson_out_str(&out, "token", token);
+    facts_times(&out, res);
+    return facts_send(reply, &out);
 }
 
 static enum handler_result reply_busy(struct http_reply *reply, const struct lease_result *res,
@@ -179,12 +212,12 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
                             json_pack("{s:I}", "hold_until_ms", (json_int_t)res.hold_until_ms));
         return HANDLER_DONE;
     }
-    reply_json(reply, 200,
-               json_pack("{s:s, s:I, s:I, s:I, s:I}", kind->noun, lease_name(req), "fence",
-                         (json_int_t)res.fence, "ttl_ms", (json_int_t)res.ttl_ms, "expires_at_ms",
-                         (json_int_t)res.expires_at_ms, "hold_until_ms",
-                         (json_int_t)res.hold_until_ms));
-    return HANDLER_DONE;
+    char buf[FACTS_BUF];
+    struct fgjson_out out;
+    facts_begin(&out, buf, sizeof buf, kind, lease_name(req));
+    facts_times(&out, &res);
+    fgjson_out_int(&out, "hold_until_ms", res.hold_until_ms);
+    return facts_send(reply, &out);
 }
 
 enum handler_result lease_handle_release(const struct lease_ops *kind, struct http_request *req,
@@ -205,7 +238,8 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
         return lease_lost(kind, req, reply, "release", &claims);
     if (res.held_ms >= 0)
         metrics_hold_time(kind->metric, res.held_ms);
-    reply_json(reply, 200, json_pack("{s:b}", "released", 1));
+    static const char released[] = "{\"released\":true}";
+    reply_json_text(reply, 200, released, sizeof released - 1);
     return HANDLER_DONE;
 }
 

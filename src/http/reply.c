@@ -65,6 +65,15 @@ void reply_text(struct http_reply *reply, int status, const char *content_type, 
     reply->text = text;
 }
 
+void reply_json_text(struct http_reply *reply, int status, const char *text, size_t len)
+{
+    char *copy = malloc(len + 1);
+    FG_ASSERT(copy != NULL);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    reply_text(reply, status, "application/json", copy);
+}
+
 void reply_write_lease_lost(struct http_reply *reply, long long fence, const char *resource,
                             const char *reason)
 {

@@ -52,6 +52,7 @@ class LockApiTest(unittest.TestCase):
         r = acquire(self.client, name, ttl_ms=5000, owner="billing-7")
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.headers["content-type"], "application/json")
+        self.assertEqual(set(r.body), {"lock", "token", "fence", "ttl_ms", "expires_at_ms"})
         self.assertEqual(r.body["lock"], name)
         self.assertEqual(r.body["ttl_ms"], 5000)
         self.assertIsInstance(r.body["token"], str)
@@ -64,7 +65,9 @@ class LockApiTest(unittest.TestCase):
         busy = acquire(self.client, name)
         assert_problem(self, busy, 409, "lock_busy")
         self.assertEqual(busy.body["waiting"], 0)
-        self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
+        rel = release(self.client, name, r.body["token"])
+        self.assertEqual((rel.status, rel.headers["content-type"], rel.raw), (200, "application/json",
+                                                                             b'{"released":true}'))
         self.assertFalse(status(self.client, name)["held"])
 
     def test_retried_acquire_returns_the_same_lease(self):
@@ -219,6 +222,9 @@ class LockApiTest(unittest.TestCase):
         time.sleep(0.3)
         n1 = renew(self.client, name, r.body["token"])  # no ttl_ms: the lease's own
         self.assertEqual((n1.status, n1.body["fence"], n1.body["ttl_ms"]), (200, r.body["fence"], 1000))
+        self.assertEqual(n1.headers["content-type"], "application/json")
+        self.assertEqual(set(n1.body), {"lock", "fence", "ttl_ms", "expires_at_ms", "hold_until_ms"})
+        self.assertEqual(n1.body["lock"], name)
         self.assertGreater(n1.body["expires_at_ms"], r.body["expires_at_ms"])
         n = renew(self.client, name, r.body["token"], ttl_ms=5000)
         self.assertEqual(n.status, 200, n)

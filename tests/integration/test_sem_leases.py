@@ -97,6 +97,7 @@ class SemaphoreLeaseTest(GatewayTest):
     def test_retried_release_answers_200(self):
         name = unique("sem-rerelease")
         a = self.acquire(name, limit=2).body
+        self.assertEqual(set(a), {"semaphore", "token", "fence", "ttl_ms", "expires_at_ms"})
         for _ in range(2):
             r = self.c.post(SEM + name + "/release", {"token": a["token"]})
             self.assertEqual((r.status, r.body), (200, {"released": True}))
@@ -109,6 +110,8 @@ class SemaphoreLeaseTest(GatewayTest):
         time.sleep(0.15)
         r = self.c.post(SEM + name + "/renew", {"token": a["token"]})  # granted up to the deadline
         self.assertEqual(r.status, 200, r)
+        self.assertEqual(set(r.body), {"semaphore", "fence", "ttl_ms", "expires_at_ms", "hold_until_ms"})
+        self.assertEqual((r.body["semaphore"], r.body["fence"]), (name, a["fence"]))
         self.assertEqual(r.body["expires_at_ms"], r.body["hold_until_ms"])
         self.assertLess(r.body["ttl_ms"], 200)
         self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
