@@ -6,6 +6,7 @@
  */
 #include "lease/lease_answer.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,24 +67,123 @@ static void read_facts(const json_t *out, struct lease_result *res)
     read_handoff(json_object_get(out, "handoff"), res);
 }
 
-int lease_answer_read(const char *script, const json_t *answer, struct lease_result *res,
-                      enum lease_retry *retry, struct fg_error *err)
+/* Sets *retry, or res->outcome, from the answer's r (NULL: none). */
+static int read_outcome(const char *script, const char *r, struct lease_result *res,
+                        enum lease_retry *retry, struct fg_error *err)
 {
-    const char *r = json_string_value(json_object_get(answer, "r"));
-    memset(res, 0, sizeof *res);
     *retry = LEASE_RETRY_NONE;
     for (size_t i = 0; r != NULL && i < sizeof retry_names / sizeof retry_names[0]; i++)
         if (strcmp(r, retry_names[i].name) == 0) {
+            memset(res, 0, sizeof *res);
             *retry = retry_names[i].retry;
             return 0;
         }
     for (size_t i = 0; r != NULL && i < sizeof outcome_names / sizeof outcome_names[0]; i++)
         if (strcmp(r, outcome_names[i].name) == 0) {
             res->outcome = outcome_names[i].outcome;
-            read_facts(answer, res);
             return 0;
         }
     return fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r ? r : "(nothing)");
+}
+
+/* An answer read as it is scanned: the facts go into res, r into r. */
+struct answer_scan {
+    struct lease_result *res;
+    char r[16];
+};
+
+/* The integer facts a scanned answer may name, and where each goes: an
+ * int64_t (fences, times) or a long long (places and counts). */
+static const struct {
+    const char *name;
+    size_t offset;
+    bool count;
+} integer_facts[] = {
+    {"fence", offsetof(struct lease_result, fence), false},
+    {"ttl", offsetof(struct lease_result, ttl_ms), false},
+    {"expires_at", offsetof(struct lease_result, expires_at_ms), false},
+    {"hold_until", offsetof(struct lease_result, hold_until_ms), false},
+    {"held_ms", offsetof(struct lease_result, held_ms), false},
+    {"position", offsetof(struct lease_result, position), true},
+    {"holder_pttl", offsetof(struct lease_result, holder_pttl_ms), true},
+    {"waiting", offsetof(struct lease_result, waiting), true},
+    {"limit", offsetof(struct lease_result, limit), true},
+};
+
+static bool is_key(const struct fgjson_member *m, const char *name)
+{
+    return m->key_len == strlen(name) && memcmp(m->key, name, m->key_len) == 0;
+}
+
+/* Takes one member of a scanned answer; false for one the tree must read. */
+static bool scan_member(void *ctx, const struct fgjson_member *m)
+{
+    struct answer_scan *a = ctx;
+    if (is_key(m, "r")) {
+        if (m->type != JSON_STRING || m->len >= sizeof a->r)
+            return false;
+        memcpy(a->r, m->text, m->len);
+        a->r[m->len] = '\0';
+        return true;
+    }
+    if (is_key(m, "lease")) {
+        if (m->type != JSON_STRING || m->len > LEASE_ID_LEN)
+            return false;
+        memcpy(a->res->lease_id, m->text, m->len);
+        a->res->lease_id[m->len] = '\0';
+        return true;
+    }
+    if (is_key(m, "again")) {
+        a->res->again = m->type == JSON_TRUE;
+        return true;
+    }
+    for (size_t i = 0; i < sizeof integer_facts / sizeof integer_facts[0]; i++) {
+        if (!is_key(m, integer_facts[i].name))
+            continue;
+        if (m->type != JSON_INTEGER)
+            return false;
+        char *at = (char *)a->res + integer_facts[i].offset;
+        if (integer_facts[i].count)
+            *(long long *)at = m->number;
+        else
+            *(int64_t *)at = m->number;
+        return true;
+    }
+    return true; /* not a fact of the result */
+}
+
+/* Zeroes res, but for the facts whose absence reads as -1. */
+static void clear_result(struct lease_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->holder_pttl_ms = -1;
+    res->held_ms = -1;
+}
+
+/* Reads an answer that fgjson_scan_flat cannot: through a jansson tree. */
+static int read_tree(const char *script, const char *text, size_t len, struct lease_result *res,
+                     enum lease_retry *retry, struct fg_error *err)
+{
+    json_error_t jerr;
+    json_t *answer = json_loadb(text, len, 0, &jerr);
+    if (answer == NULL)
+        return fg_fail(err, FG_ERR_INTERNAL, "%s answered no JSON object: %s", script, jerr.text);
+    memset(res, 0, sizeof *res);
+    int rc = read_outcome(script, json_string_value(json_object_get(answer, "r")), res, retry, err);
+    if (rc == 0 && *retry == LEASE_RETRY_NONE)
+        read_facts(answer, res);
+    json_decref(answer);
+    return rc;
+}
+
+int lease_answer_read(const char *script, const char *text, size_t len, struct lease_result *res,
+                      enum lease_retry *retry, struct fg_error *err)
+{
+    struct answer_scan scan = {.res = res};
+    clear_result(res);
+    if (!fgjson_scan_flat(text, len, scan_member, &scan))
+        return read_tree(script, text, len, res, retry, err);
+    return read_outcome(script, scan.r[0] != '\0' ? scan.r : NULL, res, retry, err);
 }
 
 void lease_answer_watch(const json_t *answer, struct lease_watch *out)

@@ -22,11 +22,14 @@ enum lease_retry {
 };
 
 /*
- * Reads answer (borrowed) of script into *res, or sets *retry when the answer
- * asks for one ("nofence", "norevoked"; *res is then zeroed). An answer that
- * names no lease outcome fails with FG_ERR_INTERNAL naming script.
+ * Reads the answer text (len bytes) of script into *res, or sets *retry when
+ * the answer asks for one ("nofence", "norevoked"; *res is then zeroed). The
+ * common answers, one level of plain members, are read as they are scanned
+ * (fgjson_scan_flat); others (grants to other waiters, numbers sent as reals)
+ * through a jansson tree. An answer that is no JSON object or names no lease
+ * outcome fails with FG_ERR_INTERNAL naming script.
  */
-int lease_answer_read(const char *script, const json_t *answer, struct lease_result *res,
+int lease_answer_read(const char *script, const char *text, size_t len, struct lease_result *res,
                       enum lease_retry *retry, struct fg_error *err) FG_WUR;
 
 /* Reads a watch script's answer (borrowed) into *out; a lease not held

@@ -26,6 +26,19 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
     return names[mode];
 }
 
+/* Where a lease script's answer goes: lease_answer_read's result and retry. */
+struct answer_into {
+    struct lease_result *res;
+    enum lease_retry retry;
+};
+
+static int read_answer(const char *name, const char *text, size_t len, void *ctx,
+                       struct fg_error *err)
+{
+    struct answer_into *into = ctx;
+    return lease_answer_read(name, text, len, into->res, &into->retry, err);
+}
+
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
                      const char *const *argv, struct lease_result *res, struct fg_error *err)
 {
@@ -33,15 +46,14 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
     lease_keys_init(&k, kind, name);
     FG_ASSERT(lua_scripts[script].nkeys == k.nkeys);
     for (int attempt = 0; attempt < 2; attempt++) {
-        json_t *out = NULL;
-        if (redis_script(script, k.key, argv, &out, err) != 0)
+        struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
+        if (redis_script_text(script, k.key, argv, read_answer, &into, err) != 0)
             return -1;
-        enum lease_retry retry = LEASE_RETRY_NONE;
-        int rc = lease_answer_read(lua_scripts[script].name, out, res, &retry, err);
-        json_decref(out);
-        if (rc != 0 || retry == LEASE_RETRY_NONE)
-            return rc;
-        if ((retry == LEASE_RETRY_NOFENCE ? fence_recover(err) : revocations_restore(err)) != 0)
+        if (into.retry == LEASE_RETRY_NONE)
+            return 0;
+        int dealt =
+            into.retry == LEASE_RETRY_NOFENCE ? fence_recover(err) : revocations_restore(err);
+        if (dealt != 0)
             return -1;
     }
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");

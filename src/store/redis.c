@@ -404,8 +404,8 @@ static void note_oom(void)
                 "memory is freed or maxmemory raised");
 }
 
-static int decode_result(const redisReply *reply, const char *name, json_t **out,
-                         struct fg_error *err)
+/* Fails unless reply is the answer text of script name: a string. */
+static int answer_text(const redisReply *reply, const char *name, struct fg_error *err)
 {
     if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {
         note_oom();
@@ -415,6 +415,14 @@ static int decode_result(const redisReply *reply, const char *name, json_t **out
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: %s", name, reply->str);
     if (reply->type != REDIS_REPLY_STRING)
         return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: reply is not a JSON text", name);
+    return 0;
+}
+
+static int decode_result(const redisReply *reply, const char *name, json_t **out,
+                         struct fg_error *err)
+{
+    if (answer_text(reply, name, err) != 0)
+        return -1;
     *out = fgjson_parse_flat(reply->str, reply->len);
     if (*out != NULL)
         return 0;
@@ -463,8 +471,11 @@ static bool function_missing(const redisReply *reply)
     return reply->type == REDIS_REPLY_ERROR && strcmp(reply->str, "ERR Function not found") == 0;
 }
 
-int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
-                      const char *const *more, size_t nmore, json_t **out, struct fg_error *err)
+/* Calls script with keys, argv and the nmore values of more, loading its
+ * library first when Redis does not know it; the reply, or NULL. */
+static redisReply *script_call(enum fg_script script, const char *const *keys,
+                               const char *const *argv, const char *const *more, size_t nmore,
+                               struct fg_error *err)
 {
     const struct lua_script *s = &lua_scripts[script];
     FG_ASSERT(nmore == 0 || s->variadic);
@@ -479,17 +490,35 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
     argc = put_args(cmd, argc, argv, s->nargv);
     argc = put_args(cmd, argc, more, nmore);
     redisReply *reply = thread_command((int)argc, cmd, NULL, err);
+    if (reply == NULL || !function_missing(reply))
+        return reply;
+    freeReplyObject(reply);
+    if (load_function(s, err) != 0)
+        return NULL;
+    return thread_command((int)argc, cmd, NULL, err);
+}
+
+int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
+                      const char *const *more, size_t nmore, json_t **out, struct fg_error *err)
+{
+    redisReply *reply = script_call(script, keys, argv, more, nmore, err);
     if (reply == NULL)
         return -1;
-    if (function_missing(reply)) {
-        freeReplyObject(reply);
-        if (load_function(s, err) != 0)
-            return -1;
-        reply = thread_command((int)argc, cmd, NULL, err);
-        if (reply == NULL)
-            return -1;
-    }
-    int rc = decode_result(reply, s->name, out, err);
+    int rc = decode_result(reply, lua_scripts[script].name, out, err);
+    freeReplyObject(reply);
+    return rc;
+}
+
+int redis_script_text(enum fg_script script, const char *const *keys, const char *const *argv,
+                      redis_answer_fn *read, void *ctx, struct fg_error *err)
+{
+    redisReply *reply = script_call(script, keys, argv, NULL, 0, err);
+    if (reply == NULL)
+        return -1;
+    const char *name = lua_scripts[script].name;
+    int rc = answer_text(reply, name, err);
+    if (rc == 0)
+        rc = read(name, reply->str, reply->len, ctx, err);
     freeReplyObject(reply);
     return rc;
 }

@@ -45,6 +45,16 @@ void redis_set_connect_hook(redis_connect_hook hook);
 int redis_script(enum fg_script script, const char *const *keys, const char *const *argv,
                  json_t **out, struct fg_error *err) FG_WUR;
 
+/* Reads the answer text (len bytes) of script name; 0, or -1 with err. */
+typedef int redis_answer_fn(const char *name, const char *text, size_t len, void *ctx,
+                            struct fg_error *err);
+
+/* redis_script for answers read on every request: hands the answer text to
+ * read with ctx, without decoding it into JSON first, and returns what read
+ * returns. */
+int redis_script_text(enum fg_script script, const char *const *keys, const char *const *argv,
+                      redis_answer_fn *read, void *ctx, struct fg_error *err) FG_WUR;
+
 /* redis_script for a script whose last ARGV takes the rest ("ids..."): its
  * nmore values follow in more (borrowed). */
 int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,

@@ -135,20 +135,28 @@ static bool plain_string(struct flat_scan *p, const char **start, size_t *len)
     return true;
 }
 
-/* An integer of at most 18 digits without leading zeros, as jansson reads it. */
-static json_t *plain_integer(struct flat_scan *p)
+/* An integer of at most 18 digits without leading zeros, as jansson reads it,
+ * into *v; false for anything else. */
+static bool plain_digits(struct flat_scan *p, long long *v)
 {
     bool negative = p->s[p->at] == '-';
     size_t from = p->at += negative;
-    long long v = 0;
+    long long n = 0;
     while (p->at < p->n && p->s[p->at] >= '0' && p->s[p->at] <= '9' && p->at - from < 18)
-        v = v * 10 + (p->s[p->at++] - '0');
+        n = n * 10 + (p->s[p->at++] - '0');
     size_t digits = p->at - from;
     if (digits == 0 || (digits > 1 && p->s[from] == '0'))
-        return NULL;
+        return false;
     if (p->at < p->n && strchr("0123456789.eE", p->s[p->at]) != NULL)
-        return NULL; /* more digits, a fraction or an exponent */
-    return json_integer(negative ? -v : v);
+        return false; /* more digits, a fraction or an exponent */
+    *v = negative ? -n : n;
+    return true;
+}
+
+static json_t *plain_integer(struct flat_scan *p)
+{
+    long long v;
+    return plain_digits(p, &v) ? json_integer(v) : NULL;
 }
 
 static json_t *flat_object(struct flat_scan *p, int depth);
@@ -228,6 +236,57 @@ json_t *fgjson_parse_flat(const char *body, size_t len)
         return obj;
     json_decref(obj);
     return NULL;
+}
+
+/* The value at p as a member m of a one-level plain object: a plain string, an
+ * integer, true, false or null; false for anything else. */
+static bool scan_value(struct flat_scan *p, struct fgjson_member *m)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        json_type type;
+    } words[] = {{"true", 4, JSON_TRUE}, {"false", 5, JSON_FALSE}, {"null", 4, JSON_NULL}};
+    skip_space(p);
+    if (p->at >= p->n)
+        return false;
+    char c = p->s[p->at];
+    if (c == '"') {
+        p->at++;
+        m->type = JSON_STRING;
+        return plain_string(p, &m->text, &m->len);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        m->type = JSON_INTEGER;
+        return plain_digits(p, &m->number);
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (p->n - p->at >= words[i].len &&
+            memcmp(p->s + p->at, words[i].text, words[i].len) == 0) {
+            p->at += words[i].len;
+            m->type = words[i].type;
+            return true;
+        }
+    return false;
+}
+
+bool fgjson_scan_flat(const char *text, size_t len, fgjson_member_fn *visit, void *ctx)
+{
+    struct flat_scan p = {text, len, 0};
+    if (!take(&p, '{'))
+        return false;
+    bool more = !take(&p, '}');
+    while (more) {
+        struct fgjson_member m = {0};
+        if (!take(&p, '"') || !plain_string(&p, &m.key, &m.key_len) || !take(&p, ':') ||
+            !scan_value(&p, &m) || !visit(ctx, &m))
+            return false;
+        more = take(&p, ',');
+        if (!more && !take(&p, '}'))
+            return false;
+    }
+    skip_space(&p);
+    return p.at == p.n;
 }
 
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)

@@ -2,7 +2,7 @@
 /*
  * test_fgjson.c - typed field readers and the body parser: wrong types and
  * out-of-range values name the field; bodies that are not one JSON object are
- * invalid_json.
+ * invalid_json; the flat scanner reads what it reads as jansson does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -195,59 +195,63 @@ static void parse_object(void **state)
 
 /* Flat bodies take a path of their own: every text reads as jansson reads it
  * (the same members in the same order, or an error for both). */
+/* Texts that fgjson_parse_object and fgjson_scan_flat must read as jansson
+ * does, or leave to it. */
+static const char *const like_jansson[] = {
+    "{}",
+    " { } ",
+    "{\"ttl_ms\":10000}",
+    "{\"token\": \"abc.def-_~!\", \"wait_ms\": 0, \"x\": -12}",
+    "\t{\r\n\"a\" :\ttrue ,\"b\":false, \"c\" : null }\n",
+    "{\"\": \"\", \"k\": \"\"}",
+    "{\"z\": 1, \"a\": 2, \"m\": 3}",
+    "{\"n\": -0}",
+    "{\"n\": 999999999999999999}",
+    "{\"n\": 9999999999999999999}",
+    "{\"n\": 99999999999999999999}",
+    "{\"n\": -9223372036854775808}",
+    "{\"n\": 9223372036854775808}",
+    "{\"n\": 01}",
+    "{\"n\": -}",
+    "{\"n\": 1.5}",
+    "{\"n\": 1e3}",
+    "{\"n\": 1E3}",
+    "{\"n\": 12x}",
+    "{\"b\": truex}",
+    "{\"b\": nul}",
+    "{\"s\": \"a\\\"b\"}",
+    "{\"s\": \"\u00e9\"}",
+    "{\"s\": \"a\tb\"}",
+    "{\"s\": \"open}",
+    "{\"a\": {\"b\": 1}}",
+    "{\"set\": {\"n\": 12, \"note\": \"w\"}, \"if\": {}}",
+    "{\"a\": {\"b\": {\"c\": {\"d\": {\"e\": 1}}}}}",
+    "{\"a\": {\"b\": 1, \"b\": 2}}",
+    "{\"a\": {\"b\": 1}, \"a\": 2}",
+    "{\"a\": {\"b\": 1,}}",
+    "{\"a\": {\"b\": 1}",
+    "{\"a\": {\"b\" 1}}",
+    "{\"a\": [1, 2]}",
+    "{\"a\": 1,}",
+    "{\"a\": 1 \"b\": 2}",
+    "{\"a\" 1}",
+    "{\"a\": 1, \"a\": 1}",
+    "{a: 1}",
+    "{\"a\": 1}}",
+    "{\"a\": 1",
+    "{",
+};
+
 static void parse_object_like_jansson(void **state)
 {
     (void)state;
-    static const char *const texts[] = {
-        "{}",
-        " { } ",
-        "{\"ttl_ms\":10000}",
-        "{\"token\": \"abc.def-_~!\", \"wait_ms\": 0, \"x\": -12}",
-        "\t{\r\n\"a\" :\ttrue ,\"b\":false, \"c\" : null }\n",
-        "{\"\": \"\", \"k\": \"\"}",
-        "{\"z\": 1, \"a\": 2, \"m\": 3}",
-        "{\"n\": -0}",
-        "{\"n\": 999999999999999999}",
-        "{\"n\": 9999999999999999999}",
-        "{\"n\": 99999999999999999999}",
-        "{\"n\": -9223372036854775808}",
-        "{\"n\": 9223372036854775808}",
-        "{\"n\": 01}",
-        "{\"n\": -}",
-        "{\"n\": 1.5}",
-        "{\"n\": 1e3}",
-        "{\"n\": 1E3}",
-        "{\"n\": 12x}",
-        "{\"b\": truex}",
-        "{\"b\": nul}",
-        "{\"s\": \"a\\\"b\"}",
-        "{\"s\": \"\u00e9\"}",
-        "{\"s\": \"a\tb\"}",
-        "{\"s\": \"open}",
-        "{\"a\": {\"b\": 1}}",
-        "{\"set\": {\"n\": 12, \"note\": \"w\"}, \"if\": {}}",
-        "{\"a\": {\"b\": {\"c\": {\"d\": {\"e\": 1}}}}}",
-        "{\"a\": {\"b\": 1, \"b\": 2}}",
-        "{\"a\": {\"b\": 1}, \"a\": 2}",
-        "{\"a\": {\"b\": 1,}}",
-        "{\"a\": {\"b\": 1}",
-        "{\"a\": {\"b\" 1}}",
-        "{\"a\": [1, 2]}",
-        "{\"a\": 1,}",
-        "{\"a\": 1 \"b\": 2}",
-        "{\"a\" 1}",
-        "{\"a\": 1, \"a\": 1}",
-        "{a: 1}",
-        "{\"a\": 1}}",
-        "{\"a\": 1",
-        "{",
-    };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
-        size_t len = strlen(texts[i]);
+    for (size_t i = 0; i < sizeof like_jansson / sizeof like_jansson[0]; i++) {
+        const char *text = like_jansson[i];
+        size_t len = strlen(text);
         json_error_t jerr;
-        json_t *want = json_loadb(texts[i], len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *want = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         struct fg_error err = {0};
-        json_t *got = fgjson_parse_object(texts[i], len, &err);
+        json_t *got = fgjson_parse_object(text, len, &err);
         if (want == NULL) {
             assert_null(got);
             assert_int_equal(err.code, FG_ERR_INVALID_JSON);
@@ -265,6 +269,61 @@ static void parse_object_like_jansson(void **state)
     }
 }
 
+/* Puts a scanned member into the object ctx (a repeated name: the last). */
+static bool collect(void *ctx, const struct fgjson_member *m)
+{
+    json_t *v = m->type == JSON_STRING    ? json_stringn(m->text, m->len)
+                : m->type == JSON_INTEGER ? json_integer(m->number)
+                : m->type == JSON_TRUE    ? json_true()
+                : m->type == JSON_FALSE   ? json_false()
+                                          : json_null();
+    assert_int_equal(json_object_setn_new(ctx, m->key, m->key_len, v), 0);
+    return true;
+}
+
+/* Stops the scan at the member named "stop". */
+static bool stop_at_stop(void *ctx, const struct fgjson_member *m)
+{
+    (void)ctx;
+    return !(m->key_len == 4 && memcmp(m->key, "stop", 4) == 0);
+}
+
+static bool scans(const char *text)
+{
+    json_t *got = json_object();
+    bool scanned = fgjson_scan_flat(text, strlen(text), collect, got);
+    json_decref(got);
+    return scanned;
+}
+
+static void scan_flat_like_jansson(void **state)
+{
+    (void)state;
+    size_t nscanned = 0;
+    for (size_t i = 0; i < sizeof like_jansson / sizeof like_jansson[0]; i++) {
+        const char *text = like_jansson[i];
+        json_t *got = json_object();
+        if (fgjson_scan_flat(text, strlen(text), collect, got)) {
+            json_t *want = json_loads(text, 0, NULL); /* a repeated name: the last */
+            assert_non_null(want);
+            assert_true(json_equal(want, got));
+            json_decref(want);
+            nscanned++;
+        }
+        json_decref(got);
+    }
+    assert_int_equal(nscanned, 10); /* the one-level objects of plain members among them */
+    assert_true(scans("{\"r\":\"granted\",\"fence\":-7,\"again\":true,\"x\":null}"));
+    assert_false(scans("{\"a\": {\"b\": 1}}")); /* nested */
+    assert_false(scans("{\"a\": [1]}"));
+    assert_false(scans("{\"n\": 1.5}"));
+    assert_false(scans("{\"s\": \"a\\nb\"}")); /* an escape */
+    assert_false(scans("[1]"));
+    assert_false(scans("{\"a\": 1} x"));
+    const char *text = "{\"a\": 1, \"stop\": 2, \"b\": 3}";
+    assert_false(fgjson_scan_flat(text, strlen(text), stop_at_stop, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +334,7 @@ int main(void)
         cmocka_unit_test(strings),
         cmocka_unit_test(parse_object),
         cmocka_unit_test(parse_object_like_jansson),
+        cmocka_unit_test(scan_flat_like_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

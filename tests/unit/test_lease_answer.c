@@ -2,7 +2,8 @@
 /*
  * test_lease_answer.c - reading lease and watch script answers: outcomes and
  * their facts, numbers sent as reals, grants handed to other waiters, the
- * answers that ask for a retry, and answers no script gives.
+ * answers that ask for a retry, and answers no script gives; the common
+ * answers, read as they are scanned, read as a jansson tree reads them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,10 +30,48 @@ static struct fg_error err;
 /* Reads the answer text of script into res and retry; returns lease_answer_read's status. */
 static int read_text(const char *script, const char *text)
 {
-    json_t *answer = parse(text);
-    int rc = lease_answer_read(script, answer, &res, &retry, &err);
-    json_decref(answer);
-    return rc;
+    return lease_answer_read(script, text, strlen(text), &res, &retry, &err);
+}
+
+/* Answers of one level of plain members, which lease_answer_read takes as it
+ * scans them: each must read as it does with a member that only a jansson
+ * tree reads (an array) added, member for member. */
+static const char *const scanned[] = {
+    "{\"r\":\"granted\",\"lease\":\"" LEASE_A
+    "\",\"fence\":41,\"ttl\":5000,\"expires_at\":1700000005000}",
+    "{\"r\": \"queued\", \"lease\": \"" LEASE_A "\", \"position\": 3, \"holder_pttl\": -1}",
+    "{\"r\":\"queued\",\"position\":0,\"holder_pttl\":250}",
+    "{\"r\":\"released\",\"held_ms\":17}",
+    "{\"r\":\"released\",\"again\":true}",
+    "{\"r\":\"busy\",\"waiting\":4,\"note\":null,\"again\":false}",
+    "{\"r\":\"mismatch\",\"limit\":5}",
+    "{\"r\":\"renewed\",\"fence\":7,\"ttl\":100,\"expires_at\":9,\"hold_until\":12}",
+    "{\"r\":\"nofence\"}",
+    "{\"lease\":\"" LEASE_A "\",\"r\":\"lost\"}",
+    "{\"r\":\"granted\",\"lease\":\"short\",\"fence\":-2}",
+};
+
+static void scanned_answers_read_as_trees_do(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof scanned / sizeof scanned[0]; i++) {
+        const char *text = scanned[i];
+        char padded[512];
+        size_t len = strlen(text);
+        assert_true(len + 16 < sizeof padded);
+        memcpy(padded, text, len - 1); /* without the closing brace */
+        strcpy(padded + len - 1, ",\"pad\":[1]}");
+        assert_int_equal(read_text("s", padded), 0);
+        struct lease_result tree = res;
+        enum lease_retry tree_retry = retry;
+        assert_int_equal(read_text("s", text), 0);
+        assert_int_equal(retry, tree_retry);
+        assert_memory_equal(&res, &tree, sizeof res);
+    }
+    assert_int_equal(read_text("s", scanned[0]), 0);
+    assert_int_equal(res.fence, 41);
+    assert_int_equal(res.expires_at_ms, 1700000005000LL);
+    assert_string_equal(res.lease_id, LEASE_A);
 }
 
 static void granted_with_handoff(void **state)
@@ -96,6 +135,11 @@ static void retries_and_unknown(void **state)
     assert_non_null(strstr(err.msg, "lock_renew.lua answered 'applied'"));
     assert_int_equal(read_text("lock_renew.lua", "{}"), -1);
     assert_non_null(strstr(err.msg, "(nothing)"));
+    assert_int_equal(read_text("lock_renew.lua", "{\"r\": \"granted\""), -1);
+    assert_int_equal(err.code, FG_ERR_INTERNAL);
+    assert_non_null(strstr(err.msg, "lock_renew.lua answered no JSON object"));
+    assert_int_equal(read_text("lock_renew.lua", "\"granted\""), -1);
+    assert_int_equal(err.code, FG_ERR_INTERNAL);
 }
 
 /* Reads a watch answer text into *w. */
@@ -126,6 +170,7 @@ int main(void)
         cmocka_unit_test(granted_with_handoff),
         cmocka_unit_test(other_outcomes),
         cmocka_unit_test(retries_and_unknown),
+        cmocka_unit_test(scanned_answers_read_as_trees_do),
         cmocka_unit_test(watches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
