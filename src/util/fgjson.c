@@ -153,10 +153,36 @@ static bool plain_digits(struct flat_scan *p, long long *v)
     return true;
 }
 
-static json_t *plain_integer(struct flat_scan *p)
+/* The value at p, when it is no object, into m: a plain string, an integer,
+ * true, false or null; false for anything else. */
+static bool scan_value(struct flat_scan *p, struct fgjson_member *m)
 {
-    long long v;
-    return plain_digits(p, &v) ? json_integer(v) : NULL;
+    static const struct {
+        const char *text;
+        size_t len;
+        json_type type;
+    } words[] = {{"true", 4, JSON_TRUE}, {"false", 5, JSON_FALSE}, {"null", 4, JSON_NULL}};
+    skip_space(p);
+    if (p->at >= p->n)
+        return false;
+    char c = p->s[p->at];
+    if (c == '"') {
+        p->at++;
+        m->type = JSON_STRING;
+        return plain_string(p, &m->text, &m->len);
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        m->type = JSON_INTEGER;
+        return plain_digits(p, &m->number);
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (p->n - p->at >= words[i].len &&
+            memcmp(p->s + p->at, words[i].text, words[i].len) == 0) {
+            p->at += words[i].len;
+            m->type = words[i].type;
+            return true;
+        }
+    return false;
 }
 
 static json_t *flat_object(struct flat_scan *p, int depth);
@@ -166,37 +192,21 @@ static json_t *flat_object(struct flat_scan *p, int depth);
  * anything else. */
 static json_t *plain_value(struct flat_scan *p, int depth)
 {
-    static const struct {
-        const char *text;
-        size_t len;
-        json_type type;
-    } words[] = {{"true", 4, JSON_TRUE}, {"false", 5, JSON_FALSE}, {"null", 4, JSON_NULL}};
     skip_space(p);
-    if (p->at >= p->n)
-        return NULL;
-    char c = p->s[p->at];
-    if (c == '"') {
-        const char *start;
-        size_t len;
-        p->at++;
-        return plain_string(p, &start, &len) ? json_stringn_nocheck(start, len) : NULL;
-    }
-    if (c == '-' || (c >= '0' && c <= '9'))
-        return plain_integer(p);
-    if (c == '{' && depth < FLAT_DEPTH) {
+    if (p->at < p->n && p->s[p->at] == '{' && depth < FLAT_DEPTH) {
         p->at++;
         return flat_object(p, depth + 1);
     }
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        if (p->n - p->at >= words[i].len &&
-            memcmp(p->s + p->at, words[i].text, words[i].len) == 0) {
-            p->at += words[i].len;
-            return words[i].type == JSON_TRUE    ? json_true()
-                   : words[i].type == JSON_FALSE ? json_false()
-                                                 : json_null();
-        }
+    struct fgjson_member m;
+    if (!scan_value(p, &m))
+        return NULL;
+    switch (m.type) {
+    case JSON_STRING: return json_stringn_nocheck(m.text, m.len);
+    case JSON_INTEGER: return json_integer(m.number);
+    case JSON_TRUE: return json_true();
+    case JSON_FALSE: return json_false();
+    default: return json_null();
     }
-    return NULL;
 }
 
 /* The members and closing brace of an object whose opening brace p just read,
@@ -236,38 +246,6 @@ json_t *fgjson_parse_flat(const char *body, size_t len)
         return obj;
     json_decref(obj);
     return NULL;
-}
-
-/* The value at p as a member m of a one-level plain object: a plain string, an
- * integer, true, false or null; false for anything else. */
-static bool scan_value(struct flat_scan *p, struct fgjson_member *m)
-{
-    static const struct {
-        const char *text;
-        size_t len;
-        json_type type;
-    } words[] = {{"true", 4, JSON_TRUE}, {"false", 5, JSON_FALSE}, {"null", 4, JSON_NULL}};
-    skip_space(p);
-    if (p->at >= p->n)
-        return false;
-    char c = p->s[p->at];
-    if (c == '"') {
-        p->at++;
-        m->type = JSON_STRING;
-        return plain_string(p, &m->text, &m->len);
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        m->type = JSON_INTEGER;
-        return plain_digits(p, &m->number);
-    }
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (p->n - p->at >= words[i].len &&
-            memcmp(p->s + p->at, words[i].text, words[i].len) == 0) {
-            p->at += words[i].len;
-            m->type = words[i].type;
-            return true;
-        }
-    return false;
 }
 
 bool fgjson_scan_flat(const char *text, size_t len, fgjson_member_fn *visit, void *ctx)
