@@ -16,7 +16,12 @@
 #include "lease/binding.h"
 #include "lease/fence.h"
 #include "store/secret.h"
+#include "util/fgjson.h"
 #include "util/log.h"
+
+/* Room for the reply of an applied write with a common row (a larger one
+ * moves to the heap). */
+#define APPLIED_BUF 4096
 
 #define HEADER_TOKEN "Fence-Token"
 #define HEADER_OWNER "Fence-Owner"
@@ -95,8 +100,20 @@ void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
 }
 
 void fenced_write_applied(struct http_reply *reply, enum metric_backend backend, int status,
-                          json_t *body)
+                          const char *resource, long long fence, const char *member,
+                          const json_t *value)
 {
     metrics_fenced_write(backend, METRIC_WRITE_APPLIED);
-    reply_json(reply, status, body);
+    char buf[APPLIED_BUF];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_open(&out);
+    fgjson_out_member(&out, "applied", json_true());
+    if (resource != NULL)
+        fgjson_out_str(&out, "resource", resource);
+    fgjson_out_int(&out, "fence", fence);
+    fgjson_out_member(&out, member, value != NULL ? value : json_null());
+    fgjson_out_close(&out);
+    reply_json_text(reply, status, out.buf, out.len);
+    fgjson_out_free(&out);
 }

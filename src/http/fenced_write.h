@@ -46,8 +46,11 @@ int fenced_write_bound(enum metric_backend backend, const struct resource_guard 
 void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
                           const struct fenced_writer *who, const struct fenced_refusal *refusal);
 
-/* Answers an applied write of backend with status and body (stolen), counted. */
+/* Answers an applied write of backend with status and {"applied": true,
+ * "resource": resource (left out when NULL), "fence": fence, member: value
+ * (borrowed; NULL for null)}, written without a jansson tree; counted. */
 void fenced_write_applied(struct http_reply *reply, enum metric_backend backend, int status,
-                          json_t *body);
+                          const char *resource, long long fence, const char *member,
+                          const json_t *value);
 
 #endif

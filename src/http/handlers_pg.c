@@ -150,9 +150,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         reply_refused(reply, &who, &res, fenced_kind_method(kind));
     else
         fenced_write_applied(reply, METRIC_BACKEND_PG, kind == FENCED_POST ? 201 : 200,
-                             json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource",
-                                       res.resource, "fence", (json_int_t)res.fence, "row",
-                                       res.row));
+                             res.resource, res.fence, "row", res.row);
     fenced_result_free(&res);
     return HANDLER_DONE;
 }
@@ -257,9 +255,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     if (res.outcome != FENCED_APPLIED)
         reply_refused(reply, &who, &res, "POST");
     else
-        fenced_write_applied(reply, METRIC_BACKEND_PG, 200,
-                             json_pack("{s:b, s:I, s:O}", "applied", 1, "fence",
-                                       (json_int_t)res.fence, "results", res.items));
+        fenced_write_applied(reply, METRIC_BACKEND_PG, 200, NULL, res.fence, "results", res.items);
     fenced_result_free(&res);
     return HANDLER_DONE;
 }

@@ -105,10 +105,8 @@ static enum handler_result reply_written(struct http_reply *reply, const struct 
     };
     switch (res->outcome) {
     case FENCED_APPLIED:
-        fenced_write_applied(reply, METRIC_BACKEND_REDIS, 200,
-                             json_pack("{s:b, s:s, s:I, s:O}", "applied", 1, "resource",
-                                       wr->resource, "fence", (json_int_t)res->fence, member,
-                                       res->after ? res->after : json_null()));
+        fenced_write_applied(reply, METRIC_BACKEND_REDIS, 200, wr->resource, res->fence, member,
+                             res->after);
         break;
     case FENCED_STALE:
     case FENCED_REVOKED:

@@ -505,6 +505,12 @@ static void put_value(struct fgjson_out *out, const json_t *value)
     out->need_comma = true;
 }
 
+void fgjson_out_member(struct fgjson_out *out, const char *key, const json_t *value)
+{
+    put_key(out, key, strlen(key), false);
+    put_value(out, value);
+}
+
 void fgjson_out_value(struct fgjson_out *out, const json_t *value)
 {
     put_value(out, value);

@@ -118,6 +118,9 @@ void fgjson_out_str(struct fgjson_out *out, const char *key, const char *value);
 void fgjson_out_int(struct fgjson_out *out, const char *key, long long value);
 /* Appends the members of object (borrowed) to the object being written. */
 void fgjson_out_members(struct fgjson_out *out, const json_t *object);
+/* Appends member key (plain text, written as it is) with value (any JSON
+ * value, borrowed), written as json_dumps(JSON_COMPACT) writes it. */
+void fgjson_out_member(struct fgjson_out *out, const char *key, const json_t *value);
 /* Appends value (any JSON value, borrowed) as json_dumps(JSON_COMPACT) writes it. */
 void fgjson_out_value(struct fgjson_out *out, const json_t *value);
 

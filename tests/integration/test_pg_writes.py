@@ -33,6 +33,9 @@ class PgWritesTest(GatewayTest):
         self.assertGreater(fence_b, fence_a)
         r = write(self.c, "PATCH", "invoices", key, {"set": {"note": "B"}}, token_b, owner="worker-B")
         self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.headers["content-type"], list(r.body)),
+                         ("application/json", ["applied", "resource", "fence", "row"]))
+        self.assertIs(r.body["applied"], True)
         self.assertEqual(r.body["row"]["note"], "B")
         self.assertEqual(r.body["fence"], fence_b)
         self.assertEqual(r.body["resource"], resource)
@@ -123,6 +126,8 @@ class PgWritesTest(GatewayTest):
                       {"op": "put", "table": "invoices", "key": k3, "row": {"note": "b3"}}]}
         r = self.c.request("POST", "/v1/pg/batch", ok, {"Fence-Token": token})
         self.assertEqual(r.status, 200, r)
+        self.assertEqual((list(r.body), r.body["applied"], r.body["fence"]),
+                         (["applied", "fence", "results"], True, fence))
         self.assertEqual([item["row"]["note"] for item in r.body["results"]], ["b1", "b2", "b3"])
         # One failing operation (a value that does not convert) leaves none applied.
         bad = {"ops": [{"op": "patch", "table": "invoices", "key": k1, "set": {"note": "x1"}},

@@ -71,6 +71,7 @@ class RedisWriteTest(GatewayTest):
         r = self.write("PUT", key, b["token"], {"value": "from B"}, owner="B")
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.body, {"applied": True, "resource": "redis:" + key, "fence": b["fence"], "value": "from B"})
+        self.assertEqual(list(r.body), ["applied", "resource", "fence", "value"])
         r = self.write("PUT", key, a["token"], {"value": "from A"}, owner="A")
         self.assertEqual(r.status, 409, r)
         self.assertEqual(r.body["type"], "/problems/stale_fence")

@@ -84,9 +84,14 @@ static void writes_members(void **state)
     fgjson_out_str(&out, "path", "/v1/x\"y");
     fgjson_out_int(&out, "status", -404);
     fgjson_out_strn(&out, "bad", "a\xff\xc3(\xed\xa0\x80z", 8);
+    json_t *row = json_pack("{s:s, s:n, s:[i]}", "id", "7", "note", "n", 1);
+    fgjson_out_member(&out, "row", row);
+    fgjson_out_member(&out, "applied", json_true());
+    json_decref(row);
     fgjson_out_close(&out);
     const char *want = "{\"path\":\"/v1/x\\\"y\",\"status\":-404,"
-                       "\"bad\":\"a\\uFFFD\\uFFFD(\\uFFFD\\uFFFD\\uFFFDz\"}";
+                       "\"bad\":\"a\\uFFFD\\uFFFD(\\uFFFD\\uFFFD\\uFFFDz\","
+                       "\"row\":{\"id\":\"7\",\"note\":null,\"n\":[1]},\"applied\":true}";
     assert_int_equal(out.len, strlen(want));
     assert_memory_equal(out.buf, want, out.len);
     fgjson_out_free(&out);
