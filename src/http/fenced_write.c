@@ -113,7 +113,5 @@ void fenced_write_applied(struct http_reply *reply, enum metric_backend backend,
         fgjson_out_str(&out, "resource", resource);
     fgjson_out_int(&out, "fence", fence);
     fgjson_out_member(&out, member, value != NULL ? value : json_null());
-    fgjson_out_close(&out);
-    reply_json_text(reply, status, out.buf, out.len);
-    fgjson_out_free(&out);
+    reply_json_out(reply, status, &out);
 }

@@ -36,7 +36,7 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
 /* The reply of a lease that holds is written without a jansson tree:
  * facts_begin opens it in out over buf (cap bytes) with the lease's name
  * ({"lock": name or {"semaphore": name), facts_times adds its fence and
- * times, and facts_send closes it and makes it the 200 reply. */
+ * times, and reply_json_out closes it and makes it the reply. */
 static void facts_begin(struct fgjson_out *out, char *buf, size_t cap, const struct lease_ops *kind,
                         const char *name)
 {
@@ -50,14 +50,6 @@ static void facts_times(struct fgjson_out *out, const struct lease_result *res)
     fgjson_out_int(out, "fence", res->fence);
     fgjson_out_int(out, "ttl_ms", res->ttl_ms);
     fgjson_out_int(out, "expires_at_ms", res->expires_at_ms);
-}
-
-static enum handler_result facts_send(struct http_reply *reply, struct fgjson_out *out)
-{
-    fgjson_out_close(out);
-    reply_json_text(reply, 200, out->buf, out->len);
-    fgjson_out_free(out);
-    return HANDLER_DONE;
 }
 
 static enum handler_result reply_granted(const struct lease_ops *kind, struct http_request *req,
@@ -75,7 +67,8 @@ static enum handler_result reply_granted(const struct lease_ops *kind, struct ht
     facts_begin(&out, buf, sizeof buf, kind, lease_name(req));
     fgjson_out_str(&out, "token", token);
     facts_times(&out, res);
-    return facts_send(reply, &out);
+    reply_json_out(reply, 200, &out);
+    return HANDLER_DONE;
 }
 
 static enum handler_result reply_busy(struct http_reply *reply, const struct lease_result *res,
@@ -217,7 +210,8 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
     facts_begin(&out, buf, sizeof buf, kind, lease_name(req));
     facts_times(&out, &res);
     fgjson_out_int(&out, "hold_until_ms", res.hold_until_ms);
-    return facts_send(reply, &out);
+    reply_json_out(reply, 200, &out);
+    return HANDLER_DONE;
 }
 
 enum handler_result lease_handle_release(const struct lease_ops *kind, struct http_request *req,
@@ -238,8 +232,12 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
         return lease_lost(kind, req, reply, "release", &claims);
     if (res.held_ms >= 0)
         metrics_hold_time(kind->metric, res.held_ms);
-    static const char released[] = "{\"released\":true}";
-    reply_json_text(reply, 200, released, sizeof released - 1);
+    char buf[32];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_open(&out);
+    fgjson_out_member(&out, "released", json_true());
+    reply_json_out(reply, 200, &out);
     return HANDLER_DONE;
 }
 

@@ -65,13 +65,13 @@ void reply_text(struct http_reply *reply, int status, const char *content_type, 
     reply->text = text;
 }
 
-void reply_json_text(struct http_reply *reply, int status, const char *text, size_t len)
+void reply_json_out(struct http_reply *reply, int status, struct fgjson_out *out)
 {
-    char *copy = malloc(len + 1);
-    FG_ASSERT(copy != NULL);
-    memcpy(copy, text, len);
-    copy[len] = '\0';
-    reply_text(reply, status, "application/json", copy);
+    fgjson_out_close(out);
+    char *text = strndup(out->buf, out->len);
+    FG_ASSERT(text != NULL);
+    fgjson_out_free(out);
+    reply_text(reply, status, "application/json", text);
 }
 
 void reply_write_lease_lost(struct http_reply *reply, long long fence, const char *resource,

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "util/error.h"
+#include "util/fgjson.h"
 
 struct http_reply {
     int status;               /* HTTP status code */
@@ -37,9 +38,10 @@ void reply_problem_extra(struct http_reply *reply, const struct fg_error *err, j
 void reply_write_lease_lost(struct http_reply *reply, long long fence, const char *resource,
                             const char *reason);
 
-/* Sets a JSON reply from a JSON text of len bytes (copied): the fixed-shape
- * replies of the request path, written without building a jansson tree. */
-void reply_json_text(struct http_reply *reply, int status, const char *text, size_t len);
+/* Sets a JSON reply from the object being written in out, which it closes,
+ * copies and frees: the fixed-shape replies of the request path, written
+ * without building a jansson tree. */
+void reply_json_out(struct http_reply *reply, int status, struct fgjson_out *out);
 
 /* Sets a plain-text style reply; takes ownership of text. */
 void reply_text(struct http_reply *reply, int status, const char *content_type, char *text);

@@ -209,62 +209,96 @@ static json_t *plain_value(struct flat_scan *p, int depth)
     }
 }
 
+/* Takes the member named key (key_len bytes) whose value starts at p, reading
+ * the value; false stops the object. */
+typedef bool member_reader(void *ctx, struct flat_scan *p, const char *key, size_t key_len);
+
 /* The members and closing brace of an object whose opening brace p just read,
- * nested depth deep; NULL for anything parse_flat leaves to jansson. */
-static json_t *flat_object(struct flat_scan *p, int depth)
+ * each handed to read; false for anything the flat readers leave to jansson,
+ * or when read stops. */
+static bool each_member(struct flat_scan *p, member_reader *read, void *ctx)
 {
-    json_t *obj = json_object();
-    FG_ASSERT(obj != NULL);
     bool more = !take(p, '}');
     while (more) {
         const char *key;
         size_t key_len;
         if (!take(p, '"') || !plain_string(p, &key, &key_len) || !take(p, ':') ||
-            json_object_getn(obj, key, key_len) != NULL)
-            goto fail;
-        json_t *value = plain_value(p, depth);
-        if (value == NULL || json_object_setn_new_nocheck(obj, key, key_len, value) != 0)
-            goto fail;
+            !read(ctx, p, key, key_len))
+            return false;
         more = take(p, ',');
         if (!more && !take(p, '}'))
-            goto fail;
+            return false;
     }
-    return obj;
-fail:
-    json_decref(obj);
+    return true;
+}
+
+/* Reads text (len bytes) as one object and nothing after it, its members
+ * handed to read. */
+static bool whole_object(const char *text, size_t len, member_reader *read, void *ctx)
+{
+    struct flat_scan p = {text, len, 0};
+    if (!take(&p, '{') || !each_member(&p, read, ctx))
+        return false;
+    skip_space(&p);
+    return p.at == p.n;
+}
+
+/* An object being built, nested depth deep. */
+struct flat_tree {
+    json_t *obj;
+    int depth;
+};
+
+/* member_reader of fgjson_parse_flat: a repeated name is left to jansson. */
+static bool tree_member(void *ctx, struct flat_scan *p, const char *key, size_t key_len)
+{
+    struct flat_tree *t = ctx;
+    if (json_object_getn(t->obj, key, key_len) != NULL)
+        return false;
+    json_t *value = plain_value(p, t->depth);
+    return value != NULL && json_object_setn_new_nocheck(t->obj, key, key_len, value) == 0;
+}
+
+/* The object whose opening brace p just read, nested depth deep; NULL for
+ * anything parse_flat leaves to jansson. */
+static json_t *flat_object(struct flat_scan *p, int depth)
+{
+    struct flat_tree t = {json_object(), depth};
+    FG_ASSERT(t.obj != NULL);
+    if (each_member(p, tree_member, &t))
+        return t.obj;
+    json_decref(t.obj);
     return NULL;
 }
 
 json_t *fgjson_parse_flat(const char *body, size_t len)
 {
-    struct flat_scan p = {body, len, 0};
-    if (!take(&p, '{'))
-        return NULL;
-    json_t *obj = flat_object(&p, 1);
-    skip_space(&p);
-    if (obj != NULL && p.at == p.n)
-        return obj;
-    json_decref(obj);
+    struct flat_tree t = {json_object(), 1};
+    FG_ASSERT(t.obj != NULL);
+    if (whole_object(body, len, tree_member, &t))
+        return t.obj;
+    json_decref(t.obj);
     return NULL;
+}
+
+/* Whom fgjson_scan_flat hands the members to. */
+struct flat_visit {
+    fgjson_member_fn *visit;
+    void *ctx;
+};
+
+/* member_reader of fgjson_scan_flat. */
+static bool visit_member(void *ctx, struct flat_scan *p, const char *key, size_t key_len)
+{
+    struct flat_visit *v = ctx;
+    struct fgjson_member m = {.key = key, .key_len = key_len};
+    return scan_value(p, &m) && v->visit(v->ctx, &m);
 }
 
 bool fgjson_scan_flat(const char *text, size_t len, fgjson_member_fn *visit, void *ctx)
 {
-    struct flat_scan p = {text, len, 0};
-    if (!take(&p, '{'))
-        return false;
-    bool more = !take(&p, '}');
-    while (more) {
-        struct fgjson_member m = {0};
-        if (!take(&p, '"') || !plain_string(&p, &m.key, &m.key_len) || !take(&p, ':') ||
-            !scan_value(&p, &m) || !visit(ctx, &m))
-            return false;
-        more = take(&p, ',');
-        if (!more && !take(&p, '}'))
-            return false;
-    }
-    skip_space(&p);
-    return p.at == p.n;
+    struct flat_visit v = {visit, ctx};
+    return whole_object(text, len, visit_member, &v);
 }
 
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)

@@ -84,6 +84,16 @@ static void replace_and_text(void **state)
     assert_int_equal(reply.problem, FG_OK);
     assert_int_equal(reply.retry_after_s, 0);
     assert_string_equal(reply.text, "hello");
+    char small[4]; /* too small: the text moves to the heap, which reply_json_out frees */
+    struct fgjson_out out;
+    fgjson_out_init(&out, small, sizeof small);
+    fgjson_out_open(&out);
+    fgjson_out_int(&out, "fence", 42);
+    reply_json_out(&reply, 201, &out);
+    assert_null(out.heap);
+    assert_int_equal(reply.status, 201);
+    assert_string_equal(reply.content_type, "application/json");
+    assert_string_equal(reply.text, "{\"fence\":42}");
     reply_clear(&reply);
 }
 
