@@ -16,6 +16,7 @@ import ssl
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -49,6 +50,10 @@ def child_env(gateway_url: str) -> Dict[str, str]:
     env.pop("FENCEGATE_KEY", None)
     return env
 
+
+CONTROL_PATH = "/_proxy/requests"
+"""GET on the proxy answers, without forwarding, the requests it received so far as a JSON list of
+{"method", "path" (percent-decoded), "body"}: how a test in another language asks what its client sent."""
 
 # A rule decides what the proxy does with one request: (method, path, JSON body or None, how many requests
 # with this method and path came before) -> "forward", "drop" (forward, then close without answering),
@@ -90,6 +95,12 @@ class FaultProxy:
                 pass
 
             def _any(self) -> None:
+                if self.path == CONTROL_PATH:
+                    with proxy._guard:
+                        seen = [{"method": m, "path": urllib.parse.unquote(p), "body": b}
+                                for m, p, b in proxy.requests]
+                    self._answer(200, {"Content-Type": "application/json"}, json.dumps(seen).encode())
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None

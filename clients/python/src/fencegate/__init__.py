@@ -25,9 +25,9 @@ import logging
 
 from .client import Audit, Client
 from .errors import (PROBLEM_CLASSES, BackendUnavailable, BodyTooLarge, Conflict, FencegateError, Forbidden,
-                     GatewayUnreachable, InvalidFenceToken, InvalidField, InvalidJson, InvalidName, LeaseLost,
-                     LimitMismatch, LockBusy, MaxHoldExceeded, MethodNotAllowed, MisdirectedRequest, NotFound, ProblemError,
-                     StaleFence, TooManyWaiters, Unauthorized, UnsupportedMediaType)
+                     GatewayUnreachable, InternalError, InvalidFenceToken, InvalidField, InvalidJson, InvalidName,
+                     LeaseLost, LimitMismatch, LockBusy, MaxHoldExceeded, MethodNotAllowed, MisdirectedRequest, NotFound,
+                     ProblemError, StaleFence, TooManyWaiters, Unauthorized, UnsupportedMediaType)
 from .lease import Lease, LockSet, LockSetMember
 from .transport import Effect, RetryPolicy
 from .writes import PgTable, RedisKeys
@@ -37,10 +37,10 @@ __version__ = "1.1.0"
 logging.getLogger("fencegate").addHandler(logging.NullHandler())
 
 __all__ = [
-    "Audit", "BackendUnavailable", "BodyTooLarge", "Client", "Conflict", "Effect", "FencegateError", "Forbidden",
-    "GatewayUnreachable", "InvalidFenceToken", "InvalidField", "InvalidJson", "InvalidName", "Lease", "LeaseLost",
-    "LimitMismatch", "LockBusy", "LockSet", "LockSetMember", "MaxHoldExceeded", "MethodNotAllowed",
-    "MisdirectedRequest", "NotFound",
-    "PROBLEM_CLASSES", "PgTable", "ProblemError", "RedisKeys", "RetryPolicy", "StaleFence", "TooManyWaiters",
-    "Unauthorized", "UnsupportedMediaType",
+    "Audit", "BackendUnavailable", "BodyTooLarge", "Client", "Conflict", "Effect", "FencegateError",
+    "Forbidden", "GatewayUnreachable", "InternalError", "InvalidFenceToken", "InvalidField", "InvalidJson",
+    "InvalidName", "Lease", "LeaseLost", "LimitMismatch", "LockBusy", "LockSet", "LockSetMember",
+    "MaxHoldExceeded", "MethodNotAllowed", "MisdirectedRequest", "NotFound", "PROBLEM_CLASSES", "PgTable",
+    "ProblemError", "RedisKeys", "RetryPolicy", "StaleFence", "TooManyWaiters", "Unauthorized",
+    "UnsupportedMediaType",
 ]

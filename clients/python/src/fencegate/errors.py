@@ -178,6 +178,11 @@ class BackendUnavailable(ProblemError):
     """503: Redis or Postgres is unreachable; ``retry_after`` says when to try again."""
 
 
+class InternalError(ProblemError):
+    """500: the gateway failed in a way that is not the request's fault (``internal``, or ``config`` for a
+    configuration it cannot use); its log has the details under the request's ``request_id``."""
+
+
 PROBLEM_CLASSES: Dict[str, Type[ProblemError]] = {
     "invalid_json": InvalidJson,
     "invalid_name": InvalidName,
@@ -198,6 +203,8 @@ PROBLEM_CLASSES: Dict[str, Type[ProblemError]] = {
     "misdirected_request": MisdirectedRequest,
     "too_many_waiters": TooManyWaiters,
     "backend_unavailable": BackendUnavailable,
+    "internal": InternalError,
+    "config": InternalError,
 }
 """Problem code → exception class; a code missing here raises :class:`ProblemError`."""
 
