@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * redis_url.c - turns a redis:// or redis-sentinel:// URL into a struct
+ * redis_url.c - turns a redis://, redis-sentinel:// or redis-cluster:// URL into a struct
  * redis_url. Pure string work; connecting is the Redis module's business.
  */
 #include "store/redis_url.h"
@@ -13,10 +13,12 @@
 static const struct {
     const char *prefix; /* scheme and "://" */
     bool sentinel;      /* addresses sentinels */
+    bool cluster;       /* addresses nodes of a cluster */
     int default_port;   /* port of a host that names none */
 } schemes[] = {
-    {"redis://", false, 6379},
-    {"redis-sentinel://", true, 26379},
+    {"redis://", false, false, 6379},
+    {"redis-sentinel://", true, false, 26379},
+    {"redis-cluster://", false, true, 6379},
 };
 
 /* Copies len bytes of src into dst (capacity cap); -1 if they do not fit. */
@@ -101,7 +103,8 @@ static int parse_hosts(const char *s, size_t len, int default_port, struct redis
     return 0;
 }
 
-/* Parses what follows the hosts: "" or "/db" for a server, "/name[/db]" for sentinels. */
+/* Parses what follows the hosts: "" or "/db" for a server or a cluster (whose
+ * one database is 0), "/name[/db]" for sentinels. */
 static int parse_path(const char *path, struct redis_url *out)
 {
     if (*path == '\0')
@@ -116,7 +119,9 @@ static int parse_path(const char *path, struct redis_url *out)
             return 0;
         path++;
     }
-    return *path == '\0' ? 0 : parse_number(path, strlen(path), 0, 1000000, &out->db);
+    return *path == '\0'
+               ? 0
+               : parse_number(path, strlen(path), 0, out->cluster ? 0 : 1000000, &out->db);
 }
 
 int redis_url_parse(const char *url, struct redis_url *out, struct fg_error *err)
@@ -128,8 +133,9 @@ int redis_url_parse(const char *url, struct redis_url *out, struct fg_error *err
         k++;
     if (k == sizeof schemes / sizeof schemes[0])
         return fg_fail(err, FG_ERR_CONFIG,
-                       "redis_url must start with redis:// or redis-sentinel://");
+                       "redis_url must start with redis://, redis-sentinel:// or redis-cluster://");
     out->sentinel = schemes[k].sentinel;
+    out->cluster = schemes[k].cluster;
     const char *p = url + strlen(schemes[k].prefix);
     const char *slash = strchr(p, '/');
     size_t authority = slash ? (size_t)(slash - p) : strlen(p);
@@ -140,11 +146,13 @@ int redis_url_parse(const char *url, struct redis_url *out, struct fg_error *err
         return fg_fail(err, FG_ERR_CONFIG, "redis_url: user or password too long");
     const char *hosts = at ? at + 1 : p;
     if (parse_hosts(hosts, authority - (size_t)(hosts - p), schemes[k].default_port, out) != 0 ||
-        (!out->sentinel && out->nhosts != 1))
+        (!out->sentinel && !out->cluster && out->nhosts != 1))
         return fg_fail(err, FG_ERR_CONFIG, "redis_url: bad host list in '%s'", url);
     if (parse_path(p + authority, out) != 0)
         return fg_fail(err, FG_ERR_CONFIG, "redis_url: %s in '%s'",
-                       out->sentinel ? "expected /<master name>[/db]" : "expected /<db number>",
+                       out->sentinel  ? "expected /<master name>[/db]"
+                       : out->cluster ? "a cluster has database 0 only"
+                                      : "expected /<db number>",
                        url);
     return 0;
 }

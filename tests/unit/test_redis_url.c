@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_redis_url.c - redis:// and redis-sentinel:// URLs: hosts, default ports,
- * ACL users, master names, databases, and the URLs that must be refused.
+ * test_redis_url.c - redis://, redis-sentinel:// and redis-cluster:// URLs:
+ * hosts, default ports, ACL users, master names, databases, and the URLs that
+ * must be refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,15 +74,58 @@ static void sentinels(void **state)
     assert_string_equal(u.master, "m");
 }
 
+static void clusters(void **state)
+{
+    (void)state;
+    struct redis_url u;
+    assert_int_equal(parse("redis-cluster://gw:pw@10.0.0.1:7000,10.0.0.2,[::1]:7002", &u), 0);
+    assert_true(u.cluster);
+    assert_false(u.sentinel);
+    assert_int_equal(u.nhosts, 3);
+    assert_string_equal(u.hosts[0].host, "10.0.0.1");
+    assert_int_equal(u.hosts[0].port, 7000);
+    assert_string_equal(u.hosts[1].host, "10.0.0.2");
+    assert_int_equal(u.hosts[1].port, 6379);
+    assert_string_equal(u.hosts[2].host, "::1");
+    assert_int_equal(u.hosts[2].port, 7002);
+    assert_string_equal(u.user, "gw");
+    assert_string_equal(u.password, "pw");
+    assert_string_equal(u.master, "");
+    assert_int_equal(u.db, 0);
+    assert_int_equal(parse("redis-cluster://:secret@node:7000/0", &u), 0);
+    assert_int_equal(u.nhosts, 1);
+    assert_string_equal(u.password, "secret");
+    assert_int_equal(parse("redis://h:1/0", &u), 0);
+    assert_false(u.cluster);
+    assert_int_equal(parse("redis-sentinel://h:1/m", &u), 0);
+    assert_false(u.cluster);
+}
+
 static void refusals(void **state)
 {
     (void)state;
     struct redis_url u;
     const char *bad[] = {
-        "http://h:1/0",       "redis://",          "redis://h:0/0",        "redis://h:70000",
-        "redis://h:1/x",      "redis://h:1/-1",    "redis://a,b/0",        "redis://h:1x/0",
-        "redis-sentinel://h", "redis-sentinel://h/", "redis-sentinel://h,/m", "redis-sentinel://h/m/x",
+        "http://h:1/0",
+        "redis://",
+        "redis://h:0/0",
+        "redis://h:70000",
+        "redis://h:1/x",
+        "redis://h:1/-1",
+        "redis://a,b/0",
+        "redis://h:1x/0",
+        "redis-sentinel://h",
+        "redis-sentinel://h/",
+        "redis-sentinel://h,/m",
+        "redis-sentinel://h/m/x",
         "redis://[::1/0",
+        "redis-cluster://",
+        "redis-cluster://h:1/1",
+        "redis-cluster://h:1/m",
+        "redis-cluster://h,,g",
+        "redis-cluster://h:1/0/0",
+        "rediscluster://h:1",
+        "redis-cluster://h1,h2,h3,h4,h5,h6,h7,h8,h9,h10,h11,h12,h13,h14,h15,h16,h17",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(parse(bad[i], &u), -1);
@@ -90,9 +134,8 @@ static void refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(plain_server),
-        cmocka_unit_test(passwords_and_acl_users),
-        cmocka_unit_test(sentinels),
+        cmocka_unit_test(plain_server), cmocka_unit_test(passwords_and_acl_users),
+        cmocka_unit_test(sentinels),    cmocka_unit_test(clusters),
         cmocka_unit_test(refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
