@@ -7,9 +7,10 @@ Owns: two real gateways with auth required (keys of clients/conformance/scenario
 main one, and a "down" one whose private Redis is stopped once it has started, so that it answers 503
 backend_unavailable with Retry-After; a fault proxy in front of each (tests/pyclient/pyclient_helpers.py)
 that logs what clients send and, on the main one, loses the first reply to an acquire of a name holding
-"lostreply" and answers renewals of names holding "norenew" with 503. The runner gets their addresses and
-keys in FG_CONF_* variables, drives the scenarios through its client's own API, prints "N passed, N failed"
-and exits non-zero on a failure; the driver exits with the runner's status.
+"lostreply" and answers renewals of names holding "norenew" with 503. The runner gets their addresses (the
+main gateway's own, without the proxy, in FG_CONF_DIRECT_URL) and keys in FG_CONF_* variables, drives the
+scenarios through its client's own API, prints "N passed, N failed" and exits non-zero on a failure; the
+driver exits with the runner's status.
 
 Must not: know any client, or check a scenario's outcome itself (the runner does, so that the same file
 holds every client to the same behaviour).
@@ -101,7 +102,8 @@ def main() -> int:
     try:
         redis.stop()
         wait_unready(down_gw)
-        env = dict(os.environ, FG_CONF_URL=proxies[0].url, FG_CONF_DOWN_URL=proxies[1].url,
+        env = dict(os.environ, FG_CONF_URL=proxies[0].url, FG_CONF_DIRECT_URL=main_gw.base,
+                   FG_CONF_DOWN_URL=proxies[1].url,
                    FG_CONF_ADMIN_KEY=ADMIN_KEY, FG_CONF_LIMITED_KEY=LIMITED_KEY,
                    FG_CONF_RUN=uuid.uuid4().hex[:8],
                    FG_CONF_SCENARIOS=os.path.join(ROOT, "clients", "conformance", "scenarios.json"))

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// gateway_test.go tests the Go client against a real gateway (started by tests/conformance/driver.py, whose
+// FG_CONF_* variables name it; skipped without them): what the conformance scenarios do not cover, namely
+// contexts that end waits and bodies, WithLock's context on loss, every kind of fenced write, batches,
+// Prefer: return=minimal, and audit paging.
+
+package fencegate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+// gatewayClient is a client of the main gateway through the driver's proxy, or directly with direct.
+func gatewayClient(t *testing.T, direct bool) *Client {
+	t.Helper()
+	url := os.Getenv("FG_CONF_URL")
+	if direct {
+		url = os.Getenv("FG_CONF_DIRECT_URL")
+	}
+	if url == "" {
+		t.Skip("FG_CONF_URL is not set: run through tests/conformance/driver.py")
+	}
+	c, err := New(Config{URL: url, APIKey: os.Getenv("FG_CONF_ADMIN_KEY"), Owner: "go-tests", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func unique(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
+func TestGatewayCancelEndsWait(t *testing.T) {
+	c := gatewayClient(t, true) // the proxy would keep the cancelled wait's upstream connection open
+	ctx := context.Background()
+	name := unique("go:cancel")
+	held, err := c.Lock(ctx, name, LeaseOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	waitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	started := time.Now()
+	_, err = c.Lock(waitCtx, name, LeaseOptions{Wait: 10 * time.Second})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("expected the context's deadline, got %v", err)
+	}
+	if took := time.Since(started); took > 2*time.Second {
+		t.Fatalf("the cancelled wait took %v", took)
+	}
+	// The gateway forgets the waiter once its connection is gone.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		status, err := c.LockStatus(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status.Waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled waiter is still queued: %+v", status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestGatewayWithLockContextEndsOnLoss(t *testing.T) {
+	c := gatewayClient(t, false)
+	ctx := context.Background()
+	name := unique("go:withlock")
+	err := c.WithLock(ctx, name, LeaseOptions{TTL: 30 * time.Second}, func(ctx context.Context, l *Lease) error {
+		if _, err := c.RevokeLock(context.Background(), name, "test"); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(3 * time.Second):
+			return errors.New("the context was not cancelled within 3 s of the revoke")
+		}
+	})
+	var lost *LeaseLostError
+	if !errors.As(err, &lost) || lost.Reason != "revoked" {
+		t.Fatalf("expected a LeaseLostError with reason revoked, got %v", err)
+	}
+}
+
+func TestGatewayWrites(t *testing.T) {
+	c := gatewayClient(t, false)
+	ctx := context.Background()
+	key := unique("go-row")
+	err := c.WithLock(ctx, unique("go:writes"), LeaseOptions{TTL: 5 * time.Second}, func(ctx context.Context, l *Lease) error {
+		invoices := l.PG("invoices")
+		if res, err := invoices.Insert(ctx, map[string]any{"id": key, "status": "open", "amount_cents": 100}); err != nil || res.Row["status"] != "open" || res.Fence != l.Fence {
+			return fmt.Errorf("insert: %+v %v", res, err)
+		}
+		var conflict *ConflictError
+		if _, err := invoices.Insert(ctx, map[string]any{"id": key}); !errors.As(err, &conflict) {
+			return fmt.Errorf("a second insert: %v", err)
+		}
+		if res, err := invoices.Patch(ctx, key, map[string]any{"status": "paid"}); err != nil || res.Row["status"] != "paid" {
+			return fmt.Errorf("patch: %+v %v", res, err)
+		}
+		res, err := invoices.Batch(ctx, []BatchOp{{Op: "patch", Key: key, Set: map[string]any{"note": "batched"}},
+			{Op: "put", Key: key + "-2", Row: map[string]any{"status": "open"}}})
+		if err != nil || len(res.Results) != 2 {
+			return fmt.Errorf("batch: %+v %v", res, err)
+		}
+		if res, err := invoices.ReturnMinimal().Patch(ctx, key, map[string]any{"note": "minimal"}); err != nil || !res.Applied {
+			return fmt.Errorf("minimal patch: %+v %v", res, err)
+		}
+		if _, err := l.Redis().Put(ctx, "app:"+key, "v1"); err != nil {
+			return err
+		}
+		if res, err := l.Redis().Patch(ctx, "app:"+key+":h", map[string]any{"a": "1"}); err != nil || res.Fields["a"] != "1" {
+			return fmt.Errorf("redis patch: %+v %v", res, err)
+		}
+		if _, err := l.Redis().Delete(ctx, "app:"+key); err != nil {
+			return err
+		}
+		var notFound *NotFoundError
+		if _, err := invoices.Delete(ctx, key+"-none"); !errors.As(err, &notFound) {
+			return fmt.Errorf("a delete of no row: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := c.PG("invoices", "").Get(ctx, key)
+	if err != nil || row.Row["status"] != "paid" || row.Row["note"] != "minimal" {
+		t.Fatalf("the row after the writes: %+v %v", row, err)
+	}
+}
+
+func TestGatewayAuditPages(t *testing.T) {
+	c := gatewayClient(t, false)
+	ctx := context.Background()
+	name, key := unique("go:audit"), unique("go-audit")
+	old, err := c.Lock(ctx, name, LeaseOptions{TTL: 200 * time.Millisecond, NoRenew: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	err = c.WithLock(ctx, name, LeaseOptions{TTL: 5 * time.Second}, func(ctx context.Context, l *Lease) error {
+		_, err := l.Redis().Put(ctx, "app:"+key, "new")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		_, err := old.Redis().Put(ctx, "app:"+key, "old")
+		var stale *StaleFenceError
+		if !errors.As(err, &stale) || stale.PresentedFence != old.Fence || stale.Resource != "redis:app:"+key {
+			t.Fatalf("expected a stale fence naming the write, got %v", err)
+		}
+	}
+	pages := c.Audit(AuditQuery{Resource: "redis:app:" + key, PageSize: 2})
+	var records []AuditRecord
+	count := 0
+	for pages.Next(ctx) {
+		count++
+		records = append(records, pages.Records()...)
+	}
+	if pages.Err() != nil || len(records) != 3 || count != 2 {
+		t.Fatalf("expected 3 records on 2 pages, got %d on %d: %v", len(records), count, pages.Err())
+	}
+	for _, r := range records {
+		if r.PresentedFence != old.Fence || r.Reason == "" {
+			t.Fatalf("a record of another write: %+v", r)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+module fencegate/client
+
+go 1.19

@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// lease.go owns leases held through the gateway: a lock, a semaphore slot, or a lock set; acquiring them
+// with a request_id that makes retries safe, their lost state and Lost() channel, explicit renew and
+// release, and handing their token to fenced writes. It must not schedule renewals or watch (keeper.go
+// does) or build write calls (writes.go does).
+//
+// A lease is lost when the client learns that it no longer holds it: a renewal refused, or not answered for
+// a whole TTL; the watch reporting it released, expired or revoked; or a 410 answer to a write, renew or
+// release. From then on Lost() is closed, Reason() says why, nothing renews it, and its writes fail with a
+// LeaseLostError without being sent. The gateway's fence check still guards the moment between the
+// client's check and the write's arrival.
+
+package fencegate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LeaseOptions are the options of an acquire; every field is optional.
+type LeaseOptions struct {
+	TTL       time.Duration // lease time to live (default: the gateway's, 30 s; lock sets always send it)
+	Wait      time.Duration // how long to wait in the FIFO queue (0: try once)
+	MaxHold   time.Duration // longest hold, renewals included (default: the gateway's)
+	Owner     string        // shown in status and audit records (default: the client's Owner)
+	RequestID string        // makes the acquire idempotent (default: a fresh one, reused by retries)
+	NoRenew   bool          // no background renewal nor watch: call Renew yourself
+	NoWatch   bool          // renew in the background but do not watch
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "go-" + hex.EncodeToString(b[:])
+}
+
+// lostState is the lost flag of a lease; a lock set shares one among its locks.
+type lostState struct {
+	name     string
+	mu       sync.Mutex
+	lost     chan struct{}
+	reason   string
+	released bool
+	keeper   *keeper
+}
+
+func newLostState(name string) *lostState {
+	return &lostState{name: name, lost: make(chan struct{})}
+}
+
+// mark records the loss once and stops the keeper.
+func (s *lostState) mark(reason string) {
+	s.mu.Lock()
+	select {
+	case <-s.lost:
+		s.mu.Unlock()
+		return
+	default:
+	}
+	s.reason = reason
+	close(s.lost)
+	k := s.keeper
+	s.mu.Unlock()
+	if k != nil {
+		k.stop()
+	}
+}
+
+func (s *lostState) isLost() bool {
+	select {
+	case <-s.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// check fails with a LeaseLostError when the lease is known lost, was released, or (while kept alive) has
+// gone a whole TTL without a successful renewal: a write must never leave under a lease its holder gave up.
+func (s *lostState) check() error {
+	s.mu.Lock()
+	released, k := s.released, s.keeper
+	s.mu.Unlock()
+	if released {
+		return leaseLost(s.name, "released")
+	}
+	if k != nil && k.expired() {
+		s.mark("unrenewed")
+	}
+	if s.isLost() {
+		return leaseLost(s.name, s.Reason())
+	}
+	return nil
+}
+
+// Reason is why the lease was lost, or "" while it is held.
+func (s *lostState) Reason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// heard is told about every refusal of a call made with the lease: a 410 or max_hold_exceeded ends it.
+func (s *lostState) heard(err error) {
+	var gone *LeaseLostError
+	var maxHold *MaxHoldExceededError
+	switch {
+	case errors.As(err, &gone):
+		reason := gone.Reason
+		if reason == "" {
+			reason = "lease_lost"
+		}
+		s.mark(reason)
+	case errors.As(err, &maxHold):
+		s.mark("max_hold_exceeded")
+	}
+}
+
+// stopKeeping stops the keeper and marks the lease released; false if it already was.
+func (s *lostState) stopKeeping() bool {
+	s.mu.Lock()
+	k, first := s.keeper, !s.released
+	s.keeper, s.released = nil, true
+	s.mu.Unlock()
+	if k != nil {
+		k.stop()
+	}
+	return first
+}
+
+// release sends the release (once) and answers the error Release returns: a LeaseLostError if the lease
+// was lost before or the gateway says it had ended, another error only for a lease still counted as held.
+func (s *lostState) release(send func() error) error {
+	if s.stopKeeping() {
+		if err := send(); err != nil {
+			s.heard(err)
+			if !s.isLost() {
+				return err
+			}
+		}
+	}
+	if s.isLost() {
+		return leaseLost(s.name, s.Reason())
+	}
+	return nil
+}
+
+// Lease is a lease on a lock or on one slot of a semaphore, from Client.Lock or Client.Semaphore.
+type Lease struct {
+	client    *Client
+	state     *lostState
+	Kind      string // "lock" or "semaphore"
+	Name      string // the lock's or semaphore's name
+	Token     string // the holder's secret, sent as Fence-Token
+	Fence     int64  // the lease's fencing token
+	TTL       time.Duration
+	ExpiresAt time.Time // by the gateway's clock, as of the last acquire or renewal
+	Owner     string
+	RequestID string
+}
+
+// Lost is closed as soon as the client knows the lease is lost.
+func (l *Lease) Lost() <-chan struct{} { return l.state.lost }
+
+// Reason is why the lease was lost ("expired", "revoked", "released", "lease_lost", "unrenewed",
+// "max_hold_exceeded", "taken over"), or "" while it is held.
+func (l *Lease) Reason() string { return l.state.Reason() }
+
+// Check returns a LeaseLostError if the lease is known to be lost or was released: a cheap call between
+// steps of work.
+func (l *Lease) Check() error { return l.state.check() }
+
+func (l *Lease) path() string { return "/v1/" + l.Kind + "s/" + segment(l.Name) }
+
+// acquireResult is the answer of an acquire.
+type acquireResult struct {
+	Token       string `json:"token"`
+	Fence       int64  `json:"fence"`
+	TTLms       int64  `json:"ttl_ms"`
+	ExpiresAtMs int64  `json:"expires_at_ms"`
+}
+
+// RenewResult is the answer of a renewal.
+type RenewResult struct {
+	Fence       int64 `json:"fence"`
+	ExpiresAtMs int64 `json:"expires_at_ms"`
+	HoldUntilMs int64 `json:"hold_until_ms"`
+}
+
+// acquireBody builds the acquire body for each try: a retry asks only for what is left of the wait.
+func acquireBody(fields map[string]any, wait time.Duration) func() any {
+	deadline := time.Now().Add(wait)
+	return func() any {
+		if wait > 0 {
+			left := time.Until(deadline).Milliseconds()
+			if left < 0 {
+				left = 0
+			}
+			fields["wait_ms"] = left
+		}
+		return fields
+	}
+}
+
+func (c *Client) leaseFields(o LeaseOptions) map[string]any {
+	f := map[string]any{"request_id": o.RequestID}
+	if o.TTL > 0 {
+		f["ttl_ms"] = o.TTL.Milliseconds()
+	}
+	if o.Wait > 0 {
+		f["wait_ms"] = o.Wait.Milliseconds()
+	}
+	if o.MaxHold > 0 {
+		f["max_hold_ms"] = o.MaxHold.Milliseconds()
+	}
+	if owner := firstOf(o.Owner, c.owner); owner != "" {
+		f["owner"] = owner
+	}
+	return f
+}
+
+// Lock acquires a lease on the lock name, waiting up to o.Wait in the gateway's FIFO queue (cancelling ctx
+// ends the wait), and keeps it alive in the background until Release. A refusal is a *LockBusyError,
+// *TooManyWaitersError, *InvalidNameError, *UnauthorizedError, *ForbiddenError, ...
+func (c *Client) Lock(ctx context.Context, name string, o LeaseOptions) (*Lease, error) {
+	return c.acquire(ctx, "lock", name, 0, o)
+}
+
+// Semaphore acquires one of the limit slots of the semaphore name; otherwise as Lock.
+// *LimitMismatchError if another limit is in force.
+func (c *Client) Semaphore(ctx context.Context, name string, limit int, o LeaseOptions) (*Lease, error) {
+	return c.acquire(ctx, "semaphore", name, limit, o)
+}
+
+func (c *Client) acquire(ctx context.Context, kind, name string, limit int, o LeaseOptions) (*Lease, error) {
+	if o.RequestID == "" {
+		o.RequestID = newRequestID()
+	}
+	l := &Lease{client: c, state: newLostState(name), Kind: kind, Name: name, Owner: firstOf(o.Owner, c.owner),
+		RequestID: o.RequestID}
+	fields := c.leaseFields(o)
+	if kind == "semaphore" {
+		fields["limit"] = limit
+	}
+	sentAt := time.Now()
+	a, err := c.call(ctx, request{method: "POST", path: l.path() + "/acquire", body: acquireBody(fields, o.Wait),
+		effect: Idempotent, wait: o.Wait})
+	if err != nil {
+		return nil, err
+	}
+	var res acquireResult
+	if err := a.decode(&res); err != nil {
+		return nil, err
+	}
+	l.Token, l.Fence, l.TTL = res.Token, res.Fence, time.Duration(res.TTLms)*time.Millisecond
+	l.ExpiresAt = time.UnixMilli(res.ExpiresAtMs)
+	if o.NoRenew {
+		return l, nil
+	}
+	var watches []watch
+	if !o.NoWatch {
+		watches = []watch{{path: l.path(), fence: l.Fence}}
+	}
+	l.state.keeper = startKeeper(c, l.TTL, l.renewOnce, watches, l.state.mark, l.freshStart(ctx, sentAt))
+	return l, nil
+}
+
+// freshStart is when the lease's validity starts by this host's clock. Counting from the moment the
+// acquire was sent is safe but, after a long wait in the queue, would make a fresh lease look nearly
+// expired: an acquire whose answer took over a third of the TTL is renewed once at once, and validity
+// counts from that renewal.
+func (l *Lease) freshStart(ctx context.Context, sentAt time.Time) time.Time {
+	if time.Since(sentAt) <= l.TTL/3 {
+		return sentAt
+	}
+	renewedAt := time.Now()
+	if _, err := l.renewOnce(ctx, l.client.timeout); err != nil {
+		l.state.heard(err)
+	}
+	return renewedAt
+}
+
+func (l *Lease) renewOnce(ctx context.Context, timeout time.Duration) (*RenewResult, error) {
+	a, err := l.client.call(ctx, request{method: "POST", path: l.path() + "/renew",
+		body:   jsonBody(map[string]any{"token": l.Token, "ttl_ms": l.TTL.Milliseconds()}),
+		effect: Idempotent, timeout: timeout, retry: &noRetry})
+	if err != nil {
+		return nil, err
+	}
+	var res RenewResult
+	return &res, a.decode(&res)
+}
+
+// Renew renews the lease now, for leases acquired with NoRenew. A refusal (*LeaseLostError,
+// *MaxHoldExceededError) also marks the lease lost.
+func (l *Lease) Renew(ctx context.Context) (*RenewResult, error) {
+	if err := l.Check(); err != nil {
+		return nil, err
+	}
+	a, err := l.client.call(ctx, request{method: "POST", path: l.path() + "/renew",
+		body: jsonBody(map[string]any{"token": l.Token, "ttl_ms": l.TTL.Milliseconds()}), effect: Idempotent})
+	if err != nil {
+		l.state.heard(err)
+		return nil, err
+	}
+	var res RenewResult
+	if err := a.decode(&res); err != nil {
+		return nil, err
+	}
+	l.ExpiresAt = time.UnixMilli(res.ExpiresAtMs)
+	return &res, nil
+}
+
+// Release stops keeping the lease alive and releases it (the next waiter gets it at once). It returns a
+// *LeaseLostError if the lease had been lost: the work done under it may not have been exclusive.
+func (l *Lease) Release(ctx context.Context) error {
+	return l.state.release(func() error {
+		_, err := l.client.call(ctx, request{method: "POST", path: l.path() + "/release",
+			body: jsonBody(map[string]any{"token": l.Token}), effect: Idempotent})
+		return err
+	})
+}
+
+// PG is a configured Postgres table written with this lease's token.
+func (l *Lease) PG(table string) *PGTable {
+	return &PGTable{client: l.client, table: table, holder: holder{token: l.Token, owner: l.Owner, state: l.state}}
+}
+
+// Redis is the keys under the configured Redis prefixes, written with this lease's token.
+func (l *Lease) Redis() *RedisKeys {
+	return &RedisKeys{client: l.client, holder: holder{token: l.Token, owner: l.Owner, state: l.state}}
+}
+
+// WithLock acquires the lock name, runs fn with a context that is cancelled as soon as the lease is lost,
+// and releases the lock. It returns fn's error, else a *LeaseLostError if the lease was lost meanwhile.
+func (c *Client) WithLock(ctx context.Context, name string, o LeaseOptions, fn func(ctx context.Context, l *Lease) error) error {
+	l, err := c.Lock(ctx, name, o)
+	if err != nil {
+		return err
+	}
+	return l.state.run(ctx, func(inner context.Context) error { return fn(inner, l) }, l.Release)
+}
+
+// run calls fn with a context cancelled on loss, then release; fn's error wins over release's.
+func (s *lostState) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) error {
+	inner, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-s.lost:
+			cancel()
+		case <-done:
+		}
+	}()
+	err := fn(inner)
+	close(done)
+	cancel()
+	// The release goes out even when ctx ended: a lock left held would keep the next holder waiting a TTL.
+	releaseErr := release(context.Background())
+	if err != nil {
+		return err
+	}
+	return releaseErr
+}
+
+// LockSet holds leases on several locks, all or none, kept alive and released together.
+type LockSet struct {
+	client  *Client
+	state   *lostState
+	TTL     time.Duration
+	Owner   string
+	Members []*LockSetMember // in the order the gateway answered
+}
+
+// LockSetMember is one lock of a held set: its own token and fence, for writes to that lock's resources.
+type LockSetMember struct {
+	set         *LockSet
+	Name        string
+	Token       string
+	Fence       int64
+	ExpiresAtMs int64
+}
+
+// LockSet acquires every lock of names (1-32 distinct) or none: a *LockBusyError names the lock that was
+// not obtained within o.Wait. The TTL is always sent (default 30 s), since renewals are scheduled from it.
+func (c *Client) LockSet(ctx context.Context, names []string, o LeaseOptions) (*LockSet, error) {
+	if o.RequestID == "" {
+		o.RequestID = newRequestID()
+	}
+	if o.TTL <= 0 {
+		o.TTL = 30 * time.Second
+	}
+	s := &LockSet{client: c, state: newLostState(strings.Join(names, ",")), TTL: o.TTL, Owner: firstOf(o.Owner, c.owner)}
+	fields := c.leaseFields(o)
+	fields["names"] = names
+	sentAt := time.Now()
+	a, err := c.call(ctx, request{method: "POST", path: "/v1/locksets/acquire", body: acquireBody(fields, o.Wait),
+		effect: Idempotent, wait: o.Wait})
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Locks []struct {
+			Lock        string `json:"lock"`
+			Token       string `json:"token"`
+			Fence       int64  `json:"fence"`
+			ExpiresAtMs int64  `json:"expires_at_ms"`
+		} `json:"locks"`
+	}
+	if err := a.decode(&res); err != nil {
+		return nil, err
+	}
+	var watches []watch
+	for _, item := range res.Locks {
+		s.Members = append(s.Members, &LockSetMember{set: s, Name: item.Lock, Token: item.Token, Fence: item.Fence,
+			ExpiresAtMs: item.ExpiresAtMs})
+		watches = append(watches, watch{path: "/v1/locks/" + segment(item.Lock), fence: item.Fence})
+	}
+	if o.NoRenew {
+		return s, nil
+	}
+	if o.NoWatch {
+		watches = nil
+	}
+	start := sentAt
+	if time.Since(sentAt) > s.TTL/3 {
+		start = time.Now()
+		if _, err := s.renewOnce(ctx, c.timeout); err != nil {
+			s.state.heard(err)
+		}
+	}
+	s.state.keeper = startKeeper(c, s.TTL, s.renewOnce, watches, s.state.mark, start)
+	return s, nil
+}
+
+// Member is the lock name of the set, or nil.
+func (s *LockSet) Member(name string) *LockSetMember {
+	for _, m := range s.Members {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// Lost is closed as soon as the client knows any lock of the set is lost.
+func (s *LockSet) Lost() <-chan struct{} { return s.state.lost }
+
+// Reason is why the set was lost, or "".
+func (s *LockSet) Reason() string { return s.state.Reason() }
+
+// Check returns a LeaseLostError if the set is known to be lost or was released.
+func (s *LockSet) Check() error { return s.state.check() }
+
+func (s *LockSet) tokens() []string {
+	tokens := make([]string, len(s.Members))
+	for i, m := range s.Members {
+		tokens[i] = m.Token
+	}
+	return tokens
+}
+
+func (s *LockSet) renewOnce(ctx context.Context, timeout time.Duration) (*RenewResult, error) {
+	_, err := s.client.call(ctx, request{method: "POST", path: "/v1/locksets/renew",
+		body:   jsonBody(map[string]any{"tokens": s.tokens(), "ttl_ms": s.TTL.Milliseconds()}),
+		effect: Idempotent, timeout: timeout, retry: &noRetry})
+	return &RenewResult{}, err
+}
+
+// Renew renews every lock of the set now; a refusal marks the set lost.
+func (s *LockSet) Renew(ctx context.Context) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	_, err := s.client.call(ctx, request{method: "POST", path: "/v1/locksets/renew",
+		body: jsonBody(map[string]any{"tokens": s.tokens(), "ttl_ms": s.TTL.Milliseconds()}), effect: Idempotent})
+	s.state.heard(err)
+	return err
+}
+
+// Release stops keeping the set alive and releases every lock; a *LeaseLostError if one had been lost.
+func (s *LockSet) Release(ctx context.Context) error {
+	return s.state.release(func() error {
+		_, err := s.client.call(ctx, request{method: "POST", path: "/v1/locksets/release",
+			body: jsonBody(map[string]any{"tokens": s.tokens()}), effect: Idempotent})
+		return err
+	})
+}
+
+// WithLockSet acquires the set, runs fn with a context cancelled on loss, and releases it; as WithLock.
+func (c *Client) WithLockSet(ctx context.Context, names []string, o LeaseOptions, fn func(ctx context.Context, s *LockSet) error) error {
+	s, err := c.LockSet(ctx, names, o)
+	if err != nil {
+		return err
+	}
+	return s.state.run(ctx, func(inner context.Context) error { return fn(inner, s) }, s.Release)
+}
+
+// PG is a configured Postgres table written with this lock's token.
+func (m *LockSetMember) PG(table string) *PGTable {
+	return &PGTable{client: m.set.client, table: table, holder: holder{token: m.Token, owner: m.set.Owner, state: m.set.state}}
+}
+
+// Redis is the keys under the configured Redis prefixes, written with this lock's token.
+func (m *LockSetMember) Redis() *RedisKeys {
+	return &RedisKeys{client: m.set.client, holder: holder{token: m.Token, owner: m.set.Owner, state: m.set.state}}
+}

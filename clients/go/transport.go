@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// transport.go owns the client's side of HTTP: the one connection pool, bearer keys, the CA file for
+// HTTPS, timeouts, JSON in and out, the conversion of error answers into typed errors, and the one rule of
+// retries. It must not know what a route means beyond the Effect its caller declares.
+//
+// A call is sent again only if sending it twice cannot do more than sending it once. Read and Idempotent
+// calls are retried after a connection error and after a 503, waiting as Retry-After says (else an
+// exponential backoff with jitter), within the RetryPolicy. Acquires are Idempotent because they always carry
+// a request_id that the gateway answers a repeat of with the same lease. Once calls (inserts, deletes,
+// batches with them, revoking a lock) are sent again only when the request certainly never left (the
+// connection could not be opened).
+
+package fencegate
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is the client's version, the gateway's.
+const Version = "1.1.0"
+
+const defaultURL = "http://127.0.0.1:8480"
+
+// Effect says what sending a call twice would do.
+type Effect int
+
+const (
+	// Read calls change nothing.
+	Read Effect = iota
+	// Idempotent calls leave the same state when repeated (renewals, releases, acquires with their request_id,
+	// PUT and PATCH writes under the same fence).
+	Idempotent
+	// Once calls may do more when repeated (an insert, a delete, a revoke).
+	Once
+)
+
+// RetryPolicy says how calls that may be repeated are retried.
+type RetryPolicy struct {
+	Attempts   int           // most tries of one call, the first included (default 5)
+	Budget     time.Duration // most time spent waiting between tries of one call (default 15 s)
+	Backoff    time.Duration // first pause when the gateway names none, doubled each time (default 50 ms)
+	MaxBackoff time.Duration // largest such pause (default 2 s)
+}
+
+func (r RetryPolicy) withDefaults() RetryPolicy {
+	if r.Attempts <= 0 {
+		r.Attempts = 5
+	}
+	if r.Budget <= 0 {
+		r.Budget = 15 * time.Second
+	}
+	if r.Backoff <= 0 {
+		r.Backoff = 50 * time.Millisecond
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = 2 * time.Second
+	}
+	return r
+}
+
+// pause is the wait before try attempt+1: Retry-After when the gateway said it, else backoff with jitter.
+func (r RetryPolicy) pause(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	ceiling := r.Backoff << (attempt - 1)
+	if ceiling > r.MaxBackoff || ceiling <= 0 {
+		ceiling = r.MaxBackoff
+	}
+	return ceiling/2 + time.Duration(rand.Int63n(int64(ceiling/2)+1))
+}
+
+// Config configures a Client. Every field is optional.
+type Config struct {
+	URL     string        // http://host:port or https://host:port (default $FENCEGATE_URL, else http://127.0.0.1:8480)
+	APIKey  string        // bearer key (default $FENCEGATE_KEY); NoKey sends none
+	CAFile  string        // PEM file of the CA that signed the gateway's certificate (default $FENCEGATE_CACERT, else the system's)
+	Timeout time.Duration // to connect and to wait for an answer, on top of any wait the call asks for (default 10 s)
+	Retry   RetryPolicy   // how calls that may be repeated are retried
+	Owner   string        // default owner of leases and Fence-Owner of writes, shown in status and audit records
+}
+
+// NoKey as Config.APIKey sends no key even when $FENCEGATE_KEY is set.
+const NoKey = "-"
+
+// Client talks to one gateway through one connection pool; safe for concurrent use. Close it when done.
+type Client struct {
+	base    string
+	key     string
+	timeout time.Duration
+	retry   RetryPolicy
+	owner   string
+	http    *http.Client
+}
+
+// New makes a client from cfg (see Config for the defaults).
+func New(cfg Config) (*Client, error) {
+	base := firstOf(cfg.URL, os.Getenv("FENCEGATE_URL"), defaultURL)
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("fencegate: the gateway URL must be http://host[:port] or https://host[:port], not %q", base)
+	}
+	key := firstOf(cfg.APIKey, os.Getenv("FENCEGATE_KEY"))
+	if key == NoKey {
+		key = ""
+	}
+	transport := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
+	if caFile := firstOf(cfg.CAFile, os.Getenv("FENCEGATE_CACERT")); caFile != "" && u.Scheme == "https" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("fencegate: reading the CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("fencegate: no PEM certificate in %s", caFile)
+		}
+		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return &Client{base: strings.TrimRight(base, "/"), key: key, timeout: timeout, retry: cfg.Retry.withDefaults(),
+		owner: cfg.Owner, http: &http.Client{Transport: transport}}, nil
+}
+
+// Close closes the idle connections of the pool (leases still held keep renewing until released).
+func (c *Client) Close() {
+	c.http.CloseIdleConnections()
+}
+
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// request is one call: its route, body and headers, what repeating it does, and how long the gateway may
+// hold it before answering (an acquire's wait, a watch).
+type request struct {
+	method  string
+	path    string      // percent-encoded
+	query   url.Values  // nil for none
+	body    func() any  // called before each try (an acquire sends what is left of its wait); nil for none
+	headers http.Header // extra headers
+	effect  Effect
+	wait    time.Duration // added to the timeout
+	timeout time.Duration // replaces the client's timeout when > 0
+	retry   *RetryPolicy  // replaces the client's policy when set
+}
+
+// answer is a successful answer: the status and the raw JSON body (nil when empty).
+type answer struct {
+	status int
+	body   []byte
+}
+
+func (a *answer) decode(into any) error {
+	if len(a.body) == 0 {
+		return nil
+	}
+	return json.Unmarshal(a.body, into)
+}
+
+var noRetry = RetryPolicy{Attempts: 1, Budget: time.Nanosecond, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}
+
+// call sends r, retrying as its effect and the policy allow; the error is a typed problem error, an
+// *UnreachableError, or the context's error when ctx ended.
+func (c *Client) call(ctx context.Context, r request) (*answer, error) {
+	policy := c.retry
+	if r.retry != nil {
+		policy = *r.retry
+	}
+	var waited time.Duration
+	for attempt := 1; ; attempt++ {
+		a, err, again, retryAfter := c.try(ctx, r)
+		if err == nil {
+			return a, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		pause := policy.pause(attempt, retryAfter)
+		if !again || attempt >= policy.Attempts || waited+pause > policy.Budget {
+			return nil, err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		waited += pause
+	}
+}
+
+// try sends r once; again says whether a retry may help and is allowed by r's effect.
+func (c *Client) try(ctx context.Context, r request) (a *answer, err error, again bool, retryAfter time.Duration) {
+	timeout := c.timeout
+	if r.timeout > 0 {
+		timeout = r.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+r.wait)
+	defer cancel()
+	target := c.base + r.path
+	if len(r.query) > 0 {
+		target += "?" + r.query.Encode()
+	}
+	var body io.Reader
+	var data []byte
+	if r.body != nil {
+		if data, err = json.Marshal(r.body()); err != nil {
+			return nil, fmt.Errorf("fencegate: encoding the request: %w", err), false, 0
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("fencegate: %w", err), false, 0
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "fencegate-go/"+Version)
+	if data != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	for name, values := range r.headers {
+		req.Header[name] = values
+	}
+	op := r.method + " " + r.path
+	resp, err := c.http.Do(req)
+	if err != nil {
+		sent := !notSent(err)
+		var unknownAuthority x509.UnknownAuthorityError
+		var invalid x509.CertificateInvalidError
+		refused := errors.As(err, &unknownAuthority) || errors.As(err, &invalid)
+		return nil, &UnreachableError{Op: op, Sent: sent, Err: err}, !refused && (!sent || r.effect != Once), 0
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, &UnreachableError{Op: op, Sent: true, Err: err}, r.effect != Once, 0
+	}
+	if resp.StatusCode < 400 {
+		return &answer{status: resp.StatusCode, body: raw}, nil, false, 0
+	}
+	retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+	p := &Problem{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), RetryAfter: retryAfter}
+	if json.Unmarshal(raw, &p.Members) == nil {
+		ptype, _ := p.Members["type"].(string)
+		p.Code = strings.TrimPrefix(ptype, "/problems/")
+		if p.Code == ptype {
+			p.Code = ""
+		}
+		p.Title = p.text("title")
+		p.Detail = p.text("detail")
+	} else if len(raw) > 200 {
+		p.Detail = string(raw[:200])
+	} else {
+		p.Detail = string(raw)
+	}
+	if p.Code == "" {
+		p.Code = "http_" + strconv.Itoa(resp.StatusCode)
+	}
+	return nil, typedError(p), resp.StatusCode == http.StatusServiceUnavailable && r.effect != Once, retryAfter
+}
+
+// notSent tells a failure to open the connection (the request never left) from one after it was sent.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// parseRetryAfter reads the delay-seconds form of Retry-After (the gateway sends no dates).
+func parseRetryAfter(value string) time.Duration {
+	seconds, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	if err != nil || seconds < 0 {
+		return 0
+	}
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// segment percent-encodes one path segment (a name, a table, a key): everything but unreserved characters.
+func segment(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || strings.IndexByte("-._~", ch) >= 0 {
+			b.WriteByte(ch)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", ch)
+		}
+	}
+	return b.String()
+}
+
+// jsonBody is a request body that is the same on every try.
+func jsonBody(v any) func() any {
+	return func() any { return v }
+}

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// unit_test.go tests what needs no gateway: the error map against the gateway's table
+// (clients/conformance/codes.json), the retry rule of each Effect, Retry-After, Prefer: return=minimal's
+// 204, and HTTPS with a CA file. The HTTP servers here answer canned replies to the client's transport; the
+// behaviour against a real gateway is gateway_test.go's and the conformance scenarios'.
+
+package fencegate
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestUnitCodesMatchTheGateway(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "conformance", "codes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Codes []struct {
+			Code   string `json:"code"`
+			Status int    `json:"status"`
+		} `json:"codes"`
+	}
+	if err := json.Unmarshal(data, &table); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, row := range table.Codes {
+		want = append(want, row.Code)
+		err := typedError(&Problem{Code: row.Code, Status: row.Status})
+		if _, plain := err.(*Problem); plain {
+			t.Errorf("%s has no error type of its own", row.Code)
+		}
+		var p *Problem
+		if !errors.As(err, &p) || p.Code != row.Code {
+			t.Errorf("%s: errors.As does not find its Problem", row.Code)
+		}
+	}
+	got := ProblemCodes()
+	sort.Strings(want)
+	sort.Strings(got)
+	if len(got) != len(want) {
+		t.Fatalf("the client maps %v, the gateway has %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("the client maps %v, the gateway has %v", got, want)
+		}
+	}
+}
+
+// dropper answers every request by closing the connection without a reply, counting them.
+func dropper(t *testing.T) (*httptest.Server, *int32) {
+	var count int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		atomic.AddInt32(&count, 1)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &count
+}
+
+func TestUnitOnceIsNotRetriedAfterALostReply(t *testing.T) {
+	srv, count := dropper(t)
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Retry: RetryPolicy{Attempts: 3, Backoff: time.Millisecond}})
+	_, err := c.PG("invoices", "token").Insert(context.Background(), map[string]any{"id": "1"})
+	var unreachable *UnreachableError
+	if !errors.As(err, &unreachable) || !unreachable.Sent || atomic.LoadInt32(count) != 1 {
+		t.Fatalf("an insert whose reply was lost: %v after %d tries", err, atomic.LoadInt32(count))
+	}
+	atomic.StoreInt32(count, 0)
+	_, err = c.PG("invoices", "token").Put(context.Background(), "1", map[string]any{"status": "x"})
+	if !errors.As(err, &unreachable) || atomic.LoadInt32(count) != 3 {
+		t.Fatalf("a put whose reply was lost: %v after %d tries, expected 3", err, atomic.LoadInt32(count))
+	}
+}
+
+func TestUnitRefusedConnectionIsRetriedForOnce(t *testing.T) {
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listener.Addr().String()
+	listener.Close()
+	c, _ := New(Config{URL: "http://" + addr, APIKey: NoKey, Retry: RetryPolicy{Attempts: 2, Backoff: time.Millisecond}})
+	_, err = c.PG("invoices", "token").Delete(context.Background(), "1")
+	var unreachable *UnreachableError
+	if !errors.As(err, &unreachable) || unreachable.Sent {
+		t.Fatalf("a refused connection: %v", err)
+	}
+}
+
+func TestUnitReturnMinimal(t *testing.T) {
+	var prefer atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		prefer.Store(r.Header.Get("Prefer"))
+		w.Header().Set("Preference-Applied", "return=minimal")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey})
+	res, err := c.PG("invoices", "token").ReturnMinimal().Patch(context.Background(), "1", map[string]any{"a": 1})
+	if err != nil || !res.Applied || !res.Minimal || prefer.Load() != "return=minimal" {
+		t.Fatalf("a minimal write: %+v %v (Prefer %v)", res, err, prefer.Load())
+	}
+}
+
+func TestUnitHTTPSWithCAFile(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"semaphore":"s","limit":2,"holders":1,"waiting":0}`))
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{URL: srv.URL, CAFile: ca, APIKey: NoKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.SemaphoreStatus(context.Background(), "s"); err != nil || s.Holders != 1 {
+		t.Fatalf("over HTTPS with the CA file: %+v %v", s, err)
+	}
+	untrusting, _ := New(Config{URL: srv.URL, APIKey: NoKey, Retry: RetryPolicy{Attempts: 3}})
+	if _, err := untrusting.SemaphoreStatus(context.Background(), "s"); err == nil {
+		t.Fatal("a certificate no CA vouches for was accepted")
+	}
+}
