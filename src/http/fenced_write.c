@@ -86,17 +86,17 @@ static void reply_stale(struct http_reply *reply, const struct fenced_writer *wh
 void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
                           const struct fenced_writer *who, const struct fenced_refusal *refusal)
 {
-    FG_ASSERT(fenced_outcome_reason(refusal->outcome) != NULL);
-    metrics_fenced_write(backend, METRIC_WRITE_STALE);
+    const char *reason = fenced_outcome_reason(refusal->outcome);
+    FG_ASSERT(reason != NULL);
+    metrics_fenced_write(backend, metrics_write_refused(reason));
     if (refusal->audit_streamed)
         janitor_poke_audit();
     else
-        metrics_audit_written();
+        metrics_audit_written(reason);
     if (refusal->outcome == FENCED_STALE)
         reply_stale(reply, who, refusal);
     else
-        reply_write_lease_lost(reply, (long long)who->fence, refusal->resource,
-                               fenced_outcome_reason(refusal->outcome));
+        reply_write_lease_lost(reply, (long long)who->fence, refusal->resource, reason);
 }
 
 void fenced_write_applied(struct http_reply *reply, enum metric_backend backend, int status,

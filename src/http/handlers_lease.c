@@ -312,6 +312,7 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
         kind->revoke(lease_name(req), fence, &res, &err) != 0)
         return fail(reply, &err);
     lease_hand_over(kind->token_kind, lease_name(req), &res);
+    metrics_revocation(kind->metric);
     log_message(LOG_WARN, "lease_revoked", "%s %s: fence %lld revoked (%s)", kind->noun,
                 lease_name(req), fence, reason[0] != '\0' ? reason : "no reason given");
     reply_json(reply, 200, json_pack("{s:I}", "revoked_fence", (json_int_t)fence));

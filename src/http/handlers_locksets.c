@@ -196,7 +196,11 @@ static enum handler_result step(struct lockset_wait *ls, struct http_reply *repl
             fg_fail(&err, FG_ERR_CONFLICT, "a retry with the same request_id took this wait over");
             return fail(reply, &err);
         }
-        if (reasons & (WAKE_DRAIN | WAKE_HANGUP)) {
+        if (reasons & WAKE_HANGUP) { /* the client gave up its wait: nobody to answer */
+            abandon(ls, true);
+            return HANDLER_CLOSE;
+        }
+        if (reasons & WAKE_DRAIN) {
             abandon(ls, true);
             fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
             return fail(reply, &err);

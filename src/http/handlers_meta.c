@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_meta.c - /metrics renders the metric store with the gauges read at
- * this moment (waiters, requests in flight, the process's own figures, and
- * whether each backend answers a ping); /v1/openapi.json answers the OpenAPI
+ * this moment (waiters and watches, requests in flight, the Postgres pool, the
+ * fences left in the reservation, the process's own figures, and whether each
+ * backend answers a ping); /v1/openapi.json answers the OpenAPI
  * document embedded from openapi/openapi.json at build time. Both answer while
  * Redis or Postgres is down: a ping of a backend that is down fails within the
  * backend deadline and shows as fencegate_backend_up 0.
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "lease/fence.h"
 #include "lease/waiter.h"
 #include "store/pg.h"
 #include "store/redis.h"
@@ -26,9 +28,15 @@ enum handler_result handle_metrics(struct http_request *req, struct http_reply *
     (void)req;
     struct fg_error redis_err = {0}, pg_err = {0};
     struct metrics_gauges gauges = {.waiters = waiter_count(),
-                                    .in_flight = http_server_in_flight()};
+                                    .watches = waiter_watch_count(),
+                                    .in_flight = http_server_in_flight(),
+                                    .fence_headroom = -1};
     gauges.backend_up[METRIC_BACKEND_REDIS] = redis_ping(&redis_err) == 0;
     gauges.backend_up[METRIC_BACKEND_PG] = pg_ping(&pg_err) == 0;
+    int64_t headroom = 0;
+    if (gauges.backend_up[METRIC_BACKEND_REDIS] && fence_headroom(&headroom, &redis_err) == 0)
+        gauges.fence_headroom = headroom;
+    pg_pool_stats(&gauges.pg_pool_size, &gauges.pg_pool_in_use, &gauges.pg_pool_waiting);
     procstat_read(&gauges.process);
     reply_text(reply, 200, "text/plain; version=0.0.4; charset=utf-8", metrics_render(&gauges));
     return HANDLER_DONE;

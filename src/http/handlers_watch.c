@@ -76,11 +76,13 @@ static enum handler_result watch_step(struct http_reply *reply, struct lease_wat
     for (;;) {
         unsigned reasons = waiter_take_reasons(&lw->waiter);
         struct fg_error err = {0};
-        if (reasons & (WAKE_DRAIN | WAKE_HANGUP)) {
+        if (reasons & WAKE_HANGUP) { /* the client's normal end of a watch: nobody to answer */
             waiter_remove(&lw->waiter);
-            fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "%s",
-                    reasons & WAKE_DRAIN ? "the gateway is stopping"
-                                         : "the client closed the connection while watching");
+            return HANDLER_CLOSE;
+        }
+        if (reasons & WAKE_DRAIN) {
+            waiter_remove(&lw->waiter);
+            fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
             reply_problem(reply, &err);
             return HANDLER_DONE;
         }

@@ -442,6 +442,11 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
  * libmicrohttpd then reports an "internal error", which is not one. */
 static _Thread_local bool closing_gone_client;
 
+/* The status a request whose client closed the connection first is counted
+ * and logged with (nginx's "client closed request"): a normal end of a wait or
+ * a watch, never a 5xx. */
+#define STATUS_CLIENT_CLOSED 499
+
 /* Counts and logs the reply of a client that is gone, and closes its
  * connection without writing to it. */
 static enum MHD_Result drop_reply(struct http_request *req, const char *method, const char *url)
@@ -449,6 +454,7 @@ static enum MHD_Result drop_reply(struct http_request *req, const char *method, 
     struct http_conn *conn = req->conn;
     conn_step(conn, CONN_EV_DROP);
     closing_gone_client = true;
+    conn->reply.status = STATUS_CLIENT_CLOSED;
     metrics_request(req->match.route ? req->match.route->label : NULL, conn->reply.status,
                     conn->reply.problem, clock_mono_ms() - req->started_ms);
     log_request(req, method, url);

@@ -187,3 +187,21 @@ int fence_check_issued(int64_t fence, struct fg_error *err)
     return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
                    "fence %" PRId64 " is above every fence this gateway issued", fence);
 }
+
+int fence_headroom(int64_t *headroom, struct fg_error *err)
+{
+    const char *keys[FENCE_READ_NKEYS] = {
+        [FENCE_READ_KEY_FENCE] = KEY_FENCE,
+        [FENCE_READ_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
+        [FENCE_READ_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
+    };
+    json_t *out = NULL;
+    if (redis_script(SCRIPT_FENCE_READ, keys, NULL, &out, err) != 0)
+        return -1;
+    bool ready = json_is_true(json_object_get(out, "ready"));
+    *headroom = ready ? (int64_t)(json_integer_value(json_object_get(out, "limit")) -
+                                  json_integer_value(json_object_get(out, "fence")))
+                      : 0;
+    json_decref(out);
+    return 0;
+}

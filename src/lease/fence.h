@@ -36,4 +36,9 @@ int fence_check_on_connect(struct fg_error *err) FG_WUR;
  */
 int fence_check_issued(int64_t fence, struct fg_error *err) FG_WUR;
 
+/* Fences Redis may still issue before it needs the next reservation in
+ * Postgres, into *headroom; 0 when none may be issued until a recovery. One
+ * read-only script call. */
+int fence_headroom(int64_t *headroom, struct fg_error *err) FG_WUR;
+
 #endif

@@ -55,6 +55,7 @@ static struct {
     struct waiter **by_fd;   /* parked client sockets: descriptor -> waiter */
     size_t nfds;             /* entries of by_fd */
     long count;              /* registered waiters and watchers */
+    long watch_count;        /* of them, watchers */
     uint32_t next_serial;    /* serial of the next waiter */
     struct waiter **timers;  /* parked waiters, a min-heap by next_check_ms */
     size_t ntimers;          /* entries of the heap */
@@ -244,6 +245,7 @@ static void unlink_waiter(struct waiter *w)
             reg.by_fd[w->fd] = NULL;
     }
     reg.count--;
+    reg.watch_count -= w->watch_kind != 0;
 }
 
 static struct waiter *find_locked(const char *lease_id)
@@ -291,6 +293,7 @@ int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms, str
     *head = w;
     w->linked = true;
     reg.count++;
+    reg.watch_count += w->watch_kind != 0;
     if (w->watch_kind == 0) {
         hash_grow();
         hash_insert(w);
@@ -482,7 +485,15 @@ bool waiter_watch_hangups(int timeout_ms)
 long waiter_count(void)
 {
     pthread_mutex_lock(&reg.lock);
-    long n = reg.count;
+    long n = reg.count - reg.watch_count;
+    pthread_mutex_unlock(&reg.lock);
+    return n;
+}
+
+long waiter_watch_count(void)
+{
+    pthread_mutex_lock(&reg.lock);
+    long n = reg.watch_count;
     pthread_mutex_unlock(&reg.lock);
     return n;
 }

@@ -141,7 +141,10 @@ int64_t waiter_tick(int64_t now_ms);
  * alarm's descriptor is watched too: returns true if it rang. */
 bool waiter_watch_hangups(int timeout_ms);
 
-/* Waiters registered now. */
+/* Waiters registered now (parked acquires, not watchers). */
 long waiter_count(void);
+
+/* Watchers registered now. */
+long waiter_watch_count(void);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "store/pg.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
 #define PRUNE_BATCH    500   /* records per delete statement */
 #define PRUNE_BUSY_MS  1000  /* next batch while old records remain */
@@ -204,6 +205,7 @@ int audit_prune(long long days, int batch, int *deleted, struct fg_error *err)
         return -1;
     *deleted = (int)json_array_size(rows);
     json_decref(rows);
+    metrics_audit_pruned(*deleted);
     return 0;
 }
 

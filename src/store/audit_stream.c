@@ -42,7 +42,7 @@ static int insert_record(const char *entry_id, const struct audit_record *rec, s
     keyed.source_id = source;
     if (audit_insert(&keyed, err) != 0)
         return -1;
-    metrics_audit_written();
+    metrics_audit_written(rec->reason);
     return 0;
 }
 

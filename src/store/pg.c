@@ -50,6 +50,8 @@ static struct {
     const struct config *cfg;
     struct pg_conn *conns;
     size_t size;
+    size_t in_use;  /* connections taken by a caller */
+    size_t waiting; /* callers waiting for one */
     pthread_mutex_t lock;
     pthread_cond_t freed;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .freed = PTHREAD_COND_INITIALIZER};
@@ -142,11 +144,18 @@ struct pg_conn *pg_acquire(struct fg_error *err)
         for (size_t i = 0; i < pool.size && c == NULL; i++)
             if (!pool.conns[i].in_use)
                 c = &pool.conns[i];
-        if (c == NULL && pthread_cond_timedwait(&pool.freed, &pool.lock, &deadline) == ETIMEDOUT)
-            break;
+        if (c == NULL) {
+            pool.waiting++;
+            int rc = pthread_cond_timedwait(&pool.freed, &pool.lock, &deadline);
+            pool.waiting--;
+            if (rc == ETIMEDOUT)
+                break;
+        }
     }
-    if (c != NULL)
+    if (c != NULL) {
         c->in_use = true;
+        pool.in_use++;
+    }
     pthread_mutex_unlock(&pool.lock);
     if (c == NULL) {
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no free connection in time");
@@ -170,7 +179,17 @@ void pg_release(struct pg_conn *c)
     c->last_used_ms = clock_mono_ms();
     pthread_mutex_lock(&pool.lock);
     c->in_use = false;
+    pool.in_use--;
     pthread_cond_signal(&pool.freed);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+void pg_pool_stats(long *size, long *in_use, long *waiting)
+{
+    pthread_mutex_lock(&pool.lock);
+    *size = (long)pool.size;
+    *in_use = (long)pool.in_use;
+    *waiting = (long)pool.waiting;
     pthread_mutex_unlock(&pool.lock);
 }
 
@@ -314,6 +333,7 @@ int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int npara
     c->sqlstate[0] = '\0';
     if (c->pq == NULL && connect_conn(c, err) != 0)
         return -1;
+    int64_t started_us = clock_mono_us();
     int sent;
     if (stmt_name != NULL) {
         if (prepare(c, stmt_name, sql, nparams, err) != 0)
@@ -325,6 +345,7 @@ int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int npara
         sent = PQsendQuery(c->pq, sql);
     }
     PGresult *res = await_result(c, sent, err);
+    metrics_backend_latency(METRIC_BACKEND_PG, clock_mono_us() - started_us);
     if (res == NULL)
         return -1;
     ExecStatusType st = PQresultStatus(res);
@@ -433,10 +454,12 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
         if (stmts[i].name != NULL &&
             prepare(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, err) != 0)
             return -1;
-    int64_t deadline = deadline_from_now();
+    int64_t deadline = deadline_from_now(), started_us = clock_mono_us();
     if (send_group(c, stmts, n, deadline, err) != 0)
         return -1;
-    if (read_group(c, stmts, n, deadline, outcome, failed, err) != 0) {
+    int rc = read_group(c, stmts, n, deadline, outcome, failed, err);
+    metrics_backend_latency(METRIC_BACKEND_PG, clock_mono_us() - started_us);
+    if (rc != 0) {
         drop_rows(stmts, n);
         return -1;
     }

@@ -28,6 +28,9 @@ void pg_shutdown(void);
  * connecting if needed. NULL with FG_ERR_BACKEND_UNAVAILABLE on failure. */
 struct pg_conn *pg_acquire(struct fg_error *err);
 
+/* The pool now: its size, the connections taken and the callers waiting for one. */
+void pg_pool_stats(long *size, long *in_use, long *waiting);
+
 /* Returns conn to the pool; a connection left in a failed state is reset. */
 void pg_release(struct pg_conn *conn);
 

@@ -366,7 +366,9 @@ static redisReply *thread_command(int argc, const char **argv, const size_t *len
     struct redis_conn *conn = thread_conn(err);
     if (conn == NULL)
         return NULL;
+    int64_t started_us = clock_mono_us();
     redisReply *reply = command_argv(conn->ctx, argc, argv, lens, err);
+    metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
     if (reply != NULL && reply_unavailable(reply)) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);

@@ -12,6 +12,13 @@ int64_t clock_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t clock_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 struct timespec clock_timespec_add_ms(struct timespec t, long long ms)
 {
     t.tv_sec += (time_t)(ms / 1000);

@@ -16,6 +16,9 @@
 /* Milliseconds of CLOCK_MONOTONIC: only differences between two calls mean anything. */
 int64_t clock_mono_ms(void);
 
+/* Microseconds of CLOCK_MONOTONIC, for durations below a millisecond (backend calls). */
+int64_t clock_mono_us(void);
+
 /* t plus ms (>= 0) milliseconds, with tv_nsec below a second. Pure. */
 struct timespec clock_timespec_add_ms(struct timespec t, long long ms);
 

@@ -17,21 +17,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "revision.h"
 #include "util/error.h"
 
-/* Upper bounds of the duration buckets, in milliseconds (+Inf follows). */
-static const int64_t bucket_ms[] = {1,    5,    10,    25,    50,    100,    250,    500,    1000,
-                                    2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000};
-#define NBUCKETS (sizeof bucket_ms / sizeof bucket_ms[0])
+/* Upper bounds of a histogram's buckets, in microseconds (+Inf follows). */
+struct bounds {
+    const int64_t *le_us; /* ascending */
+    size_t n;             /* entries of le_us, at most MAX_BUCKETS */
+};
+
+#define MAX_BUCKETS 17
+
+/* Leases and requests: from a millisecond to an hour. */
+static const int64_t request_le_us[] = {
+    1000,    5000,    10000,    25000,    50000,    100000,    250000,    500000,    1000000,
+    2500000, 5000000, 10000000, 30000000, 60000000, 300000000, 900000000, 3600000000};
+static const struct bounds request_bounds = {request_le_us,
+                                             sizeof request_le_us / sizeof request_le_us[0]};
+
+/* Backend calls: from 100 microseconds to the longest statement deadline. */
+static const int64_t backend_le_us[] = {100,     250,     500,     1000,     2500,    5000,
+                                        10000,   25000,   50000,   100000,   250000,  500000,
+                                        1000000, 2500000, 5000000, 10000000, 30000000};
+static const struct bounds backend_bounds = {backend_le_us,
+                                             sizeof backend_le_us / sizeof backend_le_us[0]};
 
 struct histogram {
-    atomic_ullong buckets[NBUCKETS + 1]; /* observations per bucket (not cumulative); last: +Inf */
-    atomic_ullong sum_ms;                /* sum of the observations */
+    atomic_ullong
+        buckets[MAX_BUCKETS + 1]; /* observations per bucket (not cumulative); last: +Inf */
+    atomic_ullong sum_us;         /* sum of the observations */
 };
 
 static const char *const kind_names[METRIC_KIND_COUNT] = {"lock", "semaphore"};
 static const char *const backend_names[METRIC_BACKEND_COUNT] = {"postgres", "redis"};
-static const char *const write_names[METRIC_WRITE_COUNT] = {"applied", "stale", "invalid"};
+static const char *const write_names[METRIC_WRITE_COUNT] = {
+    [METRIC_WRITE_APPLIED] = "applied", [METRIC_WRITE_STALE] = "stale",
+    [METRIC_WRITE_REVOKED] = "revoked", [METRIC_WRITE_LEASE_EXPIRED] = "lease_expired",
+    [METRIC_WRITE_INVALID] = "invalid",
+};
+
+/* The audit reasons of refused writes, as the records hold them, and the write
+ * result each counts as; audit_records has one slot more, for any other. */
+static const struct {
+    const char *reason;
+    enum metric_write write;
+} refusals[] = {
+    {"stale_fence", METRIC_WRITE_STALE},
+    {"revoked", METRIC_WRITE_REVOKED},
+    {"lease_expired", METRIC_WRITE_LEASE_EXPIRED},
+};
+#define NREFUSALS (sizeof refusals / sizeof refusals[0])
 static const char *const result_names[METRIC_RESULT_COUNT] = {
     [METRIC_RESULT_OK] = "ok",
     [METRIC_RESULT_BUSY] = "busy",
@@ -106,14 +141,18 @@ static bool result_possible(enum metric_op op, enum metric_kind kind, enum metri
     return (op_results[op] & kind_results[kind] & R(result)) != 0;
 }
 
-#define STATUS_CLASSES 5 /* 1xx .. 5xx */
+#define STATUS_MIN   100 /* statuses counted: 100 .. 599 */
+#define STATUS_SLOTS 500
 
 static struct {
     atomic_ullong lease[METRIC_KIND_COUNT][METRIC_OP_COUNT][METRIC_RESULT_COUNT];
     struct histogram wait[METRIC_KIND_COUNT];
     struct histogram hold[METRIC_KIND_COUNT];
     atomic_ullong writes[METRIC_BACKEND_COUNT][METRIC_WRITE_COUNT];
-    atomic_ullong audit_records;
+    atomic_ullong audit_records[NREFUSALS + 1]; /* by refusals[] reason; last: any other */
+    atomic_ullong audit_pruned;
+    atomic_ullong revocations[METRIC_KIND_COUNT];
+    struct histogram backend_latency[METRIC_BACKEND_COUNT];
     atomic_ullong audit_dead_letters;
     atomic_ullong slow_headers_closed;
     atomic_ullong redis_oom;
@@ -123,7 +162,7 @@ static struct {
     atomic_ullong backend_connects[METRIC_BACKEND_COUNT];
     _Atomic(const char *) route_labels[METRICS_MAX_ROUTES + 1]; /* last slot: "other" */
     struct histogram latency[METRICS_MAX_ROUTES + 1];
-    atomic_ullong responses[METRICS_MAX_ROUTES + 1][STATUS_CLASSES];
+    atomic_ullong responses[METRICS_MAX_ROUTES + 1][STATUS_SLOTS]; /* by status - STATUS_MIN */
 } m;
 
 static void add(atomic_ullong *counter)
@@ -136,15 +175,16 @@ static unsigned long long get(atomic_ullong *counter)
     return atomic_load_explicit(counter, memory_order_relaxed);
 }
 
-static void observe(struct histogram *h, int64_t ms)
+/* Counts one observation of us microseconds in h, whose buckets are b. */
+static void observe(struct histogram *h, const struct bounds *b, int64_t us)
 {
-    if (ms < 0)
-        ms = 0;
+    if (us < 0)
+        us = 0;
     size_t i = 0;
-    while (i < NBUCKETS && ms > bucket_ms[i])
+    while (i < b->n && us > b->le_us[i])
         i++;
     add(&h->buckets[i]);
-    atomic_fetch_add_explicit(&h->sum_ms, (unsigned long long)ms, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_us, (unsigned long long)us, memory_order_relaxed);
 }
 
 enum metric_result metrics_result_of(int status, enum fg_code problem)
@@ -171,7 +211,7 @@ static void count_lease(const char *route, int status, enum fg_code problem, int
             result = METRIC_RESULT_ERROR;
         add(&m.lease[kind][lease_routes[i].op][result]);
         if (lease_routes[i].op == METRIC_OP_ACQUIRE && result == METRIC_RESULT_OK)
-            observe(&m.wait[kind], elapsed_ms);
+            observe(&m.wait[kind], &request_bounds, elapsed_ms * 1000);
         return;
     }
 }
@@ -179,7 +219,7 @@ static void count_lease(const char *route, int status, enum fg_code problem, int
 void metrics_hold_time(enum metric_kind kind, int64_t held_ms)
 {
     FG_ASSERT(kind < METRIC_KIND_COUNT);
-    observe(&m.hold[kind], held_ms);
+    observe(&m.hold[kind], &request_bounds, held_ms * 1000);
 }
 
 void metrics_fenced_write(enum metric_backend backend, enum metric_write result)
@@ -188,9 +228,41 @@ void metrics_fenced_write(enum metric_backend backend, enum metric_write result)
     add(&m.writes[backend][result]);
 }
 
-void metrics_audit_written(void)
+/* The index in refusals of reason, or NREFUSALS for none of them. */
+static size_t refusal_of(const char *reason)
 {
-    add(&m.audit_records);
+    size_t i = 0;
+    while (i < NREFUSALS && (reason == NULL || strcmp(reason, refusals[i].reason) != 0))
+        i++;
+    return i;
+}
+
+enum metric_write metrics_write_refused(const char *reason)
+{
+    size_t i = refusal_of(reason);
+    return i < NREFUSALS ? refusals[i].write : METRIC_WRITE_STALE;
+}
+
+void metrics_audit_written(const char *reason)
+{
+    add(&m.audit_records[refusal_of(reason)]);
+}
+
+void metrics_audit_pruned(int n)
+{
+    atomic_fetch_add_explicit(&m.audit_pruned, (unsigned long long)n, memory_order_relaxed);
+}
+
+void metrics_revocation(enum metric_kind kind)
+{
+    FG_ASSERT(kind < METRIC_KIND_COUNT);
+    add(&m.revocations[kind]);
+}
+
+void metrics_backend_latency(enum metric_backend backend, int64_t elapsed_us)
+{
+    FG_ASSERT(backend < METRIC_BACKEND_COUNT);
+    observe(&m.backend_latency[backend], &backend_bounds, elapsed_us);
 }
 
 void metrics_audit_dead_letter(void)
@@ -246,10 +318,9 @@ void metrics_request(const char *route, int status, enum fg_code problem, int64_
         route = "none";
     count_lease(route, status, problem, latency_ms);
     size_t slot = route_slot(route);
-    observe(&m.latency[slot], latency_ms);
-    int cls = status / 100 - 1;
-    if (cls >= 0 && cls < STATUS_CLASSES)
-        add(&m.responses[slot][cls]);
+    observe(&m.latency[slot], &request_bounds, latency_ms * 1000);
+    if (status >= STATUS_MIN && status < STATUS_MIN + STATUS_SLOTS)
+        add(&m.responses[slot][status - STATUS_MIN]);
 }
 
 void metrics_reset(void)
@@ -293,26 +364,41 @@ static void header(struct text *t, const char *family, const char *type, const c
 static unsigned long long histogram_count(struct histogram *h)
 {
     unsigned long long n = 0;
-    for (size_t i = 0; i <= NBUCKETS; i++)
+    for (size_t i = 0; i <= MAX_BUCKETS; i++)
         n += get(&h->buckets[i]);
     return n;
 }
 
-/* Writes the series of histogram h; labels is "" or `name="value"`. */
+/* Writes us microseconds as seconds, exactly and without trailing zeros
+ * ("0.703", "2", "0.00025") into buf. */
+static const char *seconds_text(unsigned long long us, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%llu.%06llu", us / 1000000, us % 1000000);
+    FG_ASSERT(n > 0 && (size_t)n < size);
+    while (buf[n - 1] == '0')
+        buf[--n] = '\0';
+    if (buf[n - 1] == '.')
+        buf[n - 1] = '\0';
+    return buf;
+}
+
+/* Writes the series of histogram h with buckets b; labels is "" or `name="value"`. */
 static void emit_histogram(struct text *t, const char *family, const char *labels,
-                           struct histogram *h)
+                           struct histogram *h, const struct bounds *b)
 {
     const char *sep = labels[0] != '\0' ? "," : "";
+    char secs[32];
     unsigned long long cumulative = 0;
-    for (size_t i = 0; i < NBUCKETS; i++) {
+    for (size_t i = 0; i < b->n; i++) {
         cumulative += get(&h->buckets[i]);
-        emit(t, "%s_bucket{%s%sle=\"%g\"} %llu\n", family, labels, sep,
-             (double)bucket_ms[i] / 1000.0, cumulative);
+        emit(t, "%s_bucket{%s%sle=\"%s\"} %llu\n", family, labels, sep,
+             seconds_text((unsigned long long)b->le_us[i], secs, sizeof secs), cumulative);
     }
-    cumulative += get(&h->buckets[NBUCKETS]);
+    cumulative += get(&h->buckets[b->n]);
     emit(t, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", family, labels, sep, cumulative);
     const char *open = labels[0] != '\0' ? "{" : "", *close = labels[0] != '\0' ? "}" : "";
-    emit(t, "%s_sum%s%s%s %.3f\n", family, open, labels, close, (double)get(&h->sum_ms) / 1000.0);
+    emit(t, "%s_sum%s%s%s %s\n", family, open, labels, close,
+         seconds_text(get(&h->sum_us), secs, sizeof secs));
     emit(t, "%s_count%s%s%s %llu\n", family, open, labels, close, cumulative);
 }
 
@@ -341,7 +427,8 @@ static void render_leases(struct text *t)
         for (int k = 0; k < METRIC_KIND_COUNT; k++) {
             char labels[64];
             snprintf(labels, sizeof labels, "kind=\"%s\"", kind_names[k]);
-            emit_histogram(t, durations[d].family, labels, &durations[d].by_kind[k]);
+            emit_histogram(t, durations[d].family, labels, &durations[d].by_kind[k],
+                           &request_bounds);
         }
     }
 }
@@ -352,14 +439,22 @@ static void render_backends(struct text *t, const bool *up)
            "1 if the backend answered a ping for this scrape, else 0.");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
         emit(t, "fencegate_backend_up{backend=\"%s\"} %d\n", backend_names[b], up[b] ? 1 : 0);
-    header(t, "fencegate_fenced_writes_total", "counter",
-           "Fenced writes by backend and result (applied, stale, invalid).");
+    header(
+        t, "fencegate_fenced_writes_total", "counter",
+        "Fenced writes by backend and result (applied, stale, revoked, lease_expired, invalid).");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
         for (int w = 0; w < METRIC_WRITE_COUNT; w++)
             emit(t, "fencegate_fenced_writes_total{backend=\"%s\",result=\"%s\"} %llu\n",
                  backend_names[b], write_names[w], get(&m.writes[b][w]));
-    header(t, "fencegate_audit_records_total", "counter", "Audit records of rejected writes.");
-    emit(t, "fencegate_audit_records_total %llu\n", get(&m.audit_records));
+    header(t, "fencegate_audit_records_total", "counter",
+           "Audit records of refused writes, by reason.");
+    for (size_t r = 0; r <= NREFUSALS; r++)
+        if (r < NREFUSALS || get(&m.audit_records[r]) > 0)
+            emit(t, "fencegate_audit_records_total{reason=\"%s\"} %llu\n",
+                 r < NREFUSALS ? refusals[r].reason : "other", get(&m.audit_records[r]));
+    header(t, "fencegate_audit_records_pruned_total", "counter",
+           "Audit records deleted past limits.audit_retention_days.");
+    emit(t, "fencegate_audit_records_pruned_total %llu\n", get(&m.audit_pruned));
     header(t, "fencegate_audit_dead_letters_total", "counter",
            "Audit stream entries that could not be stored, moved to fg:audit:dead.");
     emit(t, "fencegate_audit_dead_letters_total %llu\n", get(&m.audit_dead_letters));
@@ -387,6 +482,46 @@ static void render_backends(struct text *t, const bool *up)
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
         emit(t, "fencegate_backend_connects_total{backend=\"%s\"} %llu\n", backend_names[b],
              get(&m.backend_connects[b]));
+    header(t, "fencegate_backend_request_duration_seconds", "histogram",
+           "Time of one backend call (a script, a statement, a group), answered or failed.");
+    for (int b = 0; b < METRIC_BACKEND_COUNT; b++) {
+        char labels[64];
+        snprintf(labels, sizeof labels, "backend=\"%s\"", backend_names[b]);
+        emit_histogram(t, "fencegate_backend_request_duration_seconds", labels,
+                       &m.backend_latency[b], &backend_bounds);
+    }
+}
+
+/* The Postgres pool and the fence reservation, as read for this scrape. */
+static void render_capacity(struct text *t, const struct metrics_gauges *g)
+{
+    static const struct {
+        const char *family;
+        const char *help;
+        size_t offset; /* of the figure (a long) in struct metrics_gauges */
+    } pool[] = {
+        {"fencegate_pg_pool_connections", "Connections the Postgres pool may hold (pg_pool_size).",
+         offsetof(struct metrics_gauges, pg_pool_size)},
+        {"fencegate_pg_pool_in_use", "Postgres connections taken by a caller now.",
+         offsetof(struct metrics_gauges, pg_pool_in_use)},
+        {"fencegate_pg_pool_waiting", "Callers waiting for a free Postgres connection now.",
+         offsetof(struct metrics_gauges, pg_pool_waiting)},
+    };
+    for (size_t i = 0; i < sizeof pool / sizeof pool[0]; i++) {
+        header(t, pool[i].family, "gauge", pool[i].help);
+        emit(t, "%s %ld\n", pool[i].family,
+             *(const long *)(const void *)((const char *)g + pool[i].offset));
+    }
+    header(t, "fencegate_revocations_total", "counter", "Leases revoked, by kind.");
+    for (int k = 0; k < METRIC_KIND_COUNT; k++)
+        emit(t, "fencegate_revocations_total{kind=\"%s\"} %llu\n", kind_names[k],
+             get(&m.revocations[k]));
+    if (g->fence_headroom < 0)
+        return;
+    header(t, "fencegate_fence_headroom", "gauge",
+           "Fences Redis may still issue before the next reservation in Postgres; 0 when none "
+           "may be issued until a recovery (Redis lost its data).");
+    emit(t, "fencegate_fence_headroom %lld\n", g->fence_headroom);
 }
 
 static void render_http(struct text *t)
@@ -399,15 +534,16 @@ static void render_http(struct text *t)
             continue;
         char labels[128];
         snprintf(labels, sizeof labels, "route=\"%s\"", label);
-        emit_histogram(t, family, labels, &m.latency[i]);
+        emit_histogram(t, family, labels, &m.latency[i], &request_bounds);
     }
-    header(t, "fencegate_http_responses_total", "counter", "Replies by route and status class.");
+    header(t, "fencegate_http_responses_total", "counter",
+           "Replies by route and status code (499: the client closed the connection first).");
     for (size_t i = 0; i <= METRICS_MAX_ROUTES; i++) {
         const char *label = i < METRICS_MAX_ROUTES ? atomic_load(&m.route_labels[i]) : "other";
-        for (int c = 0; c < STATUS_CLASSES; c++)
+        for (int c = 0; c < STATUS_SLOTS; c++)
             if (label != NULL && get(&m.responses[i][c]) > 0)
-                emit(t, "fencegate_http_responses_total{route=\"%s\",code=\"%dxx\"} %llu\n", label,
-                     c + 1, get(&m.responses[i][c]));
+                emit(t, "fencegate_http_responses_total{route=\"%s\",code=\"%d\"} %llu\n", label,
+                     c + STATUS_MIN, get(&m.responses[i][c]));
     }
 }
 
@@ -453,15 +589,20 @@ char *metrics_render(const struct metrics_gauges *gauges)
 {
     struct text t = {.s = malloc(16384), .len = 0, .cap = 16384};
     FG_ASSERT(t.s != NULL);
-    header(&t, "fencegate_build_info", "gauge", "Version of the running gateway.");
-    emit(&t, "fencegate_build_info{version=\"%s\"} 1\n", FG_VERSION);
-    header(&t, "fencegate_waiters", "gauge", "Acquire requests parked waiting for a lease now.");
+    header(&t, "fencegate_build_info", "gauge",
+           "Version and source revision of the running gateway; always 1.");
+    emit(&t, "fencegate_build_info{version=\"%s\",revision=\"%s\"} 1\n", FG_VERSION, FG_REVISION);
+    header(&t, "fencegate_waiters", "gauge",
+           "Acquire requests (of locks, semaphores and lock sets) parked waiting for a lease now.");
     emit(&t, "fencegate_waiters %ld\n", gauges->waiters);
+    header(&t, "fencegate_watches", "gauge", "Watch requests parked until a lease ends now.");
+    emit(&t, "fencegate_watches %ld\n", gauges->watches);
     header(&t, "fencegate_http_requests_in_flight", "gauge",
            "Requests received and not yet answered.");
     emit(&t, "fencegate_http_requests_in_flight %ld\n", gauges->in_flight);
     render_leases(&t);
     render_backends(&t, gauges->backend_up);
+    render_capacity(&t, gauges);
     render_http(&t);
     render_process(&t, &gauges->process);
     return t.s;

@@ -49,9 +49,11 @@ enum metric_result {
 enum metric_backend { METRIC_BACKEND_PG, METRIC_BACKEND_REDIS, METRIC_BACKEND_COUNT };
 
 enum metric_write {
-    METRIC_WRITE_APPLIED, /* committed with its fence */
-    METRIC_WRITE_STALE,   /* refused: fence older than the stored one (409 stale_fence) */
-    METRIC_WRITE_INVALID, /* refused: forged or foreign token (403 invalid_fence_token) */
+    METRIC_WRITE_APPLIED,       /* committed with its fence */
+    METRIC_WRITE_STALE,         /* refused: fence older than the stored one (409 stale_fence) */
+    METRIC_WRITE_REVOKED,       /* refused: the token's lease was revoked (410 lease_lost) */
+    METRIC_WRITE_LEASE_EXPIRED, /* refused: the lease a live_lease guard needs is over (410) */
+    METRIC_WRITE_INVALID,       /* refused: forged or foreign token (403 invalid_fence_token) */
     METRIC_WRITE_COUNT
 };
 
@@ -67,8 +69,13 @@ struct metrics_process {
 
 /* Values read at render time from the modules that own them. */
 struct metrics_gauges {
-    long waiters;   /* requests parked waiting for a lease (waiter_count()) */
-    long in_flight; /* requests received and not yet answered */
+    long waiters;             /* acquires parked waiting for a lease (waiter_count()) */
+    long watches;             /* watches parked until a lease ends (waiter_watch_count()) */
+    long in_flight;           /* requests received and not yet answered */
+    long pg_pool_size;        /* connections the Postgres pool may hold */
+    long pg_pool_in_use;      /* of them, taken by a caller now */
+    long pg_pool_waiting;     /* callers waiting for a free connection now */
+    long long fence_headroom; /* fences left in the reservation; -1: unknown, left out */
     bool backend_up[METRIC_BACKEND_COUNT]; /* the backend answered a ping for this scrape */
     struct metrics_process process;        /* CPU, memory and descriptors of the process */
 };
@@ -85,8 +92,22 @@ void metrics_hold_time(enum metric_kind kind, int64_t held_ms);
 /* Counts one fenced write to backend with its result. */
 void metrics_fenced_write(enum metric_backend backend, enum metric_write result);
 
-/* Counts one audit record written. */
-void metrics_audit_written(void);
+/* The refusal a fenced write's audit reason ("stale_fence", "revoked",
+ * "lease_expired") counts as; METRIC_WRITE_STALE for any other. */
+enum metric_write metrics_write_refused(const char *reason);
+
+/* Counts one audit record written with its reason (as the record holds it);
+ * a reason of none of the kinds above counts as "other". */
+void metrics_audit_written(const char *reason);
+
+/* Counts n audit records deleted past their retention. */
+void metrics_audit_pruned(int n);
+
+/* Counts one revoked lease of kind. */
+void metrics_revocation(enum metric_kind kind);
+
+/* Records how long one call to backend took, answered or failed, in microseconds. */
+void metrics_backend_latency(enum metric_backend backend, int64_t elapsed_us);
 
 /* Counts one audit stream entry moved to the dead-letter stream. */
 void metrics_audit_dead_letter(void);
@@ -109,7 +130,8 @@ void metrics_backend_connect(enum metric_backend backend);
 /*
  * Records one answered HTTP request: route is the route table's label (a string
  * that lives as long as the process, e.g. a literal), or NULL for no route;
- * problem is the code of a problem reply, else FG_OK. The answers of
+ * problem is the code of a problem reply, else FG_OK; status is counted as it
+ * is (499: the client closed the connection before its answer). The answers of
  * the lease routes (lock_acquire, sem_renew, ...) also count as acquisitions,
  * renewals or releases with their result; a granted acquisition's latency is
  * its wait time.

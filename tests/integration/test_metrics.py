@@ -3,11 +3,20 @@
 semaphore calls says they must (acquisitions by result, renewals, releases, waiters now, wait-time and
 request-latency histograms), with bounded labels: never a lock name.
 
+Normal client behaviour is not an error (API.md 1.2): a client that closes its watch or its wait counts as
+499 on its route, never as a 5xx, and logs no request_failed; fencegate_waiters counts parked acquires,
+fencegate_watches parked watches; refused writes and audit records are counted by reason (stale, revoked);
+http_responses_total carries the status code; build_info carries the source revision. Broken variants these
+caught: the watch's hang-up answered 503 backend_unavailable (one 5xx and one request_failed line per
+watch a client ended); watches counted in fencegate_waiters; a revoked write counted as stale.
+
 Owns: the metrics the gateway exposes. Must not: test the lock semantics themselves.
 """
 
 import os
 import re
+import socket
+import subprocess
 import sys
 import threading
 import unittest
@@ -16,6 +25,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, Redis, wait_for  # noqa: E402
+from pg_helpers import config  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (-?[0-9.e+]+|\+Inf|NaN)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
@@ -131,8 +141,10 @@ class MetricsTest(GatewayTest):
         # The waiter waited at least until the release: some wait lies above the smallest bucket.
         self.assertGreaterEqual(delta("fencegate_wait_seconds_sum", **lock), 0.0)
         self.assertEqual(delta("fencegate_http_request_duration_seconds_count", route="lock_acquire"), 7)
-        self.assertEqual(delta("fencegate_http_responses_total", route="lock_acquire", code="4xx"), 2)
-        self.assertEqual(delta("fencegate_http_responses_total", route="lock_release", code="4xx"), 1)
+        self.assertEqual(delta("fencegate_http_responses_total", route="lock_acquire", code="409"), 1)
+        self.assertEqual(delta("fencegate_http_responses_total", route="lock_acquire", code="400"), 1)
+        self.assertEqual(delta("fencegate_http_responses_total", route="lock_acquire", code="200"), 5)
+        self.assertEqual(delta("fencegate_http_responses_total", route="lock_release", code="410"), 1)
         self.assertGreaterEqual(value(after, "fencegate_backend_connects_total", backend="redis"), 1)
         # Bounded labels: no lock name anywhere in the text.
         for name in (a, b, c, sem):
@@ -142,8 +154,106 @@ class MetricsTest(GatewayTest):
         for path in ("/nope/1", "/nope/2", "/v1/nothing"):
             self.assertEqual(self.gw.http("GET", path).status, 404)
         s = self.scrape()
-        self.assertGreaterEqual(value(s, "fencegate_http_responses_total", route="none", code="4xx"), 3)
+        self.assertGreaterEqual(value(s, "fencegate_http_responses_total", route="none", code="404"), 3)
         self.assertNotIn("nope", self.text)
+
+    def test_build_info_names_the_revision(self):
+        s = self.scrape()
+        info = [dict(labels) for (name, labels) in s if name == "fencegate_build_info"]
+        self.assertEqual(len(info), 1, info)
+        head = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "HEAD"],
+                              capture_output=True, text=True)
+        expected = head.stdout.strip() if head.returncode == 0 else "unknown"
+        self.assertEqual(info[0]["revision"], expected)
+        self.assertRegex(info[0]["version"], r"^[0-9]+\.[0-9]+\.[0-9]+$")
+
+    def test_capacity_gauges(self):
+        s = self.scrape()
+        self.assertGreaterEqual(value(s, "fencegate_pg_pool_connections"), 1)
+        self.assertEqual(value(s, "fencegate_pg_pool_waiting"), 0)
+        self.assertIn(("fencegate_fence_headroom", frozenset()), s)
+        name = f"m-h-{uuid.uuid4().hex[:8]}"
+        self.acquire("locks", name, 200)
+        after = self.scrape()
+        self.assertGreater(value(after, "fencegate_fence_headroom"), 0)
+        self.assertIn(("fencegate_revocations_total", frozenset({("kind", "lock")})), after)
+        self.assertGreater(value(after, "fencegate_backend_request_duration_seconds_count", backend="redis"), 0)
+
+    def test_a_client_closing_its_watch_or_wait_is_not_an_error(self):
+        name = f"m-w-{uuid.uuid4().hex[:8]}"
+        held = self.acquire("locks", name, 200, ttl_ms=30000)
+        before = self.scrape()
+        log_before = len(self.gw.log_text())
+
+        def park(request: bytes) -> socket.socket:
+            sock = socket.create_connection(("127.0.0.1", self.gw.port))
+            sock.sendall(request)
+            return sock
+
+        watch = park(f"GET /v1/locks/{name}?watch=true&fence={held['fence']}&wait_ms=20000 HTTP/1.1\r\n"
+                     f"Host: 127.0.0.1:{self.gw.port}\r\n\r\n".encode())
+        wait_for(lambda: value(self.scrape(), "fencegate_watches") == 1, timeout=10, what="a parked watch")
+        self.assertEqual(value(self.scrape(), "fencegate_waiters"), 0, "a watch counted as a waiter")
+        body = b'{"wait_ms": 20000}'
+        wait = park(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1:{self.gw.port}\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        wait_for(lambda: value(self.scrape(), "fencegate_waiters") == 1, timeout=10, what="a parked acquire")
+        self.assertEqual(value(self.scrape(), "fencegate_watches"), 1)
+        watch.close()
+        wait.close()
+        wait_for(lambda: value(s := self.scrape(), "fencegate_watches") == 0 and value(s, "fencegate_waiters") == 0,
+                 timeout=10, what="both ended")
+        after = self.scrape()
+
+        def delta(name_, **labels):
+            return value(after, name_, **labels) - value(before, name_, **labels)
+
+        self.assertEqual(delta("fencegate_http_responses_total", route="lock_status", code="499"), 1)
+        self.assertEqual(delta("fencegate_http_responses_total", route="lock_acquire", code="499"), 1)
+        fives = {labels: v for (n, labels), v in after.items()
+                 if n == "fencegate_http_responses_total" and dict(labels)["code"].startswith("5")}
+        self.assertEqual(fives, {}, "a client's normal end counted as a 5xx")
+        self.assertEqual(delta("fencegate_backend_errors_total", backend="redis"), 0)
+        log = self.gw.log_text()[log_before:]
+        self.assertNotIn("request_failed", log)
+        self.assertNotIn("backend_unavailable", log)
+
+
+class RefusalMetricsTest(GatewayTest):
+    """Refused writes and their audit records, counted by reason."""
+
+    gateway_config = {**config(), "redis_prefixes": ["app:"]}
+
+    def test_refused_writes_by_reason(self):
+        before = parse(self.gw.http("GET", "/metrics").body)
+        lock, key = f"m-r-{uuid.uuid4().hex[:8]}", f"app:m-{uuid.uuid4().hex[:8]}"
+        old = self.c.post(f"/v1/locks/{lock}/acquire", {}).body
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/release", {"token": old["token"]}).status, 200)
+        new = self.c.post(f"/v1/locks/{lock}/acquire", {}).body
+        put = lambda token: self.c.request("PUT", f"/v1/redis/{key}", {"value": "v"},  # noqa: E731
+                                           headers={"Fence-Token": token}).status
+        self.assertEqual(put(new["token"]), 200)
+        self.assertEqual(put(old["token"]), 409)                          # stale
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {}).status, 200)
+        self.assertEqual(put(new["token"]), 410)                          # revoked
+
+        def delta(after, name, **labels):
+            return value(after, name, **labels) - value(before, name, **labels)
+
+        def audited():
+            after = parse(self.gw.http("GET", "/metrics").body)
+            return (delta(after, "fencegate_audit_records_total", reason="revoked") == 1
+                    and delta(after, "fencegate_audit_records_total", reason="stale_fence") == 1)
+
+        wait_for(audited, timeout=10, what="both refusals audited")
+        after = parse(self.gw.http("GET", "/metrics").body)
+        redis = {"backend": "redis"}
+        self.assertEqual(delta(after, "fencegate_fenced_writes_total", result="applied", **redis), 1)
+        self.assertEqual(delta(after, "fencegate_fenced_writes_total", result="stale", **redis), 1)
+        self.assertEqual(delta(after, "fencegate_fenced_writes_total", result="revoked", **redis), 1)
+        self.assertEqual(delta(after, "fencegate_fenced_writes_total", result="lease_expired", **redis), 0)
+        self.assertEqual(delta(after, "fencegate_revocations_total", kind="lock"), 1)
+        self.assertEqual(delta(after, "fencegate_audit_records_total", reason="lease_expired"), 0)
 
 
 if __name__ == "__main__":

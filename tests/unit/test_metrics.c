@@ -25,7 +25,7 @@ static int reset(void **state)
 /* The rendered text, with waiters and in_flight as given. */
 static char *render(long waiters, long in_flight)
 {
-    struct metrics_gauges g = {.waiters = waiters, .in_flight = in_flight};
+    struct metrics_gauges g = {.waiters = waiters, .in_flight = in_flight, .fence_headroom = -1};
     return metrics_render(&g);
 }
 
@@ -77,6 +77,7 @@ static void lease_routes_count(void **state)
     metrics_request("lock_renew", 410, FG_ERR_LEASE_LOST, 1);
     metrics_request("sem_release", 200, FG_OK, 1);
     metrics_request("healthz", 200, FG_OK, 0);
+    metrics_request("lock_status", 499, FG_OK, 40); /* a watch its client closed */
     char *text = render(4, 2);
     assert_series(text, "fencegate_acquisitions_total{kind=\"lock\",result=\"granted\"}", "2");
     assert_series(text, "fencegate_acquisitions_total{kind=\"lock\",result=\"busy\"}", "1");
@@ -94,8 +95,11 @@ static void lease_routes_count(void **state)
     assert_series(text, "fencegate_http_requests_in_flight", "2");
     assert_series(text, "fencegate_http_request_duration_seconds_count{route=\"lock_acquire\"}",
                   "3");
-    assert_series(text, "fencegate_http_responses_total{route=\"lock_acquire\",code=\"4xx\"}", "1");
-    assert_series(text, "fencegate_http_responses_total{route=\"healthz\",code=\"2xx\"}", "1");
+    assert_series(text, "fencegate_http_responses_total{route=\"lock_acquire\",code=\"409\"}", "1");
+    assert_series(text, "fencegate_http_responses_total{route=\"lock_acquire\",code=\"200\"}", "2");
+    assert_series(text, "fencegate_http_responses_total{route=\"healthz\",code=\"200\"}", "1");
+    assert_series(text, "fencegate_http_responses_total{route=\"lock_status\",code=\"499\"}", "1");
+    assert_null(strstr(text, "xx\""));
     free(text);
 }
 
@@ -103,9 +107,17 @@ static void backends_and_writes(void **state)
 {
     (void)state;
     metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_APPLIED);
-    metrics_fenced_write(METRIC_BACKEND_PG, METRIC_WRITE_STALE);
+    metrics_fenced_write(METRIC_BACKEND_PG, metrics_write_refused("stale_fence"));
+    metrics_fenced_write(METRIC_BACKEND_PG, metrics_write_refused("revoked"));
+    metrics_fenced_write(METRIC_BACKEND_REDIS, metrics_write_refused("lease_expired"));
     metrics_fenced_write(METRIC_BACKEND_REDIS, METRIC_WRITE_INVALID);
-    metrics_audit_written();
+    metrics_audit_written("revoked");
+    metrics_audit_written("revoked");
+    metrics_audit_written("lease_expired");
+    metrics_audit_pruned(7);
+    metrics_revocation(METRIC_KIND_LOCK);
+    metrics_backend_latency(METRIC_BACKEND_REDIS, 180);
+    metrics_backend_latency(METRIC_BACKEND_REDIS, 1200);
     metrics_backend_error(METRIC_BACKEND_REDIS);
     metrics_backend_connect(METRIC_BACKEND_PG);
     metrics_backend_connect(METRIC_BACKEND_PG);
@@ -115,8 +127,30 @@ static void backends_and_writes(void **state)
                   "1");
     assert_series(text, "fencegate_fenced_writes_total{backend=\"postgres\",result=\"stale\"}",
                   "1");
+    assert_series(text, "fencegate_fenced_writes_total{backend=\"postgres\",result=\"revoked\"}",
+                  "1");
+    assert_series(text, "fencegate_fenced_writes_total{backend=\"redis\",result=\"lease_expired\"}",
+                  "1");
     assert_series(text, "fencegate_fenced_writes_total{backend=\"redis\",result=\"invalid\"}", "1");
-    assert_series(text, "fencegate_audit_records_total", "1");
+    assert_series(text, "fencegate_audit_records_total{reason=\"revoked\"}", "2");
+    assert_series(text, "fencegate_audit_records_total{reason=\"lease_expired\"}", "1");
+    assert_series(text, "fencegate_audit_records_total{reason=\"stale_fence\"}", "0");
+    assert_null(strstr(text, "reason=\"other\""));
+    assert_series(text, "fencegate_audit_records_pruned_total", "7");
+    assert_series(text, "fencegate_revocations_total{kind=\"lock\"}", "1");
+    assert_series(text, "fencegate_revocations_total{kind=\"semaphore\"}", "0");
+    /* Backend calls in microseconds: 180 us and 1.2 ms. */
+    assert_series(
+        text, "fencegate_backend_request_duration_seconds_bucket{backend=\"redis\",le=\"0.0001\"}",
+        "0");
+    assert_series(
+        text, "fencegate_backend_request_duration_seconds_bucket{backend=\"redis\",le=\"0.00025\"}",
+        "1");
+    assert_series(
+        text, "fencegate_backend_request_duration_seconds_bucket{backend=\"redis\",le=\"0.0025\"}",
+        "2");
+    assert_series(text, "fencegate_backend_request_duration_seconds_sum{backend=\"redis\"}",
+                  "0.00138");
     assert_series(text, "fencegate_backend_errors_total{backend=\"redis\"}", "1");
     assert_series(text, "fencegate_backend_connects_total{backend=\"postgres\"}", "2");
     assert_series(text, "fencegate_hold_seconds_bucket{kind=\"semaphore\",le=\"60\"}", "0");
@@ -153,6 +187,11 @@ static void backend_up_and_process(void **state)
 {
     (void)state;
     struct metrics_gauges g = {.backend_up = {[METRIC_BACKEND_PG] = true},
+                               .watches = 3,
+                               .pg_pool_size = 8,
+                               .pg_pool_in_use = 2,
+                               .pg_pool_waiting = 1,
+                               .fence_headroom = 9999,
                                .process = {.cpu_seconds = 1.5,
                                            .resident_bytes = 4096,
                                            .virtual_bytes = 8192,
@@ -162,6 +201,12 @@ static void backend_up_and_process(void **state)
     char *text = metrics_render(&g);
     assert_series(text, "fencegate_backend_up{backend=\"postgres\"}", "1");
     assert_series(text, "fencegate_backend_up{backend=\"redis\"}", "0");
+    assert_series(text, "fencegate_watches", "3");
+    assert_series(text, "fencegate_waiters", "0");
+    assert_series(text, "fencegate_pg_pool_connections", "8");
+    assert_series(text, "fencegate_pg_pool_in_use", "2");
+    assert_series(text, "fencegate_pg_pool_waiting", "1");
+    assert_series(text, "fencegate_fence_headroom", "9999");
     assert_series(text, "process_cpu_seconds_total", "1.500");
     assert_series(text, "process_resident_memory_bytes", "4096");
     assert_series(text, "process_virtual_memory_bytes", "8192");
@@ -199,6 +244,9 @@ static void text_format(void **state)
     assert_int_equal(text[strlen(text) - 1], '\n');
     /* No route seen yet: no route series. */
     assert_null(strstr(text, "route=\""));
+    /* The build's version and revision; an unknown headroom is left out. */
+    assert_non_null(strstr(text, "\nfencegate_build_info{version=\"" FG_VERSION "\",revision=\""));
+    assert_null(strstr(text, "fencegate_fence_headroom"));
     free(text);
 }
 
