@@ -35,13 +35,16 @@ static long path_table(const struct http_request *req, struct fg_error *err)
     return table;
 }
 
-/* Refuses op unless claims are of the lease its table binds its rows to. */
+/* Refuses op unless claims are of the lease its table binds its rows to: the
+ * lease named for the row's identity (its key's canonical text, the scale of a
+ * numeric dropped), the text that names the row in its resource. */
 static int op_bound(const struct table_schema *schema, const struct fenced_op *op,
                     const struct token_claims *claims, struct fg_error *err)
 {
-    char resource[SEGMENT_MAX_LEN * 2];
-    snprintf(resource, sizeof resource, "pg:%s/%s", schema->cfg->name, op->key);
-    return fenced_write_bound(METRIC_BACKEND_PG, &schema->cfg->guard, op->key, claims, resource,
+    char identity[SEGMENT_MAX_LEN + 1], resource[SEGMENT_MAX_LEN * 2];
+    key_row_identity(&schema->key_shape, op->key, identity, sizeof identity);
+    snprintf(resource, sizeof resource, "pg:%s/%s", schema->cfg->name, identity);
+    return fenced_write_bound(METRIC_BACKEND_PG, &schema->cfg->guard, identity, claims, resource,
                               err);
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_op.c - reading the bodies of fenced Postgres writes into struct
- * fenced_op: the table and key an operation names, the columns it writes and
- * their values as text. It decides every 4xx a malformed or forbidden body
- * gets; it must not talk to Postgres or build SQL.
+ * fenced_op: the table and key an operation names (the key in its canonical
+ * text, whatever its spelling), the columns it writes and their values as
+ * text. It decides every 4xx a malformed or forbidden body gets; it must not
+ * talk to Postgres or build SQL.
  */
 #include "store/fenced_op.h"
 
@@ -138,11 +139,13 @@ static int read_columns(const struct table_schema *s, const json_t *body, const 
             if (op->kind == FENCED_PATCH)
                 return fg_fail(err, FG_ERR_INVALID_FIELD,
                                "field '%s': the key column cannot be changed", field);
-            char *key = NULL;
-            if (key_from_json(value, field, &key, err) != 0) {
-                free(key);
+            char *text = NULL, *key = NULL;
+            int rc = key_from_json(value, field, &text, err);
+            if (rc == 0)
+                rc = key_canonical(&s->key_shape, text, field, &key, err);
+            free(text);
+            if (rc != 0)
                 return -1;
-            }
             bool differs = op->key != NULL && strcmp(op->key, key) != 0;
             if (op->key == NULL)
                 op->key = key;
@@ -167,7 +170,8 @@ static int read_columns(const struct table_schema *s, const json_t *body, const 
     return 0;
 }
 
-/* Fills op from body (or a batch op object), whose key is key (NULL: inside the row). */
+/* Fills op from body (or a batch op object), whose key is key (NULL: inside the
+ * row); the key is kept in its canonical text (key_text.h). */
 static int parse_op(const struct table_schema *schemas, size_t table, enum fenced_kind kind,
                     const char *key, const json_t *body, const char *where, struct fenced_op *op,
                     struct fg_error *err)
@@ -180,10 +184,10 @@ static int parse_op(const struct table_schema *schemas, size_t table, enum fence
     op->written = calloc(op->ncolumns + 1, sizeof *op->written);
     op->values = calloc(op->ncolumns + 1, sizeof *op->values);
     FG_ASSERT(op->written != NULL && op->values != NULL);
-    if (key != NULL) {
-        op->key = strdup(key);
-        FG_ASSERT(op->key != NULL);
-    }
+    char field[FIELD_MAX];
+    snprintf(field, sizeof field, "%s%s", where, where[0] != '\0' ? "key" : s->cfg->key);
+    if (key != NULL && key_canonical(&s->key_shape, key, field, &op->key, err) != 0)
+        return -1;
     if (kinds[kind].columns == NULL)
         return 0;
     return read_columns(s, body, kinds[kind].columns, where, op, err);

@@ -21,7 +21,7 @@
 struct fenced_op {
     enum fenced_kind kind; /* what the operation does */
     size_t table;          /* index of its table in the schemas (= cfg->tables) */
-    char *key;             /* the row's key as text (owned) */
+    char *key;             /* the row's key, its canonical text (key_text.h; owned) */
     bool *written;         /* per writable column: set by this operation (owned) */
     char **values;         /* per writable column: its text, NULL for SQL NULL (owned) */
     size_t ncolumns;       /* entries in written and values */

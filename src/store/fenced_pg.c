@@ -50,7 +50,7 @@ static struct {
 } fpg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static const char catalog_sql[] =
-    "SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type,"
+    "SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.atttypmod AS typmod,"
     " a.atttypid IN ('json'::regtype, 'jsonb'::regtype) AS is_json,"
     " a.attgenerated <> '' OR a.attidentity = 'a' AS read_only,"
     " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
@@ -286,11 +286,11 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
 
 /* Runs op's statement in the next write group (store/write_group.h) and stores
  * its answer row, or NULL, in *answer; 1 when the group handed it back to run
- * alone. A group takes its rows by table, then by key as bytes: the order in
- * which batches claim them (claim) for text keys under the C collation; where
- * the two orders differ (numeric keys, other collations) a batch and a group
- * can deadlock, and Postgres then rolls one back: a grouped write runs again
- * alone, a batch once more (fenced_pg_batch). */
+ * alone. A group takes its rows by table, then by canonical key in the order of
+ * the key's values: the order in which batches claim them (claim), but for text
+ * keys under a collation other than C; where the two orders differ a batch and
+ * a group can deadlock, and Postgres then rolls one back: a grouped write runs
+ * again alone, a batch once more (fenced_pg_batch). */
 static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who,
                         json_t **answer, struct fg_error *err)
 {
@@ -298,7 +298,10 @@ static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
     struct write_stmt st = write_args(op, who, params, fence, &owned_sql);
     const struct write_group_stmt stmt = {
-        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL}, op->table, op->key};
+        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL},
+        op->table,
+        op->key,
+        &fpg.schemas[op->table].key_shape};
     enum write_group_result result;
     json_t *rows = NULL;
     int rc = write_group_run(&stmt, &result, &rows, err);

@@ -31,12 +31,34 @@ static bool catalog_flag(const json_t *col, const char *flag)
     return v != NULL && strcmp(v, "t") == 0;
 }
 
-/* The column's type as format_type prints it (owned). */
+/* The column's type as a cast names it without a modifier (owned): format_type's
+ * text, but "bpchar" for char(n), which format_type prints "character", and a
+ * cast to "character" is a cast to char(1) that cuts the text to one letter. */
 static char *catalog_type(const json_t *col)
 {
-    char *type = strdup(json_string_value(json_object_get(col, "type")));
-    FG_ASSERT(type != NULL);
-    return type;
+    const char *type = json_string_value(json_object_get(col, "type"));
+    char *copy = strdup(strcmp(type, "character") == 0 ? "bpchar" : type);
+    FG_ASSERT(copy != NULL);
+    return copy;
+}
+
+/* How the gateway reads the key's text; a bound table's key must be of a type
+ * it reads, or a spelling it passes as given could name a row under another
+ * row's lock. */
+static int key_shape_load(const struct table_config *t, const json_t *key, struct key_shape *shape,
+                          struct fg_error *err)
+{
+    const char *type = json_string_value(json_object_get(key, "type"));
+    const char *base = json_string_value(json_object_get(key, "base_type"));
+    const char *typmod = json_string_value(json_object_get(key, "typmod"));
+    *shape = key_shape_of(type ? type : "", base ? base : "", typmod ? atoi(typmod) : -1);
+    if (shape->form == KEY_FORM_OTHER && t->guard.template != NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.%s': the rows of a table bound to a lock or "
+                       "semaphore need a key of type " KEY_FORMS_READ " (column \"%s\" is %s)",
+                       t->name, t->guard.semaphore ? "semaphore" : "lock", t->key,
+                       type ? type : "?");
+    return 0;
 }
 
 /* A fence column exists, is bigint and is an ordinary (writable) column. */
@@ -84,7 +106,8 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s.key': column \"%s\" (%s) cannot name a resource: %s",
                        t->name, t->key, base ? base : "?", refusal);
-    if (check_fence_column(t, columns, err) != 0)
+    if (check_fence_column(t, columns, err) != 0 ||
+        key_shape_load(t, key, &schema->key_shape, err) != 0)
         return -1;
     schema->key_type = catalog_type(key);
     schema->key_numeric = fenced_sql_key_numeric(base ? base : "");

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "store/key_text.h"
 #include "util/error.h"
 
 enum fenced_kind {
@@ -51,6 +52,7 @@ struct table_schema {
     char **column_types;            /* SQL type of each writable column (owned, cfg order) */
     bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
     bool key_numeric;               /* the key is numeric: its identity drops the scale */
+    struct key_shape key_shape;     /* how the gateway reads the key's text */
 };
 
 /* Frees what schema owns (not cfg) and zeroes it. */

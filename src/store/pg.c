@@ -100,8 +100,12 @@ static void ignore_notice(void *arg, const char *message)
 
 static int connect_conn(struct pg_conn *c, struct fg_error *err)
 {
-    char timeout[32];
-    snprintf(timeout, sizeof timeout, "-c statement_timeout=%lld", pool.cfg->statement_timeout_ms);
+    /* DateStyle ISO: a date key prints as YYYY-MM-DD in its resource, the
+     * canonical text the gateway reads it into (store/key_text.h), whatever the
+     * server's default. */
+    char timeout[64];
+    snprintf(timeout, sizeof timeout, "-c statement_timeout=%lld -c DateStyle=ISO",
+             pool.cfg->statement_timeout_ms);
     char user_timeout[24];
     snprintf(user_timeout, sizeof user_timeout, "%lld",
              pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);

@@ -6,8 +6,9 @@
  * (at most GROUP_MAX) to a pooled connection, sorts them by row and runs them
  * with pg_exec_group, then wakes their threads, each of which sleeps on a
  * condition variable of its own, and the oldest queued write's thread, which
- * leads the next group. Groups lock their rows in one order, so two of them
- * never wait for each other. A statement that fails is taken out and handed
+ * leads the next group. Groups lock their rows in one order, that of the rows'
+ * canonical keys (a row's every spelling is one canonical key), so two of them
+ * never wait for each other in a cycle. A statement that fails is taken out and handed
  * back to run alone, where its error is reported as for any write, and the
  * rest of its group runs again without it; a refused commit hands every write
  * back.
@@ -51,7 +52,7 @@ static int by_row(const void *a, const void *b)
     const struct write_group_stmt *y = (*(struct member *const *)b)->stmt;
     if (x->table != y->table)
         return x->table < y->table ? -1 : 1;
-    return strcmp(x->key, y->key);
+    return key_compare(x->shape, x->key, y->key);
 }
 
 /* Takes up to GROUP_MAX queued writes into group; returns how many. Called locked. */

@@ -14,15 +14,19 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "store/key_text.h"
 #include "store/pg.h"
 #include "util/error.h"
 
 /* A write: its statement (rows unused) and the row it writes, which orders it
- * within its group: by table, then by key as bytes. */
+ * within its group: by table, then by canonical key in the order of the key's
+ * values (key_compare), so that every spelling of a row takes its lock at one
+ * place in every group. */
 struct write_group_stmt {
-    struct pg_group_stmt stmt; /* params borrowed until write_group_run returns */
-    size_t table;              /* the row's table (an index of the caller's) */
-    const char *key;           /* the row's key */
+    struct pg_group_stmt stmt;     /* params borrowed until write_group_run returns */
+    size_t table;                  /* the row's table (an index of the caller's) */
+    const char *key;               /* the row's key, its canonical text */
+    const struct key_shape *shape; /* how the table's keys read and order (borrowed) */
 };
 
 /* How a write fared in a group. */

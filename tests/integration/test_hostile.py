@@ -28,17 +28,21 @@ stores, connection limits. Must not: test the fence rule itself (test_pg_writes,
 
 import json
 import os
+import random
 import socket
 import sys
+import threading
 import time
 import unittest
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import subprocess  # noqa: E402
 
-from harness import Gateway, GatewayTest, Redis, env, metric, psql, run_fencegate, services, wait_for  # noqa: E402
-from pg_helpers import config as pg_config, unique  # noqa: E402
+from harness import (Gateway, GatewayTest, HarnessError, Redis, env, metric, psql, run_fencegate,  # noqa: E402
+                     services, wait_for)
+from pg_helpers import config as pg_config, quote, stored_fence, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
 
@@ -551,6 +555,201 @@ class ConnectionsTest(unittest.TestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(self.c.get(f"/v1/locks/{name}").body["lock"], name)
         self.assertEqual(self.c.post(f"/v1/locks/{'/' * 200}/acquire", {"ttl_ms": 1000}).status, 200)
+
+
+KEY_TABLES_SQL = """
+CREATE TABLE IF NOT EXISTS public.hostile_ledger (id integer PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.hostile_amounts (id numeric PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.hostile_names (id text PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.hostile_uuids (id uuid PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.hostile_days (id date PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.hostile_codes (id char(8) PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.hostile_stamps (id timestamptz PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.hostile_grouped (id integer PRIMARY KEY, note text, lock_fence bigint);
+"""
+KEY_TABLES = {
+    "hostile_ledger": {"key": "id", "columns": ["note"], "lock": "ledger:{key}"},
+    "hostile_amounts": {"key": "id", "columns": ["note"], "lock": "amount:{key}"},
+    "hostile_names": {"key": "id", "columns": ["note"], "lock": "name:{key}"},
+    "hostile_uuids": {"key": "id", "columns": ["note"], "lock": "uuid:{key}"},
+    "hostile_days": {"key": "id", "columns": ["note"], "lock": "day:{key}"},
+    "hostile_codes": {"key": "id", "columns": ["note"], "lock": "code:{key}"},
+}
+
+
+class BoundKeySpellingsTest(GatewayTest):
+    """API.md 1.2, "Bindings follow the row, not its spelling". While one client held ledger:42 another
+    acquired ledger:042 and PATCH /v1/pg/ledger/042 answered 200 on pg:ledger/42 (the expected lock name was
+    built from the URL text, the row from the key as Postgres reads it); the holder's next write was stale.
+    Now the gateway reads every key into its canonical text (store/key_text.c): the lock of a row is named
+    from it, so a token of a lock named after another spelling is refused 403 in single writes and batches,
+    and the holder writes on, under any spelling. Failed before the fix: every intruder write answered 200."""
+
+    gateway_config = {"tables": KEY_TABLES}
+
+    @classmethod
+    def setUpClass(cls):
+        psql(KEY_TABLES_SQL)
+        super().setUpClass()
+
+    def acquire(self, name):
+        r = self.c.post(f"/v1/locks/{quote(name)}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def refused(self, r, lock):
+        self.assertEqual((r.status, r.body.get("type")), (403, "/problems/invalid_fence_token"), r)
+        self.assertIn(f"'{lock}'", r.body["detail"])
+
+    def check_spellings(self, table, template, canonical, spellings):
+        """The holder of template's lock for canonical writes the row; a token of the lock named after each
+        other spelling is refused on that spelling (PATCH, PUT, DELETE, and as a batch op); the holder then
+        writes under each spelling, and the row keeps one resource and the holder's fence."""
+        psql(f"INSERT INTO public.{table} (id, note) VALUES (:'k', 'initial') ON CONFLICT DO NOTHING",
+             {"k": canonical})
+        holder = self.acquire(template.format(key=canonical))
+        path = f"/v1/pg/{table}/{quote(canonical)}"
+        r = self.c.request("PATCH", path, {"set": {"note": "rightful"}}, {"Fence-Token": holder["token"]})
+        self.assertEqual((r.status, r.body.get("resource")), (200, f"pg:{table}/{canonical}"), r)
+        for spelling in spellings:
+            intruder = self.acquire(template.format(key=spelling))
+            self.assertGreater(intruder["fence"], holder["fence"])
+            spelled = f"/v1/pg/{table}/{quote(spelling)}"
+            for method, body in (("PATCH", {"set": {"note": "intruder"}}), ("PUT", {"row": {"note": "x"}}),
+                                 ("DELETE", None)):
+                r = self.c.request(method, spelled, body, {"Fence-Token": intruder["token"]})
+                self.refused(r, template.format(key=canonical))
+            op = {"op": "patch", "table": table, "key": spelling, "set": {"note": "intruder"}}
+            r = self.c.post("/v1/pg/batch", {"ops": [op]}, headers={"Fence-Token": intruder["token"]})
+            self.refused(r, template.format(key=canonical))
+            self.assertIn("ops[0]", r.body["detail"])
+            r = self.c.request("POST", f"/v1/pg/{table}", {"row": {"id": spelling, "note": "x"}},
+                               {"Fence-Token": intruder["token"]})
+            self.refused(r, template.format(key=canonical))
+        self.assertEqual(psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": canonical}),
+                         ["rightful"])
+        self.assertEqual(stored_fence(f"pg:{table}/{canonical}"), holder["fence"])
+        for spelling in spellings:
+            r = self.c.request("PATCH", f"/v1/pg/{table}/{quote(spelling)}", {"set": {"note": spelling}},
+                               {"Fence-Token": holder["token"]})
+            self.assertEqual((r.status, r.body.get("resource")), (200, f"pg:{table}/{canonical}"), r)
+            op = {"op": "patch", "table": table, "key": spelling, "set": {"note": spelling}}
+            r = self.c.post("/v1/pg/batch", {"ops": [op]}, headers={"Fence-Token": holder["token"]})
+            self.assertEqual(r.status, 200, r)
+
+    def test_integer_keys(self):
+        k = str(random.randint(100000, 999999))
+        self.check_spellings("hostile_ledger", "ledger:{key}", k, ["0" + k, "000" + k])
+
+    def test_numeric_keys(self):
+        k = f"{random.randint(1000, 9999)}.5"
+        self.check_spellings("hostile_amounts", "amount:{key}", k, [k + "0", "0" + k, f"{k[:2]}.{k[2:-2]}5e2"])
+
+    def test_uuid_keys(self):
+        k = str(uuid.uuid4())
+        self.check_spellings("hostile_uuids", "uuid:{key}", k, [k.upper(), k.replace("-", "")])
+
+    def test_date_keys(self):
+        day = f"{random.randint(1000, 9999)}-0{random.randint(1, 9)}-0{random.randint(1, 9)}"
+        short = day.replace("-0", "-")
+        self.check_spellings("hostile_days", "day:{key}", day, [short])
+
+    def test_char_keys(self):
+        """A char(n) key was cast to "character", which is char(1): the key was cut to its first letter."""
+        k = f"c{random.randint(100000, 999999)}"
+        self.check_spellings("hostile_codes", "code:{key}", k, [])
+
+    def test_text_keys_are_their_own_spelling(self):
+        """A text key has one spelling: '042' and '42' are two rows, each under its own lock."""
+        for k in ("042", "42"):
+            psql("INSERT INTO public.hostile_names (id, note) VALUES (:'k', 'initial') ON CONFLICT DO NOTHING",
+                 {"k": k})
+        lock = self.acquire("name:042")
+        r = self.c.request("PATCH", "/v1/pg/hostile_names/042", {"set": {"note": "a"}}, {"Fence-Token": lock["token"]})
+        self.assertEqual((r.status, r.body.get("resource")), (200, "pg:hostile_names/042"), r)
+        r = self.c.request("PATCH", "/v1/pg/hostile_names/42", {"set": {"note": "a"}}, {"Fence-Token": lock["token"]})
+        self.refused(r, "name:42")
+
+    def test_spellings_postgres_reads_otherwise_are_refused(self):
+        """Spellings the gateway does not read exactly as Postgres does are 400 invalid_field naming the key,
+        before any lock or row is looked at."""
+        token = self.acquire(unique("any"))["token"]
+        for table, key in (("hostile_ledger", "0x2A"), ("hostile_ledger", "99999999999"),
+                           ("hostile_days", "today"), ("hostile_days", "01/05/2024"),
+                           ("hostile_uuids", "not-a-uuid"), ("hostile_amounts", "1,5")):
+            r = self.c.request("PATCH", f"/v1/pg/{table}/{quote(key)}", {"set": {"note": "x"}},
+                               {"Fence-Token": token})
+            self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), (table, key, r))
+            op = {"op": "delete", "table": table, "key": key}
+            r = self.c.post("/v1/pg/batch", {"ops": [op]}, headers={"Fence-Token": token})
+            self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), (table, key, r))
+            self.assertIn("ops[0].key", r.body["detail"])
+
+    def test_a_bound_table_needs_a_key_the_gateway_reads(self):
+        """A timestamptz key has spellings the gateway cannot read exactly (time zones, 'now'): binding its
+        rows to locks stops start-up, naming the entry; unbound, the table is served as before."""
+        gw = Gateway(config={"tables": {"hostile_stamps": {"key": "id", "columns": ["note"], "lock": "t:{key}"}}},
+                     start=False)
+        with self.assertRaises(HarnessError):
+            gw.start()
+        log = gw.log_text()
+        self.assertIn("tables.hostile_stamps.lock", log, log)
+        self.assertIn("timestamp with time zone", log, log)
+        self.assertEqual(gw.returncode, 2, log)
+        with Gateway(config={"tables": {"hostile_stamps": {"key": "id", "columns": ["note"]}}}) as gw:
+            self.assertEqual(gw.http("GET", "/healthz").status, 200)
+
+
+class GroupedSpellingsTest(unittest.TestCase):
+    """API.md 1.2: grouped fence_column writes lock their rows in the order of canonical keys. The group sorted
+    its rows by the raw key text, so "10" < "9" in one group and "09" < "10" in another locked two rows in
+    opposite orders: 12 writers alternating 9/10 and 09/10 made Postgres report deadlocks within seconds and
+    writes waited a deadlock_timeout. Now no deadlock. Failed before the fix: deadlocks counted > 0."""
+
+    def test_spellings_never_deadlock_groups(self):
+        psql(KEY_TABLES_SQL)
+        low, high = 9, 10  # as text "10" sorts before "9", and "09" before "10"
+        psql("INSERT INTO public.hostile_grouped (id, note) VALUES (9, ''), (10, '') ON CONFLICT DO NOTHING")
+        spellings = [(str(low), str(high)), ("0" + str(low), str(high))]
+        # the raw texts order the two rows both ways, as the broken sort did
+        self.assertNotEqual(sorted(spellings[0]).index(str(high)), sorted(spellings[1]).index(str(high)))
+
+        def deadlocks():
+            return int(psql("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0])
+
+        before = deadlocks()
+        config = {"tables": {"hostile_grouped": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
+        slow = []
+        with Gateway(config=config) as gw:
+            c = gw.client()
+            token = c.post(f"/v1/locks/{unique('grouped')}/acquire", {"ttl_ms": 60000}).body["token"]
+            c.close()
+            stop = time.monotonic() + 4
+            errors = []
+
+            def writer(k):
+                with gw.client() as wc:
+                    n = 0
+                    while time.monotonic() < stop:
+                        key = spellings[k % 2][n % 2]
+                        n += 1
+                        t0 = time.monotonic()
+                        r = wc.request("PATCH", f"/v1/pg/hostile_grouped/{key}", {"set": {"note": str(n)}},
+                                       {"Fence-Token": token})
+                        if time.monotonic() - t0 > 0.9:
+                            slow.append(key)
+                        if r.status != 200:
+                            errors.append(r)
+
+            threads = [threading.Thread(target=writer, args=(k,)) for k in range(12)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+        # the gateway's backends have exited: their counts are in pg_stat_database
+        time.sleep(0.5)
+        self.assertEqual(deadlocks() - before, 0, f"{len(slow)} writes waited longer than 0.9 s")
 
 
 if __name__ == "__main__":
