@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis.c - hiredis connections, script calls and the doorbell subscription.
- * Connections are per thread (a pthread key frees them when the thread ends),
- * so no lock is ever held across a round trip. Scripts come ready to run from
+ * Every thread's commands go out on one shared connection, pipelined
+ * (store/redis_pipe.h keeps the order): a call queues its formatted command
+ * and sleeps on its thread's condition variable; a thread that finds the
+ * writing free writes every queued command in one system call, and one
+ * thread at a time reads the replies, hands each to the call it answers and
+ * wakes that call's thread; the thread whose own reply came reads on only
+ * until then, and the oldest call still out takes over. So Redis reads the
+ * commands of many requests at once and answers them with one write, where a
+ * connection per thread cost it a read and a write each. No lock is held
+ * across a system call but a close. Scripts come ready to run from
  * the build (embedded.h: each a Redis function library with its libraries and
  * key names, named after its text, and the counts of KEYS and ARGV it
  * declares) and are called with FCALL; a "Function not found" reply (a
@@ -12,27 +20,38 @@
  * Where the primary is: the one server of a redis:// URL, or, for
  * redis-sentinel://, whatever the sentinels name when a connection is made.
  * Every new connection must answer ROLE with "master" (a replica never runs a
- * lease script). With sentinels, a watcher thread follows +switch-master and
- * bumps a generation number; a connection made in an older generation is
- * dropped before its next command, so the gateway moves to the new primary at
- * once instead of waiting for the old one to fail. A connection that rested
- * since its last command (SOCK_CHECK_IDLE_MS or more) is peeked at (util/sock.h)
- * before use, so one that the server closed meanwhile is remade instead of
- * failing a request.
+ * lease script), and runs the connect hook (its commands go straight to it,
+ * before any queued call). With sentinels, a watcher thread follows
+ * +switch-master and bumps a generation number; a connection made in an older
+ * generation takes no more commands, and is closed once its calls out are
+ * answered, so the gateway moves to the new primary at once instead of waiting
+ * for the old one to fail. So does a connection whose server said it cannot
+ * take writes (READONLY, MASTERDOWN, LOADING: that call answers 503). A
+ * connection that rested since its last reply (SOCK_CHECK_IDLE_MS or more) is
+ * peeked at (util/sock.h) before use, so one that the server closed meanwhile
+ * is remade instead of failing a request. A call out whose reply does not come
+ * by its deadline (request_timeout_ms after it was queued), a failed write or
+ * read, or a reply nobody asked for fails every call out on the connection
+ * (503) and closes it.
  */
 #include "store/redis.h"
 
+#include <errno.h>
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "embedded.h"
+#include "store/redis_pipe.h"
 #include "store/redis_url.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
@@ -51,19 +70,10 @@ static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOA
 /* How long a sentinel may take to connect or answer before the next one is asked. */
 #define SENTINEL_TIMEOUT_MS 500
 
-/* A thread's connection and the primary generation it was made in. */
-struct redis_conn {
-    redisContext *ctx;    /* owned */
-    unsigned generation;  /* rds.generation when connected */
-    int64_t last_used_ms; /* clock_mono_ms when its last command ended */
-};
-
 static struct {
     struct redis_url url; /* the parsed redis_url */
     long long timeout_ms;
     redis_connect_hook hook;
-    pthread_key_t conn_key;
-    bool initialized;          /* redis_init ran: conn_key exists */
     atomic_uint generation;    /* bumped at each +switch-master */
     atomic_int sentinel_first; /* the sentinel that answered last */
     pthread_t watcher;         /* follows +switch-master (sentinel URLs) */
@@ -71,23 +81,30 @@ static struct {
     atomic_bool watcher_stop;  /* asks it to end */
 } rds;
 
-static void free_conn(void *conn)
-{
-    struct redis_conn *c = conn;
-    if (c == NULL)
-        return;
-    redisFree(c->ctx);
-    free(c);
-}
+/* The shared connection and its calls; every field under lock. */
+static struct {
+    pthread_mutex_t lock;
+    struct pipe pipe;     /* calls queued and out, who writes and who reads */
+    redisContext *ctx;    /* owned; set unless pipe.conn is PIPE_CLOSED */
+    unsigned generation;  /* rds.generation when connected */
+    int64_t last_used_ms; /* clock_mono_ms of its last reply */
+    char *batch;          /* the batch being written: its commands copied; owned */
+    size_t batch_cap;     /* bytes allocated at batch */
+} shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* What wakes this thread's call: the thread that finished it, or a role freed. */
+static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
+
+/* The new connection this thread runs the connect hook on (its commands go
+ * there directly), and whether the hook's commands lost it. */
+static _Thread_local redisContext *setting_up;
+static _Thread_local bool setup_lost;
 
 int redis_init(const struct config *cfg, struct fg_error *err)
 {
     if (redis_url_parse(cfg->redis_url, &rds.url, err) != 0)
         return -1;
     rds.timeout_ms = cfg->request_timeout_ms;
-    if (pthread_key_create(&rds.conn_key, free_conn) != 0)
-        return fg_fail(err, FG_ERR_INTERNAL, "pthread_key_create failed");
-    rds.initialized = true;
     return 0;
 }
 
@@ -296,57 +313,6 @@ static redisContext *connect_new(long long timeout_ms, unsigned *generation, str
     return ctx;
 }
 
-/* True if conn must not be used: made before the last failover, or closed by
- * the server while idle. */
-static bool conn_stale(const struct redis_conn *conn)
-{
-    return conn->generation != atomic_load(&rds.generation) ||
-           sock_broken_after_idle(conn->ctx->fd, conn->last_used_ms);
-}
-
-/* The calling thread's connection, (re)connecting and running the hook if needed. */
-static struct redis_conn *thread_conn(struct fg_error *err)
-{
-    struct redis_conn *conn = pthread_getspecific(rds.conn_key);
-    if (conn != NULL && !conn_stale(conn))
-        return conn;
-    redis_thread_done();
-    unsigned generation;
-    redisContext *ctx = connect_new(rds.timeout_ms, &generation, err);
-    if (ctx == NULL)
-        return NULL;
-    conn = malloc(sizeof *conn);
-    FG_ASSERT(conn != NULL);
-    conn->ctx = ctx;
-    conn->generation = generation;
-    conn->last_used_ms = clock_mono_ms();
-    pthread_setspecific(rds.conn_key, conn);
-    if (rds.hook != NULL && rds.hook(err) != 0)
-        return NULL;
-    /* The hook's own commands may have dropped the connection. */
-    conn = pthread_getspecific(rds.conn_key);
-    if (conn == NULL) {
-        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: connection lost while setting it up");
-        return NULL;
-    }
-    return conn;
-}
-
-void redis_shutdown(void)
-{
-    redis_watch_stop();
-    redis_thread_done();
-}
-
-void redis_thread_done(void)
-{
-    if (!rds.initialized)
-        return;
-    struct redis_conn *conn = pthread_getspecific(rds.conn_key);
-    pthread_setspecific(rds.conn_key, NULL);
-    free_conn(conn);
-}
-
 /* True if reply is an error that means the server cannot serve writes now. */
 static bool reply_unavailable(const redisReply *reply)
 {
@@ -358,16 +324,234 @@ static bool reply_unavailable(const redisReply *reply)
     return false;
 }
 
-/* Runs argv on this thread's connection; drops the connection after an I/O
- * error or a reply saying the server is no writable primary. */
-static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
-                                  struct fg_error *err)
+/* Wakes the thread of every call of the list first (linked by next) but self's. */
+static void wake_calls(struct pipe_entry *first, const struct pipe_entry *self)
 {
-    struct redis_conn *conn = thread_conn(err);
-    if (conn == NULL)
+    for (struct pipe_entry *e = first, *next; e != NULL; e = next) {
+        next = e->next;
+        if (e != self)
+            pthread_cond_signal(e->owner);
+    }
+}
+
+/* Closes the shared connection if it is retired or broken and nobody uses it. Locked. */
+static void settle(void)
+{
+    if (!pipe_must_close(&shared.pipe))
+        return;
+    redisFree(shared.ctx);
+    shared.ctx = NULL;
+    pipe_closed(&shared.pipe);
+}
+
+/* After a role was let go: closes what must be, then wakes the oldest queued
+ * call and the oldest call out if they now have something to do that self's
+ * thread will not do itself. Locked. */
+static void wake_next(const struct pipe_entry *self)
+{
+    settle();
+    enum pipe_action mine = pipe_next(&shared.pipe, self);
+    const struct pipe_entry *queued = shared.pipe.queued.head;
+    if (queued != NULL && queued != self && mine != PIPE_CONNECT && mine != PIPE_WRITE &&
+        pipe_next(&shared.pipe, queued) != PIPE_WAIT)
+        pthread_cond_signal(queued->owner);
+    const struct pipe_entry *out = pipe_oldest_sent(&shared.pipe);
+    if (out != NULL && out != self && mine != PIPE_READ &&
+        pipe_next(&shared.pipe, out) != PIPE_WAIT)
+        pthread_cond_signal(out->owner);
+}
+
+/* Fails every call out with a transport error (what, and hiredis's errstr
+ * when given) and breaks the connection, waking a reader that sleeps on it.
+ * Locked. */
+static void break_connection(const struct pipe_entry *self, const char *what, const char *errstr)
+{
+    if (shared.pipe.conn == PIPE_BROKEN)
+        return;
+    struct fg_error failure = {0};
+    fg_fail(&failure, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s%s%s", what, errstr ? ": " : "",
+            errstr ? errstr : "");
+    if (shared.pipe.reading)
+        shutdown(shared.ctx->fd, SHUT_RDWR);
+    wake_calls(pipe_fail_sent(&shared.pipe, &failure), self);
+}
+
+/* Connects for the queued calls (self's among them): runs the hook on the new
+ * connection before any of them goes out. A connection that cannot be made
+ * fails them all; a failing hook fails self's call alone, and the connection
+ * is kept (the hook does not run again on it). Called locked; unlocks meanwhile. */
+static void connect_shared(struct pipe_entry *self)
+{
+    pthread_mutex_unlock(&shared.lock);
+    struct fg_error failure = {0}, hook_failure = {0};
+    unsigned generation;
+    redisContext *ctx = connect_new(rds.timeout_ms, &generation, &failure);
+    int hook_rc = 0;
+    if (ctx != NULL && rds.hook != NULL) {
+        setting_up = ctx;
+        setup_lost = false;
+        hook_rc = rds.hook(&hook_failure);
+        setting_up = NULL;
+        if (setup_lost) {
+            redisFree(ctx);
+            ctx = NULL;
+            if (hook_rc != 0)
+                failure = hook_failure;
+            else
+                fg_fail(&failure, FG_ERR_BACKEND_UNAVAILABLE,
+                        "redis: connection lost while setting it up");
+        }
+    }
+    pthread_mutex_lock(&shared.lock);
+    if (ctx == NULL) {
+        wake_calls(pipe_fail_queued(&shared.pipe, &failure), self);
+        return;
+    }
+    shared.ctx = ctx;
+    shared.generation = generation;
+    shared.last_used_ms = clock_mono_ms();
+    pipe_opened(&shared.pipe);
+    if (hook_rc != 0)
+        pipe_fail_one(&shared.pipe, self, &hook_failure);
+}
+
+/* True if the shared connection must take no more commands: made before the
+ * last failover, or closed by the server while idle. Locked. */
+static bool shared_stale(void)
+{
+    if (shared.generation != atomic_load(&rds.generation))
+        return true;
+    return pipe_oldest_sent(&shared.pipe) == NULL &&
+           sock_broken_after_idle(shared.ctx->fd, shared.last_used_ms);
+}
+
+/* Writes every queued call's command in one go. Called locked; unlocks while
+ * writing, from a copy (a failure may end the calls meanwhile). */
+static void write_batch(const struct pipe_entry *self)
+{
+    size_t n, len = 0;
+    struct pipe_entry *first = pipe_take(&shared.pipe, &n);
+    for (struct pipe_entry *e = first; n-- > 0; e = e->next)
+        len += e->len;
+    if (len > shared.batch_cap) {
+        free(shared.batch);
+        shared.batch = malloc(len);
+        FG_ASSERT(shared.batch != NULL);
+        shared.batch_cap = len;
+    }
+    size_t at = 0;
+    for (struct pipe_entry *e = first; at < len; e = e->next) {
+        memcpy(shared.batch + at, e->command, e->len);
+        at += e->len;
+    }
+    int fd = shared.ctx->fd;
+    pthread_mutex_unlock(&shared.lock);
+    const char *problem = NULL;
+    for (at = 0; at < len && problem == NULL;) {
+        ssize_t w = send(fd, shared.batch + at, len - at, MSG_NOSIGNAL);
+        if (w > 0)
+            at += (size_t)w;
+        else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            problem = "timed out writing";
+        else if (w < 0 && errno != EINTR)
+            problem = strerror(errno);
+    }
+    pthread_mutex_lock(&shared.lock);
+    if (problem != NULL)
+        break_connection(self, "cannot write", problem);
+}
+
+/* Reads replies and hands each to its call until self's call is done. Called
+ * locked; unlocks while waiting for the socket, at most until the oldest call
+ * out is due. */
+static void read_replies(struct pipe_entry *self)
+{
+    redisContext *ctx = shared.ctx;
+    while (self->state != PIPE_DONE) {
+        void *raw = NULL;
+        if (redisReaderGetReply(ctx->reader, &raw) != REDIS_OK) {
+            break_connection(self, "bad reply", ctx->reader->errstr);
+            return;
+        }
+        if (raw != NULL) {
+            struct pipe_entry *e = pipe_reply(&shared.pipe, raw);
+            if (e == NULL) {
+                freeReplyObject(raw);
+                break_connection(self, "a reply nobody asked for", NULL);
+                return;
+            }
+            if (reply_unavailable(raw))
+                pipe_retire(&shared.pipe);
+            shared.last_used_ms = clock_mono_ms();
+            if (e != self)
+                pthread_cond_signal(e->owner);
+            continue;
+        }
+        int64_t left = pipe_oldest_sent(&shared.pipe)->due_ms - clock_mono_ms();
+        pthread_mutex_unlock(&shared.lock);
+        struct pollfd pfd = {.fd = ctx->fd, .events = POLLIN};
+        int ready = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+        int rc = ready > 0 ? redisBufferRead(ctx) : REDIS_OK;
+        pthread_mutex_lock(&shared.lock);
+        if (ready == 0) {
+            break_connection(self, "no reply in time", NULL);
+            return;
+        }
+        if (ready > 0 && rc != REDIS_OK) {
+            break_connection(self, "connection lost", ctx->errstr);
+            return;
+        }
+    }
+}
+
+/* Sends the formatted command (len bytes, borrowed) on the shared connection
+ * and returns its reply, or NULL with err. */
+static redisReply *pipe_call(const char *command, size_t len, struct fg_error *err)
+{
+    struct pipe_entry self = {.command = command, .len = len};
+    pthread_mutex_lock(&shared.lock);
+    pipe_push(&shared.pipe, &self, clock_mono_ms() + rds.timeout_ms, &thread_wake);
+    for (;;) {
+        settle();
+        enum pipe_action action = pipe_next(&shared.pipe, &self);
+        if (action == PIPE_FINISHED)
+            break;
+        if (action == PIPE_WAIT) {
+            pthread_cond_wait(&thread_wake, &shared.lock);
+            continue;
+        }
+        if (action == PIPE_WRITE && shared_stale()) {
+            pipe_retire(&shared.pipe);
+            continue;
+        }
+        pipe_begin(&shared.pipe, action);
+        if (action == PIPE_CONNECT)
+            connect_shared(&self);
+        else if (action == PIPE_WRITE)
+            write_batch(&self);
+        else
+            read_replies(&self);
+        pipe_end(&shared.pipe, action);
+        wake_next(&self);
+    }
+    pthread_mutex_unlock(&shared.lock);
+    if (self.reply == NULL) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        *err = self.failure;
+    }
+    return self.reply;
+}
+
+/* Runs argv on the new connection the connect hook runs on; a transport error
+ * or a server that cannot take writes loses it for the rest of the hook. */
+static redisReply *setup_call(int argc, const char **argv, const size_t *lens, struct fg_error *err)
+{
+    if (setup_lost) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: connection lost while setting it up");
         return NULL;
+    }
     int64_t started_us = clock_mono_us();
-    redisReply *reply = command_argv(conn->ctx, argc, argv, lens, err);
+    redisReply *reply = command_argv(setting_up, argc, argv, lens, err);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
     if (reply != NULL && reply_unavailable(reply)) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
@@ -375,11 +559,58 @@ static redisReply *thread_command(int argc, const char **argv, const size_t *len
         freeReplyObject(reply);
         reply = NULL;
     }
-    if (reply == NULL)
-        redis_thread_done();
-    else
-        conn->last_used_ms = clock_mono_ms();
+    setup_lost = reply == NULL;
     return reply;
+}
+
+/* Runs argv (lens: their lengths, or NULL for C strings) on the shared
+ * connection (on the new one while the connect hook runs); a reply saying the
+ * server is no writable primary fails. */
+static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
+                                  struct fg_error *err)
+{
+    if (setting_up != NULL)
+        return setup_call(argc, argv, lens, err);
+    char local[COMMAND_BUF];
+    char *heap = NULL;
+    const char *command = local;
+    size_t len = format_command(local, sizeof local, argc, argv, lens);
+    if (len > sizeof local) { /* a script's source, once */
+        int n = redisFormatCommandArgv(&heap, argc, argv, lens);
+        FG_ASSERT(n > 0);
+        command = heap;
+        len = (size_t)n;
+    }
+    int64_t started_us = clock_mono_us();
+    redisReply *reply = pipe_call(command, len, err);
+    metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
+    redisFreeCommand(heap);
+    if (reply != NULL && reply_unavailable(reply)) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+        freeReplyObject(reply);
+        reply = NULL;
+    }
+    return reply;
+}
+
+void redis_shutdown(void)
+{
+    redis_watch_stop();
+    pthread_mutex_lock(&shared.lock);
+    if (shared.ctx != NULL && !shared.pipe.reading && !shared.pipe.writing) {
+        redisFree(shared.ctx);
+        shared.ctx = NULL;
+        pipe_closed(&shared.pipe);
+    }
+    free(shared.batch);
+    shared.batch = NULL;
+    shared.batch_cap = 0;
+    pthread_mutex_unlock(&shared.lock);
+}
+
+void redis_thread_done(void)
+{
 }
 
 /* True if the error reply says that Redis refuses writes for lack of memory

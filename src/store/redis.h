@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * redis.h - the Redis module: the only code that speaks hiredis. Each thread has
- * its own blocking connection to the primary (found through sentinels for a
- * redis-sentinel:// URL), made on first use and remade after an error, a
- * failover, or a close noticed while it was idle. The
+ * redis.h - the Redis module: the only code that speaks hiredis. Every thread's
+ * calls share one connection to the primary (found through sentinels for a
+ * redis-sentinel:// URL), pipelined: the calls of concurrent requests go out
+ * in one write and their replies come back in one read. It is made on first
+ * use and remade after an error, a failover, or a close noticed while it was
+ * idle; a call blocks its thread until its reply or its deadline. The
  * Lua scripts of lua/ are Redis functions, called by enum fg_script with FCALL
  * (their library loaded again when Redis does not know them), with KEYS and
  * ARGV arrays indexed by the constants that lua_scripts.h generates from each
@@ -23,8 +25,9 @@
 #include "util/error.h"
 
 /* Called on the calling thread each time a new connection is made, before the
- * first command runs on it; a failure fails that command (the connection is
- * kept, and the hook is not run again on it). */
+ * first queued command runs on it (the hook's own calls go to that connection
+ * alone); a failure fails the command of the thread that made it (the
+ * connection is kept, and the hook is not run again on it). */
 typedef int (*redis_connect_hook)(struct fg_error *err);
 
 /* Parses cfg->redis_url and computes the scripts' SHA1s. No connection yet. */
@@ -61,13 +64,13 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
                       const char *const *more, size_t nmore, json_t **out,
                       struct fg_error *err) FG_WUR;
 
-/* Reads the run_id of the Redis process this thread talks to into out (cap
+/* Reads the run_id of the Redis process the gateway talks to into out (cap
  * bytes): it changes whenever Redis restarts or another server answers. An
  * empty out means Redis would not say (INFO not allowed to this user); a Redis
  * still loading its data fails with FG_ERR_BACKEND_UNAVAILABLE. */
 int redis_run_id(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
-/* PING on this thread's connection. */
+/* PING on the shared connection. */
 int redis_ping(struct fg_error *err) FG_WUR;
 
 /* Reads CONFIG GET maxmemory-policy into out (cap bytes). */
@@ -99,10 +102,11 @@ int redis_watch_start(struct fg_error *err) FG_WUR;
 /* Stops and joins that thread (a no-op when it does not run). */
 void redis_watch_stop(void);
 
-/* Frees the calling thread's connection. */
+/* Called by a thread that ends: threads own no connection of their own, so
+ * there is nothing to free. */
 void redis_thread_done(void);
 
-/* Frees the calling thread's connection and the script table. */
+/* Stops the watcher and closes the shared connection. */
 void redis_shutdown(void);
 
 #endif

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The lease scripts of concurrent requests share one Redis connection, pipelined: every HTTP thread's calls
+go out on the same connection, Redis reads several of them at once, each reply reaches the request that asked
+for it, and a Redis that stops answering fails the calls out by their deadline instead of hanging them.
+
+Broken variants caught: with a connection per thread (the gateway before the pipeline),
+test_one_connection_for_all saw 11 connections and test_calls_share_reads 962 reads for 960 script calls; with
+no deadline on the reading (poll without a timeout), test_a_silent_redis_fails_calls_in_time waited out the
+whole pause and got 200; with replies handed to the newest call out instead of the oldest, every test got
+answers meant for other calls (500).
+
+Owns: the sharing of the Redis connection. Must not: test failover (tests/ha/) or reconnection after a restart
+(test_idle_reconnect.py).
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Client, Gateway, Redis  # noqa: E402
+
+THREADS = 8
+CLIENTS = 32
+PAIRS = 15
+TIMEOUT_MS = 300
+
+
+def command_connections(redis):
+    """Redis's client connections that run commands (not subscribers, not the asking one), by address."""
+    out = set()
+    for line in redis.cmd("CLIENT", "LIST").splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if "P" not in fields.get("flags", "") and fields.get("cmd") not in ("client|list", "subscribe"):
+            out.add(fields["addr"])
+    return out
+
+
+def stat(redis, section, field):
+    for line in redis.cmd("INFO", section).splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1]
+    return ""
+
+
+def fcall_calls(redis):
+    text = stat(redis, "commandstats", "cmdstat_fcall")
+    return int(text.split("calls=")[1].split(",")[0]) if text else 0
+
+
+def run_clients(gw, work, clients=CLIENTS):
+    """work(client, index) on clients threads at once, each with a keep-alive connection; their failures."""
+    failures = []
+    start = threading.Barrier(clients)
+
+    def one(ix):
+        client = Client(gw.url(""))
+        start.wait()
+        try:
+            work(client, ix)
+        except AssertionError as e:
+            failures.append(str(e))
+
+    workers = [threading.Thread(target=one, args=(i,)) for i in range(clients)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return failures
+
+
+def lock_pairs(prefix):
+    def work(client, ix):
+        name = f"{prefix}-{ix}"
+        for _ in range(PAIRS):
+            r = client.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 10000})
+            assert r.status == 200, r
+            assert r.body["lock"] == name, (name, r.body)
+            r = client.post(f"/v1/locks/{name}/release", {"token": r.body["token"]})
+            assert r.status == 200, r
+    return work
+
+
+class RedisPipelineTest(unittest.TestCase):
+    def gateway(self, **config):
+        return Gateway(env_overrides={"FENCEGATE_HTTP_THREADS": THREADS}, config=config or None)
+
+    def test_one_connection_for_all(self):
+        with Redis() as redis:
+            before = command_connections(redis)
+            with self.gateway() as gw:
+                self.assertEqual(run_clients(gw, lock_pairs("pipe-conn")), [])
+                mine = command_connections(redis) - before
+        self.assertEqual(len(mine), 1, mine)
+
+    def test_calls_share_reads(self):
+        with Redis() as redis, self.gateway() as gw:
+            self.assertEqual(run_clients(gw, lock_pairs("pipe-warm")), [])
+            calls, reads = fcall_calls(redis), int(stat(redis, "stats", "total_reads_processed"))
+            self.assertEqual(run_clients(gw, lock_pairs("pipe-reads")), [])
+            calls = fcall_calls(redis) - calls
+            reads = int(stat(redis, "stats", "total_reads_processed")) - reads
+        self.assertGreaterEqual(calls, 2 * CLIENTS * PAIRS)
+        self.assertLess(reads, 0.8 * calls, f"{reads} reads for {calls} script calls")
+
+    def test_each_reply_reaches_its_request(self):
+        """Tokens and fences are the lease's own: each release takes the token its acquire got, and every
+        fence is issued once."""
+        fences = []
+
+        def work(client, ix):
+            for k in range(PAIRS):
+                name = f"pipe-own-{ix}-{k}"
+                r = client.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 10000, "owner": name})
+                assert r.status == 200 and r.body["lock"] == name, (name, r)
+                fences.append(r.body["fence"])
+                status = client.get(f"/v1/locks/{name}")
+                assert status.body["owner"] == name and status.body["fence"] == r.body["fence"], status
+                assert client.post(f"/v1/locks/{name}/release", {"token": r.body["token"]}).status == 200
+
+        with self.gateway() as gw:
+            self.assertEqual(run_clients(gw, work), [])
+        self.assertEqual(len(fences), len(set(fences)))
+
+    def test_a_silent_redis_fails_calls_in_time(self):
+        with Redis() as redis, self.gateway(request_timeout_ms=TIMEOUT_MS) as gw:
+            self.assertEqual(run_clients(gw, lock_pairs("pipe-pause")), [])
+            results = []
+
+            def work(client, ix):
+                t0 = time.monotonic()
+                r = client.get(f"/v1/locks/pipe-pause-{ix}")
+                results.append((r.status, time.monotonic() - t0))
+
+            redis.cmd("CLIENT", "PAUSE", 4000, "ALL")
+            try:
+                run_clients(gw, work, clients=THREADS)  # one request per HTTP thread: all in at once
+            finally:
+                redis.cmd("CLIENT", "UNPAUSE")  # answered once the pause is over (it pauses every client)
+            self.assertEqual(sorted({s for s, _ in results}), [503])
+            # The calls out wait for their deadline, the queued ones then for a connection that cannot be set up
+            # (its first command waits as long): well under the pause.
+            self.assertLess(max(t for _, t in results), 3 * TIMEOUT_MS / 1000 + 1.0, results)
+            self.assertEqual(run_clients(gw, lock_pairs("pipe-after")), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
