@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The cluster lab's topology, on loopback and without Docker: a Redis Cluster of three primaries and three
+replicas (`redis-server --cluster-enabled yes`, joined by `redis-cli --cluster create --cluster-replicas 1`).
+Every port (client and cluster bus) is picked free by the kernel; all state lives in one directory under the
+test's scratch directory (FG_TEST_DATA) or /var/tmp, removed by stop().
+
+Owns: starting, faulting (kill -9, restart, restart from an older snapshot), resharding and stopping those
+processes, and reading their state (slot map, command counts). Must not: judge a run (test_cluster.py does),
+or touch any process it did not start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+NODE_TIMEOUT_MS = 1000   # cluster-node-timeout: a primary unreachable this long is failed over
+SLOTS = 16384
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"cluster lab: timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def resp(port: int, *args: str, timeout: float = 2.0):
+    """One Redis command over RESP; the decoded reply (str, int, list or an Exception for -ERR)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s, s.makefile("rb") as f:
+        s.sendall(("*%d\r\n" % len(args) + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)).encode())
+
+        def read():
+            line = f.readline().rstrip(b"\r\n")
+            t, rest = line[:1], line[1:].decode()
+            if t == b"+":
+                return rest
+            if t == b"-":
+                return RuntimeError(rest)
+            if t == b":":
+                return int(rest)
+            if t == b"$":
+                return None if rest == "-1" else f.read(int(rest) + 2)[:-2].decode()
+            if t == b"*":
+                return None if rest == "-1" else [read() for _ in range(int(rest))]
+            raise RuntimeError(f"bad reply {line!r}")
+        return read()
+
+
+def answers(port: int) -> bool:
+    try:
+        return resp(port, "PING", timeout=0.3) == "PONG"
+    except OSError:
+        return False
+
+
+def as_map(flat: list) -> dict:
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+class ClusterLab:
+    def __init__(self, nodes: int = 6):
+        base = os.environ.get("FG_TEST_DATA") or "/var/tmp"
+        os.makedirs(base, exist_ok=True)
+        self.root = tempfile.mkdtemp(prefix="fencegate-cluster-", dir=base)
+        self.ports = [free_port() for _ in range(nodes)]
+        self.bus_ports = [free_port() for _ in range(nodes)]
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    # --- processes ------------------------------------------------------------------------------------
+    def node_dir(self, port: int) -> str:
+        return os.path.join(self.root, f"n{port}")
+
+    def start_node(self, port: int):
+        d = self.node_dir(port)
+        os.makedirs(d, exist_ok=True)
+        bus = self.bus_ports[self.ports.index(port)]
+        argv = ["redis-server", "--port", str(port), "--cluster-port", str(bus), "--bind", "127.0.0.1",
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--dir", d, "--save", "", "--appendonly", "no",
+                "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", "--logfile", "redis.log"]
+        self.procs[port] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            stdin=subprocess.DEVNULL, cwd=d)
+        wait(lambda: answers(port), 15, f"redis node {port}")
+
+    def start(self):
+        for p in self.ports:
+            self.start_node(p)
+        r = subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
+                            "--cluster-replicas", "1", "--cluster-yes"],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"cluster lab: create failed: {r.stdout[-2000:]} {r.stderr[-2000:]}")
+        self.wait_converged()
+
+    def url(self) -> str:
+        return "redis-cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports[:3])
+
+    def kill9(self, port: int):
+        p = self.procs.pop(port)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=10)
+
+    def stop_node(self, port: int):
+        """SHUTDOWN NOSAVE-free stop: SIGTERM, so the node writes its nodes.conf."""
+        p = self.procs.pop(port)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=20)
+
+    def stop(self, keep: bool = False):
+        for port in list(self.procs):
+            self.kill9(port)
+        if not keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    # --- state -----------------------------------------------------------------------------------------
+    def shards(self, port: int | None = None) -> list[dict]:
+        """CLUSTER SHARDS as one node sees it: [{"slots": n, "ranges": [...], "primary": port,
+        "primary_id": id, "replicas": [ports]}], shards serving no slot left out."""
+        for p in ([port] if port else list(self.procs)):
+            try:
+                raw = resp(p, "CLUSTER", "SHARDS")
+            except OSError:
+                continue
+            if isinstance(raw, Exception):
+                continue
+            out = []
+            for shard in raw:
+                s = as_map(shard)
+                ranges = s["slots"]
+                n = sum(ranges[i + 1] - ranges[i] + 1 for i in range(0, len(ranges), 2))
+                if n == 0:
+                    continue
+                nodes = [as_map(x) for x in s["nodes"]]
+                primary = next(x for x in nodes if x["role"] == "master")
+                out.append({"slots": n, "ranges": ranges, "primary": primary["port"], "primary_id": primary["id"],
+                            "primary_health": primary["health"],
+                            "replicas": [x["port"] for x in nodes if x["role"] != "master"]})
+            return sorted(out, key=lambda s: s["ranges"][0])
+        raise RuntimeError("cluster lab: no node answers CLUSTER SHARDS")
+
+    def primaries(self) -> list[int]:
+        return [s["primary"] for s in self.shards()]
+
+    def owner(self, slot: int) -> int:
+        for s in self.shards():
+            r = s["ranges"]
+            if any(r[i] <= slot <= r[i + 1] for i in range(0, len(r), 2)):
+                return s["primary"]
+        raise RuntimeError(f"cluster lab: slot {slot} has no owner")
+
+    def info(self, port: int, section: str) -> dict:
+        text = resp(port, "INFO", section)
+        out = {}
+        for line in text.splitlines():
+            if ":" in line and not line.startswith("#"):
+                k, v = line.split(":", 1)
+                out[k] = v
+        return out
+
+    def calls(self, port: int, command: str) -> int:
+        """Calls of command on the node (INFO commandstats)."""
+        v = self.info(port, "commandstats").get(f"cmdstat_{command}")
+        return int(as_kv(v)["calls"]) if v else 0
+
+    def errors(self, port: int, prefix: str) -> int:
+        """Error replies of a kind the node gave (INFO errorstats: MOVED, ASK, TRYAGAIN, CLUSTERDOWN)."""
+        v = self.info(port, "errorstats").get(f"errorstat_{prefix}")
+        return int(as_kv(v)["count"]) if v else 0
+
+    def converged(self) -> bool:
+        """Every running node says cluster_state:ok and names the same primaries for all 16384 slots."""
+        views = set()
+        for p in self.procs:
+            try:
+                info = resp(p, "CLUSTER", "INFO", timeout=0.5)
+                if "cluster_state:ok" not in info:
+                    return False
+                view = self.shards(p)
+            except (OSError, RuntimeError, StopIteration, KeyError, TypeError):
+                return False
+            if sum(s["slots"] for s in view) != SLOTS:
+                return False
+            views.add(tuple((tuple(s["ranges"]), s["primary"]) for s in view))
+        return len(views) == 1
+
+    def wait_converged(self, timeout: float = 30):
+        wait(self.converged, timeout, "the nodes to agree on the slot map")
+
+    # --- changes ---------------------------------------------------------------------------------------
+    def reshard(self, from_id: str, to_id: str, slots: int, pipeline: int = 10) -> subprocess.CompletedProcess:
+        """Moves slots from one primary to another with redis-cli (MIGRATE, keys in flight answered with
+        ASK); returns the finished redis-cli run."""
+        any_port = next(iter(self.procs))
+        return subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{any_port}",
+                               "--cluster-from", from_id, "--cluster-to", to_id, "--cluster-slots", str(slots),
+                               "--cluster-yes", "--cluster-pipeline", str(pipeline)],
+                              capture_output=True, text=True, timeout=600)
+
+    def snapshot(self, port: int, name: str):
+        """SAVE on the node and keeps a copy of its dump and cluster configuration as name."""
+        resp(port, "SAVE", timeout=30)
+        d = self.node_dir(port)
+        shutil.copy(os.path.join(d, "dump.rdb"), os.path.join(d, f"{name}.rdb"))
+        shutil.copy(os.path.join(d, "nodes.conf"), os.path.join(d, f"{name}.nodes.conf"))
+
+    def restart_from(self, port: int, name: str):
+        """Starts a stopped node from the snapshot name: older data and an older view of the cluster."""
+        d = self.node_dir(port)
+        shutil.copy(os.path.join(d, f"{name}.rdb"), os.path.join(d, "dump.rdb"))
+        shutil.copy(os.path.join(d, f"{name}.nodes.conf"), os.path.join(d, "nodes.conf"))
+        self.start_node(port)
+
+
+def as_kv(text: str) -> dict:
+    return dict(part.split("=", 1) for part in text.split(","))
