@@ -187,6 +187,8 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
     struct redis_endpoint at;
     unsigned flags = ROUTE_PRIMARY;
     for (int redirects = 0;; redirects++) {
+        if (redirects >= 2) /* two nodes that each name the other, for a moment */
+            clock_sleep_ms(1L << (redirects - 2));
         if (!(flags & ROUTE_ASKING) && owner_of(r, slot, send, ctx, &at, err) != 0)
             return NULL;
         redisReply *reply = send(ctx, &at, flags, argc, argv, lens, err);

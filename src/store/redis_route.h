@@ -51,7 +51,9 @@ void route_free(struct route *r);
  * Runs argv on the primary that serves slot, through send with ctx: fetches
  * the map first when there is none or it is due, follows up to
  * CLUSTER_MAX_REDIRECTS MOVED (noting each new owner and asking for a new map)
- * and ASK (ASKING, map unchanged) answers, and returns the final reply (the
+ * and ASK (ASKING, map unchanged) answers, waiting 1, 2, 4... ms before each
+ * resend from the third on (while a slot changes hands its two nodes may each
+ * name the other for a moment), and returns the final reply (the
  * caller's to free; it may be an error reply of the command's own). NULL with
  * err: FG_ERR_BACKEND_UNAVAILABLE when no node serves the slot, the node did
  * not answer, the cluster is down (CLUSTERDOWN), the keys are split by a

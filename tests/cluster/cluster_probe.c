@@ -26,8 +26,9 @@
 #include "store/redis_route.h"
 #include "util/clock.h"
 
-#define KEYS_PER_THREAD 256
-#define MAX_CONNS       16
+#define KEYS_PER_THREAD   256
+#define MAX_CONNS         16
+#define COMMAND_TIMEOUT_S 2 /* a loaded two-core machine stalls a node for hundreds of ms */
 
 struct conn {
     struct redis_endpoint at;
@@ -60,8 +61,8 @@ static long long wall_ms(void)
 static redisContext *open_conn(const struct redis_endpoint *at, unsigned flags,
                                struct fg_error *err)
 {
-    struct timeval tv = {0, 500000};
-    redisContext *ctx = redisConnectWithTimeout(at->host, at->port, tv);
+    struct timeval connect_tv = {0, 500000}, tv = {COMMAND_TIMEOUT_S, 0};
+    redisContext *ctx = redisConnectWithTimeout(at->host, at->port, connect_tv);
     if (ctx == NULL || ctx->err) {
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "connect %s:%d: %s", at->host, at->port,
                 ctx ? ctx->errstr : "no memory");
@@ -142,8 +143,8 @@ static void note_fail(struct worker *w, const struct fg_error *err)
     if (err->code == FG_ERR_INTERNAL) {
         w->internal++;
         fprintf(stderr, "probe: internal: %s\n", err->msg);
-    } else {
-        w->unavailable++;
+    } else if (w->unavailable++ < 3) {
+        fprintf(stderr, "probe: unavailable: %s\n", err->msg);
     }
     if (w->first_fail_ms == 0)
         w->first_fail_ms = now;

@@ -200,12 +200,12 @@ class ClusterLab:
         wait(self.converged, timeout, "the nodes to agree on the slot map")
 
     # --- changes ---------------------------------------------------------------------------------------
-    def reshard(self, from_id: str, to_id: str, slots: int, pipeline: int = 10) -> subprocess.CompletedProcess:
-        """Moves slots from one primary to another with redis-cli (MIGRATE, keys in flight answered with
-        ASK); returns the finished redis-cli run."""
+    def reshard(self, from_ids: str, to_id: str, slots: int, pipeline: int = 10) -> subprocess.CompletedProcess:
+        """Moves slots from primaries (comma-separated ids, an even share from each) to another with redis-cli
+        (MIGRATE, keys in flight answered with ASK); returns the finished redis-cli run."""
         any_port = next(iter(self.procs))
         return subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{any_port}",
-                               "--cluster-from", from_id, "--cluster-to", to_id, "--cluster-slots", str(slots),
+                               "--cluster-from", from_ids, "--cluster-to", to_id, "--cluster-slots", str(slots),
                                "--cluster-yes", "--cluster-pipeline", str(pipeline)],
                               capture_output=True, text=True, timeout=600)
 

@@ -5,7 +5,8 @@ know what each counter must read). In order:
 
 1. the topology: three shards, each a primary with one replica, all 16384 slots served;
 2. commands spread over the primaries (each within 15 % of a third, random names);
-3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) under load: the probe
+3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) from two primaries to the
+   third under load: the probe
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
 4. kill -9 of a primary under load: service back within cluster-node-timeout + 2 s, no internal error;
 5. a primary stopped and restarted from an older snapshot (older data, older view of the cluster): it rejoins
@@ -97,13 +98,15 @@ class ClusterLabTest(unittest.TestCase):
             self.assertLess(abs(n / total - 1 / 3), 0.15 / 3, f"primary {p} took {n} of {total}")
 
     def test_3_reshard_under_load(self):
+        # The slots move from the first and third primaries to the second, half from each, so that a third
+        # of all slots can move without emptying a primary.
         shards = self.lab.shards()
-        src, dst = shards[0], shards[1]
-        # redis-cli moves the source's lowest slots first: half of the probe's keys go to a few of those,
+        src, other, dst = shards[0], shards[2], shards[1]
+        # redis-cli moves each source's lowest slots first: half of the probe's keys go to a few of those,
         # each filled with keys of its own so that its migration lasts (keys moved answer ASK meanwhile).
         first = src["ranges"][0]
         hot = [t for t in (f"hot{i}" for i in range(20000))
-               if first <= resp(src["primary"], "CLUSTER", "KEYSLOT", t) < first + min(RESHARD_SLOTS, 400)][:8]
+               if first <= resp(src["primary"], "CLUSTER", "KEYSLOT", t) < first + min(RESHARD_SLOTS // 2, 400)][:8]
         for t in hot:
             for n in range(0, 2000, 500):
                 args = []
@@ -115,7 +118,7 @@ class ClusterLabTest(unittest.TestCase):
         probe, hot_probe = Probe(self.lab, "reshard"), Probe(self.lab, "hot", hot=hot)
         time.sleep(1)
         t0 = time.monotonic()
-        run = self.lab.reshard(src["primary_id"], dst["primary_id"], RESHARD_SLOTS)
+        run = self.lab.reshard(f"{src['primary_id']},{other['primary_id']}", dst["primary_id"], RESHARD_SLOTS)
         took = time.monotonic() - t0
         time.sleep(1)
         r, hot_r = probe.stop(), hot_probe.stop()
@@ -125,7 +128,9 @@ class ClusterLabTest(unittest.TestCase):
             self.assertEqual(self.lab.owner(slot), dst["primary"], f"slot {slot} of {t} did not move")
         self.lab.wait_converged()
         after = {s["primary"]: s["slots"] for s in self.lab.shards()}
-        self.assertEqual(after[src["primary"]], src["slots"] - RESHARD_SLOTS)
+        self.assertEqual(after[src["primary"]] + after[other["primary"]], src["slots"] + other["slots"] - RESHARD_SLOTS)
+        self.assertLess(after[src["primary"]], src["slots"])
+        self.assertLess(after[other["primary"]], other["slots"])
         self.assertEqual(after[dst["primary"]], dst["slots"] + RESHARD_SLOTS)
         moved = sum(self.lab.errors(p, "MOVED") for p in self.lab.primaries()) - moved_before
         asked = sum(self.lab.errors(p, "ASK") for p in self.lab.primaries()) - ask_before
