@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The cluster lab, one pass: three primaries and three replicas on loopback (lab.py), and the routing of
+"""The cluster lab, one pass: three primaries and three replicas on loopback (cluster_lab.py), and the routing of
 store/redis_route.c driven against them by cluster_probe (threads that INCR and GET keys of random names and
 know what each counter must read). In order:
 
@@ -10,7 +10,10 @@ know what each counter must read). In order:
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
 4. kill -9 of a primary under load: service back within cluster-node-timeout + 2 s, no internal error;
 5. a primary stopped and restarted from an older snapshot (older data, older view of the cluster): it rejoins
-   as a replica and no counter goes back.
+   as a replica and no counter goes back;
+6. what the cluster key layout of docs/cluster.md relies on, on this Redis: slot tags, a function reading an
+   undeclared key of another slot on its node (allow-cross-slot-keys) and refused one on another node, and
+   shard channels (SPUBLISH from a function reaches SSUBSCRIBE; moving the slot ends the subscription).
 
 FG_CLUSTER_CLIENTS (default 8) sets the probe's threads; FG_CLUSTER_KEEP=1 keeps the nodes' directory
 (logs, nodes.conf). Environment: FG_CLUSTER_PROBE (the probe binary),
@@ -22,12 +25,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import unittest
 
-from lab import NODE_TIMEOUT_MS, SLOTS, ClusterLab, resp, wait
+from cluster_lab import NODE_TIMEOUT_MS, SLOTS, ClusterLab, resp, slot_tag, wait
 
 PROBE = os.environ["FG_CLUSTER_PROBE"]
 CLIENTS = int(os.environ.get("FG_CLUSTER_CLIENTS", "8"))
@@ -189,6 +193,52 @@ class ClusterLabTest(unittest.TestCase):
         self.assertEqual(r["behind"], 0, "a counter went back to the older data")
         role = resp(port, "ROLE")
         self.assertEqual(role[0], "slave", f"the node restarted from older data is {role[0]}")
+
+    def test_6_layout_primitives(self):
+        shards = self.lab.shards()
+        home, other = shards[0], shards[1]
+        x, y = home["primary"], other["primary"]
+        a, b, c = home["ranges"][0], home["ranges"][0] + 1, other["ranges"][0]
+        ta, tb, tc = slot_tag(a), slot_tag(b), slot_tag(c)
+        for tag, slot in ((ta, a), (tb, b), (tc, c)):
+            self.assertEqual(resp(x, "CLUSTER", "KEYSLOT", tag), slot)
+        lib = ("#!lua name=fglayout\n"
+               "redis.register_function{function_name='fglayout_near', callback=function(keys, args)\n"
+               "  return redis.call('GET', args[1]) end, flags={'allow-cross-slot-keys'}}\n"
+               "redis.register_function('fglayout_strict', function(keys, args) return redis.call('GET', args[1]) end)\n"
+               "redis.register_function('fglayout_bell', function(keys, args)\n"
+               "  redis.call('SET', keys[1], args[2]) return redis.call('SPUBLISH', args[1], args[2]) end)\n")
+        for p in self.lab.primaries():
+            self.assertEqual(resp(p, "FUNCTION", "LOAD", "REPLACE", lib), "fglayout")
+        ka, kb, kc = f"fg:x:{{{ta}}}", f"fg:revoked:{{{tb}}}", f"fg:revoked:{{{tc}}}"
+        self.assertEqual(resp(x, "SET", kb, "f42"), "OK")
+        # Declared keys of two slots are refused whatever the flags; an undeclared one of another slot on the
+        # same node is read with allow-cross-slot-keys only; one on another node never.
+        self.assertIn("CROSSSLOT", str(resp(x, "FCALL", "fglayout_near", "2", ka, kb, kb)))
+        self.assertEqual(resp(x, "FCALL", "fglayout_near", "1", ka, kb), "f42")
+        self.assertIn("same slot", str(resp(x, "FCALL", "fglayout_strict", "1", ka, kb)))
+        self.assertIn("non local key", str(resp(x, "FCALL", "fglayout_near", "1", ka, kc)))
+        # A doorbell on a shard channel of the lock's slot, published by the script that grants.
+        channel = f"fg:bell:gw1:{{{ta}}}"
+        with socket.create_connection(("127.0.0.1", x), timeout=5) as sub, sub.makefile("rb") as f:
+            def read():
+                line = f.readline().rstrip(b"\r\n")
+                t, rest = line[:1], line[1:].decode()
+                if t == b"*":
+                    return [read() for _ in range(int(rest))]
+                if t == b"$":
+                    return f.read(int(rest) + 2)[:-2].decode()
+                return int(rest) if t == b":" else line.decode()
+            sub.sendall(f"*2\r\n$10\r\nSSUBSCRIBE\r\n${len(channel)}\r\n{channel}\r\n".encode())
+            self.assertEqual(read(), ["ssubscribe", channel, 1])
+            self.assertEqual(resp(x, "FCALL", "fglayout_bell", "1", ka, channel, "l|lease1|name"), 1)
+            self.assertEqual(read(), ["smessage", channel, "l|lease1|name"])
+            # The slot moves: Redis ends the subscription, and the subscriber must follow the slot.
+            self.lab.move_slot(a, home, other)
+            self.assertEqual(read(), ["sunsubscribe", channel, 0])
+        self.assertEqual(resp(y, "FCALL", "fglayout_bell", "1", ka, channel, "again"), 0)
+        self.assertEqual(resp(y, "GET", ka), "again")
+        self.lab.wait_converged()
 
 
 if __name__ == "__main__":

@@ -51,9 +51,8 @@ def wait(predicate, timeout: float, what: str):
 
 def resp(port: int, *args: str, timeout: float = 1.0):
     """One Redis command over RESP; the decoded reply (str, int, list or an Exception for -ERR)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s, s.makefile("rb") as f:
         s.sendall(("*%d\r\n" % len(args) + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)).encode())
-        f = s.makefile("rb")
 
         def read():
             line = f.readline().rstrip(b"\r\n")

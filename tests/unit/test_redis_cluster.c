@@ -14,28 +14,10 @@
 
 #include <cmocka.h>
 
+#include "resp_fixture.h"
 #include "store/redis_cluster.h"
 
 static const struct redis_endpoint asked = {"10.0.0.9", 7000};
-
-/* Parses RESP text with hiredis's reader, as a connection would. */
-static redisReply *resp(const char *text)
-{
-    redisReader *reader = redisReaderCreate();
-    assert_non_null(reader);
-    assert_int_equal(redisReaderFeed(reader, text, strlen(text)), REDIS_OK);
-    void *reply = NULL;
-    assert_int_equal(redisReaderGetReply(reader, &reply), REDIS_OK);
-    assert_non_null(reply);
-    redisReaderFree(reader);
-    return reply;
-}
-
-/* Appends a bulk string to buf. */
-static void bulk(char *buf, const char *s)
-{
-    sprintf(buf + strlen(buf), "$%zu\r\n%s\r\n", strlen(s), s);
-}
 
 /* Appends one node of a shard, as Redis 7.0 writes it (RESP2: a flat map). An
  * endpoint of NULL leaves the field out. */
@@ -43,22 +25,22 @@ static void node(char *buf, const char *id, int port, const char *ip, const char
                  const char *role, const char *health)
 {
     strcat(buf, endpoint ? "*14\r\n" : "*12\r\n");
-    bulk(buf, "id");
-    bulk(buf, id);
-    bulk(buf, "port");
+    resp_bulk(buf, "id");
+    resp_bulk(buf, id);
+    resp_bulk(buf, "port");
     sprintf(buf + strlen(buf), ":%d\r\n", port);
-    bulk(buf, "ip");
-    bulk(buf, ip);
+    resp_bulk(buf, "ip");
+    resp_bulk(buf, ip);
     if (endpoint) {
-        bulk(buf, "endpoint");
-        bulk(buf, endpoint);
+        resp_bulk(buf, "endpoint");
+        resp_bulk(buf, endpoint);
     }
-    bulk(buf, "role");
-    bulk(buf, role);
-    bulk(buf, "replication-offset");
+    resp_bulk(buf, "role");
+    resp_bulk(buf, role);
+    resp_bulk(buf, "replication-offset");
     strcat(buf, ":72156\r\n");
-    bulk(buf, "health");
-    bulk(buf, health);
+    resp_bulk(buf, "health");
+    resp_bulk(buf, health);
 }
 
 /* Appends the head of a shard with nranges slot ranges (lo, hi pairs), then
@@ -66,11 +48,11 @@ static void node(char *buf, const char *id, int port, const char *ip, const char
 static void shard(char *buf, const int *ranges, int nranges, int nnodes)
 {
     strcat(buf, "*4\r\n");
-    bulk(buf, "slots");
+    resp_bulk(buf, "slots");
     sprintf(buf + strlen(buf), "*%d\r\n", 2 * nranges);
     for (int i = 0; i < 2 * nranges; i++)
         sprintf(buf + strlen(buf), ":%d\r\n", ranges[i]);
-    bulk(buf, "nodes");
+    resp_bulk(buf, "nodes");
     sprintf(buf + strlen(buf), "*%d\r\n", nnodes);
 }
 
@@ -98,6 +80,15 @@ static char *six_nodes(char *buf)
 }
 
 static char big[16384];
+
+/* Reads the map of CLUSTER SHARDS text into *map, which must succeed. */
+static void read_map(const char *text, struct cluster_map *map)
+{
+    redisReply *r = resp_parse(text);
+    struct fg_error err = {0};
+    assert_int_equal(cluster_map_from_shards(r, &asked, map, &err), 0);
+    freeReplyObject(r);
+}
 
 static void key_slots(void **state)
 {
@@ -128,11 +119,8 @@ static void key_slots(void **state)
 static void map_of_six_nodes(void **state)
 {
     (void)state;
-    redisReply *r = resp(six_nodes(big));
     static struct cluster_map map;
-    struct fg_error err = {0};
-    assert_int_equal(cluster_map_from_shards(r, &asked, &map, &err), 0);
-    freeReplyObject(r);
+    read_map(six_nodes(big), &map);
     assert_int_equal(map.nnodes, 7);
     assert_int_equal(map.covered, CLUSTER_SLOTS);
     static const struct {
@@ -167,11 +155,8 @@ static void endpoints_unknown_and_partial_maps(void **state)
     shard(buf, (const int[]){100, 100}, 1, 2);
     node(buf, ID("c"), 7003, "192.168.1.3", "db3.example", "master", "failed");
     node(buf, ID("d"), 7004, "192.168.1.4", "db4.example", "master", "online");
-    redisReply *r = resp(buf);
     static struct cluster_map map;
-    struct fg_error err = {0};
-    assert_int_equal(cluster_map_from_shards(r, &asked, &map, &err), 0);
-    freeReplyObject(r);
+    read_map(buf, &map);
     assert_string_equal(cluster_map_owner(&map, 5)->at.host, "192.168.1.1");
     assert_string_equal(map.nodes[1].at.host, "10.0.0.9");
     assert_int_equal(map.nodes[1].at.port, 7002);
@@ -211,12 +196,12 @@ static void maps_refused(void **state)
     others[1] = b2;
     others[2] = b3;
     others[3] = "-ERR This instance has cluster support disabled\r\n";
-    redisReply *r = resp(buf);
+    redisReply *r = resp_parse(buf);
     assert_int_equal(cluster_map_from_shards(r, &asked, &map, &err), -1);
     assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
     freeReplyObject(r);
     for (int i = 0; i < 4; i++) {
-        r = resp(others[i]);
+        r = resp_parse(others[i]);
         err.code = FG_OK;
         assert_int_equal(cluster_map_from_shards(r, &asked, &map, &err), -1);
         assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
@@ -229,7 +214,7 @@ static enum cluster_answer answer(const char *text, struct cluster_redirect *red
 {
     char buf[512];
     snprintf(buf, sizeof buf, "-%s\r\n", text);
-    redisReply *r = resp(buf);
+    redisReply *r = resp_parse(buf);
     enum cluster_answer a = cluster_answer_of(r, &asked, redirect);
     freeReplyObject(r);
     return a;
@@ -272,11 +257,11 @@ static void answers(void **state)
     };
     for (size_t i = 0; i < sizeof final / sizeof final[0]; i++)
         assert_int_equal(answer(final[i], &rd), CLUSTER_ANSWER_FINAL);
-    redisReply *ok = resp("$2\r\nok\r\n");
+    redisReply *ok = resp_parse("$2\r\nok\r\n");
     assert_int_equal(cluster_answer_of(ok, &asked, &rd), CLUSTER_ANSWER_FINAL);
     freeReplyObject(ok);
     /* A status that looks like a redirect is a value, not an error. */
-    ok = resp("+MOVED 1 h:1\r\n");
+    ok = resp_parse("+MOVED 1 h:1\r\n");
     assert_int_equal(cluster_answer_of(ok, &asked, &rd), CLUSTER_ANSWER_FINAL);
     freeReplyObject(ok);
 }
@@ -306,11 +291,8 @@ static void steps(void **state)
 static void moved_updates_one_slot(void **state)
 {
     (void)state;
-    redisReply *r = resp(six_nodes(big));
     static struct cluster_map map;
-    struct fg_error err = {0};
-    assert_int_equal(cluster_map_from_shards(r, &asked, &map, &err), 0);
-    freeReplyObject(r);
+    read_map(six_nodes(big), &map);
     /* To a node the map knows: a replica that was promoted. */
     struct cluster_redirect rd = {.slot = 7, .to = {"127.0.0.1", 30004}};
     assert_true(cluster_map_moved(&map, &rd));

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "resp_fixture.h"
 #include "store/redis_route.h"
 #include "util/clock.h"
 
@@ -32,22 +33,6 @@ static struct {
     int asking[NODES + 1];        /* of which after ASKING */
     int shards;                   /* CLUSTER SHARDS asked */
 } fake;
-
-static redisReply *parse(const char *text)
-{
-    redisReader *reader = redisReaderCreate();
-    assert_int_equal(redisReaderFeed(reader, text, strlen(text)), REDIS_OK);
-    void *reply = NULL;
-    assert_int_equal(redisReaderGetReply(reader, &reply), REDIS_OK);
-    assert_non_null(reply);
-    redisReaderFree(reader);
-    return reply;
-}
-
-static void bulk(char *buf, const char *s)
-{
-    sprintf(buf + strlen(buf), "$%zu\r\n%s\r\n", strlen(s), s);
-}
 
 /* CLUSTER SHARDS of the table: one shard per primary with its ranges. */
 static redisReply *shards_reply(void)
@@ -71,25 +56,25 @@ static redisReply *shards_reply(void)
             s = e + 1;
         }
         strcat(buf, "*4\r\n");
-        bulk(buf, "slots");
+        resp_bulk(buf, "slots");
         sprintf(buf + strlen(buf), "*%d\r\n%s", 2 * nranges, ranges);
-        bulk(buf, "nodes");
+        resp_bulk(buf, "nodes");
         strcat(buf, "*1\r\n*10\r\n");
         char id[41];
         memset(id, '0' + port - 7000, 40);
         id[40] = '\0';
-        bulk(buf, "id");
-        bulk(buf, id);
-        bulk(buf, "port");
+        resp_bulk(buf, "id");
+        resp_bulk(buf, id);
+        resp_bulk(buf, "port");
         sprintf(buf + strlen(buf), ":%d\r\n", port);
-        bulk(buf, "ip");
-        bulk(buf, "127.0.0.1");
-        bulk(buf, "role");
-        bulk(buf, nranges > 0 ? "master" : "replica");
-        bulk(buf, "health");
-        bulk(buf, "online");
+        resp_bulk(buf, "ip");
+        resp_bulk(buf, "127.0.0.1");
+        resp_bulk(buf, "role");
+        resp_bulk(buf, nranges > 0 ? "master" : "replica");
+        resp_bulk(buf, "health");
+        resp_bulk(buf, "online");
     }
-    return parse(buf);
+    return resp_parse(buf);
 }
 
 /* The send function: one node's answer to a command on the key argv[1]. */
@@ -127,7 +112,7 @@ static redisReply *fake_send(void *ctx, const struct redis_endpoint *at, unsigne
         snprintf(buf, sizeof buf, ":%d\r\n", at->port);
     else
         snprintf(buf, sizeof buf, "-MOVED %u 127.0.0.1:%d\r\n", slot, fake.owner[slot]);
-    return parse(buf);
+    return resp_parse(buf);
 }
 
 /* Three primaries in thirds, as redis-cli --cluster create makes them. */

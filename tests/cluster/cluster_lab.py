@@ -14,56 +14,33 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ha"))
+from lab import free_port, redis_answers, resp, wait  # noqa: E402  (the fault lab's helpers: ports, RESP, polling)
 
 NODE_TIMEOUT_MS = 1000   # cluster-node-timeout: a primary unreachable this long is failed over
 SLOTS = 16384
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def crc16(data: bytes) -> int:
+    """CRC16 as Redis Cluster computes slots (XMODEM)."""
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+    return crc
 
 
-def wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"cluster lab: timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def resp(port: int, *args: str, timeout: float = 2.0):
-    """One Redis command over RESP; the decoded reply (str, int, list or an Exception for -ERR)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s, s.makefile("rb") as f:
-        s.sendall(("*%d\r\n" % len(args) + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)).encode())
-
-        def read():
-            line = f.readline().rstrip(b"\r\n")
-            t, rest = line[:1], line[1:].decode()
-            if t == b"+":
-                return rest
-            if t == b"-":
-                return RuntimeError(rest)
-            if t == b":":
-                return int(rest)
-            if t == b"$":
-                return None if rest == "-1" else f.read(int(rest) + 2)[:-2].decode()
-            if t == b"*":
-                return None if rest == "-1" else [read() for _ in range(int(rest))]
-            raise RuntimeError(f"bad reply {line!r}")
-        return read()
-
-
-def answers(port: int) -> bool:
-    try:
-        return resp(port, "PING", timeout=0.3) == "PONG"
-    except OSError:
-        return False
+def slot_tag(slot: int) -> str:
+    """The slot tag of docs/cluster.md: the first of "0", "1", "2", ... whose CRC16 falls in slot."""
+    i = 0
+    while crc16(str(i).encode()) % SLOTS != slot:
+        i += 1
+    return str(i)
 
 
 def as_map(flat: list) -> dict:
@@ -93,7 +70,7 @@ class ClusterLab:
                 "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", "--logfile", "redis.log"]
         self.procs[port] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                             stdin=subprocess.DEVNULL, cwd=d)
-        wait(lambda: answers(port), 15, f"redis node {port}")
+        wait(lambda: redis_answers(port), 15, f"redis node {port}")
 
     def start(self):
         for p in self.ports:
@@ -208,6 +185,19 @@ class ClusterLab:
                                "--cluster-from", from_ids, "--cluster-to", to_id, "--cluster-slots", str(slots),
                                "--cluster-yes", "--cluster-pipeline", str(pipeline)],
                               capture_output=True, text=True, timeout=600)
+
+    def move_slot(self, slot: int, src: dict, dst: dict):
+        """Moves one slot by hand, as redis-cli does: IMPORTING on the destination, MIGRATING on the
+        source, its keys MIGRATEd, then the new owner told to every primary. src and dst are shards."""
+        ok = [resp(dst["primary"], "CLUSTER", "SETSLOT", str(slot), "IMPORTING", src["primary_id"]),
+              resp(src["primary"], "CLUSTER", "SETSLOT", str(slot), "MIGRATING", dst["primary_id"])]
+        while keys := resp(src["primary"], "CLUSTER", "GETKEYSINSLOT", str(slot), "100"):
+            ok.append(resp(src["primary"], "MIGRATE", "127.0.0.1", str(dst["primary"]), "", "0", "5000",
+                           "KEYS", *keys, timeout=10))
+        for p in self.primaries():
+            ok.append(resp(p, "CLUSTER", "SETSLOT", str(slot), "NODE", dst["primary_id"]))
+        if any(r != "OK" for r in ok):
+            raise RuntimeError(f"cluster lab: moving slot {slot} failed: {ok}")
 
     def snapshot(self, port: int, name: str):
         """SAVE on the node and keeps a copy of its dump and cluster configuration as name."""
