@@ -5,7 +5,8 @@
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
 # `scripts/deps.sh bench` adds the tools of bench/ (jq, python3-redis, python3-psycopg2, linux-perf,
-# valgrind); curl is always there (the README's walk-through, integration.readme).
+# valgrind); curl is always there (the README's walk-through, integration.readme), and prometheus for its
+# promtool (integration.monitoring checks deploy/prometheus/; the service is never started by the tests).
 # golang-go (Go 1.19) builds and tests the Go client of clients/go.
 # The browser tests of the operator console (tests/browser/) need Debian's chromium, node and the npm
 # packages locked in tests/browser/package-lock.json, installed into FG_BROWSER_DIR (default
@@ -19,7 +20,7 @@ PACKAGES=(
   libhiredis-dev libpq-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
   python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev haproxy
-  chromium nodejs curl golang-go
+  chromium nodejs curl golang-go prometheus
 )
 # Debian's nodejs ships npm apart; node from elsewhere may bring its own.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
