@@ -131,6 +131,18 @@ int ctl_api_audit(const struct ctl_args *a, struct ctl_answer *ans)
     return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
 }
 
+int ctl_api_list(const struct ctl_args *a, bool semaphores, const char *cursor, long long limit,
+                 struct ctl_answer *ans)
+{
+    char path[PATH_MAX_LEN * 2], num[24];
+    snprintf(path, sizeof path, "/v1/%s", semaphores ? "semaphores" : "locks");
+    snprintf(num, sizeof num, "%lld", limit);
+    add_query(path, sizeof path, "prefix", a->name != NULL && a->name[0] != '\0' ? a->name : NULL);
+    add_query(path, sizeof path, "limit", num);
+    add_query(path, sizeof path, "cursor", cursor);
+    return call(a, "GET", path, NULL, CTL_CALL_TIMEOUT_MS, ans);
+}
+
 int ctl_api_revoke(const struct ctl_args *a, struct ctl_answer *ans)
 {
     char path[PATH_MAX_LEN];

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_api.h - the gateway calls fencectl makes: acquire, renew, release and
- * status of a lock or semaphore, and the audit query. Each builds its request
- * from struct ctl_args, sends it through ctl_http, and keeps the answer with
- * its exit status; nothing here prints.
+ * status of a lock or semaphore, the listings by prefix, and the audit query. Each builds its
+ * request from struct ctl_args, sends it through ctl_http, and keeps the answer with its exit
+ * status; nothing here prints.
  */
 #ifndef FG_CTL_API_H
 #define FG_CTL_API_H
@@ -52,6 +52,11 @@ int ctl_api_revoke(const struct ctl_args *a, struct ctl_answer *ans) FG_WUR;
 /* GET .../{name}?watch=true&fence=F&wait_ms=W of lock name (semaphore if semaphore). */
 int ctl_api_watch(const struct ctl_args *a, const char *name, bool semaphore, long long fence,
                   long long wait_ms, struct ctl_answer *ans) FG_WUR;
+
+/* One page of GET /v1/locks (semaphores: /v1/semaphores) with prefix a->name (NULL:
+ * all), at most limit items, after cursor (NULL: the first page). */
+int ctl_api_list(const struct ctl_args *a, bool semaphores, const char *cursor, long long limit,
+                 struct ctl_answer *ans) FG_WUR;
 
 /* POST /v1/locksets/acquire of a->set_names for owner. */
 int ctl_api_lockset_acquire(const struct ctl_args *a, const char *owner,

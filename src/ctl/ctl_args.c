@@ -23,7 +23,8 @@
 #define LEASED       (CMD(CTL_CMD_LOCK) | CMD(CTL_CMD_SEM))
 #define SCRIPTED     (CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_RENEW) | CMD(CTL_CMD_RELEASE))
 #define ANSWERS_JSON                                                                               \
-    (SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_AUDIT) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH))
+    (SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_AUDIT) | CMD(CTL_CMD_REVOKE) |                   \
+     CMD(CTL_CMD_WATCH) | CMD(CTL_CMD_LIST))
 
 /* The limits and defaults of fglimits.h that the usage texts state, as string literals. */
 #define TEXT_LOCKSET_MAX   FG_STR(LOCKSET_MAX)
@@ -35,6 +36,7 @@
 #define TEXT_GRACE_DEFAULT FG_STR(CTL_GRACE_DEFAULT_MS)
 #define TEXT_SEM_LIMIT     "1.." FG_STR(SEMAPHORE_MAX_LIMIT)
 #define TEXT_AUDIT_PAGE    FG_STR(AUDIT_LIMIT_DEFAULT)
+#define TEXT_NAME_MAX      FG_STR(NAME_MAX_LEN)
 
 static const char usage_overview[] =
     "usage: fencectl [--url URL] COMMAND [ARGS...]\n"
@@ -53,13 +55,15 @@ static const char usage_overview[] =
     "                                              list rejected (stale) writes\n"
     "  revoke NAME [--reason R] [--sem --fence N]  end a holder's lease at once (admin)\n"
     "  watch NAME --fence N [--sem] [--wait MS]    wait until the lease with fence N ends\n"
+    "  list [PREFIX] [--sem] [--limit N]           locks and semaphores held or waited for\n"
     "\n"
     "Every command takes -h or --help. Options for all commands:\n"
     "  --url URL   the gateway, http:// or https:// (default $FENCEGATE_URL, else " CTL_DEFAULT_URL
     ")\n"
     "  --cacert F  CA certificate(s) to trust for https (default $FENCEGATE_CACERT, else the\n"
     "              system's)\n"
-    "  --json      print the gateway's JSON answer (acquire, renew, release, status, audit)\n"
+    "  --json      print the gateway's JSON answer (acquire, renew, release, status, audit,\n"
+    "              revoke, watch, list)\n"
     "  --version   show the version\n"
     "The API key, when the gateway requires one, comes from $FENCEGATE_KEY (never an option:\n"
     "command lines are visible to other users).\n"
@@ -189,6 +193,19 @@ static const char usage_watch[] =
     "Exit status: 0 the lease ended, 2 it still holds after --wait, 1 usage, 4 unreachable,\n"
     "5 other error.\n";
 
+static const char usage_list[] =
+    "usage: fencectl list [PREFIX] [--sem] [--limit N] [--json]\n"
+    "\n"
+    "Lists the locks and the semaphores whose names start with PREFIX (default: all) that are\n"
+    "held or have waiters, in name order, as one table: kind, name, whether held (a semaphore:\n"
+    "holders/limit), fence(s), owner(s), time left and waiters. Never shows a token. With --sem\n"
+    "only semaphores. --limit N stops after N of each kind (default: every one; the gateway is\n"
+    "asked a page at a time). With --json prints {\"locks\": [...], \"semaphores\": [...]}, the\n"
+    "items of GET /v1/locks?prefix= and /v1/semaphores?prefix=.\n"
+    "  PREFIX   0 to " TEXT_NAME_MAX " bytes of A-Z a-z 0-9 . _ : / -\n"
+    "\n"
+    "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
+
 static const struct {
     const char *word;
     enum ctl_command command;
@@ -206,6 +223,7 @@ static const struct {
     {"audit", CTL_CMD_AUDIT, false, false, usage_audit},
     {"revoke", CTL_CMD_REVOKE, true, false, usage_revoke},
     {"watch", CTL_CMD_WATCH, true, false, usage_watch},
+    {"list", CTL_CMD_LIST, true, false, usage_list},
 };
 
 enum option_type { OPTION_FLAG, OPTION_STRING, OPTION_NUMBER };
@@ -236,9 +254,11 @@ static const struct option_spec {
     {"--request-id", OPTION_STRING, offsetof(struct ctl_args, request_id), CMD(CTL_CMD_ACQUIRE), 0,
      0},
     {"--limit", OPTION_NUMBER, offsetof(struct ctl_args, limit),
-     CMD(CTL_CMD_SEM) | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_AUDIT), 1, SEMAPHORE_MAX_LIMIT},
+     CMD(CTL_CMD_SEM) | CMD(CTL_CMD_ACQUIRE) | CMD(CTL_CMD_AUDIT) | CMD(CTL_CMD_LIST), 1,
+     SEMAPHORE_MAX_LIMIT},
     {"--sem", OPTION_FLAG, offsetof(struct ctl_args, semaphore),
-     SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH), 0, 0},
+     SCRIPTED | CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH) | CMD(CTL_CMD_LIST),
+     0, 0},
     {"--token", OPTION_STRING, offsetof(struct ctl_args, token),
      CMD(CTL_CMD_RENEW) | CMD(CTL_CMD_RELEASE), 0, 0},
     {"--grace", OPTION_NUMBER, offsetof(struct ctl_args, grace_ms), LEASED, 0, CTL_GRACE_MAX_MS},
@@ -401,7 +421,13 @@ static int check_args(struct ctl_args *out, const bool *given, ctl_getenv_fn get
         return fg_fail(err, FG_ERR_INVALID_FIELD, "'lock' takes NAME or --set, not both");
     if (out->set != NULL && split_set(out, err) != 0)
         return -1;
-    bool needs_name = out->command != CTL_CMD_AUDIT && out->set == NULL;
+    if (out->command == CTL_CMD_LIST && out->name != NULL && out->name[0] != '\0' &&
+        !name_is_valid_lock(out->name, strlen(out->name)))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "invalid prefix '%s': 0 to %d bytes of A-Z a-z 0-9 . _ : / -", out->name,
+                       NAME_MAX_LEN);
+    bool needs_name =
+        out->command != CTL_CMD_AUDIT && out->command != CTL_CMD_LIST && out->set == NULL;
     if (needs_name && out->name == NULL)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "'%s' needs a NAME; see fencectl %s --help", word,
                        word);

@@ -27,6 +27,7 @@ enum ctl_command {
     CTL_CMD_AUDIT,
     CTL_CMD_REVOKE,
     CTL_CMD_WATCH,
+    CTL_CMD_LIST,
     CTL_CMD_COUNT
 };
 
@@ -50,11 +51,12 @@ struct ctl_args {
     const char *url;        /* --url, else FENCEGATE_URL, else CTL_DEFAULT_URL */
     const char *cacert;     /* --cacert, else FENCEGATE_CACERT */
     struct ctl_url gateway; /* url, parsed */
-    const char *name;       /* lock or semaphore name */
+    const char *name;       /* lock or semaphore name; list: the prefix, NULL for all */
     long long ttl_ms;       /* --ttl, -1 if not given */
     long long wait_ms;      /* --wait, -1 if not given */
     long long max_hold_ms;  /* --max-hold, -1 if not given */
-    long long limit;        /* --limit: semaphore limit, or audit page size; -1 if not given */
+    long long limit;        /* --limit: semaphore limit, audit page size, or list's most items
+                               of each kind; -1 if not given */
     long long grace_ms;     /* --grace: SIGTERM to SIGKILL of COMMAND */
     long long since_ms;     /* --since (audit), -1 if not given */
     long long after_id;     /* --after-id (audit), -1 if not given */

@@ -215,3 +215,100 @@ char *ctl_audit_table(const json_t *items)
     free(cells);
     return text;
 }
+
+enum lease_column {
+    LEASE_KIND,
+    LEASE_NAME,
+    LEASE_HELD,
+    LEASE_FENCE,
+    LEASE_OWNER,
+    LEASE_LEFT,
+    LEASE_WAITING,
+    LEASE_NCOLS
+};
+
+static const char *const lease_headers[LEASE_NCOLS] = {"KIND",  "NAME",       "HELD",   "FENCE",
+                                                       "OWNER", "EXPIRES IN", "WAITING"};
+
+/* "<n> ms" of an integer, malloc'd; NULL for none. */
+static char *ms_cell(const json_t *value)
+{
+    char buf[32];
+    if (!json_is_integer(value))
+        return NULL;
+    snprintf(buf, sizeof buf, "%" PRId64 " ms", (int64_t)json_integer_value(value));
+    return strdup(buf);
+}
+
+/* The cells of a listed lock into row. */
+static void lock_row(const json_t *item, char **row)
+{
+    bool held = json_is_true(json_object_get(item, "held"));
+    row[LEASE_KIND] = strdup("lock");
+    row[LEASE_NAME] = audit_cell(json_object_get(item, "lock"), AUDIT_TEXT);
+    row[LEASE_HELD] = strdup(held ? "yes" : "no");
+    row[LEASE_FENCE] = held ? audit_cell(json_object_get(item, "fence"), AUDIT_INTEGER) : NULL;
+    row[LEASE_OWNER] = held ? audit_cell(json_object_get(item, "owner"), AUDIT_TEXT) : NULL;
+    row[LEASE_LEFT] = held ? ms_cell(json_object_get(item, "expires_in_ms")) : NULL;
+    row[LEASE_WAITING] = audit_cell(json_object_get(item, "waiting"), AUDIT_INTEGER);
+}
+
+/* Appends ", " (unless first) and text to the malloc'd list *out. */
+static void append_listed(char **out, const char *text)
+{
+    size_t have = *out ? strlen(*out) : 0, add = strlen(text);
+    char *grown = realloc(*out, have + add + 3);
+    FG_ASSERT(grown != NULL);
+    if (have > 0)
+        memcpy(grown + have, ", ", 2), have += 2;
+    memcpy(grown + have, text, add + 1);
+    *out = grown;
+}
+
+/* The cells of a listed semaphore into row: its leases' fences and owners
+ * comma-separated, and the soonest expiry. */
+static void semaphore_row(const json_t *item, char **row)
+{
+    char held[48];
+    snprintf(held, sizeof held, "%" PRId64 "/%" PRId64,
+             (int64_t)json_integer_value(json_object_get(item, "holders")),
+             (int64_t)json_integer_value(json_object_get(item, "limit")));
+    row[LEASE_KIND] = strdup("semaphore");
+    row[LEASE_NAME] = audit_cell(json_object_get(item, "semaphore"), AUDIT_TEXT);
+    row[LEASE_HELD] = strdup(held);
+    const json_t *lease, *soonest = NULL;
+    size_t i;
+    json_array_foreach(json_object_get(item, "leases"), i, lease)
+    {
+        char *fence = audit_cell(json_object_get(lease, "fence"), AUDIT_INTEGER);
+        char *owner = audit_cell(json_object_get(lease, "owner"), AUDIT_TEXT);
+        append_listed(&row[LEASE_FENCE], fence ? fence : "-");
+        append_listed(&row[LEASE_OWNER], owner ? owner : "-");
+        free(fence);
+        free(owner);
+        const json_t *left = json_object_get(lease, "expires_in_ms");
+        if (json_is_integer(left) &&
+            (soonest == NULL || json_integer_value(left) < json_integer_value(soonest)))
+            soonest = left;
+    }
+    row[LEASE_LEFT] = ms_cell(soonest);
+    row[LEASE_WAITING] = audit_cell(json_object_get(item, "waiting"), AUDIT_INTEGER);
+}
+
+char *ctl_lease_table(const json_t *locks, const json_t *semaphores)
+{
+    size_t nlocks = json_array_size(locks), nrows = nlocks + json_array_size(semaphores);
+    char **cells = calloc(nrows * LEASE_NCOLS + 1, sizeof *cells);
+    FG_ASSERT(cells != NULL);
+    for (size_t r = 0; r < nrows; r++) {
+        if (r < nlocks)
+            lock_row(json_array_get(locks, r), cells + r * LEASE_NCOLS);
+        else
+            semaphore_row(json_array_get(semaphores, r - nlocks), cells + r * LEASE_NCOLS);
+    }
+    char *text = ctl_table_render(lease_headers, LEASE_NCOLS, (const char *const *)cells, nrows);
+    for (size_t i = 0; i < nrows * LEASE_NCOLS; i++)
+        free(cells[i]);
+    free(cells);
+    return text;
+}

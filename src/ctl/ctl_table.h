@@ -2,7 +2,8 @@
 /*
  * ctl_table.h - readable tables for fencectl: columns padded to their widest
  * cell, over-long cells cut with "...", and the audit of rejected writes as
- * such a table. Pure: returns text, prints nothing.
+ * such a table, and the listing of locks and semaphores. Pure: returns text,
+ * prints nothing.
  */
 #ifndef FG_CTL_TABLE_H
 #define FG_CTL_TABLE_H
@@ -35,5 +36,13 @@ void ctl_format_time(int64_t ms, char *out, size_t cap);
 
 /* The items array of GET /v1/audit/rejections (borrowed) as a table; malloc'd. */
 char *ctl_audit_table(const json_t *items);
+
+/*
+ * The items of GET /v1/locks and GET /v1/semaphores (borrowed arrays, either
+ * NULL for none) as one table, locks first: kind, name, held (a semaphore's
+ * holders/limit), fence(s), owner(s), time left (a semaphore's soonest) and
+ * waiters. malloc'd.
+ */
+char *ctl_lease_table(const json_t *locks, const json_t *semaphores);
 
 #endif

@@ -236,6 +236,69 @@ static int run_watch(const struct ctl_args *a)
     return held ? CTL_EXIT_BUSY : CTL_EXIT_OK;
 }
 
+/* Collects the listed locks (semaphores) of a, a page at a time, into *items:
+ * every one, or a->limit of them. Returns 0, or -1 with *ans filled (the
+ * failed call) for the caller to report. */
+static int list_kind(const struct ctl_args *a, bool semaphores, json_t **items,
+                     struct ctl_answer *ans)
+{
+    *items = json_array();
+    char *cursor = NULL;
+    for (;;) {
+        long long want = LIST_LIMIT_MAX;
+        if (a->limit > 0 && a->limit - (long long)json_array_size(*items) < want)
+            want = a->limit - (long long)json_array_size(*items);
+        int rc = ctl_api_list(a, semaphores, cursor, want, ans);
+        free(cursor);
+        cursor = NULL;
+        if (rc != 0)
+            return -1;
+        json_array_extend(*items, json_object_get(ans->json, "items"));
+        const char *next = json_string_value(json_object_get(ans->json, "next_cursor"));
+        if (next != NULL)
+            cursor = strdup(next);
+        ctl_answer_free(ans);
+        if (cursor == NULL || (a->limit > 0 && (long long)json_array_size(*items) >= a->limit))
+            break;
+    }
+    free(cursor);
+    return 0;
+}
+
+/* Lists locks and semaphores (only semaphores with --sem) under a prefix. */
+static int run_list(const struct ctl_args *a)
+{
+    json_t *locks = NULL, *semaphores = NULL;
+    struct ctl_answer ans;
+    if ((!a->semaphore && list_kind(a, false, &locks, &ans) != 0) ||
+        list_kind(a, true, &semaphores, &ans) != 0) {
+        json_decref(locks);
+        json_decref(semaphores);
+        return failed(a, &ans);
+    }
+    if (a->json) {
+        json_t *all = json_pack("{s:o}", "semaphores", semaphores);
+        if (locks != NULL)
+            json_object_set_new(all, "locks", locks);
+        print_json(all);
+        json_decref(all);
+        return CTL_EXIT_OK;
+    }
+    if (json_array_size(locks) + json_array_size(semaphores) == 0) {
+        char *prefix = ctl_escape(a->name != NULL ? a->name : "");
+        printf("nothing held or waited for%s%s%s\n", prefix[0] ? " under '" : "", prefix,
+               prefix[0] ? "'" : "");
+        free(prefix);
+    } else {
+        char *table = ctl_lease_table(locks, semaphores);
+        fputs(table, stdout);
+        free(table);
+    }
+    json_decref(locks);
+    json_decref(semaphores);
+    return CTL_EXIT_OK;
+}
+
 static const struct {
     enum ctl_command command;
     int (*run)(const struct ctl_args *a);
@@ -243,6 +306,7 @@ static const struct {
     {CTL_CMD_LOCK, run_command}, {CTL_CMD_SEM, run_command},     {CTL_CMD_ACQUIRE, run_acquire},
     {CTL_CMD_RENEW, run_renew},  {CTL_CMD_RELEASE, run_release}, {CTL_CMD_STATUS, run_status},
     {CTL_CMD_AUDIT, run_audit},  {CTL_CMD_REVOKE, run_revoke},   {CTL_CMD_WATCH, run_watch},
+    {CTL_CMD_LIST, run_list},
 };
 
 int main(int argc, char **argv)

@@ -172,15 +172,27 @@ static int verified_lease(const struct lease_ops *kind, const struct http_reques
     return 0;
 }
 
-/* 410 for a renew or release (op) whose lease is gone, logged as a lost lease. */
+/* 410 for a renew or release (op) whose lease is gone, logged as a lost lease.
+ * A revoked lease says so, with the revoke's reason (members reason and
+ * revoke_reason); whether a lease was revoked is read from Postgres, and if
+ * that fails the answer is the plain one. */
 static enum handler_result lease_lost(const struct lease_ops *kind, struct http_request *req,
                                       struct http_reply *reply, const char *op,
                                       const struct token_claims *claims)
 {
     log_lease_lost(kind->noun, lease_name(req), op, claims->fence, req->client_addr);
-    struct fg_error err;
-    fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
-    return fail(reply, &err);
+    struct fg_error err, ignored = {0};
+    bool revoked = false;
+    char why[REVOCATION_REASON_MAX + 1];
+    if (revocation_find(claims->fence, &revoked, why, sizeof why, &ignored) != 0 || !revoked) {
+        fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
+        return fail(reply, &err);
+    }
+    fg_fail(&err, FG_ERR_LEASE_LOST, "the lease was revoked by an operator%s%s",
+            why[0] != '\0' ? ": " : "", why);
+    reply_problem_extra(reply, &err,
+                        json_pack("{s:s, s:s}", "reason", "revoked", "revoke_reason", why));
+    return HANDLER_DONE;
 }
 
 enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http_request *req,

@@ -11,6 +11,8 @@
 #ifndef FG_REVOCATIONS_H
 #define FG_REVOCATIONS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fglimits.h"
@@ -20,6 +22,11 @@
  * revoked for reason (borrowed). Recording it twice is not an error. */
 int revocation_record(int64_t fence, const char *kind, const char *name, const char *reason,
                       struct fg_error *err) FG_WUR;
+
+/* Whether the lease with fence was revoked (*revoked), and then why: the
+ * reason given to the revoke, "" for none, into reason (cap bytes, cut). */
+int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap,
+                    struct fg_error *err) FG_WUR;
 
 /* Adds every revoked fence of Postgres to the Redis mirror (creating it). */
 int revocations_restore(struct fg_error *err) FG_WUR;

@@ -7,15 +7,18 @@ command within 100 ms of a revoke (the watch), not at the next renewal (a third 
   `lock --set`;
 - `fencectl lock --set A,B,C -- cmd` runs cmd with FENCE_TOKENS and FENCES (in the order given) while every
   lock is held, and releases them all;
+- `fencectl renew` / `release` of a revoked lease name the revoke and its reason;
+- `fencectl list PREFIX` lists the locks and semaphores under PREFIX (--limit, --sem, --json);
 - `fencectl watch` prints how a lease ended (exit 0) or that it still holds after --wait (exit 2);
   `fencectl revoke` prints the revoked fence or "nothing to revoke"; usage errors exit 1.
 
 Broken variant this file caught when tried: fencectl without its watcher threads (the revoked command ran
 on until the next renewal, 10 s later, and the 100 ms bound failed).
 
-Owns: fencectl's revoke, watch and --set. Must not: depend on renewals to notice a revoke.
+Owns: fencectl's revoke, watch, list and --set. Must not: depend on renewals to notice a revoke.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -129,6 +132,53 @@ class FencectlLeaseTest(GatewayTest):
                     ["lock", "--set", "a,a", "--", "true"], ["lock", "x", "--set", "a", "--", "true"],
                     ["lock", "--set", "bad name", "--", "true"]):
             self.assertEqual(self.run_ctl(*bad).returncode, 1, bad)
+
+    def test_renew_and_release_of_a_revoked_lease_name_the_reason(self):
+        name = unique("ctl-rr")
+        lease = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000}).body
+        self.assertEqual(self.run_ctl("revoke", name, "--reason", "stuck in GC").returncode, 0)
+        for command in ("renew", "release"):
+            r = self.run_ctl(command, name, "--token", lease["token"])
+            self.assertEqual(r.returncode, 3, r)
+            self.assertIn("revoked by an operator: stuck in GC", r.stderr, r)
+            r = self.run_ctl(command, name, "--token", lease["token"], "--json")
+            body = json.loads(r.stdout)
+            self.assertEqual((body["type"], body["reason"], body["revoke_reason"]),
+                             ("/problems/lease_lost", "revoked", "stuck in GC"), body)
+        # A lease that merely expired keeps the plain answer: nothing claims a revoke.
+        short = self.c.post(f"/v1/locks/{unique('ctl-rx')}/acquire", {"ttl_ms": 100}).body
+        time.sleep(0.3)
+        r = self.run_ctl("renew", short["lock"], "--token", short["token"], "--json")
+        self.assertEqual(r.returncode, 3, r)
+        self.assertNotIn("reason", json.loads(r.stdout))
+
+    def test_list_by_prefix(self):
+        prefix = unique("ctl-ls") + ":"
+        held = {n: self.c.post(f"/v1/locks/{prefix}{n}/acquire", {"ttl_ms": 30000, "owner": f"own-{n}"}).body
+                for n in ("a", "b", "c")}
+        sem = self.c.post(f"/v1/semaphores/{prefix}pool/acquire", {"limit": 3, "owner": "w1"}).body
+        self.c.post(f"/v1/locks/other-{prefix}x/acquire", {})
+        r = self.run_ctl("list", prefix)
+        self.assertEqual(r.returncode, 0, r)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["KIND", "NAME", "HELD", "FENCE", "OWNER", "EXPIRES", "IN", "WAITING"])
+        rows = [line.split() for line in lines[1:]]
+        self.assertEqual([row[:4] for row in rows],
+                         [["lock", f"{prefix}{n}", "yes", str(held[n]["fence"])] for n in ("a", "b", "c")]
+                         + [["semaphore", f"{prefix}pool", "1/3", str(sem["fence"])]])
+        self.assertEqual([row[4] for row in rows], ["own-a", "own-b", "own-c", "w1"])
+        self.assertNotIn("other-", r.stdout)
+        self.assertNotIn(held["a"]["token"], r.stdout)
+        # --limit stops after N of each kind, whatever the page size; --sem lists semaphores only.
+        r = self.run_ctl("list", prefix, "--limit", "2", "--json")
+        listed = json.loads(r.stdout)
+        self.assertEqual([i["lock"] for i in listed["locks"]], [f"{prefix}a", f"{prefix}b"])
+        self.assertEqual([i["semaphore"] for i in listed["semaphores"]], [f"{prefix}pool"])
+        r = self.run_ctl("list", prefix, "--sem", "--json")
+        self.assertEqual(set(json.loads(r.stdout)), {"semaphores"})
+        r = self.run_ctl("list", unique("ctl-none"))
+        self.assertEqual((r.returncode, r.stdout.startswith("nothing held or waited for under")), (0, True), r)
+        self.assertEqual(self.run_ctl("list", "bad prefix").returncode, 1)
 
 
 if __name__ == "__main__":

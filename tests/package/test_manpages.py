@@ -18,7 +18,7 @@ import unittest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OPTION = re.compile(r"(?<![\w-])(--?[a-z][a-z-]*)")
-COMMANDS = ("lock", "sem", "acquire", "renew", "release", "status", "audit", "revoke", "watch")
+COMMANDS = ("lock", "sem", "acquire", "renew", "release", "status", "audit", "revoke", "watch", "list")
 COMMON = {"--url", "--cacert", "--help", "-h", "--version"}
 
 

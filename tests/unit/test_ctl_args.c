@@ -160,6 +160,28 @@ static void names_are_checked(void **state)
     assert_int_equal(parse(&a, &err, "lock", "x", "--", NULL), -1);
 }
 
+static void list_takes_an_optional_prefix(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "list", NULL), 0);
+    assert_int_equal(a.command, CTL_CMD_LIST);
+    assert_null(a.name);
+    assert_int_equal(a.limit, -1);
+    assert_int_equal(parse(&a, &err, "list", "invoice:", "--sem", "--limit", "5", "--json", NULL),
+                     0);
+    assert_string_equal(a.name, "invoice:");
+    assert_true(a.semaphore);
+    assert_true(a.json);
+    assert_int_equal(a.limit, 5);
+    assert_int_equal(parse(&a, &err, "list", "bad prefix", NULL), -1);
+    assert_non_null(strstr(err.msg, "invalid prefix"));
+    assert_int_equal(parse(&a, &err, "list", "--ttl", "1000", NULL), -1);
+    assert_int_equal(parse(&a, &err, "list", "a", "b", NULL), -1);
+    assert_int_equal(parse(&a, &err, "list", "--limit", "0", NULL), -1);
+}
+
 static void token_from_option_or_environment(void **state)
 {
     (void)state;
@@ -225,8 +247,8 @@ static void help_states_the_limits(void **state)
 {
     (void)state;
     assert_help_says(CTL_CMD_LOCK, "up to %d distinct locks", LOCKSET_MAX);
-    assert_help_says(CTL_CMD_LOCK, "lease length, %d..%d (default: the gateway's, %d)",
-                     TTL_MIN_MS, TTL_MAX_MS, DEFAULT_TTL_MS);
+    assert_help_says(CTL_CMD_LOCK, "lease length, %d..%d (default: the gateway's, %d)", TTL_MIN_MS,
+                     TTL_MAX_MS, DEFAULT_TTL_MS);
     assert_help_says(CTL_CMD_LOCK, "0..%d (default: the gateway's, %d)", WAIT_MAX_MS,
                      DEFAULT_WAIT_MS);
     assert_help_says(CTL_CMD_SEM, "--limit (1..%d)", SEMAPHORE_MAX_LIMIT);
@@ -277,6 +299,7 @@ int main(void)
         cmocka_unit_test_setup(help_and_version_need_nothing_else, setup),
         cmocka_unit_test(help_states_the_limits),
         cmocka_unit_test(urls),
+        cmocka_unit_test_setup(list_takes_an_optional_prefix, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

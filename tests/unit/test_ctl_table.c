@@ -115,6 +115,32 @@ static void escapes_what_came_from_the_gateway(void **state)
     json_decref(items);
 }
 
+/* Locks, then semaphores: a free lock shows no fence or owner; a semaphore shows
+ * holders/limit, its leases' fences and owners, and its soonest expiry. */
+static void lease_listing(void **state)
+{
+    (void)state;
+    json_t *locks = json_loads("[{\"lock\": \"inv:1\", \"held\": true, \"fence\": 100004,"
+                               " \"owner\": \"billing\", \"expires_in_ms\": 2500, \"waiting\": 2},"
+                               " {\"lock\": \"inv:2\", \"held\": false, \"waiting\": 1}]",
+                               0, NULL);
+    json_t *sems = json_loads("[{\"semaphore\": \"pool\", \"limit\": 4, \"holders\": 2,"
+                              " \"waiting\": 0, \"leases\": [{\"fence\": 7, \"owner\": \"a\","
+                              " \"expires_in_ms\": 900}, {\"fence\": 9, \"expires_in_ms\": 300}]}]",
+                              0, NULL);
+    char *text = ctl_lease_table(locks, sems);
+    assert_string_equal(text, "KIND       NAME   HELD  FENCE   OWNER    EXPIRES IN  WAITING\n"
+                              "lock       inv:1  yes   100004  billing  2500 ms     2\n"
+                              "lock       inv:2  no    -       -        -           1\n"
+                              "semaphore  pool   2/4   7, 9    a, -     300 ms      0\n");
+    free(text);
+    text = ctl_lease_table(NULL, sems);
+    assert_non_null(strstr(text, "\nsemaphore  pool"));
+    free(text);
+    json_decref(locks);
+    json_decref(sems);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +149,7 @@ int main(void)
         cmocka_unit_test(cuts_long_cells_on_characters),
         cmocka_unit_test(times),
         cmocka_unit_test(audit_view),
+        cmocka_unit_test(lease_listing),
         cmocka_unit_test(escapes_what_came_from_the_gateway),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
