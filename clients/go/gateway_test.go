@@ -166,15 +166,25 @@ func TestGatewayAuditPages(t *testing.T) {
 			t.Fatalf("expected a stale fence naming the write, got %v", err)
 		}
 	}
-	pages := c.Audit(AuditQuery{Resource: "redis:app:" + key, PageSize: 2})
+	// Audit records are written after the refusal is answered: read until all three are there.
 	var records []AuditRecord
 	count := 0
-	for pages.Next(ctx) {
-		count++
-		records = append(records, pages.Records()...)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		pages := c.Audit(AuditQuery{Resource: "redis:app:" + key, PageSize: 2})
+		records, count = nil, 0
+		for pages.Next(ctx) {
+			count++
+			records = append(records, pages.Records()...)
+		}
+		if pages.Err() != nil {
+			t.Fatal(pages.Err())
+		}
+		if len(records) >= 3 || time.Now().After(deadline) {
+			break
+		}
 	}
-	if pages.Err() != nil || len(records) != 3 || count != 2 {
-		t.Fatalf("expected 3 records on 2 pages, got %d on %d: %v", len(records), count, pages.Err())
+	if len(records) != 3 || count != 2 {
+		t.Fatalf("expected 3 records on 2 pages, got %d on %d", len(records), count)
 	}
 	for _, r := range records {
 		if r.PresentedFence != old.Fence || r.Reason == "" {
