@@ -7,7 +7,10 @@
 # `scripts/deps.sh bench` adds the tools of bench/ (jq, python3-redis, python3-psycopg2, linux-perf,
 # valgrind); curl is always there (the README's walk-through, integration.readme), and prometheus for its
 # promtool (integration.monitoring checks deploy/prometheus/; the service is never started by the tests).
-# golang-go (Go 1.19) builds and tests the Go client of clients/go.
+# golang-go (Go 1.19) builds and tests the Go client of clients/go; the TypeScript client of clients/node is
+# compiled with the typescript and @types/node locked in its package-lock.json, installed into
+# FG_NODE_CLIENT_DIR (default /var/cache/fencegate/node-client as root, ~/.cache/fencegate/node-client
+# otherwise); it has no runtime dependencies.
 # The browser tests of the operator console (tests/browser/) need Debian's chromium, node and the npm
 # packages locked in tests/browser/package-lock.json, installed into FG_BROWSER_DIR (default
 # /var/cache/fencegate/browser-tests as root, ~/.cache/fencegate/browser-tests otherwise); no browser is
@@ -72,18 +75,25 @@ if ((EUID == 0)) && ! getent passwd "$PG_OS_USER" >/dev/null; then
     die "could not create system user $PG_OS_USER"
 fi
 
-# --- npm packages of the browser tests -------------------------------------------------------------------
+# --- npm packages of the browser tests and of the TypeScript client's build ---------------------------------
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if ((EUID == 0)); then
-  browser_dir="${FG_BROWSER_DIR:-/var/cache/fencegate/browser-tests}"
+  cache_dir=/var/cache/fencegate
 else
-  browser_dir="${FG_BROWSER_DIR:-${HOME}/.cache/fencegate/browser-tests}"
+  cache_dir="${HOME}/.cache/fencegate"
 fi
-lock="$root/tests/browser/package-lock.json"
-if ! cmp -s "$lock" "$browser_dir/package-lock.json" || [[ ! -d "$browser_dir/node_modules/playwright-core" ]]; then
-  echo "deps.sh: installing the npm packages of the browser tests into $browser_dir"
-  mkdir -p "$browser_dir"
-  cp "$root/tests/browser/package.json" "$lock" "$browser_dir/"
-  (cd "$browser_dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) ||
-    die "npm ci failed in $browser_dir"
-fi
+
+# npm_locked SOURCE TARGET MARKER: installs the packages locked in SOURCE/package-lock.json into TARGET unless
+# TARGET already holds that lock file and MARKER (a package directory under node_modules).
+npm_locked() {
+  local source="$1" target="$2" marker="$3"
+  if ! cmp -s "$source/package-lock.json" "$target/package-lock.json" || [[ ! -d "$target/node_modules/$marker" ]]; then
+    echo "deps.sh: installing the npm packages of $source into $target"
+    mkdir -p "$target"
+    cp "$source/package.json" "$source/package-lock.json" "$target/"
+    (cd "$target" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) ||
+      die "npm ci failed in $target"
+  fi
+}
+npm_locked "$root/tests/browser" "${FG_BROWSER_DIR:-$cache_dir/browser-tests}" playwright-core
+npm_locked "$root/clients/node" "${FG_NODE_CLIENT_DIR:-$cache_dir/node-client}" typescript

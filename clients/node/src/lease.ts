@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * Leases held through the gateway: a lock, a semaphore slot, or a lock set. Owns: acquiring with a
+ * request_id that makes retries safe, the lease's lost state and its AbortSignal, explicit renew and
+ * release, and handing the lease's token to fenced writes. Must not: schedule renewals or watch
+ * (keeper.ts does) or build write calls (writes.ts does).
+ *
+ * A lease is lost when the client learns that it no longer holds it: a renewal refused, or not answered
+ * for a whole TTL; the watch reporting it released, expired or revoked; or a 410 answer to a write, renew
+ * or release. From then on `lease.signal` is aborted (its reason a LeaseLostError), `lease.lostReason`
+ * says why, nothing renews it, and its writes reject with LeaseLostError without being sent. The gateway's
+ * fence check still guards the moment between the client's check and the write's arrival.
+ */
+
+import { randomBytes } from "node:crypto";
+
+import { LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
+import { Keeper, Watch } from "./keeper.js";
+import { NO_RETRY, Transport, segment } from "./transport.js";
+import { Holder, PgTable, RedisKeys } from "./writes.js";
+
+/** Options of an acquire; every member is optional. */
+export interface LeaseOptions {
+  /** Time to live in ms (default: the gateway's, 30000; lock sets always send it). */
+  ttlMs?: number;
+  /** How long to wait in the FIFO queue, in ms (0: try once). */
+  waitMs?: number;
+  /** Longest hold, renewals included, in ms. */
+  maxHoldMs?: number;
+  /** Shown in status and audit records (default: the client's owner). */
+  owner?: string;
+  /** Makes the acquire idempotent (default: a fresh one, reused by retries). */
+  requestId?: string;
+  /** false: no background renewal nor watch (call renew() yourself). */
+  renew?: boolean;
+  /** false: renew in the background but do not watch. */
+  watch?: boolean;
+  /** Aborting it ends the wait. */
+  signal?: AbortSignal;
+}
+
+/** The answer of a renewal. */
+export interface RenewResult {
+  fence?: number;
+  expires_at_ms?: number;
+  hold_until_ms?: number;
+}
+
+export function newRequestId(): string {
+  return "node-" + randomBytes(16).toString("hex");
+}
+
+/** The lost state of a lease; a lock set shares one among its locks. */
+export class LostState {
+  private readonly controller = new AbortController();
+  reason: string | undefined;
+  released = false;
+  keeper: Keeper | undefined;
+
+  constructor(readonly name: string) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get lost(): boolean {
+    return this.controller.signal.aborted;
+  }
+
+  /** Records the loss once and stops the keeper. */
+  mark(reason: string): void {
+    if (this.lost) return;
+    this.reason = reason;
+    this.keeper?.stop();
+    this.controller.abort(leaseLost(this.name, reason));
+  }
+
+  /** Throws LeaseLostError when the lease is known lost, was released, or (kept alive) went a TTL unrenewed. */
+  check(): void {
+    if (this.released) throw leaseLost(this.name, "released");
+    if (this.keeper?.expired()) this.mark("unrenewed");
+    if (this.lost) throw leaseLost(this.name, this.reason ?? "lost");
+  }
+
+  /** Hears a refusal of a call made with the lease: a 410 or max_hold_exceeded ends it. */
+  heard(error: unknown): void {
+    if (error instanceof LeaseLostError) this.mark(error.reason || "lease_lost");
+    else if (error instanceof MaxHoldExceededError) this.mark("max_hold_exceeded");
+  }
+
+  /** Stops keeping and sends the release once; rejects with LeaseLostError if the lease had been lost. */
+  async release(send: () => Promise<unknown>): Promise<void> {
+    this.keeper?.stop();
+    this.keeper = undefined;
+    if (!this.released) {
+      this.released = true;
+      try {
+        await send();
+      } catch (e) {
+        this.heard(e);
+        if (!this.lost) throw e;
+      }
+    }
+    if (this.lost) throw leaseLost(this.name, this.reason ?? "lost");
+  }
+
+  holder(token: string, owner: string | undefined): Holder {
+    return {
+      owner,
+      token: () => {
+        this.check();
+        return token;
+      },
+      refused: (error: ProblemError) => this.heard(error),
+    };
+  }
+
+  /**
+   * Starts keeping the lease alive. start: performance.now() when the acquire was sent; an acquire whose
+   * answer took over a third of the TTL (a long wait in the queue) is renewed once at once, and validity
+   * counts from that renewal, so a fresh lease never looks nearly expired.
+   */
+  async keep(transport: Transport, ttlMs: number, renew: (timeoutMs: number, signal?: AbortSignal) => Promise<unknown>,
+    watches: Watch[], start: number): Promise<void> {
+    if (performance.now() - start > ttlMs / 3) {
+      start = performance.now();
+      try {
+        await renew(transport.timeoutMs);
+      } catch (e) {
+        this.heard(e);
+      }
+    }
+    if (!this.lost) this.keeper = new Keeper(transport, ttlMs, renew, watches, (reason) => this.mark(reason), start);
+  }
+}
+
+function leaseBody(options: LeaseOptions, owner: string | undefined, requestId: string): Record<string, unknown> {
+  const body: Record<string, unknown> = { request_id: requestId };
+  if (options.ttlMs !== undefined) body.ttl_ms = options.ttlMs;
+  if (options.waitMs) body.wait_ms = options.waitMs;
+  if (options.maxHoldMs !== undefined) body.max_hold_ms = options.maxHoldMs;
+  if (owner) body.owner = owner;
+  return body;
+}
+
+/** The acquire body for each try: a retry asks only for what is left of the wait. */
+function acquireBody(body: Record<string, unknown>, waitMs: number | undefined): () => unknown {
+  const deadline = performance.now() + (waitMs ?? 0);
+  return () => {
+    if (waitMs) body.wait_ms = Math.max(0, Math.floor(deadline - performance.now()));
+    return body;
+  };
+}
+
+/** A lease on a lock or on one slot of a semaphore, from client.lock() or client.semaphore(). */
+export class Lease {
+  token = "";
+  fence = 0;
+  ttlMs = 0;
+  /** By the gateway's clock, as of the last acquire or renewal. */
+  expiresAtMs: number | undefined;
+  readonly requestId: string;
+  private readonly state: LostState;
+
+  constructor(private readonly transport: Transport, readonly kind: "lock" | "semaphore", readonly name: string,
+    readonly owner: string | undefined, requestId: string | undefined) {
+    this.requestId = requestId ?? newRequestId();
+    this.state = new LostState(name);
+  }
+
+  /** Aborted as soon as the client knows the lease is lost; its reason is a LeaseLostError. */
+  get signal(): AbortSignal {
+    return this.state.signal;
+  }
+
+  /** True once the client knows the lease is lost. */
+  get lost(): boolean {
+    return this.state.lost;
+  }
+
+  /** Why the lease was lost ("expired", "revoked", "released", "lease_lost", "unrenewed", "max_hold_exceeded", "taken over"). */
+  get lostReason(): string | undefined {
+    return this.state.reason;
+  }
+
+  /** Throws LeaseLostError if the lease is known to be lost or was released. */
+  check(): void {
+    this.state.check();
+  }
+
+  private get path(): string {
+    return `/v1/${this.kind}s/${segment(this.name)}`;
+  }
+
+  /** Acquires (see Client.lock); resolves to the lease itself. */
+  async acquire(options: LeaseOptions, limit?: number): Promise<this> {
+    const body = leaseBody(options, this.owner, this.requestId);
+    if (limit !== undefined) body.limit = limit;
+    const sentAt = performance.now();
+    const answer = (await this.transport.call({ method: "POST", path: this.path + "/acquire", effect: "idempotent",
+      body: acquireBody(body, options.waitMs), waitMs: options.waitMs ?? 0, signal: options.signal })).body;
+    this.token = answer.token;
+    this.fence = answer.fence;
+    this.ttlMs = answer.ttl_ms;
+    this.expiresAtMs = answer.expires_at_ms;
+    if (options.renew !== false) {
+      const watches = options.watch === false ? [] : [{ path: this.path, fence: this.fence }];
+      await this.state.keep(this.transport, this.ttlMs, (timeoutMs, signal) => this.renewOnce(timeoutMs, signal), watches, sentAt);
+    }
+    return this;
+  }
+
+  private async renewOnce(timeoutMs: number, signal?: AbortSignal): Promise<RenewResult> {
+    const answer = (await this.transport.call({ method: "POST", path: this.path + "/renew", effect: "idempotent",
+      body: { token: this.token, ttl_ms: this.ttlMs }, timeoutMs, retry: NO_RETRY, signal, background: true })).body;
+    this.expiresAtMs = answer?.expires_at_ms ?? this.expiresAtMs;
+    return answer;
+  }
+
+  /** Renews now (for leases acquired with renew: false); a refusal also marks the lease lost. */
+  async renew(ttlMs?: number): Promise<RenewResult> {
+    this.check();
+    try {
+      const answer = (await this.transport.call({ method: "POST", path: this.path + "/renew", effect: "idempotent",
+        body: { token: this.token, ttl_ms: ttlMs ?? this.ttlMs } })).body;
+      this.expiresAtMs = answer?.expires_at_ms ?? this.expiresAtMs;
+      return answer;
+    } catch (e) {
+      this.state.heard(e);
+      throw e;
+    }
+  }
+
+  /** Stops keeping the lease alive and releases it; rejects with LeaseLostError if it had been lost. */
+  release(): Promise<void> {
+    return this.state.release(() => this.transport.call({ method: "POST", path: this.path + "/release",
+      effect: "idempotent", body: { token: this.token } }));
+  }
+
+  /** A configured Postgres table written with this lease's token. */
+  pg(table: string): PgTable {
+    return new PgTable(this.transport, table, this.state.holder(this.token, this.owner));
+  }
+
+  /** The keys under the configured Redis prefixes, written with this lease's token. */
+  get redis(): RedisKeys {
+    return new RedisKeys(this.transport, this.state.holder(this.token, this.owner));
+  }
+}
+
+/** One lock of a held lock set: its own token and fence, for writes to that lock's resources. */
+export class LockSetMember {
+  constructor(private readonly transport: Transport, private readonly state: LostState, readonly name: string,
+    readonly token: string, readonly fence: number, private readonly owner: string | undefined) {}
+
+  pg(table: string): PgTable {
+    return new PgTable(this.transport, table, this.state.holder(this.token, this.owner));
+  }
+
+  get redis(): RedisKeys {
+    return new RedisKeys(this.transport, this.state.holder(this.token, this.owner));
+  }
+}
+
+/** Leases on several locks, all or none, kept alive and released together, from client.lockSet(). */
+export class LockSet {
+  readonly members = new Map<string, LockSetMember>();
+  readonly requestId: string;
+  ttlMs = 30000;
+  private readonly state: LostState;
+
+  constructor(private readonly transport: Transport, readonly names: string[], readonly owner: string | undefined,
+    requestId: string | undefined) {
+    this.requestId = requestId ?? newRequestId();
+    this.state = new LostState(names.join(","));
+  }
+
+  get signal(): AbortSignal {
+    return this.state.signal;
+  }
+
+  get lost(): boolean {
+    return this.state.lost;
+  }
+
+  get lostReason(): string | undefined {
+    return this.state.reason;
+  }
+
+  check(): void {
+    this.state.check();
+  }
+
+  /** The lock name of the set. */
+  member(name: string): LockSetMember {
+    const m = this.members.get(name);
+    if (!m) throw new RangeError(`${name} is not a lock of this set`);
+    return m;
+  }
+
+  private get tokens(): string[] {
+    return [...this.members.values()].map((m) => m.token);
+  }
+
+  async acquire(options: LeaseOptions): Promise<this> {
+    this.ttlMs = options.ttlMs ?? 30000;
+    const body = { ...leaseBody({ ...options, ttlMs: this.ttlMs }, this.owner, this.requestId), names: this.names };
+    const sentAt = performance.now();
+    const answer = (await this.transport.call({ method: "POST", path: "/v1/locksets/acquire", effect: "idempotent",
+      body: acquireBody(body, options.waitMs), waitMs: options.waitMs ?? 0, signal: options.signal })).body;
+    for (const item of answer.locks) {
+      this.members.set(item.lock, new LockSetMember(this.transport, this.state, item.lock, item.token, item.fence, this.owner));
+    }
+    if (options.renew !== false) {
+      const watches = options.watch === false ? []
+        : [...this.members.values()].map((m) => ({ path: `/v1/locks/${segment(m.name)}`, fence: m.fence }));
+      await this.state.keep(this.transport, this.ttlMs, (timeoutMs, signal) => this.transport.call({ method: "POST",
+        path: "/v1/locksets/renew", effect: "idempotent", body: { tokens: this.tokens, ttl_ms: this.ttlMs }, timeoutMs,
+        retry: NO_RETRY, signal, background: true }), watches, sentAt);
+    }
+    return this;
+  }
+
+  /** Renews every lock of the set now; a refusal marks the set lost. */
+  async renew(ttlMs?: number): Promise<unknown> {
+    this.check();
+    try {
+      return (await this.transport.call({ method: "POST", path: "/v1/locksets/renew", effect: "idempotent",
+        body: { tokens: this.tokens, ttl_ms: ttlMs ?? this.ttlMs } })).body;
+    } catch (e) {
+      this.state.heard(e);
+      throw e;
+    }
+  }
+
+  /** Stops keeping the set alive and releases every lock; LeaseLostError if one had been lost. */
+  release(): Promise<void> {
+    return this.state.release(() => this.transport.call({ method: "POST", path: "/v1/locksets/release",
+      effect: "idempotent", body: { tokens: this.tokens } }));
+  }
+}

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * HTTP transport of the fencegate client: one keep-alive connection pool (node:http / node:https agents,
+ * which take a CA file, unlike the global fetch of Node 18), bearer keys, timeouts and AbortSignals, JSON,
+ * error answers turned into typed errors, and the one rule of retries. Must not: know what a route means
+ * beyond the Effect its caller declares.
+ *
+ * A call is sent again only if sending it twice cannot do more than sending it once. "read" and
+ * "idempotent" calls are retried after a connection error and after a 503, waiting as Retry-After says
+ * (else an exponential backoff with jitter), within the RetryPolicy. Acquires are "idempotent" because they
+ * always carry a request_id that the gateway answers a repeat of with the same lease. "once" calls
+ * (inserts, deletes, batches with them, revoking a lock) are sent again only when the request certainly
+ * never left (the connection could not be opened).
+ */
+
+import { readFileSync } from "node:fs";
+import * as http from "node:http";
+import * as https from "node:https";
+
+import { UnreachableError, problemError } from "./errors.js";
+
+/** The client's version, the gateway's. */
+export const VERSION = "1.1.0";
+
+/** What sending a call twice would do. */
+export type Effect = "read" | "idempotent" | "once";
+
+/** How calls that may be repeated are retried. */
+export interface RetryPolicy {
+  /** Most tries of one call, the first included (default 5). */
+  attempts: number;
+  /** Most milliseconds spent waiting between tries of one call (default 15000). */
+  budgetMs: number;
+  /** First pause when the gateway names none, doubled each time (default 50). */
+  backoffMs: number;
+  /** Largest such pause (default 2000). */
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, budgetMs: 15000, backoffMs: 50, maxBackoffMs: 2000 };
+export const NO_RETRY: RetryPolicy = { attempts: 1, budgetMs: 0, backoffMs: 0, maxBackoffMs: 0 };
+
+/** Options of a Client; every member is optional. */
+export interface ClientOptions {
+  /** http://host:port or https://host:port (default $FENCEGATE_URL, else http://127.0.0.1:8480). */
+  url?: string;
+  /** Bearer key (default $FENCEGATE_KEY; "" sends none). */
+  apiKey?: string;
+  /** PEM file of the CA that signed the gateway's certificate (default $FENCEGATE_CACERT, else the system's). */
+  caFile?: string;
+  /** Milliseconds to connect and to wait for an answer, on top of any wait the call asks for (default 10000). */
+  timeoutMs?: number;
+  /** How calls that may be repeated are retried. */
+  retry?: Partial<RetryPolicy>;
+  /** Default owner of leases and Fence-Owner of writes, shown in status and audit records. */
+  owner?: string;
+}
+
+/** One call. */
+export interface Call {
+  method: string;
+  /** Percent-encoded, without the base URL's path. */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** The body, or a function called before each try (an acquire sends what is left of its wait). */
+  body?: unknown;
+  headers?: Record<string, string>;
+  effect: Effect;
+  /** How long the gateway may hold the call before answering, added to the timeout. */
+  waitMs?: number;
+  /** Replaces the client's timeout. */
+  timeoutMs?: number;
+  /** Replaces the client's retry policy. */
+  retry?: RetryPolicy;
+  /** Ends the call (and its retries) when aborted. */
+  signal?: AbortSignal | undefined;
+  /** A call of the background keeper: it does not keep the process alive. */
+  background?: boolean;
+}
+
+/** A successful answer: the status and the parsed JSON body (undefined when empty). */
+export interface Answer {
+  status: number;
+  body: any;
+}
+
+const CERT_ERRORS = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY"]);
+
+/** Percent-encodes one path segment (a name, a table, a key): everything but unreserved characters. */
+export function segment(s: string | number): string {
+  return encodeURIComponent(String(s)).replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
+}
+
+/** Sleeps ms, or until signal aborts (then throws its reason). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+interface TryResult {
+  answer?: Answer;
+  error?: Error;
+  again: boolean;
+  retryAfterS?: number | undefined;
+}
+
+/** Sends JSON calls to one gateway through one connection pool. */
+export class Transport {
+  readonly base: URL;
+  readonly timeoutMs: number;
+  readonly retry: RetryPolicy;
+  private readonly key: string;
+  private readonly agent: http.Agent;
+
+  constructor(options: ClientOptions = {}) {
+    const url = options.url || process.env.FENCEGATE_URL || "http://127.0.0.1:8480";
+    this.base = new URL(url);
+    if ((this.base.protocol !== "http:" && this.base.protocol !== "https:") || !this.base.hostname) {
+      throw new TypeError(`the gateway URL must be http://host[:port] or https://host[:port], not ${url}`);
+    }
+    this.key = options.apiKey ?? process.env.FENCEGATE_KEY ?? "";
+    this.timeoutMs = options.timeoutMs ?? 10000;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    const caFile = options.caFile || process.env.FENCEGATE_CACERT;
+    this.agent = this.base.protocol === "https:"
+      ? new https.Agent({ keepAlive: true, maxSockets: 64, ca: caFile ? readFileSync(caFile) : undefined,
+        minVersion: "TLSv1.2" })
+      : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  }
+
+  /** Closes the pool's connections. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  /**
+   * Sends a call and returns its answer; throws a ProblemError subclass for an error answer, an
+   * UnreachableError when none came, or the signal's reason when it aborted, after the retries that the
+   * call's effect allows.
+   */
+  async call(call: Call): Promise<Answer> {
+    const policy = call.retry ?? this.retry;
+    let waited = 0;
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.try(call);
+      if (result.answer) return result.answer;
+      if (call.signal?.aborted) throw call.signal.reason;
+      const pause = result.retryAfterS !== undefined
+        ? result.retryAfterS * 1000
+        : Math.min(policy.maxBackoffMs, policy.backoffMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+      if (!result.again || attempt >= policy.attempts || waited + pause > policy.budgetMs) throw result.error;
+      await sleep(pause, call.signal);
+      waited += pause;
+    }
+  }
+
+  private try(call: Call): Promise<TryResult> {
+    let target = this.base.pathname.replace(/\/$/, "") + call.path;
+    const query = Object.entries(call.query ?? {}).filter(([, v]) => v !== undefined);
+    if (query.length) target += "?" + new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)])).toString();
+    const payload = typeof call.body === "function" ? (call.body as () => unknown)() : call.body;
+    const data = payload === undefined ? undefined : Buffer.from(JSON.stringify(payload));
+    const headers: Record<string, string> = { Accept: "application/json", "User-Agent": `fencegate-node/${VERSION}` };
+    if (data) {
+      headers["Content-Type"] = "application/json";
+      headers["Content-Length"] = String(data.length);
+    }
+    if (this.key) headers.Authorization = `Bearer ${this.key}`;
+    Object.assign(headers, call.headers);
+    const op = `${call.method} ${call.path}`;
+    const module = this.base.protocol === "https:" ? https : http;
+    return new Promise<TryResult>((resolve) => {
+      let connected = false;
+      let settled = false;
+      const settle = (r: TryResult): void => {
+        if (!settled) {
+          settled = true;
+          clearTimeout(timer);
+          call.signal?.removeEventListener("abort", onAbort);
+          resolve(r);
+        }
+      };
+      const req = module.request({
+        agent: this.agent, protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port,
+        method: call.method, path: target, headers,
+      }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", (e) => settle({ error: new UnreachableError(`${op}: ${e.message}`, true, { cause: e }),
+          again: call.effect !== "once" }));
+        res.on("end", () => {
+          const raw = Buffer.concat(chunks).toString("utf8");
+          const json = (res.headers["content-type"] ?? "").includes("json");
+          let body: unknown = raw || undefined;
+          if (raw && json) {
+            try {
+              body = JSON.parse(raw);
+            } catch {
+              body = raw;
+            }
+          }
+          const status = res.statusCode ?? 0;
+          if (status < 400) {
+            settle({ answer: { status, body }, again: false });
+            return;
+          }
+          const ra = Number(res.headers["retry-after"]);
+          const retryAfterS = res.headers["retry-after"] !== undefined && ra >= 0 ? ra : undefined;
+          const rid = res.headers["x-request-id"];
+          settle({ error: problemError(status, body, typeof rid === "string" ? rid : undefined, retryAfterS),
+            again: status === 503 && call.effect !== "once", retryAfterS });
+        });
+      });
+      req.on("socket", (socket) => {
+        if (call.background) socket.unref();
+        const connecting = (socket as unknown as { connecting?: boolean }).connecting;
+        if (!connecting) connected = true;
+        socket.once(this.base.protocol === "https:" ? "secureConnect" : "connect", () => { connected = true; });
+      });
+      req.on("error", (e: NodeJS.ErrnoException) => {
+        const certificate = CERT_ERRORS.has(e.code ?? "");
+        const sent = connected && !certificate;
+        settle({ error: new UnreachableError(`${op}: no answer from ${this.base.origin}: ${e.message}`, sent, { cause: e }),
+          again: !certificate && (!sent || call.effect !== "once") && !call.signal?.aborted });
+      });
+      const onAbort = (): void => {
+        req.destroy(call.signal?.reason instanceof Error ? call.signal.reason : new Error("aborted"));
+      };
+      call.signal?.addEventListener("abort", onAbort, { once: true });
+      const timeoutMs = (call.timeoutMs ?? this.timeoutMs) + (call.waitMs ?? 0);
+      const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      if (call.background) timer.unref();
+      if (call.signal?.aborted) onAbort();
+      req.end(data);
+    });
+  }
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+/**
+ * The TypeScript client against a real gateway (tests/conformance/driver.py sets FG_CONF_*; skipped
+ * without them): what the conformance scenarios do not cover, namely AbortSignals that end waits,
+ * withLock's lease.signal on loss, every kind of fenced write, batches, Prefer: return=minimal, and audit
+ * paging.
+ */
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { Client, ConflictError, LeaseLostError, NotFoundError, StaleFenceError } from "../src/index.js";
+
+const skip = process.env.FG_CONF_URL ? false : "FG_CONF_URL is not set: run through tests/conformance/driver.py";
+
+function client(direct = false): Client {
+  return new Client({ url: direct ? process.env.FG_CONF_DIRECT_URL! : process.env.FG_CONF_URL!,
+    apiKey: process.env.FG_CONF_ADMIN_KEY!, owner: "node-tests", timeoutMs: 5000 });
+}
+
+const unique = (prefix: string): string => `${prefix}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+
+test("aborting the signal ends a wait, and the gateway forgets the waiter", { skip }, async () => {
+  const c = client(true); // the proxy would keep the aborted wait's upstream connection open
+  const name = unique("node:abort");
+  const held = await c.lock(name, { ttlMs: 5000 });
+  const started = performance.now();
+  await assert.rejects(c.lock(name, { waitMs: 10000, signal: AbortSignal.timeout(300) }), { name: "TimeoutError" });
+  assert.ok(performance.now() - started < 2000);
+  for (let i = 0; (await c.lockStatus(name)).waiting !== 0; i++) {
+    assert.ok(i < 100, "the aborted waiter is still queued");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await held.release();
+  c.close();
+});
+
+test("withLock aborts lease.signal on a revoke and rejects with LeaseLostError", { skip }, async () => {
+  const c = client();
+  const name = unique("node:withlock");
+  await assert.rejects(c.withLock(name, async (lease) => {
+    await c.revokeLock(name, "test");
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("not aborted within 3 s of the revoke")), 3000);
+      lease.signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    assert.ok(lease.signal.reason instanceof LeaseLostError);
+  }, { ttlMs: 30000 }), (e: unknown) => e instanceof LeaseLostError && e.reason === "revoked");
+  c.close();
+});
+
+test("fenced writes of every kind", { skip }, async () => {
+  const c = client();
+  const key = unique("node-row");
+  await c.withLock(unique("node:writes"), async (lease) => {
+    const invoices = lease.pg("invoices");
+    const inserted = await invoices.insert({ id: key, status: "open", amount_cents: 100 });
+    assert.equal(inserted.row?.status, "open");
+    assert.equal(inserted.fence, lease.fence);
+    await assert.rejects(invoices.insert({ id: key }), ConflictError);
+    assert.equal((await invoices.patch(key, { status: "paid" })).row?.status, "paid");
+    const batch = await invoices.batch([{ op: "patch", key, set: { note: "batched" } },
+      { op: "put", key: key + "-2", row: { status: "open" } }]);
+    assert.equal(batch.results?.length, 2);
+    assert.ok((await invoices.returnMinimal().patch(key, { note: "minimal" })).applied);
+    await lease.redis.put("app:" + key, "v1");
+    assert.equal((await lease.redis.patch("app:" + key + ":h", { a: "1" })).fields?.a, "1");
+    await lease.redis.delete("app:" + key);
+    await assert.rejects(invoices.delete(key + "-none"), NotFoundError);
+  }, { ttlMs: 5000 });
+  const row = await c.pg("invoices").get(key);
+  assert.equal(row.row?.status, "paid");
+  assert.equal(row.row?.note, "minimal");
+  c.close();
+});
+
+test("audit paging", { skip }, async () => {
+  const c = client();
+  const name = unique("node:audit");
+  const key = "app:" + unique("node-audit");
+  const old = await c.lock(name, { ttlMs: 200, renew: false });
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  await c.withLock(name, (lease) => lease.redis.put(key, "new"), { ttlMs: 5000 });
+  for (let i = 0; i < 3; i++) {
+    await assert.rejects(old.redis.put(key, "old"),
+      (e: unknown) => e instanceof StaleFenceError && e.presentedFence === old.fence && e.resource === "redis:" + key);
+  }
+  // Audit records are written after the refusal is answered: read until all three are there.
+  let records = [];
+  for (const deadline = Date.now() + 5000; ; await new Promise((resolve) => setTimeout(resolve, 50))) {
+    records = [];
+    for await (const record of c.auditRejections({ resource: "redis:" + key, pageSize: 2 })) records.push(record);
+    if (records.length >= 3 || Date.now() > deadline) break;
+  }
+  assert.equal(records.length, 3);
+  assert.ok(records.every((r) => r.presented_fence === old.fence && r.reason));
+  c.close();
+});
