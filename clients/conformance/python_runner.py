@@ -205,10 +205,16 @@ class Runner:
     def op_status(self, step: Dict[str, Any]) -> None:
         client = self.client(step.get("client", "main"))
         name = self.expand(step["name"])
-        if step.get("kind", "lock") == "semaphore":
-            self.outcome(step, lambda: client.semaphore_status(name))
-        else:
-            self.outcome(step, lambda: client.lock_status(name))
+        read = client.semaphore_status if step.get("kind", "lock") == "semaphore" else client.lock_status
+        deadline = time.monotonic() + step.get("within_ms", 0) / 1000.0
+        while True:
+            try:
+                self.outcome(step, lambda: read(name))
+                return
+            except StepFailed:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     def op_lost(self, step: Dict[str, Any]) -> None:
         lease = self.leases[step["lease"]]

@@ -332,18 +332,27 @@ func (r *confRunner) step(ctx context.Context, step map[string]any) error {
 			return map[string]any{"revoked_fence": fence}, err
 		})
 	case "status":
-		return r.outcome(step, func() (any, error) {
-			if step["kind"] == "semaphore" {
-				return c.SemaphoreStatus(ctx, r.str(step, "name"))
+		for deadline := time.Now().Add(ms(step, "within_ms")); ; time.Sleep(50 * time.Millisecond) {
+			err := r.outcome(step, func() (any, error) {
+				if step["kind"] == "semaphore" {
+					return c.SemaphoreStatus(ctx, r.str(step, "name"))
+				}
+				return c.LockStatus(ctx, r.str(step, "name"))
+			})
+			if err == nil || time.Now().After(deadline) {
+				return err
 			}
-			return c.LockStatus(ctx, r.str(step, "name"))
-		})
+		}
 	case "lost":
 		held := r.leases[leaseName]
 		select {
 		case <-held.lost():
-		case <-time.After(ms(step, "within_ms")):
-			return fmt.Errorf("lease %s not lost within %v", leaseName, ms(step, "within_ms"))
+		default: // not yet: wait (a select over both at once may pick the timer when both are ready)
+			select {
+			case <-held.lost():
+			case <-time.After(ms(step, "within_ms")):
+				return fmt.Errorf("lease %s not lost within %v", leaseName, ms(step, "within_ms"))
+			}
 		}
 		for _, reason := range step["reason"].([]any) {
 			if reason == held.reason() {

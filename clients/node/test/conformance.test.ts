@@ -158,8 +158,14 @@ class Runner {
       case "revoke":
         return this.outcome(step, async () => ({ revoked_fence: await c.revokeLock(this.expand(step.name), "conformance") }));
       case "status":
-        return this.outcome(step, () => step.kind === "semaphore"
-          ? c.semaphoreStatus(this.expand(step.name)) : c.lockStatus(this.expand(step.name)));
+        for (const deadline = performance.now() + (step.within_ms ?? 0); ; await new Promise((r) => setTimeout(r, 50))) {
+          try {
+            return await this.outcome(step, () => step.kind === "semaphore"
+              ? c.semaphoreStatus(this.expand(step.name)) : c.lockStatus(this.expand(step.name)));
+          } catch (e) {
+            if (performance.now() >= deadline) throw e;
+          }
+        }
       case "lost": {
         const held = this.leases.get(step.lease)!;
         if (!held.lost) {
