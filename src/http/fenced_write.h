@@ -46,6 +46,18 @@ int fenced_write_bound(enum metric_backend backend, const struct resource_guard 
 void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
                           const struct fenced_writer *who, const struct fenced_refusal *refusal);
 
+/* True if a Prefer header value (NULL: none) asks for return=minimal among its
+ * preferences (names and values case-insensitive, values maybe quoted). */
+bool fenced_write_prefers_minimal(const char *prefer);
+
+/* False when the request asks not to have the written row back
+ * (Prefer: return=minimal): its answer is then fenced_write_applied_minimal. */
+bool fenced_write_wants_row(const struct http_request *req);
+
+/* Answers an applied write of backend that asked for return=minimal: 204 with
+ * Preference-Applied: return=minimal; counted. */
+void fenced_write_applied_minimal(struct http_reply *reply, enum metric_backend backend);
+
 /* Answers an applied write of backend with status and {"applied": true,
  * "resource": resource (left out when NULL), "fence": fence, member: value
  * (borrowed; NULL for null)}, written without a jansson tree; counted. */

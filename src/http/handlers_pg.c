@@ -3,8 +3,9 @@
  * handlers_pg.c - the /v1/pg endpoints. Each write finds its table, takes its
  * writer from the headers (fenced_write.c, as the Redis writes do), reads the
  * body into a fenced_op and hands it to fenced_pg; the answer is the row after
- * the write, or the refusal fenced_write.c answers for both front ends. It
- * never builds SQL and never decides a fence itself.
+ * the write (the key and the listed columns; 204 without it when the client
+ * prefers return=minimal), or the refusal fenced_write.c answers for both
+ * front ends. It never builds SQL and never decides a fence itself.
  */
 #include "http/handlers_pg.h"
 
@@ -135,13 +136,13 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         return fail(reply, &err);
     struct fenced_op op;
     struct fenced_result res;
-    bool held = true;
+    bool held = true, want_row = fenced_write_wants_row(req);
     char *expired = NULL;
     if (fenced_op_parse(schemas, (size_t)table, kind, path_key, body, &op, &err) != 0 ||
         op_bound(&schemas[table], &op, &claims, &err) != 0 ||
         live_lease_gate(schemas, &op, 1, &claims, &who, fenced_kind_method(kind), &held, &expired,
                         &err) != 0 ||
-        (held && fenced_pg_write(&op, &who, &res, &err) != 0)) {
+        (held && fenced_pg_write(&op, &who, want_row, &res, &err) != 0)) {
         fenced_op_free(&op);
         return fail(reply, &err);
     }
@@ -151,6 +152,8 @@ static enum handler_result single_write(struct http_request *req, struct http_re
     http_request_log_subject(req, "%s", res.resource);
     if (res.outcome != FENCED_APPLIED)
         reply_refused(reply, &who, &res, fenced_kind_method(kind));
+    else if (!want_row)
+        fenced_write_applied_minimal(reply, METRIC_BACKEND_PG);
     else
         fenced_write_applied(reply, METRIC_BACKEND_PG, kind == FENCED_POST ? 201 : 200,
                              res.resource, res.fence, "row", res.row);
@@ -240,7 +243,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     struct fenced_writer who;
     struct fenced_batch batch;
     struct fenced_result res;
-    bool held = true;
+    bool held = true, want_row = fenced_write_wants_row(req);
     char *expired = NULL;
     if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         batch_permitted(req, schemas, &batch, &err) != 0 ||
@@ -248,7 +251,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
         batch_bound(schemas, &batch, &claims, &err) != 0 ||
         live_lease_gate(schemas, batch.ops, batch.nops, &claims, &who, "POST", &held, &expired,
                         &err) != 0 ||
-        (held && fenced_pg_batch(&batch, &who, &res, &err) != 0)) {
+        (held && fenced_pg_batch(&batch, &who, want_row, &res, &err) != 0)) {
         fenced_batch_free(&batch);
         return fail(reply, &err);
     }
@@ -257,6 +260,8 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
         return reply_expired(reply, &who, expired, "POST");
     if (res.outcome != FENCED_APPLIED)
         reply_refused(reply, &who, &res, "POST");
+    else if (!want_row)
+        fenced_write_applied_minimal(reply, METRIC_BACKEND_PG);
     else
         fenced_write_applied(reply, METRIC_BACKEND_PG, 200, NULL, res.fence, "results", res.items);
     fenced_result_free(&res);

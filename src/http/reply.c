@@ -65,6 +65,13 @@ void reply_text(struct http_reply *reply, int status, const char *content_type, 
     reply->text = text;
 }
 
+void reply_no_content(struct http_reply *reply, const char *preference)
+{
+    reply_clear(reply);
+    reply->status = 204;
+    reply->preference = preference;
+}
+
 void reply_json_out(struct http_reply *reply, int status, struct fgjson_out *out)
 {
     fgjson_out_close(out);

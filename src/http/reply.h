@@ -21,6 +21,7 @@ struct http_reply {
     char *text;               /* owned non-JSON body (e.g. metrics), used when body is NULL */
     const char *content_type; /* content type of text (static string) */
     bool console;             /* a file of the operator console: sent with a strict CSP */
+    const char *preference;   /* Preference-Applied header (static string), or NULL */
 };
 
 /* Sets a JSON reply; takes ownership of body (jansson "steals" it). */
@@ -42,6 +43,10 @@ void reply_write_lease_lost(struct http_reply *reply, long long fence, const cha
  * copies and frees: the fixed-shape replies of the request path, written
  * without building a jansson tree. */
 void reply_json_out(struct http_reply *reply, int status, struct fgjson_out *out);
+
+/* 204 No Content, with the Preference-Applied header preference (a static
+ * string, RFC 7240) when not NULL. */
+void reply_no_content(struct http_reply *reply, const char *preference);
 
 /* Sets a plain-text style reply; takes ownership of text. */
 void reply_text(struct http_reply *reply, int status, const char *content_type, char *text);

@@ -410,13 +410,16 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         content_type = reply->content_type ? reply->content_type : "text/plain";
     }
     FG_ASSERT(resp != NULL);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (reply->status != 204) /* no content, no type */
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (reply->retry_after_s > 0) {
         char ra[16];
         snprintf(ra, sizeof ra, "%d", reply->retry_after_s);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
     }
     MHD_add_response_header(resp, "X-Request-Id", req->request_id);
+    if (reply->preference != NULL)
+        MHD_add_response_header(resp, "Preference-Applied", reply->preference);
     if (reply->console)
         add_console_headers(resp);
     if (conn->body_too_large || conn->close_after)

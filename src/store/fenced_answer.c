@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_answer.c - from the answer rows of fenced Postgres statements to
- * struct fenced_result: the resource, its fence, the row as JSON, and whether
- * the write was applied, refused as stale or refused as revoked. It must not
+ * struct fenced_result: the resource, its fence, the row as JSON; for a write
+ * that wrote nothing, the verdict of its refusal statement (refused as stale
+ * or revoked, row missing, row in the way, or worth another try). It must not
  * run statements or decide the HTTP answer.
  */
 #include "store/fenced_answer.h"
@@ -48,37 +49,38 @@ static char *resource_of(const json_t *answer)
     return resource;
 }
 
-/* A boolean member of an answer row ("t" / "f"); absent reads as absent. */
-static bool flag_of(const json_t *answer, const char *member, bool *present)
+/* A boolean member of an answer row ("t" / "f"). */
+static bool flag_of(const json_t *answer, const char *member)
 {
     const char *text = json_string_value(json_object_get(answer, member));
-    *present = text != NULL;
     return text != NULL && strcmp(text, "t") == 0;
 }
 
-bool fenced_answer_take(const json_t *answer, enum fenced_kind kind, int64_t presented,
-                        struct fenced_result *res)
+void fenced_answer_applied(const json_t *answer, int64_t presented, struct fenced_result *res)
 {
     fenced_result_free(res);
-    if (answer == NULL)
-        return false;
-    bool has_applied, has_revoked;
-    bool applied = flag_of(answer, "applied", &has_applied);
-    bool revoked = flag_of(answer, "revoked", &has_revoked);
+    res->outcome = FENCED_APPLIED;
+    res->resource = resource_of(answer);
+    res->fence = presented;
+    res->row = row_of(answer);
+}
+
+enum fenced_verdict fenced_answer_verdict(const json_t *answer, enum fenced_kind kind,
+                                          int64_t presented, struct fenced_result *res)
+{
+    fenced_result_free(res);
     res->resource = resource_of(answer);
     res->fence = fenced_answer_fence(answer);
-    if (!has_applied)
-        applied = res->fence == presented;
-    res->outcome = revoked ? FENCED_REVOKED : applied ? FENCED_APPLIED : FENCED_STALE;
-    res->row = row_of(answer);
-    if (res->outcome != FENCED_APPLIED || !fenced_kind_needs_row(kind))
-        return true;
-    bool found = !json_is_null(res->row);
-    if (kind == FENCED_DELETE) {
-        json_decref(res->row);
-        res->row = json_null();
+    res->row = json_null();
+    bool revoked = flag_of(answer, "revoked");
+    if (revoked || res->fence > presented) {
+        res->outcome = revoked ? FENCED_REVOKED : FENCED_STALE;
+        return FENCED_VERDICT_REFUSED;
     }
-    return found;
+    res->outcome = FENCED_STALE; /* not refused by a fence: the caller decides */
+    if (!flag_of(answer, "found"))
+        return fenced_kind_needs_row(kind) ? FENCED_VERDICT_MISSING : FENCED_VERDICT_RETRY;
+    return kind == FENCED_POST ? FENCED_VERDICT_EXISTS : FENCED_VERDICT_RETRY;
 }
 
 void fenced_answer_read(const json_t *answer, struct fenced_result *res)

@@ -4,11 +4,12 @@
  * the catalog for every writable table (types of key and columns, the key's
  * unique index), which fenced_schema.c checks against the configuration.
  * Afterwards it keeps one prepared statement per (table, operation, set of
- * written columns), built by fenced_sql.c, and turns their one-row answers
- * into outcomes: applied, stale (already audited by the statement itself),
- * not found. Batches run in one transaction whose first statement claims
- * every resource's fence in a fixed order. It must not speak libpq (pg.c
- * does) nor parse request bodies (fenced_op.c does).
+ * written columns, row answered or not), built by fenced_sql.c. A write that
+ * answers a row was applied; one that wrote nothing is followed by its
+ * table's refusal statement, which audits a refusal and says why: stale,
+ * revoked, not found, or worth one more try. Batches run in one transaction
+ * whose first statement claims every resource's fence in a fixed order. It
+ * must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c does).
  */
 #include "store/fenced_pg.h"
 
@@ -33,6 +34,7 @@ struct write_stmt {
     size_t table;          /* index in fpg.schemas */
     enum fenced_kind kind; /* operation */
     bool *written;         /* written columns (owned, the table's ncolumns entries) */
+    bool want_row;         /* its answer carries the row */
     char name[32];         /* prepared statement name */
     char *sql;             /* statement text (owned) */
     int nparams;           /* parameters it takes */
@@ -44,6 +46,7 @@ static struct {
     size_t ntables;               /* entries in schemas */
     char **prefixes;              /* per table: resource prefix "pg:<table>/" */
     char **read_sql;              /* per table: its read statement */
+    char **refusal_sql;           /* per table: its refusal statement */
     pthread_mutex_t lock;         /* guards stmts */
     struct write_stmt **stmts;    /* cache of write statements */
     size_t nstmts;                /* entries in stmts */
@@ -73,7 +76,9 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     fpg.schemas = calloc(cfg->ntables + 1, sizeof *fpg.schemas);
     fpg.prefixes = calloc(cfg->ntables + 1, sizeof *fpg.prefixes);
     fpg.read_sql = calloc(cfg->ntables + 1, sizeof *fpg.read_sql);
-    FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL);
+    fpg.refusal_sql = calloc(cfg->ntables + 1, sizeof *fpg.refusal_sql);
+    FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL &&
+              fpg.refusal_sql != NULL);
     for (size_t i = 0; i < cfg->ntables; i++) {
         const struct table_config *t = &cfg->tables[i];
         const char *params[] = {t->name};
@@ -86,6 +91,7 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
             return -1;
         FG_ASSERT(asprintf(&fpg.prefixes[i], "pg:%s/", t->name) > 0);
         fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
+        fpg.refusal_sql[i] = fenced_sql_refusal(&fpg.schemas[i]);
     }
     return 0;
 }
@@ -102,15 +108,18 @@ void fenced_pg_shutdown(void)
         table_schema_free(&fpg.schemas[i]);
         free(fpg.prefixes[i]);
         free(fpg.read_sql[i]);
+        free(fpg.refusal_sql[i]);
     }
     free(fpg.schemas);
     free(fpg.prefixes);
     free(fpg.read_sql);
+    free(fpg.refusal_sql);
     fpg.stmts = NULL;
     fpg.nstmts = 0;
     fpg.schemas = NULL;
     fpg.prefixes = NULL;
     fpg.read_sql = NULL;
+    fpg.refusal_sql = NULL;
     fpg.ntables = 0;
 }
 
@@ -122,9 +131,10 @@ const struct table_schema *fenced_pg_schemas(size_t *n)
 
 /* --- the statement cache ------------------------------------------------------------------ */
 
-/* The statement to run for op: a cached prepared one (*owned_sql NULL), or,
- * once the cache is full, an unnamed one whose text the caller frees. */
-static struct write_stmt stmt_for(const struct fenced_op *op, char **owned_sql)
+/* The statement to run for op (its answer with the row if want_row): a cached
+ * prepared one (*owned_sql NULL), or, once the cache is full, an unnamed one
+ * whose text the caller frees. */
+static struct write_stmt stmt_for(const struct fenced_op *op, bool want_row, char **owned_sql)
 {
     size_t ncolumns = fpg.schemas[op->table].cfg->ncolumns;
     struct write_stmt found = {0};
@@ -132,7 +142,7 @@ static struct write_stmt stmt_for(const struct fenced_op *op, char **owned_sql)
     pthread_mutex_lock(&fpg.lock);
     for (size_t i = 0; i < fpg.nstmts; i++) {
         const struct write_stmt *s = fpg.stmts[i];
-        if (s->table == op->table && s->kind == op->kind &&
+        if (s->table == op->table && s->kind == op->kind && s->want_row == want_row &&
             memcmp(s->written, op->written, ncolumns * sizeof *op->written) == 0) {
             found = *s;
             pthread_mutex_unlock(&fpg.lock);
@@ -141,7 +151,9 @@ static struct write_stmt stmt_for(const struct fenced_op *op, char **owned_sql)
     }
     found.table = op->table;
     found.kind = op->kind;
-    found.sql = fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, &found.nparams);
+    found.want_row = want_row;
+    found.sql =
+        fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, want_row, &found.nparams);
     if (fpg.nstmts >= STMT_CACHE_MAX) {
         pthread_mutex_unlock(&fpg.lock);
         *owned_sql = found.sql;
@@ -233,18 +245,14 @@ static bool column_mode(size_t table)
  * is then run unprepared, else NULL) with its parameters in params (FENCED_PARAM_COUNT +
  * op->ncolumns entries; fence: 24 bytes that keep the fence's text). */
 static struct write_stmt write_args(const struct fenced_op *op, const struct fenced_writer *who,
-                                    const char **params, char *fence, char **owned_sql)
+                                    bool want_row, const char **params, char *fence,
+                                    char **owned_sql)
 {
-    struct write_stmt st = stmt_for(op, owned_sql);
+    struct write_stmt st = stmt_for(op, want_row, owned_sql);
     snprintf(fence, 24, "%" PRId64, who->fence);
     params[FENCED_PARAM_FENCE] = fence;
     params[FENCED_PARAM_KEY] = op->key;
     params[FENCED_PARAM_PREFIX] = fpg.prefixes[op->table];
-    params[FENCED_PARAM_LOCK] = who->lock_name;
-    params[FENCED_PARAM_OWNER] = who->owner;
-    params[FENCED_PARAM_CLIENT] = who->client_addr;
-    params[FENCED_PARAM_METHOD] = fenced_kind_method(op->kind);
-    params[FENCED_PARAM_PRINCIPAL] = who->principal;
     int n = FENCED_PARAM_COUNT;
     if (op->kind != FENCED_DELETE)
         for (size_t i = 0; i < op->ncolumns; i++)
@@ -254,17 +262,25 @@ static struct write_stmt write_args(const struct fenced_op *op, const struct fen
     return st;
 }
 
+/* Keeps the one answer row of rows (NULL if none) in *answer, freeing rows. */
+static void take_row(json_t *rows, json_t **answer)
+{
+    *answer = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+}
+
 /*
- * Runs op's statement on c and stores its one answer row (new reference) in
- * *answer. in_transaction: c is inside a batch, where nothing is retried.
+ * Runs op's statement on c and stores its answer row (new reference), or NULL
+ * when it wrote nothing, in *answer. in_transaction: c is inside a batch,
+ * where nothing is retried.
  */
 static int exec_write(struct pg_conn *c, const struct fenced_op *op,
-                      const struct fenced_writer *who, bool in_transaction, json_t **answer,
-                      struct fg_error *err)
+                      const struct fenced_writer *who, bool want_row, bool in_transaction,
+                      json_t **answer, struct fg_error *err)
 {
     char *owned_sql, fence[24];
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
-    struct write_stmt st = write_args(op, who, params, fence, &owned_sql);
+    struct write_stmt st = write_args(op, who, want_row, params, fence, &owned_sql);
     json_t *rows = NULL;
     const char *name = owned_sql ? NULL : st.name;
     int rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
@@ -276,12 +292,8 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
             fg_fail(err, FG_ERR_INVALID_FIELD, "a value is too large: %s", pg_message(err));
         return -1;
     }
-    *answer = json_incref(json_array_get(rows, 0));
-    json_decref(rows);
-    if (*answer == NULL && !fenced_kind_needs_row(op->kind) && !column_mode(op->table))
-        return fg_fail(err, FG_ERR_INTERNAL, "fenced write answered no row");
-    return 0; /* no row: the PATCH or DELETE found neither its row nor a fence, or an
-                 insert met a row its snapshot does not show (fence column) */
+    take_row(rows, answer);
+    return 0;
 }
 
 /* Runs op's statement in the next write group (store/write_group.h) and stores
@@ -291,12 +303,12 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
  * keys under a collation other than C; where the two orders differ a batch and
  * a group can deadlock, and Postgres then rolls one back: a grouped write runs
  * again alone, a batch once more (fenced_pg_batch). */
-static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who,
+static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                         json_t **answer, struct fg_error *err)
 {
     char *owned_sql, fence[24];
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
-    struct write_stmt st = write_args(op, who, params, fence, &owned_sql);
+    struct write_stmt st = write_args(op, who, want_row, params, fence, &owned_sql);
     const struct write_group_stmt stmt = {
         {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL},
         op->table,
@@ -310,9 +322,38 @@ static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *
         return -1;
     if (result == WRITE_GROUP_ALONE)
         return 1;
-    *answer = json_incref(json_array_get(rows, 0));
-    json_decref(rows);
+    take_row(rows, answer);
     return 0;
+}
+
+/*
+ * Runs the refusal statement of op's table on c after op wrote nothing, and
+ * stores its answer row in *answer. audit: keep the audit row of a refusal
+ * (not inside a batch, which audits after its rollback).
+ */
+static int exec_refusal(struct pg_conn *c, const struct fenced_op *op,
+                        const struct fenced_writer *who, bool audit, json_t **answer,
+                        struct fg_error *err)
+{
+    char name[32], fence[24];
+    snprintf(name, sizeof name, "fpg_x%zu", op->table);
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    const char *params[FENCED_RPARAM_COUNT] = {
+        [FENCED_PARAM_FENCE] = fence,
+        [FENCED_PARAM_KEY] = op->key,
+        [FENCED_PARAM_PREFIX] = fpg.prefixes[op->table],
+        [FENCED_RPARAM_LOCK] = who->lock_name,
+        [FENCED_RPARAM_OWNER] = who->owner,
+        [FENCED_RPARAM_CLIENT] = who->client_addr,
+        [FENCED_RPARAM_METHOD] = fenced_kind_method(op->kind),
+        [FENCED_RPARAM_PRINCIPAL] = who->principal,
+        [FENCED_RPARAM_AUDIT] = audit ? "t" : "f",
+    };
+    json_t *rows = NULL;
+    if (pg_exec(c, name, fpg.refusal_sql[op->table], FENCED_RPARAM_COUNT, params, &rows, err) != 0)
+        return -1;
+    take_row(rows, answer);
+    return *answer != NULL ? 0 : fg_fail(err, FG_ERR_INTERNAL, "refusal statement answered no row");
 }
 
 /* The failure of a write that found no row twice: 404 for a PATCH or DELETE;
@@ -326,83 +367,67 @@ static int missing(const struct fenced_op *op, struct fg_error *err)
                    op->key, table);
 }
 
-/* A refused write whose row's fence is not higher: a POST onto a row that
- * exists (fence column), answered as the default mode's unique violation. */
-static int refuse_existing(const struct fenced_op *op, const struct fenced_writer *who,
-                           const struct fenced_result *res, struct fg_error *err)
+/* A POST onto a row that exists and whose fence does not refuse it (fence
+ * column), answered as the default mode's unique violation. */
+static int exists(const struct fenced_op *op, struct fg_error *err)
 {
-    if (res->outcome != FENCED_STALE || res->fence > who->fence)
-        return 0;
     return fg_fail(err, FG_ERR_CONFLICT, "a row with key '%s' already exists in table '%s'",
                    op->key, fpg.schemas[op->table].cfg->name);
 }
 
-/* Reads the answer of one attempt at op into res: 1 when the row was found
- * (0 or -1 from refuse_existing then in *rc), 0 when it was not. */
-static int take_answer(const struct fenced_op *op, const struct fenced_writer *who, json_t *answer,
-                       struct fenced_result *res, int *rc, struct fg_error *err)
+/* One try at a single write, on *c (taken from the pool when NULL; a write
+ * to a fence-column table goes to a write group first, where the connection
+ * is the group's). 0 when *res holds its outcome, 1 when it is worth another
+ * try, -1 on failure. */
+static int write_once(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
+                      struct pg_conn **c, struct fenced_result *res, struct fg_error *err)
 {
-    bool found = fenced_answer_take(answer, op->kind, who->fence, res);
-    json_decref(answer);
-    if (found)
-        *rc = refuse_existing(op, who, res, err);
-    return found;
-}
-
-/* A write to a fence-column table, committed in a write group; 1 when it must
- * run alone instead (nothing of it was written). */
-static int grouped_write(const struct fenced_op *op, const struct fenced_writer *who,
-                         struct fenced_result *res, struct fg_error *err)
-{
-    for (int attempt = 0; attempt < 2; attempt++) {
-        json_t *answer = NULL;
-        int rc = exec_grouped(op, who, &answer, err);
-        if (rc != 0)
-            return rc;
-        if (take_answer(op, who, answer, res, &rc, err))
-            return rc;
-    }
-    return missing(op, err);
-}
-
-/* A write on a connection of its own, the statement tried twice when its row
- * was missing the first time. */
-static int single_write(const struct fenced_op *op, const struct fenced_writer *who,
-                        struct fenced_result *res, struct fg_error *err)
-{
-    struct pg_conn *c = pg_acquire(err);
-    if (c == NULL)
+    json_t *answer = NULL;
+    int alone = 1;
+    if (*c == NULL && column_mode(op->table) &&
+        (alone = exec_grouped(op, who, want_row, &answer, err)) < 0)
         return -1;
-    int rc = 0;
-    /* A row committed by the writer this one waited for is not in this
-     * statement's snapshot: a missing row is looked for once more. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        json_t *answer = NULL;
-        rc = exec_write(c, op, who, false, &answer, err);
-        if (rc != 0) {
-            if (data_error(c))
-                find_bad_value(c, op, "", err);
-            break;
-        }
-        if (take_answer(op, who, answer, res, &rc, err))
-            break;
-        if (attempt == 1)
-            rc = missing(op, err);
+    if (alone && *c == NULL && (*c = pg_acquire(err)) == NULL)
+        return -1;
+    if (alone && exec_write(*c, op, who, want_row, false, &answer, err) != 0) {
+        if (data_error(*c))
+            find_bad_value(*c, op, "", err);
+        return -1;
     }
-    pg_release(c);
-    return rc;
+    if (answer != NULL) {
+        fenced_answer_applied(answer, who->fence, res);
+        json_decref(answer);
+        return 0;
+    }
+    /* refused or missing: the refusal path, rare, asks why and audits */
+    if (*c == NULL && (*c = pg_acquire(err)) == NULL)
+        return -1;
+    if (exec_refusal(*c, op, who, true, &answer, err) != 0)
+        return -1;
+    enum fenced_verdict verdict = fenced_answer_verdict(answer, op->kind, who->fence, res);
+    json_decref(answer);
+    switch (verdict) {
+    case FENCED_VERDICT_REFUSED: return 0;
+    case FENCED_VERDICT_MISSING: return missing(op, err);
+    case FENCED_VERDICT_EXISTS: return exists(op, err);
+    default: return 1;
+    }
 }
 
-int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
+int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                     struct fenced_result *res, struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
-    int rc = column_mode(op->table) ? grouped_write(op, who, res, err) : 1;
-    if (rc == 1) {
-        fenced_result_free(res);
-        memset(res, 0, sizeof *res);
-        rc = single_write(op, who, res, err);
-    }
+    struct pg_conn *c = NULL;
+    /* A row committed by the writer this one waited for is not in the write's
+     * snapshot: a write that met a row that changed is tried once more. */
+    int rc = write_once(op, who, want_row, &c, res, err);
+    if (rc == 1)
+        rc = write_once(op, who, want_row, &c, res, err);
+    if (rc == 1)
+        rc = missing(op, err);
+    if (c != NULL)
+        pg_release(c);
     if (rc != 0)
         fenced_result_free(res);
     return rc;
@@ -559,38 +584,63 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
     return 0;
 }
 
+/* Why op, run inside the open transaction of a batch, wrote nothing, as the
+ * failure of the batch: a stale op is added to stale (audited after the
+ * rollback), a revoked fence sets *revoked. */
+static int op_refused(struct pg_conn *c, const struct fenced_op *op,
+                      const struct fenced_writer *who, json_t *stale, bool *revoked,
+                      struct fg_error *err)
+{
+    json_t *answer = NULL;
+    if (exec_refusal(c, op, who, false, &answer, err) != 0)
+        return -1;
+    struct fenced_result one = {0};
+    enum fenced_verdict verdict = fenced_answer_verdict(answer, op->kind, who->fence, &one);
+    json_decref(answer);
+    const char *table = fpg.schemas[op->table].cfg->name;
+    if (verdict == FENCED_VERDICT_REFUSED && one.outcome == FENCED_REVOKED) {
+        *revoked = true;
+        fg_fail(err, FG_ERR_LEASE_LOST, "the fence was revoked");
+    } else if (verdict == FENCED_VERDICT_REFUSED) {
+        json_array_append_new(stale, json_pack("{s:s, s:I}", "resource", one.resource,
+                                               "current_fence", (json_int_t)one.fence));
+        fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one.resource,
+                one.fence);
+    } else if (verdict == FENCED_VERDICT_MISSING) {
+        missing(op, err);
+    } else if (verdict == FENCED_VERDICT_EXISTS) {
+        exists(op, err);
+    } else { /* a row that appeared after the claim: nothing is retried inside a batch */
+        fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won", op->key,
+                table);
+    }
+    fenced_result_free(&one);
+    return -1;
+}
+
 /* Runs the operations inside the open transaction; items gets one entry per
- * op. An op found stale after the claim (a row of a fence-column table created
- * meanwhile) is added to stale, to be audited after the rollback. */
+ * op (with its row if want_row). An op refused after the claim (a row of a
+ * fence-column table created meanwhile, a revocation meanwhile) fails the
+ * batch through op_refused. */
 static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
-                   const struct fenced_writer *who, json_t *items, json_t *stale, size_t *failed,
-                   struct fg_error *err)
+                   const struct fenced_writer *who, bool want_row, json_t *items, json_t *stale,
+                   bool *revoked, size_t *failed, struct fg_error *err)
 {
     for (size_t i = 0; i < batch->nops; i++) {
         const struct fenced_op *op = &batch->ops[i];
-        struct fenced_result one = {0};
         json_t *answer = NULL;
         *failed = i;
-        if (exec_write(c, op, who, true, &answer, err) != 0)
+        if (exec_write(c, op, who, want_row, true, &answer, err) != 0)
             return -1;
-        bool found = fenced_answer_take(answer, op->kind, who->fence, &one);
+        if (answer == NULL)
+            return op_refused(c, op, who, stale, revoked, err);
+        struct fenced_result one = {0};
+        fenced_answer_applied(answer, who->fence, &one);
         json_decref(answer);
-        int rc = refuse_existing(op, who, &one, err);
-        if (rc == 0 && one.outcome != FENCED_APPLIED) {
-            json_array_append_new(stale, json_pack("{s:s, s:I}", "resource", one.resource,
-                                                   "current_fence", (json_int_t)one.fence));
-            rc = fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one.resource,
-                         one.fence);
-        } else if (rc == 0 && !found)
-            rc = fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key,
-                         fpg.schemas[op->table].cfg->name);
-        else
-            json_array_append_new(items,
-                                  json_pack("{s:s, s:s, s:O}", "op", fenced_kind_method(op->kind),
-                                            "resource", one.resource, "row", one.row));
+        json_array_append_new(items,
+                              json_pack("{s:s, s:s, s:O}", "op", fenced_kind_method(op->kind),
+                                        "resource", one.resource, "row", one.row));
         fenced_result_free(&one);
-        if (rc != 0)
-            return -1;
     }
     *failed = batch->nops;
     return 0;
@@ -622,7 +672,8 @@ static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t
  * victim (with a write group that locked its rows in another order: see
  * exec_grouped), which is worth one more try since nothing was written. */
 static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
-                      struct fenced_result *res, bool *deadlocked, struct fg_error *err)
+                      bool want_row, struct fenced_result *res, bool *deadlocked,
+                      struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
     *deadlocked = false;
@@ -649,10 +700,15 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
             rc = audit_stale(c, stale, who, res, err);
             goto out;
         }
-        rc = run_ops(c, batch, who, items, stale, &failed, err);
+        rc = run_ops(c, batch, who, want_row, items, stale, &revoked, &failed, err);
     }
     if (rc == 0)
         rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    if (rc != 0 && revoked) {
+        rollback(c);
+        rc = audit_revoked(c, batch, who, res, err);
+        goto out;
+    }
     if (rc != 0 && json_array_size(stale) > 0) {
         rollback(c);
         rc = audit_stale(c, stale, who, res, err);
@@ -680,12 +736,12 @@ out:
 }
 
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
-                    struct fenced_result *res, struct fg_error *err)
+                    bool want_row, struct fenced_result *res, struct fg_error *err)
 {
     bool deadlocked;
-    int rc = batch_once(batch, who, res, &deadlocked, err);
+    int rc = batch_once(batch, who, want_row, res, &deadlocked, err);
     if (rc != 0 && deadlocked)
-        rc = batch_once(batch, who, res, &deadlocked, err);
+        rc = batch_once(batch, who, want_row, res, &deadlocked, err);
     return rc;
 }
 

@@ -34,22 +34,25 @@ void fenced_pg_shutdown(void);
 const struct table_schema *fenced_pg_schemas(size_t *n);
 
 /*
- * Runs one write. On success fills *res (APPLIED or STALE; release with
- * fenced_result_free). A PATCH or DELETE of a missing row fails with
- * FG_ERR_NOT_FOUND, a POST of an existing key with FG_ERR_CONFLICT, a value
- * Postgres cannot convert with FG_ERR_INVALID_FIELD naming the column.
+ * Runs one write. On success fills *res (APPLIED, STALE or REVOKED, a refusal
+ * audited once; release with fenced_result_free); want_row: an applied write's
+ * result holds the row (the key and the listed columns), else the row is not
+ * read back. A PATCH or DELETE of a missing row fails with FG_ERR_NOT_FOUND, a
+ * POST of an existing key with FG_ERR_CONFLICT, a value Postgres cannot
+ * convert with FG_ERR_INVALID_FIELD naming the column.
  */
-int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
+int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                     struct fenced_result *res, struct fg_error *err) FG_WUR;
 
 /*
  * Runs the operations of batch in one transaction under one fence: all are
- * applied (APPLIED, items per op) or none. If any resource holds a higher
- * fence the result is STALE, one audit row is kept per stale resource and
- * nothing else changes. Failures name the operation ("ops[2]: ...").
+ * applied (APPLIED, items per op, with its row if want_row) or none. If any
+ * resource holds a higher fence the result is STALE, one audit row is kept
+ * for the request and nothing else changes. Failures name the operation
+ * ("ops[2]: ...").
  */
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
-                    struct fenced_result *res, struct fg_error *err) FG_WUR;
+                    bool want_row, struct fenced_result *res, struct fg_error *err) FG_WUR;
 
 /*
  * Refuses op of who without writing because the lease it needs is over

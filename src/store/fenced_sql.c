@@ -6,36 +6,27 @@
  * catalog (format_type output, already quoted by Postgres); every value is a
  * parameter. It must not run SQL or look at request bodies.
  *
- * A write is one statement of five CTEs:
- *   v  whether the presented fence was revoked (fencegate.revocations); a
- *      revoked fence claims nothing, writes nothing and is audited by x
- *   f  upserts fencegate.resource_fences to greatest(stored, presented). For a
- *      PATCH or DELETE it does so only if the row or a fence of the resource
- *      exists: a write to a missing row (404) leaves no fence behind, and the
- *      statement then answers no row at all. The
- *      upsert always updates, so it locks the fence row (serializing writers of
- *      one resource) and, under READ COMMITTED, evaluates greatest() on the
- *      newest committed version after waiting for a concurrent writer; RETURNING
- *      gives the fence now in force.
- *   w  the write itself, guarded by "f's fence = presented fence".
- *   r  the audit row of a refused write, when f's fence > presented fence, so
- *      the record commits with the statement whatever the client does.
- *   x  the audit row of a write whose fence was revoked (reason "revoked").
- * Its answer row: resource, fence (NULL when revoked), row, revoked; no row
- * for a PATCH or DELETE that found neither its row nor a fence.
+ * A write is one statement that does nothing but the write when it is
+ * accepted, the common case; why a write was refused is asked afterwards, by
+ * the refusal statement, which also keeps its audit row (fenced_sql.h).
+ *
+ * Default mode: f claims the fence in fencegate.resource_fences, an upsert
+ * that raises the stored fence to the presented one only if it is not higher
+ * (ON CONFLICT ... DO UPDATE ... WHERE): it locks the fence row first, which
+ * serializes the writers of one resource, and under READ COMMITTED it judges
+ * the newest committed fence after waiting for a concurrent writer. It claims
+ * nothing for a revoked fence, nor for a PATCH or DELETE whose row is missing
+ * (a 404 leaves no fence behind). The write joins f: no claim, no write.
  *
  * A table with a fence_column keeps the fence in its own row instead, the
- * classic guarded statement, with these CTEs (v as above):
- *   w  the write, guarded by "stored fence (NULL: 0) <= presented fence" on the
- *      row itself, setting the column to the presented fence;
- *   c  only when w changed nothing: the row's fence, read FOR UPDATE so that,
- *      after waiting for a concurrent writer, it is the newest committed one;
- *   r  the audit row, when c's fence > presented fence.
- *   x  the audit row of a write whose fence was revoked (v, as above, guards
- *      every write of w).
- * Its answer carries "applied" (w changed the row), since the stored fence of
- * a row that w did not touch may equal the presented one (a POST on a row
- * that exists), and "revoked".
+ * classic guarded statement: the write sets the column to the presented fence
+ * where the stored one (NULL: 0) is not higher, and where the fence is not
+ * revoked.
+ *
+ * Either answers (resource, row) for the row it wrote, the resource built from
+ * the row's stored key (its canonical text), and no row at all when it wrote
+ * nothing. The row is the key and the listed columns, nothing else of the
+ * table (a column added later stays private), and only when asked for.
  */
 #include "store/fenced_sql.h"
 
@@ -45,13 +36,20 @@
 
 #include "store/fenced.h"
 
-/* The start of every write: v, whether the presented fence was revoked. */
-#define REVOKED_CTE                                                                                \
-    "WITH v AS (SELECT EXISTS (SELECT 1 FROM fencegate.revocations rv"                             \
-    " WHERE rv.fence = $1::bigint) AS revoked"
+/* True when the presented fence was revoked: one probe of a small table. */
+#define REVOKED "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)"
 
-/* Raising a fence row to greatest(stored, presented), always updating so that
- * the row is locked and the new value is computed on its newest version. */
+/* The claim of a single write's fence: raises the stored fence to the
+ * presented one unless it is higher, locking the fence row either way; answers
+ * the resource only when it raised (or kept) the fence. */
+static const char fence_claim[] =
+    " ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence, updated_at = clock_timestamp()"
+    " WHERE rf.fence <= excluded.fence RETURNING rf.resource";
+
+/* Raising a fence row of a batch to greatest(stored, presented), always
+ * updating so that the row is locked and the new value is computed on its
+ * newest version; answers the fence now in force, so that the batch sees a
+ * higher one. */
 static const char fence_raise[] =
     " ON CONFLICT (resource) DO UPDATE SET fence = greatest(rf.fence, excluded.fence),"
     " updated_at = CASE WHEN rf.fence <= excluded.fence THEN clock_timestamp()"
@@ -157,24 +155,42 @@ static void put_resource(FILE *out, int prefix_param, int key_param, const struc
         fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, s->key_type);
 }
 
-/* "<name> AS (INSERT INTO fencegate.rejections (...) SELECT <resource>, ...,
- * <current>, ..., '<reason>', ... <rest>)": the audit row a write's statement
- * keeps of its own refusal, in the columns and with the reason
- * (fenced_outcome_reason) of every other refusal (audit.c, audit_refusal).
- * $4 to $8: the writer's lock, owner, address, method and principal. */
-static void put_rejection(FILE *out, const char *name, const char *resource, const char *current,
-                          enum fenced_outcome outcome, const char *rest)
+/* The canonical resource of the row of alias: prefix_param || its stored key's text. */
+static void put_row_resource(FILE *out, int prefix_param, const char *alias,
+                             const struct table_schema *s)
 {
-    fprintf(out,
-            "%s AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-            " current_fence, owner, client_addr, method, reason, principal)"
-            " SELECT %s, $4::text, $1::bigint, %s, $5::text, $6::text, $7::text, '%s', $8::text"
-            " %s)",
-            name, resource, current, fenced_outcome_reason(outcome), rest);
+    fprintf(out, s->key_numeric ? "$%d::text || trim_scale((%s." : "$%d::text || (%s.",
+            prefix_param, alias);
+    put_ident(out, s->cfg->key);
+    fputs(s->key_numeric ? ")::numeric)::text" : ")::text", out);
 }
 
-/* Fence-guard of w: the write runs only if f kept the presented fence. */
-static const char guard[] = "(SELECT f.fence FROM f) = $1::bigint";
+/* "(SELECT row_to_json(r) FROM (SELECT <alias>.<key>, <alias>.<column>, ...) AS r)":
+ * the row as an answer shows it, the key and the listed columns in that order
+ * (the fence column and any column not listed stay out). */
+static void put_row_json(FILE *out, const char *alias, const struct table_schema *s)
+{
+    fprintf(out, "(SELECT row_to_json(r) FROM (SELECT %s.", alias);
+    put_ident(out, s->cfg->key);
+    for (size_t i = 0; i < s->cfg->ncolumns; i++) {
+        fprintf(out, ", %s.", alias);
+        put_ident(out, s->cfg->columns[i]);
+    }
+    fputs(") AS r)", out);
+}
+
+/* The answer of a write: the resource of the written row and, if want_row, the row. */
+static void put_returning(FILE *out, const struct table_schema *s, bool want_row)
+{
+    fputs(" RETURNING ", out);
+    put_row_resource(out, FENCED_PARAM_PREFIX + 1, "t", s);
+    fputs(" AS resource", out);
+    if (want_row) {
+        fputs(", ", out);
+        put_row_json(out, "t", s);
+        fputs("::text AS row", out);
+    }
+}
 
 /* " WHERE t."<key>" = $2::<key type>": the row an UPDATE or DELETE names. */
 static void put_key_match(FILE *out, const struct table_schema *s)
@@ -184,16 +200,7 @@ static void put_key_match(FILE *out, const struct table_schema *s)
     fprintf(out, " = $2::%s", s->key_type);
 }
 
-/* "DELETE FROM <table> AS t WHERE t."<key>" = $2::<key type>": the start of every delete. */
-static void put_delete_head(FILE *out, const struct table_schema *s)
-{
-    fputs("DELETE FROM ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t", out);
-    put_key_match(out, s);
-}
-
-/* "UPDATE <table> AS t SET <column> = $9::<type>, ...": the start of every
+/* "UPDATE <table> AS t SET <column> = $4::<type>, ...": the start of every
  * update, one assignment per written column, its parameter numbered after the
  * common ones. Returns what separates one more assignment ("" if none was
  * written). */
@@ -214,13 +221,6 @@ static const char *put_update_head(FILE *out, const struct table_schema *s, cons
         sep = ", ";
     }
     return sep;
-}
-
-static void put_update(FILE *out, const struct table_schema *s, const bool *written)
-{
-    put_update_head(out, s, written);
-    put_key_match(out, s);
-    fprintf(out, " AND %s RETURNING t.*", guard);
 }
 
 /* "INSERT INTO <table> AS t (<key>, <written columns>[, <fence column>])
@@ -250,161 +250,134 @@ static void put_insert_head(FILE *out, const struct table_schema *s, const bool 
             fprintf(out, ", $%d::%s", param++, s->column_types[i]);
 }
 
-static void put_insert(FILE *out, const struct table_schema *s, const bool *written, bool upsert)
+/* " ON CONFLICT (<key>) DO UPDATE SET <column> = excluded.<column>, ...": a
+ * PUT replaces every writable column with the new row's value or its default
+ * (the key itself when there is no other column, so that the row is still
+ * answered). */
+static void put_replace(FILE *out, const struct table_config *t)
+{
+    fputs(" ON CONFLICT (", out);
+    put_ident(out, t->key);
+    fputs(") DO UPDATE SET ", out);
+    if (t->ncolumns == 0) {
+        put_ident(out, t->key);
+        fputs(" = excluded.", out);
+        put_ident(out, t->key);
+    }
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        fputs(i > 0 ? ", " : "", out);
+        put_ident(out, t->columns[i]);
+        fputs(" = excluded.", out);
+        put_ident(out, t->columns[i]);
+    }
+}
+
+/* --- the default mode: fences in fencegate.resource_fences ------------------------------ */
+
+/* "WITH f AS (...) ": the claim of the write's fence (see the top of this file). */
+static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced_kind kind)
+{
+    fputs("WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ", out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(", $1::bigint WHERE NOT " REVOKED, out);
+    if (fenced_kind_needs_row(kind)) {
+        fputs(" AND EXISTS (SELECT 1 FROM ", out);
+        put_ident(out, s->cfg->name);
+        fputs(" AS e WHERE e.", out);
+        put_ident(out, s->cfg->key);
+        fprintf(out, " = $2::%s)", s->key_type);
+    }
+    fprintf(out, "%s) ", fence_claim);
+}
+
+static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                              const bool *written)
 {
     const struct table_config *t = s->cfg;
-    put_insert_head(out, s, written, false);
-    fprintf(out, " WHERE %s", guard);
-    if (upsert) {
-        /* Replace: every writable column takes the new row's value or its default. */
-        fputs(" ON CONFLICT (", out);
-        put_ident(out, t->key);
-        fputs(") DO UPDATE SET ", out);
-        if (t->ncolumns == 0) {
-            put_ident(out, t->key);
-            fputs(" = excluded.", out);
-            put_ident(out, t->key);
-        }
-        for (size_t i = 0; i < t->ncolumns; i++) {
-            fputs(i > 0 ? ", " : "", out);
-            put_ident(out, t->columns[i]);
-            fputs(" = excluded.", out);
-            put_ident(out, t->columns[i]);
-        }
+    put_fence_claim(out, s, kind);
+    switch (kind) {
+    case FENCED_PATCH:
+        put_update_head(out, s, written);
+        fputs(" FROM f", out);
+        put_key_match(out, s);
+        break;
+    case FENCED_PUT:
+        put_insert_head(out, s, written, false);
+        fputs(" FROM f", out);
+        put_replace(out, t);
+        break;
+    case FENCED_POST: /* an existing key fails the insert: 409 conflict */
+        put_insert_head(out, s, written, false);
+        fputs(" FROM f", out);
+        break;
+    case FENCED_DELETE:
+        fputs("DELETE FROM ", out);
+        put_ident(out, t->name);
+        fputs(" AS t USING f", out);
+        put_key_match(out, s);
+        break;
+    default: FG_ASSERT(!"unknown write kind");
     }
-    fputs(" RETURNING t.*", out);
-}
-
-static void put_delete(FILE *out, const struct table_schema *s)
-{
-    put_delete_head(out, s);
-    fprintf(out, " AND %s RETURNING t.*", guard);
-}
-
-/* WHERE clause of f for writes that need an existing row: the row is there,
- * or the resource has a fence already (then a stale write is still refused
- * and audited, and nothing new is stored). */
-static void put_target_exists(FILE *out, const struct table_schema *s)
-{
-    fputs(" AND (EXISTS (SELECT 1 FROM ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS e WHERE e.", out);
-    put_ident(out, s->cfg->key);
-    fprintf(out,
-            " = $2::%s) OR EXISTS (SELECT 1 FROM fencegate.resource_fences AS x"
-            " WHERE x.resource = ",
-            s->key_type);
-    put_resource(out, 3, 2, s);
-    fputs("))", out);
 }
 
 /* --- tables with a fence column ---------------------------------------------------------- */
 
-/* "coalesce(t."<fence column>", 0)": the row's fence, 0 if never written through the gateway. */
-static void put_row_fence(FILE *out, const struct table_config *t)
+/* "coalesce(<alias>."<fence column>", 0)": the row's fence, 0 if never
+ * written through the gateway. */
+static void put_row_fence(FILE *out, const char *alias, const struct table_config *t)
 {
-    fputs("coalesce(t.", out);
+    fprintf(out, "coalesce(%s.", alias);
     put_ident(out, t->fence_column);
     fputs(", 0)", out);
 }
 
+/* " AND <the row's fence> <= $1::bigint AND NOT <revoked>": the classic guard. */
 static void put_row_guard(FILE *out, const struct table_config *t)
 {
     fputs(" AND ", out);
-    put_row_fence(out, t);
-    fputs(" <= $1::bigint AND NOT (SELECT revoked FROM v)", out);
+    put_row_fence(out, "t", t);
+    fputs(" <= $1::bigint AND NOT " REVOKED, out);
 }
 
-static void put_column_update(FILE *out, const struct table_schema *s, const bool *written)
+static void put_column_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                             const bool *written)
 {
     const struct table_config *t = s->cfg;
-    fputs(put_update_head(out, s, written), out);
-    put_ident(out, t->fence_column);
-    fputs(" = $1::bigint", out);
-    put_key_match(out, s);
-    put_row_guard(out, t);
-    fputs(" RETURNING t.*", out);
-}
-
-/* INSERT of the key, the written columns and the fence; a PUT replaces an
- * existing row whose fence is not higher, a POST leaves an existing row alone. */
-static void put_column_insert(FILE *out, const struct table_schema *s, const bool *written,
-                              bool upsert)
-{
-    const struct table_config *t = s->cfg;
-    put_insert_head(out, s, written, true);
-    fputs(", $1::bigint WHERE NOT (SELECT revoked FROM v) ON CONFLICT (", out);
-    put_ident(out, t->key);
-    if (!upsert) {
-        fputs(") DO NOTHING RETURNING t.*", out);
-        return;
-    }
-    fputs(") DO UPDATE SET ", out);
-    for (size_t i = 0; i < t->ncolumns; i++) {
-        put_ident(out, t->columns[i]);
-        fputs(" = excluded.", out);
-        put_ident(out, t->columns[i]);
-        fputs(", ", out);
-    }
-    put_ident(out, t->fence_column);
-    fputs(" = excluded.", out);
-    put_ident(out, t->fence_column);
-    fputs(" WHERE ", out);
-    put_row_fence(out, t);
-    fputs(" <= $1::bigint RETURNING t.*", out);
-}
-
-static void put_column_delete(FILE *out, const struct table_schema *s)
-{
-    put_delete_head(out, s);
-    put_row_guard(out, s->cfg);
-    fputs(" RETURNING t.*", out);
-}
-
-static char *column_write(const struct table_schema *s, enum fenced_kind kind, const bool *written)
-{
-    char *buf = NULL;
-    size_t len;
-    FILE *out = stream_open(&buf, &len);
-    fputs(REVOKED_CTE "), w AS (", out);
     switch (kind) {
-    case FENCED_PATCH: put_column_update(out, s, written); break;
-    case FENCED_PUT: put_column_insert(out, s, written, true); break;
-    case FENCED_POST: put_column_insert(out, s, written, false); break;
-    case FENCED_DELETE: put_column_delete(out, s); break;
+    case FENCED_PATCH:
+        fputs(put_update_head(out, s, written), out);
+        put_ident(out, t->fence_column);
+        fputs(" = $1::bigint", out);
+        put_key_match(out, s);
+        put_row_guard(out, t);
+        break;
+    case FENCED_PUT: /* replaces a row whose fence is not higher */
+        put_insert_head(out, s, written, true);
+        fputs(", $1::bigint WHERE NOT " REVOKED, out);
+        put_replace(out, t);
+        fputs(", ", out);
+        put_ident(out, t->fence_column);
+        fputs(" = excluded.", out);
+        put_ident(out, t->fence_column);
+        fputs(" WHERE ", out);
+        put_row_fence(out, "t", t);
+        fputs(" <= $1::bigint", out);
+        break;
+    case FENCED_POST: /* leaves an existing row alone */
+        put_insert_head(out, s, written, true);
+        fputs(", $1::bigint WHERE NOT " REVOKED " ON CONFLICT (", out);
+        put_ident(out, t->key);
+        fputs(") DO NOTHING", out);
+        break;
+    case FENCED_DELETE:
+        fputs("DELETE FROM ", out);
+        put_ident(out, t->name);
+        fputs(" AS t", out);
+        put_key_match(out, s);
+        put_row_guard(out, t);
+        break;
     default: FG_ASSERT(!"unknown write kind");
     }
-    fputs("), c AS (SELECT ", out);
-    put_row_fence(out, s->cfg);
-    fputs(" AS fence FROM ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t WHERE t.", out);
-    put_ident(out, s->cfg->key);
-    fprintf(out, " = $2::%s AND NOT EXISTS (SELECT 1 FROM w) FOR UPDATE), k AS (SELECT ",
-            s->key_type);
-    put_resource(out, 3, 2, s);
-    fputs(" AS resource), ", out);
-    put_rejection(out, "r", "k.resource", "c.fence", FENCED_STALE,
-                  "FROM k, c WHERE c.fence > $1::bigint AND NOT (SELECT revoked FROM v)");
-    fputs(", ", out);
-    put_rejection(out, "x", "k.resource", "coalesce((SELECT fence FROM c), 0)", FENCED_REVOKED,
-                  "FROM k WHERE (SELECT revoked FROM v)");
-    fputs(
-        " SELECT k.resource, coalesce((SELECT $1::bigint FROM w), (SELECT fence FROM c)) AS fence,"
-        " EXISTS (SELECT 1 FROM w) AS applied, (SELECT row_to_json(w) FROM w)::text AS row,"
-        " (SELECT revoked FROM v) AS revoked FROM k WHERE EXISTS (SELECT 1 FROM w)"
-        " OR EXISTS (SELECT 1 FROM c) OR (SELECT revoked FROM v)",
-        out);
-    return stream_close(out, &buf);
-}
-
-static int written_params(const struct table_schema *s, enum fenced_kind kind, const bool *written)
-{
-    int n = FENCED_PARAM_COUNT;
-    if (kind != FENCED_DELETE)
-        for (size_t i = 0; i < s->cfg->ncolumns; i++)
-            n += written[i] ? 1 : 0;
-    return n;
 }
 
 /* The read of a table with a fence column: the fence is the row's. */
@@ -415,7 +388,11 @@ static char *column_read(const struct table_schema *s)
     FILE *out = stream_open(&buf, &len);
     fputs("SELECT k.resource, t.", out);
     put_ident(out, s->cfg->fence_column);
-    fputs(" AS fence, row_to_json(t)::text AS row FROM (SELECT ", out);
+    fputs(" AS fence, CASE WHEN t.", out);
+    put_ident(out, s->cfg->key);
+    fputs(" IS NOT NULL THEN ", out);
+    put_row_json(out, "t", s);
+    fputs("::text END AS row FROM (SELECT ", out);
     put_resource(out, 2, 1, s);
     fputs(" AS resource) AS k LEFT JOIN ", out);
     put_ident(out, s->cfg->name);
@@ -431,10 +408,10 @@ char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs(s->key_numeric ? "SELECT $1::text || trim_scale((t." : "SELECT $1::text || (t.", out);
-    put_ident(out, s->cfg->key);
-    fputs(s->key_numeric ? ")::numeric)::text AS resource, " : ")::text AS resource, ", out);
-    put_row_fence(out, s->cfg);
+    fputs("SELECT ", out);
+    put_row_resource(out, 1, "t", s);
+    fputs(" AS resource, ", out);
+    put_row_fence(out, "t", s->cfg);
     fputs(" AS fence FROM ", out);
     put_ident(out, s->cfg->name);
     fputs(" AS t WHERE t.", out);
@@ -451,43 +428,60 @@ char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
 /* --- all tables --------------------------------------------------------------------------- */
 
 char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, const bool *written,
-                       int *nparams)
+                       bool want_row, int *nparams)
 {
     FG_ASSERT(kind < FENCED_KIND_COUNT);
-    if (s->cfg->fence_column != NULL) {
-        *nparams = written_params(s, kind, written);
-        return column_write(s, kind, written);
-    }
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs(REVOKED_CTE ", ", out);
-    put_resource(out, 3, 2, s);
-    fputs(" AS resource), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
-          " SELECT v.resource, $1::bigint FROM v WHERE NOT v.revoked",
-          out);
-    if (kind == FENCED_PATCH || kind == FENCED_DELETE)
-        put_target_exists(out, s);
-    fprintf(out, "%s), w AS (", fence_raise);
-    switch (kind) {
-    case FENCED_PATCH: put_update(out, s, written); break;
-    case FENCED_PUT: put_insert(out, s, written, true); break;
-    case FENCED_POST: put_insert(out, s, written, false); break;
-    case FENCED_DELETE: put_delete(out, s); break;
-    default: FG_ASSERT(!"unknown write kind");
+    if (s->cfg->fence_column != NULL)
+        put_column_write(out, s, kind, written);
+    else
+        put_claimed_write(out, s, kind, written);
+    put_returning(out, s, want_row && kind != FENCED_DELETE);
+    *nparams = FENCED_PARAM_COUNT;
+    if (kind != FENCED_DELETE)
+        for (size_t i = 0; i < s->cfg->ncolumns; i++)
+            *nparams += written[i] ? 1 : 0;
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_refusal(const struct table_schema *s)
+{
+    const struct table_config *t = s->cfg;
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("WITH k AS (SELECT ", out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(" AS resource), s AS (SELECT k.resource, " REVOKED " AS revoked, ", out);
+    if (t->fence_column != NULL) {
+        /* the row's own fence, read once a writer that holds the row has committed */
+        fputs("e.fence, e.fence IS NOT NULL AS found FROM k LEFT JOIN (SELECT ", out);
+        put_row_fence(out, "t", t);
+        fputs(" AS fence FROM ", out);
+        put_ident(out, t->name);
+        fputs(" AS t", out);
+        put_key_match(out, s);
+        fputs(" FOR UPDATE) AS e ON true)", out);
+    } else {
+        fputs("(SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = k.resource)"
+              " AS fence, EXISTS (SELECT 1 FROM ",
+              out);
+        put_ident(out, t->name);
+        fputs(" AS t", out);
+        put_key_match(out, s);
+        fputs(") AS found FROM k)", out);
     }
-    fputs("), ", out);
-    put_rejection(out, "r", "f.resource", "f.fence", FENCED_STALE,
-                  "FROM f WHERE f.fence > $1::bigint");
-    fputs(", ", out);
-    put_rejection(out, "x", "v.resource",
-                  "coalesce((SELECT rf.fence FROM fencegate.resource_fences rf"
-                  " WHERE rf.resource = v.resource), 0)",
-                  FENCED_REVOKED, "FROM v WHERE v.revoked");
-    fputs(" SELECT v.resource, f.fence, (SELECT row_to_json(w) FROM w)::text AS row,"
-          " v.revoked FROM v LEFT JOIN f ON true WHERE v.revoked OR f.resource IS NOT NULL",
-          out);
-    *nparams = written_params(s, kind, written);
+    /* the audit row, in the columns and with the reasons of every other (audit.c, audit_refusal) */
+    fprintf(out,
+            ", r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+            " current_fence, owner, client_addr, method, reason, principal)"
+            " SELECT s.resource, $4::text, $1::bigint, coalesce(s.fence, 0), $5::text, $6::text,"
+            " $7::text, CASE WHEN s.revoked THEN '%s' ELSE '%s' END, $8::text FROM s"
+            " WHERE $9::boolean AND (s.revoked OR s.fence > $1::bigint))"
+            " SELECT s.resource, s.fence, s.revoked, s.found FROM s",
+            fenced_outcome_reason(FENCED_REVOKED), fenced_outcome_reason(FENCED_STALE));
     return stream_close(out, &buf);
 }
 
@@ -499,9 +493,10 @@ char *fenced_sql_read(const struct table_schema *s)
     size_t len;
     FILE *out = stream_open(&buf, &len);
     fputs("SELECT k.resource, (SELECT fence FROM fencegate.resource_fences rf"
-          " WHERE rf.resource = k.resource) AS fence,"
-          " (SELECT row_to_json(t) FROM ",
+          " WHERE rf.resource = k.resource) AS fence, (SELECT ",
           out);
+    put_row_json(out, "t", s);
+    fputs(" FROM ", out);
     put_ident(out, s->cfg->name);
     fputs(" AS t WHERE t.", out);
     put_ident(out, s->cfg->key);

@@ -7,12 +7,13 @@
  *
  * Every write statement takes the same leading parameters (FENCED_PARAM_*),
  * then one text parameter per written column, in configuration order. It
- * claims the fence and writes in one round trip and answers one row:
- * (resource, fence, row) - fence is the highest fence of the resource after
- * the statement, so the write was applied iff it equals the presented fence;
- * row is the written row as JSON text (the deleted one for a delete), or NULL.
- * On a table with a fence_column the answer also has applied (bool), and has
- * no row at all when the target row is missing.
+ * claims the fence and writes in one round trip and, when the write was
+ * accepted, answers one row: (resource, row) - resource is the canonical
+ * resource of the written row, row the row as JSON text when asked for (never
+ * for a delete). A refused write, or one whose row is missing, answers no row
+ * and writes nothing; the refusal statement then tells why, and keeps the
+ * audit row of a refusal. Accepted writes, the common case, pay for nothing
+ * else.
  */
 #ifndef FG_FENCED_SQL_H
 #define FG_FENCED_SQL_H
@@ -32,17 +33,24 @@ enum fenced_kind {
     FENCED_KIND_COUNT
 };
 
-/* Parameters shared by every write statement ($1 .. $FENCED_PARAM_COUNT). */
+/* Parameters shared by every write statement ($1 .. $FENCED_PARAM_COUNT), and
+ * the first ones of the refusal statement. */
 enum fenced_param {
-    FENCED_PARAM_FENCE,     /* $1 presented fence */
-    FENCED_PARAM_KEY,       /* $2 key, as text */
-    FENCED_PARAM_PREFIX,    /* $3 resource prefix, "pg:<table>/" */
-    FENCED_PARAM_LOCK,      /* $4 lock the token was issued for (audit) */
-    FENCED_PARAM_OWNER,     /* $5 owner named by the writer, or NULL (audit) */
-    FENCED_PARAM_CLIENT,    /* $6 client address (audit) */
-    FENCED_PARAM_METHOD,    /* $7 HTTP method (audit) */
-    FENCED_PARAM_PRINCIPAL, /* $8 id of the writer's API key, or NULL (audit) */
+    FENCED_PARAM_FENCE,  /* $1 presented fence */
+    FENCED_PARAM_KEY,    /* $2 key, as text */
+    FENCED_PARAM_PREFIX, /* $3 resource prefix, "pg:<table>/" */
     FENCED_PARAM_COUNT
+};
+
+/* The further parameters of the refusal statement. */
+enum fenced_refusal_param {
+    FENCED_RPARAM_LOCK = FENCED_PARAM_COUNT, /* $4 lock the token was issued for (audit) */
+    FENCED_RPARAM_OWNER,                     /* $5 owner named by the writer, or NULL (audit) */
+    FENCED_RPARAM_CLIENT,                    /* $6 client address (audit) */
+    FENCED_RPARAM_METHOD,                    /* $7 HTTP method (audit) */
+    FENCED_RPARAM_PRINCIPAL,                 /* $8 id of the writer's API key, or NULL (audit) */
+    FENCED_RPARAM_AUDIT,                     /* $9 "t": keep the audit row of a refusal */
+    FENCED_RPARAM_COUNT
 };
 
 /* A writable table as the gateway knows it after start-up. */
@@ -70,15 +78,28 @@ bool fenced_kind_needs_row(enum fenced_kind kind);
 
 /*
  * The write statement of kind on schema's table, writing the columns whose
- * entry in written (schema->cfg->ncolumns entries) is true. Returns an owned
- * string; *nparams gets the number of parameters it takes.
+ * entry in written (schema->cfg->ncolumns entries) is true; want_row: its
+ * answer carries the written row. Returns an owned string; *nparams gets the
+ * number of parameters it takes.
  */
 char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
-                       const bool *written, int *nparams);
+                       const bool *written, bool want_row, int *nparams);
+
+/*
+ * The refusal statement of schema's table, run after a write statement wrote
+ * nothing ($1 .. $9: enum fenced_param, then enum fenced_refusal_param).
+ * Answers one row (resource, fence, revoked, found): the fence stored for the
+ * resource now (NULL if none), whether the presented fence was revoked, and
+ * whether the row exists. With $9 true, a revoked fence or a higher stored one
+ * leaves its one audit row (reason "revoked" or "stale_fence") in the same
+ * statement, so that it commits whatever the client does.
+ */
+char *fenced_sql_refusal(const struct table_schema *schema);
 
 /*
  * The read statement of schema's table: $1 key, $2 resource prefix; answers
- * one row (resource, fence, row) with row and fence NULL when absent.
+ * one row (resource, fence, row) with row and fence NULL when absent. The row
+ * holds the key and the listed columns.
  */
 char *fenced_sql_read(const struct table_schema *schema);
 

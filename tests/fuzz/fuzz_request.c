@@ -104,10 +104,13 @@ static void fuzz_op_sql(const struct fenced_op *op)
     int written = 0, nparams = 0;
     for (size_t i = 0; i < op->ncolumns; i++)
         written += op->written[i];
-    char *sql = fenced_sql_write(&schemas[op->table], op->kind, op->written, &nparams);
-    FG_ASSERT(sql != NULL);
-    FG_ASSERT(op->kind == FENCED_DELETE || nparams == FENCED_PARAM_COUNT + written);
-    free(sql);
+    for (int want_row = 0; want_row < 2; want_row++) {
+        char *sql =
+            fenced_sql_write(&schemas[op->table], op->kind, op->written, want_row, &nparams);
+        FG_ASSERT(sql != NULL);
+        FG_ASSERT(op->kind == FENCED_DELETE || nparams == FENCED_PARAM_COUNT + written);
+        free(sql);
+    }
 }
 
 static void fuzz_pg_body(const json_t *obj)

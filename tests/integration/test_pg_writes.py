@@ -89,6 +89,24 @@ class PgWritesTest(GatewayTest):
         self.assertEqual((r.status, r.body["row"]["note"]), (200, "again"), r)
         self.assertEqual(stored_fence(f"pg:invoices/{key}"), fence)
 
+    def test_missing_row_leaves_no_fence(self):
+        """A PATCH or DELETE of a row that does not exist answers 404 and stores no fence, nor raises one that
+        a deleted row left behind. Caught when tried: the fence claimed before the write looked for its row (a
+        404 left the resource fenced, and a later holder with a lower fence was refused)."""
+        (old, old_fence), (new, new_fence) = tokens(self.c, unique("missing"), 2)
+        key = unique("inv")
+        for method, body in (("PATCH", {"set": {"note": "x"}}), ("DELETE", None)):
+            assert_problem(self, write(self.c, method, "invoices", key, body, new), 404, "not_found")
+        self.assertIsNone(stored_fence(f"pg:invoices/{key}"))
+        self.assertEqual(rejections(f"pg:invoices/{key}"), [])
+        self.assertEqual(write(self.c, "PUT", "invoices", key, {"row": {"note": "a"}}, old).status, 200)
+        self.assertEqual(write(self.c, "DELETE", "invoices", key, None, old).status, 200)
+        for method, body in (("PATCH", {"set": {"note": "x"}}), ("DELETE", None)):
+            assert_problem(self, write(self.c, method, "invoices", key, body, new), 404, "not_found")
+        self.assertEqual(stored_fence(f"pg:invoices/{key}"), old_fence)
+        self.assertEqual(write(self.c, "PUT", "invoices", key, {"row": {"note": "b"}}, old).status, 200)
+        self.assertLess(old_fence, new_fence)
+
     def test_equal_fence_is_accepted_twice(self):
         lock, key = unique("eq"), unique("inv")
         insert_invoice(key)

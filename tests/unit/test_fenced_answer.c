@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fenced_answer.c - reading the answer rows of fenced Postgres statements:
- * applied, stale and revoked writes in both fence modes, missing rows, reads,
- * and the stale resources of a batch's claim.
+ * applied writes, the verdicts of the refusal statement (stale, revoked,
+ * missing row, row in the way, another try), reads, and the stale resources
+ * of a batch's claim.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,66 +16,87 @@
 
 static struct fenced_result res;
 
-/* Takes the answer text (NULL: no answer row) of a write of kind with fence presented. */
-static bool take(const char *text, enum fenced_kind kind, int64_t presented)
+static json_t *answer_of(const char *text)
 {
-    json_t *answer = text != NULL ? json_loads(text, 0, NULL) : NULL;
-    assert_true(text == NULL || answer != NULL);
-    bool found = fenced_answer_take(answer, kind, presented, &res);
-    json_decref(answer);
-    return found;
+    json_t *answer = json_loads(text, 0, NULL);
+    assert_non_null(answer);
+    return answer;
 }
 
-static void writes(void **state)
+/* The verdict on a write of kind with fence presented, from a refusal answer's text. */
+static enum fenced_verdict verdict(const char *text, enum fenced_kind kind, int64_t presented)
+{
+    json_t *answer = answer_of(text);
+    enum fenced_verdict v = fenced_answer_verdict(answer, kind, presented, &res);
+    json_decref(answer);
+    return v;
+}
+
+static void applied_writes(void **state)
 {
     (void)state;
-    assert_true(
-        take("{\"resource\": \"pg:inv/1\", \"fence\": \"7\", \"row\": \"{\\\"id\\\": \\\"1\\\"}\"}",
-             FENCED_PATCH, 7));
+    json_t *answer =
+        answer_of("{\"resource\": \"pg:inv/1\", \"row\": \"{\\\"id\\\": \\\"1\\\"}\"}");
+    fenced_answer_applied(answer, 7, &res);
+    json_decref(answer);
     assert_int_equal(res.outcome, FENCED_APPLIED);
     assert_string_equal(res.resource, "pg:inv/1");
     assert_int_equal(res.fence, 7);
     assert_string_equal(json_string_value(json_object_get(res.row, "id")), "1");
-    /* a higher fence stored: stale, whatever the row */
-    assert_true(
-        take("{\"resource\": \"pg:inv/1\", \"fence\": \"9\", \"row\": null}", FENCED_PATCH, 7));
-    assert_int_equal(res.outcome, FENCED_STALE);
-    assert_int_equal(res.fence, 9);
-    /* revoked wins over a fence that matches */
-    assert_true(
-        take("{\"resource\": \"pg:inv/1\", \"fence\": \"7\", \"revoked\": \"t\"}", FENCED_PUT, 7));
-    assert_int_equal(res.outcome, FENCED_REVOKED);
-    /* a fence column answers applied itself */
-    assert_true(
-        take("{\"resource\": \"pg:inv/1\", \"fence\": \"9\", \"applied\": \"f\"}", FENCED_POST, 9));
-    assert_int_equal(res.outcome, FENCED_STALE);
-    assert_true(
-        take("{\"resource\": \"pg:inv/1\", \"fence\": \"5\", \"applied\": \"t\", \"row\": \"{}\"}",
-             FENCED_PUT, 9));
-    assert_int_equal(res.outcome, FENCED_APPLIED);
+    /* return=minimal, or a delete: no row */
+    answer = answer_of("{\"resource\": \"pg:inv/1\"}");
+    fenced_answer_applied(answer, 8, &res);
+    json_decref(answer);
+    assert_int_equal(res.fence, 8);
+    assert_true(json_is_null(res.row));
     /* a numeric beyond double stays its JSON text */
-    assert_true(take("{\"resource\": \"r\", \"fence\": \"1\", \"row\": \"{\\\"n\\\": 1e999}\"}",
-                     FENCED_PUT, 1));
+    answer = answer_of("{\"resource\": \"r\", \"row\": \"{\\\"n\\\": 1e999}\"}");
+    fenced_answer_applied(answer, 1, &res);
+    json_decref(answer);
     assert_true(json_is_string(res.row));
     fenced_result_free(&res);
     assert_null(res.resource);
 }
 
-static void missing_rows(void **state)
+static void refusals(void **state)
 {
     (void)state;
-    assert_false(take(NULL, FENCED_PATCH, 3));
-    /* applied, but the row to change was not there */
-    assert_false(
-        take("{\"resource\": \"pg:inv/2\", \"fence\": \"3\", \"row\": null}", FENCED_PATCH, 3));
-    assert_int_equal(res.outcome, FENCED_APPLIED);
-    /* a delete answers the deleted row, but its result has none */
-    assert_true(
-        take("{\"resource\": \"pg:inv/2\", \"fence\": \"3\", \"row\": \"{}\"}", FENCED_DELETE, 3));
-    assert_true(json_is_null(res.row));
-    /* an insert needs no existing row */
-    assert_true(
-        take("{\"resource\": \"pg:inv/2\", \"fence\": \"3\", \"row\": null}", FENCED_PUT, 3));
+    /* a higher fence stored: stale, row or not */
+    assert_int_equal(verdict("{\"resource\": \"pg:inv/1\", \"fence\": \"9\", \"revoked\": \"f\","
+                             " \"found\": \"f\"}",
+                             FENCED_PATCH, 7),
+                     FENCED_VERDICT_REFUSED);
+    assert_int_equal(res.outcome, FENCED_STALE);
+    assert_int_equal(res.fence, 9);
+    assert_string_equal(res.resource, "pg:inv/1");
+    /* revoked wins over a fence that would do */
+    assert_int_equal(verdict("{\"resource\": \"r\", \"fence\": \"7\", \"revoked\": \"t\","
+                             " \"found\": \"t\"}",
+                             FENCED_PUT, 7),
+                     FENCED_VERDICT_REFUSED);
+    assert_int_equal(res.outcome, FENCED_REVOKED);
+    /* an equal fence is no refusal */
+    assert_int_equal(verdict("{\"resource\": \"r\", \"fence\": \"7\", \"revoked\": \"f\","
+                             " \"found\": \"t\"}",
+                             FENCED_PATCH, 7),
+                     FENCED_VERDICT_RETRY);
+    fenced_result_free(&res);
+}
+
+static void missing_and_existing_rows(void **state)
+{
+    (void)state;
+    const char *absent = "{\"resource\": \"r\", \"fence\": null, \"revoked\": \"f\", \"found\": \"f\"}";
+    const char *present = "{\"resource\": \"r\", \"fence\": \"3\", \"revoked\": \"f\", \"found\": \"t\"}";
+    assert_int_equal(verdict(absent, FENCED_PATCH, 5), FENCED_VERDICT_MISSING);
+    assert_int_equal(res.fence, 0);
+    assert_int_equal(verdict(absent, FENCED_DELETE, 5), FENCED_VERDICT_MISSING);
+    /* an insert needs no row: it met one that went away */
+    assert_int_equal(verdict(absent, FENCED_PUT, 5), FENCED_VERDICT_RETRY);
+    /* a POST onto a row whose fence does not refuse it */
+    assert_int_equal(verdict(present, FENCED_POST, 5), FENCED_VERDICT_EXISTS);
+    assert_int_equal(verdict(present, FENCED_PUT, 5), FENCED_VERDICT_RETRY);
+    assert_int_equal(verdict(present, FENCED_PATCH, 5), FENCED_VERDICT_RETRY);
     fenced_result_free(&res);
 }
 
@@ -105,8 +127,9 @@ static void reads_and_claims(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(writes),
-        cmocka_unit_test(missing_rows),
+        cmocka_unit_test(applied_writes),
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(missing_and_existing_rows),
         cmocka_unit_test(reads_and_claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_fenced_sql.c - identifier quoting, the shape of the write and claim
- * statements of both fence modes, and which key types may name a resource.
+ * test_fenced_sql.c - identifier quoting, the shape of the write, refusal,
+ * read and claim statements of both fence modes, the row they answer, and
+ * which key types may name a resource.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,29 +28,18 @@ static void statements_quote_and_parameterize(void **state)
     (void)state;
     bool written[] = {true};
     int n = 0;
-    char *sql = fenced_sql_write(&schemas[1], FENCED_PATCH, written, &n);
+    char *sql = fenced_sql_write(&schemas[1], FENCED_PATCH, written, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
-    assert_non_null(strstr(sql, "UPDATE \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $9::"
-                                "character varying"));
+    assert_non_null(strstr(sql, "UPDATE \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $4::"
+                                "character varying FROM f"));
     assert_non_null(strstr(sql, "t.\"k\xc3\xa9y\" = $2::integer"));
-    assert_non_null(strstr(sql, "greatest(rf.fence, excluded.fence)"));
     free(sql);
     bool none[] = {false, false, false, false};
-    sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, &n);
+    sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT);
-    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
-                                "(SELECT f.fence FROM f) = $1::bigint RETURNING t.*"));
-    free(sql);
-    sql = fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false}, &n);
-    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $9::text, "
-                                "\"amount_cents\" = $10::bigint WHERE t.\"id\" = $2::text AND "
-                                "(SELECT f.fence FROM f) = $1::bigint RETURNING t.*"));
-    free(sql);
-    bool some[] = {false, true, false, false};
-    sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, &n);
-    assert_int_equal(n, FENCED_PARAM_COUNT + 1);
-    assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO UPDATE SET \"customer\" = "
-                                "excluded.\"customer\""));
+    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t USING f WHERE t.\"id\" = $2::text"
+                                " RETURNING $3::text || (t.\"id\")::text AS resource"));
+    assert_null(strstr(sql, "row_to_json")); /* a delete answers no row */
     free(sql);
     const struct table_schema *both[] = {&schemas[0], &schemas[1]};
     sql = fenced_sql_claim(both, 2);
@@ -64,8 +54,41 @@ static void statements_quote_and_parameterize(void **state)
     free(sql);
 }
 
+/* The default mode: the fence is claimed, unless revoked, stale or (PATCH,
+ * DELETE) the row is missing, and the write joins the claim; nothing of the
+ * refusal path (audit inserts, reads of the current fence) on the way. */
+static void default_mode_writes(void **state)
+{
+    (void)state;
+    int n = 0;
+    char *sql = fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false},
+                                 true, &n);
+    assert_int_equal(n, FENCED_PARAM_COUNT + 2);
+    assert_non_null(strstr(
+        sql, "WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT "
+             "$3::text || ($2::text)::text, $1::bigint WHERE NOT EXISTS (SELECT 1 FROM "
+             "fencegate.revocations rv WHERE rv.fence = $1::bigint) AND EXISTS (SELECT 1 FROM "
+             "\"invoices\" AS e WHERE e.\"id\" = $2::text) ON CONFLICT (resource) DO UPDATE SET "
+             "fence = excluded.fence, updated_at = clock_timestamp() WHERE rf.fence <= "
+             "excluded.fence RETURNING rf.resource) "));
+    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
+                                "\"amount_cents\" = $5::bigint FROM f WHERE t.\"id\" = $2::text"));
+    assert_null(strstr(sql, "rejections"));
+    free(sql);
+    bool some[] = {false, true, false, false};
+    sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, true, &n);
+    assert_int_equal(n, FENCED_PARAM_COUNT + 1);
+    assert_null(strstr(sql, "AND EXISTS (SELECT 1 FROM \"invoices\"")); /* an insert needs no row */
+    assert_non_null(strstr(sql, "SELECT $2::text, $4::bigint FROM f ON CONFLICT (\"id\") DO UPDATE"
+                                " SET \"customer\" = excluded.\"customer\""));
+    free(sql);
+    sql = fenced_sql_write(&schemas[0], FENCED_POST, some, true, &n);
+    assert_null(strstr(sql, "ON CONFLICT (\"id\")")); /* an existing key fails the insert */
+    free(sql);
+}
+
 /* A table keeping its fences in a column: the fence is written with the row,
- * and the row's own fence guards the write. */
+ * and the row's own fence guards the write, the classic statement. */
 static void fence_column_statements(void **state)
 {
     (void)state;
@@ -75,22 +98,78 @@ static void fence_column_statements(void **state)
     s.cfg = &t;
     bool some[] = {true, false, false, false};
     int n = 0;
-    char *sql = fenced_sql_write(&s, FENCED_PUT, some, &n);
+    char *sql = fenced_sql_write(&s, FENCED_PUT, some, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_non_null(strstr(sql,
                            "INSERT INTO \"invoices\" AS t (\"id\", \"customer\", \"lock_fence\")"
-                           " SELECT $2::text, $9::text, $1::bigint WHERE"));
+                           " SELECT $2::text, $4::text, $1::bigint WHERE NOT EXISTS"));
+    assert_non_null(strstr(sql, ", \"lock_fence\" = excluded.\"lock_fence\" WHERE "
+                                "coalesce(t.\"lock_fence\", 0) <= $1::bigint RETURNING"));
     free(sql);
-    sql = fenced_sql_write(&s, FENCED_PATCH, some, &n);
+    sql = fenced_sql_write(&s, FENCED_PATCH, some, false, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
-    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $9::text, "
-                                "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
-                                "coalesce(t.\"lock_fence\", 0) <= $1::bigint"));
+    assert_string_equal(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
+                             "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
+                             "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT "
+                             "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint) "
+                             "RETURNING $3::text || (t.\"id\")::text AS resource");
     free(sql);
-    sql = fenced_sql_write(&s, FENCED_DELETE, some, &n);
+    sql = fenced_sql_write(&s, FENCED_POST, some, true, &n);
+    assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO NOTHING RETURNING"));
+    free(sql);
+    sql = fenced_sql_write(&s, FENCED_DELETE, some, true, &n);
     assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
-                                "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT (SELECT "
-                                "revoked FROM v) RETURNING t.*"));
+                                "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS"));
+    free(sql);
+}
+
+/* The row of an answer: the key and the listed columns, never the fence column
+ * or another column of the table; none when not asked for. */
+static void answered_rows(void **state)
+{
+    (void)state;
+    struct table_config t = tables[0];
+    t.fence_column = "lock_fence";
+    struct table_schema s = schemas[0];
+    s.cfg = &t;
+    const char *row = "(SELECT row_to_json(r) FROM (SELECT t.\"id\", t.\"customer\", "
+                      "t.\"amount_cents\", t.\"note\", t.\"meta\") AS r)";
+    int n = 0;
+    char *sql = fenced_sql_write(&s, FENCED_PATCH, (bool[]){true, false, false, false}, true, &n);
+    assert_non_null(strstr(sql, row));
+    assert_null(strstr(sql, "row_to_json(t)"));
+    free(sql);
+    sql = fenced_sql_write(&schemas[0], FENCED_PUT, (bool[]){true, false, false, false}, false, &n);
+    assert_null(strstr(sql, "row_to_json"));
+    free(sql);
+    sql = fenced_sql_read(&schemas[0]);
+    assert_non_null(strstr(sql, row));
+    assert_null(strstr(sql, "row_to_json(t)"));
+    free(sql);
+    sql = fenced_sql_read(&s);
+    assert_non_null(strstr(sql, row));
+    assert_null(strstr(sql, "row_to_json(t)"));
+    free(sql);
+}
+
+/* The refusal statement: why a write wrote nothing, and its one audit row. */
+static void refusal_statements(void **state)
+{
+    (void)state;
+    char *sql = fenced_sql_refusal(&schemas[0]);
+    assert_non_null(strstr(sql, "(SELECT rf.fence FROM fencegate.resource_fences rf WHERE "
+                                "rf.resource = k.resource) AS fence"));
+    assert_non_null(strstr(sql, "CASE WHEN s.revoked THEN 'revoked' ELSE 'stale_fence' END"));
+    assert_non_null(strstr(sql, "WHERE $9::boolean AND (s.revoked OR s.fence > $1::bigint))"));
+    free(sql);
+    struct table_config t = tables[0];
+    t.fence_column = "lock_fence";
+    struct table_schema s = schemas[0];
+    s.cfg = &t;
+    sql = fenced_sql_refusal(&s);
+    assert_non_null(strstr(sql, "SELECT coalesce(t.\"lock_fence\", 0) AS fence FROM \"invoices\" "
+                                "AS t WHERE t.\"id\" = $2::text FOR UPDATE"));
+    assert_non_null(strstr(sql, "INSERT INTO fencegate.rejections"));
     free(sql);
 }
 
@@ -115,7 +194,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(quotes_identifiers),
         cmocka_unit_test(statements_quote_and_parameterize),
+        cmocka_unit_test(default_mode_writes),
         cmocka_unit_test(fence_column_statements),
+        cmocka_unit_test(answered_rows),
+        cmocka_unit_test(refusal_statements),
         cmocka_unit_test(key_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

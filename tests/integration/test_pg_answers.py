@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a fenced Postgres write or read answers: the row holds the key and the listed columns, nothing else of
+the table, in both fence modes and in batches; Prefer: return=minimal answers 204 and the row is not read back;
+refusals answer as usual whatever the preference.
+
+A column added to the table after the gateway started (card_number) must stay private: before this rule every
+answer carried it (row_to_json of the whole row), so a key that may write but not read got the whole row
+through its PATCH. The fence column is answered as the answer's own `fence`, never inside the row.
+
+Broken variants caught while writing this: the write statement answering row_to_json(t) (card_number and
+lock_fence in every row); the minimal write reading the row back anyway (its statement, seen in
+pg_stat_activity, carried row_to_json).
+
+Owns: API.md 1.2 "Answers show what the configuration lists". Must not: test the fence rule itself
+(test_pg_writes.py, test_fence_column.py).
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import GatewayTest, psql  # noqa: E402
+from pg_helpers import assert_problem, quote, rejections, tokens, unique, write  # noqa: E402
+
+SETUP_SQL = """
+CREATE TABLE IF NOT EXISTS public.ans_default (id text PRIMARY KEY, note text, amount integer);
+CREATE TABLE IF NOT EXISTS public.ans_column (id text PRIMARY KEY, note text, lock_fence bigint);
+CREATE TABLE IF NOT EXISTS public.ans_minimal (id text PRIMARY KEY, note text);
+ALTER TABLE public.ans_default DROP COLUMN IF EXISTS card_number;
+ALTER TABLE public.ans_column DROP COLUMN IF EXISTS card_number;
+"""
+# Added once the gateway runs: a column that no configuration lists.
+LATER_SQL = """
+ALTER TABLE public.ans_default ADD COLUMN card_number text DEFAULT '4111111111111111';
+ALTER TABLE public.ans_column ADD COLUMN card_number text DEFAULT '4111111111111111';
+"""
+TABLES = {"ans_default": {"key": "id", "columns": ["note", "amount"]},
+          "ans_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"},
+          "ans_minimal": {"key": "id", "columns": ["note"]}}
+MINIMAL = {"Prefer": "return=minimal"}
+
+
+class PgAnswersTest(GatewayTest):
+    gateway_config = {"tables": TABLES}
+
+    @classmethod
+    def setUpClass(cls):
+        psql(SETUP_SQL)  # the tables first: the gateway reads their catalog at start-up
+        super().setUpClass()
+        psql(LATER_SQL)
+
+    def send(self, method, table, key, body, token, extra=None):
+        path = f"/v1/pg/{quote(table)}" + (f"/{quote(key)}" if key is not None else "")
+        return self.c.request(method, path, body, {"Fence-Token": token, **(extra or {})})
+
+    def test_rows_hold_the_key_and_the_listed_columns(self):
+        (token, fence), = tokens(self.c, unique("ans-lock"), 1)
+        for table, row in (("ans_default", {"note": "n", "amount": 7}), ("ans_column", {"note": "n"})):
+            with self.subTest(table=table):
+                key, other = unique("ans"), unique("ans")
+                expect = {"id": key, **row}
+                r = write(self.c, "PUT", table, key, {"row": row}, token)
+                self.assertEqual((r.status, r.body["row"], r.body["fence"]), (200, expect, fence), r)
+                r = write(self.c, "PATCH", table, key, {"set": {"note": "m"}}, token)
+                self.assertEqual((r.status, r.body["row"]), (200, {**expect, "note": "m"}), r)
+                r = write(self.c, "POST", table, None, {"row": {"id": other, **row}}, token)
+                self.assertEqual((r.status, r.body["row"]), (201, {"id": other, **row}), r)
+                r = self.c.get(f"/v1/pg/{table}/{key}")
+                self.assertEqual((r.status, r.body["row"], r.body["fence"]), (200, {**expect, "note": "m"}, fence), r)
+                ops = {"ops": [{"op": "patch", "table": table, "key": key, "set": {"note": "b"}},
+                               {"op": "put", "table": table, "key": other, "row": row}]}
+                r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual([x["row"] for x in r.body["results"]],
+                                 [{**expect, "note": "b"}, {"id": other, **row}])
+                stored = psql(f"SELECT card_number FROM public.{table} WHERE id = :'k'", {"k": key})
+                self.assertEqual(stored, ["4111111111111111"], "the private column is there, only not answered")
+
+    def test_return_minimal(self):
+        (token, fence), = tokens(self.c, unique("ans-lock"), 1)
+        for table in ("ans_default", "ans_column"):
+            with self.subTest(table=table):
+                key, other = unique("ans"), unique("ans")
+                for method, k, body, prefer in (
+                        ("PUT", key, {"row": {"note": "a"}}, "return=minimal"),
+                        ("PATCH", key, {"set": {"note": "b"}}, "handling=lenient, Return=\"minimal\"; x=1"),
+                        ("POST", None, {"row": {"id": other, "note": "c"}}, "respond-async,return=minimal"),
+                        ("DELETE", other, None, "return=minimal")):
+                    r = self.send(method, table, k, body, token, {"Prefer": prefer})
+                    self.assertEqual((r.status, r.raw), (204, b""), (method, r))
+                    self.assertEqual(r.headers.get("preference-applied"), "return=minimal", (method, r))
+                    self.assertNotIn("content-type", r.headers, (method, r))
+                self.assertEqual(psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": key}), ["b"])
+                self.assertEqual(psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": other}), [])
+                r = self.c.request("POST", "/v1/pg/batch",
+                                   {"ops": [{"op": "patch", "table": table, "key": key, "set": {"note": "d"}}]},
+                                   {"Fence-Token": token, **MINIMAL})
+                self.assertEqual((r.status, r.headers.get("preference-applied")), (204, "return=minimal"), r)
+                # Another preference, or none: the row as usual.
+                r = self.send("PATCH", table, key, {"set": {"note": "e"}}, token, {"Prefer": "return=representation"})
+                self.assertEqual((r.status, r.body["row"]["note"]), (200, "e"), r)
+                self.assertNotIn("preference-applied", r.headers)
+
+    def test_refusals_answer_as_usual(self):
+        (old, old_fence), (new, new_fence) = tokens(self.c, unique("ans-lock"), 2)
+        for table in ("ans_default", "ans_column"):
+            with self.subTest(table=table):
+                key = unique("ans")
+                self.assertEqual(self.send("PUT", table, key, {"row": {"note": "new"}}, new, MINIMAL).status, 204)
+                r = self.send("PATCH", table, key, {"set": {"note": "old"}}, old, MINIMAL)
+                body = assert_problem(self, r, 409, "stale_fence")
+                self.assertEqual((body["presented_fence"], body["current_fence"]), (old_fence, new_fence))
+                self.assertNotIn("preference-applied", r.headers)
+                self.assertEqual([a["presented_fence"] for a in rejections(f"pg:{table}/{key}")], [old_fence])
+                r = self.send("PATCH", table, unique("missing"), {"set": {"note": "x"}}, new, MINIMAL)
+                assert_problem(self, r, 404, "not_found")
+
+    def test_minimal_writes_read_no_row(self):
+        """The statement of a minimal write does not read the row back: its text, as Postgres shows the
+        gateway's connections in pg_stat_activity, has no row_to_json (only minimal writes touch this table)."""
+        (token, _), = tokens(self.c, unique("ans-lock"), 1)
+        key = unique("ans")
+        self.assertEqual(self.send("PUT", "ans_minimal", key, {"row": {"note": "a"}}, token, MINIMAL).status, 204)
+        self.assertEqual(self.send("PATCH", "ans_minimal", key, {"set": {"note": "b"}}, token, MINIMAL).status, 204)
+        seen = psql("SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'"
+                    " AND query LIKE '%\"ans_minimal\"%'")
+        self.assertGreater(len(seen), 0, "the gateway's statement on ans_minimal is shown")
+        for query in seen:
+            self.assertNotIn("row_to_json", query)
+
+
+if __name__ == "__main__":
+    unittest.main()
