@@ -1,4 +1,4 @@
--- uses: lib_lease.lua
+-- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lease_list.lua: one page of the live locks or semaphores whose names start
 -- with a prefix, in name order, read from the listing index (lib_lease.lua).
@@ -25,13 +25,13 @@ local now = now_ms()
 -- Status of lock name, or nil when it is idle.
 local function lock_item(name)
   local base = KEY_LOCK_PREFIX .. name .. KEY_TAG_END
-  local h = redis.call('HMGET', base .. KEY_SUFFIX_HOLDERS, 'lease', 'fence', 'owner')
+  local h = holder_read(redis.call('GET', base .. KEY_SUFFIX_HOLDERS))
   local waiting = redis.call('ZCARD', base .. KEY_SUFFIX_QUEUE)
-  if not h[1] and waiting == 0 then return nil end
-  local item = {name = name, held = h[1] ~= false, waiting = waiting}
-  if h[1] then
-    item.fence = tonumber(h[2])
-    item.owner = h[3]
+  if not h and waiting == 0 then return nil end
+  local item = {name = name, held = h ~= nil, waiting = waiting}
+  if h then
+    item.fence = tonumber(h.fence)
+    item.owner = h.owner
     item.pttl = redis.call('PTTL', base .. KEY_SUFFIX_HOLDERS)
   end
   return item

@@ -6,8 +6,8 @@
 -- revoked fences.
 --
 -- Every lease script names every key it touches in KEYS: its own keys first,
--- then the common keys below, from KEYS[first] on (lease_keys(KEYS_AT_LIB_LEASE),
--- where the build says they start), so Redis ACL key patterns can confine the
+-- then the common keys below, from KEYS[KEYS_AT_LIB_LEASE] on (where the build
+-- says they start), so Redis ACL key patterns can confine the
 -- gateway and nothing is built inside a script.
 -- The names are those of src/store/keys.h; base is the lock's or semaphore's.
 -- KEYS: fence fence_limit gateways rids rid_until released index ended revoked watched
@@ -27,14 +27,10 @@
 -- how long a request_id outlives its lease's expiry (a late retry then answers
 -- "ended", not a second lease).
 
--- The common keys from KEYS[first] on, by name (lib_sem.lua's sem_keys lists
--- them again, in the one table constructor of all a semaphore's keys).
-local function lease_keys(first)
-  return {fence = KEYS[first], fence_limit = KEYS[first + 1], gateways = KEYS[first + 2],
-          rids = KEYS[first + 3], rid_until = KEYS[first + 4], released = KEYS[first + 5],
-          index = KEYS[first + 6], ended = KEYS[first + 7], revoked = KEYS[first + 8],
-          watched = KEYS[first + 9]}
-end
+-- The common keys from KEYS[first] on are named by lib_lock.lua's lock_keys
+-- and lib_sem.lua's sem_keys, each in the one table constructor of all the
+-- keys of its kind (a table filled in later, key by key, grows and rehashes
+-- on the way, which costs a script more than some of its commands).
 
 -- An integer as the decimal text a command takes. Redis prints a number
 -- argument of redis.call with "%.17g", and Lua's own tostring uses "%.14g":
@@ -45,9 +41,11 @@ local function decimal(x)
 end
 
 -- Redis's own clock in milliseconds: the only clock a lease is measured by.
+-- The arithmetic reads TIME's two texts as numbers itself: tonumber() would
+-- read each twice (a check, then the conversion), through strtod both times.
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
 -- Makes key (which exists) live at least until till (ms), never shortening its
@@ -232,12 +230,19 @@ end
 
 -- Released leases are remembered by time, not by count: each until the later
 -- of its own ttl and keep_ms after its release, so a retried release answers
--- 200 again however many leases were released meanwhile.
-local function mark_released(lk, lease, now, keep_ms, ttl)
-  local till = now + math.max(keep_ms, tonumber(ttl) or 0)
+-- 200 again however many leases were released meanwhile. (A lock keeps the
+-- last end in its holder key and copies it here only when a lease is granted
+-- over it: lib_lock.lua.)
+
+-- Remembers lease as released until till (ms).
+local function mark_released_until(lk, lease, now, till)
   redis.call('ZREMRANGEBYSCORE', lk.released, '-inf', decimal(now))
   redis.call('ZADD', lk.released, decimal(till), lease)
   keep_until(lk.released, till, now)
+end
+
+local function mark_released(lk, lease, now, keep_ms, ttl)
+  mark_released_until(lk, lease, now, now + math.max(keep_ms, tonumber(ttl) or 0))
 end
 
 local function was_released(lk, lease, now)
@@ -253,7 +258,8 @@ end
 -- to live longer than the watchers' re-check interval, in the same step as it
 -- looks at the lease: an end after that look is published, one before it is
 -- what the look finds. Ends nobody watches wake no gateway. A lease that ends
--- unmarked expired.
+-- unmarked expired. (A lock keeps the last end in its holder key and copies
+-- it here only when a lease is granted over it: lib_lock.lua.)
 -- Scored by minus the fence, so the newest comes first: Redis keeps so small a
 -- set as a listpack, whose insert reads the scores from the front until the
 -- new one's place (every score, for a new fence scored by itself), and whose
@@ -262,15 +268,25 @@ end
 -- decimal text.
 local ENDED_KEPT = '64' -- ranks from here on are trimmed
 
-local function mark_ended(lk, kind, name, fence, reason, ttl)
-  if type(fence) == 'number' then fence = decimal(fence) end
-  if type(ttl) == 'number' then ttl = decimal(ttl) end
+-- Keeps the end of the lease with fence (decimal text) in the ended set, whose
+-- time to live becomes ttl (decimal text).
+local function ended_keep(lk, fence, reason, ttl)
   redis.call('ZADD', lk.ended, '-' .. fence, fence .. '|' .. reason)
   redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1')
   redis.call('PEXPIRE', lk.ended, ttl)
-  if redis.call('EXISTS', lk.watched) == 1 then
-    redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
-  end
+end
+
+-- Tells every gateway's watchers of kind's name that the lease with fence
+-- (decimal text) ended.
+local function publish_end(kind, name, fence, reason)
+  redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+end
+
+local function mark_ended(lk, kind, name, fence, reason, ttl)
+  if type(fence) == 'number' then fence = decimal(fence) end
+  if type(ttl) == 'number' then ttl = decimal(ttl) end
+  ended_keep(lk, fence, reason, ttl)
+  if redis.call('EXISTS', lk.watched) == 1 then publish_end(kind, name, fence, reason) end
 end
 
 -- Marks the lock or semaphore whose ended-news key is watched as watched for

@@ -1,24 +1,68 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_lock.lua: functions shared by the lock scripts (prepended to every script
--- whose first line is "-- uses: lib_lock.lua"; never called on its own).
+-- whose first line is "-- uses: lib_lease.lua lib_holder.lua lib_lock.lua";
+-- never called on its own).
 --
 -- Key layout of lock N; every key carries the hash tag {N}, base is
 -- KEY_LOCK_PREFIX..N..KEY_TAG_END (src/store/keys.h):
--- KEYS: holder queue waiters lib_lease.lua
---   holder   base..KEY_SUFFIX_HOLDERS  hash: lease, fence, owner, ttl, hold_until, granted_at,
---                                      claimed, rid, inst, attach (the gateway and connection
---                                      that asked)
---   queue    base..KEY_SUFFIX_QUEUE    sorted set of waiting lease ids, scored by arrival (the
---                                      last score + 1, so an idle lock leaves no counter behind)
+-- KEYS: holder queue waiters tickets lib_lease.lua
+--   holder   base..KEY_SUFFIX_HOLDERS  string: the holder record, or the end of the last lease
+--                                      (lib_holder.lua); it expires with the lease
+--   queue    base..KEY_SUFFIX_QUEUE    sorted set of waiting lease ids, scored by arrival ticket
 --   waiters  base..KEY_SUFFIX_WAITERS  hash lease id -> JSON {inst, attach, ttl, max_hold, owner,
 --                                      rid}
+--   tickets  base..KEY_SUFFIX_TICKETS  the last arrival ticket; exists exactly while the queue does
+--                                      (so an idle lock leaves no counter behind), and so tells, in the
+--                                      MGET that reads the holder, whether anybody waits
 --   then the common lease keys (lib_lease.lua), with KEY_LOCK_INDEX for index.
 -- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("l|<lease>|<name>").
+--
+-- What an uncontended acquire and release cost: the acquire reads the fence
+-- sequence, the holder and the tickets in one MGET, then TIME, the index, INCR
+-- and one SET; the release reads holder, watched mark and tickets in one MGET,
+-- then TIME, one SET (the end's record over the holder) and the index. The
+-- queue, the history of ended leases and the request ids are touched only when
+-- there is something in them or to put in them.
 
 local function lock_keys()
-  local k = lease_keys(KEYS_AT_LIB_LEASE)
-  k.h, k.q, k.w = KEYS[1], KEYS[2], KEYS[3]
-  return k
+  local f = KEYS_AT_LIB_LEASE
+  return {h = KEYS[1], q = KEYS[2], w = KEYS[3], t = KEYS[4],
+          fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
+          rid_until = KEYS[f + 4], released = KEYS[f + 5], index = KEYS[f + 6], ended = KEYS[f + 7],
+          revoked = KEYS[f + 8], watched = KEYS[f + 9]}
+end
+
+-- Writes the live holder record text for lease (ms as decimal text), copying
+-- the end's record it replaces (prior: the holder key's value as read, or
+-- false) into the history first.
+local function holder_write(k, prior, text, ms, now)
+  if prior and string.byte(prior, 1) == 126 then -- '~': an end's record
+    local lease, fence, reason, till = end_read(prior)
+    if lease then
+      till = tonumber(till)
+      if reason == 'released' then mark_released_until(k, lease, now, till) end
+      ended_keep(k, fence, reason, decimal(math.max(1, till - now)))
+    end
+  end
+  redis.call('SET', k.h, text, 'PX', ms)
+end
+
+-- Ends the lease with record h (holder_read) for reason at now: its end's
+-- record replaces it, kept keep_ms or, for a release, as long as its ttl if
+-- that is longer; published when the lock is watched (watched: the mark as read).
+-- Returns the end's record.
+local function holder_end(k, name, h, reason, keep_ms, now, watched)
+  local keep = keep_ms
+  if reason == 'released' and h.ttl + 0 > keep_ms then keep = h.ttl + 0 end
+  local text = end_text(h.lease, h.fence, reason, decimal(now + keep))
+  redis.call('SET', k.h, text, 'PX', decimal(keep))
+  if watched then publish_end('l', name, h.fence, reason) end
+  return text
+end
+
+-- Called after waiters left the queue: the tickets go with the last one.
+local function queue_settled(k)
+  if redis.call('EXISTS', k.q) == 0 then redis.call('DEL', k.t) end
 end
 
 -- Grants the free lock to the oldest waiter whose gateway is alive, dropping
@@ -30,54 +74,55 @@ end
 -- when handoff is a table) gets its whole lease at once and is listed in
 -- handoff, so the caller wakes that waiter in-process with the grant in hand: no
 -- doorbell and no claim round trip. It stays "unclaimed" so that an orphan
--- give-back can still free it.
+-- give-back can still free it. prior: the holder key's value as read (an end's
+-- record, or false), which holder_write keeps in the history.
 -- Issues no fence unless the sequence may issue one (lib_lease.lua).
 -- Returns the granted lease id, false if nobody waits (any more: the queue is
 -- empty), or nil if waiters remain that could not be granted (no fence).
-local function grant_next(k, name, claim_ms, now, inst, handoff)
-  if not redis.call('ZRANGE', k.q, '0', '0')[1] then return false end -- the uncontended case
+local function grant_next(k, name, claim_ms, now, inst, handoff, prior)
+  if not redis.call('ZRANGE', k.q, '0', '0')[1] then
+    redis.call('DEL', k.t)
+    return false
+  end
   if not fence_ready(k) then return nil end
   local head, w = next_live_waiter(k, now)
+  queue_settled(k)
   if not head then return false end
   local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
-  redis.call('HSET', k.h, 'lease', head, 'fence', fence, 'owner', w.owner,
-             'ttl', ttl, 'hold_until', decimal(now + w.max_hold), 'granted_at', decimal(now), 'claimed', '0',
-             'rid', w.rid, 'inst', w.inst, 'attach', w.attach)
+  local here = handoff and w.inst == inst
+  local text = holder_text(head, fence, ttl, decimal(now + w.max_hold), decimal(now), '0', w.inst, w.attach, w.rid,
+                           w.owner)
+  holder_write(k, prior, text, here and ttl or decimal(math.min(w.ttl, claim_ms)), now)
   rid_hold(k, w.rid, head, now + w.ttl, now)
-  if handoff and w.inst == inst then
-    redis.call('PEXPIRE', k.h, ttl)
+  if here then
     handoff[1] = {lease = head, fence = fence, ttl = ttl, expires_at = decimal(now + w.ttl)}
   else
-    redis.call('PEXPIRE', k.h, decimal(math.min(w.ttl, claim_ms)))
     redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
   end
   return head
 end
 
--- Starts the full lease of a granted-but-unclaimed holder, on behalf of the
--- connection attach, and keeps its request_id for as long as it holds.
--- Returns the expiry time.
-local function claim(k, now, attach)
-  local h = redis.call('HMGET', k.h, 'ttl', 'lease', 'rid')
-  redis.call('HSET', k.h, 'claimed', '1', 'attach', attach)
-  redis.call('PEXPIRE', k.h, tonumber(h[1]))
-  rid_hold(k, h[3], h[2], now + tonumber(h[1]), now)
-  return now + tonumber(h[1])
+-- Starts the full lease of a granted-but-unclaimed holder h (holder_read), on
+-- behalf of the connection attach, and keeps its request_id for as long as it
+-- holds. Returns the expiry time.
+local function claim(k, h, now, attach)
+  redis.call('SET', k.h, holder_rewrite(h, '1', attach), 'PX', h.ttl)
+  rid_hold(k, h.rid, h.lease, now + tonumber(h.ttl), now)
+  return now + tonumber(h.ttl)
 end
 
--- The reply for a lease that holds the lock.
-local function granted_reply(k, lease, expires_at)
-  local f = redis.call('HMGET', k.h, 'fence', 'ttl')
-  return granted_json(lease, f[1], f[2], decimal(expires_at))
+-- The reply for holder h (holder_read) that holds the lock until expires_at.
+local function granted_reply(h, expires_at)
+  return granted_json(h.lease, h.fence, h.ttl, decimal(expires_at))
 end
 
--- Frees the lock held by lease (whose lease ran for ttl) and hands it on
--- (grant_next, with inst and handoff); fence is the holder's as stored.
--- keep_text is keep_ms as decimal text.
+-- Ends the lease of holder h (holder_read) for reason (released, revoked) and
+-- hands the lock on (grant_next, with inst and handoff) when anybody may wait
+-- (waiting: the tickets as read). keep_ms: how long the end is kept; watched:
+-- the watched mark as read.
 -- Returns what grant_next returns (false: the lock is idle now).
-local function release_to_next(k, name, lease, fence, ttl, claim_ms, keep_ms, keep_text, now, inst, handoff)
-  redis.call('DEL', k.h)
-  mark_released(k, lease, now, keep_ms, ttl)
-  mark_ended(k, 'l', name, fence, 'released', keep_text)
-  return grant_next(k, name, claim_ms, now, inst, handoff)
+local function end_and_pass(k, name, h, reason, claim_ms, keep_ms, now, inst, handoff, watched, waiting)
+  local text = holder_end(k, name, h, reason, keep_ms, now, watched)
+  if not waiting then return false end
+  return grant_next(k, name, claim_ms, now, inst, handoff, text)
 end

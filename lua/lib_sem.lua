@@ -25,7 +25,7 @@
 
 local function sem_keys()
   -- One table constructor for the semaphore's keys, the common ones of
-  -- lease_keys and the call's bookkeeping: a table filled in later, key by
+  -- lib_lease.lua and the call's bookkeeping: a table filled in later, key by
   -- key, grows and rehashes on the way, which costs a script more than some of
   -- its commands. fresh: a key may have been made without a time to live;
   -- latest: the latest holder expiry this call set (both for keep_alive).

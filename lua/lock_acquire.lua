@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_lock.lua
+-- uses: lib_lease.lua lib_holder.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
 -- KEYS: lib_lock.lua
@@ -15,63 +15,77 @@
 --   ended   {lease}                          this request_id's lease is over
 --   nofence {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
-local ttl, max_hold, owner, wait = tonumber(A_ttl_ms), tonumber(A_max_hold_ms), A_owner, A_wait == '1'
-local inst, attach, claim_ms = A_instance, A_attach, tonumber(A_claim_ms)
-local max_waiters, rid_ttl = tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
 local k = lock_keys()
 
-if not fence_ready(k) then return cjson.encode({r = 'nofence'}) end
+-- The fence sequence, the holder key and the tickets (is anybody waiting?) in one read.
+local v = redis.call('MGET', k.fence, k.fence_limit, k.h, k.t)
+if not fences_left(v) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
+local prior, waiting = v[3], v[4]
+local h = holder_read(prior)
+if h then prior = false end -- a live holder is never kept in the history
 
-local prior = rid_lease(k, rid, now)
-local known = prior ~= nil
-if known then lease = prior end
+local known = false
+if rid ~= '' then
+  local before = rid_lease(k, rid, now)
+  known = before ~= nil
+  if known then lease = before end
+end
 
-local holder = redis.call('HMGET', k.h, 'lease', 'claimed')
-if holder[1] == lease then
-  local expires_at = now + redis.call('PTTL', k.h)
-  if holder[2] == '0' then expires_at = claim(k, now, attach) end
-  return granted_reply(k, lease, expires_at)
+if h and h.lease == lease then
+  local expires_at
+  if h.claimed == '0' then
+    expires_at = claim(k, h, now, A_attach)
+  else
+    expires_at = now + redis.call('PTTL', k.h)
+  end
+  return granted_reply(h, expires_at)
 end
 
 -- Takes the free lock, nobody waiting: the uncontended case.
 local function take()
   if known then return cjson.encode({r = 'ended', lease = lease}) end
+  local ttl = tonumber(A_ttl_ms)
   index_add(k, name)
   local fence = decimal(redis.call('INCR', k.fence))
-  redis.call('HSET', k.h, 'lease', lease, 'fence', fence, 'owner', owner, 'ttl', A_ttl_ms,
-             'hold_until', decimal(now + max_hold), 'granted_at', decimal(now), 'claimed', '1',
-             'rid', rid, 'inst', inst, 'attach', attach)
-  redis.call('PEXPIRE', k.h, A_ttl_ms)
+  holder_write(k, prior, holder_text(lease, fence, A_ttl_ms, decimal(now + tonumber(A_max_hold_ms)), decimal(now),
+                                     '1', A_instance, A_attach, rid, A_owner), A_ttl_ms, now)
   rid_hold(k, rid, lease, now + ttl, now)
   return granted_json(lease, fence, A_ttl_ms, decimal(now + ttl))
 end
 
--- A free lock with an empty queue (its first waiter is looked at once).
-if not holder[1] and not redis.call('ZRANGE', k.q, '0', '0')[1] then return take() end
+if not h and not waiting then return take() end
 
+-- In use, or waited for: the numbers only this path reads.
+local ttl, max_hold, wait = tonumber(A_ttl_ms), tonumber(A_max_hold_ms), A_wait == '1'
+local claim_ms, max_waiters, rid_ttl = tonumber(A_claim_ms), tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
 local queued = redis.call('ZSCORE', k.q, lease)
 if known and not queued then return cjson.encode({r = 'ended', lease = lease}) end
 
-if not holder[1] then
-  local granted = grant_next(k, name, claim_ms, now)
-  if granted == lease then return granted_reply(k, lease, claim(k, now, attach)) end
+if not h then
+  local granted = grant_next(k, name, claim_ms, now, nil, nil, prior)
+  if granted == lease then
+    local mine = holder_read(redis.call('GET', k.h))
+    return granted_reply(mine, claim(k, mine, now, A_attach))
+  end
+  if granted then h = true end
   if not granted and not queued then return take() end
 end
 
 if not queued then
-  local waiting = redis.call('ZCARD', k.q)
-  if not wait then return cjson.encode({r = 'busy', waiting = waiting}) end
-  if waiting >= max_waiters then
-    waiting = waiting - purge_dead_waiters(k, k.q, k.w, now)
-    if waiting >= max_waiters then return cjson.encode({r = 'full', waiting = waiting}) end
+  local count = redis.call('ZCARD', k.q)
+  if not wait then return cjson.encode({r = 'busy', waiting = count}) end
+  if count >= max_waiters then
+    count = count - purge_dead_waiters(k, k.q, k.w, now)
+    queue_settled(k)
+    if count >= max_waiters then return cjson.encode({r = 'full', waiting = count}) end
   end
-  local last = redis.call('ZRANGE', k.q, -1, -1, 'WITHSCORES')[2]
   index_add(k, name)
-  redis.call('ZADD', k.q, (tonumber(last) or 0) + 1, lease)
+  redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
-redis.call('HSET', k.w, lease, cjson.encode({inst = inst, attach = attach, ttl = ttl,
-           max_hold = max_hold, owner = owner, rid = rid}))
+redis.call('HSET', k.w, lease, cjson.encode({inst = A_instance, attach = A_attach, ttl = ttl,
+           max_hold = max_hold, owner = A_owner, rid = rid}))
+-- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
 return cjson.encode({r = 'queued', lease = lease, position = redis.call('ZRANK', k.q, lease),
-                     holder_pttl = redis.call('PTTL', k.h)})
+                     holder_pttl = h and redis.call('PTTL', k.h) or -2})

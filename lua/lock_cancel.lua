@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_lock.lua
+-- uses: lib_lease.lua lib_holder.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS: lib_lock.lua
@@ -18,21 +18,27 @@
 --   superseded {}                            a retry of the same request owns it now
 --   gone {}                                  nothing to do
 local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
-local claim_ms, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms)
 local k = lock_keys()
 local now = now_ms()
 
-local h = redis.call('HMGET', k.h, 'lease', 'claimed', 'attach', 'ttl', 'fence')
-if h[1] == lease then
+local v = redis.call('MGET', k.h, k.watched, k.t)
+local h = holder_read(v[1])
+if h and h.lease == lease then
   if mode == 'take' then
-    local expires_at = now + redis.call('PTTL', k.h)
-    if h[2] == '0' then expires_at = claim(k, now, attach) end
-    return granted_reply(k, lease, expires_at)
+    local expires_at
+    if h.claimed == '0' then
+      expires_at = claim(k, h, now, attach)
+    else
+      expires_at = now + redis.call('PTTL', k.h)
+    end
+    return granted_reply(h, expires_at)
   end
-  if mode == 'orphan' and h[2] ~= '0' then return cjson.encode({r = 'gone'}) end
-  if attach ~= '' and h[3] ~= attach then return cjson.encode({r = 'superseded'}) end
+  if mode == 'orphan' and h.claimed ~= '0' then return cjson.encode({r = 'gone'}) end
+  if attach ~= '' and h.attach ~= attach then return cjson.encode({r = 'superseded'}) end
   local handoff = {}
-  release_to_next(k, name, lease, h[5], h[4], claim_ms, keep_ms, A_marker_ms, now, A_instance, handoff)
+  local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), tonumber(A_marker_ms), now, A_instance,
+                            handoff, v[2], v[3])
+  index_drop_if_idle(k, name, next == false)
   return answer({r = 'released'}, handoff)
 end
 if mode == 'orphan' then return cjson.encode({r = 'gone'}) end
@@ -44,4 +50,5 @@ if attach ~= '' and w.attach ~= attach then return cjson.encode({r = 'superseded
 rid_forget(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
+queue_settled(k)
 return cjson.encode({r = 'canceled', waiting = redis.call('ZCARD', k.q)})

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_lock.lua
+-- uses: lib_lease.lua lib_holder.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_leave.lua: waiters of lock N whose clients hung up leave its queue, many
 -- in one step (the gateway gathers them as the hang-ups arrive).
@@ -12,6 +12,8 @@
 -- one must be given up on its own (lock_cancel.lua, mode drop).
 local packed = A_waiters
 local k = lock_keys()
-local holder = redis.call('HGET', k.h, 'lease')
+local h = holder_read(redis.call('GET', k.h))
+local holder = h and h.lease
 local left = leave_queue(k, packed, function(lease) return lease == holder end)
+queue_settled(k)
 return cjson.encode({r = 'left', left = left})

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_lock.lua
+-- uses: lib_lease.lua lib_holder.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_release.lua: the holder releases; the lock passes to the next live
 -- waiter in the same step.
@@ -9,19 +9,21 @@
 -- see grant_next): released {held_ms} (or {again=true} for a repeated release of
 -- the same lease), lost {} (the lease expired or was taken over).
 local name, lease = A_name, A_lease
-local claim_ms, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms)
 local k = lock_keys()
+-- The holder key, the watched mark and the tickets (is anybody waiting?) in one read.
+local v = redis.call('MGET', k.h, k.watched, k.t)
 local now = now_ms()
 
-local h = redis.call('HMGET', k.h, 'lease', 'granted_at', 'ttl', 'fence')
-if h[1] == lease then
+local h = holder_brief(v[1])
+if h and h.lease == lease then
   local handoff = {}
-  local next = release_to_next(k, name, lease, h[4], h[3], claim_ms, keep_ms, A_marker_ms, now,
-                               A_instance, handoff)
+  local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), tonumber(A_marker_ms), now, A_instance,
+                            handoff, v[2], v[3])
   index_drop_if_idle(k, name, next == false)
-  return answer('{"r":"released","held_ms":' .. decimal(now - tonumber(h[2])) .. '}', handoff)
+  return answer('{"r":"released","held_ms":' .. decimal(now - h.granted_at) .. '}', handoff)
 end
-if was_released(k, lease, now) then
+local ended, _, reason = end_read(v[1])
+if (ended == lease and reason == 'released') or was_released(k, lease, now) then
   return cjson.encode({r = 'released', again = true})
 end
 return cjson.encode({r = 'lost'})

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_lock.lua
+-- uses: lib_lease.lua lib_holder.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_renew.lua: the holder extends its lease; the fence stays the same.
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
@@ -9,16 +9,15 @@
 -- max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
 local lease, ttl = A_lease, tonumber(A_ttl_ms)
 local k = lock_keys()
-local h = redis.call('HMGET', k.h, 'lease', 'fence', 'ttl', 'hold_until', 'rid')
-if h[1] ~= lease then return cjson.encode({r = 'lost'}) end
-if ttl == 0 then ttl = tonumber(h[3]) end
-local now, hold_until = now_ms(), tonumber(h[4])
+local h = holder_read(redis.call('GET', k.h))
+if not h or h.lease ~= lease then return cjson.encode({r = 'lost'}) end
+if ttl == 0 then ttl = tonumber(h.ttl) end
+local now, hold_until = now_ms(), tonumber(h.hold_until)
 if now >= hold_until then
   return cjson.encode({r = 'max_hold', hold_until = hold_until})
 end
 local expires_at = math.min(now + ttl, hold_until)
-redis.call('HSET', k.h, 'claimed', '1')
-redis.call('PEXPIRE', k.h, expires_at - now)
-rid_hold(k, h[5], lease, expires_at, now)
-return cjson.encode({r = 'renewed', fence = tonumber(h[2]), ttl = expires_at - now,
-                     expires_at = expires_at, hold_until = hold_until})
+redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', decimal(expires_at - now))
+rid_hold(k, h.rid, lease, expires_at, now)
+return '{"r":"renewed","fence":' .. h.fence .. ',"ttl":' .. decimal(expires_at - now) .. ',"expires_at":' ..
+       decimal(expires_at) .. ',"hold_until":' .. h.hold_until .. '}'

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_lock.lua
+-- uses: lib_lease.lua lib_holder.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_revoke.lua: an operator revokes the lease with fence F on lock N: the
 -- fence joins the revoked set (so no write presenting it is accepted from now
@@ -12,16 +12,16 @@
 -- (it no longer held; its fence is revoked all the same), norevoked {} (the
 -- revoked set must be rebuilt first, lib_lease.lua).
 local name, fence = A_name, tonumber(A_fence)
-local claim_ms, marker_ttl = tonumber(A_claim_ms), tonumber(A_marker_ms)
 local k = lock_keys()
 
 if not revoked_ready(k) then return cjson.encode({r = 'norevoked'}) end
 redis.call('SADD', k.revoked, A_fence)
-local h = redis.call('HMGET', k.h, 'lease', 'fence')
-if not h[1] or tonumber(h[2]) ~= fence then return cjson.encode({r = 'gone'}) end
+local v = redis.call('MGET', k.h, k.watched, k.t)
+local h = holder_read(v[1])
+if not h or tonumber(h.fence) ~= fence then return cjson.encode({r = 'gone'}) end
 local now = now_ms()
-redis.call('DEL', k.h)
-mark_ended(k, 'l', name, fence, 'revoked', marker_ttl)
 local handoff = {}
-index_drop_if_idle(k, name, grant_next(k, name, claim_ms, now, A_instance, handoff) == false)
+local next = end_and_pass(k, name, h, 'revoked', tonumber(A_claim_ms), tonumber(A_marker_ms), now, A_instance,
+                          handoff, v[2], v[3])
+index_drop_if_idle(k, name, next == false)
 return answer({r = 'revoked', fence = fence}, handoff)

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua
+-- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_watch.lua: whether the lease with fence F still holds lock N, and if
 -- not, how it ended (read-only).
@@ -6,13 +6,16 @@
 -- an end after this look is published; that tiny write is allowed while Redis
 -- is out of memory, so a watch works then too.
 -- KEYS: holder ended watched
---   the holder hash (lib_lock.lua), the ended leases and the watched mark (lib_lease.lua)
+--   the holder key (lib_lock.lua), the ended leases and the watched mark (lib_lease.lua)
 -- ARGV: fence mark_ms
 -- flags: allow-oom
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
 mark_watched(KEYS[3], A_mark_ms)
-local h = redis.call('HMGET', KEYS[1], 'fence')
-if tonumber(h[1]) == tonumber(A_fence) then
+local raw = redis.call('GET', KEYS[1])
+local h = holder_read(raw)
+if h and h.fence == A_fence then
   return cjson.encode({held = true, pttl = redis.call('PTTL', KEYS[1])})
 end
+local _, fence, reason = end_read(raw)
+if fence == A_fence then return cjson.encode({held = false, reason = reason}) end
 return cjson.encode({held = false, reason = ended_reason(KEYS[2], tonumber(A_fence))})

@@ -48,6 +48,7 @@ static const struct made_key lock_own[] = {
     {LIB_LOCK_KEY_HOLDER, KEY_SUFFIX_HOLDERS},
     {LIB_LOCK_KEY_QUEUE, KEY_SUFFIX_QUEUE},
     {LIB_LOCK_KEY_WAITERS, KEY_SUFFIX_WAITERS},
+    {LIB_LOCK_KEY_TICKETS, KEY_SUFFIX_TICKETS},
 };
 
 static const struct made_key sem_own[] = {

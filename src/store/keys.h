@@ -49,12 +49,12 @@
 #define KEY_TAG_END     "}:"
 
 /* The suffixes (lua/lib_lock.lua, lua/lib_sem.lua, lua/lib_lease.lua). */
-#define KEY_SUFFIX_HOLDERS     "h" /* lock: holder hash; semaphore: holders by expiry */
+#define KEY_SUFFIX_HOLDERS     "h" /* lock: holder record; semaphore: holders by expiry */
 #define KEY_SUFFIX_HOLDER_DATA "d" /* semaphore: holder records */
 #define KEY_SUFFIX_QUEUE       "q" /* waiting lease ids by arrival */
 #define KEY_SUFFIX_WAITERS     "w" /* waiter records */
 #define KEY_SUFFIX_LIMIT       "l" /* semaphore: the limit in force */
-#define KEY_SUFFIX_TICKETS     "t" /* semaphore: arrival ticket counter */
+#define KEY_SUFFIX_TICKETS     "t" /* arrival ticket counter */
 #define KEY_SUFFIX_RIDS        "r" /* request_id -> lease id */
 #define KEY_SUFFIX_RID_UNTIL   "e" /* request_id -> when it may be forgotten */
 #define KEY_SUFFIX_RELEASED    "x" /* released lease ids, for retried releases */

@@ -6,11 +6,16 @@ only after GET status shows the previous one queued (waiting == n), so the arriv
 known. When the holder releases, each waiter records the moment it got the lock in its own record, holds
 briefly and releases; the grant order must equal the arrival order.
 
+A lock whose holder ran out while others wait is not free for a newcomer: the first waiter gets it, even
+when its gateway is too busy to look just then. (Caught: an acquire that took a lock it found without a
+holder without asking whether anybody waits.)
+
 Owns: the FIFO property of /v1/locks, across gateways. Must not: infer the order from the gateway's
 status endpoint (it only gates when to start the next waiter).
 """
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -19,7 +24,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway  # noqa: E402
-from lock_helpers import acquire, release, unique_name, wait_for_waiting  # noqa: E402
+from lock_helpers import acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
 
 WAITERS = 10
 CONFIG = {"poll_ms": 100}
@@ -71,6 +76,33 @@ class FifoTest(unittest.TestCase):
     def test_fifo_across_gateways(self):
         with Gateway(config=CONFIG) as gw_a, Gateway(config=CONFIG) as gw_b:
             self.run_queue([gw_a, gw_b])
+
+    def test_expired_holder_goes_to_the_waiter_not_to_a_newcomer(self):
+        name = unique_name("fifo-expired")
+        config = {"poll_ms": 100, "waiter_lease_ms": 10000}
+        with Gateway(config=config) as gw_a, Gateway(config=config) as gw_b, gw_a.client() as c:
+            held = acquire(c, name, ttl_ms=400)
+            self.assertEqual(held.status, 200, held)
+            got: list = []
+
+            def wait() -> None:
+                with gw_b.client(timeout=60) as w:
+                    got.append(acquire(w, name, wait_ms=30000, ttl_ms=30000))
+
+            waiter = threading.Thread(target=wait, daemon=True)
+            waiter.start()
+            wait_for_waiting(c, name, 1)
+            gw_b.signal(signal.SIGSTOP)  # alive for its waiter lease, but it looks at nothing meanwhile
+            try:
+                time.sleep(0.8)  # the holder's lease ran out
+                newcomer = acquire(c, name)
+                self.assertEqual(newcomer.status, 409, "a newcomer took the lock its waiter was due")
+                self.assertTrue(status(c, name)["held"], "the waiter was not granted the lock")
+            finally:
+                gw_b.signal(signal.SIGCONT)
+            waiter.join(30)
+            self.assertEqual(got[0].status, 200, got)
+            self.assertEqual(release(c, name, got[0].body["token"]).status, 200)
 
 
 if __name__ == "__main__":

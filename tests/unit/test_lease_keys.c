@@ -35,12 +35,19 @@ static void lock_keys_in_script_order(void **state)
 {
     (void)state;
     static const struct want want[] = {
-        {LIB_LOCK_KEY_HOLDER, "fg:lk:{inv:42}:h"},    {LIB_LOCK_KEY_QUEUE, "fg:lk:{inv:42}:q"},
-        {LIB_LOCK_KEY_WAITERS, "fg:lk:{inv:42}:w"},   {LIB_LOCK_KEY_FENCE, "fg:fence"},
-        {LIB_LOCK_KEY_FENCE_LIMIT, "fg:fence_limit"}, {LIB_LOCK_KEY_GATEWAYS, "fg:gateways"},
-        {LIB_LOCK_KEY_RIDS, "fg:lk:{inv:42}:r"},      {LIB_LOCK_KEY_RID_UNTIL, "fg:lk:{inv:42}:e"},
-        {LIB_LOCK_KEY_RELEASED, "fg:lk:{inv:42}:x"},  {LIB_LOCK_KEY_INDEX, "fg:idx:lk"},
-        {LIB_LOCK_KEY_ENDED, "fg:lk:{inv:42}:n"},     {LIB_LOCK_KEY_REVOKED, "fg:revoked"},
+        {LIB_LOCK_KEY_HOLDER, "fg:lk:{inv:42}:h"},
+        {LIB_LOCK_KEY_QUEUE, "fg:lk:{inv:42}:q"},
+        {LIB_LOCK_KEY_WAITERS, "fg:lk:{inv:42}:w"},
+        {LIB_LOCK_KEY_TICKETS, "fg:lk:{inv:42}:t"},
+        {LIB_LOCK_KEY_FENCE, "fg:fence"},
+        {LIB_LOCK_KEY_FENCE_LIMIT, "fg:fence_limit"},
+        {LIB_LOCK_KEY_GATEWAYS, "fg:gateways"},
+        {LIB_LOCK_KEY_RIDS, "fg:lk:{inv:42}:r"},
+        {LIB_LOCK_KEY_RID_UNTIL, "fg:lk:{inv:42}:e"},
+        {LIB_LOCK_KEY_RELEASED, "fg:lk:{inv:42}:x"},
+        {LIB_LOCK_KEY_INDEX, "fg:idx:lk"},
+        {LIB_LOCK_KEY_ENDED, "fg:lk:{inv:42}:n"},
+        {LIB_LOCK_KEY_REVOKED, "fg:revoked"},
         {LIB_LOCK_KEY_WATCHED, "fg:lk:{inv:42}:v"},
     };
     expect_keys(LEASE_KIND_LOCK, "inv:42", want, sizeof want / sizeof want[0]);

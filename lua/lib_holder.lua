@@ -1,0 +1,61 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- lib_holder.lua: the record a lock keeps in its holder key (lib_lock.lua), one
+-- string, so that a lock's scripts read it with the fence sequence in one MGET
+-- and write it with its expiry in one SET (prepended to every script whose
+-- first line names it; never called on its own). It touches no key itself.
+--
+-- A live holder, whose key expires with its lease:
+--   "<lease> <fence> <ttl> <hold_until> <granted_at> <claimed> <inst> <attach> <#rid> <rid><owner>"
+--   lease, inst and attach are lowercase hex (inst: the gateway that asked, attach: its connection);
+--   claimed is 0 for a grant its gateway has not claimed yet, else 1; #rid is the length in bytes of the
+--   request_id that follows, then the owner up to the end (both free text).
+-- The end of the last lease, kept after a release or revoke until until (ms, Redis time) and no longer
+-- (the key's time to live):
+--   "~<lease> <fence> <reason> <until>"   reason: released or revoked
+-- A lease that ends by running out leaves no record: it expired. The next grant writes over an end's
+-- record, and first copies it into the lock's history of ended leases (lib_lock.lua bury).
+
+-- The live holder record of the given fields (numbers as decimal text).
+local function holder_text(lease, fence, ttl, hold_until, granted_at, claimed, inst, attach, rid, owner)
+  return lease .. ' ' .. fence .. ' ' .. ttl .. ' ' .. hold_until .. ' ' .. granted_at .. ' ' .. claimed .. ' ' ..
+         inst .. ' ' .. attach .. ' ' .. string.format('%d', #rid) .. ' ' .. rid .. owner
+end
+
+-- The fields of a live holder record raw (a table, the numbers as decimal text), or nil when raw is no
+-- live holder (false: no key; an end's record).
+local function holder_read(raw)
+  if not raw then return nil end
+  local lease, fence, ttl, hold_until, granted_at, claimed, inst, attach, n, rest =
+    string.match(raw, '^(%x+) (%d+) (%d+) (%d+) (%d+) (%d) (%x*) (%x*) (%d+) (.*)$')
+  if not lease then return nil end
+  n = tonumber(n)
+  return {lease = lease, fence = fence, ttl = ttl, hold_until = hold_until, granted_at = granted_at,
+          claimed = claimed, inst = inst, attach = attach, rid = string.sub(rest, 1, n),
+          owner = string.sub(rest, n + 1)}
+end
+
+-- What a release needs of a live holder record raw: {lease, fence, ttl,
+-- granted_at} (decimal text), or nil when raw is no live holder; four
+-- captures where holder_read makes ten and a string.sub.
+local function holder_brief(raw)
+  if not raw then return nil end
+  local lease, fence, ttl, granted_at = string.match(raw, '^(%x+) (%d+) (%d+) %d+ (%d+) ')
+  if not lease then return nil end
+  return {lease = lease, fence = fence, ttl = ttl, granted_at = granted_at}
+end
+
+-- The record of h (a holder_read table) with claimed and attach set anew.
+local function holder_rewrite(h, claimed, attach)
+  return holder_text(h.lease, h.fence, h.ttl, h.hold_until, h.granted_at, claimed, h.inst, attach, h.rid, h.owner)
+end
+
+-- The record of an ended lease.
+local function end_text(lease, fence, reason, till)
+  return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. till
+end
+
+-- The lease, fence, reason and until (text) of an end's record raw, or nil when raw is none.
+local function end_read(raw)
+  if not raw then return nil end
+  return string.match(raw, '^~(%x+) (%d+) (%a+) (%d+)$')
+end

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What an uncontended lease costs Redis, counted: the commands its scripts run per acquire + release.
+
+Redis runs every lease operation of every gateway on one thread, so the work per lease is the ceiling of a
+whole deployment. This counts it the way bench/backend_cost measures it, with INFO commandstats deltas
+around many acquire + release pairs on fresh names through one gateway, less what the gateway does by itself
+meanwhile (its idle rate, measured first). A count, not a time: it is the same on any machine.
+
+- A lock pair runs at most LOCK_PAIR_COMMANDS commands inside its two script calls. (Caught: the scripts
+  before the holder became one string read with the fence sequence in one MGET and released leases were
+  kept in the holder key itself ran 21 per pair: the queue, released-lease and ended-lease sets, the
+  watched mark and two TIME calls on every pair.)
+- Each pair is two script calls, one per transition.
+- A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
+  tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
+  uncontended pair again. (Caught: the tickets kept after a waiter left.)
+
+Owns: these bounds. Must not: depend on timing (only the idle correction is a rate, and it is small).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import GatewayTest, Redis, wait_for  # noqa: E402
+
+PAIRS = 300
+LOCK_PAIR_COMMANDS = 10
+# Commands that are neither a script call nor run by one: the connections' set-up and this test's reads.
+NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
+               "function|load", "function|list"}
+SCRIPT_CALLS = {"fcall", "fcall_ro", "evalsha", "eval"}
+
+
+def commandstats(r: Redis) -> dict[str, int]:
+    """Calls per command since the last CONFIG RESETSTAT, set-up and reads left out."""
+    calls = {}
+    for line in r.cmd("INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_"):
+            name, fields = line[len("cmdstat_"):].split(":", 1)
+            if name not in NOT_SCRIPTS:
+                calls[name] = int(fields.split(",")[0].split("=")[1])
+    return calls
+
+
+class BackendCost(GatewayTest):
+    def counted(self, pair) -> tuple[float, float, dict]:
+        """(commands run by scripts, script calls) per pair, over PAIRS calls of pair, less the gateway's
+        idle rate, and the commands per pair by name."""
+        with Redis() as r:
+            r.cmd("CONFIG", "RESETSTAT")
+            time.sleep(1.0)
+            idle = commandstats(r)
+            r.cmd("CONFIG", "RESETSTAT")
+            started = time.monotonic()
+            for _ in range(PAIRS):
+                pair()
+            took = time.monotonic() - started
+            busy = commandstats(r)
+        net = {n: max(0.0, c - idle.get(n, 0) * took) / PAIRS for n, c in busy.items()}
+        commands = round(sum(c for n, c in net.items() if n not in SCRIPT_CALLS), 1)
+        calls = round(sum(c for n, c in net.items() if n in SCRIPT_CALLS), 1)
+        return commands, calls, {n: round(c, 2) for n, c in net.items() if c >= 0.01}
+
+    def pair_of(self, kind: str, extra: dict):
+        c = self.c
+
+        def pair():
+            name = f"cost:{uuid.uuid4().hex}"
+            got = c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
+            self.assertEqual(got.status, 200, got)
+            done = c.post(f"/v1/{kind}/{name}/release", {"token": got.body["token"]})
+            self.assertEqual(done.status, 200, done)
+        for _ in range(20):  # scripts loaded, fences reserved
+            pair()
+        return pair
+
+    def test_lock_pair_runs_a_handful_of_commands(self):
+        commands, calls, by_name = self.counted(self.pair_of("locks", {}))
+        print(f"lock pair: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
+        self.assertLessEqual(commands, LOCK_PAIR_COMMANDS, by_name)
+        self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
+
+    def test_an_emptied_queue_leaves_no_tickets(self):
+        name = f"cost:{uuid.uuid4().hex}"
+        tickets = f"fg:lk:{{{name}}}:t"
+        held = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(held.status, 200, held)
+        with Redis() as r, self.gw.client() as w:
+            gave_up = w.post(f"/v1/locks/{name}/acquire", {"wait_ms": 300})
+            self.assertEqual(gave_up.status, 409, gave_up)
+            self.assertEqual(r.cmd("EXISTS", tickets), 0, "a waiter that gave up left its ticket behind")
+            done = []
+            waiter = threading.Thread(target=lambda: done.append(w.post(f"/v1/locks/{name}/acquire",
+                                                                        {"wait_ms": 20000})), daemon=True)
+            waiter.start()
+            wait_for(lambda: r.cmd("EXISTS", tickets) == 1, what="the waiter queued")
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": held.body["token"]}).status, 200)
+            waiter.join(30)
+            self.assertEqual(done[0].status, 200, done)
+            self.assertEqual(r.cmd("EXISTS", tickets), 0, "the last waiter's grant left its ticket behind")
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": done[0].body["token"]}).status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
