@@ -19,28 +19,51 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ha"))
-from lab import free_port, redis_answers, resp, wait  # noqa: E402  (the fault lab's helpers: ports, RESP, polling)
+from lab import encode, free_port, read_reply, redis_answers, resp, wait  # noqa: E402  (the fault lab's helpers: ports, RESP, polling)
 
 NODE_TIMEOUT_MS = 1000   # cluster-node-timeout: a primary unreachable this long is failed over
+# cluster-replica-validity-factor is 0: a replica however far behind takes over (availability first, and the
+# worst case for fences: grants its primary acknowledged are lost).
 SLOTS = 16384
+
+
+def _crc16_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+        table.append(crc)
+    return table
+
+
+CRC16_TABLE = _crc16_table()
 
 
 def crc16(data: bytes) -> int:
     """CRC16 as Redis Cluster computes slots (XMODEM)."""
     crc = 0
     for b in data:
-        crc ^= b << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+        crc = ((crc << 8) & 0xFFFF) ^ CRC16_TABLE[(crc >> 8) ^ b]
     return crc
 
 
+_slot_tags: list[str | None] = []
+
+
 def slot_tag(slot: int) -> str:
-    """The slot tag of docs/cluster.md: the first of "0", "1", "2", ... whose CRC16 falls in slot."""
-    i = 0
-    while crc16(str(i).encode()) % SLOTS != slot:
-        i += 1
-    return str(i)
+    """The slot tag of docs/cluster.md: the first of "0", "1", "2", ... whose CRC16 falls in slot (the whole
+    table is made on first use, as the gateway makes it at start-up)."""
+    if not _slot_tags:
+        _slot_tags.extend([None] * SLOTS)
+        left, i = SLOTS, 0
+        while left:
+            s = crc16(str(i).encode()) % SLOTS
+            if _slot_tags[s] is None:
+                _slot_tags[s] = str(i)
+                left -= 1
+            i += 1
+    return _slot_tags[slot]
 
 
 def as_map(flat: list) -> dict:
@@ -66,8 +89,9 @@ class ClusterLab:
         bus = self.bus_ports[self.ports.index(port)]
         argv = ["redis-server", "--port", str(port), "--cluster-port", str(bus), "--bind", "127.0.0.1",
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                "--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--dir", d, "--save", "", "--appendonly", "no",
-                "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", "--logfile", "redis.log"]
+                "--cluster-node-timeout", str(NODE_TIMEOUT_MS), "--cluster-replica-validity-factor", "0", "--dir", d, "--save", "", "--appendonly", "no",
+                "--dbfilename", "dump.rdb", "--maxmemory-policy", "noeviction", "--logfile", "redis.log",
+                "--repl-diskless-sync-delay", "0"]
         self.procs[port] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                             stdin=subprocess.DEVNULL, cwd=d)
         wait(lambda: redis_answers(port), 15, f"redis node {port}")
@@ -81,6 +105,18 @@ class ClusterLab:
         if r.returncode != 0:
             raise RuntimeError(f"cluster lab: create failed: {r.stdout[-2000:]} {r.stderr[-2000:]}")
         self.wait_converged()
+        self.wait_replicated()
+
+    def replicated(self) -> bool:
+        """Every replica of the map has its link to its primary up."""
+        try:
+            return all("master_link_status:up" in resp(r, "INFO", "replication")
+                       for s in self.shards() for r in s["replicas"])
+        except OSError:
+            return False
+
+    def wait_replicated(self, timeout: float = 30):
+        wait(self.replicated, timeout, "the replicas to sync")
 
     def url(self) -> str:
         return "redis-cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports[:3])
@@ -191,7 +227,7 @@ class ClusterLab:
         source, its keys MIGRATEd, then the new owner told to every primary. src and dst are shards."""
         ok = [resp(dst["primary"], "CLUSTER", "SETSLOT", str(slot), "IMPORTING", src["primary_id"]),
               resp(src["primary"], "CLUSTER", "SETSLOT", str(slot), "MIGRATING", dst["primary_id"])]
-        while keys := resp(src["primary"], "CLUSTER", "GETKEYSINSLOT", str(slot), "100"):
+        while (keys := resp(src["primary"], "CLUSTER", "GETKEYSINSLOT", str(slot), "100")) and ok[-1] == "OK":
             ok.append(resp(src["primary"], "MIGRATE", "127.0.0.1", str(dst["primary"]), "", "0", "5000",
                            "KEYS", *keys, timeout=10))
         for p in self.primaries():

@@ -49,26 +49,33 @@ def wait(predicate, timeout: float, what: str):
         time.sleep(0.05)
 
 
+def encode(*args: str) -> bytes:
+    """One Redis command in RESP."""
+    return ("*%d\r\n" % len(args) + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)).encode()
+
+
+def read_reply(f):
+    """Reads one RESP reply from the binary file f: str, int, list, None, or an Exception for -ERR."""
+    line = f.readline().rstrip(b"\r\n")
+    t, rest = line[:1], line[1:].decode()
+    if t == b"+":
+        return rest
+    if t == b"-":
+        return RuntimeError(rest)
+    if t == b":":
+        return int(rest)
+    if t == b"$":
+        return None if rest == "-1" else f.read(int(rest) + 2)[:-2].decode()
+    if t == b"*":
+        return None if rest == "-1" else [read_reply(f) for _ in range(int(rest))]
+    raise RuntimeError(f"bad reply {line!r}")
+
+
 def resp(port: int, *args: str, timeout: float = 1.0):
     """One Redis command over RESP; the decoded reply (str, int, list or an Exception for -ERR)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s, s.makefile("rb") as f:
-        s.sendall(("*%d\r\n" % len(args) + "".join(f"${len(a.encode())}\r\n{a}\r\n" for a in args)).encode())
-
-        def read():
-            line = f.readline().rstrip(b"\r\n")
-            t, rest = line[:1], line[1:].decode()
-            if t == b"+":
-                return rest
-            if t == b"-":
-                return RuntimeError(rest)
-            if t == b":":
-                return int(rest)
-            if t == b"$":
-                return None if rest == "-1" else f.read(int(rest) + 2)[:-2].decode()
-            if t == b"*":
-                return None if rest == "-1" else [read() for _ in range(int(rest))]
-            raise RuntimeError(f"bad reply {line!r}")
-        return read()
+        s.sendall(encode(*args))
+        return read_reply(f)
 
 
 def redis_answers(port: int) -> bool:
