@@ -1,17 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The Python client's runner of the conformance scenarios (scenarios.json beside this file).
+"""The Python client's runner of the conformance scenarios (scenarios.json beside this file), through
+the thread API (fencegate.Client) or, with ``--asyncio``, the asyncio one (fencegate.AsyncClient).
 
-    python3 tests/conformance/driver.py -- python3 clients/conformance/python_runner.py
+    python3 tests/conformance/driver.py -- python3 clients/conformance/python_runner.py [--asyncio]
 
 Owns: carrying out each step through the Python client's own API (Client.lock, Lease.renew, lease.pg(...)
 .put, the exception classes and their fields) and comparing what happened with the step's expectation.
-Must not: speak HTTP to the gateway itself (only to the proxy's request log, to check what the client sent).
+With --asyncio, every call of the client is awaited on an event loop of its own
+thread, and the steps wait for its answer. Must not: speak HTTP to the gateway itself (only to the proxy's request log, to check what the client sent).
 The step language is described in README.md beside this file. FG_CONF_ONLY (a regular expression) runs the
 scenarios whose name matches.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import re
@@ -58,23 +62,33 @@ def member(value: Any, path: str) -> Any:
 class Runner:
     """Runs the scenarios of one spec; one fresh set of leases per scenario."""
 
-    def __init__(self, spec: Dict[str, Any]) -> None:
+    def __init__(self, spec: Dict[str, Any], use_asyncio: bool) -> None:
         self.spec = spec
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        if use_asyncio:
+            self.loop = asyncio.new_event_loop()
+            threading.Thread(target=self.loop.run_forever, daemon=True).start()
         self.run = os.environ["FG_CONF_RUN"]
         settings = spec["settings"]
         self.retry = fencegate.RetryPolicy(attempts=settings["retry_attempts"],
                                            budget_s=settings["retry_budget_ms"] / 1000.0)
         self.timeout = settings["timeout_ms"] / 1000.0
-        self.clients: Dict[str, fencegate.Client] = {}
+        self.clients: Dict[str, Any] = {}
         self.leases: Dict[str, Any] = {}
         self.pending: Dict[str, Tuple[threading.Thread, List[Any]]] = {}
 
-    def client(self, name: str) -> fencegate.Client:
+    def sync(self, value: Any) -> Any:
+        """The value, or, from the asyncio API, what it answers once awaited on the runner's loop."""
+        if self.loop is not None and inspect.iscoroutine(value):
+            return asyncio.run_coroutine_threadsafe(value, self.loop).result()
+        return value
+
+    def client(self, name: str) -> Any:
         if name not in self.clients:
             spec = self.spec["clients"][name]
             key = os.environ[spec["key_env"]] if "key_env" in spec else spec.get("key", "")
-            self.clients[name] = fencegate.Client(os.environ[spec["url_env"]], api_key=key, timeout=self.timeout,
-                                                  retry=self.retry)
+            kind = fencegate.AsyncClient if self.loop is not None else fencegate.Client
+            self.clients[name] = kind(os.environ[spec["url_env"]], api_key=key, timeout=self.timeout, retry=self.retry)
         return self.clients[name]
 
     def url(self, client: str) -> str:
@@ -113,7 +127,7 @@ class Runner:
         fields = step.get("fields", {})
         started = time.monotonic()
         try:
-            result = call()
+            result = self.sync(call())
             error: Optional[ProblemError] = None
         except ProblemError as e:
             result, error = None, e
@@ -146,7 +160,7 @@ class Runner:
             lease = client.lock(self.expand(step["name"]), ttl_ms=step.get("ttl_ms"), **common)
 
         def acquire() -> Dict[str, Any]:
-            lease.acquire()
+            self.sync(lease.acquire())
             if step.get("expect", "ok") == "ok":
                 self.leases[step["lease"]] = lease
             return {"fence": getattr(lease, "fence", None), "ttl_ms": lease.ttl_ms}
@@ -200,7 +214,8 @@ class Runner:
 
     def op_revoke(self, step: Dict[str, Any]) -> None:
         client = self.client(step.get("client", "main"))
-        self.outcome(step, lambda: {"revoked_fence": client.revoke_lock(self.expand(step["name"]), "conformance")})
+        self.outcome(step, lambda: {"revoked_fence": self.sync(client.revoke_lock(self.expand(step["name"]),
+                                                                                       "conformance"))})
 
     def op_status(self, step: Dict[str, Any]) -> None:
         client = self.client(step.get("client", "main"))
@@ -258,7 +273,7 @@ class Runner:
     def cleanup(self) -> None:
         for lease in self.leases.values():
             try:
-                lease.release()
+                self.sync(lease.release())
             except Exception:  # noqa: BLE001 - leases the scenario already ended
                 pass
         self.leases.clear()
@@ -281,7 +296,7 @@ def main() -> int:
     with open(os.environ["FG_CONF_SCENARIOS"], encoding="utf-8") as f:
         spec = json.load(f)
     only = re.compile(os.environ.get("FG_CONF_ONLY", ""))
-    runner = Runner(spec)
+    runner = Runner(spec, "--asyncio" in sys.argv[1:])
     passed = failed = 0
     for scenario in spec["scenarios"]:
         if not only.search(scenario["name"]):
@@ -296,7 +311,7 @@ def main() -> int:
             failed += 1
             print(f"FAIL {scenario['name']}: {problem}", flush=True)
     for client in runner.clients.values():
-        client.close()
+        runner.sync(client.close())
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
 

@@ -33,7 +33,7 @@ import (
 )
 
 // Version is the client's version, the gateway's.
-const Version = "1.1.0"
+const Version = "0.1.0"
 
 const defaultURL = "http://127.0.0.1:8480"
 

@@ -20,7 +20,7 @@ import * as https from "node:https";
 import { UnreachableError, problemError } from "./errors.js";
 
 /** The client's version, the gateway's. */
-export const VERSION = "1.1.0";
+export const VERSION = "0.1.0";
 
 /** What sending a call twice would do. */
 export type Effect = "read" | "idempotent" | "once";

@@ -16,13 +16,19 @@ its writes raise :class:`LeaseLost` without being sent. Leaving the block releas
 Refusals raise one exception class per problem code (:class:`LockBusy`, :class:`StaleFence`,
 :class:`LeaseLost`, :class:`Unauthorized`, ...; see :mod:`fencegate.errors`).
 
-Modules: :mod:`fencegate.client` (Client, Audit), :mod:`fencegate.lease` (Lease, LockSet),
-:mod:`fencegate.writes` (PgTable, RedisKeys), :mod:`fencegate.keeper` (renewal and watch),
-:mod:`fencegate.transport` (connections, retries), :mod:`fencegate.errors`.
+The asyncio API is beside it: ``async with fencegate.AsyncClient() as client: async with
+client.lock("invoice:42") as lease: await lease.pg("invoices").patch(42, status="paid")``
+(:mod:`fencegate.aio`). Leases are not reentrant: a second acquire of a lock its holder holds waits or
+raises :class:`LockBusy` like any other.
+
+Modules: :mod:`fencegate.client` (Client, Audit), :mod:`fencegate.aio` (AsyncClient and its leases),
+:mod:`fencegate.lease` (Lease, LockSet), :mod:`fencegate.writes` (PgTable, RedisKeys), :mod:`fencegate.keeper`
+(renewal and watch), :mod:`fencegate.transport` (connections, retries), :mod:`fencegate.errors`.
 """
 
 import logging
 
+from .aio import AsyncClient, AsyncLease, AsyncLockSet, AsyncLockSetMember
 from .client import Audit, Client
 from .errors import (PROBLEM_CLASSES, BackendUnavailable, BodyTooLarge, Conflict, FencegateError, Forbidden,
                      GatewayUnreachable, InternalError, InvalidFenceToken, InvalidField, InvalidJson, InvalidName,
@@ -32,12 +38,12 @@ from .lease import Lease, LockSet, LockSetMember
 from .transport import Effect, RetryPolicy
 from .writes import PgTable, RedisKeys
 
-__version__ = "1.1.0"
+__version__ = "0.1.0"
 
 logging.getLogger("fencegate").addHandler(logging.NullHandler())
 
 __all__ = [
-    "Audit", "BackendUnavailable", "BodyTooLarge", "Client", "Conflict", "Effect", "FencegateError",
+    "AsyncClient", "AsyncLease", "AsyncLockSet", "AsyncLockSetMember", "Audit", "BackendUnavailable", "BodyTooLarge", "Client", "Conflict", "Effect", "FencegateError",
     "Forbidden", "GatewayUnreachable", "InternalError", "InvalidFenceToken", "InvalidField", "InvalidJson",
     "InvalidName", "Lease", "LeaseLost", "LimitMismatch", "LockBusy", "LockSet", "LockSetMember",
     "MaxHoldExceeded", "MethodNotAllowed", "MisdirectedRequest", "NotFound", "PROBLEM_CLASSES", "PgTable",

@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Optional, Sequence, Type
 
 from .lease import Lease, LockSet
 from .transport import Effect, RetryPolicy, Transport, quote
-from .writes import Holder, PgTable, RedisKeys, Row
+from .writes import Holder, PgTable, RedisKeys, Row, SyncCalls
 
 DEFAULT_URL = "http://127.0.0.1:8480"
 
@@ -139,14 +139,14 @@ class Client:
 
     # -- storage without a lease --
 
-    def pg(self, table: str, token: Optional[str] = None, owner: Optional[str] = None) -> PgTable:
+    def pg(self, table: str, token: Optional[str] = None, owner: Optional[str] = None) -> PgTable[Row]:
         """A configured table: reads need no token; writes present ``token`` (for a token received from
         elsewhere, e.g. ``$FENCE_TOKEN`` under ``fencectl lock``). Prefer ``lease.pg(table)``."""
-        return PgTable(self.transport, table, Holder(token, owner or self.owner))
+        return PgTable(SyncCalls(self.transport), table, Holder(token, owner or self.owner))
 
-    def redis(self, token: Optional[str] = None, owner: Optional[str] = None) -> RedisKeys:
+    def redis(self, token: Optional[str] = None, owner: Optional[str] = None) -> RedisKeys[Row]:
         """Keys under the configured Redis prefixes; as :meth:`pg`."""
-        return RedisKeys(self.transport, Holder(token, owner or self.owner))
+        return RedisKeys(SyncCalls(self.transport), Holder(token, owner or self.owner))
 
     def ready(self) -> bool:
         """True when the gateway answers ``/readyz`` with 200 (Redis and Postgres reachable)."""

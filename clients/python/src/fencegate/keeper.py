@@ -35,6 +35,35 @@ WATCH_WAIT_MS = 25000
 RETRY_MIN_S = 0.05
 """Shortest pause between renewals that got no answer."""
 
+WATCH_HELD, WATCH_LOST, WATCH_OVER = "held", "lost", "over"
+
+
+def renewal_refused(error: ProblemError) -> Optional[str]:
+    """The reason a refused renewal ends the lease with, or None for a failure worth retrying (a 5xx)."""
+    if error.status is not None and error.status < 500:
+        return str(error.extra("reason") or error.code)
+    return None
+
+
+def watch_verdict(answer: Any, fence: int, elapsed_s: float) -> Tuple[str, str]:
+    """What one watch answer says: (WATCH_HELD, ""), (WATCH_LOST, reason) or (WATCH_OVER, why) when the
+    gateway answered a plain status instead (no watch endpoint: renewals alone detect the loss)."""
+    if not isinstance(answer, dict) or "held" not in answer:
+        return WATCH_OVER, "no watch endpoint"
+    if answer["held"] is False:
+        return WATCH_LOST, str(answer.get("reason") or "not held")
+    if answer.get("fence", fence) != fence:
+        return WATCH_LOST, "taken over"
+    if "waiting" in answer or elapsed_s < WATCH_WAIT_MS / 2000.0:
+        return WATCH_OVER, "status answered instead of a watch"
+    return WATCH_HELD, ""
+
+
+def watch_query(fence: int) -> Dict[str, Any]:
+    """The query of one watch poll of the lease with this fence."""
+    return {"watch": True, "fence": fence, "wait_ms": WATCH_WAIT_MS}
+
+
 RenewCall = Callable[[float, Connection], Dict[str, Any]]
 """Sends one renewal with a timeout (seconds) on a connection; returns the answer body or raises."""
 
@@ -114,8 +143,9 @@ class Keeper:
             try:
                 self._renew_call(max(RETRY_MIN_S, min(self._transport.timeout, self.valid_until - now)), conn)
             except ProblemError as e:
-                if e.status is not None and e.status < 500:
-                    self._lost(str(e.extra("reason") or e.code))
+                reason = renewal_refused(e)
+                if reason is not None:
+                    self._lost(reason)
                     return
                 log.warning("renewal failed (%s), retrying", e)
             except GatewayUnreachable as e:
@@ -136,8 +166,7 @@ class Keeper:
             started = time.monotonic()
             try:
                 answer = self._transport.call("GET", path, effect=Effect.READ, connection=conn, retry=NO_RETRY,
-                                              query={"watch": True, "fence": fence, "wait_ms": WATCH_WAIT_MS},
-                                              wait_s=WATCH_WAIT_MS / 1000.0).body
+                                              query=watch_query(fence), wait_s=WATCH_WAIT_MS / 1000.0).body
             except ProblemError as e:
                 if e.status is not None and e.status < 500:
                     self._unwatched(f"{e.code}")
@@ -152,19 +181,12 @@ class Keeper:
 
     def _still_held(self, answer: Any, fence: int, elapsed_s: float) -> bool:
         """Reads one watch answer; False once the watch is over (lease lost, or no watch endpoint)."""
-        if not isinstance(answer, dict) or "held" not in answer:
-            self._unwatched("no watch endpoint")
-            return False
-        if answer["held"] is False:
-            self._lost(str(answer.get("reason") or "not held"))
-            return False
-        if answer.get("fence", fence) != fence:
-            self._lost("taken over")
-            return False
-        if "waiting" in answer or elapsed_s < WATCH_WAIT_MS / 2000.0:
-            self._unwatched("status answered instead of a watch")
-            return False
-        return True
+        verdict, why = watch_verdict(answer, fence, elapsed_s)
+        if verdict == WATCH_LOST:
+            self._lost(why)
+        elif verdict == WATCH_OVER:
+            self._unwatched(why)
+        return verdict == WATCH_HELD
 
     def _unwatched(self, why: str) -> None:
         with self._guard:

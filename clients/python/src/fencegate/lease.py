@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 from .errors import FencegateError, LeaseLost, ProblemError, lease_lost
 from .keeper import Keeper
 from .transport import NO_RETRY, Connection, Effect, quote
-from .writes import Holder, PgTable, RedisKeys, Row
+from .writes import Holder, PgTable, RedisKeys, Row, SyncCalls
 
 if TYPE_CHECKING:
     from .client import Client
@@ -124,14 +124,14 @@ class _Fenced:
         self.check()
         return self.token
 
-    def pg(self, table: str) -> PgTable:
+    def pg(self, table: str) -> PgTable[Row]:
         """A configured Postgres table, written with this lease's token: ``lease.pg("invoices").patch(...)``."""
-        return PgTable(self._client.transport, table, self._holder)
+        return PgTable(SyncCalls(self._client.transport), table, self._holder)
 
     @property
-    def redis(self) -> RedisKeys:
+    def redis(self) -> RedisKeys[Row]:
         """Keys under the configured Redis prefixes, written with this lease's token."""
-        return RedisKeys(self._client.transport, self._holder)
+        return RedisKeys(SyncCalls(self._client.transport), self._holder)
 
 
 def _fresh_start(sent_at: float, ttl_ms: int, renew: Callable[[], Any]) -> float:

@@ -38,7 +38,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .errors import GatewayUnreachable, ProblemError, problem_error
 
-USER_AGENT = "fencegate-python/1.1"
+USER_AGENT = "fencegate-python/0.1.0"
 
 
 class Effect(enum.Enum):
@@ -200,8 +200,9 @@ class Connection:
         self.close()
 
 
-class Transport:
-    """Sends JSON calls to one gateway; thread-safe (each thread gets its own keep-alive connection).
+class Endpoint:
+    """Where and how calls go, for the thread transport and the asyncio one alike: the parsed gateway URL,
+    the TLS context, the headers every call carries, the timeout and the retry policy.
 
     base_url: ``http://host:port`` or ``https://host:port``, optionally with a path prefix.
     api_key: bearer key sent as ``Authorization: Bearer``. ca_file: CA bundle for HTTPS (else the
@@ -225,6 +226,47 @@ class Transport:
         self._headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+
+    def target(self, path: str, query: Optional[Mapping[str, Any]]) -> str:
+        """The request target of path (percent-encoded) with the query (None values left out)."""
+        target = self.prefix + path
+        if query:
+            target += "?" + urllib.parse.urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
+        return target
+
+    def headers(self, body: Any, extra: Optional[Mapping[str, str]]) -> Dict[str, str]:
+        """The headers of a call with this body (None for none) and the caller's extra headers."""
+        headers = dict(self._headers)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        headers.update(extra or {})
+        return headers
+
+
+def encode(body: Any) -> Optional[bytes]:
+    """The JSON bytes of one try's body: body itself, or what the function body returns (None: no body)."""
+    payload = body() if callable(body) else body
+    return None if payload is None else json.dumps(payload, separators=(",", ":")).encode("utf-8")
+
+
+def judge(status: int, headers: Dict[str, str], raw: bytes, effect: Effect) -> Tuple[Answer, Optional[ProblemError],
+                                                                                      bool, Optional[float]]:
+    """Reads one answer: (answer, error or None, whether a retry is allowed, Retry-After seconds)."""
+    answer = Answer(status, headers, _parse(headers, raw))
+    if status < 400:
+        return answer, None, False, None
+    retry_after = _retry_after(headers)
+    error = problem_error(status, answer.body, headers.get("x-request-id"), retry_after)
+    return answer, error, status == 503 and effect is not Effect.ONCE, retry_after
+
+
+class Transport(Endpoint):
+    """Sends JSON calls to one gateway; thread-safe (each thread gets its own keep-alive connection).
+    The arguments are :class:`Endpoint`'s."""
+
+    def __init__(self, base_url: str, api_key: Optional[str] = None, ca_file: Optional[str] = None,
+                 timeout: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> None:
+        super().__init__(base_url, api_key, ca_file, timeout, retry)
         self._local = threading.local()
         self._connections: "weakref.WeakSet[Connection]" = weakref.WeakSet()
         self._guard = threading.Lock()
@@ -263,15 +305,7 @@ class Transport:
         before answering, added to the timeout (``timeout``, else the transport's). connection: the
         connection to use (else this thread's). retry: the policy (else the transport's).
         """
-        target = self.prefix + path
-        if query:
-            target += "?" + urllib.parse.urlencode({k: _query_value(v) for k, v in query.items()
-                                                    if v is not None})
-        all_headers = dict(self._headers)
-        if body is not None:
-            all_headers["Content-Type"] = "application/json"
-        all_headers.update(headers or {})
-        return self._with_retries(method, target, body, all_headers, effect,
+        return self._with_retries(method, self.target(path, query), body, self.headers(body, headers), effect,
                                   (self.timeout if timeout is None else timeout) + wait_s,
                                   connection or self.connection(), retry or self.retry)
 
@@ -281,10 +315,8 @@ class Transport:
         attempt = 0
         while True:
             attempt += 1
-            payload = body() if callable(body) else body
-            data = None if payload is None else json.dumps(payload, separators=(",", ":")).encode("utf-8")
             try:
-                status, answer_headers, raw = conn.request(method, target, data, headers, timeout)
+                status, answer_headers, raw = conn.request(method, target, encode(body), headers, timeout)
             except _Aborted as e:
                 raise GatewayUnreachable(f"{method} {target}: {e}", sent=False) from None
             except _NotSent as e:
@@ -294,12 +326,10 @@ class Transport:
                 error = GatewayUnreachable(f"{method} {target}: no answer from {self.base_url}: {e!r}")
                 again, retry_after = effect is not Effect.ONCE, None
             else:
-                answer = Answer(status, answer_headers, _parse(answer_headers, raw))
-                if status < 400:
+                answer, problem, again, retry_after = judge(status, answer_headers, raw, effect)
+                if problem is None:
                     return answer
-                retry_after = _retry_after(answer_headers)
-                error = problem_error(status, answer.body, answer_headers.get("x-request-id"), retry_after)
-                again = status == 503 and effect is not Effect.ONCE
+                error = problem
             pause = policy.pause(attempt, retry_after)
             if not again or attempt >= policy.attempts or waited + pause > policy.budget_s:
                 raise error
@@ -340,4 +370,5 @@ def quote(segment: str) -> str:
     return urllib.parse.quote(str(segment), safe="")
 
 
-__all__ = ["Answer", "Connection", "Effect", "NO_RETRY", "ProblemError", "RetryPolicy", "Transport", "quote"]
+__all__ = ["Answer", "Connection", "Effect", "Endpoint", "NO_RETRY", "ProblemError", "RetryPolicy", "Transport", "encode",
+           "judge", "quote"]

@@ -9,7 +9,7 @@ passed in does, before each write, and hears about refusals after it).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Generic, Iterable, List, Mapping, Optional, TypeVar
 
 from .errors import ProblemError
 from .transport import Effect, Transport, quote
@@ -18,6 +18,9 @@ Row = Dict[str, Any]
 
 IDEMPOTENT_OPS = frozenset({"patch", "put"})
 """Batch ops that leave the same state when applied twice under the same fence."""
+
+R = TypeVar("R")
+"""What a call answers: a Row for the thread client, an Awaitable of one for the asyncio client."""
 
 
 class Holder:
@@ -41,27 +44,55 @@ class Holder:
         """A fixed token has nothing to update."""
 
 
-def _send(transport: Transport, holder: Holder, method: str, path: str, body: Any, effect: Effect) -> Row:
+class Calls(Generic[R]):
+    """How the handles below send their calls: ``write`` presents the holder's token and tells the holder
+    of a refusal; ``read`` needs no token. :class:`SyncCalls` answers rows; the asyncio client's answers
+    awaitables of them, so both share the paths, bodies and effects written here once."""
+
+    def write(self, holder: "Holder", method: str, path: str, body: Any, effect: Effect) -> R:
+        raise NotImplementedError
+
+    def read(self, path: str) -> R:
+        raise NotImplementedError
+
+
+class SyncCalls(Calls[Row]):
+    """Calls through the thread client's :class:`~fencegate.transport.Transport`."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
+
+    def write(self, holder: "Holder", method: str, path: str, body: Any, effect: Effect) -> Row:
+        headers = write_headers(holder)
+        try:
+            return self._transport.call(method, path, body, effect=effect, headers=headers).body
+        except ProblemError as e:
+            holder.refused(e)
+            raise
+
+    def read(self, path: str) -> Row:
+        return self._transport.call("GET", path, effect=Effect.READ).body
+
+
+def write_headers(holder: "Holder") -> Dict[str, str]:
+    """The headers of a fenced write: the holder's Fence-Token (LeaseLost if its lease is gone) and owner."""
     headers = {"Fence-Token": holder.token()}
     if holder.owner:
         headers["Fence-Owner"] = holder.owner
-    try:
-        return transport.call(method, path, body, effect=effect, headers=headers).body
-    except ProblemError as e:
-        holder.refused(e)
-        raise
+    return headers
 
 
-class PgTable:
-    """One configured Postgres table, e.g. ``lease.pg("invoices")``.
+class PgTable(Generic[R]):
+    """One configured Postgres table, e.g. ``lease.pg("invoices")`` (with the asyncio client, each call
+    answers an awaitable).
 
     Writes answer the gateway's ``{"applied": true, "resource", "fence", "row"}`` (``row`` as it is
     after the write; None after a delete) and raise StaleFence, LeaseLost, InvalidFenceToken, NotFound,
     Conflict, ... when refused. A refused write changes nothing.
     """
 
-    def __init__(self, transport: Transport, table: str, holder: Holder) -> None:
-        self._transport = transport
+    def __init__(self, calls: Calls[R], table: str, holder: Holder) -> None:
+        self._calls = calls
         self._holder = holder
         self.table = table
 
@@ -69,31 +100,31 @@ class PgTable:
         path = f"/v1/pg/{quote(self.table)}"
         return path if key is None else f"{path}/{quote(key)}"
 
-    def get(self, key: Any) -> Row:
+    def get(self, key: Any) -> R:
         """The row and the highest fence stored for it: ``{"row": {...}, "fence": n | None}``."""
-        return self._transport.call("GET", self._path(key), effect=Effect.READ).body
+        return self._calls.read(self._path(key))
 
-    def patch(self, key: Any, values: Optional[Mapping[str, Any]] = None, **columns: Any) -> Row:
+    def patch(self, key: Any, values: Optional[Mapping[str, Any]] = None, **columns: Any) -> R:
         """Updates columns of the row ``key``: ``patch(42, status="paid")`` or ``patch(42, {"status": ...})``."""
-        return _send(self._transport, self._holder, "PATCH", self._path(key), {"set": _merge(values, columns)},
+        return self._calls.write(self._holder, "PATCH", self._path(key), {"set": _merge(values, columns)},
                      Effect.IDEMPOTENT)
 
-    def put(self, key: Any, row: Optional[Mapping[str, Any]] = None, **columns: Any) -> Row:
+    def put(self, key: Any, row: Optional[Mapping[str, Any]] = None, **columns: Any) -> R:
         """Inserts or replaces the row ``key`` (columns not given become NULL)."""
-        return _send(self._transport, self._holder, "PUT", self._path(key), {"row": _merge(row, columns)},
+        return self._calls.write(self._holder, "PUT", self._path(key), {"row": _merge(row, columns)},
                      Effect.IDEMPOTENT)
 
-    def insert(self, row: Optional[Mapping[str, Any]] = None, **columns: Any) -> Row:
+    def insert(self, row: Optional[Mapping[str, Any]] = None, **columns: Any) -> R:
         """Inserts a new row, its key among the columns; Conflict if the key exists. Not retried once
         sent (a repeat would answer Conflict for a row this call inserted)."""
-        return _send(self._transport, self._holder, "POST", self._path(), {"row": _merge(row, columns)},
+        return self._calls.write(self._holder, "POST", self._path(), {"row": _merge(row, columns)},
                      Effect.ONCE)
 
-    def delete(self, key: Any) -> Row:
+    def delete(self, key: Any) -> R:
         """Deletes the row ``key``; NotFound if there is none. Not retried once sent."""
-        return _send(self._transport, self._holder, "DELETE", self._path(key), None, Effect.ONCE)
+        return self._calls.write(self._holder, "DELETE", self._path(key), None, Effect.ONCE)
 
-    def batch(self, ops: Iterable[Mapping[str, Any]]) -> Row:
+    def batch(self, ops: Iterable[Mapping[str, Any]]) -> R:
         """Several writes in one transaction, all or nothing, under one token.
 
         Each op is a dict as in the API: ``{"op": "patch", "key": 42, "set": {...}}``, ``"put"`` with
@@ -107,36 +138,36 @@ class PgTable:
                 entry["key"] = str(entry["key"])
             full.append(entry)
         effect = Effect.IDEMPOTENT if all(op.get("op") in IDEMPOTENT_OPS for op in full) else Effect.ONCE
-        return _send(self._transport, self._holder, "POST", "/v1/pg/batch", {"ops": full}, effect)
+        return self._calls.write(self._holder, "POST", "/v1/pg/batch", {"ops": full}, effect)
 
 
-class RedisKeys:
+class RedisKeys(Generic[R]):
     """Keys under the configured Redis prefixes, e.g. ``lease.redis.put("app:invoice:42", "paid")``."""
 
-    def __init__(self, transport: Transport, holder: Holder) -> None:
-        self._transport = transport
+    def __init__(self, calls: Calls[R], holder: Holder) -> None:
+        self._calls = calls
         self._holder = holder
 
     @staticmethod
     def _path(key: str) -> str:
         return f"/v1/redis/{quote(key)}"
 
-    def get(self, key: str) -> Row:
+    def get(self, key: str) -> R:
         """``{"value": ...}`` or ``{"fields": {...}}``, with the highest stored ``fence``."""
-        return self._transport.call("GET", self._path(key), effect=Effect.READ).body
+        return self._calls.read(self._path(key))
 
-    def put(self, key: str, value: str) -> Row:
+    def put(self, key: str, value: str) -> R:
         """Sets a string value."""
-        return _send(self._transport, self._holder, "PUT", self._path(key), {"value": value}, Effect.IDEMPOTENT)
+        return self._calls.write(self._holder, "PUT", self._path(key), {"value": value}, Effect.IDEMPOTENT)
 
-    def patch(self, key: str, fields: Optional[Mapping[str, Any]] = None, **more: Any) -> Row:
+    def patch(self, key: str, fields: Optional[Mapping[str, Any]] = None, **more: Any) -> R:
         """Sets fields of a hash."""
-        return _send(self._transport, self._holder, "PATCH", self._path(key), {"fields": _merge(fields, more)},
+        return self._calls.write(self._holder, "PATCH", self._path(key), {"fields": _merge(fields, more)},
                      Effect.IDEMPOTENT)
 
-    def delete(self, key: str) -> Row:
+    def delete(self, key: str) -> R:
         """Deletes the key. Not retried once sent."""
-        return _send(self._transport, self._holder, "DELETE", self._path(key), None, Effect.ONCE)
+        return self._calls.write(self._holder, "DELETE", self._path(key), None, Effect.ONCE)
 
 
 def _merge(given: Optional[Mapping[str, Any]], columns: Mapping[str, Any]) -> Dict[str, Any]:

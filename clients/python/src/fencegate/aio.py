@@ -1,0 +1,600 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The asyncio client of fencegate, beside the thread one: :class:`AsyncClient`, leases as ``async with``.
+
+::
+
+    async with fencegate.AsyncClient() as client:
+        async with client.lock("invoice:42", ttl_ms=30000, wait_ms=10000) as lease:
+            await lease.pg("invoices").patch(42, status="paid")
+
+Owns: the asyncio transport (HTTP/1.1 over asyncio streams, one pool of keep-alive connections), the
+asyncio keeper (renewal and watch as tasks) and the async lease objects. Shares with the thread client
+everything that is protocol rather than I/O: the endpoint and headers, request bodies, the answer's
+judgement and the retry rule (transport.py), the renewal and watch verdicts (keeper.py), the lost state,
+acquire bodies and request ids (lease.py), and the paths, bodies and effects of writes (writes.py).
+Cancelling the task that awaits an acquire ends the wait (the connection closes and the gateway drops
+the waiter).
+
+Leases are not reentrant, here as in the thread client: a second acquire of a lock the same holder
+holds waits in the queue or raises LockBusy like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+import time
+from types import TracebackType
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
+
+from .client import DEFAULT_URL
+from .errors import GatewayUnreachable, LeaseLost, ProblemError, lease_lost
+from .keeper import WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, renewal_refused, watch_query, watch_verdict
+from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
+from .transport import NO_RETRY, Answer, Effect, Endpoint, RetryPolicy, encode, judge, quote
+from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers
+
+log = logging.getLogger("fencegate")
+
+RETRY_MIN_S = 0.05
+
+
+class _NotSent(Exception):
+    """The connection could not be opened; again: whether trying later may help."""
+
+    def __init__(self, message: str, again: bool = True) -> None:
+        super().__init__(message)
+        self.again = again
+
+
+class AsyncTransport(Endpoint):
+    """Sends JSON calls to one gateway from one event loop, through a pool of keep-alive connections.
+    The arguments are :class:`~fencegate.transport.Endpoint`'s."""
+
+    def __init__(self, base_url: str, api_key: Optional[str] = None, ca_file: Optional[str] = None,
+                 timeout: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> None:
+        super().__init__(base_url, api_key, ca_file, timeout, retry)
+        self._idle: List[Tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def close(self) -> None:
+        """Closes the idle connections."""
+        idle, self._idle = self._idle, []
+        for _, writer in idle:
+            writer.close()
+
+    async def _connection(self) -> Tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        while self._idle:
+            reader, writer = self._idle.pop()
+            if not reader.at_eof() and not writer.is_closing():
+                return reader, writer  # a connection the gateway closed while idle is not reused
+            writer.close()
+        try:
+            return await asyncio.open_connection(self.host, self.port, ssl=self.ssl_context)
+        except ssl.SSLError as e:
+            raise _NotSent(f"TLS with {self.base_url} failed: {e}", again=False) from e
+        except OSError as e:
+            raise _NotSent(f"cannot connect to {self.base_url}: {e}") from e
+
+    async def _exchange(self, method: str, target: str, data: Optional[bytes],
+                        headers: Mapping[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+        reader, writer = await self._connection()
+        try:
+            lines = [f"{method} {target} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+            lines += [f"{k}: {v}" for k, v in headers.items()]
+            lines.append(f"Content-Length: {len(data or b'')}")
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (data or b""))
+            await writer.drain()
+            status_line = await reader.readline()
+            if not status_line:
+                raise ConnectionResetError("the gateway closed the connection without answering")
+            status = int(status_line.split()[1])
+            answer_headers: Dict[str, str] = {}
+            while True:
+                line = (await reader.readline()).decode("latin-1").rstrip("\r\n")
+                if not line:
+                    break
+                name, _, value = line.partition(":")
+                answer_headers[name.strip().lower()] = value.strip()
+            if answer_headers.get("transfer-encoding", "").lower() == "chunked":
+                raw = b""
+                while True:
+                    size = int((await reader.readline()).split(b";")[0], 16)
+                    chunk = await reader.readexactly(size + 2)
+                    if size == 0:
+                        break
+                    raw += chunk[:-2]
+            else:
+                raw = await reader.readexactly(int(answer_headers.get("content-length", "0")))
+        except BaseException:
+            writer.close()
+            raise
+        if answer_headers.get("connection", "").lower() == "close":
+            writer.close()
+        else:
+            self._idle.append((reader, writer))
+        return status, answer_headers, raw
+
+    async def call(self, method: str, path: str, body: Any = None, *, effect: Effect,
+                   query: Optional[Mapping[str, Any]] = None, headers: Optional[Mapping[str, str]] = None,
+                   wait_s: float = 0.0, timeout: Optional[float] = None,
+                   retry: Optional[RetryPolicy] = None) -> Answer:
+        """As :meth:`fencegate.transport.Transport.call`, awaited."""
+        target, all_headers = self.target(path, query), self.headers(body, headers)
+        limit = (self.timeout if timeout is None else timeout) + wait_s
+        policy = retry or self.retry
+        waited, attempt = 0.0, 0
+        while True:
+            attempt += 1
+            try:
+                status, answer_headers, raw = await asyncio.wait_for(
+                    self._exchange(method, target, encode(body), all_headers), limit)
+            except _NotSent as e:
+                error: Exception = GatewayUnreachable(str(e), sent=False)
+                again, retry_after = e.again, None
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
+                error = GatewayUnreachable(f"{method} {target}: no answer from {self.base_url}: {e!r}")
+                again, retry_after = effect is not Effect.ONCE, None
+            else:
+                answer, problem, again, retry_after = judge(status, answer_headers, raw, effect)
+                if problem is None:
+                    return answer
+                error = problem
+            pause = policy.pause(attempt, retry_after)
+            if not again or attempt >= policy.attempts or waited + pause > policy.budget_s:
+                raise error
+            await asyncio.sleep(pause)
+            waited += pause
+
+
+class AsyncCalls(Calls[Awaitable[Row]]):
+    """Calls of the write and read handles through an :class:`AsyncTransport` (each answers a coroutine)."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._transport = transport
+
+    async def write(self, holder: Holder, method: str, path: str, body: Any, effect: Effect) -> Row:  # type: ignore[override]
+        headers = write_headers(holder)
+        try:
+            return (await self._transport.call(method, path, body, effect=effect, headers=headers)).body
+        except ProblemError as e:
+            holder.refused(e)
+            raise
+
+    async def read(self, path: str) -> Row:  # type: ignore[override]
+        return (await self._transport.call("GET", path, effect=Effect.READ)).body
+
+
+class AsyncKeeper:
+    """Renews one lease (or lock set) every third of its TTL and watches it, as tasks of the running loop,
+    until :meth:`stop` or the loss (the rules of :mod:`fencegate.keeper`)."""
+
+    def __init__(self, transport: AsyncTransport, ttl_ms: int, renew_call: Callable[[float], Awaitable[Any]],
+                 watches: List[Tuple[str, int]], on_lost: Callable[[str], None], sent_at: float) -> None:
+        self._transport = transport
+        self._ttl_s = ttl_ms / 1000.0
+        self._renew_call = renew_call
+        self._on_lost = on_lost
+        self._stopped = False
+        self.valid_until = sent_at + self._ttl_s
+        self.watching = len(watches)
+        self._tasks = [asyncio.ensure_future(self._renew_loop(sent_at))]
+        self._tasks += [asyncio.ensure_future(self._watch_loop(path, fence)) for path, fence in watches]
+
+    def stop(self) -> None:
+        """Stops renewing and watching; in-flight calls are cancelled."""
+        self._stopped = True
+        current = asyncio.current_task() if _loop_running() else None
+        for task in self._tasks:
+            if task is not current:
+                task.cancel()
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.valid_until
+
+    def _lost(self, reason: str) -> None:
+        if not self._stopped:
+            self.stop()
+            self._on_lost(reason)
+
+    async def _renew_loop(self, sent_at: float) -> None:
+        next_at = sent_at + self._ttl_s / 3
+        while not self._stopped:
+            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            now = time.monotonic()
+            if now >= self.valid_until:
+                self._lost("unrenewed")
+                return
+            try:
+                await self._renew_call(max(RETRY_MIN_S, min(self._transport.timeout, self.valid_until - now)))
+            except ProblemError as e:
+                reason = renewal_refused(e)
+                if reason is not None:
+                    self._lost(reason)
+                    return
+                log.warning("renewal failed (%s), retrying", e)
+            except GatewayUnreachable as e:
+                log.warning("renewal got no answer (%s), retrying", e)
+            else:
+                self.valid_until = now + self._ttl_s
+                next_at = now + self._ttl_s / 3
+                continue
+            next_at = time.monotonic() + max(RETRY_MIN_S, min(1.0, (self.valid_until - time.monotonic()) / 4))
+
+    async def _watch_loop(self, path: str, fence: int) -> None:
+        while not self._stopped:
+            started = time.monotonic()
+            try:
+                answer = (await self._transport.call("GET", path, effect=Effect.READ, retry=NO_RETRY,
+                                                     query=watch_query(fence), wait_s=WATCH_WAIT_MS / 1000.0)).body
+            except ProblemError as e:
+                if e.status is not None and e.status < 500:
+                    break
+                await asyncio.sleep(1.0)
+                continue
+            except GatewayUnreachable:
+                await asyncio.sleep(1.0)
+                continue
+            verdict, why = watch_verdict(answer, fence, time.monotonic() - started)
+            if verdict == WATCH_LOST:
+                self._lost(why)
+            if verdict != WATCH_HELD:
+                break
+        self.watching -= 1
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class _AsyncHolder(Holder):
+    """Hands an async lease's token to writes, refusing once the lease is lost."""
+
+    def __init__(self, state: _LostState, lease: Any, token: Optional[str], owner: Optional[str]) -> None:
+        super().__init__(token, owner)
+        self._state = state
+        self._lease = lease
+
+    def token(self) -> str:
+        self._state.check(self._lease)
+        return super().token()
+
+    def refused(self, error: ProblemError) -> None:
+        if isinstance(error, LeaseLost):
+            self._state.mark(error.reason or "lease_lost", self._lease)
+
+
+class _AsyncLeaseBase:
+    """What async leases and lock sets share: the lost state, keeping alive, release and ``async with``."""
+
+    _state: _LostState
+    ttl_ms: Optional[int]
+
+    def __init__(self, client: "AsyncClient", name: str, body: Dict[str, Any], wait_ms: Optional[int],
+                 on_lost: Optional[Callable[[Any], None]], renew: bool, watch: bool) -> None:
+        self._client = client
+        self._body = body
+        self._wait_ms = wait_ms
+        self._renew = renew
+        self._watch = watch
+        self._state = _LostState(name, on_lost)
+        self.request_id: str = body["request_id"]
+
+    @property
+    def lost(self) -> Any:
+        """A threading.Event, set as soon as the client knows the lease is lost (``await lease.wait_lost()``
+        waits for it from the loop)."""
+        return self._state.event
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        """Why the lease was lost (the reasons of :class:`fencegate.Lease`), or None while it is held."""
+        return self._state.reason
+
+    def check(self) -> None:
+        """Raises LeaseLost if the lease is known to be lost or was released."""
+        self._state.check(self)
+
+    async def wait_lost(self) -> str:
+        """Returns the reason once the lease is lost (cancel the awaiting task to stop waiting)."""
+        while not self._state.event.is_set():
+            await asyncio.sleep(0.01)
+        return self._state.reason or "lost"
+
+    async def _acquired(self, sent_at: float, watches: List[Tuple[str, int]]) -> None:
+        ttl_ms = self.ttl_ms or 30000
+        if time.monotonic() - sent_at > ttl_ms / 3000.0:  # a long wait in the queue: renew at once
+            sent_at = time.monotonic()
+            await self._renew_once(self._client.transport.timeout)
+        if self._renew:
+            keeper = AsyncKeeper(self._client.transport, ttl_ms, self._renew_once, watches if self._watch else [],
+                                 lambda reason: self._state.mark(reason, self), sent_at)
+            self._state.keeper, self._state.kept = keeper, True  # type: ignore[assignment]
+
+    async def _renew_once(self, timeout_s: float) -> Any:
+        raise NotImplementedError
+
+    async def _send_release(self) -> Any:
+        raise NotImplementedError
+
+    async def release(self) -> None:
+        """Stops keeping the lease alive and releases it; raises LeaseLost if it had been lost."""
+        if self._state.keeper is not None:
+            self._state.keeper.stop()
+        self._state.kept = False
+        if not self._state.released:
+            self._state.released = True
+            try:
+                await self._send_release()
+            except LeaseLost:
+                self._state.mark("lease_lost", self)
+            except (ProblemError, GatewayUnreachable):
+                if not self._state.event.is_set():
+                    raise
+        if self._state.event.is_set():
+            raise lease_lost(self._state.name, self.lost_reason or "lost")
+
+    async def _explicit_renew(self, call: Callable[[], Awaitable[Answer]]) -> Row:
+        self.check()
+        try:
+            return (await call()).body
+        except ProblemError as e:
+            if e.code in LOSING_CODES:
+                self._state.mark(e.code, self)
+            raise
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        try:
+            await self.release()
+        except LeaseLost:
+            if exc_type is None:
+                raise
+
+
+class AsyncLease(_AsyncLeaseBase):
+    """A lease on a lock or a semaphore slot, from :meth:`AsyncClient.lock` / :meth:`AsyncClient.semaphore`;
+    the same attributes and rules as :class:`fencegate.Lease`, with awaited calls."""
+
+    def __init__(self, client: "AsyncClient", kind: str, name: str, *, ttl_ms: Optional[int] = None,
+                 wait_ms: Optional[int] = None, owner: Optional[str] = None, max_hold_ms: Optional[int] = None,
+                 limit: Optional[int] = None, request_id: Optional[str] = None,
+                 on_lost: Optional[Callable[["AsyncLease"], None]] = None, renew: bool = True,
+                 watch: bool = True) -> None:
+        body = _lease_body(ttl_ms, wait_ms, owner, max_hold_ms, request_id or _request_id(), limit=limit)
+        super().__init__(client, name, body, wait_ms, on_lost, renew, watch)
+        self.kind, self.name, self.owner = kind, name, owner
+        self.token: Optional[str] = None
+        self.fence: Optional[int] = None
+        self.ttl_ms = ttl_ms
+        self.expires_at_ms: Optional[int] = None
+        self._path = f"/v1/{kind}s/{quote(name)}"
+
+    @property
+    def held(self) -> bool:
+        """True from a successful acquire until the release or the loss."""
+        return self.token is not None and not self._state.released and not self._state.event.is_set()
+
+    async def acquire(self) -> "AsyncLease":
+        """Acquires, waiting up to ``wait_ms`` in the FIFO queue, and starts keeping the lease alive."""
+        if self.token is not None:
+            raise RuntimeError(f"the lease on {self.name} is already acquired")
+        sent_at = time.monotonic()
+        answer = (await self._client.transport.call("POST", self._path + "/acquire",
+                                                    _acquire_body(self._body, self._wait_ms), effect=Effect.IDEMPOTENT,
+                                                    wait_s=(self._wait_ms or 0) / 1000.0)).body
+        self.token, self.fence = answer["token"], answer["fence"]
+        self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
+        await self._acquired(sent_at, [(self._path, answer["fence"])])
+        return self
+
+    async def _renew_once(self, timeout_s: float) -> Any:
+        answer = (await self._client.transport.call("POST", self._path + "/renew",
+                                                    {"token": self.token, "ttl_ms": self.ttl_ms},
+                                                    effect=Effect.IDEMPOTENT, timeout=timeout_s, retry=NO_RETRY)).body
+        self.expires_at_ms = answer.get("expires_at_ms", self.expires_at_ms)
+        return answer
+
+    async def renew(self, ttl_ms: Optional[int] = None) -> Row:
+        """Renews now (for leases acquired with ``renew=False``); a refusal marks the lease lost."""
+        return await self._explicit_renew(lambda: self._client.transport.call(
+            "POST", self._path + "/renew", {"token": self.token, "ttl_ms": ttl_ms or self.ttl_ms},
+            effect=Effect.IDEMPOTENT))
+
+    async def _send_release(self) -> Any:
+        if self.token is not None:
+            await self._client.transport.call("POST", self._path + "/release", {"token": self.token},
+                                              effect=Effect.IDEMPOTENT)
+
+    def pg(self, table: str) -> PgTable[Awaitable[Row]]:
+        """A configured Postgres table written with this lease's token (each call is awaited)."""
+        return PgTable(AsyncCalls(self._client.transport), table, _AsyncHolder(self._state, self, self.token, self.owner))
+
+    @property
+    def redis(self) -> RedisKeys[Awaitable[Row]]:
+        """Keys under the configured Redis prefixes, written with this lease's token."""
+        return RedisKeys(AsyncCalls(self._client.transport), _AsyncHolder(self._state, self, self.token, self.owner))
+
+    async def __aenter__(self) -> "AsyncLease":
+        if self.token is None:
+            await self.acquire()
+        return self
+
+
+class AsyncLockSetMember:
+    """One lock of a held async lock set: its token and fence for writes to that lock's resources."""
+
+    def __init__(self, lockset: "AsyncLockSet", name: str, token: str, fence: int) -> None:
+        self._set = lockset
+        self.name, self.token, self.fence = name, token, fence
+
+    def pg(self, table: str) -> PgTable[Awaitable[Row]]:
+        """A configured Postgres table written with this lock's token."""
+        return PgTable(AsyncCalls(self._set._client.transport), table,
+                       _AsyncHolder(self._set._state, self._set, self.token, self._set.owner))
+
+    @property
+    def redis(self) -> RedisKeys[Awaitable[Row]]:
+        """Keys under the configured Redis prefixes, written with this lock's token."""
+        return RedisKeys(AsyncCalls(self._set._client.transport),
+                         _AsyncHolder(self._set._state, self._set, self.token, self._set.owner))
+
+
+class AsyncLockSet(_AsyncLeaseBase):
+    """All-or-none leases on several locks, from :meth:`AsyncClient.lockset`; as :class:`fencegate.LockSet`."""
+
+    def __init__(self, client: "AsyncClient", names: Sequence[str], *, ttl_ms: int = 30000,
+                 wait_ms: Optional[int] = None, owner: Optional[str] = None, max_hold_ms: Optional[int] = None,
+                 request_id: Optional[str] = None, on_lost: Optional[Callable[["AsyncLockSet"], None]] = None,
+                 renew: bool = True, watch: bool = True) -> None:
+        self.names = list(names)
+        body = _lease_body(ttl_ms, wait_ms, owner, max_hold_ms, request_id or _request_id(), names=self.names)
+        super().__init__(client, ",".join(self.names), body, wait_ms, on_lost, renew, watch)
+        self.owner = owner
+        self.ttl_ms = ttl_ms
+        self.members: Dict[str, AsyncLockSetMember] = {}
+
+    def __getitem__(self, name: str) -> AsyncLockSetMember:
+        """The lock ``name`` of the held set."""
+        return self.members[name]
+
+    @property
+    def tokens(self) -> List[str]:
+        """The tokens of every lock of the set."""
+        return [m.token for m in self.members.values()]
+
+    async def acquire(self) -> "AsyncLockSet":
+        """Acquires every lock or none (LockBusy names the lock not obtained within ``wait_ms``)."""
+        sent_at = time.monotonic()
+        answer = (await self._client.transport.call("POST", "/v1/locksets/acquire",
+                                                    _acquire_body(self._body, self._wait_ms), effect=Effect.IDEMPOTENT,
+                                                    wait_s=(self._wait_ms or 0) / 1000.0)).body
+        for item in answer["locks"]:
+            self.members[item["lock"]] = AsyncLockSetMember(self, item["lock"], item["token"], item["fence"])
+        await self._acquired(sent_at, [(f"/v1/locks/{quote(m.name)}", m.fence) for m in self.members.values()])
+        return self
+
+    async def _renew_once(self, timeout_s: float) -> Any:
+        return (await self._client.transport.call("POST", "/v1/locksets/renew",
+                                                  {"tokens": self.tokens, "ttl_ms": self.ttl_ms},
+                                                  effect=Effect.IDEMPOTENT, timeout=timeout_s, retry=NO_RETRY)).body
+
+    async def renew(self, ttl_ms: Optional[int] = None) -> Row:
+        """Renews every lock of the set now."""
+        return await self._explicit_renew(lambda: self._client.transport.call(
+            "POST", "/v1/locksets/renew", {"tokens": self.tokens, "ttl_ms": ttl_ms or self.ttl_ms},
+            effect=Effect.IDEMPOTENT))
+
+    async def _send_release(self) -> Any:
+        if self.members:
+            await self._client.transport.call("POST", "/v1/locksets/release", {"tokens": self.tokens},
+                                              effect=Effect.IDEMPOTENT)
+
+    async def __aenter__(self) -> "AsyncLockSet":
+        if not self.members:
+            await self.acquire()
+        return self
+
+
+class AsyncClient:
+    """The asyncio client of one gateway: the arguments and defaults of :class:`fencegate.Client`; use it
+    from one event loop. ``async with AsyncClient() as client`` closes its connections on exit."""
+
+    def __init__(self, url: Optional[str] = None, *, api_key: Optional[str] = None, ca_file: Optional[str] = None,
+                 timeout: float = 10.0, retry: RetryPolicy = RetryPolicy(), owner: Optional[str] = None) -> None:
+        self.transport = AsyncTransport(url or os.environ.get("FENCEGATE_URL") or DEFAULT_URL,
+                                        api_key=api_key if api_key is not None else os.environ.get("FENCEGATE_KEY"),
+                                        ca_file=ca_file or os.environ.get("FENCEGATE_CACERT") or None,
+                                        timeout=timeout, retry=retry)
+        self.owner = owner
+
+    def lock(self, name: str, ttl_ms: Optional[int] = None, wait_ms: Optional[int] = None, *,
+             owner: Optional[str] = None, max_hold_ms: Optional[int] = None, request_id: Optional[str] = None,
+             on_lost: Optional[Callable[[AsyncLease], None]] = None, renew: bool = True,
+             watch: bool = True) -> AsyncLease:
+        """A lease on the lock ``name``, acquired by ``async with`` (or ``await lease.acquire()``)."""
+        return AsyncLease(self, "lock", name, ttl_ms=ttl_ms, wait_ms=wait_ms, owner=owner or self.owner,
+                          max_hold_ms=max_hold_ms, request_id=request_id, on_lost=on_lost, renew=renew, watch=watch)
+
+    def semaphore(self, name: str, limit: int, ttl_ms: Optional[int] = None, wait_ms: Optional[int] = None, *,
+                  owner: Optional[str] = None, max_hold_ms: Optional[int] = None, request_id: Optional[str] = None,
+                  on_lost: Optional[Callable[[AsyncLease], None]] = None, renew: bool = True,
+                  watch: bool = True) -> AsyncLease:
+        """A lease on one of the ``limit`` slots of semaphore ``name``."""
+        return AsyncLease(self, "semaphore", name, ttl_ms=ttl_ms, wait_ms=wait_ms, owner=owner or self.owner,
+                          max_hold_ms=max_hold_ms, limit=limit, request_id=request_id, on_lost=on_lost, renew=renew,
+                          watch=watch)
+
+    def lockset(self, names: Sequence[str], ttl_ms: int = 30000, wait_ms: Optional[int] = None, *,
+                owner: Optional[str] = None, max_hold_ms: Optional[int] = None, request_id: Optional[str] = None,
+                on_lost: Optional[Callable[[AsyncLockSet], None]] = None, renew: bool = True,
+                watch: bool = True) -> AsyncLockSet:
+        """Leases on every lock of ``names``, all or none."""
+        return AsyncLockSet(self, names, ttl_ms=ttl_ms, wait_ms=wait_ms, owner=owner or self.owner,
+                            max_hold_ms=max_hold_ms, request_id=request_id, on_lost=on_lost, renew=renew, watch=watch)
+
+    async def lock_status(self, name: str) -> Row:
+        """``{"lock", "held", "fence", "owner", "expires_in_ms", "waiting"}``; never the token."""
+        return (await self.transport.call("GET", f"/v1/locks/{quote(name)}", effect=Effect.READ)).body
+
+    async def semaphore_status(self, name: str) -> Row:
+        """``{"semaphore", "limit", "holders", "waiting"}``."""
+        return (await self.transport.call("GET", f"/v1/semaphores/{quote(name)}", effect=Effect.READ)).body
+
+    async def revoke_lock(self, name: str, reason: str = "") -> Optional[int]:
+        """Ends the current holder's lease on ``name`` (scope ``admin``); not retried once sent."""
+        body = (await self.transport.call("POST", f"/v1/locks/{quote(name)}/revoke", {"reason": reason},
+                                          effect=Effect.ONCE)).body
+        return body.get("revoked_fence")
+
+    async def revoke_semaphore(self, name: str, fence: int, reason: str = "") -> Optional[int]:
+        """Ends the lease of the holder of ``fence`` on semaphore ``name`` (scope ``admin``)."""
+        body = (await self.transport.call("POST", f"/v1/semaphores/{quote(name)}/revoke",
+                                          {"fence": fence, "reason": reason}, effect=Effect.IDEMPOTENT)).body
+        return body.get("revoked_fence")
+
+    def pg(self, table: str, token: Optional[str] = None, owner: Optional[str] = None) -> PgTable[Awaitable[Row]]:
+        """A configured table: reads need no token; writes present ``token``."""
+        return PgTable(AsyncCalls(self.transport), table, Holder(token, owner or self.owner))
+
+    def redis(self, token: Optional[str] = None, owner: Optional[str] = None) -> RedisKeys[Awaitable[Row]]:
+        """Keys under the configured Redis prefixes; as :meth:`pg`."""
+        return RedisKeys(AsyncCalls(self.transport), Holder(token, owner or self.owner))
+
+    async def audit_rejections(self, resource: Optional[str] = None, lock: Optional[str] = None,
+                               since_ms: Optional[int] = None, page_size: int = 100,
+                               after_id: Optional[int] = None) -> AsyncIterator[Row]:
+        """Every refused write matching the filters, oldest first, page by page (``async for``)."""
+        while True:
+            query = {"resource": resource, "lock": lock, "since_ms": since_ms, "limit": page_size,
+                     "after_id": after_id}
+            page = (await self.transport.call("GET", "/v1/audit/rejections", effect=Effect.READ, query=query)).body
+            for item in page["items"]:
+                yield item
+            after_id = page.get("next_after_id")
+            if after_id is None or not page["items"]:
+                return
+
+    async def ready(self) -> bool:
+        """True when the gateway answers ``/readyz`` with 200 (Redis and Postgres reachable)."""
+        try:
+            await self.transport.call("GET", "/readyz", effect=Effect.READ, retry=NO_RETRY)
+        except (ProblemError, GatewayUnreachable):
+            return False
+        return True
+
+    async def close(self) -> None:
+        """Closes the idle connections (leases still held keep theirs until released)."""
+        await self.transport.close()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        await self.close()

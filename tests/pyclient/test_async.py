@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Python client's asyncio API (fencegate.AsyncClient) against a real gateway: what the conformance
+scenarios (run through it as conformance.python_asyncio) do not cover: cancelling the awaiting task ends a
+wait and the gateway drops the waiter; many tasks share one client; a revoke inside ``async with`` stops the
+writes and raises LeaseLost on leaving; leases are not reentrant; fenced writes and the audit trail.
+
+Owns: the asyncio side of clients/python. Must not: re-test the protocol rules shared with the thread
+client (test_leases.py, test_retries.py).
+"""
+
+import asyncio
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from pyclient_helpers import config, unique  # noqa: E402
+
+import fencegate  # noqa: E402
+from harness import Gateway  # noqa: E402
+
+
+class AsyncTest(unittest.IsolatedAsyncioTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.gw = Gateway(config=config())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop()
+
+    async def asyncSetUp(self):
+        self.client = fencegate.AsyncClient(self.gw.base, api_key="", owner="py-async")
+
+    async def asyncTearDown(self):
+        await self.client.close()
+
+    async def test_cancel_ends_the_wait(self):
+        name = unique("aio-cancel")
+        async with self.client.lock(name, ttl_ms=5000):
+            waiter = asyncio.ensure_future(self.client.lock(name, wait_ms=10000).acquire())
+            for _ in range(100):
+                if (await self.client.lock_status(name))["waiting"] == 1:
+                    break
+                await asyncio.sleep(0.02)
+            self.assertEqual((await self.client.lock_status(name))["waiting"], 1)
+            waiter.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await waiter
+            for _ in range(100):
+                if (await self.client.lock_status(name))["waiting"] == 0:
+                    break
+                await asyncio.sleep(0.05)
+            self.assertEqual((await self.client.lock_status(name))["waiting"], 0)
+
+    async def test_tasks_take_turns_and_share_the_client(self):
+        name, key = unique("aio-turns"), unique("aio-row")
+        fences = []
+
+        async def worker(i: int) -> None:
+            async with self.client.lock(name, ttl_ms=5000, wait_ms=20000) as lease:
+                try:
+                    count = int((await self.client.pg("invoices").get(key))["row"]["note"])
+                except fencegate.NotFound:
+                    count = 0
+                await lease.pg("invoices").put(key, status="open", note=str(count + 1))
+                fences.append(lease.fence)
+
+        started = time.monotonic()
+        await asyncio.gather(*(worker(i) for i in range(12)))
+        self.assertEqual((await self.client.pg("invoices").get(key))["row"]["note"], "12")
+        self.assertEqual(fences, sorted(fences))
+        self.assertLess(time.monotonic() - started, 10)
+
+    async def test_revoke_inside_async_with(self):
+        name, key = unique("aio-revoke"), unique("aio-revoked")
+        with self.assertRaises(fencegate.LeaseLost) as caught:
+            async with self.client.lock(name, ttl_ms=30000) as lease:
+                await self.client.revoke_lock(name, "test")
+                self.assertEqual(await asyncio.wait_for(lease.wait_lost(), 2), "revoked")
+                with self.assertRaises(fencegate.LeaseLost):
+                    await lease.redis.put(f"app:{key}", "late")
+        self.assertEqual(caught.exception.reason, "revoked")
+        with self.assertRaises(fencegate.NotFound):
+            await self.client.redis().get(f"app:{key}")
+
+    async def test_not_reentrant(self):
+        name = unique("aio-reentrant")
+        async with self.client.lock(name, ttl_ms=5000):
+            with self.assertRaises(fencegate.LockBusy):
+                async with self.client.lock(name, ttl_ms=5000):
+                    pass
+
+    async def test_stale_write_and_audit(self):
+        name, key = unique("aio-stale"), unique("aio-stale")
+        old = await self.client.lock(name, ttl_ms=200, renew=False).acquire()
+        await asyncio.sleep(0.4)
+        async with self.client.lock(name, ttl_ms=5000) as new:
+            await new.pg("invoices").put(key, status="new")
+        with self.assertRaises(fencegate.StaleFence) as caught:
+            await old.pg("invoices").put(key, status="old")
+        self.assertEqual((caught.exception.presented_fence, caught.exception.resource),
+                         (old.fence, f"pg:invoices/{key}"))
+        for _ in range(100):  # audit records are written after the refusal is answered
+            records = [r async for r in self.client.audit_rejections(resource=f"pg:invoices/{key}", page_size=1)]
+            if records:
+                break
+            await asyncio.sleep(0.05)
+        self.assertEqual([r["presented_fence"] for r in records], [old.fence])
+
+
+if __name__ == "__main__":
+    unittest.main()
