@@ -17,7 +17,10 @@ know what each counter must read). In order:
 7. the fence sequence of docs/cluster.md (fence_model.py: a sequence per slot, limits from a reservation,
    stamped with the run_id of the node) through a failover that loses acknowledged grants (the replica cut off
    and frozen while its primary grants, then the primary killed) and a slot moved under load: no fence issued
-   twice, none going back for a lock; the same failover without the run_id stamp issues fences twice.
+   twice, none going back for a lock; the same failover without the run_id stamp issues fences twice;
+8. the listing of docs/cluster.md: names in per-slot indexes, a page read from every slot's index (pipelined
+   per primary) and merged in name order, the last name the one cursor: every name once, in order, and what a
+   page costs Redis.
 
 FG_CLUSTER_CLIENTS (default 8) sets the probe's threads; FG_CLUSTER_KEEP=1 keeps the nodes' directory
 (logs, nodes.conf). Environment: FG_CLUSTER_PROBE (the probe binary),
@@ -314,6 +317,52 @@ class ClusterLabTest(unittest.TestCase):
         self.assertGreater(checked["grants"], 1000)
         self.assertEqual(checked["twice"], 0, "a fence was issued twice")
         self.assertEqual(checked["back"], 0, "a lock's fence went back")
+
+    def test_8_listing_merge(self):
+        names = [f"inv:{i:05d}" for i in range(3000)] + [f"other:{i}" for i in range(300)]
+        slot_of = {n: crc16(n.encode()) % SLOTS for n in names}
+        index = lambda slot: f"fg:idx:lk:{{{slot_tag(slot)}}}"
+        owners = {}
+        for shard in self.lab.shards():
+            r = shard["ranges"]
+            for i in range(0, len(r), 2):
+                owners.update({s: shard["primary"] for s in range(r[i], r[i + 1] + 1)})
+        by_slot = collections.defaultdict(list)
+        for n in names:
+            by_slot[slot_of[n]].append(n)
+        for slot, members in by_slot.items():   # what the acquire scripts write, in the lock's slot
+            args = [x for n in members for x in ("0", n)]
+            self.assertEqual(resp(owners[slot], "ZADD", index(slot), *args), len(members))
+        per_primary = collections.defaultdict(list)
+        for slot in range(SLOTS):
+            per_primary[owners[slot]].append(index(slot))
+        usec = lambda: sum(int(self.lab.info(p, "commandstats").get("cmdstat_zrangebylex", "usec=0").split("usec=")[1]
+                               .split(",")[0]) for p in per_primary)
+
+        def page(prefix: str, after: str | None, limit: int) -> list[str]:
+            lo = f"({after}" if after else f"[{prefix}"
+            found = []
+            for port, keys in per_primary.items():
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as c, c.makefile("rb") as f:
+                    c.sendall(b"".join(encode("ZRANGEBYLEX", k, lo, f"[{prefix}\xff", "LIMIT", "0", str(limit))
+                                       for k in keys))
+                    for _ in keys:
+                        found += read_reply(f)
+            return sorted(found)[:limit]
+
+        before, t0, seen, after, pages = usec(), time.monotonic(), [], None, 0
+        while True:
+            items = page("inv:", after, 100)
+            pages += 1
+            if not items:
+                break
+            seen += items
+            after = items[-1]
+        took = time.monotonic() - t0
+        self.assertEqual(seen, sorted(n for n in names if n.startswith("inv:")))
+        print(f"listing: {len(seen)} names in {pages} pages of 100, {SLOTS} index reads a page: "
+              f"{(usec() - before) / pages / 1000:.1f} ms of Redis time and {took / pages * 1000:.0f} ms "
+              f"(this client) per page", file=sys.stderr)
 
 
 if __name__ == "__main__":
