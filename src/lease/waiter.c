@@ -8,11 +8,11 @@
  *
  * Lookups are constant-time, since the registry may hold tens of thousands of
  * waiters and every lookup runs under its one lock: waiters sit in a hash
- * table of their lease ids, a hang-up is found by the socket's descriptor (an
+ * table of their lease ids (util/strmap.h), a hang-up is found by the socket's descriptor (an
  * array indexed by descriptor; the epoll event carries the descriptor and the
  * waiter's serial, so a late event for an earlier request on a reused
  * descriptor is ignored), and the parked ones sit in a binary heap by re-check
- * time, from which the janitor's tick takes only those whose time came.
+ * time (util/heap.h), from which the janitor's tick takes only those whose time came.
  * Watchers have no lease id and sit on a list of their own, which the news of
  * an ended lease walks.
  *
@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -42,28 +43,30 @@
 #include "gateway.h"
 #include "util/alarm.h"
 
-#define HASH_MIN_BUCKETS 1024
-#define HANGUP_BATCH     256        /* epoll events taken at once */
-#define ALARM_KEY        UINT64_MAX /* the epoll key of the alarm's descriptor (no waiter's) */
+#define HANGUP_BATCH 256        /* epoll events taken at once */
+#define ALARM_KEY    UINT64_MAX /* the epoll key of the alarm's descriptor (no waiter's) */
 
 static struct {
     pthread_mutex_t lock;
-    struct waiter *waiters;  /* waiters (watch_kind 0) */
-    struct waiter *watchers; /* watchers (watch_kind set, no lease id) */
-    struct waiter **buckets; /* hash table of waiters by lease id */
-    size_t nbuckets;         /* a power of two */
-    struct waiter **by_fd;   /* parked client sockets: descriptor -> waiter */
-    size_t nfds;             /* entries of by_fd */
-    long count;              /* registered waiters and watchers */
-    long watch_count;        /* of them, watchers */
-    uint32_t next_serial;    /* serial of the next waiter */
-    struct waiter **timers;  /* parked waiters, a min-heap by next_check_ms */
-    size_t ntimers;          /* entries of the heap */
-    size_t timers_cap;       /* allocated entries */
+    struct list_link waiters;  /* waiters (watch_kind 0) */
+    struct list_link watchers; /* watchers (watch_kind set, no lease id) */
+    struct strmap by_id;       /* waiters by lease id */
+    struct waiter **by_fd;     /* parked client sockets: descriptor -> waiter */
+    size_t nfds;               /* entries of by_fd */
+    long count;                /* registered waiters and watchers */
+    long watch_count;          /* of them, watchers */
+    uint32_t next_serial;      /* serial of the next waiter */
+    struct heap timers;        /* parked waiters by next_check_ms */
     int epoll_fd;
     waiter_resume_fn resume; /* resumes a parked request */
     pthread_cond_t left;     /* a batch of WAITER_LEAVING waiters is done */
-} reg = {.lock = PTHREAD_MUTEX_INITIALIZER, .left = PTHREAD_COND_INITIALIZER, .epoll_fd = -1};
+} reg = {.lock = PTHREAD_MUTEX_INITIALIZER,
+         .left = PTHREAD_COND_INITIALIZER,
+         .waiters = {&reg.waiters, &reg.waiters},
+         .watchers = {&reg.watchers, &reg.watchers},
+         .by_id = STRMAP_INIT,
+         .timers = HEAP_INIT,
+         .epoll_fd = -1};
 
 int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
 {
@@ -74,63 +77,17 @@ int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ALARM_KEY};
     if (epoll_ctl(reg.epoll_fd, EPOLL_CTL_ADD, alarm_fd(), &ev) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "epoll_ctl: %s", strerror(errno));
-    reg.nbuckets = HASH_MIN_BUCKETS;
-    reg.buckets = calloc(reg.nbuckets, sizeof *reg.buckets);
-    FG_ASSERT(reg.buckets != NULL);
     return 0;
 }
 
-/* Puts the heap entry w at slot i. */
-static void timer_place(struct waiter *w, size_t i)
+static struct waiter *waiter_of_timer(struct heap_node *node)
 {
-    reg.timers[i] = w;
-    w->timer_slot = i;
+    return (struct waiter *)(void *)((char *)node - offsetof(struct waiter, timer));
 }
 
-/* Moves the entry at slot i up or down until the heap is in order again. */
-static void timer_fix(size_t i)
+static struct waiter *waiter_of_id(struct strmap_node *node)
 {
-    struct waiter *w = reg.timers[i];
-    while (i > 0 && reg.timers[(i - 1) / 2]->next_check_ms > w->next_check_ms) {
-        timer_place(reg.timers[(i - 1) / 2], i);
-        i = (i - 1) / 2;
-    }
-    for (;;) {
-        size_t least = i, l = 2 * i + 1, r = l + 1;
-        int64_t at = w->next_check_ms;
-        if (l < reg.ntimers && reg.timers[l]->next_check_ms < at)
-            least = l, at = reg.timers[l]->next_check_ms;
-        if (r < reg.ntimers && reg.timers[r]->next_check_ms < at)
-            least = r;
-        if (least == i)
-            break;
-        timer_place(reg.timers[least], i);
-        i = least;
-    }
-    timer_place(w, i);
-}
-
-static void timer_add(struct waiter *w)
-{
-    if (reg.ntimers == reg.timers_cap) {
-        reg.timers_cap = reg.timers_cap ? 2 * reg.timers_cap : 1024;
-        reg.timers = realloc(reg.timers, reg.timers_cap * sizeof *reg.timers);
-        FG_ASSERT(reg.timers != NULL);
-    }
-    timer_place(w, reg.ntimers++);
-    timer_fix(w->timer_slot);
-    if (w->timer_slot == 0)
-        alarm_set(w->next_check_ms);
-}
-
-static void timer_remove(struct waiter *w)
-{
-    size_t i = w->timer_slot;
-    struct waiter *last = reg.timers[--reg.ntimers];
-    if (last == w)
-        return;
-    timer_place(last, i);
-    timer_fix(i);
+    return (struct waiter *)(void *)((char *)node - offsetof(struct waiter, by_id));
 }
 
 /* The one state transition function: a parked waiter is in the timer heap,
@@ -140,9 +97,12 @@ static void waiter_set_state(struct waiter *w, enum waiter_state to)
     enum waiter_state from = w->state;
     w->state = to;
     if (from == WAITER_PARKED)
-        timer_remove(w);
-    if (to == WAITER_PARKED)
-        timer_add(w);
+        heap_remove(&reg.timers, &w->timer);
+    if (to == WAITER_PARKED) {
+        heap_add(&reg.timers, &w->timer, w->next_check_ms);
+        if (w->timer.slot == 0)
+            alarm_set(w->next_check_ms);
+    }
     if ((from == WAITER_PARKED || from == WAITER_LEAVING) && to == WAITER_RUNNING)
         reg.resume(w->request);
 }
@@ -153,50 +113,6 @@ static void wake(struct waiter *w, unsigned reason)
     w->wake_reasons |= reason;
     if (w->state == WAITER_PARKED)
         waiter_set_state(w, WAITER_RUNNING);
-}
-
-/* The bucket of a lease id (random hex: its first digits hash well enough). */
-static struct waiter **bucket_of(const char *lease_id)
-{
-    size_t h = 0;
-    for (size_t i = 0; i < 12 && lease_id[i] != '\0'; i++)
-        h = h * 31 + (unsigned char)lease_id[i];
-    return &reg.buckets[h & (reg.nbuckets - 1)];
-}
-
-static void hash_insert(struct waiter *w)
-{
-    struct waiter **b = bucket_of(w->lease_id);
-    w->hash_next = *b;
-    *b = w;
-}
-
-static void hash_remove(struct waiter *w)
-{
-    for (struct waiter **p = bucket_of(w->lease_id); *p != NULL; p = &(*p)->hash_next)
-        if (*p == w) {
-            *p = w->hash_next;
-            break;
-        }
-    w->hash_next = NULL;
-}
-
-/* Doubles the table once it holds twice as many waiters as buckets. */
-static void hash_grow(void)
-{
-    if (reg.count < 2 * (long)reg.nbuckets)
-        return;
-    struct waiter **old = reg.buckets;
-    size_t nold = reg.nbuckets;
-    reg.nbuckets *= 2;
-    reg.buckets = calloc(reg.nbuckets, sizeof *reg.buckets);
-    FG_ASSERT(reg.buckets != NULL);
-    for (size_t i = 0; i < nold; i++)
-        for (struct waiter *w = old[i], *next; w != NULL; w = next) {
-            next = w->hash_next;
-            hash_insert(w);
-        }
-    free(old);
 }
 
 /* What w's epoll event carries: its serial and its descriptor. */
@@ -221,23 +137,11 @@ static void fd_insert(struct waiter *w)
     reg.by_fd[w->fd] = w;
 }
 
-/* The head of the list w belongs on. */
-static struct waiter **list_of(const struct waiter *w)
-{
-    return w->watch_kind != 0 ? &reg.watchers : &reg.waiters;
-}
-
 static void unlink_waiter(struct waiter *w)
 {
-    if (w->prev != NULL)
-        w->prev->next = w->next;
-    else
-        *list_of(w) = w->next;
-    if (w->next != NULL)
-        w->next->prev = w->prev;
-    w->next = w->prev = NULL;
+    list_unlink(&w->link);
     if (w->watch_kind == 0)
-        hash_remove(w);
+        strmap_remove(&reg.by_id, &w->by_id);
     w->linked = false;
     if (w->fd >= 0) {
         epoll_ctl(reg.epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
@@ -252,10 +156,8 @@ static struct waiter *find_locked(const char *lease_id)
 {
     if (lease_id[0] == '\0')
         return NULL; /* watchers have no lease id */
-    for (struct waiter *w = *bucket_of(lease_id); w != NULL; w = w->hash_next)
-        if (strcmp(w->lease_id, lease_id) == 0)
-            return w;
-    return NULL;
+    struct strmap_node *node = strmap_find(&reg.by_id, lease_id);
+    return node != NULL ? waiter_of_id(node) : NULL;
 }
 
 /* Drops the registered waiter of lease_id other than keep, if any, and tells it a
@@ -285,19 +187,12 @@ int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms, str
     w->state = WAITER_RUNNING;
     w->serial = ++reg.next_serial;
     w->fd = fd;
-    struct waiter **head = list_of(w);
-    w->prev = NULL;
-    w->next = *head;
-    if (*head != NULL)
-        (*head)->prev = w;
-    *head = w;
+    list_push(w->watch_kind != 0 ? &reg.watchers : &reg.waiters, &w->link);
     w->linked = true;
     reg.count++;
     reg.watch_count += w->watch_kind != 0;
-    if (w->watch_kind == 0) {
-        hash_grow();
-        hash_insert(w);
-    }
+    if (w->watch_kind == 0)
+        strmap_add(&reg.by_id, &w->by_id, w->lease_id);
     if (w->fd >= 0) {
         fd_insert(w);
         /* EPOLLHUP and EPOLLERR are always reported */
@@ -314,10 +209,10 @@ void waiter_rekey(struct waiter *w, const char *lease_id)
     supersede_locked(lease_id, w);
     bool hashed = w->linked && w->watch_kind == 0;
     if (hashed)
-        hash_remove(w);
+        strmap_remove(&reg.by_id, &w->by_id);
     snprintf(w->lease_id, sizeof w->lease_id, "%s", lease_id);
     if (hashed)
-        hash_insert(w);
+        strmap_add(&reg.by_id, &w->by_id, w->lease_id);
     pthread_mutex_unlock(&reg.lock);
 }
 
@@ -379,28 +274,31 @@ bool waiter_deliver(const char *lease_id, const void *news)
 void waiter_ring_watchers(char kind, const char *name, int64_t fence)
 {
     pthread_mutex_lock(&reg.lock);
-    for (struct waiter *w = reg.watchers; w != NULL; w = w->next)
+    for (struct list_link *l = reg.watchers.next; l != &reg.watchers; l = l->next) {
+        struct waiter *w = LIST_ENTRY(l, struct waiter, link);
         if (w->watch_kind == kind && w->watch_fence == fence && strcmp(w->watch_name, name) == 0)
             wake(w, WAKE_DOORBELL);
+    }
     pthread_mutex_unlock(&reg.lock);
 }
 
 void waiter_wake_all(unsigned reason)
 {
     pthread_mutex_lock(&reg.lock);
-    for (struct waiter *w = reg.waiters; w != NULL; w = w->next)
-        wake(w, reason);
-    for (struct waiter *w = reg.watchers; w != NULL; w = w->next)
-        wake(w, reason);
+    for (struct list_link *l = reg.waiters.next; l != &reg.waiters; l = l->next)
+        wake(LIST_ENTRY(l, struct waiter, link), reason);
+    for (struct list_link *l = reg.watchers.next; l != &reg.watchers; l = l->next)
+        wake(LIST_ENTRY(l, struct waiter, link), reason);
     pthread_mutex_unlock(&reg.lock);
 }
 
 int64_t waiter_tick(int64_t now_ms)
 {
     pthread_mutex_lock(&reg.lock);
-    while (reg.ntimers > 0 && reg.timers[0]->next_check_ms <= now_ms)
-        wake(reg.timers[0], WAKE_TIMER);
-    int64_t next_ms = reg.ntimers > 0 ? reg.timers[0]->next_check_ms : INT64_MAX;
+    struct heap_node *first;
+    while ((first = heap_min(&reg.timers)) != NULL && first->key <= now_ms)
+        wake(waiter_of_timer(first), WAKE_TIMER);
+    int64_t next_ms = first != NULL ? first->key : INT64_MAX;
     pthread_mutex_unlock(&reg.lock);
     return next_ms;
 }

@@ -29,6 +29,9 @@
 
 #include "auth/token.h"
 #include "util/error.h"
+#include "util/heap.h"
+#include "util/list.h"
+#include "util/strmap.h"
 
 enum waiter_state {
     WAITER_GONE,
@@ -75,9 +78,9 @@ struct waiter {
     int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
     int64_t watch_fence;             /* watchers: fence of the watched lease */
     const char *watch_name;          /* watchers: its lock or semaphore (borrowed) */
-    struct waiter *next, *prev;      /* list of waiters, or of watchers */
-    struct waiter *hash_next;        /* chain of its lease id's hash bucket */
-    size_t timer_slot;               /* parked: its place in the timer heap */
+    struct list_link link;           /* on the list of waiters, or of watchers */
+    struct strmap_node by_id;        /* waiters: in the table by lease id */
+    struct heap_node timer;          /* parked: in the heap by next_check_ms */
     waiter_leave_fn leave;           /* leaves many at once after hang-ups; NULL: on its own */
     waiter_deliver_fn deliver;       /* takes a grant handed over in-process; NULL: only rung */
 };
