@@ -59,6 +59,7 @@ static const struct setting settings[] = {
     S_INT("limits.max_waiters_per_lock", NULL, max_waiters_per_lock, DEFAULT_MAX_WAITERS_PER_LOCK,
           1, 10000000),
     S_INT("limits.max_waiters", NULL, max_waiters, DEFAULT_MAX_WAITERS, 1, 10000000),
+    S_INT("limits.max_waiters_per_key", NULL, max_waiters_per_key, 0, 1, 10000000),
     S_INT("limits.max_hash_fields", NULL, max_hash_fields, DEFAULT_MAX_HASH_FIELDS, 1, 10000000),
     S_INT("limits.max_value_bytes", NULL, max_value_bytes, DEFAULT_MAX_VALUE_BYTES, 1, 536870912),
     S_INT("limits.audit_retention_days", NULL, audit_retention_days, DEFAULT_AUDIT_RETENTION_DAYS,
@@ -548,6 +549,8 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
         return -1;
     if (cfg->allowed_hosts == NULL)
         default_allowed_hosts(cfg);
+    if (cfg->max_waiters_per_key == 0)
+        cfg->max_waiters_per_key = cfg->max_waiters > 4 ? cfg->max_waiters / 4 : 1;
     return keyset_from_config(cfg->auth, getenv_fn("FENCEGATE_AUTH_MODE"),
                               getenv_fn("FENCEGATE_AUTH_KEYS_FILE"),
                               config_host_is_loopback(cfg->listen_host), &cfg->keyset, err);

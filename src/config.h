@@ -52,13 +52,15 @@ struct config {
     long long max_body_bytes;                   /* request bodies above this answer 413 */
     long long max_waiters_per_lock;             /* waiters queued here on one name */
     long long max_waiters;                      /* waiters suspended in this process */
-    int http_threads;                           /* HTTP worker threads */
-    int pg_pool_size;                           /* Postgres connections */
-    long long statement_timeout_ms;             /* Postgres statement_timeout */
-    long long waiter_lease_ms;                  /* how long a dead process's waiters stay queued */
-    long long poll_ms;                          /* backstop re-check of a suspended waiter */
-    long long request_timeout_ms;               /* deadline for one backend call */
-    char *log_level;                            /* "debug", "info", "warn" or "error" */
+    long long max_waiters_per_key;  /* acquires and watches one API key keeps parked (0 in the
+                                       configuration: a quarter of max_waiters) */
+    int http_threads;               /* HTTP worker threads */
+    int pg_pool_size;               /* Postgres connections */
+    long long statement_timeout_ms; /* Postgres statement_timeout */
+    long long waiter_lease_ms;      /* how long a dead process's waiters stay queued */
+    long long poll_ms;              /* backstop re-check of a suspended waiter */
+    long long request_timeout_ms;   /* deadline for one backend call */
+    char *log_level;                /* "debug", "info", "warn" or "error" */
     char *tls_cert_file;   /* PEM certificate (chain) of the HTTPS server, or NULL: plain HTTP */
     char *tls_key_file;    /* PEM private key of that certificate, or NULL */
     char **allowed_hosts;  /* Host header values served ("*": any) */

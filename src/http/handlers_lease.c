@@ -150,8 +150,8 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
         return fail(reply, &err);
     http_request_log_owner(req, p.owner);
     struct lease_wait *lw;
-    enum lease_wait_step step =
-        lease_wait_begin(kind, lease_name(req), &p, req, http_request_fd(req), &lw, &end);
+    struct waiter_client client = http_request_waiter_client(req);
+    enum lease_wait_step step = lease_wait_begin(kind, lease_name(req), &p, &client, &lw, &end);
     if (lw != NULL) { /* the wait copied what it keeps of the body */
         http_request_drop_body(req);
         req->state = lw;

@@ -292,8 +292,8 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
             goto refused;
         }
         snprintf(ls->waiter.lease_id, sizeof ls->waiter.lease_id, "%s", ls->leases[0]);
-        if (waiter_add(&ls->waiter, req, http_request_fd(req), clock_mono_ms() + ls->params.wait_ms,
-                       &err) != 0)
+        struct waiter_client client = http_request_waiter_client(req);
+        if (waiter_add(&ls->waiter, &client, clock_mono_ms() + ls->params.wait_ms, &err) != 0)
             goto refused;
     }
     req->state = ls;

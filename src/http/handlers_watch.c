@@ -133,7 +133,8 @@ enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http
     lw->waiter.watch_kind = (char)kind->token_kind;
     lw->waiter.watch_fence = fence;
     lw->waiter.watch_name = lw->name;
-    if (waiter_add(&lw->waiter, req, http_request_fd(req), clock_mono_ms() + wait_ms, &err) != 0) {
+    struct waiter_client client = http_request_waiter_client(req);
+    if (waiter_add(&lw->waiter, &client, clock_mono_ms() + wait_ms, &err) != 0) {
         free(lw);
         reply_problem(reply, &err);
         return HANDLER_DONE;

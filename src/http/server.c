@@ -944,11 +944,18 @@ void http_request_drop_body(struct http_request *req)
     req->conn->body_cap = 0;
 }
 
-int http_request_fd(const struct http_request *req)
+/* Socket of the connection (to watch a suspended client for hang-up). */
+static int http_request_fd(const struct http_request *req)
 {
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(req->conn->mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info ? info->connect_fd : -1;
+}
+
+struct waiter_client http_request_waiter_client(struct http_request *req)
+{
+    return (struct waiter_client){req, http_request_fd(req),
+                                  req->principal != NULL ? req->principal->id : NULL};
 }
 
 void http_request_wake(struct http_request *req)

@@ -21,6 +21,7 @@
 #include "http/reply.h"
 #include "http/router.h"
 #include "http/strict.h"
+#include "lease/waiter.h"
 
 struct http_conn;
 struct api_key;
@@ -98,8 +99,8 @@ void http_request_log_owner(struct http_request *req, const char *owner);
  * has copied what it keeps, so a parked request holds neither. */
 void http_request_drop_body(struct http_request *req);
 
-/* Socket of the connection (to watch a suspended client for hang-up). */
-int http_request_fd(const struct http_request *req);
+/* The parked request as the waiter registry knows it: req, its socket and its caller's API key. */
+struct waiter_client http_request_waiter_client(struct http_request *req);
 
 /* Wakes a request whose handler returned HANDLER_SUSPEND; callable from any
  * thread, also before the suspension has taken effect (the wake is kept). */

@@ -298,8 +298,9 @@ static enum lease_wait_step wait_on(struct lease_wait *lw, struct lease_wait_end
  * and parks. A grant made to it before it was registered was kept as an
  * orphan (lease_hand_over, the doorbell), which it takes back here. */
 static enum lease_wait_step start(const struct lease_ops *kind, const char *name,
-                                  const struct acquire_params *p, const char *attach, void *request,
-                                  int fd, struct lease_wait **wait, struct lease_wait_end *end)
+                                  const struct acquire_params *p, const char *attach,
+                                  const struct waiter_client *client, struct lease_wait **wait,
+                                  struct lease_wait_end *end)
 {
     size_t owner_len = strlen(p->owner), rid_len = strlen(p->request_id);
     struct lease_wait *lw = calloc(1, sizeof *lw + owner_len + rid_len + 2);
@@ -314,7 +315,7 @@ static enum lease_wait_step start(const struct lease_ops *kind, const char *name
     snprintf(lw->attach, sizeof lw->attach, "%s", attach);
     lw->waiter.leave = leave_queues;
     lw->waiter.deliver = take_grant;
-    if (waiter_add(&lw->waiter, request, fd, clock_mono_ms() + p->wait_ms, &end->err) != 0) {
+    if (waiter_add(&lw->waiter, client, clock_mono_ms() + p->wait_ms, &end->err) != 0) {
         lease_wait_free(lw); /* leaves the queue it joined */
         return LEASE_WAIT_ANSWER;
     }
@@ -326,8 +327,9 @@ static enum lease_wait_step start(const struct lease_ops *kind, const char *name
 }
 
 enum lease_wait_step lease_wait_begin(const struct lease_ops *kind, const char *name,
-                                      const struct acquire_params *p, void *request, int fd,
-                                      struct lease_wait **wait, struct lease_wait_end *end)
+                                      const struct acquire_params *p,
+                                      const struct waiter_client *client, struct lease_wait **wait,
+                                      struct lease_wait_end *end)
 {
     *wait = NULL;
     end_clear(end);
@@ -340,7 +342,7 @@ enum lease_wait_step lease_wait_begin(const struct lease_ops *kind, const char *
         return LEASE_WAIT_ANSWER;
     lease_hand_over(kind->token_kind, name, &end->res);
     if (may_wait && end->res.outcome == LEASE_QUEUED)
-        return start(kind, name, p, attach, request, fd, wait, end);
+        return start(kind, name, p, attach, client, wait, end);
     if (p->wait_ms > 0 && (end->res.outcome == LEASE_BUSY || end->res.outcome == LEASE_QUEUED))
         fg_fail(&end->err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
     return LEASE_WAIT_ANSWER;

@@ -15,6 +15,7 @@
 #define FG_LEASE_WAIT_H
 
 #include "lease/lease_ops.h"
+#include "lease/waiter.h"
 #include "util/error.h"
 
 struct lease_wait;
@@ -37,15 +38,16 @@ struct lease_wait_end {
  * The first attempt to acquire name (kind borrowed for the server's life,
  * name borrowed until lease_wait_free). An attempt that may wait (p->wait_ms
  * > 0, the gateway not draining) queues at once when it is not granted, and
- * its wait registers the waiter of request (opaque, resumed through the
- * registry's callback) whose client socket is fd, then parks. *wait is that
+ * its wait registers the waiter of client (its request resumed through the
+ * registry's callback), then parks. *wait is that
  * wait (owned by the caller, who frees it with lease_wait_free when the
  * request ends; it keeps copies of p's strings), or NULL if none began.
  * Returns LEASE_WAIT_PARK or LEASE_WAIT_ANSWER with *end filled.
  */
 enum lease_wait_step lease_wait_begin(const struct lease_ops *kind, const char *name,
-                                      const struct acquire_params *p, void *request, int fd,
-                                      struct lease_wait **wait, struct lease_wait_end *end);
+                                      const struct acquire_params *p,
+                                      const struct waiter_client *client, struct lease_wait **wait,
+                                      struct lease_wait_end *end);
 
 /* Runs wait again once its request was resumed: it reads why it woke and
  * tries again, until it is answered (*end filled) or parks. */

@@ -57,6 +57,7 @@ static struct {
     long watch_count;          /* of them, watchers */
     uint32_t next_serial;      /* serial of the next waiter */
     struct heap timers;        /* parked waiters by next_check_ms */
+    struct strmap quotas;      /* struct key_quota by API key id, made on first use */
     int epoll_fd;
     waiter_resume_fn resume; /* resumes a parked request */
     pthread_cond_t left;     /* a batch of WAITER_LEAVING waiters is done */
@@ -66,6 +67,7 @@ static struct {
          .watchers = {&reg.watchers, &reg.watchers},
          .by_id = STRMAP_INIT,
          .timers = HEAP_INIT,
+         .quotas = STRMAP_INIT,
          .epoll_fd = -1};
 
 int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
@@ -78,6 +80,30 @@ int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err)
     if (epoll_ctl(reg.epoll_fd, EPOLL_CTL_ADD, alarm_fd(), &ev) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "epoll_ctl: %s", strerror(errno));
     return 0;
+}
+
+/* The waiters one API key has registered (limits.max_waiters_per_key). Never freed: there is one
+ * per key id that ever parked a request, a handful. */
+struct key_quota {
+    struct strmap_node node; /* in reg.quotas by key id */
+    long count;              /* its registered waiters and watchers */
+    char id[];               /* the key's id (the node's key) */
+};
+
+/* The quota of key_id (NULL: none, auth is off), made on first use. Caller holds reg.lock. */
+static struct key_quota *quota_of(const char *key_id)
+{
+    if (key_id == NULL)
+        return NULL;
+    struct strmap_node *node = strmap_find(&reg.quotas, key_id);
+    if (node != NULL)
+        return (struct key_quota *)(void *)((char *)node - offsetof(struct key_quota, node));
+    size_t len = strlen(key_id);
+    struct key_quota *q = calloc(1, sizeof *q + len + 1);
+    FG_ASSERT(q != NULL);
+    memcpy(q->id, key_id, len + 1);
+    strmap_add(&reg.quotas, &q->node, q->id);
+    return q;
 }
 
 static struct waiter *waiter_of_timer(struct heap_node *node)
@@ -148,6 +174,8 @@ static void unlink_waiter(struct waiter *w)
         if ((size_t)w->fd < reg.nfds && reg.by_fd[w->fd] == w)
             reg.by_fd[w->fd] = NULL;
     }
+    if (w->quota != NULL)
+        w->quota->count--;
     reg.count--;
     reg.watch_count -= w->watch_kind != 0;
 }
@@ -171,7 +199,8 @@ static void supersede_locked(const char *lease_id, const struct waiter *keep)
     wake(old, WAKE_SUPERSEDED);
 }
 
-int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms, struct fg_error *err)
+int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t deadline_ms,
+               struct fg_error *err)
 {
     pthread_mutex_lock(&reg.lock);
     if (reg.count >= gw.cfg->max_waiters) {
@@ -179,14 +208,24 @@ int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms, str
         return fg_fail(err, FG_ERR_TOO_MANY_WAITERS, "this gateway has %lld waiters already",
                        gw.cfg->max_waiters);
     }
+    w->quota = quota_of(client->key_id);
+    if (w->quota != NULL && w->quota->count >= gw.cfg->max_waiters_per_key) {
+        pthread_mutex_unlock(&reg.lock);
+        return fg_fail(err, FG_ERR_TOO_MANY_WAITERS,
+                       "API key '%s' keeps %lld acquires and watches parked already "
+                       "(limits.max_waiters_per_key)",
+                       client->key_id, gw.cfg->max_waiters_per_key);
+    }
+    if (w->quota != NULL)
+        w->quota->count++;
     supersede_locked(w->lease_id, NULL);
-    w->request = request;
+    w->request = client->request;
     w->deadline_ms = deadline_ms;
     w->next_check_ms = deadline_ms;
     w->wake_reasons = 0;
     w->state = WAITER_RUNNING;
     w->serial = ++reg.next_serial;
-    w->fd = fd;
+    w->fd = client->fd;
     list_push(w->watch_kind != 0 ? &reg.watchers : &reg.waiters, &w->link);
     w->linked = true;
     reg.count++;

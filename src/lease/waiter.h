@@ -41,6 +41,7 @@ enum waiter_state {
 };
 
 struct waiter;
+struct key_quota;
 
 /*
  * Takes waiters ws[0..n) whose clients hung up out of their queues, many at
@@ -70,6 +71,7 @@ struct waiter {
     bool linked;                     /* in the registry (false once superseded) */
     char watch_kind;                 /* watchers: kind of the watched lease ('l', 's'), else 0 */
     int fd;                          /* the client's socket, watched for hang-up */
+    struct key_quota *quota;         /* the parked waiters of its API key; NULL: no key */
     uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
     enum waiter_state state;         /* see above; guarded by the registry lock */
     unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
@@ -85,6 +87,13 @@ struct waiter {
     waiter_deliver_fn deliver;       /* takes a grant handed over in-process; NULL: only rung */
 };
 
+/* A parked request as the registry knows it. */
+struct waiter_client {
+    void *request;      /* the request (opaque here), resumed through waiter_resume_fn */
+    int fd;             /* its client's socket, watched for hang-ups; -1: none */
+    const char *key_id; /* its caller's API key (limits.max_waiters_per_key); NULL: auth off */
+};
+
 /* Resumes a parked request (any thread; a resume that comes before the
  * suspension took effect is kept). */
 typedef void (*waiter_resume_fn)(void *request);
@@ -92,12 +101,12 @@ typedef void (*waiter_resume_fn)(void *request);
 /* Creates the epoll set; resume is how parked requests are resumed. */
 int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err) FG_WUR;
 
-/* Registers w (state RUNNING) for request, whose client socket is fd (watched
- * for hang-ups; -1: none). Fails with FG_ERR_TOO_MANY_WAITERS when
- * this process already has max_waiters. A waiter with the same lease id is
+/* Registers w (state RUNNING) for client (its key id is copied). Fails with FG_ERR_TOO_MANY_WAITERS
+ * when this process already has max_waiters, or that key max_waiters_per_key
+ * (limits.max_waiters_per_key). A waiter with the same lease id is
  * superseded: woken with WAKE_SUPERSEDED and dropped from the registry; a
  * watcher (empty lease id, watch_kind set) supersedes nobody. */
-int waiter_add(struct waiter *w, void *request, int fd, int64_t deadline_ms,
+int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t deadline_ms,
                struct fg_error *err) FG_WUR;
 
 /* Changes w's lease id (a retried request_id found its earlier lease). A waiter

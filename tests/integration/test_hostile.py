@@ -26,6 +26,7 @@ generic details), Fence-Owner and owner validation, the audit drain's dead lette
 stores, connection limits. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
 """
 
+import hashlib
 import json
 import os
 import random
@@ -754,3 +755,74 @@ class GroupedSpellingsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+
+class WaiterQuotaTest(unittest.TestCase):
+    """One key filled the process-wide waiter limit with watches and locked everyone else out (429):
+    limits.max_waiters_per_key caps the acquires and watches one API key keeps parked. Broken variant
+    caught: no quota per key (the greedy key's fifth wait parks; the other key's watch answers 429)."""
+
+    KEYS = ("greedy", "other", "ops")
+
+    @classmethod
+    def setUpClass(cls):
+        keys = [{"id": k, "sha256": hashlib.sha256(f"text-{k}".encode()).hexdigest(),
+                 "scopes": ["admin"] if k == "ops" else ["lock:*"]} for k in cls.KEYS]
+        # max_waiters 8: a quarter of it, 2, for each key; the greedy key alone could fill it
+        cls.gw = Gateway(config={"limits": {"max_waiters": 8}, "auth": {"mode": "required", "keys": keys}})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop()
+
+    def as_key(self, key: str, method: str, path: str, body=None):
+        return self.gw.http(method, path, body, {"Authorization": f"Bearer text-{key}"})
+
+    def parked(self) -> float:
+        text = self.as_key("ops", "GET", "/metrics").body
+        return sum(float(line.split()[1]) for line in text.splitlines()
+                   if line.split(" ")[0] in ("fencegate_waiters", "fencegate_watches"))
+
+    def park(self, request: bytes) -> socket.socket:
+        s = socket.create_connection(("127.0.0.1", self.gw.port))
+        s.sendall(request)
+        return s
+
+    def test_one_key_cannot_take_every_waiter(self):
+        name = unique("quota")
+        held = self.as_key("greedy", "POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(held.status, 200, held)
+        fence = held.body["fence"]
+        watch = f"/v1/locks/{name}?watch=true&fence={fence}&wait_ms=20000"
+        head = f"Host: 127.0.0.1:{self.gw.port}\r\nAuthorization: Bearer text-greedy\r\n"
+        body = json.dumps({"ttl_ms": 1000, "wait_ms": 20000}).encode()
+        sockets = [self.park(f"GET {watch} HTTP/1.1\r\n{head}\r\n".encode()),
+                   self.park(f"POST /v1/locks/{name}/acquire HTTP/1.1\r\n{head}Content-Type: application/json\r\n"
+                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)]
+        try:
+            wait_for(lambda: self.parked() >= 2, timeout=10, what="the greedy key's two waits parked")
+            for r in (self.as_key("greedy", "GET", watch),
+                      self.as_key("greedy", "POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 1000, "wait_ms": 20000})):
+                self.assertEqual(r.status, 429, r)
+                self.assertEqual(r.body["type"], "/problems/too_many_waiters", r)
+                self.assertIn("limits.max_waiters_per_key", r.body["detail"])
+                self.assertIn("'greedy'", r.body["detail"])
+                self.assertIn("retry-after", r.headers)
+            # another key still waits: its watch parks and answers when the lease ends
+            ended = []
+            waiting = threading.Thread(target=lambda: ended.append(self.as_key("other", "GET", watch)))
+            waiting.start()
+            wait_for(lambda: self.parked() >= 3, timeout=10, what="the other key's watch parked")
+            r = self.as_key("greedy", "POST", f"/v1/locks/{name}/release", {"token": held.body["token"]})
+            self.assertEqual(r.status, 200, r)
+            waiting.join(10)
+            self.assertEqual(ended[0].status, 200, ended)
+            self.assertFalse(ended[0].body["held"], ended)
+        finally:
+            for s in sockets:
+                s.close()
+        # the greedy key's waits ended: its quota is free again
+        wait_for(lambda: self.parked() == 0, timeout=10, what="every wait ended")
+        r = self.as_key("greedy", "GET", f"/v1/locks/{name}?watch=true&fence={fence}&wait_ms=10")
+        self.assertEqual(r.status, 200, r)

@@ -77,6 +77,7 @@ static void defaults(void **state)
     assert_int_equal(cfg.max_body_bytes, 1048576);
     assert_int_equal(cfg.max_waiters_per_lock, 10000);
     assert_int_equal(cfg.max_waiters, 100000);
+    assert_int_equal(cfg.max_waiters_per_key, 25000);
     assert_int_equal(cfg.waiter_lease_ms, 3000);
     assert_int_equal(cfg.ntables, 0);
     assert_int_equal(cfg.nredis_prefixes, 0);
@@ -340,6 +341,33 @@ static void file_then_environment(void **state)
     config_free(&cfg);
 }
 
+/* limits.max_waiters_per_key: a quarter of max_waiters (at least 1) unless configured. */
+static void waiters_per_key(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        long long per_key;
+    } cases[] = {
+        {"{\"limits\": {\"max_waiters\": 10}}", 2},
+        {"{\"limits\": {\"max_waiters\": 3}}", 1},
+        {"{\"limits\": {\"max_waiters\": 10, \"max_waiters_per_key\": 7}}", 7},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[64];
+        temp_file(cases[i].text, path);
+        const char *const env[] = {"FENCEGATE_CONFIG", path, NULL};
+        struct config cfg;
+        struct fg_error err;
+        int rc = load(env, &cfg, &err);
+        unlink(path);
+        assert_int_equal(rc, 0);
+        assert_int_equal(cfg.max_waiters_per_key, cases[i].per_key);
+        config_free(&cfg);
+    }
+    refused_naming("{\"limits\": {\"max_waiters_per_key\": 0}}", "limits.max_waiters_per_key");
+}
+
 /* secrets: the first signs, all verify; ids and secrets kept in order. */
 static void secrets_make_a_keyring(void **state)
 {
@@ -415,6 +443,7 @@ int main(void)
         cmocka_unit_test(auth_default_follows_listen),
         cmocka_unit_test(bad_environment_is_named),
         cmocka_unit_test(file_then_environment),
+        cmocka_unit_test(waiters_per_key),
         cmocka_unit_test(secrets_make_a_keyring),
         cmocka_unit_test(file_errors_are_named),
     };
