@@ -12,6 +12,7 @@
 #include "auth/keys.h"
 #include "auth/token.h"
 #include "fglimits.h"
+#include "lease/binding.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -11,11 +11,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "lease/binding.h"
 #include "util/error.h"
 
 struct keyset;
 struct token_keyring;
+
+/* The lease that guards each resource of a table or prefix (lease/binding.h
+ * checks writes against it). */
+struct resource_guard {
+    char *template;  /* "invoice:{key}" ({key}: the row's key, or the whole Redis key);
+                        NULL when the resources are not bound (owned) */
+    bool semaphore;  /* the template names a semaphore, not a lock */
+    bool live_lease; /* require_live_lease: a write is applied only while its token's
+                        lease holds (whether or not a template binds the resources) */
+};
 
 struct table_config {
     char *name;                  /* table name, as in Postgres (owned) */

@@ -157,7 +157,9 @@ static void *backend_janitor_main(void *arg)
     return NULL;
 }
 
-void janitor_poke_audit(void)
+/* Asks the backend janitor to drain the audit stream now (a stale write left an entry). Never
+ * blocks on a backend. */
+static void poke_audit(void)
 {
     pthread_mutex_lock(&jan.lock);
     jan.poke = true;
@@ -167,6 +169,7 @@ void janitor_poke_audit(void)
 
 int janitor_start(struct fg_error *err)
 {
+    audit_stream_on_entry(poke_audit);
     if (pthread_create(&jan.lease_thread, NULL, lease_janitor_main, NULL) != 0)
         return fg_fail(err, FG_ERR_INTERNAL, "cannot start the lease janitor thread");
     if (pthread_create(&jan.backend_thread, NULL, backend_janitor_main, NULL) != 0) {

@@ -12,11 +12,8 @@
 /* Marks this gateway alive in Redis once (also done by the janitor's beat). */
 int janitor_beat(struct fg_error *err) FG_WUR;
 
-/* Asks the backend janitor to drain the audit stream now (a stale write left
- * an entry). Never blocks on a backend. */
-void janitor_poke_audit(void);
-
-/* Starts both janitor threads. */
+/* Starts both janitor threads; a refused write's audit entry pokes the backend one
+ * (audit_stream_poke). */
 int janitor_start(struct fg_error *err) FG_WUR;
 
 /* Stops and joins them. */

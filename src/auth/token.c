@@ -298,7 +298,7 @@ int token_verify(const char *token, const struct token_keyring *ring, struct tok
     if (key == NULL)
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
                        "malformed fence token, or signed by a key no longer in use");
-    if (lens[k] != 1 || (parts[k][0] != LEASE_KIND_LOCK && parts[k][0] != LEASE_KIND_SEMAPHORE))
+    if (lens[k] != 1 || (parts[k][0] != TOKEN_KIND_LOCK && parts[k][0] != TOKEN_KIND_SEMAPHORE))
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token");
     unsigned char presented[MAC_LEN + 3], expected[MAC_LEN];
     if (b64url_decode(parts[k + 4], lens[k + 4], presented, sizeof presented) != MAC_LEN)
@@ -314,7 +314,7 @@ int token_verify(const char *token, const struct token_keyring *ring, struct tok
     claims->name[name_len] = '\0';
     if (!name_is_valid_lock(claims->name, (size_t)name_len))
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN, "malformed fence token claims");
-    claims->kind = (enum lease_kind)parts[k][0];
+    claims->kind = parts[k][0];
     memcpy(claims->lease_id, parts[k + 2], LEASE_ID_LEN);
     claims->lease_id[LEASE_ID_LEN] = '\0';
     return 0;

@@ -21,13 +21,12 @@
 #define TOKEN_MAX_LEN    (NAME_MAX_LEN * 2 + 160) /* longest token text, with NUL */
 #define TOKEN_LEGACY_KEY "default" /* key id of the single secret; verifies fgt1 tokens */
 
-enum lease_kind {
-    LEASE_KIND_LOCK = 'l',
-    LEASE_KIND_SEMAPHORE = 's',
-};
+/* The letters of the kinds of lease a token names (lease/lease_kind.h gives them their names). */
+#define TOKEN_KIND_LOCK      'l'
+#define TOKEN_KIND_SEMAPHORE 's'
 
 struct token_claims {
-    enum lease_kind kind;
+    char kind;                       /* TOKEN_KIND_LOCK or TOKEN_KIND_SEMAPHORE */
     char name[NAME_MAX_LEN + 1];     /* lock or semaphore name */
     int64_t fence;                   /* the lease's fence, > 0 */
     char lease_id[LEASE_ID_LEN + 1]; /* lease id, hex */

@@ -17,9 +17,9 @@
 #include <strings.h>
 
 #include "auth/keys.h"
-#include "janitor.h"
 #include "lease/binding.h"
 #include "lease/fence.h"
+#include "store/audit_stream.h"
 #include "store/secret.h"
 #include "util/fgjson.h"
 #include "util/log.h"
@@ -97,7 +97,7 @@ void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
     FG_ASSERT(reason != NULL);
     metrics_fenced_write(backend, metrics_write_refused(reason));
     if (refusal->audit_streamed)
-        janitor_poke_audit();
+        audit_stream_poke();
     else
         metrics_audit_written(reason);
     if (refusal->outcome == FENCED_STALE)

@@ -3,10 +3,8 @@
  * handlers_lease.c - acquire, renew, release, status and revoke for any kind
  * of lease. The acquire itself, its waiting included, lives in
  * lease/lease_wait.c: the handler here parses the request, parks it when the
- * wait says so, and answers how the acquire ended. Grants that a script hands
- * to other waiters of this gateway go to their waits (lease_hand_over) after
- * every script call. Tokens are signed here and verified before any renew or
- * release.
+ * wait says so, and answers how the acquire ended. Tokens are signed here and verified before any
+ * renew or release.
  */
 #include "http/handlers_lease.h"
 
@@ -166,7 +164,7 @@ static int verified_lease(const struct lease_ops *kind, const struct http_reques
 {
     if (token_verify(token, secret_current(), claims, err) != 0)
         return -1;
-    if (claims->kind != kind->token_kind || strcmp(claims->name, lease_name(req)) != 0)
+    if (claims->kind != (char)kind->token_kind || strcmp(claims->name, lease_name(req)) != 0)
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
                        "the token was issued for another lock or semaphore");
     return 0;
@@ -208,7 +206,6 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
         verified_lease(kind, req, p.token, &claims, &err) != 0 ||
         kind->renew(lease_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
         return fail(reply, &err);
-    lease_hand_over(kind->token_kind, lease_name(req), &res);
     if (res.outcome == LEASE_LOST)
         return lease_lost(kind, req, reply, "renew", &claims);
     if (res.outcome == LEASE_MAX_HOLD) {
@@ -239,7 +236,6 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
         verified_lease(kind, req, token, &claims, &err) != 0 ||
         kind->release(lease_name(req), claims.lease_id, &res, &err) != 0)
         return fail(reply, &err);
-    lease_hand_over(kind->token_kind, lease_name(req), &res);
     if (res.outcome == LEASE_LOST)
         return lease_lost(kind, req, reply, "release", &claims);
     if (res.held_ms >= 0)
@@ -323,7 +319,6 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
         kind->revoke(lease_name(req), fence, &res, &err) != 0)
         return fail(reply, &err);
-    lease_hand_over(kind->token_kind, lease_name(req), &res);
     metrics_revocation(kind->metric);
     log_message(LOG_WARN, "lease_revoked", "%s %s: fence %lld revoked (%s)", kind->noun,
                 lease_name(req), fence, reason[0] != '\0' ? reason : "no reason given");

@@ -13,9 +13,6 @@ enum handler_result handle_lock_renew(struct http_request *req, struct http_repl
 enum handler_result handle_lock_release(struct http_request *req, struct http_reply *reply);
 enum handler_result handle_lock_status(struct http_request *req, struct http_reply *reply);
 
-/* Gives back a grant whose waiter is gone (doorbell orphan callback). */
-int lock_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
-
 enum handler_result handle_lock_revoke(struct http_request *req, struct http_reply *reply);
 
 #endif

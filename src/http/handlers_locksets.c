@@ -52,15 +52,11 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
     return HANDLER_DONE;
 }
 
-/* After a cancel or release of lock name during a give-up (rc its result):
- * hands a grant it made on to a waiter of this gateway, or logs the failure. */
-static void give_up_lock(const char *name, int rc, const struct lease_result *res,
-                         const struct fg_error *err)
+/* After a cancel or release of lock name during a give-up (rc its result): logs a failure. */
+static void give_up_lock(const char *name, int rc, const struct fg_error *err)
 {
     if (rc != 0)
         log_message(LOG_WARN, "lockset_cleanup", "lock %s: %s", name, err->msg);
-    else
-        lease_hand_over(LEASE_KIND_LOCK, name, res);
 }
 
 /* Gives up: the lock being waited for (if queued) and every lock held. */
@@ -74,10 +70,10 @@ static void abandon(struct lockset_wait *ls, bool queued)
         give_up_lock(ls->set.names[ls->next],
                      lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
                                  LEASE_CANCEL_DROP, &res, &err),
-                     &res, &err);
+                     &err);
     for (size_t i = 0; i < ls->next; i++)
         give_up_lock(ls->set.names[i], lock_release(ls->set.names[i], ls->leases[i], &res, &err),
-                     &res, &err);
+                     &err);
 }
 
 static void lockset_wait_free(void *state)
@@ -377,7 +373,6 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
         struct lease_result res;
         if (lock_release(claims[i].name, claims[i].lease_id, &res, &err) != 0)
             return fail(reply, &err);
-        lease_hand_over(LEASE_KIND_LOCK, claims[i].name, &res);
         if (res.outcome == LEASE_LOST && lost == NULL)
             lost = claims[i].name;
     }

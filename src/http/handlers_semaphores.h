@@ -13,9 +13,6 @@ enum handler_result handle_sem_renew(struct http_request *req, struct http_reply
 enum handler_result handle_sem_release(struct http_request *req, struct http_reply *reply);
 enum handler_result handle_sem_status(struct http_request *req, struct http_reply *reply);
 
-/* Gives back a slot granted to a waiter that is gone (doorbell orphan callback). */
-int sem_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
-
 enum handler_result handle_sem_revoke(struct http_request *req, struct http_reply *reply);
 
 #endif

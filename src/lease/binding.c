@@ -63,7 +63,7 @@ int binding_check(const struct resource_guard *guard, const char *key,
                        "the Fence-Token was issued for another lock: %.200s is guarded by a %s "
                        "whose name its key cannot make",
                        resource, noun);
-    if (claims->kind != kind || strcmp(claims->name, expected) != 0)
+    if (claims->kind != (char)kind || strcmp(claims->name, expected) != 0)
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
                        "the Fence-Token was issued for another lock: %.200s is guarded by the %s "
                        "'%s'",

@@ -12,16 +12,9 @@
 #include <stdbool.h>
 
 #include "auth/token.h"
+#include "config.h"
+#include "lease/lease_kind.h"
 #include "util/error.h"
-
-/* The lease that guards each resource of a table or prefix. */
-struct resource_guard {
-    char *template;  /* "invoice:{key}" ({key}: the row's key, or the whole Redis key);
-                        NULL when the resources are not bound (owned) */
-    bool semaphore;  /* the template names a semaphore, not a lock */
-    bool live_lease; /* require_live_lease: a write is applied only while its token's
-                        lease holds (whether or not a template binds the resources) */
-};
 
 /* Checks a template of the configuration: name bytes (A-Z a-z 0-9 . _ : / -)
  * around any number of "{key}"; anything else fails with FG_ERR_CONFIG. */

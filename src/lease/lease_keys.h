@@ -9,6 +9,7 @@
 #define FG_LEASE_KEYS_H
 
 #include "auth/token.h"
+#include "lease/lease_kind.h"
 #include "lua_scripts.h"
 #include "store/keys.h"
 #include "util/names.h"

@@ -2,7 +2,8 @@
 /*
  * lease_ops.h - a kind of lease: locks and semaphores differ only in their
  * transitions (lease/lock.h, lease/semaphore.h), their words and whether
- * acquire carries a limit. A struct lease_ops names those; the wait of an
+ * acquire carries a limit. A struct lease_ops names those; the two kinds are
+ * lease_lock_ops and lease_semaphore_ops (lease_ops.c), and the wait of an
  * acquire (lease_wait.h) and the lease handlers (http/handlers_lease.h) do
  * the rest once for both.
  */
@@ -14,6 +15,7 @@
 #include <stddef.h>
 
 #include "auth/token.h"
+#include "lease/lease_kind.h"
 #include "lease/lease_request.h"
 #include "lease/lease_result.h"
 #include "util/metrics.h"
@@ -41,5 +43,14 @@ struct lease_ops {
     /* locks: the current holder's fence (revoke names no fence); NULL for semaphores */
     int (*holder_fence)(const char *name, long long *fence, struct fg_error *err);
 };
+
+/* The two kinds of lease. */
+extern const struct lease_ops lease_lock_ops;
+extern const struct lease_ops lease_semaphore_ops;
+
+/* Give back a grant of a lock or of a semaphore whose waiter is gone (the doorbell's orphan
+ * callbacks). */
+int lock_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
+int sem_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
 
 #endif

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * lease_result.c - running lease scripts and the one retry after a "nofence"
- * or "norevoked" answer. Reading the answers is lease_answer.c's.
+ * lease_result.c - running lease scripts, the one retry after a "nofence" or
+ * "norevoked" answer, and the hand-over of the grants an answer makes to
+ * waiters of this gateway (lease_hand_over), so no caller has to remember it.
+ * Reading the answers is lease_answer.c's.
  */
 #include "lease/lease_result.h"
 
@@ -13,6 +15,7 @@
 #include "lease/fence.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
+#include "lease/lease_wait.h"
 #include "store/redis.h"
 #include "store/revocations.h"
 
@@ -49,8 +52,10 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
         struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
         if (redis_script_text(script, k.key, argv, read_answer, &into, err) != 0)
             return -1;
-        if (into.retry == LEASE_RETRY_NONE)
+        if (into.retry == LEASE_RETRY_NONE) {
+            lease_hand_over(kind, name, res);
             return 0;
+        }
         int dealt =
             into.retry == LEASE_RETRY_NOFENCE ? fence_recover(err) : revocations_restore(err);
         if (dealt != 0)

@@ -17,6 +17,7 @@
 
 #include "auth/token.h"
 #include "fglimits.h"
+#include "lease/lease_kind.h"
 #include "lua_scripts.h"
 #include "util/error.h"
 #include "util/names.h"
@@ -85,8 +86,9 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
  * sem_*.lua for LEASE_KIND_SEMAPHORE) on the lock or semaphore called name,
  * with its keys (lease/lease_keys.h) and argv (as redis_script takes it), and
  * reads its answer into *res. On "nofence" reserves fences, on "norevoked"
- * rebuilds the revoked set, and runs it once more. An answer it does not know
- * fails with FG_ERR_INTERNAL.
+ * rebuilds the revoked set, and runs it once more. The grants the answer hands
+ * to other waiters of this gateway are put into their waits before it returns
+ * (lease_hand_over). An answer it does not know fails with FG_ERR_INTERNAL.
  */
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
                      const char *const *argv, struct lease_result *res,

@@ -114,8 +114,6 @@ void lease_wait_free(struct lease_wait *lw)
         if (lw->kind->cancel(lw->name, lw->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &res,
                              &err) != 0)
             log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", lw->kind->noun, lw->name, err.msg);
-        else
-            lease_hand_over(lw->kind->token_kind, lw->name, &res);
     }
     free(lw);
 }
@@ -209,7 +207,6 @@ static void leave_wait(struct lease_wait *lw, enum lease_cancel_mode mode,
     wait_set(lw, WAIT_EV_ANSWER);
     if (rc != 0)
         return;
-    lease_hand_over(lw->kind->token_kind, lw->name, &end->res);
     if (end->res.outcome == LEASE_GRANTED)
         return;
     if (why != NULL)
@@ -282,7 +279,6 @@ static enum lease_wait_step wait_on(struct lease_wait *lw, struct lease_wait_end
                 return LEASE_WAIT_PARK;
             continue;
         }
-        lease_hand_over(lw->kind->token_kind, lw->name, &end->res);
         if (end->res.outcome != LEASE_QUEUED) {
             wait_set(lw, WAIT_EV_ANSWER);
             return LEASE_WAIT_ANSWER;
@@ -340,7 +336,6 @@ enum lease_wait_step lease_wait_begin(const struct lease_ops *kind, const char *
         (may_wait && token_new_lease_id(attach, &end->err) != 0) ||
         kind->acquire(name, p, lease_id, may_wait, attach, &end->res, &end->err) != 0)
         return LEASE_WAIT_ANSWER;
-    lease_hand_over(kind->token_kind, name, &end->res);
     if (may_wait && end->res.outcome == LEASE_QUEUED)
         return start(kind, name, p, attach, client, wait, end);
     if (p->wait_ms > 0 && (end->res.outcome == LEASE_BUSY || end->res.outcome == LEASE_QUEUED))
@@ -359,8 +354,5 @@ int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const
                            struct fg_error *err)
 {
     struct lease_result res;
-    if (kind->cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err) != 0)
-        return -1;
-    lease_hand_over(kind->token_kind, name, &res);
-    return 0;
+    return kind->cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err);
 }

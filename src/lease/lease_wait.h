@@ -9,7 +9,8 @@
  * parks the request when told to.
  *
  * Grants that a script hands to other waiters of this gateway are put into
- * their waits here (lease_hand_over), by whichever request ran the script.
+ * their waits here (lease_hand_over), by the script runner (lease_result.c)
+ * of whichever request ran the script.
  */
 #ifndef FG_LEASE_WAIT_H
 #define FG_LEASE_WAIT_H
@@ -60,7 +61,8 @@ void lease_wait_free(struct lease_wait *wait);
 
 /* Puts each grant that the script answering res handed to a waiter of this
  * gateway (a lease of name) into its wait and wakes it; a grant without its
- * waiter becomes an orphan, given back later. */
+ * waiter becomes an orphan, given back later. Only the script runner
+ * (lease_script_run) calls it. */
 void lease_hand_over(enum lease_kind kind, const char *name, const struct lease_result *res);
 
 /* Gives back a grant whose waiter is gone (doorbell orphan callback). */

@@ -178,6 +178,20 @@ int audit_stream_list_dead(int max, FILE *out, struct fg_error *err)
     return 0;
 }
 
+/* The drain's poke (audit_stream_on_entry): set once at start-up, read by the HTTP threads. */
+static void (*entry_poke)(void);
+
+void audit_stream_on_entry(void (*poke)(void))
+{
+    entry_poke = poke;
+}
+
+void audit_stream_poke(void)
+{
+    if (entry_poke != NULL)
+        entry_poke();
+}
+
 int64_t audit_stream_tick(int64_t now_ms, bool poked)
 {
     static int64_t next_ms, backoff_ms;

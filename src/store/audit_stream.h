@@ -6,7 +6,7 @@
  * down. The gateway then copies entries into fencegate.rejections, at least once
  * and idempotently (the entry id is the row's unique source_id), and deletes
  * them from the stream, on the backend janitor's thread: at once after a refusal
- * (janitor_poke_audit), and every so often for whatever is left (Postgres was
+ * (audit_stream_poke), and every so often for whatever is left (Postgres was
  * down, another gateway died in between). A refusal is never answered later
  * because of Postgres.
  */
@@ -29,6 +29,12 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err) FG_WUR;
 /* Prints up to max dead letters, oldest first, one JSON object per line
  * {"id", "fields"} to out (the operator command "fencegate audit-dead-letters"). */
 int audit_stream_list_dead(int max, FILE *out, struct fg_error *err) FG_WUR;
+
+/* Sets how a new entry pokes the drain (the backend janitor's), once, before any write. */
+void audit_stream_on_entry(void (*poke)(void));
+
+/* A refused write left an entry: pokes the drain (a no-op until one is set). */
+void audit_stream_poke(void);
 
 /* Backend janitor: drains the stream when its time came (now_ms) or when poked
  * (a new entry), backing off while it fails. Returns when it is due next. */

@@ -15,6 +15,7 @@
 #include <openssl/hmac.h>
 
 #include "auth/token.h"
+#include "lease/lease_kind.h"
 
 static const char secret[] = "unit-test-secret-0123456789abcdef";
 static const char other_secret[] = "unit-test-secret-0123456789abcdeF";
