@@ -321,6 +321,17 @@ static void temp_file(const char *text, char path[64])
     close(fd);
 }
 
+/* Loads the configuration file text (FENCEGATE_CONFIG) into cfg; returns config_load's result. */
+static int load_file(const char *text, struct config *cfg, struct fg_error *err)
+{
+    char path[64];
+    temp_file(text, path);
+    const char *const env[] = {"FENCEGATE_CONFIG", path, NULL};
+    int rc = load(env, cfg, err);
+    unlink(path);
+    return rc;
+}
+
 static void file_then_environment(void **state)
 {
     (void)state;
@@ -354,14 +365,9 @@ static void waiters_per_key(void **state)
         {"{\"limits\": {\"max_waiters\": 10, \"max_waiters_per_key\": 7}}", 7},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[64];
-        temp_file(cases[i].text, path);
-        const char *const env[] = {"FENCEGATE_CONFIG", path, NULL};
         struct config cfg;
         struct fg_error err;
-        int rc = load(env, &cfg, &err);
-        unlink(path);
-        assert_int_equal(rc, 0);
+        assert_int_equal(load_file(cases[i].text, &cfg, &err), 0);
         assert_int_equal(cfg.max_waiters_per_key, cases[i].per_key);
         config_free(&cfg);
     }
@@ -418,13 +424,9 @@ static void file_errors_are_named(void **state)
          "\"secret\": \"0123456789abcdef\"}]}",
          "exclude each other"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[64];
-        temp_file(cases[i].text, path);
-        const char *const env[] = {"FENCEGATE_CONFIG", path, NULL};
         struct config cfg;
         struct fg_error err;
-        int rc = load(env, &cfg, &err);
-        unlink(path);
+        int rc = load_file(cases[i].text, &cfg, &err);
         config_free(&cfg);
         assert_int_equal(rc, -1);
         if (strstr(err.msg, cases[i].needle) == NULL)
