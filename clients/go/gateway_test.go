@@ -116,7 +116,7 @@ func TestGatewayWrites(t *testing.T) {
 		if err != nil || len(res.Results) != 2 {
 			return fmt.Errorf("batch: %+v %v", res, err)
 		}
-		if res, err := invoices.ReturnMinimal().Patch(ctx, key, map[string]any{"note": "minimal"}); err != nil || !res.Applied {
+		if res, err := invoices.ReturnMinimal().Patch(ctx, key, map[string]any{"note": "minimal"}); err != nil || !res.Applied || !res.Minimal || res.Row != nil {
 			return fmt.Errorf("minimal patch: %+v %v", res, err)
 		}
 		if _, err := l.Redis().Put(ctx, "app:"+key, "v1"); err != nil {

@@ -67,15 +67,21 @@ func startKeeper(c *Client, ttl time.Duration, renew func(context.Context, time.
 // stop ends renewing and watching, cutting in-flight calls short, and waits for the goroutines unless
 // the keeper already stopped itself (then it may be running on one of them).
 func (k *keeper) stop() {
+	if k.halt() {
+		k.wg.Wait()
+	}
+}
+
+// halt marks the keeper stopped and cuts its calls short; false if it already was.
+func (k *keeper) halt() bool {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.stopped {
-		k.mu.Unlock()
-		return
+		return false
 	}
 	k.stopped = true
 	k.cancel()
-	k.mu.Unlock()
-	k.wg.Wait()
+	return true
 }
 
 // expired is true once the lease has gone a full TTL without a successful renewal.
@@ -86,15 +92,9 @@ func (k *keeper) expired() bool {
 }
 
 func (k *keeper) lost(reason string) {
-	k.mu.Lock()
-	if k.stopped {
-		k.mu.Unlock()
-		return
+	if k.halt() {
+		k.onLost(reason)
 	}
-	k.stopped = true
-	k.cancel()
-	k.mu.Unlock()
-	k.onLost(reason)
 }
 
 func (k *keeper) sleep(d time.Duration) bool {

@@ -152,20 +152,14 @@ function acquireBody(body: Record<string, unknown>, waitMs: number | undefined):
   };
 }
 
-/** A lease on a lock or on one slot of a semaphore, from client.lock() or client.semaphore(). */
-export class Lease {
-  token = "";
-  fence = 0;
-  ttlMs = 0;
-  /** By the gateway's clock, as of the last acquire or renewal. */
-  expiresAtMs: number | undefined;
+/** What a held lease and a held lock set share: the lost state, seen through a signal and a reason. */
+abstract class Held {
+  protected readonly state: LostState;
   readonly requestId: string;
-  private readonly state: LostState;
 
-  constructor(private readonly transport: Transport, readonly kind: "lock" | "semaphore", readonly name: string,
-    readonly owner: string | undefined, requestId: string | undefined) {
+  constructor(stateName: string, requestId: string | undefined) {
     this.requestId = requestId ?? newRequestId();
-    this.state = new LostState(name);
+    this.state = new LostState(stateName);
   }
 
   /** Aborted as soon as the client knows the lease is lost; its reason is a LeaseLostError. */
@@ -186,6 +180,19 @@ export class Lease {
   /** Throws LeaseLostError if the lease is known to be lost or was released. */
   check(): void {
     this.state.check();
+  }
+}
+
+/** A lease on a lock or on one slot of a semaphore, from client.lock() or client.semaphore(). */
+export class Lease extends Held {
+  token = "";
+  fence = 0;
+  ttlMs = 0;
+  /** By the gateway's clock, as of the last acquire or renewal. */
+  expiresAtMs: number | undefined;
+  constructor(private readonly transport: Transport, readonly kind: "lock" | "semaphore", readonly name: string,
+    readonly owner: string | undefined, requestId: string | undefined) {
+    super(name, requestId);
   }
 
   private get path(): string {
@@ -263,32 +270,13 @@ export class LockSetMember {
 }
 
 /** Leases on several locks, all or none, kept alive and released together, from client.lockSet(). */
-export class LockSet {
+export class LockSet extends Held {
   readonly members = new Map<string, LockSetMember>();
-  readonly requestId: string;
   ttlMs = 30000;
-  private readonly state: LostState;
 
   constructor(private readonly transport: Transport, readonly names: string[], readonly owner: string | undefined,
     requestId: string | undefined) {
-    this.requestId = requestId ?? newRequestId();
-    this.state = new LostState(names.join(","));
-  }
-
-  get signal(): AbortSignal {
-    return this.state.signal;
-  }
-
-  get lost(): boolean {
-    return this.state.lost;
-  }
-
-  get lostReason(): string | undefined {
-    return this.state.reason;
-  }
-
-  check(): void {
-    this.state.check();
+    super(names.join(","), requestId);
   }
 
   /** The lock name of the set. */

@@ -65,7 +65,7 @@ test("fenced writes of every kind", { skip }, async () => {
     const batch = await invoices.batch([{ op: "patch", key, set: { note: "batched" } },
       { op: "put", key: key + "-2", row: { status: "open" } }]);
     assert.equal(batch.results?.length, 2);
-    assert.ok((await invoices.returnMinimal().patch(key, { note: "minimal" })).applied);
+    assert.deepEqual(await invoices.returnMinimal().patch(key, { note: "minimal" }), { applied: true, minimal: true });
     await lease.redis.put("app:" + key, "v1");
     assert.equal((await lease.redis.patch("app:" + key + ":h", { a: "1" })).fields?.a, "1");
     await lease.redis.delete("app:" + key);

@@ -33,20 +33,12 @@ from .client import DEFAULT_URL
 from .errors import GatewayUnreachable, LeaseLost, ProblemError, lease_lost
 from .keeper import WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, renewal_refused, watch_query, watch_verdict
 from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
-from .transport import NO_RETRY, Answer, Effect, Endpoint, RetryPolicy, encode, judge, quote
+from .transport import NO_RETRY, Answer, Effect, Endpoint, RetryPolicy, _NotSent, encode, judge, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers
 
 log = logging.getLogger("fencegate")
 
 RETRY_MIN_S = 0.05
-
-
-class _NotSent(Exception):
-    """The connection could not be opened; again: whether trying later may help."""
-
-    def __init__(self, message: str, again: bool = True) -> None:
-        super().__init__(message)
-        self.again = again
 
 
 class AsyncTransport(Endpoint):
@@ -141,8 +133,8 @@ class AsyncTransport(Endpoint):
                 if problem is None:
                     return answer
                 error = problem
-            pause = policy.pause(attempt, retry_after)
-            if not again or attempt >= policy.attempts or waited + pause > policy.budget_s:
+            pause = policy.next_pause(attempt, waited, again, retry_after)
+            if pause is None:
                 raise error
             await asyncio.sleep(pause)
             waited += pause

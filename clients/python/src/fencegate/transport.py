@@ -71,6 +71,15 @@ class RetryPolicy:
         ceiling = min(self.max_backoff_s, self.backoff_s * (2 ** (attempt - 1)))
         return random.uniform(ceiling / 2, ceiling)
 
+    def next_pause(self, attempt: int, waited_s: float, again: bool, retry_after: Optional[float]) -> Optional[float]:
+        """Seconds to wait before trying a failed call again, or None when it is not to be tried again: the
+        failure does not allow it (``again`` False), the attempts are spent, or the pause would overrun the
+        budget (``waited_s`` already waited)."""
+        pause = self.pause(attempt, retry_after)
+        if not again or attempt >= self.attempts or waited_s + pause > self.budget_s:
+            return None
+        return pause
+
 
 NO_RETRY = RetryPolicy(attempts=1)
 
@@ -330,8 +339,8 @@ class Transport(Endpoint):
                 if problem is None:
                     return answer
                 error = problem
-            pause = policy.pause(attempt, retry_after)
-            if not again or attempt >= policy.attempts or waited + pause > policy.budget_s:
+            pause = policy.next_pause(attempt, waited, again, retry_after)
+            if pause is None:
                 raise error
             time.sleep(pause)
             waited += pause
