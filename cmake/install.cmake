@@ -34,7 +34,8 @@ endforeach()
 add_custom_target(manpages ALL DEPENDS ${fg_man_gz})
 
 install(TARGETS fencegate fencectl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(FILES ${CMAKE_SOURCE_DIR}/deploy/fencegate.json DESTINATION ${FG_CONFIG_DIR})
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/fencegate.json DESTINATION ${FG_CONFIG_DIR}
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
 install(FILES ${CMAKE_BINARY_DIR}/fencegate.service DESTINATION ${FG_SYSTEMD_UNIT_DIR})
 install(FILES ${CMAKE_BINARY_DIR}/man/fencegate.8.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
 install(FILES ${CMAKE_BINARY_DIR}/man/fencectl.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)

@@ -51,6 +51,7 @@ static const struct setting settings[] = {
     S_STR("secret_file", "FENCEGATE_SECRET_FILE", secret_file),
     S_STR("tls_cert_file", "FENCEGATE_TLS_CERT", tls_cert_file),
     S_STR("tls_key_file", "FENCEGATE_TLS_KEY", tls_key_file),
+    S_STR("tls_priorities", "FENCEGATE_TLS_PRIORITIES", tls_priorities),
     S_STR("log_level", "FENCEGATE_LOG_LEVEL", log_level),
     S_INT("defaults.ttl_ms", NULL, default_ttl_ms, DEFAULT_TTL_MS, TTL_MIN_MS, TTL_MAX_MS),
     S_INT("defaults.wait_ms", NULL, default_wait_ms, DEFAULT_WAIT_MS, 0, WAIT_MAX_MS),
@@ -582,6 +583,7 @@ void config_free(struct config *cfg)
     free(cfg->secret_file);
     free(cfg->tls_cert_file);
     free(cfg->tls_key_file);
+    free(cfg->tls_priorities);
     json_decref(cfg->secrets);
     free(cfg->keyring);
     free(cfg->log_level);

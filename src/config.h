@@ -72,6 +72,7 @@ struct config {
     char *log_level;                /* "debug", "info", "warn" or "error" */
     char *tls_cert_file;   /* PEM certificate (chain) of the HTTPS server, or NULL: plain HTTP */
     char *tls_key_file;    /* PEM private key of that certificate, or NULL */
+    char *tls_priorities;  /* GnuTLS priorities that tighten HTTPS, or NULL (http/tls.h) */
     char **allowed_hosts;  /* Host header values served ("*": any) */
     size_t nallowed_hosts; /* entries in allowed_hosts */
     long long max_hash_fields;         /* fields a Redis hash may reach through PATCH */

@@ -74,6 +74,8 @@ static const char usage[] =
     "  FENCEGATE_LOG_LEVEL   debug, info, warn or error\n"
     "  FENCEGATE_TLS_CERT, FENCEGATE_TLS_KEY  PEM certificate and key: serve HTTPS;\n"
     "                        re-read on SIGHUP (new sessions get the new certificate)\n"
+    "  FENCEGATE_TLS_PRIORITIES  GnuTLS priority string that tightens HTTPS\n"
+    "                        (TLS 1.2 and 1.3 only, whatever it says)\n"
     "  FENCEGATE_AUTH_MODE   required or off (default: off on loopback, else required)\n"
     "  FENCEGATE_AUTH_KEYS_FILE  JSON array of API key entries, re-read on SIGHUP\n"
     "  FENCEGATE_HTTP_THREADS, FENCEGATE_PG_POOL_SIZE\n"
@@ -121,7 +123,8 @@ static void warn_eviction_policy(void)
                             "set maxmemory-policy noeviction"));
 }
 
-/* Puts the token signing keys of cfg (or the one kept in Postgres) in force. */
+/* Puts the token signing keys of cfg (or the one kept in Postgres) in force;
+ * warns when the key is the database's, which is for a development run. */
 static int secrets_take(const struct config *cfg, struct fg_error *err)
 {
     struct token_keyring *ring = malloc(sizeof *ring);
@@ -130,6 +133,12 @@ static int secrets_take(const struct config *cfg, struct fg_error *err)
         free(ring);
         return -1;
     }
+    if (cfg->keyring == NULL)
+        log_event(LOG_WARN, "signing_key_in_database",
+                  json_pack("{s:s}", "detail",
+                            "tokens are signed with the key generated in fencegate.settings: "
+                            "whoever reads that table can sign tokens; deployments name theirs in "
+                            "secret_file (FENCEGATE_SECRET_FILE)"));
     secret_publish(ring);
     return 0;
 }
@@ -155,8 +164,8 @@ static void log_startup_failure(const struct fg_error *err)
               json_pack("{s:s, s:s}", "code", fg_code_name(err->code), "detail", err->msg));
 }
 
-/* Puts cfg's API keys in force (cfg gives them up); warns loudly when a gateway
- * reachable beyond loopback lets anyone in. */
+/* Puts cfg's API keys in force (cfg gives them up); warns whenever auth is
+ * off, loudly when a gateway reachable beyond loopback lets anyone in. */
 static void auth_take(struct config *cfg)
 {
     if (!cfg->keyset->required && !config_host_is_loopback(cfg->listen_host))
@@ -165,6 +174,17 @@ static void auth_take(struct config *cfg)
                             "auth.mode is off and the gateway listens beyond loopback: anyone "
                             "who reaches it may take any lock and write any configured row or "
                             "key"));
+    else if (!cfg->keyset->required)
+        log_event(LOG_WARN, "auth_off",
+                  json_pack("{s:s, s:s}", "host", cfg->listen_host, "detail",
+                            cfg->keyset->mode_chosen
+                                ? "auth.mode is off: every local process, and every client of a "
+                                  "proxy on this host, may take any lock and write any "
+                                  "configured row or key"
+                                : "auth is off by default on loopback: every local process may "
+                                  "take any lock and write any configured row or key; requests "
+                                  "through a proxy (Forwarded, X-Forwarded-*, X-Real-IP) are "
+                                  "refused until auth.mode is set"));
     auth_publish(cfg->keyset);
     cfg->keyset = NULL;
 }

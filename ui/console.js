@@ -235,6 +235,12 @@ async function refreshLeases() {
 
 // --- revoke -----------------------------------------------------------------------------------------
 
+// The path of segments, each percent-encoded: a lock named "a:/../../v1/locks/payments" stays one
+// segment, where the browser would fold its dots and send the request for another lock.
+function apiPath(...segments) {
+  return `/${segments.map(encodeURIComponent).join('/')}`;
+}
+
 function askRevoke(lease) {
   state.revoke = lease;
   const what = lease.kind === 'locks' ? 'lock' : 'semaphore';
@@ -248,7 +254,7 @@ async function confirmRevoke() {
   $('revoke-dialog').close();
   const body = { reason: $('revoke-reason').value || 'revoked from the console' };
   if (lease.kind === 'semaphores') body.fence = Number(lease.fence);
-  const answer = await api(`/v1/${lease.kind}/${lease.name}/revoke`, 'POST', body);
+  const answer = await api(apiPath('v1', lease.kind, lease.name, 'revoke'), 'POST', body);
   say($('action'), answer.status === 200
     ? `Revoked fence ${answer.body.revoked_fence ?? '(none: the lease had already ended)'} of ${lease.name}.`
     : `Revoke failed: ${problemText(answer)}`);

@@ -163,6 +163,7 @@ static int set_mode(struct keyset *ks, const char *mode, const char *source, str
     if (strcmp(mode, "required") != 0 && strcmp(mode, "off") != 0)
         return fg_fail(err, FG_ERR_CONFIG, "%s: must be \"required\" or \"off\"", source);
     ks->required = strcmp(mode, "required") == 0;
+    ks->mode_chosen = true;
     return 0;
 }
 
@@ -339,4 +340,17 @@ const struct keyset *auth_current(void)
 void auth_shutdown(void)
 {
     published_clear(&in_force);
+}
+
+const char *auth_proxy_refused(const struct keyset *ks,
+                               const char *(*header_of)(const char *name, void *ctx), void *ctx)
+{
+    static const char *const forwarding[] = {"Forwarded", "X-Forwarded-For", "X-Forwarded-Host",
+                                             "X-Real-IP"};
+    if (ks == NULL || ks->required || ks->mode_chosen)
+        return NULL;
+    for (size_t i = 0; i < sizeof forwarding / sizeof forwarding[0]; i++)
+        if (header_of(forwarding[i], ctx) != NULL)
+            return forwarding[i];
+    return NULL;
 }

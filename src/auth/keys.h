@@ -34,6 +34,7 @@ struct api_key {
 
 struct keyset {
     bool required;        /* auth.mode is "required" */
+    bool mode_chosen;     /* auth.mode or FENCEGATE_AUTH_MODE was given (not the default) */
     struct api_key *keys; /* the known keys (owned) */
     size_t nkeys;         /* entries in keys */
 };
@@ -91,6 +92,17 @@ void auth_memo_clear(struct auth_memo *memo);
  * *key into header. Anything else fails with FG_ERR_UNAUTHORIZED saying why.
  */
 int auth_bearer(const char *header, const char **key, size_t *len, struct fg_error *err) FG_WUR;
+
+/*
+ * With auth off by default (no auth.mode: a loopback gateway), a request that
+ * came through a proxy on the same host must not be served as a loopback
+ * client's. The name of the first forwarding header header_of(name, ctx)
+ * finds (Forwarded, X-Forwarded-For, X-Forwarded-Host, X-Real-IP) when ks
+ * refuses such requests, else NULL. A mode written in the configuration
+ * ("off" too) serves them.
+ */
+const char *auth_proxy_refused(const struct keyset *ks,
+                               const char *(*header_of)(const char *name, void *ctx), void *ctx);
 
 /* True iff key holds a scope that grants needed; a NULL key (auth off) may do
  * everything. */

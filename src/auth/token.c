@@ -19,69 +19,14 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "util/b64url.h"
+
 #define TOKEN_PREFIX "fgt2"
 #define TOKEN_V1     "fgt1"
 #define TOKEN_PARTS  7
 #define MAC_LEN      32
 #define MAC_B64_LEN  43
 #define SHA256_BLOCK 64
-
-static const char b64url_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* Unpadded base64url of len bytes into out; returns the number of characters. */
-static size_t b64url_encode(const unsigned char *in, size_t len, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < len)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < len)
-            v |= in[i + 2];
-        out[o++] = b64url_alphabet[(v >> 18) & 63];
-        out[o++] = b64url_alphabet[(v >> 12) & 63];
-        if (i + 1 < len)
-            out[o++] = b64url_alphabet[(v >> 6) & 63];
-        if (i + 2 < len)
-            out[o++] = b64url_alphabet[v & 63];
-    }
-    out[o] = '\0';
-    return o;
-}
-
-static int b64url_value(char c)
-{
-    const char *p = c ? strchr(b64url_alphabet, c) : NULL;
-    return p ? (int)(p - b64url_alphabet) : -1;
-}
-
-/* Decodes len characters of unpadded base64url into out (cap bytes). Returns the
- * byte count, or -1 on a bad character, a bad length or a short buffer. */
-static long b64url_decode(const char *in, size_t len, unsigned char *out, size_t cap)
-{
-    if (len % 4 == 1)
-        return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64url_value(in[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o >= cap)
-                return -1;
-            out[o++] = (unsigned char)((acc >> bits) & 0xFF);
-        }
-    }
-    if ((acc & ((1u << bits) - 1)) != 0)
-        return -1; /* non-canonical trailing bits: one token, one spelling */
-    return (long)o;
-}
 
 /*
  * HMAC-SHA256 with the keyed inner and outer digest states computed once per

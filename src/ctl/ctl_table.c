@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "util/error.h"
+#include "util/names.h"
 
 #define COLUMN_GAP "  "
 
@@ -59,15 +60,35 @@ static char *put_cell(char *pos, const char *cell, size_t width, bool pad)
     return pos;
 }
 
-/* True if the 3 bytes at p encode a bidirectional mark, embedding, override or
- * isolate (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069); *cp gets it. */
-static bool is_bidi_control(const unsigned char *p, unsigned *cp)
+/* Unicode's format (Cf) and line, paragraph and non-ASCII space separator
+ * (Zl, Zp, Zs) characters: invisible, or reordering, joining or breaking the
+ * text around them (bidi overrides, U+200B, U+2028, U+FEFF), never shown raw. */
+static const struct {
+    unsigned first, last;
+} invisible[] = {
+    {0x00A0, 0x00A0},   {0x00AD, 0x00AD},   {0x0600, 0x0605},   {0x061C, 0x061C},
+    {0x06DD, 0x06DD},   {0x070F, 0x070F},   {0x0890, 0x0891},   {0x08E2, 0x08E2},
+    {0x1680, 0x1680},   {0x180E, 0x180E},   {0x2000, 0x200F},   {0x2028, 0x202F},
+    {0x205F, 0x2064},   {0x2066, 0x206F},   {0x3000, 0x3000},   {0xFEFF, 0xFEFF},
+    {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F},
+    {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F},
+};
+
+/* The code point of the UTF-8 sequence of n bytes (2 to 4) at p. */
+static unsigned code_point(const unsigned char *p, size_t n)
 {
-    if (p[0] != 0xE2 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
-        return false;
-    *cp = 0x2000 | ((unsigned)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-    return *cp == 0x200E || *cp == 0x200F || (*cp >= 0x202A && *cp <= 0x202E) ||
-           (*cp >= 0x2066 && *cp <= 0x2069);
+    unsigned cp = p[0] & (0x7F >> n);
+    for (size_t k = 1; k < n; k++)
+        cp = cp << 6 | (p[k] & 0x3F);
+    return cp;
+}
+
+static bool is_invisible(unsigned cp)
+{
+    for (size_t i = 0; i < sizeof invisible / sizeof invisible[0]; i++)
+        if (cp >= invisible[i].first && cp <= invisible[i].last)
+            return true;
+    return false;
 }
 
 char *ctl_escape(const char *text)
@@ -79,22 +100,28 @@ char *ctl_escape(const char *text)
     FG_ASSERT(out != NULL);
     const unsigned char *p = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
-        unsigned cp;
+        size_t n = p[i] < 0x80 ? 1 : utf8_sequence_len(p + i, len - i);
+        unsigned cp = n > 1 ? code_point(p + i, n) : p[i];
         if (p[i] < 0x20 || p[i] == 0x7F) {
             pos += sprintf(pos, "\\x%02x", p[i]);
             i++;
-        } else if (p[i] == 0xC2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] < 0xA0) {
-            pos += sprintf(pos, "\\x%02x", p[i + 1]); /* C1 control U+0080..U+009F */
+        } else if (n == 0) {
+            pos += sprintf(pos, "\\x%02x", p[i]); /* not UTF-8 */
+            i++;
+        } else if (n == 2 && cp < 0xA0) {
+            pos += sprintf(pos, "\\x%02x", cp); /* C1 control U+0080..U+009F */
             i += 2;
-        } else if (i + 2 < len && is_bidi_control(p + i, &cp)) {
+        } else if (n > 1 && is_invisible(cp)) {
             pos += sprintf(pos, "\\u{%04x}", cp);
-            i += 3;
+            i += n;
         } else if (p[i] == '\\') {
             *pos++ = '\\';
             *pos++ = '\\';
             i++;
         } else {
-            *pos++ = (char)p[i++];
+            memcpy(pos, p + i, n);
+            pos += n;
+            i += n;
         }
     }
     *pos = '\0';
@@ -186,7 +213,7 @@ static char *audit_cell(const json_t *value, enum audit_format format)
     if (json_is_string(value))
         return ctl_escape(json_string_value(value));
     if (!json_is_integer(value))
-        return json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+        return json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ENSURE_ASCII);
     int64_t v = (int64_t)json_integer_value(value);
     if (format == AUDIT_TIME)
         ctl_format_time(v, buf, sizeof buf);

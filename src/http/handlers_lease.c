@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "auth/keys.h"
 #include "gateway.h"
 #include "store/revocations.h"
 #include "store/secret.h"
@@ -146,6 +147,9 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
     struct acquire_params p;
     if (body == NULL || acquire_params_parse(body, gw.cfg, kind->with_limit, &p, &err) != 0)
         return fail(reply, &err);
+    char rid[SCOPED_REQUEST_ID_MAX]; /* lease_wait_begin copies it */
+    p.request_id = acquire_request_id_scoped(
+        p.request_id, req->principal != NULL ? req->principal->id : NULL, rid);
     http_request_log_owner(req, p.owner);
     struct lease_wait *lw;
     struct waiter_client client = http_request_waiter_client(req);

@@ -3,16 +3,20 @@
  * handlers_list.c - the lease listings: decodes prefix, limit and cursor, lets
  * list_query check them and answers the page that lease_list reads, keeping
  * only the names the caller's lock: or semaphore: scopes match (so a page may
- * be shorter than the limit; the cursor still moves on). Tokens never appear
- * (the script does not return them).
+ * be shorter than the limit; the cursor still moves on). The cursor is sealed
+ * (auth/cursor.h): the name a page continues after may be one the caller may
+ * not see, and next_cursor must not tell it. Tokens never appear (the script
+ * does not return them).
  */
 #include "http/handlers_list.h"
 
 #include <stdio.h>
 
+#include "auth/cursor.h"
 #include "auth/keys.h"
 #include "http/query.h"
 #include "lease/lease_list.h"
+#include "store/secret.h"
 
 /* Query arguments of a listing, in the order list_query_parse takes them. */
 enum list_arg { ARG_PREFIX, ARG_LIMIT, ARG_CURSOR, ARG_COUNT };
@@ -23,7 +27,7 @@ static const char *const arg_names[ARG_COUNT] = {
     [ARG_CURSOR] = "cursor",
 };
 
-#define ARG_MAX (NAME_MAX_LEN + 16) /* longest decoded argument worth reading */
+#define ARG_MAX CURSOR_TEXT_MAX /* longest decoded argument worth reading */
 
 /* Scope prefix and name member of the items of each kind. */
 static const struct {
@@ -54,17 +58,22 @@ static enum handler_result list(enum lease_list_kind kind, struct http_request *
     const char *args[ARG_COUNT];
     struct fg_error err = {0};
     struct list_query q;
-    struct lease_page page;
+    struct lease_page page = {0};
+    char after[NAME_MAX_LEN + 1] = "", next[CURSOR_TEXT_MAX];
     if (http_query_args(req, arg_names, ARG_COUNT, &values[0][0], ARG_MAX + 1, args, &err) != 0 ||
-        list_query_parse(args[ARG_PREFIX], args[ARG_LIMIT], args[ARG_CURSOR], &q, &err) != 0 ||
-        lease_list(kind, &q, &page, &err) != 0) {
+        (args[ARG_CURSOR] != NULL && args[ARG_CURSOR][0] != '\0' &&
+         cursor_open(args[ARG_CURSOR], secret_current(), after, &err) != 0) ||
+        list_query_parse(args[ARG_PREFIX], args[ARG_LIMIT], after, &q, &err) != 0 ||
+        lease_list(kind, &q, &page, &err) != 0 ||
+        (page.more && cursor_seal(page.next, secret_current(), next, &err) != 0)) {
+        json_decref(page.items);
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }
     keep_permitted(kind, req, page.items);
     reply_json(reply, 200,
                json_pack("{s:o, s:o}", "items", page.items, "next_cursor",
-                         page.more ? json_string(page.next) : json_null()));
+                         page.more ? json_string(next) : json_null()));
     return HANDLER_DONE;
 }
 

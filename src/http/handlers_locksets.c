@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/keys.h"
 #include "fglimits.h"
 #include "gateway.h"
 #include "lease/lease_wait.h"
@@ -271,9 +272,12 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
         acquire_params_parse(body, gw.cfg, false, &ls->params, &err) != 0 ||
         token_new_lease_id(ls->attach, &err) != 0)
         goto refused;
+    char scoped[SCOPED_REQUEST_ID_MAX];
+    const char *rid = acquire_request_id_scoped(
+        ls->params.request_id, req->principal != NULL ? req->principal->id : NULL, scoped);
     for (size_t i = 0; i < ls->set.n; i++) {
         names[i] = ls->set.names[i];
-        lockset_request_id(ls->params.request_id, ls->set.names[i], ls->rids[i]);
+        lockset_request_id(rid, ls->set.names[i], ls->rids[i]);
         if (token_new_lease_id(ls->leases[i], &err) != 0)
             goto refused;
     }

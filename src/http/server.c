@@ -512,8 +512,15 @@ static int check_strict(struct http_request *req, struct fg_error *err)
     return fgjson_only(body, route->body_fields, "", err);
 }
 
+/* auth_proxy_refused's look-up of a header of the request ctx. */
+static const char *request_header_of(const char *name, void *ctx)
+{
+    return http_request_header(ctx, name);
+}
+
 /*
- * The API key check, before any handler runs: with auth required, every route
+ * The API key check, before any handler runs: a request through a proxy while
+ * auth is off by default is refused (auth_proxy_refused); with auth required, every route
  * but SCOPE_OPEN needs a known bearer key (else 401), holding the scope the
  * route declares for its parameters (else 403 naming the scope). Fills
  * req->principal; a connection presenting the key of its previous request is
@@ -523,9 +530,18 @@ static int check_strict(struct http_request *req, struct fg_error *err)
 static int authorize(struct http_request *req)
 {
     const struct keyset *ks = auth_current();
+    struct fg_error err = {0};
+    const char *via = auth_proxy_refused(ks, request_header_of, req);
+    if (via != NULL) {
+        fg_fail(&err, FG_ERR_UNAUTHORIZED,
+                "auth is off only for direct loopback clients and this request came through a "
+                "proxy (%s): set auth.mode",
+                via);
+        reply_problem(&req->conn->reply, &err);
+        return -1;
+    }
     if (req->match.route->scope == SCOPE_OPEN || ks == NULL || !ks->required)
         return 0;
-    struct fg_error err = {0};
     const char *key;
     size_t len;
     if (auth_bearer(http_request_header(req, MHD_HTTP_HEADER_AUTHORIZATION), &key, &len, &err) !=
@@ -647,7 +663,8 @@ static void append_body(struct http_request *req, const char *data, size_t len)
     req->body[req->body_len] = '\0';
 }
 
-/* MHD_KeyValueIterator: counts Content-Length (cls[0]) and Transfer-Encoding (cls[1]). */
+/* MHD_KeyValueIterator: counts Content-Length (cls[0]), Transfer-Encoding
+ * (cls[1]) and Host (cls[2]). */
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
@@ -658,6 +675,8 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
         counts[0]++;
     else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
         counts[1]++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+        counts[2]++;
     return MHD_YES;
 }
 
@@ -665,12 +684,14 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
  * framing and the Host. A failure closes the connection after the answer. */
 static int check_headers(struct http_request *req, struct fg_error *err)
 {
-    int counts[2] = {0, 0};
+    int counts[3] = {0, 0, 0};
     MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, count_framing, counts);
     if (!strict_framing_ok(counts[0], counts[1]))
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "the body length is ambiguous: send one Content-Length or "
                        "Transfer-Encoding, not both and not twice");
+    if (!strict_host_single(counts[2]))
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its Host more than once");
     if (!strict_host_allowed(http_request_header(req, MHD_HTTP_HEADER_HOST),
                              server.cfg->allowed_hosts, server.cfg->nallowed_hosts))
         return fg_fail(err, FG_ERR_MISDIRECTED_REQUEST,
@@ -842,12 +863,20 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     } else {
         return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
     }
+    char *priorities = NULL; /* read by libmicrohttpd at start only */
+    if (tls_enabled() && tls_priorities_build(cfg->tls_priorities, &priorities, err) != 0) {
+        free(priorities);
+        return -1;
+    }
     char name[300];
     snprintf(name, sizeof name, "%s:%d", cfg->listen_host, cfg->listen_port);
-    if (acceptor_listen((const struct sockaddr *)&addr, addrlen, name, err) != 0)
+    if (acceptor_listen((const struct sockaddr *)&addr, addrlen, name, err) != 0) {
+        free(priorities);
         return -1;
+    }
     struct MHD_OptionItem tls_options[] = {
         {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, priorities},
         {MHD_OPTION_END, 0, NULL},
     };
     if (tls_enabled())
@@ -864,6 +893,7 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
         MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_ARRAY,
         tls_options, MHD_OPTION_END);
+    free(priorities);
     if (server.daemon == NULL) {
         acceptor_stop();
         return fg_fail(err, FG_ERR_CONFIG, "cannot serve on %s:%d", cfg->listen_host,

@@ -48,5 +48,11 @@ bool strict_request_id_valid(const char *id)
 
 bool strict_framing_ok(int content_lengths, int transfer_encodings)
 {
-    return content_lengths <= 1 && (content_lengths == 0 || transfer_encodings == 0);
+    return content_lengths <= 1 && transfer_encodings <= 1 &&
+           (content_lengths == 0 || transfer_encodings == 0);
+}
+
+bool strict_host_single(int hosts)
+{
+    return hosts <= 1;
 }

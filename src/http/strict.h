@@ -28,7 +28,11 @@ bool strict_request_id_valid(const char *id);
 
 /* True if a request with content_lengths Content-Length headers and
  * transfer_encodings Transfer-Encoding headers is framed unambiguously: at
- * most one Content-Length, and never one beside a Transfer-Encoding. */
+ * most one of each, and never a Content-Length beside a Transfer-Encoding. */
 bool strict_framing_ok(int content_lengths, int transfer_encodings);
+
+/* True if a request names its Host at most once (hosts: Host headers): with
+ * two, a proxy and the gateway may each read another. */
+bool strict_host_single(int hosts);
 
 #endif

@@ -10,6 +10,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -185,4 +186,22 @@ void *tls_cert_callback(void)
 void tls_shutdown(void)
 {
     published_clear(&in_force);
+}
+
+int tls_priorities_build(const char *configured, char **out, struct fg_error *err)
+{
+    const char *base = configured != NULL ? configured : TLS_DEFAULT_PRIORITIES;
+    size_t len = strlen(base) + sizeof TLS_FLOOR;
+    *out = malloc(len);
+    FG_ASSERT(*out != NULL);
+    snprintf(*out, len, "%s" TLS_FLOOR, base);
+    gnutls_priority_t cache;
+    const char *where = NULL;
+    int rc = gnutls_priority_init(&cache, *out, &where);
+    if (rc == GNUTLS_E_SUCCESS) {
+        gnutls_priority_deinit(cache);
+        return 0;
+    }
+    return fg_fail(err, FG_ERR_CONFIG, "tls_priorities: %s at '%.60s'", gnutls_strerror(rc),
+                   where != NULL ? where : base);
 }

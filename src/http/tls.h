@@ -32,6 +32,21 @@ int tls_enabled(void);
  * gnutls_certificate_retrieve_function2 *), as an opaque pointer. */
 void *tls_cert_callback(void);
 
+/* The protocol floor every priority string ends with: TLS 1.2 and 1.3 only. */
+#define TLS_FLOOR ":-VERS-SSL3.0:-VERS-TLS1.0:-VERS-TLS1.1:-VERS-DTLS-ALL"
+
+/* The priorities used when tls_priorities is not set: GnuTLS's NORMAL without
+ * SHA-1 MACs (CBC-SHA1 suites), the server's order first. */
+#define TLS_DEFAULT_PRIORITIES "NORMAL:-SHA1:%SERVER_PRECEDENCE"
+
+/*
+ * The GnuTLS priority string of HTTPS: configured (tls_priorities, NULL for
+ * the default) followed by TLS_FLOOR, so a configured string tightens the
+ * floor and never lowers it. Checked with GnuTLS; a string it refuses fails
+ * with FG_ERR_CONFIG quoting where. *out is owned by the caller.
+ */
+int tls_priorities_build(const char *configured, char **out, struct fg_error *err) FG_WUR;
+
 /* Frees every identity ever published. The server must be stopped. */
 void tls_shutdown(void);
 

@@ -5,6 +5,7 @@
  */
 #include "lease/lease_request.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "auth/token.h"
@@ -50,6 +51,15 @@ int acquire_params_parse(const json_t *body, const struct config *cfg, bool with
 long long acquire_request_id_ttl_ms(const struct acquire_params *p)
 {
     return p->wait_ms + p->ttl_ms + REQUEST_ID_GRACE_MS;
+}
+
+const char *acquire_request_id_scoped(const char *request_id, const char *principal,
+                                      char out[SCOPED_REQUEST_ID_MAX])
+{
+    if (request_id[0] == '\0' || principal == NULL)
+        return request_id;
+    snprintf(out, SCOPED_REQUEST_ID_MAX, "key:%s:%s", principal, request_id);
+    return out;
 }
 
 static int token_field(const json_t *body, const char **token, struct fg_error *err)

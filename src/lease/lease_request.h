@@ -44,6 +44,20 @@ int acquire_params_parse(const json_t *body, const struct config *cfg, bool with
  */
 long long acquire_request_id_ttl_ms(const struct acquire_params *p);
 
+/* Room for a request id in its API key's namespace (acquire_request_id_scoped). */
+#define SCOPED_REQUEST_ID_MAX (REQUEST_ID_MAX_LEN + API_KEY_ID_MAX + 8)
+
+/*
+ * The request id an acquire is remembered under: with auth on, in the
+ * namespace of the API key that sent it (principal, the key's id),
+ * "key:<principal>:<request_id>" written into out, so the same id sent by
+ * another key is another request and never answers with this key's lease.
+ * Returns request_id itself when it is empty or principal is NULL (auth off),
+ * else out.
+ */
+const char *acquire_request_id_scoped(const char *request_id, const char *principal,
+                                      char out[SCOPED_REQUEST_ID_MAX]);
+
 /* Reads a renew body ({"token", "ttl_ms"?}). */
 int renew_params_parse(const json_t *body, struct renew_params *out, struct fg_error *err) FG_WUR;
 

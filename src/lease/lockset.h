@@ -18,7 +18,7 @@
 #include "util/names.h"
 
 /* bytes of a derived request id */
-#define LOCKSET_RID_MAX (REQUEST_ID_MAX_LEN + NAME_MAX_LEN + 8)
+#define LOCKSET_RID_MAX (SCOPED_REQUEST_ID_MAX + NAME_MAX_LEN + 8)
 
 struct lockset {
     size_t n;                                  /* locks in the set */

@@ -33,6 +33,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/redact.h"
 #include "util/sock.h"
 
 #define MIGRATION_LOCK_KEY "7460518230517"
@@ -98,6 +99,21 @@ static void ignore_notice(void *arg, const char *message)
     (void)message;
 }
 
+/* Masks the password of dsn wherever libpq's message quotes it, and dsn
+ * itself when it holds a password (libpq quotes a malformed URI whole). */
+static void scrub_password(char *message, const char *dsn)
+{
+    char shown[512];
+    redact_url(dsn, shown, sizeof shown);
+    if (strcmp(shown, dsn) != 0)
+        redact_scrub(message, dsn);
+    PQconninfoOption *options = PQconninfoParse(dsn, NULL);
+    for (PQconninfoOption *o = options; o != NULL && o->keyword != NULL; o++)
+        if (strcmp(o->keyword, "password") == 0)
+            redact_scrub(message, o->val);
+    PQconninfoFree(options);
+}
+
 static int connect_conn(struct pg_conn *c, struct fg_error *err)
 {
     /* DateStyle ISO: a date key prints as YYYY-MM-DD in its resource, the
@@ -131,6 +147,7 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
         char *nl = strchr(err->msg, '\n');
         if (nl != NULL)
             *nl = '\0';
+        scrub_password(err->msg, pool.cfg->pg_dsn);
         disconnect(c);
         return -1;
     }

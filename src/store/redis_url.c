@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/redact.h"
+
+#define REDIS_URL_SHOWN_MAX 200 /* bytes of a URL quoted in a message */
+
 /* The schemes, each with its default port. */
 static const struct {
     const char *prefix; /* scheme and "://" */
@@ -145,14 +149,16 @@ int redis_url_parse(const char *url, struct redis_url *out, struct fg_error *err
     if (at != NULL && parse_userinfo(p, (size_t)(at - p), out) != 0)
         return fg_fail(err, FG_ERR_CONFIG, "redis_url: user or password too long");
     const char *hosts = at ? at + 1 : p;
+    char shown[REDIS_URL_SHOWN_MAX]; /* the URL as messages print it: no password */
+    redact_url(url, shown, sizeof shown);
     if (parse_hosts(hosts, authority - (size_t)(hosts - p), schemes[k].default_port, out) != 0 ||
         (!out->sentinel && !out->cluster && out->nhosts != 1))
-        return fg_fail(err, FG_ERR_CONFIG, "redis_url: bad host list in '%s'", url);
+        return fg_fail(err, FG_ERR_CONFIG, "redis_url: bad host list in '%s'", shown);
     if (parse_path(p + authority, out) != 0)
         return fg_fail(err, FG_ERR_CONFIG, "redis_url: %s in '%s'",
                        out->sentinel  ? "expected /<master name>[/db]"
                        : out->cluster ? "a cluster has database 0 only"
                                       : "expected /<db number>",
-                       url);
+                       shown);
     return 0;
 }

@@ -61,8 +61,7 @@ bool name_is_valid_lock(const char *name, size_t len)
     return true;
 }
 
-/* Length of the UTF-8 sequence starting at s (at most left bytes), 0 if invalid. */
-static size_t utf8_sequence_len(const unsigned char *s, size_t left)
+size_t utf8_sequence_len(const unsigned char *s, size_t left)
 {
     size_t need;
     unsigned int cp;

@@ -34,6 +34,10 @@ bool name_is_valid_lock(const char *name, size_t len);
  * valid UTF-8, and no control characters (C0, DEL, C1). */
 bool name_is_valid_key(const char *key, size_t len);
 
+/* Length of the UTF-8 sequence starting at s (at most left bytes), 0 if it is
+ * not one (overlong, a surrogate, beyond U+10FFFF, cut short). */
+size_t utf8_sequence_len(const unsigned char *s, size_t left);
+
 /* True iff owner (len bytes) may name a holder or writer (acquire's "owner",
  * the Fence-Owner header): 1..OWNER_NAME_MAX_LEN bytes of valid UTF-8 without
  * control characters (C0, DEL or C1), so that no log, audit record or terminal

@@ -298,6 +298,33 @@ test('revoke from the page ends that lease: the holder\'s next renew answers 410
   await page.context().close();
 });
 
+test('revoking a lock whose name holds dot segments revokes that lock, not the one they point at', async (t) => {
+  // A key with lock:a:* could create a:/../../../../v1/locks/<victim>; the console built the revoke URL
+  // from the raw name, the browser folded the dots, and the admin revoked the victim. Each segment is now
+  // percent-encoded. (Failed before the fix: the victim's renew answered 410, the evil lock stayed held.)
+  if (!(await revokeRouted())) return t.skip('this gateway has no revoke route yet');
+  const admin = { Authorization: `Bearer ${ADMIN_KEY}` };
+  const victim = `ui-victim-${run}`;
+  const evil = `ui-dots-${run}:/../../../../v1/locks/${victim}`;
+  const lock = async (name, op, body) => call(AUTH, 'POST', `/v1/locks/${encodeURIComponent(name)}/${op}`,
+    body, admin);
+  const victimHeld = (await lock(victim, 'acquire', { ttl_ms: 60000, owner: 'victim' })).body;
+  const evilHeld = (await lock(evil, 'acquire', { ttl_ms: 60000, owner: 'dotted' })).body;
+  assert.ok(victimHeld.token && evilHeld.token, 'both locks are held');
+  const page = await openConsole(AUTH);
+  await signIn(page, ADMIN_KEY);
+  await page.fill('#lease-prefix', `ui-dots-${run}`);
+  const row = page.locator('#locks tbody tr', { hasText: 'dotted' });
+  await row.waitFor();
+  await row.locator('button', { hasText: 'Revoke' }).click();
+  await page.click('#revoke-confirm');
+  await page.locator('#action', { hasText: `Revoked fence ${evilHeld.fence}` }).waitFor();
+  assert.equal((await lock(victim, 'renew', { token: victimHeld.token })).status, 200, 'the victim holds on');
+  assert.equal((await lock(evil, 'renew', { token: evilHeld.token })).status, 410, 'the dotted lock is revoked');
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
 test('revoke one semaphore holder from the page: only that holder loses its slot', async (t) => {
   if (!(await revokeRouted())) return t.skip('this gateway has no revoke route yet');
   const admin = { Authorization: `Bearer ${ADMIN_KEY}` };

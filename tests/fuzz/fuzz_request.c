@@ -6,7 +6,9 @@
  * writes and batches (and the SQL built for those accepted), and the audit
  * query, the header rules of strict requests (media type, Host, request id,
  * owners), the unknown-member check of bodies, fencectl's escaping of what
- * it prints, and fgjson's own JSON reader and writer against jansson's. The
+ * it prints, the reading of row keys into their canonical text, listing
+ * cursors, the redaction of URLs, and fgjson's own JSON reader and writer
+ * against jansson's. The
  * input is split at the first two newlines into path, a header value (the
  * Fence-Token, the audit query's arguments, Content-Type, Host, X-Request-Id,
  * Fence-Owner, text for fencectl) and body. Nothing here may crash,
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/cursor.h"
 #include "auth/token.h"
 #include "config.h"
 #include "ctl/ctl_table.h"
@@ -26,6 +29,7 @@
 #include "store/fenced_op.h"
 #include "util/fgjson.h"
 #include "util/names.h"
+#include "util/redact.h"
 
 static enum handler_result stub(struct http_request *req, struct http_reply *reply)
 {
@@ -91,8 +95,8 @@ static bool invoice_json[] = {false, false, false, false, true};
 static char *odd_types[] = {"text", "integer"};
 static bool odd_json[] = {false, false};
 static const struct table_schema schemas[] = {
-    {&table_configs[0], "text", invoice_types, invoice_json},
-    {&table_configs[1], "bigint", odd_types, odd_json},
+    {&table_configs[0], "text", invoice_types, invoice_json, false, {KEY_FORM_TEXT, false, 0}},
+    {&table_configs[1], "bigint", odd_types, odd_json, false, {KEY_FORM_INT64, false, 0}},
 };
 #define NSCHEMAS (sizeof schemas / sizeof schemas[0])
 
@@ -168,6 +172,45 @@ static void fuzz_header(const char *value)
     for (const unsigned char *p = (const unsigned char *)shown; *p != '\0'; p++)
         FG_ASSERT(*p >= 0x20 && *p != 0x7F && !(p[0] == 0xC2 && p[1] >= 0x80 && p[1] < 0xA0));
     free(shown);
+}
+
+/* A row key through every form the gateway reads: an accepted key's canonical
+ * text reads as itself (one spelling per value), orders equal to itself, and
+ * has an identity no longer than it. A listing cursor made of the same bytes
+ * never opens, and the redaction of the text as a URL always ends. */
+static void fuzz_key(const char *value)
+{
+    static const struct key_shape shapes[] = {
+        {KEY_FORM_INT16, false, 0},   {KEY_FORM_INT32, false, 0},  {KEY_FORM_INT64, false, 0},
+        {KEY_FORM_NUMERIC, false, 0}, {KEY_FORM_NUMERIC, true, 2}, {KEY_FORM_NUMERIC, true, -2},
+        {KEY_FORM_TEXT, false, 0},    {KEY_FORM_BPCHAR, false, 0}, {KEY_FORM_UUID, false, 0},
+        {KEY_FORM_DATE, false, 0},    {KEY_FORM_OTHER, false, 0},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        char *canonical = NULL, *again = NULL;
+        struct fg_error err = {0};
+        if (key_canonical(&shapes[i], value, "key", &canonical, &err) != 0) {
+            FG_ASSERT(canonical == NULL && err.code == FG_ERR_INVALID_FIELD);
+            continue;
+        }
+        FG_ASSERT(key_canonical(&shapes[i], canonical, "key", &again, &err) == 0);
+        FG_ASSERT(strcmp(canonical, again) == 0);
+        FG_ASSERT(key_compare(&shapes[i], canonical, again) == 0);
+        char identity[SEGMENT_MAX_LEN * 2 + 8];
+        if (strlen(canonical) < sizeof identity) {
+            key_row_identity(&shapes[i], canonical, identity, sizeof identity);
+            FG_ASSERT(strlen(identity) <= strlen(canonical));
+        }
+        free(canonical);
+        free(again);
+    }
+    struct token_keyring ring = {0};
+    struct fg_error err = {0};
+    char name[NAME_MAX_LEN + 1], shown[64];
+    FG_ASSERT(token_keyring_add(&ring, "k", (const char *)secret, &err) == 0);
+    FG_ASSERT(cursor_open(value, &ring, name, &err) != 0);
+    redact_url(value, shown, sizeof shown);
+    FG_ASSERT(strlen(shown) < sizeof shown);
 }
 
 /* fgjson's own reader and writer against jansson's, whatever the bytes: the
@@ -249,6 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_token(header);
         fuzz_audit(header);
         fuzz_header(header);
+        fuzz_key(header);
     }
     if (body != NULL)
         fuzz_body(body, size - (size_t)(body - text));

@@ -125,6 +125,21 @@ class ComposeTest(unittest.TestCase):
         with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
             self.assertIn("deploy/keys.json", f.read().split())
 
+    def test_tokens_signed_with_a_key_from_a_secret(self):
+        """The signing key comes from a compose secret (deploy/signing.json, git-ignored), never from the
+        database: whoever reads Postgres must not be able to sign tokens. Both compose files."""
+        for name in ("docker-compose.yml", "docker-compose.ha.yml"):
+            with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+            gateways = [s for s in doc["services"].values() if "FENCEGATE_CONFIG" in environment(s)]
+            self.assertTrue(gateways, name)
+            for gw in gateways:
+                self.assertEqual(environment(gw).get("FENCEGATE_SECRET_FILE"), "/run/secrets/fencegate_signing")
+                self.assertIn("fencegate_signing", gw.get("secrets", []))
+            self.assertIn("deploy/signing.json", doc["secrets"]["fencegate_signing"]["file"])
+        with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
+            self.assertIn("deploy/signing.json", f.read().split())
+
     def test_mounted_files_exist(self):
         for name, service in self.services.items():
             for volume in service.get("volumes", []):

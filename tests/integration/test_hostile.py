@@ -31,6 +31,7 @@ import json
 import os
 import random
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -145,6 +146,44 @@ class StrictRequestsTest(GatewayTest):
             self.assertEqual(statuses(raw), [400], raw)
             self.assertIn(b"connection: close", raw.lower())
         self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+
+    def test_repeated_transfer_encoding_or_host_is_refused_and_closed(self):
+        """API.md 1.2, Framing: two Transfer-Encoding headers or two Host headers were accepted (the first value
+        won, where a proxy in front may read the last). Now 400 and the connection closes; nothing runs.
+        Failed before the fix: both answered 200 and took the lock."""
+        name = unique("twice")
+        chunked = "Transfer-Encoding: chunked\r\n"
+        cases = [
+            (f"Host: 127.0.0.1\r\n{chunked}{chunked}", "2\r\n{}\r\n0\r\n\r\n"),
+            (f"Host: 127.0.0.1\r\nHost: evil.example\r\nContent-Length: 2\r\n", "{}"),
+        ]
+        for headers, body in cases:
+            req = (f"POST /v1/locks/{name}/acquire HTTP/1.1\r\n{headers}"
+                   f"Content-Type: application/json\r\n\r\n{body}").encode()
+            raw = raw_exchange(self.gw.port, req)
+            self.assertEqual(statuses(raw), [400], raw)
+            self.assertIn(b"connection: close", raw.lower())
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+
+    def test_proxied_requests_need_a_chosen_auth_mode(self):
+        """API.md 1.2, "Auth that is off by default does not serve proxies": an nginx on the same host forwarded
+        Host 127.0.0.1 and the admin API became public. With auth.mode unset, a request carrying a forwarding
+        header answers 401 saying why; direct loopback clients are served; "mode": "off" written in the
+        configuration serves proxied requests; the start-up log warns that auth is off either way.
+        Failed before the fix: the proxied acquire answered 200."""
+        name = unique("proxied")
+        for header in ("X-Forwarded-For", "X-Forwarded-Host", "X-Real-IP", "Forwarded"):
+            r = self.c.post(f"/v1/locks/{name}/acquire", {}, headers={header: "203.0.113.9"})
+            self.problem(r, 401, "unauthorized")
+            self.assertIn("set auth.mode", r.body["detail"])
+            self.assertIn(header, r.body["detail"])
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+        warned = [json.loads(line) for line in self.gw.log_text().splitlines() if '"auth_off"' in line]
+        self.assertEqual([w["level"] for w in warned], ["warn"], warned)
+        with Gateway(config=dict(CONFIG, auth={"mode": "off"})) as gw:
+            r = gw.client().post(f"/v1/locks/{name}/acquire", {}, headers={"X-Forwarded-For": "203.0.113.9"})
+            self.assertEqual(r.status, 200, r)
+            self.assertIn('"auth_off"', gw.log_text())
 
     def test_what_is_not_http_is_answered_by_the_library_and_closed(self):
         """docs/api.md "Requests that are not HTTP": what libmicrohttpd cannot parse gets its own short
@@ -751,6 +790,187 @@ class GroupedSpellingsTest(unittest.TestCase):
         # the gateway's backends have exited: their counts are in pg_stat_database
         time.sleep(0.5)
         self.assertEqual(deadlocks() - before, 0, f"{len(slow)} writes waited longer than 0.9 s")
+
+
+def key_entry(key_id: str, text: str, scopes: list[str]) -> dict:
+    return {"id": key_id, "sha256": hashlib.sha256(text.encode()).hexdigest(), "scopes": scopes}
+
+
+class RequestIdPerKeyTest(GatewayTest):
+    """API.md 1.2, "A request_id belongs to the key that sent it": another key with scope on the same lock that
+    replayed the holder's request_id received the holder's live token (and could release it). Now the id is
+    remembered in the namespace of the key that sent it: the other key's acquire is another request (busy, or
+    a slot of its own), while the holder's own retry still gets its lease back. Failed before the fix: the
+    replay answered 200 with the holder's token."""
+
+    gateway_config = {"auth": {"mode": "required", "keys": [
+        key_entry("alice", "alice-key-text", ["lock:shared-*", "semaphore:shared-*"]),
+        key_entry("mallory", "mallory-key-text", ["lock:shared-*", "semaphore:shared-*"])]}}
+    ALICE = {"Authorization": "Bearer alice-key-text"}
+    MALLORY = {"Authorization": "Bearer mallory-key-text"}
+
+    def test_a_replayed_request_id_of_another_key_gets_no_token(self):
+        lock, sem, a, b = (unique("shared-l"), unique("shared-s"), unique("shared-a"), unique("shared-b"))
+        rid = "r-123"
+        calls = [
+            (f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000, "request_id": rid}),
+            (f"/v1/semaphores/{sem}/acquire", {"ttl_ms": 30000, "limit": 2, "request_id": rid}),
+            ("/v1/locksets/acquire", {"names": [a, b], "ttl_ms": 30000, "request_id": rid}),
+        ]
+        for path, body in calls:
+            held = self.c.post(path, body, headers=self.ALICE)
+            self.assertEqual(held.status, 200, held)
+            def tokens(r):
+                return [lease["token"] for lease in r.body.get("locks", [r.body])]
+
+            again = self.c.post(path, body, headers=self.ALICE)  # the holder's retry gets its lease back
+            self.assertEqual((again.status, tokens(again)), (200, tokens(held)), again)
+            replay = self.c.post(path, body, headers=self.MALLORY)
+            for token in tokens(held):
+                self.assertNotIn(token, json.dumps(replay.body), replay)
+            if "semaphores" in path:
+                self.assertEqual(replay.status, 200, replay)  # a slot of its own
+                self.assertNotEqual(replay.body["fence"], held.body["fence"])
+            else:
+                self.assertEqual((replay.status, replay.body["type"]), (409, "/problems/lock_busy"), replay)
+
+
+LIST_TAG = uuid.uuid4().hex[:8]
+
+
+class ListingCursorTest(GatewayTest):
+    """API.md 1.2, "Listings reveal nothing outside the caller's scope": items were scope-filtered but
+    next_cursor was the last name scanned, so paging with limit=1 walked other tenants' lock names. Now the
+    cursor is sealed (auth/cursor.c): opaque, one length, refused when altered; the walk still reaches every
+    name the key may see. Failed before the fix: a cursor named tenant b's locks."""
+
+    gateway_config = {"auth": {"mode": "required", "keys": [
+        key_entry("tenant-a", "tenant-a-key-text", [f"lock:{LIST_TAG}-a:*"]),
+        key_entry("ops", "ops-key-text", ["admin"])]}}
+    A = {"Authorization": "Bearer tenant-a-key-text"}
+    OPS = {"Authorization": "Bearer ops-key-text"}
+
+    def test_cursors_never_name_what_the_key_may_not_see(self):
+        mine = [f"{LIST_TAG}-a:{i}" for i in range(3)]
+        theirs = [f"{LIST_TAG}-b:secret-{i}" for i in range(4)]
+        for name in mine + theirs:
+            r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000}, headers=self.OPS)
+            self.assertEqual(r.status, 200, r)
+        seen, cursor, pages = [], None, 0
+        while pages < 50:
+            more = f"&cursor={cursor}" if cursor else ""
+            r = self.c.get(f"/v1/locks?prefix={LIST_TAG}-&limit=1{more}", headers=self.A)
+            self.assertEqual(r.status, 200, r)
+            self.assertNotIn(b"-b:", r.raw, r.raw)
+            self.assertNotIn(b"secret", r.raw.lower(), r.raw)
+            seen += [item["lock"] for item in r.body["items"]]
+            pages += 1
+            cursor = r.body["next_cursor"]
+            if cursor is None:
+                break
+            self.assertRegex(cursor, r"^[A-Za-z0-9_-]+$")
+        self.assertEqual(seen, mine)
+        self.assertGreater(pages, len(mine))  # pages over tenant b's names were walked, unnamed
+        r = self.c.get(f"/v1/locks?prefix={LIST_TAG}-&limit=1", headers=self.OPS)
+        cursor = r.body["next_cursor"]
+        for bad in (cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB"), f"{LIST_TAG}-a:0"):
+            r = self.c.get(f"/v1/locks?prefix={LIST_TAG}-&limit=1&cursor={bad}", headers=self.OPS)
+            self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), r)
+
+
+class TlsFloorTest(unittest.TestCase):
+    """API.md 1.2, HTTPS: the gateway accepted TLS 1.0 and 1.1 with CBC-SHA1 suites. Now TLS 1.2 and 1.3 only;
+    tls_priorities tightens (a configured string cannot lower the floor) and a string GnuTLS refuses stops
+    start-up naming it. Failed before the fix: the TLS 1.0 handshake succeeded."""
+
+    def handshake(self, port, version):
+        """The protocol a client limited to version agrees on, or None when the handshake fails."""
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_ciphers("ALL:@SECLEVEL=0")
+        ctx.minimum_version = version
+        ctx.maximum_version = version
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                with ctx.wrap_socket(raw) as s:
+                    return s.version()
+        except (ssl.SSLError, ConnectionError, OSError):
+            return None
+
+    def test_tls_1_2_and_1_3_only(self):
+        from test_tls import Pki, TlsGateway, tls_env
+        pki = Pki()
+        cert, key = pki.server("floor")
+        ca = os.path.join(pki.dir, "ca.pem")
+        with TlsGateway(ca, env_overrides=tls_env(cert, key)) as gw:
+            self.assertIsNone(self.handshake(gw.port, ssl.TLSVersion.TLSv1))
+            self.assertIsNone(self.handshake(gw.port, ssl.TLSVersion.TLSv1_1))
+            self.assertEqual(self.handshake(gw.port, ssl.TLSVersion.TLSv1_2), "TLSv1.2")
+            self.assertEqual(self.handshake(gw.port, ssl.TLSVersion.TLSv1_3), "TLSv1.3")
+        # a configured string that asks for every version still stops at 1.2; one that drops 1.2 tightens
+        env = dict(tls_env(cert, key), FENCEGATE_TLS_PRIORITIES="NORMAL:+VERS-TLS-ALL")
+        with TlsGateway(ca, env_overrides=env) as gw:
+            self.assertIsNone(self.handshake(gw.port, ssl.TLSVersion.TLSv1))
+            self.assertEqual(self.handshake(gw.port, ssl.TLSVersion.TLSv1_2), "TLSv1.2")
+        env = dict(tls_env(cert, key), FENCEGATE_TLS_PRIORITIES="NORMAL:-VERS-TLS1.2")
+        with TlsGateway(ca, env_overrides=env) as gw:
+            self.assertIsNone(self.handshake(gw.port, ssl.TLSVersion.TLSv1_2))
+            self.assertEqual(self.handshake(gw.port, ssl.TLSVersion.TLSv1_3), "TLSv1.3")
+        gw = TlsGateway(ca, env_overrides=dict(tls_env(cert, key), FENCEGATE_TLS_PRIORITIES="NORMAL:+BOGUS"),
+                        start=False)
+        with self.assertRaises(HarnessError):
+            gw.start()
+        self.assertIn("tls_priorities", gw.log_text())
+        self.assertEqual(gw.returncode, 2, gw.log_text())
+
+
+class SecretsStaySecretTest(unittest.TestCase):
+    """API.md 1.2, "Secrets stay secret": a malformed redis_url was logged with its password ("bad host list in
+    'redis://:s3cretpw@...'"), and libpq quotes a malformed pg_dsn whole. Now the log shows user:***@ and
+    never the password. Failed before the fix: the redis_url line carried s3cretpw."""
+
+    def test_no_password_in_the_log(self):
+        p = run_fencegate(env_overrides={"FENCEGATE_REDIS_URL": "redis://app:s3cretpw@a:1:2/0"})
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("redis://app:***@a:1:2/0", p.stderr)
+        self.assertNotIn("s3cretpw", p.stderr + p.stdout)
+        gw = Gateway(env_overrides={"FENCEGATE_PG_DSN": "postgresql://fg:s3cretpw@[bad/fencegate"},
+                     start=False, ready_timeout=3)
+        with self.assertRaises(HarnessError):
+            gw.start()
+        gw.stop(check=False)
+        log = gw.log_text()
+        self.assertIn("backend_down", log)
+        self.assertNotIn("s3cretpw", log)
+
+
+class PrivateSchemaTest(unittest.TestCase):
+    """API.md 1.2, "Secrets stay secret": the schema fencegate (the fences, the audit and, for a development
+    run, the generated signing key in fencegate.settings) grants nothing to other roles: a role given rights
+    on the application table reads and writes that table, and nothing of fencegate. A gateway signing with
+    the key kept in the database says so at start-up; one with secret_file does not."""
+
+    ROLE = "fg_hostile_app"
+
+    def test_an_application_role_reads_nothing_of_fencegate(self):
+        psql(f"DROP ROLE IF EXISTS {self.ROLE}; CREATE ROLE {self.ROLE} LOGIN;"
+             f" GRANT SELECT, UPDATE ON public.invoices TO {self.ROLE}")
+        try:
+            dsn = env("FG_TEST_PG_DSN").replace("//fencegate@", f"//{self.ROLE}@")
+            self.assertEqual(psql("SELECT count(*) >= 0 FROM public.invoices", dsn=dsn), ["t"])
+            for table in ("settings", "resource_fences", "rejections", "revocations"):
+                with self.assertRaises(HarnessError, msg=table) as refused:
+                    psql(f"SELECT * FROM fencegate.{table}", dsn=dsn)
+                self.assertIn("permission denied", str(refused.exception))
+        finally:
+            psql(f"DROP OWNED BY {self.ROLE}; DROP ROLE IF EXISTS {self.ROLE}")
+
+    def test_a_signing_key_in_the_database_is_announced(self):
+        with Gateway(env_overrides={"FENCEGATE_SECRET": None}) as gw:
+            self.assertIn('"signing_key_in_database"', gw.log_text())
+        with Gateway() as gw:  # FENCEGATE_SECRET set
+            self.assertNotIn("signing_key_in_database", gw.log_text())
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ INSTALLED = ("/usr/bin/fencegate", "/usr/bin/fencectl", "/etc/fencegate/fencegat
              "/lib/systemd/system/fencegate.service", "/usr/share/man/man8/fencegate.8.gz",
              "/usr/share/man/man1/fencectl.1.gz", "/usr/share/bash-completion/completions/fencectl")
 WANTS = "/etc/systemd/system/multi-user.target.wants/fencegate.service"
+SIGNING = "/etc/fencegate/signing.json"
 
 
 def project_version() -> str:
@@ -112,6 +113,9 @@ class PackageTest(unittest.TestCase):
         contents = must("dpkg-deb", "-c", self.deb)
         for path in INSTALLED:
             self.assertIn("." + path, contents)
+        # the configuration names passwords: never world-readable, not even before postinst runs
+        [config] = [line for line in contents.splitlines() if line.endswith("./etc/fencegate/fencegate.json")]
+        self.assertTrue(config.startswith("-rw-r----- "), config)
 
     def test_install_run_and_purge(self):
         with open(LOCK_FILE, "w") as lock:
@@ -137,9 +141,16 @@ class PackageTest(unittest.TestCase):
         user = must("getent", "passwd", "fencegate").strip().split(":")
         self.assertLess(int(user[2]), 1000, user)  # a system user
         self.assertIn("nologin", user[6])
-        st = os.stat("/etc/fencegate/fencegate.json")
-        self.assertEqual(st.st_mode & 0o777, 0o640)
-        self.assertEqual(must("getent", "group", "fencegate").split(":")[2], str(st.st_gid))
+        group = must("getent", "group", "fencegate").split(":")[2]
+        for path in ("/etc/fencegate/fencegate.json", SIGNING):
+            st = os.stat(path)
+            self.assertEqual((st.st_mode & 0o777, st.st_uid, str(st.st_gid)), (0o640, 0, group), path)
+        # the signing key is generated at install, one per machine, and the configuration names it
+        with open(SIGNING, encoding="utf-8") as f:
+            [key] = json.load(f)
+        self.assertEqual(len(key["secret"]), 64)
+        with open("/etc/fencegate/fencegate.json", encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["secret_file"], SIGNING)
         # Enabled (the wants link), not started (no process runs the installed binary).
         self.assertEqual(os.path.realpath(WANTS), os.path.realpath("/lib/systemd/system/fencegate.service"))
         for exe in glob.glob("/proc/[0-9]*/exe"):
@@ -187,6 +198,7 @@ class PackageTest(unittest.TestCase):
                 proc.send_signal(signal.SIGTERM)
                 _, err = proc.communicate(timeout=30)
                 self.assertEqual(proc.returncode, 0, err)
+                self.assertNotIn("signing_key_in_database", err)  # signs with signing.json
             finally:
                 if proc.poll() is None:
                     proc.kill()

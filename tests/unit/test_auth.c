@@ -134,6 +134,36 @@ static void keyset_modes(void **state)
     keyset_free(ks);
 }
 
+/* A request's headers for auth_proxy_refused: ctx is a NULL-terminated list of names. */
+static const char *header_in(const char *name, void *ctx)
+{
+    for (const char *const *h = ctx; *h != NULL; h++)
+        if (strcmp(*h, name) == 0)
+            return "1.2.3.4";
+    return NULL;
+}
+
+static void proxied_requests(void **state)
+{
+    (void)state;
+    struct keyset *ks;
+    struct fg_error err;
+    const char *direct[] = {"Host", NULL}, *proxied[] = {"Host", "X-Real-IP", NULL};
+    const char *forwarded[] = {"Forwarded", NULL};
+    assert_int_equal(build(NULL, NULL, true, &ks, &err), 0); /* off by default on loopback */
+    assert_null(auth_proxy_refused(ks, header_in, direct));
+    assert_string_equal(auth_proxy_refused(ks, header_in, proxied), "X-Real-IP");
+    assert_string_equal(auth_proxy_refused(ks, header_in, forwarded), "Forwarded");
+    keyset_free(ks);
+    assert_int_equal(build("{\"mode\": \"off\"}", NULL, true, &ks, &err), 0); /* chosen */
+    assert_null(auth_proxy_refused(ks, header_in, proxied));
+    keyset_free(ks);
+    assert_int_equal(build(NULL, "off", true, &ks, &err), 0);
+    assert_null(auth_proxy_refused(ks, header_in, proxied));
+    keyset_free(ks);
+    assert_null(auth_proxy_refused(NULL, header_in, proxied));
+}
+
 static void keyset_entries(void **state)
 {
     (void)state;
@@ -268,6 +298,7 @@ int main(void)
         cmocka_unit_test(scope_grammar), cmocka_unit_test(wildcard_edges),
         cmocka_unit_test(keyset_modes),  cmocka_unit_test(keyset_entries),
         cmocka_unit_test(key_memo),      cmocka_unit_test(bearer_header),
+        cmocka_unit_test(proxied_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

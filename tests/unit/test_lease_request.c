@@ -193,6 +193,26 @@ static void renew_and_release(void **state)
     }
 }
 
+/* A request id belongs to the API key that sent it (API.md 1.2). */
+static void request_ids_per_key(void **state)
+{
+    (void)state;
+    char a[SCOPED_REQUEST_ID_MAX], b[SCOPED_REQUEST_ID_MAX];
+    const char *ra = acquire_request_id_scoped("r-123", "alice", a);
+    const char *rb = acquire_request_id_scoped("r-123", "bob", b);
+    assert_string_equal(ra, "key:alice:r-123");
+    assert_string_not_equal(ra, rb);
+    assert_string_equal(acquire_request_id_scoped("r-123", NULL, a), "r-123"); /* auth off */
+    assert_string_equal(acquire_request_id_scoped("", "alice", a), "");      /* no id */
+    char longest[REQUEST_ID_MAX_LEN + 1], id[API_KEY_ID_MAX + 1];
+    memset(longest, 'r', REQUEST_ID_MAX_LEN);
+    longest[REQUEST_ID_MAX_LEN] = '\0';
+    memset(id, 'k', API_KEY_ID_MAX);
+    id[API_KEY_ID_MAX] = '\0';
+    ra = acquire_request_id_scoped(longest, id, a);
+    assert_int_equal(strlen(ra), strlen("key::") + API_KEY_ID_MAX + REQUEST_ID_MAX_LEN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +223,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(ttl_and_max_hold, setup, teardown),
         cmocka_unit_test_setup_teardown(semaphore_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(renew_and_release, setup, teardown),
+        cmocka_unit_test(request_ids_per_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,10 @@ static void framing(void **state)
     assert_false(strict_framing_ok(2, 0));
     assert_false(strict_framing_ok(1, 1));
     assert_false(strict_framing_ok(2, 1));
+    assert_false(strict_framing_ok(0, 2)); /* two Transfer-Encodings: the first won */
+    assert_true(strict_host_single(0));
+    assert_true(strict_host_single(1));
+    assert_false(strict_host_single(2));
 }
 
 static void unknown_members_are_named(void **state)
