@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "fglimits.h"
+#include "util/names.h"
 
 #define NUMERIC_MAX_EXPONENT 1000 /* Postgres refuses a larger exponent */
 
@@ -282,17 +283,6 @@ static int numeric_canonical(const struct key_shape *shape, const char *key, con
 
 /* --- uuids and dates ------------------------------------------------------------------------ */
 
-static int hex_value(char c)
-{
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* string_to_uuid: 16 bytes in hex, an optional hyphen after each group of two
  * bytes but the last, the whole optionally in braces; no spaces. */
 static int uuid_canonical(const char *key, const char *field, char **out, struct fg_error *err)
@@ -303,7 +293,7 @@ static int uuid_canonical(const char *key, const char *field, char **out, struct
     if (braces)
         s++;
     for (int i = 0; i < 16; i++) {
-        int hi = hex_value(s[0]), lo = hi < 0 ? -1 : hex_value(s[1]);
+        int hi = name_hex_value(s[0]), lo = hi < 0 ? -1 : name_hex_value(s[1]);
         if (lo < 0)
             return refuse(err, field, "a uuid");
         bytes[i] = (unsigned char)(hi << 4 | lo);
