@@ -30,7 +30,7 @@
  * connection that rested since its last reply (SOCK_CHECK_IDLE_MS or more) is
  * peeked at (util/sock.h) before use, so one that the server closed meanwhile
  * is remade instead of failing a request. A call out whose reply does not come
- * by its deadline (request_timeout_ms after it was queued), a failed write or
+ * by its deadline (request_timeout_ms after it was written), a failed write or
  * read, or a reply nobody asked for fails every call out on the connection
  * (503) and closes it.
  */
@@ -430,7 +430,7 @@ static bool shared_stale(void)
 static void write_batch(const struct pipe_entry *self)
 {
     size_t n, len = 0;
-    struct pipe_entry *first = pipe_take(&shared.pipe, &n);
+    struct pipe_entry *first = pipe_take(&shared.pipe, clock_mono_ms() + rds.timeout_ms, &n);
     for (struct pipe_entry *e = first; n-- > 0; e = e->next)
         len += e->len;
     if (len > shared.batch_cap) {
@@ -510,7 +510,7 @@ static redisReply *pipe_call(const char *command, size_t len, struct fg_error *e
 {
     struct pipe_entry self = {.command = command, .len = len};
     pthread_mutex_lock(&shared.lock);
-    pipe_push(&shared.pipe, &self, clock_mono_ms() + rds.timeout_ms, &thread_wake);
+    pipe_push(&shared.pipe, &self, &thread_wake);
     for (;;) {
         settle();
         enum pipe_action action = pipe_next(&shared.pipe, &self);

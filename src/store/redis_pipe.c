@@ -38,11 +38,11 @@ static void fail_entry(struct pipe_entry *e, const struct fg_error *failure)
     e->failure = *failure;
 }
 
-void pipe_push(struct pipe *p, struct pipe_entry *e, int64_t due_ms, void *owner)
+void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner)
 {
     e->state = PIPE_QUEUED;
     e->last_of_batch = false;
-    e->due_ms = due_ms;
+    e->due_ms = 0;
     e->reply = NULL;
     memset(&e->failure, 0, sizeof e->failure);
     e->owner = owner;
@@ -81,7 +81,7 @@ void pipe_end(struct pipe *p, enum pipe_action action)
         p->writing = false;
 }
 
-struct pipe_entry *pipe_take(struct pipe *p, size_t *n)
+struct pipe_entry *pipe_take(struct pipe *p, int64_t due_ms, size_t *n)
 {
     struct pipe_entry *first = p->queued.head;
     *n = 0;
@@ -89,6 +89,7 @@ struct pipe_entry *pipe_take(struct pipe *p, size_t *n)
         return NULL;
     for (struct pipe_entry *e = first; e != NULL; e = e->next) {
         e->state = PIPE_SENT;
+        e->due_ms = due_ms;
         e->last_of_batch = e->next == NULL;
         (*n)++;
     }

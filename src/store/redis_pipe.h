@@ -54,7 +54,7 @@ struct pipe_entry {
     struct pipe_entry *next;     /* the next one in its queue */
     enum pipe_entry_state state; /* where it is */
     bool last_of_batch;          /* the last entry of its batch */
-    int64_t due_ms;              /* its reply is due by then (monotonic ms) */
+    int64_t due_ms;              /* once sent: its reply is due by then (monotonic ms) */
     const char *command;         /* its command in RESP; borrowed until done */
     size_t len;                  /* bytes of command */
     void *reply;                 /* when done: its reply (the caller's to free), or NULL */
@@ -78,8 +78,8 @@ struct pipe {
 };
 
 /* Queues e (its command and len set by the caller; the rest is set here),
- * due by due_ms, owner (borrowed) being what wakes its thread. */
-void pipe_push(struct pipe *p, struct pipe_entry *e, int64_t due_ms, void *owner);
+ * owner (borrowed) being what wakes its thread. */
+void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner);
 
 /* What e's thread must do now; reading or writing it is to do are taken by pipe_begin. */
 enum pipe_action pipe_next(const struct pipe *p, const struct pipe_entry *e);
@@ -90,11 +90,14 @@ void pipe_begin(struct pipe *p, enum pipe_action action);
 /* Ends the writing or the reading (action as given to pipe_begin). */
 void pipe_end(struct pipe *p, enum pipe_action action);
 
-/* After PIPE_WRITE: moves every queued entry to sent, as one batch, and
- * returns the first (the others follow by next, *n in all). Their commands
+/* After PIPE_WRITE: moves every queued entry to sent, as one batch whose
+ * replies are due by due_ms (a deadline from the time it is sent, as for a
+ * command on a connection of its own: time spent queued behind a slow batch
+ * does not count), and returns the first (the others follow by next, *n in
+ * all). Their commands
  * must be copied before the lock is let go: a failure may end them (and
  * their callers' stacks) while the batch is being written. */
-struct pipe_entry *pipe_take(struct pipe *p, size_t *n);
+struct pipe_entry *pipe_take(struct pipe *p, int64_t due_ms, size_t *n);
 
 /* Hands reply to the oldest entry out and returns it (done), or NULL when no
  * entry is out: a reply nobody asked for. */

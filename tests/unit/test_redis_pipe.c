@@ -3,10 +3,10 @@
  * test_redis_pipe.c - the bookkeeping of the shared Redis connection: the
  * first call connects and the others wait for it; queued calls go out as one
  * batch, in order, and each reply goes to the oldest call out; one thread
- * writes and one reads at a time; a batch out holds the next one back; a
- * failure ends every call out (and breaks the connection) or every queued
- * one; a retired connection takes no more batches and is closed once its
- * calls are answered.
+ * writes and one reads at a time; a batch out holds the next one back, and a
+ * batch's replies are due from the time it is written; a failure ends every call out (and breaks
+ * the connection) or every queued one; a retired connection takes no more batches and is closed
+ * once its calls are answered.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +21,7 @@ static int owner; /* what wakes a call's thread: any address */
 
 static void push(struct pipe *p, struct pipe_entry *e)
 {
-    pipe_push(p, e, 1000, &owner);
+    pipe_push(p, e, &owner);
 }
 
 /* An open pipe with the calls of e[0..n) queued. */
@@ -57,7 +57,7 @@ static void queued_calls_go_out_as_one_batch_and_replies_come_in_order(void **st
     open_with(&p, e, 3);
     pipe_begin(&p, PIPE_WRITE);
     size_t n = 0;
-    struct pipe_entry *first = pipe_take(&p, &n);
+    struct pipe_entry *first = pipe_take(&p, 1000, &n);
     assert_int_equal(n, 3);
     assert_ptr_equal(first, &e[0]);
     assert_ptr_equal(first->next, &e[1]);
@@ -90,7 +90,7 @@ static void a_batch_out_holds_the_next_back_until_it_is_answered(void **state)
     open_with(&p, e, 2);
     size_t n;
     pipe_begin(&p, PIPE_WRITE);
-    assert_non_null(pipe_take(&p, &n));
+    assert_non_null(pipe_take(&p, 1000, &n));
     assert_true(p.writing);
     push(&p, &late);
     assert_int_equal(pipe_next(&p, &late), PIPE_WAIT); /* one writer at a time */
@@ -112,7 +112,7 @@ static void a_failure_ends_every_call_out_and_breaks_the_connection(void **state
     struct pipe_entry e[2] = {0}, queued = {0};
     open_with(&p, e, 2);
     size_t n;
-    pipe_take(&p, &n);
+    pipe_take(&p, 1000, &n);
     push(&p, &queued);
     pipe_begin(&p, PIPE_READ);
     struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: gone"};
@@ -164,7 +164,7 @@ static void one_queued_call_can_be_failed_alone(void **state)
     assert_int_equal(pipe_next(&p, &e[0]), PIPE_FINISHED);
     assert_int_equal(pipe_next(&p, &e[2]), PIPE_FINISHED);
     size_t n;
-    assert_ptr_equal(pipe_take(&p, &n), &e[1]);
+    assert_ptr_equal(pipe_take(&p, 1000, &n), &e[1]);
     assert_int_equal(n, 1);
     assert_null(e[1].next);
 }
@@ -176,7 +176,7 @@ static void a_retired_connection_is_closed_once_its_calls_are_answered(void **st
     struct pipe_entry out = {0}, queued = {0};
     open_with(&p, &out, 1);
     size_t n;
-    pipe_take(&p, &n);
+    pipe_take(&p, 1000, &n);
     push(&p, &queued);
     pipe_retire(&p);
     assert_int_equal(p.conn, PIPE_RETIRING);
@@ -199,12 +199,14 @@ static void batches_follow_each_other_on_one_connection(void **state)
     struct pipe_entry a = {0}, b = {0};
     open_with(&p, &a, 1);
     size_t n;
-    pipe_take(&p, &n);
+    pipe_take(&p, 1000, &n);
     int r;
     pipe_reply(&p, &r);
     push(&p, &b);
-    assert_ptr_equal(pipe_take(&p, &n), &b);
+    assert_ptr_equal(pipe_take(&p, 2000, &n), &b);
     assert_int_equal(n, 1);
+    assert_int_equal(a.due_ms, 1000);
+    assert_int_equal(b.due_ms, 2000); /* due from its own sending, not from the batch before */
     assert_ptr_equal(pipe_oldest_sent(&p), &b);
     assert_true(b.last_of_batch);
     assert_int_equal(p.batches_out, 1);
