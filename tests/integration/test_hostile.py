@@ -973,15 +973,11 @@ class PrivateSchemaTest(unittest.TestCase):
             self.assertNotIn("signing_key_in_database", gw.log_text())
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 
 class WaiterQuotaTest(unittest.TestCase):
     """One key filled the process-wide waiter limit with watches and locked everyone else out (429):
     limits.max_waiters_per_key caps the acquires and watches one API key keeps parked. Broken variant
-    caught: no quota per key (the greedy key's fifth wait parks; the other key's watch answers 429)."""
+    caught: no quota per key (the greedy key's third wait parks)."""
 
     KEYS = ("greedy", "other", "ops")
 
@@ -1030,13 +1026,15 @@ class WaiterQuotaTest(unittest.TestCase):
                 self.assertIn("'greedy'", r.body["detail"])
                 self.assertIn("retry-after", r.headers)
             # another key still waits: its watch parks and answers when the lease ends
-            ended = []
-            waiting = threading.Thread(target=lambda: ended.append(self.as_key("other", "GET", watch)))
+            ended, other = [], self.gw.client()  # its own connection: the thread waits on it
+            waiting = threading.Thread(target=lambda: ended.append(
+                other.request("GET", watch, None, {"Authorization": "Bearer text-other"})))
             waiting.start()
             wait_for(lambda: self.parked() >= 3, timeout=10, what="the other key's watch parked")
             r = self.as_key("greedy", "POST", f"/v1/locks/{name}/release", {"token": held.body["token"]})
             self.assertEqual(r.status, 200, r)
             waiting.join(10)
+            other.close()
             self.assertEqual(ended[0].status, 200, ended)
             self.assertFalse(ended[0].body["held"], ended)
         finally:
@@ -1046,3 +1044,7 @@ class WaiterQuotaTest(unittest.TestCase):
         wait_for(lambda: self.parked() == 0, timeout=10, what="every wait ended")
         r = self.as_key("greedy", "GET", f"/v1/locks/{name}?watch=true&fence={fence}&wait_ms=10")
         self.assertEqual(r.status, 200, r)
+
+
+if __name__ == "__main__":
+    unittest.main()
