@@ -9,13 +9,17 @@
  * constants (lua_scripts.h), so the calls are the gateway's and cannot drift
  * from the scripts; built by bench/locks.sh against the build's generated/.
  *
- * usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared [semaphore]
+ * usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared [semaphore|redis-py]
  *        raw_pairs acquire-args NAME LEASE
  * With "shared" every connection uses one lock name and tries once (a busy
  * answer counts as an attempt, not a pair), which is what a raw client without
  * a queue can do. With "semaphore" the pairs are those of lua/sem_acquire.lua
  * and lua/sem_release.lua on semaphores of limit 2 (http_pairs's
- * BENCH_SEMAPHORE_LIMIT=2) instead. "acquire-args" prints the function,
+ * BENCH_SEMAPHORE_LIMIT=2) instead. With "redis-py" they are what redis-py
+ * 4.3's Redis.lock(name, timeout=10) sends instead, the direct path the
+ * gateway is compared with (bench/redis_cpu.py): SET name token NX PX 10000,
+ * then EVALSHA of its release script (GET, compare, DEL) with the same token
+ * (32 hex digits, as its uuid1().hex). "acquire-args" prints the function,
  * numkeys, KEYS and ARGV of an uncontended lock acquire of NAME by LEASE, one
  * a line (for redis-benchmark).
  */
@@ -44,11 +48,21 @@
 #define RAW_SEM_KEEP_MS "600000"
 #define MAX_CALL_ARGS   (3 + LIB_SEM_NKEYS + SEM_ACQUIRE_NARGV)
 
+/* redis-py 4.3.4's Lock.LUA_RELEASE_SCRIPT, byte for byte. */
+static const char redis_py_release[] = "\n        local token = redis.call('get', KEYS[1])\n"
+                                       "        if not token or token ~= ARGV[1] then\n"
+                                       "            return 0\n"
+                                       "        end\n"
+                                       "        redis.call('del', KEYS[1])\n"
+                                       "        return 1\n    ";
+
 struct bench {
     int port;
     int seconds;
     int shared;
     int semaphore;
+    int redis_py;      /* redis-py's Lock instead of the gateway's scripts */
+    char release[41];  /* with redis_py: the SHA1 of its release script */
     atomic_long pairs;
     atomic_long busy;
 };
@@ -184,11 +198,20 @@ static void *run(void *arg)
     const char *acq[MAX_CALL_ARGS], *rel[MAX_CALL_ARGS];
     int nacq = script_call(acq, acquire, &k, acq_args, numkeys, sizeof numkeys);
     int nrel = script_call(rel, release, &k, rel_args, numkeys, sizeof numkeys);
+    if (b->redis_py) {
+        const char *set[] = {"SET", name, lease, "NX", "PX", "10000"};
+        const char *evalsha[] = {"EVALSHA", b->release, "1", name, lease};
+        nacq = (int)(sizeof set / sizeof set[0]);
+        nrel = (int)(sizeof evalsha / sizeof evalsha[0]);
+        memcpy(acq, set, sizeof set);
+        memcpy(rel, evalsha, sizeof evalsha);
+    }
     double end = now_s() + b->seconds;
     for (long n = 0; now_s() < end; n++) {
         snprintf(lease, sizeof lease, "%08x%08x%016lx", w->id, (unsigned)rand(), n);
         redisReply *r = redisCommandArgv(c, nacq, acq, NULL);
-        int granted = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "granted");
+        int granted = r && (b->redis_py ? r->type == REDIS_REPLY_STATUS
+                                        : r->type == REDIS_REPLY_STRING && strstr(r->str, "granted"));
         freeReplyObject(r);
         if (!granted) {
             atomic_fetch_add(&b->busy, 1);
@@ -221,18 +244,30 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "acquire-args") == 0)
         return print_acquire(argv[2], argv[3]);
-    if (argc != 5 && !(argc == 6 && strcmp(argv[5], "semaphore") == 0)) {
-        fprintf(stderr, "usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared [semaphore]\n"
+    if (argc != 5 && !(argc == 6 && (strcmp(argv[5], "semaphore") == 0 ||
+                                     strcmp(argv[5], "redis-py") == 0))) {
+        fprintf(stderr, "usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared "
+                        "[semaphore|redis-py]\n"
                         "       raw_pairs acquire-args NAME LEASE\n");
         return 1;
     }
     struct bench b = {.port = atoi(argv[1]),
                       .seconds = atoi(argv[3]),
                       .shared = strcmp(argv[4], "shared") == 0,
-                      .semaphore = argc == 6};
+                      .semaphore = argc == 6 && strcmp(argv[5], "semaphore") == 0,
+                      .redis_py = argc == 6 && strcmp(argv[5], "redis-py") == 0};
     redisContext *c = connect_or_exit(b.port);
     load_or_exit(c, b.semaphore ? SCRIPT_SEM_ACQUIRE : SCRIPT_LOCK_ACQUIRE);
     load_or_exit(c, b.semaphore ? SCRIPT_SEM_RELEASE : SCRIPT_LOCK_RELEASE);
+    if (b.redis_py) {
+        redisReply *r = redisCommand(c, "SCRIPT LOAD %s", redis_py_release);
+        if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
+            fprintf(stderr, "raw_pairs: cannot load redis-py's release script\n");
+            exit(1);
+        }
+        memcpy(b.release, r->str, 41);
+        freeReplyObject(r);
+    }
     redisFree(c);
     int n = atoi(argv[2]);
     pthread_t *threads = calloc((size_t)n, sizeof *threads);

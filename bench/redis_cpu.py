@@ -3,7 +3,7 @@
 """bench/redis_cpu.py - Redis's CPU per lock pair: the gateway next to redis-py's Lock, at 4 and 64 connections.
 
     python3 bench/redis_cpu.py                                  # this checkout, 3 rounds x 5 s
-    python3 bench/redis_cpu.py --gateway main=/tmp/main/fencegate --gateway new=build-bench-rcpu/fencegate
+    python3 bench/redis_cpu.py --gateway before=/tmp/main/fencegate --gateway after=build-bench-rcpu/fencegate
     python3 bench/redis_cpu.py --rounds 5 --duration 4 --out bench/results/redis_cpu-2026-12-01.txt
 
 What a lock acquire + release costs the Redis server, the whole process (utime + stime from /proc, so the
@@ -11,14 +11,15 @@ system calls of its reads and writes count with the scripts), divided by the pai
   - 4 connections: 4 Python processes, one keep-alive connection each (bench/side_by_side.py's clients):
     through the gateway (bench/lean_http.py) and redis-py's Redis.lock(name, timeout=10) straight to Redis;
   - 64 connections: C clients, one connection per thread: bench/http_pairs.c through the gateway and
-    bench/pylock_pairs.c, which sends exactly redis-py's Lock commands (SET NX PX, EVALSHA of its release
-    script), straight to Redis.
+    bench/raw_pairs.c in its redis-py mode, which sends exactly redis-py's Lock commands (SET NX PX, EVALSHA
+    of its release script), straight to Redis.
 Each lock name is used by one connection only (no waiting). Each gateway given is started afresh for each of
 its windows; the sides alternate within a round and the order turns round by round. Also printed: Redis's
 reads of client input per pair (INFO stats total_reads_processed: fewer than the commands means pipelined
 commands were read together), Redis's time executing the commands each path sends (INFO commandstats usec: wall
-time, so a loaded machine inflates it) and the gateway's own CPU per pair. Medians of the rounds, and the median
-of each round's ratio to redis-py's figure of the same round ("paired").
+time, so a loaded machine inflates it), the bytes Redis appends to its AOF per pair (the bench's Redis runs with
+appendonly yes, as scripts/services.sh starts it) and the gateway's own CPU per pair. Medians of the rounds, and the
+median of each round's ratio to redis-py's figure of the same round ("paired").
 
 Owns: this comparison. Must not: change Redis's configuration between sides.
 """
@@ -41,9 +42,14 @@ ROOT = sbs.ROOT
 PY_SIDES = {"gateway": "gateway lock acquire+release", "redis-py": "redis-py Redis.lock() acquire+release"}
 
 
-def redis_info(port: int, field: str) -> int:
-    out = sbs.sh("redis-cli", "-p", str(port), "INFO", "stats")
-    return int(out.split(f"{field}:")[1].split()[0])
+def redis_info(port: int, field: str, section: str = "stats") -> int:
+    out = sbs.sh("redis-cli", "-p", str(port), "INFO", section)
+    return int(out.split(f"{field}:")[1].split()[0]) if f"{field}:" in out else 0
+
+
+def aof_bytes(port: int) -> int:
+    """Bytes Redis has appended to its AOF (what every write a script makes costs it besides running)."""
+    return redis_info(port, "aof_current_size", "persistence")
 
 
 # The commands a path sends itself (a script's own commands are counted apart by Redis, and are inside its time).
@@ -76,6 +82,32 @@ class Bench:
         print(line, flush=True)
         self.lines.append(line)
 
+    def say_round(self, r: int, conns: int, name: str, res: dict) -> None:
+        self.say(f"round {r + 1} {conns} {name} pairs/s {res['ops']:.0f} redis_us {res['redis']:.1f} "
+                 f"exec_us {res['exec']:.1f} aof_bytes {res['aof']:.0f} reads {res['reads']:.2f} "
+                 f"gateway_us {res.get('gateway', 0.0):.1f}")
+
+    def listens(self, pid: int) -> bool:
+        """Whether process pid is the one listening on the HTTP port (not another bench's gateway on it)."""
+        inodes = set()
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == self.http_port:
+                    inodes.add(fields[9])
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except FileNotFoundError:
+            return False
+        for fd in fds:
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                return True
+        return False
+
     def start_gateway(self, binary: str) -> int:
         env = dict(os.environ, FENCEGATE_LISTEN=f"127.0.0.1:{self.http_port}",
                    FENCEGATE_REDIS_URL=f"redis://127.0.0.1:{self.redis_port}/0", FENCEGATE_PG_DSN=self.dsn,
@@ -85,10 +117,15 @@ class Bench:
         for _ in range(100):
             try:
                 sbs.lean(self.http_port).call("GET", "/readyz", {})
-                return self.gw.pid
+                if self.listens(self.gw.pid):
+                    return self.gw.pid
             except OSError:
-                time.sleep(0.1)
-        sys.exit("redis_cpu: the gateway did not become ready")
+                pass
+            if self.gw.poll() is not None:
+                break
+            time.sleep(0.1)
+        sys.exit(f"redis_cpu: the gateway did not become ready on port {self.http_port} (another one there?); "
+                 f"log: {self.datadir}/gateway.log")
 
     def stop_gateway(self) -> None:
         if self.gw is not None:
@@ -104,37 +141,41 @@ class Bench:
         gw_pid = self.start_gateway(binary) if binary else os.getpid()
         reads = redis_info(self.redis_port, "total_reads_processed")
         usec = exec_usec(self.redis_port, side)
+        aof = aof_bytes(self.redis_port)
         env = {"http_port": self.http_port, "redis_port": self.redis_port, "pg_dsn": self.dsn}
         res = sbs.run_side(PY_SIDES[side], env, 4, self.args.duration, self.servers(gw_pid))
         pairs = max(res["ops"] * self.args.duration, 1)
         res["reads"] = (redis_info(self.redis_port, "total_reads_processed") - reads) / pairs
         res["exec"] = (exec_usec(self.redis_port, side) - usec) / pairs
+        res["aof"] = (aof_bytes(self.redis_port) - aof) / pairs
         if not binary:
             res["gateway"] = 0.0
         self.stop_gateway()
         return res
 
     def c_side(self, binary: str | None, round_no: int) -> dict:
-        """64 C client threads: http_pairs through the gateway (binary), or pylock_pairs to Redis."""
+        """64 C client threads: http_pairs through the gateway (binary), or raw_pairs as redis-py to Redis."""
         gw_pid = self.start_gateway(binary) if binary else None
         prefix = f"rcpu-{round_no}-{time.monotonic_ns()}"
         if binary:
             cmd = [os.path.join(self.build, "http_pairs"), str(self.http_port), "64", str(self.args.duration),
                    "distinct", prefix]
         else:
-            cmd = [os.path.join(self.build, "pylock_pairs"), str(self.redis_port), "64",
-                   str(self.args.duration), prefix]
+            cmd = [os.path.join(self.build, "raw_pairs"), str(self.redis_port), "64",
+                   str(self.args.duration), "distinct", "redis-py"]
         pids = {"redis": [self.redis_pid], "gateway": [gw_pid] if gw_pid else []}
         path = "gateway" if binary else "redis-py"
         reads = redis_info(self.redis_port, "total_reads_processed")
         usec = exec_usec(self.redis_port, path)
+        aof = aof_bytes(self.redis_port)
         before = {k: sbs.cpu_ticks(v) for k, v in pids.items()}
         out = sbs.sh(*cmd)
         after = {k: sbs.cpu_ticks(v) for k, v in pids.items()}
         rate = float(out.split()[0])
         pairs = max(rate * self.args.duration, 1)
         res = {"ops": rate, "reads": (redis_info(self.redis_port, "total_reads_processed") - reads) / pairs,
-               "exec": (exec_usec(self.redis_port, path) - usec) / pairs}
+               "exec": (exec_usec(self.redis_port, path) - usec) / pairs,
+               "aof": (aof_bytes(self.redis_port) - aof) / pairs}
         for k in pids:
             res[k] = (after[k] - before[k]) / sbs.TICK / pairs * 1e6
         self.stop_gateway()
@@ -151,39 +192,31 @@ class Bench:
             for name, path in order:
                 res = self.python_side("gateway" if path else "redis-py", path)
                 runs[(4, name)].append(res)
-                self.say(f"round {r + 1} 4 {name} pairs/s {res['ops']:.0f} redis_us {res['redis']:.1f} "
-                         f"exec_us {res['exec']:.1f} reads {res['reads']:.2f} gateway_us {res['gateway']:.1f}")
+                self.say_round(r, 4, name, res)
             for name, path in order:
                 res = self.c_side(path, r)
                 runs[(64, name)].append(res)
-                self.say(f"round {r + 1} 64 {name} pairs/s {res['ops']:.0f} redis_us {res['redis']:.1f} "
-                         f"exec_us {res['exec']:.1f} reads {res['reads']:.2f} gateway_us {res.get('gateway', 0.0):.1f}")
+                self.say_round(r, 64, name, res)
         self.say("")
-        self.say("| connections | path | pairs/s | Redis CPU µs/pair | of it executing commands | Redis reads/pair | "
-                 "gateway CPU µs/pair | Redis CPU vs redis-py | paired |")
-        self.say("|---|---|---|---|---|---|---|---|---|")
+        self.say("| connections | path | pairs/s | Redis CPU µs/pair | of it executing commands | AOF bytes/pair | "
+                 "Redis reads/pair | gateway CPU µs/pair | Redis CPU vs redis-py | paired |")
+        self.say("|---|---|---|---|---|---|---|---|---|---|")
         for conns in (4, 64):
             base = statistics.median(x["redis"] for x in runs[(conns, "redis-py")])
             for name, _ in sides:
                 xs = runs[(conns, name)]
                 m = {k: statistics.median(x.get(k, 0.0) for x in xs)
-                     for k in ("ops", "redis", "exec", "reads", "gateway")}
+                     for k in ("ops", "redis", "exec", "aof", "reads", "gateway")}
                 # Each round's figure over redis-py's in the same round: the machine's drift moves both alike.
                 paired = statistics.median(x["redis"] / y["redis"] for x, y in zip(xs, runs[(conns, "redis-py")]))
-                self.say(f"| {conns} | {name} | {m['ops']:,.0f} | {m['redis']:.1f} | {m['exec']:.1f} | {m['reads']:.2f} | "
-                         f"{m['gateway']:.1f} | {m['redis'] / base:.2f} | {paired:.2f} |")
+                self.say(f"| {conns} | {name} | {m['ops']:,.0f} | {m['redis']:.1f} | {m['exec']:.1f} | "
+                         f"{m['aof']:.0f} | {m['reads']:.2f} | {m['gateway']:.1f} | {m['redis'] / base:.2f} | "
+                         f"{paired:.2f} |")
 
     def main(self) -> int:
         a = self.args
-        sbs.sh("bash", "scripts/deps.sh", "bench")
-        if not a.gateway:
-            sbs.sh("cmake", "-S", ".", "-B", self.build, "-DCMAKE_BUILD_TYPE=Release", "-DFG_TESTS=OFF")
-            sbs.sh("cmake", "--build", self.build, "-j", str(os.cpu_count() or 2))
-        os.makedirs(self.build, exist_ok=True)
-        sbs.sh("cc", "-O2", "-D_GNU_SOURCE", "-o", os.path.join(self.build, "http_pairs"), "bench/http_pairs.c",
-               "-lpthread")
-        sbs.sh("cc", "-O2", "-o", os.path.join(self.build, "pylock_pairs"), "bench/pylock_pairs.c", "-lhiredis",
-               "-lpthread")
+        # This checkout's build also gives raw_pairs the generated script table it is compiled against.
+        sbs.sh("bash", "-c", f'build="{self.build}"; source bench/common.sh; bench_build; bench_pair_clients')
         svc = ["bash", "scripts/services.sh"]
         sbs.sh(*svc, "wipe", self.datadir, str(self.redis_port), str(self.pg_port))
         sbs.sh(*svc, "start", self.datadir, str(self.redis_port), str(self.pg_port))
