@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * scope.h - the scopes of API keys (API.md, "Authentication and authorization"):
+ * scope.h - the scopes of API keys (docs/api.md, "Authentication and authorization"):
  * what a configured scope may look like, and whether it grants the scope a call
  * needs. A needed scope is concrete ("lock:invoice:42", "pg:invoices:write");
  * a granted one may hold '*' in its pattern part, matching any run of bytes

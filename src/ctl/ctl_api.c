@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ctl_api.c - requests of fencectl to the gateway's public API (API.md): the
+ * ctl_api.c - requests of fencectl to the gateway's public API (docs/api.md): the
  * paths, the bodies, the query of the audit, and the reading of answers into
  * struct ctl_answer. Names and query values are percent-encoded but for '/'
  * and ':', which stay literal: the gateway's routes let a name span path

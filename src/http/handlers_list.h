@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_list.h - GET /v1/locks and GET /v1/semaphores: pages of the live
- * locks and semaphores by name prefix (API.md "Listing leases").
+ * locks and semaphores by name prefix (docs/api.md "Listing leases").
  */
 #ifndef FG_HANDLERS_LIST_H
 #define FG_HANDLERS_LIST_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_ui.h - the operator console: GET /ui/ and the files it loads, all
- * built into the binary from ui/ (API.md "Operator console"). The page talks
+ * built into the binary from ui/ (docs/operations.md "Operator console"). The page talks
  * to the gateway's own API with the caller's key; these routes hand out only
  * static files. With "ui": false in the configuration they answer 404.
  * GET /v1/whoami tells the page who its key is, so that it shows only what

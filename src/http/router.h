@@ -33,7 +33,7 @@ enum handler_result {
 };
 
 /*
- * The scope a route needs (API.md, "Authentication and authorization"), built
+ * The scope a route needs (docs/api.md, "Authentication and authorization"), built
  * from the route's first parameter where it names a resource. The zero value is
  * SCOPE_ADMIN, so a route whose entry forgets its scope is closed, not open.
  */

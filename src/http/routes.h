@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * routes.h - the route table of the public API (API.md), one entry per endpoint.
+ * routes.h - the route table of the public API (docs/api.md), one entry per endpoint.
  */
 #ifndef FG_ROUTES_H
 #define FG_ROUTES_H

@@ -15,7 +15,7 @@
  * server closed would get a reset instead of the answer. Only a client that waits
  * for "100 Continue" is answered at once, since it sends no body until told to.
  *
- * Strict requests (API.md 1.1): a foreign Host (421) and an ambiguous body
+ * Strict requests (docs/api.md): a foreign Host (421) and an ambiguous body
  * length (two Content-Lengths, or one beside Transfer-Encoding: 400) are
  * answered as soon as the headers are in, with Connection: close, so that the
  * rest of the bytes is never read as another request. An unknown query

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * strict.h - the header rules of "Strict requests" (API.md 1.1) that need no
+ * strict.h - the header rules of "Strict requests" (docs/api.md) that need no
  * I/O: which Content-Type a body may have, which Host a request may name,
  * which X-Request-Id a client may choose, and how the body length is framed.
  * Pure functions over strings; the server applies them.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * binding.h - resources bound to locks (API.md, "Resources bound to locks"): a
+ * binding.h - resources bound to locks (docs/api.md, "Resources bound to locks"): a
  * table or Redis prefix may name, by a template, the lock or semaphore that
  * guards each of its resources ("invoice:{key}"); a write whose token was
  * issued for any other lease is refused. Pure: templates and token claims in,

@@ -28,7 +28,7 @@ struct lease_page {
 };
 
 /*
- * One page of kind matching q: items as API.md "Listing leases" shows them
+ * One page of kind matching q: items as docs/api.md "Listing leases" shows them
  * (locks: lock, held, fence, owner, expires_in_ms, waiting; semaphores:
  * semaphore, limit, holders, waiting and leases, the first holders' fence,
  * owner and expires_in_ms). Never a token. Fills *page.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * lease_request.c - the field rules of API.md for lease calls: which fields
+ * lease_request.c - the field rules of docs/api.md for lease calls: which fields
  * exist, their types and ranges, and the defaults of the configuration.
  */
 #include "lease/lease_request.h"

@@ -56,7 +56,7 @@ int sem_revoke(const char *name, long long fence, struct lease_result *res,
 int sem_watch(const char *name, long long fence, struct lease_watch *out,
               struct fg_error *err) FG_WUR;
 
-/* The public status of semaphore name as a new JSON object (API.md's fields). */
+/* The public status of semaphore name as a new JSON object (docs/api.md's fields). */
 int sem_status(const char *name, json_t **out, struct fg_error *err) FG_WUR;
 
 #endif

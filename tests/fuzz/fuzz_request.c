@@ -38,7 +38,7 @@ static enum handler_result stub(struct http_request *req, struct http_reply *rep
     return HANDLER_DONE;
 }
 
-/* The shapes of the public routes (API.md). */
+/* The shapes of the public routes (docs/api.md). */
 static const struct route fuzz_routes[] = {
     {HTTP_GET, "/healthz", stub, "healthz", SCOPE_OPEN, NULL, NULL},
     {HTTP_POST, "/v1/locks/{name*}/acquire", stub, "lock_acquire", SCOPE_OPEN, NULL, NULL},

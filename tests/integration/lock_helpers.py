@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the lock integration tests (test_lock_*.py): unique lock names, the lock calls of
-API.md over a harness Client, raw-socket requests for what http.client will not send, and the check that
+docs/api.md over a harness Client, raw-socket requests for what http.client will not send, and the check that
 an error answer is a well-formed problem+json.
 
 Owns: nothing but these helpers. Must not: start services or gateways (harness.py does), or hold state

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the fenced-Postgres-write tests (test_pg_*.py, test_fence_column.py): the gateway
-configuration with the writable tables, unique keys, tokens with known fences, the write calls of API.md,
+configuration with the writable tables, unique keys, tokens with known fences, the write calls of docs/api.md,
 psql look-ups, and concurrent writers on one row with the checks of their commit order.
 
 Owns: nothing but these helpers. Must not: start services or gateways (harness.py does), or hold state

@@ -10,7 +10,7 @@ instead of 403); the key set of a SIGHUP not put in force (the new key got 401 i
 test_sighup_rereads_keys); a connection's remembered key kept across a SIGHUP (the removed key still
 answered 200 on its kept-alive connection in test_kept_alive_connection_rechecks).
 
-Owns: authentication and authorization (API.md "Authentication and authorization"). Must not: test the
+Owns: authentication and authorization (docs/api.md "Authentication and authorization"). Must not: test the
 fenced-write rules themselves (test_pg_*.py, test_redis_writes.py) or bound resources (test_bound.py).
 """
 

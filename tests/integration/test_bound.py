@@ -7,7 +7,7 @@ Broken variants caught while writing this (each tried, then reverted): the pg si
 (op_bound always 0: the evil PATCH answered 200 and made the holder's next write stale); the batch check
 skipped (the mixed batch applied its first op); the Redis check skipped (the evil PUT answered 200).
 
-Owns: API.md "Resources bound to locks" (lock/semaphore templates). Must not: test fence_column or
+Owns: docs/api.md "Resources bound to locks" (lock/semaphore templates). Must not: test fence_column or
 require_live_lease.
 """
 

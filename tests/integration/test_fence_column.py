@@ -16,7 +16,7 @@ Broken variants caught while writing this (each tried, then reverted): the row g
 200s); the current fence read without FOR UPDATE, from the statement's snapshot (a writer that lost a race to
 a concurrent commit was answered as if the row were not stale, and the log and the answers disagreed).
 
-Owns: API.md "Resources bound to locks" `fence_column`. Must not: test lock/semaphore templates (test_bound.py).
+Owns: docs/api.md "Resources bound to locks" `fence_column`. Must not: test lock/semaphore templates (test_bound.py).
 """
 
 import os

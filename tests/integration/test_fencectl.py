@@ -2,7 +2,7 @@
 """fencectl end to end against a real gateway: `lock` runs commands one after the other, hands them a
 token whose fence is FENCE and that fenced writes accept, stops a command whose lease is lost, passes on
 the command's exit status; the scripted commands (acquire, renew, release, status, audit) and the exit
-statuses of API.md's refusals (busy 2, lease lost 3, unreachable 4, usage 1).
+statuses of its refusals (docs/operations.md) (busy 2, lease lost 3, unreachable 4, usage 1).
 
 Owns: the behaviour of the fencectl binary. Must not: test lock semantics beyond what fencectl adds (the
 lock tests do), or the table layout of `audit` in detail (the unit tests do).

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A hostile client's reproductions, as a suite (issue 11 and API.md 1.1 "Strict requests").
+"""A hostile client's reproductions, as a suite (docs/api.md "Strict requests").
 
 Each test reproduces one way a review found to wedge the gateway, lose audit records, fill the stores or
 make a request mean something else than it says, and checks the fixed behaviour. Each was run against the
@@ -71,7 +71,7 @@ def statuses(raw: bytes) -> list[int]:
 
 
 class StrictRequestsTest(GatewayTest):
-    """API.md 1.1, Strict requests."""
+    """docs/api.md, "Strict requests"."""
 
     gateway_config = CONFIG
 
@@ -148,9 +148,9 @@ class StrictRequestsTest(GatewayTest):
         self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
 
     def test_repeated_transfer_encoding_or_host_is_refused_and_closed(self):
-        """API.md 1.2, Framing: two Transfer-Encoding headers or two Host headers were accepted (the first value
-        won, where a proxy in front may read the last). Now 400 and the connection closes; nothing runs.
-        Failed before the fix: both answered 200 and took the lock."""
+        """docs/api.md, "Strict requests": two Transfer-Encoding headers or two Host headers were accepted (the
+        first value won, where a proxy in front may read the last). Now 400 and the connection closes; nothing
+        runs. Failed before the fix: both answered 200 and took the lock."""
         name = unique("twice")
         chunked = "Transfer-Encoding: chunked\r\n"
         cases = [
@@ -166,10 +166,10 @@ class StrictRequestsTest(GatewayTest):
         self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
 
     def test_proxied_requests_need_a_chosen_auth_mode(self):
-        """API.md 1.2, "Auth that is off by default does not serve proxies": an nginx on the same host forwarded
-        Host 127.0.0.1 and the admin API became public. With auth.mode unset, a request carrying a forwarding
-        header answers 401 saying why; direct loopback clients are served; "mode": "off" written in the
-        configuration serves proxied requests; the start-up log warns that auth is off either way.
+        """Auth that is off does not serve proxies (docs/api.md, "Authentication and authorization"): an nginx on
+        the same host forwarded Host 127.0.0.1 and the admin API became public. With auth.mode unset, a request
+        carrying a forwarding header answers 401 saying why; direct loopback clients are served; "mode": "off"
+        written in the configuration serves proxied requests; the start-up log warns that auth is off either way.
         Failed before the fix: the proxied acquire answered 200."""
         name = unique("proxied")
         for header in ("X-Forwarded-For", "X-Forwarded-Host", "X-Real-IP", "Forwarded"):
@@ -618,12 +618,12 @@ KEY_TABLES = {
 
 
 class BoundKeySpellingsTest(GatewayTest):
-    """API.md 1.2, "Bindings follow the row, not its spelling". While one client held ledger:42 another
-    acquired ledger:042 and PATCH /v1/pg/ledger/042 answered 200 on pg:ledger/42 (the expected lock name was
-    built from the URL text, the row from the key as Postgres reads it); the holder's next write was stale.
-    Now the gateway reads every key into its canonical text (store/key_text.c): the lock of a row is named
-    from it, so a token of a lock named after another spelling is refused 403 in single writes and batches,
-    and the holder writes on, under any spelling. Failed before the fix: every intruder write answered 200."""
+    """Bindings follow the row, not its spelling (docs/api.md, "Resource identity"). While one client held
+    ledger:42 another acquired ledger:042 and PATCH /v1/pg/ledger/042 answered 200 on pg:ledger/42 (the expected
+    lock name was built from the URL text, the row from the key as Postgres reads it); the holder's next write was
+    stale. Now the gateway reads every key into its canonical text (store/key_text.c): the lock of a row is named
+    from it, so a token of a lock named after another spelling is refused 403 in single writes and batches, and the
+    holder writes on, under any spelling. Failed before the fix: every intruder write answered 200."""
 
     gateway_config = {"tables": KEY_TABLES}
 
@@ -741,10 +741,11 @@ class BoundKeySpellingsTest(GatewayTest):
 
 
 class GroupedSpellingsTest(unittest.TestCase):
-    """API.md 1.2: grouped fence_column writes lock their rows in the order of canonical keys. The group sorted
-    its rows by the raw key text, so "10" < "9" in one group and "09" < "10" in another locked two rows in
-    opposite orders: 12 writers alternating 9/10 and 09/10 made Postgres report deadlocks within seconds and
-    writes waited a deadlock_timeout. Now no deadlock. Failed before the fix: deadlocks counted > 0."""
+    """docs/api.md, "Resources bound to locks": grouped fence_column writes lock their rows in the order of
+    canonical keys. The group sorted its rows by the raw key text, so "10" < "9" in one group and "09" < "10" in
+    another locked two rows in opposite orders: 12 writers alternating 9/10 and 09/10 made Postgres report
+    deadlocks within seconds and writes waited a deadlock_timeout. Now no deadlock. Failed before the fix:
+    deadlocks counted > 0."""
 
     def test_spellings_never_deadlock_groups(self):
         psql(KEY_TABLES_SQL)
@@ -797,11 +798,11 @@ def key_entry(key_id: str, text: str, scopes: list[str]) -> dict:
 
 
 class RequestIdPerKeyTest(GatewayTest):
-    """API.md 1.2, "A request_id belongs to the key that sent it": another key with scope on the same lock that
-    replayed the holder's request_id received the holder's live token (and could release it). Now the id is
-    remembered in the namespace of the key that sent it: the other key's acquire is another request (busy, or
-    a slot of its own), while the holder's own retry still gets its lease back. Failed before the fix: the
-    replay answered 200 with the holder's token."""
+    """A request_id belongs to the key that sent it (docs/api.md, "Leases: request ids, released leases, queue
+    caps"): another key with scope on the same lock that replayed the holder's request_id received the holder's
+    live token (and could release it). Now the id is remembered in the namespace of the key that sent it: the other
+    key's acquire is another request (busy, or a slot of its own), while the holder's own retry still gets its
+    lease back. Failed before the fix: the replay answered 200 with the holder's token."""
 
     gateway_config = {"auth": {"mode": "required", "keys": [
         key_entry("alice", "alice-key-text", ["lock:shared-*", "semaphore:shared-*"]),
@@ -839,10 +840,10 @@ LIST_TAG = uuid.uuid4().hex[:8]
 
 
 class ListingCursorTest(GatewayTest):
-    """API.md 1.2, "Listings reveal nothing outside the caller's scope": items were scope-filtered but
-    next_cursor was the last name scanned, so paging with limit=1 walked other tenants' lock names. Now the
-    cursor is sealed (auth/cursor.c): opaque, one length, refused when altered; the walk still reaches every
-    name the key may see. Failed before the fix: a cursor named tenant b's locks."""
+    """Listings reveal nothing outside the caller's scope (docs/api.md, "Listing leases and the console's
+    helpers"): items were scope-filtered but next_cursor was the last name scanned, so paging with limit=1 walked
+    other tenants' lock names. Now the cursor is sealed (auth/cursor.c): opaque, one length, refused when altered;
+    the walk still reaches every name the key may see. Failed before the fix: a cursor named tenant b's locks."""
 
     gateway_config = {"auth": {"mode": "required", "keys": [
         key_entry("tenant-a", "tenant-a-key-text", [f"lock:{LIST_TAG}-a:*"]),
@@ -879,7 +880,7 @@ class ListingCursorTest(GatewayTest):
 
 
 class TlsFloorTest(unittest.TestCase):
-    """API.md 1.2, HTTPS: the gateway accepted TLS 1.0 and 1.1 with CBC-SHA1 suites. Now TLS 1.2 and 1.3 only;
+    """docs/api.md, "HTTPS": the gateway accepted TLS 1.0 and 1.1 with CBC-SHA1 suites. Now TLS 1.2 and 1.3 only;
     tls_priorities tightens (a configured string cannot lower the floor) and a string GnuTLS refuses stops
     start-up naming it. Failed before the fix: the TLS 1.0 handshake succeeded."""
 
@@ -926,9 +927,9 @@ class TlsFloorTest(unittest.TestCase):
 
 
 class SecretsStaySecretTest(unittest.TestCase):
-    """API.md 1.2, "Secrets stay secret": a malformed redis_url was logged with its password ("bad host list in
-    'redis://:s3cretpw@...'"), and libpq quotes a malformed pg_dsn whole. Now the log shows user:***@ and
-    never the password. Failed before the fix: the redis_url line carried s3cretpw."""
+    """Secrets stay secret (docs/api.md, "Backends that fail over"): a malformed redis_url was logged with its
+    password ("bad host list in 'redis://:s3cretpw@...'"), and libpq quotes a malformed pg_dsn whole. Now the log
+    shows user:***@ and never the password. Failed before the fix: the redis_url line carried s3cretpw."""
 
     def test_no_password_in_the_log(self):
         p = run_fencegate(env_overrides={"FENCEGATE_REDIS_URL": "redis://app:s3cretpw@a:1:2/0"})
@@ -946,10 +947,10 @@ class SecretsStaySecretTest(unittest.TestCase):
 
 
 class PrivateSchemaTest(unittest.TestCase):
-    """API.md 1.2, "Secrets stay secret": the schema fencegate (the fences, the audit and, for a development
-    run, the generated signing key in fencegate.settings) grants nothing to other roles: a role given rights
-    on the application table reads and writes that table, and nothing of fencegate. A gateway signing with
-    the key kept in the database says so at start-up; one with secret_file does not."""
+    """Secrets stay secret (docs/api.md, "Backends that fail over"): the schema fencegate (the fences, the audit
+    and, for a development run, the generated signing key in fencegate.settings) grants nothing to other roles: a
+    role given rights on the application table reads and writes that table, and nothing of fencegate. A gateway
+    signing with the key kept in the database says so at start-up; one with secret_file does not."""
 
     ROLE = "fg_hostile_app"
 

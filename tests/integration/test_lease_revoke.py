@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Revoking leases (API.md 1.1 "Revoking a lease") and watching them ("Watching a lease").
+"""Revoking leases (docs/api.md "Revoking a lease") and watching them ("Watching a lease").
 
 - a holder paused with SIGSTOP is revoked; the lock passes to the waiter at once; when the holder wakes
   and writes (Postgres and Redis), both writes are refused with 410 lease_lost and audited with reason

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""require_live_lease (API.md 1.1 "Resources bound to locks"): on a table or Redis prefix that requires it, a
+"""require_live_lease (docs/api.md "Writes under a live lease"): on a table or Redis prefix that requires it, a
 write is applied only while the token's lease holds; otherwise 410 lease_lost, nothing changes, and one
 audit record with reason lease_expired is kept. The fence rule still applies on top.
 

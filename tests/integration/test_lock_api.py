@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The lock endpoints' contract, call by call: idempotent acquire and release, fences, token checks,
-renewal and max_hold, and every error code of API.md for bad input, as problem+json and never a 500.
+renewal and max_hold, and every error code of docs/api.md for bad input, as problem+json and never a 500.
 
 Owns: request/answer behaviour of /v1/locks on one gateway. Must not: test concurrency properties (the
 exclusion, FIFO and recovery files do) or other resources' endpoints.

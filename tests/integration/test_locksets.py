@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Lock sets (API.md 1.1 "Lock sets"): all-or-none acquisition in one global order, FIFO per lock,
+"""Lock sets (docs/api.md "Lock sets"): all-or-none acquisition in one global order, FIFO per lock,
 request_id idempotence, renew and release of the set, and no deadlock.
 
 - the exclusion run: 20 clients take random overlapping sets of 2 to 5 of 8 locks for a bounded time

@@ -3,12 +3,12 @@
 semaphore calls says they must (acquisitions by result, renewals, releases, waiters now, wait-time and
 request-latency histograms), with bounded labels: never a lock name.
 
-Normal client behaviour is not an error (API.md 1.2): a client that closes its watch or its wait counts as
-499 on its route, never as a 5xx, and logs no request_failed; fencegate_waiters counts parked acquires,
+Normal client behaviour is not an error (docs/operations.md, "Metrics"): a client that closes its watch or its wait
+counts as 499 on its route, never as a 5xx, and logs no request_failed; fencegate_waiters counts parked acquires,
 fencegate_watches parked watches; refused writes and audit records are counted by reason (stale, revoked);
-http_responses_total carries the status code; build_info carries the source revision. Broken variants these
-caught: the watch's hang-up answered 503 backend_unavailable (one 5xx and one request_failed line per
-watch a client ended); watches counted in fencegate_waiters; a revoked write counted as stale.
+http_responses_total carries the status code; build_info carries the source revision. Broken variants these caught:
+the watch's hang-up answered 503 backend_unavailable (one 5xx and one request_failed line per watch a client
+ended); watches counted in fencegate_waiters; a revoked write counted as stale.
 
 Owns: the metrics the gateway exposes. Must not: test the lock semantics themselves.
 """

@@ -11,7 +11,7 @@ Broken variants caught while writing this: the write statement answering row_to_
 lock_fence in every row); the minimal write reading the row back anyway (its statement, seen in
 pg_stat_activity, carried row_to_json).
 
-Owns: API.md 1.2 "Answers show what the configuration lists". Must not: test the fence rule itself
+Owns: what fenced writes answer (docs/api.md "Fenced writes to Postgres"). Must not: test the fence rule itself
 (test_pg_writes.py, test_fence_column.py).
 """
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Fenced writes to Postgres over HTTP: the stale-holder story end to end, each write call of API.md,
+"""Fenced writes to Postgres over HTTP: the stale-holder story end to end, each write call of docs/api.md,
 forged tokens, batch atomicity, the audit query and its pagination, and the start-up check of the
 configured tables.
 
@@ -66,7 +66,7 @@ class PgWritesTest(GatewayTest):
         token, fence = acquire(self.c, lock)
         r = write(self.c, "POST", "invoices", None, {"row": {"id": key, "customer": "c1", "amount_cents": 10}},
                   token)
-        self.assertEqual(r.status, 201, r)  # API.md 1.1: an insert answers 201
+        self.assertEqual(r.status, 201, r)  # docs/api.md: an insert answers 201
         self.assertEqual(r.body["row"]["amount_cents"], 10)
         r = write(self.c, "POST", "invoices", None, {"row": {"id": key}}, token)
         assert_problem(self, r, 409, "conflict")

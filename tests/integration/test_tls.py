@@ -8,7 +8,7 @@ the openssl command (a throw-away CA in the test's scratch folder).
 Broken variant caught while writing this (tried, then reverted): the expiry check skipped (check_dates
 always 0: the expired certificate started, test_expired_or_wrong_certificate_refused failed).
 
-Owns: HTTPS of the gateway (API.md version 1.1, issue "HTTPS"). Must not: test fencectl (test_fencectl.py).
+Owns: HTTPS of the gateway (docs/api.md "HTTPS"). Must not: test fencectl (test_fencectl.py).
 """
 
 import os

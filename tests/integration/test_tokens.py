@@ -8,7 +8,7 @@ Broken variants caught while writing this (each tried, then reverted): fence_che
 forged write answered 200 and stored fence 9223372036854775807, and the next acquire after the restart
 failed); SIGHUP not re-reading secrets (the old token still passed after k1 was removed).
 
-Owns: API.md "Tokens". Must not: test the fence rule of ordinary writes (test_pg_*.py, test_redis_*.py).
+Owns: docs/api.md "Tokens". Must not: test the fence rule of ordinary writes (test_pg_*.py, test_redis_*.py).
 """
 
 import json

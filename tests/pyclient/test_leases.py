@@ -413,7 +413,7 @@ class LeaseTest(unittest.TestCase):
 
 
 class ProblemMappingTest(unittest.TestCase):
-    """Every code of API.md maps to its class, without a gateway (for codes the client never provokes)."""
+    """Every code of docs/api.md maps to its class, without a gateway (for codes the client never provokes)."""
 
     def test_every_code(self):
         for code, cls in errors.PROBLEM_CLASSES.items():

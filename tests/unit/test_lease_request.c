@@ -193,7 +193,7 @@ static void renew_and_release(void **state)
     }
 }
 
-/* A request id belongs to the API key that sent it (API.md 1.2). */
+/* A request id belongs to the API key that sent it (docs/api.md). */
 static void request_ids_per_key(void **state)
 {
     (void)state;
