@@ -2,7 +2,7 @@
 /*
  * write_group.h - one-statement writes of many requests committed together.
  * A commit costs Postgres several times what a one-row statement does
- * (bench/README.md, "What a fenced write costs Postgres"), so the writes that
+ * (docs/performance.md, "Fenced Postgres writes"), so the writes that
  * arrive while a group is being committed wait and go together in the next:
  * one transaction, one round trip, statements in key order. Nothing of a group
  * is committed unless all of it is; a write that the group cannot take (its own
