@@ -61,8 +61,8 @@ struct bench {
     int seconds;
     int shared;
     int semaphore;
-    int redis_py;      /* redis-py's Lock instead of the gateway's scripts */
-    char release[41];  /* with redis_py: the SHA1 of its release script */
+    int redis_py;     /* redis-py's Lock instead of the gateway's scripts */
+    char release[41]; /* with redis_py: the SHA1 of its release script */
     atomic_long pairs;
     atomic_long busy;
 };
@@ -210,8 +210,9 @@ static void *run(void *arg)
     for (long n = 0; now_s() < end; n++) {
         snprintf(lease, sizeof lease, "%08x%08x%016lx", w->id, (unsigned)rand(), n);
         redisReply *r = redisCommandArgv(c, nacq, acq, NULL);
-        int granted = r && (b->redis_py ? r->type == REDIS_REPLY_STATUS
-                                        : r->type == REDIS_REPLY_STRING && strstr(r->str, "granted"));
+        int granted =
+            r && (b->redis_py ? r->type == REDIS_REPLY_STATUS
+                              : r->type == REDIS_REPLY_STRING && strstr(r->str, "granted"));
         freeReplyObject(r);
         if (!granted) {
             atomic_fetch_add(&b->busy, 1);
@@ -244,8 +245,8 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "acquire-args") == 0)
         return print_acquire(argv[2], argv[3]);
-    if (argc != 5 && !(argc == 6 && (strcmp(argv[5], "semaphore") == 0 ||
-                                     strcmp(argv[5], "redis-py") == 0))) {
+    if (argc != 5 &&
+        !(argc == 6 && (strcmp(argv[5], "semaphore") == 0 || strcmp(argv[5], "redis-py") == 0))) {
         fprintf(stderr, "usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared "
                         "[semaphore|redis-py]\n"
                         "       raw_pairs acquire-args NAME LEASE\n");

@@ -10,7 +10,7 @@
  * until then, and the oldest call still out takes over. So Redis reads the
  * commands of many requests at once and answers them with one write, where a
  * connection per thread cost it a read and a write each. No lock is held
- * across a system call but a close. Scripts come ready to run from
+ * across a system call that can block. Scripts come ready to run from
  * the build (embedded.h: each a Redis function library with its libraries and
  * key names, named after its text, and the counts of KEYS and ARGV it
  * declares) and are called with FCALL; a "Function not found" reply (a
