@@ -14,7 +14,9 @@
 # The browser tests of the operator console (tests/browser/) need Debian's chromium, node and the npm
 # packages locked in tests/browser/package-lock.json, installed into FG_BROWSER_DIR (default
 # /var/cache/fencegate/browser-tests as root, ~/.cache/fencegate/browser-tests otherwise); no browser is
-# ever downloaded: the tests drive /usr/bin/chromium.
+# ever downloaded: the tests drive /usr/bin/chromium. The OpenAPI conformance test (integration.openapi_conformance)
+# needs the linter and validating proxy locked in tests/openapi/package-lock.json, installed the same way into
+# FG_OPENAPI_TOOLS_DIR (default .../fencegate/openapi-tools).
 # Must not: build anything, start services, or touch the repository.
 set -euo pipefail
 
@@ -75,7 +77,7 @@ if ((EUID == 0)) && ! getent passwd "$PG_OS_USER" >/dev/null; then
     die "could not create system user $PG_OS_USER"
 fi
 
-# --- npm packages of the browser tests and of the TypeScript client's build ---------------------------------
+# --- npm packages of the browser tests, the TypeScript client's build and the OpenAPI conformance test------------------------------
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if ((EUID == 0)); then
   cache_dir=/var/cache/fencegate
@@ -97,3 +99,4 @@ npm_locked() {
 }
 npm_locked "$root/tests/browser" "${FG_BROWSER_DIR:-$cache_dir/browser-tests}" playwright-core
 npm_locked "$root/clients/node" "${FG_NODE_CLIENT_DIR:-$cache_dir/node-client}" typescript
+npm_locked "$root/tests/openapi" "${FG_OPENAPI_TOOLS_DIR:-$cache_dir/openapi-tools}" @stoplight/prism-cli

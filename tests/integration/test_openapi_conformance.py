@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+"""openapi/openapi.json conforms, as the tools of API integrators read it:
+
+- `@redocly/cli lint` (its recommended rules) finds neither an error nor a warning;
+- `@stoplight/prism-cli` as a validating proxy in front of a gateway (`prism proxy --errors`) finds no
+  violation, of a request or of an answer, over the README walk-through (locks, semaphores, lock sets,
+  watches, fenced Postgres and Redis writes, a stale write, the audit, listings, metrics) and the error
+  cases a client meets (400 of a body the schema admits, 401 and 403 of the guarded operations routes,
+  403 of a forged token, 404, 409 busy and stale, 410 of a revoked lease); a body the document itself
+  refuses is refused by Prism as a request violation before it reaches the gateway.
+
+Both tools are pinned in tests/openapi/package-lock.json and installed by scripts/deps.sh into
+FG_OPENAPI_TOOLS (node_modules). Prism reports a violation in its `sl-violations` header, or answers in
+place of the gateway with a problem of type https://stoplight.io/prism/errors#...; either fails the test.
+
+Broken variants this caught when tried: the lock status read answered through a `oneOf` of LockStatus and
+WatchResult (a held lock matches both: the linter warns, Prism reports every status read of a held lock),
+and /metrics, /v1/openapi.json and /v1/audit/rejections without their 401 and 403 answers.
+
+Owns: the document's agreement with the gateway's real answers. Must not: test the behaviour itself.
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Client, GatewayTest, free_port, test_data_dir, wait_for  # noqa: E402
+from pg_helpers import INVOICE_COLUMNS  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DOC = os.path.join(ROOT, "openapi", "openapi.json")
+TOOLS = os.environ.get("FG_OPENAPI_TOOLS", os.path.expanduser("~/.cache/fencegate/openapi-tools/node_modules"))
+ADMIN, LOCKS_ONLY = "key-openapi-admin", "key-openapi-locks"
+PRISM_ERROR = "https://stoplight.io/prism/errors"
+# Keep the tools quiet and local: no telemetry, no update checks.
+TOOL_ENV = {**os.environ, "REDOCLY_TELEMETRY": "off", "REDOCLY_SUPPRESS_UPDATE_NOTICE": "true",
+            "NO_UPDATE_NOTIFIER": "1", "NODE_NO_WARNINGS": "1"}
+
+
+def key_entry(key_id: str, text: str, scopes: list[str]) -> dict:
+    return {"id": key_id, "sha256": hashlib.sha256(text.encode()).hexdigest(), "scopes": scopes}
+
+
+def tool(name: str) -> str:
+    path = os.path.join(TOOLS, ".bin", name)
+    if not os.access(path, os.X_OK):
+        raise AssertionError(f"{path} not found: scripts/deps.sh installs tests/openapi/package-lock.json")
+    return path
+
+
+class LintTest(unittest.TestCase):
+    def test_redocly_lint_is_clean(self):
+        r = subprocess.run([tool("redocly"), "lint", "--format=stylish", DOC], capture_output=True, text=True,
+                           timeout=120, env=TOOL_ENV, cwd=ROOT)
+        found = [line for line in (r.stdout + r.stderr).splitlines() if re.search(r"\b(error|warning)\b\s", line)
+                 and not line.lstrip().startswith("║")]
+        self.assertEqual((r.returncode, found), (0, []), r.stdout + r.stderr)
+
+
+class ProxyTest(GatewayTest):
+    gateway_config = {
+        "tables": {"invoices": {"key": "id", "columns": INVOICE_COLUMNS}},
+        "redis_prefixes": ["app:"],
+        "auth": {"mode": "required", "keys": [key_entry("admin", ADMIN, ["admin"]),
+                                              key_entry("locks", LOCKS_ONLY, ["lock:*"])]},
+    }
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.prism_port = free_port()
+        cls.prism_log = os.path.join(test_data_dir(), f"prism-{cls.prism_port}.log")
+        cls.prism = subprocess.Popen(
+            [tool("prism"), "proxy", DOC, cls.gw.base, "--errors", "--host", "127.0.0.1", "--port",
+             str(cls.prism_port)], stdout=open(cls.prism_log, "w"), stderr=subprocess.STDOUT, env=TOOL_ENV)
+        wait_for(lambda: "Prism is listening" in open(cls.prism_log).read() or cls.prism.poll() is not None,
+                 timeout=60, what="prism to listen")
+        if cls.prism.poll() is not None:
+            raise AssertionError("prism exited:\n" + open(cls.prism_log).read())
+        cls.via = Client(cls.prism_port)
+        cls.violations = []
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.via.close()
+        cls.prism.terminate()
+        cls.prism.wait(10)
+        super().tearDownClass()
+
+    def call(self, method: str, path: str, body=None, expect: int = 200, key: str | None = ADMIN, **headers):
+        """One call through Prism; its status must be expect, and Prism must have found nothing."""
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        r = self.via.request(method, path, body, headers=headers)
+        where = f"{method} {path} -> {r.status}"
+        found = r.headers.get("sl-violations")
+        if found:
+            self.violations.append(f"{where}: {found}")
+        if isinstance(r.body, dict) and str(r.body.get("type", "")).startswith(PRISM_ERROR):
+            self.violations.append(f"{where}: {json.dumps(r.body)}")
+        self.assertEqual(r.status, expect, f"{where}: {str(r.body)[:400]}")
+        return r.body
+
+    def assert_no_violations(self):
+        self.assertEqual(self.violations, [], "\n".join(self.violations))
+
+    def setUp(self):
+        self.violations.clear()
+
+    def test_walk_through(self):
+        lock, key, sem = f"oa:{uuid.uuid4().hex[:8]}", f"oa-{uuid.uuid4().hex[:10]}", f"oa-{uuid.uuid4().hex[:8]}"
+        first = self.call("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000, "owner": "billing-7",
+                                                               "request_id": f"r-{key}"})
+        held = self.call("GET", f"/v1/locks/{lock}")
+        self.assertTrue(held["held"])
+        self.call("GET", f"/v1/locks/{lock}?watch=true&fence={first['fence']}&wait_ms=20")
+        fence = {"Fence-Token": first["token"]}
+        self.call("PUT", f"/v1/pg/invoices/{key}",
+                  {"row": {"customer": "acme", "amount_cents": 12000, "status": "open"}}, **fence)
+        self.call("PATCH", f"/v1/pg/invoices/{key}", {"set": {"status": "paid"}}, **fence, **{"Fence-Owner": "b7"})
+        self.call("GET", f"/v1/pg/invoices/{key}")
+        self.call("POST", f"/v1/locks/{lock}/renew", {"token": first["token"]})
+        self.call("POST", f"/v1/locks/{lock}/release", {"token": first["token"]})
+        second = self.call("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000})
+        self.call("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "second"}}, **{"Fence-Token": second["token"]})
+        self.call("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "late"}}, expect=409, **fence)
+        self.call("GET", f"/v1/audit/rejections?resource=pg:invoices/{key}")
+        self.call("GET", f"/v1/audit/summary?since_ms={int(time.time() * 1000) - 60000}")
+        self.call("PUT", f"/v1/redis/app:{key}", {"value": "paid"}, **{"Fence-Token": second["token"]})
+        self.call("GET", f"/v1/redis/app:{key}")
+        self.call("GET", f"/v1/locks?prefix={lock}")
+        self.call("POST", f"/v1/locks/{lock}/revoke", {"reason": "stuck in GC"})
+        self.call("GET", f"/v1/locks/{lock}")
+        s = self.call("POST", f"/v1/semaphores/{sem}/acquire", {"limit": 5, "wait_ms": 5000})
+        self.call("GET", f"/v1/semaphores/{sem}")
+        self.call("GET", f"/v1/semaphores?prefix={sem}")
+        self.call("POST", f"/v1/semaphores/{sem}/renew", {"token": s["token"]})
+        self.call("POST", f"/v1/semaphores/{sem}/release", {"token": s["token"]})
+        names = [f"{lock}:a", f"{lock}:b"]
+        ls = self.call("POST", "/v1/locksets/acquire", {"names": names, "ttl_ms": 10000})
+        tokens = [lease["token"] for lease in ls["locks"]]
+        self.call("POST", "/v1/locksets/renew", {"tokens": tokens})
+        self.call("POST", "/v1/locksets/release", {"tokens": tokens})
+        for path in ("/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/whoami"):
+            self.call("GET", path)
+        self.assert_no_violations()
+
+    def test_error_cases(self):
+        lock = f"oa-e-{uuid.uuid4().hex[:8]}"
+        lease = self.call("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000})
+        self.call("POST", f"/v1/locks/{lock}/acquire", {}, expect=409)                 # busy
+        # A body the document's schema admits but the gateway refuses: a lock set naming an invalid lock.
+        self.call("POST", "/v1/locksets/acquire", {"names": [f"{lock} with spaces"]}, expect=400)
+        self.call("POST", f"/v1/locks/{lock}/renew", {"token": "not-a-token"}, expect=403)
+        self.call("POST", f"/v1/locks/{lock}/revoke", {"reason": "test"})
+        self.call("POST", f"/v1/locks/{lock}/renew", {"token": lease["token"]}, expect=410)   # revoked
+        self.call("PUT", f"/v1/redis/app:{lock}", {"value": "x"}, expect=410, **{"Fence-Token": lease["token"]})
+        other = self.call("POST", f"/v1/locks/{lock}/acquire", {})
+        self.call("POST", f"/v1/locks/{lock}/release", {"token": other["token"]})
+        self.call("POST", f"/v1/locks/{lock}/release", {"token": other["token"]})           # again: 200
+        self.call("GET", f"/v1/pg/invoices/{lock}", expect=404)
+        for path in ("/metrics", "/v1/openapi.json", "/v1/audit/rejections"):
+            self.call("GET", path, expect=401, key="no-such-key")
+        for path in ("/metrics", "/v1/audit/rejections"):      # the document is open to any known key
+            self.call("GET", path, expect=403, key=LOCKS_ONLY)
+        # What the document itself refuses, Prism refuses before the gateway sees it (a request violation).
+        r = self.via.request("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": "soon"},
+                             headers={"Authorization": f"Bearer {ADMIN}"})
+        self.assertEqual((r.status, r.body["type"]), (422, f"{PRISM_ERROR}#UNPROCESSABLE_ENTITY"), r)
+        self.assert_no_violations()
+
+
+if __name__ == "__main__":
+    unittest.main()
