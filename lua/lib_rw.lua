@@ -7,10 +7,11 @@
 --   the written key, its fence KEY_WRITE_FENCE_PREFIX..key, the audit stream
 --   KEY_AUDIT, the write floor KEY_FENCE_FLOOR, the revoked fences KEY_REVOKED
 --   (lib_lease.lua)
--- ARGV: fence resource lock owner client_addr method principal
+-- ARGV: fence resource lock owner client_addr method principal trace_id
 --   the presented fence, the resource ("redis:"..key), the lock or semaphore
 --   name of the token, its owner ("" if none), the client address, the HTTP
---   method, the id of the writer's API key ("" when auth is off)
+--   method, the id of the writer's API key ("" when auth is off), the trace id
+--   of the request's traceparent ("" if none)
 -- A write is applied iff its fence >= the highest fence stored for the key; the
 -- stored fence then becomes the presented one. A stale write changes nothing
 -- but appends one audit entry to the stream, which the gateways drain into
@@ -33,7 +34,8 @@ local function refuse(outcome, reason, cur)
   local id = redis.call('XADD', KEYS[3], '*', 'resource', A_resource, 'lock', A_lock,
                         'presented', A_fence, 'current', tostring(cur), 'owner', A_owner,
                         'client_addr', A_client_addr, 'method', A_method, 'reason', reason,
-                        'at_ms', tostring(at), 'principal', A_principal)
+                        'at_ms', tostring(at), 'principal', A_principal,
+                        'trace_id', A_trace_id)
   return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at})
 end
 

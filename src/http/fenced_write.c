@@ -56,6 +56,7 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
         .owner = owner,
         .client_addr = req->client_addr,
         .principal = req->principal != NULL ? req->principal->id : NULL,
+        .trace_id = req->trace_id[0] != '\0' ? req->trace_id : NULL,
     };
     if (owner != NULL)
         http_request_log_owner(req, owner);

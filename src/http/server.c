@@ -236,6 +236,8 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     conn->state = state;
     pthread_mutex_init(&conn->phase_lock, NULL);
     req->started_ms = now;
+    traceparent_trace_id(MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "traceparent"),
+                         req->trace_id);
     if (state != NULL)
         req->client_addr = state->client_addr;
     atomic_fetch_add(&server.in_flight, 1);
@@ -319,6 +321,8 @@ static void log_request(const struct http_request *req, const char *method, cons
         fgjson_out_str(&line, "owner", req->log_owner);
     if (req->principal != NULL)
         fgjson_out_str(&line, "principal", req->principal->id);
+    if (req->trace_id[0] != '\0')
+        fgjson_out_str(&line, "trace_id", req->trace_id);
     if (conn->reply.problem != FG_OK)
         fgjson_out_str(&line, "problem", fg_code_name(conn->reply.problem));
     log_line_end(&line);
@@ -609,6 +613,7 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
     if (conn_phase_of(conn) == CONN_RECEIVING && admit(req) != 0)
         return send_reply(req, method, url);
     enum conn_phase phase = conn_step(conn, CONN_EV_CALL);
+    trace_current_set(req->trace_id);
     while (phase == CONN_DISPATCHING || phase == CONN_RUNNING) {
         enum handler_result result = req->match.route->handler(req, &conn->reply);
         if (result == HANDLER_DONE)

@@ -22,6 +22,7 @@
 #include "http/router.h"
 #include "http/strict.h"
 #include "lease/waiter.h"
+#include "util/traceparent.h"
 
 struct http_conn;
 struct api_key;
@@ -50,6 +51,7 @@ struct http_request {
     const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
                                         when auth is off */
     const char *request_id;          /* X-Request-Id: the client's or a fresh one (in text) */
+    char trace_id[TRACE_ID_LEN + 1]; /* trace id of a valid traceparent header, else "" */
     struct http_conn *conn;          /* server-private connection state */
     char text[];                     /* the parameters' and request id's text, NUL after each */
 };

@@ -35,17 +35,17 @@ static const char prune_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
-    " owner, client_addr, method, reason, source_id, principal, resources)"
+    " owner, client_addr, method, reason, source_id, principal, resources, trace_id)"
     " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
     " ELSE clock_timestamp() END, $2::text, $3::text, $4::bigint, $5::bigint, $6::text,"
     " $7::text, $8::text, $9::text, $10::text, $11::text,"
     " CASE WHEN $12::text IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($12::json))"
-    " END)"
+    " END, $13::text)"
     " ON CONFLICT (source_id) DO NOTHING";
 
 #define QUERY_COLUMNS                                                                              \
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
-    " presented_fence, current_fence, owner, client_addr, method, reason, principal,"              \
+    " presented_fence, current_fence, owner, client_addr, method, reason, principal, trace_id,"    \
     " array_to_json(resources)::text AS resources"                                                 \
     " FROM fencegate.rejections WHERE id > $1::bigint"                                             \
     " AND at >= to_timestamp($2::bigint / 1000.0)"                                                 \
@@ -71,9 +71,9 @@ static const struct {
     const char *column;
     const char *member;
 } text_members[] = {
-    {"resource", "resource"},       {"lock_name", "lock"}, {"owner", "owner"},
-    {"client_addr", "client_addr"}, {"method", "method"},  {"reason", "reason"},
-    {"principal", "principal"},
+    {"resource", "resource"},       {"lock_name", "lock"},    {"owner", "owner"},
+    {"client_addr", "client_addr"}, {"method", "method"},     {"reason", "reason"},
+    {"principal", "principal"},     {"trace_id", "trace_id"},
 };
 
 static const char *const integer_members[] = {"id", "at_ms", "presented_fence", "current_fence"};
@@ -89,21 +89,22 @@ static int insert(struct pg_conn *conn, const struct audit_record *rec, struct f
     snprintf(at, sizeof at, "%" PRId64, rec->at_ms);
     snprintf(presented, sizeof presented, "%" PRId64, rec->presented_fence);
     snprintf(current, sizeof current, "%" PRId64, rec->current_fence);
-    const char *params[] = {at,
-                            rec->resource,
-                            rec->lock_name,
-                            presented,
-                            current,
-                            rec->owner != NULL && rec->owner[0] != '\0' ? rec->owner : NULL,
-                            rec->client_addr,
-                            rec->method,
-                            rec->reason,
-                            rec->source_id,
-                            rec->principal != NULL && rec->principal[0] != '\0' ? rec->principal
-                                                                                : NULL,
-                            resources};
-    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 12, params, NULL, err)
-                          : pg_query("audit_insert", insert_sql, 12, params, NULL, err);
+    const char *params[] = {
+        at,
+        rec->resource,
+        rec->lock_name,
+        presented,
+        current,
+        rec->owner != NULL && rec->owner[0] != '\0' ? rec->owner : NULL,
+        rec->client_addr,
+        rec->method,
+        rec->reason,
+        rec->source_id,
+        rec->principal != NULL && rec->principal[0] != '\0' ? rec->principal : NULL,
+        resources,
+        rec->trace_id != NULL && rec->trace_id[0] != '\0' ? rec->trace_id : NULL};
+    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 13, params, NULL, err)
+                          : pg_query("audit_insert", insert_sql, 13, params, NULL, err);
     free(resources);
     return rc;
 }
@@ -137,6 +138,7 @@ int audit_refusal(struct pg_conn *conn, const struct fenced_writer *who,
         .reason = reason,
         .principal = who->principal,
         .resources = resources,
+        .trace_id = who->trace_id,
     };
     int rc = insert(conn, &rec, err);
     json_decref(resources);

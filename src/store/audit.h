@@ -30,6 +30,7 @@ struct audit_record {
     const json_t *resources; /* every resource that refused the request (array of strings,
                                 borrowed), or NULL: just resource */
     const char *principal;   /* id of the writer's API key, NULL or "" when auth is off */
+    const char *trace_id;    /* trace id of the writer's traceparent, NULL or "" for none */
 };
 
 /* Inserts one audit row; a second row with the same source_id is not stored.

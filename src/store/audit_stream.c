@@ -104,6 +104,7 @@ static struct audit_record record_of(const json_t *f)
         .reason = field(f, "reason"),
         .at_ms = strtoll(field(f, "at_ms"), NULL, 10),
         .principal = field(f, "principal"),
+        .trace_id = field(f, "trace_id"),
     };
 }
 

@@ -21,6 +21,7 @@ struct fenced_writer {
     const char *owner;       /* Fence-Owner header, or NULL */
     const char *client_addr; /* the client's address */
     const char *principal;   /* id of the writer's API key, or NULL (auth off) */
+    const char *trace_id;    /* trace id of the request's traceparent, or NULL */
 };
 
 /* What came of a fenced write, in either store. */

@@ -348,6 +348,7 @@ static int exec_refusal(struct pg_conn *c, const struct fenced_op *op,
         [FENCED_RPARAM_METHOD] = fenced_kind_method(op->kind),
         [FENCED_RPARAM_PRINCIPAL] = who->principal,
         [FENCED_RPARAM_AUDIT] = audit ? "t" : "f",
+        [FENCED_RPARAM_TRACE] = who->trace_id,
     };
     json_t *rows = NULL;
     if (pg_exec(c, name, fpg.refusal_sql[op->table], FENCED_RPARAM_COUNT, params, &rows, err) != 0)

@@ -63,6 +63,7 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
     argv[LIB_RW_ARGV_CLIENT_ADDR] = who->client_addr;
     argv[LIB_RW_ARGV_METHOD] = w->method;
     argv[LIB_RW_ARGV_PRINCIPAL] = who->principal != NULL ? who->principal : "";
+    argv[LIB_RW_ARGV_TRACE_ID] = who->trace_id != NULL ? who->trace_id : "";
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = redis_script(script, keys, argv, &out, err);

@@ -50,6 +50,7 @@ enum fenced_refusal_param {
     FENCED_RPARAM_METHOD,                    /* $7 HTTP method (audit) */
     FENCED_RPARAM_PRINCIPAL,                 /* $8 id of the writer's API key, or NULL (audit) */
     FENCED_RPARAM_AUDIT,                     /* $9 "t": keep the audit row of a refusal */
+    FENCED_RPARAM_TRACE,                     /* $10 trace id of the writer's traceparent, or NULL */
     FENCED_RPARAM_COUNT
 };
 

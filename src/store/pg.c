@@ -14,9 +14,10 @@
  * (statement_timeout_ms + request_timeout_ms): a Postgres that is frozen
  * (SIGSTOP, a hung host whose kernel still acknowledges) cannot hold a caller
  * longer, since statement_timeout needs a live server. The connection is then
- * dropped. Migrations are the files of sql/ (compiled in), applied in name order inside
- * one transaction that holds an advisory lock, so that two gateways starting
- * together apply each exactly once.
+ * dropped. Each session is named after the trace id of the request it serves
+ * (application_name "fencegate/<trace id>", util/traceparent.h). Migrations are the files of sql/
+ * (compiled in), applied in name order inside one transaction that holds an advisory lock, so that
+ * two gateways starting together apply each exactly once.
  */
 #include "store/pg.h"
 
@@ -35,16 +36,18 @@
 #include "util/metrics.h"
 #include "util/redact.h"
 #include "util/sock.h"
+#include "util/traceparent.h"
 
 #define MIGRATION_LOCK_KEY "7460518230517"
 
 struct pg_conn {
-    PGconn *pq;           /* NULL until connected */
-    bool in_use;          /* taken by a caller */
-    char **prepared;      /* names prepared on this connection (owned) */
-    size_t nprepared;     /* entries in prepared */
-    char sqlstate[6];     /* SQLSTATE of the last failure, "" if none */
-    int64_t last_used_ms; /* clock_mono_ms when it was last given back */
+    PGconn *pq;                   /* NULL until connected */
+    bool in_use;                  /* taken by a caller */
+    char **prepared;              /* names prepared on this connection (owned) */
+    size_t nprepared;             /* entries in prepared */
+    char sqlstate[6];             /* SQLSTATE of the last failure, "" if none */
+    int64_t last_used_ms;         /* clock_mono_ms when it was last given back */
+    char trace[TRACE_ID_LEN + 1]; /* trace id in its application_name, "" for none */
 };
 
 static struct {
@@ -152,6 +155,7 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
         return -1;
     }
     PQsetNoticeProcessor(c->pq, ignore_notice, NULL);
+    c->trace[0] = '\0';
     metrics_backend_connect(METRIC_BACKEND_PG);
     return 0;
 }
@@ -348,11 +352,38 @@ static json_t *rows_of(const PGresult *res)
     return rows;
 }
 
+/* Names c's session after the trace id this thread works for
+ * (trace_current): application_name "fencegate/<trace id>", or "fencegate"
+ * for none, so that the database's log and pg_stat_activity name the trace of
+ * a statement. One round trip when the name changes, none otherwise; inside
+ * a transaction the name stays as it was at its BEGIN. */
+static int name_session(struct pg_conn *c, struct fg_error *err)
+{
+    const char *want = trace_current();
+    if (strcmp(c->trace, want) == 0 || PQtransactionStatus(c->pq) != PQTRANS_IDLE)
+        return 0;
+    char name[16 + TRACE_ID_LEN];
+    snprintf(name, sizeof name, "fencegate%s%s", want[0] != '\0' ? "/" : "", want);
+    const char *params[] = {name};
+    PGresult *res =
+        await_result(c,
+                     PQsendQueryParams(c->pq, "SELECT set_config('application_name', $1, false)", 1,
+                                       NULL, params, NULL, NULL, 0),
+                     err);
+    if (res == NULL)
+        return -1;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return result_failure(c, res, err);
+    PQclear(res);
+    snprintf(c->trace, sizeof c->trace, "%s", want);
+    return 0;
+}
+
 int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int nparams,
             const char *const *params, json_t **rows, struct fg_error *err)
 {
     c->sqlstate[0] = '\0';
-    if (c->pq == NULL && connect_conn(c, err) != 0)
+    if ((c->pq == NULL && connect_conn(c, err) != 0) || name_session(c, err) != 0)
         return -1;
     int64_t started_us = clock_mono_us();
     int sent;
@@ -469,7 +500,7 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
                   enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err)
 {
     c->sqlstate[0] = '\0';
-    if (c->pq == NULL && connect_conn(c, err) != 0)
+    if ((c->pq == NULL && connect_conn(c, err) != 0) || name_session(c, err) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         if (stmts[i].name != NULL &&
