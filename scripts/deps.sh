@@ -10,7 +10,8 @@
 # golang-go (Go 1.19) builds and tests the Go client of clients/go; the TypeScript client of clients/node is
 # compiled with the typescript and @types/node locked in its package-lock.json, installed into
 # FG_NODE_CLIENT_DIR (default /var/cache/fencegate/node-client as root, ~/.cache/fencegate/node-client
-# otherwise); it has no runtime dependencies.
+# otherwise); it has no runtime dependencies. python3-venv: the README's install of the Python client into a
+# venv (integration.readme runs it).
 # The browser tests of the operator console (tests/browser/) need Debian's chromium, node and the npm
 # packages locked in tests/browser/package-lock.json, installed into FG_BROWSER_DIR (default
 # /var/cache/fencegate/browser-tests as root, ~/.cache/fencegate/browser-tests otherwise); no browser is
@@ -24,7 +25,7 @@ PACKAGES=(
   build-essential cmake pkg-config openssl
   libhiredis-dev libpq-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libcmocka-dev libssl-dev
   redis-server redis-tools postgresql-15 postgresql-client-15
-  python3 python3-yaml python3-pip python3-setuptools python3-wheel clang libclang-rt-14-dev haproxy
+  python3 python3-yaml python3-pip python3-setuptools python3-wheel python3-venv clang libclang-rt-14-dev haproxy
   chromium nodejs curl golang-go prometheus
 )
 # Debian's nodejs ships npm apart; node from elsewhere may bring its own.
