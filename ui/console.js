@@ -2,7 +2,8 @@
 // console.js - the operator console of fencegate: one page over the gateway's own API.
 // It asks /v1/whoami who the key is, then shows the live locks and semaphores (refreshed in place
 // every LEASE_REFRESH_MS), the rejections of the last hour (per minute, most refused resources) and
-// the audit trail with filters and keyset paging; admin keys get a revoke button. The key is kept in
+// the audit trail with filters and keyset paging and its export as CSV or JSON, and whether the
+// gateway's backends answer; admin keys get a revoke button. The key is kept in
 // sessionStorage and sent as a bearer header, never as a cookie. No framework, no inline script.
 'use strict';
 
@@ -12,6 +13,10 @@ const REJECTION_REFRESH_MS = 5000;
 const LEASE_PAGE = 200;        // items shown per kind
 const LEASE_PAGES_MAX = 5;     // pages read per refresh to fill them
 const AUDIT_PAGE = 50;
+const EXPORT_PAGE = 1000;       // records per request of an export
+const EXPORT_MAX = 10000;       // records an export holds at most
+const EXPORT_COLUMNS = ['id', 'at_ms', 'resource', 'resources', 'lock', 'presented_fence', 'current_fence',
+  'owner', 'client_addr', 'method', 'reason', 'principal', 'trace_id'];
 const MINUTES = 60;
 
 const $ = (id) => document.getElementById(id);
@@ -355,9 +360,10 @@ function auditQuery(afterId) {
 }
 
 function auditRow(item) {
-  const row = newRow(11, [0, 4, 5]);
+  const row = newRow(12, [0, 4, 5]);
   const cells = [item.id, clockTime(item.at_ms), item.resource, item.lock, item.presented_fence,
-    item.current_fence, item.owner ?? '–', item.client_addr, item.method, item.reason, item.principal];
+    item.current_fence, item.owner ?? '–', item.client_addr, item.method, item.reason, item.principal,
+    item.trace_id];
   cells.forEach((text, i) => { row.cells[i].textContent = text ?? '–'; });
   row.dataset.key = String(item.id);
   return row;
@@ -383,6 +389,52 @@ function reloadAudit() {
   loadAudit();
 }
 
+// One CSV field (RFC 4180). A text that a spreadsheet would take for a formula (=, +, -, @, tab, CR
+// first) is prefixed with ' so that opening the export runs nothing a writer stored.
+function csvField(value) {
+  if (value === null || value === undefined) return '';
+  let text = Array.isArray(value) ? value.join(' ') : String(value);
+  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+// Downloads every record that matches the audit filter (up to EXPORT_MAX) as CSV or JSON.
+async function exportAudit(format) {
+  const items = [];
+  let after = 0;
+  while (items.length < EXPORT_MAX) {
+    const q = new URLSearchParams(auditQuery(after));
+    q.set('limit', Math.min(EXPORT_PAGE, EXPORT_MAX - items.length));
+    const answer = await api(`/v1/audit/rejections?${q}`);
+    if (answer.status !== 200) {
+      say($('audit-export-message'), `Export: ${problemText(answer)}`);
+      return;
+    }
+    items.push(...answer.body.items);
+    after = answer.body.next_after_id;
+    if (after === null) break;
+  }
+  const text = format === 'json' ? `${JSON.stringify(items, null, 1)}\n`
+    : [EXPORT_COLUMNS.join(','), ...items.map((i) => EXPORT_COLUMNS.map((c) => csvField(i[c])).join(','))]
+      .join('\r\n') + '\r\n';
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(new Blob([text], { type: format === 'json' ? 'application/json' : 'text/csv' }));
+  link.download = `fencegate-audit-${new Date().toISOString().replace(/[:.]/g, '-')}.${format}`;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  say($('audit-export-message'), `Exported ${items.length} record${items.length === 1 ? '' : 's'}`
+    + `${items.length >= EXPORT_MAX ? ' (the most an export holds: narrow the filter for the rest)' : ''}.`);
+}
+
+// --- backends ---------------------------------------------------------------------------------------
+
+async function refreshBackends() {
+  const answer = await api('/readyz');
+  const b = answer.body || {};
+  setText($('backends'), `Redis ${b.redis || 'unknown'} · Postgres ${b.postgres || 'unknown'}`);
+  $('backends').classList.toggle('down', answer.status !== 200);
+}
+
 // --- wiring -----------------------------------------------------------------------------------------
 
 function stopRefreshing() {
@@ -393,13 +445,15 @@ function stopRefreshing() {
 function startRefreshing() {
   stopRefreshing();
   refreshLeases();
+  refreshBackends();
   state.timers.push(setInterval(refreshLeases, LEASE_REFRESH_MS));
+  state.timers.push(setInterval(refreshBackends, LEASE_REFRESH_MS));
   const auditOk = may('audit:read');
   $('rejections-views').hidden = !auditOk;
   $('audit-filter').hidden = !auditOk;
   $('audit-table').hidden = !auditOk;
   $('audit-empty').hidden = true;
-  for (const b of ['audit-first', 'audit-next']) $(b).hidden = !auditOk;
+  for (const b of ['audit-first', 'audit-next', 'audit-export-csv', 'audit-export-json']) $(b).hidden = !auditOk;
   if (!auditOk) {
     const text = `This key (${state.who.principal}) does not have the audit:read scope, so the audit `
       + 'trail and the timeline of rejections are not shown. The live leases stay visible for the '
@@ -430,6 +484,8 @@ document.addEventListener('DOMContentLoaded', () => {
   $('audit-filter').addEventListener('reset', () => setTimeout(reloadAudit, 0));
   $('audit-next').addEventListener('click', () => { state.auditAfter.push(state.auditNext); loadAudit(); });
   $('audit-first').addEventListener('click', reloadAudit);
+  $('audit-export-csv').addEventListener('click', () => exportAudit('csv'));
+  $('audit-export-json').addEventListener('click', () => exportAudit('json'));
   $('revoke-cancel').addEventListener('click', () => $('revoke-dialog').close());
   $('revoke-confirm').addEventListener('click', confirmRevoke);
   start();

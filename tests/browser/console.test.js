@@ -83,6 +83,11 @@ test('the page loads with no console errors and shows every view', async () => {
   assert.deepEqual(page.problems, []);
   assert.equal(await page.locator('#key-form').isHidden(), true, 'auth is off: no key prompt');
   assert.match(await page.locator('#who').textContent(), /authentication is off/);
+  assert.equal(await page.locator('#backends').textContent(), 'Redis up · Postgres up');
+  // Every column of every table says what it is.
+  const untitled = await page.locator('th').evaluateAll(
+    (ths) => ths.filter((th) => th.textContent.trim() && !th.title).map((th) => th.textContent));
+  assert.deepEqual(untitled, []);
   await page.context().close();
 });
 
@@ -349,6 +354,47 @@ test('revoke one semaphore holder from the page: only that holder loses its slot
   assert.equal((await renew(grants[1])).status, 410);
   assert.equal((await renew(grants[0])).status, 200);
   await call(AUTH, 'POST', `/v1/semaphores/${name}/release`, { token: grants[0].token }, admin);
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
+test('the audit trail exports as CSV and JSON, with the filter applied', async () => {
+  const lock = `ui-export-${run}`;
+  const key = `ui-export-${run}`;
+  const trace = `${run}${run}${run}${run}`;
+  const a = await acquire(BASE, lock, { ttl_ms: 200 });
+  await new Promise((r) => setTimeout(r, 300));
+  const b = await acquire(BASE, lock);
+  await call(BASE, 'PUT', `/v1/pg/invoices/${key}`, { row: { note: 'B' } }, { 'Fence-Token': b.token });
+  const stale = await call(BASE, 'PATCH', `/v1/pg/invoices/${key}`, { set: { note: 'A' } },
+    { 'Fence-Token': a.token, 'Fence-Owner': '=HYPERLINK("x")', traceparent: `00-${trace}-00f067aa0ba902b7-01` });
+  assert.equal(stale.status, 409);
+  const page = await openConsole();
+  const resource = `pg:invoices/${key}`;
+  await page.fill('#audit-filter input[name=resource]', resource);
+  await page.click('#audit-filter button[type=submit]');
+  const row = page.locator('#audit-table tbody tr', { hasText: resource });
+  await row.waitFor();
+  assert.equal((await row.locator('td').allTextContents())[11], trace);
+  const fetched = async (button) => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click(button)]);
+    const chunks = [];
+    for await (const chunk of await download.createReadStream()) chunks.push(chunk);
+    return { name: download.suggestedFilename(), text: Buffer.concat(chunks).toString('utf8') };
+  };
+  const csv = await fetched('#audit-export-csv');
+  assert.match(csv.name, /^fencegate-audit-.*\.csv$/);
+  const lines = csv.text.trimEnd().split('\r\n');
+  assert.equal(lines[0], 'id,at_ms,resource,resources,lock,presented_fence,current_fence,owner,client_addr,'
+    + 'method,reason,principal,trace_id');
+  assert.equal(lines.length, 2, csv.text);
+  assert.match(lines[1], new RegExp(`^\\d+,\\d+,${resource},${resource},${lock},${a.fence},${b.fence},`
+    + `"'=HYPERLINK\\(""x""\\)",127\\.0\\.0\\.1,PATCH,stale_fence,,${trace}$`));
+  const json = await fetched('#audit-export-json');
+  assert.match(json.name, /\.json$/);
+  const records = JSON.parse(json.text);
+  assert.deepEqual(records.map((r) => [r.resource, r.owner, r.trace_id]), [[resource, '=HYPERLINK("x")', trace]]);
+  assert.match(await page.locator('#audit-export-message').textContent(), /^Exported 1 record\.$/);
   assert.deepEqual(page.problems, []);
   await page.context().close();
 });
