@@ -24,6 +24,7 @@ struct route {
     bool known;                 /* a map was read */
     atomic_bool stale;          /* fetch the map again (after a MOVED or a failure) */
     atomic_llong next_fetch_ms; /* no fetch for a stale map before this (clock_mono_ms) */
+    atomic_bool fetch_failing;  /* the last fetch failed (logged once, until one succeeds) */
     pthread_mutex_t fetching;   /* held by the thread that fetches */
 };
 
@@ -122,6 +123,8 @@ static int fetch_locked(struct route *r, route_send_fn *send, void *ctx, struct 
     if (rc == 0) {
         install(r, map);
         atomic_store(&r->stale, false);
+        if (atomic_exchange(&r->fetch_failing, false))
+            log_message(LOG_INFO, "redis_cluster_map", "slot map fetched again");
     }
     atomic_store(&r->next_fetch_ms, clock_mono_ms() + ROUTE_REFRESH_MIN_MS);
     free(map);
@@ -155,10 +158,9 @@ static int ensure_map(struct route *r, route_send_fn *send, void *ctx, struct fg
     }
     if (atomic_load(&r->stale) && clock_mono_ms() >= atomic_load(&r->next_fetch_ms) &&
         pthread_mutex_trylock(&r->fetching) == 0) {
-        struct fg_error ignored = {0};
-        if (fetch_locked(r, send, ctx, &ignored) != 0)
-            log_message(LOG_WARN, "redis_cluster_map", "cannot fetch the slot map: %s",
-                        ignored.msg);
+        struct fg_error failed = {0};
+        if (fetch_locked(r, send, ctx, &failed) != 0 && !atomic_exchange(&r->fetch_failing, true))
+            log_message(LOG_WARN, "redis_cluster_map", "cannot fetch the slot map: %s", failed.msg);
         pthread_mutex_unlock(&r->fetching);
     }
     return 0;
