@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""A hostile client's reproductions, as a suite (docs/api.md "Strict requests").
+"""A hostile client's reproductions, as a suite (docs/api.md "Strict requests" and the sections named below).
 
 Each test reproduces one way a review found to wedge the gateway, lose audit records, fill the stores or
 make a request mean something else than it says, and checks the fixed behaviour. Each was run against the
@@ -21,9 +21,21 @@ Broken variants run against this suite, each caught by the test named:
   the slow-header reaper never running                          test_slow_headers_are_cut_off
   the request watch disarmed once the headers are in            test_slow_body_is_cut_off
 
+Reproductions of the second review, each failing on the code before its fix:
+  the lock name built from the URL text, not the canonical key  BoundKeySpellingsTest (every key type)
+  groups sorted by the raw key text (Postgres deadlocks)        test_spellings_never_deadlock_groups
+  request ids shared between API keys                           test_a_replayed_request_id_of_another_key_...
+  a cursor naming the last name scanned                         test_cursors_never_name_what_the_key_may_not_see
+  forwarded requests served by the default auth-off mode        test_proxied_requests_need_a_chosen_auth_mode
+  the first of two Transfer-Encoding / Host headers winning     test_repeated_transfer_encoding_or_host_is_...
+  TLS 1.0 and 1.1 accepted                                      test_tls_1_2_and_1_3_only
+  redis_url quoted whole in the log                             test_no_password_in_the_log
+  (the console's raw revoke URL: tests/browser/console.test.js, "dot segments")
+
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
-stores, connection limits. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
+stores, connection limits; bindings under every key spelling, request ids per key, sealed listing cursors,
+auth off only for direct clients, the TLS floor, secrets kept out of logs and of other database roles. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
 """
 
 import hashlib
