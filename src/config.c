@@ -15,13 +15,13 @@
 #include "lease/binding.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/redis_url.h"
+#include "util/integer.h"
 
 enum setting_type { SETTING_STRING, SETTING_INT, SETTING_LISTEN };
 
@@ -116,10 +116,8 @@ static int set_listen(struct config *cfg, const char *value, const char *source,
     const char *colon = strrchr(value, ':');
     if (colon == NULL || colon == value || colon[1] == '\0')
         return fg_fail(err, FG_ERR_CONFIG, "%s: expected host:port, got '%s'", source, value);
-    char *end;
-    errno = 0;
-    long port = strtol(colon + 1, &end, 10);
-    if (errno != 0 || *end != '\0' || port < 0 || port > 65535)
+    long long port = 0;
+    if (integer_parse(colon + 1, 0, 65535, &port) != INTEGER_OK)
         return fg_fail(err, FG_ERR_CONFIG, "%s: bad port in '%s'", source, value);
     const char *host = value;
     size_t host_len = (size_t)(colon - value);
@@ -417,10 +415,8 @@ static int apply_env(struct config *cfg, config_getenv_fn getenv_fn, struct fg_e
                 return -1;
             continue;
         }
-        char *end;
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (errno != 0 || end == value || *end != '\0')
+        long long v = 0;
+        if (integer_parse(value, LLONG_MIN, LLONG_MAX, &v) != INTEGER_OK)
             return fg_fail(err, FG_ERR_CONFIG, "%s: '%s' is not an integer", s->env, value);
         if (set_int(cfg, s, v, s->env, err) != 0)
             return -1;

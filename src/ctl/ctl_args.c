@@ -7,7 +7,6 @@
  */
 #include "ctl/ctl_args.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +15,7 @@
 #include <string.h>
 
 #include "fglimits.h"
+#include "util/integer.h"
 #include "util/names.h"
 
 #define CMD(c)       (1u << (c))
@@ -296,11 +296,7 @@ static const char *command_word(enum ctl_command command)
 static int parse_number(const struct option_spec *spec, const char *text, long long *out,
                         struct fg_error *err)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 || v < spec->min ||
-        v > spec->max) {
+    if (integer_parse(text, spec->min, spec->max, out) != INTEGER_OK) {
         if (spec->max == LLONG_MAX)
             return fg_fail(err, FG_ERR_INVALID_FIELD, "%s: expected an integer >= %lld, got '%s'",
                            spec->name, spec->min, text);
@@ -308,7 +304,6 @@ static int parse_number(const struct option_spec *spec, const char *text, long l
                        "%s: expected an integer from %lld to %lld, got '%s'", spec->name, spec->min,
                        spec->max, text);
     }
-    *out = v;
     return 0;
 }
 

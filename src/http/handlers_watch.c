@@ -8,7 +8,6 @@
  * revoked, and its own timer at the lease's expiry (Redis publishes nothing
  * then), with poll_ms as the backstop. It never changes a lease.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +16,7 @@
 #include "http/handlers_lease.h"
 #include "lease/waiter.h"
 #include "util/clock.h"
+#include "util/integer.h"
 
 #define WATCH_EXPIRY_SLACK_MS 2 /* re-check this long after the lease should have expired */
 
@@ -44,14 +44,9 @@ static int query_number(const struct http_request *req, const char *arg, long lo
     if (text == NULL)
         return fallback >= 0 ? 0
                              : fg_fail(err, FG_ERR_INVALID_FIELD, "query '%s' is required", arg);
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (text[0] == '\0' || text[0] == '-' || text[0] == '+' || *end != '\0' || errno != 0 ||
-        v < min || v > max)
+    if (integer_parse(text, min, max, out) != INTEGER_OK)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "query '%s' must be an integer from %lld to %lld",
                        arg, min, max);
-    *out = v;
     return 0;
 }
 

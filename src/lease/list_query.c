@@ -5,9 +5,9 @@
  */
 #include "lease/list_query.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "util/integer.h"
 
 /* Copies a name-alphabet argument of at most NAME_MAX_LEN bytes (empty_ok: may be empty). */
 static int name_arg(const char *what, const char *text, bool empty_ok, char *out,
@@ -31,11 +31,8 @@ int list_query_parse(const char *prefix, const char *limit, const char *cursor,
 {
     out->limit = LIST_LIMIT_DEFAULT;
     if (limit != NULL && limit[0] != '\0') {
-        char *end;
-        errno = 0;
-        long v = strtol(limit, &end, 10);
-        if (limit[0] < '0' || limit[0] > '9' || *end != '\0' || errno != 0 || v < 1 ||
-            v > LIST_LIMIT_MAX)
+        long long v = 0;
+        if (integer_parse(limit, 1, LIST_LIMIT_MAX, &v) != INTEGER_OK)
             return fg_fail(err, FG_ERR_INVALID_FIELD,
                            "query argument 'limit' must be an integer between 1 and %d",
                            LIST_LIMIT_MAX);

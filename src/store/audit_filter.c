@@ -5,8 +5,7 @@
  */
 #include "store/audit_filter.h"
 
-#include <errno.h>
-#include <stdlib.h>
+#include "util/integer.h"
 
 #define SINCE_MS_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
 
@@ -16,14 +15,10 @@ static int int_arg(const char *name, const char *text, long long min, long long 
 {
     if (text == NULL || text[0] == '\0')
         return 0;
-    char *end;
-    errno = 0;
-    long long v = strtoll(text, &end, 10);
-    if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno != 0 || v < min || v > max)
+    if (integer_parse(text, min, max, out) != INTEGER_OK)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "query argument '%s' must be an integer between %lld and %lld", name, min,
                        max);
-    *out = v;
     return 0;
 }
 
