@@ -9,11 +9,8 @@
 --   lease, inst and attach are lowercase hex (inst: the gateway that asked, attach: its connection);
 --   claimed is 0 for a grant its gateway has not claimed yet, else 1; #rid is the length in bytes of the
 --   request_id that follows, then the owner up to the end (both free text).
--- The end of the last lease, kept after a release or revoke until until (ms, Redis time) and no longer
--- (the key's time to live):
---   "~<lease> <fence> <reason> <until>"   reason: released or revoked
--- A lease that ends by running out leaves no record: it expired. The next grant writes over an end's
--- record, and first copies it into the lock's history of ended leases (lib_lock.lua bury).
+-- Or the end of the last lease (lib_lease.lua end_text). A lease that ends by running out leaves no
+-- record: it expired.
 
 -- The live holder record of the given fields (numbers as decimal text).
 local function holder_text(lease, fence, ttl, hold_until, granted_at, claimed, inst, attach, rid, owner)
@@ -47,15 +44,4 @@ end
 -- The record of h (a holder_read table) with claimed and attach set anew.
 local function holder_rewrite(h, claimed, attach)
   return holder_text(h.lease, h.fence, h.ttl, h.hold_until, h.granted_at, claimed, h.inst, attach, h.rid, h.owner)
-end
-
--- The record of an ended lease.
-local function end_text(lease, fence, reason, till)
-  return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. till
-end
-
--- The lease, fence, reason and until (text) of an end's record raw, or nil when raw is none.
-local function end_read(raw)
-  if not raw then return nil end
-  return string.match(raw, '^~(%x+) (%d+) (%a+) (%d+)$')
 end

@@ -230,9 +230,8 @@ end
 
 -- Released leases are remembered by time, not by count: each until the later
 -- of its own ttl and keep_ms after its release, so a retried release answers
--- 200 again however many leases were released meanwhile. (A lock keeps the
--- last end in its holder key and copies it here only when a lease is granted
--- over it: lib_lock.lua.)
+-- 200 again however many leases were released meanwhile. (The last release
+-- may wait in an end's record: end_text.)
 
 -- Remembers lease as released until till (ms).
 local function mark_released_until(lk, lease, now, till)
@@ -250,6 +249,23 @@ local function was_released(lk, lease, now)
   return till ~= false and tonumber(till) > now
 end
 
+-- The end of a lease kept in one string key (a lock's holder key, an idle
+-- semaphore's limit key) after a release or revoke, until until (ms, Redis
+-- time) and no longer (the key's time to live), so that an uncontended
+-- release writes one key: "~<lease> <fence> <reason> <until>", reason
+-- released or revoked. The write that replaces it copies it into the released
+-- and ended sets first (end_bury).
+local function end_text(lease, fence, reason, till)
+  return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. till
+end
+
+-- The lease, fence, reason and until (text) of an end's record raw, or nil
+-- when raw is none (false, or another value).
+local function end_read(raw)
+  if not raw then return nil end
+  return string.match(raw, '^~(%x+) (%d+) (%a+) (%d+)$')
+end
+
 -- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
 -- (the newest ENDED_KEPT, for up to ttl ms), and while the lock or semaphore
 -- is watched every end is also published on channel CHANNEL_ENDED as
@@ -258,8 +274,7 @@ end
 -- to live longer than the watchers' re-check interval, in the same step as it
 -- looks at the lease: an end after that look is published, one before it is
 -- what the look finds. Ends nobody watches wake no gateway. A lease that ends
--- unmarked expired. (A lock keeps the last end in its holder key and copies
--- it here only when a lease is granted over it: lib_lock.lua.)
+-- unmarked expired. (The last end may wait in an end's record: end_text.)
 -- Scored by minus the fence, so the newest comes first: Redis keeps so small a
 -- set as a listpack, whose insert reads the scores from the front until the
 -- new one's place (every score, for a new fence scored by itself), and whose
@@ -274,6 +289,18 @@ local function ended_keep(lk, fence, reason, ttl)
   redis.call('ZADD', lk.ended, '-' .. fence, fence .. '|' .. reason)
   redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1')
   redis.call('PEXPIRE', lk.ended, ttl)
+end
+
+-- Copies the end's record raw (the value of the key about to be written
+-- over, as read: nothing happens for anything else) into the released and
+-- ended sets, for as long as it was to be kept.
+local function end_bury(lk, raw, now)
+  if not raw or string.byte(raw, 1) ~= 126 then return end -- '~': an end's record
+  local lease, fence, reason, till = end_read(raw)
+  if not lease then return end
+  till = tonumber(till)
+  if reason == 'released' then mark_released_until(lk, lease, now, till) end
+  ended_keep(lk, fence, reason, decimal(math.max(1, till - now)))
 end
 
 -- Tells every gateway's watchers of kind's name that the lease with fence

@@ -6,8 +6,9 @@
 -- Key layout of lock N; every key carries the hash tag {N}, base is
 -- KEY_LOCK_PREFIX..N..KEY_TAG_END (src/store/keys.h):
 -- KEYS: holder queue waiters tickets lib_lease.lua
---   holder   base..KEY_SUFFIX_HOLDERS  string: the holder record, or the end of the last lease
---                                      (lib_holder.lua); it expires with the lease
+--   holder   base..KEY_SUFFIX_HOLDERS  string: the holder record (lib_holder.lua), which expires
+--                                      with the lease, or the end of the last lease (lib_lease.lua
+--                                      end_text)
 --   queue    base..KEY_SUFFIX_QUEUE    sorted set of waiting lease ids, scored by arrival ticket
 --   waiters  base..KEY_SUFFIX_WAITERS  hash lease id -> JSON {inst, attach, ttl, max_hold, owner,
 --                                      rid}
@@ -36,14 +37,7 @@ end
 -- the end's record it replaces (prior: the holder key's value as read, or
 -- false) into the history first.
 local function holder_write(k, prior, text, ms, now)
-  if prior and string.byte(prior, 1) == 126 then -- '~': an end's record
-    local lease, fence, reason, till = end_read(prior)
-    if lease then
-      till = tonumber(till)
-      if reason == 'released' then mark_released_until(k, lease, now, till) end
-      ended_keep(k, fence, reason, decimal(math.max(1, till - now)))
-    end
-  end
+  end_bury(k, prior, now)
   redis.call('SET', k.h, text, 'PX', ms)
 end
 

@@ -12,7 +12,9 @@
 --   queue    base..KEY_SUFFIX_QUEUE        sorted set of waiting lease ids, by arrival ticket
 --   waiters  base..KEY_SUFFIX_WAITERS      hash lease id -> JSON {inst, attach, ttl, max_hold,
 --                                          owner, rid}
---   limit    base..KEY_SUFFIX_LIMIT        the limit in force while there are holders or waiters
+--   limit    base..KEY_SUFFIX_LIMIT        the limit in force while there are holders or waiters;
+--                                          once idle, maybe the end of the last lease (lib_lease.lua
+--                                          end_text)
 --   tickets  base..KEY_SUFFIX_TICKETS      arrival ticket counter
 --   then the common lease keys (lib_lease.lua), with KEY_SEM_INDEX for index.
 -- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>").
@@ -21,7 +23,10 @@
 -- holders, then hands the slots that frees to the oldest live waiters, so a
 -- crashed holder's slot is reused within one lease by whoever calls. An
 -- acquire of an idle semaphore (no limit, holder or waiter) takes the first
--- slot with none of that.
+-- slot with none of that, and the release of
+-- its only holder with nobody waiting drops its keys and writes the end's
+-- record over the limit: an uncontended pair touches neither queue nor
+-- history.
 
 local function sem_keys()
   -- One table constructor for the semaphore's keys, the common ones of
@@ -161,9 +166,13 @@ local function keys_ttl(now, keep_ms, last)
   return decimal(keep_ms + math.max(0, last - now) + keep_ms / 2)
 end
 
--- Removes every key of an idle semaphore (no holder, no waiter).
+-- Removes every key of an idle semaphore (no holder, no waiter), but for an
+-- end's record in the limit key (sem_release.lua), which is kept for retried
+-- releases and watchers until it runs out.
 local function forget(k)
-  redis.call('DEL', k.h, k.d, k.q, k.w, k.l, k.t)
+  redis.call('DEL', k.h, k.d, k.q, k.w, k.t)
+  local l = redis.call('GET', k.l)
+  if l and string.byte(l, 1) ~= 126 then redis.call('DEL', k.l) end -- '~': an end's record
 end
 
 -- Keeps the keys of a semaphore in use alive: they live at least keep_ms after
@@ -203,10 +212,13 @@ local function tidy(k, now, keep_ms)
 end
 
 -- The bookkeeping of the first grant of an idle semaphore, whose only keys are
--- now the holders and their data: sets the limit and, as keep_alive would,
--- the three keys' times to live past that holder's lease (k.latest).
-local function settle_first_holder(k, now, keep_ms, limit_text)
+-- now the holders and their data: sets the limit over prior (the limit key as
+-- read: nothing, or the end's record of the last lease, which goes to the
+-- history first) and, as keep_alive would, the three keys' times to live past
+-- that holder's lease (k.latest).
+local function settle_first_holder(k, now, keep_ms, limit_text, prior)
   local ttl = keys_ttl(now, keep_ms, k.latest)
+  end_bury(k, prior, now)
   redis.call('SET', k.l, limit_text, 'PX', ttl)
   redis.call('PEXPIRE', k.h, ttl)
   redis.call('PEXPIRE', k.d, ttl)

@@ -49,12 +49,12 @@ local function grant_now()
   return answer(granted_json(lease, fence, A_ttl_ms, expires_text), handoff)
 end
 
-local in_force = tonumber(limit_text) -- the limit in force, or nil
+local in_force = tonumber(limit_text) -- the limit in force, or nil (none, or an end's record)
 if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then
   -- Idle (no limit, holder or waiter): the first slot, without the looks at
   -- holders, queue and expired leases that a semaphore in use needs.
   local reply = grant_now()
-  settle_first_holder(k, now, keep_ms, A_limit)
+  settle_first_holder(k, now, keep_ms, A_limit, limit_text)
   return reply
 end
 -- In use: the numbers only this path reads.
@@ -72,6 +72,7 @@ if in_force and in_force ~= limit then
   end
 end
 if in_force ~= limit then
+  end_bury(k, limit_text, now)
   redis.call('SET', k.l, A_limit)
   k.fresh = true
 end

@@ -6,13 +6,14 @@
 -- semaphore watched for mark_ms first (lib_lease.lua mark_watched), so an end
 -- after this look is published; that tiny write is allowed while Redis is out
 -- of memory, so a watch works then too.
--- KEYS: holders data ended watched
---   the holders and holder data (lib_sem.lua), the ended leases and the watched
---   mark (lib_lease.lua)
+-- KEYS: holders data limit ended watched
+--   the holders, holder data and limit (lib_sem.lua: once idle, the limit key
+--   may hold the end of the last lease), the ended leases and the watched mark
+--   (lib_lease.lua)
 -- ARGV: fence mark_ms
 -- flags: allow-oom
 -- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
-mark_watched(KEYS[4], A_mark_ms)
+mark_watched(KEYS[5], A_mark_ms)
 local fence = tonumber(A_fence)
 local now = now_ms()
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
@@ -22,4 +23,6 @@ for i = 1, #live, 2 do
     return cjson.encode({held = true, pttl = tonumber(live[i + 1]) - now})
   end
 end
-return cjson.encode({held = false, reason = ended_reason(KEYS[3], fence)})
+local _, last, reason = end_read(redis.call('GET', KEYS[3]))
+if last == A_fence then return cjson.encode({held = false, reason = reason}) end
+return cjson.encode({held = false, reason = ended_reason(KEYS[4], fence)})

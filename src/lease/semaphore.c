@@ -142,6 +142,7 @@ int sem_watch(const char *name, long long fence, struct lease_watch *out, struct
     const char *keys[SEM_WATCH_NKEYS] = {
         [SEM_WATCH_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_WATCH_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_WATCH_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
         [SEM_WATCH_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
         [SEM_WATCH_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
     };
