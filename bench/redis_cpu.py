@@ -52,6 +52,11 @@ def aof_bytes(port: int) -> int:
     return redis_info(port, "aof_current_size", "persistence")
 
 
+def per_pair_aof(before: int, after: int, pairs: float) -> float | None:
+    """AOF bytes per pair between two readings; None when a rewrite of the AOF shrank it in between."""
+    return (after - before) / pairs if after >= before else None
+
+
 # The commands a path sends itself (a script's own commands are counted apart by Redis, and are inside its time).
 TOP_COMMANDS = {"gateway": ("fcall", "evalsha"), "redis-py": ("set", "evalsha")}
 
@@ -83,8 +88,9 @@ class Bench:
         self.lines.append(line)
 
     def say_round(self, r: int, conns: int, name: str, res: dict) -> None:
+        aof = "rewritten" if res["aof"] is None else f"{res['aof']:.0f}"
         self.say(f"round {r + 1} {conns} {name} pairs/s {res['ops']:.0f} redis_us {res['redis']:.1f} "
-                 f"exec_us {res['exec']:.1f} aof_bytes {res['aof']:.0f} reads {res['reads']:.2f} "
+                 f"exec_us {res['exec']:.1f} aof_bytes {aof} reads {res['reads']:.2f} "
                  f"gateway_us {res.get('gateway', 0.0):.1f}")
 
     def listens(self, pid: int) -> bool:
@@ -147,7 +153,7 @@ class Bench:
         pairs = max(res["ops"] * self.args.duration, 1)
         res["reads"] = (redis_info(self.redis_port, "total_reads_processed") - reads) / pairs
         res["exec"] = (exec_usec(self.redis_port, side) - usec) / pairs
-        res["aof"] = (aof_bytes(self.redis_port) - aof) / pairs
+        res["aof"] = per_pair_aof(aof, aof_bytes(self.redis_port), pairs)
         if not binary:
             res["gateway"] = 0.0
         self.stop_gateway()
@@ -175,7 +181,7 @@ class Bench:
         pairs = max(rate * self.args.duration, 1)
         res = {"ops": rate, "reads": (redis_info(self.redis_port, "total_reads_processed") - reads) / pairs,
                "exec": (exec_usec(self.redis_port, path) - usec) / pairs,
-               "aof": (aof_bytes(self.redis_port) - aof) / pairs}
+               "aof": per_pair_aof(aof, aof_bytes(self.redis_port), pairs)}
         for k in pids:
             res[k] = (after[k] - before[k]) / sbs.TICK / pairs * 1e6
         self.stop_gateway()
@@ -206,7 +212,9 @@ class Bench:
             for name, _ in sides:
                 xs = runs[(conns, name)]
                 m = {k: statistics.median(x.get(k, 0.0) for x in xs)
-                     for k in ("ops", "redis", "exec", "aof", "reads", "gateway")}
+                     for k in ("ops", "redis", "exec", "reads", "gateway")}
+                aofs = [x["aof"] for x in xs if x["aof"] is not None]
+                m["aof"] = statistics.median(aofs) if aofs else float("nan")
                 # Each round's figure over redis-py's in the same round: the machine's drift moves both alike.
                 paired = statistics.median(x["redis"] / y["redis"] for x, y in zip(xs, runs[(conns, "redis-py")]))
                 self.say(f"| {conns} | {name} | {m['ops']:,.0f} | {m['redis']:.1f} | {m['exec']:.1f} | "
