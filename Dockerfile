@@ -13,7 +13,7 @@
 FROM debian:12-slim AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      build-essential cmake pkg-config ca-certificates \
+      build-essential cmake pkg-config ca-certificates python3-minimal \
       libhiredis-dev libpq-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libssl-dev libcmocka-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

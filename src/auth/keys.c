@@ -4,7 +4,7 @@
  * file), looked up by the hash of a presented key (once per connection while
  * the connection presents the same key: auth_memo), published whole. It decides
  * who a caller is and what a key may do; which scope a call needs is the route
- * table's business (http/routes.c), and answering 401/403 the server's.
+ * table's business (http/routes.h), and answering 401/403 the server's.
  */
 #include "auth/keys.h"
 

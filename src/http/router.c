@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * router.c - the matcher behind the route table of routes.c. It compares raw
+ * router.c - the matcher behind the route table of routes.h. It compares raw
  * path segments with a pattern's literals, then decodes and validates the
  * parameters of the first pattern that fits. It never looks at bodies, headers
  * or backends.

@@ -99,7 +99,7 @@ static const struct {
     [code] = METRIC_RESULT_##metric,
 static const enum metric_result code_results[FG_CODE_COUNT] = {FG_CODES(FG_CODE_RESULT)};
 
-/* The routes (labels of routes.c) whose answers are lease operations. */
+/* The routes (labels of the route table, openapi/routes/) whose answers are lease operations. */
 static const struct {
     const char *route;
     enum metric_kind kind;
