@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The layering rule of src/ (README "Layout", CONTRIBUTING.md "Layers"): includes run one way,
+"""The layering rule of src/ (docs/design.md "Layout", CONTRIBUTING.md "Layers"): includes run one way,
 http/ -> lease/ -> store/ -> auth/ -> util/. A file may include headers of its own folder and of the
 folders below it, never of one above. The top-level headers have a place in that order too; main.c,
 janitor.c and config.c wire the folders together and may include anything, and nothing but them may

@@ -70,7 +70,7 @@ static void reply_refused(struct http_reply *reply, const struct fenced_writer *
  * the writes may go on; otherwise every such operation was refused with an
  * audit row (reason lease_expired) and *resource names the first (owned).
  * The lease can still end between this check and the commit; the fence covers
- * that window (README, "Writes under a live lease").
+ * that window (docs/design.md, "Writes under a live lease").
  */
 static int live_lease_gate(const struct table_schema *schemas, const struct fenced_op *ops,
                            size_t nops, const struct token_claims *claims,

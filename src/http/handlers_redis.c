@@ -181,7 +181,7 @@ static int write_once_floored(write_fn fn, const struct write_request *wr, const
  * require a live lease, or the token's lease holds); 1 when it was refused:
  * 410 lease_lost answered, one audit record with reason lease_expired kept;
  * -1 when a backend failed. The lease can still end between this check and the
- * write script; the fence covers that window (README, "Writes under a live lease").
+ * write script; the fence covers that window (docs/design.md, "Writes under a live lease").
  */
 static int live_lease_gate(struct http_reply *reply, const struct write_request *wr,
                            struct fg_error *err)

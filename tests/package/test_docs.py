@@ -3,7 +3,7 @@
 (its descriptions, openapi/routes/) and every problem code of FG_CODES (src/util/error.h), with a
 Retry-After where the code carries one; the README, docs/api.md and docs/operations.md state the limits and defaults of
 src/fglimits.h; every example of openapi/openapi.json conforms to the schema beside it; and the README
-and docs link only to files inside the repository.
+and docs link only to files inside the repository, and to sections those files have.
 
 Caught: the batch answer's items (op, resource, row) against the old schema that required `applied` and
 `fence` in them; a README link to ../shared/API.md.
@@ -106,6 +106,25 @@ def openapi_bounds(node, name: str = ""):
                     yield from openapi_bounds(schema, member)
             elif key not in ("example", "examples"):
                 yield from openapi_bounds(value, name)
+
+
+def documents() -> list[str]:
+    """The Markdown documents whose links are checked: the README, the changelog and docs/."""
+    return ["README.md", "CHANGELOG.md"] + [os.path.join("docs", f) for f in sorted(os.listdir(
+        os.path.join(ROOT, "docs"))) if f.endswith(".md")]
+
+
+def anchors(markdown: str) -> set[str]:
+    """The anchors GitHub makes of a document's headings: lower case, punctuation dropped, spaces as
+    hyphens (headings inside fenced code blocks are not headings)."""
+    out, fenced = set(), False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6} ", line):
+            heading = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^\w\- ]", "", heading).replace(" ", "-"))
+    return out
 
 
 def read(*path: str) -> str:
@@ -234,8 +253,7 @@ class ApiReferenceTest(unittest.TestCase):
             self.assertEqual(conforms(m["example"], m["schema"], components, where), [])
 
     def test_links_stay_in_the_repository(self):
-        for name in ["README.md", "CHANGELOG.md"] + [os.path.join("docs", f) for f in os.listdir(
-                os.path.join(ROOT, "docs")) if f.endswith(".md")]:
+        for name in documents():
             text = read(name)
             for target in re.findall(r"\]\(([^)#\s]+)", text):
                 if re.match(r"[a-z]+:", target):
@@ -243,6 +261,17 @@ class ApiReferenceTest(unittest.TestCase):
                 path = os.path.normpath(os.path.join(ROOT, os.path.dirname(name), target))
                 self.assertTrue(path.startswith(ROOT + os.sep), f"{name} links outside: {target}")
                 self.assertTrue(os.path.exists(path), f"{name} links to a missing file: {target}")
+
+    def test_links_to_a_section_find_it(self):
+        """A link with #section names a heading of its document, as GitHub makes anchors of headings, so a
+        section that moves or is renamed takes its links along. Fails with a misspelt section
+        (docs/operations.md#replicas-and-failovers) and with api.md's own #listing-leases-and-the-console-helpers."""
+        for name in documents():
+            for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", read(name)):
+                if re.match(r"[a-z]+:", target) or (target and not target.endswith(".md")):
+                    continue  # a web address, or a file that is not Markdown
+                doc = os.path.normpath(os.path.join(os.path.dirname(name), target)) if target else name
+                self.assertIn(anchor, anchors(read(doc)), f"{name} links to a missing section: {target}#{anchor}")
 
 
 if __name__ == "__main__":
