@@ -10,13 +10,17 @@
  * accepted, the common case; why a write was refused is asked afterwards, by
  * the refusal statement, which also keeps its audit row (fenced_sql.h).
  *
- * Default mode: f claims the fence in fencegate.resource_fences, an upsert
- * that raises the stored fence to the presented one only if it is not higher
- * (ON CONFLICT ... DO UPDATE ... WHERE): it locks the fence row first, which
- * serializes the writers of one resource, and under READ COMMITTED it judges
- * the newest committed fence after waiting for a concurrent writer. It claims
- * nothing for a revoked fence, nor for a PATCH or DELETE whose row is missing
- * (a 404 leaves no fence behind). The write joins f: no claim, no write.
+ * Default mode: c locks the resource's row of fencegate.resource_fences (FOR
+ * UPDATE), which serializes the writers of one resource and, under READ
+ * COMMITTED, reads the newest committed fence after waiting for a concurrent
+ * writer. A fence equal to the presented one, a holder's every write after its
+ * first, is only locked, not rewritten. A lower one, or none, is raised by f,
+ * an upsert that raises the stored fence only if it is not higher (ON CONFLICT
+ * ... DO UPDATE ... WHERE, for a fence row that another writer inserts
+ * meanwhile). f claims nothing for a revoked fence, nor for a PATCH or DELETE
+ * whose row is missing (a 404 leaves no fence behind). The write runs only
+ * when c holds the presented fence or f claimed it, and the fence is not
+ * revoked.
  *
  * A table with a fence_column keeps the fence in its own row instead, the
  * classic guarded statement: the write sets the column to the presented fence
@@ -39,12 +43,16 @@
 /* True when the presented fence was revoked: one probe of a small table. */
 #define REVOKED "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)"
 
-/* The claim of a single write's fence: raises the stored fence to the
- * presented one unless it is higher, locking the fence row either way; answers
- * the resource only when it raised (or kept) the fence. */
+/* The raise of a single write's fence (f): raises the stored fence to the
+ * presented one unless it is higher; answers the resource only when it did. */
 static const char fence_claim[] =
     " ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence, updated_at = clock_timestamp()"
     " WHERE rf.fence <= excluded.fence RETURNING rf.resource";
+
+/* What a default-mode write needs to go ahead: the fence is not revoked, and
+ * c holds the presented fence or f claimed it. */
+static const char claimed[] =
+    " AND NOT " REVOKED " AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM f))";
 
 /* Raising a fence row of a batch to greatest(stored, presented), always
  * updating so that the row is locked and the new value is computed on its
@@ -274,12 +282,17 @@ static void put_replace(FILE *out, const struct table_config *t)
 
 /* --- the default mode: fences in fencegate.resource_fences ------------------------------ */
 
-/* "WITH f AS (...) ": the claim of the write's fence (see the top of this file). */
+/* "WITH c AS (...), f AS (...) ": the claim of the write's fence (see the top of this file). */
 static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced_kind kind)
 {
-    fputs("WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ", out);
+    fputs("WITH c AS (SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
     put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
-    fputs(", $1::bigint WHERE NOT " REVOKED, out);
+    fputs(
+        " FOR UPDATE), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ",
+        out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(", $1::bigint WHERE coalesce((SELECT c.fence FROM c), 0) < $1::bigint AND NOT " REVOKED,
+          out);
     if (fenced_kind_needs_row(kind)) {
         fputs(" AND EXISTS (SELECT 1 FROM ", out);
         put_ident(out, s->cfg->name);
@@ -298,23 +311,24 @@ static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenc
     switch (kind) {
     case FENCED_PATCH:
         put_update_head(out, s, written);
-        fputs(" FROM f", out);
         put_key_match(out, s);
+        fputs(claimed, out);
         break;
     case FENCED_PUT:
         put_insert_head(out, s, written, false);
-        fputs(" FROM f", out);
+        fprintf(out, " WHERE true%s", claimed);
         put_replace(out, t);
         break;
     case FENCED_POST: /* an existing key fails the insert: 409 conflict */
         put_insert_head(out, s, written, false);
-        fputs(" FROM f", out);
+        fprintf(out, " WHERE true%s", claimed);
         break;
     case FENCED_DELETE:
         fputs("DELETE FROM ", out);
         put_ident(out, t->name);
-        fputs(" AS t USING f", out);
+        fputs(" AS t", out);
         put_key_match(out, s);
+        fputs(claimed, out);
         break;
     default: FG_ASSERT(!"unknown write kind");
     }

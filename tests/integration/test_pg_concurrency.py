@@ -16,6 +16,8 @@ Owns: the concurrency contract of fenced Postgres writes. Must not: test single-
 
 import os
 import sys
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -72,6 +74,49 @@ class ConcurrentWritersTest(GatewayTest):
         statuses = self.run_writers(key, toks, "PUT", lambda f: {"row": {"fence": f, "note": f"w{f}"}})
         self.check(key, statuses)
 
+    def behind_a_newer_fence_in_flight(self, first_write: bool):
+        """A write whose stored fence is about to be raised by a transaction in flight (an UPDATE of the fence
+        row, or for a resource without one an INSERT of it) waits for it and is then refused: the stored fence
+        is judged after that commit, never from the write's snapshot."""
+        key = unique("conc")
+        resource = f"pg:pg_conc_rows/{key}"
+        (old, old_fence), (_, new_fence) = tokens(self.c, unique("conc-lock"), 2)
+        if first_write:
+            raise_sql = "INSERT INTO fencegate.resource_fences (resource, fence) VALUES (:'r', :'f');"
+        else:
+            self.assertEqual(write(self.c, "PUT", "pg_conc_rows", key, {"row": {"note": "a"}}, old).status, 200)
+            raise_sql = "UPDATE fencegate.resource_fences SET fence = :'f' WHERE resource = :'r';"
+
+        def raise_in_flight():  # another writer's transaction: the fence raised, the commit 2 s later
+            psql(f"BEGIN;\n{raise_sql}\nSELECT pg_sleep(2.0123);\nCOMMIT;\n", {"f": new_fence, "r": resource})
+        other = threading.Thread(target=raise_in_flight)
+        other.start()
+        raised = False
+        for _ in range(200):  # until the raise holds the fence row (its statement is done: it sleeps)
+            raised = psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(2.0123)%'"
+                          " AND state = 'active'") != ["0"]
+            if raised:
+                break
+            time.sleep(0.02)
+        self.assertTrue(raised)
+        r = write(self.c, "PUT", "pg_conc_rows", key, {"row": {"note": "b"}}, old)
+        other.join()
+        self.assertEqual((r.status, r.body.get("current_fence")), (409, new_fence), r)
+        self.assertEqual(psql("SELECT note FROM public.pg_conc_rows WHERE id = :'k'", {"k": key}),
+                         [] if first_write else ["a"])
+        self.assertEqual(stored_fence(resource), new_fence)
+        self.assertEqual(len(psql("SELECT 1 FROM fencegate.rejections WHERE resource = :'r'", {"r": resource})), 1)
+        self.assertLess(old_fence, new_fence)
+
+    def test_a_holder_behind_a_newer_fence_in_flight(self):
+        """Caught when tried: the fence row read without FOR UPDATE (the holder's second write, whose fence
+        equals the stored one, answered 200 after the newer fence had committed)."""
+        self.behind_a_newer_fence_in_flight(first_write=False)
+
+    def test_a_first_write_behind_a_newer_fence_in_flight(self):
+        """Caught when tried: the fence upsert without its WHERE (the older write, waiting on the newer fence
+        row's insert, lowered the fence to its own and answered 200)."""
+        self.behind_a_newer_fence_in_flight(first_write=True)
 
 if __name__ == "__main__":
     unittest.main()

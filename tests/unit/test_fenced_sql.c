@@ -31,14 +31,14 @@ static void statements_quote_and_parameterize(void **state)
     char *sql = fenced_sql_write(&schemas[1], FENCED_PATCH, written, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_non_null(strstr(sql, "UPDATE \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $4::"
-                                "character varying FROM f"));
+                                "character varying WHERE"));
     assert_non_null(strstr(sql, "t.\"k\xc3\xa9y\" = $2::integer"));
     free(sql);
     bool none[] = {false, false, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT);
-    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t USING f WHERE t.\"id\" = $2::text"
-                                " RETURNING $3::text || (t.\"id\")::text AS resource"));
+    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND NOT"));
+    assert_non_null(strstr(sql, " RETURNING $3::text || (t.\"id\")::text AS resource"));
     assert_null(strstr(sql, "row_to_json")); /* a delete answers no row */
     free(sql);
     const struct table_schema *both[] = {&schemas[0], &schemas[1]};
@@ -54,32 +54,40 @@ static void statements_quote_and_parameterize(void **state)
     free(sql);
 }
 
-/* The default mode: the fence is claimed, unless revoked, stale or (PATCH,
- * DELETE) the row is missing, and the write joins the claim; nothing of the
- * refusal path (audit inserts, reads of the current fence) on the way. */
+/* The default mode: the fence row is locked; an equal fence is kept as it is,
+ * a lower one raised unless revoked or (PATCH, DELETE) the row is missing; the
+ * write goes ahead only on a kept or raised fence; nothing of the refusal
+ * path (audit inserts) on the way. */
 static void default_mode_writes(void **state)
 {
     (void)state;
     int n = 0;
-    char *sql = fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false},
-                                 true, &n);
+    char *sql =
+        fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false}, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 2);
     assert_non_null(strstr(
-        sql, "WITH f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT "
-             "$3::text || ($2::text)::text, $1::bigint WHERE NOT EXISTS (SELECT 1 FROM "
-             "fencegate.revocations rv WHERE rv.fence = $1::bigint) AND EXISTS (SELECT 1 FROM "
-             "\"invoices\" AS e WHERE e.\"id\" = $2::text) ON CONFLICT (resource) DO UPDATE SET "
-             "fence = excluded.fence, updated_at = clock_timestamp() WHERE rf.fence <= "
-             "excluded.fence RETURNING rf.resource) "));
+        sql,
+        "WITH c AS (SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = "
+        "$3::text || ($2::text)::text FOR UPDATE), f AS (INSERT INTO "
+        "fencegate.resource_fences AS rf (resource, fence) SELECT $3::text || "
+        "($2::text)::text, $1::bigint WHERE coalesce((SELECT c.fence FROM c), 0) < $1::bigint "
+        "AND NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint) "
+        "AND EXISTS (SELECT 1 FROM \"invoices\" AS e WHERE e.\"id\" = $2::text) ON CONFLICT "
+        "(resource) DO UPDATE SET fence = excluded.fence, updated_at = clock_timestamp() WHERE "
+        "rf.fence <= excluded.fence RETURNING rf.resource) "));
     assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
-                                "\"amount_cents\" = $5::bigint FROM f WHERE t.\"id\" = $2::text"));
+                                "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text AND NOT "
+                                "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
+                                "$1::bigint) AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS "
+                                "(SELECT 1 FROM f))"));
     assert_null(strstr(sql, "rejections"));
     free(sql);
     bool some[] = {false, true, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_null(strstr(sql, "AND EXISTS (SELECT 1 FROM \"invoices\"")); /* an insert needs no row */
-    assert_non_null(strstr(sql, "SELECT $2::text, $4::bigint FROM f ON CONFLICT (\"id\") DO UPDATE"
+    assert_non_null(strstr(sql, "SELECT $2::text, $4::bigint WHERE true AND NOT EXISTS"));
+    assert_non_null(strstr(sql, "OR EXISTS (SELECT 1 FROM f)) ON CONFLICT (\"id\") DO UPDATE"
                                 " SET \"customer\" = excluded.\"customer\""));
     free(sql);
     sql = fenced_sql_write(&schemas[0], FENCED_POST, some, true, &n);
@@ -192,12 +200,9 @@ static void key_identity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(quotes_identifiers),
-        cmocka_unit_test(statements_quote_and_parameterize),
-        cmocka_unit_test(default_mode_writes),
-        cmocka_unit_test(fence_column_statements),
-        cmocka_unit_test(answered_rows),
-        cmocka_unit_test(refusal_statements),
+        cmocka_unit_test(quotes_identifiers),  cmocka_unit_test(statements_quote_and_parameterize),
+        cmocka_unit_test(default_mode_writes), cmocka_unit_test(fence_column_statements),
+        cmocka_unit_test(answered_rows),       cmocka_unit_test(refusal_statements),
         cmocka_unit_test(key_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
