@@ -8,8 +8,8 @@ answer carried it (row_to_json of the whole row), so a key that may write but no
 through its PATCH. The fence column is answered as the answer's own `fence`, never inside the row.
 
 Broken variants caught while writing this: the write statement answering row_to_json(t) (card_number and
-lock_fence in every row); the minimal write reading the row back anyway (its statement, seen in
-pg_stat_activity, carried row_to_json).
+lock_fence in every row); the minimal write reading the row back anyway (its statement, caught waiting for
+a row lock in pg_stat_activity, carried row_to_json).
 
 Owns: what fenced writes answer (docs/api.md "Fenced writes to Postgres"). Must not: test the fence rule itself
 (test_pg_writes.py, test_fence_column.py).
@@ -17,6 +17,8 @@ Owns: what fenced writes answer (docs/api.md "Fenced writes to Postgres"). Must 
 
 import os
 import sys
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +42,16 @@ TABLES = {"ans_default": {"key": "id", "columns": ["note", "amount"]},
           "ans_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"},
           "ans_minimal": {"key": "id", "columns": ["note"]}}
 MINIMAL = {"Prefer": "return=minimal"}
+
+
+def wait_for(condition, seconds: float = 10.0) -> bool:
+    """Polls condition every 20 ms until it is true or seconds have passed; returns whether it came true."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
 
 
 class PgAnswersTest(GatewayTest):
@@ -118,18 +130,35 @@ class PgAnswersTest(GatewayTest):
                 assert_problem(self, r, 404, "not_found")
 
     def test_minimal_writes_read_no_row(self):
-        """The statement of a minimal write does not read the row back: its text, as Postgres shows the
-        gateway's connections in pg_stat_activity, has no row_to_json (only minimal writes touch this table)."""
+        """The statement of a minimal write does not read the row back. It is caught in the act: another
+        transaction holds the row, so the gateway's statement waits, and its text, as pg_stat_activity
+        shows it meanwhile, has no row_to_json."""
         (token, _), = tokens(self.c, unique("ans-lock"), 1)
         key = unique("ans")
-        self.assertEqual(self.send("PUT", "ans_minimal", key, {"row": {"note": "a"}}, token, MINIMAL).status, 204)
-        self.assertEqual(self.send("PATCH", "ans_minimal", key, {"set": {"note": "b"}}, token, MINIMAL).status, 204)
-        seen = psql("SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'"
-                    " AND query LIKE '%\"ans_minimal\"%'")
-        self.assertGreater(len(seen), 0, "the gateway's statement on ans_minimal is shown")
+        psql("INSERT INTO public.ans_minimal (id, note) VALUES (:'k', 'a')", {"k": key})
+        locker = threading.Thread(target=psql, args=(
+            "BEGIN;\nSELECT 1 FROM public.ans_minimal WHERE id = :'k' FOR UPDATE;\nSELECT pg_sleep(2.0456);\nCOMMIT;\n",
+            {"k": key}))
+        locker.start()
+        self.assertTrue(wait_for(lambda: psql("SELECT count(*) FROM pg_stat_activity"
+                                              " WHERE query LIKE 'SELECT pg_sleep(2.0456)%' AND state = 'active'")
+                                 != ["0"]))
+        answer = {}
+        client = self.gw.client()
+        writer = threading.Thread(target=lambda: answer.update(r=client.request(
+            "PATCH", f"/v1/pg/ans_minimal/{key}", {"set": {"note": "b"}}, {"Fence-Token": token, **MINIMAL})))
+        writer.start()
+        seen = []
+        self.assertTrue(wait_for(lambda: seen.extend(psql(
+            "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'"
+            " AND wait_event_type = 'Lock' AND query LIKE '%\"ans_minimal\"%'")) or seen))
+        writer.join()
+        locker.join()
+        client.close()
+        self.assertEqual(answer["r"].status, 204, answer)
         for query in seen:
+            self.assertIn('UPDATE "ans_minimal"', query)
             self.assertNotIn("row_to_json", query)
-
 
 if __name__ == "__main__":
     unittest.main()
