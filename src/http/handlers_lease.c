@@ -121,10 +121,10 @@ static void free_wait(void *state)
 
 /* Answers how an acquire ended (end), or parks it (step). */
 static enum handler_result answer_acquire(const struct lease_ops *kind, struct http_request *req,
-                                          struct http_reply *reply, enum lease_wait_step step,
+                                          struct http_reply *reply, enum park_step step,
                                           const struct lease_wait_end *end)
 {
-    if (step == LEASE_WAIT_PARK)
+    if (step == PARK_STEP_PARK)
         return HANDLER_SUSPEND;
     if (end->err.code != FG_OK)
         fail(reply, &end->err);
@@ -132,7 +132,7 @@ static enum handler_result answer_acquire(const struct lease_ops *kind, struct h
         reply_busy(reply, &end->res, end->busy_detail);
     else
         reply_acquired(kind, req, reply, &end->res);
-    return step == LEASE_WAIT_HANGUP ? HANDLER_CLOSE : HANDLER_DONE;
+    return step == PARK_STEP_HANGUP ? HANDLER_CLOSE : HANDLER_DONE;
 }
 
 enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct http_request *req,
@@ -153,7 +153,7 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
     http_request_log_owner(req, p.owner);
     struct lease_wait *lw;
     struct waiter_client client = http_request_waiter_client(req);
-    enum lease_wait_step step = lease_wait_begin(kind, lease_name(req), &p, &client, &lw, &end);
+    enum park_step step = lease_wait_begin(kind, lease_name(req), &p, &client, &lw, &end);
     if (lw != NULL) { /* the wait copied what it keeps of the body */
         http_request_drop_body(req);
         req->state = lw;

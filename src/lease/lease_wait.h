@@ -16,17 +16,11 @@
 #define FG_LEASE_WAIT_H
 
 #include "lease/lease_ops.h"
+#include "lease/park.h"
 #include "lease/waiter.h"
 #include "util/error.h"
 
 struct lease_wait;
-
-/* What its handler does with an acquire. */
-enum lease_wait_step {
-    LEASE_WAIT_PARK,   /* the request waits: suspend it until its waiter wakes it */
-    LEASE_WAIT_ANSWER, /* answer the end */
-    LEASE_WAIT_HANGUP, /* its client is gone: the end is only logged, the connection closed */
-};
 
 /* How an acquire ended. */
 struct lease_wait_end {
@@ -43,21 +37,36 @@ struct lease_wait_end {
  * registry's callback), then parks. *wait is that
  * wait (owned by the caller, who frees it with lease_wait_free when the
  * request ends; it keeps copies of p's strings), or NULL if none began.
- * Returns LEASE_WAIT_PARK or LEASE_WAIT_ANSWER with *end filled.
+ * Returns PARK_STEP_PARK, or PARK_STEP_ANSWER with *end filled.
  */
-enum lease_wait_step lease_wait_begin(const struct lease_ops *kind, const char *name,
-                                      const struct acquire_params *p,
-                                      const struct waiter_client *client, struct lease_wait **wait,
-                                      struct lease_wait_end *end);
+enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
+                                const struct acquire_params *p, const struct waiter_client *client,
+                                struct lease_wait **wait, struct lease_wait_end *end);
 
 /* Runs wait again once its request was resumed: it reads why it woke and
  * tries again, until it is answered (*end filled) or parks. */
-enum lease_wait_step lease_wait_run(struct lease_wait *wait, struct lease_wait_end *end);
+enum park_step lease_wait_run(struct lease_wait *wait, struct lease_wait_end *end);
 
 /* Ends the life of a wait (NULL: no-op). A wait whose request ends unanswered
  * (its client went while it was parked) first leaves its queue, so no ghost
  * waiter holds anything up. */
 void lease_wait_free(struct lease_wait *wait);
+
+/* Where a wait waits: the queue of a lock or semaphore and its place there. */
+struct lease_queue {
+    const struct lease_ops *kind; /* lock or semaphore */
+    const char *name;             /* its name */
+    struct lease_leaver leaver;   /* the wait's lease and attach id */
+};
+
+/* The queue the wait of park p waits in. */
+typedef struct lease_queue (*lease_queue_of_fn)(struct park *p);
+
+/* The leave-many hook of waits in lock or semaphore queues (park.h): takes the
+ * waits ps[0..n) out of their queues, one script call per lock or semaphore
+ * and LEASE_LEAVE_MAX of them, and sets left[i] for each that left (janitor
+ * thread). */
+void lease_leave_queues(struct park *const *ps, size_t n, lease_queue_of_fn queue_of, bool *left);
 
 /* Puts each grant that the script answering res handed to a waiter of this
  * gateway (a lease of name) into its wait and wakes it; a grant without its

@@ -60,7 +60,7 @@ static struct {
     struct strmap quotas;      /* struct key_quota by API key id, made on first use */
     int epoll_fd;
     waiter_resume_fn resume; /* resumes a parked request */
-    pthread_cond_t left;     /* a batch of WAITER_LEAVING waiters is done */
+    pthread_cond_t left;     /* a batch of WAIT_LEAVING waiters is done */
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER,
          .left = PTHREAD_COND_INITIALIZER,
          .waiters = {&reg.waiters, &reg.waiters},
@@ -116,29 +116,41 @@ static struct waiter *waiter_of_id(struct strmap_node *node)
     return (struct waiter *)(void *)((char *)node - offsetof(struct waiter, by_id));
 }
 
-/* The one state transition function: a parked waiter is in the timer heap,
- * and running again resumes a suspended request. Caller holds reg.lock. */
-static void waiter_set_state(struct waiter *w, enum waiter_state to)
+/* True while w is registered (superseded waiters are not, though their waits go on). */
+static bool registered(const struct waiter *w)
 {
-    enum waiter_state from = w->state;
+    return w->link.next != NULL && w->link.next != &w->link;
+}
+
+static void unlink_waiter(struct waiter *w);
+
+/* The one transition function of a wait (wait_state.h): a parked wait is in
+ * the timer heap, one that runs again after its suspension is resumed, and one
+ * that is answered or gone leaves the registry. Caller holds reg.lock. */
+static void step_locked(struct waiter *w, enum wait_event ev)
+{
+    enum wait_state from = w->state;
+    enum wait_state to = (enum wait_state)fsm_step(&wait_lifecycle, (int)from, (int)ev);
     w->state = to;
-    if (from == WAITER_PARKED)
+    if (from == WAIT_PARKED)
         heap_remove(&reg.timers, &w->timer);
-    if (to == WAITER_PARKED) {
+    if (to == WAIT_PARKED) {
         heap_add(&reg.timers, &w->timer, w->next_check_ms);
         if (w->timer.slot == 0)
             alarm_set(w->next_check_ms);
     }
-    if ((from == WAITER_PARKED || from == WAITER_LEAVING) && to == WAITER_RUNNING)
+    if (wait_state_suspended(from) && !wait_state_suspended(to) && to != WAIT_GONE)
         reg.resume(w->request);
+    if ((to == WAIT_ANSWERED || to == WAIT_GONE) && registered(w))
+        unlink_waiter(w);
 }
 
 /* Records reason and resumes w if parked. Caller holds reg.lock. */
 static void wake(struct waiter *w, unsigned reason)
 {
     w->wake_reasons |= reason;
-    if (w->state == WAITER_PARKED)
-        waiter_set_state(w, WAITER_RUNNING);
+    if (w->state == WAIT_PARKED)
+        step_locked(w, WAIT_EV_WAKE);
 }
 
 /* What w's epoll event carries: its serial and its descriptor. */
@@ -168,7 +180,6 @@ static void unlink_waiter(struct waiter *w)
     list_unlink(&w->link);
     if (w->watch_kind == 0)
         strmap_remove(&reg.by_id, &w->by_id);
-    w->linked = false;
     if (w->fd >= 0) {
         epoll_ctl(reg.epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
         if ((size_t)w->fd < reg.nfds && reg.by_fd[w->fd] == w)
@@ -223,11 +234,10 @@ int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t dea
     w->deadline_ms = deadline_ms;
     w->next_check_ms = deadline_ms;
     w->wake_reasons = 0;
-    w->state = WAITER_RUNNING;
+    w->state = WAIT_REGISTERING;
     w->serial = ++reg.next_serial;
     w->fd = client->fd;
     list_push(w->watch_kind != 0 ? &reg.watchers : &reg.waiters, &w->link);
-    w->linked = true;
     reg.count++;
     reg.watch_count += w->watch_kind != 0;
     if (w->watch_kind == 0)
@@ -246,7 +256,7 @@ void waiter_rekey(struct waiter *w, const char *lease_id)
 {
     pthread_mutex_lock(&reg.lock);
     supersede_locked(lease_id, w);
-    bool hashed = w->linked && w->watch_kind == 0;
+    bool hashed = registered(w) && w->watch_kind == 0;
     if (hashed)
         strmap_remove(&reg.by_id, &w->by_id);
     snprintf(w->lease_id, sizeof w->lease_id, "%s", lease_id);
@@ -255,15 +265,24 @@ void waiter_rekey(struct waiter *w, const char *lease_id)
     pthread_mutex_unlock(&reg.lock);
 }
 
-void waiter_remove(struct waiter *w)
+void waiter_step(struct waiter *w, enum wait_event ev)
 {
     pthread_mutex_lock(&reg.lock);
-    while (w->state == WAITER_LEAVING)
-        pthread_cond_wait(&reg.left, &reg.lock);
-    if (w->linked)
-        unlink_waiter(w);
-    waiter_set_state(w, WAITER_GONE);
+    step_locked(w, ev);
     pthread_mutex_unlock(&reg.lock);
+}
+
+enum wait_state waiter_end(struct waiter *w)
+{
+    pthread_mutex_lock(&reg.lock);
+    while (w->state == WAIT_LEAVING)
+        pthread_cond_wait(&reg.left, &reg.lock);
+    enum wait_state from = w->state;
+    if (registered(w))
+        unlink_waiter(w);
+    step_locked(w, WAIT_EV_END);
+    pthread_mutex_unlock(&reg.lock);
+    return from;
 }
 
 unsigned waiter_take_reasons(struct waiter *w)
@@ -281,8 +300,9 @@ bool waiter_park(struct waiter *w, int64_t next_check_ms)
     bool parked = w->wake_reasons == 0;
     if (parked) {
         w->next_check_ms = next_check_ms < w->deadline_ms ? next_check_ms : w->deadline_ms;
-        waiter_set_state(w, WAITER_PARKED);
-    }
+        step_locked(w, WAIT_EV_PARK);
+    } else
+        step_locked(w, WAIT_EV_WAKE);
     pthread_mutex_unlock(&reg.lock);
     return parked;
 }
@@ -304,7 +324,7 @@ bool waiter_deliver(const char *lease_id, const void *news)
     if (w != NULL) {
         if (w->deliver != NULL)
             w->deliver(w, news);
-        wake(w, WAKE_DOORBELL);
+        wake(w, w->deliver != NULL ? WAKE_DELIVERED : WAKE_DOORBELL);
     }
     pthread_mutex_unlock(&reg.lock);
     return w != NULL;
@@ -364,11 +384,12 @@ static void probe_half_close(struct waiter *w)
     epoll_ctl(reg.epoll_fd, EPOLL_CTL_MOD, w->fd, &ev);
 }
 
-/* Runs the leave hooks of ws[0..n) (all WAITER_LEAVING), each once per batch
- * of the waiters that share it, then wakes them all with WAKE_HANGUP. Called
- * without reg.lock. */
+/* Runs the leave hooks of ws[0..n) (all WAIT_LEAVING), each once per batch
+ * of the waiters that share it, then wakes them all with WAKE_HANGUP, left or
+ * stayed. Called without reg.lock. */
 static void leave_all(struct waiter **ws, size_t n)
 {
+    bool left[HANGUP_BATCH] = {false};
     for (size_t done = 0; done < n;) {
         waiter_leave_fn leave = ws[done]->leave;
         size_t same = done;
@@ -379,13 +400,13 @@ static void leave_all(struct waiter **ws, size_t n)
             ws[i] = ws[same];
             ws[same++] = w;
         }
-        leave(ws + done, same - done);
+        leave(ws + done, same - done, left + done);
         done = same;
     }
     pthread_mutex_lock(&reg.lock);
     for (size_t i = 0; i < n; i++) {
         ws[i]->wake_reasons |= WAKE_HANGUP;
-        waiter_set_state(ws[i], WAITER_RUNNING);
+        step_locked(ws[i], left[i] ? WAIT_EV_LEFT : WAIT_EV_STAYED);
     }
     pthread_cond_broadcast(&reg.left);
     pthread_mutex_unlock(&reg.lock);
@@ -408,8 +429,8 @@ bool waiter_watch_hangups(int timeout_ms)
             continue;
         if (!(events[i].events & (EPOLLHUP | EPOLLERR)))
             probe_half_close(w);
-        else if (w->state == WAITER_PARKED && w->leave != NULL) {
-            waiter_set_state(w, WAITER_LEAVING);
+        else if (w->state == WAIT_PARKED && w->leave != NULL) {
+            step_locked(w, WAIT_EV_LEAVE);
             leaving[nleaving++] = w;
         } else
             wake(w, WAKE_HANGUP);

@@ -11,14 +11,11 @@
  * waiters too: they have no lease id of their own, live on a list of their
  * own and are found by the lease they watch (kind, name, fence).
  *
- * States: WAITER_RUNNING (its handler is on a thread), WAITER_PARKED (the
- * connection is suspended), WAITER_LEAVING (its client hung up while it was
- * parked; still suspended while the janitor takes it out of its queue together
- * with the others that hung up), WAITER_GONE (not registered).
- * waiter_set_state is the one place that moves between them. The registry
- * knows a parked request only as an opaque pointer and a socket: it resumes
- * it through the callback given at waiter_registry_init (the HTTP server's), so
- * lease/ never calls into http/.
+ * Each waiter's state is its wait's lifecycle (wait_state.h), which the
+ * registry moves in one function under its lock, whichever thread the event
+ * comes from. The registry knows a parked request only as an opaque pointer
+ * and a socket: it resumes it through the callback given at
+ * waiter_registry_init (the HTTP server's), so lease/ never calls into http/.
  */
 #ifndef FG_WAITER_H
 #define FG_WAITER_H
@@ -28,31 +25,25 @@
 #include <stdint.h>
 
 #include "auth/token.h"
+#include "lease/wait_state.h"
 #include "util/error.h"
 #include "util/heap.h"
 #include "util/list.h"
 #include "util/strmap.h"
-
-enum waiter_state {
-    WAITER_GONE,
-    WAITER_RUNNING,
-    WAITER_PARKED,
-    WAITER_LEAVING,
-};
 
 struct waiter;
 struct key_quota;
 
 /*
  * Takes waiters ws[0..n) whose clients hung up out of their queues, many at
- * once. The janitor calls it outside the registry lock with waiters that share
- * this hook, all WAITER_LEAVING: a request that ends meanwhile (its
- * connection closes in the one event-loop round before its suspension) waits
- * in waiter_remove before it frees its waiter. It records in each waiter's own state what it did;
- * the waiters are then woken with WAKE_HANGUP, and a waiter it could not take out leaves on its own
- * as it wakes.
+ * once, and sets left[i] for each it took out. The janitor calls it outside
+ * the registry lock with waiters that share this hook, all WAIT_LEAVING: a
+ * request that ends meanwhile (its connection closes in the one event-loop
+ * round before its suspension) waits in waiter_end before it frees its
+ * waiter. The waiters are then woken with WAKE_HANGUP, left or not (a waiter
+ * it could not take out leaves on its own as it wakes).
  */
-typedef void (*waiter_leave_fn)(struct waiter *const *ws, size_t n);
+typedef void (*waiter_leave_fn)(struct waiter *const *ws, size_t n, bool *left);
 
 /* Stores news handed over in-process (a grant) in the state of the request that owns w; called
  * under the registry lock, so it must not block or call back into the registry. */
@@ -64,23 +55,23 @@ enum waiter_wake {
     WAKE_HANGUP = 1 << 2,     /* the client closed or reset its connection (not a half-close) */
     WAKE_DRAIN = 1 << 3,      /* the gateway is stopping */
     WAKE_SUPERSEDED = 1 << 4, /* a retry of the same request took over */
+    WAKE_DELIVERED = 1 << 5,  /* a grant was handed over in-process (the deliver hook has it) */
 };
 
 struct waiter {
     char lease_id[LEASE_ID_LEN + 1]; /* key of the registry */
-    bool linked;                     /* in the registry (false once superseded) */
     char watch_kind;                 /* watchers: kind of the watched lease ('l', 's'), else 0 */
     int fd;                          /* the client's socket, watched for hang-up */
     struct key_quota *quota;         /* the parked waiters of its API key; NULL: no key */
     uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
-    enum waiter_state state;         /* see above; guarded by the registry lock */
+    enum wait_state state;           /* its wait's (wait_state.h); guarded by the registry lock */
     unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
     void *request;                   /* the parked request (borrowed, opaque here) */
     int64_t deadline_ms;             /* monotonic time the wait ends */
     int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
     int64_t watch_fence;             /* watchers: fence of the watched lease */
     const char *watch_name;          /* watchers: its lock or semaphore (borrowed) */
-    struct list_link link;           /* on the list of waiters, or of watchers */
+    struct list_link link;           /* on the list of waiters, or of watchers, while registered */
     struct strmap_node by_id;        /* waiters: in the table by lease id */
     struct heap_node timer;          /* parked: in the heap by next_check_ms */
     waiter_leave_fn leave;           /* leaves many at once after hang-ups; NULL: on its own */
@@ -101,11 +92,11 @@ typedef void (*waiter_resume_fn)(void *request);
 /* Creates the epoll set; resume is how parked requests are resumed. */
 int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err) FG_WUR;
 
-/* Registers w (state RUNNING) for client (its key id is copied). Fails with FG_ERR_TOO_MANY_WAITERS
- * when this process already has max_waiters, or that key max_waiters_per_key
- * (limits.max_waiters_per_key). A waiter with the same lease id is
- * superseded: woken with WAKE_SUPERSEDED and dropped from the registry; a
- * watcher (empty lease id, watch_kind set) supersedes nobody. */
+/* Registers w (state WAIT_REGISTERING) for client (its key id is copied). Fails with
+ * FG_ERR_TOO_MANY_WAITERS when this process already has max_waiters, or that key
+ * max_waiters_per_key (limits.max_waiters_per_key). A waiter with the same lease id is superseded:
+ * woken with WAKE_SUPERSEDED and dropped from the registry; a watcher (empty lease id, watch_kind
+ * set) supersedes nobody. */
 int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t deadline_ms,
                struct fg_error *err) FG_WUR;
 
@@ -114,16 +105,21 @@ int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t dea
  * waiter_add: the retry takes its place. */
 void waiter_rekey(struct waiter *w, const char *lease_id);
 
-/* Unregisters w (no-op if already gone), once no leave hook works on it
- * (WAITER_LEAVING): a request that ends calls it before it touches or frees
- * the state its waiter is part of, and the janitor cannot take it up after. */
-void waiter_remove(struct waiter *w);
+/* Moves w's wait to the state that follows ev (wait_state.h); an event its
+ * state never meets is a bug. Answered, it leaves the registry. */
+void waiter_step(struct waiter *w, enum wait_event ev);
+
+/* Its request ends: unregisters w (no-op if already gone) once no leave hook
+ * works on it (WAIT_LEAVING), so the janitor cannot take it up after, and
+ * moves it to WAIT_GONE. Returns the state it was in before. */
+enum wait_state waiter_end(struct waiter *w);
 
 /* Returns and clears the wake reasons seen by w. */
 unsigned waiter_take_reasons(struct waiter *w);
 
 /* Parks w until next_check_ms (capped by its deadline). Returns false without
- * parking if a wake arrived meanwhile: the handler must re-check at once. */
+ * parking if a wake arrived meanwhile (w is WAIT_AWAKE): it must read why at
+ * once. */
 bool waiter_park(struct waiter *w, int64_t next_check_ms);
 
 /* Doorbell: wakes the waiter of lease_id. Returns false if there is none. */
@@ -131,7 +127,7 @@ bool waiter_ring(const char *lease_id);
 
 /* Doorbell with the news in hand: gives news to the waiter of lease_id
  * through its deliver hook under the registry lock (so the handler reads it
- * after waiter_take_reasons), then wakes it with WAKE_DOORBELL; a waiter
+ * after waiter_take_reasons), then wakes it with WAKE_DELIVERED; a waiter
  * without the hook is only rung and fetches the news itself. Returns false if
  * there is none. */
 bool waiter_deliver(const char *lease_id, const void *news);

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lockset_wait.c - the acquire of a lock set as a kind of the park engine
+ * (lockset_wait.h): its attempt takes the locks in order until one is held
+ * elsewhere, its give-up releases what it took, a grant handed over
+ * in-process moves it to the next lock without a script call, and hung-up
+ * clients leave their locks' queues in batches (lease_leave_queues). Each
+ * lock of a set acquired with request_id R is taken under request id
+ * "set:R#<name>", so a retried set finds its leases again and gets the same
+ * tokens. No HTTP: the handler signs and writes.
+ */
+#include "lease/lockset_wait.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway.h"
+#include "lease/lease_ops.h"
+#include "lease/lease_wait.h"
+#include "lease/lock.h"
+#include "util/log.h"
+
+/* The lock-set wait that owns park p. */
+static struct lockset_wait *set_of(struct park *p)
+{
+    return PARK_OWNER(p, struct lockset_wait, park);
+}
+
+/* After a cancel or release of lock name during a give-up (rc its result): logs a failure. */
+static void give_up_lock(const char *name, int rc, const struct fg_error *err)
+{
+    if (rc != 0)
+        log_message(LOG_WARN, "lockset_cleanup", "lock %s: %s", name, err->msg);
+}
+
+/* Gives up: the lock being waited for (if queued) and every lock held. */
+static void abandon(struct lockset_wait *ls, bool queued)
+{
+    ls->settled = true;
+    struct lease_result res;
+    struct fg_error err = {0};
+    if (queued && ls->next < ls->set.n)
+        give_up_lock(ls->set.names[ls->next],
+                     lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
+                                 LEASE_CANCEL_DROP, &res, &err),
+                     &err);
+    for (size_t i = 0; i < ls->next; i++)
+        give_up_lock(ls->set.names[i], lock_release(ls->set.names[i], ls->leases[i], &res, &err),
+                     &err);
+}
+
+/* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained. */
+static void give_up_naming(struct lockset_wait *ls, const struct lease_result *res,
+                           const char *detail)
+{
+    const char *name = ls->set.names[ls->next];
+    abandon(ls, ls->waits);
+    ls->failed_lock = name;
+    ls->waiting = res != NULL ? res->waiting : 0;
+    if (res != NULL && res->outcome == LEASE_FULL)
+        fg_fail(&ls->err, FG_ERR_TOO_MANY_WAITERS, "the queue of lock '%s' is full", name);
+    else if (res != NULL && res->outcome == LEASE_ENDED)
+        fg_fail(&ls->err, FG_ERR_LEASE_LOST, "the lease of this request_id on lock '%s' has ended",
+                name);
+    else
+        fg_fail(&ls->err, FG_ERR_LOCK_BUSY, "lock '%s' %s; no lock of the set is held", name,
+                detail);
+}
+
+/* Extends every held lock to the set's ttl; false (and *lost names the lock) if one was lost. */
+static bool renew_held(struct lockset_wait *ls, int64_t now, size_t *lost, int *rc)
+{
+    *rc = 0;
+    for (size_t i = 0; i < ls->next; i++) {
+        struct lease_result res;
+        if (lock_renew(ls->set.names[i], ls->leases[i], ls->params.ttl_ms, &res, &ls->err) != 0) {
+            *rc = -1;
+            *lost = i;
+            return false;
+        }
+        if (res.outcome != LEASE_RENEWED) {
+            *lost = i;
+            return false;
+        }
+        ls->held[i].expires_at_ms = res.expires_at_ms;
+    }
+    ls->renew_at = now + ls->params.ttl_ms / 3;
+    return true;
+}
+
+/* A held lock was lost (renew_held): gives up and answers why. */
+static void lost_one(struct lockset_wait *ls, size_t lost, int rc, bool queued, const char *when)
+{
+    const char *name = ls->set.names[lost];
+    abandon(ls, queued);
+    if (rc == 0)
+        fg_fail(&ls->err, FG_ERR_LEASE_LOST, "lock '%s' of the set was lost %s", name, when);
+}
+
+/* All locks are held: renews them to one expiry (more than one lock), and the set is answered. */
+static void finish(struct lockset_wait *ls, int64_t now)
+{
+    size_t lost = 0;
+    int rc;
+    if (ls->set.n > 1 && !renew_held(ls, now, &lost, &rc)) {
+        lost_one(ls, lost, rc, false, "while the rest was taken");
+        return;
+    }
+    ls->settled = true;
+}
+
+/* When a parked set should look again: the lock's own re-check time, capped by
+ * the renewal of the held locks. */
+static int64_t next_check(const struct lockset_wait *ls, const struct lease_result *res,
+                          int64_t now)
+{
+    int64_t at = now + gw.cfg->poll_ms;
+    if (res->position < 3 && res->holder_pttl_ms >= 0)
+        at = now + res->holder_pttl_ms + 5;
+    if (res->holder_pttl_ms < 0)
+        at = now + 50;
+    if (ls->next > 0 && ls->renew_at < at)
+        at = ls->renew_at;
+    return at;
+}
+
+/* Lock next of the set is held (by grant g): on to the one after it. */
+static void took(struct lockset_wait *ls, const struct lease_grant *g, int64_t now)
+{
+    ls->held[ls->next] = *g;
+    snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", g->lease_id);
+    ls->next++;
+    if (ls->next == 1)
+        ls->renew_at = now + ls->params.ttl_ms / 3;
+    if (ls->waits && ls->next < ls->set.n)
+        waiter_rekey(&ls->park.waiter, ls->leases[ls->next]);
+}
+
+/* The attempt hook: takes the locks in order until all are held, the set gives up, or it waits. */
+static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms)
+{
+    struct lockset_wait *ls = set_of(p);
+    for (;;) {
+        if (ls->next == ls->set.n) {
+            finish(ls, now);
+            return PARK_TRY_ANSWERED;
+        }
+        size_t lost = 0;
+        int rc;
+        if (ls->next > 0 && now >= ls->renew_at && !renew_held(ls, now, &lost, &rc)) {
+            lost_one(ls, lost, rc, true, "while waiting");
+            return PARK_TRY_ANSWERED;
+        }
+        struct acquire_params ap = ls->params;
+        ap.request_id = ls->rids[ls->next];
+        struct lease_result res;
+        if (lock_acquire(ls->set.names[ls->next], &ap, ls->leases[ls->next], ls->waits, ls->attach,
+                         &res, &ls->err) != 0) {
+            abandon(ls, ls->waits);
+            return PARK_TRY_ANSWERED;
+        }
+        if (res.outcome == LEASE_GRANTED) {
+            struct lease_grant g = {
+                .fence = res.fence, .ttl_ms = res.ttl_ms, .expires_at_ms = res.expires_at_ms};
+            memcpy(g.lease_id, res.lease_id, sizeof g.lease_id);
+            took(ls, &g, now);
+            continue;
+        }
+        if (res.outcome != LEASE_QUEUED || !ls->waits) {
+            give_up_naming(ls, &res, "is held");
+            return PARK_TRY_ANSWERED;
+        }
+        if (strcmp(res.lease_id, ls->leases[ls->next]) != 0) {
+            snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", res.lease_id);
+            waiter_rekey(&p->waiter, res.lease_id);
+        }
+        *next_check_ms = next_check(ls, &res, now);
+        return PARK_TRY_WAIT;
+    }
+}
+
+/* The give-up hook: a retry owns the leases now; a drain or hang-up gives up
+ * the lock waited for (unless the janitor took it out) and every lock held; a
+ * deadline too, naming the lock not obtained. */
+static int give_up(struct park *p, enum park_why why, bool left, struct fg_error *err)
+{
+    (void)err;
+    struct lockset_wait *ls = set_of(p);
+    if (why == PARK_WHY_SUPERSEDED)
+        ls->settled = true;
+    else if (why == PARK_WHY_DEADLINE)
+        give_up_naming(ls, NULL, "was not obtained within wait_ms");
+    else
+        abandon(ls, !left);
+    return 0;
+}
+
+/* The take-grant hook: the lock waited for was handed over; the set goes on. */
+static bool take_grant(struct park *p)
+{
+    took(set_of(p), &p->grant, park_clock());
+    return false;
+}
+
+/* Where the set of p waits: the queue of the lock it waits for. */
+static struct lease_queue queue_of(struct park *p)
+{
+    struct lockset_wait *ls = set_of(p);
+    return (struct lease_queue){
+        &lease_lock_ops, ls->set.names[ls->next], {ls->leases[ls->next], ls->attach}};
+}
+
+/* The leave-many hook: hung-up sets leave their locks' queues together. */
+static void leave_many(struct park *const *ps, size_t n, bool *left)
+{
+    lease_leave_queues(ps, n, queue_of, left);
+}
+
+/* The release hook: an unanswered set gives up what it holds and frees itself. */
+static void release(struct park *p, bool holds_place)
+{
+    struct lockset_wait *ls = set_of(p);
+    if (!ls->settled)
+        abandon(ls, holds_place && ls->waits);
+    free(ls);
+}
+
+static const struct park_kind lockset_kind = {
+    .attempt = attempt,
+    .give_up = give_up,
+    .take_grant = take_grant,
+    .leave_many = leave_many,
+    .release = release,
+};
+
+enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_client *client)
+{
+    ls->park.kind = &lockset_kind;
+    ls->waits = ls->params.wait_ms > 0;
+    if (!ls->waits) { /* one attempt, no registration */
+        int64_t at;
+        FG_ASSERT(attempt(&ls->park, park_clock(), &at) == PARK_TRY_ANSWERED);
+        return PARK_STEP_ANSWER;
+    }
+    if (gw.draining) {
+        ls->settled = true;
+        fg_fail(&ls->err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
+        return PARK_STEP_ANSWER;
+    }
+    snprintf(ls->park.waiter.lease_id, sizeof ls->park.waiter.lease_id, "%s", ls->leases[0]);
+    if (park_register(&ls->park, &lockset_kind, client, park_clock() + ls->params.wait_ms,
+                      &ls->err) != 0) {
+        ls->settled = true;
+        return PARK_STEP_ANSWER;
+    }
+    return park_run(&ls->park);
+}
+
+enum park_step lockset_wait_run(struct lockset_wait *ls)
+{
+    return park_run(&ls->park);
+}
+
+void lockset_wait_free(struct lockset_wait *ls)
+{
+    park_end(&ls->park); /* one never registered ends from WAIT_REGISTERING too */
+}

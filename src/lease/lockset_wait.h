@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * lockset_wait.h - the acquire of a lock set (POST /v1/locksets/acquire), up
+ * to its answer. A set takes its locks one at a time in the global order of
+ * lockset.h, each through the ordinary lock transitions (one script per lock,
+ * FIFO queue per lock), holding the ones it has while it waits for the next:
+ * since every set climbs the same order, no cycle of waits, hence no
+ * deadlock, can form. All or none: if the wait ends before the last lock is
+ * held, the lock being waited for is given up and every lock taken is
+ * released, and the answer names the lock that was not obtained.
+ *
+ * A set that may wait is a kind of the park engine (park.h): one parked
+ * request, registered under the lease id of the lock it waits for, woken by
+ * that lock's doorbell or a grant handed over in-process, and taken out of
+ * its queue with other hung-up clients by the janitor; it renews the locks it
+ * already holds every third of their TTL. It answers with lease facts and
+ * problems; its handler (http/handlers_locksets.c) signs the tokens.
+ */
+#ifndef FG_LOCKSET_WAIT_H
+#define FG_LOCKSET_WAIT_H
+
+#include <stdbool.h>
+
+#include "lease/lease_request.h"
+#include "lease/lease_result.h"
+#include "lease/lockset.h"
+#include "lease/park.h"
+
+struct lockset_wait {
+    struct park park;                           /* registered under leases[next] */
+    struct acquire_params params;               /* the body's (strings borrowed from it) */
+    struct lockset set;                         /* the names, in the global order */
+    char rids[LOCKSET_MAX][LOCKSET_RID_MAX];    /* per-lock request ids */
+    char leases[LOCKSET_MAX][LEASE_ID_LEN + 1]; /* per-lock lease ids */
+    struct lease_grant held[LOCKSET_MAX];       /* grants of locks 0 .. next-1 */
+    size_t next;                                /* the lock being acquired */
+    char attach[LEASE_ID_LEN + 1];              /* id of this connection's attempt */
+    bool waits;                                 /* wait_ms > 0: registered and parks */
+    bool settled;                               /* answered or given up: nothing left to release */
+    int64_t renew_at;                           /* monotonic ms to renew the held locks */
+    struct fg_error err;                        /* its answer when not granted */
+    const char *failed_lock; /* set: err names this lock (409/429/410 with "lock", "waiting") */
+    long long waiting;       /* waiters of failed_lock */
+};
+
+/*
+ * Begins the acquire of ls (calloc'ed by the caller with set, params, rids,
+ * leases and attach filled; freed with lockset_wait_free). A set that waits
+ * registers for client until wait_ms passes. Returns PARK_STEP_PARK, or the
+ * answer: ls->park.problem, else ls->err when set, else every lock held.
+ */
+enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_client *client);
+
+/* Runs ls again once its request was resumed. */
+enum park_step lockset_wait_run(struct lockset_wait *ls);
+
+/* Ends the life of ls: an unanswered set gives up its place and releases what it holds. */
+void lockset_wait_free(struct lockset_wait *ls);
+
+#endif

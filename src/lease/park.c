@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * park.c - the park engine (park.h): the one wake loop of every wait and the
+ * table of answers per wake reason. The waiter registry (waiter.c) holds the
+ * waits, moves their lifecycle (wait_state.h) and wakes them; this module
+ * decides what a woken wait does, through its kind's hooks, and does no I/O
+ * of its own.
+ *
+ * The reasons are read in the order of the table: a retry that took the wait
+ * over, a drain and a hang-up end it whatever else came, and the same way for
+ * every kind (the give-up hook first gives up its place); then a grant handed
+ * over in-process; then a passed deadline; else the kind tries again.
+ */
+#include "lease/park.h"
+
+#include <stdlib.h>
+
+#include "fglimits.h"
+#include "util/clock.h"
+
+int64_t (*park_clock)(void) = clock_mono_ms;
+
+/* The answers of the reasons that end any wait, read in this order. */
+static const struct {
+    unsigned reason;     /* enum waiter_wake bit */
+    enum park_why why;   /* given to the kind's give-up hook */
+    enum fg_code code;   /* the answer */
+    const char *detail;  /* its detail */
+    enum park_step step; /* answered, or only logged */
+} ends[] = {
+    {WAKE_SUPERSEDED, PARK_WHY_SUPERSEDED, FG_ERR_CONFLICT,
+     "a retry with the same request_id took this wait over", PARK_STEP_ANSWER},
+    {WAKE_DRAIN, PARK_WHY_DRAIN, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping",
+     PARK_STEP_ANSWER},
+    {WAKE_HANGUP, PARK_WHY_HANGUP, FG_ERR_LOCK_BUSY,
+     "the client closed the connection while waiting", PARK_STEP_HANGUP},
+};
+
+/* The park that owns registry entry w. */
+static struct park *park_of(struct waiter *w)
+{
+    return PARK_OWNER(w, struct park, waiter);
+}
+
+/* The registry's deliver hook: keeps the grant (under the registry lock) for take_grant. */
+static void deliver(struct waiter *w, const void *news)
+{
+    park_of(w)->grant = *(const struct lease_grant *)news;
+}
+
+/* The registry's leave hook: hands the waits of each kind to its leave_many hook at once. */
+static void leave(struct waiter *const *ws, size_t n, bool *left)
+{
+    struct park **ps = calloc(n, sizeof *ps);
+    size_t *at = calloc(n, sizeof *at);
+    bool *done = calloc(n, sizeof *done), *out = calloc(n, sizeof *out);
+    FG_ASSERT(ps != NULL && at != NULL && done != NULL && out != NULL);
+    for (size_t first = 0; first < n; first++) {
+        if (done[first])
+            continue;
+        const struct park_kind *kind = park_of(ws[first])->kind;
+        size_t m = 0;
+        for (size_t i = first; i < n; i++)
+            if (!done[i] && park_of(ws[i])->kind == kind) {
+                done[i] = true;
+                at[m] = i;
+                ps[m++] = park_of(ws[i]);
+            }
+        kind->leave_many(ps, m, out);
+        for (size_t k = 0; k < m; k++)
+            left[at[k]] = out[k];
+    }
+    free(ps);
+    free(at);
+    free(done);
+    free(out);
+}
+
+int park_register(struct park *p, const struct park_kind *kind, const struct waiter_client *client,
+                  int64_t deadline_ms, struct fg_error *err)
+{
+    p->kind = kind;
+    p->waiter.deliver = kind->take_grant != NULL ? deliver : NULL;
+    p->waiter.leave = kind->leave_many != NULL ? leave : NULL;
+    p->waiter.state = WAIT_REGISTERING;
+    return waiter_add(&p->waiter, client, deadline_ms, err);
+}
+
+/* Ends p with the answer of ends[i] (unless giving up failed: that failure is the answer). */
+static enum park_step end_with(struct park *p, size_t i)
+{
+    bool left = p->waiter.state == WAIT_LEFT;
+    waiter_step(&p->waiter, WAIT_EV_GIVE_UP);
+    if (p->kind->give_up(p, ends[i].why, left, &p->problem) == 0)
+        fg_fail(&p->problem, ends[i].code, "%s", ends[i].detail);
+    waiter_step(&p->waiter, WAIT_EV_ANSWER);
+    return ends[i].step;
+}
+
+/* Reads why the woken p woke. Returns true with *step if that answers it (an
+ * end of the table, a grant that answers, the deadline), false to try again. */
+static bool woken(struct park *p, enum park_step *step)
+{
+    unsigned reasons = waiter_take_reasons(&p->waiter);
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        if (reasons & ends[i].reason) {
+            *step = end_with(p, i);
+            return true;
+        }
+    *step = PARK_STEP_ANSWER;
+    if ((reasons & WAKE_DELIVERED) && p->kind->take_grant != NULL) {
+        waiter_step(&p->waiter, WAIT_EV_DELIVERED);
+        bool answered = p->kind->take_grant(p);
+        if (answered)
+            waiter_step(&p->waiter, WAIT_EV_ANSWER);
+        return answered;
+    }
+    if (park_clock() < p->waiter.deadline_ms)
+        return false;
+    waiter_step(&p->waiter, WAIT_EV_GIVE_UP);
+    p->kind->give_up(p, PARK_WHY_DEADLINE, false, &p->problem);
+    waiter_step(&p->waiter, WAIT_EV_ANSWER);
+    return true;
+}
+
+/* Runs p until it is answered or parks: first_look, it tries at once (just
+ * registered), else it first reads why it woke. */
+static enum park_step wake_loop(struct park *p, bool first_look)
+{
+    for (;; first_look = false) {
+        p->problem = (struct fg_error){0};
+        enum park_step step;
+        if (!first_look && woken(p, &step))
+            return step;
+        waiter_step(&p->waiter, WAIT_EV_RECHECK);
+        int64_t now = park_clock(), at = now;
+        switch (p->kind->attempt(p, now, &at)) {
+        case PARK_TRY_ANSWERED: waiter_step(&p->waiter, WAIT_EV_ANSWER); return PARK_STEP_ANSWER;
+        case PARK_TRY_OUTAGE: at = now + RECHECK_AFTER_OUTAGE_MS; break;
+        case PARK_TRY_WAIT: break;
+        }
+        if (waiter_park(&p->waiter, at))
+            return PARK_STEP_PARK;
+    }
+}
+
+enum park_step park_wait(struct park *p, int64_t next_check_ms)
+{
+    if (waiter_park(&p->waiter, next_check_ms))
+        return PARK_STEP_PARK;
+    return wake_loop(p, false);
+}
+
+enum park_step park_run(struct park *p)
+{
+    return wake_loop(p, p->waiter.state == WAIT_REGISTERING);
+}
+
+void park_end(struct park *p)
+{
+    enum wait_state from = waiter_end(&p->waiter);
+    p->kind->release(p, wait_state_holds_place(from));
+}
