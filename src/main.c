@@ -7,7 +7,8 @@
  * SIGHUP re-reads the configuration and puts its API keys in force (a
  * configuration that does not load keeps the keys in force and is logged).
  * `fencegate migrate` applies the migrations and exits; `fencegate keys new`
- * makes an API key. Under systemd (Type=notify) it reports READY=1 once it
+ * makes an API key; `fencegate fence-column TABLE` moves a table's fences into
+ * its fence_column. Under systemd (Type=notify) it reports READY=1 once it
  * serves and STOPPING=1 when it drains. Errors that stop start-up are logged as
  * JSON lines like everything else.
  */
@@ -47,7 +48,8 @@
 struct gateway gw;
 
 static const char usage[] =
-    "usage: fencegate [migrate | audit-dead-letters | keys new --id ID --scope S ...]\n"
+    "usage: fencegate [migrate | audit-dead-letters | fence-column TABLE |\n"
+    "                  keys new --id ID --scope S ...]\n"
     "                 [-h | --help] [--version]\n"
     "\n"
     "Serves the fencegate HTTP API: leases and fencing tokens from Redis, fenced\n"
@@ -58,6 +60,10 @@ static const char usage[] =
     "  audit-dead-letters\n"
     "              print the audit records Postgres refused (stream fg:audit:dead),\n"
     "              oldest first, one JSON object per line, and exit\n"
+    "  fence-column TABLE\n"
+    "              give TABLE its configured fence_column (a bigint, if missing) and\n"
+    "              move its fences there from fencegate.resource_fences, then exit;\n"
+    "              stop every gateway first (docs/operations.md)\n"
     "  -h, --help  show this text\n"
     "  --version   show the version\n"
     "\n"
@@ -286,6 +292,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "keys") == 0)
         return keygen_main(argc - 1, argv + 1, stdout, stderr);
     bool migrate_only = false, list_dead = false;
+    const char *move_table = NULL; /* fence-column TABLE */
     procstat_init();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -298,6 +305,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[i], "audit-dead-letters") == 0) {
             list_dead = true;
+            continue;
+        }
+        if (strcmp(argv[i], "fence-column") == 0 && i + 1 < argc) {
+            move_table = argv[++i];
             continue;
         }
         if (strcmp(argv[i], "migrate") != 0) {
@@ -318,7 +329,7 @@ int main(int argc, char **argv)
     gw.cfg = &cfg;
     auth_take(&cfg);
     struct tls_identity *tls = NULL;
-    if (!list_dead && !migrate_only && tls_load(&cfg, &tls, &err) != 0) {
+    if (!list_dead && !migrate_only && move_table == NULL && tls_load(&cfg, &tls, &err) != 0) {
         fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
         auth_shutdown();
         config_free(&cfg);
@@ -337,6 +348,17 @@ int main(int argc, char **argv)
     }
     if (migrate_only) {
         status = pg_init(&cfg, &err) == 0 && migrate_when_ready(&err) == 0 ? 0 : 1;
+        goto out;
+    }
+    if (move_table != NULL) {
+        long moved = 0;
+        status = pg_init(&cfg, &err) == 0 && migrate_when_ready(&err) == 0 &&
+                         fenced_pg_move_fences(&cfg, move_table, &moved, &err) == 0
+                     ? 0
+                     : 1;
+        if (status == 0)
+            printf("fencegate: %s: %ld fences moved from fencegate.resource_fences\n", move_table,
+                   moved);
         goto out;
     }
     if (prepare_backends(&cfg, &err) != 0 || serve(&cfg, &err) != 0)

@@ -73,8 +73,10 @@ static void origin_set(const char *run_id)
     pthread_mutex_unlock(&origin.lock);
 }
 
-/* Reads the last fence issued (-1: missing) and whether it can be trusted. */
-static int read_issued(int64_t *issued, bool *trusted, bool *ready, struct fg_error *err)
+/* Reads the last fence issued (-1: missing), whether it can be trusted, whether
+ * fences may be issued now (ready), and the reserved limit (-1: missing). */
+static int read_issued(int64_t *issued, bool *trusted, bool *ready, int64_t *limit,
+                       struct fg_error *err)
 {
     const char *keys[FENCE_READ_NKEYS] = {
         [FENCE_READ_KEY_FENCE] = KEY_FENCE,
@@ -87,8 +89,9 @@ static int read_issued(int64_t *issued, bool *trusted, bool *ready, struct fg_er
     *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
     *trusted = json_is_true(json_object_get(out, "trusted"));
     *ready = json_is_true(json_object_get(out, "ready"));
+    *limit = (int64_t)json_integer_value(json_object_get(out, "limit"));
     if (*ready)
-        ceiling_raise((int64_t)json_integer_value(json_object_get(out, "limit")));
+        ceiling_raise(*limit);
     json_decref(out);
     return 0;
 }
@@ -102,7 +105,7 @@ static int recover_locked(struct fg_error *err)
 {
     int64_t issued = -1, floor = 0, limit = 0;
     bool trusted = false, ready = false;
-    if (read_issued(&issued, &trusted, &ready, err) != 0)
+    if (read_issued(&issued, &trusted, &ready, &limit, err) != 0)
         return -1;
     if (ready)
         return 0;
@@ -190,18 +193,10 @@ int fence_check_issued(int64_t fence, struct fg_error *err)
 
 int fence_headroom(int64_t *headroom, struct fg_error *err)
 {
-    const char *keys[FENCE_READ_NKEYS] = {
-        [FENCE_READ_KEY_FENCE] = KEY_FENCE,
-        [FENCE_READ_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
-        [FENCE_READ_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
-    };
-    json_t *out = NULL;
-    if (redis_script(SCRIPT_FENCE_READ, keys, NULL, &out, err) != 0)
+    int64_t issued = -1, limit = -1;
+    bool trusted = false, ready = false;
+    if (read_issued(&issued, &trusted, &ready, &limit, err) != 0)
         return -1;
-    bool ready = json_is_true(json_object_get(out, "ready"));
-    *headroom = ready ? (int64_t)(json_integer_value(json_object_get(out, "limit")) -
-                                  json_integer_value(json_object_get(out, "fence")))
-                      : 0;
-    json_decref(out);
+    *headroom = ready ? limit - issued : 0;
     return 0;
 }

@@ -96,6 +96,43 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     return 0;
 }
 
+/* ALTER TABLE t ADD COLUMN IF NOT EXISTS <fence_column> bigint. */
+static int add_fence_column(const struct table_config *t, struct fg_error *err)
+{
+    char *table = sql_quote_ident(t->name), *column = sql_quote_ident(t->fence_column), *sql = NULL;
+    FG_ASSERT(asprintf(&sql, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s bigint", table, column) >
+              0);
+    int rc = pg_query(NULL, sql, 0, NULL, NULL, err);
+    free(sql);
+    free(table);
+    free(column);
+    return rc;
+}
+
+int fenced_pg_move_fences(const struct config *cfg, const char *table, long *moved,
+                          struct fg_error *err)
+{
+    size_t i = 0;
+    while (i < cfg->ntables && strcmp(cfg->tables[i].name, table) != 0)
+        i++;
+    if (i == cfg->ntables)
+        return fg_fail(err, FG_ERR_CONFIG, "table '%s' is not under tables of the config", table);
+    if (cfg->tables[i].fence_column == NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.fence_column' is not set: name the column first",
+                       table);
+    if (add_fence_column(&cfg->tables[i], err) != 0 || fenced_pg_init(cfg, err) != 0)
+        return -1;
+    char *sql = fenced_sql_adopt_fences(&fpg.schemas[i]);
+    const char *params[] = {fpg.prefixes[i]};
+    json_t *rows = NULL;
+    int rc = pg_query(NULL, sql, 1, params, &rows, err);
+    free(sql);
+    *moved = rc == 0 ? (long)json_array_size(rows) : 0;
+    json_decref(rows);
+    return rc;
+}
+
 void fenced_pg_shutdown(void)
 {
     for (size_t i = 0; i < fpg.nstmts; i++) {

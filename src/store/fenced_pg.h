@@ -27,6 +27,17 @@
  */
 int fenced_pg_init(const struct config *cfg, struct fg_error *err) FG_WUR;
 
+/*
+ * `fencegate fence-column TABLE`: gives table t of cfg (one with a
+ * fence_column) that column, a bigint, if it has none yet, then reads the
+ * catalog (fenced_pg_init) and moves the table's fences from
+ * fencegate.resource_fences into the column (fenced_sql_adopt_fences);
+ * *moved: the rows raised. Idempotent; no gateway may write to the table
+ * meanwhile (docs/operations.md).
+ */
+int fenced_pg_move_fences(const struct config *cfg, const char *table, long *moved,
+                          struct fg_error *err) FG_WUR;
+
 /* Frees the schemas and the statement cache. */
 void fenced_pg_shutdown(void);
 

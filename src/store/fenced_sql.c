@@ -546,3 +546,21 @@ char *fenced_sql_cast_check(const char *type)
     fprintf(out, "SELECT $1::%s", type);
     return stream_close(out, &buf);
 }
+
+char *fenced_sql_adopt_fences(const struct table_schema *s)
+{
+    FG_ASSERT(s->cfg->fence_column != NULL);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("UPDATE ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t SET ", out);
+    put_ident(out, s->cfg->fence_column);
+    fputs(" = rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
+    put_row_resource(out, 1, "t", s);
+    fputs(" AND coalesce(t.", out);
+    put_ident(out, s->cfg->fence_column);
+    fputs(", 0) < rf.fence RETURNING rf.fence", out);
+    return stream_close(out, &buf);
+}

@@ -105,6 +105,15 @@ char *fenced_sql_refusal(const struct table_schema *schema);
 char *fenced_sql_read(const struct table_schema *schema);
 
 /*
+ * The statement that moves the fences of schema's table (one with a
+ * fence_column) from fencegate.resource_fences into that column: each row
+ * whose resource ($1 prefix || its canonical key) has a stored fence above the
+ * column's gets it. Answers one row per row raised. Run once, with no gateway
+ * writing to the table, when a table moves to fence_column mode.
+ */
+char *fenced_sql_adopt_fences(const struct table_schema *schema);
+
+/*
  * The claim of a batch: raises the fences of n resources at once, locking them
  * in resource order (so batches never deadlock each other). $1 is the fence,
  * then for each resource i its prefix $(2+2i) and key $(3+2i), a key of
