@@ -15,7 +15,7 @@
 -- The live holder record of the given fields (numbers as decimal text).
 local function holder_text(lease, fence, ttl, hold_until, granted_at, claimed, inst, attach, rid, owner)
   return lease .. ' ' .. fence .. ' ' .. ttl .. ' ' .. hold_until .. ' ' .. granted_at .. ' ' .. claimed .. ' ' ..
-         inst .. ' ' .. attach .. ' ' .. string.format('%d', #rid) .. ' ' .. rid .. owner
+         inst .. ' ' .. attach .. ' ' .. (rid == '' and '0' or string.format('%d', #rid)) .. ' ' .. rid .. owner
 end
 
 -- The fields of a live holder record raw (a table, the numbers as decimal text), or nil when raw is no

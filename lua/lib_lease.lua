@@ -105,7 +105,7 @@ end
 
 -- True if fences may be issued, given MGET's values of the fence and its limit.
 local function fences_left(v)
-  return v[1] ~= false and v[2] ~= false and tonumber(v[1]) < tonumber(v[2])
+  return v[1] ~= false and v[2] ~= false and v[1] + 0 < v[2] + 0
 end
 
 -- True if fences may be issued now.

@@ -25,6 +25,12 @@
 -- queue, the history of ended leases and the request ids are touched only when
 -- there is something in them or to put in them.
 
+-- Where the keys an uncontended acquire or release touches are in KEYS: those
+-- paths read KEYS directly, since building lock_keys() costs a call more than
+-- one of its commands.
+local AT_HOLDER, AT_TICKETS, AT_FENCE, AT_FENCE_LIMIT = 1, 4, KEYS_AT_LIB_LEASE, KEYS_AT_LIB_LEASE + 1
+local AT_INDEX, AT_WATCHED = KEYS_AT_LIB_LEASE + 6, KEYS_AT_LIB_LEASE + 9
+
 local function lock_keys()
   local f = KEYS_AT_LIB_LEASE
   return {h = KEYS[1], q = KEYS[2], w = KEYS[3], t = KEYS[4],
@@ -41,15 +47,15 @@ local function holder_write(k, prior, text, ms, now)
   redis.call('SET', k.h, text, 'PX', ms)
 end
 
--- Ends the lease with record h (holder_read) for reason at now: its end's
--- record replaces it, kept keep_ms or, for a release, as long as its ttl if
--- that is longer; published when the lock is watched (watched: the mark as read).
+-- Ends the lease with record h (holder_read or holder_brief) in the holder
+-- key hkey for reason at now: its end's record replaces it, kept keep_text ms
+-- (decimal text) or, for a release, as long as its ttl if that is longer;
+-- published when the lock is watched (watched: the mark as read).
 -- Returns the end's record.
-local function holder_end(k, name, h, reason, keep_ms, now, watched)
-  local keep = keep_ms
-  if reason == 'released' and h.ttl + 0 > keep_ms then keep = h.ttl + 0 end
-  local text = end_text(h.lease, h.fence, reason, decimal(now + keep))
-  redis.call('SET', k.h, text, 'PX', decimal(keep))
+local function holder_end(hkey, name, h, reason, keep_text, now, watched)
+  if reason == 'released' and h.ttl + 0 > keep_text + 0 then keep_text = h.ttl end
+  local text = end_text(h.lease, h.fence, reason, decimal(now + keep_text))
+  redis.call('SET', hkey, text, 'PX', keep_text)
   if watched then publish_end('l', name, h.fence, reason) end
   return text
 end
@@ -112,11 +118,11 @@ end
 
 -- Ends the lease of holder h (holder_read) for reason (released, revoked) and
 -- hands the lock on (grant_next, with inst and handoff) when anybody may wait
--- (waiting: the tickets as read). keep_ms: how long the end is kept; watched:
--- the watched mark as read.
+-- (waiting: the tickets as read). keep_text: how long the end is kept (ms,
+-- decimal text); watched: the watched mark as read.
 -- Returns what grant_next returns (false: the lock is idle now).
-local function end_and_pass(k, name, h, reason, claim_ms, keep_ms, now, inst, handoff, watched, waiting)
-  local text = holder_end(k, name, h, reason, keep_ms, now, watched)
+local function end_and_pass(k, name, h, reason, claim_ms, keep_text, now, inst, handoff, watched, waiting)
+  local text = holder_end(k.h, name, h, reason, keep_text, now, watched)
   if not waiting then return false end
   return grant_next(k, name, claim_ms, now, inst, handoff, text)
 end

@@ -15,18 +15,19 @@
 --   ended   {lease}                          this request_id's lease is over
 --   nofence {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
-local k = lock_keys()
 
 -- The fence sequence, the holder key and the tickets (is anybody waiting?) in one read.
-local v = redis.call('MGET', k.fence, k.fence_limit, k.h, k.t)
+local v = redis.call('MGET', KEYS[AT_FENCE], KEYS[AT_FENCE_LIMIT], KEYS[AT_HOLDER], KEYS[AT_TICKETS])
 if not fences_left(v) then return cjson.encode({r = 'nofence'}) end
 local now = now_ms()
 local prior, waiting = v[3], v[4]
 local h = holder_read(prior)
 if h then prior = false end -- a live holder is never kept in the history
+local k -- lock_keys(), made only where more than the uncontended path's keys are needed
 
 local known = false
 if rid ~= '' then
+  k = lock_keys()
   local before = rid_lease(k, rid, now)
   known = before ~= nil
   if known then lease = before end
@@ -35,9 +36,9 @@ end
 if h and h.lease == lease then
   local expires_at
   if h.claimed == '0' then
-    expires_at = claim(k, h, now, A_attach)
+    expires_at = claim(k or lock_keys(), h, now, A_attach)
   else
-    expires_at = now + redis.call('PTTL', k.h)
+    expires_at = now + redis.call('PTTL', KEYS[AT_HOLDER])
   end
   return granted_reply(h, expires_at)
 end
@@ -45,16 +46,17 @@ end
 -- Takes the free lock, nobody waiting: the uncontended case.
 local function take()
   if known then return cjson.encode({r = 'ended', lease = lease}) end
-  local ttl = tonumber(A_ttl_ms)
-  index_add(k, name)
-  local fence = decimal(redis.call('INCR', k.fence))
-  holder_write(k, prior, holder_text(lease, fence, A_ttl_ms, decimal(now + tonumber(A_max_hold_ms)), decimal(now),
-                                     '1', A_instance, A_attach, rid, A_owner), A_ttl_ms, now)
-  rid_hold(k, rid, lease, now + ttl, now)
-  return granted_json(lease, fence, A_ttl_ms, decimal(now + ttl))
+  redis.call('ZADD', KEYS[AT_INDEX], '0', name)
+  local fence = decimal(redis.call('INCR', KEYS[AT_FENCE]))
+  if prior then end_bury(k or lock_keys(), prior, now) end
+  redis.call('SET', KEYS[AT_HOLDER], holder_text(lease, fence, A_ttl_ms, decimal(now + A_max_hold_ms), decimal(now),
+                                                 '1', A_instance, A_attach, rid, A_owner), 'PX', A_ttl_ms)
+  if rid ~= '' then rid_hold(k, rid, lease, now + A_ttl_ms, now) end
+  return granted_json(lease, fence, A_ttl_ms, decimal(now + A_ttl_ms))
 end
 
 if not h and not waiting then return take() end
+k = k or lock_keys()
 
 -- In use, or waited for: the numbers only this path reads.
 local ttl, max_hold, wait = tonumber(A_ttl_ms), tonumber(A_max_hold_ms), A_wait == '1'

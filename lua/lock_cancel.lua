@@ -36,7 +36,7 @@ if h and h.lease == lease then
   if mode == 'orphan' and h.claimed ~= '0' then return cjson.encode({r = 'gone'}) end
   if attach ~= '' and h.attach ~= attach then return cjson.encode({r = 'superseded'}) end
   local handoff = {}
-  local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), tonumber(A_marker_ms), now, A_instance,
+  local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                             handoff, v[2], v[3])
   index_drop_if_idle(k, name, next == false)
   return answer({r = 'released'}, handoff)

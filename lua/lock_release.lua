@@ -9,21 +9,27 @@
 -- see grant_next): released {held_ms} (or {again=true} for a repeated release of
 -- the same lease), lost {} (the lease expired or was taken over).
 local name, lease = A_name, A_lease
-local k = lock_keys()
 -- The holder key, the watched mark and the tickets (is anybody waiting?) in one read.
-local v = redis.call('MGET', k.h, k.watched, k.t)
+local v = redis.call('MGET', KEYS[AT_HOLDER], KEYS[AT_WATCHED], KEYS[AT_TICKETS])
 local now = now_ms()
 
 local h = holder_brief(v[1])
 if h and h.lease == lease then
+  local reply = '{"r":"released","held_ms":' .. decimal(now - h.granted_at) .. '}'
+  if not v[3] then -- nobody waits: the uncontended case
+    holder_end(KEYS[AT_HOLDER], name, h, 'released', A_marker_ms, now, v[2])
+    redis.call('ZREM', KEYS[AT_INDEX], name)
+    return reply
+  end
+  local k = lock_keys()
   local handoff = {}
-  local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), tonumber(A_marker_ms), now, A_instance,
+  local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                             handoff, v[2], v[3])
   index_drop_if_idle(k, name, next == false)
-  return answer('{"r":"released","held_ms":' .. decimal(now - h.granted_at) .. '}', handoff)
+  return answer(reply, handoff)
 end
 local ended, _, reason = end_read(v[1])
-if (ended == lease and reason == 'released') or was_released(k, lease, now) then
+if (ended == lease and reason == 'released') or was_released(lock_keys(), lease, now) then
   return cjson.encode({r = 'released', again = true})
 end
 return cjson.encode({r = 'lost'})

@@ -21,7 +21,7 @@ local h = holder_read(v[1])
 if not h or tonumber(h.fence) ~= fence then return cjson.encode({r = 'gone'}) end
 local now = now_ms()
 local handoff = {}
-local next = end_and_pass(k, name, h, 'revoked', tonumber(A_claim_ms), tonumber(A_marker_ms), now, A_instance,
+local next = end_and_pass(k, name, h, 'revoked', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                           handoff, v[2], v[3])
 index_drop_if_idle(k, name, next == false)
 return answer({r = 'revoked', fence = fence}, handoff)
