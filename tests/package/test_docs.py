@@ -20,17 +20,12 @@ NOT_PUBLIC = {"config"}  # a start-up failure, never an HTTP answer
 LIMIT = re.compile(r"^#define (\w+)\s+(\d+)\b", re.M)
 SETTING = re.compile(r'S_INT\("([\w.]+)",\s*(?:"\w+"|NULL),\s*\w+,\s*(\w+),')
 
-# What docs/api.md says of each limit, with the numbers of src/fglimits.h in place of {NAME} (a
-# number above 9,999 is written with thousands separators where the text does so: {NAME:,}).
+# What docs/api.md says of each limit in its prose, with the numbers of src/fglimits.h in place of {NAME}
+# (a number above 9,999 is written with thousands separators where the text does so: {NAME:,}). Its
+# tables of members and bounds are generated from openapi/routes/ (scripts/gen_routes.py; lint.routes).
 API_MD_LIMITS = [
     "Names of locks and semaphores: 1–{NAME_MAX_LEN} bytes of `A-Z a-z 0-9 . _ : / -`",
     "a lock or semaphore name outside the alphabet or over {NAME_MAX_LEN} bytes",
-    "| `ttl_ms` | integer {TTL_MIN_MS}…{TTL_MAX_MS:,} | `defaults.ttl_ms` ({DEFAULT_TTL_MS}) |",
-    "| `wait_ms` | integer 0…{WAIT_MAX_MS:,} | `defaults.wait_ms` ({DEFAULT_WAIT_MS}: try once) |",
-    "| `max_hold_ms` | integer {TTL_MIN_MS}…{MAX_HOLD_MAX_MS:,}, ≥ `ttl_ms` | `defaults.max_hold_ms` "
-    "({DEFAULT_MAX_HOLD_MS:,}) |",
-    "| `owner` | string, 1–{OWNER_NAME_MAX_LEN} bytes of UTF-8 text |",
-    "| `request_id` | string, 1–{REQUEST_ID_MAX_LEN} bytes |",
     "`waiter_lease_ms` ({DEFAULT_WAITER_LEASE_MS_S} s)",
     "`wait_ms + ttl_ms + {REQUEST_ID_GRACE_MS_S} s`",
     "`limit` (required, 1…{SEMAPHORE_MAX_LIMIT:,})",
