@@ -154,13 +154,14 @@ class LeaseTest(unittest.TestCase):
     def test_release_right_after_acquire_is_prompt(self):
         """Leaving `with` at once, twenty times: each release goes out at once, though the watch thread may
         still be connecting. (Caught, against a gateway with the watch endpoint: a watch that connected
-        just after being aborted held the release back until the lease expired, which then answered 410.)"""
+        just after being aborted held the release back until the lease expired, which then answered 410.)
+        The bound, half the TTL, leaves a loaded machine room and still tells a release held to expiry."""
         lock = unique("prompt")
         for _ in range(20):
             started = time.monotonic()
             with self.client.lock(lock, ttl_ms=5000):
                 pass
-            self.assertLess(time.monotonic() - started, 1.0)
+            self.assertLess(time.monotonic() - started, 2.5)
         self.assertFalse(self.client.lock_status(lock)["held"])
 
     def _paused_holder(self, mode: str, ttl_ms: int = 1200) -> tuple:
@@ -221,7 +222,7 @@ class LeaseTest(unittest.TestCase):
 
     def test_revoke_inside_with_is_noticed_at_once(self):
         """An operator revokes the lease of a holder inside `with` (30 s TTL, so the next renewal is 10 s
-        away): the watch reports it within half a second, later writes raise LeaseLost without being
+        away): the watch reports it long before that renewal, later writes raise LeaseLost without being
         sent, and leaving the block raises LeaseLost. (Caught: watch=False; the loss was noticed only at
         the next renewal.)"""
         self._require("revoke", lambda: self.client.revoke_lock(unique("probe")))
@@ -232,10 +233,9 @@ class LeaseTest(unittest.TestCase):
             with self.client.lock(lock, ttl_ms=30000, on_lost=lambda lease: reasons.append(lease.lost_reason)) as lease:
                 lease.pg("invoices").patch(key, note="held")
                 time.sleep(0.2)
-                revoked_at = time.monotonic()
                 self.assertEqual(self.client.revoke_lock(lock, reason="test"), lease.fence)
-                self.assertTrue(lease.lost.wait(5))
-                self.assertLess(time.monotonic() - revoked_at, 0.5)
+                # 5 s: room for a loaded machine, and still half of the 10 s to the first renewal.
+                self.assertTrue(lease.lost.wait(5), "the revoke was not noticed before the first renewal")
                 wait_for(lambda: reasons, timeout=5, what="the on_lost callback")
                 self.assertEqual((lease.lost_reason, reasons), ("revoked", ["revoked"]))
                 with self.assertRaises(fencegate.LeaseLost):
