@@ -54,7 +54,8 @@ func TestGatewayCancelEndsWait(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("expected the context's deadline, got %v", err)
 	}
-	if took := time.Since(started); took > 2*time.Second {
+	// Half the 10 s wait: room for a loaded machine, and a wait the cancel did not end still fails.
+	if took := time.Since(started); took > 5*time.Second {
 		t.Fatalf("the cancelled wait took %v", took)
 	}
 	// The gateway forgets the waiter once its connection is gone.

@@ -26,7 +26,7 @@ test("aborting the signal ends a wait, and the gateway forgets the waiter", { sk
   const held = await c.lock(name, { ttlMs: 5000 });
   const started = performance.now();
   await assert.rejects(c.lock(name, { waitMs: 10000, signal: AbortSignal.timeout(300) }), { name: "TimeoutError" });
-  assert.ok(performance.now() - started < 2000);
+  assert.ok(performance.now() - started < 5000, "the abort did not end the 10 s wait"); // room for a loaded machine
   for (let i = 0; (await c.lockStatus(name)).waiting !== 0; i++) {
     assert.ok(i < 100, "the aborted waiter is still queued");
     await new Promise((resolve) => setTimeout(resolve, 50));
