@@ -93,6 +93,17 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
                 async with self.client.lock(name, ttl_ms=5000):
                     pass
 
+    async def test_return_minimal(self):
+        """The asyncio client's return_minimal(): the gateway's 204 answers {"applied": True, "minimal": True}."""
+        name, key = unique("aio-minimal"), unique("aio-minimal")
+        async with self.client.lock(name, ttl_ms=5000) as lease:
+            await lease.pg("invoices").put(key, status="new")
+            self.assertEqual(await lease.pg("invoices").return_minimal().patch(key, status="paid"),
+                             {"applied": True, "minimal": True})
+            self.assertTrue((await lease.redis.return_minimal().put(f"app:{key}", "paid"))["applied"])
+        self.assertEqual((await self.client.pg("invoices").get(key))["row"]["status"], "paid")
+        self.assertEqual((await self.client.redis().get(f"app:{key}"))["value"], "paid")
+
     async def test_stale_write_and_audit(self):
         name, key = unique("aio-stale"), unique("aio-stale")
         old = await self.client.lock(name, ttl_ms=200, renew=False).acquire()

@@ -337,6 +337,29 @@ class LeaseTest(unittest.TestCase):
             with self.assertRaises(ValueError):
                 self.client.pg("invoices").patch(key, note="no token")
 
+    def test_return_minimal(self):
+        """return_minimal() sends Prefer: return=minimal: an applied write answers {"applied": True,
+        "minimal": True} (the gateway's 204, the row not read back), the handle it came from still answers
+        rows, and a refusal still raises. (Caught: the header not sent; the full answer came back.)"""
+        lock, key = unique("minimal"), unique("inv")
+        insert_invoice(key, "initial")
+        old = self.client.lock(lock, ttl_ms=200, renew=False).acquire()
+        time.sleep(0.4)
+        minimal = {"applied": True, "minimal": True}
+        with self.client.lock(lock, ttl_ms=5000) as lease:
+            table = lease.pg("invoices")
+            self.assertEqual(table.return_minimal().patch(key, note="minimal"), minimal)
+            self.assertEqual(self.client.pg("invoices").get(key)["row"]["note"], "minimal")
+            self.assertEqual(table.return_minimal().batch([{"op": "put", "key": key, "row": {"note": "put"}}]),
+                             minimal)
+            self.assertEqual(table.patch(key, note="full")["row"]["note"], "full")
+            # The gateway honours the preference on Postgres writes; a Redis write answers in full.
+            self.assertTrue(lease.redis.return_minimal().put(f"app:{key}", "v1")["applied"])
+            self.assertEqual(self.client.redis().get(f"app:{key}")["value"], "v1")
+        with self.assertRaises(fencegate.StaleFence):
+            old.pg("invoices").return_minimal().patch(key, note="stale")
+        self.assertEqual(note_of(key), "full")
+
     def test_typed_exception_per_problem_code(self):
         """Each problem code the gateway answers raises its own class, carrying the problem's members."""
         lock, key = unique("codes"), unique("inv")

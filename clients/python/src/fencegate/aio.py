@@ -34,7 +34,7 @@ from .errors import GatewayUnreachable, LeaseLost, ProblemError, lease_lost
 from .keeper import WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, renewal_refused, watch_query, watch_verdict
 from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
 from .transport import NO_RETRY, Answer, Effect, Endpoint, RetryPolicy, _NotSent, encode, judge, quote
-from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers
+from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers, write_result
 
 log = logging.getLogger("fencegate")
 
@@ -146,10 +146,11 @@ class AsyncCalls(Calls[Awaitable[Row]]):
     def __init__(self, transport: AsyncTransport) -> None:
         self._transport = transport
 
-    async def write(self, holder: Holder, method: str, path: str, body: Any, effect: Effect) -> Row:  # type: ignore[override]
-        headers = write_headers(holder)
+    async def write(self, holder: Holder, minimal: bool, method: str, path: str, body: Any,  # type: ignore[override]
+                    effect: Effect) -> Row:
+        headers = write_headers(holder, minimal)
         try:
-            return (await self._transport.call(method, path, body, effect=effect, headers=headers)).body
+            return write_result(await self._transport.call(method, path, body, effect=effect, headers=headers))
         except ProblemError as e:
             holder.refused(e)
             raise

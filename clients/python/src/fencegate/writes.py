@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, Generic, Iterable, List, Mapping, Optional, TypeVar
 
 from .errors import ProblemError
-from .transport import Effect, Transport, quote
+from .transport import Answer, Effect, Transport, quote
 
 Row = Dict[str, Any]
 
@@ -45,11 +45,12 @@ class Holder:
 
 
 class Calls(Generic[R]):
-    """How the handles below send their calls: ``write`` presents the holder's token and tells the holder
-    of a refusal; ``read`` needs no token. :class:`SyncCalls` answers rows; the asyncio client's answers
-    awaitables of them, so both share the paths, bodies and effects written here once."""
+    """How the handles below send their calls: ``write`` presents the holder's token (with ``minimal``,
+    ``Prefer: return=minimal``) and tells the holder of a refusal; ``read`` needs no token.
+    :class:`SyncCalls` answers rows; the asyncio client's answers awaitables of them, so both share the
+    paths, bodies and effects written here once."""
 
-    def write(self, holder: "Holder", method: str, path: str, body: Any, effect: Effect) -> R:
+    def write(self, holder: "Holder", minimal: bool, method: str, path: str, body: Any, effect: Effect) -> R:
         raise NotImplementedError
 
     def read(self, path: str) -> R:
@@ -62,10 +63,10 @@ class SyncCalls(Calls[Row]):
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
 
-    def write(self, holder: "Holder", method: str, path: str, body: Any, effect: Effect) -> Row:
-        headers = write_headers(holder)
+    def write(self, holder: "Holder", minimal: bool, method: str, path: str, body: Any, effect: Effect) -> Row:
+        headers = write_headers(holder, minimal)
         try:
-            return self._transport.call(method, path, body, effect=effect, headers=headers).body
+            return write_result(self._transport.call(method, path, body, effect=effect, headers=headers))
         except ProblemError as e:
             holder.refused(e)
             raise
@@ -74,12 +75,23 @@ class SyncCalls(Calls[Row]):
         return self._transport.call("GET", path, effect=Effect.READ).body
 
 
-def write_headers(holder: "Holder") -> Dict[str, str]:
-    """The headers of a fenced write: the holder's Fence-Token (LeaseLost if its lease is gone) and owner."""
+def write_headers(holder: "Holder", minimal: bool) -> Dict[str, str]:
+    """The headers of a fenced write: the holder's Fence-Token (LeaseLost if its lease is gone) and owner,
+    and ``Prefer: return=minimal`` when asked."""
     headers = {"Fence-Token": holder.token()}
     if holder.owner:
         headers["Fence-Owner"] = holder.owner
+    if minimal:
+        headers["Prefer"] = "return=minimal"
     return headers
+
+
+def write_result(answer: Answer) -> Row:
+    """What a write answers: the gateway's body, or ``{"applied": True, "minimal": True}`` for its 204 to
+    ``Prefer: return=minimal``."""
+    if answer.status == 204:
+        return {"applied": True, "minimal": True}
+    return answer.body
 
 
 class PgTable(Generic[R]):
@@ -88,13 +100,20 @@ class PgTable(Generic[R]):
 
     Writes answer the gateway's ``{"applied": true, "resource", "fence", "row"}`` (``row`` as it is
     after the write; None after a delete) and raise StaleFence, LeaseLost, InvalidFenceToken, NotFound,
-    Conflict, ... when refused. A refused write changes nothing.
+    Conflict, ... when refused. A refused write changes nothing. Through :meth:`return_minimal`, an
+    applied write answers ``{"applied": True, "minimal": True}`` instead.
     """
 
-    def __init__(self, calls: Calls[R], table: str, holder: Holder) -> None:
+    def __init__(self, calls: Calls[R], table: str, holder: Holder, minimal: bool = False) -> None:
         self._calls = calls
         self._holder = holder
+        self._minimal = minimal
         self.table = table
+
+    def return_minimal(self) -> "PgTable[R]":
+        """The same table with writes sent with ``Prefer: return=minimal``: the gateway answers 204 without
+        reading the row back."""
+        return PgTable(self._calls, self.table, self._holder, True)
 
     def _path(self, key: Any = None) -> str:
         path = f"/v1/pg/{quote(self.table)}"
@@ -106,23 +125,23 @@ class PgTable(Generic[R]):
 
     def patch(self, key: Any, values: Optional[Mapping[str, Any]] = None, **columns: Any) -> R:
         """Updates columns of the row ``key``: ``patch(42, status="paid")`` or ``patch(42, {"status": ...})``."""
-        return self._calls.write(self._holder, "PATCH", self._path(key), {"set": _merge(values, columns)},
-                     Effect.IDEMPOTENT)
+        return self._calls.write(self._holder, self._minimal, "PATCH", self._path(key),
+                                 {"set": _merge(values, columns)}, Effect.IDEMPOTENT)
 
     def put(self, key: Any, row: Optional[Mapping[str, Any]] = None, **columns: Any) -> R:
         """Inserts or replaces the row ``key`` (columns not given become NULL)."""
-        return self._calls.write(self._holder, "PUT", self._path(key), {"row": _merge(row, columns)},
+        return self._calls.write(self._holder, self._minimal, "PUT", self._path(key), {"row": _merge(row, columns)},
                      Effect.IDEMPOTENT)
 
     def insert(self, row: Optional[Mapping[str, Any]] = None, **columns: Any) -> R:
         """Inserts a new row, its key among the columns; Conflict if the key exists. Not retried once
         sent (a repeat would answer Conflict for a row this call inserted)."""
-        return self._calls.write(self._holder, "POST", self._path(), {"row": _merge(row, columns)},
+        return self._calls.write(self._holder, self._minimal, "POST", self._path(), {"row": _merge(row, columns)},
                      Effect.ONCE)
 
     def delete(self, key: Any) -> R:
         """Deletes the row ``key``; NotFound if there is none. Not retried once sent."""
-        return self._calls.write(self._holder, "DELETE", self._path(key), None, Effect.ONCE)
+        return self._calls.write(self._holder, self._minimal, "DELETE", self._path(key), None, Effect.ONCE)
 
     def batch(self, ops: Iterable[Mapping[str, Any]]) -> R:
         """Several writes in one transaction, all or nothing, under one token.
@@ -138,15 +157,20 @@ class PgTable(Generic[R]):
                 entry["key"] = str(entry["key"])
             full.append(entry)
         effect = Effect.IDEMPOTENT if all(op.get("op") in IDEMPOTENT_OPS for op in full) else Effect.ONCE
-        return self._calls.write(self._holder, "POST", "/v1/pg/batch", {"ops": full}, effect)
+        return self._calls.write(self._holder, self._minimal, "POST", "/v1/pg/batch", {"ops": full}, effect)
 
 
 class RedisKeys(Generic[R]):
     """Keys under the configured Redis prefixes, e.g. ``lease.redis.put("app:invoice:42", "paid")``."""
 
-    def __init__(self, calls: Calls[R], holder: Holder) -> None:
+    def __init__(self, calls: Calls[R], holder: Holder, minimal: bool = False) -> None:
         self._calls = calls
         self._holder = holder
+        self._minimal = minimal
+
+    def return_minimal(self) -> "RedisKeys[R]":
+        """The same keys with writes sent with ``Prefer: return=minimal``."""
+        return RedisKeys(self._calls, self._holder, True)
 
     @staticmethod
     def _path(key: str) -> str:
@@ -158,16 +182,17 @@ class RedisKeys(Generic[R]):
 
     def put(self, key: str, value: str) -> R:
         """Sets a string value."""
-        return self._calls.write(self._holder, "PUT", self._path(key), {"value": value}, Effect.IDEMPOTENT)
+        return self._calls.write(self._holder, self._minimal, "PUT", self._path(key), {"value": value},
+                                 Effect.IDEMPOTENT)
 
     def patch(self, key: str, fields: Optional[Mapping[str, Any]] = None, **more: Any) -> R:
         """Sets fields of a hash."""
-        return self._calls.write(self._holder, "PATCH", self._path(key), {"fields": _merge(fields, more)},
-                     Effect.IDEMPOTENT)
+        return self._calls.write(self._holder, self._minimal, "PATCH", self._path(key),
+                                 {"fields": _merge(fields, more)}, Effect.IDEMPOTENT)
 
     def delete(self, key: str) -> R:
         """Deletes the key. Not retried once sent."""
-        return self._calls.write(self._holder, "DELETE", self._path(key), None, Effect.ONCE)
+        return self._calls.write(self._holder, self._minimal, "DELETE", self._path(key), None, Effect.ONCE)
 
 
 def _merge(given: Optional[Mapping[str, Any]], columns: Mapping[str, Any]) -> Dict[str, Any]:
