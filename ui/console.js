@@ -431,7 +431,18 @@ async function exportAudit(format) {
 async function refreshBackends() {
   const answer = await api('/readyz');
   const b = answer.body || {};
-  setText($('backends'), `Redis ${b.redis || 'unknown'} · Postgres ${b.postgres || 'unknown'}`);
+  let text = `Redis ${b.redis || 'unknown'} · Postgres ${b.postgres || 'unknown'}`;
+  $('backends').title = "Whether the gateway's last ping of each backend was answered (GET /readyz)";
+  if (may('metrics')) {
+    const seen = await api('/v1/gateways');
+    if (seen.status === 200) {
+      const n = seen.body.gateways.length;
+      text += ` · ${n} gateway${n === 1 ? '' : 's'}`;
+      $('backends').title += `; gateways alive in Redis: ${seen.body.gateways
+        .map((g) => `${g.id}${g.self ? ' (this one)' : ''}`).join(', ')}`;
+    }
+  }
+  setText($('backends'), text);
   $('backends').classList.toggle('down', answer.status !== 200);
 }
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_ops.c - /healthz answers while the process serves; /readyz asks both
- * backends and answers 503 naming the one that does not answer.
+ * backends and answers 503 naming the one that does not answer; /v1/gateways
+ * lists the gateway processes whose liveness mark in Redis lasts.
  */
 #include "http/handlers_ops.h"
 
+#include "gateway.h"
+#include "lease/instances.h"
 #include "store/pg.h"
 #include "store/redis.h"
 
@@ -31,5 +34,18 @@ enum handler_result handle_readyz(struct http_request *req, struct http_reply *r
     reply_problem_extra(reply, &err,
                         json_pack("{s:s, s:s}", "redis", redis_up ? "up" : "down", "postgres",
                                   pg_up ? "up" : "down"));
+    return HANDLER_DONE;
+}
+
+enum handler_result handle_gateways(struct http_request *req, struct http_reply *reply)
+{
+    (void)req;
+    struct fg_error err = {0};
+    json_t *list = NULL;
+    if (lease_instances(gw.instance_id, &list, &err) != 0) {
+        reply_problem(reply, &err);
+        return HANDLER_DONE;
+    }
+    reply_json(reply, 200, list);
     return HANDLER_DONE;
 }

@@ -83,7 +83,8 @@ test('the page loads with no console errors and shows every view', async () => {
   assert.deepEqual(page.problems, []);
   assert.equal(await page.locator('#key-form').isHidden(), true, 'auth is off: no key prompt');
   assert.match(await page.locator('#who').textContent(), /authentication is off/);
-  assert.equal(await page.locator('#backends').textContent(), 'Redis up · Postgres up');
+  assert.match(await page.locator('#backends').textContent(), /^Redis up · Postgres up · [1-9]\d* gateways?$/);
+  assert.match(await page.locator('#backends').getAttribute('title'), /gateways alive in Redis: .*\(this one\)/);
   // Every column of every table says what it is.
   const untitled = await page.locator('th').evaluateAll(
     (ths) => ths.filter((th) => th.textContent.trim() && !th.title).map((th) => th.textContent));

@@ -149,7 +149,7 @@ class ProxyTest(GatewayTest):
         tokens = [lease["token"] for lease in ls["locks"]]
         self.call("POST", "/v1/locksets/renew", {"tokens": tokens})
         self.call("POST", "/v1/locksets/release", {"tokens": tokens})
-        for path in ("/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/whoami"):
+        for path in ("/healthz", "/readyz", "/metrics", "/v1/openapi.json", "/v1/whoami", "/v1/gateways"):
             self.call("GET", path)
         self.assert_no_violations()
 
@@ -169,7 +169,7 @@ class ProxyTest(GatewayTest):
         self.call("GET", f"/v1/pg/invoices/{lock}", expect=404)
         for path in ("/metrics", "/v1/openapi.json", "/v1/audit/rejections"):
             self.call("GET", path, expect=401, key="no-such-key")
-        for path in ("/metrics", "/v1/audit/rejections"):      # the document is open to any known key
+        for path in ("/metrics", "/v1/audit/rejections", "/v1/gateways"):  # the document: any known key
             self.call("GET", path, expect=403, key=LOCKS_ONLY)
         # What the document itself refuses, Prism refuses before the gateway sees it (a request violation).
         r = self.via.request("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": "soon"},
