@@ -22,6 +22,8 @@ import json
 import os
 import random
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -30,8 +32,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest  # noqa: E402
-from lock_helpers import unique_name  # noqa: E402
+from harness import Gateway, GatewayTest, wait_for  # noqa: E402
+from lock_helpers import unique_name, wait_for_waiting  # noqa: E402
 
 SECONDS = float(os.environ.get("FG_LOCKSET_SECONDS", "10"))
 
@@ -94,6 +96,30 @@ class LockSetTest(GatewayTest):
         self.assertEqual(box["r"].status, 200, box["r"])
         self.assertEqual(self.c.post("/v1/locksets/release",
                                      {"tokens": [x["token"] for x in box["r"].body["locks"]]}).status, 200)
+
+    def test_sets_whose_clients_reset_give_everything_back(self):
+        """Parked sets whose clients reset leave the queue of the lock they wait for (the janitor takes
+        them out together) and release the locks they took; the lock then goes to nobody."""
+        last = unique_name("zz-ls")  # after every other name: each set takes its first lock, then waits
+        firsts = sorted(unique_name("ls") for _ in range(6))
+        holder = self.c.post(f"/v1/locks/{last}/acquire", {"ttl_ms": 30000}).body
+        sockets = []
+        for first in firsts:
+            body = json.dumps({"names": [first, last], "ttl_ms": 30000, "wait_ms": 30000}).encode()
+            s = socket.create_connection(("127.0.0.1", self.gw.port), timeout=10)
+            s.sendall(f"POST /v1/locksets/acquire HTTP/1.1\r\nHost: 127.0.0.1:{self.gw.port}\r\n"
+                      f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            sockets.append(s)
+        wait_for_waiting(self.c, last, len(firsts))
+        self.assertTrue(all(self.held(first) for first in firsts))
+        for s in sockets:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # RST
+        wait_for_waiting(self.c, last, 0, timeout=3)
+        wait_for(lambda: not any(self.held(first) for first in firsts), timeout=3,
+                 what="the sets' first locks released")
+        self.assertEqual(self.c.post(f"/v1/locks/{last}/release", {"token": holder["token"]}).status, 200)
+        self.assertFalse(self.held(last), "the lock went to a set whose client had reset")
 
     def test_request_id_retry_gets_the_same_leases(self):
         names = [unique_name("ls") for _ in range(4)]
