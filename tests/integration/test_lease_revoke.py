@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, psql  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, psql, wait_for  # noqa: E402
 from pg_helpers import config, insert_invoice, invoice, quote, rejections, unique, write  # noqa: E402
 
 HOLDER = r"""
@@ -117,7 +117,9 @@ class RevokeTest(GatewayTest):
             self.assertIsNone(rd.cmd("GET", f"app:{key}"))
         self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"])
         self.assertEqual(rejections(f"pg:invoices/{key}")[0]["presented_fence"], lease["fence"])
-        audit = self.c.get(f"/v1/audit/rejections?resource=redis:app:{key}").body["items"]
+        # A refused Redis write's record is copied from the stream after the refusal is answered.
+        audit = wait_for(lambda: self.c.get(f"/v1/audit/rejections?resource=redis:app:{key}").body["items"],
+                         what="the Redis refusal's audit record")
         self.assertEqual([a["reason"] for a in audit], ["revoked"])
         # renew and release of the revoked lease answer 410
         self.assertEqual(self.c.post(f"/v1/locks/{lock}/renew", {"token": lease["token"]}).status, 410)
