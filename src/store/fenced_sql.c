@@ -435,6 +435,10 @@ char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
         fprintf(out, "%s$%zu::%s", i > 0 ? ", " : "", i + 2, s->key_type);
     fputs(") ORDER BY t.", out);
     put_ident(out, s->cfg->key);
+    /* Text keys in byte order, as write groups sort them (key_compare): in the column's own
+     * collation a batch and a group could lock two rows in opposite orders and deadlock. */
+    if (s->key_shape.form == KEY_FORM_TEXT || s->key_shape.form == KEY_FORM_BPCHAR)
+        fputs(" COLLATE \"C\"", out);
     fputs(" FOR UPDATE", out);
     return stream_close(out, &buf);
 }

@@ -805,6 +805,60 @@ class GroupedSpellingsTest(unittest.TestCase):
         self.assertEqual(deadlocks() - before, 0, f"{len(slow)} writes waited longer than 0.9 s")
 
 
+class CollatedKeysTest(unittest.TestCase):
+    """docs/api.md, "Resources bound to locks": a batch and a group lock their rows in one order. A group sorts
+    text keys by their bytes; a batch claimed its rows ORDER BY the key in the column's collation, so under a
+    collation where "a" sorts before "B" (ICU's) a batch of (a, B) and a group of (B, a) locked two rows in
+    opposite orders and Postgres reported deadlocks. Now batches claim text keys in byte order too. Failed
+    before the fix: deadlocks counted > 0."""
+
+    def test_batches_and_groups_lock_text_keys_in_one_order(self):
+        self.assertEqual(psql("SELECT count(*) FROM pg_collation WHERE collname = 'und-x-icu'"), ["1"])
+        psql("CREATE TABLE IF NOT EXISTS public.hostile_collated"
+             " (id text COLLATE \"und-x-icu\" PRIMARY KEY, note text, lock_fence bigint);"
+             "INSERT INTO public.hostile_collated (id, note) VALUES ('a', ''), ('B', '') ON CONFLICT DO NOTHING")
+        # the column's collation and the bytes order the two keys both ways, as the batch and the group did
+        self.assertEqual(psql("SELECT id FROM public.hostile_collated WHERE id IN ('a', 'B') ORDER BY id"),
+                         ["a", "B"])
+        self.assertEqual(sorted(["a", "B"]), ["B", "a"])
+
+        def deadlocks():
+            return int(psql("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0])
+
+        before = deadlocks()
+        config = {"tables": {"hostile_collated": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
+        with Gateway(config=config) as gw:
+            c = gw.client()
+            token = c.post(f"/v1/locks/{unique('collated')}/acquire", {"ttl_ms": 60000}).body["token"]
+            c.close()
+            stop = time.monotonic() + 4
+            errors = []
+
+            def writer(k):
+                with gw.client() as wc:
+                    n = 0
+                    while time.monotonic() < stop:
+                        n += 1
+                        if k % 2:
+                            ops = [{"op": "patch", "table": "hostile_collated", "key": key, "set": {"note": str(n)}}
+                                   for key in ("a", "B")]
+                            r = wc.post("/v1/pg/batch", {"ops": ops}, headers={"Fence-Token": token})
+                        else:
+                            r = wc.request("PATCH", f"/v1/pg/hostile_collated/{'aB'[n % 2]}",
+                                           {"set": {"note": str(n)}}, {"Fence-Token": token})
+                        if r.status != 200:
+                            errors.append(r)
+
+            threads = [threading.Thread(target=writer, args=(k,)) for k in range(12)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            self.assertEqual(errors, [])
+        # the gateway's backends have exited: their counts are in pg_stat_database
+        time.sleep(0.5)
+        self.assertEqual(deadlocks() - before, 0)
+
 def key_entry(key_id: str, text: str, scopes: list[str]) -> dict:
     return {"id": key_id, "sha256": hashlib.sha256(text.encode()).hexdigest(), "scopes": scopes}
 
