@@ -299,6 +299,17 @@ static struct write_stmt write_args(const struct fenced_op *op, const struct fen
     return st;
 }
 
+/* Rewrites the failure of c when a value was too large for its column: the
+ * client's fault (400), not the gateway's. */
+static void too_large(const struct pg_conn *c, struct fg_error *err)
+{
+    if (!sqlstate_too_large(pg_last_sqlstate(c)))
+        return;
+    char detail[sizeof err->msg];
+    snprintf(detail, sizeof detail, "%s", pg_message(err));
+    fg_fail(err, FG_ERR_INVALID_FIELD, "a value is too large: %s", detail);
+}
+
 /* Keeps the one answer row of rows (NULL if none) in *answer, freeing rows. */
 static void take_row(json_t *rows, json_t **answer)
 {
@@ -325,8 +336,7 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
         rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
     free(owned_sql);
     if (rc != 0) {
-        if (sqlstate_too_large(pg_last_sqlstate(c)))
-            fg_fail(err, FG_ERR_INVALID_FIELD, "a value is too large: %s", pg_message(err));
+        too_large(c, err);
         return -1;
     }
     take_row(rows, answer);
@@ -480,56 +490,104 @@ static void rollback(struct pg_conn *c)
         return;
 }
 
-/* Raises the fences of the batch's resources kept in fencegate.resource_fences
- * (in resource order) inside the open transaction; appends the answer rows
- * (resource, fence) to claimed. */
-static int claim_fences(struct pg_conn *c, const struct fenced_batch *batch,
-                        const struct fenced_writer *who, json_t *claimed, struct fg_error *err)
+/* The statements that open a batch, sent as one pipeline (one round trip):
+ * BEGIN, the revocation check, the claim of the gateway's fence rows of the
+ * batch's resources (in resource order) and, for each fence-column table, the
+ * claim of its rows (in key order), each claim only when there is something
+ * to claim: always the same global order, so that batches never deadlock each
+ * other. */
+struct batch_opening {
+    struct pg_group_stmt *stmts; /* the statements (owned array) */
+    size_t n;                    /* entries in stmts */
+    char **sql;                  /* per statement: its text when built for this batch (owned) */
+    const char **params;         /* the parameters of all claims (owned array) */
+    char fence[24];              /* the fence's text */
+};
+
+enum { OPENING_BEGIN, OPENING_REVOKED, OPENING_CLAIMS };
+
+static void opening_add(struct batch_opening *o, char *sql, size_t nparams, const char **params)
 {
+    o->sql[o->n] = sql;
+    o->stmts[o->n++] = (struct pg_group_stmt){NULL, sql, (int)nparams, params, NULL};
+}
+
+/* Builds the opening of batch (release with opening_free). */
+static void opening_build(const struct fenced_batch *batch, const struct fenced_writer *who,
+                          struct batch_opening *o)
+{
+    size_t most = OPENING_CLAIMS + 1 + fpg.ntables;
+    o->stmts = calloc(most, sizeof *o->stmts);
+    o->sql = calloc(most, sizeof *o->sql);
+    o->params = calloc(1 + 2 * batch->nops + fpg.ntables + batch->nops, sizeof *o->params);
+    const struct table_schema **schemas = calloc(batch->nops + 1, sizeof *schemas);
+    FG_ASSERT(o->stmts != NULL && o->sql != NULL && o->params != NULL && schemas != NULL);
+    snprintf(o->fence, sizeof o->fence, "%" PRId64, who->fence);
+    o->stmts[OPENING_BEGIN] = (struct pg_group_stmt){NULL, "BEGIN", 0, NULL, NULL};
+    o->stmts[OPENING_REVOKED] = (struct pg_group_stmt){
+        NULL, "SELECT 1 AS revoked FROM fencegate.revocations WHERE fence = $1::bigint", 1,
+        o->params, NULL};
+    o->n = OPENING_CLAIMS;
+    const char **p = o->params;
+    p[0] = o->fence;
     size_t n = 0;
-    const struct table_schema **schemas = calloc(batch->nops, sizeof *schemas);
-    const char **params = calloc(1 + 2 * batch->nops, sizeof *params);
-    FG_ASSERT(schemas != NULL && params != NULL);
-    char fence[24];
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
-    params[0] = fence;
     for (size_t i = 0; i < batch->nops; i++) {
         const struct fenced_op *op = &batch->ops[i];
         if (column_mode(op->table))
             continue;
         schemas[n] = &fpg.schemas[op->table];
-        params[1 + 2 * n] = fpg.prefixes[op->table];
-        params[2 + 2 * n] = op->key;
+        p[1 + 2 * n] = fpg.prefixes[op->table];
+        p[2 + 2 * n] = op->key;
         n++;
     }
-    int rc = 0;
-    if (n > 0) {
-        char *sql = fenced_sql_claim(schemas, n);
-        json_t *rows = NULL;
-        rc = pg_exec(c, NULL, sql, (int)(1 + 2 * n), params, &rows, err);
-        json_array_extend(claimed, rows);
-        json_decref(rows);
-        free(sql);
-    }
+    if (n > 0)
+        opening_add(o, fenced_sql_claim(schemas, n), 1 + 2 * n, p);
     free(schemas);
-    free(params);
-    return rc;
+    p += 1 + 2 * n;
+    for (size_t t = 0; t < fpg.ntables; t++) {
+        if (!column_mode(t))
+            continue;
+        size_t rows = 0;
+        p[0] = fpg.prefixes[t];
+        for (size_t i = 0; i < batch->nops; i++)
+            if (batch->ops[i].table == t)
+                p[1 + rows++] = batch->ops[i].key;
+        if (rows > 0) {
+            opening_add(o, fenced_sql_column_claim(&fpg.schemas[t], rows), 1 + rows, p);
+            p += 1 + rows;
+        }
+    }
 }
 
-/* True (in *revoked) if who's fence was revoked; runs inside the open transaction. */
-static int check_revoked(struct pg_conn *c, const struct fenced_writer *who, bool *revoked,
-                         struct fg_error *err)
+static void opening_free(struct batch_opening *o)
 {
-    char fence[24];
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
-    const char *params[] = {fence};
-    json_t *rows = NULL;
-    if (pg_exec(c, NULL, "SELECT 1 AS revoked FROM fencegate.revocations WHERE fence = $1::bigint",
-                1, params, &rows, err) != 0)
-        return -1;
-    *revoked = json_array_size(rows) > 0;
-    json_decref(rows);
-    return 0;
+    for (size_t i = 0; i < o->n; i++) {
+        free(o->sql[i]);
+        json_decref(o->stmts[i].rows);
+    }
+    free(o->sql);
+    free(o->stmts);
+    free(o->params);
+}
+
+/* Opens the batch on c (struct batch_opening): *revoked tells whether who's
+ * fence was revoked, *claimed gets the (resource, fence) rows of every claim. */
+static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
+                      const struct fenced_writer *who, bool *revoked, json_t **claimed,
+                      struct fg_error *err)
+{
+    struct batch_opening o = {0};
+    opening_build(batch, who, &o);
+    size_t failed;
+    int rc = pg_exec_pipeline(c, o.stmts, o.n, &failed, err);
+    *claimed = json_array();
+    if (rc == 0) {
+        *revoked = json_array_size(o.stmts[OPENING_REVOKED].rows) > 0;
+        for (size_t i = OPENING_CLAIMS; i < o.n; i++)
+            json_array_extend(*claimed, o.stmts[i].rows);
+    }
+    opening_free(&o);
+    return rc;
 }
 
 /* After the rollback of a batch whose fence was revoked: one audit row per
@@ -554,47 +612,6 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
     }
     res->outcome = FENCED_REVOKED;
     res->row = json_null();
-    return 0;
-}
-
-/* Locks the existing rows of the batch on table (a fence-column table), in
- * key order, and appends their (resource, fence) to claimed. */
-static int claim_rows(struct pg_conn *c, const struct fenced_batch *batch, size_t table,
-                      json_t *claimed, struct fg_error *err)
-{
-    size_t n = 0;
-    const char **params = calloc(1 + batch->nops, sizeof *params);
-    FG_ASSERT(params != NULL);
-    params[0] = fpg.prefixes[table];
-    for (size_t i = 0; i < batch->nops; i++)
-        if (batch->ops[i].table == table)
-            params[1 + n++] = batch->ops[i].key;
-    int rc = 0;
-    if (n > 0) {
-        char *sql = fenced_sql_column_claim(&fpg.schemas[table], n);
-        json_t *rows = NULL;
-        rc = pg_exec(c, NULL, sql, (int)(1 + n), params, &rows, err);
-        json_array_extend(claimed, rows);
-        json_decref(rows);
-        free(sql);
-    }
-    free(params);
-    return rc;
-}
-
-/* Claims every resource of batch inside the open transaction, always in the
- * same global order (the gateway's fence rows, then each fence-column table's
- * rows by key), so that batches never deadlock each other; *claimed gets the
- * (resource, fence) rows. */
-static int claim(struct pg_conn *c, const struct fenced_batch *batch,
-                 const struct fenced_writer *who, json_t **claimed, struct fg_error *err)
-{
-    *claimed = json_array();
-    if (claim_fences(c, batch, who, *claimed, err) != 0)
-        return -1;
-    for (size_t t = 0; t < fpg.ntables; t++)
-        if (column_mode(t) && claim_rows(c, batch, t, *claimed, err) != 0)
-            return -1;
     return 0;
 }
 
@@ -656,32 +673,59 @@ static int op_refused(struct pg_conn *c, const struct fenced_op *op,
     return -1;
 }
 
-/* Runs the operations inside the open transaction; items gets one entry per
- * op (with its row if want_row). An op refused after the claim (a row of a
- * fence-column table created meanwhile, a revocation meanwhile) fails the
- * batch through op_refused. */
+/* Runs the operations inside the open transaction, sent as one pipeline (one
+ * round trip); items gets one entry per op (with its row if want_row). An op
+ * refused after the claim (a row of a fence-column table created meanwhile, a
+ * revocation meanwhile) fails the batch through op_refused; failed names the
+ * op that failed, nops when none in particular. */
 static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
                    const struct fenced_writer *who, bool want_row, json_t *items, json_t *stale,
                    bool *revoked, size_t *failed, struct fg_error *err)
 {
-    for (size_t i = 0; i < batch->nops; i++) {
+    size_t n = batch->nops;
+    struct pg_group_stmt *stmts = calloc(n + 1, sizeof *stmts);
+    struct write_stmt *written = calloc(n + 1, sizeof *written); /* the names stmts borrow */
+    const char ***params = calloc(n + 1, sizeof *params);
+    char **owned_sql = calloc(n + 1, sizeof *owned_sql), fence[24];
+    FG_ASSERT(stmts != NULL && written != NULL && params != NULL && owned_sql != NULL);
+    for (size_t i = 0; i < n; i++) {
         const struct fenced_op *op = &batch->ops[i];
-        json_t *answer = NULL;
-        *failed = i;
-        if (exec_write(c, op, who, want_row, true, &answer, err) != 0)
-            return -1;
-        if (answer == NULL)
-            return op_refused(c, op, who, stale, revoked, err);
+        params[i] = calloc(FENCED_PARAM_COUNT + op->ncolumns + 1, sizeof **params);
+        FG_ASSERT(params[i] != NULL);
+        written[i] = write_args(op, who, want_row, params[i], fence, &owned_sql[i]);
+        stmts[i] = (struct pg_group_stmt){owned_sql[i] ? NULL : written[i].name, written[i].sql,
+                                          written[i].nparams, params[i], NULL};
+    }
+    *failed = n;
+    int rc = pg_exec_pipeline(c, stmts, n, failed, err);
+    if (rc != 0)
+        too_large(c, err);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *answer = json_array_get(stmts[i].rows, 0);
+        if (answer == NULL) {
+            *failed = i;
+            rc = op_refused(c, &batch->ops[i], who, stale, revoked, err);
+            break;
+        }
         struct fenced_result one = {0};
         fenced_answer_applied(answer, who->fence, &one);
-        json_decref(answer);
-        json_array_append_new(items,
-                              json_pack("{s:s, s:s, s:O}", "op", fenced_kind_method(op->kind),
-                                        "resource", one.resource, "row", one.row));
+        json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",
+                                               fenced_kind_method(batch->ops[i].kind), "resource",
+                                               one.resource, "row", one.row));
         fenced_result_free(&one);
     }
-    *failed = batch->nops;
-    return 0;
+    for (size_t i = 0; i < n; i++) {
+        json_decref(stmts[i].rows);
+        free(params[i]);
+        free(owned_sql[i]);
+    }
+    free(stmts);
+    free(written);
+    free(params);
+    free(owned_sql);
+    if (rc == 0)
+        *failed = n;
+    return rc;
 }
 
 /* Rewrites the failure of a batch, after its rollback, to name the operation:
@@ -721,16 +765,12 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     json_t *claimed = NULL, *stale = NULL, *items = json_array();
     size_t failed = batch->nops; /* the operation to blame; nops: none in particular */
     bool revoked = false;
-    int rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
-    if (rc == 0)
-        rc = check_revoked(c, who, &revoked, err);
+    int rc = open_batch(c, batch, who, &revoked, &claimed, err);
     if (rc == 0 && revoked) {
         rollback(c);
         rc = audit_revoked(c, batch, who, res, err);
         goto out;
     }
-    if (rc == 0)
-        rc = claim(c, batch, who, &claimed, err);
     if (rc == 0) {
         stale = fenced_answer_stale(claimed, who->fence);
         if (json_array_size(stale) > 0) {

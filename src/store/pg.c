@@ -525,6 +525,67 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
     return 0;
 }
 
+/* Sends stmts[0..n) and a sync in pipeline mode and flushes them; -1 (err set,
+ * conn dropped) if libpq or the socket refused. */
+static int send_pipeline(struct pg_conn *c, const struct pg_group_stmt *stmts, size_t n,
+                         int64_t deadline, struct fg_error *err)
+{
+    int sent = PQenterPipelineMode(c->pq);
+    for (size_t i = 0; i < n && sent; i++)
+        sent = send_stmt(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, stmts[i].params);
+    sent = sent && PQpipelineSync(c->pq);
+    if (sent && flush_all(c, deadline))
+        return 0;
+    metrics_backend_error(METRIC_BACKEND_PG);
+    fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: %s", PQerrorMessage(c->pq));
+    disconnect(c);
+    return -1;
+}
+
+int pg_exec_pipeline(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, size_t *failed,
+                     struct fg_error *err)
+{
+    c->sqlstate[0] = '\0';
+    if (c->pq == NULL && connect_conn(c, err) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (stmts[i].name != NULL &&
+            prepare(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, err) != 0)
+            return -1;
+    int64_t deadline = deadline_from_now(), started_us = clock_mono_us();
+    if (send_pipeline(c, stmts, n, deadline, err) != 0)
+        return -1;
+    bool stmt_failed = false;
+    for (size_t i = 0; i <= n; i++) {
+        PGresult *res = next_result(c, deadline, err);
+        if (res == NULL) {
+            drop_rows(stmts, n);
+            return -1;
+        }
+        ExecStatusType st = PQresultStatus(res);
+        if (st == PGRES_FATAL_ERROR && !stmt_failed) {
+            stmt_failed = true;
+            *failed = i;
+            (void)note_failure(c, res, err); /* a lost connection fails the next read */
+        } else if (i < n && !stmt_failed) {
+            stmts[i].rows = rows_of(res);
+        }
+        PQclear(res);
+        if (st == PGRES_PIPELINE_SYNC)
+            break;
+    }
+    metrics_backend_latency(METRIC_BACKEND_PG, clock_mono_us() - started_us);
+    if (PQexitPipelineMode(c->pq) != 1) {
+        fg_fail(err, FG_ERR_INTERNAL, "postgres: a pipeline's answers did not end as sent");
+        disconnect(c);
+        stmt_failed = true;
+    }
+    if (!stmt_failed)
+        return 0;
+    drop_rows(stmts, n);
+    return -1;
+}
+
 int pg_query(const char *stmt_name, const char *sql, int nparams, const char *const *params,
              json_t **rows, struct fg_error *err)
 {

@@ -75,6 +75,17 @@ enum pg_group_outcome {
 int pg_exec_group(struct pg_conn *conn, struct pg_group_stmt *stmts, size_t n,
                   enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err) FG_WUR;
 
+/*
+ * Runs stmts[0..n) on conn as one pipeline followed by a sync: one round trip
+ * once the statements are prepared, inside the transaction the caller opened
+ * (the first statement may be its BEGIN). 0 with every statement's rows in
+ * stmts[i].rows. -1 with err: statement *failed failed (its SQLSTATE kept for
+ * pg_last_sqlstate; the statements after it did not run and the transaction,
+ * if any, is aborted), or conn failed and was dropped. No rows are kept then.
+ */
+int pg_exec_pipeline(struct pg_conn *conn, struct pg_group_stmt *stmts, size_t n, size_t *failed,
+                     struct fg_error *err) FG_WUR;
+
 /* SQLSTATE of the last failed pg_exec on conn ("" if none). */
 const char *pg_last_sqlstate(const struct pg_conn *conn);
 
