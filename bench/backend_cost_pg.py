@@ -234,7 +234,7 @@ def main() -> int:
         cfg = os.path.join(datadir, "pgcost.json")
         with open(cfg, "w") as f:
             json.dump(GATEWAY_CONFIG, f)
-        for i, (_, b) in enumerate(builds):
+        for i, (_, b) in reversed(list(enumerate(builds))):  # the older first: it refuses a newer schema
             gateways.append(start_gateway(b, http_port + i, datadir, cfg, redis_port, dsn, f"gateway{i}.log"))
         lc = LeanConnection("127.0.0.1", http_port)
         tokens = {}
