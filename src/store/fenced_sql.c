@@ -208,6 +208,15 @@ static void put_key_match(FILE *out, const struct table_schema *s)
     fprintf(out, " = $2::%s", s->key_type);
 }
 
+/* "DELETE FROM <table> AS t WHERE t."<key>" = $2::<key type>": the start of every delete. */
+static void put_delete_head(FILE *out, const struct table_schema *s)
+{
+    fputs("DELETE FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t", out);
+    put_key_match(out, s);
+}
+
 /* "UPDATE <table> AS t SET <column> = $4::<type>, ...": the start of every
  * update, one assignment per written column, its parameter numbered after the
  * common ones. Returns what separates one more assignment ("" if none was
@@ -324,10 +333,7 @@ static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenc
         fprintf(out, " WHERE true%s", claimed);
         break;
     case FENCED_DELETE:
-        fputs("DELETE FROM ", out);
-        put_ident(out, t->name);
-        fputs(" AS t", out);
-        put_key_match(out, s);
+        put_delete_head(out, s);
         fputs(claimed, out);
         break;
     default: FG_ASSERT(!"unknown write kind");
@@ -384,10 +390,7 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
         fputs(") DO NOTHING", out);
         break;
     case FENCED_DELETE:
-        fputs("DELETE FROM ", out);
-        put_ident(out, t->name);
-        fputs(" AS t", out);
-        put_key_match(out, s);
+        put_delete_head(out, s);
         put_row_guard(out, t);
         break;
     default: FG_ASSERT(!"unknown write kind");

@@ -440,16 +440,32 @@ static PGresult *next_result(struct pg_conn *c, int64_t deadline, struct fg_erro
     }
 }
 
-/* Sends BEGIN, the statements, COMMIT and a sync in pipeline mode and flushes
- * them; -1 (err set, conn dropped) if libpq or the socket refused. */
-static int send_group(struct pg_conn *c, const struct pg_group_stmt *stmts, size_t n,
-                      int64_t deadline, struct fg_error *err)
+/* Readies c for a pipeline of stmts[0..n): connected, named after the request,
+ * every named statement prepared. */
+static int pipeline_ready(struct pg_conn *c, const struct pg_group_stmt *stmts, size_t n,
+                          struct fg_error *err)
+{
+    c->sqlstate[0] = '\0';
+    if ((c->pq == NULL && connect_conn(c, err) != 0) || name_session(c, err) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (stmts[i].name != NULL &&
+            prepare(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, err) != 0)
+            return -1;
+    return 0;
+}
+
+/* Sends head (a statement without parameters, or NULL), the statements, tail
+ * (likewise) and a sync in pipeline mode and flushes them; -1 (err set, conn
+ * dropped) if libpq or the socket refused. */
+static int send_pipeline(struct pg_conn *c, const char *head, const struct pg_group_stmt *stmts,
+                         size_t n, const char *tail, int64_t deadline, struct fg_error *err)
 {
     int sent = PQenterPipelineMode(c->pq) &&
-               PQsendQueryParams(c->pq, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+               (head == NULL || PQsendQueryParams(c->pq, head, 0, NULL, NULL, NULL, NULL, 0));
     for (size_t i = 0; i < n && sent; i++)
         sent = send_stmt(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, stmts[i].params);
-    sent = sent && PQsendQueryParams(c->pq, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) &&
+    sent = sent && (tail == NULL || PQsendQueryParams(c->pq, tail, 0, NULL, NULL, NULL, NULL, 0)) &&
            PQpipelineSync(c->pq);
     if (sent && flush_all(c, deadline))
         return 0;
@@ -499,15 +515,10 @@ static void drop_rows(struct pg_group_stmt *stmts, size_t n)
 int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
                   enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err)
 {
-    c->sqlstate[0] = '\0';
-    if ((c->pq == NULL && connect_conn(c, err) != 0) || name_session(c, err) != 0)
+    if (pipeline_ready(c, stmts, n, err) != 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        if (stmts[i].name != NULL &&
-            prepare(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, err) != 0)
-            return -1;
     int64_t deadline = deadline_from_now(), started_us = clock_mono_us();
-    if (send_group(c, stmts, n, deadline, err) != 0)
+    if (send_pipeline(c, "BEGIN", stmts, n, "COMMIT", deadline, err) != 0)
         return -1;
     int rc = read_group(c, stmts, n, deadline, outcome, failed, err);
     metrics_backend_latency(METRIC_BACKEND_PG, clock_mono_us() - started_us);
@@ -525,35 +536,14 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
     return 0;
 }
 
-/* Sends stmts[0..n) and a sync in pipeline mode and flushes them; -1 (err set,
- * conn dropped) if libpq or the socket refused. */
-static int send_pipeline(struct pg_conn *c, const struct pg_group_stmt *stmts, size_t n,
-                         int64_t deadline, struct fg_error *err)
-{
-    int sent = PQenterPipelineMode(c->pq);
-    for (size_t i = 0; i < n && sent; i++)
-        sent = send_stmt(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, stmts[i].params);
-    sent = sent && PQpipelineSync(c->pq);
-    if (sent && flush_all(c, deadline))
-        return 0;
-    metrics_backend_error(METRIC_BACKEND_PG);
-    fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: %s", PQerrorMessage(c->pq));
-    disconnect(c);
-    return -1;
-}
-
 int pg_exec_pipeline(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, size_t *failed,
                      struct fg_error *err)
 {
-    c->sqlstate[0] = '\0';
-    if (c->pq == NULL && connect_conn(c, err) != 0)
+    *failed = n;
+    if (pipeline_ready(c, stmts, n, err) != 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
-        if (stmts[i].name != NULL &&
-            prepare(c, stmts[i].name, stmts[i].sql, stmts[i].nparams, err) != 0)
-            return -1;
     int64_t deadline = deadline_from_now(), started_us = clock_mono_us();
-    if (send_pipeline(c, stmts, n, deadline, err) != 0)
+    if (send_pipeline(c, NULL, stmts, n, NULL, deadline, err) != 0)
         return -1;
     bool stmt_failed = false;
     for (size_t i = 0; i <= n; i++) {
