@@ -233,9 +233,18 @@ end
 -- 200 again however many leases were released meanwhile. (The last release
 -- may wait in an end's record: end_text.)
 
--- Remembers lease as released until till (ms).
-local function mark_released_until(lk, lease, now, till)
-  redis.call('ZREMRANGEBYSCORE', lk.released, '-inf', decimal(now))
+-- The released and ended sets of a lease name used again and again are
+-- trimmed by the end of one lease in TRIM_EVERY, the one whose fence is a
+-- multiple of it (fences of one name grow), not by every end: each set holds
+-- at most TRIM_EVERY - 1 entries past its bound in between. An end without a
+-- fence at hand trims at once.
+local TRIM_EVERY = 16
+
+-- Remembers lease (with fence, or nil) as released until till (ms).
+local function mark_released_until(lk, lease, now, till, fence)
+  if not fence or fence % TRIM_EVERY == 0 then
+    redis.call('ZREMRANGEBYSCORE', lk.released, '-inf', decimal(now))
+  end
   redis.call('ZADD', lk.released, decimal(till), lease)
   keep_until(lk.released, till, now)
 end
@@ -267,8 +276,8 @@ local function end_read(raw)
 end
 
 -- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
--- (the newest ENDED_KEPT, for up to ttl ms), and while the lock or semaphore
--- is watched every end is also published on channel CHANNEL_ENDED as
+-- (the newest ENDED_KEPT, trimmed by one end in TRIM_EVERY, for up to ttl
+-- ms), and while the lock or semaphore is watched every end is also published on channel CHANNEL_ENDED as
 -- "<kind>|<fence>|<reason>|<name>", so that every gateway wakes its watchers at
 -- once. "Watched" is the key lk.watched, which a watch script sets, with a time
 -- to live longer than the watchers' re-check interval, in the same step as it
@@ -287,7 +296,7 @@ local ENDED_KEPT = '64' -- ranks from here on are trimmed
 -- time to live becomes ttl (decimal text).
 local function ended_keep(lk, fence, reason, ttl)
   redis.call('ZADD', lk.ended, '-' .. fence, fence .. '|' .. reason)
-  redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1')
+  if fence % TRIM_EVERY == 0 then redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1') end
   redis.call('PEXPIRE', lk.ended, ttl)
 end
 
@@ -299,7 +308,7 @@ local function end_bury(lk, raw, now)
   local lease, fence, reason, till = end_read(raw)
   if not lease then return end
   till = tonumber(till)
-  if reason == 'released' then mark_released_until(lk, lease, now, till) end
+  if reason == 'released' then mark_released_until(lk, lease, now, till, fence) end
   ended_keep(lk, fence, reason, decimal(math.max(1, till - now)))
 end
 

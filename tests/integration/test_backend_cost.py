@@ -14,6 +14,10 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   release of the only holder kept the end of its lease in the limit key ran 25: a purge, the
   released-lease and ended-lease sets, the watched mark and a look at the queue on every release.)
 - Each pair is two script calls, one per transition.
+- A lock pair on a name used again runs at most REUSED_LOCK_PAIR_COMMANDS (each grant first copies the end
+  of the lease before it into the released and ended sets), and those sets stay bounded: the ended set is
+  trimmed to its newest 64 by one end in 16. (Caught: both sets trimmed on every end, 15 commands a pair;
+  no trim at all, an ended set as long as the name's history.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -38,6 +42,7 @@ from harness import GatewayTest, Redis, wait_for  # noqa: E402
 PAIRS = 300
 LOCK_PAIR_COMMANDS = 10
 SEMAPHORE_PAIR_COMMANDS = 17
+REUSED_LOCK_PAIR_COMMANDS = 13
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads.
 NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
                "function|load", "function|list"}
@@ -100,6 +105,21 @@ class BackendCost(GatewayTest):
         print(f"semaphore pair: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
         self.assertLessEqual(commands, SEMAPHORE_PAIR_COMMANDS, by_name)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
+
+    def test_lock_pair_on_a_name_used_again(self):
+        name = f"cost:{uuid.uuid4().hex}"
+
+        def pair():
+            got = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
+            self.assertEqual(got.status, 200, got)
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": got.body["token"]}).status, 200)
+        pair()
+        commands, calls, by_name = self.counted(pair)
+        print(f"lock pair, one name: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
+        self.assertLessEqual(commands, REUSED_LOCK_PAIR_COMMANDS, by_name)
+        with Redis() as r:
+            ended = r.cmd("ZCARD", f"fg:lk:{{{name}}}:n")
+        self.assertTrue(64 <= ended < 64 + 16, ended)
 
     def test_an_emptied_queue_leaves_no_tickets(self):
         name = f"cost:{uuid.uuid4().hex}"
