@@ -752,6 +752,41 @@ class BoundKeySpellingsTest(GatewayTest):
             self.assertEqual(gw.http("GET", "/healthz").status, 200)
 
 
+def deadlocks_under_writers(table: str, write) -> tuple[list, int]:
+    """Runs 12 writer threads for 4 s against a gateway serving fence_column table `table`, each calling
+    write(client, token, k, n) (k: the thread, n: its write count) with one lock's token; returns the answers
+    other than 200 and how many deadlocks Postgres counted meanwhile."""
+
+    def deadlocks():
+        return int(psql("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0])
+
+    before = deadlocks()
+    errors = []
+    config = {"tables": {table: {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
+    with Gateway(config=config) as gw:
+        with gw.client() as c:
+            token = c.post(f"/v1/locks/{unique(table)}/acquire", {"ttl_ms": 60000}).body["token"]
+        stop = time.monotonic() + 4
+
+        def writer(k):
+            with gw.client() as wc:
+                n = 0
+                while time.monotonic() < stop:
+                    n += 1
+                    r = write(wc, token, k, n)
+                    if r.status != 200:
+                        errors.append(r)
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    # the gateway's backends have exited: their counts are in pg_stat_database
+    time.sleep(0.5)
+    return errors, deadlocks() - before
+
+
 class GroupedSpellingsTest(unittest.TestCase):
     """docs/api.md, "Resources bound to locks": grouped fence_column writes lock their rows in the order of
     canonical keys. The group sorted its rows by the raw key text, so "10" < "9" in one group and "09" < "10" in
@@ -766,43 +801,20 @@ class GroupedSpellingsTest(unittest.TestCase):
         spellings = [(str(low), str(high)), ("0" + str(low), str(high))]
         # the raw texts order the two rows both ways, as the broken sort did
         self.assertNotEqual(sorted(spellings[0]).index(str(high)), sorted(spellings[1]).index(str(high)))
-
-        def deadlocks():
-            return int(psql("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0])
-
-        before = deadlocks()
-        config = {"tables": {"hostile_grouped": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
         slow = []
-        with Gateway(config=config) as gw:
-            c = gw.client()
-            token = c.post(f"/v1/locks/{unique('grouped')}/acquire", {"ttl_ms": 60000}).body["token"]
-            c.close()
-            stop = time.monotonic() + 4
-            errors = []
 
-            def writer(k):
-                with gw.client() as wc:
-                    n = 0
-                    while time.monotonic() < stop:
-                        key = spellings[k % 2][n % 2]
-                        n += 1
-                        t0 = time.monotonic()
-                        r = wc.request("PATCH", f"/v1/pg/hostile_grouped/{key}", {"set": {"note": str(n)}},
-                                       {"Fence-Token": token})
-                        if time.monotonic() - t0 > 0.9:
-                            slow.append(key)
-                        if r.status != 200:
-                            errors.append(r)
+        def write(wc, token, k, n):
+            key = spellings[k % 2][n % 2]
+            t0 = time.monotonic()
+            r = wc.request("PATCH", f"/v1/pg/hostile_grouped/{key}", {"set": {"note": str(n)}},
+                           {"Fence-Token": token})
+            if time.monotonic() - t0 > 0.9:
+                slow.append(key)
+            return r
 
-            threads = [threading.Thread(target=writer, args=(k,)) for k in range(12)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            self.assertEqual(errors, [])
-        # the gateway's backends have exited: their counts are in pg_stat_database
-        time.sleep(0.5)
-        self.assertEqual(deadlocks() - before, 0, f"{len(slow)} writes waited longer than 0.9 s")
+        errors, deadlocks = deadlocks_under_writers("hostile_grouped", write)
+        self.assertEqual(errors, [])
+        self.assertEqual(deadlocks, 0, f"{len(slow)} writes waited longer than 0.9 s")
 
 
 class CollatedKeysTest(unittest.TestCase):
@@ -822,42 +834,17 @@ class CollatedKeysTest(unittest.TestCase):
                          ["a", "B"])
         self.assertEqual(sorted(["a", "B"]), ["B", "a"])
 
-        def deadlocks():
-            return int(psql("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0])
+        def write(wc, token, k, n):
+            if k % 2:  # a batch of both rows
+                ops = [{"op": "patch", "table": "hostile_collated", "key": key, "set": {"note": str(n)}}
+                       for key in ("a", "B")]
+                return wc.post("/v1/pg/batch", {"ops": ops}, headers={"Fence-Token": token})
+            return wc.request("PATCH", f"/v1/pg/hostile_collated/{'aB'[n % 2]}", {"set": {"note": str(n)}},
+                              {"Fence-Token": token})  # single writes, committed in groups
 
-        before = deadlocks()
-        config = {"tables": {"hostile_collated": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
-        with Gateway(config=config) as gw:
-            c = gw.client()
-            token = c.post(f"/v1/locks/{unique('collated')}/acquire", {"ttl_ms": 60000}).body["token"]
-            c.close()
-            stop = time.monotonic() + 4
-            errors = []
-
-            def writer(k):
-                with gw.client() as wc:
-                    n = 0
-                    while time.monotonic() < stop:
-                        n += 1
-                        if k % 2:
-                            ops = [{"op": "patch", "table": "hostile_collated", "key": key, "set": {"note": str(n)}}
-                                   for key in ("a", "B")]
-                            r = wc.post("/v1/pg/batch", {"ops": ops}, headers={"Fence-Token": token})
-                        else:
-                            r = wc.request("PATCH", f"/v1/pg/hostile_collated/{'aB'[n % 2]}",
-                                           {"set": {"note": str(n)}}, {"Fence-Token": token})
-                        if r.status != 200:
-                            errors.append(r)
-
-            threads = [threading.Thread(target=writer, args=(k,)) for k in range(12)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            self.assertEqual(errors, [])
-        # the gateway's backends have exited: their counts are in pg_stat_database
-        time.sleep(0.5)
-        self.assertEqual(deadlocks() - before, 0)
+        errors, deadlocks = deadlocks_under_writers("hostile_collated", write)
+        self.assertEqual(errors, [])
+        self.assertEqual(deadlocks, 0)
 
 def key_entry(key_id: str, text: str, scopes: list[str]) -> dict:
     return {"id": key_id, "sha256": hashlib.sha256(text.encode()).hexdigest(), "scopes": scopes}
