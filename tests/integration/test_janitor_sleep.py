@@ -70,7 +70,9 @@ class JanitorSleepTest(GatewayTest):
             took.append(time.monotonic() - started)
             self.assertEqual(r.status, 409, r)
         self.assertGreaterEqual(min(took), 0.14, took)
-        self.assertLess(max(took), 0.5, took)
+        # The median, not the slowest: one try slowed by a loaded machine is no failure, while a wait
+        # left to the janitor's own wake-up takes 0.7 s every time (alarm_set a no-op).
+        self.assertLess(sorted(took)[len(took) // 2], 0.5, took)
         self.c.post(f"/v1/locks/{name}/release", {"token": held.body["token"]})
 
     def test_an_idle_gateway_stops_at_once(self):
