@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "store/migration.h"
 #include "store/sqlstate.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -587,24 +588,6 @@ int pg_query(const char *stmt_name, const char *sql, int nparams, const char *co
     return rc;
 }
 
-static int migration_version(const char *file)
-{
-    return atoi(file);
-}
-
-/* True if rows (objects with a text "version") name version. */
-static bool version_applied(const json_t *rows, int version)
-{
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row)
-    {
-        if (atoi(json_string_value(json_object_get(row, "version"))) == version)
-            return true;
-    }
-    return false;
-}
-
 /* Applies every migration of sql/ not applied yet, in name order; conn is inside
  * a transaction. A database that has a version this binary does not know was
  * migrated by a newer gateway: refuse it rather than guess. */
@@ -615,25 +598,17 @@ static int apply_migrations(struct pg_conn *c, struct fg_error *err)
                 NULL, &rows, err) != 0)
         return -1;
     int rc = 0;
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row)
-    {
-        int version = atoi(json_string_value(json_object_get(row, "version")));
-        bool known = false;
-        for (size_t j = 0; embedded_sql[j].name != NULL; j++)
-            known = known || migration_version(embedded_sql[j].name) == version;
-        if (!known) {
-            rc = fg_fail(err, FG_ERR_CONFIG,
-                         "database schema has migration %d, which this gateway does not know "
-                         "(a newer gateway migrated it)",
-                         version);
-            goto out;
-        }
+    int unknown = 0;
+    if (migration_unknown(rows, embedded_sql, &unknown)) {
+        rc = fg_fail(err, FG_ERR_CONFIG,
+                     "database schema has migration %d, which this gateway does not know "
+                     "(a newer gateway migrated it)",
+                     unknown);
+        goto out;
     }
     for (size_t j = 0; embedded_sql[j].name != NULL && rc == 0; j++) {
         int version = migration_version(embedded_sql[j].name);
-        if (version_applied(rows, version))
+        if (migration_applied(rows, version))
             continue;
         char vtext[16];
         snprintf(vtext, sizeof vtext, "%d", version);
