@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "store/pg.h"
+#include "store/write_order.h"
 #include "util/metrics.h"
 
 #define GROUPS_AT_ONCE 2  /* groups being committed at a time */
@@ -46,13 +47,11 @@ static struct {
 
 static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
 
+/* qsort's comparator of members: their rows' locking order (write_order.h). */
 static int by_row(const void *a, const void *b)
 {
-    const struct write_group_stmt *x = (*(struct member *const *)a)->stmt;
-    const struct write_group_stmt *y = (*(struct member *const *)b)->stmt;
-    if (x->table != y->table)
-        return x->table < y->table ? -1 : 1;
-    return key_compare(x->shape, x->key, y->key);
+    return write_order_compare((*(struct member *const *)a)->stmt,
+                               (*(struct member *const *)b)->stmt);
 }
 
 /* Takes up to GROUP_MAX queued writes into group; returns how many. Called locked. */
