@@ -33,6 +33,16 @@
  * by its deadline (request_timeout_ms after it was written), a failed write or
  * read, or a reply nobody asked for fails every call out on the connection
  * (503) and closes it.
+ *
+ * redis-cluster://: one such pipelined connection per node, made on first
+ * use (AUTH, then ROLE must answer "master"), and a script runs on the primary
+ * of its first key's slot through store/redis_route.h, which follows MOVED
+ * (a new map) and ASK (ASKING written in the same batch as the call, on the
+ * same connection) and answers CLUSTERDOWN and TRYAGAIN with 503. A node
+ * that does not know a script (a new primary, a restarted node) has its
+ * library loaded and the call resent once. Map fetches use a connection of
+ * their own. The connect hook does not run on cluster nodes; commands that
+ * name no key go to one primary of the map, PING (readiness) to every one.
  */
 #include "store/redis.h"
 
@@ -51,7 +61,9 @@
 #include <unistd.h>
 
 #include "embedded.h"
+#include "store/redis_cluster.h"
 #include "store/redis_pipe.h"
+#include "store/redis_route.h"
 #include "store/redis_url.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
@@ -81,16 +93,30 @@ static struct {
     atomic_bool watcher_stop;  /* asks it to end */
 } rds;
 
-/* The shared connection and its calls; every field under lock. */
-static struct {
+/* A pipelined connection and its calls; every field but at under lock. */
+struct node {
     pthread_mutex_t lock;
-    struct pipe pipe;     /* calls queued and out, who writes and who reads */
-    redisContext *ctx;    /* owned; set unless pipe.conn is PIPE_CLOSED */
-    unsigned generation;  /* rds.generation when connected */
-    int64_t last_used_ms; /* clock_mono_ms of its last reply */
-    char *batch;          /* the batch being written: its commands copied; owned */
-    size_t batch_cap;     /* bytes allocated at batch */
-} shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct redis_endpoint at; /* a cluster node; unused for the one primary */
+    struct pipe pipe;         /* calls queued and out, who writes and who reads */
+    redisContext *ctx;        /* owned; set unless pipe.conn is PIPE_CLOSED */
+    unsigned generation;      /* rds.generation when connected */
+    int64_t last_used_ms;     /* clock_mono_ms of its last reply */
+    char *batch;              /* the batch being written: its commands copied; owned */
+    size_t batch_cap;         /* bytes allocated at batch */
+};
+
+/* The connection to the primary (redis://, redis-sentinel://). */
+static struct node shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* redis-cluster://: the routing state, and one connection per node commands
+ * went to, made on first use and kept until shutdown (a node that stops being
+ * a primary answers MOVED, which routes its slots elsewhere). */
+static struct {
+    struct route *route;
+    pthread_mutex_t lock; /* over nodes and count */
+    struct node *nodes[CLUSTER_MAX_NODES];
+    int count;
+} cluster = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* What wakes this thread's call: the thread that finished it, or a role freed. */
 static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
@@ -105,6 +131,11 @@ int redis_init(const struct config *cfg, struct fg_error *err)
     if (redis_url_parse(cfg->redis_url, &rds.url, err) != 0)
         return -1;
     rds.timeout_ms = cfg->request_timeout_ms;
+    if (rds.url.cluster && cluster.route == NULL) {
+        cluster.route = route_new(&rds.url);
+        if (cluster.route == NULL)
+            return fg_fail(err, FG_ERR_INTERNAL, "out of memory");
+    }
     return 0;
 }
 
@@ -229,10 +260,13 @@ static int ask_sentinel(const struct redis_endpoint *sentinel, struct redis_endp
     return rc;
 }
 
-/* The address of the primary: the URL's server, or the first answer of the
- * sentinels, asked in turn starting with the one that answered last. */
+/* The address of the primary: a primary of the cluster's last map, the URL's
+ * server (or first seed), or the first answer of the sentinels, asked in turn
+ * starting with the one that answered last. */
 static int primary_address(struct redis_endpoint *primary, struct fg_error *err)
 {
+    if (rds.url.cluster && route_primaries(cluster.route, primary, 1) > 0)
+        return 0;
     if (!rds.url.sentinel) {
         *primary = rds.url.hosts[0];
         return 0;
@@ -265,6 +299,17 @@ static int setup_command(redisContext *ctx, int argc, const char **argv, const c
     return rc;
 }
 
+/* Sends AUTH on ctx when the URL has a password. */
+static int authenticate(redisContext *ctx, struct fg_error *err)
+{
+    if (rds.url.password[0] == '\0')
+        return 0;
+    const char *auth_user[] = {"AUTH", rds.url.user, rds.url.password};
+    const char *auth[] = {"AUTH", rds.url.password};
+    bool has_user = rds.url.user[0] != '\0';
+    return setup_command(ctx, has_user ? 3 : 2, has_user ? auth_user : auth, "AUTH", err);
+}
+
 /* Checks that ctx talks to a primary: ROLE answers "master" first. */
 static int check_primary(redisContext *ctx, const struct redis_endpoint *at, struct fg_error *err)
 {
@@ -283,13 +328,17 @@ static int check_primary(redisContext *ctx, const struct redis_endpoint *at, str
     return rc;
 }
 
-/* Opens an authenticated connection to the primary, on the right database;
- * NULL on failure. *generation receives the generation it belongs to. */
-static redisContext *connect_new(long long timeout_ms, unsigned *generation, struct fg_error *err)
+/* Opens an authenticated connection to the primary at (NULL: the primary of
+ * the URL, or any primary of a cluster), on the right database; NULL on
+ * failure. *generation receives the generation it belongs to. */
+static redisContext *connect_new(const struct redis_endpoint *at, long long timeout_ms,
+                                 unsigned *generation, struct fg_error *err)
 {
     *generation = atomic_load(&rds.generation);
     struct redis_endpoint primary;
-    if (primary_address(&primary, err) != 0)
+    if (at != NULL)
+        primary = *at;
+    else if (primary_address(&primary, err) != 0)
         return NULL;
     redisContext *ctx = connect_to(primary.host, primary.port, 1000, err);
     if (ctx == NULL)
@@ -298,13 +347,8 @@ static redisContext *connect_new(long long timeout_ms, unsigned *generation, str
     redisEnableKeepAlive(ctx);
     char db[16];
     snprintf(db, sizeof db, "%d", rds.url.db);
-    const char *auth_user[] = {"AUTH", rds.url.user, rds.url.password};
-    const char *auth[] = {"AUTH", rds.url.password};
     const char *select[] = {"SELECT", db};
-    bool has_user = rds.url.user[0] != '\0';
-    if ((rds.url.password[0] != '\0' &&
-         setup_command(ctx, has_user ? 3 : 2, has_user ? auth_user : auth, "AUTH", err) != 0) ||
-        setup_command(ctx, 2, select, "SELECT", err) != 0 ||
+    if (authenticate(ctx, err) != 0 || setup_command(ctx, 2, select, "SELECT", err) != 0 ||
         check_primary(ctx, &primary, err) != 0) {
         redisFree(ctx);
         return NULL;
@@ -335,59 +379,61 @@ static void wake_calls(struct pipe_entry *first, const struct pipe_entry *self)
 }
 
 /* Closes the shared connection if it is retired or broken and nobody uses it. Locked. */
-static void settle(void)
+static void settle(struct node *n)
 {
-    if (!pipe_must_close(&shared.pipe))
+    if (!pipe_must_close(&n->pipe))
         return;
-    redisFree(shared.ctx);
-    shared.ctx = NULL;
-    pipe_closed(&shared.pipe);
+    redisFree(n->ctx);
+    n->ctx = NULL;
+    pipe_closed(&n->pipe);
 }
 
 /* After a role was let go: closes what must be, then wakes the oldest queued
  * call and the oldest call out if they now have something to do that self's
  * thread will not do itself. Locked. */
-static void wake_next(const struct pipe_entry *self)
+static void wake_next(struct node *n, const struct pipe_entry *self)
 {
-    settle();
-    enum pipe_action mine = pipe_next(&shared.pipe, self);
-    const struct pipe_entry *queued = shared.pipe.queued.head;
+    settle(n);
+    enum pipe_action mine = pipe_next(&n->pipe, self);
+    const struct pipe_entry *queued = n->pipe.queued.head;
     if (queued != NULL && queued != self && mine != PIPE_CONNECT && mine != PIPE_WRITE &&
-        pipe_next(&shared.pipe, queued) != PIPE_WAIT)
+        pipe_next(&n->pipe, queued) != PIPE_WAIT)
         pthread_cond_signal(queued->owner);
-    const struct pipe_entry *out = pipe_oldest_sent(&shared.pipe);
-    if (out != NULL && out != self && mine != PIPE_READ &&
-        pipe_next(&shared.pipe, out) != PIPE_WAIT)
+    const struct pipe_entry *out = pipe_oldest_sent(&n->pipe);
+    if (out != NULL && out != self && mine != PIPE_READ && pipe_next(&n->pipe, out) != PIPE_WAIT)
         pthread_cond_signal(out->owner);
 }
 
 /* Fails every call out with a transport error (what, and hiredis's errstr
  * when given) and breaks the connection, waking a reader that sleeps on it.
  * Locked. */
-static void break_connection(const struct pipe_entry *self, const char *what, const char *errstr)
+static void break_connection(struct node *n, const struct pipe_entry *self, const char *what,
+                             const char *errstr)
 {
-    if (shared.pipe.conn == PIPE_BROKEN)
+    if (n->pipe.conn == PIPE_BROKEN)
         return;
     struct fg_error failure = {0};
     fg_fail(&failure, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s%s%s", what, errstr ? ": " : "",
             errstr ? errstr : "");
-    if (shared.pipe.reading)
-        shutdown(shared.ctx->fd, SHUT_RDWR);
-    wake_calls(pipe_fail_sent(&shared.pipe, &failure), self);
+    if (n->pipe.reading)
+        shutdown(n->ctx->fd, SHUT_RDWR);
+    wake_calls(pipe_fail_sent(&n->pipe, &failure), self);
 }
 
 /* Connects for the queued calls (self's among them): runs the hook on the new
- * connection before any of them goes out. A connection that cannot be made
+ * connection before any of them goes out (not on a cluster node: its scripts
+ * check their slot's fence sequence themselves). A connection that cannot be made
  * fails them all; a failing hook fails self's call alone, and the connection
  * is kept (the hook does not run again on it). Called locked; unlocks meanwhile. */
-static void connect_shared(struct pipe_entry *self)
+static void connect_shared(struct node *n, struct pipe_entry *self)
 {
-    pthread_mutex_unlock(&shared.lock);
+    pthread_mutex_unlock(&n->lock);
     struct fg_error failure = {0}, hook_failure = {0};
     unsigned generation;
-    redisContext *ctx = connect_new(rds.timeout_ms, &generation, &failure);
+    redisContext *ctx =
+        connect_new(rds.url.cluster ? &n->at : NULL, rds.timeout_ms, &generation, &failure);
     int hook_rc = 0;
-    if (ctx != NULL && rds.hook != NULL) {
+    if (ctx != NULL && rds.hook != NULL && !rds.url.cluster) {
         setting_up = ctx;
         setup_lost = false;
         hook_rc = rds.hook(&hook_failure);
@@ -402,53 +448,53 @@ static void connect_shared(struct pipe_entry *self)
                         "redis: connection lost while setting it up");
         }
     }
-    pthread_mutex_lock(&shared.lock);
+    pthread_mutex_lock(&n->lock);
     if (ctx == NULL) {
-        wake_calls(pipe_fail_queued(&shared.pipe, &failure), self);
+        wake_calls(pipe_fail_queued(&n->pipe, &failure), self);
         return;
     }
-    shared.ctx = ctx;
-    shared.generation = generation;
-    shared.last_used_ms = clock_mono_ms();
-    pipe_opened(&shared.pipe);
+    n->ctx = ctx;
+    n->generation = generation;
+    n->last_used_ms = clock_mono_ms();
+    pipe_opened(&n->pipe);
     if (hook_rc != 0)
-        pipe_fail_one(&shared.pipe, self, &hook_failure);
+        pipe_fail_one(&n->pipe, self, &hook_failure);
 }
 
 /* True if the shared connection must take no more commands: made before the
  * last failover, or closed by the server while idle. Locked. */
-static bool shared_stale(void)
+static bool shared_stale(const struct node *n)
 {
-    if (shared.generation != atomic_load(&rds.generation))
+    if (n->generation != atomic_load(&rds.generation))
         return true;
-    return pipe_oldest_sent(&shared.pipe) == NULL &&
-           sock_broken_after_idle(shared.ctx->fd, shared.last_used_ms);
+    return pipe_oldest_sent(&n->pipe) == NULL &&
+           sock_broken_after_idle(n->ctx->fd, n->last_used_ms);
 }
 
 /* Writes every queued call's command in one go. Called locked; unlocks while
  * writing, from a copy (a failure may end the calls meanwhile). */
-static void write_batch(const struct pipe_entry *self)
+static void write_batch(struct node *n, const struct pipe_entry *self)
 {
-    size_t n, len = 0;
-    struct pipe_entry *first = pipe_take(&shared.pipe, clock_mono_ms() + rds.timeout_ms, &n);
-    for (struct pipe_entry *e = first; n-- > 0; e = e->next)
+    size_t count, len = 0;
+    struct pipe_entry *first = pipe_take(&n->pipe, clock_mono_ms() + rds.timeout_ms, &count);
+    for (struct pipe_entry *e = first; count-- > 0; e = e->next)
         len += e->len;
-    if (len > shared.batch_cap) {
-        free(shared.batch);
-        shared.batch = malloc(len);
-        FG_ASSERT(shared.batch != NULL);
-        shared.batch_cap = len;
+    if (len > n->batch_cap) {
+        free(n->batch);
+        n->batch = malloc(len);
+        FG_ASSERT(n->batch != NULL);
+        n->batch_cap = len;
     }
     size_t at = 0;
     for (struct pipe_entry *e = first; at < len; e = e->next) {
-        memcpy(shared.batch + at, e->command, e->len);
+        memcpy(n->batch + at, e->command, e->len);
         at += e->len;
     }
-    int fd = shared.ctx->fd;
-    pthread_mutex_unlock(&shared.lock);
+    int fd = n->ctx->fd;
+    pthread_mutex_unlock(&n->lock);
     const char *problem = NULL;
     for (at = 0; at < len && problem == NULL;) {
-        ssize_t w = send(fd, shared.batch + at, len - at, MSG_NOSIGNAL);
+        ssize_t w = send(fd, n->batch + at, len - at, MSG_NOSIGNAL);
         if (w > 0)
             at += (size_t)w;
         else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -456,85 +502,94 @@ static void write_batch(const struct pipe_entry *self)
         else if (w < 0 && errno != EINTR)
             problem = strerror(errno);
     }
-    pthread_mutex_lock(&shared.lock);
+    pthread_mutex_lock(&n->lock);
     if (problem != NULL)
-        break_connection(self, "cannot write", problem);
+        break_connection(n, self, "cannot write", problem);
 }
 
 /* Reads replies and hands each to its call until self's call is done. Called
  * locked; unlocks while waiting for the socket, at most until the oldest call
  * out is due. */
-static void read_replies(struct pipe_entry *self)
+static void read_replies(struct node *n, struct pipe_entry *self)
 {
-    redisContext *ctx = shared.ctx;
+    redisContext *ctx = n->ctx;
     while (self->state != PIPE_DONE) {
         void *raw = NULL;
         if (redisReaderGetReply(ctx->reader, &raw) != REDIS_OK) {
-            break_connection(self, "bad reply", ctx->reader->errstr);
+            break_connection(n, self, "bad reply", ctx->reader->errstr);
             return;
         }
         if (raw != NULL) {
-            struct pipe_entry *e = pipe_reply(&shared.pipe, raw);
+            struct pipe_entry *e = pipe_reply(&n->pipe, raw);
             if (e == NULL) {
                 freeReplyObject(raw);
-                break_connection(self, "a reply nobody asked for", NULL);
+                break_connection(n, self, "a reply nobody asked for", NULL);
                 return;
             }
             if (reply_unavailable(raw))
-                pipe_retire(&shared.pipe);
-            shared.last_used_ms = clock_mono_ms();
+                pipe_retire(&n->pipe);
+            n->last_used_ms = clock_mono_ms();
             if (e != self)
                 pthread_cond_signal(e->owner);
             continue;
         }
-        int64_t left = pipe_oldest_sent(&shared.pipe)->due_ms - clock_mono_ms();
-        pthread_mutex_unlock(&shared.lock);
+        int64_t left = pipe_oldest_sent(&n->pipe)->due_ms - clock_mono_ms();
+        pthread_mutex_unlock(&n->lock);
         struct pollfd pfd = {.fd = ctx->fd, .events = POLLIN};
         int ready = left > 0 ? poll(&pfd, 1, (int)left) : 0;
         int rc = ready > 0 ? redisBufferRead(ctx) : REDIS_OK;
-        pthread_mutex_lock(&shared.lock);
+        pthread_mutex_lock(&n->lock);
         if (ready == 0) {
-            break_connection(self, "no reply in time", NULL);
+            break_connection(n, self, "no reply in time", NULL);
             return;
         }
         if (ready > 0 && rc != REDIS_OK) {
-            break_connection(self, "connection lost", ctx->errstr);
+            break_connection(n, self, "connection lost", ctx->errstr);
             return;
         }
     }
 }
 
-/* Sends the formatted command (len bytes, borrowed) on the shared connection
- * and returns its reply, or NULL with err. */
-static redisReply *pipe_call(const char *command, size_t len, struct fg_error *err)
+/* Sends the formatted command (len bytes, borrowed) on n's connection and
+ * returns its reply, or NULL with err. With asking (an ASK redirect), ASKING
+ * goes out right before it, in the same batch: queued together, they are
+ * written together. */
+static redisReply *pipe_call(struct node *n, bool asking, const char *command, size_t len,
+                             struct fg_error *err)
 {
+    static const char asking_command[] = "*1\r\n$6\r\nASKING\r\n";
+    struct pipe_entry ask = {.command = asking_command, .len = sizeof asking_command - 1};
     struct pipe_entry self = {.command = command, .len = len};
-    pthread_mutex_lock(&shared.lock);
-    pipe_push(&shared.pipe, &self, &thread_wake);
+    pthread_mutex_lock(&n->lock);
+    if (asking)
+        pipe_push(&n->pipe, &ask, &thread_wake);
+    pipe_push(&n->pipe, &self, &thread_wake);
     for (;;) {
-        settle();
-        enum pipe_action action = pipe_next(&shared.pipe, &self);
+        settle(n);
+        enum pipe_action action = pipe_next(&n->pipe, &self);
         if (action == PIPE_FINISHED)
             break;
         if (action == PIPE_WAIT) {
-            pthread_cond_wait(&thread_wake, &shared.lock);
+            pthread_cond_wait(&thread_wake, &n->lock);
             continue;
         }
-        if (action == PIPE_WRITE && shared_stale()) {
-            pipe_retire(&shared.pipe);
+        if (action == PIPE_WRITE && shared_stale(n)) {
+            pipe_retire(&n->pipe);
             continue;
         }
-        pipe_begin(&shared.pipe, action);
+        pipe_begin(&n->pipe, action);
         if (action == PIPE_CONNECT)
-            connect_shared(&self);
+            connect_shared(n, &self);
         else if (action == PIPE_WRITE)
-            write_batch(&self);
+            write_batch(n, &self);
         else
-            read_replies(&self);
-        pipe_end(&shared.pipe, action);
-        wake_next(&self);
+            read_replies(n, &self);
+        pipe_end(&n->pipe, action);
+        wake_next(n, &self);
     }
-    pthread_mutex_unlock(&shared.lock);
+    pthread_mutex_unlock(&n->lock);
+    FG_ASSERT(!asking || ask.state == PIPE_DONE); /* answered, or failed, before self */
+    freeReplyObject(ask.reply);
     if (self.reply == NULL) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
         *err = self.failure;
@@ -563,26 +618,24 @@ static redisReply *setup_call(int argc, const char **argv, const size_t *lens, s
     return reply;
 }
 
-/* Runs argv (lens: their lengths, or NULL for C strings) on the shared
- * connection (on the new one while the connect hook runs); a reply saying the
- * server is no writable primary fails. */
-static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
-                                  struct fg_error *err)
+/* Runs argv (lens: their lengths, or NULL for C strings) on n's connection,
+ * after ASKING when asking; a reply saying the server is no writable primary
+ * fails. */
+static redisReply *node_command(struct node *n, bool asking, int argc, const char **argv,
+                                const size_t *lens, struct fg_error *err)
 {
-    if (setting_up != NULL)
-        return setup_call(argc, argv, lens, err);
     char local[COMMAND_BUF];
     char *heap = NULL;
     const char *command = local;
     size_t len = format_command(local, sizeof local, argc, argv, lens);
     if (len > sizeof local) { /* a script's source, once */
-        int n = redisFormatCommandArgv(&heap, argc, argv, lens);
-        FG_ASSERT(n > 0);
+        int k = redisFormatCommandArgv(&heap, argc, argv, lens);
+        FG_ASSERT(k > 0);
         command = heap;
-        len = (size_t)n;
+        len = (size_t)k;
     }
     int64_t started_us = clock_mono_us();
-    redisReply *reply = pipe_call(command, len, err);
+    redisReply *reply = pipe_call(n, asking, command, len, err);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
     redisFreeCommand(heap);
     if (reply != NULL && reply_unavailable(reply)) {
@@ -594,19 +647,142 @@ static redisReply *thread_command(int argc, const char **argv, const size_t *len
     return reply;
 }
 
+/* Runs argv on the primary's shared connection (on the new one while the
+ * connect hook runs). */
+static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
+                                  struct fg_error *err)
+{
+    if (setting_up != NULL)
+        return setup_call(argc, argv, lens, err);
+    return node_command(&shared, false, argc, argv, lens, err);
+}
+
+/* The connection to cluster node at, made on first use; NULL with err past
+ * CLUSTER_MAX_NODES nodes. */
+static struct node *cluster_node(const struct redis_endpoint *at, struct fg_error *err)
+{
+    pthread_mutex_lock(&cluster.lock);
+    struct node *found = NULL;
+    for (int i = 0; i < cluster.count && found == NULL; i++)
+        if (cluster_endpoint_equal(&cluster.nodes[i]->at, at))
+            found = cluster.nodes[i];
+    if (found == NULL && cluster.count < CLUSTER_MAX_NODES) {
+        found = calloc(1, sizeof *found);
+        FG_ASSERT(found != NULL);
+        pthread_mutex_init(&found->lock, NULL);
+        found->at = *at;
+        cluster.nodes[cluster.count++] = found;
+    }
+    pthread_mutex_unlock(&cluster.lock);
+    if (found == NULL)
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: more than %d cluster nodes seen",
+                CLUSTER_MAX_NODES);
+    return found;
+}
+
+/* Runs argv once on a connection of its own to at (any role), closed after. */
+static redisReply *one_off_command(const struct redis_endpoint *at, int argc, const char **argv,
+                                   const size_t *lens, struct fg_error *err)
+{
+    redisContext *ctx = connect_to(at->host, at->port, 1000, err);
+    if (ctx == NULL)
+        return NULL;
+    redisSetTimeout(ctx, ms_to_timeval(rds.timeout_ms));
+    redisReply *reply = NULL;
+    if (authenticate(ctx, err) == 0)
+        reply = command_argv(ctx, argc, argv, lens, err);
+    redisFree(ctx);
+    return reply;
+}
+
+static int load_function(struct node *n, const struct lua_script *s, struct fg_error *err);
+static bool function_missing(const redisReply *reply);
+
+/* route_send_fn of the gateway; ctx is the script a call runs, or NULL. A map
+ * fetch (any role) goes on a connection of its own; every other command on
+ * the node's pipelined connection (a primary: ROLE checked when it is made).
+ * A script the node does not know (a new primary, a restarted node) has its
+ * library loaded there and is resent once. */
+static redisReply *cluster_send(void *ctx, const struct redis_endpoint *at, unsigned flags,
+                                int argc, const char **argv, const size_t *lens,
+                                struct fg_error *err)
+{
+    if (flags & ROUTE_ANY_ROLE)
+        return one_off_command(at, argc, argv, lens, err);
+    struct node *n = cluster_node(at, err);
+    if (n == NULL)
+        return NULL;
+    bool asking = (flags & ROUTE_ASKING) != 0;
+    redisReply *reply = node_command(n, asking, argc, argv, lens, err);
+    const struct lua_script *script = ctx;
+    if (reply == NULL || script == NULL || !function_missing(reply))
+        return reply;
+    freeReplyObject(reply);
+    if (load_function(n, script, err) != 0)
+        return NULL;
+    return node_command(n, asking, argc, argv, lens, err);
+}
+
+/* The primaries of the cluster's map (fetched first when there is none) into
+ * out (cap); how many, or -1 with err. */
+static int cluster_primaries(struct redis_endpoint *out, int cap, struct fg_error *err)
+{
+    int count = route_primaries(cluster.route, out, cap);
+    if (count > 0)
+        return count < cap ? count : cap;
+    if (route_refresh(cluster.route, cluster_send, NULL, err) != 0)
+        return -1;
+    count = route_primaries(cluster.route, out, cap);
+    if (count == 0)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no primary serves slots");
+    return count < cap ? count : cap;
+}
+
+/* Runs a command that names no key: on the primary, or on one primary of a
+ * cluster. */
+static redisReply *keyless_command(int argc, const char **argv, struct fg_error *err)
+{
+    if (!rds.url.cluster)
+        return thread_command(argc, argv, NULL, err);
+    struct redis_endpoint primary;
+    struct node *n = NULL;
+    if (cluster_primaries(&primary, 1, err) < 0 || (n = cluster_node(&primary, err)) == NULL)
+        return NULL;
+    return node_command(n, false, argc, argv, NULL, err);
+}
+
+/* Closes n's connection when nobody uses it, and frees its batch. */
+static void node_close(struct node *n)
+{
+    pthread_mutex_lock(&n->lock);
+    if (n->ctx != NULL && !n->pipe.reading && !n->pipe.writing) {
+        redisFree(n->ctx);
+        n->ctx = NULL;
+        pipe_closed(&n->pipe);
+    }
+    free(n->batch);
+    n->batch = NULL;
+    n->batch_cap = 0;
+    pthread_mutex_unlock(&n->lock);
+}
+
 void redis_shutdown(void)
 {
     redis_watch_stop();
-    pthread_mutex_lock(&shared.lock);
-    if (shared.ctx != NULL && !shared.pipe.reading && !shared.pipe.writing) {
-        redisFree(shared.ctx);
-        shared.ctx = NULL;
-        pipe_closed(&shared.pipe);
+    node_close(&shared);
+    pthread_mutex_lock(&cluster.lock);
+    for (int i = 0; i < cluster.count; i++) {
+        node_close(cluster.nodes[i]);
+        if (cluster.nodes[i]->ctx == NULL) {
+            pthread_mutex_destroy(&cluster.nodes[i]->lock);
+            free(cluster.nodes[i]);
+            cluster.nodes[i] = NULL;
+        }
     }
-    free(shared.batch);
-    shared.batch = NULL;
-    shared.batch_cap = 0;
-    pthread_mutex_unlock(&shared.lock);
+    cluster.count = 0;
+    route_free(cluster.route);
+    cluster.route = NULL;
+    pthread_mutex_unlock(&cluster.lock);
 }
 
 void redis_thread_done(void)
@@ -679,12 +855,14 @@ static size_t put_args(const char **cmd, size_t at, const char *const *args, siz
     return at + n;
 }
 
-/* Loads the function library of script s into Redis. A library of that name
+/* Loads the function library of script s into Redis (on cluster node n, or
+ * NULL: the primary). A library of that name
  * that another gateway loaded meanwhile is the same text, as good as ours. */
-static int load_function(const struct lua_script *s, struct fg_error *err)
+static int load_function(struct node *n, const struct lua_script *s, struct fg_error *err)
 {
     const char *cmd[] = {"FUNCTION", "LOAD", s->source};
-    redisReply *reply = thread_command(3, cmd, NULL, err);
+    redisReply *reply =
+        n != NULL ? node_command(n, false, 3, cmd, NULL, err) : thread_command(3, cmd, NULL, err);
     if (reply == NULL)
         return -1;
     int rc = 0;
@@ -705,7 +883,8 @@ static bool function_missing(const redisReply *reply)
 }
 
 /* Calls script with keys, argv and the nmore values of more, loading its
- * library first when Redis does not know it; the reply, or NULL. */
+ * library first when Redis does not know it; the reply, or NULL. In a
+ * cluster it runs on the primary of its first key's slot. */
 static redisReply *script_call(enum fg_script script, const char *const *keys,
                                const char *const *argv, const char *const *more, size_t nmore,
                                struct fg_error *err)
@@ -722,11 +901,17 @@ static redisReply *script_call(enum fg_script script, const char *const *keys,
     size_t argc = put_args(cmd, 3, keys, s->nkeys);
     argc = put_args(cmd, argc, argv, s->nargv);
     argc = put_args(cmd, argc, more, nmore);
+    if (rds.url.cluster) {
+        FG_ASSERT(s->nkeys > 0);
+        unsigned slot = cluster_key_slot(keys[0], strlen(keys[0]));
+        return route_command(cluster.route, slot, cluster_send, (void *)s, (int)argc, cmd, NULL,
+                             err);
+    }
     redisReply *reply = thread_command((int)argc, cmd, NULL, err);
     if (reply == NULL || !function_missing(reply))
         return reply;
     freeReplyObject(reply);
-    if (load_function(s, err) != 0)
+    if (load_function(NULL, s, err) != 0)
         return NULL;
     return thread_command((int)argc, cmd, NULL, err);
 }
@@ -765,7 +950,7 @@ int redis_script(enum fg_script script, const char *const *keys, const char *con
 /* Runs a command whose reply must be a status or string, copying it into out. */
 static int simple_command(int argc, const char **argv, char *out, size_t cap, struct fg_error *err)
 {
-    redisReply *reply = thread_command(argc, argv, NULL, err);
+    redisReply *reply = keyless_command(argc, argv, err);
     if (reply == NULL)
         return -1;
     int rc = 0;
@@ -786,7 +971,7 @@ static int simple_command(int argc, const char **argv, char *out, size_t cap, st
 int redis_run_id(char *out, size_t cap, struct fg_error *err)
 {
     const char *argv[] = {"INFO", "server"};
-    redisReply *reply = thread_command(2, argv, NULL, err);
+    redisReply *reply = keyless_command(2, argv, err);
     if (reply == NULL)
         return -1;
     const char *at = reply->type == REDIS_REPLY_STRING ? strstr(reply->str, "run_id:") : NULL;
@@ -801,7 +986,24 @@ int redis_run_id(char *out, size_t cap, struct fg_error *err)
 int redis_ping(struct fg_error *err)
 {
     const char *argv[] = {"PING"};
-    return simple_command(1, argv, NULL, 0, err);
+    if (!rds.url.cluster)
+        return simple_command(1, argv, NULL, 0, err);
+    struct redis_endpoint *primaries = malloc(CLUSTER_MAX_NODES * sizeof *primaries);
+    FG_ASSERT(primaries != NULL);
+    int count = cluster_primaries(primaries, CLUSTER_MAX_NODES, err);
+    for (int i = 0; i < count; i++) {
+        struct node *n = cluster_node(&primaries[i], err);
+        redisReply *reply = n != NULL ? node_command(n, false, 1, argv, NULL, err) : NULL;
+        bool ok = reply != NULL && reply->type != REDIS_REPLY_ERROR;
+        if (reply != NULL && !ok)
+            fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s:%d: %s", primaries[i].host,
+                    primaries[i].port, reply->str);
+        freeReplyObject(reply);
+        if (!ok)
+            count = -1;
+    }
+    free(primaries);
+    return count < 0 ? -1 : 0;
 }
 
 int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
@@ -850,7 +1052,7 @@ void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
     while (!atomic_load(stop)) {
         struct fg_error err = {0};
         unsigned generation;
-        redisContext *ctx = connect_new(200, &generation, &err);
+        redisContext *ctx = connect_new(NULL, 200, &generation, &err);
         redisReply *r = NULL;
         if (ctx != NULL) {
             const char *argv[] = {"SUBSCRIBE", sub->channel};

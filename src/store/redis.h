@@ -2,7 +2,9 @@
 /*
  * redis.h - the Redis module: the only code that speaks hiredis. Every thread's
  * calls share one connection to the primary (found through sentinels for a
- * redis-sentinel:// URL), pipelined: the calls of concurrent requests go out
+ * redis-sentinel:// URL; with redis-cluster://, one connection per primary,
+ * each script sent to the primary of its first key's slot), pipelined: the
+ * calls of concurrent requests go out
  * in one write and their replies come back in one read. It is made on first
  * use and remade after an error, a failover, or a close noticed while it was
  * idle; a call blocks its thread until its reply or its deadline. The
@@ -33,7 +35,8 @@ typedef int (*redis_connect_hook)(struct fg_error *err);
 /* Parses cfg->redis_url and computes the scripts' SHA1s. No connection yet. */
 int redis_init(const struct config *cfg, struct fg_error *err) FG_WUR;
 
-/* Sets the hook run on every new connection (fence recovery), or NULL. */
+/* Sets the hook run on every new connection (fence recovery), or NULL; not
+ * run on the nodes of a cluster. */
 void redis_set_connect_hook(redis_connect_hook hook);
 
 /*
@@ -67,13 +70,15 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
 /* Reads the run_id of the Redis process the gateway talks to into out (cap
  * bytes): it changes whenever Redis restarts or another server answers. An
  * empty out means Redis would not say (INFO not allowed to this user); a Redis
- * still loading its data fails with FG_ERR_BACKEND_UNAVAILABLE. */
+ * still loading its data fails with FG_ERR_BACKEND_UNAVAILABLE. In a cluster:
+ * of one primary of the map. */
 int redis_run_id(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
-/* PING on the shared connection. */
+/* PING on the shared connection; in a cluster, on every primary of the map. */
 int redis_ping(struct fg_error *err) FG_WUR;
 
-/* Reads CONFIG GET maxmemory-policy into out (cap bytes). */
+/* Reads CONFIG GET maxmemory-policy into out (cap bytes) (in a cluster, of one
+ * primary, as redis_run_id). */
 int redis_eviction_policy(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
 /* Message and (re)connection callbacks of redis_subscribe. */

@@ -105,6 +105,8 @@ class ClusterLab:
         if r.returncode != 0:
             raise RuntimeError(f"cluster lab: create failed: {r.stdout[-2000:]} {r.stderr[-2000:]}")
         self.wait_converged()
+        # A replica may reach the node asked after the slots do: until then its shard lists none.
+        wait(lambda: all(s["replicas"] for s in self.shards()), 30, "every primary to have its replica")
         self.wait_replicated()
 
     def replicated(self) -> bool:

@@ -20,10 +20,13 @@ know what each counter must read). In order:
    twice, none going back for a lock; the same failover without the run_id stamp issues fences twice;
 8. the listing of docs/cluster.md: names in per-slot indexes, a page read from every slot's index (pipelined
    per primary) and merged in name order, the last name the one cursor: every name once, in order, and what a
-   page costs Redis.
+   page costs Redis;
+9. the gateway's own Redis client (store/redis.c) on a redis-cluster:// URL, driven by cluster_client on the
+   lock status script: right answers through a reshard (MOVED, ASK) and a kill -9 of a primary (503 only),
+   the script library loaded on each primary that lacked it, readiness on every primary.
 
 FG_CLUSTER_CLIENTS (default 8) sets the probe's threads; FG_CLUSTER_KEEP=1 keeps the nodes' directory
-(logs, nodes.conf). Environment: FG_CLUSTER_PROBE (the probe binary),
+(logs, nodes.conf). Environment: FG_CLUSTER_PROBE (the probe binary), FG_CLUSTER_CLIENT (cluster_client),
 FG_TEST_DATA (where the lab keeps its nodes).
 """
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import json
+from operator import itemgetter
 import os
 import random
 import signal
@@ -89,6 +93,28 @@ class ClusterLabTest(unittest.TestCase):
         self.assertEqual(r["internal"], 0, f"{what}: errors other than unavailability")
         self.assertEqual(r["ahead"], 0, f"{what}: a write applied twice")
 
+    def redirects(self) -> collections.Counter:
+        """MOVED and ASK answers every primary has given so far."""
+        return collections.Counter({kind: sum(self.lab.errors(p, kind) for p in self.lab.primaries())
+                                    for kind in ("MOVED", "ASK")})
+
+    def kill_primary(self, shard: dict) -> float:
+        """kill -9 of shard's primary; returns when its replica serves its slots and the cluster agrees, with the
+        wall-clock time of the kill in ms."""
+        killed_ms = time.time() * 1000
+        self.lab.kill9(shard["primary"])
+        wait(lambda: self.lab.owner(shard["ranges"][0]) != shard["primary"], 30, "the failover")
+        self.lab.wait_converged(timeout=30)
+        time.sleep(1)
+        return killed_ms
+
+    def assert_outage(self, r: dict, killed_ms: float) -> float:
+        """The client r saw the kill and its last 503 came within cluster-node-timeout + 2 s; returns when."""
+        self.assertGreater(r["unavailable"], 0, "the kill went unnoticed")
+        outage = (r["last_fail_ms"] - killed_ms) / 1000
+        self.assertLessEqual(outage, NODE_TIMEOUT_MS / 1000 + 2)
+        return outage
+
     def test_1_topology(self):
         shards = self.lab.shards()
         self.assertEqual(len(shards), 3)
@@ -128,8 +154,7 @@ class ClusterLabTest(unittest.TestCase):
                 for i in range(n, n + 500):
                     args += [f"{{{t}}}:fill:{i}", "x" * 64]
                 self.assertEqual(resp(src["primary"], "MSET", *args), "OK")
-        moved_before = sum(self.lab.errors(p, "MOVED") for p in self.lab.primaries())
-        ask_before = sum(self.lab.errors(p, "ASK") for p in self.lab.primaries())
+        before = self.redirects()
         probe, hot_probe = Probe(self.lab, "reshard"), Probe(self.lab, "hot", hot=hot)
         time.sleep(1)
         t0 = time.monotonic()
@@ -147,8 +172,7 @@ class ClusterLabTest(unittest.TestCase):
         self.assertLess(after[src["primary"]], src["slots"])
         self.assertLess(after[other["primary"]], other["slots"])
         self.assertEqual(after[dst["primary"]], dst["slots"] + RESHARD_SLOTS)
-        moved = sum(self.lab.errors(p, "MOVED") for p in self.lab.primaries()) - moved_before
-        asked = sum(self.lab.errors(p, "ASK") for p in self.lab.primaries()) - ask_before
+        moved, asked = itemgetter("MOVED", "ASK")(self.redirects() - before)
         print(f"reshard of {RESHARD_SLOTS} slots in {took:.1f} s: {moved} MOVED and {asked} ASK followed",
               file=sys.stderr)
         self.assertGreater(moved, 0, "the probe never met a moved slot")
@@ -162,18 +186,12 @@ class ClusterLabTest(unittest.TestCase):
         victim = self.lab.shards()[2]
         probe = Probe(self.lab, "kill")
         time.sleep(1)
-        killed_ms = time.time() * 1000
-        self.lab.kill9(victim["primary"])
-        wait(lambda: self.lab.owner(victim["ranges"][0]) != victim["primary"], 30, "the failover")
-        self.lab.wait_converged(timeout=30)
-        time.sleep(1)
+        killed_ms = self.kill_primary(victim)
         r = probe.stop()
         self.assert_clean(r, "kill")
-        self.assertGreater(r["unavailable"], 0, "the kill went unnoticed")
-        outage = (r["last_fail_ms"] - killed_ms) / 1000
+        outage = self.assert_outage(r, killed_ms)
         print(f"kill -9 of {victim['primary']}: last 503 {outage:.2f} s after the kill; "
               f"{r['behind']} acknowledged increments lost (asynchronous replication)", file=sys.stderr)
-        self.assertLessEqual(outage, NODE_TIMEOUT_MS / 1000 + 2)
         self.assertEqual(self.lab.owner(victim["ranges"][0]), victim["replicas"][0])
         # The old primary comes back empty and rejoins as a replica of the promoted one.
         self.lab.start_node(victim["primary"])
@@ -363,6 +381,76 @@ class ClusterLabTest(unittest.TestCase):
         print(f"listing: {len(seen)} names in {pages} pages of 100, {SLOTS} index reads a page: "
               f"{(usec() - before) / pages / 1000:.1f} ms of Redis time and {took / pages * 1000:.0f} ms "
               f"(this client) per page", file=sys.stderr)
+
+    def test_9_gateway_client(self):
+        """The gateway's Redis client (store/redis.c, cluster_client) on a redis-cluster:// URL: lock status
+        answers right through a reshard (MOVED, ASK) and a kill -9 of a primary (503 only, then back), the
+        script library loaded on every primary that lacks it, readiness checked on every primary."""
+        for p in self.lab.primaries():
+            self.assertEqual(resp(p, "FUNCTION", "FLUSH"), "OK")
+        # The tests before have moved slots: the source is the shard whose first range is the widest.
+        src, dst, other = sorted(self.lab.shards(), key=lambda s: s["ranges"][0] - s["ranges"][1])
+        first, last = src["ranges"][0], min(src["ranges"][1], src["ranges"][0] + 40)
+        # Names in the lowest slots of src (the reshard moves them first), each slot filled so that its
+        # migration lasts and the client meets ASK; and names in every shard.
+        hot = [n for n in (f"gw{i}" for i in range(20000)) if first <= crc16(n.encode()) % SLOTS <= last][:12]
+        self.assertTrue(hot)
+        spread = [f"gw:any:{i}" for i in range(60)]
+        waiters = {n: i % 4 for i, n in enumerate(hot + spread)}
+        for n, k in waiters.items():
+            owner = self.lab.owner(crc16(n.encode()) % SLOTS)
+            if k:
+                self.assertEqual(resp(owner, "ZADD", f"fg:lk:{{{n}}}:q", *[x for j in range(k) for x in (str(j), f"w{j}")]), k)
+        for n in hot:
+            args = [x for i in range(1500) for x in (f"{{{n}}}:fill:{i}", "x" * 64)]
+            self.assertEqual(resp(src["primary"], "MSET", *args), "OK")
+        self.lab.wait_replicated()
+        before = self.redirects()
+
+        def client(seconds: float) -> subprocess.Popen:
+            return subprocess.Popen([os.environ["FG_CLUSTER_CLIENT"], self.lab.url(), "4", str(seconds),
+                                     *[f"{n}={k}" for n, k in waiters.items()], *[f"{n}={waiters[n]}" for n in hot]],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def result(proc: subprocess.Popen) -> dict:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 0, err[-2000:])
+            sys.stderr.write(err[-1500:])
+            r = json.loads(out.strip().splitlines()[-1])
+            print(f"gateway client: {r}", file=sys.stderr)
+            self.assertGreater(r["ok"], 100, "too few answers")
+            self.assertEqual(r["wrong"], 0, "a status answer read another count of waiters")
+            self.assertEqual(r["internal"], 0, "an error other than unavailability")
+            return r
+
+        proc = client(600)
+        time.sleep(1)
+        run = self.lab.reshard(src["primary_id"], dst["primary_id"], 100)
+        time.sleep(1)
+        r = result(proc)
+        self.assertEqual(run.returncode, 0, run.stdout[-2000:] + run.stderr[-2000:])
+        # A script's two keys split between the nodes of a migrating slot answer TRYAGAIN (503, Retry-After);
+        # nothing else may fail.
+        self.assertEqual(r["unavailable"], r["tryagain"], "the client saw another error during the reshard")
+        self.assertEqual(r["not_ready"], 0)
+        self.assertGreater(r["ready"], 0)
+        moved, asked = itemgetter("MOVED", "ASK")(self.redirects() - before)
+        print(f"gateway client through a reshard of 100 slots: {moved} MOVED and {asked} ASK followed",
+              file=sys.stderr)
+        self.assertGreater(moved, 0, "the client never met a moved slot")
+        self.assertGreater(asked, 0, "the client never met a migrating slot")
+        for p in self.lab.primaries():
+            self.assertTrue(resp(p, "FUNCTION", "LIST"), f"primary {p} never had the status library loaded")
+
+        self.lab.wait_converged()
+        proc = client(600)
+        time.sleep(1)
+        killed_ms = self.kill_primary(other)
+        outage = self.assert_outage(result(proc), killed_ms)
+        print(f"gateway client, kill -9 of {other['primary']}: last 503 {outage:.2f} s after", file=sys.stderr)
+        self.lab.start_node(other["primary"])
+        self.lab.wait_converged(timeout=30)
 
 
 if __name__ == "__main__":
