@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "store/audit.h"
+#include "store/batch_opening.h"
 #include "store/fenced_answer.h"
 #include "store/fenced_schema.h"
 #include "store/pg.h"
@@ -490,86 +491,6 @@ static void rollback(struct pg_conn *c)
         return;
 }
 
-/* The statements that open a batch, sent as one pipeline (one round trip):
- * BEGIN, the revocation check, the claim of the gateway's fence rows of the
- * batch's resources (in resource order) and, for each fence-column table, the
- * claim of its rows (in key order), each claim only when there is something
- * to claim: always the same global order, so that batches never deadlock each
- * other. */
-struct batch_opening {
-    struct pg_group_stmt *stmts; /* the statements (owned array) */
-    size_t n;                    /* entries in stmts */
-    char **sql;                  /* per statement: its text when built for this batch (owned) */
-    const char **params;         /* the parameters of all claims (owned array) */
-    char fence[24];              /* the fence's text */
-};
-
-enum { OPENING_BEGIN, OPENING_REVOKED, OPENING_CLAIMS };
-
-static void opening_add(struct batch_opening *o, char *sql, size_t nparams, const char **params)
-{
-    o->sql[o->n] = sql;
-    o->stmts[o->n++] = (struct pg_group_stmt){NULL, sql, (int)nparams, params, NULL};
-}
-
-/* Builds the opening of batch (release with opening_free). */
-static void opening_build(const struct fenced_batch *batch, const struct fenced_writer *who,
-                          struct batch_opening *o)
-{
-    size_t most = OPENING_CLAIMS + 1 + fpg.ntables;
-    o->stmts = calloc(most, sizeof *o->stmts);
-    o->sql = calloc(most, sizeof *o->sql);
-    o->params = calloc(1 + 2 * batch->nops + fpg.ntables + batch->nops, sizeof *o->params);
-    const struct table_schema **schemas = calloc(batch->nops + 1, sizeof *schemas);
-    FG_ASSERT(o->stmts != NULL && o->sql != NULL && o->params != NULL && schemas != NULL);
-    snprintf(o->fence, sizeof o->fence, "%" PRId64, who->fence);
-    o->stmts[OPENING_BEGIN] = (struct pg_group_stmt){NULL, "BEGIN", 0, NULL, NULL};
-    o->stmts[OPENING_REVOKED] = (struct pg_group_stmt){
-        NULL, "SELECT 1 AS revoked FROM fencegate.revocations WHERE fence = $1::bigint", 1,
-        o->params, NULL};
-    o->n = OPENING_CLAIMS;
-    const char **p = o->params;
-    p[0] = o->fence;
-    size_t n = 0;
-    for (size_t i = 0; i < batch->nops; i++) {
-        const struct fenced_op *op = &batch->ops[i];
-        if (column_mode(op->table))
-            continue;
-        schemas[n] = &fpg.schemas[op->table];
-        p[1 + 2 * n] = fpg.prefixes[op->table];
-        p[2 + 2 * n] = op->key;
-        n++;
-    }
-    if (n > 0)
-        opening_add(o, fenced_sql_claim(schemas, n), 1 + 2 * n, p);
-    free(schemas);
-    p += 1 + 2 * n;
-    for (size_t t = 0; t < fpg.ntables; t++) {
-        if (!column_mode(t))
-            continue;
-        size_t rows = 0;
-        p[0] = fpg.prefixes[t];
-        for (size_t i = 0; i < batch->nops; i++)
-            if (batch->ops[i].table == t)
-                p[1 + rows++] = batch->ops[i].key;
-        if (rows > 0) {
-            opening_add(o, fenced_sql_column_claim(&fpg.schemas[t], rows), 1 + rows, p);
-            p += 1 + rows;
-        }
-    }
-}
-
-static void opening_free(struct batch_opening *o)
-{
-    for (size_t i = 0; i < o->n; i++) {
-        free(o->sql[i]);
-        json_decref(o->stmts[i].rows);
-    }
-    free(o->sql);
-    free(o->stmts);
-    free(o->params);
-}
-
 /* Opens the batch on c (struct batch_opening): *revoked tells whether who's
  * fence was revoked, *claimed gets the (resource, fence) rows of every claim. */
 static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
@@ -577,16 +498,16 @@ static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
                       struct fg_error *err)
 {
     struct batch_opening o = {0};
-    opening_build(batch, who, &o);
+    batch_opening_build(batch, who->fence, fpg.schemas, fpg.prefixes, fpg.ntables, &o);
     size_t failed;
     int rc = pg_exec_pipeline(c, o.stmts, o.n, &failed, err);
     *claimed = json_array();
     if (rc == 0) {
-        *revoked = json_array_size(o.stmts[OPENING_REVOKED].rows) > 0;
-        for (size_t i = OPENING_CLAIMS; i < o.n; i++)
+        *revoked = json_array_size(o.stmts[BATCH_OPENING_REVOKED].rows) > 0;
+        for (size_t i = BATCH_OPENING_CLAIMS; i < o.n; i++)
             json_array_extend(*claimed, o.stmts[i].rows);
     }
-    opening_free(&o);
+    batch_opening_free(&o);
     return rc;
 }
 
