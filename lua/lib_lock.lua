@@ -11,7 +11,7 @@
 --                                      end_text)
 --   queue    base..KEY_SUFFIX_QUEUE    sorted set of waiting lease ids, scored by arrival ticket
 --   waiters  base..KEY_SUFFIX_WAITERS  hash lease id -> JSON {inst, attach, ttl, max_hold, owner,
---                                      rid}
+--                                      rid, since}; since: ms (Redis TIME) it joined the queue
 --   tickets  base..KEY_SUFFIX_TICKETS  the last arrival ticket; exists exactly while the queue does
 --                                      (so an idle lock leaves no counter behind), and so tells, in the
 --                                      MGET that reads the holder, whether anybody waits

@@ -11,7 +11,8 @@
 --                                          granted_at, claimed, rid, inst, attach}
 --   queue    base..KEY_SUFFIX_QUEUE        sorted set of waiting lease ids, by arrival ticket
 --   waiters  base..KEY_SUFFIX_WAITERS      hash lease id -> JSON {inst, attach, ttl, max_hold,
---                                          owner, rid}
+--                                          owner, rid, since}; since: ms (Redis TIME) it joined
+--                                          the queue
 --   limit    base..KEY_SUFFIX_LIMIT        the limit in force while there are holders or waiters;
 --                                          once idle, maybe the end of the last lease (lib_lease.lua
 --                                          end_text)

@@ -86,8 +86,10 @@ if not queued then
   redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
+-- since: when the waiter joined the queue, kept over its repeated calls.
+local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
 redis.call('HSET', k.w, lease, cjson.encode({inst = A_instance, attach = A_attach, ttl = ttl,
-           max_hold = max_hold, owner = A_owner, rid = rid}))
+           max_hold = max_hold, owner = A_owner, rid = rid, since = since}))
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
 return cjson.encode({r = 'queued', lease = lease, position = redis.call('ZRANK', k.q, lease),
                      holder_pttl = h and redis.call('PTTL', k.h) or -2})

@@ -113,9 +113,11 @@ if not queued then
   position = waiting -- the newest ticket comes last
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
+-- since: when the waiter joined the queue, kept over its repeated calls.
+local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
 redis.call('HSET', k.w, lease, '{"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) ..
            ',"ttl":' .. A_ttl_ms .. ',"max_hold":' .. A_max_hold_ms .. ',"owner":' .. json_string(owner) ..
-           ',"rid":' .. json_string(rid) .. '}')
+           ',"rid":' .. json_string(rid) .. ',"since":' .. decimal(since) .. '}')
 keep_alive(k, now, keep_ms) -- not tidy: with the caller waiting, the semaphore is in use
 return answer('{"r":"queued","lease":"' .. lease .. '","position":' .. decimal(position) ..
               ',"holder_pttl":' .. decimal(first_expiry_in(k, now)) .. '}', handoff)

@@ -63,6 +63,7 @@
 #define LIST_LIMIT_DEFAULT      100      /* items of a lock or semaphore listing page */
 #define LIST_LIMIT_MAX          1000     /* largest such page */
 #define LEASE_LIST_SEM_HOLDERS  16       /* live holders listed per semaphore */
+#define STATUS_WAITERS_MAX      100      /* first waiters a status read lists at most */
 #define AUDIT_LIMIT_DEFAULT     100      /* records of an audit page */
 #define AUDIT_LIMIT_MAX         1000     /* largest audit page */
 #define AUDIT_WINDOW_DEFAULT_MS 3600000  /* an audit summary covers the last hour by default */

@@ -12,6 +12,7 @@ const LEASE_REFRESH_MS = 2000;
 const REJECTION_REFRESH_MS = 5000;
 const LEASE_PAGE = 200;        // items shown per kind
 const LEASE_PAGES_MAX = 5;     // pages read per refresh to fill them
+const WAITERS_SHOWN = 10;      // first waiters an opened Waiting cell lists
 const AUDIT_PAGE = 50;
 const EXPORT_PAGE = 1000;       // records per request of an export
 const EXPORT_MAX = 10000;       // records an export holds at most
@@ -146,8 +147,42 @@ function revokeButton(onClick) {
   return b;
 }
 
+// The Waiting cell of a lock or semaphore row: the count, which opens into the first waiters in queue
+// order (owner and since when), read from the status route only while it is open.
+function buildWaiting(cell, route) {
+  const details = document.createElement('details');
+  details.className = 'waiters';
+  details.append(document.createElement('summary'), document.createElement('ol'));
+  details.dataset.route = route;
+  details.addEventListener('toggle', () => fillWaiters(details));
+  cell.append(details);
+}
+
+function setWaiting(cell, waiting) {
+  const details = cell.firstChild;
+  setText(details.firstChild, waiting);
+  if (waiting === 0) details.open = false;
+  fillWaiters(details);
+}
+
+async function fillWaiters(details) {
+  const list = details.lastChild;
+  if (!details.open) { list.replaceChildren(); return; }
+  const answer = await api(`${details.dataset.route}?waiters=${WAITERS_SHOWN}`);
+  if (!details.open) { list.replaceChildren(); return; }
+  if (answer.status !== 200) { list.replaceChildren(); say($('status'), `Waiters: ${problemText(answer)}`); return; }
+  const lines = answer.body.waiters.map((w) => {
+    const li = document.createElement('li');
+    li.textContent = `${w.owner ?? 'no owner'}, waiting since ${w.since_ms ? clockTime(w.since_ms) : 'unknown'}`;
+    li.title = w.since_ms ? `since_ms ${w.since_ms}` : '';
+    return li;
+  });
+  list.replaceChildren(...lines);
+}
+
 function buildLockRow(item) {
   const row = newRow(7, [3, 4, 5]);
+  buildWaiting(row.cells[5], apiPath('v1', 'locks', item.lock));
   if (may('admin')) {
     row.cells[6].append(revokeButton(() => askRevoke({
       kind: 'locks', name: row.dataset.key, fence: row.dataset.fence, owner: row.dataset.owner,
@@ -164,7 +199,7 @@ function fillLockRow(row, item) {
   setText(row.cells[2], item.owner ?? '–');
   setText(row.cells[3], item.fence ?? '–');
   setText(row.cells[4], timeLeft(item.expires_in_ms));
-  setText(row.cells[5], item.waiting);
+  setWaiting(row.cells[5], item.waiting);
   const button = row.cells[6].firstChild;
   if (button) button.disabled = !item.held;
 }
@@ -172,6 +207,7 @@ function fillLockRow(row, item) {
 function buildSemRow(item) {
   const row = newRow(5, [1, 2, 3]);
   row.cells[0].textContent = item.semaphore;
+  buildWaiting(row.cells[3], apiPath('v1', 'semaphores', item.semaphore));
   row.cells[4].append(document.createElement('ul'));
   return row;
 }
@@ -179,7 +215,7 @@ function buildSemRow(item) {
 function fillSemRow(row, item) {
   setText(row.cells[1], item.limit ?? '–');
   setText(row.cells[2], item.holders);
-  setText(row.cells[3], item.waiting);
+  setWaiting(row.cells[3], item.waiting);
   const list = row.cells[4].firstChild;
   const lines = new Map([...list.children].map((li) => [li.dataset.fence, li]));
   const seen = new Set();

@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "auth/keys.h"
+#include "fglimits.h"
 #include "gateway.h"
+#include "http/query.h"
 #include "store/revocations.h"
 #include "store/secret.h"
 #include "util/fgjson.h"
@@ -260,8 +262,11 @@ enum handler_result lease_handle_status(const struct lease_ops *kind, struct htt
     if (req->state != NULL || (watch != NULL && strcmp(watch, "false") != 0))
         return lease_handle_watch(kind, req, reply);
     struct fg_error err = {0};
+    long long waiters = 0;
+    if (http_query_number(req, "waiters", 0, STATUS_WAITERS_MAX, 0, &waiters, &err) != 0)
+        return fail(reply, &err);
     json_t *status = NULL;
-    if (kind->status(lease_name(req), &status, &err) != 0)
+    if (kind->status(lease_name(req), waiters, &status, &err) != 0)
         return fail(reply, &err);
     reply_json(reply, 200, status);
     return HANDLER_DONE;

@@ -4,33 +4,19 @@
  * the same on semaphores): reads the query, starts the watch of lease/watch.h
  * and writes what it saw, or parks the request while it waits.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fglimits.h"
 #include "gateway.h"
 #include "http/handlers_lease.h"
+#include "http/query.h"
 #include "lease/watch.h"
-#include "util/integer.h"
 
 static void watcher_free(void *state)
 {
     lease_watcher_free(state);
-}
-
-/* Reads a decimal query argument into *out within [min, max]; absent: fallback. */
-static int query_number(const struct http_request *req, const char *arg, long long min,
-                        long long max, long long fallback, long long *out, struct fg_error *err)
-{
-    const char *text = http_request_query(req, arg);
-    *out = fallback;
-    if (text == NULL)
-        return fallback >= 0 ? 0
-                             : fg_fail(err, FG_ERR_INVALID_FIELD, "query '%s' is required", arg);
-    if (integer_parse(text, min, max, out) != INTEGER_OK)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "query '%s' must be an integer from %lld to %lld",
-                       arg, min, max);
-    return 0;
 }
 
 /* Writes the answer of w after step (or parks it). */
@@ -65,8 +51,9 @@ enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }
-    if (query_number(req, "fence", 1, INT64_MAX, -1, &fence, &err) != 0 ||
-        query_number(req, "wait_ms", 0, WAIT_MAX_MS, WATCH_WAIT_DEFAULT_MS, &wait_ms, &err) != 0) {
+    if (http_query_number(req, "fence", 1, INT64_MAX, -1, &fence, &err) != 0 ||
+        http_query_number(req, "wait_ms", 0, WAIT_MAX_MS, WATCH_WAIT_DEFAULT_MS, &wait_ms, &err) !=
+            0) {
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }

@@ -194,3 +194,19 @@ void lease_answer_watch(const json_t *answer, struct lease_watch *out)
     const char *reason = json_string_value(json_object_get(answer, "reason"));
     snprintf(out->reason, sizeof out->reason, "%s", reason != NULL ? reason : "expired");
 }
+
+void lease_answer_waiters(const json_t *answer, json_t *out)
+{
+    json_t *list = json_array();
+    size_t i;
+    const json_t *w;
+    json_array_foreach(json_object_get(answer, "first"), i, w)
+    {
+        const char *owner = json_string_value(json_object_get(w, "owner"));
+        json_array_append_new(list,
+                              json_pack("{s:o, s:I}", "owner",
+                                        owner && owner[0] ? json_string(owner) : json_null(),
+                                        "since_ms", (json_int_t)fgjson_answer_int(w, "since", 0)));
+    }
+    json_object_set_new(out, "waiters", list);
+}

@@ -36,4 +36,9 @@ int lease_answer_read(const char *script, const char *text, size_t len, struct l
  * without a reason reads as "expired". */
 void lease_answer_watch(const json_t *answer, struct lease_watch *out);
 
+/* Sets out's "waiters" to the first waiters a status script (lua/lock_status.lua,
+ * lua/sem_status.lua) listed in its answer's "first", in queue order: an array of
+ * {"owner" (null when none was given), "since_ms"}. */
+void lease_answer_waiters(const json_t *answer, json_t *out);
+
 #endif

@@ -36,7 +36,8 @@ struct lease_ops {
                    struct fg_error *err);
     int (*renew)(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                  struct fg_error *err);
-    int (*status)(const char *name, json_t **out, struct fg_error *err);
+    /* waiters: how many of the first waiters to list (0: no "waiters" member) */
+    int (*status)(const char *name, long long waiters, json_t **out, struct fg_error *err);
     int (*revoke)(const char *name, long long fence, struct lease_result *res,
                   struct fg_error *err);
     int (*watch)(const char *name, long long fence, struct lease_watch *out, struct fg_error *err);

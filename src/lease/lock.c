@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "gateway.h"
+#include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
 #include "store/redis.h"
 #include "util/fgjson.h"
@@ -137,23 +138,27 @@ int lock_watch(const char *name, long long fence, struct lease_watch *out, struc
 int lock_holder_fence(const char *name, long long *fence, struct fg_error *err)
 {
     json_t *status = NULL;
-    if (lock_status(name, &status, err) != 0)
+    if (lock_status(name, 0, &status, err) != 0)
         return -1;
     *fence = fgjson_answer_int(status, "fence", 0);
     json_decref(status);
     return 0;
 }
 
-int lock_status(const char *name, json_t **out, struct fg_error *err)
+int lock_status(const char *name, long long waiters, json_t **out, struct fg_error *err)
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     const char *keys[LOCK_STATUS_NKEYS] = {
         [LOCK_STATUS_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
         [LOCK_STATUS_KEY_QUEUE] = k.key[LIB_LOCK_KEY_QUEUE],
+        [LOCK_STATUS_KEY_WAITERS] = k.key[LIB_LOCK_KEY_WAITERS],
     };
+    char count[24];
+    snprintf(count, sizeof count, "%lld", waiters);
+    const char *argv[LOCK_STATUS_NARGV] = {[LOCK_STATUS_ARGV_WAITERS] = count};
     json_t *raw = NULL;
-    if (redis_script(SCRIPT_LOCK_STATUS, keys, NULL, &raw, err) != 0)
+    if (redis_script(SCRIPT_LOCK_STATUS, keys, argv, &raw, err) != 0)
         return -1;
     bool held = json_is_true(json_object_get(raw, "held"));
     const char *owner = json_string_value(json_object_get(raw, "owner"));
@@ -162,6 +167,8 @@ int lock_status(const char *name, json_t **out, struct fg_error *err)
                      held && owner && owner[0] ? json_string(owner) : json_null(), "expires_in_ms",
                      held ? json_integer(fgjson_answer_int(raw, "pttl", 0)) : json_null(),
                      "waiting", (json_int_t)fgjson_answer_int(raw, "waiting", 0));
+    if (waiters > 0)
+        lease_answer_waiters(raw, *out);
     json_decref(raw);
     return 0;
 }

@@ -57,7 +57,8 @@ int lock_watch(const char *name, long long fence, struct lease_watch *out,
 /* The fence of lock name's current holder, 0 if none. */
 int lock_holder_fence(const char *name, long long *fence, struct fg_error *err) FG_WUR;
 
-/* The public status of lock name as a new JSON object (docs/api.md's fields). */
-int lock_status(const char *name, json_t **out, struct fg_error *err) FG_WUR;
+/* The public status of lock name as a new JSON object (docs/api.md's fields),
+ * with its first waiters (at most waiters of them) when waiters > 0. */
+int lock_status(const char *name, long long waiters, json_t **out, struct fg_error *err) FG_WUR;
 
 #endif

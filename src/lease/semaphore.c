@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "gateway.h"
+#include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
 #include "store/redis.h"
 #include "util/fgjson.h"
@@ -153,7 +154,7 @@ int sem_watch(const char *name, long long fence, struct lease_watch *out, struct
     return lease_watch_run(SCRIPT_SEM_WATCH, keys, argv, out, err);
 }
 
-int sem_status(const char *name, json_t **out, struct fg_error *err)
+int sem_status(const char *name, long long waiters, json_t **out, struct fg_error *err)
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
@@ -161,15 +162,21 @@ int sem_status(const char *name, json_t **out, struct fg_error *err)
         [SEM_STATUS_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_STATUS_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
         [SEM_STATUS_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_STATUS_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
     };
+    char count[24];
+    snprintf(count, sizeof count, "%lld", waiters);
+    const char *argv[SEM_STATUS_NARGV] = {[SEM_STATUS_ARGV_WAITERS] = count};
     json_t *raw = NULL;
-    if (redis_script(SCRIPT_SEM_STATUS, keys, NULL, &raw, err) != 0)
+    if (redis_script(SCRIPT_SEM_STATUS, keys, argv, &raw, err) != 0)
         return -1;
     long long limit = fgjson_answer_int(raw, "limit", 0);
     *out = json_pack("{s:s, s:o, s:I, s:I}", "semaphore", name, "limit",
                      limit > 0 ? json_integer(limit) : json_null(), "holders",
                      (json_int_t)fgjson_answer_int(raw, "holders", 0), "waiting",
                      (json_int_t)fgjson_answer_int(raw, "waiting", 0));
+    if (waiters > 0)
+        lease_answer_waiters(raw, *out);
     json_decref(raw);
     return 0;
 }

@@ -56,7 +56,8 @@ int sem_revoke(const char *name, long long fence, struct lease_result *res,
 int sem_watch(const char *name, long long fence, struct lease_watch *out,
               struct fg_error *err) FG_WUR;
 
-/* The public status of semaphore name as a new JSON object (docs/api.md's fields). */
-int sem_status(const char *name, json_t **out, struct fg_error *err) FG_WUR;
+/* The public status of semaphore name as a new JSON object (docs/api.md's fields),
+ * with its first waiters (at most waiters of them) when waiters > 0. */
+int sem_status(const char *name, long long waiters, json_t **out, struct fg_error *err) FG_WUR;
 
 #endif

@@ -10,7 +10,8 @@
 // Broken variants caught (each tried, then reverted): an inline <script> in index.html (the CSP blocks it
 // and "no console errors" fails on the violation); a revoke button that revokes without its confirmation
 // (both revoke tests time out waiting for the dialog); a revoke result cleared by the next refresh (the
-// lock revoke test never saw its message). The revoke tests skip themselves on a gateway without revoke
+// lock revoke test never saw its message); waiters written with innerHTML (the waiters test sees the
+// owner's markup vanish). The revoke tests skip themselves on a gateway without revoke
 // routes.
 'use strict';
 
@@ -167,6 +168,82 @@ test('a lock held by the test shows its owner, fence and one waiter, refreshed i
   // the lock to the aborted waiter, which then holds it for its whole TTL.
   await waitForWaiting(BASE, name, 0);
   await call(BASE, 'POST', `/v1/locks/${name}/release`, { token: held.token });
+  await row.waitFor({ state: 'detached' });
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
+test('a lock\'s Waiting cell opens into its waiters in queue order, owners shown as text', async () => {
+  const name = `ui-waiters-${run}`;
+  const began = Date.now();
+  const held = await acquire(BASE, name, { owner: 'holder-1' });
+  const owners = ['<img src=x onerror="window.injected=1">', 'second-waiter'];
+  const aborts = [];
+  const pending = [];
+  for (const [i, owner] of owners.entries()) {
+    const abort = new AbortController();
+    aborts.push(abort);
+    pending.push(fetch(`${BASE}/v1/locks/${name}/acquire`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ wait_ms: 60000, owner }), signal: abort.signal,
+    }).catch(() => null));
+    await waitForWaiting(BASE, name, i + 1);
+  }
+
+  const page = await openConsole();
+  await page.fill('#lease-prefix', name);
+  const row = page.locator('#locks tbody tr', { hasText: name });
+  await row.locator('td:nth-child(6) summary', { hasText: '2' }).waitFor();
+  await row.locator('td:nth-child(6) summary').click();
+  const items = row.locator('td:nth-child(6) li');
+  await items.nth(1).waitFor();
+  const lines = await items.allTextContents();
+  assert.equal(lines.length, 2);
+  lines.forEach((line, i) => assert.ok(line.startsWith(`${owners[i]}, waiting since `), line));
+  // The owner is text, not markup: no element was made of it, and its handler never ran.
+  assert.equal(await row.locator('td:nth-child(6) img').count(), 0);
+  assert.equal(await page.evaluate(() => window.injected), undefined);
+  const since = await items.evaluateAll((lis) => lis.map((li) => Number(li.title.replace('since_ms ', ''))));
+  for (const s of since) assert.ok(s >= began - 5 && s <= Date.now() + 5, `since ${s}, began ${began}`);
+  await shot(page, 'console-waiters');
+
+  for (const abort of aborts) abort.abort();
+  await Promise.all(pending);
+  await waitForWaiting(BASE, name, 0);
+  await call(BASE, 'POST', `/v1/locks/${name}/release`, { token: held.token });
+  await row.waitFor({ state: 'detached' });
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
+test('a semaphore\'s Waiting cell lists its waiters with their owners', async () => {
+  const name = `ui-semwait-${run}`;
+  const held = await call(BASE, 'POST', `/v1/semaphores/${name}/acquire`, { limit: 1, owner: 'slot-1', ttl_ms: 60000 });
+  assert.equal(held.status, 200);
+  const abort = new AbortController();
+  const pending = fetch(`${BASE}/v1/semaphores/${name}/acquire`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ limit: 1, wait_ms: 60000, owner: 'queued-exporter' }), signal: abort.signal,
+  }).catch(() => null);
+  for (let deadline = Date.now() + 10000; ;) {
+    if ((await call(BASE, 'GET', `/v1/semaphores/${name}`)).body?.waiting === 1) break;
+    assert.ok(Date.now() < deadline, 'the semaphore waiter never queued');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const page = await openConsole();
+  await page.fill('#lease-prefix', name);
+  const row = page.locator('#semaphores tbody tr', { hasText: name });
+  await row.locator('td:nth-child(4) summary', { hasText: '1' }).click();
+  const line = await row.locator('td:nth-child(4) li').first().textContent();
+  assert.ok(line.startsWith('queued-exporter, waiting since '), line);
+  abort.abort();
+  await pending;
+  for (let deadline = Date.now() + 10000; ;) {
+    if ((await call(BASE, 'GET', `/v1/semaphores/${name}`)).body?.waiting === 0) break;
+    assert.ok(Date.now() < deadline, 'the semaphore waiter never left');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await call(BASE, 'POST', `/v1/semaphores/${name}/release`, { token: held.body.token });
   await row.waitFor({ state: 'detached' });
   assert.deepEqual(page.problems, []);
   await page.context().close();

@@ -81,15 +81,18 @@ static void note_failure(struct worker *w, const struct fg_error *err)
 static void status_once(struct worker *w)
 {
     const struct name *n = &names[rand_r(&w->seed) % (unsigned)nnames];
-    char holder[256], queue[256];
+    char holder[256], queue[256], waiters[256];
     snprintf(holder, sizeof holder, "fg:lk:{%s}:h", n->text);
     snprintf(queue, sizeof queue, "fg:lk:{%s}:q", n->text);
+    snprintf(waiters, sizeof waiters, "fg:lk:{%s}:w", n->text);
     const char *keys[LOCK_STATUS_NKEYS];
     keys[LOCK_STATUS_KEY_HOLDER] = holder;
     keys[LOCK_STATUS_KEY_QUEUE] = queue;
+    keys[LOCK_STATUS_KEY_WAITERS] = waiters;
+    const char *argv[LOCK_STATUS_NARGV] = {[LOCK_STATUS_ARGV_WAITERS] = "0"};
     struct fg_error err = {0};
     json_t *out = NULL;
-    if (redis_script(SCRIPT_LOCK_STATUS, keys, NULL, &out, &err) != 0) {
+    if (redis_script(SCRIPT_LOCK_STATUS, keys, argv, &out, &err) != 0) {
         note_failure(w, &err);
         return;
     }

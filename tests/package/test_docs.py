@@ -64,6 +64,7 @@ OPENAPI_LIMITS = {
     ("ttl_ms", "minimum"): {"TTL_MIN_MS"},
     ("ttl_ms", "maximum"): {"TTL_MAX_MS"},
     ("wait_ms", "maximum"): {"WAIT_MAX_MS"},
+    ("waiters", "maximum"): {"STATUS_WAITERS_MAX"},
     ("wait_ms", "default"): {"WATCH_WAIT_DEFAULT_MS"},
     ("max_hold_ms", "minimum"): {"TTL_MIN_MS"},
     ("max_hold_ms", "maximum"): {"MAX_HOLD_MAX_MS"},

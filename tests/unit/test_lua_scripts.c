@@ -48,7 +48,7 @@ static void counts_match_the_index_constants(void **state)
     assert_int_equal(RW_PATCH_NARGV, LIB_RW_NARGV + 2);
     assert_int_equal(RW_PATCH_ARGV_FIELDS, LIB_RW_NARGV);
     assert_int_equal(lua_scripts[SCRIPT_FENCE_READ].nargv, 0);
-    assert_int_equal(lua_scripts[SCRIPT_SEM_STATUS].nkeys, 3);
+    assert_int_equal(lua_scripts[SCRIPT_SEM_STATUS].nkeys, 4);
 }
 
 static void only_the_audit_ack_takes_the_rest(void **state)
