@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 
 static double now_s(void)
 {

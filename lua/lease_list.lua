@@ -13,7 +13,7 @@
 --   page, "" for the first; limit: 0 only prunes; budget: names looked at;
 --   shown: holders shown per semaphore
 -- The one script that builds keys: those of the locks or semaphores it lists,
--- from the prefixes and suffixes of src/store/keys.h.
+-- from the prefixes and suffixes of src/store/backend/redis_keys.h.
 -- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:
 --   lock:      {name, held, fence, owner, pttl, waiting}
 --   semaphore: {name, limit, holders, waiting, leases = [{fence, owner, pttl}]}

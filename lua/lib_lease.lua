@@ -9,7 +9,7 @@
 -- then the common keys below, from KEYS[KEYS_AT_LIB_LEASE] on (where the build
 -- says they start), so Redis ACL key patterns can confine the
 -- gateway and nothing is built inside a script.
--- The names are those of src/store/keys.h; base is the lock's or semaphore's.
+-- The names are those of src/store/backend/redis_keys.h; base is the lock's or semaphore's.
 -- KEYS: fence fence_limit gateways rids rid_until released index ended revoked watched
 --   fence        KEY_FENCE                  the last fence issued
 --   fence_limit  KEY_FENCE_LIMIT            the highest fence Postgres has reserved

@@ -4,7 +4,7 @@
 -- never called on its own).
 --
 -- Key layout of lock N; every key carries the hash tag {N}, base is
--- KEY_LOCK_PREFIX..N..KEY_TAG_END (src/store/keys.h):
+-- KEY_LOCK_PREFIX..N..KEY_TAG_END (src/store/backend/redis_keys.h):
 -- KEYS: holder queue waiters tickets lib_lease.lua
 --   holder   base..KEY_SUFFIX_HOLDERS  string: the holder record (lib_holder.lua), which expires
 --                                      with the lease, or the end of the last lease (lib_lease.lua

@@ -3,7 +3,7 @@
 -- script whose first line is "-- uses: lib_sem.lua"; never called on its own).
 --
 -- Key layout of semaphore N; every key carries the hash tag {N}, base is
--- KEY_SEM_PREFIX..N..KEY_TAG_END (src/store/keys.h):
+-- KEY_SEM_PREFIX..N..KEY_TAG_END (src/store/backend/redis_keys.h):
 -- KEYS: holders data queue waiters limit tickets lib_lease.lua
 --   holders  base..KEY_SUFFIX_HOLDERS      sorted set of lease ids scored by lease expiry (Redis
 --                                          time, ms); an unclaimed grant by its claim window

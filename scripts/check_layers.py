@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The layering rule of src/ (docs/design.md "Layout", CONTRIBUTING.md "Layers"): includes run one way,
-http/ -> lease/ -> store/ -> auth/ -> util/. A file may include headers of its own folder and of the
-folders below it, never of one above. The top-level headers have a place in that order too; main.c,
+http/ -> lease/ -> store/ -> auth/ -> util/, and inside store/ fenced/ -> audit/ -> backend/. A file may
+include headers of its own folder and of the folders below it, never of one above. The top-level headers have a place in that order too; main.c,
 janitor.c and config.c wire the folders together and may include anything, and nothing but them may
 include janitor.h. ctl/ (fencectl) stands apart: it includes util/ and fglimits.h only, and no other
 folder includes it.
@@ -14,8 +14,9 @@ import pathlib
 import re
 import sys
 
-FOLDERS = {"util": 0, "auth": 1, "store": 2, "lease": 3, "http": 4}
-TOP = 5  # the wiring: main.c, janitor.c, config.c
+FOLDERS = {"util": 0, "auth": 1, "store/backend": 2, "store/audit": 3, "store/fenced": 4, "lease": 5, "http": 6}
+TOP = 7  # the wiring: main.c, janitor.c, config.c
+NESTED = ("store",)  # folders made of folders: a file sits in one of their subfolders
 CTL = "ctl"
 # Top-level headers and generated ones: the lowest layer that may include them.
 ROOT_HEADERS = {"fglimits.h": 0, "lua_scripts.h": 0, "revision.h": 0, "embedded.h": 0, "config.h": 2, "gateway.h": 2,
@@ -25,18 +26,23 @@ NAMES = {level: name for name, level in FOLDERS.items()} | {TOP: "the wiring (ma
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def folder_of(parts: tuple[str, ...]) -> str:
+    """The folder of the rule a path of src/ (split at its slashes) sits in."""
+    return "/".join(parts[:2]) if parts[0] in NESTED and len(parts) > 2 else parts[0]
+
+
 def layer_of_file(rel: pathlib.PurePosixPath) -> int | str | None:
-    """The layer a file of src/ sits in (None: a top-level file the rule does not know)."""
+    """The layer a file of src/ sits in (None: a file the rule does not know)."""
     if len(rel.parts) == 1:
         return TOP if rel.name in ROOT_SOURCES else ROOT_HEADERS.get(rel.name)
-    return CTL if rel.parts[0] == CTL else FOLDERS.get(rel.parts[0])
+    return CTL if rel.parts[0] == CTL else FOLDERS.get(folder_of(rel.parts))
 
 
 def layer_of_include(target: str) -> int | str | None:
-    parts = target.split("/")
+    parts = tuple(target.split("/"))
     if len(parts) == 1:
         return ROOT_HEADERS.get(target)
-    return CTL if parts[0] == CTL else FOLDERS.get(parts[0])
+    return CTL if parts[0] == CTL else FOLDERS.get(folder_of(parts))
 
 
 def problems(src: pathlib.Path) -> list[str]:
@@ -48,7 +54,7 @@ def problems(src: pathlib.Path) -> list[str]:
             found.append(f"{rel}: a file the layering rule does not place (scripts/check_layers.py)")
             continue
         for target in INCLUDE.findall(path.read_text()):
-            if target.split("/")[0] == rel.parts[0] and len(rel.parts) > 1:
+            if len(rel.parts) > 1 and folder_of(tuple(target.split("/"))) == folder_of(rel.parts):
                 continue  # its own folder
             to = layer_of_include(target)
             if to is None:
@@ -72,7 +78,8 @@ def main() -> int:
     for line in found:
         print(line)
     if found:
-        print(f"{len(found)} include(s) against the layering rule (http -> lease -> store -> auth -> util)")
+        print(f"{len(found)} include(s) against the layering rule (http -> lease -> store/fenced -> "
+              "store/audit -> store/backend -> auth -> util)")
         return 1
     print("layers: every include runs downwards")
     return 0

@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "auth/token.h"
 #include "fglimits.h"
 #include "lease/binding.h"
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/redis_url.h"
+#include "store/backend/redis_url.h"
 #include "util/integer.h"
 
 enum setting_type { SETTING_STRING, SETTING_INT, SETTING_LISTEN };

@@ -10,12 +10,12 @@
  * whoever sets an earlier due time wakes it through util/alarm.h, so an idle
  * gateway's janitor does not spin on a tick. The backend
  * janitor does everything that needs Postgres or may take long: copying the
- * audit stream of stale Redis writes into Postgres (store/audit_stream.c,
+ * audit stream of stale Redis writes into Postgres (store/audit/audit_stream.c,
  * backing off while that fails), at once when a stale write pokes it, pruning
- * audit records past their retention (store/audit.h), and every few seconds dropping a bounded
- * batch of idle names from the lease listing index (lease/lease_list.h), so names whose last lease
- * expired unreleased do not pile up; it sleeps until the next of these is due or a poke. A stalled
- * Postgres can thus delay audit rows, never a waiter, a grant or the liveness mark.
+ * audit records past their retention (store/audit/audit.h), and every few seconds dropping a
+ * bounded batch of idle names from the lease listing index (lease/lease_list.h), so names whose
+ * last lease expired unreleased do not pile up; it sleeps until the next of these is due or a poke.
+ * A stalled Postgres can thus delay audit rows, never a waiter, a grant or the liveness mark.
  */
 #include "janitor.h"
 
@@ -29,10 +29,10 @@
 #include "lease/doorbell.h"
 #include "lease/lease_list.h"
 #include "lease/waiter.h"
-#include "store/audit.h"
-#include "store/audit_stream.h"
-#include "store/keys.h"
-#include "store/redis.h"
+#include "store/audit/audit.h"
+#include "store/audit/audit_stream.h"
+#include "store/backend/redis.h"
+#include "store/backend/redis_keys.h"
 #include "util/alarm.h"
 #include "util/clock.h"
 #include "util/log.h"

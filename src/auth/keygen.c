@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "auth/scope.h"
 #include "auth/token.h"
 

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "lease/binding.h"
 #include "lease/fence.h"
-#include "store/audit_stream.h"
-#include "store/secret.h"
+#include "store/audit/audit_stream.h"
+#include "store/backend/secret.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 

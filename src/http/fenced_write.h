@@ -16,7 +16,7 @@
 #include "auth/token.h"
 #include "config.h"
 #include "http/server.h"
-#include "store/fenced.h"
+#include "store/fenced/fenced.h"
 #include "util/metrics.h"
 
 /*

@@ -9,7 +9,7 @@
 #include <sys/time.h>
 
 #include "http/query.h"
-#include "store/audit.h"
+#include "store/audit/audit.h"
 
 #define ARG_MAX 4096 /* longest decoded query argument */
 

@@ -10,12 +10,12 @@
 
 #include <string.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "fglimits.h"
 #include "gateway.h"
 #include "http/query.h"
-#include "store/revocations.h"
-#include "store/secret.h"
+#include "store/backend/secret.h"
+#include "store/fenced/revocations.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 

@@ -13,10 +13,10 @@
 #include <stdio.h>
 
 #include "auth/cursor.h"
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "http/query.h"
 #include "lease/lease_list.h"
-#include "store/secret.h"
+#include "store/backend/secret.h"
 
 /* Query arguments of a listing, in the order list_query_parse takes them. */
 enum list_arg { ARG_PREFIX, ARG_LIMIT, ARG_CURSOR, ARG_COUNT };

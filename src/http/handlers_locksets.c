@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "fglimits.h"
 #include "gateway.h"
 #include "lease/lock.h"
 #include "lease/lockset.h"
 #include "lease/lockset_wait.h"
-#include "store/secret.h"
+#include "store/backend/secret.h"
 #include "util/fgjson.h"
 
 static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)

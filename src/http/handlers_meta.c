@@ -16,8 +16,8 @@
 #include "embedded.h"
 #include "lease/fence.h"
 #include "lease/waiter.h"
-#include "store/pg.h"
-#include "store/redis.h"
+#include "store/backend/pg.h"
+#include "store/backend/redis.h"
 #include "util/metrics.h"
 #include "util/procstat.h"
 

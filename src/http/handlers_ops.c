@@ -8,8 +8,8 @@
 
 #include "gateway.h"
 #include "lease/instances.h"
-#include "store/pg.h"
-#include "store/redis.h"
+#include "store/backend/pg.h"
+#include "store/backend/redis.h"
 
 enum handler_result handle_healthz(struct http_request *req, struct http_reply *reply)
 {

@@ -17,7 +17,7 @@
 #include "gateway.h"
 #include "http/fenced_write.h"
 #include "lease/live.h"
-#include "store/fenced_pg.h"
+#include "store/fenced/fenced_pg.h"
 
 static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
 {

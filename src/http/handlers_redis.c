@@ -8,7 +8,7 @@
  * /v1/pg. The check-and-write itself is one script in fenced_redis.c; a stale
  * write is answered 409 at once, without waiting for Postgres: the script
  * appended its audit record to the Redis stream, and the audit drain
- * (store/audit_stream.c) copies it to Postgres on its own thread. Only a Redis
+ * (store/audit/audit_stream.c) copies it to Postgres on its own thread. Only a Redis
  * that lost its write floor (lease/fence.h) makes a write wait for a fence
  * recovery, which needs Postgres.
  */
@@ -20,8 +20,8 @@
 #include "http/fenced_write.h"
 #include "lease/fence.h"
 #include "lease/live.h"
-#include "store/fenced_redis.h"
-#include "store/keys.h"
+#include "store/backend/redis_keys.h"
+#include "store/fenced/fenced_redis.h"
 
 /* A checked write request: everything the store call needs. */
 struct write_request {

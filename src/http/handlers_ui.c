@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "embedded.h"
 #include "gateway.h"
 

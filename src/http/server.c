@@ -47,7 +47,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "auth/token.h"
 #include "fglimits.h"
 #include "http/acceptor.h"
@@ -81,7 +81,7 @@ struct conn_state {
     int64_t due_ms;                 /* monotonic deadline of the next request */
     bool watched;                   /* linked in the watch list */
     struct conn_state *prev, *next; /* watch list links */
-    struct auth_memo auth;          /* the key of its previous requests (keys.h) */
+    struct auth_memo auth;          /* the key of its previous requests (keyset.h) */
 };
 
 #define REPLY_BUF  8192 /* bytes of a JSON reply written without allocating */

@@ -19,8 +19,8 @@
 
 #include "gateway.h"
 #include "lease/waiter.h"
-#include "store/keys.h"
-#include "store/redis.h"
+#include "store/backend/redis.h"
+#include "store/backend/redis_keys.h"
 #include "util/alarm.h"
 #include "util/clock.h"
 #include "util/log.h"

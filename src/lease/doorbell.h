@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * doorbell.h - the threads that follow this gateway's doorbell channel
- * (CHANNEL_BELL_PREFIX <instance id>, store/keys.h) and the shared channel of
+ * (CHANNEL_BELL_PREFIX <instance id>, store/backend/redis_keys.h) and the shared channel of
  * ended leases (CHANNEL_ENDED). The scripts publish "<kind>|<lease>|<name>" when they grant a
  * lease to a waiter; the doorbell wakes that waiter at once. They publish
  * "<kind>|<fence>|<reason>|<name>" when a lease is released or revoked; the

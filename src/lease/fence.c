@@ -28,9 +28,9 @@
 #include <string.h>
 
 #include "lease/lease_request.h"
-#include "store/keys.h"
-#include "store/pg.h"
-#include "store/redis.h"
+#include "store/backend/pg.h"
+#include "store/backend/redis.h"
+#include "store/backend/redis_keys.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */

@@ -8,8 +8,8 @@
 
 #include <string.h>
 
-#include "store/keys.h"
-#include "store/redis.h"
+#include "store/backend/redis.h"
+#include "store/backend/redis_keys.h"
 
 int lease_instances(const char *self_id, json_t **out, struct fg_error *err)
 {

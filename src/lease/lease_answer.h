@@ -18,7 +18,7 @@
 enum lease_retry {
     LEASE_RETRY_NONE,
     LEASE_RETRY_NOFENCE,   /* reserve fences (lease/fence.h) */
-    LEASE_RETRY_NOREVOKED, /* rebuild the revoked set (store/revocations.h) */
+    LEASE_RETRY_NOREVOKED, /* rebuild the revoked set (store/fenced/revocations.h) */
 };
 
 /*

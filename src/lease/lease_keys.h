@@ -3,7 +3,7 @@
  * lease_keys.h - the Redis keys of one lock or semaphore, made from its name
  * in the order its scripts take them (lua/lib_lock.lua, lua/lib_sem.lua: its
  * own keys, then the common lease keys of lua/lib_lease.lua), with the names of
- * store/keys.h. Pure: no I/O.
+ * store/backend/redis_keys.h. Pure: no I/O.
  */
 #ifndef FG_LEASE_KEYS_H
 #define FG_LEASE_KEYS_H
@@ -11,7 +11,7 @@
 #include "auth/token.h"
 #include "lease/lease_kind.h"
 #include "lua_scripts.h"
-#include "store/keys.h"
+#include "store/backend/redis_keys.h"
 #include "util/names.h"
 
 /* The longest key made from a name (prefix, name, tag end, one-letter suffix). */

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "lease/lease_result.h"
-#include "store/keys.h"
-#include "store/redis.h"
+#include "store/backend/redis.h"
+#include "store/backend/redis_keys.h"
 #include "util/fgjson.h"
 
 #define PRUNE_BUDGET 500 /* names a janitor pass looks at */

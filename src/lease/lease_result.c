@@ -16,8 +16,8 @@
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_wait.h"
-#include "store/redis.h"
-#include "store/revocations.h"
+#include "store/backend/redis.h"
+#include "store/fenced/revocations.h"
 
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
 {

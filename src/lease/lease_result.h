@@ -5,7 +5,7 @@
  * lease script returns one JSON object {r = "<outcome>", ...}; lease_answer.c
  * reads it, and this module runs a script again once after a "nofence" answer
  * has been dealt with by reserving fences (lease/fence.h), or a "norevoked"
- * answer by rebuilding the revoked set (store/revocations.h).
+ * answer by rebuilding the revoked set (store/fenced/revocations.h).
  */
 #ifndef FG_LEASE_RESULT_H
 #define FG_LEASE_RESULT_H

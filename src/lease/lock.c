@@ -13,7 +13,7 @@
 #include "gateway.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
-#include "store/redis.h"
+#include "store/backend/redis.h"
 #include "util/fgjson.h"
 
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,

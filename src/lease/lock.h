@@ -46,7 +46,7 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
 /* Revokes the lease with fence on lock name: the fence joins the revoked set
  * and, if that lease holds the lock, it ends and the lock passes on. Outcome
  * LEASE_REVOKED (it held) or LEASE_GONE. The durable record
- * (store/revocations.h) must be written first. */
+ * (store/fenced/revocations.h) must be written first. */
 int lock_revoke(const char *name, long long fence, struct lease_result *res,
                 struct fg_error *err) FG_WUR;
 

@@ -13,7 +13,7 @@
 #include "gateway.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
-#include "store/redis.h"
+#include "store/backend/redis.h"
 #include "util/fgjson.h"
 
 #define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */

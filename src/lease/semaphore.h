@@ -48,7 +48,7 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
 /* Revokes the holder with fence of semaphore name: the fence joins the
  * revoked set and, if it holds a slot, it loses it and the slot passes on.
  * Outcome LEASE_REVOKED (it held) or LEASE_GONE. The durable record
- * (store/revocations.h) must be written first. */
+ * (store/fenced/revocations.h) must be written first. */
 int sem_revoke(const char *name, long long fence, struct lease_result *res,
                struct fg_error *err) FG_WUR;
 

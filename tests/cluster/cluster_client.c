@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cluster_client.c - the gateway's own Redis client (store/redis.c) driven
+ * cluster_client.c - the gateway's own Redis client (store/backend/redis.c) driven
  * against the cluster lab with a redis-cluster:// URL: threads that run the
  * lock status script (lua/lock_status.lua, whose keys share the lock's hash
  * tag) on names the lab seeded, each with a known number of waiters, and check
@@ -23,7 +23,7 @@
 
 #include "config.h"
 #include "lua_scripts.h"
-#include "store/redis.h"
+#include "store/backend/redis.h"
 #include "util/clock.h"
 
 #define MAX_NAMES 4096

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cluster_probe.c - load for the cluster lab: threads that INCR and GET keys
- * of random names through store/redis_route.c, with a connection per thread
+ * of random names through store/backend/redis_route.c, with a connection per thread
  * and node of their own (ROLE checked for primaries, ASKING sent on the same
  * connection before an ASK's retry). Each thread owns its keys and knows what
  * each counter must read, so a write lost or applied twice shows. Prints one
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "store/redis_route.h"
+#include "store/backend/redis_route.h"
 #include "util/clock.h"
 
 #define KEYS_PER_THREAD   256

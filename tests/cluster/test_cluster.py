@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The cluster lab, one pass: three primaries and three replicas on loopback (cluster_lab.py), and the routing of
-store/redis_route.c driven against them by cluster_probe (threads that INCR and GET keys of random names and
+store/backend/redis_route.c driven against them by cluster_probe (threads that INCR and GET keys of random names and
 know what each counter must read). In order:
 
 1. the topology: three shards, each a primary with one replica, all 16384 slots served;
@@ -21,7 +21,7 @@ know what each counter must read). In order:
 8. the listing of docs/cluster.md: names in per-slot indexes, a page read from every slot's index (pipelined
    per primary) and merged in name order, the last name the one cursor: every name once, in order, and what a
    page costs Redis;
-9. the gateway's own Redis client (store/redis.c) on a redis-cluster:// URL, driven by cluster_client on the
+9. the gateway's own Redis client (store/backend/redis.c) on a redis-cluster:// URL, driven by cluster_client on the
    lock status script: right answers through a reshard (MOVED, ASK) and a kill -9 of a primary (503 only),
    the script library loaded on each primary that lacked it, readiness on every primary.
 
@@ -383,7 +383,7 @@ class ClusterLabTest(unittest.TestCase):
               f"(this client) per page", file=sys.stderr)
 
     def test_9_gateway_client(self):
-        """The gateway's Redis client (store/redis.c, cluster_client) on a redis-cluster:// URL: lock status
+        """The gateway's Redis client (store/backend/redis.c, cluster_client) on a redis-cluster:// URL: lock status
         answers right through a reshard (MOVED, ASK) and a kill -9 of a primary (503 only, then back), the
         script library loaded on every primary that lacks it, readiness checked on every primary."""
         for p in self.lab.primaries():

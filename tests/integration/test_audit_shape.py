@@ -3,7 +3,7 @@
 the same columns filled, the same reason names, the writer named the same way. Of each store, the two ways
 a write is refused: a stale fence (Postgres audits it in the write's own statement, Redis in its write
 script's stream entry, which the drain copies) and a lease over on a require_live_lease resource (both
-audited before any write, through audit.c's audit_refusal).
+audited before any write, through fenced_refusal_audit, store/fenced/fenced_refusal.c).
 
 Broken variant this file is meant to catch: a refusal path of one store that leaves out a column (the
 owner, the fence stored for the resource, the principal) or names its reason differently.

@@ -633,7 +633,7 @@ class BoundKeySpellingsTest(GatewayTest):
     """Bindings follow the row, not its spelling (docs/api.md, "Resource identity"). While one client held
     ledger:42 another acquired ledger:042 and PATCH /v1/pg/ledger/042 answered 200 on pg:ledger/42 (the expected
     lock name was built from the URL text, the row from the key as Postgres reads it); the holder's next write was
-    stale. Now the gateway reads every key into its canonical text (store/key_text.c): the lock of a row is named
+    stale. Now the gateway reads every key into its canonical text (store/fenced/key_text.c): the lock of a row is named
     from it, so a token of a lock named after another spelling is refused 403 in single writes and batches, and the
     holder writes on, under any spelling. Failed before the fix: every intruder write answered 200."""
 

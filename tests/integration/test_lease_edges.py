@@ -222,7 +222,7 @@ class LeaseEdges(GatewayTest):
             self.c.get(f"/v1/{kind}/{name}")
 
 
-# The KEYS of a lease_list.lua call: a listing index alone (src/store/keys.h).
+# The KEYS of a lease_list.lua call: a listing index alone (src/store/backend/redis_keys.h).
 LISTING_KEYS = ({"fg:idx:lk"}, {"fg:idx:sm"})
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Fenced writes to fence-column tables committed in groups (src/store/write_group.c).
+"""Fenced writes to fence-column tables committed in groups (src/store/fenced/write_group.c).
 
 Writes that arrive while a group is being committed go together in the next one: one transaction, rows in key
 order. The tests watch it from Postgres's side, not the gateway's: a trigger appends every new row version to a
@@ -52,7 +52,7 @@ CREATE TRIGGER wg_log_version AFTER UPDATE ON public.wg_rows
 TABLE = {"key": "id", "columns": ["note", "n"], "fence_column": "lock_fence"}
 CLIENTS = 16
 WRITES = 24
-GROUP_MAX = 32  # writes in one group (src/store/write_group.c)
+GROUP_MAX = 32  # writes in one group (src/store/fenced/write_group.c)
 
 
 def logged(prefix):

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "store/fenced_sql.h"
+#include "store/fenced/fenced_sql.h"
 
 static char *invoice_columns[] = {"customer", "amount_cents", "note", "meta"};
 static char *odd_columns[] = {"co\"l; x"};

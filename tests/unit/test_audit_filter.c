@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "store/audit_filter.h"
+#include "store/audit/audit_filter.h"
 
 static void audit_arguments(void **state)
 {

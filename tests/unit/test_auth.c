@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "auth/scope.h"
 
 static void scope_grammar(void **state)

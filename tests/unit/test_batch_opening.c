@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "store/batch_opening.h"
+#include "store/fenced/batch_opening.h"
 
 static char *columns[] = {"note"};
 static char *types[] = {"text"};

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "auth/keys.h"
+#include "auth/keyset.h"
 #include "auth/token.h"
 #include "config.h"
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "store/fenced.h"
+#include "store/fenced/fenced.h"
 #include "util/names.h"
 
 static void outcome_names(void **state)

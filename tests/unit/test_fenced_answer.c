@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "store/fenced_answer.h"
+#include "store/fenced/fenced_answer.h"
 
 static struct fenced_result res;
 

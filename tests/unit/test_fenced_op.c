@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "store/fenced_op.h"
-#include "store/fenced_sql.h"
+#include "store/fenced/fenced_op.h"
+#include "store/fenced/fenced_sql.h"
 
 #include "fenced_fixture.h"
 

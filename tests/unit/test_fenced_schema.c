@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "store/fenced_schema.h"
+#include "store/fenced/fenced_schema.h"
 
 /* Catalog rows of a table (id text key, note text, meta jsonb, lock_fence bigint, gen generated).
  */

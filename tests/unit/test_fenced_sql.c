@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "fenced_fixture.h"
-#include "store/fenced_sql.h"
+#include "store/fenced/fenced_sql.h"
 
 static void quotes_identifiers(void **state)
 {

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "store/key_text.h"
+#include "store/fenced/key_text.h"
 
 static const struct key_shape int4 = {.form = KEY_FORM_INT32};
 

@@ -5,7 +5,7 @@
  * file, with the counts of its index constants; each source as Redis loads it
  * (a function library named after the script and its text: key names, then
  * libraries, then the script as the function); and no key name spelled in Lua
- * except the constants taken from store/keys.h.
+ * except the constants taken from store/backend/redis_keys.h.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "embedded.h"
-#include "store/keys.h"
+#include "store/backend/redis_keys.h"
 
 static void every_script_named_and_counted(void **state)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "store/migration.h"
+#include "store/backend/migration.h"
 
 static const struct embedded_file files[] = {
     {"001_init.sql", ""},

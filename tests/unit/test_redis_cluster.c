@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "resp_fixture.h"
-#include "store/redis_cluster.h"
+#include "store/backend/redis_cluster.h"
 
 static const struct redis_endpoint asked = {"10.0.0.9", 7000};
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "store/redis_pipe.h"
+#include "store/backend/redis_pipe.h"
 
 static int owner; /* what wakes a call's thread: any address */
 

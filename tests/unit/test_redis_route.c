@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_redis_route.c - the redirect loop and the shared slot map of
- * store/redis_route.c, driven by a send function that plays a cluster by the
+ * store/backend/redis_route.c, driven by a send function that plays a cluster by the
  * specification's rules: the owner of a slot serves it, another node answers
  * MOVED, the owner of a migrating slot answers ASK and the importing node
  * serves the command only after ASKING; CLUSTER SHARDS describes the table as
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "resp_fixture.h"
-#include "store/redis_route.h"
+#include "store/backend/redis_route.h"
 #include "util/clock.h"
 
 #define NODES 4 /* ports 7001..7004; 7004 starts as a replica of 7001 */

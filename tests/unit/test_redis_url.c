@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "store/redis_url.h"
+#include "store/backend/redis_url.h"
 
 static int parse(const char *text, struct redis_url *url)
 {

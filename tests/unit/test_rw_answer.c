@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "store/rw_answer.h"
+#include "store/fenced/rw_answer.h"
 
 /* Reads the answer text into *res; returns rw_answer_read's status. */
 static int read_text(const char *text, struct rw_result *res, struct fg_error *err)

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "store/sqlstate.h"
+#include "store/backend/sqlstate.h"
 
 static void codes(void **state)
 {

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "store/write_order.h"
+#include "store/fenced/write_order.h"
 
 static const struct key_shape int4 = {.form = KEY_FORM_INT32};
 static const struct key_shape text = {.form = KEY_FORM_TEXT};

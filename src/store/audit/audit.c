@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * audit.c - writing and reading fencegate.rejections: one record per refused
+ * request, whatever the backend. Stale Postgres writes record themselves inside
+ * their own statement (fenced_sql.c) and stale Redis writes in the audit stream
+ * (audit_stream.c stores them with audit_insert); this file holds the one
+ * insert of every other refusal (audit_insert, fenced_refusal.c) and the keyset-paginated query of
+ * GET /v1/audit/rejections, one prepared statement per combination of filters so that each can use
+ * its index (resources (GIN), (lock_name, id) or the key), and the per-minute counts and most
+ * refused resources of GET /v1/audit/summary. Paging by id never skips a record: sql/011 makes ids
+ * visible in id order. It also prunes records past limits.audit_retention_days, in small batches
+ * (backend janitor).
+ */
+#include "store/audit/audit.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "store/backend/pg.h"
+#include "util/log.h"
+#include "util/metrics.h"
+
+#define PRUNE_BATCH    500   /* records per delete statement */
+#define PRUNE_BUSY_MS  1000  /* next batch while old records remain */
+#define PRUNE_IDLE_MS  60000 /* next look once none remain */
+#define PRUNE_FIRST_MS 1000  /* first look after start-up */
+
+static const char prune_sql[] =
+    "WITH doomed AS (SELECT id FROM fencegate.rejections"
+    " WHERE at < now() - make_interval(days => $1::int) ORDER BY at LIMIT $2::int"
+    " FOR UPDATE SKIP LOCKED)"
+    " DELETE FROM fencegate.rejections r USING doomed WHERE r.id = doomed.id RETURNING r.id";
+
+static const char insert_sql[] =
+    "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
+    " owner, client_addr, method, reason, source_id, principal, resources, trace_id)"
+    " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
+    " ELSE clock_timestamp() END, $2::text, $3::text, $4::bigint, $5::bigint, $6::text,"
+    " $7::text, $8::text, $9::text, $10::text, $11::text,"
+    " CASE WHEN $12::text IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($12::json))"
+    " END, $13::text)"
+    " ON CONFLICT (source_id) DO NOTHING";
+
+#define QUERY_COLUMNS                                                                              \
+    "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
+    " presented_fence, current_fence, owner, client_addr, method, reason, principal, trace_id,"    \
+    " array_to_json(resources)::text AS resources"                                                 \
+    " FROM fencegate.rejections WHERE id > $1::bigint"                                             \
+    " AND at >= to_timestamp($2::bigint / 1000.0)"                                                 \
+    " AND ($4::bigint = 0 OR at < to_timestamp($4::bigint / 1000.0))"                              \
+    " AND ($5::text IS NULL OR owner = $5::text)"
+#define QUERY_ORDER " ORDER BY id LIMIT $3::int"
+
+/* The query per filter combination; $4 (until, 0 for none) and $5 (owner or
+ * NULL) are always there, $6 and $7 are the filters present, resource first. */
+static const struct {
+    const char *name;
+    const char *sql;
+} queries[2][2] = {
+    {{"audit_query", QUERY_COLUMNS QUERY_ORDER},
+     {"audit_query_l", QUERY_COLUMNS " AND lock_name = $6::text" QUERY_ORDER}},
+    {{"audit_query_r", QUERY_COLUMNS " AND resources @> ARRAY[$6::text]" QUERY_ORDER},
+     {"audit_query_rl",
+      QUERY_COLUMNS " AND resources @> ARRAY[$6::text] AND lock_name = $7::text" QUERY_ORDER}},
+};
+
+/* Text columns of a record copied as they are, renamed where the API says so. */
+static const struct {
+    const char *column;
+    const char *member;
+} text_members[] = {
+    {"resource", "resource"},       {"lock_name", "lock"},    {"owner", "owner"},
+    {"client_addr", "client_addr"}, {"method", "method"},     {"reason", "reason"},
+    {"principal", "principal"},     {"trace_id", "trace_id"},
+};
+
+static const char *const integer_members[] = {"id", "at_ms", "presented_fence", "current_fence"};
+
+int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
+{
+    char at[24], presented[24], current[24];
+    char *resources = NULL;
+    if (rec->resources != NULL) {
+        resources = json_dumps(rec->resources, JSON_COMPACT);
+        FG_ASSERT(resources != NULL);
+    }
+    snprintf(at, sizeof at, "%" PRId64, rec->at_ms);
+    snprintf(presented, sizeof presented, "%" PRId64, rec->presented_fence);
+    snprintf(current, sizeof current, "%" PRId64, rec->current_fence);
+    const char *params[] = {
+        at,
+        rec->resource,
+        rec->lock_name,
+        presented,
+        current,
+        rec->owner != NULL && rec->owner[0] != '\0' ? rec->owner : NULL,
+        rec->client_addr,
+        rec->method,
+        rec->reason,
+        rec->source_id,
+        rec->principal != NULL && rec->principal[0] != '\0' ? rec->principal : NULL,
+        resources,
+        rec->trace_id != NULL && rec->trace_id[0] != '\0' ? rec->trace_id : NULL};
+    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 13, params, NULL, err)
+                          : pg_query("audit_insert", insert_sql, 13, params, NULL, err);
+    free(resources);
+    return rc;
+}
+
+/* Turns one row of text columns into an API record. */
+static json_t *record_of(const json_t *row)
+{
+    json_t *rec = json_object();
+    for (size_t i = 0; i < sizeof integer_members / sizeof integer_members[0]; i++) {
+        const char *text = json_string_value(json_object_get(row, integer_members[i]));
+        json_object_set_new(rec, integer_members[i],
+                            text ? json_integer(strtoll(text, NULL, 10)) : json_null());
+    }
+    for (size_t i = 0; i < sizeof text_members / sizeof text_members[0]; i++) {
+        json_t *v = json_object_get(row, text_members[i].column);
+        json_object_set(rec, text_members[i].member, v ? v : json_null());
+    }
+    const char *resources = json_string_value(json_object_get(row, "resources"));
+    json_t *list = resources != NULL ? json_loads(resources, 0, NULL) : NULL;
+    json_object_set_new(rec, "resources", list != NULL ? list : json_array());
+    return rec;
+}
+
+int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error *err)
+{
+    char after[24], since[24], limit[16], until[24];
+    snprintf(after, sizeof after, "%" PRId64, filter->after_id);
+    snprintf(since, sizeof since, "%" PRId64, filter->since_ms);
+    snprintf(limit, sizeof limit, "%d", filter->limit);
+    snprintf(until, sizeof until, "%" PRId64, filter->until_ms);
+    const char *params[7] = {after, since, limit, until, filter->owner};
+    int n = 5;
+    if (filter->resource != NULL)
+        params[n++] = filter->resource;
+    if (filter->lock_name != NULL)
+        params[n++] = filter->lock_name;
+    bool by_resource = filter->resource != NULL, by_lock = filter->lock_name != NULL;
+    json_t *rows = NULL;
+    if (pg_query(queries[by_resource][by_lock].name, queries[by_resource][by_lock].sql, n, params,
+                 &rows, err) != 0)
+        return -1;
+    json_t *items = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) json_array_append_new(items, record_of(row));
+    json_decref(rows);
+    json_t *last = json_array_get(items, json_array_size(items) - 1);
+    json_t *next = json_array_size(items) == (size_t)filter->limit
+                       ? json_incref(json_object_get(last, "id"))
+                       : json_null();
+    *out = json_pack("{s:o, s:o}", "items", items, "next_after_id", next);
+    return 0;
+}
+
+int audit_prune(long long days, int batch, int *deleted, struct fg_error *err)
+{
+    char days_text[24], batch_text[16];
+    snprintf(days_text, sizeof days_text, "%lld", days);
+    snprintf(batch_text, sizeof batch_text, "%d", batch);
+    const char *params[] = {days_text, batch_text};
+    json_t *rows = NULL;
+    *deleted = 0;
+    if (pg_query("audit_prune", prune_sql, 2, params, &rows, err) != 0)
+        return -1;
+    *deleted = (int)json_array_size(rows);
+    json_decref(rows);
+    metrics_audit_pruned(*deleted);
+    return 0;
+}
+
+int64_t audit_retention_tick(int64_t now_ms, long long days)
+{
+    static int64_t next_ms;
+    static bool failing;
+    if (next_ms == 0)
+        next_ms = now_ms + PRUNE_FIRST_MS;
+    if (now_ms < next_ms)
+        return next_ms;
+    struct fg_error err = {0};
+    int deleted = 0;
+    if (audit_prune(days, PRUNE_BATCH, &deleted, &err) != 0) {
+        if (!failing)
+            log_message(LOG_WARN, "audit_prune_failed", "%s", err.msg);
+        failing = true;
+        next_ms = now_ms + PRUNE_IDLE_MS;
+        return next_ms;
+    }
+    failing = false;
+    if (deleted > 0)
+        log_event(LOG_INFO, "audit_pruned",
+                  json_pack("{s:i, s:I}", "records", deleted, "retention_days", (json_int_t)days));
+    next_ms = now_ms + (deleted == PRUNE_BATCH ? PRUNE_BUSY_MS : PRUNE_IDLE_MS);
+    return next_ms;
+}
+
+static const char summary_minutes_sql[] =
+    "SELECT floor(extract(epoch FROM date_trunc('minute', at)) * 1000)::bigint AS minute_ms,"
+    " count(*) AS rejections FROM fencegate.rejections"
+    " WHERE at >= to_timestamp($1::bigint / 1000.0) AND at < to_timestamp($2::bigint / 1000.0)"
+    " GROUP BY 1 ORDER BY 1";
+
+static const char summary_resources_sql[] =
+    "SELECT resource, count(*) AS rejections FROM fencegate.rejections"
+    " WHERE at >= to_timestamp($1::bigint / 1000.0) AND at < to_timestamp($2::bigint / 1000.0)"
+    " GROUP BY resource ORDER BY count(*) DESC, resource LIMIT $3::int";
+
+/* Rows of text columns as objects whose columns in int_columns become integers (new array). */
+static json_t *rows_typed(const json_t *rows, const char *const *int_columns, size_t nint)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        json_t *o = json_deep_copy(row);
+        for (size_t c = 0; c < nint; c++) {
+            const char *text = json_string_value(json_object_get(row, int_columns[c]));
+            json_object_set_new(o, int_columns[c],
+                                json_integer(text ? strtoll(text, NULL, 10) : 0));
+        }
+        json_array_append_new(out, o);
+    }
+    return out;
+}
+
+int audit_summary(const struct audit_window *w, int top, json_t **out, struct fg_error *err)
+{
+    static const char *const minute_ints[] = {"minute_ms", "rejections"};
+    static const char *const resource_ints[] = {"rejections"};
+    char since[24], until[24], limit[16];
+    snprintf(since, sizeof since, "%" PRId64, w->since_ms);
+    snprintf(until, sizeof until, "%" PRId64, w->until_ms);
+    snprintf(limit, sizeof limit, "%d", top);
+    const char *params[] = {since, until, limit};
+    json_t *minutes = NULL, *resources = NULL;
+    if (pg_query("audit_summary_minutes", summary_minutes_sql, 2, params, &minutes, err) != 0)
+        return -1;
+    if (pg_query("audit_summary_resources", summary_resources_sql, 3, params, &resources, err) !=
+        0) {
+        json_decref(minutes);
+        return -1;
+    }
+    *out = json_pack("{s:I, s:I, s:o, s:o}", "since_ms", (json_int_t)w->since_ms, "until_ms",
+                     (json_int_t)w->until_ms, "per_minute", rows_typed(minutes, minute_ints, 2),
+                     "top_resources", rows_typed(resources, resource_ints, 1));
+    json_decref(minutes);
+    json_decref(resources);
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * audit_stream.h - the way audit records of stale Redis writes reach Postgres.
+ * The script that refuses such a write appends the record to the Redis stream
+ * KEY_AUDIT (store/backend/redis_keys.h) in the same step, so the refusal is recorded even while
+ * Postgres is down. The gateway then copies entries into fencegate.rejections, at least once and
+ * idempotently (the entry id is the row's unique source_id), and deletes them from the stream, on
+ * the backend janitor's thread: at once after a refusal (audit_stream_poke), and every so often for
+ * whatever is left (Postgres was down, another gateway died in between). A refusal is never
+ * answered later because of Postgres.
+ */
+#ifndef FG_AUDIT_STREAM_H
+#define FG_AUDIT_STREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "store/audit/audit.h"
+#include "util/error.h"
+
+/* Copies up to max of the oldest stream entries into Postgres and deletes them
+ * from the stream; an entry Postgres refuses moves to the dead letters. *stored
+ * gets how many entries left the stream either way. Fails, keeping the rest,
+ * while Redis or Postgres does not answer. */
+int audit_stream_drain(int max, int *stored, struct fg_error *err) FG_WUR;
+
+/* Prints up to max dead letters, oldest first, one JSON object per line
+ * {"id", "fields"} to out (the operator command "fencegate audit-dead-letters"). */
+int audit_stream_list_dead(int max, FILE *out, struct fg_error *err) FG_WUR;
+
+/* Sets how a new entry pokes the drain (the backend janitor's), once, before any write. */
+void audit_stream_on_entry(void (*poke)(void));
+
+/* A refused write left an entry: pokes the drain (a no-op until one is set). */
+void audit_stream_poke(void);
+
+/* Backend janitor: drains the stream when its time came (now_ms) or when poked
+ * (a new entry), backing off while it fails. Returns when it is due next. */
+int64_t audit_stream_tick(int64_t now_ms, bool poked);
+
+#endif

@@ -1,0 +1,1150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * redis.c - hiredis connections, script calls and the doorbell subscription.
+ * Every thread's commands go out on one shared connection, pipelined
+ * (store/backend/redis_pipe.h keeps the order): a call queues its formatted command
+ * and sleeps on its thread's condition variable; a thread that finds the
+ * writing free writes every queued command in one system call, and one
+ * thread at a time reads the replies, hands each to the call it answers and
+ * wakes that call's thread; the thread whose own reply came reads on only
+ * until then, and the oldest call still out takes over. So Redis reads the
+ * commands of many requests at once and answers them with one write, where a
+ * connection per thread cost it a read and a write each. No lock is held
+ * across a system call that can block. Scripts come ready to run from
+ * the build (embedded.h: each a Redis function library with its libraries and
+ * key names, named after its text, and the counts of KEYS and ARGV it
+ * declares) and are called with FCALL; a "Function not found" reply (a
+ * restarted, failed-over or flushed Redis, or one this build never used) loads
+ * the library and retries once. Script results are JSON texts, decoded here.
+ *
+ * Where the primary is: the one server of a redis:// URL, or, for
+ * redis-sentinel://, whatever the sentinels name when a connection is made.
+ * Every new connection must answer ROLE with "master" (a replica never runs a
+ * lease script), and runs the connect hook (its commands go straight to it,
+ * before any queued call). With sentinels, a watcher thread follows
+ * +switch-master and bumps a generation number; a connection made in an older
+ * generation takes no more commands, and is closed once its calls out are
+ * answered, so the gateway moves to the new primary at once instead of waiting
+ * for the old one to fail. So does a connection whose server said it cannot
+ * take writes (READONLY, MASTERDOWN, LOADING: that call answers 503). A
+ * connection that rested since its last reply (SOCK_CHECK_IDLE_MS or more) is
+ * peeked at (util/sock.h) before use, so one that the server closed meanwhile
+ * is remade instead of failing a request. A call out whose reply does not come
+ * by its deadline (request_timeout_ms after it was written), a failed write or
+ * read, or a reply nobody asked for fails every call out on the connection
+ * (503) and closes it.
+ *
+ * redis-cluster://: one such pipelined connection per node, made on first
+ * use (AUTH, then ROLE must answer "master"), and a script runs on the primary
+ * of its first key's slot through store/backend/redis_route.h, which follows MOVED
+ * (a new map) and ASK (ASKING written in the same batch as the call, on the
+ * same connection) and answers CLUSTERDOWN and TRYAGAIN with 503. A node
+ * that does not know a script (a new primary, a restarted node) has its
+ * library loaded and the call resent once. Map fetches use a connection of
+ * their own. The connect hook does not run on cluster nodes; commands that
+ * name no key go to one primary of the map, PING (readiness) to every one.
+ */
+#include "store/backend/redis.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "embedded.h"
+#include "store/backend/redis_cluster.h"
+#include "store/backend/redis_pipe.h"
+#include "store/backend/redis_route.h"
+#include "store/backend/redis_url.h"
+#include "util/clock.h"
+#include "util/fgjson.h"
+#include "util/log.h"
+#include "util/metrics.h"
+#include "util/sock.h"
+#include "util/wake.h"
+
+#define MAX_ARGS    48
+#define COMMAND_BUF 4096 /* bytes of a command formatted without allocating */
+
+/* Replies that mean "this server cannot take writes now": the connection is
+ * dropped and the request answers 503, as if the server were gone. */
+static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOADING"};
+
+/* How long a sentinel may take to connect or answer before the next one is asked. */
+#define SENTINEL_TIMEOUT_MS 500
+
+static struct {
+    struct redis_url url; /* the parsed redis_url */
+    long long timeout_ms;
+    redis_connect_hook hook;
+    atomic_uint generation;    /* bumped at each +switch-master */
+    atomic_int sentinel_first; /* the sentinel that answered last */
+    pthread_t watcher;         /* follows +switch-master (sentinel URLs) */
+    bool watching;             /* watcher runs */
+    atomic_bool watcher_stop;  /* asks it to end */
+} rds;
+
+/* A pipelined connection and its calls; every field but at under lock. */
+struct node {
+    pthread_mutex_t lock;
+    struct redis_endpoint at; /* a cluster node; unused for the one primary */
+    struct pipe pipe;         /* calls queued and out, who writes and who reads */
+    redisContext *ctx;        /* owned; set unless pipe.conn is PIPE_CLOSED */
+    unsigned generation;      /* rds.generation when connected */
+    int64_t last_used_ms;     /* clock_mono_ms of its last reply */
+    char *batch;              /* the batch being written: its commands copied; owned */
+    size_t batch_cap;         /* bytes allocated at batch */
+};
+
+/* The connection to the primary (redis://, redis-sentinel://). */
+static struct node shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* redis-cluster://: the routing state, and one connection per node commands
+ * went to, made on first use and kept until shutdown (a node that stops being
+ * a primary answers MOVED, which routes its slots elsewhere). */
+static struct {
+    struct route *route;
+    pthread_mutex_t lock; /* over nodes and count */
+    struct node *nodes[CLUSTER_MAX_NODES];
+    int count;
+} cluster = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* What wakes this thread's call: the thread that finished it, or a role freed. */
+static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
+
+/* The new connection this thread runs the connect hook on (its commands go
+ * there directly), and whether the hook's commands lost it. */
+static _Thread_local redisContext *setting_up;
+static _Thread_local bool setup_lost;
+
+int redis_init(const struct config *cfg, struct fg_error *err)
+{
+    if (redis_url_parse(cfg->redis_url, &rds.url, err) != 0)
+        return -1;
+    rds.timeout_ms = cfg->request_timeout_ms;
+    if (rds.url.cluster && cluster.route == NULL) {
+        cluster.route = route_new(&rds.url);
+        if (cluster.route == NULL)
+            return fg_fail(err, FG_ERR_INTERNAL, "out of memory");
+    }
+    return 0;
+}
+
+void redis_set_connect_hook(redis_connect_hook hook)
+{
+    rds.hook = hook;
+}
+
+static struct timeval ms_to_timeval(long long ms)
+{
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    return tv;
+}
+
+/* Appends the decimal digits of n to at; returns where the next byte goes. */
+static char *put_decimal(char *at, size_t n)
+{
+    char digits[24];
+    size_t k = 0;
+    do {
+        digits[k++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+    while (k > 0)
+        *at++ = digits[--k];
+    return at;
+}
+
+/* Writes argv as one RESP command into buf (cap bytes) when it fits; returns
+ * its length either way (formatted by hand: hiredis's own formatting prints
+ * every length through sdscatfmt and grows its buffer a piece at a time). */
+static size_t format_command(char *buf, size_t cap, int argc, const char **argv, const size_t *lens)
+{
+    size_t need = 1 + 20 + 2;
+    for (int i = 0; i < argc; i++)
+        need += 1 + 20 + 2 + (lens ? lens[i] : strlen(argv[i])) + 2;
+    if (need > cap)
+        return need;
+    char *at = buf;
+    *at++ = '*';
+    at = put_decimal(at, (size_t)argc);
+    *at++ = '\r';
+    *at++ = '\n';
+    for (int i = 0; i < argc; i++) {
+        size_t len = lens ? lens[i] : strlen(argv[i]);
+        *at++ = '$';
+        at = put_decimal(at, len);
+        *at++ = '\r';
+        *at++ = '\n';
+        memcpy(at, argv[i], len);
+        at += len;
+        *at++ = '\r';
+        *at++ = '\n';
+    }
+    return (size_t)(at - buf);
+}
+
+/* Sends argv (lens: their lengths, or NULL for C strings) and reads the reply. */
+static redisReply *send_command(redisContext *ctx, int argc, const char **argv, const size_t *lens)
+{
+    static _Thread_local char local[COMMAND_BUF];
+    size_t len = format_command(local, sizeof local, argc, argv, lens);
+    if (len > sizeof local)
+        return redisCommandArgv(ctx, argc, argv, lens); /* a script's source, once */
+    void *reply = NULL;
+    if (redisAppendFormattedCommand(ctx, local, len) != REDIS_OK ||
+        redisGetReply(ctx, &reply) != REDIS_OK)
+        return NULL;
+    return reply;
+}
+
+/* Runs one command on ctx and checks for a transport error. Returns the reply or NULL. */
+static redisReply *command_argv(redisContext *ctx, int argc, const char **argv, const size_t *lens,
+                                struct fg_error *err)
+{
+    redisReply *reply = send_command(ctx, argc, argv, lens);
+    if (reply == NULL) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", ctx->errstr);
+    }
+    return reply;
+}
+
+/* Connects to host:port within timeout_ms; NULL (err filled) on failure. */
+static redisContext *connect_to(const char *host, int port, long long timeout_ms,
+                                struct fg_error *err)
+{
+    redisContext *ctx = redisConnectWithTimeout(host, port, ms_to_timeval(timeout_ms));
+    if (ctx == NULL || ctx->err) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: cannot connect to %s:%d: %s", host, port,
+                ctx ? ctx->errstr : "out of memory");
+        redisFree(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* Asks one sentinel for the primary's address. */
+static int ask_sentinel(const struct redis_endpoint *sentinel, struct redis_endpoint *primary,
+                        struct fg_error *err)
+{
+    redisContext *ctx = connect_to(sentinel->host, sentinel->port, SENTINEL_TIMEOUT_MS, err);
+    if (ctx == NULL)
+        return -1;
+    redisSetTimeout(ctx, ms_to_timeval(SENTINEL_TIMEOUT_MS));
+    const char *argv[] = {"SENTINEL", "get-master-addr-by-name", rds.url.master};
+    redisReply *r = command_argv(ctx, 3, argv, NULL, err);
+    int rc = -1;
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[0]->len < sizeof primary->host) {
+        snprintf(primary->host, sizeof primary->host, "%s", r->element[0]->str);
+        primary->port = atoi(r->element[1]->str);
+        rc = 0;
+    } else if (r != NULL) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: sentinel %s:%d does not know master %s",
+                sentinel->host, sentinel->port, rds.url.master);
+    }
+    freeReplyObject(r);
+    redisFree(ctx);
+    return rc;
+}
+
+/* The address of the primary: a primary of the cluster's last map, the URL's
+ * server (or first seed), or the first answer of the sentinels, asked in turn
+ * starting with the one that answered last. */
+static int primary_address(struct redis_endpoint *primary, struct fg_error *err)
+{
+    if (rds.url.cluster && route_primaries(cluster.route, primary, 1) > 0)
+        return 0;
+    if (!rds.url.sentinel) {
+        *primary = rds.url.hosts[0];
+        return 0;
+    }
+    int first = atomic_load(&rds.sentinel_first);
+    for (int i = 0; i < rds.url.nhosts; i++) {
+        int k = (first + i) % rds.url.nhosts;
+        if (ask_sentinel(&rds.url.hosts[k], primary, err) == 0) {
+            atomic_store(&rds.sentinel_first, k);
+            return 0;
+        }
+    }
+    char last[sizeof err->msg];
+    snprintf(last, sizeof last, "%s", err->msg);
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                   "redis: no sentinel names the primary of %s (%s)", rds.url.master, last);
+}
+
+/* Runs one set-up command on a new connection; -1 unless it answered without error. */
+static int setup_command(redisContext *ctx, int argc, const char **argv, const char *what,
+                         struct fg_error *err)
+{
+    redisReply *r = command_argv(ctx, argc, argv, NULL, err);
+    if (r == NULL)
+        return -1;
+    int rc = 0;
+    if (r->type == REDIS_REPLY_ERROR)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s failed: %s", what, r->str);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Sends AUTH on ctx when the URL has a password. */
+static int authenticate(redisContext *ctx, struct fg_error *err)
+{
+    if (rds.url.password[0] == '\0')
+        return 0;
+    const char *auth_user[] = {"AUTH", rds.url.user, rds.url.password};
+    const char *auth[] = {"AUTH", rds.url.password};
+    bool has_user = rds.url.user[0] != '\0';
+    return setup_command(ctx, has_user ? 3 : 2, has_user ? auth_user : auth, "AUTH", err);
+}
+
+/* Checks that ctx talks to a primary: ROLE answers "master" first. */
+static int check_primary(redisContext *ctx, const struct redis_endpoint *at, struct fg_error *err)
+{
+    const char *argv[] = {"ROLE"};
+    redisReply *r = command_argv(ctx, 1, argv, NULL, err);
+    if (r == NULL)
+        return -1;
+    int rc = 0;
+    if (r->type == REDIS_REPLY_ERROR)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: ROLE failed: %s", r->str);
+    else if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+             r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "master") != 0)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s:%d is not a primary", at->host,
+                     at->port);
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Opens an authenticated connection to the primary at (NULL: the primary of
+ * the URL, or any primary of a cluster), on the right database; NULL on
+ * failure. *generation receives the generation it belongs to. */
+static redisContext *connect_new(const struct redis_endpoint *at, long long timeout_ms,
+                                 unsigned *generation, struct fg_error *err)
+{
+    *generation = atomic_load(&rds.generation);
+    struct redis_endpoint primary;
+    if (at != NULL)
+        primary = *at;
+    else if (primary_address(&primary, err) != 0)
+        return NULL;
+    redisContext *ctx = connect_to(primary.host, primary.port, 1000, err);
+    if (ctx == NULL)
+        return NULL;
+    redisSetTimeout(ctx, ms_to_timeval(timeout_ms));
+    redisEnableKeepAlive(ctx);
+    char db[16];
+    snprintf(db, sizeof db, "%d", rds.url.db);
+    const char *select[] = {"SELECT", db};
+    if (authenticate(ctx, err) != 0 || setup_command(ctx, 2, select, "SELECT", err) != 0 ||
+        check_primary(ctx, &primary, err) != 0) {
+        redisFree(ctx);
+        return NULL;
+    }
+    metrics_backend_connect(METRIC_BACKEND_REDIS);
+    return ctx;
+}
+
+/* True if reply is an error that means the server cannot serve writes now. */
+static bool reply_unavailable(const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ERROR)
+        return false;
+    for (size_t i = 0; i < sizeof unavailable_replies / sizeof unavailable_replies[0]; i++)
+        if (strncmp(reply->str, unavailable_replies[i], strlen(unavailable_replies[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Wakes the thread of every call of the list first (linked by next) but self's. */
+static void wake_calls(struct pipe_entry *first, const struct pipe_entry *self)
+{
+    for (struct pipe_entry *e = first, *next; e != NULL; e = next) {
+        next = e->next;
+        if (e != self)
+            pthread_cond_signal(e->owner);
+    }
+}
+
+/* Closes the shared connection if it is retired or broken and nobody uses it. Locked. */
+static void settle(struct node *n)
+{
+    if (!pipe_must_close(&n->pipe))
+        return;
+    redisFree(n->ctx);
+    n->ctx = NULL;
+    pipe_closed(&n->pipe);
+}
+
+/* After a role was let go: closes what must be, then wakes the oldest queued
+ * call and the oldest call out if they now have something to do that self's
+ * thread will not do itself. Locked. */
+static void wake_next(struct node *n, const struct pipe_entry *self)
+{
+    settle(n);
+    enum pipe_action mine = pipe_next(&n->pipe, self);
+    const struct pipe_entry *queued = n->pipe.queued.head;
+    if (queued != NULL && queued != self && mine != PIPE_CONNECT && mine != PIPE_WRITE &&
+        pipe_next(&n->pipe, queued) != PIPE_WAIT)
+        pthread_cond_signal(queued->owner);
+    const struct pipe_entry *out = pipe_oldest_sent(&n->pipe);
+    if (out != NULL && out != self && mine != PIPE_READ && pipe_next(&n->pipe, out) != PIPE_WAIT)
+        pthread_cond_signal(out->owner);
+}
+
+/* Fails every call out with a transport error (what, and hiredis's errstr
+ * when given) and breaks the connection, waking a reader that sleeps on it.
+ * Locked. */
+static void break_connection(struct node *n, const struct pipe_entry *self, const char *what,
+                             const char *errstr)
+{
+    if (n->pipe.conn == PIPE_BROKEN)
+        return;
+    struct fg_error failure = {0};
+    fg_fail(&failure, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s%s%s", what, errstr ? ": " : "",
+            errstr ? errstr : "");
+    if (n->pipe.reading)
+        shutdown(n->ctx->fd, SHUT_RDWR);
+    wake_calls(pipe_fail_sent(&n->pipe, &failure), self);
+}
+
+/* Connects for the queued calls (self's among them): runs the hook on the new
+ * connection before any of them goes out (not on a cluster node: its scripts
+ * check their slot's fence sequence themselves). A connection that cannot be made
+ * fails them all; a failing hook fails self's call alone, and the connection
+ * is kept (the hook does not run again on it). Called locked; unlocks meanwhile. */
+static void connect_shared(struct node *n, struct pipe_entry *self)
+{
+    pthread_mutex_unlock(&n->lock);
+    struct fg_error failure = {0}, hook_failure = {0};
+    unsigned generation;
+    redisContext *ctx =
+        connect_new(rds.url.cluster ? &n->at : NULL, rds.timeout_ms, &generation, &failure);
+    int hook_rc = 0;
+    if (ctx != NULL && rds.hook != NULL && !rds.url.cluster) {
+        setting_up = ctx;
+        setup_lost = false;
+        hook_rc = rds.hook(&hook_failure);
+        setting_up = NULL;
+        if (setup_lost) {
+            redisFree(ctx);
+            ctx = NULL;
+            if (hook_rc != 0)
+                failure = hook_failure;
+            else
+                fg_fail(&failure, FG_ERR_BACKEND_UNAVAILABLE,
+                        "redis: connection lost while setting it up");
+        }
+    }
+    pthread_mutex_lock(&n->lock);
+    if (ctx == NULL) {
+        wake_calls(pipe_fail_queued(&n->pipe, &failure), self);
+        return;
+    }
+    n->ctx = ctx;
+    n->generation = generation;
+    n->last_used_ms = clock_mono_ms();
+    pipe_opened(&n->pipe);
+    if (hook_rc != 0)
+        pipe_fail_one(&n->pipe, self, &hook_failure);
+}
+
+/* True if the shared connection must take no more commands: made before the
+ * last failover, or closed by the server while idle. Locked. */
+static bool shared_stale(const struct node *n)
+{
+    if (n->generation != atomic_load(&rds.generation))
+        return true;
+    return pipe_oldest_sent(&n->pipe) == NULL &&
+           sock_broken_after_idle(n->ctx->fd, n->last_used_ms);
+}
+
+/* Writes every queued call's command in one go. Called locked; unlocks while
+ * writing, from a copy (a failure may end the calls meanwhile). */
+static void write_batch(struct node *n, const struct pipe_entry *self)
+{
+    size_t count, len = 0;
+    struct pipe_entry *first = pipe_take(&n->pipe, clock_mono_ms() + rds.timeout_ms, &count);
+    for (struct pipe_entry *e = first; count-- > 0; e = e->next)
+        len += e->len;
+    if (len > n->batch_cap) {
+        free(n->batch);
+        n->batch = malloc(len);
+        FG_ASSERT(n->batch != NULL);
+        n->batch_cap = len;
+    }
+    size_t at = 0;
+    for (struct pipe_entry *e = first; at < len; e = e->next) {
+        memcpy(n->batch + at, e->command, e->len);
+        at += e->len;
+    }
+    int fd = n->ctx->fd;
+    pthread_mutex_unlock(&n->lock);
+    const char *problem = NULL;
+    for (at = 0; at < len && problem == NULL;) {
+        ssize_t w = send(fd, n->batch + at, len - at, MSG_NOSIGNAL);
+        if (w > 0)
+            at += (size_t)w;
+        else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            problem = "timed out writing";
+        else if (w < 0 && errno != EINTR)
+            problem = strerror(errno);
+    }
+    pthread_mutex_lock(&n->lock);
+    if (problem != NULL)
+        break_connection(n, self, "cannot write", problem);
+}
+
+/* Reads replies and hands each to its call until self's call is done. Called
+ * locked; unlocks while waiting for the socket, at most until the oldest call
+ * out is due. */
+static void read_replies(struct node *n, struct pipe_entry *self)
+{
+    redisContext *ctx = n->ctx;
+    while (self->state != PIPE_DONE) {
+        void *raw = NULL;
+        if (redisReaderGetReply(ctx->reader, &raw) != REDIS_OK) {
+            break_connection(n, self, "bad reply", ctx->reader->errstr);
+            return;
+        }
+        if (raw != NULL) {
+            struct pipe_entry *e = pipe_reply(&n->pipe, raw);
+            if (e == NULL) {
+                freeReplyObject(raw);
+                break_connection(n, self, "a reply nobody asked for", NULL);
+                return;
+            }
+            if (reply_unavailable(raw))
+                pipe_retire(&n->pipe);
+            n->last_used_ms = clock_mono_ms();
+            if (e != self)
+                pthread_cond_signal(e->owner);
+            continue;
+        }
+        int64_t left = pipe_oldest_sent(&n->pipe)->due_ms - clock_mono_ms();
+        pthread_mutex_unlock(&n->lock);
+        struct pollfd pfd = {.fd = ctx->fd, .events = POLLIN};
+        int ready = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+        int rc = ready > 0 ? redisBufferRead(ctx) : REDIS_OK;
+        pthread_mutex_lock(&n->lock);
+        if (ready == 0) {
+            break_connection(n, self, "no reply in time", NULL);
+            return;
+        }
+        if (ready > 0 && rc != REDIS_OK) {
+            break_connection(n, self, "connection lost", ctx->errstr);
+            return;
+        }
+    }
+}
+
+/* Sends the formatted command (len bytes, borrowed) on n's connection and
+ * returns its reply, or NULL with err. With asking (an ASK redirect), ASKING
+ * goes out right before it, in the same batch: queued together, they are
+ * written together. */
+static redisReply *pipe_call(struct node *n, bool asking, const char *command, size_t len,
+                             struct fg_error *err)
+{
+    static const char asking_command[] = "*1\r\n$6\r\nASKING\r\n";
+    struct pipe_entry ask = {.command = asking_command, .len = sizeof asking_command - 1};
+    struct pipe_entry self = {.command = command, .len = len};
+    pthread_mutex_lock(&n->lock);
+    if (asking)
+        pipe_push(&n->pipe, &ask, &thread_wake);
+    pipe_push(&n->pipe, &self, &thread_wake);
+    for (;;) {
+        settle(n);
+        enum pipe_action action = pipe_next(&n->pipe, &self);
+        if (action == PIPE_FINISHED)
+            break;
+        if (action == PIPE_WAIT) {
+            pthread_cond_wait(&thread_wake, &n->lock);
+            continue;
+        }
+        if (action == PIPE_WRITE && shared_stale(n)) {
+            pipe_retire(&n->pipe);
+            continue;
+        }
+        pipe_begin(&n->pipe, action);
+        if (action == PIPE_CONNECT)
+            connect_shared(n, &self);
+        else if (action == PIPE_WRITE)
+            write_batch(n, &self);
+        else
+            read_replies(n, &self);
+        pipe_end(&n->pipe, action);
+        wake_next(n, &self);
+    }
+    pthread_mutex_unlock(&n->lock);
+    FG_ASSERT(!asking || ask.state == PIPE_DONE); /* answered, or failed, before self */
+    freeReplyObject(ask.reply);
+    if (self.reply == NULL) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        *err = self.failure;
+    }
+    return self.reply;
+}
+
+/* Runs argv on the new connection the connect hook runs on; a transport error
+ * or a server that cannot take writes loses it for the rest of the hook. */
+static redisReply *setup_call(int argc, const char **argv, const size_t *lens, struct fg_error *err)
+{
+    if (setup_lost) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: connection lost while setting it up");
+        return NULL;
+    }
+    int64_t started_us = clock_mono_us();
+    redisReply *reply = command_argv(setting_up, argc, argv, lens, err);
+    metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
+    if (reply != NULL && reply_unavailable(reply)) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+        freeReplyObject(reply);
+        reply = NULL;
+    }
+    setup_lost = reply == NULL;
+    return reply;
+}
+
+/* Runs argv (lens: their lengths, or NULL for C strings) on n's connection,
+ * after ASKING when asking; a reply saying the server is no writable primary
+ * fails. */
+static redisReply *node_command(struct node *n, bool asking, int argc, const char **argv,
+                                const size_t *lens, struct fg_error *err)
+{
+    char local[COMMAND_BUF];
+    char *heap = NULL;
+    const char *command = local;
+    size_t len = format_command(local, sizeof local, argc, argv, lens);
+    if (len > sizeof local) { /* a script's source, once */
+        int k = redisFormatCommandArgv(&heap, argc, argv, lens);
+        FG_ASSERT(k > 0);
+        command = heap;
+        len = (size_t)k;
+    }
+    int64_t started_us = clock_mono_us();
+    redisReply *reply = pipe_call(n, asking, command, len, err);
+    metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
+    redisFreeCommand(heap);
+    if (reply != NULL && reply_unavailable(reply)) {
+        metrics_backend_error(METRIC_BACKEND_REDIS);
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+        freeReplyObject(reply);
+        reply = NULL;
+    }
+    return reply;
+}
+
+/* Runs argv on the primary's shared connection (on the new one while the
+ * connect hook runs). */
+static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
+                                  struct fg_error *err)
+{
+    if (setting_up != NULL)
+        return setup_call(argc, argv, lens, err);
+    return node_command(&shared, false, argc, argv, lens, err);
+}
+
+/* The connection to cluster node at, made on first use; NULL with err past
+ * CLUSTER_MAX_NODES nodes. */
+static struct node *cluster_node(const struct redis_endpoint *at, struct fg_error *err)
+{
+    pthread_mutex_lock(&cluster.lock);
+    struct node *found = NULL;
+    for (int i = 0; i < cluster.count && found == NULL; i++)
+        if (cluster_endpoint_equal(&cluster.nodes[i]->at, at))
+            found = cluster.nodes[i];
+    if (found == NULL && cluster.count < CLUSTER_MAX_NODES) {
+        found = calloc(1, sizeof *found);
+        FG_ASSERT(found != NULL);
+        pthread_mutex_init(&found->lock, NULL);
+        found->at = *at;
+        cluster.nodes[cluster.count++] = found;
+    }
+    pthread_mutex_unlock(&cluster.lock);
+    if (found == NULL)
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: more than %d cluster nodes seen",
+                CLUSTER_MAX_NODES);
+    return found;
+}
+
+/* Runs argv once on a connection of its own to at (any role), closed after. */
+static redisReply *one_off_command(const struct redis_endpoint *at, int argc, const char **argv,
+                                   const size_t *lens, struct fg_error *err)
+{
+    redisContext *ctx = connect_to(at->host, at->port, 1000, err);
+    if (ctx == NULL)
+        return NULL;
+    redisSetTimeout(ctx, ms_to_timeval(rds.timeout_ms));
+    redisReply *reply = NULL;
+    if (authenticate(ctx, err) == 0)
+        reply = command_argv(ctx, argc, argv, lens, err);
+    redisFree(ctx);
+    return reply;
+}
+
+static int load_function(struct node *n, const struct lua_script *s, struct fg_error *err);
+static bool function_missing(const redisReply *reply);
+
+/* route_send_fn of the gateway; ctx is the script a call runs, or NULL. A map
+ * fetch (any role) goes on a connection of its own; every other command on
+ * the node's pipelined connection (a primary: ROLE checked when it is made).
+ * A script the node does not know (a new primary, a restarted node) has its
+ * library loaded there and is resent once. */
+static redisReply *cluster_send(void *ctx, const struct redis_endpoint *at, unsigned flags,
+                                int argc, const char **argv, const size_t *lens,
+                                struct fg_error *err)
+{
+    if (flags & ROUTE_ANY_ROLE)
+        return one_off_command(at, argc, argv, lens, err);
+    struct node *n = cluster_node(at, err);
+    if (n == NULL)
+        return NULL;
+    bool asking = (flags & ROUTE_ASKING) != 0;
+    redisReply *reply = node_command(n, asking, argc, argv, lens, err);
+    const struct lua_script *script = ctx;
+    if (reply == NULL || script == NULL || !function_missing(reply))
+        return reply;
+    freeReplyObject(reply);
+    if (load_function(n, script, err) != 0)
+        return NULL;
+    return node_command(n, asking, argc, argv, lens, err);
+}
+
+/* The primaries of the cluster's map (fetched first when there is none) into
+ * out (cap); how many, or -1 with err. */
+static int cluster_primaries(struct redis_endpoint *out, int cap, struct fg_error *err)
+{
+    int count = route_primaries(cluster.route, out, cap);
+    if (count > 0)
+        return count < cap ? count : cap;
+    if (route_refresh(cluster.route, cluster_send, NULL, err) != 0)
+        return -1;
+    count = route_primaries(cluster.route, out, cap);
+    if (count == 0)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no primary serves slots");
+    return count < cap ? count : cap;
+}
+
+/* Runs a command that names no key: on the primary, or on one primary of a
+ * cluster. */
+static redisReply *keyless_command(int argc, const char **argv, struct fg_error *err)
+{
+    if (!rds.url.cluster)
+        return thread_command(argc, argv, NULL, err);
+    struct redis_endpoint primary;
+    struct node *n = NULL;
+    if (cluster_primaries(&primary, 1, err) < 0 || (n = cluster_node(&primary, err)) == NULL)
+        return NULL;
+    return node_command(n, false, argc, argv, NULL, err);
+}
+
+/* Closes n's connection when nobody uses it, and frees its batch. */
+static void node_close(struct node *n)
+{
+    pthread_mutex_lock(&n->lock);
+    if (n->ctx != NULL && !n->pipe.reading && !n->pipe.writing) {
+        redisFree(n->ctx);
+        n->ctx = NULL;
+        pipe_closed(&n->pipe);
+    }
+    free(n->batch);
+    n->batch = NULL;
+    n->batch_cap = 0;
+    pthread_mutex_unlock(&n->lock);
+}
+
+void redis_shutdown(void)
+{
+    redis_watch_stop();
+    node_close(&shared);
+    pthread_mutex_lock(&cluster.lock);
+    for (int i = 0; i < cluster.count; i++) {
+        node_close(cluster.nodes[i]);
+        if (cluster.nodes[i]->ctx == NULL) {
+            pthread_mutex_destroy(&cluster.nodes[i]->lock);
+            free(cluster.nodes[i]);
+            cluster.nodes[i] = NULL;
+        }
+    }
+    cluster.count = 0;
+    route_free(cluster.route);
+    cluster.route = NULL;
+    pthread_mutex_unlock(&cluster.lock);
+}
+
+void redis_thread_done(void)
+{
+}
+
+/* True if the error reply says that Redis refuses writes for lack of memory
+ * (maxmemory with noeviction). */
+static bool is_oom(const redisReply *reply)
+{
+    return strncmp(reply->str, "OOM ", 4) == 0 || strstr(reply->str, " OOM ") != NULL;
+}
+
+#define OOM_LOG_EVERY_MS 60000
+
+/* Counts a refusal for memory and logs it once a minute at most, so that a
+ * full Redis does not flood the log with one line per request. */
+static void note_oom(void)
+{
+    static atomic_llong next_log_ms;
+    metrics_redis_oom();
+    long long now = clock_mono_ms();
+    long long due = atomic_load(&next_log_ms);
+    if (now < due || !atomic_compare_exchange_strong(&next_log_ms, &due, now + OOM_LOG_EVERY_MS))
+        return;
+    log_message(LOG_ERROR, "redis_out_of_memory",
+                "redis refuses writes: used memory is over maxmemory; writes answer 503 until "
+                "memory is freed or maxmemory raised");
+}
+
+/* Fails unless reply is the answer text of script name: a string. */
+static int answer_text(const redisReply *reply, const char *name, struct fg_error *err)
+{
+    if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {
+        note_oom();
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis is out of memory");
+    }
+    if (reply->type == REDIS_REPLY_ERROR)
+        return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: %s", name, reply->str);
+    if (reply->type != REDIS_REPLY_STRING)
+        return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: reply is not a JSON text", name);
+    return 0;
+}
+
+static int decode_result(const redisReply *reply, const char *name, json_t **out,
+                         struct fg_error *err)
+{
+    if (answer_text(reply, name, err) != 0)
+        return -1;
+    *out = fgjson_parse_flat(reply->str, reply->len);
+    if (*out != NULL)
+        return 0;
+    json_error_t jerr;
+    *out = json_loadb(reply->str, reply->len, JSON_DECODE_ANY, &jerr);
+    if (*out != NULL)
+        return 0;
+    if (json_error_code(&jerr) == json_error_invalid_utf8)
+        return fg_fail(err, FG_ERR_CONFLICT, "the stored value is not UTF-8 text");
+    return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: bad JSON: %s", name, jerr.text);
+}
+
+/* Copies args[0..n) into cmd from at on; returns where the next goes. A NULL
+ * is an argument the script declares and the caller left out: a bug. */
+static size_t put_args(const char **cmd, size_t at, const char *const *args, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        FG_ASSERT(args[i] != NULL);
+        cmd[at + i] = args[i];
+    }
+    return at + n;
+}
+
+/* Loads the function library of script s into Redis (on cluster node n, or
+ * NULL: the primary). A library of that name
+ * that another gateway loaded meanwhile is the same text, as good as ours. */
+static int load_function(struct node *n, const struct lua_script *s, struct fg_error *err)
+{
+    const char *cmd[] = {"FUNCTION", "LOAD", s->source};
+    redisReply *reply =
+        n != NULL ? node_command(n, false, 3, cmd, NULL, err) : thread_command(3, cmd, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {
+        note_oom();
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis is out of memory");
+    } else if (reply->type == REDIS_REPLY_ERROR && strstr(reply->str, "already exists") == NULL) {
+        rc = fg_fail(err, FG_ERR_INTERNAL, "redis: cannot load %s: %s", s->name, reply->str);
+    }
+    freeReplyObject(reply);
+    return rc;
+}
+
+/* True if reply says that Redis does not know the function called. */
+static bool function_missing(const redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_ERROR && strcmp(reply->str, "ERR Function not found") == 0;
+}
+
+/* Calls script with keys, argv and the nmore values of more, loading its
+ * library first when Redis does not know it; the reply, or NULL. In a
+ * cluster it runs on the primary of its first key's slot. */
+static redisReply *script_call(enum fg_script script, const char *const *keys,
+                               const char *const *argv, const char *const *more, size_t nmore,
+                               struct fg_error *err)
+{
+    const struct lua_script *s = &lua_scripts[script];
+    FG_ASSERT(nmore == 0 || s->variadic);
+    FG_ASSERT(3 + s->nkeys + s->nargv + nmore <= MAX_ARGS);
+    const char *cmd[MAX_ARGS];
+    char numkeys[16];
+    snprintf(numkeys, sizeof numkeys, "%zu", s->nkeys);
+    cmd[0] = "FCALL";
+    cmd[1] = s->function;
+    cmd[2] = numkeys;
+    size_t argc = put_args(cmd, 3, keys, s->nkeys);
+    argc = put_args(cmd, argc, argv, s->nargv);
+    argc = put_args(cmd, argc, more, nmore);
+    if (rds.url.cluster) {
+        FG_ASSERT(s->nkeys > 0);
+        unsigned slot = cluster_key_slot(keys[0], strlen(keys[0]));
+        return route_command(cluster.route, slot, cluster_send, (void *)s, (int)argc, cmd, NULL,
+                             err);
+    }
+    redisReply *reply = thread_command((int)argc, cmd, NULL, err);
+    if (reply == NULL || !function_missing(reply))
+        return reply;
+    freeReplyObject(reply);
+    if (load_function(NULL, s, err) != 0)
+        return NULL;
+    return thread_command((int)argc, cmd, NULL, err);
+}
+
+int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
+                      const char *const *more, size_t nmore, json_t **out, struct fg_error *err)
+{
+    redisReply *reply = script_call(script, keys, argv, more, nmore, err);
+    if (reply == NULL)
+        return -1;
+    int rc = decode_result(reply, lua_scripts[script].name, out, err);
+    freeReplyObject(reply);
+    return rc;
+}
+
+int redis_script_text(enum fg_script script, const char *const *keys, const char *const *argv,
+                      redis_answer_fn *read, void *ctx, struct fg_error *err)
+{
+    redisReply *reply = script_call(script, keys, argv, NULL, 0, err);
+    if (reply == NULL)
+        return -1;
+    const char *name = lua_scripts[script].name;
+    int rc = answer_text(reply, name, err);
+    if (rc == 0)
+        rc = read(name, reply->str, reply->len, ctx, err);
+    freeReplyObject(reply);
+    return rc;
+}
+
+int redis_script(enum fg_script script, const char *const *keys, const char *const *argv,
+                 json_t **out, struct fg_error *err)
+{
+    return redis_script_more(script, keys, argv, NULL, 0, out, err);
+}
+
+/* Runs a command whose reply must be a status or string, copying it into out. */
+static int simple_command(int argc, const char **argv, char *out, size_t cap, struct fg_error *err)
+{
+    redisReply *reply = keyless_command(argc, argv, err);
+    if (reply == NULL)
+        return -1;
+    int rc = 0;
+    if (reply->type == REDIS_REPLY_ERROR)
+        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+    else if (out != NULL &&
+             (reply->type == REDIS_REPLY_STATUS || reply->type == REDIS_REPLY_STRING))
+        snprintf(out, cap, "%s", reply->str);
+    else if (out != NULL && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+             reply->element[1]->type == REDIS_REPLY_STRING)
+        snprintf(out, cap, "%s", reply->element[1]->str);
+    else if (out != NULL)
+        snprintf(out, cap, "%s", "");
+    freeReplyObject(reply);
+    return rc;
+}
+
+int redis_run_id(char *out, size_t cap, struct fg_error *err)
+{
+    const char *argv[] = {"INFO", "server"};
+    redisReply *reply = keyless_command(2, argv, err);
+    if (reply == NULL)
+        return -1;
+    const char *at = reply->type == REDIS_REPLY_STRING ? strstr(reply->str, "run_id:") : NULL;
+    if (at != NULL)
+        snprintf(out, cap, "%.*s", (int)strcspn(at + 7, "\r\n"), at + 7);
+    else
+        snprintf(out, cap, "%s", "");
+    freeReplyObject(reply);
+    return 0;
+}
+
+int redis_ping(struct fg_error *err)
+{
+    const char *argv[] = {"PING"};
+    if (!rds.url.cluster)
+        return simple_command(1, argv, NULL, 0, err);
+    struct redis_endpoint *primaries = malloc(CLUSTER_MAX_NODES * sizeof *primaries);
+    FG_ASSERT(primaries != NULL);
+    int count = cluster_primaries(primaries, CLUSTER_MAX_NODES, err);
+    for (int i = 0; i < count; i++) {
+        struct node *n = cluster_node(&primaries[i], err);
+        redisReply *reply = n != NULL ? node_command(n, false, 1, argv, NULL, err) : NULL;
+        bool ok = reply != NULL && reply->type != REDIS_REPLY_ERROR;
+        if (reply != NULL && !ok)
+            fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s:%d: %s", primaries[i].host,
+                    primaries[i].port, reply->str);
+        freeReplyObject(reply);
+        if (!ok)
+            count = -1;
+    }
+    free(primaries);
+    return count < 0 ? -1 : 0;
+}
+
+int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
+{
+    const char *argv[] = {"CONFIG", "GET", "maxmemory-policy"};
+    return simple_command(3, argv, out, cap, err);
+}
+
+/* Reads messages from a subscribed connection until an error, a failover to
+ * another primary (when generation is not NULL) or *stop. Between messages it
+ * sleeps on the socket alone: a stop (redis_subscribe_stop) or a failover
+ * (on_switch_master) wakes it to look again. */
+static void follow_messages(redisContext *ctx, const struct redis_subscriber *sub,
+                            const unsigned *generation, atomic_bool *stop)
+{
+    struct wake_slot slot;
+    wake_join(&slot);
+    while (!atomic_load(stop) &&
+           (generation == NULL || *generation == atomic_load(&rds.generation))) {
+        void *raw = NULL;
+        if (redisReaderGetReply(ctx->reader, &raw) != REDIS_OK)
+            break;
+        if (raw == NULL) {
+            if (wake_wait(&slot, ctx->fd) && redisBufferRead(ctx) != REDIS_OK)
+                break;
+            continue;
+        }
+        redisReply *r = raw;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+            r->element[2]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "message") == 0)
+            sub->on_message(r->element[2]->str, r->element[2]->len, sub->ctx);
+        freeReplyObject(r);
+    }
+    wake_leave(&slot);
+}
+
+void redis_subscribe_stop(atomic_bool *stop)
+{
+    atomic_store(stop, true);
+    wake_all();
+}
+
+void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
+{
+    bool warned = false;
+    while (!atomic_load(stop)) {
+        struct fg_error err = {0};
+        unsigned generation;
+        redisContext *ctx = connect_new(NULL, 200, &generation, &err);
+        redisReply *r = NULL;
+        if (ctx != NULL) {
+            const char *argv[] = {"SUBSCRIBE", sub->channel};
+            r = command_argv(ctx, 2, argv, NULL, &err);
+        }
+        if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+            if (!warned)
+                log_message(LOG_WARN, "doorbell_down", "%s", err.msg);
+            warned = true;
+            freeReplyObject(r);
+            redisFree(ctx);
+            clock_sleep_ms(200);
+            continue;
+        }
+        freeReplyObject(r);
+        if (warned)
+            log_message(LOG_INFO, "doorbell_up", "subscribed to %s", sub->channel);
+        warned = false;
+        sub->on_subscribed(sub->ctx);
+        follow_messages(ctx, sub, &generation, stop);
+        redisFree(ctx);
+    }
+}
+
+/* A +switch-master message ("<name> <old ip> <old port> <new ip> <new port>"):
+ * for our master, every connection made before it is dropped before its next
+ * command. */
+static void on_switch_master(const char *payload, size_t len, void *ctx)
+{
+    (void)ctx;
+    size_t name_len = strlen(rds.url.master);
+    if (len <= name_len || strncmp(payload, rds.url.master, name_len) != 0 ||
+        payload[name_len] != ' ')
+        return;
+    atomic_fetch_add(&rds.generation, 1);
+    wake_all(); /* the doorbell's followers move to the new primary */
+    log_message(LOG_WARN, "redis_failover", "sentinels moved the primary: %.*s", (int)len, payload);
+}
+
+/* Connects to a sentinel (in turn) and subscribes to +switch-master. */
+static redisContext *subscribe_sentinel(int k, struct fg_error *err)
+{
+    const struct redis_endpoint *s = &rds.url.hosts[k];
+    redisContext *ctx = connect_to(s->host, s->port, SENTINEL_TIMEOUT_MS, err);
+    if (ctx == NULL)
+        return NULL;
+    redisSetTimeout(ctx, ms_to_timeval(200));
+    const char *argv[] = {"SUBSCRIBE", "+switch-master"};
+    redisReply *r = command_argv(ctx, 2, argv, NULL, err);
+    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+    freeReplyObject(r);
+    if (!ok) {
+        redisFree(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/* The watcher thread: follows +switch-master on one sentinel after another. A
+ * failover missed while no sentinel was followed is caught by the role check
+ * and the idle-connection check instead. */
+static void *watch_main(void *arg)
+{
+    (void)arg;
+    const struct redis_subscriber sub = {"+switch-master", on_switch_master, NULL, NULL};
+    for (int k = 0; !atomic_load(&rds.watcher_stop); k = (k + 1) % rds.url.nhosts) {
+        struct fg_error err = {0};
+        redisContext *ctx = subscribe_sentinel(k, &err);
+        if (ctx != NULL)
+            follow_messages(ctx, &sub, NULL, &rds.watcher_stop);
+        redisFree(ctx);
+        clock_sleep_ms(200);
+    }
+    return NULL;
+}
+
+int redis_watch_start(struct fg_error *err)
+{
+    if (!rds.url.sentinel || rds.watching)
+        return 0;
+    atomic_store(&rds.watcher_stop, false);
+    if (pthread_create(&rds.watcher, NULL, watch_main, NULL) != 0)
+        return fg_fail(err, FG_ERR_INTERNAL, "cannot start the sentinel watcher thread");
+    rds.watching = true;
+    return 0;
+}
+
+void redis_watch_stop(void)
+{
+    if (!rds.watching)
+        return;
+    redis_subscribe_stop(&rds.watcher_stop);
+    pthread_join(rds.watcher, NULL);
+    rds.watching = false;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sqlstate.c - the SQLSTATE classes the gateway tells apart, as one table
+ * from state (or class prefix) to answer code. It must not speak libpq.
+ */
+#include "store/backend/sqlstate.h"
+
+#include <stddef.h>
+#include <string.h>
+
+/* States or classes (a prefix of 2) and their code; the first match wins. */
+static const struct {
+    const char *state; /* a whole SQLSTATE, or its two-character class */
+    enum fg_code code; /* what a failure with it is answered with */
+} states[] = {
+    {"25006", FG_ERR_BACKEND_UNAVAILABLE}, /* read-only server */
+    {"08", FG_ERR_BACKEND_UNAVAILABLE},    /* connection exception */
+    {"57", FG_ERR_BACKEND_UNAVAILABLE},    /* operator intervention: shutdown, cancel */
+    {"53", FG_ERR_BACKEND_UNAVAILABLE},    /* insufficient resources */
+    {"40P01", FG_ERR_BACKEND_UNAVAILABLE}, /* deadlock detected */
+    {"40001", FG_ERR_BACKEND_UNAVAILABLE}, /* serialization failure */
+    {"23505", FG_ERR_CONFLICT},            /* unique violation */
+    {"22", FG_ERR_INVALID_FIELD},          /* data exception */
+    {"23", FG_ERR_INVALID_FIELD},          /* integrity constraint violation */
+};
+
+/* True if state is pattern, or of class pattern (two characters). */
+static bool matches(const char *state, const char *pattern)
+{
+    size_t n = strlen(pattern);
+    return n == 2 ? strncmp(state, pattern, 2) == 0 : strcmp(state, pattern) == 0;
+}
+
+enum fg_code sqlstate_code(const char *state, bool connection_lost)
+{
+    if (connection_lost)
+        return FG_ERR_BACKEND_UNAVAILABLE;
+    for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
+        if (matches(state, states[i].state))
+            return states[i].code;
+    return FG_ERR_INTERNAL;
+}
+
+bool sqlstate_read_only(const char *state)
+{
+    return matches(state, "25006");
+}
+
+bool sqlstate_data_error(const char *state)
+{
+    return matches(state, "22");
+}
+
+bool sqlstate_too_large(const char *state)
+{
+    return matches(state, "54");
+}
+
+bool sqlstate_deadlock(const char *state)
+{
+    return matches(state, "40P01");
+}
+
+bool sqlstate_session_ended(const char *state)
+{
+    return matches(state, "57P01") || matches(state, "57P02") || matches(state, "57P03");
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_answer.h - reading the one-row answers of the fenced Postgres
+ * statements (fenced_sql.h), all text: a write's (resource, row), the
+ * refusal statement's (resource, fence, revoked, found), a read's (resource,
+ * fence, row). Pure: fenced_pg.c runs the statements.
+ */
+#ifndef FG_FENCED_ANSWER_H
+#define FG_FENCED_ANSWER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/fenced/fenced.h"
+#include "store/fenced/fenced_sql.h"
+
+struct fenced_result {
+    enum fenced_outcome outcome; /* APPLIED, STALE or REVOKED */
+    char *resource;              /* resource written or (batch) the first stale one (owned) */
+    int64_t fence;               /* highest fence of resource now, 0 if none is stored */
+    json_t *row;                 /* the row after a write or read, or null (owned) */
+    json_t *items;               /* batch: per op {resource, row}; when stale, per stale
+                                    resource {resource, current_fence} (owned, or NULL) */
+};
+
+/* Frees what res owns and zeroes it. */
+void fenced_result_free(struct fenced_result *res);
+
+/* The fence member of an answer row (text), 0 if it has none. */
+int64_t fenced_answer_fence(const json_t *answer);
+
+/* Fills *res (freed first) from the answer row of an accepted write that
+ * presented fence presented: APPLIED, the row (null if not asked for). */
+void fenced_answer_applied(const json_t *answer, int64_t presented, struct fenced_result *res);
+
+/* What the refusal statement found about a write that wrote nothing. */
+enum fenced_verdict {
+    FENCED_VERDICT_REFUSED, /* revoked, or a higher fence is stored: res says which */
+    FENCED_VERDICT_MISSING, /* the row a PATCH or DELETE needs is not there */
+    FENCED_VERDICT_EXISTS,  /* a POST met a row whose fence does not refuse it */
+    FENCED_VERDICT_RETRY    /* nothing refuses the write now: the row changed meanwhile */
+};
+
+/*
+ * The verdict on a write of kind that presented fence presented and wrote
+ * nothing, from the answer of its refusal statement; fills *res (freed
+ * first) with the resource and the fence stored now, and for REFUSED the
+ * outcome (FENCED_STALE or FENCED_REVOKED).
+ */
+enum fenced_verdict fenced_answer_verdict(const json_t *answer, enum fenced_kind kind,
+                                          int64_t presented, struct fenced_result *res);
+
+/* Fills *res (zeroed first; outcome APPLIED) from the answer of a read. */
+void fenced_answer_read(const json_t *answer, struct fenced_result *res);
+
+/* A new array of {resource, current_fence}: the rows of claimed (a batch's
+ * claim answers, borrowed) whose fence is higher than presented. */
+json_t *fenced_answer_stale(const json_t *claimed, int64_t presented);
+
+#endif

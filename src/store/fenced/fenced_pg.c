@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_pg.c - running fenced writes against Postgres. At start-up it reads
+ * the catalog for every writable table (types of key and columns, the key's
+ * unique index), which fenced_schema.c checks against the configuration.
+ * Afterwards it keeps one prepared statement per (table, operation, set of
+ * written columns, row answered or not), built by fenced_sql.c. A write that
+ * answers a row was applied; one that wrote nothing is followed by its
+ * table's refusal statement, which audits a refusal and says why: stale,
+ * revoked, not found, or worth one more try. Batches run in one transaction
+ * whose first statement claims every resource's fence in a fixed order. It
+ * must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c does).
+ */
+#include "store/fenced/fenced_pg.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/backend/pg.h"
+#include "store/backend/sqlstate.h"
+#include "store/fenced/batch_opening.h"
+#include "store/fenced/fenced_answer.h"
+#include "store/fenced/fenced_refusal.h"
+#include "store/fenced/fenced_schema.h"
+#include "store/fenced/write_group.h"
+
+#define STMT_CACHE_MAX 4096 /* prepared write statements kept; further ones run unprepared */
+#define PG_ERR_PREFIX  "postgres: "
+
+/* A write statement of one (table, kind, written columns). */
+struct write_stmt {
+    size_t table;          /* index in fpg.schemas */
+    enum fenced_kind kind; /* operation */
+    bool *written;         /* written columns (owned, the table's ncolumns entries) */
+    bool want_row;         /* its answer carries the row */
+    char name[32];         /* prepared statement name */
+    char *sql;             /* statement text (owned) */
+    int nparams;           /* parameters it takes */
+};
+
+static struct {
+    const struct config *cfg;
+    struct table_schema *schemas; /* per configured table, same order */
+    size_t ntables;               /* entries in schemas */
+    char **prefixes;              /* per table: resource prefix "pg:<table>/" */
+    char **read_sql;              /* per table: its read statement */
+    char **refusal_sql;           /* per table: its refusal statement */
+    pthread_mutex_t lock;         /* guards stmts */
+    struct write_stmt **stmts;    /* cache of write statements */
+    size_t nstmts;                /* entries in stmts */
+} fpg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const char catalog_sql[] =
+    "SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.atttypmod AS typmod,"
+    " a.atttypid IN ('json'::regtype, 'jsonb'::regtype) AS is_json,"
+    " a.attgenerated <> '' OR a.attidentity = 'a' AS read_only,"
+    " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
+    " AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum AND i.indpred IS NULL"
+    " AND i.indexprs IS NULL) AS is_unique,"
+    " (SELECT b.typname FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
+    " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_type,"
+    " coalesce((SELECT NOT co.collisdeterministic FROM pg_collation co"
+    " WHERE co.oid = a.attcollation), false) AS nondeterministic"
+    " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+    " WHERE c.oid = to_regclass(quote_ident($1::text)) AND c.relkind IN ('r', 'p')"
+    " AND a.attnum > 0 AND NOT a.attisdropped";
+
+/* --- start-up: the catalog ---------------------------------------------------------------- */
+
+int fenced_pg_init(const struct config *cfg, struct fg_error *err)
+{
+    fpg.cfg = cfg;
+    fpg.ntables = cfg->ntables;
+    fpg.schemas = calloc(cfg->ntables + 1, sizeof *fpg.schemas);
+    fpg.prefixes = calloc(cfg->ntables + 1, sizeof *fpg.prefixes);
+    fpg.read_sql = calloc(cfg->ntables + 1, sizeof *fpg.read_sql);
+    fpg.refusal_sql = calloc(cfg->ntables + 1, sizeof *fpg.refusal_sql);
+    FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL &&
+              fpg.refusal_sql != NULL);
+    for (size_t i = 0; i < cfg->ntables; i++) {
+        const struct table_config *t = &cfg->tables[i];
+        const char *params[] = {t->name};
+        json_t *columns = NULL;
+        if (pg_query(NULL, catalog_sql, 1, params, &columns, err) != 0)
+            return -1;
+        int rc = fenced_schema_load(t, columns, &fpg.schemas[i], err);
+        json_decref(columns);
+        if (rc != 0)
+            return -1;
+        FG_ASSERT(asprintf(&fpg.prefixes[i], "pg:%s/", t->name) > 0);
+        fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
+        fpg.refusal_sql[i] = fenced_sql_refusal(&fpg.schemas[i]);
+    }
+    return 0;
+}
+
+/* ALTER TABLE t ADD COLUMN IF NOT EXISTS <fence_column> bigint. */
+static int add_fence_column(const struct table_config *t, struct fg_error *err)
+{
+    char *table = sql_quote_ident(t->name), *column = sql_quote_ident(t->fence_column), *sql = NULL;
+    FG_ASSERT(asprintf(&sql, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s bigint", table, column) >
+              0);
+    int rc = pg_query(NULL, sql, 0, NULL, NULL, err);
+    free(sql);
+    free(table);
+    free(column);
+    return rc;
+}
+
+int fenced_pg_move_fences(const struct config *cfg, const char *table, long *moved,
+                          struct fg_error *err)
+{
+    size_t i = 0;
+    while (i < cfg->ntables && strcmp(cfg->tables[i].name, table) != 0)
+        i++;
+    if (i == cfg->ntables)
+        return fg_fail(err, FG_ERR_CONFIG, "table '%s' is not under tables of the config", table);
+    if (cfg->tables[i].fence_column == NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s.fence_column' is not set: name the column first",
+                       table);
+    if (add_fence_column(&cfg->tables[i], err) != 0 || fenced_pg_init(cfg, err) != 0)
+        return -1;
+    char *sql = fenced_sql_adopt_fences(&fpg.schemas[i]);
+    const char *params[] = {fpg.prefixes[i]};
+    json_t *rows = NULL;
+    int rc = pg_query(NULL, sql, 1, params, &rows, err);
+    free(sql);
+    *moved = rc == 0 ? (long)json_array_size(rows) : 0;
+    json_decref(rows);
+    return rc;
+}
+
+void fenced_pg_shutdown(void)
+{
+    for (size_t i = 0; i < fpg.nstmts; i++) {
+        free(fpg.stmts[i]->written);
+        free(fpg.stmts[i]->sql);
+        free(fpg.stmts[i]);
+    }
+    free(fpg.stmts);
+    for (size_t i = 0; i < fpg.ntables; i++) {
+        table_schema_free(&fpg.schemas[i]);
+        free(fpg.prefixes[i]);
+        free(fpg.read_sql[i]);
+        free(fpg.refusal_sql[i]);
+    }
+    free(fpg.schemas);
+    free(fpg.prefixes);
+    free(fpg.read_sql);
+    free(fpg.refusal_sql);
+    fpg.stmts = NULL;
+    fpg.nstmts = 0;
+    fpg.schemas = NULL;
+    fpg.prefixes = NULL;
+    fpg.read_sql = NULL;
+    fpg.refusal_sql = NULL;
+    fpg.ntables = 0;
+}
+
+const struct table_schema *fenced_pg_schemas(size_t *n)
+{
+    *n = fpg.ntables;
+    return fpg.schemas;
+}
+
+/* --- the statement cache ------------------------------------------------------------------ */
+
+/* The statement to run for op (its answer with the row if want_row): a cached
+ * prepared one (*owned_sql NULL), or, once the cache is full, an unnamed one
+ * whose text the caller frees. */
+static struct write_stmt stmt_for(const struct fenced_op *op, bool want_row, char **owned_sql)
+{
+    size_t ncolumns = fpg.schemas[op->table].cfg->ncolumns;
+    struct write_stmt found = {0};
+    *owned_sql = NULL;
+    pthread_mutex_lock(&fpg.lock);
+    for (size_t i = 0; i < fpg.nstmts; i++) {
+        const struct write_stmt *s = fpg.stmts[i];
+        if (s->table == op->table && s->kind == op->kind && s->want_row == want_row &&
+            memcmp(s->written, op->written, ncolumns * sizeof *op->written) == 0) {
+            found = *s;
+            pthread_mutex_unlock(&fpg.lock);
+            return found;
+        }
+    }
+    found.table = op->table;
+    found.kind = op->kind;
+    found.want_row = want_row;
+    found.sql =
+        fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, want_row, &found.nparams);
+    if (fpg.nstmts >= STMT_CACHE_MAX) {
+        pthread_mutex_unlock(&fpg.lock);
+        *owned_sql = found.sql;
+        return found;
+    }
+    struct write_stmt *s = calloc(1, sizeof *s);
+    struct write_stmt **grown = realloc(fpg.stmts, (fpg.nstmts + 1) * sizeof *fpg.stmts);
+    FG_ASSERT(s != NULL && grown != NULL);
+    *s = found;
+    s->written = calloc(ncolumns + 1, sizeof *s->written);
+    FG_ASSERT(s->written != NULL);
+    memcpy(s->written, op->written, ncolumns * sizeof *op->written);
+    snprintf(s->name, sizeof s->name, "fpg_w%zu", fpg.nstmts);
+    fpg.stmts = grown;
+    fpg.stmts[fpg.nstmts++] = s;
+    found = *s;
+    pthread_mutex_unlock(&fpg.lock);
+    return found;
+}
+
+/* --- running writes ----------------------------------------------------------------------- */
+
+/* The message of a Postgres failure without its "postgres: " prefix. */
+static const char *pg_message(const struct fg_error *e)
+{
+    size_t n = strlen(PG_ERR_PREFIX);
+    return strncmp(e->msg, PG_ERR_PREFIX, n) == 0 ? e->msg + n : e->msg;
+}
+
+/* True if value (not NULL) does not convert to type, with the reason in *why. */
+static bool conversion_fails(struct pg_conn *c, const char *type, const char *value,
+                             struct fg_error *why)
+{
+    char *sql = fenced_sql_cast_check(type);
+    const char *params[] = {value};
+    int rc = pg_exec(c, NULL, sql, 1, params, NULL, why);
+    free(sql);
+    return rc != 0 && sqlstate_data_error(pg_last_sqlstate(c));
+}
+
+/* True if the last failure on c was a data error (SQLSTATE class 22). */
+static bool data_error(const struct pg_conn *c)
+{
+    return sqlstate_data_error(pg_last_sqlstate(c));
+}
+
+/*
+ * After a data error of op, finds the key or column whose value Postgres cannot
+ * convert by trying each value alone, and rewrites err to name it (prefixed by
+ * where, "" or "ops[3]: "). Returns false, leaving err alone, if every value
+ * converts on its own (e.g. too long for its column). Runs only on the failure
+ * path; c must not be inside a failed transaction.
+ */
+static bool find_bad_value(struct pg_conn *c, const struct fenced_op *op, const char *where,
+                           struct fg_error *err)
+{
+    const struct table_schema *s = &fpg.schemas[op->table];
+    struct fg_error why = {0};
+    if (conversion_fails(c, s->key_type, op->key, &why)) {
+        fg_fail(err, FG_ERR_INVALID_FIELD, "%skey column '%s' (%s): %s", where, s->cfg->key,
+                s->key_type, pg_message(&why));
+        return true;
+    }
+    for (size_t i = 0; i < op->ncolumns; i++) {
+        if (!op->written[i] || op->values[i] == NULL)
+            continue;
+        if (conversion_fails(c, s->column_types[i], op->values[i], &why)) {
+            fg_fail(err, FG_ERR_INVALID_FIELD, "%scolumn '%s' (%s): %s", where, s->cfg->columns[i],
+                    s->column_types[i], pg_message(&why));
+            return true;
+        }
+    }
+    return false;
+}
+
+/* True if the last failure on c ended the session before the statement ran. */
+static bool session_ended(const struct pg_conn *c)
+{
+    return sqlstate_session_ended(pg_last_sqlstate(c));
+}
+
+/* The table keeps fences in a column of its rows. */
+static bool column_mode(size_t table)
+{
+    return fpg.schemas[table].cfg->fence_column != NULL;
+}
+
+/* op's statement (*owned_sql: its text when generated for this write, which
+ * is then run unprepared, else NULL) with its parameters in params (FENCED_PARAM_COUNT +
+ * op->ncolumns entries; fence: 24 bytes that keep the fence's text). */
+static struct write_stmt write_args(const struct fenced_op *op, const struct fenced_writer *who,
+                                    bool want_row, const char **params, char *fence,
+                                    char **owned_sql)
+{
+    struct write_stmt st = stmt_for(op, want_row, owned_sql);
+    snprintf(fence, 24, "%" PRId64, who->fence);
+    params[FENCED_PARAM_FENCE] = fence;
+    params[FENCED_PARAM_KEY] = op->key;
+    params[FENCED_PARAM_PREFIX] = fpg.prefixes[op->table];
+    int n = FENCED_PARAM_COUNT;
+    if (op->kind != FENCED_DELETE)
+        for (size_t i = 0; i < op->ncolumns; i++)
+            if (op->written[i])
+                params[n++] = op->values[i];
+    FG_ASSERT(n == st.nparams);
+    return st;
+}
+
+/* Rewrites the failure of c when a value was too large for its column: the
+ * client's fault (400), not the gateway's. */
+static void too_large(const struct pg_conn *c, struct fg_error *err)
+{
+    if (!sqlstate_too_large(pg_last_sqlstate(c)))
+        return;
+    char detail[sizeof err->msg];
+    snprintf(detail, sizeof detail, "%s", pg_message(err));
+    fg_fail(err, FG_ERR_INVALID_FIELD, "a value is too large: %s", detail);
+}
+
+/* Keeps the one answer row of rows (NULL if none) in *answer, freeing rows. */
+static void take_row(json_t *rows, json_t **answer)
+{
+    *answer = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
+}
+
+/*
+ * Runs op's statement on c and stores its answer row (new reference), or NULL
+ * when it wrote nothing, in *answer. in_transaction: c is inside a batch,
+ * where nothing is retried.
+ */
+static int exec_write(struct pg_conn *c, const struct fenced_op *op,
+                      const struct fenced_writer *who, bool want_row, bool in_transaction,
+                      json_t **answer, struct fg_error *err)
+{
+    char *owned_sql, fence[24];
+    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
+    struct write_stmt st = write_args(op, who, want_row, params, fence, &owned_sql);
+    json_t *rows = NULL;
+    const char *name = owned_sql ? NULL : st.name;
+    int rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
+    if (rc != 0 && !in_transaction && session_ended(c))
+        rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
+    free(owned_sql);
+    if (rc != 0) {
+        too_large(c, err);
+        return -1;
+    }
+    take_row(rows, answer);
+    return 0;
+}
+
+/* Runs op's statement in the next write group (store/fenced/write_group.h) and stores
+ * its answer row, or NULL, in *answer; 1 when the group handed it back to run
+ * alone. A group takes its rows by table, then by canonical key in the order of
+ * the key's values: the order in which batches claim them (claim), but for text
+ * keys under a collation other than C; where the two orders differ a batch and
+ * a group can deadlock, and Postgres then rolls one back: a grouped write runs
+ * again alone, a batch once more (fenced_pg_batch). */
+static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
+                        json_t **answer, struct fg_error *err)
+{
+    char *owned_sql, fence[24];
+    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
+    struct write_stmt st = write_args(op, who, want_row, params, fence, &owned_sql);
+    const struct write_group_stmt stmt = {
+        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL},
+        op->table,
+        op->key,
+        &fpg.schemas[op->table].key_shape};
+    enum write_group_result result;
+    json_t *rows = NULL;
+    int rc = write_group_run(&stmt, &result, &rows, err);
+    free(owned_sql);
+    if (rc != 0)
+        return -1;
+    if (result == WRITE_GROUP_ALONE)
+        return 1;
+    take_row(rows, answer);
+    return 0;
+}
+
+/*
+ * Runs the refusal statement of op's table on c after op wrote nothing, and
+ * stores its answer row in *answer. audit: keep the audit row of a refusal
+ * (not inside a batch, which audits after its rollback).
+ */
+static int exec_refusal(struct pg_conn *c, const struct fenced_op *op,
+                        const struct fenced_writer *who, bool audit, json_t **answer,
+                        struct fg_error *err)
+{
+    char name[32], fence[24];
+    snprintf(name, sizeof name, "fpg_x%zu", op->table);
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    const char *params[FENCED_RPARAM_COUNT] = {
+        [FENCED_PARAM_FENCE] = fence,
+        [FENCED_PARAM_KEY] = op->key,
+        [FENCED_PARAM_PREFIX] = fpg.prefixes[op->table],
+        [FENCED_RPARAM_LOCK] = who->lock_name,
+        [FENCED_RPARAM_OWNER] = who->owner,
+        [FENCED_RPARAM_CLIENT] = who->client_addr,
+        [FENCED_RPARAM_METHOD] = fenced_kind_method(op->kind),
+        [FENCED_RPARAM_PRINCIPAL] = who->principal,
+        [FENCED_RPARAM_AUDIT] = audit ? "t" : "f",
+        [FENCED_RPARAM_TRACE] = who->trace_id,
+    };
+    json_t *rows = NULL;
+    if (pg_exec(c, name, fpg.refusal_sql[op->table], FENCED_RPARAM_COUNT, params, &rows, err) != 0)
+        return -1;
+    take_row(rows, answer);
+    return *answer != NULL ? 0 : fg_fail(err, FG_ERR_INTERNAL, "refusal statement answered no row");
+}
+
+/* The failure of a write that found no row twice: 404 for a PATCH or DELETE;
+ * an insert that keeps meeting a row it cannot see is a conflict. */
+static int missing(const struct fenced_op *op, struct fg_error *err)
+{
+    const char *table = fpg.schemas[op->table].cfg->name;
+    if (fenced_kind_needs_row(op->kind))
+        return fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key, table);
+    return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
+                   op->key, table);
+}
+
+/* A POST onto a row that exists and whose fence does not refuse it (fence
+ * column), answered as the default mode's unique violation. */
+static int exists(const struct fenced_op *op, struct fg_error *err)
+{
+    return fg_fail(err, FG_ERR_CONFLICT, "a row with key '%s' already exists in table '%s'",
+                   op->key, fpg.schemas[op->table].cfg->name);
+}
+
+/* One try at a single write, on *c (taken from the pool when NULL; a write
+ * to a fence-column table goes to a write group first, where the connection
+ * is the group's). 0 when *res holds its outcome, 1 when it is worth another
+ * try, -1 on failure. */
+static int write_once(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
+                      struct pg_conn **c, struct fenced_result *res, struct fg_error *err)
+{
+    json_t *answer = NULL;
+    int alone = 1;
+    if (*c == NULL && column_mode(op->table) &&
+        (alone = exec_grouped(op, who, want_row, &answer, err)) < 0)
+        return -1;
+    if (alone && *c == NULL && (*c = pg_acquire(err)) == NULL)
+        return -1;
+    if (alone && exec_write(*c, op, who, want_row, false, &answer, err) != 0) {
+        if (data_error(*c))
+            find_bad_value(*c, op, "", err);
+        return -1;
+    }
+    if (answer != NULL) {
+        fenced_answer_applied(answer, who->fence, res);
+        json_decref(answer);
+        return 0;
+    }
+    /* refused or missing: the refusal path, rare, asks why and audits */
+    if (*c == NULL && (*c = pg_acquire(err)) == NULL)
+        return -1;
+    if (exec_refusal(*c, op, who, true, &answer, err) != 0)
+        return -1;
+    enum fenced_verdict verdict = fenced_answer_verdict(answer, op->kind, who->fence, res);
+    json_decref(answer);
+    switch (verdict) {
+    case FENCED_VERDICT_REFUSED: return 0;
+    case FENCED_VERDICT_MISSING: return missing(op, err);
+    case FENCED_VERDICT_EXISTS: return exists(op, err);
+    default: return 1;
+    }
+}
+
+int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
+                    struct fenced_result *res, struct fg_error *err)
+{
+    memset(res, 0, sizeof *res);
+    struct pg_conn *c = NULL;
+    /* A row committed by the writer this one waited for is not in the write's
+     * snapshot: a write that met a row that changed is tried once more. */
+    int rc = write_once(op, who, want_row, &c, res, err);
+    if (rc == 1)
+        rc = write_once(op, who, want_row, &c, res, err);
+    if (rc == 1)
+        rc = missing(op, err);
+    if (c != NULL)
+        pg_release(c);
+    if (rc != 0)
+        fenced_result_free(res);
+    return rc;
+}
+
+/* --- batches ------------------------------------------------------------------------------ */
+
+static void rollback(struct pg_conn *c)
+{
+    struct fg_error ignored = {0};
+    if (pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
+        return;
+}
+
+/* Opens the batch on c (struct batch_opening): *revoked tells whether who's
+ * fence was revoked, *claimed gets the (resource, fence) rows of every claim. */
+static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
+                      const struct fenced_writer *who, bool *revoked, json_t **claimed,
+                      struct fg_error *err)
+{
+    struct batch_opening o = {0};
+    batch_opening_build(batch, who->fence, fpg.schemas, fpg.prefixes, fpg.ntables, &o);
+    size_t failed;
+    int rc = pg_exec_pipeline(c, o.stmts, o.n, &failed, err);
+    *claimed = json_array();
+    if (rc == 0) {
+        *revoked = json_array_size(o.stmts[BATCH_OPENING_REVOKED].rows) > 0;
+        for (size_t i = BATCH_OPENING_CLAIMS; i < o.n; i++)
+            json_array_extend(*claimed, o.stmts[i].rows);
+    }
+    batch_opening_free(&o);
+    return rc;
+}
+
+/* After the rollback of a batch whose fence was revoked: one audit row per
+ * operation, reason "revoked"; res names the first operation's resource. */
+static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
+                         const struct fenced_writer *who, struct fenced_result *res,
+                         struct fg_error *err)
+{
+    for (size_t i = 0; i < batch->nops; i++) {
+        const struct fenced_op *op = &batch->ops[i];
+        char *resource = NULL;
+        FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
+        struct fenced_refusal refusal = {
+            .outcome = FENCED_REVOKED, .resource = resource, .method = "POST"};
+        int rc = fenced_refusal_audit(c, who, &refusal, err);
+        if (i == 0)
+            res->resource = resource;
+        else
+            free(resource);
+        if (rc != 0)
+            return -1;
+    }
+    res->outcome = FENCED_REVOKED;
+    res->row = json_null();
+    return 0;
+}
+
+/* After the rollback of a stale batch: one audit record for the request, naming
+ * the first stale resource (in resource order) and, in resources, all of them. */
+static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenced_writer *who,
+                       struct fenced_result *res, struct fg_error *err)
+{
+    const json_t *first = json_array_get(stale, 0);
+    struct fenced_refusal refusal = {
+        .outcome = FENCED_STALE,
+        .resource = json_string_value(json_object_get(first, "resource")),
+        .current_fence = json_integer_value(json_object_get(first, "current_fence")),
+        .stale = stale,
+        .method = "POST",
+    };
+    if (fenced_refusal_audit(c, who, &refusal, err) != 0)
+        return -1;
+    res->outcome = FENCED_STALE;
+    res->resource = strdup(json_string_value(json_object_get(first, "resource")));
+    FG_ASSERT(res->resource != NULL);
+    res->fence = json_integer_value(json_object_get(first, "current_fence"));
+    res->row = json_null();
+    res->items = json_incref((json_t *)stale);
+    return 0;
+}
+
+/* Why op, run inside the open transaction of a batch, wrote nothing, as the
+ * failure of the batch: a stale op is added to stale (audited after the
+ * rollback), a revoked fence sets *revoked. */
+static int op_refused(struct pg_conn *c, const struct fenced_op *op,
+                      const struct fenced_writer *who, json_t *stale, bool *revoked,
+                      struct fg_error *err)
+{
+    json_t *answer = NULL;
+    if (exec_refusal(c, op, who, false, &answer, err) != 0)
+        return -1;
+    struct fenced_result one = {0};
+    enum fenced_verdict verdict = fenced_answer_verdict(answer, op->kind, who->fence, &one);
+    json_decref(answer);
+    const char *table = fpg.schemas[op->table].cfg->name;
+    if (verdict == FENCED_VERDICT_REFUSED && one.outcome == FENCED_REVOKED) {
+        *revoked = true;
+        fg_fail(err, FG_ERR_LEASE_LOST, "the fence was revoked");
+    } else if (verdict == FENCED_VERDICT_REFUSED) {
+        json_array_append_new(stale, json_pack("{s:s, s:I}", "resource", one.resource,
+                                               "current_fence", (json_int_t)one.fence));
+        fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one.resource,
+                one.fence);
+    } else if (verdict == FENCED_VERDICT_MISSING) {
+        missing(op, err);
+    } else if (verdict == FENCED_VERDICT_EXISTS) {
+        exists(op, err);
+    } else { /* a row that appeared after the claim: nothing is retried inside a batch */
+        fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won", op->key,
+                table);
+    }
+    fenced_result_free(&one);
+    return -1;
+}
+
+/* Runs the operations inside the open transaction, sent as one pipeline (one
+ * round trip); items gets one entry per op (with its row if want_row). An op
+ * refused after the claim (a row of a fence-column table created meanwhile, a
+ * revocation meanwhile) fails the batch through op_refused; failed names the
+ * op that failed, nops when none in particular. */
+static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
+                   const struct fenced_writer *who, bool want_row, json_t *items, json_t *stale,
+                   bool *revoked, size_t *failed, struct fg_error *err)
+{
+    size_t n = batch->nops;
+    struct pg_group_stmt *stmts = calloc(n + 1, sizeof *stmts);
+    struct write_stmt *written = calloc(n + 1, sizeof *written); /* the names stmts borrow */
+    const char ***params = calloc(n + 1, sizeof *params);
+    char **owned_sql = calloc(n + 1, sizeof *owned_sql), fence[24];
+    FG_ASSERT(stmts != NULL && written != NULL && params != NULL && owned_sql != NULL);
+    for (size_t i = 0; i < n; i++) {
+        const struct fenced_op *op = &batch->ops[i];
+        params[i] = calloc(FENCED_PARAM_COUNT + op->ncolumns + 1, sizeof **params);
+        FG_ASSERT(params[i] != NULL);
+        written[i] = write_args(op, who, want_row, params[i], fence, &owned_sql[i]);
+        stmts[i] = (struct pg_group_stmt){owned_sql[i] ? NULL : written[i].name, written[i].sql,
+                                          written[i].nparams, params[i], NULL};
+    }
+    *failed = n;
+    int rc = pg_exec_pipeline(c, stmts, n, failed, err);
+    if (rc != 0)
+        too_large(c, err);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        json_t *answer = json_array_get(stmts[i].rows, 0);
+        if (answer == NULL) {
+            *failed = i;
+            rc = op_refused(c, &batch->ops[i], who, stale, revoked, err);
+            break;
+        }
+        struct fenced_result one = {0};
+        fenced_answer_applied(answer, who->fence, &one);
+        json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",
+                                               fenced_kind_method(batch->ops[i].kind), "resource",
+                                               one.resource, "row", one.row));
+        fenced_result_free(&one);
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_decref(stmts[i].rows);
+        free(params[i]);
+        free(owned_sql[i]);
+    }
+    free(stmts);
+    free(written);
+    free(params);
+    free(owned_sql);
+    if (rc == 0)
+        *failed = n;
+    return rc;
+}
+
+/* Rewrites the failure of a batch, after its rollback, to name the operation:
+ * failed is its index, or nops when the claim failed (then a bad key is looked
+ * for among all operations). data: the failure was a data error. */
+static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t failed, bool data,
+                     struct fg_error *err)
+{
+    char where[32];
+    for (size_t i = 0; data && failed == batch->nops && i < batch->nops; i++) {
+        snprintf(where, sizeof where, "ops[%zu]: ", i);
+        if (find_bad_value(c, &batch->ops[i], where, err))
+            return;
+    }
+    if (failed == batch->nops)
+        return;
+    snprintf(where, sizeof where, "ops[%zu]: ", failed);
+    if (data && find_bad_value(c, &batch->ops[failed], where, err))
+        return;
+    char detail[sizeof err->msg];
+    snprintf(detail, sizeof detail, "%s", err->msg);
+    fg_fail(err, err->code, "%s%s", where, detail);
+}
+
+/* One try at a batch; *deadlocked tells whether it failed as a deadlock's
+ * victim (with a write group that locked its rows in another order: see
+ * exec_grouped), which is worth one more try since nothing was written. */
+static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
+                      bool want_row, struct fenced_result *res, bool *deadlocked,
+                      struct fg_error *err)
+{
+    memset(res, 0, sizeof *res);
+    *deadlocked = false;
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    json_t *claimed = NULL, *stale = NULL, *items = json_array();
+    size_t failed = batch->nops; /* the operation to blame; nops: none in particular */
+    bool revoked = false;
+    int rc = open_batch(c, batch, who, &revoked, &claimed, err);
+    if (rc == 0 && revoked) {
+        rollback(c);
+        rc = audit_revoked(c, batch, who, res, err);
+        goto out;
+    }
+    if (rc == 0) {
+        stale = fenced_answer_stale(claimed, who->fence);
+        if (json_array_size(stale) > 0) {
+            rollback(c);
+            rc = audit_stale(c, stale, who, res, err);
+            goto out;
+        }
+        rc = run_ops(c, batch, who, want_row, items, stale, &revoked, &failed, err);
+    }
+    if (rc == 0)
+        rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    if (rc != 0 && revoked) {
+        rollback(c);
+        rc = audit_revoked(c, batch, who, res, err);
+        goto out;
+    }
+    if (rc != 0 && json_array_size(stale) > 0) {
+        rollback(c);
+        rc = audit_stale(c, stale, who, res, err);
+        goto out;
+    }
+    if (rc != 0) {
+        bool data = data_error(c);
+        *deadlocked = sqlstate_deadlock(pg_last_sqlstate(c));
+        rollback(c);
+        blame_op(c, batch, failed, data, err);
+        goto out;
+    }
+    res->outcome = FENCED_APPLIED;
+    res->fence = who->fence;
+    res->row = json_null();
+    res->items = json_incref(items);
+out:
+    json_decref(claimed);
+    json_decref(stale);
+    json_decref(items);
+    pg_release(c);
+    if (rc != 0)
+        fenced_result_free(res);
+    return rc;
+}
+
+int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
+                    bool want_row, struct fenced_result *res, struct fg_error *err)
+{
+    bool deadlocked;
+    int rc = batch_once(batch, who, want_row, res, &deadlocked, err);
+    if (rc != 0 && deadlocked)
+        rc = batch_once(batch, who, want_row, res, &deadlocked, err);
+    return rc;
+}
+
+int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
+                     const char *method, char **resource, struct fg_error *err)
+{
+    FG_ASSERT(asprintf(resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
+    const char *params[] = {*resource};
+    json_t *rows = NULL;
+    if (pg_query("fpg_fence", "SELECT fence FROM fencegate.resource_fences WHERE resource = $1", 1,
+                 params, &rows, err) != 0)
+        return -1;
+    const char *stored = json_string_value(json_object_get(json_array_get(rows, 0), "fence"));
+    struct fenced_refusal refusal = {
+        .outcome = FENCED_EXPIRED,
+        .resource = *resource,
+        .current_fence = stored != NULL ? strtoll(stored, NULL, 10) : 0,
+        .method = method,
+    };
+    int rc = fenced_refusal_audit(NULL, who, &refusal, err);
+    json_decref(rows);
+    return rc;
+}
+
+/* --- reads -------------------------------------------------------------------------------- */
+
+int fenced_pg_read(size_t table, const char *key, struct fenced_result *res, struct fg_error *err)
+{
+    FG_ASSERT(table < fpg.ntables);
+    memset(res, 0, sizeof *res);
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    char name[32];
+    snprintf(name, sizeof name, "fpg_r%zu", table);
+    const char *params[] = {key, fpg.prefixes[table]};
+    json_t *rows = NULL;
+    int rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc != 0 && session_ended(c))
+        rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc != 0) {
+        struct fenced_op op = {.table = table, .key = (char *)key};
+        if (data_error(c))
+            find_bad_value(c, &op, "", err);
+    } else {
+        const json_t *answer = json_array_get(rows, 0);
+        fenced_answer_read(answer, res);
+    }
+    json_decref(rows);
+    pg_release(c);
+    return rc;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_pg.h - fenced writes to Postgres tables: the schema of the writable
+ * tables (read from the catalog at start-up), the prepared statements of each
+ * (table, operation, column set), single writes, batches and reads. A write is
+ * applied iff its fence >= the highest fence stored for its resource
+ * ("pg:<table>/<key>") and was not revoked, and the write and the new fence
+ * commit together; a refused write leaves one row in fencegate.rejections.
+ */
+#ifndef FG_FENCED_PG_H
+#define FG_FENCED_PG_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "store/fenced/fenced.h"
+#include "store/fenced/fenced_answer.h"
+#include "store/fenced/fenced_op.h"
+#include "util/error.h"
+
+/*
+ * Reads the catalog for every table of cfg (borrowed for the process's life).
+ * A table, key or column that does not exist, a key without a single-column
+ * unique index, or a column that cannot be written fails with FG_ERR_CONFIG
+ * naming it.
+ */
+int fenced_pg_init(const struct config *cfg, struct fg_error *err) FG_WUR;
+
+/*
+ * `fencegate fence-column TABLE`: gives table t of cfg (one with a
+ * fence_column) that column, a bigint, if it has none yet, then reads the
+ * catalog (fenced_pg_init) and moves the table's fences from
+ * fencegate.resource_fences into the column (fenced_sql_adopt_fences);
+ * *moved: the rows raised. Idempotent; no gateway may write to the table
+ * meanwhile (docs/operations.md).
+ */
+int fenced_pg_move_fences(const struct config *cfg, const char *table, long *moved,
+                          struct fg_error *err) FG_WUR;
+
+/* Frees the schemas and the statement cache. */
+void fenced_pg_shutdown(void);
+
+/* The writable tables, in configuration order (*n entries). */
+const struct table_schema *fenced_pg_schemas(size_t *n);
+
+/*
+ * Runs one write. On success fills *res (APPLIED, STALE or REVOKED, a refusal
+ * audited once; release with fenced_result_free); want_row: an applied write's
+ * result holds the row (the key and the listed columns), else the row is not
+ * read back. A PATCH or DELETE of a missing row fails with FG_ERR_NOT_FOUND, a
+ * POST of an existing key with FG_ERR_CONFLICT, a value Postgres cannot
+ * convert with FG_ERR_INVALID_FIELD naming the column.
+ */
+int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
+                    struct fenced_result *res, struct fg_error *err) FG_WUR;
+
+/*
+ * Runs the operations of batch in one transaction under one fence: all are
+ * applied (APPLIED, items per op, with its row if want_row) or none. If any
+ * resource holds a higher fence the result is STALE, one audit row is kept
+ * for the request and nothing else changes. Failures name the operation
+ * ("ops[2]: ...").
+ */
+int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
+                    bool want_row, struct fenced_result *res, struct fg_error *err) FG_WUR;
+
+/*
+ * Refuses op of who without writing because the lease it needs is over
+ * (require_live_lease): keeps one audit row (fenced_refusal_audit, reason
+ * "lease_expired") with the fence now stored for the resource. *resource gets
+ * the resource's identity (owned). method: the HTTP method to record.
+ */
+int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
+                     const char *method, char **resource, struct fg_error *err) FG_WUR;
+
+/* Reads the row of key in table (row is JSON null if absent) and its fence. */
+int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,
+                   struct fg_error *err) FG_WUR;
+
+#endif

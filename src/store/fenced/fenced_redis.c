@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_redis.c - one script call per fenced write or read of an application
+ * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
+ * companion keys (the key's fence, the audit stream, the write floor: names of
+ * store/backend/redis_keys.h) and the arguments, runs a script once more after Redis lost its
+ * revoked set, and leaves the reading of the answers to rw_answer.c. It never
+ * decides which keys are writable, and reaches Postgres only through the one
+ * audit record of a refusal (audit.c).
+ *
+ * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
+ * key and the audit stream do not (nor do the lock scripts' keys and the global
+ * fence sequence); fencegate expects one Redis primary.
+ */
+#include "store/fenced/fenced_redis.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embedded.h"
+#include "store/backend/redis.h"
+#include "store/backend/redis_keys.h"
+#include "store/fenced/fenced_refusal.h"
+#include "store/fenced/revocations.h"
+#include "util/fgjson.h"
+
+/* Every write script takes the keys of lua/lib_rw.lua and starts its ARGV with lib_rw.lua's. */
+#define TAKES_RW_ARGS(S) (S##_KEY_LIB_RW == 0 && S##_NKEYS == LIB_RW_NKEYS && S##_ARGV_LIB_RW == 0)
+_Static_assert(TAKES_RW_ARGS(RW_PUT) && TAKES_RW_ARGS(RW_PATCH) && TAKES_RW_ARGS(RW_DELETE),
+               "a write script takes other keys or arguments than lua/lib_rw.lua's");
+
+/* The key holding the highest fence of application key `key` (malloc'd). */
+static char *write_fence_key(const char *key)
+{
+    size_t keylen = strlen(key);
+    char *fence_key = malloc(sizeof KEY_WRITE_FENCE_PREFIX + keylen);
+    FG_ASSERT(fence_key != NULL);
+    memcpy(fence_key, KEY_WRITE_FENCE_PREFIX, sizeof KEY_WRITE_FENCE_PREFIX - 1);
+    memcpy(fence_key + sizeof KEY_WRITE_FENCE_PREFIX - 1, key, keylen + 1);
+    return fence_key;
+}
+
+/* Runs write script `script` for w: argv holds the script's own arguments,
+ * after the first LIB_RW_NARGV, which are filled here from w. */
+static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
+                     struct rw_result *res, struct fg_error *err)
+{
+    const struct fenced_writer *who = w->who;
+    char *fence_key = write_fence_key(w->key);
+    char fence[24];
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    const char *keys[LIB_RW_NKEYS] = {
+        [LIB_RW_KEY_KEY] = w->key,          [LIB_RW_KEY_WRITE_FENCE] = fence_key,
+        [LIB_RW_KEY_AUDIT] = KEY_AUDIT,     [LIB_RW_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
+        [LIB_RW_KEY_REVOKED] = KEY_REVOKED,
+    };
+    argv[LIB_RW_ARGV_FENCE] = fence;
+    argv[LIB_RW_ARGV_RESOURCE] = w->resource;
+    argv[LIB_RW_ARGV_LOCK] = who->lock_name;
+    argv[LIB_RW_ARGV_OWNER] = who->owner != NULL ? who->owner : "";
+    argv[LIB_RW_ARGV_CLIENT_ADDR] = who->client_addr;
+    argv[LIB_RW_ARGV_METHOD] = w->method;
+    argv[LIB_RW_ARGV_PRINCIPAL] = who->principal != NULL ? who->principal : "";
+    argv[LIB_RW_ARGV_TRACE_ID] = who->trace_id != NULL ? who->trace_id : "";
+    json_t *out = NULL;
+    memset(res, 0, sizeof *res);
+    int rc = redis_script(script, keys, argv, &out, err);
+    if (rc == 0 && rw_answer_norevoked(out)) { /* Redis lost the revoked set: rebuild, retry */
+        json_decref(out);
+        out = NULL;
+        rc = revocations_restore(err);
+        if (rc == 0)
+            rc = redis_script(script, keys, argv, &out, err);
+    }
+    free(fence_key);
+    if (rc == 0)
+        rc = rw_answer_read(lua_scripts[script].name, out, res, err);
+    json_decref(out);
+    return rc;
+}
+
+int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_result *res,
+                     struct fg_error *err)
+{
+    const char *argv[RW_PUT_NARGV] = {[RW_PUT_ARGV_VALUE] = value};
+    return run_write(SCRIPT_RW_PUT, w, argv, res, err);
+}
+
+int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
+                       struct rw_result *res, struct fg_error *err)
+{
+    char *text = json_dumps(fields, JSON_COMPACT);
+    FG_ASSERT(text != NULL);
+    char max[24];
+    snprintf(max, sizeof max, "%lld", max_fields);
+    const char *argv[RW_PATCH_NARGV] = {
+        [RW_PATCH_ARGV_FIELDS] = text, [RW_PATCH_ARGV_MAX_FIELDS] = max};
+    int rc = run_write(SCRIPT_RW_PATCH, w, argv, res, err);
+    free(text);
+    return rc;
+}
+
+int fenced_redis_delete(const struct redis_write *w, struct rw_result *res, struct fg_error *err)
+{
+    const char *argv[RW_DELETE_NARGV] = {NULL};
+    return run_write(SCRIPT_RW_DELETE, w, argv, res, err);
+}
+
+int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
+                     struct fg_error *err)
+{
+    char *fence_key = write_fence_key(key);
+    char fields[24], bytes[24];
+    snprintf(fields, sizeof fields, "%lld", max_fields);
+    snprintf(bytes, sizeof bytes, "%lld", max_bytes);
+    const char *keys[RW_GET_NKEYS] = {[RW_GET_KEY_KEY] = key, [RW_GET_KEY_WRITE_FENCE] = fence_key};
+    const char *argv[RW_GET_NARGV] = {
+        [RW_GET_ARGV_MAX_FIELDS] = fields, [RW_GET_ARGV_MAX_BYTES] = bytes};
+    int rc = redis_script(SCRIPT_RW_GET, keys, argv, out, err);
+    free(fence_key);
+    return rc;
+}
+
+int fenced_redis_refuse(const struct redis_write *w, struct fenced_refusal *refusal,
+                        struct fg_error *err)
+{
+    json_t *out = NULL;
+    if (fenced_redis_get(w->key, 0, 0, &out, err) != 0)
+        return -1;
+    *refusal = (struct fenced_refusal){
+        .outcome = FENCED_EXPIRED,
+        .resource = w->resource,
+        .current_fence = fgjson_answer_int(out, "fence", 0),
+        .method = w->method,
+    };
+    json_decref(out);
+    return fenced_refusal_audit(NULL, w->who, refusal, err);
+}

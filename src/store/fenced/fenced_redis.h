@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_redis.h - fenced writes to application keys in Redis. The fence check
+ * and the write are one Lua script (lua/rw_*.lua): a write is applied iff its
+ * fence is at least the highest fence stored for the key (in
+ * KEY_WRITE_FENCE_PREFIX <key>, store/backend/redis_keys.h);
+ * a stale write, or one presenting a revoked fence, changes nothing and is
+ * appended, by the same script, to the audit stream that audit_stream.c
+ * drains into Postgres. A write refused before its script (its lease is over,
+ * require_live_lease) is audited straight into Postgres through audit.c, as
+ * fenced_pg's are. This module builds the scripts' arguments and runs them
+ * (rw_answer.c reads their answers); which keys may be written is the
+ * caller's business.
+ */
+#ifndef FG_FENCED_REDIS_H
+#define FG_FENCED_REDIS_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "store/fenced/fenced.h"
+#include "store/fenced/rw_answer.h"
+#include "util/error.h"
+
+/* One write attempt; every pointer is borrowed for the call. */
+struct redis_write {
+    const struct fenced_writer *who; /* the verified writer */
+    const char *key;                 /* the application key */
+    const char *resource;            /* its resource identity, "redis:<key>" */
+    const char *method;              /* "PUT", "PATCH" or "DELETE" */
+};
+
+/* PUT: sets the key to the string value. */
+int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_result *res,
+                     struct fg_error *err) FG_WUR;
+
+/* PATCH: sets the hash fields of object fields (string values) and deletes
+ * those whose value is null, unless the hash would then hold more than
+ * max_fields fields. fields is borrowed and must be validated. res->after gets
+ * the fields written (not the whole hash). */
+int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
+                       struct rw_result *res, struct fg_error *err) FG_WUR;
+
+/* DELETE: removes the key; its fence stays. A missing key stores nothing. */
+int fenced_redis_delete(const struct redis_write *w, struct rw_result *res,
+                        struct fg_error *err) FG_WUR;
+
+/*
+ * Refuses w without running its script because the lease it needs is over
+ * (require_live_lease): reads the fence stored for the key and keeps one audit
+ * row (fenced_refusal_audit, reason "lease_expired"), as fenced_pg_refuse does for a
+ * row. *refusal gets what the answer names (borrowing from w).
+ */
+int fenced_redis_refuse(const struct redis_write *w, struct fenced_refusal *refusal,
+                        struct fg_error *err) FG_WUR;
+
+/* Reads key and its highest fence: *out gets a new object {type, value | fields
+ * | oversize, fence?} as lua/rw_get.lua returns it; a hash of more than
+ * max_fields fields or a string of more than max_bytes bytes is not read
+ * (oversize: its size). */
+int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
+                     struct fg_error *err) FG_WUR;
+
+#endif

@@ -1,0 +1,573 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_sql.c - builds the statements of fenced writes (see fenced_sql.h for
+ * their shape). Owns the one rule of SQL safety: identifiers come only from the
+ * configuration and are quoted by sql_quote_ident; type names come from the
+ * catalog (format_type output, already quoted by Postgres); every value is a
+ * parameter. It must not run SQL or look at request bodies.
+ *
+ * A write is one statement that does nothing but the write when it is
+ * accepted, the common case; why a write was refused is asked afterwards, by
+ * the refusal statement, which also keeps its audit row (fenced_sql.h).
+ *
+ * Default mode: c locks the resource's row of fencegate.resource_fences (FOR
+ * UPDATE), which serializes the writers of one resource and, under READ
+ * COMMITTED, reads the newest committed fence after waiting for a concurrent
+ * writer. A fence equal to the presented one, a holder's every write after its
+ * first, is only locked, not rewritten. A lower one, or none, is raised by f,
+ * an upsert that raises the stored fence only if it is not higher (ON CONFLICT
+ * ... DO UPDATE ... WHERE, for a fence row that another writer inserts
+ * meanwhile). f claims nothing for a revoked fence, nor for a PATCH or DELETE
+ * whose row is missing (a 404 leaves no fence behind). The write runs only
+ * when c holds the presented fence or f claimed it, and the fence is not
+ * revoked.
+ *
+ * A table with a fence_column keeps the fence in its own row instead, the
+ * classic guarded statement: the write sets the column to the presented fence
+ * where the stored one (NULL: 0) is not higher, and where the fence is not
+ * revoked.
+ *
+ * Either answers (resource, row) for the row it wrote, the resource built from
+ * the row's stored key (its canonical text), and no row at all when it wrote
+ * nothing. The row is the key and the listed columns, nothing else of the
+ * table (a column added later stays private), and only when asked for.
+ */
+#include "store/fenced/fenced_sql.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/fenced/fenced.h"
+
+/* True when the presented fence was revoked: one probe of a small table. */
+#define REVOKED "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)"
+
+/* The raise of a single write's fence (f): raises the stored fence to the
+ * presented one unless it is higher; answers the resource only when it did. */
+static const char fence_claim[] =
+    " ON CONFLICT (resource) DO UPDATE SET fence = excluded.fence, updated_at = clock_timestamp()"
+    " WHERE rf.fence <= excluded.fence RETURNING rf.resource";
+
+/* What a default-mode write needs to go ahead: the fence is not revoked, and
+ * c holds the presented fence or f claimed it. */
+static const char claimed[] =
+    " AND NOT " REVOKED " AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM f))";
+
+/* Raising a fence row of a batch to greatest(stored, presented), always
+ * updating so that the row is locked and the new value is computed on its
+ * newest version; answers the fence now in force, so that the batch sees a
+ * higher one. */
+static const char fence_raise[] =
+    " ON CONFLICT (resource) DO UPDATE SET fence = greatest(rf.fence, excluded.fence),"
+    " updated_at = CASE WHEN rf.fence <= excluded.fence THEN clock_timestamp()"
+    " ELSE rf.updated_at END RETURNING rf.resource, rf.fence";
+
+static const char *const kind_methods[FENCED_KIND_COUNT] = {
+    [FENCED_PATCH] = "PATCH",
+    [FENCED_PUT] = "PUT",
+    [FENCED_POST] = "POST",
+    [FENCED_DELETE] = "DELETE",
+};
+
+const char *fenced_kind_method(enum fenced_kind kind)
+{
+    FG_ASSERT(kind < FENCED_KIND_COUNT);
+    return kind_methods[kind];
+}
+
+bool fenced_kind_needs_row(enum fenced_kind kind)
+{
+    return kind == FENCED_PATCH || kind == FENCED_DELETE;
+}
+
+void table_schema_free(struct table_schema *schema)
+{
+    if (schema->cfg != NULL && schema->column_types != NULL)
+        for (size_t i = 0; i < schema->cfg->ncolumns; i++)
+            free(schema->column_types[i]);
+    free(schema->column_types);
+    free(schema->column_json);
+    free(schema->key_type);
+    memset(schema, 0, sizeof *schema);
+}
+
+static void put_ident(FILE *out, const char *name)
+{
+    fputc('"', out);
+    for (const char *p = name; *p != '\0'; p++) {
+        if (*p == '"')
+            fputc('"', out);
+        fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+/* A string stream that must open: memory exhaustion is not a user error. */
+static FILE *stream_open(char **buf, size_t *len)
+{
+    FILE *out = open_memstream(buf, len);
+    FG_ASSERT(out != NULL);
+    return out;
+}
+
+static char *stream_close(FILE *out, char **buf)
+{
+    FG_ASSERT(fclose(out) == 0);
+    return *buf;
+}
+
+char *sql_quote_ident(const char *name)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    put_ident(out, name);
+    return stream_close(out, &buf);
+}
+
+/* Key types whose text is not one per value, and why (fenced_sql_key_refusal). */
+static const struct {
+    const char *type;
+    const char *why;
+} refused_key_types[] = {
+    {"float4", "0 and -0 are equal but print differently"},
+    {"float8", "0 and -0 are equal but print differently"},
+    {"citext", "equality ignores case, its text keeps it"},
+    {"interval", "'1 day' and '24 hours' are equal but print differently"},
+};
+
+const char *fenced_sql_key_refusal(const char *base_type, bool nondeterministic_collation)
+{
+    if (nondeterministic_collation)
+        return "its collation is not deterministic: texts that differ compare equal";
+    for (size_t i = 0; i < sizeof refused_key_types / sizeof refused_key_types[0]; i++)
+        if (strcmp(base_type, refused_key_types[i].type) == 0)
+            return refused_key_types[i].why;
+    return NULL;
+}
+
+bool fenced_sql_key_numeric(const char *base_type)
+{
+    return strcmp(base_type, "numeric") == 0;
+}
+
+/* The canonical resource of the key in parameter key_param of schema s's table:
+ * prefix || key::type::text, the scale dropped for numeric keys. */
+static void put_resource(FILE *out, int prefix_param, int key_param, const struct table_schema *s)
+{
+    if (s->key_numeric)
+        fprintf(out, "$%d::text || trim_scale(($%d::%s)::numeric)::text", prefix_param, key_param,
+                s->key_type);
+    else
+        fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, s->key_type);
+}
+
+/* The canonical resource of the row of alias: prefix_param || its stored key's text. */
+static void put_row_resource(FILE *out, int prefix_param, const char *alias,
+                             const struct table_schema *s)
+{
+    fprintf(out, s->key_numeric ? "$%d::text || trim_scale((%s." : "$%d::text || (%s.",
+            prefix_param, alias);
+    put_ident(out, s->cfg->key);
+    fputs(s->key_numeric ? ")::numeric)::text" : ")::text", out);
+}
+
+/* "(SELECT row_to_json(r) FROM (SELECT <alias>.<key>, <alias>.<column>, ...) AS r)":
+ * the row as an answer shows it, the key and the listed columns in that order
+ * (the fence column and any column not listed stay out). */
+static void put_row_json(FILE *out, const char *alias, const struct table_schema *s)
+{
+    fprintf(out, "(SELECT row_to_json(r) FROM (SELECT %s.", alias);
+    put_ident(out, s->cfg->key);
+    for (size_t i = 0; i < s->cfg->ncolumns; i++) {
+        fprintf(out, ", %s.", alias);
+        put_ident(out, s->cfg->columns[i]);
+    }
+    fputs(") AS r)", out);
+}
+
+/* The answer of a write: the resource of the written row and, if want_row, the row. */
+static void put_returning(FILE *out, const struct table_schema *s, bool want_row)
+{
+    fputs(" RETURNING ", out);
+    put_row_resource(out, FENCED_PARAM_PREFIX + 1, "t", s);
+    fputs(" AS resource", out);
+    if (want_row) {
+        fputs(", ", out);
+        put_row_json(out, "t", s);
+        fputs("::text AS row", out);
+    }
+}
+
+/* " WHERE t."<key>" = $2::<key type>": the row an UPDATE or DELETE names. */
+static void put_key_match(FILE *out, const struct table_schema *s)
+{
+    fputs(" WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $2::%s", s->key_type);
+}
+
+/* "DELETE FROM <table> AS t WHERE t."<key>" = $2::<key type>": the start of every delete. */
+static void put_delete_head(FILE *out, const struct table_schema *s)
+{
+    fputs("DELETE FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t", out);
+    put_key_match(out, s);
+}
+
+/* "UPDATE <table> AS t SET <column> = $4::<type>, ...": the start of every
+ * update, one assignment per written column, its parameter numbered after the
+ * common ones. Returns what separates one more assignment ("" if none was
+ * written). */
+static const char *put_update_head(FILE *out, const struct table_schema *s, const bool *written)
+{
+    const struct table_config *t = s->cfg;
+    fputs("UPDATE ", out);
+    put_ident(out, t->name);
+    fputs(" AS t SET ", out);
+    int param = FENCED_PARAM_COUNT + 1;
+    const char *sep = "";
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (!written[i])
+            continue;
+        fputs(sep, out);
+        put_ident(out, t->columns[i]);
+        fprintf(out, " = $%d::%s", param++, s->column_types[i]);
+        sep = ", ";
+    }
+    return sep;
+}
+
+/* "INSERT INTO <table> AS t (<key>, <written columns>[, <fence column>])
+ * SELECT $2::<key type>, <their parameters>": the start of every insert. */
+static void put_insert_head(FILE *out, const struct table_schema *s, const bool *written,
+                            bool fence_column)
+{
+    const struct table_config *t = s->cfg;
+    fputs("INSERT INTO ", out);
+    put_ident(out, t->name);
+    fputs(" AS t (", out);
+    put_ident(out, t->key);
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        if (!written[i])
+            continue;
+        fputs(", ", out);
+        put_ident(out, t->columns[i]);
+    }
+    if (fence_column) {
+        fputs(", ", out);
+        put_ident(out, t->fence_column);
+    }
+    fprintf(out, ") SELECT $2::%s", s->key_type);
+    int param = FENCED_PARAM_COUNT + 1;
+    for (size_t i = 0; i < t->ncolumns; i++)
+        if (written[i])
+            fprintf(out, ", $%d::%s", param++, s->column_types[i]);
+}
+
+/* " ON CONFLICT (<key>) DO UPDATE SET <column> = excluded.<column>, ...": a
+ * PUT replaces every writable column with the new row's value or its default
+ * (the key itself when there is no other column, so that the row is still
+ * answered). */
+static void put_replace(FILE *out, const struct table_config *t)
+{
+    fputs(" ON CONFLICT (", out);
+    put_ident(out, t->key);
+    fputs(") DO UPDATE SET ", out);
+    if (t->ncolumns == 0) {
+        put_ident(out, t->key);
+        fputs(" = excluded.", out);
+        put_ident(out, t->key);
+    }
+    for (size_t i = 0; i < t->ncolumns; i++) {
+        fputs(i > 0 ? ", " : "", out);
+        put_ident(out, t->columns[i]);
+        fputs(" = excluded.", out);
+        put_ident(out, t->columns[i]);
+    }
+}
+
+/* --- the default mode: fences in fencegate.resource_fences ------------------------------ */
+
+/* "WITH c AS (...), f AS (...) ": the claim of the write's fence (see the top of this file). */
+static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced_kind kind)
+{
+    fputs("WITH c AS (SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(
+        " FOR UPDATE), f AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ",
+        out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(", $1::bigint WHERE coalesce((SELECT c.fence FROM c), 0) < $1::bigint AND NOT " REVOKED,
+          out);
+    if (fenced_kind_needs_row(kind)) {
+        fputs(" AND EXISTS (SELECT 1 FROM ", out);
+        put_ident(out, s->cfg->name);
+        fputs(" AS e WHERE e.", out);
+        put_ident(out, s->cfg->key);
+        fprintf(out, " = $2::%s)", s->key_type);
+    }
+    fprintf(out, "%s) ", fence_claim);
+}
+
+static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                              const bool *written)
+{
+    const struct table_config *t = s->cfg;
+    put_fence_claim(out, s, kind);
+    switch (kind) {
+    case FENCED_PATCH:
+        put_update_head(out, s, written);
+        put_key_match(out, s);
+        fputs(claimed, out);
+        break;
+    case FENCED_PUT:
+        put_insert_head(out, s, written, false);
+        fprintf(out, " WHERE true%s", claimed);
+        put_replace(out, t);
+        break;
+    case FENCED_POST: /* an existing key fails the insert: 409 conflict */
+        put_insert_head(out, s, written, false);
+        fprintf(out, " WHERE true%s", claimed);
+        break;
+    case FENCED_DELETE:
+        put_delete_head(out, s);
+        fputs(claimed, out);
+        break;
+    default: FG_ASSERT(!"unknown write kind");
+    }
+}
+
+/* --- tables with a fence column ---------------------------------------------------------- */
+
+/* "coalesce(<alias>."<fence column>", 0)": the row's fence, 0 if never
+ * written through the gateway. */
+static void put_row_fence(FILE *out, const char *alias, const struct table_config *t)
+{
+    fprintf(out, "coalesce(%s.", alias);
+    put_ident(out, t->fence_column);
+    fputs(", 0)", out);
+}
+
+/* " AND <the row's fence> <= $1::bigint AND NOT <revoked>": the classic guard. */
+static void put_row_guard(FILE *out, const struct table_config *t)
+{
+    fputs(" AND ", out);
+    put_row_fence(out, "t", t);
+    fputs(" <= $1::bigint AND NOT " REVOKED, out);
+}
+
+static void put_column_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                             const bool *written)
+{
+    const struct table_config *t = s->cfg;
+    switch (kind) {
+    case FENCED_PATCH:
+        fputs(put_update_head(out, s, written), out);
+        put_ident(out, t->fence_column);
+        fputs(" = $1::bigint", out);
+        put_key_match(out, s);
+        put_row_guard(out, t);
+        break;
+    case FENCED_PUT: /* replaces a row whose fence is not higher */
+        put_insert_head(out, s, written, true);
+        fputs(", $1::bigint WHERE NOT " REVOKED, out);
+        put_replace(out, t);
+        fputs(", ", out);
+        put_ident(out, t->fence_column);
+        fputs(" = excluded.", out);
+        put_ident(out, t->fence_column);
+        fputs(" WHERE ", out);
+        put_row_fence(out, "t", t);
+        fputs(" <= $1::bigint", out);
+        break;
+    case FENCED_POST: /* leaves an existing row alone */
+        put_insert_head(out, s, written, true);
+        fputs(", $1::bigint WHERE NOT " REVOKED " ON CONFLICT (", out);
+        put_ident(out, t->key);
+        fputs(") DO NOTHING", out);
+        break;
+    case FENCED_DELETE:
+        put_delete_head(out, s);
+        put_row_guard(out, t);
+        break;
+    default: FG_ASSERT(!"unknown write kind");
+    }
+}
+
+/* The read of a table with a fence column: the fence is the row's. */
+static char *column_read(const struct table_schema *s)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT k.resource, t.", out);
+    put_ident(out, s->cfg->fence_column);
+    fputs(" AS fence, CASE WHEN t.", out);
+    put_ident(out, s->cfg->key);
+    fputs(" IS NOT NULL THEN ", out);
+    put_row_json(out, "t", s);
+    fputs("::text END AS row FROM (SELECT ", out);
+    put_resource(out, 2, 1, s);
+    fputs(" AS resource) AS k LEFT JOIN ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t ON t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $1::%s", s->key_type);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
+{
+    FG_ASSERT(n > 0);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT ", out);
+    put_row_resource(out, 1, "t", s);
+    fputs(" AS resource, ", out);
+    put_row_fence(out, "t", s->cfg);
+    fputs(" AS fence FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fputs(" IN (", out);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "%s$%zu::%s", i > 0 ? ", " : "", i + 2, s->key_type);
+    fputs(") ORDER BY t.", out);
+    put_ident(out, s->cfg->key);
+    /* Text keys in byte order, as write groups sort them (key_compare): in the column's own
+     * collation a batch and a group could lock two rows in opposite orders and deadlock. */
+    if (s->key_shape.form == KEY_FORM_TEXT || s->key_shape.form == KEY_FORM_BPCHAR)
+        fputs(" COLLATE \"C\"", out);
+    fputs(" FOR UPDATE", out);
+    return stream_close(out, &buf);
+}
+
+/* --- all tables --------------------------------------------------------------------------- */
+
+char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, const bool *written,
+                       bool want_row, int *nparams)
+{
+    FG_ASSERT(kind < FENCED_KIND_COUNT);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    if (s->cfg->fence_column != NULL)
+        put_column_write(out, s, kind, written);
+    else
+        put_claimed_write(out, s, kind, written);
+    put_returning(out, s, want_row && kind != FENCED_DELETE);
+    *nparams = FENCED_PARAM_COUNT;
+    if (kind != FENCED_DELETE)
+        for (size_t i = 0; i < s->cfg->ncolumns; i++)
+            *nparams += written[i] ? 1 : 0;
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_refusal(const struct table_schema *s)
+{
+    const struct table_config *t = s->cfg;
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("WITH k AS (SELECT ", out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(" AS resource), s AS (SELECT k.resource, " REVOKED " AS revoked, ", out);
+    if (t->fence_column != NULL) {
+        /* the row's own fence, read once a writer that holds the row has committed */
+        fputs("e.fence, e.fence IS NOT NULL AS found FROM k LEFT JOIN (SELECT ", out);
+        put_row_fence(out, "t", t);
+        fputs(" AS fence FROM ", out);
+        put_ident(out, t->name);
+        fputs(" AS t", out);
+        put_key_match(out, s);
+        fputs(" FOR UPDATE) AS e ON true)", out);
+    } else {
+        fputs("(SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = k.resource)"
+              " AS fence, EXISTS (SELECT 1 FROM ",
+              out);
+        put_ident(out, t->name);
+        fputs(" AS t", out);
+        put_key_match(out, s);
+        fputs(") AS found FROM k)", out);
+    }
+    /* the audit row, in the columns and with the reasons of every other (fenced_refusal.c) */
+    fprintf(out,
+            ", r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
+            " current_fence, owner, client_addr, method, reason, principal, trace_id)"
+            " SELECT s.resource, $4::text, $1::bigint, coalesce(s.fence, 0), $5::text, $6::text,"
+            " $7::text, CASE WHEN s.revoked THEN '%s' ELSE '%s' END, $8::text, $10::text FROM s"
+            " WHERE $9::boolean AND (s.revoked OR s.fence > $1::bigint))"
+            " SELECT s.resource, s.fence, s.revoked, s.found FROM s",
+            fenced_outcome_reason(FENCED_REVOKED), fenced_outcome_reason(FENCED_STALE));
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_read(const struct table_schema *s)
+{
+    if (s->cfg->fence_column != NULL)
+        return column_read(s);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT k.resource, (SELECT fence FROM fencegate.resource_fences rf"
+          " WHERE rf.resource = k.resource) AS fence, (SELECT ",
+          out);
+    put_row_json(out, "t", s);
+    fputs(" FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t WHERE t.", out);
+    put_ident(out, s->cfg->key);
+    fprintf(out, " = $1::%s)::text AS row FROM (SELECT ", s->key_type);
+    put_resource(out, 2, 1, s);
+    fputs(" AS resource) AS k", out);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_claim(const struct table_schema *const *schemas, size_t n)
+{
+    FG_ASSERT(n > 0);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("INSERT INTO fencegate.resource_fences AS rf (resource, fence)"
+          " SELECT DISTINCT v.resource, $1::bigint FROM (VALUES ",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i > 0 ? ", (" : "(", out);
+        put_resource(out, (int)(2 + 2 * i), (int)(3 + 2 * i), schemas[i]);
+        fputs(")", out);
+    }
+    fprintf(out, ") AS v (resource) ORDER BY v.resource%s", fence_raise);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_cast_check(const char *type)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fprintf(out, "SELECT $1::%s", type);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_adopt_fences(const struct table_schema *s)
+{
+    FG_ASSERT(s->cfg->fence_column != NULL);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("UPDATE ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t SET ", out);
+    put_ident(out, s->cfg->fence_column);
+    fputs(" = rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
+    put_row_resource(out, 1, "t", s);
+    fputs(" AND coalesce(t.", out);
+    put_ident(out, s->cfg->fence_column);
+    fputs(", 0) < rf.fence RETURNING rf.fence", out);
+    return stream_close(out, &buf);
+}

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_sql.h - the SQL text of fenced Postgres writes and reads, built from
+ * the configuration and the column types read from the catalog at start-up.
+ * Identifiers are always quoted here; values never appear in the text, only
+ * numbered parameters cast to their column's type. Pure: no I/O.
+ *
+ * Every write statement takes the same leading parameters (FENCED_PARAM_*),
+ * then one text parameter per written column, in configuration order. It
+ * claims the fence and writes in one round trip and, when the write was
+ * accepted, answers one row: (resource, row) - resource is the canonical
+ * resource of the written row, row the row as JSON text when asked for (never
+ * for a delete). A refused write, or one whose row is missing, answers no row
+ * and writes nothing; the refusal statement then tells why, and keeps the
+ * audit row of a refusal. Accepted writes, the common case, pay for nothing
+ * else.
+ */
+#ifndef FG_FENCED_SQL_H
+#define FG_FENCED_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "store/fenced/key_text.h"
+#include "util/error.h"
+
+enum fenced_kind {
+    FENCED_PATCH,  /* update some columns of an existing row */
+    FENCED_PUT,    /* insert or replace a row */
+    FENCED_POST,   /* insert a new row */
+    FENCED_DELETE, /* delete a row */
+    FENCED_KIND_COUNT
+};
+
+/* Parameters shared by every write statement ($1 .. $FENCED_PARAM_COUNT), and
+ * the first ones of the refusal statement. */
+enum fenced_param {
+    FENCED_PARAM_FENCE,  /* $1 presented fence */
+    FENCED_PARAM_KEY,    /* $2 key, as text */
+    FENCED_PARAM_PREFIX, /* $3 resource prefix, "pg:<table>/" */
+    FENCED_PARAM_COUNT
+};
+
+/* The further parameters of the refusal statement. */
+enum fenced_refusal_param {
+    FENCED_RPARAM_LOCK = FENCED_PARAM_COUNT, /* $4 lock the token was issued for (audit) */
+    FENCED_RPARAM_OWNER,                     /* $5 owner named by the writer, or NULL (audit) */
+    FENCED_RPARAM_CLIENT,                    /* $6 client address (audit) */
+    FENCED_RPARAM_METHOD,                    /* $7 HTTP method (audit) */
+    FENCED_RPARAM_PRINCIPAL,                 /* $8 id of the writer's API key, or NULL (audit) */
+    FENCED_RPARAM_AUDIT,                     /* $9 "t": keep the audit row of a refusal */
+    FENCED_RPARAM_TRACE,                     /* $10 trace id of the writer's traceparent, or NULL */
+    FENCED_RPARAM_COUNT
+};
+
+/* A writable table as the gateway knows it after start-up. */
+struct table_schema {
+    const struct table_config *cfg; /* name, key and writable columns (borrowed) */
+    char *key_type;                 /* SQL type of the key, as format_type prints it (owned) */
+    char **column_types;            /* SQL type of each writable column (owned, cfg order) */
+    bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
+    bool key_numeric;               /* the key is numeric: its identity drops the scale */
+    struct key_shape key_shape;     /* how the gateway reads the key's text */
+};
+
+/* Frees what schema owns (not cfg) and zeroes it. */
+void table_schema_free(struct table_schema *schema);
+
+/* Quotes an identifier as Postgres requires ("a""b"); returns an owned string. */
+char *sql_quote_ident(const char *name);
+
+/* The operation's method name ("PATCH", ...) and the kind of a method name
+ * (FENCED_KIND_COUNT if none). */
+const char *fenced_kind_method(enum fenced_kind kind);
+
+/* True for the kinds that change an existing row (PATCH, DELETE). */
+bool fenced_kind_needs_row(enum fenced_kind kind);
+
+/*
+ * The write statement of kind on schema's table, writing the columns whose
+ * entry in written (schema->cfg->ncolumns entries) is true; want_row: its
+ * answer carries the written row. Returns an owned string; *nparams gets the
+ * number of parameters it takes.
+ */
+char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
+                       const bool *written, bool want_row, int *nparams);
+
+/*
+ * The refusal statement of schema's table, run after a write statement wrote
+ * nothing ($1 .. $9: enum fenced_param, then enum fenced_refusal_param).
+ * Answers one row (resource, fence, revoked, found): the fence stored for the
+ * resource now (NULL if none), whether the presented fence was revoked, and
+ * whether the row exists. With $9 true, a revoked fence or a higher stored one
+ * leaves its one audit row (reason "revoked" or "stale_fence") in the same
+ * statement, so that it commits whatever the client does.
+ */
+char *fenced_sql_refusal(const struct table_schema *schema);
+
+/*
+ * The read statement of schema's table: $1 key, $2 resource prefix; answers
+ * one row (resource, fence, row) with row and fence NULL when absent. The row
+ * holds the key and the listed columns.
+ */
+char *fenced_sql_read(const struct table_schema *schema);
+
+/*
+ * The statement that moves the fences of schema's table (one with a
+ * fence_column) from fencegate.resource_fences into that column: each row
+ * whose resource ($1 prefix || its canonical key) has a stored fence above the
+ * column's gets it. Answers one row per row raised. Run once, with no gateway
+ * writing to the table, when a table moves to fence_column mode.
+ */
+char *fenced_sql_adopt_fences(const struct table_schema *schema);
+
+/*
+ * The claim of a batch: raises the fences of n resources at once, locking them
+ * in resource order (so batches never deadlock each other). $1 is the fence,
+ * then for each resource i its prefix $(2+2i) and key $(3+2i), a key of
+ * schemas[i]'s table. Answers (resource, fence) per distinct resource.
+ */
+char *fenced_sql_claim(const struct table_schema *const *schemas, size_t n);
+
+/*
+ * Resource identity. A resource is "pg:<table>/" followed by the key's text in
+ * its column type, which must be one text per value as the key's equality sees
+ * it, or two paths could name one row under two fences. numeric keeps its
+ * scale in text (1 = 1.0, texts "1" and "1.0"): its identity drops trailing
+ * zeros (trim_scale). Types whose equality no text form follows are refused:
+ * why, or NULL if a key of base type base_type (a domain's underlying type)
+ * and that collation may be used.
+ */
+const char *fenced_sql_key_refusal(const char *base_type, bool nondeterministic_collation);
+
+/* True if a key of base type base_type needs the numeric identity. */
+bool fenced_sql_key_numeric(const char *base_type);
+
+/*
+ * The claim of a batch's rows of a table with a fence column: locks the rows
+ * whose keys are $2 .. $(n+1) in key order and answers (resource, fence) for
+ * each existing one; $1 is the resource prefix.
+ */
+char *fenced_sql_column_claim(const struct table_schema *schema, size_t n);
+
+/* SELECT $1::<type>: checks that a value converts to type. */
+char *fenced_sql_cast_check(const char *type);
+
+#endif

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * write_group.c - grouped commits of one-statement writes (write_group.h).
+ * A write queues itself on its own thread's stack. Up to GROUPS_AT_ONCE groups
+ * are committed at a time; a thread that finds room takes every queued write
+ * (at most GROUP_MAX) to a pooled connection, sorts them by row and runs them
+ * with pg_exec_group, then wakes their threads, each of which sleeps on a
+ * condition variable of its own, and the oldest queued write's thread, which
+ * leads the next group. Groups lock their rows in one order, that of the rows'
+ * canonical keys (a row's every spelling is one canonical key), so two of them
+ * never wait for each other in a cycle. A statement that fails is taken out and handed
+ * back to run alone, where its error is reported as for any write, and the
+ * rest of its group runs again without it; a refused commit hands every write
+ * back.
+ */
+#include "store/fenced/write_group.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/backend/pg.h"
+#include "store/fenced/write_order.h"
+#include "util/metrics.h"
+
+#define GROUPS_AT_ONCE 2  /* groups being committed at a time */
+#define GROUP_MAX      32 /* writes in one group */
+
+/* A write waiting for its group, on its thread's stack. */
+struct member {
+    struct member *next;                 /* queued after it */
+    const struct write_group_stmt *stmt; /* borrowed */
+    bool done;                           /* its outcome is in */
+    int rc;                              /* 0, or -1 with failure */
+    enum write_group_result result;      /* when rc is 0 */
+    json_t *rows;                        /* when committed */
+    struct fg_error failure;             /* when rc is -1 */
+    pthread_cond_t *wake;                /* its thread's condition variable */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct member *head, *tail; /* queued, oldest first */
+    int committing;             /* groups being committed */
+} wg = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
+
+/* qsort's comparator of members: their rows' locking order (write_order.h). */
+static int by_row(const void *a, const void *b)
+{
+    return write_order_compare((*(struct member *const *)a)->stmt,
+                               (*(struct member *const *)b)->stmt);
+}
+
+/* Takes up to GROUP_MAX queued writes into group; returns how many. Called locked. */
+static size_t take_queued(struct member **group)
+{
+    size_t n = 0;
+    while (wg.head != NULL && n < GROUP_MAX) {
+        group[n++] = wg.head;
+        wg.head = wg.head->next;
+    }
+    if (wg.head == NULL)
+        wg.tail = NULL;
+    return n;
+}
+
+static void settle(struct member *m, int rc, enum write_group_result result, json_t *rows,
+                   const struct fg_error *err)
+{
+    m->rc = rc;
+    m->result = result;
+    m->rows = rows;
+    if (err != NULL)
+        m->failure = *err;
+}
+
+/* Runs a group of one as it would run alone, without BEGIN and COMMIT around
+ * it; a statement that failed (it has a SQLSTATE) is handed back to run alone,
+ * where its error is reported. */
+static void commit_one(struct pg_conn *c, struct member *m)
+{
+    const struct pg_group_stmt *s = &m->stmt->stmt;
+    json_t *rows = NULL;
+    struct fg_error err = {0};
+    if (pg_exec(c, s->name, s->sql, s->nparams, s->params, &rows, &err) == 0)
+        settle(m, 0, WRITE_GROUP_COMMITTED, rows, NULL);
+    else if (pg_last_sqlstate(c)[0] != '\0')
+        settle(m, 0, WRITE_GROUP_ALONE, NULL, NULL);
+    else
+        settle(m, -1, WRITE_GROUP_ALONE, NULL, &err);
+}
+
+/* Commits group[0..n) on c, taking out each write whose statement fails and
+ * running the rest again; settles every member. */
+static void commit_on(struct pg_conn *c, struct member *const *members, size_t n)
+{
+    struct member *group[GROUP_MAX];
+    memcpy(group, members, n * sizeof *group);
+    struct pg_group_stmt stmts[GROUP_MAX];
+    while (n > 1) {
+        for (size_t i = 0; i < n; i++) {
+            stmts[i] = group[i]->stmt->stmt;
+            stmts[i].rows = NULL;
+        }
+        enum pg_group_outcome outcome;
+        size_t failed = 0;
+        struct fg_error err = {0};
+        if (pg_exec_group(c, stmts, n, &outcome, &failed, &err) != 0) {
+            for (size_t i = 0; i < n; i++)
+                settle(group[i], -1, WRITE_GROUP_ALONE, NULL, &err);
+            return;
+        }
+        if (outcome == PG_GROUP_COMMITTED) {
+            for (size_t i = 0; i < n; i++)
+                settle(group[i], 0, WRITE_GROUP_COMMITTED, stmts[i].rows, NULL);
+            return;
+        }
+        if (outcome == PG_GROUP_NOT_COMMITTED) {
+            for (size_t i = 0; i < n; i++)
+                settle(group[i], 0, WRITE_GROUP_ALONE, NULL, NULL);
+            return;
+        }
+        settle(group[failed], 0, WRITE_GROUP_ALONE, NULL, NULL);
+        memmove(&group[failed], &group[failed + 1], (n - failed - 1) * sizeof *group);
+        n--;
+    }
+    if (n == 1)
+        commit_one(c, group[0]);
+}
+
+static void count_committed(struct member *const *group, size_t n)
+{
+    size_t committed = 0;
+    for (size_t i = 0; i < n; i++)
+        committed += group[i]->rc == 0 && group[i]->result == WRITE_GROUP_COMMITTED;
+    if (committed > 0)
+        metrics_write_group(committed);
+}
+
+/* Commits the queued writes as one group. Called locked, returns locked. */
+static void lead(void)
+{
+    struct member *group[GROUP_MAX];
+    size_t n = take_queued(group);
+    wg.committing++;
+    pthread_mutex_unlock(&wg.lock);
+    qsort(group, n, sizeof *group, by_row);
+    struct fg_error err = {0};
+    struct pg_conn *c = pg_acquire(&err);
+    if (c == NULL) {
+        for (size_t i = 0; i < n; i++)
+            settle(group[i], -1, WRITE_GROUP_ALONE, NULL, &err);
+    } else {
+        commit_on(c, group, n);
+        pg_release(c);
+        count_committed(group, n);
+    }
+    pthread_mutex_lock(&wg.lock);
+    wg.committing--;
+    pthread_cond_t *wakes[GROUP_MAX + 1];
+    size_t nwakes = 0;
+    for (size_t i = 0; i < n; i++) {
+        group[i]->done = true;
+        wakes[nwakes++] = group[i]->wake;
+    }
+    if (wg.head != NULL)
+        wakes[nwakes++] = wg.head->wake; /* it leads the next group */
+    pthread_mutex_unlock(&wg.lock);
+    for (size_t i = 0; i < nwakes; i++)
+        if (wakes[i] != &thread_wake)
+            pthread_cond_signal(wakes[i]);
+    pthread_mutex_lock(&wg.lock);
+}
+
+int write_group_run(const struct write_group_stmt *stmt, enum write_group_result *result,
+                    json_t **rows, struct fg_error *err)
+{
+    struct member me = {.stmt = stmt, .wake = &thread_wake};
+    pthread_mutex_lock(&wg.lock);
+    if (wg.tail != NULL)
+        wg.tail->next = &me;
+    else
+        wg.head = &me;
+    wg.tail = &me;
+    while (!me.done) {
+        if (wg.committing < GROUPS_AT_ONCE && wg.head != NULL)
+            lead();
+        else
+            pthread_cond_wait(me.wake, &wg.lock);
+    }
+    pthread_mutex_unlock(&wg.lock);
+    if (me.rc != 0) {
+        *err = me.failure;
+        return -1;
+    }
+    *result = me.result;
+    *rows = me.rows;
+    return 0;
+}
