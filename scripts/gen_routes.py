@@ -4,7 +4,8 @@
 a route's method, path, handler, label, scope and accepted members (their types and bounds, bounds
 named by the macros of src/fglimits.h) are written, into what is derived from them:
 
-  c OUT.c ROUTES...   the route table api_routes[] with its strict-request lists (the build runs this)
+  c OUT.c ROUTES...   the route table api_routes[] with its strict-request lists and member bounds
+                      (the build runs this)
   write ROUTES...     the scopes, request schemas and query parameters of openapi/openapi.json, the tables
                       of docs/api.md between the marker comments MARK_BEGIN ... MARK_END, in place
   check ROUTES...     exits 1, naming the difference, when either file is not what `write` would make
@@ -12,6 +13,17 @@ named by the macros of src/fglimits.h) are written, into what is derived from th
 
 A member's "doc" ({"type_note", "default", "meaning"}, whose {MACRO} and {MACRO:,} name numbers of
 src/fglimits.h) fills the columns of its route's member table in docs/api.md; OpenAPI never sees it.
+
+A member with an upper bound ("maximum", "maxLength", "maxItems") is checked by the gateway from the
+generated table, before its handler runs (struct member_bound, http/strict.h): the bound written here is
+the one enforced. Its "refusal" is the detail of the 400 for a value out of bounds; {name} and the bounds
+({minimum}, {maximum}, {minLength}, {maxLength}, {minItems}, {maxItems}) are filled in. Integers and
+strings of a body have a default refusal; an array, a body string whose every fault answers one sentence
+(CHECK_TEXT) and a query integer that its handler answers in other words name theirs. A query string's
+bound is documentation: its handler reads it as a name. Members are checked in the order written here,
+which is the order their handler reads them (so a request with two faults is answered for the same one).
+A member read only in some cases ("checked_by": "handler", e.g. a watch's wait_ms) is left to its handler,
+which takes the bounds from the same table (strict_bound).
 
 ROUTES are the description files in the order of the route table (the first matching entry wins).
 Python 3 standard library only; must not touch anything but its output.
@@ -27,6 +39,14 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TYPES = ("integer", "string", "boolean", "array", "object")
 BOUNDS = ("minimum", "maximum", "maxLength", "minLength", "maxItems", "minItems", "default")
+MEMBER_KEYS = {"type", "description", "required", "default", "doc", "refusal", "items", "enum", "uniqueItems",
+               "additionalProperties", "checked_by"} | set(BOUNDS)
+# What a member's description says that OpenAPI's schema of it does not ("required" goes elsewhere).
+GATEWAY_ONLY = ("required", "doc", "refusal", "checked_by")
+# The refusal of a bounded member whose description names none, by where it is and its type.
+REFUSALS = {("body", "integer"): "field '{name}' must be between {minimum} and {maximum}",
+            ("body", "string"): "field '{name}' must be {minLength} to {maxLength} bytes long",
+            ("query", "integer"): "query '{name}' must be an integer from {minimum} to {maximum}"}
 ROUTE_KEYS = {"method", "path", "label", "handler", "scope", "scope_text", "operation", "body", "query"}
 # What OpenAPI's x-fencegate-scope says of each scope, unless a route's scope_text says more.
 SCOPE_TEXT = {"admin": "admin", "open": None, "key": "any known key", "lock": "lock:<name>",
@@ -83,8 +103,33 @@ def check_route(route: dict, where: str) -> None:
             if not IDENT.match(name) or schema.get("type") not in TYPES:
                 raise DescriptionError(f"{where}: {part} member {name!r} needs a name and a type of "
                                        f"{TYPES}")
+            if set(schema) - MEMBER_KEYS:
+                raise DescriptionError(f"{where}: {part} member {name!r}: unknown keys "
+                                       f"{sorted(set(schema) - MEMBER_KEYS)}")
     if "body" in route and not route["body"].get("schema"):
         raise DescriptionError(f"{where}: body needs the name of its OpenAPI schema")
+    for part in ("body", "query"):
+        members = members_of(route, part)
+        for name, schema in members.items():
+            if set(schema.get("doc", {})) - {"type_note", "default", "meaning"}:
+                raise DescriptionError(f"{where}: {part} member {name!r}: a doc has type_note, default "
+                                       "and meaning only")
+            if not IDENT.match(name) or schema.get("type") not in TYPES:
+                raise DescriptionError(f"{where}: {part} member {name!r} needs a name and a type of "
+                                       f"{TYPES}")
+            if set(schema) - MEMBER_KEYS:
+                raise DescriptionError(f"{where}: {part} member {name!r}: unknown keys "
+                                       f"{sorted(set(schema) - MEMBER_KEYS)}")
+    if "body" in route and not route["body"].get("schema"):
+        raise DescriptionError(f"{where}: body needs the name of its OpenAPI schema")
+    if set(route.get("body", {})) - {"schema", "members", "example"}:
+        raise DescriptionError(f"{where}: a body has schema, members and example only")
+    for status, answer in route.get("answers", {}).items():
+        if not re.match(r"^[1-5][0-9][0-9]$", status):
+            raise DescriptionError(f"{where}: answer {status!r} is no HTTP status")
+        if not isinstance(answer, str) and (set(answer) - ANSWER_KEYS or "description" not in answer):
+            raise DescriptionError(f"{where}: answer {status} is the name of a shared response or has a "
+                                   f"description and {sorted(ANSWER_KEYS - {'description'})}")
 
 
 def members_of(route: dict, part: str) -> dict:
@@ -103,7 +148,7 @@ def resolve(node, numbers: dict, where: str):
         return node
     out = {}
     for key, value in node.items():
-        if key == "doc":
+        if key in ("doc", "refusal", "checked_by"):
             out[key] = value
             continue
         if key in BOUNDS and isinstance(value, str):
@@ -120,11 +165,65 @@ def c_string_list(name: str, members: dict) -> str:
     return f"static const char *const {name}[] = {{{items}, NULL}};\n"
 
 
-def c_table(routes: list) -> str:
+def bound_of(part: str, name: str, schema: dict, numbers: dict, where: str):
+    """The bound of one member as struct member_bound holds it ({"name", "check", "min", "max",
+    "required", "refusal", "by_handler"}), or None for a member the gateway does not check from the
+    table (no upper bound, or a query string)."""
+    s = resolve({k: v for k, v in schema.items() if k != "doc"}, numbers, where)
+    kind = s["type"]
+    upper = {"integer": "maximum", "string": "maxLength", "array": "maxItems"}.get(kind)
+    if upper not in s or (part, kind) == ("query", "string"):
+        return None
+    lower = {"maximum": "minimum", "maxLength": "minLength", "maxItems": "minItems"}[upper]
+    if (part, kind) == ("query", "integer"):
+        check = "CHECK_QUERY_INTEGER"
+    elif kind == "integer":
+        check = "CHECK_INTEGER"
+    elif kind == "array":
+        check = "CHECK_ARRAY"
+    else:
+        check = "CHECK_TEXT" if "refusal" in s else "CHECK_STRING"
+    template = s.get("refusal", REFUSALS.get((part, kind)))
+    if template is None:
+        raise DescriptionError(f"{where}: {part} member {name!r} needs a refusal")
+    values = {"name": name, "minimum": 0, "minLength": 0, "minItems": 0}
+    values.update({k: v for k, v in s.items() if k in BOUNDS})
+    try:
+        refusal = template.format(**values)
+    except KeyError as e:
+        raise DescriptionError(f"{where}: {name}: the refusal names {e}, which it has not") from None
+    if s.get("checked_by", "gateway") not in ("gateway", "handler"):
+        raise DescriptionError(f"{where}: {name}: checked_by is gateway or handler")
+    return {"name": name, "check": check, "min": s.get(lower, 0), "max": s[upper],
+            "required": bool(s.get("required")), "refusal": refusal,
+            "by_handler": s.get("checked_by") == "handler"}
+
+
+def bounds(route: dict, numbers: dict) -> list:
+    """The bounds of route's members, query parameters first, each in the order written."""
+    where = f"{route['method']} {route['path']}"
+    found = [bound_of(part, m, schema, numbers, where)
+             for part in ("query", "body") for m, schema in members_of(route, part).items()]
+    return [b for b in found if b is not None]
+
+
+def c_bounds(name: str, route: dict, numbers: dict) -> str:
+    """The C array of route's member bounds, or "" when it has none."""
+    rows = bounds(route, numbers)
+    if not rows:
+        return ""
+    flag = {True: "true", False: "false"}
+    body = "".join(f'    {{"{b["name"]}", {b["check"]}, {b["min"]}, {b["max"]}, {flag[b["required"]]}, '
+                   f'{json.dumps(b["refusal"])}, {flag[b["by_handler"]]}}},\n' for b in rows)
+    return (f"static const struct member_bound {name}[] = {{\n{body}"
+            "    {NULL, CHECK_INTEGER, 0, 0, false, NULL, false},\n};\n")
+
+
+def c_table(routes: list, numbers: dict) -> str:
     """The C file of api_routes[] (routes.h)."""
     headers = sorted({h for r in routes for h in r["headers"]})
     out = ["/* Generated by scripts/gen_routes.py from openapi/routes/. Do not edit. */\n",
-           '#include "http/routes.h"\n\n']
+           '#include "http/routes.h"\n\n#include <stdbool.h>\n#include <stddef.h>\n\n#include "http/strict.h"\n']
     out += [f'#include "{h}"\n' for h in headers]
     out.append("\n/* What the bodies and queries of the routes may hold. */\n")
     rows = []
@@ -138,11 +237,14 @@ def c_table(routes: list) -> str:
                 lists.append(name)
             else:
                 lists.append("NULL")
+        bounds = c_bounds(f"{r['label']}_{i}_bounds", r, numbers)
+        out.append(bounds)
+        lists.append(f"{r['label']}_{i}_bounds" if bounds else "NULL")
         rows.append(f'    {{HTTP_{r["method"]}, "{r["path"]}", {r["handler"]}, "{r["label"]}", '
-                    f'SCOPE_{r["scope"].upper()}, {lists[0]}, {lists[1]}}},\n')
+                    f'SCOPE_{r["scope"].upper()}, {lists[0]}, {lists[1]}, {lists[2]}}},\n')
     out.append("\nconst struct route api_routes[] = {\n")
     out += rows
-    out.append("    {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN, NULL, NULL},\n};\n")
+    out.append("    {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN, NULL, NULL, NULL},\n};\n")
     return "".join(out)
 
 
@@ -154,7 +256,7 @@ def request_schema(route: dict, numbers: dict) -> dict:
     """The "required" and "properties" of route's body schema."""
     where = f"{route['method']} {route['path']}"
     members = members_of(route, "body")
-    props = {name: resolve({k: v for k, v in s.items() if k not in ("required", "doc")}, numbers, where)
+    props = {name: resolve({k: v for k, v in s.items() if k not in GATEWAY_ONLY}, numbers, where)
              for name, s in members.items()}
     required = [name for name, s in members.items() if s.get("required")]
     return {"required": required, "properties": props}
@@ -165,7 +267,7 @@ def query_parameter(name: str, schema: dict, numbers: dict, where: str) -> dict:
     param = {"name": name, "in": "query"}
     if "required" in schema:
         param["required"] = schema["required"]
-    param["schema"] = resolve({k: v for k, v in schema.items() if k not in ("required", "description")},
+    param["schema"] = resolve({k: v for k, v in schema.items() if k not in GATEWAY_ONLY + ("description",)},
                               numbers, where)
     if "description" in schema:
         param["description"] = schema["description"]
@@ -309,10 +411,7 @@ def main(argv: list) -> int:
     try:
         if argv[1] == "c":
             routes, numbers = load(argv[3:]), limits()
-            for r in routes:  # a bound naming no macro fails the build, not only lint.routes
-                where = f"{r['method']} {r['path']}"
-                resolve([members_of(r, "body"), members_of(r, "query")], numbers, where)
-            text = c_table(routes)
+            text = c_table(routes, numbers)  # a bound naming no macro fails the build
             out = argv[2]
             old = open(out, encoding="utf-8").read() if os.path.exists(out) else None
             if old != text:

@@ -14,6 +14,7 @@
 #include "fglimits.h"
 #include "gateway.h"
 #include "http/query.h"
+#include "http/strict.h"
 #include "store/backend/secret.h"
 #include "store/fenced/revocations.h"
 #include "util/fgjson.h"
@@ -263,7 +264,8 @@ enum handler_result lease_handle_status(const struct lease_ops *kind, struct htt
         return lease_handle_watch(kind, req, reply);
     struct fg_error err = {0};
     long long waiters = 0;
-    if (http_query_number(req, "waiters", 0, STATUS_WAITERS_MAX, 0, &waiters, &err) != 0)
+    const struct member_bound *most = strict_bound(req->match.route->bounds, "waiters");
+    if (http_query_number(req, "waiters", most->min, most->max, 0, &waiters, &err) != 0)
         return fail(reply, &err);
     json_t *status = NULL;
     if (kind->status(lease_name(req), waiters, &status, &err) != 0)
@@ -292,20 +294,12 @@ static int revoke_target(const struct lease_ops *kind, const char *name, const j
     return 0;
 }
 
-/* Reads the reason of a revoke body (the route admits only its members). */
-static int revoke_body(const json_t *body, const char **reason, struct fg_error *err)
+/* The reason of a revoke body, "" for none: the gateway has checked it against
+ * the bounds of the route's description before the handler runs. */
+static const char *revoke_reason(const json_t *body)
 {
-    const json_t *r = json_object_get(body, "reason");
-    *reason = "";
-    if (r == NULL)
-        return 0;
-    if (!json_is_string(r) || json_string_length(r) > REVOCATION_REASON_MAX ||
-        strlen(json_string_value(r)) != json_string_length(r))
-        return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "field 'reason' must be a string of at most %d bytes (without NUL)",
-                       REVOCATION_REASON_MAX);
-    *reason = json_string_value(r);
-    return 0;
+    const char *reason = json_string_value(json_object_get(body, "reason"));
+    return reason != NULL ? reason : "";
 }
 
 enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct http_request *req,
@@ -314,10 +308,8 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     struct fg_error err = {0};
     log_subject(kind, req);
     json_t *body = http_request_json(req, &err);
-    const char *reason = "";
     long long fence = 0;
-    if (body == NULL || revoke_body(body, &reason, &err) != 0 ||
-        revoke_target(kind, lease_name(req), body, &fence, &err) != 0)
+    if (body == NULL || revoke_target(kind, lease_name(req), body, &fence, &err) != 0)
         return fail(reply, &err);
     if (fence == 0) {
         reply_json(reply, 200, json_pack("{s:n}", "revoked_fence"));
@@ -325,6 +317,7 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     }
     /* The durable record first: the Redis mirror can always be rebuilt from it. */
     struct lease_result res;
+    const char *reason = revoke_reason(body);
     if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
         kind->revoke(lease_name(req), fence, &res, &err) != 0)
         return fail(reply, &err);

@@ -14,6 +14,7 @@
 #include "auth/keyset.h"
 #include "fglimits.h"
 #include "gateway.h"
+#include "http/strict.h"
 #include "lease/lock.h"
 #include "lease/lockset.h"
 #include "lease/lockset_wait.h"
@@ -153,8 +154,9 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
     struct token_claims claims[LOCKSET_MAX];
     size_t n = 0;
     long long ttl_ms = 0;
+    const struct member_bound *ttl = strict_bound(req->match.route->bounds, "ttl_ms");
     if (body == NULL || set_claims(req, body, claims, &n, &err) != 0 ||
-        fgjson_int(body, "ttl_ms", TTL_MIN_MS, TTL_MAX_MS, &ttl_ms, NULL, &err) != 0)
+        fgjson_int(body, "ttl_ms", ttl->min, ttl->max, &ttl_ms, NULL, &err) != 0)
         return fail(reply, &err);
     json_t *locks = json_array();
     const char *lost = NULL, *capped = NULL;

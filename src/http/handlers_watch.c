@@ -12,6 +12,7 @@
 #include "gateway.h"
 #include "http/handlers_lease.h"
 #include "http/query.h"
+#include "http/strict.h"
 #include "lease/watch.h"
 
 static void watcher_free(void *state)
@@ -51,9 +52,10 @@ enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }
+    const struct member_bound *wait = strict_bound(req->match.route->bounds, "wait_ms");
     if (http_query_number(req, "fence", 1, INT64_MAX, -1, &fence, &err) != 0 ||
-        http_query_number(req, "wait_ms", 0, WAIT_MAX_MS, WATCH_WAIT_DEFAULT_MS, &wait_ms, &err) !=
-            0) {
+        http_query_number(req, "wait_ms", wait->min, wait->max, WATCH_WAIT_DEFAULT_MS, &wait_ms,
+                          &err) != 0) {
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }

@@ -55,6 +55,7 @@ enum route_scope {
 
 struct http_request;
 struct http_reply;
+struct member_bound;
 typedef enum handler_result (*route_handler)(struct http_request *req, struct http_reply *reply);
 
 /*
@@ -62,15 +63,18 @@ typedef enum handler_result (*route_handler)(struct http_request *req, struct ht
  * server refuses, before the handler runs, a body member or a query parameter
  * that the route does not list (400 invalid_field naming it): a typo must never
  * silently change behaviour. The lists end with NULL; a NULL list accepts none.
+ * It also refuses a member out of the bounds the route's description gives
+ * (http/strict.h), with the answer its handler would give.
  */
 struct route {
     enum http_method method;
     const char *pattern; /* e.g. "/v1/locks/{name*}/acquire" */
     route_handler handler;
-    const char *label;               /* bounded name for logs and metrics, e.g. "lock_acquire" */
-    enum route_scope scope;          /* what an API key needs to call it */
-    const char *const *body_fields;  /* top-level members a JSON body may have */
-    const char *const *query_params; /* query parameters the route reads */
+    const char *label;                 /* bounded name for logs and metrics, e.g. "lock_acquire" */
+    enum route_scope scope;            /* what an API key needs to call it */
+    const char *const *body_fields;    /* top-level members a JSON body may have */
+    const char *const *query_params;   /* query parameters the route reads */
+    const struct member_bound *bounds; /* bounded members, in the handler's order; or NULL */
 };
 
 struct route_match {

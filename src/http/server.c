@@ -496,8 +496,27 @@ static enum MHD_Result find_unknown_param(void *cls, enum MHD_ValueKind kind, co
     return MHD_NO;
 }
 
+/* The bounds of the route's members that the gateway checks (body: the parsed
+ * body, or NULL without one), in the order the route's description lists them. */
+static int check_bounds(struct http_request *req, const json_t *body, struct fg_error *err)
+{
+    for (const struct member_bound *b = req->match.route->bounds; b != NULL && b->name != NULL;
+         b++) {
+        if (b->by_handler)
+            continue;
+        if (b->check == CHECK_QUERY_INTEGER) {
+            if (strict_query_check(b, http_request_query(req, b->name), err) != 0)
+                return -1;
+        } else if (body != NULL && strict_member_check(b, body, err) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The checks of strict requests that need the route and the whole body:
- * unknown query parameters, the body's media type, its members. */
+ * unknown query parameters, the body's media type, its members and their
+ * bounds. */
 static int check_strict(struct http_request *req, struct fg_error *err)
 {
     const struct route *route = req->match.route;
@@ -506,14 +525,14 @@ static int check_strict(struct http_request *req, struct fg_error *err)
     if (scan.unknown != NULL)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.60s'", scan.unknown);
     if (req->body_len == 0)
-        return 0;
+        return check_bounds(req, NULL, err);
     if (!strict_content_type_is_json(http_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE)))
         return fg_fail(err, FG_ERR_UNSUPPORTED_MEDIA_TYPE,
                        "a request body must be sent as Content-Type: application/json");
     json_t *body = http_request_json(req, err);
-    if (body == NULL)
+    if (body == NULL || fgjson_only(body, route->body_fields, "", err) != 0)
         return -1;
-    return fgjson_only(body, route->body_fields, "", err);
+    return check_bounds(req, body, err);
 }
 
 /* auth_proxy_refused's look-up of a header of the request ctx. */

@@ -4,12 +4,18 @@
  * user happens to visit from driving a gateway on their machine (a JSON
  * Content-Type needs a CORS preflight; a foreign Host means DNS rebinding),
  * and what keeps a proxy in front from reading one request where the gateway
- * reads two (ambiguous body framing). It must not do I/O or build replies.
+ * reads two (ambiguous body framing). And the bounds of each route's members,
+ * from the table generated out of the route descriptions: what makes a bound
+ * written in openapi/routes/ the bound the gateway enforces. It must not do
+ * I/O or build replies.
  */
 #include "http/strict.h"
 
+#include <limits.h>
 #include <string.h>
 #include <strings.h>
+
+#include "util/integer.h"
 
 bool strict_content_type_is_json(const char *value)
 {
@@ -55,4 +61,62 @@ bool strict_framing_ok(int content_lengths, int transfer_encodings)
 bool strict_host_single(int hosts)
 {
     return hosts <= 1;
+}
+
+/* The checks of a present body integer or string, with fgjson_int's and
+ * fgjson_string's answers. */
+static int typed_check(const struct member_bound *b, const json_t *v, struct fg_error *err)
+{
+    if (b->check == CHECK_INTEGER) {
+        if (!json_is_integer(v))
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must be an integer", b->name);
+        long long n = json_integer_value(v);
+        return n < b->min || n > b->max ? fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal) : 0;
+    }
+    if (!json_is_string(v))
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must be a string", b->name);
+    long long len = (long long)json_string_length(v);
+    if (len < b->min || len > b->max)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
+    if (strlen(json_string_value(v)) != (size_t)len)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must not contain NUL", b->name);
+    return 0;
+}
+
+int strict_member_check(const struct member_bound *b, const json_t *body, struct fg_error *err)
+{
+    const json_t *v = json_object_get(body, b->name);
+    if (b->check == CHECK_TEXT || b->check == CHECK_ARRAY) {
+        if (v == NULL && !b->required)
+            return 0;
+        long long n = b->check == CHECK_ARRAY ? (long long)json_array_size(v)
+                                              : (long long)json_string_length(v);
+        bool ok = b->check == CHECK_ARRAY
+                      ? json_is_array(v)
+                      : json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
+        return ok && n >= b->min && n <= b->max
+                   ? 0
+                   : fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
+    }
+    if (v == NULL || json_is_null(v))
+        return b->required ? fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' is required", b->name)
+                           : 0;
+    return typed_check(b, v, err);
+}
+
+int strict_query_check(const struct member_bound *b, const char *text, struct fg_error *err)
+{
+    long long n = 0;
+    if (text == NULL || integer_parse(text, LLONG_MIN, LLONG_MAX, &n) != INTEGER_OK)
+        return 0; /* absent, or not decimal: the handler answers (it may decode it first) */
+    return n < b->min || n > b->max ? fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal) : 0;
+}
+
+const struct member_bound *strict_bound(const struct member_bound *list, const char *name)
+{
+    for (; list != NULL && list->name != NULL; list++)
+        if (strcmp(list->name, name) == 0)
+            return list;
+    FG_ASSERT(!"a handler reads a bound its route does not describe");
+    return NULL;
 }

@@ -2,8 +2,9 @@
 /*
  * strict.h - the header rules of "Strict requests" (docs/api.md) that need no
  * I/O: which Content-Type a body may have, which Host a request may name,
- * which X-Request-Id a client may choose, and how the body length is framed.
- * Pure functions over strings; the server applies them.
+ * which X-Request-Id a client may choose, how the body length is framed, and
+ * the bounds of a route's members as its description (openapi/routes/) gives
+ * them. Pure functions over strings and parsed bodies; the server applies them.
  */
 #ifndef FG_STRICT_H
 #define FG_STRICT_H
@@ -11,7 +12,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "fglimits.h"
+#include "util/error.h"
 
 /* True if value is "application/json", any case, optionally followed by
  * parameters (";charset=utf-8"). NULL is false. */
@@ -34,5 +38,41 @@ bool strict_framing_ok(int content_lengths, int transfer_encodings);
 /* True if a request names its Host at most once (hosts: Host headers): with
  * two, a proxy and the gateway may each read another. */
 bool strict_host_single(int hosts);
+
+/* How a bounded member is read, as its handler reads it (so a refusal is the
+ * handler's own answer, only earlier). */
+enum member_check {
+    CHECK_INTEGER,       /* a body integer: null is absent, else an integer in [min, max] */
+    CHECK_STRING,        /* a body string: null is absent, else min to max bytes, no NUL */
+    CHECK_TEXT,          /* a body string whose every fault answers the refusal: min to max bytes */
+    CHECK_ARRAY,         /* a body array of min to max items */
+    CHECK_QUERY_INTEGER, /* a decimal query parameter in [min, max] (its handler reads the rest) */
+};
+
+/*
+ * A bound of one body member or query parameter of a route, generated from the
+ * route's description (scripts/gen_routes.py): the one place the bound is
+ * written. A list of them ends with an entry whose name is NULL.
+ */
+struct member_bound {
+    const char *name;
+    enum member_check check;
+    long long min, max;  /* the value, the length in bytes or the number of items */
+    bool required;       /* absent is refused ("field 'x' is required", an array's refusal) */
+    const char *refusal; /* the detail of the 400 for a value out of bounds */
+    bool by_handler;     /* read only in some cases: its handler checks it with these bounds */
+};
+
+/* The bound named name of list (a route's bounds), which must have it. */
+const struct member_bound *strict_bound(const struct member_bound *list, const char *name);
+
+/* Checks the value body (a JSON object) has for member b (a body check) and
+ * returns 0, or -1 with the 400 invalid_field of its handler in err. */
+int strict_member_check(const struct member_bound *b, const json_t *body, struct fg_error *err);
+
+/* Checks text, the value of query parameter b (NULL: absent), likewise: a
+ * decimal integer out of bounds is refused; anything else is left to the
+ * handler, which may decode it before reading it. */
+int strict_query_check(const struct member_bound *b, const char *text, struct fg_error *err);
 
 #endif

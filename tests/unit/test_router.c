@@ -22,15 +22,15 @@ static enum handler_result handler(struct http_request *req, struct http_reply *
 }
 
 static const struct route table[] = {
-    {HTTP_GET, "/healthz", handler, "healthz", SCOPE_OPEN, NULL, NULL},
-    {HTTP_POST, "/v1/locks/{name*}/acquire", handler, "lock_acquire", SCOPE_LOCK, NULL, NULL},
-    {HTTP_POST, "/v1/locks/{name*}/release", handler, "lock_release", SCOPE_LOCK, NULL, NULL},
-    {HTTP_GET, "/v1/locks/{name*}", handler, "lock_status", SCOPE_LOCK, NULL, NULL},
-    {HTTP_GET, "/v1/pg/{table}/{key}", handler, "pg_get", SCOPE_PG_READ, NULL, NULL},
-    {HTTP_DELETE, "/v1/pg/{table}/{key}", handler, "pg_delete", SCOPE_PG_WRITE, NULL, NULL},
-    {HTTP_GET, "/v1/audit/rejections", handler, "audit", SCOPE_AUDIT_READ, NULL, NULL},
+    {HTTP_GET, "/healthz", handler, "healthz", SCOPE_OPEN, NULL, NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/acquire", handler, "lock_acquire", SCOPE_LOCK, NULL, NULL, NULL},
+    {HTTP_POST, "/v1/locks/{name*}/release", handler, "lock_release", SCOPE_LOCK, NULL, NULL, NULL},
+    {HTTP_GET, "/v1/locks/{name*}", handler, "lock_status", SCOPE_LOCK, NULL, NULL, NULL},
+    {HTTP_GET, "/v1/pg/{table}/{key}", handler, "pg_get", SCOPE_PG_READ, NULL, NULL, NULL},
+    {HTTP_DELETE, "/v1/pg/{table}/{key}", handler, "pg_delete", SCOPE_PG_WRITE, NULL, NULL, NULL},
+    {HTTP_GET, "/v1/audit/rejections", handler, "audit", SCOPE_AUDIT_READ, NULL, NULL, NULL},
     {.method = HTTP_GET, .pattern = "/v1/admin", .handler = handler, .label = "forgot_its_scope"},
-    {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN, NULL, NULL},
+    {HTTP_GET, NULL, NULL, NULL, SCOPE_ADMIN, NULL, NULL, NULL},
 };
 
 /* Matches and returns the route's label, or the problem code name on failure. */

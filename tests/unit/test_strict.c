@@ -2,8 +2,11 @@
 /*
  * test_strict.c - the header rules of strict requests (http/strict.c) and the
  * member check of bodies (fgjson_only): media type, Host, request ids, body
- * framing, unknown members named.
+ * framing, unknown members named; and the bound checks of the generated route
+ * table, which must answer exactly as the handlers' readers (fgjson_int,
+ * fgjson_string) would, only earlier.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +124,129 @@ static void owners(void **state)
     assert_true(name_is_valid_owner(long_owner, sizeof long_owner - 1));
 }
 
+/* The answer of check for value (NULL: member absent): 0, or the detail. */
+static const char *member_answer(const struct member_bound *b, json_t *value, struct fg_error *err)
+{
+    json_t *body = json_object();
+    if (value != NULL)
+        json_object_set_new(body, b->name, value);
+    memset(err, 0, sizeof *err);
+    int rc = strict_member_check(b, body, err);
+    json_decref(body);
+    assert_true(rc == 0 || err->code == FG_ERR_INVALID_FIELD);
+    return rc == 0 ? NULL : err->msg;
+}
+
+static void integers_answer_as_fgjson_int(void **state)
+{
+    (void)state;
+    const struct member_bound b = {
+        "ttl_ms", CHECK_INTEGER, 100, 5000, false, "field 'ttl_ms' must be between 100 and 5000",
+        false};
+    const long long values[] = {LLONG_MIN, -1, 0, 99, 100, 101, 4999, 5000, 5001, LLONG_MAX};
+    struct fg_error a, f;
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        json_t *body = json_pack("{s:I}", "ttl_ms", (json_int_t)values[i]);
+        long long out = 0;
+        memset(&f, 0, sizeof f);
+        int rc = fgjson_int(body, "ttl_ms", b.min, b.max, &out, NULL, &f);
+        const char *mine = member_answer(&b, json_integer(values[i]), &a);
+        assert_int_equal(mine == NULL, rc == 0);
+        if (mine != NULL)
+            assert_string_equal(mine, f.msg);
+        json_decref(body);
+    }
+    assert_string_equal(member_answer(&b, json_string("7"), &a),
+                        "field 'ttl_ms' must be an integer");
+    assert_string_equal(member_answer(&b, json_real(100.0), &a),
+                        "field 'ttl_ms' must be an integer");
+    assert_null(member_answer(&b, json_null(), &a));
+    assert_null(member_answer(&b, NULL, &a));
+    const struct member_bound need = {"limit", CHECK_INTEGER, 1, 9, true, "x", false};
+    assert_string_equal(member_answer(&need, NULL, &a), "field 'limit' is required");
+    assert_string_equal(member_answer(&need, json_null(), &a), "field 'limit' is required");
+}
+
+static void strings_answer_as_fgjson_string(void **state)
+{
+    (void)state;
+    const struct member_bound b = {
+        "owner", CHECK_STRING, 1, 4, false, "field 'owner' must be 1 to 4 bytes long", false};
+    const char *values[] = {"", "a", "abcd", "abcde", "a\0b"};
+    const size_t lens[] = {0, 1, 4, 5, 3};
+    struct fg_error a, f;
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        json_t *body = json_object();
+        json_object_set_new(body, "owner", json_stringn(values[i], lens[i]));
+        const char *out = NULL;
+        memset(&f, 0, sizeof f);
+        int rc = fgjson_string(body, "owner", (size_t)b.max, &out, &f);
+        const char *mine = member_answer(&b, json_stringn(values[i], lens[i]), &a);
+        assert_int_equal(mine == NULL, rc == 0);
+        if (mine != NULL)
+            assert_string_equal(mine, f.msg);
+        json_decref(body);
+    }
+    assert_string_equal(member_answer(&b, json_integer(1), &a), "field 'owner' must be a string");
+    assert_null(member_answer(&b, json_null(), &a));
+}
+
+static void texts_and_arrays_answer_their_refusal(void **state)
+{
+    (void)state;
+    const struct member_bound text = {"reason", CHECK_TEXT, 0, 3, false, "reason refused", false};
+    struct fg_error a;
+    assert_null(member_answer(&text, NULL, &a));
+    assert_null(member_answer(&text, json_string(""), &a));
+    assert_null(member_answer(&text, json_string("abc"), &a));
+    assert_string_equal(member_answer(&text, json_string("abcd"), &a), "reason refused");
+    assert_string_equal(member_answer(&text, json_stringn("a\0", 2), &a), "reason refused");
+    assert_string_equal(member_answer(&text, json_null(), &a), "reason refused");
+    assert_string_equal(member_answer(&text, json_integer(1), &a), "reason refused");
+    const struct member_bound list = {"names", CHECK_ARRAY, 1, 2, true, "names refused", false};
+    assert_string_equal(member_answer(&list, NULL, &a), "names refused");
+    assert_string_equal(member_answer(&list, json_pack("[]"), &a), "names refused");
+    assert_null(member_answer(&list, json_pack("[s]", "a"), &a));
+    assert_null(member_answer(&list, json_pack("[s,s]", "a", "b"), &a));
+    assert_string_equal(member_answer(&list, json_pack("[s,s,s]", "a", "b", "c"), &a),
+                        "names refused");
+    assert_string_equal(member_answer(&list, json_string("a"), &a), "names refused");
+}
+
+static void queries_refuse_decimals_out_of_bounds(void **state)
+{
+    (void)state;
+    const struct member_bound b = {"limit", CHECK_QUERY_INTEGER, 1,    1000,
+                                   false,   "limit refused",     false};
+    struct fg_error err = {0};
+    assert_int_equal(strict_query_check(&b, NULL, &err), 0);
+    assert_int_equal(strict_query_check(&b, "", &err), 0);
+    assert_int_equal(strict_query_check(&b, "1", &err), 0);
+    assert_int_equal(strict_query_check(&b, "1000", &err), 0);
+    assert_int_equal(strict_query_check(&b, "%31", &err), 0); /* the handler decodes it */
+    assert_int_equal(strict_query_check(&b,
+                                        "9"
+                                        "9999999999999999999",
+                                        &err),
+                     0); /* its own answer */
+    assert_int_equal(strict_query_check(&b, "0", &err), -1);
+    assert_string_equal(err.msg, "limit refused");
+    assert_int_equal(strict_query_check(&b, "1001", &err), -1);
+    assert_int_equal(strict_query_check(&b, "-5", &err), -1);
+}
+
+static void bounds_are_found_by_name(void **state)
+{
+    (void)state;
+    const struct member_bound list[] = {
+        {"a", CHECK_INTEGER, 0, 1, false, "a", false},
+        {"b", CHECK_QUERY_INTEGER, 2, 3, false, "b", true},
+        {NULL, CHECK_INTEGER, 0, 0, false, NULL, false},
+    };
+    assert_ptr_equal(strict_bound(list, "b"), &list[1]);
+    assert_ptr_equal(strict_bound(list, "a"), &list[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -130,6 +256,11 @@ int main(void)
         cmocka_unit_test(framing),
         cmocka_unit_test(unknown_members_are_named),
         cmocka_unit_test(owners),
+        cmocka_unit_test(integers_answer_as_fgjson_int),
+        cmocka_unit_test(strings_answer_as_fgjson_string),
+        cmocka_unit_test(texts_and_arrays_answer_their_refusal),
+        cmocka_unit_test(queries_refuse_decimals_out_of_bounds),
+        cmocka_unit_test(bounds_are_found_by_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
