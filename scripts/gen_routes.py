@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """scripts/gen_routes.py - owns: turning the route descriptions of openapi/routes/*.json, the one place
-a route's method, path, handler, label, scope and accepted members (their types and bounds, bounds
-named by the macros of src/fglimits.h) are written, into what is derived from them:
+a route's method, path, handler, label, scope, accepted members (their types and bounds, bounds
+named by the macros of src/fglimits.h) and answers are written, into what is derived from them:
 
   c OUT.c ROUTES...   the route table api_routes[] with its strict-request lists and member bounds
-                      (the build runs this)
-  write ROUTES...     the scopes, request schemas and query parameters of openapi/openapi.json, the tables
-                      of docs/api.md between the marker comments MARK_BEGIN ... MARK_END, in place
+  write ROUTES...     the scopes, request schemas and examples, query parameters and answers of
+                      openapi/openapi.json, the tables of docs/api.md between the marker comments
+                      MARK_BEGIN ... MARK_END, in place, each file only when it changes (the build
+                      runs both; the two files are kept in git)
   check ROUTES...     exits 1, naming the difference, when either file is not what `write` would make
-                      it (a ctest runs this)
+                      it (lint.routes)
+
+A route's "answers" map each status to the name of a shared response of components/responses or to
+{"description", "schema" (a shared schema's name, or a schema), "example", "media"} (or a whole
+"content"); the rest of an operation (summary, description, path parameters) and the shared components
+stay written by hand in openapi/openapi.json.
 
 A member's "doc" ({"type_note", "default", "meaning"}, whose {MACRO} and {MACRO:,} name numbers of
 src/fglimits.h) fills the columns of its route's member table in docs/api.md; OpenAPI never sees it.
@@ -47,7 +53,9 @@ GATEWAY_ONLY = ("required", "doc", "refusal", "checked_by")
 REFUSALS = {("body", "integer"): "field '{name}' must be between {minimum} and {maximum}",
             ("body", "string"): "field '{name}' must be {minLength} to {maxLength} bytes long",
             ("query", "integer"): "query '{name}' must be an integer from {minimum} to {maximum}"}
-ROUTE_KEYS = {"method", "path", "label", "handler", "scope", "scope_text", "operation", "body", "query"}
+ROUTE_KEYS = {"method", "path", "label", "handler", "scope", "scope_text", "operation", "body", "query",
+              "answers"}
+ANSWER_KEYS = {"description", "schema", "example", "media", "content"}
 # What OpenAPI's x-fencegate-scope says of each scope, unless a route's scope_text says more.
 SCOPE_TEXT = {"admin": "admin", "open": None, "key": "any known key", "lock": "lock:<name>",
               "semaphore": "semaphore:<name>", "pg_read": "pg:<table>:read", "pg_write": "pg:<table>:write",
@@ -94,20 +102,6 @@ def check_route(route: dict, where: str) -> None:
     for key in ("label", "handler"):
         if not IDENT.match(route.get(key, "")):
             raise DescriptionError(f"{where}: {key} must be a C identifier")
-    for part in ("body", "query"):
-        members = members_of(route, part)
-        for name, schema in members.items():
-            if set(schema.get("doc", {})) - {"type_note", "default", "meaning"}:
-                raise DescriptionError(f"{where}: {part} member {name!r}: a doc has type_note, default "
-                                       "and meaning only")
-            if not IDENT.match(name) or schema.get("type") not in TYPES:
-                raise DescriptionError(f"{where}: {part} member {name!r} needs a name and a type of "
-                                       f"{TYPES}")
-            if set(schema) - MEMBER_KEYS:
-                raise DescriptionError(f"{where}: {part} member {name!r}: unknown keys "
-                                       f"{sorted(set(schema) - MEMBER_KEYS)}")
-    if "body" in route and not route["body"].get("schema"):
-        raise DescriptionError(f"{where}: body needs the name of its OpenAPI schema")
     for part in ("body", "query"):
         members = members_of(route, part)
         for name, schema in members.items():
@@ -274,6 +268,34 @@ def query_parameter(name: str, schema: dict, numbers: dict, where: str) -> dict:
     return param
 
 
+def responses(route: dict, doc: dict) -> dict:
+    """The OpenAPI responses of route's "answers": a name is a shared response of components/responses;
+    an object a description, a schema (the name of a shared schema, or a schema), an example and the
+    media type (default application/json), or a whole "content"."""
+    where = f"{route['method']} {route['path']}"
+    out = {}
+    for status, answer in route["answers"].items():
+        if isinstance(answer, str):
+            if answer not in doc["components"]["responses"]:
+                raise DescriptionError(f"{where}: answer {status}: no shared response {answer}")
+            out[status] = {"$ref": f"#/components/responses/{answer}"}
+            continue
+        if "content" in answer:
+            out[status] = {"description": answer["description"], "content": answer["content"]}
+            continue
+        schema = answer["schema"]
+        if isinstance(schema, str):
+            if schema not in doc["components"]["schemas"]:
+                raise DescriptionError(f"{where}: answer {status}: no shared schema {schema}")
+            schema = {"$ref": f"#/components/schemas/{schema}"}
+        media = {"schema": schema}
+        if "example" in answer:
+            media["example"] = answer["example"]
+        out[status] = {"description": answer["description"],
+                       "content": {answer.get("media", "application/json"): media}}
+    return out
+
+
 def openapi_document(doc: dict, routes: list, numbers: dict) -> dict:
     """doc with the scopes, request schemas and query parameters of routes written into it."""
     doc = json.loads(json.dumps(doc))
@@ -304,8 +326,15 @@ def openapi_document(doc: dict, routes: list, numbers: dict) -> dict:
             else:
                 schema.pop("required", None)
             schema["properties"] = body["properties"]
-            op["requestBody"]["content"]["application/json"]["schema"] = {
-                "$ref": f"#/components/schemas/{name}"}
+            content = op["requestBody"]["content"]["application/json"]
+            content["schema"] = {"$ref": f"#/components/schemas/{name}"}
+            if "example" in r["body"]:
+                content["example"] = r["body"]["example"]
+            else:
+                content.pop("example", None)
+        if "answers" not in r:
+            raise DescriptionError(f"{where}: needs its answers (status: shared response or description)")
+        op["responses"] = responses(r, doc)
         params = op.get("parameters", [])
         query = [query_parameter(n, s, numbers, where) for n, s in members_of(r, "query").items()]
         kept = [p for p in params if p.get("in") != "query"]

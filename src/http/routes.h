@@ -10,8 +10,10 @@
  * so fixed paths come before parameters that could swallow them.
  *
  * The table is generated at build time (scripts/gen_routes.py) from the route
- * descriptions of openapi/routes/, which also give openapi/openapi.json
- * its request schemas: edit those, not the generated route_table.c.
+ * descriptions of openapi/routes/, with the bounds of each route's members
+ * (http/strict.h); the same descriptions give openapi/openapi.json its request
+ * schemas and answers and docs/api.md its tables: edit those, not the
+ * generated route_table.c.
  */
 #ifndef FG_ROUTES_H
 #define FG_ROUTES_H
