@@ -12,10 +12,18 @@
 -- Or the end of the last lease (lib_lease.lua end_text). A lease that ends by running out leaves no
 -- record: it expired.
 
+-- The live holder record of the fields up to granted_at (numbers as decimal
+-- text) and tail, the fields from claimed on as one text. The first try of an
+-- acquire (lock_acquire_fast.lua) gets its tail whole from the gateway
+-- (src/lease/lock.c), which knows them all before the script runs.
+local function holder_join(lease, fence, ttl, hold_until, granted_at, tail)
+  return lease .. ' ' .. fence .. ' ' .. ttl .. ' ' .. hold_until .. ' ' .. granted_at .. ' ' .. tail
+end
+
 -- The live holder record of the given fields (numbers as decimal text).
 local function holder_text(lease, fence, ttl, hold_until, granted_at, claimed, inst, attach, rid, owner)
-  return lease .. ' ' .. fence .. ' ' .. ttl .. ' ' .. hold_until .. ' ' .. granted_at .. ' ' .. claimed .. ' ' ..
-         inst .. ' ' .. attach .. ' ' .. (rid == '' and '0' or string.format('%d', #rid)) .. ' ' .. rid .. owner
+  return holder_join(lease, fence, ttl, hold_until, granted_at, claimed .. ' ' .. inst .. ' ' .. attach .. ' ' ..
+                     (rid == '' and '0' or string.format('%d', #rid)) .. ' ' .. rid .. owner)
 end
 
 -- The fields of a live holder record raw (a table, the numbers as decimal text), or nil when raw is no

@@ -240,6 +240,12 @@ end
 -- fence at hand trims at once.
 local TRIM_EVERY = 16
 
+-- LEASE_RELEASED_KEPT_MS (src/fglimits.h) as decimal text: how long a release
+-- is answered again at least (the scripts that take it as marker_ms get the same).
+-- Made at load, where a library sees no globals (string.format): an integer
+-- below 10^14 concatenates as its decimal digits.
+local RELEASED_KEPT = LEASE_RELEASED_KEPT_MS .. ''
+
 -- Remembers lease (with fence, or nil) as released until till (ms).
 local function mark_released_until(lk, lease, now, till, fence)
   if not fence or fence % TRIM_EVERY == 0 then
@@ -316,6 +322,19 @@ end
 -- (decimal text) ended.
 local function publish_end(kind, name, fence, reason)
   redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+end
+
+-- Ends the lease of a lock with record h (lib_holder.lua holder_read or
+-- holder_brief) in its holder key hkey for reason at now: its end's record
+-- replaces it, kept keep_text ms (decimal text) or, for a release, as long as
+-- its ttl if that is longer; published when the lock is watched (watched: the
+-- mark as read). Returns the end's record.
+local function holder_end(hkey, name, h, reason, keep_text, now, watched)
+  if reason == 'released' and h.ttl + 0 > keep_text + 0 then keep_text = h.ttl end
+  local text = end_text(h.lease, h.fence, reason, decimal(now + keep_text))
+  redis.call('SET', hkey, text, 'PX', keep_text)
+  if watched then publish_end('l', name, h.fence, reason) end
+  return text
 end
 
 local function mark_ended(lk, kind, name, fence, reason, ttl)

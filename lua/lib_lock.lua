@@ -47,19 +47,6 @@ local function holder_write(k, prior, text, ms, now)
   redis.call('SET', k.h, text, 'PX', ms)
 end
 
--- Ends the lease with record h (holder_read or holder_brief) in the holder
--- key hkey for reason at now: its end's record replaces it, kept keep_text ms
--- (decimal text) or, for a release, as long as its ttl if that is longer;
--- published when the lock is watched (watched: the mark as read).
--- Returns the end's record.
-local function holder_end(hkey, name, h, reason, keep_text, now, watched)
-  if reason == 'released' and h.ttl + 0 > keep_text + 0 then keep_text = h.ttl end
-  local text = end_text(h.lease, h.fence, reason, decimal(now + keep_text))
-  redis.call('SET', hkey, text, 'PX', keep_text)
-  if watched then publish_end('l', name, h.fence, reason) end
-  return text
-end
-
 -- Called after waiters left the queue: the tickets go with the last one.
 local function queue_settled(k)
   if redis.call('EXISTS', k.q) == 0 then redis.call('DEL', k.t) end

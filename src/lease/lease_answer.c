@@ -30,6 +30,7 @@ static const struct {
 } retry_names[] = {
     {"nofence", LEASE_RETRY_NOFENCE},
     {"norevoked", LEASE_RETRY_NOREVOKED},
+    {"contended", LEASE_RETRY_CONTENDED},
 };
 
 /* Reads the grants to other waiters of this gateway (well-formed ones only). */

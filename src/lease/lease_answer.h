@@ -19,11 +19,13 @@ enum lease_retry {
     LEASE_RETRY_NONE,
     LEASE_RETRY_NOFENCE,   /* reserve fences (lease/fence.h) */
     LEASE_RETRY_NOREVOKED, /* rebuild the revoked set (store/fenced/revocations.h) */
+    LEASE_RETRY_CONTENDED, /* a first try found the lease in use: run the full script */
 };
 
 /*
  * Reads the answer text (len bytes) of script into *res, or sets *retry when
- * the answer asks for one ("nofence", "norevoked"; *res is then zeroed). The
+ * the answer asks for one ("nofence", "norevoked", "contended"; *res is then
+ * zeroed). The
  * common answers, one level of plain members, are read as they are scanned
  * (fgjson_scan_flat); others (grants to other waiters, numbers sent as reals)
  * through a jansson tree. An answer that is no JSON object or names no lease

@@ -64,6 +64,18 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
 }
 
+int lease_first_try(enum fg_script script, const char *const *keys, const char *const *argv,
+                    struct lease_result *res, bool *contended, struct fg_error *err)
+{
+    struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
+    if (redis_script_text(script, keys, argv, read_answer, &into, err) != 0)
+        return -1;
+    *contended = into.retry == LEASE_RETRY_CONTENDED;
+    if (into.retry != LEASE_RETRY_NONE && !*contended)
+        return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
+    return 0;
+}
+
 void lease_leave_pack(const struct lease_leaver *ws, size_t n, char *out)
 {
     FG_ASSERT(n > 0 && n <= LEASE_LEAVE_MAX);

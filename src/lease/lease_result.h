@@ -94,6 +94,16 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
                      const char *const *argv, struct lease_result *res,
                      struct fg_error *err) FG_WUR;
 
+/*
+ * Runs the first try of a transition (lua/lock_*_fast.lua), which names only
+ * the keys an uncontended acquire or release touches (keys, picked from
+ * lease/lease_keys.h by the caller) and either does it or answers "contended"
+ * without a write: then *contended is set and the caller runs the full script
+ * (lease_script_run). Else its answer is read into *res.
+ */
+int lease_first_try(enum fg_script script, const char *const *keys, const char *const *argv,
+                    struct lease_result *res, bool *contended, struct fg_error *err) FG_WUR;
+
 #define LEASE_LEAVE_MAX    128 /* waiters one leave script takes */
 #define LEASE_LEAVE_PACKED (LEASE_LEAVE_MAX * 2 * LEASE_ID_LEN + 1)
 

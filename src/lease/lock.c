@@ -16,6 +16,38 @@
 #include "store/backend/redis.h"
 #include "util/fgjson.h"
 
+/* The fields from "claimed" on of the holder record an acquire without a
+ * request_id writes (lua/lib_holder.lua): claimed, instance, attach, the
+ * request_id's length (0) and the owner. */
+#define HOLDER_TAIL_MAX (8 + 2 * LEASE_ID_LEN + OWNER_NAME_MAX_LEN)
+
+/* The first try of an acquire without a request_id (lua/lock_acquire_fast.lua):
+ * takes the free lock nobody waits for, else sets *contended. */
+static int acquire_first_try(const char *name, const struct acquire_params *p, const char *lease_id,
+                             const char *attach, const char *ttl, const char *hold,
+                             struct lease_result *res, bool *contended, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *keys[LOCK_ACQUIRE_FAST_NKEYS] = {
+        [LOCK_ACQUIRE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_ACQUIRE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
+        [LOCK_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_LOCK_KEY_FENCE],
+        [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_LOCK_KEY_FENCE_LIMIT],
+        [LOCK_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
+        [LOCK_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_LOCK_KEY_RELEASED],
+        [LOCK_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
+    };
+    char tail[HOLDER_TAIL_MAX];
+    snprintf(tail, sizeof tail, "1 %s %s 0 %s", gw.instance_id, attach, p->owner);
+    const char *argv[LOCK_ACQUIRE_FAST_NARGV] = {
+        [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,  [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease_id,
+        [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl, [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,
+        [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
+    };
+    return lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, keys, argv, res, contended, err);
+}
+
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                  const char *attach, struct lease_result *res, struct fg_error *err)
 {
@@ -23,6 +55,12 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
+    bool contended = true;
+    if (p->request_id[0] == '\0' &&
+        acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
+        return -1;
+    if (!contended)
+        return 0;
     snprintf(claim, sizeof claim, "%lld", cfg->waiter_lease_ms);
     snprintf(maxw, sizeof maxw, "%lld", cfg->max_waiters_per_lock);
     snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
@@ -73,9 +111,34 @@ int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *
     return lease_leave_run(SCRIPT_LOCK_LEAVE, k.key, argv, n, left, err);
 }
 
+/* The first try of a release (lua/lock_release_fast.lua): the holder's
+ * release with nobody waiting, else sets *contended. */
+static int release_first_try(const char *name, const char *lease_id, struct lease_result *res,
+                             bool *contended, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *keys[LOCK_RELEASE_FAST_NKEYS] = {
+        [LOCK_RELEASE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
+        [LOCK_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
+        [LOCK_RELEASE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
+    };
+    const char *argv[LOCK_RELEASE_FAST_NARGV] = {
+        [LOCK_RELEASE_FAST_ARGV_NAME] = name,
+        [LOCK_RELEASE_FAST_ARGV_LEASE] = lease_id,
+    };
+    return lease_first_try(SCRIPT_LOCK_RELEASE_FAST, keys, argv, res, contended, err);
+}
+
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err)
 {
+    bool contended = false;
+    if (release_first_try(name, lease_id, res, &contended, err) != 0)
+        return -1;
+    if (!contended)
+        return 0;
     char claim[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     const char *argv[LOCK_RELEASE_NARGV] = {

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import GatewayTest, Redis, wait_for  # noqa: E402
 
 PAIRS = 300
-LOCK_PAIR_COMMANDS = 10
+LOCK_PAIR_COMMANDS = 9
 SEMAPHORE_PAIR_COMMANDS = 17
 REUSED_LOCK_PAIR_COMMANDS = 13
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads.

@@ -8,7 +8,9 @@ briefly and releases; the grant order must equal the arrival order.
 
 A lock whose holder ran out while others wait is not free for a newcomer: the first waiter gets it, even
 when its gateway is too busy to look just then. (Caught: an acquire that took a lock it found without a
-holder without asking whether anybody waits.)
+holder without asking whether anybody waits.) Nor is a lock released while somebody waits: the release hands
+it to the first waiter in the same step, even when the waiter's gateway looks at nothing just then. (Caught:
+a first try of the release that ended the lease without asking whether anybody waits.)
 
 Owns: the FIFO property of /v1/locks, across gateways. Must not: infer the order from the gateway's
 status endpoint (it only gates when to start the next waiter).
@@ -98,6 +100,32 @@ class FifoTest(unittest.TestCase):
                 newcomer = acquire(c, name)
                 self.assertEqual(newcomer.status, 409, "a newcomer took the lock its waiter was due")
                 self.assertTrue(status(c, name)["held"], "the waiter was not granted the lock")
+            finally:
+                gw_b.signal(signal.SIGCONT)
+            waiter.join(30)
+            self.assertEqual(got[0].status, 200, got)
+            self.assertEqual(release(c, name, got[0].body["token"]).status, 200)
+
+    def test_release_hands_the_lock_to_the_waiter_in_the_same_step(self):
+        name = unique_name("fifo-release")
+        config = {"poll_ms": 100, "waiter_lease_ms": 10000}
+        with Gateway(config=config) as gw_a, Gateway(config=config) as gw_b, gw_a.client() as c:
+            held = acquire(c, name, ttl_ms=30000)
+            self.assertEqual(held.status, 200, held)
+            got: list = []
+
+            def wait() -> None:
+                with gw_b.client(timeout=60) as w:
+                    got.append(acquire(w, name, wait_ms=30000, ttl_ms=30000))
+
+            waiter = threading.Thread(target=wait, daemon=True)
+            waiter.start()
+            wait_for_waiting(c, name, 1)
+            gw_b.signal(signal.SIGSTOP)  # its waiter cannot look again: only the release can grant
+            try:
+                self.assertEqual(release(c, name, held.body["token"]).status, 200)
+                self.assertTrue(status(c, name)["held"], "the release left the lock free with a waiter queued")
+                self.assertEqual(acquire(c, name).status, 409, "a newcomer took the lock its waiter was due")
             finally:
                 gw_b.signal(signal.SIGCONT)
             waiter.join(30)

@@ -1,0 +1,32 @@
+-- uses: lib_lease.lua lib_holder.lua
+-- SPDX-License-Identifier: Apache-2.0
+-- lock_acquire_fast.lua: the first try of an acquire without a request_id on
+-- lock N: takes the lock when nobody holds it and nobody waits for it, naming
+-- only the keys that takes (Redis hands each key and argument of a call to
+-- Lua at a price). Anything else it leaves to lock_acquire.lua, which the
+-- gateway then runs: it answers "contended" without a write.
+-- What it does is what lock_acquire.lua does for the same call on a free lock
+-- nobody waits for: never takes a lock somebody is queued for (the tickets
+-- exist exactly while the queue does, lib_lock.lua), issues a fence only while
+-- the sequence may (lib_lease.lua), keeps the end of the lease before in the
+-- history (end_bury).
+-- KEYS: holder tickets fence fence_limit index released ended
+--   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
+-- ARGV: name lease ttl_ms max_hold_ms tail
+--   lease: a fresh id; tail: the holder record's fields from claimed on (lib_holder.lua
+--   holder_join), "1 <instance> <attach> 0 <owner>"
+-- Returns JSON: granted {lease, fence, ttl, expires_at}, or contended {}: held,
+-- waited for, no fence may be issued, or a holder key this script does not read.
+local v = redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])
+local prior = v[3]
+if v[4] or not fences_left(v) or (prior and string.byte(prior, 1) ~= 126) then -- '~': an end's record
+  return '{"r":"contended"}'
+end
+local now = now_ms()
+if prior then end_bury({released = KEYS[6], ended = KEYS[7]}, prior, now) end
+redis.call('ZADD', KEYS[5], '0', A_name)
+local lease, ttl = A_lease, A_ttl_ms
+local fence = decimal(redis.call('INCR', KEYS[3]))
+redis.call('SET', KEYS[1], holder_join(lease, fence, ttl, decimal(now + A_max_hold_ms), decimal(now), A_tail),
+           'PX', ttl)
+return granted_json(lease, fence, ttl, decimal(now + ttl))

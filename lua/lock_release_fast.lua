@@ -1,0 +1,18 @@
+-- uses: lib_lease.lua lib_holder.lua
+-- SPDX-License-Identifier: Apache-2.0
+-- lock_release_fast.lua: the first try of a release of lock N: its holder
+-- releases while nobody waits, naming only the keys that touches. Anything
+-- else (a lease that no longer holds, a retried release, somebody waiting, to
+-- whom the lock passes) it leaves to lock_release.lua, which the gateway then
+-- runs: it answers "contended" without a write.
+-- KEYS: holder watched tickets index
+--   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
+-- ARGV: name lease
+-- Returns JSON: released {held_ms}, or contended {}.
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+local h = not v[3] and holder_brief(v[1])
+if not h or h.lease ~= A_lease then return '{"r":"contended"}' end
+local now = now_ms()
+holder_end(KEYS[1], A_name, h, 'released', RELEASED_KEPT, now, v[2])
+redis.call('ZREM', KEYS[4], A_name)
+return '{"r":"released","held_ms":' .. decimal(now - h.granted_at) .. '}'
