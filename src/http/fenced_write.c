@@ -75,36 +75,35 @@ int fenced_write_bound(enum metric_backend backend, const struct resource_guard 
 
 /* 409 stale_fence: both fences and the resource, and every stale resource of a batch. */
 static void reply_stale(struct http_reply *reply, const struct fenced_writer *who,
-                        const struct fenced_refusal *r)
+                        const struct fenced_result *r, const char *method)
 {
     struct fg_error err;
-    log_stale_write(r->resource, who->lock_name, who->fence, r->current_fence, r->method,
-                    who->client_addr);
+    log_stale_write(r->resource, who->lock_name, who->fence, r->fence, method, who->client_addr);
     fg_fail(&err, FG_ERR_STALE_FENCE,
-            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence,
-            r->current_fence, r->resource);
-    json_t *extra =
-        json_pack("{s:I, s:I, s:s}", "presented_fence", (json_int_t)who->fence, "current_fence",
-                  (json_int_t)r->current_fence, "resource", r->resource);
+            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence, r->fence,
+            r->resource);
+    json_t *extra = json_pack("{s:I, s:I, s:s}", "presented_fence", (json_int_t)who->fence,
+                              "current_fence", (json_int_t)r->fence, "resource", r->resource);
     if (r->stale != NULL)
         json_object_set(extra, "stale", (json_t *)r->stale);
     reply_problem_extra(reply, &err, extra);
 }
 
 void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
-                          const struct fenced_writer *who, const struct fenced_refusal *refusal)
+                          const struct fenced_writer *who, const struct fenced_result *refused,
+                          const char *method)
 {
-    const char *reason = fenced_outcome_reason(refusal->outcome);
+    const char *reason = fenced_outcome_reason(refused->outcome);
     FG_ASSERT(reason != NULL);
     metrics_fenced_write(backend, metrics_write_refused(reason));
-    if (refusal->audit_streamed)
+    if (refused->audit_streamed)
         audit_stream_poke();
     else
         metrics_audit_written(reason);
-    if (refusal->outcome == FENCED_STALE)
-        reply_stale(reply, who, refusal);
+    if (refused->outcome == FENCED_STALE)
+        reply_stale(reply, who, refused, method);
     else
-        reply_write_lease_lost(reply, (long long)who->fence, refusal->resource, reason);
+        reply_write_lease_lost(reply, (long long)who->fence, refused->resource, reason);
 }
 
 /* Skips optional white space (SP, HTAB). */

@@ -16,7 +16,7 @@
 #include "auth/token.h"
 #include "config.h"
 #include "http/server.h"
-#include "store/fenced/fenced.h"
+#include "store/fenced/fenced_result.h"
 #include "util/metrics.h"
 
 /*
@@ -38,13 +38,15 @@ int fenced_write_bound(enum metric_backend backend, const struct resource_guard 
                        struct fg_error *err) FG_WUR;
 
 /*
- * Answers the refused write of who: 409 stale_fence naming both fences (and
- * logged as stale_write), or 410 lease_lost with reason "revoked" or
- * "lease_expired". Counts it as a stale write of backend and accounts for its
- * audit record.
+ * Answers the refused write of who, whose result is refused (STALE, REVOKED or
+ * EXPIRED, from either store) and whose HTTP method is method ("POST" for a
+ * batch): 409 stale_fence naming both fences (and logged as stale_write), or
+ * 410 lease_lost with reason "revoked" or "lease_expired". Counts it as a
+ * stale write of backend and accounts for its audit record.
  */
 void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
-                          const struct fenced_writer *who, const struct fenced_refusal *refusal);
+                          const struct fenced_writer *who, const struct fenced_result *refused,
+                          const char *method);
 
 /* True if a Prefer header value (NULL: none) asks for return=minimal among its
  * preferences (names and values case-insensitive, values maybe quoted). */

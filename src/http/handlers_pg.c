@@ -49,70 +49,42 @@ static int op_bound(const struct table_schema *schema, const struct fenced_op *o
                               err);
 }
 
-/* Answers a write the store refused (res->outcome STALE or REVOKED; it audited
- * the refusal itself); method: "PUT", ..., "POST" for a batch. */
-static void reply_refused(struct http_reply *reply, const struct fenced_writer *who,
-                          const struct fenced_result *res, const char *method)
-{
-    struct fenced_refusal refusal = {
-        .outcome = res->outcome,
-        .resource = res->resource,
-        .current_fence = res->fence,
-        .stale = res->items,
-        .method = method,
-    };
-    fenced_write_refused(reply, METRIC_BACKEND_PG, who, &refusal);
-}
-
 /*
  * require_live_lease: if any of the nops operations is on a table that requires
- * it, asks whether the token's lease (claims) still holds. *held is true when
- * the writes may go on; otherwise every such operation was refused with an
- * audit row (reason lease_expired) and *resource names the first (owned).
- * The lease can still end between this check and the commit; the fence covers
- * that window (docs/design.md, "Writes under a live lease").
+ * it, asks whether the token's lease (claims) still holds. When it does not,
+ * every such operation is refused with an audit row (reason lease_expired) and
+ * *res is the refusal of the first (EXPIRED); otherwise *res stays zeroed and
+ * the writes may go on. The lease can still end between this check and the
+ * commit; the fence covers that window (docs/design.md, "Writes under a live
+ * lease").
  */
 static int live_lease_gate(const struct table_schema *schemas, const struct fenced_op *ops,
                            size_t nops, const struct token_claims *claims,
-                           const struct fenced_writer *who, const char *method, bool *held,
-                           char **resource, struct fg_error *err)
+                           const struct fenced_writer *who, const char *method,
+                           struct fenced_result *res, struct fg_error *err)
 {
-    *held = true;
-    *resource = NULL;
-    bool needed = false;
+    memset(res, 0, sizeof *res);
+    bool needed = false, held = true;
     for (size_t i = 0; i < nops; i++)
         needed = needed || schemas[ops[i].table].cfg->guard.live_lease;
     if (!needed)
         return 0;
-    if (lease_live_check(claims, held, err) != 0)
+    if (lease_live_check(claims, &held, err) != 0)
         return -1;
-    if (*held)
-        return 0;
-    for (size_t i = 0; i < nops; i++) {
-        char *refused = NULL;
+    for (size_t i = 0; !held && i < nops; i++) {
+        struct fenced_result refused;
         if (!schemas[ops[i].table].cfg->guard.live_lease)
             continue;
         if (fenced_pg_refuse(&ops[i], who, method, &refused, err) != 0) {
-            free(refused);
+            fenced_result_free(res);
             return -1;
         }
-        if (*resource == NULL)
-            *resource = refused;
+        if (res->resource == NULL)
+            *res = refused;
         else
-            free(refused);
+            fenced_result_free(&refused);
     }
     return 0;
-}
-
-/* 410 lease_lost for writes refused by live_lease_gate (resource is freed). */
-static enum handler_result reply_expired(struct http_reply *reply, const struct fenced_writer *who,
-                                         char *resource, const char *method)
-{
-    struct fenced_refusal refusal = {
-        .outcome = FENCED_EXPIRED, .resource = resource, .method = method};
-    fenced_write_refused(reply, METRIC_BACKEND_PG, who, &refusal);
-    free(resource);
-    return HANDLER_DONE;
 }
 
 /* Runs a single write of kind; path_key is NULL for POST (key inside the row). */
@@ -136,27 +108,25 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         return fail(reply, &err);
     struct fenced_op op;
     struct fenced_result res;
-    bool held = true, want_row = fenced_write_wants_row(req);
-    char *expired = NULL;
+    bool want_row = fenced_write_wants_row(req);
     if (fenced_op_parse(schemas, (size_t)table, kind, path_key, body, &op, &err) != 0 ||
         op_bound(&schemas[table], &op, &claims, &err) != 0 ||
-        live_lease_gate(schemas, &op, 1, &claims, &who, fenced_kind_method(kind), &held, &expired,
-                        &err) != 0 ||
-        (held && fenced_pg_write(&op, &who, want_row, &res, &err) != 0)) {
+        live_lease_gate(schemas, &op, 1, &claims, &who, fenced_kind_method(kind), &res, &err) !=
+            0 ||
+        (res.outcome != FENCED_EXPIRED && fenced_pg_write(&op, &who, want_row, &res, &err) != 0)) {
         fenced_op_free(&op);
         return fail(reply, &err);
     }
     fenced_op_free(&op);
-    if (!held)
-        return reply_expired(reply, &who, expired, fenced_kind_method(kind));
-    http_request_log_subject(req, "%s", res.resource);
+    if (res.outcome != FENCED_EXPIRED)
+        http_request_log_subject(req, "%s", res.resource);
     if (res.outcome != FENCED_APPLIED)
-        reply_refused(reply, &who, &res, fenced_kind_method(kind));
+        fenced_write_refused(reply, METRIC_BACKEND_PG, &who, &res, fenced_kind_method(kind));
     else if (!want_row)
         fenced_write_applied_minimal(reply, METRIC_BACKEND_PG);
     else
         fenced_write_applied(reply, METRIC_BACKEND_PG, kind == FENCED_POST ? 201 : 200,
-                             res.resource, res.fence, "row", res.row);
+                             res.resource, res.fence, "row", res.after);
     fenced_result_free(&res);
     return HANDLER_DONE;
 }
@@ -192,14 +162,14 @@ enum handler_result handle_pg_get(struct http_request *req, struct http_reply *r
     if (fenced_pg_read((size_t)table, req->match.params[1], &res, &err) != 0)
         return fail(reply, &err);
     json_t *fence = res.fence > 0 ? json_integer(res.fence) : json_null();
-    if (json_is_null(res.row)) {
+    if (json_is_null(res.after)) {
         fg_fail(&err, FG_ERR_NOT_FOUND, "no row with that key");
         reply_problem_extra(reply, &err,
                             json_pack("{s:s, s:o}", "resource", res.resource, "fence", fence));
     } else {
-        reply_json(
-            reply, 200,
-            json_pack("{s:O, s:o, s:s}", "row", res.row, "fence", fence, "resource", res.resource));
+        reply_json(reply, 200,
+                   json_pack("{s:O, s:o, s:s}", "row", res.after, "fence", fence, "resource",
+                             res.resource));
     }
     fenced_result_free(&res);
     return HANDLER_DONE;
@@ -243,27 +213,24 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     struct fenced_writer who;
     struct fenced_batch batch;
     struct fenced_result res;
-    bool held = true, want_row = fenced_write_wants_row(req);
-    char *expired = NULL;
+    bool want_row = fenced_write_wants_row(req);
     if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         batch_permitted(req, schemas, &batch, &err) != 0 ||
         fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0 ||
         batch_bound(schemas, &batch, &claims, &err) != 0 ||
-        live_lease_gate(schemas, batch.ops, batch.nops, &claims, &who, "POST", &held, &expired,
-                        &err) != 0 ||
-        (held && fenced_pg_batch(&batch, &who, want_row, &res, &err) != 0)) {
+        live_lease_gate(schemas, batch.ops, batch.nops, &claims, &who, "POST", &res, &err) != 0 ||
+        (res.outcome != FENCED_EXPIRED &&
+         fenced_pg_batch(&batch, &who, want_row, &res, &err) != 0)) {
         fenced_batch_free(&batch);
         return fail(reply, &err);
     }
     fenced_batch_free(&batch);
-    if (!held)
-        return reply_expired(reply, &who, expired, "POST");
     if (res.outcome != FENCED_APPLIED)
-        reply_refused(reply, &who, &res, "POST");
+        fenced_write_refused(reply, METRIC_BACKEND_PG, &who, &res, "POST");
     else if (!want_row)
         fenced_write_applied_minimal(reply, METRIC_BACKEND_PG);
     else
-        fenced_write_applied(reply, METRIC_BACKEND_PG, 200, NULL, res.fence, "results", res.items);
+        fenced_write_applied(reply, METRIC_BACKEND_PG, 200, NULL, res.fence, "results", res.after);
     fenced_result_free(&res);
     return HANDLER_DONE;
 }

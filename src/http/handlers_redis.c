@@ -86,118 +86,43 @@ static int write_request_init(struct http_request *req, const char *method,
         .key = redis_key(req),
         .resource = wr->resource,
         .method = method,
+        .recover = fence_recover,
     };
     return 0;
 }
 
-/* Maps a write's answer to the reply; member names the "after" part. A stale
- * or revoked write was audited by the script into the Redis stream. */
+/* Answers a write's result; member names the "after" part. A stale or revoked
+ * write was audited by the script into the Redis stream. */
 static enum handler_result reply_written(struct http_reply *reply, const struct write_request *wr,
-                                         struct rw_result *res, const char *member)
+                                         struct fenced_result *res, const char *member)
 {
-    struct fg_error err = {0};
-    struct fenced_refusal refusal = {
-        .outcome = res->outcome,
-        .resource = wr->resource,
-        .current_fence = res->current_fence,
-        .method = wr->write.method,
-        .audit_streamed = true,
-    };
-    switch (res->outcome) {
-    case FENCED_APPLIED:
-        fenced_write_applied(reply, METRIC_BACKEND_REDIS, 200, wr->resource, res->fence, member,
+    if (res->outcome == FENCED_APPLIED)
+        fenced_write_applied(reply, METRIC_BACKEND_REDIS, 200, res->resource, res->fence, member,
                              res->after);
-        break;
-    case FENCED_STALE:
-    case FENCED_REVOKED:
-        fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, &refusal);
-        break;
-    case FENCED_WRONGTYPE:
-        fg_fail(&err, FG_ERR_CONFLICT, "%s holds a %s, not a hash", wr->resource, res->type);
-        reply_problem(reply, &err);
-        break;
-    case FENCED_NOFLOOR:
-        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE,
-                "Redis lost its data and the fence sequence is not recovered yet");
-        reply_problem(reply, &err);
-        break;
-    case FENCED_MISSING:
-        fg_fail(&err, FG_ERR_NOT_FOUND, "no such key");
-        reply_problem(reply, &err);
-        break;
-    case FENCED_TOO_MANY:
-        fg_fail(&err, FG_ERR_INVALID_FIELD,
-                "field 'fields': the hash would hold %lld fields, over limits.max_hash_fields "
-                "(%lld)",
-                (long long)res->hash_fields, gw.cfg->max_hash_fields);
-        reply_problem(reply, &err);
-        break;
-    case FENCED_EXPIRED:
-    case FENCED_OUTCOME_COUNT: FG_ASSERT(!"not an answer of a write script");
-    }
-    rw_result_clear(res);
+    else
+        fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, res, wr->write.method);
+    fenced_result_free(res);
     return HANDLER_DONE;
-}
-
-/* The store call of one write method: extra is its value text, fields or NULL. */
-typedef int (*write_fn)(const struct redis_write *w, const void *extra, struct rw_result *res,
-                        struct fg_error *err);
-
-static int put_fn(const struct redis_write *w, const void *extra, struct rw_result *res,
-                  struct fg_error *err)
-{
-    return fenced_redis_put(w, extra, res, err);
-}
-
-static int patch_fn(const struct redis_write *w, const void *extra, struct rw_result *res,
-                    struct fg_error *err)
-{
-    return fenced_redis_patch(w, extra, gw.cfg->max_hash_fields, res, err);
-}
-
-static int delete_fn(const struct redis_write *w, const void *extra, struct rw_result *res,
-                     struct fg_error *err)
-{
-    (void)extra;
-    return fenced_redis_delete(w, res, err);
-}
-
-/* Runs a write; if Redis has no write floor (it lost its data), recovers the
- * fence sequence, which sets the floor, and runs it once more. */
-static int write_once_floored(write_fn fn, const struct write_request *wr, const void *extra,
-                              struct rw_result *res, struct fg_error *err)
-{
-    if (fn(&wr->write, extra, res, err) != 0)
-        return -1;
-    if (res->outcome != FENCED_NOFLOOR)
-        return 0;
-    if (fence_recover(err) != 0)
-        return -1;
-    return fn(&wr->write, extra, res, err);
 }
 
 /*
  * require_live_lease: 0 when the write may go on (the key's prefix does not
- * require a live lease, or the token's lease holds); 1 when it was refused:
- * 410 lease_lost answered, one audit record with reason lease_expired kept;
- * -1 when a backend failed. The lease can still end between this check and the
- * write script; the fence covers that window (docs/design.md, "Writes under a live lease").
+ * require a live lease, or the token's lease holds: *res stays zeroed) or was
+ * refused (*res is the refusal, EXPIRED, with one audit record with reason
+ * lease_expired kept); -1 when a backend failed. The lease can still end
+ * between this check and the write script; the fence covers that window
+ * (docs/design.md, "Writes under a live lease").
  */
-static int live_lease_gate(struct http_reply *reply, const struct write_request *wr,
+static int live_lease_gate(const struct write_request *wr, struct fenced_result *res,
                            struct fg_error *err)
 {
     bool live = true;
+    memset(res, 0, sizeof *res);
     if (!redis_key_prefix(gw.cfg, wr->write.key)->guard.live_lease)
         return 0;
     if (lease_live_check(&wr->claims, &live, err) != 0)
         return -1;
-    if (live)
-        return 0;
-    struct fenced_refusal refusal;
-    if (fenced_redis_refuse(&wr->write, &refusal, err) != 0)
-        return -1;
-    fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, &refusal);
-    return 1;
+    return live ? 0 : fenced_redis_refuse(&wr->write, res, err);
 }
 
 enum handler_result handle_redis_put(struct http_request *req, struct http_reply *reply)
@@ -220,11 +145,10 @@ enum handler_result handle_redis_put(struct http_request *req, struct http_reply
                 gw.cfg->max_value_bytes);
         return fail(reply, &err);
     }
-    struct rw_result res;
-    int gate = live_lease_gate(reply, &wr, &err);
-    if (gate > 0)
-        return HANDLER_DONE;
-    if (gate < 0 || write_once_floored(put_fn, &wr, json_string_value(value), &res, &err) != 0)
+    struct fenced_result res;
+    if (live_lease_gate(&wr, &res, &err) != 0 ||
+        (res.outcome != FENCED_EXPIRED &&
+         fenced_redis_put(&wr.write, json_string_value(value), &res, &err) != 0))
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "value");
 }
@@ -270,13 +194,10 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
     if (body == NULL)
         return fail(reply, &err);
     const json_t *fields = json_object_get(body, "fields");
-    struct rw_result res;
-    if (check_fields(fields, &err) != 0)
-        return fail(reply, &err);
-    int gate = live_lease_gate(reply, &wr, &err);
-    if (gate > 0)
-        return HANDLER_DONE;
-    if (gate < 0 || write_once_floored(patch_fn, &wr, fields, &res, &err) != 0)
+    struct fenced_result res;
+    if (check_fields(fields, &err) != 0 || live_lease_gate(&wr, &res, &err) != 0 ||
+        (res.outcome != FENCED_EXPIRED &&
+         fenced_redis_patch(&wr.write, fields, gw.cfg->max_hash_fields, &res, &err) != 0))
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "fields");
 }
@@ -285,13 +206,10 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
 {
     struct fg_error err = {0};
     struct write_request wr;
-    struct rw_result res;
-    if (write_request_init(req, "DELETE", &wr, &err) != 0)
-        return fail(reply, &err);
-    int gate = live_lease_gate(reply, &wr, &err);
-    if (gate > 0)
-        return HANDLER_DONE;
-    if (gate < 0 || write_once_floored(delete_fn, &wr, NULL, &res, &err) != 0)
+    struct fenced_result res;
+    if (write_request_init(req, "DELETE", &wr, &err) != 0 ||
+        live_lease_gate(&wr, &res, &err) != 0 ||
+        (res.outcome != FENCED_EXPIRED && fenced_redis_delete(&wr.write, &res, &err) != 0))
         return fail(reply, &err);
     return reply_written(reply, &wr, &res, "deleted");
 }

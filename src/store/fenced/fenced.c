@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fenced.c - the names of fenced-write outcomes (as the write scripts answer
- * them and as refusals are audited) and the Fence-Owner rule, for both stores.
- * It must not know how either store checks a fence.
+ * fenced.c - the reasons refused fenced writes are audited and answered with,
+ * and the Fence-Owner rule, for both stores. It must not know how either store
+ * checks a fence.
  */
 #include "store/fenced/fenced.h"
 
@@ -11,28 +11,17 @@
 
 #include "util/names.h"
 
-/* Per outcome: its name in a write script's answer, and its audit reason. */
-static const struct {
-    const char *answer; /* "r" of lua/rw_*.lua, NULL if no script answers it */
-    const char *reason; /* audit and lease_lost reason of a refusal, or NULL */
-} outcomes[FENCED_OUTCOME_COUNT] = {
-    [FENCED_APPLIED] = {"applied", NULL},      [FENCED_STALE] = {"stale", "stale_fence"},
-    [FENCED_REVOKED] = {"revoked", "revoked"}, [FENCED_EXPIRED] = {NULL, "lease_expired"},
-    [FENCED_WRONGTYPE] = {"wrongtype", NULL},  [FENCED_NOFLOOR] = {"nofloor", NULL},
-    [FENCED_MISSING] = {"missing", NULL},      [FENCED_TOO_MANY] = {"toomany", NULL},
+/* Per outcome: the audit and lease_lost reason of a refusal, or NULL. */
+static const char *const reasons[] = {
+    [FENCED_APPLIED] = NULL,
+    [FENCED_STALE] = "stale_fence",
+    [FENCED_REVOKED] = "revoked",
+    [FENCED_EXPIRED] = "lease_expired",
 };
-
-enum fenced_outcome fenced_outcome_named(const char *name)
-{
-    for (int i = 0; name != NULL && i < FENCED_OUTCOME_COUNT; i++)
-        if (outcomes[i].answer != NULL && strcmp(outcomes[i].answer, name) == 0)
-            return (enum fenced_outcome)i;
-    return FENCED_OUTCOME_COUNT;
-}
 
 const char *fenced_outcome_reason(enum fenced_outcome outcome)
 {
-    return outcome < FENCED_OUTCOME_COUNT ? outcomes[outcome].reason : NULL;
+    return (size_t)outcome < sizeof reasons / sizeof reasons[0] ? reasons[outcome] : NULL;
 }
 
 int fenced_owner_check(const char *owner, struct fg_error *err)

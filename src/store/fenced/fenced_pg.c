@@ -22,7 +22,7 @@
 #include "store/backend/pg.h"
 #include "store/backend/sqlstate.h"
 #include "store/fenced/batch_opening.h"
-#include "store/fenced/fenced_answer.h"
+#include "store/fenced/fenced_pg_answer.h"
 #include "store/fenced/fenced_refusal.h"
 #include "store/fenced/fenced_schema.h"
 #include "store/fenced/write_group.h"
@@ -444,7 +444,7 @@ static int write_once(const struct fenced_op *op, const struct fenced_writer *wh
         return -1;
     }
     if (answer != NULL) {
-        fenced_answer_applied(answer, who->fence, res);
+        fenced_pg_answer_applied(answer, who->fence, res);
         json_decref(answer);
         return 0;
     }
@@ -453,7 +453,7 @@ static int write_once(const struct fenced_op *op, const struct fenced_writer *wh
         return -1;
     if (exec_refusal(*c, op, who, true, &answer, err) != 0)
         return -1;
-    enum fenced_verdict verdict = fenced_answer_verdict(answer, op->kind, who->fence, res);
+    enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, res);
     json_decref(answer);
     switch (verdict) {
     case FENCED_VERDICT_REFUSED: return 0;
@@ -521,9 +521,8 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
         const struct fenced_op *op = &batch->ops[i];
         char *resource = NULL;
         FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
-        struct fenced_refusal refusal = {
-            .outcome = FENCED_REVOKED, .resource = resource, .method = "POST"};
-        int rc = fenced_refusal_audit(c, who, &refusal, err);
+        struct fenced_result refused = {.outcome = FENCED_REVOKED, .resource = resource};
+        int rc = fenced_refusal_audit(c, who, &refused, "POST", err);
         if (i == 0)
             res->resource = resource;
         else
@@ -532,7 +531,6 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
             return -1;
     }
     res->outcome = FENCED_REVOKED;
-    res->row = json_null();
     return 0;
 }
 
@@ -542,22 +540,12 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
                        struct fenced_result *res, struct fg_error *err)
 {
     const json_t *first = json_array_get(stale, 0);
-    struct fenced_refusal refusal = {
-        .outcome = FENCED_STALE,
-        .resource = json_string_value(json_object_get(first, "resource")),
-        .current_fence = json_integer_value(json_object_get(first, "current_fence")),
-        .stale = stale,
-        .method = "POST",
-    };
-    if (fenced_refusal_audit(c, who, &refusal, err) != 0)
-        return -1;
     res->outcome = FENCED_STALE;
     res->resource = strdup(json_string_value(json_object_get(first, "resource")));
     FG_ASSERT(res->resource != NULL);
     res->fence = json_integer_value(json_object_get(first, "current_fence"));
-    res->row = json_null();
-    res->items = json_incref((json_t *)stale);
-    return 0;
+    res->stale = json_incref((json_t *)stale);
+    return fenced_refusal_audit(c, who, res, "POST", err);
 }
 
 /* Why op, run inside the open transaction of a batch, wrote nothing, as the
@@ -571,7 +559,7 @@ static int op_refused(struct pg_conn *c, const struct fenced_op *op,
     if (exec_refusal(c, op, who, false, &answer, err) != 0)
         return -1;
     struct fenced_result one = {0};
-    enum fenced_verdict verdict = fenced_answer_verdict(answer, op->kind, who->fence, &one);
+    enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, &one);
     json_decref(answer);
     const char *table = fpg.schemas[op->table].cfg->name;
     if (verdict == FENCED_VERDICT_REFUSED && one.outcome == FENCED_REVOKED) {
@@ -629,10 +617,10 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
             break;
         }
         struct fenced_result one = {0};
-        fenced_answer_applied(answer, who->fence, &one);
+        fenced_pg_answer_applied(answer, who->fence, &one);
         json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",
                                                fenced_kind_method(batch->ops[i].kind), "resource",
-                                               one.resource, "row", one.row));
+                                               one.resource, "row", one.after));
         fenced_result_free(&one);
     }
     for (size_t i = 0; i < n; i++) {
@@ -693,7 +681,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
         goto out;
     }
     if (rc == 0) {
-        stale = fenced_answer_stale(claimed, who->fence);
+        stale = fenced_pg_answer_stale(claimed, who->fence);
         if (json_array_size(stale) > 0) {
             rollback(c);
             rc = audit_stale(c, stale, who, res, err);
@@ -722,8 +710,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     }
     res->outcome = FENCED_APPLIED;
     res->fence = who->fence;
-    res->row = json_null();
-    res->items = json_incref(items);
+    res->after = json_incref(items);
 out:
     json_decref(claimed);
     json_decref(stale);
@@ -745,23 +732,23 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
 }
 
 int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
-                     const char *method, char **resource, struct fg_error *err)
+                     const char *method, struct fenced_result *res, struct fg_error *err)
 {
-    FG_ASSERT(asprintf(resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
-    const char *params[] = {*resource};
+    memset(res, 0, sizeof *res);
+    res->outcome = FENCED_EXPIRED;
+    FG_ASSERT(asprintf(&res->resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
+    const char *params[] = {res->resource};
     json_t *rows = NULL;
-    if (pg_query("fpg_fence", "SELECT fence FROM fencegate.resource_fences WHERE resource = $1", 1,
-                 params, &rows, err) != 0)
-        return -1;
-    const char *stored = json_string_value(json_object_get(json_array_get(rows, 0), "fence"));
-    struct fenced_refusal refusal = {
-        .outcome = FENCED_EXPIRED,
-        .resource = *resource,
-        .current_fence = stored != NULL ? strtoll(stored, NULL, 10) : 0,
-        .method = method,
-    };
-    int rc = fenced_refusal_audit(NULL, who, &refusal, err);
+    int rc =
+        pg_query("fpg_fence", "SELECT fence FROM fencegate.resource_fences WHERE resource = $1", 1,
+                 params, &rows, err);
+    if (rc == 0) {
+        res->fence = fenced_pg_answer_fence(json_array_get(rows, 0));
+        rc = fenced_refusal_audit(NULL, who, res, method, err);
+    }
     json_decref(rows);
+    if (rc != 0)
+        fenced_result_free(res);
     return rc;
 }
 
@@ -787,7 +774,7 @@ int fenced_pg_read(size_t table, const char *key, struct fenced_result *res, str
             find_bad_value(c, &op, "", err);
     } else {
         const json_t *answer = json_array_get(rows, 0);
-        fenced_answer_read(answer, res);
+        fenced_pg_answer_read(answer, res);
     }
     json_decref(rows);
     pg_release(c);

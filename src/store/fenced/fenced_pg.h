@@ -15,8 +15,8 @@
 
 #include "config.h"
 #include "store/fenced/fenced.h"
-#include "store/fenced/fenced_answer.h"
 #include "store/fenced/fenced_op.h"
+#include "store/fenced/fenced_result.h"
 #include "util/error.h"
 
 /*
@@ -57,7 +57,7 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
 
 /*
  * Runs the operations of batch in one transaction under one fence: all are
- * applied (APPLIED, items per op, with its row if want_row) or none. If any
+ * applied (APPLIED, after: one item per op, with its row if want_row) or none. If any
  * resource holds a higher fence the result is STALE, one audit row is kept
  * for the request and nothing else changes. Failures name the operation
  * ("ops[2]: ...").
@@ -68,11 +68,12 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
 /*
  * Refuses op of who without writing because the lease it needs is over
  * (require_live_lease): keeps one audit row (fenced_refusal_audit, reason
- * "lease_expired") with the fence now stored for the resource. *resource gets
- * the resource's identity (owned). method: the HTTP method to record.
+ * "lease_expired") with the fence now stored for the resource. *res gets the
+ * refusal (EXPIRED, the resource's identity, that fence; release with
+ * fenced_result_free). method: the HTTP method to record.
  */
 int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
-                     const char *method, char **resource, struct fg_error *err) FG_WUR;
+                     const char *method, struct fenced_result *res, struct fg_error *err) FG_WUR;
 
 /* Reads the row of key in table (row is JSON null if absent) and its fence. */
 int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,

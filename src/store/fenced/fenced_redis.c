@@ -3,10 +3,11 @@
  * fenced_redis.c - one script call per fenced write or read of an application
  * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
  * companion keys (the key's fence, the audit stream, the write floor: names of
- * store/backend/redis_keys.h) and the arguments, runs a script once more after Redis lost its
- * revoked set, and leaves the reading of the answers to rw_answer.c. It never
- * decides which keys are writable, and reaches Postgres only through the one
- * audit record of a refusal (audit.c).
+ * store/backend/redis_keys.h) and the arguments, runs a script once more after
+ * Redis lost its revoked set or its write floor, and leaves the reading of the
+ * answers to fenced_redis_answer.c. It never decides which keys are writable,
+ * and reaches Postgres only through the one audit record of a refusal
+ * (fenced_refusal.c).
  *
  * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
  * key and the audit stream do not (nor do the lock scripts' keys and the global
@@ -22,6 +23,7 @@
 #include "embedded.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
+#include "store/fenced/fenced_redis_answer.h"
 #include "store/fenced/fenced_refusal.h"
 #include "store/fenced/revocations.h"
 #include "util/fgjson.h"
@@ -42,10 +44,29 @@ static char *write_fence_key(const char *key)
     return fence_key;
 }
 
+/* Runs script once, and once more after rebuilding the revoked set if Redis
+ * lost it. */
+static int run_script(enum fg_script script, const char **keys, const char **argv, json_t **out,
+                      struct fg_error *err)
+{
+    *out = NULL;
+    int rc = redis_script(script, keys, argv, out, err);
+    if (rc == 0 && fenced_redis_answer_norevoked(*out)) { /* Redis lost the revoked set */
+        json_decref(*out);
+        *out = NULL;
+        rc = revocations_restore(err);
+        if (rc == 0)
+            rc = redis_script(script, keys, argv, out, err);
+    }
+    return rc;
+}
+
 /* Runs write script `script` for w: argv holds the script's own arguments,
- * after the first LIB_RW_NARGV, which are filled here from w. */
+ * after the first LIB_RW_NARGV, which are filled here from w. If Redis has no
+ * write floor (it lost its data), recovers the fence sequence, which sets the
+ * floor, and runs it once more. */
 static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
-                     struct rw_result *res, struct fg_error *err)
+                     struct fenced_result *res, struct fg_error *err)
 {
     const struct fenced_writer *who = w->who;
     char *fence_key = write_fence_key(w->key);
@@ -66,22 +87,22 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
     argv[LIB_RW_ARGV_TRACE_ID] = who->trace_id != NULL ? who->trace_id : "";
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
-    int rc = redis_script(script, keys, argv, &out, err);
-    if (rc == 0 && rw_answer_norevoked(out)) { /* Redis lost the revoked set: rebuild, retry */
+    int rc = run_script(script, keys, argv, &out, err);
+    if (rc == 0 && fenced_redis_answer_nofloor(out)) {
         json_decref(out);
         out = NULL;
-        rc = revocations_restore(err);
+        rc = w->recover(err);
         if (rc == 0)
-            rc = redis_script(script, keys, argv, &out, err);
+            rc = run_script(script, keys, argv, &out, err);
     }
     free(fence_key);
     if (rc == 0)
-        rc = rw_answer_read(lua_scripts[script].name, out, res, err);
+        rc = fenced_redis_answer_read(lua_scripts[script].name, out, w->resource, res, err);
     json_decref(out);
     return rc;
 }
 
-int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_result *res,
+int fenced_redis_put(const struct redis_write *w, const char *value, struct fenced_result *res,
                      struct fg_error *err)
 {
     const char *argv[RW_PUT_NARGV] = {[RW_PUT_ARGV_VALUE] = value};
@@ -89,7 +110,7 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_r
 }
 
 int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
-                       struct rw_result *res, struct fg_error *err)
+                       struct fenced_result *res, struct fg_error *err)
 {
     char *text = json_dumps(fields, JSON_COMPACT);
     FG_ASSERT(text != NULL);
@@ -102,7 +123,8 @@ int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long l
     return rc;
 }
 
-int fenced_redis_delete(const struct redis_write *w, struct rw_result *res, struct fg_error *err)
+int fenced_redis_delete(const struct redis_write *w, struct fenced_result *res,
+                        struct fg_error *err)
 {
     const char *argv[RW_DELETE_NARGV] = {NULL};
     return run_write(SCRIPT_RW_DELETE, w, argv, res, err);
@@ -123,18 +145,20 @@ int fenced_redis_get(const char *key, long long max_fields, long long max_bytes,
     return rc;
 }
 
-int fenced_redis_refuse(const struct redis_write *w, struct fenced_refusal *refusal,
+int fenced_redis_refuse(const struct redis_write *w, struct fenced_result *res,
                         struct fg_error *err)
 {
     json_t *out = NULL;
+    memset(res, 0, sizeof *res);
     if (fenced_redis_get(w->key, 0, 0, &out, err) != 0)
         return -1;
-    *refusal = (struct fenced_refusal){
-        .outcome = FENCED_EXPIRED,
-        .resource = w->resource,
-        .current_fence = fgjson_answer_int(out, "fence", 0),
-        .method = w->method,
-    };
+    res->outcome = FENCED_EXPIRED;
+    res->resource = strdup(w->resource);
+    FG_ASSERT(res->resource != NULL);
+    res->fence = fgjson_answer_int(out, "fence", 0);
     json_decref(out);
-    return fenced_refusal_audit(NULL, w->who, refusal, err);
+    if (fenced_refusal_audit(NULL, w->who, res, w->method, err) == 0)
+        return 0;
+    fenced_result_free(res);
+    return -1;
 }

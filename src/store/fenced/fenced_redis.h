@@ -7,10 +7,10 @@
  * a stale write, or one presenting a revoked fence, changes nothing and is
  * appended, by the same script, to the audit stream that audit_stream.c
  * drains into Postgres. A write refused before its script (its lease is over,
- * require_live_lease) is audited straight into Postgres through audit.c, as
- * fenced_pg's are. This module builds the scripts' arguments and runs them
- * (rw_answer.c reads their answers); which keys may be written is the
- * caller's business.
+ * require_live_lease) is audited straight into Postgres
+ * (fenced_refusal.h), as fenced_pg's are. This module builds the scripts'
+ * arguments and runs them (fenced_redis_answer.c reads their answers); which
+ * keys may be written is the caller's business.
  */
 #ifndef FG_FENCED_REDIS_H
 #define FG_FENCED_REDIS_H
@@ -19,19 +19,26 @@
 #include <stdint.h>
 
 #include "store/fenced/fenced.h"
-#include "store/fenced/rw_answer.h"
+#include "store/fenced/fenced_result.h"
 #include "util/error.h"
 
 /* One write attempt; every pointer is borrowed for the call. */
 struct redis_write {
-    const struct fenced_writer *who; /* the verified writer */
-    const char *key;                 /* the application key */
-    const char *resource;            /* its resource identity, "redis:<key>" */
-    const char *method;              /* "PUT", "PATCH" or "DELETE" */
+    const struct fenced_writer *who;      /* the verified writer */
+    const char *key;                      /* the application key */
+    const char *resource;                 /* its resource identity, "redis:<key>" */
+    const char *method;                   /* "PUT", "PATCH" or "DELETE" */
+    int (*recover)(struct fg_error *err); /* restores the write floor Redis lost with its
+                                             data (lease/fence.h, fence_recover) */
 };
 
+/* Each write fills *res (APPLIED, STALE or REVOKED; release with
+ * fenced_result_free) or fails as fenced_redis_answer_read says. When Redis
+ * answers that it has no write floor, the write runs once more after
+ * w->recover. */
+
 /* PUT: sets the key to the string value. */
-int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_result *res,
+int fenced_redis_put(const struct redis_write *w, const char *value, struct fenced_result *res,
                      struct fg_error *err) FG_WUR;
 
 /* PATCH: sets the hash fields of object fields (string values) and deletes
@@ -39,19 +46,19 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct rw_r
  * max_fields fields. fields is borrowed and must be validated. res->after gets
  * the fields written (not the whole hash). */
 int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
-                       struct rw_result *res, struct fg_error *err) FG_WUR;
+                       struct fenced_result *res, struct fg_error *err) FG_WUR;
 
 /* DELETE: removes the key; its fence stays. A missing key stores nothing. */
-int fenced_redis_delete(const struct redis_write *w, struct rw_result *res,
+int fenced_redis_delete(const struct redis_write *w, struct fenced_result *res,
                         struct fg_error *err) FG_WUR;
 
 /*
  * Refuses w without running its script because the lease it needs is over
  * (require_live_lease): reads the fence stored for the key and keeps one audit
- * row (fenced_refusal_audit, reason "lease_expired"), as fenced_pg_refuse does for a
- * row. *refusal gets what the answer names (borrowing from w).
+ * row (fenced_refusal_audit, reason "lease_expired"), as fenced_pg_refuse does
+ * for a row. *res gets the refusal (EXPIRED; release with fenced_result_free).
  */
-int fenced_redis_refuse(const struct redis_write *w, struct fenced_refusal *refusal,
+int fenced_redis_refuse(const struct redis_write *w, struct fenced_result *res,
                         struct fg_error *err) FG_WUR;
 
 /* Reads key and its highest fence: *out gets a new object {type, value | fields

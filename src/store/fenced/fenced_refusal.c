@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_refusal.c - a refused fenced write's audit record, built from its
- * writer and its refusal and inserted through audit.c.
+ * writer and its result and inserted through audit.c.
  */
 #include "store/fenced/fenced_refusal.h"
 
@@ -11,26 +11,27 @@
 #include "store/audit/audit.h"
 
 int fenced_refusal_audit(struct pg_conn *conn, const struct fenced_writer *who,
-                         const struct fenced_refusal *refusal, struct fg_error *err)
+                         const struct fenced_result *refused, const char *method,
+                         struct fg_error *err)
 {
-    const char *reason = fenced_outcome_reason(refusal->outcome);
+    const char *reason = fenced_outcome_reason(refused->outcome);
     FG_ASSERT(reason != NULL);
     json_t *resources = NULL;
-    if (refusal->stale != NULL) {
+    if (refused->stale != NULL) {
         resources = json_array();
         size_t i;
         const json_t *item;
-        json_array_foreach(refusal->stale, i, item)
+        json_array_foreach(refused->stale, i, item)
             json_array_append(resources, json_object_get(item, "resource"));
     }
     struct audit_record rec = {
-        .resource = refusal->resource,
+        .resource = refused->resource,
         .lock_name = who->lock_name,
         .presented_fence = who->fence,
-        .current_fence = refusal->current_fence,
+        .current_fence = refused->fence,
         .owner = who->owner,
         .client_addr = who->client_addr,
-        .method = refusal->method,
+        .method = method,
         .reason = reason,
         .principal = who->principal,
         .resources = resources,

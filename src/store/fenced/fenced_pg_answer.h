@@ -1,38 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fenced_answer.h - reading the one-row answers of the fenced Postgres
+ * fenced_pg_answer.h - reading the one-row answers of the fenced Postgres
  * statements (fenced_sql.h), all text: a write's (resource, row), the
  * refusal statement's (resource, fence, revoked, found), a read's (resource,
- * fence, row). Pure: fenced_pg.c runs the statements.
+ * fence, row), into struct fenced_result. Pure: fenced_pg.c runs the
+ * statements.
  */
-#ifndef FG_FENCED_ANSWER_H
-#define FG_FENCED_ANSWER_H
+#ifndef FG_FENCED_PG_ANSWER_H
+#define FG_FENCED_PG_ANSWER_H
 
 #include <jansson.h>
-#include <stdbool.h>
 #include <stdint.h>
 
-#include "store/fenced/fenced.h"
+#include "store/fenced/fenced_result.h"
 #include "store/fenced/fenced_sql.h"
 
-struct fenced_result {
-    enum fenced_outcome outcome; /* APPLIED, STALE or REVOKED */
-    char *resource;              /* resource written or (batch) the first stale one (owned) */
-    int64_t fence;               /* highest fence of resource now, 0 if none is stored */
-    json_t *row;                 /* the row after a write or read, or null (owned) */
-    json_t *items;               /* batch: per op {resource, row}; when stale, per stale
-                                    resource {resource, current_fence} (owned, or NULL) */
-};
-
-/* Frees what res owns and zeroes it. */
-void fenced_result_free(struct fenced_result *res);
-
 /* The fence member of an answer row (text), 0 if it has none. */
-int64_t fenced_answer_fence(const json_t *answer);
+int64_t fenced_pg_answer_fence(const json_t *answer);
 
 /* Fills *res (freed first) from the answer row of an accepted write that
  * presented fence presented: APPLIED, the row (null if not asked for). */
-void fenced_answer_applied(const json_t *answer, int64_t presented, struct fenced_result *res);
+void fenced_pg_answer_applied(const json_t *answer, int64_t presented, struct fenced_result *res);
 
 /* What the refusal statement found about a write that wrote nothing. */
 enum fenced_verdict {
@@ -48,14 +36,14 @@ enum fenced_verdict {
  * first) with the resource and the fence stored now, and for REFUSED the
  * outcome (FENCED_STALE or FENCED_REVOKED).
  */
-enum fenced_verdict fenced_answer_verdict(const json_t *answer, enum fenced_kind kind,
-                                          int64_t presented, struct fenced_result *res);
+enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_kind kind,
+                                             int64_t presented, struct fenced_result *res);
 
 /* Fills *res (zeroed first; outcome APPLIED) from the answer of a read. */
-void fenced_answer_read(const json_t *answer, struct fenced_result *res);
+void fenced_pg_answer_read(const json_t *answer, struct fenced_result *res);
 
 /* A new array of {resource, current_fence}: the rows of claimed (a batch's
  * claim answers, borrowed) whose fence is higher than presented. */
-json_t *fenced_answer_stale(const json_t *claimed, int64_t presented);
+json_t *fenced_pg_answer_stale(const json_t *claimed, int64_t presented);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_fenced_answer.c - reading the answer rows of fenced Postgres statements:
+ * test_fenced_pg_answer.c - reading the answer rows of fenced Postgres statements:
  * applied writes, the verdicts of the refusal statement (stale, revoked,
  * missing row, row in the way, another try), reads, and the stale resources
  * of a batch's claim.
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "store/fenced/fenced_answer.h"
+#include "store/fenced/fenced_pg_answer.h"
 
 static struct fenced_result res;
 
@@ -27,7 +27,7 @@ static json_t *answer_of(const char *text)
 static enum fenced_verdict verdict(const char *text, enum fenced_kind kind, int64_t presented)
 {
     json_t *answer = answer_of(text);
-    enum fenced_verdict v = fenced_answer_verdict(answer, kind, presented, &res);
+    enum fenced_verdict v = fenced_pg_answer_verdict(answer, kind, presented, &res);
     json_decref(answer);
     return v;
 }
@@ -37,23 +37,23 @@ static void applied_writes(void **state)
     (void)state;
     json_t *answer =
         answer_of("{\"resource\": \"pg:inv/1\", \"row\": \"{\\\"id\\\": \\\"1\\\"}\"}");
-    fenced_answer_applied(answer, 7, &res);
+    fenced_pg_answer_applied(answer, 7, &res);
     json_decref(answer);
     assert_int_equal(res.outcome, FENCED_APPLIED);
     assert_string_equal(res.resource, "pg:inv/1");
     assert_int_equal(res.fence, 7);
-    assert_string_equal(json_string_value(json_object_get(res.row, "id")), "1");
+    assert_string_equal(json_string_value(json_object_get(res.after, "id")), "1");
     /* return=minimal, or a delete: no row */
     answer = answer_of("{\"resource\": \"pg:inv/1\"}");
-    fenced_answer_applied(answer, 8, &res);
+    fenced_pg_answer_applied(answer, 8, &res);
     json_decref(answer);
     assert_int_equal(res.fence, 8);
-    assert_true(json_is_null(res.row));
+    assert_true(json_is_null(res.after));
     /* a numeric beyond double stays its JSON text */
     answer = answer_of("{\"resource\": \"r\", \"row\": \"{\\\"n\\\": 1e999}\"}");
-    fenced_answer_applied(answer, 1, &res);
+    fenced_pg_answer_applied(answer, 1, &res);
     json_decref(answer);
-    assert_true(json_is_string(res.row));
+    assert_true(json_is_string(res.after));
     fenced_result_free(&res);
     assert_null(res.resource);
 }
@@ -104,17 +104,17 @@ static void reads_and_claims(void **state)
 {
     (void)state;
     json_t *answer = json_pack("{s:s, s:n, s:n}", "resource", "pg:inv/3", "fence", "row");
-    fenced_answer_read(answer, &res);
+    fenced_pg_answer_read(answer, &res);
     json_decref(answer);
     assert_int_equal(res.outcome, FENCED_APPLIED);
     assert_int_equal(res.fence, 0);
-    assert_true(json_is_null(res.row));
+    assert_true(json_is_null(res.after));
     fenced_result_free(&res);
     json_t *claimed = json_loads(
         "[{\"resource\": \"a\", \"fence\": \"4\"}, {\"resource\": \"b\", \"fence\": \"9\"},"
         " {\"resource\": \"c\", \"fence\": \"5\"}]",
         0, NULL);
-    json_t *stale = fenced_answer_stale(claimed, 5);
+    json_t *stale = fenced_pg_answer_stale(claimed, 5);
     assert_int_equal(json_array_size(stale), 1);
     assert_string_equal(json_string_value(json_object_get(json_array_get(stale, 0), "resource")),
                         "b");

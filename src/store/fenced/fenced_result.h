@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * fenced_result.h - what came of a fenced write or read, the same for both
+ * stores (fenced_pg.h, fenced_redis.h): the outcome, the resource, its fence
+ * and what is stored now. A refused write's result is all its answer
+ * (http/fenced_write.c) and its audit record (fenced_refusal.h) are made of.
+ */
+#ifndef FG_FENCED_RESULT_H
+#define FG_FENCED_RESULT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/fenced/fenced.h"
+
+struct fenced_result {
+    enum fenced_outcome outcome; /* APPLIED (a read too), STALE, REVOKED or EXPIRED */
+    char *resource;              /* the resource written or read, or the (first) one that refused
+                                    the write (owned) */
+    int64_t fence;               /* applied: the fence now stored; refused: the fence stored for
+                                    resource (or Redis's write floor), 0 if none; read: the
+                                    fence stored, 0 if none */
+    json_t *after;               /* applied or read: what is stored now: the row (null when absent
+                                    or not asked for), the Redis value, the hash fields written or
+                                    true (a delete), a batch's {op, resource, row} per operation
+                                    (owned, or NULL) */
+    json_t *stale;               /* a stale batch: {resource, current_fence} per stale resource
+                                    (owned, or NULL) */
+    bool audit_streamed;         /* refused: its audit record went to the Redis stream, whose
+                                    drain is woken; otherwise it is in Postgres already */
+};
+
+/* Frees what res owns and zeroes it. */
+void fenced_result_free(struct fenced_result *res);
+
+#endif
