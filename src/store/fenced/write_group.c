@@ -8,10 +8,11 @@
  * condition variable of its own, and the oldest queued write's thread, which
  * leads the next group. Groups lock their rows in one order, that of the rows'
  * canonical keys (a row's every spelling is one canonical key), so two of them
- * never wait for each other in a cycle. A statement that fails is taken out and handed
- * back to run alone, where its error is reported as for any write, and the
- * rest of its group runs again without it; a refused commit hands every write
- * back.
+ * never wait for each other in a cycle. What an attempt at a group leaves each
+ * write with is write_attempt.h's rule: a statement that fails is taken out
+ * and handed back to run alone, where its error is reported as for any write,
+ * and the rest of its group runs again without it; a refused commit hands
+ * every write back.
  */
 #include "store/fenced/write_group.h"
 
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "store/backend/pg.h"
+#include "store/fenced/write_attempt.h"
 #include "store/fenced/write_order.h"
 #include "util/metrics.h"
 
@@ -77,58 +79,61 @@ static void settle(struct member *m, int rc, enum write_group_result result, jso
         m->failure = *err;
 }
 
-/* Runs a group of one as it would run alone, without BEGIN and COMMIT around
- * it; a statement that failed (it has a SQLSTATE) is handed back to run alone,
- * where its error is reported. */
-static void commit_one(struct pg_conn *c, struct member *m)
+/* One attempt at group[0..n) on c: a group of one runs as it would alone,
+ * without BEGIN and COMMIT around it; a larger one in one transaction.
+ * Committed, rows[i] holds statement i's rows; a failed statement's index
+ * goes to *failed; a lost connection's failure to *err. */
+static enum write_attempt attempt(struct pg_conn *c, struct member *const *group, size_t n,
+                                  json_t **rows, size_t *failed, struct fg_error *err)
 {
-    const struct pg_group_stmt *s = &m->stmt->stmt;
-    json_t *rows = NULL;
-    struct fg_error err = {0};
-    if (pg_exec(c, s->name, s->sql, s->nparams, s->params, &rows, &err) == 0)
-        settle(m, 0, WRITE_GROUP_COMMITTED, rows, NULL);
-    else if (pg_last_sqlstate(c)[0] != '\0')
-        settle(m, 0, WRITE_GROUP_ALONE, NULL, NULL);
-    else
-        settle(m, -1, WRITE_GROUP_ALONE, NULL, &err);
+    if (n == 1) {
+        const struct pg_group_stmt *s = &group[0]->stmt->stmt;
+        *failed = 0;
+        if (pg_exec(c, s->name, s->sql, s->nparams, s->params, &rows[0], err) == 0)
+            return WRITE_ATTEMPT_COMMITTED;
+        return pg_last_sqlstate(c)[0] != '\0' ? WRITE_ATTEMPT_STMT_FAILED : WRITE_ATTEMPT_LOST;
+    }
+    struct pg_group_stmt stmts[GROUP_MAX];
+    for (size_t i = 0; i < n; i++) {
+        stmts[i] = group[i]->stmt->stmt;
+        stmts[i].rows = NULL;
+    }
+    enum pg_group_outcome outcome;
+    if (pg_exec_group(c, stmts, n, &outcome, failed, err) != 0)
+        return WRITE_ATTEMPT_LOST;
+    for (size_t i = 0; outcome == PG_GROUP_COMMITTED && i < n; i++)
+        rows[i] = stmts[i].rows;
+    return outcome == PG_GROUP_COMMITTED     ? WRITE_ATTEMPT_COMMITTED
+           : outcome == PG_GROUP_STMT_FAILED ? WRITE_ATTEMPT_STMT_FAILED
+                                             : WRITE_ATTEMPT_NOT_COMMITTED;
 }
 
-/* Commits group[0..n) on c, taking out each write whose statement fails and
- * running the rest again; settles every member. */
+/* Commits members[0..n) on c, attempt after attempt, as write_attempt.h's rule
+ * says; settles every member. */
 static void commit_on(struct pg_conn *c, struct member *const *members, size_t n)
 {
     struct member *group[GROUP_MAX];
     memcpy(group, members, n * sizeof *group);
-    struct pg_group_stmt stmts[GROUP_MAX];
-    while (n > 1) {
-        for (size_t i = 0; i < n; i++) {
-            stmts[i] = group[i]->stmt->stmt;
-            stmts[i].rows = NULL;
-        }
-        enum pg_group_outcome outcome;
-        size_t failed = 0;
+    while (n > 0) {
+        json_t *rows[GROUP_MAX];
+        enum write_fate fates[GROUP_MAX];
+        size_t failed = 0, again = 0;
         struct fg_error err = {0};
-        if (pg_exec_group(c, stmts, n, &outcome, &failed, &err) != 0) {
-            for (size_t i = 0; i < n; i++)
-                settle(group[i], -1, WRITE_GROUP_ALONE, NULL, &err);
-            return;
+        enum write_attempt ended = attempt(c, group, n, rows, &failed, &err);
+        size_t next = write_attempt_fates(ended, failed, n, fates);
+        for (size_t i = 0; i < n; i++) {
+            switch (fates[i]) {
+            case WRITE_FATE_AGAIN: group[again++] = group[i]; break;
+            case WRITE_FATE_COMMITTED:
+                settle(group[i], 0, WRITE_GROUP_COMMITTED, rows[i], NULL);
+                break;
+            case WRITE_FATE_ALONE: settle(group[i], 0, WRITE_GROUP_ALONE, NULL, NULL); break;
+            case WRITE_FATE_FAILED: settle(group[i], -1, WRITE_GROUP_ALONE, NULL, &err); break;
+            }
         }
-        if (outcome == PG_GROUP_COMMITTED) {
-            for (size_t i = 0; i < n; i++)
-                settle(group[i], 0, WRITE_GROUP_COMMITTED, stmts[i].rows, NULL);
-            return;
-        }
-        if (outcome == PG_GROUP_NOT_COMMITTED) {
-            for (size_t i = 0; i < n; i++)
-                settle(group[i], 0, WRITE_GROUP_ALONE, NULL, NULL);
-            return;
-        }
-        settle(group[failed], 0, WRITE_GROUP_ALONE, NULL, NULL);
-        memmove(&group[failed], &group[failed + 1], (n - failed - 1) * sizeof *group);
-        n--;
+        FG_ASSERT(again == next);
+        n = again;
     }
-    if (n == 1)
-        commit_one(c, group[0]);
 }
 
 static void count_committed(struct member *const *group, size_t n)
