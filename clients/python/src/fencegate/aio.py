@@ -10,7 +10,8 @@
 Owns: the asyncio transport (HTTP/1.1 over asyncio streams, one pool of keep-alive connections), the
 asyncio keeper (renewal and watch as tasks) and the async lease objects. Shares with the thread client
 everything that is protocol rather than I/O: the endpoint and headers, request bodies, the answer's
-judgement and the retry rule (transport.py), the renewal and watch verdicts (keeper.py), the lost state,
+judgement and the retry decisions (transport.Attempts), the renewal schedule and the renewal and watch
+verdicts (keeper.py), the lost state,
 acquire bodies and request ids (lease.py), and the paths, bodies and effects of writes (writes.py).
 Cancelling the task that awaits an acquire ends the wait (the connection closes and the gateway drops
 the waiter).
@@ -31,14 +32,13 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping,
 
 from .client import DEFAULT_URL
 from .errors import GatewayUnreachable, LeaseLost, ProblemError, lease_lost
-from .keeper import WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, renewal_refused, watch_query, watch_verdict
+from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, renewal_refused, watch_query,
+                     watch_verdict)
 from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
-from .transport import NO_RETRY, Answer, Effect, Endpoint, RetryPolicy, _NotSent, encode, judge, quote
+from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers, write_result
 
 log = logging.getLogger("fencegate")
-
-RETRY_MIN_S = 0.05
 
 
 class AsyncTransport(Endpoint):
@@ -115,29 +115,20 @@ class AsyncTransport(Endpoint):
         """As :meth:`fencegate.transport.Transport.call`, awaited."""
         target, all_headers = self.target(path, query), self.headers(body, headers)
         limit = (self.timeout if timeout is None else timeout) + wait_s
-        policy = retry or self.retry
-        waited, attempt = 0.0, 0
+        tries = Attempts(retry or self.retry, effect)
         while True:
-            attempt += 1
             try:
                 status, answer_headers, raw = await asyncio.wait_for(
                     self._exchange(method, target, encode(body), all_headers), limit)
             except _NotSent as e:
-                error: Exception = GatewayUnreachable(str(e), sent=False)
-                again, retry_after = e.again, None
+                tries.not_sent(e)
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
-                error = GatewayUnreachable(f"{method} {target}: no answer from {self.base_url}: {e!r}")
-                again, retry_after = effect is not Effect.ONCE, None
+                tries.no_answer(f"{method} {target}: no answer from {self.base_url}: {e!r}")
             else:
-                answer, problem, again, retry_after = judge(status, answer_headers, raw, effect)
-                if problem is None:
+                answer = tries.answered(status, answer_headers, raw)
+                if answer is not None:
                     return answer
-                error = problem
-            pause = policy.next_pause(attempt, waited, again, retry_after)
-            if pause is None:
-                raise error
-            await asyncio.sleep(pause)
-            waited += pause
+            await asyncio.sleep(tries.pause())
 
 
 class AsyncCalls(Calls[Awaitable[Row]]):
@@ -170,9 +161,9 @@ class AsyncKeeper:
         self._renew_call = renew_call
         self._on_lost = on_lost
         self._stopped = False
-        self.valid_until = sent_at + self._ttl_s
+        self._schedule = RenewalSchedule(self._ttl_s, sent_at)
         self.watching = len(watches)
-        self._tasks = [asyncio.ensure_future(self._renew_loop(sent_at))]
+        self._tasks = [asyncio.ensure_future(self._renew_loop())]
         self._tasks += [asyncio.ensure_future(self._watch_loop(path, fence)) for path, fence in watches]
 
     def stop(self) -> None:
@@ -183,24 +174,28 @@ class AsyncKeeper:
             if task is not current:
                 task.cancel()
 
+    @property
+    def valid_until(self) -> float:
+        return self._schedule.valid_until
+
     def expired(self) -> bool:
-        return time.monotonic() >= self.valid_until
+        return self._schedule.expired(time.monotonic())
 
     def _lost(self, reason: str) -> None:
         if not self._stopped:
             self.stop()
             self._on_lost(reason)
 
-    async def _renew_loop(self, sent_at: float) -> None:
-        next_at = sent_at + self._ttl_s / 3
+    async def _renew_loop(self) -> None:
+        schedule = self._schedule
         while not self._stopped:
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            await asyncio.sleep(schedule.delay(time.monotonic()))
             now = time.monotonic()
-            if now >= self.valid_until:
+            if schedule.expired(now):
                 self._lost("unrenewed")
                 return
             try:
-                await self._renew_call(max(RETRY_MIN_S, min(self._transport.timeout, self.valid_until - now)))
+                await self._renew_call(schedule.call_timeout(now, self._transport.timeout))
             except ProblemError as e:
                 reason = renewal_refused(e)
                 if reason is not None:
@@ -210,10 +205,9 @@ class AsyncKeeper:
             except GatewayUnreachable as e:
                 log.warning("renewal got no answer (%s), retrying", e)
             else:
-                self.valid_until = now + self._ttl_s
-                next_at = now + self._ttl_s / 3
+                schedule.renewed(now)
                 continue
-            next_at = time.monotonic() + max(RETRY_MIN_S, min(1.0, (self.valid_until - time.monotonic()) / 4))
+            schedule.failed(time.monotonic())
 
     async def _watch_loop(self, path: str, fence: int) -> None:
         while not self._stopped:

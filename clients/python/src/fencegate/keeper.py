@@ -38,6 +38,40 @@ RETRY_MIN_S = 0.05
 WATCH_HELD, WATCH_LOST, WATCH_OVER = "held", "lost", "over"
 
 
+class RenewalSchedule:
+    """When to renew one lease and how long it counts as valid, apart from the I/O (the thread and the
+    asyncio keepers share it; times are monotonic seconds): renew every third of the TTL; the lease is
+    valid a TTL past the sending of its last successful renewal (or acquire); after a failed renewal try
+    again soon, a quarter of what is left, between RETRY_MIN_S and a second."""
+
+    def __init__(self, ttl_s: float, sent_at: float) -> None:
+        self.ttl_s = ttl_s
+        self.valid_until = sent_at + ttl_s
+        self.next_at = sent_at + ttl_s / 3
+
+    def delay(self, now: float) -> float:
+        """Seconds to wait before the next renewal."""
+        return max(0.0, self.next_at - now)
+
+    def expired(self, now: float) -> bool:
+        """True once the lease has gone a full TTL without a successful renewal."""
+        return now >= self.valid_until
+
+    def call_timeout(self, now: float, timeout_s: float) -> float:
+        """How long a renewal sent at now may take: at most the transport's timeout, and no longer than
+        the lease is valid (but at least RETRY_MIN_S)."""
+        return max(RETRY_MIN_S, min(timeout_s, self.valid_until - now))
+
+    def renewed(self, sent_at: float) -> None:
+        """The renewal sent at sent_at succeeded."""
+        self.valid_until = sent_at + self.ttl_s
+        self.next_at = sent_at + self.ttl_s / 3
+
+    def failed(self, now: float) -> None:
+        """A renewal got no answer or a retryable refusal; now is when that was known."""
+        self.next_at = now + max(RETRY_MIN_S, min(1.0, (self.valid_until - now) / 4))
+
+
 def renewal_refused(error: ProblemError) -> Optional[str]:
     """The reason a refused renewal ends the lease with, or None for a failure worth retrying (a 5xx)."""
     if error.status is not None and error.status < 500:
@@ -85,10 +119,10 @@ class Keeper:
         self._on_lost = on_lost
         self._stop = threading.Event()
         self._guard = threading.Lock()
-        self.valid_until = sent_at + self._ttl_s
+        self._schedule = RenewalSchedule(self._ttl_s, sent_at)
         self.watching = 0
         self._conns: List[Connection] = []
-        self._threads = [threading.Thread(target=self._renew_loop, args=(self._connection(), sent_at),
+        self._threads = [threading.Thread(target=self._renew_loop, args=(self._connection(),),
                                           name="fencegate-renew", daemon=True)]
         for path, fence in watches:
             self._threads.append(threading.Thread(target=self._watch_loop, args=(self._connection(), path, fence),
@@ -118,9 +152,14 @@ class Keeper:
         for conn in self._conns:
             conn.close()
 
+    @property
+    def valid_until(self) -> float:
+        """Monotonic time until which the lease counts as valid without another successful renewal."""
+        return self._schedule.valid_until
+
     def expired(self) -> bool:
         """True once the lease has gone a full TTL without a successful renewal (by this host's clock)."""
-        return time.monotonic() >= self.valid_until
+        return self._schedule.expired(time.monotonic())
 
     def _lost(self, reason: str) -> None:
         with self._guard:
@@ -133,15 +172,15 @@ class Keeper:
 
     # -- renewals --
 
-    def _renew_loop(self, conn: Connection, sent_at: float) -> None:
-        next_at = sent_at + self._ttl_s / 3
-        while not self._stop.wait(max(0.0, next_at - time.monotonic())):
+    def _renew_loop(self, conn: Connection) -> None:
+        schedule = self._schedule
+        while not self._stop.wait(schedule.delay(time.monotonic())):
             now = time.monotonic()
-            if now >= self.valid_until:
+            if schedule.expired(now):
                 self._lost("unrenewed")
                 return
             try:
-                self._renew_call(max(RETRY_MIN_S, min(self._transport.timeout, self.valid_until - now)), conn)
+                self._renew_call(schedule.call_timeout(now, self._transport.timeout), conn)
             except ProblemError as e:
                 reason = renewal_refused(e)
                 if reason is not None:
@@ -153,11 +192,9 @@ class Keeper:
                     return
                 log.warning("renewal got no answer (%s), retrying", e)
             else:
-                self.valid_until = now + self._ttl_s
-                next_at = now + self._ttl_s / 3
+                schedule.renewed(now)
                 continue
-            left = self.valid_until - time.monotonic()
-            next_at = time.monotonic() + max(RETRY_MIN_S, min(1.0, left / 4))
+            schedule.failed(time.monotonic())
 
     # -- watching --
 

@@ -269,6 +269,48 @@ def judge(status: int, headers: Dict[str, str], raw: bytes, effect: Effect) -> T
     return answer, error, status == 503 and effect is not Effect.ONCE, retry_after
 
 
+class Attempts:
+    """The retry decisions of one call apart from its I/O, shared by the thread and the asyncio transports:
+    each try's outcome goes in (:meth:`answered`, :meth:`not_sent`, :meth:`no_answer`), and out come the
+    answer to return, the pause before the next try (:meth:`pause`) or the error to raise."""
+
+    def __init__(self, policy: RetryPolicy, effect: Effect) -> None:
+        self.policy = policy
+        self.effect = effect
+        self.attempt = 0
+        self.waited = 0.0
+        self._error: Exception = GatewayUnreachable("no try yet")
+        self._again = False
+        self._retry_after: Optional[float] = None
+
+    def answered(self, status: int, headers: Dict[str, str], raw: bytes) -> Optional[Answer]:
+        """The answer of a try that got one, or None for an error answer (then ask :meth:`pause`)."""
+        self.attempt += 1
+        answer, problem, self._again, self._retry_after = judge(status, headers, raw, self.effect)
+        if problem is None:
+            return answer
+        self._error = problem
+        return None
+
+    def not_sent(self, error: "_NotSent") -> None:
+        """A try whose request never left this process (retried when ``error.again``)."""
+        self.attempt += 1
+        self._error, self._again, self._retry_after = GatewayUnreachable(str(error), sent=False), error.again, None
+
+    def no_answer(self, message: str) -> None:
+        """A try that may have reached the gateway but got no answer: retried unless the call is ONCE."""
+        self.attempt += 1
+        self._error, self._again, self._retry_after = GatewayUnreachable(message), self.effect is not Effect.ONCE, None
+
+    def pause(self) -> float:
+        """Seconds to wait before the next try; raises the last try's error when there is to be none."""
+        pause = self.policy.next_pause(self.attempt, self.waited, self._again, self._retry_after)
+        if pause is None:
+            raise self._error
+        self.waited += pause
+        return pause
+
+
 class Transport(Endpoint):
     """Sends JSON calls to one gateway; thread-safe (each thread gets its own keep-alive connection).
     The arguments are :class:`Endpoint`'s."""
@@ -320,30 +362,21 @@ class Transport(Endpoint):
 
     def _with_retries(self, method: str, target: str, body: Any, headers: Dict[str, str],
                       effect: Effect, timeout: float, conn: Connection, policy: RetryPolicy) -> Answer:
-        waited = 0.0
-        attempt = 0
+        tries = Attempts(policy, effect)
         while True:
-            attempt += 1
             try:
                 status, answer_headers, raw = conn.request(method, target, encode(body), headers, timeout)
             except _Aborted as e:
                 raise GatewayUnreachable(f"{method} {target}: {e}", sent=False) from None
             except _NotSent as e:
-                error: Exception = GatewayUnreachable(str(e), sent=False)
-                again, retry_after = e.again, None
+                tries.not_sent(e)
             except (OSError, http.client.HTTPException) as e:
-                error = GatewayUnreachable(f"{method} {target}: no answer from {self.base_url}: {e!r}")
-                again, retry_after = effect is not Effect.ONCE, None
+                tries.no_answer(f"{method} {target}: no answer from {self.base_url}: {e!r}")
             else:
-                answer, problem, again, retry_after = judge(status, answer_headers, raw, effect)
-                if problem is None:
+                answer = tries.answered(status, answer_headers, raw)
+                if answer is not None:
                     return answer
-                error = problem
-            pause = policy.next_pause(attempt, waited, again, retry_after)
-            if pause is None:
-                raise error
-            time.sleep(pause)
-            waited += pause
+            time.sleep(tries.pause())
 
 
 def _query_value(value: Any) -> str:

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The decisions the Python client's thread and asyncio halves share, without I/O or a gateway: what to do
+after each try of a call (transport.Attempts: return the answer, pause, or raise) and when to renew a
+lease and how long it stays valid (keeper.RenewalSchedule), driven by hand with a settable clock.
+
+Broken variants caught while writing this (each tried, then reverted): a ONCE call retried after a try
+that got no answer; the waited time not counted (the budget never ran out); a failed renewal rescheduled
+a third of the TTL later instead of soon.
+
+Owns: those two decision steps. Must not: open a connection (test_retries.py drives the loops through a
+faulty proxy).
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import pyclient_helpers  # noqa: E402,F401  (puts the client on sys.path)
+
+import fencegate  # noqa: E402
+from fencegate.keeper import RETRY_MIN_S, RenewalSchedule  # noqa: E402
+from fencegate.transport import Attempts, Effect, RetryPolicy, _NotSent  # noqa: E402
+
+JSON = {"content-type": "application/json"}
+BUSY = b'{"type": "/problems/backend_unavailable", "status": 503}'
+
+
+class AttemptsTest(unittest.TestCase):
+    def test_an_answer_is_returned_at_once(self):
+        tries = Attempts(RetryPolicy(), Effect.ONCE)
+        answer = tries.answered(200, JSON, b'{"ok": true}')
+        self.assertEqual((answer.status, answer.body, tries.attempt), (200, {"ok": True}, 1))
+
+    def test_503_is_retried_after_retry_after_until_the_attempts_are_spent(self):
+        tries = Attempts(RetryPolicy(attempts=3, budget_s=60.0), Effect.IDEMPOTENT)
+        pauses = []
+        with self.assertRaises(fencegate.BackendUnavailable):
+            while True:
+                self.assertIsNone(tries.answered(503, dict(JSON, **{"retry-after": "2"}), BUSY))
+                pauses.append(tries.pause())
+        self.assertEqual((pauses, tries.attempt, tries.waited), ([2.0, 2.0], 3, 4.0))
+
+    def test_the_budget_ends_the_retries(self):
+        tries = Attempts(RetryPolicy(attempts=10, budget_s=5.0), Effect.IDEMPOTENT)
+        tries.answered(503, dict(JSON, **{"retry-after": "3"}), BUSY)
+        self.assertEqual(tries.pause(), 3.0)
+        tries.answered(503, dict(JSON, **{"retry-after": "3"}), BUSY)
+        with self.assertRaises(fencegate.BackendUnavailable):
+            tries.pause()
+
+    def test_no_answer_is_retried_unless_the_call_may_act_twice(self):
+        again = Attempts(RetryPolicy(), Effect.IDEMPOTENT)
+        again.no_answer("POST /x: no answer")
+        self.assertGreater(again.pause(), 0.0)
+        once = Attempts(RetryPolicy(), Effect.ONCE)
+        once.no_answer("POST /x: no answer")
+        with self.assertRaises(fencegate.GatewayUnreachable) as raised:
+            once.pause()
+        self.assertTrue(raised.exception.sent)
+
+    def test_a_request_never_sent_is_retried_even_once(self):
+        tries = Attempts(RetryPolicy(), Effect.ONCE)
+        tries.not_sent(_NotSent("cannot connect"))
+        self.assertGreater(tries.pause(), 0.0)
+        tries.not_sent(_NotSent("TLS failed", again=False))
+        with self.assertRaises(fencegate.GatewayUnreachable) as raised:
+            tries.pause()
+        self.assertFalse(raised.exception.sent)
+
+    def test_a_refusal_is_not_retried(self):
+        tries = Attempts(RetryPolicy(), Effect.IDEMPOTENT)
+        self.assertIsNone(tries.answered(409, JSON, b'{"type": "/problems/lock_busy", "status": 409}'))
+        with self.assertRaises(fencegate.LockBusy):
+            tries.pause()
+
+
+class RenewalScheduleTest(unittest.TestCase):
+    def test_renews_every_third_counted_from_the_sending(self):
+        s = RenewalSchedule(3.0, sent_at=100.0)
+        self.assertEqual((s.delay(100.0), s.valid_until), (1.0, 103.0))
+        self.assertEqual(s.delay(101.5), 0.0)
+        s.renewed(101.0)  # the answer came later; the lease counts from the sending
+        self.assertEqual((s.next_at, s.valid_until), (102.0, 104.0))
+        self.assertFalse(s.expired(103.99))
+        self.assertTrue(s.expired(104.0))
+
+    def test_a_failed_renewal_is_tried_again_soon(self):
+        s = RenewalSchedule(30.0, sent_at=0.0)
+        s.failed(10.0)
+        self.assertEqual(s.next_at, 11.0)  # a second at most
+        s.failed(29.9)
+        self.assertEqual(s.next_at, 29.9 + RETRY_MIN_S)  # at least RETRY_MIN_S
+        s.failed(29.0)
+        self.assertAlmostEqual(s.next_at, 29.25)  # a quarter of what is left
+
+    def test_a_renewal_never_outlasts_the_lease(self):
+        s = RenewalSchedule(30.0, sent_at=0.0)
+        self.assertEqual(s.call_timeout(10.0, 10.0), 10.0)
+        self.assertEqual(s.call_timeout(25.0, 10.0), 5.0)
+        self.assertEqual(s.call_timeout(30.0, 10.0), RETRY_MIN_S)
+
+
+if __name__ == "__main__":
+    unittest.main()
