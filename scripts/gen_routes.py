@@ -19,6 +19,7 @@ stay written by hand in openapi/openapi.json.
 
 A member's "doc" ({"type_note", "default", "meaning"}, whose {MACRO} and {MACRO:,} name numbers of
 src/fglimits.h) fills the columns of its route's member table in docs/api.md; OpenAPI never sees it.
+A bound other than 0 or 1 names its macro of src/fglimits.h, so every limit has one number.
 
 A member with an upper bound ("maximum", "maxLength", "maxItems") is checked by the gateway from the
 generated table, before its handler runs (struct member_bound, http/strict.h): the bound written here is
@@ -111,6 +112,10 @@ def check_route(route: dict, where: str) -> None:
             if not IDENT.match(name) or schema.get("type") not in TYPES:
                 raise DescriptionError(f"{where}: {part} member {name!r} needs a name and a type of "
                                        f"{TYPES}")
+            literal = [k for k in BOUNDS if isinstance(schema.get(k), int) and schema[k] not in (0, 1)]
+            if literal:
+                raise DescriptionError(f"{where}: {part} member {name!r}: {literal[0]} must name its macro "
+                                       "of src/fglimits.h (only 0 and 1 may be written as numbers)")
             if set(schema) - MEMBER_KEYS:
                 raise DescriptionError(f"{where}: {part} member {name!r}: unknown keys "
                                        f"{sorted(set(schema) - MEMBER_KEYS)}")
