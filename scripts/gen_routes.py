@@ -273,16 +273,31 @@ def query_parameter(name: str, schema: dict, numbers: dict, where: str) -> dict:
     return param
 
 
-def responses(route: dict, doc: dict) -> dict:
-    """The OpenAPI responses of route's "answers": a name is a shared response of components/responses;
-    an object a description, a schema (the name of a shared schema, or a schema), an example and the
-    media type (default application/json), or a whole "content"."""
+def problem_codes() -> dict:
+    """The status of each problem code of FG_CODES (src/util/error.h) by code."""
+    with open(os.path.join(ROOT, "src", "util", "error.h"), encoding="utf-8") as f:
+        text = f.read()
+    return {code: int(status) for code, status in re.findall(r'X\(FG_\w+,\s*"(\w+)",\s*(\d+),', text)}
+
+
+def responses(route: dict, doc: dict, codes: dict) -> dict:
+    """The OpenAPI responses of route's "answers": a name is a shared response of components/responses,
+    whose description opens with the problem codes it answers (each must be a code of FG_CODES with that
+    status); an object a description, a schema (the name of a shared schema, or a schema), an example
+    and the media type (default application/json), or a whole "content"."""
     where = f"{route['method']} {route['path']}"
     out = {}
     for status, answer in route["answers"].items():
         if isinstance(answer, str):
-            if answer not in doc["components"]["responses"]:
+            shared = doc["components"]["responses"].get(answer)
+            if shared is None:
                 raise DescriptionError(f"{where}: answer {status}: no shared response {answer}")
+            named = [w for w in re.findall(r"\b[a-z]+(?:_[a-z]+)*\b", shared["description"]) if w in codes]
+            wrong = [c for c in named if codes[c] != int(status)]
+            if not named or wrong:
+                raise DescriptionError(f"{where}: answer {status}: {answer} answers "
+                                       f"{wrong or 'no problem code'} (FG_CODES: "
+                                       f"{', '.join(f'{c} {codes[c]}' for c in wrong) or 'none named'})")
             out[status] = {"$ref": f"#/components/responses/{answer}"}
             continue
         if "content" in answer:
@@ -305,6 +320,7 @@ def openapi_document(doc: dict, routes: list, numbers: dict) -> dict:
     """doc with the scopes, request schemas and query parameters of routes written into it."""
     doc = json.loads(json.dumps(doc))
     schemas = doc["components"]["schemas"]
+    codes = problem_codes()
     written = {}
     for r in routes:
         op = doc["paths"].get(openapi_path(r["path"]), {}).get(r["method"].lower())
@@ -339,7 +355,7 @@ def openapi_document(doc: dict, routes: list, numbers: dict) -> dict:
                 content.pop("example", None)
         if "answers" not in r:
             raise DescriptionError(f"{where}: needs its answers (status: shared response or description)")
-        op["responses"] = responses(r, doc)
+        op["responses"] = responses(r, doc, codes)
         params = op.get("parameters", [])
         query = [query_parameter(n, s, numbers, where) for n, s in members_of(r, "query").items()]
         kept = [p for p in params if p.get("in") != "query"]
