@@ -12,6 +12,9 @@
  *
  * Usage: cluster_client <redis-cluster:// URL> <threads> <seconds> <name>=<waiters>...
  * SIGTERM ends the run early (the summary is printed all the same).
+ * cluster_client --slot-tags prints the gateway's slot tag table instead
+ * (store/key_slot.h), one tag a line in slot order, for the lab to check
+ * against CLUSTER KEYSLOT.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -23,6 +26,7 @@
 
 #include "config.h"
 #include "lua_scripts.h"
+#include "store/backend/key_slot.h"
 #include "store/backend/redis.h"
 #include "util/clock.h"
 
@@ -132,6 +136,11 @@ static void *work(void *arg)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--slot-tags") == 0) {
+        for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+            printf("%s\n", slot_tag(s));
+        return 0;
+    }
     if (argc < 5) {
         fprintf(stderr, "usage: cluster_client <redis-cluster:// URL> <threads> <seconds> "
                         "<name>=<waiters>...\n");

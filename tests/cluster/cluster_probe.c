@@ -163,7 +163,7 @@ static void operate(struct worker *w, int k)
     bool known = w->expected[k] >= 0;
     const char *argv[] = {known ? "INCR" : "GET", key};
     struct fg_error err = {0};
-    redisReply *r = route_command(route, cluster_key_slot(key, strlen(key)), probe_send, w, 2, argv,
+    redisReply *r = route_command(route, key_slot(key, strlen(key)), probe_send, w, 2, argv,
                                   NULL, &err);
     if (r == NULL) {
         note_fail(w, &err);

@@ -3,6 +3,7 @@
 store/backend/redis_route.c driven against them by cluster_probe (threads that INCR and GET keys of random names and
 know what each counter must read). In order:
 
+0. the slot tag table the gateway computes (store/backend/key_slot.c) against CLUSTER KEYSLOT, every slot.
 1. the topology: three shards, each a primary with one replica, all 16384 slots served;
 2. commands spread over the primaries (each within 15 % of a third, random names);
 3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) from two primaries to the
@@ -114,6 +115,18 @@ class ClusterLabTest(unittest.TestCase):
         outage = (r["last_fail_ms"] - killed_ms) / 1000
         self.assertLessEqual(outage, NODE_TIMEOUT_MS / 1000 + 2)
         return outage
+
+    def test_0_slot_tags(self):
+        """The gateway's slot tag table (store/backend/key_slot.c) against CLUSTER KEYSLOT of the running cluster and the
+        lab's own table: a key "<base>:{<tag of s>}" lives in slot s, for every slot."""
+        out = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--slot-tags"], capture_output=True, text=True,
+                             check=True).stdout.split()
+        self.assertEqual(out, [slot_tag(s) for s in range(SLOTS)])
+        port = self.lab.primaries()[0]
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as c, c.makefile("rb") as f:
+            c.sendall(b"".join(encode("CLUSTER", "KEYSLOT", f"fg:fence:{{{tag}}}") for tag in out))
+            slots = [read_reply(f) for _ in out]
+        self.assertEqual(slots, list(range(SLOTS)))
 
     def test_1_topology(self):
         shards = self.lab.shards()

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_redis_cluster.c - the routing rules of Redis Cluster against its
- * specification: key slots (the CRC16 test vector, hash tags and their edge
- * cases, checked against CLUSTER KEYSLOT of Redis 7.0), slot maps read from
- * CLUSTER SHARDS replies written in RESP as Redis sends them, the MOVED, ASK,
+ * specification: slot maps read from CLUSTER SHARDS replies written in RESP
+ * as Redis sends them, the MOVED, ASK,
  * CLUSTERDOWN, TRYAGAIN and CROSSSLOT answers, and the step each one leads to.
  */
 #include <setjmp.h>
@@ -88,32 +87,6 @@ static void read_map(const char *text, struct cluster_map *map)
     struct fg_error err = {0};
     assert_int_equal(cluster_map_from_shards(r, &asked, map, &err), 0);
     freeReplyObject(r);
-}
-
-static void key_slots(void **state)
-{
-    (void)state;
-    static const struct {
-        const char *key;
-        unsigned slot;
-    } cases[] = {
-        {"123456789", 12739}, /* the specification's CRC16 check value 0x31C3 */
-        {"foo", 12182},
-        {"bar", 5061},
-        {"{user1000}.following", 3443},
-        {"{user1000}.followers", 3443},
-        {"foo{}{bar}", 8363},    /* an empty tag: the whole key */
-        {"foo{{bar}}zap", 4015}, /* the tag is "{bar" */
-        {"foo{bar}{zap}", 5061}, /* the first tag only: "bar" */
-        {"{bar", 4015},          /* no closing brace: the whole key */
-        {"fg:lk:{orders}:h", 105},
-        {"orders", 105},
-        {"", 0},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        assert_int_equal(cluster_key_slot(cases[i].key, strlen(cases[i].key)), cases[i].slot);
-    /* Only the bytes given count. */
-    assert_int_equal(cluster_key_slot("foobar", 3), 12182);
 }
 
 static void map_of_six_nodes(void **state)
@@ -317,7 +290,6 @@ static void moved_updates_one_slot(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(key_slots),
         cmocka_unit_test(map_of_six_nodes),
         cmocka_unit_test(endpoints_unknown_and_partial_maps),
         cmocka_unit_test(maps_refused),

@@ -100,7 +100,7 @@ static redisReply *fake_send(void *ctx, const struct redis_endpoint *at, unsigne
     fake.sends[node]++;
     fake.asking[node] += (flags & ROUTE_ASKING) != 0;
     char buf[256];
-    unsigned slot = cluster_key_slot(argv[1], strlen(argv[1]));
+    unsigned slot = key_slot(argv[1], strlen(argv[1]));
     if (fake.refusal != NULL)
         snprintf(buf, sizeof buf, "-%s\r\n", fake.refusal);
     else if (fake.loop)
@@ -141,7 +141,7 @@ static int run(struct route *r, const char *key, struct fg_error *err)
     const char *argv[] = {"GET", key};
     memset(err, 0, sizeof *err);
     redisReply *reply =
-        route_command(r, cluster_key_slot(key, strlen(key)), fake_send, NULL, 2, argv, NULL, err);
+        route_command(r, key_slot(key, strlen(key)), fake_send, NULL, 2, argv, NULL, err);
     if (reply == NULL)
         return -1;
     assert_int_equal(reply->type, REDIS_REPLY_INTEGER);

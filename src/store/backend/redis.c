@@ -903,7 +903,7 @@ static redisReply *script_call(enum fg_script script, const char *const *keys,
     argc = put_args(cmd, argc, more, nmore);
     if (rds.url.cluster) {
         FG_ASSERT(s->nkeys > 0);
-        unsigned slot = cluster_key_slot(keys[0], strlen(keys[0]));
+        unsigned slot = key_slot(keys[0], strlen(keys[0]));
         return route_command(cluster.route, slot, cluster_send, (void *)s, (int)argc, cmd, NULL,
                              err);
     }

@@ -1,42 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_cluster.c - the routing rules of Redis Cluster (its specification's
- * "Keys distribution model", "Redirection and resharding" and the CLUSTER
- * SHARDS reply): slots of keys, the slot map, and the answers that move a
- * command to another node. Plain functions over hiredis replies and the map;
- * connections, retries and the map's sharing between threads belong to the
- * Redis client (redis.c).
+ * "Redirection and resharding" and the CLUSTER SHARDS reply): the slot map, and the answers that
+ * move a command to another node. Plain functions over hiredis replies and the map; connections,
+ * retries and the map's sharing between threads belong to the Redis client (redis.c).
  */
 #include "store/backend/redis_cluster.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* CRC16-CCITT as the specification names it (XMODEM: polynomial 0x1021, no
- * reflection, initial value 0). */
-static uint16_t crc16(const char *buf, size_t len)
-{
-    uint16_t crc = 0;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (uint16_t)((uint8_t)buf[i] << 8);
-        for (int bit = 0; bit < 8; bit++)
-            crc = (uint16_t)((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
-    }
-    return crc;
-}
-
-unsigned cluster_key_slot(const char *key, size_t len)
-{
-    const char *open = memchr(key, '{', len);
-    if (open != NULL) {
-        size_t rest = len - (size_t)(open - key) - 1;
-        const char *close = memchr(open + 1, '}', rest);
-        if (close != NULL && close > open + 1)
-            return crc16(open + 1, (size_t)(close - open - 1)) & (CLUSTER_SLOTS - 1);
-    }
-    return crc16(key, len) & (CLUSTER_SLOTS - 1);
-}
 
 bool cluster_endpoint_equal(const struct redis_endpoint *a, const struct redis_endpoint *b)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_cluster.h - the routing rules of Redis Cluster, as its specification
- * states them, for the Redis module: which of the 16384 hash slots a key
- * belongs to, the slot map read from a CLUSTER SHARDS reply, and what to do
+ * states them, for the Redis module (the slot of a key is store/key_slot.h's):
+ * the slot map read from a CLUSTER SHARDS reply, and what to do
  * with a node's answer (MOVED: the slot has a new owner; ASK: ask another node
  * once, after ASKING; CLUSTERDOWN and TRYAGAIN: come back later). Pure: it reads
  * hiredis replies but makes no connection and keeps no state of its own.
@@ -15,17 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/backend/key_slot.h"
 #include "store/backend/redis_url.h"
 #include "util/error.h"
 
-#define CLUSTER_SLOTS         16384 /* hash slots of every cluster */
-#define CLUSTER_MAX_NODES     128   /* nodes (primaries and replicas) one map keeps */
-#define CLUSTER_MAX_REDIRECTS 5     /* MOVED and ASK one command follows before it gives up */
-
-/* The hash slot of key (len bytes): CRC16 (XMODEM) of the key, or of its hash
- * tag (what lies between the first '{' and the first '}' after it, when that
- * is not empty), modulo 16384. */
-unsigned cluster_key_slot(const char *key, size_t len);
+#define CLUSTER_MAX_NODES     128 /* nodes (primaries and replicas) one map keeps */
+#define CLUSTER_MAX_REDIRECTS 5   /* MOVED and ASK one command follows before it gives up */
 
 /* One node of the cluster. */
 struct cluster_node {
