@@ -5,7 +5,9 @@
  * the shared channel CHANNEL_ENDED (leases that ended: wakes their watchers).
  * On every (re)subscription all waiters re-check, since messages published
  * while the subscription was down are lost; the doorbell is an accelerator, the
- * waiters' own timed re-checks are what make waiting correct.
+ * waiters' own timed re-checks are what make waiting correct. On a Redis
+ * Cluster each channel is followed as one shard channel per slot
+ * (redis_subscribe), which the scripts publish to in the slot of the lease.
  */
 #include "lease/doorbell.h"
 

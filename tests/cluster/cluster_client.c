@@ -13,8 +13,12 @@
  * Usage: cluster_client <redis-cluster:// URL> <threads> <seconds> <name>=<waiters>...
  * SIGTERM ends the run early (the summary is printed all the same).
  * cluster_client --slot-tags prints the gateway's slot tag table instead
- * (store/key_slot.h), one tag a line in slot order, for the lab to check
+ * (store/backend/key_slot.h), one tag a line in slot order, for the lab to check
  * against CLUSTER KEYSLOT.
+ * cluster_client --follow <URL> <channel> <seconds> follows the shard
+ * channels of <channel> through redis_subscribe (one per slot, each on its
+ * owner) and prints the numbers of the messages "m<number>" it heard, how
+ * many messages came, and the rounds of (re)subscriptions.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -134,8 +138,77 @@ static void *work(void *arg)
     return NULL;
 }
 
+#define FOLLOW_MAX_IDS 1000000
+
+/* What the follower heard: a mark per message number, and the counts. */
+static struct {
+    unsigned char heard[FOLLOW_MAX_IDS];
+    atomic_long messages, rounds;
+} follow;
+
+static void on_follow_message(const char *payload, size_t len, void *ctx)
+{
+    (void)ctx;
+    char text[16];
+    atomic_fetch_add(&follow.messages, 1);
+    if (len < 2 || len >= sizeof text || payload[0] != 'm')
+        return;
+    memcpy(text, payload + 1, len - 1);
+    text[len - 1] = '\0';
+    long id = atol(text);
+    if (id >= 0 && id < FOLLOW_MAX_IDS)
+        follow.heard[id] = 1;
+}
+
+static void on_follow_subscribed(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&follow.rounds, 1);
+}
+
+static atomic_bool follow_stop;
+
+static void *follow_main(void *arg)
+{
+    redis_subscribe(arg, &follow_stop);
+    return NULL;
+}
+
+/* cluster_client --follow: see the top of the file. */
+static int run_follow(char *url, const char *channel, double seconds)
+{
+    struct config cfg = {.redis_url = url, .request_timeout_ms = 2000};
+    struct fg_error err = {0};
+    if (redis_init(&cfg, &err) != 0) {
+        fprintf(stderr, "client: %s\n", err.msg);
+        return 1;
+    }
+    signal(SIGTERM, on_term);
+    atomic_store(&stop_at_ms, clock_mono_ms() + (long long)(seconds * 1000));
+    struct redis_subscriber sub = {channel, on_follow_message, on_follow_subscribed, NULL};
+    pthread_t thread;
+    pthread_create(&thread, NULL, follow_main, &sub);
+    while (clock_mono_ms() < atomic_load(&stop_at_ms))
+        clock_sleep_ms(20);
+    redis_subscribe_stop(&follow_stop);
+    pthread_join(thread, NULL);
+    redis_shutdown();
+    printf("{\"messages\": %ld, \"rounds\": %ld, \"heard\": [", atomic_load(&follow.messages),
+           atomic_load(&follow.rounds));
+    const char *sep = "";
+    for (long id = 0; id < FOLLOW_MAX_IDS; id++)
+        if (follow.heard[id]) {
+            printf("%s%ld", sep, id);
+            sep = ", ";
+        }
+    printf("]}\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "--follow") == 0)
+        return run_follow(argv[2], argv[3], atof(argv[4]));
     if (argc == 2 && strcmp(argv[1], "--slot-tags") == 0) {
         for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
             printf("%s\n", slot_tag(s));

@@ -24,7 +24,8 @@ know what each counter must read). In order:
    page costs Redis;
 9. the gateway's own Redis client (store/backend/redis.c) on a redis-cluster:// URL, driven by cluster_client on the
    lock status script: right answers through a reshard (MOVED, ASK) and a kill -9 of a primary (503 only),
-   the script library loaded on each primary that lacked it, readiness on every primary.
+   the script library loaded on each primary that lacked it, readiness on every primary; and its subscriptions
+   (one shard channel per slot, SSUBSCRIBE on each slot's primary) followed through a reshard and a kill -9.
 
 FG_CLUSTER_CLIENTS (default 8) sets the probe's threads; FG_CLUSTER_KEEP=1 keeps the nodes' directory
 (logs, nodes.conf). Environment: FG_CLUSTER_PROBE (the probe binary), FG_CLUSTER_CLIENT (cluster_client),
@@ -462,6 +463,80 @@ class ClusterLabTest(unittest.TestCase):
         killed_ms = self.kill_primary(other)
         outage = self.assert_outage(result(proc), killed_ms)
         print(f"gateway client, kill -9 of {other['primary']}: last 503 {outage:.2f} s after", file=sys.stderr)
+        self.lab.start_node(other["primary"])
+        self.lab.wait_converged(timeout=30)
+
+    def shard_followed(self, channel: str) -> list[int]:
+        """The slots whose shard channel "<channel>:{T(s)}" has no subscriber on the slot's primary."""
+        owners = {}
+        for shard in self.lab.shards():
+            r = shard["ranges"]
+            for i in range(0, len(r), 2):
+                owners.update({s: shard["primary"] for s in range(r[i], r[i + 1] + 1)})
+        missing = []
+        for port in set(owners.values()):
+            slots = [s for s in range(SLOTS) if owners[s] == port]
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c, c.makefile("rb") as f:
+                c.sendall(encode("PUBSUB", "SHARDNUMSUB", *[f"{channel}:{{{slot_tag(s)}}}" for s in slots]))
+                counts = read_reply(f)
+            missing += [s for s, n in zip(slots, counts[1::2]) if n != 1]
+        return missing
+
+    def test_9b_shard_subscriptions(self):
+        """redis_subscribe of the gateway's client on a cluster (cluster_client --follow): one shard channel per
+        slot, each subscribed on its primary, every message published to any slot heard; after a reshard and
+        after a kill -9 of a primary every slot is followed again on its new owner (Redis ends a moved slot's
+        subscription; a lost node ends them all)."""
+        channel, heard_by, next_id = "fg:bell:lab", [], [0]
+
+        def publish(count: int) -> list[int]:
+            """SPUBLISHes count messages to random slots on their owners; the numbers a subscriber received."""
+            got = []
+            for _ in range(count):
+                slot, n = random.randrange(SLOTS), next_id[0]
+                next_id[0] += 1
+                if resp(self.lab.owner(slot), "SPUBLISH", f"{channel}:{{{slot_tag(slot)}}}", f"m{n}") == 1:
+                    got.append(n)
+            return got
+
+        def followed_within(seconds: float) -> float:
+            t0 = time.monotonic()
+            wait(lambda: not self.shard_followed(channel), seconds, "every slot followed")
+            return time.monotonic() - t0
+
+        proc = subprocess.Popen([os.environ["FG_CLUSTER_CLIENT"], "--follow", self.lab.url(), channel, "600"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            followed_within(15)
+            sent = publish(300)
+            self.assertEqual(len(sent), 300, "a slot's channel had no subscriber")
+            heard_by += sent
+            src, dst, other = sorted(self.lab.shards(), key=lambda s: s["ranges"][0] - s["ranges"][1])
+            run = self.lab.reshard(src["primary_id"], dst["primary_id"], 300)
+            self.assertEqual(run.returncode, 0, run.stdout[-2000:] + run.stderr[-2000:])
+            self.lab.wait_converged()
+            after_reshard = followed_within(5)
+            heard_by += publish(300)
+            killed = time.monotonic()
+            self.lab.kill9(other["primary"])
+            wait(lambda: self.lab.owner(other["ranges"][0]) != other["primary"], 30, "the failover")
+            wait(lambda: not self.shard_followed(channel), 30, "every slot followed after the kill")
+            after_kill = time.monotonic() - killed
+            sent = publish(300)
+            self.assertEqual(len(sent), 300, "a slot's channel had no subscriber after the failover")
+            heard_by += sent
+            time.sleep(0.5)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err[-2000:])
+        r = json.loads(out.strip().splitlines()[-1])
+        print(f"shard subscriptions: {r['messages']} messages, {r['rounds']} rounds; every slot followed again "
+              f"{after_reshard:.2f} s after a reshard of 300 slots and {after_kill:.2f} s after kill -9 of a primary",
+              file=sys.stderr)
+        self.assertEqual(sorted(set(heard_by) - set(r["heard"])), [], "a message a subscriber took was not heard")
+        self.assertGreaterEqual(r["rounds"], 3, "the moved slots were not subscribed again in rounds of their own")
+        self.assertLessEqual(after_kill, NODE_TIMEOUT_MS / 1000 + 2 + 1)
         self.lab.start_node(other["primary"])
         self.lab.wait_converged(timeout=30)
 

@@ -43,6 +43,9 @@
  * library loaded and the call resent once. Map fetches use a connection of
  * their own. The connect hook does not run on cluster nodes; commands that
  * name no key go to one primary of the map, PING (readiness) to every one.
+ * A subscription follows one shard channel per slot (SSUBSCRIBE), each on the
+ * slot's primary, and moves a slot's subscription when Redis ends it (the
+ * slot left the node) or the node is lost.
  */
 #include "store/backend/redis.h"
 
@@ -61,6 +64,7 @@
 #include <unistd.h>
 
 #include "embedded.h"
+#include "store/backend/key_slot.h"
 #include "store/backend/redis_cluster.h"
 #include "store/backend/redis_pipe.h"
 #include "store/backend/redis_route.h"
@@ -91,6 +95,7 @@ static struct {
     pthread_t watcher;         /* follows +switch-master (sentinel URLs) */
     bool watching;             /* watcher runs */
     atomic_bool watcher_stop;  /* asks it to end */
+    atomic_bool policy_known;  /* every primary's eviction policy was read once (cluster) */
 } rds;
 
 /* A pipelined connection and its calls; every field but at under lock. */
@@ -420,6 +425,40 @@ static void break_connection(struct node *n, const struct pipe_entry *self, cons
     wake_calls(pipe_fail_sent(&n->pipe, &failure), self);
 }
 
+/* The command that reads the eviction policy. */
+#define POLICY_ARGV                                                                                \
+    {                                                                                              \
+        "CONFIG", "GET", "maxmemory-policy"                                                        \
+    }
+
+/* Copies the policy of a CONFIG GET maxmemory-policy reply (borrowed) into out
+ * (cap bytes): "" when it has none (CONFIG not allowed to this user). */
+static void policy_of(const redisReply *reply, char *out, size_t cap)
+{
+    bool named = reply != NULL && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+                 reply->element[1]->type == REDIS_REPLY_STRING;
+    snprintf(out, cap, "%s", named ? reply->element[1]->str : "");
+}
+
+/* Warns when the node on ctx (a primary of a cluster, connected to after
+ * start-up: a promoted replica, a primary added) may evict keys, as start-up
+ * does for every primary then (redis_eviction_policy). */
+static void check_node_policy(redisContext *ctx, const struct redis_endpoint *at)
+{
+    struct fg_error err = {0};
+    const char *policy_argv[] = POLICY_ARGV;
+    redisReply *reply = command_argv(ctx, 3, policy_argv, NULL, &err);
+    char policy[64];
+    policy_of(reply, policy, sizeof policy);
+    freeReplyObject(reply);
+    if (policy[0] != '\0' && strcmp(policy, "noeviction") != 0)
+        log_event(LOG_WARN, "eviction_policy_unsafe",
+                  json_pack("{s:s, s:s, s:i, s:s}", "policy", policy, "host", at->host, "port",
+                            at->port, "detail",
+                            "Redis may evict lock keys and silently free held locks; "
+                            "set maxmemory-policy noeviction"));
+}
+
 /* Connects for the queued calls (self's among them): runs the hook on the new
  * connection before any of them goes out (not on a cluster node: its scripts
  * check their slot's fence sequence themselves). A connection that cannot be made
@@ -433,6 +472,8 @@ static void connect_shared(struct node *n, struct pipe_entry *self)
     redisContext *ctx =
         connect_new(rds.url.cluster ? &n->at : NULL, rds.timeout_ms, &generation, &failure);
     int hook_rc = 0;
+    if (ctx != NULL && rds.url.cluster && atomic_load(&rds.policy_known))
+        check_node_policy(ctx, &n->at);
     if (ctx != NULL && rds.hook != NULL && !rds.url.cluster) {
         setting_up = ctx;
         setup_lost = false;
@@ -1008,8 +1049,30 @@ int redis_ping(struct fg_error *err)
 
 int redis_eviction_policy(char *out, size_t cap, struct fg_error *err)
 {
-    const char *argv[] = {"CONFIG", "GET", "maxmemory-policy"};
-    return simple_command(3, argv, out, cap, err);
+    const char *policy_argv[] = POLICY_ARGV;
+    if (!rds.url.cluster)
+        return simple_command(3, policy_argv, out, cap, err);
+    struct redis_endpoint *primaries = malloc(CLUSTER_MAX_NODES * sizeof *primaries);
+    FG_ASSERT(primaries != NULL);
+    int count = cluster_primaries(primaries, CLUSTER_MAX_NODES, err), rc = count < 0 ? -1 : 0;
+    snprintf(out, cap, "%s", "noeviction");
+    for (int i = 0; i < count && rc == 0; i++) {
+        struct node *n = cluster_node(&primaries[i], err);
+        redisReply *reply = n != NULL ? node_command(n, false, 3, policy_argv, NULL, err) : NULL;
+        char policy[64];
+        policy_of(reply, policy, sizeof policy);
+        if (reply == NULL)
+            rc = -1;
+        else if (reply->type == REDIS_REPLY_ERROR)
+            rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s:%d: %s", primaries[i].host,
+                         primaries[i].port, reply->str);
+        else if (strcmp(policy, "noeviction") != 0 && strcmp(out, "noeviction") == 0)
+            snprintf(out, cap, "%s (%s:%d)", policy, primaries[i].host, primaries[i].port);
+        freeReplyObject(reply);
+    }
+    free(primaries);
+    atomic_store(&rds.policy_known, true);
+    return rc;
 }
 
 /* Reads messages from a subscribed connection until an error, a failover to
@@ -1046,8 +1109,265 @@ void redis_subscribe_stop(atomic_bool *stop)
     wake_all();
 }
 
+/* redis-cluster://: following a channel means following its shard channels
+ * "<channel>:{T(s)}", one per slot s (store/backend/key_slot.h), each on the primary
+ * that owns s (SSUBSCRIBE). A shard subscription ends when its slot leaves
+ * the node (Redis sends sunsubscribe) or the connection is lost; the slot is
+ * then subscribed again wherever the map, fetched again, says it lives. */
+
+#define SHARD_RETRY_MS    200 /* between rounds while slots wait for a subscription */
+#define SHARD_CHANNEL_MAX 160 /* bytes of a shard channel name */
+
+/* A follower's connection to one primary. */
+struct shard_conn {
+    struct redis_endpoint at; /* the primary */
+    redisContext *ctx;        /* owned; NULL once lost or closed */
+};
+
+/* The state of one redis_subscribe on a cluster. */
+struct shard_follow {
+    const struct redis_subscriber *sub;
+    int16_t on[CLUSTER_SLOTS]; /* index in conns each slot is subscribed on; -1: not (yet) */
+    int pending;               /* slots with no subscription */
+    struct shard_conn conns[CLUSTER_MAX_NODES];
+    int nconns;   /* entries of conns used (some may be closed) */
+    bool warned;  /* a failure was logged since every slot was last followed */
+    bool renewed; /* slots were subscribed again since on_subscribed last ran */
+};
+
+/* Ends conns[k]: its slots wait for a subscription where the map says. */
+static void shard_lost(struct shard_follow *f, int k)
+{
+    redisFree(f->conns[k].ctx);
+    f->conns[k].ctx = NULL;
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+        if (f->on[s] == k) {
+            f->on[s] = -1;
+            f->pending++;
+        }
+    route_stale(cluster.route);
+}
+
+/* Handles a reply nobody asked for on conns[k]: a message, or the end of a
+ * subscription (its slot moved away). */
+static void shard_push(struct shard_follow *f, int k, const redisReply *r)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    if (strcmp(r->element[0]->str, "smessage") == 0 && r->element[2]->type == REDIS_REPLY_STRING) {
+        f->sub->on_message(r->element[2]->str, r->element[2]->len, f->sub->ctx);
+        return;
+    }
+    unsigned slot = key_slot(r->element[1]->str, r->element[1]->len);
+    if (strcmp(r->element[0]->str, "sunsubscribe") == 0 && f->on[slot] == k) {
+        f->on[slot] = -1;
+        f->pending++;
+        route_stale(cluster.route);
+    }
+}
+
+/* The index of the open connection to at, made when there is none; -1 with err. */
+static int shard_conn_to(struct shard_follow *f, const struct redis_endpoint *at,
+                         struct fg_error *err)
+{
+    int k = 0, free_k = -1;
+    for (; k < f->nconns; k++) {
+        if (f->conns[k].ctx == NULL && free_k < 0)
+            free_k = k;
+        if (f->conns[k].ctx != NULL && cluster_endpoint_equal(&f->conns[k].at, at))
+            return k;
+    }
+    unsigned generation;
+    redisContext *ctx = connect_new(at, rds.timeout_ms, &generation, err);
+    if (ctx == NULL)
+        return -1;
+    k = free_k >= 0 ? free_k : f->nconns++;
+    f->conns[k].at = *at;
+    f->conns[k].ctx = ctx;
+    return k;
+}
+
+/* Subscribes the n slots of slots on conns[k], one SSUBSCRIBE per slot (Redis
+ * takes the channels of one slot per command), all written at once; messages
+ * that come meanwhile are handed on. A refusal (MOVED: the map was old) leaves
+ * the slot waiting. */
+static void shard_subscribe(struct shard_follow *f, int k, const unsigned *slots, int n)
+{
+    redisContext *ctx = f->conns[k].ctx;
+    for (int i = 0; i < n; i++) {
+        char channel[SHARD_CHANNEL_MAX];
+        slot_tag_key(channel, sizeof channel, f->sub->channel, slots[i]);
+        redisAppendCommand(ctx, "SSUBSCRIBE %s", channel);
+    }
+    for (int answered = 0; answered < n;) {
+        void *raw = NULL;
+        if (redisGetReply(ctx, &raw) != REDIS_OK) {
+            shard_lost(f, k);
+            return;
+        }
+        redisReply *r = raw;
+        bool confirms = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+                        r->element[0]->type == REDIS_REPLY_STRING &&
+                        strcmp(r->element[0]->str, "ssubscribe") == 0;
+        if (confirms && f->on[slots[answered]] < 0) {
+            f->on[slots[answered]] = (int16_t)k;
+            f->pending--;
+            f->renewed = true;
+        }
+        if (r->type == REDIS_REPLY_ERROR)
+            route_stale(cluster.route);
+        if (confirms || r->type == REDIS_REPLY_ERROR)
+            answered++;
+        else
+            shard_push(f, k, r);
+        freeReplyObject(r);
+    }
+}
+
+/* Hands on every reply already read on conns[k] (closing it if it broke). */
+static void shard_drain(struct shard_follow *f, int k)
+{
+    for (;;) {
+        void *raw = NULL;
+        if (redisReaderGetReply(f->conns[k].ctx->reader, &raw) != REDIS_OK) {
+            shard_lost(f, k);
+            return;
+        }
+        if (raw == NULL)
+            return;
+        shard_push(f, k, raw);
+        freeReplyObject(raw);
+    }
+}
+
+/* One round: every slot without a subscription is subscribed on its owner
+ * (the map fetched again first when stale); connections left with no slot
+ * are closed. Failures are logged once until every slot is followed again. */
+static void shard_round(struct shard_follow *f)
+{
+    struct redis_endpoint *owners = malloc(CLUSTER_MAX_NODES * sizeof *owners);
+    int16_t *to = malloc(CLUSTER_SLOTS * sizeof *to);
+    unsigned *slots = malloc(CLUSTER_SLOTS * sizeof *slots);
+    FG_ASSERT(owners != NULL && to != NULL && slots != NULL);
+    struct fg_error err = {0};
+    int nowners = 0;
+    bool failed = false;
+    memset(to, 0xff, CLUSTER_SLOTS * sizeof *to); /* -1: no owner to subscribe on */
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
+        struct redis_endpoint at;
+        if (f->on[s] >= 0)
+            continue;
+        if (route_owner(cluster.route, s, cluster_send, NULL, &at, &err) != 0) {
+            failed = true;
+            if (route_primaries(cluster.route, NULL, 0) == 0)
+                break; /* no map at all: try again next round */
+            continue;
+        }
+        int e = 0;
+        while (e < nowners && !cluster_endpoint_equal(&owners[e], &at))
+            e++;
+        if (e == nowners && nowners < CLUSTER_MAX_NODES)
+            owners[nowners++] = at;
+        to[s] = e < nowners ? (int16_t)e : -1;
+    }
+    for (int e = 0; e < nowners; e++) {
+        int k = shard_conn_to(f, &owners[e], &err), n = 0;
+        if (k < 0) { /* gone: a failover may be under way */
+            failed = true;
+            route_stale(cluster.route);
+        }
+        for (unsigned s = 0; s < CLUSTER_SLOTS && k >= 0; s++)
+            if (to[s] == e)
+                slots[n++] = s;
+        if (k >= 0)
+            shard_subscribe(f, k, slots, n);
+        if (k >= 0 && f->conns[k].ctx != NULL)
+            shard_drain(f, k); /* pushes read along with the confirmations */
+    }
+    for (int k = 0; k < f->nconns; k++) {
+        bool used = false;
+        for (unsigned s = 0; s < CLUSTER_SLOTS && !used && f->conns[k].ctx != NULL; s++)
+            used = f->on[s] == k;
+        if (f->conns[k].ctx != NULL && !used) {
+            redisFree(f->conns[k].ctx);
+            f->conns[k].ctx = NULL;
+        }
+    }
+    if (failed && !f->warned)
+        log_message(LOG_WARN, "doorbell_down", "%s: %d slots not followed: %s", f->sub->channel,
+                    f->pending, err.msg[0] ? err.msg : "a subscription was refused");
+    f->warned |= failed;
+    if (f->pending == 0 && f->warned)
+        log_message(LOG_INFO, "doorbell_up", "following %s on every slot", f->sub->channel);
+    f->warned &= f->pending != 0;
+    free(slots);
+    free(to);
+    free(owners);
+}
+
+/* redis_subscribe on a cluster. */
+static void subscribe_slots(const struct redis_subscriber *sub, atomic_bool *stop)
+{
+    struct shard_follow *f = calloc(1, sizeof *f);
+    FG_ASSERT(f != NULL);
+    f->sub = sub;
+    f->pending = CLUSTER_SLOTS;
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
+        f->on[s] = -1;
+    struct wake_slot slot;
+    wake_join(&slot);
+    struct pollfd *fds = malloc((CLUSTER_MAX_NODES + 1) * sizeof *fds);
+    int *which = malloc(CLUSTER_MAX_NODES * sizeof *which);
+    FG_ASSERT(fds != NULL && which != NULL);
+    int64_t next_round_ms = 0;
+    while (!atomic_load(stop)) {
+        if (f->pending > 0 && clock_mono_ms() >= next_round_ms) {
+            shard_round(f);
+            next_round_ms = clock_mono_ms() + SHARD_RETRY_MS;
+        }
+        if (f->renewed) { /* messages sent before a subscription were not heard */
+            f->renewed = false;
+            sub->on_subscribed(sub->ctx);
+        }
+        int nfds = 0;
+        for (int k = 0; k < f->nconns; k++)
+            if (f->conns[k].ctx != NULL) {
+                which[nfds] = k;
+                fds[nfds++] = (struct pollfd){.fd = f->conns[k].ctx->fd, .events = POLLIN};
+            }
+        fds[nfds] = (struct pollfd){.fd = slot.fd, .events = POLLIN};
+        int timeout = f->pending > 0 || slot.fd < 0 ? SHARD_RETRY_MS : -1;
+        if (poll(fds, (nfds_t)nfds + (slot.fd >= 0), timeout) <= 0)
+            continue;
+        if (slot.fd >= 0 && fds[nfds].revents != 0) {
+            uint64_t count;
+            (void)!read(slot.fd, &count, sizeof count);
+        }
+        for (int i = 0; i < nfds; i++) {
+            int k = which[i];
+            if (fds[i].revents == 0)
+                continue;
+            if (redisBufferRead(f->conns[k].ctx) != REDIS_OK)
+                shard_lost(f, k);
+            else
+                shard_drain(f, k);
+        }
+    }
+    for (int k = 0; k < f->nconns; k++)
+        redisFree(f->conns[k].ctx);
+    wake_leave(&slot);
+    free(which);
+    free(fds);
+    free(f);
+}
+
 void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
 {
+    if (rds.url.cluster) {
+        subscribe_slots(sub, stop);
+        return;
+    }
     bool warned = false;
     while (!atomic_load(stop)) {
         struct fg_error err = {0};

@@ -77,8 +77,11 @@ int redis_run_id(char *out, size_t cap, struct fg_error *err) FG_WUR;
 /* PING on the shared connection; in a cluster, on every primary of the map. */
 int redis_ping(struct fg_error *err) FG_WUR;
 
-/* Reads CONFIG GET maxmemory-policy into out (cap bytes) (in a cluster, of one
- * primary, as redis_run_id). */
+/* Reads CONFIG GET maxmemory-policy into out (cap bytes). In a cluster, of
+ * every primary: "noeviction" when all have it, else the first other policy
+ * with its node ("allkeys-lru (10.0.0.5:7000)"); a primary connected to later
+ * (a promoted replica, a primary added) is checked when connected, and warned
+ * about in the log. */
 int redis_eviction_policy(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
 /* Message and (re)connection callbacks of redis_subscribe. */
@@ -92,7 +95,11 @@ struct redis_subscriber {
 /*
  * Follows sub->channel on a dedicated connection until *stop becomes true,
  * reconnecting after errors. Blocks the calling thread, which sleeps until a
- * message comes; redis_subscribe_stop ends it.
+ * message comes; redis_subscribe_stop ends it. On a cluster it follows the
+ * shard channels sub->channel ":{T(s)}" of every slot s instead (T: the slot
+ * tags of store/backend/key_slot.h; SSUBSCRIBE on each slot's primary, a connection
+ * per primary), and follows each slot to its new owner when a reshard or a
+ * failover moves it; on_subscribed runs after each round of (re)subscriptions.
  */
 void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_cluster.h - the routing rules of Redis Cluster, as its specification
- * states them, for the Redis module (the slot of a key is store/key_slot.h's):
+ * states them, for the Redis module (the slot of a key is store/backend/key_slot.h's):
  * the slot map read from a CLUSTER SHARDS reply, and what to do
  * with a node's answer (MOVED: the slot has a new owner; ASK: ask another node
  * once, after ASKING; CLUSTERDOWN and TRYAGAIN: come back later). Pure: it reads

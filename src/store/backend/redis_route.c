@@ -166,9 +166,8 @@ static int ensure_map(struct route *r, route_send_fn *send, void *ctx, struct fg
     return 0;
 }
 
-/* Copies the primary serving slot into *at; 503 when no node serves it. */
-static int owner_of(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
-                    struct redis_endpoint *at, struct fg_error *err)
+int route_owner(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
+                struct redis_endpoint *at, struct fg_error *err)
 {
     if (ensure_map(r, send, ctx, err) != 0)
         return -1;
@@ -191,7 +190,7 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
     for (int redirects = 0;; redirects++) {
         if (redirects >= 2) /* two nodes that each name the other, for a moment */
             clock_sleep_ms(1L << (redirects - 2));
-        if (!(flags & ROUTE_ASKING) && owner_of(r, slot, send, ctx, &at, err) != 0)
+        if (!(flags & ROUTE_ASKING) && route_owner(r, slot, send, ctx, &at, err) != 0)
             return NULL;
         redisReply *reply = send(ctx, &at, flags, argc, argv, lens, err);
         if (reply == NULL) {
@@ -228,6 +227,11 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
         }
         freeReplyObject(reply);
     }
+}
+
+void route_stale(struct route *r)
+{
+    atomic_store(&r->stale, true);
 }
 
 int route_primaries(struct route *r, struct redis_endpoint *out, int cap)

@@ -70,6 +70,20 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
  */
 int route_refresh(struct route *r, route_send_fn *send, void *ctx, struct fg_error *err) FG_WUR;
 
+/*
+ * Copies the primary that serves slot into *at: fetches the map first when
+ * there is none, or when it is stale and due (as route_command). -1 with err
+ * (FG_ERR_BACKEND_UNAVAILABLE, and the map marked stale) when no node serves
+ * the slot.
+ */
+int route_owner(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
+                struct redis_endpoint *at, struct fg_error *err) FG_WUR;
+
+/* Marks the map stale: the next route_owner or route_command due fetches it
+ * (a slot was seen moving without a MOVED: a shard subscription ended, a
+ * node was lost). */
+void route_stale(struct route *r);
+
 /* Copies the primaries that serve slots in the current map into out (at most
  * cap; borrowed) and returns how many there are (which may exceed cap); 0
  * before the first map. */
