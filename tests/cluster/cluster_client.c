@@ -19,16 +19,26 @@
  * channels of <channel> through redis_subscribe (one per slot, each on its
  * owner) and prints the numbers of the messages "m<number>" it heard, how
  * many messages came, and the rounds of (re)subscriptions.
+ * cluster_client --pairs <URL> <threads> <seconds> drives uncontended lock
+ * pairs (lua/lock_acquire.lua then lua/lock_release.lua, as the gateway calls
+ * them) on random names and prints how many were granted and released; on a
+ * redis-cluster:// URL the deployment-wide keys the scripts take (fence
+ * sequence and limit, gateways, listing index, revoked set) are those of the
+ * lock's slot, "<key>:{T(s)}" (docs/cluster.md), every slot's sequence raised
+ * first: what the cluster layout costs Redis per pair, measured by the lab's
+ * bench (bench/cluster_cpu.py) against a single Redis with the same client.
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "config.h"
+#include "lease/lease_keys.h"
 #include "lua_scripts.h"
 #include "store/backend/key_slot.h"
 #include "store/backend/redis.h"
@@ -205,8 +215,153 @@ static int run_follow(char *url, const char *channel, double seconds)
     return 0;
 }
 
+/* The deployment-wide keys of the lock scripts (lib_lease.lua), and the
+ * buffers of their per-slot names. */
+static const size_t slotted[] = {LIB_LEASE_KEY_FENCE, LIB_LEASE_KEY_FENCE_LIMIT,
+                                 LIB_LEASE_KEY_GATEWAYS, LIB_LEASE_KEY_INDEX,
+                                 LIB_LEASE_KEY_REVOKED};
+#define NSLOTTED (sizeof slotted / sizeof slotted[0])
+#define PAIR_KEY 64
+
+/* The keys of lock name: in a cluster, the deployment-wide ones of its slot. */
+static void pair_keys(struct lease_keys *k, char (*own)[PAIR_KEY], bool cluster, const char *name)
+{
+    lease_keys_init(k, LEASE_KIND_LOCK, name);
+    unsigned slot = key_slot(name, strlen(name));
+    for (size_t i = 0; cluster && i < NSLOTTED; i++) {
+        size_t at = LIB_LOCK_KEY_LIB_LEASE + slotted[i];
+        slot_tag_key(own[i], PAIR_KEY, k->key[at], slot);
+        k->key[at] = own[i];
+    }
+}
+
+/* Raises the fence sequence of slot (or the one sequence, slot < 0) far
+ * enough for the run. */
+static int pair_fences(int slot, struct fg_error *err)
+{
+    char keys_text[FENCE_RAISE_NKEYS][PAIR_KEY];
+    static const char *const fence_keys[FENCE_RAISE_NKEYS] = {
+        [FENCE_RAISE_KEY_FENCE] = KEY_FENCE,
+        [FENCE_RAISE_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
+        [FENCE_RAISE_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
+        [FENCE_RAISE_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
+    };
+    const char *keys[FENCE_RAISE_NKEYS];
+    for (size_t i = 0; i < FENCE_RAISE_NKEYS; i++) {
+        keys[i] = fence_keys[i];
+        if (slot >= 0) {
+            slot_tag_key(keys_text[i], PAIR_KEY, fence_keys[i], (unsigned)slot);
+            keys[i] = keys_text[i];
+        }
+    }
+    const char *argv[FENCE_RAISE_NARGV] = {
+        [FENCE_RAISE_ARGV_FLOOR] = "1",
+        [FENCE_RAISE_ARGV_LIMIT] = "1000000000000",
+        [FENCE_RAISE_ARGV_LOST] = "0",
+        [FENCE_RAISE_ARGV_RUN_ID] = "",
+    };
+    json_t *out = NULL;
+    int rc = redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err);
+    json_decref(out);
+    return rc;
+}
+
+/* True if a script's answer (borrowed) has "r" equal to r. */
+static bool answer_is(const json_t *answer, const char *r)
+{
+    const char *got = json_string_value(json_object_get(answer, "r"));
+    return got != NULL && strcmp(got, r) == 0;
+}
+
+static atomic_bool pairs_cluster;
+static atomic_long pairs_done, pairs_failed;
+
+/* One thread of --pairs: acquire and release locks of random names. */
+static void *pairs_main(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    bool cluster = atomic_load(&pairs_cluster);
+    while (clock_mono_ms() < atomic_load(&stop_at_ms)) {
+        char name[32], lease[LEASE_ID_LEN + 1];
+        snprintf(name, sizeof name, "pair:%u", (unsigned)rand_r(&seed));
+        for (int i = 0; i < LEASE_ID_LEN; i++)
+            lease[i] = "0123456789abcdef"[rand_r(&seed) % 16];
+        lease[LEASE_ID_LEN] = '\0';
+        struct lease_keys k;
+        char own[NSLOTTED][PAIR_KEY];
+        pair_keys(&k, own, cluster, name);
+        const char *acquire[LOCK_ACQUIRE_NARGV] = {
+            [LOCK_ACQUIRE_ARGV_NAME] = name,
+            [LOCK_ACQUIRE_ARGV_LEASE] = lease,
+            [LOCK_ACQUIRE_ARGV_REQUEST_ID] = "",
+            [LOCK_ACQUIRE_ARGV_TTL_MS] = "10000",
+            [LOCK_ACQUIRE_ARGV_MAX_HOLD_MS] = "0",
+            [LOCK_ACQUIRE_ARGV_OWNER] = "bench",
+            [LOCK_ACQUIRE_ARGV_WAIT] = "0",
+            [LOCK_ACQUIRE_ARGV_INSTANCE] = "00000000000000000000000000000001",
+            [LOCK_ACQUIRE_ARGV_ATTACH] = "1",
+            [LOCK_ACQUIRE_ARGV_CLAIM_MS] = "5000",
+            [LOCK_ACQUIRE_ARGV_MAX_WAITERS] = "1000",
+            [LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = "60000",
+        };
+        const char *release[LOCK_RELEASE_NARGV] = {
+            [LOCK_RELEASE_ARGV_NAME] = name,
+            [LOCK_RELEASE_ARGV_LEASE] = lease,
+            [LOCK_RELEASE_ARGV_CLAIM_MS] = "5000",
+            [LOCK_RELEASE_ARGV_MARKER_MS] = "10000",
+            [LOCK_RELEASE_ARGV_INSTANCE] = "00000000000000000000000000000001",
+        };
+        struct fg_error err = {0};
+        json_t *got = NULL, *gone = NULL;
+        bool ok = redis_script(SCRIPT_LOCK_ACQUIRE, k.key, acquire, &got, &err) == 0 &&
+                  answer_is(got, "granted") &&
+                  redis_script(SCRIPT_LOCK_RELEASE, k.key, release, &gone, &err) == 0 &&
+                  answer_is(gone, "released");
+        if (ok)
+            atomic_fetch_add(&pairs_done, 1);
+        else if (atomic_fetch_add(&pairs_failed, 1) < LOG_FIRST)
+            fprintf(stderr, "client: pair on %s: %s\n", name, err.msg[0] ? err.msg : "not granted");
+        json_decref(got);
+        json_decref(gone);
+    }
+    redis_thread_done();
+    return NULL;
+}
+
+/* cluster_client --pairs: see the top of the file. */
+static int run_pairs(char *url, int threads, double seconds)
+{
+    struct config cfg = {.redis_url = url, .request_timeout_ms = 2000};
+    struct fg_error err = {0};
+    if (redis_init(&cfg, &err) != 0) {
+        fprintf(stderr, "client: %s\n", err.msg);
+        return 1;
+    }
+    bool cluster = strncmp(url, "redis-cluster://", 16) == 0;
+    atomic_store(&pairs_cluster, cluster);
+    for (int s = cluster ? 0 : -1; s < (cluster ? CLUSTER_SLOTS : 0); s++)
+        if (pair_fences(s, &err) != 0) {
+            fprintf(stderr, "client: fences of slot %d: %s\n", s, err.msg);
+            return 1;
+        }
+    signal(SIGTERM, on_term);
+    atomic_store(&stop_at_ms, clock_mono_ms() + (long long)(seconds * 1000));
+    pthread_t *ids = calloc((size_t)threads, sizeof *ids);
+    for (int i = 0; i < threads; i++)
+        pthread_create(&ids[i], NULL, pairs_main, (void *)(uintptr_t)(i * 7919 + 1));
+    for (int i = 0; i < threads; i++)
+        pthread_join(ids[i], NULL);
+    free(ids);
+    redis_shutdown();
+    printf("{\"pairs\": %ld, \"failed\": %ld}\n", atomic_load(&pairs_done),
+           atomic_load(&pairs_failed));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "--pairs") == 0)
+        return run_pairs(argv[2], atoi(argv[3]), atof(argv[4]));
     if (argc == 5 && strcmp(argv[1], "--follow") == 0)
         return run_follow(argv[2], argv[3], atof(argv[4]));
     if (argc == 2 && strcmp(argv[1], "--slot-tags") == 0) {

@@ -5,7 +5,8 @@ know what each counter must read). In order:
 
 0. the slot tag table the gateway computes (store/backend/key_slot.c) against CLUSTER KEYSLOT, every slot.
 1. the topology: three shards, each a primary with one replica, all 16384 slots served;
-2. commands spread over the primaries (each within 15 % of a third, random names);
+2. commands spread over the primaries (each within 15 % of a third, random names); so do the lock scripts'
+   (acquire and release through the gateway's client, the deployment-wide keys in the lock's slot);
 3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) from two primaries to the
    third under load: the probe
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
@@ -151,6 +152,24 @@ class ClusterLabTest(unittest.TestCase):
         print(f"spread: {counts} of {total}", file=sys.stderr)
         for p, n in counts.items():
             self.assertLess(abs(n / total - 1 / 3), 0.15 / 3, f"primary {p} took {n} of {total}")
+
+    def test_2b_lease_spread(self):
+        """The lock scripts themselves (lock_acquire, lock_release through the gateway's client, the
+        deployment-wide keys in the lock's slot as docs/cluster.md lays them out) on random names: every pair
+        granted and released, and the FCALLs spread within 15 % of a third over the primaries."""
+        primaries = self.lab.primaries()
+        before = {p: self.lab.calls(p, "fcall") for p in primaries}
+        run = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), "4", "3"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
+        r = json.loads(run.stdout.strip().splitlines()[-1])
+        self.assertEqual(r["failed"], 0, run.stderr[-2000:])
+        self.assertGreater(r["pairs"], 1000)
+        counts = {p: self.lab.calls(p, "fcall") - before[p] for p in primaries}
+        total = sum(counts.values())
+        print(f"lease spread: {r['pairs']} lock pairs, FCALLs {counts} of {total}", file=sys.stderr)
+        for p, n in counts.items():
+            self.assertLess(abs(n / total - 1 / 3), 0.15 / 3, f"primary {p} ran {n} of {total} lease scripts")
 
     def test_3_reshard_under_load(self):
         # The slots move from the first and third primaries to the second, half from each, so that a third
@@ -517,6 +536,7 @@ class ClusterLabTest(unittest.TestCase):
             self.lab.wait_converged()
             after_reshard = followed_within(5)
             heard_by += publish(300)
+            time.sleep(0.5)   # heard before the kill (a message still in a node's output buffer dies with it)
             killed = time.monotonic()
             self.lab.kill9(other["primary"])
             wait(lambda: self.lab.owner(other["ranges"][0]) != other["primary"], 30, "the failover")
