@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The fence sequence of docs/cluster.md, as a model run against the cluster lab: one sequence per hash slot
-(`fg:fence:{T(s)}`), issuing only below a limit that a reservation (standing in for Postgres: disjoint blocks,
-always above everything reserved before) granted to the slot, the limit stamped with the run_id of the node that
-raised it. Every grant passes the run_id of the node its connection reached; a node restarted, promoted or
+(`fg:fence:{T(s)}`; the model's keys are `fg:model:fence:{T(s)}`, apart from those the lock scripts use in the
+lab), issuing only below a limit that a reservation (standing in for Postgres: disjoint blocks, always above
+everything reserved before) granted to the slot, the limit stamped with the run_id of the node that raised it. Every grant passes the run_id of the node its connection reached; a node restarted, promoted or
 handed the slot by a reshard has another run_id, answers "nofence", and the slot's sequence is raised above a
 fresh block before anything is granted there.
 
@@ -139,7 +139,7 @@ class Client:
     def grant(self, name: str, tags: dict[int, str], reservation: Reservation) -> int:
         """One fence for lock name, raising its slot's sequence from the reservation when told to."""
         slot = crc16(name.encode()) % SLOTS
-        keys = [f"fg:fence:{{{tags[slot]}}}", f"fg:fence_limit:{{{tags[slot]}}}"]
+        keys = [f"fg:model:fence:{{{tags[slot]}}}", f"fg:model:fence_limit:{{{tags[slot]}}}"]
         while True:
             fence = self.fcall(slot, lambda run_id: ["FCALL", "fglab_grant", "2", *keys, run_id])
             if fence != "nofence":
