@@ -20,7 +20,8 @@
  * owner) and prints the numbers of the messages "m<number>" it heard, how
  * many messages came, and the rounds of (re)subscriptions.
  * cluster_client --pairs <URL> <threads> <seconds> drives uncontended lock
- * pairs (lua/lock_acquire.lua then lua/lock_release.lua, as the gateway calls
+ * pairs (lua/lock_acquire_fast.lua then lua/lock_release_fast.lua: what the
+ * gateway runs for a pair nobody contends, its keys made as lock.c makes
  * them) on random names and prints how many were granted and released; on a
  * redis-cluster:// URL the deployment-wide keys the scripts take (fence
  * sequence and limit, gateways, listing index, revoked set) are those of the
@@ -217,9 +218,8 @@ static int run_follow(char *url, const char *channel, double seconds)
 
 /* The deployment-wide keys of the lock scripts (lib_lease.lua), and the
  * buffers of their per-slot names. */
-static const size_t slotted[] = {LIB_LEASE_KEY_FENCE, LIB_LEASE_KEY_FENCE_LIMIT,
-                                 LIB_LEASE_KEY_GATEWAYS, LIB_LEASE_KEY_INDEX,
-                                 LIB_LEASE_KEY_REVOKED};
+static const size_t slotted[] = {LIB_LOCK_KEY_FENCE, LIB_LOCK_KEY_FENCE_LIMIT,
+                                 LIB_LOCK_KEY_GATEWAYS, LIB_LOCK_KEY_INDEX, LIB_LOCK_KEY_REVOKED};
 #define NSLOTTED (sizeof slotted / sizeof slotted[0])
 #define PAIR_KEY 64
 
@@ -229,9 +229,8 @@ static void pair_keys(struct lease_keys *k, char (*own)[PAIR_KEY], bool cluster,
     lease_keys_init(k, LEASE_KIND_LOCK, name);
     unsigned slot = key_slot(name, strlen(name));
     for (size_t i = 0; cluster && i < NSLOTTED; i++) {
-        size_t at = LIB_LOCK_KEY_LIB_LEASE + slotted[i];
-        slot_tag_key(own[i], PAIR_KEY, k->key[at], slot);
-        k->key[at] = own[i];
+        slot_tag_key(own[i], PAIR_KEY, k->key[slotted[i]], slot);
+        k->key[slotted[i]] = own[i];
     }
 }
 
@@ -290,32 +289,37 @@ static void *pairs_main(void *arg)
         struct lease_keys k;
         char own[NSLOTTED][PAIR_KEY];
         pair_keys(&k, own, cluster, name);
-        const char *acquire[LOCK_ACQUIRE_NARGV] = {
-            [LOCK_ACQUIRE_ARGV_NAME] = name,
-            [LOCK_ACQUIRE_ARGV_LEASE] = lease,
-            [LOCK_ACQUIRE_ARGV_REQUEST_ID] = "",
-            [LOCK_ACQUIRE_ARGV_TTL_MS] = "10000",
-            [LOCK_ACQUIRE_ARGV_MAX_HOLD_MS] = "0",
-            [LOCK_ACQUIRE_ARGV_OWNER] = "bench",
-            [LOCK_ACQUIRE_ARGV_WAIT] = "0",
-            [LOCK_ACQUIRE_ARGV_INSTANCE] = "00000000000000000000000000000001",
-            [LOCK_ACQUIRE_ARGV_ATTACH] = "1",
-            [LOCK_ACQUIRE_ARGV_CLAIM_MS] = "5000",
-            [LOCK_ACQUIRE_ARGV_MAX_WAITERS] = "1000",
-            [LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = "60000",
+        const char *acquire_keys[LOCK_ACQUIRE_FAST_NKEYS] = {
+            [LOCK_ACQUIRE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+            [LOCK_ACQUIRE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
+            [LOCK_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_LOCK_KEY_FENCE],
+            [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_LOCK_KEY_FENCE_LIMIT],
+            [LOCK_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
+            [LOCK_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_LOCK_KEY_RELEASED],
+            [LOCK_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
         };
-        const char *release[LOCK_RELEASE_NARGV] = {
-            [LOCK_RELEASE_ARGV_NAME] = name,
-            [LOCK_RELEASE_ARGV_LEASE] = lease,
-            [LOCK_RELEASE_ARGV_CLAIM_MS] = "5000",
-            [LOCK_RELEASE_ARGV_MARKER_MS] = "10000",
-            [LOCK_RELEASE_ARGV_INSTANCE] = "00000000000000000000000000000001",
+        const char *acquire[LOCK_ACQUIRE_FAST_NARGV] = {
+            [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
+            [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease,
+            [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = "10000",
+            [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = "0",
+            [LOCK_ACQUIRE_FAST_ARGV_TAIL] = "1 00000000000000000000000000000001 1 0 bench",
+        };
+        const char *release_keys[LOCK_RELEASE_FAST_NKEYS] = {
+            [LOCK_RELEASE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+            [LOCK_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
+            [LOCK_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
+            [LOCK_RELEASE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
+        };
+        const char *release[LOCK_RELEASE_FAST_NARGV] = {
+            [LOCK_RELEASE_FAST_ARGV_NAME] = name,
+            [LOCK_RELEASE_FAST_ARGV_LEASE] = lease,
         };
         struct fg_error err = {0};
         json_t *got = NULL, *gone = NULL;
-        bool ok = redis_script(SCRIPT_LOCK_ACQUIRE, k.key, acquire, &got, &err) == 0 &&
+        bool ok = redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, &err) == 0 &&
                   answer_is(got, "granted") &&
-                  redis_script(SCRIPT_LOCK_RELEASE, k.key, release, &gone, &err) == 0 &&
+                  redis_script(SCRIPT_LOCK_RELEASE_FAST, release_keys, release, &gone, &err) == 0 &&
                   answer_is(gone, "released");
         if (ok)
             atomic_fetch_add(&pairs_done, 1);

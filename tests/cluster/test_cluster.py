@@ -6,7 +6,7 @@ know what each counter must read). In order:
 0. the slot tag table the gateway computes (store/backend/key_slot.c) against CLUSTER KEYSLOT, every slot.
 1. the topology: three shards, each a primary with one replica, all 16384 slots served;
 2. commands spread over the primaries (each within 15 % of a third, random names); so do the lock scripts'
-   (acquire and release through the gateway's client, the deployment-wide keys in the lock's slot);
+   (the uncontended pair through the gateway's client, the deployment-wide keys in the lock's slot);
 3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) from two primaries to the
    third under load: the probe
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
@@ -154,9 +154,9 @@ class ClusterLabTest(unittest.TestCase):
             self.assertLess(abs(n / total - 1 / 3), 0.15 / 3, f"primary {p} took {n} of {total}")
 
     def test_2b_lease_spread(self):
-        """The lock scripts themselves (lock_acquire, lock_release through the gateway's client, the
-        deployment-wide keys in the lock's slot as docs/cluster.md lays them out) on random names: every pair
-        granted and released, and the FCALLs spread within 15 % of a third over the primaries."""
+        """The lock pair the gateway runs when nobody contends (lock_acquire_fast, lock_release_fast through the
+        gateway's client, the deployment-wide keys in the lock's slot as docs/cluster.md lays them out) on random
+        names: every pair granted and released, and the FCALLs spread within 15 % of a third over the primaries."""
         primaries = self.lab.primaries()
         before = {p: self.lab.calls(p, "fcall") for p in primaries}
         run = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), "4", "3"],
