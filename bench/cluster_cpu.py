@@ -90,10 +90,10 @@ class Single:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def window(client: str, side, threads: int, seconds: float) -> dict:
+def window(client: str, side, threads: int, seconds: float, rate: int) -> dict:
     """Runs the client on side and measures each primary over seconds once it is under way."""
     primaries = side.primaries()
-    proc = subprocess.Popen([client, "--pairs", side.url(), str(threads), str(seconds + 60)],
+    proc = subprocess.Popen([client, "--pairs", side.url(), str(threads), str(seconds + 60), str(rate)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # Under way: past the fence raises (one per slot on the cluster, one on the single Redis), pairs run.
@@ -121,15 +121,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--client", required=True, help="tests/cluster/cluster_client binary")
     ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--single-threads", type=int,
+                    help="client threads on the single Redis (default --threads); fewer bring its pairs per second "
+                         "down to what each primary serves, where CPU per pair is compared at equal load")
     ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--rate", type=int, default=0,
+                    help="pairs a second each client thread keeps to (0: as fast as it can); with --single-threads a "
+                         "third of --threads, each primary and the single Redis serve the same pairs per second")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", help="also write the report here")
     args = ap.parse_args()
     lab, single = ClusterLab(), None
     lines = [f"# {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
-             f"{args.threads} client threads, {args.seconds:g} s windows, {args.rounds} rounds",
+             f"{args.threads} client threads ({args.single_threads or args.threads} on the single Redis), "
+             f"{args.seconds:g} s windows, {args.rounds} rounds",
              f"# command: python3 bench/cluster_cpu.py --client {args.client} --threads {args.threads} "
-             f"--seconds {args.seconds:g} --rounds {args.rounds}"]
+             f"--single-threads {args.single_threads or args.threads} --rate {args.rate} --seconds {args.seconds:g} "
+             f"--rounds {args.rounds}"]
     try:
         lab.start()
         single = Single()
@@ -138,7 +146,8 @@ def main() -> int:
             sides = [("single", single), ("cluster", lab)]
             got = {}
             for name, side in (sides if r % 2 == 0 else sides[::-1]):
-                got[name] = window(args.client, side, args.threads, args.seconds)
+                threads = args.single_threads or args.threads if name == "single" else args.threads
+                got[name] = window(args.client, side, threads, args.seconds, args.rate)
                 lines.append(f"round {r + 1} {name}: client {got[name]['client']}")
             one = next(iter(got["single"]["per"].values()))
             lines.append(f"round {r + 1} single: {one['pairs_s']:.0f} pairs/s, {one['cpu_us']:.1f} µs CPU and "

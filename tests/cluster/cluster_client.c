@@ -19,7 +19,8 @@
  * channels of <channel> through redis_subscribe (one per slot, each on its
  * owner) and prints the numbers of the messages "m<number>" it heard, how
  * many messages came, and the rounds of (re)subscriptions.
- * cluster_client --pairs <URL> <threads> <seconds> drives uncontended lock
+ * cluster_client --pairs <URL> <threads> <seconds> [<pairs a second a thread>]
+ * drives uncontended lock
  * pairs (lua/lock_acquire_fast.lua then lua/lock_release_fast.lua: what the
  * gateway runs for a pair nobody contends, its keys made as lock.c makes
  * them) on random names and prints how many were granted and released; on a
@@ -273,6 +274,7 @@ static bool answer_is(const json_t *answer, const char *r)
 }
 
 static atomic_bool pairs_cluster;
+static atomic_long pairs_rate; /* pairs a second each thread keeps to; 0: as fast as it can */
 static atomic_long pairs_done, pairs_failed;
 
 /* One thread of --pairs: acquire and release locks of random names. */
@@ -280,7 +282,17 @@ static void *pairs_main(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg;
     bool cluster = atomic_load(&pairs_cluster);
+    long rate = atomic_load(&pairs_rate);
+    int64_t due_us = clock_mono_us();
     while (clock_mono_ms() < atomic_load(&stop_at_ms)) {
+        if (rate > 0) {
+            int64_t early_us = due_us - clock_mono_us();
+            if (early_us > 0)
+                nanosleep(&(struct timespec){.tv_sec = early_us / 1000000,
+                                             .tv_nsec = (early_us % 1000000) * 1000},
+                          NULL);
+            due_us += 1000000 / rate;
+        }
         char name[32], lease[LEASE_ID_LEN + 1];
         snprintf(name, sizeof name, "pair:%u", (unsigned)rand_r(&seed));
         for (int i = 0; i < LEASE_ID_LEN; i++)
@@ -333,8 +345,9 @@ static void *pairs_main(void *arg)
 }
 
 /* cluster_client --pairs: see the top of the file. */
-static int run_pairs(char *url, int threads, double seconds)
+static int run_pairs(char *url, int threads, double seconds, long rate)
 {
+    atomic_store(&pairs_rate, rate);
     struct config cfg = {.redis_url = url, .request_timeout_ms = 2000};
     struct fg_error err = {0};
     if (redis_init(&cfg, &err) != 0) {
@@ -364,8 +377,8 @@ static int run_pairs(char *url, int threads, double seconds)
 
 int main(int argc, char **argv)
 {
-    if (argc == 5 && strcmp(argv[1], "--pairs") == 0)
-        return run_pairs(argv[2], atoi(argv[3]), atof(argv[4]));
+    if ((argc == 5 || argc == 6) && strcmp(argv[1], "--pairs") == 0)
+        return run_pairs(argv[2], atoi(argv[3]), atof(argv[4]), argc == 6 ? atol(argv[5]) : 0);
     if (argc == 5 && strcmp(argv[1], "--follow") == 0)
         return run_follow(argv[2], argv[3], atof(argv[4]));
     if (argc == 2 && strcmp(argv[1], "--slot-tags") == 0) {
