@@ -4,6 +4,7 @@
 
     python3 bench/side_by_side.py                      # build, own Redis/Postgres/gateway, 2 rounds x 5 s
     python3 bench/side_by_side.py --duration 10 --rounds 3 --clients 4
+    python3 bench/side_by_side.py --c-connections 16,64   # also C clients at 16 and 64 connections
 
 Paths, each driven by the same CLIENTS Python processes (one keep-alive connection each):
   - lock acquire+release through the gateway (POST /v1/locks/{name}/acquire, then .../release; one name
@@ -11,9 +12,16 @@ Paths, each driven by the same CLIENTS Python processes (one keep-alive connecti
   - a fenced PATCH of one row per process through the gateway, on a table in the default mode (fences in
     fencegate.resource_fences) and on a table with a fence_column, against psycopg2 running
     UPDATE ... SET note=%s, lock_fence=%s WHERE id=%s AND lock_fence <= %s (autocommit).
-Each comparison alternates its sides A/B/A/B; each figure is the median of its rounds. Server CPU is read from
-/proc (utime+stime of the gateway, of redis-server and of every Postgres process) around each timed window
-and divided by the operations done in it ("pair" for locks, "write" for writes).
+Each comparison alternates its sides, the order turning round by round; each figure is the median of its
+rounds, and "× direct" is the server CPU per operation over the direct path's (the last side of each
+comparison) in the same run. Server CPU is read from /proc (utime+stime of the gateway, of redis-server and of
+every Postgres process) around each timed window and divided by the operations done in it ("pair" for locks,
+"write" for writes).
+
+With --c-connections, the same comparisons follow at each of those connection counts with C clients, one
+connection per thread: bench/http_pairs.c through the gateway against bench/raw_pairs.c in its redis-py mode
+(SET NX PX, EVALSHA of redis-py's release script) straight to Redis; bench/pg_load.c's fenced PATCHes of
+random rows among ROWS against pgbench running the guarded UPDATE on the same rows.
 
 Owns: this comparison. Must not: change the servers' configuration between sides.
 """
@@ -137,6 +145,23 @@ def cpu_ticks(pids: list[int]) -> int:
     return total
 
 
+def pg_cpu_ticks(postmaster: int) -> int:
+    """Postgres's CPU: the postmaster and its living children, plus the children that exited (cutime+cstime of
+    the postmaster), so that a connection that opens and closes inside a window (pgbench's) counts too."""
+    try:
+        with open(f"/proc/{postmaster}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        exited = int(fields[13]) + int(fields[14])  # cutime, cstime
+    except FileNotFoundError:
+        exited = 0
+    return exited + cpu_ticks([postmaster, *children(postmaster)])
+
+
+def server_ticks(servers: dict) -> dict:
+    return {"gateway": cpu_ticks([servers["gateway"]]) if servers.get("gateway") else 0,
+            "redis": cpu_ticks([servers["redis"]]), "postgres": pg_cpu_ticks(servers["postmaster"])}
+
+
 def children(pid: int) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):
@@ -162,14 +187,11 @@ def run_side(side: str, env: dict, clients: int, duration: float, servers: dict)
         ready.get(timeout=60)
     start_at = time.time() + 0.3
     shared[0], shared[1] = start_at, start_at + duration
-    pg_pids = [servers["postmaster"], *children(servers["postmaster"])]
     while time.time() < start_at:
         time.sleep(0.001)
-    before = {k: cpu_ticks(v) for k, v in (("gateway", [servers["gateway"]]), ("redis", [servers["redis"]]),
-                                           ("postgres", pg_pids))}
+    before = server_ticks(servers)
     time.sleep(max(0.0, start_at + duration - time.time()))
-    after = {k: cpu_ticks(v) for k, v in (("gateway", [servers["gateway"]]), ("redis", [servers["redis"]]),
-                                          ("postgres", pg_pids))}
+    after = server_ticks(servers)
     lat = []
     for _ in procs:
         lat += out.get(timeout=60)
@@ -200,6 +222,89 @@ def _client_entry(side, env, ix, shared, ready, out):
     out.put(lat)
 
 
+# --- C clients at more connections -------------------------------------------------------------------------
+
+C_ROWS = 1000  # rows each C write side picks from at random
+C_TABLES_SQL = """
+CREATE TABLE IF NOT EXISTS public.sbs_rows_default (id text PRIMARY KEY, n bigint, note text);
+CREATE TABLE IF NOT EXISTS public.sbs_rows_column (id text PRIMARY KEY, n bigint, note text, lock_fence bigint);
+CREATE TABLE IF NOT EXISTS public.sbs_rows_direct (id text PRIMARY KEY, n bigint, note text, lock_fence bigint);
+""" + "".join(f"INSERT INTO public.{t} SELECT g::text, 0, '', 0 FROM generate_series(0, {C_ROWS - 1}) g;\n"
+              for t in ("sbs_rows_column", "sbs_rows_direct")) + \
+    f"INSERT INTO public.sbs_rows_default SELECT g::text, 0, '' FROM generate_series(0, {C_ROWS - 1}) g;\n"
+C_DIRECT_SQL = ("\\set key random(0, %d)\n\\set n random(0, 1000000)\n"
+                "UPDATE public.sbs_rows_direct SET n = :n, note = 'w', lock_fence = :fence "
+                "WHERE id = :key AND lock_fence <= :fence;\n" % (C_ROWS - 1))
+C_COMPARISONS = [
+    ["gateway lock acquire+release (http_pairs)", "redis-py Lock commands (raw_pairs)"],
+    ["gateway fenced PATCH, default table (pg_load)", "gateway fenced PATCH, fence_column table (pg_load)",
+     "pgbench guarded UPDATE"],
+]
+
+
+def c_command(side: str, conns: int, duration: float, env: dict) -> list[str]:
+    b, secs = env["build"], str(int(duration))
+    if side.startswith("gateway lock"):
+        return [os.path.join(b, "http_pairs"), str(env["http_port"]), str(conns), secs, "distinct",
+                f"sbs-c-{uuid.uuid4().hex[:8]}"]
+    if side.startswith("redis-py"):
+        return [os.path.join(b, "raw_pairs"), str(env["redis_port"]), str(conns), secs, "distinct", "redis-py"]
+    if side.startswith("gateway fenced"):
+        table = "sbs_rows_column" if "fence_column" in side else "sbs_rows_default"
+        return [os.path.join(b, "pg_load"), str(env["http_port"]), str(conns), secs, "distinct", str(C_ROWS),
+                env["token"], table]
+    return [env["pgbench"], "-n", "-M", "prepared", "-c", str(conns), "-j", "2", "-T", secs, "-f",
+            env["pgbench_script"], "-D", f"fence={env['fence']}", "-d", env["pg_dsn"]]
+
+
+def run_c_side(side: str, env: dict, conns: int, duration: float, servers: dict) -> dict:
+    cmd = c_command(side, conns, duration, env)
+    before = server_ticks(servers)
+    out = sh(*cmd)
+    time.sleep(0.3)  # the postmaster reaps pgbench's backends: their CPU moves to its cutime
+    after = server_ticks(servers)
+    if cmd[0] == env["pgbench"]:
+        rate = float(next(line.split()[2] for line in out.splitlines() if line.startswith("tps")))
+    else:
+        rate = float(out.split()[1] if out.startswith("WRITES") else out.split()[0])
+    n = max(rate * int(duration), 1)
+    return {"ops": rate, **{k: (after[k] - before[k]) / TICK / n * 1e6 for k in before}}
+
+
+def c_setup(env: dict, dsn: str) -> None:
+    """The C clients' tables, rows, lock token and pgbench script (after the gateway is up)."""
+    sh("psql", dsn, "-qc", C_TABLES_SQL)
+    c = lean(env["http_port"])
+    s, b = c.call("POST", "/v1/locks/sbs-c-writes/acquire", {"ttl_ms": 3600000})
+    assert s == 200, (s, b)
+    env["token"], env["fence"] = b["token"], b["fence"]
+    env["pgbench_script"] = os.path.join(env["datadir"], "direct.pgbench")
+    with open(env["pgbench_script"], "w") as f:
+        f.write(C_DIRECT_SQL)
+    pgbin = os.environ.get("FG_PGBIN") or sh("pg_config", "--bindir").strip()
+    env["pgbench"] = os.path.join(pgbin, "pgbench")
+
+
+def compare(groups: list[list[str]], rounds: int, run) -> None:
+    """Runs each group's sides in alternated rounds (run(side) -> figures) and prints their medians, with the
+    server CPU per operation over the group's last side (the direct path)."""
+    for group in groups:
+        runs = {side: [] for side in group}
+        for r in range(rounds):
+            for side in (group if r % 2 == 0 else list(reversed(group))):
+                runs[side].append(run(side))
+        med = {side: {k: statistics.median(x[k] for x in runs[side]) for k in runs[side][0]} for side in group}
+        direct = med[group[-1]]
+        base = direct["redis"] + direct["postgres"]
+        for side in group:
+            m = med[side]
+            gw = m["gateway"] if side != group[-1] else 0.0  # the idle gateway is no part of the direct path
+            total = gw + m["redis"] + m["postgres"]
+            p50 = f"{m['p50']:.2f} | {m['p99']:.2f}" if "p50" in m else "– | –"
+            print(f"| {side} | {m['ops']:,.0f} | {p50} | {gw:.0f} | {m['redis']:.0f} | {m['postgres']:.0f} | "
+                  f"{total:.0f} | {total / base if base else float('nan'):.2f} |", flush=True)
+
+
 def direct_clients_importable() -> bool:
     """Whether this interpreter sees Debian's python3-redis and python3-psycopg2 (a python3 of pyenv or a
     venv does not: then the script runs itself again with /usr/bin/python3)."""
@@ -222,6 +327,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=4, help="client processes (default 4)")
     ap.add_argument("--log-level", default="info", help="the gateway's FENCEGATE_LOG_LEVEL (default info)")
     ap.add_argument("--threads", type=int, default=4, help="the gateway's FENCEGATE_HTTP_THREADS (default 4)")
+    ap.add_argument("--c-connections", default="", help="also C clients at these connection counts (e.g. 16,64)")
+    ap.add_argument("--ports", default="17391,17441,18491", help="Redis, Postgres and HTTP ports of the run")
     args = ap.parse_args()
     sh("bash", "scripts/deps.sh", "bench")
     if not direct_clients_importable():
@@ -229,9 +336,11 @@ def main() -> int:
             os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
         sys.exit("side_by_side: python3-redis and python3-psycopg2 are not importable")
     build, datadir = os.path.join(ROOT, "build-bench-sbs"), os.path.join(ROOT, ".data/bench-sbs")
-    redis_port, pg_port, http_port = 17391, 17441, 18491
-    sh("cmake", "-S", ".", "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFG_TESTS=OFF")
-    sh("cmake", "--build", build, "-j", str(os.cpu_count() or 2))
+    redis_port, pg_port, http_port = (int(p) for p in args.ports.split(","))
+    c_conns = [int(n) for n in args.c_connections.split(",") if n]
+    # The C clients are built with this checkout's build (raw_pairs needs its generated script table).
+    sh("bash", "-c", f'build="{build}"; source bench/common.sh; bench_build; bench_pair_clients; '
+       f'cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread')
     svc = ["bash", "scripts/services.sh"]
     sh(*svc, "wipe", datadir, str(redis_port), str(pg_port))
     sh(*svc, "start", datadir, str(redis_port), str(pg_port))
@@ -241,8 +350,16 @@ def main() -> int:
         sh("psql", dsn, "-qc", TABLES_SQL)
         os.makedirs(datadir, exist_ok=True)
         cfg = os.path.join(datadir, "sbs.json")
+        config = json.loads(json.dumps(GATEWAY_CONFIG))
+        config["tables"].update({"sbs_rows_default": {"key": "id", "columns": ["n", "note"]},
+                                 "sbs_rows_column": {"key": "id", "columns": ["n", "note"],
+                                                     "fence_column": "lock_fence"}})
+        if c_conns:
+            sh("psql", dsn, "-qc", C_TABLES_SQL.split("INSERT")[0])  # the tables the configuration names
+        else:
+            config = GATEWAY_CONFIG
         with open(cfg, "w") as f:
-            json.dump(GATEWAY_CONFIG, f)
+            json.dump(config, f)
         env = dict(os.environ, FENCEGATE_LISTEN=f"127.0.0.1:{http_port}", FENCEGATE_CONFIG=cfg,
                    FENCEGATE_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", FENCEGATE_PG_DSN=dsn,
                    FENCEGATE_LOG_LEVEL=args.log_level, FENCEGATE_HTTP_THREADS=str(args.threads))
@@ -259,22 +376,24 @@ def main() -> int:
                             "'checkpointer'").strip())
         postmaster = int(open(f"/proc/{postmaster}/stat").read().rsplit(")", 1)[1].split()[1])
         servers = {"gateway": gw.pid, "redis": redis_pid, "postmaster": postmaster}
-        cenv = {"http_port": http_port, "redis_port": redis_port, "pg_dsn": dsn}
-        print(f"{args.clients} client processes, one keep-alive connection each; {args.rounds} rounds of "
-              f"{args.duration:g} s per side, alternated; gateway log level {args.log_level}, "
-              f"{args.threads} HTTP threads; medians of the rounds.\n")
-        print("| path | ops/s | p50 ms | p99 ms | gateway µs/op | Redis µs/op | Postgres µs/op | server µs/op |")
-        print("|---|---|---|---|---|---|---|---|")
-        for group in COMPARISONS:
-            runs = {side: [] for side in group}
-            for _ in range(args.rounds):
-                for side in group:
-                    runs[side].append(run_side(side, cenv, args.clients, args.duration, servers))
-            for side in group:
-                m = {k: statistics.median(r[k] for r in runs[side]) for k in runs[side][0]}
-                total = m["gateway"] + m["redis"] + m["postgres"]
-                print(f"| {side} | {m['ops']:,.0f} | {m['p50']:.2f} | {m['p99']:.2f} | {m['gateway']:.0f} | "
-                      f"{m['redis']:.0f} | {m['postgres']:.0f} | {total:.0f} |", flush=True)
+        cenv = {"http_port": http_port, "redis_port": redis_port, "pg_dsn": dsn, "build": build,
+                "datadir": datadir}
+        print(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average before "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs; gateway log level "
+              f"{args.log_level}, {args.threads} HTTP threads; {args.rounds} rounds of {args.duration:g} s per "
+              f"side, the order turning each round; medians of the rounds.\n")
+        header = ("| path | ops/s | p50 ms | p99 ms | gateway µs/op | Redis µs/op | Postgres µs/op | server µs/op | "
+                  "× direct |\n|---|---|---|---|---|---|---|---|---|")
+        print(f"{args.clients} Python client processes, one keep-alive connection each:\n")
+        print(header)
+        compare(COMPARISONS, args.rounds, lambda side: run_side(side, cenv, args.clients, args.duration, servers))
+        if c_conns:
+            c_setup(cenv, dsn)
+        for conns in c_conns:
+            print(f"\n{conns} connections, C clients (one thread each):\n")
+            print(header)
+            compare(C_COMPARISONS, args.rounds, lambda side: run_c_side(side, cenv, conns, args.duration, servers))
+        print(f"\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         if gw is not None:
             gw.terminate()

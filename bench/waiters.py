@@ -3,9 +3,12 @@
 """bench/waiters.py - what parked waiters cost a running gateway: memory per waiter, the busy-acquire latency
 with them queued, and how fast they leave when their clients hang up.
 
-    python3 bench/waiters.py --url http://127.0.0.1:8480 --pid <gateway pid> --waiters 10000
+    python3 bench/waiters.py --url http://127.0.0.1:8480 --pid <gateway pid> --waiters 10000 [--warm]
 
-One lock is held; WAITERS connections each send an acquire of it with a long wait_ms and stay parked. Printed:
+One lock is held; WAITERS connections each send an acquire of it with a long wait_ms and stay parked. With
+--warm each connection first has one request answered (a GET of the lock): a kept-alive connection, as a
+client that queues again after a release has, whose connection buffer the library cleared after that answer.
+Printed:
   - the gateway's RSS (VmRSS of /proc/<pid>/status) before and after, and the difference per waiter;
   - p50/p99 of 500 busy acquires (wait_ms 0, answered 409 lock_busy) on the same lock with no waiter and with
     all of them queued;
@@ -81,6 +84,7 @@ def main() -> int:
     ap.add_argument("--url", default="http://127.0.0.1:8480")
     ap.add_argument("--pid", type=int, required=True, help="the gateway's process id (for its RSS)")
     ap.add_argument("--waiters", type=int, default=10000)
+    ap.add_argument("--warm", action="store_true", help="one answered request on each connection first")
     args = ap.parse_args()
     u = urllib.parse.urlsplit(args.url)
     host, port = u.hostname, u.port or 80
@@ -94,8 +98,14 @@ def main() -> int:
            b"Content-Length: %d\r\n\r\n%s" % (name.encode(), host.encode(), port, len(body), body))
     socks = []
     t0 = time.monotonic()
+    warm = b"GET /v1/locks/%s HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (name.encode(), host.encode(), port)
     for _ in range(args.waiters):
         s = socket.create_connection((host, port), timeout=30)
+        if args.warm:
+            s.sendall(warm)
+            answered = b""
+            while b"}" not in answered:  # the status body is one JSON object
+                answered += s.recv(65536)
         s.sendall(req)
         socks.append(s)
     while waiting(host, port, name) < args.waiters:
@@ -112,7 +122,7 @@ def main() -> int:
         time.sleep(0.01)
     gone = time.monotonic() - t1
     request(host, port, "POST", f"/v1/locks/{name}/release", {"token": held["token"]})
-    print(f"waiters: {args.waiters}; gateway RSS {before} KiB -> {after} KiB: "
+    print(f"waiters: {args.waiters}{' on kept-alive connections' if args.warm else ''}; gateway RSS {before} KiB -> {after} KiB: "
           f"{(after - before) / args.waiters:.2f} KiB per waiter")
     print(f"busy acquire p50/p99: {idle[0]:.2f}/{idle[1]:.2f} ms with none waiting, "
           f"{loaded[0]:.2f}/{loaded[1]:.2f} ms with {args.waiters} waiting ({loaded[0] / idle[0]:.2f}x at p50)")

@@ -7,6 +7,7 @@
 #
 #   bench/waiters.sh                  # 10,000 waiters, the gateway's default connection buffer
 #   BUFFER=2560 bench/waiters.sh      # limits.connection_buffer_bytes 2560
+#   WARM=1 bench/waiters.sh           # each waiter's connection has served one request before
 #   WAITERS=2000 RUNS=3 bench/waiters.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +16,7 @@ cd "$root"
 waiters="${WAITERS:-10000}"
 runs="${RUNS:-1}"
 datadir=".data/bench-waiters"
-redis_port="${REDIS_PORT:-17382}"
+redis_port="${REDIS_PORT:-17382}"  # the ports: REDIS_PORT, PG_PORT, HTTP_PORT
 pg_port="${PG_PORT:-17435}"
 http_port="${HTTP_PORT:-18483}"
 build="build-bench-waiters"
@@ -35,5 +36,6 @@ bench_gateway FENCEGATE_CONFIG="$config"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 for i in $(seq "$runs"); do
   echo "--- run $i"
-  python3 bench/waiters.py --url "http://127.0.0.1:$http_port" --pid "$bench_gateway_pid" --waiters "$waiters"
+  python3 bench/waiters.py --url "http://127.0.0.1:$http_port" --pid "$bench_gateway_pid" --waiters "$waiters" \
+    ${WARM:+--warm}
 done
