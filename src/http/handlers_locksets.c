@@ -59,15 +59,15 @@ static enum handler_result reply_set(struct lockset_wait *ls, struct http_reply 
     return HANDLER_DONE;
 }
 
-/* Writes the answer of ls after step (or parks it). */
+/* Writes the answer of ls after step, the engine's problem if set (or parks it). */
 static enum handler_result answer(struct lockset_wait *ls, struct http_reply *reply,
-                                  enum park_step step)
+                                  enum park_step step, const struct fg_error *problem)
 {
     enum handler_result done = step == PARK_STEP_HANGUP ? HANDLER_CLOSE : HANDLER_DONE;
     if (step == PARK_STEP_PARK)
         return HANDLER_SUSPEND;
-    if (ls->park.problem.code != FG_OK)
-        fail(reply, &ls->park.problem);
+    if (problem->code != FG_OK)
+        fail(reply, problem);
     else if (ls->err.code != FG_OK && ls->failed_lock != NULL)
         reply_problem_extra(
             reply, &ls->err,
@@ -94,8 +94,9 @@ static int permit_locks(const struct http_request *req, const char *const *names
 
 enum handler_result handle_lockset_acquire(struct http_request *req, struct http_reply *reply)
 {
+    struct fg_error problem;
     if (req->state != NULL)
-        return answer(req->state, reply, lockset_wait_run(req->state));
+        return answer(req->state, reply, lockset_wait_run(req->state, &problem), &problem);
     struct fg_error err = {0};
     http_request_log_subject(req, "lockset");
     json_t *body = http_request_json(req, &err);
@@ -122,7 +123,7 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     req->state = ls;
     req->state_free = free_set;
     struct waiter_client client = http_request_waiter_client(req);
-    return answer(ls, reply, lockset_wait_begin(ls, &client));
+    return answer(ls, reply, lockset_wait_begin(ls, &client, &problem), &problem);
 refused:
     free(ls);
     return fail(reply, &err);

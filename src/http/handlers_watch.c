@@ -20,14 +20,14 @@ static void watcher_free(void *state)
     lease_watcher_free(state);
 }
 
-/* Writes the answer of w after step (or parks it). */
+/* Writes the answer of w after step, the engine's problem if set (or parks it). */
 static enum handler_result answer(struct lease_watcher *w, struct http_reply *reply,
-                                  enum park_step step)
+                                  enum park_step step, const struct fg_error *problem)
 {
     if (step == PARK_STEP_PARK)
         return HANDLER_SUSPEND;
-    if (w->park.problem.code != FG_OK)
-        reply_problem(reply, &w->park.problem);
+    if (problem->code != FG_OK)
+        reply_problem(reply, problem);
     else {
         json_t *body = json_pack("{s:s, s:I, s:b}", w->kind->noun, w->name, "fence",
                                  (json_int_t)w->fence, "held", w->seen.held);
@@ -43,9 +43,9 @@ static enum handler_result answer(struct lease_watcher *w, struct http_reply *re
 enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http_request *req,
                                        struct http_reply *reply)
 {
-    if (req->state != NULL)
-        return answer(req->state, reply, lease_watcher_run(req->state));
     struct fg_error err = {0};
+    if (req->state != NULL)
+        return answer(req->state, reply, lease_watcher_run(req->state, &err), &err);
     long long fence = 0, wait_ms = 0;
     if (strcmp(http_request_query(req, "watch"), "true") != 0) {
         fg_fail(&err, FG_ERR_INVALID_FIELD, "query 'watch' must be true or false");
@@ -74,5 +74,5 @@ enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http
     }
     req->state = w;
     req->state_free = watcher_free;
-    return answer(w, reply, step);
+    return answer(w, reply, step, &err);
 }

@@ -231,10 +231,11 @@ void lease_wait_free(struct lease_wait *lw)
 
 /* The answer of lw after step: the engine's problem if it answered, else what the hooks put in
  * *lw->end. */
-static enum park_step answer(struct lease_wait *lw, enum park_step step)
+static enum park_step answer(struct lease_wait *lw, enum park_step step,
+                             const struct fg_error *problem)
 {
-    if (step != PARK_STEP_PARK && lw->park.problem.code != FG_OK) {
-        lw->end->err = lw->park.problem;
+    if (step != PARK_STEP_PARK && problem->code != FG_OK) {
+        lw->end->err = *problem;
         lw->end->busy_detail = NULL;
     }
     lw->end = NULL;
@@ -268,7 +269,8 @@ static enum park_step start(const struct lease_ops *kind, const char *name,
     doorbell_adopt(lw->park.waiter.lease_id);
     int64_t at = next_check(&end->res, now);
     lw->end = end;
-    return answer(lw, park_wait(&lw->park, at));
+    struct fg_error problem;
+    return answer(lw, park_wait(&lw->park, at, &problem), &problem);
 }
 
 enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
@@ -295,7 +297,8 @@ enum park_step lease_wait_run(struct lease_wait *lw, struct lease_wait_end *end)
 {
     lw->end = end;
     end_clear(end);
-    return answer(lw, park_run(&lw->park));
+    struct fg_error problem;
+    return answer(lw, park_run(&lw->park, &problem), &problem);
 }
 
 int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,

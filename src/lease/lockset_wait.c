@@ -233,8 +233,10 @@ static const struct park_kind lockset_kind = {
     .release = release,
 };
 
-enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_client *client)
+enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_client *client,
+                                  struct fg_error *problem)
 {
+    *problem = (struct fg_error){0};
     ls->park.kind = &lockset_kind;
     ls->waits = ls->params.wait_ms > 0;
     if (!ls->waits) { /* one attempt, no registration */
@@ -253,12 +255,12 @@ enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_c
         ls->settled = true;
         return PARK_STEP_ANSWER;
     }
-    return park_run(&ls->park);
+    return park_run(&ls->park, problem);
 }
 
-enum park_step lockset_wait_run(struct lockset_wait *ls)
+enum park_step lockset_wait_run(struct lockset_wait *ls, struct fg_error *problem)
 {
-    return park_run(&ls->park);
+    return park_run(&ls->park, problem);
 }
 
 void lockset_wait_free(struct lockset_wait *ls)

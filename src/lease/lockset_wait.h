@@ -47,12 +47,13 @@ struct lockset_wait {
  * Begins the acquire of ls (calloc'ed by the caller with set, params, rids,
  * leases and attach filled; freed with lockset_wait_free). A set that waits
  * registers for client until wait_ms passes. Returns PARK_STEP_PARK, or the
- * answer: ls->park.problem, else ls->err when set, else every lock held.
+ * answer: *problem if set, else ls->err when set, else every lock held.
  */
-enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_client *client);
+enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_client *client,
+                                  struct fg_error *problem);
 
-/* Runs ls again once its request was resumed. */
-enum park_step lockset_wait_run(struct lockset_wait *ls);
+/* Runs ls again once its request was resumed (answered: as lockset_wait_begin). */
+enum park_step lockset_wait_run(struct lockset_wait *ls, struct fg_error *problem);
 
 /* Ends the life of ls: an unanswered set gives up its place and releases what it holds. */
 void lockset_wait_free(struct lockset_wait *ls);

@@ -91,8 +91,8 @@ static enum park_step end_with(struct park *p, size_t i)
 {
     bool left = p->waiter.state == WAIT_LEFT;
     waiter_step(&p->waiter, WAIT_EV_GIVE_UP);
-    if (p->kind->give_up(p, ends[i].why, left, &p->problem) == 0)
-        fg_fail(&p->problem, ends[i].code, "%s", ends[i].detail);
+    if (p->kind->give_up(p, ends[i].why, left, p->problem) == 0)
+        fg_fail(p->problem, ends[i].code, "%s", ends[i].detail);
     waiter_step(&p->waiter, WAIT_EV_ANSWER);
     return ends[i].step;
 }
@@ -118,42 +118,50 @@ static bool woken(struct park *p, enum park_step *step)
     if (park_clock() < p->waiter.deadline_ms)
         return false;
     waiter_step(&p->waiter, WAIT_EV_GIVE_UP);
-    p->kind->give_up(p, PARK_WHY_DEADLINE, false, &p->problem);
+    p->kind->give_up(p, PARK_WHY_DEADLINE, false, p->problem);
     waiter_step(&p->waiter, WAIT_EV_ANSWER);
     return true;
 }
 
-/* Runs p until it is answered or parks: first_look, it tries at once (just
- * registered), else it first reads why it woke. */
-static enum park_step wake_loop(struct park *p, bool first_look)
+/* Runs p until it is answered or parks, its answer in *problem: first_look, it
+ * tries at once (just registered), else it first reads why it woke. The hooks
+ * reach *problem through p->problem while it runs; a parked wait carries none. */
+static enum park_step wake_loop(struct park *p, bool first_look, struct fg_error *problem)
 {
     for (;; first_look = false) {
-        p->problem = (struct fg_error){0};
+        *problem = (struct fg_error){0};
+        p->problem = problem;
         enum park_step step;
-        if (!first_look && woken(p, &step))
+        if (!first_look && woken(p, &step)) {
+            p->problem = NULL;
             return step;
+        }
         waiter_step(&p->waiter, WAIT_EV_RECHECK);
         int64_t now = park_clock(), at = now;
-        switch (p->kind->attempt(p, now, &at)) {
-        case PARK_TRY_ANSWERED: waiter_step(&p->waiter, WAIT_EV_ANSWER); return PARK_STEP_ANSWER;
-        case PARK_TRY_OUTAGE: at = now + RECHECK_AFTER_OUTAGE_MS; break;
-        case PARK_TRY_WAIT: break;
+        enum park_try found = p->kind->attempt(p, now, &at);
+        p->problem = NULL;
+        if (found == PARK_TRY_ANSWERED) {
+            waiter_step(&p->waiter, WAIT_EV_ANSWER);
+            return PARK_STEP_ANSWER;
         }
+        if (found == PARK_TRY_OUTAGE)
+            at = now + RECHECK_AFTER_OUTAGE_MS;
         if (waiter_park(&p->waiter, at))
             return PARK_STEP_PARK;
     }
 }
 
-enum park_step park_wait(struct park *p, int64_t next_check_ms)
+enum park_step park_wait(struct park *p, int64_t next_check_ms, struct fg_error *problem)
 {
+    *problem = (struct fg_error){0};
     if (waiter_park(&p->waiter, next_check_ms))
         return PARK_STEP_PARK;
-    return wake_loop(p, false);
+    return wake_loop(p, false, problem);
 }
 
-enum park_step park_run(struct park *p)
+enum park_step park_run(struct park *p, struct fg_error *problem)
 {
-    return wake_loop(p, p->waiter.state == WAIT_REGISTERING);
+    return wake_loop(p, p->waiter.state == WAIT_REGISTERING, problem);
 }
 
 void park_end(struct park *p)

@@ -13,7 +13,8 @@
  *
  * A wait's state is its wait_state.h lifecycle, kept by the registry. The
  * engine speaks lease facts and problems, never HTTP: the kind's own struct
- * holds its answer, and p->problem the engine's.
+ * holds its answer, and the caller's problem (given to each run, so that a
+ * parked wait carries none) the engine's.
  */
 #ifndef FG_PARK_H
 #define FG_PARK_H
@@ -38,7 +39,7 @@ enum park_why {
 
 /* What an attempt found. */
 enum park_try {
-    PARK_TRY_ANSWERED, /* the answer is known (the kind's, or p->problem) */
+    PARK_TRY_ANSWERED, /* the answer is known (the kind's, or *p->problem) */
     PARK_TRY_WAIT,     /* not yet: park until *next_check_ms */
     PARK_TRY_OUTAGE,   /* a backend is down: the place is kept; look again soon */
 };
@@ -46,7 +47,7 @@ enum park_try {
 /* What the request does next. */
 enum park_step {
     PARK_STEP_PARK,   /* suspend it until its waiter resumes it, then park_run */
-    PARK_STEP_ANSWER, /* answer p->problem if set, else the kind's answer */
+    PARK_STEP_ANSWER, /* answer the run's problem if set, else the kind's answer */
     PARK_STEP_HANGUP, /* its client is gone: the answer is only logged, the connection closed */
 };
 
@@ -75,7 +76,8 @@ struct park {
     struct waiter waiter;         /* registry entry: state, wake reasons, lease id, deadline */
     const struct park_kind *kind; /* its hooks */
     struct lease_grant grant;     /* a grant handed over in-process (WAKE_DELIVERED) */
-    struct fg_error problem;      /* the engine's answer (superseded, drain, hang-up), or FG_OK */
+    struct fg_error *problem;     /* while it runs: the caller's, for the engine's answer
+                                     (superseded, drain, hang-up) or FG_OK; NULL when parked */
 };
 
 /* The struct of type `type` whose member `member` is the park p. */
@@ -90,11 +92,13 @@ extern int64_t (*park_clock)(void);
 int park_register(struct park *p, const struct park_kind *kind, const struct waiter_client *client,
                   int64_t deadline_ms, struct fg_error *err) FG_WUR;
 
-/* Parks the registered p until next_check_ms, or runs it at once if a wake came meanwhile. */
-enum park_step park_wait(struct park *p, int64_t next_check_ms);
+/* Parks the registered p until next_check_ms, or runs it at once if a wake came meanwhile
+ * (its answer in *problem as in park_run). */
+enum park_step park_wait(struct park *p, int64_t next_check_ms, struct fg_error *problem);
 
-/* Runs p: just registered (its first look), or resumed. Returns once it is answered or parks. */
-enum park_step park_run(struct park *p);
+/* Runs p: just registered (its first look), or resumed. Returns once it is answered or parks;
+ * answered, *problem is the engine's answer, or FG_OK when the answer is the kind's. */
+enum park_step park_run(struct park *p, struct fg_error *problem);
 
 /* Its request ends: unregisters p and frees it through the kind's release hook. */
 void park_end(struct park *p);

@@ -24,7 +24,7 @@ static struct lease_watcher *watcher_of(struct park *p)
 static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms)
 {
     struct lease_watcher *w = watcher_of(p);
-    if (w->kind->watch(w->name, w->fence, &w->seen, &p->problem) != 0)
+    if (w->kind->watch(w->name, w->fence, &w->seen, p->problem) != 0)
         return PARK_TRY_ANSWERED;
     if (!w->seen.held || now >= p->waiter.deadline_ms)
         return PARK_TRY_ANSWERED;
@@ -76,12 +76,12 @@ enum park_step lease_watcher_begin(const struct lease_ops *kind, const char *nam
         return PARK_STEP_ANSWER;
     }
     *out = w;
-    return park_run(&w->park);
+    return park_run(&w->park, err);
 }
 
-enum park_step lease_watcher_run(struct lease_watcher *w)
+enum park_step lease_watcher_run(struct lease_watcher *w, struct fg_error *err)
 {
-    return park_run(&w->park);
+    return park_run(&w->park, err);
 }
 
 void lease_watcher_free(struct lease_watcher *w)

@@ -28,15 +28,14 @@ struct lease_watcher {
  * Starts watching the lease with fence on name (kind borrowed for the
  * server's life) for client, for wait_ms. *out (owned by the caller, freed
  * with lease_watcher_free) is NULL if the registry refused it (err set).
- * Returns PARK_STEP_PARK or the answer: (*out)->park.problem if set, else
- * (*out)->seen.
+ * Returns PARK_STEP_PARK or the answer: *err if set, else (*out)->seen.
  */
 enum park_step lease_watcher_begin(const struct lease_ops *kind, const char *name, long long fence,
                                    long long wait_ms, const struct waiter_client *client,
                                    struct lease_watcher **out, struct fg_error *err);
 
-/* Runs w again once its request was resumed. */
-enum park_step lease_watcher_run(struct lease_watcher *w);
+/* Runs w again once its request was resumed (answered: *err if set, else w->seen). */
+enum park_step lease_watcher_run(struct lease_watcher *w, struct fg_error *err);
 
 void lease_watcher_free(struct lease_watcher *w);
 

@@ -38,18 +38,19 @@ static int64_t fake_clock(void)
 /* A fake kind of wait: it records what the engine asks of it. */
 struct fake {
     struct park park;
-    enum park_try next_try; /* what the next attempt answers */
-    int64_t wait_ms;        /* how far ahead an attempt that waits asks to look again */
-    int attempts;           /* attempts made */
-    int give_ups;           /* give-ups asked */
-    enum park_why why;      /* the last give-up's reason */
-    bool left;              /* its left flag */
-    int64_t grant_fence;    /* the fence of the grant taken, 0: none */
-    bool released;          /* the release hook ran */
-    bool held_place;        /* its holds_place */
-    int resumes;            /* times the registry resumed its request */
-    bool take_out;          /* leave_many takes it out of its queue */
-    int left_together;      /* how many waits the leave_many call that took it had */
+    struct fg_error problem; /* the engine's answer of its last run */
+    enum park_try next_try;  /* what the next attempt answers */
+    int64_t wait_ms;         /* how far ahead an attempt that waits asks to look again */
+    int attempts;            /* attempts made */
+    int give_ups;            /* give-ups asked */
+    enum park_why why;       /* the last give-up's reason */
+    bool left;               /* its left flag */
+    int64_t grant_fence;     /* the fence of the grant taken, 0: none */
+    bool released;           /* the release hook ran */
+    bool held_place;         /* its holds_place */
+    int resumes;             /* times the registry resumed its request */
+    bool take_out;           /* leave_many takes it out of its queue */
+    int left_together;       /* how many waits the leave_many call that took it had */
 };
 
 static void resume(void *request)
@@ -143,8 +144,9 @@ static void park_fake(struct fake *f, const struct park_kind *kind, const char *
     struct fg_error err = {0};
     assert_int_equal(park_register(&f->park, kind, &client, now_ms + 5000, &err), 0);
     assert_int_equal(f->park.waiter.state, WAIT_REGISTERING);
-    assert_int_equal(park_run(&f->park), PARK_STEP_PARK);
+    assert_int_equal(park_run(&f->park, &f->problem), PARK_STEP_PARK);
     assert_int_equal(f->park.waiter.state, WAIT_PARKED);
+    assert_null(f->park.problem); /* a parked wait carries no answer of its own */
     assert_int_equal(f->attempts, 1);
 }
 
@@ -165,8 +167,8 @@ static void superseded(void **state)
     park_fake(&b, &fake_kind, "lease-s", -1, NULL); /* a retry under the same lease id */
     assert_int_equal(a.resumes, 1);
     assert_int_equal(a.park.waiter.state, WAIT_AWAKE);
-    assert_int_equal(park_run(&a.park), PARK_STEP_ANSWER);
-    assert_int_equal(a.park.problem.code, FG_ERR_CONFLICT);
+    assert_int_equal(park_run(&a.park, &a.problem), PARK_STEP_ANSWER);
+    assert_int_equal(a.problem.code, FG_ERR_CONFLICT);
     assert_int_equal(a.give_ups, 1);
     assert_int_equal(a.why, PARK_WHY_SUPERSEDED);
     assert_int_equal(a.attempts, 1);
@@ -184,9 +186,9 @@ static void drain(void **state)
     park_fake(&f, &fake_kind, "lease-d", -1, NULL);
     waiter_wake_all(WAKE_DRAIN);
     assert_int_equal(f.resumes, 1);
-    assert_int_equal(park_run(&f.park), PARK_STEP_ANSWER);
-    assert_int_equal(f.park.problem.code, FG_ERR_BACKEND_UNAVAILABLE);
-    assert_string_equal(f.park.problem.msg, "the gateway is stopping");
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_ANSWER);
+    assert_int_equal(f.problem.code, FG_ERR_BACKEND_UNAVAILABLE);
+    assert_string_equal(f.problem.msg, "the gateway is stopping");
     assert_int_equal(f.why, PARK_WHY_DRAIN);
     assert_false(f.left);
     end_fake(&f, false);
@@ -213,9 +215,9 @@ static void hang_up_on(const struct park_kind *kind)
     assert_int_equal(a.park.waiter.state, batched ? WAIT_LEFT : WAIT_AWAKE);
     assert_int_equal(b.park.waiter.state, WAIT_AWAKE);
     for (struct fake *f = &a; f != NULL; f = f == &a ? &b : NULL) {
-        assert_int_equal(park_run(&f->park), PARK_STEP_HANGUP);
-        assert_int_equal(f->park.problem.code, FG_ERR_LOCK_BUSY);
-        assert_string_equal(f->park.problem.msg, "the client closed the connection while waiting");
+        assert_int_equal(park_run(&f->park, &f->problem), PARK_STEP_HANGUP);
+        assert_int_equal(f->problem.code, FG_ERR_LOCK_BUSY);
+        assert_string_equal(f->problem.msg, "the client closed the connection while waiting");
         assert_int_equal(f->why, PARK_WHY_HANGUP);
         assert_int_equal(f->attempts, 1);
     }
@@ -245,15 +247,15 @@ static void deadline(void **state)
     now_ms += 500;
     assert_int_equal(waiter_tick(now_ms), INT64_MAX); /* its first re-check woke it */
     assert_int_equal(f.resumes, 1);
-    assert_int_equal(park_run(&f.park), PARK_STEP_PARK);
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_PARK);
     assert_int_equal(f.attempts, 2);
     int64_t deadline_ms = f.park.waiter.deadline_ms;
     assert_int_equal(waiter_tick(now_ms), deadline_ms); /* capped at the deadline */
     now_ms = deadline_ms;
     waiter_tick(now_ms);
     assert_int_equal(f.resumes, 2);
-    assert_int_equal(park_run(&f.park), PARK_STEP_ANSWER);
-    assert_int_equal(f.park.problem.code, FG_OK); /* the kind answers its deadline */
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_ANSWER);
+    assert_int_equal(f.problem.code, FG_OK); /* the kind answers its deadline */
     assert_int_equal(f.why, PARK_WHY_DEADLINE);
     assert_int_equal(f.attempts, 2);
     end_fake(&f, false);
@@ -267,17 +269,17 @@ static void delivered(void **state)
     park_fake(&plain, &plain_kind, "lease-p", -1, NULL);
     struct lease_grant grant = {.lease_id = "lease-g", .fence = 42, .ttl_ms = 1000};
     assert_true(waiter_deliver("lease-g", &grant));
-    assert_int_equal(park_run(&f.park), PARK_STEP_ANSWER);
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_ANSWER);
     assert_int_equal(f.grant_fence, 42);
     assert_int_equal(f.attempts, 1); /* no other attempt */
     assert_int_equal(f.give_ups, 0);
-    assert_int_equal(f.park.problem.code, FG_OK);
+    assert_int_equal(f.problem.code, FG_OK);
     end_fake(&f, false);
     /* a kind that takes no grants is only rung, and tries again */
     grant.fence = 43;
     assert_true(waiter_deliver("lease-p", &grant));
     plain.next_try = PARK_TRY_ANSWERED;
-    assert_int_equal(park_run(&plain.park), PARK_STEP_ANSWER);
+    assert_int_equal(park_run(&plain.park, &plain.problem), PARK_STEP_ANSWER);
     assert_int_equal(plain.attempts, 2);
     assert_int_equal(plain.grant_fence, 0);
     end_fake(&plain, false);
@@ -291,13 +293,13 @@ static void outage(void **state)
     park_fake(&f, &fake_kind, "lease-o", -1, NULL);
     f.next_try = PARK_TRY_OUTAGE;
     assert_true(waiter_ring("lease-o"));
-    assert_int_equal(park_run(&f.park), PARK_STEP_PARK);
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_PARK);
     assert_int_equal(f.attempts, 2);
     assert_int_equal(waiter_tick(now_ms), now_ms + RECHECK_AFTER_OUTAGE_MS);
     f.next_try = PARK_TRY_ANSWERED;
     now_ms += RECHECK_AFTER_OUTAGE_MS;
     waiter_tick(now_ms);
-    assert_int_equal(park_run(&f.park), PARK_STEP_ANSWER);
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_ANSWER);
     assert_int_equal(f.attempts, 3);
     assert_int_equal(f.give_ups, 0);
     end_fake(&f, false);
@@ -314,7 +316,7 @@ static void woken_before_parking(void **state)
     struct fg_error err = {0};
     assert_int_equal(park_register(&f.park, &fake_kind, &client, now_ms + 5000, &err), 0);
     assert_true(waiter_ring("lease-early")); /* before it parks */
-    assert_int_equal(park_wait(&f.park, now_ms + 100), PARK_STEP_ANSWER);
+    assert_int_equal(park_wait(&f.park, now_ms + 100, &f.problem), PARK_STEP_ANSWER);
     assert_int_equal(f.attempts, 1);
     assert_int_equal(f.resumes, 0); /* it never parked */
     end_fake(&f, false);
