@@ -81,7 +81,7 @@
 #define DEFAULT_MAX_VALUE_BYTES         65536   /* limits.max_value_bytes */
 #define DEFAULT_AUDIT_RETENTION_DAYS    90      /* limits.audit_retention_days */
 #define DEFAULT_HEADER_TIMEOUT_MS       10000   /* limits.header_timeout_ms */
-#define DEFAULT_CONNECTION_BUFFER_BYTES 32768   /* limits.connection_buffer_bytes */
+#define DEFAULT_CONNECTION_BUFFER_BYTES 8192    /* limits.connection_buffer_bytes */
 #define DEFAULT_HTTP_THREADS            8       /* http_threads */
 #define DEFAULT_PG_POOL_SIZE            8       /* pg_pool_size */
 #define DEFAULT_STATEMENT_TIMEOUT_MS    5000    /* statement_timeout_ms */

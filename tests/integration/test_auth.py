@@ -149,10 +149,13 @@ class AuthTest(unittest.TestCase):
         self.assertIn("pg:invoices:write", self.assert_problem(r, 403, "forbidden")["detail"])
 
     def test_malformed_authorization(self):
-        for value in ("Basic abc", "Bearer", "Bearer  ", "Bearer a b", "bearer", "Bearer " + "k" * 10240,
+        for value in ("Basic abc", "Bearer", "Bearer  ", "Bearer a b", "bearer", "Bearer " + "k" * 1025,
                       "Bearer key-root extra", "Token key-root"):
             r = self.c.get("/v1/locks/x", headers={"Authorization": value})
             self.assert_problem(r, 401, "unauthorized")
+        # Past limits.connection_buffer_bytes the library refuses the headers itself (docs/api.md).
+        r = self.c.get("/v1/locks/x", headers={"Authorization": "Bearer " + "k" * 10240})
+        self.assertEqual(r.status, 431, r)
         r = self.c.get("/v1/locks/x", headers={"Authorization": "bearer key-root"})
         self.assertEqual(r.status, 200, r)
 
