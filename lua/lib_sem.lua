@@ -1,14 +1,14 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_sem.lua: functions shared by the semaphore scripts (prepended to every
--- script whose first line is "-- uses: lib_sem.lua"; never called on its own).
+-- script whose first line is "-- uses: lib_lease.lua lib_sem_holder.lua
+-- lib_sem.lua"; never called on its own).
 --
 -- Key layout of semaphore N; every key carries the hash tag {N}, base is
 -- KEY_SEM_PREFIX..N..KEY_TAG_END (src/store/backend/redis_keys.h):
 -- KEYS: holders data queue waiters limit tickets lib_lease.lua
 --   holders  base..KEY_SUFFIX_HOLDERS      sorted set of lease ids scored by lease expiry (Redis
 --                                          time, ms); an unclaimed grant by its claim window
---   data     base..KEY_SUFFIX_HOLDER_DATA  hash lease id -> JSON {fence, owner, ttl, hold_until,
---                                          granted_at, claimed, rid, inst, attach}
+--   data     base..KEY_SUFFIX_HOLDER_DATA  hash lease id -> the holder's record (lib_sem_holder.lua)
 --   queue    base..KEY_SUFFIX_QUEUE        sorted set of waiting lease ids, by arrival ticket
 --   waiters  base..KEY_SUFFIX_WAITERS      hash lease id -> JSON {inst, attach, ttl, max_hold,
 --                                          owner, rid, since}; since: ms (Redis TIME) it joined
@@ -47,35 +47,6 @@ end
 local function set_expiry(k, lease, expires_at, text)
   redis.call('ZADD', k.h, text or decimal(expires_at), lease)
   if expires_at > k.latest then k.latest = expires_at end
-end
-
--- A holder record (the fields of the data hash's JSON) as JSON, built by hand
--- from its fields, the numbers as decimal text: cjson prints every number
--- through the C library's floating-point printing, many times the cost of
--- decimal(), and a script that has a number as text already passes it on.
-local function holder_json(fence, owner, ttl, hold_until, granted_at, claimed, rid, inst, attach)
-  return '{"fence":' .. fence .. ',"owner":' .. json_string(owner) .. ',"ttl":' .. ttl ..
-         ',"hold_until":' .. hold_until .. ',"granted_at":' .. granted_at .. ',"claimed":' .. claimed ..
-         ',"rid":' .. json_string(rid) .. ',"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) .. '}'
-end
-
--- holder_json of a decoded holder record (holder_of), whose numbers are numbers.
-local function record_json(rec)
-  return holder_json(decimal(rec.fence), rec.owner, decimal(rec.ttl), decimal(rec.hold_until),
-                     decimal(rec.granted_at), decimal(rec.claimed), rec.rid, rec.inst, rec.attach)
-end
-
--- The fence, ttl and granted_at of holder record raw (JSON text), read off the
--- text as decimal text where holder_json wrote them (its fields come in a
--- fixed order, and no string in it can hold an unescaped quote) at a third of
--- the cost of decoding it; a record of another layout is decoded (numbers, and
--- granted_at nil in a record that lacks it).
-local function holder_numbers(raw)
-  local fence, ttl, granted_at =
-    string.match(raw, '^{"fence":(%d+),"owner":.-,"ttl":(%d+),"hold_until":%d+,"granted_at":(%d+),')
-  if fence then return fence, ttl, granted_at end
-  local rec = cjson.decode(raw)
-  return rec.fence, rec.ttl, rec.granted_at
 end
 
 -- Removes the holders whose lease expired (score <= now).

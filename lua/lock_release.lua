@@ -16,11 +16,6 @@ local now = now_ms()
 local h = holder_brief(v[1])
 if h and h.lease == lease then
   local reply = '{"r":"released","held_ms":' .. decimal(now - h.granted_at) .. '}'
-  if not v[3] then -- nobody waits: the uncontended case
-    holder_end(KEYS[AT_HOLDER], name, h, 'released', A_marker_ms, now, v[2])
-    redis.call('ZREM', KEYS[AT_INDEX], name)
-    return reply
-  end
   local k = lock_keys()
   local handoff = {}
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,

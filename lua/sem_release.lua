@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_sem.lua
+-- uses: lib_lease.lua lib_sem_holder.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
@@ -12,31 +12,10 @@ local name, lease = A_name, A_lease
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
-local raw = redis.call('HGET', k.d, lease)
-
--- The only holder, live, of a semaphore nobody waits for leaves it idle: its
--- keys go at once, and the end's record of its lease takes the limit's place
--- (lib_sem.lua), without a look at the queue unless tickets were ever drawn.
-if raw then
-  local first = redis.call('ZRANGE', k.h, '0', '1', 'WITHSCORES')
-  if #first == 2 and first[1] == lease and first[2] + 0 > now then
-    local v = redis.call('MGET', k.watched, k.t)
-    if not v[2] or redis.call('EXISTS', k.q) == 0 then
-      local fence, ttl, granted_at = holder_numbers(raw)
-      if type(fence) == 'number' then fence = decimal(fence) end
-      local keep = math.max(tonumber(A_marker_ms), ttl + 0)
-      redis.call('DEL', k.h, k.d, k.q, k.w, k.t)
-      redis.call('SET', k.l, end_text(lease, fence, 'released', decimal(now + keep)), 'PX', decimal(keep))
-      if v[1] then publish_end('s', name, fence, 'released') end
-      index_drop_if_idle(k, name, true)
-      return '{"r":"released","held_ms":' .. decimal(now - (granted_at or now)) .. '}'
-    end
-  end
-end
 
 purge(k, now)
 local reply, idle -- idle: nobody holds or waits, so there is nothing to grant
-raw = redis.call('HGET', k.d, lease)
+local raw = redis.call('HGET', k.d, lease)
 if raw then
   -- The only holder of a semaphore nobody waits for leaves it idle: its keys
   -- go at once (forget), the lease's with them.

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_sem.lua
+-- uses: lib_lease.lua lib_sem_holder.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
 -- KEYS: lib_sem.lua

@@ -40,6 +40,7 @@
 #define WATCH_WAIT_DEFAULT_MS   30000     /* wait_ms of a watch that names none */
 #define LEASE_MAX_HANDOFF       16     /* in-process grants one script may answer (lib_sem.lua) */
 #define LEASE_RELEASED_KEPT_MS  600000 /* a release is answered again this long, or the ttl */
+#define SEM_KEEP_MS             600000 /* an idle semaphore's keys outlive its last lease so long */
 #define RECHECK_AFTER_OUTAGE_MS 200    /* a parked waiter that met an outage looks again */
 #define WATCH_MARK_MIN_MS       10000 /* ends are published at least this long after a watch looked */
 

@@ -16,20 +16,71 @@
 #include "store/backend/redis.h"
 #include "util/fgjson.h"
 
-#define SEM_KEEP_MS 600000LL /* how long an idle semaphore's keys outlive its last lease */
+/* The holder record an acquire without a request_id writes from "claimed" on
+ * (lua/lib_sem_holder.lua), from its comma to the closing brace. */
+static void holder_tail(const struct acquire_params *p, const char *attach, char *buf, size_t cap,
+                        struct fgjson_out *out)
+{
+    fgjson_out_init(out, buf, cap);
+    out->need_comma = true;
+    fgjson_out_int(out, "claimed", 1);
+    fgjson_out_str(out, "rid", "");
+    fgjson_out_str(out, "inst", gw.instance_id);
+    fgjson_out_str(out, "attach", attach);
+    fgjson_out_str(out, "owner", p->owner);
+    fgjson_out_raw(out, "}\0", 2);
+}
+
+/* The first try of an acquire without a request_id (lua/sem_acquire_fast.lua):
+ * takes the first slot of an idle semaphore, else sets *contended. */
+static int acquire_first_try(const char *name, const struct acquire_params *p, const char *lease_id,
+                             const char *attach, const char *ttl, const char *hold,
+                             const char *limit, struct lease_result *res, bool *contended,
+                             struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_ACQUIRE_FAST_NKEYS] = {
+        [SEM_ACQUIRE_FAST_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_ACQUIRE_FAST_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_ACQUIRE_FAST_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_ACQUIRE_FAST_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
+        [SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
+        [SEM_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
+        [SEM_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_SEM_KEY_RELEASED],
+        [SEM_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
+    };
+    char buf[256];
+    struct fgjson_out tail;
+    holder_tail(p, attach, buf, sizeof buf, &tail);
+    const char *argv[SEM_ACQUIRE_FAST_NARGV] = {
+        [SEM_ACQUIRE_FAST_ARGV_NAME] = name,   [SEM_ACQUIRE_FAST_ARGV_LEASE] = lease_id,
+        [SEM_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,  [SEM_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,
+        [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit, [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail.buf,
+    };
+    int rc = lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, keys, argv, res, contended, err);
+    fgjson_out_free(&tail);
+    return rc;
+}
 
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                 const char *attach, struct lease_result *res, struct fg_error *err)
 {
     const struct config *cfg = gw.cfg;
-    char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24], limit[24], keep[24];
+    char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24], limit[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
+    snprintf(limit, sizeof limit, "%lld", p->limit);
+    bool contended = true;
+    if (p->request_id[0] == '\0' &&
+        acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
+        return -1;
+    if (!contended)
+        return 0;
     snprintf(claim, sizeof claim, "%lld", cfg->waiter_lease_ms);
     snprintf(maxw, sizeof maxw, "%lld", cfg->max_waiters_per_lock);
     snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
-    snprintf(limit, sizeof limit, "%lld", p->limit);
-    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_ACQUIRE_NARGV] = {
         [SEM_ACQUIRE_ARGV_NAME] = name,
         [SEM_ACQUIRE_ARGV_LEASE] = lease_id,
@@ -44,7 +95,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
         [SEM_ACQUIRE_ARGV_MAX_WAITERS] = maxw,
         [SEM_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
         [SEM_ACQUIRE_ARGV_LIMIT] = limit,
-        [SEM_ACQUIRE_ARGV_KEEP_MS] = keep,
+        [SEM_ACQUIRE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
     };
     return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
@@ -52,9 +103,8 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
                enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
-    char claim[24], keep[24];
+    char claim[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_CANCEL_NARGV] = {
         [SEM_CANCEL_ARGV_NAME] = name,
         [SEM_CANCEL_ARGV_LEASE] = lease_id,
@@ -62,7 +112,7 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
         [SEM_CANCEL_ARGV_MODE] = lease_cancel_mode_name(mode),
         [SEM_CANCEL_ARGV_CLAIM_MS] = claim,
         [SEM_CANCEL_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
-        [SEM_CANCEL_ARGV_KEEP_MS] = keep,
+        [SEM_CANCEL_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, argv, res, err);
@@ -73,28 +123,55 @@ int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *l
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
-    char keep[24], waiters[LEASE_LEAVE_PACKED];
-    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
+    char waiters[LEASE_LEAVE_PACKED];
     lease_leave_pack(ws, n, waiters);
     const char *argv[SEM_LEAVE_NARGV] = {
-        [SEM_LEAVE_ARGV_KEEP_MS] = keep,
+        [SEM_LEAVE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_LEAVE_ARGV_WAITERS] = waiters,
     };
     return lease_leave_run(SCRIPT_SEM_LEAVE, k.key, argv, n, left, err);
 }
 
+/* The first try of a release (lua/sem_release_fast.lua): the only holder's
+ * release with nobody waiting, else sets *contended. */
+static int release_first_try(const char *name, const char *lease_id, struct lease_result *res,
+                             bool *contended, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_RELEASE_FAST_NKEYS] = {
+        [SEM_RELEASE_FAST_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_RELEASE_FAST_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_RELEASE_FAST_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_RELEASE_FAST_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
+        [SEM_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
+        [SEM_RELEASE_FAST_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
+        [SEM_RELEASE_FAST_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
+    };
+    const char *argv[SEM_RELEASE_FAST_NARGV] = {
+        [SEM_RELEASE_FAST_ARGV_NAME] = name,
+        [SEM_RELEASE_FAST_ARGV_LEASE] = lease_id,
+    };
+    return lease_first_try(SCRIPT_SEM_RELEASE_FAST, keys, argv, res, contended, err);
+}
+
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err)
 {
-    char claim[24], keep[24];
+    bool contended = false;
+    if (release_first_try(name, lease_id, res, &contended, err) != 0)
+        return -1;
+    if (!contended)
+        return 0;
+    char claim[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_RELEASE_NARGV] = {
         [SEM_RELEASE_ARGV_NAME] = name,
         [SEM_RELEASE_ARGV_LEASE] = lease_id,
         [SEM_RELEASE_ARGV_CLAIM_MS] = claim,
         [SEM_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
-        [SEM_RELEASE_ARGV_KEEP_MS] = keep,
+        [SEM_RELEASE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
@@ -103,30 +180,31 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
               struct fg_error *err)
 {
-    char ttl[24], claim[24], keep[24];
+    char ttl[24], claim[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_RENEW_NARGV] = {
-        [SEM_RENEW_ARGV_NAME] = name,    [SEM_RENEW_ARGV_LEASE] = lease_id,
-        [SEM_RENEW_ARGV_TTL_MS] = ttl,   [SEM_RENEW_ARGV_CLAIM_MS] = claim,
-        [SEM_RENEW_ARGV_KEEP_MS] = keep, [SEM_RENEW_ARGV_INSTANCE] = gw.instance_id,
+        [SEM_RENEW_ARGV_NAME] = name,
+        [SEM_RENEW_ARGV_LEASE] = lease_id,
+        [SEM_RENEW_ARGV_TTL_MS] = ttl,
+        [SEM_RENEW_ARGV_CLAIM_MS] = claim,
+        [SEM_RENEW_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
+        [SEM_RENEW_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_RENEW, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
 {
-    char fence_text[24], claim[24], keep[24];
+    char fence_text[24], claim[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
-    snprintf(keep, sizeof keep, "%lld", SEM_KEEP_MS);
     const char *argv[SEM_REVOKE_NARGV] = {
         [SEM_REVOKE_ARGV_NAME] = name,
         [SEM_REVOKE_ARGV_FENCE] = fence_text,
         [SEM_REVOKE_ARGV_CLAIM_MS] = claim,
         [SEM_REVOKE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
-        [SEM_REVOKE_ARGV_KEEP_MS] = keep,
+        [SEM_REVOKE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, argv, res, err);

@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Semaphore leases: a killed holder's slot comes back within its lease (also to a waiter that is already
 queued, with nobody releasing), renewal keeps a hold longer than the lease alive, renew and release after
-expiry answer 410, a retried release answers 200, max_hold_ms caps renewals, and the waiters of a gateway
-that died leave the queue.
+expiry answer 410, a retried release answers 200, max_hold_ms caps renewals, the waiters of a gateway
+that died leave the queue, and the release of the only holder hands the slot to a waiter in the same step,
+even when the waiter's gateway looks at nothing just then. (Caught: a first try of the release that
+dropped an idle-looking semaphore's keys without asking whether anybody waits.)
 
 Owns: time-related behaviour of /v1/semaphores. Must not: test FIFO or the holder limit under load (see
 test_sem_limits.py).
 """
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -148,6 +151,34 @@ class SemaphoreLeaseTest(GatewayTest):
             self.assertEqual(out[0].status, 200, out)  # the live waiter, not the dead gateway's
             self.assertEqual(self.c.get(SEM + name).body, {"semaphore": name, "limit": 1, "holders": 1,
                                                             "waiting": 0})
+            self.assertEqual(self.c.post(SEM + name + "/release", {"token": out[0].body["token"]}).status, 200)
+        finally:
+            other.kill()
+
+    def test_release_of_the_only_holder_hands_the_slot_to_a_waiter(self):
+        name = unique("sem-handover")
+        a = self.acquire(name, limit=1).body
+        other = Gateway(config={"waiter_lease_ms": 600})
+        try:
+            out = []
+            with other.client(timeout=30) as wc:
+                t = threading.Thread(target=lambda: out.append(
+                    wc.post(SEM + name + "/acquire", {"limit": 1, "wait_ms": 20000})))
+                t.start()
+                deadline = time.monotonic() + 10
+                while self.c.get(SEM + name).body["waiting"] < 1:
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.01)
+                other.signal(signal.SIGSTOP)  # its waiter cannot look again: only the release can grant
+                try:
+                    self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+                    self.assertEqual(self.c.get(SEM + name).body,
+                                     {"semaphore": name, "limit": 1, "holders": 1, "waiting": 0},
+                                     "the release did not hand the slot to the waiter")
+                finally:
+                    other.signal(signal.SIGCONT)
+                t.join(20)
+            self.assertEqual(out[0].status, 200, out)
             self.assertEqual(self.c.post(SEM + name + "/release", {"token": out[0].body["token"]}).status, 200)
         finally:
             other.kill()
