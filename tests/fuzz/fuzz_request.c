@@ -108,11 +108,15 @@ static void fuzz_op_sql(const struct fenced_op *op)
     int written = 0, nparams = 0;
     for (size_t i = 0; i < op->ncolumns; i++)
         written += op->written[i];
-    for (int want_row = 0; want_row < 2; want_row++) {
-        char *sql =
-            fenced_sql_write(&schemas[op->table], op->kind, op->written, want_row, &nparams);
+    for (int want_row = 0; want_row < 4; want_row++) {
+        enum fenced_form form = want_row < 2 ? FENCED_FORM_HELD : FENCED_FORM_CLAIM;
+        char *sql = fenced_sql_write(&schemas[op->table], op->kind, op->written, form,
+                                     want_row % 2 == 1, &nparams);
         FG_ASSERT(sql != NULL);
-        FG_ASSERT(op->kind == FENCED_DELETE || nparams == FENCED_PARAM_COUNT + written);
+        int common = fenced_sql_takes_prefix(&schemas[op->table], want_row % 2 == 1)
+                         ? FENCED_PARAM_COUNT
+                         : FENCED_PARAM_PREFIX;
+        FG_ASSERT(op->kind == FENCED_DELETE || nparams == common + written);
         free(sql);
     }
 }

@@ -114,14 +114,15 @@ class FenceColumnTest(GatewayTest):
         lease = self.c.post(f"/v1/locks/{lock}/acquire", {}).body
         self.assertEqual(write(self.c, "PATCH", "fc_rows", key, {"set": {"note": "ok"}}, lease["token"]).status, 200)
         self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {"reason": "test"}).status, 200)
-        for method, body in (("PATCH", {"set": {"note": "late"}}), ("PUT", {"row": {"note": "late"}}),
-                             ("DELETE", None)):
-            r = write(self.c, method, "fc_rows", key, body, lease["token"])
-            self.assertEqual(r.status, 410, (method, r.body))
-            self.assertEqual(r.body.get("reason"), "revoked", (method, r.body))
+        for minimal in (False, True):  # a minimal write is judged by its row count: refused all the same
+            for method, body in (("PATCH", {"set": {"note": "late"}}), ("PUT", {"row": {"note": "late"}}),
+                                 ("DELETE", None)):
+                r = write(self.c, method, "fc_rows", key, body, lease["token"], minimal=minimal)
+                self.assertEqual(r.status, 410, (method, minimal, r.body))
+                self.assertEqual(r.body.get("reason"), "revoked", (method, minimal, r.body))
         self.assertEqual(row(key), f"ok|{lease['fence']}")
         audit = rejections(f"pg:fc_rows/{key}")
-        self.assertEqual([a["reason"] for a in audit], ["revoked"] * 3)
+        self.assertEqual([a["reason"] for a in audit], ["revoked"] * 6)
 
     def test_batch(self):
         a, b = unique("fc"), unique("fc")

@@ -110,18 +110,20 @@ class PgWritesTest(GatewayTest):
     def test_revoked_holder_writes_nothing(self):
         """A revoked lease's token is refused on a row whose stored fence is its own (410, audited "revoked"),
         where the fence rule alone would accept it. Caught when tried: the write's revocation test left to
-        the fence raise, which an equal fence skips (the PATCH answered 200)."""
+        the fence raise, which an equal fence skips (the PATCH answered 200); the held form of the write (the
+        stored fence locked, no upsert) without its revocation guard (200, and 204 for return=minimal)."""
         lock, key = unique("rv"), unique("inv")
         token, fence = acquire(self.c, lock)
         self.assertEqual(write(self.c, "PUT", "invoices", key, {"row": {"note": "ok"}}, token).status, 200)
         self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {"reason": "test"}).status, 200)
-        for method, body in (("PATCH", {"set": {"note": "late"}}), ("PUT", {"row": {"note": "late"}}),
-                             ("DELETE", None)):
-            r = write(self.c, method, "invoices", key, body, token)
-            self.assertEqual((r.status, r.body.get("reason")), (410, "revoked"), (method, r.body))
+        for minimal in (False, True):
+            for method, body in (("PATCH", {"set": {"note": "late"}}), ("PUT", {"row": {"note": "late"}}),
+                                 ("DELETE", None)):
+                r = write(self.c, method, "invoices", key, body, token, minimal=minimal)
+                self.assertEqual((r.status, r.body.get("reason")), (410, "revoked"), (method, minimal, r.body))
         self.assertEqual(invoice(key)["note"], "ok")
         self.assertEqual(stored_fence(f"pg:invoices/{key}"), fence)
-        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"] * 3)
+        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"] * 6)
 
     def test_equal_fence_is_accepted_twice(self):
         lock, key = unique("eq"), unique("inv")

@@ -28,14 +28,14 @@ static void statements_quote_and_parameterize(void **state)
     (void)state;
     bool written[] = {true};
     int n = 0;
-    char *sql = fenced_sql_write(&schemas[1], FENCED_PATCH, written, true, &n);
+    char *sql = fenced_sql_write(&schemas[1], FENCED_PATCH, written, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_non_null(strstr(sql, "UPDATE \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $4::"
                                 "character varying WHERE"));
     assert_non_null(strstr(sql, "t.\"k\xc3\xa9y\" = $2::integer"));
     free(sql);
     bool none[] = {false, false, false, false};
-    sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, true, &n);
+    sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT);
     assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND NOT"));
     assert_non_null(strstr(sql, " RETURNING $3::text || (t.\"id\")::text AS resource"));
@@ -62,8 +62,8 @@ static void default_mode_writes(void **state)
 {
     (void)state;
     int n = 0;
-    char *sql =
-        fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false}, true, &n);
+    char *sql = fenced_sql_write(&schemas[0], FENCED_PATCH, (bool[]){true, true, false, false},
+                                 FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 2);
     assert_non_null(strstr(
         sql,
@@ -83,15 +83,64 @@ static void default_mode_writes(void **state)
     assert_null(strstr(sql, "rejections"));
     free(sql);
     bool some[] = {false, true, false, false};
-    sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, true, &n);
+    sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_null(strstr(sql, "AND EXISTS (SELECT 1 FROM \"invoices\"")); /* an insert needs no row */
     assert_non_null(strstr(sql, "SELECT $2::text, $4::bigint WHERE true AND NOT EXISTS"));
     assert_non_null(strstr(sql, "OR EXISTS (SELECT 1 FROM f)) ON CONFLICT (\"id\") DO UPDATE"
                                 " SET \"customer\" = excluded.\"customer\""));
     free(sql);
-    sql = fenced_sql_write(&schemas[0], FENCED_POST, some, true, &n);
+    sql = fenced_sql_write(&schemas[0], FENCED_POST, some, FENCED_FORM_CLAIM, true, &n);
     assert_null(strstr(sql, "ON CONFLICT (\"id\")")); /* an existing key fails the insert */
+    free(sql);
+}
+
+/* The held form of the default mode: it writes only where the presented fence
+ * is stored, which it locks; no upsert (nor any other ModifyTable of
+ * fencegate's), and the revocation still guards it. */
+static void default_mode_held_writes(void **state)
+{
+    (void)state;
+    int n = 0;
+    const char *held = "WITH c AS (SELECT 1 FROM fencegate.resource_fences rf WHERE rf.resource = "
+                       "$3::text || ($2::text)::text AND rf.fence = $1::bigint FOR UPDATE) ";
+    const char *guard = " AND EXISTS (SELECT 1 FROM c) AND NOT EXISTS (SELECT 1 FROM "
+                        "fencegate.revocations rv WHERE rv.fence = $1::bigint)";
+    bool cols[] = {true, true, false, false};
+    char *sql = fenced_sql_write(&schemas[0], FENCED_PATCH, cols, FENCED_FORM_HELD, false, &n);
+    assert_int_equal(n, FENCED_PARAM_COUNT + 2);
+    char *expect = NULL;
+    assert_true(asprintf(&expect,
+                         "%sUPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
+                         "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text%s",
+                         held, guard) > 0);
+    assert_string_equal(sql, expect); /* return=minimal: nothing answered */
+    free(expect);
+    free(sql);
+    sql = fenced_sql_write(&schemas[0], FENCED_PUT, cols, FENCED_FORM_HELD, true, &n);
+    assert_true(strncmp(sql, held, strlen(held)) == 0);
+    assert_non_null(strstr(sql, "SELECT $2::text, $4::text, $5::bigint WHERE true AND EXISTS "
+                                "(SELECT 1 FROM c) AND NOT EXISTS"));
+    assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO UPDATE SET"));
+    assert_non_null(strstr(sql, "RETURNING $3::text || (t.\"id\")::text AS resource, "));
+    assert_null(strstr(sql, "INSERT INTO fencegate"));
+    assert_null(strstr(sql, " f AS"));
+    free(sql);
+    sql = fenced_sql_write(&schemas[0], FENCED_DELETE, cols, FENCED_FORM_HELD, true, &n);
+    assert_int_equal(n, FENCED_PARAM_COUNT);
+    assert_non_null(
+        strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND EXISTS"));
+    assert_null(strstr(sql, "row_to_json"));
+    free(sql);
+    /* a table with a fence column has one form */
+    struct table_config t = tables[0];
+    t.fence_column = "lock_fence";
+    struct table_schema s = schemas[0];
+    s.cfg = &t;
+    char *claim = fenced_sql_write(&s, FENCED_PATCH, cols, FENCED_FORM_CLAIM, true, &n);
+    sql = fenced_sql_write(&s, FENCED_PATCH, cols, FENCED_FORM_HELD, true, &n);
+    assert_string_equal(sql, claim);
+    free(claim);
     free(sql);
 }
 
@@ -106,7 +155,7 @@ static void fence_column_statements(void **state)
     s.cfg = &t;
     bool some[] = {true, false, false, false};
     int n = 0;
-    char *sql = fenced_sql_write(&s, FENCED_PUT, some, true, &n);
+    char *sql = fenced_sql_write(&s, FENCED_PUT, some, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_non_null(strstr(sql,
                            "INSERT INTO \"invoices\" AS t (\"id\", \"customer\", \"lock_fence\")"
@@ -114,18 +163,21 @@ static void fence_column_statements(void **state)
     assert_non_null(strstr(sql, ", \"lock_fence\" = excluded.\"lock_fence\" WHERE "
                                 "coalesce(t.\"lock_fence\", 0) <= $1::bigint RETURNING"));
     free(sql);
-    sql = fenced_sql_write(&s, FENCED_PATCH, some, false, &n);
-    assert_int_equal(n, FENCED_PARAM_COUNT + 1);
-    assert_string_equal(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
+    /* answering nothing, it takes no prefix: the columns' parameters follow the key */
+    assert_false(fenced_sql_takes_prefix(&s, false));
+    assert_true(fenced_sql_takes_prefix(&s, true));
+    assert_true(fenced_sql_takes_prefix(&schemas[0], false));
+    sql = fenced_sql_write(&s, FENCED_PATCH, some, FENCED_FORM_CLAIM, false, &n);
+    assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
+    assert_string_equal(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $3::text, "
                              "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
                              "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT "
-                             "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint) "
-                             "RETURNING $3::text || (t.\"id\")::text AS resource");
+                             "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)");
     free(sql);
-    sql = fenced_sql_write(&s, FENCED_POST, some, true, &n);
+    sql = fenced_sql_write(&s, FENCED_POST, some, FENCED_FORM_CLAIM, true, &n);
     assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO NOTHING RETURNING"));
     free(sql);
-    sql = fenced_sql_write(&s, FENCED_DELETE, some, true, &n);
+    sql = fenced_sql_write(&s, FENCED_DELETE, some, FENCED_FORM_CLAIM, true, &n);
     assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
                                 "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS"));
     free(sql);
@@ -143,11 +195,13 @@ static void answered_rows(void **state)
     const char *row = "(SELECT row_to_json(r) FROM (SELECT t.\"id\", t.\"customer\", "
                       "t.\"amount_cents\", t.\"note\", t.\"meta\") AS r)";
     int n = 0;
-    char *sql = fenced_sql_write(&s, FENCED_PATCH, (bool[]){true, false, false, false}, true, &n);
+    char *sql = fenced_sql_write(&s, FENCED_PATCH, (bool[]){true, false, false, false},
+                                 FENCED_FORM_CLAIM, true, &n);
     assert_non_null(strstr(sql, row));
     assert_null(strstr(sql, "row_to_json(t)"));
     free(sql);
-    sql = fenced_sql_write(&schemas[0], FENCED_PUT, (bool[]){true, false, false, false}, false, &n);
+    sql = fenced_sql_write(&schemas[0], FENCED_PUT, (bool[]){true, false, false, false},
+                           FENCED_FORM_CLAIM, false, &n);
     assert_null(strstr(sql, "row_to_json"));
     free(sql);
     sql = fenced_sql_read(&schemas[0]);
@@ -200,9 +254,13 @@ static void key_identity(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(quotes_identifiers),  cmocka_unit_test(statements_quote_and_parameterize),
-        cmocka_unit_test(default_mode_writes), cmocka_unit_test(fence_column_statements),
-        cmocka_unit_test(answered_rows),       cmocka_unit_test(refusal_statements),
+        cmocka_unit_test(quotes_identifiers),
+        cmocka_unit_test(statements_quote_and_parameterize),
+        cmocka_unit_test(default_mode_writes),
+        cmocka_unit_test(default_mode_held_writes),
+        cmocka_unit_test(fence_column_statements),
+        cmocka_unit_test(answered_rows),
+        cmocka_unit_test(refusal_statements),
         cmocka_unit_test(key_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

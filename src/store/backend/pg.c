@@ -31,6 +31,7 @@
 
 #include "embedded.h"
 #include "store/backend/migration.h"
+#include "store/backend/pg_reading.h"
 #include "store/backend/sqlstate.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -380,8 +381,9 @@ static int name_session(struct pg_conn *c, struct fg_error *err)
     return 0;
 }
 
-int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int nparams,
-            const char *const *params, json_t **rows, struct fg_error *err)
+/* pg_exec, keeping the command's count in *count when count is not NULL. */
+static int exec_one(struct pg_conn *c, const char *stmt_name, const char *sql, int nparams,
+                    const char *const *params, json_t **rows, long *count, struct fg_error *err)
 {
     c->sqlstate[0] = '\0';
     if ((c->pq == NULL && connect_conn(c, err) != 0) || name_session(c, err) != 0)
@@ -406,8 +408,24 @@ int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int npara
         return result_failure(c, res, err);
     if (rows != NULL)
         *rows = rows_of(res);
+    if (count != NULL)
+        *count = pg_reading_count(PQcmdTuples(res));
     PQclear(res);
     return 0;
+}
+
+int pg_exec(struct pg_conn *c, const char *stmt_name, const char *sql, int nparams,
+            const char *const *params, json_t **rows, struct fg_error *err)
+{
+    return exec_one(c, stmt_name, sql, nparams, params, rows, NULL, err);
+}
+
+int pg_exec_stmt(struct pg_conn *c, struct pg_group_stmt *stmt, struct fg_error *err)
+{
+    stmt->rows = NULL;
+    stmt->count = -1;
+    return exec_one(c, stmt->name, stmt->sql, stmt->nparams, stmt->params, &stmt->rows,
+                    &stmt->count, err);
 }
 
 /* Queues one statement of a pipeline; 1 if libpq took it. */
@@ -476,31 +494,47 @@ static int send_pipeline(struct pg_conn *c, const char *head, const struct pg_gr
     return -1;
 }
 
-/* Reads a group's answers: BEGIN's, one per statement, COMMIT's, the sync's. */
-static int read_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, int64_t deadline,
-                      enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err)
+/* The kind of a pipeline's result, for pg_reading. */
+static enum pg_result_kind kind_of(const PGresult *res)
 {
-    *outcome = PG_GROUP_COMMITTED;
-    for (size_t i = 0; i <= n + 2; i++) {
+    switch (PQresultStatus(res)) {
+    case PGRES_FATAL_ERROR: return PG_RESULT_FAILED;
+    case PGRES_PIPELINE_ABORTED: return PG_RESULT_ABORTED;
+    case PGRES_PIPELINE_SYNC: return PG_RESULT_SYNC;
+    default: return PG_RESULT_OK;
+    }
+}
+
+/* Reads the answers of a pipeline sent by send_pipeline (head and tail as
+ * sent) into stmts, as *r tells (store/pg_reading.h); the first failure is
+ * noted on c and in err. 0 when every answer arrived in step, -1 (err set,
+ * conn dropped) when not or when c failed. */
+static int read_pipeline(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, bool head,
+                         bool tail, int64_t deadline, struct pg_reading *r, struct fg_error *err)
+{
+    pg_reading_start(r, n, head, tail);
+    for (size_t i = 0; i < n; i++) {
+        stmts[i].rows = NULL;
+        stmts[i].count = -1;
+    }
+    enum pg_reading_step step;
+    do {
         PGresult *res = next_result(c, deadline, err);
         if (res == NULL)
             return -1;
-        ExecStatusType st = PQresultStatus(res);
-        bool is_stmt = i >= 1 && i <= n;
-        if (st == PGRES_FATAL_ERROR && *outcome == PG_GROUP_COMMITTED) {
-            *outcome = is_stmt ? PG_GROUP_STMT_FAILED : PG_GROUP_NOT_COMMITTED;
-            *failed = is_stmt ? i - 1 : n;
+        size_t i;
+        step = pg_reading_next(r, kind_of(res), &i);
+        if (step == PG_READ_KEEP) {
+            stmts[i].rows = rows_of(res);
+            stmts[i].count = pg_reading_count(PQcmdTuples(res));
+        } else if (step == PG_READ_FAILURE) {
             (void)note_failure(c, res, err); /* a lost connection fails the next read */
-        } else if (is_stmt && *outcome == PG_GROUP_COMMITTED) {
-            stmts[i - 1].rows = rows_of(res);
         }
         PQclear(res);
-        if (st == PGRES_PIPELINE_SYNC)
-            break;
-    }
-    if (PQexitPipelineMode(c->pq) == 1)
+    } while (step != PG_READ_END && step != PG_READ_OUT_OF_STEP);
+    if (step == PG_READ_END && PQexitPipelineMode(c->pq) == 1)
         return 0;
-    fg_fail(err, FG_ERR_INTERNAL, "postgres: a group's answers did not end as sent");
+    fg_fail(err, FG_ERR_INTERNAL, "postgres: a pipeline's answers did not end as sent");
     disconnect(c);
     return -1;
 }
@@ -521,14 +555,18 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
     int64_t deadline = deadline_from_now(), started_us = clock_mono_us();
     if (send_pipeline(c, "BEGIN", stmts, n, "COMMIT", deadline, err) != 0)
         return -1;
-    int rc = read_group(c, stmts, n, deadline, outcome, failed, err);
+    struct pg_reading r;
+    int rc = read_pipeline(c, stmts, n, true, true, deadline, &r, err);
     metrics_backend_latency(METRIC_BACKEND_PG, clock_mono_us() - started_us);
     if (rc != 0) {
         drop_rows(stmts, n);
         return -1;
     }
-    if (*outcome == PG_GROUP_COMMITTED)
+    *outcome = PG_GROUP_COMMITTED;
+    if (!r.failed)
         return 0;
+    *failed = r.failed_at;
+    *outcome = r.failed_at < n ? PG_GROUP_STMT_FAILED : PG_GROUP_NOT_COMMITTED;
     drop_rows(stmts, n);
     struct fg_error ignored = {0};
     if (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
@@ -546,33 +584,13 @@ int pg_exec_pipeline(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, s
     int64_t deadline = deadline_from_now(), started_us = clock_mono_us();
     if (send_pipeline(c, NULL, stmts, n, NULL, deadline, err) != 0)
         return -1;
-    bool stmt_failed = false;
-    for (size_t i = 0; i <= n; i++) {
-        PGresult *res = next_result(c, deadline, err);
-        if (res == NULL) {
-            drop_rows(stmts, n);
-            return -1;
-        }
-        ExecStatusType st = PQresultStatus(res);
-        if (st == PGRES_FATAL_ERROR && !stmt_failed) {
-            stmt_failed = true;
-            *failed = i;
-            (void)note_failure(c, res, err); /* a lost connection fails the next read */
-        } else if (i < n && !stmt_failed) {
-            stmts[i].rows = rows_of(res);
-        }
-        PQclear(res);
-        if (st == PGRES_PIPELINE_SYNC)
-            break;
-    }
+    struct pg_reading r;
+    int rc = read_pipeline(c, stmts, n, false, false, deadline, &r, err);
     metrics_backend_latency(METRIC_BACKEND_PG, clock_mono_us() - started_us);
-    if (PQexitPipelineMode(c->pq) != 1) {
-        fg_fail(err, FG_ERR_INTERNAL, "postgres: a pipeline's answers did not end as sent");
-        disconnect(c);
-        stmt_failed = true;
-    }
-    if (!stmt_failed)
+    if (rc == 0 && !r.failed)
         return 0;
+    if (rc == 0)
+        *failed = r.failed_at;
     drop_rows(stmts, n);
     return -1;
 }

@@ -47,14 +47,18 @@ void pg_release(struct pg_conn *conn);
 int pg_exec(struct pg_conn *conn, const char *stmt_name, const char *sql, int nparams,
             const char *const *params, json_t **rows, struct fg_error *err) FG_WUR;
 
-/* One statement of a group run by pg_exec_group. */
+/* One statement, run by pg_exec_stmt or in a group or pipeline. */
 struct pg_group_stmt {
     const char *name;          /* prepared once per connection under this name, or NULL */
     const char *sql;           /* its text */
     int nparams;               /* entries in params */
     const char *const *params; /* text parameters, NULL entries for SQL NULL */
-    json_t *rows;              /* its rows (new reference), once committed */
+    json_t *rows;              /* its rows (new reference), once run (committed, in a group) */
+    long count;                /* then the rows its command touched (-1: its tag has no count) */
 };
+
+/* pg_exec of stmt, keeping its rows and count in it. */
+int pg_exec_stmt(struct pg_conn *conn, struct pg_group_stmt *stmt, struct fg_error *err) FG_WUR;
 
 /* How pg_exec_group ended. */
 enum pg_group_outcome {
@@ -66,7 +70,8 @@ enum pg_group_outcome {
 /*
  * Runs stmts[0..n) in one transaction on conn, sent as one pipeline (BEGIN,
  * each statement, COMMIT: one round trip once the statements are prepared).
- * 0 with *outcome set when Postgres answered: on PG_GROUP_STMT_FAILED, err
+ * 0 with *outcome set when Postgres answered (PG_GROUP_COMMITTED: each
+ * statement's rows and count in it); on PG_GROUP_STMT_FAILED, err
  * tells why statement *failed failed, and conn is out of the failed
  * transaction again. -1 with err when conn failed (lost, no answer in
  * time): it is dropped, and whether the COMMIT took effect is unknown, as for
@@ -78,8 +83,8 @@ int pg_exec_group(struct pg_conn *conn, struct pg_group_stmt *stmts, size_t n,
 /*
  * Runs stmts[0..n) on conn as one pipeline followed by a sync: one round trip
  * once the statements are prepared, inside the transaction the caller opened
- * (the first statement may be its BEGIN). 0 with every statement's rows in
- * stmts[i].rows. -1 with err: statement *failed failed (its SQLSTATE kept for
+ * (the first statement may be its BEGIN). 0 with every statement's rows and
+ * count in stmts[i]. -1 with err: statement *failed failed (its SQLSTATE kept for
  * pg_last_sqlstate; the statements after it did not run and the transaction,
  * if any, is aborted), or conn failed and was dropped. No rows are kept then.
  */

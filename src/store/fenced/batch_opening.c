@@ -15,7 +15,7 @@
 static void opening_add(struct batch_opening *o, char *sql, size_t nparams, const char **params)
 {
     o->sql[o->n] = sql;
-    o->stmts[o->n++] = (struct pg_group_stmt){NULL, sql, (int)nparams, params, NULL};
+    o->stmts[o->n++] = (struct pg_group_stmt){NULL, sql, (int)nparams, params, NULL, -1};
 }
 
 /* True if the table of schema keeps fences in a column of its rows. */
@@ -35,10 +35,11 @@ void batch_opening_build(const struct fenced_batch *batch, int64_t fence,
     const struct table_schema **claimed = calloc(batch->nops + 1, sizeof *claimed);
     FG_ASSERT(o->stmts != NULL && o->sql != NULL && o->params != NULL && claimed != NULL);
     snprintf(o->fence, sizeof o->fence, "%" PRId64, fence);
-    o->stmts[BATCH_OPENING_BEGIN] = (struct pg_group_stmt){NULL, "BEGIN", 0, NULL, NULL};
+    o->stmts[BATCH_OPENING_BEGIN] = (struct pg_group_stmt){NULL, "BEGIN", 0, NULL, NULL, -1};
     o->stmts[BATCH_OPENING_REVOKED] = (struct pg_group_stmt){
-        NULL, "SELECT 1 AS revoked FROM fencegate.revocations WHERE fence = $1::bigint", 1,
-        o->params, NULL};
+        NULL, "SELECT 1 AS revoked FROM fencegate.revocations WHERE fence = $1::bigint",
+        1,    o->params,
+        NULL, -1};
     o->n = BATCH_OPENING_CLAIMS;
     const char **p = o->params;
     p[0] = o->fence;

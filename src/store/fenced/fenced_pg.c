@@ -4,12 +4,13 @@
  * the catalog for every writable table (types of key and columns, the key's
  * unique index), which fenced_schema.c checks against the configuration.
  * Afterwards it keeps one prepared statement per (table, operation, set of
- * written columns, row answered or not), built by fenced_sql.c. A write that
- * answers a row was applied; one that wrote nothing is followed by its
- * table's refusal statement, which audits a refusal and says why: stale,
- * revoked, not found, or worth one more try. Batches run in one transaction
- * whose first statement claims every resource's fence in a fixed order. It
- * must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c does).
+ * written columns, form, row answered or not), built by fenced_sql.c. A write
+ * whose command counts a row was applied; in the default mode one that wrote
+ * nothing in the held form runs again in the claiming form; one that wrote
+ * nothing then is followed by its table's refusal statement, which audits a
+ * refusal and says why: stale, revoked, not found, or worth one more try. Batches run in one
+ * transaction whose first statement claims every resource's fence in a fixed order. It must not
+ * speak libpq (pg.c does) nor parse request bodies (fenced_op.c does).
  */
 #include "store/fenced/fenced_pg.h"
 
@@ -34,6 +35,7 @@
 struct write_stmt {
     size_t table;          /* index in fpg.schemas */
     enum fenced_kind kind; /* operation */
+    enum fenced_form form; /* default mode: held or claiming */
     bool *written;         /* written columns (owned, the table's ncolumns entries) */
     bool want_row;         /* its answer carries the row */
     char name[32];         /* prepared statement name */
@@ -169,18 +171,28 @@ const struct table_schema *fenced_pg_schemas(size_t *n)
 
 /* --- the statement cache ------------------------------------------------------------------ */
 
-/* The statement to run for op (its answer with the row if want_row): a cached
- * prepared one (*owned_sql NULL), or, once the cache is full, an unnamed one
- * whose text the caller frees. */
-static struct write_stmt stmt_for(const struct fenced_op *op, bool want_row, char **owned_sql)
+/* The table keeps fences in a column of its rows. */
+static bool column_mode(size_t table)
+{
+    return fpg.schemas[table].cfg->fence_column != NULL;
+}
+
+/* The statement to run for op in form (its answer with the row if want_row):
+ * a cached prepared one (*owned_sql NULL), or, once the cache is full, an
+ * unnamed one whose text the caller frees. */
+static struct write_stmt stmt_for(const struct fenced_op *op, enum fenced_form form, bool want_row,
+                                  char **owned_sql)
 {
     size_t ncolumns = fpg.schemas[op->table].cfg->ncolumns;
     struct write_stmt found = {0};
     *owned_sql = NULL;
+    if (column_mode(op->table))
+        form = FENCED_FORM_CLAIM; /* its one form */
     pthread_mutex_lock(&fpg.lock);
     for (size_t i = 0; i < fpg.nstmts; i++) {
         const struct write_stmt *s = fpg.stmts[i];
-        if (s->table == op->table && s->kind == op->kind && s->want_row == want_row &&
+        if (s->table == op->table && s->kind == op->kind && s->form == form &&
+            s->want_row == want_row &&
             memcmp(s->written, op->written, ncolumns * sizeof *op->written) == 0) {
             found = *s;
             pthread_mutex_unlock(&fpg.lock);
@@ -189,9 +201,10 @@ static struct write_stmt stmt_for(const struct fenced_op *op, bool want_row, cha
     }
     found.table = op->table;
     found.kind = op->kind;
+    found.form = form;
     found.want_row = want_row;
-    found.sql =
-        fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, want_row, &found.nparams);
+    found.sql = fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, form, want_row,
+                                 &found.nparams);
     if (fpg.nstmts >= STMT_CACHE_MAX) {
         pthread_mutex_unlock(&fpg.lock);
         *owned_sql = found.sql;
@@ -273,25 +286,20 @@ static bool session_ended(const struct pg_conn *c)
     return sqlstate_session_ended(pg_last_sqlstate(c));
 }
 
-/* The table keeps fences in a column of its rows. */
-static bool column_mode(size_t table)
-{
-    return fpg.schemas[table].cfg->fence_column != NULL;
-}
-
 /* op's statement (*owned_sql: its text when generated for this write, which
- * is then run unprepared, else NULL) with its parameters in params (FENCED_PARAM_COUNT +
- * op->ncolumns entries; fence: 24 bytes that keep the fence's text). */
+ * is then run unprepared, else NULL) with its parameters in params (room for
+ * FENCED_PARAM_COUNT + op->ncolumns; fence: 24 bytes that keep the fence's text). */
 static struct write_stmt write_args(const struct fenced_op *op, const struct fenced_writer *who,
-                                    bool want_row, const char **params, char *fence,
-                                    char **owned_sql)
+                                    enum fenced_form form, bool want_row, const char **params,
+                                    char *fence, char **owned_sql)
 {
-    struct write_stmt st = stmt_for(op, want_row, owned_sql);
+    struct write_stmt st = stmt_for(op, form, want_row, owned_sql);
     snprintf(fence, 24, "%" PRId64, who->fence);
     params[FENCED_PARAM_FENCE] = fence;
     params[FENCED_PARAM_KEY] = op->key;
-    params[FENCED_PARAM_PREFIX] = fpg.prefixes[op->table];
-    int n = FENCED_PARAM_COUNT;
+    int n = FENCED_PARAM_PREFIX;
+    if (fenced_sql_takes_prefix(&fpg.schemas[op->table], want_row))
+        params[n++] = fpg.prefixes[op->table];
     if (op->kind != FENCED_DELETE)
         for (size_t i = 0; i < op->ncolumns; i++)
             if (op->written[i])
@@ -311,66 +319,72 @@ static void too_large(const struct pg_conn *c, struct fg_error *err)
     fg_fail(err, FG_ERR_INVALID_FIELD, "a value is too large: %s", detail);
 }
 
-/* Keeps the one answer row of rows (NULL if none) in *answer, freeing rows. */
-static void take_row(json_t *rows, json_t **answer)
+/* What a write statement did: whether it wrote, and its answer row (owned;
+ * NULL when it wrote nothing or was not asked for one). */
+struct wrote {
+    bool wrote;
+    json_t *row;
+};
+
+/* Takes the outcome of a write statement from its rows (freed) and count. */
+static struct wrote wrote_of(json_t *rows, long count)
 {
-    *answer = json_incref(json_array_get(rows, 0));
+    struct wrote w = {count > 0, count > 0 ? json_incref(json_array_get(rows, 0)) : NULL};
     json_decref(rows);
+    return w;
 }
 
 /*
- * Runs op's statement on c and stores its answer row (new reference), or NULL
- * when it wrote nothing, in *answer. in_transaction: c is inside a batch,
- * where nothing is retried.
+ * Runs op's statement in form on c and stores what it did in *w.
+ * in_transaction: c is inside a batch, where nothing is retried.
  */
 static int exec_write(struct pg_conn *c, const struct fenced_op *op,
-                      const struct fenced_writer *who, bool want_row, bool in_transaction,
-                      json_t **answer, struct fg_error *err)
+                      const struct fenced_writer *who, enum fenced_form form, bool want_row,
+                      bool in_transaction, struct wrote *w, struct fg_error *err)
 {
     char *owned_sql, fence[24];
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
-    struct write_stmt st = write_args(op, who, want_row, params, fence, &owned_sql);
-    json_t *rows = NULL;
-    const char *name = owned_sql ? NULL : st.name;
-    int rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
+    struct write_stmt st = write_args(op, who, form, want_row, params, fence, &owned_sql);
+    struct pg_group_stmt stmt = {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1};
+    int rc = pg_exec_stmt(c, &stmt, err);
     if (rc != 0 && !in_transaction && session_ended(c))
-        rc = pg_exec(c, name, st.sql, st.nparams, params, &rows, err);
+        rc = pg_exec_stmt(c, &stmt, err);
     free(owned_sql);
     if (rc != 0) {
         too_large(c, err);
         return -1;
     }
-    take_row(rows, answer);
+    *w = wrote_of(stmt.rows, stmt.count);
     return 0;
 }
 
 /* Runs op's statement in the next write group (store/fenced/write_group.h) and stores
- * its answer row, or NULL, in *answer; 1 when the group handed it back to run
- * alone. A group takes its rows by table, then by canonical key in the order of
- * the key's values: the order in which batches claim them (claim), but for text
- * keys under a collation other than C; where the two orders differ a batch and
- * a group can deadlock, and Postgres then rolls one back: a grouped write runs
+ * what it did in *w; 1 when the group handed it back to run alone. A group
+ * takes its rows by table, then by canonical key in the order of the key's
+ * values: the order in which batches claim them (claim), but for text keys
+ * under a collation other than C; where the two orders differ a batch and a
+ * group can deadlock, and Postgres then rolls one back: a grouped write runs
  * again alone, a batch once more (fenced_pg_batch). */
 static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
-                        json_t **answer, struct fg_error *err)
+                        struct wrote *w, struct fg_error *err)
 {
     char *owned_sql, fence[24];
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
-    struct write_stmt st = write_args(op, who, want_row, params, fence, &owned_sql);
-    const struct write_group_stmt stmt = {
-        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL},
+    struct write_stmt st =
+        write_args(op, who, FENCED_FORM_CLAIM, want_row, params, fence, &owned_sql);
+    struct write_group_stmt stmt = {
+        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1},
         op->table,
         op->key,
         &fpg.schemas[op->table].key_shape};
     enum write_group_result result;
-    json_t *rows = NULL;
-    int rc = write_group_run(&stmt, &result, &rows, err);
+    int rc = write_group_run(&stmt, &result, err);
     free(owned_sql);
     if (rc != 0)
         return -1;
     if (result == WRITE_GROUP_ALONE)
         return 1;
-    take_row(rows, answer);
+    *w = wrote_of(stmt.stmt.rows, stmt.stmt.count);
     return 0;
 }
 
@@ -401,7 +415,8 @@ static int exec_refusal(struct pg_conn *c, const struct fenced_op *op,
     json_t *rows = NULL;
     if (pg_exec(c, name, fpg.refusal_sql[op->table], FENCED_RPARAM_COUNT, params, &rows, err) != 0)
         return -1;
-    take_row(rows, answer);
+    *answer = json_incref(json_array_get(rows, 0));
+    json_decref(rows);
     return *answer != NULL ? 0 : fg_fail(err, FG_ERR_INTERNAL, "refusal statement answered no row");
 }
 
@@ -424,31 +439,64 @@ static int exists(const struct fenced_op *op, struct fg_error *err)
                    op->key, fpg.schemas[op->table].cfg->name);
 }
 
+/* Fills *res (freed first) for op, written by who and applied; row: the
+ * statement's answer row, NULL when none was asked for (the resource is then
+ * op's key's, as the gateway reads it: store/fenced/key_text.h). */
+static void applied(const struct fenced_op *op, const struct fenced_writer *who, const json_t *row,
+                    struct fenced_result *res)
+{
+    if (row != NULL) {
+        fenced_pg_answer_applied(row, who->fence, res);
+        return;
+    }
+    fenced_result_free(res);
+    size_t cap = strlen(op->key) + 1;
+    char identity[cap];
+    key_row_identity(&fpg.schemas[op->table].key_shape, op->key, identity, cap);
+    FG_ASSERT(asprintf(&res->resource, "%s%s", fpg.prefixes[op->table], identity) > 0);
+    res->outcome = FENCED_APPLIED;
+    res->fence = who->fence;
+    res->after = json_null();
+}
+
+/* Runs op's statement in form on c, a connection of its own, and stores what
+ * it did in *w; a data error names the value at fault. */
+static int write_alone(struct pg_conn *c, const struct fenced_op *op,
+                       const struct fenced_writer *who, enum fenced_form form, bool want_row,
+                       struct wrote *w, struct fg_error *err)
+{
+    if (exec_write(c, op, who, form, want_row, false, w, err) == 0)
+        return 0;
+    if (data_error(c))
+        find_bad_value(c, op, "", err);
+    return -1;
+}
+
 /* One try at a single write, on *c (taken from the pool when NULL; a write
  * to a fence-column table goes to a write group first, where the connection
- * is the group's). 0 when *res holds its outcome, 1 when it is worth another
- * try, -1 on failure. */
+ * is the group's; a default-mode write tries the held form first). 0 when
+ * *res holds its outcome, 1 when it is worth another try, -1 on failure. */
 static int write_once(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                       struct pg_conn **c, struct fenced_result *res, struct fg_error *err)
 {
-    json_t *answer = NULL;
+    struct wrote w = {0};
     int alone = 1;
-    if (*c == NULL && column_mode(op->table) &&
-        (alone = exec_grouped(op, who, want_row, &answer, err)) < 0)
+    bool column = column_mode(op->table);
+    if (*c == NULL && column && (alone = exec_grouped(op, who, want_row, &w, err)) < 0)
         return -1;
     if (alone && *c == NULL && (*c = pg_acquire(err)) == NULL)
         return -1;
-    if (alone && exec_write(*c, op, who, want_row, false, &answer, err) != 0) {
-        if (data_error(*c))
-            find_bad_value(*c, op, "", err);
+    if (alone && !column && write_alone(*c, op, who, FENCED_FORM_HELD, want_row, &w, err) != 0)
         return -1;
-    }
-    if (answer != NULL) {
-        fenced_pg_answer_applied(answer, who->fence, res);
-        json_decref(answer);
+    if (alone && !w.wrote && write_alone(*c, op, who, FENCED_FORM_CLAIM, want_row, &w, err) != 0)
+        return -1;
+    if (w.wrote) {
+        applied(op, who, w.row, res);
+        json_decref(w.row);
         return 0;
     }
     /* refused or missing: the refusal path, rare, asks why and audits */
+    json_t *answer = NULL;
     if (*c == NULL && (*c = pg_acquire(err)) == NULL)
         return -1;
     if (exec_refusal(*c, op, who, true, &answer, err) != 0)
@@ -601,21 +649,29 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
         const struct fenced_op *op = &batch->ops[i];
         params[i] = calloc(FENCED_PARAM_COUNT + op->ncolumns + 1, sizeof **params);
         FG_ASSERT(params[i] != NULL);
-        written[i] = write_args(op, who, want_row, params[i], fence, &owned_sql[i]);
-        stmts[i] = (struct pg_group_stmt){owned_sql[i] ? NULL : written[i].name, written[i].sql,
-                                          written[i].nparams, params[i], NULL};
+        /* the opening claimed every fence: the held form is the whole write */
+        written[i] =
+            write_args(op, who, FENCED_FORM_HELD, want_row, params[i], fence, &owned_sql[i]);
+        stmts[i] = (struct pg_group_stmt){owned_sql[i] ? NULL : written[i].name,
+                                          written[i].sql,
+                                          written[i].nparams,
+                                          params[i],
+                                          NULL,
+                                          -1};
     }
     *failed = n;
     int rc = pg_exec_pipeline(c, stmts, n, failed, err);
     if (rc != 0)
         too_large(c, err);
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        json_t *answer = json_array_get(stmts[i].rows, 0);
-        if (answer == NULL) {
+        if (stmts[i].count <= 0) {
             *failed = i;
             rc = op_refused(c, &batch->ops[i], who, stale, revoked, err);
             break;
         }
+        json_t *answer = json_array_get(stmts[i].rows, 0);
+        if (answer == NULL) /* return=minimal: no items to answer */
+            continue;
         struct fenced_result one = {0};
         fenced_pg_answer_applied(answer, who->fence, &one);
         json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",

@@ -13,24 +13,30 @@
  * Default mode: c locks the resource's row of fencegate.resource_fences (FOR
  * UPDATE), which serializes the writers of one resource and, under READ
  * COMMITTED, reads the newest committed fence after waiting for a concurrent
- * writer. A fence equal to the presented one, a holder's every write after its
- * first, is only locked, not rewritten. A lower one, or none, is raised by f,
+ * writer. A write comes in two forms. The held form, a holder's every write
+ * after its first, runs only where c finds the presented fence stored, which
+ * is locked, not rewritten; it carries no upsert, whose ModifyTable Postgres
+ * would set up for every write although it inserts nothing. When it wrote
+ * nothing, the claiming form follows: a lower fence, or none, is raised by f,
  * an upsert that raises the stored fence only if it is not higher (ON CONFLICT
  * ... DO UPDATE ... WHERE, for a fence row that another writer inserts
  * meanwhile). f claims nothing for a revoked fence, nor for a PATCH or DELETE
  * whose row is missing (a 404 leaves no fence behind). The write runs only
  * when c holds the presented fence or f claimed it, and the fence is not
- * revoked.
+ * revoked. Inside a batch, whose opening claimed every fence, the held form
+ * is the whole write.
  *
  * A table with a fence_column keeps the fence in its own row instead, the
  * classic guarded statement: the write sets the column to the presented fence
  * where the stored one (NULL: 0) is not higher, and where the fence is not
  * revoked.
  *
- * Either answers (resource, row) for the row it wrote, the resource built from
- * the row's stored key (its canonical text), and no row at all when it wrote
- * nothing. The row is the key and the listed columns, nothing else of the
- * table (a column added later stays private), and only when asked for.
+ * Asked for its row, either answers (resource, row) for the row it wrote, the
+ * resource built from the row's stored key (its canonical text), and no row at
+ * all when it wrote nothing. The row is the key and the listed columns,
+ * nothing else of the table (a column added later stays private). Not asked
+ * for it (Prefer: return=minimal), a write answers nothing: the command's row
+ * count tells whether it wrote.
  */
 #include "store/fenced/fenced_sql.h"
 
@@ -53,6 +59,9 @@ static const char fence_claim[] =
  * c holds the presented fence or f claimed it. */
 static const char claimed[] =
     " AND NOT " REVOKED " AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM f))";
+
+/* The same for the held form, whose c is only the presented fence's row. */
+static const char held[] = " AND EXISTS (SELECT 1 FROM c) AND NOT " REVOKED;
 
 /* Raising a fence row of a batch to greatest(stored, presented), always
  * updating so that the row is locked and the new value is computed on its
@@ -187,13 +196,14 @@ static void put_row_json(FILE *out, const char *alias, const struct table_schema
     fputs(") AS r)", out);
 }
 
-/* The answer of a write: the resource of the written row and, if want_row, the row. */
-static void put_returning(FILE *out, const struct table_schema *s, bool want_row)
+/* The answer of a write: the resource of the written row and, but for a
+ * delete, the row. */
+static void put_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind)
 {
     fputs(" RETURNING ", out);
     put_row_resource(out, FENCED_PARAM_PREFIX + 1, "t", s);
     fputs(" AS resource", out);
-    if (want_row) {
+    if (kind != FENCED_DELETE) {
         fputs(", ", out);
         put_row_json(out, "t", s);
         fputs("::text AS row", out);
@@ -217,17 +227,22 @@ static void put_delete_head(FILE *out, const struct table_schema *s)
     put_key_match(out, s);
 }
 
+bool fenced_sql_takes_prefix(const struct table_schema *s, bool want_row)
+{
+    return s->cfg->fence_column == NULL || want_row;
+}
+
 /* "UPDATE <table> AS t SET <column> = $4::<type>, ...": the start of every
- * update, one assignment per written column, its parameter numbered after the
- * common ones. Returns what separates one more assignment ("" if none was
+ * update, one assignment per written column, its parameter numbered from
+ * param. Returns what separates one more assignment ("" if none was
  * written). */
-static const char *put_update_head(FILE *out, const struct table_schema *s, const bool *written)
+static const char *put_update_head(FILE *out, const struct table_schema *s, const bool *written,
+                                   int param)
 {
     const struct table_config *t = s->cfg;
     fputs("UPDATE ", out);
     put_ident(out, t->name);
     fputs(" AS t SET ", out);
-    int param = FENCED_PARAM_COUNT + 1;
     const char *sep = "";
     for (size_t i = 0; i < t->ncolumns; i++) {
         if (!written[i])
@@ -241,9 +256,10 @@ static const char *put_update_head(FILE *out, const struct table_schema *s, cons
 }
 
 /* "INSERT INTO <table> AS t (<key>, <written columns>[, <fence column>])
- * SELECT $2::<key type>, <their parameters>": the start of every insert. */
+ * SELECT $2::<key type>, <their parameters, numbered from param>": the start
+ * of every insert. */
 static void put_insert_head(FILE *out, const struct table_schema *s, const bool *written,
-                            bool fence_column)
+                            bool fence_column, int param)
 {
     const struct table_config *t = s->cfg;
     fputs("INSERT INTO ", out);
@@ -261,7 +277,6 @@ static void put_insert_head(FILE *out, const struct table_schema *s, const bool 
         put_ident(out, t->fence_column);
     }
     fprintf(out, ") SELECT $2::%s", s->key_type);
-    int param = FENCED_PARAM_COUNT + 1;
     for (size_t i = 0; i < t->ncolumns; i++)
         if (written[i])
             fprintf(out, ", $%d::%s", param++, s->column_types[i]);
@@ -291,6 +306,15 @@ static void put_replace(FILE *out, const struct table_config *t)
 
 /* --- the default mode: fences in fencegate.resource_fences ------------------------------ */
 
+/* "WITH c AS (...) ": the lock of the resource's fence row where it holds the
+ * presented fence (the held form, see the top of this file). */
+static void put_fence_held(FILE *out, const struct table_schema *s)
+{
+    fputs("WITH c AS (SELECT 1 FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(" AND rf.fence = $1::bigint FOR UPDATE) ", out);
+}
+
 /* "WITH c AS (...), f AS (...) ": the claim of the write's fence (see the top of this file). */
 static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced_kind kind)
 {
@@ -313,28 +337,32 @@ static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced
 }
 
 static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                              const bool *written)
+                              const bool *written, enum fenced_form form)
 {
     const struct table_config *t = s->cfg;
-    put_fence_claim(out, s, kind);
+    const char *guard = form == FENCED_FORM_HELD ? held : claimed;
+    if (form == FENCED_FORM_HELD)
+        put_fence_held(out, s);
+    else
+        put_fence_claim(out, s, kind);
     switch (kind) {
     case FENCED_PATCH:
-        put_update_head(out, s, written);
+        put_update_head(out, s, written, FENCED_PARAM_COUNT + 1);
         put_key_match(out, s);
-        fputs(claimed, out);
+        fputs(guard, out);
         break;
     case FENCED_PUT:
-        put_insert_head(out, s, written, false);
-        fprintf(out, " WHERE true%s", claimed);
+        put_insert_head(out, s, written, false, FENCED_PARAM_COUNT + 1);
+        fprintf(out, " WHERE true%s", guard);
         put_replace(out, t);
         break;
     case FENCED_POST: /* an existing key fails the insert: 409 conflict */
-        put_insert_head(out, s, written, false);
-        fprintf(out, " WHERE true%s", claimed);
+        put_insert_head(out, s, written, false, FENCED_PARAM_COUNT + 1);
+        fprintf(out, " WHERE true%s", guard);
         break;
     case FENCED_DELETE:
         put_delete_head(out, s);
-        fputs(claimed, out);
+        fputs(guard, out);
         break;
     default: FG_ASSERT(!"unknown write kind");
     }
@@ -360,19 +388,19 @@ static void put_row_guard(FILE *out, const struct table_config *t)
 }
 
 static void put_column_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                             const bool *written)
+                             const bool *written, int param)
 {
     const struct table_config *t = s->cfg;
     switch (kind) {
     case FENCED_PATCH:
-        fputs(put_update_head(out, s, written), out);
+        fputs(put_update_head(out, s, written, param), out);
         put_ident(out, t->fence_column);
         fputs(" = $1::bigint", out);
         put_key_match(out, s);
         put_row_guard(out, t);
         break;
     case FENCED_PUT: /* replaces a row whose fence is not higher */
-        put_insert_head(out, s, written, true);
+        put_insert_head(out, s, written, true, param);
         fputs(", $1::bigint WHERE NOT " REVOKED, out);
         put_replace(out, t);
         fputs(", ", out);
@@ -384,7 +412,7 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
         fputs(" <= $1::bigint", out);
         break;
     case FENCED_POST: /* leaves an existing row alone */
-        put_insert_head(out, s, written, true);
+        put_insert_head(out, s, written, true, param);
         fputs(", $1::bigint WHERE NOT " REVOKED " ON CONFLICT (", out);
         put_ident(out, t->key);
         fputs(") DO NOTHING", out);
@@ -449,18 +477,20 @@ char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
 /* --- all tables --------------------------------------------------------------------------- */
 
 char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, const bool *written,
-                       bool want_row, int *nparams)
+                       enum fenced_form form, bool want_row, int *nparams)
 {
     FG_ASSERT(kind < FENCED_KIND_COUNT);
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
+    /* the column parameters follow the prefix, or the key where the prefix is not taken */
+    *nparams = fenced_sql_takes_prefix(s, want_row) ? FENCED_PARAM_COUNT : FENCED_PARAM_PREFIX;
     if (s->cfg->fence_column != NULL)
-        put_column_write(out, s, kind, written);
+        put_column_write(out, s, kind, written, *nparams + 1);
     else
-        put_claimed_write(out, s, kind, written);
-    put_returning(out, s, want_row && kind != FENCED_DELETE);
-    *nparams = FENCED_PARAM_COUNT;
+        put_claimed_write(out, s, kind, written, form);
+    if (want_row)
+        put_returning(out, s, kind);
     if (kind != FENCED_DELETE)
         for (size_t i = 0; i < s->cfg->ncolumns; i++)
             *nparams += written[i] ? 1 : 0;

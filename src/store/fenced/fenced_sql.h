@@ -7,13 +7,13 @@
  *
  * Every write statement takes the same leading parameters (FENCED_PARAM_*),
  * then one text parameter per written column, in configuration order. It
- * claims the fence and writes in one round trip and, when the write was
- * accepted, answers one row: (resource, row) - resource is the canonical
- * resource of the written row, row the row as JSON text when asked for (never
- * for a delete). A refused write, or one whose row is missing, answers no row
- * and writes nothing; the refusal statement then tells why, and keeps the
- * audit row of a refusal. Accepted writes, the common case, pay for nothing
- * else.
+ * claims the fence and writes in one round trip; its command's row count is 1
+ * when the write was accepted. Asked for the row, it then answers one row:
+ * (resource, row) - resource is the canonical resource of the written row,
+ * row the row as JSON text (NULL for a delete); not asked, it answers nothing.
+ * A refused write, or one whose row is missing, counts 0 and writes nothing;
+ * the refusal statement then tells why, and keeps the audit row of a refusal.
+ * Accepted writes, the common case, pay for nothing else.
  */
 #ifndef FG_FENCED_SQL_H
 #define FG_FENCED_SQL_H
@@ -34,7 +34,9 @@ enum fenced_kind {
 };
 
 /* Parameters shared by every write statement ($1 .. $FENCED_PARAM_COUNT), and
- * the first ones of the refusal statement. */
+ * the first ones of the refusal statement. A write on a table with a
+ * fence_column that answers nothing takes no prefix (fenced_sql_takes_prefix):
+ * its column parameters follow the key. */
 enum fenced_param {
     FENCED_PARAM_FENCE,  /* $1 presented fence */
     FENCED_PARAM_KEY,    /* $2 key, as text */
@@ -77,14 +79,25 @@ const char *fenced_kind_method(enum fenced_kind kind);
 /* True for the kinds that change an existing row (PATCH, DELETE). */
 bool fenced_kind_needs_row(enum fenced_kind kind);
 
+/* True if the write statement on schema's table, answering its row or not
+ * (want_row), takes the prefix parameter. */
+bool fenced_sql_takes_prefix(const struct table_schema *schema, bool want_row);
+
+/* The two forms of a default-mode write (fenced_sql.c); a table with a
+ * fence_column has one form, the same for both. */
+enum fenced_form {
+    FENCED_FORM_HELD, /* writes only where the presented fence is stored: no upsert */
+    FENCED_FORM_CLAIM /* raises a lower fence, or stores a missing one, and writes */
+};
+
 /*
- * The write statement of kind on schema's table, writing the columns whose
- * entry in written (schema->cfg->ncolumns entries) is true; want_row: its
- * answer carries the written row. Returns an owned string; *nparams gets the
- * number of parameters it takes.
+ * The write statement of kind and form on schema's table, writing the columns
+ * whose entry in written (schema->cfg->ncolumns entries) is true; want_row: it
+ * answers (resource, row) for the written row, else nothing. Returns an owned
+ * string; *nparams gets the number of parameters it takes.
  */
 char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
-                       const bool *written, bool want_row, int *nparams);
+                       const bool *written, enum fenced_form form, bool want_row, int *nparams);
 
 /*
  * The refusal statement of schema's table, run after a write statement wrote

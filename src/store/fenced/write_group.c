@@ -37,6 +37,7 @@ struct member {
     int rc;                              /* 0, or -1 with failure */
     enum write_group_result result;      /* when rc is 0 */
     json_t *rows;                        /* when committed */
+    long count;                          /* likewise: the rows its command touched */
     struct fg_error failure;             /* when rc is -1 */
     pthread_cond_t *wake;                /* its thread's condition variable */
 };
@@ -69,40 +70,38 @@ static size_t take_queued(struct member **group)
     return n;
 }
 
-static void settle(struct member *m, int rc, enum write_group_result result, json_t *rows,
-                   const struct fg_error *err)
+/* Settles m; answer: its statement as run, with its rows and count, when committed. */
+static void settle(struct member *m, int rc, enum write_group_result result,
+                   const struct pg_group_stmt *answer, const struct fg_error *err)
 {
     m->rc = rc;
     m->result = result;
-    m->rows = rows;
+    m->rows = answer != NULL ? answer->rows : NULL;
+    m->count = answer != NULL ? answer->count : -1;
     if (err != NULL)
         m->failure = *err;
 }
 
 /* One attempt at group[0..n) on c: a group of one runs as it would alone,
  * without BEGIN and COMMIT around it; a larger one in one transaction.
- * Committed, rows[i] holds statement i's rows; a failed statement's index
- * goes to *failed; a lost connection's failure to *err. */
+ * Committed, answers[i] holds statement i with its rows and count; a failed
+ * statement's index goes to *failed; a lost connection's failure to *err. */
 static enum write_attempt attempt(struct pg_conn *c, struct member *const *group, size_t n,
-                                  json_t **rows, size_t *failed, struct fg_error *err)
+                                  struct pg_group_stmt *answers, size_t *failed,
+                                  struct fg_error *err)
 {
     if (n == 1) {
-        const struct pg_group_stmt *s = &group[0]->stmt->stmt;
+        answers[0] = group[0]->stmt->stmt;
         *failed = 0;
-        if (pg_exec(c, s->name, s->sql, s->nparams, s->params, &rows[0], err) == 0)
+        if (pg_exec_stmt(c, &answers[0], err) == 0)
             return WRITE_ATTEMPT_COMMITTED;
         return pg_last_sqlstate(c)[0] != '\0' ? WRITE_ATTEMPT_STMT_FAILED : WRITE_ATTEMPT_LOST;
     }
-    struct pg_group_stmt stmts[GROUP_MAX];
-    for (size_t i = 0; i < n; i++) {
-        stmts[i] = group[i]->stmt->stmt;
-        stmts[i].rows = NULL;
-    }
+    for (size_t i = 0; i < n; i++)
+        answers[i] = group[i]->stmt->stmt;
     enum pg_group_outcome outcome;
-    if (pg_exec_group(c, stmts, n, &outcome, failed, err) != 0)
+    if (pg_exec_group(c, answers, n, &outcome, failed, err) != 0)
         return WRITE_ATTEMPT_LOST;
-    for (size_t i = 0; outcome == PG_GROUP_COMMITTED && i < n; i++)
-        rows[i] = stmts[i].rows;
     return outcome == PG_GROUP_COMMITTED     ? WRITE_ATTEMPT_COMMITTED
            : outcome == PG_GROUP_STMT_FAILED ? WRITE_ATTEMPT_STMT_FAILED
                                              : WRITE_ATTEMPT_NOT_COMMITTED;
@@ -115,17 +114,17 @@ static void commit_on(struct pg_conn *c, struct member *const *members, size_t n
     struct member *group[GROUP_MAX];
     memcpy(group, members, n * sizeof *group);
     while (n > 0) {
-        json_t *rows[GROUP_MAX];
+        struct pg_group_stmt answers[GROUP_MAX];
         enum write_fate fates[GROUP_MAX];
         size_t failed = 0, again = 0;
         struct fg_error err = {0};
-        enum write_attempt ended = attempt(c, group, n, rows, &failed, &err);
+        enum write_attempt ended = attempt(c, group, n, answers, &failed, &err);
         size_t next = write_attempt_fates(ended, failed, n, fates);
         for (size_t i = 0; i < n; i++) {
             switch (fates[i]) {
             case WRITE_FATE_AGAIN: group[again++] = group[i]; break;
             case WRITE_FATE_COMMITTED:
-                settle(group[i], 0, WRITE_GROUP_COMMITTED, rows[i], NULL);
+                settle(group[i], 0, WRITE_GROUP_COMMITTED, &answers[i], NULL);
                 break;
             case WRITE_FATE_ALONE: settle(group[i], 0, WRITE_GROUP_ALONE, NULL, NULL); break;
             case WRITE_FATE_FAILED: settle(group[i], -1, WRITE_GROUP_ALONE, NULL, &err); break;
@@ -180,8 +179,8 @@ static void lead(void)
     pthread_mutex_lock(&wg.lock);
 }
 
-int write_group_run(const struct write_group_stmt *stmt, enum write_group_result *result,
-                    json_t **rows, struct fg_error *err)
+int write_group_run(struct write_group_stmt *stmt, enum write_group_result *result,
+                    struct fg_error *err)
 {
     struct member me = {.stmt = stmt, .wake = &thread_wake};
     pthread_mutex_lock(&wg.lock);
@@ -202,6 +201,7 @@ int write_group_run(const struct write_group_stmt *stmt, enum write_group_result
         return -1;
     }
     *result = me.result;
-    *rows = me.rows;
+    stmt->stmt.rows = me.rows;
+    stmt->stmt.count = me.count;
     return 0;
 }

@@ -18,7 +18,7 @@
 #include "store/fenced/key_text.h"
 #include "util/error.h"
 
-/* A write: its statement (rows unused) and the row it writes, which orders it
+/* A write: its statement and the row it writes, which orders it
  * within its group: by table, then by canonical key in the order of the key's
  * values (key_compare), so that every spelling of a row takes its lock at one
  * place in every group. */
@@ -31,7 +31,7 @@ struct write_group_stmt {
 
 /* How a write fared in a group. */
 enum write_group_result {
-    WRITE_GROUP_COMMITTED, /* *rows holds its statement's rows */
+    WRITE_GROUP_COMMITTED, /* stmt->stmt holds its statement's rows and count */
     WRITE_GROUP_ALONE      /* not written: run it on a connection of its own */
 };
 
@@ -40,7 +40,7 @@ enum write_group_result {
  * *result set; -1 with err when the group's connection failed (whether the
  * write took effect is then unknown, as for a lost pg_exec).
  */
-int write_group_run(const struct write_group_stmt *stmt, enum write_group_result *result,
-                    json_t **rows, struct fg_error *err) FG_WUR;
+int write_group_run(struct write_group_stmt *stmt, enum write_group_result *result,
+                    struct fg_error *err) FG_WUR;
 
 #endif
