@@ -16,6 +16,10 @@ text column) that every side wrote once before measuring, on random rows:
   - gateway PATCH on a table with "fence_column": "lock_fence";
   - the same with Prefer: return=minimal;
   - psycopg2 (autocommit): UPDATE t SET note=$1, lock_fence=$2 WHERE id=$3 AND lock_fence <= $2;
+  - a takeover: a new lease (a higher fence) for each round, whose writes each meet a row of a table of its
+    own for the first time at that fence, in the default mode (the fence row is raised) and with a
+    fence_column; its figure is the price of a holder's first write of a row, where the steady sides are
+    a holder's later writes;
   - refused writes: a token older than the rows' fences, through the gateway in either mode (409, audited).
 A build given in BEFORE runs a second gateway beside the first (same servers, next HTTP port) whose sides
 join the rounds, so that a before/after comparison shares the machine's moment. Each figure is the median of
@@ -52,12 +56,18 @@ TABLES_SQL = f"""
 CREATE TABLE public.pgc_default (id integer PRIMARY KEY, note text);
 CREATE TABLE public.pgc_column (id integer PRIMARY KEY, note text, lock_fence bigint NOT NULL DEFAULT 0);
 CREATE TABLE public.pgc_direct (id integer PRIMARY KEY, note text, lock_fence bigint NOT NULL DEFAULT 0);
+CREATE TABLE public.pgc_takeover (id integer PRIMARY KEY, note text);
+CREATE TABLE public.pgc_takeover_column (id integer PRIMARY KEY, note text, lock_fence bigint);
+INSERT INTO public.pgc_takeover SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
+INSERT INTO public.pgc_takeover_column SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
 INSERT INTO public.pgc_default SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
 INSERT INTO public.pgc_column SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
 INSERT INTO public.pgc_direct SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
 """
 GATEWAY_CONFIG = {"tables": {"pgc_default": {"key": "id", "columns": ["note"]},
-                             "pgc_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
+                             "pgc_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"},
+                             "pgc_takeover": {"key": "id", "columns": ["note"]},
+                             "pgc_takeover_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
 DIRECT_SQL = "UPDATE public.pgc_direct SET note = %s, lock_fence = %s WHERE id = %s AND lock_fence <= %s"
 STATS_SQL = """SELECT query, calls, total_exec_time FROM pg_stat_statements
                WHERE query NOT LIKE '%%pg_stat_statements%%' ORDER BY total_exec_time DESC"""
@@ -68,15 +78,16 @@ def sh(*cmd: str, **kw) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT, **kw).stdout
 
 
-def gateway_writer(http_port: int, table: str, token: str, expect: tuple, extra: bytes = b""):
+def gateway_writer(http_port: int, table: str, token: str, expect: tuple, extra: bytes = b"", rows=None):
     """A function that PATCHes row `key` of table through its own keep-alive connection, expecting one of
-    the statuses in expect."""
+    the statuses in expect; with rows (an iterator), the next of them instead of key."""
     conn = LeanConnection("127.0.0.1", http_port)
     hdr = b"Fence-Token: %s\r\n%s" % (token.encode(), extra)
     seq = [0]
 
     def write(key: int) -> None:
         seq[0] += 1
+        key = next(rows) if rows is not None else key
         status, body = conn.call("PATCH", f"/v1/pg/{table}/{key}", {"set": {"note": f"n{seq[0]}"}}, hdr)
         assert status in expect, (status, body)
     return write
@@ -144,7 +155,7 @@ def measure(stats: Stats, writers: list, writes: int) -> tuple[dict, list]:
 # $3 resource prefix, $4 the note, as the gateway sends them).
 EXPLAINED = [
     ("gateway PATCH, fence_column", 'UPDATE "pgc_column"', "({f}, '7', 'pg:pgc_column/', 'x')"),
-    ("gateway PATCH, fence_column, return=minimal", 'UPDATE "pgc_column"', "({f}, '7', 'pg:pgc_column/', 'x')"),
+    ("gateway PATCH, fence_column, return=minimal", 'UPDATE "pgc_column"', "({f}, '7', 'x')"),  # no prefix
     ("gateway PATCH, default mode", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')"),
     ("gateway PATCH, default mode, return=minimal", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')"),
 ]
@@ -209,6 +220,8 @@ def main() -> int:
                     help="writers at once, one connection each (default 1: no write groups)")
     ap.add_argument("--explain", action="store_true", help="then EXPLAIN ANALYZE the write statements")
     args = ap.parse_args()
+    if args.writes > ROWS:
+        ap.error(f"--writes: at most {ROWS} (a takeover writes each row once)")
     sh("bash", "scripts/deps.sh", "bench")
     try:
         import psycopg2  # noqa: F401
@@ -247,6 +260,16 @@ def main() -> int:
 
         def via(port: int, table: str, tok: str, expect: tuple, extra: bytes = b""):
             return lambda: [gateway_writer(port, table, tok, expect, extra) for _ in range(n)]
+
+        def takeover(port: int, table: str):
+            """Writers under a new lease, each write on a row it has not written yet (at most ROWS)."""
+            def make():
+                status, body = LeanConnection("127.0.0.1", port).call(  # lc may have idled out
+                    "POST", f"/v1/locks/pgcost-takeover-{time.monotonic_ns()}/acquire", {"ttl_ms": 3600000})
+                assert status == 200, (status, body)
+                rows = iter(random.sample(range(ROWS), ROWS))
+                return [gateway_writer(port, table, body["token"], (200,), rows=rows) for _ in range(n)]
+            return make
         applied, minimal = (200,), (204,)
         order = []
         for i, (label, _) in enumerate(builds):
@@ -260,6 +283,9 @@ def main() -> int:
                            via(port, "pgc_column", token, minimal, MINIMAL))]
         order.append(("hand-written guarded UPDATE (psycopg2)", lambda: [direct_writer(dsn, fence) for _ in range(n)]))
         warm = list(order)  # every row written once by every side: steady state, fence rows exist
+        for i, (label, _) in enumerate(builds):
+            order += [(f"{label}takeover PATCH, default mode", takeover(http_port + i, "pgc_takeover")),
+                      (f"{label}takeover PATCH, fence_column", takeover(http_port + i, "pgc_takeover_column"))]
         for i, (label, _) in enumerate(builds):
             order += [(f"{label}refused (stale) PATCH, default mode", via(http_port + i, "pgc_default", old, (409,))),
                       (f"{label}refused (stale) PATCH, fence_column", via(http_port + i, "pgc_column", old, (409,)))]
