@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The decisions the Python client's thread and asyncio halves share, without I/O or a gateway: what to do
 after each try of a call (transport.Attempts: return the answer, pause, or raise) and when to renew a
-lease and how long it stays valid (keeper.RenewalSchedule), driven by hand with a settable clock.
+lease, how long it stays valid and what a renewal's outcome means (keeper.RenewalSchedule), and what a
+failed watch poll means (keeper.watch_failed), driven by hand with a settable clock.
 
 Broken variants caught while writing this (each tried, then reverted): a ONCE call retried after a try
 that got no answer; the waited time not counted (the budget never ran out); a failed renewal rescheduled
@@ -20,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyclient_helpers  # noqa: E402,F401  (puts the client on sys.path)
 
 import fencegate  # noqa: E402
-from fencegate.keeper import RETRY_MIN_S, RenewalSchedule  # noqa: E402
+from fencegate.keeper import RETRY_MIN_S, RenewalSchedule, watch_failed  # noqa: E402
 from fencegate.transport import Attempts, Effect, RetryPolicy, _NotSent  # noqa: E402
 
 JSON = {"content-type": "application/json"}
@@ -94,6 +95,26 @@ class RenewalScheduleTest(unittest.TestCase):
         self.assertEqual(s.next_at, 29.9 + RETRY_MIN_S)  # at least RETRY_MIN_S
         s.failed(29.0)
         self.assertAlmostEqual(s.next_at, 29.25)  # a quarter of what is left
+
+    def test_an_outcome_ends_the_lease_or_reschedules(self):
+        s = RenewalSchedule(30.0, sent_at=0.0)
+        self.assertIsNone(s.outcome(10.0, None, 10.5))
+        self.assertEqual((s.valid_until, s.next_at), (40.0, 20.0))
+        busy = fencegate.errors.problem_error(503, {"type": "/problems/backend_unavailable"})
+        self.assertIsNone(s.outcome(20.0, busy, 20.5))
+        self.assertEqual(s.next_at, 21.5)
+        self.assertIsNone(s.outcome(21.5, fencegate.GatewayUnreachable("reset"), 22.0))
+        self.assertEqual(s.next_at, 23.0)
+        lost = fencegate.errors.problem_error(410, {"type": "/problems/lease_lost", "reason": "revoked"})
+        self.assertEqual(s.outcome(23.0, lost, 23.1), "revoked")
+        forbidden = fencegate.errors.problem_error(403, {"type": "/problems/forbidden"})
+        self.assertEqual(s.outcome(23.0, forbidden, 23.1), "forbidden")
+
+    def test_a_watch_ends_on_a_refusal_and_polls_again_otherwise(self):
+        self.assertEqual(watch_failed(fencegate.errors.problem_error(400, {"type": "/problems/invalid_field"})),
+                         "invalid_field")
+        self.assertIsNone(watch_failed(fencegate.errors.problem_error(503, {"type": "/problems/backend_unavailable"})))
+        self.assertIsNone(watch_failed(fencegate.GatewayUnreachable("reset")))
 
     def test_a_renewal_never_outlasts_the_lease(self):
         s = RenewalSchedule(30.0, sent_at=0.0)

@@ -23,7 +23,6 @@ holds waits in the queue or raises LockBusy like any other.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import ssl
 import time
@@ -31,14 +30,12 @@ from types import TracebackType
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from .client import DEFAULT_URL
-from .errors import GatewayUnreachable, LeaseLost, ProblemError, lease_lost
-from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, renewal_refused, watch_query,
-                     watch_verdict)
+from .errors import FencegateError, GatewayUnreachable, LeaseLost, ProblemError, lease_lost
+from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_RETRY_S, WATCH_WAIT_MS, RenewalSchedule, watch_failed,
+                     watch_query, watch_verdict)
 from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers, write_result
-
-log = logging.getLogger("fencegate")
 
 
 class AsyncTransport(Endpoint):
@@ -174,10 +171,6 @@ class AsyncKeeper:
             if task is not current:
                 task.cancel()
 
-    @property
-    def valid_until(self) -> float:
-        return self._schedule.valid_until
-
     def expired(self) -> bool:
         return self._schedule.expired(time.monotonic())
 
@@ -194,20 +187,15 @@ class AsyncKeeper:
             if schedule.expired(now):
                 self._lost("unrenewed")
                 return
+            error: Optional[FencegateError] = None
             try:
                 await self._renew_call(schedule.call_timeout(now, self._transport.timeout))
-            except ProblemError as e:
-                reason = renewal_refused(e)
-                if reason is not None:
-                    self._lost(reason)
-                    return
-                log.warning("renewal failed (%s), retrying", e)
-            except GatewayUnreachable as e:
-                log.warning("renewal got no answer (%s), retrying", e)
-            else:
-                schedule.renewed(now)
-                continue
-            schedule.failed(time.monotonic())
+            except (ProblemError, GatewayUnreachable) as e:
+                error = e
+            reason = schedule.outcome(now, error, time.monotonic())
+            if reason is not None:
+                self._lost(reason)
+                return
 
     async def _watch_loop(self, path: str, fence: int) -> None:
         while not self._stopped:
@@ -215,13 +203,10 @@ class AsyncKeeper:
             try:
                 answer = (await self._transport.call("GET", path, effect=Effect.READ, retry=NO_RETRY,
                                                      query=watch_query(fence), wait_s=WATCH_WAIT_MS / 1000.0)).body
-            except ProblemError as e:
-                if e.status is not None and e.status < 500:
+            except (ProblemError, GatewayUnreachable) as e:
+                if watch_failed(e) is not None:
                     break
-                await asyncio.sleep(1.0)
-                continue
-            except GatewayUnreachable:
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(WATCH_RETRY_S)
                 continue
             verdict, why = watch_verdict(answer, fence, time.monotonic() - started)
             if verdict == WATCH_LOST:

@@ -24,7 +24,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .errors import GatewayUnreachable, ProblemError
+from .errors import FencegateError, GatewayUnreachable, ProblemError
 from .transport import NO_RETRY, Connection, Effect, Transport
 
 log = logging.getLogger("fencegate")
@@ -34,6 +34,9 @@ WATCH_WAIT_MS = 25000
 
 RETRY_MIN_S = 0.05
 """Shortest pause between renewals that got no answer."""
+
+WATCH_RETRY_S = 1.0
+"""Pause before polling again after a watch poll that got no answer or a 5xx."""
 
 WATCH_HELD, WATCH_LOST, WATCH_OVER = "held", "lost", "over"
 
@@ -71,11 +74,35 @@ class RenewalSchedule:
         """A renewal got no answer or a retryable refusal; now is when that was known."""
         self.next_at = now + max(RETRY_MIN_S, min(1.0, (self.valid_until - now) / 4))
 
+    def outcome(self, sent_at: float, error: Optional[FencegateError], now: float) -> Optional[str]:
+        """Takes the outcome of the renewal sent at sent_at (error None: it succeeded), known at now: the
+        reason it ends the lease with, or None to go on with the next renewal scheduled."""
+        if error is None:
+            self.renewed(sent_at)
+            return None
+        if isinstance(error, ProblemError):
+            reason = renewal_refused(error)
+            if reason is not None:
+                return reason
+            log.warning("renewal failed (%s), retrying", error)
+        else:
+            log.warning("renewal got no answer (%s), retrying", error)
+        self.failed(now)
+        return None
+
 
 def renewal_refused(error: ProblemError) -> Optional[str]:
     """The reason a refused renewal ends the lease with, or None for a failure worth retrying (a 5xx)."""
     if error.status is not None and error.status < 500:
         return str(error.extra("reason") or error.code)
+    return None
+
+
+def watch_failed(error: FencegateError) -> Optional[str]:
+    """What a watch poll that raised error means: why watching is over (a refusal: this gateway watches
+    no such lease), or None to poll again after WATCH_RETRY_S (no answer, or a 5xx)."""
+    if isinstance(error, ProblemError) and error.status is not None and error.status < 500:
+        return error.code
     return None
 
 
@@ -152,11 +179,6 @@ class Keeper:
         for conn in self._conns:
             conn.close()
 
-    @property
-    def valid_until(self) -> float:
-        """Monotonic time until which the lease counts as valid without another successful renewal."""
-        return self._schedule.valid_until
-
     def expired(self) -> bool:
         """True once the lease has gone a full TTL without a successful renewal (by this host's clock)."""
         return self._schedule.expired(time.monotonic())
@@ -179,22 +201,17 @@ class Keeper:
             if schedule.expired(now):
                 self._lost("unrenewed")
                 return
+            error: Optional[FencegateError] = None
             try:
                 self._renew_call(schedule.call_timeout(now, self._transport.timeout), conn)
-            except ProblemError as e:
-                reason = renewal_refused(e)
-                if reason is not None:
-                    self._lost(reason)
-                    return
-                log.warning("renewal failed (%s), retrying", e)
-            except GatewayUnreachable as e:
-                if self._stop.is_set():
-                    return
-                log.warning("renewal got no answer (%s), retrying", e)
-            else:
-                schedule.renewed(now)
-                continue
-            schedule.failed(time.monotonic())
+            except (ProblemError, GatewayUnreachable) as e:
+                error = e
+            if isinstance(error, GatewayUnreachable) and self._stop.is_set():
+                return  # stopped: the keeper aborted the call
+            reason = schedule.outcome(now, error, time.monotonic())
+            if reason is not None:
+                self._lost(reason)
+                return
 
     # -- watching --
 
@@ -204,14 +221,12 @@ class Keeper:
             try:
                 answer = self._transport.call("GET", path, effect=Effect.READ, connection=conn, retry=NO_RETRY,
                                               query=watch_query(fence), wait_s=WATCH_WAIT_MS / 1000.0).body
-            except ProblemError as e:
-                if e.status is not None and e.status < 500:
-                    self._unwatched(f"{e.code}")
+            except (ProblemError, GatewayUnreachable) as e:
+                over = watch_failed(e)
+                if over is not None:
+                    self._unwatched(over)
                     return
-                self._stop.wait(1.0)
-                continue
-            except GatewayUnreachable:
-                self._stop.wait(1.0)
+                self._stop.wait(WATCH_RETRY_S)
                 continue
             if not self._still_held(answer, fence, time.monotonic() - started):
                 return
