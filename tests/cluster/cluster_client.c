@@ -27,8 +27,9 @@
  * redis-cluster:// URL the deployment-wide keys the scripts take (fence
  * sequence and limit, gateways, listing index, revoked set) are those of the
  * lock's slot, "<key>:{T(s)}" (docs/cluster.md), every slot's sequence raised
- * first: what the cluster layout costs Redis per pair, measured by the lab's
- * bench (bench/cluster_cpu.py) against a single Redis with the same client.
+ * first (its origin stamped with the run_id of the node that runs the raise): what the cluster
+ * layout costs Redis per pair, measured by the lab's bench (bench/cluster_cpu.py) against a single
+ * Redis with the same client.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -236,7 +237,8 @@ static void pair_keys(struct lease_keys *k, char (*own)[PAIR_KEY], bool cluster,
 }
 
 /* Raises the fence sequence of slot (or the one sequence, slot < 0) far
- * enough for the run. */
+ * enough for the run, as a recovery does: stamped with the run_id of the
+ * process that runs the script (redis_run_id_here), which the lab checks. */
 static int pair_fences(int slot, struct fg_error *err)
 {
     char keys_text[FENCE_RAISE_NKEYS][PAIR_KEY];
@@ -257,8 +259,8 @@ static int pair_fences(int slot, struct fg_error *err)
     const char *argv[FENCE_RAISE_NARGV] = {
         [FENCE_RAISE_ARGV_FLOOR] = "1",
         [FENCE_RAISE_ARGV_LIMIT] = "1000000000000",
-        [FENCE_RAISE_ARGV_LOST] = "0",
-        [FENCE_RAISE_ARGV_RUN_ID] = "",
+        [FENCE_RAISE_ARGV_LOST] = "1",
+        [FENCE_RAISE_ARGV_RUN_ID] = redis_run_id_here,
     };
     json_t *out = NULL;
     int rc = redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err);

@@ -170,6 +170,19 @@ class ClusterLabTest(unittest.TestCase):
         print(f"lease spread: {r['pairs']} lock pairs, FCALLs {counts} of {total}", file=sys.stderr)
         for p, n in counts.items():
             self.assertLess(abs(n / total - 1 / 3), 0.15 / 3, f"primary {p} ran {n} of {total} lease scripts")
+        self.assert_stamped()
+
+    def assert_stamped(self):
+        """Every slot's fence origin (stamped by cluster_client --pairs through redis_run_id_here) names the run_id
+        of the primary that owns the slot: the run_id the connection that wrote the call reached."""
+        for shard in self.lab.shards():
+            port, r = shard["primary"], shard["ranges"]
+            run_id = self.lab.info(port, "server")["run_id"]
+            slots = [s for i in range(0, len(r), 2) for s in range(r[i], r[i + 1] + 1)]
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c, c.makefile("rb") as f:
+                c.sendall(b"".join(encode("GET", f"fg:fence_origin:{{{slot_tag(s)}}}") for s in slots))
+                origins = collections.Counter(read_reply(f) for _ in slots)
+            self.assertEqual(origins, {run_id: len(slots)}, f"fence origins on primary {port}")
 
     def test_3_reshard_under_load(self):
         # The slots move from the first and third primaries to the second, half from each, so that a third
@@ -559,6 +572,12 @@ class ClusterLabTest(unittest.TestCase):
         self.assertEqual(sorted(set(heard_by) - set(r["heard"])), [], "a message a subscriber took was not heard")
         self.assertGreaterEqual(r["rounds"], 3, "the moved slots were not subscribed again in rounds of their own")
         self.assertLessEqual(after_kill, NODE_TIMEOUT_MS / 1000 + 2 + 1)
+        # The promoted replica has a run_id of its own: calls written to it carry that one.
+        self.lab.wait_converged(timeout=30)
+        run = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), "2", "0.5"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
+        self.assert_stamped()
         self.lab.start_node(other["primary"])
         self.lab.wait_converged(timeout=30)
 

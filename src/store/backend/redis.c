@@ -101,14 +101,19 @@ static struct {
 /* A pipelined connection and its calls; every field but at under lock. */
 struct node {
     pthread_mutex_t lock;
-    struct redis_endpoint at; /* a cluster node; unused for the one primary */
-    struct pipe pipe;         /* calls queued and out, who writes and who reads */
-    redisContext *ctx;        /* owned; set unless pipe.conn is PIPE_CLOSED */
-    unsigned generation;      /* rds.generation when connected */
-    int64_t last_used_ms;     /* clock_mono_ms of its last reply */
-    char *batch;              /* the batch being written: its commands copied; owned */
-    size_t batch_cap;         /* bytes allocated at batch */
+    struct redis_endpoint at;          /* a cluster node; unused for the one primary */
+    struct pipe pipe;                  /* calls queued and out, who writes and who reads */
+    redisContext *ctx;                 /* owned; set unless pipe.conn is PIPE_CLOSED */
+    unsigned generation;               /* rds.generation when connected */
+    int64_t last_used_ms;              /* clock_mono_ms of its last reply */
+    char *batch;                       /* the batch being written: its commands copied; owned */
+    size_t batch_cap;                  /* bytes allocated at batch */
+    char run_id[REDIS_RUN_ID_LEN + 1]; /* of the process ctx reached (redis_run_id_here) */
 };
+
+const char redis_run_id_here[REDIS_RUN_ID_LEN + 1] = "----------------------------------------";
+_Static_assert(sizeof "----------------------------------------" == REDIS_RUN_ID_LEN + 1,
+               "redis_run_id_here is as long as a run_id");
 
 /* The connection to the primary (redis://, redis-sentinel://). */
 static struct node shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -171,8 +176,11 @@ static char *put_decimal(char *at, size_t n)
 
 /* Writes argv as one RESP command into buf (cap bytes) when it fits; returns
  * its length either way (formatted by hand: hiredis's own formatting prints
- * every length through sdscatfmt and grows its buffer a piece at a time). */
-static size_t format_command(char *buf, size_t cap, int argc, const char **argv, const size_t *lens)
+ * every length through sdscatfmt and grows its buffer a piece at a time).
+ * When run_id_at is given, it receives where the text of the argument that is
+ * redis_run_id_here begins (0: none is). */
+static size_t format_command(char *buf, size_t cap, int argc, const char **argv, const size_t *lens,
+                             size_t *run_id_at)
 {
     size_t need = 1 + 20 + 2;
     for (int i = 0; i < argc; i++)
@@ -190,6 +198,8 @@ static size_t format_command(char *buf, size_t cap, int argc, const char **argv,
         at = put_decimal(at, len);
         *at++ = '\r';
         *at++ = '\n';
+        if (run_id_at != NULL && argv[i] == redis_run_id_here)
+            *run_id_at = (size_t)(at - buf);
         memcpy(at, argv[i], len);
         at += len;
         *at++ = '\r';
@@ -202,7 +212,7 @@ static size_t format_command(char *buf, size_t cap, int argc, const char **argv,
 static redisReply *send_command(redisContext *ctx, int argc, const char **argv, const size_t *lens)
 {
     static _Thread_local char local[COMMAND_BUF];
-    size_t len = format_command(local, sizeof local, argc, argv, lens);
+    size_t len = format_command(local, sizeof local, argc, argv, lens, NULL);
     if (len > sizeof local)
         return redisCommandArgv(ctx, argc, argv, lens); /* a script's source, once */
     void *reply = NULL;
@@ -425,6 +435,37 @@ static void break_connection(struct node *n, const struct pipe_entry *self, cons
     wake_calls(pipe_fail_sent(&n->pipe, &failure), self);
 }
 
+/* The command that reads the run_id. */
+#define INFO_SERVER_ARGV                                                                           \
+    {                                                                                              \
+        "INFO", "server"                                                                           \
+    }
+
+/* Copies the run_id of an INFO server reply (borrowed) into out (cap bytes);
+ * false, out unchanged, when it names none. */
+static bool run_id_in(const redisReply *reply, char *out, size_t cap)
+{
+    const char *at = reply->type == REDIS_REPLY_STRING ? strstr(reply->str, "run_id:") : NULL;
+    if (at == NULL)
+        return false;
+    snprintf(out, cap, "%.*s", (int)strcspn(at + 7, "\r\n"), at + 7);
+    return true;
+}
+
+/* Reads the run_id of the process on the new connection ctx into out, for the
+ * calls that stand for it (redis_run_id_here): the dashes of that placeholder
+ * when Redis would not say. */
+static void run_id_of(redisContext *ctx, char out[REDIS_RUN_ID_LEN + 1])
+{
+    const char *argv[] = INFO_SERVER_ARGV;
+    struct fg_error err = {0};
+    redisReply *reply = command_argv(ctx, 2, argv, NULL, &err);
+    if (reply == NULL || !run_id_in(reply, out, REDIS_RUN_ID_LEN + 1) ||
+        strlen(out) != REDIS_RUN_ID_LEN)
+        memcpy(out, redis_run_id_here, REDIS_RUN_ID_LEN + 1);
+    freeReplyObject(reply);
+}
+
 /* The command that reads the eviction policy. */
 #define POLICY_ARGV                                                                                \
     {                                                                                              \
@@ -471,6 +512,9 @@ static void connect_shared(struct node *n, struct pipe_entry *self)
     unsigned generation;
     redisContext *ctx =
         connect_new(rds.url.cluster ? &n->at : NULL, rds.timeout_ms, &generation, &failure);
+    char run_id[REDIS_RUN_ID_LEN + 1];
+    if (ctx != NULL)
+        run_id_of(ctx, run_id);
     int hook_rc = 0;
     if (ctx != NULL && rds.url.cluster && atomic_load(&rds.policy_known))
         check_node_policy(ctx, &n->at);
@@ -495,6 +539,7 @@ static void connect_shared(struct node *n, struct pipe_entry *self)
         return;
     }
     n->ctx = ctx;
+    memcpy(n->run_id, run_id, sizeof run_id);
     n->generation = generation;
     n->last_used_ms = clock_mono_ms();
     pipe_opened(&n->pipe);
@@ -529,6 +574,8 @@ static void write_batch(struct node *n, const struct pipe_entry *self)
     size_t at = 0;
     for (struct pipe_entry *e = first; at < len; e = e->next) {
         memcpy(n->batch + at, e->command, e->len);
+        if (e->run_id_at != 0)
+            memcpy(n->batch + at + e->run_id_at, n->run_id, REDIS_RUN_ID_LEN);
         at += e->len;
     }
     int fd = n->ctx->fd;
@@ -596,11 +643,11 @@ static void read_replies(struct node *n, struct pipe_entry *self)
  * goes out right before it, in the same batch: queued together, they are
  * written together. */
 static redisReply *pipe_call(struct node *n, bool asking, const char *command, size_t len,
-                             struct fg_error *err)
+                             size_t run_id_at, struct fg_error *err)
 {
     static const char asking_command[] = "*1\r\n$6\r\nASKING\r\n";
     struct pipe_entry ask = {.command = asking_command, .len = sizeof asking_command - 1};
-    struct pipe_entry self = {.command = command, .len = len};
+    struct pipe_entry self = {.command = command, .len = len, .run_id_at = run_id_at};
     pthread_mutex_lock(&n->lock);
     if (asking)
         pipe_push(&n->pipe, &ask, &thread_wake);
@@ -668,15 +715,18 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
     char local[COMMAND_BUF];
     char *heap = NULL;
     const char *command = local;
-    size_t len = format_command(local, sizeof local, argc, argv, lens);
-    if (len > sizeof local) { /* a script's source, once */
+    size_t run_id_at = 0;
+    size_t len = format_command(local, sizeof local, argc, argv, lens, &run_id_at);
+    if (len > sizeof local) { /* a script's source, once: it stands for no run_id */
+        for (int i = 0; i < argc; i++)
+            FG_ASSERT(argv[i] != redis_run_id_here);
         int k = redisFormatCommandArgv(&heap, argc, argv, lens);
         FG_ASSERT(k > 0);
         command = heap;
         len = (size_t)k;
     }
     int64_t started_us = clock_mono_us();
-    redisReply *reply = pipe_call(n, asking, command, len, err);
+    redisReply *reply = pipe_call(n, asking, command, len, run_id_at, err);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
     redisFreeCommand(heap);
     if (reply != NULL && reply_unavailable(reply)) {
@@ -1011,14 +1061,11 @@ static int simple_command(int argc, const char **argv, char *out, size_t cap, st
 
 int redis_run_id(char *out, size_t cap, struct fg_error *err)
 {
-    const char *argv[] = {"INFO", "server"};
+    const char *argv[] = INFO_SERVER_ARGV;
     redisReply *reply = keyless_command(2, argv, err);
     if (reply == NULL)
         return -1;
-    const char *at = reply->type == REDIS_REPLY_STRING ? strstr(reply->str, "run_id:") : NULL;
-    if (at != NULL)
-        snprintf(out, cap, "%.*s", (int)strcspn(at + 7, "\r\n"), at + 7);
-    else
+    if (!run_id_in(reply, out, cap))
         snprintf(out, cap, "%s", "");
     freeReplyObject(reply);
     return 0;

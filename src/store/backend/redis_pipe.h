@@ -57,9 +57,11 @@ struct pipe_entry {
     int64_t due_ms;              /* once sent: its reply is due by then (monotonic ms) */
     const char *command;         /* its command in RESP; borrowed until done */
     size_t len;                  /* bytes of command */
-    void *reply;                 /* when done: its reply (the caller's to free), or NULL */
-    struct fg_error failure;     /* when done without a reply */
-    void *owner;                 /* its caller's (to wake it); borrowed */
+    size_t run_id_at;        /* where the writer puts its connection's run_id in the copy of command
+                                it writes (REDIS_RUN_ID_LEN bytes, store/backend/redis.h); 0: nowhere */
+    void *reply;             /* when done: its reply (the caller's to free), or NULL */
+    struct fg_error failure; /* when done without a reply */
+    void *owner;             /* its caller's (to wake it); borrowed */
 };
 
 /* A FIFO of entries. */
