@@ -16,6 +16,7 @@ Owns: the FIFO property of /v1/locks, across gateways. Must not: infer the order
 status endpoint (it only gates when to start the next waiter).
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -79,11 +80,15 @@ class FifoTest(unittest.TestCase):
         with Gateway(config=CONFIG) as gw_a, Gateway(config=CONFIG) as gw_b:
             self.run_queue([gw_a, gw_b])
 
-    def test_expired_holder_goes_to_the_waiter_not_to_a_newcomer(self):
-        name = unique_name("fifo-expired")
+    @contextlib.contextmanager
+    def waiter_on_a_stopped_gateway(self, name: str, holder_ttl_ms: int):
+        """A holder of lock name (lease holder_ttl_ms) through one gateway and a waiter queued through a
+        second one, which is stopped (SIGSTOP) while the block runs, so it looks at nothing meanwhile: only
+        a script run by somebody else can grant its waiter the lock. Yields a client of the first gateway
+        and the holder's answer; afterwards the waiter must have got the lock."""
         config = {"poll_ms": 100, "waiter_lease_ms": 10000}
         with Gateway(config=config) as gw_a, Gateway(config=config) as gw_b, gw_a.client() as c:
-            held = acquire(c, name, ttl_ms=400)
+            held = acquire(c, name, ttl_ms=holder_ttl_ms)
             self.assertEqual(held.status, 200, held)
             got: list = []
 
@@ -94,44 +99,28 @@ class FifoTest(unittest.TestCase):
             waiter = threading.Thread(target=wait, daemon=True)
             waiter.start()
             wait_for_waiting(c, name, 1)
-            gw_b.signal(signal.SIGSTOP)  # alive for its waiter lease, but it looks at nothing meanwhile
+            gw_b.signal(signal.SIGSTOP)
             try:
-                time.sleep(0.8)  # the holder's lease ran out
-                newcomer = acquire(c, name)
-                self.assertEqual(newcomer.status, 409, "a newcomer took the lock its waiter was due")
-                self.assertTrue(status(c, name)["held"], "the waiter was not granted the lock")
+                yield c, held
             finally:
                 gw_b.signal(signal.SIGCONT)
             waiter.join(30)
             self.assertEqual(got[0].status, 200, got)
             self.assertEqual(release(c, name, got[0].body["token"]).status, 200)
+
+    def test_expired_holder_goes_to_the_waiter_not_to_a_newcomer(self):
+        name = unique_name("fifo-expired")
+        with self.waiter_on_a_stopped_gateway(name, 400) as (c, _):
+            time.sleep(0.8)  # the holder's lease ran out
+            self.assertEqual(acquire(c, name).status, 409, "a newcomer took the lock its waiter was due")
+            self.assertTrue(status(c, name)["held"], "the waiter was not granted the lock")
 
     def test_release_hands_the_lock_to_the_waiter_in_the_same_step(self):
         name = unique_name("fifo-release")
-        config = {"poll_ms": 100, "waiter_lease_ms": 10000}
-        with Gateway(config=config) as gw_a, Gateway(config=config) as gw_b, gw_a.client() as c:
-            held = acquire(c, name, ttl_ms=30000)
-            self.assertEqual(held.status, 200, held)
-            got: list = []
-
-            def wait() -> None:
-                with gw_b.client(timeout=60) as w:
-                    got.append(acquire(w, name, wait_ms=30000, ttl_ms=30000))
-
-            waiter = threading.Thread(target=wait, daemon=True)
-            waiter.start()
-            wait_for_waiting(c, name, 1)
-            gw_b.signal(signal.SIGSTOP)  # its waiter cannot look again: only the release can grant
-            try:
-                self.assertEqual(release(c, name, held.body["token"]).status, 200)
-                self.assertTrue(status(c, name)["held"], "the release left the lock free with a waiter queued")
-                self.assertEqual(acquire(c, name).status, 409, "a newcomer took the lock its waiter was due")
-            finally:
-                gw_b.signal(signal.SIGCONT)
-            waiter.join(30)
-            self.assertEqual(got[0].status, 200, got)
-            self.assertEqual(release(c, name, got[0].body["token"]).status, 200)
-
+        with self.waiter_on_a_stopped_gateway(name, 30000) as (c, held):
+            self.assertEqual(release(c, name, held.body["token"]).status, 200)
+            self.assertTrue(status(c, name)["held"], "the release left the lock free with a waiter queued")
+            self.assertEqual(acquire(c, name).status, 409, "a newcomer took the lock its waiter was due")
 
 if __name__ == "__main__":
     unittest.main()
