@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,12 +77,12 @@ struct http_conn {
  * (headers and body) is due, the API key it presented last, and its peer's
  * address (written out once, not for every request). */
 struct conn_state {
-    MHD_socket fd;                  /* the connection's socket */
-    char client_addr[64];           /* the peer's address, text (its requests point to it) */
-    int64_t due_ms;                 /* monotonic deadline of the next request */
-    bool watched;                   /* linked in the watch list */
-    struct conn_state *prev, *next; /* watch list links */
-    struct auth_memo auth;          /* the key of its previous requests (keyset.h) */
+    MHD_socket fd;                      /* the connection's socket */
+    char client_addr[INET6_ADDRSTRLEN]; /* the peer's address, text (its requests point to it) */
+    int64_t due_ms;                     /* monotonic deadline of the next request */
+    bool watched;                       /* linked in the watch list */
+    struct conn_state *prev, *next;     /* watch list links */
+    struct auth_memo auth;              /* the key of its previous requests (keyset.h) */
 };
 
 #define REPLY_BUF  8192 /* bytes of a JSON reply written without allocating */
@@ -164,9 +165,10 @@ static void client_address(struct MHD_Connection *mhd, char *out, size_t cap)
                   (socklen_t)cap);
 }
 
-/* Allocates a request with room for its request id, the text of the
- * parameters of match (those of a failed match are left out) and, unless the
- * connection keeps it (own_addr NULL), the client's address own_addr. */
+/* Allocates a request and its connection state (one block: the state after
+ * the text) with room for its request id, the text of the parameters of match
+ * (those of a failed match are left out) and, unless the connection keeps it
+ * (own_addr NULL), the client's address own_addr. */
 static struct http_request *request_alloc(const struct route_match *match, bool matched,
                                           const char *request_id, const char *own_addr)
 {
@@ -177,8 +179,11 @@ static struct http_request *request_alloc(const struct route_match *match, bool 
         lens[i] = matched ? match->param_lens[i] : 0;
         text += lens[i] + 1;
     }
-    struct http_request *req = calloc(1, sizeof *req + text);
+    size_t align = _Alignof(struct http_conn);
+    size_t conn_at = (offsetof(struct http_request, text) + text + align - 1) / align * align;
+    struct http_request *req = calloc(1, conn_at + sizeof(struct http_conn));
     FG_ASSERT(req != NULL);
+    req->conn = (struct http_conn *)(void *)((char *)req + conn_at);
     req->match.route = match->route;
     req->match.allowed = match->allowed;
     char *at = req->text;
@@ -210,28 +215,26 @@ static void request_id_of(struct MHD_Connection *mhd, int64_t now_ms, char *out,
 static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_state *state,
                                         const char *method, const char *url)
 {
-    struct http_conn *conn = calloc(1, sizeof *conn);
-    FG_ASSERT(conn != NULL);
     enum http_method m = router_method(method);
     struct route_match match; /* 2 KiB of room for the decoding, on the stack */
     match.route = NULL;
     match.allowed = 0;
     memset(match.param_lens, 0, sizeof match.param_lens);
     struct fg_error err = {0};
-    if (router_match(server.routes, m, url, &match, &err) != 0) {
-        conn->route_status = err.code;
-        reply_problem(&conn->reply, &err);
-    }
+    bool matched = router_match(server.routes, m, url, &match, &err) == 0;
     int64_t now = clock_mono_ms();
     char rid[X_REQUEST_ID_MAX_LEN + 1];
     request_id_of(mhd, now, rid, sizeof rid);
-    char own_addr[64] = "";
+    char own_addr[INET6_ADDRSTRLEN] = "";
     if (state == NULL)
         client_address(mhd, own_addr, sizeof own_addr);
-    struct http_request *req =
-        request_alloc(&match, conn->route_status == FG_OK, rid, state == NULL ? own_addr : NULL);
+    struct http_request *req = request_alloc(&match, matched, rid, state == NULL ? own_addr : NULL);
+    struct http_conn *conn = req->conn;
+    if (!matched) {
+        conn->route_status = err.code;
+        reply_problem(&conn->reply, &err);
+    }
     req->method = m;
-    req->conn = conn;
     conn->mhd = mhd;
     conn->state = state;
     pthread_mutex_init(&conn->phase_lock, NULL);
@@ -254,8 +257,7 @@ static void request_free(struct http_request *req)
     free(req->log_owner);
     reply_clear(&req->conn->reply);
     pthread_mutex_destroy(&req->conn->phase_lock);
-    free(req->conn);
-    free(req);
+    free(req); /* and its connection state, in the same block */
     atomic_fetch_sub(&server.in_flight, 1);
 }
 
@@ -985,7 +987,12 @@ void http_request_log_subject(struct http_request *req, const char *fmt, ...)
 
 void http_request_log_owner(struct http_request *req, const char *owner)
 {
-    set_log_field(&req->log_owner, owner, 128);
+    if (owner[0] != '\0') {
+        set_log_field(&req->log_owner, owner, 128);
+        return;
+    }
+    free(req->log_owner); /* none: nothing kept for the request's life */
+    req->log_owner = NULL;
 }
 
 void http_request_drop_body(struct http_request *req)

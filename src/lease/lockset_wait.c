@@ -198,7 +198,8 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
 /* The take-grant hook: the lock waited for was handed over; the set goes on. */
 static bool take_grant(struct park *p)
 {
-    took(set_of(p), &p->grant, park_clock());
+    struct lease_grant g = park_grant_of(p);
+    took(set_of(p), &g, park_clock());
     return false;
 }
 

@@ -14,6 +14,7 @@
 #include "lease/park.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "fglimits.h"
 #include "util/clock.h"
@@ -42,10 +43,21 @@ static struct park *park_of(struct waiter *w)
     return PARK_OWNER(w, struct park, waiter);
 }
 
-/* The registry's deliver hook: keeps the grant (under the registry lock) for take_grant. */
+/* The registry's deliver hook: keeps the grant (under the registry lock) for take_grant; its
+ * lease id is the waiter's own. */
 static void deliver(struct waiter *w, const void *news)
 {
-    park_of(w)->grant = *(const struct lease_grant *)news;
+    const struct lease_grant *g = news;
+    park_of(w)->grant = (struct park_grant){g->fence, g->ttl_ms, g->expires_at_ms};
+}
+
+struct lease_grant park_grant_of(const struct park *p)
+{
+    struct lease_grant g = {.fence = p->grant.fence,
+                            .ttl_ms = p->grant.ttl_ms,
+                            .expires_at_ms = p->grant.expires_at_ms};
+    memcpy(g.lease_id, p->waiter.lease_id, sizeof g.lease_id);
+    return g;
 }
 
 /* The registry's leave hook: hands the waits of each kind to its leave_many hook at once. */

@@ -71,11 +71,18 @@ struct park_kind {
     void (*release)(struct park *p, bool holds_place);
 };
 
+/* A grant handed over in-process: its lease is the waiter's own, by which the registry found it. */
+struct park_grant {
+    int64_t fence;         /* its fence */
+    int64_t ttl_ms;        /* its lease length */
+    int64_t expires_at_ms; /* Redis time of expiry */
+};
+
 /* A wait, embedded in its kind's own struct (found again with PARK_OWNER). */
 struct park {
     struct waiter waiter;         /* registry entry: state, wake reasons, lease id, deadline */
     const struct park_kind *kind; /* its hooks */
-    struct lease_grant grant;     /* a grant handed over in-process (WAKE_DELIVERED) */
+    struct park_grant grant;      /* a grant handed over in-process (WAKE_DELIVERED) */
     struct fg_error *problem;     /* while it runs: the caller's, for the engine's answer
                                      (superseded, drain, hang-up) or FG_OK; NULL when parked */
 };
@@ -99,6 +106,9 @@ enum park_step park_wait(struct park *p, int64_t next_check_ms, struct fg_error 
 /* Runs p: just registered (its first look), or resumed. Returns once it is answered or parks;
  * answered, *problem is the engine's answer, or FG_OK when the answer is the kind's. */
 enum park_step park_run(struct park *p, struct fg_error *problem);
+
+/* The grant handed over to p, as a lease grant. */
+struct lease_grant park_grant_of(const struct park *p);
 
 /* Its request ends: unregisters p and frees it through the kind's release hook. */
 void park_end(struct park *p);
