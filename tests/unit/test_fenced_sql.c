@@ -15,6 +15,16 @@
 #include "fenced_fixture.h"
 #include "store/fenced/fenced_sql.h"
 
+/* schemas[0] as a table with the fence column "lock_fence", described by *t. */
+static struct table_schema with_fence_column(struct table_config *t)
+{
+    *t = tables[0];
+    t->fence_column = "lock_fence";
+    struct table_schema s = schemas[0];
+    s.cfg = t;
+    return s;
+}
+
 static void quotes_identifiers(void **state)
 {
     (void)state;
@@ -133,10 +143,8 @@ static void default_mode_held_writes(void **state)
     assert_null(strstr(sql, "row_to_json"));
     free(sql);
     /* a table with a fence column has one form */
-    struct table_config t = tables[0];
-    t.fence_column = "lock_fence";
-    struct table_schema s = schemas[0];
-    s.cfg = &t;
+    struct table_config t;
+    struct table_schema s = with_fence_column(&t);
     char *claim = fenced_sql_write(&s, FENCED_PATCH, cols, FENCED_FORM_CLAIM, true, &n);
     sql = fenced_sql_write(&s, FENCED_PATCH, cols, FENCED_FORM_HELD, true, &n);
     assert_string_equal(sql, claim);
@@ -149,10 +157,8 @@ static void default_mode_held_writes(void **state)
 static void fence_column_statements(void **state)
 {
     (void)state;
-    struct table_config t = tables[0];
-    t.fence_column = "lock_fence";
-    struct table_schema s = schemas[0];
-    s.cfg = &t;
+    struct table_config t;
+    struct table_schema s = with_fence_column(&t);
     bool some[] = {true, false, false, false};
     int n = 0;
     char *sql = fenced_sql_write(&s, FENCED_PUT, some, FENCED_FORM_CLAIM, true, &n);
@@ -188,10 +194,8 @@ static void fence_column_statements(void **state)
 static void answered_rows(void **state)
 {
     (void)state;
-    struct table_config t = tables[0];
-    t.fence_column = "lock_fence";
-    struct table_schema s = schemas[0];
-    s.cfg = &t;
+    struct table_config t;
+    struct table_schema s = with_fence_column(&t);
     const char *row = "(SELECT row_to_json(r) FROM (SELECT t.\"id\", t.\"customer\", "
                       "t.\"amount_cents\", t.\"note\", t.\"meta\") AS r)";
     int n = 0;
@@ -224,10 +228,8 @@ static void refusal_statements(void **state)
     assert_non_null(strstr(sql, "CASE WHEN s.revoked THEN 'revoked' ELSE 'stale_fence' END"));
     assert_non_null(strstr(sql, "WHERE $9::boolean AND (s.revoked OR s.fence > $1::bigint))"));
     free(sql);
-    struct table_config t = tables[0];
-    t.fence_column = "lock_fence";
-    struct table_schema s = schemas[0];
-    s.cfg = &t;
+    struct table_config t;
+    struct table_schema s = with_fence_column(&t);
     sql = fenced_sql_refusal(&s);
     assert_non_null(strstr(sql, "SELECT coalesce(t.\"lock_fence\", 0) AS fence FROM \"invoices\" "
                                 "AS t WHERE t.\"id\" = $2::text FOR UPDATE"));
