@@ -22,7 +22,8 @@ text column) that every side wrote once before measuring, on random rows:
     a holder's later writes;
   - refused writes: a token older than the rows' fences, through the gateway in either mode (409, audited).
 A build given in BEFORE runs a second gateway beside the first (same servers, next HTTP port) whose sides
-join the rounds, so that a before/after comparison shares the machine's moment. Each figure is the median of
+join the rounds, so that a before/after comparison shares the machine's moment. The sides run in one order in
+even rounds and in the reverse order in odd ones. Each figure is the median of
 the rounds (many short rounds: a loaded machine slows every side alike), and beside it the best round, the
 least disturbed; the statements of the last round are listed with their calls and
 mean time per call. The gateway's background work (janitor) runs meanwhile and is counted: it shows in the
@@ -296,8 +297,8 @@ def main() -> int:
         stats = Stats(pg_port)
         results = {name: [] for name, _ in order}
         detail = {}
-        for _ in range(args.rounds):
-            for name, make in order:
+        for r in range(args.rounds):
+            for name, make in order if r % 2 == 0 else order[::-1]:  # ABBA: a drift of the load evens out
                 figures, detail[name] = measure(stats, make(), args.writes)
                 results[name].append(figures)
         direct_runs = [r["us"] for r in results["hand-written guarded UPDATE (psycopg2)"]]
