@@ -12,7 +12,7 @@
 #
 #   bench/allocs.sh                     # this checkout, N=1000
 #   N=500 BUILD=/path/to/build bench/allocs.sh
-#   BUFFER=8192 bench/allocs.sh         # limits.connection_buffer_bytes (default 32768)
+#   BUFFER=32768 bench/allocs.sh        # limits.connection_buffer_bytes (default 8192)
 #
 # Own services: .data/allocs on ports 29379/29432, HTTP 29480. Must not: time anything.
 set -euo pipefail
@@ -34,7 +34,7 @@ sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_
         INSERT INTO bench_rows SELECT g::text, 0, '' FROM generate_series(0, 999) g;"
 config="$datadir/gateway.json"
 echo '{"tables": {"bench_rows": {"key": "id", "columns": ["n", "note"], "fence_column": "lock_fence"}},
-  "limits": {"connection_buffer_bytes": '"${BUFFER:-32768}"'}}' >"$config"
+  "limits": {"connection_buffer_bytes": '"${BUFFER:-8192}"'}}' >"$config"
 bench_gateway_wait=600
 
 # Runs load $2 (pairs|patch) with $3 operations against a gateway of its own under valgrind tool $1
