@@ -258,6 +258,22 @@ def http(method: str, url: str, body: Any = None, headers: dict[str, str] | None
         conn.close()
 
 
+def raw_exchange(port: int, data: bytes, timeout: float = 10.0) -> bytes:
+    """Sends data on a fresh connection and returns every byte the gateway sends until it closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
 # --------------------------------------------------------------------------------------------------------
 # The gateway process
 # --------------------------------------------------------------------------------------------------------

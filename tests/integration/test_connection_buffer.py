@@ -14,20 +14,19 @@ own answers (their suites do); a request here counts as served once the gateway 
 
 import hashlib
 import os
-import socket
 import sys
 import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway  # noqa: E402
+from harness import Gateway, raw_exchange  # noqa: E402
 from pg_helpers import config as pg_config, unique  # noqa: E402
 
 KEY = "K" * 1024  # API_KEY_TEXT_MAX
 REQUEST_ID = "r" * 128  # X_REQUEST_ID_MAX_LEN
 CLIENT_HEADERS = {"User-Agent": "python-requests/2.31.0", "Accept": "*/*", "Accept-Encoding": "gzip, deflate",
-                  "Connection": "keep-alive", "traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01",
+                  "Connection": "close", "traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01",
                   "Content-Type": "application/json; charset=utf-8", "X-Request-Id": REQUEST_ID,
                   "Authorization": "Bearer " + KEY}
 
@@ -42,22 +41,11 @@ def config(buffer_bytes: int | None = None) -> dict:
 
 
 def exchange(port: int, method: str, path: str, headers: dict, body: bytes) -> tuple[bytes, int]:
-    """Sends one request on a fresh connection; returns the head of the answer (b"" if the connection closed
-    without one) and the bytes of the request's line and headers."""
+    """Sends one request (Connection: close) on a fresh connection; returns the head of the answer (b"" if the
+    connection closed without one) and the bytes of the request's line and headers."""
     head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n" + "".join(
         f"{k}: {v}\r\n" for k, v in headers.items()) + f"Content-Length: {len(body)}\r\n\r\n"
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(head.encode() + body)
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            try:
-                chunk = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not chunk:
-                break
-            answer += chunk
-    return answer.partition(b"\r\n\r\n")[0], len(head)
+    return raw_exchange(port, head.encode() + body).partition(b"\r\n\r\n")[0], len(head)
 
 
 class ConnectionBufferTest(unittest.TestCase):

@@ -54,27 +54,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import subprocess  # noqa: E402
 
-from harness import (Gateway, GatewayTest, HarnessError, Redis, env, metric, psql, run_fencegate,  # noqa: E402
-                     services, wait_for)
+from harness import (Gateway, GatewayTest, HarnessError, Redis, env, metric, psql, raw_exchange,  # noqa: E402
+                     run_fencegate, services, wait_for)
 from pg_helpers import config as pg_config, quote, stored_fence, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
-
-
-def raw_exchange(port: int, data: bytes, timeout: float = 10.0) -> bytes:
-    """Sends data on a fresh connection and returns every byte the gateway sends until it closes."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(data)
-        chunks = []
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except (ConnectionResetError, socket.timeout):
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
 
 
 def statuses(raw: bytes) -> list[int]:
