@@ -21,6 +21,7 @@
 #include "lease/fence.h"
 #include "store/audit/audit_stream.h"
 #include "store/backend/secret.h"
+#include "store/fenced/fenced_owner.h"
 #include "util/fgjson.h"
 #include "util/log.h"
 

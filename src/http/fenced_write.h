@@ -17,6 +17,7 @@
 #include "config.h"
 #include "http/server.h"
 #include "store/fenced/fenced_result.h"
+#include "store/fenced/fenced_writer.h"
 #include "util/metrics.h"
 
 /*

@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "store/fenced/fenced.h"
 #include "store/fenced/fenced_op.h"
 #include "store/fenced/fenced_result.h"
+#include "store/fenced/fenced_writer.h"
 #include "util/error.h"
 
 /*

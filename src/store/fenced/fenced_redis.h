@@ -18,8 +18,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "store/fenced/fenced.h"
 #include "store/fenced/fenced_result.h"
+#include "store/fenced/fenced_writer.h"
 #include "util/error.h"
 
 /* One write attempt; every pointer is borrowed for the call. */

@@ -10,6 +10,7 @@
 #define FG_FENCED_REFUSAL_H
 
 #include "store/fenced/fenced_result.h"
+#include "store/fenced/fenced_writer.h"
 #include "util/error.h"
 
 struct pg_conn;

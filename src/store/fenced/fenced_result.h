@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "store/fenced/fenced.h"
+#include "store/fenced/fenced_outcome.h"
 
 struct fenced_result {
     enum fenced_outcome outcome; /* APPLIED (a read too), STALE, REVOKED or EXPIRED */

@@ -44,7 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/fenced/fenced.h"
+#include "store/fenced/fenced_outcome.h"
 
 /* True when the presented fence was revoked: one probe of a small table. */
 #define REVOKED "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)"

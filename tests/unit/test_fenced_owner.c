@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_fenced.c - the vocabulary shared by both fenced stores: refusal
- * reasons and the Fence-Owner rule.
+ * test_fenced_owner.c - the Fence-Owner rule of fenced writes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,18 +9,8 @@
 
 #include <cmocka.h>
 
-#include "store/fenced/fenced.h"
+#include "store/fenced/fenced_owner.h"
 #include "util/names.h"
-
-static void refusal_reasons(void **state)
-{
-    (void)state;
-    assert_string_equal(fenced_outcome_reason(FENCED_STALE), "stale_fence");
-    assert_string_equal(fenced_outcome_reason(FENCED_REVOKED), "revoked");
-    assert_string_equal(fenced_outcome_reason(FENCED_EXPIRED), "lease_expired");
-    assert_null(fenced_outcome_reason(FENCED_APPLIED));
-    assert_null(fenced_outcome_reason((enum fenced_outcome)(FENCED_EXPIRED + 1)));
-}
 
 static void owner_header(void **state)
 {
@@ -45,7 +34,6 @@ static void owner_header(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(refusal_reasons),
         cmocka_unit_test(owner_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
