@@ -28,7 +28,10 @@ the one enforced. Its "refusal" is the detail of the 400 for a value out of boun
 strings of a body have a default refusal; an array, a body string whose every fault answers one sentence
 (CHECK_TEXT) and a query integer that its handler answers in other words name theirs. A query string's
 bound is documentation: its handler reads it as a name. Members are checked in the order written here,
-which is the order their handler reads them (so a request with two faults is answered for the same one).
+presence and type included, so a request with two faults is answered for the first of them in that
+order (docs/api.md "Strict requests").
+A body string whose "printable" names a refusal must also be printable text (valid UTF-8 without
+control characters, util/names.h), else that refusal answers: the rule of an acquire's owner.
 A member read only in some cases ("checked_by": "handler", e.g. a watch's wait_ms) is left to its handler,
 which takes the bounds from the same table (strict_bound).
 
@@ -47,9 +50,9 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TYPES = ("integer", "string", "boolean", "array", "object")
 BOUNDS = ("minimum", "maximum", "maxLength", "minLength", "maxItems", "minItems", "default")
 MEMBER_KEYS = {"type", "description", "required", "default", "doc", "refusal", "items", "enum", "uniqueItems",
-               "additionalProperties", "checked_by"} | set(BOUNDS)
+               "additionalProperties", "checked_by", "printable"} | set(BOUNDS)
 # What a member's description says that OpenAPI's schema of it does not ("required" goes elsewhere).
-GATEWAY_ONLY = ("required", "doc", "refusal", "checked_by")
+GATEWAY_ONLY = ("required", "doc", "refusal", "checked_by", "printable")
 # The refusal of a bounded member whose description names none, by where it is and its type.
 REFUSALS = {("body", "integer"): "field '{name}' must be between {minimum} and {maximum}",
             ("body", "string"): "field '{name}' must be {minLength} to {maxLength} bytes long",
@@ -147,7 +150,7 @@ def resolve(node, numbers: dict, where: str):
         return node
     out = {}
     for key, value in node.items():
-        if key in ("doc", "refusal", "checked_by"):
+        if key in ("doc", "refusal", "checked_by", "printable"):
             out[key] = value
             continue
         if key in BOUNDS and isinstance(value, str):
@@ -189,13 +192,16 @@ def bound_of(part: str, name: str, schema: dict, numbers: dict, where: str):
     values.update({k: v for k, v in s.items() if k in BOUNDS})
     try:
         refusal = template.format(**values)
+        printable = s["printable"].format(**values) if "printable" in s else None
     except KeyError as e:
         raise DescriptionError(f"{where}: {name}: the refusal names {e}, which it has not") from None
+    if printable is not None and check != "CHECK_STRING":
+        raise DescriptionError(f"{where}: {name}: only a body string may be printable")
     if s.get("checked_by", "gateway") not in ("gateway", "handler"):
         raise DescriptionError(f"{where}: {name}: checked_by is gateway or handler")
     return {"name": name, "check": check, "min": s.get(lower, 0), "max": s[upper],
             "required": bool(s.get("required")), "refusal": refusal,
-            "by_handler": s.get("checked_by") == "handler"}
+            "by_handler": s.get("checked_by") == "handler", "printable": printable}
 
 
 def bounds(route: dict, numbers: dict) -> list:
@@ -213,9 +219,10 @@ def c_bounds(name: str, route: dict, numbers: dict) -> str:
         return ""
     flag = {True: "true", False: "false"}
     body = "".join(f'    {{"{b["name"]}", {b["check"]}, {b["min"]}, {b["max"]}, {flag[b["required"]]}, '
-                   f'{json.dumps(b["refusal"])}, {flag[b["by_handler"]]}}},\n' for b in rows)
+                   f'{json.dumps(b["refusal"])}, {flag[b["by_handler"]]}, '
+                   f'{json.dumps(b["printable"]) if b["printable"] else "NULL"}}},\n' for b in rows)
     return (f"static const struct member_bound {name}[] = {{\n{body}"
-            "    {NULL, CHECK_INTEGER, 0, 0, false, NULL, false},\n};\n")
+            "    {NULL, CHECK_INTEGER, 0, 0, false, NULL, false, NULL},\n};\n")
 
 
 def c_table(routes: list, numbers: dict) -> str:

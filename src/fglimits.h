@@ -28,6 +28,7 @@
 #define REQUEST_ID_MAX_LEN    200  /* an acquire's request_id */
 #define X_REQUEST_ID_MAX_LEN  128  /* an X-Request-Id header the gateway echoes */
 #define REVOCATION_REASON_MAX 200  /* the reason of a revoke */
+#define TOKEN_MAX_LEN         560  /* a lease token's text with its NUL: two names and 160 */
 
 /* --- leases, in milliseconds unless named otherwise ------------------------------------------ */
 #define TTL_MIN_MS              100       /* shortest ttl_ms (and max_hold_ms) */

@@ -17,8 +17,8 @@
 #include "util/error.h"
 #include "util/names.h"
 
-#define LEASE_ID_LEN     32                       /* hex characters of a lease id */
-#define TOKEN_MAX_LEN    (NAME_MAX_LEN * 2 + 160) /* longest token text, with NUL */
+#define LEASE_ID_LEN 32 /* hex characters of a lease id */
+_Static_assert(TOKEN_MAX_LEN == NAME_MAX_LEN * 2 + 160, "a token holds two names and 160 bytes");
 #define TOKEN_LEGACY_KEY "default" /* key id of the single secret; verifies fgt1 tokens */
 
 /* The letters of the kinds of lease a token names (lease/lease_kind.h gives them their names). */

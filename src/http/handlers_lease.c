@@ -209,8 +209,9 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
     struct renew_params p;
     struct token_claims claims;
     struct lease_result res;
-    if (body == NULL || renew_params_parse(body, &p, &err) != 0 ||
-        verified_lease(kind, req, p.token, &claims, &err) != 0 ||
+    if (body != NULL)
+        renew_params_read(body, &p);
+    if (body == NULL || verified_lease(kind, req, p.token, &claims, &err) != 0 ||
         kind->renew(lease_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
         return fail(reply, &err);
     if (res.outcome == LEASE_LOST)
@@ -239,8 +240,9 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
     const char *token = NULL;
     struct token_claims claims;
     struct lease_result res;
-    if (body == NULL || release_params_parse(body, &token, &err) != 0 ||
-        verified_lease(kind, req, token, &claims, &err) != 0 ||
+    if (body != NULL)
+        token = lease_request_token(body);
+    if (body == NULL || verified_lease(kind, req, token, &claims, &err) != 0 ||
         kind->release(lease_name(req), claims.lease_id, &res, &err) != 0)
         return fail(reply, &err);
     if (res.outcome == LEASE_LOST)

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "util/integer.h"
+#include "util/names.h"
 
 bool strict_content_type_is_json(const char *value)
 {
@@ -80,6 +81,8 @@ static int typed_check(const struct member_bound *b, const json_t *v, struct fg_
         return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
     if (strlen(json_string_value(v)) != (size_t)len)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must not contain NUL", b->name);
+    if (b->printable != NULL && !name_is_valid_owner(json_string_value(v), (size_t)len))
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->printable);
     return 0;
 }
 

@@ -57,17 +57,22 @@ enum member_check {
 struct member_bound {
     const char *name;
     enum member_check check;
-    long long min, max;  /* the value, the length in bytes or the number of items */
-    bool required;       /* absent is refused ("field 'x' is required", an array's refusal) */
-    const char *refusal; /* the detail of the 400 for a value out of bounds */
-    bool by_handler;     /* read only in some cases: its handler checks it with these bounds */
+    long long min, max;    /* the value, the length in bytes or the number of items */
+    bool required;         /* absent is refused ("field 'x' is required", an array's refusal) */
+    const char *refusal;   /* the detail of the 400 for a value out of bounds */
+    bool by_handler;       /* read only in some cases: its handler checks it with these bounds */
+    const char *printable; /* a CHECK_STRING that must be printable text (util/names.h): the
+                              detail of the 400 for one that is not; NULL: any bytes but NUL */
 };
 
 /* The bound named name of list (a route's bounds), which must have it. */
 const struct member_bound *strict_bound(const struct member_bound *list, const char *name);
 
-/* Checks the value body (a JSON object) has for member b (a body check) and
- * returns 0, or -1 with the 400 invalid_field of its handler in err. */
+/* Checks the value body (a JSON object) has for member b (a body check):
+ * presence, type, bounds and, when b says so, printable text, and returns 0,
+ * or -1 with the 400 invalid_field in err. A route's members are checked in
+ * the order its description lists them, so a request with two faults is
+ * answered for the first of them in that order. */
 int strict_member_check(const struct member_bound *b, const json_t *body, struct fg_error *err);
 
 /* Checks text, the value of query parameter b (NULL: absent), likewise: a

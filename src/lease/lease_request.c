@@ -1,44 +1,41 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * lease_request.c - the field rules of docs/api.md for lease calls: which fields
- * exist, their types and ranges, and the defaults of the configuration.
+ * lease_request.c - reads the bodies of lease calls, with the defaults of the
+ * configuration and the one rule between members (ttl_ms within max_hold_ms).
+ * Each member's own rules (type, bounds, presence) are its route's
+ * description's, checked before the handler runs (http/strict.h).
  */
 #include "lease/lease_request.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "auth/token.h"
-#include "util/fgjson.h"
-#include "util/names.h"
+/* The value of integer member name of body, or absent when it has none (or null). */
+static long long member_int(const json_t *body, const char *name, long long absent, bool *given)
+{
+    const json_t *v = json_object_get(body, name);
+    if (given != NULL)
+        *given = json_is_integer(v);
+    return json_is_integer(v) ? json_integer_value(v) : absent;
+}
+
+/* The value of string member name of body, or absent when it has none (or null). */
+static const char *member_string(const json_t *body, const char *name, const char *absent)
+{
+    const char *s = json_string_value(json_object_get(body, name));
+    return s != NULL ? s : absent;
+}
 
 int acquire_params_parse(const json_t *body, const struct config *cfg, bool with_limit,
                          struct acquire_params *out, struct fg_error *err)
 {
-    out->ttl_ms = cfg->default_ttl_ms;
-    out->wait_ms = cfg->default_wait_ms;
-    out->max_hold_ms = cfg->default_max_hold_ms;
-    out->limit = 0;
-    out->owner = "";
-    out->request_id = "";
-    bool hold_given = false, limit_given = false;
-    if (fgjson_int(body, "ttl_ms", TTL_MIN_MS, TTL_MAX_MS, &out->ttl_ms, NULL, err) != 0 ||
-        fgjson_int(body, "wait_ms", 0, WAIT_MAX_MS, &out->wait_ms, NULL, err) != 0 ||
-        fgjson_int(body, "max_hold_ms", TTL_MIN_MS, MAX_HOLD_MAX_MS, &out->max_hold_ms, &hold_given,
-                   err) != 0 ||
-        fgjson_string(body, "owner", OWNER_NAME_MAX_LEN, &out->owner, err) != 0 ||
-        fgjson_string(body, "request_id", REQUEST_ID_MAX_LEN, &out->request_id, err) != 0)
-        return -1;
-    if (out->owner[0] != '\0' && !name_is_valid_owner(out->owner, strlen(out->owner)))
-        return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "field 'owner' must be 1 to %d bytes of printable UTF-8",
-                       OWNER_NAME_MAX_LEN);
-    if (with_limit) {
-        if (fgjson_int(body, "limit", 1, SEMAPHORE_MAX_LIMIT, &out->limit, &limit_given, err) != 0)
-            return -1;
-        if (!limit_given)
-            return fg_fail(err, FG_ERR_INVALID_FIELD, "field 'limit' is required");
-    }
+    bool hold_given = false;
+    out->ttl_ms = member_int(body, "ttl_ms", cfg->default_ttl_ms, NULL);
+    out->wait_ms = member_int(body, "wait_ms", cfg->default_wait_ms, NULL);
+    out->max_hold_ms = member_int(body, "max_hold_ms", cfg->default_max_hold_ms, &hold_given);
+    out->owner = member_string(body, "owner", "");
+    out->request_id = member_string(body, "request_id", "");
+    out->limit = with_limit ? member_int(body, "limit", 0, NULL) : 0;
     if (out->ttl_ms > out->max_hold_ms) {
         if (hold_given)
             return fg_fail(err, FG_ERR_INVALID_FIELD,
@@ -62,25 +59,13 @@ const char *acquire_request_id_scoped(const char *request_id, const char *princi
     return out;
 }
 
-static int token_field(const json_t *body, const char **token, struct fg_error *err)
+const char *lease_request_token(const json_t *body)
 {
-    *token = NULL;
-    if (fgjson_string(body, "token", TOKEN_MAX_LEN, token, err) != 0)
-        return -1;
-    if (*token == NULL)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "field 'token' is required");
-    return 0;
+    return member_string(body, "token", "");
 }
 
-int renew_params_parse(const json_t *body, struct renew_params *out, struct fg_error *err)
+void renew_params_read(const json_t *body, struct renew_params *out)
 {
-    out->ttl_ms = 0;
-    if (token_field(body, &out->token, err) != 0)
-        return -1;
-    return fgjson_int(body, "ttl_ms", TTL_MIN_MS, TTL_MAX_MS, &out->ttl_ms, NULL, err);
-}
-
-int release_params_parse(const json_t *body, const char **token, struct fg_error *err)
-{
-    return token_field(body, token, err);
+    out->token = lease_request_token(body);
+    out->ttl_ms = member_int(body, "ttl_ms", 0, NULL);
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * lease_request.h - parsing and validation of the bodies of acquire, renew and
- * release calls (locks and semaphores), with the configured defaults applied.
- * Pure: strings returned are borrowed from the parsed body.
+ * lease_request.h - reading the bodies of acquire, renew and release calls
+ * (locks and semaphores), with the configured defaults applied. A body read
+ * here has passed its route's member checks (http/strict.h: types, bounds,
+ * presence); only the rule between members is checked here. Pure: strings
+ * returned are borrowed from the parsed body.
  */
 #ifndef FG_LEASE_REQUEST_H
 #define FG_LEASE_REQUEST_H
@@ -29,7 +31,7 @@ struct renew_params {
 };
 
 /*
- * Reads an acquire body. with_limit: the body is a semaphore's and must carry
+ * Reads an acquire body. with_limit: the body is a semaphore's, with its
  * "limit". When ttl_ms exceeds max_hold_ms and max_hold_ms was not given, the
  * cap is raised to ttl_ms; when both were given, that is an invalid field.
  */
@@ -58,10 +60,10 @@ long long acquire_request_id_ttl_ms(const struct acquire_params *p);
 const char *acquire_request_id_scoped(const char *request_id, const char *principal,
                                       char out[SCOPED_REQUEST_ID_MAX]);
 
-/* Reads a renew body ({"token", "ttl_ms"?}). */
-int renew_params_parse(const json_t *body, struct renew_params *out, struct fg_error *err) FG_WUR;
+/* The token of a renew or release body. */
+const char *lease_request_token(const json_t *body);
 
-/* Reads a release body ({"token"}). */
-int release_params_parse(const json_t *body, const char **token, struct fg_error *err) FG_WUR;
+/* Reads a renew body ({"token", "ttl_ms"?}). */
+void renew_params_read(const json_t *body, struct renew_params *out);
 
 #endif

@@ -41,25 +41,6 @@ long long fgjson_answer_int(const json_t *obj, const char *field, long long fall
     return fallback;
 }
 
-int fgjson_string(const json_t *obj, const char *field, size_t max_len, const char **out,
-                  struct fg_error *err)
-{
-    const json_t *v = json_object_get(obj, field);
-    if (v == NULL || json_is_null(v))
-        return 0;
-    if (!json_is_string(v))
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must be a string", field);
-    size_t len = json_string_length(v);
-    const char *s = json_string_value(v);
-    if (len == 0 || len > max_len)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must be 1 to %zu bytes long", field,
-                       max_len);
-    if (strlen(s) != len)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must not contain NUL", field);
-    *out = s;
-    return 0;
-}
-
 bool fgjson_listed(const char *const *list, const char *name)
 {
     for (size_t i = 0; list != NULL && list[i] != NULL; i++)

@@ -30,13 +30,6 @@ int fgjson_int(const json_t *obj, const char *field, long long min, long long ma
 long long fgjson_answer_int(const json_t *obj, const char *field, long long fallback);
 
 /*
- * Reads optional string field `field` of obj (1..max_len bytes, no NUL) into
- * *out (borrowed from obj). Missing or null leaves *out unchanged.
- */
-int fgjson_string(const json_t *obj, const char *field, size_t max_len, const char **out,
-                  struct fg_error *err) FG_WUR;
-
-/*
  * Refuses a member of obj that allowed (a NULL-terminated list; NULL: none)
  * does not name: FG_ERR_INVALID_FIELD naming every unknown member, each
  * prefixed by where ("" at the top, "ops[3]." inside a batch).

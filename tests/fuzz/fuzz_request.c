@@ -263,9 +263,10 @@ static void fuzz_body(const char *body, size_t len)
     if (acquire_params_parse(obj, &cfg, false, &acquire, &err) == 0)
         FG_ASSERT(acquire.ttl_ms <= acquire.max_hold_ms);
     if (acquire_params_parse(obj, &cfg, true, &acquire, &err) == 0)
-        FG_ASSERT(acquire.limit >= 1);
-    (void)renew_params_parse(obj, &renew, &err);
-    (void)release_params_parse(obj, &token, &err);
+        FG_ASSERT(acquire.owner != NULL && acquire.request_id != NULL);
+    renew_params_read(obj, &renew);
+    token = lease_request_token(obj);
+    FG_ASSERT(renew.token != NULL && token != NULL);
     struct config file_cfg;
     memset(&file_cfg, 0, sizeof file_cfg);
     (void)config_apply_json(&file_cfg, obj, &err);

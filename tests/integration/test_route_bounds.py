@@ -114,6 +114,28 @@ class RouteBoundsTest(GatewayTest):
                         refused = r.status == 400 and f"'{b['name']}' must be" in r.body.get("detail", "")
                         self.assertFalse(refused, r)
 
+    def test_two_faults_name_the_first_in_description_order(self):
+        """Members are checked in the order their route's description lists them, type and presence
+        included: a request with two faults is answered for the first of them."""
+        tag = uuid.uuid4().hex[:10]
+        owner = "field 'owner' must be 1 to 200 bytes of printable UTF-8"
+        cases = [
+            ("POST", f"/v1/locks/two-{tag}/renew", {"ttl_ms": 5}, "field 'token' is required"),
+            ("POST", f"/v1/locks/two-{tag}/renew", {"token": 5, "ttl_ms": 5}, "field 'token' must be a string"),
+            ("POST", f"/v1/semaphores/two-{tag}/renew", {"token": None, "ttl_ms": "x"},
+             "field 'token' is required"),
+            ("POST", f"/v1/semaphores/two-{tag}/acquire", {"owner": "a\tb", "limit": 0}, owner),
+            ("POST", f"/v1/locks/two-{tag}/acquire", {"request_id": "", "owner": "a\u0085b"}, owner),
+            ("POST", "/v1/locksets/acquire", {"names": [f"two-{tag}"], "owner": "a\nb", "request_id": ""},
+             owner),
+        ]
+        for method, path, body, detail in cases:
+            with self.subTest(path=path, body=body):
+                r = self.c.request(method, path, body)
+                problem = r.body if isinstance(r.body, dict) else {}
+                self.assertEqual((r.status, problem.get("type"), problem.get("detail")),
+                                 (400, "/problems/invalid_field", detail), r)
+
     def test_every_bounded_route_is_probed(self):
         labels = {r["label"] for r, _ in described_routes()}
         for label in ("lock_acquire", "sem_acquire", "lockset_acquire", "pg_batch", "audit_rejections",

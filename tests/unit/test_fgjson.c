@@ -141,32 +141,6 @@ static void answer_integers(void **state)
     json_decref(o);
 }
 
-static void strings(void **state)
-{
-    (void)state;
-    json_t *o = obj("{\"s\": \"abc\", \"e\": \"\", \"n\": 5, \"nul\": \"a\\u0000b\", \"z\": null}");
-    struct fg_error err = {0};
-    const char *s = "unchanged";
-    assert_int_equal(fgjson_string(o, "s", 3, &s, &err), 0);
-    assert_string_equal(s, "abc");
-    s = "unchanged";
-    assert_int_equal(fgjson_string(o, "missing", 3, &s, &err), 0);
-    assert_string_equal(s, "unchanged");
-    assert_int_equal(fgjson_string(o, "z", 3, &s, &err), 0);
-    assert_string_equal(s, "unchanged");
-    static const struct {
-        const char *field;
-        size_t max;
-    } bad[] = {{"s", 2}, {"e", 3}, {"n", 3}, {"nul", 5}};
-    for (size_t i = 0; i < 4; i++) {
-        memset(&err, 0, sizeof err);
-        assert_int_equal(fgjson_string(o, bad[i].field, bad[i].max, &s, &err), -1);
-        assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
-        assert_non_null(strstr(err.msg, bad[i].field));
-    }
-    json_decref(o);
-}
-
 static void parse_object(void **state)
 {
     (void)state;
@@ -336,7 +310,6 @@ int main(void)
         cmocka_unit_test(answer_integers),
         cmocka_unit_test(writes_like_jansson),
         cmocka_unit_test(writes_members),
-        cmocka_unit_test(strings),
         cmocka_unit_test(parse_object),
         cmocka_unit_test(parse_object_like_jansson),
         cmocka_unit_test(scan_flat_like_jansson),
