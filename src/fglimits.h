@@ -71,6 +71,7 @@
 #define AUDIT_WINDOW_DEFAULT_MS 3600000  /* an audit summary covers the last hour by default */
 #define AUDIT_WINDOW_MAX_MS     86400000 /* and at most a day (1,440 one-minute buckets) */
 #define AUDIT_DEAD_LETTERS_MAX  100000   /* entries the dead-letter stream keeps (about) */
+#define AUDIT_TIME_MAX_MS       253402300799999 /* latest since_ms, until_ms: year 9999 */
 
 /* --- defaults of the configuration (README, "Configuration") -------------------------------- */
 #define DEFAULT_TTL_MS                  30000   /* defaults.ttl_ms */

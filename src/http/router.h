@@ -64,7 +64,7 @@ typedef enum handler_result (*route_handler)(struct http_request *req, struct ht
  * that the route does not list (400 invalid_field naming it): a typo must never
  * silently change behaviour. The lists end with NULL; a NULL list accepts none.
  * It also refuses a member out of the bounds the route's description gives
- * (http/strict.h), with the answer its handler would give.
+ * (http/strict.h), the first fault in the description's order.
  */
 struct route {
     enum http_method method;
@@ -74,7 +74,7 @@ struct route {
     enum route_scope scope;            /* what an API key needs to call it */
     const char *const *body_fields;    /* top-level members a JSON body may have */
     const char *const *query_params;   /* query parameters the route reads */
-    const struct member_bound *bounds; /* bounded members, in the handler's order; or NULL */
+    const struct member_bound *bounds; /* checked members, in the description's order; or NULL */
 };
 
 struct route_match {

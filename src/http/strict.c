@@ -110,9 +110,11 @@ int strict_member_check(const struct member_bound *b, const json_t *body, struct
 int strict_query_check(const struct member_bound *b, const char *text, struct fg_error *err)
 {
     long long n = 0;
-    if (text == NULL || integer_parse(text, LLONG_MIN, LLONG_MAX, &n) != INTEGER_OK)
-        return 0; /* absent, or not decimal: the handler answers (it may decode it first) */
-    return n < b->min || n > b->max ? fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal) : 0;
+    if (text == NULL || text[0] == '\0')
+        return 0; /* absent: its default */
+    return integer_parse(text, b->min, b->max, &n) == INTEGER_OK
+               ? 0
+               : fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
 }
 
 const struct member_bound *strict_bound(const struct member_bound *list, const char *name)

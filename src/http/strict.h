@@ -46,7 +46,8 @@ enum member_check {
     CHECK_STRING,        /* a body string: null is absent, else min to max bytes, no NUL */
     CHECK_TEXT,          /* a body string whose every fault answers the refusal: min to max bytes */
     CHECK_ARRAY,         /* a body array of min to max items */
-    CHECK_QUERY_INTEGER, /* a decimal query parameter in [min, max] (its handler reads the rest) */
+    CHECK_QUERY_INTEGER, /* a query parameter: empty is absent, else a decimal integer in [min, max]
+                          */
 };
 
 /*
@@ -75,9 +76,8 @@ const struct member_bound *strict_bound(const struct member_bound *list, const c
  * answered for the first of them in that order. */
 int strict_member_check(const struct member_bound *b, const json_t *body, struct fg_error *err);
 
-/* Checks text, the value of query parameter b (NULL: absent), likewise: a
- * decimal integer out of bounds is refused; anything else is left to the
- * handler, which may decode it before reading it. */
+/* Checks text, the value of query parameter b (NULL or empty: absent),
+ * likewise: anything but a decimal integer in bounds is refused. */
 int strict_query_check(const struct member_bound *b, const char *text, struct fg_error *err);
 
 #endif

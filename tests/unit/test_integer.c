@@ -56,12 +56,23 @@ static void refuses_what_is_out_of_bounds(void **state)
     assert_int_equal(v, 42);
 }
 
+static void reads_checked_values_or_the_default(void **state)
+{
+    (void)state;
+    assert_int_equal(integer_read("42", 7), 42);
+    assert_int_equal(integer_read("-3", 7), -3);
+    assert_int_equal(integer_read(NULL, 7), 7);
+    assert_int_equal(integer_read("", 7), 7);
+    assert_int_equal(integer_read("4x", 7), 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reads_decimal_integers),
         cmocka_unit_test(refuses_what_is_no_decimal_integer),
         cmocka_unit_test(refuses_what_is_out_of_bounds),
+        cmocka_unit_test(reads_checked_values_or_the_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

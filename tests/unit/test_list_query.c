@@ -42,17 +42,16 @@ static void bad_values_name_their_argument(void **state)
     static const struct {
         const char *prefix, *limit, *cursor, *named;
     } cases[] = {
-        {NULL, "0", NULL, "limit"},       {NULL, "1001", NULL, "limit"},
-        {NULL, "-1", NULL, "limit"},      {NULL, "+5", NULL, "limit"},
-        {NULL, "5x", NULL, "limit"},      {NULL, "99999999999999999999", NULL, "limit"},
-        {"a b", NULL, NULL, "prefix"},    {"inv*", NULL, NULL, "prefix"},
-        {NULL, NULL, "a b", "cursor"},    {NULL, NULL, "{x}", "cursor"},
+        {"a b", NULL, NULL, "prefix"},
+        {"inv*", NULL, NULL, "prefix"},
+        {NULL, NULL, "a b", "cursor"},
+        {NULL, NULL, "{x}", "cursor"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct list_query q;
         struct fg_error err = {0};
-        assert_int_equal(list_query_parse(cases[i].prefix, cases[i].limit, cases[i].cursor, &q, &err),
-                         -1);
+        assert_int_equal(
+            list_query_parse(cases[i].prefix, cases[i].limit, cases[i].cursor, &q, &err), -1);
         assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
         assert_non_null(strstr(err.msg, cases[i].named));
     }

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * audit_filter.c - reads and checks the arguments of the audit query. It
- * decides which argument values are a 400; it must not build SQL.
+ * audit_filter.c - reads the arguments of the audit query and checks those
+ * its routes' descriptions leave to it (after_id, until_ms, the range); since_ms
+ * and limit have passed their bounds (http/strict.h). It must not build SQL.
  */
 #include "store/audit/audit_filter.h"
 
 #include "util/integer.h"
-
-#define SINCE_MS_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
 
 /* Reads a decimal integer argument in [min, max]; absent leaves *out alone. */
 static int int_arg(const char *name, const char *text, long long min, long long max, long long *out,
@@ -26,18 +25,16 @@ int audit_filter_parse(const char *resource, const char *lock_name, const char *
                        const char *limit, const char *after_id, struct audit_filter *out,
                        struct fg_error *err)
 {
-    long long since = 0, lim = AUDIT_LIMIT_DEFAULT, after = 0;
-    if (int_arg("since_ms", since_ms, 0, SINCE_MS_MAX, &since, err) != 0 ||
-        int_arg("limit", limit, 1, AUDIT_LIMIT_MAX, &lim, err) != 0 ||
-        int_arg("after_id", after_id, 0, INT64_MAX, &after, err) != 0)
+    long long after = 0;
+    if (int_arg("after_id", after_id, 0, INT64_MAX, &after, err) != 0)
         return -1;
     out->resource = resource != NULL && resource[0] != '\0' ? resource : NULL;
     out->lock_name = lock_name != NULL && lock_name[0] != '\0' ? lock_name : NULL;
     out->owner = NULL;
     out->until_ms = 0;
-    out->since_ms = since;
+    out->since_ms = integer_read(since_ms, 0);
     out->after_id = after;
-    out->limit = (int)lim;
+    out->limit = (int)integer_read(limit, AUDIT_LIMIT_DEFAULT);
     return 0;
 }
 
@@ -45,7 +42,7 @@ int audit_filter_narrow(const char *owner, const char *until_ms, struct audit_fi
                         struct fg_error *err)
 {
     long long until = 0;
-    if (int_arg("until_ms", until_ms, 1, SINCE_MS_MAX, &until, err) != 0)
+    if (int_arg("until_ms", until_ms, 1, AUDIT_TIME_MAX_MS, &until, err) != 0)
         return -1;
     if (until != 0 && until <= f->since_ms)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
@@ -59,11 +56,9 @@ int audit_window_parse(const char *since_ms, const char *until_ms, int64_t now_m
                        struct audit_window *out, struct fg_error *err)
 {
     long long until = now_ms, since;
-    if (int_arg("until_ms", until_ms, 1, SINCE_MS_MAX, &until, err) != 0)
+    if (int_arg("until_ms", until_ms, 1, AUDIT_TIME_MAX_MS, &until, err) != 0)
         return -1;
-    since = until - AUDIT_WINDOW_DEFAULT_MS;
-    if (int_arg("since_ms", since_ms, 0, SINCE_MS_MAX, &since, err) != 0)
-        return -1;
+    since = integer_read(since_ms, until - AUDIT_WINDOW_DEFAULT_MS);
     if (since >= until || until - since > AUDIT_WINDOW_MAX_MS)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "query arguments 'since_ms' and 'until_ms' must make a range of 1 ms to "

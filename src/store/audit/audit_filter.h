@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit_filter.h - the query of GET /v1/audit/rejections (resource, lock,
- * since_ms, limit, after_id) read from its text arguments and range-checked.
+ * since_ms, limit, after_id) read from its text arguments; since_ms and limit
+ * have passed their route's bounds (http/strict.h), after_id is checked here.
  * Pure: strings are borrowed from the caller.
  */
 #ifndef FG_AUDIT_FILTER_H
@@ -24,8 +25,8 @@ struct audit_filter {
 
 /*
  * Fills *out from the decoded query arguments (NULL or "" when absent).
- * Integers must be plain decimal and in range; anything else fails with
- * FG_ERR_INVALID_FIELD naming the argument.
+ * after_id must be plain decimal and not negative; anything else fails with
+ * FG_ERR_INVALID_FIELD naming it.
  */
 int audit_filter_parse(const char *resource, const char *lock_name, const char *since_ms,
                        const char *limit, const char *after_id, struct audit_filter *out,
