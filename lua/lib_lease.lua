@@ -318,10 +318,27 @@ local function end_bury(lk, raw, now)
   ended_keep(lk, fence, reason, decimal(math.max(1, till - now)))
 end
 
+-- Publishes msg on channel. On a Redis Cluster the keys shared by all leases
+-- are those of the script's slot, "<key>:{T}" (src/lease/lease_keys.h, every
+-- script that publishes names one: the listing index at least), and a script
+-- may publish only to a shard channel of its slot: msg goes to channel:{T},
+-- which every gateway follows on the slot's primary (SSUBSCRIBE, one channel
+-- per slot). On one Redis no key ends so, and msg goes to channel itself.
+local function publish(channel, msg)
+  for i = #KEYS, 1, -1 do
+    local tag = string.match(KEYS[i], ':({%d+})$')
+    if tag then
+      redis.call('SPUBLISH', channel .. ':' .. tag, msg)
+      return
+    end
+  end
+  redis.call('PUBLISH', channel, msg)
+end
+
 -- Tells every gateway's watchers of kind's name that the lease with fence
 -- (decimal text) ended.
 local function publish_end(kind, name, fence, reason)
-  redis.call('PUBLISH', CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
+  publish(CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
 end
 
 -- Ends the lease of a lock with record h (lib_holder.lua holder_read or

@@ -16,7 +16,8 @@
 --                                      (so an idle lock leaves no counter behind), and so tells, in the
 --                                      MGET that reads the holder, whether anybody waits
 --   then the common lease keys (lib_lease.lua), with KEY_LOCK_INDEX for index.
--- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("l|<lease>|<name>").
+-- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("l|<lease>|<name>"; on a cluster its shard
+-- channel of the lock's slot, lib_lease.lua publish).
 --
 -- What an uncontended acquire and release cost: the acquire reads the fence
 -- sequence, the holder and the tickets in one MGET, then TIME, the index, INCR
@@ -84,7 +85,7 @@ local function grant_next(k, name, claim_ms, now, inst, handoff, prior)
   if here then
     handoff[1] = {lease = head, fence = fence, ttl = ttl, expires_at = decimal(now + w.ttl)}
   else
-    redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
+    publish(CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
   end
   return head
 end

@@ -18,7 +18,8 @@
 --                                          end_text)
 --   tickets  base..KEY_SUFFIX_TICKETS      arrival ticket counter
 --   then the common lease keys (lib_lease.lua), with KEY_SEM_INDEX for index.
--- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>").
+-- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>"; on a cluster its shard
+-- channel of the semaphore's slot, lib_lease.lua publish).
 --
 -- Every script that finds the semaphore in use starts by purging expired
 -- holders, then hands the slots that frees to the oldest live waiters, so a
@@ -90,7 +91,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
     if here then
       handoff[#handoff + 1] = {lease = head, fence = fence, ttl = ttl, expires_at = expires_text}
     else
-      redis.call('PUBLISH', CHANNEL_BELL_PREFIX .. w.inst, 's|' .. head .. '|' .. name)
+      publish(CHANNEL_BELL_PREFIX .. w.inst, 's|' .. head .. '|' .. name)
     end
     free = free - 1
   end

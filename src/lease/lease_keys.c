@@ -3,12 +3,16 @@
  * lease_keys.c - making the keys of a lock or semaphore from its name: a table
  * per kind of the keys made from the name (prefix, name, tag end, suffix) and
  * where each goes in the script's KEYS, the common lease keys at the offset
- * where the kind's list takes lib_lease.lua's. It must not know what a script
- * does with a key.
+ * where the kind's list takes lib_lease.lua's; on a Redis Cluster the keys
+ * shared by all leases (fence sequence and limit, gateways, listing index,
+ * revoked fences) become those of the lease's slot. It must not know what a
+ * script does with a key.
  */
 #include "lease/lease_keys.h"
 
 #include <string.h>
+
+#include "store/backend/key_slot.h"
 
 _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for a semaphore");
 
@@ -97,6 +101,32 @@ static void make(struct lease_keys *k, const struct kind_layout *layout, const c
     k->key[at] = out;
 }
 
+/* Set once at start-up, read by every lease_keys_init after. */
+static enum lease_keys_layout layout_in_force = LEASE_KEYS_ONE_REDIS;
+
+void lease_keys_set_layout(enum lease_keys_layout layout)
+{
+    layout_in_force = layout;
+}
+
+/* Names each key of k shared by all leases (the fixed ones and the index)
+ * after the slot of the lease's own keys, which all carry the name as their
+ * hash tag. */
+static void per_slot(struct lease_keys *k, const struct kind_layout *layout)
+{
+    const char *own = k->made[layout->own[0].at];
+    unsigned slot = key_slot(own, strlen(own));
+    size_t shared[sizeof common_fixed / sizeof common_fixed[0] + 1];
+    for (size_t i = 0; i < sizeof common_fixed / sizeof common_fixed[0]; i++)
+        shared[i] = layout->common_at + common_fixed[i].at;
+    shared[sizeof shared / sizeof shared[0] - 1] = layout->common_at + LIB_LEASE_KEY_INDEX;
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
+        size_t at = shared[i];
+        slot_tag_key(k->made[at], sizeof k->made[at], k->key[at], slot);
+        k->key[at] = k->made[at];
+    }
+}
+
 void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name)
 {
     const struct kind_layout *layout = &layouts[kind == LEASE_KIND_SEMAPHORE];
@@ -109,4 +139,6 @@ void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *nam
     for (size_t i = 0; i < sizeof common_fixed / sizeof common_fixed[0]; i++)
         k->key[layout->common_at + common_fixed[i].at] = common_fixed[i].key;
     k->key[layout->common_at + LIB_LEASE_KEY_INDEX] = layout->index;
+    if (layout_in_force == LEASE_KEYS_PER_SLOT)
+        per_slot(k, layout);
 }

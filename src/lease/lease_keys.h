@@ -24,6 +24,17 @@ struct lease_keys {
     size_t nkeys;                            /* LIB_LOCK_NKEYS or LIB_SEM_NKEYS */
 };
 
+/* How the keys shared by all leases of a deployment are named. */
+enum lease_keys_layout {
+    LEASE_KEYS_ONE_REDIS, /* once for all leases: KEY_FENCE, KEY_GATEWAYS, ... (the default) */
+    LEASE_KEYS_PER_SLOT,  /* one per hash slot of a Redis Cluster, "<key>:{T(s)}" for the slot s of
+                             the lease's own keys (store/backend/key_slot.h, docs/cluster.md):
+                             every key a lease script takes lives in one slot */
+};
+
+/* Sets the layout of every later lease_keys_init; at start-up, before any. */
+void lease_keys_set_layout(enum lease_keys_layout layout);
+
 /* Fills k with the keys of the lock or semaphore (kind) called name, the KEYS
  * of every lock or semaphore transition script (lua/lock_*.lua, sem_*.lua,
  * which the build checks): k->key[0..k->nkeys) point into k or to static

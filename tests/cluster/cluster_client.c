@@ -20,16 +20,21 @@
  * owner) and prints the numbers of the messages "m<number>" it heard, how
  * many messages came, and the rounds of (re)subscriptions.
  * cluster_client --pairs <URL> <threads> <seconds> [<pairs a second a thread>]
- * drives uncontended lock
- * pairs (lua/lock_acquire_fast.lua then lua/lock_release_fast.lua: what the
- * gateway runs for a pair nobody contends, its keys made as lock.c makes
- * them) on random names and prints how many were granted and released; on a
- * redis-cluster:// URL the deployment-wide keys the scripts take (fence
- * sequence and limit, gateways, listing index, revoked set) are those of the
- * lock's slot, "<key>:{T(s)}" (docs/cluster.md), every slot's sequence raised
- * first (its origin stamped with the run_id of the node that runs the raise): what the cluster
- * layout costs Redis per pair, measured by the lab's bench (bench/cluster_cpu.py) against a single
- * Redis with the same client.
+ * drives uncontended lock pairs (lua/lock_acquire_fast.lua then
+ * lua/lock_release_fast.lua: what the gateway runs for a pair nobody
+ * contends, its keys made as lock.c makes them) on random names and prints
+ * how many were granted and released; on a redis-cluster:// URL with the
+ * per-slot layout of lease_keys.h, the keys shared by all leases (fence
+ * sequence and limit, gateways, listing index, revoked set) those of the
+ * lock's slot, "<key>:{T(s)}" (docs/cluster.md), every slot's sequence
+ * raised first (its origin stamped with the run_id of the node that runs the
+ * raise): what the cluster layout costs Redis per pair, measured by the lab's
+ * bench (bench/cluster_cpu.py) against a single Redis with the same client.
+ * cluster_client --watched <URL> <count> follows CHANNEL_ENDED
+ * (redis_subscribe: on a cluster one shard channel per slot) and runs count
+ * such pairs, each with lua/lock_watch.lua between acquire and release, so
+ * that each release publishes its end (lib_lease.lua publish: SPUBLISH on the
+ * lock's slot on a cluster); prints the pairs done and the ends heard.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -218,23 +223,7 @@ static int run_follow(char *url, const char *channel, double seconds)
     return 0;
 }
 
-/* The deployment-wide keys of the lock scripts (lib_lease.lua), and the
- * buffers of their per-slot names. */
-static const size_t slotted[] = {LIB_LOCK_KEY_FENCE, LIB_LOCK_KEY_FENCE_LIMIT,
-                                 LIB_LOCK_KEY_GATEWAYS, LIB_LOCK_KEY_INDEX, LIB_LOCK_KEY_REVOKED};
-#define NSLOTTED (sizeof slotted / sizeof slotted[0])
-#define PAIR_KEY 64
-
-/* The keys of lock name: in a cluster, the deployment-wide ones of its slot. */
-static void pair_keys(struct lease_keys *k, char (*own)[PAIR_KEY], bool cluster, const char *name)
-{
-    lease_keys_init(k, LEASE_KIND_LOCK, name);
-    unsigned slot = key_slot(name, strlen(name));
-    for (size_t i = 0; cluster && i < NSLOTTED; i++) {
-        slot_tag_key(own[i], PAIR_KEY, k->key[slotted[i]], slot);
-        k->key[slotted[i]] = own[i];
-    }
-}
+#define PAIR_KEY 64 /* bytes of a key of the fence sequence */
 
 /* Raises the fence sequence of slot (or the one sequence, slot < 0) far
  * enough for the run, as a recovery does: stamped with the run_id of the
@@ -275,15 +264,82 @@ static bool answer_is(const json_t *answer, const char *r)
     return got != NULL && strcmp(got, r) == 0;
 }
 
-static atomic_bool pairs_cluster;
 static atomic_long pairs_rate; /* pairs a second each thread keeps to; 0: as fast as it can */
 static atomic_long pairs_done, pairs_failed;
+
+/* One uncontended pair on lock name with lease: the first tries the gateway
+ * runs, and with watch a watch of the lease between them (lua/lock_watch.lua
+ * marks the lock watched, so the release publishes its end). True if granted
+ * and released. */
+static bool pair_once(const char *name, const char *lease, bool watch, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *acquire_keys[LOCK_ACQUIRE_FAST_NKEYS] = {
+        [LOCK_ACQUIRE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_ACQUIRE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
+        [LOCK_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_LOCK_KEY_FENCE],
+        [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_LOCK_KEY_FENCE_LIMIT],
+        [LOCK_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
+        [LOCK_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_LOCK_KEY_RELEASED],
+        [LOCK_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
+    };
+    const char *acquire[LOCK_ACQUIRE_FAST_NARGV] = {
+        [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
+        [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease,
+        [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = "10000",
+        [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = "0",
+        [LOCK_ACQUIRE_FAST_ARGV_TAIL] = "1 00000000000000000000000000000001 1 0 bench",
+    };
+    const char *watch_keys[LOCK_WATCH_NKEYS] = {
+        [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_WATCH_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
+        [LOCK_WATCH_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
+    };
+    const char *release_keys[LOCK_RELEASE_FAST_NKEYS] = {
+        [LOCK_RELEASE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
+        [LOCK_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
+        [LOCK_RELEASE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
+    };
+    const char *release[LOCK_RELEASE_FAST_NARGV] = {
+        [LOCK_RELEASE_FAST_ARGV_NAME] = name,
+        [LOCK_RELEASE_FAST_ARGV_LEASE] = lease,
+    };
+    json_t *got = NULL, *seen = NULL, *gone = NULL;
+    bool ok = redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err) == 0 &&
+              answer_is(got, "granted");
+    if (ok && watch) {
+        char fence[24];
+        snprintf(fence, sizeof fence, "%lld",
+                 (long long)json_integer_value(json_object_get(got, "fence")));
+        const char *watch_argv[LOCK_WATCH_NARGV] = {
+            [LOCK_WATCH_ARGV_FENCE] = fence,
+            [LOCK_WATCH_ARGV_MARK_MS] = "10000",
+        };
+        ok = redis_script(SCRIPT_LOCK_WATCH, watch_keys, watch_argv, &seen, err) == 0 &&
+             json_is_true(json_object_get(seen, "held"));
+    }
+    ok = ok && redis_script(SCRIPT_LOCK_RELEASE_FAST, release_keys, release, &gone, err) == 0 &&
+         answer_is(gone, "released");
+    json_decref(got);
+    json_decref(seen);
+    json_decref(gone);
+    return ok;
+}
+
+/* A fresh lease id from seed. */
+static void lease_new(char lease[LEASE_ID_LEN + 1], unsigned *seed)
+{
+    for (int i = 0; i < LEASE_ID_LEN; i++)
+        lease[i] = "0123456789abcdef"[rand_r(seed) % 16];
+    lease[LEASE_ID_LEN] = '\0';
+}
 
 /* One thread of --pairs: acquire and release locks of random names. */
 static void *pairs_main(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg;
-    bool cluster = atomic_load(&pairs_cluster);
     long rate = atomic_load(&pairs_rate);
     int64_t due_us = clock_mono_us();
     while (clock_mono_ms() < atomic_load(&stop_at_ms)) {
@@ -297,72 +353,43 @@ static void *pairs_main(void *arg)
         }
         char name[32], lease[LEASE_ID_LEN + 1];
         snprintf(name, sizeof name, "pair:%u", (unsigned)rand_r(&seed));
-        for (int i = 0; i < LEASE_ID_LEN; i++)
-            lease[i] = "0123456789abcdef"[rand_r(&seed) % 16];
-        lease[LEASE_ID_LEN] = '\0';
-        struct lease_keys k;
-        char own[NSLOTTED][PAIR_KEY];
-        pair_keys(&k, own, cluster, name);
-        const char *acquire_keys[LOCK_ACQUIRE_FAST_NKEYS] = {
-            [LOCK_ACQUIRE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
-            [LOCK_ACQUIRE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
-            [LOCK_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_LOCK_KEY_FENCE],
-            [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_LOCK_KEY_FENCE_LIMIT],
-            [LOCK_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
-            [LOCK_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_LOCK_KEY_RELEASED],
-            [LOCK_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
-        };
-        const char *acquire[LOCK_ACQUIRE_FAST_NARGV] = {
-            [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
-            [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease,
-            [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = "10000",
-            [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = "0",
-            [LOCK_ACQUIRE_FAST_ARGV_TAIL] = "1 00000000000000000000000000000001 1 0 bench",
-        };
-        const char *release_keys[LOCK_RELEASE_FAST_NKEYS] = {
-            [LOCK_RELEASE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
-            [LOCK_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
-            [LOCK_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
-            [LOCK_RELEASE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
-        };
-        const char *release[LOCK_RELEASE_FAST_NARGV] = {
-            [LOCK_RELEASE_FAST_ARGV_NAME] = name,
-            [LOCK_RELEASE_FAST_ARGV_LEASE] = lease,
-        };
+        lease_new(lease, &seed);
         struct fg_error err = {0};
-        json_t *got = NULL, *gone = NULL;
-        bool ok = redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, &err) == 0 &&
-                  answer_is(got, "granted") &&
-                  redis_script(SCRIPT_LOCK_RELEASE_FAST, release_keys, release, &gone, &err) == 0 &&
-                  answer_is(gone, "released");
-        if (ok)
+        if (pair_once(name, lease, false, &err))
             atomic_fetch_add(&pairs_done, 1);
         else if (atomic_fetch_add(&pairs_failed, 1) < LOG_FIRST)
             fprintf(stderr, "client: pair on %s: %s\n", name, err.msg[0] ? err.msg : "not granted");
-        json_decref(got);
-        json_decref(gone);
     }
     redis_thread_done();
     return NULL;
 }
 
 /* cluster_client --pairs: see the top of the file. */
-static int run_pairs(char *url, int threads, double seconds, long rate)
+/* Connects to url with the key layout it calls for and raises every fence
+ * sequence; 0, or -1 (said on stderr). */
+static int pairs_setup(char *url)
 {
-    atomic_store(&pairs_rate, rate);
     struct config cfg = {.redis_url = url, .request_timeout_ms = 2000};
     struct fg_error err = {0};
     if (redis_init(&cfg, &err) != 0) {
         fprintf(stderr, "client: %s\n", err.msg);
-        return 1;
+        return -1;
     }
     bool cluster = strncmp(url, "redis-cluster://", 16) == 0;
-    atomic_store(&pairs_cluster, cluster);
+    lease_keys_set_layout(cluster ? LEASE_KEYS_PER_SLOT : LEASE_KEYS_ONE_REDIS);
     for (int s = cluster ? 0 : -1; s < (cluster ? CLUSTER_SLOTS : 0); s++)
         if (pair_fences(s, &err) != 0) {
             fprintf(stderr, "client: fences of slot %d: %s\n", s, err.msg);
-            return 1;
+            return -1;
         }
+    return 0;
+}
+
+static int run_pairs(char *url, int threads, double seconds, long rate)
+{
+    atomic_store(&pairs_rate, rate);
+    if (pairs_setup(url) != 0)
+        return 1;
     signal(SIGTERM, on_term);
     atomic_store(&stop_at_ms, clock_mono_ms() + (long long)(seconds * 1000));
     pthread_t *ids = calloc((size_t)threads, sizeof *ids);
@@ -377,8 +404,53 @@ static int run_pairs(char *url, int threads, double seconds, long rate)
     return 0;
 }
 
+/* The ends heard on CHANNEL_ENDED by --watched. */
+static atomic_long ends_heard;
+
+static void on_end(const char *payload, size_t len, void *ctx)
+{
+    (void)ctx;
+    if (len > 2 && memcmp(payload, "l|", 2) == 0)
+        atomic_fetch_add(&ends_heard, 1);
+}
+
+/* cluster_client --watched: see the top of the file. */
+static int run_watched(char *url, int count)
+{
+    if (pairs_setup(url) != 0)
+        return 1;
+    struct redis_subscriber sub = {CHANNEL_ENDED, on_end, on_follow_subscribed, NULL};
+    pthread_t thread;
+    pthread_create(&thread, NULL, follow_main, &sub);
+    for (int64_t until = clock_mono_ms() + 15000;
+         atomic_load(&follow.rounds) == 0 && clock_mono_ms() < until;)
+        clock_sleep_ms(20);
+    unsigned seed = 1;
+    long done = 0;
+    for (int i = 0; i < count; i++) {
+        char name[32], lease[LEASE_ID_LEN + 1];
+        snprintf(name, sizeof name, "watched:%d", i);
+        lease_new(lease, &seed);
+        struct fg_error err = {0};
+        if (pair_once(name, lease, true, &err))
+            done++;
+        else
+            fprintf(stderr, "client: watched pair on %s: %s\n", name, err.msg);
+    }
+    for (int64_t until = clock_mono_ms() + 5000;
+         atomic_load(&ends_heard) < done && clock_mono_ms() < until;)
+        clock_sleep_ms(20);
+    redis_subscribe_stop(&follow_stop);
+    pthread_join(thread, NULL);
+    redis_shutdown();
+    printf("{\"pairs\": %ld, \"ends\": %ld}\n", done, atomic_load(&ends_heard));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "--watched") == 0)
+        return run_watched(argv[2], atoi(argv[3]));
     if ((argc == 5 || argc == 6) && strcmp(argv[1], "--pairs") == 0)
         return run_pairs(argv[2], atoi(argv[3]), atof(argv[4]), argc == 6 ? atol(argv[5]) : 0);
     if (argc == 5 && strcmp(argv[1], "--follow") == 0)

@@ -6,7 +6,8 @@ know what each counter must read). In order:
 0. the slot tag table the gateway computes (store/backend/key_slot.c) against CLUSTER KEYSLOT, every slot.
 1. the topology: three shards, each a primary with one replica, all 16384 slots served;
 2. commands spread over the primaries (each within 15 % of a third, random names); so do the lock scripts'
-   (the uncontended pair through the gateway's client, the deployment-wide keys in the lock's slot);
+   (the uncontended pair through the gateway's client, the deployment-wide keys in the lock's slot); the end of a
+   watched lease published from the script on the shard channel of its slot and heard;
 3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) from two primaries to the
    third under load: the probe
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
@@ -171,6 +172,18 @@ class ClusterLabTest(unittest.TestCase):
         for p, n in counts.items():
             self.assertLess(abs(n / total - 1 / 3), 0.15 / 3, f"primary {p} ran {n} of {total} lease scripts")
         self.assert_stamped()
+
+    def test_2c_ended_on_shard_channels(self):
+        """A release of a watched lock publishes its end from the script (lib_lease.lua publish): on a cluster
+        with SPUBLISH on the shard channel of the lock's slot, which the gateway's client follows on every
+        slot: every end heard, the locks spread over all primaries."""
+        run = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--watched", self.lab.url(), "300"],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
+        r = json.loads(run.stdout.strip().splitlines()[-1])
+        print(f"watched ends: {r}", file=sys.stderr)
+        self.assertEqual(r["pairs"], 300, run.stderr[-2000:])
+        self.assertEqual(r["ends"], 300, "an end published from a script was not heard")
 
     def assert_stamped(self):
         """Every slot's fence origin (stamped by cluster_client --pairs through redis_run_id_here) names the run_id

@@ -2,16 +2,19 @@
 /*
  * test_lease_keys.c - the keys of a lock and of a semaphore, each at the index
  * its scripts read it from (lua/lib_lock.lua, lib_sem.lua, lib_lease.lua),
- * every one of them set, and the longest name fitting.
+ * every one of them set, and the longest name fitting; in the per-slot layout
+ * of a Redis Cluster, every key of a lease in the slot of its own keys.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "lease/lease_keys.h"
+#include "store/backend/key_slot.h"
 
 /* A key expected at index at of the KEYS list. */
 struct want {
@@ -85,12 +88,43 @@ static void longest_name_fits(void **state)
     }
 }
 
+/* Per slot: the shared keys carry the slot tag of the lease's slot, and every
+ * key of a lock or semaphore hashes to one slot; the one-Redis names come back
+ * with the default layout. */
+static void per_slot_keys_share_the_slot(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"inv:42", "a", "orders/2026-12-01", "x.y_z-1", "Z:9"};
+    lease_keys_set_layout(LEASE_KEYS_PER_SLOT);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        for (int kind = 0; kind < 2; kind++) {
+            struct lease_keys k;
+            lease_keys_init(&k, kind ? LEASE_KIND_SEMAPHORE : LEASE_KIND_LOCK, names[i]);
+            unsigned slot = key_slot(k.key[0], strlen(k.key[0]));
+            for (size_t j = 0; j < k.nkeys; j++)
+                assert_int_equal(key_slot(k.key[j], strlen(k.key[j])), slot);
+        }
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
+    unsigned slot = key_slot("inv:42", 6);
+    char want[64];
+    snprintf(want, sizeof want, "fg:fence:{%s}", slot_tag(slot));
+    assert_string_equal(k.key[LIB_LOCK_KEY_FENCE], want);
+    snprintf(want, sizeof want, "fg:idx:lk:{%s}", slot_tag(slot));
+    assert_string_equal(k.key[LIB_LOCK_KEY_INDEX], want);
+    lease_keys_set_layout(LEASE_KEYS_ONE_REDIS);
+    lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
+    assert_string_equal(k.key[LIB_LOCK_KEY_FENCE], "fg:fence");
+    assert_string_equal(k.key[LIB_LOCK_KEY_INDEX], "fg:idx:lk");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lock_keys_in_script_order),
         cmocka_unit_test(semaphore_keys_in_script_order),
         cmocka_unit_test(longest_name_fits),
+        cmocka_unit_test(per_slot_keys_share_the_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
