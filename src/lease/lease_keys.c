@@ -142,3 +142,33 @@ void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *nam
     if (layout_in_force == LEASE_KEYS_PER_SLOT)
         per_slot(k, layout);
 }
+
+/* Where each key of a first try comes from in the lock's KEYS. */
+static const size_t acquire_fast_from[LOCK_ACQUIRE_FAST_NKEYS] = {
+    [LOCK_ACQUIRE_FAST_KEY_HOLDER] = LIB_LOCK_KEY_HOLDER,
+    [LOCK_ACQUIRE_FAST_KEY_TICKETS] = LIB_LOCK_KEY_TICKETS,
+    [LOCK_ACQUIRE_FAST_KEY_FENCE] = LIB_LOCK_KEY_FENCE,
+    [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = LIB_LOCK_KEY_FENCE_LIMIT,
+    [LOCK_ACQUIRE_FAST_KEY_INDEX] = LIB_LOCK_KEY_INDEX,
+    [LOCK_ACQUIRE_FAST_KEY_RELEASED] = LIB_LOCK_KEY_RELEASED,
+    [LOCK_ACQUIRE_FAST_KEY_ENDED] = LIB_LOCK_KEY_ENDED,
+};
+
+static const size_t release_fast_from[LOCK_RELEASE_FAST_NKEYS] = {
+    [LOCK_RELEASE_FAST_KEY_HOLDER] = LIB_LOCK_KEY_HOLDER,
+    [LOCK_RELEASE_FAST_KEY_WATCHED] = LIB_LOCK_KEY_WATCHED,
+    [LOCK_RELEASE_FAST_KEY_TICKETS] = LIB_LOCK_KEY_TICKETS,
+    [LOCK_RELEASE_FAST_KEY_INDEX] = LIB_LOCK_KEY_INDEX,
+};
+
+void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char **out)
+{
+    for (size_t i = 0; i < LOCK_ACQUIRE_FAST_NKEYS; i++)
+        out[i] = k->key[acquire_fast_from[i]];
+}
+
+void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out)
+{
+    for (size_t i = 0; i < LOCK_RELEASE_FAST_NKEYS; i++)
+        out[i] = k->key[release_fast_from[i]];
+}

@@ -29,15 +29,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
-    const char *keys[LOCK_ACQUIRE_FAST_NKEYS] = {
-        [LOCK_ACQUIRE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
-        [LOCK_ACQUIRE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
-        [LOCK_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_LOCK_KEY_FENCE],
-        [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_LOCK_KEY_FENCE_LIMIT],
-        [LOCK_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
-        [LOCK_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_LOCK_KEY_RELEASED],
-        [LOCK_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
-    };
+    const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
+    lease_keys_lock_acquire_fast(&k, keys);
     char tail[HOLDER_TAIL_MAX];
     snprintf(tail, sizeof tail, "1 %s %s 0 %s", gw.instance_id, attach, p->owner);
     const char *argv[LOCK_ACQUIRE_FAST_NARGV] = {
@@ -118,12 +111,8 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
-    const char *keys[LOCK_RELEASE_FAST_NKEYS] = {
-        [LOCK_RELEASE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
-        [LOCK_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
-        [LOCK_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
-        [LOCK_RELEASE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
-    };
+    const char *keys[LOCK_RELEASE_FAST_NKEYS];
+    lease_keys_lock_release_fast(&k, keys);
     const char *argv[LOCK_RELEASE_FAST_NARGV] = {
         [LOCK_RELEASE_FAST_ARGV_NAME] = name,
         [LOCK_RELEASE_FAST_ARGV_LEASE] = lease_id,

@@ -275,15 +275,9 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
-    const char *acquire_keys[LOCK_ACQUIRE_FAST_NKEYS] = {
-        [LOCK_ACQUIRE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
-        [LOCK_ACQUIRE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
-        [LOCK_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_LOCK_KEY_FENCE],
-        [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_LOCK_KEY_FENCE_LIMIT],
-        [LOCK_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
-        [LOCK_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_LOCK_KEY_RELEASED],
-        [LOCK_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
-    };
+    const char *acquire_keys[LOCK_ACQUIRE_FAST_NKEYS], *release_keys[LOCK_RELEASE_FAST_NKEYS];
+    lease_keys_lock_acquire_fast(&k, acquire_keys);
+    lease_keys_lock_release_fast(&k, release_keys);
     const char *acquire[LOCK_ACQUIRE_FAST_NARGV] = {
         [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
         [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease,
@@ -295,12 +289,6 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
         [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
         [LOCK_WATCH_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
         [LOCK_WATCH_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
-    };
-    const char *release_keys[LOCK_RELEASE_FAST_NKEYS] = {
-        [LOCK_RELEASE_FAST_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
-        [LOCK_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
-        [LOCK_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
-        [LOCK_RELEASE_FAST_KEY_INDEX] = k.key[LIB_LOCK_KEY_INDEX],
     };
     const char *release[LOCK_RELEASE_FAST_NARGV] = {
         [LOCK_RELEASE_FAST_ARGV_NAME] = name,

@@ -118,6 +118,28 @@ static void per_slot_keys_share_the_slot(void **state)
     assert_string_equal(k.key[LIB_LOCK_KEY_INDEX], "fg:idx:lk");
 }
 
+/* The first tries of a lock take their keys from the lock's, each at its index. */
+static void lock_first_try_keys(void **state)
+{
+    (void)state;
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
+    const char *acquire[LOCK_ACQUIRE_FAST_NKEYS], *release[LOCK_RELEASE_FAST_NKEYS];
+    lease_keys_lock_acquire_fast(&k, acquire);
+    lease_keys_lock_release_fast(&k, release);
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_HOLDER], "fg:lk:{inv:42}:h");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_TICKETS], "fg:lk:{inv:42}:t");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE], "fg:fence");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT], "fg:fence_limit");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_INDEX], "fg:idx:lk");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RELEASED], "fg:lk:{inv:42}:x");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_ENDED], "fg:lk:{inv:42}:n");
+    assert_string_equal(release[LOCK_RELEASE_FAST_KEY_HOLDER], "fg:lk:{inv:42}:h");
+    assert_string_equal(release[LOCK_RELEASE_FAST_KEY_WATCHED], "fg:lk:{inv:42}:v");
+    assert_string_equal(release[LOCK_RELEASE_FAST_KEY_TICKETS], "fg:lk:{inv:42}:t");
+    assert_string_equal(release[LOCK_RELEASE_FAST_KEY_INDEX], "fg:idx:lk");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +147,7 @@ int main(void)
         cmocka_unit_test(semaphore_keys_in_script_order),
         cmocka_unit_test(longest_name_fits),
         cmocka_unit_test(per_slot_keys_share_the_slot),
+        cmocka_unit_test(lock_first_try_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
