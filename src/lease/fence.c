@@ -14,9 +14,13 @@
  * can overshoot it. Recovery runs where a script answered "nofence" (an
  * acquire or a write on an HTTP thread), never in the connect hook, so the
  * thread that keeps leases alive never waits for Postgres. A recovery after a loss also raises the
- * floor below which Redis-resource writes are refused (lua/lib_rw.lua). Must not: issue fences
- * itself, talk to Postgres from the connect hook, or let a connection on which
- * the check did not run be used.
+ * floor below which Redis-resource writes are refused (lua/lib_rw.lua). On a
+ * Redis Cluster with the per-slot layout (lease_keys.h) each slot's sequence
+ * is recovered the same way from the one Postgres reservation, its limit named
+ * after the run_id of the process it was raised on: no connect hook there, a
+ * process that did not raise it finds no limit and answers "nofence". Must
+ * not: issue fences itself, talk to Postgres from the connect hook, or let a
+ * connection on which the check did not run be used.
  */
 #include "lease/fence.h"
 
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lease/lease_keys.h"
 #include "lease/lease_request.h"
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
@@ -73,15 +78,30 @@ static void origin_set(const char *run_id)
     pthread_mutex_unlock(&origin.lock);
 }
 
+/* The one sequence of a single Redis. */
+static const struct lease_fence_keys deployment = {.fence = KEY_FENCE,
+                                                   .limit = KEY_FENCE_LIMIT,
+                                                   .origin = KEY_FENCE_ORIGIN,
+                                                   .floor = KEY_FENCE_FLOOR};
+
+/* True for the sequence of a slot of a Redis Cluster: its limit is named after
+ * the run_id it is read on (lease_keys.h), so it is trusted where that key
+ * exists, and what stands for the origin in a read is that limit. */
+static bool per_slot(const struct lease_fence_keys *fk)
+{
+    return fk->limit != deployment.limit;
+}
+
 /* Reads the last fence issued (-1: missing), whether it can be trusted, whether
- * fences may be issued now (ready), and the reserved limit (-1: missing). */
-static int read_issued(int64_t *issued, bool *trusted, bool *ready, int64_t *limit,
-                       struct fg_error *err)
+ * fences may be issued now (ready), and the reserved limit (-1: missing), of
+ * the sequence fk. */
+static int read_issued(const struct lease_fence_keys *fk, int64_t *issued, bool *trusted,
+                       bool *ready, int64_t *limit, struct fg_error *err)
 {
     const char *keys[FENCE_READ_NKEYS] = {
-        [FENCE_READ_KEY_FENCE] = KEY_FENCE,
-        [FENCE_READ_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
-        [FENCE_READ_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
+        [FENCE_READ_KEY_FENCE] = fk->fence,
+        [FENCE_READ_KEY_FENCE_ORIGIN] = per_slot(fk) ? fk->limit : fk->origin,
+        [FENCE_READ_KEY_FENCE_LIMIT] = fk->limit,
     };
     json_t *out = NULL;
     if (redis_script(SCRIPT_FENCE_READ, keys, NULL, &out, err) != 0)
@@ -100,12 +120,12 @@ static int read_issued(int64_t *issued, bool *trusted, bool *ready, int64_t *lim
  * once wait for the first, then find it ready and reserve nothing more. */
 static pthread_mutex_t recovering = PTHREAD_MUTEX_INITIALIZER;
 
-/* fence_recover under the recovering lock. */
-static int recover_locked(struct fg_error *err)
+/* Recovers the sequence fk under the recovering lock. */
+static int recover_locked(const struct lease_fence_keys *fk, struct fg_error *err)
 {
     int64_t issued = -1, floor = 0, limit = 0;
     bool trusted = false, ready = false;
-    if (read_issued(&issued, &trusted, &ready, &limit, err) != 0)
+    if (read_issued(fk, &issued, &trusted, &ready, &limit, err) != 0)
         return -1;
     if (ready)
         return 0;
@@ -117,16 +137,16 @@ static int recover_locked(struct fg_error *err)
     snprintf(limit_text, sizeof limit_text, "%" PRId64, limit);
     origin_get(run_id);
     const char *keys[FENCE_RAISE_NKEYS] = {
-        [FENCE_RAISE_KEY_FENCE] = KEY_FENCE,
-        [FENCE_RAISE_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
-        [FENCE_RAISE_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
-        [FENCE_RAISE_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
+        [FENCE_RAISE_KEY_FENCE] = fk->fence,
+        [FENCE_RAISE_KEY_FENCE_LIMIT] = fk->limit,
+        [FENCE_RAISE_KEY_FENCE_ORIGIN] = fk->origin,
+        [FENCE_RAISE_KEY_FENCE_FLOOR] = fk->floor,
     };
     const char *argv[FENCE_RAISE_NARGV] = {
         [FENCE_RAISE_ARGV_FLOOR] = floor_text,
         [FENCE_RAISE_ARGV_LIMIT] = limit_text,
         [FENCE_RAISE_ARGV_LOST] = trusted ? "0" : "1",
-        [FENCE_RAISE_ARGV_RUN_ID] = run_id,
+        [FENCE_RAISE_ARGV_RUN_ID] = per_slot(fk) ? "" : run_id, /* per slot: in the limit's name */
     };
     json_t *out = NULL;
     if (redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err) != 0)
@@ -142,7 +162,19 @@ static int recover_locked(struct fg_error *err)
 int fence_recover(struct fg_error *err)
 {
     pthread_mutex_lock(&recovering);
-    int rc = recover_locked(err);
+    int rc = recover_locked(&deployment, err);
+    pthread_mutex_unlock(&recovering);
+    return rc;
+}
+
+int fence_recover_lease(const struct lease_keys *k, struct fg_error *err)
+{
+    if (lease_keys_layout() != LEASE_KEYS_PER_SLOT)
+        return fence_recover(err);
+    struct lease_fence_keys fk;
+    lease_keys_fence(k, &fk);
+    pthread_mutex_lock(&recovering);
+    int rc = recover_locked(&fk, err);
     pthread_mutex_unlock(&recovering);
     return rc;
 }
@@ -195,7 +227,7 @@ int fence_headroom(int64_t *headroom, struct fg_error *err)
 {
     int64_t issued = -1, limit = -1;
     bool trusted = false, ready = false;
-    if (read_issued(&issued, &trusted, &ready, &limit, err) != 0)
+    if (read_issued(&deployment, &issued, &trusted, &ready, &limit, err) != 0)
         return -1;
     *headroom = ready ? limit - issued : 0;
     return 0;

@@ -18,6 +18,14 @@
  * Redis write floor to the new sequence. Needs both backends. */
 int fence_recover(struct fg_error *err) FG_WUR;
 
+struct lease_keys;
+
+/* fence_recover for the sequence the lease with keys k issues from: with the
+ * per-slot layout of a Redis Cluster (lease_keys.h), its slot's, raised above
+ * a block of the same Postgres reservation and its limit set under the run_id
+ * of the process that runs the raise; else the one sequence. */
+int fence_recover_lease(const struct lease_keys *k, struct fg_error *err) FG_WUR;
+
 /* Connect hook of the Redis module, run before anything else on every new
  * connection: if the Redis process that answers is not the one the sequence was
  * last recovered on, or the sequence is missing, stops every gateway from

@@ -5,8 +5,9 @@
  * where each goes in the script's KEYS, the common lease keys at the offset
  * where the kind's list takes lib_lease.lua's; on a Redis Cluster the keys
  * shared by all leases (fence sequence and limit, gateways, listing index,
- * revoked fences) become those of the lease's slot. It must not know what a
- * script does with a key.
+ * revoked fences) become those of the lease's slot, the fence limit named
+ * after the run_id it is read on too. It must not know what a script does
+ * with a key.
  */
 #include "lease/lease_keys.h"
 
@@ -122,9 +123,32 @@ static void per_slot(struct lease_keys *k, const struct kind_layout *layout)
     shared[sizeof shared / sizeof shared[0] - 1] = layout->common_at + LIB_LEASE_KEY_INDEX;
     for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
         size_t at = shared[i];
-        slot_tag_key(k->made[at], sizeof k->made[at], k->key[at], slot);
+        size_t len = slot_tag_key(k->made[at], sizeof k->made[at], k->key[at], slot);
         k->key[at] = k->made[at];
+        if (at == layout->common_at + LIB_LEASE_KEY_FENCE_LIMIT)
+            memcpy(k->made[at] + len, ":" REDIS_RUN_ID_PLACEHOLDER,
+                   sizeof ":" REDIS_RUN_ID_PLACEHOLDER);
     }
+}
+
+enum lease_keys_layout lease_keys_layout(void)
+{
+    return layout_in_force;
+}
+
+void lease_keys_fence(const struct lease_keys *k, struct lease_fence_keys *out)
+{
+    out->fence = k->key[k->common_at + LIB_LEASE_KEY_FENCE];
+    out->limit = k->key[k->common_at + LIB_LEASE_KEY_FENCE_LIMIT];
+    out->origin = KEY_FENCE_ORIGIN;
+    out->floor = KEY_FENCE_FLOOR;
+    if (layout_in_force != LEASE_KEYS_PER_SLOT)
+        return;
+    unsigned slot = key_slot(k->key[0], strlen(k->key[0]));
+    slot_tag_key(out->made[0], sizeof out->made[0], KEY_FENCE_ORIGIN, slot);
+    slot_tag_key(out->made[1], sizeof out->made[1], KEY_FENCE_FLOOR, slot);
+    out->origin = out->made[0];
+    out->floor = out->made[1];
 }
 
 void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name)
@@ -132,6 +156,7 @@ void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *nam
     const struct kind_layout *layout = &layouts[kind == LEASE_KIND_SEMAPHORE];
     memset(k->key, 0, sizeof k->key);
     k->nkeys = layout->nkeys;
+    k->common_at = layout->common_at;
     for (size_t i = 0; i < layout->nown; i++)
         make(k, layout, name, 0, &layout->own[i]);
     for (size_t i = 0; i < sizeof common_made / sizeof common_made[0]; i++)

@@ -11,6 +11,7 @@
 #include "auth/token.h"
 #include "lease/lease_kind.h"
 #include "lua_scripts.h"
+#include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "util/names.h"
 
@@ -22,6 +23,7 @@ struct lease_keys {
     const char *key[LIB_SEM_NKEYS];          /* every key by script index: LIB_LOCK_KEY_* for a
                                                 lock, LIB_SEM_KEY_* for a semaphore */
     size_t nkeys;                            /* LIB_LOCK_NKEYS or LIB_SEM_NKEYS */
+    size_t common_at;                        /* where lib_lease.lua's keys start in key */
 };
 
 /* How the keys shared by all leases of a deployment are named. */
@@ -29,8 +31,28 @@ enum lease_keys_layout {
     LEASE_KEYS_ONE_REDIS, /* once for all leases: KEY_FENCE, KEY_GATEWAYS, ... (the default) */
     LEASE_KEYS_PER_SLOT,  /* one per hash slot of a Redis Cluster, "<key>:{T(s)}" for the slot s of
                              the lease's own keys (store/backend/key_slot.h, docs/cluster.md):
-                             every key a lease script takes lives in one slot */
+                             every key a lease script takes lives in one slot. The fence limit
+                             is also named after the run_id of the process it is read on,
+                             KEY_FENCE_LIMIT ":{T(s)}:<run_id>" (the Redis module writes the
+                             run_id in, store/backend/redis.h): a restarted, promoted or new
+                             owner of the slot finds none, and the sequence is recovered before
+                             anything is granted there */
 };
+
+/* The layout in force. */
+enum lease_keys_layout lease_keys_layout(void);
+
+/* The keys of the fence sequence a lease's scripts issue from: of its slot,
+ * or the deployment's on one Redis; each points into the struct or to a
+ * static name. */
+struct lease_fence_keys {
+    const char *fence, *limit, *origin, *floor; /* KEY_FENCE, KEY_FENCE_LIMIT, ... */
+    char made[2][LEASE_KEY_MAX];                /* the origin and floor of a slot */
+};
+
+/* Fills out with the fence keys of the lease whose keys are k (borrowed: out
+ * points into k). */
+void lease_keys_fence(const struct lease_keys *k, struct lease_fence_keys *out);
 
 /* Sets the layout of every later lease_keys_init; at start-up, before any. */
 void lease_keys_set_layout(enum lease_keys_layout layout);

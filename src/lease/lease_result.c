@@ -56,8 +56,8 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
             lease_hand_over(kind, name, res);
             return 0;
         }
-        int dealt =
-            into.retry == LEASE_RETRY_NOFENCE ? fence_recover(err) : revocations_restore(err);
+        int dealt = into.retry == LEASE_RETRY_NOFENCE ? fence_recover_lease(&k, err)
+                                                      : revocations_restore(err);
         if (dealt != 0)
             return -1;
     }

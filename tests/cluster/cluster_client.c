@@ -30,6 +30,13 @@
  * raised first (its origin stamped with the run_id of the node that runs the
  * raise): what the cluster layout costs Redis per pair, measured by the lab's
  * bench (bench/cluster_cpu.py) against a single Redis with the same client.
+ * With FG_CLUSTER_PG_DSN (a Postgres) the sequences are not raised first:
+ * a first try that finds no fence to issue has its slot's sequence recovered
+ * as the gateway does (lease/fence.c fence_recover_lease, from the one
+ * Postgres reservation), then tries again; the JSON also says how many
+ * recoveries ran and how many fences were granted twice. FG_CLUSTER_NAMES=N
+ * has each thread use N names of its own again and again instead of random
+ * ones (their slots' sequences then go on across a failover).
  * cluster_client --watched <URL> <count> follows CHANNEL_ENDED
  * (redis_subscribe: on a cluster one shard channel per slot) and runs count
  * such pairs, each with lua/lock_watch.lua between acquire and release, so
@@ -46,9 +53,11 @@
 #include <time.h>
 
 #include "config.h"
+#include "lease/fence.h"
 #include "lease/lease_keys.h"
 #include "lua_scripts.h"
 #include "store/backend/key_slot.h"
+#include "store/backend/pg.h"
 #include "store/backend/redis.h"
 #include "util/clock.h"
 
@@ -223,33 +232,35 @@ static int run_follow(char *url, const char *channel, double seconds)
     return 0;
 }
 
-#define PAIR_KEY 64 /* bytes of a key of the fence sequence */
+#define PAIR_KEY 128 /* bytes of a key of the fence sequence */
 
 /* Raises the fence sequence of slot (or the one sequence, slot < 0) far
- * enough for the run, as a recovery does: stamped with the run_id of the
- * process that runs the script (redis_run_id_here), which the lab checks. */
+ * enough for a run without Postgres, under the keys lease_keys.h names: per
+ * slot, the limit named after the run_id of the process that runs the raise
+ * (the Redis module writes it in). */
 static int pair_fences(int slot, struct fg_error *err)
 {
-    char keys_text[FENCE_RAISE_NKEYS][PAIR_KEY];
-    static const char *const fence_keys[FENCE_RAISE_NKEYS] = {
-        [FENCE_RAISE_KEY_FENCE] = KEY_FENCE,
-        [FENCE_RAISE_KEY_FENCE_LIMIT] = KEY_FENCE_LIMIT,
-        [FENCE_RAISE_KEY_FENCE_ORIGIN] = KEY_FENCE_ORIGIN,
-        [FENCE_RAISE_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
-    };
-    const char *keys[FENCE_RAISE_NKEYS];
-    for (size_t i = 0; i < FENCE_RAISE_NKEYS; i++) {
-        keys[i] = fence_keys[i];
-        if (slot >= 0) {
-            slot_tag_key(keys_text[i], PAIR_KEY, fence_keys[i], (unsigned)slot);
-            keys[i] = keys_text[i];
-        }
+    const char *seq[] = {KEY_FENCE, KEY_FENCE_LIMIT, KEY_FENCE_ORIGIN, KEY_FENCE_FLOOR};
+    char made[4][PAIR_KEY];
+    for (size_t i = 0; i < 4 && slot >= 0; i++) {
+        size_t len = slot_tag_key(made[i], sizeof made[i], seq[i], (unsigned)slot);
+        if (i == 1) /* the limit, named after the run_id */
+            snprintf(made[i] + len, sizeof made[i] - len, ":%s", REDIS_RUN_ID_PLACEHOLDER);
+        seq[i] = made[i];
     }
+    struct lease_fence_keys fk = {
+        .fence = seq[0], .limit = seq[1], .origin = seq[2], .floor = seq[3]};
+    const char *keys[FENCE_RAISE_NKEYS] = {
+        [FENCE_RAISE_KEY_FENCE] = fk.fence,
+        [FENCE_RAISE_KEY_FENCE_LIMIT] = fk.limit,
+        [FENCE_RAISE_KEY_FENCE_ORIGIN] = fk.origin,
+        [FENCE_RAISE_KEY_FENCE_FLOOR] = fk.floor,
+    };
     const char *argv[FENCE_RAISE_NARGV] = {
         [FENCE_RAISE_ARGV_FLOOR] = "1",
         [FENCE_RAISE_ARGV_LIMIT] = "1000000000000",
-        [FENCE_RAISE_ARGV_LOST] = "1",
-        [FENCE_RAISE_ARGV_RUN_ID] = redis_run_id_here,
+        [FENCE_RAISE_ARGV_LOST] = "0",
+        [FENCE_RAISE_ARGV_RUN_ID] = "",
     };
     json_t *out = NULL;
     int rc = redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err);
@@ -265,7 +276,47 @@ static bool answer_is(const json_t *answer, const char *r)
 }
 
 static atomic_long pairs_rate; /* pairs a second each thread keeps to; 0: as fast as it can */
+static long pairs_names;       /* FG_CLUSTER_NAMES: names per thread; 0: random names */
 static atomic_long pairs_done, pairs_failed;
+
+/* With Postgres (FG_CLUSTER_PG_DSN): fences recovered as the gateway does. */
+static bool pairs_recover;
+static atomic_long pairs_recoveries;
+
+/* Every fence granted, to count those granted twice. */
+static struct {
+    pthread_mutex_t lock;
+    long long *all;
+    size_t n, cap;
+} granted = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void fence_note(long long fence)
+{
+    pthread_mutex_lock(&granted.lock);
+    if (granted.n == granted.cap) {
+        granted.cap = granted.cap ? 2 * granted.cap : 65536;
+        granted.all = realloc(granted.all, granted.cap * sizeof *granted.all);
+        FG_ASSERT(granted.all != NULL);
+    }
+    granted.all[granted.n++] = fence;
+    pthread_mutex_unlock(&granted.lock);
+}
+
+static int compare_fences(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Fences granted more than once. */
+static long fences_twice(void)
+{
+    qsort(granted.all, granted.n, sizeof *granted.all, compare_fences);
+    long twice = 0;
+    for (size_t i = 1; i < granted.n; i++)
+        twice += granted.all[i] == granted.all[i - 1];
+    return twice;
+}
 
 /* One uncontended pair on lock name with lease: the first tries the gateway
  * runs, and with watch a watch of the lease between them (lua/lock_watch.lua
@@ -295,8 +346,19 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
         [LOCK_RELEASE_FAST_ARGV_LEASE] = lease,
     };
     json_t *got = NULL, *seen = NULL, *gone = NULL;
-    bool ok = redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err) == 0 &&
-              answer_is(got, "granted");
+    bool ok = redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err) == 0;
+    if (ok && pairs_recover && answer_is(got, "contended")) {
+        /* No fence may be issued in this slot (a fresh, restarted or promoted node): as the
+         * gateway does after "nofence", recover the slot's sequence, then try again. */
+        json_decref(got);
+        got = NULL;
+        atomic_fetch_add(&pairs_recoveries, 1);
+        ok = fence_recover_lease(&k, err) == 0 &&
+             redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err) == 0;
+    }
+    ok = ok && answer_is(got, "granted");
+    if (ok)
+        fence_note(json_integer_value(json_object_get(got, "fence")));
     if (ok && watch) {
         char fence[24];
         snprintf(fence, sizeof fence, "%lld",
@@ -327,7 +389,7 @@ static void lease_new(char lease[LEASE_ID_LEN + 1], unsigned *seed)
 /* One thread of --pairs: acquire and release locks of random names. */
 static void *pairs_main(void *arg)
 {
-    unsigned seed = (unsigned)(uintptr_t)arg;
+    unsigned seed = (unsigned)(uintptr_t)arg, thread_seed = seed;
     long rate = atomic_load(&pairs_rate);
     int64_t due_us = clock_mono_us();
     while (clock_mono_ms() < atomic_load(&stop_at_ms)) {
@@ -340,7 +402,11 @@ static void *pairs_main(void *arg)
             due_us += 1000000 / rate;
         }
         char name[32], lease[LEASE_ID_LEN + 1];
-        snprintf(name, sizeof name, "pair:%u", (unsigned)rand_r(&seed));
+        if (pairs_names > 0) /* a few names of this thread's own, used again and again */
+            snprintf(name, sizeof name, "pair:%u:%u", thread_seed,
+                     (unsigned)rand_r(&seed) % (unsigned)pairs_names);
+        else
+            snprintf(name, sizeof name, "pair:%u", (unsigned)rand_r(&seed));
         lease_new(lease, &seed);
         struct fg_error err = {0};
         if (pair_once(name, lease, false, &err))
@@ -353,8 +419,10 @@ static void *pairs_main(void *arg)
 }
 
 /* cluster_client --pairs: see the top of the file. */
-/* Connects to url with the key layout it calls for and raises every fence
- * sequence; 0, or -1 (said on stderr). */
+/* Connects to url with the key layout it calls for; with FG_CLUSTER_PG_DSN
+ * to Postgres too, the fence sequences then recovered as the gateway recovers
+ * them (fence_recover_lease), else raises every one at once. 0, or -1 (said
+ * on stderr). */
 static int pairs_setup(char *url)
 {
     struct config cfg = {.redis_url = url, .request_timeout_ms = 2000};
@@ -365,6 +433,17 @@ static int pairs_setup(char *url)
     }
     bool cluster = strncmp(url, "redis-cluster://", 16) == 0;
     lease_keys_set_layout(cluster ? LEASE_KEYS_PER_SLOT : LEASE_KEYS_ONE_REDIS);
+    static struct config pg_cfg = {
+        .pg_pool_size = 4, .request_timeout_ms = 5000, .statement_timeout_ms = 5000};
+    pg_cfg.pg_dsn = getenv("FG_CLUSTER_PG_DSN");
+    if (pg_cfg.pg_dsn != NULL) {
+        pairs_recover = true;
+        if (pg_init(&pg_cfg, &err) != 0 || pg_migrate(&err) != 0) {
+            fprintf(stderr, "client: postgres: %s\n", err.msg);
+            return -1;
+        }
+        return 0;
+    }
     for (int s = cluster ? 0 : -1; s < (cluster ? CLUSTER_SLOTS : 0); s++)
         if (pair_fences(s, &err) != 0) {
             fprintf(stderr, "client: fences of slot %d: %s\n", s, err.msg);
@@ -376,6 +455,8 @@ static int pairs_setup(char *url)
 static int run_pairs(char *url, int threads, double seconds, long rate)
 {
     atomic_store(&pairs_rate, rate);
+    const char *names_env = getenv("FG_CLUSTER_NAMES");
+    pairs_names = names_env != NULL ? atol(names_env) : 0;
     if (pairs_setup(url) != 0)
         return 1;
     signal(SIGTERM, on_term);
@@ -387,8 +468,9 @@ static int run_pairs(char *url, int threads, double seconds, long rate)
         pthread_join(ids[i], NULL);
     free(ids);
     redis_shutdown();
-    printf("{\"pairs\": %ld, \"failed\": %ld}\n", atomic_load(&pairs_done),
-           atomic_load(&pairs_failed));
+    printf("{\"pairs\": %ld, \"failed\": %ld, \"recoveries\": %ld, \"twice\": %ld}\n",
+           atomic_load(&pairs_done), atomic_load(&pairs_failed), atomic_load(&pairs_recoveries),
+           fences_twice());
     return 0;
 }
 

@@ -7,7 +7,8 @@ know what each counter must read). In order:
 1. the topology: three shards, each a primary with one replica, all 16384 slots served;
 2. commands spread over the primaries (each within 15 % of a third, random names); so do the lock scripts'
    (the uncontended pair through the gateway's client, the deployment-wide keys in the lock's slot); the end of a
-   watched lease published from the script on the shard channel of its slot and heard;
+   watched lease published from the script on the shard channel of its slot and heard; with fence recovery from
+   Postgres per slot, no fence granted twice and every limit under its owner's run_id;
 3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) from two primaries to the
    third under load: the probe
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
@@ -21,6 +22,8 @@ know what each counter must read). In order:
    stamped with the run_id of the node) through a failover that loses acknowledged grants (the replica cut off
    and frozen while its primary grants, then the primary killed) and a slot moved under load: no fence issued
    twice, none going back for a lock; the same failover without the run_id stamp issues fences twice;
+   and the gateway's own pair and fence recovery (lua scripts, lease/fence.c on the test's Postgres, each slot's
+   limit named after its node's run_id) through the same failover: no fence granted twice;
 8. the listing of docs/cluster.md: names in per-slot indexes, a page read from every slot's index (pipelined
    per primary) and merged in name order, the last name the one cursor: every name once, in order, and what a
    page costs Redis;
@@ -157,45 +160,70 @@ class ClusterLabTest(unittest.TestCase):
     def test_2b_lease_spread(self):
         """The lock pair the gateway runs when nobody contends (lock_acquire_fast, lock_release_fast through the
         gateway's client, the deployment-wide keys in the lock's slot as docs/cluster.md lays them out) on random
-        names: every pair granted and released, and the FCALLs spread within 15 % of a third over the primaries."""
+        names, each slot's fence sequence recovered from Postgres on its first try (lease/fence.c
+        fence_recover_lease): every pair granted and released, no fence granted twice, every slot with a
+        sequence has its limit under the run_id of the primary that owns it, and the FCALLs spread within 15 %
+        of a third over the primaries."""
         primaries = self.lab.primaries()
         before = {p: self.lab.calls(p, "fcall") for p in primaries}
-        run = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), "4", "3"],
-                             capture_output=True, text=True, timeout=120)
-        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
-        r = json.loads(run.stdout.strip().splitlines()[-1])
-        self.assertEqual(r["failed"], 0, run.stderr[-2000:])
-        self.assertGreater(r["pairs"], 1000)
+        r = self.pairs_result(self.pairs(4, 3))
+        self.assertEqual(r["failed"], 0)
+        self.assertGreater(r["pairs"], 300)
+        self.assertGreater(r["recoveries"], 300, "slots granted without a recovery of their sequence")
+        for port, (unstamped, stamped) in self.stamped().items():
+            self.assertEqual(unstamped, [], f"slots of primary {port} whose limit is not under its run_id")
+            self.assertGreater(stamped, 50)
         counts = {p: self.lab.calls(p, "fcall") - before[p] for p in primaries}
         total = sum(counts.values())
         print(f"lease spread: {r['pairs']} lock pairs, FCALLs {counts} of {total}", file=sys.stderr)
         for p, n in counts.items():
             self.assertLess(abs(n / total - 1 / 3), 0.15 / 3, f"primary {p} ran {n} of {total} lease scripts")
-        self.assert_stamped()
 
     def test_2c_ended_on_shard_channels(self):
         """A release of a watched lock publishes its end from the script (lib_lease.lua publish): on a cluster
         with SPUBLISH on the shard channel of the lock's slot, which the gateway's client follows on every
         slot: every end heard, the locks spread over all primaries."""
         run = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--watched", self.lab.url(), "300"],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "FG_CLUSTER_PG_DSN": os.environ["FG_TEST_PG_DSN"]})
         self.assertEqual(run.returncode, 0, run.stderr[-2000:])
         r = json.loads(run.stdout.strip().splitlines()[-1])
         print(f"watched ends: {r}", file=sys.stderr)
         self.assertEqual(r["pairs"], 300, run.stderr[-2000:])
         self.assertEqual(r["ends"], 300, "an end published from a script was not heard")
 
-    def assert_stamped(self):
-        """Every slot's fence origin (stamped by cluster_client --pairs through redis_run_id_here) names the run_id
-        of the primary that owns the slot: the run_id the connection that wrote the call reached."""
+    def pairs(self, threads: int, seconds: float, names: int = 0) -> subprocess.Popen:
+        """cluster_client --pairs with fence recovery on the test's Postgres (lease/fence.c, per slot); names: a
+        few names per thread used again and again (0: random names)."""
+        return subprocess.Popen([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), str(threads), str(seconds)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "FG_CLUSTER_PG_DSN": os.environ["FG_TEST_PG_DSN"],
+                                     "FG_CLUSTER_NAMES": str(names)})
+
+    def pairs_result(self, proc: subprocess.Popen) -> dict:
+        out, err = proc.communicate(timeout=180)
+        self.assertEqual(proc.returncode, 0, err[-2000:])
+        r = json.loads(out.strip().splitlines()[-1])
+        print(f"pairs with recovery: {r}", file=sys.stderr)
+        self.assertEqual(r["twice"], 0, "a fence was granted twice")
+        return r
+
+    def stamped(self) -> dict[int, tuple[list[int], int]]:
+        """For each primary: the slots whose fence sequence exists but has no limit under the primary's run_id
+        (fg:fence_limit:{T}:<run_id>, the run_id written in by the connection that wrote the raise), and how
+        many have one."""
+        out = {}
         for shard in self.lab.shards():
             port, r = shard["primary"], shard["ranges"]
             run_id = self.lab.info(port, "server")["run_id"]
             slots = [s for i in range(0, len(r), 2) for s in range(r[i], r[i + 1] + 1)]
             with socket.create_connection(("127.0.0.1", port), timeout=30) as c, c.makefile("rb") as f:
-                c.sendall(b"".join(encode("GET", f"fg:fence_origin:{{{slot_tag(s)}}}") for s in slots))
-                origins = collections.Counter(read_reply(f) for _ in slots)
-            self.assertEqual(origins, {run_id: len(slots)}, f"fence origins on primary {port}")
+                c.sendall(b"".join(encode("EXISTS", f"fg:fence:{{{slot_tag(s)}}}") +
+                                   encode("EXISTS", f"fg:fence_limit:{{{slot_tag(s)}}}:{run_id}") for s in slots))
+                found = [(read_reply(f), read_reply(f)) for _ in slots]
+            out[port] = ([s for s, (fence, limit) in zip(slots, found) if fence and not limit],
+                         sum(1 for _, limit in found if limit))
+        return out
 
     def test_3_reshard_under_load(self):
         # The slots move from the first and third primaries to the second, half from each, so that a third
@@ -395,6 +423,17 @@ class ClusterLabTest(unittest.TestCase):
         self.assertEqual(checked["twice"], 0, "a fence was issued twice")
         self.assertEqual(checked["back"], 0, "a lock's fence went back")
 
+    def test_7b_fences_through_lossy_failover(self):
+        """The gateway's lock pair with fence recovery (lua scripts, lease/fence.c, per-slot limits named after
+        their node's run_id) through the failover that loses acknowledged grants: no fence granted twice."""
+        self.lab.wait_replicated()
+        proc = self.pairs(4, 8, names=40)   # the same slots before, during and after: their sequences go on
+        time.sleep(2)
+        self.lossy_failover(self.lab.shards()[0])
+        r = self.pairs_result(proc)
+        self.assertGreater(r["pairs"], 300)
+        self.lab.wait_converged(timeout=30)
+
     def test_8_listing_merge(self):
         names = [f"inv:{i:05d}" for i in range(3000)] + [f"other:{i}" for i in range(300)]
         slot_of = {n: crc16(n.encode()) % SLOTS for n in names}
@@ -587,10 +626,12 @@ class ClusterLabTest(unittest.TestCase):
         self.assertLessEqual(after_kill, NODE_TIMEOUT_MS / 1000 + 2 + 1)
         # The promoted replica has a run_id of its own: calls written to it carry that one.
         self.lab.wait_converged(timeout=30)
-        run = subprocess.run([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), "2", "0.5"],
-                             capture_output=True, text=True, timeout=120)
-        self.assertEqual(run.returncode, 0, run.stderr[-2000:])
-        self.assert_stamped()
+        promoted = self.lab.owner(other["ranges"][0])
+        before = self.stamped()[promoted][1]
+        r = self.pairs_result(self.pairs(2, 1))
+        self.assertGreater(r["recoveries"], 0, "the promoted replica's slots were not recovered")
+        self.assertEqual(before, 0, "the promoted replica had limits under its run_id before it raised any")
+        self.assertGreater(self.stamped()[promoted][1], 0)
         self.lab.start_node(other["primary"])
         self.lab.wait_converged(timeout=30)
 

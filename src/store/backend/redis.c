@@ -66,6 +66,7 @@
 #include "embedded.h"
 #include "store/backend/key_slot.h"
 #include "store/backend/redis_cluster.h"
+#include "store/backend/redis_keys.h"
 #include "store/backend/redis_pipe.h"
 #include "store/backend/redis_route.h"
 #include "store/backend/redis_url.h"
@@ -111,8 +112,8 @@ struct node {
     char run_id[REDIS_RUN_ID_LEN + 1]; /* of the process ctx reached (redis_run_id_here) */
 };
 
-const char redis_run_id_here[REDIS_RUN_ID_LEN + 1] = "----------------------------------------";
-_Static_assert(sizeof "----------------------------------------" == REDIS_RUN_ID_LEN + 1,
+const char redis_run_id_here[REDIS_RUN_ID_LEN + 1] = REDIS_RUN_ID_PLACEHOLDER;
+_Static_assert(sizeof REDIS_RUN_ID_PLACEHOLDER == REDIS_RUN_ID_LEN + 1,
                "redis_run_id_here is as long as a run_id");
 
 /* The connection to the primary (redis://, redis-sentinel://). */
@@ -174,14 +175,29 @@ static char *put_decimal(char *at, size_t n)
     return at;
 }
 
+/* True if key (len bytes) is named after the run_id it is read on: a per-slot
+ * fence limit (lease_keys.h) ending with the text of redis_run_id_here. Only
+ * keys of the gateway's own prefix, which no client writes, qualify. */
+static bool run_id_key(const char *key, size_t len)
+{
+    static const char prefix[] = KEY_FENCE_LIMIT ":{";
+    return len >= sizeof prefix - 1 + REDIS_RUN_ID_LEN &&
+           memcmp(key, prefix, sizeof prefix - 1) == 0 &&
+           memcmp(key + len - REDIS_RUN_ID_LEN, redis_run_id_here, REDIS_RUN_ID_LEN) == 0;
+}
+
 /* Writes argv as one RESP command into buf (cap bytes) when it fits; returns
  * its length either way (formatted by hand: hiredis's own formatting prints
  * every length through sdscatfmt and grows its buffer a piece at a time).
- * When run_id_at is given, it receives where the text of the argument that is
- * redis_run_id_here begins (0: none is). */
+ * When run_id_at is given, it receives where the run_id goes (0: nowhere; one
+ * per command): the text of redis_run_id_here as an argument of its own, or at
+ * the end of a script's key named after its run_id (run_id_key). */
 static size_t format_command(char *buf, size_t cap, int argc, const char **argv, const size_t *lens,
                              size_t *run_id_at)
 {
+    int keys_end = run_id_at != NULL && argc >= 3 && strcmp(argv[0], "FCALL") == 0
+                       ? 3 + atoi(argv[2])
+                       : 0; /* after the KEYS of a script */
     size_t need = 1 + 20 + 2;
     for (int i = 0; i < argc; i++)
         need += 1 + 20 + 2 + (lens ? lens[i] : strlen(argv[i])) + 2;
@@ -198,8 +214,9 @@ static size_t format_command(char *buf, size_t cap, int argc, const char **argv,
         at = put_decimal(at, len);
         *at++ = '\r';
         *at++ = '\n';
-        if (run_id_at != NULL && argv[i] == redis_run_id_here)
-            *run_id_at = (size_t)(at - buf);
+        if (run_id_at != NULL &&
+            (argv[i] == redis_run_id_here || (i >= 3 && i < keys_end && run_id_key(argv[i], len))))
+            *run_id_at = (size_t)(at - buf) + len - REDIS_RUN_ID_LEN;
         memcpy(at, argv[i], len);
         at += len;
         *at++ = '\r';
@@ -718,8 +735,6 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
     size_t run_id_at = 0;
     size_t len = format_command(local, sizeof local, argc, argv, lens, &run_id_at);
     if (len > sizeof local) { /* a script's source, once: it stands for no run_id */
-        for (int i = 0; i < argc; i++)
-            FG_ASSERT(argv[i] != redis_run_id_here);
         int k = redisFormatCommandArgv(&heap, argc, argv, lens);
         FG_ASSERT(k > 0);
         command = heap;

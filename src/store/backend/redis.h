@@ -71,15 +71,20 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
 #define REDIS_RUN_ID_LEN 40
 
 /*
- * An ARGV value, recognised by its address, that stands for the run_id of the
- * Redis process a script runs on: the call carries this text (REDIS_RUN_ID_LEN
- * dashes, which no run_id is) and the connection it is written on puts its own
- * run_id in its place as it writes it, read with INFO when the connection was
+ * An ARGV value that stands for the run_id of the Redis process a script runs
+ * on: the call carries this text (REDIS_RUN_ID_LEN dashes, which no run_id
+ * is) and the connection it is written on puts its own run_id in its place as
+ * it writes it, read with INFO when the connection was
  * made. So a script always sees the run_id of the process that runs it,
  * whatever reconnection, MOVED or ASK came between the caller and the write;
  * it sees the dashes when that process would not say (INFO not allowed).
  */
 extern const char redis_run_id_here[REDIS_RUN_ID_LEN + 1];
+
+/* The text of redis_run_id_here. A script's per-slot fence limit key that
+ * ends with it (KEY_FENCE_LIMIT ":{T}:" and this text: lease_keys.h, named
+ * after the run_id it is read on) has it replaced the same way. */
+#define REDIS_RUN_ID_PLACEHOLDER "----------------------------------------"
 
 /* Reads the run_id of the Redis process the gateway talks to into out (cap
  * bytes): it changes whenever Redis restarts or another server answers. An
