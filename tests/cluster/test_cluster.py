@@ -12,7 +12,8 @@ know what each counter must read). In order:
 3. a live reshard of FG_CLUSTER_RESHARD_SLOTS slots (default 1000; a third is 5461) from two primaries to the
    third under load: the probe
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
-4. kill -9 of a primary under load: service back within cluster-node-timeout + 2 s, no internal error;
+4. kill -9 of a primary under load: service back within cluster-node-timeout + 2 s (or within 1 s of the
+   promotion, when Redis itself promotes the replica later on a loaded machine), no internal error;
 5. a primary stopped and restarted from an older snapshot (older data, older view of the cluster): it rejoins
    as a replica and no counter goes back;
 6. what the cluster key layout of docs/cluster.md relies on, on this Redis: slot tags, a function reading an
@@ -105,21 +106,26 @@ class ClusterLabTest(unittest.TestCase):
         return collections.Counter({kind: sum(self.lab.errors(p, kind) for p in self.lab.primaries())
                                     for kind in ("MOVED", "ASK")})
 
-    def kill_primary(self, shard: dict) -> float:
+    def kill_primary(self, shard: dict) -> tuple[float, float]:
         """kill -9 of shard's primary; returns when its replica serves its slots and the cluster agrees, with the
-        wall-clock time of the kill in ms."""
+        wall-clock times (ms) of the kill and of the first map that named the new owner."""
         killed_ms = time.time() * 1000
         self.lab.kill9(shard["primary"])
         wait(lambda: self.lab.owner(shard["ranges"][0]) != shard["primary"], 30, "the failover")
+        promoted_ms = time.time() * 1000
         self.lab.wait_converged(timeout=30)
         time.sleep(1)
-        return killed_ms
+        return killed_ms, promoted_ms
 
-    def assert_outage(self, r: dict, killed_ms: float) -> float:
-        """The client r saw the kill and its last 503 came within cluster-node-timeout + 2 s; returns when."""
+    def assert_outage(self, r: dict, killed: tuple[float, float]) -> float:
+        """The client r saw the kill and its last 503 came within cluster-node-timeout + 2 s of it, or, when Redis
+        itself took longer to promote the replica (a loaded machine delays its failure detection and election),
+        within 1 s of the promotion; returns the outage in seconds."""
+        killed_ms, promoted_ms = killed
         self.assertGreater(r["unavailable"], 0, "the kill went unnoticed")
-        outage = (r["last_fail_ms"] - killed_ms) / 1000
-        self.assertLessEqual(outage, NODE_TIMEOUT_MS / 1000 + 2)
+        outage, promotion = (r["last_fail_ms"] - killed_ms) / 1000, (promoted_ms - killed_ms) / 1000
+        print(f"outage {outage:.2f} s, promotion seen {promotion:.2f} s after the kill", file=sys.stderr)
+        self.assertLessEqual(outage, max(NODE_TIMEOUT_MS / 1000 + 2, promotion + 1))
         return outage
 
     def test_0_slot_tags(self):
@@ -607,6 +613,7 @@ class ClusterLabTest(unittest.TestCase):
             killed = time.monotonic()
             self.lab.kill9(other["primary"])
             wait(lambda: self.lab.owner(other["ranges"][0]) != other["primary"], 30, "the failover")
+            promotion = time.monotonic() - killed
             wait(lambda: not self.shard_followed(channel), 30, "every slot followed after the kill")
             after_kill = time.monotonic() - killed
             sent = publish(300)
@@ -623,7 +630,9 @@ class ClusterLabTest(unittest.TestCase):
               file=sys.stderr)
         self.assertEqual(sorted(set(heard_by) - set(r["heard"])), [], "a message a subscriber took was not heard")
         self.assertGreaterEqual(r["rounds"], 3, "the moved slots were not subscribed again in rounds of their own")
-        self.assertLessEqual(after_kill, NODE_TIMEOUT_MS / 1000 + 2 + 1)
+        # Within cluster-node-timeout + 2 s and a check of every slot's subscribers (about 1 s here), or, when
+        # Redis itself promoted later (a loaded machine), within 2 s of the promotion.
+        self.assertLessEqual(after_kill, max(NODE_TIMEOUT_MS / 1000 + 2 + 1, promotion + 2))
         # The promoted replica has a run_id of its own: calls written to it carry that one.
         self.lab.wait_converged(timeout=30)
         promoted = self.lab.owner(other["ranges"][0])
