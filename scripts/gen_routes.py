@@ -32,6 +32,8 @@ presence and type included, so a request with two faults is answered for the fir
 order (docs/api.md "Strict requests").
 A body string whose "printable" names a refusal must also be printable text (valid UTF-8 without
 control characters, util/names.h), else that refusal answers: the rule of an acquire's owner.
+An array's "items_rule" names the C function (of a header the file's "headers" list) that checks its
+items once its bounds pass, in the same order (a lock set's names: lockset_names_check).
 A member read only in some cases ("checked_by": "handler", e.g. a watch's wait_ms) is left to its handler,
 which takes the bounds from the same table (strict_bound).
 
@@ -50,9 +52,9 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 TYPES = ("integer", "string", "boolean", "array", "object")
 BOUNDS = ("minimum", "maximum", "maxLength", "minLength", "maxItems", "minItems", "default")
 MEMBER_KEYS = {"type", "description", "required", "default", "doc", "refusal", "items", "enum", "uniqueItems",
-               "additionalProperties", "checked_by", "printable"} | set(BOUNDS)
+               "additionalProperties", "checked_by", "printable", "items_rule"} | set(BOUNDS)
 # What a member's description says that OpenAPI's schema of it does not ("required" goes elsewhere).
-GATEWAY_ONLY = ("required", "doc", "refusal", "checked_by", "printable")
+GATEWAY_ONLY = ("required", "doc", "refusal", "checked_by", "printable", "items_rule")
 # The refusal of a bounded member whose description names none, by where it is and its type.
 REFUSALS = {("body", "integer"): "field '{name}' must be between {minimum} and {maximum}",
             ("body", "string"): "field '{name}' must be {minLength} to {maxLength} bytes long",
@@ -150,7 +152,7 @@ def resolve(node, numbers: dict, where: str):
         return node
     out = {}
     for key, value in node.items():
-        if key in ("doc", "refusal", "checked_by", "printable"):
+        if key in ("doc", "refusal", "checked_by", "printable", "items_rule"):
             out[key] = value
             continue
         if key in BOUNDS and isinstance(value, str):
@@ -197,11 +199,14 @@ def bound_of(part: str, name: str, schema: dict, numbers: dict, where: str):
         raise DescriptionError(f"{where}: {name}: the refusal names {e}, which it has not") from None
     if printable is not None and check != "CHECK_STRING":
         raise DescriptionError(f"{where}: {name}: only a body string may be printable")
+    rule = s.get("items_rule")
+    if rule is not None and (check != "CHECK_ARRAY" or not IDENT.match(rule)):
+        raise DescriptionError(f"{where}: {name}: items_rule names a C function, of an array")
     if s.get("checked_by", "gateway") not in ("gateway", "handler"):
         raise DescriptionError(f"{where}: {name}: checked_by is gateway or handler")
     return {"name": name, "check": check, "min": s.get(lower, 0), "max": s[upper],
             "required": bool(s.get("required")), "refusal": refusal,
-            "by_handler": s.get("checked_by") == "handler", "printable": printable}
+            "by_handler": s.get("checked_by") == "handler", "printable": printable, "items_rule": rule}
 
 
 def bounds(route: dict, numbers: dict) -> list:
@@ -220,9 +225,10 @@ def c_bounds(name: str, route: dict, numbers: dict) -> str:
     flag = {True: "true", False: "false"}
     body = "".join(f'    {{"{b["name"]}", {b["check"]}, {b["min"]}, {b["max"]}, {flag[b["required"]]}, '
                    f'{json.dumps(b["refusal"])}, {flag[b["by_handler"]]}, '
-                   f'{json.dumps(b["printable"]) if b["printable"] else "NULL"}}},\n' for b in rows)
+                   f'{json.dumps(b["printable"]) if b["printable"] else "NULL"}, '
+                   f'{b["items_rule"] or "NULL"}}},\n' for b in rows)
     return (f"static const struct member_bound {name}[] = {{\n{body}"
-            "    {NULL, CHECK_INTEGER, 0, 0, false, NULL, false, NULL},\n};\n")
+            "    {NULL, CHECK_INTEGER, 0, 0, false, NULL, false, NULL, NULL},\n};\n")
 
 
 def c_table(routes: list, numbers: dict) -> str:

@@ -103,8 +103,9 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     struct lockset_wait *ls = calloc(1, sizeof *ls);
     FG_ASSERT(ls != NULL);
     const char *names[LOCKSET_MAX];
-    if (body == NULL || lockset_parse_names(body, &ls->set, &err) != 0 ||
-        acquire_params_parse(body, gw.cfg, false, &ls->params, &err) != 0 ||
+    if (body != NULL)
+        lockset_parse_names(body, &ls->set);
+    if (body == NULL || acquire_params_parse(body, gw.cfg, false, &ls->params, &err) != 0 ||
         token_new_lease_id(ls->attach, &err) != 0)
         goto refused;
     char scoped[SCOPED_REQUEST_ID_MAX];
@@ -134,8 +135,7 @@ static int set_claims(struct http_request *req, const json_t *body,
                       struct token_claims claims[LOCKSET_MAX], size_t *n, struct fg_error *err)
 {
     const char *tokens[LOCKSET_MAX], *names[LOCKSET_MAX];
-    if (lockset_parse_tokens(body, tokens, n, err) != 0)
-        return -1;
+    *n = lockset_parse_tokens(body, tokens);
     for (size_t i = 0; i < *n; i++) {
         if (token_verify(tokens[i], secret_current(), &claims[i], err) != 0)
             return -1;

@@ -97,9 +97,9 @@ int strict_member_check(const struct member_bound *b, const json_t *body, struct
         bool ok = b->check == CHECK_ARRAY
                       ? json_is_array(v)
                       : json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
-        return ok && n >= b->min && n <= b->max
-                   ? 0
-                   : fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
+        if (!ok || n < b->min || n > b->max)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
+        return b->items != NULL ? b->items(v, err) : 0;
     }
     if (v == NULL || json_is_null(v))
         return b->required ? fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' is required", b->name)

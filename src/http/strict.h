@@ -64,6 +64,8 @@ struct member_bound {
     bool by_handler;       /* read only in some cases: its handler checks it with these bounds */
     const char *printable; /* a CHECK_STRING that must be printable text (util/names.h): the
                               detail of the 400 for one that is not; NULL: any bytes but NUL */
+    int (*items)(const json_t *array, struct fg_error *err); /* a CHECK_ARRAY's rule of its
+                                                                items, or NULL: any */
 };
 
 /* The bound named name of list (a route's bounds), which must have it. */

@@ -27,21 +27,27 @@ struct lockset {
 };
 
 /*
- * Reads member "names" of body: an array of 1 to LOCKSET_MAX distinct valid
- * lock names. Fills *out in the global order. Fails with FG_ERR_INVALID_FIELD
- * (or FG_ERR_INVALID_NAME for a malformed name) naming the entry.
+ * The rule of the items of a lock set's "names" (an array of 1 to LOCKSET_MAX,
+ * checked from the route's description before; http/strict.h calls this one
+ * in the description's order): distinct valid lock names. Fails with
+ * FG_ERR_INVALID_FIELD (or FG_ERR_INVALID_NAME for a malformed name) naming
+ * the entry.
  */
-int lockset_parse_names(const json_t *body, struct lockset *out, struct fg_error *err) FG_WUR;
+int lockset_names_check(const json_t *names, struct fg_error *err) FG_WUR;
+
+/* Reads member "names" of body, checked as above, into *out in the global order. */
+void lockset_parse_names(const json_t *body, struct lockset *out);
 
 /* The request id under which lock name of a set acquired with request id rid
  * is taken ("" when rid is ""), so that a retried set finds each lease again. */
 void lockset_request_id(const char *rid, const char *name, char out[LOCKSET_RID_MAX]);
 
-/*
- * Reads member "tokens" of body: an array of 1 to LOCKSET_MAX strings, each at
- * most TOKEN_MAX_LEN bytes; out[i] borrows from body. *n gets their number.
- */
-int lockset_parse_tokens(const json_t *body, const char *out[LOCKSET_MAX], size_t *n,
-                         struct fg_error *err) FG_WUR;
+/* The rule of the items of a renew's or release's "tokens": strings of at
+ * most TOKEN_MAX_LEN bytes (as lockset_names_check). */
+int lockset_tokens_check(const json_t *tokens, struct fg_error *err) FG_WUR;
+
+/* Reads member "tokens" of body, checked as above, into out (borrowing from
+ * body); returns their number. */
+size_t lockset_parse_tokens(const json_t *body, const char *out[LOCKSET_MAX]);
 
 #endif

@@ -138,6 +138,10 @@ static void fuzz_pg_body(const json_t *obj)
     }
     struct fenced_batch batch;
     struct fg_error err = {0};
+    static const char *const batch_members[] = {"ops", NULL};
+    size_t nops = json_array_size(json_object_get(obj, "ops"));
+    if (nops == 0 || nops > FENCED_BATCH_MAX_OPS || fgjson_only(obj, batch_members, "", &err) != 0)
+        return; /* refused by the batch route's check before its handler */
     if (fenced_batch_parse(schemas, NSCHEMAS, obj, &batch, &err) == 0) {
         FG_ASSERT(batch.nops >= 1 && batch.nops <= FENCED_BATCH_MAX_OPS);
         for (size_t i = 0; i < batch.nops; i++)
@@ -153,9 +157,11 @@ static void fuzz_pg_body(const json_t *obj)
 static void fuzz_audit(const char *arg)
 {
     static const struct member_bound limit = {"limit", CHECK_QUERY_INTEGER, 1,     AUDIT_LIMIT_MAX,
-                                              false,   "limit refused",     false, NULL};
+                                              false,   "limit refused",     false, NULL,
+                                              NULL};
     static const struct member_bound since = {
-        "since_ms", CHECK_QUERY_INTEGER, 0, AUDIT_TIME_MAX_MS, false, "since refused", false, NULL};
+        "since_ms", CHECK_QUERY_INTEGER, 0, AUDIT_TIME_MAX_MS, false, "since refused", false, NULL,
+        NULL};
     struct audit_filter f;
     struct fg_error err = {0};
     bool limit_ok = strict_query_check(&limit, arg, &err) == 0;

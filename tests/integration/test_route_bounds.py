@@ -144,6 +144,12 @@ class RouteBoundsTest(GatewayTest):
                 problem = r.body if isinstance(r.body, dict) else {}
                 self.assertEqual((r.status, problem.get("type"), problem.get("detail")),
                                  (400, "/problems/invalid_field", detail), r)
+        r = self.c.request("POST", "/v1/locksets/acquire", {"names": ["a b"], "ttl_ms": 5})
+        self.assertEqual((r.status, r.body.get("type"), r.body.get("detail")),
+                         (400, "/problems/invalid_name", "field 'names[0]': 1 to 200 bytes of A-Z a-z 0-9 . _ : / -"),
+                         r)
+        r = self.c.request("POST", "/v1/locksets/renew", {"tokens": [5], "ttl_ms": 5})
+        self.assertEqual((r.status, r.body.get("detail")), (400, "field 'tokens[0]' must be a token"), r)
         r = self.c.request("GET", "/v1/locks?prefix=a%20b&cursor=not-a-cursor")
         self.assertEqual(r.status, 400, r)
         self.assertIn("'cursor'", r.body.get("detail", ""), r)  # cursor is listed before prefix

@@ -125,8 +125,6 @@ static void batch_operations(void **state)
                            &b, &err),
                      FG_ERR_NOT_FOUND);
     fenced_batch_free(&b);
-    assert_int_equal(batch("{\"ops\": []}", &b, &err), FG_ERR_INVALID_FIELD);
-    fenced_batch_free(&b);
     assert_int_equal(batch("{\"ops\": [{\"op\": \"upsert\", \"table\": \"invoices\"}]}", &b, &err),
                      FG_ERR_INVALID_FIELD);
     fenced_batch_free(&b);

@@ -23,10 +23,18 @@ static json_t *body_of(const char *text)
     return body;
 }
 
+/* Checks the names of text's body as its route does (bounds, then items) and
+ * reads them into *set when they pass. */
 static int parse_names(const char *text, struct lockset *set, struct fg_error *err)
 {
     json_t *body = body_of(text);
-    int rc = lockset_parse_names(body, set, err);
+    const json_t *names = json_object_get(body, "names");
+    size_t n = json_array_size(names);
+    int rc = !json_is_array(names) || n == 0 || n > LOCKSET_MAX
+                 ? fg_fail(err, FG_ERR_INVALID_FIELD, "names refused")
+                 : lockset_names_check(names, err);
+    if (rc == 0)
+        lockset_parse_names(body, set);
     json_decref(body);
     return rc;
 }
@@ -55,8 +63,12 @@ static void test_refused_names(void **state)
     (void)state;
     struct lockset set;
     struct fg_error err = {0};
-    const char *bad[] = {"{}", "{\"names\": []}", "{\"names\": \"a\"}", "{\"names\": [\"a\", \"a\"]}",
-                         "{\"names\": [1]}", "{\"names\": [null]}"};
+    const char *bad[] = {"{}",
+                         "{\"names\": []}",
+                         "{\"names\": \"a\"}",
+                         "{\"names\": [\"a\", \"a\"]}",
+                         "{\"names\": [1]}",
+                         "{\"names\": [null]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err.code = FG_OK;
         assert_int_equal(parse_names(bad[i], &set, &err), -1);
@@ -89,18 +101,18 @@ static void test_tokens(void **state)
 {
     (void)state;
     const char *tokens[LOCKSET_MAX];
-    size_t n = 0;
     struct fg_error err = {0};
     json_t *body = body_of("{\"tokens\": [\"t1\", \"t2\"]}");
-    assert_int_equal(lockset_parse_tokens(body, tokens, &n, &err), 0);
-    assert_int_equal(n, 2);
+    assert_int_equal(lockset_tokens_check(json_object_get(body, "tokens"), &err), 0);
+    assert_int_equal(lockset_parse_tokens(body, tokens), 2);
     assert_string_equal(tokens[1], "t2");
     json_decref(body);
-    const char *bad[] = {"{}", "{\"tokens\": []}", "{\"tokens\": [5]}", "{\"tokens\": \"t\"}"};
+    const char *bad[] = {"{\"tokens\": [5]}", "{\"tokens\": [\"t\", null]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         body = body_of(bad[i]);
-        assert_int_equal(lockset_parse_tokens(body, tokens, &n, &err), -1);
+        assert_int_equal(lockset_tokens_check(json_object_get(body, "tokens"), &err), -1);
         assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
+        assert_non_null(strstr(err.msg, "tokens["));
         json_decref(body);
     }
 }

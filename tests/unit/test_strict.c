@@ -142,7 +142,7 @@ static void integers_answer_as_fgjson_int(void **state)
     (void)state;
     const struct member_bound b = {
         "ttl_ms", CHECK_INTEGER, 100, 5000, false, "field 'ttl_ms' must be between 100 and 5000",
-        false,    NULL};
+        false,    NULL,          NULL};
     const long long values[] = {LLONG_MIN, -1, 0, 99, 100, 101, 4999, 5000, 5001, LLONG_MAX};
     struct fg_error a, f;
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
@@ -162,7 +162,7 @@ static void integers_answer_as_fgjson_int(void **state)
                         "field 'ttl_ms' must be an integer");
     assert_null(member_answer(&b, json_null(), &a));
     assert_null(member_answer(&b, NULL, &a));
-    const struct member_bound need = {"limit", CHECK_INTEGER, 1, 9, true, "x", false, NULL};
+    const struct member_bound need = {"limit", CHECK_INTEGER, 1, 9, true, "x", false, NULL, NULL};
     assert_string_equal(member_answer(&need, NULL, &a), "field 'limit' is required");
     assert_string_equal(member_answer(&need, json_null(), &a), "field 'limit' is required");
 }
@@ -172,8 +172,9 @@ static void integers_answer_as_fgjson_int(void **state)
 static void strings_answer_their_refusals(void **state)
 {
     (void)state;
-    const struct member_bound b = {
-        "owner", CHECK_STRING, 1, 4, false, "field 'owner' must be 1 to 4 bytes long", false, NULL};
+    const struct member_bound b = {"owner", CHECK_STRING, 1,
+                                   4,       false,        "field 'owner' must be 1 to 4 bytes long",
+                                   false,   NULL,         NULL};
     struct fg_error a;
     assert_null(member_answer(&b, json_string("a"), &a));
     assert_null(member_answer(&b, json_string("abcd"), &a));
@@ -184,24 +185,34 @@ static void strings_answer_their_refusals(void **state)
                         "field 'owner' must not contain NUL");
     assert_string_equal(member_answer(&b, json_integer(1), &a), "field 'owner' must be a string");
     assert_null(member_answer(&b, json_null(), &a));
-    const struct member_bound printable = {"owner", CHECK_STRING, 1,     4,
-                                           false,   b.refusal,    false, "owner not printable"};
+    const struct member_bound printable = {"owner", CHECK_STRING,          1,   4, false, b.refusal,
+                                           false,   "owner not printable", NULL};
     assert_null(member_answer(&printable, json_string("a-\xc3\xa9"), &a));
     assert_string_equal(member_answer(&printable, json_string("a\tb"), &a), "owner not printable");
     assert_string_equal(member_answer(&printable, json_string("a\x7f"), &a), "owner not printable");
     assert_string_equal(member_answer(&printable, json_string("abcde"), &a), b.refusal);
     const struct member_bound token = {
-        "token", CHECK_STRING, 1, 9, true, "field 'token' must be 1 to 9 bytes long", false, NULL};
+        "token", CHECK_STRING, 1,   9, true, "field 'token' must be 1 to 9 bytes long",
+        false,   NULL,         NULL};
     assert_string_equal(member_answer(&token, NULL, &a), "field 'token' is required");
     assert_string_equal(member_answer(&token, json_integer(5), &a),
                         "field 'token' must be a string");
 }
 
+/* An items rule: refuses an item "b". */
+static int no_b_items(const json_t *array, struct fg_error *err)
+{
+    for (size_t i = 0; i < json_array_size(array); i++)
+        if (strcmp(json_string_value(json_array_get(array, i)), "b") == 0)
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "item %zu is b", i);
+    return 0;
+}
+
 static void texts_and_arrays_answer_their_refusal(void **state)
 {
     (void)state;
-    const struct member_bound text = {"reason", CHECK_TEXT,       0,     3,
-                                      false,    "reason refused", false, NULL};
+    const struct member_bound text = {"reason",         CHECK_TEXT, 0,    3,   false,
+                                      "reason refused", false,      NULL, NULL};
     struct fg_error a;
     assert_null(member_answer(&text, NULL, &a));
     assert_null(member_answer(&text, json_string(""), &a));
@@ -210,8 +221,8 @@ static void texts_and_arrays_answer_their_refusal(void **state)
     assert_string_equal(member_answer(&text, json_stringn("a\0", 2), &a), "reason refused");
     assert_string_equal(member_answer(&text, json_null(), &a), "reason refused");
     assert_string_equal(member_answer(&text, json_integer(1), &a), "reason refused");
-    const struct member_bound list = {"names", CHECK_ARRAY,     1,     2,
-                                      true,    "names refused", false, NULL};
+    const struct member_bound list = {"names",         CHECK_ARRAY, 1,    2,   true,
+                                      "names refused", false,       NULL, NULL};
     assert_string_equal(member_answer(&list, NULL, &a), "names refused");
     assert_string_equal(member_answer(&list, json_pack("[]"), &a), "names refused");
     assert_null(member_answer(&list, json_pack("[s]", "a"), &a));
@@ -219,13 +230,19 @@ static void texts_and_arrays_answer_their_refusal(void **state)
     assert_string_equal(member_answer(&list, json_pack("[s,s,s]", "a", "b", "c"), &a),
                         "names refused");
     assert_string_equal(member_answer(&list, json_string("a"), &a), "names refused");
+    const struct member_bound ruled = {"names",         CHECK_ARRAY, 1,    2,         true,
+                                       "names refused", false,       NULL, no_b_items};
+    assert_null(member_answer(&ruled, json_pack("[s,s]", "a", "c"), &a));
+    assert_string_equal(member_answer(&ruled, json_pack("[s,s]", "a", "b"), &a), "item 1 is b");
+    assert_string_equal(member_answer(&ruled, json_pack("[s,s,s]", "b", "b", "b"), &a),
+                        "names refused"); /* the bounds first */
 }
 
 static void queries_refuse_all_but_decimals_in_bounds(void **state)
 {
     (void)state;
-    const struct member_bound b = {"limit", CHECK_QUERY_INTEGER, 1,     1000,
-                                   false,   "limit refused",     false, NULL};
+    const struct member_bound b = {
+        "limit", CHECK_QUERY_INTEGER, 1, 1000, false, "limit refused", false, NULL, NULL};
     struct fg_error err = {0};
     assert_int_equal(strict_query_check(&b, NULL, &err), 0);
     assert_int_equal(strict_query_check(&b, "", &err), 0); /* absent */
@@ -244,9 +261,9 @@ static void bounds_are_found_by_name(void **state)
 {
     (void)state;
     const struct member_bound list[] = {
-        {"a", CHECK_INTEGER, 0, 1, false, "a", false, NULL},
-        {"b", CHECK_QUERY_INTEGER, 2, 3, false, "b", true, NULL},
-        {NULL, CHECK_INTEGER, 0, 0, false, NULL, false, NULL},
+        {"a", CHECK_INTEGER, 0, 1, false, "a", false, NULL, NULL},
+        {"b", CHECK_QUERY_INTEGER, 2, 3, false, "b", true, NULL, NULL},
+        {NULL, CHECK_INTEGER, 0, 0, false, NULL, false, NULL, NULL},
     };
     assert_ptr_equal(strict_bound(list, "b"), &list[1]);
     assert_ptr_equal(strict_bound(list, "a"), &list[0]);

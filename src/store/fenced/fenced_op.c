@@ -266,15 +266,9 @@ static int parse_batch_op(const struct table_schema *schemas, size_t ntables, co
 int fenced_batch_parse(const struct table_schema *schemas, size_t ntables, const json_t *body,
                        struct fenced_batch *batch, struct fg_error *err)
 {
-    static const char *const allowed[] = {"ops", NULL};
     memset(batch, 0, sizeof *batch);
-    if (fgjson_only(body, allowed, "", err) != 0)
-        return -1;
     const json_t *ops = json_object_get(body, "ops");
     size_t n = json_array_size(ops);
-    if (!json_is_array(ops) || n == 0 || n > FENCED_BATCH_MAX_OPS)
-        return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "field 'ops' must be an array of 1 to %d operations", FENCED_BATCH_MAX_OPS);
     batch->ops = calloc(n, sizeof *batch->ops);
     FG_ASSERT(batch->ops != NULL);
     for (size_t i = 0; i < n; i++) {

@@ -50,8 +50,10 @@ int fenced_op_parse(const struct table_schema *schemas, size_t table, enum fence
 void fenced_op_free(struct fenced_op *op);
 
 /*
- * Reads a batch body {"ops": [{"op": "patch", "table", "key", "set"}, ...]} of
- * 1 .. FENCED_BATCH_MAX_OPS operations ("patch", "put", "post", "delete").
+ * Reads a batch body {"ops": [{"op": "patch", "table", "key", "set"}, ...]}
+ * whose "ops" passed its route's check (http/strict.h: 1 to
+ * FENCED_BATCH_MAX_OPS items, no other member): operations "patch", "put",
+ * "post", "delete".
  * A table that is not writable fails with FG_ERR_NOT_FOUND; everything else
  * with FG_ERR_INVALID_FIELD naming the operation ("ops[2].set.amount").
  * Release *batch with fenced_batch_free, also after a failure.
