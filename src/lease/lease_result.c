@@ -12,6 +12,7 @@
 
 #include "embedded.h"
 #include "gateway.h"
+#include "lease/contention.h"
 #include "lease/fence.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
@@ -53,6 +54,9 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
         if (redis_script_text(script, k.key, argv, read_answer, &into, err) != 0)
             return -1;
         if (into.retry == LEASE_RETRY_NONE) {
+            if (res->outcome == LEASE_QUEUED || res->outcome == LEASE_BUSY ||
+                res->outcome == LEASE_FULL || res->nhandoff > 0)
+                contention_seen(kind, name);
             lease_hand_over(kind, name, res);
             return 0;
         }
@@ -64,13 +68,16 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
 }
 
-int lease_first_try(enum fg_script script, const char *const *keys, const char *const *argv,
-                    struct lease_result *res, bool *contended, struct fg_error *err)
+int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
+                    const char *const *keys, const char *const *argv, struct lease_result *res,
+                    bool *contended, struct fg_error *err)
 {
     struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
     if (redis_script_text(script, keys, argv, read_answer, &into, err) != 0)
         return -1;
     *contended = into.retry == LEASE_RETRY_CONTENDED;
+    if (*contended)
+        contention_seen(kind, name);
     if (into.retry != LEASE_RETRY_NONE && !*contended)
         return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
     return 0;

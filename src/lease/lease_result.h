@@ -88,7 +88,9 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
  * reads its answer into *res. On "nofence" reserves fences, on "norevoked"
  * rebuilds the revoked set, and runs it once more. The grants the answer hands
  * to other waiters of this gateway are put into their waits before it returns
- * (lease_hand_over). An answer it does not know fails with FG_ERR_INTERNAL.
+ * (lease_hand_over). An answer that queued, refused for want of a slot or
+ * handed a grant over notes the name in the contention hint. An answer it does
+ * not know fails with FG_ERR_INTERNAL.
  */
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
                      const char *const *argv, struct lease_result *res,
@@ -98,11 +100,14 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
  * Runs the first try of a transition (lua/lock_*_fast.lua), which names only
  * the keys an uncontended acquire or release touches (keys, picked from
  * lease/lease_keys.h by the caller) and either does it or answers "contended"
- * without a write: then *contended is set and the caller runs the full script
- * (lease_script_run). Else its answer is read into *res.
+ * without a write: then *contended is set, kind's name is noted in the
+ * contention hint (lease/contention.h), and the caller runs the full script
+ * (lease_script_run). Else its answer is read into *res. Callers skip the
+ * first try while contention_hinted.
  */
-int lease_first_try(enum fg_script script, const char *const *keys, const char *const *argv,
-                    struct lease_result *res, bool *contended, struct fg_error *err) FG_WUR;
+int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
+                    const char *const *keys, const char *const *argv, struct lease_result *res,
+                    bool *contended, struct fg_error *err) FG_WUR;
 
 #define LEASE_LEAVE_MAX    128 /* waiters one leave script takes */
 #define LEASE_LEAVE_PACKED (LEASE_LEAVE_MAX * 2 * LEASE_ID_LEN + 1)

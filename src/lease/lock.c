@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "gateway.h"
+#include "lease/contention.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
 #include "store/backend/redis.h"
@@ -38,7 +39,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl, [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
     };
-    return lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, keys, argv, res, contended, err);
+    return lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, keys, argv, res,
+                           contended, err);
 }
 
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
@@ -49,7 +51,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     bool contended = true;
-    if (p->request_id[0] == '\0' &&
+    if (p->request_id[0] == '\0' && !contention_hinted(LEASE_KIND_LOCK, name) &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
     if (!contended)
@@ -117,14 +119,16 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
         [LOCK_RELEASE_FAST_ARGV_NAME] = name,
         [LOCK_RELEASE_FAST_ARGV_LEASE] = lease_id,
     };
-    return lease_first_try(SCRIPT_LOCK_RELEASE_FAST, keys, argv, res, contended, err);
+    return lease_first_try(SCRIPT_LOCK_RELEASE_FAST, LEASE_KIND_LOCK, name, keys, argv, res,
+                           contended, err);
 }
 
 int lock_release(const char *name, const char *lease_id, struct lease_result *res,
                  struct fg_error *err)
 {
-    bool contended = false;
-    if (release_first_try(name, lease_id, res, &contended, err) != 0)
+    bool contended = true;
+    if (!contention_hinted(LEASE_KIND_LOCK, name) &&
+        release_first_try(name, lease_id, res, &contended, err) != 0)
         return -1;
     if (!contended)
         return 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "gateway.h"
+#include "lease/contention.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
 #include "store/backend/redis.h"
@@ -59,7 +60,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,  [SEM_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,
         [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit, [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail.buf,
     };
-    int rc = lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, keys, argv, res, contended, err);
+    int rc = lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
+                             contended, err);
     fgjson_out_free(&tail);
     return rc;
 }
@@ -73,7 +75,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     snprintf(limit, sizeof limit, "%lld", p->limit);
     bool contended = true;
-    if (p->request_id[0] == '\0' &&
+    if (p->request_id[0] == '\0' && !contention_hinted(LEASE_KIND_SEMAPHORE, name) &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (!contended)
@@ -153,14 +155,16 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
         [SEM_RELEASE_FAST_ARGV_NAME] = name,
         [SEM_RELEASE_FAST_ARGV_LEASE] = lease_id,
     };
-    return lease_first_try(SCRIPT_SEM_RELEASE_FAST, keys, argv, res, contended, err);
+    return lease_first_try(SCRIPT_SEM_RELEASE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
+                           contended, err);
 }
 
 int sem_release(const char *name, const char *lease_id, struct lease_result *res,
                 struct fg_error *err)
 {
-    bool contended = false;
-    if (release_first_try(name, lease_id, res, &contended, err) != 0)
+    bool contended = true;
+    if (!contention_hinted(LEASE_KIND_SEMAPHORE, name) &&
+        release_first_try(name, lease_id, res, &contended, err) != 0)
         return -1;
     if (!contended)
         return 0;
