@@ -27,6 +27,8 @@ const state = {
   auditAfter: [0],    // after_id of each page seen, the last is the current page
   auditNext: null,    // next_after_id of the current page
   revoke: null,       // the lease the revoke dialog is about
+  leasesAsked: 0,     // the number of the latest listing of live leases sent
+  leasesShown: 0,     // the number of the listing the tables show
   timers: [],
 };
 
@@ -255,12 +257,17 @@ async function listing(route, prefix) {
   return { status: 200, body: { items, next_cursor: cursor } };
 }
 
+// Listings overlap (the timer's and the prefix field's): an answer older than the one shown is dropped,
+// or a listing of the old prefix would put back rows the new one took out, under the user's pointer.
 async function refreshLeases() {
+  const asked = ++state.leasesAsked;
   const prefix = encodeURIComponent($('lease-prefix').value.trim());
   const [locks, sems] = await Promise.all([
     listing('/v1/locks', prefix),
     listing('/v1/semaphores', prefix),
   ]);
+  if (asked < state.leasesShown) return;
+  state.leasesShown = asked;
   if (locks.status !== 200 || sems.status !== 200) {
     say($('status'), `Live leases: ${problemText(locks.status !== 200 ? locks : sems)}`);
     return;

@@ -216,6 +216,37 @@ test('a lock\'s Waiting cell opens into its waiters in queue order, owners shown
   await page.context().close();
 });
 
+test('a late answer for the old prefix does not put its rows back', async () => {
+  // The timer's listing and the prefix field's overlap; the older answer, arriving last, put back the
+  // rows the new prefix had taken out, under the user's pointer (a click then hit another row).
+  const name = `ui-order-${run}`;
+  const other = `ui-order-other-${run}`;
+  const mine = await acquire(BASE, name, { owner: 'filtered-in' });
+  const theirs = await acquire(BASE, other, { owner: 'filtered-out' });
+  const page = await openConsole();
+  const held = [];
+  await page.route('**/v1/locks?**', (route) => {
+    if (new URL(route.request().url()).searchParams.get('prefix') === '') held.push(route);
+    else route.continue();
+  });
+  await page.locator('#console').waitFor({ state: 'visible' });
+  for (let deadline = Date.now() + 10000; held.length === 0;) {
+    assert.ok(Date.now() < deadline, 'the console never listed the locks');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await page.fill('#lease-prefix', name);
+  const otherRow = page.locator('#locks tbody tr', { hasText: other });
+  await page.locator('#locks tbody tr', { hasText: name }).waitFor();
+  assert.equal(await otherRow.count(), 0);
+  await Promise.all(held.map((route) => route.continue()));
+  const back = await otherRow.waitFor({ timeout: 1500 }).then(() => true, () => false);
+  assert.equal(back, false, 'the old prefix\'s answer put its rows back');
+  await call(BASE, 'POST', `/v1/locks/${name}/release`, { token: mine.token });
+  await call(BASE, 'POST', `/v1/locks/${other}/release`, { token: theirs.token });
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
 test('a semaphore\'s Waiting cell lists its waiters with their owners', async () => {
   const name = `ui-semwait-${run}`;
   const held = await call(BASE, 'POST', `/v1/semaphores/${name}/acquire`, { limit: 1, owner: 'slot-1', ttl_ms: 60000 });
