@@ -14,6 +14,12 @@
 #   bench/sem.sh              # 3 runs
 #   RUNS=5 bench/sem.sh
 #   RUNS=5 BEFORE=a/fencegate AFTER=b/fencegate bench/sem.sh
+#
+# SCRIPT_TIMES=1 also prints, after each run, how long Redis ran each lock and semaphore script (median
+# and mean of SLOWLOG durations, every command logged during the run): the Redis execution inside a hand-over's
+# round trip. Logging every command costs Redis a little; leave it off when timing builds.
+#
+#   SCRIPT_TIMES=1 bench/sem.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -42,6 +48,29 @@ fi
 bench_services
 redis_pid=$(cat "$datadir/redis.pid")
 
+# SCRIPT_TIMES: log every command Redis runs from now on (SLOWLOG with no threshold), the log emptied.
+script_times_start() {
+  rcli "$redis_port" CONFIG SET slowlog-max-len 1000000 >/dev/null
+  rcli "$redis_port" CONFIG SET slowlog-log-slower-than 0 >/dev/null
+  rcli "$redis_port" SLOWLOG RESET >/dev/null
+}
+
+# SCRIPT_TIMES: prints the calls, median and mean duration of each lock and semaphore function Redis
+# ran since script_times_start (the name without its prefix and version suffix), and stops logging.
+script_times_report() {
+  rcli "$redis_port" CONFIG SET slowlog-log-slower-than 10000 >/dev/null
+  redis-cli -p "$redis_port" --json SLOWLOG GET -1 | python3 -c '
+import json, re, statistics, sys
+runs = {}
+for entry in json.load(sys.stdin):
+    args = entry[3]
+    name = re.fullmatch(r"fg_((?:lock|sem)_\w+)_[0-9a-f]{12}", args[1]) if len(args) > 1 else None
+    if args[0].upper() in ("FCALL", "FCALL_RO") and name:
+        runs.setdefault(name.group(1), []).append(entry[2])
+print("Redis per script", "; ".join(f"{name} {len(us)} calls, median {statistics.median(us):.0f} us, mean "
+                                    f"{statistics.mean(us):.0f} us" for name, us in sorted(runs.items())))'
+}
+
 # One run of the scenario against the running gateway, labelled $1 (a side, or ""); the rest of the
 # arguments go to sem_bench.py. Prints its report and the CPU per job; returns 1 if a target was missed.
 run_once() {
@@ -49,6 +78,7 @@ run_once() {
   shift
   gateway_before=$(cpu_ticks "$bench_gateway_pid")
   redis_before=$(cpu_ticks "$redis_pid")
+  [[ -n "${SCRIPT_TIMES:-}" ]] && script_times_start
   { time python3 bench/sem_bench.py --url "http://127.0.0.1:$http_port" "$@" >"$datadir/run.out" \
       2>&1; } 2>"$datadir/run.cpu" || status=1
   cat "$datadir/run.out"
@@ -61,6 +91,7 @@ run_once() {
     -v hz="$(getconf CLK_TCK)" -v jobs="$(sed -n 's/.*limit [0-9]*, \([0-9]*\) jobs.*/\1/p' "$datadir/run.out")" \
     'BEGIN { printf "CPU             gateway %.0f us per job, Redis %.0f us per job; clients %.2f s in all\n",
              g * 1e6 / hz / jobs, r * 1e6 / hz / jobs, cu + cs }'
+  [[ -n "${SCRIPT_TIMES:-}" ]] && script_times_report
   [[ -n "$label" ]] && awk -v s="$label" '/^run time/ {t = $3} /^turnover/ {o = $2} END {print s, t, o}' \
     "$datadir/run.out" >>"$datadir/sides"
   return "$status"
