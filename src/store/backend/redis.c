@@ -655,6 +655,36 @@ static void read_replies(struct node *n, struct pipe_entry *self)
     }
 }
 
+/* Does what the queued call self (of this thread) needs until its outcome is
+ * in: connects, writes the queued batch or reads replies when it is its turn,
+ * sleeps otherwise. Called locked. */
+static void pipe_finish(struct node *n, struct pipe_entry *self)
+{
+    for (;;) {
+        settle(n);
+        enum pipe_action action = pipe_next(&n->pipe, self);
+        if (action == PIPE_FINISHED)
+            return;
+        if (action == PIPE_WAIT) {
+            pthread_cond_wait(&thread_wake, &n->lock);
+            continue;
+        }
+        if (action == PIPE_WRITE && shared_stale(n)) {
+            pipe_retire(&n->pipe);
+            continue;
+        }
+        pipe_begin(&n->pipe, action);
+        if (action == PIPE_CONNECT)
+            connect_shared(n, self);
+        else if (action == PIPE_WRITE)
+            write_batch(n, self);
+        else
+            read_replies(n, self);
+        pipe_end(&n->pipe, action);
+        wake_next(n, self);
+    }
+}
+
 /* Sends the formatted command (len bytes, borrowed) on n's connection and
  * returns its reply, or NULL with err. With asking (an ASK redirect), ASKING
  * goes out right before it, in the same batch: queued together, they are
@@ -669,29 +699,7 @@ static redisReply *pipe_call(struct node *n, bool asking, const char *command, s
     if (asking)
         pipe_push(&n->pipe, &ask, &thread_wake);
     pipe_push(&n->pipe, &self, &thread_wake);
-    for (;;) {
-        settle(n);
-        enum pipe_action action = pipe_next(&n->pipe, &self);
-        if (action == PIPE_FINISHED)
-            break;
-        if (action == PIPE_WAIT) {
-            pthread_cond_wait(&thread_wake, &n->lock);
-            continue;
-        }
-        if (action == PIPE_WRITE && shared_stale(n)) {
-            pipe_retire(&n->pipe);
-            continue;
-        }
-        pipe_begin(&n->pipe, action);
-        if (action == PIPE_CONNECT)
-            connect_shared(n, &self);
-        else if (action == PIPE_WRITE)
-            write_batch(n, &self);
-        else
-            read_replies(n, &self);
-        pipe_end(&n->pipe, action);
-        wake_next(n, &self);
-    }
+    pipe_finish(n, &self);
     pthread_mutex_unlock(&n->lock);
     FG_ASSERT(!asking || ask.state == PIPE_DONE); /* answered, or failed, before self */
     freeReplyObject(ask.reply);
@@ -991,22 +999,32 @@ static bool function_missing(const redisReply *reply)
 /* Calls script with keys, argv and the nmore values of more, loading its
  * library first when Redis does not know it; the reply, or NULL. In a
  * cluster it runs on the primary of its first key's slot. */
-static redisReply *script_call(enum fg_script script, const char *const *keys,
-                               const char *const *argv, const char *const *more, size_t nmore,
-                               struct fg_error *err)
+/* Fills cmd (MAX_ARGS entries) with the FCALL of s with keys, argv and the
+ * nmore values of more (numkeys: room for the count of keys); returns how many
+ * arguments it has. */
+static size_t script_argv(const struct lua_script *s, const char *const *keys,
+                          const char *const *argv, const char *const *more, size_t nmore,
+                          const char **cmd, char numkeys[16])
 {
-    const struct lua_script *s = &lua_scripts[script];
     FG_ASSERT(nmore == 0 || s->variadic);
     FG_ASSERT(3 + s->nkeys + s->nargv + nmore <= MAX_ARGS);
-    const char *cmd[MAX_ARGS];
-    char numkeys[16];
-    snprintf(numkeys, sizeof numkeys, "%zu", s->nkeys);
+    snprintf(numkeys, 16, "%zu", s->nkeys);
     cmd[0] = "FCALL";
     cmd[1] = s->function;
     cmd[2] = numkeys;
     size_t argc = put_args(cmd, 3, keys, s->nkeys);
     argc = put_args(cmd, argc, argv, s->nargv);
-    argc = put_args(cmd, argc, more, nmore);
+    return put_args(cmd, argc, more, nmore);
+}
+
+static redisReply *script_call(enum fg_script script, const char *const *keys,
+                               const char *const *argv, const char *const *more, size_t nmore,
+                               struct fg_error *err)
+{
+    const struct lua_script *s = &lua_scripts[script];
+    const char *cmd[MAX_ARGS];
+    char numkeys[16];
+    size_t argc = script_argv(s, keys, argv, more, nmore, cmd, numkeys);
     if (rds.url.cluster) {
         FG_ASSERT(s->nkeys > 0);
         unsigned slot = key_slot(keys[0], strlen(keys[0]));
@@ -1051,6 +1069,272 @@ int redis_script(enum fg_script script, const char *const *keys, const char *con
                  json_t **out, struct fg_error *err)
 {
     return redis_script_more(script, keys, argv, NULL, 0, out, err);
+}
+
+/* Libraries one pass of a batch loads, at most (one per node and script). */
+#define BATCH_LOADS_MAX 64
+
+/* redis_batch: one call on its way, its command formatted into the batch's
+ * text. */
+struct batch_call {
+    struct pipe_entry entry;  /* its place on its node's connection */
+    size_t at, len;           /* its command: len bytes from at in the text */
+    size_t run_id_at;         /* where the run_id goes in it (format_command) */
+    unsigned slot;            /* of its first key */
+    struct node *node;        /* where it goes; NULL: sent alone */
+    struct redis_endpoint to; /* that node's address (cluster) */
+};
+
+/* Fills cmd (MAX_ARGS entries) with the arguments of c (numkeys: room for a
+ * script's count of keys); returns how many. */
+static size_t batch_argv(const struct redis_batch_call *c, const char **cmd, char numkeys[16])
+{
+    if (c->argc == 0)
+        return script_argv(&lua_scripts[c->script], c->keys, c->argv, NULL, 0, cmd, numkeys);
+    FG_ASSERT(c->argc >= 2 && c->argc <= MAX_ARGS);
+    return put_args(cmd, 0, c->args, (size_t)c->argc);
+}
+
+/* Runs c alone, as redis_script runs a script: following redirects, loading
+ * a library the node lacks. */
+static redisReply *batch_alone(const struct redis_batch_call *c, unsigned slot,
+                               struct fg_error *err)
+{
+    if (c->argc == 0)
+        return script_call(c->script, c->keys, c->argv, NULL, 0, err);
+    const char *cmd[MAX_ARGS];
+    put_args(cmd, 0, c->args, (size_t)c->argc);
+    if (rds.url.cluster)
+        return route_command(cluster.route, slot, cluster_send, NULL, c->argc, cmd, NULL, err);
+    return thread_command(c->argc, cmd, NULL, err);
+}
+
+/* A command's reply (borrowed) as JSON: strings and statuses as strings,
+ * integers, arrays, nil as null; NULL for an error reply, or a string that is
+ * not UTF-8. */
+static json_t *reply_json(const redisReply *r)
+{
+    switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS: return json_stringn(r->str, r->len);
+    case REDIS_REPLY_INTEGER: return json_integer(r->integer);
+    case REDIS_REPLY_NIL: return json_null();
+    case REDIS_REPLY_ARRAY: break;
+    default: return NULL;
+    }
+    json_t *array = json_array();
+    for (size_t i = 0; i < r->elements; i++) {
+        json_t *v = reply_json(r->element[i]);
+        if (v == NULL) {
+            json_decref(array);
+            return NULL;
+        }
+        json_array_append_new(array, v);
+    }
+    return array;
+}
+
+/* Sets the outcome of c from its reply (taken; NULL: failure says why). */
+static void batch_outcome(struct redis_batch_call *c, redisReply *reply,
+                          const struct fg_error *failure)
+{
+    if (reply == NULL) {
+        c->err = *failure;
+        return;
+    }
+    if (c->argc == 0) {
+        if (decode_result(reply, lua_scripts[c->script].name, &c->reply, &c->err) != 0)
+            c->reply = NULL;
+    } else if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {
+        note_oom();
+        fg_fail(&c->err, FG_ERR_BACKEND_UNAVAILABLE, "redis is out of memory");
+    } else if (reply->type == REDIS_REPLY_ERROR) {
+        fg_fail(&c->err, FG_ERR_INTERNAL, "redis: %s: %s", c->args[0], reply->str);
+    } else if ((c->reply = reply_json(reply)) == NULL) {
+        fg_fail(&c->err, FG_ERR_INTERNAL, "redis: %s: the reply is not UTF-8 text", c->args[0]);
+    }
+    freeReplyObject(reply);
+}
+
+/* True if the reply (borrowed) to c, which went to at with the batch, asks for
+ * c to be sent again alone: a redirect, a cluster that cannot serve the slot
+ * now, a node without the script's library. */
+static bool batch_again(const struct redis_batch_call *c, const redisReply *reply,
+                        const struct redis_endpoint *at)
+{
+    if (c->argc == 0 && function_missing(reply))
+        return true;
+    if (!rds.url.cluster)
+        return false;
+    struct cluster_redirect to;
+    enum cluster_answer answer = cluster_answer_of(reply, at, &to);
+    if (answer == CLUSTER_ANSWER_MOVED)
+        route_stale(cluster.route);
+    return answer != CLUSTER_ANSWER_FINAL;
+}
+
+/* The slot of c's key (its first KEY for a script). */
+static unsigned batch_slot(const struct redis_batch_call *c)
+{
+    const char *key = c->argc == 0 ? c->keys[0] : c->args[1];
+    FG_ASSERT(key != NULL);
+    return key_slot(key, strlen(key));
+}
+
+/* Formats the calls of calls named by which[0..m) into run[0..m) and *text
+ * (grown as needed; owned), and picks the connection each goes to (NULL: the
+ * map names no owner, the call goes alone). */
+static void batch_prepare(const struct redis_batch_call *calls, const size_t *which, size_t m,
+                          struct batch_call *run, char **text)
+{
+    size_t used = 0, cap = 4096;
+    *text = malloc(cap);
+    FG_ASSERT(*text != NULL);
+    for (size_t i = 0; i < m; i++) {
+        const struct redis_batch_call *c = &calls[which[i]];
+        const char *cmd[MAX_ARGS];
+        char numkeys[16];
+        size_t argc = batch_argv(c, cmd, numkeys);
+        run[i].slot = batch_slot(c);
+        for (;;) {
+            size_t len =
+                format_command(*text + used, cap - used, (int)argc, cmd, NULL, &run[i].run_id_at);
+            if (len <= cap - used) {
+                run[i].at = used;
+                run[i].len = len;
+                used += len;
+                break;
+            }
+            cap = 2 * (used + len);
+            *text = realloc(*text, cap);
+            FG_ASSERT(*text != NULL);
+        }
+        struct fg_error ignored = {0};
+        run[i].node = &shared;
+        if (rds.url.cluster)
+            run[i].node = route_owner(cluster.route, run[i].slot, cluster_send, NULL, &run[i].to,
+                                      &ignored) == 0
+                              ? cluster_node(&run[i].to, &ignored)
+                              : NULL;
+    }
+}
+
+/* Queues the calls of run that go to node (text: their commands) together
+ * and runs them to their outcome, oldest first. */
+static void batch_on_node(struct node *node, struct batch_call *run, size_t n, const char *text)
+{
+    int64_t started_us = clock_mono_us();
+    pthread_mutex_lock(&node->lock);
+    for (size_t i = 0; i < n; i++)
+        if (run[i].node == node) {
+            run[i].entry.command = text + run[i].at;
+            run[i].entry.len = run[i].len;
+            run[i].entry.run_id_at = run[i].run_id_at;
+            pipe_push(&node->pipe, &run[i].entry, &thread_wake);
+        }
+    for (size_t i = 0; i < n; i++)
+        if (run[i].node == node)
+            pipe_finish(node, &run[i].entry);
+    pthread_mutex_unlock(&node->lock);
+    metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
+}
+
+/* A library one pass of a batch loaded, on a node. */
+struct batch_loaded {
+    const struct node *node;
+    enum fg_script script;
+};
+
+/* Loads the library of c's script on node (on the one Redis when not a
+ * cluster) unless this pass did already: loaded[0..*nloaded) are the ones it
+ * did (room for BATCH_LOADS_MAX). 0, or -1 with err. */
+static int batch_load(struct node *node, const struct redis_batch_call *c,
+                      struct batch_loaded *loaded, size_t *nloaded, struct fg_error *err)
+{
+    for (size_t i = 0; i < *nloaded; i++)
+        if (loaded[i].node == node && loaded[i].script == c->script)
+            return 0;
+    if (load_function(rds.url.cluster ? node : NULL, &lua_scripts[c->script], err) != 0)
+        return -1;
+    if (*nloaded < BATCH_LOADS_MAX)
+        loaded[(*nloaded)++] = (struct batch_loaded){node, c->script};
+    return 0;
+}
+
+/* One pass over the calls which[0..m) of calls, pipelined per connection:
+ * sets the outcome of each call that got its answer, and lists in again
+ * (returns how many) those to send again: redirected, refused for now
+ * (TRYAGAIN, CLUSTERDOWN), with no owner in the map, or sent to a node that
+ * lacked the script's library (loaded now, once per node and script). */
+static size_t batch_pass(struct redis_batch_call *calls, const size_t *which, size_t m,
+                         size_t *again)
+{
+    struct batch_call *run = calloc(m > 0 ? m : 1, sizeof *run);
+    FG_ASSERT(run != NULL);
+    char *text = NULL;
+    batch_prepare(calls, which, m, run, &text);
+    for (size_t i = 0; i < m; i++) /* each connection's calls together, one after another */
+        if (run[i].node != NULL && run[i].entry.owner == NULL)
+            batch_on_node(run[i].node, run + i, m - i, text);
+    struct batch_loaded loaded[BATCH_LOADS_MAX];
+    size_t nloaded = 0, nagain = 0;
+    for (size_t i = 0; i < m; i++) {
+        struct redis_batch_call *c = &calls[which[i]];
+        redisReply *reply = run[i].entry.reply;
+        struct fg_error failure = run[i].entry.failure;
+        if (reply != NULL && reply_unavailable(reply)) {
+            metrics_backend_error(METRIC_BACKEND_REDIS);
+            fg_fail(&failure, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
+            freeReplyObject(reply);
+            reply = NULL;
+        } else if (reply == NULL && run[i].node != NULL) {
+            metrics_backend_error(METRIC_BACKEND_REDIS);
+            if (rds.url.cluster)
+                route_stale(cluster.route); /* a failover may have moved the slot */
+        }
+        bool missing = reply != NULL && c->argc == 0 && function_missing(reply);
+        if (run[i].node == NULL || (reply != NULL && batch_again(c, reply, &run[i].to))) {
+            freeReplyObject(reply);
+            reply = NULL;
+            if (!missing || batch_load(run[i].node, c, loaded, &nloaded, &failure) == 0) {
+                again[nagain++] = which[i];
+                continue;
+            }
+        }
+        batch_outcome(c, reply, &failure);
+    }
+    free(text);
+    free(run);
+    return nagain;
+}
+
+int redis_batch(struct redis_batch_call *calls, size_t n, struct fg_error *err)
+{
+    size_t *which = malloc((n > 0 ? n : 1) * sizeof *which);
+    size_t *again = malloc((n > 0 ? n : 1) * sizeof *again);
+    FG_ASSERT(which != NULL && again != NULL);
+    for (size_t i = 0; i < n; i++) {
+        which[i] = i;
+        calls[i].reply = NULL;
+        calls[i].err = (struct fg_error){0};
+    }
+    size_t m = batch_pass(calls, which, n, again);
+    if (m > 0) /* once more, pipelined: on the new map, with the libraries loaded */
+        m = batch_pass(calls, again, m, which);
+    for (size_t i = 0; i < m; i++) { /* still redirected or refused: alone, as redis_script */
+        struct redis_batch_call *c = &calls[which[i]];
+        struct fg_error failure = {0};
+        batch_outcome(c, batch_alone(c, batch_slot(c), &failure), &failure);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (calls[i].reply == NULL) {
+            *err = calls[i].err;
+            rc = -1;
+        }
+    free(again);
+    free(which);
+    return rc;
 }
 
 /* Runs a command whose reply must be a status or string, copying it into out. */

@@ -67,6 +67,34 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
                       const char *const *more, size_t nmore, json_t **out,
                       struct fg_error *err) FG_WUR;
 
+/* One call of a batch (redis_batch): a script, or a command that names one
+ * key (its first argument after the command's name). */
+struct redis_batch_call {
+    enum fg_script script;   /* with argc 0: the script, called as redis_script calls it */
+    const char *const *keys; /* its KEYS and ARGV (borrowed, as redis_script takes them) */
+    const char *const *argv;
+    int argc;                /* else: a command of argc (>= 2) arguments */
+    const char *const *args; /* its arguments, args[1] its key (ZRANGEBYLEX, EXISTS, SADD, ...) */
+    json_t *reply;       /* set by redis_batch: the answer (new reference), a script's decoded JSON
+                            text or a command's reply as JSON (strings, integers, arrays, null);
+                            NULL when the call failed */
+    struct fg_error err; /* set by redis_batch: why reply is NULL */
+};
+
+/*
+ * Runs the n calls of calls, each on the primary that owns the slot of its
+ * key (its first KEY for a script); on one Redis all on its one connection.
+ * The calls of one primary are queued together on its connection (so they
+ * go out in one write and come back in one read, whatever other calls join
+ * them) in the order given; the primaries are served one after another. A
+ * call answered by a redirect (MOVED, ASK), by TRYAGAIN or CLUSTERDOWN, or by
+ * a node that lacks its script's library is sent again alone, as
+ * redis_script sends a script. Every call gets its own outcome, in reply or
+ * err. Returns 0 when every call succeeded, else -1 with err the first
+ * failure.
+ */
+int redis_batch(struct redis_batch_call *calls, size_t n, struct fg_error *err) FG_WUR;
+
 /* Bytes of a Redis run_id (40 hex digits). */
 #define REDIS_RUN_ID_LEN 40
 
