@@ -9,7 +9,10 @@ scripts/services.sh), or depend on anything outside the standard library.
 Environment (exported by scripts/test):
   FG_BIN              path of the fencegate binary under test
   FG_TEST_REDIS_PORT  port of the test Redis on 127.0.0.1
-  FG_TEST_REDIS_URL   the same as a URL, e.g. redis://127.0.0.1:26379/0
+  FG_TEST_REDIS_URL   the same as a URL, e.g. redis://127.0.0.1:26379/0; a redis-cluster:// URL (the cluster
+                      lab's, tests/cluster/run_integration.py) runs the gateways on that cluster, Redis()
+                      routes each command to the node owning its key's slot, and tests marked
+                      skip_in_cluster are skipped with their reason
   FG_TEST_PG_PORT     port of the test Postgres on 127.0.0.1
   FG_TEST_PG_DSN      libpq URI, e.g. postgresql://fencegate@127.0.0.1:25432/fencegate
   FG_PGBIN            directory holding psql
@@ -542,17 +545,42 @@ class RedisError(Exception):
     """An error reply from Redis (the message as Redis sent it, e.g. 'WRONGTYPE ...')."""
 
 
+def cluster_mode() -> bool:
+    """True when the gateways under test run on a Redis Cluster (FG_TEST_REDIS_URL is redis-cluster://)."""
+    return os.environ.get("FG_TEST_REDIS_URL", "").startswith("redis-cluster://")
+
+
+def skip_in_cluster(reason: str) -> Any:
+    """Skips a test or test class when the gateways run on a Redis Cluster, saying why it cannot hold there
+    (e.g. it stops the one test Redis, or reads the deployment-wide keys of the one-Redis layout)."""
+    return unittest.skipIf(cluster_mode(), f"not in cluster mode: {reason}")
+
+
+def cluster_refused() -> str:
+    """Why the gateway under test refuses to start on a Redis Cluster ("" when it accepts a redis-cluster://
+    URL): its start-up check of the URL, run through `fencegate migrate` (which needs only the test Postgres)."""
+    r = run_fencegate(["migrate"], env_overrides={"FENCEGATE_REDIS_URL": "redis-cluster://127.0.0.1:1"})
+    if r.returncode == 0:
+        return ""
+    return (r.stdout + r.stderr).strip().splitlines()[-1] if (r.stdout + r.stderr).strip() else f"exit {r.returncode}"
+
+
 class Redis:
     """A minimal blocking Redis client: Redis().cmd('SET', 'k', 'v') -> 'OK'.
 
     Replies: simple string -> str, integer -> int, bulk -> str (or bytes with decode=False) or None,
     array -> list (or None), error -> raises RedisError. Reconnects on the next command after an I/O error.
+    In cluster mode (cluster_mode()) Redis() without a port talks to the whole cluster (_ClusterRoute).
     """
 
     def __init__(self, port: int | None = None, host: str = "127.0.0.1", db: int | None = None,
                  timeout: float = 10.0, decode: bool = True):
         self._sock: socket.socket | None = None
         self._rfile: Any = None
+        self._route: _ClusterRoute | None = None
+        if port is None and cluster_mode():
+            self._route = _ClusterRoute(os.environ["FG_TEST_REDIS_URL"], timeout, decode)
+            port, db = self._route.seeds[0][1], 0
         if port is None:
             port = int(env("FG_TEST_REDIS_PORT"))
         if db is None:
@@ -616,6 +644,8 @@ class Redis:
 
     def cmd(self, *args: Any) -> Any:
         """Sends one command and returns its decoded reply."""
+        if self._route is not None:
+            return self._route.cmd(args)
         if self._sock is None:
             self._connect()
         try:
@@ -646,6 +676,8 @@ class Redis:
         return out
 
     def close(self) -> None:
+        if self._route is not None:
+            self._route.close()
         if self._sock is not None:
             try:
                 self._rfile.close()
@@ -662,6 +694,142 @@ class Redis:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _crc16(data: bytes) -> int:
+    """CRC16 (XMODEM), as Redis Cluster computes a key's slot."""
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+    return crc
+
+
+def key_slot(key: Any) -> int:
+    """The hash slot of a key: CRC16 of its hash tag (between the first '{' and the next '}', when not
+    empty) or of the whole key, modulo 16384."""
+    data = key if isinstance(key, bytes) else str(key).encode("utf-8")
+    start = data.find(b"{")
+    if start >= 0:
+        end = data.find(b"}", start + 1)
+        if end > start + 1:
+            data = data[start + 1:end]
+    return _crc16(data) % 16384
+
+
+class _ClusterRoute:
+    """Redis() in cluster mode: each keyed command goes to the primary owning its key's slot (the slot map
+    read with CLUSTER SLOTS, MOVED followed and the map read again, ASK followed with ASKING on the same
+    connection, TRYAGAIN and CLUSTERDOWN retried for a few seconds); a command of several keys in different
+    slots (DEL, EXISTS, UNLINK, TOUCH) is split and its counts added; a command of no key that reads or
+    changes the server (INFO, FLUSHALL, CONFIG, FUNCTION, ACL, CLIENT, ...) goes to every primary, and their
+    replies are merged: one when all agree, else integers added, arrays and texts joined."""
+
+    EVERY_PRIMARY = {"FLUSHALL", "FLUSHDB", "INFO", "DBSIZE", "KEYS", "CONFIG", "FUNCTION", "SCRIPT", "ACL",
+                     "CLIENT", "SAVE", "MEMORY", "SLOWLOG", "LATENCY"}
+    SPLIT = {"DEL", "EXISTS", "UNLINK", "TOUCH"}
+    NO_KEY = {"PING", "TIME", "ROLE", "COMMAND", "ECHO", "HELLO", "CLUSTER", "LASTSAVE"}
+
+    def __init__(self, url: str, timeout: float, decode: bool):
+        hosts = urllib.parse.urlsplit(url).netloc.rsplit("@", 1)[-1]
+        self.seeds = [(h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1]) if ":" in h else 6379)
+                      for h in hosts.split(",")]
+        self.timeout, self.decode = timeout, decode
+        self.conns: dict[tuple[str, int], Redis] = {}
+        self.owners: list[tuple[str, int] | None] = []
+
+    def _conn(self, addr: tuple[str, int]) -> "Redis":
+        if addr not in self.conns:
+            self.conns[addr] = Redis(port=addr[1], host=addr[0], db=0, timeout=self.timeout, decode=self.decode)
+        return self.conns[addr]
+
+    def _refresh(self) -> None:
+        """Reads the slot map from the first node that answers: the primaries of the last map, then the seeds."""
+        known = list(dict.fromkeys([a for a in self.owners if a] + self.seeds))
+        for addr in known:
+            try:
+                ranges = self._conn(addr).cmd("CLUSTER", "SLOTS")
+            except (OSError, ConnectionError, RedisError):
+                continue
+            owners: list[tuple[str, int] | None] = [None] * 16384
+            for first, last, primary, *_ in ranges:
+                host = primary[0] if isinstance(primary[0], str) else primary[0].decode()
+                for slot in range(first, last + 1):
+                    owners[slot] = (host or addr[0], int(primary[1]))
+            self.owners = owners
+            return
+        raise ConnectionError("no node of the cluster answers CLUSTER SLOTS")
+
+    def primaries(self) -> list[tuple[str, int]]:
+        if not self.owners:
+            self._refresh()
+        return sorted({a for a in self.owners if a})
+
+    @staticmethod
+    def _keys(args: tuple) -> list[Any]:
+        name = str(args[0]).upper()
+        if name in ("FCALL", "FCALL_RO", "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO"):
+            return list(args[3:3 + int(args[2])])
+        if name in _ClusterRoute.SPLIT:
+            return list(args[1:])
+        if name in ("XREAD", "XREADGROUP") and "STREAMS" in [str(a).upper() for a in args]:
+            at = [str(a).upper() for a in args].index("STREAMS") + 1
+            return list(args[at:at + (len(args) - at) // 2])
+        return [args[1]] if len(args) > 1 else []
+
+    @staticmethod
+    def _merge(replies: list[Any]) -> Any:
+        if all(r == replies[0] for r in replies):
+            return replies[0]
+        if all(isinstance(r, int) for r in replies):
+            return sum(replies)
+        if all(isinstance(r, list) for r in replies):
+            return [x for r in replies for x in r]
+        return "\n".join(str(r) for r in replies)
+
+    def cmd(self, args: tuple) -> Any:
+        name = str(args[0]).upper()
+        if name in self.EVERY_PRIMARY:
+            return self._merge([self._conn(p).cmd(*args) for p in self.primaries()])
+        keys = [] if name in self.NO_KEY else self._keys(args)
+        if name in self.SPLIT and len({key_slot(k) for k in keys}) > 1:
+            return sum(self.cmd((args[0], k)) for k in keys)
+        slot = key_slot(keys[0]) if keys else None
+        addr, asking = None, False
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if addr is None:
+                addr = self.primaries()[0] if slot is None else (self.owners[slot] if self.owners else None)
+                if addr is None:
+                    self._refresh()
+                    addr = self.owners[slot] or self.primaries()[0]
+            conn = self._conn(addr)
+            try:
+                if asking:
+                    conn.cmd("ASKING")
+                return conn.cmd(*args)
+            except RedisError as e:
+                kind, _, rest = str(e).partition(" ")
+                if kind in ("MOVED", "ASK"):
+                    where = rest.split()[1]
+                    host, port = where.rsplit(":", 1)
+                    addr, asking = (host or conn.host, int(port)), kind == "ASK"
+                    if kind == "MOVED":
+                        self._refresh()
+                    continue
+                if kind not in ("TRYAGAIN", "CLUSTERDOWN") or time.monotonic() > deadline:
+                    raise
+            except (OSError, ConnectionError):
+                if time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)
+            addr, asking = None, False
+            self._refresh()
+
+    def close(self) -> None:
+        for conn in self.conns.values():
+            conn.close()
 
 
 def flush_redis() -> None:

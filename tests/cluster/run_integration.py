@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The gateway's integration suite (tests/integration) in cluster mode: the cluster lab's three primaries and
+three replicas (cluster_lab.py) started once, and each test file run against them with FG_TEST_REDIS_URL set to
+the lab's redis-cluster:// URL. The harness then starts every gateway on the cluster, its Redis() routes each
+command to the node that owns the key's slot, and the tests that cannot hold on a cluster skip with their
+reason (harness.skip_in_cluster: they stop the one test Redis, or read the one-Redis key layout).
+
+Owns: the lab's lifetime around the run and the choice of files. Must not: change what a test asserts.
+
+    run_integration.py            the subset CI runs (ctest -R cluster.integration): SUBSET below
+    run_integration.py --all      every tests/integration/test_*.py (about as long as the suite on one Redis)
+    run_integration.py NAME...    the files named (lock_api, test_lock_api or test_lock_api.py)
+
+Needs the environment of scripts/test (FG_BIN, FG_TEST_PG_DSN, FG_TEST_DATA, ...); run it all with
+    scripts/test -R cluster.integration   after   export FG_CLUSTER_SUITE=all
+Exits 1 when any file fails, and names them; 77 (skipped) when the gateway refuses a redis-cluster:// URL.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import time
+
+from cluster_lab import ClusterLab, resp
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness import cluster_refused  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INTEGRATION = os.path.join(HERE, "..", "integration")
+SKIPPED = 77   # ctest's SKIP_RETURN_CODE: a gateway that refuses cluster mode
+
+# What CI runs (about two minutes on two cores): the lease API end to end (locks, semaphores, lock sets,
+# FIFO, waiters parked and woken by the shard doorbell, exclusion under concurrency), listings merged over
+# the primaries, revocation, fenced writes to Postgres and to Redis, and the smoke test.
+SUBSET = ["smoke", "lock_api", "lock_fifo", "lock_exclusion", "lock_waiters", "sem_leases", "locksets",
+          "lease_list", "lease_revoke", "fence_column", "redis_writes", "live_lease"]
+
+
+def files(args: list[str]) -> list[str]:
+    if args == ["--all"] or (not args and os.environ.get("FG_CLUSTER_SUITE") == "all"):
+        return sorted(glob.glob(os.path.join(INTEGRATION, "test_*.py")))
+    names = args or os.environ.get("FG_CLUSTER_SUITE", "").split() or SUBSET
+    out = []
+    for n in names:
+        base = os.path.basename(n).removesuffix(".py")
+        out.append(os.path.join(INTEGRATION, (base if base.startswith("test_") else f"test_{base}") + ".py"))
+    missing = [f for f in out if not os.path.exists(f)]
+    if missing:
+        sys.exit(f"run_integration: no such test file: {', '.join(missing)}")
+    return out
+
+
+def main() -> int:
+    chosen = files(sys.argv[1:])
+    refused = cluster_refused()
+    if refused:
+        print(f"skipped: the gateway refuses a redis-cluster:// URL: {refused}", file=sys.stderr)
+        return SKIPPED
+    lab = ClusterLab()
+    failed: list[str] = []
+    try:
+        lab.start()
+        env = {**os.environ, "FG_TEST_REDIS_URL": lab.url()}
+        print(f"cluster lab up: {lab.url()}; {len(chosen)} files", file=sys.stderr, flush=True)
+        for path in chosen:
+            t0 = time.monotonic()
+            r = subprocess.run([sys.executable, path, "-v"], cwd=INTEGRATION, env=env)
+            name = os.path.basename(path)
+            print(f"== {name}: {'ok' if r.returncode == 0 else 'FAILED'} in {time.monotonic() - t0:.1f} s",
+                  file=sys.stderr, flush=True)
+            if r.returncode != 0:
+                failed.append(name)
+            # Every file starts from an empty cluster, as every file starts from an empty Redis in ctest.
+            for p in lab.primaries():
+                resp(p, "FLUSHALL", timeout=10)
+    finally:
+        lab.stop(keep=bool(failed) or os.environ.get("FG_CLUSTER_KEEP") == "1")
+    if failed:
+        print(f"failed in cluster mode: {' '.join(failed)} (lab kept in {lab.root})", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
