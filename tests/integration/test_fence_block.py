@@ -24,7 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, psql, services, wait_for  # noqa: E402
+from harness import GatewayTest, Redis, psql, services, skip_in_cluster, wait_for  # noqa: E402
 from pg_helpers import unique  # noqa: E402
 
 BLOCK = 10000
@@ -67,6 +67,8 @@ class FenceBlockTest(GatewayTest):
         self.assertEqual(errors, [])
         return sorted(out)
 
+    @skip_in_cluster("it checks the one block of the one Redis: on a cluster each slot reserves blocks of its "
+                     "own (docs/cluster.md)")
     def test_reconnects_keep_the_block(self):
         first = self.fences(THREADS * 2, 5)  # every worker thread opens its Redis connection
         before = reserved()

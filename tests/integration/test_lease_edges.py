@@ -32,7 +32,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import acquire, release, renew, status, unique_name  # noqa: E402
 
 
@@ -162,6 +162,7 @@ class LeaseEdges(GatewayTest):
 
     # -- item 10 -------------------------------------------------------------------------------------------
 
+    @skip_in_cluster("it watches the one test Redis with MONITOR")
     def test_scripts_touch_only_the_keys_they_are_given(self):
         mon = socket.create_connection(("127.0.0.1", int(os.environ["FG_TEST_REDIS_PORT"])), timeout=10)
         mon.sendall(b"MONITOR\r\n")

@@ -15,11 +15,12 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, HarnessError, Redis, env  # noqa: E402
+from harness import Gateway, HarnessError, Redis, env, skip_in_cluster  # noqa: E402
 
 USER, PASSWORD = "fg-acl-test", "acl-test-password-0123"
 
 
+@skip_in_cluster("it names the one test Redis in a redis:// URL with an ACL user")
 class RedisAclTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -22,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, Redis  # noqa: E402
+from harness import Client, Gateway, Redis, skip_in_cluster  # noqa: E402
 
 THREADS = 8
 CLIENTS = 32
@@ -102,6 +102,7 @@ def lock_pairs(prefix):
     return work
 
 
+@skip_in_cluster("it counts the reads and connections of the one pipelined connection to a single Redis")
 class RedisPipelineTest(unittest.TestCase):
     def gateway(self, **config):
         return Gateway(env_overrides={"FENCEGATE_HTTP_THREADS": THREADS}, config=config or None)

@@ -18,7 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import TEST_SECRET, Gateway, Redis, env, free_port, http, test_data_dir, wait_for  # noqa: E402
+from harness import TEST_SECRET, Gateway, Redis, env, free_port, http, skip_in_cluster, test_data_dir, wait_for  # noqa: E402
 
 USER, PASSWORD = "fg_gateway", "gateway-password-for-tests"
 
@@ -32,6 +32,7 @@ def readyz(port):
         return None
 
 
+@skip_in_cluster("it names the one test Redis, and servers of its own, in redis:// URLs")
 class RedisRolesTest(unittest.TestCase):
     def serve_unready(self, url):
         """A gateway that is expected never to become ready (the harness would stop it): its port."""

@@ -22,7 +22,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, env, psql  # noqa: E402
+from harness import Gateway, Redis, env, psql, skip_in_cluster  # noqa: E402
 from pg_helpers import acquire, headers  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -37,6 +37,7 @@ def procedure() -> str:
 
 
 class RestoreTest(unittest.TestCase):
+    @skip_in_cluster("it restores the one Redis from a dump and reads its one fence sequence, fg:fence")
     def test_fences_raised_after_a_restore_refuse_the_late_holder(self):
         table = f"restore_{uuid.uuid4().hex[:8]}"
         psql(f'CREATE TABLE public."{table}" (id integer PRIMARY KEY, note text)')
