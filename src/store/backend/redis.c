@@ -3,19 +3,23 @@
  * redis.c - hiredis connections, script calls and the doorbell subscription.
  * Every thread's commands go out on one shared connection, pipelined
  * (store/backend/redis_pipe.h keeps the order): a call queues its formatted command
- * and sleeps on its thread's condition variable; a thread that finds the
+ * and sleeps on its thread's semaphore; a thread that finds the
  * writing free writes every queued command in one system call, and one
  * thread at a time reads the replies, hands each to the call it answers and
  * wakes that call's thread; the thread whose own reply came reads on only
- * until then, and the oldest call still out takes over. So Redis reads the
+ * until then, writes the calls queued meanwhile if the writing is free, and
+ * the oldest call still out takes over the reading. So Redis reads the
  * commands of many requests at once and answers them with one write, where a
  * connection per thread cost it a read and a write each. No lock is held
- * across a system call that can block. Scripts come ready to run from
- * the build (embedded.h: each a Redis function library with its libraries and
- * key names, named after its text, and the counts of KEYS and ARGV it
- * declares) and are called with FCALL; a "Function not found" reply (a
- * restarted, failed-over or flushed Redis, or one this build never used) loads
- * the library and retries once. Script results are JSON texts, decoded here.
+ * across a system call that can block, and threads are woken only after the
+ * lock is let go (a thread woken under it would wake only to wait for it).
+ * A semaphore, not a condition variable, because a thread back from
+ * pthread_cond_wait holds its mutex marked as contended, and so makes a
+ * futex system call each time it lets it go. Scripts come ready to
+ * run from the build (embedded.h: each a Redis function library with its libraries and key names,
+ * named after its text, and the counts of KEYS and ARGV it declares) and are called with FCALL; a
+ * "Function not found" reply (a restarted, failed-over or flushed Redis, or one this build never
+ * used) loads the library and retries once. Script results are JSON texts, decoded here.
  *
  * Where the primary is: the one server of a redis:// URL, or, for
  * redis-sentinel://, whatever the sentinels name when a connection is made.
@@ -53,6 +57,8 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -129,8 +135,17 @@ static struct {
     int count;
 } cluster = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* What wakes this thread's call: the thread that finished it, or a role freed. */
-static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
+/* What wakes this thread's call: the thread that finished it, or a role
+ * freed. Posted once per wake-up given; thread_wake_ready once initialised. */
+static _Thread_local sem_t thread_wake;
+static _Thread_local bool thread_wake_ready;
+
+/* Calls whose threads a thread is to wake once it lets its node's lock go. */
+#define WAKES_MAX 64
+struct wakes {
+    struct pipe_entry *calls[WAKES_MAX]; /* each with wakes_given counting this wake */
+    int count;
+};
 
 /* The new connection this thread runs the connect hook on (its commands go
  * there directly), and whether the hook's commands lost it. */
@@ -400,13 +415,50 @@ static bool reply_unavailable(const redisReply *reply)
     return false;
 }
 
-/* Wakes the thread of every call of the list first (linked by next) but self's. */
-static void wake_calls(struct pipe_entry *first, const struct pipe_entry *self)
+/* Has e's thread woken once the lock is let go (wake_now), or at once when
+ * w is full. Locked. */
+static void wake_later(struct wakes *w, struct pipe_entry *e)
+{
+    if (w->count == WAKES_MAX) {
+        sem_post(e->owner);
+        return;
+    }
+    atomic_fetch_add_explicit(&e->wakes_given, 1, memory_order_relaxed);
+    w->calls[w->count++] = e;
+}
+
+/* Wakes the threads of w's calls. Unlocked: each call's entry stays (its
+ * thread waits for wakes_given to drop to 0 before leaving) until its wake is
+ * given, and not a moment longer. */
+static void wake_now(struct wakes *w)
+{
+    for (int i = 0; i < w->count; i++) {
+        struct pipe_entry *e = w->calls[i];
+        sem_post(e->owner);
+        atomic_fetch_sub_explicit(&e->wakes_given, 1, memory_order_release);
+    }
+    w->count = 0;
+}
+
+/* Sleeps until this thread is woken (a wake-up given while it was awake ends
+ * the sleep at once). Unlocked. Takes every wake-up given so far: the caller
+ * looks at its call's state after this, which shows all they stood for. */
+static void sleep_until_woken(void)
+{
+    while (sem_wait(&thread_wake) != 0)
+        FG_ASSERT(errno == EINTR);
+    while (sem_trywait(&thread_wake) == 0)
+        continue;
+}
+
+/* Has the thread of every call of the list first (linked by next) but self's
+ * woken (wake_later). */
+static void wake_calls(struct wakes *w, struct pipe_entry *first, const struct pipe_entry *self)
 {
     for (struct pipe_entry *e = first, *next; e != NULL; e = next) {
         next = e->next;
         if (e != self)
-            pthread_cond_signal(e->owner);
+            wake_later(w, e);
     }
 }
 
@@ -420,27 +472,27 @@ static void settle(struct node *n)
     pipe_closed(&n->pipe);
 }
 
-/* After a role was let go: closes what must be, then wakes the oldest queued
- * call and the oldest call out if they now have something to do that self's
- * thread will not do itself. Locked. */
-static void wake_next(struct node *n, const struct pipe_entry *self)
+/* After a role was let go: closes what must be, then has the oldest queued
+ * call and the oldest call out woken (w) if they now have something to do
+ * that self's thread will not do itself. Locked. */
+static void wake_next(struct node *n, const struct pipe_entry *self, struct wakes *w)
 {
     settle(n);
     enum pipe_action mine = pipe_next(&n->pipe, self);
-    const struct pipe_entry *queued = n->pipe.queued.head;
+    struct pipe_entry *queued = n->pipe.queued.head;
     if (queued != NULL && queued != self && mine != PIPE_CONNECT && mine != PIPE_WRITE &&
         pipe_next(&n->pipe, queued) != PIPE_WAIT)
-        pthread_cond_signal(queued->owner);
-    const struct pipe_entry *out = pipe_oldest_sent(&n->pipe);
+        wake_later(w, queued);
+    struct pipe_entry *out = n->pipe.sent.head;
     if (out != NULL && out != self && mine != PIPE_READ && pipe_next(&n->pipe, out) != PIPE_WAIT)
-        pthread_cond_signal(out->owner);
+        wake_later(w, out);
 }
 
 /* Fails every call out with a transport error (what, and hiredis's errstr
- * when given) and breaks the connection, waking a reader that sleeps on it.
+ * when given) and breaks the connection, waking (w) a reader that sleeps on it.
  * Locked. */
-static void break_connection(struct node *n, const struct pipe_entry *self, const char *what,
-                             const char *errstr)
+static void break_connection(struct node *n, const struct pipe_entry *self, struct wakes *w,
+                             const char *what, const char *errstr)
 {
     if (n->pipe.conn == PIPE_BROKEN)
         return;
@@ -449,7 +501,7 @@ static void break_connection(struct node *n, const struct pipe_entry *self, cons
             errstr ? errstr : "");
     if (n->pipe.reading)
         shutdown(n->ctx->fd, SHUT_RDWR);
-    wake_calls(pipe_fail_sent(&n->pipe, &failure), self);
+    wake_calls(w, pipe_fail_sent(&n->pipe, &failure), self);
 }
 
 /* The command that reads the run_id. */
@@ -522,9 +574,10 @@ static void check_node_policy(redisContext *ctx, const struct redis_endpoint *at
  * check their slot's fence sequence themselves). A connection that cannot be made
  * fails them all; a failing hook fails self's call alone, and the connection
  * is kept (the hook does not run again on it). Called locked; unlocks meanwhile. */
-static void connect_shared(struct node *n, struct pipe_entry *self)
+static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
     pthread_mutex_unlock(&n->lock);
+    wake_now(w);
     struct fg_error failure = {0}, hook_failure = {0};
     unsigned generation;
     redisContext *ctx =
@@ -552,7 +605,7 @@ static void connect_shared(struct node *n, struct pipe_entry *self)
     }
     pthread_mutex_lock(&n->lock);
     if (ctx == NULL) {
-        wake_calls(pipe_fail_queued(&n->pipe, &failure), self);
+        wake_calls(w, pipe_fail_queued(&n->pipe, &failure), self);
         return;
     }
     n->ctx = ctx;
@@ -574,9 +627,10 @@ static bool shared_stale(const struct node *n)
            sock_broken_after_idle(n->ctx->fd, n->last_used_ms);
 }
 
-/* Writes every queued call's command in one go. Called locked; unlocks while
- * writing, from a copy (a failure may end the calls meanwhile). */
-static void write_batch(struct node *n, const struct pipe_entry *self)
+/* Writes every queued call's command in one go (self's among them, or self
+ * done: the calls queued after it). Called locked; unlocks while writing,
+ * from a copy (a failure may end the calls meanwhile). */
+static void write_batch(struct node *n, const struct pipe_entry *self, struct wakes *w)
 {
     size_t count, len = 0;
     struct pipe_entry *first = pipe_take(&n->pipe, clock_mono_ms() + rds.timeout_ms, &count);
@@ -597,68 +651,92 @@ static void write_batch(struct node *n, const struct pipe_entry *self)
     }
     int fd = n->ctx->fd;
     pthread_mutex_unlock(&n->lock);
+    wake_now(w);
     const char *problem = NULL;
     for (at = 0; at < len && problem == NULL;) {
-        ssize_t w = send(fd, n->batch + at, len - at, MSG_NOSIGNAL);
-        if (w > 0)
-            at += (size_t)w;
-        else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        ssize_t sent = send(fd, n->batch + at, len - at, MSG_NOSIGNAL);
+        if (sent > 0)
+            at += (size_t)sent;
+        else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             problem = "timed out writing";
-        else if (w < 0 && errno != EINTR)
+        else if (sent < 0 && errno != EINTR)
             problem = strerror(errno);
     }
     pthread_mutex_lock(&n->lock);
     if (problem != NULL)
-        break_connection(n, self, "cannot write", problem);
+        break_connection(n, self, w, "cannot write", problem);
 }
 
-/* Reads replies and hands each to its call until self's call is done. Called
- * locked; unlocks while waiting for the socket, at most until the oldest call
- * out is due. */
-static void read_replies(struct node *n, struct pipe_entry *self)
+/* Reads replies and hands each to its call (w: the threads to wake) until
+ * self's call is done. Called locked; unlocks while waiting for the socket, at
+ * most until the oldest call out is due. */
+static void read_replies(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
     redisContext *ctx = n->ctx;
     while (self->state != PIPE_DONE) {
         void *raw = NULL;
         if (redisReaderGetReply(ctx->reader, &raw) != REDIS_OK) {
-            break_connection(n, self, "bad reply", ctx->reader->errstr);
+            break_connection(n, self, w, "bad reply", ctx->reader->errstr);
             return;
         }
         if (raw != NULL) {
             struct pipe_entry *e = pipe_reply(&n->pipe, raw);
             if (e == NULL) {
                 freeReplyObject(raw);
-                break_connection(n, self, "a reply nobody asked for", NULL);
+                break_connection(n, self, w, "a reply nobody asked for", NULL);
                 return;
             }
             if (reply_unavailable(raw))
                 pipe_retire(&n->pipe);
             n->last_used_ms = clock_mono_ms();
             if (e != self)
-                pthread_cond_signal(e->owner);
+                wake_later(w, e);
             continue;
         }
         int64_t left = pipe_oldest_sent(&n->pipe)->due_ms - clock_mono_ms();
         pthread_mutex_unlock(&n->lock);
+        wake_now(w); /* before sleeping: they may be the replies of a whole batch */
         struct pollfd pfd = {.fd = ctx->fd, .events = POLLIN};
         int ready = left > 0 ? poll(&pfd, 1, (int)left) : 0;
         int rc = ready > 0 ? redisBufferRead(ctx) : REDIS_OK;
         pthread_mutex_lock(&n->lock);
         if (ready == 0) {
-            break_connection(n, self, "no reply in time", NULL);
+            break_connection(n, self, w, "no reply in time", NULL);
             return;
         }
         if (ready > 0 && rc != REDIS_OK) {
-            break_connection(n, self, "connection lost", ctx->errstr);
+            break_connection(n, self, w, "connection lost", ctx->errstr);
             return;
         }
     }
 }
 
+/* This thread's semaphore (thread_wake), made on first use: what its calls
+ * are woken by. */
+static sem_t *thread_wake_sem(void)
+{
+    if (!thread_wake_ready) {
+        FG_ASSERT(sem_init(&thread_wake, 0, 0) == 0);
+        thread_wake_ready = true;
+    }
+    return &thread_wake;
+}
+
+/* Waits until no other thread still gives e a wake-up it took on under the
+ * lock (wake_later): until then e, on this thread's stack or heap, must stay.
+ * Unlocked. */
+static void wakes_given_out(struct pipe_entry *e)
+{
+    while (atomic_load_explicit(&e->wakes_given, memory_order_acquire) != 0)
+        sched_yield();
+}
+
 /* Does what the queued call self (of this thread) needs until its outcome is
  * in: connects, writes the queued batch or reads replies when it is its turn,
- * sleeps otherwise. Called locked. */
-static void pipe_finish(struct node *n, struct pipe_entry *self)
+ * sleeps otherwise; once it is in, writes the calls queued meanwhile if the
+ * writing is free. The threads it is to wake go to w (wake_now after the lock
+ * is let go). Called locked; unlocks to sleep. */
+static void pipe_finish(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
     for (;;) {
         settle(n);
@@ -666,22 +744,27 @@ static void pipe_finish(struct node *n, struct pipe_entry *self)
         if (action == PIPE_FINISHED)
             return;
         if (action == PIPE_WAIT) {
-            pthread_cond_wait(&thread_wake, &n->lock);
+            pthread_mutex_unlock(&n->lock);
+            wake_now(w);
+            sleep_until_woken();
+            pthread_mutex_lock(&n->lock);
             continue;
         }
         if (action == PIPE_WRITE && shared_stale(n)) {
             pipe_retire(&n->pipe);
+            if (self->state == PIPE_DONE) /* the queued calls connect anew without it */
+                wake_next(n, self, w);
             continue;
         }
         pipe_begin(&n->pipe, action);
         if (action == PIPE_CONNECT)
-            connect_shared(n, self);
+            connect_shared(n, self, w);
         else if (action == PIPE_WRITE)
-            write_batch(n, self);
+            write_batch(n, self, w);
         else
-            read_replies(n, self);
+            read_replies(n, self, w);
         pipe_end(&n->pipe, action);
-        wake_next(n, self);
+        wake_next(n, self, w);
     }
 }
 
@@ -695,12 +778,17 @@ static redisReply *pipe_call(struct node *n, bool asking, const char *command, s
     static const char asking_command[] = "*1\r\n$6\r\nASKING\r\n";
     struct pipe_entry ask = {.command = asking_command, .len = sizeof asking_command - 1};
     struct pipe_entry self = {.command = command, .len = len, .run_id_at = run_id_at};
+    struct wakes wakes = {.count = 0};
+    sem_t *wake = thread_wake_sem();
     pthread_mutex_lock(&n->lock);
     if (asking)
-        pipe_push(&n->pipe, &ask, &thread_wake);
-    pipe_push(&n->pipe, &self, &thread_wake);
-    pipe_finish(n, &self);
+        pipe_push(&n->pipe, &ask, wake);
+    pipe_push(&n->pipe, &self, wake);
+    pipe_finish(n, &self, &wakes);
     pthread_mutex_unlock(&n->lock);
+    wake_now(&wakes);
+    wakes_given_out(&ask);
+    wakes_given_out(&self);
     FG_ASSERT(!asking || ask.state == PIPE_DONE); /* answered, or failed, before self */
     freeReplyObject(ask.reply);
     if (self.reply == NULL) {
@@ -1224,18 +1312,24 @@ static void batch_prepare(const struct redis_batch_call *calls, const size_t *wh
 static void batch_on_node(struct node *node, struct batch_call *run, size_t n, const char *text)
 {
     int64_t started_us = clock_mono_us();
+    struct wakes wakes = {.count = 0};
+    sem_t *wake = thread_wake_sem();
     pthread_mutex_lock(&node->lock);
     for (size_t i = 0; i < n; i++)
         if (run[i].node == node) {
             run[i].entry.command = text + run[i].at;
             run[i].entry.len = run[i].len;
             run[i].entry.run_id_at = run[i].run_id_at;
-            pipe_push(&node->pipe, &run[i].entry, &thread_wake);
+            pipe_push(&node->pipe, &run[i].entry, wake);
         }
     for (size_t i = 0; i < n; i++)
         if (run[i].node == node)
-            pipe_finish(node, &run[i].entry);
+            pipe_finish(node, &run[i].entry, &wakes);
     pthread_mutex_unlock(&node->lock);
+    wake_now(&wakes);
+    for (size_t i = 0; i < n; i++)
+        if (run[i].node == node)
+            wakes_given_out(&run[i].entry);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
 }
 

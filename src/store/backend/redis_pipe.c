@@ -46,13 +46,15 @@ void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner)
     e->reply = NULL;
     memset(&e->failure, 0, sizeof e->failure);
     e->owner = owner;
+    atomic_init(&e->wakes_given, 0);
     queue_append(&p->queued, e);
 }
 
 enum pipe_action pipe_next(const struct pipe *p, const struct pipe_entry *e)
 {
+    bool can_write = !p->writing && p->conn == PIPE_OPEN && p->batches_out < PIPE_BATCHES_OUT;
     switch (e->state) {
-    case PIPE_DONE: return PIPE_FINISHED;
+    case PIPE_DONE: return p->queued.head != NULL && can_write ? PIPE_WRITE : PIPE_FINISHED;
     case PIPE_SENT: return p->reading ? PIPE_WAIT : PIPE_READ;
     case PIPE_QUEUED: break;
     }
@@ -60,7 +62,7 @@ enum pipe_action pipe_next(const struct pipe *p, const struct pipe_entry *e)
         return PIPE_WAIT;
     if (p->conn == PIPE_CLOSED)
         return PIPE_CONNECT;
-    if (p->conn == PIPE_OPEN && p->batches_out < PIPE_BATCHES_OUT)
+    if (can_write)
         return PIPE_WRITE;
     return PIPE_WAIT; /* for the batch out, or for a retired connection to be closed */
 }
