@@ -5,6 +5,7 @@
     python3 bench/side_by_side.py                      # build, own Redis/Postgres/gateway, 2 rounds x 5 s
     python3 bench/side_by_side.py --duration 10 --rounds 3 --clients 4
     python3 bench/side_by_side.py --c-connections 16,64   # also C clients at 16 and 64 connections
+    python3 bench/side_by_side.py --gateway before=/tmp/main/fencegate --gateway after=build-bench-sbs/fencegate
 
 Paths, each driven by the same CLIENTS Python processes (one keep-alive connection each):
   - lock acquire+release through the gateway (POST /v1/locks/{name}/acquire, then .../release; one name
@@ -14,9 +15,11 @@ Paths, each driven by the same CLIENTS Python processes (one keep-alive connecti
     UPDATE ... SET note=%s, lock_fence=%s WHERE id=%s AND lock_fence <= %s (autocommit).
 Each comparison alternates its sides, the order turning round by round; each figure is the median of its
 rounds, and "× direct" is the server CPU per operation over the direct path's (the last side of each
-comparison) in the same run. Server CPU is read from /proc (utime+stime of the gateway, of redis-server and of
-every Postgres process) around each timed window and divided by the operations done in it ("pair" for locks,
-"write" for writes).
+comparison) in the same run. With --gateway (given more than once), each gateway path is run with each
+binary named, as its own side of the same comparison (the gateway is restarted when the binary changes), so a
+change is measured before and after in one run. Server CPU is read from /proc (utime+stime of the gateway, of
+redis-server and of every Postgres process) around each timed window and divided by the operations done in it
+("pair" for locks, "write" for writes).
 
 With --c-connections, the same comparisons follow at each of those connection counts with C clients, one
 connection per thread: bench/http_pairs.c through the gateway against bench/raw_pairs.c in its redis-py mode
@@ -285,6 +288,45 @@ def c_setup(env: dict, dsn: str) -> None:
     env["pgbench"] = os.path.join(pgbin, "pgbench")
 
 
+class Gateways:
+    """The gateway binaries of the run (name -> path; one unnamed for this checkout's build) and the one that
+    runs now: run_side's sides name a binary after " @ ", and use() restarts the gateway when it changes."""
+
+    def __init__(self, binaries: dict, env: dict, http_port: int, log_path: str):
+        self.binaries, self.env, self.http_port, self.log_path = binaries, env, http_port, log_path
+        self.proc, self.running = None, None
+
+    def sides(self, group: list[str]) -> list[str]:
+        """group with each gateway side once per named binary (unchanged with one unnamed binary)."""
+        if list(self.binaries) == [""]:
+            return group
+        return [f"{side} @ {name}" if side.startswith("gateway") else side
+                for side in group for name in (self.binaries if side.startswith("gateway") else [""])]
+
+    def use(self, side: str, servers: dict) -> str:
+        """Runs the binary side names (or the only one) and returns the side without its binary's name."""
+        base, _, name = side.partition(" @ ")
+        if self.running != name or self.proc is None:
+            self.stop()
+            log = open(self.log_path, "a")
+            self.proc = subprocess.Popen([self.binaries[name]], env=self.env, stdout=log, stderr=log)
+            for _ in range(100):
+                try:
+                    lean(self.http_port).call("GET", "/readyz", {})
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            self.running = name
+            servers["gateway"] = self.proc.pid
+        return base
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(30)
+            self.proc = None
+
+
 def compare(groups: list[list[str]], rounds: int, run) -> None:
     """Runs each group's sides in alternated rounds (run(side) -> figures) and prints their medians, with the
     server CPU per operation over the group's last side (the direct path)."""
@@ -329,6 +371,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=4, help="the gateway's FENCEGATE_HTTP_THREADS (default 4)")
     ap.add_argument("--c-connections", default="", help="also C clients at these connection counts (e.g. 16,64)")
     ap.add_argument("--ports", default="17391,17441,18491", help="Redis, Postgres and HTTP ports of the run")
+    ap.add_argument("--gateway", action="append", metavar="NAME=BINARY",
+                    help="a gateway binary to measure, named (give several for a before/after in one run)")
     args = ap.parse_args()
     sh("bash", "scripts/deps.sh", "bench")
     if not direct_clients_importable():
@@ -346,6 +390,8 @@ def main() -> int:
     sh(*svc, "start", datadir, str(redis_port), str(pg_port))
     gw = None
     try:
+        binaries = dict(g.split("=", 1) for g in args.gateway) if args.gateway else {
+            "": os.path.join(build, "fencegate")}
         dsn = f"postgresql://fencegate@127.0.0.1:{pg_port}/fencegate"
         sh("psql", dsn, "-qc", TABLES_SQL)
         os.makedirs(datadir, exist_ok=True)
@@ -363,19 +409,14 @@ def main() -> int:
         env = dict(os.environ, FENCEGATE_LISTEN=f"127.0.0.1:{http_port}", FENCEGATE_CONFIG=cfg,
                    FENCEGATE_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", FENCEGATE_PG_DSN=dsn,
                    FENCEGATE_LOG_LEVEL=args.log_level, FENCEGATE_HTTP_THREADS=str(args.threads))
-        log = open(os.path.join(datadir, "gateway.log"), "w")
-        gw = subprocess.Popen([os.path.join(build, "fencegate")], env=env, stdout=log, stderr=log)
-        for _ in range(100):
-            try:
-                lean(http_port).call("GET", "/readyz", {})
-                break
-            except OSError:
-                time.sleep(0.1)
+        gw = Gateways(binaries, env, http_port, os.path.join(datadir, "gateway.log"))
+        servers = {}
+        gw.use(gw.sides(COMPARISONS[0])[0], servers)
         redis_pid = int(sh("redis-cli", "-p", str(redis_port), "INFO", "server").split("process_id:")[1].split()[0])
         postmaster = int(sh("psql", dsn, "-Atc", "SELECT pid FROM pg_stat_activity WHERE backend_type = "
                             "'checkpointer'").strip())
         postmaster = int(open(f"/proc/{postmaster}/stat").read().rsplit(")", 1)[1].split()[1])
-        servers = {"gateway": gw.pid, "redis": redis_pid, "postmaster": postmaster}
+        servers.update({"redis": redis_pid, "postmaster": postmaster})
         cenv = {"http_port": http_port, "redis_port": redis_port, "pg_dsn": dsn, "build": build,
                 "datadir": datadir}
         print(f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, load average before "
@@ -386,18 +427,19 @@ def main() -> int:
                   "× direct |\n|---|---|---|---|---|---|---|---|---|")
         print(f"{args.clients} Python client processes, one keep-alive connection each:\n")
         print(header)
-        compare(COMPARISONS, args.rounds, lambda side: run_side(side, cenv, args.clients, args.duration, servers))
+        compare([gw.sides(g) for g in COMPARISONS], args.rounds,
+                lambda side: run_side(gw.use(side, servers), cenv, args.clients, args.duration, servers))
         if c_conns:
             c_setup(cenv, dsn)
         for conns in c_conns:
             print(f"\n{conns} connections, C clients (one thread each):\n")
             print(header)
-            compare(C_COMPARISONS, args.rounds, lambda side: run_c_side(side, cenv, conns, args.duration, servers))
+            compare([gw.sides(g) for g in C_COMPARISONS], args.rounds,
+                    lambda side: run_c_side(gw.use(side, servers), cenv, conns, args.duration, servers))
         print(f"\nload average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         if gw is not None:
-            gw.terminate()
-            gw.wait(30)
+            gw.stop()
         sh(*svc, "stop", datadir, str(redis_port), str(pg_port))
     return 0
 
