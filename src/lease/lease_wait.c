@@ -151,9 +151,9 @@ static bool take_grant(struct park *p)
     return true;
 }
 
-/* Takes the waits ps[first..n) of the same lock or semaphore as ps[first] that
- * are not taken yet (taken[]) out of its queue, up to LEASE_LEAVE_MAX of them
- * in one script call, setting left[] for those that left. */
+/* Takes ps[first] (not taken yet) and the waits of ps[first + 1..n) of the same
+ * lock or semaphore that are not taken yet (taken[]) out of its queue, up to
+ * LEASE_LEAVE_MAX of them in one script call, setting left[] for those that left. */
 static void leave_batch(struct park *const *ps, size_t first, size_t n, lease_queue_of_fn queue_of,
                         bool *taken, bool *left)
 {
@@ -161,8 +161,11 @@ static void leave_batch(struct park *const *ps, size_t first, size_t n, lease_qu
     struct lease_leaver leavers[LEASE_LEAVE_MAX];
     bool out[LEASE_LEAVE_MAX];
     struct lease_queue head = queue_of(ps[first]);
-    size_t nbatch = 0;
-    for (size_t i = first; i < n && nbatch < LEASE_LEAVE_MAX; i++) {
+    taken[first] = true;
+    at[0] = first;
+    leavers[0] = head.leaver;
+    size_t nbatch = 1;
+    for (size_t i = first + 1; i < n && nbatch < LEASE_LEAVE_MAX; i++) {
         struct lease_queue q = queue_of(ps[i]);
         if (taken[i] || q.kind != head.kind || strcmp(q.name, head.name) != 0)
             continue;
