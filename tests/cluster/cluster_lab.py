@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ha"))
 from lab import encode, free_port, read_reply, redis_answers, resp, wait  # noqa: E402  (the fault lab's helpers: ports, RESP, polling)
@@ -127,6 +128,19 @@ class ClusterLab:
         p = self.procs.pop(port)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=10)
+
+    def lossy_failover(self, shard: dict, window: float = 0.5):
+        """Cuts the shard's replica off its primary and freezes it, lets the primary take writes for window
+        seconds, kills the primary and thaws the replica, which is promoted without those writes; the old
+        primary comes back empty, as a replica of the promoted one. Returns when the replica serves."""
+        primary, replica = shard["primary"], shard["replicas"][0]
+        self.procs[replica].send_signal(signal.SIGSTOP)
+        resp(primary, "CLIENT", "KILL", "TYPE", "replica")
+        time.sleep(window)
+        self.kill9(primary)
+        self.procs[replica].send_signal(signal.SIGCONT)
+        wait(lambda: self.owner(shard["ranges"][0]) == replica, 30, "the promotion of the replica")
+        self.start_node(primary)
 
     def stop_node(self, port: int):
         """SHUTDOWN NOSAVE-free stop: SIGTERM, so the node writes its nodes.conf."""

@@ -355,16 +355,7 @@ class ClusterLabTest(unittest.TestCase):
         self.lab.wait_converged()
 
     def lossy_failover(self, shard: dict):
-        """Cuts the shard's replica off its primary and freezes it, lets the primary grant for a while, kills
-        the primary and thaws the replica, which is promoted without those grants."""
-        primary, replica = shard["primary"], shard["replicas"][0]
-        self.lab.procs[replica].send_signal(signal.SIGSTOP)
-        resp(primary, "CLIENT", "KILL", "TYPE", "replica")
-        time.sleep(0.5)
-        self.lab.kill9(primary)
-        self.lab.procs[replica].send_signal(signal.SIGCONT)
-        wait(lambda: self.lab.owner(shard["ranges"][0]) == replica, 30, "the promotion of the replica")
-        self.lab.start_node(primary)   # back empty, as a replica of the promoted one
+        self.lab.lossy_failover(shard)
 
     def run_fences(self, checked: bool, shard: dict, move: tuple[int, int] | None) -> dict:
         """Eight threads take fences of 24 locks (8 of them in shard's slots) through a lossy failover of shard

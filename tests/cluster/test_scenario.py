@@ -10,13 +10,16 @@ a. kill -9 of a primary: service back within cluster-node-timeout + 2 s of the k
 b. a live reshard of FG_SCENARIO_RESHARD_SLOTS slots (1000 in CI; the long run moves a third, 5461) under load,
    half the locks in slots that move: no error the client sees but 503s, which it retries;
 c. a primary stopped and restarted from an older snapshot and an older nodes.conf: 503s only while its replica
-   takes over; the node rejoins as a replica.
+   takes over; the node rejoins as a replica;
+d. a lossy failover: the replica cut off and frozen for 2.5 s while clients hold the primary's locks and work
+   6 s under each, then the primary killed: holders of grants the promoted replica never saw go on writing
+   while others are granted the same locks; their stale writes must be refused.
 
 Every answer is recorded and judged by scenario_check.py, which never asks the gateway: no fence granted twice
 across the whole run, a lock's fences only grow, every stored fence only grows (the row's versions in commit
 order, from a trigger's log; the Redis values a watcher read from the nodes), every stale write refused, the
 highest accepted fence stored in the end, and the critical sections the clients were inside counted. In the
-kill phase the watcher does not judge Redis values: a primary killed with a write it acknowledged but had not
+kill phases the watcher does not judge Redis values: a primary killed with a write it acknowledged but had not
 replicated loses it (asynchronous replication, docs/operations.md "What a failover loses"); the write floor
 then refuses every fence issued before, which the stale-write rule checks.
 
@@ -65,11 +68,12 @@ CONFIG = {"tables": {"scn_rows": {"key": "id", "columns": ["note"], "fence_colum
 
 class Load:
     """CLIENTS threads, each in a loop: acquire a random lock of names (waiting up to 2 s), PUT its Postgres row
-    and its Redis key with the token, release. 503s are retried; every other answer but a success is counted
+    and its Redis key with the token, release; with hold, work hold seconds between the two writes and PUT
+    the row again after them (a holder that goes on working after its grant was lost). 503s are retried; every other answer but a success is counted
     in errors by step and problem type. Grants and writes go into trace; times of 503s into unavailable."""
 
-    def __init__(self, gw: Gateway, names: list[str], trace: Trace):
-        self.gw, self.names, self.trace = gw, names, trace
+    def __init__(self, gw: Gateway, names: list[str], trace: Trace, hold: float = 0.0):
+        self.gw, self.names, self.trace, self.hold = gw, names, trace, hold
         self.stop_flag = threading.Event()
         self.errors: collections.Counter = collections.Counter()
         self.unavailable: list[float] = []   # wall-clock seconds of each 503
@@ -110,7 +114,7 @@ class Load:
         rng, c = random.Random(k), Client(self.gw.base, timeout=15)
         try:
             while not self.stop_flag.is_set():
-                self.turn(k, rng.choice(self.names), c)
+                self.turn(k, rng.choice(self.names), c, rng)
         finally:
             c.close()
 
@@ -125,9 +129,10 @@ class Load:
             self.note(step, r)   # a 409 stale_fence too: judged by the phase
         return status == 200
 
-    def turn(self, k: int, name: str, c: Client) -> None:
+    def turn(self, k: int, name: str, c: Client, rng: random.Random) -> None:
         t0 = time.monotonic()
-        r = self.call(c, "acquire", "POST", f"/v1/locks/{name}/acquire", {"ttl_ms": TTL_MS, "wait_ms": 2000})
+        r = self.call(c, "acquire", "POST", f"/v1/locks/{name}/acquire",
+                      {"ttl_ms": TTL_MS + int(self.hold * 2000), "wait_ms": 2000})
         if r is None or r.status != 200:
             if r is not None and not (r.status == 409 and r.body.get("type", "").endswith("/lock_busy")):
                 self.note("acquire", r)
@@ -136,9 +141,14 @@ class Load:
         grant = Grant(k, name, fence, t0, time.monotonic())
         with self.lock:
             self.trace.grants.append(grant)
-        if self.write(c, k, f"pg:scn_rows/{key}", f"/v1/pg/scn_rows/{key}",
-                      {"row": {"id": key, "note": f"c{k} f{fence}"}}, fence, token):
-            self.write(c, k, f"redis:scnr:{key}", f"/v1/redis/scnr:{key}", {"value": str(fence)}, fence, token)
+        row = (f"pg:scn_rows/{key}", f"/v1/pg/scn_rows/{key}", {"row": {"id": key, "note": f"c{k} f{fence}"}})
+        ok = self.write(c, k, *row, fence, token)
+        if ok and self.hold:
+            time.sleep(self.hold)   # work inside the critical section
+        if ok:
+            ok = self.write(c, k, f"redis:scnr:{key}", f"/v1/redis/scnr:{key}", {"value": str(fence)}, fence, token)
+        if ok and self.hold:
+            self.write(c, k, *row, fence, token)
         grant.left = time.monotonic()
         r = self.call(c, "release", "POST", f"/v1/locks/{name}/release", {"token": token})
         if r is None or r.status != 200:
@@ -332,6 +342,25 @@ class ScenarioTest(unittest.TestCase):
         time.sleep(SECONDS)
         self.judge(load, watcher, "older data", set())
         self.assertEqual(resp(port, "ROLE")[0], "slave", "the node restarted from older data serves as a primary")
+
+    def test_d_lossy_failover(self):
+        """kill -9 of a primary whose replica was cut off and frozen for 2.5 s first, while the clients held
+        locks of that primary only and worked 6 s under each: the replica is promoted without those grants,
+        and their holders, still working, write after others were granted the same locks with higher fences.
+        The checker judges every write; critical sections shared must have happened, or the phase proved
+        nothing."""
+        victim = self.lab.shards()[1]
+        names = self.names_on([victim])
+        shared = overlaps(self.trace)
+        self.lab.wait_replicated()
+        load = Load(self.gw, names, self.trace, hold=6.0)
+        time.sleep(SECONDS)
+        self.lab.lossy_failover(victim, window=2.5)
+        self.lab.wait_converged(timeout=30)
+        time.sleep(SECONDS + 2)
+        self.judge(load, None, "lossy failover", {("release", "lease_lost"), ("write pg", "stale_fence"),
+                                                  ("write redis", "stale_fence")})
+        self.assertGreater(overlaps(self.trace), shared, "the failover lost no grant a client went on using")
 
 
 if __name__ == "__main__":
