@@ -3,15 +3,17 @@
 -- (prepended to every script whose first line is "-- uses: lib_rw.lua").
 --
 -- Every write script takes these keys, and these arguments before its own:
--- KEYS: key write_fence audit fence_floor revoked
+-- KEYS: key write_fence audit fence_floor fence_limit
 --   the written key, its fence KEY_WRITE_FENCE_PREFIX..key, the audit stream
---   KEY_AUDIT, the write floor KEY_FENCE_FLOOR, the revoked fences KEY_REVOKED
---   (lib_lease.lua)
--- ARGV: fence resource lock owner client_addr method principal trace_id
+--   KEY_AUDIT, the write floor KEY_FENCE_FLOOR, the fence limit KEY_FENCE_LIMIT
+--   (on a Redis Cluster each of the key's slot, the limit named after the
+--   run_id of the process that runs the script: store/backend/shared_keys.h)
+-- ARGV: fence resource lock owner client_addr method principal trace_id revoked
 --   the presented fence, the resource ("redis:"..key), the lock or semaphore
 --   name of the token, its owner ("" if none), the client address, the HTTP
 --   method, the id of the writer's API key ("" when auth is off), the trace id
---   of the request's traceparent ("" if none)
+--   of the request's traceparent ("" if none), the name of the revoked fences'
+--   set (KEY_REVOKED; on a Redis Cluster that of a slot of this node, below)
 -- A write is applied iff its fence >= the highest fence stored for the key; the
 -- stored fence then becomes the presented one. A stale write changes nothing
 -- but appends one audit entry to the stream, which the gateways drain into
@@ -26,9 +28,26 @@
 -- A write presenting a revoked fence is refused whatever the stored fence, with
 -- its own audit entry (reason "revoked"); if the revoked set is missing (Redis
 -- lost it) the script answers "norevoked" and the gateway rebuilds it first.
+--
+-- On a Redis Cluster every key above lives in the written key's slot, and the
+-- sequence of that slot is trusted only where its fence limit exists: the
+-- limit is named after the run_id of the process that raised it, so on a
+-- restarted or promoted node, or a slot's new owner, there is none, the script
+-- answers "nofloor", and the recovery of the slot's sequence raises the floor
+-- first. The revoked set is one per node, named in ARGV, not KEYS (Redis
+-- refuses declared keys of two slots; these scripts are flagged
+-- allow-cross-slot-keys to read an undeclared key of their own node); it holds
+-- the member "run:<run_id>" of the process it was rebuilt on (revoked_load.lua),
+-- and a set without the run_id of this process may have missed revocations
+-- (a failover, a restart from older data) and answers "norevoked" too. A set
+-- named after a slot this node does not serve (the gateway's slot map is
+-- stale) answers "elsewhere": the gateway fetches the map and names another.
 
--- Appends the audit entry of a refused write; returns the refusal's reply.
-local function refuse(outcome, reason, cur)
+-- Appends the audit entry of a refused write; returns the refusal's reply
+-- (with floor = true when the write floor refused it, not the key's fence: on
+-- a Redis Cluster the floor may be above the block the token's lock issues
+-- from, which the gateway then raises: lease/fence.h, fence_lift).
+local function refuse(outcome, reason, cur, by_floor)
   local t = redis.call('TIME')
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local id = redis.call('XADD', KEYS[3], '*', 'resource', A_resource, 'lock', A_lock,
@@ -36,19 +55,33 @@ local function refuse(outcome, reason, cur)
                         'client_addr', A_client_addr, 'method', A_method, 'reason', reason,
                         'at_ms', tostring(at), 'principal', A_principal,
                         'trace_id', A_trace_id)
-  return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at})
+  return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at, floor = by_floor})
+end
+
+-- Whether the revoked set may be read: nil when it may, else the reply.
+local function revoked_unready()
+  if KEYS[5] == KEY_FENCE_LIMIT then -- one Redis: the set is rebuilt whenever Redis may have lost it
+    if redis.call('EXISTS', A_revoked) == 0 then return cjson.encode({r = 'norevoked'}) end
+    return nil
+  end
+  local built = redis.pcall('SISMEMBER', A_revoked, 'run:' .. string.sub(KEYS[5], -40))
+  if type(built) == 'table' and built.err then return cjson.encode({r = 'elsewhere'}) end
+  if built == 0 then return cjson.encode({r = 'norevoked'}) end
+  return nil
 end
 
 -- Returns nil when the write may go on, else the JSON reply of a refused
 -- write (revoked or stale) or of a Redis that has no floor or no revoked set.
 local function refuse_stale()
-  local v = redis.call('MGET', KEYS[2], KEYS[4])
-  if v[2] == false then return cjson.encode({r = 'nofloor'}) end
-  if redis.call('EXISTS', KEYS[5]) == 0 then return cjson.encode({r = 'norevoked'}) end
-  local cur = math.max(tonumber(v[1] or '0'), tonumber(v[2]))
-  if redis.call('SISMEMBER', KEYS[5], A_fence) == 1 then return refuse('revoked', 'revoked', cur) end
+  local v = redis.call('MGET', KEYS[2], KEYS[4], KEYS[5])
+  if v[2] == false or v[3] == false then return cjson.encode({r = 'nofloor'}) end
+  local unready = revoked_unready()
+  if unready then return unready end
+  local stored = tonumber(v[1] or '0')
+  local cur = math.max(stored, tonumber(v[2]))
+  if redis.call('SISMEMBER', A_revoked, A_fence) == 1 then return refuse('revoked', 'revoked', cur) end
   if tonumber(A_fence) >= cur then return nil end
-  return refuse('stale', 'stale_fence', cur)
+  return refuse('stale', 'stale_fence', cur, tonumber(A_fence) >= stored or nil)
 end
 
 -- Stores the presented fence as the key's highest.

@@ -2,12 +2,14 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- rw_patch.lua: fenced PATCH of hash fields.
 -- KEYS: lib_rw.lua
+-- flags: allow-cross-slot-keys
+--   the revoked set lives in another slot of this node (lib_rw.lua)
 -- ARGV: lib_rw.lua fields max_fields
 --   fields: a JSON object of field -> string (set it) or null (delete it);
 --   max_fields: the most fields the hash may hold
 -- Returns JSON {r=...}: applied {fence, fields (the fields written, null for a
--- deleted one: never the whole hash)}, stale or revoked {current, audit_id, at_ms},
--- nofloor {} or norevoked {} (lib_rw.lua), wrongtype {type} (the key is not a hash),
+-- deleted one: never the whole hash)}, stale or revoked {current, audit_id, at_ms, floor?},
+-- nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), wrongtype {type} (the key is not a hash),
 -- toomany {fields, max} (the hash would hold more than max_fields fields; nothing is
 -- written).
 local stale = refuse_stale()

@@ -2,10 +2,12 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- rw_put.lua: fenced PUT of a string value (replaces the key, whatever it held).
 -- KEYS: lib_rw.lua
+-- flags: allow-cross-slot-keys
+--   the revoked set lives in another slot of this node (lib_rw.lua)
 -- ARGV: lib_rw.lua value
 --   value: the new value
 -- Returns JSON {r=...}: applied {fence, value}, stale or revoked {current, audit_id,
--- at_ms}, nofloor {} or norevoked {} (lib_rw.lua).
+-- at_ms, floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua).
 local stale = refuse_stale()
 if stale then return stale end
 raise_fence()

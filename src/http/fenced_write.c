@@ -98,7 +98,7 @@ void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
     FG_ASSERT(reason != NULL);
     metrics_fenced_write(backend, metrics_write_refused(reason));
     if (refused->audit_streamed)
-        audit_stream_poke();
+        audit_stream_poke(refused->audit_slot);
     else
         metrics_audit_written(reason);
     if (refused->outcome == FENCED_STALE)

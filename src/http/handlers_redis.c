@@ -86,7 +86,8 @@ static int write_request_init(struct http_request *req, const char *method,
         .key = redis_key(req),
         .resource = wr->resource,
         .method = method,
-        .recover = fence_recover,
+        .recover = fence_recover_slot,
+        .lift = fence_lift,
     };
     return 0;
 }

@@ -36,6 +36,7 @@
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
+#include "store/backend/shared_keys.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */
@@ -120,17 +121,19 @@ static int read_issued(const struct lease_fence_keys *fk, int64_t *issued, bool 
  * once wait for the first, then find it ready and reserve nothing more. */
 static pthread_mutex_t recovering = PTHREAD_MUTEX_INITIALIZER;
 
-/* Recovers the sequence fk under the recovering lock. */
-static int recover_locked(const struct lease_fence_keys *fk, struct fg_error *err)
+/* Recovers the sequence fk under the recovering lock, and makes its next fence
+ * above min (-1: any): a trusted sequence below min gets a block reserved above
+ * it (a slot's write floor that its tokens are below: fence_lift). */
+static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct fg_error *err)
 {
     int64_t issued = -1, floor = 0, limit = 0;
     bool trusted = false, ready = false;
     if (read_issued(fk, &issued, &trusted, &ready, &limit, err) != 0)
         return -1;
-    if (ready)
+    if (ready && issued >= min)
         return 0;
-    if (pg_reserve_fences(trusted ? issued : -1, FENCE_BLOCK, FENCE_OVERSHOOT, &floor, &limit,
-                          err) != 0)
+    if (pg_reserve_fences(trusted ? (issued > min ? issued : min) : -1, FENCE_BLOCK,
+                          FENCE_OVERSHOOT, &floor, &limit, err) != 0)
         return -1;
     char floor_text[24], limit_text[24], run_id[RUN_ID_MAX];
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
@@ -162,7 +165,7 @@ static int recover_locked(const struct lease_fence_keys *fk, struct fg_error *er
 int fence_recover(struct fg_error *err)
 {
     pthread_mutex_lock(&recovering);
-    int rc = recover_locked(&deployment, err);
+    int rc = recover_locked(&deployment, -1, err);
     pthread_mutex_unlock(&recovering);
     return rc;
 }
@@ -174,7 +177,38 @@ int fence_recover_lease(const struct lease_keys *k, struct fg_error *err)
     struct lease_fence_keys fk;
     lease_keys_fence(k, &fk);
     pthread_mutex_lock(&recovering);
-    int rc = recover_locked(&fk, err);
+    int rc = recover_locked(&fk, -1, err);
+    pthread_mutex_unlock(&recovering);
+    return rc;
+}
+
+int fence_recover_slot(unsigned slot, struct fg_error *err)
+{
+    if (lease_keys_layout() != LEASE_KEYS_PER_SLOT)
+        return fence_recover(err);
+    char made[4][SHARED_KEY_MAX];
+    shared_key(made[0], KEY_FENCE, slot);
+    shared_fence_limit_key(made[1], slot);
+    shared_key(made[2], KEY_FENCE_ORIGIN, slot);
+    shared_key(made[3], KEY_FENCE_FLOOR, slot);
+    const struct lease_fence_keys fk = {
+        .fence = made[0], .limit = made[1], .origin = made[2], .floor = made[3]};
+    pthread_mutex_lock(&recovering);
+    int rc = recover_locked(&fk, -1, err);
+    pthread_mutex_unlock(&recovering);
+    return rc;
+}
+
+int fence_lift(const char *name, int64_t floor, struct fg_error *err)
+{
+    if (lease_keys_layout() != LEASE_KEYS_PER_SLOT)
+        return 0;
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name); /* a semaphore of that name shares the slot */
+    struct lease_fence_keys fk;
+    lease_keys_fence(&k, &fk);
+    pthread_mutex_lock(&recovering);
+    int rc = recover_locked(&fk, floor, err);
     pthread_mutex_unlock(&recovering);
     return rc;
 }

@@ -26,6 +26,18 @@ struct lease_keys;
  * of the process that runs the raise; else the one sequence. */
 int fence_recover_lease(const struct lease_keys *k, struct fg_error *err) FG_WUR;
 
+/* fence_recover for the sequence of hash slot slot (with the per-slot layout;
+ * else the one sequence): the one a fenced Redis write of a key in that slot
+ * is judged against, whose recovery raises that slot's write floor. */
+int fence_recover_slot(unsigned slot, struct fg_error *err) FG_WUR;
+
+/* With the per-slot layout: makes the next fence of the lock or semaphore
+ * called name above floor, the write floor of another slot that refused one of
+ * its tokens (a block reserved above it, when its sequence is below: lua/lib_rw.lua
+ * answers "floor"), so that a lease taken after that refusal may write there.
+ * A no-op on one Redis, where the floor is the sequence's own. */
+int fence_lift(const char *name, int64_t floor, struct fg_error *err) FG_WUR;
+
 /* Connect hook of the Redis module, run before anything else on every new
  * connection: if the Redis process that answers is not the one the sequence was
  * last recovered on, or the sequence is missing, stops every gateway from

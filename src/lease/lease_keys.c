@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "store/backend/key_slot.h"
+#include "store/backend/shared_keys.h"
 
 _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for a semaphore");
 
@@ -108,6 +109,7 @@ static enum lease_keys_layout layout_in_force = LEASE_KEYS_ONE_REDIS;
 void lease_keys_set_layout(enum lease_keys_layout layout)
 {
     layout_in_force = layout;
+    shared_keys_set_per_slot(layout == LEASE_KEYS_PER_SLOT);
 }
 
 /* Names each key of k shared by all leases (the fixed ones and the index)

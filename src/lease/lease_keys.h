@@ -54,7 +54,9 @@ struct lease_fence_keys {
  * points into k). */
 void lease_keys_fence(const struct lease_keys *k, struct lease_fence_keys *out);
 
-/* Sets the layout of every later lease_keys_init; at start-up, before any. */
+/* Sets the layout of every later lease_keys_init, and of the keys of fenced
+ * Redis writes, revocations and the audit stream (store/backend/shared_keys.h);
+ * at start-up, before any. */
 void lease_keys_set_layout(enum lease_keys_layout layout);
 
 /* Fills k with the keys of the lock or semaphore (kind) called name, the KEYS

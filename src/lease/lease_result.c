@@ -60,8 +60,9 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
             lease_hand_over(kind, name, res);
             return 0;
         }
-        int dealt = into.retry == LEASE_RETRY_NOFENCE ? fence_recover_lease(&k, err)
-                                                      : revocations_restore(err);
+        int dealt = into.retry == LEASE_RETRY_NOFENCE
+                        ? fence_recover_lease(&k, err)
+                        : revocations_restore(k.key[k.common_at + LIB_LEASE_KEY_REVOKED], err);
         if (dealt != 0)
             return -1;
     }

@@ -287,6 +287,28 @@ static void moved_updates_one_slot(void **state)
     assert_int_equal(cluster_map_owner(&map, 10)->at.port, 30001);
 }
 
+/* The home slot of a primary: its highest slot, the same for each of its slots. */
+static void home_slots(void **state)
+{
+    (void)state;
+    static struct cluster_map map;
+    read_map(six_nodes(big), &map);
+    static const unsigned homes[][2] = {{0, 5460},      {5460, 5460},   {5461, 10922},
+                                        {10000, 10922}, {10001, 16383}, {10002, 10922},
+                                        {10923, 16383}, {16383, 16383}};
+    for (size_t i = 0; i < sizeof homes / sizeof homes[0]; i++)
+        assert_int_equal(cluster_map_home_slot(&map, homes[i][0]), homes[i][1]);
+    /* A slot moved to a node of its own is its home; the others keep theirs. */
+    struct cluster_redirect rd = {.slot = 7, .to = {"127.0.0.1", 30010}};
+    assert_true(cluster_map_moved(&map, &rd));
+    assert_int_equal(cluster_map_home_slot(&map, 7), 7);
+    assert_int_equal(cluster_map_home_slot(&map, 8), 5460);
+    /* A slot nobody serves names itself. */
+    map.owner[100] = -1;
+    assert_int_equal(cluster_map_home_slot(&map, 100), 100);
+    assert_int_equal(cluster_map_home_slot(&map, CLUSTER_SLOTS), CLUSTER_SLOTS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +318,7 @@ int main(void)
         cmocka_unit_test(answers),
         cmocka_unit_test(steps),
         cmocka_unit_test(moved_updates_one_slot),
+        cmocka_unit_test(home_slots),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit_stream.c - copying the audit stream KEY_AUDIT into
- * fencegate.rejections. Reads and acknowledgements are Lua scripts
+ * fencegate.rejections (on a Redis Cluster, the stream of each slot,
+ * KEY_AUDIT ":{T(s)}": store/backend/shared_keys.h). Reads and acknowledgements are Lua scripts
  * (lua/rw_audit_read.lua, rw_audit_ack.lua); the insert is one prepared
  * statement that ignores an entry already stored (unique source_id, added by
  * sql/010). Entries are deleted from the stream only after their row is
@@ -14,30 +15,41 @@
  * field "error" and its id in "source_id")
  * (lua/rw_audit_dead.lua), is counted and logged, and the entries behind it
  * are stored. An unreachable Postgres stops the batch and backs off, keeping
- * every entry. Runs on the backend janitor thread only. Must not: decide what
+ * every entry. On one Redis the stream is drained every DRAIN_INTERVAL_MS and
+ * at once after a refusal; on a cluster a slot's stream is drained after a
+ * refusal there (audit_stream_poke names the slot), and every SWEEP_INTERVAL_MS
+ * one EXISTS per slot (pipelined per primary) finds the streams that hold
+ * entries another gateway left (it died before draining them), which are
+ * drained then. Runs on the backend janitor thread only. Must not: decide what
  * is stale (the write scripts do), or run on a thread that keeps leases alive
  * (Postgres may stall).
  */
 #include "store/audit/audit_stream.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
+#include "store/backend/shared_keys.h"
+#include "store/backend/slot_scan.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
 #define DRAIN_INTERVAL_MS 500
 #define DRAIN_BACKOFF_MAX 8000
-#define DRAIN_BATCH       20 /* entries per read; one ack call carries them all */
+#define DRAIN_BATCH       20    /* entries per read; one ack call carries them all */
+#define SWEEP_INTERVAL_MS 60000 /* a cluster: every slot's stream looked at */
 
-/* Inserts rec under source id KEY_AUDIT "/<entry_id>"; a repeat is a no-op. */
-static int insert_record(const char *entry_id, const struct audit_record *rec, struct fg_error *err)
+/* Inserts rec, an entry of stream, under source id "<stream>/<entry_id>"; a
+ * repeat is a no-op. */
+static int insert_record(const char *stream, const char *entry_id, const struct audit_record *rec,
+                         struct fg_error *err)
 {
-    char source[96];
-    snprintf(source, sizeof source, "%s/%s", KEY_AUDIT, entry_id);
+    char source[SHARED_KEY_MAX + 48];
+    snprintf(source, sizeof source, "%s/%s", stream, entry_id);
     struct audit_record keyed = *rec;
     keyed.source_id = source;
     if (audit_insert(NULL, &keyed, err) != 0)
@@ -46,10 +58,10 @@ static int insert_record(const char *entry_id, const struct audit_record *rec, s
     return 0;
 }
 
-/* Deletes the stream entries ids[0..n). */
-static int ack(const char *const *ids, size_t n, struct fg_error *err)
+/* Deletes the entries ids[0..n) of stream. */
+static int ack(const char *stream, const char *const *ids, size_t n, struct fg_error *err)
 {
-    const char *keys[RW_AUDIT_ACK_NKEYS] = {[RW_AUDIT_ACK_KEY_AUDIT] = KEY_AUDIT};
+    const char *keys[RW_AUDIT_ACK_NKEYS] = {[RW_AUDIT_ACK_KEY_AUDIT] = stream};
     json_t *out = NULL;
     if (redis_script_more(SCRIPT_RW_AUDIT_ACK, keys, NULL, ids, n, &out, err) != 0)
         return -1;
@@ -57,11 +69,15 @@ static int ack(const char *const *ids, size_t n, struct fg_error *err)
     return 0;
 }
 
-/* Moves entry id to the dead letters because of why; counted and logged. */
-static int dead_letter(const char *id, const char *why, struct fg_error *err)
+/* Moves entry id of slot's stream to its dead letters because of why;
+ * counted and logged. */
+static int dead_letter(unsigned slot, const char *id, const char *why, struct fg_error *err)
 {
+    char stream[SHARED_KEY_MAX], dead[SHARED_KEY_MAX];
+    shared_key(stream, KEY_AUDIT, slot);
+    shared_key(dead, KEY_AUDIT_DEAD, slot);
     const char *keys[RW_AUDIT_DEAD_NKEYS] = {
-        [RW_AUDIT_DEAD_KEY_AUDIT] = KEY_AUDIT, [RW_AUDIT_DEAD_KEY_DEAD] = KEY_AUDIT_DEAD};
+        [RW_AUDIT_DEAD_KEY_AUDIT] = stream, [RW_AUDIT_DEAD_KEY_DEAD] = dead};
     const char *argv[RW_AUDIT_DEAD_NARGV] = {
         [RW_AUDIT_DEAD_ARGV_ID] = id, [RW_AUDIT_DEAD_ARGV_ERROR] = why};
     json_t *out = NULL;
@@ -70,7 +86,7 @@ static int dead_letter(const char *id, const char *why, struct fg_error *err)
     json_decref(out);
     metrics_audit_dead_letter();
     log_event(LOG_WARN, "audit_dead_letter",
-              json_pack("{s:s, s:s, s:s}", "entry", id, "stream", KEY_AUDIT_DEAD, "detail", why));
+              json_pack("{s:s, s:s, s:s}", "entry", id, "stream", dead, "detail", why));
     return 0;
 }
 
@@ -109,32 +125,35 @@ static struct audit_record record_of(const json_t *f)
 }
 
 /*
- * Stores entry e (or dead-letters it). Returns 1 if it was stored and must be
- * acknowledged, 0 if it left the stream as a dead letter, -1 (err set) if the
- * drain must stop here: Postgres or Redis does not answer.
+ * Stores entry e of slot's stream (or dead-letters it). Returns 1 if it was
+ * stored and must be acknowledged, 0 if it left the stream as a dead letter,
+ * -1 (err set) if the drain must stop here: Postgres or Redis does not answer.
  */
-static int take_entry(const json_t *e, const char *id, struct fg_error *err)
+static int take_entry(unsigned slot, const char *stream, const json_t *e, const char *id,
+                      struct fg_error *err)
 {
     if (json_is_true(json_object_get(e, "bad")))
-        return dead_letter(id, "a field is not UTF-8 text", err);
+        return dead_letter(slot, id, "a field is not UTF-8 text", err);
     struct audit_record rec = record_of(json_object_get(e, "fields"));
     struct fg_error why = {0};
-    if (insert_record(id, &rec, &why) == 0)
+    if (insert_record(stream, id, &rec, &why) == 0)
         return 1;
     if (why.code == FG_ERR_BACKEND_UNAVAILABLE) {
         *err = why;
         return -1;
     }
-    return dead_letter(id, why.msg, err);
+    return dead_letter(slot, id, why.msg, err);
 }
 
-int audit_stream_drain(int max, int *stored, struct fg_error *err)
+int audit_stream_drain(unsigned slot, int max, int *stored, struct fg_error *err)
 {
     *stored = 0;
     if (max > DRAIN_BATCH)
         max = DRAIN_BATCH;
+    char stream[SHARED_KEY_MAX];
+    shared_key(stream, KEY_AUDIT, slot);
     json_t *out = NULL;
-    if (read_stream(KEY_AUDIT, max, &out, err) != 0)
+    if (read_stream(stream, max, &out, err) != 0)
         return -1;
     const json_t *entries = json_object_get(out, "entries");
     const char *ids[DRAIN_BATCH];
@@ -146,7 +165,7 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
         if (id == NULL)
             continue;
         seen++;
-        int taken = take_entry(e, id, err);
+        int taken = take_entry(slot, stream, e, id, err);
         if (taken < 0) {
             rc = -1;
             break;
@@ -154,7 +173,7 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
         if (taken == 1)
             ids[n++] = id;
     }
-    if (n > 0 && ack(ids, n, err) != 0)
+    if (n > 0 && ack(stream, ids, n, err) != 0)
         rc = -1;
     *stored = (int)seen;
     json_decref(out);
@@ -163,44 +182,118 @@ int audit_stream_drain(int max, int *stored, struct fg_error *err)
 
 int audit_stream_list_dead(int max, FILE *out, struct fg_error *err)
 {
-    json_t *listed = NULL;
-    if (read_stream(KEY_AUDIT_DEAD, max, &listed, err) != 0)
-        return -1;
-    size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(listed, "entries"), i, e)
-    {
-        char *line = json_dumps(e, JSON_COMPACT | JSON_ENSURE_ASCII);
-        FG_ASSERT(line != NULL);
-        fprintf(out, "%s\n", line);
-        free(line);
+    bool *has = calloc(CLUSTER_SLOTS, sizeof *has);
+    FG_ASSERT(has != NULL);
+    int rc = slot_scan(KEY_AUDIT_DEAD, has, err);
+    for (unsigned s = 0; rc == 0 && max > 0 && s < CLUSTER_SLOTS; s++) {
+        if (!has[s])
+            continue;
+        char dead[SHARED_KEY_MAX];
+        shared_key(dead, KEY_AUDIT_DEAD, s);
+        json_t *listed = NULL;
+        rc = read_stream(dead, max, &listed, err);
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(listed, "entries"), i, e)
+        {
+            char *line = json_dumps(e, JSON_COMPACT | JSON_ENSURE_ASCII);
+            FG_ASSERT(line != NULL);
+            fprintf(out, "%s\n", line);
+            free(line);
+            max--;
+        }
+        json_decref(listed);
     }
-    json_decref(listed);
-    return 0;
+    free(has);
+    return rc;
 }
 
 /* The drain's poke (audit_stream_on_entry): set once at start-up, read by the HTTP threads. */
 static void (*entry_poke)(void);
+
+/* Slots whose stream has entries to drain, one bit each (a cluster; slot 0 on one Redis). */
+static atomic_uint_least64_t pending[CLUSTER_SLOTS / 64];
+
+static void pending_set(unsigned slot)
+{
+    atomic_fetch_or(&pending[slot / 64], UINT64_C(1) << (slot % 64));
+}
 
 void audit_stream_on_entry(void (*poke)(void))
 {
     entry_poke = poke;
 }
 
-void audit_stream_poke(void)
+void audit_stream_poke(unsigned slot)
 {
+    pending_set(slot);
     if (entry_poke != NULL)
         entry_poke();
 }
 
+/* Drains every pending slot's stream (on one Redis: the stream); a slot with
+ * a full batch stays pending. 0, or -1 with err (the failing slot stays
+ * pending, and so do those after it). *more: some slot is still pending. */
+static int drain_pending(bool *more, struct fg_error *err)
+{
+    *more = false;
+    for (unsigned w = 0; w < CLUSTER_SLOTS / 64; w++) {
+        uint_least64_t bits = atomic_exchange(&pending[w], 0);
+        for (unsigned b = 0; b < 64; b++) {
+            uint_least64_t bit = UINT64_C(1) << b;
+            if (!(bits & bit))
+                continue;
+            int stored = 0;
+            int rc = audit_stream_drain(w * 64 + b, DRAIN_BATCH, &stored, err);
+            if (rc != 0) { /* this slot and the rest of the word stay pending */
+                atomic_fetch_or(&pending[w], bits & ~(bit - 1));
+                return -1;
+            }
+            if (stored == DRAIN_BATCH) {
+                atomic_fetch_or(&pending[w], bit);
+                *more = true;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A cluster: marks pending every slot whose stream exists. */
+static int sweep(struct fg_error *err)
+{
+    bool *has = calloc(CLUSTER_SLOTS, sizeof *has);
+    FG_ASSERT(has != NULL);
+    int rc = slot_scan(KEY_AUDIT, has, err);
+    unsigned found = 0;
+    for (unsigned s = 0; rc == 0 && s < CLUSTER_SLOTS; s++)
+        if (has[s]) {
+            pending_set(s);
+            found++;
+        }
+    free(has);
+    if (found > 0)
+        log_event(LOG_DEBUG, "audit_sweep", json_pack("{s:I}", "streams", (json_int_t)found));
+    return rc;
+}
+
 int64_t audit_stream_tick(int64_t now_ms, bool poked)
 {
-    static int64_t next_ms, backoff_ms;
+    static int64_t next_ms, backoff_ms, next_sweep_ms;
     if (now_ms < next_ms && !(poked && backoff_ms == 0))
         return next_ms;
     struct fg_error err = {0};
-    int stored = 0;
-    if (audit_stream_drain(DRAIN_BATCH, &stored, &err) != 0) {
+    bool per_slot = shared_keys_per_slot(), more = false;
+    int rc = 0;
+    if (!per_slot)
+        pending_set(0); /* one Redis: its one stream, every time */
+    else if (now_ms >= next_sweep_ms) {
+        rc = sweep(&err);
+        if (rc == 0)
+            next_sweep_ms = now_ms + SWEEP_INTERVAL_MS;
+    }
+    if (rc == 0)
+        rc = drain_pending(&more, &err);
+    if (rc != 0) {
         if (backoff_ms == 0)
             log_message(LOG_WARN, "audit_drain_failed", "%s", err.msg);
         backoff_ms = backoff_ms == 0 ? DRAIN_INTERVAL_MS : backoff_ms * 2;
@@ -213,6 +306,11 @@ int64_t audit_stream_tick(int64_t now_ms, bool poked)
         log_message(LOG_INFO, "audit_drain_recovered", "audit stream drains again");
     backoff_ms = 0;
     /* a full batch: more may wait, come back at once */
-    next_ms = stored == DRAIN_BATCH ? now_ms : now_ms + DRAIN_INTERVAL_MS;
+    if (more)
+        next_ms = now_ms;
+    else if (per_slot)
+        next_ms = next_sweep_ms;
+    else
+        next_ms = now_ms + DRAIN_INTERVAL_MS;
     return next_ms;
 }

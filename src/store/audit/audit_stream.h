@@ -7,7 +7,8 @@
  * idempotently (the entry id is the row's unique source_id), and deletes them from the stream, on
  * the backend janitor's thread: at once after a refusal (audit_stream_poke), and every so often for
  * whatever is left (Postgres was down, another gateway died in between). A refusal is never
- * answered later because of Postgres.
+ * answered later because of Postgres. On a Redis Cluster each slot has its stream, the one of the
+ * written key's slot (store/backend/shared_keys.h), found by a sweep of every slot once a minute.
  */
 #ifndef FG_AUDIT_STREAM_H
 #define FG_AUDIT_STREAM_H
@@ -19,24 +20,29 @@
 #include "store/audit/audit.h"
 #include "util/error.h"
 
-/* Copies up to max of the oldest stream entries into Postgres and deletes them
- * from the stream; an entry Postgres refuses moves to the dead letters. *stored
+/* Copies up to max of the oldest entries of the stream of slot (on one Redis
+ * the stream; store/backend/shared_keys.h) into Postgres and deletes them from
+ * the stream; an entry Postgres refuses moves to the dead letters. *stored
  * gets how many entries left the stream either way. Fails, keeping the rest,
  * while Redis or Postgres does not answer. */
-int audit_stream_drain(int max, int *stored, struct fg_error *err) FG_WUR;
+int audit_stream_drain(unsigned slot, int max, int *stored, struct fg_error *err) FG_WUR;
 
-/* Prints up to max dead letters, oldest first, one JSON object per line
- * {"id", "fields"} to out (the operator command "fencegate audit-dead-letters"). */
+/* Prints up to max dead letters, oldest first (on a cluster, slot by slot),
+ * one JSON object per line {"id", "fields"} to out (the operator command
+ * "fencegate audit-dead-letters"). */
 int audit_stream_list_dead(int max, FILE *out, struct fg_error *err) FG_WUR;
 
 /* Sets how a new entry pokes the drain (the backend janitor's), once, before any write. */
 void audit_stream_on_entry(void (*poke)(void));
 
-/* A refused write left an entry: pokes the drain (a no-op until one is set). */
-void audit_stream_poke(void);
+/* A refused write left an entry in the stream of slot (fenced_result's
+ * audit_slot): pokes the drain of that stream (a no-op until one is set). */
+void audit_stream_poke(unsigned slot);
 
 /* Backend janitor: drains the stream when its time came (now_ms) or when poked
- * (a new entry), backing off while it fails. Returns when it is due next. */
+ * (a new entry), backing off while it fails; on a cluster, the streams of the
+ * slots poked, and every SWEEP_INTERVAL_MS (and at the first call) first looks
+ * for the streams of every slot that hold entries. Returns when it is due next. */
 int64_t audit_stream_tick(int64_t now_ms, bool poked);
 
 #endif

@@ -830,16 +830,16 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
     const char *command = local;
     size_t run_id_at = 0;
     size_t len = format_command(local, sizeof local, argc, argv, lens, &run_id_at);
-    if (len > sizeof local) { /* a script's source, once: it stands for no run_id */
-        int k = redisFormatCommandArgv(&heap, argc, argv, lens);
-        FG_ASSERT(k > 0);
+    if (len > sizeof local) { /* a script's source, or a large value (its run_id put in too) */
+        heap = malloc(len);
+        FG_ASSERT(heap != NULL);
+        len = format_command(heap, len, argc, argv, lens, &run_id_at);
         command = heap;
-        len = (size_t)k;
     }
     int64_t started_us = clock_mono_us();
     redisReply *reply = pipe_call(n, asking, command, len, run_id_at, err);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
-    redisFreeCommand(heap);
+    free(heap);
     if (reply != NULL && reply_unavailable(reply)) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
         fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", reply->str);
@@ -1429,6 +1429,21 @@ int redis_batch(struct redis_batch_call *calls, size_t n, struct fg_error *err)
     free(again);
     free(which);
     return rc;
+}
+
+int redis_home_slot(unsigned slot, unsigned *home, struct fg_error *err)
+{
+    *home = 0;
+    if (!rds.url.cluster)
+        return 0;
+    return route_home_slot(cluster.route, slot, cluster_send, NULL, home, err);
+}
+
+int redis_map_refresh(struct fg_error *err)
+{
+    if (!rds.url.cluster)
+        return 0;
+    return route_refresh(cluster.route, cluster_send, NULL, err);
 }
 
 /* Runs a command whose reply must be a status or string, copying it into out. */

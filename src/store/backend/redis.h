@@ -121,6 +121,14 @@ extern const char redis_run_id_here[REDIS_RUN_ID_LEN + 1];
  * of one primary of the map. */
 int redis_run_id(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
+/* On a cluster: the lowest slot served by the primary that serves slot, by the
+ * slot map (fetched first when there is none), into *first; 0 on one Redis. */
+int redis_home_slot(unsigned slot, unsigned *home, struct fg_error *err) FG_WUR;
+
+/* On a cluster: fetches the slot map now (a script found it stale); a no-op
+ * on one Redis. */
+int redis_map_refresh(struct fg_error *err) FG_WUR;
+
 /* PING on the shared connection; in a cluster, on every primary of the map. */
 int redis_ping(struct fg_error *err) FG_WUR;
 

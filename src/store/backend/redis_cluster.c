@@ -163,6 +163,16 @@ const struct cluster_node *cluster_map_owner(const struct cluster_map *map, unsi
     return &map->nodes[map->owner[slot]];
 }
 
+unsigned cluster_map_home_slot(const struct cluster_map *map, unsigned slot)
+{
+    if (slot >= CLUSTER_SLOTS || map->owner[slot] < 0)
+        return slot;
+    unsigned home = CLUSTER_SLOTS - 1;
+    while (map->owner[home] != map->owner[slot])
+        home--;
+    return home;
+}
+
 /* Reads "<slot> <host>:<port>" (after "MOVED " or "ASK ") into *out; the host
  * is what precedes the last ':' (an IPv6 address has colons of its own), and
  * an empty one is asked's. */

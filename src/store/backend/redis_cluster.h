@@ -52,6 +52,12 @@ int cluster_map_from_shards(const redisReply *shards, const struct redis_endpoin
 /* The primary serving slot in map (borrowed from map), or NULL when no node does. */
 const struct cluster_node *cluster_map_owner(const struct cluster_map *map, unsigned slot);
 
+/* The highest slot served by the primary that serves slot (slot itself when
+ * none serves it): a slot that names one thing per primary, the same for every
+ * slot of that primary while the map stands (the highest: redis-cli moves a
+ * node's lowest slots first). */
+unsigned cluster_map_home_slot(const struct cluster_map *map, unsigned slot);
+
 /* What a node's reply says about routing. */
 enum cluster_answer {
     CLUSTER_ANSWER_FINAL, /* not about routing: the command ran, or failed for its own reasons */

@@ -182,6 +182,21 @@ int route_owner(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no primary serves slot %u", slot);
 }
 
+int route_home_slot(struct route *r, unsigned slot, route_send_fn *send, void *ctx, unsigned *home,
+                    struct fg_error *err)
+{
+    if (ensure_map(r, send, ctx, err) != 0)
+        return -1;
+    pthread_rwlock_rdlock(&r->lock);
+    bool served = cluster_map_owner(&r->map, slot) != NULL;
+    *home = cluster_map_home_slot(&r->map, slot);
+    pthread_rwlock_unlock(&r->lock);
+    if (served)
+        return 0;
+    atomic_store(&r->stale, true);
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no primary serves slot %u", slot);
+}
+
 redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, void *ctx, int argc,
                           const char **argv, const size_t *lens, struct fg_error *err)
 {

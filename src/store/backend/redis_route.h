@@ -79,6 +79,11 @@ int route_refresh(struct route *r, route_send_fn *send, void *ctx, struct fg_err
 int route_owner(struct route *r, unsigned slot, route_send_fn *send, void *ctx,
                 struct redis_endpoint *at, struct fg_error *err) FG_WUR;
 
+/* route_owner, but copies into *first the lowest slot that the primary
+ * serving slot serves (cluster_map_home_slot). */
+int route_home_slot(struct route *r, unsigned slot, route_send_fn *send, void *ctx, unsigned *home,
+                    struct fg_error *err) FG_WUR;
+
 /* Marks the map stale: the next route_owner or route_command due fetches it
  * (a slot was seen moving without a MOVED: a shard subscription ended, a
  * node was lost). */

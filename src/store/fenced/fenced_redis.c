@@ -2,16 +2,15 @@
 /*
  * fenced_redis.c - one script call per fenced write or read of an application
  * key: lua/rw_put.lua, rw_patch.lua, rw_delete.lua and rw_get.lua. Builds the
- * companion keys (the key's fence, the audit stream, the write floor: names of
- * store/backend/redis_keys.h) and the arguments, runs a script once more after
- * Redis lost its revoked set or its write floor, and leaves the reading of the
+ * companion keys (the key's fence, the audit stream, the write floor, the
+ * fence limit that stands for the trust in them: names of
+ * store/backend/shared_keys.h, one set for the deployment on one Redis, those
+ * of the key's slot on a Redis Cluster) and the arguments, runs a script once
+ * more after Redis lost its revoked set or its write floor, or after the slot
+ * map named a revoked set on another node, and leaves the reading of the
  * answers to fenced_redis_answer.c. It never decides which keys are writable,
  * and reaches Postgres only through the one audit record of a refusal
  * (fenced_refusal.c).
- *
- * Redis Cluster: a script's keys must hash to one slot, and the key, its fence
- * key and the audit stream do not (nor do the lock scripts' keys and the global
- * fence sequence); fencegate expects one Redis primary.
  */
 #include "store/fenced/fenced_redis.h"
 
@@ -23,59 +22,45 @@
 #include "embedded.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
+#include "store/backend/shared_keys.h"
 #include "store/fenced/fenced_redis_answer.h"
 #include "store/fenced/fenced_refusal.h"
 #include "store/fenced/revocations.h"
 #include "util/fgjson.h"
+#include "util/log.h"
 
 /* Every write script takes the keys of lua/lib_rw.lua and starts its ARGV with lib_rw.lua's. */
 #define TAKES_RW_ARGS(S) (S##_KEY_LIB_RW == 0 && S##_NKEYS == LIB_RW_NKEYS && S##_ARGV_LIB_RW == 0)
 _Static_assert(TAKES_RW_ARGS(RW_PUT) && TAKES_RW_ARGS(RW_PATCH) && TAKES_RW_ARGS(RW_DELETE),
                "a write script takes other keys or arguments than lua/lib_rw.lua's");
 
-/* The key holding the highest fence of application key `key` (malloc'd). */
-static char *write_fence_key(const char *key)
-{
-    size_t keylen = strlen(key);
-    char *fence_key = malloc(sizeof KEY_WRITE_FENCE_PREFIX + keylen);
-    FG_ASSERT(fence_key != NULL);
-    memcpy(fence_key, KEY_WRITE_FENCE_PREFIX, sizeof KEY_WRITE_FENCE_PREFIX - 1);
-    memcpy(fence_key + sizeof KEY_WRITE_FENCE_PREFIX - 1, key, keylen + 1);
-    return fence_key;
-}
-
-/* Runs script once, and once more after rebuilding the revoked set if Redis
- * lost it. */
-static int run_script(enum fg_script script, const char **keys, const char **argv, json_t **out,
-                      struct fg_error *err)
-{
-    *out = NULL;
-    int rc = redis_script(script, keys, argv, out, err);
-    if (rc == 0 && fenced_redis_answer_norevoked(*out)) { /* Redis lost the revoked set */
-        json_decref(*out);
-        *out = NULL;
-        rc = revocations_restore(err);
-        if (rc == 0)
-            rc = redis_script(script, keys, argv, out, err);
-    }
-    return rc;
-}
+/* Attempts of one write: a lost revoked set, a lost floor and a stale slot
+ * map may each need one more. */
+#define WRITE_ATTEMPTS 4
 
 /* Runs write script `script` for w: argv holds the script's own arguments,
- * after the first LIB_RW_NARGV, which are filled here from w. If Redis has no
- * write floor (it lost its data), recovers the fence sequence, which sets the
- * floor, and runs it once more. */
+ * after the first LIB_RW_NARGV, which are filled here from w. When Redis
+ * answers that it has no revoked set, rebuilds it; no write floor (it lost its
+ * data), recovers the slot's fence sequence, which sets the floor; a revoked
+ * set on another node (the slot map is stale), fetches the map; and runs it
+ * once more. */
 static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
                      struct fenced_result *res, struct fg_error *err)
 {
     const struct fenced_writer *who = w->who;
-    char *fence_key = write_fence_key(w->key);
+    unsigned slot = shared_keys_slot_of(w->key, strlen(w->key));
+    char *fence_key = shared_write_fence_key(w->key);
+    char audit[SHARED_KEY_MAX], floor[SHARED_KEY_MAX], limit[SHARED_KEY_MAX],
+        revoked[SHARED_KEY_MAX];
+    shared_key(audit, KEY_AUDIT, slot);
+    shared_key(floor, KEY_FENCE_FLOOR, slot);
+    shared_fence_limit_key(limit, slot);
     char fence[24];
     snprintf(fence, sizeof fence, "%" PRId64, who->fence);
     const char *keys[LIB_RW_NKEYS] = {
-        [LIB_RW_KEY_KEY] = w->key,          [LIB_RW_KEY_WRITE_FENCE] = fence_key,
-        [LIB_RW_KEY_AUDIT] = KEY_AUDIT,     [LIB_RW_KEY_FENCE_FLOOR] = KEY_FENCE_FLOOR,
-        [LIB_RW_KEY_REVOKED] = KEY_REVOKED,
+        [LIB_RW_KEY_KEY] = w->key,        [LIB_RW_KEY_WRITE_FENCE] = fence_key,
+        [LIB_RW_KEY_AUDIT] = audit,       [LIB_RW_KEY_FENCE_FLOOR] = floor,
+        [LIB_RW_KEY_FENCE_LIMIT] = limit,
     };
     argv[LIB_RW_ARGV_FENCE] = fence;
     argv[LIB_RW_ARGV_RESOURCE] = w->resource;
@@ -85,19 +70,35 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
     argv[LIB_RW_ARGV_METHOD] = w->method;
     argv[LIB_RW_ARGV_PRINCIPAL] = who->principal != NULL ? who->principal : "";
     argv[LIB_RW_ARGV_TRACE_ID] = who->trace_id != NULL ? who->trace_id : "";
+    argv[LIB_RW_ARGV_REVOKED] = revoked;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
-    int rc = run_script(script, keys, argv, &out, err);
-    if (rc == 0 && fenced_redis_answer_nofloor(out)) {
+    int rc = 0;
+    for (int attempt = 0; rc == 0 && attempt < WRITE_ATTEMPTS; attempt++) {
         json_decref(out);
         out = NULL;
-        rc = w->recover(err);
+        rc = revocations_set_of(slot, revoked, err);
         if (rc == 0)
-            rc = run_script(script, keys, argv, &out, err);
+            rc = redis_script(script, keys, argv, &out, err);
+        if (rc != 0)
+            break;
+        if (fenced_redis_answer_norevoked(out))
+            rc = revocations_restore(revoked, err);
+        else if (fenced_redis_answer_nofloor(out))
+            rc = w->recover(slot, err);
+        else if (fenced_redis_answer_elsewhere(out))
+            rc = redis_map_refresh(err);
+        else
+            break;
     }
     free(fence_key);
     if (rc == 0)
         rc = fenced_redis_answer_read(lua_scripts[script].name, out, w->resource, res, err);
+    res->audit_slot = slot;
+    struct fg_error lifting = {0};
+    if (rc == 0 && res->outcome == FENCED_STALE && json_is_true(json_object_get(out, "floor")) &&
+        w->lift(who->lock_name, res->fence, &lifting) != 0)
+        log_message(LOG_WARN, "fence_lift_failed", "%s: %s", who->lock_name, lifting.msg);
     json_decref(out);
     return rc;
 }
@@ -133,7 +134,7 @@ int fenced_redis_delete(const struct redis_write *w, struct fenced_result *res,
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
                      struct fg_error *err)
 {
-    char *fence_key = write_fence_key(key);
+    char *fence_key = shared_write_fence_key(key);
     char fields[24], bytes[24];
     snprintf(fields, sizeof fields, "%lld", max_fields);
     snprintf(bytes, sizeof bytes, "%lld", max_bytes);

@@ -24,18 +24,25 @@
 
 /* One write attempt; every pointer is borrowed for the call. */
 struct redis_write {
-    const struct fenced_writer *who;      /* the verified writer */
-    const char *key;                      /* the application key */
-    const char *resource;                 /* its resource identity, "redis:<key>" */
-    const char *method;                   /* "PUT", "PATCH" or "DELETE" */
-    int (*recover)(struct fg_error *err); /* restores the write floor Redis lost with its
-                                             data (lease/fence.h, fence_recover) */
+    const struct fenced_writer *who;                     /* the verified writer */
+    const char *key;                                     /* the application key */
+    const char *resource;                                /* its resource identity, "redis:<key>" */
+    const char *method;                                  /* "PUT", "PATCH" or "DELETE" */
+    int (*recover)(unsigned slot, struct fg_error *err); /* restores the write floor of slot (the
+                                                            key's, shared_keys.h) that Redis lost
+                                                            with its data (lease/fence.h,
+                                                            fence_recover_slot) */
+    int (*lift)(const char *lock, int64_t floor,
+                struct fg_error *err); /* after a refusal by the write floor (not by the key's
+                                          fence): makes the token's lock issue above it next
+                                          (lease/fence.h, fence_lift) */
 };
 
 /* Each write fills *res (APPLIED, STALE or REVOKED; release with
  * fenced_result_free) or fails as fenced_redis_answer_read says. When Redis
  * answers that it has no write floor, the write runs once more after
- * w->recover. */
+ * w->recover; res->audit_slot gets the slot of the audit stream a refusal
+ * went to. */
 
 /* PUT: sets the key to the string value. */
 int fenced_redis_put(const struct redis_write *w, const char *value, struct fenced_result *res,

@@ -34,6 +34,11 @@ bool fenced_redis_answer_nofloor(const json_t *answer)
     return answered(answer, "nofloor");
 }
 
+bool fenced_redis_answer_elsewhere(const json_t *answer)
+{
+    return answered(answer, "elsewhere");
+}
+
 /* What an applied write stored: its "value", "fields" or "deleted" member. */
 static json_t *after_of(const json_t *answer)
 {
@@ -65,6 +70,9 @@ static int not_taken(const char *script, const json_t *answer, const char *resou
     if (strcmp(r, "nofloor") == 0)
         return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
                        "Redis lost its data and the fence sequence is not recovered yet");
+    if (strcmp(r, "elsewhere") == 0)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                       "the Redis Cluster's slots keep moving; try again");
     return fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r);
 }
 

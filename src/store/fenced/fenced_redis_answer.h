@@ -23,6 +23,11 @@ bool fenced_redis_answer_norevoked(const json_t *answer);
  * data): the caller recovers the fence sequence and runs the script once more. */
 bool fenced_redis_answer_nofloor(const json_t *answer);
 
+/* True if the answer says the revoked set named lives on another node
+ * ("elsewhere": the slot map is stale): the caller fetches the map and runs
+ * the script once more, naming the set the new map gives. */
+bool fenced_redis_answer_elsewhere(const json_t *answer);
+
 /*
  * Reads answer (borrowed) of script, a write of resource, into *res (release
  * with fenced_result_free): APPLIED with the fence stored and what is stored

@@ -29,6 +29,8 @@ struct fenced_result {
                                     (owned, or NULL) */
     bool audit_streamed;         /* refused: its audit record went to the Redis stream, whose
                                     drain is woken; otherwise it is in Postgres already */
+    unsigned audit_slot;         /* audit_streamed: the slot of that stream (store/backend/
+                                    shared_keys.h; 0 on one Redis) */
 };
 
 /* Frees what res owns and zeroes it. */

@@ -1,0 +1,354 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Fenced Redis writes, revocations and the audit stream of docs/cluster.md, through the real gateway on a
+redis-cluster:// URL against the cluster lab (three primaries, three replicas: cluster_lab.py), with the test's
+Postgres. Each test names in its docstring a mutation of the gateway it was seen to catch.
+
+1. a stale write is refused, and an up-to-date one applied, for keys in many slots on every primary; the highest
+   fence of key K lives in fg:rf:{T(slot K)}:K on K's node, and nothing under a deployment-wide name;
+2. a revoke is final on every shard: from its 200 on, the revoked token's writes are refused on every primary,
+   also for a set rebuilt from Postgres (deleted, or left by another process: a failover), and after slots move
+   (a revoked set carried away by a reshard and brought back must not miss a revocation made meanwhile);
+3. refusals from many slots reach fencegate.rejections exactly once each, and their streams empty;
+4. entries a gateway left in the streams of several slots when it died are found by the sweep of a gateway that
+   starts (and once a minute by every running one) and stored exactly once;
+5. a lock whose fences are below another slot's write floor is lifted above it by its first refused write there.
+
+Skipped while the gateway refuses redis-cluster:// URLs. Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from cluster_lab import SLOTS, ClusterLab, crc16, resp, slot_tag, wait  # noqa: E402
+from harness import Gateway, HarnessError, psql  # noqa: E402
+
+PREFIX = "app:"
+
+
+def slot_of(key: str) -> int:
+    s = key.find("{")
+    if s >= 0:
+        e = key.find("}", s + 1)
+        if e > s + 1:
+            key = key[s + 1:e]
+    return crc16(key.encode()) % SLOTS
+
+
+def rejections(resource: str) -> list[tuple[str, str, int]]:
+    """(reason, source_id, presented fence) of every audit row of resource, oldest first."""
+    rows = psql("SELECT reason, coalesce(source_id, ''), presented_fence FROM fencegate.rejections"
+                " WHERE resource = :'r' ORDER BY id", {"r": resource})
+    return [(r.split("|")[0], r.split("|")[1], int(r.split("|")[2])) for r in rows]
+
+
+class ClusterWriteTest(unittest.TestCase):
+    lab: ClusterLab
+    gw: Gateway
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = ClusterLab()
+        try:
+            cls.lab.start()
+            cls.gw = cls.gateway()
+        except unittest.SkipTest:
+            cls.lab.stop()
+            raise
+        except Exception:
+            cls.lab.stop(keep=True)
+            raise
+        cls.run_tag = f"{os.getpid()}-{time.monotonic_ns()}"
+
+    @classmethod
+    def gateway(cls) -> Gateway:
+        try:
+            return Gateway(env_overrides={"FENCEGATE_REDIS_URL": cls.lab.url()}, config={"redis_prefixes": [PREFIX]})
+        except HarnessError as e:
+            if "redis-cluster" in str(e) and "not" in str(e):
+                raise unittest.SkipTest("the gateway refuses redis-cluster:// URLs") from e
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gw.stop(check=False)
+        cls.lab.stop(keep=os.environ.get("FG_CLUSTER_KEEP") == "1")
+
+    # --- helpers ---------------------------------------------------------------------------------------
+    def keys_on_every_primary(self, per_primary: int, what: str) -> dict[int, list[str]]:
+        """Application keys of distinct slots, per_primary of them on each primary (port -> keys), each
+        "app:{<tag>}/..." so that the lock called <tag> (bound_lock) lives in the key's slot."""
+        out: dict[int, list[str]] = {p: [] for p in self.lab.primaries()}
+        slots = set()
+        i = 0
+        while any(len(v) < per_primary for v in out.values()):
+            key = f"{PREFIX}{{{what}-{self.run_tag}-{i}}}/k"
+            i += 1
+            owner = self.lab.owner(slot_of(key))
+            if slot_of(key) not in slots and len(out[owner]) < per_primary:
+                slots.add(slot_of(key))
+                out[owner].append(key)
+        return out
+
+    @staticmethod
+    def bound_lock(key: str) -> str:
+        """The lock whose keys share key's slot: its hash tag (docs/cluster.md: bind a key to a lock of its
+        slot; a token of a lock whose slot's sequence started before the key's slot was first used is below
+        that slot's write floor)."""
+        return key[key.index("{") + 1:key.index("}")]
+
+    def warm(self, keys: list[str]) -> None:
+        """Starts the fence sequence (and so the write floor) of each key's slot, through a lease of its lock."""
+        for key in keys:
+            lease = self.acquire(self.bound_lock(key))
+            self.assertEqual(self.gw.http("POST", f"/v1/locks/{self.bound_lock(key)}/release",
+                                          {"token": lease["token"]}).status, 200)
+
+    def stale_pairs(self, keys: list[str]) -> dict[str, tuple[dict, dict]]:
+        """For each key two leases of its bound lock, the first expired: key -> (old, new)."""
+        olds = {key: self.acquire(self.bound_lock(key), ttl_ms=200) for key in keys}
+        time.sleep(0.3)
+        out = {}
+        for key in keys:
+            new = self.acquire(self.bound_lock(key))
+            self.assertGreater(new["fence"], olds[key]["fence"])
+            out[key] = (olds[key], new)
+        return out
+
+    def acquire(self, name: str, ttl_ms: int = 30000) -> dict:
+        r = self.gw.http("POST", f"/v1/locks/{name}/acquire", {"ttl_ms": ttl_ms})
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def put(self, key: str, token: str, value: str):
+        return self.gw.http("PUT", f"/v1/redis/{key}", {"value": value}, {"Fence-Token": token})
+
+    def assert_refused(self, key: str, token: str, reason: str):
+        r = self.put(key, token, "late")
+        want = (409, "/problems/stale_fence") if reason == "stale_fence" else (410, "/problems/lease_lost")
+        self.assertEqual((r.status, r.body.get("type")), want, (key, r))
+        if reason == "revoked":
+            self.assertEqual(r.body["reason"], "revoked", r)
+
+    def wait_rows(self, resources: list[str], count: int = 1) -> None:
+        wait(lambda: all(len(rejections(res)) >= count for res in resources), 30, "the audit rows")
+        time.sleep(0.5)  # a row stored twice would show by now
+
+    # --- tests -----------------------------------------------------------------------------------------
+    def test_1_stale_write_refused_in_every_slot(self):
+        """Keys in 12 slots, four on each primary: the holder's write applied (also a value of 8 KB, whose command
+        is formatted apart), the expired holder's refused (409), audited once, with the fence kept in K's slot.
+        Caught: the audit rows' source id without the slot's stream (fg:audit/<id>); a command over 4 KB written
+        without the run_id in the fence limit's name (its write answered 503: the slot's limit never found)."""
+        keys = self.keys_on_every_primary(4, "stale")
+        pairs = self.stale_pairs([k for ks in keys.values() for k in ks])
+        for port, ks in keys.items():
+            for key in ks:
+                old, new = pairs[key]
+                r = self.put(key, new["token"], "now")
+                self.assertEqual((r.status, r.body.get("fence")), (200, new["fence"]), (key, r))
+                self.assert_refused(key, old["token"], "stale_fence")
+                tag = slot_tag(slot_of(key))
+                self.assertEqual(resp(port, "GET", f"fg:rf:{{{tag}}}:{key}"), str(new["fence"]))
+                self.assertEqual(resp(port, "GET", key), "now")
+                big = self.put(key, new["token"], "x" * 8192)
+                self.assertEqual((big.status, len(resp(port, "GET", key))), (200, 8192), (key, big.status))
+        self.wait_rows(["redis:" + k for ks in keys.values() for k in ks])
+        for ks in keys.values():
+            for key in ks:
+                [(reason, source, presented)] = rejections("redis:" + key)
+                self.assertEqual((reason, presented), ("stale_fence", pairs[key][0]["fence"]))
+                self.assertTrue(source.startswith(f"fg:audit:{{{slot_tag(slot_of(key))}}}/"), source)
+        for p in self.lab.primaries():
+            for name in ("fg:fence_floor", "fg:fence_limit", "fg:audit", "fg:revoked"):
+                self.assertNotEqual(resp(p, "EXISTS", name), 1, name)
+
+    def test_2_revoke_final_on_every_shard(self):
+        """A revoked token is refused on every primary from the revoke's 200 on: for sets that existed, for a set
+        deleted (rebuilt from Postgres), on a node whose set came from another process (a failover), and after the
+        home slot of a primary (whose set the writes read) is moved away, a second lock revoked meanwhile, and the
+        slot moved back. Caught: the revoke adding the fence only to the set of each primary's home slot of the
+        gateway's map (the set brought back by the second move missed the second revocation: 200, not 410)."""
+        keys = self.keys_on_every_primary(3, "revoke")
+        self.warm([k for ks in keys.values() for k in ks])  # the locks below start their sequences after
+        lock_a, lock_b = f"rv-a-{self.run_tag}", f"rv-b-{self.run_tag}"
+        a, b = self.acquire(lock_a), self.acquire(lock_b)
+        for ks in keys.values():  # every node's set built and read before the revoke
+            for key in ks:
+                self.assertEqual(self.put(key, a["token"], "a").status, 200)
+        r = self.revoke(lock_a)
+        self.assertEqual((r.status, r.body), (200, {"revoked_fence": a["fence"]}))
+        for ks in keys.values():
+            for key in ks:
+                self.assert_refused(key, a["token"], "revoked")
+        # A set missing is rebuilt from Postgres, which holds the revocation.
+        shards = self.lab.shards()
+        home = {s["primary"]: max(s["ranges"][i + 1] for i in range(0, len(s["ranges"]), 2)) for s in shards}
+        for port, slot in home.items():
+            self.assertEqual(resp(port, "SISMEMBER", f"fg:revoked:{{{slot_tag(slot)}}}", str(a["fence"])), 1)
+        first = shards[0]["primary"]
+        self.assertEqual(resp(first, "DEL", f"fg:revoked:{{{slot_tag(home[first])}}}"), 1)
+        for key in keys[first]:
+            self.assert_refused(key, a["token"], "revoked")
+        # The home slot of the first primary moves to the second, lock b is revoked while it is away, it comes
+        # back: the set it carries must hold b's fence.
+        src, dst = shards[0], shards[1]
+        self.lab.move_slot(home[first], src, dst)
+        self.lab.wait_converged()
+        for key in keys[first]:  # the first primary's writes now read another slot's set
+            self.assert_refused(key, a["token"], "revoked")
+        self.assertEqual(self.revoke(lock_b).status, 200)
+        self.lab.move_slot(home[first], self.lab.shards()[1], self.lab.shards()[0])
+        self.lab.wait_converged()
+        time.sleep(0.3)
+        for ks in keys.values():
+            for key in ks:
+                self.assert_refused(key, b["token"], "revoked")
+                self.assert_refused(key, a["token"], "revoked")
+        # A failover: the promoted replica holds sets stamped with its old primary's run_id: rebuilt.
+        victim = self.lab.shards()[2]
+        self.lab.kill9(victim["primary"])
+        wait(lambda: self.lab.owner(victim["ranges"][0]) != victim["primary"], 30, "the failover")
+        self.lab.wait_converged()
+        deadline = time.monotonic() + 20
+        for key in keys[victim["primary"]]:
+            while (r := self.put(key, b["token"], "late")).status == 503 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            self.assertEqual((r.status, r.body.get("reason")), (410, "revoked"), (key, r))
+        self.lab.start_node(victim["primary"])  # back as a replica, for the tests after
+        self.lab.wait_converged()
+
+    def test_3_audit_exactly_once_from_many_slots(self):
+        """Stale writes to keys of 30 slots, three each, from eight threads: every refusal is one row in Postgres
+        (its source id names its slot's stream) and every stream is empty after. Caught: the source id kept as
+        fg:audit/<entry id> (entries of two slots with the same id stored as one row: fewer rows than refusals)."""
+        import threading
+        keys = [k for ks in self.keys_on_every_primary(10, "audit").values() for k in ks]
+        pairs = self.stale_pairs(keys)
+        for key in keys:
+            self.assertEqual(self.put(key, pairs[key][1]["token"], "v").status, 200)
+        errors: list = []
+
+        def stale(part: list[str]):
+            try:
+                with self.gw.client() as c:  # one connection per thread
+                    for _ in range(3):
+                        for key in part:
+                            r = c.request("PUT", f"/v1/redis/{key}", {"value": "late"},
+                                          {"Fence-Token": pairs[key][0]["token"]})
+                            if r.status != 409:
+                                errors.append((key, r))
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(e)
+
+        threads = [threading.Thread(target=stale, args=(keys[i::8],)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.wait_rows(["redis:" + k for k in keys], 3)
+        for key in keys:
+            rows = rejections("redis:" + key)
+            self.assertEqual(len(rows), 3, (key, rows))
+            self.assertEqual(len({source for _, source, _ in rows}), 3, rows)
+        for key in keys:
+            stream = f"fg:audit:{{{slot_tag(slot_of(key))}}}"
+            self.assertEqual(resp(self.lab.owner(slot_of(key)), "XLEN", stream), 0, stream)
+
+    def test_4_sweep_after_a_gateway_died(self):
+        """Refusals a gateway left in the streams of nine slots (written by the write script itself, as a gateway
+        that died before its drain ran would leave them) are stored exactly once by a gateway that starts after,
+        from its first sweep. Caught: the sweep left out (the rows never come)."""
+        keys = [k for ks in self.keys_on_every_primary(3, "sweep").values() for k in ks]
+        pairs = self.stale_pairs(keys)
+        for key in keys:
+            self.assertEqual(self.put(key, pairs[key][1]["token"], "v").status, 200)
+        self.gw.stop()
+        try:
+            for key in keys:
+                slot = slot_of(key)
+                tag, port = slot_tag(slot), self.lab.owner(slot)
+                out = resp(port, "FCALL", self.function(port, "rw_put"), "5", key, f"fg:rf:{{{tag}}}:{key}", f"fg:audit:{{{tag}}}",
+                           f"fg:fence_floor:{{{tag}}}", f"fg:fence_limit:{{{tag}}}:" + self.run_id(port),
+                           str(pairs[key][0]["fence"]), "redis:" + key, self.bound_lock(key), "", "127.0.0.1", "PUT", "",
+                           "", self.revoked_set(port), "late")
+                self.assertIn('"r":"stale"', str(out), (key, out))
+                self.assertEqual(resp(port, "XLEN", f"fg:audit:{{{tag}}}"), 1)
+            time.sleep(0.5)
+            self.assertEqual([rejections("redis:" + k) for k in keys], [[] for _ in keys])
+            before = self.command_usec("exists"), self.cpu_s()
+        finally:
+            type(self).gw = self.gateway()
+        self.wait_rows(["redis:" + k for k in keys])
+        after = self.command_usec("exists"), self.cpu_s()
+        print(f"sweep at start: {after[0][0] - before[0][0]} EXISTS, {(after[0][1] - before[0][1]) / 1000:.1f} ms in "
+              f"EXISTS, {(after[1] - before[1]) * 1000:.1f} ms of Redis CPU in all (the gateway's start included), "
+              "over the primaries", file=sys.stderr)
+        for key in keys:
+            self.assertEqual(len(rejections("redis:" + key)), 1, key)
+            self.assertEqual(resp(self.lab.owner(slot_of(key)), "XLEN", f"fg:audit:{{{slot_tag(slot_of(key))}}}"), 0)
+
+    def test_5_a_lock_lifted_above_another_slots_floor(self):
+        """A lock whose slot's sequence started before a key's slot was first used holds a fence below that slot's
+        write floor: its first write there is refused (409, the floor as current_fence), and the refusal makes
+        the lock issue above the floor, so a lease taken after writes. Caught: the lift left out (every later
+        lease of the lock refused too, until its slot's block of 10,000 fences ran out)."""
+        lock = f"lift-{self.run_tag}"
+        lease = self.acquire(lock)
+        key = next(k for i in range(1000) if slot_of(k := f"{PREFIX}lift/{self.run_tag}/{i}") != slot_of(lock))
+        r = self.put(key, lease["token"], "early")
+        self.assertEqual((r.status, r.body.get("type")), (409, "/problems/stale_fence"), r)
+        floor = r.body["current_fence"]
+        self.assertGreater(floor, lease["fence"])
+        self.assertEqual(self.gw.http("POST", f"/v1/locks/{lock}/release", {"token": lease["token"]}).status, 200)
+        lease = self.acquire(lock)
+        self.assertGreater(lease["fence"], floor)
+        r = self.put(key, lease["token"], "now")
+        self.assertEqual((r.status, r.body.get("fence")), (200, lease["fence"]), r)
+
+    def function(self, port: int, stem: str) -> str:
+        """The name of the gateway's function stem as loaded on the node (fg_<stem>_<digest>)."""
+        [lib] = resp(port, "FUNCTION", "LIST", "LIBRARYNAME", f"fg_{stem}_*")
+        return lib[1]
+
+    def revoke(self, lock: str):
+        """Revokes lock's holder, printing what it cost: time, script calls and Redis CPU over the primaries."""
+        before, cpu, started = self.command_usec("fcall"), self.cpu_s(), time.monotonic()
+        r = self.gw.http("POST", f"/v1/locks/{lock}/revoke", {"reason": "test"})
+        took, after = time.monotonic() - started, self.command_usec("fcall")
+        print(f"revoke: {took * 1000:.0f} ms, {after[0] - before[0]} FCALLs, {(self.cpu_s() - cpu) * 1000:.1f} ms of "
+              "Redis CPU over the primaries", file=sys.stderr)
+        return r
+
+    def cpu_s(self) -> float:
+        """Seconds of CPU the primaries used so far (INFO cpu, user and system)."""
+        return sum(float(self.lab.info(p, "cpu")[k]) for p in self.lab.primaries()
+                   for k in ("used_cpu_user", "used_cpu_sys"))
+
+    def command_usec(self, command: str) -> tuple[int, int]:
+        """Calls of command and the microseconds Redis spent in them, summed over the primaries."""
+        calls = usec = 0
+        for p in self.lab.primaries():
+            v = self.lab.info(p, "commandstats").get(f"cmdstat_{command}")
+            if v:
+                kv = dict(part.split("=", 1) for part in v.split(","))
+                calls, usec = calls + int(kv["calls"]), usec + int(float(kv["usec"]))
+        return calls, usec
+
+    def run_id(self, port: int) -> str:
+        return next(line.split(":", 1)[1].strip() for line in resp(port, "INFO", "server").splitlines()
+                    if line.startswith("run_id:"))
+
+    def revoked_set(self, port: int) -> str:
+        shard = next(s for s in self.lab.shards() if s["primary"] == port)
+        home = max(shard["ranges"][i + 1] for i in range(0, len(shard["ranges"]), 2))
+        return f"fg:revoked:{{{slot_tag(home)}}}"
+
+
+if __name__ == "__main__":
+    unittest.main()
