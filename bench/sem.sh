@@ -20,6 +20,12 @@
 # round trip. Logging every command costs Redis a little; leave it off when timing builds.
 #
 #   SCRIPT_TIMES=1 bench/sem.sh
+#
+# WAKEUPS=1 records the scheduler's wake-ups and switches during each run (perf, as root) and prints
+# where each hand-over's time went, split at every wake-up (bench/sem_wakeups.py): the clients, the
+# gateway's threads, Redis, and the waits for a CPU between them.
+#
+#   WAKEUPS=1 bench/sem.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -79,9 +85,23 @@ run_once() {
   gateway_before=$(cpu_ticks "$bench_gateway_pid")
   redis_before=$(cpu_ticks "$redis_pid")
   [[ -n "${SCRIPT_TIMES:-}" ]] && script_times_start
-  { time python3 bench/sem_bench.py --url "http://127.0.0.1:$http_port" "$@" >"$datadir/run.out" \
-      2>&1; } 2>"$datadir/run.cpu" || status=1
+  local perf_pid="" records=()
+  if [[ -n "${WAKEUPS:-}" ]]; then
+    perf record -q -k CLOCK_MONOTONIC -e sched:sched_wakeup,sched:sched_switch -a -o "$datadir/sched.data" \
+      >/dev/null 2>&1 &
+    perf_pid=$!
+    records=(--records "$datadir/records.json")
+    sleep 0.5 # perf is recording before the clients start
+  fi
+  { time python3 bench/sem_bench.py --url "http://127.0.0.1:$http_port" "${records[@]}" "$@" \
+      >"$datadir/run.out" 2>&1; } 2>"$datadir/run.cpu" || status=1
   cat "$datadir/run.out"
+  if [[ -n "$perf_pid" ]]; then
+    kill -INT "$perf_pid" && wait "$perf_pid" || true
+    perf script -i "$datadir/sched.data" --ns -F tid,time,event,trace >"$datadir/sched.txt" 2>/dev/null
+    python3 bench/sem_wakeups.py --records "$datadir/records.json" --sched "$datadir/sched.txt" \
+      --gateway "$bench_gateway_pid" --redis "$redis_pid" || status=1
+  fi
   read -r client_user client_sys <"$datadir/run.cpu"
   # CPU per job (each job is one slot turnover: a release, a grant and a queueing acquire) of the
   # gateway and Redis, from /proc; the client processes' whole CPU from the shell's `time` (their

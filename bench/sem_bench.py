@@ -30,7 +30,7 @@ Reported:
                 start (the first grants) and the last release's round trip.
 
 Usage: python3 bench/sem_bench.py --url http://127.0.0.1:8480 [--procs 3 --workers 10 --limit 5
-       --jobs 600 --hold-ms 20 --name bench-sem] ; prints a Markdown-friendly summary and exits 1 if a
+       --jobs 600 --hold-ms 20 --name bench-sem --records FILE] ; prints a Markdown-friendly summary and exits 1 if a
        target is missed (run time <= 1.05 x lower bound, p99 wait <= 1.2 x ideal p99, max holders = limit).
 Standard library only.
 """
@@ -105,6 +105,7 @@ CLIENTS = {"lean": LeanConnection, "stdlib": StdlibConnection}
 def worker_main(client: str, host: str, port: int, name: str, limit: int, jobs: int, hold_s: float,
                 start_ns: int, out: list, errors: list) -> None:
     conn = CLIENTS[client](host, port, 120)
+    tid = threading.get_native_id()
     path = f"/v1/semaphores/{urllib.parse.quote(name, safe='')}"
     while time.monotonic_ns() < start_ns:
         time.sleep(0.0005)
@@ -122,7 +123,7 @@ def worker_main(client: str, host: str, port: int, name: str, limit: int, jobs: 
         if status != 200:
             errors.append(f"release {status} {rb}")
             return
-        out.append((t_send, t_grant, t_exit, t_done, body["fence"]))
+        out.append((t_send, t_grant, t_exit, t_done, body["fence"], tid))
     conn.close()
 
 
@@ -169,6 +170,9 @@ def main() -> int:
     ap.add_argument("--client", choices=sorted(CLIENTS), default="lean",
                     help="HTTP client of the workers (default lean: a minimal keep-alive client)")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    ap.add_argument("--records", metavar="FILE",
+                    help="write each job's release sent, grant received (CLOCK_MONOTONIC ns), fence and worker "
+                         "thread id to FILE as JSON (for bench/sem_wakeups.py)")
     args = ap.parse_args()
 
     total_workers = args.procs * args.workers
@@ -194,6 +198,9 @@ def main() -> int:
         print("errors:", errors[:5], file=sys.stderr)
         return 2
 
+    if args.records:
+        with open(args.records, "w") as f:
+            json.dump([{"release": r[2], "grant": r[1], "fence": r[4], "tid": r[5]} for r in records], f)
     run_s = (max(r[3] for r in records) - start_ns) / 1e9
     waits = [(r[1] - r[0]) / 1e6 for r in records]
     holders = max_overlap([(r[1], r[2]) for r in records])
