@@ -64,6 +64,15 @@ async function openConsole(base = BASE) {
   return page;
 }
 
+// Types prefix into the lease filter and waits until the tables show nothing else, so a row the test
+// clicks next does not move when the rows of an earlier, unfiltered listing leave (the click would land on
+// whatever took its place).
+async function showPrefix(page, prefix) {
+  await page.fill('#lease-prefix', prefix);
+  await page.waitForFunction((p) => [...document.querySelectorAll('#locks tbody tr, #semaphores tbody tr')]
+    .every((row) => row.dataset.key.startsWith(p)), prefix);
+}
+
 async function shot(page, name) {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 }
@@ -148,7 +157,7 @@ test('a lock held by the test shows its owner, fence and one waiter, refreshed i
   }).catch(() => null);
 
   const page = await openConsole();
-  await page.fill('#lease-prefix', `ui-held-${run}`);
+  await showPrefix(page, `ui-held-${run}`);
   const row = page.locator('#locks tbody tr', { hasText: name });
   await row.locator('td:nth-child(6)', { hasText: '1' }).waitFor();
   const cells = await row.locator('td').allTextContents();
@@ -191,7 +200,7 @@ test('a lock\'s Waiting cell opens into its waiters in queue order, owners shown
   }
 
   const page = await openConsole();
-  await page.fill('#lease-prefix', name);
+  await showPrefix(page, name);
   const row = page.locator('#locks tbody tr', { hasText: name });
   await row.locator('td:nth-child(6) summary', { hasText: '2' }).waitFor();
   await row.locator('td:nth-child(6) summary').click();
@@ -262,7 +271,7 @@ test('a semaphore\'s Waiting cell lists its waiters with their owners', async ()
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   const page = await openConsole();
-  await page.fill('#lease-prefix', name);
+  await showPrefix(page, name);
   const row = page.locator('#semaphores tbody tr', { hasText: name });
   await row.locator('td:nth-child(4) summary', { hasText: '1' }).click();
   const line = await row.locator('td:nth-child(4) li').first().textContent();
@@ -289,7 +298,7 @@ test('a semaphore shows its limit, holders with fences and owners', async () => 
     grants.push(r.body);
   }
   const page = await openConsole();
-  await page.fill('#lease-prefix', name);
+  await showPrefix(page, name);
   const row = page.locator('#semaphores tbody tr', { hasText: name });
   await row.locator('li').nth(1).waitFor();
   const cells = await row.locator('td').allTextContents();
@@ -361,7 +370,7 @@ test('a key without audit:read sees a clear message, not a blank page', async ()
   assert.equal(await page.locator('#audit-table').isHidden(), true);
   assert.equal(await page.locator('#timeline').isHidden(), true);
   // What the key may see is still shown, without revoke buttons (not an admin key).
-  await page.fill('#lease-prefix', `ui-viewer-${run}`);
+  await showPrefix(page, `ui-viewer-${run}`);
   const row = page.locator('#locks tbody tr', { hasText: 'viewer-sees-me' });
   await row.waitFor();
   assert.equal(await row.locator('button').count(), 0);
@@ -389,7 +398,7 @@ test('revoke from the page ends that lease: the holder\'s next renew answers 410
   const renew = () => call(AUTH, 'POST', `/v1/locks/${name}/renew`, { token: held.token }, admin);
   const page = await openConsole(AUTH);
   await signIn(page, ADMIN_KEY);
-  await page.fill('#lease-prefix', name);
+  await showPrefix(page, name);
   const row = page.locator('#locks tbody tr', { hasText: 'stuck-worker' });
   await row.waitFor();
   // The confirmation names the lock, fence and owner; cancelling it changes nothing.
@@ -427,7 +436,7 @@ test('revoking a lock whose name holds dot segments revokes that lock, not the o
   assert.ok(victimHeld.token && evilHeld.token, 'both locks are held');
   const page = await openConsole(AUTH);
   await signIn(page, ADMIN_KEY);
-  await page.fill('#lease-prefix', `ui-dots-${run}`);
+  await showPrefix(page, `ui-dots-${run}`);
   const row = page.locator('#locks tbody tr', { hasText: 'dotted' });
   await row.waitFor();
   await row.locator('button', { hasText: 'Revoke' }).click();
@@ -451,7 +460,7 @@ test('revoke one semaphore holder from the page: only that holder loses its slot
   }
   const page = await openConsole(AUTH);
   await signIn(page, ADMIN_KEY);
-  await page.fill('#lease-prefix', name);
+  await showPrefix(page, name);
   const holder = page.locator('#semaphores li', { hasText: 'loses-slot' });
   await holder.waitFor();
   await holder.locator('button', { hasText: 'Revoke' }).click();
