@@ -10,18 +10,23 @@
 #   -- KEYS: holder queue lib_x.lua  the script's KEYS, in order; a library's name stands for its list
 #   -- ARGV: name lease ids...       its ARGV, likewise; a last name ending in "..." takes the rest
 #   -- flags: no-writes              (optional) the flags of its Redis function
-# (several KEYS or ARGV lines add up). Every script declares both (maybe empty); a library (lib_*.lua)
+#   -- REPLY: lease fence grant      (one library only) the facts a script's reply may carry, whose
+#                                    code the code names R_<FACT> (lib_lease.lua lease_reply)
+# (several KEYS, ARGV or REPLY lines add up). Every script declares both (maybe empty); a library (lib_*.lua)
 # declares them only to share its list. Code reads its arguments by name only: A_<name> is the ARGV
 # declared as <name> (a table of the rest for a last "<name>..."); ARGV itself is refused.
 # Writes into OUT_DIR:
 #   lua_scripts.h  enum fg_script (SCRIPT_<NAME> per script), and per script or library that declares
 #                  them <NAME>_NKEYS, <NAME>_KEY_<KEY> (0-based), <NAME>_NARGV, <NAME>_ARGV_<ARG>, and
-#                  <NAME>_KEY_<LIB> / <NAME>_ARGV_<LIB>, where the list of library <LIB> starts
+#                  <NAME>_KEY_<LIB> / <NAME>_ARGV_<LIB>, where the list of library <LIB> starts;
+#                  for the library that declares the REPLY facts, <NAME>_REPLY_<FACT> (its code,
+#                  0-based) and <NAME>_NREPLY
 #   lua_scripts.c  lua_scripts[], (name, function, source, counts) per script, in enum order (embedded.h)
 #   lua/<file>     each script as the Redis function library it is loaded as (FUNCTION LOAD), named
 #                  fg_<script>_<first 12 hex digits of the SHA1 of its text> (the function's name too,
 #                  so two builds never load different code under one name): "local KEYS, ARGV" and
-#                  "local A_<name>" for each argument the code mentions, "local NAME = '<value>'" for
+#                  "local A_<name>" for each argument the code mentions, "local R_<FACT> = ' <code> '"
+#                  for each reply fact it mentions (its code as the reply spells it, between spaces), "local NAME = '<value>'" for
 #                  every name of KEYS_H the code of the script or its libraries mentions, "local NAME =
 #                  <n>" for every number of LIMITS_H (a "#define NAME <decimal>") it mentions, "local
 #                  KEYS_AT_<LIB> = <n>" for each mentioned library list, n where it starts in KEYS
@@ -31,7 +36,8 @@
 # Fails the build on: an unknown library or list, a name declared twice in one list, a KEYS[n] (n a
 # number) past what the script declares, a library that indexes KEYS by number while the script's list
 # does not start with the library's, a KEYS_AT_<LIB> the script's list lacks (or any ARGV_AT_<LIB>),
-# any ARGV (ARGV[n], #ARGV: arguments are read by name), an A_<name> the script's ARGV lacks, a macro
+# any ARGV (ARGV[n], #ARGV: arguments are read by name), an A_<name> the script's ARGV lacks, an
+# R_<FACT> no REPLY line declares (or REPLY lines in two files, or a fact declared twice), a macro
 # of KEYS_H that is no string, a name of LIMITS_H that KEYS_H defines too, or an unknown flag.
 cmake_minimum_required(VERSION 3.18)
 include(${CMAKE_CURRENT_LIST_DIR}/c_string.cmake)
@@ -89,6 +95,8 @@ file(GLOB lua_files ${LUA_DIR}/*.lua)
 list(SORT lua_files)
 set(SCRIPTS "")
 set(STEMS "")
+set(REPLY_FACTS "")
+set(REPLY_STEM "")
 foreach(f ${lua_files})
   get_filename_component(stem ${f} NAME_WE)
   if(NOT stem MATCHES "^[a-z][a-z0-9_]*$")
@@ -116,6 +124,23 @@ foreach(f ${lua_files})
       endforeach()
     endif()
   endforeach()
+  string(REGEX MATCHALL "\n-- REPLY:[^\n]*" lines "\n${head}")
+  if(lines)
+    if(NOT REPLY_STEM STREQUAL "" OR NOT stem MATCHES "^lib_")
+      fail("lua/${stem}.lua: REPLY facts are declared by one library only")
+    endif()
+    set(REPLY_STEM ${stem})
+    foreach(decl ${lines})
+      string(REGEX REPLACE "^\n-- REPLY:" "" decl "${decl}")
+      string(REGEX MATCHALL "[^ ]+" tokens "${decl}")
+      foreach(fact ${tokens})
+        if(NOT fact MATCHES "^[a-z][a-z0-9_]*$" OR fact IN_LIST REPLY_FACTS)
+          fail("lua/${stem}.lua: REPLY fact \"${fact}\" is no lower-case name, or named twice")
+        endif()
+        list(APPEND REPLY_FACTS ${fact})
+      endforeach()
+    endforeach()
+  endif()
   if(NOT stem MATCHES "^lib_")
     list(APPEND SCRIPTS ${stem})
     if(NOT DEFINED DECL_KEYS_${stem} OR NOT DEFINED DECL_ARGV_${stem})
@@ -175,6 +200,19 @@ function(highest_index out kind text)
   set(${out} ${high} PARENT_SCOPE)
 endfunction()
 
+# Fails with message (@NAME@ standing for the name) when code names a word matching pattern that the
+# list known lacks.
+function(only_declared code pattern known message)
+  string(REGEX MATCHALL "[^A-Za-z0-9_]${pattern}" used " ${code}")
+  foreach(name ${used})
+    string(SUBSTRING "${name}" 1 -1 name)
+    if(NOT name IN_LIST known)
+      string(REPLACE "@NAME@" "${name}" message "${message}")
+      fail("${message}")
+    endif()
+  endforeach()
+endfunction()
+
 # --- lua_scripts.h -----------------------------------------------------------------------------------------
 set(header "/* Generated by cmake/lua_scripts.cmake from the headers of the scripts of lua/. Do not edit. */\n")
 string(APPEND header "#ifndef FG_LUA_SCRIPTS_H\n#define FG_LUA_SCRIPTS_H\n\n")
@@ -229,6 +267,15 @@ foreach(stem ${STEMS})
       string(APPEND section "#define ${up}_${one}_${ulib} ${at}\n")
     endforeach()
   endforeach()
+  if(stem STREQUAL REPLY_STEM)
+    set(i 0)
+    foreach(fact ${REPLY_FACTS})
+      string(TOUPPER ${fact} ufact)
+      string(APPEND section "#define ${up}_REPLY_${ufact} ${i}\n")
+      math(EXPR i "${i} + 1")
+    endforeach()
+    string(APPEND section "#define ${up}_NREPLY ${i}\n")
+  endif()
   if(NOT section STREQUAL "")
     string(APPEND header "\n/* lua/${stem}.lua */\n${section}")
   endif()
@@ -273,6 +320,18 @@ foreach(stem ${SCRIPTS})
       string(APPEND prologue "local ${name} = ${VALUE_${name}}\n")
     endif()
   endforeach()
+  set(fact_names "")
+  set(i 0)
+  foreach(fact ${REPLY_FACTS})
+    string(TOUPPER "R_${fact}" name)
+    list(APPEND fact_names ${name})
+    if(" ${code} " MATCHES "[^A-Za-z0-9_]${name}[^A-Za-z0-9_]")
+      string(APPEND prologue "local ${name} = ' ${i} '\n")
+    endif()
+    math(EXPR i "${i} + 1")
+  endforeach()
+  only_declared("${code}" "R_[A-Z0-9_]+" "${fact_names}"
+                "lua/${stem}.lua names reply fact @NAME@, which no REPLY line declares")
   set(at_names "")
   foreach(o ${OFFSETS_KEYS_${stem}})
     string(REGEX REPLACE "=.*$" "" lib "${o}")
@@ -310,13 +369,8 @@ foreach(stem ${SCRIPTS})
       string(APPEND assigned "A_${plain} = {unpack(ARGV, ${at})}\n")
     endif()
   endforeach()
-  string(REGEX MATCHALL "[^A-Za-z0-9_]A_[a-z0-9_]+" used " ${code}")
-  foreach(name ${used})
-    string(SUBSTRING "${name}" 1 -1 name)
-    if(NOT name IN_LIST arg_names)
-      fail("lua/${stem}.lua reads ${name}, but its ARGV declares no such name")
-    endif()
-  endforeach()
+  only_declared("${code}" "A_[a-z0-9_]+" "${arg_names}"
+                "lua/${stem}.lua reads @NAME@, but its ARGV declares no such name")
   set(flags "")
   foreach(flag ${FLAGS_${stem}})
     if(NOT flag MATCHES "^(no-writes|allow-oom|allow-stale|no-cluster|allow-cross-slot-keys)$")

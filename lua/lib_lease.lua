@@ -22,6 +22,9 @@
 --   ended        base..KEY_SUFFIX_ENDED     sorted set of "<fence>|<reason>" (below)
 --   revoked      KEY_REVOKED                the revoked fences (below)
 --   watched      base..KEY_SUFFIX_WATCHED   present while a watcher waits (below)
+-- The facts a lease script's reply may carry (lease_reply, below):
+-- REPLY: lease fence ttl expires_at hold_until held_ms again position holder_pttl waiting limit pttl
+-- REPLY: left grant
 
 -- REQUEST_ID_GRACE_MS (src/fglimits.h, put before the script by the build):
 -- how long a request_id outlives its lease's expiry (a late retry then answers
@@ -68,26 +71,50 @@ local function json_id(id)
   return '"' .. id .. '"'
 end
 
--- The reply of a lease that holds, as JSON: built by hand, since its shape is
--- fixed and lease is a lease id (hex); the numbers come as decimal text.
-local function granted_json(lease, fence, ttl, expires_at)
-  return '{"r":"granted","lease":"' .. lease .. '","fence":' .. fence .. ',"ttl":' .. ttl ..
-         ',"expires_at":' .. expires_at .. '}'
+-- The record of a waiter in a queue's waiters hash (lib_lock.lua, lib_sem.lua):
+-- JSON text {inst, attach, ttl, max_hold, owner, rid, since}, ttl and max_hold
+-- as decimal text, since (ms) a number.
+local function waiter_json(inst, attach, ttl, max_hold, owner, rid, since)
+  return '{"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) .. ',"ttl":' .. ttl .. ',"max_hold":' ..
+         max_hold .. ',"owner":' .. json_string(owner) .. ',"rid":' .. json_string(rid) .. ',"since":' ..
+         decimal(since) .. '}'
 end
 
--- A script's reply: reply (JSON text of an object, or a table to encode) with
--- the grants handed over in-process (lib_lock.lua grant_next, lib_sem.lua
--- grant_free: {lease, fence, ttl, expires_at}, the numbers as decimal text) as
--- its "handoff" member when there are any.
-local function answer(reply, handoff)
-  if type(reply) == 'table' then reply = cjson.encode(reply) end
-  if #handoff == 0 then return reply end
-  local grants = {}
-  for i, g in ipairs(handoff) do
-    grants[i] = '{"lease":"' .. g.lease .. '","fence":' .. g.fence .. ',"ttl":' .. g.ttl .. ',"expires_at":' ..
-                g.expires_at .. '}'
+-- A lease script's reply: the one shape every lua/lock_*.lua and lua/sem_*.lua
+-- returns, built here and read by src/lease/lease_answer.c. One text of words
+-- separated by single spaces: the outcome r first, then the facts that come
+-- with it (up to four), each its code f and its value v, then, per grant handed
+-- over in-process (handoff: lib_lock.lua grant_next, lib_sem.lua grant_free,
+-- {lease, fence, ttl, expires_at}; nil or empty for none), R_GRANT and those
+-- four values. A code is R_<FACT> of the REPLY lines atop this file, which the
+-- build numbers for Lua and C (LIB_LEASE_REPLY_<FACT>) alike, spelled with a
+-- space each side; it fails a script that names a code they lack. A value is
+-- an id, digits, or a number as decimal text (decimal(x): Lua prints a number
+-- with "%.14g", slower, and past 10^14 not as digits).
+-- Why this shape (docs/performance.md has the figures): a text costs Redis less
+-- than an array reply, one concatenation of a fixed number of pieces less than
+-- a table of them joined, and no JSON means no escapes, encoder or parser.
+-- (lock_status.lua and sem_status.lua answer a document that holds free text,
+-- the owners, as JSON through cjson.encode.)
+local function lease_reply(r, handoff, f1, v1, f2, v2, f3, v3, f4, v4)
+  local out
+  if not f1 then
+    out = r
+  elseif not f2 then
+    out = r .. f1 .. v1
+  elseif not f3 then
+    out = r .. f1 .. v1 .. f2 .. v2
+  elseif not f4 then
+    out = r .. f1 .. v1 .. f2 .. v2 .. f3 .. v3
+  else
+    out = r .. f1 .. v1 .. f2 .. v2 .. f3 .. v3 .. f4 .. v4
   end
-  return string.sub(reply, 1, -2) .. ',"handoff":[' .. table.concat(grants, ',') .. ']}'
+  if handoff then
+    for _, g in ipairs(handoff) do
+      out = out .. R_GRANT .. g.lease .. ' ' .. g.fence .. ' ' .. g.ttl .. ' ' .. g.expires_at
+    end
+  end
+  return out
 end
 
 -- The fence sequence.

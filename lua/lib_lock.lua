@@ -101,7 +101,8 @@ end
 
 -- The reply for holder h (holder_read) that holds the lock until expires_at.
 local function granted_reply(h, expires_at)
-  return granted_json(h.lease, h.fence, h.ttl, decimal(expires_at))
+  return lease_reply('granted', nil, R_LEASE, h.lease, R_FENCE, h.fence,
+                     R_TTL, h.ttl, R_EXPIRES_AT, decimal(expires_at))
 end
 
 -- Ends the lease of holder h (holder_read) for reason (released, revoked) and

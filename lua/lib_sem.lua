@@ -123,7 +123,8 @@ end
 
 -- The reply for a lease that holds a slot.
 local function granted_reply(lease, rec, expires_at, handoff)
-  return answer(granted_json(lease, decimal(rec.fence), decimal(rec.ttl), decimal(expires_at)), handoff)
+  return lease_reply('granted', handoff, R_LEASE, lease, R_FENCE, decimal(rec.fence),
+                     R_TTL, decimal(rec.ttl), R_EXPIRES_AT, decimal(expires_at))
 end
 
 -- Milliseconds until the earliest holder lease ends (a slot may free then), or -1.

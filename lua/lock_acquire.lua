@@ -6,7 +6,7 @@
 -- ARGV: max_waiters request_id_ttl_ms
 --   lease: a fresh id, or the id this request already has; request_id: "" for none;
 --   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
--- Returns JSON {r=...}:
+-- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
 --   queued  {lease, position, holder_pttl}   the caller waits in the queue
 --   busy    {waiting}                        not free and the caller will not wait
@@ -18,7 +18,7 @@ local name, lease, rid = A_name, A_lease, A_request_id
 
 -- The fence sequence, the holder key and the tickets (is anybody waiting?) in one read.
 local v = redis.call('MGET', KEYS[AT_FENCE], KEYS[AT_FENCE_LIMIT], KEYS[AT_HOLDER], KEYS[AT_TICKETS])
-if not fences_left(v) then return cjson.encode({r = 'nofence'}) end
+if not fences_left(v) then return lease_reply('nofence') end
 local now = now_ms()
 local prior, waiting = v[3], v[4]
 local h = holder_read(prior)
@@ -45,24 +45,25 @@ end
 
 -- Takes the free lock, nobody waiting: the uncontended case.
 local function take()
-  if known then return cjson.encode({r = 'ended', lease = lease}) end
+  if known then return lease_reply('ended', nil, R_LEASE, lease) end
   redis.call('ZADD', KEYS[AT_INDEX], '0', name)
   local fence = decimal(redis.call('INCR', KEYS[AT_FENCE]))
   if prior then end_bury(k or lock_keys(), prior, now) end
   redis.call('SET', KEYS[AT_HOLDER], holder_text(lease, fence, A_ttl_ms, decimal(now + A_max_hold_ms), decimal(now),
                                                  '1', A_instance, A_attach, rid, A_owner), 'PX', A_ttl_ms)
   if rid ~= '' then rid_hold(k, rid, lease, now + A_ttl_ms, now) end
-  return granted_json(lease, fence, A_ttl_ms, decimal(now + A_ttl_ms))
+  return lease_reply('granted', nil, R_LEASE, lease, R_FENCE, fence,
+                     R_TTL, A_ttl_ms, R_EXPIRES_AT, decimal(now + A_ttl_ms))
 end
 
 if not h and not waiting then return take() end
 k = k or lock_keys()
 
 -- In use, or waited for: the numbers only this path reads.
-local ttl, max_hold, wait = tonumber(A_ttl_ms), tonumber(A_max_hold_ms), A_wait == '1'
+local wait = A_wait == '1'
 local claim_ms, max_waiters, rid_ttl = tonumber(A_claim_ms), tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
 local queued = redis.call('ZSCORE', k.q, lease)
-if known and not queued then return cjson.encode({r = 'ended', lease = lease}) end
+if known and not queued then return lease_reply('ended', nil, R_LEASE, lease) end
 
 if not h then
   local granted = grant_next(k, name, claim_ms, now, nil, nil, prior)
@@ -76,11 +77,11 @@ end
 
 if not queued then
   local count = redis.call('ZCARD', k.q)
-  if not wait then return cjson.encode({r = 'busy', waiting = count}) end
+  if not wait then return lease_reply('busy', nil, R_WAITING, decimal(count)) end
   if count >= max_waiters then
     count = count - purge_dead_waiters(k, k.q, k.w, now)
     queue_settled(k)
-    if count >= max_waiters then return cjson.encode({r = 'full', waiting = count}) end
+    if count >= max_waiters then return lease_reply('full', nil, R_WAITING, decimal(count)) end
   end
   index_add(k, name)
   redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
@@ -88,8 +89,7 @@ end
 rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
-redis.call('HSET', k.w, lease, cjson.encode({inst = A_instance, attach = A_attach, ttl = ttl,
-           max_hold = max_hold, owner = A_owner, rid = rid, since = since}))
+redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
-return cjson.encode({r = 'queued', lease = lease, position = redis.call('ZRANK', k.q, lease),
-                     holder_pttl = h and redis.call('PTTL', k.h) or -2})
+return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(redis.call('ZRANK', k.q, lease)),
+                   R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2))

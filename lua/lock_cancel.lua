@@ -9,7 +9,7 @@
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the lock if it had been granted (and not claimed by a retry)
 --   orphan  a doorbell found no waiter: free the grant only if still unclaimed
--- Returns JSON {r=...}:
+-- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds the lock
 --   released {handoff?}                      the grant was freed and handed on (handoff:
 --                                            the grant to a waiter of this gateway, see
@@ -33,22 +33,22 @@ if h and h.lease == lease then
     end
     return granted_reply(h, expires_at)
   end
-  if mode == 'orphan' and h.claimed ~= '0' then return cjson.encode({r = 'gone'}) end
-  if attach ~= '' and h.attach ~= attach then return cjson.encode({r = 'superseded'}) end
+  if mode == 'orphan' and h.claimed ~= '0' then return lease_reply('gone') end
+  if attach ~= '' and h.attach ~= attach then return lease_reply('superseded') end
   local handoff = {}
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                             handoff, v[2], v[3])
   index_drop_if_idle(k, name, next == false)
-  return answer({r = 'released'}, handoff)
+  return lease_reply('released', handoff)
 end
-if mode == 'orphan' then return cjson.encode({r = 'gone'}) end
+if mode == 'orphan' then return lease_reply('gone') end
 
 local raw = redis.call('HGET', k.w, lease)
-if not raw then return cjson.encode({r = 'gone'}) end
+if not raw then return lease_reply('gone') end
 local w = cjson.decode(raw)
-if attach ~= '' and w.attach ~= attach then return cjson.encode({r = 'superseded'}) end
+if attach ~= '' and w.attach ~= attach then return lease_reply('superseded') end
 rid_forget(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
 queue_settled(k)
-return cjson.encode({r = 'canceled', waiting = redis.call('ZCARD', k.q)})
+return lease_reply('canceled', nil, R_WAITING, decimal(redis.call('ZCARD', k.q)))

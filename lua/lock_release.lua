@@ -5,7 +5,7 @@
 -- KEYS: lib_lock.lua
 -- ARGV: name lease claim_ms marker_ms instance
 --   marker_ms: how long the released marker is kept; instance: the gateway's id
--- Returns JSON {r=..., handoff?} (handoff: the grant to a waiter of this gateway,
+-- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: the grant to a waiter of this gateway,
 -- see grant_next): released {held_ms} (or {again=true} for a repeated release of
 -- the same lease), lost {} (the lease expired or was taken over).
 local name, lease = A_name, A_lease
@@ -15,16 +15,15 @@ local now = now_ms()
 
 local h = holder_brief(v[1])
 if h and h.lease == lease then
-  local reply = '{"r":"released","held_ms":' .. decimal(now - h.granted_at) .. '}'
   local k = lock_keys()
   local handoff = {}
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                             handoff, v[2], v[3])
   index_drop_if_idle(k, name, next == false)
-  return answer(reply, handoff)
+  return lease_reply('released', handoff, R_HELD_MS, decimal(now - h.granted_at))
 end
 local ended, _, reason = end_read(v[1])
 if (ended == lease and reason == 'released') or was_released(lock_keys(), lease, now) then
-  return cjson.encode({r = 'released', again = true})
+  return lease_reply('released', nil, R_AGAIN, '1')
 end
-return cjson.encode({r = 'lost'})
+return lease_reply('lost')

@@ -7,21 +7,21 @@
 -- KEYS: lib_lock.lua
 -- ARGV: name fence claim_ms marker_ms instance
 --   marker_ms: how long the ended marker is kept; instance: the gateway's id
--- Returns JSON {r=..., handoff?} (handoff: the grant to a waiter of this gateway,
+-- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: the grant to a waiter of this gateway,
 -- see grant_next): revoked {fence} (the lease held and was ended), gone {}
 -- (it no longer held; its fence is revoked all the same), norevoked {} (the
 -- revoked set must be rebuilt first, lib_lease.lua).
 local name, fence = A_name, tonumber(A_fence)
 local k = lock_keys()
 
-if not revoked_ready(k) then return cjson.encode({r = 'norevoked'}) end
+if not revoked_ready(k) then return lease_reply('norevoked') end
 redis.call('SADD', k.revoked, A_fence)
 local v = redis.call('MGET', k.h, k.watched, k.t)
 local h = holder_read(v[1])
-if not h or tonumber(h.fence) ~= fence then return cjson.encode({r = 'gone'}) end
+if not h or tonumber(h.fence) ~= fence then return lease_reply('gone') end
 local now = now_ms()
 local handoff = {}
 local next = end_and_pass(k, name, h, 'revoked', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                           handoff, v[2], v[3])
 index_drop_if_idle(k, name, next == false)
-return answer({r = 'revoked', fence = fence}, handoff)
+return lease_reply('revoked', handoff, R_FENCE, A_fence)

@@ -9,13 +9,14 @@
 --   the holder key (lib_lock.lua), the ended leases and the watched mark (lib_lease.lua)
 -- ARGV: fence mark_ms
 -- flags: allow-oom
--- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
+-- Returns (lib_lease.lua lease_reply) held {pttl}, or how the lease ended: released {},
+-- expired {} or revoked {}.
 mark_watched(KEYS[3], A_mark_ms)
 local raw = redis.call('GET', KEYS[1])
 local h = holder_read(raw)
 if h and h.fence == A_fence then
-  return cjson.encode({held = true, pttl = redis.call('PTTL', KEYS[1])})
+  return lease_reply('held', nil, R_PTTL, decimal(redis.call('PTTL', KEYS[1])))
 end
 local _, fence, reason = end_read(raw)
-if fence == A_fence then return cjson.encode({held = false, reason = reason}) end
-return cjson.encode({held = false, reason = ended_reason(KEYS[2], tonumber(A_fence))})
+if fence == A_fence then return lease_reply(reason) end
+return lease_reply(ended_reason(KEYS[2], tonumber(A_fence)))

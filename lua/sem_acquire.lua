@@ -6,7 +6,7 @@
 -- ARGV: max_waiters request_id_ttl_ms limit keep_ms
 --   lease: a fresh id, or the id this request already has; request_id: "" for none;
 --   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
--- Returns JSON {r=..., handoff?} (handoff: grants to other waiters of this
+-- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: grants to other waiters of this
 -- gateway, see grant_free):
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
 --   queued   {lease, position, holder_pttl}   the caller waits; holder_pttl: ms until
@@ -24,7 +24,7 @@ local k = sem_keys()
 local handoff = {}
 
 local ready, limit_text = fence_ready_and_get(k, k.l)
-if not ready then return cjson.encode({r = 'nofence'}) end
+if not ready then return lease_reply('nofence') end
 local now = now_ms()
 index_add(k, name)
 
@@ -32,9 +32,9 @@ local prior = rid_lease(k, rid, now)
 local known = prior ~= nil
 if known then lease = prior end
 
-local function done(reply)
+local function done(r, ...)
   tidy(k, now, keep_ms)
-  return answer(reply, handoff)
+  return lease_reply(r, handoff, ...)
 end
 
 -- Makes the caller a holder now; returns the reply that says so.
@@ -46,7 +46,8 @@ local function grant_now()
                                              rid, inst, attach))
   set_expiry(k, lease, expires_at, expires_text)
   rid_hold(k, rid, lease, expires_at, now)
-  return answer(granted_json(lease, fence, A_ttl_ms, expires_text), handoff)
+  return lease_reply('granted', handoff, R_LEASE, lease, R_FENCE, fence,
+                     R_TTL, A_ttl_ms, R_EXPIRES_AT, expires_text)
 end
 
 local in_force = tonumber(limit_text) -- the limit in force, or nil (none, or an end's record)
@@ -68,7 +69,7 @@ if in_force and in_force ~= limit then
   end
   if busy then
     grant_free(k, name, in_force, claim_ms, now, inst, handoff)
-    return done({r = 'mismatch', limit = in_force})
+    return done('mismatch', R_LIMIT, decimal(in_force))
   end
 end
 if in_force ~= limit then
@@ -91,7 +92,7 @@ if rec then
 end
 
 local queued = redis.call('ZSCORE', k.q, lease)
-if known and not queued then return done({r = 'ended', lease = lease}) end
+if known and not queued then return done('ended', R_LEASE, lease) end
 
 local position = queued and redis.call('ZRANK', k.q, lease)
 if not queued then
@@ -103,10 +104,10 @@ if not queued then
     tidy(k, now, keep_ms)
     return reply
   end
-  if not wait then return done({r = 'busy', waiting = waiting}) end
+  if not wait then return done('busy', R_WAITING, decimal(waiting)) end
   if waiting >= max_waiters then
     waiting = waiting - purge_dead_waiters(k, k.q, k.w, now)
-    if waiting >= max_waiters then return done({r = 'full', waiting = waiting}) end
+    if waiting >= max_waiters then return done('full', R_WAITING, decimal(waiting)) end
   end
   if waiting == 0 then k.fresh = true end
   redis.call('ZADD', k.q, decimal(redis.call('INCR', k.t)), lease)
@@ -115,9 +116,7 @@ end
 rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
-redis.call('HSET', k.w, lease, '{"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) ..
-           ',"ttl":' .. A_ttl_ms .. ',"max_hold":' .. A_max_hold_ms .. ',"owner":' .. json_string(owner) ..
-           ',"rid":' .. json_string(rid) .. ',"since":' .. decimal(since) .. '}')
+redis.call('HSET', k.w, lease, waiter_json(inst, attach, A_ttl_ms, A_max_hold_ms, owner, rid, since))
 keep_alive(k, now, keep_ms) -- not tidy: with the caller waiting, the semaphore is in use
-return answer('{"r":"queued","lease":"' .. lease .. '","position":' .. decimal(position) ..
-              ',"holder_pttl":' .. decimal(first_expiry_in(k, now)) .. '}', handoff)
+return lease_reply('queued', handoff, R_LEASE, lease, R_POSITION, decimal(position), R_HOLDER_PTTL,
+                   decimal(first_expiry_in(k, now)))

@@ -14,13 +14,13 @@
 -- ARGV: name lease ttl_ms max_hold_ms limit tail
 --   lease: a fresh id; tail: the holder record from claimed on (lib_sem_holder.lua holder_join),
 --   ',"claimed":1,"rid":"","inst":"<instance>","attach":"<attach>","owner":<owner as JSON>}'
--- Returns JSON: granted {lease, fence, ttl, expires_at}, or contended {}: in use,
+-- Returns (lib_lease.lua lease_reply): granted {lease, fence, ttl, expires_at}, or contended {}: in use,
 -- no fence may be issued, or a limit key this script does not read.
 local v = redis.call('MGET', KEYS[5], KEYS[6], KEYS[4])
 local prior = v[3]
 if not fences_left(v) or (prior and string.byte(prior, 1) ~= 126) -- '~': an end's record
    or redis.call('EXISTS', KEYS[1], KEYS[3]) ~= 0 then
-  return '{"r":"contended"}'
+  return lease_reply('contended')
 end
 local now = now_ms()
 redis.call('ZADD', KEYS[7], '0', A_name)
@@ -36,4 +36,4 @@ if prior then end_bury({released = KEYS[8], ended = KEYS[9]}, prior, now) end
 redis.call('SET', KEYS[4], A_limit, 'PX', keys_ttl)
 redis.call('PEXPIRE', KEYS[1], keys_ttl)
 redis.call('PEXPIRE', KEYS[2], keys_ttl)
-return granted_json(lease, fence, ttl, expires_text)
+return lease_reply('granted', nil, R_LEASE, lease, R_FENCE, fence, R_TTL, ttl, R_EXPIRES_AT, expires_text)

@@ -8,7 +8,7 @@
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the slot if it had been granted (and not claimed by a retry)
 --   orphan  a grant found no waiter: free it only if still unclaimed
--- Returns JSON {r=..., handoff?} (handoff: see grant_free):
+-- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free):
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds a slot
 --   released {}                              the grant was freed and handed on
 --   canceled {waiting}                       the lease left the queue
@@ -27,9 +27,9 @@ for i = #handoff, 1, -1 do
   if handoff[i].lease == lease then table.remove(handoff, i) end
 end
 
-local function done(reply)
+local function done(r, ...)
   tidy(k, now, keep_ms)
-  return answer(reply, handoff)
+  return lease_reply(r, handoff, ...)
 end
 
 local rec = holder_of(k, lease)
@@ -40,22 +40,22 @@ if rec then
     tidy(k, now, keep_ms)
     return granted_reply(lease, rec, expires_at, handoff)
   end
-  if mode == 'orphan' and rec.claimed ~= 0 then return done({r = 'gone'}) end
-  if attach ~= '' and rec.attach ~= attach then return done({r = 'superseded'}) end
+  if mode == 'orphan' and rec.claimed ~= 0 then return done('gone') end
+  if attach ~= '' and rec.attach ~= attach then return done('superseded') end
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
   mark_released(k, lease, now, marker_ttl, rec.ttl)
   mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
   grant_free(k, name, limit, claim_ms, now, inst, handoff)
-  return done({r = 'released'})
+  return done('released')
 end
-if mode == 'orphan' then return done({r = 'gone'}) end
+if mode == 'orphan' then return done('gone') end
 
 local raw = redis.call('HGET', k.w, lease)
-if not raw then return done({r = 'gone'}) end
+if not raw then return done('gone') end
 local w = cjson.decode(raw)
-if attach ~= '' and w.attach ~= attach then return done({r = 'superseded'}) end
+if attach ~= '' and w.attach ~= attach then return done('superseded') end
 rid_forget(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
-return done({r = 'canceled', waiting = redis.call('ZCARD', k.q)})
+return done('canceled', R_WAITING, decimal(redis.call('ZCARD', k.q)))

@@ -5,7 +5,7 @@
 -- KEYS: lib_sem.lua
 -- ARGV: name lease claim_ms marker_ms keep_ms instance
 --   marker_ms: how long the released marker is kept; instance: the gateway's id
--- Returns JSON {r=..., handoff?} (handoff: see grant_free): released {held_ms} (also
+-- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free): released {held_ms} (also
 -- for a repeated release of the same lease, then with again=true), lost {}
 -- (the lease expired or was dropped).
 local name, lease = A_name, A_lease
@@ -14,7 +14,7 @@ local handoff = {}
 local now = now_ms()
 
 purge(k, now)
-local reply, idle -- idle: nobody holds or waits, so there is nothing to grant
+local reply, idle -- reply: the outcome and its facts; idle: nobody holds or waits
 local raw = redis.call('HGET', k.d, lease)
 if raw then
   -- The only holder of a semaphore nobody waits for leaves it idle: its keys
@@ -27,13 +27,13 @@ if raw then
   local fence, ttl, granted_at = holder_numbers(raw)
   mark_released(k, lease, now, tonumber(A_marker_ms), ttl)
   mark_ended(k, 's', name, fence, 'released', A_marker_ms)
-  reply = '{"r":"released","held_ms":' .. decimal(now - (granted_at or now)) .. '}'
+  reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
   local ended, _, reason = end_read(redis.call('GET', k.l))
   if (ended == lease and reason == 'released') or was_released(k, lease, now) then
-    reply = {r = 'released', again = true}
+    reply = {'released', R_AGAIN, '1'}
   else
-    reply = {r = 'lost'}
+    reply = {'lost'}
   end
 end
 if idle == nil then idle = redis.call('EXISTS', k.h, k.q) == 0 end
@@ -44,4 +44,4 @@ else
   keep_alive(k, now, tonumber(A_keep_ms))
 end
 index_drop_if_idle(k, name, idle)
-return answer(reply, handoff)
+return lease_reply(reply[1], handoff, unpack(reply, 2))

@@ -10,15 +10,15 @@
 -- KEYS: holders data queue waiters tickets limit watched index
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
 -- ARGV: name lease
--- Returns JSON: released {held_ms}, or contended {}.
+-- Returns (lib_lease.lua lease_reply): released {held_ms}, or contended {}.
 local lease = A_lease
 local raw = redis.call('HGET', KEYS[2], lease)
-if not raw then return '{"r":"contended"}' end
+if not raw then return lease_reply('contended') end
 local now = now_ms()
 local first = redis.call('ZRANGE', KEYS[1], '0', '1', 'WITHSCORES')
-if #first ~= 2 or first[1] ~= lease or first[2] + 0 <= now then return '{"r":"contended"}' end
+if #first ~= 2 or first[1] ~= lease or first[2] + 0 <= now then return lease_reply('contended') end
 local v = redis.call('MGET', KEYS[7], KEYS[5])
-if v[2] and redis.call('EXISTS', KEYS[3]) ~= 0 then return '{"r":"contended"}' end
+if v[2] and redis.call('EXISTS', KEYS[3]) ~= 0 then return lease_reply('contended') end
 local fence, ttl, granted_at = holder_numbers(raw)
 if type(fence) == 'number' then fence = decimal(fence) end
 local keep = math.max(LEASE_RELEASED_KEPT_MS, ttl + 0)
@@ -26,4 +26,4 @@ redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('SET', KEYS[6], end_text(lease, fence, 'released', decimal(now + keep)), 'PX', decimal(keep))
 if v[1] then publish_end('s', A_name, fence, 'released') end
 redis.call('ZREM', KEYS[8], A_name)
-return '{"r":"released","held_ms":' .. decimal(now - (granted_at or now)) .. '}'
+return lease_reply('released', nil, R_HELD_MS, decimal(now - (granted_at or now)))

@@ -4,7 +4,7 @@
 -- KEYS: lib_sem.lua
 -- ARGV: name lease ttl_ms claim_ms keep_ms instance
 --   ttl_ms "0": the lease's own ttl; instance: the gateway's id
--- Returns JSON {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
+-- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
 -- expires_at, hold_until}, lost {}, max_hold {hold_until} (the hold deadline is reached).
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
 local name, lease, ttl = A_name, A_lease, tonumber(A_ttl_ms)
@@ -17,20 +17,20 @@ grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
 local rec = holder_of(k, lease)
 local reply
 if not rec then
-  reply = {r = 'lost'}
+  reply = {'lost'}
 else
   if ttl == 0 then ttl = rec.ttl end
   if now >= rec.hold_until then
-    reply = {r = 'max_hold', hold_until = rec.hold_until}
+    reply = {'max_hold', R_HOLD_UNTIL, decimal(rec.hold_until)}
   else
     local expires_at = math.min(now + ttl, rec.hold_until)
     rec.claimed = 1
     redis.call('HSET', k.d, lease, record_json(rec))
     set_expiry(k, lease, expires_at)
     rid_hold(k, rec.rid, lease, expires_at, now)
-    reply = {r = 'renewed', fence = rec.fence, ttl = expires_at - now, expires_at = expires_at,
-             hold_until = rec.hold_until}
+    reply = {'renewed', R_FENCE, decimal(rec.fence), R_TTL, decimal(expires_at - now), R_EXPIRES_AT,
+             decimal(expires_at), R_HOLD_UNTIL, decimal(rec.hold_until)}
   end
 end
 tidy(k, now, keep_ms)
-return answer(reply, handoff)
+return lease_reply(reply[1], handoff, unpack(reply, 2))

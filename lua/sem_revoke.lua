@@ -7,7 +7,7 @@
 -- KEYS: lib_sem.lua
 -- ARGV: name fence claim_ms marker_ms keep_ms instance
 --   marker_ms: how long the ended marker is kept; instance: the gateway's id
--- Returns JSON {r=..., handoff?} (handoff: see grant_free): revoked {fence},
+-- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free): revoked {fence},
 -- gone {} (no live holder has that fence; it is revoked all the same),
 -- norevoked {} (the revoked set must be rebuilt first, lib_lease.lua).
 local name, fence = A_name, tonumber(A_fence)
@@ -15,21 +15,22 @@ local claim_ms, marker_ttl, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms
 local inst = A_instance
 local k = sem_keys()
 local handoff = {}
-if not revoked_ready(k) then return cjson.encode({r = 'norevoked'}) end
+if not revoked_ready(k) then return lease_reply('norevoked') end
 redis.call('SADD', k.revoked, A_fence)
 local now = now_ms()
 purge(k, now)
-local reply = {r = 'gone'}
+local revoked = false
 for _, lease in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do
   local rec = holder_of(k, lease)
   if rec and rec.fence == fence then
     redis.call('ZREM', k.h, lease)
     redis.call('HDEL', k.d, lease)
     mark_ended(k, 's', name, fence, 'revoked', marker_ttl)
-    reply = {r = 'revoked', fence = fence}
+    revoked = true
     break
   end
 end
 grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
 tidy(k, now, keep_ms)
-return answer(reply, handoff)
+if revoked then return lease_reply('revoked', handoff, R_FENCE, A_fence) end
+return lease_reply('gone', handoff)

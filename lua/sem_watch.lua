@@ -12,7 +12,8 @@
 --   (lib_lease.lua)
 -- ARGV: fence mark_ms
 -- flags: allow-oom
--- Returns JSON {held=true, pttl} or {held=false, reason="released"|"expired"|"revoked"}.
+-- Returns (lib_lease.lua lease_reply) held {pttl}, or how the lease ended: released {},
+-- expired {} or revoked {}.
 mark_watched(KEYS[5], A_mark_ms)
 local fence = tonumber(A_fence)
 local now = now_ms()
@@ -20,9 +21,9 @@ local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORE
 for i = 1, #live, 2 do
   local raw = redis.call('HGET', KEYS[2], live[i])
   if raw and cjson.decode(raw).fence == fence then
-    return cjson.encode({held = true, pttl = tonumber(live[i + 1]) - now})
+    return lease_reply('held', nil, R_PTTL, decimal(live[i + 1] - now))
   end
 end
 local _, last, reason = end_read(redis.call('GET', KEYS[3]))
-if last == A_fence then return cjson.encode({held = false, reason = reason}) end
-return cjson.encode({held = false, reason = ended_reason(KEYS[4], fence)})
+if last == A_fence then return lease_reply(reason) end
+return lease_reply(ended_reason(KEYS[4], fence))

@@ -1,26 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * lease_answer.c - from a lease script's JSON answer to struct lease_result.
- * The outcome table here is the vocabulary of every lua/lock_*.lua and
- * lua/sem_*.lua script. It must not run scripts nor act on an answer.
+ * lease_answer.c - from a lease script's reply (lua/lib_lease.lua lease_reply:
+ * words separated by spaces, the outcome, then the facts as code/value pairs,
+ * then the grants handed over) to struct lease_result. The outcome table here is the vocabulary of
+ * every lua/lock_*.lua and lua/sem_*.lua script, and the fact table the one
+ * list of what their replies carry. It must not run scripts nor act on an
+ * answer.
  */
 #include "lease/lease_answer.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "util/fgjson.h"
+#include "util/integer.h"
 
 static const struct {
     const char *name;
     enum lease_outcome outcome;
 } outcome_names[] = {
-    {"granted", LEASE_GRANTED},   {"queued", LEASE_QUEUED},         {"busy", LEASE_BUSY},
-    {"full", LEASE_FULL},         {"mismatch", LEASE_MISMATCH},     {"ended", LEASE_ENDED},
-    {"released", LEASE_RELEASED}, {"canceled", LEASE_CANCELED},     {"gone", LEASE_GONE},
-    {"lost", LEASE_LOST},         {"superseded", LEASE_SUPERSEDED}, {"max_hold", LEASE_MAX_HOLD},
-    {"renewed", LEASE_RENEWED},   {"revoked", LEASE_REVOKED},
+    {"granted", LEASE_GRANTED},
+    {"queued", LEASE_QUEUED},
+    {"busy", LEASE_BUSY},
+    {"full", LEASE_FULL},
+    {"mismatch", LEASE_MISMATCH},
+    {"ended", LEASE_ENDED},
+    {"released", LEASE_RELEASED},
+    {"canceled", LEASE_CANCELED},
+    {"gone", LEASE_GONE},
+    {"lost", LEASE_LOST},
+    {"superseded", LEASE_SUPERSEDED},
+    {"max_hold", LEASE_MAX_HOLD},
+    {"renewed", LEASE_RENEWED},
+    {"revoked", LEASE_REVOKED},
+    {"held", LEASE_HELD},
+    {"expired", LEASE_EXPIRED},
+    {"left", LEASE_LEFT},
 };
 
 /* Answers that ask for a retry, by name. */
@@ -33,124 +50,149 @@ static const struct {
     {"contended", LEASE_RETRY_CONTENDED},
 };
 
-/* Reads the grants to other waiters of this gateway (well-formed ones only). */
-static void read_handoff(const json_t *handoff, struct lease_result *res)
-{
-    for (size_t j = 0; j < json_array_size(handoff) && res->nhandoff < LEASE_MAX_HANDOFF; j++) {
-        const json_t *g = json_array_get(handoff, j);
-        const char *lease = json_string_value(json_object_get(g, "lease"));
-        if (lease == NULL || strlen(lease) != LEASE_ID_LEN)
-            continue;
-        struct lease_grant *grant = &res->handoff[res->nhandoff++];
-        memcpy(grant->lease_id, lease, LEASE_ID_LEN + 1);
-        grant->fence = fgjson_answer_int(g, "fence", 0);
-        grant->ttl_ms = fgjson_answer_int(g, "ttl", 0);
-        grant->expires_at_ms = fgjson_answer_int(g, "expires_at", 0);
-    }
-}
+/* How a fact's value is read, and what it fills. */
+enum fact_kind {
+    FACT_LEASE,  /* a lease id (LEASE_ID_LEN hex characters) */
+    FACT_TIME,   /* an integer into an int64_t (fences, times) */
+    FACT_COUNT,  /* an integer into a long long (places, counts) */
+    FACT_FLAG,   /* an integer into a bool (not 0: true) */
+    FACT_DIGITS, /* '0' and '1', one per waiter that left (res.left) */
+    FACT_GRANT,  /* four values: a grant handed over (res.handoff) */
+};
 
-/* Fills the facts of an answer whose outcome is known. */
-static void read_facts(const json_t *out, struct lease_result *res)
-{
-    const char *lease = json_string_value(json_object_get(out, "lease"));
-    if (lease != NULL)
-        snprintf(res->lease_id, sizeof res->lease_id, "%s", lease);
-    res->fence = fgjson_answer_int(out, "fence", 0);
-    res->ttl_ms = fgjson_answer_int(out, "ttl", 0);
-    res->expires_at_ms = fgjson_answer_int(out, "expires_at", 0);
-    res->hold_until_ms = fgjson_answer_int(out, "hold_until", 0);
-    res->position = fgjson_answer_int(out, "position", 0);
-    res->holder_pttl_ms = fgjson_answer_int(out, "holder_pttl", -1);
-    res->waiting = fgjson_answer_int(out, "waiting", 0);
-    res->limit = fgjson_answer_int(out, "limit", 0);
-    res->again = json_is_true(json_object_get(out, "again"));
-    res->held_ms = fgjson_answer_int(out, "held_ms", -1);
-    read_handoff(json_object_get(out, "handoff"), res);
-}
+/* The facts a reply may carry, at the code lua/lib_lease.lua's REPLY lines
+ * give each (lua_scripts.h): the one list of them. */
+static const struct fact {
+    const char *name;    /* as the REPLY lines name it; NULL: no fact has this code */
+    enum fact_kind kind; /* how its value is read */
+    size_t offset;       /* where it goes in struct lease_result */
+} facts[] = {
+    [LIB_LEASE_REPLY_LEASE] = {"lease", FACT_LEASE, offsetof(struct lease_result, lease_id)},
+    [LIB_LEASE_REPLY_FENCE] = {"fence", FACT_TIME, offsetof(struct lease_result, fence)},
+    [LIB_LEASE_REPLY_TTL] = {"ttl", FACT_TIME, offsetof(struct lease_result, ttl_ms)},
+    [LIB_LEASE_REPLY_EXPIRES_AT] = {"expires_at", FACT_TIME,
+                                    offsetof(struct lease_result, expires_at_ms)},
+    [LIB_LEASE_REPLY_HOLD_UNTIL] = {"hold_until", FACT_TIME,
+                                    offsetof(struct lease_result, hold_until_ms)},
+    [LIB_LEASE_REPLY_HELD_MS] = {"held_ms", FACT_TIME, offsetof(struct lease_result, held_ms)},
+    [LIB_LEASE_REPLY_AGAIN] = {"again", FACT_FLAG, offsetof(struct lease_result, again)},
+    [LIB_LEASE_REPLY_POSITION] = {"position", FACT_COUNT, offsetof(struct lease_result, position)},
+    [LIB_LEASE_REPLY_HOLDER_PTTL] = {"holder_pttl", FACT_COUNT,
+                                     offsetof(struct lease_result, holder_pttl_ms)},
+    [LIB_LEASE_REPLY_WAITING] = {"waiting", FACT_COUNT, offsetof(struct lease_result, waiting)},
+    [LIB_LEASE_REPLY_LIMIT] = {"limit", FACT_COUNT, offsetof(struct lease_result, limit)},
+    [LIB_LEASE_REPLY_PTTL] = {"pttl", FACT_COUNT, offsetof(struct lease_result, pttl_ms)},
+    [LIB_LEASE_REPLY_LEFT] = {"left", FACT_DIGITS, offsetof(struct lease_result, left)},
+    [LIB_LEASE_REPLY_GRANT] = {"grant", FACT_GRANT, offsetof(struct lease_result, handoff)},
+};
+_Static_assert(sizeof facts / sizeof facts[0] == LIB_LEASE_NREPLY,
+               "every fact of lua/lib_lease.lua's REPLY lines has its entry in facts[]");
 
-/* Sets *retry, or res->outcome, from the answer's r (NULL: none). */
+/* Sets *retry, or res->outcome, from the reply's outcome r. */
 static int read_outcome(const char *script, const char *r, struct lease_result *res,
                         enum lease_retry *retry, struct fg_error *err)
 {
     *retry = LEASE_RETRY_NONE;
-    for (size_t i = 0; r != NULL && i < sizeof retry_names / sizeof retry_names[0]; i++)
+    for (size_t i = 0; i < sizeof retry_names / sizeof retry_names[0]; i++)
         if (strcmp(r, retry_names[i].name) == 0) {
             memset(res, 0, sizeof *res);
             *retry = retry_names[i].retry;
             return 0;
         }
-    for (size_t i = 0; r != NULL && i < sizeof outcome_names / sizeof outcome_names[0]; i++)
+    for (size_t i = 0; i < sizeof outcome_names / sizeof outcome_names[0]; i++)
         if (strcmp(r, outcome_names[i].name) == 0) {
             res->outcome = outcome_names[i].outcome;
             return 0;
         }
-    return fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r ? r : "(nothing)");
+    return fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r);
 }
 
-/* An answer read as it is scanned: the facts go into res, r into r. */
-struct answer_scan {
-    struct lease_result *res;
-    char r[16];
-};
-
-/* The integer facts a scanned answer may name, and where each goes: an
- * int64_t (fences, times) or a long long (places and counts). */
-static const struct {
-    const char *name;
-    size_t offset;
-    bool count;
-} integer_facts[] = {
-    {"fence", offsetof(struct lease_result, fence), false},
-    {"ttl", offsetof(struct lease_result, ttl_ms), false},
-    {"expires_at", offsetof(struct lease_result, expires_at_ms), false},
-    {"hold_until", offsetof(struct lease_result, hold_until_ms), false},
-    {"held_ms", offsetof(struct lease_result, held_ms), false},
-    {"position", offsetof(struct lease_result, position), true},
-    {"holder_pttl", offsetof(struct lease_result, holder_pttl_ms), true},
-    {"waiting", offsetof(struct lease_result, waiting), true},
-    {"limit", offsetof(struct lease_result, limit), true},
-};
-
-static bool is_key(const struct fgjson_member *m, const char *name)
+/* Reads word, a decimal integer, into *out. */
+static bool word_integer(const char *word, long long *out)
 {
-    return m->key_len == strlen(name) && memcmp(m->key, name, m->key_len) == 0;
+    return integer_parse(word, LLONG_MIN, LLONG_MAX, out) == INTEGER_OK;
 }
 
-/* Takes one member of a scanned answer; false for one the tree must read. */
-static bool scan_member(void *ctx, const struct fgjson_member *m)
+/* Copies word, a lease id, into out (LEASE_ID_LEN + 1 bytes). */
+static bool word_lease(const char *word, char *out)
 {
-    struct answer_scan *a = ctx;
-    if (is_key(m, "r")) {
-        if (m->type != JSON_STRING || m->len >= sizeof a->r)
+    if (strlen(word) != LEASE_ID_LEN)
+        return false;
+    memcpy(out, word, LEASE_ID_LEN + 1);
+    return true;
+}
+
+/* Reads a grant handed over, its lease, fence, ttl and expiry (v[0..4)). */
+static bool read_grant(char *const *v, struct lease_result *res)
+{
+    if (res->nhandoff == LEASE_MAX_HANDOFF)
+        return false;
+    struct lease_grant *g = &res->handoff[res->nhandoff++];
+    long long fence, ttl, expires_at;
+    if (!word_lease(v[0], g->lease_id) || !word_integer(v[1], &fence) ||
+        !word_integer(v[2], &ttl) || !word_integer(v[3], &expires_at))
+        return false;
+    g->fence = fence;
+    g->ttl_ms = ttl;
+    g->expires_at_ms = expires_at;
+    return true;
+}
+
+/* Sets fact f of res from its value, v[0] (a grant's: v[0..4)); false for a
+ * value that is no such fact. */
+static bool read_fact(const struct fact *f, char *const *v, struct lease_result *res)
+{
+    char *at = (char *)res + f->offset;
+    long long n = 0;
+    size_t len;
+    switch (f->kind) {
+    case FACT_LEASE: return word_lease(v[0], at);
+    case FACT_DIGITS:
+        len = strlen(v[0]);
+        if (len > LEASE_LEAVE_MAX || strspn(v[0], "01") != len)
             return false;
-        memcpy(a->r, m->text, m->len);
-        a->r[m->len] = '\0';
+        memcpy(at, v[0], len + 1);
         return true;
+    case FACT_GRANT: return read_grant(v, res);
+    case FACT_TIME:
+    case FACT_COUNT:
+    case FACT_FLAG: break;
     }
-    if (is_key(m, "lease")) {
-        if (m->type != JSON_STRING || m->len > LEASE_ID_LEN)
-            return false;
-        memcpy(a->res->lease_id, m->text, m->len);
-        a->res->lease_id[m->len] = '\0';
-        return true;
+    if (!word_integer(v[0], &n))
+        return false;
+    if (f->kind == FACT_TIME)
+        *(int64_t *)(void *)at = n;
+    else if (f->kind == FACT_COUNT)
+        *(long long *)(void *)at = n;
+    else
+        *(bool *)at = n != 0;
+    return true;
+}
+
+/* The fact whose code word is, or NULL. */
+static const struct fact *fact_of(const char *word)
+{
+    long long code;
+    if (integer_parse(word, 0, LIB_LEASE_NREPLY - 1, &code) != INTEGER_OK ||
+        facts[code].name == NULL)
+        return NULL;
+    return &facts[code];
+}
+
+/* Cuts text (NUL-terminated, written in place) at each space into words[],
+ * of at most max; returns how many, or 0 for more than max. */
+static size_t cut_words(char *text, char **words, size_t max)
+{
+    size_t n = 0;
+    for (char *at = text; at != NULL; n++) {
+        if (n == max)
+            return 0;
+        words[n] = at;
+        at = strchr(at, ' ');
+        if (at != NULL)
+            *at++ = '\0';
     }
-    if (is_key(m, "again")) {
-        a->res->again = m->type == JSON_TRUE;
-        return true;
-    }
-    for (size_t i = 0; i < sizeof integer_facts / sizeof integer_facts[0]; i++) {
-        if (!is_key(m, integer_facts[i].name))
-            continue;
-        if (m->type != JSON_INTEGER)
-            return false;
-        char *at = (char *)a->res + integer_facts[i].offset;
-        if (integer_facts[i].count)
-            *(long long *)at = m->number;
-        else
-            *(int64_t *)at = m->number;
-        return true;
-    }
-    return true; /* not a fact of the result */
+    return n;
 }
 
 /* Zeroes res, but for the facts whose absence reads as -1. */
@@ -161,39 +203,53 @@ static void clear_result(struct lease_result *res)
     res->held_ms = -1;
 }
 
-/* Reads an answer that fgjson_scan_flat cannot: through a jansson tree. */
-static int read_tree(const char *script, const char *text, size_t len, struct lease_result *res,
-                     enum lease_retry *retry, struct fg_error *err)
-{
-    json_error_t jerr;
-    json_t *answer = json_loadb(text, len, 0, &jerr);
-    if (answer == NULL)
-        return fg_fail(err, FG_ERR_INTERNAL, "%s answered no JSON object: %s", script, jerr.text);
-    memset(res, 0, sizeof *res);
-    int rc = read_outcome(script, json_string_value(json_object_get(answer, "r")), res, retry, err);
-    if (rc == 0 && *retry == LEASE_RETRY_NONE)
-        read_facts(answer, res);
-    json_decref(answer);
-    return rc;
-}
-
 int lease_answer_read(const char *script, const char *text, size_t len, struct lease_result *res,
                       enum lease_retry *retry, struct fg_error *err)
 {
-    struct answer_scan scan = {.res = res};
     clear_result(res);
-    if (!fgjson_scan_flat(text, len, scan_member, &scan))
-        return read_tree(script, text, len, res, retry, err);
-    return read_outcome(script, scan.r[0] != '\0' ? scan.r : NULL, res, retry, err);
+    *retry = LEASE_RETRY_NONE;
+    char copy[LEASE_ANSWER_MAX + 1];
+    char *words[LEASE_ANSWER_WORDS];
+    size_t n = 0;
+    if (len <= LEASE_ANSWER_MAX && memchr(text, '\0', len) == NULL) {
+        memcpy(copy, text, len);
+        copy[len] = '\0';
+        n = cut_words(copy, words, LEASE_ANSWER_WORDS);
+    }
+    if (n == 0)
+        return fg_fail(err, FG_ERR_INTERNAL, "%s answered no lease reply", script);
+    if (read_outcome(script, words[0], res, retry, err) != 0)
+        return -1;
+    if (*retry != LEASE_RETRY_NONE)
+        return 0;
+    for (size_t i = 1; i < n;) {
+        const struct fact *f = fact_of(words[i]);
+        size_t width = f != NULL && f->kind == FACT_GRANT ? 4 : 1;
+        if (f == NULL || n - i - 1 < width || !read_fact(f, &words[i + 1], res))
+            return fg_fail(err, FG_ERR_INTERNAL, "%s answered no fact at word %zu", script, i + 1);
+        i += 1 + width;
+    }
+    return 0;
 }
 
-void lease_answer_watch(const json_t *answer, struct lease_watch *out)
+int lease_answer_watch(const char *script, const struct lease_result *res, struct lease_watch *out,
+                       struct fg_error *err)
 {
     memset(out, 0, sizeof *out);
-    out->held = json_is_true(json_object_get(answer, "held"));
-    out->pttl_ms = fgjson_answer_int(answer, "pttl", 0);
-    const char *reason = json_string_value(json_object_get(answer, "reason"));
-    snprintf(out->reason, sizeof out->reason, "%s", reason != NULL ? reason : "expired");
+    switch (res->outcome) {
+    case LEASE_HELD:
+        out->held = true;
+        out->pttl_ms = res->pttl_ms;
+        return 0;
+    case LEASE_RELEASED:
+    case LEASE_EXPIRED:
+    case LEASE_REVOKED:
+        for (size_t i = 0; i < sizeof outcome_names / sizeof outcome_names[0]; i++)
+            if (outcome_names[i].outcome == res->outcome)
+                snprintf(out->reason, sizeof out->reason, "%s", outcome_names[i].name);
+        return 0;
+    default: return fg_fail(err, FG_ERR_INTERNAL, "%s answered no watch outcome", script);
+    }
 }
 
 void lease_answer_waiters(const json_t *answer, json_t *out)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease_answer.h - reading what a lease script answers (lua/lock_*.lua,
- * lua/sem_*.lua): one JSON object {r = "<outcome>", ...} into struct
- * lease_result, or a watch script's {held, pttl, reason} into struct
+ * lua/sem_*.lua): one reply text (lua/lib_lease.lua lease_reply), the
+ * outcome and its facts, into struct lease_result; a watch's into struct
  * lease_watch. Pure: lease_result.c runs the scripts and deals with the
- * answers that ask for a retry.
+ * answers that ask for a retry. (A status script's JSON object is read by
+ * lease_answer_waiters.)
  */
 #ifndef FG_LEASE_ANSWER_H
 #define FG_LEASE_ANSWER_H
@@ -22,21 +23,28 @@ enum lease_retry {
     LEASE_RETRY_CONTENDED, /* a first try found the lease in use: run the full script */
 };
 
+/* The most words lease_answer_read reads (the outcome, each fact once, and
+ * LEASE_MAX_HANDOFF grants of five words), and the most bytes: more than any
+ * reply takes (the grants under 1,700, a leave's digits LEASE_LEAVE_MAX). */
+#define LEASE_ANSWER_WORDS (1 + 2 * LIB_LEASE_NREPLY + 5 * LEASE_MAX_HANDOFF)
+#define LEASE_ANSWER_MAX   4096
+
 /*
- * Reads the answer text (len bytes) of script into *res, or sets *retry when
- * the answer asks for one ("nofence", "norevoked", "contended"; *res is then
- * zeroed). The
- * common answers, one level of plain members, are read as they are scanned
- * (fgjson_scan_flat); others (grants to other waiters, numbers sent as reals)
- * through a jansson tree. An answer that is no JSON object or names no lease
- * outcome fails with FG_ERR_INTERNAL naming script.
+ * Reads the reply text (len bytes) of script into *res, or sets *retry when
+ * the reply asks for one ("nofence", "norevoked", "contended"; *res is then
+ * zeroed). Facts the reply lacks read as 0, but holder_pttl_ms and held_ms as
+ * -1. A reply that names no outcome this module knows, or a fact whose code
+ * or value is not one of the table's, fails with FG_ERR_INTERNAL naming
+ * script.
  */
 int lease_answer_read(const char *script, const char *text, size_t len, struct lease_result *res,
                       enum lease_retry *retry, struct fg_error *err) FG_WUR;
 
-/* Reads a watch script's answer (borrowed) into *out; a lease not held
- * without a reason reads as "expired". */
-void lease_answer_watch(const json_t *answer, struct lease_watch *out);
+/* Reads a watch script's reply, as lease_answer_read read it into *res, into
+ * *out: held, or how the lease ended ("released", "expired", "revoked");
+ * another outcome fails with FG_ERR_INTERNAL naming script. */
+int lease_answer_watch(const char *script, const struct lease_result *res, struct lease_watch *out,
+                       struct fg_error *err) FG_WUR;
 
 /* Sets out's "waiters" to the first waiters a status script (lua/lock_status.lua,
  * lua/sem_status.lua) listed in its answer's "first", in queue order: an array of

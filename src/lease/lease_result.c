@@ -43,6 +43,21 @@ static int read_answer(const char *name, const char *text, size_t len, void *ctx
     return lease_answer_read(name, text, len, into->res, &into->retry, err);
 }
 
+/* Runs script with keys and argv, and reads its reply into *res, or *retry
+ * (NULL: a reply that asks for a retry fails). */
+static int script_answer(enum fg_script script, const char *const *keys, const char *const *argv,
+                         struct lease_result *res, enum lease_retry *retry, struct fg_error *err)
+{
+    struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
+    if (redis_script_text(script, keys, argv, read_answer, &into, err) != 0)
+        return -1;
+    if (retry != NULL)
+        *retry = into.retry;
+    else if (into.retry != LEASE_RETRY_NONE)
+        return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
+    return 0;
+}
+
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
                      const char *const *argv, struct lease_result *res, struct fg_error *err)
 {
@@ -50,17 +65,17 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
     lease_keys_init(&k, kind, name);
     FG_ASSERT(lua_scripts[script].nkeys == k.nkeys);
     for (int attempt = 0; attempt < 2; attempt++) {
-        struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
-        if (redis_script_text(script, k.key, argv, read_answer, &into, err) != 0)
+        enum lease_retry retry;
+        if (script_answer(script, k.key, argv, res, &retry, err) != 0)
             return -1;
-        if (into.retry == LEASE_RETRY_NONE) {
+        if (retry == LEASE_RETRY_NONE) {
             if (res->outcome == LEASE_QUEUED || res->outcome == LEASE_BUSY ||
                 res->outcome == LEASE_FULL || res->nhandoff > 0)
                 contention_seen(kind, name);
             lease_hand_over(kind, name, res);
             return 0;
         }
-        int dealt = into.retry == LEASE_RETRY_NOFENCE
+        int dealt = retry == LEASE_RETRY_NOFENCE
                         ? fence_recover_lease(&k, err)
                         : revocations_restore(k.key[k.common_at + LIB_LEASE_KEY_REVOKED], err);
         if (dealt != 0)
@@ -73,13 +88,13 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
                     const char *const *keys, const char *const *argv, struct lease_result *res,
                     bool *contended, struct fg_error *err)
 {
-    struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
-    if (redis_script_text(script, keys, argv, read_answer, &into, err) != 0)
+    enum lease_retry retry;
+    if (script_answer(script, keys, argv, res, &retry, err) != 0)
         return -1;
-    *contended = into.retry == LEASE_RETRY_CONTENDED;
+    *contended = retry == LEASE_RETRY_CONTENDED;
     if (*contended)
         contention_seen(kind, name);
-    if (into.retry != LEASE_RETRY_NONE && !*contended)
+    if (retry != LEASE_RETRY_NONE && !*contended)
         return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
     return 0;
 }
@@ -98,17 +113,15 @@ void lease_leave_pack(const struct lease_leaver *ws, size_t n, char *out)
 int lease_leave_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     size_t n, bool *left, struct fg_error *err)
 {
-    json_t *out = NULL;
-    if (redis_script(script, keys, argv, &out, err) != 0)
+    struct lease_result res;
+    if (script_answer(script, keys, argv, &res, NULL, err) != 0)
         return -1;
-    const char *digits = json_string_value(json_object_get(out, "left"));
-    int rc = 0;
-    if (digits == NULL || strlen(digits) != n)
-        rc = fg_fail(err, FG_ERR_INTERNAL, "%s answered no waiter list", lua_scripts[script].name);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        left[i] = digits[i] == '1';
-    json_decref(out);
-    return rc;
+    if (res.outcome != LEASE_LEFT || strlen(res.left) != n)
+        return fg_fail(err, FG_ERR_INTERNAL, "%s answered no waiter list",
+                       lua_scripts[script].name);
+    for (size_t i = 0; i < n; i++)
+        left[i] = res.left[i] == '1';
+    return 0;
 }
 
 void lease_watch_mark_ms(char *buf, size_t size)
@@ -120,10 +133,8 @@ void lease_watch_mark_ms(char *buf, size_t size)
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,
                     struct lease_watch *out, struct fg_error *err)
 {
-    json_t *raw = NULL;
-    if (redis_script(script, keys, argv, &raw, err) != 0)
+    struct lease_result res;
+    if (script_answer(script, keys, argv, &res, NULL, err) != 0)
         return -1;
-    lease_answer_watch(raw, out);
-    json_decref(raw);
-    return 0;
+    return lease_answer_watch(lua_scripts[script].name, &res, out, err);
 }

@@ -2,8 +2,8 @@
 /*
  * lease_result.h - what a lease script answers, for locks and semaphores alike:
  * the outcome of the transition and the lease facts that come with it. Every
- * lease script returns one JSON object {r = "<outcome>", ...}; lease_answer.c
- * reads it, and this module runs a script again once after a "nofence" answer
+ * lease script returns one flat reply (lua/lib_lease.lua lease_reply);
+ * lease_answer.c reads it, and this module runs a script again once after a "nofence" answer
  * has been dealt with by reserving fences (lease/fence.h), or a "norevoked"
  * answer by rebuilding the revoked set (store/fenced/revocations.h).
  */
@@ -37,7 +37,12 @@ enum lease_outcome {
     LEASE_MAX_HOLD,   /* a renewal would pass max_hold_ms */
     LEASE_RENEWED,    /* the lease was extended */
     LEASE_REVOKED,    /* an operator ended the lease (revoke) */
+    LEASE_HELD,       /* watch: the lease still holds */
+    LEASE_EXPIRED,    /* watch: the lease ran out */
+    LEASE_LEFT,       /* leave: the waiters are out of the queue, or hold (result.left) */
 };
+
+#define LEASE_LEAVE_MAX 128 /* waiters one leave script takes */
 
 /* What a watch found of the lease with a given fence. */
 struct lease_watch {
@@ -69,11 +74,13 @@ struct lease_result {
     int64_t expires_at_ms;           /* granted or renewed: Redis time of expiry */
     int64_t hold_until_ms;           /* max_hold: when the hold cap ends */
     long long position;              /* queued: place in the queue, 0 = next */
-    long long holder_pttl_ms; /* queued: ms until the (first) holder's lease ends, < 0 none */
-    long long waiting;        /* busy, full, canceled: queue length */
-    long long limit;          /* mismatch: the limit in force */
-    bool again;               /* released: this lease had been released before */
-    int64_t held_ms;          /* released: how long the lease held, < 0 unknown */
+    long long holder_pttl_ms;       /* queued: ms until the (first) holder's lease ends, < 0 none */
+    long long waiting;              /* busy, full, canceled: queue length */
+    long long limit;                /* mismatch: the limit in force */
+    bool again;                     /* released: this lease had been released before */
+    int64_t held_ms;                /* released: how long the lease held, < 0 unknown */
+    long long pttl_ms;              /* held (watch): ms until the lease's expiry */
+    char left[LEASE_LEAVE_MAX + 1]; /* left: per waiter '1' out of the queue, '0' holds */
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
     size_t nhandoff;                               /* entries in handoff */
 };
@@ -109,7 +116,6 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
                     const char *const *keys, const char *const *argv, struct lease_result *res,
                     bool *contended, struct fg_error *err) FG_WUR;
 
-#define LEASE_LEAVE_MAX    128 /* waiters one leave script takes */
 #define LEASE_LEAVE_PACKED (LEASE_LEAVE_MAX * 2 * LEASE_ID_LEN + 1)
 
 /* A waiter leaving a queue: its lease and the attach id of its connection. */

@@ -134,9 +134,19 @@ static bool plain_digits(struct flat_scan *p, long long *v)
     return true;
 }
 
+/* A value that is no object, as scan_value reads it: a string (JSON_STRING:
+ * len bytes at text, borrowed from the body), an integer (JSON_INTEGER:
+ * number), JSON_TRUE, JSON_FALSE or JSON_NULL. */
+struct flat_value {
+    json_type type;
+    const char *text;
+    size_t len;
+    long long number;
+};
+
 /* The value at p, when it is no object, into m: a plain string, an integer,
  * true, false or null; false for anything else. */
-static bool scan_value(struct flat_scan *p, struct fgjson_member *m)
+static bool scan_value(struct flat_scan *p, struct flat_value *m)
 {
     static const struct {
         const char *text;
@@ -178,7 +188,7 @@ static json_t *plain_value(struct flat_scan *p, int depth)
         p->at++;
         return flat_object(p, depth + 1);
     }
-    struct fgjson_member m;
+    struct flat_value m;
     if (!scan_value(p, &m))
         return NULL;
     switch (m.type) {
@@ -190,21 +200,32 @@ static json_t *plain_value(struct flat_scan *p, int depth)
     }
 }
 
-/* Takes the member named key (key_len bytes) whose value starts at p, reading
- * the value; false stops the object. */
-typedef bool member_reader(void *ctx, struct flat_scan *p, const char *key, size_t key_len);
+/* An object being built, nested depth deep. */
+struct flat_tree {
+    json_t *obj;
+    int depth;
+};
+
+/* Sets the member named key (key_len bytes) of t, reading its value at p;
+ * false for a repeated name (left to jansson) or a value that is not plain. */
+static bool tree_member(struct flat_tree *t, struct flat_scan *p, const char *key, size_t key_len)
+{
+    if (json_object_getn(t->obj, key, key_len) != NULL)
+        return false;
+    json_t *value = plain_value(p, t->depth);
+    return value != NULL && json_object_setn_new_nocheck(t->obj, key, key_len, value) == 0;
+}
 
 /* The members and closing brace of an object whose opening brace p just read,
- * each handed to read; false for anything the flat readers leave to jansson,
- * or when read stops. */
-static bool each_member(struct flat_scan *p, member_reader *read, void *ctx)
+ * each set in t; false for anything parse_flat leaves to jansson. */
+static bool each_member(struct flat_scan *p, struct flat_tree *t)
 {
     bool more = !take(p, '}');
     while (more) {
         const char *key;
         size_t key_len;
         if (!take(p, '"') || !plain_string(p, &key, &key_len) || !take(p, ':') ||
-            !read(ctx, p, key, key_len))
+            !tree_member(t, p, key, key_len))
             return false;
         more = take(p, ',');
         if (!more && !take(p, '}'))
@@ -213,40 +234,13 @@ static bool each_member(struct flat_scan *p, member_reader *read, void *ctx)
     return true;
 }
 
-/* Reads text (len bytes) as one object and nothing after it, its members
- * handed to read. */
-static bool whole_object(const char *text, size_t len, member_reader *read, void *ctx)
-{
-    struct flat_scan p = {text, len, 0};
-    if (!take(&p, '{') || !each_member(&p, read, ctx))
-        return false;
-    skip_space(&p);
-    return p.at == p.n;
-}
-
-/* An object being built, nested depth deep. */
-struct flat_tree {
-    json_t *obj;
-    int depth;
-};
-
-/* member_reader of fgjson_parse_flat: a repeated name is left to jansson. */
-static bool tree_member(void *ctx, struct flat_scan *p, const char *key, size_t key_len)
-{
-    struct flat_tree *t = ctx;
-    if (json_object_getn(t->obj, key, key_len) != NULL)
-        return false;
-    json_t *value = plain_value(p, t->depth);
-    return value != NULL && json_object_setn_new_nocheck(t->obj, key, key_len, value) == 0;
-}
-
 /* The object whose opening brace p just read, nested depth deep; NULL for
  * anything parse_flat leaves to jansson. */
 static json_t *flat_object(struct flat_scan *p, int depth)
 {
     struct flat_tree t = {json_object(), depth};
     FG_ASSERT(t.obj != NULL);
-    if (each_member(p, tree_member, &t))
+    if (each_member(p, &t))
         return t.obj;
     json_decref(t.obj);
     return NULL;
@@ -254,32 +248,15 @@ static json_t *flat_object(struct flat_scan *p, int depth)
 
 json_t *fgjson_parse_flat(const char *body, size_t len)
 {
-    struct flat_tree t = {json_object(), 1};
-    FG_ASSERT(t.obj != NULL);
-    if (whole_object(body, len, tree_member, &t))
-        return t.obj;
-    json_decref(t.obj);
+    struct flat_scan p = {body, len, 0};
+    if (!take(&p, '{'))
+        return NULL;
+    json_t *obj = flat_object(&p, 1);
+    skip_space(&p);
+    if (obj != NULL && p.at == p.n)
+        return obj;
+    json_decref(obj);
     return NULL;
-}
-
-/* Whom fgjson_scan_flat hands the members to. */
-struct flat_visit {
-    fgjson_member_fn *visit;
-    void *ctx;
-};
-
-/* member_reader of fgjson_scan_flat. */
-static bool visit_member(void *ctx, struct flat_scan *p, const char *key, size_t key_len)
-{
-    struct flat_visit *v = ctx;
-    struct fgjson_member m = {.key = key, .key_len = key_len};
-    return scan_value(p, &m) && v->visit(v->ctx, &m);
-}
-
-bool fgjson_scan_flat(const char *text, size_t len, fgjson_member_fn *visit, void *ctx)
-{
-    struct flat_visit v = {visit, ctx};
-    return whole_object(text, len, visit_member, &v);
 }
 
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)

@@ -42,7 +42,7 @@ bool fgjson_listed(const char *const *list, const char *name);
 
 /*
  * The plain objects most request bodies and script answers are ({"ttl_ms":
- * 10000}, {"set": {"n": 1}}, {"r":"granted","fence":7}), read without
+ * 10000}, {"set": {"n": 1}}, {"fence":7,"applied":true}), read without
  * jansson's lexer: members named by plain strings whose values are plain
  * strings (printable ASCII, no escape), integers of at most 18 digits, true,
  * false, null, or objects of those nested up to 4 deep. Returns a new
@@ -51,33 +51,6 @@ bool fgjson_listed(const char *const *list, const char *name);
  * it, and name its error, as for any text.
  */
 json_t *fgjson_parse_flat(const char *body, size_t len);
-/* One member of a one-level plain object, as fgjson_scan_flat reads it: its
- * name (key_len bytes at key, not NUL-terminated) and its value, a string
- * (JSON_STRING: len bytes at text), an integer (JSON_INTEGER: number),
- * JSON_TRUE, JSON_FALSE or JSON_NULL. Borrowed from the text scanned. */
-struct fgjson_member {
-    const char *key;
-    size_t key_len;
-    json_type type;
-    const char *text;
-    size_t len;
-    long long number;
-};
-
-/* Takes member m of the object being scanned; false stops the scan. */
-typedef bool fgjson_member_fn(void *ctx, const struct fgjson_member *m);
-
-/*
- * Reads text (len bytes) as a plain object of one level, the members
- * fgjson_parse_flat reads but no nested object, handing each member in turn
- * to visit with ctx, and builds nothing. A repeated name is handed over
- * twice. Returns false as soon as the text is anything else or visit says
- * stop, after visiting any number of members: the caller then reads the text
- * another way (fgjson_parse_flat, jansson). For the answers of the gateway's
- * own scripts, read on every request.
- */
-bool fgjson_scan_flat(const char *text, size_t len, fgjson_member_fn *visit, void *ctx);
-
 /* Parses body (len bytes) as a JSON object; an empty body is an empty object.
  * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);

@@ -54,6 +54,7 @@
 
 #include "config.h"
 #include "lease/fence.h"
+#include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
 #include "lua_scripts.h"
 #include "store/backend/key_slot.h"
@@ -268,11 +269,30 @@ static int pair_fences(int slot, struct fg_error *err)
     return rc;
 }
 
-/* True if a script's answer (borrowed) has "r" equal to r. */
-static bool answer_is(const json_t *answer, const char *r)
+/* A lease script's reply, as the gateway reads it (lease/lease_answer.h). */
+struct lease_reply {
+    struct lease_result res;
+    enum lease_retry retry;
+};
+
+static int read_reply(const char *name, const char *text, size_t len, void *ctx,
+                      struct fg_error *err)
 {
-    const char *got = json_string_value(json_object_get(answer, "r"));
-    return got != NULL && strcmp(got, r) == 0;
+    struct lease_reply *r = ctx;
+    return lease_answer_read(name, text, len, &r->res, &r->retry, err);
+}
+
+/* Runs lease script with keys and argv, its reply into *r; true if it ran. */
+static bool lease_call(enum fg_script script, const char *const *keys, const char *const *argv,
+                       struct lease_reply *r, struct fg_error *err)
+{
+    return redis_script_text(script, keys, argv, read_reply, r, err) == 0;
+}
+
+/* True if r answered outcome. */
+static bool answered(const struct lease_reply *r, enum lease_outcome outcome)
+{
+    return r->retry == LEASE_RETRY_NONE && r->res.outcome == outcome;
 }
 
 static atomic_long pairs_rate; /* pairs a second each thread keeps to; 0: as fast as it can */
@@ -345,37 +365,30 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
         [LOCK_RELEASE_FAST_ARGV_NAME] = name,
         [LOCK_RELEASE_FAST_ARGV_LEASE] = lease,
     };
-    json_t *got = NULL, *seen = NULL, *gone = NULL;
-    bool ok = redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err) == 0;
-    if (ok && pairs_recover && answer_is(got, "contended")) {
+    struct lease_reply got, seen, gone;
+    bool ok = lease_call(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err);
+    if (ok && pairs_recover && got.retry == LEASE_RETRY_CONTENDED) {
         /* No fence may be issued in this slot (a fresh, restarted or promoted node): as the
          * gateway does after "nofence", recover the slot's sequence, then try again. */
-        json_decref(got);
-        got = NULL;
         atomic_fetch_add(&pairs_recoveries, 1);
         ok = fence_recover_lease(&k, err) == 0 &&
-             redis_script(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err) == 0;
+             lease_call(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err);
     }
-    ok = ok && answer_is(got, "granted");
+    ok = ok && answered(&got, LEASE_GRANTED);
     if (ok)
-        fence_note(json_integer_value(json_object_get(got, "fence")));
+        fence_note(got.res.fence);
     if (ok && watch) {
         char fence[24];
-        snprintf(fence, sizeof fence, "%lld",
-                 (long long)json_integer_value(json_object_get(got, "fence")));
+        snprintf(fence, sizeof fence, "%lld", (long long)got.res.fence);
         const char *watch_argv[LOCK_WATCH_NARGV] = {
             [LOCK_WATCH_ARGV_FENCE] = fence,
             [LOCK_WATCH_ARGV_MARK_MS] = "10000",
         };
-        ok = redis_script(SCRIPT_LOCK_WATCH, watch_keys, watch_argv, &seen, err) == 0 &&
-             json_is_true(json_object_get(seen, "held"));
+        ok = lease_call(SCRIPT_LOCK_WATCH, watch_keys, watch_argv, &seen, err) &&
+             answered(&seen, LEASE_HELD);
     }
-    ok = ok && redis_script(SCRIPT_LOCK_RELEASE_FAST, release_keys, release, &gone, err) == 0 &&
-         answer_is(gone, "released");
-    json_decref(got);
-    json_decref(seen);
-    json_decref(gone);
-    return ok;
+    return ok && lease_call(SCRIPT_LOCK_RELEASE_FAST, release_keys, release, &gone, err) &&
+           answered(&gone, LEASE_RELEASED);
 }
 
 /* A fresh lease id from seed. */

@@ -7,8 +7,8 @@
  * query, the header rules of strict requests (media type, Host, request id,
  * owners), the unknown-member check of bodies, fencectl's escaping of what
  * it prints, the reading of row keys into their canonical text, listing
- * cursors, the redaction of URLs, and fgjson's own JSON reader and writer
- * against jansson's. The
+ * cursors, the redaction of URLs, fgjson's own JSON reader and writer
+ * against jansson's, and the reading of a lease script's reply. The
  * input is split at the first two newlines into path, a header value (the
  * Fence-Token, the audit query's arguments, Content-Type, Host, X-Request-Id,
  * Fence-Owner, text for fencectl) and body. Nothing here may crash,
@@ -24,6 +24,7 @@
 #include "ctl/ctl_table.h"
 #include "http/router.h"
 #include "http/strict.h"
+#include "lease/lease_answer.h"
 #include "lease/lease_request.h"
 #include "store/audit/audit_filter.h"
 #include "store/fenced/fenced_op.h"
@@ -255,8 +256,27 @@ static void fuzz_json_twins(const char *body, size_t len)
     json_decref(any);
 }
 
+/* The body as a lease script's reply: read or refused, and what is read
+ * stays in its bounds. */
+static void fuzz_lease_reply(const char *body, size_t len)
+{
+    struct lease_result res;
+    enum lease_retry retry;
+    struct fg_error err;
+    if (lease_answer_read("fuzz.lua", body, len, &res, &retry, &err) != 0 ||
+        retry != LEASE_RETRY_NONE)
+        return;
+    if (res.nhandoff > LEASE_MAX_HANDOFF || strlen(res.lease_id) > LEASE_ID_LEN ||
+        strlen(res.left) > LEASE_LEAVE_MAX)
+        abort();
+    for (size_t i = 0; i < res.nhandoff; i++)
+        if (strlen(res.handoff[i].lease_id) != LEASE_ID_LEN)
+            abort();
+}
+
 static void fuzz_body(const char *body, size_t len)
 {
+    fuzz_lease_reply(body, len);
     fuzz_json_twins(body, len);
     struct fg_error err = {0};
     json_t *obj = fgjson_parse_object(body, len, &err);

@@ -2,7 +2,7 @@
 /*
  * test_fgjson.c - typed field readers and the body parser: wrong types and
  * out-of-range values name the field; bodies that are not one JSON object are
- * invalid_json; the flat scanner reads what it reads as jansson does.
+ * invalid_json; the flat reader reads what it reads as jansson does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,8 +174,6 @@ static void parse_object(void **state)
 
 /* Flat bodies take a path of their own: every text reads as jansson reads it
  * (the same members in the same order, or an error for both). */
-/* Texts that fgjson_parse_object and fgjson_scan_flat must read as jansson
- * does, or leave to it. */
 static const char *const like_jansson[] = {
     "{}",
     " { } ",
@@ -248,61 +246,6 @@ static void parse_object_like_jansson(void **state)
     }
 }
 
-/* Puts a scanned member into the object ctx (a repeated name: the last). */
-static bool collect(void *ctx, const struct fgjson_member *m)
-{
-    json_t *v = m->type == JSON_STRING    ? json_stringn(m->text, m->len)
-                : m->type == JSON_INTEGER ? json_integer(m->number)
-                : m->type == JSON_TRUE    ? json_true()
-                : m->type == JSON_FALSE   ? json_false()
-                                          : json_null();
-    assert_int_equal(json_object_setn_new(ctx, m->key, m->key_len, v), 0);
-    return true;
-}
-
-/* Stops the scan at the member named "stop". */
-static bool stop_at_stop(void *ctx, const struct fgjson_member *m)
-{
-    (void)ctx;
-    return !(m->key_len == 4 && memcmp(m->key, "stop", 4) == 0);
-}
-
-static bool scans(const char *text)
-{
-    json_t *got = json_object();
-    bool scanned = fgjson_scan_flat(text, strlen(text), collect, got);
-    json_decref(got);
-    return scanned;
-}
-
-static void scan_flat_like_jansson(void **state)
-{
-    (void)state;
-    size_t nscanned = 0;
-    for (size_t i = 0; i < sizeof like_jansson / sizeof like_jansson[0]; i++) {
-        const char *text = like_jansson[i];
-        json_t *got = json_object();
-        if (fgjson_scan_flat(text, strlen(text), collect, got)) {
-            json_t *want = json_loads(text, 0, NULL); /* a repeated name: the last */
-            assert_non_null(want);
-            assert_true(json_equal(want, got));
-            json_decref(want);
-            nscanned++;
-        }
-        json_decref(got);
-    }
-    assert_int_equal(nscanned, 10); /* the one-level objects of plain members among them */
-    assert_true(scans("{\"r\":\"granted\",\"fence\":-7,\"again\":true,\"x\":null}"));
-    assert_false(scans("{\"a\": {\"b\": 1}}")); /* nested */
-    assert_false(scans("{\"a\": [1]}"));
-    assert_false(scans("{\"n\": 1.5}"));
-    assert_false(scans("{\"s\": \"a\\nb\"}")); /* an escape */
-    assert_false(scans("[1]"));
-    assert_false(scans("{\"a\": 1} x"));
-    const char *text = "{\"a\": 1, \"stop\": 2, \"b\": 3}";
-    assert_false(fgjson_scan_flat(text, strlen(text), stop_at_stop, NULL));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,7 +255,6 @@ int main(void)
         cmocka_unit_test(writes_members),
         cmocka_unit_test(parse_object),
         cmocka_unit_test(parse_object_like_jansson),
-        cmocka_unit_test(scan_flat_like_jansson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

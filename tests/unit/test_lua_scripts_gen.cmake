@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # test_lua_scripts_gen.cmake - the generator of the script table (cmake/lua_scripts.cmake) on scripts
 # this test writes: the headers it parses (libraries standing for their lists, nested, variadic last
-# arguments, flags), the constants, numbers, offsets and named arguments it emits for C and for Lua,
+# arguments, flags, reply facts), the constants, numbers, offsets, named arguments and fact codes it
+# emits for C and for Lua,
 # the function libraries it assembles, and each mistake it must fail the build on, with its message.
 #   cmake -DGENERATOR=cmake/lua_scripts.cmake -DWORK=<scratch dir> -P tests/unit/test_lua_scripts_gen.cmake
 cmake_minimum_required(VERSION 3.18)
@@ -29,6 +30,8 @@ set(lib_base [=[
 -- lib_base.lua: a library with lists of its own, keys read by literal index, arguments by name.
 -- KEYS: a b
 -- ARGV: x y
+-- REPLY: fence
+-- REPLY: grant
 
 local function base() return KEYS[2], A_y end
 ]=])
@@ -45,7 +48,7 @@ set(one [=[
 -- ARGV: lib_base.lua z
 -- ARGV: rest...
 -- (T_ONE and A_x in a comment are no use.)
-return KEYS[3] .. T_CHAN .. A_z .. A_rest[1]
+return KEYS[3] .. T_CHAN .. A_z .. A_rest[1] .. R_GRANT
 ]=])
 set(two [=[
 -- uses: lib_top.lua
@@ -89,6 +92,7 @@ file(READ ${WORK}/good/out/lua_scripts.h h)
 foreach(line
     "    SCRIPT_ONE,\n    SCRIPT_TWO,\n};\n#define SCRIPT_COUNT 2\n"
     "#define LIB_BASE_NKEYS 2\n#define LIB_BASE_KEY_A 0\n#define LIB_BASE_KEY_B 1\n"
+    "#define LIB_BASE_ARGV_Y 1\n#define LIB_BASE_REPLY_FENCE 0\n#define LIB_BASE_REPLY_GRANT 1\n#define LIB_BASE_NREPLY 2\n"
     "#define LIB_TOP_NKEYS 3\n#define LIB_TOP_KEY_C 0\n#define LIB_TOP_KEY_A 1\n#define LIB_TOP_KEY_B 2\n#define LIB_TOP_KEY_LIB_BASE 1\n"
     "#define ONE_NKEYS 3\n#define ONE_KEY_A 0\n#define ONE_KEY_B 1\n#define ONE_KEY_D 2\n#define ONE_KEY_LIB_BASE 0\n"
     "#define ONE_NARGV 3\n#define ONE_ARGV_X 0\n#define ONE_ARGV_Y 1\n#define ONE_ARGV_Z 2\n#define ONE_ARGV_REST 3\n"
@@ -123,11 +127,11 @@ if(at EQUAL -1)
   fail("lua_scripts.c calls one.lua by its function's name")
 endif()
 if(NOT text STREQUAL "#!lua name=${fn}\nlocal KEYS, ARGV\nlocal A_y\nlocal A_z\nlocal A_rest\n\
-local T_CHAN = 't:chan'\n${lib_base}\nredis.register_function{function_name = '${fn}', flags = {},\n\
+local T_CHAN = 't:chan'\nlocal R_GRANT = ' 1 '\n${lib_base}\nredis.register_function{function_name = '${fn}', flags = {},\n\
 callback = function(keys, argv)\nKEYS, ARGV = keys, argv\nA_y = ARGV[2]\nA_z = ARGV[3]\n\
 A_rest = {unpack(ARGV, 4)}\n${one}\nend}\n")
-  fail("one.lua loads as the arguments it and its library name, its constants, its library, and \
-itself as the function that sets them")
+  fail("one.lua loads as the arguments it and its library name, its constants, the code of the reply \
+fact it names, its library, and itself as the function that sets them")
 endif()
 library(two)
 if(NOT text STREQUAL "#!lua name=${fn}\nlocal KEYS, ARGV\nlocal A_all\nlocal T_ONE = 't:one'\n\
@@ -157,6 +161,10 @@ set(bad_name "-- KEYS: Upper\n-- ARGV:\nreturn 1\n")
 set(number_key "#define T_N 3\n")
 set(late_name "#define T_A T_B \"x\"\n#define T_B \"y\"\n")
 set(both_names "#define T_GRACE \"g\"\n")
+set(undeclared_fact "-- KEYS:\n-- ARGV:\nreturn {'x', R_FENCE, 1, R_NOPE, 2}\n")
+set(script_facts "-- KEYS:\n-- ARGV:\n-- REPLY: more\nreturn 1\n")
+set(lib_more "-- lib_more.lua: a second library of facts\n-- REPLY: more\n")
+set(lib_a_twice "-- lib_a_twice.lua: one fact twice\n-- REPLY: fence\n-- REPLY: fence\n")
 foreach(case
     "past_count|reads KEYS\\[3\\] but declares 2 KEYS"
     "unknown_lib|uses lib_nope.lua, which is not a library"
@@ -174,11 +182,17 @@ foreach(case
     "bad_name|\"Upper\" in KEYS is neither"
     "number_key|T_N is not a sequence of plain string literals"
     "late_name|T_A uses T_B, which is not defined above it"
-    "both_names|T_GRACE is a name of .*keys.h too")
+    "both_names|T_GRACE is a name of .*keys.h too"
+    "undeclared_fact|names reply fact R_NOPE, which no REPLY line declares"
+    "script_facts|script_facts.lua: REPLY facts are declared by one library only"
+    "lib_more|lib_more.lua: REPLY facts are declared by one library only"
+    "lib_a_twice|REPLY fact \"fence\" is no lower-case name, or named twice")
   string(REGEX REPLACE "\\|.*$" "" name "${case}")
   string(REGEX REPLACE "^[^|]*\\|" "" want "${case}")
   if(name MATCHES "^(number_key|late_name|both_names)$")
     generate(${name} keys.h ${name} lib_base.lua lib_base one.lua one)
+  elseif(name MATCHES "^lib_")
+    generate(${name} lib_base.lua lib_base ${name}.lua ${name})
   else()
     generate(${name} lib_base.lua lib_base lib_plain.lua lib_plain ${name}.lua ${name})
   endif()

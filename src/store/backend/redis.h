@@ -11,8 +11,9 @@
  * Lua scripts of lua/ are Redis functions, called by enum fg_script with FCALL
  * (their library loaded again when Redis does not know them), with KEYS and
  * ARGV arrays indexed by the constants that lua_scripts.h generates from each
- * script's header; every script returns one JSON text, which arrives here as a
- * jansson value, so callers never see a hiredis type.
+ * script's header; every script returns one text, JSON that arrives here as a
+ * jansson value (redis_script) or, from the lease scripts, their own reply
+ * handed over as text (redis_script_text): callers never see a hiredis type.
  */
 #ifndef FG_REDIS_H
 #define FG_REDIS_H
