@@ -31,44 +31,68 @@ static enum handler_result fail(struct http_reply *reply, const struct fg_error 
     return HANDLER_DONE;
 }
 
-/* Room for the reply of a lease that holds: its name, token and numbers (a
- * longer one moves to the heap). */
-#define FACTS_BUF 1024
-
-/* The reply of a lease that holds is written without a jansson tree:
- * facts_begin opens it in out over buf (cap bytes) with the lease's name
- * ({"lock": name or {"semaphore": name), facts_times adds its fence and
- * times, and reply_json_out closes it and makes it the reply. */
-static void facts_begin(struct fgjson_out *out, char *buf, size_t cap, const struct lease_ops *kind,
-                        const char *name)
+/* The object of a lease: {"lock": name or {"semaphore": name, then its fence
+ * and times (lease_reply_grant, lease_reply_renewed); token: its signed
+ * token, or NULL for none. */
+static void lease_facts(struct fgjson_out *out, const struct lease_ops *kind, const char *name,
+                        const char *token, int64_t fence, int64_t ttl_ms, int64_t expires_at_ms)
 {
-    fgjson_out_init(out, buf, cap);
-    fgjson_out_open(out);
+    fgjson_out_open_item(out);
     fgjson_out_str(out, kind->noun, name);
+    if (token != NULL)
+        fgjson_out_str(out, "token", token);
+    fgjson_out_int(out, "fence", fence);
+    fgjson_out_int(out, "ttl_ms", ttl_ms);
+    fgjson_out_int(out, "expires_at_ms", expires_at_ms);
 }
 
-static void facts_times(struct fgjson_out *out, const struct lease_result *res)
+int lease_reply_grant(struct fgjson_out *out, const struct lease_ops *kind, const char *name,
+                      const char *lease_id, int64_t fence, int64_t ttl_ms, int64_t expires_at_ms,
+                      struct fg_error *err)
 {
-    fgjson_out_int(out, "fence", res->fence);
-    fgjson_out_int(out, "ttl_ms", res->ttl_ms);
-    fgjson_out_int(out, "expires_at_ms", res->expires_at_ms);
+    struct token_claims claims = {.kind = kind->token_kind, .fence = fence};
+    snprintf(claims.name, sizeof claims.name, "%.200s", name);
+    snprintf(claims.lease_id, sizeof claims.lease_id, "%s", lease_id);
+    char token[TOKEN_MAX_LEN];
+    if (token_sign(&claims, secret_current(), token, sizeof token, err) != 0)
+        return -1;
+    lease_facts(out, kind, name, token, fence, ttl_ms, expires_at_ms);
+    return 0;
 }
+
+void lease_reply_renewed(struct fgjson_out *out, const struct lease_ops *kind, const char *name,
+                         const struct lease_result *res)
+{
+    lease_facts(out, kind, name, NULL, res->fence, res->ttl_ms, res->expires_at_ms);
+    fgjson_out_int(out, "hold_until_ms", res->hold_until_ms);
+}
+
+void lease_reply_released(struct http_reply *reply)
+{
+    char buf[32];
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_open(&out);
+    fgjson_out_member(&out, "released", json_true());
+    reply_json_out(reply, 200, &out);
+}
+
+/* Room for the answer of a lease: its name, token and numbers (a longer one
+ * moves to the heap). */
+#define FACTS_BUF 1024
 
 static enum handler_result reply_granted(const struct lease_ops *kind, struct http_request *req,
                                          struct http_reply *reply, const struct lease_result *res)
 {
-    struct token_claims claims = {.kind = kind->token_kind, .fence = res->fence};
-    snprintf(claims.name, sizeof claims.name, "%.200s", lease_name(req));
-    snprintf(claims.lease_id, sizeof claims.lease_id, "%s", res->lease_id);
-    char token[TOKEN_MAX_LEN];
-    struct fg_error err = {0};
-    if (token_sign(&claims, secret_current(), token, sizeof token, &err) != 0)
-        return fail(reply, &err);
     char buf[FACTS_BUF];
     struct fgjson_out out;
-    facts_begin(&out, buf, sizeof buf, kind, lease_name(req));
-    fgjson_out_str(&out, "token", token);
-    facts_times(&out, res);
+    struct fg_error err = {0};
+    fgjson_out_init(&out, buf, sizeof buf);
+    if (lease_reply_grant(&out, kind, lease_name(req), res->lease_id, res->fence, res->ttl_ms,
+                          res->expires_at_ms, &err) != 0) {
+        fgjson_out_free(&out);
+        return fail(reply, &err);
+    }
     reply_json_out(reply, 200, &out);
     return HANDLER_DONE;
 }
@@ -224,9 +248,8 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
     }
     char buf[FACTS_BUF];
     struct fgjson_out out;
-    facts_begin(&out, buf, sizeof buf, kind, lease_name(req));
-    facts_times(&out, &res);
-    fgjson_out_int(&out, "hold_until_ms", res.hold_until_ms);
+    fgjson_out_init(&out, buf, sizeof buf);
+    lease_reply_renewed(&out, kind, lease_name(req), &res);
     reply_json_out(reply, 200, &out);
     return HANDLER_DONE;
 }
@@ -249,12 +272,7 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
         return lease_lost(kind, req, reply, "release", &claims);
     if (res.held_ms >= 0)
         metrics_hold_time(kind->metric, res.held_ms);
-    char buf[32];
-    struct fgjson_out out;
-    fgjson_out_init(&out, buf, sizeof buf);
-    fgjson_out_open(&out);
-    fgjson_out_member(&out, "released", json_true());
-    reply_json_out(reply, 200, &out);
+    lease_reply_released(reply);
     return HANDLER_DONE;
 }
 

@@ -10,10 +10,12 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "http/server.h"
 #include "lease/lease_ops.h"
 #include "lease/lease_wait.h"
+#include "util/fgjson.h"
 
 /* The endpoints, for the lease named by the route's first parameter. kind is
  * borrowed and must live as long as the server. */
@@ -27,6 +29,25 @@ enum handler_result lease_handle_status(const struct lease_ops *kind, struct htt
                                         struct http_reply *reply);
 enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply);
+
+/*
+ * The answers of leases, written with fgjson's writer for the lease routes and
+ * the lock sets alike. lease_reply_grant signs the token of lease lease_id of
+ * kind's name and writes the object of a lease that holds into out:
+ * {"<noun>": name, "token", "fence", "ttl_ms", "expires_at_ms"} (a whole
+ * answer, or the next element of a lock set's list), left open for the caller
+ * to close (fgjson_out_close, reply_json_out); it fails only when the token
+ * cannot be signed. lease_reply_renewed writes the object of a renewed lease
+ * likewise: {"<noun>": name, "fence", "ttl_ms", "expires_at_ms",
+ * "hold_until_ms"}.
+ * lease_reply_released answers 200 {"released": true}.
+ */
+int lease_reply_grant(struct fgjson_out *out, const struct lease_ops *kind, const char *name,
+                      const char *lease_id, int64_t fence, int64_t ttl_ms, int64_t expires_at_ms,
+                      struct fg_error *err) FG_WUR;
+void lease_reply_renewed(struct fgjson_out *out, const struct lease_ops *kind, const char *name,
+                         const struct lease_result *res);
+void lease_reply_released(struct http_reply *reply);
 
 /* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c). */
 enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http_request *req,

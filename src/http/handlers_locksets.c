@@ -14,6 +14,7 @@
 #include "auth/keyset.h"
 #include "fglimits.h"
 #include "gateway.h"
+#include "http/handlers_lease.h"
 #include "http/strict.h"
 #include "lease/lock.h"
 #include "lease/lockset.h"
@@ -32,30 +33,44 @@ static void free_set(void *state)
     lockset_wait_free(state);
 }
 
+/* Room for a set's answer before it moves to the heap. */
+#define SET_BUF 4096
+
+/* Opens a set's answer, {"locks": [, in out over buf (SET_BUF bytes). */
+static void set_begin(struct fgjson_out *out, char *buf)
+{
+    fgjson_out_init(out, buf, SET_BUF);
+    fgjson_out_open(out);
+    fgjson_out_open_array(out, "locks");
+}
+
+/* Closes the set's answer of out and makes it the reply. */
+static void set_end(struct fgjson_out *out, struct http_reply *reply)
+{
+    fgjson_out_close_array(out);
+    reply_json_out(reply, 200, out);
+}
+
 /* Every lock is held: signs the tokens and answers them in request order. */
 static enum handler_result reply_set(struct lockset_wait *ls, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    json_t *locks = json_array();
+    char buf[SET_BUF];
+    struct fgjson_out out;
+    set_begin(&out, buf);
     for (size_t k = 0; k < ls->set.n; k++) {
         size_t i = 0;
         while (ls->set.asked_at[i] != k)
             i++;
-        struct token_claims claims = {.kind = LEASE_KIND_LOCK, .fence = ls->held[i].fence};
-        snprintf(claims.name, sizeof claims.name, "%s", ls->set.names[i]);
-        snprintf(claims.lease_id, sizeof claims.lease_id, "%s", ls->leases[i]);
-        char token[TOKEN_MAX_LEN];
-        if (token_sign(&claims, secret_current(), token, sizeof token, &err) != 0) {
-            json_decref(locks);
+        if (lease_reply_grant(&out, &lease_lock_ops, ls->set.names[i], ls->leases[i],
+                              ls->held[i].fence, ls->params.ttl_ms, ls->held[i].expires_at_ms,
+                              &err) != 0) {
+            fgjson_out_free(&out);
             return fail(reply, &err);
         }
-        json_array_append_new(locks,
-                              json_pack("{s:s, s:s, s:I, s:I, s:I}", "lock", ls->set.names[i],
-                                        "token", token, "fence", (json_int_t)ls->held[i].fence,
-                                        "ttl_ms", (json_int_t)ls->params.ttl_ms, "expires_at_ms",
-                                        (json_int_t)ls->held[i].expires_at_ms));
+        fgjson_out_close(&out);
     }
-    reply_json(reply, 200, json_pack("{s:o}", "locks", locks));
+    set_end(&out, reply);
     return HANDLER_DONE;
 }
 
@@ -159,34 +174,34 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
     if (body == NULL || set_claims(req, body, claims, &n, &err) != 0 ||
         fgjson_int(body, "ttl_ms", ttl->min, ttl->max, &ttl_ms, NULL, &err) != 0)
         return fail(reply, &err);
-    json_t *locks = json_array();
+    char buf[SET_BUF];
+    struct fgjson_out out;
+    set_begin(&out, buf);
     const char *lost = NULL, *capped = NULL;
     for (size_t i = 0; i < n; i++) {
         struct lease_result res;
         if (lock_renew(claims[i].name, claims[i].lease_id, ttl_ms, &res, &err) != 0) {
-            json_decref(locks);
+            fgjson_out_free(&out);
             return fail(reply, &err);
         }
         if (res.outcome == LEASE_LOST && lost == NULL)
             lost = claims[i].name;
         if (res.outcome == LEASE_MAX_HOLD && capped == NULL)
             capped = claims[i].name;
-        if (res.outcome == LEASE_RENEWED)
-            json_array_append_new(locks, json_pack("{s:s, s:I, s:I, s:I, s:I}", "lock",
-                                                   claims[i].name, "fence", (json_int_t)res.fence,
-                                                   "ttl_ms", (json_int_t)res.ttl_ms,
-                                                   "expires_at_ms", (json_int_t)res.expires_at_ms,
-                                                   "hold_until_ms", (json_int_t)res.hold_until_ms));
+        if (res.outcome == LEASE_RENEWED) {
+            lease_reply_renewed(&out, &lease_lock_ops, claims[i].name, &res);
+            fgjson_out_close(&out);
+        }
     }
     if (lost != NULL || capped != NULL) {
-        json_decref(locks);
+        fgjson_out_free(&out);
         fg_fail(&err, lost ? FG_ERR_LEASE_LOST : FG_ERR_MAX_HOLD_EXCEEDED,
                 "lock '%s' of the set %s; the others were renewed", lost ? lost : capped,
                 lost ? "is no longer held" : "has reached its max_hold_ms deadline");
         reply_problem_extra(reply, &err, json_pack("{s:s}", "lock", lost ? lost : capped));
         return HANDLER_DONE;
     }
-    reply_json(reply, 200, json_pack("{s:o}", "locks", locks));
+    set_end(&out, reply);
     return HANDLER_DONE;
 }
 
@@ -212,6 +227,6 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
         reply_problem_extra(reply, &err, json_pack("{s:s}", "lock", lost));
         return HANDLER_DONE;
     }
-    reply_json(reply, 200, json_pack("{s:b}", "released", 1));
+    lease_reply_released(reply);
     return HANDLER_DONE;
 }

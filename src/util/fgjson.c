@@ -415,6 +415,25 @@ static void put_key(struct fgjson_out *out, const char *key, size_t key_len, boo
     put_char(out, ':');
 }
 
+void fgjson_out_open_item(struct fgjson_out *out)
+{
+    put_key(out, NULL, 0, false);
+    fgjson_out_open(out);
+}
+
+void fgjson_out_open_array(struct fgjson_out *out, const char *key)
+{
+    put_key(out, key, strlen(key), false);
+    put_char(out, '[');
+    out->need_comma = false;
+}
+
+void fgjson_out_close_array(struct fgjson_out *out)
+{
+    put_char(out, ']');
+    out->need_comma = true;
+}
+
 static void put_int(struct fgjson_out *out, long long value)
 {
     char digits[24];

@@ -74,6 +74,13 @@ void fgjson_out_raw(struct fgjson_out *out, const char *text, size_t n);
 /* Opens an object ({) or closes it (}). */
 void fgjson_out_open(struct fgjson_out *out);
 void fgjson_out_close(struct fgjson_out *out);
+/* Opens an object as the next value (after a comma when one came before it
+ * in the array being written; at the start of the text, as fgjson_out_open). */
+void fgjson_out_open_item(struct fgjson_out *out);
+/* Appends member key (plain text, written as it is) opening an array ([),
+ * whose elements are the values written next, or closes that array (]). */
+void fgjson_out_open_array(struct fgjson_out *out, const char *key);
+void fgjson_out_close_array(struct fgjson_out *out);
 /* Appends member key (plain text, written as it is) with a string value of
  * len bytes, escaped as jansson escapes it; bytes that are not UTF-8 become
  * U+FFFD (jansson refuses such a string). */

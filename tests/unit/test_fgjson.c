@@ -97,6 +97,37 @@ static void writes_members(void **state)
     fgjson_out_free(&out);
 }
 
+/* A list of objects, written as the lock sets' answers are, reads as jansson writes it. */
+static void writes_lists(void **state)
+{
+    (void)state;
+    char buf[16]; /* small: the text moves to the heap on the way */
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_open_item(&out); /* first: as fgjson_out_open */
+    fgjson_out_open_array(&out, "locks");
+    for (int i = 1; i <= 3; i++) {
+        fgjson_out_open_item(&out);
+        fgjson_out_str(&out, "lock", "a");
+        fgjson_out_int(&out, "fence", i);
+        fgjson_out_close(&out);
+    }
+    fgjson_out_close_array(&out);
+    fgjson_out_open_array(&out, "none");
+    fgjson_out_close_array(&out);
+    fgjson_out_int(&out, "n", 0);
+    fgjson_out_close(&out);
+    json_t *want =
+        json_pack("{s:[{s:s, s:i}, {s:s, s:i}, {s:s, s:i}], s:[], s:i}", "locks", "lock", "a",
+                  "fence", 1, "lock", "a", "fence", 2, "lock", "a", "fence", 3, "none", "n", 0);
+    char *text = json_dumps(want, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_int_equal(out.len, strlen(text));
+    assert_memory_equal(out.buf, text, out.len);
+    free(text);
+    json_decref(want);
+    fgjson_out_free(&out);
+}
+
 static void integers(void **state)
 {
     (void)state;
@@ -253,6 +284,7 @@ int main(void)
         cmocka_unit_test(answer_integers),
         cmocka_unit_test(writes_like_jansson),
         cmocka_unit_test(writes_members),
+        cmocka_unit_test(writes_lists),
         cmocka_unit_test(parse_object),
         cmocka_unit_test(parse_object_like_jansson),
     };
