@@ -304,8 +304,11 @@ class Gateways:
                 for side in group for name in (self.binaries if side.startswith("gateway") else [""])]
 
     def use(self, side: str, servers: dict) -> str:
-        """Runs the binary side names (or the only one) and returns the side without its binary's name."""
+        """Runs the binary side names (or the only one) and returns the side without its binary's name; a
+        direct side leaves the gateway that runs as it is (idle: its CPU is no part of the direct path)."""
         base, _, name = side.partition(" @ ")
+        if name not in self.binaries:
+            return base
         if self.running != name or self.proc is None:
             self.stop()
             log = open(self.log_path, "a")
