@@ -11,8 +11,8 @@
 --   orphan  a doorbell found no waiter: free the grant only if still unclaimed
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds the lock
---   released {handoff?}                      the grant was freed and handed on (handoff:
---                                            the grant to a waiter of this gateway, see
+--   released {}                              the grant was freed and handed on (with the
+--                                            grant to a waiter of this gateway, see
 --                                            grant_next)
 --   canceled {waiting}                       the lease left the queue
 --   superseded {}                            a retry of the same request owns it now

@@ -6,7 +6,7 @@
 -- ARGV: waiters
 --   waiters: per waiter its lease id and its attach id, 32 characters each,
 --   with no separator.
--- Returns (lib_lease.lua lease_reply) left {left = "<one digit per waiter>"}: 1 when the waiter
+-- Returns (lib_lease.lua lease_reply) left {left}, one digit per waiter: 1 when the waiter
 -- is out of the queue (it left now, or was no longer there, or a retry of its
 -- request owns it), 0 when its lease holds the lock (a grant came first): that
 -- one must be given up on its own (lock_cancel.lua, mode drop).

@@ -5,9 +5,9 @@
 -- KEYS: lib_lock.lua
 -- ARGV: name lease claim_ms marker_ms instance
 --   marker_ms: how long the released marker is kept; instance: the gateway's id
--- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: the grant to a waiter of this gateway,
--- see grant_next): released {held_ms} (or {again=true} for a repeated release of
--- the same lease), lost {} (the lease expired or was taken over).
+-- Returns (lib_lease.lua lease_reply, with the grant to a waiter of this gateway, see
+-- grant_next): released {held_ms}, or released {again} for a repeated release
+-- of the same lease, lost {} (the lease expired or was taken over).
 local name, lease = A_name, A_lease
 -- The holder key, the watched mark and the tickets (is anybody waiting?) in one read.
 local v = redis.call('MGET', KEYS[AT_HOLDER], KEYS[AT_WATCHED], KEYS[AT_TICKETS])

@@ -7,8 +7,8 @@
 -- KEYS: lib_lock.lua
 -- ARGV: name fence claim_ms marker_ms instance
 --   marker_ms: how long the ended marker is kept; instance: the gateway's id
--- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: the grant to a waiter of this gateway,
--- see grant_next): revoked {fence} (the lease held and was ended), gone {}
+-- Returns (lib_lease.lua lease_reply, with the grant to a waiter of this gateway, see
+-- grant_next): revoked {fence} (the lease held and was ended), gone {}
 -- (it no longer held; its fence is revoked all the same), norevoked {} (the
 -- revoked set must be rebuilt first, lib_lease.lua).
 local name, fence = A_name, tonumber(A_fence)

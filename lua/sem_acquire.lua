@@ -6,8 +6,8 @@
 -- ARGV: max_waiters request_id_ttl_ms limit keep_ms
 --   lease: a fresh id, or the id this request already has; request_id: "" for none;
 --   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
--- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: grants to other waiters of this
--- gateway, see grant_free):
+-- Returns (lib_lease.lua lease_reply, with the grants to other waiters of this gateway, see
+-- grant_free):
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
 --   queued   {lease, position, holder_pttl}   the caller waits; holder_pttl: ms until
 --                                             the earliest holder lease ends (-1: none)

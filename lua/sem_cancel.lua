@@ -8,7 +8,7 @@
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the slot if it had been granted (and not claimed by a retry)
 --   orphan  a grant found no waiter: free it only if still unclaimed
--- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free):
+-- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free):
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds a slot
 --   released {}                              the grant was freed and handed on
 --   canceled {waiting}                       the lease left the queue

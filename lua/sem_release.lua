@@ -5,8 +5,8 @@
 -- KEYS: lib_sem.lua
 -- ARGV: name lease claim_ms marker_ms keep_ms instance
 --   marker_ms: how long the released marker is kept; instance: the gateway's id
--- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free): released {held_ms} (also
--- for a repeated release of the same lease, then with again=true), lost {}
+-- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free): released {held_ms},
+-- or released {again} for a repeated release of the same lease, lost {}
 -- (the lease expired or was dropped).
 local name, lease = A_name, A_lease
 local k = sem_keys()

@@ -4,7 +4,7 @@
 -- KEYS: lib_sem.lua
 -- ARGV: name lease ttl_ms claim_ms keep_ms instance
 --   ttl_ms "0": the lease's own ttl; instance: the gateway's id
--- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free): renewed {fence, ttl,
+-- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free): renewed {fence, ttl,
 -- expires_at, hold_until}, lost {}, max_hold {hold_until} (the hold deadline is reached).
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
 local name, lease, ttl = A_name, A_lease, tonumber(A_ttl_ms)

@@ -7,7 +7,7 @@
 -- KEYS: lib_sem.lua
 -- ARGV: name fence claim_ms marker_ms keep_ms instance
 --   marker_ms: how long the ended marker is kept; instance: the gateway's id
--- Returns (lib_lease.lua lease_reply) {r=..., handoff?} (handoff: see grant_free): revoked {fence},
+-- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free): revoked {fence},
 -- gone {} (no live holder has that fence; it is revoked all the same),
 -- norevoked {} (the revoked set must be rebuilt first, lib_lease.lua).
 local name, fence = A_name, tonumber(A_fence)
