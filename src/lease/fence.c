@@ -18,7 +18,9 @@
  * Redis Cluster with the per-slot layout (lease_keys.h) each slot's sequence
  * is recovered the same way from the one Postgres reservation, its limit named
  * after the run_id of the process it was raised on: no connect hook there, a
- * process that did not raise it finds no limit and answers "nofence". Must
+ * process that did not raise it finds no limit and answers "nofence"; a
+ * slot's first recovery ever (Postgres, fencegate.fence_slots) raises no write
+ * floor, since no key of the slot was written before. Must
  * not: issue fences itself, talk to Postgres from the connect hook, or let a
  * connection on which the check did not run be used.
  */
@@ -33,6 +35,7 @@
 
 #include "lease/lease_keys.h"
 #include "lease/lease_request.h"
+#include "store/backend/key_slot.h"
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
@@ -132,8 +135,10 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
         return -1;
     if (ready && issued >= min)
         return 0;
+    bool first = false; /* a slot recovered for the first time ever (fencegate.fence_slots) */
+    int slot = !trusted && per_slot(fk) ? (int)key_slot(fk->fence, strlen(fk->fence)) : -1;
     if (pg_reserve_fences(trusted ? (issued > min ? issued : min) : -1, FENCE_BLOCK,
-                          FENCE_OVERSHOOT, &floor, &limit, err) != 0)
+                          FENCE_OVERSHOOT, slot, &first, &floor, &limit, err) != 0)
         return -1;
     char floor_text[24], limit_text[24], run_id[RUN_ID_MAX];
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
@@ -148,11 +153,16 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
     const char *argv[FENCE_RAISE_NARGV] = {
         [FENCE_RAISE_ARGV_FLOOR] = floor_text,
         [FENCE_RAISE_ARGV_LIMIT] = limit_text,
-        [FENCE_RAISE_ARGV_LOST] = trusted ? "0" : "1",
+        [FENCE_RAISE_ARGV_LOST] = trusted || first ? "0" : "1",
         [FENCE_RAISE_ARGV_RUN_ID] = per_slot(fk) ? "" : run_id, /* per slot: in the limit's name */
     };
     json_t *out = NULL;
     if (redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err) != 0)
+        return -1;
+    json_decref(out);
+    out = NULL;
+    const char *floor_keys[RW_FLOOR_INIT_NKEYS] = {[RW_FLOOR_INIT_KEY_FENCE_FLOOR] = fk->floor};
+    if (first && redis_script(SCRIPT_RW_FLOOR_INIT, floor_keys, NULL, &out, err) != 0)
         return -1;
     ceiling_raise(limit);
     log_event(trusted ? LOG_DEBUG : LOG_WARN, trusted ? "fences_reserved" : "fences_recovered",

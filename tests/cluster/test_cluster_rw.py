@@ -11,7 +11,8 @@ Postgres. Each test names in its docstring a mutation of the gateway it was seen
 3. refusals from many slots reach fencegate.rejections exactly once each, and their streams empty;
 4. entries a gateway left in the streams of several slots when it died are found by the sweep of a gateway that
    starts (and once a minute by every running one) and stored exactly once;
-5. a lock whose fences are below another slot's write floor is lifted above it by its first refused write there.
+5. a slot's first use raises no write floor; a lock whose fences are below another slot's floor (raised by a
+   reshard) is lifted above it by its first refused write there.
 
 Skipped while the gateway refuses redis-cluster:// URLs. Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
@@ -294,14 +295,24 @@ class ClusterWriteTest(unittest.TestCase):
             self.assertEqual(resp(self.lab.owner(slot_of(key)), "XLEN", f"fg:audit:{{{slot_tag(slot_of(key))}}}"), 0)
 
     def test_5_a_lock_lifted_above_another_slots_floor(self):
-        """A lock whose slot's sequence started before a key's slot was first used holds a fence below that slot's
-        write floor: its first write there is refused (409, the floor as current_fence), and the refusal makes
-        the lock issue above the floor, so a lease taken after writes. Caught: the lift left out (every later
-        lease of the lock refused too, until its slot's block of 10,000 fences ran out)."""
+        """A key in a slot used for the first time is written by a lock of another slot whose sequence started
+        earlier (a first use raises no floor: nothing there was ever written). Its slot then moves to another
+        primary, whose recovery of the slot raises the floor above that lock's fences: the next write is refused
+        (409, the floor as current_fence), and the refusal makes the lock issue above the floor, so a lease taken
+        after writes. Caught: a slot's first use taken as a loss (the first write refused); the lift left out
+        (every later lease of the lock refused too, until its slot's block of 10,000 fences ran out)."""
         lock = f"lift-{self.run_tag}"
         lease = self.acquire(lock)
-        key = next(k for i in range(1000) if slot_of(k := f"{PREFIX}lift/{self.run_tag}/{i}") != slot_of(lock))
-        r = self.put(key, lease["token"], "early")
+        key = next(k for i in range(1000) if slot_of(k := f"{PREFIX}lift/{self.run_tag}/{i}") != slot_of(lock)
+                   and self.lab.owner(slot_of(k)) != self.lab.owner(slot_of(lock)))
+        r = self.put(key, lease["token"], "first")
+        self.assertEqual((r.status, r.body.get("fence")), (200, lease["fence"]), r)
+        shards = self.lab.shards()
+        src = next(sh for sh in shards if sh["primary"] == self.lab.owner(slot_of(key)))
+        dst = next(sh for sh in shards if sh is not src)
+        self.lab.move_slot(slot_of(key), src, dst)
+        self.lab.wait_converged()
+        r = self.put(key, lease["token"], "after the move")
         self.assertEqual((r.status, r.body.get("type")), (409, "/problems/stale_fence"), r)
         floor = r.body["current_fence"]
         self.assertGreater(floor, lease["fence"])

@@ -672,29 +672,47 @@ out:
     return rc;
 }
 
-int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int64_t *floor, int64_t *limit,
-                      struct fg_error *err)
+int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int slot, bool *first,
+                      int64_t *floor, int64_t *limit, struct fg_error *err)
 {
-    char issued_text[24], block_text[24], skip_text[24];
+    char issued_text[24], block_text[24], skip_text[24], slot_text[16];
     snprintf(issued_text, sizeof issued_text, "%lld", (long long)issued);
     snprintf(block_text, sizeof block_text, "%lld", (long long)block);
     snprintf(skip_text, sizeof skip_text, "%lld", (long long)skip);
-    const char *params[] = {issued_text, block_text, skip_text};
+    snprintf(slot_text, sizeof slot_text, "%d", slot);
+    const char *params[] = {issued_text, block_text, skip_text, slot_text};
     json_t *rows = NULL;
-    if (pg_query("reserve_fences",
-                 "UPDATE fencegate.fence_reservation SET reserved = greatest("
-                 " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END, $1::bigint,"
-                 " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences)) + $2::bigint"
-                 " RETURNING reserved - $2::bigint AS floor, reserved AS lim",
-                 3, params, &rows, err) != 0)
+    int rc = slot < 0
+                 ? pg_query("reserve_fences",
+                            "UPDATE fencegate.fence_reservation SET reserved = greatest("
+                            " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END,"
+                            " $1::bigint,"
+                            " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences))"
+                            " + $2::bigint"
+                            " RETURNING reserved - $2::bigint AS floor, reserved AS lim,"
+                            " false AS first",
+                            3, params, &rows, err)
+                 : pg_query("reserve_fences_slot",
+                            "WITH used AS (INSERT INTO fencegate.fence_slots (slot)"
+                            " VALUES ($4::integer) ON CONFLICT (slot) DO NOTHING RETURNING slot)"
+                            " UPDATE fencegate.fence_reservation SET reserved = greatest("
+                            " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END,"
+                            " $1::bigint,"
+                            " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences))"
+                            " + $2::bigint"
+                            " RETURNING reserved - $2::bigint AS floor, reserved AS lim,"
+                            " EXISTS (SELECT 1 FROM used) AS first",
+                            4, params, &rows, err);
+    if (rc != 0)
         return -1;
     const json_t *row = json_array_get(rows, 0);
-    int rc = 0;
     if (row == NULL)
         rc = fg_fail(err, FG_ERR_INTERNAL, "fencegate.fence_reservation has no row");
     else {
         *floor = strtoll(json_string_value(json_object_get(row, "floor")), NULL, 10);
         *limit = strtoll(json_string_value(json_object_get(row, "lim")), NULL, 10);
+        const char *f = json_string_value(json_object_get(row, "first"));
+        *first = f != NULL && f[0] == 't';
     }
     json_decref(rows);
     return rc;

@@ -106,10 +106,13 @@ int pg_migrate(struct fg_error *err) FG_WUR;
  * Reserves the next block of fences: the reservation rises to the greatest of
  * itself, issued (the last fence Redis issued; -1 if Redis lost it, and then
  * the reservation is first raised by skip) and the highest stored fence, plus
- * block. *floor receives the start of the new block, *limit its end.
+ * block. *floor receives the start of the new block, *limit its end. With a
+ * slot (>= 0: the sequence of a Redis Cluster slot), the same statement records
+ * the slot in fencegate.fence_slots, and *first tells whether it was not there
+ * yet (its first recovery ever); else *first is false.
  */
-int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int64_t *floor, int64_t *limit,
-                      struct fg_error *err) FG_WUR;
+int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int slot, bool *first,
+                      int64_t *floor, int64_t *limit, struct fg_error *err) FG_WUR;
 
 /* Reads the end of the fences reserved so far (by any gateway) into *reserved. */
 int pg_reserved_fences(int64_t *reserved, struct fg_error *err) FG_WUR;
