@@ -4,8 +4,7 @@
  * first call connects and the others wait for it; queued calls go out as one
  * batch, in order, and each reply goes to the oldest call out; one thread
  * writes and one reads at a time; a batch out holds the next one back, and a
- * batch's replies are due from the time it is written; a thread whose call is done writes the calls
- * queued meanwhile when the writing is free; a failure ends every call out (and breaks
+ * batch's replies are due from the time it is written; a failure ends every call out (and breaks
  * the connection) or every queued one; a retired connection takes no more batches and is closed
  * once its calls are answered.
  */
@@ -162,51 +161,12 @@ static void one_queued_call_can_be_failed_alone(void **state)
     struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "hook"};
     pipe_fail_one(&p, &e[2], &failure); /* the tail */
     pipe_fail_one(&p, &e[0], &failure); /* the head */
-    assert_int_equal(e[0].state, PIPE_DONE);
-    assert_int_equal(e[2].state, PIPE_DONE);
+    assert_int_equal(pipe_next(&p, &e[0]), PIPE_FINISHED);
+    assert_int_equal(pipe_next(&p, &e[2]), PIPE_FINISHED);
     size_t n;
     assert_ptr_equal(pipe_take(&p, 1000, &n), &e[1]);
     assert_int_equal(n, 1);
     assert_null(e[1].next);
-    assert_int_equal(pipe_next(&p, &e[0]), PIPE_FINISHED);
-    assert_int_equal(pipe_next(&p, &e[2]), PIPE_FINISHED);
-}
-
-static void a_done_call_writes_the_calls_queued_after_it(void **state)
-{
-    (void)state;
-    struct pipe p;
-    struct pipe_entry a = {0}, b = {0}, c = {0};
-    open_with(&p, &a, 1);
-    size_t n;
-    pipe_take(&p, 1000, &n);
-    push(&p, &b);
-    push(&p, &c);
-    assert_int_equal(pipe_next(&p, &b), PIPE_WAIT); /* behind the batch out */
-    pipe_begin(&p, PIPE_READ);
-    int r;
-    assert_ptr_equal(pipe_reply(&p, &r), &a);
-    pipe_end(&p, PIPE_READ);
-    assert_int_equal(pipe_next(&p, &a), PIPE_WRITE); /* not FINISHED: b and c would wait for a wake */
-    pipe_begin(&p, PIPE_WRITE);
-    assert_int_equal(pipe_next(&p, &b), PIPE_WAIT);
-    assert_ptr_equal(pipe_take(&p, 2000, &n), &b);
-    assert_int_equal(n, 2);
-    pipe_end(&p, PIPE_WRITE);
-    assert_int_equal(pipe_next(&p, &a), PIPE_FINISHED); /* nothing left to write */
-    assert_int_equal(pipe_next(&p, &b), PIPE_READ);
-
-    struct pipe_entry d = {0};
-    push(&p, &d);
-    assert_int_equal(pipe_next(&p, &a), PIPE_FINISHED); /* a batch is out: d waits for it */
-    pipe_reply(&p, &r);
-    pipe_reply(&p, &r);
-    pipe_begin(&p, PIPE_WRITE);
-    assert_int_equal(pipe_next(&p, &b), PIPE_FINISHED); /* another thread writes */
-    pipe_end(&p, PIPE_WRITE);
-    pipe_retire(&p);
-    assert_int_equal(pipe_next(&p, &b), PIPE_FINISHED); /* a new connection is d's to make */
-    assert_int_equal(pipe_next(&p, &d), PIPE_WAIT);
 }
 
 static void a_retired_connection_is_closed_once_its_calls_are_answered(void **state)
@@ -261,7 +221,6 @@ int main(void)
         cmocka_unit_test(a_failure_ends_every_call_out_and_breaks_the_connection),
         cmocka_unit_test(a_connection_that_cannot_be_made_fails_every_queued_call),
         cmocka_unit_test(one_queued_call_can_be_failed_alone),
-        cmocka_unit_test(a_done_call_writes_the_calls_queued_after_it),
         cmocka_unit_test(a_retired_connection_is_closed_once_its_calls_are_answered),
         cmocka_unit_test(batches_follow_each_other_on_one_connection),
     };

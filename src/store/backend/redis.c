@@ -7,8 +7,7 @@
  * writing free writes every queued command in one system call, and one
  * thread at a time reads the replies, hands each to the call it answers and
  * wakes that call's thread; the thread whose own reply came reads on only
- * until then, writes the calls queued meanwhile if the writing is free, and
- * the oldest call still out takes over the reading. So Redis reads the
+ * until then, and the oldest call still out takes over. So Redis reads the
  * commands of many requests at once and answers them with one write, where a
  * connection per thread cost it a read and a write each. No lock is held
  * across a system call that can block, and threads are woken only after the
@@ -627,9 +626,8 @@ static bool shared_stale(const struct node *n)
            sock_broken_after_idle(n->ctx->fd, n->last_used_ms);
 }
 
-/* Writes every queued call's command in one go (self's among them, or self
- * done: the calls queued after it). Called locked; unlocks while writing,
- * from a copy (a failure may end the calls meanwhile). */
+/* Writes every queued call's command in one go (self's among them). Called locked; unlocks while
+ * writing, from a copy (a failure may end the calls meanwhile). */
 static void write_batch(struct node *n, const struct pipe_entry *self, struct wakes *w)
 {
     size_t count, len = 0;
@@ -733,8 +731,7 @@ static void wakes_given_out(struct pipe_entry *e)
 
 /* Does what the queued call self (of this thread) needs until its outcome is
  * in: connects, writes the queued batch or reads replies when it is its turn,
- * sleeps otherwise; once it is in, writes the calls queued meanwhile if the
- * writing is free. The threads it is to wake go to w (wake_now after the lock
+ * sleeps otherwise. The threads it is to wake go to w (wake_now after the lock
  * is let go). Called locked; unlocks to sleep. */
 static void pipe_finish(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
@@ -752,8 +749,6 @@ static void pipe_finish(struct node *n, struct pipe_entry *self, struct wakes *w
         }
         if (action == PIPE_WRITE && shared_stale(n)) {
             pipe_retire(&n->pipe);
-            if (self->state == PIPE_DONE) /* the queued calls connect anew without it */
-                wake_next(n, self, w);
             continue;
         }
         pipe_begin(&n->pipe, action);

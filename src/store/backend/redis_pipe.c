@@ -52,9 +52,8 @@ void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner)
 
 enum pipe_action pipe_next(const struct pipe *p, const struct pipe_entry *e)
 {
-    bool can_write = !p->writing && p->conn == PIPE_OPEN && p->batches_out < PIPE_BATCHES_OUT;
     switch (e->state) {
-    case PIPE_DONE: return p->queued.head != NULL && can_write ? PIPE_WRITE : PIPE_FINISHED;
+    case PIPE_DONE: return PIPE_FINISHED;
     case PIPE_SENT: return p->reading ? PIPE_WAIT : PIPE_READ;
     case PIPE_QUEUED: break;
     }
@@ -62,7 +61,7 @@ enum pipe_action pipe_next(const struct pipe *p, const struct pipe_entry *e)
         return PIPE_WAIT;
     if (p->conn == PIPE_CLOSED)
         return PIPE_CONNECT;
-    if (can_write)
+    if (p->conn == PIPE_OPEN && p->batches_out < PIPE_BATCHES_OUT)
         return PIPE_WRITE;
     return PIPE_WAIT; /* for the batch out, or for a retired connection to be closed */
 }

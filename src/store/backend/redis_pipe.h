@@ -7,10 +7,7 @@
  * takes every queued entry and writes them in one go (a batch), a thread that
  * finds the reading free reads replies and hands each, in order, to the oldest
  * entry out. Redis answers a connection's commands in the order it read them,
- * so the n-th reply is the n-th command's. A thread whose call is done writes
- * the batch queued meanwhile before it leaves, when the writing is free, so
- * that batch goes out at once instead of after a queued thread is woken to
- * write it. Pure: no locks, no sockets, no
+ * so the n-th reply is the n-th command's. Pure: no locks, no sockets, no
  * hiredis; the caller holds its own lock around every call and does the I/O
  * that pipe_next tells a thread to do.
  */
@@ -48,8 +45,7 @@ enum pipe_conn_state {
 enum pipe_action {
     PIPE_WAIT,    /* sleep until woken */
     PIPE_CONNECT, /* make the connection (pipe_begin took the writing) */
-    PIPE_WRITE,   /* write the batch pipe_take gives (pipe_begin took the writing); also
-                     asked of a thread whose call is done, for the calls queued after it */
+    PIPE_WRITE,   /* write the batch pipe_take gives (pipe_begin took the writing) */
     PIPE_READ,    /* read replies (pipe_begin took the reading) */
     PIPE_FINISHED /* its outcome is in */
 };
@@ -91,9 +87,7 @@ struct pipe {
  * owner (borrowed) being what wakes its thread. */
 void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner);
 
-/* What e's thread must do now; reading or writing it is to do are taken by
- * pipe_begin. Once e is done: PIPE_WRITE while calls are queued and the
- * writing is free (its thread writes them on its way out), else PIPE_FINISHED. */
+/* What e's thread must do now; reading or writing it is to do are taken by pipe_begin. */
 enum pipe_action pipe_next(const struct pipe *p, const struct pipe_entry *e);
 
 /* Takes the role of action (PIPE_CONNECT, PIPE_WRITE, PIPE_READ) for the calling thread. */
