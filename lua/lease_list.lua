@@ -8,10 +8,11 @@
 -- transition. Never returns a token or lease id.
 -- KEYS: index
 --   KEY_LOCK_INDEX or KEY_SEM_INDEX
--- ARGV: kind prefix after limit budget shown
+-- ARGV: kind prefix after limit budget shown upto
 --   kind "l" (locks) or "s" (semaphores); after: the last name of the previous
 --   page, "" for the first; limit: 0 only prunes; budget: names looked at;
---   shown: holders shown per semaphore
+--   shown: holders shown per semaphore; upto: the last name to look at, ""
+--   for none (a page merged from the index of every slot of a cluster)
 -- The one script that builds keys: those of the locks or semaphores it lists,
 -- from the prefixes and suffixes of src/store/backend/redis_keys.h.
 -- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:
@@ -59,6 +60,7 @@ local item_of = kind == 's' and sem_item or lock_item
 local low = '[' .. prefix
 if after ~= '' and after >= prefix then low = '(' .. after end
 local high = prefix == '' and '+' or '[' .. prefix .. '\255'
+if A_upto ~= '' then high = '[' .. A_upto end
 local names = redis.call('ZRANGEBYLEX', index, low, high, 'LIMIT', 0, budget)
 
 local items, last = {}, nil

@@ -27,6 +27,7 @@
 #include "gateway.h"
 #include "http/server.h"
 #include "lease/doorbell.h"
+#include "lease/lease_keys.h"
 #include "lease/lease_list.h"
 #include "lease/waiter.h"
 #include "store/audit/audit.h"
@@ -66,15 +67,19 @@ int janitor_beat(struct fg_error *err)
     return 0;
 }
 
-/* Walks each listing index one bounded batch further, starting over at its end. */
+/* Walks each listing index one bounded batch further, starting over at its
+ * end; on a cluster, the indexes of the next slots. */
 static void prune_indexes(void)
 {
     static char after[2][NAME_MAX_LEN + 1];
+    static unsigned slot[2];
     static const enum lease_list_kind kinds[2] = {LEASE_LIST_LOCKS, LEASE_LIST_SEMAPHORES};
     for (int i = 0; i < 2; i++) {
         struct lease_page page;
         struct fg_error err = {0};
-        if (lease_list_prune(kinds[i], after[i], &page, &err) == 0)
+        if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)
+            (void)!lease_list_prune_slots(kinds[i], &slot[i], &err);
+        else if (lease_list_prune(kinds[i], after[i], &page, &err) == 0)
             snprintf(after[i], sizeof after[i], "%s", page.more ? page.next : "");
     }
 }

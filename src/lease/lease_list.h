@@ -3,7 +3,11 @@
  * lease_list.h - pages of the live locks and semaphores, in name order, read
  * from the listing index that the lease scripts keep (lua/lib_lease.lua) by
  * one call of lua/lease_list.lua. A page never looks at more than a bounded
- * number of names, whatever the size of the keyspace.
+ * number of names, whatever the size of the keyspace. On a Redis Cluster each
+ * slot has its own index (docs/cluster.md): a page reads the first names after
+ * the cursor from all of them (pipelined per primary), merges them in name
+ * order, and reads the status of the names it shows in their slots; the
+ * cursor stays the last name looked at, one for the whole cluster.
  */
 #ifndef FG_LEASE_LIST_H
 #define FG_LEASE_LIST_H
@@ -43,5 +47,13 @@ int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lea
  */
 int lease_list_prune(enum lease_list_kind kind, const char *after, struct lease_page *page,
                      struct fg_error *err) FG_WUR;
+
+/*
+ * On a cluster (the per-slot layout of lease/lease_keys.h): drops idle names
+ * from the indexes of kind of PRUNE_SLOTS slots from *slot on, looking at the
+ * first names of each (one call a slot, pipelined per primary), and moves
+ * *slot past them, round the slots. For the janitor.
+ */
+int lease_list_prune_slots(enum lease_list_kind kind, unsigned *slot, struct fg_error *err) FG_WUR;
 
 #endif

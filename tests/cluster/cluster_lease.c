@@ -12,14 +12,29 @@
  * {"round", "calls", "ok", "wrong", "failed", "first_error"}: ok counts the
  * answers that read what they must. Between rounds it waits for a line on
  * stdin (the test moves slots or flushes the script libraries meanwhile).
+ *
+ * cluster_lease --list <URL> <locks> <ttl_ms>: with the key layout the URL
+ * calls for (per slot on a cluster: lease/lease_keys.h), raises the fence
+ * sequence of every slot (or the one sequence; one batch of
+ * lua/fence_raise.lua), takes <locks> locks "ls:<i>" (one batch of
+ * lua/lock_acquire_fast.lua) and prints {"granted"}; then, for each line on
+ * stdin, pages through the locks named "ls:" (lease/lease_list.h, pages of
+ * 100), a page that fails tried again every 50 ms, and prints {"names": every
+ * name listed in the order listed, "pages", "retries", "ms" (the pass took),
+ * "first_error"}.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "lease/lease_keys.h"
+#include "lease/lease_list.h"
 #include "lua_scripts.h"
+#include "store/backend/key_slot.h"
 #include "store/backend/redis.h"
+#include "util/clock.h"
 
 #define KEY_MAX 64
 
@@ -135,10 +150,149 @@ static int run_batch(char *url, size_t calls, int rounds)
     return 0;
 }
 
+/* The keys and arguments of one call of a --list batch. */
+struct list_seed {
+    struct lease_keys k;
+    const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
+    const char *argv[LOCK_ACQUIRE_FAST_NARGV];
+    char name[KEY_MAX], lease[40];
+    struct lease_fence_keys fk; /* the fence keys of the lock's slot */
+    const char *fence_keys[FENCE_RAISE_NKEYS];
+};
+
+/* Raises the fence sequence of every slot (or the one), as cluster_client
+ * does, in one batch. */
+static int raise_fences(bool cluster, struct fg_error *err)
+{
+    size_t n = cluster ? CLUSTER_SLOTS : 1;
+    struct list_seed *seeds = calloc(n, sizeof *seeds);
+    struct redis_batch_call *calls = calloc(n, sizeof *calls);
+    static const char *const argv[FENCE_RAISE_NARGV] = {
+        [FENCE_RAISE_ARGV_FLOOR] = "1",
+        [FENCE_RAISE_ARGV_LIMIT] = "1000000000000",
+        [FENCE_RAISE_ARGV_LOST] = "0",
+        [FENCE_RAISE_ARGV_RUN_ID] = "",
+    };
+    for (size_t s = 0; s < n; s++) {
+        /* a lock of slot s (its name the slot's tag): the slot's sequence is its locks' */
+        struct list_seed *seed = &seeds[s];
+        snprintf(seed->name, sizeof seed->name, "%s", cluster ? slot_tag((unsigned)s) : "f");
+        lease_keys_init(&seed->k, LEASE_KIND_LOCK, seed->name);
+        lease_keys_fence(&seed->k, &seed->fk);
+        seed->fence_keys[FENCE_RAISE_KEY_FENCE] = seed->fk.fence;
+        seed->fence_keys[FENCE_RAISE_KEY_FENCE_LIMIT] = seed->fk.limit;
+        seed->fence_keys[FENCE_RAISE_KEY_FENCE_ORIGIN] = seed->fk.origin;
+        seed->fence_keys[FENCE_RAISE_KEY_FENCE_FLOOR] = seed->fk.floor;
+        calls[s] = (struct redis_batch_call){
+            .script = SCRIPT_FENCE_RAISE, .keys = seed->fence_keys, .argv = argv};
+    }
+    int rc = redis_batch(calls, n, err);
+    for (size_t s = 0; s < n; s++)
+        json_decref(calls[s].reply);
+    free(calls);
+    free(seeds);
+    return rc;
+}
+
+/* Takes the locks "ls:<i>", i < n, in one batch; how many were granted. */
+static long take_locks(size_t n, const char *ttl_ms)
+{
+    struct list_seed *seeds = calloc(n, sizeof *seeds);
+    struct redis_batch_call *calls = calloc(n, sizeof *calls);
+    for (size_t i = 0; i < n; i++) {
+        struct list_seed *seed = &seeds[i];
+        snprintf(seed->name, sizeof seed->name, "ls:%zu", i); /* slots of two or more names */
+        snprintf(seed->lease, sizeof seed->lease, "%032zx", i + 1);
+        lease_keys_init(&seed->k, LEASE_KIND_LOCK, seed->name);
+        lease_keys_lock_acquire_fast(&seed->k, seed->keys);
+        seed->argv[LOCK_ACQUIRE_FAST_ARGV_NAME] = seed->name;
+        seed->argv[LOCK_ACQUIRE_FAST_ARGV_LEASE] = seed->lease;
+        seed->argv[LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl_ms;
+        seed->argv[LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = "0";
+        seed->argv[LOCK_ACQUIRE_FAST_ARGV_TAIL] = "1 00000000000000000000000000000001 1 0 lab";
+        calls[i] = (struct redis_batch_call){
+            .script = SCRIPT_LOCK_ACQUIRE_FAST, .keys = seed->keys, .argv = seed->argv, .text = true};
+    }
+    struct fg_error err = {0};
+    if (redis_batch(calls, n, &err) != 0)
+        fprintf(stderr, "cluster_lease: acquire: %s\n", err.msg);
+    long granted = 0;
+    for (size_t i = 0; i < n; i++) { /* lib_lease.lua lease_reply: the outcome first */
+        const char *r = json_string_value(calls[i].reply);
+        granted += r != NULL && strncmp(r, "granted", 7) == 0;
+        json_decref(calls[i].reply);
+    }
+    free(calls);
+    free(seeds);
+    return granted;
+}
+
+/* One pass through the listing of "ls:", printed. */
+static void list_pass(void)
+{
+    struct list_query q = {.prefix = "ls:", .limit = 100};
+    json_t *names = json_array();
+    long pages = 0, retries = 0;
+    int64_t started_ms = clock_mono_ms();
+    char first_error[256] = "";
+    for (bool more = true; more && retries < 400;) {
+        struct lease_page page;
+        struct fg_error err = {0};
+        if (lease_list(LEASE_LIST_LOCKS, &q, &page, &err) != 0) {
+            if (retries++ == 0)
+                snprintf(first_error, sizeof first_error, "%s", err.msg);
+            clock_sleep_ms(50);
+            continue;
+        }
+        pages++;
+        size_t i;
+        json_t *item;
+        json_array_foreach(page.items, i, item)
+            json_array_append(names, json_object_get(item, "lock"));
+        json_decref(page.items);
+        more = page.more;
+        snprintf(q.after, sizeof q.after, "%s", page.next);
+    }
+    json_t *line = json_pack("{s:o, s:I, s:I, s:I, s:s}", "names", names, "pages",
+                             (json_int_t)pages, "retries", (json_int_t)retries, "ms",
+                             (json_int_t)(clock_mono_ms() - started_ms), "first_error", first_error);
+    char *text = json_dumps(line, JSON_COMPACT);
+    printf("%s\n", text);
+    fflush(stdout);
+    free(text);
+    json_decref(line);
+}
+
+static int run_list(char *url, size_t locks, const char *ttl_ms)
+{
+    struct config cfg = {.redis_url = url, .request_timeout_ms = 5000};
+    struct fg_error err = {0};
+    if (redis_init(&cfg, &err) != 0) {
+        fprintf(stderr, "cluster_lease: %s\n", err.msg);
+        return 1;
+    }
+    bool cluster = strncmp(url, "redis-cluster://", 16) == 0;
+    lease_keys_set_layout(cluster ? LEASE_KEYS_PER_SLOT : LEASE_KEYS_ONE_REDIS);
+    if (raise_fences(cluster, &err) != 0) {
+        fprintf(stderr, "cluster_lease: fences: %s\n", err.msg);
+        return 1;
+    }
+    printf("{\"granted\": %ld}\n", take_locks(locks, ttl_ms));
+    fflush(stdout);
+    char line[64];
+    while (fgets(line, sizeof line, stdin) != NULL)
+        list_pass();
+    redis_shutdown();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "--list") == 0)
+        return run_list(argv[2], (size_t)atol(argv[3]), argv[4]);
     if (argc == 5 && strcmp(argv[1], "--batch") == 0)
         return run_batch(argv[2], (size_t)atol(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: cluster_lease --batch <URL> <calls> <rounds>\n");
+    fprintf(stderr, "usage: cluster_lease --batch <URL> <calls> <rounds>\n"
+                    "       cluster_lease --list <URL> <locks> <ttl_ms>\n");
     return 2;
 }

@@ -1225,7 +1225,10 @@ static void batch_outcome(struct redis_batch_call *c, redisReply *reply,
         c->err = *failure;
         return;
     }
-    if (c->argc == 0) {
+    if (c->argc == 0 && c->text) {
+        if (answer_text(reply, lua_scripts[c->script].name, &c->err) == 0)
+            c->reply = json_stringn_nocheck(reply->str, reply->len);
+    } else if (c->argc == 0) {
         if (decode_result(reply, lua_scripts[c->script].name, &c->reply, &c->err) != 0)
             c->reply = NULL;
     } else if (reply->type == REDIS_REPLY_ERROR && is_oom(reply)) {

@@ -74,11 +74,13 @@ struct redis_batch_call {
     enum fg_script script;   /* with argc 0: the script, called as redis_script calls it */
     const char *const *keys; /* its KEYS and ARGV (borrowed, as redis_script takes them) */
     const char *const *argv;
+    bool text;               /* the script's answer is text (redis_script_text), not JSON */
     int argc;                /* else: a command of argc (>= 2) arguments */
     const char *const *args; /* its arguments, args[1] its key (ZRANGEBYLEX, EXISTS, SADD, ...) */
     json_t *reply;       /* set by redis_batch: the answer (new reference), a script's decoded JSON
-                            text or a command's reply as JSON (strings, integers, arrays, null);
-                            NULL when the call failed */
+                            text (with text: its answer as one JSON string, unchecked), or a
+                            command's reply as JSON (strings, integers, arrays, null); NULL when
+                            the call failed */
     struct fg_error err; /* set by redis_batch: why reply is NULL */
 };
 
