@@ -31,11 +31,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lease/lease_keys.h"
 #include "lease/lease_request.h"
-#include "store/backend/key_slot.h"
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
@@ -96,24 +96,43 @@ static bool per_slot(const struct lease_fence_keys *fk)
     return fk->limit != deployment.limit;
 }
 
+/* The KEYS of lua/fence_read.lua for the sequence fk. Per slot the limit's
+ * name carries the run_id it is read on, and a call has its run_id written
+ * into one key only, so the fence stands for the origin (the sequence exists)
+ * and read_answer takes the trust from the limit. */
+static void slot_sequence_read_keys(const struct lease_fence_keys *fk, const char **keys)
+{
+    keys[FENCE_READ_KEY_FENCE] = fk->fence;
+    keys[FENCE_READ_KEY_FENCE_ORIGIN] = per_slot(fk) ? fk->fence : fk->origin;
+    keys[FENCE_READ_KEY_FENCE_LIMIT] = fk->limit;
+}
+
+/* Reads the answer out (borrowed) of lua/fence_read.lua on the sequence fk,
+ * as read_issued says. Per slot the sequence is trusted where its limit
+ * exists under the run_id of the node that read it. */
+static void read_answer(const struct lease_fence_keys *fk, const json_t *out, int64_t *issued,
+                        bool *trusted, bool *ready, int64_t *limit)
+{
+    *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
+    *trusted = json_is_true(json_object_get(out, "trusted"));
+    *ready = json_is_true(json_object_get(out, "ready"));
+    *limit = (int64_t)json_integer_value(json_object_get(out, "limit"));
+    if (per_slot(fk))
+        *trusted = *issued != -1 && *limit != -1;
+}
+
 /* Reads the last fence issued (-1: missing), whether it can be trusted, whether
  * fences may be issued now (ready), and the reserved limit (-1: missing), of
  * the sequence fk. */
 static int read_issued(const struct lease_fence_keys *fk, int64_t *issued, bool *trusted,
                        bool *ready, int64_t *limit, struct fg_error *err)
 {
-    const char *keys[FENCE_READ_NKEYS] = {
-        [FENCE_READ_KEY_FENCE] = fk->fence,
-        [FENCE_READ_KEY_FENCE_ORIGIN] = per_slot(fk) ? fk->limit : fk->origin,
-        [FENCE_READ_KEY_FENCE_LIMIT] = fk->limit,
-    };
+    const char *keys[FENCE_READ_NKEYS];
+    slot_sequence_read_keys(fk, keys);
     json_t *out = NULL;
     if (redis_script(SCRIPT_FENCE_READ, keys, NULL, &out, err) != 0)
         return -1;
-    *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
-    *trusted = json_is_true(json_object_get(out, "trusted"));
-    *ready = json_is_true(json_object_get(out, "ready"));
-    *limit = (int64_t)json_integer_value(json_object_get(out, "limit"));
+    read_answer(fk, out, issued, trusted, ready, limit);
     if (*ready)
         ceiling_raise(*limit);
     json_decref(out);
@@ -267,8 +286,70 @@ int fence_check_issued(int64_t fence, struct fg_error *err)
                    "fence %" PRId64 " is above every fence this gateway issued", fence);
 }
 
+/* The keys of the sequence of one slot, as lease_keys.h names them for a
+ * lease of the slot. */
+struct slot_sequence {
+    char fence[SHARED_KEY_MAX];
+    char limit[SHARED_KEY_MAX];
+    struct lease_fence_keys fk; /* fence and limit point above */
+    const char *keys[FENCE_READ_NKEYS];
+    const char *exists[2]; /* EXISTS of the fence */
+};
+
+/* fence_headroom on a cluster (the per-slot layout): the least headroom of
+ * the slots whose sequence exists (the slots in use: a slot's sequence is
+ * made by the first lease there), one EXISTS a slot and one read-only script
+ * call a slot in use, pipelined per primary. A slot in use that may not issue
+ * (its node restarted or failed over, a recovery pending) counts 0, as the
+ * one sequence of a single Redis does; so does a cluster with no slot in use. */
+static int headroom_slots(int64_t *headroom, struct fg_error *err)
+{
+    struct slot_sequence *seq = malloc(CLUSTER_SLOTS * sizeof *seq);
+    struct redis_batch_call *calls = calloc(CLUSTER_SLOTS, sizeof *calls);
+    struct redis_batch_call *reads = calloc(CLUSTER_SLOTS, sizeof *reads);
+    FG_ASSERT(seq != NULL && calls != NULL && reads != NULL);
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
+        struct slot_sequence *q = &seq[s];
+        shared_key(q->fence, KEY_FENCE, s);
+        shared_fence_limit_key(q->limit, s);
+        q->fk = (struct lease_fence_keys){.fence = q->fence, .limit = q->limit};
+        slot_sequence_read_keys(&q->fk, q->keys);
+        q->exists[0] = "EXISTS";
+        q->exists[1] = q->fence;
+        calls[s] = (struct redis_batch_call){.argc = 2, .args = q->exists};
+    }
+    int rc = redis_batch(calls, CLUSTER_SLOTS, err);
+    size_t used = 0;
+    for (unsigned s = 0; s < CLUSTER_SLOTS && rc == 0; s++)
+        if (json_integer_value(calls[s].reply) > 0)
+            reads[used++] =
+                (struct redis_batch_call){.script = SCRIPT_FENCE_READ, .keys = seq[s].keys};
+    if (rc == 0 && used > 0)
+        rc = redis_batch(reads, used, err);
+    *headroom = used > 0 ? INT64_MAX : 0;
+    for (size_t i = 0; i < used && rc == 0; i++) {
+        int64_t issued = -1, limit = -1;
+        bool trusted = false, ready = false;
+        read_answer(&seq[0].fk, reads[i].reply, &issued, &trusted, &ready, &limit);
+        if (ready)
+            ceiling_raise(limit);
+        if ((ready ? limit - issued : 0) < *headroom)
+            *headroom = ready ? limit - issued : 0;
+    }
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
+        json_decref(calls[s].reply);
+        json_decref(reads[s].reply);
+    }
+    free(reads);
+    free(calls);
+    free(seq);
+    return rc;
+}
+
 int fence_headroom(int64_t *headroom, struct fg_error *err)
 {
+    if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)
+        return headroom_slots(headroom, err);
     int64_t issued = -1, limit = -1;
     bool trusted = false, ready = false;
     if (read_issued(&deployment, &issued, &trusted, &ready, &limit, err) != 0)

@@ -58,7 +58,9 @@ int fence_check_issued(int64_t fence, struct fg_error *err) FG_WUR;
 
 /* Fences Redis may still issue before it needs the next reservation in
  * Postgres, into *headroom; 0 when none may be issued until a recovery. One
- * read-only script call. */
+ * read-only script call. On a cluster (the per-slot layout of lease_keys.h),
+ * the least headroom of the slots whose sequence exists (0 for a slot that
+ * waits for a recovery, and when no slot has a sequence yet). */
 int fence_headroom(int64_t *headroom, struct fg_error *err) FG_WUR;
 
 #endif

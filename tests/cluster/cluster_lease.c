@@ -22,6 +22,9 @@
  * 100), a page that fails tried again every 50 ms, and prints {"names": every
  * name listed in the order listed, "pages", "retries", "ms" (the pass took),
  * "first_error"}.
+ *
+ * cluster_lease --headroom <URL>: prints {"headroom"}, what the gateway's
+ * fence_headroom (lease/fence.h) reads with the layout the URL calls for.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +32,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "lease/fence.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_list.h"
 #include "lua_scripts.h"
@@ -286,13 +290,36 @@ static int run_list(char *url, size_t locks, const char *ttl_ms)
     return 0;
 }
 
+static int run_headroom(char *url)
+{
+    struct config cfg = {.redis_url = url, .request_timeout_ms = 5000};
+    struct fg_error err = {0};
+    int64_t headroom = 0;
+    if (redis_init(&cfg, &err) != 0) {
+        fprintf(stderr, "cluster_lease: %s\n", err.msg);
+        return 1;
+    }
+    bool cluster = strncmp(url, "redis-cluster://", 16) == 0;
+    lease_keys_set_layout(cluster ? LEASE_KEYS_PER_SLOT : LEASE_KEYS_ONE_REDIS);
+    if (fence_headroom(&headroom, &err) != 0) {
+        fprintf(stderr, "cluster_lease: headroom: %s\n", err.msg);
+        return 1;
+    }
+    printf("{\"headroom\": %lld}\n", (long long)headroom);
+    redis_shutdown();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--headroom") == 0)
+        return run_headroom(argv[2]);
     if (argc == 5 && strcmp(argv[1], "--list") == 0)
         return run_list(argv[2], (size_t)atol(argv[3]), argv[4]);
     if (argc == 5 && strcmp(argv[1], "--batch") == 0)
         return run_batch(argv[2], (size_t)atol(argv[3]), atoi(argv[4]));
     fprintf(stderr, "usage: cluster_lease --batch <URL> <calls> <rounds>\n"
-                    "       cluster_lease --list <URL> <locks> <ttl_ms>\n");
+                    "       cluster_lease --list <URL> <locks> <ttl_ms>\n"
+                    "       cluster_lease --headroom <URL>\n");
     return 2;
 }

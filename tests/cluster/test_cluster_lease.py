@@ -9,7 +9,9 @@ driven by cluster_lease against a single Redis and a cluster of three primaries 
 
 2. the listing merged across primaries (lease/lease_list.c on the per-slot layout): 3000 locks taken through the
    lock scripts, pages of 100 read from every slot's index and merged, every name once and in order, and the
-   Redis time a page costs; again while a live reshard moves FG_CLUSTER_RESHARD_SLOTS slots (default 1000).
+   Redis time a page costs; again while a live reshard moves FG_CLUSTER_RESHARD_SLOTS slots (default 1000);
+3. the fence headroom (lease/fence.c fence_headroom): the least of the slots in use, 0 for a slot whose limit
+   is not under its node's run_id.
 
 Environment: FG_CLUSTER_LEASE (the cluster_lease binary), FG_TEST_DATA (where the lab keeps its nodes).
 """
@@ -26,7 +28,7 @@ import threading
 import time
 import unittest
 
-from cluster_lab import SLOTS, ClusterLab, crc16, resp, wait
+from cluster_lab import SLOTS, ClusterLab, crc16, resp, slot_tag, wait
 from cluster_lab import free_port, redis_answers  # the fault lab's helpers, as cluster_lab imports them
 
 DRIVER = os.environ["FG_CLUSTER_LEASE"]
@@ -207,6 +209,35 @@ class ClusterLeaseTest(unittest.TestCase):
         print(f"listing: {passes} passes during a reshard of {RESHARD_SLOTS} slots ({took} ms each), "
               f"{redirects} redirects followed, {retries} pages tried again", file=sys.stderr)
         d.end()
+
+    def headroom(self) -> int:
+        out = subprocess.run([DRIVER, "--headroom", self.lab.url()], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        return json.loads(out.stdout.strip().splitlines()[-1])["headroom"]
+
+    def test_4_fence_headroom(self):
+        """fence_headroom on a cluster is the least of the slots in use: after test 3's reshard the moved slots'
+        limits are named after their old node's run_id, so the headroom is 0 until they are raised again; then
+        every slot's sequence stands near 10^12 below its limit; one slot's limit lowered to 42 above its fence
+        makes the headroom 42, and that limit gone (a node restarted or failed over: none under its run_id)
+        makes it 0 again. Taking the greatest slot instead of the least read 999999999999 where 0 was due."""
+        self.assertEqual(self.headroom(), 0, "slots moved by test 3's reshard wait for a recovery")
+        d = Driver("--list", self.lab.url(), "0", "1000")   # raises every slot's sequence again
+        self.assertEqual(d.round()["granted"], 0)
+        d.end()
+        first = self.headroom()
+        self.assertGreater(first, 10**12 - 100, "every slot was raised to a limit of 10^12")
+        slot = crc16(b"ls:7") % SLOTS
+        owner = self.lab.owner(slot)
+        run_id = self.lab.info(owner, "server")["run_id"]
+        fence_key, limit_key = f"fg:fence:{{{slot_tag(slot)}}}", f"fg:fence_limit:{{{slot_tag(slot)}}}:{run_id}"
+        fence = int(resp(owner, "GET", fence_key))
+        self.assertEqual(resp(owner, "SET", limit_key, str(fence + 42)), "OK")
+        self.assertEqual(self.headroom(), 42)
+        self.assertEqual(resp(owner, "DEL", limit_key), 1)
+        self.assertEqual(self.headroom(), 0, "a slot whose limit is not under its node's run_id may issue nothing")
+        print(f"fence headroom: {first} on every slot, then 42 and 0 as one slot's limit was lowered and lost",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":
