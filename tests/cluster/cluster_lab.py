@@ -130,16 +130,19 @@ class ClusterLab:
         p.wait(timeout=10)
 
     def lossy_failover(self, shard: dict, window: float = 0.5):
-        """Cuts the shard's replica off its primary and freezes it, lets the primary take writes for window
-        seconds, kills the primary and thaws the replica, which is promoted without those writes; the old
-        primary comes back empty, as a replica of the promoted one. Returns when the replica serves."""
-        primary, replica = shard["primary"], shard["replicas"][0]
-        self.procs[replica].send_signal(signal.SIGSTOP)
+        """Cuts the shard's replicas off their primary and freezes them, lets the primary take writes for
+        window seconds, kills the primary and thaws the replicas, one of which is promoted without those
+        writes; the old primary comes back empty, as a replica of the promoted one. Returns when a replica
+        serves."""
+        primary, replicas = shard["primary"], shard["replicas"]
+        for r in replicas:
+            self.procs[r].send_signal(signal.SIGSTOP)
         resp(primary, "CLIENT", "KILL", "TYPE", "replica")
         time.sleep(window)
         self.kill9(primary)
-        self.procs[replica].send_signal(signal.SIGCONT)
-        wait(lambda: self.owner(shard["ranges"][0]) == replica, 30, "the promotion of the replica")
+        for r in replicas:
+            self.procs[r].send_signal(signal.SIGCONT)
+        wait(lambda: self.owner(shard["ranges"][0]) in replicas, 30, "the promotion of a replica")
         self.start_node(primary)
 
     def stop_node(self, port: int):
