@@ -232,11 +232,14 @@ void audit_stream_poke(unsigned slot)
 }
 
 /* Drains every pending slot's stream (on one Redis: the stream); a slot with
- * a full batch stays pending. 0, or -1 with err (the failing slot stays
- * pending, and so do those after it). *more: some slot is still pending. */
+ * a full batch stays pending, and so does a slot whose drain failed (Redis or
+ * Postgres did not answer), the others drained all the same (a primary down
+ * stops no other primary's streams). 0, or -1 with err the first failure.
+ * *more: some slot with a full batch is still pending. */
 static int drain_pending(bool *more, struct fg_error *err)
 {
     *more = false;
+    int rc = 0;
     for (unsigned w = 0; w < CLUSTER_SLOTS / 64; w++) {
         uint_least64_t bits = atomic_exchange(&pending[w], 0);
         for (unsigned b = 0; b < 64; b++) {
@@ -244,28 +247,30 @@ static int drain_pending(bool *more, struct fg_error *err)
             if (!(bits & bit))
                 continue;
             int stored = 0;
-            int rc = audit_stream_drain(w * 64 + b, DRAIN_BATCH, &stored, err);
-            if (rc != 0) { /* this slot and the rest of the word stay pending */
-                atomic_fetch_or(&pending[w], bits & ~(bit - 1));
-                return -1;
-            }
-            if (stored == DRAIN_BATCH) {
+            struct fg_error failed = {0};
+            if (audit_stream_drain(w * 64 + b, DRAIN_BATCH, &stored, &failed) != 0) {
+                atomic_fetch_or(&pending[w], bit);
+                if (rc == 0)
+                    *err = failed;
+                rc = -1;
+            } else if (stored == DRAIN_BATCH) {
                 atomic_fetch_or(&pending[w], bit);
                 *more = true;
             }
         }
     }
-    return 0;
+    return rc;
 }
 
-/* A cluster: marks pending every slot whose stream exists. */
+/* A cluster: marks pending every slot whose stream exists (those of the
+ * primaries that answered, when one did not: then -1 with err). */
 static int sweep(struct fg_error *err)
 {
     bool *has = calloc(CLUSTER_SLOTS, sizeof *has);
     FG_ASSERT(has != NULL);
     int rc = slot_scan(KEY_AUDIT, has, err);
     unsigned found = 0;
-    for (unsigned s = 0; rc == 0 && s < CLUSTER_SLOTS; s++)
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++)
         if (has[s]) {
             pending_set(s);
             found++;
@@ -287,12 +292,15 @@ int64_t audit_stream_tick(int64_t now_ms, bool poked)
     if (!per_slot)
         pending_set(0); /* one Redis: its one stream, every time */
     else if (now_ms >= next_sweep_ms) {
-        rc = sweep(&err);
+        rc = sweep(&err); /* failed: again after the back-off, the slots it found drained now */
         if (rc == 0)
             next_sweep_ms = now_ms + SWEEP_INTERVAL_MS;
     }
-    if (rc == 0)
-        rc = drain_pending(&more, &err);
+    struct fg_error drained = {0};
+    if (drain_pending(&more, &drained) != 0 && rc == 0) {
+        err = drained;
+        rc = -1;
+    }
     if (rc != 0) {
         if (backoff_ms == 0)
             log_message(LOG_WARN, "audit_drain_failed", "%s", err.msg);
