@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from cluster_lab import ClusterLab, resp
+from cluster_lab import ClusterLab
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from harness import cluster_refused  # noqa: E402
@@ -75,9 +75,6 @@ def main() -> int:
                   file=sys.stderr, flush=True)
             if r.returncode != 0:
                 failed.append(name)
-            # Every file starts from an empty cluster, as every file starts from an empty Redis in ctest.
-            for p in lab.primaries():
-                resp(p, "FLUSHALL", timeout=10)
     finally:
         lab.stop(keep=bool(failed) or os.environ.get("FG_CLUSTER_KEEP") == "1")
     if failed:
