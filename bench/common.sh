@@ -27,8 +27,9 @@ bench_build_or_given() {
 bench_pair_clients() {
   # shellcheck disable=SC2046 # pkg-config prints several flags
   cc -O2 -Isrc -I"$build/generated" -o "$build/raw_pairs" bench/raw_pairs.c src/lease/lease_keys.c src/store/backend/key_slot.c \
-    "$build/generated/lua_scripts.c" $(pkg-config --cflags --libs hiredis jansson) -lpthread
-  cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
+    src/store/backend/shared_keys.c "$build/generated/lua_scripts.c" \
+    $(pkg-config --cflags --libs hiredis jansson) -lpthread &&
+    cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
 }
 
 # Fresh services (bench_services), with pgbin (the Postgres tools: FG_PGBIN, else pg_config's) and
