@@ -91,5 +91,9 @@ rid_keep(k, rid, lease, now + rid_ttl, now)
 local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
 redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
-return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(redis.call('ZRANK', k.q, lease)),
-                   R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2))
+-- position: none when grant_next above, passing over waiters of gateways that
+-- look dead, took this one out of the queue (the answer then reads as 0).
+local position = redis.call('ZRANK', k.q, lease)
+local holder_pttl = decimal(h and redis.call('PTTL', k.h) or -2)
+if not position then return lease_reply('queued', nil, R_LEASE, lease, R_HOLDER_PTTL, holder_pttl) end
+return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position), R_HOLDER_PTTL, holder_pttl)
