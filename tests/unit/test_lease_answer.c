@@ -66,6 +66,11 @@ static void other_outcomes(void **state)
     assert_int_equal(res.outcome, LEASE_QUEUED);
     assert_int_equal(res.position, 2);
     assert_int_equal(res.holder_pttl_ms, -2);
+    /* a waiter a grant to the next one took out of the queue: no place, read as 0 */
+    assert_int_equal(read_text("s", "queued" F(LEASE) LEASE_A F(HOLDER_PTTL) "250"), 0);
+    assert_int_equal(res.outcome, LEASE_QUEUED);
+    assert_int_equal(res.position, 0);
+    assert_int_equal(res.holder_pttl_ms, 250);
     assert_int_equal(read_text("s", "released" F(AGAIN) "1"), 0);
     assert_int_equal(res.outcome, LEASE_RELEASED);
     assert_true(res.again);
