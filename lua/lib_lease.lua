@@ -152,6 +152,16 @@ local function gateway_alive(lk, inst, now)
   return till ~= false and tonumber(till) > now
 end
 
+-- Marks gateway inst alive in lk.gateways until now + mark_ms, never sooner
+-- than it was (on a cluster: the slot's key, whose life then ends with its
+-- last mark); mark_ms "" (one Redis: the beat alone marks) does nothing.
+local function gateway_mark(lk, inst, mark_ms, now)
+  if mark_ms == '' then return end
+  local till = now + tonumber(mark_ms)
+  redis.call('ZADD', lk.gateways, 'GT', decimal(till), inst)
+  keep_until(lk.gateways, till, now)
+end
+
 -- Request ids. A request_id maps to its lease while a retry could still come:
 -- until the wait and the lease of its latest request could have ended (the
 -- caller's request_id ttl), and, once granted, until REQUEST_ID_GRACE_MS after the

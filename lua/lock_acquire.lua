@@ -3,9 +3,11 @@
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
 -- KEYS: lib_lock.lua
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
--- ARGV: max_waiters request_id_ttl_ms
+-- ARGV: max_waiters request_id_ttl_ms mark_ms
 --   lease: a fresh id, or the id this request already has; request_id: "" for none;
 --   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
+--   mark_ms: a caller that waits marks its gateway alive that long in the lease's slot
+--   (lib_lease.lua gateway_mark: on a cluster), "" for no mark
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
 --   queued  {lease, position, holder_pttl}   the caller waits in the queue
@@ -64,6 +66,9 @@ local wait = A_wait == '1'
 local claim_ms, max_waiters, rid_ttl = tonumber(A_claim_ms), tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
 local queued = redis.call('ZSCORE', k.q, lease)
 if known and not queued then return lease_reply('ended', nil, R_LEASE, lease) end
+-- A waiter's gateway is marked before anything is granted, so a re-check never
+-- takes its own caller for a dead gateway's waiter.
+if queued then gateway_mark(k, A_instance, A_mark_ms, now) end
 
 if not h then
   local granted = grant_next(k, name, claim_ms, now, nil, nil, prior)
@@ -85,6 +90,7 @@ if not queued then
   end
   index_add(k, name)
   redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
+  gateway_mark(k, A_instance, A_mark_ms, now)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.

@@ -3,9 +3,11 @@
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
 -- KEYS: lib_sem.lua
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
--- ARGV: max_waiters request_id_ttl_ms limit keep_ms
+-- ARGV: max_waiters request_id_ttl_ms limit keep_ms mark_ms
 --   lease: a fresh id, or the id this request already has; request_id: "" for none;
 --   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
+--   mark_ms: a caller that waits marks its gateway alive that long in the lease's slot
+--   (lib_lease.lua gateway_mark: on a cluster), "" for no mark
 -- Returns (lib_lease.lua lease_reply, with the grants to other waiters of this gateway, see
 -- grant_free):
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
@@ -113,6 +115,7 @@ if not queued then
   redis.call('ZADD', k.q, decimal(redis.call('INCR', k.t)), lease)
   position = waiting -- the newest ticket comes last
 end
+gateway_mark(k, inst, A_mark_ms, now)
 rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now

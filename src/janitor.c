@@ -5,8 +5,10 @@
  * Redis: it wakes waiters whose re-check or deadline time came, gives back
  * orphaned grants, closes connections whose headers are late, and every third
  * of a waiter lease renews this gateway's mark in KEY_GATEWAYS that tells other
- * gateways this process and its waiters are alive. Between those it sleeps
- * until the earliest is due (a second at most) or a parked client hangs up;
+ * gateways this process and its waiters are alive (on a cluster also in the
+ * KEY_GATEWAYS of each slot where it has waiters, which the grants there
+ * read). Between those it sleeps until the earliest is due (a second at most)
+ * or a parked client hangs up;
  * whoever sets an earlier due time wakes it through util/alarm.h, so an idle
  * gateway's janitor does not spin on a tick. The backend
  * janitor does everything that needs Postgres or may take long: copying the
@@ -23,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "gateway.h"
 #include "http/server.h"
@@ -32,6 +35,7 @@
 #include "lease/waiter.h"
 #include "store/audit/audit.h"
 #include "store/audit/audit_stream.h"
+#include "store/backend/key_slot.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "util/alarm.h"
@@ -51,6 +55,43 @@ static struct {
     bool poke;            /* a poke not yet served */
 } jan = {.lock = PTHREAD_MUTEX_INITIALIZER, .poked = PTHREAD_COND_INITIALIZER};
 
+/* On a cluster: renews this gateway's mark in the gateways key of every slot where it has waiters
+ * (the key a grant in that slot reads, lease_keys.h), one call a slot, pipelined per primary. */
+static int beat_slots(const char *lease, struct fg_error *err)
+{
+    unsigned char *seen = calloc(CLUSTER_SLOTS, 1);
+    FG_ASSERT(seen != NULL);
+    size_t n = waiter_slots(seen, CLUSTER_SLOTS);
+    struct slot_beat {
+        char key[sizeof KEY_GATEWAYS + SLOT_TAG_MAX + 3];
+        const char *keys[INSTANCE_BEAT_NKEYS];
+    } *beats = calloc(n ? n : 1, sizeof *beats);
+    struct redis_batch_call *calls = calloc(n ? n : 1, sizeof *calls);
+    FG_ASSERT(beats != NULL && calls != NULL);
+    const char *argv[INSTANCE_BEAT_NARGV] = {
+        [INSTANCE_BEAT_ARGV_INSTANCE] = gw.instance_id,
+        [INSTANCE_BEAT_ARGV_LEASE_MS] = lease,
+        [INSTANCE_BEAT_ARGV_SLOT] = "1",
+    };
+    size_t used = 0;
+    for (unsigned s = 0; s < CLUSTER_SLOTS && used < n; s++) {
+        if (!seen[s])
+            continue;
+        slot_tag_key(beats[used].key, sizeof beats[used].key, KEY_GATEWAYS, s);
+        beats[used].keys[INSTANCE_BEAT_KEY_GATEWAYS] = beats[used].key;
+        calls[used] = (struct redis_batch_call){
+            .script = SCRIPT_INSTANCE_BEAT, .keys = beats[used].keys, .argv = argv};
+        used++;
+    }
+    int rc = used > 0 ? redis_batch(calls, used, err) : 0;
+    for (size_t i = 0; i < used; i++)
+        json_decref(calls[i].reply);
+    free(calls);
+    free(beats);
+    free(seen);
+    return rc;
+}
+
 int janitor_beat(struct fg_error *err)
 {
     char lease[24];
@@ -59,12 +100,13 @@ int janitor_beat(struct fg_error *err)
     const char *argv[INSTANCE_BEAT_NARGV] = {
         [INSTANCE_BEAT_ARGV_INSTANCE] = gw.instance_id,
         [INSTANCE_BEAT_ARGV_LEASE_MS] = lease,
+        [INSTANCE_BEAT_ARGV_SLOT] = "",
     };
     json_t *out = NULL;
     if (redis_script(SCRIPT_INSTANCE_BEAT, keys, argv, &out, err) != 0)
         return -1;
     json_decref(out);
-    return 0;
+    return lease_keys_layout() == LEASE_KEYS_PER_SLOT ? beat_slots(lease, err) : 0;
 }
 
 /* Walks each listing index one bounded batch further, starting over at its

@@ -170,6 +170,17 @@ void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *nam
         per_slot(k, layout);
 }
 
+int lease_keys_slot(enum lease_kind kind, const char *name)
+{
+    if (layout_in_force != LEASE_KEYS_PER_SLOT)
+        return -1;
+    struct lease_keys k;
+    const struct kind_layout *layout = &layouts[kind == LEASE_KIND_SEMAPHORE];
+    make(&k, layout, name, 0, &layout->own[0]);
+    const char *own = k.made[layout->own[0].at];
+    return (int)key_slot(own, strlen(own));
+}
+
 /* Where each key of a first try comes from in the lock's KEYS. */
 static const size_t acquire_fast_from[LOCK_ACQUIRE_FAST_NKEYS] = {
     [LOCK_ACQUIRE_FAST_KEY_HOLDER] = LIB_LOCK_KEY_HOLDER,

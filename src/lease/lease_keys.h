@@ -65,6 +65,10 @@ void lease_keys_set_layout(enum lease_keys_layout layout);
  * names. name must be a valid name (at most NAME_MAX_LEN bytes). */
 void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *name);
 
+/* The hash slot of the keys of the lock or semaphore (kind) called name on the
+ * per-slot layout; -1 on one Redis. */
+int lease_keys_slot(enum lease_kind kind, const char *name);
+
 /* The KEYS of the first tries of a lock (lua/lock_acquire_fast.lua,
  * lua/lock_release_fast.lua), picked from the lock's keys k (borrowed): out
  * holds LOCK_ACQUIRE_FAST_NKEYS, or LOCK_RELEASE_FAST_NKEYS, entries. */

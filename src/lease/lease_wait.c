@@ -35,6 +35,7 @@
 
 #include "gateway.h"
 #include "lease/doorbell.h"
+#include "lease/lease_keys.h"
 #include "lease/park.h"
 #include "util/log.h"
 
@@ -263,6 +264,7 @@ static enum park_step start(const struct lease_ops *kind, const char *name,
     lw->name = name;
     snprintf(lw->park.waiter.lease_id, sizeof lw->park.waiter.lease_id, "%s", end->res.lease_id);
     snprintf(lw->attach, sizeof lw->attach, "%s", attach);
+    lw->park.waiter.slot = lease_keys_slot(kind->token_kind, name);
     int64_t now = park_clock();
     if (park_register(&lw->park, &lease_wait_kind, client, now + p->wait_ms, &end->err) != 0) {
         park_end(&lw->park); /* leaves the queue it joined */

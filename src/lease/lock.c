@@ -72,6 +72,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
         [LOCK_ACQUIRE_ARGV_CLAIM_MS] = claim,
         [LOCK_ACQUIRE_ARGV_MAX_WAITERS] = maxw,
         [LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
+        [LOCK_ACQUIRE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
     };
     return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, argv, res, err);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "lease/lease_keys.h"
 #include "lease/lease_ops.h"
 #include "lease/lease_wait.h"
 #include "lease/lock.h"
@@ -174,6 +175,9 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
             snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", res.lease_id);
             waiter_rekey(&p->waiter, res.lease_id);
         }
+        int slot = lease_keys_slot(LEASE_KIND_LOCK, ls->set.names[ls->next]);
+        if (slot != p->waiter.slot) /* the next lock's queue: its slot's beat from now on */
+            waiter_set_slot(&p->waiter, slot);
         *next_check_ms = next_check(ls, &res, now);
         return PARK_TRY_WAIT;
     }
@@ -251,6 +255,7 @@ enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_c
         return PARK_STEP_ANSWER;
     }
     snprintf(ls->park.waiter.lease_id, sizeof ls->park.waiter.lease_id, "%s", ls->leases[0]);
+    ls->park.waiter.slot = lease_keys_slot(LEASE_KIND_LOCK, ls->set.names[ls->next]);
     if (park_register(&ls->park, &lockset_kind, client, park_clock() + ls->params.wait_ms,
                       &ls->err) != 0) {
         ls->settled = true;

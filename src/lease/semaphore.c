@@ -96,6 +96,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
         [SEM_ACQUIRE_ARGV_CLAIM_MS] = claim,
         [SEM_ACQUIRE_ARGV_MAX_WAITERS] = maxw,
         [SEM_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
+        [SEM_ACQUIRE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
         [SEM_ACQUIRE_ARGV_LIMIT] = limit,
         [SEM_ACQUIRE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
     };

@@ -252,6 +252,28 @@ int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t dea
     return 0;
 }
 
+void waiter_set_slot(struct waiter *w, int slot)
+{
+    pthread_mutex_lock(&reg.lock);
+    w->slot = slot;
+    pthread_mutex_unlock(&reg.lock);
+}
+
+size_t waiter_slots(unsigned char *seen, size_t nslots)
+{
+    size_t added = 0;
+    pthread_mutex_lock(&reg.lock);
+    for (struct list_link *l = reg.waiters.next; l != &reg.waiters; l = l->next) {
+        int slot = LIST_ENTRY(l, struct waiter, link)->slot;
+        if (slot >= 0 && (size_t)slot < nslots && !seen[slot]) {
+            seen[slot] = 1;
+            added++;
+        }
+    }
+    pthread_mutex_unlock(&reg.lock);
+    return added;
+}
+
 void waiter_rekey(struct waiter *w, const char *lease_id)
 {
     pthread_mutex_lock(&reg.lock);

@@ -71,6 +71,9 @@ struct waiter {
     int64_t next_check_ms;           /* monotonic time of the next backstop re-check */
     int64_t watch_fence;             /* watchers: fence of the watched lease */
     const char *watch_name;          /* watchers: its lock or semaphore (borrowed) */
+    int slot;                        /* cluster: hash slot of the queue it waits in (its
+                                        gateway's mark is renewed there); -1: none. Set before
+                                        waiter_add, later through waiter_set_slot */
     struct list_link link;           /* on the list of waiters, or of watchers, while registered */
     struct strmap_node by_id;        /* waiters: in the table by lease id */
     struct heap_node timer;          /* parked: in the heap by next_check_ms */
@@ -99,6 +102,13 @@ int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err) FG_WUR;
  * set) supersedes nobody. */
 int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t deadline_ms,
                struct fg_error *err) FG_WUR;
+
+/* Sets the hash slot of the queue w (registered) waits in now (struct waiter). */
+void waiter_set_slot(struct waiter *w, int slot);
+
+/* Sets seen[s] to 1 for the slot s (< nslots) of every registered waiter's queue; returns how many
+ * entries it set that were 0. */
+size_t waiter_slots(unsigned char *seen, size_t nslots);
 
 /* Changes w's lease id (a retried request_id found its earlier lease). A waiter
  * still registered under that id, the earlier attempt, is superseded as in

@@ -19,6 +19,23 @@ from typing import Any
 from harness import Client, Response
 
 
+class Waiter(threading.Thread):
+    """One request that waits (an acquire with wait_ms), sent in the background through gw (a harness Gateway);
+    response is its answer, or the exception when the gateway died under it."""
+
+    def __init__(self, gw: Any, path: str, body: dict):
+        super().__init__(daemon=True)
+        self.gw, self.path, self.body = gw, path, body
+        self.response = None
+
+    def run(self) -> None:
+        try:
+            with self.gw.client(timeout=90) as c:
+                self.response = c.post(self.path, self.body)
+        except Exception as e:  # noqa: BLE001 - the gateway may be killed under it
+            self.response = e
+
+
 def unique_name(prefix: str = "t") -> str:
     """A lock name no other test uses."""
     return f"{prefix}:{uuid.uuid4().hex[:12]}"

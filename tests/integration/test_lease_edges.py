@@ -33,21 +33,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, GatewayTest, Redis, skip_in_cluster, wait_for  # noqa: E402
-from lock_helpers import acquire, release, renew, status, unique_name  # noqa: E402
-
-
-class Waiter(threading.Thread):
-    def __init__(self, gw: Gateway, path: str, body: dict):
-        super().__init__(daemon=True)
-        self.gw, self.path, self.body = gw, path, body
-        self.response = None
-
-    def run(self) -> None:
-        try:
-            with self.gw.client(timeout=90) as c:
-                self.response = c.post(self.path, self.body)
-        except Exception as e:  # noqa: BLE001 - the gateway may be killed under it
-            self.response = e
+from lock_helpers import Waiter, acquire, release, renew, status, unique_name  # noqa: E402
 
 
 class LeaseEdges(GatewayTest):

@@ -89,8 +89,8 @@ static void longest_name_fits(void **state)
 }
 
 /* Per slot: the shared keys carry the slot tag of the lease's slot, and every
- * key of a lock or semaphore hashes to one slot; the one-Redis names come back
- * with the default layout. */
+ * key of a lock or semaphore hashes to one slot (lease_keys_slot's); the
+ * one-Redis names come back with the default layout (no slot). */
 static void per_slot_keys_share_the_slot(void **state)
 {
     (void)state;
@@ -103,6 +103,9 @@ static void per_slot_keys_share_the_slot(void **state)
             unsigned slot = key_slot(k.key[0], strlen(k.key[0]));
             for (size_t j = 0; j < k.nkeys; j++)
                 assert_int_equal(key_slot(k.key[j], strlen(k.key[j])), slot);
+            assert_int_equal(
+                lease_keys_slot(kind ? LEASE_KIND_SEMAPHORE : LEASE_KIND_LOCK, names[i]),
+                (int)slot);
         }
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
@@ -116,6 +119,7 @@ static void per_slot_keys_share_the_slot(void **state)
     lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
     assert_string_equal(k.key[LIB_LOCK_KEY_FENCE], "fg:fence");
     assert_string_equal(k.key[LIB_LOCK_KEY_INDEX], "fg:idx:lk");
+    assert_int_equal(lease_keys_slot(LEASE_KIND_LOCK, "inv:42"), -1);
 }
 
 /* The first tries of a lock take their keys from the lock's, each at its index. */

@@ -40,7 +40,7 @@ static void counts_match_the_index_constants(void **state)
     (void)state;
     assert_int_equal(lua_scripts[SCRIPT_LOCK_ACQUIRE].nkeys, LOCK_ACQUIRE_NKEYS);
     assert_int_equal(lua_scripts[SCRIPT_LOCK_ACQUIRE].nargv, LOCK_ACQUIRE_NARGV);
-    assert_int_equal(LOCK_ACQUIRE_NARGV, LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS + 1);
+    assert_int_equal(LOCK_ACQUIRE_NARGV, LOCK_ACQUIRE_ARGV_MARK_MS + 1);
     assert_int_equal(LOCK_ACQUIRE_NKEYS, 4 + LIB_LEASE_NKEYS);
     assert_int_equal(LOCK_ACQUIRE_KEY_FENCE, LIB_LOCK_KEY_LIB_LEASE + LIB_LEASE_KEY_FENCE);
     assert_int_equal(SEM_ACQUIRE_NKEYS, 6 + LIB_LEASE_NKEYS);

@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Gateway liveness per slot (docs/cluster.md, "gateway liveness"), through real gateways on a redis-cluster:// URL
+against the cluster lab (three primaries, three replicas: cluster_lab.py). A grant in a slot looks for the waiter's
+gateway in that slot's fg:gateways:{T(s)}; each test names the mutation of the gateway it was seen to catch.
+
+1. waiters queued a moment ago are granted in slots on every primary, locks and semaphores: the queued path of
+   lock_acquire.lua / sem_acquire.lua marks the waiter's gateway in the slot's key, before any beat;
+2. waiters parked three waiter leases long (no re-check between: poll_ms past the test) are still granted: the
+   beat renews the mark in every slot where the gateway has waiters;
+3. waiters of a gateway killed with kill -9 are skipped once its mark ran out (waiter_lease_ms), and the next
+   waiter, of a live gateway, gets the lock.
+
+Skipped while the gateway refuses redis-cluster:// URLs. Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from cluster_lab import SLOTS, ClusterLab, crc16, wait  # noqa: E402
+from harness import Gateway, HarnessError  # noqa: E402
+from lock_helpers import Waiter  # noqa: E402
+
+PER_PRIMARY = 2  # names of distinct slots on each primary
+LEASE_MS = 1500  # waiter_lease_ms of the gateways of tests 2 and 3: a beat every 500 ms
+KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
+
+
+class ClusterBeatTest(unittest.TestCase):
+    lab: ClusterLab
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = ClusterLab()
+        cls.gateways: list[Gateway] = []
+        try:
+            cls.lab.start()
+            cls.gw = cls.gateway(LEASE_MS)
+        except unittest.SkipTest:
+            cls.lab.stop()
+            raise
+        except Exception:
+            cls.lab.stop(keep=True)
+            raise
+        cls.run_tag = f"{os.getpid()}-{time.monotonic_ns()}"
+
+    @classmethod
+    def gateway(cls, lease_ms: int) -> Gateway:
+        """A gateway on the lab whose waiters re-check only past the test (poll_ms), so only the marks of the
+        queued path and of the beat keep them."""
+        try:
+            gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": cls.lab.url()},
+                         config={"waiter_lease_ms": lease_ms, "poll_ms": 120000})
+        except HarnessError as e:
+            if "redis-cluster" in str(e) and "not" in str(e):
+                raise unittest.SkipTest("the gateway refuses redis-cluster:// URLs") from e
+            raise
+        cls.gateways.append(gw)
+        return gw
+
+    @classmethod
+    def tearDownClass(cls):
+        for gw in cls.gateways:
+            gw.stop(check=False)
+        cls.lab.stop(keep=os.environ.get("FG_CLUSTER_KEEP") == "1")
+
+    def names(self, what: str) -> list[str]:
+        """PER_PRIMARY names of distinct slots on every primary (a lock's or semaphore's slot is its name's)."""
+        per = {p: 0 for p in self.lab.primaries()}
+        out, slots, i = [], set(), 0
+        while any(n < PER_PRIMARY for n in per.values()):
+            name = f"{what}-{self.run_tag}-{i}"
+            i += 1
+            slot = crc16(name.encode()) % SLOTS
+            owner = self.lab.owner(slot)
+            if slot not in slots and per[owner] < PER_PRIMARY:
+                slots.add(slot)
+                per[owner] += 1
+                out.append(name)
+        return out
+
+    def waiting(self, kind: str, name: str) -> int:
+        r = self.gw.http("GET", f"/v1/{kind}/{name}")
+        self.assertEqual(r.status, 200, r)
+        return r.body["waiting"]
+
+    def hold(self, kind: str, name: str, extra: dict) -> str:
+        r = self.gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, **extra})
+        self.assertEqual(r.status, 200, r)
+        return r.body["token"]
+
+    def queue(self, gw: Gateway, kind: str, name: str, extra: dict, behind: int = 0) -> Waiter:
+        w = Waiter(gw, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, "wait_ms": 60000, **extra})
+        w.start()
+        wait(lambda: w.response is not None or self.waiting(kind, name) == behind + 1, 30, f"a waiter on {name}")
+        self.assertIsNone(w.response, f"the waiter on {name} was answered: {w.response}")
+        return w
+
+    def release(self, kind: str, name: str, token: str) -> None:
+        self.assertEqual(self.gw.http("POST", f"/v1/{kind}/{name}/release", {"token": token}).status, 200)
+
+    def assert_granted(self, waiters: dict[tuple[str, str], Waiter]) -> None:
+        for (kind, name), w in waiters.items():
+            w.join(30)
+            self.assertFalse(w.is_alive(), f"the waiter on {kind}/{name} was never granted (dropped as a dead"
+                                           " gateway's waiter)")
+            self.assertEqual(getattr(w.response, "status", w.response), 200, (kind, name, w.response))
+
+    def run_pairs(self, gw: Gateway, what: str, pause: float) -> None:
+        """Holds every name of both kinds, queues a waiter of gw on each, waits pause seconds, releases them all;
+        every waiter must be granted."""
+        held, waiters = {}, {}
+        for kind, extra in KINDS:
+            for name in self.names(f"{what}-{kind}"):
+                held[(kind, name)] = self.hold(kind, name, extra)
+                waiters[(kind, name)] = self.queue(gw, kind, name, extra)
+        time.sleep(pause)
+        for (kind, name), token in held.items():
+            self.release(kind, name, token)
+        self.assert_granted(waiters)
+
+    def test_1_fresh_waiters_granted_on_every_primary(self):
+        """Caught: the queued path without its mark (a gateway whose one beat so far came before its waiters:
+        every waiter dropped at the grant)."""
+        fresh = self.gateway(60000)  # its next beat 20 s after its start, past this test's grants
+        self.run_pairs(fresh, "fresh", 0)
+
+    def test_2_parked_waiters_outlive_three_waiter_leases(self):
+        """Caught: the beat writing fg:gateways alone (the marks of the queued path ran out; every waiter
+        dropped at the grant)."""
+        self.run_pairs(self.gw, "parked", 3 * LEASE_MS / 1000)
+
+    def test_3_dead_gateways_waiters_skipped(self):
+        """Caught: the beat writing fg:gateways alone (the live waiter behind is dropped as well)."""
+        doomed = self.gateway(LEASE_MS)
+        held, behind = {}, {}
+        for kind, extra in KINDS:
+            for name in self.names(f"dead-{kind}"):
+                held[(kind, name)] = self.hold(kind, name, extra)
+                self.queue(doomed, kind, name, extra)
+                behind[(kind, name)] = self.queue(self.gw, kind, name, extra, behind=1)
+        doomed.kill()
+        time.sleep(LEASE_MS / 1000 + 0.5)
+        for (kind, name), token in held.items():
+            self.release(kind, name, token)
+        self.assert_granted(behind)
+        for kind, name in behind:
+            self.assertEqual(self.waiting(kind, name), 0, (kind, name))
+
+
+if __name__ == "__main__":
+    unittest.main()
