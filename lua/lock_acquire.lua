@@ -77,6 +77,10 @@ if not h then
     return granted_reply(mine, claim(k, mine, now, A_attach))
   end
   if granted then h = true end
+  -- grant_next drops the waiters of gateways it takes for dead: this caller's own lease too when its
+  -- gateway's mark lapsed. The caller, alive after all, then arrives anew (as in sem_acquire.lua).
+  if queued then queued = redis.call('ZSCORE', k.q, lease) end
+  if known and not queued then return lease_reply('ended', nil, R_LEASE, lease) end
   if not granted and not queued then return take() end
 end
 
@@ -97,9 +101,5 @@ rid_keep(k, rid, lease, now + rid_ttl, now)
 local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
 redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
--- position: none when grant_next above, passing over waiters of gateways that
--- look dead, took this one out of the queue (the answer then reads as 0).
-local position = redis.call('ZRANK', k.q, lease)
-local holder_pttl = decimal(h and redis.call('PTTL', k.h) or -2)
-if not position then return lease_reply('queued', nil, R_LEASE, lease, R_HOLDER_PTTL, holder_pttl) end
-return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position), R_HOLDER_PTTL, holder_pttl)
+return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(redis.call('ZRANK', k.q, lease)),
+                   R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2))

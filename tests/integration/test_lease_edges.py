@@ -146,6 +146,33 @@ class LeaseEdges(GatewayTest):
             self.assertEqual(live.response.status, 200, live.response)
             self.c.post(f"/v1/{kind}/{name}/release", {"token": live.response.body["token"]})
 
+    @skip_in_cluster("it takes the mark out of the one Redis's liveness key")
+    def test_a_waiter_whose_gateway_seemed_dead_arrives_anew(self):
+        """A parked waiter whose gateway's mark lapsed (a stalled janitor) is dropped by the next grant; when
+        its gateway then asks again for it, the waiter arrives anew and takes the free lock, and no waiter record
+        is left behind. (Broken variants caught: lock_acquire.lua writing the dropped waiter's record back and
+        answering its place in a queue it was no longer in: 500 "bad argument #2 to 'format'"; the same
+        answering "queued" without a place: the lock came a poll later and the record stayed.)"""
+        redis = Redis()
+        slow_beat = {"limits": {"max_waiters_per_lock": 3}, "waiter_lease_ms": 600000, "poll_ms": 200}
+        with Gateway(config=slow_beat) as gw:
+            me = next(g["id"] for g in gw.http("GET", "/v1/gateways").body["gateways"] if g["self"])
+            for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
+                name = unique_name("lapsed")
+                holder = gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 1500, **extra})
+                self.assertEqual(holder.status, 200, holder)
+                waiter = Waiter(gw, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 20000, **extra})
+                waiter.start()
+                wait_for(lambda: gw.http("GET", f"/v1/{kind}/{name}").body["waiting"] == 1,
+                         what="the waiter queued")
+                self.assertEqual(redis.cmd("ZREM", "fg:gateways", me), 1)
+                waiter.join(30)
+                self.assertEqual(getattr(waiter.response, "status", None), 200, waiter.response)
+                self.assertGreater(waiter.response.body["fence"], holder.body["fence"])
+                prefix = "fg:lk:{" if kind == "locks" else "fg:sm:{"
+                self.assertEqual(redis.cmd("HLEN", f"{prefix}{name}}}:w"), 0, "a waiter record outlived its wait")
+                redis.cmd("ZADD", "fg:gateways", int(time.time() * 1000) + 600000, me)
+
     # -- item 10 -------------------------------------------------------------------------------------------
 
     @skip_in_cluster("it watches the one test Redis with MONITOR")
