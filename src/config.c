@@ -433,8 +433,8 @@ static int validate(const struct config *cfg, struct fg_error *err)
         return -1;
     if (url.cluster)
         return fg_fail(err, FG_ERR_CONFIG,
-                       "redis_url: redis-cluster:// is not served by this version: its lease "
-                       "scripts share keys across hash slots");
+                       "redis_url: redis-cluster:// is not served by this version: a slot "
+                       "moved under a holder can refuse its fenced Redis write (docs/cluster.md)");
     if (cfg->secret != NULL &&
         (strlen(cfg->secret) < TOKEN_SECRET_MIN || strlen(cfg->secret) > TOKEN_SECRET_MAX))
         return fg_fail(err, FG_ERR_CONFIG, "secret must be %d to %d bytes long", TOKEN_SECRET_MIN,
