@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ha"))
 from lab import encode, free_port, read_reply, redis_answers, resp, wait  # noqa: E402  (the fault lab's helpers: ports, RESP, polling)
@@ -267,6 +268,54 @@ class ClusterLab:
         shutil.copy(os.path.join(d, f"{name}.rdb"), os.path.join(d, "dump.rdb"))
         shutil.copy(os.path.join(d, f"{name}.nodes.conf"), os.path.join(d, "nodes.conf"))
         self.start_node(port)
+
+
+class LabTestCase(unittest.TestCase):
+    """Tests that share one lab: started before the first, stopped after the last (and kept for a look with
+    FG_CLUSTER_KEEP=1 or after a start that failed). A class starts what it adds (its gateways) in
+    start_more() and stops it in stop_more(); a unittest.SkipTest from start_more() skips the class."""
+
+    lab: ClusterLab
+
+    @classmethod
+    def start_more(cls):
+        pass
+
+    @classmethod
+    def stop_more(cls):
+        pass
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = ClusterLab()
+        try:
+            cls.lab.start()
+            cls.start_more()
+        except unittest.SkipTest:
+            cls.stop_more()
+            cls.lab.stop()
+            raise
+        except Exception:
+            cls.lab.stop(keep=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_more()
+        cls.lab.stop(keep=os.environ.get("FG_CLUSTER_KEEP") == "1")
+
+
+def lab_gateway(lab: ClusterLab, config: dict):
+    """A gateway (tests/integration/harness.py) on the lab; skips the test class while the gateway refuses
+    redis-cluster:// URLs."""
+    from harness import Gateway, HarnessError  # the integration harness, on the path of the tests that use it
+
+    try:
+        return Gateway(env_overrides={"FENCEGATE_REDIS_URL": lab.url()}, config=config)
+    except HarnessError as e:
+        if "redis-cluster" in str(e) and "not" in str(e):
+            raise unittest.SkipTest("the gateway refuses redis-cluster:// URLs") from e
+        raise
 
 
 def as_kv(text: str) -> dict:

@@ -53,7 +53,7 @@ import threading
 import time
 import unittest
 
-from cluster_lab import NODE_TIMEOUT_MS, SLOTS, ClusterLab, crc16, encode, read_reply, resp, slot_tag, wait
+from cluster_lab import NODE_TIMEOUT_MS, SLOTS, ClusterLab, LabTestCase, crc16, encode, read_reply, resp, slot_tag, wait
 from fence_model import FENCE_LIBRARY, Client, Reservation, tags_for
 
 PROBE = os.environ["FG_CLUSTER_PROBE"]
@@ -80,22 +80,7 @@ class Probe:
         return result
 
 
-class ClusterLabTest(unittest.TestCase):
-    lab: ClusterLab
-
-    @classmethod
-    def setUpClass(cls):
-        cls.lab = ClusterLab()
-        try:
-            cls.lab.start()
-        except Exception:
-            cls.lab.stop(keep=True)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.lab.stop(keep=os.environ.get("FG_CLUSTER_KEEP") == "1")
-
+class ClusterLabTest(LabTestCase):
     def assert_clean(self, r: dict, what: str):
         self.assertGreater(r["ok"], 100, f"{what}: the probe got too few answers")
         self.assertEqual(r["internal"], 0, f"{what}: errors other than unavailability")

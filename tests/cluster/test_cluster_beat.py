@@ -21,8 +21,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from cluster_lab import SLOTS, ClusterLab, crc16, wait  # noqa: E402
-from harness import Gateway, HarnessError  # noqa: E402
+from cluster_lab import SLOTS, LabTestCase, crc16, lab_gateway, wait  # noqa: E402
+from harness import Gateway  # noqa: E402
 from lock_helpers import Waiter  # noqa: E402
 
 PER_PRIMARY = 2  # names of distinct slots on each primary
@@ -30,43 +30,27 @@ LEASE_MS = 1500  # waiter_lease_ms of the gateways of tests 2 and 3: a beat ever
 KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
 
 
-class ClusterBeatTest(unittest.TestCase):
-    lab: ClusterLab
+class ClusterBeatTest(LabTestCase):
+    gateways: list[Gateway] = []
 
     @classmethod
-    def setUpClass(cls):
-        cls.lab = ClusterLab()
-        cls.gateways: list[Gateway] = []
-        try:
-            cls.lab.start()
-            cls.gw = cls.gateway(LEASE_MS)
-        except unittest.SkipTest:
-            cls.lab.stop()
-            raise
-        except Exception:
-            cls.lab.stop(keep=True)
-            raise
+    def start_more(cls):
+        cls.gateways = []
+        cls.gw = cls.gateway(LEASE_MS)
         cls.run_tag = f"{os.getpid()}-{time.monotonic_ns()}"
+
+    @classmethod
+    def stop_more(cls):
+        for gw in cls.gateways:
+            gw.stop(check=False)
 
     @classmethod
     def gateway(cls, lease_ms: int) -> Gateway:
         """A gateway on the lab whose waiters re-check only past the test (poll_ms), so only the marks of the
         queued path and of the beat keep them."""
-        try:
-            gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": cls.lab.url()},
-                         config={"waiter_lease_ms": lease_ms, "poll_ms": 120000})
-        except HarnessError as e:
-            if "redis-cluster" in str(e) and "not" in str(e):
-                raise unittest.SkipTest("the gateway refuses redis-cluster:// URLs") from e
-            raise
+        gw = lab_gateway(cls.lab, {"waiter_lease_ms": lease_ms, "poll_ms": 120000})
         cls.gateways.append(gw)
         return gw
-
-    @classmethod
-    def tearDownClass(cls):
-        for gw in cls.gateways:
-            gw.stop(check=False)
-        cls.lab.stop(keep=os.environ.get("FG_CLUSTER_KEEP") == "1")
 
     def names(self, what: str) -> list[str]:
         """PER_PRIMARY names of distinct slots on every primary (a lock's or semaphore's slot is its name's)."""

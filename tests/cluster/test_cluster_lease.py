@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-from cluster_lab import SLOTS, ClusterLab, crc16, resp, slot_tag, wait
+from cluster_lab import SLOTS, LabTestCase, crc16, resp, slot_tag, wait
 from cluster_lab import free_port, redis_answers  # the fault lab's helpers, as cluster_lab imports them
 
 DRIVER = os.environ["FG_CLUSTER_LEASE"]
@@ -89,22 +89,7 @@ class SingleRedis:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class ClusterLeaseTest(unittest.TestCase):
-    lab: ClusterLab
-
-    @classmethod
-    def setUpClass(cls):
-        cls.lab = ClusterLab()
-        try:
-            cls.lab.start()
-        except Exception:
-            cls.lab.stop(keep=True)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.lab.stop(keep=os.environ.get("FG_CLUSTER_KEEP") == "1")
-
+class ClusterLeaseTest(LabTestCase):
     def assert_round(self, r: dict, what: str):
         self.assertEqual((r["wrong"], r["failed"]), (0, 0), f"{what}: {r['first_error']}")
         self.assertEqual(r["ok"], r["calls"], what)

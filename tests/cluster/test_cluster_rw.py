@@ -28,8 +28,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from cluster_lab import SLOTS, ClusterLab, crc16, resp, slot_tag, wait  # noqa: E402
-from harness import Gateway, HarnessError, psql, run_fencegate  # noqa: E402
+from cluster_lab import SLOTS, LabTestCase, crc16, lab_gateway, resp, slot_tag, wait  # noqa: E402
+from harness import Gateway, psql, run_fencegate  # noqa: E402
 
 PREFIX = "app:"
 
@@ -50,37 +50,22 @@ def rejections(resource: str) -> list[tuple[str, str, int]]:
     return [(r.split("|")[0], r.split("|")[1], int(r.split("|")[2])) for r in rows]
 
 
-class ClusterWriteTest(unittest.TestCase):
-    lab: ClusterLab
-    gw: Gateway
+class ClusterWriteTest(LabTestCase):
+    gw: Gateway | None = None
 
     @classmethod
-    def setUpClass(cls):
-        cls.lab = ClusterLab()
-        try:
-            cls.lab.start()
-            cls.gw = cls.gateway()
-        except unittest.SkipTest:
-            cls.lab.stop()
-            raise
-        except Exception:
-            cls.lab.stop(keep=True)
-            raise
+    def start_more(cls):
+        cls.gw = cls.gateway()
         cls.run_tag = f"{os.getpid()}-{time.monotonic_ns()}"
 
     @classmethod
-    def gateway(cls) -> Gateway:
-        try:
-            return Gateway(env_overrides={"FENCEGATE_REDIS_URL": cls.lab.url()}, config={"redis_prefixes": [PREFIX]})
-        except HarnessError as e:
-            if "redis-cluster" in str(e) and "not" in str(e):
-                raise unittest.SkipTest("the gateway refuses redis-cluster:// URLs") from e
-            raise
+    def stop_more(cls):
+        if cls.gw is not None:
+            cls.gw.stop(check=False)
 
     @classmethod
-    def tearDownClass(cls):
-        cls.gw.stop(check=False)
-        cls.lab.stop(keep=os.environ.get("FG_CLUSTER_KEEP") == "1")
+    def gateway(cls) -> Gateway:
+        return lab_gateway(cls.lab, {"redis_prefixes": [PREFIX]})
 
     # --- helpers ---------------------------------------------------------------------------------------
     def keys_on_every_primary(self, per_primary: int, what: str) -> dict[int, list[str]]:
