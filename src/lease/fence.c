@@ -40,6 +40,7 @@
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "store/backend/shared_keys.h"
+#include "store/backend/slot_scan.h"
 #include "util/log.h"
 
 /* Fences reserved at a time: one Postgres write per this many grants. */
@@ -293,56 +294,49 @@ struct slot_sequence {
     char limit[SHARED_KEY_MAX];
     struct lease_fence_keys fk; /* fence and limit point above */
     const char *keys[FENCE_READ_NKEYS];
-    const char *exists[2]; /* EXISTS of the fence */
 };
 
 /* fence_headroom on a cluster (the per-slot layout): the least headroom of
  * the slots whose sequence exists (the slots in use: a slot's sequence is
- * made by the first lease there), one EXISTS a slot and one read-only script
+ * made by the first lease there, found by slot_scan), one read-only script
  * call a slot in use, pipelined per primary. A slot in use that may not issue
  * (its node restarted or failed over, a recovery pending) counts 0, as the
  * one sequence of a single Redis does; so does a cluster with no slot in use. */
 static int headroom_slots(int64_t *headroom, struct fg_error *err)
 {
+    bool *in_use = malloc(CLUSTER_SLOTS * sizeof *in_use);
     struct slot_sequence *seq = malloc(CLUSTER_SLOTS * sizeof *seq);
-    struct redis_batch_call *calls = calloc(CLUSTER_SLOTS, sizeof *calls);
     struct redis_batch_call *reads = calloc(CLUSTER_SLOTS, sizeof *reads);
-    FG_ASSERT(seq != NULL && calls != NULL && reads != NULL);
-    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
-        struct slot_sequence *q = &seq[s];
+    FG_ASSERT(in_use != NULL && seq != NULL && reads != NULL);
+    int rc = slot_scan(KEY_FENCE, in_use, err);
+    size_t used = 0;
+    for (unsigned s = 0; s < CLUSTER_SLOTS && rc == 0; s++) {
+        if (!in_use[s])
+            continue;
+        struct slot_sequence *q = &seq[used];
         shared_key(q->fence, KEY_FENCE, s);
         shared_fence_limit_key(q->limit, s);
         q->fk = (struct lease_fence_keys){.fence = q->fence, .limit = q->limit};
         slot_sequence_read_keys(&q->fk, q->keys);
-        q->exists[0] = "EXISTS";
-        q->exists[1] = q->fence;
-        calls[s] = (struct redis_batch_call){.argc = 2, .args = q->exists};
+        reads[used++] = (struct redis_batch_call){.script = SCRIPT_FENCE_READ, .keys = q->keys};
     }
-    int rc = redis_batch(calls, CLUSTER_SLOTS, err);
-    size_t used = 0;
-    for (unsigned s = 0; s < CLUSTER_SLOTS && rc == 0; s++)
-        if (json_integer_value(calls[s].reply) > 0)
-            reads[used++] =
-                (struct redis_batch_call){.script = SCRIPT_FENCE_READ, .keys = seq[s].keys};
     if (rc == 0 && used > 0)
         rc = redis_batch(reads, used, err);
     *headroom = used > 0 ? INT64_MAX : 0;
     for (size_t i = 0; i < used && rc == 0; i++) {
         int64_t issued = -1, limit = -1;
         bool trusted = false, ready = false;
-        read_answer(&seq[0].fk, reads[i].reply, &issued, &trusted, &ready, &limit);
+        read_answer(&seq[i].fk, reads[i].reply, &issued, &trusted, &ready, &limit);
         if (ready)
             ceiling_raise(limit);
         if ((ready ? limit - issued : 0) < *headroom)
             *headroom = ready ? limit - issued : 0;
     }
-    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
-        json_decref(calls[s].reply);
-        json_decref(reads[s].reply);
-    }
+    for (size_t i = 0; i < used; i++)
+        json_decref(reads[i].reply);
     free(reads);
-    free(calls);
     free(seq);
+    free(in_use);
     return rc;
 }
 
