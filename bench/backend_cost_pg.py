@@ -16,6 +16,8 @@ text column) that every side wrote once before measuring, on random rows:
   - gateway PATCH on a table with "fence_column": "lock_fence";
   - the same with Prefer: return=minimal;
   - psycopg2 (autocommit): UPDATE t SET note=$1, lock_fence=$2 WHERE id=$3 AND lock_fence <= $2;
+  - the same UPDATE with RETURNING * (the row back to the client, as the gateway answers it without
+    Prefer: return=minimal), on a table of its own;
   - a takeover: a new lease (a higher fence) for each round, whose writes each meet a row of a table of its
     own for the first time at that fence, in the default mode (the fence row is raised) and with a
     fence_column; its figure is the price of a holder's first write of a row, where the steady sides are
@@ -57,6 +59,7 @@ TABLES_SQL = f"""
 CREATE TABLE public.pgc_default (id integer PRIMARY KEY, note text);
 CREATE TABLE public.pgc_column (id integer PRIMARY KEY, note text, lock_fence bigint NOT NULL DEFAULT 0);
 CREATE TABLE public.pgc_direct (id integer PRIMARY KEY, note text, lock_fence bigint NOT NULL DEFAULT 0);
+CREATE TABLE public.pgc_direct_returning (LIKE public.pgc_direct INCLUDING ALL);
 CREATE TABLE public.pgc_takeover (id integer PRIMARY KEY, note text);
 CREATE TABLE public.pgc_takeover_column (id integer PRIMARY KEY, note text, lock_fence bigint);
 INSERT INTO public.pgc_takeover SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
@@ -64,12 +67,17 @@ INSERT INTO public.pgc_takeover_column SELECT g, '' FROM generate_series(0, {ROW
 INSERT INTO public.pgc_default SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
 INSERT INTO public.pgc_column SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
 INSERT INTO public.pgc_direct SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
+INSERT INTO public.pgc_direct_returning SELECT g, '' FROM generate_series(0, {ROWS - 1}) g;
 """
 GATEWAY_CONFIG = {"tables": {"pgc_default": {"key": "id", "columns": ["note"]},
                              "pgc_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"},
                              "pgc_takeover": {"key": "id", "columns": ["note"]},
                              "pgc_takeover_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}}
 DIRECT_SQL = "UPDATE public.pgc_direct SET note = %s, lock_fence = %s WHERE id = %s AND lock_fence <= %s"
+DIRECT_RETURNING_SQL = ("UPDATE public.pgc_direct_returning SET note = %s, lock_fence = %s WHERE id = %s "
+                        "AND lock_fence <= %s RETURNING *")
+DIRECT = "hand-written guarded UPDATE (psycopg2)"
+DIRECT_RETURNING = "hand-written guarded UPDATE RETURNING * (psycopg2)"
 STATS_SQL = """SELECT query, calls, total_exec_time FROM pg_stat_statements
                WHERE query NOT LIKE '%%pg_stat_statements%%' ORDER BY total_exec_time DESC"""
 MINIMAL = b"Prefer: return=minimal\r\n"
@@ -94,7 +102,7 @@ def gateway_writer(http_port: int, table: str, token: str, expect: tuple, extra:
     return write
 
 
-def direct_writer(dsn: str, fence: int):
+def direct_writer(dsn: str, fence: int, sql: str = DIRECT_SQL):
     import psycopg2  # python3-psycopg2
     conn = psycopg2.connect(dsn)
     conn.autocommit = True
@@ -103,8 +111,10 @@ def direct_writer(dsn: str, fence: int):
 
     def write(key: int) -> None:
         seq[0] += 1
-        cur.execute(DIRECT_SQL, (f"n{seq[0]}", fence, key, fence))
+        cur.execute(sql, (f"n{seq[0]}", fence, key, fence))
         assert cur.rowcount == 1
+        if cur.description:
+            assert cur.fetchone()[0] == key
     return write
 
 
@@ -169,7 +179,7 @@ def explain(stats: Stats, sides: dict, fence: int) -> None:
     last of five runs, in a transaction rolled back. A gateway statement's text is the one its connection
     shows in pg_stat_activity right after the side wrote once more (the text as prepared, constants and all)."""
     cur = stats.cur
-    plans = [("hand-written guarded UPDATE (psycopg2)", DIRECT_PREPARED, f"('x', {fence}, 7, {fence})")]
+    plans = [(DIRECT, DIRECT_PREPARED, f"('x', {fence}, 7, {fence})")]
     for side, start, args in EXPLAINED:
         sides[side]()[0](7)
         cur.execute("SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate' AND query LIKE %s",
@@ -282,7 +292,9 @@ def main() -> int:
                            via(port, "pgc_default", token, minimal, MINIMAL)),
                           ("gateway PATCH, fence_column, return=minimal",
                            via(port, "pgc_column", token, minimal, MINIMAL))]
-        order.append(("hand-written guarded UPDATE (psycopg2)", lambda: [direct_writer(dsn, fence) for _ in range(n)]))
+        order.append((DIRECT, lambda: [direct_writer(dsn, fence) for _ in range(n)]))
+        order.append((DIRECT_RETURNING,
+                      lambda: [direct_writer(dsn, fence, DIRECT_RETURNING_SQL) for _ in range(n)]))
         warm = list(order)  # every row written once by every side: steady state, fence rows exist
         for i, (label, _) in enumerate(builds):
             order += [(f"{label}takeover PATCH, default mode", takeover(http_port + i, "pgc_takeover")),
@@ -301,19 +313,22 @@ def main() -> int:
             for name, make in order if r % 2 == 0 else order[::-1]:  # ABBA: a drift of the load evens out
                 figures, detail[name] = measure(stats, make(), args.writes)
                 results[name].append(figures)
-        direct_runs = [r["us"] for r in results["hand-written guarded UPDATE (psycopg2)"]]
+        direct_runs = [r["us"] for r in results[DIRECT]]
         direct, direct_best = statistics.median(direct_runs), min(direct_runs)
+        returning = statistics.median(r["us"] for r in results[DIRECT_RETURNING])
         print(f"Postgres execution time per write (pg_stat_statements, every statement), {args.clients} "
               f"writer(s), {args.writes} writes on random rows of {ROWS} per side and round, {args.rounds} rounds "
               f"alternated, medians of the rounds; build {build}"
               + (f", before: {builds[1][1]}" if len(builds) > 1 else "") + ".\n")
-        print("| path | statements per write | µs per write | × hand-written UPDATE | best round µs | × |")
-        print("|---|---|---|---|---|---|")
+        print("| path | statements per write | µs per write | × hand-written UPDATE | best round µs | × "
+              "| × the UPDATE RETURNING * |")
+        print("|---|---|---|---|---|---|---|")
         for name, _ in order:
             us = statistics.median(r["us"] for r in results[name])
             best = min(r["us"] for r in results[name])
             stmts = statistics.median(r["stmts"] for r in results[name])
-            print(f"| {name} | {stmts:.2f} | {us:.1f} | {us / direct:.2f} | {best:.1f} | {best / direct_best:.2f} |")
+            print(f"| {name} | {stmts:.2f} | {us:.1f} | {us / direct:.2f} | {best:.1f} | {best / direct_best:.2f} "
+                  f"| {us / returning:.2f} |")
         print("\nStatements of the last round (calls per write, mean µs per call):")
         for name, _ in order:
             print(f"\n{name}:")
