@@ -42,6 +42,7 @@ import sys
 import time
 import unittest
 import urllib.parse
+import uuid
 from http import client as httpclient
 from typing import Any
 
@@ -658,8 +659,23 @@ class Redis:
         """Turns this connection into a subscriber of the channels matching pattern."""
         self.cmd("PSUBSCRIBE", pattern)
 
+    def hear(self, name: str, pattern: str, channel: str) -> None:
+        """Turns this connection into a subscriber of what the lease scripts publish about lock or semaphore
+        name: on one Redis the channels matching pattern (PSUBSCRIBE); on a Redis Cluster, where a script
+        publishes to the shard channel of its slot (SPUBLISH, which no pattern hears), channel's copy in
+        name's slot, "channel:{T(slot)}", on the primary that owns the slot (SSUBSCRIBE)."""
+        if self._route is None:
+            self.psubscribe(pattern)
+            return
+        route, self._route = self._route, None
+        route.primaries()  # reads the slot map
+        self.host, self.port = route.owners[key_slot(name)]
+        route.close()
+        self.cmd("SSUBSCRIBE", slot_key(channel, name))
+
     def messages(self, seconds: float) -> list[tuple[str, str]]:
-        """(channel, message) of every message published to a psubscribe'd pattern within seconds."""
+        """(channel, message) of every message published to a psubscribe'd pattern (or a channel hear()
+        follows) within seconds."""
         assert self._sock is not None
         out = []
         deadline = time.monotonic() + seconds
@@ -672,6 +688,8 @@ class Redis:
                 break
             if isinstance(reply, list) and reply and reply[0] == "pmessage":
                 out.append((reply[2], reply[3]))
+            elif isinstance(reply, list) and reply and reply[0] == "smessage":
+                out.append((reply[1], reply[2]))
         self._sock.settimeout(self.timeout)
         return out
 
@@ -716,6 +734,47 @@ def key_slot(key: Any) -> int:
         if end > start + 1:
             data = data[start + 1:end]
     return _crc16(data) % 16384
+
+
+# --------------------------------------------------------------------------------------------------------
+# The key layout a test reads: one Redis, or a Redis Cluster's per-slot keys (docs/cluster.md)
+# --------------------------------------------------------------------------------------------------------
+
+def slot_key(base: str, name: str) -> str:
+    """The deployment-wide key `base` (fg:audit, fg:audit:dead, fg:gateways, fg:idx:lk, fg:fence, ...) that
+    serves the lock or Redis key `name`: base itself on one Redis; on a Redis Cluster, base's copy in name's
+    slot, "base:{T(slot)}" (src/store/backend/key_slot.c, slot_tag_key)."""
+    if not cluster_mode():
+        return base
+    lab = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster")
+    if lab not in sys.path:
+        sys.path.append(lab)
+    from cluster_lab import slot_tag  # the lab's table of slot tags, checked against CLUSTER KEYSLOT
+
+    return f"{base}:{{{slot_tag(key_slot(name))}}}"
+
+
+def write_fence_key(key: str) -> str:
+    """Where the gateway keeps the highest fence of fenced Redis key `key`: fg:rf:<key> on one Redis,
+    fg:rf:{T(slot(key))}:<key> on a Redis Cluster (src/store/backend/shared_keys.c)."""
+    return f"{slot_key('fg:rf', key)}:{key}" if cluster_mode() else f"fg:rf:{key}"
+
+
+def same_slot(*prefixes: str, like: str | None = None) -> list[str]:
+    """Fresh names, one per prefix ("<prefix>-<12 hex digits>", as pg_helpers.unique makes them). On a Redis
+    Cluster they all hash to one slot, the slot of `like` when given, else of the first name (a lock's keys
+    hash its name; a Redis key hashes itself), so: fences of locks there come from one sequence, a lock
+    taken later having the higher fence as on one Redis (locks of different slots have no such order),
+    and a Redis key there meets no write floor that its lock's fences are below (docs/cluster.md, "Fences
+    in cluster mode")."""
+    names = [f"{p}-{uuid.uuid4().hex[:12]}" for p in prefixes]
+    if not cluster_mode() or not names:
+        return names
+    slot = key_slot(like if like is not None else names[0])
+    for i, p in enumerate(prefixes):
+        while key_slot(names[i]) != slot:
+            names[i] = f"{p}-{uuid.uuid4().hex[:12]}"
+    return names
 
 
 class _ClusterRoute:

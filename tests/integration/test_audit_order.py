@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, env, psql, wait_for  # noqa: E402
+from harness import Client, Gateway, env, psql, same_slot, wait_for  # noqa: E402
 from pg_helpers import acquire, config, unique, write  # noqa: E402
 
 
@@ -47,8 +47,9 @@ class AuditOrder(unittest.TestCase):
 
     def test_one_record_per_refused_batch(self):
         k1, k2, k3 = unique("inv"), unique("inv"), unique("inv")
-        old, old_fence = acquire(self.c, unique("old"))
-        new, new_fence = acquire(self.c, unique("new"))
+        old_lock, new_lock = same_slot("old", "new")  # on a cluster too, old's fence below new's
+        old, old_fence = acquire(self.c, old_lock)
+        new, new_fence = acquire(self.c, new_lock)
         for k in (k1, k2):
             self.assertEqual(write(self.c, "PUT", "invoices", k, {"row": {"note": "new"}}, new).status, 200)
         r = self.c.request("POST", "/v1/pg/batch",
@@ -86,8 +87,9 @@ class AuditOrder(unittest.TestCase):
                               " AND state = 'active' AND pid <> pg_backend_pid()") == ["1"],
                  what="the slow transaction holding its record")
         key = unique("inv")
-        old, _ = acquire(self.c, unique("old"))
-        new, _ = acquire(self.c, unique("new"))
+        old_lock, new_lock = same_slot("old", "new")  # on a cluster too, old's fence below new's
+        old, _ = acquire(self.c, old_lock)
+        new, _ = acquire(self.c, new_lock)
         self.assertEqual(write(self.c, "PUT", "invoices", key, {"row": {"note": "new"}}, new).status, 200)
         refused = []
 

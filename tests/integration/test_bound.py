@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, run_fencegate  # noqa: E402
+from harness import GatewayTest, Redis, run_fencegate, same_slot  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, stored_fence, unique  # noqa: E402
 
 CONFIG = {
@@ -50,7 +50,7 @@ class BoundTest(GatewayTest):
         r = self.c.request("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "rightful"}},
                            {"Fence-Token": holder["token"]})
         self.assertEqual(r.status, 200, r)
-        evil = self.acquire(unique("evil"))
+        evil = self.acquire(same_slot("evil", like=f"invoice:{key}")[0])  # a lock whose fence is above the holder's
         self.assertGreater(evil["fence"], holder["fence"])
         for method, body in (("PATCH", {"set": {"note": "evil"}}), ("PUT", {"row": {"note": "evil"}}),
                              ("DELETE", None)):
@@ -85,7 +85,8 @@ class BoundTest(GatewayTest):
     def test_redis_prefix_bound_to_a_lock(self):
         key = unique("acct:")
         right = self.acquire(f"acct-lock:{key}")
-        evil = self.acquire(unique("evil"))
+        evil_lock, free_key = same_slot("evil", "app:")  # free_key: no write floor evil's fence is below
+        evil = self.acquire(evil_lock)
         self.assert_other_lock(self.c.request("PUT", f"/v1/redis/{key}", {"value": "evil"},
                                               {"Fence-Token": evil["token"]}))
         with Redis() as redis:
@@ -93,7 +94,7 @@ class BoundTest(GatewayTest):
         r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "ok"}, {"Fence-Token": right["token"]})
         self.assertEqual(r.status, 200, r)
         # unbound prefix: any lock's token still writes (version 1 behaviour)
-        r = self.c.request("PUT", f"/v1/redis/{unique('app:')}", {"value": "ok"}, {"Fence-Token": evil["token"]})
+        r = self.c.request("PUT", f"/v1/redis/{free_key}", {"value": "ok"}, {"Fence-Token": evil["token"]})
         self.assertEqual(r.status, 200, r)
 
     def test_redis_prefix_bound_to_a_semaphore(self):

@@ -32,7 +32,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, skip_in_cluster, slot_key, wait_for  # noqa: E402
 from lock_helpers import Waiter, acquire, release, renew, status, unique_name  # noqa: E402
 
 
@@ -146,7 +146,6 @@ class LeaseEdges(GatewayTest):
             self.assertEqual(live.response.status, 200, live.response)
             self.c.post(f"/v1/{kind}/{name}/release", {"token": live.response.body["token"]})
 
-    @skip_in_cluster("it takes the mark out of the one Redis's liveness key")
     def test_a_waiter_whose_gateway_seemed_dead_arrives_anew(self):
         """A parked waiter whose gateway's mark lapsed (a stalled janitor) is dropped by the next grant; when
         its gateway then asks again for it, the waiter arrives anew and takes the free lock, and no waiter record
@@ -165,13 +164,14 @@ class LeaseEdges(GatewayTest):
                 waiter.start()
                 wait_for(lambda: gw.http("GET", f"/v1/{kind}/{name}").body["waiting"] == 1,
                          what="the waiter queued")
-                self.assertEqual(redis.cmd("ZREM", "fg:gateways", me), 1)
+                marks = slot_key("fg:gateways", name)  # what the grant reads (on a cluster, the lock's slot's)
+                self.assertEqual(redis.cmd("ZREM", marks, me), 1)
                 waiter.join(30)
                 self.assertEqual(getattr(waiter.response, "status", None), 200, waiter.response)
                 self.assertGreater(waiter.response.body["fence"], holder.body["fence"])
                 prefix = "fg:lk:{" if kind == "locks" else "fg:sm:{"
                 self.assertEqual(redis.cmd("HLEN", f"{prefix}{name}}}:w"), 0, "a waiter record outlived its wait")
-                redis.cmd("ZADD", "fg:gateways", int(time.time() * 1000) + 600000, me)
+                redis.cmd("ZADD", marks, int(time.time() * 1000) + 600000, me)
 
     # -- item 10 -------------------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, psql, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, psql, wait_for  # noqa: E402
 from pg_helpers import config, insert_invoice, invoice, quote, rejections, unique, write  # noqa: E402
 
 HOLDER = r"""
@@ -253,14 +253,12 @@ class WatchTest(GatewayTest):
         self.assertEqual(w.response.body["reason"], "released", w.response)
         self.assertLess(w.done_at - t0, self.BOUND_S)
 
-    @skip_in_cluster("the news of an end goes to a shard channel per slot there (SPUBLISH), which PSUBSCRIBE does "
-                     "not hear")
     def test_ends_nobody_watches_are_not_published(self):
         """The news of an end is published only while its lock or semaphore is watched: otherwise every
         release would wake every gateway's news subscriber for nothing."""
         name = unique("w-quiet")
         with Redis() as news:
-            news.psubscribe("fg:ended")
+            news.hear(name, "fg:ended", "fg:ended")
             lease = self.c.post(f"/v1/locks/{name}/acquire", {}).body
             self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]}).status, 200)
             slot = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2}).body

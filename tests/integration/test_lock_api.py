@@ -105,7 +105,6 @@ class LockApiTest(unittest.TestCase):
         self.assertGreater(out_c[0].body["fence"], out_b[0].body["fence"])
         self.assertEqual(release(self.client, name, out_c[0].body["token"]).status, 200)
 
-    @skip_in_cluster("the doorbell is a shard channel per slot there (SPUBLISH), which PSUBSCRIBE does not hear")
     def test_release_to_a_waiter_of_the_same_gateway_rings_no_doorbell(self):
         """The release hands the lock to a waiter parked in the same gateway in-process: its grant
         comes with the release script's answer, so no doorbell is published (and no claim call made),
@@ -116,7 +115,8 @@ class LockApiTest(unittest.TestCase):
         t = self.waiter(name, out, wait_ms=20000, ttl_ms=25000)
         wait_for_waiting(self.client, name, 1)
         with Redis() as bells:
-            bells.psubscribe("fg:bell:*")
+            me = next(g["id"] for g in self.client.get("/v1/gateways").body["gateways"] if g["self"])
+            bells.hear(name, "fg:bell:*", f"fg:bell:{me}")
             self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
             t.join(10)
             rung = [m for _, m in bells.messages(0.3) if m.endswith("|" + name)]

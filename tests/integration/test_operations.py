@@ -19,7 +19,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, env, free_port, run_fencegate, test_data_dir  # noqa: E402
+from harness import Gateway, env, free_port, run_fencegate, same_slot, test_data_dir  # noqa: E402
 
 INVOICES = {"tables": {"invoices": {"key": "id", "columns": ["customer", "amount_cents", "status", "note"]}},
             "redis_prefixes": ["ops:"]}
@@ -117,11 +117,13 @@ class RequestLogTest(unittest.TestCase):
                 self.assertEqual(probe in routes, logged, (level, probe, routes))
 
     def test_refusals_name_their_problem_and_stale_writes_are_events(self):
-        key, lock = f"ops-{uuid.uuid4().hex[:8]}", f"ops-lock-{uuid.uuid4().hex[:8]}"
+        # One slot on a cluster: old's fence below new's, and the Redis key meets no floor they are below.
+        redis_key, lock, new_lock = same_slot("ops:ops", "ops-lock", "ops-lock-2")
+        key = redis_key.removeprefix("ops:")
         with Gateway(config=INVOICES) as gw:
             old = gw.http("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000}).body["token"]
             self.assertEqual(gw.http("POST", f"/v1/locks/{lock}/acquire", {}).status, 409)
-            new = gw.http("POST", f"/v1/locks/{lock}-2/acquire", {"ttl_ms": 60000}).body["token"]
+            new = gw.http("POST", f"/v1/locks/{new_lock}/acquire", {"ttl_ms": 60000}).body["token"]
             self.assertEqual(gw.http("GET", "/v1/nothing-here").status, 404)
             path = f"/v1/pg/invoices/{key}"
             self.assertEqual(gw.http("PUT", path, {"row": {"note": "new"}}, headers={"Fence-Token": new}).status,

@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, Redis, psql, wait_for  # noqa: E402
+from harness import Client, Gateway, Redis, psql, same_slot, slot_key, wait_for  # noqa: E402
 from pg_helpers import unique  # noqa: E402
 
 WAITER_LEASE_MS = 1500
@@ -72,10 +72,11 @@ class PostgresStall(unittest.TestCase):
         self.addCleanup(gw.stop)
         c = gw.client(timeout=30)
         self.addCleanup(c.close)
-        lock, key = unique("stall"), unique("app:stall")
+        lock = unique("stall")
+        old_lock, new_lock, key = same_slot("old", "new", "app:stall")  # old's fence below new's, on a cluster too
         holder = c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000}).body
-        old = c.post(f"/v1/locks/{unique('old')}/acquire", {"ttl_ms": 60000}).body
-        new = c.post(f"/v1/locks/{unique('new')}/acquire", {"ttl_ms": 60000}).body
+        old = c.post(f"/v1/locks/{old_lock}/acquire", {"ttl_ms": 60000}).body
+        new = c.post(f"/v1/locks/{new_lock}/acquire", {"ttl_ms": 60000}).body
         self.assertEqual(c.request("PUT", f"/v1/redis/{key}", {"value": "new"},
                                    {"Fence-Token": new["token"]}).status, 200)
         w = Timed(gw.port, f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000, "wait_ms": 60000})
@@ -103,7 +104,7 @@ class PostgresStall(unittest.TestCase):
         self.assertLess(short.done - short.started, 2.0, "a waiter's deadline slipped while Postgres was frozen")
         time.sleep(max(0.0, FREEZE_S - (time.monotonic() - frozen_at)))
         with Redis() as r:
-            alive = r.cmd("ZSCORE", "fg:gateways", gw_instance(gw))
+            alive = r.cmd("ZSCORE", slot_key("fg:gateways", lock), gw_instance(gw))  # the mark W's grant reads
             now_ms = int(r.cmd("TIME")[0]) * 1000
         self.assertIsNotNone(alive, "the gateway's liveness mark ran out while Postgres was frozen")
         self.assertGreater(int(alive), now_ms)

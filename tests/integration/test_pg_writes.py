@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, psql, run_fencegate  # noqa: E402
+from harness import GatewayTest, psql, run_fencegate, same_slot  # noqa: E402
 from pg_helpers import (acquire, assert_problem, config, insert_invoice, invoice, rejections,  # noqa: E402
                         stored_fence, tokens, unique, write)
 
@@ -181,7 +181,7 @@ class PgWritesTest(GatewayTest):
             self.assertIn(r.status, (404, 409), r)
         self.assertEqual([invoice(k)["note"] for k in (k1, k2, k3)], ["b1", "b2", "b3"])
         # A stale resource refuses the whole batch, with one audit record for the request.
-        newer, newer_fence = acquire(self.c, unique("other"))
+        newer, newer_fence = acquire(self.c, same_slot("other", like=lock)[0])  # a fence above the token's
         r = write(self.c, "PATCH", "invoices", k3, {"set": {"note": "newer"}}, newer)
         self.assertEqual(r.status, 200, r)
         r = self.c.request("POST", "/v1/pg/batch",

@@ -14,13 +14,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, psql, services, skip_in_cluster, wait_for  # noqa: E402
+from harness import GatewayTest, Redis, psql, same_slot, services, slot_key, wait_for, write_fence_key  # noqa: E402
 
 PREFIXES = ["app:", "cache/"]
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}{os.getpid()}-{time.monotonic_ns()}"
 
 
 def audit_rows(c, resource: str) -> list[dict]:
@@ -63,7 +59,7 @@ class RedisWriteTest(GatewayTest):
         return self.c.request(method, "/v1/redis/" + key, body, headers)
 
     def test_stale_holder_story(self):
-        key, name = unique("app:story/"), unique("story-")
+        key, name = same_slot("app:story/", "story")
         a = self.lock(name, ttl_ms=300)
         time.sleep(0.4)  # A pauses past its lease
         b = self.lock(name, ttl_ms=5000)
@@ -88,7 +84,8 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual(row.get("lock", row.get("lock_name")), name)
 
     def test_hash_patch_delete_and_get(self):
-        key, tok = unique("app:h/"), self.lock(unique("hash-"))["token"]
+        key, skey, bkey, hash_lock, old_lock, new_lock = same_slot("app:h/", "app:h/s", "app:h/b", "hash", "old", "new")
+        tok = self.lock(hash_lock)["token"]
         r = self.write("PATCH", key, tok, {"fields": {"a": "1", "b": "2"}})
         self.assertEqual((r.status, r.body["fields"]), (200, {"a": "1", "b": "2"}), r)
         r = self.write("PATCH", key, tok, {"fields": {"a": None, "c": "3"}})
@@ -99,20 +96,20 @@ class RedisWriteTest(GatewayTest):
                     {"fields": "x"}, {}):
             r = self.write("PATCH", key, tok, bad)
             self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), (bad, r))
-        r = self.write("PUT", key + "s", tok, {"value": "x"})
+        r = self.write("PUT", skey, tok, {"value": "x"})
         self.assertEqual(r.status, 200)
-        r = self.write("PATCH", key + "s", tok, {"fields": {"a": "1"}})  # a string is not a hash
+        r = self.write("PATCH", skey, tok, {"fields": {"a": "1"}})  # a string is not a hash
         self.assertEqual((r.status, r.body["type"]), (409, "/problems/conflict"), r)
-        self.r.cmd("SET", key + "b", b"\xff\xfe not text")  # written around the gateway
-        r = self.c.get("/v1/redis/" + key + "b")
+        self.r.cmd("SET", bkey, b"\xff\xfe not text")  # written around the gateway
+        r = self.c.get("/v1/redis/" + bkey)
         self.assertEqual((r.status, r.body["type"]), (409, "/problems/conflict"), r)
         r = self.write("DELETE", key, tok)
         self.assertEqual((r.status, r.body["deleted"]), (200, True), r)
         r = self.c.get("/v1/redis/" + key)
         self.assertEqual((r.status, r.body["type"], r.body["fence"]), (404, "/problems/not_found", fence), r)
         # The fence outlives the key: a stale holder cannot bring it back.
-        old = self.lock(unique("old-"))
-        newer = self.lock(unique("new-"))
+        old = self.lock(old_lock)
+        newer = self.lock(new_lock)
         self.assertEqual(self.write("PUT", key, newer["token"], {"value": "n"}).status, 200)
         self.assertEqual(self.write("DELETE", key, newer["token"]).status, 200)
         r = self.write("PUT", key, old["token"], {"value": "o"})
@@ -120,7 +117,7 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual(self.r.cmd("EXISTS", key), 0)
 
     def test_keys_outside_the_prefixes_are_refused(self):
-        tok = self.lock(unique("pref-"))["token"]
+        tok = self.lock(same_slot("pref", like="cache/a/b/c")[0])["token"]
         for key in ("other:x", "fg:fence", "fg:rf:app:x", "fg:inst:x", "ap", "cache"):
             for method, body in (("PUT", {"value": "x"}), ("PATCH", {"fields": {"a": "b"}}), ("DELETE", None)):
                 r = self.write(method, key, tok, body)
@@ -133,7 +130,8 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual(self.r.cmd("GET", "cache/a/b/c"), "deep")
 
     def test_token_header_rules(self):
-        key, lock = unique("app:tok/"), self.lock(unique("tok-"))
+        key, lock_name, sem_name = same_slot("app:tok/", "tok", "s")
+        lock = self.lock(lock_name)
         r = self.write("PUT", key, None, {"value": "x"})
         self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), r)
         forged = lock["token"].replace(".l.", ".l.9", 1)
@@ -142,17 +140,17 @@ class RedisWriteTest(GatewayTest):
         for bad in (forged, altered, "garbage", "fgt1.l.999999.x.y.z"):
             r = self.write("PUT", key, bad, {"value": "x"})
             self.assertEqual((r.status, r.body["type"]), (403, "/problems/invalid_fence_token"), (bad, r))
-        self.assertEqual(self.r.cmd("EXISTS", key, "fg:rf:" + key), 0)
+        self.assertEqual(self.r.cmd("EXISTS", key, write_fence_key(key)), 0)
         for body in ({"value": 5}, {"value": None}, {}, "[1]", "{bad"):
             r = self.write("PUT", key, lock["token"], body)
             self.assertEqual(r.status, 400, (body, r))
-        sem = self.c.post("/v1/semaphores/" + unique("s-") + "/acquire", {"limit": 2}).body
+        sem = self.c.post("/v1/semaphores/" + sem_name + "/acquire", {"limit": 2}).body
         r = self.write("PUT", key, sem["token"], {"value": "by semaphore holder"})  # any lease's token fences
         self.assertEqual((r.status, r.body["fence"]), (200, sem["fence"]), r)
 
     def test_concurrent_writers_with_interleaved_fences(self):
-        key = unique("app:race/")
-        tokens = [self.lock(unique(f"w{i}-")) for i in range(6)]
+        key, *names = same_slot("app:race/", *[f"w{i}" for i in range(6)])
+        tokens = [self.lock(name) for name in names]
         results, lock = [], threading.Lock()
 
         def writer(tok):
@@ -190,32 +188,33 @@ class RedisWriteTest(GatewayTest):
         # A refusal is answered at once; its record follows from the audit stream.
         wait_for(lambda: len(audit_rows(self.c, "redis:" + key)) >= len(refused), timeout=30,
                  interval=0.2, what="the audit records drained from the stream")
-        wait_for(lambda: self.r.cmd("XLEN", "fg:audit") == 0, timeout=10, what="the stream emptied")
+        wait_for(lambda: self.r.cmd("XLEN", slot_key("fg:audit", key)) == 0, timeout=10, what="the stream emptied")
         rows = audit_rows(self.c, "redis:" + key)
         self.assertEqual(len(rows), len(refused), "one audit record per refusal")
 
-    @skip_in_cluster("it reads the one audit stream fg:audit (one per slot on a cluster), and there the first "
-                     "write to a slot sets its write floor from Postgres")
     def test_refusal_is_recorded_while_postgres_is_down(self):
         if not os.environ.get("FG_SERVICES"):
             self.skipTest("FG_SERVICES not set: cannot stop Postgres")
-        key = unique("app:pgdown/")
-        old, new = self.lock(unique("o-")), self.lock(unique("n-"))
+        # One slot for all on a Redis Cluster: old's fence below new's, and the hash's slot written before the
+        # outage (a slot's first write there reads its write floor and revoked set from Postgres).
+        key, hkey, old_lock, new_lock = same_slot("app:pgdown/", "app:pgdown/h", "o", "n")
+        old, new = self.lock(old_lock), self.lock(new_lock)
         self.assertEqual(self.write("PUT", key, new["token"], {"value": "new"}).status, 200)
+        stream = slot_key("fg:audit", key)
         services("stop-pg")
         try:
-            r = self.write("PATCH", key + "h", new["token"], {"fields": {"f": "1"}})
+            r = self.write("PATCH", hkey, new["token"], {"fields": {"f": "1"}})
             self.assertEqual(r.status, 200, r)  # Redis writes do not need Postgres
             r = self.write("PUT", key, old["token"], {"value": "old"})
             self.assertEqual(r.status, 409, r)
-            self.assertEqual(self.r.cmd("XLEN", "fg:audit"), 1)  # waiting in the stream
+            self.assertEqual(self.r.cmd("XLEN", stream), 1)  # waiting in the stream
         finally:
             services("start-pg")
         rows = wait_for(lambda: audit_rows(self.c, "redis:" + key), timeout=30, interval=0.2,
                         what="the audit row drained from the stream")
         self.assertEqual(len(rows), 1, rows)
         self.assertEqual((rows[0]["presented_fence"], rows[0]["current_fence"]), (old["fence"], new["fence"]))
-        wait_for(lambda: self.r.cmd("XLEN", "fg:audit") == 0, timeout=10, what="the stream emptied")
+        wait_for(lambda: self.r.cmd("XLEN", stream) == 0, timeout=10, what="the stream emptied")
         self.assertEqual(self.c.get("/v1/redis/" + key).body["value"], "new")
 
 

@@ -18,7 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, GatewayTest, Redis  # noqa: E402
+from harness import Client, GatewayTest, Redis, slot_key  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -281,7 +281,7 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertEqual([k for k in keys if r.cmd("EXISTS", k)], [keys[4]], "an idle semaphore keeps keys")
         self.assertTrue(r.cmd("GET", keys[4]).startswith("~"), "an idle semaphore keeps its limit")
         self.assertTrue(0 < r.cmd("PTTL", keys[4]) <= 600_000, r.cmd("PTTL", keys[4]))
-        self.assertIsNone(r.cmd("ZSCORE", "fg:idx:sm", name), "an idle semaphore stays listed")
+        self.assertIsNone(r.cmd("ZSCORE", slot_key("fg:idx:sm", name), name), "an idle semaphore stays listed")
 
     def test_an_acquire_without_a_limit_in_redis_still_counts_the_holders(self):
         """An acquire of an idle semaphore takes the first slot by a shortcut; it must tell idle from in use by

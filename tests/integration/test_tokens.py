@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import TEST_SECRET, Gateway, Redis, psql, wait_for  # noqa: E402
+from harness import TEST_SECRET, Gateway, Redis, psql, wait_for, write_fence_key  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, stored_fence, unique  # noqa: E402
 from token_forge import claims, forge  # noqa: E402
 
@@ -52,7 +52,7 @@ class HugeFenceTest(unittest.TestCase):
             self.assertEqual(psql("SELECT count(*) FROM fencegate.rejections WHERE presented_fence > 1000000000000"),
                              ["0"])
             with Redis() as redis:
-                self.assertIsNone(redis.cmd("GET", f"fg:rf:{rkey}"))
+                self.assertIsNone(redis.cmd("GET", write_fence_key(rkey)))
                 self.assertIsNone(redis.cmd("GET", rkey))
             c.close()
             gw.stop()
