@@ -229,8 +229,29 @@ class ClusterLab:
             views.add(tuple((tuple(s["ranges"]), s["primary"]) for s in view))
         return len(views) == 1
 
-    def wait_converged(self, timeout: float = 30):
-        wait(self.converged, timeout, "the nodes to agree on the slot map")
+    def wait_converged(self, timeout: float = 60):
+        try:
+            wait(self.converged, timeout, "the nodes to agree on the slot map")
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\n{self.views()}") from None
+
+    def views(self) -> str:
+        """What each node says of the cluster, and the end of its log: the diagnosis of a wait that failed."""
+        out = []
+        for p in self.procs:
+            try:
+                info = resp(p, "CLUSTER", "INFO", timeout=0.5)
+                state = next((ln for ln in info.splitlines() if ln.startswith("cluster_state")), "?")
+                nodes = resp(p, "CLUSTER", "NODES", timeout=0.5)
+            except (OSError, RuntimeError) as e:
+                state, nodes = f"unreachable: {e}", ""
+            try:
+                with open(os.path.join(self.node_dir(p), "redis.log"), errors="replace") as f:
+                    log = "".join(f.readlines()[-12:])
+            except OSError:
+                log = ""
+            out.append(f"--- node {p}: {state}\n{nodes}\n{log}")
+        return "\n".join(out)
 
     # --- changes ---------------------------------------------------------------------------------------
     def reshard(self, from_ids: str, to_id: str, slots: int, pipeline: int = 10) -> subprocess.CompletedProcess:

@@ -98,7 +98,7 @@ class ClusterLabTest(LabTestCase):
         self.lab.kill9(shard["primary"])
         wait(lambda: self.lab.owner(shard["ranges"][0]) != shard["primary"], 30, "the failover")
         promoted_ms = time.time() * 1000
-        self.lab.wait_converged(timeout=30)
+        self.lab.wait_converged()
         time.sleep(1)
         return killed_ms, promoted_ms
 
@@ -287,13 +287,13 @@ class ClusterLabTest(LabTestCase):
         time.sleep(1.5)   # the counters move on past the snapshot
         self.lab.stop_node(port)
         wait(lambda: self.lab.owner(target["ranges"][0]) != port, 30, "the failover")
-        self.lab.wait_converged(timeout=30)
+        self.lab.wait_converged()
         r = probe.stop()
         self.assert_clean(r, "stop")
         self.assertEqual(r["behind"], 0, "a write was lost when the primary stopped")
         probe = Probe(self.lab, "older")
         self.lab.restart_from(port, "older")
-        self.lab.wait_converged(timeout=30)
+        self.lab.wait_converged()
         time.sleep(1)
         r = probe.stop()
         self.assert_clean(r, "older data")
@@ -414,7 +414,7 @@ class ClusterLabTest(LabTestCase):
         self.lossy_failover(self.lab.shards()[0])
         r = self.pairs_result(proc)
         self.assertGreater(r["pairs"], 300)
-        self.lab.wait_converged(timeout=30)
+        self.lab.wait_converged()
 
     def test_8_listing_merge(self):
         names = [f"inv:{i:05d}" for i in range(3000)] + [f"other:{i}" for i in range(300)]
@@ -530,7 +530,7 @@ class ClusterLabTest(LabTestCase):
         outage = self.assert_outage(result(proc), killed_ms)
         print(f"gateway client, kill -9 of {other['primary']}: last 503 {outage:.2f} s after", file=sys.stderr)
         self.lab.start_node(other["primary"])
-        self.lab.wait_converged(timeout=30)
+        self.lab.wait_converged()
 
     def shard_followed(self, channel: str) -> list[int]:
         """The slots whose shard channel "<channel>:{T(s)}" has no subscriber on the slot's primary."""
@@ -610,7 +610,7 @@ class ClusterLabTest(LabTestCase):
         # Redis itself promoted later (a loaded machine), within 2 s of the promotion.
         self.assertLessEqual(after_kill, max(NODE_TIMEOUT_MS / 1000 + 2 + 1, promotion + 2))
         # The promoted replica has a run_id of its own: calls written to it carry that one.
-        self.lab.wait_converged(timeout=30)
+        self.lab.wait_converged()
         promoted = self.lab.owner(other["ranges"][0])
         before = self.stamped()[promoted][1]
         r = self.pairs_result(self.pairs(2, 1))
@@ -618,7 +618,7 @@ class ClusterLabTest(LabTestCase):
         self.assertEqual(before, 0, "the promoted replica had limits under its run_id before it raised any")
         self.assertGreater(self.stamped()[promoted][1], 0)
         self.lab.start_node(other["primary"])
-        self.lab.wait_converged(timeout=30)
+        self.lab.wait_converged()
 
 
 if __name__ == "__main__":
