@@ -5,7 +5,9 @@
 -- first line names it; never called on its own). It touches no key itself.
 --
 -- A live holder, whose key expires with its lease:
---   "<lease> <fence> <ttl> <hold_until> <granted_at> <claimed> <inst> <attach> <#rid> <rid><owner>"
+--   "<lease> <fence> <ttl> <max_hold> <granted_at> <claimed> <inst> <attach> <#rid> <rid><owner>"
+--   ttl and max_hold as asked (ms), granted_at when it was granted (ms, Redis time): the hold ends at
+--   granted_at + max_hold at the latest (kept as asked so that the first try prints no sum);
 --   lease, inst and attach are lowercase hex (inst: the gateway that asked, attach: its connection);
 --   claimed is 0 for a grant its gateway has not claimed yet, else 1; #rid is the length in bytes of the
 --   request_id that follows, then the owner up to the end (both free text).
@@ -16,13 +18,13 @@
 -- text) and tail, the fields from claimed on as one text. The first try of an
 -- acquire (lock_acquire_fast.lua) gets its tail whole from the gateway
 -- (src/lease/lock.c), which knows them all before the script runs.
-local function holder_join(lease, fence, ttl, hold_until, granted_at, tail)
-  return lease .. ' ' .. fence .. ' ' .. ttl .. ' ' .. hold_until .. ' ' .. granted_at .. ' ' .. tail
+local function holder_join(lease, fence, ttl, max_hold, granted_at, tail)
+  return lease .. ' ' .. fence .. ' ' .. ttl .. ' ' .. max_hold .. ' ' .. granted_at .. ' ' .. tail
 end
 
 -- The live holder record of the given fields (numbers as decimal text).
-local function holder_text(lease, fence, ttl, hold_until, granted_at, claimed, inst, attach, rid, owner)
-  return holder_join(lease, fence, ttl, hold_until, granted_at, claimed .. ' ' .. inst .. ' ' .. attach .. ' ' ..
+local function holder_text(lease, fence, ttl, max_hold, granted_at, claimed, inst, attach, rid, owner)
+  return holder_join(lease, fence, ttl, max_hold, granted_at, claimed .. ' ' .. inst .. ' ' .. attach .. ' ' ..
                      (rid == '' and '0' or string.format('%d', #rid)) .. ' ' .. rid .. owner)
 end
 
@@ -30,11 +32,11 @@ end
 -- live holder (false: no key; an end's record).
 local function holder_read(raw)
   if not raw then return nil end
-  local lease, fence, ttl, hold_until, granted_at, claimed, inst, attach, n, rest =
+  local lease, fence, ttl, max_hold, granted_at, claimed, inst, attach, n, rest =
     string.match(raw, '^(%x+) (%d+) (%d+) (%d+) (%d+) (%d) (%x*) (%x*) (%d+) (.*)$')
   if not lease then return nil end
   n = tonumber(n)
-  return {lease = lease, fence = fence, ttl = ttl, hold_until = hold_until, granted_at = granted_at,
+  return {lease = lease, fence = fence, ttl = ttl, max_hold = max_hold, granted_at = granted_at,
           claimed = claimed, inst = inst, attach = attach, rid = string.sub(rest, 1, n),
           owner = string.sub(rest, n + 1)}
 end
@@ -51,5 +53,5 @@ end
 
 -- The record of h (a holder_read table) with claimed and attach set anew.
 local function holder_rewrite(h, claimed, attach)
-  return holder_text(h.lease, h.fence, h.ttl, h.hold_until, h.granted_at, claimed, h.inst, attach, h.rid, h.owner)
+  return holder_text(h.lease, h.fence, h.ttl, h.max_hold, h.granted_at, claimed, h.inst, attach, h.rid, h.owner)
 end

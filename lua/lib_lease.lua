@@ -24,7 +24,7 @@
 --   watched      base..KEY_SUFFIX_WATCHED   present while a watcher waits (below)
 -- The facts a lease script's reply may carry (lease_reply, below):
 -- REPLY: lease fence ttl expires_at hold_until held_ms again position holder_pttl waiting limit pttl
--- REPLY: left grant
+-- REPLY: left grant granted_at now
 
 -- REQUEST_ID_GRACE_MS (src/fglimits.h, put before the script by the build):
 -- how long a request_id outlives its lease's expiry (a late retry then answers
@@ -49,6 +49,20 @@ end
 local function now_ms()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+
+-- now_ms as decimal text, made of TIME's two texts (the seconds, then the
+-- microseconds without leading zeros) alone: no number read or printed, for a
+-- script that only writes the time down (the first tries).
+local function now_text()
+  local t = redis.call('TIME')
+  return t[1] .. string.sub('00000' .. t[2], -6, -4)
+end
+
+-- True if decimal text a (digits, no leading zero) is a larger number than
+-- decimal text b, compared as texts: no number is read.
+local function decimal_above(a, b)
+  return #a > #b or (#a == #b and a > b)
 end
 
 -- Makes key (which exists) live at least until till (ms), never shortening its
@@ -302,20 +316,23 @@ local function was_released(lk, lease, now)
 end
 
 -- The end of a lease kept in one string key (a lock's holder key, an idle
--- semaphore's limit key) after a release or revoke, until until (ms, Redis
--- time) and no longer (the key's time to live), so that an uncontended
--- release writes one key: "~<lease> <fence> <reason> <until>", reason
--- released or revoked. The write that replaces it copies it into the released
--- and ended sets first (end_bury).
-local function end_text(lease, fence, reason, till)
-  return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. till
+-- semaphore's limit key) after a release or revoke at `at` (ms, Redis time),
+-- kept `keep` ms (the key's time to live) and no longer, so that an
+-- uncontended release writes one key: "~<lease> <fence> <reason> <at> <keep>",
+-- reason released or revoked, at and keep decimal text (a release writes them
+-- as it has them: no sum to print). The write that replaces it copies it into
+-- the released and ended sets first (end_bury).
+local function end_text(lease, fence, reason, at, keep)
+  return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. at .. ' ' .. keep
 end
 
--- The lease, fence, reason and until (text) of an end's record raw, or nil
--- when raw is none (false, or another value).
+-- The lease, fence and reason (text) of an end's record raw, and until when it
+-- is kept (ms, a number), or nil when raw is none (false, or another value).
 local function end_read(raw)
   if not raw then return nil end
-  return string.match(raw, '^~(%x+) (%d+) (%a+) (%d+)$')
+  local lease, fence, reason, at, keep = string.match(raw, '^~(%x+) (%d+) (%a+) (%d+) (%d+)$')
+  if not lease then return nil end
+  return lease, fence, reason, at + keep
 end
 
 -- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
@@ -350,7 +367,6 @@ local function end_bury(lk, raw, now)
   if not raw or string.byte(raw, 1) ~= 126 then return end -- '~': an end's record
   local lease, fence, reason, till = end_read(raw)
   if not lease then return end
-  till = tonumber(till)
   if reason == 'released' then mark_released_until(lk, lease, now, till, fence) end
   ended_keep(lk, fence, reason, decimal(math.max(1, till - now)))
 end
@@ -379,13 +395,13 @@ local function publish_end(kind, name, fence, reason)
 end
 
 -- Ends the lease of a lock with record h (lib_holder.lua holder_read or
--- holder_brief) in its holder key hkey for reason at now: its end's record
--- replaces it, kept keep_text ms (decimal text) or, for a release, as long as
--- its ttl if that is longer; published when the lock is watched (watched: the
--- mark as read). Returns the end's record.
-local function holder_end(hkey, name, h, reason, keep_text, now, watched)
-  if reason == 'released' and h.ttl + 0 > keep_text + 0 then keep_text = h.ttl end
-  local text = end_text(h.lease, h.fence, reason, decimal(now + keep_text))
+-- holder_brief) in its holder key hkey for reason at `at` (ms, decimal text):
+-- its end's record replaces it, kept keep_text ms (decimal text) or, for a
+-- release, as long as its ttl if that is longer; published when the lock is
+-- watched (watched: the mark as read). Returns the end's record.
+local function holder_end(hkey, name, h, reason, keep_text, at, watched)
+  if reason == 'released' and decimal_above(h.ttl, keep_text) then keep_text = h.ttl end
+  local text = end_text(h.lease, h.fence, reason, at, keep_text)
   redis.call('SET', hkey, text, 'PX', keep_text)
   if watched then publish_end('l', name, h.fence, reason) end
   return text

@@ -78,8 +78,7 @@ local function grant_next(k, name, claim_ms, now, inst, handoff, prior)
   if not head then return false end
   local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
   local here = handoff and w.inst == inst
-  local text = holder_text(head, fence, ttl, decimal(now + w.max_hold), decimal(now), '0', w.inst, w.attach, w.rid,
-                           w.owner)
+  local text = holder_text(head, fence, ttl, decimal(w.max_hold), decimal(now), '0', w.inst, w.attach, w.rid, w.owner)
   holder_write(k, prior, text, here and ttl or decimal(math.min(w.ttl, claim_ms)), now)
   rid_hold(k, w.rid, head, now + w.ttl, now)
   if here then
@@ -111,7 +110,7 @@ end
 -- decimal text); watched: the watched mark as read.
 -- Returns what grant_next returns (false: the lock is idle now).
 local function end_and_pass(k, name, h, reason, claim_ms, keep_text, now, inst, handoff, watched, waiting)
-  local text = holder_end(k.h, name, h, reason, keep_text, now, watched)
+  local text = holder_end(k.h, name, h, reason, keep_text, decimal(now), watched)
   if not waiting then return false end
   return grant_next(k, name, claim_ms, now, inst, handoff, text)
 end

@@ -51,8 +51,8 @@ local function take()
   redis.call('ZADD', KEYS[AT_INDEX], '0', name)
   local fence = decimal(redis.call('INCR', KEYS[AT_FENCE]))
   if prior then end_bury(k or lock_keys(), prior, now) end
-  redis.call('SET', KEYS[AT_HOLDER], holder_text(lease, fence, A_ttl_ms, decimal(now + A_max_hold_ms), decimal(now),
-                                                 '1', A_instance, A_attach, rid, A_owner), 'PX', A_ttl_ms)
+  redis.call('SET', KEYS[AT_HOLDER], holder_text(lease, fence, A_ttl_ms, A_max_hold_ms, decimal(now), '1', A_instance,
+                                                 A_attach, rid, A_owner), 'PX', A_ttl_ms)
   if rid ~= '' then rid_hold(k, rid, lease, now + A_ttl_ms, now) end
   return lease_reply('granted', nil, R_LEASE, lease, R_FENCE, fence,
                      R_TTL, A_ttl_ms, R_EXPIRES_AT, decimal(now + A_ttl_ms))

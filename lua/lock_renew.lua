@@ -12,12 +12,12 @@ local k = lock_keys()
 local h = holder_read(redis.call('GET', k.h))
 if not h or h.lease ~= lease then return lease_reply('lost') end
 if ttl == 0 then ttl = tonumber(h.ttl) end
-local now, hold_until = now_ms(), tonumber(h.hold_until)
+local now, hold_until = now_ms(), h.granted_at + h.max_hold
 if now >= hold_until then
-  return lease_reply('max_hold', nil, R_HOLD_UNTIL, h.hold_until)
+  return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until))
 end
 local expires_at = math.min(now + ttl, hold_until)
 redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', decimal(expires_at - now))
 rid_hold(k, h.rid, lease, expires_at, now)
 return lease_reply('renewed', nil, R_FENCE, h.fence, R_TTL, decimal(expires_at - now), R_EXPIRES_AT,
-                   decimal(expires_at), R_HOLD_UNTIL, h.hold_until)
+                   decimal(expires_at), R_HOLD_UNTIL, decimal(hold_until))

@@ -10,7 +10,8 @@
 -- KEYS: holders data queue waiters tickets limit watched index
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
 -- ARGV: name lease
--- Returns (lib_lease.lua lease_reply): released {held_ms}, or contended {}.
+-- Returns (lib_lease.lua lease_reply): released {now, granted_at} (or {held_ms}, a record of another
+-- layout), or contended {}.
 local lease = A_lease
 local raw = redis.call('HGET', KEYS[2], lease)
 if not raw then return lease_reply('contended') end
@@ -23,7 +24,10 @@ local fence, ttl, granted_at = holder_numbers(raw)
 if type(fence) == 'number' then fence = decimal(fence) end
 local keep = math.max(LEASE_RELEASED_KEPT_MS, ttl + 0)
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-redis.call('SET', KEYS[6], end_text(lease, fence, 'released', decimal(now + keep)), 'PX', decimal(keep))
+local at, keep_text = decimal(now), decimal(keep)
+redis.call('SET', KEYS[6], end_text(lease, fence, 'released', at, keep_text), 'PX', keep_text)
 if v[1] then publish_end('s', A_name, fence, 'released') end
 redis.call('ZREM', KEYS[8], A_name)
+-- The release's time and the grant's (as the record has it), of which the gateway makes the hold's length.
+if type(granted_at) == 'string' then return lease_reply('released', nil, R_NOW, at, R_GRANTED_AT, granted_at) end
 return lease_reply('released', nil, R_HELD_MS, decimal(now - (granted_at or now)))

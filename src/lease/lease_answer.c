@@ -84,6 +84,9 @@ static const struct fact {
     [LIB_LEASE_REPLY_PTTL] = {"pttl", FACT_COUNT, offsetof(struct lease_result, pttl_ms)},
     [LIB_LEASE_REPLY_LEFT] = {"left", FACT_DIGITS, offsetof(struct lease_result, left)},
     [LIB_LEASE_REPLY_GRANT] = {"grant", FACT_GRANT, offsetof(struct lease_result, handoff)},
+    [LIB_LEASE_REPLY_GRANTED_AT] = {"granted_at", FACT_TIME,
+                                    offsetof(struct lease_result, granted_at_ms)},
+    [LIB_LEASE_REPLY_NOW] = {"now", FACT_TIME, offsetof(struct lease_result, now_ms)},
 };
 _Static_assert(sizeof facts / sizeof facts[0] == LIB_LEASE_NREPLY,
                "every fact of lua/lib_lease.lua's REPLY lines has its entry in facts[]");
@@ -229,6 +232,13 @@ int lease_answer_read(const char *script, const char *text, size_t len, struct l
             return fg_fail(err, FG_ERR_INTERNAL, "%s answered no fact at word %zu", script, i + 1);
         i += 1 + width;
     }
+    /* The first tries answer the time of the grant (and of the release) where
+     * the other scripts answer what follows from it: a sum costs a script more
+     * to print than this to add (lua/lock_acquire_fast.lua, lock_release_fast.lua). */
+    if (res->granted_at_ms > 0 && res->outcome == LEASE_GRANTED)
+        res->expires_at_ms = res->granted_at_ms + res->ttl_ms;
+    if (res->granted_at_ms > 0 && res->now_ms > 0)
+        res->held_ms = res->now_ms - res->granted_at_ms;
     return 0;
 }
 

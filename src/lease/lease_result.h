@@ -79,6 +79,8 @@ struct lease_result {
     long long limit;                /* mismatch: the limit in force */
     bool again;                     /* released: this lease had been released before */
     int64_t held_ms;                /* released: how long the lease held, < 0 unknown */
+    int64_t granted_at_ms;          /* a first try's grant or release: Redis time of the grant */
+    int64_t now_ms;                 /* a first try's release: Redis time of the release */
     long long pttl_ms;              /* held (watch): ms until the lease's expiry */
     char left[LEASE_LEAVE_MAX + 1]; /* left: per waiter '1' out of the queue, '0' holds */
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */

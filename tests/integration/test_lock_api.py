@@ -70,6 +70,32 @@ class LockApiTest(unittest.TestCase):
                                                                              b'{"released":true}'))
         self.assertFalse(status(self.client, name)["held"])
 
+    def test_an_uncontended_grant_is_dated_by_redis_time_to_the_millisecond(self):
+        """The first try of an acquire writes the grant's time from TIME's two texts (seconds, then
+        microseconds without leading zeros) and the gateway adds the ttl: each expiry less its ttl lies
+        between Redis's TIME read before and after the acquire, also early in a second, where the
+        microseconds have fewer than six digits. Caught: the milliseconds taken from the microseconds
+        unpadded (off by up to 0.9 s in the first tenth of every second)."""
+        r = Redis()
+
+        def redis_time() -> tuple[int, int]:
+            sec, usec = r.cmd("TIME")
+            return int(sec), int(usec)
+
+        for offset_us in (1_000, 40_000, 5_000, 300_000):
+            sec, usec = redis_time()
+            time.sleep(((1_000_000 - usec) + offset_us) / 1e6)  # just past the next second's start
+            name = unique_name("dated")
+            sec, usec = redis_time()
+            before = sec * 1000 + usec // 1000
+            a = acquire(self.client, name, ttl_ms=7000)
+            sec, usec = redis_time()
+            after = sec * 1000 + usec // 1000
+            self.assertEqual(a.status, 200, a)
+            self.assertTrue(before <= a.body["expires_at_ms"] - 7000 <= after, (before, a.body, after))
+            self.assertEqual(release(self.client, name, a.body["token"]).status, 200)
+        r.close()
+
     def test_retried_acquire_returns_the_same_lease(self):
         name = unique_name()
         first = acquire(self.client, name, request_id="r-1")

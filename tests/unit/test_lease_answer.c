@@ -78,6 +78,17 @@ static void other_outcomes(void **state)
     assert_int_equal(read_text("s", "released" F(HELD_MS) "12"), 0);
     assert_false(res.again);
     assert_int_equal(res.held_ms, 12);
+    /* a first try's: the times of the release and of the grant */
+    assert_int_equal(
+        read_text("s", "released" F(NOW) "1700000005012" F(GRANTED_AT) "1700000005000"), 0);
+    assert_int_equal(res.held_ms, 12);
+    /* and of a grant: its expiry follows from its ttl */
+    assert_int_equal(read_text("s", "granted" F(LEASE) LEASE_A F(FENCE) "7" F(TTL) "5000" F(
+                                        GRANTED_AT) "1700000000000"),
+                     0);
+    assert_int_equal(res.outcome, LEASE_GRANTED);
+    assert_int_equal(res.expires_at_ms, 1700000005000LL);
+    assert_int_equal(res.held_ms, -1);
     assert_int_equal(read_text("s", "mismatch" F(LIMIT) "3" F(WAITING) "1"), 0);
     assert_int_equal(res.outcome, LEASE_MISMATCH);
     assert_int_equal(res.limit, 3);
