@@ -4,21 +4,26 @@
  * raw_pairs.c is on the Redis side: N threads, one keep-alive connection each,
  * looping acquire -> release over HTTP/1.1 for a fixed time. "distinct" gives
  * each connection its own lock name, "shared" one name for all (acquires wait
- * in the gateway's queue). Prints pairs per second. With BENCH_KEY set, every
- * request carries it as a bearer API key (bench/auth.sh); with
- * BENCH_SEMAPHORE_LIMIT=N the pairs are semaphore acquires (limit N) and
- * releases instead (bench/lease_scripts.sh).
+ * in the gateway's queue), "random" a new random name to every pair (spread
+ * over a Redis Cluster's slots: bench/cluster_cpu.py). Prints pairs per
+ * second. With BENCH_KEY set, every request carries it as a bearer API key
+ * (bench/auth.sh); with BENCH_SEMAPHORE_LIMIT=N the pairs are semaphore
+ * acquires (limit N) and releases instead (bench/lease_scripts.sh); with
+ * BENCH_RATE=N each connection keeps to N pairs a second (unset or 0: as fast
+ * as it can).
  *
- * usage: [BENCH_KEY=key] [BENCH_SEMAPHORE_LIMIT=n] http_pairs PORT CONNECTIONS SECONDS
- *        distinct|shared PREFIX
+ * usage: [BENCH_KEY=key] [BENCH_SEMAPHORE_LIMIT=n] [BENCH_RATE=n] http_pairs PORT
+ *        CONNECTIONS SECONDS distinct|shared|random PREFIX
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "http_client.h"
 
 struct bench {
-    int port, seconds, shared;
+    int port, seconds, shared, random;
+    long rate; /* pairs a second per connection; 0: as fast as it can */
     const char *prefix;
     const char *kind;       /* "locks" or "semaphores" */
     char acquire_body[100]; /* the JSON body of every acquire */
@@ -42,8 +47,25 @@ static void *run(void *arg)
     else
         snprintf(acquire, sizeof acquire, "/v1/%s/%s-%d/acquire", b->kind, b->prefix, w->id);
     snprintf(release, sizeof release, "%.*s/release", (int)(strlen(acquire) - 8), acquire);
-    double end = bench_now_s() + b->seconds;
+    uint64_t x = 0x9E3779B97F4A7C15u * (uint64_t)(w->id + 1) ^ (uint64_t)getpid();
+    double end = bench_now_s() + b->seconds, due = bench_now_s();
     while (bench_now_s() < end) {
+        if (b->rate > 0) {
+            double early = due - bench_now_s();
+            if (early > 0)
+                nanosleep(&(struct timespec){.tv_sec = (time_t)early,
+                                             .tv_nsec = (long)((early - (double)(time_t)early) * 1e9)},
+                          NULL);
+            due += 1.0 / (double)b->rate;
+        }
+        if (b->random) { /* xorshift64: a new name each pair */
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            snprintf(acquire, sizeof acquire, "/v1/%s/%s-%016llx/acquire", b->kind, b->prefix,
+                     (unsigned long long)x);
+            snprintf(release, sizeof release, "%.*s/release", (int)(strlen(acquire) - 8), acquire);
+        }
         if (bench_request(fd, "POST", acquire, b->headers, b->acquire_body, buf, sizeof buf) !=
             200) {
             atomic_fetch_add(&b->failures, 1);
@@ -66,12 +88,13 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
     if (argc != 6) {
-        fprintf(stderr, "usage: http_pairs PORT CONNECTIONS SECONDS distinct|shared PREFIX\n");
+        fprintf(stderr, "usage: http_pairs PORT CONNECTIONS SECONDS distinct|shared|random PREFIX\n");
         return 1;
     }
     struct bench b = {.port = atoi(argv[1]),
                       .seconds = atoi(argv[3]),
                       .shared = strcmp(argv[4], "shared") == 0,
+                      .random = strcmp(argv[4], "random") == 0,
                       .prefix = argv[5],
                       .kind = "locks"};
     snprintf(b.acquire_body, sizeof b.acquire_body, "{\"ttl_ms\":10000,\"wait_ms\":60000}");
@@ -81,6 +104,8 @@ int main(int argc, char **argv)
         snprintf(b.acquire_body, sizeof b.acquire_body,
                  "{\"ttl_ms\":10000,\"wait_ms\":60000,\"limit\":%d}", atoi(limit));
     }
+    const char *rate = getenv("BENCH_RATE");
+    b.rate = rate != NULL ? atol(rate) : 0;
     const char *key = getenv("BENCH_KEY");
     if (key != NULL && key[0] != '\0')
         snprintf(b.headers, sizeof b.headers, "Authorization: Bearer %.1000s\r\n", key);
