@@ -15,17 +15,19 @@
 local lease = A_lease
 local raw = redis.call('HGET', KEYS[2], lease)
 if not raw then return lease_reply('contended') end
-local now = now_ms()
+local at = now_text()
+local now = at + 0
 local first = redis.call('ZRANGE', KEYS[1], '0', '1', 'WITHSCORES')
 if #first ~= 2 or first[1] ~= lease or first[2] + 0 <= now then return lease_reply('contended') end
 local v = redis.call('MGET', KEYS[7], KEYS[5])
 if v[2] and redis.call('EXISTS', KEYS[3]) ~= 0 then return lease_reply('contended') end
 local fence, ttl, granted_at = holder_numbers(raw)
 if type(fence) == 'number' then fence = decimal(fence) end
-local keep = math.max(LEASE_RELEASED_KEPT_MS, ttl + 0)
+if type(ttl) == 'number' then ttl = decimal(ttl) end
+-- Kept as long as the lease's ttl, if that is longer, compared as texts.
+local keep = decimal_above(ttl, RELEASED_KEPT) and ttl or RELEASED_KEPT
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
-local at, keep_text = decimal(now), decimal(keep)
-redis.call('SET', KEYS[6], end_text(lease, fence, 'released', at, keep_text), 'PX', keep_text)
+redis.call('SET', KEYS[6], end_text(lease, fence, 'released', at, keep), 'PX', keep)
 if v[1] then publish_end('s', A_name, fence, 'released') end
 redis.call('ZREM', KEYS[8], A_name)
 -- The release's time and the grant's (as the record has it), of which the gateway makes the hold's length.

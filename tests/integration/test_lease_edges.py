@@ -92,6 +92,24 @@ class LeaseEdges(GatewayTest):
             again = self.c.post(f"/v1/{kind}/{name}/release", {"token": first.body["token"]})
             self.assertEqual(again.status, 200, (kind, again))
 
+    def test_the_end_of_a_long_lease_is_kept_as_long_as_its_ttl(self):
+        """An uncontended release keeps the end of its lease (for retried releases and watchers) for
+        LEASE_RELEASED_KEPT_MS (600 s) or the lease's ttl if longer, which the first tries compare as
+        decimal texts: one of more digits (1,200 s), one of as many (900 s). Caught: the end kept 600 s
+        whatever the ttl (a retried release of a long lease then answers 410 after ten minutes)."""
+        with Redis() as r:
+            for kind, key, ttl, extra in (("locks", "lk:{%s}:h", 1_200_000, {}),
+                                          ("semaphores", "sm:{%s}:l", 900_000, {"limit": 2})):
+                name = unique_name("long-end")
+                a = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": ttl, "max_hold_ms": 3_600_000, **extra})
+                self.assertEqual(a.status, 200, a)
+                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": a.body["token"]}).status, 200)
+                k = "fg:" + key % name
+                self.assertTrue(r.cmd("GET", k).startswith("~"), (kind, r.cmd("GET", k)))
+                self.assertGreater(r.cmd("PTTL", k), ttl - 60_000, kind)
+                again = self.c.post(f"/v1/{kind}/{name}/release", {"token": a.body["token"]})
+                self.assertEqual(again.status, 200, (kind, again))
+
     def test_retried_release_answers_200_after_a_renew_of_the_released_lease(self):
         """A renew that finds its lease released answers 410 and forgets nothing: a retried release still
         answers 200. (Caught: a semaphore left idle by the release dropping its keys again on that renew,
