@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, psql  # noqa: E402
+from harness import GatewayTest, Redis, psql, same_slot  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, rejections, unique, write  # noqa: E402
 
 PLAIN_SQL = "CREATE TABLE IF NOT EXISTS public.live_plain (id text PRIMARY KEY, note text)"
@@ -40,8 +40,8 @@ class LiveLeaseTest(GatewayTest):
         psql(PLAIN_SQL)  # the table first: the gateway reads its catalog at start-up
         super().setUpClass()
 
-    def lease(self, ttl_ms=300, kind="locks", **extra):
-        r = self.c.post(f"/v1/{kind}/{unique('live')}/acquire", {"ttl_ms": ttl_ms, **extra})
+    def lease(self, ttl_ms=300, kind="locks", name=None, **extra):
+        r = self.c.post(f"/v1/{kind}/{name or unique('live')}/acquire", {"ttl_ms": ttl_ms, **extra})
         self.assertEqual(r.status, 200, r)
         return r.body
 
@@ -54,7 +54,9 @@ class LiveLeaseTest(GatewayTest):
         key = unique("inv")
         insert_invoice(key)
         psql("INSERT INTO public.live_plain (id) VALUES (:'k')", {"k": key})
-        lease = self.lease(ttl_ms=300)
+        # app_key in the lease's slot on a Redis Cluster: no write floor there is above the lease's fence
+        name, app_key = same_slot("live", "app:")
+        lease = self.lease(ttl_ms=300, name=name)
         time.sleep(0.4)  # the pause: GC, a blocked event loop; nobody else takes the lock or writes
         t = lease["token"]
         self.assert_expired(write(self.c, "PATCH", "invoices", key, {"set": {"note": "late"}}, t),
@@ -70,18 +72,20 @@ class LiveLeaseTest(GatewayTest):
         self.assertEqual([a["reason"] for a in audit], ["lease_expired"])
         # without the option, the fence alone accepts the late write: nobody stored a higher fence
         self.assertEqual(write(self.c, "PATCH", "live_plain", key, {"set": {"note": "late"}}, t).status, 200)
-        self.assertEqual(self.c.request("PUT", f"/v1/redis/app:{key}", {"value": "late"},
+        self.assertEqual(self.c.request("PUT", f"/v1/redis/{app_key}", {"value": "late"},
                                         {"Fence-Token": t}).status, 200)
 
     def test_writes_while_held_go_through(self):
         key = unique("inv")
         insert_invoice(key)
-        lease = self.lease(ttl_ms=10000)
+        # The Redis keys in the leases' slot on a Redis Cluster: no write floor there is above their fences.
+        rkey, hkey, lock, sem_name = same_slot("live:inv", "live:invh", "live", "live")
+        lease = self.lease(ttl_ms=10000, name=lock)
         h = {"Fence-Token": lease["token"]}
         self.assertEqual(write(self.c, "PATCH", "invoices", key, {"set": {"note": "ok"}}, lease["token"]).status, 200)
-        self.assertEqual(self.c.request("PUT", f"/v1/redis/live:{key}", {"value": "ok"}, h).status, 200)
-        sem = self.lease(ttl_ms=10000, kind="semaphores", limit=2)
-        r = self.c.request("PATCH", f"/v1/redis/live:{key}h", {"fields": {"a": "1"}}, {"Fence-Token": sem["token"]})
+        self.assertEqual(self.c.request("PUT", f"/v1/redis/{rkey}", {"value": "ok"}, h).status, 200)
+        sem = self.lease(ttl_ms=10000, kind="semaphores", name=sem_name, limit=2)
+        r = self.c.request("PATCH", f"/v1/redis/{hkey}", {"fields": {"a": "1"}}, {"Fence-Token": sem["token"]})
         self.assertEqual(r.status, 200, r)
 
     def test_released_lease_and_batch(self):

@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import TEST_SECRET, Gateway, Redis, psql, wait_for, write_fence_key  # noqa: E402
+from harness import TEST_SECRET, Gateway, Redis, psql, same_slot, wait_for, write_fence_key  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, stored_fence, unique  # noqa: E402
 from token_forge import claims, forge  # noqa: E402
 
@@ -103,23 +103,25 @@ class RotationTest(unittest.TestCase):
             self.write_secrets(gw, [k2, k1])
             new = c.post(f"/v1/locks/{lock_b}/acquire", {"ttl_ms": 60000}).body["token"]
             self.assertEqual(claims(new)["key_id"], "k2")
-            for i, token in enumerate((old, new)):
-                r = c.request("PUT", f"/v1/redis/app:rot-{lock_a}-{i}", {"value": "v"}, {"Fence-Token": token})
+            # Each key in its lock's slot on a Redis Cluster: no write floor there is above the lock's fences.
+            keys = [same_slot("app:rot", like=lock)[0] for lock in (lock_a, lock_b)]
+            for key, token in zip(keys, (old, new)):
+                r = c.request("PUT", f"/v1/redis/{key}", {"value": "v"}, {"Fence-Token": token})
                 self.assertEqual(r.status, 200, r)
             self.assertEqual(c.post(f"/v1/locks/{lock_a}/renew", {"token": old}).status, 200)
             self.write_secrets(gw, [k2])
-            r = c.request("PUT", f"/v1/redis/app:rot-{lock_a}-0", {"value": "w"}, {"Fence-Token": old})
+            r = c.request("PUT", f"/v1/redis/{keys[0]}", {"value": "w"}, {"Fence-Token": old})
             self.assertEqual((r.status, r.body["type"]), (403, "/problems/invalid_fence_token"), r)
             r = c.post(f"/v1/locks/{lock_a}/renew", {"token": old})
             self.assertEqual(r.status, 403, r)
-            r = c.request("PUT", f"/v1/redis/app:rot-{lock_a}-1", {"value": "w"}, {"Fence-Token": new})
+            r = c.request("PUT", f"/v1/redis/{keys[1]}", {"value": "w"}, {"Fence-Token": new})
             self.assertEqual(r.status, 200, r)
             # A secret file that does not load keeps the keys in force.
             with open(gw.config_path, "w", encoding="utf-8") as f:
                 json.dump(dict(base_config(), secrets=[{"id": "bad id", "secret": "x"}]), f)
             gw.signal(signal.SIGHUP)
             wait_for(lambda: "reload_failed" in gw.log_text(), 10, what="reload_failed")
-            r = c.request("PUT", f"/v1/redis/app:rot-{lock_a}-1", {"value": "x"}, {"Fence-Token": new})
+            r = c.request("PUT", f"/v1/redis/{keys[1]}", {"value": "x"}, {"Fence-Token": new})
             self.assertEqual(r.status, 200, r)
             c.close()
         finally:
