@@ -20,7 +20,9 @@
  * after the run_id of the process it was raised on: no connect hook there, a
  * process that did not raise it finds no limit and answers "nofence"; a
  * slot's first recovery ever (Postgres, fencegate.fence_slots) raises no write
- * floor, since no key of the slot was written before. Must
+ * floor, since no key of the slot was written before, and neither does the
+ * adoption of a slot that a live reshard moved, when the old owner and
+ * Postgres vouch for its keys (adopt, docs/cluster.md "A moved slot"). Must
  * not: issue fences itself, talk to Postgres from the connect hook, or let a
  * connection on which the check did not run be used.
  */
@@ -91,52 +93,108 @@ static const struct lease_fence_keys deployment = {.fence = KEY_FENCE,
 
 /* True for the sequence of a slot of a Redis Cluster: its limit is named after
  * the run_id it is read on (lease_keys.h), so it is trusted where that key
- * exists, and what stands for the origin in a read is that limit. */
+ * exists. */
 static bool per_slot(const struct lease_fence_keys *fk)
 {
     return fk->limit != deployment.limit;
 }
 
-/* The KEYS of lua/fence_read.lua for the sequence fk. Per slot the limit's
- * name carries the run_id it is read on, and a call has its run_id written
- * into one key only, so the fence stands for the origin (the sequence exists)
- * and read_answer takes the trust from the limit. */
-static void slot_sequence_read_keys(const struct lease_fence_keys *fk, const char **keys)
+/* The KEYS of lua/fence_read.lua for the sequence fk (per slot the limit's
+ * name hands the script the run_id of the process that runs it). */
+static void sequence_read_keys(const struct lease_fence_keys *fk, const char **keys)
 {
     keys[FENCE_READ_KEY_FENCE] = fk->fence;
-    keys[FENCE_READ_KEY_FENCE_ORIGIN] = per_slot(fk) ? fk->fence : fk->origin;
+    keys[FENCE_READ_KEY_FENCE_ORIGIN] = fk->origin;
     keys[FENCE_READ_KEY_FENCE_LIMIT] = fk->limit;
+    keys[FENCE_READ_KEY_FENCE_FLOOR] = fk->floor;
 }
 
-/* Reads the answer out (borrowed) of lua/fence_read.lua on the sequence fk,
- * as read_issued says. Per slot the sequence is trusted where its limit
- * exists under the run_id of the node that read it. */
-static void read_answer(const struct lease_fence_keys *fk, const json_t *out, int64_t *issued,
-                        bool *trusted, bool *ready, int64_t *limit)
+/* What lua/fence_read.lua says of a sequence. */
+struct sequence_state {
+    int64_t issued;          /* the last fence issued; -1: missing */
+    bool trusted;            /* it has not gone back since its limit was raised */
+    bool ready;              /* trusted and below its limit: fences may be issued now */
+    int64_t limit;           /* the reserved limit; -1: missing */
+    bool floor;              /* the write floor exists */
+    char origin[RUN_ID_MAX]; /* the run_id it was last recovered on; "" unknown */
+    char here[RUN_ID_MAX];   /* per slot: the run_id of the process that answered */
+};
+
+/* Reads the answer out (borrowed) of lua/fence_read.lua on the sequence fk.
+ * Per slot the sequence is trusted where its limit exists under the run_id of
+ * the node that read it. */
+static void read_answer(const struct lease_fence_keys *fk, const json_t *out,
+                        struct sequence_state *st)
 {
-    *issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
-    *trusted = json_is_true(json_object_get(out, "trusted"));
-    *ready = json_is_true(json_object_get(out, "ready"));
-    *limit = (int64_t)json_integer_value(json_object_get(out, "limit"));
-    if (per_slot(fk))
-        *trusted = *issued != -1 && *limit != -1;
+    st->issued = (int64_t)json_integer_value(json_object_get(out, "fence"));
+    st->trusted = json_is_true(json_object_get(out, "trusted"));
+    st->ready = json_is_true(json_object_get(out, "ready"));
+    st->limit = (int64_t)json_integer_value(json_object_get(out, "limit"));
+    st->floor = json_is_true(json_object_get(out, "floor"));
+    const char *was = json_string_value(json_object_get(out, "origin"));
+    const char *here = json_string_value(json_object_get(out, "here"));
+    snprintf(st->origin, sizeof st->origin, "%s", was != NULL ? was : "");
+    snprintf(st->here, sizeof st->here, "%s", here != NULL ? here : "");
+    if (per_slot(fk)) { /* the origin is the adoption's business (adopt), not the trust's */
+        st->trusted = st->issued != -1 && st->limit != -1;
+        st->ready = st->trusted && st->issued < st->limit;
+    }
 }
 
-/* Reads the last fence issued (-1: missing), whether it can be trusted, whether
- * fences may be issued now (ready), and the reserved limit (-1: missing), of
- * the sequence fk. */
-static int read_issued(const struct lease_fence_keys *fk, int64_t *issued, bool *trusted,
-                       bool *ready, int64_t *limit, struct fg_error *err)
+/* Reads the state of the sequence fk into *st. */
+static int read_issued(const struct lease_fence_keys *fk, struct sequence_state *st,
+                       struct fg_error *err)
 {
     const char *keys[FENCE_READ_NKEYS];
-    slot_sequence_read_keys(fk, keys);
+    sequence_read_keys(fk, keys);
     json_t *out = NULL;
     if (redis_script(SCRIPT_FENCE_READ, keys, NULL, &out, err) != 0)
         return -1;
-    read_answer(fk, out, issued, trusted, ready, limit);
-    if (*ready)
-        ceiling_raise(*limit);
+    read_answer(fk, out, st);
+    if (st->ready)
+        ceiling_raise(st->limit);
     json_decref(out);
+    return 0;
+}
+
+/* True for a run_id a process reported (not the placeholder of one that would
+ * not say). */
+static bool known_run_id(const char *run_id)
+{
+    return strlen(run_id) == REDIS_RUN_ID_LEN && strcmp(run_id, redis_run_id_here) != 0;
+}
+
+/*
+ * Per slot, for a sequence not trusted where it is read: adopts it without a
+ * loss when the slot's keys came whole from the process that last recovered
+ * it by a live reshard (docs/cluster.md, "A moved slot"): the process st->here
+ * holds the sequence, the write floor and the origin st->origin of another
+ * process, which is still a primary and hands the slot to here in its own
+ * view, with no replication history in common (redis_slot_handover); and
+ * Postgres still names that process (or here) as the slot's owner, which it
+ * then changes to here (pg_adopt_slot). *adopted tells whether it did. A
+ * reshard still under way fails with FG_ERR_BACKEND_UNAVAILABLE (503, to be
+ * retried): its keys are split between the two nodes.
+ */
+static int adopt(int slot, const struct sequence_state *st, bool *adopted, struct fg_error *err)
+{
+    *adopted = false;
+    if (slot < 0 || st->trusted || st->issued == -1 || !st->floor || !known_run_id(st->origin) ||
+        !known_run_id(st->here) || strcmp(st->origin, st->here) == 0)
+        return 0;
+    enum handover_verdict verdict = HANDOVER_LOST;
+    const char *why = "";
+    if (redis_slot_handover((unsigned)slot, st->origin, st->here, &verdict, &why, err) != 0)
+        return -1;
+    if (verdict == HANDOVER_MIGRATING)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: slot %d is moving: %s", slot, why);
+    if (verdict == HANDOVER_TRUSTED && pg_adopt_slot(slot, st->origin, st->here, adopted, err) != 0)
+        return -1;
+    if (verdict == HANDOVER_TRUSTED && !*adopted)
+        why = "Postgres names another owner: the slot was recovered elsewhere since";
+    log_event(*adopted ? LOG_INFO : LOG_WARN, *adopted ? "fence_slot_adopted" : "fence_slot_lost",
+              json_pack("{s:i, s:s, s:s, s:s}", "slot", slot, "from", st->origin, "to", st->here,
+                        "why", why));
     return 0;
 }
 
@@ -144,50 +202,79 @@ static int read_issued(const struct lease_fence_keys *fk, int64_t *issued, bool 
  * once wait for the first, then find it ready and reserve nothing more. */
 static pthread_mutex_t recovering = PTHREAD_MUTEX_INITIALIZER;
 
+/* The KEY old_limit of lua/fence_raise.lua, into out: per slot, the limit of
+ * the process the sequence was last recovered on (st->origin) when that is
+ * not the one that reads it, which the raise deletes; else the origin key,
+ * which it does not. */
+static const char *old_limit(const struct lease_fence_keys *fk, const struct sequence_state *st,
+                             char out[SHARED_KEY_MAX])
+{
+    size_t len = strlen(fk->limit);
+    if (!per_slot(fk) || !known_run_id(st->origin) || strcmp(st->origin, st->here) == 0 ||
+        len < REDIS_RUN_ID_LEN || len >= SHARED_KEY_MAX)
+        return fk->origin;
+    memcpy(out, fk->limit, len - REDIS_RUN_ID_LEN);
+    memcpy(out + len - REDIS_RUN_ID_LEN, st->origin, REDIS_RUN_ID_LEN + 1);
+    return out;
+}
+
 /* Recovers the sequence fk under the recovering lock, and makes its next fence
  * above min (-1: any): a trusted sequence below min gets a block reserved above
  * it (a slot's write floor that its tokens are below: fence_lift). */
 static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct fg_error *err)
 {
-    int64_t issued = -1, floor = 0, limit = 0;
-    bool trusted = false, ready = false;
-    if (read_issued(fk, &issued, &trusted, &ready, &limit, err) != 0)
+    struct sequence_state st;
+    if (read_issued(fk, &st, err) != 0)
         return -1;
-    if (ready && issued >= min)
+    if (st.ready && st.issued >= min)
         return 0;
-    bool first = false; /* a slot recovered for the first time ever (fencegate.fence_slots) */
-    int slot = !trusted && per_slot(fk) ? (int)key_slot(fk->fence, strlen(fk->fence)) : -1;
-    if (pg_reserve_fences(trusted ? (issued > min ? issued : min) : -1, FENCE_BLOCK,
-                          FENCE_OVERSHOOT, slot, &first, &floor, &limit, err) != 0)
+    int slot = per_slot(fk) ? (int)key_slot(fk->fence, strlen(fk->fence)) : -1;
+    bool adopted = false, first = false; /* first: recovered for the first time ever */
+    if (adopt(slot, &st, &adopted, err) != 0)
         return -1;
-    char floor_text[24], limit_text[24], run_id[RUN_ID_MAX];
+    bool trusted = st.trusted || adopted;
+    int64_t floor = 0, limit = 0;
+    if (pg_reserve_fences(trusted ? (st.issued > min ? st.issued : min) : -1, FENCE_BLOCK,
+                          FENCE_OVERSHOOT, trusted ? -1 : slot, st.here, &first, &floor, &limit,
+                          err) != 0)
+        return -1;
+    char floor_text[24], limit_text[24], run_id[RUN_ID_MAX], old[SHARED_KEY_MAX];
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
     snprintf(limit_text, sizeof limit_text, "%" PRId64, limit);
     origin_get(run_id);
+    bool lost = !trusted && !first;
     const char *keys[FENCE_RAISE_NKEYS] = {
         [FENCE_RAISE_KEY_FENCE] = fk->fence,
         [FENCE_RAISE_KEY_FENCE_LIMIT] = fk->limit,
         [FENCE_RAISE_KEY_FENCE_ORIGIN] = fk->origin,
         [FENCE_RAISE_KEY_FENCE_FLOOR] = fk->floor,
+        [FENCE_RAISE_KEY_OLD_LIMIT] = old_limit(fk, &st, old),
     };
     const char *argv[FENCE_RAISE_NARGV] = {
         [FENCE_RAISE_ARGV_FLOOR] = floor_text,
         [FENCE_RAISE_ARGV_LIMIT] = limit_text,
-        [FENCE_RAISE_ARGV_LOST] = trusted || first ? "0" : "1",
-        [FENCE_RAISE_ARGV_RUN_ID] = per_slot(fk) ? "" : run_id, /* per slot: in the limit's name */
+        [FENCE_RAISE_ARGV_LOST] = lost ? "1" : "0",
+        /* on one Redis the process seen at connect (per slot: the limit's name) */
+        [FENCE_RAISE_ARGV_RUN_ID] = lost ? run_id : "",
+        [FENCE_RAISE_ARGV_FROM] = adopted ? st.origin : "",
+        [FENCE_RAISE_ARGV_ON] = adopted ? st.here : "",
     };
     json_t *out = NULL;
     if (redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err) != 0)
         return -1;
+    bool moved = json_is_true(json_object_get(out, "moved"));
     json_decref(out);
     out = NULL;
+    if (moved)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: slot %d moved while it was adopted",
+                       slot);
     const char *floor_keys[RW_FLOOR_INIT_NKEYS] = {[RW_FLOOR_INIT_KEY_FENCE_FLOOR] = fk->floor};
     if (first && redis_script(SCRIPT_RW_FLOOR_INIT, floor_keys, NULL, &out, err) != 0)
         return -1;
     ceiling_raise(limit);
-    log_event(trusted ? LOG_DEBUG : LOG_WARN, trusted ? "fences_reserved" : "fences_recovered",
-              json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)issued, "floor", (json_int_t)floor,
-                        "limit", (json_int_t)limit));
+    log_event(lost ? LOG_WARN : LOG_DEBUG, lost ? "fences_recovered" : "fences_reserved",
+              json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)st.issued, "floor",
+                        (json_int_t)floor, "limit", (json_int_t)limit));
     json_decref(out);
     return 0;
 }
@@ -292,7 +379,9 @@ int fence_check_issued(int64_t fence, struct fg_error *err)
 struct slot_sequence {
     char fence[SHARED_KEY_MAX];
     char limit[SHARED_KEY_MAX];
-    struct lease_fence_keys fk; /* fence and limit point above */
+    char origin[SHARED_KEY_MAX];
+    char floor[SHARED_KEY_MAX];
+    struct lease_fence_keys fk; /* its keys point above */
     const char *keys[FENCE_READ_NKEYS];
 };
 
@@ -316,21 +405,23 @@ static int headroom_slots(int64_t *headroom, struct fg_error *err)
         struct slot_sequence *q = &seq[used];
         shared_key(q->fence, KEY_FENCE, s);
         shared_fence_limit_key(q->limit, s);
-        q->fk = (struct lease_fence_keys){.fence = q->fence, .limit = q->limit};
-        slot_sequence_read_keys(&q->fk, q->keys);
+        shared_key(q->origin, KEY_FENCE_ORIGIN, s);
+        shared_key(q->floor, KEY_FENCE_FLOOR, s);
+        q->fk = (struct lease_fence_keys){
+            .fence = q->fence, .limit = q->limit, .origin = q->origin, .floor = q->floor};
+        sequence_read_keys(&q->fk, q->keys);
         reads[used++] = (struct redis_batch_call){.script = SCRIPT_FENCE_READ, .keys = q->keys};
     }
     if (rc == 0 && used > 0)
         rc = redis_batch(reads, used, err);
     *headroom = used > 0 ? INT64_MAX : 0;
     for (size_t i = 0; i < used && rc == 0; i++) {
-        int64_t issued = -1, limit = -1;
-        bool trusted = false, ready = false;
-        read_answer(&seq[i].fk, reads[i].reply, &issued, &trusted, &ready, &limit);
-        if (ready)
-            ceiling_raise(limit);
-        if ((ready ? limit - issued : 0) < *headroom)
-            *headroom = ready ? limit - issued : 0;
+        struct sequence_state st;
+        read_answer(&seq[i].fk, reads[i].reply, &st);
+        if (st.ready)
+            ceiling_raise(st.limit);
+        if ((st.ready ? st.limit - st.issued : 0) < *headroom)
+            *headroom = st.ready ? st.limit - st.issued : 0;
     }
     for (size_t i = 0; i < used; i++)
         json_decref(reads[i].reply);
@@ -344,10 +435,9 @@ int fence_headroom(int64_t *headroom, struct fg_error *err)
 {
     if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)
         return headroom_slots(headroom, err);
-    int64_t issued = -1, limit = -1;
-    bool trusted = false, ready = false;
-    if (read_issued(&deployment, &issued, &trusted, &ready, &limit, err) != 0)
+    struct sequence_state st;
+    if (read_issued(&deployment, &st, err) != 0)
         return -1;
-    *headroom = ready ? limit - issued : 0;
+    *headroom = st.ready ? st.limit - st.issued : 0;
     return 0;
 }

@@ -23,7 +23,10 @@ struct lease_keys;
 /* fence_recover for the sequence the lease with keys k issues from: with the
  * per-slot layout of a Redis Cluster (lease_keys.h), its slot's, raised above
  * a block of the same Postgres reservation and its limit set under the run_id
- * of the process that runs the raise; else the one sequence. */
+ * of the process that runs the raise (a slot a live reshard moved is adopted
+ * without a loss when its keys can be vouched for: docs/cluster.md "A moved
+ * slot"; while the move is under way, FG_ERR_BACKEND_UNAVAILABLE); else the
+ * one sequence. */
 int fence_recover_lease(const struct lease_keys *k, struct fg_error *err) FG_WUR;
 
 /* fence_recover for the sequence of hash slot slot (with the per-slot layout;

@@ -256,12 +256,15 @@ static int pair_fences(int slot, struct fg_error *err)
         [FENCE_RAISE_KEY_FENCE_LIMIT] = fk.limit,
         [FENCE_RAISE_KEY_FENCE_ORIGIN] = fk.origin,
         [FENCE_RAISE_KEY_FENCE_FLOOR] = fk.floor,
+        [FENCE_RAISE_KEY_OLD_LIMIT] = fk.origin, /* none to delete */
     };
     const char *argv[FENCE_RAISE_NARGV] = {
         [FENCE_RAISE_ARGV_FLOOR] = "1",
         [FENCE_RAISE_ARGV_LIMIT] = "1000000000000",
         [FENCE_RAISE_ARGV_LOST] = "0",
         [FENCE_RAISE_ARGV_RUN_ID] = "",
+        [FENCE_RAISE_ARGV_FROM] = "",
+        [FENCE_RAISE_ARGV_ON] = "",
     };
     json_t *out = NULL;
     int rc = redis_script(SCRIPT_FENCE_RAISE, keys, argv, &out, err);

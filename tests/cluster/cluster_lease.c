@@ -176,6 +176,8 @@ static int raise_fences(bool cluster, struct fg_error *err)
         [FENCE_RAISE_ARGV_LIMIT] = "1000000000000",
         [FENCE_RAISE_ARGV_LOST] = "0",
         [FENCE_RAISE_ARGV_RUN_ID] = "",
+        [FENCE_RAISE_ARGV_FROM] = "",
+        [FENCE_RAISE_ARGV_ON] = "",
     };
     for (size_t s = 0; s < n; s++) {
         /* a lock of slot s (its name the slot's tag): the slot's sequence is its locks' */
@@ -187,6 +189,7 @@ static int raise_fences(bool cluster, struct fg_error *err)
         seed->fence_keys[FENCE_RAISE_KEY_FENCE_LIMIT] = seed->fk.limit;
         seed->fence_keys[FENCE_RAISE_KEY_FENCE_ORIGIN] = seed->fk.origin;
         seed->fence_keys[FENCE_RAISE_KEY_FENCE_FLOOR] = seed->fk.floor;
+        seed->fence_keys[FENCE_RAISE_KEY_OLD_LIMIT] = seed->fk.origin; /* none to delete */
         calls[s] = (struct redis_batch_call){
             .script = SCRIPT_FENCE_RAISE, .keys = seed->fence_keys, .argv = argv};
     }

@@ -672,37 +672,39 @@ out:
     return rc;
 }
 
-int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int slot, bool *first,
-                      int64_t *floor, int64_t *limit, struct fg_error *err)
+int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int slot, const char *owner,
+                      bool *first, int64_t *floor, int64_t *limit, struct fg_error *err)
 {
     char issued_text[24], block_text[24], skip_text[24], slot_text[16];
     snprintf(issued_text, sizeof issued_text, "%lld", (long long)issued);
     snprintf(block_text, sizeof block_text, "%lld", (long long)block);
     snprintf(skip_text, sizeof skip_text, "%lld", (long long)skip);
     snprintf(slot_text, sizeof slot_text, "%d", slot);
-    const char *params[] = {issued_text, block_text, skip_text, slot_text};
+    const char *params[] = {issued_text, block_text, skip_text, slot_text, owner};
     json_t *rows = NULL;
-    int rc = slot < 0
-                 ? pg_query("reserve_fences",
-                            "UPDATE fencegate.fence_reservation SET reserved = greatest("
-                            " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END,"
-                            " $1::bigint,"
-                            " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences))"
-                            " + $2::bigint"
-                            " RETURNING reserved - $2::bigint AS floor, reserved AS lim,"
-                            " false AS first",
-                            3, params, &rows, err)
-                 : pg_query("reserve_fences_slot",
-                            "WITH used AS (INSERT INTO fencegate.fence_slots (slot)"
-                            " VALUES ($4::integer) ON CONFLICT (slot) DO NOTHING RETURNING slot)"
-                            " UPDATE fencegate.fence_reservation SET reserved = greatest("
-                            " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END,"
-                            " $1::bigint,"
-                            " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences))"
-                            " + $2::bigint"
-                            " RETURNING reserved - $2::bigint AS floor, reserved AS lim,"
-                            " EXISTS (SELECT 1 FROM used) AS first",
-                            4, params, &rows, err);
+    int rc = slot < 0 ? pg_query("reserve_fences",
+                                 "UPDATE fencegate.fence_reservation SET reserved = greatest("
+                                 " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END,"
+                                 " $1::bigint,"
+                                 " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences))"
+                                 " + $2::bigint"
+                                 " RETURNING reserved - $2::bigint AS floor, reserved AS lim,"
+                                 " false AS first",
+                                 3, params, &rows, err)
+                      : pg_query("reserve_fences_slot",
+                                 "WITH used AS (INSERT INTO fencegate.fence_slots (slot, owner)"
+                                 " VALUES ($4::integer, $5::text) ON CONFLICT (slot) DO NOTHING"
+                                 " RETURNING slot),"
+                                 " owned AS (UPDATE fencegate.fence_slots SET owner = $5::text"
+                                 " WHERE slot = $4::integer)"
+                                 " UPDATE fencegate.fence_reservation SET reserved = greatest("
+                                 " reserved + CASE WHEN $1::bigint < 0 THEN $3::bigint ELSE 0 END,"
+                                 " $1::bigint,"
+                                 " (SELECT coalesce(max(fence), 0) FROM fencegate.resource_fences))"
+                                 " + $2::bigint"
+                                 " RETURNING reserved - $2::bigint AS floor, reserved AS lim,"
+                                 " EXISTS (SELECT 1 FROM used) AS first",
+                                 5, params, &rows, err);
     if (rc != 0)
         return -1;
     const json_t *row = json_array_get(rows, 0);
@@ -716,6 +718,22 @@ int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int slot, boo
     }
     json_decref(rows);
     return rc;
+}
+
+int pg_adopt_slot(int slot, const char *from, const char *to, bool *adopted, struct fg_error *err)
+{
+    char slot_text[16];
+    snprintf(slot_text, sizeof slot_text, "%d", slot);
+    const char *params[] = {slot_text, from, to};
+    json_t *rows = NULL;
+    if (pg_query("adopt_slot",
+                 "UPDATE fencegate.fence_slots SET owner = $3::text"
+                 " WHERE slot = $1::integer AND owner IN ($2::text, $3::text) RETURNING slot",
+                 3, params, &rows, err) != 0)
+        return -1;
+    *adopted = json_array_size(rows) == 1;
+    json_decref(rows);
+    return 0;
 }
 
 int pg_reserved_fences(int64_t *reserved, struct fg_error *err)

@@ -108,11 +108,23 @@ int pg_migrate(struct fg_error *err) FG_WUR;
  * the reservation is first raised by skip) and the highest stored fence, plus
  * block. *floor receives the start of the new block, *limit its end. With a
  * slot (>= 0: the sequence of a Redis Cluster slot), the same statement records
- * the slot in fencegate.fence_slots, and *first tells whether it was not there
- * yet (its first recovery ever); else *first is false.
+ * the slot in fencegate.fence_slots with owner (the run_id of the Redis
+ * process the sequence is recovered on; borrowed), and *first tells whether it
+ * was not there yet (its first recovery ever); else *first is false and owner
+ * is not read.
  */
-int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int slot, bool *first,
-                      int64_t *floor, int64_t *limit, struct fg_error *err) FG_WUR;
+int pg_reserve_fences(int64_t issued, int64_t block, int64_t skip, int slot, const char *owner,
+                      bool *first, int64_t *floor, int64_t *limit, struct fg_error *err) FG_WUR;
+
+/*
+ * Makes the Redis process to (a run_id) the owner of the fence sequence of
+ * Redis Cluster slot slot in fencegate.fence_slots, if its owner is from (the
+ * process the slot's keys name as the last to recover it) or to already:
+ * *adopted tells whether it did. Another owner means the slot was recovered
+ * elsewhere since those keys were written (the new owner holds older data).
+ */
+int pg_adopt_slot(int slot, const char *from, const char *to, bool *adopted,
+                  struct fg_error *err) FG_WUR;
 
 /* Reads the end of the fences reserved so far (by any gateway) into *reserved. */
 int pg_reserved_fences(int64_t *reserved, struct fg_error *err) FG_WUR;

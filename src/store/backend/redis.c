@@ -1477,6 +1477,74 @@ int redis_run_id(char *out, size_t cap, struct fg_error *err)
     return 0;
 }
 
+/* INFO text of the node at (any role) into *node; false when it did not
+ * answer one naming its run_id. */
+static bool node_info(const struct redis_endpoint *at, struct handover_node *node)
+{
+    const char *argv[] = {"INFO", "server", "replication"};
+    struct fg_error err = {0};
+    redisReply *reply = one_off_command(at, 3, argv, NULL, &err);
+    bool ok =
+        reply != NULL && reply->type == REDIS_REPLY_STRING && handover_node_parse(reply->str, node);
+    freeReplyObject(reply);
+    return ok;
+}
+
+/* Copies the text reply of argv (two arguments) at the node at into out (cap
+ * bytes, cut there); false when it gave none. */
+static bool node_text(const struct redis_endpoint *at, const char *a, const char *b, char *out,
+                      size_t cap)
+{
+    const char *argv[] = {a, b};
+    struct fg_error err = {0};
+    redisReply *reply = one_off_command(at, 2, argv, NULL, &err);
+    bool ok =
+        reply != NULL && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS);
+    if (ok)
+        snprintf(out, cap, "%s", reply->str);
+    freeReplyObject(reply);
+    return ok;
+}
+
+int redis_slot_handover(unsigned slot, const char *from, const char *here,
+                        enum handover_verdict *verdict, const char **why, struct fg_error *err)
+{
+    *verdict = HANDOVER_LOST;
+    *why = "not a cluster";
+    if (!rds.url.cluster)
+        return 0;
+    struct redis_endpoint owner;
+    struct handover_node now, old;
+    char owner_id[HANDOVER_ID_SIZE];
+    if (route_owner(cluster.route, slot, cluster_send, NULL, &owner, err) != 0)
+        return -1;
+    if (!node_info(&owner, &now) || strcmp(now.run_id, here) != 0 ||
+        !node_text(&owner, "CLUSTER", "MYID", owner_id, sizeof owner_id)) {
+        route_stale(cluster.route); /* the map may name a node the slot has left */
+        *verdict = HANDOVER_MIGRATING;
+        *why = "the slot's owner by the map is not the process that holds its keys";
+        return 0;
+    }
+    struct redis_endpoint *nodes = malloc(CLUSTER_MAX_NODES * sizeof *nodes);
+    FG_ASSERT(nodes != NULL);
+    int count = route_nodes(cluster.route, nodes, CLUSTER_MAX_NODES);
+    const struct redis_endpoint *old_at = NULL;
+    for (int i = 0; i < count && old_at == NULL; i++)
+        if (!cluster_endpoint_equal(&nodes[i], &owner) && node_info(&nodes[i], &old) &&
+            strcmp(old.run_id, from) == 0)
+            old_at = &nodes[i];
+    size_t cap = 1 << 20;
+    char *view_text = old_at != NULL ? malloc(cap) : NULL;
+    enum handover_view view = HANDOVER_VIEW_NONE;
+    if (old_at != NULL && view_text != NULL &&
+        node_text(old_at, "CLUSTER", "NODES", view_text, cap))
+        view = handover_view_parse(view_text, slot, owner_id);
+    *verdict = handover_judge(old_at != NULL ? &old : NULL, view, &now, why);
+    free(view_text);
+    free(nodes);
+    return 0;
+}
+
 int redis_ping(struct fg_error *err)
 {
     const char *argv[] = {"PING"};

@@ -25,6 +25,7 @@
 
 #include "config.h"
 #include "lua_scripts.h"
+#include "store/backend/slot_handover.h"
 #include "util/error.h"
 
 /* Called on the calling thread each time a new connection is made, before the
@@ -131,6 +132,20 @@ int redis_home_slot(unsigned slot, unsigned *home, struct fg_error *err) FG_WUR;
 /* On a cluster: fetches the slot map now (a script found it stale); a no-op
  * on one Redis. */
 int redis_map_refresh(struct fg_error *err) FG_WUR;
+
+/*
+ * On a cluster: judges whether the keys of slot came whole by a live reshard
+ * from the Redis process from (a run_id: the last the slot's fence sequence
+ * was recovered on) to the process here (the run_id of the process that holds
+ * them now), asking the nodes of the map (store/backend/slot_handover.h:
+ * INFO of the slot's owner and of every node until one runs from, CLUSTER
+ * NODES of that one). *why receives a static text naming the rule that
+ * decided. HANDOVER_LOST on one Redis. -1 with err only when no map could be
+ * had.
+ */
+int redis_slot_handover(unsigned slot, const char *from, const char *here,
+                        enum handover_verdict *verdict, const char **why,
+                        struct fg_error *err) FG_WUR;
 
 /* PING on the shared connection; in a cluster, on every primary of the map. */
 int redis_ping(struct fg_error *err) FG_WUR;

@@ -249,6 +249,18 @@ void route_stale(struct route *r)
     atomic_store(&r->stale, true);
 }
 
+int route_nodes(struct route *r, struct redis_endpoint *out, int cap)
+{
+    int n = 0;
+    pthread_rwlock_rdlock(&r->lock);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; r->known && i < r->map.nnodes; i++)
+            if (r->map.nodes[i].primary == (pass == 0) && n < cap)
+                out[n++] = r->map.nodes[i].at;
+    pthread_rwlock_unlock(&r->lock);
+    return n;
+}
+
 int route_primaries(struct route *r, struct redis_endpoint *out, int cap)
 {
     int n = 0;

@@ -89,6 +89,10 @@ int route_home_slot(struct route *r, unsigned slot, route_send_fn *send, void *c
  * node was lost). */
 void route_stale(struct route *r);
 
+/* Copies every node of the current map, primaries first, into out (at most
+ * cap; borrowed) and returns how many it copied; 0 before the first map. */
+int route_nodes(struct route *r, struct redis_endpoint *out, int cap);
+
 /* Copies the primaries that serve slots in the current map into out (at most
  * cap; borrowed) and returns how many there are (which may exceed cap); 0
  * before the first map. */
