@@ -85,7 +85,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
     local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
     local expires_text = decimal(expires_at)
     set_expiry(k, head, expires_at, expires_text)
-    redis.call('HSET', k.d, head, holder_json(fence, w.owner, ttl, decimal(now + w.max_hold), decimal(now), '0',
+    redis.call('HSET', k.d, head, holder_json(fence, w.owner, ttl, decimal(w.max_hold), decimal(now), '0',
                                               w.rid, w.inst, w.attach))
     rid_hold(k, w.rid, head, now + w.ttl, now)
     if here then

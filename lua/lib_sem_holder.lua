@@ -3,8 +3,9 @@
 -- (lib_sem.lua), JSON text (prepended to every script whose first line names
 -- it; never called on its own). It touches no key itself.
 --
---   {"fence":F,"ttl":T,"hold_until":H,"granted_at":G,"claimed":C,"rid":R,"inst":I,"attach":A,"owner":O}
---   numbers in ms (Redis time); claimed 0 for a grant its gateway has not claimed yet, else 1; rid the
+--   {"fence":F,"ttl":T,"max_hold":M,"granted_at":G,"claimed":C,"rid":R,"inst":I,"attach":A,"owner":O}
+--   numbers in ms (G Redis time; the hold ends at G + M at the latest, M kept as asked so that the
+--   first try prints no sum); claimed 0 for a grant its gateway has not claimed yet, else 1; rid the
 --   request_id ("" for none), inst the gateway that asked and attach its connection (hex), owner free text.
 -- Readers decode it (cjson), but for the release, which reads its numbers off the text (holder_numbers).
 
@@ -13,8 +14,8 @@
 -- The first try of an acquire (sem_acquire_fast.lua) gets its tail whole from
 -- the gateway (src/lease/semaphore.c), which knows them all before the script
 -- runs.
-local function holder_join(fence, ttl, hold_until, granted_at, tail)
-  return '{"fence":' .. fence .. ',"ttl":' .. ttl .. ',"hold_until":' .. hold_until .. ',"granted_at":' ..
+local function holder_join(fence, ttl, max_hold, granted_at, tail)
+  return '{"fence":' .. fence .. ',"ttl":' .. ttl .. ',"max_hold":' .. max_hold .. ',"granted_at":' ..
          granted_at .. tail
 end
 
@@ -22,15 +23,15 @@ end
 -- text: cjson prints every number through the C library's floating-point
 -- printing, many times the cost of decimal(), and a script that has a number
 -- as text already passes it on.
-local function holder_json(fence, owner, ttl, hold_until, granted_at, claimed, rid, inst, attach)
-  return holder_join(fence, ttl, hold_until, granted_at, ',"claimed":' .. claimed .. ',"rid":' .. json_string(rid) ..
+local function holder_json(fence, owner, ttl, max_hold, granted_at, claimed, rid, inst, attach)
+  return holder_join(fence, ttl, max_hold, granted_at, ',"claimed":' .. claimed .. ',"rid":' .. json_string(rid) ..
                      ',"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) .. ',"owner":' ..
                      json_string(owner) .. '}')
 end
 
 -- holder_json of a decoded holder record (holder_of), whose numbers are numbers.
 local function record_json(rec)
-  return holder_json(decimal(rec.fence), rec.owner, decimal(rec.ttl), decimal(rec.hold_until),
+  return holder_json(decimal(rec.fence), rec.owner, decimal(rec.ttl), decimal(rec.max_hold),
                      decimal(rec.granted_at), decimal(rec.claimed), rec.rid, rec.inst, rec.attach)
 end
 
@@ -39,7 +40,7 @@ end
 -- decoding it; a record of another layout is decoded (numbers, and granted_at
 -- nil in a record that lacks it).
 local function holder_numbers(raw)
-  local fence, ttl, granted_at = string.match(raw, '^{"fence":(%d+),"ttl":(%d+),"hold_until":%d+,"granted_at":(%d+)[,}]')
+  local fence, ttl, granted_at = string.match(raw, '^{"fence":(%d+),"ttl":(%d+),"max_hold":%d+,"granted_at":(%d+)[,}]')
   if fence then return fence, ttl, granted_at end
   local rec = cjson.decode(raw)
   return rec.fence, rec.ttl, rec.granted_at

@@ -20,7 +20,7 @@
 --   ended    {lease}                          this request_id's lease is over
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
-local ttl, max_hold, owner, wait = tonumber(A_ttl_ms), tonumber(A_max_hold_ms), A_owner, A_wait == '1'
+local ttl, owner, wait = tonumber(A_ttl_ms), A_owner, A_wait == '1'
 local inst, attach, keep_ms = A_instance, A_attach, tonumber(A_keep_ms)
 local k = sem_keys()
 local handoff = {}
@@ -44,7 +44,7 @@ local function grant_now()
   local fence = decimal(redis.call('INCR', k.fence))
   local expires_at = now + ttl
   local expires_text = decimal(expires_at)
-  redis.call('HSET', k.d, lease, holder_json(fence, owner, A_ttl_ms, decimal(now + max_hold), decimal(now), '1',
+  redis.call('HSET', k.d, lease, holder_json(fence, owner, A_ttl_ms, A_max_hold_ms, decimal(now), '1',
                                              rid, inst, attach))
   set_expiry(k, lease, expires_at, expires_text)
   rid_hold(k, rid, lease, expires_at, now)

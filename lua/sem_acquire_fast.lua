@@ -28,7 +28,7 @@ local lease, ttl = A_lease, A_ttl_ms
 local fence = decimal(redis.call('INCR', KEYS[5]))
 local expires_at = now + ttl
 local expires_text = decimal(expires_at)
-redis.call('HSET', KEYS[2], lease, holder_join(fence, ttl, decimal(now + A_max_hold_ms), decimal(now), A_tail))
+redis.call('HSET', KEYS[2], lease, holder_join(fence, ttl, A_max_hold_ms, decimal(now), A_tail))
 redis.call('ZADD', KEYS[1], expires_text, lease)
 -- The keys live SEM_KEEP_MS and a half past the lease (lib_sem.lua keys_ttl).
 local keys_ttl = decimal(SEM_KEEP_MS * 1.5 + ttl)

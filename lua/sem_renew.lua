@@ -20,16 +20,17 @@ if not rec then
   reply = {'lost'}
 else
   if ttl == 0 then ttl = rec.ttl end
-  if now >= rec.hold_until then
-    reply = {'max_hold', R_HOLD_UNTIL, decimal(rec.hold_until)}
+  local hold_until = rec.granted_at + rec.max_hold
+  if now >= hold_until then
+    reply = {'max_hold', R_HOLD_UNTIL, decimal(hold_until)}
   else
-    local expires_at = math.min(now + ttl, rec.hold_until)
+    local expires_at = math.min(now + ttl, hold_until)
     rec.claimed = 1
     redis.call('HSET', k.d, lease, record_json(rec))
     set_expiry(k, lease, expires_at)
     rid_hold(k, rec.rid, lease, expires_at, now)
     reply = {'renewed', R_FENCE, decimal(rec.fence), R_TTL, decimal(expires_at - now), R_EXPIRES_AT,
-             decimal(expires_at), R_HOLD_UNTIL, decimal(rec.hold_until)}
+             decimal(expires_at), R_HOLD_UNTIL, decimal(hold_until)}
   end
 end
 tidy(k, now, keep_ms)

@@ -310,7 +310,7 @@ class SemaphoreLimitTest(GatewayTest):
         "released", not "expired") and the hold time recorded is the real one (seconds, not the 55 years
         since a granted_at of 3). Caught: an owner written into the record unescaped (its fields then come
         first), and a release that cannot read a record in another order (500)."""
-        decoy = '","fence":1,"ttl":1,"hold_until":2,"granted_at":3,"x":"\\"'
+        decoy = '","fence":1,"ttl":1,"max_hold":2,"granted_at":3,"x":"\\"'
         r = Redis()
 
         def hold_seconds() -> float:
