@@ -777,6 +777,19 @@ def same_slot(*prefixes: str, like: str | None = None) -> list[str]:
     return names
 
 
+def bound_key(prefix: str) -> str:
+    """A fresh Redis key "<prefix>-<12 hex digits>" for a test that writes it with the token of a lock of
+    another slot (a binding's lock, "acct-lock:{key}", never shares its key's slot). On a Redis Cluster the
+    key's slot is one whose fence sequence was never recovered (not in fencegate.fence_slots): its first
+    recovery raises no write floor, so the key meets none above its lock's fences (a slot used before the
+    suite's FLUSHALL raises one on its next use; docs/cluster.md)."""
+    used = {int(s) for s in psql("SELECT slot FROM fencegate.fence_slots")} if cluster_mode() else set()
+    key = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    while key_slot(key) in used:
+        key = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    return key
+
+
 class _ClusterRoute:
     """Redis() in cluster mode: each keyed command goes to the primary owning its key's slot (the slot map
     read with CLUSTER SLOTS, MOVED followed and the map read again, ASK followed with ASKING on the same

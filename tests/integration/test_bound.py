@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, run_fencegate, same_slot  # noqa: E402
+from harness import GatewayTest, Redis, bound_key, run_fencegate, same_slot  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, stored_fence, unique  # noqa: E402
 
 CONFIG = {
@@ -83,7 +83,7 @@ class BoundTest(GatewayTest):
         self.assertEqual(r.status, 200, r)
 
     def test_redis_prefix_bound_to_a_lock(self):
-        key = unique("acct:")
+        key = bound_key("acct:")
         right = self.acquire(f"acct-lock:{key}")
         evil_lock, free_key = same_slot("evil", "app:")  # free_key: no write floor evil's fence is below
         evil = self.acquire(evil_lock)
@@ -98,7 +98,7 @@ class BoundTest(GatewayTest):
         self.assertEqual(r.status, 200, r)
 
     def test_redis_prefix_bound_to_a_semaphore(self):
-        key = unique("slot:")
+        key = bound_key("slot:")
         slot = self.acquire(f"slots:{key}", semaphore=True)
         same_name_lock = self.acquire(f"slots:{key}")
         self.assert_other_lock(self.c.request("PATCH", f"/v1/redis/{key}", {"fields": {"a": "1"}},
