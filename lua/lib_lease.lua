@@ -306,8 +306,8 @@ local function mark_released_until(lk, lease, now, till, fence)
   keep_until(lk.released, till, now)
 end
 
-local function mark_released(lk, lease, now, keep_ms, ttl)
-  mark_released_until(lk, lease, now, now + math.max(keep_ms, tonumber(ttl) or 0))
+local function mark_released(lk, lease, now, keep_ms, ttl, fence)
+  mark_released_until(lk, lease, now, now + math.max(keep_ms, tonumber(ttl) or 0), fence)
 end
 
 local function was_released(lk, lease, now)

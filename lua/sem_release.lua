@@ -25,7 +25,7 @@ if raw then
     redis.call('HDEL', k.d, lease)
   end
   local fence, ttl, granted_at = holder_numbers(raw)
-  mark_released(k, lease, now, tonumber(A_marker_ms), ttl)
+  mark_released(k, lease, now, tonumber(A_marker_ms), ttl, fence)
   mark_ended(k, 's', name, fence, 'released', A_marker_ms)
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else

@@ -18,6 +18,8 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   of the lease before it into the released and ended sets), and those sets stay bounded: the ended set is
   trimmed to its newest 64 by one end in 16. (Caught: both sets trimmed on every end, 15 commands a pair;
   no trim at all, an ended set as long as the name's history.)
+- A semaphore's release beside another holder (the full script) trims the released set by one end in 16
+  too. (Caught: a trim on every such release, a ZREMRANGEBYSCORE each.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -128,6 +130,25 @@ class BackendCost(GatewayTest):
         with Redis() as r:
             ended = r.cmd("ZCARD", f"fg:lk:{{{name}}}:n")
         self.assertTrue(64 <= ended < 64 + 16, ended)
+
+    def test_a_semaphore_release_beside_another_holder_trims_one_end_in_16(self):
+        name = f"cost:{uuid.uuid4().hex}"
+        route = f"/v1/semaphores/{name}"
+        other = self.c.post(route + "/acquire", {"ttl_ms": 60000, "limit": 5})
+        self.assertEqual(other.status, 200, other)
+
+        def pair():
+            got = self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 5})
+            self.assertEqual(got.status, 200, got)
+            self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
+        pair()
+        with Redis() as r:
+            r.cmd("CONFIG", "RESETSTAT")
+            for _ in range(64):
+                pair()
+            trims = commandstats(r).get("zremrangebyscore", 0)
+        self.assertLessEqual(trims, 64 // 16 + 2, "the released set trimmed on every release")
+        self.assertEqual(self.c.post(route + "/release", {"token": other.body["token"]}).status, 200)
 
     def test_an_emptied_queue_leaves_no_tickets(self):
         name = f"cost:{uuid.uuid4().hex}"
