@@ -431,10 +431,6 @@ static int validate(const struct config *cfg, struct fg_error *err)
     struct redis_url url;
     if (redis_url_parse(cfg->redis_url, &url, err) != 0)
         return -1;
-    if (url.cluster)
-        return fg_fail(err, FG_ERR_CONFIG,
-                       "redis_url: redis-cluster:// is not served by this version: a slot "
-                       "moved under a holder can refuse its fenced Redis write (docs/cluster.md)");
     if (cfg->secret != NULL &&
         (strlen(cfg->secret) < TOKEN_SECRET_MIN || strlen(cfg->secret) > TOKEN_SECRET_MAX))
         return fg_fail(err, FG_ERR_CONFIG, "secret must be %d to %d bytes long", TOKEN_SECRET_MIN,

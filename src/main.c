@@ -29,11 +29,13 @@
 #include "janitor.h"
 #include "lease/doorbell.h"
 #include "lease/fence.h"
+#include "lease/lease_keys.h"
 #include "lease/lease_ops.h"
 #include "lease/waiter.h"
 #include "store/audit/audit_stream.h"
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
+#include "store/backend/redis_url.h"
 #include "store/backend/secret.h"
 #include "store/fenced/fenced_pg.h"
 #include "util/alarm.h"
@@ -149,9 +151,21 @@ static int secrets_take(const struct config *cfg, struct fg_error *err)
     return 0;
 }
 
+/* Parses the Redis URL and puts in force the key layout it asks for: the keys
+ * shared by all leases per hash slot on a Redis Cluster (docs/cluster.md),
+ * once for the deployment otherwise; before any key is made. */
+static int redis_take(const struct config *cfg, struct fg_error *err)
+{
+    struct redis_url url;
+    if (redis_url_parse(cfg->redis_url, &url, err) != 0)
+        return -1;
+    lease_keys_set_layout(url.cluster ? LEASE_KEYS_PER_SLOT : LEASE_KEYS_ONE_REDIS);
+    return redis_init(cfg, err);
+}
+
 static int prepare_backends(struct config *cfg, struct fg_error *err)
 {
-    if (redis_init(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
+    if (redis_take(cfg, err) != 0 || pg_init(cfg, err) != 0 || migrate_when_ready(err) != 0 ||
         fenced_pg_init(cfg, err) != 0 || secrets_take(cfg, err) != 0)
         return -1;
     redis_set_connect_hook(fence_check_on_connect);
@@ -340,7 +354,7 @@ int main(int argc, char **argv)
     if (token_new_lease_id(gw.instance_id, &err) != 0)
         goto out;
     if (list_dead) {
-        status = redis_init(&cfg, &err) == 0 &&
+        status = redis_take(&cfg, &err) == 0 &&
                          audit_stream_list_dead(AUDIT_DEAD_LETTERS_MAX, stdout, &err) == 0
                      ? 0
                      : 1;
