@@ -127,8 +127,8 @@ class ComposeTest(unittest.TestCase):
 
     def test_tokens_signed_with_a_key_from_a_secret(self):
         """The signing key comes from a compose secret (deploy/signing.json, git-ignored), never from the
-        database: whoever reads Postgres must not be able to sign tokens. Both compose files."""
-        for name in ("docker-compose.yml", "docker-compose.ha.yml"):
+        database: whoever reads Postgres must not be able to sign tokens. Every compose file."""
+        for name in ("docker-compose.yml", "docker-compose.ha.yml", "docker-compose.cluster.yml"):
             with open(os.path.join(ROOT, name), encoding="utf-8") as f:
                 doc = yaml.safe_load(f)
             gateways = [s for s in doc["services"].values() if "FENCEGATE_CONFIG" in environment(s)]
@@ -139,6 +139,29 @@ class ComposeTest(unittest.TestCase):
             self.assertIn("deploy/signing.json", doc["secrets"]["fencegate_signing"]["file"])
         with open(os.path.join(ROOT, ".gitignore"), encoding="utf-8") as f:
             self.assertIn("deploy/signing.json", f.read().split())
+
+    def test_cluster_gateway(self):
+        """docker-compose.cluster.yml: six cluster nodes (as the lab: node timeout 1 s, noeviction, a password),
+        and the gateway on a redis-cluster:// URL whose seeds are three of them, started once the cluster is
+        formed and Postgres is healthy, asking /readyz as the single-Redis stack does."""
+        with open(os.path.join(ROOT, "docker-compose.cluster.yml"), encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        nodes = {n for n, s in doc["services"].items() if "--cluster-enabled yes" in " ".join(command_words(s))}
+        self.assertEqual(len(nodes), 6)
+        for n in nodes:
+            words = " ".join(command_words(doc["services"][n]))
+            for flag in ("--cluster-node-timeout 1000", "--maxmemory-policy noeviction", "--requirepass",
+                         "--masterauth"):
+                self.assertIn(flag, words, n)
+        gw = doc["services"]["gateway"]
+        url = environment(gw)["FENCEGATE_REDIS_URL"]
+        self.assertTrue(url.startswith("redis-cluster://:${REDIS_PASSWORD}@"), url)
+        seeds = {h.split(":")[0] for h in url.split("@", 1)[1].split(",")}
+        self.assertEqual(len(seeds), 3)
+        self.assertLessEqual(seeds, nodes)
+        self.assertEqual(gw["depends_on"]["cluster-init"]["condition"], "service_completed_successfully")
+        self.assertEqual(gw["depends_on"]["postgres"]["condition"], "service_healthy")
+        self.assertEqual(gw["healthcheck"], self.services["gateway"]["healthcheck"])
 
     def test_mounted_files_exist(self):
         for name, service in self.services.items():
