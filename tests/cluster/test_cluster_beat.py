@@ -10,7 +10,7 @@ gateway in that slot's fg:gateways:{T(s)}; each test names the mutation of the g
 3. waiters of a gateway killed with kill -9 are skipped once its mark ran out (waiter_lease_ms), and the next
    waiter, of a live gateway, gets the lock.
 
-Skipped while the gateway refuses redis-cluster:// URLs. Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
+Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
 
 from __future__ import annotations

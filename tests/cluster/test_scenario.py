@@ -49,7 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from cluster_lab import NODE_TIMEOUT_MS, SLOTS, ClusterLab, crc16, resp, wait  # noqa: E402
-from harness import Client, Gateway, Redis, cluster_refused, psql  # noqa: E402
+from harness import Client, Gateway, Redis, psql  # noqa: E402
 from pg_helpers import commit_log_sql  # noqa: E402
 from scenario_check import Grant, Trace, Write, overlaps, problems  # noqa: E402
 
@@ -233,9 +233,6 @@ class ScenarioTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        refused = cluster_refused()
-        if refused:
-            raise unittest.SkipTest(f"the gateway refuses a redis-cluster:// URL: {refused}")
         cls.lab = ClusterLab()
         try:
             cls.lab.start()
