@@ -151,6 +151,31 @@ class LeaseTest(unittest.TestCase):
             self.assertEqual(self.client.lock_status(lock)["fence"], waiter.fence)
         self.assertFalse(self.client.lock_status(lock)["held"])
 
+    def test_unkept_lease_is_not_renewed_by_its_acquire(self):
+        """A lease acquired with renew=False after a wait longer than a third of its TTL is the lease the
+        gateway granted, renewed only when its caller says so: the acquire answers it, never a LeaseLost
+        of a renewal sent behind the caller's back. (Caught: the renewal a kept lease gets after a long
+        wait was sent for unkept leases too, moving expires_at_ms.)"""
+        lock = unique("unkept")
+        holder = self.client.lock(lock, ttl_ms=30000).acquire()
+        threading.Timer(0.6, holder.release).start()
+        waiter = self.client.lock(lock, ttl_ms=900, wait_ms=10000, renew=False)
+        granted = {}
+        transport_call = self.client.transport.call
+
+        def call(method, path, *args, **kwargs):
+            answer = transport_call(method, path, *args, **kwargs)
+            granted.setdefault(path.rsplit("/", 1)[-1], answer.body)
+            return answer
+        self.client.transport.call = call
+        try:
+            waiter.acquire()
+        finally:
+            self.client.transport.call = transport_call
+        self.assertNotIn("renew", granted)
+        self.assertEqual(waiter.expires_at_ms, granted["acquire"]["expires_at_ms"])
+        waiter.release()
+
     def test_release_right_after_acquire_is_prompt(self):
         """Leaving `with` at once, twenty times: each release goes out at once, though the watch thread may
         still be connecting. (Caught, against a gateway with the watch endpoint: a watch that connected

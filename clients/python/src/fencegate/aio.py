@@ -280,13 +280,14 @@ class _AsyncLeaseBase:
 
     async def _acquired(self, sent_at: float, watches: List[Tuple[str, int]]) -> None:
         ttl_ms = self.ttl_ms or 30000
+        if not self._renew:  # renewed when its caller says so
+            return
         if time.monotonic() - sent_at > ttl_ms / 3000.0:  # a long wait in the queue: renew at once
             sent_at = time.monotonic()
             await self._renew_once(self._client.transport.timeout)
-        if self._renew:
-            keeper = AsyncKeeper(self._client.transport, ttl_ms, self._renew_once, watches if self._watch else [],
-                                 lambda reason: self._state.mark(reason, self), sent_at)
-            self._state.keeper, self._state.kept = keeper, True  # type: ignore[assignment]
+        keeper = AsyncKeeper(self._client.transport, ttl_ms, self._renew_once, watches if self._watch else [],
+                             lambda reason: self._state.mark(reason, self), sent_at)
+        self._state.keeper, self._state.kept = keeper, True  # type: ignore[assignment]
 
     async def _renew_once(self, timeout_s: float) -> Any:
         raise NotImplementedError

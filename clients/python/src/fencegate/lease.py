@@ -140,7 +140,8 @@ def _fresh_start(sent_at: float, ttl_ms: int, renew: Callable[[], Any]) -> float
     The gateway granted the lease at some moment between sending the acquire (sent_at) and its answer;
     counting from sent_at is safe, but after a long wait in the queue it would make a fresh lease look
     nearly expired. An acquire whose answer took over a third of the TTL is therefore renewed once at
-    once, and validity counts from that renewal.
+    once, and validity counts from that renewal. Only a kept lease is: one acquired with renew=False is
+    renewed when its caller says so, as in the Go and TypeScript clients.
     """
     if time.monotonic() - sent_at <= ttl_ms / 3000.0:
         return sent_at
@@ -247,8 +248,8 @@ class Lease(_Fenced):
                                              effect=Effect.IDEMPOTENT, wait_s=(self._wait_ms or 0) / 1000.0).body
         self.token, self.fence = answer["token"], answer["fence"]
         self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
-        sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
         if self._renew:
+            sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
             watches = [(self._path, self.fence)] if self._watch else []
             keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
                             lambda reason: self._state.mark(reason, self), sent_at)
@@ -393,8 +394,8 @@ class LockSet:
         for item in answer["locks"]:
             self.members[item["lock"]] = LockSetMember(self._client, self._state, item["lock"], item["token"],
                                                        item["fence"], self.owner)
-        sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
         if self._renew:
+            sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
             watches = [(f"/v1/locks/{quote(m.name)}", m.fence) for m in self.members.values()] if self._watch else []
             keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
                             lambda reason: self._state.mark(reason, self), sent_at)
