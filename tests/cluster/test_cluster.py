@@ -14,7 +14,7 @@ know what each counter must read). In order:
    follows MOVED and ASK, and sees no error, no lost and no doubled write;
 4. kill -9 of a primary under load: service back within cluster-node-timeout + 2 s (or within 1 s of the
    promotion, when Redis itself promotes the replica later on a loaded machine), no internal error;
-5. a primary stopped and restarted from an older snapshot (older data, older view of the cluster): it rejoins
+5. a primary stopped and restarted from an older snapshot (older data; its nodes.conf as it stopped): it rejoins
    as a replica and no counter goes back;
 6. what the cluster key layout of docs/cluster.md relies on, on this Redis: slot tags, a function reading an
    undeclared key of another slot on its node (allow-cross-slot-keys) and refused one on another node, and

@@ -11,7 +11,7 @@ a. kill -9 of a primary: service back within cluster-node-timeout + 2 s of the k
    every fence issued before: the new primary cannot tell what was lost);
 b. a live reshard of FG_SCENARIO_RESHARD_SLOTS slots (1000 in CI; the long run moves a third, 5461) under load,
    half the locks in slots that move: no error the client sees but 503s, which it retries;
-c. a primary stopped and restarted from an older snapshot and an older nodes.conf: the node rejoins as a
+c. a primary stopped and restarted from an older snapshot (its nodes.conf as it stopped): the node rejoins as a
    replica; the stop is a failover, so the errors allowed are those of a kill (a) again;
 d. holders that outlive their leases (6 s of work under leases of 5 s) on one primary's locks, through a lossy
    failover (its replica cut off and frozen for 2.5 s, then the primary killed): stale holders, and holders of
@@ -342,8 +342,8 @@ class ScenarioTest(unittest.TestCase):
         wait(lambda: self.lab.owner(target["ranges"][0]) != port, 30, "the failover")
         self.lab.wait_converged(timeout=30)
         self.lab.restart_from(port, "older")
-        # The node comes back believing it serves slots that moved on: the others correct it, which a loaded
-        # machine can take longer than a failover.
+        # The node comes back believing it serves the slots its replica took over: the others correct it,
+        # which a loaded machine can take longer than a failover.
         self.lab.wait_converged(timeout=60)
         time.sleep(SECONDS)
         # The stop is a failover: the new primary cannot tell it lost nothing, so each slot's write floor rises

@@ -271,7 +271,7 @@ class Lab:
         self.start_redis(1, self.redis_ports[0])
         for i in range(3):
             self.start_sentinel(i)
-        wait(lambda: self.sentinels_agree(), 30, "sentinels to see the replica")
+        wait(lambda: self.sentinels_agree(), 60, "sentinels to see the replica")
         self.start_pg_primary()
         self.start_pg_standby(1, 0)
         for i in range(len(self.gw_ports)):
