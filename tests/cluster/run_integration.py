@@ -13,7 +13,7 @@ Owns: the lab's lifetime around the run and the choice of files. Must not: chang
 
 Needs the environment of scripts/test (FG_BIN, FG_TEST_PG_DSN, FG_TEST_DATA, ...); run it all with
     scripts/test -R cluster.integration   after   export FG_CLUSTER_SUITE=all
-Exits 1 when any file fails, and names them; 77 (skipped) when the gateway refuses a redis-cluster:// URL.
+Exits 1 when any file fails, and names them.
 """
 
 from __future__ import annotations
@@ -26,12 +26,8 @@ import time
 
 from cluster_lab import ClusterLab
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from harness import cluster_refused  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 INTEGRATION = os.path.join(HERE, "..", "integration")
-SKIPPED = 77   # ctest's SKIP_RETURN_CODE: a gateway that refuses cluster mode
 
 # What CI runs: one file or more of every area, each file whole: locks (the API, waiters parked and woken by the
 # shard doorbell, FIFO), semaphores, lock sets, listings merged over the primaries, revocation and watch, live
@@ -61,10 +57,6 @@ def files(args: list[str]) -> list[str]:
 
 def main() -> int:
     chosen = files(sys.argv[1:])
-    refused = cluster_refused()
-    if refused:
-        print(f"skipped: the gateway refuses a redis-cluster:// URL: {refused}", file=sys.stderr)
-        return SKIPPED
     lab = ClusterLab()
     failed: list[str] = []
     try:

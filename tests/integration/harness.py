@@ -557,15 +557,6 @@ def skip_in_cluster(reason: str) -> Any:
     return unittest.skipIf(cluster_mode(), f"not in cluster mode: {reason}")
 
 
-def cluster_refused() -> str:
-    """Why the gateway under test refuses to start on a Redis Cluster ("" when it accepts a redis-cluster://
-    URL): its start-up check of the URL, run through `fencegate migrate` (which needs only the test Postgres)."""
-    r = run_fencegate(["migrate"], env_overrides={"FENCEGATE_REDIS_URL": "redis-cluster://127.0.0.1:1"})
-    if r.returncode == 0:
-        return ""
-    return (r.stdout + r.stderr).strip().splitlines()[-1] if (r.stdout + r.stderr).strip() else f"exit {r.returncode}"
-
-
 class Redis:
     """A minimal blocking Redis client: Redis().cmd('SET', 'k', 'v') -> 'OK'.
 
