@@ -510,13 +510,13 @@ static void break_connection(struct node *n, const struct pipe_entry *self, stru
     }
 
 /* Copies the run_id of an INFO server reply (borrowed) into out (cap bytes);
- * false, out unchanged, when it names none. */
+ * false, out unchanged, when it names none. Read as a handover's node is. */
 static bool run_id_in(const redisReply *reply, char *out, size_t cap)
 {
-    const char *at = reply->type == REDIS_REPLY_STRING ? strstr(reply->str, "run_id:") : NULL;
-    if (at == NULL)
+    struct handover_node node;
+    if (reply->type != REDIS_REPLY_STRING || !handover_node_parse(reply->str, &node))
         return false;
-    snprintf(out, cap, "%.*s", (int)strcspn(at + 7, "\r\n"), at + 7);
+    snprintf(out, cap, "%s", node.run_id);
     return true;
 }
 
