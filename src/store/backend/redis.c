@@ -1506,6 +1506,20 @@ static bool node_text(const struct redis_endpoint *at, const char *a, const char
     return ok;
 }
 
+/* What the node at says of slot in its own CLUSTER NODES, next to the node
+ * id to (handover_view_parse); none when it gave no answer. */
+static enum handover_view node_view(const struct redis_endpoint *at, unsigned slot, const char *to)
+{
+    const char *argv[] = {"CLUSTER", "NODES"};
+    struct fg_error err = {0};
+    redisReply *reply = one_off_command(at, 2, argv, NULL, &err);
+    enum handover_view view = reply != NULL && reply->type == REDIS_REPLY_STRING
+                                  ? handover_view_parse(reply->str, slot, to)
+                                  : HANDOVER_VIEW_NONE;
+    freeReplyObject(reply);
+    return view;
+}
+
 int redis_slot_handover(unsigned slot, const char *from, const char *here,
                         enum handover_verdict *verdict, const char **why, struct fg_error *err)
 {
@@ -1533,14 +1547,9 @@ int redis_slot_handover(unsigned slot, const char *from, const char *here,
         if (!cluster_endpoint_equal(&nodes[i], &owner) && node_info(&nodes[i], &old) &&
             strcmp(old.run_id, from) == 0)
             old_at = &nodes[i];
-    size_t cap = 1 << 20;
-    char *view_text = old_at != NULL ? malloc(cap) : NULL;
-    enum handover_view view = HANDOVER_VIEW_NONE;
-    if (old_at != NULL && view_text != NULL &&
-        node_text(old_at, "CLUSTER", "NODES", view_text, cap))
-        view = handover_view_parse(view_text, slot, owner_id);
+    enum handover_view view =
+        old_at != NULL ? node_view(old_at, slot, owner_id) : HANDOVER_VIEW_NONE;
     *verdict = handover_judge(old_at != NULL ? &old : NULL, view, &now, why);
-    free(view_text);
     free(nodes);
     return 0;
 }
