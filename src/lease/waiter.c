@@ -284,6 +284,7 @@ void waiter_rekey(struct waiter *w, const char *lease_id)
     snprintf(w->lease_id, sizeof w->lease_id, "%s", lease_id);
     if (hashed)
         strmap_add(&reg.by_id, &w->by_id, w->lease_id);
+    w->wake_reasons &= ~(unsigned)WAKE_DELIVERED;
     pthread_mutex_unlock(&reg.lock);
 }
 

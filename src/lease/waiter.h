@@ -110,9 +110,12 @@ void waiter_set_slot(struct waiter *w, int slot);
  * entries it set that were 0. */
 size_t waiter_slots(unsigned char *seen, size_t nslots);
 
-/* Changes w's lease id (a retried request_id found its earlier lease). A waiter
- * still registered under that id, the earlier attempt, is superseded as in
- * waiter_add: the retry takes its place. */
+/* Changes w's lease id (a retried request_id found its earlier lease; a lock
+ * set moved on to its next lock). A waiter still registered under that id,
+ * the earlier attempt, is superseded as in waiter_add: the retry takes its
+ * place. A grant delivered under the old id and not yet taken is dropped: it
+ * was for the lease w no longer waits for (a lock set that found that grant
+ * by its own acquire took it already). */
 void waiter_rekey(struct waiter *w, const char *lease_id);
 
 /* Moves w's wait to the state that follows ev (wait_state.h); an event its

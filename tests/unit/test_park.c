@@ -4,8 +4,8 @@
  * with a fake kind of wait and a settable clock, without Redis: a wait that
  * is superseded by a retry, drained, hung up on (taken out of its queue by
  * the janitor with others, or leaving on its own), past its deadline, handed
- * a grant in-process, meeting an outage, rung and answered, woken before it
- * parked, ended while parked; and the per-key quota of the registry.
+ * a grant in-process (and one for a lease it no longer waits for), meeting an outage, rung and
+ * answered, woken before it parked, ended while parked; and the per-key quota of the registry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,6 +51,7 @@ struct fake {
     int resumes;             /* times the registry resumed its request */
     bool take_out;           /* leave_many takes it out of its queue */
     int left_together;       /* how many waits the leave_many call that took it had */
+    const char *move_to;     /* the next attempt: a grant for its lease arrives, then it rekeys */
 };
 
 static void resume(void *request)
@@ -67,6 +68,12 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
 {
     struct fake *f = fake_of(p);
     f->attempts++;
+    if (f->move_to != NULL) { /* a release hands over what the attempt found granted already */
+        struct lease_grant g = {.fence = 7, .ttl_ms = 1000};
+        assert_true(waiter_deliver(p->waiter.lease_id, &g));
+        waiter_rekey(&p->waiter, f->move_to);
+        f->move_to = NULL;
+    }
     *next_check_ms = now + f->wait_ms;
     return f->next_try;
 }
@@ -286,6 +293,27 @@ static void delivered(void **state)
     assert_false(waiter_deliver("lease-g", &grant)); /* nobody waits under it any more */
 }
 
+/* A lock set whose attempt took lock k as granted and moved on to lock k+1
+ * while the release of k handed the same grant over in-process: that grant is
+ * not taken as the grant of lock k+1, and the set parks for it. */
+static void grant_for_the_old_lease_is_dropped(void **state)
+{
+    (void)state;
+    struct fake f;
+    park_fake(&f, &fake_kind, "lease-k", -1, NULL);
+    f.move_to = "lease-k1";
+    assert_true(waiter_ring("lease-k"));
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_PARK);
+    assert_int_equal(f.grant_fence, 0);
+    assert_int_equal(f.attempts, 2);
+    assert_false(waiter_ring("lease-k")); /* it waits under its new lease only */
+    struct lease_grant grant = {.fence = 9, .ttl_ms = 1000};
+    assert_true(waiter_deliver("lease-k1", &grant));
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_ANSWER);
+    assert_int_equal(f.grant_fence, 9);
+    end_fake(&f, false);
+}
+
 static void outage(void **state)
 {
     (void)state;
@@ -365,6 +393,7 @@ int main(void)
         cmocka_unit_test(hang_up),
         cmocka_unit_test(deadline),
         cmocka_unit_test(delivered),
+        cmocka_unit_test(grant_for_the_old_lease_is_dropped),
         cmocka_unit_test(outage),
         cmocka_unit_test(woken_before_parking),
         cmocka_unit_test(ended_while_parked),
