@@ -22,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ha"))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from lab import encode, free_port, read_reply, redis_answers, resp, wait  # noqa: E402  (the fault lab's helpers: ports, RESP, polling)
+from lab import encode, free_port, free_ports, read_reply, redis_answers, resp, wait  # noqa: E402  (the fault lab's helpers: ports, RESP, polling)
 
 NODE_TIMEOUT_MS = 1000   # cluster-node-timeout: a primary unreachable this long is failed over
 # cluster-replica-validity-factor is 0: a replica however far behind takes over (availability first, and the
@@ -78,8 +78,8 @@ class ClusterLab:
         base = os.environ.get("FG_TEST_DATA") or "/var/tmp"
         os.makedirs(base, exist_ok=True)
         self.root = tempfile.mkdtemp(prefix="fencegate-cluster-", dir=base)
-        self.ports = [free_port() for _ in range(nodes)]
-        self.bus_ports = [free_port() for _ in range(nodes)]
+        ports = free_ports(2 * nodes)
+        self.ports, self.bus_ports = ports[:nodes], ports[nodes:]
         self.procs: dict[int, subprocess.Popen] = {}
 
     # --- processes ------------------------------------------------------------------------------------

@@ -41,6 +41,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_ports(n: int) -> list[int]:
+    """n distinct ports, free a moment ago. Each socket stays bound until all are picked: the kernel hands out a
+    port again as soon as its socket closes, so n calls of free_port() name one port twice once in a few hundred
+    labs of a dozen ports, and the second server on it fails to start."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def wait(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -93,11 +107,12 @@ class Lab:
         self.pgbin = os.environ.get("FG_PGBIN", "/usr/lib/postgresql/15/bin")
         self.bin = os.environ["FG_BIN"]
         self.pg_user = os.environ.get("FG_PG_OS_USER", "fencegate-pg") if os.geteuid() == 0 else None
-        self.redis_ports = [free_port(), free_port()]
-        self.sentinel_ports = [free_port() for _ in range(3)]
-        self.pg_ports = [free_port(), free_port()]
-        self.gw_ports = [free_port() for _ in range(gateways)]
-        self.lb_port = free_port()
+        ports = free_ports(8 + gateways)
+        self.redis_ports = ports[0:2]
+        self.sentinel_ports = ports[2:5]
+        self.pg_ports = ports[5:7]
+        self.gw_ports = ports[7:7 + gateways]
+        self.lb_port = ports[7 + gateways]
         self.pg_primary = 0   # index in pg_ports of the Postgres that takes writes
         self.paused: set[int] = set()
 
