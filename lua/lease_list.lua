@@ -41,6 +41,14 @@ end
 -- Status of semaphore name with its first `shown` live holders, or nil when idle.
 local function sem_item(name)
   local base = KEY_SEM_PREFIX .. name .. KEY_TAG_END
+  local lkey = base .. KEY_SUFFIX_LIMIT
+  local lraw = redis.call('GET', lkey)
+  local first_limit, h = first_holder_read(lraw) -- its first holder kept in the limit key (lib_sem.lua)
+  if h then
+    local leases = {}
+    if shown > 0 then leases[1] = {fence = tonumber(h.fence), owner = h.owner, pttl = redis.call('PTTL', lkey)} end
+    return {name = name, limit = tonumber(first_limit), holders = 1, waiting = 0, leases = leases}
+  end
   local hkey = base .. KEY_SUFFIX_HOLDERS
   local live = redis.call('ZRANGEBYSCORE', hkey, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, shown)
   local holders = redis.call('ZCOUNT', hkey, '(' .. now, '+inf')
@@ -52,7 +60,7 @@ local function sem_item(name)
     local rec = raw and cjson.decode(raw) or {}
     leases[#leases + 1] = {fence = rec.fence, owner = rec.owner, pttl = tonumber(live[i + 1]) - now}
   end
-  return {name = name, limit = tonumber(redis.call('GET', base .. KEY_SUFFIX_LIMIT)),
+  return {name = name, limit = tonumber(lraw),
           holders = holders, waiting = waiting, leases = leases}
 end
 

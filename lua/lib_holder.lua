@@ -1,8 +1,10 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_holder.lua: the record a lock keeps in its holder key (lib_lock.lua), one
 -- string, so that a lock's scripts read it with the fence sequence in one MGET
--- and write it with its expiry in one SET (prepended to every script whose
--- first line names it; never called on its own). It touches no key itself.
+-- and write it with its expiry in one SET, and the same record of a
+-- semaphore's first holder, kept so in its limit key (lib_sem.lua) (prepended
+-- to every script whose first line names it; never called on its own). It
+-- touches no key itself.
 --
 -- A live holder, whose key expires with its lease:
 --   "<lease> <fence> <ttl> <max_hold> <granted_at> <claimed> <inst> <attach> <#rid> <rid><owner>"
@@ -13,6 +15,8 @@
 --   request_id that follows, then the owner up to the end (both free text).
 -- Or the end of the last lease (lib_lease.lua end_text). A lease that ends by running out leaves no
 -- record: it expired.
+-- A semaphore's first holder (lib_sem.lua), in its limit key, which expires with its lease:
+--   "=<limit> " then the live holder record above.
 
 -- The live holder record of the fields up to granted_at (numbers as decimal
 -- text) and tail, the fields from claimed on as one text. The first try of an
@@ -54,4 +58,28 @@ end
 -- The record of h (a holder_read table) with claimed and attach set anew.
 local function holder_rewrite(h, claimed, attach)
   return holder_text(h.lease, h.fence, h.ttl, h.max_hold, h.granted_at, claimed, h.inst, attach, h.rid, h.owner)
+end
+
+-- The record of a semaphore's first holder of the semaphore's limit (decimal
+-- text) and the live holder record of the other fields (holder_join).
+local function first_holder_join(limit, lease, fence, ttl, max_hold, granted_at, tail)
+  return '=' .. limit .. ' ' .. holder_join(lease, fence, ttl, max_hold, granted_at, tail)
+end
+
+-- The limit (decimal text) and the holder_read fields of a semaphore's first
+-- holder record raw (the limit key as read), or nil when raw is none (false:
+-- no key; a limit alone; an end's record).
+local function first_holder_read(raw)
+  if not raw or string.byte(raw, 1) ~= 61 then return nil end -- '=': a first holder
+  local limit, rest = string.match(raw, '^=(%d+) (.*)$')
+  if not limit then return nil end
+  return limit, holder_read(rest)
+end
+
+-- holder_brief of a semaphore's first holder record raw, or nil when raw is none.
+local function first_holder_brief(raw)
+  if not raw then return nil end
+  local lease, fence, ttl, granted_at = string.match(raw, '^=%d+ (%x+) (%d+) (%d+) %d+ (%d+) ')
+  if not lease then return nil end
+  return {lease = lease, fence = fence, ttl = ttl, granted_at = granted_at}
 end

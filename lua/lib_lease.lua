@@ -394,16 +394,17 @@ local function publish_end(kind, name, fence, reason)
   publish(CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
 end
 
--- Ends the lease of a lock with record h (lib_holder.lua holder_read or
--- holder_brief) in its holder key hkey for reason at `at` (ms, decimal text):
--- its end's record replaces it, kept keep_text ms (decimal text) or, for a
--- release, as long as its ttl if that is longer; published when the lock is
--- watched (watched: the mark as read). Returns the end's record.
-local function holder_end(hkey, name, h, reason, keep_text, at, watched)
+-- Ends the lease with record h (lib_holder.lua holder_read or holder_brief)
+-- kept in one string key hkey (a lock's holder key, a semaphore's limit key
+-- holding its first holder) for reason at `at` (ms, decimal text): its end's
+-- record replaces it, kept keep_text ms (decimal text) or, for a release, as
+-- long as its ttl if that is longer; published when kind's ("l" or "s") name
+-- is watched (watched: the mark as read). Returns the end's record.
+local function holder_end(kind, hkey, name, h, reason, keep_text, at, watched)
   if reason == 'released' and decimal_above(h.ttl, keep_text) then keep_text = h.ttl end
   local text = end_text(h.lease, h.fence, reason, at, keep_text)
   redis.call('SET', hkey, text, 'PX', keep_text)
-  if watched then publish_end('l', name, h.fence, reason) end
+  if watched then publish_end(kind, name, h.fence, reason) end
   return text
 end
 

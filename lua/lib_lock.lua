@@ -110,7 +110,7 @@ end
 -- decimal text); watched: the watched mark as read.
 -- Returns what grant_next returns (false: the lock is idle now).
 local function end_and_pass(k, name, h, reason, claim_ms, keep_text, now, inst, handoff, watched, waiting)
-  local text = holder_end(k.h, name, h, reason, keep_text, decimal(now), watched)
+  local text = holder_end('l', k.h, name, h, reason, keep_text, decimal(now), watched)
   if not waiting then return false end
   return grant_next(k, name, claim_ms, now, inst, handoff, text)
 end

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_sem.lua: functions shared by the semaphore scripts (prepended to every
--- script whose first line is "-- uses: lib_lease.lua lib_sem_holder.lua
--- lib_sem.lua"; never called on its own).
+-- script whose first line is "-- uses: lib_lease.lua lib_holder.lua
+-- lib_sem_holder.lua lib_sem.lua"; never called on its own).
 --
 -- Key layout of semaphore N; every key carries the hash tag {N}, base is
 -- KEY_SEM_PREFIX..N..KEY_TAG_END (src/store/backend/redis_keys.h):
@@ -15,7 +15,8 @@
 --                                          the queue
 --   limit    base..KEY_SUFFIX_LIMIT        the limit in force while there are holders or waiters;
 --                                          once idle, maybe the end of the last lease (lib_lease.lua
---                                          end_text)
+--                                          end_text); or the first holder with the limit, while
+--                                          nothing else is in use (below)
 --   tickets  base..KEY_SUFFIX_TICKETS      arrival ticket counter
 --   then the common lease keys (lib_lease.lua), with KEY_SEM_INDEX for index.
 -- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>"; on a cluster its shard
@@ -29,6 +30,15 @@
 -- its only holder with nobody waiting drops its keys and writes the end's
 -- record over the limit: an uncontended pair touches neither queue nor
 -- history.
+--
+-- The first try of an acquire (sem_acquire_fast.lua) keeps the first holder
+-- of an idle semaphore as a lock keeps its holder, in one string key that
+-- expires with the lease: the limit key, "=<limit> <holder record>"
+-- (lib_holder.lua first_holder_join); no other key of the semaphore exists
+-- then, and its first try of a release ends it there. Every other script that
+-- changes the semaphore first moves that holder into the holders' keys
+-- (unfold), so the rest of this file never meets it; the reads (sem_status.lua,
+-- sem_watch.lua, lease_list.lua) read it where it is.
 
 local function sem_keys()
   -- One table constructor for the semaphore's keys, the common ones of
@@ -95,6 +105,28 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
     end
     free = free - 1
   end
+end
+
+-- Moves a first holder kept in the limit key (see above; raw: the limit key as
+-- read) into the holders' keys: its record (lib_sem_holder.lua) in data, its
+-- expiry in holders, the limit alone in the limit key, whose times to live the
+-- call's tidy or keep_alive sets (k.fresh). It holds no request_id (the first
+-- try takes none). Returns the limit key's value as it is now: the limit, or
+-- raw when that held no first holder.
+local function unfold(k, raw)
+  local limit, h = first_holder_read(raw)
+  if not limit then return raw end
+  redis.call('HSET', k.d, h.lease, holder_json(h.fence, h.owner, h.ttl, h.max_hold, h.granted_at, h.claimed,
+                                               h.rid, h.inst, h.attach))
+  set_expiry(k, h.lease, h.granted_at + h.ttl)
+  redis.call('SET', k.l, limit)
+  k.fresh = true
+  return limit
+end
+
+-- unfold of the limit key as it is.
+local function unfold_now(k)
+  unfold(k, redis.call('GET', k.l))
 end
 
 -- The limit in force, or nil.

@@ -11,10 +11,7 @@
 
 -- The record of the fields up to granted_at (decimal text) and tail, the
 -- fields from claimed on as JSON text, from its comma to the closing brace.
--- The first try of an acquire (sem_acquire_fast.lua) gets its tail whole from
--- the gateway (src/lease/semaphore.c), which knows them all before the script
--- runs.
-local function holder_join(fence, ttl, max_hold, granted_at, tail)
+local function record_join(fence, ttl, max_hold, granted_at, tail)
   return '{"fence":' .. fence .. ',"ttl":' .. ttl .. ',"max_hold":' .. max_hold .. ',"granted_at":' ..
          granted_at .. tail
 end
@@ -24,7 +21,7 @@ end
 -- printing, many times the cost of decimal(), and a script that has a number
 -- as text already passes it on.
 local function holder_json(fence, owner, ttl, max_hold, granted_at, claimed, rid, inst, attach)
-  return holder_join(fence, ttl, max_hold, granted_at, ',"claimed":' .. claimed .. ',"rid":' .. json_string(rid) ..
+  return record_join(fence, ttl, max_hold, granted_at, ',"claimed":' .. claimed .. ',"rid":' .. json_string(rid) ..
                      ',"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) .. ',"owner":' ..
                      json_string(owner) .. '}')
 end
@@ -36,7 +33,7 @@ local function record_json(rec)
 end
 
 -- The fence, ttl and granted_at of holder record raw (JSON text), read off the
--- text as decimal text where holder_join wrote them at a third of the cost of
+-- text as decimal text where record_join wrote them at a third of the cost of
 -- decoding it; a record of another layout is decoded (numbers, and granted_at
 -- nil in a record that lacks it).
 local function holder_numbers(raw)

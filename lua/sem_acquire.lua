@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
 -- KEYS: lib_sem.lua
@@ -27,6 +27,7 @@ local handoff = {}
 
 local ready, limit_text = fence_ready_and_get(k, k.l)
 if not ready then return lease_reply('nofence') end
+limit_text = unfold(k, limit_text)
 local now = now_ms()
 index_add(k, name)
 

@@ -1,39 +1,35 @@
--- uses: lib_lease.lua lib_sem_holder.lua
+-- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire_fast.lua: the first try of an acquire without a request_id on
 -- semaphore N: takes the first slot of an idle semaphore (no limit in force,
 -- no holder, no waiter), naming only the keys that takes (Redis hands each
 -- key and argument of a call to Lua at a price). Anything else it leaves to
 -- sem_acquire.lua, which the gateway then runs: it answers "contended" without
--- a write. What it does is what sem_acquire.lua does for the same call on an
--- idle semaphore (its grant_now and settle_first_holder, lib_sem.lua): issues
--- a fence only while the sequence may (lib_lease.lua), keeps the end of the
--- lease before in the history (end_bury).
--- KEYS: holders data queue limit fence fence_limit index released ended
+-- a write. The first holder is kept as a lock's is, in one string key: the
+-- limit key, with the limit (lib_holder.lua first_holder_join), which expires
+-- with the lease; the first call that finds the semaphore so and needs more
+-- (another acquire, a renew, a revoke...) moves it into the holders' keys
+-- first (lib_sem.lua unfold). Like sem_acquire.lua on an idle semaphore it
+-- issues a fence only while the sequence may (lib_lease.lua) and keeps the
+-- end of the lease before in the history (end_bury).
+-- KEYS: limit holders queue fence fence_limit index released ended
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
 -- ARGV: name lease ttl_ms max_hold_ms limit tail
---   lease: a fresh id; tail: the holder record from claimed on (lib_sem_holder.lua holder_join),
---   ',"claimed":1,"rid":"","inst":"<instance>","attach":"<attach>","owner":<owner as JSON>}'
--- Returns (lib_lease.lua lease_reply): granted {lease, fence, ttl, expires_at}, or contended {}: in use,
+--   lease: a fresh id; tail: the holder record's fields from claimed on (lib_holder.lua
+--   holder_join), "1 <instance> <attach> 0 <owner>"
+-- Returns (lib_lease.lua lease_reply): granted {lease, fence, ttl, granted_at}, or contended {}: in use,
 -- no fence may be issued, or a limit key this script does not read.
-local v = redis.call('MGET', KEYS[5], KEYS[6], KEYS[4])
+local v = redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
 local prior = v[3]
 if not fences_left(v) or (prior and string.byte(prior, 1) ~= 126) -- '~': an end's record
-   or redis.call('EXISTS', KEYS[1], KEYS[3]) ~= 0 then
+   or redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0 then
   return lease_reply('contended')
 end
-local now = now_ms()
-redis.call('ZADD', KEYS[7], '0', A_name)
+local at = now_text()
+if prior then end_bury({released = KEYS[7], ended = KEYS[8]}, prior, at + 0) end
+redis.call('ZADD', KEYS[6], '0', A_name)
 local lease, ttl = A_lease, A_ttl_ms
-local fence = decimal(redis.call('INCR', KEYS[5]))
-local expires_at = now + ttl
-local expires_text = decimal(expires_at)
-redis.call('HSET', KEYS[2], lease, holder_join(fence, ttl, A_max_hold_ms, decimal(now), A_tail))
-redis.call('ZADD', KEYS[1], expires_text, lease)
--- The keys live SEM_KEEP_MS and a half past the lease (lib_sem.lua keys_ttl).
-local keys_ttl = decimal(SEM_KEEP_MS * 1.5 + ttl)
-if prior then end_bury({released = KEYS[8], ended = KEYS[9]}, prior, now) end
-redis.call('SET', KEYS[4], A_limit, 'PX', keys_ttl)
-redis.call('PEXPIRE', KEYS[1], keys_ttl)
-redis.call('PEXPIRE', KEYS[2], keys_ttl)
-return lease_reply('granted', nil, R_LEASE, lease, R_FENCE, fence, R_TTL, ttl, R_EXPIRES_AT, expires_text)
+local fence = decimal(redis.call('INCR', KEYS[4]))
+redis.call('SET', KEYS[1], first_holder_join(A_limit, lease, fence, ttl, A_max_hold_ms, at, A_tail), 'PX', ttl)
+-- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
+return lease_reply('granted', nil, R_LEASE, lease, R_FENCE, fence, R_TTL, ttl, R_GRANTED_AT, at)

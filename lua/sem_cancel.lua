@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
 -- KEYS: lib_sem.lua
@@ -20,6 +20,7 @@ local inst = A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
+unfold_now(k)
 purge(k, now)
 local limit = limit_in_force(k)
 grant_free(k, name, limit, claim_ms, now, inst, handoff)

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_leave.lua: waiters of semaphore N whose clients hung up leave its queue,
 -- many in one step (the gateway gathers them as the hang-ups arrive).
@@ -13,6 +13,7 @@
 local keep_ms, packed = tonumber(A_keep_ms), A_waiters
 local k = sem_keys()
 local now = now_ms()
+unfold_now(k)
 local left = leave_queue(k, packed, function(lease) return holder_of(k, lease) ~= nil end)
 tidy(k, now, keep_ms)
 return lease_reply('left', nil, R_LEFT, left)

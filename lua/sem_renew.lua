@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
 -- KEYS: lib_sem.lua
@@ -12,6 +12,7 @@ local claim_ms, keep_ms, inst = tonumber(A_claim_ms), tonumber(A_keep_ms), A_ins
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
+unfold_now(k)
 purge(k, now)
 grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
 local rec = holder_of(k, lease)

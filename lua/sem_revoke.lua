@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_revoke.lua: an operator revokes the holder with fence F of semaphore N:
 -- the fence joins the revoked set (no write presenting it is accepted from now
@@ -18,6 +18,7 @@ local handoff = {}
 if not revoked_ready(k) then return lease_reply('norevoked') end
 redis.call('SADD', k.revoked, A_fence)
 local now = now_ms()
+unfold_now(k)
 purge(k, now)
 local revoked = false
 for _, lease in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do

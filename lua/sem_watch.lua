@@ -1,4 +1,4 @@
--- uses: lib_lease.lua
+-- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_watch.lua: whether the holder with fence F still holds a slot of
 -- semaphore N, and if not, how its lease ended (expired holders count as
@@ -7,8 +7,8 @@
 -- after this look is published; that tiny write is allowed while Redis is out
 -- of memory, so a watch works then too.
 -- KEYS: holders data limit ended watched
---   the holders, holder data and limit (lib_sem.lua: once idle, the limit key
---   may hold the end of the last lease), the ended leases and the watched mark
+--   the holders, holder data and limit (lib_sem.lua: the limit key may hold the
+--   first holder, or once idle the end of the last lease), the ended leases and the watched mark
 --   (lib_lease.lua)
 -- ARGV: fence mark_ms
 -- flags: allow-oom
@@ -16,6 +16,11 @@
 -- expired {} or revoked {}.
 mark_watched(KEYS[5], A_mark_ms)
 local fence = tonumber(A_fence)
+local limit_raw = redis.call('GET', KEYS[3])
+local first = first_holder_brief(limit_raw) -- a first holder kept in the limit key (lib_sem.lua)
+if first and first.fence == A_fence then
+  return lease_reply('held', nil, R_PTTL, decimal(redis.call('PTTL', KEYS[3])))
+end
 local now = now_ms()
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
 for i = 1, #live, 2 do
@@ -24,6 +29,6 @@ for i = 1, #live, 2 do
     return lease_reply('held', nil, R_PTTL, decimal(live[i + 1] - now))
   end
 end
-local _, last, reason = end_read(redis.call('GET', KEYS[3]))
+local _, last, reason = end_read(limit_raw)
 if last == A_fence then return lease_reply(reason) end
 return lease_reply(ended_reason(KEYS[4], fence))

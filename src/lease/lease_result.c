@@ -99,6 +99,11 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     return 0;
 }
 
+void lease_holder_tail(const char *attach, const char *owner, char out[LEASE_HOLDER_TAIL_MAX])
+{
+    snprintf(out, LEASE_HOLDER_TAIL_MAX, "1 %s %s 0 %s", gw.instance_id, attach, owner);
+}
+
 void lease_leave_pack(const struct lease_leaver *ws, size_t n, char *out)
 {
     FG_ASSERT(n > 0 && n <= LEASE_LEAVE_MAX);

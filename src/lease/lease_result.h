@@ -118,6 +118,13 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
                     const char *const *keys, const char *const *argv, struct lease_result *res,
                     bool *contended, struct fg_error *err) FG_WUR;
 
+/* The fields from "claimed" on of the holder record the first try of an
+ * acquire writes (lua/lib_holder.lua: a lock's holder, a semaphore's first
+ * holder), from the asking connection attach and owner: claimed, this
+ * gateway's instance, attach, the request_id's length (0) and the owner. */
+#define LEASE_HOLDER_TAIL_MAX (8 + 2 * LEASE_ID_LEN + OWNER_NAME_MAX_LEN)
+void lease_holder_tail(const char *attach, const char *owner, char out[LEASE_HOLDER_TAIL_MAX]);
+
 #define LEASE_LEAVE_PACKED (LEASE_LEAVE_MAX * 2 * LEASE_ID_LEN + 1)
 
 /* A waiter leaving a queue: its lease and the attach id of its connection. */

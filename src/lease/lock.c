@@ -17,11 +17,6 @@
 #include "store/backend/redis.h"
 #include "util/fgjson.h"
 
-/* The fields from "claimed" on of the holder record an acquire without a
- * request_id writes (lua/lib_holder.lua): claimed, instance, attach, the
- * request_id's length (0) and the owner. */
-#define HOLDER_TAIL_MAX (8 + 2 * LEASE_ID_LEN + OWNER_NAME_MAX_LEN)
-
 /* The first try of an acquire without a request_id (lua/lock_acquire_fast.lua):
  * takes the free lock nobody waits for, else sets *contended. */
 static int acquire_first_try(const char *name, const struct acquire_params *p, const char *lease_id,
@@ -32,8 +27,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
     lease_keys_lock_acquire_fast(&k, keys);
-    char tail[HOLDER_TAIL_MAX];
-    snprintf(tail, sizeof tail, "1 %s %s 0 %s", gw.instance_id, attach, p->owner);
+    char tail[LEASE_HOLDER_TAIL_MAX];
+    lease_holder_tail(attach, p->owner, tail);
     const char *argv[LOCK_ACQUIRE_FAST_NARGV] = {
         [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,  [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease_id,
         [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl, [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,

@@ -17,21 +17,6 @@
 #include "store/backend/redis.h"
 #include "util/fgjson.h"
 
-/* The holder record an acquire without a request_id writes from "claimed" on
- * (lua/lib_sem_holder.lua), from its comma to the closing brace. */
-static void holder_tail(const struct acquire_params *p, const char *attach, char *buf, size_t cap,
-                        struct fgjson_out *out)
-{
-    fgjson_out_init(out, buf, cap);
-    out->need_comma = true;
-    fgjson_out_int(out, "claimed", 1);
-    fgjson_out_str(out, "rid", "");
-    fgjson_out_str(out, "inst", gw.instance_id);
-    fgjson_out_str(out, "attach", attach);
-    fgjson_out_str(out, "owner", p->owner);
-    fgjson_out_raw(out, "}\0", 2);
-}
-
 /* The first try of an acquire without a request_id (lua/sem_acquire_fast.lua):
  * takes the first slot of an idle semaphore, else sets *contended. */
 static int acquire_first_try(const char *name, const struct acquire_params *p, const char *lease_id,
@@ -42,28 +27,24 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     const char *keys[SEM_ACQUIRE_FAST_NKEYS] = {
-        [SEM_ACQUIRE_FAST_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
-        [SEM_ACQUIRE_FAST_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
-        [SEM_ACQUIRE_FAST_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
         [SEM_ACQUIRE_FAST_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_ACQUIRE_FAST_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_ACQUIRE_FAST_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
         [SEM_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
         [SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
         [SEM_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
         [SEM_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_SEM_KEY_RELEASED],
         [SEM_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
     };
-    char buf[256];
-    struct fgjson_out tail;
-    holder_tail(p, attach, buf, sizeof buf, &tail);
+    char tail[LEASE_HOLDER_TAIL_MAX];
+    lease_holder_tail(attach, p->owner, tail);
     const char *argv[SEM_ACQUIRE_FAST_NARGV] = {
         [SEM_ACQUIRE_FAST_ARGV_NAME] = name,   [SEM_ACQUIRE_FAST_ARGV_LEASE] = lease_id,
         [SEM_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,  [SEM_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,
-        [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit, [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail.buf,
+        [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit, [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail,
     };
-    int rc = lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
-                             contended, err);
-    fgjson_out_free(&tail);
-    return rc;
+    return lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
+                           contended, err);
 }
 
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
@@ -135,19 +116,14 @@ int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *l
     return lease_leave_run(SCRIPT_SEM_LEAVE, k.key, argv, n, left, err);
 }
 
-/* The first try of a release (lua/sem_release_fast.lua): the only holder's
- * release with nobody waiting, else sets *contended. */
+/* The first try of a release (lua/sem_release_fast.lua): the release of the
+ * first holder kept in the limit key, else sets *contended. */
 static int release_first_try(const char *name, const char *lease_id, struct lease_result *res,
                              bool *contended, struct fg_error *err)
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     const char *keys[SEM_RELEASE_FAST_NKEYS] = {
-        [SEM_RELEASE_FAST_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
-        [SEM_RELEASE_FAST_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
-        [SEM_RELEASE_FAST_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
-        [SEM_RELEASE_FAST_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
-        [SEM_RELEASE_FAST_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
         [SEM_RELEASE_FAST_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
         [SEM_RELEASE_FAST_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
         [SEM_RELEASE_FAST_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
