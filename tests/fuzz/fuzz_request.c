@@ -93,11 +93,24 @@ static const struct table_config table_configs[] = {
 };
 static char *invoice_types[] = {"text", "bigint", "text", "text", "jsonb"};
 static bool invoice_json[] = {false, false, false, false, true};
+static enum row_json_kind invoice_kinds[] = {ROW_JSON_STRING, ROW_JSON_STRING, ROW_JSON_NUMBER,
+                                             ROW_JSON_STRING, ROW_JSON_STRING, ROW_JSON_JSON};
 static char *odd_types[] = {"text", "integer"};
 static bool odd_json[] = {false, false};
+static enum row_json_kind odd_kinds[] = {ROW_JSON_NUMBER, ROW_JSON_OTHER, ROW_JSON_NUMBER};
 static const struct table_schema schemas[] = {
-    {&table_configs[0], "text", invoice_types, invoice_json, false, {KEY_FORM_TEXT, false, 0}},
-    {&table_configs[1], "bigint", odd_types, odd_json, false, {KEY_FORM_INT64, false, 0}},
+    {.cfg = &table_configs[0],
+     .key_type = "text",
+     .column_types = invoice_types,
+     .column_json = invoice_json,
+     .row_kinds = invoice_kinds,
+     .key_shape = {KEY_FORM_TEXT, false, 0}},
+    {.cfg = &table_configs[1],
+     .key_type = "bigint",
+     .column_types = odd_types,
+     .column_json = odd_json,
+     .row_kinds = odd_kinds,
+     .key_shape = {KEY_FORM_INT64, false, 0}},
 };
 #define NSCHEMAS (sizeof schemas / sizeof schemas[0])
 

@@ -19,14 +19,23 @@ static struct table_config tables[] = {
 };
 static char *invoice_types[] = {"text", "bigint", "text", "jsonb"};
 static bool invoice_json[] = {false, false, false, true};
+/* the key's kind, then each column's */
+static enum row_json_kind invoice_kinds[] = {ROW_JSON_STRING, ROW_JSON_STRING, ROW_JSON_NUMBER,
+                                             ROW_JSON_STRING, ROW_JSON_JSON};
 static char *odd_types[] = {"character varying"};
 static bool odd_json[] = {false};
+static enum row_json_kind odd_kinds[] = {ROW_JSON_NUMBER, ROW_JSON_OTHER};
 static struct table_schema schemas[] = {
     {.cfg = &tables[0],
      .key_type = "text",
      .column_types = invoice_types,
-     .column_json = invoice_json},
-    {.cfg = &tables[1], .key_type = "integer", .column_types = odd_types, .column_json = odd_json},
+     .column_json = invoice_json,
+     .row_kinds = invoice_kinds},
+    {.cfg = &tables[1],
+     .key_type = "integer",
+     .column_types = odd_types,
+     .column_json = odd_json,
+     .row_kinds = odd_kinds},
 };
 
 #endif

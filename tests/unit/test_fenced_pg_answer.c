@@ -32,28 +32,40 @@ static enum fenced_verdict verdict(const char *text, enum fenced_kind kind, int6
     return v;
 }
 
+/* A table (key "id", a text and a numeric column) as the answers below describe it. */
+static char *note_columns[] = {"note", "n"};
+static struct table_config note_table = {
+    .name = "inv", .key = "id", .columns = note_columns, .ncolumns = 2};
+static enum row_json_kind note_kinds[] = {ROW_JSON_NUMBER, ROW_JSON_STRING, ROW_JSON_NUMBER};
+static const struct table_schema note_schema = {.cfg = &note_table, .row_kinds = note_kinds};
+
 static void applied_writes(void **state)
 {
     (void)state;
-    json_t *answer =
-        answer_of("{\"resource\": \"pg:inv/1\", \"row\": \"{\\\"id\\\": \\\"1\\\"}\"}");
-    fenced_pg_answer_applied(answer, 7, &res);
+    json_t *answer = answer_of(
+        "{\"resource\": \"pg:inv/1\", \"c0\": \"1\", \"c1\": \"a \\\"b\\\"\", \"c2\": null}");
+    fenced_pg_answer_applied(answer, &note_schema, 7, &res);
     json_decref(answer);
     assert_int_equal(res.outcome, FENCED_APPLIED);
     assert_string_equal(res.resource, "pg:inv/1");
     assert_int_equal(res.fence, 7);
-    assert_string_equal(json_string_value(json_object_get(res.after, "id")), "1");
-    /* return=minimal, or a delete: no row */
+    assert_int_equal(json_integer_value(json_object_get(res.after, "id")), 1);
+    assert_string_equal(json_string_value(json_object_get(res.after, "note")), "a \"b\"");
+    assert_true(json_is_null(json_object_get(res.after, "n")));
+    assert_int_equal(json_object_size(res.after), 3);
+    /* a delete: no row */
     answer = answer_of("{\"resource\": \"pg:inv/1\"}");
-    fenced_pg_answer_applied(answer, 8, &res);
+    fenced_pg_answer_applied(answer, &note_schema, 8, &res);
     json_decref(answer);
     assert_int_equal(res.fence, 8);
     assert_true(json_is_null(res.after));
-    /* a numeric beyond double stays its JSON text */
-    answer = answer_of("{\"resource\": \"r\", \"row\": \"{\\\"n\\\": 1e999}\"}");
-    fenced_pg_answer_applied(answer, 1, &res);
+    /* a numeric beyond double: the row stays its JSON text, as a read answers it */
+    answer = answer_of("{\"resource\": \"r\", \"c0\": \"1\", \"c1\": \"x\", \"c2\": \"1"
+                       "000000000000000000000000000000\"}");
+    fenced_pg_answer_applied(answer, &note_schema, 1, &res);
     json_decref(answer);
-    assert_true(json_is_string(res.after));
+    assert_string_equal(json_string_value(res.after),
+                        "{\"id\":1,\"note\":\"x\",\"n\":1000000000000000000000000000000}");
     fenced_result_free(&res);
     assert_null(res.resource);
 }
@@ -86,8 +98,10 @@ static void refusals(void **state)
 static void missing_and_existing_rows(void **state)
 {
     (void)state;
-    const char *absent = "{\"resource\": \"r\", \"fence\": null, \"revoked\": \"f\", \"found\": \"f\"}";
-    const char *present = "{\"resource\": \"r\", \"fence\": \"3\", \"revoked\": \"f\", \"found\": \"t\"}";
+    const char *absent =
+        "{\"resource\": \"r\", \"fence\": null, \"revoked\": \"f\", \"found\": \"f\"}";
+    const char *present =
+        "{\"resource\": \"r\", \"fence\": \"3\", \"revoked\": \"f\", \"found\": \"t\"}";
     assert_int_equal(verdict(absent, FENCED_PATCH, 5), FENCED_VERDICT_MISSING);
     assert_int_equal(res.fence, 0);
     assert_int_equal(verdict(absent, FENCED_DELETE, 5), FENCED_VERDICT_MISSING);

@@ -16,11 +16,14 @@
  */
 static const char catalog[] =
     "[{\"name\": \"id\", \"type\": \"text\", \"is_json\": \"f\", \"read_only\": \"f\","
-    "  \"is_unique\": \"t\", \"base_type\": \"text\", \"nondeterministic\": \"f\"},"
+    "  \"is_unique\": \"t\", \"base_type\": \"text\", \"nondeterministic\": \"f\","
+    "  \"json_kind\": \"string\"},"
     " {\"name\": \"note\", \"type\": \"text\", \"is_json\": \"f\", \"read_only\": \"f\","
-    "  \"is_unique\": \"f\", \"base_type\": \"text\", \"nondeterministic\": \"f\"},"
+    "  \"is_unique\": \"f\", \"base_type\": \"text\", \"nondeterministic\": \"f\","
+    "  \"json_kind\": \"other\"},"
     " {\"name\": \"meta\", \"type\": \"jsonb\", \"is_json\": \"t\", \"read_only\": \"f\","
-    "  \"is_unique\": \"f\", \"base_type\": \"jsonb\", \"nondeterministic\": \"f\"},"
+    "  \"is_unique\": \"f\", \"base_type\": \"jsonb\", \"nondeterministic\": \"f\","
+    "  \"json_kind\": \"json\"},"
     " {\"name\": \"lock_fence\", \"type\": \"bigint\", \"is_json\": \"f\", \"read_only\": \"f\","
     "  \"is_unique\": \"f\", \"base_type\": \"int8\", \"nondeterministic\": \"f\"},"
     " {\"name\": \"gen\", \"type\": \"bigint\", \"is_json\": \"f\", \"read_only\": \"t\","
@@ -65,6 +68,10 @@ static void a_good_table(void **state)
     assert_string_equal(s.column_types[1], "jsonb");
     assert_false(s.column_json[0]);
     assert_true(s.column_json[1]);
+    /* how the answered row writes the key, then each column */
+    assert_int_equal(s.row_kinds[0], ROW_JSON_STRING);
+    assert_int_equal(s.row_kinds[1], ROW_JSON_OTHER);
+    assert_int_equal(s.row_kinds[2], ROW_JSON_JSON);
     table_schema_free(&s);
     t.fence_column = "lock_fence";
     assert_int_equal(load(&t, NULL, &s, &err), 0);

@@ -65,7 +65,19 @@ static const char catalog_sql[] =
     " (SELECT b.typname FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
     " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_type,"
     " coalesce((SELECT NOT co.collisdeterministic FROM pg_collation co"
-    " WHERE co.oid = a.attcollation), false) AS nondeterministic"
+    " WHERE co.oid = a.attcollation), false) AS nondeterministic,"
+    /* how row_to_json writes the type (json_categorize_type): its own way for these, as a
+     * string for another built-in scalar, maybe through a cast to json for a type of later
+     * origin (16384: FirstNormalObjectId), through a domain over a domain unknown here */
+    " (SELECT CASE WHEN b.oid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype,"
+    " 'float4'::regtype, 'float8'::regtype, 'numeric'::regtype) THEN 'number'"
+    " WHEN b.oid = 'bool'::regtype THEN 'bool'"
+    " WHEN b.oid IN ('json'::regtype, 'jsonb'::regtype) THEN 'json'"
+    " WHEN b.oid = 'timestamp'::regtype THEN 'timestamp'"
+    " WHEN b.oid = 'timestamptz'::regtype THEN 'timestamptz'"
+    " WHEN b.oid < 16384 AND b.typtype IN ('b', 'r', 'm') AND b.typelem = 0 THEN 'string'"
+    " ELSE 'other' END FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
+    " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS json_kind"
     " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
     " WHERE c.oid = to_regclass(quote_ident($1::text)) AND c.relkind IN ('r', 'p')"
     " AND a.attnum > 0 AND NOT a.attisdropped";
@@ -446,7 +458,7 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
                     struct fenced_result *res)
 {
     if (row != NULL) {
-        fenced_pg_answer_applied(row, who->fence, res);
+        fenced_pg_answer_applied(row, &fpg.schemas[op->table], who->fence, res);
         return;
     }
     fenced_result_free(res);
@@ -673,7 +685,7 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
         if (answer == NULL) /* return=minimal: no items to answer */
             continue;
         struct fenced_result one = {0};
-        fenced_pg_answer_applied(answer, who->fence, &one);
+        fenced_pg_answer_applied(answer, &fpg.schemas[batch->ops[i].table], who->fence, &one);
         json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",
                                                fenced_kind_method(batch->ops[i].kind), "resource",
                                                one.resource, "row", one.after));

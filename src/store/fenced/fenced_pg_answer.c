@@ -8,6 +8,7 @@
  */
 #include "store/fenced/fenced_pg_answer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,17 +20,43 @@ int64_t fenced_pg_answer_fence(const json_t *answer)
     return text ? strtoll(text, NULL, 10) : 0;
 }
 
-/* The row of an answer as JSON (null if none); a row jansson cannot represent
+/* A row's JSON text as JSON (null for NULL); a row jansson cannot represent
  * (e.g. a numeric beyond double) is kept as its JSON text. */
-static json_t *row_of(const json_t *answer)
+static json_t *row_parsed(const char *text)
 {
-    const char *text = json_string_value(json_object_get(answer, "row"));
     if (text == NULL)
         return json_null();
     json_t *row = fgjson_parse_flat(text, strlen(text)); /* the common row, read fast */
     if (row == NULL)
         row = json_loads(text, JSON_DECODE_ANY, NULL);
     return row ? row : json_string(text);
+}
+
+/* The row of a read's answer (its member row, row_to_json's text). */
+static json_t *row_of(const json_t *answer)
+{
+    return row_parsed(json_string_value(json_object_get(answer, "row")));
+}
+
+/* The row of a write's answer: its members c0 (the key), c1, ... (the listed
+ * columns) of table s, written as row_to_json would (row_json.h); null when
+ * the answer has none (a delete). */
+static json_t *written_row(const json_t *answer, const struct table_schema *s)
+{
+    size_t n = s->cfg->ncolumns + 1;
+    if (json_object_get(answer, "c0") == NULL)
+        return json_null();
+    const char *names[n], *texts[n];
+    for (size_t i = 0; i < n; i++) {
+        char member[24];
+        snprintf(member, sizeof member, "c%zu", i);
+        names[i] = i == 0 ? s->cfg->key : s->cfg->columns[i - 1];
+        texts[i] = json_string_value(json_object_get(answer, member));
+    }
+    char *text = row_json_text(names, texts, s->row_kinds, n);
+    json_t *row = row_parsed(text);
+    free(text);
+    return row;
 }
 
 /* The resource of an answer (owned; "" if none). */
@@ -48,13 +75,14 @@ static bool flag_of(const json_t *answer, const char *member)
     return text != NULL && strcmp(text, "t") == 0;
 }
 
-void fenced_pg_answer_applied(const json_t *answer, int64_t presented, struct fenced_result *res)
+void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s, int64_t presented,
+                              struct fenced_result *res)
 {
     fenced_result_free(res);
     res->outcome = FENCED_APPLIED;
     res->resource = resource_of(answer);
     res->fence = presented;
-    res->after = row_of(answer);
+    res->after = written_row(answer, s);
 }
 
 enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_kind kind,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_pg_answer.h - reading the one-row answers of the fenced Postgres
- * statements (fenced_sql.h), all text: a write's (resource, row), the
+ * statements (fenced_sql.h), all text: a write's (resource, c0, c1, ...), the
  * refusal statement's (resource, fence, revoked, found), a read's (resource,
  * fence, row), into struct fenced_result. Pure: fenced_pg.c runs the
  * statements.
@@ -18,9 +18,10 @@
 /* The fence member of an answer row (text), 0 if it has none. */
 int64_t fenced_pg_answer_fence(const json_t *answer);
 
-/* Fills *res (freed first) from the answer row of an accepted write that
- * presented fence presented: APPLIED, the row (null if not asked for). */
-void fenced_pg_answer_applied(const json_t *answer, int64_t presented, struct fenced_result *res);
+/* Fills *res (freed first) from the answer row of an accepted write on table
+ * s that presented fence presented: APPLIED, the row (null for a delete). */
+void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s, int64_t presented,
+                              struct fenced_result *res);
 
 /* What the refusal statement found about a write that wrote nothing. */
 enum fenced_verdict {

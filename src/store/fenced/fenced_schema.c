@@ -113,7 +113,10 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
     schema->key_numeric = fenced_sql_key_numeric(base ? base : "");
     schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
     schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
-    FG_ASSERT(schema->column_types != NULL && schema->column_json != NULL);
+    schema->row_kinds = calloc(t->ncolumns + 1, sizeof *schema->row_kinds);
+    FG_ASSERT(schema->column_types != NULL && schema->column_json != NULL &&
+              schema->row_kinds != NULL);
+    schema->row_kinds[0] = row_json_kind_of(json_string_value(json_object_get(key, "json_kind")));
     for (size_t i = 0; i < t->ncolumns; i++) {
         const json_t *col = catalog_column(columns, t->columns[i]);
         if (col == NULL)
@@ -127,6 +130,8 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
                            t->name, t->columns[i]);
         schema->column_types[i] = catalog_type(col);
         schema->column_json[i] = catalog_flag(col, "is_json");
+        schema->row_kinds[i + 1] =
+            row_json_kind_of(json_string_value(json_object_get(col, "json_kind")));
     }
     return 0;
 }

@@ -15,8 +15,8 @@
 /*
  * Fills *schema for table t (borrowed by it) from columns, the catalog rows of
  * t's columns (an array of objects {name, type, is_json, read_only, is_unique,
- * base_type, nondeterministic}, flags as "t"/"f", as fenced_pg.c's catalog
- * query answers them; borrowed). A table, key or column that does not exist, a
+ * base_type, nondeterministic, json_kind}, flags as "t"/"f", as fenced_pg.c's
+ * catalog query answers them; borrowed). A table, key or column that does not exist, a
  * key without a single-column unique index or of a type that cannot name a
  * resource, a column that cannot be written or a fence column that is no
  * writable bigint fails with FG_ERR_CONFIG naming it. Release *schema with

@@ -9,8 +9,10 @@
  * then one text parameter per written column, in configuration order. It
  * claims the fence and writes in one round trip; its command's row count is 1
  * when the write was accepted. Asked for the row, it then answers one row:
- * (resource, row) - resource is the canonical resource of the written row,
- * row the row as JSON text (NULL for a delete); not asked, it answers nothing.
+ * (resource, c0, c1, ...) - resource is the canonical resource of the written
+ * row, c0 its key and c1.. its listed columns as Postgres prints them, each
+ * as to_json's text where the gateway does not write the type's JSON itself
+ * (row_json.h; none for a delete); not asked, it answers nothing.
  * A refused write, or one whose row is missing, counts 0 and writes nothing;
  * the refusal statement then tells why, and keeps the audit row of a refusal.
  * Accepted writes, the common case, pay for nothing else.
@@ -23,6 +25,7 @@
 
 #include "config.h"
 #include "store/fenced/key_text.h"
+#include "store/fenced/row_json.h"
 #include "util/error.h"
 
 enum fenced_kind {
@@ -62,6 +65,7 @@ struct table_schema {
     char *key_type;                 /* SQL type of the key, as format_type prints it (owned) */
     char **column_types;            /* SQL type of each writable column (owned, cfg order) */
     bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
+    enum row_json_kind *row_kinds;  /* how the answered row writes the key, then each column */
     bool key_numeric;               /* the key is numeric: its identity drops the scale */
     struct key_shape key_shape;     /* how the gateway reads the key's text */
 };

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_row_json.c - the JSON text of a written row from its columns' texts:
+ * each kind written as Postgres's row_to_json writes it (the expected texts
+ * are row_to_json's for the same values, Postgres 15, DateStyle ISO), names
+ * and strings escaped as it escapes them, and the kind names of the catalog
+ * query.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/fenced/row_json.h"
+
+/* The text of a one-column row {"v": ...} whose value prints as text, of kind. */
+static void one(const char *text, enum row_json_kind kind, const char *expect)
+{
+    const char *names[] = {"v"};
+    const char *texts[] = {text};
+    char *got = row_json_text(names, texts, &kind, 1);
+    char *want = NULL;
+    assert_true(asprintf(&want, "{\"v\":%s}", expect) > 0);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+}
+
+static void numbers(void **state)
+{
+    (void)state;
+    one("42", ROW_JSON_NUMBER, "42");
+    one("-0.50", ROW_JSON_NUMBER, "-0.50");
+    one("1e+30", ROW_JSON_NUMBER, "1e+30");
+    one("1.5e-07", ROW_JSON_NUMBER, "1.5e-07");
+    one("0", ROW_JSON_NUMBER, "0");
+    /* what JSON has no number for is a string */
+    one("NaN", ROW_JSON_NUMBER, "\"NaN\"");
+    one("Infinity", ROW_JSON_NUMBER, "\"Infinity\"");
+    one("-Infinity", ROW_JSON_NUMBER, "\"-Infinity\"");
+    one("01", ROW_JSON_NUMBER, "\"01\"");
+    one("1.", ROW_JSON_NUMBER, "\"1.\"");
+    one("1e", ROW_JSON_NUMBER, "\"1e\"");
+    one("-", ROW_JSON_NUMBER, "\"-\"");
+}
+
+static void other_kinds(void **state)
+{
+    (void)state;
+    one("t", ROW_JSON_BOOL, "true");
+    one("f", ROW_JSON_BOOL, "false");
+    one("{\"a\": [1, 2.50]}", ROW_JSON_JSON, "{\"a\": [1, 2.50]}");
+    one("[{\"f1\":1}]", ROW_JSON_OTHER, "[{\"f1\":1}]"); /* to_json's text */
+    one(NULL, ROW_JSON_STRING, "null");
+    one(NULL, ROW_JSON_JSON, "null");
+    one("\\x00ff", ROW_JSON_STRING, "\"\\\\x00ff\"");
+    one("2026-12-02", ROW_JSON_STRING, "\"2026-12-02\"");
+    one("a\"b\\c\b\f\n\r\t\x01\x1f\x7f \xc3\xbc", ROW_JSON_STRING,
+        "\"a\\\"b\\\\c\\b\\f\\n\\r\\t\\u0001\\u001f\x7f \xc3\xbc\"");
+}
+
+static void timestamps(void **state)
+{
+    (void)state;
+    one("2026-12-02 04:55:00", ROW_JSON_TIMESTAMP, "\"2026-12-02T04:55:00\"");
+    one("2026-12-02 04:55:00.123456", ROW_JSON_TIMESTAMP, "\"2026-12-02T04:55:00.123456\"");
+    one("0044-03-15 12:00:00 BC", ROW_JSON_TIMESTAMP, "\"0044-03-15T12:00:00 BC\"");
+    one("infinity", ROW_JSON_TIMESTAMP, "\"infinity\"");
+    one("2026-12-02 04:55:00+00", ROW_JSON_TIMESTAMPTZ, "\"2026-12-02T04:55:00+00:00\"");
+    one("2026-12-02 04:55:00.5-08", ROW_JSON_TIMESTAMPTZ, "\"2026-12-02T04:55:00.5-08:00\"");
+    one("2026-12-02 10:25:00+05:30", ROW_JSON_TIMESTAMPTZ, "\"2026-12-02T10:25:00+05:30\"");
+    one("1850-01-01 00:00:00+00:09:21", ROW_JSON_TIMESTAMPTZ, "\"1850-01-01T00:00:00+00:09:21\"");
+    one("0044-03-15 12:00:00+00 BC", ROW_JSON_TIMESTAMPTZ, "\"0044-03-15T12:00:00+00:00 BC\"");
+    one("12026-12-02 04:55:00+01", ROW_JSON_TIMESTAMPTZ, "\"12026-12-02T04:55:00+01:00\"");
+    one("-infinity", ROW_JSON_TIMESTAMPTZ, "\"-infinity\"");
+}
+
+static void rows(void **state)
+{
+    (void)state;
+    const char *names[] = {"id", "co\"l\n", "j"};
+    const char *texts[] = {"7", "x", NULL};
+    enum row_json_kind kinds[] = {ROW_JSON_NUMBER, ROW_JSON_STRING, ROW_JSON_JSON};
+    char *got = row_json_text(names, texts, kinds, 3);
+    assert_string_equal(got, "{\"id\":7,\"co\\\"l\\n\":\"x\",\"j\":null}");
+    free(got);
+    got = row_json_text(names, texts, kinds, 1);
+    assert_string_equal(got, "{\"id\":7}");
+    free(got);
+}
+
+static void kind_names(void **state)
+{
+    (void)state;
+    assert_int_equal(row_json_kind_of("number"), ROW_JSON_NUMBER);
+    assert_int_equal(row_json_kind_of("bool"), ROW_JSON_BOOL);
+    assert_int_equal(row_json_kind_of("json"), ROW_JSON_JSON);
+    assert_int_equal(row_json_kind_of("string"), ROW_JSON_STRING);
+    assert_int_equal(row_json_kind_of("timestamp"), ROW_JSON_TIMESTAMP);
+    assert_int_equal(row_json_kind_of("timestamptz"), ROW_JSON_TIMESTAMPTZ);
+    assert_int_equal(row_json_kind_of("other"), ROW_JSON_OTHER);
+    assert_int_equal(row_json_kind_of("numeric"), ROW_JSON_OTHER);
+    assert_int_equal(row_json_kind_of(NULL), ROW_JSON_OTHER);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(numbers), cmocka_unit_test(other_kinds), cmocka_unit_test(timestamps),
+        cmocka_unit_test(rows),    cmocka_unit_test(kind_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
