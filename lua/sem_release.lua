@@ -13,10 +13,14 @@ local k = sem_keys()
 local handoff = {}
 local now = now_ms()
 
-unfold_now(k)
 purge(k, now)
 local reply, idle -- reply: the outcome and its facts; idle: nobody holds or waits
 local raw = redis.call('HGET', k.d, lease)
+-- A lease in the holders' keys means no first holder waits in the limit key
+-- (lib_sem.lua): only a release that finds none there reads that key, and
+-- moves such a holder (this lease or another) first.
+local limit_raw = not raw and redis.call('GET', k.l)
+if limit_raw and unfold(k, limit_raw) ~= limit_raw then raw = redis.call('HGET', k.d, lease) end
 if raw then
   -- The only holder of a semaphore nobody waits for leaves it idle: its keys
   -- go at once (forget), the lease's with them.
@@ -30,7 +34,7 @@ if raw then
   mark_ended(k, 's', name, fence, 'released', A_marker_ms)
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
-  local ended, _, reason = end_read(redis.call('GET', k.l))
+  local ended, _, reason = end_read(limit_raw)
   if (ended == lease and reason == 'released') or was_released(k, lease, now) then
     reply = {'released', R_AGAIN, '1'}
   else

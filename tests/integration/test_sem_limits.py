@@ -410,7 +410,8 @@ class SemaphoreLimitTest(GatewayTest):
         """A gateway that saw the name contended in the last second runs the full scripts at once
         (src/lease/contention.c), so with two gateways a first holder that one granted by its first try may
         be released, or given up, through the full script of the other. Caught (each tried): a full release
-        that does not move the holder out of the limit key first (410, and the holder's key dropped)."""
+        that does not move the holder out of the limit key first (410, and the holder's key dropped), and one
+        that moves it only for its own lease (a retried release of the lease before drops the holder)."""
         with Gateway() as other, other.client() as c2:
             for end in ("release", "renew then release"):
                 name = unique("sem-two")
@@ -421,6 +422,9 @@ class SemaphoreLimitTest(GatewayTest):
                 self.assertEqual(a.status, 200, a)
                 with Redis() as r:
                     self.assertTrue(r.cmd("GET", f"fg:sm:{{{name}}}:l").startswith("="), "not the first try's")
+                # A retried release of the lease before, through the full script, leaves the holder be.
+                self.assertEqual(release(c2, name, x["token"]).status, 200)
+                self.assertEqual(status(self.c, name)["holders"], 1, end)
                 if end == "renew then release":
                     renewed = c2.post(SEM + name + "/renew", {"token": a.body["token"]})
                     self.assertEqual(renewed.status, 200, renewed)
