@@ -11,6 +11,8 @@
  */
 #include "lease/lockset_wait.h"
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,10 +36,76 @@ static void give_up_lock(const char *name, int rc, const struct fg_error *err)
         log_message(LOG_WARN, "lockset_cleanup", "lock %s: %s", name, err->msg);
 }
 
-/* Gives up: the lock being waited for (if queued) and every lock held. */
+/* The sets with a request_id running in this gateway, by request id (lockset_wait.h). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t given_back; /* a set in the table is done giving back */
+    struct strmap sets;        /* struct lockset_wait by request */
+} running = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, STRMAP_INIT};
+
+/* ls begins: with a request_id it takes over the earlier attempt running here, once that one is
+ * done giving back, and runs in its place. */
+static void take_over(struct lockset_wait *ls)
+{
+    const char *hash = strrchr(ls->rids[0], '#');
+    if (hash == NULL)
+        return;
+    snprintf(ls->request, sizeof ls->request, "%.*s", (int)(hash - ls->rids[0]), ls->rids[0]);
+    pthread_mutex_lock(&running.lock);
+    struct lockset_wait *earlier;
+    for (;;) {
+        struct strmap_node *node = strmap_find(&running.sets, ls->request);
+        earlier = node != NULL
+                      ? (struct lockset_wait *)(void *)((char *)node -
+                                                        offsetof(struct lockset_wait, by_request))
+                      : NULL;
+        if (earlier == NULL || !earlier->giving_back)
+            break;
+        pthread_cond_wait(&running.given_back, &running.lock);
+    }
+    if (earlier != NULL) {
+        earlier->taken_over = true;
+        strmap_remove(&running.sets, &earlier->by_request);
+    }
+    strmap_add(&running.sets, &ls->by_request, ls->request);
+    pthread_mutex_unlock(&running.lock);
+}
+
+/* True if ls may give back what it holds (no retry took it over); it is then giving back until
+ * given_back. */
+static bool giving_back(struct lockset_wait *ls)
+{
+    pthread_mutex_lock(&running.lock);
+    ls->giving_back = !ls->taken_over;
+    pthread_mutex_unlock(&running.lock);
+    return ls->giving_back;
+}
+
+static void given_back(struct lockset_wait *ls)
+{
+    pthread_mutex_lock(&running.lock);
+    ls->giving_back = false;
+    pthread_cond_broadcast(&running.given_back);
+    pthread_mutex_unlock(&running.lock);
+}
+
+/* ls ends: out of the table of running sets. */
+static void stop_running(struct lockset_wait *ls)
+{
+    if (ls->request[0] == '\0')
+        return;
+    pthread_mutex_lock(&running.lock);
+    strmap_remove(&running.sets, &ls->by_request);
+    pthread_mutex_unlock(&running.lock);
+}
+
+/* Gives up: the lock being waited for (if queued) and every lock held, unless a retry took the
+ * set over (the retry holds them now). */
 static void abandon(struct lockset_wait *ls, bool queued)
 {
     ls->settled = true;
+    if (!giving_back(ls))
+        return;
     struct lease_result res;
     struct fg_error err = {0};
     if (queued && ls->next < ls->set.n)
@@ -48,6 +116,7 @@ static void abandon(struct lockset_wait *ls, bool queued)
     for (size_t i = 0; i < ls->next; i++)
         give_up_lock(ls->set.names[i], lock_release(ls->set.names[i], ls->leases[i], &res, &err),
                      &err);
+    given_back(ls);
 }
 
 /* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained. */
@@ -227,6 +296,7 @@ static void release(struct park *p, bool holds_place)
     struct lockset_wait *ls = set_of(p);
     if (!ls->settled)
         abandon(ls, holds_place && ls->waits);
+    stop_running(ls);
     free(ls);
 }
 
@@ -244,6 +314,7 @@ enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_c
     *problem = (struct fg_error){0};
     ls->park.kind = &lockset_kind;
     ls->waits = ls->params.wait_ms > 0;
+    take_over(ls);
     if (!ls->waits) { /* one attempt, no registration */
         int64_t at;
         FG_ASSERT(attempt(&ls->park, park_clock(), &at) == PARK_TRY_ANSWERED);

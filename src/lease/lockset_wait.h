@@ -15,6 +15,13 @@
  * its queue with other hung-up clients by the janitor; it renews the locks it
  * already holds every third of their TTL. It answers with lease facts and
  * problems; its handler (http/handlers_locksets.c) signs the tokens.
+ *
+ * A set retried with its request_id finds the leases of the earlier attempt
+ * and takes them (lockset.h). An earlier attempt still running in this
+ * gateway (its client gone, say) is taken over as the retry begins: from then
+ * on it gives nothing back, so that its give-up cannot release the locks the
+ * retry now answers; an attempt already giving back finishes first, and the
+ * retry is then told its leases ended.
  */
 #ifndef FG_LOCKSET_WAIT_H
 #define FG_LOCKSET_WAIT_H
@@ -25,6 +32,7 @@
 #include "lease/lease_result.h"
 #include "lease/lockset.h"
 #include "lease/park.h"
+#include "util/strmap.h"
 
 struct lockset_wait {
     struct park park;                           /* registered under leases[next] */
@@ -41,6 +49,10 @@ struct lockset_wait {
     struct fg_error err;                        /* its answer when not granted */
     const char *failed_lock; /* set: err names this lock (409/429/410 with "lock", "waiting") */
     long long waiting;       /* waiters of failed_lock */
+    char request[LOCKSET_RID_MAX]; /* "set:R" of its request id R ("": none) */
+    struct strmap_node by_request; /* with a request_id: in the table of the sets running here */
+    bool taken_over;  /* a retry with its request_id runs in its place: it holds nothing */
+    bool giving_back; /* releasing what it holds: a retry waits until it is done */
 };
 
 /*
