@@ -69,12 +69,12 @@ class ClusterBeatTest(LabTestCase):
 
     def waiting(self, kind: str, name: str) -> int:
         r = self.gw.http("GET", f"/v1/{kind}/{name}")
-        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.status, 200, self.gw.why(r))
         return r.body["waiting"]
 
     def hold(self, kind: str, name: str, extra: dict) -> str:
         r = self.gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, **extra})
-        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.status, 200, self.gw.why(r))
         return r.body["token"]
 
     def queue(self, gw: Gateway, kind: str, name: str, extra: dict, behind: int = 0) -> Waiter:
@@ -85,14 +85,15 @@ class ClusterBeatTest(LabTestCase):
         return w
 
     def release(self, kind: str, name: str, token: str) -> None:
-        self.assertEqual(self.gw.http("POST", f"/v1/{kind}/{name}/release", {"token": token}).status, 200)
+        r = self.gw.http("POST", f"/v1/{kind}/{name}/release", {"token": token})
+        self.assertEqual(r.status, 200, self.gw.why(r))
 
     def assert_granted(self, waiters: dict[tuple[str, str], Waiter]) -> None:
         for (kind, name), w in waiters.items():
             w.join(30)
             self.assertFalse(w.is_alive(), f"the waiter on {kind}/{name} was never granted (dropped as a dead"
                                            " gateway's waiter)")
-            self.assertEqual(getattr(w.response, "status", w.response), 200, (kind, name, w.response))
+            self.assertEqual(getattr(w.response, "status", w.response), 200, (kind, name, w.gw.why(w.response)))
 
     def run_pairs(self, gw: Gateway, what: str, pause: float) -> None:
         """Holds every name of both kinds, queues a waiter of gw on each, waits pause seconds, releases them all;

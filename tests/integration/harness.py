@@ -475,6 +475,15 @@ class Gateway:
     def log_tail(self, lines: int = 60) -> str:
         return _tail(self.log_path, lines)
 
+    def why(self, r: Response) -> str:
+        """r, and the lines of this gateway's log that name its request id (a 5xx's cause is logged there,
+        not answered): for the message of an assertion on r."""
+        rid = r.headers.get("x-request-id", "") if isinstance(r, Response) else ""
+        if not rid:
+            return repr(r)
+        lines = [line for line in self.log_text().splitlines() if rid in line]
+        return f"{r!r}; its lines in {self.log_path}:\n" + "\n".join(lines)
+
     def log_text(self) -> str:
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
             return f.read()
