@@ -30,8 +30,9 @@ the rounds (many short rounds: a loaded machine slows every side alike), and bes
 least disturbed; the statements of the last round are listed with their calls and
 mean time per call. The gateway's background work (janitor) runs meanwhile and is counted: it shows in the
 list as statements with few calls. --explain then prints EXPLAIN (ANALYZE, BUFFERS) of the gateway's write
-statements (their text as pg_stat_statements keeps it) and of the hand-written UPDATE, each run a few times
-in a transaction that is rolled back, the last run shown: where the time of a write goes.
+statements (their text as pg_stat_statements keeps it; with BEFORE, an older build's answered writes too, those
+that return row_to_json) and of the hand-written UPDATE, each run a few times in a transaction that is rolled
+back, the last run shown: where the time of a write goes.
 
 Owns: this measure. Must not: change the servers' configuration between sides. Its services: .data/bench-pgcost,
 ports 17393 (Redis), 17443 (Postgres), 18493 (HTTP); PGCOST_PORTS="redis pg http" overrides them.
@@ -163,12 +164,22 @@ def measure(stats: Stats, writers: list, writes: int) -> tuple[dict, list]:
 
 
 # The statements to explain: the side that runs it, the start of its text, its parameters ($1 fence, $2 key,
-# $3 resource prefix, $4 the note, as the gateway sends them).
+# $3 resource prefix, $4 the note, as the gateway sends them), and which of the texts the gateways' connections
+# show is that side's: an answered write returns the note as c1 (and the resource and the key where the
+# gateway does not know them), an older build's returns row_to_json instead; a write with return=minimal
+# returns neither.
+ANSWERED = lambda q: " AS c1" in q  # noqa: E731
+OLDER = lambda q: "row_to_json" in q  # noqa: E731
+MINIMAL_TEXT = lambda q: " AS c1" not in q and "row_to_json" not in q  # noqa: E731
 EXPLAINED = [
-    ("gateway PATCH, fence_column", 'UPDATE "pgc_column"', "({f}, '7', 'pg:pgc_column/', 'x')"),
-    ("gateway PATCH, fence_column, return=minimal", 'UPDATE "pgc_column"', "({f}, '7', 'x')"),  # no prefix
-    ("gateway PATCH, default mode", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')"),
-    ("gateway PATCH, default mode, return=minimal", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')"),
+    ("gateway PATCH, fence_column", 'UPDATE "pgc_column"', "({f}, '7', 'x')", ANSWERED),  # no prefix
+    ("before: gateway PATCH, fence_column", 'UPDATE "pgc_column"', "({f}, '7', 'pg:pgc_column/', 'x')", OLDER),
+    ("gateway PATCH, fence_column, return=minimal", 'UPDATE "pgc_column"', "({f}, '7', 'x')",  # no prefix
+     MINIMAL_TEXT),
+    ("gateway PATCH, default mode", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')", ANSWERED),
+    ("before: gateway PATCH, default mode", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')", OLDER),
+    ("gateway PATCH, default mode, return=minimal", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')",
+     MINIMAL_TEXT),
 ]
 DIRECT_PREPARED = ("PREPARE s (text, bigint, integer, bigint) AS UPDATE public.pgc_direct SET note = $1, "
                    "lock_fence = $2 WHERE id = $3 AND lock_fence <= $4")
@@ -180,12 +191,13 @@ def explain(stats: Stats, sides: dict, fence: int) -> None:
     shows in pg_stat_activity right after the side wrote once more (the text as prepared, constants and all)."""
     cur = stats.cur
     plans = [(DIRECT, DIRECT_PREPARED, f"('x', {fence}, 7, {fence})")]
-    for side, start, args in EXPLAINED:
+    for side, start, args, form in EXPLAINED:
+        if side not in sides:  # a side of an older build, run without BEFORE
+            continue
         sides[side]()[0](7)
         cur.execute("SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate' AND query LIKE %s",
                     (start.replace("%", "%%") + "%",))
-        minimal = side.endswith("return=minimal")
-        texts = [q for q, in cur.fetchall() if ("row_to_json" in q) != minimal]
+        texts = [q for q, in cur.fetchall() if form(q)]
         if texts:
             plans.append((side, f"PREPARE s AS {texts[0]}", args.format(f=fence)))
     for side, prepare, args in plans:

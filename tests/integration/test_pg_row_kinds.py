@@ -4,7 +4,8 @@ every kind of column: numbers (integers, numeric with its scale, real and double
 booleans, json and jsonb, text with quotes and control characters, char(n) padding, uuid, dates and
 timestamps (BC, infinity, with and without a time zone), time, interval, bytea, inet, arrays, an enum, a
 range, a composite, domains over a number and over another domain, oid, NULL in each; in both fence modes,
-through PUT, PATCH, POST and a batch. A read builds the row with Postgres's row_to_json; a write returns the
+through PUT, PATCH, POST and a batch; a key the write does not return (an integer's) and one it returns
+(a numeric's, which keeps its scale). A read builds the row with Postgres's row_to_json; a write returns the
 columns and the gateway writes the same JSON itself (src/store/fenced/row_json.c), so a kind it writes
 wrongly (a boolean as "t", a number as a string, a timestamp without its 'T', an array as Postgres's text)
 shows here as a difference. A numeric beyond what jansson reads makes the whole row its JSON text, on both
@@ -45,7 +46,7 @@ CREATE DOMAIN rk_count AS integer CHECK (VALUE >= 0);
 CREATE DOMAIN rk_count2 AS rk_count;
 CREATE TABLE public.rk_column {COLUMNS_SQL.format(extra=", lock_fence bigint")};
 CREATE TABLE public.rk_default {COLUMNS_SQL.format(extra="")};
-CREATE TABLE public.rk_big (id integer PRIMARY KEY, n numeric, t text);
+CREATE TABLE public.rk_big (id numeric(10, 2) PRIMARY KEY, n numeric, t text);
 """
 COLUMNS = ["i2", "i8", "n", "n2", "f4", "f8", "b", "j", "jb", "t", "vc", "ch", "u", "d", "ts", "tz", "tm", "iv",
            "by", "ip", "ia", "ta", "en", "rg", "cp", "dm", "dd", "o"]
@@ -136,6 +137,25 @@ class PgRowKindsTest(GatewayTest):
         self.assertEqual(r.body["row"], self.read_row("rk_big", "1"))
         self.assertEqual(r.body["row"], psql("SELECT row_to_json(r) FROM (SELECT id, n, t FROM public.rk_big"
                                              " WHERE id = 1) AS r")[0])
+        self.assertEqual((r.body["resource"], json.loads(r.body["row"])["id"]), ("pg:rk_big/1", 1.0), r)
+
+    def test_a_key_not_read_back(self):
+        """An integer key is not returned by the write: its row and resource are the canonical key's."""
+        (token, _), = tokens(self.c, unique("rk-lock"), 1)
+        for table in ("rk_column", "rk_default"):
+            with self.subTest(table=table):
+                r = write(self.c, "PUT", table, "0042", {"row": {"b": True}}, token)
+                self.assertEqual((r.status, r.body["resource"], r.body["row"]["id"], r.body["row"]["b"]),
+                                 (200, f"pg:{table}/42", 42, True), r)
+                self.assert_row_read_back(table, "42", r, "PUT")
+                r = write(self.c, "DELETE", table, "+42", None, token)
+                self.assertEqual((r.status, r.body["resource"], r.body["row"]), (200, f"pg:{table}/42", None), r)
+                r = self.c.request("POST", "/v1/pg/batch", {"ops": [
+                    {"op": "put", "table": table, "key": "043", "row": {"i2": 1}},
+                    {"op": "delete", "table": table, "key": "43"}]}, {"Fence-Token": token})
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual([(i["op"], i["resource"], i["row"] and i["row"]["id"]) for i in r.body["results"]],
+                                 [("PUT", f"pg:{table}/43", 43), ("DELETE", f"pg:{table}/43", None)], r)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ static void applied_writes(void **state)
     (void)state;
     json_t *answer = answer_of(
         "{\"resource\": \"pg:inv/1\", \"c0\": \"1\", \"c1\": \"a \\\"b\\\"\", \"c2\": null}");
-    fenced_pg_answer_applied(answer, &note_schema, 7, &res);
+    fenced_pg_answer_applied(answer, &note_schema, "1", true, 7, &res);
     json_decref(answer);
     assert_int_equal(res.outcome, FENCED_APPLIED);
     assert_string_equal(res.resource, "pg:inv/1");
@@ -55,14 +55,30 @@ static void applied_writes(void **state)
     assert_int_equal(json_object_size(res.after), 3);
     /* a delete: no row */
     answer = answer_of("{\"resource\": \"pg:inv/1\"}");
-    fenced_pg_answer_applied(answer, &note_schema, 8, &res);
+    fenced_pg_answer_applied(answer, &note_schema, "1", false, 8, &res);
     json_decref(answer);
     assert_int_equal(res.fence, 8);
+    assert_string_equal(res.resource, "pg:inv/1");
     assert_true(json_is_null(res.after));
+    /* a key the statement does not return: the key written, and no resource (the caller's) */
+    answer = answer_of("{\"c1\": \"x\", \"c2\": \"2.50\"}");
+    fenced_pg_answer_applied(answer, &note_schema, "42", true, 9, &res);
+    json_decref(answer);
+    assert_null(res.resource);
+    assert_int_equal(json_integer_value(json_object_get(res.after, "id")), 42);
+    assert_string_equal(json_string_value(json_object_get(res.after, "note")), "x");
+    assert_true(json_is_real(json_object_get(res.after, "n")));
+    /* nothing returned at all: a table of the key alone */
+    struct table_config key_only = {.name = "k", .key = "id"};
+    const struct table_schema key_schema = {.cfg = &key_only, .row_kinds = note_kinds};
+    fenced_pg_answer_applied(NULL, &key_schema, "7", true, 9, &res);
+    assert_null(res.resource);
+    assert_int_equal(json_integer_value(json_object_get(res.after, "id")), 7);
+    assert_int_equal(json_object_size(res.after), 1);
     /* a numeric beyond double: the row stays its JSON text, as a read answers it */
     answer = answer_of("{\"resource\": \"r\", \"c0\": \"1\", \"c1\": \"x\", \"c2\": \"1"
                        "000000000000000000000000000000\"}");
-    fenced_pg_answer_applied(answer, &note_schema, 1, &res);
+    fenced_pg_answer_applied(answer, &note_schema, "1", true, 1, &res);
     json_decref(answer);
     assert_string_equal(json_string_value(res.after),
                         "{\"id\":1,\"note\":\"x\",\"n\":1000000000000000000000000000000}");

@@ -219,6 +219,21 @@ static void answered_rows(void **state)
     free(sql);
     const char *row = "(SELECT row_to_json(r) FROM (SELECT t.\"id\", t.\"customer\", "
                       "t.\"amount_cents\", t.\"note\", t.\"meta\") AS r)";
+    /* a key Postgres prints as the gateway does is not returned, nor its resource */
+    s.key_shape.form = KEY_FORM_INT32;
+    assert_false(fenced_sql_takes_prefix(&s, true));
+    sql = fenced_sql_write(&s, FENCED_PATCH, (bool[]){true, false, false, false}, FENCED_FORM_CLAIM,
+                           true, &n);
+    const char *columns = " RETURNING t.\"customer\" AS c1, t.\"amount_cents\" AS c2, "
+                          "t.\"note\" AS c3, t.\"meta\" AS c4";
+    assert_true(strstr(sql, columns) == sql + strlen(sql) - strlen(columns));
+    assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
+    free(sql);
+    sql = fenced_sql_write(&s, FENCED_DELETE, (bool[]){false, false, false, false},
+                           FENCED_FORM_CLAIM, true, &n);
+    assert_null(strstr(sql, "RETURNING")); /* nothing left to return */
+    free(sql);
+    s.key_shape.form = KEY_FORM_OTHER;
     sql = fenced_sql_read(&schemas[0]);
     assert_non_null(strstr(sql, row));
     assert_null(strstr(sql, "row_to_json(t)"));

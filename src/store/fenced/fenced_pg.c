@@ -451,24 +451,23 @@ static int exists(const struct fenced_op *op, struct fg_error *err)
                    op->key, fpg.schemas[op->table].cfg->name);
 }
 
-/* Fills *res (freed first) for op, written by who and applied; row: the
- * statement's answer row, NULL when none was asked for (the resource is then
- * op's key's, as the gateway reads it: store/fenced/key_text.h). */
-static void applied(const struct fenced_op *op, const struct fenced_writer *who, const json_t *row,
-                    struct fenced_result *res)
+/* Fills *res (freed first) for op, written by who and applied; answer: the
+ * statement's answer row, NULL when it returned none (return=minimal, or
+ * nothing left to return); want_row: the row was asked for. The resource is
+ * the answer's, or where the statement did not return it op's key's, as the
+ * gateway reads it (store/fenced/key_text.h). */
+static void applied(const struct fenced_op *op, const struct fenced_writer *who,
+                    const json_t *answer, bool want_row, struct fenced_result *res)
 {
-    if (row != NULL) {
-        fenced_pg_answer_applied(row, &fpg.schemas[op->table], who->fence, res);
+    const struct table_schema *s = &fpg.schemas[op->table];
+    fenced_pg_answer_applied(answer, s, op->key, want_row && op->kind != FENCED_DELETE, who->fence,
+                             res);
+    if (res->resource != NULL)
         return;
-    }
-    fenced_result_free(res);
     size_t cap = strlen(op->key) + 1;
     char identity[cap];
-    key_row_identity(&fpg.schemas[op->table].key_shape, op->key, identity, cap);
+    key_row_identity(&s->key_shape, op->key, identity, cap);
     FG_ASSERT(asprintf(&res->resource, "%s%s", fpg.prefixes[op->table], identity) > 0);
-    res->outcome = FENCED_APPLIED;
-    res->fence = who->fence;
-    res->after = json_null();
 }
 
 /* Runs op's statement in form on c, a connection of its own, and stores what
@@ -503,7 +502,7 @@ static int write_once(const struct fenced_op *op, const struct fenced_writer *wh
     if (alone && !w.wrote && write_alone(*c, op, who, FENCED_FORM_CLAIM, want_row, &w, err) != 0)
         return -1;
     if (w.wrote) {
-        applied(op, who, w.row, res);
+        applied(op, who, w.row, want_row, res);
         json_decref(w.row);
         return 0;
     }
@@ -681,11 +680,10 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
             rc = op_refused(c, &batch->ops[i], who, stale, revoked, err);
             break;
         }
-        json_t *answer = json_array_get(stmts[i].rows, 0);
-        if (answer == NULL) /* return=minimal: no items to answer */
+        if (!want_row) /* return=minimal: no items to answer */
             continue;
         struct fenced_result one = {0};
-        fenced_pg_answer_applied(answer, &fpg.schemas[batch->ops[i].table], who->fence, &one);
+        applied(&batch->ops[i], who, json_array_get(stmts[i].rows, 0), want_row, &one);
         json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",
                                                fenced_kind_method(batch->ops[i].kind), "resource",
                                                one.resource, "row", one.after));

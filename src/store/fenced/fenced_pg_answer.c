@@ -38,20 +38,20 @@ static json_t *row_of(const json_t *answer)
     return row_parsed(json_string_value(json_object_get(answer, "row")));
 }
 
-/* The row of a write's answer: its members c0 (the key), c1, ... (the listed
- * columns) of table s, written as row_to_json would (row_json.h); null when
- * the answer has none (a delete). */
-static json_t *written_row(const json_t *answer, const struct table_schema *s)
+/* The row of a write's answer on table s (NULL: no answer row): its members
+ * c0 (the key; key, the canonical key written, where the statement does not
+ * return it), c1, ... (the listed columns), written as row_to_json would
+ * (row_json.h). */
+static json_t *written_row(const json_t *answer, const struct table_schema *s, const char *key)
 {
     size_t n = s->cfg->ncolumns + 1;
-    if (json_object_get(answer, "c0") == NULL)
-        return json_null();
     const char *names[n], *texts[n];
     for (size_t i = 0; i < n; i++) {
         char member[24];
         snprintf(member, sizeof member, "c%zu", i);
         names[i] = i == 0 ? s->cfg->key : s->cfg->columns[i - 1];
-        texts[i] = json_string_value(json_object_get(answer, member));
+        const json_t *text = json_object_get(answer, member);
+        texts[i] = i == 0 && text == NULL ? key : json_string_value(text);
     }
     char *text = row_json_text(names, texts, s->row_kinds, n);
     json_t *row = row_parsed(text);
@@ -75,14 +75,16 @@ static bool flag_of(const json_t *answer, const char *member)
     return text != NULL && strcmp(text, "t") == 0;
 }
 
-void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s, int64_t presented,
-                              struct fenced_result *res)
+void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s, const char *key,
+                              bool with_row, int64_t presented, struct fenced_result *res)
 {
     fenced_result_free(res);
     res->outcome = FENCED_APPLIED;
-    res->resource = resource_of(answer);
+    const char *resource = json_string_value(json_object_get(answer, "resource"));
+    res->resource = resource ? strdup(resource) : NULL;
+    FG_ASSERT(resource == NULL || res->resource != NULL);
     res->fence = presented;
-    res->after = written_row(answer, s);
+    res->after = with_row ? written_row(answer, s, key) : json_null();
 }
 
 enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_kind kind,

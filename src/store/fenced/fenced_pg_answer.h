@@ -18,10 +18,15 @@
 /* The fence member of an answer row (text), 0 if it has none. */
 int64_t fenced_pg_answer_fence(const json_t *answer);
 
-/* Fills *res (freed first) from the answer row of an accepted write on table
- * s that presented fence presented: APPLIED, the row (null for a delete). */
-void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s, int64_t presented,
-                              struct fenced_result *res);
+/*
+ * Fills *res (freed first) from the answer row of an accepted write on table
+ * s of key (canonical) that presented fence presented: APPLIED, the resource
+ * if the answer has it (else NULL: the caller names it from the key), and
+ * with_row, the row (else null: a delete, or return=minimal). answer may be
+ * NULL when the statement had nothing to return.
+ */
+void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s, const char *key,
+                              bool with_row, int64_t presented, struct fenced_result *res);
 
 /* What the refusal statement found about a write that wrote nothing. */
 enum fenced_verdict {

@@ -33,7 +33,8 @@
  *
  * Asked for its row, either answers (resource, c0, c1, ...) for the row it
  * wrote, the resource built from the row's stored key (its canonical text),
- * and no row at all when it wrote nothing. The row is the key and the listed
+ * and no row at all when it wrote nothing; a key the gateway knows as Postgres
+ * prints it is not asked back (put_returning). The row is the key and the listed
  * columns, nothing else of the table (a column added later stays private).
  * Not asked for it (Prefer: return=minimal), a write answers nothing: the
  * command's row count tells whether it wrote.
@@ -197,11 +198,12 @@ static void put_row_json(FILE *out, const char *alias, const struct table_schema
     fputs(") AS r)", out);
 }
 
-/* ", t."<name>" AS c<i>": member i of the answered row (0 the key), as
+/* "<sep>t."<name>" AS c<i>": member i of the answered row (0 the key), as
  * to_json's text where the gateway does not write its kind itself. */
-static void put_row_member(FILE *out, const char *name, enum row_json_kind kind, size_t i)
+static void put_row_member(FILE *out, const char *sep, const char *name, enum row_json_kind kind,
+                           size_t i)
 {
-    fputs(kind == ROW_JSON_OTHER ? ", to_json(t." : ", t.", out);
+    fprintf(out, kind == ROW_JSON_OTHER ? "%sto_json(t." : "%st.", sep);
     put_ident(out, name);
     fprintf(out, kind == ROW_JSON_OTHER ? ")::text AS c%zu" : " AS c%zu", i);
 }
@@ -209,17 +211,29 @@ static void put_row_member(FILE *out, const char *name, enum row_json_kind kind,
 /* The answer of a write: the resource of the written row and, but for a
  * delete, its key and listed columns, from which the gateway writes the row's
  * JSON (row_json.h): the text row_to_json would write, for less of Postgres's
- * time. */
+ * time. A key Postgres prints as the gateway does (key_prints_canonical) is
+ * not returned, nor is the resource named by it: a delete of such a row, or a
+ * write of a table with no other column, returns nothing. */
 static void put_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind)
 {
-    fputs(" RETURNING ", out);
-    put_row_resource(out, FENCED_PARAM_PREFIX + 1, "t", s);
-    fputs(" AS resource", out);
+    bool known = key_prints_canonical(&s->key_shape);
+    const char *sep = " RETURNING ";
+    if (!known) {
+        fputs(sep, out);
+        put_row_resource(out, FENCED_PARAM_PREFIX + 1, "t", s);
+        fputs(" AS resource", out);
+        sep = ", ";
+    }
     if (kind == FENCED_DELETE)
         return;
-    put_row_member(out, s->cfg->key, s->row_kinds[0], 0);
-    for (size_t i = 0; i < s->cfg->ncolumns; i++)
-        put_row_member(out, s->cfg->columns[i], s->row_kinds[i + 1], i + 1);
+    if (!known) {
+        put_row_member(out, sep, s->cfg->key, s->row_kinds[0], 0);
+        sep = ", ";
+    }
+    for (size_t i = 0; i < s->cfg->ncolumns; i++) {
+        put_row_member(out, sep, s->cfg->columns[i], s->row_kinds[i + 1], i + 1);
+        sep = ", ";
+    }
 }
 
 /* " WHERE t."<key>" = $2::<key type>": the row an UPDATE or DELETE names. */
@@ -241,7 +255,7 @@ static void put_delete_head(FILE *out, const struct table_schema *s)
 
 bool fenced_sql_takes_prefix(const struct table_schema *s, bool want_row)
 {
-    return s->cfg->fence_column == NULL || want_row;
+    return s->cfg->fence_column == NULL || (want_row && !key_prints_canonical(&s->key_shape));
 }
 
 /* "UPDATE <table> AS t SET <column> = $4::<type>, ...": the start of every

@@ -12,7 +12,9 @@
  * (resource, c0, c1, ...) - resource is the canonical resource of the written
  * row, c0 its key and c1.. its listed columns as Postgres prints them, each
  * as to_json's text where the gateway does not write the type's JSON itself
- * (row_json.h; none for a delete); not asked, it answers nothing.
+ * (row_json.h; none for a delete); resource and c0 only where the gateway
+ * does not know them (key_prints_canonical), and no row at all where nothing
+ * is left to return. Not asked, it answers nothing.
  * A refused write, or one whose row is missing, counts 0 and writes nothing;
  * the refusal statement then tells why, and keeps the audit row of a refusal.
  * Accepted writes, the common case, pay for nothing else.
@@ -84,7 +86,8 @@ const char *fenced_kind_method(enum fenced_kind kind);
 bool fenced_kind_needs_row(enum fenced_kind kind);
 
 /* True if the write statement on schema's table, answering its row or not
- * (want_row), takes the prefix parameter. */
+ * (want_row), takes the prefix parameter: in the default mode, and where it
+ * returns the resource. */
 bool fenced_sql_takes_prefix(const struct table_schema *schema, bool want_row);
 
 /* The two forms of a default-mode write (fenced_sql.c); a table with a

@@ -407,6 +407,18 @@ void key_row_identity(const struct key_shape *shape, const char *canonical, char
     out[n] = '\0';
 }
 
+bool key_prints_canonical(const struct key_shape *shape)
+{
+    switch (shape->form) {
+    case KEY_FORM_INT16:
+    case KEY_FORM_INT32:
+    case KEY_FORM_INT64:
+    case KEY_FORM_UUID:
+    case KEY_FORM_DATE: return true;
+    default: return false;
+    }
+}
+
 /* Rank of a numeric's kind in Postgres's order: -Infinity, numbers, Infinity, NaN. */
 static int numeric_rank(const char *c)
 {

@@ -68,6 +68,14 @@ int key_canonical(const struct key_shape *shape, const char *key, const char *fi
 void key_row_identity(const struct key_shape *shape, const char *canonical, char *out, size_t cap);
 
 /*
+ * True if Postgres prints a stored key of shape as its canonical text, and
+ * that text is its identity (integers, uuid, date: no modifier and no
+ * collation changes what is stored): the gateway then knows the written row's
+ * key and resource without reading them back.
+ */
+bool key_prints_canonical(const struct key_shape *shape);
+
+/*
  * Orders two canonical keys of one column as Postgres orders their values
  * (integers and numerics by value, dates by day, uuids by bytes), text as
  * bytes (the C collation): < 0, 0 or > 0. Equal values compare 0.
