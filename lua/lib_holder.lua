@@ -45,12 +45,16 @@ local function holder_read(raw)
           owner = string.sub(rest, n + 1)}
 end
 
+-- What holder_brief reads of a semaphore's first holder record (below).
+local FIRST_HOLDER_BRIEF = '^=%d+ (%x+) (%d+) (%d+) %d+ (%d+) '
+
 -- What a release needs of a live holder record raw: {lease, fence, ttl,
 -- granted_at} (decimal text), or nil when raw is no live holder; four
--- captures where holder_read makes ten and a string.sub.
-local function holder_brief(raw)
+-- captures where holder_read makes ten and a string.sub. first:
+-- FIRST_HOLDER_BRIEF for a semaphore's first holder record, nil for a lock's.
+local function holder_brief(raw, first)
   if not raw then return nil end
-  local lease, fence, ttl, granted_at = string.match(raw, '^(%x+) (%d+) (%d+) %d+ (%d+) ')
+  local lease, fence, ttl, granted_at = string.match(raw, first or '^(%x+) (%d+) (%d+) %d+ (%d+) ')
   if not lease then return nil end
   return {lease = lease, fence = fence, ttl = ttl, granted_at = granted_at}
 end
@@ -74,12 +78,4 @@ local function first_holder_read(raw)
   local limit, rest = string.match(raw, '^=(%d+) (.*)$')
   if not limit then return nil end
   return limit, holder_read(rest)
-end
-
--- holder_brief of a semaphore's first holder record raw, or nil when raw is none.
-local function first_holder_brief(raw)
-  if not raw then return nil end
-  local lease, fence, ttl, granted_at = string.match(raw, '^=%d+ (%x+) (%d+) (%d+) %d+ (%d+) ')
-  if not lease then return nil end
-  return {lease = lease, fence = fence, ttl = ttl, granted_at = granted_at}
 end

@@ -13,7 +13,7 @@
 -- ARGV: name lease
 -- Returns (lib_lease.lua lease_reply): released {now, granted_at}, or contended {}.
 local v = redis.call('MGET', KEYS[1], KEYS[2])
-local h = first_holder_brief(v[1])
+local h = holder_brief(v[1], FIRST_HOLDER_BRIEF)
 if not h or h.lease ~= A_lease then return lease_reply('contended') end
 local at = now_text()
 holder_end('s', KEYS[1], A_name, h, 'released', RELEASED_KEPT, at, v[2])

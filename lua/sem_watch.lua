@@ -17,7 +17,7 @@
 mark_watched(KEYS[5], A_mark_ms)
 local fence = tonumber(A_fence)
 local limit_raw = redis.call('GET', KEYS[3])
-local first = first_holder_brief(limit_raw) -- a first holder kept in the limit key (lib_sem.lua)
+local first = holder_brief(limit_raw, FIRST_HOLDER_BRIEF) -- a first holder kept in the limit key (lib_sem.lua)
 if first and first.fence == A_fence then
   return lease_reply('held', nil, R_PTTL, decimal(redis.call('PTTL', KEYS[3])))
 end
