@@ -40,6 +40,12 @@ if h and h.lease == lease then
   if h.claimed == '0' then
     expires_at = claim(k or lock_keys(), h, now, A_attach)
   else
+    -- A retry of the request takes the holder over from the attempt before
+    -- (as claim does for an unclaimed grant): a give-up of that attempt
+    -- (lock_cancel.lua, mode drop with its attach) then answers superseded.
+    if h.attach ~= A_attach then
+      redis.call('SET', KEYS[AT_HOLDER], holder_rewrite(h, h.claimed, A_attach), 'KEEPTTL')
+    end
     expires_at = now + redis.call('PTTL', KEYS[AT_HOLDER])
   end
   return granted_reply(h, expires_at)

@@ -24,6 +24,7 @@ Owns: these properties. Must not: depend on timing beyond generous bounds.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 import threading
@@ -199,6 +200,40 @@ class LeaseEdges(GatewayTest):
                 redis.cmd("ZADD", marks, int(time.time() * 1000) + 600000, me)
 
     # -- item 10 -------------------------------------------------------------------------------------------
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_retry_takes_a_held_lock_over_from_the_attempt_before(self):
+        """A request retried with its request_id (say from another connection, its client having given up on
+        the first) finds its lease holding the lock and takes it over: a give-up of the attempt before (its
+        client gone: lock_cancel.lua, mode drop, with that attempt's attach) answers superseded and leaves
+        the lock held. Caught: a retry that keeps the first attempt's attach (that give-up then releases the
+        lock the retry was answered 200 for)."""
+        name = unique_name("retry-over")
+        holder = f"fg:lk:{{{name}}}:h"
+        # The gateway loads a script at its first use: a waiter that gives up loads lock_cancel.lua.
+        busy = unique_name("retry-load")
+        held = acquire(self.c, busy, ttl_ms=30000)
+        self.assertEqual(acquire(self.c, busy, wait_ms=100).status, 409)
+        self.assertEqual(release(self.c, busy, held.body["token"]).status, 200)
+        with Redis() as r:
+            first = acquire(self.c, name, ttl_ms=30000, wait_ms=1000, request_id="retry-over-1")
+            self.assertEqual(first.status, 200, first)
+            lease, before = r.cmd("GET", holder).split(" ")[0], r.cmd("GET", holder).split(" ")[7]
+            self.assertEqual(len(before), 32, "an attempt that may wait has an attach id")
+            with self.gw.client() as other:
+                again = acquire(other, name, ttl_ms=30000, wait_ms=1000, request_id="retry-over-1")
+            self.assertEqual((again.status, again.body["fence"]), (200, first.body["fence"]), again)
+            self.assertNotEqual(r.cmd("GET", holder).split(" ")[7], before, "the retry did not take it over")
+            [cancel] = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", "fg_lock_cancel_*")
+                        if re.fullmatch(r"fg_lock_cancel_[0-9a-f]{12}", lib[1])]
+            b = f"fg:lk:{{{name}}}:"
+            keys = [b + "h", b + "q", b + "w", b + "t", "fg:fence", "fg:fence_limit", "fg:gateways", b + "r",
+                    b + "e", b + "x", "fg:idx:lk", b + "n", "fg:revoked", b + "v"]
+            self.assertEqual(r.cmd("FCALL", cancel, len(keys), *keys, name, lease, before, "drop",
+                                   "30000", "600000", "00"), "superseded")
+            self.assertTrue(status(self.c, name)["held"])
+        self.assertEqual(renew(self.c, name, again.body["token"]).status, 200)
+        self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
 
     @skip_in_cluster("it watches the one test Redis with MONITOR")
     def test_scripts_touch_only_the_keys_they_are_given(self):
