@@ -100,7 +100,8 @@ static void stop_running(struct lockset_wait *ls)
 }
 
 /* Gives up: the lock being waited for (if queued) and every lock held, unless a retry took the
- * set over (the retry holds them now). */
+ * set over (the retry holds them now). Held locks are given up as this attempt's (drop with its
+ * attach): one a retry through another gateway took over answers superseded and stays held. */
 static void abandon(struct lockset_wait *ls, bool queued)
 {
     ls->settled = true;
@@ -114,8 +115,10 @@ static void abandon(struct lockset_wait *ls, bool queued)
                                  LEASE_CANCEL_DROP, &res, &err),
                      &err);
     for (size_t i = 0; i < ls->next; i++)
-        give_up_lock(ls->set.names[i], lock_release(ls->set.names[i], ls->leases[i], &res, &err),
-                     &err);
+        give_up_lock(
+            ls->set.names[i],
+            lock_cancel(ls->set.names[i], ls->leases[i], ls->attach, LEASE_CANCEL_DROP, &res, &err),
+            &err);
     given_back(ls);
 }
 

@@ -167,6 +167,48 @@ class LockSetTest(GatewayTest):
                     self.assertIn("has ended", r.body["detail"], f"round {i}: {r}")
             wait_for(lambda: not any(self.held(n) for n in (a, b, c)), timeout=5, what="every lock free")
 
+    def test_retry_through_another_gateway_keeps_the_locks_it_took_over(self):
+        """The same race across gateways: the retry goes through a second gateway, which cannot see the first
+        attempt. The retry's acquire takes the held locks over in Redis (their holder names the retry's
+        connection); the first attempt, giving up for its reset, gives them up as its own and finds them taken
+        over, so the retry is answered every lock and keeps them. (Before, the first attempt released them:
+        410 "lost while the rest was taken".) A retry slower than the first attempt's give-up is told its lease
+        ended; at least one round of three must show the takeover."""
+        answered = []
+        with Gateway() as other, other.client(timeout=30) as rc:
+            for i in range(3):
+                a, b, c = (unique_name(f"rx{i}{x}") for x in "abc")
+                holder = self.c.post(f"/v1/locks/{c}/acquire", {"ttl_ms": 30000}).body
+                body = {"names": [a, b, c], "request_id": unique_name("rid"), "ttl_ms": 30000, "wait_ms": 20000}
+                data = json.dumps(body).encode()
+                s = socket.create_connection(("127.0.0.1", self.gw.port), timeout=10)
+                s.sendall(f"POST /v1/locksets/acquire HTTP/1.1\r\nHost: 127.0.0.1:{self.gw.port}\r\n"
+                          f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+                wait_for_waiting(self.c, c, 1)  # the first attempt holds a and b and waits for c
+                box = {}
+                t = threading.Thread(target=lambda: box.update(r=rc.post("/v1/locksets/acquire",
+                                                                         {**body, "wait_ms": 10000})))
+                t.start()
+                time.sleep(1.0)  # the retry took a and b over and waits for c in the first attempt's place
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                s.close()  # RST: the first attempt gives up
+                time.sleep(0.5)
+                self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": holder["token"]}).status, 200)
+                t.join(30)
+                r = box["r"]
+                if r.status == 200:
+                    tokens = [x["token"] for x in r.body["locks"]]
+                    renewed = rc.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": 30000})
+                    self.assertEqual(renewed.status, 200, f"round {i}: the retry was answered locks it lost: "
+                                                          f"{renewed}")
+                    self.assertEqual(rc.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
+                else:
+                    self.assertEqual(r.status, 410, f"round {i}: {r}")
+                    self.assertIn("has ended", r.body["detail"], f"round {i}: {r}")
+                answered.append(r.status)
+                wait_for(lambda: not any(self.held(n) for n in (a, b, c)), timeout=5, what="every lock free")
+        self.assertIn(200, answered)
+
     def test_bad_input(self):
         n = unique_name("ls")
         for body in ({}, {"names": []}, {"names": "a"}, {"names": [n, n]}, {"names": [5]},
