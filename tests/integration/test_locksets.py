@@ -130,6 +130,36 @@ class LockSetTest(GatewayTest):
         self.assertEqual([x["token"] for x in again.body["locks"]], [x["token"] for x in first.body["locks"]])
         self.c.post("/v1/locksets/release", {"tokens": [x["token"] for x in first.body["locks"]]})
 
+    def set_waiting_on_a_raw_socket(self, prefix):
+        """A set a, b, c whose first attempt holds a and b and waits for c (held here), sent on a raw socket so
+        that it can be reset. Returns the names, c's holder, the body and the socket."""
+        a, b, c = (unique_name(f"{prefix}{x}") for x in "abc")
+        holder = self.c.post(f"/v1/locks/{c}/acquire", {"ttl_ms": 30000}).body
+        body = {"names": [a, b, c], "request_id": unique_name("rid"), "ttl_ms": 30000, "wait_ms": 20000}
+        data = json.dumps(body).encode()
+        s = socket.create_connection(("127.0.0.1", self.gw.port), timeout=10)
+        s.sendall(f"POST /v1/locksets/acquire HTTP/1.1\r\nHost: 127.0.0.1:{self.gw.port}\r\n"
+                  f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+        wait_for_waiting(self.c, c, 1)
+        return (a, b, c), holder, body, s
+
+    @staticmethod
+    def reset(s):
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # RST
+
+    def retry_answered_right(self, rc, r, i, names):
+        """The retry holds every lock it was answered (each renews), or it was told its lease ended."""
+        if r.status == 200:
+            tokens = [x["token"] for x in r.body["locks"]]
+            renewed = rc.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": 30000})
+            self.assertEqual(renewed.status, 200, f"round {i}: the retry was answered locks it lost: {renewed}")
+            self.assertEqual(rc.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
+        else:
+            self.assertEqual(r.status, 410, f"round {i}: {r}")
+            self.assertIn("has ended", r.body["detail"], f"round {i}: {r}")
+        wait_for(lambda: not any(self.held(n) for n in names), timeout=5, what="every lock free")
+
     def test_retry_after_a_reset_keeps_the_locks_it_took_over(self):
         """A client whose connection reset while its set waited retries at once with the same request_id. The
         retry finds the leases the first attempt holds; the first attempt, giving up for its reset, must not
@@ -137,35 +167,18 @@ class LockSetTest(GatewayTest):
         first attempt gave up first and the retry is told its lease ended. (Before the fix about one round in
         three answered 410 "lost while the rest was taken", or 200 with locks already handed on.)"""
         for i in range(12):
-            a, b, c = (unique_name(f"rt{i}{x}") for x in "abc")
-            holder = self.c.post(f"/v1/locks/{c}/acquire", {"ttl_ms": 30000}).body
-            body = {"names": [a, b, c], "request_id": unique_name("rid"), "ttl_ms": 30000, "wait_ms": 20000}
-            data = json.dumps(body).encode()
-            s = socket.create_connection(("127.0.0.1", self.gw.port), timeout=10)
-            s.sendall(f"POST /v1/locksets/acquire HTTP/1.1\r\nHost: 127.0.0.1:{self.gw.port}\r\n"
-                      f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
-            wait_for_waiting(self.c, c, 1)  # the first attempt holds a and b and waits for c
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            s.close()  # RST
+            names, holder, body, s = self.set_waiting_on_a_raw_socket(f"rt{i}")
+            self.reset(s)
             box = {}
             with self.gw.client(timeout=30) as rc:
                 t = threading.Thread(target=lambda: box.update(r=rc.post("/v1/locksets/acquire",
                                                                          {**body, "wait_ms": 5000})))
                 t.start()
                 time.sleep(0.05)
-                self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": holder["token"]}).status, 200)
+                self.assertEqual(self.c.post(f"/v1/locks/{names[2]}/release", {"token": holder["token"]}).status,
+                                 200)
                 t.join(30)
-                r = box["r"]
-                if r.status == 200:
-                    tokens = [x["token"] for x in r.body["locks"]]
-                    renewed = rc.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": 30000})
-                    self.assertEqual(renewed.status, 200, f"round {i}: the retry was answered locks it lost: "
-                                                          f"{renewed}")
-                    self.assertEqual(rc.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
-                else:
-                    self.assertEqual(r.status, 410, f"round {i}: {r}")
-                    self.assertIn("has ended", r.body["detail"], f"round {i}: {r}")
-            wait_for(lambda: not any(self.held(n) for n in (a, b, c)), timeout=5, what="every lock free")
+                self.retry_answered_right(rc, box["r"], i, names)
 
     def test_retry_through_another_gateway_keeps_the_locks_it_took_over(self):
         """The same race across gateways: the retry goes through a second gateway, which cannot see the first
@@ -177,36 +190,19 @@ class LockSetTest(GatewayTest):
         answered = []
         with Gateway() as other, other.client(timeout=30) as rc:
             for i in range(3):
-                a, b, c = (unique_name(f"rx{i}{x}") for x in "abc")
-                holder = self.c.post(f"/v1/locks/{c}/acquire", {"ttl_ms": 30000}).body
-                body = {"names": [a, b, c], "request_id": unique_name("rid"), "ttl_ms": 30000, "wait_ms": 20000}
-                data = json.dumps(body).encode()
-                s = socket.create_connection(("127.0.0.1", self.gw.port), timeout=10)
-                s.sendall(f"POST /v1/locksets/acquire HTTP/1.1\r\nHost: 127.0.0.1:{self.gw.port}\r\n"
-                          f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
-                wait_for_waiting(self.c, c, 1)  # the first attempt holds a and b and waits for c
+                names, holder, body, s = self.set_waiting_on_a_raw_socket(f"rx{i}")
                 box = {}
                 t = threading.Thread(target=lambda: box.update(r=rc.post("/v1/locksets/acquire",
                                                                          {**body, "wait_ms": 10000})))
                 t.start()
                 time.sleep(1.0)  # the retry took a and b over and waits for c in the first attempt's place
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                s.close()  # RST: the first attempt gives up
+                self.reset(s)  # the first attempt gives up
                 time.sleep(0.5)
-                self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": holder["token"]}).status, 200)
+                self.assertEqual(self.c.post(f"/v1/locks/{names[2]}/release", {"token": holder["token"]}).status,
+                                 200)
                 t.join(30)
-                r = box["r"]
-                if r.status == 200:
-                    tokens = [x["token"] for x in r.body["locks"]]
-                    renewed = rc.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": 30000})
-                    self.assertEqual(renewed.status, 200, f"round {i}: the retry was answered locks it lost: "
-                                                          f"{renewed}")
-                    self.assertEqual(rc.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
-                else:
-                    self.assertEqual(r.status, 410, f"round {i}: {r}")
-                    self.assertIn("has ended", r.body["detail"], f"round {i}: {r}")
-                answered.append(r.status)
-                wait_for(lambda: not any(self.held(n) for n in (a, b, c)), timeout=5, what="every lock free")
+                self.retry_answered_right(rc, box["r"], i, names)
+                answered.append(box["r"].status)
         self.assertIn(200, answered)
 
     def test_bad_input(self):
