@@ -12,7 +12,6 @@
 #include "lease/lockset_wait.h"
 
 #include <pthread.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,10 +54,7 @@ static void take_over(struct lockset_wait *ls)
     struct lockset_wait *earlier;
     for (;;) {
         struct strmap_node *node = strmap_find(&running.sets, ls->request);
-        earlier = node != NULL
-                      ? (struct lockset_wait *)(void *)((char *)node -
-                                                        offsetof(struct lockset_wait, by_request))
-                      : NULL;
+        earlier = node != NULL ? STRMAP_ENTRY(node, struct lockset_wait, by_request) : NULL;
         if (earlier == NULL || !earlier->giving_back)
             break;
         pthread_cond_wait(&running.given_back, &running.lock);

@@ -97,7 +97,7 @@ static struct key_quota *quota_of(const char *key_id)
         return NULL;
     struct strmap_node *node = strmap_find(&reg.quotas, key_id);
     if (node != NULL)
-        return (struct key_quota *)(void *)((char *)node - offsetof(struct key_quota, node));
+        return STRMAP_ENTRY(node, struct key_quota, node);
     size_t len = strlen(key_id);
     struct key_quota *q = calloc(1, sizeof *q + len + 1);
     FG_ASSERT(q != NULL);
@@ -113,7 +113,7 @@ static struct waiter *waiter_of_timer(struct heap_node *node)
 
 static struct waiter *waiter_of_id(struct strmap_node *node)
 {
-    return (struct waiter *)(void *)((char *)node - offsetof(struct waiter, by_id));
+    return STRMAP_ENTRY(node, struct waiter, by_id);
 }
 
 /* True while w is registered (superseded waiters are not, though their waits go on). */

@@ -29,6 +29,9 @@ struct strmap {
         NULL, 0, 0                                                                                 \
     }
 
+/* The element of type whose struct strmap_node member is node. */
+#define STRMAP_ENTRY(node, type, member) ((type *)(void *)((char *)(node)-offsetof(type, member)))
+
 /* Adds node under key (borrowed); crashes if memory runs out. */
 void strmap_add(struct strmap *m, struct strmap_node *node, const char *key);
 
