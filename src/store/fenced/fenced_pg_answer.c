@@ -59,11 +59,13 @@ static json_t *written_row(const json_t *answer, const struct table_schema *s, c
     return row;
 }
 
-/* The resource of an answer (owned; "" if none). */
-static char *resource_of(const json_t *answer)
+/* The resource of an answer (owned), or absent, if_none. */
+static char *resource_of(const json_t *answer, const char *if_none)
 {
     const char *text = json_string_value(json_object_get(answer, "resource"));
-    char *resource = strdup(text ? text : "");
+    if (text == NULL && if_none == NULL)
+        return NULL;
+    char *resource = strdup(text ? text : if_none);
     FG_ASSERT(resource != NULL);
     return resource;
 }
@@ -80,9 +82,7 @@ void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s
 {
     fenced_result_free(res);
     res->outcome = FENCED_APPLIED;
-    const char *resource = json_string_value(json_object_get(answer, "resource"));
-    res->resource = resource ? strdup(resource) : NULL;
-    FG_ASSERT(resource == NULL || res->resource != NULL);
+    res->resource = resource_of(answer, NULL); /* the caller names it from the key if none */
     res->fence = presented;
     res->after = with_row ? written_row(answer, s, key) : json_null();
 }
@@ -91,7 +91,7 @@ enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_k
                                              int64_t presented, struct fenced_result *res)
 {
     fenced_result_free(res);
-    res->resource = resource_of(answer);
+    res->resource = resource_of(answer, "");
     res->fence = fenced_pg_answer_fence(answer);
     bool revoked = flag_of(answer, "revoked");
     if (revoked || res->fence > presented) {
@@ -108,7 +108,7 @@ void fenced_pg_answer_read(const json_t *answer, struct fenced_result *res)
 {
     memset(res, 0, sizeof *res);
     res->outcome = FENCED_APPLIED;
-    res->resource = resource_of(answer);
+    res->resource = resource_of(answer, "");
     res->fence = fenced_pg_answer_fence(answer);
     res->after = row_of(answer);
 }
