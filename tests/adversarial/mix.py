@@ -226,6 +226,7 @@ class Client:
             path = f"/v1/semaphores/{name}/acquire"
         ev = "set" if kind == "set" else "acq"
         base = {"names": name} if kind == "set" else {"kind": kind, "name": name}
+        self.last = (path, body, ev, base)
         retry = False
         if may_reset and wait_ms > 0 and self.rng.random() < 0.3:
             port = self.run.port(self.rng)
@@ -233,7 +234,7 @@ class Client:
             t0 = now_ms()
             got = raw_attempt(port, path, body, after)
             if got is None:
-                self.run.rec("reset", rid=rid, after_ms=int(after * 1000), **base)
+                self.run.rec("reset", rid=rid, after_ms=int(after * 1000), t0=t0, **base)
                 if self.rng.random() < 0.5:
                     time.sleep(self.rng.uniform(0, 0.05))
                 retry = True
@@ -252,6 +253,14 @@ class Client:
             if time.time() > self.run.end_at + 10:
                 break
         return None
+
+    def ask_again(self) -> None:
+        """The last acquire sent again while its lease holds, as after a lost answer: the same request_id must
+        answer the same lease (or 410 once it ended), never another."""
+        path, body, ev, base = self.last
+        port, t0, t1, status, rb = self.ask(path, body, body["wait_ms"])
+        self.run.rec(ev, rid=body["request_id"], status=status, code=code_of(rb), body=rb, t0=t0, t1=t1,
+                     retry=True, gw=port, **base)
 
     # -- holding --
 
@@ -330,8 +339,12 @@ class Client:
         hold_ms = self.rng.choice([0, 30, 150, ttl_ms // 2, ttl_ms * 2])
         lapse = self.rng.random() < 0.15
         writes = self.rng.randint(0, 3) if kind != "sem" else 0
+        again = self.rng.random() < 0.2
         start = time.monotonic()
         while True:
+            if again and self.rng.random() < 0.5:
+                self.ask_again()
+                again = False
             if writes and self.rng.random() < 0.6:
                 self.write(self.rng.choice(ls))
                 writes -= 1

@@ -15,6 +15,7 @@ allow any tolerance beyond the clock's millisecond: a check that saw nothing say
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 
@@ -44,6 +45,12 @@ def leases(records: list[dict]) -> dict[tuple, dict]:
         elif r["ev"] == "set" and r["status"] == 200:
             for g in r["body"]["locks"]:
                 grant("lock", g["lock"], g, r)
+    first_sent: dict[str, float] = {}
+    for r in records:
+        if r["ev"] in ("acq", "set", "reset"):
+            first_sent[r["rid"]] = min(first_sent.get(r["rid"], math.inf), r.get("t0", math.inf))
+    for lease in out.values():
+        lease["sent"] = min(first_sent[rid] for rid in lease["rids"])
     for r in records:
         lease = out.get((r.get("kind"), r.get("name"), r.get("fence")))
         if lease is None:
@@ -58,6 +65,8 @@ def leases(records: list[dict]) -> dict[tuple, dict]:
             lease["revoked_at"] = r["t1"] if lease["revoked_at"] is None else min(lease["revoked_at"], r["t1"])
     for lease in out.values():
         lease["end"] = min(lease["exp"], math.floor(lease["early"]) if lease["early"] < math.inf else math.inf)
+        if lease["end"] == lease["exp"]:
+            lease["why"] = "expiry"
     return out
 
 
@@ -76,16 +85,30 @@ def check_holders(all_leases: dict, limits: dict[str, int]) -> tuple[list[str], 
         for x in live:
             overlap = [o for o in live if o is not x and o["start"] <= x["start"] < o["end"]]
             if len(overlap) + 1 > cap:
-                o = ", ".join(f"fence {o['fence']} [{o['start']}, {o['end']}) ended by {o['why'] or 'expiry'}"
+                o = ", ".join(f"fence {o['fence']} [{o['start']}, {o['end']}) ended by {o['why']}"
                               for o in overlap)
                 bad.append(f"{kind} {name}: fence {x['fence']} granted at {x['start']} while {len(overlap)} other "
                            f"holder(s) live (cap {cap}): {o}")
-        ordered = sorted(items, key=lambda x: x["fence"])
-        for a, b in zip(ordered, ordered[1:]):
+        # A lease that ended before another began (a lock's holder; a semaphore's before the other's first
+        # request was sent, since a semaphore's leases overlap and a grant's claim may come late) has the
+        # lower fence.
+        ended = sorted(items, key=lambda x: x["end"])
+        ends = [x["end"] for x in ended]
+        top: list[dict] = []  # top[i]: the lease of highest fence among ended[:i + 1]
+        for x in ended:
+            top.append(x if not top or x["fence"] > top[-1]["fence"] else top[-1])
+        for b in items:
+            # strictly before: a hand-over within one millisecond has no order on this clock
+            n = bisect.bisect_left(ends, b["start"] if kind == "lock" else math.floor(b["sent"]))
+            if not n:
+                continue
             handovers += 1
-            if b["start"] < a["start"]:
-                bad.append(f"{kind} {name}: fence {b['fence']} granted at {b['start']}, before fence {a['fence']} "
-                           f"(granted at {a['start']}): fences do not grow in grant order")
+            a = top[n - 1]
+            if a is b:
+                a = max((x for x in ended[:n] if x is not b), key=lambda x: x["fence"], default=None)
+            if a is not None and a["fence"] >= b["fence"]:
+                bad.append(f"{kind} {name}: fence {b['fence']} granted at {b['start']} after fence {a['fence']} "
+                           f"ended at {a['end']}: fences do not grow in grant order")
     return bad, {"lease windows": windows, "fence pairs": handovers}
 
 

@@ -59,7 +59,7 @@ def base() -> dict:
         {"ev": "renew", "kind": "lock", "name": "M", "fence": 12, "status": 410, "code": "lease_lost",
          "t0": 2600, "t1": 2601},
         {"ev": "fifo", "name": "F", "grants": [[0, 20], [1, 21], [2, 22]]},
-        {"ev": "reset", "rid": "x", "after_ms": 10, "kind": "lock", "name": "L"},
+        {"ev": "reset", "rid": "x", "after_ms": 10, "kind": "lock", "name": "L", "t0": 900},
     ]
     return {"records": recs, "limits": {"S": 2}, "history": {RES: [10, 11]}, "history_wids": {RES: ["w1", "w2"]},
             "audits": {(RES, 10): 1}, "finals": {RES: ("w2", 11)}, "held": {}}
@@ -98,9 +98,8 @@ class JudgeTest(unittest.TestCase):
         self.broken(lambda k: k["limits"].update(S=1), "cap 1")
 
     def test_fences_not_in_grant_order(self):
-        def swap(k):
-            find(k, ev="acq", name="S", rid="rsem5")["body"]["fence"] = 2
-        self.broken(swap, "fences do not grow")
+        self.broken(lambda k: find(k, ev="acq", name="S", rid="rsem5")["body"].update(fence=2), "fences do not grow")
+        self.broken(lambda k: find(k, ev="acq", name="L", rid="rlock11")["body"].update(fence=9), "fences do not grow")
 
     def test_stale_write_accepted(self):
         def accept(k):
