@@ -4,6 +4,7 @@
 
     python3 bench/backend_cost_pg.py                       # build, own Redis/Postgres/gateway, 15 rounds
     python3 bench/backend_cost_pg.py --writes 500 --rounds 20 --clients 4 --explain
+    python3 bench/backend_cost_pg.py --rounds 1 --callgrind                    # instructions per statement
     BUILD=/path/to/a/release/build python3 bench/backend_cost_pg.py   # measure another build
     BEFORE=/path/to/an/older/build python3 bench/backend_cost_pg.py   # its gateway too, on the next port
 
@@ -34,6 +35,13 @@ statements (their text as pg_stat_statements keeps it; with BEFORE, an older bui
 that return row_to_json) and of the hand-written UPDATE, each run a few times in a transaction that is rolled
 back, the last run shown: where the time of a write goes.
 
+--callgrind then counts the instructions Postgres executes per write statement, which no load on the
+machine moves: Postgres is stopped, and each statement (the gateway's, as its connection shows it, and the
+hand-written UPDATE, alone and with RETURNING *) is prepared and executed on random rows in a single-user
+Postgres on the same data directory under valgrind's callgrind, counting inside ExecuteQuery (the prepared
+statement's plan from the cache and its executor run: what pg_stat_statements times, with the plan lookup);
+100 and 600 executions, their difference over 500.
+
 Owns: this measure. Must not: change the servers' configuration between sides. Its services: .data/bench-pgcost,
 ports 17393 (Redis), 17443 (Postgres), 18493 (HTTP); PGCOST_PORTS="redis pg http" overrides them.
 """
@@ -44,6 +52,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -54,6 +63,7 @@ from lean_http import LeanConnection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEBIAN_PYTHON = "/usr/bin/python3"  # the interpreter of python3-psycopg2
+PGBIN = "/usr/lib/postgresql/15/bin"
 ROWS = 1000
 
 TABLES_SQL = f"""
@@ -185,21 +195,27 @@ DIRECT_PREPARED = ("PREPARE s (text, bigint, integer, bigint) AS UPDATE public.p
                    "lock_fence = $2 WHERE id = $3 AND lock_fence <= $4")
 
 
+def statement_text(stats: Stats, sides: dict, side: str, start: str, form) -> str | None:
+    """The text of side's write statement as prepared (constants and all): the one its gateway connection shows
+    in pg_stat_activity right after the side wrote once more."""
+    sides[side]()[0](7)
+    stats.cur.execute("SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate' AND query LIKE %s",
+                      (start.replace("%", "%%") + "%",))
+    texts = [q for q, in stats.cur.fetchall() if form(q)]
+    return texts[0] if texts else None
+
+
 def explain(stats: Stats, sides: dict, fence: int) -> None:
     """EXPLAIN (ANALYZE, BUFFERS) of the hand-written UPDATE and of each statement of EXPLAINED on row 7, the
-    last of five runs, in a transaction rolled back. A gateway statement's text is the one its connection
-    shows in pg_stat_activity right after the side wrote once more (the text as prepared, constants and all)."""
+    last of five runs, in a transaction rolled back."""
     cur = stats.cur
     plans = [(DIRECT, DIRECT_PREPARED, f"('x', {fence}, 7, {fence})")]
     for side, start, args, form in EXPLAINED:
         if side not in sides:  # a side of an older build, run without BEFORE
             continue
-        sides[side]()[0](7)
-        cur.execute("SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate' AND query LIKE %s",
-                    (start.replace("%", "%%") + "%",))
-        texts = [q for q, in cur.fetchall() if form(q)]
-        if texts:
-            plans.append((side, f"PREPARE s AS {texts[0]}", args.format(f=fence)))
+        text = statement_text(stats, sides, side, start, form)
+        if text:
+            plans.append((side, f"PREPARE s AS {text}", args.format(f=fence)))
     for side, prepare, args in plans:
         cur.execute("BEGIN")
         cur.execute(prepare)
@@ -210,6 +226,72 @@ def explain(stats: Stats, sides: dict, fence: int) -> None:
         cur.execute("DEALLOCATE s")
         print(f"\n{side}:\n  " + " ".join(prepare.split(" AS ", 1)[1].split()) + "\n"
               + "\n".join("    " + line for line in plan))
+
+
+# Each side's EXECUTE arguments: the gateway's statements take ($1 fence, $2 key, [$3 resource prefix,] note),
+# the hand-written ones (note, fence, key, fence).
+CALLGRIND_ARGS = {3: "({f}, {k}, 'x')", 4: "({f}, {k}, 'pg:pgc_default/', 'x')"}
+DIRECT_RETURNING_PREPARED = DIRECT_PREPARED.replace("pgc_direct", "pgc_direct_returning") + " RETURNING *"
+
+
+# Compacted before counting, so that no table carries more dead rows than another from the rounds.
+COMPACTED = ["public.pgc_direct", "public.pgc_direct_returning", "public.pgc_column", "public.pgc_default",
+             "fencegate.resource_fences", "fencegate.revocations"]
+
+
+def single_user(pgdata: str, text: str, under: list) -> None:
+    """Runs the statements of text (one a line) in a single-user Postgres on pgdata, as its OS user, without
+    preloaded libraries (pg_stat_statements' hooks would count on every side), under the command under."""
+    run_as = [] if os.geteuid() else ["runuser", "-u", os.environ.get("FG_PG_OS_USER", "fencegate-pg"), "--"]
+    subprocess.run(run_as + under + [os.path.join(PGBIN, "postgres"), "--single", "-D", pgdata, "-c", "fsync=off",
+                                     "-c", "shared_preload_libraries=", "fencegate"],
+                   input=text.encode(), check=True, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def single_user_instructions(pgdata: str, prepare: str, execute: str, times: int) -> int:
+    """Instructions inside ExecuteQuery of a single-user Postgres on pgdata that prepares and then runs
+    execute (a format of {k}, a random row) times."""
+    rnd = random.Random(7)
+    text = prepare + "\n" + "\n".join(execute.format(k=rnd.randrange(ROWS)) for _ in range(times)) + "\n"
+    out = os.path.join(os.path.dirname(pgdata), "callgrind.out")
+    if os.path.exists(out):
+        os.unlink(out)
+    single_user(pgdata, text, ["valgrind", "--tool=callgrind", "--toggle-collect=ExecuteQuery",
+                               f"--callgrind-out-file={out}"])
+    with open(out) as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    return 0
+
+
+def callgrind(stats: Stats, sides: dict, fence: int, datadir: str, redis_port: int, pg_port: int) -> None:
+    """Instructions per execution of each write statement (the gateway's and the hand-written ones) in a
+    single-user Postgres under callgrind, once the servers' Postgres is stopped."""
+    statements = [(DIRECT, DIRECT_PREPARED, f"EXECUTE s('x', {fence}, {{k}}, {fence})"),
+                  (DIRECT_RETURNING, DIRECT_RETURNING_PREPARED, f"EXECUTE s('x', {fence}, {{k}}, {fence})")]
+    for side, start, _, form in EXPLAINED:
+        if side in sides and not side.startswith("before: "):
+            text = statement_text(stats, sides, side, start, form)
+            if text:
+                params = max(int(n) for n in re.findall(r"\$(\d+)", text))
+                statements.append((side, f"PREPARE s AS {' '.join(text.split())}",
+                                   "EXECUTE s" + CALLGRIND_ARGS[params].format(f=fence, k="{k}")))
+    stats.conn.close()
+    sh("bash", "scripts/services.sh", "stop-pg", datadir, str(redis_port), str(pg_port))
+    pgdata = os.path.join(os.path.realpath(os.path.join(datadir, "pg")), "data")
+    single_user(pgdata, "".join(f"VACUUM FULL ANALYZE {t}\n" for t in COMPACTED), [])
+    counts = {side: (single_user_instructions(pgdata, prepare, execute, 600)
+                     - single_user_instructions(pgdata, prepare, execute, 100)) / 500
+              for side, prepare, execute in statements}
+    base, returning = counts[DIRECT], counts[DIRECT_RETURNING]
+    print("\nInstructions per execution inside ExecuteQuery (single-user Postgres under callgrind, random rows, "
+          "600 executions less 100, over 500):\n")
+    print("| statement | instructions | × hand-written UPDATE | × the UPDATE RETURNING * |")
+    print("|---|---|---|---|")
+    for side, _, _ in statements:
+        print(f"| {side.replace(' (psycopg2)', '')} | {counts[side]:,.0f} | {counts[side] / base:.2f} "
+              f"| {counts[side] / returning:.2f} |")
 
 
 def enable_stat_statements(datadir: str, redis_port: int, pg_port: int) -> None:
@@ -242,6 +324,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=1,
                     help="writers at once, one connection each (default 1: no write groups)")
     ap.add_argument("--explain", action="store_true", help="then EXPLAIN ANALYZE the write statements")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="last, count the write statements' instructions in a single-user Postgres")
     args = ap.parse_args()
     if args.writes > ROWS:
         ap.error(f"--writes: at most {ROWS} (a takeover writes each row once)")
@@ -350,6 +434,8 @@ def main() -> int:
         if args.explain:
             print("\nEXPLAIN (ANALYZE, BUFFERS) of row 7's write, the last of five runs, rolled back:")
             explain(stats, dict(order), fence)
+        if args.callgrind:
+            callgrind(stats, dict(order), fence, datadir, redis_port, pg_port)
     finally:
         for gw in gateways:
             gw.terminate()
