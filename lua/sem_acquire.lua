@@ -89,7 +89,15 @@ end
 local rec = holder_of(k, lease)
 if rec then
   local expires_at = tonumber(redis.call('ZSCORE', k.h, lease))
-  if rec.claimed == 0 then expires_at = claim(k, lease, rec, now, attach) end
+  if rec.claimed == 0 then
+    expires_at = claim(k, lease, rec, now, attach)
+  elseif rec.attach ~= attach then
+    -- A retry of the request takes the slot over from the attempt before (as
+    -- claim does for an unclaimed grant): a give-up of that attempt
+    -- (sem_cancel.lua, mode drop with its attach) then answers superseded.
+    rec.attach = attach
+    redis.call('HSET', k.d, lease, record_json(rec))
+  end
   tidy(k, now, keep_ms)
   return granted_reply(lease, rec, expires_at, handoff)
 end

@@ -49,6 +49,18 @@ def wait_for_waiting(c: Client, name: str, n: int, timeout: float = 10.0) -> Non
         time.sleep(0.01)
 
 
+def sem_script(r: Redis, script: str, name: str, *argv: str):
+    """Calls lease script `script` (the one build under test loaded into the one test Redis) on semaphore
+    `name` with its keys (lua/lib_sem.lua) as a gateway names them, and argv; returns its answer."""
+    libs = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", f"fg_{script}_*")
+            if lib[1].startswith(f"fg_{script}_")]
+    assert len(libs) == 1, libs
+    b = f"fg:sm:{{{name}}}:"
+    keys = [b + s for s in "hdqwlt"] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", b + "x",
+                                         "fg:idx:sm", b + "n", "fg:revoked", b + "v"]
+    return r.cmd("FCALL", libs[0], len(keys), *keys, *argv)
+
+
 def holder_process(base: str, name: str, limit: int, jobs: int, threads: int, counter: str, out: mp.Queue):
     """One client process: `threads` workers each do `jobs` acquire/hold/release cycles, counting holders
     in Redis key `counter`. Puts (highest count seen, errors) on out."""
@@ -201,6 +213,37 @@ class SemaphoreLimitTest(GatewayTest):
         again = acquire(self.c, name, limit=1, request_id="r-1")
         self.assertEqual(again.status, 410, again)  # that lease is over: never a second one
         self.assertEqual(again.body["type"], "/problems/lease_lost")
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_retry_takes_a_held_slot_over_from_the_attempt_before(self):
+        """A request retried with its request_id (say from another connection, its client having given up on
+        the first) finds its lease holding a slot and takes it over: a give-up of the attempt before (its
+        client gone: sem_cancel.lua, mode drop, with that attempt's attach) answers superseded and leaves the
+        slot held. Caught: a retry that keeps the first attempt's attach (that give-up then releases the slot
+        the retry was answered 200 for)."""
+        name = unique("sem-retry-over")
+        data = f"fg:sm:{{{name}}}:d"
+        # The gateway loads a script at its first use: a waiter whose wait_ms passes loads sem_cancel.lua.
+        busy = unique("sem-retry-load")
+        held = acquire(self.c, busy, limit=1, ttl_ms=30000)
+        self.assertEqual(acquire(self.c, busy, limit=1, wait_ms=100).status, 409)
+        self.assertEqual(release(self.c, busy, held.body["token"]).status, 200)
+        with Redis() as r:
+            first = acquire(self.c, name, limit=2, ttl_ms=30000, wait_ms=1000, request_id="sem-retry-over-1")
+            self.assertEqual(first.status, 200, first)
+            [lease, record] = r.cmd("HGETALL", data)
+            before = json.loads(record)["attach"]
+            self.assertEqual(len(before), 32, "an attempt that may wait has an attach id")
+            with self.gw.client() as other:
+                again = acquire(other, name, limit=2, ttl_ms=30000, wait_ms=1000, request_id="sem-retry-over-1")
+            self.assertEqual((again.status, again.body["fence"]), (200, first.body["fence"]), again)
+            self.assertNotEqual(json.loads(r.cmd("HGET", data, lease))["attach"], before,
+                                "the retry did not take it over")
+            self.assertEqual(sem_script(r, "sem_cancel", name, name, lease, before, "drop", "30000", "600000",
+                                        "600000", "00"), "superseded")
+            self.assertEqual(status(self.c, name)["holders"], 1)
+        self.assertEqual(self.c.post(SEM + name + "/renew", {"token": again.body["token"]}).status, 200)
+        self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
 
     def test_waiter_cap_and_hangup_leaves_the_queue(self):
         name = unique("sem-cap")
@@ -439,10 +482,6 @@ class SemaphoreLimitTest(GatewayTest):
         no holder nor waiter in the holders' keys forgets the semaphore's keys, and must move that holder out
         of the limit key first. Caught (each tried): a cancel or a leave that does not (the holder's key
         dropped: 0 holders, its release answers 410)."""
-        base = "fg:sm:{%s}:"
-        lib = "hdqwlt"
-        common = ["fg:fence", "fg:fence_limit", "fg:gateways", "{b}r", "{b}e", "{b}x", "fg:idx:sm", "{b}n",
-                  "fg:revoked", "{b}v"]
         gone, attach = "ab" * 16, "cd" * 16
         # The gateway loads a script at its first use: a waiter that gives up (a cancel) and one that hangs up
         # (a leave) load both.
@@ -462,20 +501,12 @@ class SemaphoreLimitTest(GatewayTest):
             time.sleep(0.02)
         self.assertEqual(release(self.c, busy, held["token"]).status, 200)
         with Redis() as r:
-            def function(script: str) -> str:
-                names = [lib_[1] for lib_ in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", f"fg_{script}_*")
-                         if lib_[1].startswith(f"fg_{script}_")]
-                self.assertEqual(len(names), 1, names)  # the one build under test
-                return names[0]
-
             for script, argv in (("sem_cancel", lambda name: [name, gone, attach, "drop", "30000", "600000",
                                                                 "600000", "00"]),
                                  ("sem_leave", lambda name: ["600000", gone + attach])):
                 name = unique("sem-stale")
                 a = self.first_holder(name, limit=1, ttl_ms=30000)
-                b = base % name
-                keys = [b + s for s in lib] + [k.replace("{b}", b) for k in common]
-                r.cmd("FCALL", function(script), len(keys), *keys, *argv(name))
+                sem_script(r, script, name, *argv(name))
                 self.assertEqual(status(self.c, name)["holders"], 1, script)
                 self.assertEqual(release(self.c, name, a.body["token"]).status, 200, script)
 
