@@ -32,6 +32,7 @@
 #include "lease/waiter.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -393,13 +394,20 @@ static struct waiter *hung_up(uint64_t data)
     return w != NULL && w->serial == serial ? w : NULL;
 }
 
-/* The client of w sent a FIN: probe whether it still holds its socket (one
- * urgent byte, which a closed socket answers with a reset), and watch only for
- * that reset. Caller holds reg.lock. */
+/* The peer of fd sent a FIN: sends it one urgent byte, which a socket its
+ * process closed answers with a reset and a half-closed one takes. Returns
+ * false if the byte could not be sent (the peer is gone). */
+static bool probe(int fd)
+{
+    static const char byte = 0;
+    return send(fd, &byte, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
+}
+
+/* The client of w sent a FIN: probe whether it still holds its socket, and
+ * watch only for the reset of a closed one. Caller holds reg.lock. */
 static void probe_half_close(struct waiter *w)
 {
-    static const char probe = 0;
-    if (send(w->fd, &probe, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+    if (!probe(w->fd)) {
         wake(w, WAKE_HANGUP);
         return;
     }
@@ -461,6 +469,20 @@ bool waiter_watch_hangups(int timeout_ms)
     pthread_mutex_unlock(&reg.lock);
     leave_all(leaving, nleaving);
     return rang;
+}
+
+bool waiter_client_gone(int fd)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
+    if (fd < 0 || poll(&pfd, 1, 0) <= 0)
+        return false;
+    if (pfd.revents & (POLLHUP | POLLERR))
+        return true;
+    /* A FIN: a closed socket answers the probe with a reset, on loopback before send returns. */
+    if (!probe(fd))
+        return true;
+    pfd.revents = 0;
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR));
 }
 
 long waiter_count(void)

@@ -162,6 +162,11 @@ int64_t waiter_tick(int64_t now_ms);
  * alarm's descriptor is watched too: returns true if it rang. */
 bool waiter_watch_hangups(int timeout_ms);
 
+/* True if the client of socket fd is gone, told the way the janitor tells a hang-up: a reset
+ * or a close, not a half-close (a FIN is probed with one urgent byte, which a closed socket
+ * answers with a reset). A reset that reaches the gateway only after this look is not seen. */
+bool waiter_client_gone(int fd);
+
 /* Waiters registered now (parked acquires, not watchers). */
 long waiter_count(void);
 
