@@ -8,6 +8,7 @@
  */
 #include "http/handlers_lease.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "auth/keyset.h"
@@ -146,10 +147,49 @@ static void free_wait(void *state)
     lease_wait_free(state);
 }
 
-/* Answers how an acquire ended (end), or parks it (step). */
+/* A grant answered without a wait of its own, kept until the request ends in case its answer
+ * cannot reach the client (give_back_sent). */
+struct grant_sent {
+    const struct lease_ops *kind;
+    int64_t fence;
+    bool keep; /* the acquire carried a request_id: its retry finds the grant */
+    char lease_id[LEASE_ID_LEN + 1];
+};
+
+static void give_back_wait(struct http_request *req)
+{
+    lease_wait_give_back(req->state);
+}
+
+static void give_back_sent(struct http_request *req)
+{
+    const struct grant_sent *g = req->state;
+    lease_give_back_unanswered(g->kind, lease_name(req), g->lease_id, "", g->fence, g->keep);
+}
+
+/* The grant res was answered: if the answer cannot reach the client, the server gives it back
+ * through the request's wait, or without one through what is kept here (keep: the acquire
+ * carried a request_id). */
+static void arm_give_back(const struct lease_ops *kind, struct http_request *req,
+                          const struct lease_result *res, bool keep)
+{
+    if (req->state != NULL) {
+        req->give_back = give_back_wait;
+        return;
+    }
+    struct grant_sent *g = calloc(1, sizeof *g);
+    FG_ASSERT(g != NULL);
+    *g = (struct grant_sent){.kind = kind, .fence = res->fence, .keep = keep};
+    memcpy(g->lease_id, res->lease_id, sizeof g->lease_id);
+    req->state = g;
+    req->state_free = free;
+    req->give_back = give_back_sent;
+}
+
+/* Answers how an acquire ended (end), or parks it (step); keep: it carried a request_id. */
 static enum handler_result answer_acquire(const struct lease_ops *kind, struct http_request *req,
                                           struct http_reply *reply, enum park_step step,
-                                          const struct lease_wait_end *end)
+                                          const struct lease_wait_end *end, bool keep)
 {
     if (step == PARK_STEP_PARK)
         return HANDLER_SUSPEND;
@@ -159,15 +199,19 @@ static enum handler_result answer_acquire(const struct lease_ops *kind, struct h
         reply_busy(reply, &end->res, end->busy_detail);
     else
         reply_acquired(kind, req, reply, &end->res);
-    return step == PARK_STEP_HANGUP ? HANDLER_CLOSE : HANDLER_DONE;
+    if (step == PARK_STEP_HANGUP)
+        return HANDLER_CLOSE;
+    if (reply->status == 200)
+        arm_give_back(kind, req, &end->res, keep);
+    return HANDLER_DONE;
 }
 
 enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct http_request *req,
                                          struct http_reply *reply)
 {
     struct lease_wait_end end;
-    if (req->state != NULL)
-        return answer_acquire(kind, req, reply, lease_wait_run(req->state, &end), &end);
+    if (req->state != NULL) /* its wait keeps whether it carried a request_id */
+        return answer_acquire(kind, req, reply, lease_wait_run(req->state, &end), &end, false);
     struct fg_error err = {0};
     log_subject(kind, req);
     json_t *body = http_request_json(req, &err);
@@ -178,6 +222,7 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
     p.request_id = acquire_request_id_scoped(
         p.request_id, req->principal != NULL ? req->principal->id : NULL, rid);
     http_request_log_owner(req, p.owner);
+    bool keep = p.request_id[0] != '\0'; /* p's strings go with the body */
     struct lease_wait *lw;
     struct waiter_client client = http_request_waiter_client(req);
     enum park_step step = lease_wait_begin(kind, lease_name(req), &p, &client, &lw, &end);
@@ -186,7 +231,7 @@ enum handler_result lease_handle_acquire(const struct lease_ops *kind, struct ht
         req->state = lw;
         req->state_free = free_wait;
     }
-    return answer_acquire(kind, req, reply, step, &end);
+    return answer_acquire(kind, req, reply, step, &end, keep);
 }
 
 /* Verifies the token of a renew or release and that it is for this lease. */

@@ -74,9 +74,16 @@ static enum handler_result reply_set(struct lockset_wait *ls, struct http_reply 
     return HANDLER_DONE;
 }
 
-/* Writes the answer of ls after step, the engine's problem if set (or parks it). */
-static enum handler_result answer(struct lockset_wait *ls, struct http_reply *reply,
-                                  enum park_step step, const struct fg_error *problem)
+/* lockset_wait_give_back as the request's give-back (server.h). */
+static void give_back_set(struct http_request *req)
+{
+    lockset_wait_give_back(req->state);
+}
+
+/* Writes the answer of req's set ls after step, the engine's problem if set (or parks it). */
+static enum handler_result answer(struct http_request *req, struct lockset_wait *ls,
+                                  struct http_reply *reply, enum park_step step,
+                                  const struct fg_error *problem)
 {
     enum handler_result done = step == PARK_STEP_HANGUP ? HANDLER_CLOSE : HANDLER_DONE;
     if (step == PARK_STEP_PARK)
@@ -89,8 +96,8 @@ static enum handler_result answer(struct lockset_wait *ls, struct http_reply *re
             json_pack("{s:s, s:I}", "lock", ls->failed_lock, "waiting", (json_int_t)ls->waiting));
     else if (ls->err.code != FG_OK)
         fail(reply, &ls->err);
-    else
-        reply_set(ls, reply);
+    else if (reply_set(ls, reply) == HANDLER_DONE && reply->status == 200)
+        req->give_back = give_back_set;
     return done;
 }
 
@@ -111,7 +118,7 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
 {
     struct fg_error problem;
     if (req->state != NULL)
-        return answer(req->state, reply, lockset_wait_run(req->state, &problem), &problem);
+        return answer(req, req->state, reply, lockset_wait_run(req->state, &problem), &problem);
     struct fg_error err = {0};
     http_request_log_subject(req, "lockset");
     json_t *body = http_request_json(req, &err);
@@ -139,7 +146,7 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     req->state = ls;
     req->state_free = free_set;
     struct waiter_client client = http_request_waiter_client(req);
-    return answer(ls, reply, lockset_wait_begin(ls, &client, &problem), &problem);
+    return answer(req, ls, reply, lockset_wait_begin(ls, &client, &problem), &problem);
 refused:
     free(ls);
     return fail(reply, &err);

@@ -7,7 +7,9 @@
  * suspended with MHD_suspend_connection and resumed by http_request_wake, so
  * thousands of waiters cost memory, not threads. A request's lifecycle
  * (received, handled, parked, suspended, woken, answered) is one enum,
- * conn_phase.h, which conn_step alone moves.
+ * conn_phase.h, which conn_step alone moves. A handler that answers a grant
+ * says how to give it back (req->give_back): the grant is given back instead
+ * of written when its client is already gone, or when its sending fails.
  *
  * Paths reach the router undecoded (the unescape callback is a no-op): the
  * router decodes them strictly itself. A body over the limit is read and thrown
@@ -59,6 +61,8 @@
 #include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
+
+static int http_request_fd(const struct http_request *req);
 
 /* Private per-request connection state: what handlers must not see. */
 struct http_conn {
@@ -330,15 +334,25 @@ static void log_request(const struct http_request *req, const char *method, cons
     log_line_end(&line);
 }
 
+/* Gives back the grant req answered, once (its answer could not reach the client). */
+static void give_back(struct http_request *req)
+{
+    void (*fn)(struct http_request *) = req->give_back;
+    req->give_back = NULL;
+    if (fn != NULL)
+        fn(req);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)toe;
     struct http_request *req = *con_cls;
     if (req == NULL)
         return;
     *con_cls = NULL;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        give_back(req); /* a grant whose sending failed */
     request_free(req);
     struct conn_state *w = state_of(mhd);
     if (w != NULL)
@@ -637,6 +651,11 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
     trace_current_set(req->trace_id);
     while (phase == CONN_DISPATCHING || phase == CONN_RUNNING) {
         enum handler_result result = req->match.route->handler(req, &conn->reply);
+        if (result == HANDLER_DONE && req->give_back != NULL &&
+            waiter_client_gone(http_request_fd(req))) {
+            give_back(req); /* a grant for a client that is gone: never written */
+            result = HANDLER_CLOSE;
+        }
         if (result == HANDLER_DONE)
             return send_reply(req, method, url);
         if (result == HANDLER_CLOSE)

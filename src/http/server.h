@@ -46,6 +46,10 @@ struct http_request {
     int64_t started_ms;              /* monotonic time the request arrived */
     void *state;                     /* handler's own state across suspensions */
     void (*state_free)(void *state); /* frees state when the request ends */
+    /* set by a handler whose answer is a grant: gives it back if the answer cannot reach the
+     * client (gone before it was queued, or its sending failed); called once at most, before
+     * state_free */
+    void (*give_back)(struct http_request *req);
     char *log_subject;               /* lock or resource named in the request log (owned) */
     char *log_owner;                 /* owner named in the request log (owned) */
     const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL

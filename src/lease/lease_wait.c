@@ -56,6 +56,7 @@ struct lease_wait {
     struct acquire_params params;  /* the acquire's (owner and request_id point into text) */
     const char *name;              /* the lock or semaphore (borrowed from the request) */
     struct lease_wait_end *end;    /* where its answer goes: the caller's, while the engine runs */
+    int64_t fence;                 /* answered a grant: its fence; else 0 */
     char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
     char text[];                   /* owner, NUL, request_id, NUL */
 };
@@ -242,6 +243,10 @@ static enum park_step answer(struct lease_wait *lw, enum park_step step,
         lw->end->err = *problem;
         lw->end->busy_detail = NULL;
     }
+    const struct lease_wait_end *end = lw->end;
+    if (step == PARK_STEP_ANSWER && end->err.code == FG_OK && end->busy_detail == NULL &&
+        end->res.outcome == LEASE_GRANTED)
+        lw->fence = end->res.fence;
     lw->end = NULL;
     return step;
 }
@@ -311,4 +316,33 @@ int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const
 {
     struct lease_result res;
     return kind->cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err);
+}
+
+void lease_give_back_unanswered(const struct lease_ops *kind, const char *name,
+                                const char *lease_id, const char *attach, int64_t fence, bool keep)
+{
+    if (keep) {
+        log_message(LOG_INFO, "grant_kept", "%s %s: fence %lld kept for a retry of its request_id",
+                    kind->noun, name, (long long)fence);
+        return;
+    }
+    struct lease_result res;
+    struct fg_error err = {0};
+    if (kind->cancel(name, lease_id, attach, LEASE_CANCEL_DROP, &res, &err) != 0) {
+        log_message(LOG_WARN, "grant_given_back", "%s %s: fence %lld: %s", kind->noun, name,
+                    (long long)fence, err.msg);
+        return;
+    }
+    if (res.outcome != LEASE_RELEASED)
+        return; /* superseded: a retry holds it now; gone: it ended meanwhile */
+    metrics_grant_given_back(kind->metric);
+    log_message(LOG_WARN, "grant_given_back",
+                "%s %s: fence %lld given back, its client was gone before the answer reached it",
+                kind->noun, name, (long long)fence);
+}
+
+void lease_wait_give_back(struct lease_wait *lw)
+{
+    lease_give_back_unanswered(lw->kind, lw->name, lw->park.waiter.lease_id, lw->attach, lw->fence,
+                               lw->params.request_id[0] != '\0');
 }

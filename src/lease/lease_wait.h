@@ -52,6 +52,20 @@ enum park_step lease_wait_run(struct lease_wait *wait, struct lease_wait_end *en
  * waiter holds anything up. */
 void lease_wait_free(struct lease_wait *wait);
 
+/*
+ * A grant of name (lease lease_id, fence) whose answer could not reach its client (the client
+ * was gone before the answer was queued, or sending it failed): given back at once, so the next
+ * waiter gets it without waiting for its TTL. It is given back as the attempt attach's (attach
+ * "": the acquire did not wait), so a retry that took it over keeps it. One log line and the
+ * metric fencegate_grants_given_back_total per grant given back. keep: the acquire carried a
+ * request_id, and its grant is kept: its retry finds it, with the same token and fence.
+ */
+void lease_give_back_unanswered(const struct lease_ops *kind, const char *name,
+                                const char *lease_id, const char *attach, int64_t fence, bool keep);
+
+/* lease_give_back_unanswered for the grant wait was answered (lease_wait_run). */
+void lease_wait_give_back(struct lease_wait *wait);
+
 /* Where a wait waits: the queue of a lock or semaphore and its place there. */
 struct lease_queue {
     const struct lease_ops *kind; /* lock or semaphore */

@@ -339,6 +339,13 @@ enum park_step lockset_wait_run(struct lockset_wait *ls, struct fg_error *proble
     return park_run(&ls->park, problem);
 }
 
+void lockset_wait_give_back(struct lockset_wait *ls)
+{
+    for (size_t i = 0; i < ls->next; i++)
+        lease_give_back_unanswered(&lease_lock_ops, ls->set.names[i], ls->leases[i], ls->attach,
+                                   ls->held[i].fence, ls->params.request_id[0] != '\0');
+}
+
 void lockset_wait_free(struct lockset_wait *ls)
 {
     park_end(&ls->park); /* one never registered ends from WAIT_REGISTERING too */

@@ -67,6 +67,11 @@ enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_c
 /* Runs ls again once its request was resumed (answered: as lockset_wait_begin). */
 enum park_step lockset_wait_run(struct lockset_wait *ls, struct fg_error *problem);
 
+/* The answer of ls, every lock held, could not reach its client: each lock is given back at once
+ * as this attempt's, or kept for a retry when the set carried a request_id
+ * (lease_give_back_unanswered). */
+void lockset_wait_give_back(struct lockset_wait *ls);
+
 /* Ends the life of ls: an unanswered set gives up its place and releases what it holds. */
 void lockset_wait_free(struct lockset_wait *ls);
 

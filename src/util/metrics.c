@@ -152,6 +152,7 @@ static struct {
     atomic_ullong audit_records[NREFUSALS + 1]; /* by refusals[] reason; last: any other */
     atomic_ullong audit_pruned;
     atomic_ullong revocations[METRIC_KIND_COUNT];
+    atomic_ullong grants_given_back[METRIC_KIND_COUNT];
     struct histogram backend_latency[METRIC_BACKEND_COUNT];
     atomic_ullong audit_dead_letters;
     atomic_ullong slow_headers_closed;
@@ -257,6 +258,12 @@ void metrics_revocation(enum metric_kind kind)
 {
     FG_ASSERT(kind < METRIC_KIND_COUNT);
     add(&m.revocations[kind]);
+}
+
+void metrics_grant_given_back(enum metric_kind kind)
+{
+    FG_ASSERT(kind < METRIC_KIND_COUNT);
+    add(&m.grants_given_back[kind]);
 }
 
 void metrics_backend_latency(enum metric_backend backend, int64_t elapsed_us)
@@ -516,6 +523,11 @@ static void render_capacity(struct text *t, const struct metrics_gauges *g)
     for (int k = 0; k < METRIC_KIND_COUNT; k++)
         emit(t, "fencegate_revocations_total{kind=\"%s\"} %llu\n", kind_names[k],
              get(&m.revocations[k]));
+    header(t, "fencegate_grants_given_back_total", "counter",
+           "Grants given back at once because their answer could not reach the client, by kind.");
+    for (int k = 0; k < METRIC_KIND_COUNT; k++)
+        emit(t, "fencegate_grants_given_back_total{kind=\"%s\"} %llu\n", kind_names[k],
+             get(&m.grants_given_back[k]));
     if (g->fence_headroom < 0)
         return;
     header(t, "fencegate_fence_headroom", "gauge",

@@ -106,6 +106,9 @@ void metrics_audit_pruned(int n);
 /* Counts one revoked lease of kind. */
 void metrics_revocation(enum metric_kind kind);
 
+/* A grant given back because its answer could not reach its client. */
+void metrics_grant_given_back(enum metric_kind kind);
+
 /* Records how long one call to backend took, answered or failed, in microseconds. */
 void metrics_backend_latency(enum metric_backend backend, int64_t elapsed_us);
 

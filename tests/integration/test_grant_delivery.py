@@ -1,0 +1,288 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A grant whose answer cannot reach its client is given back at once, not held for its TTL.
+
+A holder A, a waiter B whose client goes away at the moment A releases, and a client C waiting behind B: C must
+be granted as soon as the gateway finds B gone, not when B's lease would have expired. Each test judges that by
+the leases' own Redis times: C's grant (its expires_at_ms minus its ttl_ms) must come before the earliest expiry
+B's lease could have had (Redis TIME read before the release, plus B's ttl_ms). Without the give-back C is
+granted only once B's lease ran out, after that bound, and the test fails (checked by disabling the give-back).
+
+The race is made deterministic, never hoped for:
+- In one gateway, B half-closes first (the gateway, seeing only a FIN, probes it, and it keeps waiting), reads
+  the probe's byte, then closes: a socket closed after a half-close sends nothing more, so the gateway cannot
+  know B is gone until it answers. A's release hands the grant to B in-process.
+- Across gateways, a reset or a plain close lands while B's gateway claims the grant: B's gateway is stopped
+  (SIGSTOP) while A releases through the other gateway, so the grant waits for B's claim; Redis then pauses
+  writes (CLIENT PAUSE WRITE) before B's gateway resumes, B's claim stays postponed in Redis (seen in CLIENT
+  LIST), B's client goes away, and only then does Redis run the claim.
+- An acquire that did not wait: Redis pauses writes, the acquire's script is postponed, its client resets, and
+  only then is it granted.
+An acquire with a request_id keeps a grant it could not answer: the retry finds it (docs/api.md).
+
+Owns: these properties. Must not: time anything by the wall clock (only the leases' Redis times are compared).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import signal
+import socket
+import struct
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, GatewayTest, Redis, env, skip_in_cluster, wait_for  # noqa: E402
+from lock_helpers import Waiter, raw_acquire, unique_name, wait_for_waiting  # noqa: E402
+
+# B's lease length, and how long C waits: a C granted only when B's lease ran out is still answered 200, so
+# the assertion on the grant time (not a timeout) is what fails.
+B_TTL_MS = 15000
+C_WAIT_MS = B_TTL_MS + 10000
+# Long re-check and liveness periods: no script runs in the gateways during a pause but the one awaited.
+QUIET = {"waiter_lease_ms": 600000, "poll_ms": 600000}
+
+
+def reset(s: socket.socket) -> None:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()  # RST
+
+
+def close_unseen(s: socket.socket) -> None:
+    """Half-closes s, reads the byte the gateway probes a FIN with (inline), then closes s: nothing more goes
+    out, so the gateway still sees a half-closed client that waits for its answer."""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_OOBINLINE, 1)
+    s.shutdown(socket.SHUT_WR)
+    assert s.recv(16) == b"\0", "the gateway did not probe the FIN"
+    s.close()
+
+
+def redis_ms(r: Redis) -> int:
+    sec, usec = r.cmd("TIME")
+    return int(sec) * 1000 + int(usec) // 1000
+
+
+def granted_at(body: dict) -> int:
+    """Redis time of a grant: its expiry minus its length."""
+    return body["expires_at_ms"] - body["ttl_ms"]
+
+
+def given_back(gw: Gateway, kind: str) -> int:
+    for line in gw.http("GET", "/metrics").body.splitlines():
+        if line.startswith(f'fencegate_grants_given_back_total{{kind="{kind}"}} '):
+            return int(line.split()[1])
+    raise AssertionError("no fencegate_grants_given_back_total on /metrics")
+
+
+def redis_ports(pid: int) -> set[int]:
+    """Local ports of the connections process pid holds to the test Redis."""
+    inodes = set()
+    for fd in glob.glob(f"/proc/{pid}/fd/*"):
+        try:
+            m = re.fullmatch(r"socket:\[(\d+)\]", os.readlink(fd))
+        except OSError:
+            continue
+        if m:
+            inodes.add(m.group(1))
+    redis_port = int(env("FG_TEST_REDIS_PORT"))
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for row in f.read().splitlines()[1:]:
+                cols = row.split()
+                local, remote, inode = cols[1], cols[2], cols[9]
+                if inode in inodes and int(remote.rsplit(":", 1)[1], 16) == redis_port:
+                    ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
+
+
+def postponed_scripts(r: Redis, ports: set[int] | None = None) -> list[str]:
+    """The clients whose script Redis postponed (CLIENT PAUSE WRITE), of those local ports if given."""
+    found = []
+    for line in r.cmd("CLIENT", "LIST").splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if "b" in fields.get("flags", "") and fields.get("cmd") == "fcall":
+            if ports is None or int(fields["addr"].rsplit(":", 1)[1]) in ports:
+                found.append(fields["id"])
+    return found
+
+
+@skip_in_cluster("pauses the one test Redis and reads its TIME")
+class GrantDelivery(GatewayTest):
+    gateway_config = QUIET
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.r = Redis()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.r.close()
+        super().tearDownClass()
+
+    def acquire(self, kind: str, name: str, **body) -> dict:
+        r = self.c.post(f"/v1/{kind}/{name}/acquire", body)
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def release(self, kind: str, name: str, token: str) -> None:
+        self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": token}).status, 200)
+
+    def waiting(self, kind: str, name: str, n: int) -> None:
+        wait_for(lambda: self.c.get(f"/v1/{kind}/{name}").body["waiting"] == n, what=f"{n} waiting on {name}")
+
+    def assert_c_granted_before_b_expiry(self, c: Waiter, released_after_ms: int, what: str) -> dict:
+        c.join(C_WAIT_MS / 1000 + 30)
+        self.assertEqual(getattr(c.response, "status", None), 200, f"{what}: C was not granted: {c.response}")
+        b_expiry = released_after_ms + B_TTL_MS
+        self.assertLess(granted_at(c.response.body), b_expiry,
+                        f"{what}: C was granted only when B's lease ran out (grant at "
+                        f"{granted_at(c.response.body)}, B's lease ends no earlier than {b_expiry})")
+        return c.response.body
+
+    def pause_writes(self) -> None:
+        self.r.cmd("CLIENT", "PAUSE", "20000", "WRITE")
+
+    def unpause(self) -> None:
+        self.r.cmd("CLIENT", "UNPAUSE")
+
+    # -- one gateway: the grant is handed over in-process -----------------------------------------------------
+
+    def b_closed_unseen_between(self, name: str, b_body: dict) -> tuple[dict, Waiter]:
+        """A holds name; B (b_body) waits on a raw socket, C behind it; B then closes unseen. Returns A, C."""
+        a = self.acquire("locks", name, ttl_ms=30000)
+        b = raw_acquire(self.gw.port, name, b_body)
+        wait_for_waiting(self.c, name, 1)
+        c = Waiter(self.gw, f"/v1/locks/{name}/acquire", {"ttl_ms": 30000, "wait_ms": C_WAIT_MS})
+        c.start()
+        wait_for_waiting(self.c, name, 2)
+        close_unseen(b)
+        return a, c
+
+    def test_a_lock_waiter_closed_unseen_gives_its_grant_back(self):
+        name = unique_name("gone")
+        a, c = self.b_closed_unseen_between(name, {"ttl_ms": B_TTL_MS, "wait_ms": 20000})
+        before = given_back(self.gw, "lock")
+        t0 = redis_ms(self.r)
+        self.release("locks", name, a["token"])
+        body = self.assert_c_granted_before_b_expiry(c, t0, "lock, closed unseen")
+        self.assertEqual(given_back(self.gw, "lock"), before + 1)
+        self.assertRegex(self.gw.log_text(), rf"lock {name}: fence \d+ given back")
+        self.release("locks", name, body["token"])
+
+    def test_a_request_id_keeps_its_grant_for_the_retry(self):
+        """The retry with the same request_id finds the grant its first attempt could not answer; C waits on."""
+        name, rid = unique_name("kept"), unique_name("rid")
+        a, c = self.b_closed_unseen_between(name, {"ttl_ms": B_TTL_MS, "wait_ms": 20000, "request_id": rid})
+        before = given_back(self.gw, "lock")
+        self.release("locks", name, a["token"])
+        kept = wait_for(lambda: re.search(rf"lock {name}: fence (\d+) kept", self.gw.log_text()),
+                        what="the grant kept")
+        retry = self.acquire("locks", name, ttl_ms=B_TTL_MS, wait_ms=20000, request_id=rid)
+        self.assertEqual(retry["fence"], int(kept.group(1)), retry)
+        st = self.c.get(f"/v1/locks/{name}").body
+        self.assertEqual((st["fence"], st["waiting"]), (retry["fence"], 1), st)
+        self.assertEqual(given_back(self.gw, "lock"), before)
+        self.release("locks", name, retry["token"])
+        c.join(30)
+        self.assertEqual(c.response.status, 200, c.response)
+        self.release("locks", name, c.response.body["token"])
+
+    # -- across gateways: B's client goes away while its gateway claims the grant ------------------------------
+
+    def race_the_claim(self, kind: str, b_path: str, b_body: dict, held: tuple[str, str], c_name: str,
+                       go_away) -> tuple[Waiter, int]:
+        """B (b_path, b_body) waits through a second gateway for held (kind's name, A's token); C waits behind
+        it for c_name here. A releases while B's gateway is stopped; B's claim is postponed in Redis while B's
+        client goes away (go_away). Returns C and the Redis time before the release."""
+        name, token = held
+        with Gateway(config=QUIET) as other:
+            b = socket.create_connection(("127.0.0.1", other.port), timeout=30)
+            data = json.dumps(b_body).encode()
+            b.sendall(f"POST {b_path} HTTP/1.1\r\nHost: 127.0.0.1:{other.port}\r\nContent-Type: "
+                      f"application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+            self.waiting(kind, name, 1)
+            c = Waiter(self.gw, f"/v1/{kind}/{c_name}/acquire",
+                       {"ttl_ms": 30000, "wait_ms": C_WAIT_MS, **({"limit": 1} if kind == "semaphores" else {})})
+            c.start()
+            self.waiting(kind, c_name, 1 if c_name != name else 2)
+            other.signal(signal.SIGSTOP)
+            paused = False
+            try:
+                t0 = redis_ms(self.r)
+                self.release(kind, name, token)
+                self.pause_writes()
+                paused = True
+                other.signal(signal.SIGCONT)
+                ports = redis_ports(other.proc.pid)
+                wait_for(lambda: postponed_scripts(self.r, ports), what="B's claim postponed")
+                go_away(b)
+                self.assertTrue(postponed_scripts(self.r, ports), "B's claim ran before B's client went away")
+                self.unpause()
+                paused = False
+                wait_for(lambda: "given back" in other.log_text(), timeout=C_WAIT_MS / 1000,
+                         what="B's gateway to give the grant back")
+            finally:
+                if paused:
+                    self.unpause()
+                other.signal(signal.SIGCONT)
+            return c, t0
+
+    def test_a_lock_waiter_reset_while_claiming_gives_its_grant_back(self):
+        for how, go_away in (("reset", reset), ("closed", socket.socket.close)):
+            with self.subTest(how=how):
+                name = unique_name(f"claim-{how}")
+                a = self.acquire("locks", name, ttl_ms=30000)
+                c, t0 = self.race_the_claim("locks", f"/v1/locks/{name}/acquire",
+                                               {"ttl_ms": B_TTL_MS, "wait_ms": 20000}, (name, a["token"]), name,
+                                               go_away)
+                body = self.assert_c_granted_before_b_expiry(c, t0, f"lock, {how} while claiming")
+                self.release("locks", name, body["token"])
+
+    def test_a_semaphore_waiter_reset_while_claiming_gives_its_slot_back(self):
+        name = unique_name("sem-claim")
+        a = self.acquire("semaphores", name, ttl_ms=30000, limit=1)
+        c, t0 = self.race_the_claim("semaphores", f"/v1/semaphores/{name}/acquire",
+                                       {"ttl_ms": B_TTL_MS, "wait_ms": 20000, "limit": 1}, (name, a["token"]), name,
+                                       reset)
+        body = self.assert_c_granted_before_b_expiry(c, t0, "semaphore, reset while claiming")
+        self.release("semaphores", name, body["token"])
+
+    def test_a_lock_set_reset_while_claiming_gives_every_lock_back(self):
+        """B's set holds x and waits for y (A's); when y's grant cannot be answered, both go back: C, waiting
+        for y, is granted, and x is free."""
+        x, y = unique_name("set-x"), unique_name("set-y")
+        a = self.acquire("locks", y, ttl_ms=30000)
+        c, t0 = self.race_the_claim("locks", "/v1/locksets/acquire",
+                                       {"names": [x, y], "ttl_ms": B_TTL_MS, "wait_ms": 20000}, (y, a["token"]), y,
+                                       reset)
+        body = self.assert_c_granted_before_b_expiry(c, t0, "lock set, reset while claiming")
+        self.assertFalse(self.c.get(f"/v1/locks/{x}").body["held"], "x, taken by the set, is still held")
+        self.release("locks", y, body["token"])
+
+    # -- an acquire that did not wait -------------------------------------------------------------------------
+
+    def test_an_uncontended_acquire_reset_before_its_answer_gives_it_back(self):
+        name = unique_name("fast")
+        ports = redis_ports(self.gw.proc.pid)
+        self.pause_writes()
+        try:
+            t0 = redis_ms(self.r)
+            b = raw_acquire(self.gw.port, name, {"ttl_ms": B_TTL_MS})
+            wait_for(lambda: postponed_scripts(self.r, ports), what="the acquire postponed")
+            reset(b)
+        finally:
+            self.unpause()
+        c = Waiter(self.gw, f"/v1/locks/{name}/acquire", {"ttl_ms": 30000, "wait_ms": C_WAIT_MS})
+        c.start()
+        body = self.assert_c_granted_before_b_expiry(c, t0, "an acquire that did not wait, reset")
+        self.release("locks", name, body["token"])
+
+
+if __name__ == "__main__":
+    unittest.main()
