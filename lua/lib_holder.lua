@@ -7,46 +7,60 @@
 -- touches no key itself.
 --
 -- A live holder, whose key expires with its lease:
---   "<lease> <fence> <ttl> <max_hold> <granted_at> <claimed> <inst> <attach> <#rid> <rid><owner>"
+--   "<fence> <granted_at> <lease> <ttl> <max_hold> <claimed> <inst> <attach> <#rid> <rid><owner>"
 --   ttl and max_hold as asked (ms), granted_at when it was granted (ms, Redis time): the hold ends at
 --   granted_at + max_hold at the latest (kept as asked so that the first try prints no sum);
---   lease, inst and attach are lowercase hex (inst: the gateway that asked, attach: its connection);
---   claimed is 0 for a grant its gateway has not claimed yet, else 1; #rid is the length in bytes of the
---   request_id that follows, then the owner up to the end (both free text).
+--   lease, inst and attach are lowercase hex (inst: the gateway that asked, attach: its connection),
+--   the lease LEASE_ID_TEXT characters; claimed is 0 for a grant its gateway has not claimed yet, else 1;
+--   #rid is the length in bytes of the request_id that follows, then the owner up to the end (both
+--   free text). The two fields a script makes come first, so that the first try of an acquire gets
+--   the rest whole from the gateway, which knows it before the script runs.
+--   Gateways before this layout wrote the same fields lease first ("<lease> <fence> <ttl> <max_hold>
+--   <granted_at> <claimed> ..."): such a record, of a lease held while they were replaced, is read too.
 -- Or the end of the last lease (lib_lease.lua end_text). A lease that ends by running out leaves no
 -- record: it expired.
 -- A semaphore's first holder (lib_sem.lua), in its limit key, which expires with its lease:
 --   "=<limit> " then the live holder record above.
 
--- The live holder record of the fields up to granted_at (numbers as decimal
--- text) and tail, the fields from claimed on as one text. The first try of an
--- acquire (lock_acquire_fast.lua) gets its tail whole from the gateway
--- (src/lease/lock.c), which knows them all before the script runs.
-local function holder_join(lease, fence, ttl, max_hold, granted_at, tail)
-  return lease .. ' ' .. fence .. ' ' .. ttl .. ' ' .. max_hold .. ' ' .. granted_at .. ' ' .. tail
+-- The length of a lease id (LEASE_ID_LEN of src/auth/token.h): a record whose
+-- third field is not one is of the layout before (above).
+local LEASE_ID_TEXT = 32
+
+-- The live holder record of the two fields a script makes (decimal text) and
+-- tail, the others from lease on as one text. The first try of an acquire
+-- (lock_acquire_fast.lua) gets its tail whole from the gateway
+-- (src/lease/lease_result.c lease_holder_tail).
+local function holder_join(fence, granted_at, tail)
+  return fence .. ' ' .. granted_at .. ' ' .. tail
 end
 
 -- The live holder record of the given fields (numbers as decimal text).
 local function holder_text(lease, fence, ttl, max_hold, granted_at, claimed, inst, attach, rid, owner)
-  return holder_join(lease, fence, ttl, max_hold, granted_at, claimed .. ' ' .. inst .. ' ' .. attach .. ' ' ..
-                     (rid == '' and '0' or string.format('%d', #rid)) .. ' ' .. rid .. owner)
+  return holder_join(fence, granted_at, lease .. ' ' .. ttl .. ' ' .. max_hold .. ' ' .. claimed .. ' ' .. inst ..
+                     ' ' .. attach .. ' ' .. (rid == '' and '0' or string.format('%d', #rid)) .. ' ' .. rid .. owner)
 end
 
 -- The fields of a live holder record raw (a table, the numbers as decimal text), or nil when raw is no
 -- live holder (false: no key; an end's record).
 local function holder_read(raw)
   if not raw then return nil end
-  local lease, fence, ttl, max_hold, granted_at, claimed, inst, attach, n, rest =
-    string.match(raw, '^(%x+) (%d+) (%d+) (%d+) (%d+) (%d) (%x*) (%x*) (%d+) (.*)$')
-  if not lease then return nil end
+  local fence, granted_at, lease, ttl, max_hold, claimed, inst, attach, n, rest =
+    string.match(raw, '^(%d+) (%d+) (%x+) (%d+) (%d+) (%d) (%x*) (%x*) (%d+) (.*)$')
+  if not fence or #lease ~= LEASE_ID_TEXT then -- the layout before
+    lease, fence, ttl, max_hold, granted_at, claimed, inst, attach, n, rest =
+      string.match(raw, '^(%x+) (%d+) (%d+) (%d+) (%d+) (%d) (%x*) (%x*) (%d+) (.*)$')
+    if not lease then return nil end
+  end
   n = tonumber(n)
   return {lease = lease, fence = fence, ttl = ttl, max_hold = max_hold, granted_at = granted_at,
           claimed = claimed, inst = inst, attach = attach, rid = string.sub(rest, 1, n),
           owner = string.sub(rest, n + 1)}
 end
 
--- What holder_brief reads of a semaphore's first holder record (below).
-local FIRST_HOLDER_BRIEF = '^=%d+ (%x+) (%d+) (%d+) %d+ (%d+) '
+-- What holder_brief reads of a lock's holder record, and of one of the layout
+-- before; of a semaphore's first holder record (below), likewise.
+local HOLDER_BRIEF = {'^(%d+) (%d+) (%x+) (%d+) ', '^(%x+) (%d+) (%d+) %d+ (%d+) '}
+local FIRST_HOLDER_BRIEF = {'^=%d+ (%d+) (%d+) (%x+) (%d+) ', '^=%d+ (%x+) (%d+) (%d+) %d+ (%d+) '}
 
 -- What a release needs of a live holder record raw: {lease, fence, ttl,
 -- granted_at} (decimal text), or nil when raw is no live holder; four
@@ -54,8 +68,12 @@ local FIRST_HOLDER_BRIEF = '^=%d+ (%x+) (%d+) (%d+) %d+ (%d+) '
 -- FIRST_HOLDER_BRIEF for a semaphore's first holder record, nil for a lock's.
 local function holder_brief(raw, first)
   if not raw then return nil end
-  local lease, fence, ttl, granted_at = string.match(raw, first or '^(%x+) (%d+) (%d+) %d+ (%d+) ')
-  if not lease then return nil end
+  local brief = first or HOLDER_BRIEF
+  local fence, granted_at, lease, ttl = string.match(raw, brief[1])
+  if not fence or #lease ~= LEASE_ID_TEXT then -- the layout before
+    lease, fence, ttl, granted_at = string.match(raw, brief[2])
+    if not lease then return nil end
+  end
   return {lease = lease, fence = fence, ttl = ttl, granted_at = granted_at}
 end
 
@@ -66,8 +84,8 @@ end
 
 -- The record of a semaphore's first holder of the semaphore's limit (decimal
 -- text) and the live holder record of the other fields (holder_join).
-local function first_holder_join(limit, lease, fence, ttl, max_hold, granted_at, tail)
-  return '=' .. limit .. ' ' .. holder_join(lease, fence, ttl, max_hold, granted_at, tail)
+local function first_holder_join(limit, fence, granted_at, tail)
+  return '=' .. limit .. ' ' .. fence .. ' ' .. granted_at .. ' ' .. tail
 end
 
 -- The limit (decimal text) and the holder_read fields of a semaphore's first

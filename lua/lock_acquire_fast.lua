@@ -12,11 +12,12 @@
 -- history (end_bury).
 -- KEYS: holder tickets fence fence_limit index released ended
 --   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
--- ARGV: name lease ttl_ms max_hold_ms tail
---   lease: a fresh id; tail: the holder record's fields from claimed on (lib_holder.lua
---   holder_join), "1 <instance> <attach> 0 <owner>"
--- Returns (lib_lease.lua lease_reply): granted {lease, fence, ttl, granted_at}, or contended {}: held,
--- waited for, no fence may be issued, or a holder key this script does not read.
+-- ARGV: name ttl_ms tail
+--   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
+--   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> 0 <owner>"
+-- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
+-- gateway's own), or contended {}: held, waited for, no fence may be issued, or a holder key this
+-- script does not read.
 local v = redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])
 local prior = v[3]
 if v[4] or not fences_left(v) or (prior and string.byte(prior, 1) ~= 126) then -- '~': an end's record
@@ -25,8 +26,7 @@ end
 local at = now_text()
 if prior then end_bury({released = KEYS[6], ended = KEYS[7]}, prior, at + 0) end
 redis.call('ZADD', KEYS[5], '0', A_name)
-local lease, ttl = A_lease, A_ttl_ms
 local fence = decimal(redis.call('INCR', KEYS[3]))
-redis.call('SET', KEYS[1], holder_join(lease, fence, ttl, A_max_hold_ms, at, A_tail), 'PX', ttl)
+redis.call('SET', KEYS[1], holder_join(fence, at, A_tail), 'PX', A_ttl_ms)
 -- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
-return lease_reply('granted', nil, R_LEASE, lease, R_FENCE, fence, R_TTL, ttl, R_GRANTED_AT, at)
+return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)

@@ -234,9 +234,8 @@ int lease_answer_read(const char *script, const char *text, size_t len, struct l
     }
     /* The first tries answer the time of the grant (and of the release) where
      * the other scripts answer what follows from it: a sum costs a script more
-     * to print than this to add (lua/lock_acquire_fast.lua, lock_release_fast.lua). */
-    if (res->granted_at_ms > 0 && res->outcome == LEASE_GRANTED)
-        res->expires_at_ms = res->granted_at_ms + res->ttl_ms;
+     * to print than this to add (lua/lock_acquire_fast.lua, lock_release_fast.lua;
+     * a grant's expiry: lease_result.c lease_first_grant). */
     if (res->granted_at_ms > 0 && res->now_ms > 0)
         res->held_ms = res->now_ms - res->granted_at_ms;
     return 0;

@@ -99,9 +99,20 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     return 0;
 }
 
-void lease_holder_tail(const char *attach, const char *owner, char out[LEASE_HOLDER_TAIL_MAX])
+void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, const char *attach,
+                       const char *owner, char out[LEASE_HOLDER_TAIL_MAX])
 {
-    snprintf(out, LEASE_HOLDER_TAIL_MAX, "1 %s %s 0 %s", gw.instance_id, attach, owner);
+    snprintf(out, LEASE_HOLDER_TAIL_MAX, "%s %s %s 1 %s %s 0 %s", lease_id, ttl, hold,
+             gw.instance_id, attach, owner);
+}
+
+void lease_first_grant(struct lease_result *res, const char *lease_id, long long ttl_ms)
+{
+    if (res->outcome != LEASE_GRANTED)
+        return;
+    snprintf(res->lease_id, sizeof res->lease_id, "%s", lease_id);
+    res->ttl_ms = ttl_ms;
+    res->expires_at_ms = res->granted_at_ms + ttl_ms;
 }
 
 void lease_leave_pack(const struct lease_leaver *ws, size_t n, char *out)

@@ -118,12 +118,19 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
                     const char *const *keys, const char *const *argv, struct lease_result *res,
                     bool *contended, struct fg_error *err) FG_WUR;
 
-/* The fields from "claimed" on of the holder record the first try of an
+/* The fields from the lease on of the holder record the first try of an
  * acquire writes (lua/lib_holder.lua: a lock's holder, a semaphore's first
- * holder), from the asking connection attach and owner: claimed, this
- * gateway's instance, attach, the request_id's length (0) and the owner. */
-#define LEASE_HOLDER_TAIL_MAX (8 + 2 * LEASE_ID_LEN + OWNER_NAME_MAX_LEN)
-void lease_holder_tail(const char *attach, const char *owner, char out[LEASE_HOLDER_TAIL_MAX]);
+ * holder): lease_id, the ttl and max_hold (decimal text) asked, claimed, this
+ * gateway's instance, the asking connection attach, the request_id's length
+ * (0) and the owner. */
+#define LEASE_HOLDER_TAIL_MAX (3 * LEASE_ID_LEN + 2 * 24 + 10 + OWNER_NAME_MAX_LEN)
+void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, const char *attach,
+                       const char *owner, char out[LEASE_HOLDER_TAIL_MAX]);
+
+/* Completes *res of a first try of an acquire that granted lease_id for
+ * ttl_ms: its answer names neither (they are the gateway's own), only the
+ * fence and the time of the grant, of which the expiry follows. */
+void lease_first_grant(struct lease_result *res, const char *lease_id, long long ttl_ms);
 
 #define LEASE_LEAVE_PACKED (LEASE_LEAVE_MAX * 2 * LEASE_ID_LEN + 1)
 

@@ -28,14 +28,17 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
     lease_keys_lock_acquire_fast(&k, keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
-    lease_holder_tail(attach, p->owner, tail);
+    lease_holder_tail(lease_id, ttl, hold, attach, p->owner, tail);
     const char *argv[LOCK_ACQUIRE_FAST_NARGV] = {
-        [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,  [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease_id,
-        [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl, [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,
+        [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
+        [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
     };
-    return lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, keys, argv, res,
-                           contended, err);
+    if (lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, keys, argv, res, contended,
+                        err) != 0)
+        return -1;
+    lease_first_grant(res, lease_id, p->ttl_ms);
+    return 0;
 }
 
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,

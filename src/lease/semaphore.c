@@ -37,14 +37,18 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
     };
     char tail[LEASE_HOLDER_TAIL_MAX];
-    lease_holder_tail(attach, p->owner, tail);
+    lease_holder_tail(lease_id, ttl, hold, attach, p->owner, tail);
     const char *argv[SEM_ACQUIRE_FAST_NARGV] = {
-        [SEM_ACQUIRE_FAST_ARGV_NAME] = name,   [SEM_ACQUIRE_FAST_ARGV_LEASE] = lease_id,
-        [SEM_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,  [SEM_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = hold,
-        [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit, [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail,
+        [SEM_ACQUIRE_FAST_ARGV_NAME] = name,
+        [SEM_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,
+        [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit,
+        [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail,
     };
-    return lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
-                           contended, err);
+    if (lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
+                        contended, err) != 0)
+        return -1;
+    lease_first_grant(res, lease_id, p->ttl_ms);
+    return 0;
 }
 
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,

@@ -352,12 +352,12 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
     const char *acquire_keys[LOCK_ACQUIRE_FAST_NKEYS], *release_keys[LOCK_RELEASE_FAST_NKEYS];
     lease_keys_lock_acquire_fast(&k, acquire_keys);
     lease_keys_lock_release_fast(&k, release_keys);
+    char tail[LEASE_HOLDER_TAIL_MAX];
+    snprintf(tail, sizeof tail, "%s 10000 0 1 00000000000000000000000000000001 1 0 bench", lease);
     const char *acquire[LOCK_ACQUIRE_FAST_NARGV] = {
         [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
-        [LOCK_ACQUIRE_FAST_ARGV_LEASE] = lease,
         [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = "10000",
-        [LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = "0",
-        [LOCK_ACQUIRE_FAST_ARGV_TAIL] = "1 00000000000000000000000000000001 1 0 bench",
+        [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
     };
     const char *watch_keys[LOCK_WATCH_NKEYS] = {
         [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],

@@ -35,6 +35,7 @@
 #include "lease/fence.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_list.h"
+#include "lease/lease_result.h"
 #include "lua_scripts.h"
 #include "store/backend/key_slot.h"
 #include "store/backend/redis.h"
@@ -159,7 +160,7 @@ struct list_seed {
     struct lease_keys k;
     const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
     const char *argv[LOCK_ACQUIRE_FAST_NARGV];
-    char name[KEY_MAX], lease[40];
+    char name[KEY_MAX], lease[40], tail[LEASE_HOLDER_TAIL_MAX];
     struct lease_fence_keys fk; /* the fence keys of the lock's slot */
     const char *fence_keys[FENCE_RAISE_NKEYS];
 };
@@ -212,11 +213,11 @@ static long take_locks(size_t n, const char *ttl_ms)
         snprintf(seed->lease, sizeof seed->lease, "%032zx", i + 1);
         lease_keys_init(&seed->k, LEASE_KIND_LOCK, seed->name);
         lease_keys_lock_acquire_fast(&seed->k, seed->keys);
+        snprintf(seed->tail, sizeof seed->tail, "%s %s 0 1 00000000000000000000000000000001 1 0 lab",
+                 seed->lease, ttl_ms);
         seed->argv[LOCK_ACQUIRE_FAST_ARGV_NAME] = seed->name;
-        seed->argv[LOCK_ACQUIRE_FAST_ARGV_LEASE] = seed->lease;
         seed->argv[LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl_ms;
-        seed->argv[LOCK_ACQUIRE_FAST_ARGV_MAX_HOLD_MS] = "0";
-        seed->argv[LOCK_ACQUIRE_FAST_ARGV_TAIL] = "1 00000000000000000000000000000001 1 0 lab";
+        seed->argv[LOCK_ACQUIRE_FAST_ARGV_TAIL] = seed->tail;
         calls[i] = (struct redis_batch_call){
             .script = SCRIPT_LOCK_ACQUIRE_FAST, .keys = seed->keys, .argv = seed->argv, .text = true};
     }

@@ -201,6 +201,31 @@ class LeaseEdges(GatewayTest):
 
     # -- item 10 -------------------------------------------------------------------------------------------
 
+    def test_a_holder_record_of_the_layout_before_is_still_read(self):
+        """Gateways before the record's fence-first layout wrote a holder's lease first (lua/lib_holder.lua); a
+        lease granted by one and still held after it was replaced must stay held: status shows it, another
+        acquire is refused, its renew and release (the first try's) work. Caught: a reader of the new layout
+        alone (the holder then reads as no holder: a second grant of the lock, and 410 for its token)."""
+        name = unique_name("layout-before")
+        holder = f"fg:lk:{{{name}}}:h"
+        held = acquire(self.c, name, ttl_ms=30000, owner="before")
+        self.assertEqual(held.status, 200, held)
+        with Redis() as r:
+            def rewrite() -> None:
+                fence, granted_at, lease, ttl, max_hold, rest = r.cmd("GET", holder).split(" ", 5)
+                self.assertEqual((fence, len(lease)), (str(held.body["fence"]), 32))
+                before = " ".join((lease, fence, ttl, max_hold, granted_at, rest))
+                self.assertEqual(r.cmd("SET", holder, before, "KEEPTTL"), "OK")
+
+            rewrite()
+            got = status(self.c, name)
+            self.assertEqual((got["held"], got["fence"], got["owner"]), (True, held.body["fence"], "before"), got)
+            self.assertEqual(acquire(self.c, name, wait_ms=0).status, 409)
+            self.assertEqual(renew(self.c, name, held.body["token"]).status, 200)
+            rewrite()
+            self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
+        self.assertFalse(status(self.c, name)["held"])
+
     @skip_in_cluster("it calls a script with the one-Redis key names")
     def test_a_retry_takes_a_held_lock_over_from_the_attempt_before(self):
         """A request retried with its request_id (say from another connection, its client having given up on
@@ -218,7 +243,7 @@ class LeaseEdges(GatewayTest):
         with Redis() as r:
             first = acquire(self.c, name, ttl_ms=30000, wait_ms=1000, request_id="retry-over-1")
             self.assertEqual(first.status, 200, first)
-            lease, before = r.cmd("GET", holder).split(" ")[0], r.cmd("GET", holder).split(" ")[7]
+            lease, before = r.cmd("GET", holder).split(" ")[2], r.cmd("GET", holder).split(" ")[7]
             self.assertEqual(len(before), 32, "an attempt that may wait has an attach id")
             with self.gw.client() as other:
                 again = acquire(other, name, ttl_ms=30000, wait_ms=1000, request_id="retry-over-1")

@@ -449,6 +449,27 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertEqual(b.status, 200, b)
         self.assertEqual(release(self.c, name, b.body["token"]).status, 200)
 
+    def test_a_first_holder_record_of_the_layout_before_is_still_read(self):
+        """Gateways before the record's fence-first layout wrote a first holder's lease first
+        (lua/lib_holder.lua); a slot granted by one and still held after it was replaced must stay held: status
+        and another acquire count it, its release (the first try's) works. Caught: a reader of the new layout
+        alone (the holder then reads as none: 0 holders, a second grant of a one-slot semaphore)."""
+        for then in ("acquire", "release"):
+            name = unique("sem-before")
+            key = f"fg:sm:{{{name}}}:l"
+            a = self.first_holder(name, limit=1, ttl_ms=30000, owner="before").body
+            with Redis() as r:
+                limit, fence, granted_at, lease, ttl, max_hold, rest = r.cmd("GET", key).split(" ", 6)
+                self.assertEqual((limit, fence, len(lease)), ("=1", str(a["fence"]), 32))
+                before = " ".join((limit, lease, fence, ttl, max_hold, granted_at, rest))
+                self.assertEqual(r.cmd("SET", key, before, "KEEPTTL"), "OK")
+            self.assertEqual(status(self.c, name), {"semaphore": name, "limit": 1, "holders": 1, "waiting": 0})
+            if then == "acquire":  # the full script, which moves the holder out of the limit key first
+                self.assertEqual(acquire(self.c, name, limit=1, wait_ms=0).status, 409)
+                self.assertEqual(status(self.c, name)["holders"], 1)
+            self.assertEqual(release(self.c, name, a["token"]).status, 200, then)
+            self.assertEqual(status(self.c, name)["holders"], 0, then)
+
     def test_a_first_holder_ended_through_a_gateway_that_saw_contention(self):
         """A gateway that saw the name contended in the last second runs the full scripts at once
         (src/lease/contention.c), so with two gateways a first holder that one granted by its first try may

@@ -82,12 +82,11 @@ static void other_outcomes(void **state)
     assert_int_equal(
         read_text("s", "released" F(NOW) "1700000005012" F(GRANTED_AT) "1700000005000"), 0);
     assert_int_equal(res.held_ms, 12);
-    /* and of a grant: its expiry follows from its ttl */
-    assert_int_equal(read_text("s", "granted" F(LEASE) LEASE_A F(FENCE) "7" F(TTL) "5000" F(
-                                        GRANTED_AT) "1700000000000"),
-                     0);
+    /* and of a grant: its fence and time; its lease and expiry are the gateway's to fill in */
+    assert_int_equal(read_text("s", "granted" F(FENCE) "7" F(GRANTED_AT) "1700000000000"), 0);
     assert_int_equal(res.outcome, LEASE_GRANTED);
-    assert_int_equal(res.expires_at_ms, 1700000005000LL);
+    assert_int_equal(res.fence, 7);
+    assert_int_equal(res.granted_at_ms, 1700000000000LL);
     assert_int_equal(res.held_ms, -1);
     assert_int_equal(read_text("s", "mismatch" F(LIMIT) "3" F(WAITING) "1"), 0);
     assert_int_equal(res.outcome, LEASE_MISMATCH);
