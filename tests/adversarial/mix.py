@@ -243,16 +243,41 @@ class Client:
                 self.run.rec(ev, rid=rid, status=status, code=code_of(rb), body=rb, t0=t0, t1=now_ms(),
                              **base)
                 return rb if status == 200 else None
+        twin = None
+        if may_reset and not retry and wait_ms > 0 and self.rng.random() < self.run.args.twins:
+            twin = threading.Thread(target=self.first_of_twins, args=(path, body, ev, base))
+            twin.start()
+            time.sleep(self.rng.uniform(0, min(wait_ms / 1000.0, 0.5)))
+            retry = True
+        got = None
         for attempt in range(4):
             port, t0, t1, status, rb = self.ask(path, body, wait_ms)
             self.run.rec(ev, rid=rid, status=status, code=code_of(rb), body=rb, t0=t0, t1=t1, retry=retry,
                          gw=port, **base)
             if status is not None and status < 500:
-                return rb if status == 200 else None
+                got = rb if status == 200 else None
+                break
             retry = True
             if time.time() > self.run.end_at + 10:
                 break
-        return None
+        if twin is not None:
+            twin.join()
+            if got is None and self.twin_answer is not None:
+                got = self.twin_answer  # the first answered the lease: it is held, so hold and release it
+        return got
+
+    def first_of_twins(self, path: str, body: dict, ev: str, base: dict) -> None:
+        """The first of two requests with one request_id, left open while the second goes through another
+        gateway: one of them is answered the lease (or both the same), the other 409 conflict."""
+        self.twin_answer = None
+        port = self.run.port(self.rng)
+        t0 = now_ms()
+        got = raw_attempt(port, path, body, body["wait_ms"] / 1000.0 + 15.0)
+        status, rb = got if got is not None else (None, None)
+        self.run.rec(ev, rid=body["request_id"], status=status, code=code_of(rb), body=rb, t0=t0, t1=now_ms(),
+                     twin=True, gw=port, **base)
+        if status == 200:
+            self.twin_answer = rb
 
     def ask_again(self) -> None:
         """The last acquire sent again while its lease holds, as after a lost answer: the same request_id must
@@ -556,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kill", action="store_true", help="SIGKILL one gateway mid-run and start another")
     p.add_argument("--cluster", action="store_true", help="run on a cluster lab of its own")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--twins", type=float, default=0.15,
+                   help="share of acquires sent twice at once with one request_id, through two gateways")
     p.add_argument("--keep", help="write records and end state to this JSON file")
     p.add_argument("--judge", help="judge a file written by --keep and exit")
     args = p.parse_args(argv)

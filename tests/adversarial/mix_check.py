@@ -252,6 +252,15 @@ def odd_answers(records: list[dict]) -> list[str]:
         if any(v["name"] == lock and r["t0"] <= v["t0"] and v["t1"] <= r["t1"] for v in revokes):
             continue
         out.append(f"lock set {r['rid']} (retry {r.get('retry')}): 410 {detail!r} after {r['t1'] - r['t0']:.0f} ms")
+    answers: dict[str, list] = defaultdict(list)
+    for r in records:
+        if r["ev"] in ("acq", "set"):
+            answers[r["rid"]].append(r)
+    for rid, rs in answers.items():
+        twins = [r for r in rs if r.get("twin")]
+        if twins and twins[0]["status"] == 200 and all(r["status"] != 200 for r in rs if not r.get("twin")):
+            out.append(f"request_id {rid}: its first request was answered the lease, the second "
+                       f"{[(r['status'], r['code']) for r in rs if not r.get('twin')]}")
     return out
 
 

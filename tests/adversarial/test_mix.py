@@ -4,7 +4,9 @@ SIGKILL and replaced mid-run, twelve clients on locks, semaphores, lock sets, re
 fenced writes; and the judge (mix_check.py) shown to catch each broken promise in records that break it.
 
 Environment: FG_MIX_SECONDS (length of the run, default 20), FG_MIX_SEED (replay a run), FG_MIX_KILL=0 (no
-gateway killed). Longer runs and the cluster lab: mix.py --help.
+gateway killed), FG_MIX_TWINS (share of acquires sent twice at once through two gateways, default 0 for now: a
+lock set's older attempt on another gateway still takes back, and gives up, a lock the newer attempt was
+answered). Longer runs and the cluster lab: mix.py --help.
 
 Owns: the run's size in CI and the judge's own test. Must not: relax a check (mix_check.py has no tolerance
 beyond the clock's millisecond).
@@ -152,6 +154,7 @@ class MixedRunTest(unittest.TestCase):
         args = ["--seconds", os.environ.get("FG_MIX_SECONDS", "20"), "--clients", "12", "--gateways", "3"]
         if os.environ.get("FG_MIX_KILL", "1") != "0":
             args.append("--kill")
+        args += ["--twins", os.environ.get("FG_MIX_TWINS", "0")]
         if os.environ.get("FG_MIX_SEED"):
             args += ["--seed", os.environ["FG_MIX_SEED"]]
         self.assertEqual(mix.main(args), 0, "violations or an empty check: see the lines above")
