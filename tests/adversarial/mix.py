@@ -360,16 +360,24 @@ class Client:
 
     def hold(self, kind: str, ls: list[dict], ttl_ms: int) -> None:
         """Holds for a while: renews every third of the lease (sometimes not, letting it lapse), writes to each
-        lock's Postgres row and Redis key under its token, then releases (sometimes twice)."""
+        lock's Postgres row and Redis key under its token, lets one lock of a set go early now and then (by its
+        own token, as any lock), then releases (sometimes twice)."""
         hold_ms = self.rng.choice([0, 30, 150, ttl_ms // 2, ttl_ms * 2])
         lapse = self.rng.random() < 0.15
         writes = self.rng.randint(0, 3) if kind != "sem" else 0
         again = self.rng.random() < 0.2
+        part = kind == "set" and len(ls) > 1 and self.rng.random() < 0.25
+        held = ls
         start = time.monotonic()
         while True:
             if again and self.rng.random() < 0.5:
                 self.ask_again()
                 again = False
+            if part and self.rng.random() < 0.5:
+                early = self.rng.choice(ls)
+                self.release("lock", [early])
+                ls = [x for x in ls if x is not early]
+                part = False
             if writes and self.rng.random() < 0.6:
                 self.write(self.rng.choice(ls))
                 writes -= 1
@@ -384,7 +392,7 @@ class Client:
             writes -= 1
         if kind != "sem":
             with self.run.rlock:
-                self.run.old.extend((x["name"], x["token"], x["fence"]) for x in ls)
+                self.run.old.extend((x["name"], x["token"], x["fence"]) for x in held)
                 del self.run.old[:-40]
         self.release(kind, ls)
 
