@@ -100,13 +100,26 @@ def redis_ports(pid: int) -> set[int]:
     return ports
 
 
-def postponed_scripts(r: Redis, ports: set[int] | None = None) -> list[str]:
-    """The clients whose script Redis postponed (CLIENT PAUSE WRITE), of those local ports if given."""
-    found = []
+def stopped(pid: int) -> bool:
+    """True once every thread of process pid is stopped (SIGSTOP takes effect after kill returns)."""
+    states = []
+    for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
+        try:
+            with open(stat) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            continue
+    return bool(states) and all(st in ("T", "t") for st in states)
+
+
+def postponed_scripts(r: Redis, pid: int) -> list[str]:
+    """The clients of process pid whose script Redis postponed (CLIENT PAUSE WRITE). Its connections are read
+    at each look: one made since (a thread's first Redis call) counts too."""
+    ports, found = redis_ports(pid), []
     for line in r.cmd("CLIENT", "LIST").splitlines():
         fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
         if "b" in fields.get("flags", "") and fields.get("cmd") == "fcall":
-            if ports is None or int(fields["addr"].rsplit(":", 1)[1]) in ports:
+            if int(fields["addr"].rsplit(":", 1)[1]) in ports:
                 found.append(fields["id"])
     return found
 
@@ -212,6 +225,7 @@ class GrantDelivery(GatewayTest):
             c.start()
             self.waiting(kind, c_name, 1 if c_name != name else 2)
             other.signal(signal.SIGSTOP)
+            wait_for(lambda: stopped(other.proc.pid), what="B's gateway stopped")
             paused = False
             try:
                 t0 = redis_ms(self.r)
@@ -219,10 +233,9 @@ class GrantDelivery(GatewayTest):
                 self.pause_writes()
                 paused = True
                 other.signal(signal.SIGCONT)
-                ports = redis_ports(other.proc.pid)
-                wait_for(lambda: postponed_scripts(self.r, ports), what="B's claim postponed")
+                wait_for(lambda: postponed_scripts(self.r, other.proc.pid), what="B's claim postponed")
                 go_away(b)
-                self.assertTrue(postponed_scripts(self.r, ports), "B's claim ran before B's client went away")
+                self.assertTrue(postponed_scripts(self.r, other.proc.pid), "B's claim ran before B's client went away")
                 self.unpause()
                 paused = False
                 wait_for(lambda: "given back" in other.log_text(), timeout=C_WAIT_MS / 1000,
@@ -269,12 +282,11 @@ class GrantDelivery(GatewayTest):
 
     def test_an_uncontended_acquire_reset_before_its_answer_gives_it_back(self):
         name = unique_name("fast")
-        ports = redis_ports(self.gw.proc.pid)
         self.pause_writes()
         try:
             t0 = redis_ms(self.r)
             b = raw_acquire(self.gw.port, name, {"ttl_ms": B_TTL_MS})
-            wait_for(lambda: postponed_scripts(self.r, ports), what="the acquire postponed")
+            wait_for(lambda: postponed_scripts(self.r, self.gw.proc.pid), what="the acquire postponed")
             reset(b)
         finally:
             self.unpause()
