@@ -61,6 +61,15 @@ def close_unseen(s: socket.socket) -> None:
     s.close()
 
 
+def raw_post(port: int, path: str, body: dict) -> socket.socket:
+    """Sends POST path with body on a new raw socket, returned unread (to close or reset it)."""
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    return s
+
+
 def redis_ms(r: Redis) -> int:
     sec, usec = r.cmd("TIME")
     return int(sec) * 1000 + int(usec) // 1000
@@ -206,6 +215,28 @@ class GrantDelivery(GatewayTest):
         self.assertEqual(c.response.status, 200, c.response)
         self.release("locks", name, c.response.body["token"])
 
+    def kept_fences(self, *names: str) -> dict[str, int]:
+        """The fences the gateway logged as kept for a retry, by lock, of these locks."""
+        alts = "|".join(re.escape(n) for n in names)
+        return {n: int(f) for n, f in re.findall(rf"lock ({alts}): fence (\d+) kept", self.gw.log_text())}
+
+    def test_a_lock_set_with_a_request_id_keeps_its_locks_for_the_retry(self):
+        """Every lock of a set whose answer was lost is kept for the retry, which gets the same fences."""
+        x, y, rid = unique_name("kept-x"), unique_name("kept-y"), unique_name("rid")
+        a = self.acquire("locks", y, ttl_ms=30000)
+        body = {"names": [x, y], "ttl_ms": B_TTL_MS, "wait_ms": 20000, "request_id": rid}
+        b = raw_post(self.gw.port, "/v1/locksets/acquire", body)
+        wait_for_waiting(self.c, y, 1)
+        close_unseen(b)
+        self.release("locks", y, a["token"])
+        kept = wait_for(lambda: self.kept_fences(x, y) if len(self.kept_fences(x, y)) == 2 else None,
+                        what="both locks kept")
+        retry = self.c.post("/v1/locksets/acquire", body)
+        self.assertEqual(retry.status, 200, retry)
+        self.assertEqual({lk["lock"]: lk["fence"] for lk in retry.body["locks"]}, kept, retry)
+        self.assertEqual(self.c.post("/v1/locksets/release",
+                                     {"tokens": [lk["token"] for lk in retry.body["locks"]]}).status, 200)
+
     # -- across gateways: B's client goes away while its gateway claims the grant ------------------------------
 
     def race_the_claim(self, kind: str, b_path: str, b_body: dict, held: tuple[str, str], c_name: str,
@@ -215,10 +246,7 @@ class GrantDelivery(GatewayTest):
         client goes away (go_away). Returns C and the Redis time before the release."""
         name, token = held
         with Gateway(config=QUIET) as other:
-            b = socket.create_connection(("127.0.0.1", other.port), timeout=30)
-            data = json.dumps(b_body).encode()
-            b.sendall(f"POST {b_path} HTTP/1.1\r\nHost: 127.0.0.1:{other.port}\r\nContent-Type: "
-                      f"application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+            b = raw_post(other.port, b_path, b_body)
             self.waiting(kind, name, 1)
             c = Waiter(self.gw, f"/v1/{kind}/{c_name}/acquire",
                        {"ttl_ms": 30000, "wait_ms": C_WAIT_MS, **({"limit": 1} if kind == "semaphores" else {})})
