@@ -222,8 +222,10 @@ end
 -- Takes the oldest waiter whose gateway is alive out of the queue k.q and its
 -- record out of k.w, dropping waiters of dead gateways on the way (and
 -- forgetting their request_ids). Returns its lease id and decoded record, or
--- nil when nobody alive waits. k is a lock's or a semaphore's key table.
-local function next_live_waiter(k, now)
+-- nil when nobody alive waits. k is a lock's or a semaphore's key table; inst
+-- (or nil): the calling gateway, alive since it runs the script, whose waiters
+-- need no look at its mark.
+local function next_live_waiter(k, now, inst)
   while true do
     local head = redis.call('ZPOPMIN', k.q)[1]
     if not head then return nil end
@@ -231,7 +233,7 @@ local function next_live_waiter(k, now)
     redis.call('HDEL', k.w, head)
     if raw then
       local w = cjson.decode(raw)
-      if gateway_alive(k, w.inst, now) then return head, w end
+      if w.inst == inst or gateway_alive(k, w.inst, now) then return head, w end
       rid_forget(k, w.rid, head)
     end
   end

@@ -79,16 +79,21 @@ end
 -- LEASE_MAX_HANDOFF of src/fglimits.h), so the caller wakes that waiter in-process with the grant in
 -- hand: no doorbell and no claim round trip. It stays "unclaimed" so that an
 -- orphan give-back can still free it. Issues no fence unless the sequence may
--- issue one (lib_lease.lua).
-local function grant_free(k, name, limit, claim_ms, now, inst, handoff)
+-- issue one (lib_lease.lua). ready: nil, or for a caller that knows somebody
+-- waits, whether fences may be issued (lib_lease.lua fence_ready_and_get).
+local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   if not limit then return end
   local held = redis.call('ZCARD', k.h)
   local free = limit - held
-  if free <= 0 or not redis.call('ZRANGE', k.q, '0', '0')[1] then return end -- no slot, or nobody waits
-  if not fence_ready(k) then return end
+  if free <= 0 then return end -- no slot
+  if ready == nil then
+    if not redis.call('ZRANGE', k.q, '0', '0')[1] then return end -- nobody waits
+    ready = fence_ready(k)
+  end
+  if not ready then return end
   if held == 0 then k.fresh = true end
   while free > 0 do
-    local head, w = next_live_waiter(k, now)
+    local head, w = next_live_waiter(k, now, inst)
     if not head then return end
     local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
     local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF

@@ -14,7 +14,7 @@ local handoff = {}
 local now = now_ms()
 
 purge(k, now)
-local reply, idle -- reply: the outcome and its facts; idle: nobody holds or waits
+local reply, idle, waits -- reply: the outcome and its facts; idle: nobody holds or waits; waits: somebody does
 local raw = redis.call('HGET', k.d, lease)
 -- A lease in the holders' keys means no first holder waits in the limit key
 -- (lib_sem.lua): only a release that finds none there reads that key, and
@@ -24,7 +24,8 @@ if limit_raw and unfold(k, limit_raw) ~= limit_raw then raw = redis.call('HGET',
 if raw then
   -- The only holder of a semaphore nobody waits for leaves it idle: its keys
   -- go at once (forget), the lease's with them.
-  idle = redis.call('EXISTS', k.q) == 0 and redis.call('ZCARD', k.h) == 1
+  waits = redis.call('EXISTS', k.q) == 1
+  idle = not waits and redis.call('ZCARD', k.h) == 1
   if not idle then
     redis.call('ZREM', k.h, lease)
     redis.call('HDEL', k.d, lease)
@@ -45,7 +46,12 @@ if idle == nil then idle = redis.call('EXISTS', k.h, k.q) == 0 end
 if idle then
   forget(k)
 else
-  grant_free(k, name, limit_in_force(k), tonumber(A_claim_ms), now, A_instance, handoff)
+  if waits then -- the slot goes on: the limit and the fence sequence's guard in one read
+    local ready, limit = fence_ready_and_get(k, k.l)
+    grant_free(k, name, tonumber(limit), tonumber(A_claim_ms), now, A_instance, handoff, ready)
+  elseif waits == nil then
+    grant_free(k, name, limit_in_force(k), tonumber(A_claim_ms), now, A_instance, handoff)
+  end -- else nobody waits: there is nobody to grant a slot to
   keep_alive(k, now, tonumber(A_keep_ms))
 end
 index_drop_if_idle(k, name, idle)
