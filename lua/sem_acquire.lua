@@ -29,7 +29,6 @@ local ready, limit_text = fence_ready_and_get(k, k.l)
 if not ready then return lease_reply('nofence') end
 limit_text = unfold(k, limit_text)
 local now = now_ms()
-index_add(k, name)
 
 local prior = rid_lease(k, rid, now)
 local known = prior ~= nil
@@ -57,6 +56,7 @@ local in_force = tonumber(limit_text) -- the limit in force, or nil (none, or an
 if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then
   -- Idle (no limit, holder or waiter): the first slot, without the looks at
   -- holders, queue and expired leases that a semaphore in use needs.
+  index_add(k, name)
   local reply = grant_now()
   settle_first_holder(k, now, keep_ms, A_limit, limit_text)
   return reply
@@ -110,7 +110,13 @@ if not queued then
   local waiting = redis.call('ZCARD', k.q)
   local held = waiting == 0 and redis.call('ZCARD', k.h)
   if held and held < limit then
-    if held == 0 then k.fresh = true end
+    if held == 0 then
+      -- The first live holder: the listing may have dropped the name since
+      -- the last one (lib_lease.lua index_add). A semaphore with a live
+      -- holder or a waiter is in its index already.
+      k.fresh = true
+      index_add(k, name)
+    end
     local reply = grant_now()
     tidy(k, now, keep_ms)
     return reply

@@ -11,6 +11,7 @@ test_sem_leases.py).
 import json
 import multiprocessing as mp
 import os
+import re
 import sys
 import threading
 import time
@@ -53,7 +54,7 @@ def sem_script(r: Redis, script: str, name: str, *argv: str):
     """Calls lease script `script` (the one build under test loaded into the one test Redis) on semaphore
     `name` with its keys (lua/lib_sem.lua) as a gateway names them, and argv; returns its answer."""
     libs = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", f"fg_{script}_*")
-            if lib[1].startswith(f"fg_{script}_")]
+            if re.fullmatch(f"fg_{script}_[0-9a-f]{{12}}", lib[1])]
     assert len(libs) == 1, libs
     b = f"fg:sm:{{{name}}}:"
     keys = [b + s for s in "hdqwlt"] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", b + "x",
@@ -244,6 +245,52 @@ class SemaphoreLimitTest(GatewayTest):
             self.assertEqual(status(self.c, name)["holders"], 1)
         self.assertEqual(self.c.post(SEM + name + "/renew", {"token": again.body["token"]}).status, 200)
         self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_release_passes_over_the_waiter_of_a_dead_gateway(self):
+        """A release hands the slot to the oldest waiter whose gateway is alive (lib_lease.lua
+        next_live_waiter): a waiter of the releasing gateway needs no look at its gateway's mark, a waiter of
+        another does. Caught: no look at all (the dead gateway's waiter granted, the slot idle until that grant's
+        claim window passes)."""
+        name = unique("sem-deadq")
+        held = acquire(self.c, name, limit=1, ttl_ms=30000)
+        # The gateway loads a script at its first use: a waiter whose wait_ms passes loads sem_acquire.lua.
+        self.assertEqual(acquire(self.c, name, limit=1, wait_ms=100).status, 409)
+        dead = "ab" * 16
+        with Redis() as r:
+            queued = sem_script(r, "sem_acquire", name, name, dead, "", "30000", "30000", "", "1", "ef" * 16,
+                                "cd" * 16, "600", "100", "60000", "1", "600000", "")
+            self.assertTrue(queued.startswith("queued"), queued)
+            out = []
+            with self.gw.client(timeout=30) as w:
+                t = threading.Thread(target=lambda: out.append(acquire(w, name, limit=1, wait_ms=20000)))
+                t.start()
+                wait_for_waiting(self.c, name, 2)
+                self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
+                self.assertIsNone(r.cmd("HGET", f"fg:sm:{{{name}}}:d", dead), "a dead gateway's waiter was granted")
+                t.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        self.assertEqual(release(self.c, name, out[0].body["token"]).status, 200)
+
+    def test_a_semaphore_held_again_after_its_holder_expired_is_listed(self):
+        """The listing drops from its index a name it finds with neither a live holder nor a waiter
+        (lua/lease_list.lua); an acquire that finds either leaves the index be (lua/sem_acquire.lua), so the
+        first live holder after none must put the name back. Here the only holder expires unreleased: the
+        semaphore's keys stay, the listing drops its name, and the next grant (the full script, with a limit
+        in force) adds it back. Caught: that grant not adding it (a semaphore held and not listed)."""
+        prefix = unique("sem-relist") + "-"
+        name = prefix + "s"
+        first = acquire(self.c, name, limit=2, ttl_ms=200, request_id=prefix + "1")
+        self.assertEqual(first.status, 200, first)
+        time.sleep(0.4)
+        self.assertEqual(self.c.get("/v1/semaphores?prefix=" + prefix).body["items"], [])
+        with Redis() as r:
+            self.assertIsNone(r.cmd("ZSCORE", slot_key("fg:idx:sm", name), name), "the listing kept an idle name")
+        second = acquire(self.c, name, limit=2, ttl_ms=30000, request_id=prefix + "2")
+        self.assertEqual(second.status, 200, second)
+        [item] = self.c.get("/v1/semaphores?prefix=" + prefix).body["items"]
+        self.assertEqual((item["semaphore"], item["holders"]), (name, 1), item)
+        self.assertEqual(release(self.c, name, second.body["token"]).status, 200)
 
     def test_waiter_cap_and_hangup_leaves_the_queue(self):
         name = unique("sem-cap")

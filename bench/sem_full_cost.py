@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/sem_full_cost.py - the Redis instructions of a semaphore's FULL scripts in the seed scenario's pattern,
+exactly and with no gateway: what a contended semaphore's hand-over costs Redis, per script, for one or more
+builds' scripts side by side.
+
+The seed scenario (bench/sem.sh: limit 5, 30 workers of one gateway) runs, per job, one queueing
+`sem_acquire` and one `sem_release` that hands the slot over in-process to the oldest waiter (a waiter of the
+releasing gateway: no doorbell, no claim). Here the same calls, with the gateway's keys and arguments, are
+made straight to a redis-server under callgrind (counting inside luaCallFunction: the keys and arguments
+handed to Lua, the script and the commands it calls), in the scenario's bursts: the five holders release one
+after another, then the five released workers queue again. Each burst of one script is counted apart.
+Nothing here depends on timing, so a change of a script moves the figures by exactly what it costs.
+
+    python3 bench/sem_full_cost.py --lua build-a/generated/lua --lua build-b/generated/lua --jobs 200
+
+--lua: a build's generated/lua folder (each script as Redis runs it); a side per folder, in the order given.
+Prints per side: instructions per release, per queueing acquire, per job, and the commands each ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+LIMIT, WORKERS, TTL_MS, HOLD_MS = 5, 30, 60000, 1800000
+CLAIM_MS, MAX_WAITERS, RID_TTL_MS, KEEP_MS, MARKER_MS = 3000, 10000, 130000, 600000, 600000
+
+
+class Redis:
+    """A minimal RESP client (no dependency beyond the standard library)."""
+
+    def __init__(self, port: int):
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.f = self.s.makefile("rb")
+
+    def cmd(self, *args):
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+        self.s.sendall(b"".join(out))
+        return self.read()
+
+    def read(self):
+        line = self.f.readline()[:-2]
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.f.read(n + 2)[:-2]
+            return data.decode()
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError(f"unexpected reply {line!r}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def library(folder: str, script: str) -> tuple[str, str]:
+    """The library text of script in folder and its function's name (its first line: #!lua name=...)."""
+    with open(os.path.join(folder, script + ".lua")) as f:
+        text = f.read()
+    return text, text.split("\n", 1)[0].split("name=", 1)[1].strip()
+
+
+def keys(name: str) -> list[str]:
+    b = f"fg:sm:{{{name}}}:"
+    return [b + s for s in "hdqwlt"] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", b + "x",
+                                         "fg:idx:sm", b + "n", "fg:revoked", b + "v"]
+
+
+def commands(r: Redis) -> int:
+    """Calls of the commands scripts ran, from INFO commandstats (FCALL and this tool's own left out)."""
+    total = 0
+    for line in r.cmd("INFO", "commandstats").splitlines():
+        if line.startswith("cmdstat_"):
+            cmd = line[8:].split(":", 1)[0]
+            if cmd not in ("fcall", "info", "config", "function", "ping", "set"):
+                total += int(line.split("calls=", 1)[1].split(",", 1)[0])
+    return total
+
+
+def side(folder: str, jobs: int, workdir: str) -> dict:
+    port = free_port()
+    out = os.path.join(workdir, "callgrind.out")
+    proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--toggle-collect=luaCallFunction",
+                             f"--callgrind-out-file={out}", "redis-server", "--port", str(port), "--bind",
+                             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                r = Redis(port)
+                r.cmd("PING")
+                break
+            except (OSError, RuntimeError):
+                time.sleep(0.1)
+        acq_text, acq = library(folder, "sem_acquire")
+        rel_text, rel = library(folder, "sem_release")
+        r.cmd("FUNCTION", "LOAD", "REPLACE", acq_text)
+        r.cmd("FUNCTION", "LOAD", "REPLACE", rel_text)
+        r.cmd("SET", "fg:fence", "100000")
+        r.cmd("SET", "fg:fence_limit", "100000000")
+        inst = secrets.token_hex(16)
+        r.cmd("ZADD", "fg:gateways", str(int(time.time() * 1000) + 3_600_000), inst)
+        name = "bench-sem-full"
+        k = keys(name)
+
+        def acquire() -> str:
+            lease, attach = secrets.token_hex(16), secrets.token_hex(16)
+            reply = r.cmd("FCALL", acq, len(k), *k, name, lease, "", TTL_MS, HOLD_MS, "", "1", inst, attach,
+                          CLAIM_MS, MAX_WAITERS, RID_TTL_MS, LIMIT, KEEP_MS, "")
+            return lease, reply
+
+        def release(lease: str) -> str:
+            return r.cmd("FCALL", rel, len(k), *k, name, lease, CLAIM_MS, MARKER_MS, KEEP_MS, inst)
+
+        holders, queue = [], []
+        for _ in range(WORKERS):
+            lease, reply = acquire()
+            (holders if reply.startswith("granted") else queue).append(lease)
+        assert len(holders) == LIMIT and len(queue) == WORKERS - LIMIT, (holders, queue)
+
+        def counted(fn) -> tuple[int, int]:
+            """fn()'s instructions (callgrind) and script commands."""
+            before = commands(r)
+            subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            fn()
+            subprocess.run(["callgrind_control", "-d", str(proc.pid)], check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            dumps = sorted((f for f in os.listdir(workdir) if f.startswith("callgrind.out.")),
+                           key=lambda f: int(f.rsplit(".", 1)[1]))
+            with open(os.path.join(workdir, dumps[-1])) as f:
+                n = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
+            return n, commands(r) - before - 0
+
+        rel_ins = acq_ins = rel_cmds = acq_cmds = 0
+        done = 0
+        while done < jobs:
+            burst = holders[:LIMIT]
+
+            def releases():
+                for lease in burst:
+                    reply = release(lease)
+                    assert reply.startswith("released") and " 13 " in reply, reply
+                    holders.remove(lease)
+                    holders.append(queue.pop(0))  # the oldest waiter, handed the slot in the same step
+
+            def acquires():
+                for _ in burst:
+                    lease, reply = acquire()
+                    assert reply.startswith("queued"), reply
+                    queue.append(lease)
+
+            n, c = counted(releases)
+            rel_ins, rel_cmds = rel_ins + n, rel_cmds + c
+            n, c = counted(acquires)
+            acq_ins, acq_cmds = acq_ins + n, acq_cmds + c
+            done += len(burst)
+        return {"release": rel_ins / done, "acquire": acq_ins / done, "job": (rel_ins + acq_ins) / done,
+                "release_cmds": rel_cmds / done, "acquire_cmds": acq_cmds / done, "jobs": done}
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lua", action="append", required=True, help="a build's generated/lua folder (repeatable)")
+    ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--keep", help="keep each side's callgrind dumps in KEEP/<n> (for callgrind_annotate)")
+    args = ap.parse_args()
+    if not shutil.which("valgrind"):
+        sys.exit("sem_full_cost: valgrind is needed (scripts/deps.sh bench)")
+    print(f"{args.jobs} jobs in bursts of {LIMIT}, limit {LIMIT}, {WORKERS} workers of one gateway; "
+          "instructions counted inside luaCallFunction")
+    print("| scripts | release | queueing acquire | job | commands per release / acquire |")
+    print("|---|---|---|---|---|")
+    for i, folder in enumerate(args.lua):
+        with tempfile.TemporaryDirectory(prefix="sem_full_cost.") as workdir:
+            f = side(folder, args.jobs, workdir)
+            if args.keep:
+                shutil.copytree(workdir, os.path.join(args.keep, str(i)), dirs_exist_ok=True)
+        print(f"| {folder} | {f['release']:,.0f} | {f['acquire']:,.0f} | {f['job']:,.0f} | "
+              f"{f['release_cmds']:.1f} / {f['acquire_cmds']:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
