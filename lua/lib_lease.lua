@@ -299,12 +299,19 @@ local TRIM_EVERY = 16
 -- below 10^14 concatenates as its decimal digits.
 local RELEASED_KEPT = LEASE_RELEASED_KEPT_MS .. ''
 
+-- The released set lk.released is scored by minus each lease's until (ms),
+-- so the newest comes first: Redis keeps a set of up to 128 entries as a
+-- listpack, whose insert reads the scores from the front until the new one's
+-- place (every score, for an until past all the others'). An entry of a
+-- gateway from before this order is scored by its until itself: both are
+-- read (was_released) and trimmed (-now to now: each order's past untils).
+
 -- Remembers lease (with fence, or nil) as released until till (ms).
 local function mark_released_until(lk, lease, now, till, fence)
   if not fence or fence % TRIM_EVERY == 0 then
-    redis.call('ZREMRANGEBYSCORE', lk.released, '-inf', decimal(now))
+    redis.call('ZREMRANGEBYSCORE', lk.released, '-' .. decimal(now), decimal(now))
   end
-  redis.call('ZADD', lk.released, decimal(till), lease)
+  redis.call('ZADD', lk.released, '-' .. decimal(till), lease)
   keep_until(lk.released, till, now)
 end
 
@@ -314,7 +321,7 @@ end
 
 local function was_released(lk, lease, now)
   local till = redis.call('ZSCORE', lk.released, lease)
-  return till ~= false and tonumber(till) > now
+  return till ~= false and math.abs(tonumber(till)) > now
 end
 
 -- The end of a lease kept in one string key (a lock's holder key, an idle
