@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -76,11 +77,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def library(folder: str, script: str) -> tuple[str, str]:
-    """The library text of script in folder and its function's name (its first line: #!lua name=...)."""
+def library(folder: str, script: str) -> tuple[str, str, list[str]]:
+    """The library text of script in folder, its function's name (its first line: #!lua name=...) and the
+    names of its arguments in their order (its lines "A_<name> = ARGV[<i>]"), so that each build gets the
+    arguments it takes."""
     with open(os.path.join(folder, script + ".lua")) as f:
         text = f.read()
-    return text, text.split("\n", 1)[0].split("name=", 1)[1].strip()
+    order = sorted((int(i), n) for n, i in re.findall(r"^A_(\w+) = ARGV\[(\d+)\]$", text, re.M))
+    return text, text.split("\n", 1)[0].split("name=", 1)[1].strip(), [n for _, n in order]
 
 
 def keys(name: str) -> list[str]:
@@ -115,8 +119,8 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
                 break
             except (OSError, RuntimeError):
                 time.sleep(0.1)
-        acq_text, acq = library(folder, "sem_acquire")
-        rel_text, rel = library(folder, "sem_release")
+        acq_text, acq, acq_args = library(folder, "sem_acquire")
+        rel_text, rel, rel_args = library(folder, "sem_release")
         r.cmd("FUNCTION", "LOAD", "REPLACE", acq_text)
         r.cmd("FUNCTION", "LOAD", "REPLACE", rel_text)
         r.cmd("SET", "fg:fence", "100000")
@@ -128,12 +132,16 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
 
         def acquire() -> str:
             lease, attach = secrets.token_hex(16), secrets.token_hex(16)
-            reply = r.cmd("FCALL", acq, len(k), *k, name, lease, "", TTL_MS, HOLD_MS, "", "1", inst, attach,
-                          CLAIM_MS, MAX_WAITERS, RID_TTL_MS, LIMIT, KEEP_MS, "")
-            return lease, reply
+            given = {"name": name, "lease": lease, "request_id": "", "ttl_ms": TTL_MS, "max_hold_ms": HOLD_MS,
+                     "owner": "", "wait": "1", "instance": inst, "attach": attach, "claim_ms": CLAIM_MS,
+                     "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": LIMIT,
+                     "keep_ms": KEEP_MS, "mark_ms": ""}
+            return lease, r.cmd("FCALL", acq, len(k), *k, *(given[a] for a in acq_args))
 
         def release(lease: str) -> str:
-            return r.cmd("FCALL", rel, len(k), *k, name, lease, CLAIM_MS, MARKER_MS, KEEP_MS, inst)
+            given = {"name": name, "lease": lease, "claim_ms": CLAIM_MS, "marker_ms": MARKER_MS, "keep_ms": KEEP_MS,
+                     "instance": inst}
+            return r.cmd("FCALL", rel, len(k), *k, *(given[a] for a in rel_args))
 
         holders, queue = [], []
         for _ in range(WORKERS):

@@ -3,11 +3,12 @@
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
 -- KEYS: lib_sem.lua
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
--- ARGV: max_waiters request_id_ttl_ms limit keep_ms mark_ms
+-- ARGV: max_waiters request_id_ttl_ms limit mark_ms
 --   lease: a fresh id, or the id this request already has; request_id: "" for none;
 --   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
 --   mark_ms: a caller that waits marks its gateway alive that long in the lease's slot
 --   (lib_lease.lua gateway_mark: on a cluster), "" for no mark
+--   The keys of a semaphore in use live SEM_KEEP_MS past its last lease (src/fglimits.h).
 -- Returns (lib_lease.lua lease_reply, with the grants to other waiters of this gateway, see
 -- grant_free):
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
@@ -21,7 +22,7 @@
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 local ttl, owner, wait = tonumber(A_ttl_ms), A_owner, A_wait == '1'
-local inst, attach, keep_ms = A_instance, A_attach, tonumber(A_keep_ms)
+local inst, attach, keep_ms = A_instance, A_attach, SEM_KEEP_MS
 local k = sem_keys()
 local handoff = {}
 

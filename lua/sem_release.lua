@@ -3,8 +3,10 @@
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
 -- KEYS: lib_sem.lua
--- ARGV: name lease claim_ms marker_ms keep_ms instance
---   marker_ms: how long the released marker is kept; instance: the gateway's id
+-- ARGV: name lease claim_ms instance
+--   instance: the gateway's id. A released lease is remembered (for a retried
+--   release) LEASE_RELEASED_KEPT_MS, the keys of a semaphore in use live
+--   SEM_KEEP_MS past its last lease (src/fglimits.h, as the gateway has them).
 -- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free): released {held_ms},
 -- or released {again} for a repeated release of the same lease, lost {}
 -- (the lease expired or was dropped).
@@ -31,8 +33,8 @@ if raw then
     redis.call('HDEL', k.d, lease)
   end
   local fence, ttl, granted_at = holder_numbers(raw)
-  mark_released(k, lease, now, tonumber(A_marker_ms), ttl, fence)
-  mark_ended(k, 's', name, fence, 'released', A_marker_ms)
+  mark_released(k, lease, now, LEASE_RELEASED_KEPT_MS, ttl, fence)
+  mark_ended(k, 's', name, fence, 'released', RELEASED_KEPT)
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
   local ended, _, reason = end_read(limit_raw)
@@ -52,7 +54,7 @@ else
   elseif waits == nil then
     grant_free(k, name, limit_in_force(k), tonumber(A_claim_ms), now, A_instance, handoff)
   end -- else nobody waits: there is nobody to grant a slot to
-  keep_alive(k, now, tonumber(A_keep_ms))
+  keep_alive(k, now, SEM_KEEP_MS)
 end
 index_drop_if_idle(k, name, idle)
 return lease_reply(reply[1], handoff, unpack(reply, 2))

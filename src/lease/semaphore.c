@@ -83,7 +83,6 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
         [SEM_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
         [SEM_ACQUIRE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
         [SEM_ACQUIRE_ARGV_LIMIT] = limit,
-        [SEM_ACQUIRE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
     };
     return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
@@ -155,8 +154,6 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
         [SEM_RELEASE_ARGV_NAME] = name,
         [SEM_RELEASE_ARGV_LEASE] = lease_id,
         [SEM_RELEASE_ARGV_CLAIM_MS] = claim,
-        [SEM_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
-        [SEM_RELEASE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };
     return lease_script_run(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, argv, res, err);

@@ -259,7 +259,7 @@ class SemaphoreLimitTest(GatewayTest):
         dead = "ab" * 16
         with Redis() as r:
             queued = sem_script(r, "sem_acquire", name, name, dead, "", "30000", "30000", "", "1", "ef" * 16,
-                                "cd" * 16, "600", "100", "60000", "1", "600000", "")
+                                "cd" * 16, "600", "100", "60000", "1", "")
             self.assertTrue(queued.startswith("queued"), queued)
             out = []
             with self.gw.client(timeout=30) as w:

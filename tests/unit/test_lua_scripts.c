@@ -44,7 +44,7 @@ static void counts_match_the_index_constants(void **state)
     assert_int_equal(LOCK_ACQUIRE_NKEYS, 4 + LIB_LEASE_NKEYS);
     assert_int_equal(LOCK_ACQUIRE_KEY_FENCE, LIB_LOCK_KEY_LIB_LEASE + LIB_LEASE_KEY_FENCE);
     assert_int_equal(SEM_ACQUIRE_NKEYS, 6 + LIB_LEASE_NKEYS);
-    assert_int_equal(SEM_ACQUIRE_NARGV, LOCK_ACQUIRE_NARGV + 2);
+    assert_int_equal(SEM_ACQUIRE_NARGV, LOCK_ACQUIRE_NARGV + 1);
     assert_int_equal(RW_PATCH_NARGV, LIB_RW_NARGV + 2);
     assert_int_equal(RW_PATCH_ARGV_FIELDS, LIB_RW_NARGV);
     assert_int_equal(lua_scripts[SCRIPT_FENCE_READ].nargv, 0);
