@@ -31,44 +31,10 @@ import sys
 import tempfile
 import time
 
+import redis
+
 LIMIT, WORKERS, TTL_MS, HOLD_MS = 5, 30, 60000, 1800000
 CLAIM_MS, MAX_WAITERS, RID_TTL_MS, KEEP_MS, MARKER_MS = 3000, 10000, 130000, 600000, 600000
-
-
-class Redis:
-    """A minimal RESP client (no dependency beyond the standard library)."""
-
-    def __init__(self, port: int):
-        self.s = socket.create_connection(("127.0.0.1", port))
-        self.f = self.s.makefile("rb")
-
-    def cmd(self, *args):
-        out = [b"*%d\r\n" % len(args)]
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-        self.s.sendall(b"".join(out))
-        return self.read()
-
-    def read(self):
-        line = self.f.readline()[:-2]
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RuntimeError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.f.read(n + 2)[:-2]
-            return data.decode()
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.read() for _ in range(n)]
-        raise RuntimeError(f"unexpected reply {line!r}")
 
 
 def free_port() -> int:
@@ -93,14 +59,12 @@ def keys(name: str) -> list[str]:
                                          "fg:idx:sm", b + "n", "fg:revoked", b + "v"]
 
 
-def commands(r: Redis) -> int:
-    """Calls of the commands scripts ran, from INFO commandstats (FCALL and this tool's own left out)."""
+def commands(r: redis.Redis) -> int:
+    """Calls of the commands scripts ran, from INFO commandstats (FCALL and INFO left out)."""
     total = 0
-    for line in r.cmd("INFO", "commandstats").splitlines():
-        if line.startswith("cmdstat_"):
-            cmd = line[8:].split(":", 1)[0]
-            if cmd not in ("fcall", "info", "config", "function", "ping", "set"):
-                total += int(line.split("calls=", 1)[1].split(",", 1)[0])
+    for name, stat in r.info("commandstats").items():
+        if name.removeprefix("cmdstat_") not in ("fcall", "info"):
+            total += stat["calls"]
     return total
 
 
@@ -112,21 +76,21 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
                              "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        r = redis.Redis(port=port, decode_responses=True)
         for _ in range(600):
             try:
-                r = Redis(port)
-                r.cmd("PING")
+                r.ping()
                 break
-            except (OSError, RuntimeError):
+            except redis.ConnectionError:
                 time.sleep(0.1)
         acq_text, acq, acq_args = library(folder, "sem_acquire")
         rel_text, rel, rel_args = library(folder, "sem_release")
-        r.cmd("FUNCTION", "LOAD", "REPLACE", acq_text)
-        r.cmd("FUNCTION", "LOAD", "REPLACE", rel_text)
-        r.cmd("SET", "fg:fence", "100000")
-        r.cmd("SET", "fg:fence_limit", "100000000")
+        r.execute_command("FUNCTION", "LOAD", "REPLACE", acq_text)
+        r.execute_command("FUNCTION", "LOAD", "REPLACE", rel_text)
+        r.execute_command("SET", "fg:fence", "100000")
+        r.execute_command("SET", "fg:fence_limit", "100000000")
         inst = secrets.token_hex(16)
-        r.cmd("ZADD", "fg:gateways", str(int(time.time() * 1000) + 3_600_000), inst)
+        r.execute_command("ZADD", "fg:gateways", str(int(time.time() * 1000) + 3_600_000), inst)
         name = "bench-sem-full"
         k = keys(name)
 
@@ -136,12 +100,12 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
                      "owner": "", "wait": "1", "instance": inst, "attach": attach, "claim_ms": CLAIM_MS,
                      "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": LIMIT,
                      "keep_ms": KEEP_MS, "mark_ms": ""}
-            return lease, r.cmd("FCALL", acq, len(k), *k, *(given[a] for a in acq_args))
+            return lease, r.execute_command("FCALL", acq, len(k), *k, *(given[a] for a in acq_args))
 
         def release(lease: str) -> str:
             given = {"name": name, "lease": lease, "claim_ms": CLAIM_MS, "marker_ms": MARKER_MS, "keep_ms": KEEP_MS,
                      "instance": inst}
-            return r.cmd("FCALL", rel, len(k), *k, *(given[a] for a in rel_args))
+            return r.execute_command("FCALL", rel, len(k), *k, *(given[a] for a in rel_args))
 
         holders, queue = [], []
         for _ in range(WORKERS):
@@ -161,7 +125,7 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
                            key=lambda f: int(f.rsplit(".", 1)[1]))
             with open(os.path.join(workdir, dumps[-1])) as f:
                 n = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
-            return n, commands(r) - before - 0
+            return n, commands(r) - before
 
         rel_ins = acq_ins = rel_cmds = acq_cmds = 0
         done = 0
