@@ -15,6 +15,8 @@
 --   full    {waiting}                        the queue is at max_waiters (waiters of
 --                                            dead gateways are dropped first)
 --   ended   {lease}                          this request_id's lease is over
+--   superseded {}                            a retry of the request took the lease (or its place in
+--                                            the queue) over from this attempt, which looks again
 --   nofence {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 
@@ -28,14 +30,21 @@ if h then prior = false end -- a live holder is never kept in the history
 local k -- lock_keys(), made only where more than the uncontended path's keys are needed
 
 local known = false
+-- recheck: the caller names the lease its request_id already has, so it is an attempt looking again (a
+-- retry names a fresh id). One whose lease a retry took over (another connection is named) leaves it to
+-- the retry: taking it back would let its give-up (lock_cancel.lua, drop with its attach) release what
+-- the retry was answered, as a lock set's earlier attempt on another gateway did.
+local recheck = false
 if rid ~= '' then
   k = lock_keys()
   local before = rid_lease(k, rid, now)
   known = before ~= nil
+  recheck = known and before == lease
   if known then lease = before end
 end
 
 if h and h.lease == lease then
+  if recheck and h.attach ~= A_attach then return lease_reply('superseded') end
   local expires_at
   if h.claimed == '0' then
     expires_at = claim(k or lock_keys(), h, now, A_attach)
@@ -72,6 +81,8 @@ local wait = A_wait == '1'
 local claim_ms, max_waiters, rid_ttl = tonumber(A_claim_ms), tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
 local queued = redis.call('ZSCORE', k.q, lease)
 if known and not queued then return lease_reply('ended', nil, R_LEASE, lease) end
+local waiter = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}') or {}
+if recheck and waiter.attach and waiter.attach ~= A_attach then return lease_reply('superseded') end
 -- A waiter's gateway is marked before anything is granted, so a re-check never
 -- takes its own caller for a dead gateway's waiter.
 if queued then gateway_mark(k, A_instance, A_mark_ms, now) end
@@ -80,6 +91,7 @@ if not h then
   local granted = grant_next(k, name, claim_ms, now, nil, nil, prior)
   if granted == lease then
     local mine = holder_read(redis.call('GET', k.h))
+    if recheck and mine.attach ~= A_attach then return lease_reply('superseded') end
     return granted_reply(mine, claim(k, mine, now, A_attach))
   end
   if granted then h = true end
@@ -104,7 +116,7 @@ if not queued then
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.
-local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
+local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
 return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(redis.call('ZRANK', k.q, lease)),

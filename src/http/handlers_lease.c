@@ -130,6 +130,9 @@ static enum handler_result reply_acquired(const struct lease_ops *kind, struct h
     case LEASE_ENDED:
         fg_fail(&err, FG_ERR_LEASE_LOST, "the lease of this request_id has already ended");
         return fail(reply, &err);
+    case LEASE_SUPERSEDED:
+        fg_fail(&err, FG_ERR_CONFLICT, "a retry with the same request_id took this wait over");
+        return fail(reply, &err);
     default:
         fg_fail(&err, FG_ERR_INTERNAL, "unexpected acquire outcome %d", (int)res->outcome);
         return fail(reply, &err);

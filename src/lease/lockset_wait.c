@@ -228,6 +228,13 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
             abandon(ls, ls->waits);
             return PARK_TRY_ANSWERED;
         }
+        if (res.outcome == LEASE_SUPERSEDED) {
+            /* A retry through another gateway took this attempt over: the locks are its now. */
+            ls->settled = true;
+            fg_fail(&ls->err, FG_ERR_CONFLICT,
+                    "a retry with the same request_id took this wait over");
+            return PARK_TRY_ANSWERED;
+        }
         if (res.outcome == LEASE_GRANTED) {
             struct lease_grant g = {
                 .fence = res.fence, .ttl_ms = res.ttl_ms, .expires_at_ms = res.expires_at_ms};
