@@ -39,6 +39,9 @@ if h and h.lease == lease then
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                             handoff, v[2], v[3])
   index_drop_if_idle(k, name, next == false)
+  -- Its client was never answered this grant: a retry of the request (a lock
+  -- set's, after a reset) acquires afresh, as a waiter's that left the queue.
+  rid_forget(k, h.rid, lease)
   return lease_reply('released', handoff)
 end
 if mode == 'orphan' then return lease_reply('gone') end

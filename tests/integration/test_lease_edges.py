@@ -226,6 +226,21 @@ class LeaseEdges(GatewayTest):
             self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
         self.assertFalse(status(self.c, name)["held"])
 
+    def cancel(self, r: Redis, name: str, lease: str, attach: str) -> str:
+        """Gives lease of lock name up as the attempt with attach does when its client is gone (lock_cancel.lua,
+        mode drop), with the one-Redis key names; its answer."""
+        # The gateway loads a script at its first use: a waiter that gives up loads lock_cancel.lua.
+        busy = unique_name("cancel-load")
+        held = acquire(self.c, busy, ttl_ms=30000)
+        self.assertEqual(acquire(self.c, busy, wait_ms=100).status, 409)
+        self.assertEqual(release(self.c, busy, held.body["token"]).status, 200)
+        [script] = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", "fg_lock_cancel_*")
+                    if re.fullmatch(r"fg_lock_cancel_[0-9a-f]{12}", lib[1])]
+        b = f"fg:lk:{{{name}}}:"
+        keys = [b + "h", b + "q", b + "w", b + "t", "fg:fence", "fg:fence_limit", "fg:gateways", b + "r",
+                b + "e", b + "x", "fg:idx:lk", b + "n", "fg:revoked", b + "v"]
+        return r.cmd("FCALL", script, len(keys), *keys, name, lease, attach, "drop", "30000", "600000", "00")
+
     @skip_in_cluster("it calls a script with the one-Redis key names")
     def test_a_retry_takes_a_held_lock_over_from_the_attempt_before(self):
         """A request retried with its request_id (say from another connection, its client having given up on
@@ -235,11 +250,6 @@ class LeaseEdges(GatewayTest):
         lock the retry was answered 200 for)."""
         name = unique_name("retry-over")
         holder = f"fg:lk:{{{name}}}:h"
-        # The gateway loads a script at its first use: a waiter that gives up loads lock_cancel.lua.
-        busy = unique_name("retry-load")
-        held = acquire(self.c, busy, ttl_ms=30000)
-        self.assertEqual(acquire(self.c, busy, wait_ms=100).status, 409)
-        self.assertEqual(release(self.c, busy, held.body["token"]).status, 200)
         with Redis() as r:
             first = acquire(self.c, name, ttl_ms=30000, wait_ms=1000, request_id="retry-over-1")
             self.assertEqual(first.status, 200, first)
@@ -249,15 +259,27 @@ class LeaseEdges(GatewayTest):
                 again = acquire(other, name, ttl_ms=30000, wait_ms=1000, request_id="retry-over-1")
             self.assertEqual((again.status, again.body["fence"]), (200, first.body["fence"]), again)
             self.assertNotEqual(r.cmd("GET", holder).split(" ")[7], before, "the retry did not take it over")
-            [cancel] = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", "fg_lock_cancel_*")
-                        if re.fullmatch(r"fg_lock_cancel_[0-9a-f]{12}", lib[1])]
-            b = f"fg:lk:{{{name}}}:"
-            keys = [b + "h", b + "q", b + "w", b + "t", "fg:fence", "fg:fence_limit", "fg:gateways", b + "r",
-                    b + "e", b + "x", "fg:idx:lk", b + "n", "fg:revoked", b + "v"]
-            self.assertEqual(r.cmd("FCALL", cancel, len(keys), *keys, name, lease, before, "drop",
-                                   "30000", "600000", "00"), "superseded")
+            self.assertEqual(self.cancel(r, name, lease, before), "superseded")
             self.assertTrue(status(self.c, name)["held"])
         self.assertEqual(renew(self.c, name, again.body["token"]).status, 200)
+        self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_grant_given_up_unanswered_leaves_its_request_id_free(self):
+        """A grant whose client was never answered (it hung up while it waited; a lock set gave up after a
+        reset) is given up by lock_cancel.lua, mode drop, with its attempt's attach. A retry of the request
+        then acquires afresh, as the retry of a waiter that left the queue does. Caught: a give-up that keeps
+        the request_id's mapping (the retry answers 410 "has ended" for a lease its client never had)."""
+        name = unique_name("drop-rid")
+        holder = f"fg:lk:{{{name}}}:h"
+        with Redis() as r:
+            first = acquire(self.c, name, ttl_ms=30000, wait_ms=1000, request_id="drop-rid-1")
+            self.assertEqual(first.status, 200, first)
+            fields = r.cmd("GET", holder).split(" ")
+            self.assertEqual(self.cancel(r, name, fields[2], fields[7]), "released")
+        again = acquire(self.c, name, ttl_ms=30000, wait_ms=0, request_id="drop-rid-1")
+        self.assertEqual(again.status, 200, again)
+        self.assertGreater(again.body["fence"], first.body["fence"])
         self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
 
     @skip_in_cluster("it watches the one test Redis with MONITOR")
