@@ -67,9 +67,10 @@ end
 
 -- Makes key (which exists) live at least until till (ms), never shortening its
 -- life: one call when it lengthens a time to live (GT), a second one when the
--- key had none yet (NX; GT counts no time to live as forever).
-local function keep_until(key, till, now)
-  local ms = decimal(till - now)
+-- key had none yet (NX; GT counts no time to live as forever). ms: till - now
+-- as decimal text, when the caller has it printed already.
+local function keep_until(key, till, now, ms)
+  ms = ms or decimal(till - now)
   if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
 end
 
@@ -306,13 +307,14 @@ local RELEASED_KEPT = LEASE_RELEASED_KEPT_MS .. ''
 -- gateway from before this order is scored by its until itself: both are
 -- read (was_released) and trimmed (-now to now: each order's past untils).
 
--- Remembers lease (with fence, or nil) as released until till (ms).
-local function mark_released_until(lk, lease, now, till, fence)
+-- Remembers lease (with fence, or nil) as released until till (ms; ms: till
+-- - now as decimal text, or nil, see keep_until).
+local function mark_released_until(lk, lease, now, till, fence, ms)
   if not fence or fence % TRIM_EVERY == 0 then
     redis.call('ZREMRANGEBYSCORE', lk.released, '-' .. decimal(now), decimal(now))
   end
   redis.call('ZADD', lk.released, '-' .. decimal(till), lease)
-  keep_until(lk.released, till, now)
+  keep_until(lk.released, till, now, ms)
 end
 
 local function mark_released(lk, lease, now, keep_ms, ttl, fence)
@@ -376,8 +378,9 @@ local function end_bury(lk, raw, now)
   if not raw or string.byte(raw, 1) ~= 126 then return end -- '~': an end's record
   local lease, fence, reason, till = end_read(raw)
   if not lease then return end
-  if reason == 'released' then mark_released_until(lk, lease, now, till, fence) end
-  ended_keep(lk, fence, reason, decimal(math.max(1, till - now)))
+  local ms = decimal(math.max(1, till - now)) -- printed once for both sets
+  if reason == 'released' then mark_released_until(lk, lease, now, till, fence, ms) end
+  ended_keep(lk, fence, reason, ms)
 end
 
 -- Publishes msg on channel. On a Redis Cluster the keys shared by all leases
