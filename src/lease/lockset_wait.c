@@ -96,9 +96,10 @@ static void stop_running(struct lockset_wait *ls)
 }
 
 /* Gives up: the lock being waited for (if queued) and every lock held, unless a retry took the
- * set over (the retry holds them now). Held locks are given up as this attempt's (drop with its
+ * set over (the retry holds them now); mine_only: only the locks whose lease this attempt made,
+ * not those it adopted by request id. Held locks are given up as this attempt's (drop with its
  * attach): one a retry through another gateway took over answers superseded and stays held. */
-static void abandon(struct lockset_wait *ls, bool queued)
+static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 {
     ls->settled = true;
     if (!giving_back(ls))
@@ -111,19 +112,27 @@ static void abandon(struct lockset_wait *ls, bool queued)
                                  LEASE_CANCEL_DROP, &res, &err),
                      &err);
     for (size_t i = 0; i < ls->next; i++)
-        give_up_lock(
-            ls->set.names[i],
-            lock_cancel(ls->set.names[i], ls->leases[i], ls->attach, LEASE_CANCEL_DROP, &res, &err),
-            &err);
+        if (!(mine_only && ls->adopted[i]))
+            give_up_lock(ls->set.names[i],
+                         lock_cancel(ls->set.names[i], ls->leases[i], ls->attach, LEASE_CANCEL_DROP,
+                                     &res, &err),
+                         &err);
     given_back(ls);
 }
 
-/* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained. */
+static void abandon(struct lockset_wait *ls, bool queued)
+{
+    abandon_some(ls, queued, false);
+}
+
+/* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained. A
+ * lock whose lease of this request id ended was held by an attempt of this set, which was then
+ * answered: the locks adopted by request id are that client's, and stay with it. */
 static void give_up_naming(struct lockset_wait *ls, const struct lease_result *res,
                            const char *detail)
 {
     const char *name = ls->set.names[ls->next];
-    abandon(ls, ls->waits);
+    abandon_some(ls, ls->waits, res != NULL && res->outcome == LEASE_ENDED);
     ls->failed_lock = name;
     ls->waiting = res != NULL ? res->waiting : 0;
     if (res != NULL && res->outcome == LEASE_FULL)
@@ -235,6 +244,8 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
                     "a retry with the same request_id took this wait over");
             return PARK_TRY_ANSWERED;
         }
+        ls->adopted[ls->next] |= (res.outcome == LEASE_GRANTED || res.outcome == LEASE_QUEUED) &&
+                                 strcmp(res.lease_id, ls->leases[ls->next]) != 0;
         if (res.outcome == LEASE_GRANTED) {
             struct lease_grant g = {
                 .fence = res.fence, .ttl_ms = res.ttl_ms, .expires_at_ms = res.expires_at_ms};

@@ -21,7 +21,9 @@
  * gateway (its client gone, say) is taken over as the retry begins: from then
  * on it gives nothing back, so that its give-up cannot release the locks the
  * retry now answers; an attempt already giving back finishes first, and the
- * retry is then told its leases ended.
+ * retry is then told its leases ended. An attempt that finds the lease of one
+ * of its locks ended (the set was held and answered, then that lock let go)
+ * answers so and leaves the locks it found by request id with their holder.
  */
 #ifndef FG_LOCKSET_WAIT_H
 #define FG_LOCKSET_WAIT_H
@@ -41,6 +43,7 @@ struct lockset_wait {
     char rids[LOCKSET_MAX][LOCKSET_RID_MAX];    /* per-lock request ids */
     char leases[LOCKSET_MAX][LEASE_ID_LEN + 1]; /* per-lock lease ids */
     struct lease_grant held[LOCKSET_MAX];       /* grants of locks 0 .. next-1 */
+    bool adopted[LOCKSET_MAX];                  /* lock i's lease was found by request id */
     size_t next;                                /* the lock being acquired */
     char attach[LEASE_ID_LEN + 1];              /* id of this connection's attempt */
     bool waits;                                 /* wait_ms > 0: registered and parks */

@@ -256,6 +256,29 @@ class LockSetTest(GatewayTest):
                 self.assertNotEqual(status, 200, why)
                 renewed = self.c.post(f"/v1/locks/{a}/renew", {"token": ta})
                 self.assertEqual(renewed.status, 200, f"round {i}: the answered set lost a ({why}): {renewed}")
+
+    def test_a_set_asked_again_after_one_lock_ended_leaves_the_others_to_their_holder(self):
+        """A client holds a set [a, b]; b's lease ends (released by its own token, or revoked); the same set
+        acquire is sent again with its request_id (a twin still in flight, a library's retry), through this
+        gateway or another. The second attempt finds a's lease by request id and b's ended: it answers 410
+        naming b, and a stays with the client that holds it (its renew answers 200). (Before the fix the
+        second attempt's give-up released a under its holder, 4 of 4.)"""
+        with Gateway() as other, other.client() as oc:
+            for i, (how, again_via) in enumerate((("release", self.c), ("revoke", self.c), ("release", oc),
+                                                  ("revoke", oc))):
+                a, b = unique_name(f"again{i}-a"), unique_name(f"again{i}-b")
+                body = {"names": [a, b], "request_id": unique_name("rid"), "ttl_ms": 30000, "wait_ms": 2000}
+                held = self.c.post("/v1/locksets/acquire", body)
+                self.assertEqual(held.status, 200, held)
+                ta, tb = (x["token"] for x in held.body["locks"])
+                if how == "release":
+                    self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": tb}).status, 200)
+                else:
+                    self.assertEqual(self.c.post(f"/v1/locks/{b}/revoke", {"reason": "test"}).status, 200)
+                again = again_via.post("/v1/locksets/acquire", body)
+                self.assertEqual((again.status, again.body.get("lock")), (410, b), f"{how}, round {i}: {again}")
+                renewed = self.c.post(f"/v1/locks/{a}/renew", {"token": ta})
+                self.assertEqual(renewed.status, 200, f"{how}, round {i}: a was taken from its holder: {renewed}")
                 self.assertEqual(self.c.post(f"/v1/locks/{a}/release", {"token": ta}).status, 200)
 
     def test_bad_input(self):
