@@ -370,7 +370,7 @@ class Client:
         held = ls
         start = time.monotonic()
         while True:
-            if again and self.rng.random() < 0.5 and (kind != "set" or self.run.args.ask_set_again):
+            if again and self.rng.random() < 0.5:
                 self.ask_again()
                 again = False
             if part and self.rng.random() < 0.5:
@@ -591,9 +591,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--twins", type=float, default=0.15,
                    help="share of acquires sent twice at once with one request_id, through two gateways")
-    p.add_argument("--ask-set-again", action="store_true",
-                   help="held lock sets are asked again with their request_id too (once one of the set's locks "
-                        "ended, let go early or revoked, that 410 still gives the others up under their holder)")
     p.add_argument("--keep", help="write records and end state to this JSON file")
     p.add_argument("--judge", help="judge a file written by --keep and exit")
     args = p.parse_args(argv)
