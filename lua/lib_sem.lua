@@ -45,9 +45,12 @@ local function sem_keys()
   -- lib_lease.lua and the call's bookkeeping: a table filled in later, key by
   -- key, grows and rehashes on the way, which costs a script more than some of
   -- its commands. fresh: a key may have been made without a time to live;
-  -- latest: the latest holder expiry this call set (both for keep_alive).
+  -- latest: the latest holder expiry this call set (both for keep_alive);
+  -- first: the earliest holder expiry, as far as this call knows it
+  -- (purge_first; false: unknown, -1: no holder).
   local f = KEYS_AT_LIB_LEASE
   return {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
+          first = false,
           fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
           rid_until = KEYS[f + 4], released = KEYS[f + 5], index = KEYS[f + 6], ended = KEYS[f + 7],
           revoked = KEYS[f + 8], watched = KEYS[f + 9]}
@@ -58,6 +61,7 @@ end
 local function set_expiry(k, lease, expires_at, text)
   redis.call('ZADD', k.h, text or decimal(expires_at), lease)
   if expires_at > k.latest then k.latest = expires_at end
+  if k.first and (k.first == -1 or expires_at < k.first) then k.first = expires_at end
 end
 
 -- Removes the holders whose lease expired (score <= now).
@@ -69,6 +73,25 @@ local function purge(k, now)
   for i = 1, #dead, 500 do
     redis.call('HDEL', k.d, unpack(dead, i, math.min(i + 499, #dead)))
   end
+end
+
+-- purge, for a caller that may answer the earliest holder expiry (first_expiry_in):
+-- one look at the earliest holder tells whether any expired, and is kept
+-- (k.first) when none did. set_expiry keeps it up to date as holders come, and
+-- an expiry moved later (claim) leaves it earlier than it is: a waiter then
+-- looks again sooner than it had to, never later.
+local function purge_first(k, now)
+  local first = redis.call('ZRANGE', k.h, '0', '0', 'WITHSCORES')
+  if #first == 0 then
+    k.first = -1
+    return
+  end
+  local at = tonumber(first[2])
+  if at > now then
+    k.first = at
+    return
+  end
+  purge(k, now)
 end
 
 -- Grants free slots (limit minus holders) to the oldest waiters whose gateway
@@ -166,9 +189,13 @@ end
 
 -- Milliseconds until the earliest holder lease ends (a slot may free then), or -1.
 local function first_expiry_in(k, now)
-  local first = redis.call('ZRANGE', k.h, '0', '0', 'WITHSCORES')
-  if #first == 0 then return -1 end
-  return math.max(0, tonumber(first[2]) - now)
+  local at = k.first
+  if not at then
+    local first = redis.call('ZRANGE', k.h, '0', '0', 'WITHSCORES')
+    at = #first > 0 and tonumber(first[2]) or -1
+  end
+  if at == -1 then return -1 end
+  return math.max(0, at - now)
 end
 
 -- The time to live (text) that keeps a semaphore's keys keep_ms and a half

@@ -65,7 +65,7 @@ end
 -- In use: the numbers only this path reads.
 local limit, claim_ms = tonumber(A_limit), tonumber(A_claim_ms)
 local max_waiters, rid_ttl = tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
-purge(k, now)
+purge_first(k, now)
 if in_force and in_force ~= limit then
   local busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
   if busy and redis.call('ZCARD', k.q) > 0 and purge_dead_waiters(k, k.q, k.w, now) > 0 then

@@ -272,6 +272,36 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertEqual(out[0].status, 200, out)
         self.assertEqual(release(self.c, name, out[0].body["token"]).status, 200)
 
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_queued_answer_counts_a_grant_made_in_the_same_call(self):
+        """A queueing acquire answers how long until the earliest holder lease ends (holder_pttl, when its
+        waiter looks again), known from its look for expired holders and the grants it makes on the way
+        (lua/lib_sem.lua purge_first, set_expiry). A free slot with a waiter, as a release that may issue no
+        fence leaves it, goes to the waiter at the next call: to a waiter of another gateway for the claim
+        window only. Caught: an answer that does not count that grant (the earliest lease before, 30 s)."""
+        name = unique("sem-pttl")
+        # The gateway loads a script at its first use: an acquire with a request_id runs sem_acquire.lua.
+        warm = acquire(self.c, unique("sem-pttl-load"), limit=1, request_id=unique("sem-pttl-load"))
+        self.assertEqual(warm.status, 200, warm)
+        x, y, z = "a1" * 16, "b2" * 16, "c3" * 16
+
+        def call(lease: str, inst: str) -> str:
+            return sem_script(r, "sem_acquire", name, name, lease, "", "30000", "30000", "", "1", inst, "cd" * 16,
+                              "700", "100", "60000", "2", "")
+
+        with Redis() as r:
+            now_ms = int(r.cmd("TIME")[0]) * 1000
+            r.cmd("ZADD", "fg:gateways", str(now_ms + 60000), y)  # the waiter's gateway is alive
+            self.assertTrue(call("1" * 32, x).startswith("granted"))
+            self.assertTrue(call("2" * 32, x).startswith("granted"))
+            self.assertTrue(call("3" * 32, y).startswith("queued"))
+            r.cmd("ZREM", f"fg:sm:{{{name}}}:h", "2" * 32)  # the slot freed, nothing granted yet
+            r.cmd("HDEL", f"fg:sm:{{{name}}}:d", "2" * 32)
+            queued = call("4" * 32, z)
+            self.assertTrue(queued.startswith("queued"), queued)
+            self.assertIsNotNone(r.cmd("HGET", f"fg:sm:{{{name}}}:d", "3" * 32), "the waiter was not granted")
+            self.assertLessEqual(int(queued.split()[-1]), 700, queued)
+
     def test_a_semaphore_held_again_after_its_holder_expired_is_listed(self):
         """The listing drops from its index a name it finds with neither a live holder nor a waiter
         (lua/lease_list.lua); an acquire that finds either leaves the index be (lua/sem_acquire.lua), so the
