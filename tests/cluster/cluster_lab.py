@@ -73,6 +73,21 @@ def as_map(flat: list) -> dict:
     return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
 
 
+# Seconds of disagreement on the slot map before wait_converged mends forgotten slots.
+MEND_AFTER = 10
+
+
+def ranges_of(slots: list[int]) -> list[tuple[int, int]]:
+    """The runs of consecutive numbers in sorted slots, as (first, last)."""
+    runs: list[tuple[int, int]] = []
+    for s in slots:
+        if runs and runs[-1][1] == s - 1:
+            runs[-1] = (runs[-1][0], s)
+        else:
+            runs.append((s, s))
+    return runs
+
+
 class ClusterLab:
     def __init__(self, nodes: int = 6):
         base = os.environ.get("FG_TEST_DATA") or "/var/tmp"
@@ -241,10 +256,50 @@ class ClusterLab:
         return len(views) == 1
 
     def wait_converged(self, timeout: float = 60):
+        """Waits until the nodes agree on the slot map; after MEND_AFTER seconds without, mends forgotten
+        slots (mend_forgotten_slots) every few seconds, as an operator would."""
+        started, mended = time.monotonic(), [0.0]
+
+        def agreed() -> bool:
+            if self.converged():
+                return True
+            now = time.monotonic()
+            if now - started > MEND_AFTER and now - mended[0] > MEND_AFTER / 2:
+                mended[0] = now
+                self.mend_forgotten_slots()
+            return False
         try:
-            wait(self.converged, timeout, "the nodes to agree on the slot map")
+            wait(agreed, timeout, "the nodes to agree on the slot map")
         except RuntimeError as e:
             raise RuntimeError(f"{e}\n{self.views()}") from None
+
+    def slot_owners(self, port: int) -> dict[int, int]:
+        """The primary's port of each slot, as the node on port sees them."""
+        owners = {}
+        for s in self.shards(port):
+            r = s["ranges"]
+            for i in range(0, len(r), 2):
+                owners.update(dict.fromkeys(range(r[i], r[i + 1] + 1), s["primary"]))
+        return owners
+
+    def mend_forgotten_slots(self):
+        """Gives a node the slots it forgot: those every other running node says it serves while it leaves
+        them unassigned itself. A replica promoted on a loaded machine can miss a slot its old primary took
+        in a reshard just before, and a node never takes the others' word about its own slots, so the map
+        stays split until someone assigns them: what `redis-cli --cluster fix` does, CLUSTER ADDSLOTSRANGE
+        on that node."""
+        try:
+            views = {p: self.slot_owners(p) for p in self.procs}
+        except (OSError, RuntimeError, StopIteration, KeyError, TypeError):
+            return
+        for port, own in views.items():
+            others = [v for p, v in views.items() if p != port]
+            forgotten = sorted(s for s in range(SLOTS)
+                               if s not in own and others and all(v.get(s) == port for v in others))
+            for first, last in ranges_of(forgotten):
+                print(f"cluster lab: node {port} forgot slots {first}-{last} the others say it serves; "
+                      "assigning them to it", file=sys.stderr)
+                resp(port, "CLUSTER", "ADDSLOTSRANGE", str(first), str(last))
 
     def views(self) -> str:
         """What each node says of the cluster, and the end of its log: the diagnosis of a wait that failed."""

@@ -53,7 +53,7 @@ import threading
 import time
 import unittest
 
-from cluster_lab import NODE_TIMEOUT_MS, SLOTS, ClusterLab, LabTestCase, crc16, encode, read_reply, resp, slot_tag, wait
+from cluster_lab import MEND_AFTER, NODE_TIMEOUT_MS, SLOTS, ClusterLab, LabTestCase, crc16, encode, read_reply, resp, slot_tag, wait
 from fence_model import FENCE_LIBRARY, Client, Reservation, tags_for
 
 PROBE = os.environ["FG_CLUSTER_PROBE"]
@@ -132,6 +132,18 @@ class ClusterLabTest(LabTestCase):
         for s in shards:
             self.assertEqual(len(s["replicas"]), 1, s)
         self.assertEqual(len({s["primary"] for s in shards} | {s["replicas"][0] for s in shards}), 6)
+
+    def test_1b_a_forgotten_slot_is_mended(self):
+        """A primary that forgets a slot it serves (CLUSTER DELSLOTS on it alone: the others still name it)
+        leaves the map split for good, as a replica promoted under load can; wait_converged gives it back.
+        Caught: without the mend the wait times out, the node's cluster_state fail."""
+        shard = self.lab.shards()[0]
+        port, slot = shard["primary"], shard["ranges"][0]
+        self.assertEqual(resp(port, "CLUSTER", "DELSLOTS", str(slot)), "OK")
+        self.assertFalse(self.lab.converged())
+        self.lab.wait_converged(timeout=MEND_AFTER + 30)
+        self.assertEqual(self.lab.owner(slot), port)
+        self.assertEqual(self.lab.slot_owners(port)[slot], port)
 
     def test_2_spread(self):
         primaries = self.lab.primaries()
