@@ -19,6 +19,8 @@
 --                                             dead gateways are dropped first)
 --   mismatch {limit}                          another limit is in force
 --   ended    {lease}                          this request_id's lease is over
+--   superseded {}                              a retry of the request took the slot (or its place in
+--                                             the queue) over from this attempt, which looks again
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 local ttl, owner, wait = tonumber(A_ttl_ms), A_owner, A_wait == '1'
@@ -33,6 +35,12 @@ local now = now_ms()
 
 local prior = rid_lease(k, rid, now)
 local known = prior ~= nil
+-- recheck: the caller names the lease its request_id already has, so it is an
+-- attempt looking again (a retry names a fresh id). One whose slot or queue
+-- place a retry took over (another connection is named) leaves it to the
+-- retry: taking it back would let its give-up (sem_cancel.lua, drop with its
+-- attach) release what the retry was answered (lock_acquire.lua does the same).
+local recheck = known and prior == lease
 if known then lease = prior end
 
 local function done(r, ...)
@@ -88,6 +96,7 @@ for i = #handoff, 1, -1 do
 end
 
 local rec = holder_of(k, lease)
+if rec and recheck and rec.attach ~= attach then return done('superseded') end
 if rec then
   local expires_at = tonumber(redis.call('ZSCORE', k.h, lease))
   if rec.claimed == 0 then
@@ -105,6 +114,8 @@ end
 
 local queued = redis.call('ZSCORE', k.q, lease)
 if known and not queued then return done('ended', R_LEASE, lease) end
+local waiter = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}') or {}
+if recheck and waiter.attach and waiter.attach ~= attach then return done('superseded') end
 
 local position = queued and redis.call('ZRANK', k.q, lease)
 if not queued then
@@ -134,7 +145,7 @@ end
 gateway_mark(k, inst, A_mark_ms, now)
 rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.
-local since = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}').since or now
+local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(inst, attach, A_ttl_ms, A_max_hold_ms, owner, rid, since))
 keep_alive(k, now, keep_ms) -- not tidy: with the caller waiting, the semaphore is in use
 return lease_reply('queued', handoff, R_LEASE, lease, R_POSITION, decimal(position), R_HOLDER_PTTL,

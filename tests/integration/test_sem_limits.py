@@ -243,6 +243,13 @@ class SemaphoreLimitTest(GatewayTest):
             self.assertEqual(sem_script(r, "sem_cancel", name, name, lease, before, "drop", "30000", "600000",
                                         "600000", "00"), "superseded")
             self.assertEqual(status(self.c, name)["holders"], 1)
+            taken = json.loads(r.cmd("HGET", data, lease))["attach"]
+            # The attempt before looks again (it names the lease its request_id has): it leaves the slot to
+            # the retry. Caught: a look again that takes the slot back (its give-up would then release it).
+            look = sem_script(r, "sem_acquire", name, name, lease, "sem-retry-over-1", "30000", "1800000", "",
+                              "1", "ef" * 16, before, "3000", "1000", "60000", "2", "")
+            self.assertTrue(str(look).startswith("superseded"), look)
+            self.assertEqual(json.loads(r.cmd("HGET", data, lease))["attach"], taken)
         self.assertEqual(self.c.post(SEM + name + "/renew", {"token": again.body["token"]}).status, 200)
         self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
 
