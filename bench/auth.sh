@@ -33,11 +33,8 @@ build="build-bench"
 # shellcheck source=bench/common.sh
 source bench/common.sh
 bench_build
-cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
-# shellcheck disable=SC2046 # pkg-config prints several flags
-cc -O2 -D_GNU_SOURCE -Isrc -o "$build/auth_check" bench/auth_check.c src/auth/keyset.c \
-  src/auth/scope.c src/util/published.c src/util/error.c \
-  $(pkg-config --cflags --libs jansson libcrypto) -lpthread
+bench_c_program http_pairs
+bench_c_program auth_check
 
 bench_services
 

@@ -32,7 +32,7 @@ the gateway's CPU per pair. Every slot's fence sequence is raised first (a pair 
 so the windows measure warm slots.
 
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build
-    cc -O2 -D_GNU_SOURCE -o build/http_pairs bench/http_pairs.c -lpthread
+    bash -c 'build=build; source bench/common.sh; bench_c_program http_pairs'
     python3 bench/cluster_cpu.py --gateway build/fencegate --http-pairs build/http_pairs \
         --threads 6 --single-threads 2 --rate 250 --seconds 10 --rounds 3
 

@@ -22,14 +22,33 @@ bench_build_or_given() {
   fi
 }
 
+# Builds the C program bench/$1.c (a client or server of the benchmarks) into $build/$1, with what
+# it needs: raw_pairs the gateway's generated script table and key builder ($build/generated, so
+# after bench_build), auth_check the key set of src/auth, floor and pg_group libpq. FG_BENCH_CFLAGS
+# adds flags (lint.bench_programs adds -Werror). Fails when the compiler does.
+bench_c_program() {
+  # shellcheck disable=SC2206 # the flags are words
+  local flags=(-O2 -D_GNU_SOURCE ${FG_BENCH_CFLAGS:-}) sources=("bench/$1.c") libs=()
+  case "$1" in
+    raw_pairs)
+      flags+=(-Isrc -I"$build/generated")
+      sources+=(src/lease/lease_keys.c src/store/backend/key_slot.c src/store/backend/shared_keys.c
+        "$build/generated/lua_scripts.c")
+      libs=(hiredis jansson) ;;
+    auth_check)
+      flags+=(-Isrc)
+      sources+=(src/auth/keyset.c src/auth/scope.c src/util/published.c src/util/error.c src/util/names.c)
+      libs=(jansson libcrypto) ;;
+    floor | pg_group) libs=(libpq) ;;
+  esac
+  # shellcheck disable=SC2046 # pkg-config prints several flags
+  cc "${flags[@]}" -o "$build/$1" "${sources[@]}" ${libs[*]:+$(pkg-config --cflags --libs "${libs[@]}")} -lpthread
+}
+
 # The C clients of the lock benchmarks, into $build: http_pairs (acquire+release over HTTP) and
 # raw_pairs (the same scripts over RESP, with the gateway's generated script table and key builder).
 bench_pair_clients() {
-  # shellcheck disable=SC2046 # pkg-config prints several flags
-  cc -O2 -Isrc -I"$build/generated" -o "$build/raw_pairs" bench/raw_pairs.c src/lease/lease_keys.c src/store/backend/key_slot.c \
-    src/store/backend/shared_keys.c "$build/generated/lua_scripts.c" \
-    $(pkg-config --cflags --libs hiredis jansson) -lpthread &&
-    cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
+  bench_c_program raw_pairs && bench_c_program http_pairs
 }
 
 # Fresh services (bench_services), with pgbin (the Postgres tools: FG_PGBIN, else pg_config's) and
@@ -45,7 +64,7 @@ bench_pg_services() {
 # into $build/pg_load, and bench_pg_services.
 bench_pg_writes_setup() {
   bench_build
-  cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
+  bench_c_program pg_load
   bench_pg_services
 }
 

@@ -38,8 +38,7 @@ rows=10000
 source bench/common.sh
 bench_pg_writes_setup
 bench_pair_clients
-# shellcheck disable=SC2046 # pkg-config prints several flags
-cc -O2 -D_GNU_SOURCE -o "$build/floor" bench/floor.c $(pkg-config --cflags --libs libpq) -lpthread
+bench_c_program floor
 
 sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_fence bigint NOT NULL DEFAULT 0)
         WITH (fillfactor = 80);

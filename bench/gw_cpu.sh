@@ -40,8 +40,8 @@ bash scripts/deps.sh bench
 mkdir -p "$build/before" "$build/after"
 cp "$1" "$build/before/fencegate" # copied: a rebuild during the run does not change a side
 cp "$2" "$build/after/fencegate"
-cc -O2 -D_GNU_SOURCE -o "$build/http_pairs" bench/http_pairs.c -lpthread
-cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread
+bench_c_program http_pairs
+bench_c_program pg_load
 bench_pg_services
 
 sql -c "CREATE TABLE bench_rows (id text PRIMARY KEY, n bigint, note text, lock_fence bigint);

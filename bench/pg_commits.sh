@@ -49,7 +49,7 @@ update() { echo "UPDATE bench_rows SET n = :id, note = 'w', lock_fence = 5 WHERE
 { echo "\\set id random(0, $((rows - 5)))"; echo "\\startpipeline"; for i in 1 2 3 4; do update "$i"; done
   printf '%s\n' '\endpipeline'; } >"$scripts/pipelined.sql"
 
-cc -O2 -o "$datadir/pg_group" bench/pg_group.c -I"$(pg_config --includedir)" -lpq -lpthread
+build="$datadir" bench_c_program pg_group
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; $clients clients, ${duration} s per run"
 echo "| round | way | statements/s | Postgres µs per statement |"
 echo "|---|---|---|---|"

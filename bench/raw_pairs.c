@@ -45,7 +45,6 @@
 #define RAW_MAX_WAITERS FG_STR(DEFAULT_MAX_WAITERS_PER_LOCK)
 #define RAW_RID_TTL_MS  "1860000"
 #define RAW_SEM_LIMIT   "2"
-#define RAW_SEM_KEEP_MS "600000"
 #define MAX_CALL_ARGS   (3 + LIB_SEM_NKEYS + SEM_ACQUIRE_NARGV)
 
 /* redis-py 4.3.4's Lock.LUA_RELEASE_SCRIPT, byte for byte. */
@@ -131,7 +130,6 @@ static void sem_acquire_args(const char **args, const char *name, const char *le
 {
     SHARED_ACQUIRE_ARGS(SEM_ACQUIRE, args, name, lease);
     args[SEM_ACQUIRE_ARGV_LIMIT] = RAW_SEM_LIMIT;
-    args[SEM_ACQUIRE_ARGV_KEEP_MS] = RAW_SEM_KEEP_MS;
 }
 
 /* Fills args with the arguments that the release scripts of locks and semaphores share, for the
@@ -141,7 +139,6 @@ static void sem_acquire_args(const char **args, const char *name, const char *le
         (args)[script##_ARGV_NAME] = (name);                                                       \
         (args)[script##_ARGV_LEASE] = (lease);                                                     \
         (args)[script##_ARGV_CLAIM_MS] = RAW_CLAIM_MS;                                             \
-        (args)[script##_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS);                          \
         (args)[script##_ARGV_INSTANCE] = RAW_INSTANCE;                                             \
     } while (0)
 
@@ -149,13 +146,13 @@ static void sem_acquire_args(const char **args, const char *name, const char *le
 static void release_args(const char **args, const char *name, const char *lease)
 {
     SHARED_RELEASE_ARGS(LOCK_RELEASE, args, name, lease);
+    args[LOCK_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS);
 }
 
 /* Fills args with the ARGV of the release of the semaphore's lease. */
 static void sem_release_args(const char **args, const char *name, const char *lease)
 {
     SHARED_RELEASE_ARGS(SEM_RELEASE, args, name, lease);
-    args[SEM_RELEASE_ARGV_KEEP_MS] = RAW_SEM_KEEP_MS;
 }
 
 /* Fills cmd with FCALL of script, the keys k and its arguments args; returns the count. */

@@ -386,8 +386,8 @@ def main() -> int:
     redis_port, pg_port, http_port = (int(p) for p in args.ports.split(","))
     c_conns = [int(n) for n in args.c_connections.split(",") if n]
     # The C clients are built with this checkout's build (raw_pairs needs its generated script table).
-    sh("bash", "-c", f'build="{build}"; source bench/common.sh; bench_build; bench_pair_clients; '
-       f'cc -O2 -D_GNU_SOURCE -o "$build/pg_load" bench/pg_load.c -lpthread')
+    sh("bash", "-c", f'build="{build}"; source bench/common.sh; set -e; bench_build; bench_pair_clients; '
+       f'bench_c_program pg_load')
     svc = ["bash", "scripts/services.sh"]
     sh(*svc, "wipe", datadir, str(redis_port), str(pg_port))
     sh(*svc, "start", datadir, str(redis_port), str(pg_port))

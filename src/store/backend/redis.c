@@ -1402,8 +1402,8 @@ static size_t batch_pass(struct redis_batch_call *calls, const size_t *which, si
 
 int redis_batch(struct redis_batch_call *calls, size_t n, struct fg_error *err)
 {
-    size_t *which = malloc((n > 0 ? n : 1) * sizeof *which);
-    size_t *again = malloc((n > 0 ? n : 1) * sizeof *again);
+    size_t *which = calloc(n > 0 ? n : 1, sizeof *which);
+    size_t *again = calloc(n > 0 ? n : 1, sizeof *again);
     FG_ASSERT(which != NULL && again != NULL);
     for (size_t i = 0; i < n; i++) {
         which[i] = i;
