@@ -9,22 +9,27 @@
 
 Paths, each driven by the same CLIENTS Python processes (one keep-alive connection each):
   - lock acquire+release through the gateway (POST /v1/locks/{name}/acquire, then .../release; one name
-    per process), against redis-py's Redis.lock() acquire+release straight to Redis;
+    per process), against redis-py's Redis.lock() acquire+release straight to Redis; beside them the same
+    requests to bench/floor.c in the gateway's place (same port, THREADS threads), the least HTTP server of
+    the gateway's shape: with no backend, with one Redis PING per request, and with one FCALL per request
+    of bench/lua_floor.lua's rung 3 pair (a fenced lock, the grant's Redis time, the end's record: the
+    contract's promises) and rung 5 pair (+ the end's Redis time and the listing index);
   - a fenced PATCH of one row per process through the gateway, on a table in the default mode (fences in
     fencegate.resource_fences) and on a table with a fence_column, against psycopg2 running
     UPDATE ... SET note=%s, lock_fence=%s WHERE id=%s AND lock_fence <= %s (autocommit).
 Each comparison alternates its sides, the order turning round by round; each figure is the median of its
 rounds, and "× direct" is the server CPU per operation over the direct path's (the last side of each
-comparison) in the same run. With --gateway (given more than once), each gateway path is run with each
+comparison) in the same run; "Redis × direct" the same for Redis's CPU alone, where the direct path's is
+mostly Redis's (the lock pairs). With --gateway (given more than once), each gateway path is run with each
 binary named, as its own side of the same comparison (the gateway is restarted when the binary changes), so a
 change is measured before and after in one run. Server CPU is read from /proc (utime+stime of the gateway, of
 redis-server and of every Postgres process) around each timed window and divided by the operations done in it
 ("pair" for locks, "write" for writes).
 
 With --c-connections, the same comparisons follow at each of those connection counts with C clients, one
-connection per thread: bench/http_pairs.c through the gateway against bench/raw_pairs.c in its redis-py mode
-(SET NX PX, EVALSHA of redis-py's release script) straight to Redis; bench/pg_load.c's fenced PATCHes of
-random rows among ROWS against pgbench running the guarded UPDATE on the same rows.
+connection per thread: bench/http_pairs.c through the gateway and the floor's sides against bench/raw_pairs.c
+in its redis-py mode (SET NX PX, EVALSHA of redis-py's release script) straight to Redis; bench/pg_load.c's
+fenced PATCHes of random rows among ROWS against pgbench running the guarded UPDATE on the same rows.
 
 Owns: this comparison. Must not: change the servers' configuration between sides.
 """
@@ -121,15 +126,24 @@ def setup_psycopg2_writes(env: dict, ix: int):
     return op
 
 
+# The floor's sides: bench/floor.c's backend and its arguments ({redis}: the Redis port, {lib}: the library of
+# bench/lua_floor's rungs, whose rung 3 is acquire_2 + release_3 and rung 5 acquire_5 + release_5).
+FLOORS = {
+    "floor, no backend": ["none"],
+    "floor, one Redis PING": ["redis", "{redis}"],
+    "floor, Lua rung 3 pair": ["fcall", "{redis}", "{lib}", "acquire_2", "release_3"],
+    "floor, Lua rung 5 pair": ["fcall", "{redis}", "{lib}", "acquire_5", "release_5", "floor-index"],
+}
 SIDES = {
     "gateway lock acquire+release": setup_gateway_pairs,
+    **{floor: setup_gateway_pairs for floor in FLOORS},
     "redis-py Redis.lock() acquire+release": setup_redis_py_pairs,
     "gateway fenced PATCH, default table": setup_gateway_writes("sbs_default"),
     "gateway fenced PATCH, fence_column table": setup_gateway_writes("sbs_column"),
     "psycopg2 guarded UPDATE": setup_psycopg2_writes,
 }
 COMPARISONS = [
-    ["gateway lock acquire+release", "redis-py Redis.lock() acquire+release"],
+    ["gateway lock acquire+release", *FLOORS, "redis-py Redis.lock() acquire+release"],
     ["gateway fenced PATCH, default table", "gateway fenced PATCH, fence_column table", "psycopg2 guarded UPDATE"],
 ]
 
@@ -239,7 +253,8 @@ C_DIRECT_SQL = ("\\set key random(0, %d)\n\\set n random(0, 1000000)\n"
                 "UPDATE public.sbs_rows_direct SET n = :n, note = 'w', lock_fence = :fence "
                 "WHERE id = :key AND lock_fence <= :fence;\n" % (C_ROWS - 1))
 C_COMPARISONS = [
-    ["gateway lock acquire+release (http_pairs)", "redis-py Lock commands (raw_pairs)"],
+    ["gateway lock acquire+release (http_pairs)", *(f"{floor} (http_pairs)" for floor in FLOORS),
+     "redis-py Lock commands (raw_pairs)"],
     ["gateway fenced PATCH, default table (pg_load)", "gateway fenced PATCH, fence_column table (pg_load)",
      "pgbench guarded UPDATE"],
 ]
@@ -247,7 +262,7 @@ C_COMPARISONS = [
 
 def c_command(side: str, conns: int, duration: float, env: dict) -> list[str]:
     b, secs = env["build"], str(int(duration))
-    if side.startswith("gateway lock"):
+    if side.startswith(("gateway lock", "floor")):
         return [os.path.join(b, "http_pairs"), str(env["http_port"]), str(conns), secs, "distinct",
                 f"sbs-c-{uuid.uuid4().hex[:8]}"]
     if side.startswith("redis-py"):
@@ -289,11 +304,14 @@ def c_setup(env: dict, dsn: str) -> None:
 
 
 class Gateways:
-    """The gateway binaries of the run (name -> path; one unnamed for this checkout's build) and the one that
-    runs now: run_side's sides name a binary after " @ ", and use() restarts the gateway when it changes."""
+    """The gateway binaries of the run (name -> path; one unnamed for this checkout's build) and the server that
+    runs now on the HTTP port: run_side's sides name a binary after " @ ", a floor side the floor's backend
+    (FLOORS), and use() restarts the server when it changes."""
 
-    def __init__(self, binaries: dict, env: dict, http_port: int, log_path: str):
+    def __init__(self, binaries: dict, env: dict, http_port: int, log_path: str, floor: list[str], redis_port: int):
         self.binaries, self.env, self.http_port, self.log_path = binaries, env, http_port, log_path
+        self.floor = floor  # bench/floor.c's command up to its backend: binary, port, threads
+        self.floor_args = {"redis": str(redis_port), "lib": os.path.join(ROOT, "bench", "lua_floor.lua")}
         self.proc, self.running = None, None
 
     def sides(self, group: list[str]) -> list[str]:
@@ -304,22 +322,28 @@ class Gateways:
                 for side in group for name in (self.binaries if side.startswith("gateway") else [""])]
 
     def use(self, side: str, servers: dict) -> str:
-        """Runs the binary side names (or the only one) and returns the side without its binary's name; a
-        direct side leaves the gateway that runs as it is (idle: its CPU is no part of the direct path)."""
+        """Runs the binary or floor side names (or the only binary) and returns the side without its binary's
+        name; a direct side leaves the server that runs as it is (idle: its CPU is no part of the direct
+        path)."""
         base, _, name = side.partition(" @ ")
-        if name not in self.binaries:
+        floor = next((f for f in FLOORS if base.startswith(f)), None)
+        if floor is not None:
+            want, cmd = floor, [*self.floor, *(a.format(**self.floor_args) for a in FLOORS[floor])]
+        elif name in self.binaries and base.startswith("gateway"):
+            want, cmd = name, [self.binaries[name]]
+        else:
             return base
-        if self.running != name or self.proc is None:
+        if self.running != want or self.proc is None:
             self.stop()
             log = open(self.log_path, "a")
-            self.proc = subprocess.Popen([self.binaries[name]], env=self.env, stdout=log, stderr=log)
+            self.proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=log)
             for _ in range(100):
                 try:
                     lean(self.http_port).call("GET", "/readyz", {})
                     break
                 except OSError:
                     time.sleep(0.1)
-            self.running = name
+            self.running = want
             servers["gateway"] = self.proc.pid
         return base
 
@@ -346,8 +370,9 @@ def compare(groups: list[list[str]], rounds: int, run) -> None:
             gw = m["gateway"] if side != group[-1] else 0.0  # the idle gateway is no part of the direct path
             total = gw + m["redis"] + m["postgres"]
             p50 = f"{m['p50']:.2f} | {m['p99']:.2f}" if "p50" in m else "– | –"
+            redis_x = f"{m['redis'] / direct['redis']:.2f}" if direct["redis"] > base / 2 else "–"
             print(f"| {side} | {m['ops']:,.0f} | {p50} | {gw:.0f} | {m['redis']:.0f} | {m['postgres']:.0f} | "
-                  f"{total:.0f} | {total / base if base else float('nan'):.2f} |", flush=True)
+                  f"{total:.0f} | {total / base if base else float('nan'):.2f} | {redis_x} |", flush=True)
 
 
 def direct_clients_importable() -> bool:
@@ -387,7 +412,7 @@ def main() -> int:
     c_conns = [int(n) for n in args.c_connections.split(",") if n]
     # The C clients are built with this checkout's build (raw_pairs needs its generated script table).
     sh("bash", "-c", f'build="{build}"; source bench/common.sh; set -e; bench_build; bench_pair_clients; '
-       f'bench_c_program pg_load')
+       f'bench_c_program pg_load; bench_c_program floor')
     svc = ["bash", "scripts/services.sh"]
     sh(*svc, "wipe", datadir, str(redis_port), str(pg_port))
     sh(*svc, "start", datadir, str(redis_port), str(pg_port))
@@ -412,7 +437,8 @@ def main() -> int:
         env = dict(os.environ, FENCEGATE_LISTEN=f"127.0.0.1:{http_port}", FENCEGATE_CONFIG=cfg,
                    FENCEGATE_REDIS_URL=f"redis://127.0.0.1:{redis_port}/0", FENCEGATE_PG_DSN=dsn,
                    FENCEGATE_LOG_LEVEL=args.log_level, FENCEGATE_HTTP_THREADS=str(args.threads))
-        gw = Gateways(binaries, env, http_port, os.path.join(datadir, "gateway.log"))
+        gw = Gateways(binaries, env, http_port, os.path.join(datadir, "gateway.log"),
+                      [os.path.join(build, "floor"), str(http_port), str(args.threads)], redis_port)
         servers = {}
         gw.use(gw.sides(COMPARISONS[0])[0], servers)
         redis_pid = int(sh("redis-cli", "-p", str(redis_port), "INFO", "server").split("process_id:")[1].split()[0])
@@ -426,13 +452,14 @@ def main() -> int:
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs; gateway log level "
               f"{args.log_level}, {args.threads} HTTP threads; {args.rounds} rounds of {args.duration:g} s per "
               f"side, the order turning each round; medians of the rounds.\n")
-        header = ("| path | ops/s | p50 ms | p99 ms | gateway µs/op | Redis µs/op | Postgres µs/op | server µs/op | "
-                  "× direct |\n|---|---|---|---|---|---|---|---|---|")
+        header = ("| path | ops/s | p50 ms | p99 ms | gateway or floor µs/op | Redis µs/op | Postgres µs/op | "
+                  "server µs/op | × direct | Redis × direct |\n|---|---|---|---|---|---|---|---|---|---|")
         print(f"{args.clients} Python client processes, one keep-alive connection each:\n")
         print(header)
         compare([gw.sides(g) for g in COMPARISONS], args.rounds,
                 lambda side: run_side(gw.use(side, servers), cenv, args.clients, args.duration, servers))
         if c_conns:
+            gw.use(gw.sides(COMPARISONS[0])[0], servers)  # a gateway to take the C writes' lock from
             c_setup(cenv, dsn)
         for conns in c_conns:
             print(f"\n{conns} connections, C clients (one thread each):\n")
