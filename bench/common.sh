@@ -88,6 +88,7 @@ pg_ticks() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 
 bench_gateway_pid=""
+callgrind_pid=""
 # Words put before the gateway's binary (a profiler and its options; none by default), and how
 # many tenths of a second bench_gateway waits for it to become ready.
 bench_gateway_prefix=()
@@ -96,6 +97,7 @@ bench_gateway_wait=100
 bench_cleanup() {
   [[ -n "$bench_gateway_pid" ]] && kill "$bench_gateway_pid" 2>/dev/null &&
     wait "$bench_gateway_pid" 2>/dev/null
+  [[ -n "$callgrind_pid" ]] && kill "$callgrind_pid" 2>/dev/null && wait "$callgrind_pid" 2>/dev/null
   bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
 }
 
@@ -143,24 +145,34 @@ inner_calls() {
 }
 
 # Starts a redis-server on port $1 under callgrind, counting only inside luaCallFunction (the scripts),
-# with its output in the folder $2 (made afresh); sets callgrind_pid and returns once it answers.
+# with its output in the folder $2 (made afresh); sets callgrind_pid (stopped when the script exits)
+# and returns once it answers. Fails when a Redis already answers on port $1.
 callgrind_redis() {
+  if rcli "$1" PING 2>/dev/null | grep -q PONG; then
+    echo "bench: a Redis already answers on port $1" >&2
+    return 1
+  fi
   rm -rf "$2"
   mkdir -p "$2"
   valgrind --tool=callgrind --toggle-collect=luaCallFunction --callgrind-out-file="$2/out" \
     redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$2" >"$2/log" 2>&1 &
   callgrind_pid=$!
-  until rcli "$1" PING 2>/dev/null | grep -q PONG; do sleep 0.2; done
+  until rcli "$1" PING 2>/dev/null | grep -q PONG; do
+    kill -0 "$callgrind_pid" 2>/dev/null || { echo "bench: Redis under callgrind exited; log: $2/log" >&2; return 1; }
+    sleep 0.2
+  done
 }
 
 # Prints the script calls counted by the callgrind_redis on port $1 (output folder $2), then stops it
-# and prints its instructions and commands per script call.
+# (SIGTERM: Redis exits and callgrind writes its output) and prints its instructions and commands per
+# script call.
 callgrind_redis_report() {
   local calls inner instructions
   calls=$(script_stat "$1" calls)
   inner=$(inner_calls "$1")
-  rcli "$1" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+  kill "$callgrind_pid"
   wait "$callgrind_pid" || true
+  callgrind_pid=""
   instructions=$(sed -n 's/^summary: //p' "$2/out")
   echo "$calls script calls"
   awk -v c="$calls" -v n="$instructions" -v i="$inner" \

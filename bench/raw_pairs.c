@@ -1,27 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * raw_pairs.c - the Redis-only baseline of the lock benchmark: N connections,
- * each running acquire-then-release pairs with the gateway's own scripts
- * (FCALL of the functions of lua/lock_acquire.lua and lua/lock_release.lua,
- * loaded first), for a fixed time. Prints pairs per second. The functions come
- * from the build's script table (lua_scripts.c), the keys from the gateway's
- * own lease/lease_keys.c, and the arguments are placed by the generated index
- * constants (lua_scripts.h), so the calls are the gateway's and cannot drift
- * from the scripts; built by bench/locks.sh against the build's generated/.
+ * each running acquire-then-release pairs with the gateway's own scripts, as
+ * the gateway calls them: the first try (FCALL of lua/lock_acquire_fast.lua,
+ * lua/lock_release_fast.lua), then the full script (lua/lock_acquire.lua,
+ * lua/lock_release.lua) where the first try answers "contended"; loaded first,
+ * for a fixed time. Prints pairs per second. The functions come from the
+ * build's script table (lua_scripts.c), the keys from the gateway's own
+ * lease/lease_keys.c, and the arguments are placed by the generated index
+ * constants (lua_scripts.h), so the calls are the gateway's; an argument a
+ * script gains that this client does not fill, and any answer it does not
+ * expect (an error, "nofence", a release that did not release), stop it with
+ * the answer rather than count as busy. Built by bench/common.sh against the
+ * build's generated/.
  *
- * usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared [semaphore|redis-py]
+ * usage: raw_pairs PORT|SOCKET CONNECTIONS SECONDS distinct|shared [semaphore|redis-py]
  *        raw_pairs acquire-args NAME LEASE
  * With "shared" every connection uses one lock name and tries once (a busy
  * answer counts as an attempt, not a pair), which is what a raw client without
- * a queue can do. With "semaphore" the pairs are those of lua/sem_acquire.lua
- * and lua/sem_release.lua on semaphores of limit 2 (http_pairs's
+ * a queue can do. With "semaphore" the pairs are those of lua/sem_acquire*.lua
+ * and lua/sem_release*.lua on semaphores of limit 2 (http_pairs's
  * BENCH_SEMAPHORE_LIMIT=2) instead. With "redis-py" they are what redis-py
  * 4.3's Redis.lock(name, timeout=10) sends instead, the direct path the
  * gateway is compared with (bench/redis_cpu.py): SET name token NX PX 10000,
  * then EVALSHA of its release script (GET, compare, DEL) with the same token
  * (32 hex digits, as its uuid1().hex). "acquire-args" prints the function,
- * numkeys, KEYS and ARGV of an uncontended lock acquire of NAME by LEASE, one
- * a line (for redis-benchmark).
+ * numkeys, KEYS and ARGV of lua/lock_acquire.lua's uncontended acquire of NAME
+ * by LEASE, one a line (for redis-benchmark).
  */
 #include <hiredis/hiredis.h>
 #include <pthread.h>
@@ -40,12 +45,21 @@
 /* The acquire's and the release's arguments, as the gateway sends them with its defaults. */
 #define RAW_TTL_MS      "10000"
 #define RAW_CLAIM_MS    FG_STR(DEFAULT_WAITER_LEASE_MS)
-#define RAW_INSTANCE    "rawinstance0000000000000000000000"
-#define RAW_ATTACH      "rawattach00000000000000000000000"
+#define RAW_INSTANCE    "5241575041495253494e5354414e4345" /* hex, LEASE_ID_LEN, as the gateway's */
+#define RAW_ATTACH      "52415750414952534154544143484944"
 #define RAW_MAX_WAITERS FG_STR(DEFAULT_MAX_WAITERS_PER_LOCK)
 #define RAW_RID_TTL_MS  "1860000"
 #define RAW_SEM_LIMIT   "2"
-#define MAX_CALL_ARGS   (3 + LIB_SEM_NKEYS + SEM_ACQUIRE_NARGV)
+#define RAW_MARK_MS     "" /* one Redis: the gateway's beat alone marks it alive */
+/* The holder record's tail that the first try of an acquire writes, of the lease (%s), as
+ * lease_holder_tail (src/lease/lease_result.c) makes it: lease, ttl, max_hold, claimed, instance,
+ * attach, the request_id's length (none) and the owner (none). */
+#define RAW_TAIL_FORMAT                                                                            \
+    "%s " RAW_TTL_MS " " FG_STR(DEFAULT_MAX_HOLD_MS) " 1 " RAW_INSTANCE " " RAW_ATTACH " 0 "
+#define MAX_CALL_ARGS (3 + LIB_SEM_NKEYS + SEM_ACQUIRE_NARGV)
+_Static_assert(SEM_ACQUIRE_NARGV >= LOCK_ACQUIRE_NARGV && SEM_ACQUIRE_NARGV >= LOCK_RELEASE_NARGV &&
+                   SEM_ACQUIRE_NARGV >= SEM_RELEASE_NARGV,
+               "the argument arrays are sized for a semaphore's acquire");
 
 /* redis-py 4.3.4's Lock.LUA_RELEASE_SCRIPT, byte for byte. */
 static const char redis_py_release[] = "\n        local token = redis.call('get', KEYS[1])\n"
@@ -56,8 +70,8 @@ static const char redis_py_release[] = "\n        local token = redis.call('get'
                                        "        return 1\n    ";
 
 struct bench {
-    int port;
-    int seconds;
+    const char *server; /* a port on 127.0.0.1, or the path of a unix socket */
+    double seconds;
     int shared;
     int semaphore;
     int redis_py;     /* redis-py's Lock instead of the gateway's scripts */
@@ -78,9 +92,10 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static redisContext *connect_or_exit(int port)
+static redisContext *connect_or_exit(const char *server)
 {
-    redisContext *c = redisConnect("127.0.0.1", port);
+    redisContext *c = server[0] == '/' ? redisConnectUnix(server)
+                                       : redisConnect("127.0.0.1", atoi(server));
     if (c == NULL || c->err) {
         fprintf(stderr, "raw_pairs: cannot connect\n");
         exit(1);
@@ -117,6 +132,7 @@ static void load_or_exit(redisContext *c, enum fg_script script)
         (args)[script##_ARGV_CLAIM_MS] = RAW_CLAIM_MS;                                             \
         (args)[script##_ARGV_MAX_WAITERS] = RAW_MAX_WAITERS;                                       \
         (args)[script##_ARGV_REQUEST_ID_TTL_MS] = RAW_RID_TTL_MS;                                  \
+        (args)[script##_ARGV_MARK_MS] = RAW_MARK_MS;                                               \
     } while (0)
 
 /* Fills args with the ARGV of an uncontended acquire of the lock by lease. */
@@ -155,70 +171,208 @@ static void sem_release_args(const char **args, const char *name, const char *le
     SHARED_RELEASE_ARGS(SEM_RELEASE, args, name, lease);
 }
 
-/* Fills cmd with FCALL of script, the keys k and its arguments args; returns the count. */
-static int script_call(const char **cmd, enum fg_script script, const struct lease_keys *k,
-                       const char *const *args, char *numkeys, size_t cap)
+/* Exits when an argument script takes was left unset in args: one added to the script that this
+ * client does not fill yet. */
+static void filled_or_exit(enum fg_script script, const char *const *args)
 {
-    snprintf(numkeys, cap, "%zu", k->nkeys);
-    int n = 0;
-    cmd[n++] = "FCALL";
-    cmd[n++] = lua_scripts[script].function;
-    cmd[n++] = numkeys;
-    for (size_t i = 0; i < k->nkeys; i++)
-        cmd[n++] = k->key[i];
     for (size_t i = 0; i < lua_scripts[script].nargv; i++)
-        cmd[n++] = args[i];
-    return n;
+        if (args[i] == NULL) {
+            fprintf(stderr, "raw_pairs: %s's argument %zu is not filled\n",
+                    lua_scripts[script].name, i + 1);
+            exit(1);
+        }
+}
+
+/* One script call, ready to send: FCALL, the function, numkeys, the keys and the arguments. */
+struct call {
+    const char *argv[MAX_CALL_ARGS];
+    int argc;
+    char numkeys[16];
+};
+
+/* Prepares call as FCALL of script with its nkeys keys and its arguments args. */
+static void prepare(struct call *call, enum fg_script script, const char *const *keys, size_t nkeys,
+                    const char *const *args)
+{
+    filled_or_exit(script, args);
+    snprintf(call->numkeys, sizeof call->numkeys, "%zu", nkeys);
+    int n = 0;
+    call->argv[n++] = "FCALL";
+    call->argv[n++] = lua_scripts[script].function;
+    call->argv[n++] = call->numkeys;
+    for (size_t i = 0; i < nkeys; i++)
+        call->argv[n++] = keys[i];
+    for (size_t i = 0; i < lua_scripts[script].nargv; i++)
+        call->argv[n++] = args[i];
+    call->argc = n;
+}
+
+/* The calls of one connection's pairs on its name: the first tries the gateway makes of an
+ * uncontended acquire and release (lua/lock_acquire_fast.lua and the like), the full scripts it
+ * runs when a first try answers "contended" (without waiting here), or redis-py's commands. The
+ * arguments point into lease and tail, which change with each pair. */
+struct pair_calls {
+    struct call acquire_fast, acquire, release_fast, release;
+    struct lease_keys k;
+    const char *fast_keys[2][LIB_SEM_NKEYS];
+    const char *args[4][SEM_ACQUIRE_NARGV];
+};
+
+static void lock_calls(struct pair_calls *p, const char *name, const char *lease, const char *tail)
+{
+    lease_keys_init(&p->k, LEASE_KIND_LOCK, name);
+    lease_keys_lock_acquire_fast(&p->k, p->fast_keys[0]);
+    lease_keys_lock_release_fast(&p->k, p->fast_keys[1]);
+    p->args[0][LOCK_ACQUIRE_FAST_ARGV_NAME] = name;
+    p->args[0][LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = RAW_TTL_MS;
+    p->args[0][LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail;
+    p->args[2][LOCK_RELEASE_FAST_ARGV_NAME] = name;
+    p->args[2][LOCK_RELEASE_FAST_ARGV_LEASE] = lease;
+    acquire_args(p->args[1], name, lease);
+    release_args(p->args[3], name, lease);
+    prepare(&p->acquire_fast, SCRIPT_LOCK_ACQUIRE_FAST, p->fast_keys[0], LOCK_ACQUIRE_FAST_NKEYS,
+            p->args[0]);
+    prepare(&p->acquire, SCRIPT_LOCK_ACQUIRE, p->k.key, p->k.nkeys, p->args[1]);
+    prepare(&p->release_fast, SCRIPT_LOCK_RELEASE_FAST, p->fast_keys[1], LOCK_RELEASE_FAST_NKEYS,
+            p->args[2]);
+    prepare(&p->release, SCRIPT_LOCK_RELEASE, p->k.key, p->k.nkeys, p->args[3]);
+}
+
+/* The semaphore's, with the keys of its first tries picked as src/lease/semaphore.c picks them. */
+static void sem_calls(struct pair_calls *p, const char *name, const char *lease, const char *tail)
+{
+    lease_keys_init(&p->k, LEASE_KIND_SEMAPHORE, name);
+    const char **ak = p->fast_keys[0], **rk = p->fast_keys[1], *const *key = p->k.key;
+    ak[SEM_ACQUIRE_FAST_KEY_LIMIT] = key[LIB_SEM_KEY_LIMIT];
+    ak[SEM_ACQUIRE_FAST_KEY_HOLDERS] = key[LIB_SEM_KEY_HOLDERS];
+    ak[SEM_ACQUIRE_FAST_KEY_QUEUE] = key[LIB_SEM_KEY_QUEUE];
+    ak[SEM_ACQUIRE_FAST_KEY_FENCE] = key[LIB_SEM_KEY_FENCE];
+    ak[SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = key[LIB_SEM_KEY_FENCE_LIMIT];
+    ak[SEM_ACQUIRE_FAST_KEY_INDEX] = key[LIB_SEM_KEY_INDEX];
+    ak[SEM_ACQUIRE_FAST_KEY_RELEASED] = key[LIB_SEM_KEY_RELEASED];
+    ak[SEM_ACQUIRE_FAST_KEY_ENDED] = key[LIB_SEM_KEY_ENDED];
+    rk[SEM_RELEASE_FAST_KEY_LIMIT] = key[LIB_SEM_KEY_LIMIT];
+    rk[SEM_RELEASE_FAST_KEY_WATCHED] = key[LIB_SEM_KEY_WATCHED];
+    rk[SEM_RELEASE_FAST_KEY_INDEX] = key[LIB_SEM_KEY_INDEX];
+    p->args[0][SEM_ACQUIRE_FAST_ARGV_NAME] = name;
+    p->args[0][SEM_ACQUIRE_FAST_ARGV_TTL_MS] = RAW_TTL_MS;
+    p->args[0][SEM_ACQUIRE_FAST_ARGV_LIMIT] = RAW_SEM_LIMIT;
+    p->args[0][SEM_ACQUIRE_FAST_ARGV_TAIL] = tail;
+    p->args[2][SEM_RELEASE_FAST_ARGV_NAME] = name;
+    p->args[2][SEM_RELEASE_FAST_ARGV_LEASE] = lease;
+    sem_acquire_args(p->args[1], name, lease);
+    sem_release_args(p->args[3], name, lease);
+    prepare(&p->acquire_fast, SCRIPT_SEM_ACQUIRE_FAST, ak, SEM_ACQUIRE_FAST_NKEYS, p->args[0]);
+    prepare(&p->acquire, SCRIPT_SEM_ACQUIRE, key, p->k.nkeys, p->args[1]);
+    prepare(&p->release_fast, SCRIPT_SEM_RELEASE_FAST, rk, SEM_RELEASE_FAST_NKEYS, p->args[2]);
+    prepare(&p->release, SCRIPT_SEM_RELEASE, key, p->k.nkeys, p->args[3]);
+}
+
+/* Sends call on c and returns its reply (NULL when the connection failed). */
+static redisReply *send_call(redisContext *c, struct call *call)
+{
+    return redisCommandArgv(c, call->argc, call->argv, NULL);
+}
+
+/* True if reply r is a script's answer whose first word is word. */
+static int answers(const redisReply *r, const char *word)
+{
+    size_t n = strlen(word);
+    return r && r->type == REDIS_REPLY_STRING && strncmp(r->str, word, n) == 0 &&
+           (r->str[n] == '\0' || r->str[n] == ' ');
+}
+
+/* Exits with the reply r to what (an acquire or a release) that this client does not expect: an
+ * error, or an answer of a script called with arguments it does not take, which counted as a busy
+ * attempt would go unseen. */
+static void unexpected(const char *what, redisContext *c, redisReply *r)
+{
+    fprintf(stderr, "raw_pairs: %s answered %s\n", what,
+            r == NULL                       ? c->errstr
+            : r->type == REDIS_REPLY_STRING ? r->str
+            : r->type == REDIS_REPLY_ERROR  ? r->str
+                                            : "a reply of another type");
+    exit(1);
+}
+
+/* One acquire as the gateway makes it: the first try, the full script if that answers "contended".
+ * Returns 1 when granted, 0 when busy (the shared name held). */
+static int acquire(redisContext *c, struct pair_calls *p)
+{
+    redisReply *r = send_call(c, &p->acquire_fast);
+    if (answers(r, "contended")) {
+        freeReplyObject(r);
+        r = send_call(c, &p->acquire);
+    }
+    int granted = answers(r, "granted");
+    if (!granted && !answers(r, "busy"))
+        unexpected("an acquire", c, r);
+    freeReplyObject(r);
+    return granted;
+}
+
+/* The release of the lease acquire granted, as the gateway makes it. */
+static void release(redisContext *c, struct pair_calls *p)
+{
+    redisReply *r = send_call(c, &p->release_fast);
+    if (answers(r, "contended")) {
+        freeReplyObject(r);
+        r = send_call(c, &p->release);
+    }
+    if (!answers(r, "released"))
+        unexpected("a release", c, r);
+    freeReplyObject(r);
+}
+
+/* redis-py's acquire (SET NX PX): 1 when set, 0 when the name is held. */
+static int redis_py_acquire(redisContext *c, const char **set)
+{
+    redisReply *r = redisCommandArgv(c, 6, set, NULL);
+    int granted = r && r->type == REDIS_REPLY_STATUS;
+    if (!granted && !(r && r->type == REDIS_REPLY_NIL))
+        unexpected("SET NX PX", c, r);
+    freeReplyObject(r);
+    return granted;
+}
+
+/* redis-py's release (EVALSHA of its script), which answers 1 when it deleted the lease's key. */
+static void redis_py_release_call(redisContext *c, const char **evalsha)
+{
+    redisReply *r = redisCommandArgv(c, 5, evalsha, NULL);
+    if (!(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1))
+        unexpected("redis-py's release", c, r);
+    freeReplyObject(r);
 }
 
 static void *run(void *arg)
 {
     struct worker *w = arg;
     struct bench *b = w->b;
-    redisContext *c = connect_or_exit(b->port);
-    char name[64], lease[LEASE_ID_LEN + 1], numkeys[16];
+    redisContext *c = connect_or_exit(b->server);
+    char name[64], lease[LEASE_ID_LEN + 1] = "", tail[LEASE_HOLDER_TAIL_MAX];
     snprintf(name, sizeof name, b->shared ? "rawbench" : "rawbench-%d", w->id);
-    struct lease_keys k;
-    const char *acq_args[SEM_ACQUIRE_NARGV], *rel_args[SEM_ACQUIRE_NARGV];
-    enum fg_script acquire = SCRIPT_LOCK_ACQUIRE, release = SCRIPT_LOCK_RELEASE;
-    if (b->semaphore) {
-        acquire = SCRIPT_SEM_ACQUIRE;
-        release = SCRIPT_SEM_RELEASE;
-        lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
-        sem_acquire_args(acq_args, name, lease);
-        sem_release_args(rel_args, name, lease);
-    } else {
-        lease_keys_init(&k, LEASE_KIND_LOCK, name);
-        acquire_args(acq_args, name, lease);
-        release_args(rel_args, name, lease);
-    }
-    const char *acq[MAX_CALL_ARGS], *rel[MAX_CALL_ARGS];
-    int nacq = script_call(acq, acquire, &k, acq_args, numkeys, sizeof numkeys);
-    int nrel = script_call(rel, release, &k, rel_args, numkeys, sizeof numkeys);
-    if (b->redis_py) {
-        const char *set[] = {"SET", name, lease, "NX", "PX", "10000"};
-        const char *evalsha[] = {"EVALSHA", b->release, "1", name, lease};
-        nacq = (int)(sizeof set / sizeof set[0]);
-        nrel = (int)(sizeof evalsha / sizeof evalsha[0]);
-        memcpy(acq, set, sizeof set);
-        memcpy(rel, evalsha, sizeof evalsha);
-    }
+    struct pair_calls *p = calloc(1, sizeof *p);
+    if (b->semaphore)
+        sem_calls(p, name, lease, tail);
+    else
+        lock_calls(p, name, lease, tail);
+    const char *set[] = {"SET", name, lease, "NX", "PX", "10000"};
+    const char *evalsha[] = {"EVALSHA", b->release, "1", name, lease};
     double end = now_s() + b->seconds;
     for (long n = 0; now_s() < end; n++) {
         snprintf(lease, sizeof lease, "%08x%08x%016lx", w->id, (unsigned)rand(), n);
-        redisReply *r = redisCommandArgv(c, nacq, acq, NULL);
-        int granted =
-            r && (b->redis_py ? r->type == REDIS_REPLY_STATUS
-                              : r->type == REDIS_REPLY_STRING && strstr(r->str, "granted"));
-        freeReplyObject(r);
-        if (!granted) {
+        snprintf(tail, sizeof tail, RAW_TAIL_FORMAT, lease);
+        if (!(b->redis_py ? redis_py_acquire(c, set) : acquire(c, p))) {
             atomic_fetch_add(&b->busy, 1);
             continue;
         }
-        r = redisCommandArgv(c, nrel, rel, NULL);
-        freeReplyObject(r);
+        if (b->redis_py)
+            redis_py_release_call(c, evalsha);
+        else
+            release(c, p);
         atomic_fetch_add(&b->pairs, 1);
     }
+    free(p);
     redisFree(c);
     return NULL;
 }
@@ -228,13 +382,12 @@ static int print_acquire(const char *name, const char *lease)
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
-    const char *args[LOCK_ACQUIRE_NARGV];
+    const char *args[LOCK_ACQUIRE_NARGV] = {0};
     acquire_args(args, name, lease);
-    printf("%s\n%zu\n", lua_scripts[SCRIPT_LOCK_ACQUIRE].function, k.nkeys);
-    for (size_t i = 0; i < k.nkeys; i++)
-        printf("%s\n", k.key[i]);
-    for (size_t i = 0; i < LOCK_ACQUIRE_NARGV; i++)
-        printf("%s\n", args[i]);
+    struct call call;
+    prepare(&call, SCRIPT_LOCK_ACQUIRE, k.key, k.nkeys, args);
+    for (int i = 1; i < call.argc; i++)
+        printf("%s\n", call.argv[i]);
     return 0;
 }
 
@@ -244,19 +397,23 @@ int main(int argc, char **argv)
         return print_acquire(argv[2], argv[3]);
     if (argc != 5 &&
         !(argc == 6 && (strcmp(argv[5], "semaphore") == 0 || strcmp(argv[5], "redis-py") == 0))) {
-        fprintf(stderr, "usage: raw_pairs PORT CONNECTIONS SECONDS distinct|shared "
+        fprintf(stderr, "usage: raw_pairs PORT|SOCKET CONNECTIONS SECONDS distinct|shared "
                         "[semaphore|redis-py]\n"
                         "       raw_pairs acquire-args NAME LEASE\n");
         return 1;
     }
-    struct bench b = {.port = atoi(argv[1]),
-                      .seconds = atoi(argv[3]),
+    struct bench b = {.server = argv[1],
+                      .seconds = atof(argv[3]),
                       .shared = strcmp(argv[4], "shared") == 0,
                       .semaphore = argc == 6 && strcmp(argv[5], "semaphore") == 0,
                       .redis_py = argc == 6 && strcmp(argv[5], "redis-py") == 0};
-    redisContext *c = connect_or_exit(b.port);
-    load_or_exit(c, b.semaphore ? SCRIPT_SEM_ACQUIRE : SCRIPT_LOCK_ACQUIRE);
-    load_or_exit(c, b.semaphore ? SCRIPT_SEM_RELEASE : SCRIPT_LOCK_RELEASE);
+    redisContext *c = connect_or_exit(b.server);
+    static const enum fg_script lock_scripts[] = {SCRIPT_LOCK_ACQUIRE_FAST, SCRIPT_LOCK_ACQUIRE,
+                                                  SCRIPT_LOCK_RELEASE_FAST, SCRIPT_LOCK_RELEASE};
+    static const enum fg_script sem_scripts[] = {SCRIPT_SEM_ACQUIRE_FAST, SCRIPT_SEM_ACQUIRE,
+                                                 SCRIPT_SEM_RELEASE_FAST, SCRIPT_SEM_RELEASE};
+    for (size_t i = 0; i < 4; i++)
+        load_or_exit(c, b.semaphore ? sem_scripts[i] : lock_scripts[i]);
     if (b.redis_py) {
         redisReply *r = redisCommand(c, "SCRIPT LOAD %s", redis_py_release);
         if (r == NULL || r->type != REDIS_REPLY_STRING || r->len != 40) {
