@@ -56,31 +56,49 @@ acquired=$(curl -fs -X POST -H 'Content-Type: application/json' -d '{"ttl_ms": 3
 token=$(jq -r .token <<<"$acquired")
 fence=$(jq -r .fence <<<"$acquired")
 
+# In the default mode every row's fence is stored at the token's fence first, as the gateway's first
+# write of each row leaves it: its writes then run the statement of a held fence alone (the claiming
+# one runs only where that wrote nothing, src/store/fenced/fenced_pg.c), and so does pgbench.
+if [[ "$fence_column" != 1 ]]; then
+  sql -c "INSERT INTO fencegate.resource_fences (resource, fence)
+          SELECT 'pg:bench_rows/' || id, $fence FROM bench_rows"
+fi
 # One write through the gateway, then its prepared statement's text from pg_stat_activity.
 curl -fs -X PATCH -H 'Content-Type: application/json' -H "Fence-Token: $token" \
   -d '{"set": {"n": 1, "note": "w"}}' "http://127.0.0.1:$http_port/v1/pg/bench_rows/0" >/dev/null
 if [[ "$fence_column" == 1 ]]; then # the direct path a client would write without the gateway
-  statement='UPDATE bench_rows SET n = $9::bigint, note = $10::text, lock_fence = $1::bigint
+  statement='UPDATE bench_rows SET n = $4::bigint, note = $5::text, lock_fence = $1::bigint
              WHERE id = $2::text AND lock_fence <= $1::bigint'
 else
   statement=$(sql -c "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'
                       AND query LIKE 'WITH % AS (%UPDATE%' LIMIT 1")
   [[ -n "$statement" ]] || { echo "pg_writes: could not find the gateway's statement" >&2; exit 1; }
 fi
-# $1 fence, $2 key, $3 prefix, $4 lock, $5 owner, $6 client, $7 method, $8 principal, $9 n, $10 note.
-body=$(sed -e 's/\$10/:note/g; s/\$9/:n/g; s/\$8/:principal/g; s/\$7/:method/g; s/\$6/:client/g; s/\$5/:owner/g' \
-           -e 's/\$4/:lock/g; s/\$3/:prefix/g; s/\$2/:key/g; s/\$1/:fence/g' <<<"$statement" | tr '\n' ' ')
+# The parameters of a write statement (src/store/fenced/fenced_sql.h): $1 fence, $2 key, $3 resource
+# prefix, then the written columns in the configuration's order: $4 n, $5 note. A statement that takes
+# others is not the one this script knows how to run.
+if grep -qE '\$([6-9]|[1-9][0-9])' <<<"$statement"; then
+  echo "pg_writes: the gateway's statement takes more parameters than fence, key, prefix, n, note:" >&2
+  echo "$statement" >&2
+  exit 1
+fi
+body=$(sed -e 's/\$5/:note/g; s/\$4/:n/g; s/\$3/:prefix/g; s/\$2/:key/g; s/\$1/:fence/g' <<<"$statement" |
+  tr '\n' ' ')
 printf '\\set key random(0, %d)\n\\set n random(0, 1000000)\n%s;\n' $((rows - 1)) "$body" \
   >"$datadir/pg_write_distinct.pgbench"
 printf '\\set n random(0, 1000000)\n%s;\n' "$body" >"$datadir/pg_write_hot.pgbench"
 
 pgbench_tps() { # clients mode
-  local hot=()
+  local hot=() out
   [[ "$2" == hot ]] && hot=(-D key=hot)
-  "$pgbin/pgbench" -n -M prepared -c "$1" -j "$(($1 < 2 ? 1 : 2))" -T "$duration" \
-    -f "$datadir/pg_write_$2.pgbench" "${hot[@]}" -D fence="$fence" -D prefix="pg:bench_rows/" \
-    -D lock="bench-pg" -D owner="bench" -D client="127.0.0.1" -D method="PATCH" -D principal="bench" -D note="w" \
-    -d "$dsn" 2>"$datadir/pgbench.err" | awk '/^tps/ {printf "%.0f", $3}'
+  out=$("$pgbin/pgbench" -n -M prepared -c "$1" -j "$(($1 < 2 ? 1 : 2))" -T "$duration" \
+    -f "$datadir/pg_write_$2.pgbench" "${hot[@]}" -D fence="$fence" -D prefix="pg:bench_rows/" -D note="w" \
+    -d "$dsn" 2>"$datadir/pgbench.err") || {
+    echo "pg_writes: pgbench failed:" >&2
+    tail -n 3 "$datadir/pgbench.err" >&2
+    return 1
+  }
+  awk '/^tps/ {printf "%.0f", $3}' <<<"$out"
 }
 
 if [[ "$fence_column" == 1 ]]; then
