@@ -32,7 +32,7 @@ build="build-bench"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-bench_build
+bench_build_or_given
 bench_c_program http_pairs
 bench_c_program auth_check
 

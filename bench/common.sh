@@ -12,10 +12,12 @@ bench_build() {
   cmake --build "$build" -j "$(nproc)" >/dev/null
 }
 
-# Sets build to $BUILD, another Release build given for a before/after comparison, or else makes
-# this checkout's (bench_build) into the build the caller named.
+# Sets build to $BUILD, a Release build given (another commit's for a before/after comparison, or
+# one build shared by several benchmarks), with the tools installed; or else makes this checkout's
+# (bench_build) into the build the caller named.
 bench_build_or_given() {
   if [[ -n "${BUILD:-}" ]]; then
+    bash scripts/deps.sh bench
     build="$BUILD"
   else
     bench_build
@@ -60,10 +62,10 @@ bench_pg_services() {
   bench_services
 }
 
-# For the fenced-write benchmarks: bench_build, bench/pg_load.c (fenced PATCHes over HTTP) built
+# For the fenced-write benchmarks: bench_build_or_given, bench/pg_load.c (fenced PATCHes over HTTP) built
 # into $build/pg_load, and bench_pg_services.
 bench_pg_writes_setup() {
-  bench_build
+  bench_build_or_given
   bench_c_program pg_load
   bench_pg_services
 }

@@ -31,7 +31,7 @@ build="build-bench"
 
 # shellcheck source=bench/common.sh
 source bench/common.sh
-bench_build
+bench_build_or_given
 bench_pair_clients
 
 bench_services

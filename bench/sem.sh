@@ -47,7 +47,7 @@ if [[ -n "${BEFORE:-}" || -n "${AFTER:-}" ]]; then
   cp "$BEFORE" "$build/before/fencegate" # copied: a rebuild during the run does not change a side
   cp "$AFTER" "$build/after/fencegate"
 else
-  bench_build
+  bench_build_or_given
   sides=("")
 fi
 

@@ -24,7 +24,7 @@ build="build-bench-waiters"
 # shellcheck source=bench/common.sh
 source bench/common.sh
 ulimit -n "$(ulimit -Hn)"
-bench_build
+bench_build_or_given
 bench_services
 
 config="$datadir/waiters.json"
