@@ -32,12 +32,7 @@ import tempfile
 import time
 
 DEBIAN_PYTHON = "/usr/bin/python3"  # the interpreter of python3-redis
-try:
-    import redis  # python3-redis
-except ImportError:
-    if sys.executable == DEBIAN_PYTHON or not os.path.exists(DEBIAN_PYTHON):
-        sys.exit("sem_full_cost: python3-redis is not importable (scripts/deps.sh bench)")
-    os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
+redis = None  # python3-redis, imported by main
 
 LIMIT, WORKERS, TTL_MS, HOLD_MS = 5, 30, 60000, 1800000
 CLAIM_MS, MAX_WAITERS, RID_TTL_MS, KEEP_MS, MARKER_MS = 3000, 10000, 130000, 600000, 600000
@@ -169,6 +164,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--keep", help="keep each side's callgrind dumps in KEEP/<n> (for callgrind_annotate)")
     args = ap.parse_args()
+    global redis
+    try:
+        import redis  # python3-redis
+    except ImportError:
+        if sys.executable == DEBIAN_PYTHON or not os.path.exists(DEBIAN_PYTHON):
+            sys.exit("sem_full_cost: python3-redis is not importable (scripts/deps.sh bench)")
+        os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
     if not shutil.which("valgrind"):
         sys.exit("sem_full_cost: valgrind is needed (scripts/deps.sh bench)")
     print(f"{args.jobs} jobs in bursts of {LIMIT}, limit {LIMIT}, {WORKERS} workers of one gateway; "
