@@ -17,6 +17,10 @@
  *          once at start) on the thread's own Redis connection: ACQUIRE for a
  *          path ending in /acquire, RELEASE for one ending in /release; with
  *          INDEX_KEY the functions take that listing index as their last key
+ *   fcall-batch  the same calls, pipelined: at each wake-up a thread sends the
+ *          calls of all its connections' complete requests to Redis in one
+ *          write and reads their replies together (what a gateway sharing its
+ *          Redis connection across requests in flight can do at the most)
  * The reply of every other request is {"token":"t","fence":1}, which
  * bench/http_pairs.c takes for a lease and bench/pg_load.c for a write.
  *
@@ -29,7 +33,7 @@
  * record, 409 when it answers 0.
  *
  * usage: floor PORT THREADS none|redis|pg [REDIS_PORT | PG_DSN]
- *        floor PORT THREADS fcall REDIS_PORT LIBRARY ACQUIRE RELEASE [INDEX_KEY]
+ *        floor PORT THREADS fcall|fcall-batch REDIS_PORT LIBRARY ACQUIRE RELEASE [INDEX_KEY]
  */
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -39,13 +43,24 @@
 
 #define CONN_BUF  8192 /* bytes of one connection's unparsed input */
 #define REPLY_BUF 512  /* bytes of one Redis reply or one HTTP answer of fcall */
+#define CMD_BUF   512  /* bytes of one FCALL command */
+#define BATCH     64   /* fcall-batch: most calls in one write */
 
-enum backend { BACKEND_NONE, BACKEND_REDIS, BACKEND_PG, BACKEND_FCALL };
+enum backend { BACKEND_NONE, BACKEND_REDIS, BACKEND_PG, BACKEND_FCALL, BACKEND_FCALL_BATCH };
 
 struct conn {
     int fd;
     size_t got;
     char buf[CONN_BUF];
+};
+
+/* One fcall request's function call: its connection and request length, and
+ * what its answer needs. */
+struct fcall {
+    struct conn *conn;
+    size_t len;
+    int acquire;
+    char owner[32];
 };
 
 struct worker {
@@ -72,40 +87,50 @@ static void die(const char *what)
     exit(1);
 }
 
-/* Reads one whole RESP reply that is not an array (+, -, :, or $) into in
- * (cap bytes), NUL-terminated; returns its length. */
-static size_t redis_read_reply(int fd, char *in, size_t cap)
+/* The length of the whole RESP reply that is not an array (+, -, :, or $) at
+ * in, of got bytes, or 0 when it is not all there. */
+static size_t reply_length(const char *in, size_t got)
 {
-    size_t got = 0;
-    for (;;) {
-        ssize_t n = read(fd, in + got, cap - 1 - got);
-        if (n <= 0)
+    const char *line_end = memmem(in, got, "\r\n", 2);
+    if (line_end == NULL)
+        return 0;
+    size_t want = (size_t)(line_end + 2 - in);
+    if (in[0] == '$' && in[1] != '-')
+        want += strtoul(in + 1, NULL, 10) + 2;
+    return got >= want ? want : 0;
+}
+
+/* Reads n whole replies into in (cap bytes); sets replies[i] to the start of
+ * each. Exits on an error reply. */
+static void redis_read_replies(int fd, char *in, size_t cap, int n, const char **replies)
+{
+    size_t got = 0, at = 0, len;
+    for (int done = 0; done < n;) {
+        while (done < n && (len = reply_length(in + at, got - at)) > 0) {
+            if (in[at] == '-') {
+                fprintf(stderr, "floor: redis: %.*s", (int)len, in + at);
+                exit(1);
+            }
+            replies[done++] = in + at;
+            at += len;
+        }
+        if (done == n)
+            break;
+        ssize_t r = got < cap - 1 ? read(fd, in + got, cap - 1 - got) : 0;
+        if (r <= 0)
             die("floor: redis read");
-        got += (size_t)n;
+        got += (size_t)r;
         in[got] = '\0';
-        const char *line_end = strstr(in, "\r\n");
-        if (line_end == NULL)
-            continue;
-        size_t want = (size_t)(line_end + 2 - in);
-        if (in[0] == '$' && in[1] != '-')
-            want += strtoul(in + 1, NULL, 10) + 2;
-        if (got >= want)
-            return got;
-        if (want >= cap)
-            die("floor: redis reply too long");
     }
 }
 
 /* Writes the len bytes of cmd to Redis and reads its reply into in (cap bytes). */
 static void redis_round_trip(int fd, const char *cmd, size_t len, char *in, size_t cap)
 {
+    const char *reply;
     if (write(fd, cmd, len) != (ssize_t)len)
         die("floor: redis write");
-    redis_read_reply(fd, in, cap);
-    if (in[0] == '-') {
-        fprintf(stderr, "floor: redis: %s", in);
-        exit(1);
-    }
+    redis_read_replies(fd, in, cap, 1, &reply);
 }
 
 /* The RESP array of the argc strings of argv into out (cap bytes); returns its
@@ -242,34 +267,42 @@ static size_t fcall_answer(char *answer, size_t cap, int acquire, const char *in
         refused ? "409 Conflict" : "200 OK", strlen(json), json);
 }
 
-/* One fcall request, the complete request at req whose target ends in
- * /acquire or /release at path_end: its function call and its answer into
- * answer (cap bytes); returns the answer's length. */
-static size_t fcall_request(struct worker *w, const char *req, const char *path_end, char *answer,
-                            size_t cap)
+/* The function call of the fcall request at req, whose target ends in
+ * /acquire or /release at path_end: its FCALL into cmd (CMD_BUF bytes), and
+ * f's acquire and owner; returns the command's length. */
+static size_t fcall_prepare(struct worker *w, const char *req, const char *path_end,
+                            struct fcall *f, char *cmd)
 {
-    int acquire = memcmp(path_end - 8, "/acquire", 8) == 0;
+    f->acquire = memcmp(path_end - 8, "/acquire", 8) == 0;
     const char *name = path_end - 8; /* "/acquire" and "/release" */
     while (name > req && name[-1] != '/')
         name--;
     const char *body = strstr(req, "\r\n\r\n") + 4;
-    char owner[32], token[96], ttl[24] = "10000", key[256], cmd[512], in[REPLY_BUF];
-    if (acquire) {
-        snprintf(owner, sizeof owner, "%d.%d-%lu", (int)getpid(), w->id, ++w->owners);
+    char token[96], ttl[24] = "10000", key[256];
+    if (f->acquire) {
+        snprintf(f->owner, sizeof f->owner, "%d.%d-%lu", (int)getpid(), w->id, ++w->owners);
         const char *t = strstr(body, "\"ttl_ms\"");
         if (t != NULL && strchr(t, ':') != NULL)
             snprintf(ttl, sizeof ttl, "%ld", strtol(strchr(t, ':') + 1, NULL, 10));
     } else {
         json_string(body, "\"token\"", token, sizeof token);
         const char *space = strchr(token, ' ');
-        snprintf(owner, sizeof owner, "%s", space ? space + 1 : "");
+        snprintf(f->owner, sizeof f->owner, "%s", space ? space + 1 : "");
     }
     snprintf(key, sizeof key, "floor-h-%.*s.%s",
-             (int)(path_end - 8 - name < 200 ? path_end - 8 - name : 200), name, owner);
-    redis_round_trip(w->redis_fd, cmd,
-                     fcall_command(cmd, sizeof cmd, acquire, key, acquire ? owner : token, ttl), in,
-                     sizeof in);
-    return fcall_answer(answer, cap, acquire, in, owner);
+             (int)(path_end - 8 - name < 200 ? path_end - 8 - name : 200), name, f->owner);
+    return fcall_command(cmd, CMD_BUF, f->acquire, key, f->acquire ? f->owner : token, ttl);
+}
+
+/* One fcall request (as fcall_prepare's): its function call and its answer
+ * into answer (cap bytes); returns the answer's length. */
+static size_t fcall_request(struct worker *w, const char *req, const char *path_end, char *answer,
+                            size_t cap)
+{
+    struct fcall f;
+    char cmd[CMD_BUF], in[REPLY_BUF];
+    redis_round_trip(w->redis_fd, cmd, fcall_prepare(w, req, path_end, &f, cmd), in, sizeof in);
+    return fcall_answer(answer, cap, f.acquire, in, f.owner);
 }
 
 /* Whether the request at req is one the fcall backend serves (its target
@@ -314,35 +347,105 @@ static int answer(struct worker *w, struct conn *c)
     return send(c->fd, out, out_len, MSG_NOSIGNAL) == (ssize_t)out_len;
 }
 
-static void serve(struct worker *w, struct conn *c)
+/* Reads what c's client sent into c->buf; 0 when it closed (c is freed). */
+static int receive(struct conn *c)
 {
     ssize_t n = recv(c->fd, c->buf + c->got, CONN_BUF - 1 - c->got, MSG_DONTWAIT);
     if (n <= 0) {
         close(c->fd);
         free(c);
-        return;
+        return 0;
     }
     c->got += (size_t)n;
+    return 1;
+}
+
+/* Drops the first len bytes of c->buf: a request answered. */
+static void consume(struct conn *c, size_t len)
+{
+    memmove(c->buf, c->buf + len, c->got - len);
+    c->got -= len;
+}
+
+static void serve(struct worker *w, struct conn *c)
+{
+    if (!receive(c))
+        return;
     for (size_t len; (len = complete_request(c)) > 0;) {
         if (!answer(w, c))
             break;
-        memmove(c->buf, c->buf + len, c->got - len);
-        c->got -= len;
+        consume(c, len);
+    }
+}
+
+/* Sends the FCALLs of calls[0..n) (the used bytes of cmds) in one write, reads
+ * their replies and answers each request. */
+static void batch_round_trip(struct worker *w, struct fcall *calls, int n, const char *cmds,
+                             size_t used)
+{
+    static _Thread_local char in[BATCH * REPLY_BUF];
+    const char *replies[BATCH];
+    char out[REPLY_BUF];
+    if (write(w->redis_fd, cmds, used) != (ssize_t)used)
+        die("floor: redis write");
+    redis_read_replies(w->redis_fd, in, sizeof in, n, replies);
+    for (int i = 0; i < n; i++) {
+        size_t len = fcall_answer(out, sizeof out, calls[i].acquire, replies[i], calls[i].owner);
+        send(calls[i].conn->fd, out, len, MSG_NOSIGNAL);
+        consume(calls[i].conn, calls[i].len);
+    }
+}
+
+/* fcall-batch: the n ready connections of one wake-up, their complete fcall
+ * requests' calls sent to Redis together, one request of each connection a
+ * round; any other request is answered at once. */
+static void serve_batch(struct worker *w, struct epoll_event *events, int n)
+{
+    static _Thread_local char cmds[BATCH * CMD_BUF];
+    struct fcall calls[BATCH];
+    for (int i = 0; i < n; i++)
+        if (!receive(events[i].data.ptr))
+            events[i].data.ptr = NULL;
+    for (int more = 1; more;) {
+        int k = 0;
+        size_t used = 0;
+        more = 0;
+        for (int i = 0; i < n && k < BATCH; i++) {
+            struct conn *c = events[i].data.ptr;
+            const char *path_end;
+            size_t len = c ? complete_request(c) : 0;
+            if (len == 0)
+                continue;
+            if (fcall_serves(c->buf, &path_end)) {
+                calls[k] = (struct fcall){.conn = c, .len = len};
+                used += fcall_prepare(w, c->buf, path_end, &calls[k++], cmds + used);
+            } else {
+                send(c->fd, reply, sizeof reply - 1, MSG_NOSIGNAL);
+                consume(c, len);
+                more = 1;
+            }
+        }
+        if (k > 0)
+            batch_round_trip(w, calls, k, cmds, used);
+        more = more || k > 0;
     }
 }
 
 static void *work(void *arg)
 {
     struct worker *w = arg;
-    if (backend == BACKEND_REDIS || backend == BACKEND_FCALL)
+    if (backend == BACKEND_REDIS || backend == BACKEND_FCALL || backend == BACKEND_FCALL_BATCH)
         w->redis_fd = bench_connect(atoi(backend_target));
     else if (backend == BACKEND_PG)
         pg_connect(w);
     struct epoll_event events[64];
     for (;;) {
         int n = epoll_wait(w->epoll_fd, events, 64, -1);
-        for (int i = 0; i < n; i++)
-            serve(w, events[i].data.ptr);
+        if (backend == BACKEND_FCALL_BATCH)
+            serve_batch(w, events, n);
+        else
+            for (int i = 0; i < n; i++)
+                serve(w, events[i].data.ptr);
     }
     return NULL;
 }
@@ -362,24 +465,27 @@ static int listen_on(int port)
 /* The backend of the usage's name (none for any other). */
 static enum backend backend_named(const char *name)
 {
-    return strcmp(name, "redis") == 0   ? BACKEND_REDIS
-           : strcmp(name, "pg") == 0    ? BACKEND_PG
-           : strcmp(name, "fcall") == 0 ? BACKEND_FCALL
-                                        : BACKEND_NONE;
+    return strcmp(name, "redis") == 0         ? BACKEND_REDIS
+           : strcmp(name, "pg") == 0          ? BACKEND_PG
+           : strcmp(name, "fcall") == 0       ? BACKEND_FCALL
+           : strcmp(name, "fcall-batch") == 0 ? BACKEND_FCALL_BATCH
+                                              : BACKEND_NONE;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 4 || (backend_named(argv[3]) == BACKEND_FCALL && argc < 8)) {
+    enum backend named = argc < 4 ? BACKEND_NONE : backend_named(argv[3]);
+    if (argc < 4 || ((named == BACKEND_FCALL || named == BACKEND_FCALL_BATCH) && argc < 8)) {
         fprintf(stderr,
                 "usage: floor PORT THREADS none|redis|pg [REDIS_PORT | PG_DSN]\n"
-                "       floor PORT THREADS fcall REDIS_PORT LIBRARY ACQUIRE RELEASE [INDEX_KEY]\n");
+                "       floor PORT THREADS fcall|fcall-batch REDIS_PORT LIBRARY ACQUIRE RELEASE "
+                "[INDEX_KEY]\n");
         return 2;
     }
     int threads = atoi(argv[2]);
-    backend = backend_named(argv[3]);
+    backend = named;
     backend_target = argc > 4 ? argv[4] : "";
-    if (backend == BACKEND_FCALL) {
+    if (backend == BACKEND_FCALL || backend == BACKEND_FCALL_BATCH) {
         fcall_load(atoi(backend_target), argv[5]);
         fcall_acquire = argv[6];
         fcall_release = argv[7];

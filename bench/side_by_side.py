@@ -13,16 +13,17 @@ Paths, each driven by the same CLIENTS Python processes (one keep-alive connecti
     requests to bench/floor.c in the gateway's place (same port, THREADS threads), the least HTTP server of
     the gateway's shape: with no backend, with one Redis PING per request, and with one FCALL per request
     of bench/lua_floor.lua's rung 3 pair (a fenced lock, the grant's Redis time, the end's record: the
-    contract's promises) and rung 5 pair (+ the end's Redis time and the listing index);
+    contract's promises) and rung 5 pair (+ the end's Redis time and the listing index); with the C clients
+    (below) also those two with the calls pipelined (bench/floor.c's fcall-batch);
   - a fenced PATCH of one row per process through the gateway, on a table in the default mode (fences in
     fencegate.resource_fences) and on a table with a fence_column, against psycopg2 running
     UPDATE ... SET note=%s, lock_fence=%s WHERE id=%s AND lock_fence <= %s (autocommit).
 Each comparison alternates its sides, the order turning round by round; each figure is the median of its
 rounds, and "× direct" is the server CPU per operation over the direct path's (the last side of each
 comparison) in the same run; "Redis × direct" the same for Redis's CPU alone, where the direct path's is
-mostly Redis's (the lock pairs). With --gateway (given more than once), each gateway path is run with each
-binary named, as its own side of the same comparison (the gateway is restarted when the binary changes), so a
-change is measured before and after in one run. Server CPU is read from /proc (utime+stime of the gateway, of
+mostly Redis's (the lock pairs); "paired" is the median of each round's own ratio. With --gateway (given more
+than once), each gateway path is run with each binary named, as its own side of the same comparison (the
+gateway is restarted when the binary changes), so a change is measured before and after in one run. Server CPU is read from /proc (utime+stime of the gateway, of
 redis-server and of every Postgres process) around each timed window and divided by the operations done in it
 ("pair" for locks, "write" for writes).
 
@@ -134,6 +135,10 @@ FLOORS = {
     "floor, Lua rung 3 pair": ["fcall", "{redis}", "{lib}", "acquire_2", "release_3"],
     "floor, Lua rung 5 pair": ["fcall", "{redis}", "{lib}", "acquire_5", "release_5", "floor-index"],
 }
+# With the C clients also the same calls pipelined: each floor thread sends the calls of all its connections'
+# requests at hand in one write (with 4 Python clients on 4 threads there is nothing to pipeline).
+PIPELINED_FLOORS = {f"{side}, pipelined": ["fcall-batch", *args[1:]] for side, args in FLOORS.items()
+                    if args[0] == "fcall"}
 SIDES = {
     "gateway lock acquire+release": setup_gateway_pairs,
     **{floor: setup_gateway_pairs for floor in FLOORS},
@@ -253,8 +258,8 @@ C_DIRECT_SQL = ("\\set key random(0, %d)\n\\set n random(0, 1000000)\n"
                 "UPDATE public.sbs_rows_direct SET n = :n, note = 'w', lock_fence = :fence "
                 "WHERE id = :key AND lock_fence <= :fence;\n" % (C_ROWS - 1))
 C_COMPARISONS = [
-    ["gateway lock acquire+release (http_pairs)", *(f"{floor} (http_pairs)" for floor in FLOORS),
-     "redis-py Lock commands (raw_pairs)"],
+    ["gateway lock acquire+release (http_pairs)",
+     *(f"{floor} (http_pairs)" for floor in [*FLOORS, *PIPELINED_FLOORS]), "redis-py Lock commands (raw_pairs)"],
     ["gateway fenced PATCH, default table (pg_load)", "gateway fenced PATCH, fence_column table (pg_load)",
      "pgbench guarded UPDATE"],
 ]
@@ -326,9 +331,10 @@ class Gateways:
         name; a direct side leaves the server that runs as it is (idle: its CPU is no part of the direct
         path)."""
         base, _, name = side.partition(" @ ")
-        floor = next((f for f in FLOORS if base.startswith(f)), None)
-        if floor is not None:
-            want, cmd = floor, [*self.floor, *(a.format(**self.floor_args) for a in FLOORS[floor])]
+        floor = base.removesuffix(" (http_pairs)")
+        floors = {**FLOORS, **PIPELINED_FLOORS}
+        if floor in floors:
+            want, cmd = floor, [*self.floor, *(a.format(**self.floor_args) for a in floors[floor])]
         elif name in self.binaries and base.startswith("gateway"):
             want, cmd = name, [self.binaries[name]]
         else:
@@ -370,9 +376,19 @@ def compare(groups: list[list[str]], rounds: int, run) -> None:
             gw = m["gateway"] if side != group[-1] else 0.0  # the idle gateway is no part of the direct path
             total = gw + m["redis"] + m["postgres"]
             p50 = f"{m['p50']:.2f} | {m['p99']:.2f}" if "p50" in m else "– | –"
-            redis_x = f"{m['redis'] / direct['redis']:.2f}" if direct["redis"] > base / 2 else "–"
+            redis_x = (f"{m['redis'] / direct['redis']:.2f} | {paired(runs[side], runs[group[-1]], 'redis'):.2f}"
+                       if direct["redis"] > base / 2 else "– | –")
             print(f"| {side} | {m['ops']:,.0f} | {p50} | {gw:.0f} | {m['redis']:.0f} | {m['postgres']:.0f} | "
-                  f"{total:.0f} | {total / base if base else float('nan'):.2f} | {redis_x} |", flush=True)
+                  f"{total:.0f} | {total / base if base else float('nan'):.2f} | "
+                  f"{paired(runs[side], runs[group[-1]], 'server', side != group[-1]):.2f} | {redis_x} |", flush=True)
+
+
+def paired(side: list[dict], direct: list[dict], what: str, gateway: bool = False) -> float:
+    """The median of each round's ratio of side's figure to the direct side's ("server": gateway, if counted, +
+    Redis + Postgres; else that key)."""
+    def figure(x: dict, with_gateway: bool) -> float:
+        return (x["gateway"] if with_gateway else 0.0) + x["redis"] + x["postgres"] if what == "server" else x[what]
+    return statistics.median(figure(s, gateway) / max(figure(d, False), 1e-9) for s, d in zip(side, direct))
 
 
 def direct_clients_importable() -> bool:
@@ -453,7 +469,8 @@ def main() -> int:
               f"{args.log_level}, {args.threads} HTTP threads; {args.rounds} rounds of {args.duration:g} s per "
               f"side, the order turning each round; medians of the rounds.\n")
         header = ("| path | ops/s | p50 ms | p99 ms | gateway or floor µs/op | Redis µs/op | Postgres µs/op | "
-                  "server µs/op | × direct | Redis × direct |\n|---|---|---|---|---|---|---|---|---|---|")
+                  "server µs/op | × direct | paired | Redis × direct | paired |\n"
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|")
         print(f"{args.clients} Python client processes, one keep-alive connection each:\n")
         print(header)
         compare([gw.sides(g) for g in COMPARISONS], args.rounds,
