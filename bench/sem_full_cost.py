@@ -14,7 +14,8 @@ Nothing here depends on timing, so a change of a script moves the figures by exa
 
     python3 bench/sem_full_cost.py --lua build-a/generated/lua --lua build-b/generated/lua --jobs 200
 
---lua: a build's generated/lua folder (each script as Redis runs it); a side per folder, in the order given.
+--lua: a build's generated/lua folder (each script as Redis runs it; the order of the keys from the lua_scripts.h
+beside it); a side per folder, in the order given.
 Prints per side: instructions per release, per queueing acquire, per job, and the commands each ran.
 """
 
@@ -54,10 +55,29 @@ def library(folder: str, script: str) -> tuple[str, str, list[str]]:
     return text, text.split("\n", 1)[0].split("name=", 1)[1].strip(), [n for _, n in order]
 
 
-def keys(name: str) -> list[str]:
-    b = f"fg:sm:{{{name}}}:"
-    return [b + s for s in "hdqwlt"] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", b + "x",
-                                         "fg:idx:sm", b + "n", "fg:revoked", b + "v"]
+# The keys of lua/lib_sem.lua's KEYS by the name the build's lua_scripts.h gives each (LIB_SEM_KEY_<name>), as
+# src/lease/lease_keys.c and src/store/backend/redis_keys.h make them for one Redis: a suffix of the
+# semaphore's own keys, or a key shared by all leases.
+OWN_SUFFIX = {"HOLDERS": "h", "DATA": "d", "QUEUE": "q", "WAITERS": "w", "LIMIT": "l", "TICKETS": "t", "RIDS": "r",
+              "RID_UNTIL": "e", "RELEASED": "x", "ENDED": "n", "WATCHED": "v"}
+SHARED = {"FENCE": "fg:fence", "FENCE_LIMIT": "fg:fence_limit", "GATEWAYS": "fg:gateways", "INDEX": "fg:idx:sm",
+          "REVOKED": "fg:revoked"}
+
+
+def keys(folder: str, name: str) -> list[str]:
+    """The KEYS of semaphore name's scripts in the order of the build whose generated/lua folder is folder
+    (its lua_scripts.h beside it); exits on a key this script does not know how to name."""
+    with open(os.path.join(folder, os.pardir, "lua_scripts.h")) as f:
+        header = f.read()
+    count = int(re.search(r"^#define LIB_SEM_NKEYS (\d+)$", header, re.M).group(1))
+    at = {int(i): n for n, i in re.findall(r"^#define LIB_SEM_KEY_(\w+) (\d+)$", header, re.M) if n != "LIB_LEASE"}
+    out = []
+    for i in range(count):
+        n = at.get(i)
+        if n not in OWN_SUFFIX and n not in SHARED:
+            sys.exit(f"sem_full_cost: lib_sem.lua's key {i + 1} ({n}) is one this script does not name")
+        out.append(SHARED.get(n) or f"fg:sm:{{{name}}}:{OWN_SUFFIX[n]}")
+    return out
 
 
 def commands(r: redis.Redis) -> int:
@@ -93,7 +113,7 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
         inst = secrets.token_hex(16)
         r.execute_command("ZADD", "fg:gateways", str(int(time.time() * 1000) + 3_600_000), inst)
         name = "bench-sem-full"
-        k = keys(name)
+        k = keys(folder, name)
 
         def acquire() -> str:
             lease, attach = secrets.token_hex(16), secrets.token_hex(16)
