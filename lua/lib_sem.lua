@@ -135,6 +135,17 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   end
 end
 
+-- A first holder whose record is of no layout this script reads (a newer
+-- gateway's, while gateways are replaced) still holds its slot until the limit
+-- key expires: the holder_read fields of a lease nobody's token names, which
+-- unfold keeps as it keeps any first holder.
+local UNREAD_LEASE = '00000000000000000000000000000000'
+local function unread_first_holder(k)
+  local left = decimal(math.max(redis.call('PTTL', k.l), 0))
+  return {lease = UNREAD_LEASE, fence = '0', owner = '', ttl = left, max_hold = left, granted_at = decimal(now_ms()),
+          claimed = '1', rid = '', inst = '', attach = ''}
+end
+
 -- Moves a first holder kept in the limit key (see above; raw: the limit key as
 -- read) into the holders' keys: its record (lib_sem_holder.lua) in data, its
 -- expiry in holders, the limit alone in the limit key, whose times to live the
@@ -144,6 +155,7 @@ end
 local function unfold(k, raw)
   local limit, h = first_holder_read(raw)
   if not limit then return raw end
+  if not h then h = unread_first_holder(k) end
   redis.call('HSET', k.d, h.lease, holder_json(h.fence, h.owner, h.ttl, h.max_hold, h.granted_at, h.claimed,
                                                h.rid, h.inst, h.attach))
   set_expiry(k, h.lease, h.granted_at + h.ttl)

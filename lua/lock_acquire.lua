@@ -26,7 +26,13 @@ if not fences_left(v) then return lease_reply('nofence') end
 local now = now_ms()
 local prior, waiting = v[3], v[4]
 local h = holder_read(prior)
-if h then prior = false end -- a live holder is never kept in the history
+if h then
+  prior = false -- a live holder is never kept in the history
+elseif prior and string.byte(prior, 1) ~= 126 then -- '~': an end's record
+  -- A record of no layout this script reads (a newer gateway's, while gateways are replaced) still
+  -- holds the lock: it is never taken for free, and holds until its key expires.
+  h, prior = {}, false
+end
 local k -- lock_keys(), made only where more than the uncontended path's keys are needed
 
 local known = false

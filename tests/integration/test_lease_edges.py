@@ -226,6 +226,48 @@ class LeaseEdges(GatewayTest):
             self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
         self.assertFalse(status(self.c, name)["held"])
 
+    def test_a_holder_record_of_no_known_layout_holds_the_lock_until_it_expires(self):
+        """A holder record this gateway cannot read (say a newer gateway's layout, while gateways are replaced)
+        still holds the lock: an acquire that will not wait is refused, and one that waits is granted only once
+        the record's key has expired, by Redis's clock. Caught: a reader that takes an unreadable record for a
+        free lock (it was granted at once, over a lease another gateway had given out)."""
+        name = unique_name("layout-unknown")
+        holder = f"fg:lk:{{{name}}}:h"
+        held = acquire(self.c, name, ttl_ms=30000)
+        self.assertEqual(held.status, 200, held)
+        with Redis() as r:
+            seconds, micros = r.cmd("TIME")
+            written_ms = int(seconds) * 1000 + int(micros) // 1000
+            self.assertEqual(r.cmd("SET", holder, "v9|a layout of later|" + held.body["token"], "PX", "1500"), "OK")
+        self.assertEqual(acquire(self.c, name, wait_ms=0).status, 409)
+        waited = acquire(self.c, name, wait_ms=10000, ttl_ms=5000, timeout=15)
+        self.assertEqual(waited.status, 200, waited)
+        granted_at = waited.body["expires_at_ms"] - 5000
+        self.assertGreaterEqual(granted_at, written_ms + 1500, "granted while the unreadable record still held")
+        self.assertEqual(release(self.c, name, waited.body["token"]).status, 200)
+
+    def test_a_first_holder_record_of_no_known_layout_holds_its_slot_until_it_expires(self):
+        """The same for a semaphore's first holder, kept in its limit key: with limit 1 an acquire that will not
+        wait is refused, one that waits is granted once the limit key has expired. Caught: a reader that
+        stops on the record (the acquire answered 500) or drops it (granted at once)."""
+        name = unique_name("sem-layout-unknown")
+        base = f"fg:sm:{{{name}}}:"
+        path = f"/v1/semaphores/{name}/acquire"
+        held = self.c.post(path, {"limit": 1, "ttl_ms": 30000})
+        self.assertEqual(held.status, 200, held)
+        with Redis() as r:
+            seconds, micros = r.cmd("TIME")
+            written_ms = int(seconds) * 1000 + int(micros) // 1000
+            r.cmd("DEL", base + "d", base + "h")
+            self.assertEqual(r.cmd("SET", base + "l", "=1 v9|a layout of later", "PX", "1500"), "OK")
+        refused = self.c.post(path, {"limit": 1, "wait_ms": 0})
+        self.assertEqual(refused.status, 409, refused)
+        waited = self.c.post(path, {"limit": 1, "wait_ms": 10000, "ttl_ms": 5000}, timeout=15)
+        self.assertEqual(waited.status, 200, waited)
+        self.assertGreaterEqual(waited.body["expires_at_ms"] - 5000, written_ms + 1500,
+                                "granted while the unreadable record still held its slot")
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": waited.body["token"]}).status, 200)
+
     def cancel(self, r: Redis, name: str, lease: str, attach: str) -> str:
         """Gives lease of lock name up as the attempt with attach does when its client is gone (lock_cancel.lua,
         mode drop), with the one-Redis key names; its answer."""
