@@ -62,8 +62,6 @@
 #include "util/log.h"
 #include "util/metrics.h"
 
-static int http_request_fd(const struct http_request *req);
-
 /* Private per-request connection state: what handlers must not see. */
 struct http_conn {
     struct MHD_Connection *mhd; /* the libmicrohttpd connection */
@@ -104,6 +102,14 @@ static struct {
     atomic_long in_flight;
     atomic_bool quiesced; /* draining: new connections are closed at once */
 } server;
+
+/* Socket of the connection (to watch a suspended client for hang-up). */
+static int http_request_fd(const struct http_request *req)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(req->conn->mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
 
 /* The lasting state of the connection (NULL if none). */
 static struct conn_state *state_of(struct MHD_Connection *mhd)
@@ -1022,14 +1028,6 @@ void http_request_drop_body(struct http_request *req)
     req->body = NULL;
     req->body_len = 0;
     req->conn->body_cap = 0;
-}
-
-/* Socket of the connection (to watch a suspended client for hang-up). */
-static int http_request_fd(const struct http_request *req)
-{
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(req->conn->mhd, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return info ? info->connect_fd : -1;
 }
 
 struct waiter_client http_request_waiter_client(struct http_request *req)
