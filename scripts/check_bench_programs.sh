@@ -6,8 +6,8 @@
 #  1. every C program of bench/ builds with bench/common.sh's bench_c_program, the way the benchmarks
 #     build it, against the gateway's sources and generated script table of now, with -Wall -Wextra
 #     -Werror;
-#  2. every Python tool of bench/ compiles and answers --help (its imports, its options), and every
-#     shell tool parses (bash -n);
+#  2. every Python tool of bench/ answers --help (so it compiles, and its imports and options hold),
+#     and every shell tool parses (bash -n);
 #  3. raw_pairs, which calls the gateway's lease scripts with keys and arguments it builds itself, runs
 #     a moment of each of its modes, and its acquire-args once, against a redis-server of its own on a
 #     unix socket: it stops on an argument it does not fill and on any answer it does not expect;
@@ -38,20 +38,16 @@ for program in bench/*.c; do
   echo "built $name"
 done
 
-# 2. The Python and shell tools (the Python ones compiled in memory: nothing written to bench/).
+# 2. The Python and shell tools. Each Python tool's --help compiles it, imports what it imports
+# (bench/lean_http.py, the one module, with the tools that use it) and reads its options, as the
+# interpreter of the tests sees them.
 python_tools=(bench/*.py bench/backend_cost bench/lua_floor)
-python3 -c 'import sys
-for path in sys.argv[1:]:
-    with open(path) as f:
-        compile(f.read(), path, "exec")' "${python_tools[@]}"
-echo "compiled ${python_tools[*]}"
-# Each tool's --help: its imports and its options as the interpreter of the tests sees them.
 export PYTHONDONTWRITEBYTECODE=1 # nothing written to bench/
 for tool in "${python_tools[@]}"; do
   [[ "$tool" == bench/lean_http.py ]] && continue # a module, not a command
   python3 "$tool" --help >/dev/null || { echo "$tool --help failed" >&2; exit 1; }
 done
-echo "ran each --help"
+echo "ran each --help of ${python_tools[*]}"
 for tool in bench/*.sh; do
   bash -n "$tool"
 done
