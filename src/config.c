@@ -75,6 +75,8 @@ static const struct setting settings[] = {
           CONNECTION_BUFFER_MAX_BYTES),
     S_INT("http_threads", "FENCEGATE_HTTP_THREADS", http_threads, DEFAULT_HTTP_THREADS, 1, 256),
     S_INT("pg_pool_size", "FENCEGATE_PG_POOL_SIZE", pg_pool_size, DEFAULT_PG_POOL_SIZE, 1, 256),
+    S_INT("redis_pipeline_from", "FENCEGATE_REDIS_PIPELINE_FROM", redis_pipeline_from,
+          DEFAULT_REDIS_PIPELINE_FROM, 0, 1024),
     S_INT("statement_timeout_ms", NULL, statement_timeout_ms, DEFAULT_STATEMENT_TIMEOUT_MS, 10,
           600000),
     S_INT("waiter_lease_ms", NULL, waiter_lease_ms, DEFAULT_WAITER_LEASE_MS, 500, 600000),

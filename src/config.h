@@ -65,6 +65,8 @@ struct config {
                                        configuration: a quarter of max_waiters) */
     int http_threads;               /* HTTP worker threads */
     int pg_pool_size;               /* Postgres connections */
+    long long redis_pipeline_from;  /* script calls in flight from which they share one
+                                       pipelined connection (store/backend/redis.c) */
     long long statement_timeout_ms; /* Postgres statement_timeout */
     long long waiter_lease_ms;      /* how long a dead process's waiters stay queued */
     long long poll_ms;              /* backstop re-check of a suspended waiter */

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The fault lab's topology, on loopback and without Docker: a Redis primary and replica watched by three
 sentinels (`redis-server --sentinel`), a Postgres primary with a synchronous streaming standby (pg_basebackup),
-three gateways and HAProxy health-checking them on /readyz. Every port is picked free by the kernel; all state
+three gateways and HAProxy health-checking them on /readyz. The second gateway runs with redis_pipeline_from 4,
+so its calls also go on its threads' own Redis connections through every failover; the others share one. Every port is picked free by the kernel; all state
 lives in one directory that stop() removes. When run as root, Postgres runs as the unprivileged user of
 scripts/services.sh (FG_PG_OS_USER, default fencegate-pg).
 
@@ -252,6 +253,7 @@ class Lab:
             "FENCEGATE_CONFIG": cfg, "FENCEGATE_LISTEN": f"127.0.0.1:{self.gw_ports[i]}",
             "FENCEGATE_REDIS_URL": self.redis_url(), "FENCEGATE_PG_DSN": self.pg_dsn(),
             "FENCEGATE_SECRET": SECRET, "FENCEGATE_LOG_LEVEL": "warn", "FENCEGATE_PG_POOL_SIZE": "6",
+            "FENCEGATE_REDIS_PIPELINE_FROM": "4" if i == 1 else "0",
             "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0"})
         wait(lambda: self.http_status(self.gw_ports[i], "/readyz") == 200, 60, f"gateway {i}")
 

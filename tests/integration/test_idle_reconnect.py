@@ -48,15 +48,25 @@ def answers(gw):
 
 
 class IdleReconnectTest(unittest.TestCase):
-    def gateway(self):
-        return Gateway(config=config(), env_overrides={"FENCEGATE_HTTP_THREADS": THREADS,
-                                                       "FENCEGATE_PG_POOL_SIZE": POOL})
+    def gateway(self, **settings):
+        return Gateway(config={**config(), **settings}, env_overrides={"FENCEGATE_HTTP_THREADS": THREADS,
+                                                                       "FENCEGATE_PG_POOL_SIZE": POOL})
 
     @skip_in_cluster("it restarts the one test Redis, which the gateways on a cluster do not use (it passed "
                      "without testing anything); the cluster lab kills and restarts primaries (cluster.lab)")
     def test_redis_restart(self):
-        with self.gateway() as gw:
+        """On the shared connection, and with redis_pipeline_from 4 on each HTTP thread's own connection
+        too (made by one request at a time on new connections, which the acceptor hands to each thread in
+        turn)."""
+        for pipeline_from in (0, 4):
+            with self.subTest(redis_pipeline_from=pipeline_from):
+                self.redis_restart(pipeline_from)
+
+    def redis_restart(self, pipeline_from):
+        with self.gateway(redis_pipeline_from=pipeline_from) as gw:
             self.assertEqual(warm_up(gw, ["/readyz", "/v1/locks/idle:warm"] * 3), [])
+            one_at_a_time = [http("GET", gw.url("/v1/locks/idle:warm")).status for _ in range(THREADS * 2)]
+            self.assertEqual(one_at_a_time, [200] * len(one_at_a_time))
             services("stop-redis")
             services("start-redis")
             statuses = [http("GET", gw.url(f"/v1/locks/idle:{i}")).status for i in range(THREADS * 6)]

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """The lease scripts of concurrent requests share one Redis connection, pipelined: every HTTP thread's calls
 go out on the same connection, Redis reads several of them at once, each reply reaches the request that asked
-for it, and a Redis that stops answering fails the calls out by their deadline instead of hanging them.
+for it, and a Redis that stops answering fails the calls out by their deadline instead of hanging them. With
+redis_pipeline_from N, a call made while fewer than N others are in flight goes on its thread's own connection
+instead, and the same holds of those.
 
-Broken variants caught: with a connection per thread (the gateway before the pipeline),
-test_one_connection_for_all saw 11 connections and test_calls_share_reads one read per call; with
-no deadline on the reading (poll without a timeout), test_a_silent_redis_fails_calls_in_time waited out the
-whole pause and got 200; with replies handed to the newest call out instead of the oldest, every test got
-answers meant for other calls (500).
+Broken variants caught: with a connection per thread always (the gateway before the pipeline),
+test_one_connection_for_all saw 11 connections and test_calls_share_reads one read per call; with calls on
+the threads' own connections up to 8 in flight instead of 4, test_few_calls_go_alone_many_share saw calls
+waiting in 9 sockets (each HTTP thread's and a janitor's), and with the shared connection whatever
+redis_pipeline_from says, in 1; with no deadline on the reading (poll without a
+timeout), test_a_silent_redis_fails_calls_in_time waited out the whole pause and got 200; with replies handed to
+the newest call out instead of the oldest, every test got answers meant for other calls (500).
 
 Owns: the sharing of the Redis connection. Must not: test failover (tests/ha/) or reconnection after a restart
 (test_idle_reconnect.py).
@@ -110,7 +114,7 @@ class RedisPipelineTest(unittest.TestCase):
     def test_one_connection_for_all(self):
         with Redis() as redis:
             before = command_connections(redis)
-            with self.gateway() as gw:
+            with self.gateway(redis_pipeline_from=0) as gw:
                 self.assertEqual(run_clients(gw, lock_pairs("pipe-conn")), [])
                 mine = command_connections(redis) - before
         self.assertEqual(len(mine), 1, mine)
@@ -152,7 +156,7 @@ class RedisPipelineTest(unittest.TestCase):
             calls = fcall_calls(redis) - calls
             return out and taken, calls, int(stat(redis, "stats", "total_reads_processed")) - reads
 
-        with Redis() as redis, self.gateway() as gw:
+        with Redis() as redis, self.gateway(redis_pipeline_from=0) as gw:
             self.assertEqual(run_clients(gw, lock_pairs("pipe-warm")), [])
             pid = int(stat(redis, "server", "process_id"))
             ready, calls, reads = stopped_round(gw, redis, pid)
@@ -162,9 +166,46 @@ class RedisPipelineTest(unittest.TestCase):
         # Two of the reads are this test's own INFO commands.
         self.assertLessEqual(reads - 2, 2 + (calls - THREADS), f"{reads} reads for {calls} script calls")
 
+    def test_few_calls_go_alone_many_share(self):
+        """Redis is stopped while one request per HTTP thread comes in at once, with redis_pipeline_from
+        4: the first four calls in flight go out on their threads' own connections, every
+        later one on the shared connection, so the calls wait unread in five sockets at Redis. The count is the
+        design's: no call can finish while Redis is stopped, so the calls in flight only grow, and a janitor's
+        call that comes meanwhile takes a place as any other call does. Each thread's own connection is made
+        before (one request at a time on new connections, which the acceptor hands to each thread in turn), and
+        the shared one by many requests at once."""
+        statuses = []
+
+        def status(client, ix):
+            statuses.append(client.get(f"/v1/locks/pipe-alone-{ix}").status)
+
+        with Redis() as redis, self.gateway(redis_pipeline_from=4) as gw:
+            for ix in range(THREADS):
+                self.assertEqual(run_clients(gw, lock_pairs(f"pipe-alone-warm-{ix}"), clients=1), [])
+            self.assertEqual(run_clients(gw, lock_pairs("pipe-alone-many")), [])
+            pid = int(stat(redis, "server", "process_id"))
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                everyone = threading.Thread(target=run_clients, args=(gw, status), kwargs={"clients": THREADS})
+                everyone.start()
+                sockets = lambda: {a for a, n in unread_bytes(redis.port).items() if n > 0}  # noqa: E731
+                wait_until(lambda: len(sockets()) >= 5, limit=3.0)  # within request_timeout_ms (5 s)
+                time.sleep(1.0)  # any call still on its way to a socket gets there
+                waiting = sockets()
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            everyone.join()
+        self.assertEqual(len(waiting), 5, waiting)
+        self.assertEqual(statuses, [200] * THREADS)
+
     def test_each_reply_reaches_its_request(self):
         """Tokens and fences are the lease's own: each release takes the token its acquire got, and every
-        fence is issued once."""
+        fence is issued once; on the shared connection alone, and with calls on the threads' own too."""
+        for pipeline_from in (0, 4):
+            with self.subTest(redis_pipeline_from=pipeline_from):
+                self.each_reply_reaches_its_request(pipeline_from)
+
+    def each_reply_reaches_its_request(self, pipeline_from):
         fences = []
 
         def work(client, ix):
@@ -177,13 +218,19 @@ class RedisPipelineTest(unittest.TestCase):
                 assert status.body["owner"] == name and status.body["fence"] == r.body["fence"], status
                 assert client.post(f"/v1/locks/{name}/release", {"token": r.body["token"]}).status == 200
 
-        with self.gateway() as gw:
+        with self.gateway(redis_pipeline_from=pipeline_from) as gw:
             self.assertEqual(run_clients(gw, work), [])
         self.assertEqual(len(fences), len(set(fences)))
 
     def test_a_silent_redis_fails_calls_in_time(self):
-        with Redis() as redis, self.gateway(request_timeout_ms=TIMEOUT_MS) as gw:
-            self.assertEqual(run_clients(gw, lock_pairs("pipe-pause")), [])
+        for pipeline_from in (0, 4):
+            with self.subTest(redis_pipeline_from=pipeline_from):
+                self.a_silent_redis_fails_calls_in_time(pipeline_from)
+
+    def a_silent_redis_fails_calls_in_time(self, pipeline_from):
+        with Redis() as redis, self.gateway(request_timeout_ms=TIMEOUT_MS,
+                                            redis_pipeline_from=pipeline_from) as gw:
+            self.assertEqual(run_clients(gw, lock_pairs(f"pipe-pause-{pipeline_from}")), [])
             results = []
 
             def work(client, ix):
@@ -200,7 +247,7 @@ class RedisPipelineTest(unittest.TestCase):
             # The calls out wait for their deadline, the queued ones then for a connection that cannot be set up
             # (its first command waits as long): well under the pause.
             self.assertLess(max(t for _, t in results), 3 * TIMEOUT_MS / 1000 + 1.0, results)
-            self.assertEqual(run_clients(gw, lock_pairs("pipe-after")), [])
+            self.assertEqual(run_clients(gw, lock_pairs(f"pipe-after-{pipeline_from}")), [])
 
 
 if __name__ == "__main__":

@@ -200,6 +200,8 @@ static void refusals_name_the_setting(void **state)
     refused_naming("{\"defaults\": {\"wait_ms\": -1}}", "defaults.wait_ms");
     refused_naming("{\"limits\": {\"max_waiters_per_lock\": 0}}", "limits.max_waiters_per_lock");
     refused_naming("{\"http_threads\": 1000}", "http_threads");
+    refused_naming("{\"redis_pipeline_from\": -1}", "redis_pipeline_from");
+    refused_naming("{\"redis_pipeline_from\": 1025}", "redis_pipeline_from");
     refused_naming("{\"redis_url\": 5}", "redis_url");
     refused_naming("{\"redis_url\": \"\"}", "redis_url");
     refused_naming("{\"listen\": \"nohost\"}", "listen");
@@ -245,10 +247,16 @@ static void environment_overrides(void **state)
                                       "3",
                                       "FENCEGATE_AUTH_MODE",
                                       "off",
+                                      "FENCEGATE_REDIS_PIPELINE_FROM",
+                                      "4",
                                       NULL};
     struct config cfg;
     struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_int_equal(cfg.redis_pipeline_from, 0); /* every call on the shared connection */
+    config_free(&cfg);
     assert_int_equal(load(env, &cfg, &err), 0);
+    assert_int_equal(cfg.redis_pipeline_from, 4);
     assert_false(cfg.keyset->required);
     assert_string_equal(cfg.listen_host, "0.0.0.0");
     assert_int_equal(cfg.listen_port, 1234);

@@ -95,6 +95,7 @@ static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOA
 static struct {
     struct redis_url url; /* the parsed redis_url */
     long long timeout_ms;
+    int pipeline_from; /* redis_pipeline_from: calls in flight from which they share */
     redis_connect_hook hook;
     atomic_uint generation;    /* bumped at each +switch-master */
     atomic_int sentinel_first; /* the sentinel that answered last */
@@ -115,6 +116,7 @@ struct node {
     char *batch;                       /* the batch being written: its commands copied; owned */
     size_t batch_cap;                  /* bytes allocated at batch */
     char run_id[REDIS_RUN_ID_LEN + 1]; /* of the process ctx reached (redis_run_id_here) */
+    struct node *next_own;             /* a thread's own: the next in owned's list */
 };
 
 const char redis_run_id_here[REDIS_RUN_ID_LEN + 1] = REDIS_RUN_ID_PLACEHOLDER;
@@ -123,6 +125,21 @@ _Static_assert(sizeof REDIS_RUN_ID_PLACEHOLDER == REDIS_RUN_ID_LEN + 1,
 
 /* The connection to the primary (redis://, redis-sentinel://). */
 static struct node shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Each thread's own connection to the primary, made on first use (own_node).
+ * A call made while fewer than rds.pipeline_from others are in flight goes
+ * there: its thread writes and reads for itself, sleeps once, in poll, and
+ * wakes nobody. A call made while as many or more are in flight (every call,
+ * with 0) joins the shared connection's batches instead, which Redis reads and
+ * answers with one system call each way for many calls. Listed here for
+ * redis_shutdown. */
+static struct {
+    pthread_mutex_t lock; /* over first */
+    struct node *first;   /* linked by next_own */
+    atomic_int in_flight; /* script and command calls on the primary, on any connection */
+} owned = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local struct node *thread_own;
 
 /* redis-cluster://: the routing state, and one connection per node commands
  * went to, made on first use and kept until shutdown (a node that stops being
@@ -156,6 +173,7 @@ int redis_init(const struct config *cfg, struct fg_error *err)
     if (redis_url_parse(cfg->redis_url, &rds.url, err) != 0)
         return -1;
     rds.timeout_ms = cfg->request_timeout_ms;
+    rds.pipeline_from = (int)cfg->redis_pipeline_from;
     if (rds.url.cluster && cluster.route == NULL) {
         cluster.route = route_new(&rds.url);
         if (cluster.route == NULL)
@@ -844,14 +862,35 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
     return reply;
 }
 
-/* Runs argv on the primary's shared connection (on the new one while the
- * connect hook runs). */
+/* This thread's own connection to the primary, listed in owned when made. */
+static struct node *own_node(void)
+{
+    if (thread_own != NULL)
+        return thread_own;
+    struct node *n = calloc(1, sizeof *n);
+    FG_ASSERT(n != NULL);
+    FG_ASSERT(pthread_mutex_init(&n->lock, NULL) == 0);
+    pthread_mutex_lock(&owned.lock);
+    n->next_own = owned.first;
+    owned.first = n;
+    pthread_mutex_unlock(&owned.lock);
+    thread_own = n;
+    return n;
+}
+
+/* Runs argv on the primary: on this thread's own connection while fewer than
+ * rds.pipeline_from other calls are in flight, else on the shared one (on the
+ * new one while the connect hook runs). */
 static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
                                   struct fg_error *err)
 {
     if (setting_up != NULL)
         return setup_call(argc, argv, lens, err);
-    return node_command(&shared, false, argc, argv, lens, err);
+    int others = atomic_fetch_add_explicit(&owned.in_flight, 1, memory_order_relaxed);
+    struct node *n = others < rds.pipeline_from ? own_node() : &shared;
+    redisReply *reply = node_command(n, false, argc, argv, lens, err);
+    atomic_fetch_sub_explicit(&owned.in_flight, 1, memory_order_relaxed);
+    return reply;
 }
 
 /* The connection to cluster node at, made on first use; NULL with err past
@@ -963,10 +1002,26 @@ static void node_close(struct node *n)
     pthread_mutex_unlock(&n->lock);
 }
 
+/* Closes and frees n, a thread's own connection no thread uses any more. */
+static void own_free(struct node *n)
+{
+    node_close(n);
+    pthread_mutex_destroy(&n->lock);
+    free(n);
+}
+
 void redis_shutdown(void)
 {
     redis_watch_stop();
     node_close(&shared);
+    pthread_mutex_lock(&owned.lock);
+    for (struct node *n = owned.first, *next; n != NULL; n = next) {
+        next = n->next_own;
+        own_free(n);
+    }
+    owned.first = NULL;
+    pthread_mutex_unlock(&owned.lock);
+    thread_own = NULL;
     pthread_mutex_lock(&cluster.lock);
     for (int i = 0; i < cluster.count; i++) {
         node_close(cluster.nodes[i]);
@@ -984,6 +1039,16 @@ void redis_shutdown(void)
 
 void redis_thread_done(void)
 {
+    if (thread_own == NULL)
+        return;
+    pthread_mutex_lock(&owned.lock);
+    struct node **at = &owned.first;
+    while (*at != thread_own)
+        at = &(*at)->next_own;
+    *at = thread_own->next_own;
+    pthread_mutex_unlock(&owned.lock);
+    own_free(thread_own);
+    thread_own = NULL;
 }
 
 /* True if the error reply says that Redis refuses writes for lack of memory

@@ -4,11 +4,13 @@
  * calls share one connection to the primary (found through sentinels for a
  * redis-sentinel:// URL; with redis-cluster://, one connection per primary,
  * each script sent to the primary of its first key's slot), pipelined: the
- * calls of concurrent requests go out
- * in one write and their replies come back in one read. It is made on first
- * use and remade after an error, a failover, or a close noticed while it was
- * idle; a call blocks its thread until its reply or its deadline. The
- * Lua scripts of lua/ are Redis functions, called by enum fg_script with FCALL
+ * calls of concurrent requests go out in one write and their replies come back
+ * in one read. With redis_pipeline_from N above 0, a call made while fewer
+ * than N others are in flight goes on its thread's own connection to the
+ * primary instead (not in a cluster) and waits for nobody. Each connection is
+ * made on first use and remade after an error, a failover, or a close noticed
+ * while it was idle; a call blocks its thread until its reply or its deadline.
+ * The Lua scripts of lua/ are Redis functions, called by enum fg_script with FCALL
  * (their library loaded again when Redis does not know them), with KEYS and
  * ARGV arrays indexed by the constants that lua_scripts.h generates from each
  * script's header; every script returns one text, JSON that arrives here as a
@@ -187,11 +189,11 @@ int redis_watch_start(struct fg_error *err) FG_WUR;
 /* Stops and joins that thread (a no-op when it does not run). */
 void redis_watch_stop(void);
 
-/* Called by a thread that ends: threads own no connection of their own, so
- * there is nothing to free. */
+/* Called by a thread that ends: closes its own connection to the primary, if
+ * it made one (redis_pipeline_from). */
 void redis_thread_done(void);
 
-/* Stops the watcher and closes the shared connection. */
+/* Stops the watcher and closes the shared connection and every thread's own. */
 void redis_shutdown(void);
 
 #endif
