@@ -337,6 +337,11 @@ local function end_text(lease, fence, reason, at, keep)
   return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. at .. ' ' .. keep
 end
 
+-- True if raw, a string key's value as read, is an end's record (end_text).
+local function is_end(raw)
+  return string.byte(raw, 1) == 126 -- '~'
+end
+
 -- The lease, fence and reason (text) of an end's record raw, and until when it
 -- is kept (ms, a number), or nil when raw is none (false, or another value).
 local function end_read(raw)
@@ -375,7 +380,7 @@ end
 -- over, as read: nothing happens for anything else) into the released and
 -- ended sets, for as long as it was to be kept.
 local function end_bury(lk, raw, now)
-  if not raw or string.byte(raw, 1) ~= 126 then return end -- '~': an end's record
+  if not raw or not is_end(raw) then return end
   local lease, fence, reason, till = end_read(raw)
   if not lease then return end
   local ms = decimal(math.max(1, till - now)) -- printed once for both sets

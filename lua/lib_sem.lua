@@ -222,7 +222,7 @@ end
 local function forget(k)
   redis.call('DEL', k.h, k.d, k.q, k.w, k.t)
   local l = redis.call('GET', k.l)
-  if l and string.byte(l, 1) ~= 126 then redis.call('DEL', k.l) end -- '~': an end's record
+  if l and not is_end(l) then redis.call('DEL', k.l) end
 end
 
 -- Keeps the keys of a semaphore in use alive: they live at least keep_ms after

@@ -28,7 +28,7 @@ local prior, waiting = v[3], v[4]
 local h = holder_read(prior)
 if h then
   prior = false -- a live holder is never kept in the history
-elseif prior and string.byte(prior, 1) ~= 126 then -- '~': an end's record
+elseif prior and not is_end(prior) then
   -- A record of no layout this script reads (a newer gateway's, while gateways are replaced) still
   -- holds the lock: it is never taken for free, and holds until its key expires.
   h, prior = {}, false

@@ -20,7 +20,7 @@
 -- script does not read.
 local v = redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])
 local prior = v[3]
-if v[4] or not fences_left(v) or (prior and string.byte(prior, 1) ~= 126) then -- '~': an end's record
+if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
   return lease_reply('contended')
 end
 local at = now_text()

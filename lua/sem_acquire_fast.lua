@@ -22,7 +22,7 @@
 -- not read.
 local v = redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
 local prior = v[3]
-if not fences_left(v) or (prior and string.byte(prior, 1) ~= 126) -- '~': an end's record
+if not fences_left(v) or (prior and not is_end(prior))
    or redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0 then
   return lease_reply('contended')
 end
