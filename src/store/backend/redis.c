@@ -95,7 +95,8 @@ static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOA
 static struct {
     struct redis_url url; /* the parsed redis_url */
     long long timeout_ms;
-    int pipeline_from; /* redis_pipeline_from: calls in flight from which they share */
+    int pipeline_from;    /* redis_pipeline_from: calls in flight from which they share */
+    atomic_int in_flight; /* calls on the primary, on any connection (when pipeline_from) */
     redis_connect_hook hook;
     atomic_uint generation;    /* bumped at each +switch-master */
     atomic_int sentinel_first; /* the sentinel that answered last */
@@ -136,7 +137,6 @@ static struct node shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static struct {
     pthread_mutex_t lock; /* over first */
     struct node *first;   /* linked by next_own */
-    atomic_int in_flight; /* script and command calls on the primary, on any connection */
 } owned = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local struct node *thread_own;
@@ -880,16 +880,19 @@ static struct node *own_node(void)
 
 /* Runs argv on the primary: on this thread's own connection while fewer than
  * rds.pipeline_from other calls are in flight, else on the shared one (on the
- * new one while the connect hook runs). */
+ * new one while the connect hook runs). With pipeline_from 0 nothing is
+ * counted: every call shares. */
 static redisReply *thread_command(int argc, const char **argv, const size_t *lens,
                                   struct fg_error *err)
 {
     if (setting_up != NULL)
         return setup_call(argc, argv, lens, err);
-    int others = atomic_fetch_add_explicit(&owned.in_flight, 1, memory_order_relaxed);
+    if (rds.pipeline_from == 0)
+        return node_command(&shared, false, argc, argv, lens, err);
+    int others = atomic_fetch_add_explicit(&rds.in_flight, 1, memory_order_relaxed);
     struct node *n = others < rds.pipeline_from ? own_node() : &shared;
     redisReply *reply = node_command(n, false, argc, argv, lens, err);
-    atomic_fetch_sub_explicit(&owned.in_flight, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&rds.in_flight, 1, memory_order_relaxed);
     return reply;
 }
 
