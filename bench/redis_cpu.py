@@ -117,7 +117,9 @@ class Bench:
     def start_gateway(self, binary: str) -> int:
         env = dict(os.environ, FENCEGATE_LISTEN=f"127.0.0.1:{self.http_port}",
                    FENCEGATE_REDIS_URL=f"redis://127.0.0.1:{self.redis_port}/0", FENCEGATE_PG_DSN=self.dsn,
-                   FENCEGATE_LOG_LEVEL="warn", FENCEGATE_HTTP_THREADS=str(self.args.threads))
+                   FENCEGATE_LOG_LEVEL="warn")
+        if self.args.threads is not None:
+            env["FENCEGATE_HTTP_THREADS"] = str(self.args.threads)
         log = open(os.path.join(self.datadir, "gateway.log"), "a")
         self.gw = subprocess.Popen([binary], env=env, stdout=log, stderr=log)
         for _ in range(100):
@@ -235,7 +237,7 @@ class Bench:
                                       "backend_type = 'checkpointer'").strip())
             self.postmaster = int(open(f"/proc/{checkpointer}/stat").read().rsplit(")", 1)[1].split()[1])
             self.say(f"# bench/redis_cpu.py, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-                     f"{a.rounds} rounds of {a.duration} s per side, {a.threads} HTTP threads, "
+                     f"{a.rounds} rounds of {a.duration} s per side, {a.threads or 'the default'} HTTP threads, "
                      f"load before: {os.getloadavg()[0]:.2f}")
             self.run()
             self.say(f"# load after: {os.getloadavg()[0]:.2f}")
@@ -254,7 +256,8 @@ def main() -> int:
                     help="a gateway binary to measure (repeatable); default: build this checkout")
     ap.add_argument("--duration", type=int, default=5, help="seconds per window (default 5)")
     ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
-    ap.add_argument("--threads", type=int, default=8, help="the gateway's FENCEGATE_HTTP_THREADS (default 8)")
+    ap.add_argument("--threads", type=int,
+                    help="the gateway's FENCEGATE_HTTP_THREADS (default: the gateway's own, 32)")
     ap.add_argument("--out", help="also write the runs and the table to this file")
     args = ap.parse_args()
     if not sbs.direct_clients_importable():

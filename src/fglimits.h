@@ -85,7 +85,7 @@
 #define DEFAULT_AUDIT_RETENTION_DAYS    90      /* limits.audit_retention_days */
 #define DEFAULT_HEADER_TIMEOUT_MS       10000   /* limits.header_timeout_ms */
 #define DEFAULT_CONNECTION_BUFFER_BYTES 8192    /* limits.connection_buffer_bytes */
-#define DEFAULT_HTTP_THREADS            8       /* http_threads */
+#define DEFAULT_HTTP_THREADS            32      /* http_threads */
 #define DEFAULT_PG_POOL_SIZE            8       /* pg_pool_size */
 #define DEFAULT_REDIS_PIPELINE_FROM     0       /* redis_pipeline_from */
 #define DEFAULT_STATEMENT_TIMEOUT_MS    5000    /* statement_timeout_ms */

@@ -6,7 +6,9 @@ redis_pipeline_from N, a call made while fewer than N others are in flight goes 
 instead, and the same holds of those.
 
 Broken variants caught: with a connection per thread always (the gateway before the pipeline),
-test_one_connection_for_all saw 11 connections and test_calls_share_reads one read per call; with calls on
+test_one_connection_for_all saw 11 connections and test_calls_share_reads one read per call; with http_threads
+8 by default, test_calls_share_reads at the default left requests unread behind their threads' calls (503 once
+past their deadline); with calls on
 the threads' own connections up to 8 in flight instead of 4, test_few_calls_go_alone_many_share saw calls
 waiting in 9 sockets (each HTTP thread's and a janitor's), and with the shared connection whatever
 redis_pipeline_from says, in 1; with no deadline on the reading (poll without a
@@ -29,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Client, Gateway, Redis, skip_in_cluster  # noqa: E402
 
 THREADS = 8
+DEFAULT_THREADS = 32  # http_threads when unset
 CLIENTS = 32
 PAIRS = 15
 TIMEOUT_MS = 300
@@ -120,13 +123,20 @@ class RedisPipelineTest(unittest.TestCase):
         self.assertEqual(len(mine), 1, mine)
 
     def test_calls_share_reads(self):
-        """Redis is stopped (SIGSTOP) while one status call goes out and THREADS - 1 more requests come in: the
-        calls that arrive while a batch is out wait for it to be answered and then go out together, so once
-        Redis runs again it reads the first call, answers it, and reads the other calls at once: two reads
+        """Redis is stopped (SIGSTOP) while one status call goes out and one request per other HTTP thread comes
+        in: the calls that arrive while a batch is out wait for it to be answered and then go out together, so
+        once Redis runs again it reads the first call, answers it, and reads the other calls at once: two reads
         for all of them (a connection per thread: one read per call). The count is the design's, not the
         scheduler's: the first call is in Redis's socket, and every other request was read by the gateway a
         second before, before Redis runs again. The gateway's janitor calls Redis too, now and then: each of
-        its calls is allowed a read of its own."""
+        its calls is allowed a read of its own. At the default http_threads, DEFAULT_THREADS requests on as
+        many connections are all read and in one batch; with 8 threads (the default before) 24 of them were
+        left unread behind their threads' calls."""
+        for threads in (THREADS, None):
+            with self.subTest(http_threads=threads or "default"):
+                self.calls_share_reads(threads, threads or DEFAULT_THREADS)
+
+    def calls_share_reads(self, threads, requests):
         statuses = []
 
         def status(client, ix):
@@ -140,12 +150,12 @@ class RedisPipelineTest(unittest.TestCase):
                 first.start()
                 out = wait_until(lambda: sum(unread_bytes(redis.port).values()) > 0)
                 before = set(unread_bytes(gw.port))
-                rest = threading.Thread(target=run_clients, args=(gw, status), kwargs={"clients": THREADS - 1})
+                rest = threading.Thread(target=run_clients, args=(gw, status), kwargs={"clients": requests - 1})
                 rest.start()
 
                 def all_read():
                     now = unread_bytes(gw.port)
-                    return len(set(now) - before) >= THREADS - 1 and not any(now.values())
+                    return len(set(now) - before) >= requests - 1 and not any(now.values())
 
                 taken = wait_until(all_read)
                 time.sleep(1.0)  # from connected to sent, and from read off the socket to queued: far less
@@ -156,15 +166,16 @@ class RedisPipelineTest(unittest.TestCase):
             calls = fcall_calls(redis) - calls
             return out and taken, calls, int(stat(redis, "stats", "total_reads_processed")) - reads
 
-        with Redis() as redis, self.gateway(redis_pipeline_from=0) as gw:
-            self.assertEqual(run_clients(gw, lock_pairs("pipe-warm")), [])
+        env = {"FENCEGATE_HTTP_THREADS": threads} if threads else {}
+        with Redis() as redis, Gateway(env_overrides=env, config={"redis_pipeline_from": 0}) as gw:
+            self.assertEqual(run_clients(gw, lock_pairs("pipe-warm"), clients=requests), [])
             pid = int(stat(redis, "server", "process_id"))
             ready, calls, reads = stopped_round(gw, redis, pid)
-        self.assertTrue(all(s == 200 for s in statuses), statuses)
+        self.assertEqual(statuses, [200] * requests)
         self.assertTrue(ready, "the calls did not reach the gateway in time")
-        self.assertGreaterEqual(calls, THREADS)
+        self.assertGreaterEqual(calls, requests)
         # Two of the reads are this test's own INFO commands.
-        self.assertLessEqual(reads - 2, 2 + (calls - THREADS), f"{reads} reads for {calls} script calls")
+        self.assertLessEqual(reads - 2, 2 + (calls - requests), f"{reads} reads for {calls} script calls")
 
     def test_few_calls_go_alone_many_share(self):
         """Redis is stopped while one request per HTTP thread comes in at once, with redis_pipeline_from

@@ -254,6 +254,7 @@ static void environment_overrides(void **state)
     struct fg_error err;
     assert_int_equal(load(NULL, &cfg, &err), 0);
     assert_int_equal(cfg.redis_pipeline_from, 0); /* every call on the shared connection */
+    assert_int_equal(cfg.http_threads, 32);       /* requests in a backend at once, at most */
     config_free(&cfg);
     assert_int_equal(load(env, &cfg, &err), 0);
     assert_int_equal(cfg.redis_pipeline_from, 4);
