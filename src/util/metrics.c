@@ -159,6 +159,8 @@ static struct {
     atomic_ullong redis_oom;
     atomic_ullong write_groups;
     atomic_ullong grouped_writes;
+    atomic_ullong redis_batches;
+    atomic_ullong redis_batched_commands;
     atomic_ullong backend_errors[METRIC_BACKEND_COUNT];
     atomic_ullong backend_connects[METRIC_BACKEND_COUNT];
     _Atomic(const char *) route_labels[METRICS_MAX_ROUTES + 1]; /* last slot: "other" */
@@ -291,6 +293,13 @@ void metrics_write_group(size_t writes)
 {
     add(&m.write_groups);
     atomic_fetch_add_explicit(&m.grouped_writes, (unsigned long long)writes, memory_order_relaxed);
+}
+
+void metrics_redis_batch(size_t commands)
+{
+    add(&m.redis_batches);
+    atomic_fetch_add_explicit(&m.redis_batched_commands, (unsigned long long)commands,
+                              memory_order_relaxed);
 }
 
 void metrics_backend_error(enum metric_backend backend)
@@ -479,6 +488,13 @@ static void render_backends(struct text *t, const bool *up)
     header(t, "fencegate_pg_grouped_writes_total", "counter",
            "Fence-column writes committed in those groups.");
     emit(t, "fencegate_pg_grouped_writes_total %llu\n", get(&m.grouped_writes));
+    header(t, "fencegate_redis_batches_total", "counter",
+           "Batches written on the shared Redis connections, one write each (batched commands "
+           "over batches: the mean batch size).");
+    emit(t, "fencegate_redis_batches_total %llu\n", get(&m.redis_batches));
+    header(t, "fencegate_redis_batched_commands_total", "counter",
+           "Commands written in those batches.");
+    emit(t, "fencegate_redis_batched_commands_total %llu\n", get(&m.redis_batched_commands));
     header(t, "fencegate_backend_errors_total", "counter",
            "Failed backend calls (transport errors, timeouts).");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)

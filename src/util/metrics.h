@@ -124,6 +124,9 @@ void metrics_redis_oom(void);
 /* Counts one committed group of fence-column writes and the writes it committed. */
 void metrics_write_group(size_t writes);
 
+/* Counts one batch written on a shared Redis connection and the commands in it. */
+void metrics_redis_batch(size_t commands);
+
 /* Counts one failed call to backend (transport error, timeout, refused). */
 void metrics_backend_error(enum metric_backend backend);
 

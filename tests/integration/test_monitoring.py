@@ -115,10 +115,10 @@ class MonitoringTest(GatewayTest):
             self.assertTrue(names, expr)
             self.assertLessEqual(names, self.exported, f"not exported: {names - self.exported} in {expr}")
             seen |= names
-        # What the dashboard is for: leases, waits, refusals by reason, backends, waiters.
+        # What the dashboard is for: leases, waits, refusals by reason, backends, waiters, shared trips.
         for needed in ("fencegate_acquisitions_total", "fencegate_wait_seconds_bucket", "fencegate_waiters",
                        "fencegate_fenced_writes_total", "fencegate_backend_up",
-                       "fencegate_backend_request_duration_seconds_bucket"):
+                       "fencegate_backend_request_duration_seconds_bucket", "fencegate_redis_batches_total"):
             self.assertIn(needed, seen)
         ids = [p["id"] for p in dashboard["panels"]]
         self.assertEqual(len(ids), len(set(ids)), "panel ids repeat")

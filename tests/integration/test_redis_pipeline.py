@@ -8,7 +8,8 @@ instead, and the same holds of those.
 Broken variants caught: with a connection per thread always (the gateway before the pipeline),
 test_one_connection_for_all saw 11 connections and test_calls_share_reads one read per call; with http_threads
 8 by default, test_calls_share_reads at the default left requests unread behind their threads' calls (503 once
-past their deadline); with calls on
+past their deadline), and with a batch counted per command in fencegate_redis_batches_total it counted 39
+batches of 39 commands; with calls on
 the threads' own connections up to 8 in flight instead of 4, test_few_calls_go_alone_many_share saw calls
 waiting in 9 sockets (each HTTP thread's and a janitor's), and with the shared connection whatever
 redis_pipeline_from says, in 1; with no deadline on the reading (poll without a
@@ -28,7 +29,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, Redis, skip_in_cluster  # noqa: E402
+from harness import Client, Gateway, Redis, metric, skip_in_cluster  # noqa: E402
 
 THREADS = 8
 DEFAULT_THREADS = 32  # http_threads when unset
@@ -143,6 +144,8 @@ class RedisPipelineTest(unittest.TestCase):
             statuses.append(client.get(f"/v1/locks/pipe-reads-{ix}").status)
 
         def stopped_round(gw, redis, pid):
+            batches = metric(gw, "fencegate_redis_batches_total")
+            commands = metric(gw, "fencegate_redis_batched_commands_total")
             calls, reads = fcall_calls(redis), int(stat(redis, "stats", "total_reads_processed"))
             os.kill(pid, signal.SIGSTOP)
             try:
@@ -164,18 +167,25 @@ class RedisPipelineTest(unittest.TestCase):
             first.join()
             rest.join()
             calls = fcall_calls(redis) - calls
-            return out and taken, calls, int(stat(redis, "stats", "total_reads_processed")) - reads
+            reads = int(stat(redis, "stats", "total_reads_processed")) - reads
+            batches = metric(gw, "fencegate_redis_batches_total") - batches
+            commands = metric(gw, "fencegate_redis_batched_commands_total") - commands
+            return out and taken, calls, reads, batches, commands
 
         env = {"FENCEGATE_HTTP_THREADS": threads} if threads else {}
         with Redis() as redis, Gateway(env_overrides=env, config={"redis_pipeline_from": 0}) as gw:
             self.assertEqual(run_clients(gw, lock_pairs("pipe-warm"), clients=requests), [])
             pid = int(stat(redis, "server", "process_id"))
-            ready, calls, reads = stopped_round(gw, redis, pid)
+            ready, calls, reads, batches, commands = stopped_round(gw, redis, pid)
         self.assertEqual(statuses, [200] * requests)
         self.assertTrue(ready, "the calls did not reach the gateway in time")
         self.assertGreaterEqual(calls, requests)
         # Two of the reads are this test's own INFO commands.
         self.assertLessEqual(reads - 2, 2 + (calls - requests), f"{reads} reads for {calls} script calls")
+        # The gateway's own count agrees: the calls went out in two batches, and the janitor's and the
+        # second scrape's ping (backend_up) in at most one each.
+        self.assertGreaterEqual(commands, requests)
+        self.assertLessEqual(batches, 2 + (commands - requests), f"{batches} batches of {commands} commands")
 
     def test_few_calls_go_alone_many_share(self):
         """Redis is stopped while one request per HTTP thread comes in at once, with redis_pipeline_from

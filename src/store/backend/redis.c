@@ -650,6 +650,7 @@ static void write_batch(struct node *n, const struct pipe_entry *self, struct wa
 {
     size_t count, len = 0;
     struct pipe_entry *first = pipe_take(&n->pipe, clock_mono_ms() + rds.timeout_ms, &count);
+    metrics_redis_batch(count);
     for (struct pipe_entry *e = first; count-- > 0; e = e->next)
         len += e->len;
     if (len > n->batch_cap) {
