@@ -377,6 +377,13 @@ static void header(struct text *t, const char *family, const char *type, const c
     emit(t, "# HELP %s %s\n# TYPE %s %s\n", family, help, family, type);
 }
 
+/* A counter without labels: its HELP and TYPE lines and its one sample. */
+static void counter(struct text *t, const char *family, const char *help, atomic_ullong *value)
+{
+    header(t, family, "counter", help);
+    emit(t, "%s %llu\n", family, get(value));
+}
+
 static unsigned long long histogram_count(struct histogram *h)
 {
     unsigned long long n = 0;
@@ -468,33 +475,29 @@ static void render_backends(struct text *t, const bool *up)
         if (r < NREFUSALS || get(&m.audit_records[r]) > 0)
             emit(t, "fencegate_audit_records_total{reason=\"%s\"} %llu\n",
                  r < NREFUSALS ? refusals[r].reason : "other", get(&m.audit_records[r]));
-    header(t, "fencegate_audit_records_pruned_total", "counter",
-           "Audit records deleted past limits.audit_retention_days.");
-    emit(t, "fencegate_audit_records_pruned_total %llu\n", get(&m.audit_pruned));
-    header(t, "fencegate_audit_dead_letters_total", "counter",
-           "Audit stream entries that could not be stored, moved to fg:audit:dead.");
-    emit(t, "fencegate_audit_dead_letters_total %llu\n", get(&m.audit_dead_letters));
-    header(
-        t, "fencegate_slow_headers_closed_total", "counter",
-        "Connections closed because a request's headers or body missed limits.header_timeout_ms.");
-    emit(t, "fencegate_slow_headers_closed_total %llu\n", get(&m.slow_headers_closed));
-    header(t, "fencegate_redis_oom_total", "counter",
-           "Calls Redis refused for lack of memory (answered 503).");
-    emit(t, "fencegate_redis_oom_total %llu\n", get(&m.redis_oom));
-    header(t, "fencegate_pg_write_groups_total", "counter",
-           "Groups of fence-column writes committed, one transaction each (grouped writes over "
-           "groups: the mean group size).");
-    emit(t, "fencegate_pg_write_groups_total %llu\n", get(&m.write_groups));
-    header(t, "fencegate_pg_grouped_writes_total", "counter",
-           "Fence-column writes committed in those groups.");
-    emit(t, "fencegate_pg_grouped_writes_total %llu\n", get(&m.grouped_writes));
-    header(t, "fencegate_redis_batches_total", "counter",
-           "Batches written on the shared Redis connections, one write each (batched commands "
-           "over batches: the mean batch size).");
-    emit(t, "fencegate_redis_batches_total %llu\n", get(&m.redis_batches));
-    header(t, "fencegate_redis_batched_commands_total", "counter",
-           "Commands written in those batches.");
-    emit(t, "fencegate_redis_batched_commands_total %llu\n", get(&m.redis_batched_commands));
+    counter(t, "fencegate_audit_records_pruned_total",
+            "Audit records deleted past limits.audit_retention_days.", &m.audit_pruned);
+    counter(t, "fencegate_audit_dead_letters_total",
+            "Audit stream entries that could not be stored, moved to fg:audit:dead.",
+            &m.audit_dead_letters);
+    counter(
+        t, "fencegate_slow_headers_closed_total",
+        "Connections closed because a request's headers or body missed limits.header_timeout_ms.",
+        &m.slow_headers_closed);
+    counter(t, "fencegate_redis_oom_total",
+            "Calls Redis refused for lack of memory (answered 503).", &m.redis_oom);
+    counter(t, "fencegate_pg_write_groups_total",
+            "Groups of fence-column writes committed, one transaction each (grouped writes over "
+            "groups: the mean group size).",
+            &m.write_groups);
+    counter(t, "fencegate_pg_grouped_writes_total",
+            "Fence-column writes committed in those groups.", &m.grouped_writes);
+    counter(t, "fencegate_redis_batches_total",
+            "Batches written on the shared Redis connections, one write each (batched commands "
+            "over batches: the mean batch size).",
+            &m.redis_batches);
+    counter(t, "fencegate_redis_batched_commands_total", "Commands written in those batches.",
+            &m.redis_batched_commands);
     header(t, "fencegate_backend_errors_total", "counter",
            "Failed backend calls (transport errors, timeouts).");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
