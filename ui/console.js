@@ -475,16 +475,18 @@ async function refreshBackends() {
   const answer = await api('/readyz');
   const b = answer.body || {};
   let text = `Redis ${b.redis || 'unknown'} · Postgres ${b.postgres || 'unknown'}`;
-  $('backends').title = "Whether the gateway's last ping of each backend was answered (GET /readyz)";
+  let title = "Whether the gateway's last ping of each backend was answered (GET /readyz)";
   if (may('metrics')) {
     const seen = await api('/v1/gateways');
     if (seen.status === 200) {
       const n = seen.body.gateways.length;
       text += ` · ${n} gateway${n === 1 ? '' : 's'}`;
-      $('backends').title += `; gateways alive in Redis: ${seen.body.gateways
+      title += `; gateways alive in Redis: ${seen.body.gateways
         .map((g) => `${g.id}${g.self ? ' (this one)' : ''}`).join(', ')}`;
     }
   }
+  // Text and title change together, once both answers are in: the title never shows half a refresh.
+  $('backends').title = title;
   setText($('backends'), text);
   $('backends').classList.toggle('down', answer.status !== 200);
 }
