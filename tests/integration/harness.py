@@ -6,7 +6,8 @@ RESP client for the test Redis, psql access to the test Postgres, and helpers to
 tests. It must not: mock Redis or Postgres, start Redis or Postgres itself (scripts/test does, through
 scripts/services.sh), or depend on anything outside the standard library.
 
-Environment (exported by scripts/test):
+Environment (exported by scripts/test; the servers' variables by tests/with_backends.sh, for the pair of test
+servers the test holds):
   FG_BIN              path of the fencegate binary under test
   FG_TEST_REDIS_PORT  port of the test Redis on 127.0.0.1
   FG_TEST_REDIS_URL   the same as a URL, e.g. redis://127.0.0.1:26379/0; a redis-cluster:// URL (the cluster
