@@ -34,11 +34,11 @@ end
 
 -- The fence, ttl and granted_at of holder record raw (JSON text), read off the
 -- text as decimal text where record_join wrote them at a third of the cost of
--- decoding it; a record of another layout is decoded (numbers, and granted_at
--- nil in a record that lacks it).
+-- decoding it; a record of another layout is decoded (fence and ttl printed as
+-- decimal text, granted_at a number, or nil in a record that lacks it).
 local function holder_numbers(raw)
   local fence, ttl, granted_at = string.match(raw, '^{"fence":(%d+),"ttl":(%d+),"max_hold":%d+,"granted_at":(%d+)[,}]')
   if fence then return fence, ttl, granted_at end
   local rec = cjson.decode(raw)
-  return rec.fence, rec.ttl, rec.granted_at
+  return decimal(rec.fence), decimal(rec.ttl), rec.granted_at
 end
