@@ -104,6 +104,7 @@ end
 -- orphan give-back can still free it. Issues no fence unless the sequence may
 -- issue one (lib_lease.lua). ready: nil, or for a caller that knows somebody
 -- waits, whether fences may be issued (lib_lease.lua fence_ready_and_get).
+-- claim_ms is decimal text, read only for a grant to another gateway's waiter.
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   if not limit then return end
   local held = redis.call('ZCARD', k.h)
@@ -120,7 +121,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
     if not head then return end
     local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
     local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
-    local expires_at = now + (here and w.ttl or math.min(w.ttl, claim_ms))
+    local expires_at = now + (here and w.ttl or math.min(w.ttl, tonumber(claim_ms)))
     local expires_text = decimal(expires_at)
     set_expiry(k, head, expires_at, expires_text)
     redis.call('HSET', k.d, head, holder_json(fence, w.owner, ttl, decimal(w.max_hold), decimal(now), '0',

@@ -70,9 +70,8 @@ if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then
   settle_first_holder(k, now, keep_ms, A_limit, limit_text)
   return reply
 end
--- In use: the numbers only this path reads.
-local limit, claim_ms = tonumber(A_limit), tonumber(A_claim_ms)
-local max_waiters, rid_ttl = tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
+-- In use: the limit as a number (the other numbers are read where they are used).
+local limit = tonumber(A_limit)
 purge_first(k, now)
 if in_force and in_force ~= limit then
   local busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
@@ -80,7 +79,7 @@ if in_force and in_force ~= limit then
     busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
   end
   if busy then
-    grant_free(k, name, in_force, claim_ms, now, inst, handoff)
+    grant_free(k, name, in_force, A_claim_ms, now, inst, handoff)
     return done('mismatch', R_LIMIT, decimal(in_force))
   end
 end
@@ -90,7 +89,7 @@ if in_force ~= limit then
   k.fresh = true
 end
 
-grant_free(k, name, limit, claim_ms, now, inst, handoff)
+grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
 for i = #handoff, 1, -1 do
   if handoff[i].lease == lease then table.remove(handoff, i) end
 end
@@ -134,6 +133,7 @@ if not queued then
     return reply
   end
   if not wait then return done('busy', R_WAITING, decimal(waiting)) end
+  local max_waiters = tonumber(A_max_waiters)
   if waiting >= max_waiters then
     waiting = waiting - purge_dead_waiters(k, k.q, k.w, now)
     if waiting >= max_waiters then return done('full', R_WAITING, decimal(waiting)) end
@@ -143,7 +143,7 @@ if not queued then
   position = waiting -- the newest ticket comes last
 end
 gateway_mark(k, inst, A_mark_ms, now)
-rid_keep(k, rid, lease, now + rid_ttl, now)
+if rid ~= '' then rid_keep(k, rid, lease, now + tonumber(A_request_id_ttl_ms), now) end
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(inst, attach, A_ttl_ms, A_max_hold_ms, owner, rid, since))

@@ -15,7 +15,7 @@
 --   superseded {}                            a retry of the same request owns it now
 --   gone {}                                  nothing to do
 local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
-local claim_ms, marker_ttl, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms), tonumber(A_keep_ms)
+local marker_ttl, keep_ms = tonumber(A_marker_ms), tonumber(A_keep_ms)
 local inst = A_instance
 local k = sem_keys()
 local handoff = {}
@@ -23,7 +23,7 @@ local now = now_ms()
 unfold_now(k)
 purge(k, now)
 local limit = limit_in_force(k)
-grant_free(k, name, limit, claim_ms, now, inst, handoff)
+grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
 for i = #handoff, 1, -1 do
   if handoff[i].lease == lease then table.remove(handoff, i) end
 end
@@ -47,7 +47,7 @@ if rec then
   redis.call('HDEL', k.d, lease)
   mark_released(k, lease, now, marker_ttl, rec.ttl, rec.fence)
   mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
-  grant_free(k, name, limit, claim_ms, now, inst, handoff)
+  grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
   return done('released')
 end
 if mode == 'orphan' then return done('gone') end

@@ -51,9 +51,9 @@ if idle then
 else
   if waits then -- the slot goes on: the limit and the fence sequence's guard in one read
     local ready, limit = fence_ready_and_get(k, k.l)
-    grant_free(k, name, tonumber(limit), tonumber(A_claim_ms), now, A_instance, handoff, ready)
+    grant_free(k, name, tonumber(limit), A_claim_ms, now, A_instance, handoff, ready)
   elseif waits == nil then
-    grant_free(k, name, limit_in_force(k), tonumber(A_claim_ms), now, A_instance, handoff)
+    grant_free(k, name, limit_in_force(k), A_claim_ms, now, A_instance, handoff)
   end -- else nobody waits: there is nobody to grant a slot to
   keep_alive(k, now, SEM_KEEP_MS)
 end

@@ -8,13 +8,13 @@
 -- expires_at, hold_until}, lost {}, max_hold {hold_until} (the hold deadline is reached).
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
 local name, lease, ttl = A_name, A_lease, tonumber(A_ttl_ms)
-local claim_ms, keep_ms, inst = tonumber(A_claim_ms), tonumber(A_keep_ms), A_instance
+local keep_ms, inst = tonumber(A_keep_ms), A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
 unfold_now(k)
 purge(k, now)
-grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
+grant_free(k, name, limit_in_force(k), A_claim_ms, now, inst, handoff)
 local rec = holder_of(k, lease)
 local reply
 if not rec then

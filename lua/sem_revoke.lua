@@ -11,7 +11,7 @@
 -- gone {} (no live holder has that fence; it is revoked all the same),
 -- norevoked {} (the revoked set must be rebuilt first, lib_lease.lua).
 local name, fence = A_name, tonumber(A_fence)
-local claim_ms, marker_ttl, keep_ms = tonumber(A_claim_ms), tonumber(A_marker_ms), tonumber(A_keep_ms)
+local marker_ttl, keep_ms = tonumber(A_marker_ms), tonumber(A_keep_ms)
 local inst = A_instance
 local k = sem_keys()
 local handoff = {}
@@ -31,7 +31,7 @@ for _, lease in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do
     break
   end
 end
-grant_free(k, name, limit_in_force(k), claim_ms, now, inst, handoff)
+grant_free(k, name, limit_in_force(k), A_claim_ms, now, inst, handoff)
 tidy(k, now, keep_ms)
 if revoked then return lease_reply('revoked', handoff, R_FENCE, A_fence) end
 return lease_reply('gone', handoff)
