@@ -88,10 +88,14 @@ end
 
 -- The record of a waiter in a queue's waiters hash (lib_lock.lua, lib_sem.lua):
 -- JSON text {inst, attach, ttl, max_hold, owner, rid, since}, ttl and max_hold
--- as decimal text, since (ms) a number.
+-- (given as decimal text) JSON strings, since (ms) a number. As strings they
+-- decode as the text the grant writes into the holder record: as numbers
+-- cjson would read them through strtod and the grant print them again. (The
+-- record of a gateway from before has them as numbers, which Lua joins into
+-- the holder record as their digits all the same.)
 local function waiter_json(inst, attach, ttl, max_hold, owner, rid, since)
-  return '{"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) .. ',"ttl":' .. ttl .. ',"max_hold":' ..
-         max_hold .. ',"owner":' .. json_string(owner) .. ',"rid":' .. json_string(rid) .. ',"since":' ..
+  return '{"inst":' .. json_id(inst) .. ',"attach":' .. json_id(attach) .. ',"ttl":"' .. ttl .. '","max_hold":"' ..
+         max_hold .. '","owner":' .. json_string(owner) .. ',"rid":' .. json_string(rid) .. ',"since":' ..
          decimal(since) .. '}'
 end
 

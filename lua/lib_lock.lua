@@ -76,13 +76,14 @@ local function grant_next(k, name, claim_ms, now, inst, handoff, prior)
   local head, w = next_live_waiter(k, now)
   queue_settled(k)
   if not head then return false end
-  local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
+  local fence, ttl = decimal(redis.call('INCR', k.fence)), w.ttl
+  local ttl_ms = tonumber(ttl)
   local here = handoff and w.inst == inst
-  local text = holder_text(head, fence, ttl, decimal(w.max_hold), decimal(now), '0', w.inst, w.attach, w.rid, w.owner)
-  holder_write(k, prior, text, here and ttl or decimal(math.min(w.ttl, claim_ms)), now)
-  rid_hold(k, w.rid, head, now + w.ttl, now)
+  local text = holder_text(head, fence, ttl, w.max_hold, decimal(now), '0', w.inst, w.attach, w.rid, w.owner)
+  holder_write(k, prior, text, here and ttl or decimal(math.min(ttl_ms, claim_ms)), now)
+  rid_hold(k, w.rid, head, now + ttl_ms, now)
   if here then
-    handoff[1] = {lease = head, fence = fence, ttl = ttl, expires_at = decimal(now + w.ttl)}
+    handoff[1] = {lease = head, fence = fence, ttl = ttl, expires_at = decimal(now + ttl_ms)}
   else
     publish(CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. head .. '|' .. name)
   end

@@ -119,14 +119,15 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   while free > 0 do
     local head, w = next_live_waiter(k, now, inst)
     if not head then return end
-    local fence, ttl = decimal(redis.call('INCR', k.fence)), decimal(w.ttl)
+    local fence, ttl = decimal(redis.call('INCR', k.fence)), w.ttl
+    local ttl_ms = tonumber(ttl)
     local here = w.inst == inst and #handoff < LEASE_MAX_HANDOFF
-    local expires_at = now + (here and w.ttl or math.min(w.ttl, tonumber(claim_ms)))
+    local expires_at = now + (here and ttl_ms or math.min(ttl_ms, tonumber(claim_ms)))
     local expires_text = decimal(expires_at)
     set_expiry(k, head, expires_at, expires_text)
-    redis.call('HSET', k.d, head, holder_json(fence, w.owner, ttl, decimal(w.max_hold), decimal(now), '0',
+    redis.call('HSET', k.d, head, holder_json(fence, w.owner, ttl, w.max_hold, decimal(now), '0',
                                               w.rid, w.inst, w.attach))
-    rid_hold(k, w.rid, head, now + w.ttl, now)
+    rid_hold(k, w.rid, head, now + ttl_ms, now)
     if here then
       handoff[#handoff + 1] = {lease = head, fence = fence, ttl = ttl, expires_at = expires_text}
     else

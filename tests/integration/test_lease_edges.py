@@ -23,6 +23,7 @@ Owns: these properties. Must not: depend on timing beyond generous bounds.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -225,6 +226,35 @@ class LeaseEdges(GatewayTest):
             rewrite()
             self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
         self.assertFalse(status(self.c, name)["held"])
+
+    def test_a_waiter_record_with_numbers_is_still_granted(self):
+        """Gateways before the waiter record's ttl and max_hold as JSON strings (lib_lease.lua waiter_json) wrote
+        them as numbers; a waiter queued by one gets, once its turn comes, the lease it asked for: its ttl, and
+        its ttl and max_hold in the holder's record."""
+        for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
+            name = unique_name("waiter-before")
+            base = ("fg:lk:{" if kind == "locks" else "fg:sm:{") + name + "}:"
+            held = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
+            self.assertEqual(held.status, 200, held)
+            waiter = Waiter(self.gw, f"/v1/{kind}/{name}/acquire",
+                            {"ttl_ms": 7000, "max_hold_ms": 20000, "wait_ms": 20000, **extra})
+            waiter.start()
+            wait_for(lambda: self.c.get(f"/v1/{kind}/{name}").body["waiting"] == 1, what="the waiter queued")
+            with Redis() as r:
+                lease, record = r.cmd("HGETALL", base + "w")  # the one waiter
+                before = record.replace('"ttl":"7000","max_hold":"20000"', '"ttl":7000,"max_hold":20000')
+                self.assertNotEqual(before, record, record)
+                self.assertEqual(r.cmd("HSET", base + "w", lease, before), 0)
+                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": held.body["token"]}).status, 200)
+                waiter.join(30)
+                self.assertEqual(getattr(waiter.response, "status", None), 200, waiter.response)
+                self.assertEqual(waiter.response.body["ttl_ms"], 7000, waiter.response.body)
+                if kind == "locks":
+                    self.assertEqual(r.cmd("GET", base + "h").split(" ")[3:5], ["7000", "20000"])
+                else:
+                    got = json.loads(r.cmd("HGET", base + "d", lease))
+                    self.assertEqual((got["ttl"], got["max_hold"]), (7000, 20000), got)
+            self.c.post(f"/v1/{kind}/{name}/release", {"token": waiter.response.body["token"]})
 
     def test_a_holder_record_of_no_known_layout_holds_the_lock_until_it_expires(self):
         """A holder record this gateway cannot read (say a newer gateway's layout, while gateways are replaced)
