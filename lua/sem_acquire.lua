@@ -4,8 +4,10 @@
 -- KEYS: lib_sem.lua
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
 -- ARGV: max_waiters request_id_ttl_ms limit mark_ms
---   lease: a fresh id, or the id this request already has; request_id: "" for none;
---   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
+--   lease: an id no call named before, or with wait "again" the id of a queued attempt
+--   looking again; either gives way to the id this request already has; request_id: ""
+--   for none; wait: "1" to queue, "0" not to, "again" to queue as an attempt looking
+--   again; instance: the gateway's id; attach: the asking connection's id
 --   mark_ms: a caller that waits marks its gateway alive that long in the lease's slot
 --   (lib_lease.lua gateway_mark: on a cluster), "" for no mark
 --   The keys of a semaphore in use live SEM_KEEP_MS past its last lease (src/fglimits.h).
@@ -23,7 +25,8 @@
 --                                             the queue) over from this attempt, which looks again
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
-local ttl, owner, wait = tonumber(A_ttl_ms), A_owner, A_wait == '1'
+local ttl, owner, again = tonumber(A_ttl_ms), A_owner, A_wait == 'again'
+local wait = again or A_wait == '1'
 local inst, attach, keep_ms = A_instance, A_attach, SEM_KEEP_MS
 local k = sem_keys()
 local handoff = {}
@@ -42,6 +45,9 @@ local known = prior ~= nil
 -- attach) release what the retry was answered (lock_acquire.lua does the same).
 local recheck = known and prior == lease
 if known then lease = prior end
+-- fresh: an id no call named before neither holds a slot nor waits, so
+-- nothing of it is looked up.
+local fresh = not again and not known
 
 local function done(r, ...)
   tidy(k, now, keep_ms)
@@ -94,7 +100,7 @@ for i = #handoff, 1, -1 do
   if handoff[i].lease == lease then table.remove(handoff, i) end
 end
 
-local rec = holder_of(k, lease)
+local rec = not fresh and holder_of(k, lease)
 if rec and recheck and rec.attach ~= attach then return done('superseded') end
 if rec then
   local expires_at = tonumber(redis.call('ZSCORE', k.h, lease))
@@ -111,7 +117,7 @@ if rec then
   return granted_reply(lease, rec, expires_at, handoff)
 end
 
-local queued = redis.call('ZSCORE', k.q, lease)
+local queued = not fresh and redis.call('ZSCORE', k.q, lease)
 if known and not queued then return done('ended', R_LEASE, lease) end
 local waiter = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}') or {}
 if recheck and waiter.attach and waiter.attach ~= attach then return done('superseded') end

@@ -106,8 +106,8 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
     struct lease_wait *lw = wait_of(p);
     struct lease_wait_end *end = lw->end;
     end_clear(end);
-    if (lw->kind->acquire(lw->name, &lw->params, p->waiter.lease_id, true, lw->attach, &end->res,
-                          &end->err) != 0)
+    if (lw->kind->acquire_again(lw->name, &lw->params, p->waiter.lease_id, lw->attach, &end->res,
+                                &end->err) != 0)
         return end->err.code == FG_ERR_BACKEND_UNAVAILABLE ? PARK_TRY_OUTAGE : PARK_TRY_ANSWERED;
     if (end->res.outcome != LEASE_QUEUED)
         return PARK_TRY_ANSWERED;

@@ -75,6 +75,12 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
+int lock_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
+                       const char *attach, struct lease_result *res, struct fg_error *err)
+{
+    return lock_acquire(name, p, lease_id, true, attach, res, err);
+}
+
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
                 enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {

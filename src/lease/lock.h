@@ -25,6 +25,10 @@
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                  const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
 
+/* lock_acquire once more for lease_id, the id of a queued attempt, with wait. */
+int lock_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
+                       const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
+
 /* Gives up a queued or granted lease (see enum lease_cancel_mode). */
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
                 enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err) FG_WUR;

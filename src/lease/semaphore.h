@@ -19,13 +19,18 @@
 #include "util/error.h"
 
 /*
- * One acquire attempt on semaphore name for lease_id (a fresh id, or the id of
- * a queued attempt being repeated), with p->limit as the caller's limit. wait:
- * join the queue if no slot is free. attach identifies the connection asking.
- * After a "nofence" answer, fences are reserved and the attempt runs once more.
+ * One acquire attempt on semaphore name for lease_id, a fresh id (no call
+ * named it before), with p->limit as the caller's limit. wait: join the queue
+ * if no slot is free. attach identifies the connection asking. After a
+ * "nofence" answer, fences are reserved and the attempt runs once more.
  */
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
                 const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
+
+/* sem_acquire once more for lease_id, the id of a queued attempt, which stays
+ * queued if no slot is free. */
+int sem_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
+                      const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
 
 /* Gives up a queued or granted lease (see enum lease_cancel_mode). */
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
