@@ -25,7 +25,7 @@
 --                                             the queue) over from this attempt, which looks again
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
-local ttl, owner, again = tonumber(A_ttl_ms), A_owner, A_wait == 'again'
+local owner, again = A_owner, A_wait == 'again'
 local wait = again or A_wait == '1'
 local inst, attach, keep_ms = A_instance, A_attach, SEM_KEEP_MS
 local k = sem_keys()
@@ -57,7 +57,7 @@ end
 -- Makes the caller a holder now; returns the reply that says so.
 local function grant_now()
   local fence = decimal(redis.call('INCR', k.fence))
-  local expires_at = now + ttl
+  local expires_at = now + tonumber(A_ttl_ms)
   local expires_text = decimal(expires_at)
   redis.call('HSET', k.d, lease, holder_json(fence, owner, A_ttl_ms, A_max_hold_ms, decimal(now), '1',
                                              rid, inst, attach))
