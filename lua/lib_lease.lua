@@ -321,8 +321,11 @@ local function mark_released_until(lk, lease, now, till, fence, ms)
   keep_until(lk.released, till, now, ms)
 end
 
-local function mark_released(lk, lease, now, keep_ms, ttl, fence)
-  mark_released_until(lk, lease, now, now + math.max(keep_ms, tonumber(ttl) or 0), fence)
+-- Remembers lease (with fence) as released for the longer of keep and ttl (ms,
+-- decimal text both, compared as texts: no sum printed).
+local function mark_released(lk, lease, now, keep, ttl, fence)
+  if decimal_above(ttl, keep) then keep = ttl end
+  mark_released_until(lk, lease, now, now + keep, fence, keep)
 end
 
 local function was_released(lk, lease, now)

@@ -33,8 +33,7 @@ if raw then
     redis.call('HDEL', k.d, lease)
   end
   local fence, ttl, granted_at = holder_numbers(raw)
-  local keep = decimal_above(ttl, RELEASED_KEPT) and ttl or RELEASED_KEPT -- its ttl, if longer
-  mark_released_until(k, lease, now, now + keep, fence, keep)
+  mark_released(k, lease, now, RELEASED_KEPT, ttl, fence)
   mark_ended(k, 's', name, fence, 'released', RELEASED_KEPT)
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
