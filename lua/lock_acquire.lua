@@ -4,8 +4,10 @@
 -- KEYS: lib_lock.lua
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
 -- ARGV: max_waiters request_id_ttl_ms mark_ms
---   lease: a fresh id, or the id this request already has; request_id: "" for none;
---   wait: "1" to queue; instance: the gateway's id; attach: the asking connection's id
+--   lease: an id no call named before, or with wait "again" the id of a queued attempt
+--   looking again; either gives way to the id this request already has; request_id: ""
+--   for none; wait: "1" to queue, "0" not to, "again" to queue as an attempt looking
+--   again; instance: the gateway's id; attach: the asking connection's id
 --   mark_ms: a caller that waits marks its gateway alive that long in the lease's slot
 --   (lib_lease.lua gateway_mark: on a cluster), "" for no mark
 -- Returns (lib_lease.lua lease_reply):
@@ -49,6 +51,10 @@ if rid ~= '' then
   if known then lease = before end
 end
 
+-- fresh: an id no call named before does not wait in the queue, so it is not looked up there.
+local again = A_wait == 'again'
+local fresh = not again and not known
+
 if h and h.lease == lease then
   if recheck and h.attach ~= A_attach then return lease_reply('superseded') end
   local expires_at
@@ -83,9 +89,9 @@ if not h and not waiting then return take() end
 k = k or lock_keys()
 
 -- In use, or waited for: the numbers only this path reads.
-local wait = A_wait == '1'
+local wait = again or A_wait == '1'
 local claim_ms, max_waiters, rid_ttl = tonumber(A_claim_ms), tonumber(A_max_waiters), tonumber(A_request_id_ttl_ms)
-local queued = redis.call('ZSCORE', k.q, lease)
+local queued = not fresh and redis.call('ZSCORE', k.q, lease)
 if known and not queued then return lease_reply('ended', nil, R_LEASE, lease) end
 local waiter = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}') or {}
 if recheck and waiter.attach and waiter.attach ~= A_attach then return lease_reply('superseded') end

@@ -41,8 +41,11 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     return 0;
 }
 
-int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
-                 const char *attach, struct lease_result *res, struct fg_error *err)
+/* An acquire attempt (lock_acquire, lock_acquire_again); wait: the script's
+ * ARGV wait, "0", "1" or "again" (lua/lock_acquire.lua). */
+static int acquire(const char *name, const struct acquire_params *p, const char *lease_id,
+                   const char *wait, const char *attach, struct lease_result *res,
+                   struct fg_error *err)
 {
     const struct config *cfg = gw.cfg;
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24];
@@ -64,7 +67,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
         [LOCK_ACQUIRE_ARGV_TTL_MS] = ttl,
         [LOCK_ACQUIRE_ARGV_MAX_HOLD_MS] = hold,
         [LOCK_ACQUIRE_ARGV_OWNER] = p->owner,
-        [LOCK_ACQUIRE_ARGV_WAIT] = wait ? "1" : "0",
+        [LOCK_ACQUIRE_ARGV_WAIT] = wait,
         [LOCK_ACQUIRE_ARGV_INSTANCE] = gw.instance_id,
         [LOCK_ACQUIRE_ARGV_ATTACH] = attach,
         [LOCK_ACQUIRE_ARGV_CLAIM_MS] = claim,
@@ -75,10 +78,16 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
+int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
+                 const char *attach, struct lease_result *res, struct fg_error *err)
+{
+    return acquire(name, p, lease_id, wait ? "1" : "0", attach, res, err);
+}
+
 int lock_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
                        const char *attach, struct lease_result *res, struct fg_error *err)
 {
-    return lock_acquire(name, p, lease_id, true, attach, res, err);
+    return acquire(name, p, lease_id, "again", attach, res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,

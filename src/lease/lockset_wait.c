@@ -208,10 +208,23 @@ static void took(struct lockset_wait *ls, const struct lease_grant *g, int64_t n
     ls->held[ls->next] = *g;
     snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", g->lease_id);
     ls->next++;
+    ls->asked_next = false;
     if (ls->next == 1)
         ls->renew_at = now + ls->params.ttl_ms / 3;
     if (ls->waits && ls->next < ls->set.n)
         waiter_rekey(&ls->park.waiter, ls->leases[ls->next]);
+}
+
+/* One acquire attempt on lock next: once it was asked for with wait, as an
+ * attempt looking again, which the script looks up in the lock's queue. */
+static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct lease_result *res)
+{
+    const char *name = ls->set.names[ls->next], *lease = ls->leases[ls->next];
+    bool again = ls->asked_next;
+    ls->asked_next = ls->waits;
+    if (again)
+        return lock_acquire_again(name, ap, lease, ls->attach, res, &ls->err);
+    return lock_acquire(name, ap, lease, ls->waits, ls->attach, res, &ls->err);
 }
 
 /* The attempt hook: takes the locks in order until all are held, the set gives up, or it waits. */
@@ -232,8 +245,7 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
         struct acquire_params ap = ls->params;
         ap.request_id = ls->rids[ls->next];
         struct lease_result res;
-        if (lock_acquire(ls->set.names[ls->next], &ap, ls->leases[ls->next], ls->waits, ls->attach,
-                         &res, &ls->err) != 0) {
+        if (ask(ls, &ap, &res) != 0) {
             abandon(ls, ls->waits);
             return PARK_TRY_ANSWERED;
         }

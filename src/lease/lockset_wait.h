@@ -45,6 +45,7 @@ struct lockset_wait {
     struct lease_grant held[LOCKSET_MAX];       /* grants of locks 0 .. next-1 */
     bool adopted[LOCKSET_MAX];                  /* lock i's lease was found by request id */
     size_t next;                                /* the lock being acquired */
+    bool asked_next;                            /* lock next was asked with wait: it may queue */
     char attach[LEASE_ID_LEN + 1];              /* id of this connection's attempt */
     bool waits;                                 /* wait_ms > 0: registered and parks */
     bool settled;                               /* answered or given up: nothing left to release */

@@ -12,7 +12,11 @@ holder without asking whether anybody waits.) Nor is a lock released while someb
 it to the first waiter in the same step, even when the waiter's gateway looks at nothing just then. (Caught:
 a first try of the release that ended the lease without asking whether anybody waits.)
 
-Owns: the FIFO property of /v1/locks, across gateways. Must not: infer the order from the gateway's
+Lock sets wait in the same queues: waiters that alternate between a single lock, a set whose first lock is
+the queue's and a set that holds another lock first are granted in arrival order too. (Caught: a set's
+re-check that asked as a fresh attempt, which queued the set again at the back.)
+
+Owns: the FIFO property of /v1/locks and of the sets' turns in its queues, across gateways. Must not: infer the order from the gateway's
 status endpoint (it only gates when to start the next waiter).
 """
 
@@ -34,7 +38,9 @@ CONFIG = {"poll_ms": 100}
 
 
 class FifoTest(unittest.TestCase):
-    def run_queue(self, gateways: list) -> None:
+    def run_queue(self, gateways: list, sets: bool = False) -> None:
+        """sets: every second and third waiter asks for a lock set instead: the queue's lock and one of
+        its own, which comes after it in the global order or (every third) before it."""
         name = unique_name("fifo")
         order: list[int] = []
         order_lock = threading.Lock()
@@ -43,17 +49,28 @@ class FifoTest(unittest.TestCase):
             held = acquire(holder_client, name, ttl_ms=30000)
             self.assertEqual(held.status, 200, held)
 
+            def take(c, index: int):
+                """The waiter's acquire; returns its answer and the call that gives it back."""
+                body = {"ttl_ms": 30000, "wait_ms": 40000, "owner": f"w{index}"}
+                if not sets or index % 3 == 0:
+                    r = acquire(c, name, **body)
+                    return r, lambda: release(c, name, r.body["token"])
+                own = f"{name}-{index}" if index % 3 == 1 else unique_name("0set")
+                r = c.post("/v1/locksets/acquire", {"names": [name, own], **body})
+                return r, lambda: c.post("/v1/locksets/release",
+                                         {"tokens": [x["token"] for x in r.body["locks"]]})
+
             def waiter(index: int) -> None:
                 try:
                     with gateways[index % len(gateways)].client(timeout=60) as c:
-                        r = acquire(c, name, ttl_ms=30000, wait_ms=40000, owner=f"w{index}")
+                        r, give_back = take(c, index)
                         if r.status != 200:
                             failures.append(f"waiter {index}: {r.status} {r.body}")
                             return
                         with order_lock:
                             order.append(index)
                         time.sleep(0.03)
-                        rel = release(c, name, r.body["token"])
+                        rel = give_back()
                         if rel.status != 200:
                             failures.append(f"waiter {index}: release {rel.status} {rel.body}")
                 except Exception as e:  # noqa: BLE001 - reported below
@@ -79,6 +96,10 @@ class FifoTest(unittest.TestCase):
     def test_fifo_across_gateways(self):
         with Gateway(config=CONFIG) as gw_a, Gateway(config=CONFIG) as gw_b:
             self.run_queue([gw_a, gw_b])
+
+    def test_fifo_with_lock_sets_among_the_waiters(self):
+        with Gateway(config=CONFIG) as gw_a, Gateway(config=CONFIG) as gw_b:
+            self.run_queue([gw_a, gw_b], sets=True)
 
     @contextlib.contextmanager
     def waiter_on_a_stopped_gateway(self, name: str, holder_ttl_ms: int):

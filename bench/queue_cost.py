@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""bench/sem_full_cost.py - the Redis instructions of a semaphore's FULL scripts in the seed scenario's pattern,
-exactly and with no gateway: what a contended semaphore's hand-over costs Redis, per script, for one or more
-builds' scripts side by side.
+"""bench/queue_cost.py - the Redis instructions of the FULL scripts of a semaphore or a lock with a queue, in the
+seed semaphore scenario's pattern, exactly and with no gateway: what a contended hand-over costs Redis, per
+script, for one or more builds' scripts side by side.
 
 The seed scenario (bench/sem.sh: limit 5, 30 workers of one gateway) runs, per job, one queueing
 `sem_acquire` and one `sem_release` that hands the slot over in-process to the oldest waiter (a waiter of the
@@ -10,9 +10,11 @@ releasing gateway: no doorbell, no claim). Here the same calls, with the gateway
 made straight to a redis-server under callgrind (counting inside luaCallFunction: the keys and arguments
 handed to Lua, the script and the commands it calls), in the scenario's bursts: the five holders release one
 after another, then the five released workers queue again. Each burst of one script is counted apart.
-Nothing here depends on timing, so a change of a script moves the figures by exactly what it costs.
+`--kind lock` runs the same with a lock (`lock_acquire`, `lock_release`): one holder, 29 waiters, bursts of
+one. Nothing here depends on timing, so a change of a script moves the figures by exactly what it costs.
 
-    python3 bench/sem_full_cost.py --lua build-a/generated/lua --lua build-b/generated/lua --jobs 200
+    python3 bench/queue_cost.py --lua build-a/generated/lua --lua build-b/generated/lua --jobs 200
+    python3 bench/queue_cost.py --kind lock --lua build-a/generated/lua --jobs 200
 
 --lua: a build's generated/lua folder (each script as Redis runs it; the order of the keys from the lua_scripts.h
 beside it); a side per folder, in the order given.
@@ -35,7 +37,7 @@ import time
 DEBIAN_PYTHON = "/usr/bin/python3"  # the interpreter of python3-redis
 redis = None  # python3-redis, imported by main
 
-LIMIT, WORKERS, TTL_MS, HOLD_MS = 5, 30, 60000, 1800000
+WORKERS, TTL_MS, HOLD_MS = 30, 60000, 1800000
 CLAIM_MS, MAX_WAITERS, RID_TTL_MS, KEEP_MS, MARKER_MS = 3000, 10000, 130000, 600000, 600000
 
 
@@ -55,28 +57,42 @@ def library(folder: str, script: str) -> tuple[str, str, list[str]]:
     return text, text.split("\n", 1)[0].split("name=", 1)[1].strip(), [n for _, n in order]
 
 
-# The keys of lua/lib_sem.lua's KEYS by the name the build's lua_scripts.h gives each (LIB_SEM_KEY_<name>), as
-# src/lease/lease_keys.c and src/store/backend/redis_keys.h make them for one Redis: a suffix of the
-# semaphore's own keys, or a key shared by all leases.
-OWN_SUFFIX = {"HOLDERS": "h", "DATA": "d", "QUEUE": "q", "WAITERS": "w", "LIMIT": "l", "TICKETS": "t", "RIDS": "r",
-              "RID_UNTIL": "e", "RELEASED": "x", "ENDED": "n", "WATCHED": "v"}
-SHARED = {"FENCE": "fg:fence", "FENCE_LIMIT": "fg:fence_limit", "GATEWAYS": "fg:gateways", "INDEX": "fg:idx:sm",
-          "REVOKED": "fg:revoked"}
+# Per kind: its scripts, its slots (the limit), the library of its KEYS (LIB_<LIB>_KEY_<name> in the build's
+# lua_scripts.h), the prefix of its own keys and its listing index.
+KINDS = {
+    "semaphore": {"acquire": "sem_acquire", "release": "sem_release", "limit": 5, "lib": "SEM", "prefix": "fg:sm:",
+                  "index": "fg:idx:sm"},
+    "lock": {"acquire": "lock_acquire", "release": "lock_release", "limit": 1, "lib": "LOCK", "prefix": "fg:lk:",
+             "index": "fg:idx:lk"},
+}
+# The keys of a lease's KEYS by the name the build's lua_scripts.h gives each, as src/lease/lease_keys.c and
+# src/store/backend/redis_keys.h make them for one Redis: a suffix of the lease's own keys, or a key shared by
+# all leases.
+OWN_SUFFIX = {"HOLDER": "h", "HOLDERS": "h", "DATA": "d", "QUEUE": "q", "WAITERS": "w", "LIMIT": "l", "TICKETS": "t",
+              "RIDS": "r", "RID_UNTIL": "e", "RELEASED": "x", "ENDED": "n", "WATCHED": "v"}
+SHARED = {"FENCE": "fg:fence", "FENCE_LIMIT": "fg:fence_limit", "GATEWAYS": "fg:gateways", "REVOKED": "fg:revoked"}
 
 
-def keys(folder: str, name: str) -> list[str]:
-    """The KEYS of semaphore name's scripts in the order of the build whose generated/lua folder is folder
-    (its lua_scripts.h beside it); exits on a key this script does not know how to name."""
+def keys(folder: str, kind: dict, name: str) -> list[str]:
+    """The KEYS of lease name's scripts in the order of the build whose generated/lua folder is folder (its
+    lua_scripts.h beside it); exits on a key this script does not know how to name."""
     with open(os.path.join(folder, os.pardir, "lua_scripts.h")) as f:
         header = f.read()
-    count = int(re.search(r"^#define LIB_SEM_NKEYS (\d+)$", header, re.M).group(1))
-    at = {int(i): n for n, i in re.findall(r"^#define LIB_SEM_KEY_(\w+) (\d+)$", header, re.M) if n != "LIB_LEASE"}
+    lib = kind["lib"]
+    count = int(re.search(rf"^#define LIB_{lib}_NKEYS (\d+)$", header, re.M).group(1))
+    at = {int(i): n for n, i in re.findall(rf"^#define LIB_{lib}_KEY_(\w+) (\d+)$", header, re.M)
+          if n != "LIB_LEASE"}
     out = []
     for i in range(count):
         n = at.get(i)
-        if n not in OWN_SUFFIX and n not in SHARED:
-            sys.exit(f"sem_full_cost: lib_sem.lua's key {i + 1} ({n}) is one this script does not name")
-        out.append(SHARED.get(n) or f"fg:sm:{{{name}}}:{OWN_SUFFIX[n]}")
+        if n == "INDEX":
+            out.append(kind["index"])
+        elif n in SHARED:
+            out.append(SHARED[n])
+        elif n in OWN_SUFFIX:
+            out.append(f"{kind['prefix']}{{{name}}}:{OWN_SUFFIX[n]}")
+        else:
+            sys.exit(f"queue_cost: lib_{lib.lower()}.lua's key {i + 1} ({n}) is one this script does not name")
     return out
 
 
@@ -89,7 +105,7 @@ def commands(r: redis.Redis) -> int:
     return total
 
 
-def side(folder: str, jobs: int, workdir: str) -> dict:
+def side(folder: str, kind: dict, jobs: int, workdir: str) -> dict:
     port = free_port()
     out = os.path.join(workdir, "callgrind.out")
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--toggle-collect=luaCallFunction",
@@ -104,22 +120,23 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
                 break
             except redis.ConnectionError:
                 time.sleep(0.1)
-        acq_text, acq, acq_args = library(folder, "sem_acquire")
-        rel_text, rel, rel_args = library(folder, "sem_release")
+        acq_text, acq, acq_args = library(folder, kind["acquire"])
+        rel_text, rel, rel_args = library(folder, kind["release"])
+        limit = kind["limit"]
         r.execute_command("FUNCTION", "LOAD", "REPLACE", acq_text)
         r.execute_command("FUNCTION", "LOAD", "REPLACE", rel_text)
         r.execute_command("SET", "fg:fence", "100000")
         r.execute_command("SET", "fg:fence_limit", "100000000")
         inst = secrets.token_hex(16)
         r.execute_command("ZADD", "fg:gateways", str(int(time.time() * 1000) + 3_600_000), inst)
-        name = "bench-sem-full"
-        k = keys(folder, name)
+        name = "bench-queue-cost"
+        k = keys(folder, kind, name)
 
         def acquire() -> str:
             lease, attach = secrets.token_hex(16), secrets.token_hex(16)
             given = {"name": name, "lease": lease, "request_id": "", "ttl_ms": TTL_MS, "max_hold_ms": HOLD_MS,
                      "owner": "", "wait": "1", "instance": inst, "attach": attach, "claim_ms": CLAIM_MS,
-                     "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": LIMIT,
+                     "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": limit,
                      "keep_ms": KEEP_MS, "mark_ms": ""}
             return lease, r.execute_command("FCALL", acq, len(k), *k, *(given[a] for a in acq_args))
 
@@ -132,7 +149,7 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
         for _ in range(WORKERS):
             lease, reply = acquire()
             (holders if reply.startswith("granted") else queue).append(lease)
-        assert len(holders) == LIMIT and len(queue) == WORKERS - LIMIT, (holders, queue)
+        assert len(holders) == limit and len(queue) == WORKERS - limit, (holders, queue)
 
         def counted(fn) -> tuple[int, int]:
             """fn()'s instructions (callgrind) and script commands."""
@@ -151,7 +168,7 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
         rel_ins = acq_ins = rel_cmds = acq_cmds = 0
         done = 0
         while done < jobs:
-            burst = holders[:LIMIT]
+            burst = holders[:limit]
 
             def releases():
                 for lease in burst:
@@ -181,6 +198,7 @@ def side(folder: str, jobs: int, workdir: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lua", action="append", required=True, help="a build's generated/lua folder (repeatable)")
+    ap.add_argument("--kind", choices=sorted(KINDS), default="semaphore")
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--keep", help="keep each side's callgrind dumps in KEEP/<n> (for callgrind_annotate)")
     args = ap.parse_args()
@@ -189,17 +207,18 @@ def main() -> None:
         import redis  # python3-redis
     except ImportError:
         if sys.executable == DEBIAN_PYTHON or not os.path.exists(DEBIAN_PYTHON):
-            sys.exit("sem_full_cost: python3-redis is not importable (scripts/deps.sh bench)")
+            sys.exit("queue_cost: python3-redis is not importable (scripts/deps.sh bench)")
         os.execv(DEBIAN_PYTHON, [DEBIAN_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
     if not shutil.which("valgrind"):
-        sys.exit("sem_full_cost: valgrind is needed (scripts/deps.sh bench)")
-    print(f"{args.jobs} jobs in bursts of {LIMIT}, limit {LIMIT}, {WORKERS} workers of one gateway; "
-          "instructions counted inside luaCallFunction")
+        sys.exit("queue_cost: valgrind is needed (scripts/deps.sh bench)")
+    kind = KINDS[args.kind]
+    print(f"{args.kind}: {args.jobs} jobs in bursts of {kind['limit']}, limit {kind['limit']}, {WORKERS} workers of "
+          "one gateway; instructions counted inside luaCallFunction")
     print("| scripts | release | queueing acquire | job | commands per release / acquire |")
     print("|---|---|---|---|---|")
     for i, folder in enumerate(args.lua):
-        with tempfile.TemporaryDirectory(prefix="sem_full_cost.") as workdir:
-            f = side(folder, args.jobs, workdir)
+        with tempfile.TemporaryDirectory(prefix="queue_cost.") as workdir:
+            f = side(folder, kind, args.jobs, workdir)
             if args.keep:
                 shutil.copytree(workdir, os.path.join(args.keep, str(i)), dirs_exist_ok=True)
         print(f"| {folder} | {f['release']:,.0f} | {f['acquire']:,.0f} | {f['job']:,.0f} | "
