@@ -28,6 +28,9 @@ if not fences_left(v) then return lease_reply('nofence') end
 local now = now_ms()
 local prior, waiting = v[3], v[4]
 local h = holder_read(prior)
+-- listed: a lock with a live holder is in the listing index (each grant and queue join puts it there, and a
+-- listing drops only names with neither holder nor waiter: lease_list.lua).
+local listed = h ~= nil
 if h then
   prior = false -- a live holder is never kept in the history
 elseif prior and not is_end(prior) then
@@ -106,7 +109,7 @@ if not h then
     if recheck and mine.attach ~= A_attach then return lease_reply('superseded') end
     return granted_reply(mine, claim(k, mine, now, A_attach))
   end
-  if granted then h = true end
+  if granted then h, listed = true, true end
   -- grant_next drops the waiters of gateways it takes for dead: this caller's own lease too when its
   -- gateway's mark lapsed. The caller, alive after all, then arrives anew (as in sem_acquire.lua).
   if queued then queued = redis.call('ZSCORE', k.q, lease) end
@@ -114,6 +117,7 @@ if not h then
   if not granted and not queued then return take() end
 end
 
+local position = queued and redis.call('ZRANK', k.q, lease)
 if not queued then
   local count = redis.call('ZCARD', k.q)
   if not wait then return lease_reply('busy', nil, R_WAITING, decimal(count)) end
@@ -122,14 +126,17 @@ if not queued then
     queue_settled(k)
     if count >= max_waiters then return lease_reply('full', nil, R_WAITING, decimal(count)) end
   end
-  index_add(k, name)
+  -- A waiter in the queue keeps the lock in the index: only the first joins it, and only when no live holder
+  -- keeps it there.
+  if count == 0 and not listed then index_add(k, name) end
   redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
   gateway_mark(k, A_instance, A_mark_ms, now)
+  position = count -- the newest ticket comes last
 end
 rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
-return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(redis.call('ZRANK', k.q, lease)),
+return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position),
                    R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2))

@@ -112,6 +112,37 @@ class LockListTest(GatewayTest):
             self.assertIsNone(redis.cmd("ZSCORE", slot_key(LOCK_INDEX, expired), expired),
                               "a listing that passes over an idle name drops it")
 
+    def test_a_waiter_behind_an_unreadable_holder_record_brings_its_lock_back(self):
+        """A holder record of no layout this gateway reads (a newer gateway's, while gateways are replaced)
+        looks idle to a listing, which drops the name from the index; the first waiter that queues behind it
+        puts the name back, so the listing shows the lock and its waiter. Caught: a queue join that left the
+        index alone whenever the lock was held."""
+        prefix = fresh_prefix("unread")
+        name = prefix + "x"
+        redis = Redis()
+        with self.gw.client() as c:
+            held = acquire(c, name, ttl_ms=30000)
+            self.assertEqual(held.status, 200, held)
+            holder = f"fg:lk:{{{name}}}:h"
+            self.assertEqual(redis.cmd("SET", holder, "v9|a layout of later|x", "PX", "30000"), "OK")
+            self.assertEqual(c.get(f"/v1/locks?prefix={prefix}").body["items"], [])
+            self.assertIsNone(redis.cmd("ZSCORE", slot_key(LOCK_INDEX, name), name))
+            done = []
+
+            def wait():
+                with self.gw.client(timeout=30) as w:
+                    done.append(acquire(w, name, wait_ms=20000))
+
+            waiter = threading.Thread(target=wait, daemon=True)
+            waiter.start()
+            wait_for_waiting(c, name, 1)
+            items = c.get(f"/v1/locks?prefix={prefix}").body["items"]
+            self.assertEqual([(i["lock"], i["held"], i["waiting"]) for i in items], [(name, False, 1)])
+            redis.cmd("DEL", holder)
+            waiter.join(20)
+            self.assertEqual(done[0].status, 200, done)
+            self.assertEqual(release(c, name, done[0].body["token"]).status, 200)
+
     @skip_in_cluster("it fills the one listing index fg:idx:lk; a cluster has one per slot")
     def test_one_call_looks_at_a_bounded_part_of_the_index(self):
         """20,000 idle names in the index: a call must look at a bounded number of them (it prunes what it
