@@ -418,16 +418,22 @@ local function publish_end(kind, name, fence, reason)
   publish(CHANNEL_ENDED, kind .. '|' .. fence .. '|' .. reason .. '|' .. name)
 end
 
--- Ends the lease with record h (lib_holder.lua holder_read or holder_brief)
--- kept in one string key hkey (a lock's holder key, a semaphore's limit key
--- holding its first holder) for reason at `at` (ms, decimal text): its end's
--- record replaces it, kept keep_text ms (decimal text) or, for a release, as
--- long as its ttl if that is longer; published when kind's ("l" or "s") name
--- is watched (watched: the mark as read). Returns the end's record.
-local function holder_end(kind, hkey, name, h, reason, keep_text, at, watched)
+-- The end's record of the lease with record h (lib_holder.lua holder_read or
+-- holder_brief) for reason at `at` (ms, decimal text), and how long it is kept
+-- (ms, decimal text): keep_text or, for a release, the lease's ttl if that is
+-- longer.
+local function holder_end_text(h, reason, keep_text, at)
   if reason == 'released' and decimal_above(h.ttl, keep_text) then keep_text = h.ttl end
-  local text = end_text(h.lease, h.fence, reason, at, keep_text)
-  redis.call('SET', hkey, text, 'PX', keep_text)
+  return end_text(h.lease, h.fence, reason, at, keep_text), keep_text
+end
+
+-- Ends the lease with record h kept in one string key hkey (a lock's holder
+-- key, a semaphore's limit key holding its first holder) for reason at `at`:
+-- its end's record (holder_end_text) replaces it; published when kind's ("l"
+-- or "s") name is watched (watched: the mark as read). Returns the end's record.
+local function holder_end(kind, hkey, name, h, reason, keep_text, at, watched)
+  local text, keep = holder_end_text(h, reason, keep_text, at)
+  redis.call('SET', hkey, text, 'PX', keep)
   if watched then publish_end(kind, name, h.fence, reason) end
   return text
 end

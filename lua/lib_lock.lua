@@ -68,11 +68,11 @@ end
 -- Returns the granted lease id, false if nobody waits (any more: the queue is
 -- empty), or nil if waiters remain that could not be granted (no fence).
 local function grant_next(k, name, claim_ms, now, inst, handoff, prior)
-  if not redis.call('ZRANGE', k.q, '0', '0')[1] then
+  if not fence_ready(k) then
+    if redis.call('EXISTS', k.q) == 1 then return nil end
     redis.call('DEL', k.t)
     return false
   end
-  if not fence_ready(k) then return nil end
   local head, w = next_live_waiter(k, now)
   queue_settled(k)
   if not head then return false end
@@ -108,10 +108,14 @@ end
 -- Ends the lease of holder h (holder_read) for reason (released, revoked) and
 -- hands the lock on (grant_next, with inst and handoff) when anybody may wait
 -- (waiting: the tickets as read). keep_text: how long the end is kept (ms,
--- decimal text); watched: the watched mark as read.
+-- decimal text); watched: the watched mark as read. The end's record goes over
+-- the holder (as lib_lease.lua holder_end writes it) only when nobody is granted:
+-- a grant files it in the history and writes its holder there instead.
 -- Returns what grant_next returns (false: the lock is idle now).
 local function end_and_pass(k, name, h, reason, claim_ms, keep_text, now, inst, handoff, watched, waiting)
-  local text = holder_end('l', k.h, name, h, reason, keep_text, decimal(now), watched)
-  if not waiting then return false end
-  return grant_next(k, name, claim_ms, now, inst, handoff, text)
+  local text, keep = holder_end_text(h, reason, keep_text, decimal(now))
+  if watched then publish_end('l', name, h.fence, reason) end
+  local granted = waiting and grant_next(k, name, claim_ms, now, inst, handoff, text)
+  if not granted then redis.call('SET', k.h, text, 'PX', keep) end
+  return granted
 end

@@ -94,6 +94,27 @@ class LeaseEdges(GatewayTest):
             again = self.c.post(f"/v1/{kind}/{name}/release", {"token": first.body["token"]})
             self.assertEqual(again.status, 200, (kind, again))
 
+    def test_a_release_that_hands_the_lock_over_keeps_its_end(self):
+        """A release that hands the lock to a waiter writes the waiter's holder record over the released one
+        and files the release in the lock's history instead: a retried release answers 200, and a watch of
+        its fence answers released. Caught: the hand-over given no end to file (the retry answered 410, the
+        watch expired)."""
+        name = unique_name("rel-handover")
+        first = acquire(self.c, name, ttl_ms=30000)
+        self.assertEqual(first.status, 200, first)
+        waiter = Waiter(self.gw, f"/v1/locks/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 20000})
+        waiter.start()
+        wait_for(lambda: status(self.c, name)["waiting"] == 1, timeout=10)
+        self.assertEqual(release(self.c, name, first.body["token"]).status, 200)
+        waiter.join(20)
+        self.assertEqual(waiter.response.status, 200, waiter.response)
+        again = release(self.c, name, first.body["token"])
+        self.assertEqual((again.status, again.body), (200, {"released": True}))
+        watch = self.c.get(f"/v1/locks/{name}?watch=true&fence={first.body['fence']}&wait_ms=2000")
+        self.assertEqual((watch.status, watch.body["held"], watch.body.get("reason")), (200, False, "released"),
+                         watch)
+        self.assertEqual(release(self.c, name, waiter.response.body["token"]).status, 200)
+
     def test_the_end_of_a_long_lease_is_kept_as_long_as_its_ttl(self):
         """An uncontended release keeps the end of its lease (for retried releases and watchers) for
         LEASE_RELEASED_KEPT_MS (600 s) or the lease's ttl if longer, which the first tries compare as
