@@ -53,8 +53,9 @@ local function queue_settled(k)
   if redis.call('EXISTS', k.q) == 0 then redis.call('DEL', k.t) end
 end
 
--- Grants the free lock to the oldest waiter whose gateway is alive, dropping
--- waiters of dead gateways on the way (and forgetting their request_id, so that
+-- Grants the free lock to the oldest waiter whose gateway is alive (the calling
+-- gateway inst is, without a look at its mark), dropping waiters of dead
+-- gateways on the way (and forgetting their request_id, so that
 -- the client's retry through another gateway starts afresh instead of finding a
 -- lease that ended without ever being granted). A grant to a waiter of another
 -- gateway lasts claim_ms (capped by the waiter's ttl) until that gateway claims
@@ -64,16 +65,18 @@ end
 -- doorbell and no claim round trip. It stays "unclaimed" so that an orphan
 -- give-back can still free it. prior: the holder key's value as read (an end's
 -- record, or false), which holder_write keeps in the history.
--- Issues no fence unless the sequence may issue one (lib_lease.lua).
+-- Issues no fence unless the sequence may issue one (lib_lease.lua; ready: what
+-- fences_left answered on the caller's own read, nil to read it here).
 -- Returns the granted lease id, false if nobody waits (any more: the queue is
 -- empty), or nil if waiters remain that could not be granted (no fence).
-local function grant_next(k, name, claim_ms, now, inst, handoff, prior)
-  if not fence_ready(k) then
+local function grant_next(k, name, claim_ms, now, inst, handoff, prior, ready)
+  if ready == nil then ready = fence_ready(k) end
+  if not ready then
     if redis.call('EXISTS', k.q) == 1 then return nil end
     redis.call('DEL', k.t)
     return false
   end
-  local head, w = next_live_waiter(k, now)
+  local head, w = next_live_waiter(k, now, inst)
   queue_settled(k)
   if not head then return false end
   local fence, ttl = decimal(redis.call('INCR', k.fence)), w.ttl
@@ -105,17 +108,25 @@ local function granted_reply(h, expires_at)
                      R_TTL, h.ttl, R_EXPIRES_AT, decimal(expires_at))
 end
 
+-- What a release, a revoke or a give-up reads first, in one MGET: {fence, fence
+-- limit, holder, watched mark, tickets} (the fence sequence as lib_lease.lua
+-- fences_left reads it, then what end_and_pass needs).
+local function lock_end_read()
+  return redis.call('MGET', KEYS[AT_FENCE], KEYS[AT_FENCE_LIMIT], KEYS[AT_HOLDER], KEYS[AT_WATCHED],
+                    KEYS[AT_TICKETS])
+end
+
 -- Ends the lease of holder h (holder_read) for reason (released, revoked) and
 -- hands the lock on (grant_next, with inst and handoff) when anybody may wait
--- (waiting: the tickets as read). keep_text: how long the end is kept (ms,
--- decimal text); watched: the watched mark as read. The end's record goes over
--- the holder (as lib_lease.lua holder_end writes it) only when nobody is granted:
--- a grant files it in the history and writes its holder there instead.
+-- (v: lock_end_read's values). keep_text: how long the end is kept (ms,
+-- decimal text). The end's record goes over the holder (as lib_lease.lua
+-- holder_end writes it) only when nobody is granted: a grant files it in the
+-- history and writes its holder there instead.
 -- Returns what grant_next returns (false: the lock is idle now).
-local function end_and_pass(k, name, h, reason, claim_ms, keep_text, now, inst, handoff, watched, waiting)
+local function end_and_pass(k, name, h, reason, claim_ms, keep_text, now, inst, handoff, v)
   local text, keep = holder_end_text(h, reason, keep_text, decimal(now))
-  if watched then publish_end('l', name, h.fence, reason) end
-  local granted = waiting and grant_next(k, name, claim_ms, now, inst, handoff, text)
+  if v[4] then publish_end('l', name, h.fence, reason) end
+  local granted = v[5] and grant_next(k, name, claim_ms, now, inst, handoff, text, fences_left(v))
   if not granted then redis.call('SET', k.h, text, 'PX', keep) end
   return granted
 end

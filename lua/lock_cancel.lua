@@ -21,8 +21,8 @@ local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
 local k = lock_keys()
 local now = now_ms()
 
-local v = redis.call('MGET', k.h, k.watched, k.t)
-local h = holder_read(v[1])
+local v = lock_end_read()
+local h = holder_read(v[3])
 if h and h.lease == lease then
   if mode == 'take' then
     local expires_at
@@ -37,7 +37,7 @@ if h and h.lease == lease then
   if attach ~= '' and h.attach ~= attach then return lease_reply('superseded') end
   local handoff = {}
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
-                            handoff, v[2], v[3])
+                            handoff, v)
   index_drop_if_idle(k, name, next == false)
   -- Its client was never answered this grant: a retry of the request (a lock
   -- set's, after a reset) acquires afresh, as a waiter's that left the queue.

@@ -9,20 +9,20 @@
 -- grant_next): released {held_ms}, or released {again} for a repeated release
 -- of the same lease, lost {} (the lease expired or was taken over).
 local name, lease = A_name, A_lease
--- The holder key, the watched mark and the tickets (is anybody waiting?) in one read.
-local v = redis.call('MGET', KEYS[AT_HOLDER], KEYS[AT_WATCHED], KEYS[AT_TICKETS])
+-- The fence sequence, the holder key, the watched mark and the tickets (is anybody waiting?) in one read.
+local v = lock_end_read()
 local now = now_ms()
 
-local h = holder_brief(v[1])
+local h = holder_brief(v[3])
 if h and h.lease == lease then
   local k = lock_keys()
   local handoff = {}
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
-                            handoff, v[2], v[3])
+                            handoff, v)
   index_drop_if_idle(k, name, next == false)
   return lease_reply('released', handoff, R_HELD_MS, decimal(now - h.granted_at))
 end
-local ended, _, reason = end_read(v[1])
+local ended, _, reason = end_read(v[3])
 if (ended == lease and reason == 'released') or was_released(lock_keys(), lease, now) then
   return lease_reply('released', nil, R_AGAIN, '1')
 end

@@ -16,12 +16,12 @@ local k = lock_keys()
 
 if not revoked_ready(k) then return lease_reply('norevoked') end
 redis.call('SADD', k.revoked, A_fence)
-local v = redis.call('MGET', k.h, k.watched, k.t)
-local h = holder_read(v[1])
+local v = lock_end_read()
+local h = holder_read(v[3])
 if not h or tonumber(h.fence) ~= fence then return lease_reply('gone') end
 local now = now_ms()
 local handoff = {}
 local next = end_and_pass(k, name, h, 'revoked', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
-                          handoff, v[2], v[3])
+                          handoff, v)
 index_drop_if_idle(k, name, next == false)
 return lease_reply('revoked', handoff, R_FENCE, A_fence)

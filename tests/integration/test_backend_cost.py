@@ -22,6 +22,11 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   no trim at all, an ended set as long as the name's history.)
 - A semaphore's release beside another holder (the full script) trims the released set by one end in 16
   too. (Caught: a trim on every such release, a ZREMRANGEBYSCORE each.)
+- A contended lock's queue join runs at most QUEUE_JOIN_COMMANDS and a release that hands it over to the next
+  waiter at most HAND_OVER_COMMANDS, one script call each. (Caught: a join that looked its new lease id up
+  in the queue, put the name in the listing index again and asked for its rank, 10 commands; a hand-over
+  that wrote the end's record over the holder before writing the next holder there, peeked at the queue's
+  head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's, 16.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -42,14 +47,19 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, Redis, skip_in_cluster, wait_for  # noqa: E402
+from lock_helpers import Waiter  # noqa: E402
 
 PAIRS = 300
 LOCK_PAIR_COMMANDS = 9
 SEMAPHORE_PAIR_COMMANDS = 10
 REUSED_LOCK_PAIR_COMMANDS = 13
-# Commands that are neither a script call nor run by one: the connections' set-up and this test's reads.
+QUEUE_JOIN_COMMANDS = 7
+HAND_OVER_COMMANDS = 12
+QUEUED = 12
+# Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
+# (zlexcount, which no script runs).
 NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
-               "function|load", "function|list"}
+               "function|load", "function|list", "zlexcount"}
 SCRIPT_CALLS = {"fcall", "fcall_ro", "evalsha", "eval"}
 
 
@@ -68,20 +78,22 @@ def commandstats(r: Redis) -> dict[str, int]:
                  "listing prune (2 x 1,024 slot calls every 5 s, in bursts) outweighs the pairs it counts; the "
                  "cluster's cost per pair is bench/cluster_cpu.py's")
 class BackendCost(GatewayTest):
-    def counted(self, pair) -> tuple[float, float, dict]:
-        """(commands run by scripts, script calls) per pair, over PAIRS calls of pair, less the gateway's
-        idle rate, and the commands per pair by name."""
+    gateway_config = {"poll_ms": 60000}  # no waiter looks again by itself while a queue's commands are counted
+
+    def counted(self, pair, times: int = PAIRS) -> tuple[float, float, dict]:
+        """(commands run by scripts, script calls) per call of pair, over `times` calls, less the gateway's
+        idle rate, and the commands per call by name."""
         with Redis() as r:
             r.cmd("CONFIG", "RESETSTAT")
             time.sleep(1.0)
             idle = commandstats(r)
             r.cmd("CONFIG", "RESETSTAT")
             started = time.monotonic()
-            for _ in range(PAIRS):
+            for _ in range(times):
                 pair()
             took = time.monotonic() - started
             busy = commandstats(r)
-        net = {n: max(0.0, c - idle.get(n, 0) * took) / PAIRS for n, c in busy.items()}
+        net = {n: max(0.0, c - idle.get(n, 0) * took) / times for n, c in busy.items()}
         # Each command is counted per pair to the nearest whole one: what the gateway's background work adds
         # beyond its idle rate (a listing pass of the janitor) is a fraction of a call per pair.
         commands = sum(round(c) for n, c in net.items() if n not in SCRIPT_CALLS)
@@ -151,6 +163,42 @@ class BackendCost(GatewayTest):
             trims = commandstats(r).get("zremrangebyscore", 0)
         self.assertLessEqual(trims, 64 // 16 + 2, "the released set trimmed on every release")
         self.assertEqual(self.c.post(route + "/release", {"token": other.body["token"]}).status, 200)
+
+    def test_a_lock_queue_join_and_hand_over_run_a_handful_of_commands(self):
+        name = f"cost:{uuid.uuid4().hex}"
+        queue = f"fg:lk:{{{name}}}:q"
+        holder = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(holder.status, 200, holder)
+        waiters: list[Waiter] = []
+        with Redis() as r:
+            def join():
+                waiters.append(Waiter(self.gw, f"/v1/locks/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 60000}))
+                waiters[-1].start()
+                wait_for(lambda: r.cmd("ZLEXCOUNT", queue, "-", "+") == len(waiters), what="the waiter queued")
+
+            join()  # its first try finds the lock held: from then on the name is known contended
+            commands, calls, by_name = self.counted(join, QUEUED)
+            print(f"lock queue join: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
+            self.assertLessEqual(commands, QUEUE_JOIN_COMMANDS, by_name)
+            self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=by_name)
+
+            token = [holder.body["token"]]
+
+            def hand_over():
+                """The holder releases; the oldest waiter, handed the lock, holds it."""
+                done = self.c.post(f"/v1/locks/{name}/release", {"token": token[0]})
+                self.assertEqual(done.status, 200, done)
+                got = waiters.pop(0)
+                got.join(20)
+                self.assertEqual(got.response.status, 200, got.response)
+                token[0] = got.response.body["token"]
+
+            commands, calls, by_name = self.counted(hand_over, QUEUED)
+            print(f"lock hand-over: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
+            self.assertLessEqual(commands, HAND_OVER_COMMANDS, by_name)
+            self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=by_name)
+            hand_over()
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": token[0]}).status, 200)
 
     def test_an_emptied_queue_leaves_no_tickets(self):
         name = f"cost:{uuid.uuid4().hex}"
