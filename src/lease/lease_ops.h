@@ -26,11 +26,9 @@ struct lease_ops {
     const char *busy_detail;    /* detail of 409 lock_busy */
     bool with_limit;            /* acquire requires "limit" */
     enum metric_kind metric;    /* kind label of the hold-time metric */
-    /* acquire: lease_id is fresh; acquire_again: it is a queued attempt's */
     int (*acquire)(const char *name, const struct acquire_params *p, const char *lease_id,
-                   bool wait, const char *attach, struct lease_result *res, struct fg_error *err);
-    int (*acquire_again)(const char *name, const struct acquire_params *p, const char *lease_id,
-                         const char *attach, struct lease_result *res, struct fg_error *err);
+                   enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
+                   struct fg_error *err);
     int (*cancel)(const char *name, const char *lease_id, const char *attach,
                   enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err);
     int (*leave)(const char *name, const struct lease_leaver *ws, size_t n, bool *left,

@@ -20,6 +20,16 @@
 #include "store/backend/redis.h"
 #include "store/fenced/revocations.h"
 
+const char *lease_acquire_wait_name(enum lease_acquire_wait wait)
+{
+    static const char *const names[] = {
+        [LEASE_ACQUIRE_ONCE] = "0",
+        [LEASE_ACQUIRE_QUEUE] = "1",
+        [LEASE_ACQUIRE_AGAIN] = "again",
+    };
+    return names[wait];
+}
+
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
 {
     static const char *const names[] = {

@@ -51,6 +51,15 @@ struct lease_watch {
     char reason[16];   /* not held: "released", "expired" or "revoked" */
 };
 
+/* How an acquire attempt asks (the scripts' ARGV wait): a first attempt names a
+ * lease id no call named before, which is not looked up among holders and
+ * waiters; an attempt looking again names one that may be queued. */
+enum lease_acquire_wait {
+    LEASE_ACQUIRE_ONCE,  /* first attempt: busy if not free */
+    LEASE_ACQUIRE_QUEUE, /* first attempt: joins the queue if not free */
+    LEASE_ACQUIRE_AGAIN, /* looking again: keeps its place in the queue, or joins it */
+};
+
 enum lease_cancel_mode {
     LEASE_CANCEL_TAKE,   /* deadline: keep a grant that arrived meanwhile */
     LEASE_CANCEL_DROP,   /* client gone: leave the queue or free the grant */
@@ -86,6 +95,9 @@ struct lease_result {
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
     size_t nhandoff;                               /* entries in handoff */
 };
+
+/* The script argument naming an acquire's wait ("0", "1", "again"). */
+const char *lease_acquire_wait_name(enum lease_acquire_wait wait);
 
 /* The script argument naming a cancel mode ("take", "drop", "orphan"). */
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode);

@@ -106,8 +106,8 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
     struct lease_wait *lw = wait_of(p);
     struct lease_wait_end *end = lw->end;
     end_clear(end);
-    if (lw->kind->acquire_again(lw->name, &lw->params, p->waiter.lease_id, lw->attach, &end->res,
-                                &end->err) != 0)
+    if (lw->kind->acquire(lw->name, &lw->params, p->waiter.lease_id, LEASE_ACQUIRE_AGAIN,
+                          lw->attach, &end->res, &end->err) != 0)
         return end->err.code == FG_ERR_BACKEND_UNAVAILABLE ? PARK_TRY_OUTAGE : PARK_TRY_ANSWERED;
     if (end->res.outcome != LEASE_QUEUED)
         return PARK_TRY_ANSWERED;
@@ -294,7 +294,8 @@ enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
     bool may_wait = p->wait_ms > 0 && !gw.draining;
     if (token_new_lease_id(lease_id, &end->err) != 0 ||
         (may_wait && token_new_lease_id(attach, &end->err) != 0) ||
-        kind->acquire(name, p, lease_id, may_wait, attach, &end->res, &end->err) != 0)
+        kind->acquire(name, p, lease_id, may_wait ? LEASE_ACQUIRE_QUEUE : LEASE_ACQUIRE_ONCE,
+                      attach, &end->res, &end->err) != 0)
         return PARK_STEP_ANSWER;
     if (may_wait && end->res.outcome == LEASE_QUEUED)
         return start(kind, name, p, attach, client, wait, end);

@@ -41,11 +41,9 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     return 0;
 }
 
-/* An acquire attempt (lock_acquire, lock_acquire_again); wait: the script's
- * ARGV wait, "0", "1" or "again" (lua/lock_acquire.lua). */
-static int acquire(const char *name, const struct acquire_params *p, const char *lease_id,
-                   const char *wait, const char *attach, struct lease_result *res,
-                   struct fg_error *err)
+int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
+                 enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
+                 struct fg_error *err)
 {
     const struct config *cfg = gw.cfg;
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24];
@@ -67,7 +65,7 @@ static int acquire(const char *name, const struct acquire_params *p, const char 
         [LOCK_ACQUIRE_ARGV_TTL_MS] = ttl,
         [LOCK_ACQUIRE_ARGV_MAX_HOLD_MS] = hold,
         [LOCK_ACQUIRE_ARGV_OWNER] = p->owner,
-        [LOCK_ACQUIRE_ARGV_WAIT] = wait,
+        [LOCK_ACQUIRE_ARGV_WAIT] = lease_acquire_wait_name(wait),
         [LOCK_ACQUIRE_ARGV_INSTANCE] = gw.instance_id,
         [LOCK_ACQUIRE_ARGV_ATTACH] = attach,
         [LOCK_ACQUIRE_ARGV_CLAIM_MS] = claim,
@@ -76,18 +74,6 @@ static int acquire(const char *name, const struct acquire_params *p, const char 
         [LOCK_ACQUIRE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
     };
     return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, argv, res, err);
-}
-
-int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
-                 const char *attach, struct lease_result *res, struct fg_error *err)
-{
-    return acquire(name, p, lease_id, wait ? "1" : "0", attach, res, err);
-}
-
-int lock_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
-                       const char *attach, struct lease_result *res, struct fg_error *err)
-{
-    return acquire(name, p, lease_id, "again", attach, res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,

@@ -17,18 +17,14 @@
 #include "util/error.h"
 
 /*
- * One acquire attempt on lock name for lease_id, an id no call named before.
- * wait: join the queue if not free. attach
- * identifies the connection asking. After a "nofence" answer, fences are
- * reserved and the attempt runs once more (lease_result.h).
+ * One acquire attempt on lock name for lease_id, asking as wait says (a first
+ * attempt, or one looking again: enum lease_acquire_wait). attach identifies
+ * the connection asking. After a "nofence" answer, fences are reserved and the
+ * attempt runs once more (lease_result.h).
  */
-int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
-                 const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
-
-/* lock_acquire with wait for lease_id, the id of an attempt that may be queued
- * (looking again): it is looked up among the waiters, where a fresh id is not. */
-int lock_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
-                       const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
+int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
+                 enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
+                 struct fg_error *err) FG_WUR;
 
 /* Gives up a queued or granted lease (see enum lease_cancel_mode). */
 int lock_cancel(const char *name, const char *lease_id, const char *attach,

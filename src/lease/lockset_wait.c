@@ -219,12 +219,12 @@ static void took(struct lockset_wait *ls, const struct lease_grant *g, int64_t n
  * attempt looking again, which the script looks up in the lock's queue. */
 static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct lease_result *res)
 {
-    const char *name = ls->set.names[ls->next], *lease = ls->leases[ls->next];
-    bool again = ls->asked_next;
+    enum lease_acquire_wait wait = ls->asked_next ? LEASE_ACQUIRE_AGAIN
+                                   : ls->waits    ? LEASE_ACQUIRE_QUEUE
+                                                  : LEASE_ACQUIRE_ONCE;
     ls->asked_next = ls->waits;
-    if (again)
-        return lock_acquire_again(name, ap, lease, ls->attach, res, &ls->err);
-    return lock_acquire(name, ap, lease, ls->waits, ls->attach, res, &ls->err);
+    return lock_acquire(ls->set.names[ls->next], ap, ls->leases[ls->next], wait, ls->attach, res,
+                        &ls->err);
 }
 
 /* The attempt hook: takes the locks in order until all are held, the set gives up, or it waits. */

@@ -51,11 +51,9 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     return 0;
 }
 
-/* An acquire attempt (sem_acquire, sem_acquire_again); wait: the script's
- * ARGV wait, "0", "1" or "again" (lua/sem_acquire.lua). */
-static int acquire(const char *name, const struct acquire_params *p, const char *lease_id,
-                   const char *wait, const char *attach, struct lease_result *res,
-                   struct fg_error *err)
+int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
+                enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
+                struct fg_error *err)
 {
     const struct config *cfg = gw.cfg;
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24], limit[24];
@@ -78,7 +76,7 @@ static int acquire(const char *name, const struct acquire_params *p, const char 
         [SEM_ACQUIRE_ARGV_TTL_MS] = ttl,
         [SEM_ACQUIRE_ARGV_MAX_HOLD_MS] = hold,
         [SEM_ACQUIRE_ARGV_OWNER] = p->owner,
-        [SEM_ACQUIRE_ARGV_WAIT] = wait,
+        [SEM_ACQUIRE_ARGV_WAIT] = lease_acquire_wait_name(wait),
         [SEM_ACQUIRE_ARGV_INSTANCE] = gw.instance_id,
         [SEM_ACQUIRE_ARGV_ATTACH] = attach,
         [SEM_ACQUIRE_ARGV_CLAIM_MS] = claim,
@@ -88,18 +86,6 @@ static int acquire(const char *name, const struct acquire_params *p, const char 
         [SEM_ACQUIRE_ARGV_LIMIT] = limit,
     };
     return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
-}
-
-int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
-                const char *attach, struct lease_result *res, struct fg_error *err)
-{
-    return acquire(name, p, lease_id, wait ? "1" : "0", attach, res, err);
-}
-
-int sem_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
-                      const char *attach, struct lease_result *res, struct fg_error *err)
-{
-    return acquire(name, p, lease_id, "again", attach, res, err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,

@@ -19,18 +19,14 @@
 #include "util/error.h"
 
 /*
- * One acquire attempt on semaphore name for lease_id, a fresh id (no call
- * named it before), with p->limit as the caller's limit. wait: join the queue
- * if no slot is free. attach identifies the connection asking. After a
+ * One acquire attempt on semaphore name for lease_id, asking as wait says (a
+ * first attempt, or one looking again: enum lease_acquire_wait), with p->limit
+ * as the caller's limit. attach identifies the connection asking. After a
  * "nofence" answer, fences are reserved and the attempt runs once more.
  */
-int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id, bool wait,
-                const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
-
-/* sem_acquire once more for lease_id, the id of a queued attempt, which stays
- * queued if no slot is free. */
-int sem_acquire_again(const char *name, const struct acquire_params *p, const char *lease_id,
-                      const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
+int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
+                enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
+                struct fg_error *err) FG_WUR;
 
 /* Gives up a queued or granted lease (see enum lease_cancel_mode). */
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
