@@ -51,12 +51,23 @@ local function now_ms()
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
--- now_ms as decimal text, made of TIME's two texts (the seconds, then the
--- microseconds without leading zeros) alone: no number read or printed, for a
--- script that only writes the time down (the first tries).
-local function now_text()
-  local t = redis.call('TIME')
+-- TIME's two texts (t) as the milliseconds' decimal text: the seconds, then
+-- the microseconds without leading zeros, joined; no number read or printed.
+local function time_text(t)
   return t[1] .. string.sub('00000' .. t[2], -6, -4)
+end
+
+-- now_ms as decimal text (time_text), for a script that only writes the time
+-- down (the first tries).
+local function now_text()
+  return time_text(redis.call('TIME'))
+end
+
+-- now_ms and now_text of one look at the clock, for a script that computes
+-- with the time and writes it down as well.
+local function now_ms_and_text()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000), time_text(t)
 end
 
 -- True if decimal text a (digits, no leading zero) is a larger number than

@@ -1,23 +1,32 @@
--- uses: lib_lease.lua lib_holder.lua lib_lock.lua
+-- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_renew.lua: the holder extends its lease; the fence stays the same.
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
--- KEYS: lib_lock.lua
+-- It names only the keys a renewal touches (Redis hands each key of a call to
+-- Lua at a price): the holder, and the request ids it keeps. A claimed
+-- holder's record stays as it is, only its time to live moves; the time to
+-- live is the ttl as asked unless the hold's deadline cuts it (no sum printed).
+-- KEYS: holder rids rid_until
+--   those keys of lib_lock.lua and lib_lease.lua
 -- ARGV: lease ttl_ms
 --   ttl_ms "0": the lease's own ttl
--- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, expires_at, hold_until}, lost {},
--- max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
-local lease, ttl = A_lease, tonumber(A_ttl_ms)
-local k = lock_keys()
+-- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, now, hold_until} (the new expiry is now +
+-- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
+local lease, ttl = A_lease, A_ttl_ms
+local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3]}
 local h = holder_read(redis.call('GET', k.h))
 if not h or h.lease ~= lease then return lease_reply('lost') end
-if ttl == 0 then ttl = tonumber(h.ttl) end
-local now, hold_until = now_ms(), h.granted_at + h.max_hold
+if ttl == '0' then ttl = h.ttl end
+local now, now_at = now_ms_and_text()
+local hold_until = h.granted_at + h.max_hold
 if now >= hold_until then
   return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until))
 end
-local expires_at = math.min(now + ttl, hold_until)
-redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', decimal(expires_at - now))
-rid_hold(k, h.rid, lease, expires_at, now)
-return lease_reply('renewed', nil, R_FENCE, h.fence, R_TTL, decimal(expires_at - now), R_EXPIRES_AT,
-                   decimal(expires_at), R_HOLD_UNTIL, decimal(hold_until))
+if now + ttl > hold_until then ttl = decimal(hold_until - now) end
+if h.claimed == '1' then
+  redis.call('PEXPIRE', k.h, ttl)
+else
+  redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', ttl)
+end
+rid_hold(k, h.rid, lease, now + ttl, now)
+return lease_reply('renewed', nil, R_FENCE, h.fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))

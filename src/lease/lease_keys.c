@@ -21,11 +21,11 @@ _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for 
 /* The transition scripts take exactly the keys of lua/lib_lock.lua or lua/lib_sem.lua. */
 #define TAKES(S, LIB) (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS)
 _Static_assert(TAKES(LOCK_ACQUIRE, LIB_LOCK) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
-                   TAKES(LOCK_RELEASE, LIB_LOCK) && TAKES(LOCK_RENEW, LIB_LOCK) &&
-                   TAKES(LOCK_REVOKE, LIB_LOCK) && TAKES(LOCK_LEAVE, LIB_LOCK) &&
-                   TAKES(SEM_ACQUIRE, LIB_SEM) && TAKES(SEM_CANCEL, LIB_SEM) &&
-                   TAKES(SEM_RELEASE, LIB_SEM) && TAKES(SEM_RENEW, LIB_SEM) &&
-                   TAKES(SEM_REVOKE, LIB_SEM) && TAKES(SEM_LEAVE, LIB_SEM),
+                   TAKES(LOCK_RELEASE, LIB_LOCK) && TAKES(LOCK_REVOKE, LIB_LOCK) &&
+                   TAKES(LOCK_LEAVE, LIB_LOCK) && TAKES(SEM_ACQUIRE, LIB_SEM) &&
+                   TAKES(SEM_CANCEL, LIB_SEM) && TAKES(SEM_RELEASE, LIB_SEM) &&
+                   TAKES(SEM_RENEW, LIB_SEM) && TAKES(SEM_REVOKE, LIB_SEM) &&
+                   TAKES(SEM_LEAVE, LIB_SEM),
                "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
 
 /* A key made from the name: its index in the KEYS list, and its suffix. */
@@ -181,7 +181,8 @@ int lease_keys_slot(enum lease_kind kind, const char *name)
     return (int)key_slot(own, strlen(own));
 }
 
-/* Where each key of a first try comes from in the lock's KEYS. */
+/* Where each key of a script that names only some of a lock's comes from in
+ * the lock's KEYS. */
 static const size_t acquire_fast_from[LOCK_ACQUIRE_FAST_NKEYS] = {
     [LOCK_ACQUIRE_FAST_KEY_HOLDER] = LIB_LOCK_KEY_HOLDER,
     [LOCK_ACQUIRE_FAST_KEY_TICKETS] = LIB_LOCK_KEY_TICKETS,
@@ -199,14 +200,30 @@ static const size_t release_fast_from[LOCK_RELEASE_FAST_NKEYS] = {
     [LOCK_RELEASE_FAST_KEY_INDEX] = LIB_LOCK_KEY_INDEX,
 };
 
+static const size_t renew_from[LOCK_RENEW_NKEYS] = {
+    [LOCK_RENEW_KEY_HOLDER] = LIB_LOCK_KEY_HOLDER,
+    [LOCK_RENEW_KEY_RIDS] = LIB_LOCK_KEY_RIDS,
+    [LOCK_RENEW_KEY_RID_UNTIL] = LIB_LOCK_KEY_RID_UNTIL,
+};
+
+/* Fills out[0..n) with the keys of k at the indexes from[0..n). */
+static void pick(const struct lease_keys *k, const size_t *from, size_t n, const char **out)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = k->key[from[i]];
+}
+
 void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char **out)
 {
-    for (size_t i = 0; i < LOCK_ACQUIRE_FAST_NKEYS; i++)
-        out[i] = k->key[acquire_fast_from[i]];
+    pick(k, acquire_fast_from, LOCK_ACQUIRE_FAST_NKEYS, out);
 }
 
 void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out)
 {
-    for (size_t i = 0; i < LOCK_RELEASE_FAST_NKEYS; i++)
-        out[i] = k->key[release_fast_from[i]];
+    pick(k, release_fast_from, LOCK_RELEASE_FAST_NKEYS, out);
+}
+
+void lease_keys_lock_renew(const struct lease_keys *k, const char **out)
+{
+    pick(k, renew_from, LOCK_RENEW_NKEYS, out);
 }

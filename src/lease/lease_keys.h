@@ -69,10 +69,12 @@ void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *nam
  * per-slot layout; -1 on one Redis. */
 int lease_keys_slot(enum lease_kind kind, const char *name);
 
-/* The KEYS of the first tries of a lock (lua/lock_acquire_fast.lua,
- * lua/lock_release_fast.lua), picked from the lock's keys k (borrowed): out
- * holds LOCK_ACQUIRE_FAST_NKEYS, or LOCK_RELEASE_FAST_NKEYS, entries. */
+/* The KEYS of the lock scripts that name only the keys they touch: the first
+ * tries (lua/lock_acquire_fast.lua, lua/lock_release_fast.lua) and the renewal
+ * (lua/lock_renew.lua), picked from the lock's keys k (borrowed): out holds
+ * LOCK_ACQUIRE_FAST_NKEYS, LOCK_RELEASE_FAST_NKEYS or LOCK_RENEW_NKEYS entries. */
 void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char **out);
 void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out);
+void lease_keys_lock_renew(const struct lease_keys *k, const char **out);
 
 #endif

@@ -147,13 +147,21 @@ int lock_release(const char *name, const char *lease_id, struct lease_result *re
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                struct fg_error *err)
 {
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *keys[LOCK_RENEW_NKEYS];
+    lease_keys_lock_renew(&k, keys);
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     const char *argv[LOCK_RENEW_NARGV] = {
         [LOCK_RENEW_ARGV_LEASE] = lease_id,
         [LOCK_RENEW_ARGV_TTL_MS] = ttl,
     };
-    return lease_script_run(SCRIPT_LOCK_RENEW, LEASE_KIND_LOCK, name, argv, res, err);
+    if (lease_script_run_on(SCRIPT_LOCK_RENEW, keys, argv, res, err) != 0)
+        return -1;
+    if (res->outcome == LEASE_RENEWED) /* the script answers the time it renewed at, and the ttl */
+        res->expires_at_ms = res->now_ms + res->ttl_ms;
+    return 0;
 }
 
 int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)

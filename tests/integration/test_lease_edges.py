@@ -154,6 +154,34 @@ class LeaseEdges(GatewayTest):
             again = self.c.post(f"/v1/{kind}/{name}/release", {"token": got.body["token"]})
             self.assertEqual(again.status, 200, (kind, again))
 
+    def test_a_renewal_claims_a_handed_over_grant_and_then_moves_its_time_alone(self):
+        """A lock handed over within one gateway is held unclaimed (an orphan give-back may still free it,
+        lib_lock.lua grant_next); its first renewal claims it, and later ones move its time to live and leave
+        the record as it is. Caught: a renewal that only moves the time to live (the grant stays unclaimed),
+        and one that does not move it."""
+        name = unique_name("renew-claim")
+        holder = f"fg:lk:{{{name}}}:h"
+        first = acquire(self.c, name, ttl_ms=30000)
+        self.assertEqual(first.status, 200, first)
+        waiter = Waiter(self.gw, f"/v1/locks/{name}/acquire", {"ttl_ms": 1000, "wait_ms": 20000})
+        waiter.start()
+        wait_for(lambda: status(self.c, name)["waiting"] == 1, what="the waiter queued")
+        self.assertEqual(release(self.c, name, first.body["token"]).status, 200)
+        waiter.join(30)
+        got = waiter.response
+        self.assertEqual(getattr(got, "status", None), 200, got)
+        with Redis() as r:
+            claimed = lambda: r.cmd("GET", holder).split(" ")[5]  # noqa: E731 - lib_holder.lua's layout
+            self.assertEqual(claimed(), "0")
+            self.assertEqual(renew(self.c, name, got.body["token"], ttl_ms=5000).status, 200)
+            self.assertEqual(claimed(), "1")
+            self.assertGreater(r.cmd("PTTL", holder), 4000)
+            record = r.cmd("GET", holder)
+            self.assertEqual(renew(self.c, name, got.body["token"], ttl_ms=9000).status, 200)
+            self.assertEqual(r.cmd("GET", holder), record)
+            self.assertGreater(r.cmd("PTTL", holder), 8000)
+        self.assertEqual(release(self.c, name, got.body["token"]).status, 200)
+
     def test_release_after_the_lease_ran_out_answers_410(self):
         """A release after the lease ran out answers 410, though nothing else ran on the lock or semaphore
         since to clear it away. (Caught: a semaphore's release of its only holder that did not look at the
@@ -243,8 +271,9 @@ class LeaseEdges(GatewayTest):
             got = status(self.c, name)
             self.assertEqual((got["held"], got["fence"], got["owner"]), (True, held.body["fence"], "before"), got)
             self.assertEqual(acquire(self.c, name, wait_ms=0).status, 409)
+            before = r.cmd("GET", holder)
             self.assertEqual(renew(self.c, name, held.body["token"]).status, 200)
-            rewrite()
+            self.assertEqual(r.cmd("GET", holder), before)  # a renewal moves the record's time to live alone
             self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
         self.assertFalse(status(self.c, name)["held"])
 

@@ -122,15 +122,18 @@ static void per_slot_keys_share_the_slot(void **state)
     assert_int_equal(lease_keys_slot(LEASE_KIND_LOCK, "inv:42"), -1);
 }
 
-/* The first tries of a lock take their keys from the lock's, each at its index. */
-static void lock_first_try_keys(void **state)
+/* The lock scripts that name only some keys (the first tries, the renewal)
+ * take them from the lock's, each at its index. */
+static void lock_scripts_of_some_keys(void **state)
 {
     (void)state;
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
     const char *acquire[LOCK_ACQUIRE_FAST_NKEYS], *release[LOCK_RELEASE_FAST_NKEYS];
+    const char *renew[LOCK_RENEW_NKEYS];
     lease_keys_lock_acquire_fast(&k, acquire);
     lease_keys_lock_release_fast(&k, release);
+    lease_keys_lock_renew(&k, renew);
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_HOLDER], "fg:lk:{inv:42}:h");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_TICKETS], "fg:lk:{inv:42}:t");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE], "fg:fence");
@@ -142,6 +145,10 @@ static void lock_first_try_keys(void **state)
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_WATCHED], "fg:lk:{inv:42}:v");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_TICKETS], "fg:lk:{inv:42}:t");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_INDEX], "fg:idx:lk");
+    assert_int_equal(LOCK_RENEW_NKEYS, 3);
+    assert_string_equal(renew[LOCK_RENEW_KEY_HOLDER], "fg:lk:{inv:42}:h");
+    assert_string_equal(renew[LOCK_RENEW_KEY_RIDS], "fg:lk:{inv:42}:r");
+    assert_string_equal(renew[LOCK_RENEW_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
 }
 
 int main(void)
@@ -151,7 +158,7 @@ int main(void)
         cmocka_unit_test(semaphore_keys_in_script_order),
         cmocka_unit_test(longest_name_fits),
         cmocka_unit_test(per_slot_keys_share_the_slot),
-        cmocka_unit_test(lock_first_try_keys),
+        cmocka_unit_test(lock_scripts_of_some_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
