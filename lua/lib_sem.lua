@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_sem.lua: functions shared by the semaphore scripts (prepended to every
 -- script whose first line is "-- uses: lib_lease.lua lib_holder.lua
--- lib_sem_holder.lua lib_sem.lua"; never called on its own).
+-- lib_sem_holder.lua lib_sem_life.lua lib_sem.lua"; never called on its own).
 --
 -- Key layout of semaphore N; every key carries the hash tag {N}, base is
 -- KEY_SEM_PREFIX..N..KEY_TAG_END (src/store/backend/redis_keys.h):
@@ -22,9 +22,12 @@
 -- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>"; on a cluster its shard
 -- channel of the semaphore's slot, lib_lease.lua publish).
 --
--- Every script that finds the semaphore in use starts by purging expired
+-- Every script here that finds the semaphore in use starts by purging expired
 -- holders, then hands the slots that frees to the oldest live waiters, so a
--- crashed holder's slot is reused within one lease by whoever calls. An
+-- crashed holder's slot is reused within one lease by whoever acquires,
+-- releases, gives up or revokes; the first waiters also look again themselves
+-- when the earliest holder's lease ends (src/lease/lease_wait.c). A renewal
+-- (sem_renew.lua) touches its own holder alone, and leaves that to them. An
 -- acquire of an idle semaphore (no limit, holder or waiter) takes the first
 -- slot with none of that, and the release of
 -- its only holder with nobody waiting drops its keys and writes the end's
@@ -54,14 +57,6 @@ local function sem_keys()
           fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
           rid_until = KEYS[f + 4], released = KEYS[f + 5], index = KEYS[f + 6], ended = KEYS[f + 7],
           revoked = KEYS[f + 8], watched = KEYS[f + 9]}
-end
-
--- Sets the expiry of holder lease to expires_at (ms; text: the same as decimal
--- text, when the caller has it), noting it for tidy.
-local function set_expiry(k, lease, expires_at, text)
-  redis.call('ZADD', k.h, text or decimal(expires_at), lease)
-  if expires_at > k.latest then k.latest = expires_at end
-  if k.first and (k.first == -1 or expires_at < k.first) then k.first = expires_at end
 end
 
 -- Removes the holders whose lease expired (score <= now).
@@ -137,40 +132,6 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   end
 end
 
--- A first holder whose record is of no layout this script reads (a newer
--- gateway's, while gateways are replaced) still holds its slot until the limit
--- key expires: the holder_read fields of a lease nobody's token names, which
--- unfold keeps as it keeps any first holder.
-local UNREAD_LEASE = '00000000000000000000000000000000'
-local function unread_first_holder(k)
-  local left = decimal(math.max(redis.call('PTTL', k.l), 0))
-  return {lease = UNREAD_LEASE, fence = '0', owner = '', ttl = left, max_hold = left, granted_at = decimal(now_ms()),
-          claimed = '1', rid = '', inst = '', attach = ''}
-end
-
--- Moves a first holder kept in the limit key (see above; raw: the limit key as
--- read) into the holders' keys: its record (lib_sem_holder.lua) in data, its
--- expiry in holders, the limit alone in the limit key, whose times to live the
--- call's tidy or keep_alive sets (k.fresh). It holds no request_id (the first
--- try takes none). Returns the limit key's value as it is now: the limit, or
--- raw when that held no first holder.
-local function unfold(k, raw)
-  local limit, h = first_holder_read(raw)
-  if not limit then return raw end
-  if not h then h = unread_first_holder(k) end
-  redis.call('HSET', k.d, h.lease, holder_json(h.fence, h.owner, h.ttl, h.max_hold, h.granted_at, h.claimed,
-                                               h.rid, h.inst, h.attach))
-  set_expiry(k, h.lease, h.granted_at + h.ttl)
-  redis.call('SET', k.l, limit)
-  k.fresh = true
-  return limit
-end
-
--- unfold of the limit key as it is.
-local function unfold_now(k)
-  unfold(k, redis.call('GET', k.l))
-end
-
 -- The limit in force, or nil.
 local function limit_in_force(k)
   return tonumber(redis.call('GET', k.l))
@@ -212,12 +173,6 @@ local function first_expiry_in(k, now)
   return math.max(0, at - now)
 end
 
--- The time to live (text) that keeps a semaphore's keys keep_ms and a half
--- past a holder lease that ends at last (ms; now when there is none).
-local function keys_ttl(now, keep_ms, last)
-  return decimal(keep_ms + math.max(0, last - now) + keep_ms / 2)
-end
-
 -- Removes every key of an idle semaphore (no holder, no waiter), but for an
 -- end's record in the limit key (sem_release.lua), which is kept for retried
 -- releases and watchers until it runs out.
@@ -225,30 +180,6 @@ local function forget(k)
   redis.call('DEL', k.h, k.d, k.q, k.w, k.t)
   local l = redis.call('GET', k.l)
   if l and not is_end(l) then redis.call('DEL', k.l) end
-end
-
--- Keeps the keys of a semaphore in use alive: they live at least keep_ms after
--- the last holder lease, so an abandoned semaphore does not stay in Redis
--- forever (live waiters call again at least every poll interval, which pushes
--- it on). The six times to live are set half a keep_ms longer than needed, so
--- most calls find them long enough (read from the limit key, set with the
--- others) and set nothing. Long enough means keep_ms past the latest expiry
--- this call set (k.latest, set_expiry): a holder's expiry set by an earlier
--- call was covered then, and its time left and the keys' times to live have
--- run down at the same pace since. A call that may have made one of the keys
--- anew (k.fresh: the first holder or waiter, a new limit) sets them all, since
--- a key made by a write has no time to live. Keys live at most 1.5 x keep_ms
--- after the last holder lease.
-local function keep_alive(k, now, keep_ms)
-  if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return end
-  local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
-  local ttl = keys_ttl(now, keep_ms, #last > 0 and tonumber(last[2]) or now)
-  redis.call('PEXPIRE', k.h, ttl)
-  redis.call('PEXPIRE', k.d, ttl)
-  redis.call('PEXPIRE', k.q, ttl)
-  redis.call('PEXPIRE', k.w, ttl)
-  redis.call('PEXPIRE', k.l, ttl)
-  redis.call('PEXPIRE', k.t, ttl)
 end
 
 -- Ends the scripts' bookkeeping: a semaphore with neither holders nor waiters

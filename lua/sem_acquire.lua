@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
 -- KEYS: lib_sem.lua

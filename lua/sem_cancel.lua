@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_cancel.lua: a waiter or an unclaimed grant of semaphore N is given up.
 -- KEYS: lib_sem.lua

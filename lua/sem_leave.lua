@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_leave.lua: waiters of semaphore N whose clients hung up leave its queue,
 -- many in one step (the gateway gathers them as the hang-ups arrive).

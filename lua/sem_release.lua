@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.

@@ -1,38 +1,48 @@
--- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_renew.lua: a holder extends its lease on semaphore N; the fence stays the same.
--- KEYS: lib_sem.lua
--- ARGV: name lease ttl_ms claim_ms keep_ms instance
---   ttl_ms "0": the lease's own ttl; instance: the gateway's id
--- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free): renewed {fence, ttl,
--- expires_at, hold_until}, lost {}, max_hold {hold_until} (the hold deadline is reached).
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
-local name, lease, ttl = A_name, A_lease, tonumber(A_ttl_ms)
-local keep_ms, inst = tonumber(A_keep_ms), A_instance
-local k = sem_keys()
-local handoff = {}
-local now = now_ms()
+-- It names only the keys a renewal touches (Redis hands each key of a call to
+-- Lua at a price): the semaphore's own, whose times to live it keeps past the
+-- new expiry, and the request ids. It touches its own holder alone: expired
+-- holders and the slots they free are left to the next acquire, release or
+-- give-up, and to the waiters, which look again when the earliest holder's
+-- lease ends (lib_sem.lua). A first holder in the limit key moves into the
+-- holders' keys first (lib_sem_life.lua unfold). A claimed holder's record
+-- stays as it is, only its expiry moves; the time to live is the ttl as asked
+-- unless the hold's deadline cuts it (no sum printed).
+-- KEYS: holders data queue waiters limit tickets rids rid_until
+--   those keys of lib_sem.lua and lib_lease.lua
+-- ARGV: lease ttl_ms keep_ms
+--   ttl_ms "0": the lease's own ttl
+-- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, now, hold_until} (the new expiry is now +
+-- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached).
+local lease, ttl = A_lease, A_ttl_ms
+local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], rids = KEYS[7],
+           rid_until = KEYS[8], fresh = false, latest = 0, first = false}
 unfold_now(k)
-purge(k, now)
-grant_free(k, name, limit_in_force(k), A_claim_ms, now, inst, handoff)
-local rec = holder_of(k, lease)
-local reply
-if not rec then
-  reply = {'lost'}
-else
-  if ttl == 0 then ttl = rec.ttl end
+local now, now_at = now_ms_and_text()
+
+-- The reply, the holder's expiry moved when it holds.
+local function renew()
+  local expiry = redis.call('ZSCORE', k.h, lease)
+  if not expiry or tonumber(expiry) <= now then return {'lost'} end -- an expired holder is not purged here
+  local raw = redis.call('HGET', k.d, lease)
+  if not raw then return {'lost'} end
+  local rec = cjson.decode(raw)
+  if ttl == '0' then ttl = decimal(rec.ttl) end
   local hold_until = rec.granted_at + rec.max_hold
-  if now >= hold_until then
-    reply = {'max_hold', R_HOLD_UNTIL, decimal(hold_until)}
-  else
-    local expires_at = math.min(now + ttl, hold_until)
+  if now >= hold_until then return {'max_hold', R_HOLD_UNTIL, decimal(hold_until)} end
+  if now + ttl > hold_until then ttl = decimal(hold_until - now) end
+  if rec.claimed ~= 1 then
     rec.claimed = 1
     redis.call('HSET', k.d, lease, record_json(rec))
-    set_expiry(k, lease, expires_at)
-    rid_hold(k, rec.rid, lease, expires_at, now)
-    reply = {'renewed', R_FENCE, decimal(rec.fence), R_TTL, decimal(expires_at - now), R_EXPIRES_AT,
-             decimal(expires_at), R_HOLD_UNTIL, decimal(hold_until)}
   end
+  set_expiry(k, lease, now + ttl)
+  rid_hold(k, rec.rid, lease, now + ttl, now)
+  return {'renewed', R_FENCE, decimal(rec.fence), R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until)}
 end
-tidy(k, now, keep_ms)
-return lease_reply(reply[1], handoff, unpack(reply, 2))
+
+local reply = renew()
+if k.fresh or reply[1] == 'renewed' then keep_alive(k, now, tonumber(A_keep_ms)) end
+return lease_reply(reply[1], nil, unpack(reply, 2))

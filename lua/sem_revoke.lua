@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_revoke.lua: an operator revokes the holder with fence F of semaphore N:
 -- the fence joins the revoked set (no write presenting it is accepted from now

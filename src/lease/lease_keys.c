@@ -18,14 +18,15 @@
 
 _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for a semaphore");
 
-/* The transition scripts take exactly the keys of lua/lib_lock.lua or lua/lib_sem.lua. */
+/* The transition scripts take exactly the keys of lua/lib_lock.lua or
+ * lua/lib_sem.lua, but for those that name only the keys they touch (the first
+ * tries, the renewals). */
 #define TAKES(S, LIB) (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS)
 _Static_assert(TAKES(LOCK_ACQUIRE, LIB_LOCK) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
                    TAKES(LOCK_RELEASE, LIB_LOCK) && TAKES(LOCK_REVOKE, LIB_LOCK) &&
                    TAKES(LOCK_LEAVE, LIB_LOCK) && TAKES(SEM_ACQUIRE, LIB_SEM) &&
                    TAKES(SEM_CANCEL, LIB_SEM) && TAKES(SEM_RELEASE, LIB_SEM) &&
-                   TAKES(SEM_RENEW, LIB_SEM) && TAKES(SEM_REVOKE, LIB_SEM) &&
-                   TAKES(SEM_LEAVE, LIB_SEM),
+                   TAKES(SEM_REVOKE, LIB_SEM) && TAKES(SEM_LEAVE, LIB_SEM),
                "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
 
 /* A key made from the name: its index in the KEYS list, and its suffix. */

@@ -163,18 +163,30 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
               struct fg_error *err)
 {
-    char ttl[24], claim[24];
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_RENEW_NKEYS] = {
+        [SEM_RENEW_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_RENEW_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_RENEW_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_RENEW_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
+        [SEM_RENEW_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_RENEW_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
+        [SEM_RENEW_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
+        [SEM_RENEW_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+    };
+    char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
-    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     const char *argv[SEM_RENEW_NARGV] = {
-        [SEM_RENEW_ARGV_NAME] = name,
         [SEM_RENEW_ARGV_LEASE] = lease_id,
         [SEM_RENEW_ARGV_TTL_MS] = ttl,
-        [SEM_RENEW_ARGV_CLAIM_MS] = claim,
         [SEM_RENEW_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
-        [SEM_RENEW_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_SEM_RENEW, LEASE_KIND_SEMAPHORE, name, argv, res, err);
+    if (lease_script_run_on(SCRIPT_SEM_RENEW, keys, argv, res, err) != 0)
+        return -1;
+    if (res->outcome == LEASE_RENEWED) /* the script answers the time it renewed at, and the ttl */
+        res->expires_at_ms = res->now_ms + res->ttl_ms;
+    return 0;
 }
 
 int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)

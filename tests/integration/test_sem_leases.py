@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
 """Semaphore leases: a killed holder's slot comes back within its lease (also to a waiter that is already
 queued, with nobody releasing), renewal keeps a hold longer than the lease alive, renew and release after
-expiry answer 410, a retried release answers 200, max_hold_ms caps renewals, the waiters of a gateway
-that died leave the queue, and the release of the only holder hands the slot to a waiter in the same step,
-even when the waiter's gateway looks at nothing just then. (Caught: a first try of the release that
-dropped an idle-looking semaphore's keys without asking whether anybody waits.)
+expiry answer 410, a retried release answers 200, max_hold_ms caps renewals, a renewal touches its own
+holder alone, the waiters of a gateway that died leave the queue, and the release of the only holder hands
+the slot to a waiter in the same step, even when the waiter's gateway looks at nothing just then. (Caught:
+a first try of the release that dropped an idle-looking semaphore's keys without asking whether anybody
+waits.)
 
 Owns: time-related behaviour of /v1/semaphores. Must not: test FIFO or the holder limit under load (see
 test_sem_limits.py).
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -20,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, wait_for  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -97,6 +99,40 @@ class SemaphoreLeaseTest(GatewayTest):
             self.assertEqual(r.status, 410, (op, r))
             self.assertEqual(r.body["type"], "/problems/lease_lost")
         self.assertEqual(self.c.get(SEM + name).body["holders"], 0)
+
+    def test_a_renewal_touches_its_own_holder_alone(self):
+        """A renewal (lua/sem_renew.lua) purges no expired holder, so it must look at its own holder's expiry:
+        a holder that expired among others answers 410 and stays ended; a live one is renewed, and the first
+        renewal of a slot handed over within one gateway (held unclaimed) writes it claimed. Caught: a renewal
+        that did not look at the expiry (the expired holder renewed, a third holder of a two-slot semaphore),
+        and one that never wrote the record claimed."""
+        name = unique("sem-renew-own")
+        data = f"fg:sm:{{{name}}}:d"
+        a = self.acquire(name, limit=2, ttl_ms=30000).body
+        b = self.acquire(name, limit=2, ttl_ms=200).body
+        time.sleep(0.35)
+        r = self.c.post(SEM + name + "/renew", {"token": b["token"], "ttl_ms": 30000})
+        self.assertEqual(r.status, 410, r)
+        c = self.acquire(name, limit=2, ttl_ms=30000)
+        self.assertEqual(c.status, 200, c)  # b's slot
+        self.assertEqual(self.acquire(name, limit=2, wait_ms=0).status, 409)
+        out: list = []
+        waiter = threading.Thread(target=lambda: out.append(
+            self.gw.client(timeout=30).post(SEM + name + "/acquire", {"limit": 2, "ttl_ms": 30000, "wait_ms": 20000})))
+        waiter.start()
+        wait_for(lambda: self.c.get(SEM + name).body["waiting"] == 1, what="the waiter queued")
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+        waiter.join(30)
+        d = out[0]
+        self.assertEqual(d.status, 200, d)
+        with Redis() as redis:
+            claimed = lambda: json.loads(redis.cmd("HGET", data, d.body["token"].split(".")[4]))["claimed"]  # noqa: E731
+            self.assertEqual(claimed(), 0)
+            r = self.c.post(SEM + name + "/renew", {"token": d.body["token"], "ttl_ms": 60000})
+            self.assertEqual((r.status, r.body["fence"]), (200, d.body["fence"]), r)
+            self.assertEqual(claimed(), 1)
+        for token in (c.body["token"], d.body["token"]):
+            self.assertEqual(self.c.post(SEM + name + "/release", {"token": token}).status, 200)
 
     def test_retried_release_answers_200(self):
         name = unique("sem-rerelease")

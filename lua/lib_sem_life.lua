@@ -1,0 +1,79 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- lib_sem_life.lua: the lives of a semaphore's holders and keys, on a key
+-- table its script makes (lib_sem.lua sem_keys, or the few keys a renewal
+-- names, sem_renew.lua): a holder's expiry, moving a first holder out of the
+-- limit key, and the keys' times to live (prepended to every script whose first
+-- line names it, before lib_sem.lua; never called on its own). It reads no
+-- KEYS itself.
+
+-- Sets the expiry of holder lease to expires_at (ms; text: the same as decimal
+-- text, when the caller has it), noting it for tidy.
+local function set_expiry(k, lease, expires_at, text)
+  redis.call('ZADD', k.h, text or decimal(expires_at), lease)
+  if expires_at > k.latest then k.latest = expires_at end
+  if k.first and (k.first == -1 or expires_at < k.first) then k.first = expires_at end
+end
+
+-- A first holder whose record is of no layout this script reads (a newer
+-- gateway's, while gateways are replaced) still holds its slot until the limit
+-- key expires: the holder_read fields of a lease nobody's token names, which
+-- unfold keeps as it keeps any first holder.
+local UNREAD_LEASE = '00000000000000000000000000000000'
+local function unread_first_holder(k)
+  local left = decimal(math.max(redis.call('PTTL', k.l), 0))
+  return {lease = UNREAD_LEASE, fence = '0', owner = '', ttl = left, max_hold = left, granted_at = decimal(now_ms()),
+          claimed = '1', rid = '', inst = '', attach = ''}
+end
+
+-- Moves a first holder kept in the limit key (lib_sem.lua; raw: the limit key as
+-- read) into the holders' keys: its record (lib_sem_holder.lua) in data, its
+-- expiry in holders, the limit alone in the limit key, whose times to live the
+-- call's tidy or keep_alive sets (k.fresh). It holds no request_id (the first
+-- try takes none). Returns the limit key's value as it is now: the limit, or
+-- raw when that held no first holder.
+local function unfold(k, raw)
+  local limit, h = first_holder_read(raw)
+  if not limit then return raw end
+  if not h then h = unread_first_holder(k) end
+  redis.call('HSET', k.d, h.lease, holder_json(h.fence, h.owner, h.ttl, h.max_hold, h.granted_at, h.claimed,
+                                               h.rid, h.inst, h.attach))
+  set_expiry(k, h.lease, h.granted_at + h.ttl)
+  redis.call('SET', k.l, limit)
+  k.fresh = true
+  return limit
+end
+
+-- unfold of the limit key as it is.
+local function unfold_now(k)
+  unfold(k, redis.call('GET', k.l))
+end
+
+-- The time to live (text) that keeps a semaphore's keys keep_ms and a half
+-- past a holder lease that ends at last (ms; now when there is none).
+local function keys_ttl(now, keep_ms, last)
+  return decimal(keep_ms + math.max(0, last - now) + keep_ms / 2)
+end
+
+-- Keeps the keys of a semaphore in use alive: they live at least keep_ms after
+-- the last holder lease, so an abandoned semaphore does not stay in Redis
+-- forever (live waiters call again at least every poll interval, which pushes
+-- it on). The six times to live are set half a keep_ms longer than needed, so
+-- most calls find them long enough (read from the limit key, set with the
+-- others) and set nothing. Long enough means keep_ms past the latest expiry
+-- this call set (k.latest, set_expiry): a holder's expiry set by an earlier
+-- call was covered then, and its time left and the keys' times to live have
+-- run down at the same pace since. A call that may have made one of the keys
+-- anew (k.fresh: the first holder or waiter, a new limit) sets them all, since
+-- a key made by a write has no time to live. Keys live at most 1.5 x keep_ms
+-- after the last holder lease.
+local function keep_alive(k, now, keep_ms)
+  if not k.fresh and redis.call('PTTL', k.l) >= keep_ms + math.max(0, k.latest - now) then return end
+  local last = redis.call('ZRANGE', k.h, '-1', '-1', 'WITHSCORES')
+  local ttl = keys_ttl(now, keep_ms, #last > 0 and tonumber(last[2]) or now)
+  redis.call('PEXPIRE', k.h, ttl)
+  redis.call('PEXPIRE', k.d, ttl)
+  redis.call('PEXPIRE', k.q, ttl)
+  redis.call('PEXPIRE', k.w, ttl)
+  redis.call('PEXPIRE', k.l, ttl)
+  redis.call('PEXPIRE', k.t, ttl)
+end
