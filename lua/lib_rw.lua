@@ -8,12 +8,16 @@
 --   KEY_AUDIT, the write floor KEY_FENCE_FLOOR, the fence limit KEY_FENCE_LIMIT
 --   (on a Redis Cluster each of the key's slot, the limit named after the
 --   run_id of the process that runs the script: store/backend/shared_keys.h)
--- ARGV: fence resource lock owner client_addr method principal trace_id revoked
---   the presented fence, the resource ("redis:"..key), the lock or semaphore
---   name of the token, its owner ("" if none), the client address, the HTTP
---   method, the id of the writer's API key ("" when auth is off), the trace id
---   of the request's traceparent ("" if none), the name of the revoked fences'
---   set (KEY_REVOKED; on a Redis Cluster that of a slot of this node, below)
+-- ARGV: fence revoked audit
+--   the presented fence, the name of the revoked fences' set (KEY_REVOKED; on
+--   a Redis Cluster that of a slot of this node, below), and what a refusal's
+--   audit entry names, read only by a refusal: the resource ("redis:"..key),
+--   the lock or semaphore name of the token, its owner ("" if none), the
+--   client address, the HTTP method, the id of the writer's API key ("" when
+--   auth is off) and the trace id of the request's traceparent ("" if none),
+--   each as "<length in bytes>:<bytes>", joined (one argument, not seven:
+--   Redis hands each argument of a call to Lua at a price, and writes are
+--   seldom refused)
 -- A write is applied iff its fence >= the highest fence stored for the key; the
 -- stored fence then becomes the presented one. A stale write changes nothing
 -- but appends one audit entry to the stream, which the gateways drain into
@@ -43,6 +47,21 @@
 -- named after a slot this node does not serve (the gateway's slot map is
 -- stale) answers "elsewhere": the gateway fetches the map and names another.
 
+-- The fields of the packed audit argument (ARGV audit), in order.
+local AUDIT_FIELDS = {'resource', 'lock', 'owner', 'client_addr', 'method', 'principal', 'trace_id'}
+
+-- The fields packed in A_audit, by name.
+local function audit_fields()
+  local out, at = {}, 1
+  for _, name in ipairs(AUDIT_FIELDS) do
+    local colon = string.find(A_audit, ':', at, true)
+    local n = tonumber(string.sub(A_audit, at, colon - 1))
+    out[name] = string.sub(A_audit, colon + 1, colon + n)
+    at = colon + n + 1
+  end
+  return out
+end
+
 -- Appends the audit entry of a refused write; returns the refusal's reply
 -- (with floor = true when the write floor refused it, not the key's fence: on
 -- a Redis Cluster the floor may be above the block the token's lock issues
@@ -50,24 +69,30 @@
 local function refuse(outcome, reason, cur, by_floor)
   local t = redis.call('TIME')
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local id = redis.call('XADD', KEYS[3], '*', 'resource', A_resource, 'lock', A_lock,
-                        'presented', A_fence, 'current', tostring(cur), 'owner', A_owner,
-                        'client_addr', A_client_addr, 'method', A_method, 'reason', reason,
-                        'at_ms', tostring(at), 'principal', A_principal,
-                        'trace_id', A_trace_id)
+  local f = audit_fields()
+  local id = redis.call('XADD', KEYS[3], '*', 'resource', f.resource, 'lock', f.lock,
+                        'presented', A_fence, 'current', tostring(cur), 'owner', f.owner,
+                        'client_addr', f.client_addr, 'method', f.method, 'reason', reason,
+                        'at_ms', tostring(at), 'principal', f.principal,
+                        'trace_id', f.trace_id)
   return cjson.encode({r = outcome, current = cur, audit_id = id, at_ms = at, floor = by_floor})
 end
 
--- Whether the revoked set may be read: nil when it may, else the reply.
-local function revoked_unready()
-  if KEYS[5] == KEY_FENCE_LIMIT then -- one Redis: the set is rebuilt whenever Redis may have lost it
-    if redis.call('EXISTS', A_revoked) == 0 then return cjson.encode({r = 'norevoked'}) end
-    return nil
+-- Looks the presented fence up in the revoked set, with the member that says
+-- the set may be read (one command): on one Redis "0", which the set always
+-- holds once built (it is rebuilt whenever Redis may have lost it); on a
+-- Redis Cluster the run_id of this process (below). Returns whether the fence
+-- is revoked, or nil and the reply when the set may not be read.
+local function fence_revoked()
+  local v
+  if KEYS[5] == KEY_FENCE_LIMIT then
+    v = redis.call('SMISMEMBER', A_revoked, A_fence, '0')
+  else
+    v = redis.pcall('SMISMEMBER', A_revoked, A_fence, 'run:' .. string.sub(KEYS[5], -40))
+    if v.err then return nil, cjson.encode({r = 'elsewhere'}) end
   end
-  local built = redis.pcall('SISMEMBER', A_revoked, 'run:' .. string.sub(KEYS[5], -40))
-  if type(built) == 'table' and built.err then return cjson.encode({r = 'elsewhere'}) end
-  if built == 0 then return cjson.encode({r = 'norevoked'}) end
-  return nil
+  if v[2] == 0 then return nil, cjson.encode({r = 'norevoked'}) end
+  return v[1] == 1
 end
 
 -- Returns nil when the write may go on, else the JSON reply of a refused
@@ -75,11 +100,11 @@ end
 local function refuse_stale()
   local v = redis.call('MGET', KEYS[2], KEYS[4], KEYS[5])
   if v[2] == false or v[3] == false then return cjson.encode({r = 'nofloor'}) end
-  local unready = revoked_unready()
+  local revoked, unready = fence_revoked()
   if unready then return unready end
   local stored = tonumber(v[1] or '0')
   local cur = math.max(stored, tonumber(v[2]))
-  if redis.call('SISMEMBER', A_revoked, A_fence) == 1 then return refuse('revoked', 'revoked', cur) end
+  if revoked then return refuse('revoked', 'revoked', cur) end
   if tonumber(A_fence) >= cur then return nil end
   return refuse('stale', 'stale_fence', cur, tonumber(A_fence) >= stored or nil)
 end

@@ -5,7 +5,7 @@
 -- flags: allow-cross-slot-keys
 --   the revoked set lives in another slot of this node (lib_rw.lua)
 -- ARGV: lib_rw.lua
--- Returns JSON {r=...}: applied {fence, deleted}, stale or revoked {current, audit_id,
+-- Returns JSON {r=...}: applied {fence}, stale or revoked {current, audit_id,
 -- at_ms, floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), missing {} (no such key: nothing
 -- is stored, not even a fence, so that deletes of keys that never existed cannot
 -- fill Redis with fence keys).
@@ -14,4 +14,4 @@ if stale then return stale end
 if redis.call('EXISTS', KEYS[1]) == 0 then return cjson.encode({r = 'missing'}) end
 raise_fence()
 redis.call('DEL', KEYS[1])
-return cjson.encode({r = 'applied', fence = tonumber(A_fence), deleted = true})
+return '{"r":"applied","fence":' .. A_fence .. '}'

@@ -7,8 +7,8 @@
 -- ARGV: lib_rw.lua fields max_fields
 --   fields: a JSON object of field -> string (set it) or null (delete it);
 --   max_fields: the most fields the hash may hold
--- Returns JSON {r=...}: applied {fence, fields (the fields written, null for a
--- deleted one: never the whole hash)}, stale or revoked {current, audit_id, at_ms, floor?},
+-- Returns JSON {r=...}: applied {fence} (the fields written are the gateway's
+-- own: not echoed), stale or revoked {current, audit_id, at_ms, floor?},
 -- nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), wrongtype {type} (the key is not a hash),
 -- toomany {fields, max} (the hash would hold more than max_fields fields; nothing is
 -- written).
@@ -34,4 +34,4 @@ for field, value in pairs(patch) do
     redis.call('HSET', KEYS[1], field, value)
   end
 end
-return cjson.encode({r = 'applied', fence = tonumber(A_fence), fields = patch})
+return '{"r":"applied","fence":' .. A_fence .. '}'

@@ -6,10 +6,11 @@
 --   the revoked set lives in another slot of this node (lib_rw.lua)
 -- ARGV: lib_rw.lua value
 --   value: the new value
--- Returns JSON {r=...}: applied {fence, value}, stale or revoked {current, audit_id,
+-- Returns JSON {r=...}: applied {fence} (the value is the gateway's own: not
+-- echoed, which would cost Redis its JSON), stale or revoked {current, audit_id,
 -- at_ms, floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua).
 local stale = refuse_stale()
 if stale then return stale end
 raise_fence()
 redis.call('SET', KEYS[1], A_value)
-return cjson.encode({r = 'applied', fence = tonumber(A_fence), value = A_value})
+return '{"r":"applied","fence":' .. A_fence .. '}'

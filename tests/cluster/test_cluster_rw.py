@@ -300,10 +300,11 @@ class ClusterWriteTest(LabTestCase):
         left in the stream of key's slot."""
         slot = slot_of(key)
         tag, port = slot_tag(slot), self.lab.owner(slot)
+        audit = "".join(f"{len(f.encode())}:{f}"  # lua/lib_rw.lua ARGV audit
+                        for f in ("redis:" + key, self.bound_lock(key), "", "127.0.0.1", "PUT", "", ""))
         out = resp(port, "FCALL", self.function(port, "rw_put"), "5", key, f"fg:rf:{{{tag}}}:{key}",
                    f"fg:audit:{{{tag}}}", f"fg:fence_floor:{{{tag}}}", f"fg:fence_limit:{{{tag}}}:" + self.run_id(port),
-                   str(old["fence"]), "redis:" + key, self.bound_lock(key), "", "127.0.0.1", "PUT", "", "",
-                   self.revoked_set(port), "late")
+                   str(old["fence"]), self.revoked_set(port), audit, "late")
         self.assertIn('"r":"stale"', str(out), (key, out))
 
     def holder_of_a_key_elsewhere(self, what: str) -> tuple[str, dict, str]:

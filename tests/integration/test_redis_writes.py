@@ -68,7 +68,9 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.body, {"applied": True, "resource": "redis:" + key, "fence": b["fence"], "value": "from B"})
         self.assertEqual(list(r.body), ["applied", "resource", "fence", "value"])
-        r = self.write("PUT", key, a["token"], {"value": "from A"}, owner="A")
+        # An owner of digits and colons: the refusal's audit fields travel packed as "<length>:<bytes>"
+        # (lua/lib_rw.lua), which a reader splitting at the colons would misread.
+        r = self.write("PUT", key, a["token"], {"value": "from A"}, owner="A:12:b c:")
         self.assertEqual(r.status, 409, r)
         self.assertEqual(r.body["type"], "/problems/stale_fence")
         self.assertEqual((r.body["presented_fence"], r.body["current_fence"], r.body["resource"]),
@@ -80,7 +82,7 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual(len(rows), 1, rows)
         row = rows[0]
         self.assertEqual((row["presented_fence"], row["current_fence"], row["owner"], row["method"], row["reason"]),
-                         (a["fence"], b["fence"], "A", "PUT", "stale_fence"))
+                         (a["fence"], b["fence"], "A:12:b c:", "PUT", "stale_fence"))
         self.assertEqual(row.get("lock", row.get("lock_name")), name)
 
     def test_hash_patch_delete_and_get(self):

@@ -28,24 +28,14 @@ static void applied(void **state)
     (void)state;
     struct fg_error err = {0};
     struct fenced_result res;
-    assert_int_equal(
-        read_text("{\"r\": \"applied\", \"fence\": 12.0, \"value\": \"v\"}", &res, &err), 0);
+    assert_int_equal(read_text("{\"r\":\"applied\",\"fence\":12}", &res, &err), 0);
     assert_int_equal(res.outcome, FENCED_APPLIED);
     assert_int_equal(res.fence, 12);
     assert_string_equal(res.resource, "redis:app:x");
-    assert_string_equal(json_string_value(res.after), "v");
+    assert_null(res.after); /* what the write stored is the caller's to fill in */
     assert_false(res.audit_streamed);
     fenced_result_free(&res);
-    assert_null(res.after);
     assert_null(res.resource);
-    assert_int_equal(
-        read_text("{\"r\": \"applied\", \"fence\": 3, \"fields\": {\"a\": null}}", &res, &err), 0);
-    assert_true(json_is_object(res.after));
-    fenced_result_free(&res);
-    assert_int_equal(read_text("{\"r\": \"applied\", \"fence\": 3, \"deleted\": true}", &res, &err),
-                     0);
-    assert_true(json_is_true(res.after));
-    fenced_result_free(&res);
 }
 
 static void refused(void **state)
@@ -80,8 +70,8 @@ static void not_taken(void **state)
     assert_int_equal(err.code, FG_ERR_CONFLICT);
     assert_string_equal(err.msg, "redis:app:x holds a list, not a hash");
     assert_null(res.resource);
-    assert_int_equal(read_text("{\"r\": \"toomany\", \"fields\": 1001, \"max\": 1000.0}", &res, &err),
-                     -1);
+    assert_int_equal(
+        read_text("{\"r\": \"toomany\", \"fields\": 1001, \"max\": 1000.0}", &res, &err), -1);
     assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
     assert_string_equal(err.msg, "field 'fields': the hash would hold 1001 fields, over "
                                  "limits.max_hash_fields (1000)");

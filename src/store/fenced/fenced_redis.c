@@ -38,14 +38,42 @@ _Static_assert(TAKES_RW_ARGS(RW_PUT) && TAKES_RW_ARGS(RW_PATCH) && TAKES_RW_ARGS
  * map may each need one more. */
 #define WRITE_ATTEMPTS 4
 
+/* What a refusal of w's write names in its audit entry, packed into the one
+ * argument lua/lib_rw.lua reads (ARGV audit): each field "<length>:<bytes>",
+ * in its order. The caller frees it. */
+static char *audit_pack(const struct redis_write *w)
+{
+    const struct fenced_writer *who = w->who;
+    const char *fields[] = {
+        w->resource,
+        who->lock_name,
+        who->owner != NULL ? who->owner : "",
+        who->client_addr,
+        w->method,
+        who->principal != NULL ? who->principal : "",
+        who->trace_id != NULL ? who->trace_id : "",
+    };
+    size_t cap = 1;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        cap += strlen(fields[i]) + 21;
+    char *out = malloc(cap);
+    FG_ASSERT(out != NULL);
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%zu:%s", strlen(fields[i]), fields[i]);
+    return out;
+}
+
 /* Runs write script `script` for w: argv holds the script's own arguments,
- * after the first LIB_RW_NARGV, which are filled here from w. When Redis
+ * after the first LIB_RW_NARGV, which are filled here from w; stored (a
+ * reference it takes) is what the write stores, the answer's after once
+ * applied (the scripts do not echo it). When Redis
  * answers that it has no revoked set, rebuilds it; no write floor (it lost its
  * data), recovers the slot's fence sequence, which sets the floor; a revoked
  * set on another node (the slot map is stale), fetches the map; and runs it
  * once more. */
 static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
-                     struct fenced_result *res, struct fg_error *err)
+                     json_t *stored, struct fenced_result *res, struct fg_error *err)
 {
     const struct fenced_writer *who = w->who;
     unsigned slot = shared_keys_slot_of(w->key, strlen(w->key));
@@ -62,15 +90,10 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
         [LIB_RW_KEY_AUDIT] = audit,       [LIB_RW_KEY_FENCE_FLOOR] = floor,
         [LIB_RW_KEY_FENCE_LIMIT] = limit,
     };
+    char *audit_fields = audit_pack(w);
     argv[LIB_RW_ARGV_FENCE] = fence;
-    argv[LIB_RW_ARGV_RESOURCE] = w->resource;
-    argv[LIB_RW_ARGV_LOCK] = who->lock_name;
-    argv[LIB_RW_ARGV_OWNER] = who->owner != NULL ? who->owner : "";
-    argv[LIB_RW_ARGV_CLIENT_ADDR] = who->client_addr;
-    argv[LIB_RW_ARGV_METHOD] = w->method;
-    argv[LIB_RW_ARGV_PRINCIPAL] = who->principal != NULL ? who->principal : "";
-    argv[LIB_RW_ARGV_TRACE_ID] = who->trace_id != NULL ? who->trace_id : "";
     argv[LIB_RW_ARGV_REVOKED] = revoked;
+    argv[LIB_RW_ARGV_AUDIT] = audit_fields;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = 0;
@@ -92,8 +115,12 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
             break;
     }
     free(fence_key);
+    free(audit_fields);
     if (rc == 0)
         rc = fenced_redis_answer_read(lua_scripts[script].name, out, w->resource, res, err);
+    if (rc == 0 && res->outcome == FENCED_APPLIED)
+        res->after = json_incref(stored);
+    json_decref(stored);
     res->audit_slot = slot;
     struct fg_error lifting = {0};
     if (rc == 0 && res->outcome == FENCED_STALE && json_is_true(json_object_get(out, "floor")) &&
@@ -107,7 +134,7 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct fenc
                      struct fg_error *err)
 {
     const char *argv[RW_PUT_NARGV] = {[RW_PUT_ARGV_VALUE] = value};
-    return run_write(SCRIPT_RW_PUT, w, argv, res, err);
+    return run_write(SCRIPT_RW_PUT, w, argv, json_string(value), res, err);
 }
 
 int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
@@ -119,7 +146,7 @@ int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long l
     snprintf(max, sizeof max, "%lld", max_fields);
     const char *argv[RW_PATCH_NARGV] = {
         [RW_PATCH_ARGV_FIELDS] = text, [RW_PATCH_ARGV_MAX_FIELDS] = max};
-    int rc = run_write(SCRIPT_RW_PATCH, w, argv, res, err);
+    int rc = run_write(SCRIPT_RW_PATCH, w, argv, json_deep_copy(fields), res, err);
     free(text);
     return rc;
 }
@@ -128,7 +155,7 @@ int fenced_redis_delete(const struct redis_write *w, struct fenced_result *res,
                         struct fg_error *err)
 {
     const char *argv[RW_DELETE_NARGV] = {NULL};
-    return run_write(SCRIPT_RW_DELETE, w, argv, res, err);
+    return run_write(SCRIPT_RW_DELETE, w, argv, json_true(), res, err);
 }
 
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,

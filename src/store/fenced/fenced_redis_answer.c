@@ -39,18 +39,6 @@ bool fenced_redis_answer_elsewhere(const json_t *answer)
     return answered(answer, "elsewhere");
 }
 
-/* What an applied write stored: its "value", "fields" or "deleted" member. */
-static json_t *after_of(const json_t *answer)
-{
-    static const char *const members[] = {"value", "fields", "deleted"};
-    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++) {
-        json_t *after = json_object_get(answer, members[i]);
-        if (after != NULL)
-            return json_incref(after);
-    }
-    return NULL;
-}
-
 /* The error of an answer that took no write. */
 static int not_taken(const char *script, const json_t *answer, const char *resource,
                      struct fg_error *err)
@@ -83,7 +71,6 @@ int fenced_redis_answer_read(const char *script, const json_t *answer, const cha
     if (answered(answer, "applied")) {
         res->outcome = FENCED_APPLIED;
         res->fence = fgjson_answer_int(answer, "fence", 0);
-        res->after = after_of(answer);
     } else if (answered(answer, "stale") || answered(answer, "revoked")) {
         res->outcome = answered(answer, "stale") ? FENCED_STALE : FENCED_REVOKED;
         res->fence = fgjson_answer_int(answer, "current", 0);

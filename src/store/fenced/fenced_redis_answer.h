@@ -30,8 +30,9 @@ bool fenced_redis_answer_elsewhere(const json_t *answer);
 
 /*
  * Reads answer (borrowed) of script, a write of resource, into *res (release
- * with fenced_result_free): APPLIED with the fence stored and what is stored
- * now, or STALE or REVOKED with the fence that refused it, audited into the
+ * with fenced_result_free): APPLIED with the fence stored (what the write
+ * stored is the caller's to fill in: the scripts answer the fence alone), or
+ * STALE or REVOKED with the fence that refused it, audited into the
  * Redis stream. A write the script did not take fails: a key of another type
  * with FG_ERR_CONFLICT, a DELETE of a missing key with FG_ERR_NOT_FOUND, a
  * hash that would grow over its limit with FG_ERR_INVALID_FIELD, no write
