@@ -7,6 +7,9 @@
 -- ARGV: lib_rw.lua fields max_fields
 --   fields: a JSON object of field -> string (set it) or null (delete it);
 --   max_fields: the most fields the hash may hold
+-- Only a patch that could take the hash over max_fields (were every field it
+-- sets new) asks which fields the hash has; then it writes the fields set in
+-- one HSET and those deleted in one HDEL.
 -- Returns JSON {r=...}: applied {fence} (the fields written are the gateway's
 -- own: not echoed), stale or revoked {current, audit_id, at_ms, floor?},
 -- nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), wrongtype {type} (the key is not a hash),
@@ -14,24 +17,35 @@
 -- written).
 local stale = refuse_stale()
 if stale then return stale end
-local kind = redis.call('TYPE', KEYS[1]).ok
-if kind ~= 'hash' and kind ~= 'none' then
-  return cjson.encode({r = 'wrongtype', type = kind})
+local size = redis.pcall('HLEN', KEYS[1])
+if type(size) == 'table' then -- the key holds another type: named by a second look
+  return cjson.encode({r = 'wrongtype', type = redis.call('TYPE', KEYS[1]).ok})
 end
-local patch = cjson.decode(A_fields)
-local size, max = redis.call('HLEN', KEYS[1]), tonumber(A_max_fields)
-for field, value in pairs(patch) do
-  local present = redis.call('HEXISTS', KEYS[1], field) == 1
-  if value == cjson.null and present then size = size - 1 end
-  if value ~= cjson.null and not present then size = size + 1 end
-end
-if size > max then return cjson.encode({r = 'toomany', fields = size, max = max}) end
-raise_fence()
+local patch, max = cjson.decode(A_fields), tonumber(A_max_fields)
+local set, gone = {}, {} -- HSET's field value pairs, HDEL's fields
 for field, value in pairs(patch) do
   if value == cjson.null then
-    redis.call('HDEL', KEYS[1], field)
+    gone[#gone + 1] = field
   else
-    redis.call('HSET', KEYS[1], field, value)
+    set[#set + 1], set[#set + 2] = field, value
   end
+end
+local after = size + #set / 2 -- the hash's size once written, at most
+if after > max then -- it may go over: count what the patch adds and removes
+  after = size
+  for i = 1, #set, 2 do
+    if redis.call('HEXISTS', KEYS[1], set[i]) == 0 then after = after + 1 end
+  end
+  for _, field in ipairs(gone) do
+    if redis.call('HEXISTS', KEYS[1], field) == 1 then after = after - 1 end
+  end
+end
+if after > max then return cjson.encode({r = 'toomany', fields = after, max = max}) end
+raise_fence()
+for i = 1, #set, 1000 do -- one HSET for every 500 fields (unpack's stack is bounded)
+  redis.call('HSET', KEYS[1], unpack(set, i, math.min(i + 999, #set)))
+end
+for i = 1, #gone, 1000 do
+  redis.call('HDEL', KEYS[1], unpack(gone, i, math.min(i + 999, #gone)))
 end
 return '{"r":"applied","fence":' .. A_fence .. '}'

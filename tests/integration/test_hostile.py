@@ -441,6 +441,12 @@ class BoundedGrowthTest(GatewayTest):
         r = patch({"big": "v" * 101})
         self.assertEqual(r.status, 400, r)
         self.assertIn("max_value_bytes", r.body["detail"])
+        # rw_patch.lua counts the fields only when the patch could pass the cap: then exactly.
+        r = patch({"f1": "y", "f2": "z"})  # 4 + 2 = 6 were both new; they are not
+        self.assertEqual(r.status, 200, r)
+        r = patch({"f3": None, "h": "1", "i": "2"})  # 4 - 1 + 2 = 5: the field deleted counts
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.redis.cmd("HLEN", key), 5)
         r = self.c.request("PUT", f"/v1/redis/app:{unique()}", {"value": "v" * 101}, headers={"Fence-Token": tok})
         self.assertEqual(r.status, 400, r)
 
