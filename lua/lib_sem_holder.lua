@@ -42,3 +42,11 @@ local function holder_numbers(raw)
   local rec = cjson.decode(raw)
   return decimal(rec.fence), decimal(rec.ttl), rec.granted_at
 end
+
+-- What a renewal needs of holder record raw, read off the text where
+-- record_join wrote it: the fence, ttl, max_hold and granted_at (decimal text)
+-- of a claimed holder without a request_id, whose record a renewal leaves as
+-- it is; nothing for any other record, which the caller decodes.
+local function claimed_numbers(raw)
+  return string.match(raw, '^{"fence":(%d+),"ttl":(%d+),"max_hold":(%d+),"granted_at":(%d+),"claimed":1,"rid":""[,}]')
+end

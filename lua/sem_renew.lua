@@ -29,18 +29,23 @@ local function renew()
   if not expiry or tonumber(expiry) <= now then return {'lost'} end -- an expired holder is not purged here
   local raw = redis.call('HGET', k.d, lease)
   if not raw then return {'lost'} end
-  local rec = cjson.decode(raw)
-  if ttl == '0' then ttl = decimal(rec.ttl) end
-  local hold_until = rec.granted_at + rec.max_hold
+  local fence, own_ttl, max_hold, granted_at = claimed_numbers(raw)
+  local rec -- the decoded record, of a holder with more to do (unclaimed, a request_id)
+  if not fence then
+    rec = cjson.decode(raw)
+    fence, own_ttl, max_hold, granted_at = decimal(rec.fence), decimal(rec.ttl), rec.max_hold, rec.granted_at
+  end
+  if ttl == '0' then ttl = own_ttl end
+  local hold_until = granted_at + max_hold
   if now >= hold_until then return {'max_hold', R_HOLD_UNTIL, decimal(hold_until)} end
   if now + ttl > hold_until then ttl = decimal(hold_until - now) end
-  if rec.claimed ~= 1 then
+  if rec and rec.claimed ~= 1 then
     rec.claimed = 1
     redis.call('HSET', k.d, lease, record_json(rec))
   end
   set_expiry(k, lease, now + ttl)
-  rid_hold(k, rec.rid, lease, now + ttl, now)
-  return {'renewed', R_FENCE, decimal(rec.fence), R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until)}
+  if rec then rid_hold(k, rec.rid, lease, now + ttl, now) end
+  return {'renewed', R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until)}
 end
 
 local reply = renew()
