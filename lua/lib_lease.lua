@@ -70,6 +70,19 @@ local function now_ms_and_text()
   return t[1] * 1000 + math.floor(t[2] / 1000), time_text(t)
 end
 
+-- What a renewal at now (ms) gives a hold granted at granted_at for at most
+-- max_hold (ms, numbers or decimal text): the time to live (decimal text) of
+-- ttl as asked ("0": own_ttl, the lease's own), or of what is left of the hold
+-- when that is less (printed only then), and the hold's end (ms); a nil time
+-- to live when the hold has ended.
+local function renewal_ttl(ttl, own_ttl, granted_at, max_hold, now)
+  if ttl == '0' then ttl = own_ttl end
+  local hold_until = granted_at + max_hold
+  if now >= hold_until then return nil, hold_until end
+  if now + ttl > hold_until then ttl = decimal(hold_until - now) end
+  return ttl, hold_until
+end
+
 -- True if decimal text a (digits, no leading zero) is a larger number than
 -- decimal text b, compared as texts: no number is read.
 local function decimal_above(a, b)

@@ -12,17 +12,13 @@
 --   ttl_ms "0": the lease's own ttl
 -- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, now, hold_until} (the new expiry is now +
 -- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
-local lease, ttl = A_lease, A_ttl_ms
+local lease = A_lease
 local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3]}
 local h = holder_read(redis.call('GET', k.h))
 if not h or h.lease ~= lease then return lease_reply('lost') end
-if ttl == '0' then ttl = h.ttl end
 local now, now_at = now_ms_and_text()
-local hold_until = h.granted_at + h.max_hold
-if now >= hold_until then
-  return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until))
-end
-if now + ttl > hold_until then ttl = decimal(hold_until - now) end
+local ttl, hold_until = renewal_ttl(A_ttl_ms, h.ttl, h.granted_at, h.max_hold, now)
+if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
 if h.claimed == '1' then
   redis.call('PEXPIRE', k.h, ttl)
 else

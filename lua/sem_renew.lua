@@ -17,7 +17,7 @@
 --   ttl_ms "0": the lease's own ttl
 -- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, now, hold_until} (the new expiry is now +
 -- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached).
-local lease, ttl = A_lease, A_ttl_ms
+local lease = A_lease
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], rids = KEYS[7],
            rid_until = KEYS[8], fresh = false, latest = 0, first = false}
 unfold_now(k)
@@ -35,10 +35,8 @@ local function renew()
     rec = cjson.decode(raw)
     fence, own_ttl, max_hold, granted_at = decimal(rec.fence), decimal(rec.ttl), rec.max_hold, rec.granted_at
   end
-  if ttl == '0' then ttl = own_ttl end
-  local hold_until = granted_at + max_hold
-  if now >= hold_until then return {'max_hold', R_HOLD_UNTIL, decimal(hold_until)} end
-  if now + ttl > hold_until then ttl = decimal(hold_until - now) end
+  local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
+  if not ttl then return {'max_hold', R_HOLD_UNTIL, decimal(hold_until)} end
   if rec and rec.claimed ~= 1 then
     rec.claimed = 1
     redis.call('HSET', k.d, lease, record_json(rec))

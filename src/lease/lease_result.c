@@ -94,10 +94,14 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
 }
 
-int lease_script_run_on(enum fg_script script, const char *const *keys, const char *const *argv,
-                        struct lease_result *res, struct fg_error *err)
+int lease_renewal_run(enum fg_script script, const char *const *keys, const char *const *argv,
+                      struct lease_result *res, struct fg_error *err)
 {
-    return script_answer(script, keys, argv, res, NULL, err);
+    if (script_answer(script, keys, argv, res, NULL, err) != 0)
+        return -1;
+    if (res->outcome == LEASE_RENEWED)
+        res->expires_at_ms = res->now_ms + res->ttl_ms;
+    return 0;
 }
 
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,

@@ -89,7 +89,7 @@ struct lease_result {
     bool again;                     /* released: this lease had been released before */
     int64_t held_ms;                /* released: how long the lease held, < 0 unknown */
     int64_t granted_at_ms;          /* a first try's grant or release: Redis time of the grant */
-    int64_t now_ms;                 /* a first try's release, a lock's renewal: Redis time of it */
+    int64_t now_ms;                 /* a first try's release, a renewal: Redis time of it */
     long long pttl_ms;              /* held (watch): ms until the lease's expiry */
     char left[LEASE_LEAVE_MAX + 1]; /* left: per waiter '1' out of the queue, '0' holds */
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
@@ -118,13 +118,15 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
                      struct fg_error *err) FG_WUR;
 
 /*
- * Runs script, which names only the keys it touches (keys, picked from
- * lease/lease_keys.h by the caller) and asks for no retry, with argv, and
- * reads its answer into *res. An answer it does not know, or one that asks
- * for a retry, fails with FG_ERR_INTERNAL.
+ * Runs renewal script `script` (lua/lock_renew.lua, sem_renew.lua), which
+ * names only the keys it touches (keys, picked from lease/lease_keys.h by the
+ * caller) and asks for no retry, with argv, and reads its answer into *res. A
+ * renewal answers the time it renewed at and the new ttl, of which this makes
+ * res->expires_at_ms. An answer it does not know, or one that asks for a
+ * retry, fails with FG_ERR_INTERNAL.
  */
-int lease_script_run_on(enum fg_script script, const char *const *keys, const char *const *argv,
-                        struct lease_result *res, struct fg_error *err) FG_WUR;
+int lease_renewal_run(enum fg_script script, const char *const *keys, const char *const *argv,
+                      struct lease_result *res, struct fg_error *err) FG_WUR;
 
 /*
  * Runs the first try of a transition (lua/lock_*_fast.lua), which names only

@@ -157,11 +157,7 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
         [LOCK_RENEW_ARGV_LEASE] = lease_id,
         [LOCK_RENEW_ARGV_TTL_MS] = ttl,
     };
-    if (lease_script_run_on(SCRIPT_LOCK_RENEW, keys, argv, res, err) != 0)
-        return -1;
-    if (res->outcome == LEASE_RENEWED) /* the script answers the time it renewed at, and the ttl */
-        res->expires_at_ms = res->now_ms + res->ttl_ms;
-    return 0;
+    return lease_renewal_run(SCRIPT_LOCK_RENEW, keys, argv, res, err);
 }
 
 int lock_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)

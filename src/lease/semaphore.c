@@ -182,11 +182,7 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
         [SEM_RENEW_ARGV_TTL_MS] = ttl,
         [SEM_RENEW_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
     };
-    if (lease_script_run_on(SCRIPT_SEM_RENEW, keys, argv, res, err) != 0)
-        return -1;
-    if (res->outcome == LEASE_RENEWED) /* the script answers the time it renewed at, and the ttl */
-        res->expires_at_ms = res->now_ms + res->ttl_ms;
-    return 0;
+    return lease_renewal_run(SCRIPT_SEM_RENEW, keys, argv, res, err);
 }
 
 int sem_revoke(const char *name, long long fence, struct lease_result *res, struct fg_error *err)
