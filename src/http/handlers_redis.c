@@ -194,7 +194,7 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
     json_t *body = http_request_json(req, &err);
     if (body == NULL)
         return fail(reply, &err);
-    const json_t *fields = json_object_get(body, "fields");
+    json_t *fields = json_object_get(body, "fields");
     struct fenced_result res;
     if (check_fields(fields, &err) != 0 || live_lease_gate(&wr, &res, &err) != 0 ||
         (res.outcome != FENCED_EXPIRED &&

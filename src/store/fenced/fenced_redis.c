@@ -137,7 +137,7 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct fenc
     return run_write(SCRIPT_RW_PUT, w, argv, json_string(value), res, err);
 }
 
-int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
+int fenced_redis_patch(const struct redis_write *w, json_t *fields, long long max_fields,
                        struct fenced_result *res, struct fg_error *err)
 {
     char *text = json_dumps(fields, JSON_COMPACT);
@@ -146,7 +146,7 @@ int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long l
     snprintf(max, sizeof max, "%lld", max_fields);
     const char *argv[RW_PATCH_NARGV] = {
         [RW_PATCH_ARGV_FIELDS] = text, [RW_PATCH_ARGV_MAX_FIELDS] = max};
-    int rc = run_write(SCRIPT_RW_PATCH, w, argv, json_deep_copy(fields), res, err);
+    int rc = run_write(SCRIPT_RW_PATCH, w, argv, json_incref(fields), res, err);
     free(text);
     return rc;
 }

@@ -51,8 +51,8 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct fenc
 /* PATCH: sets the hash fields of object fields (string values) and deletes
  * those whose value is null, unless the hash would then hold more than
  * max_fields fields. fields is borrowed and must be validated. res->after gets
- * the fields written (not the whole hash). */
-int fenced_redis_patch(const struct redis_write *w, const json_t *fields, long long max_fields,
+ * the fields written (not the whole hash): fields itself, with a reference. */
+int fenced_redis_patch(const struct redis_write *w, json_t *fields, long long max_fields,
                        struct fenced_result *res, struct fg_error *err) FG_WUR;
 
 /* DELETE: removes the key; its fence stays. A missing key stores nothing. */
