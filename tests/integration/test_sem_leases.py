@@ -22,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, metric, wait_for  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -35,6 +35,12 @@ r = c.getresponse()
 print(r.status, json.loads(r.read()).get("expires_at_ms"), flush=True)
 time.sleep(600)
 """
+
+
+def acquire_through(gw: Gateway, name: str):
+    """A two-slot acquire of name through gw that waits, on a connection of its own."""
+    with gw.client(timeout=30) as c:
+        return c.post(SEM + name + "/acquire", {"limit": 2, "ttl_ms": 30000, "wait_ms": 20000})
 
 
 def unique(prefix: str) -> str:
@@ -103,36 +109,49 @@ class SemaphoreLeaseTest(GatewayTest):
     def test_a_renewal_touches_its_own_holder_alone(self):
         """A renewal (lua/sem_renew.lua) purges no expired holder, so it must look at its own holder's expiry:
         a holder that expired among others answers 410 and stays ended; a live one is renewed, and the first
-        renewal of a slot handed over within one gateway (held unclaimed) writes it claimed. Caught: a renewal
-        that did not look at the expiry (the expired holder renewed, a third holder of a two-slot semaphore),
-        and one that never wrote the record claimed."""
+        renewal of a slot handed over within one gateway (held unclaimed) writes it claimed. A waiter's own
+        look at the semaphore (the one right after it parks, or a grant that came before it parked) claims the
+        grant first; the hand-over is then done again, with that waiter as a holder, and poll_ms keeps the
+        waiters from looking on their own otherwise. Caught: a renewal that did not look at the expiry (the
+        expired holder renewed, a third holder of a two-slot semaphore), and one that never wrote the record
+        claimed."""
         name = unique("sem-renew-own")
         data = f"fg:sm:{{{name}}}:d"
-        a = self.acquire(name, limit=2, ttl_ms=30000).body
-        b = self.acquire(name, limit=2, ttl_ms=200).body
-        time.sleep(0.35)
-        r = self.c.post(SEM + name + "/renew", {"token": b["token"], "ttl_ms": 30000})
-        self.assertEqual(r.status, 410, r)
-        c = self.acquire(name, limit=2, ttl_ms=30000)
-        self.assertEqual(c.status, 200, c)  # b's slot
-        self.assertEqual(self.acquire(name, limit=2, wait_ms=0).status, 409)
-        out: list = []
-        waiter = threading.Thread(target=lambda: out.append(
-            self.gw.client(timeout=30).post(SEM + name + "/acquire", {"limit": 2, "ttl_ms": 30000, "wait_ms": 20000})))
-        waiter.start()
-        wait_for(lambda: self.c.get(SEM + name).body["waiting"] == 1, what="the waiter queued")
-        self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
-        waiter.join(30)
-        d = out[0]
-        self.assertEqual(d.status, 200, d)
-        with Redis() as redis:
-            claimed = lambda: json.loads(redis.cmd("HGET", data, d.body["token"].split(".")[4]))["claimed"]  # noqa: E731
-            self.assertEqual(claimed(), 0)
-            r = self.c.post(SEM + name + "/renew", {"token": d.body["token"], "ttl_ms": 60000})
+        config = {"waiter_lease_ms": 600, "poll_ms": 600000}
+        with Gateway(config=config) as gw, gw.client(timeout=30) as cl, Redis() as redis:
+            def acquire(**fields):
+                return cl.post(SEM + name + "/acquire", {"limit": 2, "ttl_ms": 30000, **fields})
+
+            def claimed(lease):
+                return json.loads(redis.cmd("HGET", data, lease.body["token"].split(".")[4]))["claimed"]
+
+            a = acquire()
+            b = acquire(ttl_ms=200).body
+            time.sleep(0.35)
+            r = cl.post(SEM + name + "/renew", {"token": b["token"], "ttl_ms": 30000})
+            self.assertEqual(r.status, 410, r)
+            c = acquire()
+            self.assertEqual(c.status, 200, c)  # b's slot
+            self.assertEqual(acquire(wait_ms=0).status, 409)
+            for _ in range(5):
+                out: list = []
+                waiter = threading.Thread(target=lambda: out.append(acquire_through(gw, name)))
+                waiter.start()
+                wait_for(lambda: cl.get(SEM + name).body["waiting"] == 1, what="the waiter queued")
+                wait_for(lambda: metric(gw, "fencegate_waiters") == 1, what="the waiter parked")
+                self.assertEqual(cl.post(SEM + name + "/release", {"token": a.body["token"]}).status, 200)
+                waiter.join(30)
+                a = d = out[0]
+                self.assertEqual(d.status, 200, d)
+                if claimed(d) == 0:
+                    break
+            else:
+                self.fail("each waiter claimed its grant before the test could renew it")
+            r = cl.post(SEM + name + "/renew", {"token": d.body["token"], "ttl_ms": 60000})
             self.assertEqual((r.status, r.body["fence"]), (200, d.body["fence"]), r)
-            self.assertEqual(claimed(), 1)
-        for token in (c.body["token"], d.body["token"]):
-            self.assertEqual(self.c.post(SEM + name + "/release", {"token": token}).status, 200)
+            self.assertEqual(claimed(d), 1)
+            for token in (c.body["token"], d.body["token"]):
+                self.assertEqual(cl.post(SEM + name + "/release", {"token": token}).status, 200)
 
     def test_retried_release_answers_200(self):
         name = unique("sem-rerelease")
