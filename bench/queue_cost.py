@@ -141,8 +141,9 @@ def side(folder: str, kind: dict, jobs: int, workdir: str) -> dict:
             return lease, r.execute_command("FCALL", acq, len(k), *k, *(given[a] for a in acq_args))
 
         def release(lease: str) -> str:
-            given = {"name": name, "lease": lease, "claim_ms": CLAIM_MS, "marker_ms": MARKER_MS, "keep_ms": KEEP_MS,
-                     "instance": inst}
+            # fence: read by a retried release alone, which none here is.
+            given = {"name": name, "lease": lease, "fence": "0", "claim_ms": CLAIM_MS, "marker_ms": MARKER_MS,
+                     "keep_ms": KEEP_MS, "instance": inst}
             return r.execute_command("FCALL", rel, len(k), *k, *(given[a] for a in rel_args))
 
         holders, queue = [], []

@@ -51,6 +51,7 @@
 #define RAW_RID_TTL_MS  "1860000"
 #define RAW_SEM_LIMIT   "2"
 #define RAW_MARK_MS     "" /* one Redis: the gateway's beat alone marks it alive */
+#define RAW_FENCE       "0" /* a release's: read by a retried release alone, which none here is */
 /* The holder record's tail that the first try of an acquire writes, of the lease (%s), as
  * lease_holder_tail (src/lease/lease_result.c) makes it: lease, ttl, max_hold, claimed, instance,
  * attach, the request_id's length (none) and the owner (none). */
@@ -154,6 +155,7 @@ static void sem_acquire_args(const char **args, const char *name, const char *le
     do {                                                                                           \
         (args)[script##_ARGV_NAME] = (name);                                                       \
         (args)[script##_ARGV_LEASE] = (lease);                                                     \
+        (args)[script##_ARGV_FENCE] = RAW_FENCE;                                                   \
         (args)[script##_ARGV_CLAIM_MS] = RAW_CLAIM_MS;                                             \
         (args)[script##_ARGV_INSTANCE] = RAW_INSTANCE;                                             \
     } while (0)
@@ -249,7 +251,6 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
     ak[SEM_ACQUIRE_FAST_KEY_FENCE] = key[LIB_SEM_KEY_FENCE];
     ak[SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = key[LIB_SEM_KEY_FENCE_LIMIT];
     ak[SEM_ACQUIRE_FAST_KEY_INDEX] = key[LIB_SEM_KEY_INDEX];
-    ak[SEM_ACQUIRE_FAST_KEY_RELEASED] = key[LIB_SEM_KEY_RELEASED];
     ak[SEM_ACQUIRE_FAST_KEY_ENDED] = key[LIB_SEM_KEY_ENDED];
     rk[SEM_RELEASE_FAST_KEY_LIMIT] = key[LIB_SEM_KEY_LIMIT];
     rk[SEM_RELEASE_FAST_KEY_WATCHED] = key[LIB_SEM_KEY_WATCHED];

@@ -10,16 +10,15 @@
 -- says they start), so Redis ACL key patterns can confine the
 -- gateway and nothing is built inside a script.
 -- The names are those of src/store/backend/redis_keys.h; base is the lock's or semaphore's.
--- KEYS: fence fence_limit gateways rids rid_until released index ended revoked watched
+-- KEYS: fence fence_limit gateways rids rid_until index ended revoked watched
 --   fence        KEY_FENCE                  the last fence issued
 --   fence_limit  KEY_FENCE_LIMIT            the highest fence Postgres has reserved
 --   gateways     KEY_GATEWAYS               live gateways: sorted set id -> alive until (ms)
 --   rids         base..KEY_SUFFIX_RIDS      hash request_id -> lease id (idempotent retries)
 --   rid_until    base..KEY_SUFFIX_RID_UNTIL sorted set request_id -> when it may be forgotten
---   released     base..KEY_SUFFIX_RELEASED  sorted set released lease id -> until when a
---                                           retried release still answers 200 (ms)
 --   index        KEY_LOCK_INDEX or KEY_SEM_INDEX  the listing index (below)
---   ended        base..KEY_SUFFIX_ENDED     sorted set of "<fence>|<reason>" (below)
+--   ended        base..KEY_SUFFIX_ENDED     sorted set of "<fence>|<reason>", for retried
+--                                           releases and watchers (below)
 --   revoked      KEY_REVOKED                the revoked fences (below)
 --   watched      base..KEY_SUFFIX_WATCHED   present while a watcher waits (below)
 -- The facts a lease script's reply may carry (lease_reply, below):
@@ -310,16 +309,22 @@ local function purge_dead_waiters(lk, q, w, now)
   return dropped
 end
 
--- Released leases are remembered by time, not by count: each until the later
--- of its own ttl and keep_ms after its release, so a retried release answers
--- 200 again however many leases were released meanwhile. (The last release
--- may wait in an end's record: end_text.)
+-- Ended leases, for retried releases and for watchers: lk.ended is one sorted
+-- set of "<fence>|<reason>" (reason released or revoked; a lease that ends
+-- unmarked expired), each scored by minus until when it is kept (ms), so the
+-- newest comes first: Redis keeps a set of up to 128 entries as a listpack,
+-- whose insert reads the scores from the front until the new one's place
+-- (every score, for an until past all the others'). An end is kept by time,
+-- not by count: a released lease until the later of its own ttl and the kept
+-- time after its release, so a retried release answers 200 again however many
+-- leases were released meanwhile. Entries of gateways from before this set
+-- was one, scored by minus their fence, are read by watchers alike and go
+-- with the first trim. (The last end may wait in an end's record: end_text.)
 
--- The released and ended sets of a lease name used again and again are
--- trimmed by the end of one lease in TRIM_EVERY, the one whose fence is a
--- multiple of it (fences of one name grow), not by every end: each set holds
--- at most TRIM_EVERY - 1 entries past its bound in between. An end without a
--- fence at hand trims at once.
+-- The ended set of a lease name used again and again is trimmed by the end
+-- of one lease in TRIM_EVERY, the one whose fence is a multiple of it (fences
+-- of one name grow), not by every end: it holds at most TRIM_EVERY - 1
+-- entries past their time in between.
 local TRIM_EVERY = 16
 
 -- LEASE_RELEASED_KEPT_MS (src/fglimits.h) as decimal text: how long a release
@@ -328,33 +333,21 @@ local TRIM_EVERY = 16
 -- below 10^14 concatenates as its decimal digits.
 local RELEASED_KEPT = LEASE_RELEASED_KEPT_MS .. ''
 
--- The released set lk.released is scored by minus each lease's until (ms),
--- so the newest comes first: Redis keeps a set of up to 128 entries as a
--- listpack, whose insert reads the scores from the front until the new one's
--- place (every score, for an until past all the others'). An entry of a
--- gateway from before this order is scored by its until itself: both are
--- read (was_released) and trimmed (-now to now: each order's past untils).
-
--- Remembers lease (with fence, or nil) as released until till (ms; ms: till
--- - now as decimal text, or nil, see keep_until).
-local function mark_released_until(lk, lease, now, till, fence, ms)
-  if not fence or fence % TRIM_EVERY == 0 then
-    redis.call('ZREMRANGEBYSCORE', lk.released, '-' .. decimal(now), decimal(now))
+-- Keeps the end of the lease with fence (a number or decimal text) for
+-- reason until till (ms; ms: till - now as decimal text, or nil, see
+-- keep_until).
+local function end_keep(lk, fence, reason, now, till, ms)
+  if fence % TRIM_EVERY == 0 then
+    redis.call('ZREMRANGEBYSCORE', lk.ended, '-' .. decimal(now), '+inf')
   end
-  redis.call('ZADD', lk.released, '-' .. decimal(till), lease)
-  keep_until(lk.released, till, now, ms)
+  redis.call('ZADD', lk.ended, '-' .. decimal(till), fence .. '|' .. reason)
+  keep_until(lk.ended, till, now, ms)
 end
 
--- Remembers lease (with fence) as released for the longer of keep and ttl (ms,
--- decimal text both, compared as texts: no sum printed).
-local function mark_released(lk, lease, now, keep, ttl, fence)
-  if decimal_above(ttl, keep) then keep = ttl end
-  mark_released_until(lk, lease, now, now + keep, fence, keep)
-end
-
-local function was_released(lk, lease, now)
-  local till = redis.call('ZSCORE', lk.released, lease)
-  return till ~= false and math.abs(tonumber(till)) > now
+-- True if the lease with fence (decimal text) was released and is still kept.
+local function was_released(lk, fence, now)
+  local till = redis.call('ZSCORE', lk.ended, fence .. '|released')
+  return till ~= false and -till > now
 end
 
 -- The end of a lease kept in one string key (a lock's holder key, an idle
@@ -363,7 +356,7 @@ end
 -- uncontended release writes one key: "~<lease> <fence> <reason> <at> <keep>",
 -- reason released or revoked, at and keep decimal text (a release writes them
 -- as it has them: no sum to print). The write that replaces it copies it into
--- the released and ended sets first (end_bury).
+-- the ended set first (end_bury).
 local function end_text(lease, fence, reason, at, keep)
   return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. at .. ' ' .. keep
 end
@@ -382,41 +375,14 @@ local function end_read(raw)
   return lease, fence, reason, at + keep
 end
 
--- Ended leases, for watchers: lk.ended is a sorted set of "<fence>|<reason>"
--- (the newest ENDED_KEPT, trimmed by one end in TRIM_EVERY, for up to ttl
--- ms), and while the lock or semaphore is watched every end is also published on channel CHANNEL_ENDED as
--- "<kind>|<fence>|<reason>|<name>", so that every gateway wakes its watchers at
--- once. "Watched" is the key lk.watched, which a watch script sets, with a time
--- to live longer than the watchers' re-check interval, in the same step as it
--- looks at the lease: an end after that look is published, one before it is
--- what the look finds. Ends nobody watches wake no gateway. A lease that ends
--- unmarked expired. (The last end may wait in an end's record: end_text.)
--- Scored by minus the fence, so the newest comes first: Redis keeps so small a
--- set as a listpack, whose insert reads the scores from the front until the
--- new one's place (every score, for a new fence scored by itself), and whose
--- trim at the end moves nothing. (Entries of gateways from before this order
--- are trimmed first and read as "expired".) fence and ttl may be numbers or
--- decimal text.
-local ENDED_KEPT = '64' -- ranks from here on are trimmed
-
--- Keeps the end of the lease with fence (decimal text) in the ended set, whose
--- time to live becomes ttl (decimal text).
-local function ended_keep(lk, fence, reason, ttl)
-  redis.call('ZADD', lk.ended, '-' .. fence, fence .. '|' .. reason)
-  if fence % TRIM_EVERY == 0 then redis.call('ZREMRANGEBYRANK', lk.ended, ENDED_KEPT, '-1') end
-  redis.call('PEXPIRE', lk.ended, ttl)
-end
-
 -- Copies the end's record raw (the value of the key about to be written
--- over, as read: nothing happens for anything else) into the released and
--- ended sets, for as long as it was to be kept.
+-- over, as read: nothing happens for anything else) into the ended set, for
+-- as long as it was to be kept.
 local function end_bury(lk, raw, now)
   if not raw or not is_end(raw) then return end
   local lease, fence, reason, till = end_read(raw)
   if not lease then return end
-  local ms = decimal(math.max(1, till - now)) -- printed once for both sets
-  if reason == 'released' then mark_released_until(lk, lease, now, till, fence, ms) end
-  ended_keep(lk, fence, reason, ms)
+  end_keep(lk, fence, reason, now, math.max(now + 1, till))
 end
 
 -- Publishes msg on channel. On a Redis Cluster the keys shared by all leases
@@ -462,11 +428,20 @@ local function holder_end(kind, hkey, name, h, reason, keep_text, at, watched)
   return text
 end
 
-local function mark_ended(lk, kind, name, fence, reason, ttl)
-  if type(fence) == 'number' then fence = decimal(fence) end
-  if type(ttl) == 'number' then ttl = decimal(ttl) end
-  ended_keep(lk, fence, reason, ttl)
+-- Keeps the end at now of the lease with fence (a number or decimal text) for
+-- reason until till (ms; ms as end_keep takes it) and tells the watchers of
+-- kind's name, if any.
+local function mark_ended(lk, kind, name, fence, reason, now, till, ms)
+  fence = decimal(fence)
+  end_keep(lk, fence, reason, now, till, ms)
   if redis.call('EXISTS', lk.watched) == 1 then publish_end(kind, name, fence, reason) end
+end
+
+-- mark_ended for a release at now, kept for the longer of keep and ttl (ms,
+-- decimal text both, compared as texts: no sum printed).
+local function mark_released(lk, kind, name, fence, now, keep, ttl)
+  if decimal_above(ttl, keep) then keep = ttl end
+  mark_ended(lk, kind, name, fence, 'released', now, now + keep, keep)
 end
 
 -- Marks the lock or semaphore whose ended-news key is watched as watched for
@@ -475,10 +450,11 @@ local function mark_watched(watched, mark_ms)
   redis.call('SET', watched, '1', 'PX', mark_ms)
 end
 
--- How the lease with fence (a number) ended, read from the ended set key.
+-- How the lease with fence (decimal text) ended, read from the ended set key.
 local function ended_reason(key, fence)
-  local m = redis.call('ZRANGEBYSCORE', key, -fence, -fence)[1]
-  if m then return string.match(m, '|(.*)$') end
+  local at = redis.call('ZMSCORE', key, fence .. '|released', fence .. '|revoked')
+  if at[1] then return 'released' end
+  if at[2] then return 'revoked' end
   return 'expired'
 end
 

@@ -30,14 +30,14 @@
 -- paths read KEYS directly, since building lock_keys() costs a call more than
 -- one of its commands.
 local AT_HOLDER, AT_TICKETS, AT_FENCE, AT_FENCE_LIMIT = 1, 4, KEYS_AT_LIB_LEASE, KEYS_AT_LIB_LEASE + 1
-local AT_INDEX, AT_WATCHED = KEYS_AT_LIB_LEASE + 6, KEYS_AT_LIB_LEASE + 9
+local AT_INDEX, AT_WATCHED = KEYS_AT_LIB_LEASE + 5, KEYS_AT_LIB_LEASE + 8
 
 local function lock_keys()
   local f = KEYS_AT_LIB_LEASE
   return {h = KEYS[1], q = KEYS[2], w = KEYS[3], t = KEYS[4],
           fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
-          rid_until = KEYS[f + 4], released = KEYS[f + 5], index = KEYS[f + 6], ended = KEYS[f + 7],
-          revoked = KEYS[f + 8], watched = KEYS[f + 9]}
+          rid_until = KEYS[f + 4], index = KEYS[f + 5], ended = KEYS[f + 6], revoked = KEYS[f + 7],
+          watched = KEYS[f + 8]}
 end
 
 -- Writes the live holder record text for lease (ms as decimal text), copying

@@ -55,8 +55,8 @@ local function sem_keys()
   return {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
           first = false,
           fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
-          rid_until = KEYS[f + 4], released = KEYS[f + 5], index = KEYS[f + 6], ended = KEYS[f + 7],
-          revoked = KEYS[f + 8], watched = KEYS[f + 9]}
+          rid_until = KEYS[f + 4], index = KEYS[f + 5], ended = KEYS[f + 6], revoked = KEYS[f + 7],
+          watched = KEYS[f + 8]}
 end
 
 -- Removes the holders whose lease expired (score <= now).

@@ -10,7 +10,7 @@
 -- exist exactly while the queue does, lib_lock.lua), issues a fence only while
 -- the sequence may (lib_lease.lua), keeps the end of the lease before in the
 -- history (end_bury).
--- KEYS: holder tickets fence fence_limit index released ended
+-- KEYS: holder tickets fence fence_limit index ended
 --   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
 -- ARGV: name ttl_ms tail
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
@@ -24,7 +24,7 @@ if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
   return lease_reply('contended')
 end
 local at = now_text()
-if prior then end_bury({released = KEYS[6], ended = KEYS[7]}, prior, at + 0) end
+if prior then end_bury({ended = KEYS[6]}, prior, at + 0) end
 redis.call('ZADD', KEYS[5], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[3]))
 redis.call('SET', KEYS[1], holder_join(fence, at, A_tail), 'PX', A_ttl_ms)

@@ -3,8 +3,8 @@
 -- lock_release.lua: the holder releases; the lock passes to the next live
 -- waiter in the same step.
 -- KEYS: lib_lock.lua
--- ARGV: name lease claim_ms marker_ms instance
---   marker_ms: how long the released marker is kept; instance: the gateway's id
+-- ARGV: name lease fence claim_ms marker_ms instance
+--   fence: the lease's (a retried release looks it up); marker_ms: how long the released marker is kept; instance: the gateway's id
 -- Returns (lib_lease.lua lease_reply, with the grant to a waiter of this gateway, see
 -- grant_next): released {held_ms}, or released {again} for a repeated release
 -- of the same lease, lost {} (the lease expired or was taken over).
@@ -23,7 +23,7 @@ if h and h.lease == lease then
   return lease_reply('released', handoff, R_HELD_MS, decimal(now - h.granted_at))
 end
 local ended, _, reason = end_read(v[3])
-if (ended == lease and reason == 'released') or was_released(lock_keys(), lease, now) then
+if (ended == lease and reason == 'released') or was_released(lock_keys(), A_fence, now) then
   return lease_reply('released', nil, R_AGAIN, '1')
 end
 return lease_reply('lost')

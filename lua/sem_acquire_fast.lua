@@ -12,7 +12,7 @@
 -- first (lib_sem.lua unfold). Like sem_acquire.lua on an idle semaphore it
 -- issues a fence only while the sequence may (lib_lease.lua) and keeps the
 -- end of the lease before in the history (end_bury).
--- KEYS: limit holders queue fence fence_limit index released ended
+-- KEYS: limit holders queue fence fence_limit index ended
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
 -- ARGV: name ttl_ms limit tail
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
@@ -27,7 +27,7 @@ if not fences_left(v) or (prior and not is_end(prior))
   return lease_reply('contended')
 end
 local at = now_text()
-if prior then end_bury({released = KEYS[7], ended = KEYS[8]}, prior, at + 0) end
+if prior then end_bury({ended = KEYS[7]}, prior, at + 0) end
 redis.call('ZADD', KEYS[6], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[4]))
 redis.call('SET', KEYS[1], first_holder_join(A_limit, fence, at, A_tail), 'PX', A_ttl_ms)

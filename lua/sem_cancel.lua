@@ -45,8 +45,7 @@ if rec then
   if attach ~= '' and rec.attach ~= attach then return done('superseded') end
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)
-  mark_released(k, lease, now, A_marker_ms, decimal(rec.ttl or 0), rec.fence)
-  mark_ended(k, 's', name, rec.fence, 'released', marker_ttl)
+  mark_released(k, 's', name, rec.fence, now, A_marker_ms, decimal(rec.ttl or 0))
   grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
   return done('released')
 end

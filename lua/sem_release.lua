@@ -3,8 +3,8 @@
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
 -- KEYS: lib_sem.lua
--- ARGV: name lease claim_ms instance
---   instance: the gateway's id. A released lease is remembered (for a retried
+-- ARGV: name lease fence claim_ms instance
+--   fence: the lease's (a retried release looks it up); instance: the gateway's id. A released lease is remembered (for a retried
 --   release) LEASE_RELEASED_KEPT_MS, the keys of a semaphore in use live
 --   SEM_KEEP_MS past its last lease (src/fglimits.h, as the gateway has them).
 -- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free): released {held_ms},
@@ -33,12 +33,11 @@ if raw then
     redis.call('HDEL', k.d, lease)
   end
   local fence, ttl, granted_at = holder_numbers(raw)
-  mark_released(k, lease, now, RELEASED_KEPT, ttl, fence)
-  mark_ended(k, 's', name, fence, 'released', RELEASED_KEPT)
+  mark_released(k, 's', name, fence, now, RELEASED_KEPT, ttl)
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
   local ended, _, reason = end_read(limit_raw)
-  if (ended == lease and reason == 'released') or was_released(k, lease, now) then
+  if (ended == lease and reason == 'released') or was_released(k, A_fence, now) then
     reply = {'released', R_AGAIN, '1'}
   else
     reply = {'lost'}

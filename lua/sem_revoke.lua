@@ -26,7 +26,7 @@ for _, lease in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do
   if rec and rec.fence == fence then
     redis.call('ZREM', k.h, lease)
     redis.call('HDEL', k.d, lease)
-    mark_ended(k, 's', name, fence, 'revoked', marker_ttl)
+    mark_ended(k, 's', name, fence, 'revoked', now, now + marker_ttl)
     revoked = true
     break
   end

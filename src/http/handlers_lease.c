@@ -314,7 +314,7 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
     if (body != NULL)
         token = lease_request_token(body);
     if (body == NULL || verified_lease(kind, req, token, &claims, &err) != 0 ||
-        kind->release(lease_name(req), claims.lease_id, &res, &err) != 0)
+        kind->release(lease_name(req), claims.lease_id, (long long)claims.fence, &res, &err) != 0)
         return fail(reply, &err);
     if (res.outcome == LEASE_LOST)
         return lease_lost(kind, req, reply, "release", &claims);

@@ -223,7 +223,8 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
     const char *lost = NULL;
     for (size_t i = 0; i < n; i++) {
         struct lease_result res;
-        if (lock_release(claims[i].name, claims[i].lease_id, &res, &err) != 0)
+        if (lock_release(claims[i].name, claims[i].lease_id, (long long)claims[i].fence, &res,
+                         &err) != 0)
             return fail(reply, &err);
         if (res.outcome == LEASE_LOST && lost == NULL)
             lost = claims[i].name;

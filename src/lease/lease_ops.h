@@ -33,8 +33,8 @@ struct lease_ops {
                   enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err);
     int (*leave)(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
                  struct fg_error *err);
-    int (*release)(const char *name, const char *lease_id, struct lease_result *res,
-                   struct fg_error *err);
+    int (*release)(const char *name, const char *lease_id, long long fence,
+                   struct lease_result *res, struct fg_error *err);
     int (*renew)(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                  struct fg_error *err);
     /* waiters: how many of the first waiters to list (0: no "waiters" member) */

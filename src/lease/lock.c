@@ -123,7 +123,7 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
                            contended, err);
 }
 
-int lock_release(const char *name, const char *lease_id, struct lease_result *res,
+int lock_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                  struct fg_error *err)
 {
     bool contended = true;
@@ -132,11 +132,13 @@ int lock_release(const char *name, const char *lease_id, struct lease_result *re
         return -1;
     if (!contended)
         return 0;
-    char claim[24];
+    char claim[24], fence_text[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
     const char *argv[LOCK_RELEASE_NARGV] = {
         [LOCK_RELEASE_ARGV_NAME] = name,
         [LOCK_RELEASE_ARGV_LEASE] = lease_id,
+        [LOCK_RELEASE_ARGV_FENCE] = fence_text,
         [LOCK_RELEASE_ARGV_CLAIM_MS] = claim,
         [LOCK_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
         [LOCK_RELEASE_ARGV_INSTANCE] = gw.instance_id,

@@ -36,8 +36,9 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
 int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
                struct fg_error *err) FG_WUR;
 
-/* Releases the lease and hands the lock to the next live waiter. */
-int lock_release(const char *name, const char *lease_id, struct lease_result *res,
+/* Releases the lease (with fence: a retried release looks it up) and hands
+ * the lock to the next live waiter. */
+int lock_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                  struct fg_error *err) FG_WUR;
 
 /* Extends the lease by ttl_ms (0: its own ttl), within max_hold_ms. */

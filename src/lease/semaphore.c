@@ -33,7 +33,6 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
         [SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
         [SEM_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
-        [SEM_ACQUIRE_FAST_KEY_RELEASED] = k.key[LIB_SEM_KEY_RELEASED],
         [SEM_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
     };
     char tail[LEASE_HOLDER_TAIL_MAX];
@@ -140,7 +139,7 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
                            contended, err);
 }
 
-int sem_release(const char *name, const char *lease_id, struct lease_result *res,
+int sem_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                 struct fg_error *err)
 {
     bool contended = true;
@@ -149,11 +148,13 @@ int sem_release(const char *name, const char *lease_id, struct lease_result *res
         return -1;
     if (!contended)
         return 0;
-    char claim[24];
+    char claim[24], fence_text[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
     const char *argv[SEM_RELEASE_NARGV] = {
         [SEM_RELEASE_ARGV_NAME] = name,
         [SEM_RELEASE_ARGV_LEASE] = lease_id,
+        [SEM_RELEASE_ARGV_FENCE] = fence_text,
         [SEM_RELEASE_ARGV_CLAIM_MS] = claim,
         [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };

@@ -38,8 +38,9 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
 int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
               struct fg_error *err) FG_WUR;
 
-/* Releases the lease's slot and hands it to the oldest live waiter. */
-int sem_release(const char *name, const char *lease_id, struct lease_result *res,
+/* Releases the lease's slot (with fence: a retried release looks it up) and
+ * hands it to the oldest live waiter. */
+int sem_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                 struct fg_error *err) FG_WUR;
 
 /* Extends the lease by ttl_ms (0: its own ttl), within max_hold_ms. */

@@ -7,7 +7,8 @@
   the retry's lease and its renewal ended.)
 - A retried release answers 200 however many other leases of the same lock or semaphore were released
   since: released leases are remembered by time, not by count. (Broken variant caught: mark_released
-  trimming to the newest 64 entries again — the retried release answered 410.)
+  trimming to the newest 64 entries again — the retried release answered 410; and since the ends are
+  kept in one set, looked up by the token's fence, a lookup by the fence alone, without the reason.)
 - Waiters of a dead gateway do not count against max_waiters_per_lock: an acquire that finds the queue
   at its cap first drops them. (Broken variant caught: the purge removed from lock_acquire.lua and
   sem_acquire.lua — the live client got 429.)

@@ -290,6 +290,22 @@ class WatchTest(GatewayTest):
             r = self.c.get(f"/v1/{kind}/{name}:again?watch=true&fence={first['fence']}")
             self.assertEqual((r.status, r.body["held"], r.body.get("reason")), (200, False, "released"), (kind, r))
             self.assertEqual(self.c.post(f"/v1/{kind}/{name}:again/release", {"token": later["token"]}).status, 200)
+        # Revoked ends are read from the same history: a lock's once the next grant filed it there, a semaphore
+        # holder's at once (its revoke files it); and an end written by a gateway from before the history was
+        # one set (scored by minus its fence) is read alike.
+        lock = self.c.post(f"/v1/locks/{name}:rv/acquire", {}).body
+        self.assertEqual(self.c.post(f"/v1/locks/{name}:rv/revoke", {}).status, 200)
+        later = self.c.post(f"/v1/locks/{name}:rv/acquire", {}).body
+        sem = [self.c.post(f"/v1/semaphores/{name}:rv/acquire", {"limit": 2}).body for _ in range(2)]
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}:rv/revoke", {"fence": sem[0]["fence"]}).status, 200)
+        with Redis() as redis:
+            redis.cmd("ZADD", f"fg:lk:{{{name}:rv}}:n", "-7", "7|revoked")
+        for path, fence in ((f"/v1/locks/{name}:rv", lock["fence"]), (f"/v1/semaphores/{name}:rv", sem[0]["fence"]),
+                            (f"/v1/locks/{name}:rv", 7)):
+            r = self.c.get(f"{path}?watch=true&fence={fence}")
+            self.assertEqual((r.status, r.body["held"], r.body.get("reason")), (200, False, "revoked"), (path, r))
+        self.assertEqual(self.c.post(f"/v1/locks/{name}:rv/release", {"token": later["token"]}).status, 200)
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}:rv/release", {"token": sem[1]["token"]}).status, 200)
         for q in ("watch=true", "watch=yes&fence=1", "watch=true&fence=0", "watch=true&fence=x",
                   "watch=true&fence=1&wait_ms=-1", "watch=true&fence=1&wait_ms=3600001",
                   "watch=true&fence=99999999999999999999"):

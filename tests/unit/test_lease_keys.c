@@ -47,7 +47,6 @@ static void lock_keys_in_script_order(void **state)
         {LIB_LOCK_KEY_GATEWAYS, "fg:gateways"},
         {LIB_LOCK_KEY_RIDS, "fg:lk:{inv:42}:r"},
         {LIB_LOCK_KEY_RID_UNTIL, "fg:lk:{inv:42}:e"},
-        {LIB_LOCK_KEY_RELEASED, "fg:lk:{inv:42}:x"},
         {LIB_LOCK_KEY_INDEX, "fg:idx:lk"},
         {LIB_LOCK_KEY_ENDED, "fg:lk:{inv:42}:n"},
         {LIB_LOCK_KEY_REVOKED, "fg:revoked"},
@@ -65,9 +64,9 @@ static void semaphore_keys_in_script_order(void **state)
         {LIB_SEM_KEY_LIMIT, "fg:sm:{pool}:l"},     {LIB_SEM_KEY_TICKETS, "fg:sm:{pool}:t"},
         {LIB_SEM_KEY_FENCE, "fg:fence"},           {LIB_SEM_KEY_FENCE_LIMIT, "fg:fence_limit"},
         {LIB_SEM_KEY_GATEWAYS, "fg:gateways"},     {LIB_SEM_KEY_RIDS, "fg:sm:{pool}:r"},
-        {LIB_SEM_KEY_RID_UNTIL, "fg:sm:{pool}:e"}, {LIB_SEM_KEY_RELEASED, "fg:sm:{pool}:x"},
-        {LIB_SEM_KEY_INDEX, "fg:idx:sm"},          {LIB_SEM_KEY_ENDED, "fg:sm:{pool}:n"},
-        {LIB_SEM_KEY_REVOKED, "fg:revoked"},       {LIB_SEM_KEY_WATCHED, "fg:sm:{pool}:v"},
+        {LIB_SEM_KEY_RID_UNTIL, "fg:sm:{pool}:e"}, {LIB_SEM_KEY_INDEX, "fg:idx:sm"},
+        {LIB_SEM_KEY_ENDED, "fg:sm:{pool}:n"},     {LIB_SEM_KEY_REVOKED, "fg:revoked"},
+        {LIB_SEM_KEY_WATCHED, "fg:sm:{pool}:v"},
     };
     expect_keys(LEASE_KIND_SEMAPHORE, "pool", want, sizeof want / sizeof want[0]);
 }
@@ -139,7 +138,6 @@ static void lock_scripts_of_some_keys(void **state)
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE], "fg:fence");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT], "fg:fence_limit");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_INDEX], "fg:idx:lk");
-    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RELEASED], "fg:lk:{inv:42}:x");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_ENDED], "fg:lk:{inv:42}:n");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_HOLDER], "fg:lk:{inv:42}:h");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_WATCHED], "fg:lk:{inv:42}:v");

@@ -57,8 +57,7 @@
 #define KEY_SUFFIX_TICKETS     "t" /* arrival ticket counter */
 #define KEY_SUFFIX_RIDS        "r" /* request_id -> lease id */
 #define KEY_SUFFIX_RID_UNTIL   "e" /* request_id -> when it may be forgotten */
-#define KEY_SUFFIX_RELEASED    "x" /* released lease ids, for retried releases */
-#define KEY_SUFFIX_ENDED       "n" /* "<fence>|<reason>" of ended leases, for watchers */
+#define KEY_SUFFIX_ENDED       "n" /* "<fence>|<reason>" of ended leases: retried releases, watchers */
 #define KEY_SUFFIX_WATCHED     "v" /* present while a watcher waits for the news of an end */
 
 /* Pub/sub channels (lease/doorbell.h): ended leases, and the doorbell of the
