@@ -77,6 +77,17 @@ local function holder_brief(raw, first)
   return {lease = lease, fence = fence, ttl = ttl, granted_at = granted_at}
 end
 
+-- What a renewal needs of a claimed holder record raw without a request_id,
+-- which it leaves as it is: the fence, granted_at, lease, ttl and max_hold
+-- (decimal text), five captures where holder_read makes ten; nothing for any
+-- other record (the layout before among them), which the caller reads whole.
+local function claimed_brief(raw)
+  if not raw then return nil end
+  local fence, granted_at, lease, ttl, max_hold = string.match(raw, '^(%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* 0 ')
+  if fence and #lease == LEASE_ID_TEXT then return fence, granted_at, lease, ttl, max_hold end
+  return nil
+end
+
 -- The record of h (a holder_read table) with claimed and attach set anew.
 local function holder_rewrite(h, claimed, attach)
   return holder_text(h.lease, h.fence, h.ttl, h.max_hold, h.granted_at, claimed, h.inst, attach, h.rid, h.owner)

@@ -4,8 +4,10 @@
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
 -- It names only the keys a renewal touches (Redis hands each key of a call to
 -- Lua at a price): the holder, and the request ids it keeps. A claimed
--- holder's record stays as it is, only its time to live moves; the time to
--- live is the ttl as asked unless the hold's deadline cuts it (no sum printed).
+-- holder's record stays as it is, only its time to live moves (and one
+-- without a request_id is read no further than that takes, lib_holder.lua
+-- claimed_brief); the time to live is the ttl as asked unless the hold's
+-- deadline cuts it (no sum printed).
 -- KEYS: holder rids rid_until
 --   those keys of lib_lock.lua and lib_lease.lua
 -- ARGV: lease ttl_ms
@@ -14,15 +16,22 @@
 -- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
 local lease = A_lease
 local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3]}
-local h = holder_read(redis.call('GET', k.h))
-if not h or h.lease ~= lease then return lease_reply('lost') end
+local raw = redis.call('GET', k.h)
+local fence, granted_at, held, own_ttl, max_hold = claimed_brief(raw)
+local h -- the whole record, of a holder with more to do (unclaimed, a request_id)
+if not fence then
+  h = holder_read(raw)
+  if not h then return lease_reply('lost') end
+  fence, granted_at, held, own_ttl, max_hold = h.fence, h.granted_at, h.lease, h.ttl, h.max_hold
+end
+if held ~= lease then return lease_reply('lost') end
 local now, now_at = now_ms_and_text()
-local ttl, hold_until = renewal_ttl(A_ttl_ms, h.ttl, h.granted_at, h.max_hold, now)
+local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
 if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
-if h.claimed == '1' then
+if not h or h.claimed == '1' then
   redis.call('PEXPIRE', k.h, ttl)
 else
   redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', ttl)
 end
-rid_hold(k, h.rid, lease, now + ttl, now)
-return lease_reply('renewed', nil, R_FENCE, h.fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))
+if h then rid_hold(k, h.rid, lease, now + ttl, now) end
+return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))
