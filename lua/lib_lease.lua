@@ -430,18 +430,20 @@ end
 
 -- Keeps the end at now of the lease with fence (a number or decimal text) for
 -- reason until till (ms; ms as end_keep takes it) and tells the watchers of
--- kind's name, if any.
-local function mark_ended(lk, kind, name, fence, reason, now, till, ms)
+-- kind's name, if any (watched: the mark as the caller read it, or nil to
+-- look here).
+local function mark_ended(lk, kind, name, fence, reason, now, till, ms, watched)
   fence = decimal(fence)
   end_keep(lk, fence, reason, now, till, ms)
-  if redis.call('EXISTS', lk.watched) == 1 then publish_end(kind, name, fence, reason) end
+  if watched == nil then watched = redis.call('EXISTS', lk.watched) == 1 end
+  if watched then publish_end(kind, name, fence, reason) end
 end
 
 -- mark_ended for a release at now, kept for the longer of keep and ttl (ms,
--- decimal text both, compared as texts: no sum printed).
-local function mark_released(lk, kind, name, fence, now, keep, ttl)
+-- decimal text both, compared as texts: no sum printed), watched as there.
+local function mark_released(lk, kind, name, fence, now, keep, ttl, watched)
   if decimal_above(ttl, keep) then keep = ttl end
-  mark_ended(lk, kind, name, fence, 'released', now, now + keep, keep)
+  mark_ended(lk, kind, name, fence, 'released', now, now + keep, keep, watched)
 end
 
 -- Marks the lock or semaphore whose ended-news key is watched as watched for

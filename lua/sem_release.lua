@@ -17,6 +17,7 @@ local now = now_ms()
 
 purge(k, now)
 local reply, idle, waits -- reply: the outcome and its facts; idle: nobody holds or waits; waits: somebody does
+local ready, limit -- when somebody waits: whether fences may be issued, and the limit key's value
 local raw = redis.call('HGET', k.d, lease)
 -- A lease in the holders' keys means no first holder waits in the limit key
 -- (lib_sem.lua): only a release that finds none there reads that key, and
@@ -33,7 +34,12 @@ if raw then
     redis.call('HDEL', k.d, lease)
   end
   local fence, ttl, granted_at = holder_numbers(raw)
-  mark_released(k, 's', name, fence, now, RELEASED_KEPT, ttl)
+  local watched -- the watched mark as read, or nil: mark_ended looks
+  if waits then -- the slot goes on: the fence sequence's guard, the limit and the mark in one read
+    local v = redis.call('MGET', k.fence, k.fence_limit, k.l, k.watched)
+    ready, limit, watched = fences_left(v), v[3], v[4]
+  end
+  mark_released(k, 's', name, fence, now, RELEASED_KEPT, ttl, watched)
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
   local ended, _, reason = end_read(limit_raw)
@@ -47,8 +53,7 @@ if idle == nil then idle = redis.call('EXISTS', k.h, k.q) == 0 end
 if idle then
   forget(k)
 else
-  if waits then -- the slot goes on: the limit and the fence sequence's guard in one read
-    local ready, limit = fence_ready_and_get(k, k.l)
+  if waits then
     grant_free(k, name, tonumber(limit), A_claim_ms, now, A_instance, handoff, ready)
   elseif waits == nil then
     grant_free(k, name, limit_in_force(k), A_claim_ms, now, A_instance, handoff)

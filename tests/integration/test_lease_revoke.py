@@ -253,6 +253,27 @@ class WatchTest(GatewayTest):
         self.assertEqual(w.response.body["reason"], "released", w.response)
         self.assertLess(w.done_at - t0, self.BOUND_S)
 
+    def test_semaphore_watch_answers_at_a_release_that_hands_over(self):
+        """A release that hands the slot to a waiter tells the watchers too: sem_release.lua reads the watched
+        mark there with the fence sequence and the limit. Caught: that read's mark left unused (the watch
+        answered at its deadline)."""
+        name = unique("w-sem-hand")
+        a = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 1, "ttl_ms": 60000}).body
+        out: list = []
+        waiter = threading.Thread(target=lambda: out.append(self.gw.http(
+            "POST", f"/v1/semaphores/{name}/acquire", {"limit": 1, "ttl_ms": 60000, "wait_ms": 20000}, timeout=30)))
+        waiter.start()
+        wait_for(lambda: self.c.get(f"/v1/semaphores/{name}").body["waiting"] == 1, what="the waiter queued")
+        w = self.start_watch(f"/v1/semaphores/{name}", a["fence"])
+        t0 = time.monotonic()
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": a["token"]}).status, 200)
+        w.join(15)
+        waiter.join(30)
+        self.assertEqual(w.response.body["reason"], "released", w.response)
+        self.assertLess(w.done_at - t0, self.BOUND_S)
+        self.assertEqual(out[0].status, 200, out[0])
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": out[0].body["token"]}).status, 200)
+
     def test_ends_nobody_watches_are_not_published(self):
         """The news of an end is published only while its lock or semaphore is watched: otherwise every
         release would wake every gateway's news subscriber for nothing."""
