@@ -320,6 +320,13 @@ end
 -- leases were released meanwhile. Entries of gateways from before this set
 -- was one, scored by minus their fence, are read by watchers alike and go
 -- with the first trim. (The last end may wait in an end's record: end_text.)
+-- While the lock or semaphore is watched every end is also published on
+-- channel CHANNEL_ENDED as "<kind>|<fence>|<reason>|<name>", so that every
+-- gateway wakes its watchers at once. "Watched" is the key lk.watched, which a
+-- watch script sets, with a time to live longer than the watchers' re-check
+-- interval, in the same step as it looks at the lease: an end after that look
+-- is published, one before it is what the look finds. Ends nobody watches
+-- wake no gateway.
 
 -- The ended set of a lease name used again and again is trimmed by the end
 -- of one lease in TRIM_EVERY, the one whose fence is a multiple of it (fences
@@ -433,7 +440,7 @@ end
 -- kind's name, if any (watched: the mark as the caller read it, or nil to
 -- look here).
 local function mark_ended(lk, kind, name, fence, reason, now, till, ms, watched)
-  fence = decimal(fence)
+  if type(fence) == 'number' then fence = decimal(fence) end
   end_keep(lk, fence, reason, now, till, ms)
   if watched == nil then watched = redis.call('EXISTS', lk.watched) == 1 end
   if watched then publish_end(kind, name, fence, reason) end

@@ -4,7 +4,8 @@
 -- waiter in the same step.
 -- KEYS: lib_lock.lua
 -- ARGV: name lease fence claim_ms marker_ms instance
---   fence: the lease's (a retried release looks it up); marker_ms: how long the released marker is kept; instance: the gateway's id
+--   fence: the lease's (a retried release looks it up); marker_ms: how long
+--   the released marker is kept; instance: the gateway's id
 -- Returns (lib_lease.lua lease_reply, with the grant to a waiter of this gateway, see
 -- grant_next): released {held_ms}, or released {again} for a repeated release
 -- of the same lease, lost {} (the lease expired or was taken over).

@@ -4,9 +4,10 @@
 -- to the oldest live waiter in the same step.
 -- KEYS: lib_sem.lua
 -- ARGV: name lease fence claim_ms instance
---   fence: the lease's (a retried release looks it up); instance: the gateway's id. A released lease is remembered (for a retried
---   release) LEASE_RELEASED_KEPT_MS, the keys of a semaphore in use live
---   SEM_KEEP_MS past its last lease (src/fglimits.h, as the gateway has them).
+--   fence: the lease's (a retried release looks it up); instance: the
+--   gateway's id. A released lease is remembered (for a retried release)
+--   LEASE_RELEASED_KEPT_MS, the keys of a semaphore in use live SEM_KEEP_MS
+--   past its last lease (src/fglimits.h, as the gateway has them).
 -- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free): released {held_ms},
 -- or released {again} for a repeated release of the same lease, lost {}
 -- (the lease expired or was dropped).
