@@ -14,7 +14,8 @@
 #                                    code the code names R_<FACT> (lib_lease.lua lease_reply)
 # (several KEYS, ARGV or REPLY lines add up). Every script declares both (maybe empty); a library (lib_*.lua)
 # declares them only to share its list. Code reads its arguments by name only: A_<name> is the ARGV
-# declared as <name> (a table of the rest for a last "<name>..."); ARGV itself is refused.
+# declared as <name>; a last "<name>..." is ARGV itself, whose rest starts at index A_<name>_at (Lua's
+# unpack cannot copy many thousand values into a table of their own); ARGV by its own name is refused.
 # Writes into OUT_DIR:
 #   lua_scripts.h  enum fg_script (SCRIPT_<NAME> per script), and per script or library that declares
 #                  them <NAME>_NKEYS, <NAME>_KEY_<KEY> (0-based), <NAME>_NARGV, <NAME>_ARGV_<ARG>, and
@@ -357,16 +358,20 @@ foreach(stem ${SCRIPTS})
     math(EXPR at "${at} + 1")
     string(REPLACE "..." "" plain "${arg}")
     list(APPEND arg_names A_${plain})
+    if(arg MATCHES "\\.\\.\\.$")
+      list(APPEND arg_names A_${plain}_at)
+    endif()
     if(NOT " ${code} " MATCHES "[^A-Za-z0-9_]A_${plain}[^A-Za-z0-9_]")
       continue()
     endif()
     string(APPEND declared "local A_${plain}\n")
     if(NOT arg MATCHES "\\.\\.\\.$")
       string(APPEND assigned "A_${plain} = ARGV[${at}]\n")
-    elseif(at EQUAL 1)
-      string(APPEND assigned "A_${plain} = ARGV\n")
     else()
-      string(APPEND assigned "A_${plain} = {unpack(ARGV, ${at})}\n")
+      string(APPEND assigned "A_${plain} = ARGV\n")
+      if(" ${code} " MATCHES "[^A-Za-z0-9_]A_${plain}_at[^A-Za-z0-9_]")
+        string(APPEND declared "local A_${plain}_at = ${at}\n")
+      endif()
     endif()
   endforeach()
   only_declared("${code}" "A_[a-z0-9_]+" "${arg_names}"

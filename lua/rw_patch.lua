@@ -4,9 +4,11 @@
 -- KEYS: lib_rw.lua
 -- flags: allow-cross-slot-keys
 --   the revoked set lives in another slot of this node (lib_rw.lua)
--- ARGV: lib_rw.lua fields max_fields
---   fields: a JSON object of field -> string (set it) or null (delete it);
---   max_fields: the most fields the hash may hold
+-- ARGV: lib_rw.lua max_fields sets fields...
+--   max_fields: the most fields the hash may hold; sets: how many fields the
+--   patch sets; fields: their field value pairs, then the fields it deletes
+--   (arguments as they are, where one JSON text would cost a decode and a
+--   table of its own)
 -- Only a patch that could take the hash over max_fields (were every field it
 -- sets new) asks which fields the hash has; then it writes the fields set in
 -- one HSET and those deleted in one HDEL.
@@ -21,31 +23,24 @@ local size = redis.pcall('HLEN', KEYS[1])
 if type(size) == 'table' then -- the key holds another type: named by a second look
   return cjson.encode({r = 'wrongtype', type = redis.call('TYPE', KEYS[1]).ok})
 end
-local patch, max = cjson.decode(A_fields), tonumber(A_max_fields)
-local set, gone = {}, {} -- HSET's field value pairs, HDEL's fields
-for field, value in pairs(patch) do
-  if value == cjson.null then
-    gone[#gone + 1] = field
-  else
-    set[#set + 1], set[#set + 2] = field, value
-  end
-end
-local after = size + #set / 2 -- the hash's size once written, at most
+local max, last = tonumber(A_max_fields), #A_fields
+local gone_at = A_fields_at + 2 * tonumber(A_sets) -- the first field deleted
+local after = size + (gone_at - A_fields_at) / 2 -- the hash's size once written, at most
 if after > max then -- it may go over: count what the patch adds and removes
   after = size
-  for i = 1, #set, 2 do
-    if redis.call('HEXISTS', KEYS[1], set[i]) == 0 then after = after + 1 end
+  for i = A_fields_at, gone_at - 1, 2 do
+    if redis.call('HEXISTS', KEYS[1], A_fields[i]) == 0 then after = after + 1 end
   end
-  for _, field in ipairs(gone) do
-    if redis.call('HEXISTS', KEYS[1], field) == 1 then after = after - 1 end
+  for i = gone_at, last do
+    if redis.call('HEXISTS', KEYS[1], A_fields[i]) == 1 then after = after - 1 end
   end
 end
 if after > max then return cjson.encode({r = 'toomany', fields = after, max = max}) end
 raise_fence()
-for i = 1, #set, 1000 do -- one HSET for every 500 fields (unpack's stack is bounded)
-  redis.call('HSET', KEYS[1], unpack(set, i, math.min(i + 999, #set)))
+for i = A_fields_at, gone_at - 1, 1000 do -- one HSET for every 500 fields (unpack's stack is bounded)
+  redis.call('HSET', KEYS[1], unpack(A_fields, i, math.min(i + 999, gone_at - 1)))
 end
-for i = 1, #gone, 1000 do
-  redis.call('HDEL', KEYS[1], unpack(gone, i, math.min(i + 999, #gone)))
+for i = gone_at, last, 1000 do
+  redis.call('HDEL', KEYS[1], unpack(A_fields, i, math.min(i + 999, last)))
 end
 return '{"r":"applied","fence":' .. A_fence .. '}'

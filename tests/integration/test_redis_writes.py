@@ -33,7 +33,7 @@ def audit_rows(c, resource: str) -> list[dict]:
 
 
 class RedisWriteTest(GatewayTest):
-    gateway_config = {"redis_prefixes": PREFIXES}
+    gateway_config = {"redis_prefixes": PREFIXES, "limits": {"max_hash_fields": 10000}}
 
     @classmethod
     def setUpClass(cls):
@@ -117,6 +117,28 @@ class RedisWriteTest(GatewayTest):
         r = self.write("PUT", key, old["token"], {"value": "o"})
         self.assertEqual(r.status, 409, r)
         self.assertEqual(self.r.cmd("EXISTS", key), 0)
+
+    def test_a_patch_of_thousands_of_fields(self):
+        """A PATCH hands its fields to rw_patch.lua as arguments, thousands of them (more than Lua's stack
+        takes at once): every field set and every one deleted lands, counted against the cap exactly."""
+        key, lock = same_slot("app:wide/", "wide")
+        tok = self.lock(lock)["token"]
+        old = {f"old{i}": "o" for i in range(2500)}
+        self.r.cmd("HSET", key, *[x for pair in old.items() for x in pair])  # written around the gateway
+        fields = {f"f{i}": f"v{i}" for i in range(8000)}
+        fields.update({f"old{i}": None for i in range(1200)})
+        fields["old7"] = "kept"  # set, not deleted: 1,199 deletions beside 8,001 fields set
+        r = self.write("PATCH", key, tok, {"fields": fields})  # 2,500 + 8,001 > 10,000 were every field new
+        self.assertEqual(r.status, 200, r)
+        old.update(fields)
+        flat = self.r.cmd("HGETALL", key)
+        stored = dict(zip(flat[::2], flat[1::2]))
+        self.assertEqual(stored, {name: value for name, value in old.items() if value is not None})
+        self.assertEqual(len(stored), 9301)
+        over = {f"g{i}": "v" for i in range(700)}  # 9,301 + 700 > 10,000: nothing written
+        r = self.write("PATCH", key, tok, {"fields": over})
+        self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), r)
+        self.assertEqual(self.r.cmd("HLEN", key), 9301)
 
     def test_keys_outside_the_prefixes_are_refused(self):
         tok = self.lock(same_slot("pref", like="cache/a/b/c")[0])["token"]

@@ -48,7 +48,7 @@ set(one [=[
 -- ARGV: lib_base.lua z
 -- ARGV: rest...
 -- (T_ONE and A_x in a comment are no use.)
-return KEYS[3] .. T_CHAN .. A_z .. A_rest[1] .. R_GRANT
+return KEYS[3] .. T_CHAN .. A_z .. A_rest[A_rest_at] .. R_GRANT
 ]=])
 set(two [=[
 -- uses: lib_top.lua
@@ -127,11 +127,12 @@ if(at EQUAL -1)
   fail("lua_scripts.c calls one.lua by its function's name")
 endif()
 if(NOT text STREQUAL "#!lua name=${fn}\nlocal KEYS, ARGV\nlocal A_y\nlocal A_z\nlocal A_rest\n\
-local T_CHAN = 't:chan'\nlocal R_GRANT = ' 1 '\n${lib_base}\nredis.register_function{function_name = '${fn}', flags = {},\n\
+local A_rest_at = 4\nlocal T_CHAN = 't:chan'\nlocal R_GRANT = ' 1 '\n${lib_base}\nredis.register_function{function_name = '${fn}', flags = {},\n\
 callback = function(keys, argv)\nKEYS, ARGV = keys, argv\nA_y = ARGV[2]\nA_z = ARGV[3]\n\
-A_rest = {unpack(ARGV, 4)}\n${one}\nend}\n")
-  fail("one.lua loads as the arguments it and its library name, its constants, the code of the reply \
-fact it names, its library, and itself as the function that sets them")
+A_rest = ARGV\n${one}\nend}\n")
+  fail("one.lua loads as the arguments it and its library name (ARGV for the rest, and where the rest \
+starts), its constants, the code of the reply fact it names, its library, and itself as the function \
+that sets them")
 endif()
 library(two)
 if(NOT text STREQUAL "#!lua name=${fn}\nlocal KEYS, ARGV\nlocal A_all\nlocal T_ONE = 't:one'\n\

@@ -1148,10 +1148,13 @@ static bool function_missing(const redisReply *reply)
     return reply->type == REDIS_REPLY_ERROR && strcmp(reply->str, "ERR Function not found") == 0;
 }
 
-/* Calls script with keys, argv and the nmore values of more, loading its
- * library first when Redis does not know it; the reply, or NULL. In a
- * cluster it runs on the primary of its first key's slot. */
-/* Fills cmd (MAX_ARGS entries) with the FCALL of s with keys, argv and the
+/* The arguments of an FCALL of s with nmore values after its ARGV. */
+static size_t script_argc(const struct lua_script *s, size_t nmore)
+{
+    return 3 + s->nkeys + s->nargv + nmore;
+}
+
+/* Fills cmd (script_argc entries) with the FCALL of s with keys, argv and the
  * nmore values of more (numkeys: room for the count of keys); returns how many
  * arguments it has. */
 static size_t script_argv(const struct lua_script *s, const char *const *keys,
@@ -1159,7 +1162,6 @@ static size_t script_argv(const struct lua_script *s, const char *const *keys,
                           const char **cmd, char numkeys[16])
 {
     FG_ASSERT(nmore == 0 || s->variadic);
-    FG_ASSERT(3 + s->nkeys + s->nargv + nmore <= MAX_ARGS);
     snprintf(numkeys, 16, "%zu", s->nkeys);
     cmd[0] = "FCALL";
     cmd[1] = s->function;
@@ -1169,14 +1171,12 @@ static size_t script_argv(const struct lua_script *s, const char *const *keys,
     return put_args(cmd, argc, more, nmore);
 }
 
-static redisReply *script_call(enum fg_script script, const char *const *keys,
-                               const char *const *argv, const char *const *more, size_t nmore,
-                               struct fg_error *err)
+/* Runs the FCALL cmd (argc arguments) of s, loading its library first when
+ * Redis does not know it; the reply, or NULL. In a cluster it runs on the
+ * primary of its first key's slot (keys[0]). */
+static redisReply *script_send(const struct lua_script *s, const char *const *keys,
+                               const char **cmd, size_t argc, struct fg_error *err)
 {
-    const struct lua_script *s = &lua_scripts[script];
-    const char *cmd[MAX_ARGS];
-    char numkeys[16];
-    size_t argc = script_argv(s, keys, argv, more, nmore, cmd, numkeys);
     if (rds.url.cluster) {
         FG_ASSERT(s->nkeys > 0);
         unsigned slot = key_slot(keys[0], strlen(keys[0]));
@@ -1190,6 +1190,25 @@ static redisReply *script_call(enum fg_script script, const char *const *keys,
     if (load_function(NULL, s, err) != 0)
         return NULL;
     return thread_command((int)argc, cmd, NULL, err);
+}
+
+/* Calls script with keys, argv and the nmore values of more (a PATCH's
+ * fields may be thousands); the reply, or NULL. */
+static redisReply *script_call(enum fg_script script, const char *const *keys,
+                               const char *const *argv, const char *const *more, size_t nmore,
+                               struct fg_error *err)
+{
+    const struct lua_script *s = &lua_scripts[script];
+    const char *fixed[MAX_ARGS];
+    size_t need = script_argc(s, nmore);
+    const char **cmd = need <= MAX_ARGS ? fixed : malloc(need * sizeof *cmd);
+    FG_ASSERT(cmd != NULL);
+    char numkeys[16];
+    size_t argc = script_argv(s, keys, argv, more, nmore, cmd, numkeys);
+    redisReply *reply = script_send(s, keys, cmd, argc, err);
+    if (cmd != fixed)
+        free(cmd);
+    return reply;
 }
 
 int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
@@ -1241,8 +1260,10 @@ struct batch_call {
  * script's count of keys); returns how many. */
 static size_t batch_argv(const struct redis_batch_call *c, const char **cmd, char numkeys[16])
 {
-    if (c->argc == 0)
+    if (c->argc == 0) {
+        FG_ASSERT(script_argc(&lua_scripts[c->script], 0) <= MAX_ARGS);
         return script_argv(&lua_scripts[c->script], c->keys, c->argv, NULL, 0, cmd, numkeys);
+    }
     FG_ASSERT(c->argc >= 2 && c->argc <= MAX_ARGS);
     return put_args(cmd, 0, c->args, (size_t)c->argc);
 }

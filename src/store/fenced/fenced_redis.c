@@ -65,7 +65,8 @@ static char *audit_pack(const struct redis_write *w)
 }
 
 /* Runs write script `script` for w: argv holds the script's own arguments,
- * after the first LIB_RW_NARGV, which are filled here from w; stored (a
+ * after the first LIB_RW_NARGV, which are filled here from w, and more the
+ * nmore values of its last ("<name>...", none for NULL); stored (a
  * reference it takes) is what the write stores, the answer's after once
  * applied (the scripts do not echo it). When Redis
  * answers that it has no revoked set, rebuilds it; no write floor (it lost its
@@ -73,7 +74,8 @@ static char *audit_pack(const struct redis_write *w)
  * set on another node (the slot map is stale), fetches the map; and runs it
  * once more. */
 static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
-                     json_t *stored, struct fenced_result *res, struct fg_error *err)
+                     const char *const *more, size_t nmore, json_t *stored,
+                     struct fenced_result *res, struct fg_error *err)
 {
     const struct fenced_writer *who = w->who;
     unsigned slot = shared_keys_slot_of(w->key, strlen(w->key));
@@ -102,7 +104,7 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
         out = NULL;
         rc = revocations_set_of(slot, revoked, err);
         if (rc == 0)
-            rc = redis_script(script, keys, argv, &out, err);
+            rc = redis_script_more(script, keys, argv, more, nmore, &out, err);
         if (rc != 0)
             break;
         if (fenced_redis_answer_norevoked(out))
@@ -134,20 +136,50 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct fenc
                      struct fg_error *err)
 {
     const char *argv[RW_PUT_NARGV] = {[RW_PUT_ARGV_VALUE] = value};
-    return run_write(SCRIPT_RW_PUT, w, argv, json_string(value), res, err);
+    return run_write(SCRIPT_RW_PUT, w, argv, NULL, 0, json_string(value), res, err);
+}
+
+/* The names and values of a PATCH's fields as lua/rw_patch.lua takes them
+ * (ARGV fields...): the pairs of the fields set, then the names of those
+ * deleted (null). Fills out (2 * size of fields entries, borrowed from fields)
+ * and returns how many it sets; *n gets the entries filled. */
+static size_t patch_args(json_t *fields, const char **out, size_t *n)
+{
+    size_t sets = 0;
+    const char *name;
+    json_t *value;
+    json_object_foreach(fields, name, value)
+    {
+        if (!json_is_null(value))
+            sets++;
+    }
+    size_t set_at = 0, gone_at = 2 * sets;
+    json_object_foreach(fields, name, value)
+    {
+        if (json_is_null(value)) {
+            out[gone_at++] = name;
+        } else {
+            out[set_at++] = name;
+            out[set_at++] = json_string_value(value);
+        }
+    }
+    *n = gone_at;
+    return sets;
 }
 
 int fenced_redis_patch(const struct redis_write *w, json_t *fields, long long max_fields,
                        struct fenced_result *res, struct fg_error *err)
 {
-    char *text = json_dumps(fields, JSON_COMPACT);
-    FG_ASSERT(text != NULL);
-    char max[24];
+    const char **more = malloc(2 * json_object_size(fields) * sizeof *more);
+    FG_ASSERT(more != NULL);
+    size_t nmore;
+    char max[24], sets[24];
+    snprintf(sets, sizeof sets, "%zu", patch_args(fields, more, &nmore));
     snprintf(max, sizeof max, "%lld", max_fields);
     const char *argv[RW_PATCH_NARGV] = {
-        [RW_PATCH_ARGV_FIELDS] = text, [RW_PATCH_ARGV_MAX_FIELDS] = max};
-    int rc = run_write(SCRIPT_RW_PATCH, w, argv, json_incref(fields), res, err);
-    free(text);
+        [RW_PATCH_ARGV_MAX_FIELDS] = max, [RW_PATCH_ARGV_SETS] = sets};
+    int rc = run_write(SCRIPT_RW_PATCH, w, argv, more, nmore, json_incref(fields), res, err);
+    free(more);
     return rc;
 }
 
@@ -155,7 +187,7 @@ int fenced_redis_delete(const struct redis_write *w, struct fenced_result *res,
                         struct fg_error *err)
 {
     const char *argv[RW_DELETE_NARGV] = {NULL};
-    return run_write(SCRIPT_RW_DELETE, w, argv, json_true(), res, err);
+    return run_write(SCRIPT_RW_DELETE, w, argv, NULL, 0, json_true(), res, err);
 }
 
 int fenced_redis_get(const char *key, long long max_fields, long long max_bytes, json_t **out,
