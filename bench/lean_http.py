@@ -24,10 +24,10 @@ class LeanConnection:
         self.host = f"{host}:{port}".encode()
         self.buf = b""
 
-    def call(self, method: str, path: str, body: dict, headers: bytes = b"") -> tuple[int, dict]:
-        """Sends method path with body as JSON and extra header lines (each ending in CRLF); returns
-        (status, JSON body or {})."""
-        data = json.dumps(body).encode()
+    def call(self, method: str, path: str, body: dict | None, headers: bytes = b"") -> tuple[int, dict]:
+        """Sends method path with body as JSON (None: no body) and extra header lines (each ending in
+        CRLF); returns (status, JSON body or {})."""
+        data = json.dumps(body).encode() if body is not None else b""
         self.sock.sendall(b"%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s"
                           b"Content-Length: %d\r\n\r\n%s" % (method.encode(), path.encode(), self.host, headers,
                                                              len(data), data))

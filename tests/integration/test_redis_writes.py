@@ -140,6 +140,34 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), r)
         self.assertEqual(self.r.cmd("HLEN", key), 9301)
 
+    def test_a_read_answers_by_the_keys_type(self):
+        """rw_get.lua measures a string first, asks a hash's length only when that fails, and a key's type
+        only when both fail: every kind of key still answers as its type says."""
+        empty, lst, st, none, plain, lock = same_slot("app:kinds/", "app:kinds/l", "app:kinds/s", "app:kinds/n",
+                                                      "app:kinds/p", "kinds")
+        tok = self.lock(lock)["token"]
+        r = self.write("PUT", empty, tok, {"value": ""})
+        self.assertEqual(r.status, 200, r)
+        r = self.c.get("/v1/redis/" + empty)
+        self.assertEqual((r.status, r.body), (200, {"value": "", "fence": r.body.get("fence")}), r)
+        self.assertIsInstance(r.body["fence"], int)
+        self.r.cmd("RPUSH", lst, "a")  # written around the gateway
+        self.r.cmd("SADD", st, "a")
+        for key, kind in ((lst, "list"), (st, "set")):
+            r = self.c.get("/v1/redis/" + key)
+            self.assertEqual((r.status, r.body["type"]), (409, "/problems/conflict"), r)
+            request_id = r.body["detail"].rsplit(" ", 1)[1].rstrip(")")  # the detail is logged, not answered
+            logged = [line for line in self.gw.log_text().splitlines() if request_id in line]
+            self.assertTrue(any(f"the key holds a {kind};" in line for line in logged), logged)
+        r = self.c.get("/v1/redis/" + none)
+        self.assertEqual((r.status, r.body["type"], r.body["fence"]), (404, "/problems/not_found", None), r)
+        self.r.cmd("SET", plain, 'say "hi"\n')  # a string never written through the gateway: no fence
+        self.assertEqual(self.c.get("/v1/redis/" + plain).body, {"value": 'say "hi"\n', "fence": None})
+        for garbage in ("", "x"):  # a fence key written around the gateway is no fence
+            self.r.cmd("SET", write_fence_key(plain), garbage)
+            r = self.c.get("/v1/redis/" + plain)
+            self.assertEqual((r.status, r.body), (200, {"value": 'say "hi"\n', "fence": None}), (garbage, r))
+
     def test_keys_outside_the_prefixes_are_refused(self):
         tok = self.lock(same_slot("pref", like="cache/a/b/c")[0])["token"]
         for key in ("other:x", "fg:fence", "fg:rf:app:x", "fg:inst:x", "ap", "cache"):
