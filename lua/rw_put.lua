@@ -11,6 +11,6 @@
 -- at_ms, floor?}, nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua).
 local stale = refuse_stale()
 if stale then return stale end
-raise_fence()
-redis.call('SET', KEYS[1], A_value)
+-- raise_fence and the value in one command (the key and its fence share a slot).
+redis.call('MSET', KEYS[2], A_fence, KEYS[1], A_value)
 return '{"r":"applied","fence":' .. A_fence .. '}'
