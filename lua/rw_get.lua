@@ -15,8 +15,9 @@
 -- written by hand (cjson.encode of a table costs more than the read's
 -- commands); any other key is answered through a table.
 
--- The reply for a string key within the limit. A fence that is not a positive
--- decimal (written around the gateway) is left out, as tonumber leaves it below.
+-- The reply for a string key within the limit. A fence key that holds no
+-- positive decimal without leading zeros (written around the gateway) is left
+-- out of it, as the reply below leaves out one that tonumber cannot read.
 local function string_reply()
   local v = redis.call('MGET', KEYS[1], KEYS[2])
   local fence = v[2] and string.find(v[2], '^[1-9]%d*$') and ',"fence":' .. v[2] or ''

@@ -29,6 +29,11 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   that wrote the end's record over the holder before writing the next holder there, peeked at the queue's
   head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's, 16;
   one that filed the end in a released and an ended set, 12.)
+- A fenced Redis write or read is one script call of a handful of commands: a PUT and the DELETE of what
+  it wrote at most PUT_DELETE_COMMANDS together, a read of a string STRING_READ_COMMANDS, a PATCH of two
+  fields of a hash PATCH_COMMANDS. (Caught: a PUT that set the fence and the value with a SET each and a
+  DELETE that asked EXISTS before its DEL, 9 commands; a read of a string that asked TYPE, GET, STRLEN and
+  GET, 4; a PATCH that asked TYPE and an HEXISTS per field, 9.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -58,6 +63,9 @@ REUSED_LOCK_PAIR_COMMANDS = 11
 QUEUE_JOIN_COMMANDS = 7
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
+PUT_DELETE_COMMANDS = 7  # MGET, SMISMEMBER, MSET; MGET, SMISMEMBER, DEL, SET
+STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
+PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).
 NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
@@ -80,7 +88,8 @@ def commandstats(r: Redis) -> dict[str, int]:
                  "listing prune (2 x 1,024 slot calls every 5 s, in bursts) outweighs the pairs it counts; the "
                  "cluster's cost per pair is bench/cluster_cpu.py's")
 class BackendCost(GatewayTest):
-    gateway_config = {"poll_ms": 60000}  # no waiter looks again by itself while a queue's commands are counted
+    # poll_ms: no waiter looks again by itself while a queue's commands are counted
+    gateway_config = {"poll_ms": 60000, "redis_prefixes": ["costw:"]}
 
     def counted(self, pair, times: int = PAIRS) -> tuple[float, float, dict]:
         """(commands run by scripts, script calls) per call of pair, over `times` calls, less the gateway's
@@ -126,6 +135,35 @@ class BackendCost(GatewayTest):
         print(f"semaphore pair: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
         self.assertLessEqual(commands, SEMAPHORE_PAIR_COMMANDS, by_name)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
+
+    def test_fenced_writes_and_reads_run_a_handful_of_commands(self):
+        lock = self.c.post(f"/v1/locks/cost:{uuid.uuid4().hex}/acquire", {"ttl_ms": 600000})
+        self.assertEqual(lock.status, 200, lock)
+        token = {"Fence-Token": lock.body["token"]}
+        key, hash_key = f"costw:{uuid.uuid4().hex}", f"costw:{uuid.uuid4().hex}"
+
+        def answered(r, status=200):
+            self.assertEqual(r.status, status, r)
+
+        def put_delete():
+            answered(self.c.request("PUT", f"/v1/redis/{key}", {"value": "v" * 100}, token))
+            answered(self.c.request("DELETE", f"/v1/redis/{key}", None, token))
+
+        def read():
+            answered(self.c.get(f"/v1/redis/{key}"))
+
+        def patch():
+            answered(self.c.request("PATCH", f"/v1/redis/{hash_key}", {"fields": {"a": "1", "b": "2"}}, token))
+        for op, bound, calls_per_op in ((put_delete, PUT_DELETE_COMMANDS, 2.0), (read, STRING_READ_COMMANDS, 1.0),
+                                        (patch, PATCH_COMMANDS, 1.0)):
+            if op is read:
+                answered(self.c.request("PUT", f"/v1/redis/{key}", {"value": "v" * 100}, token))
+            for _ in range(5):  # scripts loaded
+                op()
+            commands, calls, by_name = self.counted(op, 100)
+            print(f"{op.__name__}: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
+            self.assertLessEqual(commands, bound, (op.__name__, by_name))
+            self.assertAlmostEqual(calls, calls_per_op, delta=0.1, msg=(op.__name__, by_name))
 
     def test_lock_pair_on_a_name_used_again(self):
         name = f"cost:{uuid.uuid4().hex}"
