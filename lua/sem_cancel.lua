@@ -15,7 +15,7 @@
 --   superseded {}                            a retry of the same request owns it now
 --   gone {}                                  nothing to do
 local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
-local marker_ttl, keep_ms = tonumber(A_marker_ms), tonumber(A_keep_ms)
+local keep_ms = tonumber(A_keep_ms)
 local inst = A_instance
 local k = sem_keys()
 local handoff = {}
