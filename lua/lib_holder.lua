@@ -77,13 +77,20 @@ local function holder_brief(raw, first)
   return {lease = lease, fence = fence, ttl = ttl, granted_at = granted_at}
 end
 
+-- What claimed_brief reads of a lock's holder record; of a semaphore's first
+-- holder record (below), likewise.
+local CLAIMED_BRIEF = '^(%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* 0 '
+local FIRST_CLAIMED_BRIEF = '^=%d+ (%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* 0 '
+
 -- What a renewal needs of a claimed holder record raw without a request_id,
 -- which it leaves as it is: the fence, granted_at, lease, ttl and max_hold
 -- (decimal text), five captures where holder_read makes ten; nothing for any
 -- other record (the layout before among them), which the caller reads whole.
-local function claimed_brief(raw)
+-- first: FIRST_CLAIMED_BRIEF for a semaphore's first holder record, nil for a
+-- lock's.
+local function claimed_brief(raw, first)
   if not raw then return nil end
-  local fence, granted_at, lease, ttl, max_hold = string.match(raw, '^(%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* 0 ')
+  local fence, granted_at, lease, ttl, max_hold = string.match(raw, first or CLAIMED_BRIEF)
   if fence and #lease == LEASE_ID_TEXT then return fence, granted_at, lease, ttl, max_hold end
   return nil
 end

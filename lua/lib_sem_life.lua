@@ -19,33 +19,36 @@ end
 -- key expires: the holder_read fields of a lease nobody's token names, which
 -- unfold keeps as it keeps any first holder.
 local UNREAD_LEASE = '00000000000000000000000000000000'
-local function unread_first_holder(k)
-  local left = decimal(math.max(redis.call('PTTL', k.l), 0))
-  return {lease = UNREAD_LEASE, fence = '0', owner = '', ttl = left, max_hold = left, granted_at = decimal(now_ms()),
+local function unread_first_holder(left, now)
+  left = decimal(left)
+  return {lease = UNREAD_LEASE, fence = '0', owner = '', ttl = left, max_hold = left, granted_at = decimal(now),
           claimed = '1', rid = '', inst = '', attach = ''}
 end
 
 -- Moves a first holder kept in the limit key (lib_sem.lua; raw: the limit key as
--- read) into the holders' keys: its record (lib_sem_holder.lua) in data, its
--- expiry in holders, the limit alone in the limit key, whose times to live the
--- call's tidy or keep_alive sets (k.fresh). It holds no request_id (the first
--- try takes none). Returns the limit key's value as it is now: the limit, or
--- raw when that held no first holder.
-local function unfold(k, raw)
+-- read at now, ms) into the holders' keys: its record (lib_sem_holder.lua) in
+-- data, its expiry in holders, the limit alone in the limit key, whose times to
+-- live the call's tidy or keep_alive sets (k.fresh). Its expiry is the limit
+-- key's, which its renewals move (sem_renew.lua), not the one its record was
+-- granted. It holds no request_id (the first try takes none). Returns the
+-- limit key's value as it is now: the limit, or raw when that held no first
+-- holder.
+local function unfold(k, raw, now)
   local limit, h = first_holder_read(raw)
   if not limit then return raw end
-  if not h then h = unread_first_holder(k) end
+  local left = math.max(redis.call('PTTL', k.l), 0)
+  if not h then h = unread_first_holder(left, now) end
   redis.call('HSET', k.d, h.lease, holder_json(h.fence, h.owner, h.ttl, h.max_hold, h.granted_at, h.claimed,
                                                h.rid, h.inst, h.attach))
-  set_expiry(k, h.lease, h.granted_at + h.ttl)
+  set_expiry(k, h.lease, now + left)
   redis.call('SET', k.l, limit)
   k.fresh = true
   return limit
 end
 
--- unfold of the limit key as it is.
-local function unfold_now(k)
-  unfold(k, redis.call('GET', k.l))
+-- unfold of the limit key as it is at now (ms).
+local function unfold_now(k, now)
+  unfold(k, redis.call('GET', k.l), now)
 end
 
 -- The time to live (text) that keeps a semaphore's keys keep_ms and a half

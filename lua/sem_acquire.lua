@@ -33,8 +33,8 @@ local handoff = {}
 
 local ready, limit_text = fence_ready_and_get(k, k.l)
 if not ready then return lease_reply('nofence') end
-limit_text = unfold(k, limit_text)
 local now = now_ms()
+limit_text = unfold(k, limit_text, now)
 
 local prior = rid_lease(k, rid, now)
 local known = prior ~= nil

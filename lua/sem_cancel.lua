@@ -20,7 +20,7 @@ local inst = A_instance
 local k = sem_keys()
 local handoff = {}
 local now = now_ms()
-unfold_now(k)
+unfold_now(k, now)
 purge(k, now)
 local limit = limit_in_force(k)
 grant_free(k, name, limit, A_claim_ms, now, inst, handoff)

@@ -13,7 +13,7 @@
 local keep_ms, packed = tonumber(A_keep_ms), A_waiters
 local k = sem_keys()
 local now = now_ms()
-unfold_now(k)
+unfold_now(k, now)
 local left = leave_queue(k, packed, function(lease) return holder_of(k, lease) ~= nil end)
 tidy(k, now, keep_ms)
 return lease_reply('left', nil, R_LEFT, left)

@@ -24,7 +24,7 @@ local raw = redis.call('HGET', k.d, lease)
 -- (lib_sem.lua): only a release that finds none there reads that key, and
 -- moves such a holder (this lease or another) first.
 local limit_raw = not raw and redis.call('GET', k.l)
-if limit_raw and unfold(k, limit_raw) ~= limit_raw then raw = redis.call('HGET', k.d, lease) end
+if limit_raw and unfold(k, limit_raw, now) ~= limit_raw then raw = redis.call('HGET', k.d, lease) end
 if raw then
   -- The only holder of a semaphore nobody waits for leaves it idle: its keys
   -- go at once (forget), the lease's with them.

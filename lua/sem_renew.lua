@@ -7,10 +7,14 @@
 -- new expiry, and the request ids. It touches its own holder alone: expired
 -- holders and the slots they free are left to the next acquire, release or
 -- give-up, and to the waiters, which look again when the earliest holder's
--- lease ends (lib_sem.lua). A first holder in the limit key moves into the
--- holders' keys first (lib_sem_life.lua unfold). A claimed holder's record
--- stays as it is, only its expiry moves; the time to live is the ttl as asked
--- unless the hold's deadline cuts it (no sum printed).
+-- lease ends (lib_sem.lua). A first holder in the limit key, claimed and
+-- without a request_id as the first try grants it, is renewed where it is, as
+-- a lock's holder is: only the limit key's time to live moves (it is the
+-- semaphore's only key then, and expires with the lease). Any other first
+-- holder moves into the holders' keys first (lib_sem_life.lua unfold). A
+-- claimed holder's record stays as it is, only its expiry moves; the time to
+-- live is the ttl as asked unless the hold's deadline cuts it (no sum
+-- printed).
 -- KEYS: holders data queue waiters limit tickets rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua
 -- ARGV: lease ttl_ms keep_ms
@@ -20,8 +24,22 @@
 local lease = A_lease
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], rids = KEYS[7],
            rid_until = KEYS[8], fresh = false, latest = 0, first = false}
-unfold_now(k)
+local limit_raw = redis.call('GET', k.l)
 local now, now_at = now_ms_and_text()
+
+-- The first holder's renewal in the limit key, or nil to renew in the holders' keys.
+local function renew_first()
+  local fence, granted_at, held, own_ttl, max_hold = claimed_brief(limit_raw, FIRST_CLAIMED_BRIEF)
+  if held ~= lease then return nil end
+  local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
+  if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
+  redis.call('PEXPIRE', k.l, ttl)
+  return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))
+end
+
+local first = renew_first()
+if first then return first end
+unfold(k, limit_raw, now)
 
 -- The reply, the holder's expiry moved when it holds.
 local function renew()

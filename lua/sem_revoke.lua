@@ -18,7 +18,7 @@ local handoff = {}
 if not revoked_ready(k) then return lease_reply('norevoked') end
 redis.call('SADD', k.revoked, A_fence)
 local now = now_ms()
-unfold_now(k)
+unfold_now(k, now)
 purge(k, now)
 local revoked = false
 for _, lease in ipairs(redis.call('ZRANGE', k.h, 0, -1)) do

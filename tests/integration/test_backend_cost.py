@@ -34,6 +34,9 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   fields of a hash PATCH_COMMANDS. (Caught: a PUT that set the fence and the value with a SET each and a
   DELETE that asked EXISTS before its DEL, 9 commands; a read of a string that asked TYPE, GET, STRLEN and
   GET, 4; a PATCH that asked TYPE and an HEXISTS per field, 9.)
+- The renewal of a lock's holder, and of a semaphore's only holder, runs RENEWAL_COMMANDS, one script call
+  each. (Caught: a semaphore's renewal that moved its first holder out of the limit key, where the first
+  try keeps it, into the holders' keys: 12 commands the first time and 6 each time after.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -66,6 +69,7 @@ QUEUED = 12
 PUT_DELETE_COMMANDS = 7  # MGET, SMISMEMBER, MSET; MGET, SMISMEMBER, DEL, SET
 STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
 PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
+RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).
 NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
@@ -164,6 +168,22 @@ class BackendCost(GatewayTest):
             print(f"{op.__name__}: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
             self.assertLessEqual(commands, bound, (op.__name__, by_name))
             self.assertAlmostEqual(calls, calls_per_op, delta=0.1, msg=(op.__name__, by_name))
+
+    def test_a_renewal_runs_a_handful_of_commands(self):
+        self.pair_of("semaphores", {"limit": 5})  # scripts loaded, fences reserved
+        for kind, extra in (("locks", {}), ("semaphores", {"limit": 5})):
+            route = f"/v1/{kind}/cost:{uuid.uuid4().hex}"
+            got = self.c.post(route + "/acquire", {"ttl_ms": 30000, **extra})
+            self.assertEqual(got.status, 200, got)
+
+            def renew():
+                done = self.c.post(route + "/renew", {"token": got.body["token"], "ttl_ms": 30000})
+                self.assertEqual(done.status, 200, done)
+            commands, calls, by_name = self.counted(renew, 100)
+            print(f"{kind} renewal: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
+            self.assertLessEqual(commands, RENEWAL_COMMANDS, (kind, by_name))
+            self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=(kind, by_name))
+            self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
 
     def test_lock_pair_on_a_name_used_again(self):
         name = f"cost:{uuid.uuid4().hex}"

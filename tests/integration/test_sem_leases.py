@@ -22,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, metric, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, metric, same_slot, wait_for  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -176,6 +176,36 @@ class SemaphoreLeaseTest(GatewayTest):
         self.assertEqual(r.body["expires_at_ms"], r.body["hold_until_ms"])
         self.assertLess(r.body["ttl_ms"], 1000)
         self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+
+    def test_a_first_holder_renewed_in_its_limit_key_keeps_its_slot(self):
+        """The first try keeps an idle semaphore's first holder in its limit key, which expires with the lease
+        (lua/lib_sem.lua); its renewal moves that key's time to live alone, and every call that moves the
+        holder into the holders' keys later takes its expiry from there. Here a one-slot holder granted for
+        1 s and renewed for 30 s must still hold its slot after 1.5 s, when others come to the semaphore.
+        Caught (each tried): a renewal that leaves the key's time to live (410 and a second holder), and a
+        move into the holders' keys that takes the expiry the holder was granted with (a second holder)."""
+        name = unique("sem-first-renew")
+        key = f"fg:sm:{{{name}}}:l"
+        # A grant of another name in the slot first: a slot's first lease after its fence sequence was
+        # recovered is the full script's.
+        warm = self.acquire(same_slot("warm", like=name)[0], limit=1).body
+        self.assertEqual(self.c.post(SEM + warm["semaphore"] + "/release", {"token": warm["token"]}).status, 200)
+        a = self.acquire(name, limit=1, ttl_ms=1000).body
+        renewed = self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 30000})
+        self.assertEqual((renewed.status, renewed.body["fence"], renewed.body["ttl_ms"]), (200, a["fence"], 30000),
+                         renewed)
+        with Redis() as r:
+            self.assertTrue(r.cmd("GET", key).startswith("="), "not renewed in the limit key")
+            self.assertTrue(25000 < r.cmd("PTTL", key) <= 30000, r.cmd("PTTL", key))
+            self.assertEqual(r.cmd("EXISTS", f"fg:sm:{{{name}}}:h", f"fg:sm:{{{name}}}:d"), 0)
+        time.sleep(1.5)  # past the expiry it was granted with
+        self.assertEqual(self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 30000}).status, 200)
+        busy = self.acquire(name, limit=1, wait_ms=0)  # the full script: it moves the holder first
+        self.assertEqual((busy.status, busy.body.get("type")), (409, "/problems/lock_busy"), busy)
+        self.assertEqual(self.c.get(SEM + name).body["holders"], 1)
+        self.assertEqual(self.c.post(SEM + name + "/renew", {"token": a["token"]}).status, 200)
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+        self.assertEqual(self.c.get(SEM + name).body["holders"], 0)
 
     def test_waiters_of_a_dead_gateway_leave_the_queue(self):
         name = unique("sem-deadgw")
