@@ -27,19 +27,18 @@ local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = 
 local limit_raw = redis.call('GET', k.l)
 local now, now_at = now_ms_and_text()
 
--- The first holder's renewal in the limit key, or nil to renew in the holders' keys.
-local function renew_first()
+-- The first holder's renewal in the limit key.
+if limit_raw and string.byte(limit_raw, 1) == 61 then -- '=': a first holder
   local fence, granted_at, held, own_ttl, max_hold = claimed_brief(limit_raw, FIRST_CLAIMED_BRIEF)
-  if held ~= lease then return nil end
-  local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
-  if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
-  redis.call('PEXPIRE', k.l, ttl)
-  return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))
+  if held == lease then
+    local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
+    if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
+    redis.call('PEXPIRE', k.l, ttl)
+    return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL,
+                       decimal(hold_until))
+  end
+  unfold(k, limit_raw, now)
 end
-
-local first = renew_first()
-if first then return first end
-unfold(k, limit_raw, now)
 
 -- The reply, the holder's expiry moved when it holds.
 local function renew()

@@ -538,9 +538,10 @@ class SemaphoreLimitTest(GatewayTest):
     def test_a_first_holder_record_of_the_layout_before_is_still_read(self):
         """Gateways before the record's fence-first layout wrote a first holder's lease first
         (lua/lib_holder.lua); a slot granted by one and still held after it was replaced must stay held: status
-        and another acquire count it, its release (the first try's) works. Caught: a reader of the new layout
-        alone (the holder then reads as none: 0 holders, a second grant of a one-slot semaphore)."""
-        for then in ("acquire", "release"):
+        and another acquire count it, its renewal (which moves it into the holders' keys) and its release (the
+        first try's) work. Caught: a reader of the new layout alone (the holder then reads as none: 0 holders,
+        a second grant of a one-slot semaphore), a renewal that left it in the limit key unread (410)."""
+        for then in ("acquire", "renew", "release"):
             name = unique("sem-before")
             key = f"fg:sm:{{{name}}}:l"
             a = self.first_holder(name, limit=1, ttl_ms=30000, owner="before").body
@@ -552,6 +553,10 @@ class SemaphoreLimitTest(GatewayTest):
             self.assertEqual(status(self.c, name), {"semaphore": name, "limit": 1, "holders": 1, "waiting": 0})
             if then == "acquire":  # the full script, which moves the holder out of the limit key first
                 self.assertEqual(acquire(self.c, name, limit=1, wait_ms=0).status, 409)
+                self.assertEqual(status(self.c, name)["holders"], 1)
+            if then == "renew":
+                renewed = self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 60000})
+                self.assertEqual((renewed.status, renewed.body.get("fence")), (200, a["fence"]), renewed)
                 self.assertEqual(status(self.c, name)["holders"], 1)
             self.assertEqual(release(self.c, name, a["token"]).status, 200, then)
             self.assertEqual(status(self.c, name)["holders"], 0, then)
