@@ -101,16 +101,19 @@ end
 -- issue one (lib_lease.lua). ready: nil, or for a caller that knows somebody
 -- waits, whether fences may be issued (lib_lease.lua fence_ready_and_get).
 -- claim_ms is decimal text, read only for a grant to another gateway's waiter.
+-- Returns, when it granted nothing, the holders it counted and true if it
+-- found nobody waiting (nil for what it did not look at), so that the caller
+-- need not count again.
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   if not limit then return end
   local held = redis.call('ZCARD', k.h)
   local free = limit - held
-  if free <= 0 then return end -- no slot
+  if free <= 0 then return held end -- no slot
   if ready == nil then
-    if not redis.call('ZRANGE', k.q, '0', '0')[1] then return end -- nobody waits
+    if not redis.call('ZRANGE', k.q, '0', '0')[1] then return held, true end -- nobody waits
     ready = fence_ready(k)
   end
-  if not ready then return end
+  if not ready then return held end
   if held == 0 then k.fresh = true end
   while free > 0 do
     local head, w = next_live_waiter(k, now, inst)

@@ -95,7 +95,8 @@ if in_force ~= limit then
   k.fresh = true
 end
 
-grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
+-- counted, nobody_waits: what grant_free found, while nothing here has changed it
+local counted, nobody_waits = grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
 for i = #handoff, 1, -1 do
   if handoff[i].lease == lease then table.remove(handoff, i) end
 end
@@ -124,8 +125,8 @@ if recheck and waiter.attach and waiter.attach ~= attach then return done('super
 
 local position = queued and redis.call('ZRANK', k.q, lease)
 if not queued then
-  local waiting = redis.call('ZCARD', k.q)
-  local held = waiting == 0 and redis.call('ZCARD', k.h)
+  local waiting = nobody_waits and 0 or redis.call('ZCARD', k.q)
+  local held = waiting == 0 and (counted or redis.call('ZCARD', k.h))
   if held and held < limit then
     if held == 0 then
       -- The first live holder: the listing may have dropped the name since
@@ -135,7 +136,7 @@ if not queued then
       index_add(k, name)
     end
     local reply = grant_now()
-    tidy(k, now, keep_ms)
+    keep_alive(k, now, keep_ms) -- not tidy: the semaphore has a holder now
     return reply
   end
   if not wait then return done('busy', R_WAITING, decimal(waiting)) end

@@ -16,6 +16,9 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   17 before the first holder was kept in the limit key as a lock's is: its record in the holders' hash
   and sorted set, and their times to live.)
 - Each pair is two script calls, one per transition.
+- A semaphore pair beside another holder (the full scripts: a semaphore in use) runs at most
+  IN_USE_SEMAPHORE_PAIR_COMMANDS. (Caught: an acquire that counted the holders and the queue again after
+  grant_free had, and asked whether the semaphore it had just granted a slot of was idle: 23.)
 - A lock pair on a name used again runs at most REUSED_LOCK_PAIR_COMMANDS (each grant first copies the end
   of the lease before it into the ended set), and that set keeps only what is still to be kept: one end in
   16 trims the ends whose time is past. (Caught: the ends kept in two sets, a released and an ended one, 13
@@ -62,6 +65,7 @@ from lock_helpers import Waiter  # noqa: E402
 PAIRS = 300
 LOCK_PAIR_COMMANDS = 9
 SEMAPHORE_PAIR_COMMANDS = 10
+IN_USE_SEMAPHORE_PAIR_COMMANDS = 20
 REUSED_LOCK_PAIR_COMMANDS = 11
 QUEUE_JOIN_COMMANDS = 7
 HAND_OVER_COMMANDS = 10
@@ -139,6 +143,24 @@ class BackendCost(GatewayTest):
         print(f"semaphore pair: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
         self.assertLessEqual(commands, SEMAPHORE_PAIR_COMMANDS, by_name)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
+
+    def test_a_semaphore_pair_beside_another_holder(self):
+        name = f"cost:{uuid.uuid4().hex}"
+        route = f"/v1/semaphores/{name}"
+        other = self.c.post(route + "/acquire", {"ttl_ms": 60000, "limit": 5})
+        self.assertEqual(other.status, 200, other)
+
+        def pair():
+            got = self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 5})
+            self.assertEqual(got.status, 200, got)
+            self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
+            time.sleep(0.002)  # ends two milliseconds apart: see test_lock_pair_on_a_name_used_again
+        pair()
+        commands, calls, by_name = self.counted(pair, 100)
+        print(f"semaphore pair in use: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
+        self.assertLessEqual(commands, IN_USE_SEMAPHORE_PAIR_COMMANDS, by_name)
+        self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
+        self.assertEqual(self.c.post(route + "/release", {"token": other.body["token"]}).status, 200)
 
     def test_fenced_writes_and_reads_run_a_handful_of_commands(self):
         lock = self.c.post(f"/v1/locks/cost:{uuid.uuid4().hex}/acquire", {"ttl_ms": 600000})
