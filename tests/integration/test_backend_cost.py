@@ -144,9 +144,10 @@ class BackendCost(GatewayTest):
         self.assertLessEqual(commands, SEMAPHORE_PAIR_COMMANDS, by_name)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
 
-    def test_a_semaphore_pair_beside_another_holder(self):
-        name = f"cost:{uuid.uuid4().hex}"
-        route = f"/v1/semaphores/{name}"
+    def semaphore_in_use(self):
+        """A pair on a fresh semaphore of limit 5 that holds another lease, done once, and a call that
+        releases that lease."""
+        route = f"/v1/semaphores/cost:{uuid.uuid4().hex}"
         other = self.c.post(route + "/acquire", {"ttl_ms": 60000, "limit": 5})
         self.assertEqual(other.status, 200, other)
 
@@ -155,12 +156,19 @@ class BackendCost(GatewayTest):
             self.assertEqual(got.status, 200, got)
             self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
             time.sleep(0.002)  # ends two milliseconds apart: see test_lock_pair_on_a_name_used_again
+
+        def let_go():
+            self.assertEqual(self.c.post(route + "/release", {"token": other.body["token"]}).status, 200)
         pair()
+        return pair, let_go
+
+    def test_a_semaphore_pair_beside_another_holder(self):
+        pair, let_go = self.semaphore_in_use()
         commands, calls, by_name = self.counted(pair, 100)
         print(f"semaphore pair in use: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
         self.assertLessEqual(commands, IN_USE_SEMAPHORE_PAIR_COMMANDS, by_name)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
-        self.assertEqual(self.c.post(route + "/release", {"token": other.body["token"]}).status, 200)
+        let_go()
 
     def test_fenced_writes_and_reads_run_a_handful_of_commands(self):
         lock = self.c.post(f"/v1/locks/cost:{uuid.uuid4().hex}/acquire", {"ttl_ms": 600000})
@@ -236,23 +244,14 @@ class BackendCost(GatewayTest):
         self.assertTrue(kept and all(-float(s) > now for s in kept[1::2]), kept)
 
     def test_a_semaphore_release_beside_another_holder_trims_one_end_in_16(self):
-        name = f"cost:{uuid.uuid4().hex}"
-        route = f"/v1/semaphores/{name}"
-        other = self.c.post(route + "/acquire", {"ttl_ms": 60000, "limit": 5})
-        self.assertEqual(other.status, 200, other)
-
-        def pair():
-            got = self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 5})
-            self.assertEqual(got.status, 200, got)
-            self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
-        pair()
+        pair, let_go = self.semaphore_in_use()
         with Redis() as r:
             r.cmd("CONFIG", "RESETSTAT")
             for _ in range(64):
                 pair()
             trims = commandstats(r).get("zremrangebyscore", 0)
         self.assertLessEqual(trims, 64 // 16 + 2, "the ended set trimmed on every release")
-        self.assertEqual(self.c.post(route + "/release", {"token": other.body["token"]}).status, 200)
+        let_go()
 
     def test_a_lock_queue_join_and_hand_over_run_a_handful_of_commands(self):
         name = f"cost:{uuid.uuid4().hex}"
