@@ -106,11 +106,17 @@ local function first_holder_join(limit, fence, granted_at, tail)
   return '=' .. limit .. ' ' .. fence .. ' ' .. granted_at .. ' ' .. tail
 end
 
+-- True if raw, the limit key's value as read, is a first holder record
+-- (first_holder_join), not a limit alone or an end's record.
+local function is_first_holder(raw)
+  return raw and string.byte(raw, 1) == 61 -- '='
+end
+
 -- The limit (decimal text) and the holder_read fields of a semaphore's first
 -- holder record raw (the limit key as read), or nil when raw is none (false:
 -- no key; a limit alone; an end's record).
 local function first_holder_read(raw)
-  if not raw or string.byte(raw, 1) ~= 61 then return nil end -- '=': a first holder
+  if not is_first_holder(raw) then return nil end
   local limit, rest = string.match(raw, '^=(%d+) (.*)$')
   if not limit then return nil end
   return limit, holder_read(rest)

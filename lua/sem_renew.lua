@@ -28,7 +28,7 @@ local limit_raw = redis.call('GET', k.l)
 local now, now_at = now_ms_and_text()
 
 -- The first holder's renewal in the limit key.
-if limit_raw and string.byte(limit_raw, 1) == 61 then -- '=': a first holder
+if is_first_holder(limit_raw) then
   local fence, granted_at, held, own_ttl, max_hold = claimed_brief(limit_raw, FIRST_CLAIMED_BRIEF)
   if held == lease then
     local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
