@@ -51,43 +51,61 @@ local function sem_keys()
   -- its commands. fresh: a key may have been made without a time to live;
   -- latest: the latest holder expiry this call set (both for keep_alive);
   -- first: the earliest holder expiry, as far as this call knows it
-  -- (purge_first; false: unknown, -1: no holder).
+  -- (purge_count; false: unknown, -1: no holder); held: the number of holders
+  -- purge_count left, until one comes or goes (false: unknown).
   local f = KEYS_AT_LIB_LEASE
   return {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
-          first = false,
+          first = false, held = false,
           fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
           rid_until = KEYS[f + 4], index = KEYS[f + 5], ended = KEYS[f + 6], revoked = KEYS[f + 7],
           watched = KEYS[f + 8]}
 end
 
--- Removes the holders whose lease expired (score <= now).
+-- Removes the holders whose lease expired (score <= now); returns how many.
 local function purge(k, now)
   local now_text = decimal(now)
   local dead = redis.call('ZRANGEBYSCORE', k.h, '-inf', now_text)
-  if #dead == 0 then return end
+  if #dead == 0 then return 0 end
   redis.call('ZREMRANGEBYSCORE', k.h, '-inf', now_text)
   for i = 1, #dead, 500 do
     redis.call('HDEL', k.d, unpack(dead, i, math.min(i + 499, #dead)))
   end
+  return #dead
 end
 
--- purge, for a caller that may answer the earliest holder expiry (first_expiry_in):
--- one look at the earliest holder tells whether any expired, and is kept
--- (k.first) when none did. set_expiry keeps it up to date as holders come, and
--- an expiry moved later (claim) leaves it earlier than it is: a waiter then
--- looks again sooner than it had to, never later.
-local function purge_first(k, now)
-  local first = redis.call('ZRANGE', k.h, '0', '0', 'WITHSCORES')
-  if #first == 0 then
-    k.first = -1
+-- purge, for a caller that counts the holders (holders_count) and may answer
+-- the earliest holder expiry (first_expiry_in): a count, then one look that
+-- tells whether any expired, and both are kept (k.held, k.first) when none
+-- did. The look is a count of the expired, unless the slots are all taken
+-- (limit: the limit, or nil), when the caller is likely to queue: then it is
+-- the earliest expiry, which a waiter is answered. (An expiry Redis replies
+-- is a number printed, and read back in Lua: that costs more than the count
+-- itself.) set_expiry keeps k.first up to date as holders come, and an expiry
+-- moved later (claim) leaves it earlier than it is: a waiter then looks again
+-- sooner than it had to, never later.
+local function purge_count(k, now, limit)
+  local held = redis.call('ZCARD', k.h)
+  if held == 0 then
+    k.first, k.held = -1, 0
     return
   end
-  local at = tonumber(first[2])
-  if at > now then
-    k.first = at
-    return
+  local expired
+  if limit and held >= limit then
+    k.first = tonumber(redis.call('ZRANGE', k.h, '0', '0', 'WITHSCORES')[2])
+    expired = k.first <= now
+  else
+    expired = redis.call('ZCOUNT', k.h, '-inf', decimal(now)) > 0
   end
-  purge(k, now)
+  if expired then
+    k.first = false
+    held = held - purge(k, now)
+  end
+  k.held = held
+end
+
+-- The number of holders: purge_count's while it holds, else a count.
+local function holders_count(k)
+  return k.held or redis.call('ZCARD', k.h)
 end
 
 -- Grants free slots (limit minus holders) to the oldest waiters whose gateway
@@ -101,19 +119,20 @@ end
 -- issue one (lib_lease.lua). ready: nil, or for a caller that knows somebody
 -- waits, whether fences may be issued (lib_lease.lua fence_ready_and_get).
 -- claim_ms is decimal text, read only for a grant to another gateway's waiter.
--- Returns, when it granted nothing, the holders it counted and true if it
--- found nobody waiting (nil for what it did not look at), so that the caller
--- need not count again.
+-- Returns, when it granted nothing, the waiters it counted (nil when it did
+-- not count them), so that the caller need not count again.
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   if not limit then return end
-  local held = redis.call('ZCARD', k.h)
+  local held = holders_count(k)
   local free = limit - held
-  if free <= 0 then return held end -- no slot
+  if free <= 0 then return end -- no slot
+  local waiting
   if ready == nil then
-    if not redis.call('ZRANGE', k.q, '0', '0')[1] then return held, true end -- nobody waits
+    waiting = redis.call('ZCARD', k.q)
+    if waiting == 0 then return 0 end -- nobody waits
     ready = fence_ready(k)
   end
-  if not ready then return held end
+  if not ready then return waiting end
   if held == 0 then k.fresh = true end
   while free > 0 do
     local head, w = next_live_waiter(k, now, inst)

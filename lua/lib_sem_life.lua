@@ -7,9 +7,11 @@
 -- KEYS itself.
 
 -- Sets the expiry of holder lease to expires_at (ms; text: the same as decimal
--- text, when the caller has it), noting it for tidy.
+-- text, when the caller has it), noting it for tidy; the holders' count a
+-- caller kept (lib_sem.lua purge_count) is unknown then.
 local function set_expiry(k, lease, expires_at, text)
   redis.call('ZADD', k.h, text or decimal(expires_at), lease)
+  if k.held then k.held = false end
   if expires_at > k.latest then k.latest = expires_at end
   if k.first and (k.first == -1 or expires_at < k.first) then k.first = expires_at end
 end

@@ -78,11 +78,11 @@ if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then
 end
 -- In use: the limit as a number (the other numbers are read where they are used).
 local limit = tonumber(A_limit)
-purge_first(k, now)
+purge_count(k, now, in_force or limit)
 if in_force and in_force ~= limit then
-  local busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
+  local busy = holders_count(k) > 0 or redis.call('ZCARD', k.q) > 0
   if busy and redis.call('ZCARD', k.q) > 0 and purge_dead_waiters(k, k.q, k.w, now) > 0 then
-    busy = redis.call('ZCARD', k.h) > 0 or redis.call('ZCARD', k.q) > 0
+    busy = holders_count(k) > 0 or redis.call('ZCARD', k.q) > 0
   end
   if busy then
     grant_free(k, name, in_force, A_claim_ms, now, inst, handoff)
@@ -95,8 +95,8 @@ if in_force ~= limit then
   k.fresh = true
 end
 
--- counted, nobody_waits: what grant_free found, while nothing here has changed it
-local counted, nobody_waits = grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
+-- counted: the waiters grant_free counted, while nothing here has changed the queue
+local counted = grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
 for i = #handoff, 1, -1 do
   if handoff[i].lease == lease then table.remove(handoff, i) end
 end
@@ -125,8 +125,8 @@ if recheck and waiter.attach and waiter.attach ~= attach then return done('super
 
 local position = queued and redis.call('ZRANK', k.q, lease)
 if not queued then
-  local waiting = nobody_waits and 0 or redis.call('ZCARD', k.q)
-  local held = waiting == 0 and (counted or redis.call('ZCARD', k.h))
+  local waiting = counted or redis.call('ZCARD', k.q)
+  local held = waiting == 0 and holders_count(k)
   if held and held < limit then
     if held == 0 then
       -- The first live holder: the listing may have dropped the name since

@@ -16,7 +16,7 @@ local k = sem_keys()
 local handoff = {}
 local now = now_ms()
 
-purge(k, now)
+purge_count(k, now)
 local reply, idle, waits -- reply: the outcome and its facts; idle: nobody holds or waits; waits: somebody does
 local ready, limit -- when somebody waits: whether fences may be issued, and the limit key's value
 local raw = redis.call('HGET', k.d, lease)
@@ -29,9 +29,10 @@ if raw then
   -- The only holder of a semaphore nobody waits for leaves it idle: its keys
   -- go at once (forget), the lease's with them.
   waits = redis.call('EXISTS', k.q) == 1
-  idle = not waits and redis.call('ZCARD', k.h) == 1
+  idle = not waits and holders_count(k) == 1
   if not idle then
-    redis.call('ZREM', k.h, lease)
+    local gone = redis.call('ZREM', k.h, lease)
+    if k.held then k.held = k.held - gone end
     redis.call('HDEL', k.d, lease)
   end
   local fence, ttl, granted_at = holder_numbers(raw)
@@ -59,7 +60,9 @@ else
   elseif waits == nil then
     grant_free(k, name, limit_in_force(k), A_claim_ms, now, A_instance, handoff)
   end -- else nobody waits: there is nobody to grant a slot to
-  keep_alive(k, now, SEM_KEEP_MS)
+  -- The keys live SEM_KEEP_MS past every holder's expiry but those this call
+  -- set (keep_alive): with no grant and no key made anew, they still do.
+  if k.fresh or k.latest > 0 then keep_alive(k, now, SEM_KEEP_MS) end
 end
 index_drop_if_idle(k, name, idle)
 return lease_reply(reply[1], handoff, unpack(reply, 2))

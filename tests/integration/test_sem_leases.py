@@ -2,8 +2,9 @@
 """Semaphore leases: a killed holder's slot comes back within its lease (also to a waiter that is already
 queued, with nobody releasing), renewal keeps a hold longer than the lease alive, renew and release after
 expiry answer 410, a retried release answers 200, max_hold_ms caps renewals, a renewal touches its own
-holder alone, the waiters of a gateway that died leave the queue, and the release of the only holder hands
-the slot to a waiter in the same step, even when the waiter's gateway looks at nothing just then. (Caught:
+holder alone, the waiters of a gateway that died leave the queue, and a release hands the slot to a waiter
+in the same step, even when the waiter's gateway looks at nothing just then, with the slot of a holder whose
+lease ran out. (Caught:
 a first try of the release that dropped an idle-looking semaphore's keys without asking whether anybody
 waits.)
 
@@ -266,6 +267,44 @@ class SemaphoreLeaseTest(GatewayTest):
                 t.join(20)
             self.assertEqual(out[0].status, 200, out)
             self.assertEqual(self.c.post(SEM + name + "/release", {"token": out[0].body["token"]}).status, 200)
+        finally:
+            other.kill()
+
+    def test_a_release_hands_on_the_slot_of_an_expired_holder_too(self):
+        """Every script that finds a semaphore in use purges the holders whose lease ran out, a release
+        included: a crashed holder's slot goes to a waiter with the released one, in the same step. The
+        waiters' gateway is stopped meanwhile, so that its waiters cannot look again when the crashed
+        lease ends and take that slot themselves. Caught: a release that counted the expired holder
+        (one waiter granted, one left waiting)."""
+        name = unique("sem-purge")
+        crashed = self.acquire(name, limit=2, ttl_ms=1500)
+        self.assertEqual(crashed.status, 200, crashed)
+        held = self.acquire(name, limit=2, ttl_ms=30000)
+        self.assertEqual(held.status, 200, held)
+        # Its liveness mark outlasts the stop below: its waiters stay in the queue.
+        other = Gateway(config={"waiter_lease_ms": 10000})
+        try:
+            out = []
+            threads = [threading.Thread(target=lambda: out.append(acquire_through(other, name))) for _ in "12"]
+            for t in threads:
+                t.start()
+            wait_for(lambda: self.c.get(SEM + name).body["waiting"] == 2, 10, what="two waiters queued")
+            other.signal(signal.SIGSTOP)
+            try:
+                with Redis() as r:  # the crashed holder's lease ends, on Redis's clock
+                    wait_for(lambda: int(r.cmd("TIME")[0]) * 1000 > crashed.body["expires_at_ms"] + 50, 5,
+                             what="the first lease to run out")
+                self.assertEqual(self.c.post(SEM + name + "/release", {"token": held.body["token"]}).status, 200)
+                self.assertEqual(self.c.get(SEM + name).body,
+                                 {"semaphore": name, "limit": 2, "holders": 2, "waiting": 0},
+                                 "the release did not hand both free slots on")
+            finally:
+                other.signal(signal.SIGCONT)
+            for t in threads:
+                t.join(20)
+            self.assertEqual([r.status for r in out], [200, 200], out)
+            for r in out:
+                self.assertEqual(self.c.post(SEM + name + "/release", {"token": r.body["token"]}).status, 200)
         finally:
             other.kill()
 

@@ -283,7 +283,7 @@ class SemaphoreLimitTest(GatewayTest):
     def test_a_queued_answer_counts_a_grant_made_in_the_same_call(self):
         """A queueing acquire answers how long until the earliest holder lease ends (holder_pttl, when its
         waiter looks again), known from its look for expired holders and the grants it makes on the way
-        (lua/lib_sem.lua purge_first, set_expiry). A free slot with a waiter, as a release that may issue no
+        (lua/lib_sem.lua purge_count, set_expiry). A free slot with a waiter, as a release that may issue no
         fence leaves it, goes to the waiter at the next call: to a waiter of another gateway for the claim
         window only. Caught: an answer that does not count that grant (the earliest lease before, 30 s)."""
         name = unique("sem-pttl")
@@ -419,6 +419,37 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertTrue(0 < r.cmd("PTTL", keys[4]) <= 600_000, r.cmd("PTTL", keys[4]))
         self.assertEqual(release(self.c, name, last.body["token"]).status, 200)
         self.assertIsNone(r.cmd("ZSCORE", slot_key("fg:idx:sm", name), name), "an idle semaphore stays listed")
+
+    def test_a_slot_handed_on_beside_a_holder_keeps_the_keys_past_the_new_lease(self):
+        """A release sets the keys' times to live only when it may have made a key anew or set an expiry:
+        a slot it hands on beside another holder makes no key, but the new lease may outlive the keys. Here
+        the waiter asks for an hour, longer than keep and the other holder's lease: every key must live keep
+        past it. Caught: a release that kept the keys alive only when it made one (about 930 s)."""
+        name = unique("sem-ttl-beside")
+        keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdqwlt"]
+        keep, hour = 600_000, 3_600_000
+        staying = acquire(self.c, name, limit=2, ttl_ms=30000)
+        leaving = acquire(self.c, name, limit=2, ttl_ms=30000)
+        self.assertEqual([staying.status, leaving.status], [200, 200], (staying, leaving))
+        out: list = []
+
+        def wait():
+            with self.gw.client(timeout=30) as c:
+                out.append(acquire(c, name, limit=2, ttl_ms=hour, wait_ms=20000))
+
+        t = threading.Thread(target=wait)
+        t.start()
+        wait_for_waiting(self.c, name, 1)
+        self.assertEqual(release(self.c, name, leaving.body["token"]).status, 200)
+        t.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        with Redis() as r:
+            present = [k for k in keys if r.cmd("EXISTS", k)]
+            self.assertIn(keys[0], present)
+            for k in present:
+                self.assertGreaterEqual(r.cmd("PTTL", k), keep + hour - 10_000, k)
+        for token in (staying.body["token"], out[0].body["token"]):
+            self.assertEqual(release(self.c, name, token).status, 200)
 
     def test_an_acquire_without_a_limit_in_redis_still_counts_the_holders(self):
         """An acquire of an idle semaphore takes the first slot by a shortcut; it must tell idle from in use by
