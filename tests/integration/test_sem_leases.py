@@ -285,7 +285,7 @@ class SemaphoreLeaseTest(GatewayTest):
         other = Gateway(config={"waiter_lease_ms": 10000})
         try:
             out = []
-            threads = [threading.Thread(target=lambda: out.append(acquire_through(other, name))) for _ in "12"]
+            threads = [threading.Thread(target=lambda: out.append(acquire_through(other, name))) for _ in range(2)]
             for t in threads:
                 t.start()
             wait_for(lambda: self.c.get(SEM + name).body["waiting"] == 2, 10, what="two waiters queued")
