@@ -90,11 +90,16 @@ end
 
 -- Makes key (which exists) live at least until till (ms), never shortening its
 -- life: one call when it lengthens a time to live (GT), a second one when the
--- key had none yet (NX; GT counts no time to live as forever). ms: till - now
--- as decimal text, when the caller has it printed already.
-local function keep_until(key, till, now, ms)
-  ms = ms or decimal(till - now)
+-- key had none yet (NX; GT counts no time to live as forever).
+local function keep_until(key, till, now)
+  local ms = decimal(till - now)
   if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
+end
+
+-- keep_until for a caller that has till (ms since the epoch, Redis's clock)
+-- printed already, as till_text: the same two calls, at that time.
+local function keep_until_at(key, till_text)
+  if redis.call('PEXPIREAT', key, till_text, 'GT') == 0 then redis.call('PEXPIREAT', key, till_text, 'NX') end
 end
 
 -- A string as JSON text, through cjson unless it is empty.
@@ -341,14 +346,15 @@ local TRIM_EVERY = 16
 local RELEASED_KEPT = LEASE_RELEASED_KEPT_MS .. ''
 
 -- Keeps the end of the lease with fence (a number or decimal text) for
--- reason until till (ms; ms: till - now as decimal text, or nil, see
--- keep_until).
-local function end_keep(lk, fence, reason, now, till, ms)
+-- reason until till (ms, a number), which is printed once: the entry's score
+-- and the set's expiry (keep_until_at).
+local function end_keep(lk, fence, reason, now, till)
   if fence % TRIM_EVERY == 0 then
     redis.call('ZREMRANGEBYSCORE', lk.ended, '-' .. decimal(now), '+inf')
   end
-  redis.call('ZADD', lk.ended, '-' .. decimal(till), fence .. '|' .. reason)
-  keep_until(lk.ended, till, now, ms)
+  local till_text = decimal(till)
+  redis.call('ZADD', lk.ended, '-' .. till_text, fence .. '|' .. reason)
+  keep_until_at(lk.ended, till_text)
 end
 
 -- True if the lease with fence (decimal text) was released and is still kept.
@@ -387,9 +393,11 @@ end
 -- as long as it was to be kept.
 local function end_bury(lk, raw, now)
   if not raw or not is_end(raw) then return end
-  local lease, fence, reason, till = end_read(raw)
-  if not lease then return end
-  end_keep(lk, fence, reason, now, math.max(now + 1, till))
+  local fence, reason, at, keep = string.match(raw, '^~%x+ (%d+) (%a+) (%d+) (%d+)$')
+  if not fence then return end
+  local till = at + keep
+  if till <= now then till = now + 1 end
+  end_keep(lk, fence, reason, now, till)
 end
 
 -- Publishes msg on channel. On a Redis Cluster the keys shared by all leases
@@ -436,12 +444,12 @@ local function holder_end(kind, hkey, name, h, reason, keep_text, at, watched)
 end
 
 -- Keeps the end at now of the lease with fence (a number or decimal text) for
--- reason until till (ms; ms as end_keep takes it) and tells the watchers of
+-- reason until till (ms, a number) and tells the watchers of
 -- kind's name, if any (watched: the mark as the caller read it, or nil to
 -- look here).
-local function mark_ended(lk, kind, name, fence, reason, now, till, ms, watched)
+local function mark_ended(lk, kind, name, fence, reason, now, till, watched)
   if type(fence) == 'number' then fence = decimal(fence) end
-  end_keep(lk, fence, reason, now, till, ms)
+  end_keep(lk, fence, reason, now, till)
   if watched == nil then watched = redis.call('EXISTS', lk.watched) == 1 end
   if watched then publish_end(kind, name, fence, reason) end
 end
@@ -450,7 +458,7 @@ end
 -- decimal text both, compared as texts: no sum printed), watched as there.
 local function mark_released(lk, kind, name, fence, now, keep, ttl, watched)
   if decimal_above(ttl, keep) then keep = ttl end
-  mark_ended(lk, kind, name, fence, 'released', now, now + keep, keep, watched)
+  mark_ended(lk, kind, name, fence, 'released', now, now + keep, watched)
 end
 
 -- Marks the lock or semaphore whose ended-news key is watched as watched for

@@ -227,10 +227,10 @@ class BackendCost(GatewayTest):
             got = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
             self.assertEqual(got.status, 200, got)
             self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": got.body["token"]}).status, 200)
-            # A grant in the same millisecond as the one before gives the ended set the very time to live
-            # it has, which PEXPIRE GT refuses, so a second PEXPIRE follows: pairs that close together would
-            # count a command more on a fast machine than on a slow one. Two milliseconds apart, the count
-            # is the design's.
+            # A grant in the same millisecond as the one before gives the ended set the very expiry it
+            # has, which PEXPIREAT GT refuses, so a second PEXPIREAT follows: pairs that close together
+            # would count a command more on a fast machine than on a slow one. Two milliseconds apart, the
+            # count is the design's.
             time.sleep(0.002)
         pair()
         commands, calls, by_name = self.counted(pair)

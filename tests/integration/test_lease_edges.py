@@ -155,6 +155,26 @@ class LeaseEdges(GatewayTest):
                 again = self.c.post(f"/v1/{kind}/{name}/release", {"token": a.body["token"]})
                 self.assertEqual(again.status, 200, (kind, again))
 
+    def test_the_end_a_grant_files_away_is_kept_as_long_as_its_record(self):
+        """The next grant of a lock writes its holder over the end's record of the lease before and files
+        that end in the ended set (end_bury) for as long as the record was to live: the entry's score is
+        minus that time, and the set, new here, lives as long. Caught: a set made without a time to live
+        (PTTL -1), and an end filed for the kept time alone (600 s, where the ttl is 1,200 s)."""
+        with Redis() as r:
+            name = unique_name("bury")
+            a = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 1_200_000, "max_hold_ms": 3_600_000})
+            self.assertEqual(a.status, 200, a)
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": a.body["token"]}).status, 200)
+            b = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
+            self.assertEqual(b.status, 200, b)
+            ended = f"fg:lk:{{{name}}}:n"
+            now_ms = int(r.cmd("TIME")[0]) * 1000
+            till = -float(r.cmd("ZSCORE", ended, f"{a.body['fence']}|released"))
+            self.assertGreater(till, now_ms + 1_200_000 - 60_000)
+            self.assertGreater(r.cmd("PTTL", ended), 1_200_000 - 60_000)
+            again = self.c.post(f"/v1/locks/{name}/release", {"token": a.body["token"]})
+            self.assertEqual(again.status, 200, again)
+
     def test_retried_release_answers_200_after_a_renew_of_the_released_lease(self):
         """A renew that finds its lease released answers 410 and forgets nothing: a retried release still
         answers 200. (Caught: a semaphore left idle by the release dropping its keys again on that renew,
