@@ -88,17 +88,11 @@ local function decimal_above(a, b)
   return #a > #b or (#a == #b and a > b)
 end
 
--- Makes key (which exists) live at least until till (ms), never shortening its
--- life: one call when it lengthens a time to live (GT), a second one when the
--- key had none yet (NX; GT counts no time to live as forever).
-local function keep_until(key, till, now)
-  local ms = decimal(till - now)
-  if redis.call('PEXPIRE', key, ms, 'GT') == 0 then redis.call('PEXPIRE', key, ms, 'NX') end
-end
-
--- keep_until for a caller that has till (ms since the epoch, Redis's clock)
--- printed already, as till_text: the same two calls, at that time.
-local function keep_until_at(key, till_text)
+-- Makes key (which exists) live at least until till_text (ms since the epoch
+-- on Redis's clock, as decimal text), never shortening its life: one call when
+-- it lengthens a time to live (GT), a second one when the key had none yet
+-- (NX; GT counts no time to live as forever).
+local function keep_until(key, till_text)
   if redis.call('PEXPIREAT', key, till_text, 'GT') == 0 then redis.call('PEXPIREAT', key, till_text, 'NX') end
 end
 
@@ -204,9 +198,9 @@ end
 -- last mark); mark_ms "" (one Redis: the beat alone marks) does nothing.
 local function gateway_mark(lk, inst, mark_ms, now)
   if mark_ms == '' then return end
-  local till = now + tonumber(mark_ms)
-  redis.call('ZADD', lk.gateways, 'GT', decimal(till), inst)
-  keep_until(lk.gateways, till, now)
+  local till = decimal(now + tonumber(mark_ms))
+  redis.call('ZADD', lk.gateways, 'GT', till, inst)
+  keep_until(lk.gateways, till)
 end
 
 -- Request ids. A request_id maps to its lease while a retry could still come:
@@ -235,9 +229,11 @@ local function rid_keep(lk, rid, lease, till, now)
   end
   redis.call('HSET', lk.rids, rid, lease)
   local cur = tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
-  if till > cur then redis.call('ZADD', lk.rid_until, decimal(till), rid) else till = cur end
-  keep_until(lk.rids, till, now)
-  keep_until(lk.rid_until, till, now)
+  if till <= cur then till = cur end
+  local till_text = decimal(till)
+  if till ~= cur then redis.call('ZADD', lk.rid_until, till_text, rid) end
+  keep_until(lk.rids, till_text)
+  keep_until(lk.rid_until, till_text)
 end
 
 -- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed).
@@ -347,14 +343,14 @@ local RELEASED_KEPT = LEASE_RELEASED_KEPT_MS .. ''
 
 -- Keeps the end of the lease with fence (a number or decimal text) for
 -- reason until till (ms, a number), which is printed once: the entry's score
--- and the set's expiry (keep_until_at).
+-- and the set's expiry (keep_until).
 local function end_keep(lk, fence, reason, now, till)
   if fence % TRIM_EVERY == 0 then
     redis.call('ZREMRANGEBYSCORE', lk.ended, '-' .. decimal(now), '+inf')
   end
   local till_text = decimal(till)
   redis.call('ZADD', lk.ended, '-' .. till_text, fence .. '|' .. reason)
-  keep_until_at(lk.ended, till_text)
+  keep_until(lk.ended, till_text)
 end
 
 -- True if the lease with fence (decimal text) was released and is still kept.
@@ -379,13 +375,11 @@ local function is_end(raw)
   return string.byte(raw, 1) == 126 -- '~'
 end
 
--- The lease, fence and reason (text) of an end's record raw, and until when it
--- is kept (ms, a number), or nil when raw is none (false, or another value).
+-- The lease, fence, reason, end time and keep time (all text) of an end's
+-- record raw, or nil when raw is none (false, or another value).
 local function end_read(raw)
   if not raw then return nil end
-  local lease, fence, reason, at, keep = string.match(raw, '^~(%x+) (%d+) (%a+) (%d+) (%d+)$')
-  if not lease then return nil end
-  return lease, fence, reason, at + keep
+  return string.match(raw, '^~(%x+) (%d+) (%a+) (%d+) (%d+)$')
 end
 
 -- Copies the end's record raw (the value of the key about to be written
@@ -393,8 +387,8 @@ end
 -- as long as it was to be kept.
 local function end_bury(lk, raw, now)
   if not raw or not is_end(raw) then return end
-  local fence, reason, at, keep = string.match(raw, '^~%x+ (%d+) (%a+) (%d+) (%d+)$')
-  if not fence then return end
+  local lease, fence, reason, at, keep = end_read(raw)
+  if not lease then return end
   local till = at + keep
   if till <= now then till = now + 1 end
   end_keep(lk, fence, reason, now, till)
