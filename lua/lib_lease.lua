@@ -360,14 +360,14 @@ local function was_released(lk, fence, now)
 end
 
 -- The end of a lease kept in one string key (a lock's holder key, an idle
--- semaphore's limit key) after a release or revoke at `at` (ms, Redis time),
--- kept `keep` ms (the key's time to live) and no longer, so that an
--- uncontended release writes one key: "~<lease> <fence> <reason> <at> <keep>",
--- reason released or revoked, at and keep decimal text (a release writes them
--- as it has them: no sum to print). The write that replaces it copies it into
--- the ended set first (end_bury).
-local function end_text(lease, fence, reason, at, keep)
-  return '~' .. lease .. ' ' .. fence .. ' ' .. reason .. ' ' .. at .. ' ' .. keep
+-- semaphore's limit key) after a release or revoke, for as long as the key
+-- lives (its time to live is how long the end is kept) and no longer, so that
+-- an uncontended release writes one key and asks Redis no time:
+-- "~<lease> <fence> <reason>", reason released or revoked. (Gateways before
+-- wrote the end's time and keep time after it; such a record reads the same.)
+-- The write that replaces it copies it into the ended set first (end_bury).
+local function end_text(lease, fence, reason)
+  return '~' .. lease .. ' ' .. fence .. ' ' .. reason
 end
 
 -- True if raw, a string key's value as read, is an end's record (end_text).
@@ -375,21 +375,21 @@ local function is_end(raw)
   return string.byte(raw, 1) == 126 -- '~'
 end
 
--- The lease, fence, reason, end time and keep time (all text) of an end's
--- record raw, or nil when raw is none (false, or another value).
+-- The lease, fence and reason (all text) of an end's record raw, or nil when
+-- raw is none (false, or another value).
 local function end_read(raw)
   if not raw then return nil end
-  return string.match(raw, '^~(%x+) (%d+) (%a+) (%d+) (%d+)$')
+  return string.match(raw, '^~(%x+) (%d+) (%a+)')
 end
 
--- Copies the end's record raw (the value of the key about to be written
--- over, as read: nothing happens for anything else) into the ended set, for
--- as long as it was to be kept.
-local function end_bury(lk, raw, now)
+-- Copies the end's record raw, the value of key as read before the key is
+-- written over (nothing happens for anything else), into the ended set until
+-- the key was to expire.
+local function end_bury(lk, key, raw, now)
   if not raw or not is_end(raw) then return end
-  local lease, fence, reason, at, keep = end_read(raw)
-  if not lease then return end
-  local till = at + keep
+  local _, fence, reason = end_read(raw)
+  if not fence then return end
+  local till = redis.call('PEXPIRETIME', key)
   if till <= now then till = now + 1 end
   end_keep(lk, fence, reason, now, till)
 end
@@ -418,23 +418,21 @@ local function publish_end(kind, name, fence, reason)
 end
 
 -- The end's record of the lease with record h (lib_holder.lua holder_read or
--- holder_brief) for reason at `at` (ms, decimal text), and how long it is kept
--- (ms, decimal text): keep_text or, for a release, the lease's ttl if that is
--- longer.
-local function holder_end_text(h, reason, keep_text, at)
+-- holder_brief) for reason, and how long it is kept (ms, decimal text):
+-- keep_text or, for a release, the lease's ttl if that is longer.
+local function holder_end_text(h, reason, keep_text)
   if reason == 'released' and decimal_above(h.ttl, keep_text) then keep_text = h.ttl end
-  return end_text(h.lease, h.fence, reason, at, keep_text), keep_text
+  return end_text(h.lease, h.fence, reason), keep_text
 end
 
 -- Ends the lease with record h kept in one string key hkey (a lock's holder
--- key, a semaphore's limit key holding its first holder) for reason at `at`:
--- its end's record (holder_end_text) replaces it; published when kind's ("l"
--- or "s") name is watched (watched: the mark as read). Returns the end's record.
-local function holder_end(kind, hkey, name, h, reason, keep_text, at, watched)
-  local text, keep = holder_end_text(h, reason, keep_text, at)
+-- key, a semaphore's limit key holding its first holder) for reason: its end's
+-- record (holder_end_text) replaces it; published when kind's ("l" or "s")
+-- name is watched (watched: the mark as read).
+local function holder_end(kind, hkey, name, h, reason, keep_text, watched)
+  local text, keep = holder_end_text(h, reason, keep_text)
   redis.call('SET', hkey, text, 'PX', keep)
   if watched then publish_end(kind, name, h.fence, reason) end
-  return text
 end
 
 -- Keeps the end at now of the lease with fence (a number or decimal text) for

@@ -44,7 +44,7 @@ end
 -- the end's record it replaces (prior: the holder key's value as read, or
 -- false) into the history first.
 local function holder_write(k, prior, text, ms, now)
-  end_bury(k, prior, now)
+  end_bury(k, k.h, prior, now)
   redis.call('SET', k.h, text, 'PX', ms)
 end
 
@@ -120,13 +120,17 @@ end
 -- hands the lock on (grant_next, with inst and handoff) when anybody may wait
 -- (v: lock_end_read's values). keep_text: how long the end is kept (ms,
 -- decimal text). The end's record goes over the holder (as lib_lease.lua
--- holder_end writes it) only when nobody is granted: a grant files it in the
--- history and writes its holder there instead.
+-- holder_end writes it) only when nobody is granted: with a grant, the end
+-- goes to the history and the new holder's record over the holder.
 -- Returns what grant_next returns (false: the lock is idle now).
 local function end_and_pass(k, name, h, reason, claim_ms, keep_text, now, inst, handoff, v)
-  local text, keep = holder_end_text(h, reason, keep_text, decimal(now))
+  local text, keep = holder_end_text(h, reason, keep_text)
   if v[4] then publish_end('l', name, h.fence, reason) end
-  local granted = v[5] and grant_next(k, name, claim_ms, now, inst, handoff, text, fences_left(v))
-  if not granted then redis.call('SET', k.h, text, 'PX', keep) end
+  local granted = v[5] and grant_next(k, name, claim_ms, now, inst, handoff, false, fences_left(v))
+  if granted then
+    end_keep(k, h.fence, reason, now, now + keep)
+  else
+    redis.call('SET', k.h, text, 'PX', keep)
+  end
   return granted
 end

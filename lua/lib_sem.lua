@@ -224,7 +224,7 @@ end
 -- that holder's lease (k.latest).
 local function settle_first_holder(k, now, keep_ms, limit_text, prior)
   local ttl = keys_ttl(now, keep_ms, k.latest)
-  end_bury(k, prior, now)
+  end_bury(k, k.l, prior, now)
   redis.call('SET', k.l, limit_text, 'PX', ttl)
   redis.call('PEXPIRE', k.h, ttl)
   redis.call('PEXPIRE', k.d, ttl)

@@ -80,7 +80,7 @@ local function take()
   if known then return lease_reply('ended', nil, R_LEASE, lease) end
   redis.call('ZADD', KEYS[AT_INDEX], '0', name)
   local fence = decimal(redis.call('INCR', KEYS[AT_FENCE]))
-  if prior then end_bury(k or lock_keys(), prior, now) end
+  if prior then end_bury(k or lock_keys(), KEYS[AT_HOLDER], prior, now) end
   redis.call('SET', KEYS[AT_HOLDER], holder_text(lease, fence, A_ttl_ms, A_max_hold_ms, decimal(now), '1', A_instance,
                                                  A_attach, rid, A_owner), 'PX', A_ttl_ms)
   if rid ~= '' then rid_hold(k, rid, lease, now + A_ttl_ms, now) end

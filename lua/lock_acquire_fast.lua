@@ -24,7 +24,7 @@ if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
   return lease_reply('contended')
 end
 local at = now_text()
-if prior then end_bury({ended = KEYS[6]}, prior, at + 0) end
+if prior then end_bury({ended = KEYS[6]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[5], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[3]))
 redis.call('SET', KEYS[1], holder_join(fence, at, A_tail), 'PX', A_ttl_ms)

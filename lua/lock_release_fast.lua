@@ -8,12 +8,12 @@
 -- KEYS: holder watched tickets index
 --   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
 -- ARGV: name lease
--- Returns (lib_lease.lua lease_reply): released {now, granted_at}, or contended {}.
+-- Returns (lib_lease.lua lease_reply): released {granted_at}, or contended {}.
 local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
 local h = not v[3] and holder_brief(v[1])
 if not h or h.lease ~= A_lease then return lease_reply('contended') end
-local at = now_text()
-holder_end('l', KEYS[1], A_name, h, 'released', RELEASED_KEPT, at, v[2])
+holder_end('l', KEYS[1], A_name, h, 'released', RELEASED_KEPT, v[2])
 redis.call('ZREM', KEYS[4], A_name)
--- The release's time and the grant's, of which the gateway makes the hold's length: no sum to print.
-return lease_reply('released', nil, R_NOW, at, R_GRANTED_AT, h.granted_at)
+-- The grant's time: the gateway reckons the hold's length on its own reading of Redis's clock
+-- (src/lease/redis_clock.c), so the release asks Redis no time.
+return lease_reply('released', nil, R_GRANTED_AT, h.granted_at)

@@ -90,7 +90,7 @@ if in_force and in_force ~= limit then
   end
 end
 if in_force ~= limit then
-  end_bury(k, limit_text, now)
+  end_bury(k, k.l, limit_text, now)
   redis.call('SET', k.l, A_limit)
   k.fresh = true
 end

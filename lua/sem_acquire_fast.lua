@@ -27,7 +27,7 @@ if not fences_left(v) or (prior and not is_end(prior))
   return lease_reply('contended')
 end
 local at = now_text()
-if prior then end_bury({ended = KEYS[7]}, prior, at + 0) end
+if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[6], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[4]))
 redis.call('SET', KEYS[1], first_holder_join(A_limit, fence, at, A_tail), 'PX', A_ttl_ms)

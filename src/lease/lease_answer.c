@@ -232,12 +232,6 @@ int lease_answer_read(const char *script, const char *text, size_t len, struct l
             return fg_fail(err, FG_ERR_INTERNAL, "%s answered no fact at word %zu", script, i + 1);
         i += 1 + width;
     }
-    /* The first tries answer the time of the grant (and of the release) where
-     * the other scripts answer what follows from it: a sum costs a script more
-     * to print than this to add (lua/lock_acquire_fast.lua, lock_release_fast.lua;
-     * a grant's expiry: lease_result.c lease_first_grant). */
-    if (res->granted_at_ms > 0 && res->now_ms > 0)
-        res->held_ms = res->now_ms - res->granted_at_ms;
     return 0;
 }
 

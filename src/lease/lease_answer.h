@@ -33,9 +33,10 @@ enum lease_retry {
  * Reads the reply text (len bytes) of script into *res, or sets *retry when
  * the reply asks for one ("nofence", "norevoked", "contended"; *res is then
  * zeroed). Facts the reply lacks read as 0, but holder_pttl_ms and held_ms as
- * -1; a reply with granted_at and now (a first try's release) gets held_ms from
- * them. A reply that names no outcome this module knows, or a fact whose
- * code or value is not one of the table's, fails with FG_ERR_INTERNAL naming script.
+ * -1 (a first try's release answers granted_at instead, from which
+ * lease_result.c lease_first_try reckons held_ms). A reply that names no
+ * outcome this module knows, or a fact whose code or value is not one of the
+ * table's, fails with FG_ERR_INTERNAL naming script.
  */
 int lease_answer_read(const char *script, const char *text, size_t len, struct lease_result *res,
                       enum lease_retry *retry, struct fg_error *err) FG_WUR;

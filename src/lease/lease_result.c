@@ -17,6 +17,7 @@
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_wait.h"
+#include "lease/redis_clock.h"
 #include "store/backend/redis.h"
 #include "store/fenced/revocations.h"
 
@@ -99,8 +100,10 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
 {
     if (script_answer(script, keys, argv, res, NULL, err) != 0)
         return -1;
-    if (res->outcome == LEASE_RENEWED)
+    if (res->outcome == LEASE_RENEWED) {
         res->expires_at_ms = res->now_ms + res->ttl_ms;
+        redis_clock_saw(res->now_ms);
+    }
     return 0;
 }
 
@@ -116,6 +119,12 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
         contention_seen(kind, name);
     if (retry != LEASE_RETRY_NONE && !*contended)
         return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
+    /* A grant answers Redis's time; a release, which asks Redis none, the
+     * grant's, of which the hold's length is reckoned (redis_clock.h). */
+    if (res->outcome == LEASE_GRANTED && res->granted_at_ms > 0)
+        redis_clock_saw(res->granted_at_ms);
+    else if (res->outcome == LEASE_RELEASED && res->granted_at_ms > 0)
+        res->held_ms = redis_clock_since(res->granted_at_ms);
     return 0;
 }
 

@@ -89,7 +89,7 @@ struct lease_result {
     bool again;                     /* released: this lease had been released before */
     int64_t held_ms;                /* released: how long the lease held, < 0 unknown */
     int64_t granted_at_ms;          /* a first try's grant or release: Redis time of the grant */
-    int64_t now_ms;                 /* a first try's release, a renewal: Redis time of it */
+    int64_t now_ms;                 /* a renewal: Redis time of it */
     long long pttl_ms;              /* held (watch): ms until the lease's expiry */
     char left[LEASE_LEAVE_MAX + 1]; /* left: per waiter '1' out of the queue, '0' holds */
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
@@ -134,8 +134,10 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
  * lease/lease_keys.h by the caller) and either does it or answers "contended"
  * without a write: then *contended is set, kind's name is noted in the
  * contention hint (lease/contention.h), and the caller runs the full script
- * (lease_script_run). Else its answer is read into *res. Callers skip the
- * first try while contention_hinted.
+ * (lease_script_run). Else its answer is read into *res: a grant's time
+ * notes Redis's clock, and a release's held_ms is reckoned on it from the
+ * grant's (lease/redis_clock.h). Callers skip the first try while
+ * contention_hinted.
  */
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
                     const char *const *keys, const char *const *argv, struct lease_result *res,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.c - reads CLOCK_MONOTONIC for clock.h, and CLOCK_REALTIME for the
- * deadlines of timed waits on condition variables only.
+ * deadlines of timed waits on condition variables and the reckoning of
+ * Redis's clock only.
  */
 #include "util/clock.h"
 
@@ -17,6 +18,13 @@ int64_t clock_mono_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t clock_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 struct timespec clock_timespec_add_ms(struct timespec t, long long ms)

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import unittest
 import uuid
 
@@ -149,6 +150,25 @@ class MetricsTest(GatewayTest):
         # Bounded labels: no lock name anywhere in the text.
         for name in (a, b, c, sem):
             self.assertNotIn(name, self.text)
+
+    def test_a_release_records_how_long_the_lease_was_held(self):
+        """A release's hold time runs from the grant on Redis's clock, which the gateway reckons from the times
+        its scripts answer: the first try of a release asks Redis no time. Caught: a first try's release that
+        recorded no hold time, and one that recorded 0."""
+        for kind, label, body in (("locks", "lock", {}), ("semaphores", "semaphore", {"limit": 2})):
+            name = f"m-hold-{uuid.uuid4().hex[:8]}"
+            token = self.acquire(kind, name, 200, ttl_ms=30000, **body)["token"]
+            before = self.scrape()
+            time.sleep(0.5)
+            self.assertEqual(self.gw.http("POST", f"/v1/{kind}/{name}/release", {"token": token}).status, 200)
+            after = self.scrape()
+
+            def delta(series):
+                return value(after, series, kind=label) - value(before, series, kind=label)
+
+            self.assertEqual(delta("fencegate_hold_seconds_count"), 1, kind)
+            held = delta("fencegate_hold_seconds_sum")
+            self.assertTrue(0.45 <= held < 10, (kind, held))
 
     def test_unknown_routes_share_one_label(self):
         for path in ("/nope/1", "/nope/2", "/v1/nothing"):
