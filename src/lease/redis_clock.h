@@ -3,8 +3,10 @@
  * redis_clock.h - Redis's clock as this gateway reckons it from the times
  * scripts answer, for figures that are only reported, never decided on: a
  * first try's release answers the grant's time alone, and the hold time in
- * the metrics is reckoned here, so that the release asks Redis no time. Lease
- * expiry never comes from here (that is Redis's clock, inside the scripts).
+ * the metrics is reckoned here, so that the release asks Redis no time. On a
+ * Redis Cluster the clock is the primary's that answered last (the primaries'
+ * clocks agree as far as their hosts' do). Lease expiry never comes from here
+ * (that is Redis's clock, inside the scripts).
  */
 #ifndef FG_REDIS_CLOCK_H
 #define FG_REDIS_CLOCK_H
