@@ -160,32 +160,34 @@ class LeaseEdges(GatewayTest):
         (in the holder key, in the limit key) and files that end in the ended set (end_bury) for as long as the
         record was to live, its key's time to live: the entry's score is minus that time, and the set, new
         here, lives as long. A record an earlier gateway wrote, with its end's time and keep time after the
-        reason, is read the same. Caught: a set made without a time to live (PTTL -1), and an end filed for
-        the kept time alone (600 s, where the ttl is 1,200 s)."""
+        reason, is read the same. Caught: a set made without a time to live (PTTL -1), an end filed for the
+        kept time alone (600 s, where the ttl is 1,200 s), and a reader of the three fields of now alone (the
+        earlier record's end not filed)."""
         with Redis() as r:
-            for kind, key, extra in (("locks", "lk:{%s}:h", {}), ("semaphores", "sm:{%s}:l", {"limit": 2})):
+            for kind, prefix, record_key, extra in (("locks", "lk", "h", {}), ("semaphores", "sm", "l", {"limit": 2})):
                 for written_by in ("this gateway", "an earlier gateway"):
                     name = unique_name("bury")
+                    base = f"fg:{prefix}:{{{name}}}:"
                     a = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 1_200_000, "max_hold_ms": 3_600_000,
                                                                   **extra})
                     self.assertEqual(a.status, 200, a)
                     self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": a.body["token"]}).status,
                                      200)
-                    record = "fg:" + key % name
+                    record = base + record_key
                     text = r.cmd("GET", record)
                     self.assertTrue(text.startswith("~") and text.endswith(f" {a.body['fence']} released"),
                                     (kind, text))
                     self.assertGreater(r.cmd("PTTL", record), 1_200_000 - 60_000, kind)
                     if written_by == "an earlier gateway":
                         r.cmd("SET", record, f"{text} {int(r.cmd('TIME')[0]) * 1000} 1200000", "PX", "1200000")
-                    self.assert_filed_by_the_next_grant(r, kind, name, a.body, extra)
+                    self.assert_filed_by_the_next_grant(r, kind, name, base, a.body, extra)
 
-    def assert_filed_by_the_next_grant(self, r, kind: str, name: str, ended: dict, extra: dict):
-        """Grants kind's name again: the end of lease `ended` (its acquire's answer), released with its record
-        kept 1,200 s, is filed in the ended set for about that long, and its retried release answers 200."""
+    def assert_filed_by_the_next_grant(self, r, kind: str, name: str, base: str, ended: dict, extra: dict):
+        """Grants kind's name (its keys named base + suffix) again: the end of lease `ended` (its acquire's
+        answer), released with its record kept 1,200 s, is filed in the ended set for about that long, and its
+        retried release answers 200."""
         b = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
         self.assertEqual(b.status, 200, b)
-        base = f"fg:{'lk' if kind == 'locks' else 'sm'}:{{{name}}}:"
         now_ms = int(r.cmd("TIME")[0]) * 1000
         till = -float(r.cmd("ZSCORE", base + "n", f"{ended['fence']}|released"))
         self.assertGreater(till, now_ms + 1_200_000 - 60_000, kind)
