@@ -82,7 +82,7 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
         if (retry == LEASE_RETRY_NONE) {
             if (res->outcome == LEASE_QUEUED || res->outcome == LEASE_BUSY ||
                 res->outcome == LEASE_FULL || res->nhandoff > 0)
-                contention_seen(kind, name);
+                contention_seen(kind, name, CONTENTION_QUEUE);
             lease_hand_over(kind, name, res);
             return 0;
         }
@@ -108,15 +108,15 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
 }
 
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
-                    const char *const *keys, const char *const *argv, struct lease_result *res,
-                    bool *contended, struct fg_error *err)
+                    const char *const *keys, const char *const *argv, enum contention seen,
+                    struct lease_result *res, bool *contended, struct fg_error *err)
 {
     enum lease_retry retry;
     if (script_answer(script, keys, argv, res, &retry, err) != 0)
         return -1;
     *contended = retry == LEASE_RETRY_CONTENDED;
     if (*contended)
-        contention_seen(kind, name);
+        contention_seen(kind, name, seen);
     if (retry != LEASE_RETRY_NONE && !*contended)
         return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
     /* A grant answers Redis's time; a release, which asks Redis none, the

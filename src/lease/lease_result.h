@@ -17,6 +17,7 @@
 
 #include "auth/token.h"
 #include "fglimits.h"
+#include "lease/contention.h"
 #include "lease/lease_kind.h"
 #include "lua_scripts.h"
 #include "util/error.h"
@@ -129,19 +130,18 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
                       struct lease_result *res, struct fg_error *err) FG_WUR;
 
 /*
- * Runs the first try of a transition (lua/lock_*_fast.lua), which names only
- * the keys an uncontended acquire or release touches (keys, picked from
+ * Runs a lean try of a transition (lua/lock_acquire_fast.lua and the like),
+ * which names only the keys the case it takes touches (keys, picked from
  * lease/lease_keys.h by the caller) and either does it or answers "contended"
  * without a write: then *contended is set, kind's name is noted in the
- * contention hint (lease/contention.h), and the caller runs the full script
- * (lease_script_run). Else its answer is read into *res: a grant's time
- * notes Redis's clock, and a release's held_ms is reckoned on it from the
- * grant's (lease/redis_clock.h). Callers skip the first try while
- * contention_hinted.
+ * contention hint as seen (lease/contention.h), and the caller runs the next
+ * script. Else its answer is read into *res: a grant's time notes Redis's
+ * clock, and a release's held_ms is reckoned on it from the grant's
+ * (lease/redis_clock.h). Callers choose the first script by contention_hint.
  */
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
-                    const char *const *keys, const char *const *argv, struct lease_result *res,
-                    bool *contended, struct fg_error *err) FG_WUR;
+                    const char *const *keys, const char *const *argv, enum contention seen,
+                    struct lease_result *res, bool *contended, struct fg_error *err) FG_WUR;
 
 /* The fields from the lease on of the holder record the first try of an
  * acquire writes (lua/lib_holder.lua: a lock's holder, a semaphore's first

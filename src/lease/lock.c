@@ -34,8 +34,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
     };
-    if (lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, keys, argv, res, contended,
-                        err) != 0)
+    if (lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, keys, argv,
+                        CONTENTION_IN_USE, res, contended, err) != 0)
         return -1;
     lease_first_grant(res, lease_id, p->ttl_ms);
     return 0;
@@ -50,7 +50,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     bool contended = true;
-    if (p->request_id[0] == '\0' && !contention_hinted(LEASE_KIND_LOCK, name) &&
+    if (p->request_id[0] == '\0' && contention_hint(LEASE_KIND_LOCK, name) == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
     if (!contended)
@@ -119,15 +119,15 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
         [LOCK_RELEASE_FAST_ARGV_NAME] = name,
         [LOCK_RELEASE_FAST_ARGV_LEASE] = lease_id,
     };
-    return lease_first_try(SCRIPT_LOCK_RELEASE_FAST, LEASE_KIND_LOCK, name, keys, argv, res,
-                           contended, err);
+    return lease_first_try(SCRIPT_LOCK_RELEASE_FAST, LEASE_KIND_LOCK, name, keys, argv,
+                           CONTENTION_IN_USE, res, contended, err);
 }
 
 int lock_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                  struct fg_error *err)
 {
     bool contended = true;
-    if (!contention_hinted(LEASE_KIND_LOCK, name) &&
+    if (contention_hint(LEASE_KIND_LOCK, name) == CONTENTION_NONE &&
         release_first_try(name, lease_id, res, &contended, err) != 0)
         return -1;
     if (!contended)

@@ -43,8 +43,61 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit,
         [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail,
     };
-    if (lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
-                        contended, err) != 0)
+    if (lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv,
+                        CONTENTION_IN_USE, res, contended, err) != 0)
+        return -1;
+    lease_first_grant(res, lease_id, p->ttl_ms);
+    return 0;
+}
+
+/* The holder record's JSON from its claimed field on (lua/lib_sem_holder.lua)
+ * of a claimed grant to attach without a request_id: its two ids and the
+ * owner, whose every byte escapes to at most six. */
+#define HOLDER_JSON_TAIL_MAX (2 * LEASE_ID_LEN + 64 + 6 * OWNER_NAME_MAX_LEN)
+static void holder_json_tail(const char *attach, const char *owner, char out[HOLDER_JSON_TAIL_MAX])
+{
+    struct fgjson_out json;
+    fgjson_out_init(&json, out, HOLDER_JSON_TAIL_MAX);
+    char ids[2 * LEASE_ID_LEN + 64];
+    int n =
+        snprintf(ids, sizeof ids, ",\"claimed\":1,\"rid\":\"\",\"inst\":\"%s\",\"attach\":\"%s\",",
+                 gw.instance_id, attach);
+    FG_ASSERT(n > 0 && (size_t)n < sizeof ids);
+    fgjson_out_raw(&json, ids, (size_t)n);
+    fgjson_out_str(&json, "owner", owner);
+    fgjson_out_raw(&json, "}", sizeof "}"); /* the brace and the text's NUL */
+    FG_ASSERT(json.heap == NULL);
+}
+
+/* The lean try of an acquire without a request_id on a semaphore in use
+ * (lua/sem_acquire_more.lua): takes a free slot nobody waits for beside the
+ * holders there are, else sets *contended. */
+static int acquire_more_try(const char *name, const struct acquire_params *p, const char *lease_id,
+                            const char *attach, const char *ttl, const char *hold,
+                            const char *limit, struct lease_result *res, bool *contended,
+                            struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_ACQUIRE_MORE_NKEYS] = {
+        [SEM_ACQUIRE_MORE_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_ACQUIRE_MORE_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_ACQUIRE_MORE_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_ACQUIRE_MORE_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
+        [SEM_ACQUIRE_MORE_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_ACQUIRE_MORE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
+        [SEM_ACQUIRE_MORE_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
+        [SEM_ACQUIRE_MORE_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
+    };
+    char tail[HOLDER_JSON_TAIL_MAX];
+    holder_json_tail(attach, p->owner, tail);
+    const char *argv[SEM_ACQUIRE_MORE_NARGV] = {
+        [SEM_ACQUIRE_MORE_ARGV_LEASE] = lease_id,   [SEM_ACQUIRE_MORE_ARGV_TTL_MS] = ttl,
+        [SEM_ACQUIRE_MORE_ARGV_MAX_HOLD_MS] = hold, [SEM_ACQUIRE_MORE_ARGV_LIMIT] = limit,
+        [SEM_ACQUIRE_MORE_ARGV_TAIL] = tail,
+    };
+    if (lease_first_try(SCRIPT_SEM_ACQUIRE_MORE, LEASE_KIND_SEMAPHORE, name, keys, argv,
+                        CONTENTION_QUEUE, res, contended, err) != 0)
         return -1;
     lease_first_grant(res, lease_id, p->ttl_ms);
     return 0;
@@ -59,9 +112,17 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     snprintf(limit, sizeof limit, "%lld", p->limit);
+    /* Without a request_id the lean tries come first, as the hint says: the
+     * first try on a name not seen contended, the try beside other holders
+     * on one it or an earlier call found in use; then the full script. */
+    enum contention hint =
+        p->request_id[0] == '\0' ? contention_hint(LEASE_KIND_SEMAPHORE, name) : CONTENTION_QUEUE;
     bool contended = true;
-    if (p->request_id[0] == '\0' && !contention_hinted(LEASE_KIND_SEMAPHORE, name) &&
+    if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
+        return -1;
+    if (contended && hint != CONTENTION_QUEUE &&
+        acquire_more_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (!contended)
         return 0;
@@ -135,15 +196,15 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
         [SEM_RELEASE_FAST_ARGV_NAME] = name,
         [SEM_RELEASE_FAST_ARGV_LEASE] = lease_id,
     };
-    return lease_first_try(SCRIPT_SEM_RELEASE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv, res,
-                           contended, err);
+    return lease_first_try(SCRIPT_SEM_RELEASE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv,
+                           CONTENTION_IN_USE, res, contended, err);
 }
 
 int sem_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                 struct fg_error *err)
 {
     bool contended = true;
-    if (!contention_hinted(LEASE_KIND_SEMAPHORE, name) &&
+    if (contention_hint(LEASE_KIND_SEMAPHORE, name) == CONTENTION_NONE &&
         release_first_try(name, lease_id, res, &contended, err) != 0)
         return -1;
     if (!contended)

@@ -1,0 +1,148 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The lean acquire of a semaphore in use (lua/sem_acquire_more.lua) takes a slot only where the full script
+would, and does there what the full script does.
+
+A gateway runs it for an acquire without a request_id once its first try found the semaphore in use within
+the last CONTENTION_HINT_MS (src/lease/contention.h); anything it does not take it answers "contended", and the
+full script decides. Each test brings the semaphore into a state the lean script must leave to the full one, or
+must bookkeep as the full one would, with the gateway's hint at "in use", and checks the outcome against what
+the contract promises, read from Redis or the API, not from the gateway's own account. Caught (each tried):
+- no look at the queue: a newcomer took a slot freed without a hand-over ahead of the waiter owed it;
+- no look at the limit in force: a holder of another limit granted beside holders of the first;
+- no count of the holders that ran out: their entries kept, where every acquire purges them first;
+- no look at the fence sequence's limit: a fence issued past what Postgres had reserved;
+- no keep_alive: the holders' keys left without a time to live, or one shorter than the new lease;
+- no look at whether a holder is there: a semaphore held and missing from the listing;
+- a first holder in the limit key moved out on a one-slot semaphore: two holders of one slot.
+
+Owns: the lean acquire's guards. Must not: test the full script's queue, limits or leases (see
+test_sem_limits.py and test_sem_leases.py).
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import GatewayTest, Redis, same_slot, skip_in_cluster, slot_key  # noqa: E402
+
+SEM = "/v1/semaphores/"
+HINT_S = 1.0  # CONTENTION_HINT_MS: how long a gateway remembers how it last saw a name
+KEEP_MS = 600_000  # SEM_KEEP_MS: the keys live that long past the last holder lease
+
+
+def lease_of(token: str) -> str:
+    """The lease id a token names (src/auth/token.c: fgt2.<key>.<kind>.<fence>.<lease>.<name>.<mac>)."""
+    return token.split(".")[4]
+
+
+class LeanAcquireTest(GatewayTest):
+    # poll_ms: no waiter looks again by itself while a test arranges the semaphore around it
+    gateway_config = {"poll_ms": 60000}
+
+    def acquire(self, name, c=None, **fields):
+        return (c or self.c).post(SEM + name + "/acquire", {"ttl_ms": 30000, **fields})
+
+    def granted(self, name, **fields) -> dict:
+        got = self.acquire(name, **fields)
+        self.assertEqual(got.status, 200, got)
+        return got.body
+
+    def in_use(self, name: str, limit: int, **fields) -> list[dict]:
+        """Two holders of name: the first try's, kept in the limit key, then the lean script's, which moves it
+        into the holders' keys; the gateway's hint is then "in use"."""
+        warm = self.granted(same_slot("warm", like=name)[0], limit=1)  # the slot's fences reserved
+        self.c.post(SEM + warm["semaphore"] + "/release", {"token": warm["token"]})
+        first = self.granted(name, limit=limit, **fields)
+        with Redis() as r:
+            self.assertTrue(r.cmd("GET", f"fg:sm:{{{name}}}:l").startswith("="), "not the first try's holder")
+        second = self.granted(name, limit=limit)
+        with Redis() as r:
+            self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 2, "the first holder not moved")
+        return [first, second]
+
+    def test_a_slot_freed_without_a_hand_over_goes_to_the_waiter(self):
+        name = same_slot("more-queue")[0]
+        _, second = self.in_use(name, 2)
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            t = threading.Thread(target=lambda: out.append(self.acquire(name, wc, limit=2, wait_ms=20000)))
+            t.start()
+            deadline = time.monotonic() + 10
+            while self.c.get(SEM + name).body["waiting"] < 1:
+                self.assertLess(time.monotonic(), deadline, "the waiter never queued")
+                time.sleep(0.01)
+            with Redis() as r:  # a slot frees, and no release hands it over
+                self.assertEqual(r.cmd("ZREM", f"fg:sm:{{{name}}}:h", lease_of(second["token"])), 1)
+                self.assertEqual(r.cmd("HDEL", f"fg:sm:{{{name}}}:d", lease_of(second["token"])), 1)
+            time.sleep(HINT_S + 0.1)  # the waiter's queueing hinted "queue": only "in use" runs the lean script
+            newcomer = self.acquire(name, limit=2, wait_ms=0)
+            self.assertEqual((newcomer.status, newcomer.body.get("type")), (409, "/problems/lock_busy"), newcomer)
+            t.join(10)
+        self.assertEqual(out[0].status, 200, out)
+
+    def test_a_holder_of_another_limit_is_refused(self):
+        name = same_slot("more-limit")[0]
+        self.in_use(name, 2)
+        other = self.acquire(name, limit=3)
+        self.assertEqual((other.status, other.body.get("type")), (409, "/problems/limit_mismatch"), other)
+        self.assertEqual(other.body["limit"], 2, other)
+        self.assertEqual(self.c.get(SEM + name).body["holders"], 2)
+
+    def test_holders_that_ran_out_are_purged_first(self):
+        name = same_slot("more-purge")[0]
+        self.in_use(name, 3, ttl_ms=300)
+        time.sleep(0.5)  # the first holder's lease ran out; the hint is still "in use"
+        self.granted(name, limit=3)
+        with Redis() as r:
+            self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 2, "a holder that ran out kept")
+            self.assertEqual(r.cmd("HLEN", f"fg:sm:{{{name}}}:d"), 2, "a record of a holder that ran out kept")
+
+    @skip_in_cluster("a slot's fence limit is named after the run id of the primary it lives on (lease_keys.c)")
+    def test_no_fence_is_issued_past_the_reserved_limit(self):
+        name = same_slot("more-fence")[0]
+        self.in_use(name, 3)
+        fence, fence_limit = slot_key("fg:fence", name), slot_key("fg:fence_limit", name)
+        with Redis() as r:  # every fence reserved is issued
+            r.cmd("SET", fence_limit, r.cmd("GET", fence))
+        third = self.granted(name, limit=3)
+        with Redis() as r:
+            issued, reserved = int(r.cmd("GET", fence)), int(r.cmd("GET", fence_limit))
+        self.assertEqual(third["fence"], issued)
+        self.assertLessEqual(issued, reserved, "a fence issued that Postgres had not reserved")
+
+    def test_the_keys_live_past_the_lease_it_grants(self):
+        name = same_slot("more-keep")[0]
+        self.in_use(name, 3)
+        keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdl"]
+        with Redis() as r:
+            for k in keys:  # the keys the first holder's move made anew
+                self.assertGreaterEqual(r.cmd("PTTL", k), KEEP_MS + 20_000, k)
+            self.granted(name, limit=3, ttl_ms=3_600_000, max_hold_ms=7_200_000)
+            for k in keys:
+                self.assertGreaterEqual(r.cmd("PTTL", k), KEEP_MS + 3_590_000, k)
+
+    def test_a_semaphore_with_no_holder_is_left_to_the_full_script(self):
+        prefix = same_slot("more-listed")[0] + "-"
+        name = prefix + "s"
+        with Redis() as r:  # a limit in force and nothing else: no holder, so not in the listing
+            r.cmd("SET", f"fg:sm:{{{name}}}:l", "2", "PX", "60000")
+        self.granted(name, limit=2)
+        [item] = self.c.get("/v1/semaphores?prefix=" + prefix).body["items"]
+        self.assertEqual((item["semaphore"], item["holders"]), (name, 1), item)
+
+    def test_a_first_holder_of_one_slot_keeps_it_alone(self):
+        name = same_slot("more-one")[0]
+        warm = self.granted(same_slot("warm", like=name)[0], limit=1)
+        self.c.post(SEM + warm["semaphore"] + "/release", {"token": warm["token"]})
+        self.granted(name, limit=1)
+        busy = self.acquire(name, limit=1, wait_ms=0)
+        self.assertEqual((busy.status, busy.body.get("type")), (409, "/problems/lock_busy"), busy)
+        self.assertEqual(self.c.get(SEM + name).body["holders"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
