@@ -5,8 +5,9 @@
  * first-try script (lease_first_try) unless the hint says the name was
  * contended within CONTENTION_HINT_MS; then it runs a script for what the hint
  * says at once, saving the call that would only have answered "contended": a
- * semaphore found in use, the lean script of an acquire beside other holders
- * (lua/sem_acquire_more.lua); one with a queue, or a lock, the full script.
+ * semaphore found in use, the lean scripts beside other holders
+ * (lua/sem_acquire_more.lua, lua/sem_release_more.lua); one with a queue, or a
+ * lock, the full script.
  * The hint only chooses which script runs first: each decides from Redis
  * state, so a wrong hint (a collision, a name that has gone quiet, another
  * gateway's traffic) costs a call or two at most and never changes an outcome.

@@ -200,12 +200,39 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
                            CONTENTION_IN_USE, res, contended, err);
 }
 
+/* The lean try of a release of a holder beside others, nobody waiting
+ * (lua/sem_release_more.lua), else sets *contended. */
+static int release_more_try(const char *name, const char *lease_id, struct lease_result *res,
+                            bool *contended, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_RELEASE_MORE_NKEYS] = {
+        [SEM_RELEASE_MORE_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_RELEASE_MORE_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_RELEASE_MORE_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_RELEASE_MORE_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
+        [SEM_RELEASE_MORE_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
+        [SEM_RELEASE_MORE_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
+    };
+    const char *argv[SEM_RELEASE_MORE_NARGV] = {
+        [SEM_RELEASE_MORE_ARGV_NAME] = name,
+        [SEM_RELEASE_MORE_ARGV_LEASE] = lease_id,
+    };
+    return lease_first_try(SCRIPT_SEM_RELEASE_MORE, LEASE_KIND_SEMAPHORE, name, keys, argv,
+                           CONTENTION_QUEUE, res, contended, err);
+}
+
 int sem_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                 struct fg_error *err)
 {
+    /* The lean tries first, as the hint says (sem_acquire); then the full script. */
+    enum contention hint = contention_hint(LEASE_KIND_SEMAPHORE, name);
     bool contended = true;
-    if (contention_hint(LEASE_KIND_SEMAPHORE, name) == CONTENTION_NONE &&
-        release_first_try(name, lease_id, res, &contended, err) != 0)
+    if (hint == CONTENTION_NONE && release_first_try(name, lease_id, res, &contended, err) != 0)
+        return -1;
+    if (contended && hint != CONTENTION_QUEUE &&
+        release_more_try(name, lease_id, res, &contended, err) != 0)
         return -1;
     if (!contended)
         return 0;

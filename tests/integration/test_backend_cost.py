@@ -26,9 +26,11 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   earliest expiry to learn whether any had run out.)
 - An acquire beside other holders is one call of sem_acquire_more.lua, which names the MORE_KEYS keys and
   MORE_ARGS arguments it touches where the full script names 16 and 14 (Redis hands each to Lua at a
-  price); the second holder's too, which it moves out of the limit key first. (Caught: a gateway that ran
-  the full script once a first try had found the semaphore in use; one that ran it after the lean script
-  had met the first holder in the limit key.)
+  price); the second holder's too, which it moves out of the limit key first. A release that leaves other
+  holders is one call of sem_release_more.lua, RELEASE_MORE_KEYS and RELEASE_MORE_ARGS where the full
+  script names 16 and 5. (Caught: a gateway that ran the full script once a first try had found the
+  semaphore in use, for an acquire or a release; one that ran it after the lean acquire had met the first
+  holder in the limit key.)
 - A lock pair on a name used again runs at most REUSED_LOCK_PAIR_COMMANDS (each grant first copies the end
   of the lease before it into the ended set), and that set keeps only what is still to be kept: one end in
   16 trims the ends whose time is past. (Caught: the ends kept in two sets, a released and an ended one, 13
@@ -85,6 +87,7 @@ STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
 PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
+RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).
 NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
@@ -182,25 +185,36 @@ class BackendCost(GatewayTest):
         self.assertNotIn("zrange", by_name, "an expiry read back")
         let_go()
 
-    def test_an_acquire_beside_other_holders_names_the_keys_it_touches(self):
+    def three_holders_and_two_releases(self, name: str) -> None:
+        tokens = []
+        for _ in range(3):
+            got = self.c.post(f"/v1/semaphores/{name}/acquire", {"ttl_ms": 30000, "limit": 5})
+            self.assertEqual(got.status, 200, got)
+            tokens.append(got.body["token"])
+        for token in tokens[:0:-1]:
+            done = self.c.post(f"/v1/semaphores/{name}/release", {"token": token})
+            self.assertEqual(done.status, 200, done)
+
+    def test_a_pair_beside_other_holders_names_the_keys_it_touches(self):
+        self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
         name = f"cost:{uuid.uuid4().hex}"
         with Redis() as r:
             was = r.cmd("CONFIG", "GET", "slowlog-log-slower-than")[1]
             r.cmd("CONFIG", "SET", "slowlog-log-slower-than", "0")  # every command, with its arguments
             r.cmd("SLOWLOG", "RESET")
             try:
-                for _ in range(3):
-                    got = self.c.post(f"/v1/semaphores/{name}/acquire", {"ttl_ms": 30000, "limit": 5})
-                    self.assertEqual(got.status, 200, got)
+                self.three_holders_and_two_releases(name)
                 log = r.cmd("SLOWLOG", "GET", "-1")
             finally:
                 r.cmd("CONFIG", "SET", "slowlog-log-slower-than", was)
-        # The acquires' script calls, oldest first: (function, keys, arguments)
+        # The script calls, oldest first: (function, keys, arguments)
         calls = [(e[3][1].rsplit("_", 1)[0], int(e[3][2]), len(e[3]) - 3 - int(e[3][2]))
                  for e in reversed(log) if e[3][0].upper() == "FCALL" and any(name in a for a in e[3][3:])]
         self.assertEqual(calls, [("fg_sem_acquire_fast", 7, 4), ("fg_sem_acquire_fast", 7, 4),
                                  ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
-                                 ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS)], calls)
+                                 ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
+                                 ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS),
+                                 ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS)], calls)
 
     def test_fenced_writes_and_reads_run_a_handful_of_commands(self):
         lock = self.c.post(f"/v1/locks/cost:{uuid.uuid4().hex}/acquire", {"ttl_ms": 600000})

@@ -1,21 +1,27 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The lean acquire of a semaphore in use (lua/sem_acquire_more.lua) takes a slot only where the full script
-would, and does there what the full script does.
+"""The lean acquire and release of a semaphore in use (lua/sem_acquire_more.lua, lua/sem_release_more.lua)
+act only where the full scripts would, and do there what the full scripts do.
 
-A gateway runs it for an acquire without a request_id once its first try found the semaphore in use within
-the last CONTENTION_HINT_MS (src/lease/contention.h); anything it does not take it answers "contended", and the
-full script decides. Each test brings the semaphore into a state the lean script must leave to the full one, or
+A gateway runs them (an acquire without a request_id) once a first try found the semaphore in use within the
+last CONTENTION_HINT_MS (src/lease/contention.h); anything they do not take they answer "contended", and the
+full script decides. Each test brings the semaphore into a state a lean script must leave to the full one, or
 must bookkeep as the full one would, with the gateway's hint at "in use", and checks the outcome against what
-the contract promises, read from Redis or the API, not from the gateway's own account. Caught (each tried):
+the contract promises, read from Redis or the API, not from the gateway's own account. Caught (each tried),
+of the acquire:
 - no look at the queue: a newcomer took a slot freed without a hand-over ahead of the waiter owed it;
 - no look at the limit in force: a holder of another limit granted beside holders of the first;
 - no count of the holders that ran out: their entries kept, where every acquire purges them first;
 - no look at the fence sequence's limit: a fence issued past what Postgres had reserved;
 - no keep_alive: the holders' keys left without a time to live, or one shorter than the new lease;
 - no look at whether a holder is there: a semaphore held and missing from the listing;
-- a first holder in the limit key moved out on a one-slot semaphore: two holders of one slot.
+- a first holder in the limit key moved out on a one-slot semaphore: two holders of one slot;
+of the release:
+- no look at the queue: a slot released with a waiter queued and not handed over;
+- no count of the holders: the last holder's release, which keeps the semaphore's keys and listing entry;
+- no count of the holders that ran out: their entries kept, where every release purges them first;
+- no news of the end: a watcher of the released lease not told.
 
-Owns: the lean acquire's guards. Must not: test the full script's queue, limits or leases (see
+Owns: the lean scripts' guards. Must not: test the full script's queue, limits or leases (see
 test_sem_limits.py and test_sem_leases.py).
 """
 
@@ -39,7 +45,7 @@ def lease_of(token: str) -> str:
     return token.split(".")[4]
 
 
-class LeanAcquireTest(GatewayTest):
+class LeanScriptsTest(GatewayTest):
     # poll_ms: no waiter looks again by itself while a test arranges the semaphore around it
     gateway_config = {"poll_ms": 60000}
 
@@ -64,17 +70,23 @@ class LeanAcquireTest(GatewayTest):
             self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 2, "the first holder not moved")
         return [first, second]
 
+    def queue_waiter(self, name: str, wc, out: list) -> threading.Thread:
+        """A two-slot acquire of name on connection wc that waits, its answer to go to out; returns once it
+        is queued."""
+        t = threading.Thread(target=lambda: out.append(self.acquire(name, wc, limit=2, wait_ms=20000)))
+        t.start()
+        deadline = time.monotonic() + 10
+        while self.c.get(SEM + name).body["waiting"] < 1:
+            self.assertLess(time.monotonic(), deadline, "the waiter never queued")
+            time.sleep(0.01)
+        return t
+
     def test_a_slot_freed_without_a_hand_over_goes_to_the_waiter(self):
         name = same_slot("more-queue")[0]
         _, second = self.in_use(name, 2)
         out = []
         with self.gw.client(timeout=30) as wc:
-            t = threading.Thread(target=lambda: out.append(self.acquire(name, wc, limit=2, wait_ms=20000)))
-            t.start()
-            deadline = time.monotonic() + 10
-            while self.c.get(SEM + name).body["waiting"] < 1:
-                self.assertLess(time.monotonic(), deadline, "the waiter never queued")
-                time.sleep(0.01)
+            t = self.queue_waiter(name, wc, out)
             with Redis() as r:  # a slot frees, and no release hands it over
                 self.assertEqual(r.cmd("ZREM", f"fg:sm:{{{name}}}:h", lease_of(second["token"])), 1)
                 self.assertEqual(r.cmd("HDEL", f"fg:sm:{{{name}}}:d", lease_of(second["token"])), 1)
@@ -142,6 +154,54 @@ class LeanAcquireTest(GatewayTest):
         busy = self.acquire(name, limit=1, wait_ms=0)
         self.assertEqual((busy.status, busy.body.get("type")), (409, "/problems/lock_busy"), busy)
         self.assertEqual(self.c.get(SEM + name).body["holders"], 1)
+
+    def release(self, name, holder):
+        done = self.c.post(SEM + name + "/release", {"token": holder["token"]})
+        self.assertEqual(done.status, 200, done)
+
+    def test_a_release_with_a_waiter_hands_the_slot_over(self):
+        name = same_slot("more-hand")[0]
+        first, _ = self.in_use(name, 2)
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            t = self.queue_waiter(name, wc, out)
+            time.sleep(HINT_S + 0.1)  # the waiter's queueing hinted "queue": only "in use" runs the lean script
+            self.release(name, first)
+            t.join(5)  # the waiter looks again by itself only after poll_ms (60 s)
+        self.assertEqual(len(out), 1, "the slot released was not handed to the waiter")
+        self.assertEqual(out[0].status, 200, out)
+
+    def test_the_last_holders_release_forgets_the_semaphore(self):
+        name = same_slot("more-last")[0]
+        holders = self.in_use(name, 2)
+        for holder in reversed(holders):
+            self.release(name, holder)
+        with Redis() as r:
+            self.assertEqual([r.cmd("EXISTS", f"fg:sm:{{{name}}}:{suffix}") for suffix in "hdl"], [0, 0, 0])
+            self.assertIsNone(r.cmd("ZSCORE", slot_key("fg:idx:sm", name), name), "an idle name kept listed")
+
+    def test_a_release_purges_holders_that_ran_out_first(self):
+        name = same_slot("more-purge-release")[0]
+        self.in_use(name, 3, ttl_ms=300)
+        third = self.granted(name, limit=3)
+        time.sleep(0.5)  # the first holder's lease ran out; the hint is still "in use"
+        self.release(name, third)
+        with Redis() as r:
+            self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 1, "a holder that ran out kept")
+
+    def test_a_watcher_hears_of_the_release(self):
+        name = same_slot("more-watch")[0]
+        _, second = self.in_use(name, 2)
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            url = f"{SEM}{name}?watch=true&fence={second['fence']}&wait_ms=20000"
+            t = threading.Thread(target=lambda: out.append(wc.get(url)))
+            t.start()
+            time.sleep(0.3)  # the watcher is parked
+            self.release(name, second)
+            t.join(5)
+        self.assertEqual(len(out), 1, "the watcher was not told")
+        self.assertEqual((out[0].status, out[0].body["held"], out[0].body["reason"]), (200, False, "released"), out)
 
 
 if __name__ == "__main__":
