@@ -31,9 +31,8 @@ redis.call('ZREM', KEYS[1], A_lease)
 redis.call('HDEL', KEYS[2], A_lease)
 local fence, ttl, granted_at = holder_numbers(raw)
 mark_released({ended = KEYS[4], watched = KEYS[5]}, 's', A_name, fence, now, RELEASED_KEPT, ttl)
--- The grant's time: the gateway reckons the hold's length on its own reading of Redis's clock
--- (src/lease/redis_clock.c).
--- A record of another layout has it as a number, or not at all.
+-- The grant's time, of which the gateway reckons the hold's length on its own reading of Redis's clock
+-- (src/lease/redis_clock.c): decimal text, a number in a record of another layout, or none at all.
 if not granted_at then return lease_reply('released') end
 if type(granted_at) == 'number' then granted_at = decimal(granted_at) end
 return lease_reply('released', nil, R_GRANTED_AT, granted_at)
