@@ -84,7 +84,8 @@ class ReadmeTest(GatewayTest):
         line = re.search(r"(?m)^build/fencectl lock invoice:42 .*examples/close-invoice\.sh 42$", section)
         self.assertIsNotNone(line, "the README's fencectl line with examples/close-invoice.sh")
         ctl = os.environ.get("FG_CTL") or os.path.join(os.path.dirname(env("FG_BIN")), "fencectl")
-        command = line.group(0).replace("build/fencectl", ctl).replace("42", invoice_id)
+        # The invoice's number first: the path of fencectl may hold "42" too (a checkout in /tmp/tmp.X42y).
+        command = line.group(0).replace("42", invoice_id).replace("build/fencectl", ctl)
         insert_invoice(invoice_id)  # the walk-through made invoice 42; this run closes one of its own
         r = self.run_script("bash", "-c", command)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
