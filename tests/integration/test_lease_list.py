@@ -16,7 +16,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, same_slot, skip_in_cluster, slot_key, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, skip_in_cluster, slot_key, wait_for, warm_semaphore_slot  # noqa: E402
 from lock_helpers import acquire, assert_problem, release, wait_for_waiting  # noqa: E402
 
 LOCK_INDEX = "fg:idx:lk"
@@ -238,11 +238,8 @@ class SemaphoreListTest(unittest.TestCase):
         prefix = fresh_prefix("sem")
         name = prefix + "exporters"
         with Gateway() as gw, gw.client() as c:
-            # The first holder, which the first try keeps in the limit key (lua/lib_sem.lua), is listed too:
-            # a grant in the slot first, as a slot's first lease after its fence sequence was recovered is
-            # the full script's.
-            warm = c.post(f"/v1/semaphores/{same_slot('warm', like=name)[0]}/acquire", {"limit": 1}).body
-            c.post(f"/v1/semaphores/{warm['semaphore']}/release", {"token": warm["token"]})
+            # The first holder, which the first try keeps in the limit key (lua/lib_sem.lua), is listed too.
+            warm_semaphore_slot(c, name)
             held = [c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2, "owner": "exp-0", "ttl_ms": 30000})]
             self.assertTrue(Redis().cmd("GET", f"fg:sm:{{{name}}}:l").startswith("="))
             [item] = c.get(f"/v1/semaphores?prefix={prefix}").body["items"]

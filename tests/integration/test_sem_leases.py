@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, metric, same_slot, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, metric, wait_for, warm_semaphore_slot  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -187,10 +187,7 @@ class SemaphoreLeaseTest(GatewayTest):
         move into the holders' keys that takes the expiry the holder was granted with (a second holder)."""
         name = unique("sem-first-renew")
         key = f"fg:sm:{{{name}}}:l"
-        # A grant of another name in the slot first: a slot's first lease after its fence sequence was
-        # recovered is the full script's.
-        warm = self.acquire(same_slot("warm", like=name)[0], limit=1).body
-        self.assertEqual(self.c.post(SEM + warm["semaphore"] + "/release", {"token": warm["token"]}).status, 200)
+        warm_semaphore_slot(self.c, name)
         a = self.acquire(name, limit=1, ttl_ms=1000).body
         renewed = self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 30000})
         self.assertEqual((renewed.status, renewed.body["fence"], renewed.body["ttl_ms"]), (200, a["fence"], 30000),

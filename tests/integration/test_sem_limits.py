@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, GatewayTest, Redis, same_slot, skip_in_cluster, slot_key  # noqa: E402
+from harness import Client, Gateway, GatewayTest, Redis, skip_in_cluster, slot_key, warm_semaphore_slot  # noqa: E402
 
 SEM = "/v1/semaphores/"
 
@@ -511,11 +511,8 @@ class SemaphoreLimitTest(GatewayTest):
         r.close()
 
     def first_holder(self, name: str, **fields):
-        """An acquire that the first try grants, its holder kept alone in the limit key (lua/lib_sem.lua):
-        a grant of another name in the slot first, since a slot's first lease after its fence sequence was
-        recovered (on a Redis Cluster, a slot no test used yet) is the full script's."""
-        warm = acquire(self.c, same_slot("warm", like=name)[0], limit=1).body
-        release(self.c, warm["semaphore"], warm["token"])
+        """An acquire that the first try grants, its holder kept alone in the limit key (lua/lib_sem.lua)."""
+        warm_semaphore_slot(self.c, name)
         got = acquire(self.c, name, **fields)
         self.assertEqual(got.status, 200, got)
         with Redis() as r:

@@ -33,7 +33,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, same_slot, skip_in_cluster, slot_key  # noqa: E402
+from harness import GatewayTest, Redis, same_slot, skip_in_cluster, slot_key, warm_semaphore_slot  # noqa: E402
 
 SEM = "/v1/semaphores/"
 HINT_S = 1.0  # CONTENTION_HINT_MS: how long a gateway remembers how it last saw a name
@@ -60,8 +60,7 @@ class LeanScriptsTest(GatewayTest):
     def in_use(self, name: str, limit: int, **fields) -> list[dict]:
         """Two holders of name: the first try's, kept in the limit key, then the lean script's, which moves it
         into the holders' keys; the gateway's hint is then "in use"."""
-        warm = self.granted(same_slot("warm", like=name)[0], limit=1)  # the slot's fences reserved
-        self.c.post(SEM + warm["semaphore"] + "/release", {"token": warm["token"]})
+        warm_semaphore_slot(self.c, name)
         first = self.granted(name, limit=limit, **fields)
         with Redis() as r:
             self.assertTrue(r.cmd("GET", f"fg:sm:{{{name}}}:l").startswith("="), "not the first try's holder")
@@ -148,8 +147,7 @@ class LeanScriptsTest(GatewayTest):
 
     def test_a_first_holder_of_one_slot_keeps_it_alone(self):
         name = same_slot("more-one")[0]
-        warm = self.granted(same_slot("warm", like=name)[0], limit=1)
-        self.c.post(SEM + warm["semaphore"] + "/release", {"token": warm["token"]})
+        warm_semaphore_slot(self.c, name)
         self.granted(name, limit=1)
         busy = self.acquire(name, limit=1, wait_ms=0)
         self.assertEqual((busy.status, busy.body.get("type")), (409, "/problems/lock_busy"), busy)
