@@ -31,7 +31,7 @@ from pg_helpers import acquire, config, insert_invoice, quote, unique  # noqa: E
 
 THREADS = 4
 
-HOLDER = "query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()"
+HOLDER = "application_name = 'fg-row-holder'"  # the psql session of hold_row
 WAITING_SESSIONS = ("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'fencegate'"
                     " AND wait_event_type = 'Lock'")
 
@@ -52,22 +52,26 @@ class AcceptSpreadTest(GatewayTest):
     gateway_env = {"FENCEGATE_HTTP_THREADS": str(THREADS), "FENCEGATE_PG_POOL_SIZE": str(2 * THREADS)}
 
     def hold_row(self, key: str) -> subprocess.Popen:
-        """A psql session that locks the invoice row key until let_go."""
+        """A psql session that locks the invoice row key until let_go; returns once it holds the lock."""
         holder = subprocess.Popen(
             [os.path.join(env("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
              "-v", "ON_ERROR_STOP=1", "-d", env("FG_TEST_PG_DSN"), "-c",
              f"BEGIN; SELECT 1 FROM public.invoices WHERE id = '{key}' FOR UPDATE; SELECT pg_sleep(60);"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, PGAPPNAME="fg-row-holder"))
         self.addCleanup(holder.wait, 30)
         self.addCleanup(self.let_go)
-        wait_for(lambda: psql(f"SELECT count(*) FROM pg_stat_activity WHERE {HOLDER} AND state = 'active'")
+        # In pg_sleep, past its FOR UPDATE. (A session counted while merely active could be the one the round
+        # before ended, not gone yet: the burst then met no lock, and no session waited.)
+        wait_for(lambda: psql(f"SELECT count(*) FROM pg_stat_activity WHERE {HOLDER} AND wait_event = 'PgSleep'")
                  == ["1"], what="the session holding the row")
         return holder
 
     @staticmethod
     def let_go() -> None:
-        """Ends the session of hold_row (its lock with it)."""
+        """Ends the session of hold_row (its lock with it), and waits until Postgres no longer lists it."""
         psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE {HOLDER}")
+        wait_for(lambda: psql(f"SELECT count(*) FROM pg_stat_activity WHERE {HOLDER}") == ["0"],
+                 what="the row holder's session to end")
 
     def burst(self, key: str, token: str) -> list[socket.socket]:
         """Opens THREADS connections at once and sends a PATCH of the held row on each: every thread must
