@@ -4,8 +4,10 @@
 seed semaphore scenario's pattern, exactly and with no gateway: what a contended hand-over costs Redis, per
 script, for one or more builds' scripts side by side.
 
-The seed scenario (bench/sem.sh: limit 5, 30 workers of one gateway) runs, per job, one queueing
-`sem_acquire` and one `sem_release` that hands the slot over in-process to the oldest waiter (a waiter of the
+The seed scenario (bench/sem.sh: limit 5, 30 workers of one gateway) runs, per job, one queueing acquire (the
+lean `sem_acquire_queue` where the build has it, as the gateway runs it on a name it found with a queue; the full
+`sem_acquire` when that answers "contended" or the build has none) and one `sem_release` that hands the slot
+over in-process to the oldest waiter (a waiter of the
 releasing gateway: no doorbell, no claim). Here the same calls, with the gateway's keys and arguments, are
 made straight to a redis-server under callgrind (counting inside luaCallFunction: the keys and arguments
 handed to Lua, the script and the commands it calls), in the scenario's bursts: the five holders release one
@@ -61,7 +63,7 @@ def library(folder: str, script: str) -> tuple[str, str, list[str]]:
 # lua_scripts.h), the prefix of its own keys and its listing index.
 KINDS = {
     "semaphore": {"acquire": "sem_acquire", "release": "sem_release", "limit": 5, "lib": "SEM", "prefix": "fg:sm:",
-                  "index": "fg:idx:sm"},
+                  "index": "fg:idx:sm", "queue": "sem_acquire_queue"},
     "lock": {"acquire": "lock_acquire", "release": "lock_release", "limit": 1, "lib": "LOCK", "prefix": "fg:lk:",
              "index": "fg:idx:lk"},
 }
@@ -73,14 +75,15 @@ OWN_SUFFIX = {"HOLDER": "h", "HOLDERS": "h", "DATA": "d", "QUEUE": "q", "WAITERS
 SHARED = {"FENCE": "fg:fence", "FENCE_LIMIT": "fg:fence_limit", "GATEWAYS": "fg:gateways", "REVOKED": "fg:revoked"}
 
 
-def keys(folder: str, kind: dict, name: str) -> list[str]:
+def keys(folder: str, kind: dict, name: str, table: str | None = None) -> list[str]:
     """The KEYS of lease name's scripts in the order of the build whose generated/lua folder is folder (its
-    lua_scripts.h beside it); exits on a key this script does not know how to name."""
+    lua_scripts.h beside it), those of the kind's library or, with table, of that script (SEM_ACQUIRE_QUEUE);
+    exits on a key this script does not know how to name."""
     with open(os.path.join(folder, os.pardir, "lua_scripts.h")) as f:
         header = f.read()
-    lib = kind["lib"]
-    count = int(re.search(rf"^#define LIB_{lib}_NKEYS (\d+)$", header, re.M).group(1))
-    at = {int(i): n for n, i in re.findall(rf"^#define LIB_{lib}_KEY_(\w+) (\d+)$", header, re.M)
+    lib = table or f"LIB_{kind['lib']}"
+    count = int(re.search(rf"^#define {lib}_NKEYS (\d+)$", header, re.M).group(1))
+    at = {int(i): n for n, i in re.findall(rf"^#define {lib}_KEY_(\w+) (\d+)$", header, re.M)
           if n != "LIB_LEASE"}
     out = []
     for i in range(count):
@@ -92,7 +95,7 @@ def keys(folder: str, kind: dict, name: str) -> list[str]:
         elif n in OWN_SUFFIX:
             out.append(f"{kind['prefix']}{{{name}}}:{OWN_SUFFIX[n]}")
         else:
-            sys.exit(f"queue_cost: lib_{lib.lower()}.lua's key {i + 1} ({n}) is one this script does not name")
+            sys.exit(f"queue_cost: {lib.lower()}'s key {i + 1} ({n}) is one this script does not name")
     return out
 
 
@@ -125,12 +128,19 @@ def side(folder: str, kind: dict, jobs: int, workdir: str) -> dict:
         limit = kind["limit"]
         r.execute_command("FUNCTION", "LOAD", "REPLACE", acq_text)
         r.execute_command("FUNCTION", "LOAD", "REPLACE", rel_text)
+        # The lean queue join (a build that has one): what a gateway runs first for an acquire that waits on a
+        # name it lately found with a queue, the full script only when that answers "contended".
+        lean = kind.get("queue") and os.path.exists(os.path.join(folder, kind["queue"] + ".lua"))
+        if lean:
+            queue_text, queue_fn, queue_args = library(folder, kind["queue"])
+            r.execute_command("FUNCTION", "LOAD", "REPLACE", queue_text)
         r.execute_command("SET", "fg:fence", "100000")
         r.execute_command("SET", "fg:fence_limit", "100000000")
         inst = secrets.token_hex(16)
         r.execute_command("ZADD", "fg:gateways", str(int(time.time() * 1000) + 3_600_000), inst)
         name = "bench-queue-cost"
         k = keys(folder, kind, name)
+        queue_keys = keys(folder, kind, name, kind["queue"].upper()) if lean else []
 
         def acquire() -> str:
             lease, attach = secrets.token_hex(16), secrets.token_hex(16)
@@ -138,6 +148,14 @@ def side(folder: str, kind: dict, jobs: int, workdir: str) -> dict:
                      "owner": "", "wait": "1", "instance": inst, "attach": attach, "claim_ms": CLAIM_MS,
                      "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": limit,
                      "keep_ms": KEEP_MS, "mark_ms": ""}
+            if lean and len(holders) == limit:
+                # The waiter's record up to its "since" value, as the gateway writes it (src/lease/semaphore.c).
+                given["record"] = (f'{{"inst":"{inst}","attach":"{attach}","ttl":"{TTL_MS}","max_hold":"{HOLD_MS}",'
+                                   '"owner":"","rid":"","since":')
+                reply = r.execute_command("FCALL", queue_fn, len(queue_keys), *queue_keys,
+                                          *(given[a] for a in queue_args))
+                if not reply.startswith("contended"):
+                    return lease, reply
             return lease, r.execute_command("FCALL", acq, len(k), *k, *(given[a] for a in acq_args))
 
         def release(lease: str) -> str:

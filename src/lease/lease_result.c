@@ -117,6 +117,8 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     *contended = retry == LEASE_RETRY_CONTENDED;
     if (*contended)
         contention_seen(kind, name, seen);
+    else if (res->outcome == LEASE_QUEUED)
+        contention_seen(kind, name, CONTENTION_QUEUE);
     if (retry != LEASE_RETRY_NONE && !*contended)
         return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
     /* A grant answers Redis's time; a release, which asks Redis none, the

@@ -136,8 +136,9 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
  * without a write: then *contended is set, kind's name is noted in the
  * contention hint as seen (lease/contention.h), and the caller runs the next
  * script. Else its answer is read into *res: a grant's time notes Redis's
- * clock, and a release's held_ms is reckoned on it from the grant's
- * (lease/redis_clock.h). Callers choose the first script by contention_hint.
+ * clock, a release's held_ms is reckoned on it from the grant's
+ * (lease/redis_clock.h), and a caller queued keeps the hint at "queue".
+ * Callers choose the first script by contention_hint.
  */
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
                     const char *const *keys, const char *const *argv, enum contention seen,

@@ -103,6 +103,62 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
     return 0;
 }
 
+/* The waiter record's JSON up to its "since" value (lua/lib_lease.lua
+ * waiter_json) of a waiter without a request_id on connection attach: its two
+ * ids, ttl and max_hold, and the owner, whose every byte escapes to at most six. */
+#define WAITER_JSON_HEAD_MAX (2 * LEASE_ID_LEN + 2 * 24 + 96 + 6 * OWNER_NAME_MAX_LEN)
+static void waiter_json_head(const char *attach, const char *ttl, const char *hold,
+                             const char *owner, char out[WAITER_JSON_HEAD_MAX])
+{
+    struct fgjson_out json;
+    fgjson_out_init(&json, out, WAITER_JSON_HEAD_MAX);
+    char fields[2 * LEASE_ID_LEN + 2 * 24 + 64];
+    int n = snprintf(fields, sizeof fields,
+                     "{\"inst\":\"%s\",\"attach\":\"%s\",\"ttl\":\"%s\",\"max_hold\":\"%s\",",
+                     gw.instance_id, attach, ttl, hold);
+    FG_ASSERT(n > 0 && (size_t)n < sizeof fields);
+    fgjson_out_raw(&json, fields, (size_t)n);
+    fgjson_out_str(&json, "owner", owner);
+    static const char rest[] = ",\"rid\":\"\",\"since\":";
+    fgjson_out_raw(&json, rest, sizeof rest); /* the text's NUL too */
+    FG_ASSERT(json.heap == NULL);
+}
+
+/* The lean try of an acquire without a request_id that waits, on a semaphore
+ * whose slots are all held (lua/sem_acquire_queue.lua): joins the queue,
+ * else sets *contended. */
+static int acquire_queue_try(const char *name, const struct acquire_params *p, const char *lease_id,
+                             const char *attach, const char *ttl, const char *hold,
+                             const char *limit, struct lease_result *res, bool *contended,
+                             struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_ACQUIRE_QUEUE_NKEYS] = {
+        [SEM_ACQUIRE_QUEUE_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_ACQUIRE_QUEUE_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_ACQUIRE_QUEUE_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_ACQUIRE_QUEUE_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
+        [SEM_ACQUIRE_QUEUE_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_ACQUIRE_QUEUE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
+        [SEM_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
+    };
+    char record[WAITER_JSON_HEAD_MAX], maxw[24], claim[24];
+    waiter_json_head(attach, ttl, hold, p->owner, record);
+    snprintf(maxw, sizeof maxw, "%lld", gw.cfg->max_waiters_per_lock);
+    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    const char *argv[SEM_ACQUIRE_QUEUE_NARGV] = {
+        [SEM_ACQUIRE_QUEUE_ARGV_LEASE] = lease_id,
+        [SEM_ACQUIRE_QUEUE_ARGV_LIMIT] = limit,
+        [SEM_ACQUIRE_QUEUE_ARGV_MAX_WAITERS] = maxw,
+        [SEM_ACQUIRE_QUEUE_ARGV_INSTANCE] = gw.instance_id,
+        [SEM_ACQUIRE_QUEUE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
+        [SEM_ACQUIRE_QUEUE_ARGV_RECORD] = record,
+    };
+    return lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, keys, argv,
+                           CONTENTION_QUEUE, res, contended, err);
+}
+
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
                 enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
                 struct fg_error *err)
@@ -114,15 +170,19 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(limit, sizeof limit, "%lld", p->limit);
     /* Without a request_id the lean tries come first, as the hint says: the
      * first try on a name not seen contended, the try beside other holders
-     * on one it or an earlier call found in use; then the full script. */
-    enum contention hint =
-        p->request_id[0] == '\0' ? contention_hint(LEASE_KIND_SEMAPHORE, name) : CONTENTION_QUEUE;
+     * on one it or an earlier call found in use, the queue's on one found
+     * with a queue when the caller waits; then the full script. */
+    bool lean = p->request_id[0] == '\0';
+    enum contention hint = lean ? contention_hint(LEASE_KIND_SEMAPHORE, name) : CONTENTION_QUEUE;
     bool contended = true;
     if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (contended && hint != CONTENTION_QUEUE &&
         acquire_more_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
+        return -1;
+    if (lean && hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&
+        acquire_queue_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (!contended)
         return 0;

@@ -5,6 +5,8 @@ gateway in that slot's fg:gateways:{T(s)}; each test names the mutation of the g
 
 1. waiters queued a moment ago are granted in slots on every primary, locks and semaphores: the queued path of
    lock_acquire.lua / sem_acquire.lua marks the waiter's gateway in the slot's key, before any beat;
+1c. the same when a gateway's waiter queues through lua/sem_acquire_queue.lua (the gateway found the semaphore
+   busy a moment before): the lean queue join marks the waiter's gateway as the full script does;
 2. waiters parked three waiter leases long (no re-check between: poll_ms past the test) are still granted: the
    beat renews the mark in every slot where the gateway has waiters;
 3. waiters of a gateway killed with kill -9 are skipped once its mark ran out (waiter_lease_ms), and the next
@@ -95,13 +97,21 @@ class ClusterBeatTest(LabTestCase):
                                            " gateway's waiter)")
             self.assertEqual(getattr(w.response, "status", w.response), 200, (kind, name, w.gw.why(w.response)))
 
-    def run_pairs(self, gw: Gateway, what: str, pause: float) -> None:
-        """Holds every name of both kinds, queues a waiter of gw on each, waits pause seconds, releases them all;
-        every waiter must be granted."""
+    def busy(self, gw: Gateway, kind: str, name: str, extra: dict) -> None:
+        """An acquire of gw that does not wait, answered busy: gw then knows the name has a queue or a holder, and
+        its next acquire there that waits runs the lean queue join (semaphores, src/lease/contention.h)."""
+        r = gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, "wait_ms": 0, **extra})
+        self.assertEqual(r.status, 409, gw.why(r))
+
+    def run_pairs(self, gw: Gateway, what: str, pause: float, lean: bool = False) -> None:
+        """Holds every name of both kinds, queues a waiter of gw on each (lean: after a busy answer, see busy),
+        waits pause seconds, releases them all; every waiter must be granted."""
         held, waiters = {}, {}
         for kind, extra in KINDS:
             for name in self.names(f"{what}-{kind}"):
                 held[(kind, name)] = self.hold(kind, name, extra)
+                if lean:
+                    self.busy(gw, kind, name, extra)
                 waiters[(kind, name)] = self.queue(gw, kind, name, extra)
         time.sleep(pause)
         for (kind, name), token in held.items():
@@ -113,6 +123,11 @@ class ClusterBeatTest(LabTestCase):
         every waiter dropped at the grant)."""
         fresh = self.gateway(60000)  # its next beat 20 s after its start, past this test's grants
         self.run_pairs(fresh, "fresh", 0)
+
+    def test_1c_lean_waiters_granted_on_every_primary(self):
+        """Caught: the lean queue join without its mark (every semaphore waiter dropped at the grant)."""
+        fresh = self.gateway(60000)
+        self.run_pairs(fresh, "lean", 0, lean=True)
 
     def test_2_parked_waiters_outlive_three_waiter_leases(self):
         """Caught: the beat writing fg:gateways alone (the marks of the queued path ran out; every waiter

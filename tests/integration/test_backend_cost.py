@@ -31,6 +31,9 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   script names 16 and 5. (Caught: a gateway that ran the full script once a first try had found the
   semaphore in use, for an acquire or a release; one that ran it after the lean acquire had met the first
   holder in the limit key.)
+- A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
+  which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 16 and 14,
+  and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
 - A lock pair on a name used again runs at most REUSED_LOCK_PAIR_COMMANDS (each grant first copies the end
   of the lease before it into the ended set), and that set keeps only what is still to be kept: one end in
   16 trims the ends whose time is past. (Caught: the ends kept in two sets, a released and an ended one, 13
@@ -88,6 +91,8 @@ PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
+QUEUE_KEYS, QUEUE_ARGS = 7, 6  # lua/sem_acquire_queue.lua's
+SEM_QUEUE_JOIN_COMMANDS = 9
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).
 NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
@@ -215,6 +220,45 @@ class BackendCost(GatewayTest):
                                  ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS)], calls)
+
+    def test_a_semaphore_queue_join_names_the_keys_it_touches(self):
+        name = f"cost:{uuid.uuid4().hex}"
+        route = f"/v1/semaphores/{name}"
+        queue = f"fg:sm:{{{name}}}:q"
+        holders = [self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 2}) for _ in range(2)]
+        self.assertEqual([h.status for h in holders], [200, 200], holders)
+        waiters: list[Waiter] = []
+        with Redis() as r:
+            def join():
+                waiters.append(Waiter(self.gw, route + "/acquire", {"ttl_ms": 30000, "limit": 2, "wait_ms": 60000}))
+                waiters[-1].start()
+                wait_for(lambda: r.cmd("ZLEXCOUNT", queue, "-", "+") == len(waiters), what="the waiter queued")
+
+            join()  # the full script queues the first waiter: from then on the name is known to have a queue
+            join()  # the lean script loaded (the first call of a function Redis lacks fails, and is made again)
+            was = r.cmd("CONFIG", "GET", "slowlog-log-slower-than")[1]
+            r.cmd("CONFIG", "SET", "slowlog-log-slower-than", "0")  # every command, with its arguments
+            r.cmd("SLOWLOG", "RESET")
+            try:
+                join()
+                log = r.cmd("SLOWLOG", "GET", "-1")
+            finally:
+                r.cmd("CONFIG", "SET", "slowlog-log-slower-than", was)
+            calls = [(e[3][1].rsplit("_", 1)[0], int(e[3][2]), len(e[3]) - 3 - int(e[3][2]))
+                     for e in reversed(log) if e[3][0].upper() == "FCALL" and any(name in a for a in e[3][3:])]
+            self.assertEqual(calls, [("fg_sem_acquire_queue", QUEUE_KEYS, QUEUE_ARGS)], calls)
+            commands, calls, by_name = self.counted(join, QUEUED)
+            print(f"semaphore queue join: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
+            self.assertLessEqual(commands, SEM_QUEUE_JOIN_COMMANDS, by_name)
+            self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=by_name)
+        tokens = [h.body["token"] for h in holders]
+        while tokens:  # each release hands its slot to the oldest waiter, whose lease is let go in turn
+            self.assertEqual(self.c.post(route + "/release", {"token": tokens.pop(0)}).status, 200)
+            if waiters:
+                got = waiters.pop(0)
+                got.join(20)
+                self.assertEqual(got.response.status, 200, got.response)
+                tokens.append(got.response.body["token"])
 
     def test_fenced_writes_and_reads_run_a_handful_of_commands(self):
         lock = self.c.post(f"/v1/locks/cost:{uuid.uuid4().hex}/acquire", {"ttl_ms": 600000})

@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The lean acquire and release of a semaphore in use (lua/sem_acquire_more.lua, lua/sem_release_more.lua)
-act only where the full scripts would, and do there what the full scripts do.
+"""The lean acquire and release of a semaphore in use (lua/sem_acquire_more.lua, lua/sem_release_more.lua), and
+the lean queue join (lua/sem_acquire_queue.lua), act only where the full scripts would, and do there what the
+full scripts do.
 
-A gateway runs them (an acquire without a request_id) once a first try found the semaphore in use within the
-last CONTENTION_HINT_MS (src/lease/contention.h); anything they do not take they answer "contended", and the
-full script decides. Each test brings the semaphore into a state a lean script must leave to the full one, or
-must bookkeep as the full one would, with the gateway's hint at "in use", and checks the outcome against what
-the contract promises, read from Redis or the API, not from the gateway's own account. Caught (each tried),
-of the acquire:
+A gateway runs the first two (an acquire without a request_id) once a first try found the semaphore in use
+within the last CONTENTION_HINT_MS (src/lease/contention.h), the queue join (one that waits) once a call found
+a queue there; anything they do not take they answer "contended", and the full script decides. Each test
+brings the semaphore into a state a lean script must leave to the full one, or must bookkeep as the full one
+would, with the gateway's hint at "in use" (or "queue"), and checks the outcome against what the contract
+promises, read from Redis or the API, not from the gateway's own account. Caught (each tried), of the acquire:
 - no look at the queue: a newcomer took a slot freed without a hand-over ahead of the waiter owed it;
 - no look at the limit in force: a holder of another limit granted beside holders of the first;
 - no count of the holders that ran out: their entries kept, where every acquire purges them first;
@@ -19,12 +20,19 @@ of the release:
 - no look at the queue: a slot released with a waiter queued and not handed over;
 - no count of the holders: the last holder's release, which keeps the semaphore's keys and listing entry;
 - no count of the holders that ran out: their entries kept, where every release purges them first;
-- no news of the end: a watcher of the released lease not told.
+- no news of the end: a watcher of the released lease not told;
+of the queue join:
+- no look at the limit in force: a waiter of another limit queued, where the full script refuses it;
+- no count of the holders: a newcomer queued behind a waiter owed a slot freed without a hand-over;
+- no look at the earliest expiry: a newcomer queued beside a holder that ran out (the script asked itself);
+- no look at the queue's length: a waiter queued past limits.max_waiters_per_lock;
+- the first waiter's keys not made fresh: a queue without a time to live.
 
 Owns: the lean scripts' guards. Must not: test the full script's queue, limits or leases (see
 test_sem_limits.py and test_sem_leases.py).
 """
 
+import json
 import os
 import sys
 import threading
@@ -38,6 +46,8 @@ from harness import GatewayTest, Redis, same_slot, skip_in_cluster, slot_key, wa
 SEM = "/v1/semaphores/"
 HINT_S = 1.0  # CONTENTION_HINT_MS: how long a gateway remembers how it last saw a name
 KEEP_MS = 600_000  # SEM_KEEP_MS: the keys live that long past the last holder lease
+MAX_WAITERS = 2  # limits.max_waiters_per_lock of the class's gateway
+NEWCOMER_WAIT_S = 6.0  # how long a newcomer waits: a waiter owed a slot must have it well before its give-up
 
 
 def lease_of(token: str) -> str:
@@ -47,7 +57,7 @@ def lease_of(token: str) -> str:
 
 class LeanScriptsTest(GatewayTest):
     # poll_ms: no waiter looks again by itself while a test arranges the semaphore around it
-    gateway_config = {"poll_ms": 60000}
+    gateway_config = {"poll_ms": 60000, "limits": {"max_waiters_per_lock": MAX_WAITERS}}
 
     def acquire(self, name, c=None, **fields):
         return (c or self.c).post(SEM + name + "/acquire", {"ttl_ms": 30000, **fields})
@@ -201,6 +211,149 @@ class LeanScriptsTest(GatewayTest):
         self.assertEqual(len(out), 1, "the watcher was not told")
         self.assertEqual((out[0].status, out[0].body["held"], out[0].body["reason"]), (200, False, "released"), out)
 
+
+    def waits(self, name, c, out: list, **fields) -> threading.Thread:
+        """A two-slot acquire of name on connection c that waits up to NEWCOMER_WAIT_S, its answer to go to
+        out. (Its give-up, as every semaphore script, hands on the slots it finds free.)"""
+        t = threading.Thread(target=lambda: out.append(self.acquire(name, c, limit=2,
+                                                                    wait_ms=int(NEWCOMER_WAIT_S * 1000), **fields)))
+        t.start()
+        return t
+
+    def with_a_queue(self, name: str, wc, out: list) -> tuple[list[dict], threading.Thread]:
+        """Two holders of a two-slot semaphore and a waiter on connection wc, its answer to go to out; the
+        waiter's queueing leaves the gateway's hint at "queue" for the next CONTENTION_HINT_MS."""
+        holders = self.in_use(name, 2)
+        return holders, self.queue_waiter(name, wc, out)
+
+    def test_a_waiter_joins_the_queue_behind_the_others(self):
+        name = same_slot("queue-join")[0]
+        owner = 'billing "7"\\/é'
+        first, second = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
+            holders, t = self.with_a_queue(name, wc, first)
+            t2 = self.waits(name, nc, second, owner=owner)
+            deadline = time.monotonic() + 10
+            while self.c.get(SEM + name).body["waiting"] < 2:
+                self.assertLess(time.monotonic(), deadline, "the second waiter never queued")
+                time.sleep(0.01)
+            with Redis() as r:
+                queued = r.cmd("ZRANGE", f"fg:sm:{{{name}}}:q", "0", "-1")
+                record = json.loads(r.cmd("HGET", f"fg:sm:{{{name}}}:w", queued[1]))
+                seconds, micros = r.cmd("TIME")
+                for suffix in "qw":
+                    self.assertGreaterEqual(r.cmd("PTTL", f"fg:sm:{{{name}}}:{suffix}"), KEEP_MS, suffix)
+            self.assertEqual(sorted(record), ["attach", "inst", "max_hold", "owner", "rid", "since", "ttl"], record)
+            self.assertEqual((record["owner"], record["rid"], record["ttl"]), (owner, "", "30000"), record)
+            self.assertLessEqual(record["since"], int(seconds) * 1000 + int(micros) // 1000, record)
+            self.release(name, holders[0])
+            t.join(5)
+            self.assertEqual(first[0].status, 200, first)
+            self.assertEqual(lease_of(first[0].body["token"]), queued[0], "the first waiter not served first")
+            self.assertEqual(second, [], "the second waiter served ahead of its turn")
+            self.release(name, holders[1])
+            t2.join(5)
+        self.assertEqual(second[0].status, 200, second)
+        self.assertEqual(lease_of(second[0].body["token"]), queued[1])
+
+    def test_a_waiter_of_another_limit_is_refused(self):
+        name = same_slot("queue-limit")[0]
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            self.with_a_queue(name, wc, out)
+            refused = self.acquire(name, limit=1, wait_ms=3000)  # its slots are all held too
+        self.assertEqual((refused.status, refused.body.get("type")), (409, "/problems/limit_mismatch"), refused)
+
+    def test_a_slot_freed_without_a_hand_over_goes_to_the_waiter_not_behind_it(self):
+        name = same_slot("queue-free")[0]
+        out, newcomer = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
+            holders, t = self.with_a_queue(name, wc, out)
+            with Redis() as r:  # a slot frees, and no release hands it over
+                lease = lease_of(holders[1]["token"])
+                self.assertEqual(r.cmd("ZREM", f"fg:sm:{{{name}}}:h", lease), 1)
+                self.assertEqual(r.cmd("HDEL", f"fg:sm:{{{name}}}:d", lease), 1)
+            t2 = self.waits(name, nc, newcomer)
+            t.join(NEWCOMER_WAIT_S - 2)  # the waiter looks again by itself only after poll_ms (60 s)
+            self.assertEqual(len(out), 1, "the slot freed was not handed to the waiter")
+            self.assertEqual(out[0].status, 200, out)
+            t2.join(NEWCOMER_WAIT_S + 5)
+        self.assertEqual((newcomer[0].status, newcomer[0].body.get("type")), (409, "/problems/lock_busy"), newcomer)
+
+    def test_a_holder_that_ran_out_is_purged_and_its_slot_handed_on(self):
+        name = same_slot("queue-purge")[0]
+        out, newcomer = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
+            holders, t = self.with_a_queue(name, wc, out)
+            lease = lease_of(holders[1]["token"])
+            with Redis() as r:  # the holder's lease runs out, and nobody has looked since
+                seconds, _ = r.cmd("TIME")
+                self.assertEqual(r.cmd("ZADD", f"fg:sm:{{{name}}}:h", "XX", "CH", str(int(seconds) * 1000 - 1000),
+                                       lease), 1)
+            t2 = self.waits(name, nc, newcomer)
+            t.join(NEWCOMER_WAIT_S - 2)  # the waiter looks again by itself only after poll_ms (60 s)
+            self.assertEqual(len(out), 1, "the slot of the holder that ran out was not handed to the waiter")
+            self.assertEqual(out[0].status, 200, out)
+            with Redis() as r:
+                self.assertIsNone(r.cmd("ZSCORE", f"fg:sm:{{{name}}}:h", lease), "a holder that ran out kept")
+            t2.join(NEWCOMER_WAIT_S + 5)
+        self.assertEqual(newcomer[0].status, 409, newcomer)
+
+    @skip_in_cluster("it calls the lean script itself, with the keys of the one-Redis layout")
+    def test_a_holder_that_ran_out_is_left_to_the_full_script(self):
+        """The newcomer's own answer (a holder's lease ended, -1 ms ago) would bring it back within 50 ms to a
+        full script that purges and hands on: the gateway would mend what the lean script left. So the script
+        is asked itself, as the gateway asks it."""
+        name = same_slot("queue-ran-out")[0]
+        holders = self.in_use(name, 2)
+        with open(os.path.join(os.path.dirname(os.environ["FG_BIN"]), "generated", "lua",
+                               "sem_acquire_queue.lua")) as f:
+            library = f.read()
+        function = library.split("\n", 1)[0].split("name=", 1)[1].strip()
+        keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdqwlt"] + ["fg:gateways"]
+        record = '{"inst":"%s","attach":"%s","ttl":"30000","max_hold":"30000","owner":"","rid":"","since":' % (
+            "0" * 32, "1" * 32)
+        with Redis() as r:
+            r.cmd("FUNCTION", "LOAD", "REPLACE", library)
+            seconds, _ = r.cmd("TIME")
+            self.assertEqual(r.cmd("ZADD", keys[0], "XX", "CH", str(int(seconds) * 1000 - 1000),
+                                   lease_of(holders[1]["token"])), 1)
+            answer = r.cmd("FCALL", function, len(keys), *keys, "2" * 32, "2", str(MAX_WAITERS), "0" * 32, "",
+                           record)
+            self.assertEqual(answer, "contended", "a newcomer queued beside a holder that ran out")
+            self.assertEqual(r.cmd("EXISTS", keys[2], keys[3]), 0)
+
+    def test_a_full_queue_refuses_the_next_waiter(self):
+        name = same_slot("queue-full")[0]
+        out, second = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
+            self.with_a_queue(name, wc, out)
+            t2 = self.waits(name, nc, second)
+            deadline = time.monotonic() + 10
+            while self.c.get(SEM + name).body["waiting"] < MAX_WAITERS:
+                self.assertLess(time.monotonic(), deadline, "the second waiter never queued")
+                time.sleep(0.01)
+            refused = self.acquire(name, limit=2, wait_ms=3000)
+            t2.join(NEWCOMER_WAIT_S + 5)
+        self.assertEqual((refused.status, refused.body.get("type")), (429, "/problems/too_many_waiters"), refused)
+
+    def test_the_first_waiter_makes_the_queue_with_a_time_to_live(self):
+        name = same_slot("queue-first")[0]
+        self.in_use(name, 2)
+        gave_up = self.acquire(name, limit=2, wait_ms=200)  # queues, and leaves: the hint stays at "queue"
+        self.assertEqual(gave_up.status, 409, gave_up)
+        out = []
+        with Redis() as r, self.gw.client(timeout=30) as wc:
+            self.assertEqual(r.cmd("EXISTS", f"fg:sm:{{{name}}}:q", f"fg:sm:{{{name}}}:w"), 0, "the queue kept")
+            t = self.waits(name, wc, out)
+            deadline = time.monotonic() + 10
+            while r.cmd("EXISTS", f"fg:sm:{{{name}}}:w") == 0:
+                self.assertLess(time.monotonic(), deadline, "the waiter never queued")
+                time.sleep(0.01)
+            for suffix in "qw":
+                self.assertGreaterEqual(r.cmd("PTTL", f"fg:sm:{{{name}}}:{suffix}"), KEEP_MS, suffix)
+            t.join(NEWCOMER_WAIT_S + 5)
+        self.assertEqual(out[0].status, 409, out)
 
 if __name__ == "__main__":
     unittest.main()
