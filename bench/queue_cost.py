@@ -7,13 +7,13 @@ script, for one or more builds' scripts side by side.
 The seed scenario (bench/sem.sh: limit 5, 30 workers of one gateway) runs, per job, one queueing acquire (the
 lean `sem_acquire_queue` where the build has it, as the gateway runs it on a name it found with a queue; the full
 `sem_acquire` when that answers "contended" or the build has none) and one `sem_release` that hands the slot
-over in-process to the oldest waiter (a waiter of the
-releasing gateway: no doorbell, no claim). Here the same calls, with the gateway's keys and arguments, are
-made straight to a redis-server under callgrind (counting inside luaCallFunction: the keys and arguments
-handed to Lua, the script and the commands it calls), in the scenario's bursts: the five holders release one
-after another, then the five released workers queue again. Each burst of one script is counted apart.
-`--kind lock` runs the same with a lock (`lock_acquire`, `lock_release`): one holder, 29 waiters, bursts of
-one. Nothing here depends on timing, so a change of a script moves the figures by exactly what it costs.
+over in-process to the oldest waiter (a waiter of the releasing gateway: no doorbell, no claim). Here the same
+calls, with the gateway's keys and arguments, are made straight to a redis-server under callgrind (counting
+inside luaCallFunction: the keys and arguments handed to Lua, the script and the commands it calls), in the
+scenario's bursts: the five holders release one after another, then the five released workers queue again.
+Each burst of one script is counted apart. `--kind lock` runs the same with a lock (`lock_acquire`, or the lean
+`lock_acquire_queue` first, and `lock_release`): one holder, 29 waiters, bursts of one. Nothing here depends on
+timing, so a change of a script moves the figures by exactly what it costs.
 
     python3 bench/queue_cost.py --lua build-a/generated/lua --lua build-b/generated/lua --jobs 200
     python3 bench/queue_cost.py --kind lock --lua build-a/generated/lua --jobs 200
@@ -65,7 +65,7 @@ KINDS = {
     "semaphore": {"acquire": "sem_acquire", "release": "sem_release", "limit": 5, "lib": "SEM", "prefix": "fg:sm:",
                   "index": "fg:idx:sm", "queue": "sem_acquire_queue"},
     "lock": {"acquire": "lock_acquire", "release": "lock_release", "limit": 1, "lib": "LOCK", "prefix": "fg:lk:",
-             "index": "fg:idx:lk"},
+             "index": "fg:idx:lk", "queue": "lock_acquire_queue"},
 }
 # The keys of a lease's KEYS by the name the build's lua_scripts.h gives each, as src/lease/lease_keys.c and
 # src/store/backend/redis_keys.h make them for one Redis: a suffix of the lease's own keys, or a key shared by
@@ -149,7 +149,7 @@ def side(folder: str, kind: dict, jobs: int, workdir: str) -> dict:
                      "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": limit,
                      "keep_ms": KEEP_MS, "mark_ms": ""}
             if lean and len(holders) == limit:
-                # The waiter's record up to its "since" value, as the gateway writes it (src/lease/semaphore.c).
+                # The waiter's record up to its "since" value, as the gateway writes it (lease_queue_join_init).
                 given["record"] = (f'{{"inst":"{inst}","attach":"{attach}","ttl":"{TTL_MS}","max_hold":"{HOLD_MS}",'
                                    '"owner":"","rid":"","since":')
                 reply = r.execute_command("FCALL", queue_fn, len(queue_keys), *queue_keys,

@@ -57,6 +57,16 @@ local function holder_read(raw)
           owner = string.sub(rest, n + 1)}
 end
 
+-- True if raw is a live holder record that holder_read reads, told by its
+-- layout alone: two pattern searches with one capture, where holder_read makes
+-- ten and a table (a lean script that only needs to know a lease holds).
+local function holder_readable(raw)
+  if not raw then return false end
+  local lease = string.match(raw, '^%d+ %d+ (%x+) %d+ %d+ %d %x* %x* %d+ ')
+  if lease and #lease == LEASE_ID_TEXT then return true end
+  return string.find(raw, '^%x+ %d+ %d+ %d+ %d+ %d %x* %x* %d+ ') ~= nil
+end
+
 -- What holder_brief reads of a lock's holder record, and of one of the layout
 -- before; of a semaphore's first holder record (below), likewise.
 local HOLDER_BRIEF = {'^(%d+) (%d+) (%x+) (%d+) ', '^(%x+) (%d+) (%d+) %d+ (%d+) '}

@@ -6,9 +6,10 @@
  * contended within CONTENTION_HINT_MS; then it runs a script for what the hint
  * says at once, saving the call that would only have answered "contended": a
  * semaphore found in use, the lean scripts beside other holders
- * (lua/sem_acquire_more.lua, lua/sem_release_more.lua); one with a queue, the
- * lean queue join for an acquire that waits (lua/sem_acquire_queue.lua), else
- * the full script; a lock, the full script.
+ * (lua/sem_acquire_more.lua, lua/sem_release_more.lua); one with a queue, and
+ * a lock seen either way, the lean queue join for an acquire that waits
+ * (lua/sem_acquire_queue.lua, lua/lock_acquire_queue.lua); else the full
+ * script.
  * The hint only chooses which script runs first: each decides from Redis
  * state, so a wrong hint (a collision, a name that has gone quiet, another
  * gateway's traffic) costs a call or two at most and never changes an outcome.

@@ -20,6 +20,7 @@
 #include "lease/redis_clock.h"
 #include "store/backend/redis.h"
 #include "store/fenced/revocations.h"
+#include "util/fgjson.h"
 
 const char *lease_acquire_wait_name(enum lease_acquire_wait wait)
 {
@@ -115,7 +116,7 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     if (script_answer(script, keys, argv, res, &retry, err) != 0)
         return -1;
     *contended = retry == LEASE_RETRY_CONTENDED;
-    if (*contended)
+    if (*contended && seen != CONTENTION_NONE)
         contention_seen(kind, name, seen);
     else if (res->outcome == LEASE_QUEUED)
         contention_seen(kind, name, CONTENTION_QUEUE);
@@ -135,6 +136,27 @@ void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, 
 {
     snprintf(out, LEASE_HOLDER_TAIL_MAX, "%s %s %s 1 %s %s 0 %s", lease_id, ttl, hold,
              gw.instance_id, attach, owner);
+}
+
+void lease_queue_join_init(struct lease_queue_join *q, const char *attach, const char *ttl,
+                           const char *hold, const char *owner)
+{
+    struct fgjson_out json;
+    fgjson_out_init(&json, q->record, sizeof q->record);
+    char fields[2 * LEASE_ID_LEN + 2 * 24 + 64];
+    int n = snprintf(fields, sizeof fields,
+                     "{\"inst\":\"%s\",\"attach\":\"%s\",\"ttl\":\"%s\",\"max_hold\":\"%s\",",
+                     gw.instance_id, attach, ttl, hold);
+    FG_ASSERT(n > 0 && (size_t)n < sizeof fields);
+    fgjson_out_raw(&json, fields, (size_t)n);
+    fgjson_out_str(&json, "owner", owner);
+    static const char rest[] = ",\"rid\":\"\",\"since\":";
+    fgjson_out_raw(&json, rest, sizeof rest); /* the text's NUL too */
+    FG_ASSERT(json.heap == NULL);
+    snprintf(q->max_waiters, sizeof q->max_waiters, "%lld", gw.cfg->max_waiters_per_lock);
+    q->mark_ms[0] = '\0';
+    if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)
+        snprintf(q->mark_ms, sizeof q->mark_ms, "%lld", gw.cfg->waiter_lease_ms);
 }
 
 void lease_first_grant(struct lease_result *res, const char *lease_id, long long ttl_ms)

@@ -134,7 +134,8 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
  * which names only the keys the case it takes touches (keys, picked from
  * lease/lease_keys.h by the caller) and either does it or answers "contended"
  * without a write: then *contended is set, kind's name is noted in the
- * contention hint as seen (lease/contention.h), and the caller runs the next
+ * contention hint as seen (lease/contention.h; CONTENTION_NONE: such an answer
+ * shows nothing the hint does not say already), and the caller runs the next
  * script. Else its answer is read into *res: a grant's time notes Redis's
  * clock, a release's held_ms is reckoned on it from the grant's
  * (lease/redis_clock.h), and a caller queued keeps the hint at "queue".
@@ -152,6 +153,25 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
 #define LEASE_HOLDER_TAIL_MAX (3 * LEASE_ID_LEN + 2 * 24 + 10 + OWNER_NAME_MAX_LEN)
 void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, const char *attach,
                        const char *owner, char out[LEASE_HOLDER_TAIL_MAX]);
+
+/* The arguments a lean queue join (lua/lock_acquire_queue.lua,
+ * lua/sem_acquire_queue.lua) takes beside the lease id and, for a semaphore,
+ * its limit: the waiter's record up to its "since" value (lua/lib_lease.lua
+ * waiter_json) of a waiter without a request_id, whose owner's every byte
+ * escapes to at most six; the queue's limit (limits.max_waiters_per_lock); and
+ * how long the waiter's gateway is marked alive in the lease's slot, "" where
+ * the keys are one Redis's (as the full acquire scripts take them). */
+#define LEASE_WAITER_HEAD_MAX (2 * LEASE_ID_LEN + 2 * 24 + 96 + 6 * OWNER_NAME_MAX_LEN)
+struct lease_queue_join {
+    char record[LEASE_WAITER_HEAD_MAX];
+    char max_waiters[24];
+    char mark_ms[24];
+};
+
+/* Fills *q for a waiter on connection attach asking for ttl and max_hold
+ * (decimal text) on behalf of owner. */
+void lease_queue_join_init(struct lease_queue_join *q, const char *attach, const char *ttl,
+                           const char *hold, const char *owner);
 
 /* Completes *res of a first try of an acquire that granted lease_id for
  * ttl_ms: its answer names neither (they are the gateway's own), only the

@@ -41,6 +41,35 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     return 0;
 }
 
+/* The lean try of an acquire without a request_id that waits, on a lock held
+ * by a live lease (lua/lock_acquire_queue.lua): joins the queue, else sets
+ * *contended. */
+static int acquire_queue_try(const char *name, const struct acquire_params *p, const char *lease_id,
+                             const char *attach, const char *ttl, const char *hold,
+                             struct lease_result *res, bool *contended, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *keys[LOCK_ACQUIRE_QUEUE_NKEYS] = {
+        [LOCK_ACQUIRE_QUEUE_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_ACQUIRE_QUEUE_KEY_QUEUE] = k.key[LIB_LOCK_KEY_QUEUE],
+        [LOCK_ACQUIRE_QUEUE_KEY_WAITERS] = k.key[LIB_LOCK_KEY_WAITERS],
+        [LOCK_ACQUIRE_QUEUE_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
+        [LOCK_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_LOCK_KEY_GATEWAYS],
+    };
+    struct lease_queue_join q;
+    lease_queue_join_init(&q, attach, ttl, hold, p->owner);
+    const char *argv[LOCK_ACQUIRE_QUEUE_NARGV] = {
+        [LOCK_ACQUIRE_QUEUE_ARGV_LEASE] = lease_id,
+        [LOCK_ACQUIRE_QUEUE_ARGV_MAX_WAITERS] = q.max_waiters,
+        [LOCK_ACQUIRE_QUEUE_ARGV_INSTANCE] = gw.instance_id,
+        [LOCK_ACQUIRE_QUEUE_ARGV_MARK_MS] = q.mark_ms,
+        [LOCK_ACQUIRE_QUEUE_ARGV_RECORD] = q.record,
+    };
+    return lease_first_try(SCRIPT_LOCK_ACQUIRE_QUEUE, LEASE_KIND_LOCK, name, keys, argv,
+                           CONTENTION_NONE, res, contended, err);
+}
+
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
                  enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
                  struct fg_error *err)
@@ -49,9 +78,17 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
+    /* Without a request_id the lean tries come first, as the hint says: the
+     * first try on a name not seen contended, the queue's on one seen held or
+     * queued for when the caller waits; then the full script. */
+    bool lean = p->request_id[0] == '\0';
+    enum contention hint = lean ? contention_hint(LEASE_KIND_LOCK, name) : CONTENTION_QUEUE;
     bool contended = true;
-    if (p->request_id[0] == '\0' && contention_hint(LEASE_KIND_LOCK, name) == CONTENTION_NONE &&
+    if (lean && hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
+        return -1;
+    if (lean && hint != CONTENTION_NONE && wait == LEASE_ACQUIRE_QUEUE &&
+        acquire_queue_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
     if (!contended)
         return 0;

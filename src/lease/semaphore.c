@@ -103,27 +103,6 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
     return 0;
 }
 
-/* The waiter record's JSON up to its "since" value (lua/lib_lease.lua
- * waiter_json) of a waiter without a request_id on connection attach: its two
- * ids, ttl and max_hold, and the owner, whose every byte escapes to at most six. */
-#define WAITER_JSON_HEAD_MAX (2 * LEASE_ID_LEN + 2 * 24 + 96 + 6 * OWNER_NAME_MAX_LEN)
-static void waiter_json_head(const char *attach, const char *ttl, const char *hold,
-                             const char *owner, char out[WAITER_JSON_HEAD_MAX])
-{
-    struct fgjson_out json;
-    fgjson_out_init(&json, out, WAITER_JSON_HEAD_MAX);
-    char fields[2 * LEASE_ID_LEN + 2 * 24 + 64];
-    int n = snprintf(fields, sizeof fields,
-                     "{\"inst\":\"%s\",\"attach\":\"%s\",\"ttl\":\"%s\",\"max_hold\":\"%s\",",
-                     gw.instance_id, attach, ttl, hold);
-    FG_ASSERT(n > 0 && (size_t)n < sizeof fields);
-    fgjson_out_raw(&json, fields, (size_t)n);
-    fgjson_out_str(&json, "owner", owner);
-    static const char rest[] = ",\"rid\":\"\",\"since\":";
-    fgjson_out_raw(&json, rest, sizeof rest); /* the text's NUL too */
-    FG_ASSERT(json.heap == NULL);
-}
-
 /* The lean try of an acquire without a request_id that waits, on a semaphore
  * whose slots are all held (lua/sem_acquire_queue.lua): joins the queue,
  * else sets *contended. */
@@ -143,20 +122,18 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
         [SEM_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
     };
-    char record[WAITER_JSON_HEAD_MAX], maxw[24], claim[24];
-    waiter_json_head(attach, ttl, hold, p->owner, record);
-    snprintf(maxw, sizeof maxw, "%lld", gw.cfg->max_waiters_per_lock);
-    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    struct lease_queue_join q;
+    lease_queue_join_init(&q, attach, ttl, hold, p->owner);
     const char *argv[SEM_ACQUIRE_QUEUE_NARGV] = {
         [SEM_ACQUIRE_QUEUE_ARGV_LEASE] = lease_id,
         [SEM_ACQUIRE_QUEUE_ARGV_LIMIT] = limit,
-        [SEM_ACQUIRE_QUEUE_ARGV_MAX_WAITERS] = maxw,
+        [SEM_ACQUIRE_QUEUE_ARGV_MAX_WAITERS] = q.max_waiters,
         [SEM_ACQUIRE_QUEUE_ARGV_INSTANCE] = gw.instance_id,
-        [SEM_ACQUIRE_QUEUE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
-        [SEM_ACQUIRE_QUEUE_ARGV_RECORD] = record,
+        [SEM_ACQUIRE_QUEUE_ARGV_MARK_MS] = q.mark_ms,
+        [SEM_ACQUIRE_QUEUE_ARGV_RECORD] = q.record,
     };
     return lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, keys, argv,
-                           CONTENTION_QUEUE, res, contended, err);
+                           CONTENTION_NONE, res, contended, err);
 }
 
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id,

@@ -38,8 +38,8 @@ INTEGRATION = os.path.join(HERE, "..", "integration")
 # edge cases, semaphore limits, bound tables, metrics, gateway liveness, a frozen Postgres), files whose paths do not
 # depend on the Redis under them (HTTP hardening, TLS, OpenAPI, logs, the Postgres-only paths), the browser
 # console, and exclusion under faults (the cluster scenario's).
-SUBSET = ["smoke", "lock_api", "lock_waiters", "lock_fifo", "sem_leases", "sem_more", "locksets", "lease_list",
-          "lease_revoke", "live_lease", "fence_column", "redis_writes", "audit_shape", "console"]
+SUBSET = ["smoke", "lock_api", "lock_waiters", "lock_fifo", "lock_queue", "sem_leases", "sem_more", "locksets",
+          "lease_list", "lease_revoke", "live_lease", "fence_column", "redis_writes", "audit_shape", "console"]
 
 
 def files(args: list[str]) -> list[str]:

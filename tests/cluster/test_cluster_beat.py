@@ -5,8 +5,9 @@ gateway in that slot's fg:gateways:{T(s)}; each test names the mutation of the g
 
 1. waiters queued a moment ago are granted in slots on every primary, locks and semaphores: the queued path of
    lock_acquire.lua / sem_acquire.lua marks the waiter's gateway in the slot's key, before any beat;
-1c. the same when a gateway's waiter queues through lua/sem_acquire_queue.lua (the gateway found the semaphore
-   busy a moment before): the lean queue join marks the waiter's gateway as the full script does;
+1c. the same when a gateway's waiter queues through lua/lock_acquire_queue.lua or lua/sem_acquire_queue.lua (the
+   gateway found the name busy a moment before): the lean queue join marks the waiter's gateway as the full
+   script does;
 2. waiters parked three waiter leases long (no re-check between: poll_ms past the test) are still granted: the
    beat renews the mark in every slot where the gateway has waiters;
 3. waiters of a gateway killed with kill -9 are skipped once its mark ran out (waiter_lease_ms), and the next
@@ -125,7 +126,8 @@ class ClusterBeatTest(LabTestCase):
         self.run_pairs(fresh, "fresh", 0)
 
     def test_1c_lean_waiters_granted_on_every_primary(self):
-        """Caught: the lean queue join without its mark (every semaphore waiter dropped at the grant)."""
+        """Caught: a lean queue join without its mark, of locks or semaphores (every such waiter dropped at the
+        grant)."""
         fresh = self.gateway(60000)
         self.run_pairs(fresh, "lean", 0, lean=True)
 

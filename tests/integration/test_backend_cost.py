@@ -42,11 +42,13 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
 - A semaphore's release beside another holder (the full script) trims the ended set by one end in 16
   too. (Caught: a trim on every such release, a ZREMRANGEBYSCORE each.)
 - A contended lock's queue join runs at most QUEUE_JOIN_COMMANDS and a release that hands it over to the next
-  waiter at most HAND_OVER_COMMANDS, one script call each. (Caught: a join that looked its new lease id up
-  in the queue, put the name in the listing index again and asked for its rank, 10 commands; a hand-over
-  that wrote the end's record over the holder before writing the next holder there, peeked at the queue's
-  head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's, 16;
-  one that filed the end in a released and an ended set, 12.)
+  waiter at most HAND_OVER_COMMANDS, one script call each; the join, once the gateway saw the lock held, is
+  a call of lock_acquire_queue.lua with its LOCK_QUEUE_KEYS keys and LOCK_QUEUE_ARGS arguments where the full
+  script names 14 and 13. (Caught: a join that looked its new lease id up in the queue, put the name in the
+  listing index again and asked for its rank, 10 commands; a gateway that ran the full script for every join;
+  a hand-over that wrote the end's record over the holder before writing the next holder there, peeked at the
+  queue's head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's,
+  16; one that filed the end in a released and an ended set, 12.)
 - A fenced Redis write or read is one script call of a handful of commands: a PUT and the DELETE of what
   it wrote at most PUT_DELETE_COMMANDS together, a read of a string STRING_READ_COMMANDS, a PATCH of two
   fields of a hash PATCH_COMMANDS. (Caught: a PUT that set the fence and the value with a SET each and a
@@ -92,6 +94,7 @@ RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 7, 6  # lua/sem_acquire_queue.lua's
+LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 5, 5  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).
@@ -200,21 +203,25 @@ class BackendCost(GatewayTest):
             done = self.c.post(f"/v1/semaphores/{name}/release", {"token": token})
             self.assertEqual(done.status, 200, done)
 
-    def test_a_pair_beside_other_holders_names_the_keys_it_touches(self):
-        self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
-        name = f"cost:{uuid.uuid4().hex}"
+    def fcalls_of(self, name: str, step) -> list[tuple[str, int, int]]:
+        """The script calls step() makes on keys naming name, oldest first: (function less its hash, keys,
+        arguments), from the SLOWLOG with every command logged."""
         with Redis() as r:
             was = r.cmd("CONFIG", "GET", "slowlog-log-slower-than")[1]
             r.cmd("CONFIG", "SET", "slowlog-log-slower-than", "0")  # every command, with its arguments
             r.cmd("SLOWLOG", "RESET")
             try:
-                self.three_holders_and_two_releases(name)
+                step()
                 log = r.cmd("SLOWLOG", "GET", "-1")
             finally:
                 r.cmd("CONFIG", "SET", "slowlog-log-slower-than", was)
-        # The script calls, oldest first: (function, keys, arguments)
-        calls = [(e[3][1].rsplit("_", 1)[0], int(e[3][2]), len(e[3]) - 3 - int(e[3][2]))
-                 for e in reversed(log) if e[3][0].upper() == "FCALL" and any(name in a for a in e[3][3:])]
+        return [(e[3][1].rsplit("_", 1)[0], int(e[3][2]), len(e[3]) - 3 - int(e[3][2]))
+                for e in reversed(log) if e[3][0].upper() == "FCALL" and any(name in a for a in e[3][3:])]
+
+    def test_a_pair_beside_other_holders_names_the_keys_it_touches(self):
+        self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
+        name = f"cost:{uuid.uuid4().hex}"
+        calls = self.fcalls_of(name, lambda: self.three_holders_and_two_releases(name))
         self.assertEqual(calls, [("fg_sem_acquire_fast", 7, 4), ("fg_sem_acquire_fast", 7, 4),
                                  ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
                                  ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
@@ -236,17 +243,7 @@ class BackendCost(GatewayTest):
 
             join()  # the full script queues the first waiter: from then on the name is known to have a queue
             join()  # the lean script loaded (the first call of a function Redis lacks fails, and is made again)
-            was = r.cmd("CONFIG", "GET", "slowlog-log-slower-than")[1]
-            r.cmd("CONFIG", "SET", "slowlog-log-slower-than", "0")  # every command, with its arguments
-            r.cmd("SLOWLOG", "RESET")
-            try:
-                join()
-                log = r.cmd("SLOWLOG", "GET", "-1")
-            finally:
-                r.cmd("CONFIG", "SET", "slowlog-log-slower-than", was)
-            calls = [(e[3][1].rsplit("_", 1)[0], int(e[3][2]), len(e[3]) - 3 - int(e[3][2]))
-                     for e in reversed(log) if e[3][0].upper() == "FCALL" and any(name in a for a in e[3][3:])]
-            self.assertEqual(calls, [("fg_sem_acquire_queue", QUEUE_KEYS, QUEUE_ARGS)], calls)
+            self.assertEqual(self.fcalls_of(name, join), [("fg_sem_acquire_queue", QUEUE_KEYS, QUEUE_ARGS)])
             commands, calls, by_name = self.counted(join, QUEUED)
             print(f"semaphore queue join: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
             self.assertLessEqual(commands, SEM_QUEUE_JOIN_COMMANDS, by_name)
@@ -356,6 +353,8 @@ class BackendCost(GatewayTest):
                 wait_for(lambda: r.cmd("ZLEXCOUNT", queue, "-", "+") == len(waiters), what="the waiter queued")
 
             join()  # its first try finds the lock held: from then on the name is known contended
+            join()  # the lean queue join loaded (the first call of a function Redis lacks fails, and is made again)
+            self.assertEqual(self.fcalls_of(name, join), [("fg_lock_acquire_queue", LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS)])
             commands, calls, by_name = self.counted(join, QUEUED)
             print(f"lock queue join: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
             self.assertLessEqual(commands, QUEUE_JOIN_COMMANDS, by_name)
@@ -376,7 +375,8 @@ class BackendCost(GatewayTest):
             print(f"lock hand-over: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
             self.assertLessEqual(commands, HAND_OVER_COMMANDS, by_name)
             self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=by_name)
-            hand_over()
+            while waiters:
+                hand_over()
             self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": token[0]}).status, 200)
 
     def test_an_emptied_queue_leaves_no_tickets(self):

@@ -1,0 +1,36 @@
+-- uses: lib_lease.lua lib_holder.lua
+-- SPDX-License-Identifier: Apache-2.0
+-- lock_acquire_queue.lua: an acquire without a request_id that waits, on lock
+-- N held by a live lease, which the gateway runs before lock_acquire.lua while
+-- an earlier call lately found N held or queued for (src/lease/contention.h):
+-- the caller joins the queue, naming only the keys that touches (Redis hands
+-- each key and argument of a call to Lua at a price). It queues only where
+-- lock_acquire.lua would queue and do nothing else: a lease holds the lock,
+-- its record one this script reads (the key expires with the lease; a record
+-- of another layout, a newer gateway's, looks idle to a listing, and
+-- lock_acquire.lua puts the name back in the index for its first waiter), and
+-- the queue is below max_waiters (at it, lock_acquire.lua drops the waiters of
+-- dead gateways first). Anything else it leaves to
+-- lock_acquire.lua, which the gateway then runs: it answers "contended"
+-- without a write. It issues no fence, so it need not look at the fence
+-- sequence.
+-- What it does is what lock_acquire.lua does for the same call: takes the next
+-- arrival ticket, writes the waiter's record and marks the gateway alive in the
+-- lock's slot on a Redis Cluster (lib_lease.lua gateway_mark). The name is in
+-- the listing index already: a holder is there.
+-- KEYS: holder queue waiters tickets gateways
+--   those keys of lib_lock.lua and lib_lease.lua
+-- ARGV: lease max_waiters instance mark_ms record
+--   lease: a fresh lease id; instance, mark_ms: as lock_acquire.lua has them; record: the waiter's record
+--   (lib_lease.lua waiter_json) up to its "since" value, which the script appends with the closing
+--   brace: '{"inst":"<instance>",...,"rid":"","since":'
+-- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, or contended {}.
+if not holder_readable(redis.call('GET', KEYS[1])) then return lease_reply('contended') end
+local waiting = redis.call('ZCARD', KEYS[2])
+if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
+local now, at = now_ms_and_text()
+redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)
+gateway_mark({gateways = KEYS[5]}, A_instance, A_mark_ms, now)
+redis.call('HSET', KEYS[3], A_lease, A_record .. at .. '}')
+return lease_reply('queued', nil, R_LEASE, A_lease, R_POSITION, decimal(waiting), R_HOLDER_PTTL,
+                   decimal(redis.call('PTTL', KEYS[1])))
