@@ -84,7 +84,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     bool lean = p->request_id[0] == '\0';
     enum contention hint = lean ? contention_hint(LEASE_KIND_LOCK, name) : CONTENTION_QUEUE;
     bool contended = true;
-    if (lean && hint == CONTENTION_NONE &&
+    if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
     if (lean && hint != CONTENTION_NONE && wait == LEASE_ACQUIRE_QUEUE &&

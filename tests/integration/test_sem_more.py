@@ -84,11 +84,15 @@ class LeanScriptsTest(GatewayTest):
         is queued."""
         t = threading.Thread(target=lambda: out.append(self.acquire(name, wc, limit=2, wait_ms=20000)))
         t.start()
-        deadline = time.monotonic() + 10
-        while self.c.get(SEM + name).body["waiting"] < 1:
-            self.assertLess(time.monotonic(), deadline, "the waiter never queued")
-            time.sleep(0.01)
+        self.queued(name, 1)
         return t
+
+    def queued(self, name: str, n: int) -> None:
+        """Returns once n waiters are queued at name, as its status read counts them."""
+        deadline = time.monotonic() + 10
+        while self.c.get(SEM + name).body["waiting"] < n:
+            self.assertLess(time.monotonic(), deadline, f"waiter {n} never queued")
+            time.sleep(0.01)
 
     def test_a_slot_freed_without_a_hand_over_goes_to_the_waiter(self):
         name = same_slot("more-queue")[0]
@@ -233,10 +237,7 @@ class LeanScriptsTest(GatewayTest):
         with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
             holders, t = self.with_a_queue(name, wc, first)
             t2 = self.waits(name, nc, second, owner=owner)
-            deadline = time.monotonic() + 10
-            while self.c.get(SEM + name).body["waiting"] < 2:
-                self.assertLess(time.monotonic(), deadline, "the second waiter never queued")
-                time.sleep(0.01)
+            self.queued(name, 2)
             with Redis() as r:
                 queued = r.cmd("ZRANGE", f"fg:sm:{{{name}}}:q", "0", "-1")
                 record = json.loads(r.cmd("HGET", f"fg:sm:{{{name}}}:w", queued[1]))
@@ -329,10 +330,7 @@ class LeanScriptsTest(GatewayTest):
         with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
             self.with_a_queue(name, wc, out)
             t2 = self.waits(name, nc, second)
-            deadline = time.monotonic() + 10
-            while self.c.get(SEM + name).body["waiting"] < MAX_WAITERS:
-                self.assertLess(time.monotonic(), deadline, "the second waiter never queued")
-                time.sleep(0.01)
+            self.queued(name, MAX_WAITERS)
             refused = self.acquire(name, limit=2, wait_ms=3000)
             t2.join(NEWCOMER_WAIT_S + 5)
         self.assertEqual((refused.status, refused.body.get("type")), (429, "/problems/too_many_waiters"), refused)
@@ -346,10 +344,7 @@ class LeanScriptsTest(GatewayTest):
         with Redis() as r, self.gw.client(timeout=30) as wc:
             self.assertEqual(r.cmd("EXISTS", f"fg:sm:{{{name}}}:q", f"fg:sm:{{{name}}}:w"), 0, "the queue kept")
             t = self.waits(name, wc, out)
-            deadline = time.monotonic() + 10
-            while r.cmd("EXISTS", f"fg:sm:{{{name}}}:w") == 0:
-                self.assertLess(time.monotonic(), deadline, "the waiter never queued")
-                time.sleep(0.01)
+            self.queued(name, 1)
             for suffix in "qw":
                 self.assertGreaterEqual(r.cmd("PTTL", f"fg:sm:{{{name}}}:{suffix}"), KEEP_MS, suffix)
             t.join(NEWCOMER_WAIT_S + 5)
