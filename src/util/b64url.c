@@ -6,7 +6,6 @@
 #include "util/b64url.h"
 
 #include <stdint.h>
-#include <string.h>
 
 static const char b64url_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -31,10 +30,17 @@ size_t b64url_encode(const unsigned char *in, size_t len, char *out)
     return o;
 }
 
+/* Computed, not looked up in the alphabet: every character of every token
+ * presented goes through here. */
 int b64url_value(char c)
 {
-    const char *p = c ? strchr(b64url_alphabet, c) : NULL;
-    return p ? (int)(p - b64url_alphabet) : -1;
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '-' ? 62 : c == '_' ? 63 : -1;
 }
 
 long b64url_decode(const char *in, size_t len, unsigned char *out, size_t cap)

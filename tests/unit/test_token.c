@@ -16,6 +16,7 @@
 
 #include "auth/token.h"
 #include "lease/lease_kind.h"
+#include "util/b64url.h"
 
 static const char secret[] = "unit-test-secret-0123456789abcdef";
 static const char other_secret[] = "unit-test-secret-0123456789abcdeF";
@@ -250,6 +251,20 @@ static void non_canonical_base64_is_refused(void **state)
     refused(bad);
 }
 
+/* Each of the 256 byte values reads as its place in the url-safe alphabet, and
+ * every other byte (NUL, '+', '/', '=', bytes above 127) as no character. */
+static void every_byte_reads_as_its_alphabet_place(void **state)
+{
+    (void)state;
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int byte = 0; byte < 256; byte++) {
+        const char *at = byte != 0 ? memchr(alphabet, byte, sizeof alphabet - 1) : NULL;
+        int expected = at != NULL ? (int)(at - alphabet) : -1;
+        assert_int_equal(b64url_value((char)byte), expected);
+    }
+}
+
 /* Fences past 2^63 - 1 (or 20 digits) are malformed, whoever signed them:
  * signs the claims text by hand with the real key. */
 static void fences_beyond_int64_are_refused(void **state)
@@ -378,6 +393,7 @@ int main(void)
         cmocka_unit_test(every_truncation_is_refused),
         cmocka_unit_test(extra_parts_are_refused),
         cmocka_unit_test(non_canonical_base64_is_refused),
+        cmocka_unit_test(every_byte_reads_as_its_alphabet_place),
         cmocka_unit_test(fences_beyond_int64_are_refused),
         cmocka_unit_test(rotation),
         cmocka_unit_test(other_secret_is_refused),
