@@ -190,6 +190,17 @@ void router_allow_header(unsigned allowed, char *out, size_t cap)
     }
 }
 
+/* False when path cannot fit pattern: their texts differ before the pattern's
+ * first parameter. Most patterns of a table fail this, so the matcher splits
+ * only the few that pass (every request is matched against the whole table). */
+static bool literal_head_fits(const char *pattern, const char *path)
+{
+    for (; *pattern != '{' && *pattern != '\0'; pattern++, path++)
+        if (*pattern != *path)
+            return false;
+    return true;
+}
+
 int router_match(const struct route *table, enum http_method method, const char *path,
                  struct route_match *match, struct fg_error *err)
 {
@@ -200,6 +211,8 @@ int router_match(const struct route *table, enum http_method method, const char 
     bool other_method = false;
     match->allowed = 0;
     for (const struct route *r = table; r->pattern != NULL; r++) {
+        if (!literal_head_fits(r->pattern, path))
+            continue;
         int np = split_path(r->pattern, pat, MAX_SEGMENTS), wild;
         if (!shape_matches(pat, np, segs, n, &wild))
             continue;
