@@ -93,6 +93,32 @@ static void rows(void **state)
     free(got);
 }
 
+/* A row far longer than any first buffer: every byte kept, in order, with the
+ * escapes of a string that spans the move to a larger buffer. */
+static void long_rows(void **state)
+{
+    (void)state;
+    enum { LEN = 100000 };
+    char *text = malloc(LEN + 1), *expect = malloc(2 * LEN + 32);
+    assert_non_null(text);
+    assert_non_null(expect);
+    size_t at = (size_t)sprintf(expect, "{\"v\":\"");
+    for (size_t i = 0; i < LEN; i++) {
+        text[i] = i % 7 == 6 ? '\n' : (char)('a' + i % 26);
+        at += (size_t)sprintf(expect + at, "%s", text[i] == '\n' ? "\\n" : (char[]){text[i], '\0'});
+    }
+    text[LEN] = '\0';
+    sprintf(expect + at, "\"}");
+    const char *names[] = {"v"};
+    const char *texts[] = {text};
+    enum row_json_kind kind = ROW_JSON_STRING;
+    char *got = row_json_text(names, texts, &kind, 1);
+    assert_string_equal(got, expect);
+    free(got);
+    free(text);
+    free(expect);
+}
+
 static void kind_names(void **state)
 {
     (void)state;
@@ -111,7 +137,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(numbers), cmocka_unit_test(other_kinds), cmocka_unit_test(timestamps),
-        cmocka_unit_test(rows),    cmocka_unit_test(kind_names),
+        cmocka_unit_test(rows),    cmocka_unit_test(long_rows),   cmocka_unit_test(kind_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

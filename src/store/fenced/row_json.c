@@ -15,6 +15,10 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/fgjson.h"
+
+/* The stack buffer a row's text starts in; a longer one moves to the heap. */
+#define ROW_JSON_FIRST_BUFFER 512
 
 static const char *const kind_names[ROW_JSON_KIND_COUNT] = {
     [ROW_JSON_OTHER] = "other",
@@ -34,28 +38,46 @@ enum row_json_kind row_json_kind_of(const char *name)
     return ROW_JSON_OTHER;
 }
 
-/* text as a JSON string, escaped as escape_json does (lowercase \u00XX for
- * the other control characters; everything else as it is). */
-static void put_string(FILE *out, const char *text)
+/* Appends the C string text as it is. */
+static void put_text(struct fgjson_out *out, const char *text)
 {
-    fputc('"', out);
-    for (const char *p = text; *p != '\0'; p++) {
-        switch (*p) {
-        case '\b': fputs("\\b", out); break;
-        case '\f': fputs("\\f", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        default:
-            if ((unsigned char)*p < ' ')
-                fprintf(out, "\\u%04x", (unsigned)*p);
-            else
-                fputc(*p, out);
-        }
+    fgjson_out_raw(out, text, strlen(text));
+}
+
+/* The escape escape_json writes for c, or NULL if c goes as it is. */
+static const char *short_escape(char c)
+{
+    switch (c) {
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    default: return NULL;
     }
-    fputc('"', out);
+}
+
+/* text as a JSON string, escaped as escape_json does (lowercase \u00XX for
+ * the other control characters; everything else as it is), in runs. */
+static void put_string(struct fgjson_out *out, const char *text)
+{
+    fgjson_out_raw(out, "\"", 1);
+    const char *run = text;
+    for (const char *p = text; *p != '\0'; p++) {
+        const char *escape = short_escape(*p);
+        if (escape == NULL && (unsigned char)*p >= ' ')
+            continue;
+        fgjson_out_raw(out, run, (size_t)(p - run));
+        run = p + 1;
+        char control[8];
+        if (escape == NULL)
+            snprintf(control, sizeof control, "\\u%04x", (unsigned)*p);
+        put_text(out, escape != NULL ? escape : control);
+    }
+    put_text(out, run);
+    fgjson_out_raw(out, "\"", 1);
 }
 
 /* Skips the digits at *p; false if there is none. */
@@ -93,7 +115,7 @@ static bool json_number(const char *text)
  * date and time, and with_zone, an offset of whole hours with its minutes
  * ("+01:00"; "+05:30" and "+00:00:30" stay).
  */
-static void put_timestamp(FILE *out, const char *text, bool with_zone)
+static void put_timestamp(struct fgjson_out *out, const char *text, bool with_zone)
 {
     const char *space = strchr(text, ' ');
     if (space == NULL) { /* infinity, -infinity */
@@ -105,48 +127,56 @@ static void put_timestamp(FILE *out, const char *text, bool with_zone)
     const char *zone = hms + hms_len; /* the offset, then " BC" or nothing */
     size_t zone_len = strcspn(zone, " ");
     /* nothing in these texts needs an escape */
-    fprintf(out, "\"%.*sT%.*s%.*s%s%s\"", (int)(space - text), text, (int)hms_len, hms,
-            (int)zone_len, zone, zone_len == 3 ? ":00" : "", zone + zone_len);
+    fgjson_out_raw(out, "\"", 1);
+    fgjson_out_raw(out, text, (size_t)(space - text));
+    fgjson_out_raw(out, "T", 1);
+    fgjson_out_raw(out, hms, hms_len);
+    fgjson_out_raw(out, zone, zone_len);
+    put_text(out, zone_len == 3 ? ":00" : "");
+    put_text(out, zone + zone_len);
+    fgjson_out_raw(out, "\"", 1);
 }
 
 /* Column value text of kind, as datum_to_json writes it. */
-static void put_value(FILE *out, const char *text, enum row_json_kind kind)
+static void put_value(struct fgjson_out *out, const char *text, enum row_json_kind kind)
 {
     if (text == NULL) {
-        fputs("null", out);
+        put_text(out, "null");
         return;
     }
     switch (kind) {
     case ROW_JSON_NUMBER:
         if (json_number(text))
-            fputs(text, out);
+            put_text(out, text);
         else
             put_string(out, text);
         break;
-    case ROW_JSON_BOOL: fputs(strcmp(text, "t") == 0 ? "true" : "false", out); break;
+    case ROW_JSON_BOOL: put_text(out, strcmp(text, "t") == 0 ? "true" : "false"); break;
     case ROW_JSON_STRING: put_string(out, text); break;
     case ROW_JSON_TIMESTAMP: put_timestamp(out, text, false); break;
     case ROW_JSON_TIMESTAMPTZ: put_timestamp(out, text, true); break;
-    default: fputs(text, out); /* json, jsonb, and to_json's text */
+    default: put_text(out, text); /* json, jsonb, and to_json's text */
     }
 }
 
 char *row_json_text(const char *const *names, const char *const *texts,
                     const enum row_json_kind *kinds, size_t n)
 {
-    char *buf = NULL;
-    size_t len;
-    FILE *out = open_memstream(&buf, &len);
-    FG_ASSERT(out != NULL);
-    fputc('{', out);
+    char first[ROW_JSON_FIRST_BUFFER];
+    struct fgjson_out out;
+    fgjson_out_init(&out, first, sizeof first);
+    fgjson_out_raw(&out, "{", 1);
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
-            fputc(',', out);
-        put_string(out, names[i]);
-        fputc(':', out);
-        put_value(out, texts[i], kinds[i]);
+            fgjson_out_raw(&out, ",", 1);
+        put_string(&out, names[i]);
+        fgjson_out_raw(&out, ":", 1);
+        put_value(&out, texts[i], kinds[i]);
     }
-    fputc('}', out);
-    FG_ASSERT(fclose(out) == 0);
-    return buf;
+    fgjson_out_raw(&out, "}", 2); /* the text's NUL too */
+    if (out.heap != NULL)
+        return out.heap;
+    char *text = malloc(out.len);
+    FG_ASSERT(text != NULL);
+    return memcpy(text, first, out.len);
 }
