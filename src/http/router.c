@@ -190,15 +190,24 @@ void router_allow_header(unsigned allowed, char *out, size_t cap)
     }
 }
 
-/* False when path cannot fit pattern: their texts differ before the pattern's
- * first parameter. Most patterns of a table fail this, so the matcher splits
- * only the few that pass (every request is matched against the whole table). */
-static bool literal_head_fits(const char *pattern, const char *path)
+/* False when path (path_len bytes) cannot fit pattern: their texts differ
+ * before the pattern's first parameter, or path does not end with the
+ * pattern's text after its last one. Most patterns of a table fail this, so
+ * the matcher splits only the few that pass (every request is matched against
+ * the whole table). */
+static bool literal_ends_fit(const char *pattern, const char *path, size_t path_len)
 {
-    for (; *pattern != '{' && *pattern != '\0'; pattern++, path++)
-        if (*pattern != *path)
+    const char *at = path;
+    for (const char *p = pattern; *p != '{'; p++, at++) {
+        if (*p != *at)
             return false;
-    return true;
+        if (*p == '\0')
+            return true; /* no parameter: the whole pattern compared */
+    }
+    const char *last = strrchr(pattern, '}');
+    const char *tail = last != NULL ? last + 1 : "";
+    size_t tail_len = strlen(tail);
+    return tail_len <= path_len && memcmp(path + path_len - tail_len, tail, tail_len) == 0;
 }
 
 int router_match(const struct route *table, enum http_method method, const char *path,
@@ -208,10 +217,11 @@ int router_match(const struct route *table, enum http_method method, const char 
     int n = split_path(path, segs, MAX_SEGMENTS);
     if (n < 0)
         return fg_fail(err, FG_ERR_NOT_FOUND, "no such route");
+    size_t path_len = strlen(path);
     bool other_method = false;
     match->allowed = 0;
     for (const struct route *r = table; r->pattern != NULL; r++) {
-        if (!literal_head_fits(r->pattern, path))
+        if (!literal_ends_fit(r->pattern, path, path_len))
             continue;
         int np = split_path(r->pattern, pat, MAX_SEGMENTS), wild;
         if (!shape_matches(pat, np, segs, n, &wild))
