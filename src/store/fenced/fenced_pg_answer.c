@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/fenced/row_json.h"
 #include "util/fgjson.h"
+
+/* The stack buffer a written row's text starts in; a longer one moves to the heap. */
+#define ROW_TEXT_FIRST_BUFFER 512
 
 int64_t fenced_pg_answer_fence(const json_t *answer)
 {
@@ -53,9 +57,12 @@ static json_t *written_row(const json_t *answer, const struct table_schema *s, c
         const json_t *text = json_object_get(answer, member);
         texts[i] = i == 0 && text == NULL ? key : json_string_value(text);
     }
-    char *text = row_json_text(names, texts, s->row_kinds, n);
-    json_t *row = row_parsed(text);
-    free(text);
+    char first[ROW_TEXT_FIRST_BUFFER];
+    struct fgjson_out text;
+    fgjson_out_init(&text, first, sizeof first);
+    row_json_write(&text, names, texts, s->row_kinds, n);
+    json_t *row = row_parsed(text.buf);
+    fgjson_out_free(&text);
     return row;
 }
 

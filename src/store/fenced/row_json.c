@@ -11,14 +11,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include "util/error.h"
-#include "util/fgjson.h"
-
-/* The stack buffer a row's text starts in; a longer one moves to the heap. */
-#define ROW_JSON_FIRST_BUFFER 512
 
 static const char *const kind_names[ROW_JSON_KIND_COUNT] = {
     [ROW_JSON_OTHER] = "other",
@@ -159,24 +152,16 @@ static void put_value(struct fgjson_out *out, const char *text, enum row_json_ki
     }
 }
 
-char *row_json_text(const char *const *names, const char *const *texts,
+void row_json_write(struct fgjson_out *out, const char *const *names, const char *const *texts,
                     const enum row_json_kind *kinds, size_t n)
 {
-    char first[ROW_JSON_FIRST_BUFFER];
-    struct fgjson_out out;
-    fgjson_out_init(&out, first, sizeof first);
-    fgjson_out_raw(&out, "{", 1);
+    fgjson_out_raw(out, "{", 1);
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
-            fgjson_out_raw(&out, ",", 1);
-        put_string(&out, names[i]);
-        fgjson_out_raw(&out, ":", 1);
-        put_value(&out, texts[i], kinds[i]);
+            fgjson_out_raw(out, ",", 1);
+        put_string(out, names[i]);
+        fgjson_out_raw(out, ":", 1);
+        put_value(out, texts[i], kinds[i]);
     }
-    fgjson_out_raw(&out, "}", 2); /* the text's NUL too */
-    if (out.heap != NULL)
-        return out.heap;
-    char *text = malloc(out.len);
-    FG_ASSERT(text != NULL);
-    return memcpy(text, first, out.len);
+    fgjson_out_raw(out, "}", 2); /* the text's NUL too */
 }

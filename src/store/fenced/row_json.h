@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "util/fgjson.h"
+
 /* How row_to_json writes a value of a column's type (a domain's: its base type's). */
 enum row_json_kind {
     ROW_JSON_OTHER,     /* any other type: the column comes as to_json's text, written as is */
@@ -30,12 +32,13 @@ enum row_json_kind {
 enum row_json_kind row_json_kind_of(const char *name);
 
 /*
- * The JSON object {"names[0]": value, ...} of n columns (owned text): texts[i]
- * is column i's text as Postgres printed it with DateStyle ISO (to_json's text
- * for ROW_JSON_OTHER), NULL for SQL NULL; kinds[i] its kind. Names and texts
- * are borrowed.
+ * Appends to out the JSON object {"names[0]": value, ...} of n columns and a
+ * NUL, so that out->buf is its text as a C string: texts[i] is column i's text
+ * as Postgres printed it with DateStyle ISO (to_json's text for
+ * ROW_JSON_OTHER), NULL for SQL NULL; kinds[i] its kind. Names and texts are
+ * borrowed.
  */
-char *row_json_text(const char *const *names, const char *const *texts,
+void row_json_write(struct fgjson_out *out, const char *const *names, const char *const *texts,
                     const enum row_json_kind *kinds, size_t n);
 
 #endif
