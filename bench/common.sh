@@ -76,6 +76,9 @@ sql() { "$pgbin/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$dsn" "$@"; }
 # utime+stime, in clock ticks, of process $1 (a pid) or of one of its threads (<pid>/task/<tid>).
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
+# utime alone: the clock ticks process $1 spent in user space.
+user_ticks() { awk '{ print $14 }' "/proc/$1/stat"; }
+
 # utime+stime of the Postgres server under $datadir: its postmaster and living children, plus the
 # children that exited (a closed connection's backend). A child may exit while it is read.
 pg_ticks() {

@@ -13,8 +13,8 @@
 #     by a release that is not timed).
 # First the machine's own price of a sleep and a wake-up (`perf bench sched pipe`, on all CPUs and on
 # one). Prints, per cell and side, the medians of ops/s (pairs or writes), the serving process's CPU per
-# HTTP request (utime+stime from /proc; a pair is two requests) and, for writes, Postgres's CPU per
-# write (pg_ticks); then the median request times.
+# HTTP request (utime+stime from /proc; a pair is two requests) and the part of it in user space
+# (utime) and, for writes, Postgres's CPU per write (pg_ticks); then the median request times.
 #
 #   bench/floor.sh
 #   ROUNDS=5 DURATION=4 bench/floor.sh
@@ -52,20 +52,22 @@ printf '\\set key random(0, %d)\n\\set n random(0, 1000000)\n%s\n' $((rows - 1))
 : >"$datadir/latency"
 
 # Runs client command "$@" (it prints ops/s first, or "WRITES <ops/s>") against process $pid serving
-# $per_op HTTP requests per operation; appends "<cell> <side> <ops/s> <µs/request> <Postgres µs/op>"
-# to the runs file.
+# $per_op HTTP requests per operation; appends "<cell> <side> <ops/s> <µs/request> <Postgres µs/op>
+# <µs/request in user space>" to the runs file.
 measure() {
-  local before pg_before out after pg_after
+  local before user_before pg_before out after user_after pg_after
   before=$(cpu_ticks "$pid")
+  user_before=$(user_ticks "$pid")
   pg_before=$(pg_ticks)
   out=$("$@")
   after=$(cpu_ticks "$pid")
+  user_after=$(user_ticks "$pid")
   pg_after=$(pg_ticks)
-  awk -v c="$cell" -v s="$side" -v t=$((after - before)) -v pt=$((pg_after - pg_before)) -v d="$duration" \
-    -v hz="$(getconf CLK_TCK)" -v k="$per_op" -v out="$out" \
+  awk -v c="$cell" -v s="$side" -v t=$((after - before)) -v u=$((user_after - user_before)) \
+    -v pt=$((pg_after - pg_before)) -v d="$duration" -v hz="$(getconf CLK_TCK)" -v k="$per_op" -v out="$out" \
     'BEGIN {split(out, f, " "); r = (f[1] == "WRITES" ? f[2] : f[1]); n = r * d; if (n == 0) n = 1
-            printf "%s %s %.0f %.1f %.1f\n", c, s, r, t / hz * 1e6 / (n * k), pt / hz * 1e6 / n}' \
-    >>"$datadir/runs"
+            printf "%s %s %.0f %.1f %.1f %.1f\n", c, s, r, t / hz * 1e6 / (n * k), pt / hz * 1e6 / n,
+              u / hz * 1e6 / (n * k)}' >>"$datadir/runs"
 }
 
 # Starts floor mode $1 with $2 threads; sets pid.
@@ -111,7 +113,7 @@ run_side() {
     tps=$("$pgbin/pgbench" -n -M prepared -c "$conns" -j 2 -T "$duration" -f "$datadir/direct.pgbench" \
       -D fence="$fence" -d "$dsn" 2>/dev/null | awk '/^tps/ {printf "%.0f", $3}')
     awk -v c="$cell" -v r="$tps" -v pt=$(($(pg_ticks) - pg_before)) -v d="$duration" -v hz="$(getconf CLK_TCK)" \
-      'BEGIN {printf "%s pgbench %.0f 0 %.1f\n", c, r, pt / hz * 1e6 / (r * d)}' >>"$datadir/runs"
+      'BEGIN {printf "%s pgbench %.0f 0 %.1f 0\n", c, r, pt / hz * 1e6 / (r * d)}' >>"$datadir/runs"
     return
   fi
   "${client[@]}" >/dev/null # warm-up: connections, plans, caches
@@ -195,17 +197,17 @@ for round in $(seq "$rounds"); do
   done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| cell | side | ops/s | µs of CPU per HTTP request | Postgres µs per write |"
-echo "|---|---|---|---|---|"
+echo "| cell | side | ops/s | µs of CPU per HTTP request | of it in user space | Postgres µs per write |"
+echo "|---|---|---|---|---|---|"
 for spec in "${cells[@]}"; do
   read -r kind conns threads sides <<<"$spec"
   for side in $sides; do
     cols=()
-    for col in 3 4 5; do
+    for col in 3 4 6 5; do
       cols+=("$(awk -v c="$kind-$conns" -v s="$side" -v k="$col" '$1 == c && $2 == s {print $k}' \
         "$datadir/runs" | median)")
     done
-    printf '| %s connections, %s | %s | %s | %s | %s |\n' "$conns" "$kind" "$side" "${cols[@]}"
+    printf '| %s connections, %s | %s | %s | %s | %s | %s |\n' "$conns" "$kind" "$side" "${cols[@]}"
   done
 done
 echo

@@ -6,9 +6,15 @@
 # Prints each object's share of the samples (the kernel, libc, the gateway, its libraries), the busiest
 # symbols, and the kernel's busiest symbol by caller. Run it as root: the kernel's part is the point. A
 # share, not a time; what it tells is which part a change could move (docs/performance.md, T5).
+# Then what the samples are weighed against: the gateway's CPU per request over the same seconds, in
+# user space and in the kernel (utime and stime from /proc); its system calls per request, counted by
+# strace over STRACE seconds more of the same load (strace slows every call: a count, not a time; the
+# calls are counted between two readings of the gateway's answered requests); and
+# what one system call and one sleep with its wake-up cost on this machine (perf bench syscall basic,
+# perf bench sched pipe).
 #
 #   bench/profile.sh
-#   CLIENTS=4 DURATION=10 LOG_LEVEL=info HTTP_THREADS=4 BUILD=/path/to/build bench/profile.sh
+#   CLIENTS=4 DURATION=10 STRACE=3 LOG_LEVEL=info HTTP_THREADS=4 BUILD=/path/to/build bench/profile.sh
 #
 # Own services: .data/profile on ports 29579/29632, HTTP 29680. Must not: time anything.
 set -euo pipefail
@@ -17,6 +23,7 @@ cd "$root"
 
 clients="${CLIENTS:-4}"
 duration="${DURATION:-10}"
+strace_s="${STRACE:-3}"
 datadir=".data/profile"
 redis_port=29579
 pg_port=29632
@@ -49,14 +56,35 @@ while time.monotonic() < end:
 PY
 }
 
+# Lock requests the gateway has answered so far (its own counter, by route).
+answered() {
+  curl -fs "http://127.0.0.1:$http_port/metrics" |
+    awk '/^fencegate_http_responses_total\{route="lock_(acquire|release)"/ {n += $2} END {print n + 0}'
+}
+
+# Clock ticks the gateway has used so far: in user space, then in the kernel.
+user_system_ticks() { awk '{print $14, $15}' "/proc/$bench_gateway_pid/stat"; }
+
 client_pids=()
 for c in $(seq "$clients"); do
-  pairs "$http_port" "$c" $((duration + 3)) &
+  pairs "$http_port" "$c" $((duration + strace_s + 4)) &
   client_pids+=($!)
 done
 sleep 1 # the clients connected and under way
+read -r user0 system0 < <(user_system_ticks)
+answered0=$(answered)
 perf record -q -F 1999 -e cpu-clock -g -p "$bench_gateway_pid" -o "$datadir/perf.data" -- sleep "$duration" \
   >/dev/null 2>&1
+read -r user1 system1 < <(user_system_ticks)
+answered1=$(answered)
+strace -f -ttt -o "$datadir/strace.txt" -p "$bench_gateway_pid" 2>/dev/null &
+strace_pid=$!
+sleep 1 # attached to every thread
+read -r since2 answered2 < <(echo "$(date +%s.%N) $(answered)")
+sleep "$strace_s"
+read -r since3 answered3 < <(echo "$(date +%s.%N) $(answered)")
+kill -INT "$strace_pid"
+wait "$strace_pid" || true
 wait "${client_pids[@]}"
 
 # perf report of the samples; its readers below read all of it (sed, not head: no broken pipe).
@@ -69,3 +97,17 @@ report --sort sym -g none | grep -E '^ +[0-9]' | sed -n 1,20p
 echo "# the busiest kernel symbol, by caller"
 top=$(report --sort sym -g none | awk '/\[k\]/ && top == "" {top = $3} END {print top}')
 report --sort sym -g caller,0.5,callee --symbol-filter="$top" | grep -E -- '--[0-9.]+%--' | sed -n 1,24p
+echo "# the gateway's CPU per lock request over the sampled seconds ($((answered1 - answered0)) requests)"
+awk -v u=$((user1 - user0)) -v s=$((system1 - system0)) -v n=$((answered1 - answered0)) \
+  -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "user %.1f µs, system %.1f µs (%.0f %% user)\n",
+    u / hz * 1e6 / n, s / hz * 1e6 / n, 100 * u / (u + s)}'
+echo "# system calls per lock request, strace over $strace_s s ($((answered3 - answered2)) requests)"
+# A line of strace -f -ttt: thread, time, then the call's name up to its "(" (or "<... name resumed>").
+awk -v n=$((answered3 - answered2)) -v from="$since2" -v to="$since3" '$2 >= from && $2 < to && $3 ~ /^[a-z_0-9]+\(/ {
+    calls[substr($3, 1, index($3, "(") - 1)]++; total++ }
+    END {for (c in calls) printf "%-14s %.2f\n", c, calls[c] / n; printf "%-14s %.2f\n", "in all", total / n}' \
+  "$datadir/strace.txt" | sort -k2 -rn | awk '$2 >= 0.01'
+echo "# this machine: one system call, one sleep with its wake-up"
+perf bench syscall basic --loop 1000000 2>/dev/null | awk '/usecs\/op/ {printf "getppid: %s µs\n", $1}'
+perf bench sched pipe -l 50000 2>/dev/null |
+  awk '/usecs\/op/ {printf "pipe round trip (two sleeps, two wake-ups): %s µs\n", $1}'

@@ -4,7 +4,7 @@
 # fault lab of tests/ha/), and the
 # unprivileged system user that runs the test/dev Postgres cluster when the scripts run as root.
 # Idempotent and quiet when everything is already there; it installs only what is missing.
-# `scripts/deps.sh bench` adds the tools of bench/ (jq, python3-redis, python3-psycopg2, linux-perf,
+# `scripts/deps.sh bench` adds the tools of bench/ (jq, python3-redis, python3-psycopg2, linux-perf, strace,
 # valgrind); curl is always there (the README's walk-through, integration.readme), and prometheus for its
 # promtool (integration.monitoring checks deploy/prometheus/; the service is never started by the tests).
 # golang-go (Go 1.19) builds and tests the Go client of clients/go; the TypeScript client of clients/node is
@@ -31,7 +31,7 @@ PACKAGES=(
 # Debian's nodejs ships npm apart; node from elsewhere may bring its own.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 if [[ "${1:-}" == bench ]]; then
-  PACKAGES+=(jq python3-redis python3-psycopg2 linux-perf valgrind)
+  PACKAGES+=(jq python3-redis python3-psycopg2 linux-perf strace valgrind)
 fi
 # Unprivileged user that owns and runs the Postgres clusters of scripts/services.sh (postgres refuses root).
 PG_OS_USER="${FG_PG_OS_USER:-fencegate-pg}"
