@@ -8,10 +8,9 @@
 # share, not a time; what it tells is which part a change could move (docs/performance.md, T5).
 # Then what the samples are weighed against: the gateway's CPU per request over the same seconds, in
 # user space and in the kernel (utime and stime from /proc); its system calls per request, counted by
-# strace over STRACE seconds more of the same load (strace slows every call: a count, not a time; the
-# calls are counted between two readings of the gateway's answered requests); and
-# what one system call and one sleep with its wake-up cost on this machine (perf bench syscall basic,
-# perf bench sched pipe).
+# strace over STRACE seconds more of the same load between two readings of the gateway's answered
+# requests (strace slows every call: a count, not a time); and what one system call and one sleep with
+# its wake-up cost on this machine (perf bench syscall basic, perf bench sched pipe).
 #
 #   bench/profile.sh
 #   CLIENTS=4 DURATION=10 STRACE=3 LOG_LEVEL=info HTTP_THREADS=4 BUILD=/path/to/build bench/profile.sh
