@@ -61,20 +61,19 @@ answered() {
     awk '/^fencegate_http_responses_total\{route="lock_(acquire|release)"/ {n += $2} END {print n + 0}'
 }
 
-# Clock ticks the gateway has used so far: in user space, then in the kernel.
-user_system_ticks() { awk '{print $14, $15}' "/proc/$bench_gateway_pid/stat"; }
-
 client_pids=()
 for c in $(seq "$clients"); do
   pairs "$http_port" "$c" $((duration + strace_s + 4)) &
   client_pids+=($!)
 done
 sleep 1 # the clients connected and under way
-read -r user0 system0 < <(user_system_ticks)
+user0=$(user_ticks "$bench_gateway_pid")
+cpu0=$(cpu_ticks "$bench_gateway_pid")
 answered0=$(answered)
 perf record -q -F 1999 -e cpu-clock -g -p "$bench_gateway_pid" -o "$datadir/perf.data" -- sleep "$duration" \
   >/dev/null 2>&1
-read -r user1 system1 < <(user_system_ticks)
+user1=$(user_ticks "$bench_gateway_pid")
+cpu1=$(cpu_ticks "$bench_gateway_pid")
 answered1=$(answered)
 strace -f -ttt -o "$datadir/strace.txt" -p "$bench_gateway_pid" 2>/dev/null &
 strace_pid=$!
@@ -97,7 +96,7 @@ echo "# the busiest kernel symbol, by caller"
 top=$(report --sort sym -g none | awk '/\[k\]/ && top == "" {top = $3} END {print top}')
 report --sort sym -g caller,0.5,callee --symbol-filter="$top" | grep -E -- '--[0-9.]+%--' | sed -n 1,24p
 echo "# the gateway's CPU per lock request over the sampled seconds ($((answered1 - answered0)) requests)"
-awk -v u=$((user1 - user0)) -v s=$((system1 - system0)) -v n=$((answered1 - answered0)) \
+awk -v u=$((user1 - user0)) -v s=$((cpu1 - cpu0 - (user1 - user0))) -v n=$((answered1 - answered0)) \
   -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "user %.1f µs, system %.1f µs (%.0f %% user)\n",
     u / hz * 1e6 / n, s / hz * 1e6 / n, 100 * u / (u + s)}'
 echo "# system calls per lock request, strace over $strace_s s ($((answered3 - answered2)) requests)"
