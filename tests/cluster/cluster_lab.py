@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import unittest
+from collections import Counter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ha"))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -73,7 +74,7 @@ def as_map(flat: list) -> dict:
     return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
 
 
-# Seconds of disagreement on the slot map before wait_converged mends forgotten slots.
+# Seconds of disagreement on the slot map before wait_converged mends orphaned slots.
 MEND_AFTER = 10
 
 
@@ -256,8 +257,8 @@ class ClusterLab:
         return len(views) == 1
 
     def wait_converged(self, timeout: float = 60):
-        """Waits until the nodes agree on the slot map; after MEND_AFTER seconds without, mends forgotten
-        slots (mend_forgotten_slots) every few seconds, as an operator would."""
+        """Waits until the nodes agree on the slot map; after MEND_AFTER seconds without, mends orphaned
+        slots (mend_orphaned_slots) every few seconds, as an operator would."""
         started, mended = time.monotonic(), [0.0]
 
         def agreed() -> bool:
@@ -266,7 +267,7 @@ class ClusterLab:
             now = time.monotonic()
             if now - started > MEND_AFTER and now - mended[0] > MEND_AFTER / 2:
                 mended[0] = now
-                self.mend_forgotten_slots()
+                self.mend_orphaned_slots()
             return False
         try:
             wait(agreed, timeout, "the nodes to agree on the slot map")
@@ -282,24 +283,39 @@ class ClusterLab:
                 owners.update(dict.fromkeys(range(r[i], r[i + 1] + 1), s["primary"]))
         return owners
 
-    def mend_forgotten_slots(self):
-        """Gives a node the slots it forgot: those every other running node says it serves while it leaves
-        them unassigned itself. A replica promoted on a loaded machine can miss a slot its old primary took
-        in a reshard just before, and a node never takes the others' word about its own slots, so the map
-        stays split until someone assigns them: what `redis-cli --cluster fix` does, CLUSTER ADDSLOTSRANGE
-        on that node."""
+    def mend_orphaned_slots(self):
+        """Gives each slot that no running node claims as its own to the primary most nodes name for it. A
+        node never takes the others' word about its own slots, so the map stays split until someone assigns
+        them, as `redis-cli --cluster fix` does: a replica promoted on a loaded machine can miss a slot its
+        old primary took in a reshard just before (every other node names it, it leaves the slot
+        unassigned: CLUSTER ADDSLOTSRANGE on it), and a slot given back to a primary while a reshard moved
+        it on can end with two primaries each naming the other (CLUSTER SETSLOT ... NODE on the one most
+        nodes name)."""
         try:
             views = {p: self.slot_owners(p) for p in self.procs}
         except (OSError, RuntimeError, StopIteration, KeyError, TypeError):
             return
-        for port, own in views.items():
-            others = [v for p, v in views.items() if p != port]
-            forgotten = sorted(s for s in range(SLOTS)
-                               if s not in own and others and all(v.get(s) == port for v in others))
-            for first, last in ranges_of(forgotten):
+        orphans: dict[int, list[int]] = {}
+        for slot in range(SLOTS):
+            named = [v[slot] for v in views.values() if slot in v]
+            if not named or any(v.get(slot) == p for p, v in views.items()):
+                continue
+            port = Counter(named).most_common(1)[0][0]
+            if port in views:
+                orphans.setdefault(port, []).append(slot)
+        for port, slots in orphans.items():
+            unassigned = [s for s in slots if s not in views[port]]
+            for first, last in ranges_of(unassigned):
                 print(f"cluster lab: node {port} forgot slots {first}-{last} the others say it serves; "
                       "assigning them to it", file=sys.stderr)
                 resp(port, "CLUSTER", "ADDSLOTSRANGE", str(first), str(last))
+            named_elsewhere = [s for s in slots if s in views[port]]
+            if named_elsewhere:
+                print(f"cluster lab: node {port} names another for slots {named_elsewhere} that no node claims "
+                      "and most say it serves; assigning them to it", file=sys.stderr)
+                node_id = resp(port, "CLUSTER", "MYID")
+                for s in named_elsewhere:
+                    resp(port, "CLUSTER", "SETSLOT", str(s), "NODE", node_id)
 
     def views(self) -> str:
         """What each node says of the cluster, and the end of its log: the diagnosis of a wait that failed."""

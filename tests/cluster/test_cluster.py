@@ -145,6 +145,21 @@ class ClusterLabTest(LabTestCase):
         self.assertEqual(self.lab.owner(slot), port)
         self.assertEqual(self.lab.slot_owners(port)[slot], port)
 
+    def test_1c_a_slot_no_primary_claims_is_mended(self):
+        """A primary that hands a slot to another behind the others' backs (CLUSTER SETSLOT ... NODE on it
+        alone): it names the other, the other and the rest still name it, and no node claims the slot, as
+        when a slot given back to a primary meets a reshard that moved it on; wait_converged gives it to the
+        primary most nodes name. Caught: a mend that only assigns slots a node leaves unassigned times out."""
+        shards = self.lab.shards()
+        port, slot = shards[0]["primary"], shards[0]["ranges"][0] + 1
+        other_id = resp(shards[1]["primary"], "CLUSTER", "MYID")
+        self.assertEqual(resp(port, "CLUSTER", "SETSLOT", str(slot), "NODE", other_id), "OK")
+        self.assertEqual(self.lab.slot_owners(port)[slot], shards[1]["primary"])
+        self.assertFalse(self.lab.converged())
+        self.lab.wait_converged(timeout=MEND_AFTER + 30)
+        self.assertEqual(self.lab.owner(slot), port)
+        self.assertEqual(self.lab.slot_owners(port)[slot], port)
+
     def test_2_spread(self):
         primaries = self.lab.primaries()
         before = {p: self.lab.calls(p, "incr") + self.lab.calls(p, "get") for p in primaries}
