@@ -519,7 +519,8 @@ static enum MHD_Result find_unknown_param(void *cls, enum MHD_ValueKind kind, co
 }
 
 /* The bounds of the route's members that the gateway checks (body: the parsed
- * body, or NULL without one), in the order the route's description lists them. */
+ * body, or NULL without one, whose members are all absent: a required one is
+ * refused as in {}), in the order the route's description lists them. */
 static int check_bounds(struct http_request *req, const json_t *body, struct fg_error *err)
 {
     for (const struct member_bound *b = req->match.route->bounds; b != NULL && b->name != NULL;
@@ -529,7 +530,7 @@ static int check_bounds(struct http_request *req, const json_t *body, struct fg_
         if (b->check == CHECK_QUERY_INTEGER) {
             if (strict_query_check(b, http_request_query(req, b->name), err) != 0)
                 return -1;
-        } else if (body != NULL && strict_member_check(b, body, err) != 0) {
+        } else if (strict_member_check(b, body, err) != 0) {
             return -1;
         }
     }

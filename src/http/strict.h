@@ -71,7 +71,8 @@ struct member_bound {
 /* The bound named name of list (a route's bounds), which must have it. */
 const struct member_bound *strict_bound(const struct member_bound *list, const char *name);
 
-/* Checks the value body (a JSON object) has for member b (a body check):
+/* Checks the value body (a JSON object, or NULL for a request without a
+ * body: every member absent) has for member b (a body check):
  * presence, type, bounds and, when b says so, printable text, and returns 0,
  * or -1 with the 400 invalid_field in err. A route's members are checked in
  * the order its description lists them, so a request with two faults is

@@ -208,6 +208,29 @@ static int no_b_items(const json_t *array, struct fg_error *err)
     return 0;
 }
 
+/* A request without a body has every member absent: a required one is
+ * refused as in {}, an optional one passes. */
+static void no_body_is_every_member_absent(void **state)
+{
+    (void)state;
+    struct fg_error err = {0};
+    const struct member_bound limit = {"limit",         CHECK_INTEGER, 1,    5,   true,
+                                       "limit refused", false,         NULL, NULL};
+    assert_int_equal(strict_member_check(&limit, NULL, &err), -1);
+    assert_string_equal(err.msg, "field 'limit' is required");
+    const struct member_bound names = {"names",         CHECK_ARRAY, 1,    2,   true,
+                                       "names refused", false,       NULL, NULL};
+    memset(&err, 0, sizeof err);
+    assert_int_equal(strict_member_check(&names, NULL, &err), -1);
+    assert_string_equal(err.msg, "names refused");
+    const struct member_bound reason = {"reason",         CHECK_TEXT, 0,    3,   false,
+                                        "reason refused", false,      NULL, NULL};
+    assert_int_equal(strict_member_check(&reason, NULL, &err), 0);
+    const struct member_bound ttl = {"ttl_ms",      CHECK_INTEGER, 1,    5,   false,
+                                     "ttl refused", false,         NULL, NULL};
+    assert_int_equal(strict_member_check(&ttl, NULL, &err), 0);
+}
+
 static void texts_and_arrays_answer_their_refusal(void **state)
 {
     (void)state;
@@ -281,6 +304,7 @@ int main(void)
         cmocka_unit_test(integers_answer_as_fgjson_int),
         cmocka_unit_test(strings_answer_their_refusals),
         cmocka_unit_test(texts_and_arrays_answer_their_refusal),
+        cmocka_unit_test(no_body_is_every_member_absent),
         cmocka_unit_test(queries_refuse_all_but_decimals_in_bounds),
         cmocka_unit_test(bounds_are_found_by_name),
     };
