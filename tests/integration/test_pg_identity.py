@@ -5,6 +5,11 @@ one fence guards it.
   and one resource; an older token is refused on every spelling. (Broken variant caught: fenced_sql.c
   building the identity from key::numeric::text, which keeps the scale, as before the fix — the older
   token was accepted on "...067.0".)
+- keys whose column has a modifier: a varchar(5) key of six characters ("ABCDE " is stored as "ABCDE")
+  is refused, and a timestamp(0) key's text names the second Postgres stores ("...00.4" is the row
+  "...00"), so an older token is refused on every spelling of the row. (Broken variants caught: the
+  length check left out of key_text.c, and the cast without its modifier in fenced_schema.c — in both,
+  the older token's write was applied to the row under a fence of its own.)
 - key types where equal values print differently (float8, citext, interval, a text key under a
   non-deterministic collation) stop start-up with a message naming the table, the column and why.
   (Broken variant caught: fenced_sql_key_refusal answering NULL — the gateway started.)
@@ -32,10 +37,12 @@ CREATE TABLE IF NOT EXISTS public.ident_float (id float8 PRIMARY KEY, note text)
 CREATE TABLE IF NOT EXISTS public.ident_citext (id citext PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_interval (id interval PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_ci (id text COLLATE public.fg_ci PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_code (id varchar(5) PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_at (id timestamp(0) PRIMARY KEY, note text);
 """
 TEARDOWN = """
 DROP TABLE IF EXISTS public.ident_ledger, public.ident_float, public.ident_citext, public.ident_interval,
-    public.ident_ci;
+    public.ident_ci, public.ident_code, public.ident_at;
 DROP COLLATION IF EXISTS public.fg_ci;
 """
 
@@ -75,6 +82,50 @@ class NumericIdentity(unittest.TestCase):
         frac = self.put("12.50", new["token"], "frac")
         self.assertEqual((frac.status, frac.body["resource"]), (200, "pg:ident_ledger/12.5"), frac)
         self.assertEqual(self.put("12.5000", old["token"], "old").status, 409)
+
+
+class ModifiedKeys(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        psql(SETUP)
+        cls.gw = Gateway(config={"tables": {"ident_code": {"key": "id", "columns": ["note"]},
+                                            "ident_at": {"key": "id", "columns": ["note"]}}})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+        psql(TEARDOWN)
+
+    def token(self):
+        r = self.c.post(f"/v1/locks/{unique('modified')}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def put(self, table: str, key: str, token: str, note: str):
+        return self.c.request("PUT", f"/v1/pg/{table}/{key}", {"row": {"note": note}}, {"Fence-Token": token})
+
+    def test_a_key_longer_than_its_varchar_is_refused(self):
+        old, new = self.token(), self.token()
+        self.assertEqual(self.put("ident_code", "ABCDE", new["token"], "new").status, 200)
+        for spelling in ("ABCDE%20", "ABCDE%20%20", "ABCDEF"):
+            r = self.put("ident_code", spelling, old["token"], "old")
+            self.assertEqual((r.status, r.body.get("type")), (400, "/problems/invalid_field"), (spelling, r))
+            self.assertIn("at most 5 characters", r.body["detail"], r)
+        self.assertEqual(psql("SELECT note FROM public.ident_code WHERE id = 'ABCDE'"), ["new"])
+        self.assertEqual(self.put("ident_code", "%C3%A9t%C3%A9s", new["token"], "accents").status, 200)
+
+    def test_a_timestamp_key_names_the_second_its_column_keeps(self):
+        old, new = self.token(), self.token()
+        self.assertEqual(self.put("ident_at", "2024-01-01%2000:00:00", new["token"], "new").status, 200)
+        for spelling in ("2024-01-01%2000:00:00.4", "2024-01-01T00:00:00", "2023-12-31%2023:59:59.6"):
+            r = self.put("ident_at", spelling, old["token"], "old")
+            self.assertEqual((r.status, r.body.get("resource")), (409, "pg:ident_at/2024-01-01 00:00:00"),
+                             (spelling, r))
+        self.assertEqual(psql("SELECT note FROM public.ident_at"), ["new"])
+        self.assertEqual(psql("SELECT count(*) FROM fencegate.resource_fences WHERE resource LIKE 'pg:ident_at/%'"),
+                         ["1"])
 
 
 class RefusedKeyTypes(unittest.TestCase):

@@ -123,12 +123,35 @@ static void key_types(void **state)
     struct table_schema s;
     struct fg_error err = {0};
     assert_int_equal(load(&t,
-                          "[{\"name\": \"k\", \"type\": \"numeric(12,2)\", \"is_unique\": \"t\","
-                          " \"base_type\": \"numeric\", \"nondeterministic\": \"f\"}]",
+                          "[{\"name\": \"k\", \"type\": \"numeric\","
+                          " \"full_type\": \"numeric(12,2)\", \"typmod\": \"786438\","
+                          " \"is_unique\": \"t\", \"base_type\": \"numeric\","
+                          " \"nondeterministic\": \"f\"}]",
                           &s, &err),
                      0);
-    assert_true(s.key_numeric);
-    assert_string_equal(s.key_type, "numeric(12,2)");
+    assert_true(s.key_numeric && s.key_shape.scaled && s.key_shape.scale == 2);
+    assert_string_equal(s.key_type, "numeric");
+    table_schema_free(&s);
+    /* a type the gateway does not read is cast with its modifier, which rounds
+     * as the column does; one it reads without (its text is checked instead) */
+    assert_int_equal(load(&t,
+                          "[{\"name\": \"k\", \"type\": \"timestamp without time zone\","
+                          " \"full_type\": \"timestamp(0) without time zone\","
+                          " \"typmod\": \"0\", \"is_unique\": \"t\","
+                          " \"base_type\": \"timestamp\", \"nondeterministic\": \"f\"}]",
+                          &s, &err),
+                     0);
+    assert_string_equal(s.key_type, "timestamp(0) without time zone");
+    table_schema_free(&s);
+    assert_int_equal(load(&t,
+                          "[{\"name\": \"k\", \"type\": \"character varying\","
+                          " \"full_type\": \"character varying(5)\","
+                          " \"typmod\": \"9\", \"is_unique\": \"t\","
+                          " \"base_type\": \"varchar\", \"nondeterministic\": \"f\"}]",
+                          &s, &err),
+                     0);
+    assert_string_equal(s.key_type, "character varying");
+    assert_int_equal(s.key_shape.max_chars, 5);
     table_schema_free(&s);
 }
 

@@ -117,6 +117,17 @@ static void texts_uuids_dates(void **state)
     canonical_is(&bpchar, "ab  ", "ab");
     canonical_is(&bpchar, " ab", " ab");
     refused(&bpchar, "   ");
+    /* varchar(5), char(3): no more characters than the column holds, spaces
+     * included (Postgres would keep "ABCDE" of "ABCDE "), counted in UTF-8 */
+    const struct key_shape five = key_shape_of("character varying", "varchar", 5 + 4);
+    canonical_is(&five, "ABCDE", "ABCDE");
+    canonical_is(&five, "\xc3\xa9t\xc3\xa9s!", "\xc3\xa9t\xc3\xa9s!");
+    refused(&five, "ABCDE ");
+    refused(&five, "ABCDEF");
+    refused(&five, "\xc3\xa9t\xc3\xa9s!!");
+    const struct key_shape three = key_shape_of("character", "bpchar", 3 + 4);
+    canonical_is(&three, "abc   ", "abc");
+    refused(&three, "abcd");
     const char *expected = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
     canonical_is(&uuid, "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", expected);
     canonical_is(&uuid, "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", expected);
@@ -187,6 +198,10 @@ static void shapes(void **state)
     assert_true(n.scaled && n.scale == 4);
     n = key_shape_of("numeric", "numeric", (2 << 16 | (-3 & 0x7ff)) + 4); /* numeric(2,-3) */
     assert_true(n.scaled && n.scale == -3);
+    assert_int_equal(key_shape_of("character varying", "varchar", 24).max_chars, 20);
+    assert_int_equal(key_shape_of("character varying", "varchar", -1).max_chars, 0);
+    assert_int_equal(key_shape_of("text", "text", -1).max_chars, 0);
+    assert_int_equal(key_shape_of("character", "bpchar", 9).max_chars, 5);
 }
 
 static void order(void **state)

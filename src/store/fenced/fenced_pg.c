@@ -57,6 +57,7 @@ static struct {
 
 static const char catalog_sql[] =
     "SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type, a.atttypmod AS typmod,"
+    " format_type(a.atttypid, a.atttypmod) AS full_type,"
     " a.atttypid IN ('json'::regtype, 'jsonb'::regtype) AS is_json,"
     " a.attgenerated <> '' OR a.attidentity = 'a' AS read_only,"
     " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"

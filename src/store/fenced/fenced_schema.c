@@ -42,6 +42,20 @@ static char *catalog_type(const json_t *col)
     return copy;
 }
 
+/* The key column's type as its casts name it (owned): for a type the gateway
+ * does not read, with its modifier (timestamp(0), bit(4)), so that the key's
+ * text names the value the column stores (rounded, cut or padded as a cast
+ * does) both in its resource and in the write; for the others without
+ * (catalog_type), the key's text checked against the modifier here. */
+static char *key_cast_type(const json_t *key, const struct key_shape *shape)
+{
+    if (shape->form != KEY_FORM_OTHER)
+        return catalog_type(key);
+    char *copy = strdup(json_string_value(json_object_get(key, "full_type")));
+    FG_ASSERT(copy != NULL);
+    return copy;
+}
+
 /* How the gateway reads the key's text; a bound table's key must be of a type
  * it reads, or a spelling it passes as given could name a row under another
  * row's lock. */
@@ -109,7 +123,7 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
     if (check_fence_column(t, columns, err) != 0 ||
         key_shape_load(t, key, &schema->key_shape, err) != 0)
         return -1;
-    schema->key_type = catalog_type(key);
+    schema->key_type = key_cast_type(key, &schema->key_shape);
     schema->key_numeric = fenced_sql_key_numeric(base ? base : "");
     schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
     schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);

@@ -48,6 +48,9 @@ struct key_shape key_shape_of(const char *type, const char *base_type, int typmo
         if (domain && forms[i].takes_modifier)
             return shape;
         shape.form = forms[i].form;
+        /* varchar(n)'s and char(n)'s typmod: n + VARHDRSZ */
+        if ((shape.form == KEY_FORM_TEXT || shape.form == KEY_FORM_BPCHAR) && typmod >= 4)
+            shape.max_chars = typmod - 4;
         /* numeric's typmod: ((precision << 16) | (scale & 0x7ff)) + VARHDRSZ, the
          * scale an 11-bit two's complement number (Postgres 15) */
         if (shape.form == KEY_FORM_NUMERIC && typmod >= 4) {
@@ -364,6 +367,31 @@ static int date_canonical(const char *key, const char *field, char **out, struct
     return 0;
 }
 
+/* --- texts --------------------------------------------------------------------------------- */
+
+/* The characters of the n bytes of UTF-8 at s (the bytes that do not continue one). */
+static size_t utf8_chars(const char *s, size_t n)
+{
+    size_t chars = 0;
+    for (size_t i = 0; i < n; i++)
+        chars += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return chars;
+}
+
+/* The n bytes of key as the canonical text of a text or char(n) key, refused
+ * past the column's length: Postgres would store such a text cut to its
+ * length when the rest is spaces, the key of another row. */
+static int text_canonical(const struct key_shape *shape, const char *key, size_t n,
+                          const char *field, char **out, struct fg_error *err)
+{
+    if (shape->max_chars > 0 && utf8_chars(key, n) > (size_t)shape->max_chars)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "field '%s' must be at most %d characters, the length of its column", field,
+                       shape->max_chars);
+    *out = copy(key, n);
+    return 0;
+}
+
 /* --- all forms ----------------------------------------------------------------------------- */
 
 int key_canonical(const struct key_shape *shape, const char *key, const char *field, char **out,
@@ -383,10 +411,9 @@ int key_canonical(const struct key_shape *shape, const char *key, const char *fi
             n--;
         if (n == 0)
             return refuse(err, field, "a key that is not only spaces");
-        *out = copy(key, n);
-        return 0;
+        return text_canonical(shape, key, n, field, out, err);
     }
-    case KEY_FORM_TEXT:
+    case KEY_FORM_TEXT: return text_canonical(shape, key, strlen(key), field, out, err);
     case KEY_FORM_OTHER: *out = copy(key, strlen(key)); return 0;
     }
     FG_ASSERT(!"unknown key form");

@@ -34,6 +34,7 @@ struct key_shape {
     enum key_form form; /* how its text is read */
     bool scaled;        /* numeric(p,s): a key keeps at most scale decimals */
     int scale;          /* s of numeric(p,s) (may be negative), when scaled */
+    int max_chars;      /* n of varchar(n) or char(n): a key has at most n characters; 0: any */
 };
 
 /*
@@ -53,7 +54,9 @@ struct key_shape key_shape_of(const char *type, const char *base_type, int typmo
  * The canonical text of key (printable UTF-8, NUL-terminated) for a column of
  * shape: *out gets an owned string. A spelling the gateway cannot read exactly
  * as Postgres does (hexadecimal integers, dates not written YYYY-MM-DD,
- * numbers out of range, more decimals than a numeric(p,s) keeps) fails with
+ * numbers out of range, more decimals than a numeric(p,s) keeps, more
+ * characters than a varchar(n) or char(n) holds: Postgres stores such a text
+ * cut to n when the rest is spaces, another row's key) fails with
  * FG_ERR_INVALID_FIELD naming field. KEY_FORM_OTHER copies key.
  */
 int key_canonical(const struct key_shape *shape, const char *key, const char *field, char **out,
