@@ -10,8 +10,12 @@ audit record with reason lease_expired is kept. The fence rule still applies on 
 - a write while the lease holds goes through (locks and semaphores), a batch with an ended lease changes
   nothing, and a released lease counts as ended.
 
-Broken variant this file caught when tried: the check skipped for Redis prefixes (the late Redis write was
-applied with 200).
+- the refusal and its audit record name the row as its reads do, with the fence stored for it: a numeric
+  key's identity (12.50 is pg:live_ledger/12.5), and on a fence_column table the row's own fence.
+
+Broken variants this file caught when tried: the check skipped for Redis prefixes (the late Redis write was
+applied with 200); the refusal naming the key as sent and reading the fence from the fence table, as
+before (pg:live_ledger/12.50 with current_fence 0; the fence_column row's current_fence 0).
 
 Owns: require_live_lease. Must not: rely on a pause shorter than the lease it outlives.
 """
@@ -26,13 +30,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import GatewayTest, Redis, psql, same_slot  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, rejections, unique, write  # noqa: E402
 
-PLAIN_SQL = "CREATE TABLE IF NOT EXISTS public.live_plain (id text PRIMARY KEY, note text)"
+PLAIN_SQL = """
+CREATE TABLE IF NOT EXISTS public.live_plain (id text PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.live_ledger (id numeric(20, 4) PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.live_col (id text PRIMARY KEY, note text, lock_fence bigint);
+"""
 
 
 class LiveLeaseTest(GatewayTest):
     gateway_config = {
         "tables": {"invoices": {"key": "id", "columns": INVOICE_COLUMNS, "require_live_lease": True},
-                   "live_plain": {"key": "id", "columns": ["note"]}},
+                   "live_plain": {"key": "id", "columns": ["note"]},
+                   "live_ledger": {"key": "id", "columns": ["note"], "require_live_lease": True},
+                   "live_col": {"key": "id", "columns": ["note"], "fence_column": "lock_fence",
+                                "require_live_lease": True}},
         "redis_prefixes": ["app:", {"prefix": "live:", "require_live_lease": True}]}
 
     @classmethod
@@ -103,6 +114,24 @@ class LiveLeaseTest(GatewayTest):
         self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["lease_expired"])
         self.assertEqual(self.c.request("DELETE", f"/v1/redis/live:{key}", None,
                                         {"Fence-Token": lease["token"]}).status, 410)
+
+    def test_the_refusal_names_the_row_and_its_stored_fence(self):
+        key = unique("col")
+        held = self.lease(ttl_ms=10000)
+        number = str(int(time.time() * 1000) % 100000000)
+        for table, written, refused, resource in (
+                ("live_ledger", f"{number}.5", f"{number}.50", f"pg:live_ledger/{number}.5"),
+                ("live_col", key, key, f"pg:live_col/{key}")):
+            with self.subTest(table=table):
+                r = self.c.request("PUT", f"/v1/pg/{table}/{written}", {"row": {"note": "held"}},
+                                   {"Fence-Token": held["token"]})
+                self.assertEqual(r.status, 200, r)
+                late = self.lease(ttl_ms=300)
+                time.sleep(0.4)
+                r = write(self.c, "PATCH", table, refused, {"set": {"note": "late"}}, late["token"])
+                self.assert_expired(r, resource)
+                audit = [(a["reason"], a["presented_fence"], a["current_fence"]) for a in rejections(resource)]
+                self.assertEqual(audit, [("lease_expired", late["fence"], held["fence"])])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fglimits.h"
 #include "store/backend/pg.h"
 #include "store/backend/sqlstate.h"
 #include "store/fenced/batch_opening.h"
@@ -579,8 +580,9 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
 {
     for (size_t i = 0; i < batch->nops; i++) {
         const struct fenced_op *op = &batch->ops[i];
-        char *resource = NULL;
-        FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
+        char identity[SEGMENT_MAX_LEN + 1], *resource = NULL;
+        key_row_identity(&fpg.schemas[op->table].key_shape, op->key, identity, sizeof identity);
+        FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], identity) > 0);
         struct fenced_result refused = {.outcome = FENCED_REVOKED, .resource = resource};
         int rc = fenced_refusal_audit(c, who, &refused, "POST", err);
         if (i == 0)
@@ -801,19 +803,15 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
 int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
                      const char *method, struct fenced_result *res, struct fg_error *err)
 {
-    memset(res, 0, sizeof *res);
+    /* The resource and its fence as a read of the row names them: the row's
+     * identity, and the fence where its table keeps it (the row's own column
+     * on a fence_column table). */
+    if (fenced_pg_read(op->table, op->key, res, err) != 0)
+        return -1;
+    json_decref(res->after);
+    res->after = NULL;
     res->outcome = FENCED_EXPIRED;
-    FG_ASSERT(asprintf(&res->resource, "%s%s", fpg.prefixes[op->table], op->key) > 0);
-    const char *params[] = {res->resource};
-    json_t *rows = NULL;
-    int rc =
-        pg_query("fpg_fence", "SELECT fence FROM fencegate.resource_fences WHERE resource = $1", 1,
-                 params, &rows, err);
-    if (rc == 0) {
-        res->fence = fenced_pg_answer_fence(json_array_get(rows, 0));
-        rc = fenced_refusal_audit(NULL, who, res, method, err);
-    }
-    json_decref(rows);
+    int rc = fenced_refusal_audit(NULL, who, res, method, err);
     if (rc != 0)
         fenced_result_free(res);
     return rc;
