@@ -127,7 +127,7 @@ static void fuzz_op_sql(const struct fenced_op *op)
         char *sql = fenced_sql_write(&schemas[op->table], op->kind, op->written, form,
                                      want_row % 2 == 1, &nparams);
         FG_ASSERT(sql != NULL);
-        int common = fenced_sql_takes_prefix(&schemas[op->table], want_row % 2 == 1)
+        int common = fenced_sql_takes_prefix(&schemas[op->table], op->kind, want_row % 2 == 1)
                          ? FENCED_PARAM_COUNT
                          : FENCED_PARAM_PREFIX;
         FG_ASSERT(op->kind == FENCED_DELETE || nparams == common + written);

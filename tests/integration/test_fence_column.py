@@ -8,13 +8,15 @@ not by the gateway. Many concurrent writers with shuffled fences then show that
   - every 409 left exactly one audit record (same shape as the default mode), no 200 left one;
   - nothing is kept in fencegate.resource_fences for the table;
 and single requests show the rest of the contract: the column is not client-writable, GET answers it as
-`fence`, 404 leaves nothing behind, POST onto an existing row, batches all-or-nothing with the stale audit,
-and the start-up refusals (missing column, not bigint, listed in columns).
+`fence`, 404 leaves nothing behind, POST onto an existing row, a DELETE keeps the row's fence (its one row in
+fencegate.resource_fences) so that an older token cannot create the row again, batches all-or-nothing with the
+stale audit, and the start-up refusals (missing column, not bigint, listed in columns).
 
 Broken variants caught while writing this (each tried, then reverted): the row guard dropped from the UPDATE
 (`coalesce(fence) <= $1` removed: the log showed a lower fence committed after a higher one and 409s became
 200s); the current fence read without FOR UPDATE, from the statement's snapshot (a writer that lost a race to
-a concurrent commit was answered as if the row were not stale, and the log and the answers disagreed).
+a concurrent commit was answered as if the row were not stale, and the log and the answers disagreed); the
+delete's kept fence left out (the older PUT and POST recreated the deleted row with 200 and 201).
 
 Owns: docs/api.md "Resources bound to locks" `fence_column`. Must not: test lock/semaphore templates (test_bound.py).
 """
@@ -101,9 +103,18 @@ class FenceColumnTest(GatewayTest):
         r = write(self.c, "DELETE", "fc_rows", key, None, t2)
         self.assertEqual(r.status, 200, r)
         self.assertIsNone(row(key))
-        self.assertIsNone(stored_fence(f"pg:fc_rows/{key}"))
         r = self.c.get(f"/v1/pg/fc_rows/{key}")
         self.assertEqual(assert_problem(self, r, 404, "not_found")["fence"], None)
+        # The deleted row's fence stays: an older token cannot create the row again.
+        self.assertEqual(stored_fence(f"pg:fc_rows/{key}"), f2)
+        for method, k, b in (("PUT", key, {"row": {"note": "back"}}), ("POST", None, {"row": {"id": key}})):
+            body = assert_problem(self, write(self.c, method, "fc_rows", k, b, t1), 409, "stale_fence")
+            self.assertEqual((body["current_fence"], body["resource"]), (f2, f"pg:fc_rows/{key}"))
+        self.assertIsNone(row(key))
+        self.assertEqual([a["presented_fence"] for a in rejections(f"pg:fc_rows/{key}")], [f1] * 6)
+        r = write(self.c, "PUT", "fc_rows", key, {"row": {"note": "again"}}, t2)
+        self.assertIn(r.status, (200, 201), r)
+        self.assertEqual(row(key), f"again|{f2}")
 
     def test_revoked_token_writes_nothing(self):
         """A revoked lease's token is refused on a fence-column row too (410, audited "revoked"), although

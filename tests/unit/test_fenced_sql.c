@@ -172,11 +172,17 @@ static void fence_column_statements(void **state)
                            " SELECT $2::text, $4::text, $1::bigint WHERE NOT EXISTS"));
     assert_non_null(strstr(sql, ", \"lock_fence\" = excluded.\"lock_fence\" WHERE "
                                 "coalesce(t.\"lock_fence\", 0) <= $1::bigint RETURNING"));
+    /* it creates the row only where no higher fence was kept when it was deleted */
+    const char *kept = " AND NOT EXISTS (SELECT 1 FROM fencegate.resource_fences rf WHERE "
+                       "rf.resource = $3::text || ($2::text)::text AND rf.fence > $1::bigint)";
+    assert_non_null(strstr(sql, kept));
     free(sql);
-    /* answering nothing, it takes no prefix: the columns' parameters follow the key */
-    assert_false(fenced_sql_takes_prefix(&s, false));
-    assert_true(fenced_sql_takes_prefix(&s, true));
-    assert_true(fenced_sql_takes_prefix(&schemas[0], false));
+    /* a PATCH answering nothing takes no prefix: the columns' parameters follow the key */
+    assert_false(fenced_sql_takes_prefix(&s, FENCED_PATCH, false));
+    assert_true(fenced_sql_takes_prefix(&s, FENCED_PATCH, true));
+    assert_true(fenced_sql_takes_prefix(&s, FENCED_PUT, false));
+    assert_true(fenced_sql_takes_prefix(&s, FENCED_DELETE, false));
+    assert_true(fenced_sql_takes_prefix(&schemas[0], FENCED_PATCH, false));
     sql = fenced_sql_write(&s, FENCED_PATCH, some, FENCED_FORM_CLAIM, false, &n);
     assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
     assert_string_equal(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $3::text, "
@@ -184,12 +190,22 @@ static void fence_column_statements(void **state)
                              "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT "
                              "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)");
     free(sql);
-    sql = fenced_sql_write(&s, FENCED_POST, some, FENCED_FORM_CLAIM, true, &n);
-    assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO NOTHING RETURNING"));
+    sql = fenced_sql_write(&s, FENCED_POST, some, FENCED_FORM_CLAIM, false, &n);
+    assert_non_null(strstr(sql, kept));
+    assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO NOTHING"));
+    assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     free(sql);
+    /* a delete keeps the deleted row's fence for its resource */
     sql = fenced_sql_write(&s, FENCED_DELETE, some, FENCED_FORM_CLAIM, true, &n);
-    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
-                                "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS"));
+    assert_string_equal(
+        sql, "WITH d AS (DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
+             "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT 1 FROM "
+             "fencegate.revocations rv WHERE rv.fence = $1::bigint) RETURNING t.\"id\"), k AS "
+             "(INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT $3::text || "
+             "(d.\"id\")::text, $1::bigint FROM d ON CONFLICT (resource) DO UPDATE SET fence = "
+             "greatest(rf.fence, excluded.fence), updated_at = clock_timestamp()) SELECT $3::text "
+             "|| (d.\"id\")::text AS resource FROM d");
+    assert_int_equal(n, FENCED_PARAM_COUNT);
     free(sql);
 }
 
@@ -221,7 +237,7 @@ static void answered_rows(void **state)
                       "t.\"amount_cents\", t.\"note\", t.\"meta\") AS r)";
     /* a key Postgres prints as the gateway does is not returned, nor its resource */
     s.key_shape.form = KEY_FORM_INT32;
-    assert_false(fenced_sql_takes_prefix(&s, true));
+    assert_false(fenced_sql_takes_prefix(&s, FENCED_PATCH, true));
     sql = fenced_sql_write(&s, FENCED_PATCH, (bool[]){true, false, false, false}, FENCED_FORM_CLAIM,
                            true, &n);
     const char *columns = " RETURNING t.\"customer\" AS c1, t.\"amount_cents\" AS c2, "
@@ -231,7 +247,8 @@ static void answered_rows(void **state)
     free(sql);
     sql = fenced_sql_write(&s, FENCED_DELETE, (bool[]){false, false, false, false},
                            FENCED_FORM_CLAIM, true, &n);
-    assert_null(strstr(sql, "RETURNING")); /* nothing left to return */
+    const char *deleted = " SELECT true AS deleted FROM d"; /* nothing left to return */
+    assert_true(strstr(sql, deleted) == sql + strlen(sql) - strlen(deleted));
     free(sql);
     s.key_shape.form = KEY_FORM_OTHER;
     sql = fenced_sql_read(&schemas[0]);

@@ -312,7 +312,7 @@ static struct write_stmt write_args(const struct fenced_op *op, const struct fen
     params[FENCED_PARAM_FENCE] = fence;
     params[FENCED_PARAM_KEY] = op->key;
     int n = FENCED_PARAM_PREFIX;
-    if (fenced_sql_takes_prefix(&fpg.schemas[op->table], want_row))
+    if (fenced_sql_takes_prefix(&fpg.schemas[op->table], op->kind, want_row))
         params[n++] = fpg.prefixes[op->table];
     if (op->kind != FENCED_DELETE)
         for (size_t i = 0; i < op->ncolumns; i++)

@@ -29,7 +29,11 @@
  * A table with a fence_column keeps the fence in its own row instead, the
  * classic guarded statement: the write sets the column to the presented fence
  * where the stored one (NULL: 0) is not higher, and where the fence is not
- * revoked.
+ * revoked. A delete, which takes the row and its fence away, keeps that fence
+ * in the row's resource in fencegate.resource_fences (the one row such a table
+ * has there), and a write that creates the row (PUT, POST) goes ahead only
+ * where no higher fence is kept there: a token older than the delete cannot
+ * bring the row back.
  *
  * Asked for its row, either answers (resource, c0, c1, ...) for the row it
  * wrote, the resource built from the row's stored key (its canonical text),
@@ -253,9 +257,10 @@ static void put_delete_head(FILE *out, const struct table_schema *s)
     put_key_match(out, s);
 }
 
-bool fenced_sql_takes_prefix(const struct table_schema *s, bool want_row)
+bool fenced_sql_takes_prefix(const struct table_schema *s, enum fenced_kind kind, bool want_row)
 {
-    return s->cfg->fence_column == NULL || (want_row && !key_prints_canonical(&s->key_shape));
+    return s->cfg->fence_column == NULL || kind != FENCED_PATCH ||
+           (want_row && !key_prints_canonical(&s->key_shape));
 }
 
 /* "UPDATE <table> AS t SET <column> = $4::<type>, ...": the start of every
@@ -413,6 +418,42 @@ static void put_row_guard(FILE *out, const struct table_config *t)
     fputs(" <= $1::bigint AND NOT " REVOKED, out);
 }
 
+/* " AND NOT EXISTS (...)": no higher fence is kept for the key's resource,
+ * that of a deleted row (put_column_delete): the guard of a write that may
+ * create the row. */
+static void put_no_higher_kept(FILE *out, const struct table_schema *s)
+{
+    fputs(" AND NOT EXISTS (SELECT 1 FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(" AND rf.fence > $1::bigint)", out);
+}
+
+/* The delete of a table with a fence column: the guarded delete in d, and the
+ * deleted row's fence kept for its resource in fencegate.resource_fences (the
+ * higher of two, for a fence row a concurrent delete inserts meanwhile);
+ * answers the resource where want_row asks for it and the gateway does not
+ * know it (put_returning), else a row per row deleted. */
+static void put_column_delete(FILE *out, const struct table_schema *s, bool want_row)
+{
+    fputs("WITH d AS (", out);
+    put_delete_head(out, s);
+    put_row_guard(out, s->cfg);
+    fputs(" RETURNING t.", out);
+    put_ident(out, s->cfg->key);
+    fputs("), k AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ", out);
+    put_row_resource(out, FENCED_PARAM_PREFIX + 1, "d", s);
+    fputs(", $1::bigint FROM d ON CONFLICT (resource) DO UPDATE SET fence ="
+          " greatest(rf.fence, excluded.fence), updated_at = clock_timestamp()) SELECT ",
+          out);
+    if (want_row && !key_prints_canonical(&s->key_shape)) {
+        put_row_resource(out, FENCED_PARAM_PREFIX + 1, "d", s);
+        fputs(" AS resource", out);
+    } else {
+        fputs("true AS deleted", out);
+    }
+    fputs(" FROM d", out);
+}
+
 static void put_column_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
                              const bool *written, int param)
 {
@@ -428,6 +469,7 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
     case FENCED_PUT: /* replaces a row whose fence is not higher */
         put_insert_head(out, s, written, true, param);
         fputs(", $1::bigint WHERE NOT " REVOKED, out);
+        put_no_higher_kept(out, s);
         put_replace(out, t);
         fputs(", ", out);
         put_ident(out, t->fence_column);
@@ -439,13 +481,11 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
         break;
     case FENCED_POST: /* leaves an existing row alone */
         put_insert_head(out, s, written, true, param);
-        fputs(", $1::bigint WHERE NOT " REVOKED " ON CONFLICT (", out);
+        fputs(", $1::bigint WHERE NOT " REVOKED, out);
+        put_no_higher_kept(out, s);
+        fputs(" ON CONFLICT (", out);
         put_ident(out, t->key);
         fputs(") DO NOTHING", out);
-        break;
-    case FENCED_DELETE:
-        put_delete_head(out, s);
-        put_row_guard(out, t);
         break;
     default: FG_ASSERT(!"unknown write kind");
     }
@@ -510,7 +550,12 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     size_t len;
     FILE *out = stream_open(&buf, &len);
     /* the column parameters follow the prefix, or the key where the prefix is not taken */
-    *nparams = fenced_sql_takes_prefix(s, want_row) ? FENCED_PARAM_COUNT : FENCED_PARAM_PREFIX;
+    *nparams =
+        fenced_sql_takes_prefix(s, kind, want_row) ? FENCED_PARAM_COUNT : FENCED_PARAM_PREFIX;
+    if (s->cfg->fence_column != NULL && kind == FENCED_DELETE) {
+        put_column_delete(out, s, want_row);
+        return stream_close(out, &buf);
+    }
     if (s->cfg->fence_column != NULL)
         put_column_write(out, s, kind, written, *nparams + 1);
     else
@@ -533,8 +578,12 @@ char *fenced_sql_refusal(const struct table_schema *s)
     put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
     fputs(" AS resource), s AS (SELECT k.resource, " REVOKED " AS revoked, ", out);
     if (t->fence_column != NULL) {
-        /* the row's own fence, read once a writer that holds the row has committed */
-        fputs("e.fence, e.fence IS NOT NULL AS found FROM k LEFT JOIN (SELECT ", out);
+        /* the row's own fence, read once a writer that holds the row has committed;
+         * without a row, the fence kept when it was deleted */
+        fputs("coalesce(e.fence, (SELECT rf.fence FROM fencegate.resource_fences rf"
+              " WHERE rf.resource = k.resource)) AS fence, e.fence IS NOT NULL AS found"
+              " FROM k LEFT JOIN (SELECT ",
+              out);
         put_row_fence(out, "t", t);
         fputs(" AS fence FROM ", out);
         put_ident(out, t->name);

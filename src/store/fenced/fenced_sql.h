@@ -39,7 +39,7 @@ enum fenced_kind {
 };
 
 /* Parameters shared by every write statement ($1 .. $FENCED_PARAM_COUNT), and
- * the first ones of the refusal statement. A write on a table with a
+ * the first ones of the refusal statement. A PATCH of a table with a
  * fence_column that answers nothing takes no prefix (fenced_sql_takes_prefix):
  * its column parameters follow the key. */
 enum fenced_param {
@@ -85,10 +85,12 @@ const char *fenced_kind_method(enum fenced_kind kind);
 /* True for the kinds that change an existing row (PATCH, DELETE). */
 bool fenced_kind_needs_row(enum fenced_kind kind);
 
-/* True if the write statement on schema's table, answering its row or not
- * (want_row), takes the prefix parameter: in the default mode, and where it
- * returns the resource. */
-bool fenced_sql_takes_prefix(const struct table_schema *schema, bool want_row);
+/* True if the write statement of kind on schema's table, answering its row or
+ * not (want_row), takes the prefix parameter: in the default mode, on a
+ * fence_column table where it names the resource's kept fence (every kind but
+ * PATCH), and where it returns the resource. */
+bool fenced_sql_takes_prefix(const struct table_schema *schema, enum fenced_kind kind,
+                             bool want_row);
 
 /* The two forms of a default-mode write (fenced_sql.c); a table with a
  * fence_column has one form, the same for both. */
