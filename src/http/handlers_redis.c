@@ -2,15 +2,15 @@
 /*
  * handlers_redis.c - the fenced Redis key endpoints. Owns the rules of the
  * requests: which keys are served (under a configured prefix, never "fg:") and
- * the body shapes ({"value": string} for PUT; {"fields": {name: string |
- * null}} for PATCH, null deleting the field). The headers, the token's binding
- * and the answers of applied and refused writes are fenced_write.c's, as for
- * /v1/pg. The check-and-write itself is one script in fenced_redis.c; a stale
- * write is answered 409 at once, without waiting for Postgres: the script
- * appended its audit record to the Redis stream, and the audit drain
- * (store/audit/audit_stream.c) copies it to Postgres on its own thread. Only a Redis
- * that lost its write floor (lease/fence.h) makes a write wait for a fence
- * recovery, which needs Postgres.
+ * the body shapes ({"value": string} for PUT; {"fields": {name: string | null}}
+ * for PATCH, null deleting the field). The headers, the token's binding and the
+ * answers of applied and refused writes (204 for Prefer: return=minimal) are
+ * fenced_write.c's, as for /v1/pg. The check-and-write itself is one script in
+ * fenced_redis.c; a stale write is answered 409 at once, without waiting for
+ * Postgres: the script appended its audit record to the Redis stream, and the
+ * audit drain (store/audit/audit_stream.c) copies it to Postgres on its own
+ * thread. Only a Redis that lost its write floor (lease/fence.h) makes a write
+ * wait for a fence recovery, which needs Postgres.
  */
 #include "http/handlers_redis.h"
 
@@ -92,16 +92,20 @@ static int write_request_init(struct http_request *req, const char *method,
     return 0;
 }
 
-/* Answers a write's result; member names the "after" part. A stale or revoked
- * write was audited by the script into the Redis stream. */
-static enum handler_result reply_written(struct http_reply *reply, const struct write_request *wr,
-                                         struct fenced_result *res, const char *member)
+/* Answers the result of req's write; member names the "after" part, left out
+ * with the whole body (204) when req prefers return=minimal, as for /v1/pg. A
+ * stale or revoked write was audited by the script into the Redis stream. */
+static enum handler_result reply_written(const struct http_request *req, struct http_reply *reply,
+                                         const struct write_request *wr, struct fenced_result *res,
+                                         const char *member)
 {
-    if (res->outcome == FENCED_APPLIED)
+    if (res->outcome != FENCED_APPLIED)
+        fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, res, wr->write.method);
+    else if (!fenced_write_wants_row(req))
+        fenced_write_applied_minimal(reply, METRIC_BACKEND_REDIS);
+    else
         fenced_write_applied(reply, METRIC_BACKEND_REDIS, 200, res->resource, res->fence, member,
                              res->after);
-    else
-        fenced_write_refused(reply, METRIC_BACKEND_REDIS, &wr->who, res, wr->write.method);
     fenced_result_free(res);
     return HANDLER_DONE;
 }
@@ -151,7 +155,7 @@ enum handler_result handle_redis_put(struct http_request *req, struct http_reply
         (res.outcome != FENCED_EXPIRED &&
          fenced_redis_put(&wr.write, json_string_value(value), &res, &err) != 0))
         return fail(reply, &err);
-    return reply_written(reply, &wr, &res, "value");
+    return reply_written(req, reply, &wr, &res, "value");
 }
 
 /* Checks a PATCH's "fields": a non-empty object of strings (set) or nulls
@@ -200,7 +204,7 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
         (res.outcome != FENCED_EXPIRED &&
          fenced_redis_patch(&wr.write, fields, gw.cfg->max_hash_fields, &res, &err) != 0))
         return fail(reply, &err);
-    return reply_written(reply, &wr, &res, "fields");
+    return reply_written(req, reply, &wr, &res, "fields");
 }
 
 enum handler_result handle_redis_delete(struct http_request *req, struct http_reply *reply)
@@ -212,7 +216,7 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
         live_lease_gate(&wr, &res, &err) != 0 ||
         (res.outcome != FENCED_EXPIRED && fenced_redis_delete(&wr.write, &res, &err) != 0))
         return fail(reply, &err);
-    return reply_written(reply, &wr, &res, "deleted");
+    return reply_written(req, reply, &wr, &res, "deleted");
 }
 
 enum handler_result handle_redis_get(struct http_request *req, struct http_reply *reply)

@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fenced writes to Redis keys: the stale-holder story, concurrent writers with interleaved fences,
-prefixes, body and header rules, and the audit record of every refusal, also while Postgres is down
-(the refusal waits in the Redis stream fg:audit until the janitor copies it).
+prefixes, body and header rules, Prefer: return=minimal (204 without a body, as for Postgres), and the
+audit record of every refusal, also while Postgres is down (the refusal waits in the Redis stream fg:audit
+until the janitor copies it).
+
+Broken variant caught: the Redis handlers answering every applied write 200 with its body, whatever
+the Prefer header asked (test_return_minimal).
 
 Owns: /v1/redis/{key}. Must not: test Postgres writes (test_pg_*.py) or the audit query's pagination.
 """
@@ -50,8 +54,9 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual(r.status, 200, r)
         return r.body
 
-    def write(self, method: str, key: str, token: str | None, body=None, owner: str | None = None):
-        headers = {}
+    def write(self, method: str, key: str, token: str | None, body=None, owner: str | None = None,
+              prefer: str | None = None):
+        headers = {} if prefer is None else {"Prefer": prefer}
         if token is not None:
             headers["Fence-Token"] = token
         if owner is not None:
@@ -117,6 +122,37 @@ class RedisWriteTest(GatewayTest):
         r = self.write("PUT", key, old["token"], {"value": "o"})
         self.assertEqual(r.status, 409, r)
         self.assertEqual(self.r.cmd("EXISTS", key), 0)
+
+    def test_return_minimal(self):
+        """Prefer: return=minimal on an applied PUT, PATCH or DELETE answers 204 with Preference-Applied and
+        no body, and the write is in Redis (read around the gateway); a stale write with the preference is
+        refused as usual, 409 with its problem body, and changes nothing."""
+        key, hkey, old_lock, new_lock = same_slot("app:min/", "app:min/h", "min-old", "min-new")
+        old, new = self.lock(old_lock), self.lock(new_lock)
+        self.assertGreater(new["fence"], old["fence"])
+        for method, k, body, prefer in (("PUT", key, {"value": "v1"}, "return=minimal"),
+                                        ("PATCH", hkey, {"fields": {"a": "1", "b": "2"}}, "return=minimal"),
+                                        ("PATCH", hkey, {"fields": {"a": None}}, 'handling=lenient, Return="minimal"'),
+                                        ("PUT", key, {"value": "v2"}, "respond-async,return=minimal")):
+            r = self.write(method, k, new["token"], body, prefer=prefer)
+            self.assertEqual((r.status, r.raw), (204, b""), (method, body, r))
+            self.assertEqual(r.headers.get("preference-applied"), "return=minimal", (method, r))
+            self.assertNotIn("content-type", r.headers, (method, r))
+        self.assertEqual(self.r.cmd("GET", key), "v2")
+        self.assertEqual(self.r.cmd("HGETALL", hkey), ["b", "2"])
+        self.assertEqual(int(self.r.cmd("GET", write_fence_key(key))), new["fence"])
+        r = self.write("PUT", key, old["token"], {"value": "stale"}, prefer="return=minimal")
+        self.assertEqual((r.status, r.body["type"]), (409, "/problems/stale_fence"), r)
+        self.assertEqual((r.body["presented_fence"], r.body["current_fence"], r.body["resource"]),
+                         (old["fence"], new["fence"], "redis:" + key))
+        self.assertNotIn("preference-applied", r.headers)
+        self.assertEqual(self.r.cmd("GET", key), "v2")
+        r = self.write("DELETE", key, new["token"], prefer="return=minimal")
+        self.assertEqual((r.status, r.raw, r.headers.get("preference-applied")), (204, b"", "return=minimal"), r)
+        self.assertEqual(self.r.cmd("EXISTS", key), 0)
+        r = self.write("PUT", key, new["token"], {"value": "v3"}, prefer="return=representation")
+        self.assertEqual((r.status, r.body["value"]), (200, "v3"), r)  # another preference: the body as usual
+        self.assertNotIn("preference-applied", r.headers)
 
     def test_a_patch_of_thousands_of_fields(self):
         """A PATCH hands its fields to rw_patch.lua as arguments, thousands of them (more than Lua's stack
