@@ -295,9 +295,10 @@ def problem_codes() -> dict:
 
 def responses(route: dict, doc: dict, codes: dict) -> dict:
     """The OpenAPI responses of route's "answers": a name is a shared response of components/responses,
-    whose description opens with the problem codes it answers (each must be a code of FG_CODES with that
-    status); an object a description, a schema (the name of a shared schema, or a schema), an example
-    and the media type (default application/json), or a whole "content"."""
+    whose description, for an error status, opens with the problem codes it answers (each must be a code
+    of FG_CODES with that status; a success names none, as the 204 of Prefer: return=minimal); an object
+    a description, a schema (the name of a shared schema, or a schema), an example and the media type
+    (default application/json), or a whole "content"."""
     where = f"{route['method']} {route['path']}"
     out = {}
     for status, answer in route["answers"].items():
@@ -307,7 +308,7 @@ def responses(route: dict, doc: dict, codes: dict) -> dict:
                 raise DescriptionError(f"{where}: answer {status}: no shared response {answer}")
             named = [w for w in re.findall(r"\b[a-z]+(?:_[a-z]+)*\b", shared["description"]) if w in codes]
             wrong = [c for c in named if codes[c] != int(status)]
-            if not named or wrong:
+            if wrong or (not named and int(status) >= 400):
                 raise DescriptionError(f"{where}: answer {status}: {answer} answers "
                                        f"{wrong or 'no problem code'} (FG_CODES: "
                                        f"{', '.join(f'{c} {codes[c]}' for c in wrong) or 'none named'})")

@@ -4,10 +4,11 @@
 - `@redocly/cli lint` (its recommended rules) finds neither an error nor a warning;
 - `@stoplight/prism-cli` as a validating proxy in front of a gateway (`prism proxy --errors`) finds no
   violation, of a request or of an answer, over the README walk-through (locks, semaphores, lock sets,
-  watches, fenced Postgres and Redis writes, a stale write, the audit, listings, metrics) and the error
-  cases a client meets (400 of a body the schema admits, 401 and 403 of the guarded operations routes,
-  403 of a forged token, 404, 409 busy and stale, 410 of a revoked lease); a body the document itself
-  refuses is refused by Prism as a request violation before it reaches the gateway.
+  watches, fenced Postgres and Redis writes, also with Prefer: return=minimal, a stale write, the audit,
+  listings, metrics) and the error cases a client meets (400 of a body the schema admits, 401 and 403 of
+  the guarded operations routes, 403 of a forged token, 404, 409 busy and stale, 410 of a revoked
+  lease); a body the document itself refuses is refused by Prism as a request violation before it
+  reaches the gateway.
 
 Both tools are pinned in tests/openapi/package-lock.json and installed by scripts/deps.sh into
 FG_OPENAPI_TOOLS (node_modules). Prism reports a violation in its `sl-violations` header, or answers in
@@ -15,7 +16,9 @@ place of the gateway with a problem of type https://stoplight.io/prism/errors#..
 
 Broken variants this caught when tried: the lock status read answered through a `oneOf` of LockStatus and
 WatchResult (a held lock matches both: the linter warns, Prism reports every status read of a held lock),
-and /metrics, /v1/openapi.json and /v1/audit/rejections without their 401 and 403 answers.
+and /metrics, /v1/openapi.json and /v1/audit/rejections without their 401 and 403 answers; the fenced
+writes without the 204 answer of Prefer: return=minimal (Prism reports a status the document does not
+define).
 
 Owns: the document's agreement with the gateway's real answers. Must not: test the behaviour itself.
 """
@@ -126,6 +129,11 @@ class ProxyTest(GatewayTest):
         self.call("PUT", f"/v1/pg/invoices/{key}",
                   {"row": {"customer": "acme", "amount_cents": 12000, "status": "open"}}, **fence)
         self.call("PATCH", f"/v1/pg/invoices/{key}", {"set": {"status": "paid"}}, **fence, **{"Fence-Owner": "b7"})
+        self.call("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "minimal"}}, expect=204, Prefer="return=minimal",
+                  **fence)
+        self.call("POST", "/v1/pg/batch", {"ops": [{"op": "patch", "table": "invoices", "key": key,
+                                                    "set": {"status": "paid"}}]},
+                  expect=204, Prefer="return=minimal", **fence)
         self.call("GET", f"/v1/pg/invoices/{key}")
         self.call("POST", f"/v1/locks/{lock}/renew", {"token": first["token"]})
         self.call("POST", f"/v1/locks/{lock}/release", {"token": first["token"]})
@@ -136,6 +144,8 @@ class ProxyTest(GatewayTest):
         self.call("GET", f"/v1/audit/summary?since_ms={int(time.time() * 1000) - 60000}")
         rkey = same_slot("app:oa", like=lock)[0]  # on a Redis Cluster no write floor there is above lock's fences
         self.call("PUT", f"/v1/redis/{rkey}", {"value": "paid"}, **{"Fence-Token": second["token"]})
+        self.call("PATCH", f"/v1/redis/{rkey}:h", {"fields": {"status": "paid"}}, expect=204, Prefer="return=minimal",
+                  **{"Fence-Token": second["token"]})
         self.call("GET", f"/v1/redis/{rkey}")
         self.call("GET", f"/v1/locks?prefix={lock}")
         self.call("POST", f"/v1/locks/{lock}/revoke", {"reason": "stuck in GC"})
