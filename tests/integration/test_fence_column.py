@@ -22,7 +22,10 @@ Owns: docs/api.md "Resources bound to locks" `fence_column`. Must not: test lock
 """
 
 import os
+import subprocess
 import sys
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -44,6 +47,41 @@ TOKENS = 120
 def row(key):
     out = psql("SELECT note, lock_fence FROM public.fc_rows WHERE id = :'k'", {"k": key})
     return out[0] if out else None
+
+
+def open_delete(key: str, fence: int) -> subprocess.Popen:
+    """A psql session that deletes row key of fc_rows and keeps its fence, as a gateway's DELETE does, and
+    holds its transaction open until "COMMIT;" is written to its stdin."""
+    cmd = [os.path.join(os.environ.get("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
+           "-v", "ON_ERROR_STOP=1", "-d", os.environ["FG_TEST_PG_DSN"], "-f", "-"]
+    held = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    held.stdin.write(f"BEGIN;\nWITH d AS (DELETE FROM public.fc_rows WHERE id = '{key}' RETURNING id)"
+                     f" INSERT INTO fencegate.resource_fences (resource, fence)"
+                     f" SELECT 'pg:fc_rows/' || id, {fence} FROM d;\nSELECT 'held';\n")
+    held.stdin.flush()
+    if held.stdout.readline().strip() != "held":
+        raise AssertionError(f"the delete was not held: {held.stderr.read()}")
+    return held
+
+
+def late_create(client, method: str, key: str, token: str):
+    """Creates row key of fc_rows with token: PUT, POST or a batch of one put."""
+    if method == "batch":
+        ops = {"ops": [{"op": "put", "table": "fc_rows", "key": key, "row": {"note": "late"}}]}
+        return client.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
+    if method == "PUT":
+        return write(client, "PUT", "fc_rows", key, {"row": {"note": "late"}}, token)
+    return write(client, "POST", "fc_rows", None, {"row": {"id": key}}, token)
+
+
+def wait_for_lock_waiter(seconds: float = 10.0) -> None:
+    """Returns once a session waits for a lock held by another (the write meeting the held delete)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") != ["0"]:
+            return
+        time.sleep(0.02)
+    raise AssertionError("no write waited for the held delete")
 
 
 class FenceColumnTest(GatewayTest):
@@ -115,6 +153,34 @@ class FenceColumnTest(GatewayTest):
         r = write(self.c, "PUT", "fc_rows", key, {"row": {"note": "again"}}, t2)
         self.assertIn(r.status, (200, 201), r)
         self.assertEqual(row(key), f"again|{f2}")
+
+    def test_a_create_waiting_for_a_delete_meets_its_fence(self):
+        """A PUT or POST with an older token that meets the row of a delete being committed waits for that
+        delete, then finds the fence it kept: 409 stale_fence, audited, no row. The delete is held open in
+        a psql session, written as the gateway writes it (the row's fence kept in fencegate.resource_fences).
+        A batch that creates the row so is answered stale as well. Broken variant caught: the
+        statement without fence_kept_check (its kept-fence guard reads what was committed as it began: the
+        older PUT and POST created the row again, 200 and 201)."""
+        for method in ("PUT", "POST", "batch"):
+            with self.subTest(method=method):
+                key = unique("fc-race")
+                (t1, f1), (_, f2) = tokens(self.c, unique("fc-lock"), 2)
+                psql("INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'start')", {"k": key})
+                held = open_delete(key, f2)
+                try:
+                    answer = []
+                    writer = threading.Thread(target=lambda: answer.append(late_create(self.gw.client(), method,
+                                                                                       key, t1)))
+                    writer.start()
+                    wait_for_lock_waiter()
+                finally:
+                    held.communicate("COMMIT;\n", timeout=30)
+                writer.join(30)
+                r = answer[0]
+                self.assertEqual((r.status, r.body.get("type"), r.body.get("current_fence")),
+                                 (409, "/problems/stale_fence", f2), r)
+                self.assertIsNone(row(key))
+                self.assertEqual([a["presented_fence"] for a in rejections(f"pg:fc_rows/{key}")], [f1])
 
     def test_revoked_token_writes_nothing(self):
         """A revoked lease's token is refused on a fence-column row too (410, audited "revoked"), although

@@ -176,6 +176,14 @@ static void fence_column_statements(void **state)
     const char *kept = " AND NOT EXISTS (SELECT 1 FROM fencegate.resource_fences rf WHERE "
                        "rf.resource = $3::text || ($2::text)::text AND rf.fence > $1::bigint)";
     assert_non_null(strstr(sql, kept));
+    /* and a row it created is looked at once more, with a snapshot of its own */
+    assert_true(strncmp(sql, "WITH w AS (INSERT INTO \"invoices\"", 32) == 0);
+    const char *last_look = " RETURNING t.xmax = 0 AS created, $3::text || (t.\"id\")::text AS "
+                            "resource";
+    assert_non_null(strstr(sql, last_look));
+    const char *check = ") SELECT * FROM w WHERE NOT w.created OR fencegate.fence_kept_check("
+                        "$3::text || ($2::text)::text, $1::bigint)";
+    assert_true(strstr(sql, check) == sql + strlen(sql) - strlen(check));
     free(sql);
     /* a PATCH answering nothing takes no prefix: the columns' parameters follow the key */
     assert_false(fenced_sql_takes_prefix(&s, FENCED_PATCH, false));

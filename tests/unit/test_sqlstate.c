@@ -53,6 +53,9 @@ static void classes(void **state)
     assert_true(sqlstate_deadlock("40P01"));
     assert_false(sqlstate_deadlock("40001"));
     assert_false(sqlstate_deadlock(""));
+    assert_true(sqlstate_fence_kept_above("FGK01"));
+    assert_false(sqlstate_fence_kept_above("FG"));
+    assert_false(sqlstate_fence_kept_above("40P01"));
 }
 
 int main(void)

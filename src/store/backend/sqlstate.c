@@ -61,6 +61,11 @@ bool sqlstate_deadlock(const char *state)
     return matches(state, "40P01");
 }
 
+bool sqlstate_fence_kept_above(const char *state)
+{
+    return matches(state, "FGK01");
+}
+
 bool sqlstate_session_ended(const char *state)
 {
     return matches(state, "57P01") || matches(state, "57P02") || matches(state, "57P03");

@@ -31,6 +31,10 @@ bool sqlstate_too_large(const char *state);
 /* 40P01: the transaction was chosen as a deadlock's victim and rolled back. */
 bool sqlstate_deadlock(const char *state);
 
+/* FGK01: a write that created a row met a higher fence kept for it since
+ * (fencegate.fence_kept_check, sql/080_fence_kept_check.sql). */
+bool sqlstate_fence_kept_above(const char *state);
+
 /* 57P01..57P03: the server ended the session before running the statement
  * (shutdown, crash recovery), so running it again is safe. */
 bool sqlstate_session_ended(const char *state);

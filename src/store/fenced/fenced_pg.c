@@ -480,6 +480,10 @@ static int write_alone(struct pg_conn *c, const struct fenced_op *op,
 {
     if (exec_write(c, op, who, form, want_row, false, w, err) == 0)
         return 0;
+    if (sqlstate_fence_kept_above(pg_last_sqlstate(c))) {
+        *w = (struct wrote){0}; /* a fence above its own kept since: the refusal path says so */
+        return 0;
+    }
     if (data_error(c))
         find_bad_value(c, op, "", err);
     return -1;
@@ -728,15 +732,16 @@ static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t
     fg_fail(err, err->code, "%s%s", where, detail);
 }
 
-/* One try at a batch; *deadlocked tells whether it failed as a deadlock's
- * victim (with a write group that locked its rows in another order: see
- * exec_grouped), which is worth one more try since nothing was written. */
+/* One try at a batch; *again tells whether it failed as a deadlock's victim
+ * (with a write group that locked its rows in another order: see
+ * exec_grouped) or on a row it created after a delete it waited for kept a
+ * higher fence (FGK01), which is worth one more try since nothing was
+ * written: the next sees the kept fence and answers the batch stale. */
 static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
-                      bool want_row, struct fenced_result *res, bool *deadlocked,
-                      struct fg_error *err)
+                      bool want_row, struct fenced_result *res, bool *again, struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
-    *deadlocked = false;
+    *again = false;
     struct pg_conn *c = pg_acquire(err);
     if (c == NULL)
         return -1;
@@ -772,7 +777,8 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     }
     if (rc != 0) {
         bool data = data_error(c);
-        *deadlocked = sqlstate_deadlock(pg_last_sqlstate(c));
+        const char *state = pg_last_sqlstate(c);
+        *again = sqlstate_deadlock(state) || sqlstate_fence_kept_above(state);
         rollback(c);
         blame_op(c, batch, failed, data, err);
         goto out;
@@ -793,10 +799,10 @@ out:
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
                     bool want_row, struct fenced_result *res, struct fg_error *err)
 {
-    bool deadlocked;
-    int rc = batch_once(batch, who, want_row, res, &deadlocked, err);
-    if (rc != 0 && deadlocked)
-        rc = batch_once(batch, who, want_row, res, &deadlocked, err);
+    bool again;
+    int rc = batch_once(batch, who, want_row, res, &again, err);
+    if (rc != 0 && again)
+        rc = batch_once(batch, who, want_row, res, &again, err);
     return rc;
 }
 

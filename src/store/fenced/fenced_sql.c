@@ -33,7 +33,9 @@
  * in the row's resource in fencegate.resource_fences (the one row such a table
  * has there), and a write that creates the row (PUT, POST) goes ahead only
  * where no higher fence is kept there: a token older than the delete cannot
- * bring the row back.
+ * bring the row back. As that guard reads what was committed when the
+ * statement began, a row the write did create is looked at once more
+ * (put_column_create), for a delete the write waited for.
  *
  * Asked for its row, either answers (resource, c0, c1, ...) for the row it
  * wrote, the resource built from the row's stored key (its canonical text),
@@ -212,16 +214,17 @@ static void put_row_member(FILE *out, const char *sep, const char *name, enum ro
     fprintf(out, kind == ROW_JSON_OTHER ? ")::text AS c%zu" : " AS c%zu", i);
 }
 
-/* The answer of a write: the resource of the written row and, but for a
- * delete, its key and listed columns, from which the gateway writes the row's
+/* The answer of a write (its first member after sep, " RETURNING " or ", "):
+ * the resource of the written row and, but for a delete, its key and listed
+ * columns, from which the gateway writes the row's
  * JSON (row_json.h): the text row_to_json would write, for less of Postgres's
  * time. A key Postgres prints as the gateway does (key_prints_canonical) is
  * not returned, nor is the resource named by it: a delete of such a row, or a
  * write of a table with no other column, returns nothing. */
-static void put_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind)
+static void put_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                          const char *sep)
 {
     bool known = key_prints_canonical(&s->key_shape);
-    const char *sep = " RETURNING ";
     if (!known) {
         fputs(sep, out);
         put_row_resource(out, FENCED_PARAM_PREFIX + 1, "t", s);
@@ -491,6 +494,24 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
     }
 }
 
+/* A write that may create a row of a table with a fence column, in w, with
+ * its last look at the fence kept for the row's resource: for a row it
+ * created, fencegate.fence_kept_check looks again with a snapshot taken after
+ * any delete the write waited for, and fails the statement (FGK01) where a
+ * higher fence is kept by then; answers what the write returns. */
+static void put_column_create(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                              const bool *written, int param, bool want_row)
+{
+    fputs("WITH w AS (", out);
+    put_column_write(out, s, kind, written, param);
+    fputs(" RETURNING t.xmax = 0 AS created", out);
+    if (want_row)
+        put_returning(out, s, kind, ", ");
+    fputs(") SELECT * FROM w WHERE NOT w.created OR fencegate.fence_kept_check(", out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(", $1::bigint)", out);
+}
+
 /* The read of a table with a fence column: the fence is the row's. */
 static char *column_read(const struct table_schema *s)
 {
@@ -552,16 +573,17 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     /* the column parameters follow the prefix, or the key where the prefix is not taken */
     *nparams =
         fenced_sql_takes_prefix(s, kind, want_row) ? FENCED_PARAM_COUNT : FENCED_PARAM_PREFIX;
-    if (s->cfg->fence_column != NULL && kind == FENCED_DELETE) {
+    bool column = s->cfg->fence_column != NULL;
+    if (column && kind == FENCED_DELETE)
         put_column_delete(out, s, want_row);
-        return stream_close(out, &buf);
-    }
-    if (s->cfg->fence_column != NULL)
+    else if (column && kind != FENCED_PATCH)
+        put_column_create(out, s, kind, written, *nparams + 1, want_row);
+    else if (column)
         put_column_write(out, s, kind, written, *nparams + 1);
     else
         put_claimed_write(out, s, kind, written, form);
-    if (want_row)
-        put_returning(out, s, kind);
+    if (want_row && (!column || kind == FENCED_PATCH))
+        put_returning(out, s, kind, " RETURNING ");
     if (kind != FENCED_DELETE)
         for (size_t i = 0; i < s->cfg->ncolumns; i++)
             *nparams += written[i] ? 1 : 0;
