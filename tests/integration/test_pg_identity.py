@@ -47,11 +47,14 @@ DROP COLLATION IF EXISTS public.fg_ci;
 """
 
 
-class NumericIdentity(unittest.TestCase):
+class IdentityCase(unittest.TestCase):
+    """A gateway writing the tables named in `tables` (key id, column note), made for the class."""
+    tables: list = []
+
     @classmethod
     def setUpClass(cls):
         psql(SETUP)
-        cls.gw = Gateway(config={"tables": {"ident_ledger": {"key": "id", "columns": ["note"]}}})
+        cls.gw = Gateway(config={"tables": {t: {"key": "id", "columns": ["note"]} for t in cls.tables}})
         cls.c = cls.gw.client()
 
     @classmethod
@@ -61,12 +64,18 @@ class NumericIdentity(unittest.TestCase):
         psql(TEARDOWN)
 
     def token(self):
-        r = self.c.post(f"/v1/locks/{unique('ledger')}/acquire", {"ttl_ms": 30000})
+        r = self.c.post(f"/v1/locks/{unique('ident')}/acquire", {"ttl_ms": 30000})
         self.assertEqual(r.status, 200, r)
         return r.body
 
-    def put(self, key: str, token: str, note: str):
-        return self.c.request("PUT", f"/v1/pg/ident_ledger/{key}", {"row": {"note": note}}, {"Fence-Token": token})
+    def put(self, key: str, token: str, note: str, table: str = ""):
+        """PUT of row key (of the first of `tables` unless table names another)."""
+        return self.c.request("PUT", f"/v1/pg/{table or self.tables[0]}/{key}", {"row": {"note": note}},
+                              {"Fence-Token": token})
+
+
+class NumericIdentity(IdentityCase):
+    tables = ["ident_ledger"]
 
     def test_every_spelling_of_a_numeric_key_is_one_resource(self):
         old, new = self.token(), self.token()
@@ -84,43 +93,24 @@ class NumericIdentity(unittest.TestCase):
         self.assertEqual(self.put("12.5000", old["token"], "old").status, 409)
 
 
-class ModifiedKeys(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        psql(SETUP)
-        cls.gw = Gateway(config={"tables": {"ident_code": {"key": "id", "columns": ["note"]},
-                                            "ident_at": {"key": "id", "columns": ["note"]}}})
-        cls.c = cls.gw.client()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.c.close()
-        cls.gw.stop()
-        psql(TEARDOWN)
-
-    def token(self):
-        r = self.c.post(f"/v1/locks/{unique('modified')}/acquire", {"ttl_ms": 30000})
-        self.assertEqual(r.status, 200, r)
-        return r.body
-
-    def put(self, table: str, key: str, token: str, note: str):
-        return self.c.request("PUT", f"/v1/pg/{table}/{key}", {"row": {"note": note}}, {"Fence-Token": token})
+class ModifiedKeys(IdentityCase):
+    tables = ["ident_code", "ident_at"]
 
     def test_a_key_longer_than_its_varchar_is_refused(self):
         old, new = self.token(), self.token()
-        self.assertEqual(self.put("ident_code", "ABCDE", new["token"], "new").status, 200)
+        self.assertEqual(self.put("ABCDE", new["token"], "new").status, 200)
         for spelling in ("ABCDE%20", "ABCDE%20%20", "ABCDEF"):
-            r = self.put("ident_code", spelling, old["token"], "old")
+            r = self.put(spelling, old["token"], "old")
             self.assertEqual((r.status, r.body.get("type")), (400, "/problems/invalid_field"), (spelling, r))
             self.assertIn("at most 5 characters", r.body["detail"], r)
         self.assertEqual(psql("SELECT note FROM public.ident_code WHERE id = 'ABCDE'"), ["new"])
-        self.assertEqual(self.put("ident_code", "%C3%A9t%C3%A9s", new["token"], "accents").status, 200)
+        self.assertEqual(self.put("%C3%A9t%C3%A9s", new["token"], "accents").status, 200)
 
     def test_a_timestamp_key_names_the_second_its_column_keeps(self):
         old, new = self.token(), self.token()
-        self.assertEqual(self.put("ident_at", "2024-01-01%2000:00:00", new["token"], "new").status, 200)
+        self.assertEqual(self.put("2024-01-01%2000:00:00", new["token"], "new", table="ident_at").status, 200)
         for spelling in ("2024-01-01%2000:00:00.4", "2024-01-01T00:00:00", "2023-12-31%2023:59:59.6"):
-            r = self.put("ident_at", spelling, old["token"], "old")
+            r = self.put(spelling, old["token"], "old", table="ident_at")
             self.assertEqual((r.status, r.body.get("resource")), (409, "pg:ident_at/2024-01-01 00:00:00"),
                              (spelling, r))
         self.assertEqual(psql("SELECT note FROM public.ident_at"), ["new"])
