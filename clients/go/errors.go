@@ -7,6 +7,7 @@
 package fencegate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -27,6 +28,7 @@ type Problem struct {
 	RequestID  string         // the gateway's X-Request-Id, to find the request in its log
 	RetryAfter time.Duration  // from Retry-After; 0 when absent
 	Members    map[string]any // the whole problem body, extra members included
+	body       []byte         // the body as answered, for the members read as exact integers
 }
 
 func (p *Problem) Error() string {
@@ -54,7 +56,14 @@ func (p *Problem) text(member string) string {
 	return s
 }
 
+// number reads an integer member exactly from the body as answered (a fence may pass 2^53, where the
+// float64 of Members would round it), else from Members (a Problem the client built itself).
 func (p *Problem) number(member string) int64 {
+	var members map[string]json.RawMessage
+	var n int64
+	if json.Unmarshal(p.body, &members) == nil && json.Unmarshal(members[member], &n) == nil {
+		return n
+	}
 	f, _ := p.Members[member].(float64)
 	return int64(f)
 }

@@ -18,6 +18,7 @@ package fencegate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strconv"
@@ -183,28 +184,42 @@ func (k *keeper) watchLoop(w watch) {
 			k.sleep(time.Second)
 			continue
 		}
-		var status map[string]any
-		if a.decode(&status) != nil {
-			return
-		}
-		held, known := status["held"].(bool)
+		status, ok := decodeWatch(a.body)
 		switch {
-		case !known:
+		case !ok || status.Held == nil:
 			return
-		case !held:
-			reason, _ := status["reason"].(string)
+		case !*status.Held:
+			reason := status.Reason
 			if reason == "" {
 				reason = "not held"
 			}
 			k.lost(reason)
 			return
-		}
-		if f, ok := status["fence"].(float64); ok && int64(f) != w.fence {
+		case status.Fence != nil && *status.Fence != w.fence:
 			k.lost("taken over")
 			return
 		}
-		if _, plain := status["waiting"]; plain || time.Since(started) < watchWait/2 {
+		if status.Waiting != nil || time.Since(started) < watchWait/2 {
 			return // the plain status answered instead of a watch
 		}
 	}
+}
+
+// watchStatus is what the keeper reads of a watch answer (or of the plain status answered instead). The
+// fence is decoded as an integer: fences count up from a sequence that may pass 2^53, beyond which a
+// float64 would take a held lease's fence for another.
+type watchStatus struct {
+	Held    *bool           `json:"held"`
+	Reason  string          `json:"reason"`
+	Fence   *int64          `json:"fence"`
+	Waiting json.RawMessage `json:"waiting"`
+}
+
+// decodeWatch reads a watch answer; false if it is not a JSON object of that shape.
+func decodeWatch(body []byte) (watchStatus, bool) {
+	var status watchStatus
+	if err := json.Unmarshal(body, &status); err != nil {
+		return watchStatus{}, false
+	}
+	return status, true
 }

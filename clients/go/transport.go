@@ -274,6 +274,7 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 	retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	p := &Problem{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), RetryAfter: retryAfter}
 	if json.Unmarshal(raw, &p.Members) == nil {
+		p.body = raw
 		ptype, _ := p.Members["type"].(string)
 		p.Code = strings.TrimPrefix(ptype, "/problems/")
 		if p.Code == ptype {

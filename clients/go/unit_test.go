@@ -143,3 +143,45 @@ func TestUnitHTTPSWithCAFile(t *testing.T) {
 		t.Fatal("a certificate no CA vouches for was accepted")
 	}
 }
+
+// bigFence is 2^53 + 1: the first fence a float64 cannot hold (it rounds to 2^53).
+const bigFence = 9007199254740993
+
+// TestUnitFencesAboveTwoToThe53 reads fences past 2^53 from a watch answer and from a stale_fence problem:
+// both must come out exact. Broken variant caught: the watch answer decoded into map[string]any, its
+// fence a float64, took the held lease for "taken over"; StaleFenceError's fences read through float64
+// came out as 2^53.
+func TestUnitFencesAboveTwoToThe53(t *testing.T) {
+	status, ok := decodeWatch([]byte(`{"lock":"x","held":true,"fence":9007199254740993,"expires_in_ms":900}`))
+	if !ok || status.Fence == nil || *status.Fence != bigFence {
+		t.Fatalf("the watch answer's fence: %+v %v", status, ok)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case "GET": // the plain status of a lock held under the watched fence, answered at once
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"lock":"x","held":true,"fence":9007199254740993,"owner":"o","expires_in_ms":900,"waiting":0}`))
+		default:
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusConflict)
+			_, _ = w.Write([]byte(`{"type":"/problems/stale_fence","status":409,"presented_fence":9007199254740993,` +
+				`"current_fence":9007199254740995,"resource":"redis:app:x"}`))
+		}
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey})
+	var lost []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := &keeper{client: c, ctx: ctx, cancel: cancel, onLost: func(reason string) { lost = append(lost, reason) }}
+	k.wg.Add(1)
+	k.watchLoop(watch{path: "/v1/locks/x", fence: bigFence}) // returns on the plain status
+	if len(lost) != 0 {
+		t.Fatalf("a lease held under its own fence was taken for lost: %v", lost)
+	}
+	_, err := c.Redis("token").Put(context.Background(), "app:x", "v")
+	var stale *StaleFenceError
+	if !errors.As(err, &stale) || stale.PresentedFence != bigFence || stale.CurrentFence != bigFence+2 {
+		t.Fatalf("expected a StaleFenceError with exact fences, got %#v", err)
+	}
+}
