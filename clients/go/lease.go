@@ -267,23 +267,38 @@ func (c *Client) acquire(ctx context.Context, kind, name string, limit int, o Le
 	if !o.NoWatch {
 		watches = []watch{{path: l.path(), fence: l.Fence}}
 	}
-	l.state.keeper = startKeeper(c, l.TTL, l.renewOnce, watches, l.state.mark, l.freshStart(ctx, sentAt))
+	start := l.state.freshStart(ctx, sentAt, l.TTL, c.timeout, l.renewOnce)
+	l.state.keep(func() *keeper { return startKeeper(c, l.TTL, l.renewOnce, watches, l.state.mark, start) })
 	return l, nil
 }
 
-// freshStart is when the lease's validity starts by this host's clock. Counting from the moment the
-// acquire was sent is safe but, after a long wait in the queue, would make a fresh lease look nearly
-// expired: an acquire whose answer took over a third of the TTL is renewed once at once, and validity
-// counts from that renewal.
-func (l *Lease) freshStart(ctx context.Context, sentAt time.Time) time.Time {
-	if time.Since(sentAt) <= l.TTL/3 {
+// freshStart is when the validity of a lease of this ttl, acquired with a call sent at sentAt, starts by
+// this host's clock; timeout bounds the renewal. Counting from the moment the acquire was sent is safe
+// but, after a long wait in the queue, would make a fresh lease look nearly expired: an acquire whose
+// answer took over a third of the TTL is renewed once at once, and validity counts from that renewal. A
+// 410 or max_hold_exceeded answer to it marks the lease lost; after any other failure the keeper's
+// renewals try again.
+func (s *lostState) freshStart(ctx context.Context, sentAt time.Time, ttl, timeout time.Duration,
+	renew func(context.Context, time.Duration) (*RenewResult, error)) time.Time {
+	if time.Since(sentAt) <= ttl/3 {
 		return sentAt
 	}
 	renewedAt := time.Now()
-	if _, err := l.renewOnce(ctx, l.client.timeout); err != nil {
-		l.state.heard(err)
+	if _, err := renew(ctx, timeout); err != nil {
+		s.heard(err)
 	}
 	return renewedAt
+}
+
+// keep starts the keeper with start and records it, under the lock that mark reads it with, unless the
+// lease is already lost or released: a keeper would renew a lease that is over.
+func (s *lostState) keep(start func() *keeper) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released || s.isLost() {
+		return
+	}
+	s.keeper = start()
 }
 
 func (l *Lease) renewOnce(ctx context.Context, timeout time.Duration) (*RenewResult, error) {
@@ -428,14 +443,8 @@ func (c *Client) LockSet(ctx context.Context, names []string, o LeaseOptions) (*
 	if o.NoWatch {
 		watches = nil
 	}
-	start := sentAt
-	if time.Since(sentAt) > s.TTL/3 {
-		start = time.Now()
-		if _, err := s.renewOnce(ctx, c.timeout); err != nil {
-			s.state.heard(err)
-		}
-	}
-	s.state.keeper = startKeeper(c, s.TTL, s.renewOnce, watches, s.state.mark, start)
+	start := s.state.freshStart(ctx, sentAt, s.TTL, c.timeout, s.renewOnce)
+	s.state.keep(func() *keeper { return startKeeper(c, s.TTL, s.renewOnce, watches, s.state.mark, start) })
 	return s, nil
 }
 

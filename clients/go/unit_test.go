@@ -12,12 +12,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,5 +186,99 @@ func TestUnitFencesAboveTwoToThe53(t *testing.T) {
 	var stale *StaleFenceError
 	if !errors.As(err, &stale) || stale.PresentedFence != bigFence || stale.CurrentFence != bigFence+2 {
 		t.Fatalf("expected a StaleFenceError with exact fences, got %#v", err)
+	}
+}
+
+// fakeLockGateway answers a lock's acquire after delay with a lease of ttl, each renewal with renew's
+// status and body, and the status (watch) with held; it counts the calls by their last path segment.
+func fakeLockGateway(t *testing.T, delay time.Duration, ttl time.Duration, renewStatus int, renewBody string,
+	watchBody string) (*Client, func(string) int32) {
+	var mu sync.Mutex
+	counts := map[string]int32{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		what := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		if r.Method == "GET" {
+			what = "status"
+		}
+		mu.Lock()
+		counts[what]++
+		mu.Unlock()
+		status, body := http.StatusOK, ""
+		switch what {
+		case "acquire":
+			time.Sleep(delay)
+			body = fmt.Sprintf(`{"lock":"x","token":"t","fence":7,"ttl_ms":%d,"expires_at_ms":%d}`, ttl.Milliseconds(),
+				time.Now().Add(ttl).UnixMilli())
+		case "renew":
+			status, body = renewStatus, renewBody
+		case "release":
+			body = `{"released":true}`
+		case "status":
+			body = watchBody
+		}
+		if status >= 400 {
+			w.Header().Set("Content-Type", "application/problem+json")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Timeout: 2 * time.Second})
+	t.Cleanup(c.Close)
+	return c, func(what string) int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[what]
+	}
+}
+
+// TestUnitNoKeeperForALeaseLostAtItsFreshStart: an acquire answered after over a third of the TTL is
+// renewed at once; when that renewal answers 410, the lease is lost and nothing keeps it: no renewal nor
+// watch follows. Broken variant caught: the keeper started all the same, renewing and watching a lease
+// that was over (a second renewal and a watch poll arrived).
+func TestUnitNoKeeperForALeaseLostAtItsFreshStart(t *testing.T) {
+	c, count := fakeLockGateway(t, 150*time.Millisecond, 300*time.Millisecond, http.StatusGone,
+		`{"type":"/problems/lease_lost","status":410,"reason":"expired"}`, `{"lock":"x","held":true,"fence":7}`)
+	l, err := c.Lock(context.Background(), "x", LeaseOptions{TTL: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Fatal("the lease whose fresh-start renewal answered 410 is not lost")
+	}
+	time.Sleep(400 * time.Millisecond) // more than a TTL: a keeper would have renewed and watched by now
+	if l.Reason() != "expired" || count("renew") != 1 || count("status") != 0 {
+		t.Fatalf("reason %q, %d renewals, %d watch polls; expected expired, 1, 0", l.Reason(), count("renew"), count("status"))
+	}
+	var lost *LeaseLostError
+	if err := l.Release(context.Background()); !errors.As(err, &lost) {
+		t.Fatalf("the release of a lost lease: %v", err)
+	}
+}
+
+// TestUnitLossReportedWhileTheAcquireRecordsItsKeeper: the watch answers "revoked" at once, so the keeper
+// marks the lease lost while the acquire is still recording it. Broken variant caught, by the race
+// detector (go test -race): the acquire wrote state.keeper without the lock that mark reads it under.
+func TestUnitLossReportedWhileTheAcquireRecordsItsKeeper(t *testing.T) {
+	c, _ := fakeLockGateway(t, 0, 5*time.Second, http.StatusOK, `{"fence":7,"ttl_ms":5000}`,
+		`{"lock":"x","held":false,"reason":"revoked"}`)
+	for i := 0; i < 20; i++ {
+		l, err := c.Lock(context.Background(), "x", LeaseOptions{TTL: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l.Lost():
+		case <-time.After(2 * time.Second):
+			t.Fatal("the watch's revoked was not reported")
+		}
+		if l.Reason() != "revoked" {
+			t.Fatalf("reason %q", l.Reason())
+		}
+		_ = l.Release(context.Background())
 	}
 }
