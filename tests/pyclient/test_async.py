@@ -16,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import config, unique  # noqa: E402
+from pyclient_helpers import FaultProxy, config, unique  # noqa: E402
 
 import fencegate  # noqa: E402
 from harness import Gateway  # noqa: E402
@@ -54,6 +54,27 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
                     break
                 await asyncio.sleep(0.05)
             self.assertEqual((await self.client.lock_status(name))["waiting"], 0)
+
+    async def test_fresh_start_renewal_without_answer_leaves_a_kept_lease(self):
+        """An acquire answered after 1.2 s, over a third of its 3 s TTL, is renewed at once, and that renewal
+        answers 503: as with the thread client, entering succeeds, the keeper tries again, and leaving
+        `async with` releases the lock at once. Broken variant caught: the renewal's BackendUnavailable left
+        __aenter__, so the lock stayed held until its TTL ran out."""
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "stall" if path.endswith("/acquire") else "refuse503" if path.endswith("/renew")
+                           else "forward")
+        proxy.stall_s = 1.2
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=1))
+        name = unique("aio-fresh503")
+        try:
+            async with client.lock(name, ttl_ms=3000) as lease:
+                self.assertFalse(lease.lost.is_set(), lease.lost_reason)
+        except fencegate.FencegateError as e:
+            self.fail(f"entering raised {e!r}")
+        finally:
+            await client.close()
+        self.assertFalse((await self.client.lock_status(name))["held"])  # released before the TTL ran out
 
     async def test_tasks_take_turns_and_share_the_client(self):
         name, key = unique("aio-turns"), unique("aio-row")

@@ -151,6 +151,75 @@ class LeaseTest(unittest.TestCase):
             self.assertEqual(self.client.lock_status(lock)["fence"], waiter.fence)
         self.assertFalse(self.client.lock_status(lock)["held"])
 
+    def _fresh_start_via(self, renew_rule) -> fencegate.Client:
+        """A client whose acquires are answered after 1.2 s, over a third of a 3 s TTL, so that each is
+        renewed at once; renew_rule(path) is what the proxy does with the renewals. One try per call."""
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "stall" if path.endswith("/acquire") else
+                           renew_rule(path) if path.endswith("/renew") else "forward")
+        proxy.stall_s = 1.2
+        client = fencegate.Client(proxy.url, owner="pytest", retry=fencegate.RetryPolicy(attempts=1))
+        self.addCleanup(proxy.close)
+        self.addCleanup(client.close)
+        return client
+
+    def test_fresh_start_renewal_without_answer_leaves_a_kept_lease(self):
+        """The renewal right after a long acquire answers 503: as in the Go and TypeScript clients, the
+        acquire succeeds, the keeper tries again, and leaving `with` releases the lock at once. Broken
+        variant caught: the renewal's BackendUnavailable left __enter__, so __exit__ never ran and the lock
+        stayed held until its TTL ran out."""
+        lock = unique("fresh503")
+        client = self._fresh_start_via(lambda path: "refuse503")
+        entered = False
+        try:
+            with client.lock(lock, ttl_ms=3000) as lease:
+                entered = True
+                self.assertFalse(lease.lost.is_set(), lease.lost_reason)
+                self.assertIsNotNone(lease._state.keeper)
+        except fencegate.FencegateError as e:
+            self.fail(f"entering raised {e!r}")
+        self.assertTrue(entered)
+        self.assertFalse(self.client.lock_status(lock)["held"])  # released, well before the 3 s TTL ran out
+
+    def test_error_while_starting_to_keep_releases_the_lease(self):
+        """Something other than an answer goes wrong in the renewal right after a long acquire (an
+        interrupt, here a RuntimeError): the acquire raises it, and since no `with` block will leave, it
+        releases the lock first. Broken variant caught: the lock stayed held until its TTL ran out."""
+        lock = unique("freshraise")
+        client = self._fresh_start_via(lambda path: "forward")
+        call = client.transport.call
+
+        def interrupted(method, path, *args, **kwargs):
+            if path.endswith("/renew"):
+                raise RuntimeError("interrupted")
+            return call(method, path, *args, **kwargs)
+        client.transport.call = interrupted
+        with self.assertRaises(RuntimeError):
+            with client.lock(lock, ttl_ms=3000):
+                self.fail("the block ran")
+        self.assertFalse(self.client.lock_status(lock)["held"])  # released, well before the 3 s TTL ran out
+
+    def test_fresh_start_renewal_refused_marks_the_lease_lost(self):
+        """The lock is revoked just before the renewal right after a long acquire, which answers 410: as in
+        the Go and TypeScript clients, the acquire succeeds with the lease marked lost ("revoked") and not
+        kept, and leaving `with` raises LeaseLost. Broken variant caught: the renewal's LeaseLost left
+        __enter__ before the block ran."""
+        lock = unique("fresh410")
+
+        def revoke_first(path):
+            self.client.revoke_lock(lock, "test")
+            return "forward"
+        client = self._fresh_start_via(revoke_first)
+        entered = False
+        with self.assertRaises(fencegate.LeaseLost) as caught:
+            with client.lock(lock, ttl_ms=3000) as lease:
+                entered = True
+                self.assertTrue(lease.lost.is_set())
+                self.assertIsNone(lease._state.keeper)
+        self.assertTrue(entered, f"entering raised {caught.exception!r}")
+        self.assertEqual((lease.lost_reason, caught.exception.reason), ("revoked", "revoked"))
+        self.assertFalse(self.client.lock_status(lock)["held"])
+
     def test_unkept_lease_is_not_renewed_by_its_acquire(self):
         """A lease acquired with renew=False after a wait longer than a third of its TTL is the lease the
         gateway granted, renewed only when its caller says so: the acquire answers it, never a LeaseLost

@@ -23,6 +23,8 @@ holds waits in the queue or raises LockBusy like any other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import ssl
 import time
@@ -30,12 +32,14 @@ from types import TracebackType
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from .client import DEFAULT_URL
-from .errors import FencegateError, GatewayUnreachable, LeaseLost, ProblemError, lease_lost
+from .errors import FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExceeded, ProblemError, lease_lost
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_RETRY_S, WATCH_WAIT_MS, RenewalSchedule, watch_failed,
                      watch_query, watch_verdict)
 from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers, write_result
+
+log = logging.getLogger("fencegate")
 
 
 class AsyncTransport(Endpoint):
@@ -279,15 +283,34 @@ class _AsyncLeaseBase:
         return self._state.reason or "lost"
 
     async def _acquired(self, sent_at: float, watches: List[Tuple[str, int]]) -> None:
+        """Starts keeping the lease just acquired (as :func:`fencegate.lease._fresh_start` says: a long wait
+        in the queue renews it at once, a refusal of that renewal marks it lost and nothing keeps it, another
+        failure leaves the retries to the keeper); if that raises, the lease is released before the error
+        leaves, since no `async with` block would."""
         ttl_ms = self.ttl_ms or 30000
         if not self._renew:  # renewed when its caller says so
             return
-        if time.monotonic() - sent_at > ttl_ms / 3000.0:  # a long wait in the queue: renew at once
-            sent_at = time.monotonic()
-            await self._renew_once(self._client.transport.timeout)
-        keeper = AsyncKeeper(self._client.transport, ttl_ms, self._renew_once, watches if self._watch else [],
-                             lambda reason: self._state.mark(reason, self), sent_at)
-        self._state.keeper, self._state.kept = keeper, True  # type: ignore[assignment]
+        try:
+            if time.monotonic() - sent_at > ttl_ms / 3000.0:  # a long wait in the queue: renew at once
+                sent_at = time.monotonic()
+                try:
+                    await self._renew_once(self._client.transport.timeout)
+                except LeaseLost as e:
+                    self._state.mark(e.reason or "lease_lost", self)
+                except MaxHoldExceeded:
+                    self._state.mark("max_hold_exceeded", self)
+                except FencegateError as e:
+                    log.warning("renewal of %s after its acquire failed (%s); the keeper tries again",
+                                self._state.name, e)
+            if self._state.event.is_set():
+                return  # nothing to keep: releasing it (leaving `async with`) raises LeaseLost
+            keeper = AsyncKeeper(self._client.transport, ttl_ms, self._renew_once, watches if self._watch else [],
+                                 lambda reason: self._state.mark(reason, self), sent_at)
+            self._state.keeper, self._state.kept = keeper, True  # type: ignore[assignment]
+        except BaseException:
+            with contextlib.suppress(FencegateError):
+                await self.release()
+            raise
 
     async def _renew_once(self, timeout_s: float) -> Any:
         raise NotImplementedError

@@ -15,16 +15,17 @@ write's arrival.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 import uuid
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
-from .errors import FencegateError, LeaseLost, ProblemError, lease_lost
+from .errors import FencegateError, LeaseLost, MaxHoldExceeded, ProblemError, lease_lost
 from .keeper import Keeper
-from .transport import NO_RETRY, Connection, Effect, quote
+from .transport import NO_RETRY, Connection, Effect, Transport, quote
 from .writes import Holder, PgTable, RedisKeys, Row, SyncCalls
 
 if TYPE_CHECKING:
@@ -134,20 +135,54 @@ class _Fenced:
         return RedisKeys(SyncCalls(self._client.transport), self._holder)
 
 
-def _fresh_start(sent_at: float, ttl_ms: int, renew: Callable[[], Any]) -> float:
+def _fresh_start(state: _LostState, lease: Any, sent_at: float, ttl_ms: int,
+                 renew: Callable[[float], Any], timeout_s: float) -> float:
     """When the lease's validity starts, by this host's monotonic clock.
 
     The gateway granted the lease at some moment between sending the acquire (sent_at) and its answer;
     counting from sent_at is safe, but after a long wait in the queue it would make a fresh lease look
     nearly expired. An acquire whose answer took over a third of the TTL is therefore renewed once at
-    once, and validity counts from that renewal. Only a kept lease is: one acquired with renew=False is
-    renewed when its caller says so, as in the Go and TypeScript clients.
+    once (one try, within timeout_s), and validity counts from that renewal. Only a
+    kept lease is: one acquired with renew=False is renewed when its caller says so, as in the Go and
+    TypeScript clients. As there, the renewal raises nothing: a 410 or ``max_hold_exceeded`` marks the
+    lease lost, and after any other failure the keeper's renewals try again.
     """
     if time.monotonic() - sent_at <= ttl_ms / 3000.0:
         return sent_at
     renewed_at = time.monotonic()
-    renew()
+    try:
+        renew(timeout_s)
+    except LeaseLost as e:
+        state.mark(e.reason or "lease_lost", lease)
+    except MaxHoldExceeded:
+        state.mark("max_hold_exceeded", lease)
+    except FencegateError as e:
+        log.warning("renewal of %s after its acquire failed (%s); the keeper tries again", state.name, e)
     return renewed_at
+
+
+def _keep(state: _LostState, lease: Any, transport: Transport, ttl_ms: int,
+          renew_call: Callable[[float, Connection], Any], watches: List[Tuple[str, int]], sent_at: float) -> None:
+    """Starts keeping a lease acquired with a call sent at sent_at, unless its fresh start found it lost."""
+    sent_at = _fresh_start(state, lease, sent_at, ttl_ms,
+                           lambda timeout_s: renew_call(timeout_s, transport.connection()), transport.timeout)
+    if state.event.is_set():
+        return  # nothing to keep: releasing it (leaving `with`) raises LeaseLost
+    keeper = Keeper(transport, ttl_ms, renew_call, watches, lambda reason: state.mark(reason, lease), sent_at)
+    state.keeper, state.kept = keeper, True
+    keeper.start()
+
+
+@contextlib.contextmanager
+def _released_on_error(release: Callable[[], Any]) -> Iterator[None]:
+    """Releases a lease just acquired if starting to keep it raises (an interrupt, no thread to be had):
+    its acquire raises then, so no `with` block would leave and release it."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(FencegateError):
+            release()
+        raise
 
 
 def _release(state: _LostState, lease: Any, call: Callable[[], Any]) -> None:
@@ -249,12 +284,9 @@ class Lease(_Fenced):
         self.token, self.fence = answer["token"], answer["fence"]
         self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
         if self._renew:
-            sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
             watches = [(self._path, self.fence)] if self._watch else []
-            keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
-                            lambda reason: self._state.mark(reason, self), sent_at)
-            self._state.keeper, self._state.kept = keeper, True
-            keeper.start()
+            with _released_on_error(self._stop_and_release):
+                _keep(self._state, self, self._client.transport, self.ttl_ms, self._renew_once, watches, sent_at)
         return self
 
     def _renew_once(self, timeout_s: float, conn: Connection) -> Dict[str, Any]:
@@ -395,12 +427,9 @@ class LockSet:
             self.members[item["lock"]] = LockSetMember(self._client, self._state, item["lock"], item["token"],
                                                        item["fence"], self.owner)
         if self._renew:
-            sent_at = _fresh_start(sent_at, self.ttl_ms, self.renew)
             watches = [(f"/v1/locks/{quote(m.name)}", m.fence) for m in self.members.values()] if self._watch else []
-            keeper = Keeper(self._client.transport, self.ttl_ms, self._renew_once, watches,
-                            lambda reason: self._state.mark(reason, self), sent_at)
-            self._state.keeper, self._state.kept = keeper, True
-            keeper.start()
+            with _released_on_error(self._stop_and_release):
+                _keep(self._state, self, self._client.transport, self.ttl_ms, self._renew_once, watches, sent_at)
         return self
 
     def _renew_once(self, timeout_s: float, conn: Connection) -> Dict[str, Any]:
