@@ -193,3 +193,34 @@ func TestGatewayAuditPages(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayRenewalCutByMaxHold: a 3 s lease whose max_hold is 3.3 s. Its first renewal, at about 1 s, is
+// granted only up to the hold deadline; the client must count the lease valid no longer than that, and
+// report it lost by the deadline (plus a margin for a loaded machine), not a whole TTL after the renewal.
+// The watch is off, so that only the client's own reckoning can tell. Broken variant caught: the keeper
+// counting every renewal as a full TTL held the lease valid until about 4 s (Check passed at 3.8 s while
+// the gateway had ended the lease at 3.3 s).
+func TestGatewayRenewalCutByMaxHold(t *testing.T) {
+	c := gatewayClient(t, true)
+	ctx := context.Background()
+	const ttl, maxHold, margin = 3 * time.Second, 3300 * time.Millisecond, 500 * time.Millisecond
+	sent := time.Now()
+	l, err := c.Lock(ctx, unique("go:maxhold"), LeaseOptions{TTL: ttl, MaxHold: maxHold, NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	time.Sleep(time.Until(sent.Add(2 * time.Second))) // renewed once, and still valid
+	if err := l.Check(); err != nil {
+		t.Fatalf("the lease is lost before its hold deadline: %v", err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(time.Until(sent.Add(maxHold + margin))):
+	}
+	var lost *LeaseLostError
+	if err := l.Check(); !errors.As(err, &lost) || lost.Reason != "max_hold_exceeded" {
+		t.Fatalf("%v after the acquire, past the hold deadline: expected a LeaseLostError (max_hold_exceeded), got %v",
+			time.Since(sent), err)
+	}
+}

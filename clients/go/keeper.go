@@ -5,9 +5,13 @@
 // valid without a successful renewal, and the long polls of the watch endpoint. It must not release the
 // lease (its owner does, after stop).
 //
-// Renewal: every third of the TTL. A refusal (410 lease_lost, 409 max_hold_exceeded, 401, 403, ...) ends
-// the lease at once. No answer, or a 5xx, is tried again after a short pause until the lease would have run
-// out, counted from the moment the last successful renewal was sent; then the lease is lost ("unrenewed").
+// Renewal: every third of the TTL. A renewal is valid for the ttl_ms it answers, which is less than the TTL
+// asked once the hold deadline (acquire time + max_hold_ms) cuts it, counted from the moment it was sent;
+// the next one goes a third of that later. A renewal whose expiry reached the hold deadline is the last:
+// no renewal can move it, and the lease is lost ("max_hold_exceeded") when that validity runs out. A
+// refusal (410 lease_lost, 409 max_hold_exceeded, 401, 403, ...) ends the lease at once. No answer, or a
+// 5xx, is tried again after a short pause until the lease would have run out, counted from the moment the
+// last successful renewal was sent; then the lease is lost ("unrenewed").
 //
 // Watch: GET <status path>?watch=true&fence=N&wait_ms=W answers as soon as the lease ends ("released",
 // "expired", "revoked"), so the loss is known within a round trip instead of at the next renewal. A
@@ -49,16 +53,20 @@ type keeper struct {
 	mu      sync.Mutex
 	stopped bool
 	until   time.Time // valid until, by this host's clock
+	final   bool      // the last grant reached the hold deadline: nothing renews past until
 }
 
-// startKeeper renews every ttl/3 from start (when the lease's validity began) and watches each of watches,
-// calling onLost once, from a keeper goroutine, when the lease is lost.
+// startKeeper keeps a lease whose validity began at start, by this host's clock: for the grant of the
+// renewal sent then, or for the whole TTL when grant is nil (the acquire's own). It renews a third of the
+// granted time later and watches each of watches, calling onLost once, from a keeper goroutine, when the
+// lease is lost.
 func startKeeper(c *Client, ttl time.Duration, renew func(context.Context, time.Duration) (*RenewResult, error),
-	watches []watch, onLost func(string), start time.Time) *keeper {
+	watches []watch, onLost func(string), start time.Time, grant *RenewResult) *keeper {
 	ctx, cancel := context.WithCancel(context.Background())
-	k := &keeper{client: c, ttl: ttl, renew: renew, onLost: onLost, ctx: ctx, cancel: cancel, until: start.Add(ttl)}
+	k := &keeper{client: c, ttl: ttl, renew: renew, onLost: onLost, ctx: ctx, cancel: cancel}
+	next := k.renewed(start, grant)
 	k.wg.Add(1 + len(watches))
-	go k.renewLoop(start)
+	go k.renewLoop(next)
 	for _, w := range watches {
 		go k.watchLoop(w)
 	}
@@ -85,11 +93,44 @@ func (k *keeper) halt() bool {
 	return true
 }
 
-// expired is true once the lease has gone a full TTL without a successful renewal.
-func (k *keeper) expired() bool {
+// renewed takes the grant of the renewal sent at sent (nil: a whole TTL) and answers when to renew next.
+// The lease is valid for the ttl_ms granted counted from the sending, which is never later than the
+// gateway's expiry; an answer without ttl_ms (an older gateway) counts as the TTL asked. A grant that
+// reached the hold deadline is final: the next wake-up is the end of its validity.
+func (k *keeper) renewed(sent time.Time, grant *RenewResult) time.Time {
+	granted, final := k.ttl, false
+	if grant != nil {
+		if grant.TTLms > 0 {
+			granted = time.Duration(grant.TTLms) * time.Millisecond
+		}
+		final = grant.HoldUntilMs > 0 && grant.ExpiresAtMs >= grant.HoldUntilMs
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return !time.Now().Before(k.until)
+	k.until, k.final = sent.Add(granted), final
+	if final {
+		return k.until
+	}
+	return sent.Add(granted / 3)
+}
+
+// lapsed is why the lease counts as lost once its validity ran out without a successful renewal
+// ("max_hold_exceeded" after a final grant, else "unrenewed"), or "" while it is valid.
+func (k *keeper) lapsed() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lapsedLocked(time.Now())
+}
+
+func (k *keeper) lapsedLocked(now time.Time) string {
+	switch {
+	case now.Before(k.until):
+		return ""
+	case k.final:
+		return "max_hold_exceeded"
+	default:
+		return "unrenewed"
+	}
 }
 
 func (k *keeper) lost(reason string) {
@@ -112,16 +153,15 @@ func (k *keeper) sleep(d time.Duration) bool {
 	}
 }
 
-func (k *keeper) renewLoop(start time.Time) {
+func (k *keeper) renewLoop(next time.Time) {
 	defer k.wg.Done()
-	next := start.Add(k.ttl / 3)
 	for k.sleep(time.Until(next)) {
 		now := time.Now()
 		k.mu.Lock()
-		left := k.until.Sub(now)
+		left, lapsed := k.until.Sub(now), k.lapsedLocked(now)
 		k.mu.Unlock()
-		if left <= 0 {
-			k.lost("unrenewed")
+		if lapsed != "" {
+			k.lost(lapsed)
 			return
 		}
 		timeout := k.client.timeout
@@ -131,17 +171,14 @@ func (k *keeper) renewLoop(start time.Time) {
 		if timeout < retryMin {
 			timeout = retryMin
 		}
-		_, err := k.renew(k.ctx, timeout)
+		res, err := k.renew(k.ctx, timeout)
 		if k.ctx.Err() != nil {
 			return
 		}
 		var p *Problem
 		switch {
 		case err == nil:
-			k.mu.Lock()
-			k.until = now.Add(k.ttl)
-			k.mu.Unlock()
-			next = now.Add(k.ttl / 3)
+			next = k.renewed(now, res)
 			continue
 		case errors.As(err, &p) && p.Status < 500:
 			reason := p.Code

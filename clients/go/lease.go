@@ -82,7 +82,8 @@ func (s *lostState) isLost() bool {
 }
 
 // check fails with a LeaseLostError when the lease is known lost, was released, or (while kept alive) has
-// gone a whole TTL without a successful renewal: a write must never leave under a lease its holder gave up.
+// outlived what its last successful renewal granted: a write must never leave under a lease its holder
+// gave up.
 func (s *lostState) check() error {
 	s.mu.Lock()
 	released, k := s.released, s.keeper
@@ -90,8 +91,10 @@ func (s *lostState) check() error {
 	if released {
 		return leaseLost(s.name, "released")
 	}
-	if k != nil && k.expired() {
-		s.mark("unrenewed")
+	if k != nil {
+		if reason := k.lapsed(); reason != "" {
+			s.mark(reason)
+		}
 	}
 	if s.isLost() {
 		return leaseLost(s.name, s.Reason())
@@ -186,9 +189,11 @@ type acquireResult struct {
 	ExpiresAtMs int64  `json:"expires_at_ms"`
 }
 
-// RenewResult is the answer of a renewal.
+// RenewResult is the answer of a renewal. TTLms is the time to live granted: less than the lease's TTL
+// once the hold deadline (HoldUntilMs, the acquire time + max_hold_ms) cuts it.
 type RenewResult struct {
 	Fence       int64 `json:"fence"`
+	TTLms       int64 `json:"ttl_ms"`
 	ExpiresAtMs int64 `json:"expires_at_ms"`
 	HoldUntilMs int64 `json:"hold_until_ms"`
 }
@@ -267,27 +272,29 @@ func (c *Client) acquire(ctx context.Context, kind, name string, limit int, o Le
 	if !o.NoWatch {
 		watches = []watch{{path: l.path(), fence: l.Fence}}
 	}
-	start := l.state.freshStart(ctx, sentAt, l.TTL, c.timeout, l.renewOnce)
-	l.state.keep(func() *keeper { return startKeeper(c, l.TTL, l.renewOnce, watches, l.state.mark, start) })
+	start, grant := l.state.freshStart(ctx, sentAt, l.TTL, c.timeout, l.renewOnce)
+	l.state.keep(func() *keeper { return startKeeper(c, l.TTL, l.renewOnce, watches, l.state.mark, start, grant) })
 	return l, nil
 }
 
 // freshStart is when the validity of a lease of this ttl, acquired with a call sent at sentAt, starts by
-// this host's clock; timeout bounds the renewal. Counting from the moment the acquire was sent is safe
-// but, after a long wait in the queue, would make a fresh lease look nearly expired: an acquire whose
-// answer took over a third of the TTL is renewed once at once, and validity counts from that renewal. A
-// 410 or max_hold_exceeded answer to it marks the lease lost; after any other failure the keeper's
-// renewals try again.
+// this host's clock, and the grant it starts with (nil: the acquire's whole TTL); timeout bounds the
+// renewal. Counting from the moment the acquire was sent is safe but, after a long wait in the queue,
+// would make a fresh lease look nearly expired: an acquire whose answer took over a third of the TTL is
+// renewed once at once, and validity counts from that renewal. A 410 or max_hold_exceeded answer to it
+// marks the lease lost; after any other failure the keeper's renewals try again.
 func (s *lostState) freshStart(ctx context.Context, sentAt time.Time, ttl, timeout time.Duration,
-	renew func(context.Context, time.Duration) (*RenewResult, error)) time.Time {
+	renew func(context.Context, time.Duration) (*RenewResult, error)) (time.Time, *RenewResult) {
 	if time.Since(sentAt) <= ttl/3 {
-		return sentAt
+		return sentAt, nil
 	}
 	renewedAt := time.Now()
-	if _, err := renew(ctx, timeout); err != nil {
+	res, err := renew(ctx, timeout)
+	if err != nil {
 		s.heard(err)
+		return renewedAt, nil
 	}
-	return renewedAt
+	return renewedAt, res
 }
 
 // keep starts the keeper with start and records it, under the lock that mark reads it with, unless the
@@ -443,8 +450,8 @@ func (c *Client) LockSet(ctx context.Context, names []string, o LeaseOptions) (*
 	if o.NoWatch {
 		watches = nil
 	}
-	start := s.state.freshStart(ctx, sentAt, s.TTL, c.timeout, s.renewOnce)
-	s.state.keep(func() *keeper { return startKeeper(c, s.TTL, s.renewOnce, watches, s.state.mark, start) })
+	start, grant := s.state.freshStart(ctx, sentAt, s.TTL, c.timeout, s.renewOnce)
+	s.state.keep(func() *keeper { return startKeeper(c, s.TTL, s.renewOnce, watches, s.state.mark, start, grant) })
 	return s, nil
 }
 
@@ -475,11 +482,28 @@ func (s *LockSet) tokens() []string {
 	return tokens
 }
 
+// renewOnce renews the set once; the result is the shortest grant of its locks: the set is valid as long
+// as the first of them to end.
 func (s *LockSet) renewOnce(ctx context.Context, timeout time.Duration) (*RenewResult, error) {
-	_, err := s.client.call(ctx, request{method: "POST", path: "/v1/locksets/renew",
+	a, err := s.client.call(ctx, request{method: "POST", path: "/v1/locksets/renew",
 		body:   jsonBody(map[string]any{"tokens": s.tokens(), "ttl_ms": s.TTL.Milliseconds()}),
 		effect: Idempotent, timeout: timeout, retry: &noRetry})
-	return &RenewResult{}, err
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Locks []RenewResult `json:"locks"`
+	}
+	if err := a.decode(&res); err != nil {
+		return nil, err
+	}
+	shortest := &RenewResult{}
+	for i, lock := range res.Locks {
+		if i == 0 || lock.TTLms < shortest.TTLms {
+			shortest = &res.Locks[i]
+		}
+	}
+	return shortest, nil
 }
 
 // Renew renews every lock of the set now; a refusal marks the set lost.

@@ -6,7 +6,7 @@ failed watch poll means (keeper.watch_failed), driven by hand with a settable cl
 
 Broken variants caught while writing this (each tried, then reverted): a ONCE call retried after a try
 that got no answer; the waited time not counted (the budget never ran out); a failed renewal rescheduled
-a third of the TTL later instead of soon.
+a third of the TTL later instead of soon; a renewal counted as a whole TTL when the hold deadline cut it.
 
 Owns: those two decision steps. Must not: open a connection (test_retries.py drives the loops through a
 faulty proxy).
@@ -84,8 +84,28 @@ class RenewalScheduleTest(unittest.TestCase):
         self.assertEqual(s.delay(101.5), 0.0)
         s.renewed(101.0)  # the answer came later; the lease counts from the sending
         self.assertEqual((s.next_at, s.valid_until), (102.0, 104.0))
-        self.assertFalse(s.expired(103.99))
-        self.assertTrue(s.expired(104.0))
+        self.assertIsNone(s.lapsed(103.99))
+        self.assertEqual(s.lapsed(104.0), "unrenewed")
+
+    def test_a_renewal_counts_for_what_it_granted(self):
+        """A 30 s lease whose max_hold is 65 s (gateway clock: acquired at 1,000 s): the renewal sent at 40
+        is granted 25 s, up to the hold deadline; it counts until 65, and nothing renews it after. A lock
+        set counts its shortest grant. Broken variant caught: every renewal counted as a whole TTL (valid
+        until 70, renewed again at 50)."""
+        s = RenewalSchedule(30.0, sent_at=0.0)
+        self.assertIsNone(s.outcome(10.0, None, 10.2, {"ttl_ms": 30000, "expires_at_ms": 1040000,
+                                                        "hold_until_ms": 1065000}))
+        self.assertEqual((s.valid_until, s.next_at), (40.0, 20.0))
+        self.assertIsNone(s.outcome(40.0, None, 40.2, {"ttl_ms": 25000, "expires_at_ms": 1065000,
+                                                        "hold_until_ms": 1065000}))
+        self.assertEqual((s.valid_until, s.next_at), (65.0, 65.0))
+        self.assertIsNone(s.lapsed(64.99))
+        self.assertEqual(s.lapsed(65.0), "max_hold_exceeded")
+        locks = {"locks": [{"lock": "a", "ttl_ms": 30000, "expires_at_ms": 1040000, "hold_until_ms": 1090000},
+                           {"lock": "b", "ttl_ms": 12000, "expires_at_ms": 1022000, "hold_until_ms": 1022000}]}
+        s = RenewalSchedule(30.0, sent_at=0.0)
+        self.assertIsNone(s.outcome(10.0, None, 10.2, locks))
+        self.assertEqual((s.valid_until, s.next_at, s.lapsed(22.0)), (22.0, 22.0, "max_hold_exceeded"))
 
     def test_a_failed_renewal_is_tried_again_soon(self):
         s = RenewalSchedule(30.0, sent_at=0.0)

@@ -151,6 +151,24 @@ class LeaseTest(unittest.TestCase):
             self.assertEqual(self.client.lock_status(lock)["fence"], waiter.fence)
         self.assertFalse(self.client.lock_status(lock)["held"])
 
+    def test_renewal_cut_by_max_hold_counts_only_up_to_the_deadline(self):
+        """A 3 s lease whose max_hold is 3.3 s: its first renewal, at about 1 s, is granted only up to the
+        hold deadline; the client must count the lease valid no longer than that and report it lost by the
+        deadline (plus a margin for a loaded machine), not a whole TTL after the renewal. The watch is off,
+        so that only the client's own reckoning can tell. Broken variant caught: the keeper counting every
+        renewal as a full TTL held the lease valid until about 4 s (check() passed at 3.8 s while the
+        gateway had ended the lease at 3.3 s)."""
+        sent = time.monotonic()
+        with self.assertRaises(fencegate.LeaseLost):  # leaving: the lease was lost inside
+            with self.client.lock(unique("maxhold"), ttl_ms=3000, max_hold_ms=3300, watch=False) as lease:
+                time.sleep(max(0.0, sent + 2.0 - time.monotonic()))  # renewed once, and still valid
+                lease.check()
+                lease.lost.wait(max(0.0, sent + 3.3 + 0.5 - time.monotonic()))
+                with self.assertRaises(fencegate.LeaseLost, msg=f"{time.monotonic() - sent:.2f} s after the "
+                                       "acquire, past the hold deadline") as caught:
+                    lease.check()
+                self.assertEqual(caught.exception.reason, "max_hold_exceeded")
+
     def _fresh_start_via(self, renew_rule) -> fencegate.Client:
         """A client whose acquires are answered after 1.2 s, over a third of a 3 s TTL, so that each is
         renewed at once; renew_rule(path) is what the proxy does with the renewals. One try per call."""

@@ -5,9 +5,13 @@
  * successful renewal, and the long polls of the watch endpoint. Must not: release the lease (its owner
  * does, after stop()). Neither loop keeps the process alive.
  *
- * Renewal: every third of the TTL. A refusal (410 lease_lost, 409 max_hold_exceeded, 401, 403, ...) ends
- * the lease at once. No answer, or a 5xx, is tried again after a short pause until the lease would have run
- * out, counted from the moment the last successful renewal was sent; then the lease is lost ("unrenewed").
+ * Renewal: every third of the TTL. A renewal is valid for the ttl_ms it answers, which is less than the TTL
+ * asked once the hold deadline (acquire time + max_hold_ms) cuts it, counted from the moment it was sent;
+ * the next one goes a third of that later. A renewal whose expiry reached the hold deadline is the last: no
+ * renewal can move it, and the lease is lost ("max_hold_exceeded") when that validity runs out. A refusal
+ * (410 lease_lost, 409 max_hold_exceeded, 401, 403, ...) ends the lease at once. No answer, or a 5xx, is
+ * tried again after a short pause until the lease would have run out, counted from the moment the last
+ * successful renewal was sent; then the lease is lost ("unrenewed").
  *
  * Watch: GET <status path>?watch=true&fence=N&wait_ms=W answers as soon as the lease ends ("released",
  * "expired", "revoked"), so the loss is known within a round trip instead of at the next renewal. A gateway
@@ -23,8 +27,16 @@ export const WATCH_WAIT_MS = 25000;
 /** Shortest pause between renewals that got no answer. */
 const RETRY_MIN_MS = 50;
 
-/** Sends one renewal with a timeout (ms) and an abort signal. */
-export type RenewCall = (timeoutMs: number, signal: AbortSignal) => Promise<unknown>;
+/** What a renewal granted: the time to live (less than asked once the hold deadline cuts it) and, by the
+ * gateway's clock, the new expiry and the hold deadline. */
+export interface Grant {
+  ttl_ms?: number;
+  expires_at_ms?: number;
+  hold_until_ms?: number;
+}
+
+/** Sends one renewal with a timeout (ms) and an abort signal; resolves to what it granted. */
+export type RenewCall = (timeoutMs: number, signal: AbortSignal) => Promise<Grant | undefined>;
 
 /** A lease to watch: its status path and fence. */
 export interface Watch {
@@ -53,17 +65,33 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 
 export class Keeper {
   private readonly stopper = new AbortController();
-  private validUntil: number;
+  private validUntil = 0;
+  /** The last grant reached the hold deadline: nothing renews past validUntil. */
+  private final = false;
 
   /**
-   * Renews every ttlMs/3 from start (performance.now() when the lease's validity began) and watches each
-   * of watches, calling onLost once when the lease is lost.
+   * Keeps a lease whose validity began at start (performance.now()): for grant, what the renewal sent then
+   * granted, or for the whole TTL without one (the acquire's own). Renews a third of the granted time later
+   * and watches each of watches, calling onLost once when the lease is lost.
    */
   constructor(private readonly transport: Transport, private readonly ttlMs: number, private readonly renew: RenewCall,
-    watches: Watch[], private readonly onLost: (reason: string) => void, start: number) {
-    this.validUntil = start + ttlMs;
-    void this.renewLoop(start);
+    watches: Watch[], private readonly onLost: (reason: string) => void, start: number, grant?: Grant) {
+    void this.renewLoop(this.renewed(start, grant));
     for (const w of watches) void this.watchLoop(w);
+  }
+
+  /**
+   * Takes what the renewal sent at sent granted and answers when to renew next. The lease is valid for the
+   * ttl_ms granted counted from the sending, which is never later than the gateway's expiry; an answer
+   * without ttl_ms (an older gateway) counts as the TTL asked. A grant that reached the hold deadline is
+   * final: the next wake-up is the end of its validity.
+   */
+  private renewed(sent: number, grant: Grant | undefined): number {
+    const granted = typeof grant?.ttl_ms === "number" && grant.ttl_ms > 0 ? grant.ttl_ms : this.ttlMs;
+    this.final = typeof grant?.hold_until_ms === "number" && typeof grant.expires_at_ms === "number"
+      && grant.expires_at_ms >= grant.hold_until_ms;
+    this.validUntil = sent + granted;
+    return this.final ? this.validUntil : sent + granted / 3;
   }
 
   /** Stops renewing and watching; in-flight calls are cut short. */
@@ -71,9 +99,13 @@ export class Keeper {
     this.stopper.abort(new Error("the keeper stopped"));
   }
 
-  /** True once the lease has gone a full TTL without a successful renewal. */
-  expired(): boolean {
-    return performance.now() >= this.validUntil;
+  /**
+   * Why the lease counts as lost once it outlived what its last successful renewal granted
+   * ("max_hold_exceeded" after a final grant, else "unrenewed"), or undefined while it is valid.
+   */
+  lapsed(now = performance.now()): string | undefined {
+    if (now < this.validUntil) return undefined;
+    return this.final ? "max_hold_exceeded" : "unrenewed";
   }
 
   private lost(reason: string): void {
@@ -82,20 +114,19 @@ export class Keeper {
     this.onLost(reason);
   }
 
-  private async renewLoop(start: number): Promise<void> {
+  private async renewLoop(next: number): Promise<void> {
     const signal = this.stopper.signal;
-    let next = start + this.ttlMs / 3;
     while (await pause(next - performance.now(), signal)) {
       const now = performance.now();
-      const left = this.validUntil - now;
-      if (left <= 0) {
-        this.lost("unrenewed");
+      const lapsed = this.lapsed(now);
+      if (lapsed) {
+        this.lost(lapsed);
         return;
       }
       try {
-        await this.renew(Math.max(RETRY_MIN_MS, Math.min(this.transport.timeoutMs, left)), signal);
-        this.validUntil = now + this.ttlMs;
-        next = now + this.ttlMs / 3;
+        const left = this.validUntil - now;
+        const grant = await this.renew(Math.max(RETRY_MIN_MS, Math.min(this.transport.timeoutMs, left)), signal);
+        next = this.renewed(now, grant);
         continue;
       } catch (e) {
         if (signal.aborted) return;

@@ -15,7 +15,7 @@
 import { randomBytes } from "node:crypto";
 
 import { LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
-import { Keeper, Watch } from "./keeper.js";
+import { Grant, Keeper, Watch } from "./keeper.js";
 import { NO_RETRY, Transport, segment } from "./transport.js";
 import { Holder, PgTable, RedisKeys } from "./writes.js";
 
@@ -39,11 +39,22 @@ export interface LeaseOptions {
   signal?: AbortSignal;
 }
 
-/** The answer of a renewal. */
+/** The answer of a renewal: ttl_ms is the time to live granted, less than asked once the hold deadline
+ * (hold_until_ms, the acquire time + max_hold_ms) cuts it. */
 export interface RenewResult {
   fence?: number;
+  ttl_ms?: number;
   expires_at_ms?: number;
   hold_until_ms?: number;
+}
+
+/** The shortest grant of a lock set's renewal: the set is valid as long as the first of its locks to end. */
+function shortestGrant(answer: { locks?: Grant[] } | undefined): Grant | undefined {
+  let shortest: Grant | undefined;
+  for (const lock of answer?.locks ?? []) {
+    if (shortest === undefined || (lock.ttl_ms ?? Infinity) < (shortest.ttl_ms ?? Infinity)) shortest = lock;
+  }
+  return shortest;
 }
 
 export function newRequestId(): string {
@@ -75,10 +86,14 @@ export class LostState {
     this.controller.abort(leaseLost(this.name, reason));
   }
 
-  /** Throws LeaseLostError when the lease is known lost, was released, or (kept alive) went a TTL unrenewed. */
+  /**
+   * Throws LeaseLostError when the lease is known lost, was released, or (kept alive) outlived what its last
+   * successful renewal granted.
+   */
   check(): void {
     if (this.released) throw leaseLost(this.name, "released");
-    if (this.keeper?.expired()) this.mark("unrenewed");
+    const lapsed = this.keeper?.lapsed();
+    if (lapsed) this.mark(lapsed);
     if (this.lost) throw leaseLost(this.name, this.reason ?? "lost");
   }
 
@@ -118,19 +133,20 @@ export class LostState {
   /**
    * Starts keeping the lease alive. start: performance.now() when the acquire was sent; an acquire whose
    * answer took over a third of the TTL (a long wait in the queue) is renewed once at once, and validity
-   * counts from that renewal, so a fresh lease never looks nearly expired.
+   * counts from that renewal and what it granted, so a fresh lease never looks nearly expired.
    */
-  async keep(transport: Transport, ttlMs: number, renew: (timeoutMs: number, signal?: AbortSignal) => Promise<unknown>,
+  async keep(transport: Transport, ttlMs: number, renew: (timeoutMs: number, signal?: AbortSignal) => Promise<Grant | undefined>,
     watches: Watch[], start: number): Promise<void> {
+    let grant: Grant | undefined;
     if (performance.now() - start > ttlMs / 3) {
       start = performance.now();
       try {
-        await renew(transport.timeoutMs);
+        grant = await renew(transport.timeoutMs);
       } catch (e) {
         this.heard(e);
       }
     }
-    if (!this.lost) this.keeper = new Keeper(transport, ttlMs, renew, watches, (reason) => this.mark(reason), start);
+    if (!this.lost) this.keeper = new Keeper(transport, ttlMs, renew, watches, (reason) => this.mark(reason), start, grant);
   }
 }
 
@@ -302,9 +318,9 @@ export class LockSet extends Held {
     if (options.renew !== false) {
       const watches = options.watch === false ? []
         : [...this.members.values()].map((m) => ({ path: `/v1/locks/${segment(m.name)}`, fence: m.fence }));
-      await this.state.keep(this.transport, this.ttlMs, (timeoutMs, signal) => this.transport.call({ method: "POST",
-        path: "/v1/locksets/renew", effect: "idempotent", body: { tokens: this.tokens, ttl_ms: this.ttlMs }, timeoutMs,
-        retry: NO_RETRY, signal, background: true }), watches, sentAt);
+      await this.state.keep(this.transport, this.ttlMs, async (timeoutMs, signal) => shortestGrant((await this.transport.call({
+        method: "POST", path: "/v1/locksets/renew", effect: "idempotent", body: { tokens: this.tokens, ttl_ms: this.ttlMs },
+        timeoutMs, retry: NO_RETRY, signal, background: true })).body), watches, sentAt);
     }
     return this;
   }

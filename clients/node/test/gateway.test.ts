@@ -99,3 +99,23 @@ test("audit paging", { skip }, async () => {
   assert.ok(records.every((r) => r.presented_fence === old.fence && r.reason));
   c.close();
 });
+
+test("a renewal cut by max_hold counts only up to the hold deadline", { skip }, async () => {
+  // A 3 s lease whose max_hold is 3.3 s: its first renewal, at about 1 s, is granted only up to the hold
+  // deadline; the client must report the lease lost by then (plus a margin for a loaded machine), not a
+  // whole TTL after the renewal. The watch is off, so that only the client's own reckoning can tell.
+  // Broken variant caught: the keeper counting every renewal as a full TTL held the lease valid until
+  // about 4 s (check() passed at 3.8 s while the gateway had ended the lease at 3.3 s).
+  const c = client(true);
+  const sent = performance.now();
+  const lease = await c.lock(unique("node:maxhold"), { ttlMs: 3000, maxHoldMs: 3300, watch: false });
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+  await sleep(sent + 2000 - performance.now()); // renewed once, and still valid
+  lease.check();
+  const deadline = sent + 3300 + 500;
+  while (!lease.lost && performance.now() < deadline) await sleep(20);
+  assert.throws(() => lease.check(), (e: unknown) => e instanceof LeaseLostError && e.reason === "max_hold_exceeded",
+    `${Math.round(performance.now() - sent)} ms after the acquire, past the hold deadline`);
+  await lease.release().catch(() => undefined);
+  c.close();
+});

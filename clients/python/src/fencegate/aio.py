@@ -33,8 +33,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping,
 
 from .client import DEFAULT_URL
 from .errors import FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExceeded, ProblemError, lease_lost
-from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_RETRY_S, WATCH_WAIT_MS, RenewalSchedule, watch_failed,
-                     watch_query, watch_verdict)
+from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_RETRY_S, WATCH_WAIT_MS, RenewalSchedule, shortest_grant,
+                     watch_failed, watch_query, watch_verdict)
 from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers, write_result
@@ -156,13 +156,14 @@ class AsyncKeeper:
     until :meth:`stop` or the loss (the rules of :mod:`fencegate.keeper`)."""
 
     def __init__(self, transport: AsyncTransport, ttl_ms: int, renew_call: Callable[[float], Awaitable[Any]],
-                 watches: List[Tuple[str, int]], on_lost: Callable[[str], None], sent_at: float) -> None:
+                 watches: List[Tuple[str, int]], on_lost: Callable[[str], None], sent_at: float,
+                 grant: Any = None) -> None:
         self._transport = transport
         self._ttl_s = ttl_ms / 1000.0
         self._renew_call = renew_call
         self._on_lost = on_lost
         self._stopped = False
-        self._schedule = RenewalSchedule(self._ttl_s, sent_at)
+        self._schedule = RenewalSchedule(self._ttl_s, sent_at, shortest_grant(grant))
         self.watching = len(watches)
         self._tasks = [asyncio.ensure_future(self._renew_loop())]
         self._tasks += [asyncio.ensure_future(self._watch_loop(path, fence)) for path, fence in watches]
@@ -175,8 +176,8 @@ class AsyncKeeper:
             if task is not current:
                 task.cancel()
 
-    def expired(self) -> bool:
-        return self._schedule.expired(time.monotonic())
+    def lapsed(self) -> Optional[str]:
+        return self._schedule.lapsed(time.monotonic())
 
     def _lost(self, reason: str) -> None:
         if not self._stopped:
@@ -188,15 +189,17 @@ class AsyncKeeper:
         while not self._stopped:
             await asyncio.sleep(schedule.delay(time.monotonic()))
             now = time.monotonic()
-            if schedule.expired(now):
-                self._lost("unrenewed")
+            lapsed = schedule.lapsed(now)
+            if lapsed is not None:
+                self._lost(lapsed)
                 return
             error: Optional[FencegateError] = None
+            answer: Any = None
             try:
-                await self._renew_call(schedule.call_timeout(now, self._transport.timeout))
+                answer = await self._renew_call(schedule.call_timeout(now, self._transport.timeout))
             except (ProblemError, GatewayUnreachable) as e:
                 error = e
-            reason = schedule.outcome(now, error, time.monotonic())
+            reason = schedule.outcome(now, error, time.monotonic(), answer)
             if reason is not None:
                 self._lost(reason)
                 return
@@ -291,10 +294,11 @@ class _AsyncLeaseBase:
         if not self._renew:  # renewed when its caller says so
             return
         try:
+            grant = None
             if time.monotonic() - sent_at > ttl_ms / 3000.0:  # a long wait in the queue: renew at once
                 sent_at = time.monotonic()
                 try:
-                    await self._renew_once(self._client.transport.timeout)
+                    grant = await self._renew_once(self._client.transport.timeout)
                 except LeaseLost as e:
                     self._state.mark(e.reason or "lease_lost", self)
                 except MaxHoldExceeded:
@@ -305,7 +309,7 @@ class _AsyncLeaseBase:
             if self._state.event.is_set():
                 return  # nothing to keep: releasing it (leaving `async with`) raises LeaseLost
             keeper = AsyncKeeper(self._client.transport, ttl_ms, self._renew_once, watches if self._watch else [],
-                                 lambda reason: self._state.mark(reason, self), sent_at)
+                                 lambda reason: self._state.mark(reason, self), sent_at, grant)
             self._state.keeper, self._state.kept = keeper, True  # type: ignore[assignment]
         except BaseException:
             with contextlib.suppress(FencegateError):

@@ -6,10 +6,13 @@ Owns: when to renew, how long a lease counts as valid without a successful renew
 of the watch endpoint. Must not: release the lease (its owner does, after :meth:`Keeper.stop`) or
 retry anything itself through the transport (each renewal is tried once; the loop decides).
 
-Renewal: every third of the TTL. A refusal (410 ``lease_lost``, 409 ``max_hold_exceeded``, 401, 403,
-...) ends the lease at once. No answer, or a 5xx, is tried again after a short pause until the lease
-would have run out, counted from the moment the last successful renewal was *sent*; then the lease is
-lost too ("unrenewed").
+Renewal: every third of the TTL. A renewal is valid for the ``ttl_ms`` it answers, which is less than
+the TTL asked once the hold deadline (acquire time + ``max_hold_ms``) cuts it, counted from the moment it
+was *sent*; the next one goes a third of that later. A renewal whose expiry reached the hold deadline is
+the last: no renewal can move it, and the lease is lost ("max_hold_exceeded") when that validity runs
+out. A refusal (410 ``lease_lost``, 409 ``max_hold_exceeded``, 401, 403, ...) ends the lease at once. No
+answer, or a 5xx, is tried again after a short pause until the lease would have run out, counted from the
+moment the last successful renewal was *sent*; then the lease is lost too ("unrenewed").
 
 Watch: ``GET /v1/<kind>/<name>?watch=true&fence=N&wait_ms=W`` answers as soon as the lease ends
 ("released", "expired", "revoked"), so the loss is known within a round trip instead of at the next
@@ -41,44 +44,69 @@ WATCH_RETRY_S = 1.0
 WATCH_HELD, WATCH_LOST, WATCH_OVER = "held", "lost", "over"
 
 
+def shortest_grant(answer: Any) -> Optional[Dict[str, Any]]:
+    """What a renewal answer granted: the answer itself for a lease, the lock with the shortest grant for a
+    lock set (``{"locks": [...]}``: the set is valid as long as the first of its locks to end)."""
+    if not isinstance(answer, dict):
+        return None
+    locks = answer.get("locks")
+    if isinstance(locks, list):
+        grants = [lock for lock in locks if isinstance(lock, dict)]
+        return min(grants, key=lambda lock: lock.get("ttl_ms") or float("inf"), default=None)
+    return answer
+
+
 class RenewalSchedule:
     """When to renew one lease and how long it counts as valid, apart from the I/O (the thread and the
-    asyncio keepers share it; times are monotonic seconds): renew every third of the TTL; the lease is
-    valid a TTL past the sending of its last successful renewal (or acquire); after a failed renewal try
-    again soon, a quarter of what is left, between RETRY_MIN_S and a second."""
+    asyncio keepers share it; times are monotonic seconds): the lease is valid for what its last
+    successful renewal granted (``ttl_ms``; the whole TTL for the acquire's own grant), counted from the
+    sending of that renewal (or acquire), and is renewed a third of that later; a grant that reached the
+    hold deadline (``expires_at_ms`` at ``hold_until_ms``) is final, renewed no more; after a failed
+    renewal try again soon, a quarter of what is left, between RETRY_MIN_S and a second."""
 
-    def __init__(self, ttl_s: float, sent_at: float) -> None:
+    def __init__(self, ttl_s: float, sent_at: float, grant: Optional[Dict[str, Any]] = None) -> None:
         self.ttl_s = ttl_s
-        self.valid_until = sent_at + ttl_s
-        self.next_at = sent_at + ttl_s / 3
+        self.final = False
+        self.valid_until = self.next_at = sent_at
+        self.renewed(sent_at, grant)
 
     def delay(self, now: float) -> float:
         """Seconds to wait before the next renewal."""
         return max(0.0, self.next_at - now)
 
-    def expired(self, now: float) -> bool:
-        """True once the lease has gone a full TTL without a successful renewal."""
-        return now >= self.valid_until
+    def lapsed(self, now: float) -> Optional[str]:
+        """Why the lease counts as lost once it outlived what its last successful renewal granted
+        ("max_hold_exceeded" after a final grant, else "unrenewed"), or None while it is valid."""
+        if now < self.valid_until:
+            return None
+        return "max_hold_exceeded" if self.final else "unrenewed"
 
     def call_timeout(self, now: float, timeout_s: float) -> float:
         """How long a renewal sent at now may take: at most the transport's timeout, and no longer than
         the lease is valid (but at least RETRY_MIN_S)."""
         return max(RETRY_MIN_S, min(timeout_s, self.valid_until - now))
 
-    def renewed(self, sent_at: float) -> None:
-        """The renewal sent at sent_at succeeded."""
-        self.valid_until = sent_at + self.ttl_s
-        self.next_at = sent_at + self.ttl_s / 3
+    def renewed(self, sent_at: float, grant: Optional[Dict[str, Any]] = None) -> None:
+        """The renewal sent at sent_at succeeded and granted grant (None: the whole TTL). Its ``ttl_ms``
+        counted from the sending is never later than the gateway's expiry; an answer without it (an older
+        gateway) counts as the TTL asked."""
+        grant = grant or {}
+        ttl_ms, expires_at, hold_until = grant.get("ttl_ms"), grant.get("expires_at_ms"), grant.get("hold_until_ms")
+        granted_s = ttl_ms / 1000.0 if isinstance(ttl_ms, (int, float)) and ttl_ms > 0 else self.ttl_s
+        self.final = isinstance(expires_at, int) and isinstance(hold_until, int) and expires_at >= hold_until
+        self.valid_until = sent_at + granted_s
+        self.next_at = self.valid_until if self.final else sent_at + granted_s / 3
 
     def failed(self, now: float) -> None:
         """A renewal got no answer or a retryable refusal; now is when that was known."""
         self.next_at = now + max(RETRY_MIN_S, min(1.0, (self.valid_until - now) / 4))
 
-    def outcome(self, sent_at: float, error: Optional[FencegateError], now: float) -> Optional[str]:
-        """Takes the outcome of the renewal sent at sent_at (error None: it succeeded), known at now: the
-        reason it ends the lease with, or None to go on with the next renewal scheduled."""
+    def outcome(self, sent_at: float, error: Optional[FencegateError], now: float,
+                answer: Any = None) -> Optional[str]:
+        """Takes the outcome of the renewal sent at sent_at (error None: it succeeded and answered answer),
+        known at now: the reason it ends the lease with, or None to go on with the next renewal scheduled."""
         if error is None:
-            self.renewed(sent_at)
+            self.renewed(sent_at, shortest_grant(answer))
             return None
         if isinstance(error, ProblemError):
             reason = renewal_refused(error)
@@ -135,18 +163,20 @@ class Keeper:
     transport: the client's transport. ttl_ms: the lease's TTL, renewed to the same length.
     renew_call: one renewal (see RenewCall). watches: (status path, fence) of each lease to watch; empty
     for none. on_lost: called once, from a keeper thread, with the reason, when the lease is lost.
-    sent_at: monotonic time at which the acquire was sent (the lease is valid until sent_at + ttl).
+    sent_at: monotonic time at which the acquire (or the renewal that answered grant) was sent: the lease
+    is valid until sent_at + ttl, or + the ttl_ms that grant answered.
     """
 
     def __init__(self, transport: Transport, ttl_ms: int, renew_call: RenewCall,
-                 watches: List[Tuple[str, int]], on_lost: Callable[[str], None], sent_at: float) -> None:
+                 watches: List[Tuple[str, int]], on_lost: Callable[[str], None], sent_at: float,
+                 grant: Any = None) -> None:
         self._transport = transport
         self._ttl_s = ttl_ms / 1000.0
         self._renew_call = renew_call
         self._on_lost = on_lost
         self._stop = threading.Event()
         self._guard = threading.Lock()
-        self._schedule = RenewalSchedule(self._ttl_s, sent_at)
+        self._schedule = RenewalSchedule(self._ttl_s, sent_at, shortest_grant(grant))
         self.watching = 0
         self._conns: List[Connection] = []
         self._threads = [threading.Thread(target=self._renew_loop, args=(self._connection(),),
@@ -179,9 +209,10 @@ class Keeper:
         for conn in self._conns:
             conn.close()
 
-    def expired(self) -> bool:
-        """True once the lease has gone a full TTL without a successful renewal (by this host's clock)."""
-        return self._schedule.expired(time.monotonic())
+    def lapsed(self) -> Optional[str]:
+        """Why the lease counts as lost once it outlived what its last successful renewal granted (by this
+        host's clock), or None while it is valid."""
+        return self._schedule.lapsed(time.monotonic())
 
     def _lost(self, reason: str) -> None:
         with self._guard:
@@ -198,17 +229,19 @@ class Keeper:
         schedule = self._schedule
         while not self._stop.wait(schedule.delay(time.monotonic())):
             now = time.monotonic()
-            if schedule.expired(now):
-                self._lost("unrenewed")
+            lapsed = schedule.lapsed(now)
+            if lapsed is not None:
+                self._lost(lapsed)
                 return
             error: Optional[FencegateError] = None
+            answer: Any = None
             try:
-                self._renew_call(schedule.call_timeout(now, self._transport.timeout), conn)
+                answer = self._renew_call(schedule.call_timeout(now, self._transport.timeout), conn)
             except (ProblemError, GatewayUnreachable) as e:
                 error = e
             if isinstance(error, GatewayUnreachable) and self._stop.is_set():
                 return  # stopped: the keeper aborted the call
-            reason = schedule.outcome(now, error, time.monotonic())
+            reason = schedule.outcome(now, error, time.monotonic(), answer)
             if reason is not None:
                 self._lost(reason)
                 return

@@ -67,12 +67,14 @@ class _LostState:
             self.keeper.stop()
 
     def check(self, lease: Any) -> None:
-        """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past its validity),
-        or was released: a write must never go out under a lease its holder gave up."""
+        """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past what its last
+        successful renewal granted), or was released: a write must never go out under a lease its holder
+        gave up."""
         if self.released:
             raise lease_lost(self.name, "released")
-        if self.kept and self.keeper is not None and self.keeper.expired():
-            self.mark("unrenewed", lease)
+        lapsed = self.keeper.lapsed() if self.kept and self.keeper is not None else None
+        if lapsed is not None:
+            self.mark(lapsed, lease)
         if self.event.is_set():
             raise lease_lost(self.name, self.reason or "lost")
 
@@ -136,39 +138,40 @@ class _Fenced:
 
 
 def _fresh_start(state: _LostState, lease: Any, sent_at: float, ttl_ms: int,
-                 renew: Callable[[float], Any], timeout_s: float) -> float:
-    """When the lease's validity starts, by this host's monotonic clock.
+                 renew: Callable[[float], Any], timeout_s: float) -> Tuple[float, Any]:
+    """When the lease's validity starts, by this host's monotonic clock, and the renewal answer it starts
+    with (None: the acquire's whole TTL).
 
     The gateway granted the lease at some moment between sending the acquire (sent_at) and its answer;
     counting from sent_at is safe, but after a long wait in the queue it would make a fresh lease look
     nearly expired. An acquire whose answer took over a third of the TTL is therefore renewed once at
-    once (one try, within timeout_s), and validity counts from that renewal. Only a
-    kept lease is: one acquired with renew=False is renewed when its caller says so, as in the Go and
+    once (one try, within timeout_s), and validity counts from that renewal and what it granted. Only
+    a kept lease is: one acquired with renew=False is renewed when its caller says so, as in the Go and
     TypeScript clients. As there, the renewal raises nothing: a 410 or ``max_hold_exceeded`` marks the
     lease lost, and after any other failure the keeper's renewals try again.
     """
     if time.monotonic() - sent_at <= ttl_ms / 3000.0:
-        return sent_at
+        return sent_at, None
     renewed_at = time.monotonic()
     try:
-        renew(timeout_s)
+        return renewed_at, renew(timeout_s)
     except LeaseLost as e:
         state.mark(e.reason or "lease_lost", lease)
     except MaxHoldExceeded:
         state.mark("max_hold_exceeded", lease)
     except FencegateError as e:
         log.warning("renewal of %s after its acquire failed (%s); the keeper tries again", state.name, e)
-    return renewed_at
+    return renewed_at, None
 
 
 def _keep(state: _LostState, lease: Any, transport: Transport, ttl_ms: int,
           renew_call: Callable[[float, Connection], Any], watches: List[Tuple[str, int]], sent_at: float) -> None:
     """Starts keeping a lease acquired with a call sent at sent_at, unless its fresh start found it lost."""
-    sent_at = _fresh_start(state, lease, sent_at, ttl_ms,
-                           lambda timeout_s: renew_call(timeout_s, transport.connection()), transport.timeout)
+    sent_at, grant = _fresh_start(state, lease, sent_at, ttl_ms,
+                                  lambda timeout_s: renew_call(timeout_s, transport.connection()), transport.timeout)
     if state.event.is_set():
         return  # nothing to keep: releasing it (leaving `with`) raises LeaseLost
-    keeper = Keeper(transport, ttl_ms, renew_call, watches, lambda reason: state.mark(reason, lease), sent_at)
+    keeper = Keeper(transport, ttl_ms, renew_call, watches, lambda reason: state.mark(reason, lease), sent_at, grant)
     state.keeper, state.kept = keeper, True
     keeper.start()
 
