@@ -238,7 +238,7 @@ class LockSetTest(GatewayTest):
         back from the newer one and then give it up when it finds b ended: the answered set keeps a. (Before the
         fix it did in every round: the older attempt answered 410 for b and released a; the answered set's
         renew of a then answered 410 and a was free.)"""
-        with Gateway() as other:
+        with Gateway() as other, other.client() as oc:
             for i in range(3):
                 a, b = unique_name(f"ho{i}a"), unique_name(f"ho{i}b")
                 first = self.c.post(f"/v1/locks/{a}/acquire", {"ttl_ms": 1000}).body
@@ -246,7 +246,9 @@ class LockSetTest(GatewayTest):
                 older = self.send_raw(self.gw.port, body)
                 wait_for_waiting(self.c, a, 1)
                 newer = self.send_raw(other.port, body)
-                time.sleep(0.15)  # the newer attempt took the older one's place in a's queue
+                # parked on the other gateway: the newer attempt took the older one's place in a's queue
+                wait_for(lambda: "\nfencegate_waiters 1\n" in oc.get("/metrics").body,
+                         what="the newer attempt parked")
                 self.assertEqual(self.c.post(f"/v1/locks/{a}/release", {"token": first["token"]}).status, 200)
                 status, got = self.answer_of(newer)
                 self.assertEqual(status, 200, got)
