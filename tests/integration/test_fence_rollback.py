@@ -213,6 +213,26 @@ class FenceRollback(unittest.TestCase):
         self.assertEqual(late.status, 410, f"the revoked lease's write after the rollback: {late}")
         self.assertEqual(late.body.get("reason"), "revoked", late)
 
+    def test_a_connection_whose_check_failed_is_not_used(self):
+        """Redis comes back from an older snapshot at its memory limit: the check that a new connection runs
+        first (fence_check, a script Redis refuses with OOM then) fails with an error, not a lost connection.
+        The connection must not be used once memory is free again without the check: the token from before
+        the loss is refused. (Broken variant caught: redis.c keeping such a connection and failing only the
+        call that opened it, as before the fix: the pre-loss token's write was applied, 200.)"""
+        key = unique("app:oom")
+        old = self.c.post(f"/v1/locks/{unique('old')}/acquire", {"ttl_ms": 60000}).body
+        self.redis.snapshot("before-write.rdb")
+        newer = self.c.post(f"/v1/locks/{unique('newer')}/acquire", {"ttl_ms": 60000}).body
+        r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "acknowledged"}, {"Fence-Token": newer["token"]})
+        self.assertEqual(r.status, 200, r)
+        self.redis.restart_from("before-write.rdb", "--maxmemory", "1")
+        refused = self.c.request("PUT", f"/v1/redis/{key}", {"value": "stale"}, {"Fence-Token": old["token"]})
+        self.assertEqual(refused.status, 503, refused)  # the check could not run: no write either way
+        self.redis.cmd("CONFIG", "SET", "maxmemory", "0")
+        late = wait_for(lambda: self.write_or_none(key, old["token"]), timeout=30, what="an answer")
+        self.assertEqual(late.status, 409, f"a token older than a lost write was accepted: {late}")
+        self.assertGreater(late.body["current_fence"], newer["fence"])
+
     def write_or_none(self, key: str, token: str):
         r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "stale"}, {"Fence-Token": token})
         return r if r.status != 503 else None

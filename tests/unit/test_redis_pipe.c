@@ -152,23 +152,6 @@ static void a_connection_that_cannot_be_made_fails_every_queued_call(void **stat
     assert_null(p.queued.tail);
 }
 
-static void one_queued_call_can_be_failed_alone(void **state)
-{
-    (void)state;
-    struct pipe p;
-    struct pipe_entry e[3] = {0};
-    open_with(&p, e, 3);
-    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "hook"};
-    pipe_fail_one(&p, &e[2], &failure); /* the tail */
-    pipe_fail_one(&p, &e[0], &failure); /* the head */
-    assert_int_equal(pipe_next(&p, &e[0]), PIPE_FINISHED);
-    assert_int_equal(pipe_next(&p, &e[2]), PIPE_FINISHED);
-    size_t n;
-    assert_ptr_equal(pipe_take(&p, 1000, &n), &e[1]);
-    assert_int_equal(n, 1);
-    assert_null(e[1].next);
-}
-
 static void a_retired_connection_is_closed_once_its_calls_are_answered(void **state)
 {
     (void)state;
@@ -220,7 +203,6 @@ int main(void)
         cmocka_unit_test(a_batch_out_holds_the_next_back_until_it_is_answered),
         cmocka_unit_test(a_failure_ends_every_call_out_and_breaks_the_connection),
         cmocka_unit_test(a_connection_that_cannot_be_made_fails_every_queued_call),
-        cmocka_unit_test(one_queued_call_can_be_failed_alone),
         cmocka_unit_test(a_retired_connection_is_closed_once_its_calls_are_answered),
         cmocka_unit_test(batches_follow_each_other_on_one_connection),
     };

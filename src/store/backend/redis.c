@@ -610,7 +610,10 @@ static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes
         setup_lost = false;
         hook_rc = rds.hook(&hook_failure);
         setting_up = NULL;
-        if (setup_lost) {
+        /* A connection on which the hook failed, whatever the reason (an OOM or
+         * BUSY reply as well as a lost connection), is not used: the hook runs
+         * again on the next one. */
+        if (setup_lost || hook_rc != 0) {
             redisFree(ctx);
             ctx = NULL;
             if (hook_rc != 0)
@@ -630,8 +633,6 @@ static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes
     n->generation = generation;
     n->last_used_ms = clock_mono_ms();
     pipe_opened(&n->pipe);
-    if (hook_rc != 0)
-        pipe_fail_one(&n->pipe, self, &hook_failure);
 }
 
 /* True if the shared connection must take no more commands: made before the

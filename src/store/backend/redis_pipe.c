@@ -143,22 +143,6 @@ struct pipe_entry *pipe_fail_queued(struct pipe *p, const struct fg_error *failu
     return fail_all(&p->queued, failure);
 }
 
-void pipe_fail_one(struct pipe *p, struct pipe_entry *e, const struct fg_error *failure)
-{
-    struct pipe_entry **at = &p->queued.head, *before = NULL;
-    while (*at != NULL && *at != e) {
-        before = *at;
-        at = &(*at)->next;
-    }
-    if (*at == e) {
-        *at = e->next;
-        if (p->queued.tail == e)
-            p->queued.tail = before;
-    }
-    e->next = NULL;
-    fail_entry(e, failure);
-}
-
 void pipe_retire(struct pipe *p)
 {
     if (p->conn == PIPE_OPEN)

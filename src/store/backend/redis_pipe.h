@@ -119,9 +119,6 @@ struct pipe_entry *pipe_fail_sent(struct pipe *p, const struct fg_error *failure
 /* Fails every queued entry with failure; returns them (done), linked by next. */
 struct pipe_entry *pipe_fail_queued(struct pipe *p, const struct fg_error *failure);
 
-/* Takes queued entry e out of its queue and fails it with failure. */
-void pipe_fail_one(struct pipe *p, struct pipe_entry *e, const struct fg_error *failure);
-
 /* Marks the connection as taking no more batches (a failover, a server that
  * said it cannot take writes, a socket found closed). */
 void pipe_retire(struct pipe *p);
