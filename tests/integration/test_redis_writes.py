@@ -91,7 +91,8 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual(row.get("lock", row.get("lock_name")), name)
 
     def test_hash_patch_delete_and_get(self):
-        key, skey, bkey, hash_lock, old_lock, new_lock = same_slot("app:h/", "app:h/s", "app:h/b", "hash", "old", "new")
+        key, skey, bkey, mkey, hash_lock, old_lock, new_lock = same_slot("app:h/", "app:h/s", "app:h/b", "app:h/m",
+                                                                          "hash", "old", "new")
         tok = self.lock(hash_lock)["token"]
         r = self.write("PATCH", key, tok, {"fields": {"a": "1", "b": "2"}})
         self.assertEqual((r.status, r.body["fields"]), (200, {"a": "1", "b": "2"}), r)
@@ -103,6 +104,12 @@ class RedisWriteTest(GatewayTest):
                     {"fields": "x"}, {}):
             r = self.write("PATCH", key, tok, bad)
             self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), (bad, r))
+        # A patch that only deletes fields of a key that is not there: 404, and no fence is kept for it
+        # (caught with rw_patch.lua storing the fence first: 200, and the key's fence answered by GET).
+        r = self.write("PATCH", mkey, tok, {"fields": {"a": None}})
+        self.assertEqual((r.status, r.body["type"]), (404, "/problems/not_found"), r)
+        r = self.c.get("/v1/redis/" + mkey)
+        self.assertEqual((r.status, r.body["fence"]), (404, None), r)
         r = self.write("PUT", skey, tok, {"value": "x"})
         self.assertEqual(r.status, 200)
         r = self.write("PATCH", skey, tok, {"fields": {"a": "1"}})  # a string is not a hash
