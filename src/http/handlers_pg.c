@@ -51,8 +51,10 @@ static int op_bound(const struct table_schema *schema, const struct fenced_op *o
 
 /*
  * require_live_lease: if any of the nops operations is on a table that requires
- * it, asks whether the token's lease (claims) still holds. When it does not,
- * every such operation is refused with an audit row (reason lease_expired) and
+ * it, asks whether the token's lease (claims) still holds. When it ended
+ * (released or expired: a revoked fence is refused by the write itself, as
+ * revoked), every such operation is refused with an audit row (reason
+ * lease_expired) and
  * *res is the refusal of the first (EXPIRED); otherwise *res stays zeroed and
  * the writes may go on. The lease can still end between this check and the
  * commit; the fence covers that window (docs/design.md, "Writes under a live
@@ -64,14 +66,14 @@ static int live_lease_gate(const struct table_schema *schemas, const struct fenc
                            struct fenced_result *res, struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
-    bool needed = false, held = true;
+    bool needed = false, ended = false;
     for (size_t i = 0; i < nops; i++)
         needed = needed || schemas[ops[i].table].cfg->guard.live_lease;
     if (!needed)
         return 0;
-    if (lease_live_check(claims, &held, err) != 0)
+    if (lease_live_check(claims, &ended, err) != 0)
         return -1;
-    for (size_t i = 0; !held && i < nops; i++) {
+    for (size_t i = 0; ended && i < nops; i++) {
         struct fenced_result refused;
         if (!schemas[ops[i].table].cfg->guard.live_lease)
             continue;

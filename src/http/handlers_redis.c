@@ -112,7 +112,8 @@ static enum handler_result reply_written(const struct http_request *req, struct 
 
 /*
  * require_live_lease: 0 when the write may go on (the key's prefix does not
- * require a live lease, or the token's lease holds: *res stays zeroed) or was
+ * require a live lease, or the token's lease holds or was revoked, which the
+ * write script refuses as such: *res stays zeroed) or was
  * refused (*res is the refusal, EXPIRED, with one audit record with reason
  * lease_expired kept); -1 when a backend failed. The lease can still end
  * between this check and the write script; the fence covers that window
@@ -121,13 +122,13 @@ static enum handler_result reply_written(const struct http_request *req, struct 
 static int live_lease_gate(const struct write_request *wr, struct fenced_result *res,
                            struct fg_error *err)
 {
-    bool live = true;
+    bool ended = false;
     memset(res, 0, sizeof *res);
     if (!redis_key_prefix(gw.cfg, wr->write.key)->guard.live_lease)
         return 0;
-    if (lease_live_check(&wr->claims, &live, err) != 0)
+    if (lease_live_check(&wr->claims, &ended, err) != 0)
         return -1;
-    return live ? 0 : fenced_redis_refuse(&wr->write, res, err);
+    return ended ? fenced_redis_refuse(&wr->write, res, err) : 0;
 }
 
 enum handler_result handle_redis_put(struct http_request *req, struct http_reply *reply)

@@ -6,15 +6,17 @@
  */
 #include "lease/live.h"
 
+#include <string.h>
+
 #include "lease/lock.h"
 #include "lease/semaphore.h"
 
-int lease_live_check(const struct token_claims *claims, bool *live, struct fg_error *err)
+int lease_live_check(const struct token_claims *claims, bool *ended, struct fg_error *err)
 {
     struct lease_watch seen;
     int rc = claims->kind == LEASE_KIND_SEMAPHORE
                  ? sem_watch(claims->name, (long long)claims->fence, &seen, err)
                  : lock_watch(claims->name, (long long)claims->fence, &seen, err);
-    *live = rc == 0 && seen.held;
+    *ended = rc == 0 && !seen.held && strcmp(seen.reason, "revoked") != 0;
     return rc;
 }

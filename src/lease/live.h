@@ -12,7 +12,10 @@
 #include "auth/token.h"
 #include "util/error.h"
 
-/* Sets *live to whether the lease of claims (a verified token) holds now. */
-int lease_live_check(const struct token_claims *claims, bool *live, struct fg_error *err) FG_WUR;
+/* Sets *ended to whether the lease of claims (a verified token) ended without
+ * a revoke: released or expired. A revoked lease is not ended here: its write
+ * goes on to the write itself, which refuses a revoked fence and audits it
+ * with reason "revoked", as on a resource without the option. */
+int lease_live_check(const struct token_claims *claims, bool *ended, struct fg_error *err) FG_WUR;
 
 #endif

@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, psql, same_slot  # noqa: E402
+from harness import GatewayTest, Redis, psql, same_slot, wait_for  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, rejections, unique, write  # noqa: E402
 
 PLAIN_SQL = """
@@ -114,6 +114,24 @@ class LiveLeaseTest(GatewayTest):
         self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["lease_expired"])
         self.assertEqual(self.c.request("DELETE", f"/v1/redis/live:{key}", None,
                                         {"Fence-Token": lease["token"]}).status, 410)
+
+    def test_a_revoked_lease_is_refused_as_revoked(self):
+        """A revoked lease's write on a strict table or prefix is refused as on any other: 410 with reason
+        revoked, audited so (caught with the live-lease check refusing it first: reason lease_expired)."""
+        key = unique("inv")
+        insert_invoice(key)
+        rkey, lock = same_slot("live:rv", "live")
+        lease = self.lease(ttl_ms=30000, name=lock)
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {"reason": "test"}).status, 200)
+        r = write(self.c, "PATCH", "invoices", key, {"set": {"note": "revoked"}}, lease["token"])
+        self.assertEqual((r.status, r.body.get("reason")), (410, "revoked"), r)
+        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"])
+        self.assertEqual(invoice(key)["note"], "")
+        r = self.c.request("PUT", f"/v1/redis/{rkey}", {"value": "revoked"}, {"Fence-Token": lease["token"]})
+        self.assertEqual((r.status, r.body.get("reason")), (410, "revoked"), r)
+        audit = wait_for(lambda: self.c.get(f"/v1/audit/rejections?resource=redis:{rkey}").body["items"],
+                         what="the Redis refusal's audit record")
+        self.assertEqual([a["reason"] for a in audit], ["revoked"])
 
     def test_the_refusal_names_the_row_and_its_stored_fence(self):
         key = unique("col")
