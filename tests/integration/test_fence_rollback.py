@@ -185,14 +185,20 @@ class FenceRollback(unittest.TestCase):
         self.assertEqual(w.response.status, 200, w.response)
         self.assertGreater(w.response.body["fence"], x.body["fence"], "the lock was handed over with a lost fence")
 
-    def test_redis_write_with_a_token_from_before_the_loss_is_refused(self):
-        key = unique("app:floor")
+    def lost_write(self, key: str, *restart_args: str) -> tuple[dict, dict]:
+        """Leases old and newer; newer's acknowledged write of key, then Redis restarted (with restart_args)
+        from a snapshot taken before it, so that the write and its fence are lost. Returns (old, newer)."""
         old = self.c.post(f"/v1/locks/{unique('old')}/acquire", {"ttl_ms": 60000}).body
         self.redis.snapshot("before-write.rdb")
         newer = self.c.post(f"/v1/locks/{unique('newer')}/acquire", {"ttl_ms": 60000}).body
         r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "acknowledged"}, {"Fence-Token": newer["token"]})
         self.assertEqual(r.status, 200, r)
-        self.redis.restart_from("before-write.rdb")  # the acknowledged write and its fence are lost
+        self.redis.restart_from("before-write.rdb", *restart_args)
+        return old, newer
+
+    def test_redis_write_with_a_token_from_before_the_loss_is_refused(self):
+        key = unique("app:floor")
+        old, newer = self.lost_write(key)
         late = wait_for(lambda: self.write_or_none(key, old["token"]), timeout=30, what="an answer")
         self.assertEqual(late.status, 409, f"a token older than a lost write was accepted: {late}")
         self.assertEqual(late.body["presented_fence"], old["fence"])
@@ -220,12 +226,7 @@ class FenceRollback(unittest.TestCase):
         the loss is refused. (Broken variant caught: redis.c keeping such a connection and failing only the
         call that opened it, as before the fix: the pre-loss token's write was applied, 200.)"""
         key = unique("app:oom")
-        old = self.c.post(f"/v1/locks/{unique('old')}/acquire", {"ttl_ms": 60000}).body
-        self.redis.snapshot("before-write.rdb")
-        newer = self.c.post(f"/v1/locks/{unique('newer')}/acquire", {"ttl_ms": 60000}).body
-        r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "acknowledged"}, {"Fence-Token": newer["token"]})
-        self.assertEqual(r.status, 200, r)
-        self.redis.restart_from("before-write.rdb", "--maxmemory", "1")
+        old, newer = self.lost_write(key, "--maxmemory", "1")
         refused = self.c.request("PUT", f"/v1/redis/{key}", {"value": "stale"}, {"Fence-Token": old["token"]})
         self.assertEqual(refused.status, 503, refused)  # the check could not run: no write either way
         self.redis.cmd("CONFIG", "SET", "maxmemory", "0")
