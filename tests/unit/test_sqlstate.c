@@ -18,6 +18,9 @@ static void codes(void **state)
     assert_int_equal(sqlstate_code("57P01", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("57014", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("53300", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("58030", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("55P03", false), FG_ERR_BACKEND_UNAVAILABLE);
+    assert_int_equal(sqlstate_code("55000", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("40P01", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("40001", false), FG_ERR_BACKEND_UNAVAILABLE);
     assert_int_equal(sqlstate_code("25006", false), FG_ERR_BACKEND_UNAVAILABLE);

@@ -17,6 +17,8 @@ static const struct {
     {"08", FG_ERR_BACKEND_UNAVAILABLE},    /* connection exception */
     {"57", FG_ERR_BACKEND_UNAVAILABLE},    /* operator intervention: shutdown, cancel */
     {"53", FG_ERR_BACKEND_UNAVAILABLE},    /* insufficient resources */
+    {"58", FG_ERR_BACKEND_UNAVAILABLE},    /* system error: I/O */
+    {"55P03", FG_ERR_BACKEND_UNAVAILABLE}, /* lock not available: lock_timeout */
     {"40P01", FG_ERR_BACKEND_UNAVAILABLE}, /* deadlock detected */
     {"40001", FG_ERR_BACKEND_UNAVAILABLE}, /* serialization failure */
     {"23505", FG_ERR_CONFLICT},            /* unique violation */
