@@ -82,6 +82,16 @@ local function renewal_ttl(ttl, own_ttl, granted_at, max_hold, now)
   return ttl, hold_until
 end
 
+-- The ms a claim of a granted-but-unclaimed lease starts it for at now: its
+-- ttl, cut at its hold deadline (granted_at + max_hold, the grant's time and
+-- not the claim's), 1 when that has passed; the ttl whole for a record that
+-- names no grant time.
+local function claim_ttl(ttl, granted_at, max_hold, now)
+  if not granted_at then return tonumber(ttl) end
+  local capped = renewal_ttl(ttl, ttl, tonumber(granted_at), tonumber(max_hold), now)
+  return capped and tonumber(capped) or 1
+end
+
 -- True if decimal text a (digits, no leading zero) is a larger number than
 -- decimal text b, compared as texts: no number is read.
 local function decimal_above(a, b)

@@ -94,12 +94,14 @@ local function grant_next(k, name, claim_ms, now, inst, handoff, prior, ready)
 end
 
 -- Starts the full lease of a granted-but-unclaimed holder h (holder_read), on
--- behalf of the connection attach, and keeps its request_id for as long as it
--- holds. Returns the expiry time.
+-- behalf of the connection attach, for its ttl up to its hold deadline
+-- (claim_ttl), and keeps its request_id for as long as it holds. Returns the
+-- expiry time.
 local function claim(k, h, now, attach)
-  redis.call('SET', k.h, holder_rewrite(h, '1', attach), 'PX', h.ttl)
-  rid_hold(k, h.rid, h.lease, now + tonumber(h.ttl), now)
-  return now + tonumber(h.ttl)
+  local ttl = claim_ttl(h.ttl, h.granted_at, h.max_hold, now)
+  redis.call('SET', k.h, holder_rewrite(h, '1', attach), 'PX', decimal(ttl))
+  rid_hold(k, h.rid, h.lease, now + ttl, now)
+  return now + ttl
 end
 
 -- The reply for holder h (holder_read) that holds the lock until expires_at.

@@ -168,15 +168,17 @@ local function holder_of(k, lease)
 end
 
 -- Starts the full lease of holder record rec (granted, maybe unclaimed) on
--- behalf of connection attach, and keeps its request_id for as long as it
--- holds. Returns the expiry time.
+-- behalf of connection attach, for its ttl up to its hold deadline
+-- (claim_ttl), and keeps its request_id for as long as it holds. Returns the
+-- expiry time.
 local function claim(k, lease, rec, now, attach)
   rec.claimed = 1
   rec.attach = attach
   redis.call('HSET', k.d, lease, record_json(rec))
-  set_expiry(k, lease, now + rec.ttl)
-  rid_hold(k, rec.rid, lease, now + rec.ttl, now)
-  return now + rec.ttl
+  local expires_at = now + claim_ttl(rec.ttl, rec.granted_at, rec.max_hold, now)
+  set_expiry(k, lease, expires_at)
+  rid_hold(k, rec.rid, lease, expires_at, now)
+  return expires_at
 end
 
 -- The reply for a lease that holds a slot.

@@ -274,6 +274,33 @@ class GrantDelivery(GatewayTest):
                 other.signal(signal.SIGCONT)
             return c, t0
 
+    def test_a_grant_claimed_late_ends_at_its_hold_deadline(self):
+        """A grant that its waiter's gateway claims late (stopped while A releases through this gateway) ends at
+        its hold deadline, the grant's time plus max_hold_ms, not a whole ttl after the claim. (Broken variant
+        caught: a claim starting the ttl at the claim, as before: expires_at_ms a second past the deadline.)"""
+        for kind in ("locks", "semaphores"):
+            with self.subTest(kind=kind):
+                name = unique_name(f"late-{kind}")
+                extra = {"limit": 1} if kind == "semaphores" else {}
+                a = self.acquire(kind, name, ttl_ms=30000, **extra)
+                with Gateway(config=QUIET) as other:
+                    b = Waiter(other, f"/v1/{kind}/{name}/acquire",
+                               {"ttl_ms": 2000, "max_hold_ms": 2000, "wait_ms": 20000, **extra})
+                    b.start()
+                    self.waiting(kind, name, 1)
+                    other.signal(signal.SIGSTOP)
+                    wait_for(lambda: stopped(other.proc.pid), what="B's gateway stopped")
+                    try:
+                        self.release(kind, name, a["token"])
+                        released_by = redis_ms(self.r)  # B's grant was made before this
+                        wait_for(lambda: redis_ms(self.r) >= released_by + 1000, what="a second of Redis time")
+                    finally:
+                        other.signal(signal.SIGCONT)
+                    b.join(30)
+                self.assertEqual(getattr(b.response, "status", None), 200, b.response)
+                self.assertLessEqual(b.response.body["expires_at_ms"], released_by + 2000, b.response.body)
+                self.release(kind, name, b.response.body["token"])
+
     def test_a_lock_waiter_reset_while_claiming_gives_its_grant_back(self):
         for how, go_away in (("reset", reset), ("closed", socket.socket.close)):
             with self.subTest(how=how):
