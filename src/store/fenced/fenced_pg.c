@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fglimits.h"
 #include "store/backend/pg.h"
 #include "store/backend/sqlstate.h"
 #include "store/fenced/batch_opening.h"
@@ -453,6 +452,17 @@ static int exists(const struct fenced_op *op, struct fg_error *err)
                    op->key, fpg.schemas[op->table].cfg->name);
 }
 
+/* The resource of op's row (owned): its table's prefix and the identity of
+ * its key as the gateway reads it (store/fenced/key_text.h). */
+static char *op_resource(const struct fenced_op *op)
+{
+    size_t cap = strlen(op->key) + 1;
+    char identity[cap], *resource = NULL;
+    key_row_identity(&fpg.schemas[op->table].key_shape, op->key, identity, cap);
+    FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], identity) > 0);
+    return resource;
+}
+
 /* Fills *res (freed first) for op, written by who and applied; answer: the
  * statement's answer row, NULL when it returned none (return=minimal, or
  * nothing left to return); want_row: the row was asked for. The resource is
@@ -464,12 +474,8 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
     const struct table_schema *s = &fpg.schemas[op->table];
     fenced_pg_answer_applied(answer, s, op->key, want_row && op->kind != FENCED_DELETE, who->fence,
                              res);
-    if (res->resource != NULL)
-        return;
-    size_t cap = strlen(op->key) + 1;
-    char identity[cap];
-    key_row_identity(&s->key_shape, op->key, identity, cap);
-    FG_ASSERT(asprintf(&res->resource, "%s%s", fpg.prefixes[op->table], identity) > 0);
+    if (res->resource == NULL)
+        res->resource = op_resource(op);
 }
 
 /* Runs op's statement in form on c, a connection of its own, and stores what
@@ -584,9 +590,7 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
 {
     for (size_t i = 0; i < batch->nops; i++) {
         const struct fenced_op *op = &batch->ops[i];
-        char identity[SEGMENT_MAX_LEN + 1], *resource = NULL;
-        key_row_identity(&fpg.schemas[op->table].key_shape, op->key, identity, sizeof identity);
-        FG_ASSERT(asprintf(&resource, "%s%s", fpg.prefixes[op->table], identity) > 0);
+        char *resource = op_resource(op);
         struct fenced_result refused = {.outcome = FENCED_REVOKED, .resource = resource};
         int rc = fenced_refusal_audit(c, who, &refused, "POST", err);
         if (i == 0)
