@@ -47,6 +47,9 @@ if rec then
   redis.call('HDEL', k.d, lease)
   mark_released(k, 's', name, rec.fence, now, A_marker_ms, decimal(rec.ttl or 0))
   grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
+  -- Its client was never answered this grant: a retry of the request takes a
+  -- slot afresh, as a waiter's that left the queue (lock_cancel.lua does the same).
+  rid_forget(k, rec.rid, lease)
   return done('released')
 end
 if mode == 'orphan' then return done('gone') end

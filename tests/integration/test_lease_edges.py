@@ -412,20 +412,25 @@ class LeaseEdges(GatewayTest):
                                 "granted while the unreadable record still held its slot")
         self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": waited.body["token"]}).status, 200)
 
-    def cancel(self, r: Redis, name: str, lease: str, attach: str) -> str:
-        """Gives lease of lock name up as the attempt with attach does when its client is gone (lock_cancel.lua,
-        mode drop), with the one-Redis key names; its answer."""
-        # The gateway loads a script at its first use: a waiter that gives up loads lock_cancel.lua.
-        busy = unique_name("cancel-load")
-        held = acquire(self.c, busy, ttl_ms=30000)
-        self.assertEqual(acquire(self.c, busy, wait_ms=100).status, 409)
-        self.assertEqual(release(self.c, busy, held.body["token"]).status, 200)
-        [script] = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", "fg_lock_cancel_*")
-                    if re.fullmatch(r"fg_lock_cancel_[0-9a-f]{12}", lib[1])]
-        b = f"fg:lk:{{{name}}}:"
-        keys = [b + "h", b + "q", b + "w", b + "t", "fg:fence", "fg:fence_limit", "fg:gateways", b + "r",
-                b + "e", b + "x", "fg:idx:lk", b + "n", "fg:revoked", b + "v"]
-        return r.cmd("FCALL", script, len(keys), *keys, name, lease, attach, "drop", "30000", "600000", "00")
+    def cancel(self, r: Redis, name: str, lease: str, attach: str, kind: str = "locks") -> str:
+        """Gives lease of lock or semaphore name up as the attempt with attach does when its client is gone
+        (lock_cancel.lua or sem_cancel.lua, mode drop), with the one-Redis key names; its answer."""
+        # The gateway loads a script at its first use: a waiter that gives up loads the cancel script.
+        busy, limit = unique_name("cancel-load"), {"limit": 1} if kind == "semaphores" else {}
+        held = self.c.post(f"/v1/{kind}/{busy}/acquire", {"ttl_ms": 30000, **limit})
+        self.assertEqual(self.c.post(f"/v1/{kind}/{busy}/acquire", {"wait_ms": 100, **limit}).status, 409)
+        self.assertEqual(self.c.post(f"/v1/{kind}/{busy}/release", {"token": held.body["token"]}).status, 200)
+        short = "lock" if kind == "locks" else "sem"
+        [script] = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", f"fg_{short}_cancel_*")
+                    if re.fullmatch(rf"fg_{short}_cancel_[0-9a-f]{{12}}", lib[1])]
+        b = f"fg:{'lk' if kind == 'locks' else 'sm'}:{{{name}}}:"
+        own = [b + "h", b + "q", b + "w", b + "t"] if kind == "locks" else \
+            [b + "h", b + "d", b + "q", b + "w", b + "l", b + "t"]
+        keys = own + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e",
+                      "fg:idx:lk" if kind == "locks" else "fg:idx:sm", b + "n", "fg:revoked", b + "v"]
+        keep = [] if kind == "locks" else ["60000"]
+        return r.cmd("FCALL", script, len(keys), *keys, name, lease, attach, "drop", "30000", "600000", *keep,
+                     "00")
 
     @skip_in_cluster("it calls a script with the one-Redis key names")
     def test_a_retry_takes_a_held_lock_over_from_the_attempt_before(self):
@@ -467,6 +472,30 @@ class LeaseEdges(GatewayTest):
         self.assertEqual(again.status, 200, again)
         self.assertGreater(again.body["fence"], first.body["fence"])
         self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_semaphore_grant_given_up_unanswered_leaves_its_request_id_free(self):
+        """The same for a semaphore slot (sem_cancel.lua, mode drop): the retry takes a slot afresh, with a
+        newer fence. Caught: the give-up kept the request_id's mapping, so the retry answered 410 "has ended"
+        for a lease its client never had, where a lock's retry acquires afresh."""
+        name = unique_name("drop-rid-sem")
+        path = f"/v1/semaphores/{name}/acquire"
+        other = self.c.post(path, {"limit": 2, "ttl_ms": 30000})
+        self.assertEqual(other.status, 200, other)
+        body = {"limit": 2, "ttl_ms": 30000, "request_id": "drop-rid-sem-1"}
+        first = self.c.post(path, {**body, "wait_ms": 1000})
+        self.assertEqual(first.status, 200, first)
+        with Redis() as r:
+            records = r.cmd("HGETALL", f"fg:sm:{{{name}}}:d")
+            [(lease, attach)] = [(records[i], json.loads(records[i + 1])["attach"]) for i in range(0, len(records), 2)
+                                 if json.loads(records[i + 1])["rid"] == "drop-rid-sem-1"]
+            self.assertEqual(len(attach), 32, "an attempt that may wait has an attach id")
+            self.assertEqual(self.cancel(r, name, lease, attach, "semaphores"), "released")
+        again = self.c.post(path, {**body, "wait_ms": 0})
+        self.assertEqual(again.status, 200, again)
+        self.assertGreater(again.body["fence"], first.body["fence"])
+        for token in (again.body["token"], other.body["token"]):
+            self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": token}).status, 200)
 
     @skip_in_cluster("it watches the one test Redis with MONITOR")
     def test_scripts_touch_only_the_keys_they_are_given(self):
