@@ -148,8 +148,11 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     /* Without a request_id the lean tries come first, as the hint says: the
      * first try on a name not seen contended, the try beside other holders
      * on one it or an earlier call found in use, the queue's on one found
-     * with a queue when the caller waits; then the full script. */
-    bool lean = p->request_id[0] == '\0';
+     * with a queue when the caller waits; then the full script. A
+     * waiter looking again goes to the full script alone: the try beside
+     * other holders knows nothing of a grant made to it, and would take its
+     * slot once more under a new fence. */
+    bool lean = p->request_id[0] == '\0' && wait != LEASE_ACQUIRE_AGAIN;
     enum contention hint = lean ? contention_hint(LEASE_KIND_SEMAPHORE, name) : CONTENTION_QUEUE;
     bool contended = true;
     if (hint == CONTENTION_NONE &&

@@ -32,6 +32,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -300,6 +301,38 @@ class GrantDelivery(GatewayTest):
                 self.assertEqual(getattr(b.response, "status", None), 200, b.response)
                 self.assertLessEqual(b.response.body["expires_at_ms"], released_by + 2000, b.response.body)
                 self.release(kind, name, b.response.body["token"])
+
+    @skip_in_cluster("it reads the semaphore's holder records with the one-Redis key names")
+    def test_a_semaphore_waiter_claims_the_slot_it_was_granted(self):
+        """A waiter woken by its doorbell looks again with its own lease id. When a slot beside its grant is free
+        and nobody else waits, it must claim the grant it was made, not take that slot once more under a new
+        fence (the lean try beside other holders, lua/sem_acquire_more.lua, rewrote its record: the granted
+        fence skipped, its max_hold restarted). Broken variant caught: the lean tries run for a look again
+        (the waiter answered the fence after the one it was granted)."""
+        name = unique_name("sem-claim")
+        data = f"fg:sm:{{{name}}}:d"
+        path = f"/v1/semaphores/{name}/acquire"
+        held = [self.acquire("semaphores", name, limit=3, ttl_ms=30000) for _ in range(3)]
+        with Gateway(config=QUIET) as other:
+            w = Waiter(other, path, {"limit": 3, "ttl_ms": 30000, "wait_ms": 20000})
+            w.start()
+            self.waiting("semaphores", name, 1)
+            time.sleep(1.2)  # past the hint of contention (CONTENTION_HINT_MS) its queue join left on its gateway
+            other.signal(signal.SIGSTOP)
+            wait_for(lambda: stopped(other.proc.pid), what="the waiter's gateway stopped")
+            try:
+                self.release("semaphores", name, held[0]["token"])  # handed to the waiter, unclaimed
+                self.release("semaphores", name, held[2]["token"])  # a slot free beside it
+                records = [json.loads(x) for x in self.r.cmd("HVALS", data)]
+                [granted] = [rec["fence"] for rec in records if rec["claimed"] == 0]
+            finally:
+                other.signal(signal.SIGCONT)
+            w.join(30)
+            self.assertEqual(getattr(w.response, "status", None), 200, w.response)
+            self.assertEqual(w.response.body["fence"], granted, "the waiter was not answered the grant it was made")
+            self.assertEqual(self.r.cmd("HLEN", data), 2, "two holders: the waiter and the one not released")
+            for token in (w.response.body["token"], held[1]["token"]):
+                self.release("semaphores", name, token)
 
     def test_a_lock_waiter_reset_while_claiming_gives_its_grant_back(self):
         for how, go_away in (("reset", reset), ("closed", socket.socket.close)):
