@@ -286,7 +286,7 @@ class GrantDelivery(GatewayTest):
                 a = self.acquire(kind, name, ttl_ms=30000, **extra)
                 with Gateway(config=QUIET) as other:
                     b = Waiter(other, f"/v1/{kind}/{name}/acquire",
-                               {"ttl_ms": 2000, "max_hold_ms": 2000, "wait_ms": 20000, **extra})
+                               {"ttl_ms": 4000, "max_hold_ms": 4000, "wait_ms": 20000, **extra})
                     b.start()
                     self.waiting(kind, name, 1)
                     other.signal(signal.SIGSTOP)
@@ -299,7 +299,8 @@ class GrantDelivery(GatewayTest):
                         other.signal(signal.SIGCONT)
                     b.join(30)
                 self.assertEqual(getattr(b.response, "status", None), 200, b.response)
-                self.assertLessEqual(b.response.body["expires_at_ms"], released_by + 2000, b.response.body)
+                # 4 s: the release below comes before B's deadline on a loaded machine (with 2 s, once, not)
+                self.assertLessEqual(b.response.body["expires_at_ms"], released_by + 4000, b.response.body)
                 self.release(kind, name, b.response.body["token"])
 
     @skip_in_cluster("it reads the semaphore's holder records with the one-Redis key names")
