@@ -19,9 +19,14 @@
 --   (KEY_FENCE, KEY_FENCE_LIMIT, KEY_FENCE_ORIGIN, KEY_FENCE_FLOOR, and on a
 --   Redis Cluster the limit named after the previous origin; any other key of
 --   the slot when there is none)
--- ARGV: floor limit lost run_id from on
---   lost is "1" after a loss; run_id names the Redis process recovered on one
---   Redis ("": leave the origin); from and on are "" but for an adoption
+-- ARGV: floor limit lost first run_id from on
+--   lost is "1" after a loss; first is "1" when Postgres reserved the first
+--   block ever of this sequence (sql/060_fence_slots.sql): no key of its slot
+--   was written through the gateway, and its write floor starts at 0 (lib_rw.lua
+--   answers "nofloor" without one) in the same step as the sequence, so no
+--   gateway stopping in between leaves a slot without a floor;
+--   run_id names the Redis process recovered on one Redis ("": leave the
+--   origin); from and on are "" but for an adoption
 -- Returns JSON {fence, limit} (the values afterwards), or {moved = true}.
 local one_redis = KEYS[2] == KEY_FENCE_LIMIT
 local run_id = one_redis and A_run_id or string.sub(KEYS[2], -40)
@@ -46,5 +51,7 @@ if not one_redis and was and was ~= run_id and KEYS[5] == string.sub(KEYS[2], 1,
 end
 if A_lost == '1' then
   if tonumber(redis.call('GET', KEYS[4]) or '-1') < floor then redis.call('SET', KEYS[4], A_floor) end
+elseif A_first == '1' then
+  redis.call('SET', KEYS[4], '0', 'NX')
 end
 return cjson.encode({fence = cur, limit = lim})

@@ -254,6 +254,7 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
         [FENCE_RAISE_ARGV_FLOOR] = floor_text,
         [FENCE_RAISE_ARGV_LIMIT] = limit_text,
         [FENCE_RAISE_ARGV_LOST] = lost ? "1" : "0",
+        [FENCE_RAISE_ARGV_FIRST] = first ? "1" : "0",
         /* on one Redis the process seen at connect (per slot: the limit's name) */
         [FENCE_RAISE_ARGV_RUN_ID] = lost ? run_id : "",
         [FENCE_RAISE_ARGV_FROM] = adopted ? st.origin : "",
@@ -264,18 +265,13 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
         return -1;
     bool moved = json_is_true(json_object_get(out, "moved"));
     json_decref(out);
-    out = NULL;
     if (moved)
         return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: slot %d moved while it was adopted",
                        slot);
-    const char *floor_keys[RW_FLOOR_INIT_NKEYS] = {[RW_FLOOR_INIT_KEY_FENCE_FLOOR] = fk->floor};
-    if (first && redis_script(SCRIPT_RW_FLOOR_INIT, floor_keys, NULL, &out, err) != 0)
-        return -1;
     ceiling_raise(limit);
     log_event(lost ? LOG_WARN : LOG_DEBUG, lost ? "fences_recovered" : "fences_reserved",
               json_pack("{s:I, s:I, s:I}", "issued", (json_int_t)st.issued, "floor",
                         (json_int_t)floor, "limit", (json_int_t)limit));
-    json_decref(out);
     return 0;
 }
 

@@ -176,6 +176,7 @@ static int raise_fences(bool cluster, struct fg_error *err)
         [FENCE_RAISE_ARGV_FLOOR] = "1",
         [FENCE_RAISE_ARGV_LIMIT] = "1000000000000",
         [FENCE_RAISE_ARGV_LOST] = "0",
+        [FENCE_RAISE_ARGV_FIRST] = "0",
         [FENCE_RAISE_ARGV_RUN_ID] = "",
         [FENCE_RAISE_ARGV_FROM] = "",
         [FENCE_RAISE_ARGV_ON] = "",
