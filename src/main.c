@@ -130,9 +130,7 @@ static void warn_eviction_policy(void)
     }
     if (strcmp(policy, "noeviction") != 0)
         log_event(LOG_WARN, "eviction_policy_unsafe",
-                  json_pack("{s:s, s:s}", "policy", policy, "detail",
-                            "Redis may evict lock keys and silently free held locks; "
-                            "set maxmemory-policy noeviction"));
+                  json_pack("{s:s, s:s}", "policy", policy, "detail", REDIS_EVICTION_RISK));
 }
 
 /* Puts the token signing keys of cfg (or the one kept in Postgres) in force;

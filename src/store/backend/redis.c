@@ -581,9 +581,7 @@ static void check_node_policy(redisContext *ctx, const struct redis_endpoint *at
     if (policy[0] != '\0' && strcmp(policy, "noeviction") != 0)
         log_event(LOG_WARN, "eviction_policy_unsafe",
                   json_pack("{s:s, s:s, s:i, s:s}", "policy", policy, "host", at->host, "port",
-                            at->port, "detail",
-                            "Redis may evict lock keys and silently free held locks; "
-                            "set maxmemory-policy noeviction"));
+                            at->port, "detail", REDIS_EVICTION_RISK));
 }
 
 /* Connects for the queued calls (self's among them): runs the hook on the new

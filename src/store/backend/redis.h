@@ -159,6 +159,11 @@ int redis_ping(struct fg_error *err) FG_WUR;
  * about in the log. */
 int redis_eviction_policy(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
+/* What the warning about a policy other than noeviction tells the operator. */
+#define REDIS_EVICTION_RISK                                                                        \
+    "Redis may evict lock keys and silently free held locks, or the fences of fenced Redis "       \
+    "keys; set maxmemory-policy noeviction"
+
 /* Message and (re)connection callbacks of redis_subscribe. */
 struct redis_subscriber {
     const char *channel;                                            /* channel to follow */
