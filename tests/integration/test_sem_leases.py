@@ -49,7 +49,8 @@ def unique(prefix: str) -> str:
 
 
 class SemaphoreLeaseTest(GatewayTest):
-    gateway_config = {"waiter_lease_ms": 600}
+    # Its liveness mark outlasts a stall of a loaded machine: no test here wants its waiters skipped.
+    gateway_config = {"waiter_lease_ms": 10000}
 
     def acquire(self, name, **fields):
         return self.c.post(SEM + name + "/acquire", fields)
@@ -84,14 +85,14 @@ class SemaphoreLeaseTest(GatewayTest):
 
     def test_renew_keeps_a_hold_longer_than_the_lease(self):
         name = unique("sem-renew")
-        # 600 ms leases renewed every 150 ms: a renew may come 450 ms late on a loaded machine.
-        a = self.acquire(name, limit=1, ttl_ms=600).body
-        for _ in range(7):  # 7 x 150 ms = 1050 ms, well past the 600 ms lease
-            time.sleep(0.15)
+        # 2 s leases renewed every 0.5 s: a renew may come 1.5 s late on a loaded machine.
+        a = self.acquire(name, limit=1, ttl_ms=2000).body
+        for _ in range(7):  # 7 x 0.5 s = 3.5 s, well past the 2 s lease
+            time.sleep(0.5)
             r = self.c.post(SEM + name + "/renew", {"token": a["token"]})
             self.assertEqual(r.status, 200, r)
             self.assertEqual(r.body["fence"], a["fence"])
-            self.assertEqual(r.body["ttl_ms"], 600)
+            self.assertEqual(r.body["ttl_ms"], 2000)
             self.assertEqual(self.acquire(name, limit=1).status, 409)  # still held
         r = self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 1000})
         self.assertEqual((r.status, r.body["ttl_ms"]), (200, 1000))
@@ -242,7 +243,8 @@ class SemaphoreLeaseTest(GatewayTest):
     def test_release_of_the_only_holder_hands_the_slot_to_a_waiter(self):
         name = unique("sem-handover")
         a = self.acquire(name, limit=1).body
-        other = Gateway(config={"waiter_lease_ms": 600})
+        # Its liveness mark and the claim window of its waiter's grant outlast the stop below.
+        other = Gateway(config={"waiter_lease_ms": 10000})
         try:
             out = []
             with other.client(timeout=30) as wc:
@@ -274,13 +276,14 @@ class SemaphoreLeaseTest(GatewayTest):
         lease ends and take that slot themselves. Caught: a release that counted the expired holder
         (one waiter granted, one left waiting)."""
         name = unique("sem-purge")
-        crashed = self.acquire(name, limit=2, ttl_ms=1500)
-        self.assertEqual(crashed.status, 200, crashed)
-        held = self.acquire(name, limit=2, ttl_ms=30000)
-        self.assertEqual(held.status, 200, held)
-        # Its liveness mark outlasts the stop below: its waiters stay in the queue.
+        # Its liveness mark outlasts the stop below: its waiters stay in the queue. Started first: the crashed
+        # lease must outlast only the two waiters' queueing, not a gateway's start too.
         other = Gateway(config={"waiter_lease_ms": 10000})
         try:
+            crashed = self.acquire(name, limit=2, ttl_ms=4000)
+            self.assertEqual(crashed.status, 200, crashed)
+            held = self.acquire(name, limit=2, ttl_ms=30000)
+            self.assertEqual(held.status, 200, held)
             out = []
             threads = [threading.Thread(target=lambda: out.append(acquire_through(other, name))) for _ in range(2)]
             for t in threads:
@@ -289,7 +292,7 @@ class SemaphoreLeaseTest(GatewayTest):
             other.signal(signal.SIGSTOP)
             try:
                 with Redis() as r:  # the crashed holder's lease ends, on Redis's clock
-                    wait_for(lambda: int(r.cmd("TIME")[0]) * 1000 > crashed.body["expires_at_ms"] + 50, 5,
+                    wait_for(lambda: int(r.cmd("TIME")[0]) * 1000 > crashed.body["expires_at_ms"] + 50, 10,
                              what="the first lease to run out")
                 self.assertEqual(self.c.post(SEM + name + "/release", {"token": held.body["token"]}).status, 200)
                 self.assertEqual(self.c.get(SEM + name).body,
