@@ -181,7 +181,8 @@ class SemaphoreLimitTest(GatewayTest):
         a = acquire(self.c, name, limit=1).body
         out = []
         with self.gw.client(timeout=30) as wc:
-            t = threading.Thread(target=lambda: out.append(acquire(wc, name, limit=1, wait_ms=400)))
+            # Its wait outlasts the look below at the queue, however loaded the machine.
+            t = threading.Thread(target=lambda: out.append(acquire(wc, name, limit=1, wait_ms=5000)))
             t.start()
             wait_for_waiting(self.c, name, 1)
             started = time.monotonic()
