@@ -32,7 +32,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, metric, wait_for  # noqa: E402
 from lock_helpers import unique_name, wait_for_waiting  # noqa: E402
 
 SECONDS = float(os.environ.get("FG_LOCKSET_SECONDS", "10"))
@@ -89,7 +89,7 @@ class LockSetTest(GatewayTest):
         t = threading.Thread(target=lambda: box.setdefault("r", self.gw.http(
             "POST", "/v1/locksets/acquire", {"names": [a, b], "wait_ms": 10000}, timeout=30)))
         t.start()
-        time.sleep(0.3)
+        wait_for_waiting(self.c, b, 1)
         self.assertTrue(self.held(a))  # holds a, queued on b
         self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": other["token"]}).status, 200)
         t.join(10)
@@ -115,8 +115,8 @@ class LockSetTest(GatewayTest):
         for s in sockets:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()  # RST
-        wait_for_waiting(self.c, last, 0, timeout=3)
-        wait_for(lambda: not any(self.held(first) for first in firsts), timeout=3,
+        wait_for_waiting(self.c, last, 0, timeout=10)
+        wait_for(lambda: not any(self.held(first) for first in firsts), timeout=10,
                  what="the sets' first locks released")
         self.assertEqual(self.c.post(f"/v1/locks/{last}/release", {"token": holder["token"]}).status, 200)
         self.assertFalse(self.held(last), "the lock went to a set whose client had reset")
@@ -195,7 +195,9 @@ class LockSetTest(GatewayTest):
                 t = threading.Thread(target=lambda: box.update(r=rc.post("/v1/locksets/acquire",
                                                                          {**body, "wait_ms": 10000})))
                 t.start()
-                time.sleep(1.0)  # the retry took a and b over and waits for c in the first attempt's place
+                # parked on the other gateway: the retry took a and b over and waits for c in the first attempt's
+                # place
+                wait_for(lambda: metric(other, "fencegate_waiters") == 1, what="the retry parked")
                 self.reset(s)  # the first attempt gives up
                 time.sleep(0.5)
                 self.assertEqual(self.c.post(f"/v1/locks/{names[2]}/release", {"token": holder["token"]}).status,
