@@ -230,12 +230,13 @@ class FencectlTest(unittest.TestCase):
         it finds the lease ended there (410, or 409 max_hold_exceeded at the deadline itself): a lost lease
         for every command, exit 3; `lock` stops its command when the hold reaches the deadline."""
         name = unique("ctl-hold")
-        r = self.run_ctl("acquire", name, "--ttl", "1000", "--max-hold", "1000")
+        # 3 s: the renewal below comes well within the lease on a loaded machine
+        r = self.run_ctl("acquire", name, "--ttl", "3000", "--max-hold", "3000")
         self.assertEqual(r.returncode, 0, r.stderr)
         token = dict(line.removeprefix("export ").split("=", 1) for line in r.stdout.splitlines())["FENCE_TOKEN"]
         r = self.run_ctl("renew", name, "--token", token, "--ttl", "5000")
         self.assertEqual(r.returncode, 0, r.stderr)  # granted, up to the deadline
-        time.sleep(1.2)
+        time.sleep(3.2)  # past the deadline
         r = self.run_ctl("renew", name, "--token", token, "--ttl", "1000")
         self.assertEqual(r.returncode, 3, r.stderr)
         started = time.monotonic()
