@@ -16,6 +16,7 @@ Owns: what fenced writes answer (docs/api.md "Fenced writes to Postgres"). Must 
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -52,6 +53,20 @@ def wait_for(condition, seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def hold_row(table: str, key: str) -> subprocess.Popen:
+    """A psql session that locks row key of table (FOR UPDATE) and holds its transaction open until "COMMIT;"
+    is written to its stdin."""
+    cmd = [os.path.join(os.environ.get("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
+           "-v", "ON_ERROR_STOP=1", "-v", f"k={key}", "-d", os.environ["FG_TEST_PG_DSN"], "-f", "-"]
+    held = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    held.stdin.write(f"BEGIN;\nSELECT 1 FROM public.{table} WHERE id = :'k' FOR UPDATE;\nSELECT 'held';\n")
+    held.stdin.flush()
+    if held.stdout.readline().strip() != "1" or held.stdout.readline().strip() != "held":
+        held.kill()
+        raise AssertionError(f"the row was not locked: {held.communicate()[1]}")
+    return held
 
 
 class PgAnswersTest(GatewayTest):
@@ -141,24 +156,23 @@ class PgAnswersTest(GatewayTest):
         (token, _), = tokens(self.c, unique("ans-lock"), 1)
         key = unique("ans")
         self.assertEqual(self.send("PUT", table, key, {"row": {"note": "a"}}, token).status, 200)
-        locker = threading.Thread(target=psql, args=(
-            f"BEGIN;\nSELECT 1 FROM public.{table} WHERE id = :'k' FOR UPDATE;\nSELECT pg_sleep(2.0456);\nCOMMIT;\n",
-            {"k": key}))
-        locker.start()
-        self.assertTrue(wait_for(lambda: psql("SELECT count(*) FROM pg_stat_activity"
-                                              " WHERE query LIKE 'SELECT pg_sleep(2.0456)%' AND state = 'active'")
-                                 != ["0"]))
-        answer = {}
-        client = self.gw.client()
-        writer = threading.Thread(target=lambda: answer.update(r=client.request(
-            "PATCH", f"/v1/pg/{table}/{key}", {"set": {"note": "b"}}, {"Fence-Token": token, **MINIMAL})))
-        writer.start()
-        seen = []
-        self.assertTrue(wait_for(lambda: seen.extend(psql(
-            "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'"
-            f" AND wait_event_type = 'Lock' AND query LIKE '%\"{table}\"%'")) or seen))
+        locker = hold_row(table, key)
+        try:
+            answer = {}
+            client = self.gw.client()
+            writer = threading.Thread(target=lambda: answer.update(r=client.request(
+                "PATCH", f"/v1/pg/{table}/{key}", {"set": {"note": "b"}}, {"Fence-Token": token, **MINIMAL})))
+            writer.start()
+            seen = []
+            self.assertTrue(wait_for(lambda: seen.extend(psql(
+                "SELECT query FROM pg_stat_activity WHERE application_name = 'fencegate'"
+                f" AND wait_event_type = 'Lock' AND query LIKE '%\"{table}\"%'")) or seen))
+            locker.communicate("COMMIT;\n", timeout=30)  # the row lock goes only now that the write was seen
+        finally:
+            if locker.poll() is None:
+                locker.kill()
+                locker.wait()
         writer.join()
-        locker.join()
         client.close()
         self.assertEqual(answer["r"].status, 204, answer)
         self.assertEqual(psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": key}), ["b"])
