@@ -14,7 +14,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, GatewayTest, wait_for  # noqa: E402
 
-CONFIG = {"waiter_lease_ms": 600}
+# Marks that outlast a stalled beat on a loaded machine (a third of the lease apart), and lapse well within the
+# wait for a stopped gateway to drop out.
+CONFIG = {"waiter_lease_ms": 3000}
 
 
 class GatewaysTest(GatewayTest):

@@ -200,10 +200,16 @@ class WatchTest(GatewayTest):
 
     gateway_config = {**cfg(), "poll_ms": 30000}
 
+    def watches(self) -> float:
+        """fencegate_watches, read on the class's client: a test's waiter may be using the gateway's own
+        (gw.http, harness.metric) meanwhile."""
+        return float(next(line.split()[1] for line in self.c.get("/metrics").body.splitlines()
+                          if line.startswith("fencegate_watches ")))
+
     def start_watch(self, path, fence, wait_ms=10000):
         w = Watch(self.gw, path, fence, wait_ms)
         w.start()
-        time.sleep(0.3)  # parked
+        wait_for(lambda: self.watches() >= 1, what="the watch parked")
         self.assertIsNone(w.response)
         return w
 
@@ -231,7 +237,8 @@ class WatchTest(GatewayTest):
 
     def test_watch_answers_at_expiry(self):
         name = unique("w-exp")
-        lease = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 1000}).body
+        # 3 s: the lease outlasts the watch's parking on a loaded machine
+        lease = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 3000}).body
         w = self.start_watch(f"/v1/locks/{name}", lease["fence"])
         expiry = time.monotonic() + (lease["expires_at_ms"] - time.time() * 1000) / 1000.0
         w.join(10)
