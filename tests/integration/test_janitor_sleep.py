@@ -82,7 +82,9 @@ class JanitorSleepTest(GatewayTest):
             time.sleep(1.0)  # its subscribers asleep on their sockets
             started = time.monotonic()
             gw.stop()
-            self.assertLess(time.monotonic() - started, 2.0)
+            # 5 s: room for AddressSanitizer's leak check at exit on a loaded machine; a gateway that does
+            # not wake its subscribers never exits (killed after 10 s)
+            self.assertLess(time.monotonic() - started, 5.0)
         finally:
             gw.kill()
 

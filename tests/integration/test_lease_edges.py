@@ -298,7 +298,8 @@ class LeaseEdges(GatewayTest):
             me = next(g["id"] for g in gw.http("GET", "/v1/gateways").body["gateways"] if g["self"])
             for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
                 name = unique_name("lapsed")
-                holder = gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 1500, **extra})
+                # the holder's lease outlasts the waiter's queueing and the mark's removal on a loaded machine
+                holder = gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 4000, **extra})
                 self.assertEqual(holder.status, 200, holder)
                 waiter = Waiter(gw, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 20000, **extra})
                 waiter.start()
