@@ -109,8 +109,8 @@ class HttpsTest(unittest.TestCase):
             client = fencegate.Client(f"https://127.0.0.1:{gw.port}", ca_file=self.ca)
             self.addCleanup(client.close)
             key = unique("tls")
-            with client.lock(unique("tls"), ttl_ms=1200) as lease:
-                time.sleep(3.0)
+            with client.lock(unique("tls"), ttl_ms=2000) as lease:
+                time.sleep(5.0)
                 self.assertFalse(lease.lost.is_set(), lease.lost_reason)
                 lease.pg("invoices").put(key, note="gateway tls")
             self.assertEqual(client.pg("invoices").get(key)["row"]["note"], "gateway tls")

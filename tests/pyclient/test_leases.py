@@ -119,12 +119,12 @@ class LeaseTest(unittest.TestCase):
         cls.gw.stop()
 
     def test_renewal_keeps_the_lease_for_many_ttls(self):
-        """A 1.2 s lease held for 3 s inside `with`: same fence throughout, still writable at the end,
+        """A 2 s lease held for 5 s inside `with`: same fence throughout, still writable at the end,
         released on exit, and no write goes out under it afterwards. (Caught: a keeper that never renews;
-        the lease expired after 1.2 s. Writes after the release not refused; the late write was applied.)"""
+        the lease expired after one TTL. Writes after the release not refused; the late write was applied.)"""
         lock, key = unique("renew"), unique("inv")
-        with self.client.lock(lock, ttl_ms=1200) as lease:
-            time.sleep(3.0)
+        with self.client.lock(lock, ttl_ms=2000) as lease:
+            time.sleep(5.0)
             status = self.client.lock_status(lock)
             self.assertEqual((status["held"], status["fence"], status["owner"]), (True, lease.fence, "pytest"))
             self.assertFalse(lease.lost.is_set())
@@ -138,15 +138,15 @@ class LeaseTest(unittest.TestCase):
         self.assertEqual(self.client.pg("invoices").get(key)["row"]["status"], "open")
 
     def test_lease_granted_after_a_wait_longer_than_its_ttl(self):
-        """A waiter with a 1 s TTL gets the lock after waiting 2 s: its lease is fresh, writable at
-        once and kept alive. (Caught: counting validity from when the acquire was sent; the fresh lease
-        was taken for expired, "unrenewed", and not even released.)"""
+        """A waiter with a 2 s TTL gets the lock after waiting 3 s: its lease is fresh, writable at
+        once and kept alive. (Caught, with a 1 s TTL and a 2 s wait: counting validity from when the acquire
+        was sent; the fresh lease was taken for expired, "unrenewed", and not even released.)"""
         lock, key = unique("waited"), unique("inv")
         holder = self.client.lock(lock, ttl_ms=30000).acquire()
-        threading.Timer(2.0, holder.release).start()
-        with self.client.lock(lock, ttl_ms=1000, wait_ms=10000) as waiter:
+        threading.Timer(3.0, holder.release).start()
+        with self.client.lock(lock, ttl_ms=2000, wait_ms=10000) as waiter:
             self.assertEqual(waiter.pg("invoices").put(key, note="waited")["fence"], waiter.fence)
-            time.sleep(1.5)
+            time.sleep(3.0)
             self.assertFalse(waiter.lost.is_set(), waiter.lost_reason)
             self.assertEqual(self.client.lock_status(lock)["fence"], waiter.fence)
         self.assertFalse(self.client.lock_status(lock)["held"])
@@ -362,7 +362,7 @@ class LeaseTest(unittest.TestCase):
         lease = self.client.semaphore(name, 2, ttl_ms=30000).acquire()
         time.sleep(0.2)
         self.assertEqual(self.client.revoke_semaphore(name, lease.fence), lease.fence)
-        self.assertTrue(lease.lost.wait(1.0))
+        self.assertTrue(lease.lost.wait(5))  # the watch, not a renewal 10 s away (room for a loaded machine)
         self.assertEqual(lease.lost_reason, "revoked")
         with self.assertRaises(fencegate.LeaseLost):
             lease.release()
@@ -373,8 +373,8 @@ class LeaseTest(unittest.TestCase):
         release still frees the others."""
         a, b, c = unique("set-a"), unique("set-b"), unique("set-c")
         self._require("lock sets", lambda: self.client.lockset([unique("probe")]).acquire().release())
-        with self.client.lockset([a, b], ttl_ms=1200) as locks:
-            time.sleep(3.0)
+        with self.client.lockset([a, b], ttl_ms=2000) as locks:
+            time.sleep(5.0)
             self.assertFalse(locks.lost.is_set(), locks.lost_reason)
             self.assertEqual({m.name for m in locks}, {a, b})
             for member in locks:
@@ -389,7 +389,7 @@ class LeaseTest(unittest.TestCase):
         self.assertFalse(self.client.lock_status(a)["held"] or self.client.lock_status(b)["held"])
         locks = self.client.lockset([a, b, c], ttl_ms=30000).acquire()
         self.assertEqual(self.client.revoke_lock(b), locks[b].fence)
-        self.assertTrue(locks.lost.wait(1.0))  # the watch of b, not a renewal 10 s away
+        self.assertTrue(locks.lost.wait(5))  # the watch of b, not a renewal 10 s away (room for a loaded machine)
         self.assertEqual(locks.lost_reason, "revoked")
         with self.assertRaises(fencegate.LeaseLost):
             locks[a].pg("invoices").patch(key, note="after revoke of b")

@@ -193,8 +193,9 @@ class RetryTest(unittest.TestCase):
         renewal; the lease was lost during the short outage.)"""
         lock = unique("outage")
         proxy, client = self.via(first("POST", "/renew", "refuse503", times=2), retry_after=0)
-        with client.lock(lock, ttl_ms=1500, watch=False) as lease:
-            time.sleep(2.5)
+        # 3 s: the third try, about 1.9 s in, comes well before the lease would run out on a loaded machine
+        with client.lock(lock, ttl_ms=3000, watch=False) as lease:
+            time.sleep(5.0)
             self.assertFalse(lease.lost.is_set(), lease.lost_reason)
             self.assertGreaterEqual(len(proxy.seen("POST", f"/v1/locks/{lock}/renew")), 4)
         lock = unique("outage")
