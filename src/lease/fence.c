@@ -52,6 +52,13 @@
  * once); skipped after a loss, since nothing remembers what was issued. */
 #define FENCE_OVERSHOOT SEMAPHORE_MAX_LIMIT
 
+/* The highest fence issued ever: Redis's scripts count in doubles and print
+ * numbers in JSON with 14 significant digits (cjson), so every fence stays
+ * below 10^14, and no limit is raised past where a script's overshoot would
+ * reach it. Past it the gateway issues no fence (503). */
+#define FENCE_LAST       INT64_C(99999999999999)
+#define FENCE_LAST_LIMIT (FENCE_LAST - FENCE_OVERSHOOT)
+
 #define RUN_ID_MAX 64
 
 /* The highest fence known to be issued or reserved, plus what one script may
@@ -238,6 +245,13 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
                           FENCE_OVERSHOOT, trusted ? -1 : slot, st.here, &first, &floor, &limit,
                           err) != 0)
         return -1;
+    if (floor >= FENCE_LAST_LIMIT)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                       "fences exhausted: Postgres reserved up to %" PRId64
+                       ", past the last fence the gateway issues (%" PRId64 ")",
+                       limit, FENCE_LAST);
+    if (limit > FENCE_LAST_LIMIT)
+        limit = FENCE_LAST_LIMIT;
     char floor_text[24], limit_text[24], run_id[RUN_ID_MAX], old[SHARED_KEY_MAX];
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
     snprintf(limit_text, sizeof limit_text, "%" PRId64, limit);
