@@ -13,7 +13,8 @@ import { CallOptions, PgTable, RedisKeys, Row, fixedHolder } from "./writes.js";
 export interface LockStatus {
   lock: string;
   held: boolean;
-  fence: number | null;
+  /** The holder's fence (exact, a bigint), or null. */
+  fence: bigint | null;
   owner?: string | null;
   expires_in_ms?: number;
   waiting: number;
@@ -43,8 +44,8 @@ export interface AuditRecord {
   at_ms: number;
   resource: string;
   lock: string | null;
-  presented_fence: number;
-  current_fence: number | null;
+  presented_fence: bigint;
+  current_fence: bigint | null;
   owner: string | null;
   client_addr: string | null;
   method: string;
@@ -114,14 +115,14 @@ export class Client {
    * Ends the current holder's lease on name at once (scope admin); resolves to the revoked fence, or null
    * when nobody held it. Not retried once sent: a repeat would revoke the next holder.
    */
-  async revokeLock(name: string, reason = ""): Promise<number | null> {
+  async revokeLock(name: string, reason = ""): Promise<bigint | null> {
     const body = (await this.transport.call({ method: "POST", path: `/v1/locks/${segment(name)}/revoke`,
       effect: "once", body: { reason } })).body;
     return body?.revoked_fence ?? null;
   }
 
   /** Ends the lease of the holder of fence on semaphore name (scope admin). */
-  async revokeSemaphore(name: string, fence: number, reason = ""): Promise<number | null> {
+  async revokeSemaphore(name: string, fence: bigint, reason = ""): Promise<bigint | null> {
     const body = (await this.transport.call({ method: "POST", path: `/v1/semaphores/${segment(name)}/revoke`,
       effect: "idempotent", body: { fence, reason } })).body;
     return body?.revoked_fence ?? null;

@@ -70,6 +70,12 @@ export class ProblemError extends FencegateError {
     return typeof v === "number" ? v : undefined;
   }
 
+  /** A fence member, exact (the transport reads fences as bigints). */
+  protected fence(member: string): bigint | undefined {
+    const v = this.problem[member];
+    return typeof v === "bigint" ? v : typeof v === "number" && Number.isSafeInteger(v) ? BigInt(v) : undefined;
+  }
+
   protected str(member: string): string | undefined {
     const v = this.problem[member];
     return typeof v === "string" ? v : undefined;
@@ -107,10 +113,10 @@ export class LockBusyError extends ProblemError {
 /** 409: the write's fence is older than the highest stored for the resource; nothing changed. */
 export class StaleFenceError extends ProblemError {
   override name = "StaleFenceError";
-  /** The fence of the refused write. */
-  get presentedFence(): number | undefined { return this.num("presented_fence"); }
-  /** The highest fence stored for the resource. */
-  get currentFence(): number | undefined { return this.num("current_fence"); }
+  /** The fence of the refused write (exact, a bigint). */
+  get presentedFence(): bigint | undefined { return this.fence("presented_fence"); }
+  /** The highest fence stored for the resource (exact, a bigint). */
+  get currentFence(): bigint | undefined { return this.fence("current_fence"); }
   /** The resource, e.g. "pg:invoices/42" or "redis:app:x". */
   get resource(): string | undefined { return this.str("resource"); }
 }

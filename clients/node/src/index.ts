@@ -9,7 +9,8 @@
  *     }, { ttlMs: 30000, waitMs: 10000 });
  *
  * Modules: client (Client), lease (Lease, LockSet), writes (PgTable, RedisKeys), keeper (renewal and
- * watch), transport (connections, retries), errors (one class per problem code).
+ * watch), transport (connections, retries), json (fences read and written exactly, as bigints), errors (one
+ * class per problem code).
  */
 
 export * from "./client.js";

@@ -41,7 +41,7 @@ export type RenewCall = (timeoutMs: number, signal: AbortSignal) => Promise<Gran
 /** A lease to watch: its status path and fence. */
 export interface Watch {
   path: string;
-  fence: number;
+  fence: bigint;
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<boolean> {
@@ -159,7 +159,7 @@ export class Keeper {
         this.lost(typeof status.reason === "string" && status.reason ? status.reason : "not held");
         return;
       }
-      if (typeof status.fence === "number" && status.fence !== w.fence) {
+      if (typeof status.fence === "bigint" && status.fence !== w.fence) { // exact: fences pass 2^53
         this.lost("taken over");
         return;
       }

@@ -42,7 +42,7 @@ export interface LeaseOptions {
 /** The answer of a renewal: ttl_ms is the time to live granted, less than asked once the hold deadline
  * (hold_until_ms, the acquire time + max_hold_ms) cuts it. */
 export interface RenewResult {
-  fence?: number;
+  fence?: bigint;
   ttl_ms?: number;
   expires_at_ms?: number;
   hold_until_ms?: number;
@@ -202,7 +202,8 @@ abstract class Held {
 /** A lease on a lock or on one slot of a semaphore, from client.lock() or client.semaphore(). */
 export class Lease extends Held {
   token = "";
-  fence = 0;
+  /** The lease's fencing token: exact, as a bigint, since fences count up to 2^63 − 1. */
+  fence = 0n;
   ttlMs = 0;
   /** By the gateway's clock, as of the last acquire or renewal. */
   expiresAtMs: number | undefined;
@@ -274,7 +275,7 @@ export class Lease extends Held {
 /** One lock of a held lock set: its own token and fence, for writes to that lock's resources. */
 export class LockSetMember {
   constructor(private readonly transport: Transport, private readonly state: LostState, readonly name: string,
-    readonly token: string, readonly fence: number, private readonly owner: string | undefined) {}
+    readonly token: string, readonly fence: bigint, private readonly owner: string | undefined) {}
 
   pg(table: string): PgTable {
     return new PgTable(this.transport, table, this.state.holder(this.token, this.owner));

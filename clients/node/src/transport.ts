@@ -18,6 +18,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 
 import { UnreachableError, problemError } from "./errors.js";
+import { parseJson, stringifyJson } from "./json.js";
 
 /** The client's version, the gateway's. */
 export const VERSION = "0.1.0";
@@ -61,7 +62,7 @@ export interface Call {
   method: string;
   /** Percent-encoded, without the base URL's path. */
   path: string;
-  query?: Record<string, string | number | boolean | undefined>;
+  query?: Record<string, string | number | bigint | boolean | undefined>;
   /** The body, or a function called before each try (an acquire sends what is left of its wait). */
   body?: unknown;
   headers?: Record<string, string>;
@@ -78,7 +79,7 @@ export interface Call {
   background?: boolean;
 }
 
-/** A successful answer: the status and the parsed JSON body (undefined when empty). */
+/** A successful answer: the status and the parsed JSON body (undefined when empty), its fences bigints. */
 export interface Answer {
   status: number;
   body: any;
@@ -173,7 +174,7 @@ export class Transport {
     const query = Object.entries(call.query ?? {}).filter(([, v]) => v !== undefined);
     if (query.length) target += "?" + new URLSearchParams(query.map(([k, v]): [string, string] => [k, String(v)])).toString();
     const payload = typeof call.body === "function" ? (call.body as () => unknown)() : call.body;
-    const data = payload === undefined ? undefined : Buffer.from(JSON.stringify(payload));
+    const data = payload === undefined ? undefined : Buffer.from(stringifyJson(payload));
     const headers: Record<string, string> = { Accept: "application/json", "User-Agent": `fencegate-node/${VERSION}` };
     if (data) {
       headers["Content-Type"] = "application/json";
@@ -208,7 +209,7 @@ export class Transport {
           let body: unknown = raw || undefined;
           if (raw && json) {
             try {
-              body = JSON.parse(raw);
+              body = parseJson(raw);
             } catch {
               body = raw;
             }

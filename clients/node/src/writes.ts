@@ -15,7 +15,8 @@ export type Row = Record<string, unknown>;
 export interface WriteResult {
   applied: boolean;
   resource?: string;
-  fence?: number;
+  /** The fence the write was made with (exact, a bigint). */
+  fence?: bigint;
   /** Postgres: the row after the write (null after a delete). */
   row?: Row | null;
   /** Postgres batch: one result per op. */
@@ -33,7 +34,7 @@ export interface ReadResult {
   row?: Row;
   value?: string;
   fields?: Row;
-  fence: number | null;
+  fence: bigint | null;
 }
 
 /** Where writes get their token: a lease, or a token received from elsewhere. */

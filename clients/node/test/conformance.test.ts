@@ -73,8 +73,9 @@ class Runner {
   checkFields(step: Step, read: (name: string) => unknown, what: string): void {
     for (const [name, want] of Object.entries<any>(step.fields ?? {})) {
       const got = read(name);
-      if (want === "$positive") assert.ok(typeof got === "number" && got > 0, `${what}: ${name} is ${got}, expected > 0`);
-      else assert.deepEqual(got, this.expand(want), `${what}: ${name}`);
+      if (want === "$positive") {
+        assert.ok((typeof got === "number" || typeof got === "bigint") && got > 0, `${what}: ${name} is ${got}, expected > 0`);
+      } else assert.deepEqual(got, this.expand(want), `${what}: ${name}`);
     }
   }
 

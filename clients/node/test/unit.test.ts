@@ -14,10 +14,11 @@ import * as https from "node:https";
 import { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { Client, PROBLEM_CLASSES, ProblemError, UnreachableError, problemError } from "../src/index.js";
+import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
 const codesFile = process.env.FG_CODES_JSON
@@ -94,4 +95,149 @@ test("HTTPS verifies the gateway against the CA file", async () => {
   trusting.close();
   untrusting.close();
   server.close();
+});
+
+interface Seen { method: string; path: string; query: URLSearchParams; body: string }
+type Reply = [number, string, Record<string, string>?];
+
+/**
+ * A canned gateway for the test t: each request goes to handler, whose [status, body, headers] is the
+ * answer; seen lists the requests. The server, its connections and the clients made with client() end with
+ * the test, whatever its outcome.
+ */
+async function canned(t: TestContext, handler: (r: Seen) => Promise<Reply> | Reply):
+  Promise<{ client: (options?: ConstructorParameters<typeof Client>[0]) => Client; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const { url, server } = await serve((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const target = new URL(req.url ?? "/", "http://x");
+      const r = { method: req.method ?? "", path: decodeURIComponent(target.pathname), query: target.searchParams,
+        body: Buffer.concat(chunks).toString("utf8") };
+      seen.push(r);
+      const [status, body, headers] = await handler(r);
+      if (status === 0) {
+        req.socket.destroy(); // no answer at all
+        return;
+      }
+      res.writeHead(status, { "Content-Type": status >= 400 ? "application/problem+json" : "application/json", ...headers })
+        .end(body);
+    });
+  });
+  const clients: Client[] = [];
+  t.after(() => {
+    for (const c of clients) c.close();
+    server.closeAllConnections();
+    server.close();
+  });
+  return {
+    client: (options = {}) => {
+      const c = new Client({ url, apiKey: "", ...options });
+      clients.push(c);
+      return c;
+    },
+    seen,
+  };
+}
+
+const until = async (what: string, cond: () => boolean, ms = 3000): Promise<void> => {
+  for (const deadline = performance.now() + ms; !cond(); await new Promise((r) => setTimeout(r, 10))) {
+    assert.ok(performance.now() < deadline, `not within ${ms} ms: ${what}`);
+  }
+};
+
+// 2^53 + 1 is the first integer a JS number cannot hold (it rounds to 2^53).
+const BIG = "9007199254740993";
+
+test("a lease's fence above 2^53 stays exact: the watch asks for it and a held lease is not lost", async (t) => {
+  // As the gateway does, the watch answers "expired" at once for a fence this lock never issued.
+  // Broken variant caught: fences read as JS numbers; the watch asked for 9007199254740992 and the held
+  // lease was reported lost ("expired").
+  const { client, seen } = await canned(t, ({ method, path, query }) => {
+    if (path.endsWith("/acquire")) return [200, `{"lock":"x","token":"t","fence":${BIG},"ttl_ms":30000,"expires_at_ms":1}`];
+    if (method === "GET") {
+      return query.get("fence") === BIG ? [200, `{"lock":"x","fence":${BIG},"held":true,"expires_in_ms":29000}`]
+        : [200, `{"lock":"x","fence":${query.get("fence")},"held":false,"reason":"expired"}`];
+    }
+    return [200, `{"released":true}`];
+  });
+  const lease = await client().lock("x");
+  t.after(() => lease.release().catch(() => undefined));
+  await until("a watch poll", () => seen.some((r) => r.method === "GET"));
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(lease.lost, false, `lost: ${lease.lostReason}`);
+  assert.equal(seen.find((r) => r.method === "GET")!.query.get("fence"), BIG);
+  assert.equal(typeof lease.fence, "bigint");
+  assert.equal(String(lease.fence), BIG);
+});
+
+test("a status naming a fence one above the lease's, past 2^53, is a takeover", async (t) => {
+  // A gateway without the watch endpoint answers the plain status: the holder's fence decides.
+  // Broken variant caught: 9007199254740993 read as a JS number equals 9007199254740992, the lease's own,
+  // and the takeover went unnoticed.
+  const { client } = await canned(t, ({ method, path }) => {
+    if (path.endsWith("/acquire")) return [200, `{"lock":"x","token":"t","fence":9007199254740992,"ttl_ms":30000,"expires_at_ms":1}`];
+    if (method === "GET") return [200, `{"lock":"x","held":true,"fence":${BIG},"owner":"o","expires_in_ms":900,"waiting":0}`];
+    return [410, `{"type":"/problems/lease_lost","status":410}`];
+  });
+  const lease = await client().lock("x");
+  t.after(() => lease.release().catch(() => undefined));
+  await until("the takeover noticed", () => lease.lost);
+  assert.equal(lease.lostReason, "taken over");
+});
+
+test("fences above 2^53 in answers and refusals come out exact, and go out exact", async (t) => {
+  const { client, seen } = await canned(t, ({ method, path }) => {
+    if (path === "/v1/locksets/acquire") {
+      return [200, `{"locks":[{"lock":"a","token":"ta","fence":${BIG},"ttl_ms":30000,"expires_at_ms":1}]}`];
+    }
+    if (path.endsWith("/revoke")) return [200, `{"revoked_fence":${BIG}}`];
+    if (method === "GET" && path.startsWith("/v1/locks/")) {
+      return [200, `{"lock":"x","held":true,"fence":${BIG},"owner":null,"expires_in_ms":5,"waiting":0}`];
+    }
+    if (method === "GET" && path.startsWith("/v1/pg/")) {
+      return [200, `{"row":{"id":"1","fence":12345678901234567890},"fence":${BIG},"resource":"pg:t/1"}`];
+    }
+    if (method === "PUT") return [200, `{"applied":true,"resource":"redis:app:x","fence":${BIG},"value":"v"}`];
+    if (path === "/v1/audit/rejections") {
+      return [200, `{"items":[{"id":1,"at_ms":2,"resource":"redis:app:x","lock":"x","presented_fence":${BIG},` +
+        `"current_fence":9007199254740995,"owner":null,"client_addr":null,"method":"PUT","reason":"stale_fence"}],"next_after_id":null}`];
+    }
+    return [409, `{"type":"/problems/stale_fence","status":409,"presented_fence":${BIG},"current_fence":9007199254740995,` +
+      `"resource":"redis:app:x"}`];
+  });
+  const c = client();
+  const set = await c.lockSet(["a"], { renew: false });
+  assert.equal(String(set.member("a").fence), BIG);
+  assert.equal(String(await c.revokeLock("x")), BIG);
+  assert.equal(String((await c.lockStatus("x")).fence), BIG);
+  const read = await c.pg("t").get("1");
+  assert.equal(String(read.fence), BIG);
+  assert.equal(typeof read.row?.fence, "number", "a row's own columns are the table's data, read as JSON numbers");
+  assert.equal(String((await c.redis("t").put("app:x", "v")).fence), BIG);
+  const records = [];
+  for await (const r of c.auditRejections()) records.push(r);
+  assert.deepEqual([String(records[0]!.presented_fence), String(records[0]!.current_fence)], [BIG, "9007199254740995"]);
+  await assert.rejects(c.redis("t").patch("app:x", { a: "1" }), (e: unknown) => e instanceof ProblemError
+    && String((e as any).presentedFence) === BIG && String((e as any).currentFence) === "9007199254740995");
+  await c.revokeSemaphore("s", BigInt(BIG), "r");
+  assert.match(seen.at(-1)!.body, new RegExp(`"fence":${BIG}[,}]`));
+});
+
+test("answers read as JSON.parse reads them, but for fences; bodies write as JSON.stringify, bigints as integers", () => {
+  const texts = ['{"a":[1,-2.5e3,0.125,true,false,null,"x\\"\\\\\\u00e9\\n"],"b":{"c":{}},"d":[]}', ' [ 1 , { } ] ', '"s"',
+    '{"__proto__":{"x":1},"k":1,"k":2}', '{"fence":null,"current_fence":1.5,"n":12345678901234567890}'];
+  for (const text of texts) assert.deepEqual(parseJson(text), JSON.parse(text), text);
+  assert.deepEqual(parseJson('{"fence":7,"locks":[{"fence":9007199254740993}],"row":{"fence":1,"id":2},' +
+    '"results":[{"row":{"current_fence":3}}],"revoked_fence":5,"presented_fence":6,"current_fence":8}'),
+  { fence: 7n, locks: [{ fence: 9007199254740993n }], row: { fence: 1, id: 2 }, results: [{ row: { current_fence: 3 } }],
+    revoked_fence: 5n, presented_fence: 6n, current_fence: 8n });
+  for (const bad of ["", "{", '{"a":}', "[1,]", '{"a":1}x', "01", '"\u0001"', "tru"]) {
+    assert.throws(() => parseJson(bad), SyntaxError, JSON.stringify(bad));
+  }
+  const values: unknown[] = [{ a: [1, "x", null, undefined, () => 1], b: undefined, d: new Date(0), n: NaN }, "s", 1.5, [undefined]];
+  for (const value of values) assert.equal(stringifyJson(value), JSON.stringify(value));
+  assert.equal(stringifyJson({ fence: 9007199254740993n, set: { big: -12345678901234567890n } }),
+    '{"fence":9007199254740993,"set":{"big":-12345678901234567890}}');
 });
