@@ -26,12 +26,31 @@ import (
 // LeaseOptions are the options of an acquire; every field is optional.
 type LeaseOptions struct {
 	TTL       time.Duration // lease time to live (default: the gateway's, 30 s; lock sets always send it)
-	Wait      time.Duration // how long to wait in the FIFO queue (0: try once)
+	Wait      time.Duration // how long to wait in the FIFO queue (0: the gateway's defaults.wait_ms; TryOnce: try once)
 	MaxHold   time.Duration // longest hold, renewals included (default: the gateway's)
 	Owner     string        // shown in status and audit records (default: the client's Owner)
 	RequestID string        // makes the acquire idempotent (default: a fresh one, reused by retries)
 	NoRenew   bool          // no background renewal nor watch: call Renew yourself
 	NoWatch   bool          // renew in the background but do not watch
+}
+
+// TryOnce as LeaseOptions.Wait asks the gateway not to wait (wait_ms 0), whatever its defaults.wait_ms.
+const TryOnce time.Duration = -1
+
+// maxGatewayWait is the longest wait_ms a gateway takes, and so the longest its defaults.wait_ms may be.
+const maxGatewayWait = time.Hour
+
+// gatewayWait is how long the gateway may hold an acquire with the wait o.Wait before it answers: what the
+// call adds to its timeout. An acquire that names no wait gets the gateway's defaults.wait_ms, which the
+// client cannot know: up to an hour.
+func gatewayWait(wait time.Duration) time.Duration {
+	switch {
+	case wait == 0:
+		return maxGatewayWait
+	case wait < 0:
+		return 0
+	}
+	return wait
 }
 
 func newRequestID() string {
@@ -220,6 +239,8 @@ func (c *Client) leaseFields(o LeaseOptions) map[string]any {
 	}
 	if o.Wait > 0 {
 		f["wait_ms"] = o.Wait.Milliseconds()
+	} else if o.Wait < 0 {
+		f["wait_ms"] = 0
 	}
 	if o.MaxHold > 0 {
 		f["max_hold_ms"] = o.MaxHold.Milliseconds()
@@ -231,7 +252,9 @@ func (c *Client) leaseFields(o LeaseOptions) map[string]any {
 }
 
 // Lock acquires a lease on the lock name, waiting up to o.Wait in the gateway's FIFO queue (cancelling ctx
-// ends the wait), and keeps it alive in the background until Release. A refusal is a *LockBusyError,
+// ends the wait), and keeps it alive in the background until Release. Without o.Wait the gateway waits as
+// its defaults.wait_ms says, and the call waits for its answer as long as that may be (up to an hour, on
+// top of the timeout); TryOnce never waits. A refusal is a *LockBusyError,
 // *TooManyWaitersError, *InvalidNameError, *UnauthorizedError, *ForbiddenError, ...
 func (c *Client) Lock(ctx context.Context, name string, o LeaseOptions) (*Lease, error) {
 	return c.acquire(ctx, "lock", name, 0, o)
@@ -255,7 +278,7 @@ func (c *Client) acquire(ctx context.Context, kind, name string, limit int, o Le
 	}
 	sentAt := time.Now()
 	a, err := c.call(ctx, request{method: "POST", path: l.path() + "/acquire", body: acquireBody(fields, o.Wait),
-		effect: Idempotent, wait: o.Wait})
+		effect: Idempotent, wait: gatewayWait(o.Wait)})
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +446,7 @@ func (c *Client) LockSet(ctx context.Context, names []string, o LeaseOptions) (*
 	fields["names"] = names
 	sentAt := time.Now()
 	a, err := c.call(ctx, request{method: "POST", path: "/v1/locksets/acquire", body: acquireBody(fields, o.Wait),
-		effect: Idempotent, wait: o.Wait})
+		effect: Idempotent, wait: gatewayWait(o.Wait)})
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ type Config struct {
 	URL     string        // http://host:port or https://host:port (default $FENCEGATE_URL, else http://127.0.0.1:8480)
 	APIKey  string        // bearer key (default $FENCEGATE_KEY); NoKey sends none
 	CAFile  string        // PEM file of the CA that signed the gateway's certificate (default $FENCEGATE_CACERT, else the system's)
-	Timeout time.Duration // to connect and to wait for an answer, on top of any wait the call asks for (default 10 s)
+	Timeout time.Duration // to connect and to wait for an answer, on top of any wait the call asks for (default 10 s); an acquire without a wait allows for the gateway's longest default wait, an hour
 	Retry   RetryPolicy   // how calls that may be repeated are retried
 	Owner   string        // default owner of leases and Fence-Owner of writes, shown in status and audit records
 }

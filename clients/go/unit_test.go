@@ -282,3 +282,43 @@ func TestUnitLossReportedWhileTheAcquireRecordsItsKeeper(t *testing.T) {
 		_ = l.Release(context.Background())
 	}
 }
+
+// TestUnitAcquireWithoutWaitOutlastsTheTimeout: an acquire that names no wait leaves it to the gateway's
+// defaults.wait_ms, which may hold the request up to an hour; the gateway here answers after 300 ms, past
+// the client's 100 ms timeout. The acquire must wait for that answer, sent once and without wait_ms.
+// Broken variant caught: the per-try timeout had no room for the gateway's wait; the acquire gave up after
+// 100 ms on a request the gateway went on to grant.
+func TestUnitAcquireWithoutWaitOutlastsTheTimeout(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		mu.Unlock()
+		time.Sleep(300 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"lock":"x","token":"t","fence":7,"ttl_ms":30000,"expires_at_ms":%d}`, time.Now().UnixMilli()+30000)
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Timeout: 100 * time.Millisecond, Retry: RetryPolicy{Attempts: 1}})
+	defer c.Close()
+	l, err := c.Lock(context.Background(), "x", LeaseOptions{NoRenew: true})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || l.Fence != 7 {
+		t.Fatalf("an acquire without a wait, answered after 300 ms: %v", err)
+	}
+	if _, named := bodies[0]["wait_ms"]; len(bodies) != 1 || named {
+		t.Fatalf("sent %d times, the first body %v: expected once, without wait_ms", len(bodies), bodies[0])
+	}
+	mu.Unlock()
+	// TryOnce sends wait_ms 0, and then the plain timeout applies.
+	_, err = c.Lock(context.Background(), "x", LeaseOptions{NoRenew: true, Wait: TryOnce})
+	var unreachable *UnreachableError
+	mu.Lock()
+	if !errors.As(err, &unreachable) || len(bodies) != 2 || bodies[1]["wait_ms"] != float64(0) {
+		t.Fatalf("a TryOnce acquire answered after 300 ms: %v, sent %v", err, bodies)
+	}
+}

@@ -7,6 +7,7 @@ Owns: the retry rule of clients/python (repeat only what cannot do more when rep
 lease semantics (test_leases.py).
 """
 
+import asyncio
 import os
 import socket
 import sys
@@ -161,6 +162,42 @@ class RetryTest(unittest.TestCase):
         with client.lock(lock, wait_ms=5000) as lease:
             self.assertEqual(self.direct.lock_status(lock)["fence"], lease.fence)
         self.assertEqual(len(proxy.seen("POST", f"/v1/locks/{lock}/acquire")), 1)
+
+    def test_acquire_without_wait_ms_waits_as_long_as_the_gateway_default(self):
+        """A gateway whose defaults.wait_ms is 5 s holds an acquire that names no wait while the lock is
+        busy: the client (timeout 0.5 s) waits for the grant 1.5 s later, asking once, without wait_ms; the
+        asyncio client too. (Caught: a per-try timeout without room for the gateway's wait; the acquire
+        timed out after 0.5 s and was sent again.)"""
+        gw = Gateway(config=config(defaults={"wait_ms": 5000}))
+        self.addCleanup(gw.stop)
+        direct = fencegate.Client(gw.base)
+        self.addCleanup(direct.close)
+        proxy = FaultProxy(gw.port)
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url, timeout=0.5)
+        self.addCleanup(client.close)
+        for asynchronous in (False, True):
+            lock = unique("default-wait")
+            holder = direct.lock(lock, renew=False).acquire()
+            threading.Timer(1.5, holder.release).start()
+            started = time.monotonic()
+            if asynchronous:
+                async def acquire():
+                    aio = fencegate.AsyncClient(proxy.url, timeout=0.5)
+                    try:
+                        async with aio.lock(lock, renew=False) as lease:
+                            return lease.fence, direct.lock_status(lock)["fence"]
+                    finally:
+                        await aio.close()
+                fence, held = asyncio.run(acquire())
+            else:
+                with client.lock(lock, renew=False) as lease:
+                    fence, held = lease.fence, direct.lock_status(lock)["fence"]
+            self.assertEqual(fence, held)
+            self.assertGreater(time.monotonic() - started, 1.2)
+            sent = proxy.seen("POST", f"/v1/locks/{lock}/acquire")
+            self.assertEqual(len(sent), 1, (asynchronous, sent))
+            self.assertNotIn("wait_ms", sent[0])
 
     def test_one_keepalive_connection_per_thread(self):
         proxy, client = self.via()

@@ -23,7 +23,11 @@ import { Holder, PgTable, RedisKeys } from "./writes.js";
 export interface LeaseOptions {
   /** Time to live in ms (default: the gateway's, 30000; lock sets always send it). */
   ttlMs?: number;
-  /** How long to wait in the FIFO queue, in ms (0: try once). */
+  /**
+   * How long to wait in the FIFO queue, in ms (0: try once). Left out, the gateway waits as its
+   * defaults.wait_ms says, and the client waits for the answer as long as that may be: up to an hour
+   * (MAX_GATEWAY_WAIT_MS) on top of the timeout.
+   */
   waitMs?: number;
   /** Longest hold, renewals included, in ms. */
   maxHoldMs?: number;
@@ -55,6 +59,17 @@ function shortestGrant(answer: { locks?: Grant[] } | undefined): Grant | undefin
     if (shortest === undefined || (lock.ttl_ms ?? Infinity) < (shortest.ttl_ms ?? Infinity)) shortest = lock;
   }
   return shortest;
+}
+
+/** The longest wait_ms a gateway takes, and so the longest its defaults.wait_ms may be: an hour. */
+export const MAX_GATEWAY_WAIT_MS = 3_600_000;
+
+/**
+ * How long the gateway may hold an acquire with this waitMs before it answers, added to the call's
+ * timeout: without one, the gateway's defaults.wait_ms, which the client cannot know.
+ */
+function gatewayWaitMs(waitMs: number | undefined): number {
+  return waitMs ?? MAX_GATEWAY_WAIT_MS;
 }
 
 export function newRequestId(): string {
@@ -153,7 +168,7 @@ export class LostState {
 function leaseBody(options: LeaseOptions, owner: string | undefined, requestId: string): Record<string, unknown> {
   const body: Record<string, unknown> = { request_id: requestId };
   if (options.ttlMs !== undefined) body.ttl_ms = options.ttlMs;
-  if (options.waitMs) body.wait_ms = options.waitMs;
+  if (options.waitMs !== undefined) body.wait_ms = options.waitMs;
   if (options.maxHoldMs !== undefined) body.max_hold_ms = options.maxHoldMs;
   if (owner) body.owner = owner;
   return body;
@@ -222,7 +237,7 @@ export class Lease extends Held {
     if (limit !== undefined) body.limit = limit;
     const sentAt = performance.now();
     const answer = (await this.transport.call({ method: "POST", path: this.path + "/acquire", effect: "idempotent",
-      body: acquireBody(body, options.waitMs), waitMs: options.waitMs ?? 0, signal: options.signal })).body;
+      body: acquireBody(body, options.waitMs), waitMs: gatewayWaitMs(options.waitMs), signal: options.signal })).body;
     this.token = answer.token;
     this.fence = answer.fence;
     this.ttlMs = answer.ttl_ms;
@@ -312,7 +327,7 @@ export class LockSet extends Held {
     const body = { ...leaseBody({ ...options, ttlMs: this.ttlMs }, this.owner, this.requestId), names: this.names };
     const sentAt = performance.now();
     const answer = (await this.transport.call({ method: "POST", path: "/v1/locksets/acquire", effect: "idempotent",
-      body: acquireBody(body, options.waitMs), waitMs: options.waitMs ?? 0, signal: options.signal })).body;
+      body: acquireBody(body, options.waitMs), waitMs: gatewayWaitMs(options.waitMs), signal: options.signal })).body;
     for (const item of answer.locks) {
       this.members.set(item.lock, new LockSetMember(this.transport, this.state, item.lock, item.token, item.fence, this.owner));
     }

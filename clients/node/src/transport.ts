@@ -49,7 +49,10 @@ export interface ClientOptions {
   apiKey?: string;
   /** PEM file of the CA that signed the gateway's certificate (default $FENCEGATE_CACERT, else the system's). */
   caFile?: string;
-  /** Milliseconds to connect and to wait for an answer, on top of any wait the call asks for (default 10000). */
+  /**
+   * Milliseconds to connect and to wait for an answer, on top of any wait the call asks for (default 10000);
+   * an acquire without waitMs allows for the gateway's longest default wait, an hour.
+   */
   timeoutMs?: number;
   /** How calls that may be repeated are retried. */
   retry?: Partial<RetryPolicy>;

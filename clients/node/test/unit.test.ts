@@ -241,3 +241,21 @@ test("answers read as JSON.parse reads them, but for fences; bodies write as JSO
   assert.equal(stringifyJson({ fence: 9007199254740993n, set: { big: -12345678901234567890n } }),
     '{"fence":9007199254740993,"set":{"big":-12345678901234567890}}');
 });
+
+test("an acquire without waitMs waits as long as the gateway's default wait may hold it", async (t) => {
+  // The gateway applies its defaults.wait_ms (up to an hour) to an acquire that names none; this one
+  // answers after 300 ms, past the client's 100 ms timeout. Broken variant caught: the per-try timeout had
+  // no room for the gateway's wait; the acquire gave up after 100 ms on a request the gateway granted.
+  // waitMs: 0 is sent as wait_ms 0 (try once), and then the plain timeout applies.
+  const { client, seen } = await canned(t, async () => {
+    await new Promise((r) => setTimeout(r, 300));
+    return [200, `{"lock":"x","token":"t","fence":7,"ttl_ms":30000,"expires_at_ms":1}`];
+  });
+  const c = client({ timeoutMs: 100, retry: { attempts: 1 } });
+  const lease = await c.lock("x", { renew: false });
+  assert.equal(String(lease.fence), "7");
+  assert.equal(seen.length, 1);
+  assert.equal("wait_ms" in JSON.parse(seen[0]!.body), false);
+  await assert.rejects(c.lock("x", { renew: false, waitMs: 0 }), UnreachableError);
+  assert.equal(JSON.parse(seen[1]!.body).wait_ms, 0);
+});

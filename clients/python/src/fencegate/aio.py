@@ -35,7 +35,7 @@ from .client import DEFAULT_URL
 from .errors import FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExceeded, ProblemError, lease_lost
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_RETRY_S, WATCH_WAIT_MS, RenewalSchedule, shortest_grant,
                      watch_failed, watch_query, watch_verdict)
-from .lease import LOSING_CODES, _acquire_body, _lease_body, _LostState, _request_id
+from .lease import LOSING_CODES, _acquire_body, _gateway_wait_s, _lease_body, _LostState, _request_id
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers, write_result
 
@@ -387,7 +387,7 @@ class AsyncLease(_AsyncLeaseBase):
         sent_at = time.monotonic()
         answer = (await self._client.transport.call("POST", self._path + "/acquire",
                                                     _acquire_body(self._body, self._wait_ms), effect=Effect.IDEMPOTENT,
-                                                    wait_s=(self._wait_ms or 0) / 1000.0)).body
+                                                    wait_s=_gateway_wait_s(self._wait_ms))).body
         self.token, self.fence = answer["token"], answer["fence"]
         self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
         await self._acquired(sent_at, [(self._path, answer["fence"])])
@@ -473,7 +473,7 @@ class AsyncLockSet(_AsyncLeaseBase):
         sent_at = time.monotonic()
         answer = (await self._client.transport.call("POST", "/v1/locksets/acquire",
                                                     _acquire_body(self._body, self._wait_ms), effect=Effect.IDEMPOTENT,
-                                                    wait_s=(self._wait_ms or 0) / 1000.0)).body
+                                                    wait_s=_gateway_wait_s(self._wait_ms))).body
         for item in answer["locks"]:
             self.members[item["lock"]] = AsyncLockSetMember(self, item["lock"], item["token"], item["fence"])
         await self._acquired(sent_at, [(f"/v1/locks/{quote(m.name)}", m.fence) for m in self.members.values()])

@@ -71,7 +71,8 @@ class Client:
         """A lease on the lock ``name``, acquired on ``with`` entry (or by ``.acquire()``).
 
         ttl_ms, wait_ms, max_hold_ms: as in the API (None: the gateway's defaults; ``wait_ms`` 0 tries
-        once). owner: shown in the lock's status. request_id: makes the acquire idempotent (default: a
+        once; without it the client waits for the answer as long as the gateway's ``defaults.wait_ms`` may
+        be, up to an hour). owner: shown in the lock's status. request_id: makes the acquire idempotent (default: a
         fresh one, reused by retries). on_lost(lease): called once, from a background thread, when the
         lease is lost. renew=False: no background renewal or watch (you call ``lease.renew()``; the
         client then learns of a loss only from the gateway's answers). watch=False: renew only.

@@ -200,6 +200,16 @@ def _release(state: _LostState, lease: Any, call: Callable[[], Any]) -> None:
             raise
 
 
+MAX_GATEWAY_WAIT_MS = 3_600_000
+"""The longest ``wait_ms`` a gateway takes, and so the longest its ``defaults.wait_ms`` may be: an hour."""
+
+
+def _gateway_wait_s(wait_ms: Optional[int]) -> float:
+    """How long the gateway may hold an acquire with this wait_ms before it answers, added to the call's
+    timeout: without one (None), the gateway's ``defaults.wait_ms``, which the client cannot know."""
+    return (MAX_GATEWAY_WAIT_MS if wait_ms is None else wait_ms) / 1000.0
+
+
 def _request_id() -> str:
     return "py-" + uuid.uuid4().hex
 
@@ -283,7 +293,7 @@ class Lease(_Fenced):
             raise RuntimeError(f"the lease on {self.name} is already acquired")
         sent_at = time.monotonic()
         answer = self._client.transport.call("POST", self._path + "/acquire", _acquire_body(self._body, self._wait_ms),
-                                             effect=Effect.IDEMPOTENT, wait_s=(self._wait_ms or 0) / 1000.0).body
+                                             effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms)).body
         self.token, self.fence = answer["token"], answer["fence"]
         self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
         if self._renew:
@@ -425,7 +435,7 @@ class LockSet:
             raise RuntimeError("the lock set is already acquired")
         sent_at = time.monotonic()
         answer = self._client.transport.call("POST", "/v1/locksets/acquire", _acquire_body(self._body, self._wait_ms),
-                                             effect=Effect.IDEMPOTENT, wait_s=(self._wait_ms or 0) / 1000.0).body
+                                             effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms)).body
         for item in answer["locks"]:
             self.members[item["lock"]] = LockSetMember(self._client, self._state, item["lock"], item["token"],
                                                        item["fence"], self.owner)
