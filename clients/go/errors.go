@@ -214,6 +214,33 @@ func (e *UnreachableError) Error() string {
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// OutcomeUnknownError is the error of a fenced write (PUT, PATCH, a batch of them) that was sent again after
+// a try that may have been applied (Earlier: it got no answer, or a 5xx), when the last try failed too
+// (Last: a *StaleFenceError because a newer fence wrote meanwhile, a *LeaseLostError, ...). Last speaks for
+// that try alone: whether the write took effect is unknown, so read the resource to find out. (A retry of
+// an applied write is not refused for it: the gateway takes a fence equal to the stored one.) Like an
+// *UnreachableError with Sent true, which errors.As finds in it, it means that the effect is unknown.
+type OutcomeUnknownError struct {
+	Op      string // "PATCH /v1/pg/invoices/42"
+	Earlier error  // the failure of the earlier try that may have been applied
+	Last    error  // the failure of the last try
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("fencegate: %s: outcome unknown: an earlier try may have been applied (%v); the last one failed: %v",
+		e.Op, e.Earlier, e.Last)
+}
+
+// Unwrap is the earlier try's failure as an *UnreachableError with Sent true (the effect is unknown); Last
+// is left out, so errors.As finds no refusal that would say that nothing changed.
+func (e *OutcomeUnknownError) Unwrap() error {
+	var unreachable *UnreachableError
+	if errors.As(e.Earlier, &unreachable) {
+		return unreachable
+	}
+	return &UnreachableError{Op: e.Op, Sent: true, Err: e.Earlier}
+}
+
 // Code is the problem code of err ("lock_busy", "stale_fence", ...), or "" when err carries no problem.
 func Code(err error) string {
 	var p *Problem

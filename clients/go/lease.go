@@ -128,8 +128,13 @@ func (s *lostState) Reason() string {
 	return s.reason
 }
 
-// heard is told about every refusal of a call made with the lease: a 410 or max_hold_exceeded ends it.
+// heard is told about every refusal of a call made with the lease: a 410 or max_hold_exceeded ends it,
+// also when it answered the retry of a write whose outcome is unknown.
 func (s *lostState) heard(err error) {
+	var unknown *OutcomeUnknownError
+	if errors.As(err, &unknown) {
+		err = unknown.Last
+	}
 	var gone *LeaseLostError
 	var maxHold *MaxHoldExceededError
 	switch {

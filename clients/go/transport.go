@@ -10,6 +10,12 @@
 // a request_id that the gateway answers a repeat of with the same lease. Once calls (inserts, deletes,
 // batches with them, revoking a lock) are sent again only when the request certainly never left (the
 // connection could not be opened).
+//
+// A fenced write sent again after a try that may have been applied (it got no answer, or a 5xx: the
+// gateway's own commit may have been lost) is answered for the retry alone: the gateway takes a fence equal
+// to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote, the
+// lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write fails with an
+// *OutcomeUnknownError, not with the refusal.
 
 package fencegate
 
@@ -173,6 +179,7 @@ type request struct {
 	wait    time.Duration // added to the timeout
 	timeout time.Duration // replaces the client's timeout when > 0
 	retry   *RetryPolicy  // replaces the client's policy when set
+	write   bool          // a fenced write: a failure after a try that may have been applied leaves its outcome unknown
 }
 
 // answer is a successful answer: the status and the raw JSON body (nil when empty).
@@ -198,6 +205,7 @@ func (c *Client) call(ctx context.Context, r request) (*answer, error) {
 		policy = *r.retry
 	}
 	var waited time.Duration
+	var earlier error // the failure of an earlier try of a write that may have been applied
 	for attempt := 1; ; attempt++ {
 		a, err, again, retryAfter := c.try(ctx, r)
 		if err == nil {
@@ -208,7 +216,10 @@ func (c *Client) call(ctx context.Context, r request) (*answer, error) {
 		}
 		pause := policy.pause(attempt, retryAfter)
 		if !again || attempt >= policy.Attempts || waited+pause > policy.Budget {
-			return nil, err
+			return nil, outcome(r, earlier, err)
+		}
+		if r.write && earlier == nil && mayHaveApplied(err) {
+			earlier = err
 		}
 		select {
 		case <-time.After(pause):
@@ -291,6 +302,25 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 		p.Code = "http_" + strconv.Itoa(resp.StatusCode)
 	}
 	return nil, typedError(p), resp.StatusCode == http.StatusServiceUnavailable && r.effect != Once, retryAfter
+}
+
+// mayHaveApplied says whether a try that failed with err may have taken effect: it was sent and got no
+// answer, or a 5xx (the gateway answers 503 when its connection to a backend failed during the commit).
+func mayHaveApplied(err error) bool {
+	var unreachable *UnreachableError
+	var p *Problem
+	return errors.As(err, &unreachable) && unreachable.Sent || errors.As(err, &p) && p.Status >= 500
+}
+
+// outcome is the error of a call whose last try failed with err, after an earlier try that may have been
+// applied failed with earlier (nil: none did): an *OutcomeUnknownError unless err already leaves the
+// outcome unknown (no answer to a request that was sent).
+func outcome(r request, earlier, err error) error {
+	var unreachable *UnreachableError
+	if earlier == nil || errors.As(err, &unreachable) && unreachable.Sent {
+		return err
+	}
+	return &OutcomeUnknownError{Op: r.method + " " + r.path, Earlier: earlier, Last: err}
 }
 
 // notSent tells a failure to open the connection (the request never left) from one after it was sent.

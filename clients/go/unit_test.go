@@ -322,3 +322,87 @@ func TestUnitAcquireWithoutWaitOutlastsTheTimeout(t *testing.T) {
 		t.Fatalf("a TryOnce acquire answered after 300 ms: %v, sent %v", err, bodies)
 	}
 }
+
+// writeGateway answers an acquire with a lease (fence 7), and the tries of a PATCH of row key with
+// answers[key][try]: "drop" closes the connection without a reply (as after a commit whose reply was
+// lost), else a status and problem code ("200" applies it).
+func writeGateway(t *testing.T, answers map[string][]string) *Client {
+	var mu sync.Mutex
+	tries := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/acquire") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"lock":"x","token":"t","fence":7,"ttl_ms":30000,"expires_at_ms":%d}`, time.Now().UnixMilli()+30000)
+			return
+		}
+		key := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		mu.Lock()
+		answer := answers[key][tries[key]]
+		tries[key]++
+		mu.Unlock()
+		var status int
+		var code string
+		if answer != "drop" {
+			_, _ = fmt.Sscan(answer, &status, &code)
+		}
+		switch {
+		case answer == "drop":
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		case status == http.StatusOK:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"applied":true,"resource":"pg:t/%s","fence":7,"row":{"id":"%s"}}`, key, key)
+		default:
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(status)
+			_, _ = fmt.Fprintf(w, `{"type":"/problems/%s","status":%d,"presented_fence":7,"current_fence":9,"reason":"revoked"}`,
+				code, status)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Retry: RetryPolicy{Attempts: 3, Backoff: time.Millisecond}})
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestUnitWriteRefusedAfterALostReplyHasAnUnknownOutcome: a PATCH whose first try got no reply may have
+// been applied; a refusal of its retry (a newer fence wrote meanwhile, or the lease was revoked) speaks for
+// the retry alone. The client must say the outcome is unknown (an *UnreachableError with Sent true is in
+// the error) instead of a plain refusal, which promises that nothing changed; a lease still hears the 410.
+// A refusal of a write's only try, or of a retry after tries that were certainly not applied, stays a
+// refusal. Broken variant caught: the retry's 409 was returned as a *StaleFenceError.
+func TestUnitWriteRefusedAfterALostReplyHasAnUnknownOutcome(t *testing.T) {
+	c := writeGateway(t, map[string][]string{"stale": {"drop", "409 stale_fence"}, "applied": {"drop", "200"},
+		"plain": {"409 stale_fence"}, "revoked": {"drop", "410 lease_lost"}, "busy": {"503 backend_unavailable", "409 stale_fence"}})
+	ctx := context.Background()
+	var stale *StaleFenceError
+	var unreachable *UnreachableError
+	_, err := c.PG("t", "t").Patch(ctx, "stale", map[string]any{"a": 1})
+	if errors.As(err, &stale) || !errors.As(err, &unreachable) || !unreachable.Sent || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("a PATCH refused stale_fence after a lost reply: %T %v; expected its outcome unknown", err, err)
+	}
+	var unknown *OutcomeUnknownError
+	if !errors.As(err, &unknown) || !errors.As(unknown.Last, &stale) || stale.CurrentFence != 9 {
+		t.Fatalf("the unknown outcome does not carry the retry's refusal: %#v", err)
+	}
+	if res, err := c.PG("t", "t").Patch(ctx, "applied", map[string]any{"a": 1}); err != nil || !res.Applied {
+		t.Fatalf("a PATCH applied by its retry: %v", err)
+	}
+	if _, err := c.PG("t", "t").Patch(ctx, "plain", map[string]any{"a": 1}); !errors.As(err, &stale) || stale.CurrentFence != 9 {
+		t.Fatalf("a PATCH refused at its only try: %v", err)
+	}
+	_, err = c.PG("t", "t").Patch(ctx, "busy", map[string]any{"a": 1})
+	if errors.As(err, &stale) || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("a PATCH refused stale_fence after a 503 (the gateway's own commit may have been lost): %T %v", err, err)
+	}
+	l, err := c.Lock(ctx, "x", LeaseOptions{NoRenew: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.PG("t").Patch(ctx, "revoked", map[string]any{"a": 1})
+	if !errors.As(err, &unreachable) || !strings.Contains(err.Error(), "outcome unknown") || l.Reason() != "revoked" {
+		t.Fatalf("a lease's PATCH refused 410 after a lost reply: %T %v; lease lost for %q", err, err, l.Reason())
+	}
+}

@@ -54,7 +54,7 @@ func (c *Client) write(ctx context.Context, h holder, minimal bool, method, path
 	if minimal {
 		headers.Set("Prefer", "return=minimal")
 	}
-	r := request{method: method, path: path, headers: headers, effect: effect}
+	r := request{method: method, path: path, headers: headers, effect: effect, write: true}
 	if body != nil {
 		r.body = jsonBody(body)
 	}
@@ -82,7 +82,8 @@ func (c *Client) read(ctx context.Context, path string) (*ReadResult, error) {
 }
 
 // PGTable is one configured Postgres table. Writes fail with *StaleFenceError, *LeaseLostError,
-// *InvalidFenceTokenError, *NotFoundError, *ConflictError, ...; a refused write changes nothing.
+// *InvalidFenceTokenError, *NotFoundError, *ConflictError, ...; a refused write changes nothing. A write
+// retried after a try that may have been applied fails with *OutcomeUnknownError instead of a refusal.
 type PGTable struct {
 	client  *Client
 	table   string

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The decisions the Python client's thread and asyncio halves share, without I/O or a gateway: what to do
-after each try of a call (transport.Attempts: return the answer, pause, or raise) and when to renew a
+after each try of a call (transport.Attempts: return the answer, pause, or raise, and for a write whose
+earlier try may have been applied, raise OutcomeUnknown) and when to renew a
 lease, how long it stays valid and what a renewal's outcome means (keeper.RenewalSchedule), and what a
 failed watch poll means (keeper.watch_failed), driven by hand with a settable clock.
 
@@ -69,6 +70,31 @@ class AttemptsTest(unittest.TestCase):
         with self.assertRaises(fencegate.GatewayUnreachable) as raised:
             tries.pause()
         self.assertFalse(raised.exception.sent)
+
+    def test_a_write_refused_after_a_try_that_may_have_been_applied_has_an_unknown_outcome(self):
+        stale = b'{"type": "/problems/stale_fence", "status": 409}'
+        for first in ("no answer", "503"):
+            tries = Attempts(RetryPolicy(attempts=3, budget_s=60.0), Effect.IDEMPOTENT, "PATCH /v1/pg/t/1", write=True)
+            if first == "503":
+                self.assertIsNone(tries.answered(503, JSON, BUSY))
+            else:
+                tries.no_answer("reset")
+            tries.pause()
+            self.assertIsNone(tries.answered(409, JSON, stale))
+            with self.assertRaises(fencegate.OutcomeUnknown) as caught:
+                tries.pause()
+            self.assertIsInstance(caught.exception.last, fencegate.StaleFence, first)
+            self.assertTrue(caught.exception.sent)
+        tries = Attempts(RetryPolicy(attempts=3, budget_s=60.0), Effect.IDEMPOTENT, "PATCH /v1/pg/t/1", write=True)
+        tries.not_sent(_NotSent("refused"))  # certainly not applied
+        tries.pause()
+        tries.answered(409, JSON, stale)
+        self.assertRaises(fencegate.StaleFence, tries.pause)
+        tries = Attempts(RetryPolicy(attempts=3, budget_s=60.0), Effect.IDEMPOTENT, "POST /v1/locks/x/renew")
+        tries.no_answer("reset")  # not a write: a refusal of the retry is the answer
+        tries.pause()
+        tries.answered(409, JSON, stale)
+        self.assertRaises(fencegate.StaleFence, tries.pause)
 
     def test_a_refusal_is_not_retried(self):
         tries = Attempts(RetryPolicy(), Effect.IDEMPOTENT)

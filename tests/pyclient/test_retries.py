@@ -124,6 +124,77 @@ class RetryTest(unittest.TestCase):
             self.assertEqual(len(proxy.seen(method, path)), 2, (method, path))
         self.assertFalse(self.direct.lock_status(lock)["held"])
 
+    def test_write_refused_after_a_lost_reply_has_an_unknown_outcome(self):
+        """A PATCH the gateway committed but whose reply was lost is sent again with the same fence, which
+        the gateway accepts (a fence equal to the stored one passes), so a retry alone is never refused for
+        the first try's write. But when a newer holder writes the row between the two tries, the retry is
+        refused stale_fence although the first try was applied; and when the lease is revoked in between,
+        410. The client cannot tell: it raises GatewayUnreachable (sent) saying the outcome is unknown, with
+        the refusal, instead of the refusal, which promises that nothing changed; the lease still hears the
+        410. (Caught: the retry's StaleFence raised as if the write had changed nothing.)"""
+        key = unique("unknown")
+        psql("INSERT INTO public.invoices (id) VALUES (:'k')", {"k": key})
+        newer_wrote = []
+
+        def rule(method, path, body, seen):
+            if method != "PATCH" or key not in path:
+                return "forward"
+            if seen == 0:
+                return "drop"  # forwarded and committed, then the reply is lost
+            if seen == 1:
+                with self.direct.lock(unique("newer")) as newer:
+                    newer_wrote.append(newer.pg("invoices").patch(key, note="newer")["fence"])
+            return "forward"
+
+        proxy, client = self.via(rule)
+        with client.lock(unique("unknown"), renew=False) as lease:
+            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+                lease.pg("invoices").patch(key, status="first")
+            self.assertTrue(caught.exception.sent)
+            self.assertIn("outcome unknown", str(caught.exception))
+            self.assertIsInstance(caught.exception, fencegate.OutcomeUnknown)
+            self.assertIsInstance(caught.exception.last, fencegate.StaleFence)
+            self.assertFalse(lease.lost.is_set())
+        row = self.direct.pg("invoices").get(key)
+        self.assertEqual((row["row"]["status"], row["row"]["note"], row["fence"]), ("first", "newer", newer_wrote[0]))
+        self.assertEqual(len(proxy.seen("PATCH", "/v1/pg/invoices/")), 2)
+
+        lock = unique("unknown")
+
+        def revoke_between(method, path, body, seen):
+            if method == "PUT" and seen == 0:
+                return "drop"
+            if method == "PUT" and seen == 1:
+                self.direct.revoke_lock(lock, "test")
+            return "forward"
+
+        proxy.rule = revoke_between
+        lease = client.lock(lock, renew=False).acquire()
+        with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            lease.pg("invoices").put(key, status="put")
+        self.assertIn("outcome unknown", str(caught.exception))
+        self.assertIsInstance(caught.exception.last, fencegate.LeaseLost)
+        self.assertEqual((self.direct.pg("invoices").get(key)["row"]["status"], lease.lost_reason), ("put", "revoked"))
+        with self.assertRaises(fencegate.LeaseLost):
+            lease.release()
+
+        key = unique("unknown")  # the asyncio client alike, through the first rule
+        psql("INSERT INTO public.invoices (id) VALUES (:'k')", {"k": key})
+        proxy.rule = rule
+
+        async def patch():
+            aio = fencegate.AsyncClient(proxy.url)
+            try:
+                async with aio.lock(unique("unknown"), renew=False) as lease:
+                    with self.assertRaises(fencegate.OutcomeUnknown) as caught:
+                        await lease.pg("invoices").patch(key, status="first")
+                    return caught.exception
+            finally:
+                await aio.close()
+
+        self.assertIsInstance(asyncio.run(patch()).last, fencegate.StaleFence)
+        self.assertEqual(self.direct.pg("invoices").get(key)["row"]["status"], "first")
+
     def test_refused_connection_is_retried_even_for_inserts(self):
         """A connection the gateway's address refused never carried the request: even an insert is sent
         again once something listens."""

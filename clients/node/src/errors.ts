@@ -21,6 +21,22 @@ export class UnreachableError extends FencegateError {
   }
 }
 
+/**
+ * A fenced write (PUT, PATCH, a batch of them) sent again after a try that may have been applied (it got no
+ * answer, or a 5xx: the gateway's own commit may have been lost), whose last try failed too: `last` (a
+ * StaleFenceError because a newer fence wrote meanwhile, a LeaseLostError, ...) speaks for that try alone,
+ * so whether the write took effect is unknown: read the resource to find out. (A retry of an applied write
+ * is not refused for it: the gateway takes a fence equal to the stored one.) An UnreachableError with `sent`
+ * true, since it means the same: the effect is unknown.
+ */
+export class OutcomeUnknownError extends UnreachableError {
+  override name = "OutcomeUnknownError";
+  constructor(op: string, readonly earlier: Error, readonly last: Error) {
+    super(`${op}: outcome unknown: an earlier try may have been applied (${earlier.message}); the last one failed: `
+      + last.message, true, { cause: earlier });
+  }
+}
+
 /** What a problem error is made of. */
 export interface ProblemInit {
   /** HTTP status; 0 when the client raised it without asking the gateway. */

@@ -11,13 +11,19 @@
  * always carry a request_id that the gateway answers a repeat of with the same lease. "once" calls
  * (inserts, deletes, batches with them, revoking a lock) are sent again only when the request certainly
  * never left (the connection could not be opened).
+ *
+ * A fenced write sent again after a try that may have been applied (it got no answer, or a 5xx: the
+ * gateway's own commit may have been lost) is answered for the retry alone: the gateway takes a fence equal
+ * to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote,
+ * the lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write rejects
+ * with an OutcomeUnknownError, not with the refusal.
  */
 
 import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 
-import { UnreachableError, problemError } from "./errors.js";
+import { OutcomeUnknownError, ProblemError, UnreachableError, problemError } from "./errors.js";
 import { parseJson, stringifyJson } from "./json.js";
 
 /** The client's version, the gateway's. */
@@ -80,6 +86,8 @@ export interface Call {
   signal?: AbortSignal | undefined;
   /** A call of the background keeper: it does not keep the process alive. */
   background?: boolean;
+  /** A fenced write: a failure after a try that may have been applied leaves its outcome unknown. */
+  write?: boolean;
 }
 
 /** A successful answer: the status and the parsed JSON body (undefined when empty), its fences bigints. */
@@ -113,6 +121,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/**
+ * Whether a try that failed with error may have taken effect: it was sent and got no answer, or a 5xx (the
+ * gateway answers 503 when its connection to a backend failed during the commit).
+ */
+function mayHaveApplied(error: Error): boolean {
+  return (error instanceof UnreachableError && error.sent) || (error instanceof ProblemError && error.status >= 500);
 }
 
 interface TryResult {
@@ -159,6 +175,7 @@ export class Transport {
   async call(call: Call): Promise<Answer> {
     const policy = call.retry ?? this.retry;
     let waited = 0;
+    let earlier: Error | undefined; // the failure of an earlier try of a write that may have been applied
     for (let attempt = 1; ; attempt++) {
       const result = await this.try(call);
       if (result.answer) return result.answer;
@@ -166,7 +183,13 @@ export class Transport {
       const pause = result.retryAfterS !== undefined
         ? result.retryAfterS * 1000
         : Math.min(policy.maxBackoffMs, policy.backoffMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
-      if (!result.again || attempt >= policy.attempts || waited + pause > policy.budgetMs) throw result.error;
+      const error = result.error!;
+      if (!result.again || attempt >= policy.attempts || waited + pause > policy.budgetMs) {
+        // A failure after a try that may have been applied leaves the outcome unknown, unless it says so itself.
+        if (earlier === undefined || (error instanceof UnreachableError && error.sent)) throw error;
+        throw new OutcomeUnknownError(`${call.method} ${call.path}`, earlier, error);
+      }
+      if (call.write && earlier === undefined && mayHaveApplied(error)) earlier = error;
       await sleep(pause, call.signal);
       waited += pause;
     }

@@ -6,7 +6,7 @@
  * (the Holder does, before each write, and hears about refusals after it).
  */
 
-import { ProblemError } from "./errors.js";
+import { OutcomeUnknownError, ProblemError } from "./errors.js";
 import { Effect, Transport, segment } from "./transport.js";
 
 export type Row = Record<string, unknown>;
@@ -70,10 +70,11 @@ async function send(transport: Transport, holder: Holder, minimal: boolean, meth
   if (holder.owner) headers["Fence-Owner"] = holder.owner;
   if (minimal) headers.Prefer = "return=minimal";
   try {
-    const answer = await transport.call({ method, path, body, headers, effect, signal: options?.signal });
+    const answer = await transport.call({ method, path, body, headers, effect, signal: options?.signal, write: true });
     return answer.status === 204 ? { applied: true, minimal: true } : answer.body as WriteResult;
   } catch (e) {
-    if (e instanceof ProblemError) holder.refused(e);
+    const refusal = e instanceof OutcomeUnknownError ? e.last : e; // a 410 ends the lease all the same
+    if (refusal instanceof ProblemError) holder.refused(refusal);
     throw e;
   }
 }
@@ -89,7 +90,8 @@ export interface BatchOp {
 
 /**
  * One configured Postgres table. Writes reject with StaleFenceError, LeaseLostError, InvalidFenceTokenError,
- * NotFoundError, ConflictError, ...; a refused write changes nothing.
+ * NotFoundError, ConflictError, ...; a refused write changes nothing. A write retried after a try that may
+ * have been applied rejects with OutcomeUnknownError instead of a refusal.
  */
 export class PgTable {
   constructor(private readonly transport: Transport, readonly table: string, private readonly holder: Holder,

@@ -17,7 +17,8 @@ import { join } from "node:path";
 import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { Client, PROBLEM_CLASSES, ProblemError, UnreachableError, problemError } from "../src/index.js";
+import { Client, OutcomeUnknownError, PROBLEM_CLASSES, ProblemError, StaleFenceError, UnreachableError, problemError }
+  from "../src/index.js";
 import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
@@ -258,4 +259,35 @@ test("an acquire without waitMs waits as long as the gateway's default wait may 
   assert.equal("wait_ms" in JSON.parse(seen[0]!.body), false);
   await assert.rejects(c.lock("x", { renew: false, waitMs: 0 }), UnreachableError);
   assert.equal(JSON.parse(seen[1]!.body).wait_ms, 0);
+});
+
+test("a write refused after a try that may have been applied has an unknown outcome", async (t) => {
+  // A PATCH whose first try got no reply (or a 503: the gateway's own commit may have been lost) may have
+  // been applied; a refusal of its retry speaks for the retry alone. The client must say the outcome is
+  // unknown (an UnreachableError, sent) instead of a plain refusal, which promises that nothing changed; a
+  // lease still hears the 410. Broken variant caught: the retry's 409 rejected as a StaleFenceError.
+  const answers: Record<string, string[]> = { stale: ["drop", "409 stale_fence"], applied: ["drop", "200"],
+    plain: ["409 stale_fence"], busy: ["503 backend_unavailable", "409 stale_fence"], revoked: ["drop", "410 lease_lost"] };
+  const tries: Record<string, number> = {};
+  const { client } = await canned(t, ({ path }) => {
+    if (path.endsWith("/acquire")) return [200, `{"lock":"x","token":"t","fence":7,"ttl_ms":30000,"expires_at_ms":1}`];
+    const key = path.slice(path.lastIndexOf("/") + 1);
+    const answer = answers[key]![tries[key] = (tries[key] ?? -1) + 1]!;
+    if (answer === "drop") return [0, ""];
+    const [status, code] = answer.split(" ");
+    if (status === "200") return [200, `{"applied":true,"resource":"pg:t/${key}","fence":7,"row":{"id":"${key}"}}`];
+    return [Number(status), `{"type":"/problems/${code}","status":${status},"presented_fence":7,"current_fence":9,"reason":"revoked"}`,
+      { "Retry-After": "0" }];
+  });
+  const c = client({ retry: { attempts: 3, backoffMs: 1 } });
+  const unknown = (e: unknown): boolean => e instanceof UnreachableError && e.sent && !(e instanceof ProblemError)
+    && /outcome unknown/.test(e.message);
+  await assert.rejects(c.pg("t", "t").patch("stale", { a: 1 }), (e: unknown) => unknown(e)
+    && e instanceof OutcomeUnknownError && e.last instanceof StaleFenceError && e.last.currentFence === 9n);
+  assert.equal((await c.pg("t", "t").patch("applied", { a: 1 })).applied, true);
+  await assert.rejects(c.pg("t", "t").patch("plain", { a: 1 }), (e: unknown) => e instanceof ProblemError && e.code === "stale_fence");
+  await assert.rejects(c.pg("t", "t").patch("busy", { a: 1 }), unknown);
+  const lease = await c.lock("x", { renew: false });
+  await assert.rejects(lease.pg("t").patch("revoked", { a: 1 }), unknown);
+  assert.equal(lease.lostReason, "revoked");
 });

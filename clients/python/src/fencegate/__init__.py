@@ -33,7 +33,7 @@ from .client import Audit, Client
 from .errors import (PROBLEM_CLASSES, BackendUnavailable, BodyTooLarge, Conflict, FencegateError, Forbidden,
                      GatewayUnreachable, InternalError, InvalidFenceToken, InvalidField, InvalidJson, InvalidName,
                      LeaseLost, LimitMismatch, LockBusy, MaxHoldExceeded, MethodNotAllowed, MisdirectedRequest, NotFound,
-                     ProblemError, StaleFence, TooManyWaiters, Unauthorized, UnsupportedMediaType)
+                     OutcomeUnknown, ProblemError, StaleFence, TooManyWaiters, Unauthorized, UnsupportedMediaType)
 from .lease import Lease, LockSet, LockSetMember
 from .transport import Effect, RetryPolicy
 from .writes import PgTable, RedisKeys
@@ -46,7 +46,8 @@ __all__ = [
     "AsyncClient", "AsyncLease", "AsyncLockSet", "AsyncLockSetMember", "Audit", "BackendUnavailable", "BodyTooLarge", "Client", "Conflict", "Effect", "FencegateError",
     "Forbidden", "GatewayUnreachable", "InternalError", "InvalidFenceToken", "InvalidField", "InvalidJson",
     "InvalidName", "Lease", "LeaseLost", "LimitMismatch", "LockBusy", "LockSet", "LockSetMember",
-    "MaxHoldExceeded", "MethodNotAllowed", "MisdirectedRequest", "NotFound", "PROBLEM_CLASSES", "PgTable",
+    "MaxHoldExceeded", "MethodNotAllowed", "MisdirectedRequest", "NotFound", "OutcomeUnknown", "PROBLEM_CLASSES",
+    "PgTable",
     "ProblemError", "RedisKeys", "RetryPolicy", "StaleFence", "TooManyWaiters", "Unauthorized",
     "UnsupportedMediaType",
 ]

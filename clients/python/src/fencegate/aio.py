@@ -32,12 +32,13 @@ from types import TracebackType
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 from .client import DEFAULT_URL
-from .errors import FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExceeded, ProblemError, lease_lost
+from .errors import (FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExceeded, OutcomeUnknown, ProblemError,
+                     lease_lost)
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_RETRY_S, WATCH_WAIT_MS, RenewalSchedule, shortest_grant,
                      watch_failed, watch_query, watch_verdict)
 from .lease import LOSING_CODES, _acquire_body, _gateway_wait_s, _lease_body, _LostState, _request_id
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
-from .writes import Calls, Holder, PgTable, RedisKeys, Row, write_headers, write_result
+from .writes import Calls, Holder, PgTable, RedisKeys, Row, refused, write_headers, write_result
 
 log = logging.getLogger("fencegate")
 
@@ -112,11 +113,11 @@ class AsyncTransport(Endpoint):
     async def call(self, method: str, path: str, body: Any = None, *, effect: Effect,
                    query: Optional[Mapping[str, Any]] = None, headers: Optional[Mapping[str, str]] = None,
                    wait_s: float = 0.0, timeout: Optional[float] = None,
-                   retry: Optional[RetryPolicy] = None) -> Answer:
+                   retry: Optional[RetryPolicy] = None, write: bool = False) -> Answer:
         """As :meth:`fencegate.transport.Transport.call`, awaited."""
         target, all_headers = self.target(path, query), self.headers(body, headers)
         limit = (self.timeout if timeout is None else timeout) + wait_s
-        tries = Attempts(retry or self.retry, effect)
+        tries = Attempts(retry or self.retry, effect, f"{method} {target}", write)
         while True:
             try:
                 status, answer_headers, raw = await asyncio.wait_for(
@@ -142,9 +143,10 @@ class AsyncCalls(Calls[Awaitable[Row]]):
                     effect: Effect) -> Row:
         headers = write_headers(holder, minimal)
         try:
-            return write_result(await self._transport.call(method, path, body, effect=effect, headers=headers))
-        except ProblemError as e:
-            holder.refused(e)
+            return write_result(await self._transport.call(method, path, body, effect=effect, headers=headers,
+                                                           write=True))
+        except (ProblemError, OutcomeUnknown) as e:
+            refused(holder, e)
             raise
 
     async def read(self, path: str) -> Row:  # type: ignore[override]

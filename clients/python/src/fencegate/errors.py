@@ -7,7 +7,8 @@ title, the detail, the extra members (``presented_fence``, ``waiting``, ...) and
 ``X-Request-Id``. A code this version does not know raises the plain :class:`ProblemError`.
 
 When no answer came at all (connection refused, reset, timed out) the client raises
-:class:`GatewayUnreachable`. :class:`LeaseLost` is also raised by the client itself, without asking the
+:class:`GatewayUnreachable`; a fenced write whose earlier try may have been applied and whose last try
+failed raises :class:`OutcomeUnknown`, one of them. :class:`LeaseLost` is also raised by the client itself, without asking the
 gateway, when it already knows that a lease has ended.
 """
 
@@ -30,6 +31,23 @@ class GatewayUnreachable(FencegateError, ConnectionError):
     def __init__(self, message: str, sent: bool = True) -> None:
         super().__init__(message)
         self.sent = sent
+
+
+class OutcomeUnknown(GatewayUnreachable):
+    """A fenced write (PUT, PATCH, a batch of them) was sent again after a try that may have been applied
+    (it got no answer, or a 5xx: the gateway's own commit may have been lost), and the last try failed too.
+
+    ``last`` (a StaleFence because a newer fence wrote meanwhile, a LeaseLost, ...) speaks for that try
+    alone, so whether the write took effect is unknown: read the resource to find out. ``earlier`` is the
+    earlier try's failure. (A retry of an applied write is not refused for it: the gateway takes a fence
+    equal to the stored one.) A GatewayUnreachable with ``sent`` True, since it means the same.
+    """
+
+    def __init__(self, op: str, earlier: Exception, last: Exception) -> None:
+        super().__init__(f"{op}: outcome unknown: an earlier try may have been applied ({earlier}); "
+                         f"the last one failed: {last}", sent=True)
+        self.earlier = earlier
+        self.last = last
 
 
 class ProblemError(FencegateError):

@@ -16,6 +16,12 @@ once. Every call says so through its :class:`Effect`:
   certainly never reached the gateway (the connection was refused); otherwise the error is raised and
   the outcome is unknown to the caller.
 
+A fenced write sent again after a try that may have been applied (it got no answer, or a 5xx: the
+gateway's own commit may have been lost) is answered for the retry alone: the gateway takes a fence equal
+to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote, the
+lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write raises
+:class:`~fencegate.errors.OutcomeUnknown`, not the refusal.
+
 An idle keep-alive connection that the gateway closed is noticed before it is used, so such a close
 never turns into an ambiguous failure.
 """
@@ -36,7 +42,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .errors import GatewayUnreachable, ProblemError, problem_error
+from .errors import GatewayUnreachable, OutcomeUnknown, ProblemError, problem_error
 
 USER_AGENT = "fencegate-python/0.1.0"
 
@@ -272,20 +278,32 @@ def judge(status: int, headers: Dict[str, str], raw: bytes, effect: Effect) -> T
 class Attempts:
     """The retry decisions of one call apart from its I/O, shared by the thread and the asyncio transports:
     each try's outcome goes in (:meth:`answered`, :meth:`not_sent`, :meth:`no_answer`), and out come the
-    answer to return, the pause before the next try (:meth:`pause`) or the error to raise."""
+    answer to return, the pause before the next try (:meth:`pause`) or the error to raise.
 
-    def __init__(self, policy: RetryPolicy, effect: Effect) -> None:
+    op: the call, for messages ("PATCH /v1/pg/t/1"). write: a fenced write, whose failure after a try that
+    may have been applied raises OutcomeUnknown."""
+
+    def __init__(self, policy: RetryPolicy, effect: Effect, op: str = "", write: bool = False) -> None:
         self.policy = policy
         self.effect = effect
+        self.op = op
+        self.write = write
         self.attempt = 0
         self.waited = 0.0
         self._error: Exception = GatewayUnreachable("no try yet")
+        self._earlier: Optional[Exception] = None
         self._again = False
         self._retry_after: Optional[float] = None
 
+    def _next(self) -> None:
+        """A try's outcome comes in: the one before it, if it failed and may have been applied, is kept."""
+        if self.write and self.attempt > 0 and self._earlier is None and _may_have_applied(self._error):
+            self._earlier = self._error
+        self.attempt += 1
+
     def answered(self, status: int, headers: Dict[str, str], raw: bytes) -> Optional[Answer]:
         """The answer of a try that got one, or None for an error answer (then ask :meth:`pause`)."""
-        self.attempt += 1
+        self._next()
         answer, problem, self._again, self._retry_after = judge(status, headers, raw, self.effect)
         if problem is None:
             return answer
@@ -294,21 +312,37 @@ class Attempts:
 
     def not_sent(self, error: "_NotSent") -> None:
         """A try whose request never left this process (retried when ``error.again``)."""
-        self.attempt += 1
+        self._next()
         self._error, self._again, self._retry_after = GatewayUnreachable(str(error), sent=False), error.again, None
 
     def no_answer(self, message: str) -> None:
         """A try that may have reached the gateway but got no answer: retried unless the call is ONCE."""
-        self.attempt += 1
+        self._next()
         self._error, self._again, self._retry_after = GatewayUnreachable(message), self.effect is not Effect.ONCE, None
 
     def pause(self) -> float:
         """Seconds to wait before the next try; raises the last try's error when there is to be none."""
         pause = self.policy.next_pause(self.attempt, self.waited, self._again, self._retry_after)
         if pause is None:
-            raise self._error
+            raise self._final()
         self.waited += pause
         return pause
+
+    def _final(self) -> Exception:
+        """The error of the call: the last try's, or OutcomeUnknown when an earlier try may have been applied
+        and the last one's error does not say by itself that the outcome is unknown."""
+        error = self._error
+        if self._earlier is None or (isinstance(error, GatewayUnreachable) and error.sent):
+            return error
+        return OutcomeUnknown(self.op, self._earlier, error)
+
+
+def _may_have_applied(error: Exception) -> bool:
+    """Whether a try that failed with error may have taken effect: it was sent and got no answer, or a 5xx
+    (the gateway answers 503 when its connection to a backend failed during the commit)."""
+    if isinstance(error, GatewayUnreachable):
+        return error.sent
+    return isinstance(error, ProblemError) and error.status is not None and error.status >= 500
 
 
 class Transport(Endpoint):
@@ -346,7 +380,7 @@ class Transport(Endpoint):
     def call(self, method: str, path: str, body: Any = None, *, effect: Effect,
              query: Optional[Mapping[str, Any]] = None, headers: Optional[Mapping[str, str]] = None,
              wait_s: float = 0.0, timeout: Optional[float] = None, connection: Optional[Connection] = None,
-             retry: Optional[RetryPolicy] = None) -> Answer:
+             retry: Optional[RetryPolicy] = None, write: bool = False) -> Answer:
         """Sends a call and returns its answer; raises a ProblemError subclass for an error answer and
         GatewayUnreachable when none came, after the retries that ``effect`` allows.
 
@@ -354,15 +388,17 @@ class Transport(Endpoint):
         a function called before each try that returns it (an acquire sends what is left of its wait).
         query: parameters (None values are left out). wait_s: how long the gateway may hold the call
         before answering, added to the timeout (``timeout``, else the transport's). connection: the
-        connection to use (else this thread's). retry: the policy (else the transport's).
+        connection to use (else this thread's). retry: the policy (else the transport's). write: a fenced
+        write (a failure after a try that may have been applied raises OutcomeUnknown).
         """
         return self._with_retries(method, self.target(path, query), body, self.headers(body, headers), effect,
                                   (self.timeout if timeout is None else timeout) + wait_s,
-                                  connection or self.connection(), retry or self.retry)
+                                  connection or self.connection(), retry or self.retry, write)
 
     def _with_retries(self, method: str, target: str, body: Any, headers: Dict[str, str],
-                      effect: Effect, timeout: float, conn: Connection, policy: RetryPolicy) -> Answer:
-        tries = Attempts(policy, effect)
+                      effect: Effect, timeout: float, conn: Connection, policy: RetryPolicy,
+                      write: bool = False) -> Answer:
+        tries = Attempts(policy, effect, f"{method} {target}", write)
         while True:
             try:
                 status, answer_headers, raw = conn.request(method, target, encode(body), headers, timeout)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Generic, Iterable, List, Mapping, Optional, TypeVar
 
-from .errors import ProblemError
+from .errors import OutcomeUnknown, ProblemError
 from .transport import Answer, Effect, Transport, quote
 
 Row = Dict[str, Any]
@@ -66,13 +66,22 @@ class SyncCalls(Calls[Row]):
     def write(self, holder: "Holder", minimal: bool, method: str, path: str, body: Any, effect: Effect) -> Row:
         headers = write_headers(holder, minimal)
         try:
-            return write_result(self._transport.call(method, path, body, effect=effect, headers=headers))
-        except ProblemError as e:
-            holder.refused(e)
+            return write_result(self._transport.call(method, path, body, effect=effect, headers=headers, write=True))
+        except (ProblemError, OutcomeUnknown) as e:
+            refused(holder, e)
             raise
 
     def read(self, path: str) -> Row:
         return self._transport.call("GET", path, effect=Effect.READ).body
+
+
+def refused(holder: "Holder", error: Exception) -> None:
+    """Tells the holder of a refused write, also when the refusal answered the retry of a write whose
+    outcome is unknown (a 410 ends the lease all the same)."""
+    if isinstance(error, OutcomeUnknown):
+        error = error.last
+    if isinstance(error, ProblemError):
+        holder.refused(error)
 
 
 def write_headers(holder: "Holder", minimal: bool) -> Dict[str, str]:
@@ -100,7 +109,8 @@ class PgTable(Generic[R]):
 
     Writes answer the gateway's ``{"applied": true, "resource", "fence", "row"}`` (``row`` as it is
     after the write; None after a delete) and raise StaleFence, LeaseLost, InvalidFenceToken, NotFound,
-    Conflict, ... when refused. A refused write changes nothing. Through :meth:`return_minimal`, an
+    Conflict, ... when refused. A refused write changes nothing. A write retried after a try that may have
+    been applied raises OutcomeUnknown instead of a refusal. Through :meth:`return_minimal`, an
     applied write answers ``{"applied": True, "minimal": True}`` instead.
     """
 
