@@ -16,7 +16,9 @@
 // Watch: GET <status path>?watch=true&fence=N&wait_ms=W answers as soon as the lease ends ("released",
 // "expired", "revoked"), so the loss is known within a round trip instead of at the next renewal. A
 // gateway without the endpoint answers the plain status at once (or 400): the watch then stops and
-// renewals alone detect the loss.
+// renewals alone detect the loss. A poll that gets no answer, a 5xx, or 429 too_many_waiters (the API key's
+// quota of parked waits and watches is full for now) is repeated after Retry-After when the gateway gives
+// one, else after a pause that doubles from watchRetry up to watchWait.
 
 package fencegate
 
@@ -24,6 +26,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
@@ -32,6 +35,26 @@ import (
 
 // watchWait is the longest single watch poll (below the idle timeouts of common proxies).
 const watchWait = 25 * time.Second
+
+// watchRetry is the first pause before polling again after a watch poll that got no answer, a 5xx or a 429
+// without Retry-After; it doubles with each such poll in a row, up to watchWait.
+const watchRetry = time.Second
+
+// watchPause is the pause before polling again after the failures-th failed watch poll in a row: the
+// gateway's Retry-After (0: none), else watchRetry doubled for each earlier failure, up to watchWait.
+func watchPause(failures int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return retryAfter
+	}
+	pause := watchRetry
+	for i := 1; i < failures && pause < watchWait; i++ {
+		pause *= 2
+	}
+	if pause > watchWait {
+		pause = watchWait
+	}
+	return pause
+}
 
 // retryMin is the shortest pause between renewals that got no answer.
 const retryMin = 50 * time.Millisecond
@@ -206,6 +229,7 @@ func (k *keeper) watchLoop(w watch) {
 	defer k.wg.Done()
 	query := url.Values{"watch": {"true"}, "fence": {strconv.FormatInt(w.fence, 10)},
 		"wait_ms": {strconv.FormatInt(watchWait.Milliseconds(), 10)}}
+	failures := 0
 	for k.ctx.Err() == nil {
 		started := time.Now()
 		a, err := k.client.call(k.ctx, request{method: "GET", path: w.path, query: query, effect: Read,
@@ -213,14 +237,20 @@ func (k *keeper) watchLoop(w watch) {
 		if k.ctx.Err() != nil {
 			return
 		}
-		var p *Problem
-		if errors.As(err, &p) && p.Status < 500 {
-			return // no watch endpoint (400 for the unknown parameter): renewals detect the loss
-		}
 		if err != nil {
-			k.sleep(time.Second)
+			var p *Problem
+			var retryAfter time.Duration
+			if errors.As(err, &p) {
+				if p.Status < 500 && p.Status != http.StatusTooManyRequests {
+					return // no watch endpoint (400 for the unknown parameter): renewals detect the loss
+				}
+				retryAfter = p.RetryAfter
+			}
+			failures++
+			k.sleep(watchPause(failures, retryAfter))
 			continue
 		}
+		failures = 0
 		status, ok := decodeWatch(a.body)
 		switch {
 		case !ok || status.Held == nil:

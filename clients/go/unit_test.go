@@ -406,3 +406,61 @@ func TestUnitWriteRefusedAfterALostReplyHasAnUnknownOutcome(t *testing.T) {
 		t.Fatalf("a lease's PATCH refused 410 after a lost reply: %T %v; lease lost for %q", err, err, l.Reason())
 	}
 }
+
+// TestUnitWatchAnswered429GoesOn: a watch poll answered 429 too_many_waiters (the key's quota of parked
+// waits and watches is full) is polled again after Retry-After; the next poll reports the revoke. Broken
+// variant caught: the keeper stopped watching at the 429, as for a gateway without the watch endpoint, and
+// the revoke went unnoticed until a renewal.
+func TestUnitWatchAnswered429GoesOn(t *testing.T) {
+	var mu sync.Mutex
+	var polls []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "GET" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"lock":"x","token":"t","fence":7,"ttl_ms":30000,"expires_at_ms":%d,"released":true}`,
+				time.Now().UnixMilli()+30000)
+			return
+		}
+		mu.Lock()
+		polls = append(polls, time.Now())
+		first := len(polls) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"type":"/problems/too_many_waiters","status":429,"detail":"limits.max_waiters_per_key"}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"lock":"x","fence":7,"held":false,"reason":"revoked"}`))
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey})
+	defer c.Close()
+	l, err := c.Lock(context.Background(), "x", LeaseOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release(context.Background()) }()
+	select {
+	case <-l.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the revoke answered to the poll after a 429 was not reported: the watch stopped at the 429")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if l.Reason() != "revoked" || len(polls) != 2 || polls[1].Sub(polls[0]) < 900*time.Millisecond {
+		t.Fatalf("reason %q after %d polls (%v); expected revoked at the second poll, a Retry-After later", l.Reason(),
+			len(polls), polls)
+	}
+	// Without Retry-After, the pause doubles from a second up to a watch poll's length.
+	for failures, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 5: 16 * time.Second, 6: watchWait, 40: watchWait} {
+		if got := watchPause(failures, 0); got != want {
+			t.Errorf("watchPause(%d, 0) = %v, want %v", failures, got, want)
+		}
+	}
+	if got := watchPause(3, 5*time.Second); got != 5*time.Second {
+		t.Errorf("watchPause with Retry-After 5 s = %v", got)
+	}
+}

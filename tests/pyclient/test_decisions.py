@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The decisions the Python client's thread and asyncio halves share, without I/O or a gateway: what to do
-after each try of a call (transport.Attempts: return the answer, pause, or raise, and for a write whose
-earlier try may have been applied, raise OutcomeUnknown) and when to renew a
-lease, how long it stays valid and what a renewal's outcome means (keeper.RenewalSchedule), and what a
-failed watch poll means (keeper.watch_failed), driven by hand with a settable clock.
+after each try of a call (transport.Attempts: return the answer, pause, or raise; for a write whose earlier
+try may have been applied, raise OutcomeUnknown) and when to renew a lease, how long it stays valid and
+what a renewal's outcome means (keeper.RenewalSchedule), and what a failed watch poll means and when to
+poll again (keeper.watch_failed, keeper.watch_pause), driven by hand with a settable clock.
 
 Broken variants caught while writing this (each tried, then reverted): a ONCE call retried after a try
 that got no answer; the waited time not counted (the budget never ran out); a failed renewal rescheduled
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyclient_helpers  # noqa: E402,F401  (puts the client on sys.path)
 
 import fencegate  # noqa: E402
-from fencegate.keeper import RETRY_MIN_S, RenewalSchedule, watch_failed  # noqa: E402
+from fencegate.keeper import RETRY_MIN_S, RenewalSchedule, watch_failed, watch_pause  # noqa: E402
 from fencegate.transport import Attempts, Effect, RetryPolicy, _NotSent  # noqa: E402
 
 JSON = {"content-type": "application/json"}
@@ -161,6 +161,12 @@ class RenewalScheduleTest(unittest.TestCase):
                          "invalid_field")
         self.assertIsNone(watch_failed(fencegate.errors.problem_error(503, {"type": "/problems/backend_unavailable"})))
         self.assertIsNone(watch_failed(fencegate.GatewayUnreachable("reset")))
+        # 429: the key's quota of parked waits and watches is full for now; poll again after Retry-After
+        full = fencegate.errors.problem_error(429, {"type": "/problems/too_many_waiters"}, retry_after=1.0)
+        self.assertIsNone(watch_failed(full))
+        self.assertEqual(watch_pause(full, 3), 1.0)
+        reset = fencegate.GatewayUnreachable("reset")
+        self.assertEqual([watch_pause(reset, n) for n in (1, 2, 3, 5, 6, 9)], [1.0, 2.0, 4.0, 16.0, 25.0, 25.0])
 
     def test_a_renewal_never_outlasts_the_lease(self):
         s = RenewalSchedule(30.0, sent_at=0.0)

@@ -7,8 +7,12 @@ Owns: the lease and write behaviour of clients/python. Must not: test retries an
 (test_retries.py), the examples (test_examples.py) or the packaging (test_package.py).
 """
 
+import asyncio
+import hashlib
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -562,6 +566,83 @@ class ProblemMappingTest(unittest.TestCase):
         for name in ("unsupported_media_type", "misdirected_request", "unauthorized", "forbidden",
                      "max_hold_exceeded", "backend_unavailable", "invalid_json"):
             self.assertIn(name, errors.PROBLEM_CLASSES)
+
+
+class WatchQuotaTest(unittest.TestCase):
+    """A watch poll answered 429 too_many_waiters (the API key's quota of parked waits and watches,
+    limits.max_waiters_per_key, is full) backs off as Retry-After says and polls again: once the quota has
+    room, the watch parks and reports a revoke at once, long before the next renewal. (Caught: the keeper
+    stopped watching at the 429, as for a gateway without the watch endpoint; the revoke went unnoticed
+    until the renewal 10 s after the acquire.)"""
+
+    @classmethod
+    def setUpClass(cls):
+        keys = [{"id": k, "sha256": hashlib.sha256(f"text-{k}".encode()).hexdigest(), "scopes": ["admin"]}
+                for k in ("worker", "ops")]
+        cls.gw = Gateway(config=config(auth={"mode": "required", "keys": keys}, limits={"max_waiters_per_key": 1}))
+        cls.ops = fencegate.Client(cls.gw.base, api_key="text-ops")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ops.close()
+        cls.gw.stop()
+
+    def metric(self, pattern: str) -> float:
+        text = self.gw.http("GET", "/metrics", None, {"Authorization": "Bearer text-ops"}).body
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if re.match(pattern, line))
+
+    def refusals(self) -> float:
+        return self.metric(r'fencegate_http_responses_total\{.*code="429"')
+
+    def block_quota(self) -> socket.socket:
+        """Parks a watch of the worker key on a lock of ops: the worker's quota is full until it closes."""
+        name = unique("quota-block")
+        fence = self.ops.lock(name, ttl_ms=30000, renew=False).acquire().fence
+        s = socket.create_connection(("127.0.0.1", self.gw.port))
+        s.sendall(f"GET /v1/locks/{name}?watch=true&fence={fence}&wait_ms=20000 HTTP/1.1\r\n"
+                  f"Host: 127.0.0.1:{self.gw.port}\r\nAuthorization: Bearer text-worker\r\n\r\n".encode())
+        wait_for(lambda: self.metric("fencegate_watches ") >= 1, timeout=10, what="the blocking watch parked")
+        return s
+
+    def test_a_watch_answered_429_goes_on(self):
+        for asynchronous in (False, True):
+            with self.subTest(asynchronous=asynchronous):
+                name, blocker, refused = unique("quota"), self.block_quota(), self.refusals()
+
+                def after_acquire(lease):
+                    wait_for(lambda: self.refusals() > refused, timeout=5, what="the watch poll refused 429")
+                    blocker.close()  # room in the quota: the next poll, a Retry-After later, parks
+                    time.sleep(1.8)
+                    self.assertEqual(self.ops.revoke_lock(name, "test"), lease.fence)
+                    return time.monotonic()
+
+                if asynchronous:
+                    seen: list = []
+
+                    async def run():
+                        aio = fencegate.AsyncClient(self.gw.base, api_key="text-worker")
+                        try:
+                            async with aio.lock(name, ttl_ms=30000) as lease:
+                                revoked = await asyncio.get_running_loop().run_in_executor(None, after_acquire, lease)
+                                seen.append(await asyncio.wait_for(lease.wait_lost(), 5))
+                                seen.append(time.monotonic() - revoked)
+                        finally:
+                            await aio.close()
+
+                    with self.assertRaises(fencegate.LeaseLost):
+                        asyncio.run(run())
+                    self.assertEqual(seen[0], "revoked")
+                    self.assertLess(seen[1], 2.0, "noticed at a renewal, not through the watch")
+                    continue
+                worker = fencegate.Client(self.gw.base, api_key="text-worker")
+                self.addCleanup(worker.close)
+                lease = worker.lock(name, ttl_ms=30000).acquire()
+                revoked = after_acquire(lease)
+                self.assertTrue(lease.lost.wait(5))
+                self.assertEqual(lease.lost_reason, "revoked")
+                self.assertLess(time.monotonic() - revoked, 2.0, "noticed at a renewal, not through the watch")
+                with self.assertRaises(fencegate.LeaseLost):
+                    lease.release()
 
 
 if __name__ == "__main__":

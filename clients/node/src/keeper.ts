@@ -16,7 +16,9 @@
  * Watch: GET <status path>?watch=true&fence=N&wait_ms=W answers as soon as the lease ends ("released",
  * "expired", "revoked"), so the loss is known within a round trip instead of at the next renewal. A gateway
  * without the endpoint answers the plain status at once (or 400): the watch then stops and renewals alone
- * detect the loss.
+ * detect the loss. A poll that gets no answer, a 5xx, or 429 too_many_waiters (the API key's quota of parked
+ * waits and watches is full for now) is repeated after Retry-After when the gateway gives one, else after a
+ * pause that doubles from WATCH_RETRY_MS up to WATCH_WAIT_MS.
  */
 
 import { ProblemError } from "./errors.js";
@@ -24,6 +26,18 @@ import { NO_RETRY, Transport } from "./transport.js";
 
 /** Longest single watch poll (below the idle timeouts of common proxies). */
 export const WATCH_WAIT_MS = 25000;
+/**
+ * First pause before polling again after a watch poll that got no answer, a 5xx or a 429 without
+ * Retry-After; it doubles with each such poll in a row, up to WATCH_WAIT_MS.
+ */
+const WATCH_RETRY_MS = 1000;
+
+/** The pause after the failures-th failed watch poll in a row: its Retry-After (seconds) if any, else a backoff. */
+function watchPauseMs(failures: number, retryAfterS: number | undefined): number {
+  if (retryAfterS !== undefined && retryAfterS > 0) return retryAfterS * 1000;
+  return Math.min(WATCH_WAIT_MS, WATCH_RETRY_MS * 2 ** (failures - 1));
+}
+
 /** Shortest pause between renewals that got no answer. */
 const RETRY_MIN_MS = 50;
 
@@ -142,6 +156,7 @@ export class Keeper {
 
   private async watchLoop(w: Watch): Promise<void> {
     const signal = this.stopper.signal;
+    let failures = 0;
     while (!signal.aborted) {
       const started = performance.now();
       let status: any;
@@ -150,10 +165,13 @@ export class Keeper {
           background: true, waitMs: WATCH_WAIT_MS, query: { watch: true, fence: w.fence, wait_ms: WATCH_WAIT_MS } })).body;
       } catch (e) {
         if (signal.aborted) return;
-        if (e instanceof ProblemError && e.status < 500) return; // no watch endpoint: renewals detect the loss
-        await pause(1000, signal);
+        // Another refusal than 429 (the key's quota, full for now): no watch endpoint; renewals detect the loss.
+        if (e instanceof ProblemError && e.status < 500 && e.status !== 429) return;
+        failures++;
+        await pause(watchPauseMs(failures, e instanceof ProblemError ? e.retryAfter : undefined), signal);
         continue;
       }
+      failures = 0;
       if (status === null || typeof status !== "object" || typeof status.held !== "boolean") return;
       if (!status.held) {
         this.lost(typeof status.reason === "string" && status.reason ? status.reason : "not held");

@@ -291,3 +291,24 @@ test("a write refused after a try that may have been applied has an unknown outc
   await assert.rejects(lease.pg("t").patch("revoked", { a: 1 }), unknown);
   assert.equal(lease.lostReason, "revoked");
 });
+
+test("a watch poll answered 429 is polled again after Retry-After", async (t) => {
+  // The key's quota of parked waits and watches is full: 429 too_many_waiters with Retry-After. The next
+  // poll reports the revoke. Broken variant caught: the watch stopped at the 429, as for a gateway without
+  // the watch endpoint, and the revoke went unnoticed until a renewal.
+  const polls: number[] = [];
+  const { client } = await canned(t, ({ method }) => {
+    if (method !== "GET") return [200, `{"lock":"x","token":"t","fence":7,"ttl_ms":30000,"expires_at_ms":1,"released":true}`];
+    polls.push(performance.now());
+    if (polls.length === 1) {
+      return [429, `{"type":"/problems/too_many_waiters","status":429,"detail":"limits.max_waiters_per_key"}`, { "Retry-After": "1" }];
+    }
+    return [200, `{"lock":"x","fence":7,"held":false,"reason":"revoked"}`];
+  });
+  const lease = await client().lock("x", { ttlMs: 30000 });
+  t.after(() => lease.release().catch(() => undefined));
+  await until("the revoke reported after the 429", () => lease.lost, 3000);
+  assert.equal(lease.lostReason, "revoked");
+  assert.equal(polls.length, 2);
+  assert.ok(polls[1]! - polls[0]! >= 900, `polled again ${polls[1]! - polls[0]!} ms after the 429`);
+});

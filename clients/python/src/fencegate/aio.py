@@ -34,8 +34,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Mapping,
 from .client import DEFAULT_URL
 from .errors import (FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExceeded, OutcomeUnknown, ProblemError,
                      lease_lost)
-from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_RETRY_S, WATCH_WAIT_MS, RenewalSchedule, shortest_grant,
-                     watch_failed, watch_query, watch_verdict)
+from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, shortest_grant, watch_failed,
+                     watch_pause, watch_query, watch_verdict)
 from .lease import LOSING_CODES, _acquire_body, _gateway_wait_s, _lease_body, _LostState, _request_id
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, refused, write_headers, write_result
@@ -207,6 +207,7 @@ class AsyncKeeper:
                 return
 
     async def _watch_loop(self, path: str, fence: int) -> None:
+        failures = 0
         while not self._stopped:
             started = time.monotonic()
             try:
@@ -215,8 +216,10 @@ class AsyncKeeper:
             except (ProblemError, GatewayUnreachable) as e:
                 if watch_failed(e) is not None:
                     break
-                await asyncio.sleep(WATCH_RETRY_S)
+                failures += 1
+                await asyncio.sleep(watch_pause(e, failures))
                 continue
+            failures = 0
             verdict, why = watch_verdict(answer, fence, time.monotonic() - started)
             if verdict == WATCH_LOST:
                 self._lost(why)

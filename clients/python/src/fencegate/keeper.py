@@ -17,7 +17,10 @@ moment the last successful renewal was *sent*; then the lease is lost too ("unre
 Watch: ``GET /v1/<kind>/<name>?watch=true&fence=N&wait_ms=W`` answers as soon as the lease ends
 ("released", "expired", "revoked"), so the loss is known within a round trip instead of at the next
 renewal. A gateway without the endpoint answers the plain status at once (or 400 for the unknown query
-parameter): the watch thread then stops and renewals alone detect the loss.
+parameter): the watch thread then stops and renewals alone detect the loss. A poll that gets no answer, a
+5xx, or 429 ``too_many_waiters`` (the API key's quota of parked waits and watches is full for now) is
+repeated after ``Retry-After`` when the gateway gives one, else after a pause that doubles from
+WATCH_RETRY_S up to WATCH_WAIT_MS.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ RETRY_MIN_S = 0.05
 """Shortest pause between renewals that got no answer."""
 
 WATCH_RETRY_S = 1.0
-"""Pause before polling again after a watch poll that got no answer or a 5xx."""
+"""First pause before polling again after a watch poll that got no answer, a 5xx or a 429 without
+Retry-After; it doubles with each such poll in a row, up to WATCH_WAIT_MS."""
 
 WATCH_HELD, WATCH_LOST, WATCH_OVER = "held", "lost", "over"
 
@@ -128,10 +132,21 @@ def renewal_refused(error: ProblemError) -> Optional[str]:
 
 def watch_failed(error: FencegateError) -> Optional[str]:
     """What a watch poll that raised error means: why watching is over (a refusal: this gateway watches
-    no such lease), or None to poll again after WATCH_RETRY_S (no answer, or a 5xx)."""
-    if isinstance(error, ProblemError) and error.status is not None and error.status < 500:
+    no such lease), or None to poll again after :func:`watch_pause` (no answer, a 5xx, or a 429: the
+    key's quota of parked waits and watches is full for now)."""
+    if isinstance(error, ProblemError) and error.status is not None and error.status < 500 and error.status != 429:
         return error.code
     return None
+
+
+def watch_pause(error: FencegateError, failures: int) -> float:
+    """Seconds to wait before polling again after the failures-th failed poll in a row, which raised error:
+    its Retry-After when the gateway gave one, else WATCH_RETRY_S doubled for each earlier failure, up to
+    WATCH_WAIT_MS."""
+    retry_after = error.retry_after if isinstance(error, ProblemError) else None
+    if retry_after is not None:
+        return retry_after
+    return min(WATCH_WAIT_MS / 1000.0, WATCH_RETRY_S * 2 ** (failures - 1))
 
 
 def watch_verdict(answer: Any, fence: int, elapsed_s: float) -> Tuple[str, str]:
@@ -249,6 +264,7 @@ class Keeper:
     # -- watching --
 
     def _watch_loop(self, conn: Connection, path: str, fence: int) -> None:
+        failures = 0
         while not self._stop.is_set():
             started = time.monotonic()
             try:
@@ -259,8 +275,10 @@ class Keeper:
                 if over is not None:
                     self._unwatched(over)
                     return
-                self._stop.wait(WATCH_RETRY_S)
+                failures += 1
+                self._stop.wait(watch_pause(e, failures))
                 continue
+            failures = 0
             if not self._still_held(answer, fence, time.monotonic() - started):
                 return
 
