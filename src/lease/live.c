@@ -2,7 +2,8 @@
 /*
  * live.c - the live-lease check of require_live_lease: asks Redis, by the
  * token's kind, whether the lease with its fence still holds its lock or
- * semaphore. It decides nothing about writes; the handlers do.
+ * semaphore, and for a lease that ended, Postgres whether it was revoked. It
+ * decides nothing about writes; the handlers do.
  */
 #include "lease/live.h"
 
@@ -10,13 +11,24 @@
 
 #include "lease/lock.h"
 #include "lease/semaphore.h"
+#include "store/fenced/revocations.h"
 
 int lease_live_check(const struct token_claims *claims, bool *ended, struct fg_error *err)
 {
     struct lease_watch seen;
-    int rc = claims->kind == LEASE_KIND_SEMAPHORE
-                 ? sem_watch(claims->name, (long long)claims->fence, &seen, err)
-                 : lock_watch(claims->name, (long long)claims->fence, &seen, err);
-    *ended = rc == 0 && !seen.held && strcmp(seen.reason, "revoked") != 0;
-    return rc;
+    *ended = false;
+    if ((claims->kind == LEASE_KIND_SEMAPHORE
+             ? sem_watch(claims->name, (long long)claims->fence, &seen, err)
+             : lock_watch(claims->name, (long long)claims->fence, &seen, err)) != 0)
+        return -1;
+    if (seen.held || strcmp(seen.reason, "revoked") == 0)
+        return 0;
+    /* Redis tells how a lease ended for LEASE_RELEASED_KEPT_MS, and forgets it
+     * with its data; a revocation is final, and Postgres keeps it. */
+    bool revoked = false;
+    char reason[8];
+    if (revocation_find(claims->fence, &revoked, reason, sizeof reason, err) != 0)
+        return -1;
+    *ended = !revoked;
+    return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * live.h - whether the lease a token was issued for still holds, for writes to
  * resources that require a live lease (require_live_lease). One read-only
- * script call (the watch scripts), by the token's kind, name and fence.
+ * script call (the watch scripts), by the token's kind, name and fence; for a
+ * lease that ended, one look at the revocations in Postgres.
  */
 #ifndef FG_LIVE_H
 #define FG_LIVE_H

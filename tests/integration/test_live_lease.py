@@ -118,11 +118,23 @@ class LiveLeaseTest(GatewayTest):
     def test_a_revoked_lease_is_refused_as_revoked(self):
         """A revoked lease's write on a strict table or prefix is refused as on any other: 410 with reason
         revoked, audited so (caught with the live-lease check refusing it first: reason lease_expired)."""
+        self.assert_refused_as_revoked(forget_the_end=False)
+
+    def test_a_revoked_lease_whose_end_redis_forgot_is_refused_as_revoked(self):
+        """The same once Redis no longer tells how the lease ended (its record of ends is kept 10 minutes, and
+        lost with Redis's data): the revocation is final, so the write is still refused and audited as
+        revoked (caught with the check trusting Redis alone: reason lease_expired)."""
+        self.assert_refused_as_revoked(forget_the_end=True)
+
+    def assert_refused_as_revoked(self, forget_the_end: bool):
         key = unique("inv")
         insert_invoice(key)
         rkey, lock = same_slot("live:rv", "live")
         lease = self.lease(ttl_ms=30000, name=lock)
         self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {"reason": "test"}).status, 200)
+        if forget_the_end:
+            with Redis() as r:  # the lock's end record (its holder key) and its set of ends
+                self.assertGreaterEqual(r.cmd("DEL", f"fg:lk:{{{lock}}}:h", f"fg:lk:{{{lock}}}:n"), 1)
         r = write(self.c, "PATCH", "invoices", key, {"set": {"note": "revoked"}}, lease["token"])
         self.assertEqual((r.status, r.body.get("reason")), (410, "revoked"), r)
         self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"])
