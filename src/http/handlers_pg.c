@@ -177,13 +177,22 @@ enum handler_result handle_pg_get(struct http_request *req, struct http_reply *r
     return HANDLER_DONE;
 }
 
-/* The write scope of every table a batch names (its route needs only a key). */
-static int batch_permitted(const struct http_request *req, const struct table_schema *schemas,
-                           const struct fenced_batch *batch, struct fg_error *err)
+/* The write scope of every table a batch names (its route needs only a key),
+ * read from the body before it is parsed: the parse answers which tables exist
+ * (404) and which columns they list (400), which a key that may not write a
+ * table must not learn of it. */
+static int batch_permitted(const struct http_request *req, const json_t *body, struct fg_error *err)
 {
-    for (size_t i = 0; i < batch->nops; i++) {
+    size_t i;
+    const json_t *op;
+    json_array_foreach(json_object_get(body, "ops"), i, op)
+    {
+        const char *table = json_string_value(json_object_get(op, "table"));
         char needed[ROUTE_SCOPE_MAX];
-        snprintf(needed, sizeof needed, "pg:%s:write", schemas[batch->ops[i].table].cfg->name);
+        if (table == NULL)
+            continue; /* the parse refuses it, naming no table */
+        if (snprintf(needed, sizeof needed, "pg:%s:write", table) >= (int)sizeof needed)
+            return fg_fail(err, FG_ERR_FORBIDDEN, "ops[%zu]: no table has a name that long", i);
         if (http_request_permit(req, needed, err) != 0)
             return -1;
     }
@@ -213,11 +222,11 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     const struct table_schema *schemas = fenced_pg_schemas(&ntables);
     struct token_claims claims;
     struct fenced_writer who;
-    struct fenced_batch batch;
+    struct fenced_batch batch = {0};
     struct fenced_result res;
     bool want_row = fenced_write_wants_row(req);
-    if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
-        batch_permitted(req, schemas, &batch, &err) != 0 ||
+    if (batch_permitted(req, body, &err) != 0 ||
+        fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0 ||
         batch_bound(schemas, &batch, &claims, &err) != 0 ||
         live_lease_gate(schemas, batch.ops, batch.nops, &claims, &who, "POST", &res, &err) != 0 ||
