@@ -583,22 +583,28 @@ static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
 }
 
 /* After the rollback of a batch whose fence was revoked: one audit row per
- * operation, reason "revoked"; res names the first operation's resource. */
+ * operation, reason "revoked", committed together (a retry after a failure
+ * does not find some of them there already); res names the first operation's
+ * resource. */
 static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
                          const struct fenced_writer *who, struct fenced_result *res,
                          struct fg_error *err)
 {
-    for (size_t i = 0; i < batch->nops; i++) {
-        const struct fenced_op *op = &batch->ops[i];
-        char *resource = op_resource(op);
+    int rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
+    for (size_t i = 0; rc == 0 && i < batch->nops; i++) {
+        char *resource = op_resource(&batch->ops[i]);
         struct fenced_result refused = {.outcome = FENCED_REVOKED, .resource = resource};
-        int rc = fenced_refusal_audit(c, who, &refused, "POST", err);
+        rc = fenced_refusal_audit(c, who, &refused, "POST", err);
         if (i == 0)
             res->resource = resource;
         else
             free(resource);
-        if (rc != 0)
-            return -1;
+    }
+    if (rc == 0)
+        rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    if (rc != 0) {
+        rollback(c);
+        return -1;
     }
     res->outcome = FENCED_REVOKED;
     return 0;
