@@ -54,8 +54,8 @@ static int op_bound(const struct table_schema *schema, const struct fenced_op *o
  * it, asks whether the token's lease (claims) still holds. When it ended
  * (released or expired: a revoked fence is refused by the write itself, as
  * revoked), every such operation is refused with an audit row (reason
- * lease_expired) and
- * *res is the refusal of the first (EXPIRED); otherwise *res stays zeroed and
+ * lease_expired; the rows committed together) and *res is the refusal of the
+ * first (EXPIRED); otherwise *res stays zeroed and
  * the writes may go on. The lease can still end between this check and the
  * commit; the fence covers that window (docs/design.md, "Writes under a live
  * lease").
@@ -73,20 +73,17 @@ static int live_lease_gate(const struct table_schema *schemas, const struct fenc
         return 0;
     if (lease_live_check(claims, &ended, err) != 0)
         return -1;
-    for (size_t i = 0; ended && i < nops; i++) {
-        struct fenced_result refused;
-        if (!schemas[ops[i].table].cfg->guard.live_lease)
-            continue;
-        if (fenced_pg_refuse(&ops[i], who, method, &refused, err) != 0) {
-            fenced_result_free(res);
-            return -1;
-        }
-        if (res->resource == NULL)
-            *res = refused;
-        else
-            fenced_result_free(&refused);
-    }
-    return 0;
+    if (!ended)
+        return 0;
+    const struct fenced_op **refused = calloc(nops, sizeof *refused);
+    FG_ASSERT(refused != NULL);
+    size_t n = 0;
+    for (size_t i = 0; i < nops; i++)
+        if (schemas[ops[i].table].cfg->guard.live_lease)
+            refused[n++] = &ops[i];
+    int rc = fenced_pg_refuse(refused, n, who, method, res, err);
+    free(refused);
+    return rc;
 }
 
 /* Runs a single write of kind; path_key is NULL for POST (key inside the row). */

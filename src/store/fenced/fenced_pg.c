@@ -864,20 +864,44 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
     return rc;
 }
 
-int fenced_pg_refuse(const struct fenced_op *op, const struct fenced_writer *who,
-                     const char *method, struct fenced_result *res, struct fg_error *err)
+/* The refusal of op as a read of its row names it: the row's identity, and the
+ * fence where its table keeps it (the row's own column on a fence_column table). */
+static int refusal_of(const struct fenced_op *op, struct fenced_result *res, struct fg_error *err)
 {
-    /* The resource and its fence as a read of the row names them: the row's
-     * identity, and the fence where its table keeps it (the row's own column
-     * on a fence_column table). */
     if (fenced_pg_read(op->table, op->key, res, err) != 0)
         return -1;
     json_decref(res->after);
     res->after = NULL;
     res->outcome = FENCED_EXPIRED;
-    int rc = fenced_refusal_audit(NULL, who, res, method, err);
-    if (rc != 0)
-        fenced_result_free(res);
+    return 0;
+}
+
+int fenced_pg_refuse(const struct fenced_op *const *ops, size_t n, const struct fenced_writer *who,
+                     const char *method, struct fenced_result *res, struct fg_error *err)
+{
+    FG_ASSERT(n > 0);
+    struct fenced_result *refused = calloc(n, sizeof *refused);
+    FG_ASSERT(refused != NULL);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = refusal_of(ops[i], &refused[i], err);
+    struct pg_conn *c = rc == 0 ? pg_acquire(err) : NULL;
+    if (c != NULL) {
+        rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            rc = fenced_refusal_audit(c, who, &refused[i], method, err);
+        if (rc == 0)
+            rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+        if (rc != 0)
+            rollback(c);
+        pg_release(c);
+    } else
+        rc = -1;
+    for (size_t i = rc == 0 ? 1 : 0; i < n; i++)
+        fenced_result_free(&refused[i]);
+    if (rc == 0)
+        *res = refused[0];
+    free(refused);
     return rc;
 }
 
