@@ -13,8 +13,6 @@
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
 --   queued  {lease, position, holder_pttl}   the caller waits in the queue
---   queued  {lease, position, waiting}       this request_id waits in the queue, and the
---                                            caller (wait "0") leaves it waiting there
 --   busy    {waiting}                        not free and the caller will not wait
 --   full    {waiting}                        the queue is at max_waiters (waiters of
 --                                            dead gateways are dropped first)
@@ -120,12 +118,6 @@ if not h then
 end
 
 local position = queued and redis.call('ZRANK', k.q, lease)
--- A retry that will not wait leaves the place to the attempt waiting in it:
--- answered busy with the queue's length, the waiter record untouched.
-if queued and not wait then
-  return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position),
-                     R_WAITING, decimal(redis.call('ZCARD', k.q)))
-end
 if not queued then
   local count = redis.call('ZCARD', k.q)
   if not wait then return lease_reply('busy', nil, R_WAITING, decimal(count)) end

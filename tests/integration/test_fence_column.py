@@ -49,30 +49,19 @@ def row(key):
     return out[0] if out else None
 
 
-def hold_open(sql: str) -> subprocess.Popen:
-    """A psql session that runs sql in a transaction and holds it open until a line ending it ("COMMIT;" or
-    "ROLLBACK;") is written to its stdin."""
+def open_delete(key: str, fence: int) -> subprocess.Popen:
+    """A psql session that deletes row key of fc_rows and keeps its fence, as a gateway's DELETE does, and
+    holds its transaction open until "COMMIT;" is written to its stdin."""
     cmd = [os.path.join(os.environ.get("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
            "-v", "ON_ERROR_STOP=1", "-d", os.environ["FG_TEST_PG_DSN"], "-f", "-"]
     held = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    held.stdin.write(f"BEGIN;\n{sql};\nSELECT 'held';\n")
+    held.stdin.write(f"BEGIN;\nWITH d AS (DELETE FROM public.fc_rows WHERE id = '{key}' RETURNING id)"
+                     f" INSERT INTO fencegate.resource_fences (resource, fence)"
+                     f" SELECT 'pg:fc_rows/' || id, {fence} FROM d;\nSELECT 'held';\n")
     held.stdin.flush()
     if held.stdout.readline().strip() != "held":
-        raise AssertionError(f"not held: {sql}: {held.stderr.read()}")
+        raise AssertionError(f"the delete was not held: {held.stderr.read()}")
     return held
-
-
-def open_delete(key: str, fence: int) -> subprocess.Popen:
-    """A psql session that deletes row key of fc_rows and keeps its fence, as a gateway's DELETE does, and
-    holds its transaction open (hold_open)."""
-    return hold_open(f"WITH d AS (DELETE FROM public.fc_rows WHERE id = '{key}' RETURNING id)"
-                     f" INSERT INTO fencegate.resource_fences (resource, fence)"
-                     f" SELECT 'pg:fc_rows/' || id, {fence} FROM d")
-
-
-def hold_insert(key: str) -> subprocess.Popen:
-    """A psql session that inserts row key of fc_rows and holds its transaction open (hold_open)."""
-    return hold_open(f"INSERT INTO public.fc_rows (id, note) VALUES ('{key}', 'held')")
 
 
 def late_create(client, method: str, key: str, token: str):
@@ -229,34 +218,6 @@ class FenceColumnTest(GatewayTest):
         recs = rejections(f"pg:fc_rows/{a}") + rejections(f"pg:fc_rows/{b}")
         self.assertEqual([x["presented_fence"] for x in recs], [f1])
         self.assertEqual(sorted(recs[0]["resources"]), sorted(f"pg:fc_rows/{k}" for k in (a, b)))
-
-    def test_a_batch_creates_new_rows_in_the_order_of_their_keys(self):
-        """A batch that creates rows lists them in any order, but inserts them in the order of their keys,
-        the order write groups and other batches lock rows in, so no two of them wait for each other in a
-        cycle. A psql session holds the insert of the lower key open; the batch, listing the higher key
-        first, must wait for it before inserting the higher one: another session can still insert (and roll
-        back) the higher key at once. Its answer lists the rows in request order. Broken variant caught:
-        the batch run in request order (it inserted the higher key first, and the other session's insert
-        of it ran into the lock timeout)."""
-        low, high = sorted((unique("fc-order"), unique("fc-order")))
-        _, (token, fence) = tokens(self.c, unique("fc-order-lock"), 2)
-        held = hold_insert(low)
-        answer = []
-        try:
-            ops = {"ops": [{"op": "put", "table": "fc_rows", "key": k, "row": {"note": k}} for k in (high, low)]}
-            writer = threading.Thread(target=lambda: answer.append(
-                self.gw.client().request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})))
-            writer.start()
-            wait_for_lock_waiter()
-            psql("BEGIN; SET LOCAL lock_timeout = '2s';"
-                 " INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'other'); ROLLBACK;", {"k": high})
-        finally:
-            held.communicate("ROLLBACK;\n", timeout=30)
-        writer.join(30)
-        r = answer[0]
-        self.assertEqual(r.status, 200, r)
-        self.assertEqual([x["resource"] for x in r.body["results"]], [f"pg:fc_rows/{high}", f"pg:fc_rows/{low}"])
-        self.assertEqual((row(high), row(low)), (f"{high}|{fence}", f"{low}|{fence}"))
 
     def test_startup_checks(self):
         psql(SETUP_SQL)

@@ -658,48 +658,11 @@ static int op_refused(struct pg_conn *c, const struct fenced_op *op,
     return -1;
 }
 
-/* True if a's row comes before b's in the order write groups lock rows in
- * (write_order.h): by table, then by canonical key. */
-static bool row_before(const struct fenced_op *a, const struct fenced_op *b)
-{
-    if (a->table != b->table)
-        return a->table < b->table;
-    return key_compare(&fpg.schemas[a->table].key_shape, a->key, b->key) < 0;
-}
-
-/* The order run_ops runs the operations of batch in, into order (nops
- * indices): the request's, except that the operations on fence-column tables
- * take the places they hold in the order of their rows (stable: two on one row
- * keep theirs). The opening claimed every row that existed and every fence row
- * of the other tables; a row such an operation creates is locked only as it
- * is inserted, so batches and write groups insert new rows in one order and
- * never wait for each other in a cycle. */
-static void batch_order(const struct fenced_batch *batch, size_t *order)
-{
-    size_t n = batch->nops, m = 0;
-    size_t *rows = malloc((n + 1) * sizeof *rows);
-    FG_ASSERT(rows != NULL);
-    for (size_t i = 0; i < n; i++) {
-        order[i] = i;
-        if (column_mode(batch->ops[i].table)) {
-            size_t j = m++;
-            for (; j > 0 && row_before(&batch->ops[i], &batch->ops[rows[j - 1]]); j--)
-                rows[j] = rows[j - 1];
-            rows[j] = i;
-        }
-    }
-    for (size_t i = 0, k = 0; i < n; i++)
-        if (column_mode(batch->ops[i].table))
-            order[i] = rows[k++];
-    free(rows);
-}
-
-/* Runs the operations inside the open transaction in batch_order, sent as one
- * pipeline (one round trip); items gets one entry per op in request order
- * (with its row if want_row). An op refused after the claim (a row of a
- * fence-column table created meanwhile, a revocation meanwhile) fails the
- * batch through op_refused; failed names the op that failed, nops when none
- * in particular. */
+/* Runs the operations inside the open transaction, sent as one pipeline (one
+ * round trip); items gets one entry per op (with its row if want_row). An op
+ * refused after the claim (a row of a fence-column table created meanwhile, a
+ * revocation meanwhile) fails the batch through op_refused; failed names the
+ * op that failed, nops when none in particular. */
 static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
                    const struct fenced_writer *who, bool want_row, json_t *items, json_t *stale,
                    bool *revoked, size_t *failed, struct fg_error *err)
@@ -709,13 +672,9 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
     struct write_stmt *written = calloc(n + 1, sizeof *written); /* the names stmts borrow */
     const char ***params = calloc(n + 1, sizeof *params);
     char **owned_sql = calloc(n + 1, sizeof *owned_sql), fence[24];
-    size_t *order = calloc(n + 1, sizeof *order);
-    json_t **answered = calloc(n + 1, sizeof *answered); /* per op, in request order */
-    FG_ASSERT(stmts != NULL && written != NULL && params != NULL && owned_sql != NULL &&
-              order != NULL && answered != NULL);
-    batch_order(batch, order);
+    FG_ASSERT(stmts != NULL && written != NULL && params != NULL && owned_sql != NULL);
     for (size_t i = 0; i < n; i++) {
-        const struct fenced_op *op = &batch->ops[order[i]];
+        const struct fenced_op *op = &batch->ops[i];
         params[i] = calloc(FENCED_PARAM_COUNT + op->ncolumns + 1, sizeof **params);
         FG_ASSERT(params[i] != NULL);
         /* the opening claimed every fence: the held form is the whole write */
@@ -732,27 +691,22 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
     int rc = pg_exec_pipeline(c, stmts, n, failed, err);
     if (rc != 0)
         too_large(c, err);
-    if (rc != 0 && *failed < n)
-        *failed = order[*failed];
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        const struct fenced_op *op = &batch->ops[order[i]];
         if (stmts[i].count <= 0) {
-            *failed = order[i];
-            rc = op_refused(c, op, who, stale, revoked, err);
+            *failed = i;
+            rc = op_refused(c, &batch->ops[i], who, stale, revoked, err);
             break;
         }
         if (!want_row) /* return=minimal: no items to answer */
             continue;
         struct fenced_result one = {0};
-        applied(op, who, json_array_get(stmts[i].rows, 0), want_row, &one);
-        answered[order[i]] = json_pack("{s:s, s:s, s:O}", "op", fenced_kind_method(op->kind),
-                                       "resource", one.resource, "row", one.after);
+        applied(&batch->ops[i], who, json_array_get(stmts[i].rows, 0), want_row, &one);
+        json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",
+                                               fenced_kind_method(batch->ops[i].kind), "resource",
+                                               one.resource, "row", one.after));
         fenced_result_free(&one);
     }
     for (size_t i = 0; i < n; i++) {
-        if (answered[i] != NULL && rc == 0)
-            json_array_append(items, answered[i]);
-        json_decref(answered[i]);
         json_decref(stmts[i].rows);
         free(params[i]);
         free(owned_sql[i]);
@@ -761,8 +715,6 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
     free(written);
     free(params);
     free(owned_sql);
-    free(order);
-    free(answered);
     if (rc == 0)
         *failed = n;
     return rc;
