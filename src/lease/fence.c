@@ -67,7 +67,8 @@ static _Atomic int64_t ceiling;
 
 static void ceiling_raise(int64_t reserved)
 {
-    int64_t seen = atomic_load(&ceiling), next = reserved + FENCE_OVERSHOOT;
+    int64_t seen = atomic_load(&ceiling);
+    int64_t next = reserved < FENCE_LAST_LIMIT ? reserved + FENCE_OVERSHOOT : FENCE_LAST;
     while (next > seen && !atomic_compare_exchange_weak(&ceiling, &seen, next))
         ;
 }
@@ -205,6 +206,16 @@ static int adopt(int slot, const struct sequence_state *st, bool *adopted, struc
     return 0;
 }
 
+/* The failure of a recovery whose sequence reached its end: reached, the
+ * fence issued or reserved that is past it. */
+static int exhausted(int64_t reached, struct fg_error *err)
+{
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                   "fences exhausted: %" PRId64
+                   " reached, past the last fence the gateway issues (%" PRId64 ")",
+                   reached, FENCE_LAST);
+}
+
 /* One recovery at a time in this process: threads that met a lost sequence at
  * once wait for the first, then find it ready and reserve nothing more. */
 static pthread_mutex_t recovering = PTHREAD_MUTEX_INITIALIZER;
@@ -240,16 +251,16 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
     if (adopt(slot, &st, &adopted, err) != 0)
         return -1;
     bool trusted = st.trusted || adopted;
+    if (trusted &&
+        st.issued >= FENCE_LAST_LIMIT) /* nothing is reserved for a sequence at its end */
+        return exhausted(st.issued, err);
     int64_t floor = 0, limit = 0;
     if (pg_reserve_fences(trusted ? (st.issued > min ? st.issued : min) : -1, FENCE_BLOCK,
                           FENCE_OVERSHOOT, trusted ? -1 : slot, st.here, &first, &floor, &limit,
                           err) != 0)
         return -1;
     if (floor >= FENCE_LAST_LIMIT)
-        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
-                       "fences exhausted: Postgres reserved up to %" PRId64
-                       ", past the last fence the gateway issues (%" PRId64 ")",
-                       limit, FENCE_LAST);
+        return exhausted(limit, err);
     if (limit > FENCE_LAST_LIMIT)
         limit = FENCE_LAST_LIMIT;
     char floor_text[24], limit_text[24], run_id[RUN_ID_MAX], old[SHARED_KEY_MAX];

@@ -8,7 +8,8 @@ The test runs a gateway on a Redis and a Postgres database of its own (the fence
 shared ones would carry its fences into every later test): it moves the Postgres reservation near the end,
 flushes Redis so the sequence is recovered from it, and acquires until the gateway refuses. Broken variant
 caught: no last fence (the gateway issued fences on past the last limit, toward 10^14, where a status call
-answers a fence rounded: 1.0000000000001e+14).
+answers a fence rounded: 1.0000000000001e+14); a sequence at its end reserving a block in Postgres on every
+acquire that found no fence.
 
 Owns: the upper end of the fence sequence. Must not: test fence recovery itself (test_fence_block.py).
 """
@@ -75,9 +76,12 @@ class FenceLastTest(unittest.TestCase):
                 self.assertEqual(c.get(f"/v1/locks/last-{i}").body["fence"], got.body["fence"], "status rounded")
             self.assertEqual(fences, [limit - 2, limit - 1, limit], got)
             self.assertEqual((got.status, got.body.get("type")), (503, "/problems/backend_unavailable"), got)
+            reserved = psql("SELECT reserved FROM fencegate.fence_reservation", dsn=self.dsn)
             again = c.post("/v1/locks/last-9/acquire", {"ttl_ms": 30000})
             self.assertEqual(again.status, 503, again)
             self.assertIn("fences exhausted", gw.log_text())
+            self.assertEqual(psql("SELECT reserved FROM fencegate.fence_reservation", dsn=self.dsn), reserved,
+                             "an acquire at the end reserved another block")
 
 
 if __name__ == "__main__":
