@@ -238,13 +238,14 @@ static const char *old_limit(const struct lease_fence_keys *fk, const struct seq
 
 /* Recovers the sequence fk under the recovering lock, and makes its next fence
  * above min (-1: any): a trusted sequence below min gets a block reserved above
- * it (a slot's write floor that its tokens are below: fence_lift). */
+ * it (a slot's write floor that its tokens are below: fence_lift), and one
+ * whose write floor is missing gets it back. */
 static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct fg_error *err)
 {
     struct sequence_state st;
     if (read_issued(fk, &st, err) != 0)
         return -1;
-    if (st.ready && st.issued >= min)
+    if (st.ready && st.issued >= min && st.floor)
         return 0;
     int slot = per_slot(fk) ? (int)key_slot(fk->fence, strlen(fk->fence)) : -1;
     bool adopted = false, first = false; /* first: recovered for the first time ever */
@@ -267,7 +268,10 @@ static int recover_locked(const struct lease_fence_keys *fk, int64_t min, struct
     snprintf(floor_text, sizeof floor_text, "%" PRId64, floor);
     snprintf(limit_text, sizeof limit_text, "%" PRId64, limit);
     origin_get(run_id);
-    bool lost = !trusted && !first;
+    /* A trusted sequence without its write floor (lost alone, or never set
+     * by a gateway that stopped between the two) is recovered as after a
+     * loss: the floor comes back above every fence issued. */
+    bool lost = (!trusted && !first) || (trusted && !st.floor);
     const char *keys[FENCE_RAISE_NKEYS] = {
         [FENCE_RAISE_KEY_FENCE] = fk->fence,
         [FENCE_RAISE_KEY_FENCE_LIMIT] = fk->limit,

@@ -207,6 +207,23 @@ class FenceRollback(unittest.TestCase):
         ok = self.c.request("PUT", f"/v1/redis/{key}", {"value": "after"}, {"Fence-Token": fresh["token"]})
         self.assertEqual(ok.status, 200, ok)
 
+    def test_a_trusted_sequence_without_its_write_floor_is_recovered(self):
+        """A write floor missing beside a trusted fence sequence (a gateway of an earlier version stopped
+        between raising the first sequence and its floor, or the floor key alone was lost) is taken for a
+        loss: the next fenced Redis write recovers the sequence as after one, with a floor above every fence
+        issued, so a token from before is refused (409) and a new lease writes (200). Caught: the recovery
+        took the ready sequence as done, and every fenced Redis write answered 503."""
+        key = unique("app:floorless")
+        old = self.c.post(f"/v1/locks/{unique('old')}/acquire", {"ttl_ms": 60000}).body
+        first = self.c.request("PUT", f"/v1/redis/{key}", {"value": "v1"}, {"Fence-Token": old["token"]})
+        self.assertEqual(first.status, 200, first)
+        self.assertEqual(self.redis.cmd("DEL", "fg:fence_floor"), 1)
+        late = self.c.request("PUT", f"/v1/redis/{key}", {"value": "late"}, {"Fence-Token": old["token"]})
+        self.assertEqual((late.status, late.body.get("presented_fence")), (409, old["fence"]), late)
+        fresh = self.c.post(f"/v1/locks/{unique('fresh')}/acquire", {"ttl_ms": 60000}).body
+        ok = self.c.request("PUT", f"/v1/redis/{key}", {"value": "after"}, {"Fence-Token": fresh["token"]})
+        self.assertEqual(ok.status, 200, ok)
+
     def test_revocation_made_after_the_snapshot_still_holds(self):
         lock, key = unique("rev"), unique("app:rev")
         lease = self.c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000}).body
