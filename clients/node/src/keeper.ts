@@ -132,7 +132,10 @@ export class Keeper {
     const signal = this.stopper.signal;
     while (await pause(next - performance.now(), signal)) {
       const now = performance.now();
-      const lapsed = this.lapsed(now);
+      // After a final grant the wake-up is its end, and nothing can extend it: a timer that fires a
+      // millisecond early (setTimeout counts whole milliseconds on the loop's clock) must not send a
+      // renewal, which the gateway would answer for a lease that ended meanwhile.
+      const lapsed = this.final ? "max_hold_exceeded" : this.lapsed(now);
       if (lapsed) {
         this.lost(lapsed);
         return;
