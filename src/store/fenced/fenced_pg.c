@@ -582,32 +582,43 @@ static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
     return rc;
 }
 
+/* Keeps the audit rows of the n refusals refused[] of who's request (method)
+ * on c, committed together: a retry after a failure part way does not find
+ * some of them there already. */
+static int audit_together(struct pg_conn *c, const struct fenced_writer *who,
+                          const struct fenced_result *refused, size_t n, const char *method,
+                          struct fg_error *err)
+{
+    int rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = fenced_refusal_audit(c, who, &refused[i], method, err);
+    if (rc == 0)
+        rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    if (rc != 0)
+        rollback(c);
+    return rc;
+}
+
 /* After the rollback of a batch whose fence was revoked: one audit row per
- * operation, reason "revoked", committed together (a retry after a failure
- * does not find some of them there already); res names the first operation's
- * resource. */
+ * operation, reason "revoked" (audit_together); res names the first
+ * operation's resource. */
 static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
                          const struct fenced_writer *who, struct fenced_result *res,
                          struct fg_error *err)
 {
-    int rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
-    for (size_t i = 0; rc == 0 && i < batch->nops; i++) {
-        char *resource = op_resource(&batch->ops[i]);
-        struct fenced_result refused = {.outcome = FENCED_REVOKED, .resource = resource};
-        rc = fenced_refusal_audit(c, who, &refused, "POST", err);
-        if (i == 0)
-            res->resource = resource;
-        else
-            free(resource);
-    }
+    struct fenced_result *refused = calloc(batch->nops + 1, sizeof *refused);
+    FG_ASSERT(refused != NULL);
+    for (size_t i = 0; i < batch->nops; i++)
+        refused[i] = (struct fenced_result){.outcome = FENCED_REVOKED,
+                                            .resource = op_resource(&batch->ops[i])};
+    int rc = audit_together(c, who, refused, batch->nops, "POST", err);
+    for (size_t i = 1; i < batch->nops; i++)
+        free(refused[i].resource);
+    res->resource = refused[0].resource;
+    free(refused);
     if (rc == 0)
-        rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
-    if (rc != 0) {
-        rollback(c);
-        return -1;
-    }
-    res->outcome = FENCED_REVOKED;
-    return 0;
+        res->outcome = FENCED_REVOKED;
+    return rc;
 }
 
 /* After the rollback of a stale batch: one audit record for the request, naming
@@ -838,17 +849,9 @@ int fenced_pg_refuse(const struct fenced_op *const *ops, size_t n, const struct 
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = refusal_of(ops[i], &refused[i], err);
     struct pg_conn *c = rc == 0 ? pg_acquire(err) : NULL;
-    if (c != NULL) {
-        rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
-        for (size_t i = 0; rc == 0 && i < n; i++)
-            rc = fenced_refusal_audit(c, who, &refused[i], method, err);
-        if (rc == 0)
-            rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
-        if (rc != 0)
-            rollback(c);
+    rc = c != NULL ? audit_together(c, who, refused, n, method, err) : -1;
+    if (c != NULL)
         pg_release(c);
-    } else
-        rc = -1;
     for (size_t i = rc == 0 ? 1 : 0; i < n; i++)
         fenced_result_free(&refused[i]);
     if (rc == 0)
