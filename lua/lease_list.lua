@@ -12,7 +12,8 @@
 --   kind "l" (locks) or "s" (semaphores); after: the last name of the previous
 --   page, "" for the first; limit: 0 only prunes; budget: names looked at;
 --   shown: holders shown per semaphore; upto: the last name to look at, ""
---   for none (a page merged from the index of every slot of a cluster)
+--   for none (a page merged from the index of every slot of a cluster, or one
+--   name alone for a key scoped to it)
 -- The one script that builds keys: those of the locks or semaphores it lists,
 -- from the prefixes and suffixes of src/store/backend/redis_keys.h.
 -- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:

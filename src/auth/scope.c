@@ -5,9 +5,12 @@
  * ("read" or "write") after the last ':'; or one of the fixed words "audit:read",
  * "metrics" and "admin". Matching compares category and access exactly and the
  * patterns with '*' globbing; it never allocates and never looks anything up.
+ * A key's lock: and semaphore: scopes also say which ranges of names a listing
+ * reads for it (scope_ranges).
  */
 #include "auth/scope.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 struct scope_category {
@@ -135,4 +138,78 @@ bool scope_grants(const char *granted, const char *needed)
                scope_glob(g.pattern, g.pattern_len, n.pattern, n.pattern_len);
     /* A fixed word on either side: only "admin" or the same word grants it. */
     return strcmp(granted, "admin") == 0 || strcmp(granted, needed) == 0;
+}
+
+static bool starts_with(const char *text, const char *start)
+{
+    return strncmp(text, start, strlen(start)) == 0;
+}
+
+/* The names under prefix that the granted scope covers in category kind, into
+ * *r; false when it covers none there. */
+static bool range_of(const char *granted, const char *kind, const char *prefix,
+                     struct scope_range *r)
+{
+    const char *pattern = "*";
+    if (strcmp(granted, "admin") != 0) {
+        struct scope_parts p;
+        if (!scope_split(granted, &p) || strcmp(p.category->prefix, kind) != 0)
+            return false;
+        pattern = p.pattern;
+    }
+    size_t literal = strcspn(pattern, "*");
+    if (literal > NAME_MAX_LEN)
+        return false;
+    r->exact = pattern[literal] == '\0';
+    memcpy(r->start, pattern, literal);
+    r->start[literal] = '\0';
+    if (starts_with(r->start, prefix))
+        return true;
+    if (r->exact || !starts_with(prefix, r->start) || strlen(prefix) > NAME_MAX_LEN)
+        return false;
+    strcpy(r->start, prefix);
+    return true;
+}
+
+/* True iff no name of r comes after `after`. */
+static bool range_passed(const struct scope_range *r, const char *after)
+{
+    if (after[0] == '\0')
+        return false;
+    if (r->exact)
+        return strcmp(r->start, after) <= 0;
+    return strcmp(r->start, after) < 0 && !starts_with(after, r->start);
+}
+
+/* Name order of the ranges' starts; of two with one start, the names that
+ * start with it come before the name alone (which they hold). */
+static int by_start(const void *a, const void *b)
+{
+    const struct scope_range *x = a, *y = b;
+    int order = strcmp(x->start, y->start);
+    return order != 0 ? order : (int)x->exact - (int)y->exact;
+}
+
+/* True iff every name of r is one of kept's. */
+static bool range_within(const struct scope_range *r, const struct scope_range *kept)
+{
+    return kept->exact ? r->exact && strcmp(r->start, kept->start) == 0
+                       : starts_with(r->start, kept->start);
+}
+
+size_t scope_ranges(const char *const *granted, size_t nscopes, const char *kind,
+                    const char *prefix, const char *after, struct scope_range *out, size_t max)
+{
+    size_t found = 0;
+    for (size_t i = 0; i < nscopes && found < max; i++)
+        if (range_of(granted[i], kind, prefix, &out[found]) && !range_passed(&out[found], after))
+            found++;
+    qsort(out, found, sizeof *out, by_start);
+    /* In name order, a range that another holds comes right after it or after
+     * another range it holds too: comparing with the last kept suffices. */
+    size_t kept = 0;
+    for (size_t i = 0; i < found; i++)
+        if (kept == 0 || !range_within(&out[i], &out[kept - 1]))
+            out[kept++] = out[i];
+    return kept;
 }

@@ -26,4 +26,24 @@ bool scope_grants(const char *granted, const char *needed);
  * (pattern_len and text_len bytes). */
 bool scope_glob(const char *pattern, size_t pattern_len, const char *text, size_t text_len);
 
+/* A part of the names a listing reads: the names that start with start, or
+ * (exact) the name start alone. */
+struct scope_range {
+    char start[NAME_MAX_LEN + 1];
+    bool exact;
+};
+
+/*
+ * The parts of the names after `after` ("" from the start) that start with
+ * prefix and that the nscopes granted scopes (checked by scope_check) may
+ * match in category kind ("lock:" or "semaphore:"): disjoint, in name order,
+ * so that a listing reads only where the caller may look. A pattern covers the
+ * names that start with its text up to its first '*' (exactly its names when
+ * the '*' ends it, a few more otherwise), or its one name when it has no '*';
+ * "admin" covers every name under prefix. Writes at most max ranges into out
+ * (nscopes suffice) and returns how many it wrote.
+ */
+size_t scope_ranges(const char *const *granted, size_t nscopes, const char *kind,
+                    const char *prefix, const char *after, struct scope_range *out, size_t max);
+
 #endif

@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_list.c - the lease listings: decodes prefix, limit and cursor, lets
- * list_query check them and answers the page that lease_list reads, keeping
- * only the names the caller's lock: or semaphore: scopes match (so a page may
- * be shorter than the limit; the cursor still moves on). The cursor is sealed
- * (auth/cursor.h): the name a page continues after may be one the caller may
- * not see, and next_cursor must not tell it. Tokens never appear (the script
- * does not return them).
+ * list_query check them and answers the page that lease_list reads in the
+ * ranges of names the caller's lock: or semaphore: scopes cover (auth/scope.h),
+ * keeping only the names they match. So names the caller may not see are not
+ * read at all, and leave no trace (a short page with a cursor), unless a
+ * pattern has a '*' before its end: its range is then the names that start
+ * like it. The cursor is sealed (auth/cursor.h): the name a page continues
+ * after may be one the caller may not see, and next_cursor must not tell it.
+ * Tokens never appear (the script does not return them).
  */
 #include "http/handlers_list.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "auth/cursor.h"
 #include "auth/keyset.h"
+#include "auth/scope.h"
 #include "http/query.h"
 #include "lease/lease_list.h"
 #include "store/backend/secret.h"
@@ -28,6 +33,8 @@ static const char *const arg_names[ARG_COUNT] = {
 };
 
 #define ARG_MAX CURSOR_TEXT_MAX /* longest decoded argument worth reading */
+#define LIST_CALLS_MAX                                                                             \
+    8 /* calls a page makes beyond one a range, for ranges the caller sees little of */
 
 /* Scope prefix and name member of the items of each kind. */
 static const struct {
@@ -38,17 +45,87 @@ static const struct {
     [LEASE_LIST_SEMAPHORES] = {"semaphore:", "semaphore"},
 };
 
-/* Drops the items of items (an array) that the caller may not see. */
-static void keep_permitted(enum lease_list_kind kind, const struct http_request *req, json_t *items)
+/* Drops the items of items (an array) that the caller may not see; returns
+ * how many it dropped. */
+static size_t keep_permitted(enum lease_list_kind kind, const struct http_request *req,
+                             json_t *items)
 {
     char needed[NAME_MAX_LEN + 16];
+    size_t dropped = 0;
     for (size_t i = json_array_size(items); i-- > 0;) {
         const char *name =
             json_string_value(json_object_get(json_array_get(items, i), kinds[kind].member));
         snprintf(needed, sizeof needed, "%s%s", kinds[kind].scope, name ? name : "");
-        if (!api_key_permits(req->principal, needed))
+        if (!api_key_permits(req->principal, needed)) {
             json_array_remove(items, i);
+            dropped++;
+        }
     }
+    return dropped;
+}
+
+/* The ranges of names under q's prefix after its cursor that the caller's
+ * scopes may match (auth/scope.h), in name order: a new array of *n. */
+static struct scope_range *visible_ranges(enum lease_list_kind kind, const struct http_request *req,
+                                          const struct list_query *q, size_t *n)
+{
+    static const char *const everything[] = {"admin"};
+    const struct api_key *key = req->principal;
+    const char *const *granted = key != NULL ? (const char *const *)key->scopes : everything;
+    size_t nscopes = key != NULL ? key->nscopes : 1;
+    struct scope_range *ranges = calloc(nscopes > 0 ? nscopes : 1, sizeof *ranges);
+    FG_ASSERT(ranges != NULL);
+    *n = scope_ranges(granted, nscopes, kinds[kind].scope, q->prefix, q->after, ranges, nscopes);
+    return ranges;
+}
+
+/* The items of q's page that the caller may see, read range by range, into
+ * page (items, more and the name to continue after). A range is read by one
+ * call, and by more (LIST_CALLS_MAX in all) while its patterns leave out
+ * names of it and the page is not full. */
+static int read_visible(enum lease_list_kind kind, const struct http_request *req,
+                        const struct list_query *q, struct lease_page *page, struct fg_error *err)
+{
+    size_t n, more_calls = 0;
+    struct scope_range *ranges = visible_ranges(kind, req, q, &n);
+    page->items = json_array();
+    page->more = false;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0 && !page->more; i++) {
+        struct list_query part = *q;
+        snprintf(part.prefix, sizeof part.prefix, "%s", ranges[i].start);
+        snprintf(part.upto, sizeof part.upto, "%s", ranges[i].exact ? ranges[i].start : "");
+        for (;;) {
+            struct lease_page got = {0};
+            part.limit = q->limit - (int)json_array_size(page->items);
+            size_t dropped = 0;
+            rc = lease_list(kind, &part, &got, err);
+            if (rc == 0) {
+                dropped = keep_permitted(kind, req, got.items);
+                json_array_extend(page->items, got.items);
+            }
+            json_decref(got.items);
+            if (rc != 0 || !got.more)
+                break;
+            if (json_array_size(page->items) >= (size_t)q->limit || dropped == 0 ||
+                ++more_calls > LIST_CALLS_MAX) {
+                page->more = true;
+                memcpy(page->next, got.next, sizeof page->next);
+                break;
+            }
+            memcpy(part.after, got.next, sizeof part.after);
+        }
+        /* A page that fills as a range ends goes on after its last item. */
+        if (rc == 0 && !page->more && i + 1 < n &&
+            json_array_size(page->items) >= (size_t)q->limit) {
+            const json_t *last = json_array_get(page->items, json_array_size(page->items) - 1);
+            page->more = true;
+            snprintf(page->next, sizeof page->next, "%s",
+                     json_string_value(json_object_get(last, kinds[kind].member)));
+        }
+    }
+    free(ranges);
+    return rc;
 }
 
 static enum handler_result list(enum lease_list_kind kind, struct http_request *req,
@@ -64,13 +141,12 @@ static enum handler_result list(enum lease_list_kind kind, struct http_request *
         (args[ARG_CURSOR] != NULL && args[ARG_CURSOR][0] != '\0' &&
          cursor_open(args[ARG_CURSOR], secret_current(), after, &err) != 0) ||
         list_query_parse(args[ARG_PREFIX], args[ARG_LIMIT], after, &q, &err) != 0 ||
-        lease_list(kind, &q, &page, &err) != 0 ||
+        read_visible(kind, req, &q, &page, &err) != 0 ||
         (page.more && cursor_seal(page.next, secret_current(), next, &err) != 0)) {
         json_decref(page.items);
         reply_problem(reply, &err);
         return HANDLER_DONE;
     }
-    keep_permitted(kind, req, page.items);
     reply_json(reply, 200,
                json_pack("{s:o, s:o}", "items", page.items, "next_cursor",
                          page.more ? json_string(next) : json_null()));

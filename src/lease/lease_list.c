@@ -111,10 +111,11 @@ static void read_next(const json_t *raw, struct lease_page *page)
 /* Runs the script over the one index of kind and reads its cursor into page;
  * *raw gets the answer. */
 static int run(enum lease_list_kind kind, const char *prefix, const char *after, int limit,
-               int budget, struct lease_page *page, json_t **raw, struct fg_error *err)
+               int budget, const char *upto, struct lease_page *page, json_t **raw,
+               struct fg_error *err)
 {
     struct list_call c;
-    list_call_init(&c, kind, kinds[kind].index, prefix, after, limit, budget, "");
+    list_call_init(&c, kind, kinds[kind].index, prefix, after, limit, budget, upto);
     if (redis_script(SCRIPT_LEASE_LIST, c.keys, c.argv, raw, err) != 0)
         return -1;
     read_next(*raw, page);
@@ -181,7 +182,9 @@ static int read_slot_indexes(enum lease_list_kind kind, const struct list_query 
         snprintf(low, sizeof low, "(%s", q->after);
     else
         snprintf(low, sizeof low, "[%s", q->prefix);
-    if (q->prefix[0] != '\0')
+    if (q->upto[0] != '\0')
+        snprintf(high, sizeof high, "[%s", q->upto);
+    else if (q->prefix[0] != '\0')
         snprintf(high, sizeof high, "[%s\xff", q->prefix);
     else
         snprintf(high, sizeof high, "+");
@@ -288,7 +291,7 @@ int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lea
     if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)
         return list_slots(kind, q, page, err);
     json_t *raw = NULL;
-    if (run(kind, q->prefix, q->after, q->limit, 2 * q->limit + 100, page, &raw, err) != 0)
+    if (run(kind, q->prefix, q->after, q->limit, 2 * q->limit + 100, q->upto, page, &raw, err) != 0)
         return -1;
     page->items = json_array();
     size_t i;
@@ -303,7 +306,7 @@ int lease_list_prune(enum lease_list_kind kind, const char *after, struct lease_
                      struct fg_error *err)
 {
     json_t *raw = NULL;
-    if (run(kind, "", after, 0, PRUNE_BUDGET, page, &raw, err) != 0)
+    if (run(kind, "", after, 0, PRUNE_BUDGET, "", page, &raw, err) != 0)
         return -1;
     json_decref(raw);
     return 0;

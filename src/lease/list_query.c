@@ -31,6 +31,7 @@ int list_query_parse(const char *prefix, const char *limit, const char *cursor,
                      struct list_query *out, struct fg_error *err)
 {
     out->limit = (int)integer_read(limit, LIST_LIMIT_DEFAULT);
+    out->upto[0] = '\0';
     if (name_arg("prefix", prefix, true, out->prefix, err) != 0)
         return -1;
     if (cursor != NULL && cursor[0] != '\0' &&

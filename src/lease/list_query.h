@@ -14,6 +14,7 @@
 struct list_query {
     char prefix[NAME_MAX_LEN + 1]; /* names start with this ("" for all) */
     char after[NAME_MAX_LEN + 1];  /* continue after this name ("" from the start) */
+    char upto[NAME_MAX_LEN + 1];   /* no name after this ("" for no bound; the parse sets "") */
     int limit;                     /* at most this many items, 1 .. LIST_LIMIT_MAX */
 };
 

@@ -96,6 +96,80 @@ static void wildcard_edges(void **state)
     assert_false(scope_grants("lock:*", "audit:read"));
 }
 
+/* Checks that the ranges of granted under prefix after `after` are the
+ * expected ones, written "start" or "=start" (exact), in order. */
+static void expect_ranges(const char *const *granted, size_t n, const char *kind,
+                          const char *prefix, const char *after, const char *const *expected,
+                          size_t nexpected)
+{
+    struct scope_range out[8];
+    assert_true(n <= 8);
+    size_t got = scope_ranges(granted, n, kind, prefix, after, out, n);
+    assert_int_equal(got, nexpected);
+    for (size_t i = 0; i < got; i++) {
+        bool exact = expected[i][0] == '=';
+        assert_string_equal(out[i].start, expected[i] + exact);
+        assert_int_equal(out[i].exact, exact);
+    }
+}
+
+#define RANGES(kind, prefix, after, granted, expected)                                             \
+    expect_ranges(granted, sizeof granted / sizeof granted[0], kind, prefix, after, expected,      \
+                  sizeof expected / sizeof expected[0])
+
+#define NO_RANGES(kind, prefix, after, granted)                                                    \
+    expect_ranges(granted, sizeof granted / sizeof granted[0], kind, prefix, after, NULL, 0)
+
+static void listing_ranges(void **state)
+{
+    (void)state;
+    {
+        /* Disjoint and in name order: "inv*" holds "invoice:*" and the name
+         * "inv:1"; the other kind's and the stores' scopes cover nothing. */
+        const char *granted[] = {"lock:invoice:*", "semaphore:all*", "lock:orders:9",
+                                 "lock:inv*",      "pg:t:write",     "lock:inv:1",
+                                 "lock:b*:x",      "lock:orders:9"};
+        const char *expected[] = {"b", "inv", "=orders:9"};
+        RANGES("lock:", "", "", granted, expected);
+        const char *semaphores[] = {"all"};
+        RANGES("semaphore:", "", "", granted, semaphores);
+        /* Under a prefix: a longer pattern keeps its start, a shorter one
+         * takes the prefix, a name the prefix does not start goes. */
+        const char *under[] = {"invoice:"};
+        RANGES("lock:", "invoice:", "", granted, under);
+        const char *under_o[] = {"=orders:9"};
+        RANGES("lock:", "o", "", granted, under_o);
+        NO_RANGES("lock:", "z", "", granted);
+        /* After a cursor: ranges wholly before it go, the one it is in stays. */
+        const char *after_b[] = {"b", "inv", "=orders:9"};
+        RANGES("lock:", "", "b:zz", granted, after_b);
+        const char *after_c[] = {"inv", "=orders:9"};
+        RANGES("lock:", "", "c", granted, after_c);
+        const char *after_inv[] = {"inv", "=orders:9"};
+        RANGES("lock:", "", "inv", granted, after_inv);
+        RANGES("lock:", "", "inv:zz", granted, after_inv);
+        const char *after_all[] = {"=orders:9"};
+        RANGES("lock:", "", "j", granted, after_all);
+        NO_RANGES("lock:", "", "orders:9", granted);
+    }
+    {
+        const char *granted[] = {"metrics", "admin", "lock:a*"};
+        const char *all[] = {""};
+        RANGES("lock:", "", "", granted, all);
+        const char *prefix[] = {"x:"};
+        RANGES("semaphore:", "x:", "", granted, prefix);
+    }
+    {
+        /* A name alone and the names that start with it are two ranges. */
+        const char *granted[] = {"lock:a:1*", "lock:a:1"};
+        const char *expected[] = {"a:1"};
+        RANGES("lock:", "", "", granted, expected);
+        const char *exact_first[] = {"lock:a:1", "lock:a:1:*"};
+        const char *two[] = {"=a:1", "a:1:"};
+        RANGES("lock:", "", "", exact_first, two);
+    }
+}
+
 /* Builds a key set from JSON text of the "auth" object. */
 static int build(const char *auth_text, const char *mode, bool loopback, struct keyset **ks,
                  struct fg_error *err)
@@ -295,10 +369,10 @@ static void bearer_header(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(scope_grammar), cmocka_unit_test(wildcard_edges),
-        cmocka_unit_test(keyset_modes),  cmocka_unit_test(keyset_entries),
-        cmocka_unit_test(key_memo),      cmocka_unit_test(bearer_header),
-        cmocka_unit_test(proxied_requests),
+        cmocka_unit_test(scope_grammar),  cmocka_unit_test(wildcard_edges),
+        cmocka_unit_test(listing_ranges), cmocka_unit_test(keyset_modes),
+        cmocka_unit_test(keyset_entries), cmocka_unit_test(key_memo),
+        cmocka_unit_test(bearer_header),  cmocka_unit_test(proxied_requests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
