@@ -9,13 +9,14 @@
  * committed, so a crash in between stores a row twice at worst, which the
  * unique source_id turns into once.
  *
- * One entry must never stop the drain: an entry that Postgres refuses (bytes
- * that are not UTF-8, a value over a limit: anything but an unreachable
- * backend) moves to the dead-letter stream KEY_AUDIT_DEAD (with the reason in
- * field "error" and its id in "source_id")
- * (lua/rw_audit_dead.lua), is counted and logged, and the entries behind it
- * are stored. An unreachable Postgres stops the batch and backs off, keeping
- * every entry. On one Redis the stream is drained every DRAIN_INTERVAL_MS and
+ * One entry must never stop the drain: an entry that Postgres refuses for its
+ * contents (bytes that are not UTF-8, a value over a limit), or for any reason
+ * while it stores other entries of the same drain, moves to the dead-letter
+ * stream KEY_AUDIT_DEAD (with the reason in field "error" and its id in
+ * "source_id") (lua/rw_audit_dead.lua), is counted and logged, and the entries
+ * behind it are stored. An unreachable Postgres, or one that refuses every
+ * entry of a drain (a privilege revoked, an internal error), stops it and
+ * backs off, keeping every entry. On one Redis the stream is drained every DRAIN_INTERVAL_MS and
  * at once after a refusal; on a cluster a slot's stream is drained after a
  * refusal there (audit_stream_poke names the slot), and every SWEEP_INTERVAL_MS
  * one EXISTS per slot (pipelined per primary) finds the streams that hold
@@ -124,25 +125,57 @@ static struct audit_record record_of(const json_t *f)
     };
 }
 
+/* What became of one entry of a drain (take_entry). */
+enum taken {
+    TAKEN_STORED, /* stored: to acknowledge */
+    TAKEN_DEAD,   /* moved to the dead letters */
+    TAKEN_HELD,   /* refused for a reason that need not be the entry's own */
+    TAKEN_STOP,   /* Postgres or Redis does not answer: the drain stops here */
+};
+
 /*
- * Stores entry e of slot's stream (or dead-letters it). Returns 1 if it was
- * stored and must be acknowledged, 0 if it left the stream as a dead letter,
- * -1 (err set) if the drain must stop here: Postgres or Redis does not answer.
+ * Stores entry e of slot's stream, or dead-letters it when its own contents
+ * are refused (not UTF-8 text, a data or constraint error). Any other refusal
+ * (an internal error, a missing privilege) may be every entry's: the entry is
+ * held, *why saying why, and the drain decides (settle_held). err is set with
+ * TAKEN_STOP.
  */
-static int take_entry(unsigned slot, const char *stream, const json_t *e, const char *id,
-                      struct fg_error *err)
+static enum taken take_entry(unsigned slot, const char *stream, const json_t *e, const char *id,
+                             struct fg_error *why, struct fg_error *err)
 {
     if (json_is_true(json_object_get(e, "bad")))
-        return dead_letter(slot, id, "a field is not UTF-8 text", err);
+        return dead_letter(slot, id, "a field is not UTF-8 text", err) == 0 ? TAKEN_DEAD
+                                                                            : TAKEN_STOP;
     struct audit_record rec = record_of(json_object_get(e, "fields"));
-    struct fg_error why = {0};
-    if (insert_record(stream, id, &rec, &why) == 0)
-        return 1;
-    if (why.code == FG_ERR_BACKEND_UNAVAILABLE) {
-        *err = why;
-        return -1;
+    if (insert_record(stream, id, &rec, why) == 0)
+        return TAKEN_STORED;
+    if (why->code == FG_ERR_BACKEND_UNAVAILABLE) {
+        *err = *why;
+        return TAKEN_STOP;
     }
-    return dead_letter(slot, id, why.msg, err);
+    if (why->code != FG_ERR_INVALID_FIELD && why->code != FG_ERR_CONFLICT)
+        return TAKEN_HELD;
+    return dead_letter(slot, id, why->msg, err) == 0 ? TAKEN_DEAD : TAKEN_STOP;
+}
+
+/*
+ * Settles the entries held[0..n) of slot's stream, refused for the reasons
+ * whys[0..n): when another entry of the drain was stored, the refusal was
+ * theirs and they are dead-lettered; when none was, Postgres may refuse every
+ * entry (a privilege revoked, a broken table) and they all stay in the stream
+ * for the next drain, which backs off: -1 with err.
+ */
+static int settle_held(unsigned slot, const char *const *held, const struct fg_error *whys,
+                       size_t n, bool any_stored, struct fg_error *err)
+{
+    if (n == 0)
+        return 0;
+    if (!any_stored)
+        return fg_fail(err, FG_ERR_INTERNAL, "Postgres refuses the audit entries: %s", whys[0].msg);
+    for (size_t i = 0; i < n; i++)
+        if (dead_letter(slot, held[i], whys[i].msg, err) != 0)
+            return -1;
+    return 0;
 }
 
 int audit_stream_drain(unsigned slot, int max, int *stored, struct fg_error *err)
@@ -156,25 +189,30 @@ int audit_stream_drain(unsigned slot, int max, int *stored, struct fg_error *err
     if (read_stream(stream, max, &out, err) != 0)
         return -1;
     const json_t *entries = json_object_get(out, "entries");
-    const char *ids[DRAIN_BATCH];
-    size_t n = 0, seen = 0;
+    const char *ids[DRAIN_BATCH], *held[DRAIN_BATCH];
+    struct fg_error whys[DRAIN_BATCH];
+    size_t n = 0, nheld = 0, seen = 0;
     int rc = 0;
-    for (size_t i = 0; i < json_array_size(entries) && n < DRAIN_BATCH; i++) {
+    for (size_t i = 0; i < json_array_size(entries) && seen < DRAIN_BATCH; i++) {
         const json_t *e = json_array_get(entries, i);
         const char *id = json_string_value(json_object_get(e, "id"));
         if (id == NULL)
             continue;
         seen++;
-        int taken = take_entry(slot, stream, e, id, err);
-        if (taken < 0) {
+        enum taken taken = take_entry(slot, stream, e, id, &whys[nheld], err);
+        if (taken == TAKEN_STOP) {
             rc = -1;
             break;
         }
-        if (taken == 1)
+        if (taken == TAKEN_STORED)
             ids[n++] = id;
+        else if (taken == TAKEN_HELD)
+            held[nheld++] = id;
     }
     if (n > 0 && ack(stream, ids, n, err) != 0)
         rc = -1;
+    if (rc == 0)
+        rc = settle_held(slot, held, whys, nheld, n > 0, err);
     *stored = (int)seen;
     json_decref(out);
     return rc;

@@ -22,9 +22,10 @@
 
 /* Copies up to max of the oldest entries of the stream of slot (on one Redis
  * the stream; store/backend/shared_keys.h) into Postgres and deletes them from
- * the stream; an entry Postgres refuses moves to the dead letters. *stored
- * gets how many entries left the stream either way. Fails, keeping the rest,
- * while Redis or Postgres does not answer. */
+ * the stream; an entry Postgres refuses for its contents, or while it stores
+ * others, moves to the dead letters. *stored gets how many entries were
+ * looked at. Fails, keeping the rest, while Redis or Postgres does not answer
+ * or Postgres refuses every entry. */
 int audit_stream_drain(unsigned slot, int max, int *stored, struct fg_error *err) FG_WUR;
 
 /* Prints up to max dead letters, oldest first (on a cluster, slot by slot),
