@@ -41,6 +41,7 @@ import socket
 import subprocess
 import sys
 import time
+import typing
 import unittest
 import urllib.parse
 import uuid
@@ -945,6 +946,37 @@ def psql(sql: str, variables: dict[str, Any] | None = None, dsn: str | None = No
 def reset_pg(sql: str) -> None:
     """Runs the given SQL to bring Postgres back to a known state (e.g. TRUNCATE of the test tables)."""
     psql(sql)
+
+
+class PrivateBackends(typing.NamedTuple):
+    dsn: str  # the database's
+    redis_port: int
+    env: dict[str, str]  # FENCEGATE_PG_DSN and FENCEGATE_REDIS_URL naming them, for Gateway(env_overrides=)
+
+
+def private_backends(test: unittest.TestCase, tag: str) -> PrivateBackends:
+    """A Postgres database (named fg_<tag>_...) and a Redis server of test's own, gone when it ends, for state
+    that must reach no other test."""
+    db = f"fg_{tag}_{uuid.uuid4().hex[:10]}"
+    psql(f'CREATE DATABASE "{db}"')
+    test.addCleanup(psql, f'DROP DATABASE "{db}" WITH (FORCE)')
+    port = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    test.addCleanup(redis.wait, 10)
+    test.addCleanup(redis.kill)
+
+    def answers() -> bool:
+        try:
+            with Redis(port=port, timeout=2) as r:
+                return r.cmd("PING") == "PONG"
+        except (RedisError, OSError):
+            return False
+
+    wait_for(answers, what="the test's own redis")
+    dsn = env("FG_TEST_PG_DSN").rsplit("/", 1)[0] + "/" + db
+    return PrivateBackends(dsn, port, {"FENCEGATE_PG_DSN": dsn, "FENCEGATE_REDIS_URL": f"redis://127.0.0.1:{port}/0"})
 
 
 # --------------------------------------------------------------------------------------------------------

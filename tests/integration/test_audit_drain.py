@@ -16,14 +16,13 @@ Owns: what the drain does with refusals. Must not: test entries that are not UTF
 """
 
 import os
-import subprocess
 import sys
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, RedisError, env, free_port, psql, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, Redis, private_backends, psql, skip_in_cluster, wait_for  # noqa: E402
 
 REFUSE = """  -- refused: a LIKE pattern of the resources refused
 CREATE FUNCTION fencegate.test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -43,27 +42,10 @@ ACCEPT = "DROP TRIGGER test_refuse_audit ON fencegate.rejections; DROP FUNCTION 
 @skip_in_cluster("it runs its own one Redis")
 class AuditDrainTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.db = f"fg_drain_{uuid.uuid4().hex[:10]}"
-        psql(f'CREATE DATABASE "{self.db}"')
-        self.addCleanup(psql, f'DROP DATABASE "{self.db}" WITH (FORCE)')
-        self.dsn = env("FG_TEST_PG_DSN").rsplit("/", 1)[0] + "/" + self.db
-        self.redis_port = free_port()
-        redis = subprocess.Popen(["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        self.addCleanup(redis.wait, 10)
-        self.addCleanup(redis.kill)
-        wait_for(self.redis_answers, what="the test's own redis")
-        self.redis = Redis(port=self.redis_port)
+        own = private_backends(self, "drain")
+        self.dsn, self.env = own.dsn, own.env
+        self.redis = Redis(port=own.redis_port)
         self.addCleanup(self.redis.close)
-        self.env = {"FENCEGATE_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0", "FENCEGATE_PG_DSN": self.dsn}
-
-    def redis_answers(self) -> bool:
-        try:
-            with Redis(port=self.redis_port, timeout=2) as r:
-                return r.cmd("PING") == "PONG"
-        except (RedisError, OSError):
-            return False
 
     def add_entry(self, resource: str) -> str:
         """An audit entry of a stale Redis write, as the write scripts add it; its stream id."""

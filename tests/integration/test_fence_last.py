@@ -16,14 +16,12 @@ Owns: the upper end of the fence sequence. Must not: test fence recovery itself 
 
 import os
 import re
-import subprocess
 import sys
 import unittest
-import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, Redis, RedisError, env, free_port, psql, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, Redis, private_backends, psql, skip_in_cluster  # noqa: E402
 
 LAST = 10**14 - 1
 
@@ -38,30 +36,12 @@ def overshoot() -> int:
 @skip_in_cluster("it runs its own one Redis")
 class FenceLastTest(unittest.TestCase):
     def setUp(self) -> None:
-        self.db = f"fg_last_{uuid.uuid4().hex[:10]}"
-        psql(f'CREATE DATABASE "{self.db}"')
-        self.addCleanup(psql, f'DROP DATABASE "{self.db}" WITH (FORCE)')
-        self.dsn = env("FG_TEST_PG_DSN").rsplit("/", 1)[0] + "/" + self.db
-        self.redis_port = free_port()
-        redis = subprocess.Popen(["redis-server", "--port", str(self.redis_port), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        self.addCleanup(redis.wait, 10)
-        self.addCleanup(redis.kill)
-        wait_for(self.redis_answers, what="the test's own redis")
-
-    def redis_answers(self) -> bool:
-        try:
-            with Redis(port=self.redis_port, timeout=2) as r:
-                return r.cmd("PING") == "PONG"
-        except (RedisError, OSError):
-            return False
+        own = private_backends(self, "last")
+        self.dsn, self.redis_port, self.env = own.dsn, own.redis_port, own.env
 
     def test_no_fence_is_issued_past_the_last(self):
         limit = LAST - overshoot()  # the highest limit a recovery sets: a script's overshoot stays below 10^14
-        env_overrides = {"FENCEGATE_REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
-                         "FENCEGATE_PG_DSN": self.dsn}
-        with Gateway(env_overrides=env_overrides) as gw, gw.client() as c:
+        with Gateway(env_overrides=self.env) as gw, gw.client() as c:
             self.assertEqual(c.post("/v1/locks/last-0/acquire", {"ttl_ms": 30000}).status, 200)
             # A recovery after a loss reserves from reserved + overshoot on: its floor is then limit - 3.
             psql(f"UPDATE fencegate.fence_reservation SET reserved = {limit - 3 - overshoot()}", dsn=self.dsn)
