@@ -134,6 +134,13 @@ def check_route(route: dict, where: str) -> None:
         if not isinstance(answer, str) and (set(answer) - ANSWER_KEYS or "description" not in answer):
             raise DescriptionError(f"{where}: answer {status} is the name of a shared response or has a "
                                    f"description and {sorted(ANSWER_KEYS - {'description'})}")
+    # What the server answers before any handler (src/http/server.c, "Strict requests"): 421 to a foreign
+    # Host on every route, 415 to a body that is not JSON on a route that reads one.
+    if "answers" in route:
+        strict = ["421"] + (["415"] if "body" in route else [])
+        missing = [status for status in strict if status not in route["answers"]]
+        if missing:
+            raise DescriptionError(f"{where}: the server answers {missing[0]} before the handler; list it")
 
 
 def members_of(route: dict, part: str) -> dict:

@@ -29,17 +29,22 @@ static const char *member_string(const json_t *body, const char *name, const cha
 int acquire_params_parse(const json_t *body, const struct config *cfg, bool with_limit,
                          struct acquire_params *out, struct fg_error *err)
 {
-    bool hold_given = false;
-    out->ttl_ms = member_int(body, "ttl_ms", cfg->default_ttl_ms, NULL);
+    bool hold_given = false, ttl_given = false;
+    out->ttl_ms = member_int(body, "ttl_ms", cfg->default_ttl_ms, &ttl_given);
     out->wait_ms = member_int(body, "wait_ms", cfg->default_wait_ms, NULL);
     out->max_hold_ms = member_int(body, "max_hold_ms", cfg->default_max_hold_ms, &hold_given);
     out->owner = member_string(body, "owner", "");
     out->request_id = member_string(body, "request_id", "");
     out->limit = with_limit ? member_int(body, "limit", 0, NULL) : 0;
     if (out->ttl_ms > out->max_hold_ms) {
-        if (hold_given)
+        if (hold_given && ttl_given)
             return fg_fail(err, FG_ERR_INVALID_FIELD,
                            "field 'ttl_ms' must not exceed field 'max_hold_ms'");
+        if (hold_given)
+            return fg_fail(err, FG_ERR_INVALID_FIELD,
+                           "the default ttl_ms (%lld) exceeds field 'max_hold_ms': give a ttl_ms "
+                           "within it",
+                           (long long)out->ttl_ms);
         out->max_hold_ms = out->ttl_ms;
     }
     return 0;

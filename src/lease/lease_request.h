@@ -33,7 +33,8 @@ struct renew_params {
 /*
  * Reads an acquire body. with_limit: the body is a semaphore's, with its
  * "limit". When ttl_ms exceeds max_hold_ms and max_hold_ms was not given, the
- * cap is raised to ttl_ms; when both were given, that is an invalid field.
+ * cap is raised to ttl_ms; when max_hold_ms was given, that is an invalid
+ * field (named as the default's when ttl_ms was not given).
  */
 int acquire_params_parse(const json_t *body, const struct config *cfg, bool with_limit,
                          struct acquire_params *out, struct fg_error *err) FG_WUR;

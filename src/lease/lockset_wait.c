@@ -95,10 +95,11 @@ static void stop_running(struct lockset_wait *ls)
     pthread_mutex_unlock(&running.lock);
 }
 
-/* Gives up: the lock being waited for (if queued) and every lock held, unless a retry took the
- * set over (the retry holds them now); mine_only: only the locks whose lease this attempt made,
- * not those it adopted by request id. Held locks are given up as this attempt's (drop with its
- * attach): one a retry through another gateway took over answers superseded and stays held. */
+/* Gives up: the lock being waited for (if queued; its queue's length is then the set's
+ * waiting) and every lock held, unless a retry took the set over (the retry holds them now);
+ * mine_only: only the locks whose lease this attempt made, not those it adopted by request id.
+ * Held locks are given up as this attempt's (drop with its attach): one a retry through
+ * another gateway took over answers superseded and stays held. */
 static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 {
     ls->settled = true;
@@ -106,11 +107,13 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
         return;
     struct lease_result res;
     struct fg_error err = {0};
-    if (queued && ls->next < ls->set.n)
-        give_up_lock(ls->set.names[ls->next],
-                     lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
-                                 LEASE_CANCEL_DROP, &res, &err),
-                     &err);
+    if (queued && ls->next < ls->set.n) {
+        int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
+                             LEASE_CANCEL_DROP, &res, &err);
+        give_up_lock(ls->set.names[ls->next], rc, &err);
+        if (rc == 0 && res.outcome == LEASE_CANCELED)
+            ls->waiting = res.waiting;
+    }
     for (size_t i = 0; i < ls->next; i++)
         if (!(mine_only && ls->adopted[i]))
             give_up_lock(ls->set.names[i],
@@ -125,16 +128,18 @@ static void abandon(struct lockset_wait *ls, bool queued)
     abandon_some(ls, queued, false);
 }
 
-/* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained. A
- * lock whose lease of this request id ended was held by an attempt of this set, which was then
- * answered: the locks adopted by request id are that client's, and stay with it. */
+/* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained,
+ * with its queue's length (res's, or the one its waiter left). A lock whose lease of this
+ * request id ended was held by an attempt of this set, which was then answered: the locks
+ * adopted by request id are that client's, and stay with it. */
 static void give_up_naming(struct lockset_wait *ls, const struct lease_result *res,
                            const char *detail)
 {
     const char *name = ls->set.names[ls->next];
     abandon_some(ls, ls->waits, res != NULL && res->outcome == LEASE_ENDED);
     ls->failed_lock = name;
-    ls->waiting = res != NULL ? res->waiting : 0;
+    if (res != NULL)
+        ls->waiting = res->waiting;
     if (res != NULL && res->outcome == LEASE_FULL)
         fg_fail(&ls->err, FG_ERR_TOO_MANY_WAITERS, "the queue of lock '%s' is full", name);
     else if (res != NULL && res->outcome == LEASE_ENDED)

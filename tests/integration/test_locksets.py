@@ -97,6 +97,25 @@ class LockSetTest(GatewayTest):
         self.assertEqual(self.c.post("/v1/locksets/release",
                                      {"tokens": [x["token"] for x in box["r"].body["locks"]]}).status, 200)
 
+    def test_a_set_that_times_out_names_the_queue_it_left(self):
+        """A set whose wait_ms ran out answers the length of the queue it waited in, as one lock does. Caught:
+        waiting 0 with another waiter queued."""
+        a, b = sorted((unique_name("ls"), unique_name("ls")))
+        holder = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 30000}).body
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("r", self.gw.http(
+            "POST", f"/v1/locks/{b}/acquire", {"wait_ms": 20000}, timeout=30)))
+        t.start()
+        wait_for_waiting(self.c, b, 1)
+        r = self.c.post("/v1/locksets/acquire", {"names": [a, b], "wait_ms": 300})
+        self.assertEqual((r.status, r.body["lock"], r.body["waiting"]), (409, b, 1), r)
+        one = self.c.post(f"/v1/locks/{b}/acquire", {"wait_ms": 300})
+        self.assertEqual((one.status, one.body["waiting"]), (409, 1), one)
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": holder["token"]}).status, 200)
+        t.join(10)
+        self.assertEqual(box["r"].status, 200, box["r"])
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": box["r"].body["token"]}).status, 200)
+
     def test_sets_whose_clients_reset_give_everything_back(self):
         """Parked sets whose clients reset leave the queue of the lock they wait for (the janitor takes
         them out together) and release the locks they took; the lock then goes to nobody."""

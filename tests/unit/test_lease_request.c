@@ -104,6 +104,8 @@ static void ttl_and_max_hold(void **state)
     refused("{\"ttl_ms\": 5000, \"max_hold_ms\": 4000}", false, "max_hold_ms");
     assert_int_equal(parse("{\"ttl_ms\": 5000, \"max_hold_ms\": 5000}", false, &p, &err), 0);
     assert_int_equal(p.max_hold_ms, 5000);
+    /* max_hold alone, below the default ttl: the refusal says the ttl is the default's */
+    refused("{\"max_hold_ms\": 5000}", false, "default ttl_ms (30000) exceeds");
 }
 
 static void semaphore_limit(void **state)
