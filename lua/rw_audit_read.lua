@@ -4,16 +4,17 @@
 -- Postgres (entries stay until acknowledged) or for listing the dead letters.
 -- KEYS: stream
 --   KEY_AUDIT (or KEY_AUDIT_DEAD)
--- ARGV: count
+-- ARGV: count after
 -- flags: no-writes
 --   a read: it runs while Redis is out of memory too
---   how many entries at most
+--   count: how many entries at most; after: the id of the entry to read after, "" from the start
 -- Returns JSON {entries = [{id, fields = {name = value, ...}} or {id, bad = true}, ...]}.
 -- An entry with a field that is not UTF-8 text (or holds NUL) comes as {id, bad}
 -- without its fields: its bytes could not travel as JSON, and Postgres would
 -- refuse them; the drain moves it to the dead letters instead of stopping at it.
 
-local raw = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', tonumber(A_count))
+local from = A_after == '' and '-' or '(' .. A_after
+local raw = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', tonumber(A_count))
 local entries = {}
 for i, e in ipairs(raw) do
   local fields, ok = {}, true

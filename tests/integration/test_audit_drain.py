@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """The audit drain under Postgres refusals that are not an entry's own: the records of stale Redis writes wait
-in the Redis stream until Postgres takes them, and only an entry Postgres refuses while it stores others moves
-to the dead letters (src/store/audit/audit_stream.c).
+in the Redis stream until Postgres takes them, and an entry refused for another reason than its contents moves
+to the dead letters only when Postgres refuses it again right after storing an entry behind it
+(src/store/audit/audit_stream.c).
 
 The test runs a gateway on a Redis and a Postgres database of its own: it makes Postgres refuse audit inserts
 with a trigger (SQLSTATE XX000, as an internal error or a revoked privilege would), which must touch no other
 test's records, and the drain of a shared stream would store other tests' entries beside the refused ones.
-Broken variant caught: a drain that dead-lettered every entry Postgres refused for any reason but an
-unreachable server (all three records of a refusing Postgres went to the dead letters, none reached the table
-once it took inserts again); a drain that kept an entry refused alone in the stream for good (the poisoned
-entry never left).
+Broken variants caught (besides each test's own): a drain that dead-lettered every entry Postgres refused for
+any reason but an unreachable server (all three records of a refusing Postgres went to the dead letters, none
+reached the table once it took inserts again).
 
 Owns: what the drain does with refusals. Must not: test entries that are not UTF-8, or a Postgres outage
 (test_hostile.py, OwnerAndAuditTest).
@@ -24,11 +24,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, Redis, private_backends, psql, skip_in_cluster, wait_for  # noqa: E402
 
-REFUSE = """  -- refused: a LIKE pattern of the resources refused
+def refuse(pattern: str, when: str = "true") -> str:
+    """SQL that makes Postgres refuse the audit inserts of resources LIKE pattern while SQL condition `when`
+    holds, where {n} stands for the count of such inserts tried so far, this one included."""
+    return f"""
+CREATE SEQUENCE fencegate.test_refusals;
 CREATE FUNCTION fencegate.test_refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.resource LIKE '{refused}' THEN
-        RAISE EXCEPTION 'audit refused for the test' USING ERRCODE = 'XX000';
+    IF NEW.resource LIKE '{pattern}' THEN
+        IF {when.format(n="nextval('fencegate.test_refusals')")} THEN
+            RAISE EXCEPTION 'audit refused for the test' USING ERRCODE = 'XX000';
+        END IF;
     END IF;
     RETURN NEW;
 END $$;
@@ -36,7 +42,9 @@ CREATE TRIGGER test_refuse_audit BEFORE INSERT ON fencegate.rejections
     FOR EACH ROW EXECUTE FUNCTION fencegate.test_refuse_audit();
 """
 
-ACCEPT = "DROP TRIGGER test_refuse_audit ON fencegate.rejections; DROP FUNCTION fencegate.test_refuse_audit();"
+
+ACCEPT = ("DROP TRIGGER test_refuse_audit ON fencegate.rejections; DROP FUNCTION fencegate.test_refuse_audit();"
+          "DROP SEQUENCE fencegate.test_refusals;")
 
 
 @skip_in_cluster("it runs its own one Redis")
@@ -60,16 +68,26 @@ class AuditDrainTest(unittest.TestCase):
     def dead_letters(self) -> list[dict[str, str]]:
         return [dict(zip(e[1][::2], e[1][1::2])) for e in self.redis.cmd("XRANGE", "fg:audit:dead", "-", "+")]
 
+    def add_entries(self, *resources: str) -> list[str]:
+        """Entries of resources, in one step (one drain reads them together): their ids."""
+        self.redis.cmd("MULTI")
+        for resource in resources:
+            self.add_entry(resource)
+        return self.redis.cmd("EXEC")
+
+    def stream_ids(self) -> list[str]:
+        return [e[0] for e in self.redis.cmd("XRANGE", "fg:audit", "-", "+")]
+
     def test_entries_postgres_refuses_all_wait_in_the_stream(self):
         resource = f"redis:all-{uuid.uuid4().hex[:8]}"
         with Gateway(env_overrides=self.env) as gw:
-            psql(REFUSE.format(refused="redis:all-%"), dsn=self.dsn)
-            ids = [self.add_entry(resource) for _ in range(3)]
-            wait_for(lambda: "audit_drain_failed" in gw.log_text() or self.dead_letters(), timeout=20,
+            psql(refuse("redis:all-%"), dsn=self.dsn)
+            ids = self.add_entries(*[resource] * 3)
+            wait_for(lambda: "audit_held" in gw.log_text() or self.dead_letters(), timeout=20,
                      what="the drain refused")
             self.assertEqual(self.dead_letters(), [])
-            self.assertEqual([e[0] for e in self.redis.cmd("XRANGE", "fg:audit", "-", "+")], ids)
-            self.assertIn("Postgres refuses the audit entries", gw.log_text())
+            self.assertEqual(self.stream_ids(), ids)
+            self.assertIn("audit refused for the test", gw.log_text())
             self.assertEqual(self.stored(resource), 0)
             psql(ACCEPT, dsn=self.dsn)
             wait_for(lambda: self.stored(resource) == 3, timeout=30, what="the records stored")
@@ -77,21 +95,47 @@ class AuditDrainTest(unittest.TestCase):
             self.assertEqual(self.dead_letters(), [])
             self.assertEqual(self.stored(resource), 3)
 
-    def test_an_entry_refused_alone_leaves_for_the_dead_letters(self):
+    def test_a_refusal_that_begins_within_a_drain_keeps_the_entries_it_refuses(self):
+        """Postgres stores two entries of a drain, then refuses every one: the refused ones stay in the stream.
+        Caught: a drain that took the two stored ones for proof that the refusals were the entries' own (four
+        dead letters)."""
+        resource = f"redis:late-{uuid.uuid4().hex[:8]}"
+        with Gateway(env_overrides=self.env) as gw:
+            psql(refuse("redis:late-%", "{n} > 2"), dsn=self.dsn)
+            ids = self.add_entries(*[resource] * 6)
+            wait_for(lambda: "audit_held" in gw.log_text() or self.dead_letters(), timeout=20,
+                     what="the drain refused")
+            self.assertEqual(self.dead_letters(), [])
+            self.assertEqual((self.stored(resource), self.stream_ids()), (2, ids[2:]))
+            psql(ACCEPT, dsn=self.dsn)
+            wait_for(lambda: self.stored(resource) == 6, timeout=30, what="the records stored")
+            self.assertEqual(self.dead_letters(), [])
+
+    def test_a_refusal_that_ends_within_a_drain_loses_nothing(self):
+        """Postgres refuses two entries of a drain, then stores the rest: the two are tried again and stored.
+        Caught: a drain that dead-lettered every entry refused before one was stored."""
+        resource = f"redis:early-{uuid.uuid4().hex[:8]}"
+        with Gateway(env_overrides=self.env):
+            psql(refuse("redis:early-%", "{n} <= 2"), dsn=self.dsn)
+            self.add_entries(*[resource] * 6)
+            wait_for(lambda: self.stored(resource) == 6, timeout=30, what="the records stored")
+            wait_for(lambda: self.redis.cmd("XLEN", "fg:audit") == 0, timeout=10, what="the stream emptied")
+            self.assertEqual(self.dead_letters(), [])
+
+    def test_entries_refused_alone_leave_for_the_dead_letters(self):
+        """Entries refused for themselves, more than one drain's batch of them, ahead of two that Postgres
+        stores: the two are stored and the refused ones dead-lettered. Caught: a drain that read one batch only
+        (all refused: nothing ever stored, the stream stuck)."""
         tag = uuid.uuid4().hex[:8]
         refused, fine = f"redis:poison-{tag}", f"redis:fine-{tag}"
         with Gateway(env_overrides=self.env):
-            psql(REFUSE.format(refused="redis:poison-%"), dsn=self.dsn)
-            self.redis.cmd("MULTI")
-            self.add_entry(refused)
-            for _ in range(2):
-                self.add_entry(fine)
-            bad_id = self.redis.cmd("EXEC")[0]
+            psql(refuse("redis:poison-%"), dsn=self.dsn)
+            bad = self.add_entries(*[refused] * 21, fine, fine)[:21]
             wait_for(lambda: self.redis.cmd("XLEN", "fg:audit") == 0, timeout=30, what="the stream emptied")
             self.assertEqual(self.stored(fine), 2)
             self.assertEqual(self.stored(refused), 0)
             dead = self.dead_letters()
-            self.assertEqual([d["source_id"] for d in dead], [bad_id], dead)
+            self.assertEqual([d["source_id"] for d in dead], bad, dead)
             self.assertIn("audit refused for the test", dead[0]["error"])
 
 

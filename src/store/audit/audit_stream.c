@@ -10,13 +10,17 @@
  * unique source_id turns into once.
  *
  * One entry must never stop the drain: an entry that Postgres refuses for its
- * contents (bytes that are not UTF-8, a value over a limit), or for any reason
- * while it stores other entries of the same drain, moves to the dead-letter
- * stream KEY_AUDIT_DEAD (with the reason in field "error" and its id in
- * "source_id") (lua/rw_audit_dead.lua), is counted and logged, and the entries
- * behind it are stored. An unreachable Postgres, or one that refuses every
- * entry of a drain (a privilege revoked, an internal error), stops it and
- * backs off, keeping every entry. On one Redis the stream is drained every DRAIN_INTERVAL_MS and
+ * contents (bytes that are not UTF-8, a data or constraint error) moves to the
+ * dead-letter stream KEY_AUDIT_DEAD (with the reason in field "error" and its
+ * id in "source_id") (lua/rw_audit_dead.lua), is counted and logged, and the
+ * entries behind it are stored. An entry refused for another reason (an
+ * internal error, a privilege, a trigger) may share that refusal with every
+ * entry: it is held, and moves to the dead letters only if Postgres refuses it
+ * again right after storing an entry behind it; held entries with no entry
+ * stored behind them stay in the stream (a drain reads one batch more past a
+ * batch held whole), logged once as audit_held. An unreachable Postgres stops
+ * the drain and backs off, keeping every entry. On one Redis the stream is
+ * drained every DRAIN_INTERVAL_MS and
  * at once after a refusal; on a cluster a slot's stream is drained after a
  * refusal there (audit_stream_poke names the slot), and every SWEEP_INTERVAL_MS
  * one EXISTS per slot (pipelined per primary) finds the streams that hold
@@ -42,6 +46,7 @@
 #define DRAIN_INTERVAL_MS 500
 #define DRAIN_BACKOFF_MAX 8000
 #define DRAIN_BATCH       20    /* entries per read; one ack call carries them all */
+#define DRAIN_READS       2     /* reads of a drain: its batch, one more past a batch held whole */
 #define SWEEP_INTERVAL_MS 60000 /* a cluster: every slot's stream looked at */
 
 /* Inserts rec, an entry of stream, under source id "<stream>/<entry_id>"; a
@@ -91,13 +96,16 @@ static int dead_letter(unsigned slot, const char *id, const char *why, struct fg
     return 0;
 }
 
-/* Reads up to max of the oldest entries of stream into *out (lua/rw_audit_read.lua). */
-static int read_stream(const char *stream, int max, json_t **out, struct fg_error *err)
+/* Reads up to max of the oldest entries of stream after entry id after ("" from
+ * the start) into *out (lua/rw_audit_read.lua). */
+static int read_stream(const char *stream, int max, const char *after, json_t **out,
+                       struct fg_error *err)
 {
     char count[16];
     snprintf(count, sizeof count, "%d", max);
     const char *keys[RW_AUDIT_READ_NKEYS] = {[RW_AUDIT_READ_KEY_STREAM] = stream};
-    const char *argv[RW_AUDIT_READ_NARGV] = {[RW_AUDIT_READ_ARGV_COUNT] = count};
+    const char *argv[RW_AUDIT_READ_NARGV] = {
+        [RW_AUDIT_READ_ARGV_COUNT] = count, [RW_AUDIT_READ_ARGV_AFTER] = after};
     return redis_script(SCRIPT_RW_AUDIT_READ, keys, argv, out, err);
 }
 
@@ -137,7 +145,7 @@ enum taken {
  * Stores entry e of slot's stream, or dead-letters it when its own contents
  * are refused (not UTF-8 text, a data or constraint error). Any other refusal
  * (an internal error, a missing privilege) may be every entry's: the entry is
- * held, *why saying why, and the drain decides (settle_held). err is set with
+ * held, *why saying why, and the drain decides (retry_held). err is set with
  * TAKEN_STOP.
  */
 static enum taken take_entry(unsigned slot, const char *stream, const json_t *e, const char *id,
@@ -158,63 +166,118 @@ static enum taken take_entry(unsigned slot, const char *stream, const json_t *e,
     return dead_letter(slot, id, why->msg, err) == 0 ? TAKEN_DEAD : TAKEN_STOP;
 }
 
-/*
- * Settles the entries held[0..n) of slot's stream, refused for the reasons
- * whys[0..n): when another entry of the drain was stored, the refusal was
- * theirs and they are dead-lettered; when none was, Postgres may refuse every
- * entry (a privilege revoked, a broken table) and they all stay in the stream
- * for the next drain, which backs off: -1 with err.
- */
-static int settle_held(unsigned slot, const char *const *held, const struct fg_error *whys,
-                       size_t n, bool any_stored, struct fg_error *err)
+/* A drain: what it took out of slot's stream so far, and the entries it holds
+ * (refused for a reason that need not be theirs) until an entry after them
+ * is stored. */
+struct drain {
+    unsigned slot;
+    const char *stream;
+    const char *acked[DRAIN_BATCH * DRAIN_READS]; /* stored: to acknowledge */
+    size_t nacked;
+    size_t ndead; /* moved to the dead letters */
+    struct held_entry {
+        const json_t *entry; /* borrowed from the read */
+        const char *id;
+        struct fg_error why;
+    } held[DRAIN_BATCH * DRAIN_READS];
+    size_t nheld;
+};
+
+/* An entry after the held ones was stored, so Postgres stores: each held entry
+ * is tried once more, and one refused again moves to the dead letters (the
+ * refusal is its own). The held ones stay in the stream if the drain stops. */
+static int retry_held(struct drain *d, struct fg_error *err)
 {
-    if (n == 0)
-        return 0;
-    if (!any_stored)
-        return fg_fail(err, FG_ERR_INTERNAL, "Postgres refuses the audit entries: %s", whys[0].msg);
-    for (size_t i = 0; i < n; i++)
-        if (dead_letter(slot, held[i], whys[i].msg, err) != 0)
+    size_t n = d->nheld;
+    d->nheld = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct held_entry *h = &d->held[i];
+        struct fg_error why = {0};
+        enum taken taken = take_entry(d->slot, d->stream, h->entry, h->id, &why, err);
+        if (taken == TAKEN_STOP)
             return -1;
+        if (taken == TAKEN_HELD && dead_letter(d->slot, h->id, why.msg, err) != 0)
+            return -1;
+        if (taken == TAKEN_STORED)
+            d->acked[d->nacked++] = h->id;
+        else
+            d->ndead++;
+    }
     return 0;
 }
 
-int audit_stream_drain(unsigned slot, int max, int *stored, struct fg_error *err)
+/* Takes entry e (its id id) of d's stream: stored, dead-lettered or held. */
+static int drain_entry(struct drain *d, const json_t *e, const char *id, struct fg_error *err)
 {
-    *stored = 0;
+    struct held_entry *h = &d->held[d->nheld];
+    h->why = (struct fg_error){0};
+    switch (take_entry(d->slot, d->stream, e, id, &h->why, err)) {
+    case TAKEN_STOP: return -1;
+    case TAKEN_DEAD: d->ndead++; return 0;
+    case TAKEN_HELD:
+        h->entry = e;
+        h->id = id;
+        d->nheld++;
+        return 0;
+    case TAKEN_STORED: d->acked[d->nacked++] = id; return retry_held(d, err);
+    }
+    return 0;
+}
+
+/* Logs once while drains hold entries and store none: Postgres may refuse
+ * every entry (a privilege revoked, a broken table); they wait in the stream. */
+static void note_held(const struct drain *d)
+{
+    static bool holding; /* the backend janitor's thread only */
+    if (d->nacked > 0)
+        holding = false;
+    if (d->nheld == 0 || d->nacked > 0 || holding)
+        return;
+    holding = true;
+    log_event(LOG_WARN, "audit_held",
+              json_pack("{s:s, s:I, s:s}", "stream", d->stream, "entries", (json_int_t)d->nheld,
+                        "detail", d->held[0].why.msg));
+}
+
+int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
+{
+    *left = 0;
     if (max > DRAIN_BATCH)
         max = DRAIN_BATCH;
     char stream[SHARED_KEY_MAX];
     shared_key(stream, KEY_AUDIT, slot);
-    json_t *out = NULL;
-    if (read_stream(stream, max, &out, err) != 0)
-        return -1;
-    const json_t *entries = json_object_get(out, "entries");
-    const char *ids[DRAIN_BATCH], *held[DRAIN_BATCH];
-    struct fg_error whys[DRAIN_BATCH];
-    size_t n = 0, nheld = 0, seen = 0;
+    struct drain *d = calloc(1, sizeof *d);
+    FG_ASSERT(d != NULL);
+    d->slot = slot;
+    d->stream = stream;
+    json_t *reads[DRAIN_READS] = {0};
+    const char *after = "";
     int rc = 0;
-    for (size_t i = 0; i < json_array_size(entries) && seen < DRAIN_BATCH; i++) {
-        const json_t *e = json_array_get(entries, i);
-        const char *id = json_string_value(json_object_get(e, "id"));
-        if (id == NULL)
-            continue;
-        seen++;
-        enum taken taken = take_entry(slot, stream, e, id, &whys[nheld], err);
-        if (taken == TAKEN_STOP) {
-            rc = -1;
-            break;
+    for (size_t r = 0; r < DRAIN_READS && rc == 0; r++) {
+        rc = read_stream(stream, max, after, &reads[r], err);
+        const json_t *entries = json_object_get(reads[r], "entries");
+        size_t count = rc == 0 ? json_array_size(entries) : 0, held_before = d->nheld;
+        for (size_t i = 0; i < count && rc == 0; i++) {
+            const json_t *e = json_array_get(entries, i);
+            const char *id = json_string_value(json_object_get(e, "id"));
+            if (id == NULL)
+                continue;
+            after = id;
+            rc = drain_entry(d, e, id, err);
         }
-        if (taken == TAKEN_STORED)
-            ids[n++] = id;
-        else if (taken == TAKEN_HELD)
-            held[nheld++] = id;
+        /* Past a batch held whole, one read more: an entry stored there shows
+         * the refusals were the entries' own. */
+        if (count < (size_t)max || d->nheld != held_before + count)
+            break;
     }
-    if (n > 0 && ack(stream, ids, n, err) != 0)
+    if (d->nacked > 0 && ack(stream, d->acked, d->nacked, err) != 0)
         rc = -1;
     if (rc == 0)
-        rc = settle_held(slot, held, whys, nheld, n > 0, err);
-    *stored = (int)seen;
-    json_decref(out);
+        note_held(d);
+    *left = (int)(d->nacked + d->ndead);
+    for (size_t r = 0; r < DRAIN_READS; r++)
+        json_decref(reads[r]);
+    free(d);
     return rc;
 }
 
@@ -229,7 +292,7 @@ int audit_stream_list_dead(int max, FILE *out, struct fg_error *err)
         char dead[SHARED_KEY_MAX];
         shared_key(dead, KEY_AUDIT_DEAD, s);
         json_t *listed = NULL;
-        rc = read_stream(dead, max, &listed, err);
+        rc = read_stream(dead, max, "", &listed, err);
         size_t i;
         json_t *e;
         json_array_foreach(json_object_get(listed, "entries"), i, e)
@@ -284,14 +347,14 @@ static int drain_pending(bool *more, struct fg_error *err)
             uint_least64_t bit = UINT64_C(1) << b;
             if (!(bits & bit))
                 continue;
-            int stored = 0;
+            int left = 0;
             struct fg_error failed = {0};
-            if (audit_stream_drain(w * 64 + b, DRAIN_BATCH, &stored, &failed) != 0) {
+            if (audit_stream_drain(w * 64 + b, DRAIN_BATCH, &left, &failed) != 0) {
                 atomic_fetch_or(&pending[w], bit);
                 if (rc == 0)
                     *err = failed;
                 rc = -1;
-            } else if (stored == DRAIN_BATCH) {
+            } else if (left >= DRAIN_BATCH) {
                 atomic_fetch_or(&pending[w], bit);
                 *more = true;
             }
