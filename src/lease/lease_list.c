@@ -24,13 +24,15 @@
 #define PRUNE_SLOTS       1024 /* slots a janitor pass looks at on a cluster */
 #define PRUNE_SLOT_BUDGET 100  /* names it looks at in each */
 
-/* The listing index of each kind (kept by the lease scripts) and its name in lease_list.lua. */
+/* The listing index of each kind (kept by the lease scripts), its name in
+ * lease_list.lua and the kind of lease it lists. */
 static const struct {
     const char *index;
     const char *kind;
+    enum lease_kind lease;
 } kinds[] = {
-    [LEASE_LIST_LOCKS] = {KEY_LOCK_INDEX, "l"},
-    [LEASE_LIST_SEMAPHORES] = {KEY_SEM_INDEX, "s"},
+    [LEASE_LIST_LOCKS] = {KEY_LOCK_INDEX, "l", LEASE_KIND_LOCK},
+    [LEASE_LIST_SEMAPHORES] = {KEY_SEM_INDEX, "s", LEASE_KIND_SEMAPHORE},
 };
 
 /* The integer member of raw as JSON, or null when absent. */
@@ -108,14 +110,14 @@ static void read_next(const json_t *raw, struct lease_page *page)
     snprintf(page->next, sizeof page->next, "%s", page->more ? next : "");
 }
 
-/* Runs the script over the one index of kind and reads its cursor into page;
- * *raw gets the answer. */
-static int run(enum lease_list_kind kind, const char *prefix, const char *after, int limit,
-               int budget, const char *upto, struct lease_page *page, json_t **raw,
+/* Runs the script over index (of kind) and reads its cursor into page; *raw
+ * gets the answer. */
+static int run(enum lease_list_kind kind, const char *index, const char *prefix, const char *after,
+               int limit, int budget, const char *upto, struct lease_page *page, json_t **raw,
                struct fg_error *err)
 {
     struct list_call c;
-    list_call_init(&c, kind, kinds[kind].index, prefix, after, limit, budget, upto);
+    list_call_init(&c, kind, index, prefix, after, limit, budget, upto);
     if (redis_script(SCRIPT_LEASE_LIST, c.keys, c.argv, raw, err) != 0)
         return -1;
     read_next(*raw, page);
@@ -288,10 +290,20 @@ static int list_slots(enum lease_list_kind kind, const struct list_query *q,
 int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lease_page *page,
                struct fg_error *err)
 {
-    if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)
+    /* On a cluster a name alone is read in its slot only; any other range in every slot. */
+    bool alone = q->upto[0] != '\0' && strcmp(q->prefix, q->upto) == 0;
+    char slot_index[sizeof KEY_SEM_INDEX + SLOT_TAG_MAX + 3];
+    const char *index = kinds[kind].index;
+    if (lease_keys_layout() == LEASE_KEYS_PER_SLOT && !alone)
         return list_slots(kind, q, page, err);
+    if (lease_keys_layout() == LEASE_KEYS_PER_SLOT) {
+        slot_tag_key(slot_index, sizeof slot_index, index,
+                     (unsigned)lease_keys_slot(kinds[kind].lease, q->prefix));
+        index = slot_index;
+    }
     json_t *raw = NULL;
-    if (run(kind, q->prefix, q->after, q->limit, 2 * q->limit + 100, q->upto, page, &raw, err) != 0)
+    if (run(kind, index, q->prefix, q->after, q->limit, 2 * q->limit + 100, q->upto, page, &raw,
+            err) != 0)
         return -1;
     page->items = json_array();
     size_t i;
@@ -306,7 +318,7 @@ int lease_list_prune(enum lease_list_kind kind, const char *after, struct lease_
                      struct fg_error *err)
 {
     json_t *raw = NULL;
-    if (run(kind, "", after, 0, PRUNE_BUDGET, "", page, &raw, err) != 0)
+    if (run(kind, kinds[kind].index, "", after, 0, PRUNE_BUDGET, "", page, &raw, err) != 0)
         return -1;
     json_decref(raw);
     return 0;

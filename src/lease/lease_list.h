@@ -7,7 +7,8 @@
  * slot has its own index (docs/cluster.md): a page reads the first names after
  * the cursor from all of them (pipelined per primary), merges them in name
  * order, and reads the status of the names it shows in their slots; the
- * cursor stays the last name looked at, one for the whole cluster.
+ * cursor stays the last name looked at, one for the whole cluster. A page of
+ * one name alone (q->upto the same as q->prefix) reads that name's slot only.
  */
 #ifndef FG_LEASE_LIST_H
 #define FG_LEASE_LIST_H
@@ -35,7 +36,8 @@ struct lease_page {
  * One page of kind matching q: items as docs/api.md "Listing leases" shows them
  * (locks: lock, held, fence, owner, expires_in_ms, waiting; semaphores:
  * semaphore, limit, holders, waiting and leases, the first holders' fence,
- * owner and expires_in_ms). Never a token. Fills *page.
+ * owner and expires_in_ms), with names up to q->upto when it is set. Never a
+ * token. Fills *page.
  */
 int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lease_page *page,
                struct fg_error *err) FG_WUR;
