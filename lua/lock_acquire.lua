@@ -13,8 +13,6 @@
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
 --   queued  {lease, position, holder_pttl}   the caller waits in the queue
---   queued  {lease, position, waiting}       this request_id waits in the queue, and the
---                                            caller (wait "0") leaves it waiting there
 --   busy    {waiting}                        not free and the caller will not wait
 --   full    {waiting}                        the queue is at max_waiters (waiters of
 --                                            dead gateways are dropped first)
@@ -69,9 +67,7 @@ if h and h.lease == lease then
     -- A retry of the request takes the holder over from the attempt before
     -- (as claim does for an unclaimed grant): a give-up of that attempt
     -- (lock_cancel.lua, mode drop with its attach) then answers superseded.
-    -- A retry that will not wait (a lock set's, asking whether its earlier
-    -- attempt holds this lock yet) leaves it to that attempt.
-    if h.attach ~= A_attach and A_wait ~= '0' then
+    if h.attach ~= A_attach then
       redis.call('SET', KEYS[AT_HOLDER], holder_rewrite(h, h.claimed, A_attach), 'KEEPTTL')
     end
     expires_at = now + redis.call('PTTL', KEYS[AT_HOLDER])
@@ -122,12 +118,6 @@ if not h then
 end
 
 local position = queued and redis.call('ZRANK', k.q, lease)
--- A retry that will not wait leaves the place to the attempt waiting in it:
--- answered busy with the queue's length, the waiter record untouched.
-if queued and not wait then
-  return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position),
-                     R_WAITING, decimal(redis.call('ZCARD', k.q)))
-end
 if not queued then
   local count = redis.call('ZCARD', k.q)
   if not wait then return lease_reply('busy', nil, R_WAITING, decimal(count)) end

@@ -14,8 +14,6 @@
 -- Returns (lib_lease.lua lease_reply, with the grants to other waiters of this gateway, see
 -- grant_free):
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
---   queued   {lease, position, waiting}       this request_id waits in the queue, and the
---                                             caller (wait "0") leaves it waiting there
 --   queued   {lease, position, holder_pttl}   the caller waits; holder_pttl: ms until
 --                                             the earliest holder lease ends (-1: none)
 --   busy     {waiting}                        no free slot and the caller will not wait
@@ -126,11 +124,6 @@ local waiter = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}') o
 if recheck and waiter.attach and waiter.attach ~= attach then return done('superseded') end
 
 local position = queued and redis.call('ZRANK', k.q, lease)
--- A retry that will not wait leaves the place to the attempt waiting in it:
--- answered busy with the queue's length, the waiter record untouched.
-if queued and not wait then
-  return done('queued', R_LEASE, lease, R_POSITION, decimal(position), R_WAITING, decimal(redis.call('ZCARD', k.q)))
-end
 if not queued then
   local waiting = counted or redis.call('ZCARD', k.q)
   local held = waiting == 0 and holders_count(k)

@@ -42,9 +42,8 @@ static struct {
     struct strmap sets;        /* struct lockset_wait by request */
 } running = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, STRMAP_INIT};
 
-/* ls begins: with a request_id it waits until an earlier attempt running here is done giving
- * back; a set that waits then takes that attempt over and runs in its place (one that does not
- * wait leaves it running). */
+/* ls begins: with a request_id it takes over the earlier attempt running here, once that one is
+ * done giving back, and runs in its place. */
 static void take_over(struct lockset_wait *ls)
 {
     const char *hash = strrchr(ls->rids[0], '#');
@@ -59,11 +58,6 @@ static void take_over(struct lockset_wait *ls)
         if (earlier == NULL || !earlier->giving_back)
             break;
         pthread_cond_wait(&running.given_back, &running.lock);
-    }
-    if (!ls->waits) {
-        pthread_mutex_unlock(&running.lock);
-        ls->request[0] = '\0';
-        return;
     }
     if (earlier != NULL) {
         earlier->taken_over = true;
@@ -103,9 +97,7 @@ static void stop_running(struct lockset_wait *ls)
 
 /* Gives up: the lock being waited for (if queued; its queue's length is then the set's
  * waiting) and every lock held, unless a retry took the set over (the retry holds them now);
- * mine_only, or a set that does not wait: only the locks whose lease this attempt made, not
- * those it adopted by request id (a set that does not wait leaves them to the attempt that
- * took them, which it did not take over).
+ * mine_only: only the locks whose lease this attempt made, not those it adopted by request id.
  * Held locks are given up as this attempt's (drop with its attach): one a retry through
  * another gateway took over answers superseded and stays held. */
 static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
@@ -123,7 +115,7 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
             ls->waiting = res.waiting;
     }
     for (size_t i = 0; i < ls->next; i++)
-        if (!((mine_only || !ls->waits) && ls->adopted[i]))
+        if (!(mine_only && ls->adopted[i]))
             give_up_lock(ls->set.names[i],
                          lock_cancel(ls->set.names[i], ls->leases[i], ls->attach, LEASE_CANCEL_DROP,
                                      &res, &err),

@@ -433,31 +433,6 @@ class LeaseEdges(GatewayTest):
         return r.cmd("FCALL", script, len(keys), *keys, name, lease, attach, "drop", "30000", "600000", *keep,
                      "00")
 
-    def test_a_retry_that_will_not_wait_leaves_the_wait_to_its_first_attempt(self):
-        """A request_id waiting in the queue, retried with wait_ms 0 (a client asking whether it holds yet):
-        the retry answers 409 lock_busy with the queue's length and leaves the place to the attempt waiting in
-        it, which is granted when the holder releases. Caught: a retry that took the place over (the waiting
-        attempt answered 409 conflict at once, the retry waiting 0, and nobody waited in the place)."""
-        for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
-            with self.subTest(kind=kind):
-                name = unique_name(f"nowait-retry-{kind}")
-                path = f"/v1/{kind}/{name}/acquire"
-                held = self.c.post(path, {"ttl_ms": 30000, **extra})
-                self.assertEqual(held.status, 200, held)
-                body = {"ttl_ms": 30000, "request_id": unique_name("rid"), **extra}
-                first = Waiter(self.gw, path, {**body, "wait_ms": 20000})
-                first.start()
-                wait_for(lambda: self.c.get(f"/v1/{kind}/{name}").body["waiting"] == 1, what="the first attempt")
-                again = self.c.post(path, {**body, "wait_ms": 0})
-                self.assertEqual((again.status, again.body.get("type"), again.body.get("waiting")),
-                                 (409, "/problems/lock_busy", 1), again)
-                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": held.body["token"]}).status,
-                                 200)
-                first.join(30)
-                self.assertEqual(getattr(first.response, "status", None), 200, first.response)
-                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release",
-                                             {"token": first.response.body["token"]}).status, 200)
-
     @skip_in_cluster("it calls a script with the one-Redis key names")
     def test_a_retry_takes_a_held_lock_over_from_the_attempt_before(self):
         """A request retried with its request_id (say from another connection, its client having given up on
