@@ -17,8 +17,8 @@
  * internal error, a privilege, a trigger) may share that refusal with every
  * entry: it is held, and moves to the dead letters only if Postgres refuses it
  * again right after storing an entry behind it; held entries with no entry
- * stored behind them stay in the stream (a drain reads one batch more past a
- * batch held whole), logged once as audit_held. An unreachable Postgres stops
+ * stored behind them stay in the stream, logged once as audit_held, and the
+ * drains go on past them (struct held_slot). An unreachable Postgres stops
  * the drain and backs off, keeping every entry. On one Redis the stream is
  * drained every DRAIN_INTERVAL_MS and
  * at once after a refusal; on a cluster a slot's stream is drained after a
@@ -40,6 +40,7 @@
 #include "store/backend/redis_keys.h"
 #include "store/backend/shared_keys.h"
 #include "store/backend/slot_scan.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/metrics.h"
 
@@ -47,6 +48,8 @@
 #define DRAIN_BACKOFF_MAX 8000
 #define DRAIN_BATCH       20    /* entries per read; one ack call carries them all */
 #define DRAIN_READS       2     /* reads of a drain: its batch, one more past a batch held whole */
+#define HELD_RELOOK_MS    5000  /* a slot holding entries is read from its head again after this */
+#define STREAM_ID_MAX     48    /* "<ms>-<seq>", two 64-bit numbers */
 #define SWEEP_INTERVAL_MS 60000 /* a cluster: every slot's stream looked at */
 
 /* Inserts rec, an entry of stream, under source id "<stream>/<entry_id>"; a
@@ -166,12 +169,37 @@ static enum taken take_entry(unsigned slot, const char *stream, const json_t *e,
     return dead_letter(slot, id, why->msg, err) == 0 ? TAKEN_DEAD : TAKEN_STOP;
 }
 
+/* A slot whose last drains held entries and stored none behind them: the
+ * next drain reads after resume (everything up to it was held), and one drain
+ * from the head again at relook_at. Once a drain from resume stores an entry, the
+ * entries before proven are held ones that Postgres refused before it stored
+ * that one: the next drain, from the head, dead-letters those it refuses
+ * again. The backend janitor's thread only. */
+struct held_slot {
+    char resume[STREAM_ID_MAX];
+    char proven[STREAM_ID_MAX];
+    int64_t relook_at;
+};
+
+static struct held_slot *held_slots[CLUSTER_SLOTS];
+
+/* True iff stream entry id a comes before id b. */
+static bool id_before(const char *a, const char *b)
+{
+    unsigned long long a_ms = 0, a_seq = 0, b_ms = 0, b_seq = 0;
+    if (sscanf(a, "%llu-%llu", &a_ms, &a_seq) < 1 || sscanf(b, "%llu-%llu", &b_ms, &b_seq) < 1)
+        return false;
+    return a_ms < b_ms || (a_ms == b_ms && a_seq < b_seq);
+}
+
 /* A drain: what it took out of slot's stream so far, and the entries it holds
  * (refused for a reason that need not be theirs) until an entry after them
  * is stored. */
 struct drain {
     unsigned slot;
     const char *stream;
+    char proven[STREAM_ID_MAX];       /* refused again before this id: dead-lettered (held_slot) */
+    char first_stored[STREAM_ID_MAX]; /* the id of the first entry it stored, "" for none */
     const char *acked[DRAIN_BATCH * DRAIN_READS]; /* stored: to acknowledge */
     size_t nacked;
     size_t ndead; /* moved to the dead letters */
@@ -215,11 +243,19 @@ static int drain_entry(struct drain *d, const json_t *e, const char *id, struct 
     case TAKEN_STOP: return -1;
     case TAKEN_DEAD: d->ndead++; return 0;
     case TAKEN_HELD:
+        if (d->proven[0] != '\0' && id_before(id, d->proven)) {
+            d->ndead++;
+            return dead_letter(d->slot, id, h->why.msg, err);
+        }
         h->entry = e;
         h->id = id;
         d->nheld++;
         return 0;
-    case TAKEN_STORED: d->acked[d->nacked++] = id; return retry_held(d, err);
+    case TAKEN_STORED:
+        if (d->nacked == 0)
+            snprintf(d->first_stored, sizeof d->first_stored, "%s", id);
+        d->acked[d->nacked++] = id;
+        return retry_held(d, err);
     }
     return 0;
 }
@@ -239,6 +275,43 @@ static void note_held(const struct drain *d)
                         "detail", d->held[0].why.msg));
 }
 
+/* Keeps slot's held_slot after drain d, which read from the head (from_head)
+ * or after its resume, up to entry last_read ("" for none), and read the
+ * stream to its end (at_end). Returns true if the resume moved past d's held
+ * entries. */
+static bool note_slot(const struct drain *d, bool from_head, const char *last_read, bool at_end,
+                      int64_t now)
+{
+    struct held_slot *hs = held_slots[d->slot];
+    char last[STREAM_ID_MAX];
+    snprintf(last, sizeof last, "%s", last_read); /* it may be hs->resume */
+    bool moved = false;
+    if (from_head && hs != NULL && (at_end || !id_before(last, hs->proven)))
+        hs->proven[0] = '\0';          /* read past it */
+    if (d->nacked > 0 && hs != NULL) { /* Postgres stores: the entries held before, from the head */
+        if (!from_head)
+            snprintf(hs->proven, sizeof hs->proven, "%s", d->first_stored);
+        hs->resume[0] = '\0';
+    }
+    if (d->nacked == 0 && d->nheld > 0) {
+        if (hs == NULL) {
+            hs = held_slots[d->slot] = calloc(1, sizeof *hs);
+            FG_ASSERT(hs != NULL);
+        }
+        if (from_head)
+            hs->relook_at = now + HELD_RELOOK_MS;
+        /* A look from the head that holds what it reads leaves the resume where it was. */
+        moved = hs->resume[0] == '\0' || id_before(hs->resume, last);
+        if (moved)
+            snprintf(hs->resume, sizeof hs->resume, "%s", last);
+    }
+    if (hs != NULL && hs->resume[0] == '\0' && hs->proven[0] == '\0') {
+        free(hs);
+        held_slots[d->slot] = NULL;
+    }
+    return moved;
+}
+
 int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
 {
     *left = 0;
@@ -250,8 +323,13 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
     FG_ASSERT(d != NULL);
     d->slot = slot;
     d->stream = stream;
+    const struct held_slot *hs = held_slots[slot];
+    int64_t now = clock_mono_ms();
+    bool from_head = hs == NULL || hs->resume[0] == '\0' || now >= hs->relook_at, at_end = false;
+    if (hs != NULL)
+        snprintf(d->proven, sizeof d->proven, "%s", hs->proven);
     json_t *reads[DRAIN_READS] = {0};
-    const char *after = "";
+    const char *after = from_head ? "" : hs->resume;
     int rc = 0;
     for (size_t r = 0; r < DRAIN_READS && rc == 0; r++) {
         rc = read_stream(stream, max, after, &reads[r], err);
@@ -265,16 +343,20 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
             after = id;
             rc = drain_entry(d, e, id, err);
         }
+        at_end = count < (size_t)max;
         /* Past a batch held whole, one read more: an entry stored there shows
          * the refusals were the entries' own. */
-        if (count < (size_t)max || d->nheld != held_before + count)
+        if (at_end || d->nheld != held_before + count)
             break;
     }
     if (d->nacked > 0 && ack(stream, d->acked, d->nacked, err) != 0)
         rc = -1;
-    if (rc == 0)
+    bool moved = false;
+    if (rc == 0) {
         note_held(d);
-    *left = (int)(d->nacked + d->ndead);
+        moved = note_slot(d, from_head, after, at_end, now);
+    }
+    *left = (int)(d->nacked + d->ndead + (moved ? d->nheld : 0));
     for (size_t r = 0; r < DRAIN_READS; r++)
         json_decref(reads[r]);
     free(d);

@@ -21,12 +21,13 @@
 #include "util/error.h"
 
 /* Copies up to max of the oldest entries of the stream of slot (on one Redis
- * the stream; store/backend/shared_keys.h) into Postgres and deletes them from
- * the stream; an entry Postgres refuses for its contents, or again right
- * after storing an entry behind it, moves to the dead letters, and one it
- * refuses otherwise stays. *left gets how many entries left the stream (up to
- * twice max: past max entries all kept, it reads max more). Fails, keeping the
- * rest, while Redis or Postgres does not answer. */
+ * the stream; store/backend/shared_keys.h) into Postgres, after the entries it
+ * holds, and deletes them from the stream; an entry Postgres refuses for its
+ * contents, or again right after storing an entry behind it, moves to the
+ * dead letters, and one it refuses otherwise is held there. *left gets how
+ * many entries it went past (stored, dead-lettered, or held behind them; up
+ * to twice max: past max entries all held, it reads max more). Fails, keeping
+ * the rest, while Redis or Postgres does not answer. */
 int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err) FG_WUR;
 
 /* Prints up to max dead letters, oldest first (on a cluster, slot by slot),
