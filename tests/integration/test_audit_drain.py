@@ -123,21 +123,35 @@ class AuditDrainTest(unittest.TestCase):
             self.assertEqual(self.dead_letters(), [])
 
     def test_entries_refused_alone_leave_for_the_dead_letters(self):
-        """Entries refused for themselves, more than a drain reads (two batches of 20), ahead of two that
-        Postgres stores: the two are stored and the refused ones dead-lettered. Caught: a drain that read one
-        batch only, and one that read two from the head every time (all refused: nothing ever stored, the
-        stream stuck)."""
+        """Entries refused for themselves, more than a batch of them (20), ahead of two that Postgres stores: the
+        two are stored and the refused ones dead-lettered. Caught: a drain that read one batch only (all
+        refused: nothing ever stored, the stream stuck)."""
         tag = uuid.uuid4().hex[:8]
         refused, fine = f"redis:poison-{tag}", f"redis:fine-{tag}"
         with Gateway(env_overrides=self.env):
             psql(refuse("redis:poison-%"), dsn=self.dsn)
-            bad = self.add_entries(*[refused] * 45, fine, fine)[:45]
+            bad = self.add_entries(*[refused] * 21, fine, fine)[:21]
             wait_for(lambda: self.redis.cmd("XLEN", "fg:audit") == 0, timeout=30, what="the stream emptied")
             self.assertEqual(self.stored(fine), 2)
             self.assertEqual(self.stored(refused), 0)
             dead = self.dead_letters()
             self.assertEqual(sorted(d["source_id"] for d in dead), sorted(bad), dead)
             self.assertIn("audit refused for the test", dead[0]["error"])
+
+
+    def test_no_run_of_held_entries_stops_the_ones_behind(self):
+        """More entries refused than a drain reads (two batches of 20) ahead of two that Postgres stores: the two
+        are stored, and each refused one is either still in the stream or a dead letter, none lost. Caught: a
+        drain that read its two batches from the head every time (nothing ever stored, the stream stuck)."""
+        tag = uuid.uuid4().hex[:8]
+        refused, fine = f"redis:many-{tag}", f"redis:after-{tag}"
+        with Gateway(env_overrides=self.env):
+            psql(refuse("redis:many-%"), dsn=self.dsn)
+            bad = self.add_entries(*[refused] * 45, fine, fine)[:45]
+            wait_for(lambda: self.stored(fine) == 2, timeout=30, what="the entries behind stored")
+            dead = [d["source_id"] for d in self.dead_letters()]
+            self.assertEqual(sorted(dead + self.stream_ids()), sorted(bad))
+            self.assertEqual(self.stored(refused), 0)
 
 
 if __name__ == "__main__":

@@ -169,15 +169,12 @@ static enum taken take_entry(unsigned slot, const char *stream, const json_t *e,
     return dead_letter(slot, id, why->msg, err) == 0 ? TAKEN_DEAD : TAKEN_STOP;
 }
 
-/* A slot whose last drains held entries and stored none behind them: the
- * next drain reads after resume (everything up to it was held), and one drain
- * from the head again at relook_at. Once a drain from resume stores an entry, the
- * entries before proven are held ones that Postgres refused before it stored
- * that one: the next drain, from the head, dead-letters those it refuses
- * again. The backend janitor's thread only. */
+/* A slot whose drains hold entries with none stored behind them: the next
+ * drain reads after resume (everything up to it was held), and one drain from
+ * the head again at relook_at; one from the head that stores an entry ends
+ * it. The backend janitor's thread only. */
 struct held_slot {
     char resume[STREAM_ID_MAX];
-    char proven[STREAM_ID_MAX];
     int64_t relook_at;
 };
 
@@ -198,8 +195,6 @@ static bool id_before(const char *a, const char *b)
 struct drain {
     unsigned slot;
     const char *stream;
-    char proven[STREAM_ID_MAX];       /* refused again before this id: dead-lettered (held_slot) */
-    char first_stored[STREAM_ID_MAX]; /* the id of the first entry it stored, "" for none */
     const char *acked[DRAIN_BATCH * DRAIN_READS]; /* stored: to acknowledge */
     size_t nacked;
     size_t ndead; /* moved to the dead letters */
@@ -243,19 +238,11 @@ static int drain_entry(struct drain *d, const json_t *e, const char *id, struct 
     case TAKEN_STOP: return -1;
     case TAKEN_DEAD: d->ndead++; return 0;
     case TAKEN_HELD:
-        if (d->proven[0] != '\0' && id_before(id, d->proven)) {
-            d->ndead++;
-            return dead_letter(d->slot, id, h->why.msg, err);
-        }
         h->entry = e;
         h->id = id;
         d->nheld++;
         return 0;
-    case TAKEN_STORED:
-        if (d->nacked == 0)
-            snprintf(d->first_stored, sizeof d->first_stored, "%s", id);
-        d->acked[d->nacked++] = id;
-        return retry_held(d, err);
+    case TAKEN_STORED: d->acked[d->nacked++] = id; return retry_held(d, err);
     }
     return 0;
 }
@@ -276,23 +263,16 @@ static void note_held(const struct drain *d)
 }
 
 /* Keeps slot's held_slot after drain d, which read from the head (from_head)
- * or after its resume, up to entry last_read ("" for none), and read the
- * stream to its end (at_end). Returns true if the resume moved past d's held
- * entries. */
-static bool note_slot(const struct drain *d, bool from_head, const char *last_read, bool at_end,
-                      int64_t now)
+ * or after its resume, up to entry last_read ("" for none). Returns true if
+ * the resume moved past d's held entries. */
+static bool note_slot(const struct drain *d, bool from_head, const char *last_read, int64_t now)
 {
     struct held_slot *hs = held_slots[d->slot];
     char last[STREAM_ID_MAX];
     snprintf(last, sizeof last, "%s", last_read); /* it may be hs->resume */
     bool moved = false;
-    if (from_head && hs != NULL && (at_end || !id_before(last, hs->proven)))
-        hs->proven[0] = '\0';          /* read past it */
-    if (d->nacked > 0 && hs != NULL) { /* Postgres stores: the entries held before, from the head */
-        if (!from_head)
-            snprintf(hs->proven, sizeof hs->proven, "%s", d->first_stored);
-        hs->resume[0] = '\0';
-    }
+    if (d->nacked > 0 && hs != NULL && from_head)
+        hs->resume[0] = '\0'; /* Postgres stores the entries at the head again */
     if (d->nacked == 0 && d->nheld > 0) {
         if (hs == NULL) {
             hs = held_slots[d->slot] = calloc(1, sizeof *hs);
@@ -305,7 +285,7 @@ static bool note_slot(const struct drain *d, bool from_head, const char *last_re
         if (moved)
             snprintf(hs->resume, sizeof hs->resume, "%s", last);
     }
-    if (hs != NULL && hs->resume[0] == '\0' && hs->proven[0] == '\0') {
+    if (hs != NULL && hs->resume[0] == '\0') {
         free(hs);
         held_slots[d->slot] = NULL;
     }
@@ -325,9 +305,7 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
     d->stream = stream;
     const struct held_slot *hs = held_slots[slot];
     int64_t now = clock_mono_ms();
-    bool from_head = hs == NULL || hs->resume[0] == '\0' || now >= hs->relook_at, at_end = false;
-    if (hs != NULL)
-        snprintf(d->proven, sizeof d->proven, "%s", hs->proven);
+    bool from_head = hs == NULL || hs->resume[0] == '\0' || now >= hs->relook_at;
     json_t *reads[DRAIN_READS] = {0};
     const char *after = from_head ? "" : hs->resume;
     int rc = 0;
@@ -343,10 +321,9 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
             after = id;
             rc = drain_entry(d, e, id, err);
         }
-        at_end = count < (size_t)max;
         /* Past a batch held whole, one read more: an entry stored there shows
          * the refusals were the entries' own. */
-        if (at_end || d->nheld != held_before + count)
+        if (count < (size_t)max || d->nheld != held_before + count)
             break;
     }
     if (d->nacked > 0 && ack(stream, d->acked, d->nacked, err) != 0)
@@ -354,7 +331,7 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
     bool moved = false;
     if (rc == 0) {
         note_held(d);
-        moved = note_slot(d, from_head, after, at_end, now);
+        moved = note_slot(d, from_head, after, now);
     }
     *left = (int)(d->nacked + d->ndead + (moved ? d->nheld : 0));
     for (size_t r = 0; r < DRAIN_READS; r++)
@@ -445,6 +422,21 @@ static int drain_pending(bool *more, struct fg_error *err)
     return rc;
 }
 
+/* Marks pending the slots whose held entries are due for a look from the
+ * head (held_slot); returns when the next one is (INT64_MAX for none). */
+static int64_t relook_due(int64_t now_ms)
+{
+    int64_t next = INT64_MAX;
+    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
+        const struct held_slot *hs = held_slots[s];
+        if (hs != NULL && now_ms >= hs->relook_at)
+            pending_set(s);
+        else if (hs != NULL && hs->relook_at < next)
+            next = hs->relook_at;
+    }
+    return next;
+}
+
 /* A cluster: marks pending every slot whose stream exists (those of the
  * primaries that answered, when one did not: then -1 with err). */
 static int sweep(struct fg_error *err)
@@ -472,6 +464,7 @@ int64_t audit_stream_tick(int64_t now_ms, bool poked)
     struct fg_error err = {0};
     bool per_slot = shared_keys_per_slot(), more = false;
     int rc = 0;
+    (void)relook_due(now_ms);
     if (!per_slot)
         pending_set(0); /* one Redis: its one stream, every time */
     else if (now_ms >= next_sweep_ms) {
@@ -499,9 +492,10 @@ int64_t audit_stream_tick(int64_t now_ms, bool poked)
     /* a full batch: more may wait, come back at once */
     if (more)
         next_ms = now_ms;
-    else if (per_slot)
-        next_ms = next_sweep_ms;
-    else
+    else if (per_slot) {
+        int64_t relook_ms = relook_due(now_ms); /* those the drains just held */
+        next_ms = next_sweep_ms < relook_ms ? next_sweep_ms : relook_ms;
+    } else
         next_ms = now_ms + DRAIN_INTERVAL_MS;
     return next_ms;
 }
