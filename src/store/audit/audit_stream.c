@@ -17,8 +17,9 @@
  * internal error, a privilege, a trigger) may share that refusal with every
  * entry: it is held, and moves to the dead letters only if Postgres refuses it
  * again right after storing an entry behind it; held entries with no entry
- * stored behind them stay in the stream, logged once as audit_held, and the
- * drains go on past them (struct held_slot). An unreachable Postgres stops
+ * stored behind them stay in the stream, logged once as audit_held, the
+ * drains go on past them, and every HELD_RELOOK_MS looks at them all again
+ * (struct held_slot). An unreachable Postgres stops
  * the drain and backs off, keeping every entry. On one Redis the stream is
  * drained every DRAIN_INTERVAL_MS and
  * at once after a refusal; on a cluster a slot's stream is drained after a
@@ -169,13 +170,23 @@ static enum taken take_entry(unsigned slot, const char *stream, const json_t *e,
     return dead_letter(slot, id, why->msg, err) == 0 ? TAKEN_DEAD : TAKEN_STOP;
 }
 
-/* A slot whose drains hold entries with none stored behind them: the next
- * drain reads after resume (everything up to it was held), and one drain from
- * the head again at relook_at; one from the head that stores an entry ends
- * it. The backend janitor's thread only. */
+/* A slot whose drains hold entries with none stored behind them: a drain
+ * reads after resume (everything up to it was held), but at relook_at one
+ * looks at the held ones again, after look ("" from the head): a look that
+ * holds all it reads goes on from there soon, until it reaches resume, and
+ * then from the head 5 s later; a look that stores an entry ends the holding.
+ * The backend janitor's thread only. */
 struct held_slot {
     char resume[STREAM_ID_MAX];
+    char look[STREAM_ID_MAX];
     int64_t relook_at;
+};
+
+/* Where a drain reads from. */
+enum pass {
+    PASS_HEAD,   /* the head: nothing is held */
+    PASS_RESUME, /* after the held entries */
+    PASS_LOOK,   /* among the held entries, after held_slot.look */
 };
 
 static struct held_slot *held_slots[CLUSTER_SLOTS];
@@ -262,25 +273,37 @@ static void note_held(const struct drain *d)
                         "detail", d->held[0].why.msg));
 }
 
-/* Keeps slot's held_slot after drain d, which read from the head (from_head)
- * or after its resume, up to entry last_read ("" for none). Returns true if
- * the resume moved past d's held entries. */
-static bool note_slot(const struct drain *d, bool from_head, const char *last_read, int64_t now)
+/* The next look of hs after one that read up to last (its reach held whole
+ * when full): on from there soon, or from the head later once at resume. */
+static void next_look(struct held_slot *hs, const char *last, bool full, int64_t now)
+{
+    bool on = full && id_before(last, hs->resume);
+    snprintf(hs->look, sizeof hs->look, "%s", on ? last : "");
+    hs->relook_at = now + (on ? DRAIN_INTERVAL_MS : HELD_RELOOK_MS);
+}
+
+/* Keeps slot's held_slot after drain d, a pass of kind pass up to entry
+ * last_read ("" for none), whose last read was full. Returns true if the
+ * resume moved past d's held entries. */
+static bool note_slot(const struct drain *d, enum pass pass, const char *last_read, bool full,
+                      int64_t now)
 {
     struct held_slot *hs = held_slots[d->slot];
     char last[STREAM_ID_MAX];
-    snprintf(last, sizeof last, "%s", last_read); /* it may be hs->resume */
+    snprintf(last, sizeof last, "%s", last_read); /* it may be hs->resume or hs->look */
     bool moved = false;
-    if (d->nacked > 0 && hs != NULL && from_head)
-        hs->resume[0] = '\0'; /* Postgres stores the entries at the head again */
-    if (d->nacked == 0 && d->nheld > 0) {
+    if (pass == PASS_LOOK && d->nacked > 0)
+        hs->resume[0] = '\0'; /* Postgres stores held entries again: all from the head */
+    else if (pass == PASS_LOOK && d->nheld == 0 && !full && hs->look[0] == '\0')
+        hs->resume[0] = '\0'; /* none held any more (another gateway took them) */
+    else if (pass == PASS_LOOK)
+        next_look(hs, last, full && d->nheld > 0, now);
+    else if (d->nacked == 0 && d->nheld > 0) {
         if (hs == NULL) {
             hs = held_slots[d->slot] = calloc(1, sizeof *hs);
             FG_ASSERT(hs != NULL);
-        }
-        if (from_head)
             hs->relook_at = now + HELD_RELOOK_MS;
-        /* A look from the head that holds what it reads leaves the resume where it was. */
+        }
         moved = hs->resume[0] == '\0' || id_before(hs->resume, last);
         if (moved)
             snprintf(hs->resume, sizeof hs->resume, "%s", last);
@@ -305,9 +328,10 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
     d->stream = stream;
     const struct held_slot *hs = held_slots[slot];
     int64_t now = clock_mono_ms();
-    bool from_head = hs == NULL || hs->resume[0] == '\0' || now >= hs->relook_at;
+    enum pass pass = hs == NULL ? PASS_HEAD : now >= hs->relook_at ? PASS_LOOK : PASS_RESUME;
     json_t *reads[DRAIN_READS] = {0};
-    const char *after = from_head ? "" : hs->resume;
+    const char *after = pass == PASS_HEAD ? "" : pass == PASS_LOOK ? hs->look : hs->resume;
+    bool full = false;
     int rc = 0;
     for (size_t r = 0; r < DRAIN_READS && rc == 0; r++) {
         rc = read_stream(stream, max, after, &reads[r], err);
@@ -323,7 +347,8 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
         }
         /* Past a batch held whole, one read more: an entry stored there shows
          * the refusals were the entries' own. */
-        if (count < (size_t)max || d->nheld != held_before + count)
+        full = count == (size_t)max;
+        if (!full || d->nheld != held_before + count)
             break;
     }
     if (d->nacked > 0 && ack(stream, d->acked, d->nacked, err) != 0)
@@ -331,7 +356,7 @@ int audit_stream_drain(unsigned slot, int max, int *left, struct fg_error *err)
     bool moved = false;
     if (rc == 0) {
         note_held(d);
-        moved = note_slot(d, from_head, after, now);
+        moved = note_slot(d, pass, after, full, now);
     }
     *left = (int)(d->nacked + d->ndead + (moved ? d->nheld : 0));
     for (size_t r = 0; r < DRAIN_READS; r++)
