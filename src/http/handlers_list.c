@@ -33,8 +33,8 @@ static const char *const arg_names[ARG_COUNT] = {
 };
 
 #define ARG_MAX CURSOR_TEXT_MAX /* longest decoded argument worth reading */
-#define LIST_CALLS_MAX                                                                             \
-    8 /* calls a page makes beyond one a range, for ranges the caller sees little of */
+/* Calls a page makes beyond one a range, while its patterns leave names out. */
+#define LIST_CALLS_MAX 8
 
 /* Scope prefix and name member of the items of each kind. */
 static const struct {

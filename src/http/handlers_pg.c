@@ -66,23 +66,17 @@ static int live_lease_gate(const struct table_schema *schemas, const struct fenc
                            struct fenced_result *res, struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
-    bool needed = false, ended = false;
-    for (size_t i = 0; i < nops; i++)
-        needed = needed || schemas[ops[i].table].cfg->guard.live_lease;
-    if (!needed)
-        return 0;
-    if (lease_live_check(claims, &ended, err) != 0)
-        return -1;
-    if (!ended)
-        return 0;
-    const struct fenced_op **refused = calloc(nops, sizeof *refused);
-    FG_ASSERT(refused != NULL);
+    const struct fenced_op **guarded = calloc(nops > 0 ? nops : 1, sizeof *guarded);
+    FG_ASSERT(guarded != NULL);
     size_t n = 0;
     for (size_t i = 0; i < nops; i++)
         if (schemas[ops[i].table].cfg->guard.live_lease)
-            refused[n++] = &ops[i];
-    int rc = fenced_pg_refuse(refused, n, who, method, res, err);
-    free(refused);
+            guarded[n++] = &ops[i];
+    bool ended = false;
+    int rc = n > 0 ? lease_live_check(claims, &ended, err) : 0;
+    if (rc == 0 && ended)
+        rc = fenced_pg_refuse(guarded, n, who, method, res, err);
+    free(guarded);
     return rc;
 }
 

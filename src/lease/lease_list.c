@@ -20,7 +20,8 @@
 #include "store/backend/redis_keys.h"
 #include "util/fgjson.h"
 
-#define PRUNE_BUDGET      500  /* names a janitor pass looks at */
+#define PRUNE_BUDGET      500 /* names a janitor pass looks at */
+#define INDEX_KEY_MAX     (sizeof KEY_SEM_INDEX + SLOT_TAG_MAX + 3) /* a slot's listing index */
 #define PRUNE_SLOTS       1024 /* slots a janitor pass looks at on a cluster */
 #define PRUNE_SLOT_BUDGET 100  /* names it looks at in each */
 
@@ -79,7 +80,7 @@ struct list_call {
     const char *keys[LEASE_LIST_NKEYS];
     const char *argv[LEASE_LIST_NARGV];
     char limit[16], budget[16], shown[16];
-    char index[sizeof KEY_SEM_INDEX + SLOT_TAG_MAX + 3]; /* a slot's index (per-slot layout) */
+    char index[INDEX_KEY_MAX]; /* a slot's index (per-slot layout) */
 };
 
 /* Fills c with a call of lease_list.lua over index (borrowed, or c->index
@@ -192,7 +193,7 @@ static int read_slot_indexes(enum lease_list_kind kind, const struct list_query 
         snprintf(high, sizeof high, "+");
     snprintf(count, sizeof count, "%d", q->limit);
     struct read {
-        char key[sizeof KEY_SEM_INDEX + SLOT_TAG_MAX + 3];
+        char key[INDEX_KEY_MAX];
         const char *args[7];
     } *reads = malloc(CLUSTER_SLOTS * sizeof *reads);
     struct redis_batch_call *calls = calloc(CLUSTER_SLOTS, sizeof *calls);
@@ -292,7 +293,7 @@ int lease_list(enum lease_list_kind kind, const struct list_query *q, struct lea
 {
     /* On a cluster a name alone is read in its slot only; any other range in every slot. */
     bool alone = q->upto[0] != '\0' && strcmp(q->prefix, q->upto) == 0;
-    char slot_index[sizeof KEY_SEM_INDEX + SLOT_TAG_MAX + 3];
+    char slot_index[INDEX_KEY_MAX];
     const char *index = kinds[kind].index;
     if (lease_keys_layout() == LEASE_KEYS_PER_SLOT && !alone)
         return list_slots(kind, q, page, err);

@@ -452,7 +452,8 @@ static int drain_pending(bool *more, struct fg_error *err)
 static int64_t relook_due(int64_t now_ms)
 {
     int64_t next = INT64_MAX;
-    for (unsigned s = 0; s < CLUSTER_SLOTS; s++) {
+    unsigned nslots = shared_keys_per_slot() ? CLUSTER_SLOTS : 1; /* one Redis: slot 0's stream */
+    for (unsigned s = 0; s < nslots; s++) {
         const struct held_slot *hs = held_slots[s];
         if (hs != NULL && now_ms >= hs->relook_at)
             pending_set(s);

@@ -30,7 +30,8 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
                       struct fg_error *err) FG_WUR;
 
 /* Whether the lease with fence was revoked (*revoked), and then why: the
- * reason given to the revoke, "" for none, into reason (cap bytes, cut). */
+ * reason given to the revoke, "" for none, into reason (cap bytes, cut; NULL
+ * with cap 0 when only whether is asked). */
 int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap,
                     struct fg_error *err) FG_WUR;
 
