@@ -72,14 +72,15 @@ end
 -- What a renewal at now (ms) gives a hold granted at granted_at for at most
 -- max_hold (ms, numbers or decimal text): the time to live (decimal text) of
 -- ttl as asked ("0": own_ttl, the lease's own), or of what is left of the hold
--- when that is less (printed only then), and the hold's end (ms); a nil time
--- to live when the hold has ended.
+-- when that is less (printed only then), the hold's end (ms), and true when
+-- the hold's end cut the time to live (the lease then ends at the deadline);
+-- a nil time to live when the hold has ended.
 local function renewal_ttl(ttl, own_ttl, granted_at, max_hold, now)
   if ttl == '0' then ttl = own_ttl end
   local hold_until = granted_at + max_hold
   if now >= hold_until then return nil, hold_until end
-  if now + ttl > hold_until then ttl = decimal(hold_until - now) end
-  return ttl, hold_until
+  if now + ttl <= hold_until then return ttl, hold_until, false end
+  return decimal(hold_until - now), hold_until, true
 end
 
 -- The ms a claim of a granted-but-unclaimed lease starts it for at now: its
@@ -322,7 +323,8 @@ end
 
 -- Ended leases, for retried releases and for watchers: lk.ended is one sorted
 -- set of "<fence>|<reason>" (reason released or revoked; a lease that ends
--- unmarked expired), each scored by minus until when it is kept (ms), so the
+-- unmarked expired; max_hold: a renewal cut it at its hold deadline,
+-- mark_hold_end), each scored by minus until when it is kept (ms), so the
 -- newest comes first: Redis keeps a set of up to 128 entries as a listpack,
 -- whose insert reads the scores from the front until the new one's place
 -- (every score, for an until past all the others'). An end is kept by time,
@@ -361,6 +363,15 @@ local function end_keep(lk, fence, reason, now, till)
   local till_text = decimal(till)
   redis.call('ZADD', lk.ended, '-' .. till_text, fence .. '|' .. reason)
   keep_until(lk.ended, till_text)
+end
+
+-- A renewal that the hold's deadline hold_until (ms, a number) cut: the lease
+-- with fence (decimal text) ends at the deadline, which the ended set keeps as
+-- "<fence>|max_hold" until RELEASED_KEPT past it, so that a renewal after the
+-- lease ended there is told the deadline passed, not that the lease was lost
+-- (lease_hold_end.lua). Watchers and retried releases ask for other entries.
+local function mark_hold_end(lk, fence, hold_until, now)
+  end_keep(lk, fence, 'max_hold', now, hold_until + LEASE_RELEASED_KEPT_MS)
 end
 
 -- True if the lease with fence (decimal text) was released and is still kept.

@@ -7,15 +7,16 @@
 -- holder's record stays as it is, only its time to live moves (and one
 -- without a request_id is read no further than that takes, lib_holder.lua
 -- claimed_brief); the time to live is the ttl as asked unless the hold's
--- deadline cuts it (no sum printed).
--- KEYS: holder rids rid_until
+-- deadline cuts it (no sum printed); a renewal the deadline cuts keeps the
+-- hold's end in the ended set (lib_lease.lua mark_hold_end).
+-- KEYS: holder rids rid_until ended
 --   those keys of lib_lock.lua and lib_lease.lua
 -- ARGV: lease ttl_ms
 --   ttl_ms "0": the lease's own ttl
 -- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, now, hold_until} (the new expiry is now +
 -- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
 local lease = A_lease
-local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3]}
+local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3], ended = KEYS[4]}
 local raw = redis.call('GET', k.h)
 local fence, granted_at, held, own_ttl, max_hold = claimed_brief(raw)
 local h -- the whole record, of a holder with more to do (unclaimed, a request_id)
@@ -26,8 +27,9 @@ if not fence then
 end
 if held ~= lease then return lease_reply('lost') end
 local now, now_at = now_ms_and_text()
-local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
+local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
 if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
+if cut then mark_hold_end(k, fence, hold_until, now) end
 if not h or h.claimed == '1' then
   redis.call('PEXPIRE', k.h, ttl)
 else

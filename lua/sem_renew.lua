@@ -14,8 +14,9 @@
 -- holder moves into the holders' keys first (lib_sem_life.lua unfold). A
 -- claimed holder's record stays as it is, only its expiry moves; the time to
 -- live is the ttl as asked unless the hold's deadline cuts it (no sum
--- printed).
--- KEYS: holders data queue waiters limit tickets rids rid_until
+-- printed); a renewal the deadline cuts keeps the hold's end in the ended
+-- set (lib_lease.lua mark_hold_end).
+-- KEYS: holders data queue waiters limit tickets rids rid_until ended
 --   those keys of lib_sem.lua and lib_lease.lua
 -- ARGV: lease ttl_ms keep_ms
 --   ttl_ms "0": the lease's own ttl
@@ -23,7 +24,7 @@
 -- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached).
 local lease = A_lease
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], rids = KEYS[7],
-           rid_until = KEYS[8], fresh = false, latest = 0, first = false}
+           rid_until = KEYS[8], ended = KEYS[9], fresh = false, latest = 0, first = false}
 local limit_raw = redis.call('GET', k.l)
 local now, now_at = now_ms_and_text()
 
@@ -31,8 +32,9 @@ local now, now_at = now_ms_and_text()
 if is_first_holder(limit_raw) then
   local fence, granted_at, held, own_ttl, max_hold = claimed_brief(limit_raw, FIRST_CLAIMED_BRIEF)
   if held == lease then
-    local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
+    local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
     if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
+    if cut then mark_hold_end(k, fence, hold_until, now) end
     redis.call('PEXPIRE', k.l, ttl)
     return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL,
                        decimal(hold_until))
@@ -52,8 +54,9 @@ local function renew()
     rec = cjson.decode(raw)
     fence, own_ttl, max_hold, granted_at = decimal(rec.fence), decimal(rec.ttl), rec.max_hold, rec.granted_at
   end
-  local ttl, hold_until = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
+  local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
   if not ttl then return {'max_hold', R_HOLD_UNTIL, decimal(hold_until)} end
+  if cut then mark_hold_end(k, fence, hold_until, now) end
   if rec and rec.claimed ~= 1 then
     rec.claimed = 1
     redis.call('HSET', k.d, lease, record_json(rec))

@@ -272,6 +272,40 @@ static enum handler_result lease_lost(const struct lease_ops *kind, struct http_
     return HANDLER_DONE;
 }
 
+/* True if the lease with fence was revoked, as Postgres says (false if it cannot be read). */
+static bool revoked_fence(int64_t fence)
+{
+    struct fg_error ignored = {0};
+    bool revoked = false;
+    char why[REVOCATION_REASON_MAX + 1];
+    return revocation_find(fence, &revoked, why, sizeof why, &ignored) == 0 && revoked;
+}
+
+/* 409 max_hold_exceeded: the hold reached its deadline hold_until_ms. */
+static enum handler_result max_hold_exceeded(struct http_reply *reply, int64_t hold_until_ms)
+{
+    struct fg_error err;
+    fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED, "the hold has reached its max_hold_ms deadline");
+    reply_problem_extra(reply, &err,
+                        json_pack("{s:I}", "hold_until_ms", (json_int_t)hold_until_ms));
+    return HANDLER_DONE;
+}
+
+/* A renewal found its lease gone: 409 when the lease ended at its hold deadline
+ * (lease_hold_end; a look that fails tells nothing) and was not revoked before,
+ * else what lease_lost answers. */
+static enum handler_result renewal_gone(const struct lease_ops *kind, struct http_request *req,
+                                        struct http_reply *reply, const struct token_claims *claims)
+{
+    struct lease_result res;
+    struct fg_error ignored = {0};
+    if (lease_hold_end(kind->token_kind, lease_name(req), (long long)claims->fence, &res,
+                       &ignored) == 0 &&
+        res.outcome == LEASE_MAX_HOLD && !revoked_fence(claims->fence))
+        return max_hold_exceeded(reply, res.hold_until_ms);
+    return lease_lost(kind, req, reply, "renew", claims);
+}
+
 enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http_request *req,
                                        struct http_reply *reply)
 {
@@ -287,13 +321,9 @@ enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http
         kind->renew(lease_name(req), claims.lease_id, p.ttl_ms, &res, &err) != 0)
         return fail(reply, &err);
     if (res.outcome == LEASE_LOST)
-        return lease_lost(kind, req, reply, "renew", &claims);
-    if (res.outcome == LEASE_MAX_HOLD) {
-        fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED, "the hold has reached its max_hold_ms deadline");
-        reply_problem_extra(reply, &err,
-                            json_pack("{s:I}", "hold_until_ms", (json_int_t)res.hold_until_ms));
-        return HANDLER_DONE;
-    }
+        return renewal_gone(kind, req, reply, &claims);
+    if (res.outcome == LEASE_MAX_HOLD)
+        return max_hold_exceeded(reply, res.hold_until_ms);
     char buf[FACTS_BUF];
     struct fgjson_out out;
     fgjson_out_init(&out, buf, sizeof buf);

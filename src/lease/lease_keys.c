@@ -205,6 +205,7 @@ static const size_t renew_from[LOCK_RENEW_NKEYS] = {
     [LOCK_RENEW_KEY_HOLDER] = LIB_LOCK_KEY_HOLDER,
     [LOCK_RENEW_KEY_RIDS] = LIB_LOCK_KEY_RIDS,
     [LOCK_RENEW_KEY_RID_UNTIL] = LIB_LOCK_KEY_RID_UNTIL,
+    [LOCK_RENEW_KEY_ENDED] = LIB_LOCK_KEY_ENDED,
 };
 
 /* Fills out[0..n) with the keys of k at the indexes from[0..n). */

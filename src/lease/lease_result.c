@@ -108,6 +108,20 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
     return 0;
 }
 
+int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
+                   struct lease_result *res, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, kind, name);
+    char fence_text[24];
+    snprintf(fence_text, sizeof fence_text, "%lld", fence);
+    const char *keys[LEASE_HOLD_END_NKEYS] = {
+        [LEASE_HOLD_END_KEY_ENDED] = k.key[k.common_at + LIB_LEASE_KEY_ENDED],
+    };
+    const char *argv[LEASE_HOLD_END_NARGV] = {[LEASE_HOLD_END_ARGV_FENCE] = fence_text};
+    return script_answer(SCRIPT_LEASE_HOLD_END, keys, argv, res, NULL, err);
+}
+
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
                     const char *const *keys, const char *const *argv, enum contention seen,
                     struct lease_result *res, bool *contended, struct fg_error *err)

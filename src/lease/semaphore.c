@@ -303,6 +303,7 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
         [SEM_RENEW_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
         [SEM_RENEW_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_RENEW_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+        [SEM_RENEW_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
     };
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);

@@ -227,7 +227,7 @@ class FencectlTest(unittest.TestCase):
 
     def test_max_hold_deadline_is_3(self):
         """max_hold_ms caps the hold (API 1.1): a renewal before the deadline is granted up to it, one after
-        it finds the lease ended there (410, or 409 max_hold_exceeded at the deadline itself): a lost lease
+        it finds the lease ended there (409 max_hold_exceeded, the renewal having been cut): a lost lease
         for every command, exit 3; `lock` stops its command when the hold reaches the deadline."""
         name = unique("ctl-hold")
         # 3 s: the renewal below comes well within the lease on a loaded machine

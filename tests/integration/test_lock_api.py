@@ -249,8 +249,9 @@ class LockApiTest(unittest.TestCase):
         self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
 
     def test_max_hold_caps_renewals_up_to_the_deadline(self):
-        """A renew whose ttl would pass the hold deadline is granted up to the deadline (hold_until_ms);
-        only a renew at the deadline answers 409 (a refusal there changes nothing)."""
+        """A renew whose ttl would pass the hold deadline is granted up to the deadline (hold_until_ms), and
+        the lease ends there; a renew after it answers 409 max_hold_exceeded with the deadline, not 410 (a
+        refusal there changes nothing). Caught: a renewal cut at the deadline that kept no mark of it, 410."""
         name = unique_name()
         # 1 s leases: each renewal comes well within the lease before it, on a machine however loaded
         r = acquire(self.client, name, ttl_ms=1000, max_hold_ms=3000)
@@ -265,7 +266,45 @@ class LockApiTest(unittest.TestCase):
         time.sleep(3.0 + 0.3)  # past the deadline (Redis time; generous): the lease ended there
         self.assertFalse(status(self.client, name)["held"])
         late = renew(self.client, name, r.body["token"])
-        self.assertIn(late.status, (409, 410), late)  # 409 only within the deadline's millisecond
+        assert_problem(self, late, 409, "max_hold_exceeded")
+        self.assertEqual(late.body["hold_until_ms"], deadline)
+        self.assertEqual(release(self.client, name, r.body["token"]).status, 410)
+        again = acquire(self.client, name, ttl_ms=1000)
+        self.assertEqual(again.status, 200, again)
+        self.assertEqual(renew(self.client, name, r.body["token"]).status, 409)  # a new holder changes nothing
+        self.assertEqual(release(self.client, name, again.body["token"]).status, 200)
+
+    def test_a_lease_that_ended_before_its_hold_deadline_is_lost(self):
+        """Only a lease that a renewal cut at its hold deadline ended there: one that expired sooner or was
+        revoked answers a later renew 410 lease_lost, also once the deadline has passed; one released after
+        the cut answers 410 before the deadline and 409 past it (a renewal past the deadline all the same).
+        Caught: a hold end read without the deadline's time (409 before it), and one that took precedence
+        over a revoke."""
+        name = unique_name("hold-expired")
+        r = acquire(self.client, name, ttl_ms=300, max_hold_ms=1200)
+        time.sleep(0.6)  # expired, 0.6 s before its deadline
+        assert_problem(self, renew(self.client, name, r.body["token"]), 410, "lease_lost")
+        time.sleep(0.8)  # past the deadline
+        assert_problem(self, renew(self.client, name, r.body["token"]), 410, "lease_lost")
+        for end in ("release", "revoke"):
+            with self.subTest(end=end):
+                name = unique_name("hold-" + end)
+                r = acquire(self.client, name, ttl_ms=1000, max_hold_ms=1500)
+                cut = renew(self.client, name, r.body["token"], ttl_ms=2000)
+                self.assertEqual(cut.body["expires_at_ms"], cut.body["hold_until_ms"], cut)  # marked
+                if end == "release":
+                    self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
+                    before = renew(self.client, name, r.body["token"])  # before the deadline
+                    assert_problem(self, before, 410, "lease_lost")
+                else:
+                    self.assertEqual(self.client.post(f"/v1/locks/{name}/revoke", {}).status, 200)
+                time.sleep(1.5 + 0.3)
+                late = renew(self.client, name, r.body["token"])
+                if end == "release":
+                    assert_problem(self, late, 409, "max_hold_exceeded")  # the deadline passed all the same
+                else:
+                    assert_problem(self, late, 410, "lease_lost")
+                    self.assertEqual(late.body["reason"], "revoked")
 
     # -- bad input --
 

@@ -74,6 +74,22 @@ class LockSetTest(GatewayTest):
         r = self.c.post("/v1/locksets/renew", {"tokens": tokens})
         self.assertEqual((r.status, r.body["type"]), (410, "/problems/lease_lost"))
 
+    def test_renewal_past_the_hold_deadline_names_the_lock(self):
+        """A set renewed up to its hold deadline ends there: a renewal after it answers 409
+        max_hold_exceeded naming a lock of the set, as a renewal at the deadline does. Caught: 410
+        lease_lost for locks that ended at their deadline."""
+        names = [unique_name("ls-hold") for _ in range(2)]
+        r = self.c.post("/v1/locksets/acquire", {"names": names, "ttl_ms": 1000, "max_hold_ms": 1500})
+        self.assertEqual(r.status, 200, r)
+        tokens = [x["token"] for x in r.body["locks"]]
+        cut = self.c.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": 2000})
+        self.assertEqual(cut.status, 200, cut)
+        self.assertTrue(all(x["expires_at_ms"] == x["hold_until_ms"] for x in cut.body["locks"]), cut)
+        time.sleep(1.5 + 0.3)  # past the deadline
+        late = self.c.post("/v1/locksets/renew", {"tokens": tokens})
+        self.assertEqual((late.status, late.body["type"]), (409, "/problems/max_hold_exceeded"), late)
+        self.assertIn(late.body["lock"], names)
+
     def test_all_or_none_without_and_with_waiting(self):
         a, b = sorted((unique_name("ls"), unique_name("ls")))
         other = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 10000}).body

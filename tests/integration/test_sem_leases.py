@@ -166,18 +166,31 @@ class SemaphoreLeaseTest(GatewayTest):
         self.assertEqual(r.status, 410, r)
 
     def test_max_hold_caps_renewals(self):
-        name = unique("sem-maxhold")
-        # The renewal comes 0.3 s in, 0.7 s before the lease would expire (room for a loaded machine),
-        # and asks for 1 s more where only 0.9 s of the hold is left.
-        a = self.acquire(name, limit=1, ttl_ms=1000, max_hold_ms=1200).body
-        time.sleep(0.3)
-        r = self.c.post(SEM + name + "/renew", {"token": a["token"]})  # granted up to the deadline
-        self.assertEqual(r.status, 200, r)
-        self.assertEqual(set(r.body), {"semaphore", "fence", "ttl_ms", "expires_at_ms", "hold_until_ms"})
-        self.assertEqual((r.body["semaphore"], r.body["fence"]), (name, a["fence"]))
-        self.assertEqual(r.body["expires_at_ms"], r.body["hold_until_ms"])
-        self.assertLess(r.body["ttl_ms"], 1000)
-        self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 200)
+        """A renewal is granted up to the hold deadline and the lease ends there: a renewal after it answers
+        409 max_hold_exceeded with the deadline, for a first holder kept in the limit key and for a holder
+        beside another alike. Caught: a renewal cut at the deadline that kept no mark of it (410)."""
+        for beside in (False, True):
+            with self.subTest(beside=beside):
+                name = unique("sem-maxhold")
+                limit = 2 if beside else 1  # one holder of one slot is kept in the limit key
+                other = self.acquire(name, limit=limit, ttl_ms=30000).body if beside else None
+                # The renewal comes 0.3 s in, 0.7 s before the lease would expire (room for a loaded
+                # machine), and asks for 1 s more where only 0.9 s of the hold is left.
+                a = self.acquire(name, limit=limit, ttl_ms=1000, max_hold_ms=1200).body
+                time.sleep(0.3)
+                r = self.c.post(SEM + name + "/renew", {"token": a["token"]})  # granted up to the deadline
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(set(r.body), {"semaphore", "fence", "ttl_ms", "expires_at_ms", "hold_until_ms"})
+                self.assertEqual((r.body["semaphore"], r.body["fence"]), (name, a["fence"]))
+                self.assertEqual(r.body["expires_at_ms"], r.body["hold_until_ms"])
+                self.assertLess(r.body["ttl_ms"], 1000)
+                time.sleep(0.9 + 0.3)  # past the deadline
+                late = self.c.post(SEM + name + "/renew", {"token": a["token"]})
+                self.assertEqual((late.status, late.body["type"], late.body.get("hold_until_ms")),
+                                 (409, "/problems/max_hold_exceeded", r.body["hold_until_ms"]), late)
+                self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 410)
+                if other:
+                    self.assertEqual(self.c.post(SEM + name + "/release", {"token": other["token"]}).status, 200)
 
     def test_a_first_holder_renewed_in_its_limit_key_keeps_its_slot(self):
         """The first try keeps an idle semaphore's first holder in its limit key, which expires with the lease

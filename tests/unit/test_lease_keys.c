@@ -143,10 +143,11 @@ static void lock_scripts_of_some_keys(void **state)
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_WATCHED], "fg:lk:{inv:42}:v");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_TICKETS], "fg:lk:{inv:42}:t");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_INDEX], "fg:idx:lk");
-    assert_int_equal(LOCK_RENEW_NKEYS, 3);
+    assert_int_equal(LOCK_RENEW_NKEYS, 4);
     assert_string_equal(renew[LOCK_RENEW_KEY_HOLDER], "fg:lk:{inv:42}:h");
     assert_string_equal(renew[LOCK_RENEW_KEY_RIDS], "fg:lk:{inv:42}:r");
     assert_string_equal(renew[LOCK_RENEW_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
+    assert_string_equal(renew[LOCK_RENEW_KEY_ENDED], "fg:lk:{inv:42}:n");
 }
 
 int main(void)
