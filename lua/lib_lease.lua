@@ -79,7 +79,7 @@ local function renewal_ttl(ttl, own_ttl, granted_at, max_hold, now)
   if ttl == '0' then ttl = own_ttl end
   local hold_until = granted_at + max_hold
   if now >= hold_until then return nil, hold_until end
-  if now + ttl <= hold_until then return ttl, hold_until, false end
+  if now + ttl < hold_until then return ttl, hold_until, false end
   return decimal(hold_until - now), hold_until, true
 end
 
@@ -343,8 +343,9 @@ end
 
 -- The ended set of a lease name used again and again is trimmed by the end
 -- of one lease in TRIM_EVERY, the one whose fence is a multiple of it (fences
--- of one name grow), not by every end: it holds at most TRIM_EVERY - 1
--- entries past their time in between.
+-- of one name grow), not by every end: it holds at most 2 (TRIM_EVERY - 1)
+-- entries past their time in between (a lease files its hold end, then its
+-- release or revoke).
 local TRIM_EVERY = 16
 
 -- LEASE_RELEASED_KEPT_MS (src/fglimits.h) as decimal text: how long a release
@@ -372,6 +373,26 @@ end
 -- (lease_hold_end.lua). Watchers and retried releases ask for other entries.
 local function mark_hold_end(lk, fence, hold_until, now)
   end_keep(lk, fence, 'max_hold', now, hold_until + LEASE_RELEASED_KEPT_MS)
+end
+
+-- A renewal that shortened the lease with fence (a ttl asked below an earlier
+-- renewal's): it no longer lasts to the deadline an earlier renewal may have
+-- marked (mark_hold_end), so the mark goes.
+local function hold_end_drop(lk, fence)
+  redis.call('ZREM', lk.ended, fence .. '|max_hold')
+end
+
+-- Moves the expiry of string key, which holds the lease with fence (a lock's
+-- holder, a semaphore's first holder), to ttl (ms, decimal text) from now for
+-- a renewal: lengthening it, as renewals do, costs one PEXPIRE; one that
+-- shortens it drops the lease's hold end mark (hold_end_drop). cut, hold_until:
+-- what renewal_ttl answered, whose mark this files.
+local function renew_expiry(lk, key, ttl, fence, cut, hold_until, now)
+  if redis.call('PEXPIRE', key, ttl, 'GT') == 0 then
+    redis.call('PEXPIRE', key, ttl)
+    if not cut then hold_end_drop(lk, fence) end
+  end
+  if cut then mark_hold_end(lk, fence, hold_until, now) end
 end
 
 -- True if the lease with fence (decimal text) was released and is still kept.

@@ -8,7 +8,8 @@
 -- without a request_id is read no further than that takes, lib_holder.lua
 -- claimed_brief); the time to live is the ttl as asked unless the hold's
 -- deadline cuts it (no sum printed); a renewal the deadline cuts keeps the
--- hold's end in the ended set (lib_lease.lua mark_hold_end).
+-- hold's end in the ended set, and one that shortens the lease drops it
+-- (lib_lease.lua renew_expiry).
 -- KEYS: holder rids rid_until ended
 --   those keys of lib_lock.lua and lib_lease.lua
 -- ARGV: lease ttl_ms
@@ -29,11 +30,11 @@ if held ~= lease then return lease_reply('lost') end
 local now, now_at = now_ms_and_text()
 local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
 if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
-if cut then mark_hold_end(k, fence, hold_until, now) end
 if not h or h.claimed == '1' then
-  redis.call('PEXPIRE', k.h, ttl)
-else
+  renew_expiry(k, k.h, ttl, fence, cut, hold_until, now)
+else -- unclaimed: no renewal came before, nor a mark
   redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', ttl)
+  if cut then mark_hold_end(k, fence, hold_until, now) end
 end
 if h then rid_hold(k, h.rid, lease, now + ttl, now) end
 return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))

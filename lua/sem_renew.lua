@@ -15,7 +15,8 @@
 -- claimed holder's record stays as it is, only its expiry moves; the time to
 -- live is the ttl as asked unless the hold's deadline cuts it (no sum
 -- printed); a renewal the deadline cuts keeps the hold's end in the ended
--- set (lib_lease.lua mark_hold_end).
+-- set, and one that shortens the lease drops it (lib_lease.lua
+-- renew_expiry).
 -- KEYS: holders data queue waiters limit tickets rids rid_until ended
 --   those keys of lib_sem.lua and lib_lease.lua
 -- ARGV: lease ttl_ms keep_ms
@@ -34,8 +35,7 @@ if is_first_holder(limit_raw) then
   if held == lease then
     local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
     if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
-    if cut then mark_hold_end(k, fence, hold_until, now) end
-    redis.call('PEXPIRE', k.l, ttl)
+    renew_expiry(k, k.l, ttl, fence, cut, hold_until, now)
     return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL,
                        decimal(hold_until))
   end
@@ -56,7 +56,11 @@ local function renew()
   end
   local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
   if not ttl then return {'max_hold', R_HOLD_UNTIL, decimal(hold_until)} end
-  if cut then mark_hold_end(k, fence, hold_until, now) end
+  if cut then
+    mark_hold_end(k, fence, hold_until, now)
+  elseif now + ttl < tonumber(expiry) then
+    hold_end_drop(k, fence)
+  end
   if rec and rec.claimed ~= 1 then
     rec.claimed = 1
     redis.call('HSET', k.d, lease, record_json(rec))

@@ -272,13 +272,12 @@ static enum handler_result lease_lost(const struct lease_ops *kind, struct http_
     return HANDLER_DONE;
 }
 
-/* True if the lease with fence was revoked, as Postgres says (false if it cannot be read). */
-static bool revoked_fence(int64_t fence)
+bool lease_not_revoked(int64_t fence)
 {
     struct fg_error ignored = {0};
-    bool revoked = false;
+    bool revoked = true;
     char why[REVOCATION_REASON_MAX + 1];
-    return revocation_find(fence, &revoked, why, sizeof why, &ignored) == 0 && revoked;
+    return revocation_find(fence, &revoked, why, sizeof why, &ignored) == 0 && !revoked;
 }
 
 /* 409 max_hold_exceeded: the hold reached its deadline hold_until_ms. */
@@ -292,8 +291,8 @@ static enum handler_result max_hold_exceeded(struct http_reply *reply, int64_t h
 }
 
 /* A renewal found its lease gone: 409 when the lease ended at its hold deadline
- * (lease_hold_end; a look that fails tells nothing) and was not revoked before,
- * else what lease_lost answers. */
+ * (lease_hold_end; a look that fails tells nothing) and was not revoked
+ * (lease_not_revoked), else what lease_lost answers. */
 static enum handler_result renewal_gone(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply, const struct token_claims *claims)
 {
@@ -301,7 +300,7 @@ static enum handler_result renewal_gone(const struct lease_ops *kind, struct htt
     struct fg_error ignored = {0};
     if (lease_hold_end(kind->token_kind, lease_name(req), (long long)claims->fence, &res,
                        &ignored) == 0 &&
-        res.outcome == LEASE_MAX_HOLD && !revoked_fence(claims->fence))
+        res.outcome == LEASE_MAX_HOLD && lease_not_revoked(claims->fence))
         return max_hold_exceeded(reply, res.hold_until_ms);
     return lease_lost(kind, req, reply, "renew", claims);
 }

@@ -49,6 +49,10 @@ void lease_reply_renewed(struct fgjson_out *out, const struct lease_ops *kind, c
                          const struct lease_result *res);
 void lease_reply_released(struct http_reply *reply);
 
+/* True if Postgres says the lease with fence was not revoked (false when it cannot be read: a
+ * caller then answers as for a lease that may have been). */
+bool lease_not_revoked(int64_t fence);
+
 /* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c). */
 enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http_request *req,
                                        struct http_reply *reply);

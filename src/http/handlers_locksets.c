@@ -171,13 +171,14 @@ static int set_claims(struct http_request *req, const json_t *body,
 }
 
 /* Why the renewal of the lock of c found it gone: LEASE_MAX_HOLD when it ended at its hold
- * deadline (lease_hold_end; a look that fails tells nothing), else LEASE_LOST. */
+ * deadline (lease_hold_end; a look that fails tells nothing) and was not revoked
+ * (lease_not_revoked), else LEASE_LOST. */
 static enum lease_outcome gone_why(const struct token_claims *c)
 {
     struct lease_result res;
     struct fg_error ignored = {0};
     if (lease_hold_end(LEASE_KIND_LOCK, c->name, (long long)c->fence, &res, &ignored) == 0 &&
-        res.outcome == LEASE_MAX_HOLD)
+        res.outcome == LEASE_MAX_HOLD && lease_not_revoked(c->fence))
         return LEASE_MAX_HOLD;
     return LEASE_LOST;
 }

@@ -275,36 +275,46 @@ class LockApiTest(unittest.TestCase):
         self.assertEqual(release(self.client, name, again.body["token"]).status, 200)
 
     def test_a_lease_that_ended_before_its_hold_deadline_is_lost(self):
-        """Only a lease that a renewal cut at its hold deadline ended there: one that expired sooner or was
-        revoked answers a later renew 410 lease_lost, also once the deadline has passed; one released after
-        the cut answers 410 before the deadline and 409 past it (a renewal past the deadline all the same).
-        Caught: a hold end read without the deadline's time (409 before it), and one that took precedence
-        over a revoke."""
+        """Only a lease that a renewal cut at its hold deadline ended there: one that expired sooner, was
+        revoked, or was renewed shorter after the cut and taken over, answers a later renew 410 lease_lost,
+        also once the deadline has passed; one released after the cut answers 410 before the deadline and
+        409 past it (a renewal past the deadline all the same). Caught: a hold end read without the
+        deadline's time (409 before it), one that took precedence over a revoke, and a mark that outlived a
+        shorter renewal (409 for a lease taken over)."""
         name = unique_name("hold-expired")
         r = acquire(self.client, name, ttl_ms=300, max_hold_ms=1200)
         time.sleep(0.6)  # expired, 0.6 s before its deadline
         assert_problem(self, renew(self.client, name, r.body["token"]), 410, "lease_lost")
         time.sleep(0.8)  # past the deadline
         assert_problem(self, renew(self.client, name, r.body["token"]), 410, "lease_lost")
-        for end in ("release", "revoke"):
+        for end in ("release", "revoke", "shorten"):
             with self.subTest(end=end):
                 name = unique_name("hold-" + end)
                 r = acquire(self.client, name, ttl_ms=1000, max_hold_ms=1500)
                 cut = renew(self.client, name, r.body["token"], ttl_ms=2000)
                 self.assertEqual(cut.body["expires_at_ms"], cut.body["hold_until_ms"], cut)  # marked
+                taker = None
                 if end == "release":
                     self.assertEqual(release(self.client, name, r.body["token"]).status, 200)
                     before = renew(self.client, name, r.body["token"])  # before the deadline
                     assert_problem(self, before, 410, "lease_lost")
-                else:
+                elif end == "revoke":
                     self.assertEqual(self.client.post(f"/v1/locks/{name}/revoke", {}).status, 200)
+                else:  # a shorter renewal: the lease ends before the deadline, and another client takes it
+                    self.assertEqual(renew(self.client, name, r.body["token"], ttl_ms=100).status, 200)
+                    time.sleep(0.3)
+                    taker = acquire(self.client, name, ttl_ms=5000)
+                    self.assertEqual(taker.status, 200, taker)
                 time.sleep(1.5 + 0.3)
                 late = renew(self.client, name, r.body["token"])
                 if end == "release":
                     assert_problem(self, late, 409, "max_hold_exceeded")  # the deadline passed all the same
                 else:
                     assert_problem(self, late, 410, "lease_lost")
+                if end == "revoke":
                     self.assertEqual(late.body["reason"], "revoked")
+                if taker:
+                    self.assertEqual(release(self.client, name, taker.body["token"]).status, 200)
 
     # -- bad input --
 

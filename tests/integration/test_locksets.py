@@ -76,8 +76,9 @@ class LockSetTest(GatewayTest):
 
     def test_renewal_past_the_hold_deadline_names_the_lock(self):
         """A set renewed up to its hold deadline ends there: a renewal after it answers 409
-        max_hold_exceeded naming a lock of the set, as a renewal at the deadline does. Caught: 410
-        lease_lost for locks that ended at their deadline."""
+        max_hold_exceeded naming a lock of the set, as a renewal at the deadline does; a lock revoked before
+        it answers 410 lease_lost. Caught: 410 lease_lost for locks that ended at their deadline, and 409 for
+        a revoked one."""
         names = [unique_name("ls-hold") for _ in range(2)]
         r = self.c.post("/v1/locksets/acquire", {"names": names, "ttl_ms": 1000, "max_hold_ms": 1500})
         self.assertEqual(r.status, 200, r)
@@ -85,10 +86,14 @@ class LockSetTest(GatewayTest):
         cut = self.c.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": 2000})
         self.assertEqual(cut.status, 200, cut)
         self.assertTrue(all(x["expires_at_ms"] == x["hold_until_ms"] for x in cut.body["locks"]), cut)
+        self.assertEqual(self.c.post(f"/v1/locks/{names[1]}/revoke", {}).status, 200)
         time.sleep(1.5 + 0.3)  # past the deadline
-        late = self.c.post("/v1/locksets/renew", {"tokens": tokens})
-        self.assertEqual((late.status, late.body["type"]), (409, "/problems/max_hold_exceeded"), late)
-        self.assertIn(late.body["lock"], names)
+        late = self.c.post("/v1/locksets/renew", {"tokens": tokens[:1]})
+        self.assertEqual((late.status, late.body["type"], late.body["lock"]),
+                         (409, "/problems/max_hold_exceeded", names[0]), late)
+        revoked = self.c.post("/v1/locksets/renew", {"tokens": tokens})  # a revoked lock is lost, not capped
+        self.assertEqual((revoked.status, revoked.body["type"], revoked.body["lock"]),
+                         (410, "/problems/lease_lost", names[1]), revoked)
 
     def test_all_or_none_without_and_with_waiting(self):
         a, b = sorted((unique_name("ls"), unique_name("ls")))

@@ -168,9 +168,11 @@ class SemaphoreLeaseTest(GatewayTest):
     def test_max_hold_caps_renewals(self):
         """A renewal is granted up to the hold deadline and the lease ends there: a renewal after it answers
         409 max_hold_exceeded with the deadline, for a first holder kept in the limit key and for a holder
-        beside another alike. Caught: a renewal cut at the deadline that kept no mark of it (410)."""
-        for beside in (False, True):
-            with self.subTest(beside=beside):
+        beside another alike; one renewed shorter after the cut ends sooner, and a renewal after the deadline
+        answers 410. Caught: a renewal cut at the deadline that kept no mark of it (410), and a mark a shorter
+        renewal left (409)."""
+        for beside, shorten in ((False, False), (True, False), (False, True), (True, True)):
+            with self.subTest(beside=beside, shorten=shorten):
                 name = unique("sem-maxhold")
                 limit = 2 if beside else 1  # one holder of one slot is kept in the limit key
                 other = self.acquire(name, limit=limit, ttl_ms=30000).body if beside else None
@@ -184,10 +186,16 @@ class SemaphoreLeaseTest(GatewayTest):
                 self.assertEqual((r.body["semaphore"], r.body["fence"]), (name, a["fence"]))
                 self.assertEqual(r.body["expires_at_ms"], r.body["hold_until_ms"])
                 self.assertLess(r.body["ttl_ms"], 1000)
+                if shorten:  # renewed shorter after the cut: the lease ends before the deadline
+                    s = self.c.post(SEM + name + "/renew", {"token": a["token"], "ttl_ms": 100})
+                    self.assertEqual(s.status, 200, s)
                 time.sleep(0.9 + 0.3)  # past the deadline
                 late = self.c.post(SEM + name + "/renew", {"token": a["token"]})
-                self.assertEqual((late.status, late.body["type"], late.body.get("hold_until_ms")),
-                                 (409, "/problems/max_hold_exceeded", r.body["hold_until_ms"]), late)
+                if shorten:
+                    self.assertEqual((late.status, late.body["type"]), (410, "/problems/lease_lost"), late)
+                else:
+                    self.assertEqual((late.status, late.body["type"], late.body.get("hold_until_ms")),
+                                     (409, "/problems/max_hold_exceeded", r.body["hold_until_ms"]), late)
                 self.assertEqual(self.c.post(SEM + name + "/release", {"token": a["token"]}).status, 410)
                 if other:
                     self.assertEqual(self.c.post(SEM + name + "/release", {"token": other["token"]}).status, 200)
