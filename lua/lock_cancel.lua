@@ -49,7 +49,9 @@ if mode == 'orphan' then return lease_reply('gone') end
 local raw = redis.call('HGET', k.w, lease)
 if not raw then return lease_reply('gone') end
 local w = cjson.decode(raw)
-if attach ~= '' and w.attach ~= attach then return lease_reply('superseded') end
+-- A waiter record of no attempt (attach "": a retry of its request_id that
+-- would not wait took it over) has nobody waiting on it: any give-up takes it.
+if attach ~= '' and w.attach ~= attach and w.attach ~= '' then return lease_reply('superseded') end
 rid_forget(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)

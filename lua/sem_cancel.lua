@@ -57,7 +57,9 @@ if mode == 'orphan' then return done('gone') end
 local raw = redis.call('HGET', k.w, lease)
 if not raw then return done('gone') end
 local w = cjson.decode(raw)
-if attach ~= '' and w.attach ~= attach then return done('superseded') end
+-- A waiter record of no attempt (attach "": a retry of its request_id that
+-- would not wait took it over) has nobody waiting on it: any give-up takes it.
+if attach ~= '' and w.attach ~= attach and w.attach ~= '' then return done('superseded') end
 rid_forget(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)

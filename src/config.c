@@ -62,6 +62,7 @@ static const struct setting settings[] = {
           1, 10000000),
     S_INT("limits.max_waiters", NULL, max_waiters, DEFAULT_MAX_WAITERS, 1, 10000000),
     S_INT("limits.max_waiters_per_key", NULL, max_waiters_per_key, 0, 1, 10000000),
+    S_INT("limits.kept_place_ms", NULL, kept_place_ms, DEFAULT_KEPT_PLACE_MS, 0, WAIT_MAX_MS),
     S_INT("limits.max_hash_fields", NULL, max_hash_fields, DEFAULT_MAX_HASH_FIELDS, 1, 10000000),
     S_INT("limits.max_value_bytes", NULL, max_value_bytes, DEFAULT_MAX_VALUE_BYTES, 1, 536870912),
     S_INT("limits.audit_retention_days", NULL, audit_retention_days, DEFAULT_AUDIT_RETENTION_DAYS,

@@ -63,6 +63,8 @@ struct config {
     long long max_waiters;                      /* waiters suspended in this process */
     long long max_waiters_per_key;  /* acquires and watches one API key keeps parked (0 in the
                                        configuration: a quarter of max_waiters) */
+    long long kept_place_ms;        /* how long a waiter with a request_id whose client hung up
+                                       keeps its place for a retry (0: it leaves at once) */
     int http_threads;               /* HTTP worker threads */
     int pg_pool_size;               /* Postgres connections */
     long long redis_pipeline_from;  /* script calls in flight from which they share one

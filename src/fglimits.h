@@ -80,6 +80,7 @@
 #define DEFAULT_MAX_BODY_BYTES          1048576 /* limits.max_body_bytes */
 #define DEFAULT_MAX_WAITERS_PER_LOCK    10000   /* limits.max_waiters_per_lock */
 #define DEFAULT_MAX_WAITERS             100000  /* limits.max_waiters */
+#define DEFAULT_KEPT_PLACE_MS           30000   /* limits.kept_place_ms */
 #define DEFAULT_MAX_HASH_FIELDS         1000    /* limits.max_hash_fields */
 #define DEFAULT_MAX_VALUE_BYTES         65536   /* limits.max_value_bytes */
 #define DEFAULT_AUDIT_RETENTION_DAYS    90      /* limits.audit_retention_days */

@@ -30,6 +30,7 @@
 #include "gateway.h"
 #include "http/server.h"
 #include "lease/doorbell.h"
+#include "lease/kept_place.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_list.h"
 #include "lease/waiter.h"
@@ -61,7 +62,7 @@ static int beat_slots(const char *lease, struct fg_error *err)
 {
     unsigned char *seen = calloc(CLUSTER_SLOTS, 1);
     FG_ASSERT(seen != NULL);
-    size_t n = waiter_slots(seen, CLUSTER_SLOTS);
+    size_t n = waiter_slots(seen, CLUSTER_SLOTS) + kept_place_slots(seen, CLUSTER_SLOTS);
     struct slot_beat {
         char key[sizeof KEY_GATEWAYS + SLOT_TAG_MAX + 3];
         const char *keys[INSTANCE_BEAT_NKEYS];
@@ -159,6 +160,7 @@ static void *lease_janitor_main(void *arg)
         int64_t now = clock_mono_ms();
         int64_t due = earlier(waiter_tick(now), doorbell_reap_orphans(now));
         due = earlier(due, http_server_reap_slow(now));
+        due = earlier(due, kept_place_reap(now));
         if (now >= next_beat)
             next_beat = beat(now, &beat_failing);
         due = earlier(due, next_beat);

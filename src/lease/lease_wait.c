@@ -10,7 +10,8 @@
  * kept as an orphan, which the waiter takes back as it registers. It then
  * parks between attempts. A passed deadline gives up but keeps a grant that
  * arrived meanwhile; a superseding retry, a drain or a hang-up leave the
- * queue. Waiters near the head re-check when the (first) holder's lease
+ * queue (a hang-up of one that carries a request_id keeps its place for a
+ * retry instead: kept_place.h). Waiters near the head re-check when the (first) holder's lease
  * should end, so a crashed holder's lease is handed on with nobody releasing.
  * A re-check that meets a backend outage (Redis restarting, fences not
  * reservable while Postgres is down) keeps the waiter parked until its
@@ -35,6 +36,7 @@
 
 #include "gateway.h"
 #include "lease/doorbell.h"
+#include "lease/kept_place.h"
 #include "lease/lease_keys.h"
 #include "lease/park.h"
 #include "util/log.h"
@@ -57,6 +59,7 @@ struct lease_wait {
     const char *name;              /* the lock or semaphore (borrowed from the request) */
     struct lease_wait_end *end;    /* where its answer goes: the caller's, while the engine runs */
     int64_t fence;                 /* answered a grant: its fence; else 0 */
+    bool parked;                   /* registered: a hang-up may keep its place (keep_place) */
     char attach[LEASE_ID_LEN + 1]; /* id of this connection's attempt */
     char text[];                   /* owner, NUL, request_id, NUL */
 };
@@ -111,20 +114,52 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
         return end->err.code == FG_ERR_BACKEND_UNAVAILABLE ? PARK_TRY_OUTAGE : PARK_TRY_ANSWERED;
     if (end->res.outcome != LEASE_QUEUED)
         return PARK_TRY_ANSWERED;
-    if (strcmp(end->res.lease_id, p->waiter.lease_id) != 0)
+    if (strcmp(end->res.lease_id, p->waiter.lease_id) != 0) {
         waiter_rekey(&p->waiter, end->res.lease_id);
+        kept_place_forget(end->res.lease_id);
+    }
     *next_check_ms = next_check(&end->res, now);
     return PARK_TRY_WAIT;
 }
 
-/* The give-up hook: leaves the queue (unless the janitor took it out); at
- * the deadline it keeps a grant that arrived meanwhile, else answers busy. */
+/* True if the client of lw may hang up and keep its place for a retry: it carries a request_id,
+ * places are kept (limits.kept_place_ms) and the gateway is not stopping. */
+static bool may_keep(const struct lease_wait *lw)
+{
+    return lw->parked && lw->params.request_id[0] != '\0' && gw.cfg->kept_place_ms > 0 &&
+           !gw.draining;
+}
+
+/* The client of lw hung up: keeps its place for a retry of its request_id (kept_place.h), for
+ * limits.kept_place_ms at most and no longer than its wait. A grant that came to the wait as its
+ * client went (handed over or rung, not taken up) is given back as an orphan, which leaves a
+ * place still queued alone. Returns true if kept. */
+static bool keep_place(struct lease_wait *lw)
+{
+    if (!may_keep(lw))
+        return false;
+    int64_t now = park_clock(), until = now + gw.cfg->kept_place_ms;
+    if (until > lw->park.waiter.deadline_ms)
+        until = lw->park.waiter.deadline_ms;
+    if (until <= now || !kept_place_add(lw->kind, lw->name, lw->park.waiter.lease_id, lw->attach,
+                                        lw->park.waiter.slot, until))
+        return false;
+    doorbell_add_orphan((char)lw->kind->token_kind, lw->park.waiter.lease_id, lw->name);
+    log_message(
+        LOG_INFO, "place_kept",
+        "%s %s: its client hung up; the place is kept %lld ms for a retry of its request_id",
+        lw->kind->noun, lw->name, (long long)(until - now));
+    return true;
+}
+
+/* The give-up hook: leaves the queue (unless the janitor took it out, or a hang-up keeps the
+ * place); at the deadline it keeps a grant that arrived meanwhile, else answers busy. */
 static int give_up(struct park *p, enum park_why why, bool left, struct fg_error *err)
 {
     struct lease_wait *lw = wait_of(p);
     struct lease_wait_end *end = lw->end;
     end_clear(end);
-    if (why == PARK_WHY_SUPERSEDED || left)
+    if (why == PARK_WHY_SUPERSEDED || left || (why == PARK_WHY_HANGUP && keep_place(lw)))
         return 0;
     if (why != PARK_WHY_DEADLINE) {
         struct lease_result res;
@@ -201,21 +236,39 @@ static struct lease_queue queue_of(struct park *p)
     return (struct lease_queue){lw->kind, lw->name, {p->waiter.lease_id, lw->attach}};
 }
 
-/* The leave-many hook: the waits of each lock or semaphore leave together. */
+/* The leave-many hook: the waits of each lock or semaphore leave together, but for those
+ * that may keep their place (may_keep): they stay, and keep it as they give up. */
 static void leave_many(struct park *const *ps, size_t n, bool *left)
 {
-    lease_leave_queues(ps, n, queue_of, left);
+    struct park **leaving = calloc(n, sizeof *leaving);
+    size_t *at = calloc(n, sizeof *at);
+    bool *out = calloc(n, sizeof *out);
+    FG_ASSERT(leaving != NULL && at != NULL && out != NULL);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!may_keep(wait_of(ps[i]))) {
+            at[m] = i;
+            leaving[m++] = ps[i];
+        }
+    lease_leave_queues(leaving, m, queue_of, out);
+    for (size_t k = 0; k < m; k++)
+        left[at[k]] = out[k];
+    free(leaving);
+    free(at);
+    free(out);
 }
 
 /* The release hook: a wait whose request ends unanswered first leaves its
- * queue, so no ghost waiter holds anything up. */
+ * queue, so no ghost waiter holds anything up (or keeps its place for a
+ * retry, keep_place). */
 static void release(struct park *p, bool holds_place)
 {
     struct lease_wait *lw = wait_of(p);
     struct lease_result res;
     struct fg_error err = {0};
-    if (holds_place && lw->kind->cancel(lw->name, p->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP,
-                                        &res, &err) != 0)
+    if (holds_place && !keep_place(lw) &&
+        lw->kind->cancel(lw->name, p->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &res, &err) !=
+            0)
         log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", lw->kind->noun, lw->name, err.msg);
     free(lw);
 }
@@ -276,7 +329,9 @@ static enum park_step start(const struct lease_ops *kind, const char *name,
         return PARK_STEP_ANSWER;
     }
     *wait = lw;
+    lw->parked = true;
     doorbell_adopt(lw->park.waiter.lease_id);
+    kept_place_forget(lw->park.waiter.lease_id);
     int64_t at = next_check(&end->res, now);
     lw->end = end;
     struct fg_error problem;

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "store/backend/key_slot.h"
 #include "util/alarm.h"
 
 #define HANGUP_BATCH 256        /* epoll events taken at once */
@@ -264,13 +265,8 @@ size_t waiter_slots(unsigned char *seen, size_t nslots)
 {
     size_t added = 0;
     pthread_mutex_lock(&reg.lock);
-    for (struct list_link *l = reg.waiters.next; l != &reg.waiters; l = l->next) {
-        int slot = LIST_ENTRY(l, struct waiter, link)->slot;
-        if (slot >= 0 && (size_t)slot < nslots && !seen[slot]) {
-            seen[slot] = 1;
-            added++;
-        }
-    }
+    for (struct list_link *l = reg.waiters.next; l != &reg.waiters; l = l->next)
+        added += slot_seen(seen, nslots, LIST_ENTRY(l, struct waiter, link)->slot);
     pthread_mutex_unlock(&reg.lock);
     return added;
 }

@@ -7,6 +7,9 @@
   right after the holder releases (not after the vanished waiter's TTL);
 - many waiters whose clients close at once (the gateway takes them out of the queue together): all of
   them leave, on a lock and on a semaphore, and the live waiters among them keep their order;
+- a waiter with a request_id whose client hangs up keeps its place for a retry of the request_id (through
+  its gateway or another), which is then served before the waiters behind it; a place nobody comes back
+  for is given back at its turn at once, and leaves its queue when limits.kept_place_ms is up;
 - a gateway killed with SIGKILL while its waiters are queued: a waiter of another gateway queued behind
   them gets the lock within a few seconds of the release (the dead gateway's waiter lease), not stuck,
   and a client retrying through another gateway with the same request_id starts afresh.
@@ -15,6 +18,7 @@ Owns: liveness of /v1/locks after crashes and hang-ups. Must not: weaken safety 
 pass (a lock that is granted early is a failure too).
 """
 
+import json
 import os
 import sys
 import threading
@@ -24,7 +28,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway  # noqa: E402
-from lock_helpers import acquire, raw_acquire, release, status, unique_name, wait_for_waiting  # noqa: E402
+from lock_helpers import (acquire, raw_acquire, read_response, release, status, unique_name,  # noqa: E402
+                          wait_for_waiting)
 
 
 class Waiter(threading.Thread):
@@ -151,6 +156,131 @@ class CrashRecoveryTest(unittest.TestCase):
         self.assertEqual((st["holders"], st["waiting"]), (1, 0))
         self.assertEqual(self.client.post(path + "/release", {"token": held.body["token"]}).status, 200)
         self.assertEqual(self.client.get(path).body["holders"], 0)
+
+    def kept_place_then_retry(self, retry_gw: Gateway, kind: str = "locks", hang_gw: Gateway | None = None,
+                              linger: float = 0.5) -> None:
+        """A waiter with a request_id hangs up (queued through hang_gw) between the holder and a second
+        waiter; its retry (through retry_gw, waiting linger seconds before the holder releases) must get the
+        lock or slot first, the second waiter after it."""
+        hang_gw = hang_gw or self.gw
+        name = unique_name("kept-" + kind)
+        path = f"/v1/{kind}/{name}"
+        extra = {"limit": 1} if kind == "semaphores" else {}
+        held = self.client.post(path + "/acquire", {"ttl_ms": 30000, **extra})
+        self.assertEqual(held.status, 200, held)
+        waiting = (lambda: self.client.get(path).body["waiting"])
+        rid = unique_name("rid")
+        gone = raw_acquire(hang_gw.port, name, {"ttl_ms": 30000, "wait_ms": 30000, "request_id": rid, **extra},
+                           kind=kind)
+        wait_for(lambda: waiting() == 1, "the first waiter queued")
+        behind = Waiter(self.gw, name, ttl_ms=30000, wait_ms=40000) if kind == "locks" else None
+        behind_sock = None
+        if behind:
+            behind.start()
+        else:
+            behind_sock = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 40000, **extra}, kind=kind)
+        wait_for(lambda: waiting() == 2, "the second waiter queued")
+        gone.close()
+        time.sleep(1.0)  # a hang-up is seen within milliseconds: a place not kept is gone by now
+        self.assertEqual(waiting(), 2, "the waiter that hung up left its place")
+        with retry_gw.client(timeout=60) as c:
+            retry = {}
+            t = threading.Thread(target=lambda: retry.update(
+                r=c.post(path + "/acquire", {"ttl_ms": 30000, "wait_ms": 30000, "request_id": rid, **extra})),
+                daemon=True)
+            t.start()
+            time.sleep(linger)
+            self.assertEqual(waiting(), 2, "the retry did not take the kept place over")
+            self.assertEqual(self.client.post(path + "/release", {"token": held.body["token"]}).status, 200)
+            t.join(30)
+            self.assertEqual(retry["r"].status, 200, f"the retry was not served first: {retry['r']}")
+            self.assertGreater(retry["r"].body["fence"], held.body["fence"])
+            if behind:
+                self.assertTrue(behind.is_alive(), "the waiter behind was served before the kept place")
+            self.assertEqual(self.client.post(path + "/release", {"token": retry["r"].body["token"]}).status, 200)
+        if behind:
+            behind.join(30)
+            self.assertEqual(behind.response.status, 200, behind.response)
+            self.assertGreater(behind.response.body["fence"], retry["r"].body["fence"])
+            self.assertEqual(release(self.client, name, behind.response.body["token"]).status, 200)
+        else:
+            status_code, raw = read_response(behind_sock)
+            self.assertEqual(status_code, 200, raw)
+            token = json.loads(raw.partition(b"\r\n\r\n")[2])["token"]
+            self.assertEqual(self.client.post(path + "/release", {"token": token}).status, 200)
+            behind_sock.close()
+
+    def test_retry_after_a_hang_up_keeps_its_place(self):
+        """API.md: the same request_id retried after a timeout keeps its place in the queue. Caught: a waiter
+        that left its queue as its client hung up (the waiter behind it was served first)."""
+        self.kept_place_then_retry(self.gw)
+
+    def test_retry_through_another_gateway_keeps_its_place(self):
+        """The retry through another gateway outlives the place's time on the first, whose reap must leave
+        the place the retry took over alone. Caught: a reap that dropped whatever waited in the place."""
+        hang, other = Gateway(config={"limits": {"kept_place_ms": 1500}}), Gateway()
+        try:
+            self.kept_place_then_retry(other, hang_gw=hang, linger=3.0)
+        finally:
+            hang.stop()
+            other.stop()
+
+    def test_a_semaphore_waiter_keeps_its_place_for_a_retry(self):
+        self.kept_place_then_retry(self.gw, kind="semaphores")
+
+    def test_a_kept_place_nobody_comes_back_for_is_given_back_at_its_turn(self):
+        """The turn of a kept place whose client never came back goes to the waiter behind it at once (the
+        grant finds no waiter and is given back), not after the lease's TTL; a retry after that starts
+        afresh. Caught: a kept place whose grant was held for the retry (the waiter behind waited 30 s)."""
+        name = unique_name("kept-turn")
+        held = acquire(self.client, name, ttl_ms=30000)
+        rid = unique_name("rid")
+        gone = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 30000, "request_id": rid})
+        wait_for_waiting(self.client, name, 1)
+        behind = Waiter(self.gw, name, ttl_ms=30000, wait_ms=40000)
+        behind.start()
+        wait_for_waiting(self.client, name, 2)
+        gone.close()
+        time.sleep(0.5)
+        wait_for_waiting(self.client, name, 2, timeout=1)
+        released_at = time.monotonic()
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        behind.join(30)
+        self.assertEqual(behind.response.status, 200, behind.response)
+        self.assertLess(behind.done_at - released_at, 3.0, "the kept place held the lock up")
+        late = acquire(self.client, name, ttl_ms=30000, request_id=rid)
+        self.assertEqual((late.status, late.body["type"]), (409, "/problems/lock_busy"), late)
+        self.assertEqual(release(self.client, name, behind.response.body["token"]).status, 200)
+
+    def test_a_kept_place_leaves_when_its_time_is_up(self):
+        """limits.kept_place_ms bounds how long a place waits for its retry, also when a retry that would not
+        wait (wait_ms 0) came meanwhile; 0 keeps none. Caught: a kept place that stayed queued past its
+        time, and one a wait_ms 0 retry left in the queue for good."""
+        for kept_ms, retry_at_once in ((1500, False), (1500, True), (0, False)):
+            with self.subTest(kept_place_ms=kept_ms, retry_at_once=retry_at_once):
+                gw = Gateway(config={"limits": {"kept_place_ms": kept_ms}})
+                try:
+                    with gw.client() as c:
+                        name = unique_name("kept-time")
+                        held = acquire(c, name, ttl_ms=30000)
+                        rid = unique_name("rid")
+                        gone = raw_acquire(gw.port, name, {"ttl_ms": 30000, "wait_ms": 30000, "request_id": rid})
+                        wait_for_waiting(c, name, 1)
+                        gone.close()
+                        closed_at = time.monotonic()
+                        if retry_at_once:
+                            time.sleep(0.3)
+                            busy = acquire(c, name, ttl_ms=30000, request_id=rid)
+                            self.assertEqual(busy.status, 409, busy)
+                        wait_for_waiting(c, name, 0, timeout=10)
+                        left_after = time.monotonic() - closed_at
+                        if kept_ms:
+                            self.assertGreater(left_after, 1.2, "the place was not kept")
+                        else:
+                            self.assertLess(left_after, 1.0, "a place was kept with kept_place_ms 0")
+                        self.assertEqual(release(c, name, held.body["token"]).status, 200)
+                finally:
+                    gw.stop()
 
     def test_killed_gateway_does_not_wedge_the_queue(self):
         name = unique_name("killed")

@@ -78,6 +78,7 @@ static void defaults(void **state)
     assert_int_equal(cfg.max_waiters_per_lock, 10000);
     assert_int_equal(cfg.max_waiters, 100000);
     assert_int_equal(cfg.max_waiters_per_key, 25000);
+    assert_int_equal(cfg.kept_place_ms, 30000);
     assert_int_equal(cfg.waiter_lease_ms, 3000);
     assert_int_equal(cfg.ntables, 0);
     assert_int_equal(cfg.nredis_prefixes, 0);

@@ -34,4 +34,14 @@ const char *slot_tag(unsigned slot);
  * length; a key of that name lives in slot. Asserts that it fits. */
 size_t slot_tag_key(char *out, size_t cap, const char *base, unsigned slot);
 
+/* Sets seen[slot] (seen has nslots entries; slot -1: none) for a set of slots
+ * being gathered; returns 1 if it was not set before, else 0. */
+static inline size_t slot_seen(unsigned char *seen, size_t nslots, int slot)
+{
+    if (slot < 0 || (size_t)slot >= nslots || seen[slot])
+        return 0;
+    seen[slot] = 1;
+    return 1;
+}
+
 #endif
