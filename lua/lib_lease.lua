@@ -385,12 +385,13 @@ end
 -- Moves the expiry of string key, which holds the lease with fence (a lock's
 -- holder, a semaphore's first holder), to ttl (ms, decimal text) from now for
 -- a renewal: lengthening it, as renewals do, costs one PEXPIRE; one that
--- shortens it drops the lease's hold end mark (hold_end_drop). cut, hold_until:
--- what renewal_ttl answered, whose mark this files.
+-- shortens it drops the lease's hold end mark (hold_end_drop), and one in the
+-- millisecond of the renewal before, which moves nothing, costs two. cut,
+-- hold_until: what renewal_ttl answered, whose mark this files.
 local function renew_expiry(lk, key, ttl, fence, cut, hold_until, now)
-  if redis.call('PEXPIRE', key, ttl, 'GT') == 0 then
-    redis.call('PEXPIRE', key, ttl)
-    if not cut then hold_end_drop(lk, fence) end
+  if redis.call('PEXPIRE', key, ttl, 'GT') == 0 and redis.call('PEXPIRE', key, ttl, 'LT') == 1 and
+      not cut then
+    hold_end_drop(lk, fence)
   end
   if cut then mark_hold_end(lk, fence, hold_until, now) end
 end
