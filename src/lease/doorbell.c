@@ -35,6 +35,7 @@ struct orphan {
     char kind;
     char lease_id[LEASE_ID_LEN + 1];
     char name[NAME_MAX_LEN + 1];
+    char attach[LEASE_ID_LEN + 1]; /* given back only from this attempt ("": any) */
     int64_t seen_ms;
 };
 
@@ -62,7 +63,7 @@ void doorbell_on_orphan(char kind, doorbell_orphan_fn fn)
 }
 
 static void remember_orphan(char kind, const char *lease, size_t lease_len, const char *name,
-                            size_t name_len)
+                            size_t name_len, const char *attach)
 {
     if (lease_len != LEASE_ID_LEN || name_len == 0 || name_len > NAME_MAX_LEN)
         return;
@@ -74,15 +75,16 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
         o->lease_id[LEASE_ID_LEN] = '\0';
         memcpy(o->name, name, name_len);
         o->name[name_len] = '\0';
+        snprintf(o->attach, sizeof o->attach, "%s", attach);
         o->seen_ms = clock_mono_ms();
         alarm_set(o->seen_ms + ORPHAN_GRACE_MS);
     }
     pthread_mutex_unlock(&bell.lock);
 }
 
-void doorbell_add_orphan(char kind, const char *lease_id, const char *name)
+void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach)
 {
-    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name));
+    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name), attach);
 }
 
 bool doorbell_adopt(const char *lease_id)
@@ -112,7 +114,7 @@ static void on_message(const char *payload, size_t len, void *ctx)
     lease[LEASE_ID_LEN] = '\0';
     if (!waiter_ring(lease))
         remember_orphan(payload[0], lease, LEASE_ID_LEN, payload + 3 + LEASE_ID_LEN,
-                        len - 3 - LEASE_ID_LEN);
+                        len - 3 - LEASE_ID_LEN, "");
 }
 
 /* Payload "<kind>|<fence>|<reason>|<name>" (lib_lease.lua's mark_ended). */
@@ -199,7 +201,7 @@ int64_t doorbell_reap_orphans(int64_t now_ms)
             continue;
         doorbell_orphan_fn fn = orphan_fn(due[i].kind);
         struct fg_error err = {0};
-        if (fn != NULL && fn(due[i].name, due[i].lease_id, &err) != 0)
+        if (fn != NULL && fn(due[i].name, due[i].lease_id, due[i].attach, &err) != 0)
             log_message(LOG_WARN, "orphan_grant", "could not give back a grant on %s: %s",
                         due[i].name, err.msg);
     }

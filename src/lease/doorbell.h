@@ -16,8 +16,10 @@
 
 #include "util/error.h"
 
-/* Gives back an unclaimed grant of kind ('l', 's') for lease on name. */
-typedef int (*doorbell_orphan_fn)(const char *name, const char *lease_id, struct fg_error *err);
+/* Gives back an unclaimed grant of kind ('l', 's') for lease on name, held by the attempt attach
+ * ("": whichever). */
+typedef int (*doorbell_orphan_fn)(const char *name, const char *lease_id, const char *attach,
+                                  struct fg_error *err);
 
 /* Registers how orphaned grants of a kind are given back. */
 void doorbell_on_orphan(char kind, doorbell_orphan_fn fn);
@@ -27,8 +29,9 @@ int doorbell_start(struct fg_error *err) FG_WUR;
 
 /* Remembers a grant of kind for lease on name whose waiter was not found when
  * it was handed over in-process; it is given back after the grace period
- * unless its waiter turns up (a retry being re-keyed). */
-void doorbell_add_orphan(char kind, const char *lease_id, const char *name);
+ * unless its waiter turns up (a retry being re-keyed). attach: the attempt
+ * it may be granted to, which alone it is given back from ("": whichever). */
+void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach);
 
 /* Takes back the orphaned grants of lease_id, if any: its waiter registered
  * just after the grant (it queued before registering). Returns true if there

@@ -52,7 +52,9 @@ extern const struct lease_ops lease_semaphore_ops;
 
 /* Give back a grant of a lock or of a semaphore whose waiter is gone (the doorbell's orphan
  * callbacks). */
-int lock_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
-int sem_give_back_orphan(const char *name, const char *lease_id, struct fg_error *err) FG_WUR;
+int lock_give_back_orphan(const char *name, const char *lease_id, const char *attach,
+                          struct fg_error *err) FG_WUR;
+int sem_give_back_orphan(const char *name, const char *lease_id, const char *attach,
+                         struct fg_error *err) FG_WUR;
 
 #endif

@@ -74,7 +74,7 @@ void lease_hand_over(enum lease_kind kind, const char *name, const struct lease_
 {
     for (size_t i = 0; i < res->nhandoff; i++)
         if (!waiter_deliver(res->handoff[i].lease_id, &res->handoff[i]))
-            doorbell_add_orphan(kind, res->handoff[i].lease_id, name);
+            doorbell_add_orphan(kind, res->handoff[i].lease_id, name, "");
 }
 
 /* Starts a fresh end: no problem, no busy detail. */
@@ -132,8 +132,8 @@ static bool may_keep(const struct lease_wait *lw)
 
 /* The client of lw hung up: keeps its place for a retry of its request_id (kept_place.h), for
  * limits.kept_place_ms at most and no longer than its wait. A grant that came to the wait as its
- * client went (handed over or rung, not taken up) is given back as an orphan, which leaves a
- * place still queued alone. Returns true if kept. */
+ * client went (handed over or rung, not taken up) is given back as an orphan of its attempt: a
+ * place still queued, or a grant a retry took over, is left alone. Returns true if kept. */
 static bool keep_place(struct lease_wait *lw)
 {
     if (!may_keep(lw))
@@ -144,7 +144,7 @@ static bool keep_place(struct lease_wait *lw)
     if (until <= now || !kept_place_add(lw->kind, lw->name, lw->park.waiter.lease_id, lw->attach,
                                         lw->park.waiter.slot, until))
         return false;
-    doorbell_add_orphan((char)lw->kind->token_kind, lw->park.waiter.lease_id, lw->name);
+    doorbell_add_orphan((char)lw->kind->token_kind, lw->park.waiter.lease_id, lw->name, lw->attach);
     log_message(
         LOG_INFO, "place_kept",
         "%s %s: its client hung up; the place is kept %lld ms for a retry of its request_id",
@@ -368,10 +368,10 @@ enum park_step lease_wait_run(struct lease_wait *lw, struct lease_wait_end *end)
 }
 
 int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,
-                           struct fg_error *err)
+                           const char *attach, struct fg_error *err)
 {
     struct lease_result res;
-    return kind->cancel(name, lease_id, "", LEASE_CANCEL_ORPHAN, &res, err);
+    return kind->cancel(name, lease_id, attach, LEASE_CANCEL_ORPHAN, &res, err);
 }
 
 void lease_give_back_unanswered(const struct lease_ops *kind, const char *name,

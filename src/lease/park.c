@@ -78,6 +78,7 @@ static void leave(struct waiter *const *ws, size_t n, bool *left)
                 at[m] = i;
                 ps[m++] = park_of(ws[i]);
             }
+        memset(out, 0, m * sizeof *out);
         kind->leave_many(ps, m, out);
         for (size_t k = 0; k < m; k++)
             left[at[k]] = out[k];

@@ -20,6 +20,8 @@ pass (a lock that is granted early is a failure too).
 
 import json
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -251,6 +253,65 @@ class CrashRecoveryTest(unittest.TestCase):
         late = acquire(self.client, name, ttl_ms=30000, request_id=rid)
         self.assertEqual((late.status, late.body["type"]), (409, "/problems/lock_busy"), late)
         self.assertEqual(release(self.client, name, behind.response.body["token"]).status, 200)
+
+    def test_a_retry_through_another_gateway_keeps_the_grant_it_was_answered(self):
+        """A grant that comes to a kept place as its client goes is given back only from its own attempt: a
+        retry through another gateway that took the place over and was granted at once keeps its lease.
+        Caught: the hung-up wait's give-back, 200 ms later, freeing the retry's grant (a fresh acquire then
+        got the lock, and the retry's renewal answered 410)."""
+        other = Gateway()
+        try:
+            with other.client(timeout=60) as oc:
+                name = unique_name("kept-grant")
+                held = acquire(oc, name, ttl_ms=30000)
+                rid = unique_name("rid")
+                gone = raw_acquire(self.gw.port, name, {"ttl_ms": 30000, "wait_ms": 30000, "request_id": rid})
+                wait_for_waiting(self.client, name, 1)
+                gone.close()
+                time.sleep(0.03)
+                retry = {}
+                t = threading.Thread(target=lambda: retry.update(r=acquire(
+                    other.client(timeout=60), name, ttl_ms=30000, wait_ms=30000, request_id=rid)), daemon=True)
+                t.start()
+                time.sleep(0.04)
+                self.assertEqual(release(oc, name, held.body["token"]).status, 200)
+                t.join(30)
+                self.assertEqual(retry["r"].status, 200, retry["r"])
+                time.sleep(0.6)  # past the hung-up wait's give-back
+                late = acquire(self.client, name, ttl_ms=30000)
+                self.assertEqual(late.status, 409, f"the retry's lock was given back: {late}")
+                renewed = oc.post(f"/v1/locks/{name}/renew", {"token": retry["r"].body["token"]})
+                self.assertEqual(renewed.status, 200, renewed)
+                self.assertEqual(release(oc, name, retry["r"].body["token"]).status, 200)
+        finally:
+            other.stop()
+
+    def test_a_kept_place_beside_a_lock_set_that_hangs_up_is_kept(self):
+        """A lock set's waiter, which leaves, and a waiter with a request_id, which keeps its place and leaves
+        when its time is up, hang up together. (Whether their resets come in one batch of the janitor is
+        the machine's timing; unit.park hang_up_beside_another_kind holds the batch's answers apart.)"""
+        gw = Gateway(config={"limits": {"kept_place_ms": 1000}})
+        try:
+            with gw.client() as c:
+                x, y = unique_name("kept-x"), unique_name("kept-y")
+                hx, hy = acquire(c, x, ttl_ms=30000), acquire(c, y, ttl_ms=30000)
+                body = json.dumps({"names": [y], "ttl_ms": 30000, "wait_ms": 30000}).encode()
+                set_sock = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+                set_sock.sendall(f"POST /v1/locksets/acquire HTTP/1.1\r\nHost: 127.0.0.1:{gw.port}\r\n"
+                                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                                 + body)
+                kept = raw_acquire(gw.port, x, {"ttl_ms": 30000, "wait_ms": 30000, "request_id": unique_name("rid")})
+                wait_for_waiting(c, y, 1)
+                wait_for_waiting(c, x, 1)
+                for s in (set_sock, kept):  # reset both at once: one batch
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    s.close()
+                wait_for_waiting(c, y, 0, timeout=5)
+                wait_for_waiting(c, x, 0, timeout=10)  # the kept place left when its time was up
+                for name, h in ((x, hx), (y, hy)):
+                    self.assertEqual(release(c, name, h.body["token"]).status, 200)
+        finally:
+            gw.stop()
 
     def test_a_kept_place_leaves_when_its_time_is_up(self):
         """limits.kept_place_ms bounds how long a place waits for its retry, also when a retry that would not

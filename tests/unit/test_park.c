@@ -116,6 +116,23 @@ static const struct park_kind fake_kind = {
     .release = release,
 };
 
+/* A leave-many hook that takes none of its waits out and says nothing of them (lease_wait.c's for
+ * waits that keep their place). */
+static void leave_none(struct park *const *ps, size_t n, bool *left)
+{
+    (void)left;
+    for (size_t i = 0; i < n; i++)
+        fake_of(ps[i])->left_together = (int)n;
+}
+
+static const struct park_kind keep_kind = {
+    .attempt = attempt,
+    .give_up = give_up,
+    .take_grant = take_grant,
+    .leave_many = leave_none,
+    .release = release,
+};
+
 /* The kind without hooks for grants and batches (a watch's shape). */
 static const struct park_kind plain_kind = {
     .attempt = attempt,
@@ -243,6 +260,37 @@ static void hang_up(void **state)
     (void)state;
     hang_up_on(&fake_kind);
     hang_up_on(&plain_kind);
+}
+
+/* Waits of two kinds hang up in one batch: the first kind's hook takes its wait out, the second's
+ * takes none and says nothing; the second's wait did not leave. (Caught: the batch's answers of the
+ * first kind read as the second's.) */
+static void hang_up_beside_another_kind(void **state)
+{
+    (void)state;
+    int a_fds[2], b_fds[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, a_fds), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, b_fds), 0);
+    struct fake a, b;
+    park_fake(&a, &fake_kind, "lease-ka", a_fds[0], NULL);
+    park_fake(&b, &keep_kind, "lease-kb", b_fds[0], NULL);
+    a.take_out = true;
+    close(a_fds[1]);
+    close(b_fds[1]);
+    for (int i = 0; i < 50 && (a.resumes == 0 || b.resumes == 0); i++)
+        waiter_watch_hangups(100);
+    assert_int_equal(a.left_together, 1);
+    assert_int_equal(b.left_together, 1); /* one batch, a group per kind */
+    assert_int_equal(a.park.waiter.state, WAIT_LEFT);
+    assert_int_equal(b.park.waiter.state, WAIT_AWAKE);
+    for (struct fake *f = &a; f != NULL; f = f == &a ? &b : NULL)
+        assert_int_equal(park_run(&f->park, &f->problem), PARK_STEP_HANGUP);
+    assert_true(a.left);
+    assert_false(b.left);
+    end_fake(&a, false);
+    end_fake(&b, false);
+    close(a_fds[0]);
+    close(b_fds[0]);
 }
 
 static void deadline(void **state)
@@ -391,6 +439,7 @@ int main(void)
         cmocka_unit_test(superseded),
         cmocka_unit_test(drain),
         cmocka_unit_test(hang_up),
+        cmocka_unit_test(hang_up_beside_another_kind),
         cmocka_unit_test(deadline),
         cmocka_unit_test(delivered),
         cmocka_unit_test(grant_for_the_old_lease_is_dropped),
