@@ -272,12 +272,19 @@ static enum handler_result lease_lost(const struct lease_ops *kind, struct http_
     return HANDLER_DONE;
 }
 
-bool lease_not_revoked(int64_t fence)
+bool lease_ended_at_hold(enum lease_kind kind, const char *name, int64_t fence,
+                         int64_t *hold_until_ms)
 {
+    struct lease_result res;
     struct fg_error ignored = {0};
     bool revoked = true;
     char why[REVOCATION_REASON_MAX + 1];
-    return revocation_find(fence, &revoked, why, sizeof why, &ignored) == 0 && !revoked;
+    if (lease_hold_end(kind, name, (long long)fence, &res, &ignored) != 0 ||
+        res.outcome != LEASE_MAX_HOLD ||
+        revocation_find(fence, &revoked, why, sizeof why, &ignored) != 0 || revoked)
+        return false;
+    *hold_until_ms = res.hold_until_ms;
+    return true;
 }
 
 /* 409 max_hold_exceeded: the hold reached its deadline hold_until_ms. */
@@ -290,18 +297,14 @@ static enum handler_result max_hold_exceeded(struct http_reply *reply, int64_t h
     return HANDLER_DONE;
 }
 
-/* A renewal found its lease gone: 409 when the lease ended at its hold deadline
- * (lease_hold_end; a look that fails tells nothing) and was not revoked
- * (lease_not_revoked), else what lease_lost answers. */
+/* A renewal found its lease gone: 409 when it ended at its hold deadline (lease_ended_at_hold),
+ * else what lease_lost answers. */
 static enum handler_result renewal_gone(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply, const struct token_claims *claims)
 {
-    struct lease_result res;
-    struct fg_error ignored = {0};
-    if (lease_hold_end(kind->token_kind, lease_name(req), (long long)claims->fence, &res,
-                       &ignored) == 0 &&
-        res.outcome == LEASE_MAX_HOLD && lease_not_revoked(claims->fence))
-        return max_hold_exceeded(reply, res.hold_until_ms);
+    int64_t hold_until_ms;
+    if (lease_ended_at_hold(kind->token_kind, lease_name(req), claims->fence, &hold_until_ms))
+        return max_hold_exceeded(reply, hold_until_ms);
     return lease_lost(kind, req, reply, "renew", claims);
 }
 

@@ -49,9 +49,11 @@ void lease_reply_renewed(struct fgjson_out *out, const struct lease_ops *kind, c
                          const struct lease_result *res);
 void lease_reply_released(struct http_reply *reply);
 
-/* True if Postgres says the lease with fence was not revoked (false when it cannot be read: a
- * caller then answers as for a lease that may have been). */
-bool lease_not_revoked(int64_t fence);
+/* True if the lease with fence of kind's name, which a renewal found gone, ended at its hold
+ * deadline (lease/lease_result.h lease_hold_end), *hold_until_ms then, and Postgres says it was
+ * not revoked; false also when either cannot be read (the caller answers lease_lost). */
+bool lease_ended_at_hold(enum lease_kind kind, const char *name, int64_t fence,
+                         int64_t *hold_until_ms);
 
 /* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c). */
 enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http_request *req,

@@ -170,19 +170,6 @@ static int set_claims(struct http_request *req, const json_t *body,
     return permit_locks(req, names, *n, err);
 }
 
-/* Why the renewal of the lock of c found it gone: LEASE_MAX_HOLD when it ended at its hold
- * deadline (lease_hold_end; a look that fails tells nothing) and was not revoked
- * (lease_not_revoked), else LEASE_LOST. */
-static enum lease_outcome gone_why(const struct token_claims *c)
-{
-    struct lease_result res;
-    struct fg_error ignored = {0};
-    if (lease_hold_end(LEASE_KIND_LOCK, c->name, (long long)c->fence, &res, &ignored) == 0 &&
-        res.outcome == LEASE_MAX_HOLD && lease_not_revoked(c->fence))
-        return LEASE_MAX_HOLD;
-    return LEASE_LOST;
-}
-
 enum handler_result handle_lockset_renew(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
@@ -204,8 +191,10 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
             fgjson_out_free(&out);
             return fail(reply, &err);
         }
-        if (res.outcome == LEASE_LOST)
-            res.outcome = gone_why(&claims[i]);
+        int64_t hold_until_ms;
+        if (res.outcome == LEASE_LOST &&
+            lease_ended_at_hold(LEASE_KIND_LOCK, claims[i].name, claims[i].fence, &hold_until_ms))
+            res.outcome = LEASE_MAX_HOLD;
         if (res.outcome == LEASE_LOST && lost == NULL)
             lost = claims[i].name;
         if (res.outcome == LEASE_MAX_HOLD && capped == NULL)
