@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_batch_opening.c - the pipeline that opens a fenced batch: BEGIN, the
- * revocation check, one claim of fence rows, then one claim per fence-column
- * table in table order, each only when it has something to claim, with the
- * parameters each statement names.
+ * revocation check, one claim of fence rows, then the rows of each
+ * fence-column table in table order, each row's lock and then the row, row
+ * by row in the order of the key's values, each row once, each claim only
+ * when it has something to claim, with the parameters each statement names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,8 +26,16 @@ static struct table_config tables[] = {
 };
 static const struct table_schema schemas[] = {
     {.cfg = &tables[0], .key_type = "text", .column_types = types, .column_json = json},
-    {.cfg = &tables[1], .key_type = "text", .column_types = types, .column_json = json},
-    {.cfg = &tables[2], .key_type = "integer", .column_types = types, .column_json = json},
+    {.cfg = &tables[1],
+     .key_type = "text",
+     .key_shape = {.form = KEY_FORM_TEXT},
+     .column_types = types,
+     .column_json = json},
+    {.cfg = &tables[2],
+     .key_type = "integer",
+     .key_shape = {.form = KEY_FORM_INT32},
+     .column_types = types,
+     .column_json = json},
 };
 static char *const prefixes[] = {"pg:invoices/", "pg:stock/", "pg:parts/"};
 
@@ -43,15 +52,25 @@ static void params_are(const struct pg_group_stmt *stmt, const char *const *expe
         assert_string_equal(stmt->params[i], expected[i]);
 }
 
-/* Checks that stmt claims the rows of schemas[table] whose keys params names
- * after the table's prefix (n parameters in all). */
-static void column_claim_is(const struct pg_group_stmt *stmt, size_t table,
-                            const char *const *params, int n)
+/* Checks that stmts claim the rows of schemas[table] whose keys are keys[0..n)
+ * in that order: for each, the row's lock, then the row, both prepared. */
+static void rows_claimed(const struct pg_group_stmt *stmts, size_t table, const char *const *keys,
+                         size_t n)
 {
-    char *sql = fenced_sql_column_claim(&schemas[table], (size_t)n - 1);
-    assert_string_equal(stmt->sql, sql);
-    free(sql);
-    params_are(stmt, params, n);
+    char *lock = fenced_sql_row_lock(&schemas[table]);
+    char *claim = fenced_sql_column_claim(&schemas[table]);
+    for (size_t i = 0; i < n; i++) {
+        const char *const params[] = {prefixes[table], keys[i]};
+        assert_string_equal(stmts[2 * i].sql, lock);
+        assert_string_equal(stmts[2 * i + 1].sql, claim);
+        assert_non_null(stmts[2 * i].name);
+        assert_non_null(stmts[2 * i + 1].name);
+        assert_string_not_equal(stmts[2 * i].name, stmts[2 * i + 1].name);
+        params_are(&stmts[2 * i], params, 2);
+        params_are(&stmts[2 * i + 1], params, 2);
+    }
+    free(lock);
+    free(claim);
 }
 
 static void both_claims(void **state)
@@ -61,7 +80,7 @@ static void both_claims(void **state)
     struct fenced_batch batch = {.ops = ops, .nops = 4};
     struct batch_opening o = {0};
     batch_opening_build(&batch, 42, schemas, prefixes, 3, &o);
-    assert_int_equal(o.n, 4); /* parts has no op: no claim of its rows */
+    assert_int_equal(o.n, 3 + 2 * 2); /* parts has no op: no claim of its rows */
     assert_string_equal(o.stmts[BATCH_OPENING_BEGIN].sql, "BEGIN");
     assert_int_equal(o.stmts[BATCH_OPENING_BEGIN].nparams, 0);
     const char *const revoked[] = {"42"};
@@ -74,27 +93,30 @@ static void both_claims(void **state)
     const char *const fence_rows[] = {"42", "pg:invoices/", "x", "pg:invoices/", "y"};
     params_are(&o.stmts[BATCH_OPENING_CLAIMS], fence_rows, 5);
 
-    const char *const stock_rows[] = {"pg:stock/", "b", "a"};
-    column_claim_is(&o.stmts[BATCH_OPENING_CLAIMS + 1], 1, stock_rows, 3);
+    const char *const stock_rows[] = {"a", "b"};
+    rows_claimed(&o.stmts[BATCH_OPENING_CLAIMS + 1], 1, stock_rows, 2);
     batch_opening_free(&o);
 }
 
-/* Fence-column tables are claimed in table order, whatever the order of the ops;
+/* Fence-column tables are claimed in table order, whatever the order of the ops,
+ * their rows by the key's value ("10" after "9") and each row once however spelt;
  * no claim of fence rows when no op needs one. */
 static void column_claims_in_table_order(void **state)
 {
     (void)state;
-    struct fenced_op ops[] = {op(2, "7"), op(1, "s"), op(2, "3")};
-    struct fenced_batch batch = {.ops = ops, .nops = 3};
+    struct fenced_op ops[] = {op(2, "10"), op(1, "s"), op(2, "9"), op(2, "10"), op(1, "S")};
+    struct fenced_batch batch = {.ops = ops, .nops = 5};
     struct batch_opening o = {0};
     batch_opening_build(&batch, -5, schemas, prefixes, 3, &o);
-    assert_int_equal(o.n, 4);
+    assert_int_equal(o.n, 2 + 2 * 2 + 2 * 2);
     const char *const revoked[] = {"-5"};
     params_are(&o.stmts[BATCH_OPENING_REVOKED], revoked, 1);
-    const char *const stock_rows[] = {"pg:stock/", "s"};
-    column_claim_is(&o.stmts[BATCH_OPENING_CLAIMS], 1, stock_rows, 2);
-    const char *const parts_rows[] = {"pg:parts/", "7", "3"};
-    column_claim_is(&o.stmts[BATCH_OPENING_CLAIMS + 1], 2, parts_rows, 3);
+    const char *const stock_rows[] = {"S", "s"}; /* text keys in byte order */
+    rows_claimed(&o.stmts[BATCH_OPENING_CLAIMS], 1, stock_rows, 2);
+    const char *const parts_rows[] = {"9", "10"};
+    rows_claimed(&o.stmts[BATCH_OPENING_CLAIMS + 4], 2, parts_rows, 2);
+    assert_string_not_equal(o.stmts[BATCH_OPENING_CLAIMS].name,
+                            o.stmts[BATCH_OPENING_CLAIMS + 4].name);
     batch_opening_free(&o);
 }
 

@@ -169,7 +169,9 @@ static void fence_column_statements(void **state)
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_non_null(strstr(sql,
                            "INSERT INTO \"invoices\" AS t (\"id\", \"customer\", \"lock_fence\")"
-                           " SELECT $2::text, $4::text, $1::bigint WHERE NOT EXISTS"));
+                           " SELECT $2::text, $4::text, $1::bigint WHERE "
+                           "pg_advisory_xact_lock(hashtextextended($3::text || ($2::text)::text, "
+                           "7046)) IS NOT NULL AND NOT EXISTS"));
     assert_non_null(strstr(sql, ", \"lock_fence\" = excluded.\"lock_fence\" WHERE "
                                 "coalesce(t.\"lock_fence\", 0) <= $1::bigint RETURNING"));
     /* it creates the row only where no higher fence was kept when it was deleted */
@@ -184,6 +186,16 @@ static void fence_column_statements(void **state)
     const char *check = ") SELECT * FROM w WHERE NOT w.created OR fencegate.fence_kept_check("
                         "$3::text || ($2::text)::text, $1::bigint)";
     assert_true(strstr(sql, check) == sql + strlen(sql) - strlen(check));
+    free(sql);
+    /* before it may create the row it takes the row's lock, as a batch does before the row */
+    sql = fenced_sql_row_lock(&s);
+    assert_string_equal(sql, "SELECT 1 WHERE pg_advisory_xact_lock(hashtextextended($1::text || "
+                             "($2::text)::text, 7046)) IS NULL");
+    free(sql);
+    sql = fenced_sql_column_claim(&s);
+    assert_string_equal(sql, "SELECT $1::text || (t.\"id\")::text AS resource, "
+                             "coalesce(t.\"lock_fence\", 0) AS fence FROM \"invoices\" AS t "
+                             "WHERE t.\"id\" = $2::text FOR UPDATE");
     free(sql);
     /* a PATCH answering nothing takes no prefix: the columns' parameters follow the key */
     assert_false(fenced_sql_takes_prefix(&s, FENCED_PATCH, false));

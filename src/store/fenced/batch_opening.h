@@ -3,10 +3,11 @@
  * batch_opening.h - the statements that open a batch of fenced Postgres
  * writes, sent as one pipeline (one round trip): BEGIN, the revocation check,
  * the claim of the gateway's fence rows of the batch's resources (in resource
- * order) and, for each fence-column table, the claim of its rows (in key
- * order), each claim only when there is something to claim: always the same
- * global order, so that batches never deadlock each other. Pure: fenced_pg.c
- * runs them.
+ * order) and, for each fence-column table, its rows one by one in key order,
+ * each row's lock and then the row (fenced_sql_row_lock: rows not yet created
+ * included), each claim only when there is something to claim: always the
+ * same global order, the one write groups take rows in, so that batches never
+ * deadlock each other or a group. Pure: fenced_pg.c runs them.
  */
 #ifndef FG_BATCH_OPENING_H
 #define FG_BATCH_OPENING_H
@@ -24,6 +25,7 @@ struct batch_opening {
     size_t n;                    /* entries in stmts */
     char **sql;                  /* per statement: its text when built for this batch (owned) */
     const char **params;         /* the parameters of all claims (owned array) */
+    char (*names)[24];           /* the prepared names of the row claims (owned array) */
     char fence[24];              /* the fence's text */
 };
 
@@ -31,7 +33,8 @@ struct batch_opening {
 enum {
     BATCH_OPENING_BEGIN,   /* BEGIN */
     BATCH_OPENING_REVOKED, /* answers a row when the fence was revoked */
-    BATCH_OPENING_CLAIMS   /* the first claim, if any: each answers (resource, fence) rows */
+    BATCH_OPENING_CLAIMS   /* the first claim, if any: each answers (resource, fence) rows
+                              (a row's lock: none) */
 };
 
 /*

@@ -374,10 +374,11 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
 /* Runs op's statement in the next write group (store/fenced/write_group.h) and stores
  * what it did in *w; 1 when the group handed it back to run alone. A group
  * takes its rows by table, then by canonical key in the order of the key's
- * values: the order in which batches claim them (claim), but for text keys
- * under a collation other than C; where the two orders differ a batch and a
- * group can deadlock, and Postgres then rolls one back: a grouped write runs
- * again alone, a batch once more (fenced_pg_batch). */
+ * values, a row it may create by its lock first: the order in which batches
+ * claim them (store/fenced/batch_opening.h). Should Postgres still roll a
+ * group back as a deadlock's victim (a trigger of the table's that takes
+ * locks of its own), its writes run again alone, a batch once more
+ * (fenced_pg_batch). */
 static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                         struct wrote *w, struct fg_error *err)
 {
@@ -754,9 +755,9 @@ static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t
 }
 
 /* One try at a batch; *again tells whether it failed as a deadlock's victim
- * (with a write group that locked its rows in another order: see
- * exec_grouped) or on a row it created after a delete it waited for kept a
- * higher fence (FGK01), which is worth one more try since nothing was
+ * (which the order of its claims leaves to locks that the tables' triggers
+ * take: see exec_grouped) or on a row it created after a delete it waited for
+ * kept a higher fence (FGK01), which is worth one more try since nothing was
  * written: the next sees the kept fence and answers the batch stale. */
 static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
                       bool want_row, struct fenced_result *res, bool *again, struct fg_error *err)

@@ -54,6 +54,10 @@
 #include "store/fenced/fenced_outcome.h"
 
 /* True when the presented fence was revoked: one probe of a small table. */
+/* The seed of the hash that names a row's lock (put_row_lock) among the
+ * advisory locks of the database. */
+#define ROW_LOCK_SEED "7046"
+
 #define REVOKED "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)"
 
 /* The raise of a single write's fence (f): raises the stored fence to the
@@ -178,6 +182,16 @@ static void put_resource(FILE *out, int prefix_param, int key_param, const struc
                 s->key_type);
     else
         fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, s->key_type);
+}
+
+/* The lock of the row of a fence-column table whose resource is prefix_param
+ * || key_param's canonical text (fenced_sql.h, fenced_sql_row_lock), as a
+ * boolean expression: "pg_advisory_xact_lock(...) IS NOT NULL" is true. */
+static void put_row_lock(FILE *out, int prefix_param, int key_param, const struct table_schema *s)
+{
+    fputs("pg_advisory_xact_lock(hashtextextended(", out);
+    put_resource(out, prefix_param, key_param, s);
+    fputs(", " ROW_LOCK_SEED "))", out);
 }
 
 /* The canonical resource of the row of alias: prefix_param || its stored key's text. */
@@ -431,6 +445,17 @@ static void put_no_higher_kept(FILE *out, const struct table_schema *s)
     fputs(" AND rf.fence > $1::bigint)", out);
 }
 
+/* The fence and the condition of a write that may create a row of a table
+ * with a fence column: it takes the row's lock first (fenced_sql_row_lock),
+ * and goes ahead while the fence is not revoked and no higher one is kept. */
+static void put_create_guard(FILE *out, const struct table_schema *s)
+{
+    fputs(", $1::bigint WHERE ", out);
+    put_row_lock(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(" IS NOT NULL AND NOT " REVOKED, out);
+    put_no_higher_kept(out, s);
+}
+
 /* The delete of a table with a fence column: the guarded delete in d, and the
  * deleted row's fence kept for its resource in fencegate.resource_fences (the
  * higher of two, for a fence row a concurrent delete inserts meanwhile);
@@ -471,8 +496,7 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
         break;
     case FENCED_PUT: /* replaces a row whose fence is not higher */
         put_insert_head(out, s, written, true, param);
-        fputs(", $1::bigint WHERE NOT " REVOKED, out);
-        put_no_higher_kept(out, s);
+        put_create_guard(out, s);
         put_replace(out, t);
         fputs(", ", out);
         put_ident(out, t->fence_column);
@@ -484,8 +508,7 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
         break;
     case FENCED_POST: /* leaves an existing row alone */
         put_insert_head(out, s, written, true, param);
-        fputs(", $1::bigint WHERE NOT " REVOKED, out);
-        put_no_higher_kept(out, s);
+        put_create_guard(out, s);
         fputs(" ON CONFLICT (", out);
         put_ident(out, t->key);
         fputs(") DO NOTHING", out);
@@ -534,9 +557,19 @@ static char *column_read(const struct table_schema *s)
     return stream_close(out, &buf);
 }
 
-char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
+char *fenced_sql_row_lock(const struct table_schema *s)
 {
-    FG_ASSERT(n > 0);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT 1 WHERE ", out);
+    put_row_lock(out, 1, 2, s);
+    fputs(" IS NULL", out);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_column_claim(const struct table_schema *s)
+{
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
@@ -548,16 +581,7 @@ char *fenced_sql_column_claim(const struct table_schema *s, size_t n)
     put_ident(out, s->cfg->name);
     fputs(" AS t WHERE t.", out);
     put_ident(out, s->cfg->key);
-    fputs(" IN (", out);
-    for (size_t i = 0; i < n; i++)
-        fprintf(out, "%s$%zu::%s", i > 0 ? ", " : "", i + 2, s->key_type);
-    fputs(") ORDER BY t.", out);
-    put_ident(out, s->cfg->key);
-    /* Text keys in byte order, as write groups sort them (key_compare): in the column's own
-     * collation a batch and a group could lock two rows in opposite orders and deadlock. */
-    if (s->key_shape.form == KEY_FORM_TEXT || s->key_shape.form == KEY_FORM_BPCHAR)
-        fputs(" COLLATE \"C\"", out);
-    fputs(" FOR UPDATE", out);
+    fprintf(out, " = $2::%s FOR UPDATE", s->key_type);
     return stream_close(out, &buf);
 }
 

@@ -158,11 +158,23 @@ const char *fenced_sql_key_refusal(const char *base_type, bool nondeterministic_
 bool fenced_sql_key_numeric(const char *base_type);
 
 /*
- * The claim of a batch's rows of a table with a fence column: locks the rows
- * whose keys are $2 .. $(n+1) in key order and answers (resource, fence) for
- * each existing one; $1 is the resource prefix.
+ * Rows of a table with a fence column, created or not, are taken in one order
+ * (by table, then by canonical key: store/fenced/write_order.h) by every
+ * transaction that holds more than one: a write that may create a row first
+ * takes the row's lock, a transaction-scoped advisory lock named by the
+ * resource, since a row not yet there has no lock of its own; a batch takes,
+ * key by key in that order, the row's lock and then the row itself, before any
+ * of its operations runs.
+ *
+ * fenced_sql_row_lock: takes the lock of the row whose key is $2 ($1 the
+ * resource prefix); answers no row.
  */
-char *fenced_sql_column_claim(const struct table_schema *schema, size_t n);
+char *fenced_sql_row_lock(const struct table_schema *schema);
+
+/* The claim of a batch's row of a table with a fence column: locks the row
+ * whose key is $2 and answers its (resource, fence) if it exists; $1 is the
+ * resource prefix. */
+char *fenced_sql_column_claim(const struct table_schema *schema);
 
 /* SELECT $1::<type>: checks that a value converts to type. */
 char *fenced_sql_cast_check(const char *type);
