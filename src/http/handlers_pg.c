@@ -53,8 +53,8 @@ static int op_bound(const struct table_schema *schema, const struct fenced_op *o
  * require_live_lease: if any of the nops operations is on a table that requires
  * it, asks whether the token's lease (claims) still holds. When it ended
  * (released or expired: a revoked fence is refused by the write itself, as
- * revoked), every such operation is refused with an audit row (reason
- * lease_expired; the rows committed together) and *res is the refusal of the
+ * revoked), the request is refused with one audit record naming every such
+ * operation's resource (reason lease_expired) and *res is the refusal of the
  * first (EXPIRED); otherwise *res stays zeroed and
  * the writes may go on. The lease can still end between this check and the
  * commit; the fence covers that window (docs/design.md, "Writes under a live

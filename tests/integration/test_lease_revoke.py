@@ -149,16 +149,29 @@ class RevokeTest(GatewayTest):
         self.assertEqual(r.status, 200, r)
 
     def test_batch_with_a_revoked_token_changes_nothing(self):
-        lock, key = unique("rv-batch"), unique("rv-batch")
+        """docs/api.md "One record per refused request": a batch refused as revoked leaves one record, naming
+        its first row with the fence stored for it and listing every row once (caught: one record per
+        operation, each with current_fence 0)."""
+        lock, key, other = unique("rv-batch"), unique("rv-batch"), unique("rv-batch")
         insert_invoice(key)
+        insert_invoice(other)
         lease = self.acquire(lock)
+        self.assertEqual(write(self.c, "PATCH", "invoices", key, {"set": {"note": None}}, lease["token"]).status,
+                         200)
         self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {}).status, 200)
-        r = self.c.request("POST", "/v1/pg/batch",
-                           {"ops": [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "b"}}]},
-                           {"Fence-Token": lease["token"]})
+        ops = [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "b"}},
+               {"op": "patch", "table": "invoices", "key": other, "set": {"note": "b"}},
+               {"op": "patch", "table": "invoices", "key": key, "set": {"note": "c"}}]
+        r = self.c.request("POST", "/v1/pg/batch", {"ops": ops}, {"Fence-Token": lease["token"]})
         self.assert_lease_lost(r, "revoked")
         self.assertIsNone(invoice(key)["note"] or None)
-        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["revoked"])
+        records = psql("SELECT row_to_json(r) FROM (SELECT resource, resources, reason, current_fence"
+                       " FROM fencegate.rejections WHERE resources && ARRAY[:'a', :'b']) r",
+                       {"a": f"pg:invoices/{key}", "b": f"pg:invoices/{other}"})
+        self.assertEqual([json.loads(line) for line in records],
+                         [{"resource": f"pg:invoices/{key}", "reason": "revoked",
+                           "resources": [f"pg:invoices/{key}", f"pg:invoices/{other}"],
+                           "current_fence": lease["fence"]}])
 
     def test_revoke_of_a_free_lock_and_bad_bodies(self):
         lock = unique("rv-free")

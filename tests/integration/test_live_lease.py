@@ -20,6 +20,7 @@ before (pg:live_ledger/12.50 with current_fence 0; the fence_column row's curren
 Owns: require_live_lease. Must not: rely on a pause shorter than the lease it outlives.
 """
 
+import json
 import os
 import sys
 import time
@@ -100,18 +101,30 @@ class LiveLeaseTest(GatewayTest):
         self.assertEqual(r.status, 200, r)
 
     def test_released_lease_and_batch(self):
-        key = unique("inv")
+        """docs/api.md "One record per refused request": a batch refused because its lease ended leaves one
+        record, naming its first guarded row and listing every guarded row once (caught: one record per
+        operation, the row patched twice recorded twice)."""
+        key, other = unique("inv"), unique("inv")
         insert_invoice(key)
+        insert_invoice(other)
         name = unique("live")
         lease = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 10000}).body
+        self.assertEqual(write(self.c, "PATCH", "invoices", key, {"set": {"note": ""}}, lease["token"]).status, 200)
         self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]}).status, 200)
-        r = self.c.request("POST", "/v1/pg/batch",
-                           {"ops": [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "b"}},
-                                    {"op": "patch", "table": "live_plain", "key": key, "set": {"note": "b"}}]},
-                           {"Fence-Token": lease["token"]})
+        ops = [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "b"}},
+               {"op": "patch", "table": "live_plain", "key": key, "set": {"note": "b"}},
+               {"op": "patch", "table": "invoices", "key": other, "set": {"note": "b"}},
+               {"op": "patch", "table": "invoices", "key": key, "set": {"note": "c"}}]
+        r = self.c.request("POST", "/v1/pg/batch", {"ops": ops}, {"Fence-Token": lease["token"]})
         self.assert_expired(r, f"pg:invoices/{key}")
         self.assertEqual(invoice(key)["note"], "")
-        self.assertEqual([a["reason"] for a in rejections(f"pg:invoices/{key}")], ["lease_expired"])
+        records = psql("SELECT row_to_json(r) FROM (SELECT resource, resources, reason, current_fence"
+                       " FROM fencegate.rejections WHERE resources && ARRAY[:'a', :'b']) r",
+                       {"a": f"pg:invoices/{key}", "b": f"pg:invoices/{other}"})
+        self.assertEqual([json.loads(line) for line in records],
+                         [{"resource": f"pg:invoices/{key}", "reason": "lease_expired",
+                           "resources": [f"pg:invoices/{key}", f"pg:invoices/{other}"],
+                           "current_fence": lease["fence"]}])
         self.assertEqual(self.c.request("DELETE", f"/v1/redis/live:{key}", None,
                                         {"Fence-Token": lease["token"]}).status, 410)
 

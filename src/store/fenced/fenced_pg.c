@@ -583,43 +583,39 @@ static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
     return rc;
 }
 
-/* Keeps the audit rows of the n refusals refused[] of who's request (method)
- * on c, committed together: a retry after a failure part way does not find
- * some of them there already. */
-static int audit_together(struct pg_conn *c, const struct fenced_writer *who,
-                          const struct fenced_result *refused, size_t n, const char *method,
-                          struct fg_error *err)
+/* Adds resource to the resources of a refused batch, once. */
+static void resources_add(json_t *resources, const char *resource)
 {
-    int rc = pg_exec(c, NULL, "BEGIN", 0, NULL, NULL, err);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = fenced_refusal_audit(c, who, &refused[i], method, err);
-    if (rc == 0)
-        rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
-    if (rc != 0)
-        rollback(c);
-    return rc;
+    size_t i;
+    const json_t *listed;
+    json_array_foreach(resources, i, listed)
+    {
+        if (strcmp(json_string_value(listed), resource) == 0)
+            return;
+    }
+    json_array_append_new(resources, json_string(resource));
 }
 
-/* After the rollback of a batch whose fence was revoked: one audit row per
- * operation, reason "revoked" (audit_together); res names the first
- * operation's resource. */
+/* After the rollback of a batch whose fence was revoked: one audit record for
+ * the request, naming the first operation's resource and the fence stored for
+ * it now, and in resources every resource of the batch. */
 static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
                          const struct fenced_writer *who, struct fenced_result *res,
                          struct fg_error *err)
 {
-    struct fenced_result *refused = calloc(batch->nops + 1, sizeof *refused);
-    FG_ASSERT(refused != NULL);
-    for (size_t i = 0; i < batch->nops; i++)
-        refused[i] = (struct fenced_result){.outcome = FENCED_REVOKED,
-                                            .resource = op_resource(&batch->ops[i])};
-    int rc = audit_together(c, who, refused, batch->nops, "POST", err);
-    for (size_t i = 1; i < batch->nops; i++)
-        free(refused[i].resource);
-    res->resource = refused[0].resource;
-    free(refused);
-    if (rc == 0)
-        res->outcome = FENCED_REVOKED;
-    return rc;
+    json_t *answer = NULL;
+    if (exec_refusal(c, &batch->ops[0], who, false, &answer, err) != 0)
+        return -1;
+    fenced_pg_answer_verdict(answer, batch->ops[0].kind, who->fence, res);
+    json_decref(answer);
+    res->outcome = FENCED_REVOKED;
+    res->resources = json_array();
+    for (size_t i = 0; i < batch->nops; i++) {
+        char *resource = op_resource(&batch->ops[i]);
+        resources_add(res->resources, resource);
+        free(resource);
+    }
+    return fenced_refusal_audit(c, who, res, "POST", err);
 }
 
 /* After the rollback of a stale batch: one audit record for the request, naming
@@ -633,6 +629,11 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
     FG_ASSERT(res->resource != NULL);
     res->fence = json_integer_value(json_object_get(first, "current_fence"));
     res->stale = json_incref((json_t *)stale);
+    res->resources = json_array();
+    size_t i;
+    const json_t *item;
+    json_array_foreach(stale, i, item)
+        json_array_append(res->resources, json_object_get(item, "resource"));
     return fenced_refusal_audit(c, who, res, "POST", err);
 }
 
@@ -844,20 +845,26 @@ int fenced_pg_refuse(const struct fenced_op *const *ops, size_t n, const struct 
                      const char *method, struct fenced_result *res, struct fg_error *err)
 {
     FG_ASSERT(n > 0);
-    struct fenced_result *refused = calloc(n, sizeof *refused);
-    FG_ASSERT(refused != NULL);
+    memset(res, 0, sizeof *res);
+    json_t *resources = json_array();
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        rc = refusal_of(ops[i], &refused[i], err);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct fenced_result one = {0};
+        rc = refusal_of(ops[i], &one, err);
+        if (rc == 0)
+            resources_add(resources, one.resource);
+        if (rc == 0 && i == 0)
+            *res = one;
+        else
+            fenced_result_free(&one);
+    }
+    res->resources = resources;
     struct pg_conn *c = rc == 0 ? pg_acquire(err) : NULL;
-    rc = c != NULL ? audit_together(c, who, refused, n, method, err) : -1;
+    rc = c != NULL ? fenced_refusal_audit(c, who, res, method, err) : -1;
     if (c != NULL)
         pg_release(c);
-    for (size_t i = rc == 0 ? 1 : 0; i < n; i++)
-        fenced_result_free(&refused[i]);
-    if (rc == 0)
-        *res = refused[0];
-    free(refused);
+    if (rc != 0)
+        fenced_result_free(res);
     return rc;
 }
 

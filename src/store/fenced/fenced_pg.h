@@ -67,11 +67,11 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
 
 /*
  * Refuses ops[0..n) (n > 0) of who without writing because the lease they need
- * is over (require_live_lease): keeps one audit row per op (fenced_refusal_audit,
- * reason "lease_expired") with the fence now stored for its resource, all
- * committed together. *res gets the refusal of ops[0] (EXPIRED, the resource's
- * identity, that fence; release with fenced_result_free). method: the HTTP
- * method to record.
+ * is over (require_live_lease): keeps one audit record for the request
+ * (fenced_refusal_audit, reason "lease_expired") naming ops[0]'s resource and
+ * the fence now stored for it, and in resources every op's. *res gets that
+ * refusal (EXPIRED; release with fenced_result_free). method: the HTTP method
+ * to record.
  */
 int fenced_pg_refuse(const struct fenced_op *const *ops, size_t n, const struct fenced_writer *who,
                      const char *method, struct fenced_result *res, struct fg_error *err) FG_WUR;

@@ -16,14 +16,6 @@ int fenced_refusal_audit(struct pg_conn *conn, const struct fenced_writer *who,
 {
     const char *reason = fenced_outcome_reason(refused->outcome);
     FG_ASSERT(reason != NULL);
-    json_t *resources = NULL;
-    if (refused->stale != NULL) {
-        resources = json_array();
-        size_t i;
-        const json_t *item;
-        json_array_foreach(refused->stale, i, item)
-            json_array_append(resources, json_object_get(item, "resource"));
-    }
     struct audit_record rec = {
         .resource = refused->resource,
         .lock_name = who->lock_name,
@@ -34,10 +26,8 @@ int fenced_refusal_audit(struct pg_conn *conn, const struct fenced_writer *who,
         .method = method,
         .reason = reason,
         .principal = who->principal,
-        .resources = resources,
+        .resources = refused->resources,
         .trace_id = who->trace_id,
     };
-    int rc = audit_insert(conn, &rec, err);
-    json_decref(resources);
-    return rc;
+    return audit_insert(conn, &rec, err);
 }

@@ -13,5 +13,6 @@ void fenced_result_free(struct fenced_result *res)
     free(res->resource);
     json_decref(res->after);
     json_decref(res->stale);
+    json_decref(res->resources);
     memset(res, 0, sizeof *res);
 }

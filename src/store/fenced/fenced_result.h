@@ -27,6 +27,8 @@ struct fenced_result {
                                     (owned, or NULL) */
     json_t *stale;               /* a stale batch: {resource, current_fence} per stale resource
                                     (owned, or NULL) */
+    json_t *resources;           /* a refused batch: every resource that refused it, as JSON
+                                    strings, for its one audit record (owned, or NULL) */
     bool audit_streamed;         /* refused: its audit record went to the Redis stream, whose
                                     drain is woken; otherwise it is in Postgres already */
     unsigned audit_slot;         /* audit_streamed: the slot of that stream (store/backend/
