@@ -160,7 +160,7 @@ bool fenced_write_prefers_minimal(const char *prefer)
 
 bool fenced_write_wants_row(const struct http_request *req)
 {
-    return !fenced_write_prefers_minimal(http_request_header(req, HEADER_PREFER));
+    return !http_request_header_any(req, HEADER_PREFER, fenced_write_prefers_minimal);
 }
 
 void fenced_write_applied_minimal(struct http_reply *reply, enum metric_backend backend)

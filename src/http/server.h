@@ -78,6 +78,11 @@ void http_server_stop(void);
 /* Header value by case-insensitive name, or NULL. Valid during the request. */
 const char *http_request_header(const struct http_request *req, const char *name);
 
+/* True if a line of req's header name (case-insensitive; a header may be sent
+ * on several lines, RFC 9110 5.3) has a value that match answers true for. */
+bool http_request_header_any(const struct http_request *req, const char *name,
+                             bool (*match)(const char *value));
+
 /* Query argument, still percent-encoded as sent, or NULL. */
 const char *http_request_query(const struct http_request *req, const char *name);
 

@@ -24,7 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, psql  # noqa: E402
+from harness import GatewayTest, psql, raw_exchange  # noqa: E402
 from pg_helpers import assert_problem, quote, rejections, tokens, unique, write  # noqa: E402
 
 SETUP_SQL = """
@@ -129,6 +129,20 @@ class PgAnswersTest(GatewayTest):
                 r = self.send("PATCH", table, key, {"set": {"note": "e"}}, token, {"Prefer": "return=representation"})
                 self.assertEqual((r.status, r.body["row"]["note"]), (200, "e"), r)
                 self.assertNotIn("preference-applied", r.headers)
+
+    def test_preferences_on_several_lines(self):
+        """RFC 7240 lets a client send Prefer on several header lines: return=minimal on the second counts
+        as on the first (caught: only the first line read, the row answered with 200)."""
+        (token, _), = tokens(self.c, unique("ans-lock"), 1)
+        key = unique("ans")
+        body = b'{"row": {"note": "a"}}'
+        head = (f"PUT /v1/pg/ans_default/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                f"Content-Type: application/json\r\nFence-Token: {token}\r\n"
+                f"Prefer: handling=strict\r\nPrefer: return=minimal\r\nContent-Length: {len(body)}\r\n\r\n")
+        answer = raw_exchange(self.gw.port, head.encode() + body)
+        self.assertTrue(answer.startswith(b"HTTP/1.1 204 "), answer)
+        self.assertIn(b"\r\nPreference-Applied: return=minimal\r\n", answer)
+        self.assertEqual(psql("SELECT note FROM public.ans_default WHERE id = :'k'", {"k": key}), ["a"])
 
     def test_refusals_answer_as_usual(self):
         (old, old_fence), (new, new_fence) = tokens(self.c, unique("ans-lock"), 2)

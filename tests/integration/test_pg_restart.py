@@ -3,7 +3,12 @@
 backend_unavailable with Retry-After (quickly, never hanging past the deadline); every write answered
 200 is present afterwards with its value; the same gateway process serves again without a restart.
 
-Owns: the outage behaviour of fenced Postgres writes. Must not: test the fence rule itself.
+A listed column's type altered while the gateway runs: Postgres refuses the statements the gateway prepared
+before ("cached plan must not change result type"); the gateway drops that session and runs the statement
+again on a new one, so every write and read after the change answers as before.
+
+Owns: the outage behaviour of fenced Postgres writes, and sessions whose prepared statements went stale.
+Must not: test the fence rule itself.
 """
 
 import os
@@ -87,6 +92,34 @@ class PostgresRestartTest(unittest.TestCase):
             self.assertEqual(gw.http("GET", "/readyz").status, 200)
             self.assertTrue(gw.running)
 
+
+
+class AlteredColumnTest(unittest.TestCase):
+    """Caught on the code before: after the ALTER every write and read of the table answered 500 and went on
+    doing so (each pooled session kept its stale statements)."""
+
+    def test_writes_and_reads_after_a_column_type_change(self):
+        table = unique("altered").replace("-", "_")
+        psql(f"CREATE TABLE public.{table} (id text PRIMARY KEY, note varchar(10), n integer)")
+        cfg = {"tables": {table: {"key": "id", "columns": ["note", "n"]}}}
+        try:
+            with Gateway(config=cfg, env_overrides={"FENCEGATE_PG_POOL_SIZE": 2}) as gw:
+                c = gw.client()
+                token, _ = acquire(c, unique("altered"))
+                for i in range(4):  # prepared on both sessions of the pool
+                    self.assertEqual(write(c, "PUT", table, f"k{i}", {"row": {"note": "a", "n": i}}, token).status,
+                                     200)
+                    self.assertEqual(c.get(f"/v1/pg/{table}/k{i}").status, 200)
+                psql(f"ALTER TABLE public.{table} ALTER note TYPE varchar(20), ALTER n TYPE bigint")
+                for i in range(6):
+                    r = write(c, "PUT", table, f"k{i}", {"row": {"note": "b" * 12, "n": 7}}, token)
+                    self.assertEqual(r.status, 200, r)
+                    r = write(c, "PATCH", table, f"k{i}", {"set": {"n": i}}, token)
+                    self.assertEqual((r.status, r.body.get("row")), (200, {"id": f"k{i}", "note": "b" * 12, "n": i}), r)
+                    r = c.get(f"/v1/pg/{table}/k{i}")
+                    self.assertEqual((r.status, r.body["row"]["n"]), (200, i), r)
+        finally:
+            psql(f"DROP TABLE IF EXISTS public.{table}")
 
 if __name__ == "__main__":
     unittest.main()

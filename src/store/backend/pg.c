@@ -231,7 +231,8 @@ static bool note_failure(struct pg_conn *c, const PGresult *res, struct fg_error
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
-    bool lost = PQstatus(c->pq) != CONNECTION_OK || sqlstate_read_only(c->sqlstate);
+    bool lost = PQstatus(c->pq) != CONNECTION_OK || sqlstate_read_only(c->sqlstate) ||
+                sqlstate_plans_stale(c->sqlstate);
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     fg_fail(err, sqlstate_code(c->sqlstate, lost), "postgres: %s",
             msg ? msg : PQerrorMessage(c->pq));

@@ -68,6 +68,11 @@ bool sqlstate_fence_kept_above(const char *state)
     return matches(state, "FGK01");
 }
 
+bool sqlstate_plans_stale(const char *state)
+{
+    return matches(state, "0A000");
+}
+
 bool sqlstate_session_ended(const char *state)
 {
     return matches(state, "57P01") || matches(state, "57P02") || matches(state, "57P03");

@@ -39,4 +39,11 @@ bool sqlstate_fence_kept_above(const char *state);
  * (shutdown, crash recovery), so running it again is safe. */
 bool sqlstate_session_ended(const char *state);
 
+/* 0A000, feature not supported: what Postgres answers a prepared statement
+ * whose result changed type under it ("cached plan must not change result
+ * type", after a listed column's type was altered). The session is dropped,
+ * its prepared statements with it, and running the statement again on a new
+ * one is safe: it wrote nothing. */
+bool sqlstate_plans_stale(const char *state);
+
 #endif

@@ -293,10 +293,12 @@ static bool find_bad_value(struct pg_conn *c, const struct fenced_op *op, const 
     return false;
 }
 
-/* True if the last failure on c ended the session before the statement ran. */
+/* True if the last failure on c ended the session before the statement ran,
+ * or found its prepared statements stale and dropped it: worth one more try. */
 static bool session_ended(const struct pg_conn *c)
 {
-    return sqlstate_session_ended(pg_last_sqlstate(c));
+    const char *state = pg_last_sqlstate(c);
+    return sqlstate_session_ended(state) || sqlstate_plans_stale(state);
 }
 
 /* op's statement (*owned_sql: its text when generated for this write, which
