@@ -104,7 +104,8 @@ local function refuse_stale()
   if unready then return unready end
   local stored = tonumber(v[1] or '0')
   local cur = math.max(stored, tonumber(v[2]))
-  if revoked then return refuse('revoked', 'revoked', cur) end
+  -- a revoked fence is refused whatever is stored: its record names the key's own fence
+  if revoked then return refuse('revoked', 'revoked', stored) end
   if tonumber(A_fence) >= cur then return nil end
   return refuse('stale', 'stale_fence', cur, tonumber(A_fence) >= stored or nil)
 end

@@ -19,8 +19,8 @@ struct fenced_result {
     char *resource;              /* the resource written or read, or the (first) one that refused
                                     the write (owned) */
     int64_t fence;               /* applied: the fence now stored; refused: the fence stored for
-                                    resource (or Redis's write floor), 0 if none; read: the
-                                    fence stored, 0 if none */
+                                    resource, 0 if none (stale below Redis's write floor: the
+                                    floor); read: the fence stored, 0 if none */
     json_t *after;               /* applied or read: what is stored now: the row (null when absent
                                     or not asked for), the Redis value, the hash fields written or
                                     true (a delete), a batch's {op, resource, row} per operation
