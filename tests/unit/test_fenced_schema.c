@@ -155,12 +155,83 @@ static void key_types(void **state)
     table_schema_free(&s);
 }
 
+/* The catalog row of a column named name, of type type (format_type without a
+ * modifier) and full_type (with it), as a one-key table's key or column. */
+#define TYPED_ROW(name, type, full, base, unique)                                                  \
+    "{\"name\": \"" name "\", \"type\": \"" type "\", \"full_type\": \"" full                       \
+    "\", \"typmod\": \"-1\", \"is_unique\": \"" unique "\", \"base_type\": \"" base                 \
+    "\", \"nondeterministic\": \"f\", \"read_only\": \"f\", \"is_json\": \"f\","                   \
+    " \"json_kind\": \"string\"}"
+
+/* Columns are cast to their type of any length: a bare bit or character is a
+ * length of one, and a cast to it would cut the value before the column checks
+ * its length ("1010" into bit(4) as "1"); arrays of them alike. Other types
+ * keep format_type's text. */
+static void column_cast_types(void **state)
+{
+    (void)state;
+    char *typed[] = {"b4", "b1", "vb", "ch", "vc", "b4s", "chs", "qc", "ts"};
+    struct table_config t = {.name = "x", .key = "id", .columns = typed, .ncolumns = 9};
+    const char *rows = "[" TYPED_ROW("id", "integer", "integer", "int4", "t") ","
+                       TYPED_ROW("b4", "bit", "bit(4)", "bit", "f") ","
+                       TYPED_ROW("b1", "bit", "bit(1)", "bit", "f") ","
+                       TYPED_ROW("vb", "bit varying", "bit varying(3)", "varbit", "f") ","
+                       TYPED_ROW("ch", "character", "character(3)", "bpchar", "f") ","
+                       TYPED_ROW("vc", "character varying", "character varying(3)", "varchar",
+                                 "f") ","
+                       TYPED_ROW("b4s", "bit[]", "bit(4)[]", "_bit", "f") ","
+                       TYPED_ROW("chs", "character[]", "character(3)[]", "_bpchar", "f") ","
+                       TYPED_ROW("qc", "\\\"char\\\"", "\\\"char\\\"", "char", "f") ","
+                       TYPED_ROW("ts", "timestamp without time zone",
+                                 "timestamp(0) without time zone", "timestamp", "f") "]";
+    struct table_schema s;
+    struct fg_error err = {0};
+    assert_int_equal(load(&t, rows, &s, &err), 0);
+    assert_string_equal(s.column_types[0], "\"bit\"");
+    assert_string_equal(s.column_types[1], "\"bit\"");
+    assert_string_equal(s.column_types[2], "bit varying");
+    assert_string_equal(s.column_types[3], "bpchar");
+    assert_string_equal(s.column_types[4], "character varying");
+    assert_string_equal(s.column_types[5], "\"bit\"[]");
+    assert_string_equal(s.column_types[6], "bpchar[]");
+    assert_string_equal(s.column_types[7], "\"char\""); /* one byte whatever the cast */
+    assert_string_equal(s.column_types[8], "timestamp without time zone");
+    table_schema_free(&s);
+}
+
+/* A key of a length type the gateway does not read is cast without its length:
+ * with it, a cast pads or cuts the key into another row's (bit(4): "10" is
+ * "1000", bit varying(3): "1011" is "101"), where storing it refuses it. */
+static void length_type_keys(void **state)
+{
+    (void)state;
+    struct table_config t = {.name = "x", .key = "id"};
+    struct table_schema s;
+    struct fg_error err = {0};
+    assert_int_equal(load(&t, "[" TYPED_ROW("id", "bit", "bit(4)", "bit", "t") "]", &s, &err), 0);
+    assert_int_equal(s.key_shape.form, KEY_FORM_OTHER);
+    assert_string_equal(s.key_type, "\"bit\"");
+    table_schema_free(&s);
+    assert_int_equal(
+        load(&t, "[" TYPED_ROW("id", "bit varying", "bit varying(3)", "varbit", "t") "]", &s, &err),
+        0);
+    assert_string_equal(s.key_type, "bit varying");
+    table_schema_free(&s);
+    assert_int_equal(
+        load(&t, "[" TYPED_ROW("id", "character[]", "character(2)[]", "_bpchar", "t") "]", &s, &err),
+        0);
+    assert_string_equal(s.key_type, "bpchar[]");
+    table_schema_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_good_table),
         cmocka_unit_test(refusals),
         cmocka_unit_test(key_types),
+        cmocka_unit_test(column_cast_types),
+        cmocka_unit_test(length_type_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,7 +253,8 @@ static void answered_rows(void **state)
     assert_null(strstr(sql, " AS resource")); /* return=minimal */
     assert_null(strstr(sql, " AS c0"));
     free(sql);
-    const char *row = "(SELECT row_to_json(r) FROM (SELECT t.\"id\", t.\"customer\", "
+    /* r.*, not r: a column named r (listed or not) would be taken for the row */
+    const char *row = "(SELECT row_to_json(r.*) FROM (SELECT t.\"id\", t.\"customer\", "
                       "t.\"amount_cents\", t.\"note\", t.\"meta\") AS r)";
     /* a key Postgres prints as the gateway does is not returned, nor its resource */
     s.key_shape.form = KEY_FORM_INT32;
@@ -278,6 +279,18 @@ static void answered_rows(void **state)
     sql = fenced_sql_read(&s);
     assert_non_null(strstr(sql, row));
     assert_null(strstr(sql, "row_to_json(t)"));
+    free(sql);
+}
+
+/* The check that a value fits its column: the column's own input, in a row
+ * of the table's type that is not stored, the table's name quoted, the
+ * column's and the value parameters. */
+static void fit_check(void **state)
+{
+    (void)state;
+    char *sql = fenced_sql_fit_check(&schemas[1]);
+    assert_string_equal(sql, "SELECT json_populate_record(NULL::\"we\"\"ird; DROP\", "
+                             "json_build_object($1::text, $2::text)) IS NULL");
     free(sql);
 }
 
@@ -326,6 +339,7 @@ int main(void)
         cmocka_unit_test(fence_column_statements),
         cmocka_unit_test(answered_rows),
         cmocka_unit_test(refusal_statements),
+        cmocka_unit_test(fit_check),
         cmocka_unit_test(key_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -247,13 +247,17 @@ static const char *pg_message(const struct fg_error *e)
     return strncmp(e->msg, PG_ERR_PREFIX, n) == 0 ? e->msg + n : e->msg;
 }
 
-/* True if value (not NULL) does not convert to type, with the reason in *why. */
-static bool conversion_fails(struct pg_conn *c, const char *type, const char *value,
-                             struct fg_error *why)
+/* True if value (not NULL), member i of s's row (0 the key, i > 0 column i - 1),
+ * does not convert to its cast type (fit false) or does not fit its column as
+ * storing it checks its length or precision (fit true), with the reason in *why. */
+static bool value_fails(struct pg_conn *c, const struct table_schema *s, size_t i,
+                        const char *value, bool fit, struct fg_error *why)
 {
-    char *sql = fenced_sql_cast_check(type);
-    const char *params[] = {value};
-    int rc = pg_exec(c, NULL, sql, 1, params, NULL, why);
+    const char *column = i == 0 ? s->cfg->key : s->cfg->columns[i - 1];
+    char *sql = fit ? fenced_sql_fit_check(s)
+                    : fenced_sql_cast_check(i == 0 ? s->key_type : s->column_types[i - 1]);
+    const char *params[] = {fit ? column : value, value};
+    int rc = pg_exec(c, NULL, sql, fit ? 2 : 1, params, NULL, why);
     free(sql);
     return rc != 0 && sqlstate_data_error(pg_last_sqlstate(c));
 }
@@ -266,28 +270,31 @@ static bool data_error(const struct pg_conn *c)
 
 /*
  * After a data error of op, finds the key or column whose value Postgres cannot
- * convert by trying each value alone, and rewrites err to name it (prefixed by
- * where, "" or "ops[3]: "). Returns false, leaving err alone, if every value
- * converts on its own (e.g. too long for its column). Runs only on the failure
- * path; c must not be inside a failed transaction.
+ * convert by trying each value alone, first against its cast type, then
+ * against its column (a bit(4) of two bits, a varchar(3) of four letters), and
+ * rewrites err to name it (prefixed by where, "" or "ops[3]: "). Returns false,
+ * leaving err alone, if every value converts and fits on its own. Runs only on
+ * the failure path; c must not be inside a failed transaction.
  */
 static bool find_bad_value(struct pg_conn *c, const struct fenced_op *op, const char *where,
                            struct fg_error *err)
 {
     const struct table_schema *s = &fpg.schemas[op->table];
     struct fg_error why = {0};
-    if (conversion_fails(c, s->key_type, op->key, &why)) {
-        fg_fail(err, FG_ERR_INVALID_FIELD, "%skey column '%s' (%s): %s", where, s->cfg->key,
-                s->key_type, pg_message(&why));
-        return true;
-    }
-    for (size_t i = 0; i < op->ncolumns; i++) {
-        if (!op->written[i] || op->values[i] == NULL)
-            continue;
-        if (conversion_fails(c, s->column_types[i], op->values[i], &why)) {
-            fg_fail(err, FG_ERR_INVALID_FIELD, "%scolumn '%s' (%s): %s", where, s->cfg->columns[i],
-                    s->column_types[i], pg_message(&why));
+    for (int fit = 0; fit < 2; fit++) {
+        if (value_fails(c, s, 0, op->key, fit, &why)) {
+            fg_fail(err, FG_ERR_INVALID_FIELD, "%skey column '%s' (%s): %s", where, s->cfg->key,
+                    s->key_type, pg_message(&why));
             return true;
+        }
+        for (size_t i = 0; i < op->ncolumns; i++) {
+            if (!op->written[i] || op->values[i] == NULL)
+                continue;
+            if (value_fails(c, s, i + 1, op->values[i], fit, &why)) {
+                fg_fail(err, FG_ERR_INVALID_FIELD, "%scolumn '%s' (%s): %s", where,
+                        s->cfg->columns[i], s->column_types[i], pg_message(&why));
+                return true;
+            }
         }
     }
     return false;

@@ -8,6 +8,7 @@
  */
 #include "store/fenced/fenced_schema.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,25 +32,61 @@ static bool catalog_flag(const json_t *col, const char *flag)
     return v != NULL && strcmp(v, "t") == 0;
 }
 
+/* Types whose explicit cast to a length fits the value to it (cuts or pads it)
+ * where storing it in a column of that length refuses it, by the name
+ * format_type prints without a modifier, and how a cast names the type with no
+ * length at all: a bare "character" or "bit" means a length of one. */
+static const struct {
+    const char *type; /* format_type(oid, NULL) */
+    const char *cast; /* the same type of any length */
+} length_types[] = {
+    {"character", "bpchar"},
+    {"character varying", "character varying"},
+    {"bit", "\"bit\""},
+    {"bit varying", "bit varying"},
+};
+
+/* The entry of length_types for type, an array of such a type included, or -1. */
+static int length_type(const char *type)
+{
+    size_t n = strcspn(type, "[");
+    for (size_t i = 0; i < sizeof length_types / sizeof length_types[0]; i++)
+        if (strlen(length_types[i].type) == n && strncmp(type, length_types[i].type, n) == 0)
+            return (int)i;
+    return -1;
+}
+
 /* The column's type as a cast names it without a modifier (owned): format_type's
- * text, but "bpchar" for char(n), which format_type prints "character", and a
- * cast to "character" is a cast to char(1) that cuts the text to one letter. */
+ * text, but a length type (length_types) of any length, so that a value of
+ * another length reaches the column whole and the column's own assignment
+ * refuses it (a cast to "bit" would cut "1010" to "1" first, one to
+ * "character" cut "abc" to "a"); arrays of them alike ("bit[]"). */
 static char *catalog_type(const json_t *col)
 {
     const char *type = json_string_value(json_object_get(col, "type"));
-    char *copy = strdup(strcmp(type, "character") == 0 ? "bpchar" : type);
+    int i = length_type(type);
+    char *copy = NULL;
+    if (i < 0)
+        copy = strdup(type);
+    else
+        FG_ASSERT(
+            asprintf(&copy, "%s%s", length_types[i].cast, type + strlen(length_types[i].type)) > 0);
     FG_ASSERT(copy != NULL);
     return copy;
 }
 
 /* The key column's type as its casts name it (owned): for a type the gateway
- * does not read, with its modifier (timestamp(0), bit(4)), so that the key's
- * text names the value the column stores (rounded, cut or padded as a cast
- * does) both in its resource and in the write; for the others without
- * (catalog_type), the key's text checked against the modifier here. */
+ * does not read, with its modifier (timestamp(0)), so that the key's text
+ * names the value the column stores (rounded as a cast does) both in its
+ * resource and in the write; for the others, and for a length type
+ * (length_types) whose cast with its length would pad or cut the key into
+ * another row's (bit(4): "10" into "1000"), without (catalog_type): the key's
+ * text checked against the modifier here, or a key of another length naming
+ * no row, and refused by the column when written. */
 static char *key_cast_type(const json_t *key, const struct key_shape *shape)
 {
-    if (shape->form != KEY_FORM_OTHER)
+    if (shape->form != KEY_FORM_OTHER ||
+        length_type(json_string_value(json_object_get(key, "type"))) >= 0)
         return catalog_type(key);
     char *copy = strdup(json_string_value(json_object_get(key, "full_type")));
     FG_ASSERT(copy != NULL);

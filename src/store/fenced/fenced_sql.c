@@ -204,12 +204,14 @@ static void put_row_resource(FILE *out, int prefix_param, const char *alias,
     fputs(s->key_numeric ? ")::numeric)::text" : ")::text", out);
 }
 
-/* "(SELECT row_to_json(r) FROM (SELECT <alias>.<key>, <alias>.<column>, ...) AS r)":
+/* "(SELECT row_to_json(r.*) FROM (SELECT <alias>.<key>, <alias>.<column>, ...) AS r)":
  * the row as an answer shows it, the key and the listed columns in that order
- * (the fence column and any column not listed stay out). */
+ * (the fence column and any column not listed stay out). A bare r would be a
+ * column named r of the subquery or of the table around it before it is the
+ * subquery's row; r.* can only be the row. */
 static void put_row_json(FILE *out, const char *alias, const struct table_schema *s)
 {
-    fprintf(out, "(SELECT row_to_json(r) FROM (SELECT %s.", alias);
+    fprintf(out, "(SELECT row_to_json(r.*) FROM (SELECT %s.", alias);
     put_ident(out, s->cfg->key);
     for (size_t i = 0; i < s->cfg->ncolumns; i++) {
         fprintf(out, ", %s.", alias);
@@ -702,6 +704,17 @@ char *fenced_sql_cast_check(const char *type)
     size_t len;
     FILE *out = stream_open(&buf, &len);
     fprintf(out, "SELECT $1::%s", type);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_fit_check(const struct table_schema *s)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT json_populate_record(NULL::", out);
+    put_ident(out, s->cfg->name);
+    fputs(", json_build_object($1::text, $2::text)) IS NULL", out);
     return stream_close(out, &buf);
 }
 

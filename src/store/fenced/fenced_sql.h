@@ -179,4 +179,10 @@ char *fenced_sql_column_claim(const struct table_schema *schema);
 /* SELECT $1::<type>: checks that a value converts to type. */
 char *fenced_sql_cast_check(const char *type);
 
+/* Checks that value $2 fits column $1 of schema's table as storing it would
+ * (a bit(n) of n bits, a varchar(n) of at most n characters, a numeric(p, s)
+ * within p digits): reads it with the column's type and modifier, as the
+ * column's own text input would, into a row that is not stored. */
+char *fenced_sql_fit_check(const struct table_schema *schema);
+
 #endif

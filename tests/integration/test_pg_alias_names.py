@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Columns named like the aliases of the gateway's own SQL (src/store/fenced/fenced_sql.c: t, k, r, c, f, d,
+w, e, s, rf, rv, v, excluded, and the names it gives its answers: resource, fence, found, revoked, created,
+deleted, c0) are columns like any other: read, written, refused and read on the refusal path, in both fence
+modes. A bare alias that Postgres reads as a column name where a column of that name is in scope would answer
+another value or fail the statement.
+
+- listed columns of every such name, the key among them, written with PUT, PATCH, POST, a batch and DELETE
+  and read back with GET;
+- a column named r that is not listed (the table around the statement's subquery still holds it), and a
+  key named r;
+- the refusals that read the row: a late write under require_live_lease (410) and a stale one (409).
+
+What this caught on the code before the fix (`SELECT row_to_json(r) FROM (SELECT t."k", t."r", ...) AS r`,
+where r is first a column of that name, of the subquery or of the table around it, and only then the subquery's
+row): every GET of a table with a column r, listed or not, or a key r, in either mode, answered 500
+(`postgres: function row_to_json(text) does not exist`), and so did a late write's refusal (410), which reads
+the row; the writes themselves, whose answer the gateway writes, and a stale write's 409 went through.
+
+Owns: column names that the generated SQL also uses. Must not: test the types of answered values
+(test_pg_row_kinds.py) or which columns an answer holds (test_pg_answers.py).
+"""
+
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import GatewayTest, psql  # noqa: E402
+from pg_helpers import assert_problem, rejections, unique, write  # noqa: E402
+
+NAMES = ["r", "t", "c", "f", "d", "w", "e", "s", "rf", "rv", "v", "excluded", "resource", "fence", "found",
+         "revoked", "created", "deleted", "c0"]
+COLUMNS_SQL = ", ".join(f'"{n}" text' for n in NAMES if n != "r")
+SETUP_SQL = f"""
+DROP TABLE IF EXISTS public.an_default, public.an_column, public.an_hidden, public.an_hidden_col,
+    public.an_key, public.an_key_col;
+CREATE TABLE public.an_default (k text PRIMARY KEY, r real, {COLUMNS_SQL});
+CREATE TABLE public.an_column (k text PRIMARY KEY, r real, {COLUMNS_SQL}, lock_fence bigint);
+CREATE TABLE public.an_hidden (k text PRIMARY KEY, note text, r text);
+CREATE TABLE public.an_hidden_col (k text PRIMARY KEY, note text, r text, lock_fence bigint);
+CREATE TABLE public.an_key (r text PRIMARY KEY, note text);
+CREATE TABLE public.an_key_col (r text PRIMARY KEY, note text, lock_fence bigint);
+"""
+LISTED = list(NAMES)
+TABLES = {
+    "an_default": {"key": "k", "columns": LISTED},
+    "an_column": {"key": "k", "columns": LISTED, "fence_column": "lock_fence"},
+    "an_hidden": {"key": "k", "columns": ["note"]},
+    "an_hidden_col": {"key": "k", "columns": ["note"], "fence_column": "lock_fence"},
+    "an_key": {"key": "r", "columns": ["note"]},
+    "an_key_col": {"key": "r", "columns": ["note"], "fence_column": "lock_fence"},
+}
+KEYS = {table: cfg["key"] for table, cfg in TABLES.items()}
+
+
+def row_of(table: str, i: int) -> dict:
+    """A row of table's listed columns, each value naming its column (r a number where it is real)."""
+    if TABLES[table]["columns"] == LISTED:
+        return {n: (1.5 + i if n == "r" else f"{n} {i}") for n in LISTED}
+    return {"note": f"note {i}"}
+
+
+class PgAliasNamesTest(GatewayTest):
+    gateway_config = {"tables": {t: dict(cfg, require_live_lease=True) for t, cfg in TABLES.items()}}
+
+    @classmethod
+    def setUpClass(cls):
+        psql(SETUP_SQL)  # the tables first: the gateway reads their catalog at start-up
+        super().setUpClass()
+
+    def lease(self, ttl_ms: int = 30000) -> dict:
+        r = self.c.post(f"/v1/locks/{unique('an')}/acquire", {"ttl_ms": ttl_ms})
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
+    def read(self, table: str, key: str):
+        return self.c.get(f"/v1/pg/{table}/{key}")
+
+    def assert_read(self, table: str, key: str, row: dict, fence: int) -> None:
+        r = self.read(table, key)
+        self.assertEqual(r.status, 200, (table, r))
+        self.assertEqual(r.body["row"], {KEYS[table]: key, **row}, table)
+        self.assertEqual(r.body["fence"], fence, table)
+
+    def test_columns_named_like_aliases_are_read_and_written(self):
+        for table in TABLES:
+            with self.subTest(table=table):
+                token = self.lease()["token"]
+                key = unique("an")
+                r = write(self.c, "PUT", table, key, {"row": row_of(table, 0)}, token)
+                self.assertEqual(r.status, 200, r)
+                fence = r.body["fence"]
+                self.assertEqual(r.body["row"], {KEYS[table]: key, **row_of(table, 0)}, r)
+                self.assert_read(table, key, row_of(table, 0), fence)
+                r = write(self.c, "PATCH", table, key, {"set": row_of(table, 1)}, token)
+                self.assertEqual(r.status, 200, r)
+                self.assert_read(table, key, row_of(table, 1), fence)
+                other = unique("an")
+                r = write(self.c, "POST", table, None, {"row": {KEYS[table]: other, **row_of(table, 2)}}, token)
+                self.assertEqual(r.status, 201, r)
+                self.assert_read(table, other, row_of(table, 2), fence)
+                r = self.c.request("POST", "/v1/pg/batch", {"ops": [
+                    {"op": "put", "table": table, "key": key, "row": row_of(table, 3)},
+                    {"op": "delete", "table": table, "key": other}]}, {"Fence-Token": token})
+                self.assertEqual(r.status, 200, r)
+                self.assert_read(table, key, row_of(table, 3), fence)
+                self.assertEqual(self.read(table, other).status, 404)
+                r = write(self.c, "DELETE", table, key, None, token)
+                self.assertEqual(r.status, 200, r)
+                self.assertEqual(self.read(table, key).status, 404)
+
+    def test_a_late_write_is_refused_reading_the_row(self):
+        for table in TABLES:
+            with self.subTest(table=table):
+                key = unique("an")
+                late = self.lease(ttl_ms=300)
+                time.sleep(0.4)  # the lease ends: the refusal under require_live_lease reads the row
+                r = write(self.c, "PUT", table, key, {"row": row_of(table, 0)}, late["token"])
+                body = assert_problem(self, r, 410, "lease_lost")
+                self.assertEqual(body["reason"], "lease_expired", r)
+                self.assertEqual(self.read(table, key).status, 404)
+                self.assertEqual([a["reason"] for a in rejections(f"pg:{table}/{key}")], ["lease_expired"])
+
+    def test_a_stale_write_is_refused(self):
+        for table in TABLES:
+            with self.subTest(table=table):
+                key = unique("an")
+                old, new = self.lease(), self.lease()
+                r = write(self.c, "PUT", table, key, {"row": row_of(table, 1)}, new["token"])
+                self.assertEqual(r.status, 200, r)
+                r = write(self.c, "PATCH", table, key, {"set": row_of(table, 2)}, old["token"])
+                body = assert_problem(self, r, 409, "stale_fence")
+                self.assertEqual(body["current_fence"], new["fence"], r)
+                self.assertEqual([a["reason"] for a in rejections(f"pg:{table}/{key}")], ["stale_fence"])
+                self.assert_read(table, key, row_of(table, 1), new["fence"])
+
+if __name__ == "__main__":
+    unittest.main()
