@@ -171,7 +171,7 @@ void fenced_write_applied_minimal(struct http_reply *reply, enum metric_backend 
 
 void fenced_write_applied(struct http_reply *reply, enum metric_backend backend, int status,
                           const char *resource, long long fence, const char *member,
-                          const json_t *value)
+                          const char *after)
 {
     metrics_fenced_write(backend, METRIC_WRITE_APPLIED);
     char buf[APPLIED_BUF];
@@ -182,6 +182,6 @@ void fenced_write_applied(struct http_reply *reply, enum metric_backend backend,
     if (resource != NULL)
         fgjson_out_str(&out, "resource", resource);
     fgjson_out_int(&out, "fence", fence);
-    fgjson_out_member(&out, member, value != NULL ? value : json_null());
+    fgjson_out_json(&out, member, after);
     reply_json_out(reply, status, &out);
 }

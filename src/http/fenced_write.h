@@ -62,10 +62,11 @@ bool fenced_write_wants_row(const struct http_request *req);
 void fenced_write_applied_minimal(struct http_reply *reply, enum metric_backend backend);
 
 /* Answers an applied write of backend with status and {"applied": true,
- * "resource": resource (left out when NULL), "fence": fence, member: value
- * (borrowed; NULL for null)}, written without a jansson tree; counted. */
+ * "resource": resource (left out when NULL), "fence": fence, member: after
+ * (the result's JSON text, borrowed, written as it is; NULL for null)},
+ * written without a jansson tree; counted. */
 void fenced_write_applied(struct http_reply *reply, enum metric_backend backend, int status,
                           const char *resource, long long fence, const char *member,
-                          const json_t *value);
+                          const char *after);
 
 #endif

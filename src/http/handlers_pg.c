@@ -5,7 +5,9 @@
  * body into a fenced_op and hands it to fenced_pg; the answer is the row after
  * the write (the key and the listed columns; 204 without it when the client
  * prefers return=minimal), or the refusal fenced_write.c answers for both
- * front ends. It never builds SQL and never decides a fence itself.
+ * front ends. Rows go into answers as the JSON text the store made of them,
+ * never read again, so their numbers keep every digit. It never builds SQL
+ * and never decides a fence itself.
  */
 #include "http/handlers_pg.h"
 
@@ -18,6 +20,9 @@
 #include "http/fenced_write.h"
 #include "lease/live.h"
 #include "store/fenced/fenced_pg.h"
+
+/* Room for the answer of a read with a common row (a larger one moves to the heap). */
+#define READ_BUF 4096
 
 static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
 {
@@ -154,15 +159,23 @@ enum handler_result handle_pg_get(struct http_request *req, struct http_reply *r
     struct fenced_result res;
     if (fenced_pg_read((size_t)table, req->match.params[1], &res, &err) != 0)
         return fail(reply, &err);
-    json_t *fence = res.fence > 0 ? json_integer(res.fence) : json_null();
-    if (json_is_null(res.after)) {
+    if (res.after == NULL) {
+        json_t *fence = res.fence > 0 ? json_integer(res.fence) : json_null();
         fg_fail(&err, FG_ERR_NOT_FOUND, "no row with that key");
         reply_problem_extra(reply, &err,
                             json_pack("{s:s, s:o}", "resource", res.resource, "fence", fence));
     } else {
-        reply_json(reply, 200,
-                   json_pack("{s:O, s:o, s:s}", "row", res.after, "fence", fence, "resource",
-                             res.resource));
+        char buf[READ_BUF];
+        struct fgjson_out out;
+        fgjson_out_init(&out, buf, sizeof buf);
+        fgjson_out_open(&out);
+        fgjson_out_json(&out, "row", res.after);
+        if (res.fence > 0)
+            fgjson_out_int(&out, "fence", res.fence);
+        else
+            fgjson_out_json(&out, "fence", NULL);
+        fgjson_out_str(&out, "resource", res.resource);
+        reply_json_out(reply, 200, &out);
     }
     fenced_result_free(&res);
     return HANDLER_DONE;

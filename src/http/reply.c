@@ -75,10 +75,7 @@ void reply_no_content(struct http_reply *reply, const char *preference)
 void reply_json_out(struct http_reply *reply, int status, struct fgjson_out *out)
 {
     fgjson_out_close(out);
-    char *text = strndup(out->buf, out->len);
-    FG_ASSERT(text != NULL);
-    fgjson_out_free(out);
-    reply_text(reply, status, "application/json", text);
+    reply_text(reply, status, "application/json", fgjson_out_take(out));
 }
 
 void reply_write_lease_lost(struct http_reply *reply, long long fence, const char *resource,

@@ -3,11 +3,13 @@
  * fgjson.c - field readers for request bodies: the one place that decides what a
  * wrong type or an out-of-range number looks like to a client. And the JSON
  * writer of the request path (replies, log lines): straight into a per-thread
- * buffer, byte for byte jansson's compact form, without jansson's dumper and
- * its allocations. Must not: decide what a reply or a line holds.
+ * buffer, byte for byte jansson's compact form but for reals (the shortest
+ * text that reads back as the same double), without jansson's dumper and its
+ * allocations. Must not: decide what a reply or a line holds.
  */
 #include "util/fgjson.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,6 +283,24 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
     return root;
 }
 
+size_t fgjson_real_text(double value, char *text)
+{
+    int digits = 1;
+    int n = snprintf(text, FGJSON_REAL_MAX, "%.*g", digits, value);
+    while (digits < 17 && strtod(text, NULL) != value) /* 17 digits always read back */
+        n = snprintf(text, FGJSON_REAL_MAX, "%.*g", ++digits, value);
+    /* Few digits of a large number come as an exponent that %.17g does not
+     * write ("1e+02" for 100): its integral digits written out instead, all
+     * of them the double's own (below 1e16 such a double is that integer;
+     * above, one as 6.26643345147825e+16 is not: its exponent stays). */
+    const char *e = strchr(text, 'e');
+    long exponent = e != NULL ? strtol(e + 1, NULL, 10) : 0;
+    if (exponent >= digits && exponent < 16)
+        n = snprintf(text, FGJSON_REAL_MAX, "%.*g", (int)exponent + 1, value);
+    FG_ASSERT(n > 0 && n < FGJSON_REAL_MAX);
+    return (size_t)n;
+}
+
 void fgjson_out_init(struct fgjson_out *out, char *buf, size_t cap)
 {
     *out = (struct fgjson_out){.buf = buf, .cap = cap};
@@ -290,6 +310,14 @@ void fgjson_out_free(struct fgjson_out *out)
 {
     free(out->heap);
     out->heap = NULL;
+}
+
+char *fgjson_out_take(struct fgjson_out *out)
+{
+    char *text = strndup(out->buf, out->len);
+    FG_ASSERT(text != NULL);
+    fgjson_out_free(out);
+    return text;
 }
 
 /* Makes room for n more bytes, moving the text to the heap when it outgrows buf. */
@@ -465,6 +493,30 @@ void fgjson_out_int(struct fgjson_out *out, const char *key, long long value)
     put_int(out, value);
 }
 
+/* Appends value (finite) as jansson writes a real, but in its shortest text:
+ * with a '.' or an exponent, so that it reads back as a real, and an exponent
+ * without '+' or leading zeros ("1e22", "2.5e-7", "3.0"). */
+static void put_real(struct fgjson_out *out, double value)
+{
+    char text[FGJSON_REAL_MAX];
+    size_t n = fgjson_real_text(value, text);
+    char *e = strchr(text, 'e');
+    if (e == NULL) {
+        fgjson_out_raw(out, text, n);
+        if (strchr(text, '.') == NULL)
+            fgjson_out_raw(out, ".0", 2);
+        return;
+    }
+    fgjson_out_raw(out, text, (size_t)(e - text) + 1);
+    const char *exponent = e + 1;
+    if (*exponent == '-')
+        fgjson_out_raw(out, exponent++, 1);
+    exponent += *exponent == '+';
+    while (*exponent == '0' && exponent[1] != '\0')
+        exponent++;
+    fgjson_out_raw(out, exponent, strlen(exponent));
+}
+
 static void put_value(struct fgjson_out *out, const json_t *value);
 
 void fgjson_out_members(struct fgjson_out *out, const json_t *object)
@@ -506,12 +558,7 @@ static void put_value(struct fgjson_out *out, const json_t *value)
     case JSON_TRUE: fgjson_out_raw(out, "true", 4); break;
     case JSON_FALSE: fgjson_out_raw(out, "false", 5); break;
     case JSON_NULL: fgjson_out_raw(out, "null", 4); break;
-    case JSON_REAL: {
-        char real[64]; /* rare on the request path: jansson's own format */
-        size_t n = json_dumpb(value, real, sizeof real, JSON_COMPACT | JSON_ENCODE_ANY);
-        fgjson_out_raw(out, real, n <= sizeof real ? n : 0);
-        break;
-    }
+    case JSON_REAL: put_real(out, json_real_value(value)); break;
     }
     out->need_comma = true;
 }
@@ -525,4 +572,22 @@ void fgjson_out_member(struct fgjson_out *out, const char *key, const json_t *va
 void fgjson_out_value(struct fgjson_out *out, const json_t *value)
 {
     put_value(out, value);
+}
+
+void fgjson_out_json(struct fgjson_out *out, const char *key, const char *text)
+{
+    put_key(out, key, key != NULL ? strlen(key) : 0, false);
+    if (text == NULL)
+        text = "null";
+    fgjson_out_raw(out, text, strlen(text));
+    out->need_comma = true;
+}
+
+char *fgjson_dump(const json_t *value)
+{
+    char first[256];
+    struct fgjson_out text;
+    fgjson_out_init(&text, first, sizeof first);
+    put_value(&text, value);
+    return fgjson_out_take(&text);
 }

@@ -6,13 +6,16 @@
  *
  * And the writing side of the request path: JSON texts (replies, log lines)
  * written into a caller's buffer without building or walking a jansson tree
- * through jansson's dumper, byte for byte what json_dumps(JSON_COMPACT) writes.
+ * through jansson's dumper, byte for byte what json_dumps(JSON_COMPACT) writes,
+ * but for reals, which it writes in their shortest form (fgjson_real_text)
+ * where jansson writes 17 digits.
  */
 #ifndef FG_FGJSON_H
 #define FG_FGJSON_H
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "util/error.h"
 
@@ -55,6 +58,19 @@ json_t *fgjson_parse_flat(const char *body, size_t len);
  * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);
 
+/* Room for any text of fgjson_real_text, its NUL included. */
+#define FGJSON_REAL_MAX 32
+
+/*
+ * Writes into text (FGJSON_REAL_MAX bytes) the shortest decimal text of value
+ * (finite) that reads back as the same double: "%.*g" at the fewest
+ * significant digits, 1 to 17, that strtod turns into value again ("19.99"
+ * where "%.17g" writes 19.989999999999998), an integral value below 1e16
+ * with all its digits ("100", not "1e+02"; "1e+16"). A number written with up
+ * to 15 significant digits comes back as it was written. Returns its length.
+ */
+size_t fgjson_real_text(double value, char *text);
+
 /* A JSON text being written into a buffer: the caller's (a per-thread one) and,
  * when that is too small, a heap one that replaces it. */
 struct fgjson_out {
@@ -69,6 +85,9 @@ struct fgjson_out {
 void fgjson_out_init(struct fgjson_out *out, char *buf, size_t cap);
 /* Frees the heap buffer, if the text needed one. */
 void fgjson_out_free(struct fgjson_out *out);
+/* The text written (up to a NUL written into it), as a new NUL-terminated
+ * string owned by the caller; frees out's heap buffer. */
+char *fgjson_out_take(struct fgjson_out *out);
 /* Appends n bytes as they are. */
 void fgjson_out_raw(struct fgjson_out *out, const char *text, size_t n);
 /* Opens an object ({) or closes it (}). */
@@ -92,9 +111,18 @@ void fgjson_out_int(struct fgjson_out *out, const char *key, long long value);
 /* Appends the members of object (borrowed) to the object being written. */
 void fgjson_out_members(struct fgjson_out *out, const json_t *object);
 /* Appends member key (plain text, written as it is) with value (any JSON
- * value, borrowed), written as json_dumps(JSON_COMPACT) writes it. */
+ * value, borrowed), written as json_dumps(JSON_COMPACT) writes it (reals in
+ * their shortest form). */
 void fgjson_out_member(struct fgjson_out *out, const char *key, const json_t *value);
-/* Appends value (any JSON value, borrowed) as json_dumps(JSON_COMPACT) writes it. */
+/* Appends value (any JSON value, borrowed) as fgjson_out_member writes it. */
 void fgjson_out_value(struct fgjson_out *out, const json_t *value);
+/* Appends member key (plain text, written as it is; NULL: an element of the
+ * array being written) with value text, a JSON text (borrowed) written as it
+ * is, not read again: a row's numbers keep every digit Postgres wrote. NULL
+ * text: null. */
+void fgjson_out_json(struct fgjson_out *out, const char *key, const char *text);
+/* value (any JSON value, borrowed) as fgjson_out_value writes it, as a new
+ * NUL-terminated string owned by the caller. */
+char *fgjson_dump(const json_t *value);
 
 #endif

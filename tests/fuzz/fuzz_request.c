@@ -244,9 +244,31 @@ static void fuzz_key(const char *value)
     FG_ASSERT(strlen(shown) < sizeof shown);
 }
 
+/* True if value is or holds a real. */
+static bool holds_real(const json_t *value)
+{
+    const char *key;
+    const json_t *item;
+    size_t i;
+    if (json_is_real(value))
+        return true;
+    json_object_foreach((json_t *)value, key, item)
+    {
+        if (holds_real(item))
+            return true;
+    }
+    json_array_foreach(value, i, item)
+    {
+        if (holds_real(item))
+            return true;
+    }
+    return false;
+}
+
 /* fgjson's own reader and writer against jansson's, whatever the bytes: the
  * flat reader reads only texts that jansson reads, to the same value, and the
- * writer prints every value that jansson reads as json_dumps prints it. */
+ * writer prints every value that jansson reads so that jansson reads it back
+ * as that value, as json_dumps prints it but for reals (their shortest text). */
 static void fuzz_json_twins(const char *body, size_t len)
 {
     json_error_t jerr;
@@ -262,8 +284,12 @@ static void fuzz_json_twins(const char *body, size_t len)
     struct fgjson_out out;
     fgjson_out_init(&out, small, sizeof small);
     fgjson_out_value(&out, any);
+    json_t *back = json_loadb(out.buf, out.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    FG_ASSERT(back != NULL && json_equal(back, any));
+    json_decref(back);
     char *want = json_dumps(any, JSON_COMPACT | JSON_ENCODE_ANY);
-    FG_ASSERT(want != NULL && strlen(want) == out.len && memcmp(want, out.buf, out.len) == 0);
+    FG_ASSERT(want != NULL && (holds_real(any) || (strlen(want) == out.len &&
+                                                   memcmp(want, out.buf, out.len) == 0)));
     free(want);
     fgjson_out_free(&out);
     json_decref(any);

@@ -141,7 +141,7 @@ static void value_texts(void **state)
     (void)state;
     struct fg_error err = {0};
     char *out = NULL;
-    json_t *v = parse("[true, 1.5, {\"a\": 1}, null]");
+    json_t *v = parse("[true, 1.5, {\"a\": 1}, null, 19.99, 0.1, {\"price\": 19.99}, 100.0, 7]");
     assert_int_equal(fenced_value_text(json_array_get(v, 0), false, "f", &out, &err), 0);
     assert_string_equal(out, "true");
     free(out);
@@ -153,6 +153,29 @@ static void value_texts(void **state)
     free(out);
     assert_int_equal(fenced_value_text(json_array_get(v, 3), true, "f", &out, &err), 0);
     assert_null(out);
+    /* reals as written, not "%.17g"'s 19.989999999999998, in any column */
+    static const struct {
+        size_t at;
+        bool json_column;
+        const char *text;
+    } reals[] = {
+        {4, false, "19.99"},
+        {5, false, "0.1"},
+        {4, true, "19.99"},
+        {5, true, "0.1"},
+        {6, true, "{\"price\":19.99}"},
+        {6, false, "{\"price\":19.99}"},
+        {7, false, "100"},
+        {7, true, "100.0"},
+        {8, false, "7"},
+    };
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        assert_int_equal(fenced_value_text(json_array_get(v, reals[i].at), reals[i].json_column,
+                                           "f", &out, &err),
+                         0);
+        assert_string_equal(out, reals[i].text);
+        free(out);
+    }
     json_decref(v);
 }
 

@@ -2,11 +2,16 @@
 /*
  * test_fgjson.c - typed field readers and the body parser: wrong types and
  * out-of-range values name the field; bodies that are not one JSON object are
- * invalid_json; the flat reader reads what it reads as jansson does.
+ * invalid_json; the flat reader reads what it reads as jansson does; reals
+ * are written in the shortest text that reads back as the same double.
  */
+#include <float.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +52,7 @@ static void writes_like_jansson(void **state)
         "[]",
         "{\"fence\": 42, \"token\": \"a.b-c_d\", \"ok\": true, \"no\": false, \"z\": null}",
         "{\"n\": -9223372036854775808, \"m\": 9223372036854775807, \"zero\": 0}",
-        "{\"r\": 1.5, \"big\": 1e300, \"small\": -2.5e-7, \"whole\": 3.0}",
+        "{\"r\": 1.5, \"half\": -0.5, \"whole\": 3.0}", /* reals jansson writes shortest too */
         "{\"esc\": \"q\\\" b\\\\ s/ \\b\\f\\n\\r\\t \\u0001\\u001f\\u007f\"}",
         "{\"utf8\": \"\u00e9\u20ac\U0001F600\", \"k\\u00e9y\\\"\": 1}",
         "{\"nul\": \"a\\u0000b\"}",
@@ -126,6 +131,152 @@ static void writes_lists(void **state)
     free(text);
     json_decref(want);
     fgjson_out_free(&out);
+}
+
+/* The significant digits of a number's text ("-0.01250e+3": "125"; "0": ""). */
+static void significant(const char *text, char *digits)
+{
+    size_t n = 0;
+    for (const char *p = text; *p != '\0' && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && (n > 0 || *p != '0'))
+            digits[n++] = *p;
+    while (n > 0 && digits[n - 1] == '0')
+        n--;
+    digits[n] = '\0';
+}
+
+/* The next of a fixed sequence of pseudo-random numbers (xorshift64). */
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* Reals, their fgjson_real_text and their text in written JSON (jansson's
+ * shape: a '.' or an exponent, which has no '+' and no leading zero).
+ * "%.17g" and json_dumps wrote 19.989999999999998 for 19.99 and
+ * 0.10000000000000001 for 0.1, which Postgres then stored. */
+static const struct {
+    double value;
+    const char *text;
+    const char *json;
+} reals[] = {
+    {19.99, "19.99", "19.99"},
+    {0.1, "0.1", "0.1"},
+    {99999999.99, "99999999.99", "99999999.99"},
+    {-2.5e-7, "-2.5e-07", "-2.5e-7"},
+    {0.1 + 0.2, "0.30000000000000004", "0.30000000000000004"},
+    {1.0 / 3, "0.3333333333333333", "0.3333333333333333"},
+    {1234567890123456.7891, "1234567890123456.8", "1234567890123456.8"},
+    {123456789012345.6, "123456789012345.6", "123456789012345.6"},
+    {0.0001, "0.0001", "0.0001"},
+    {3.0, "3", "3.0"},
+    {100.0, "100", "100.0"}, /* not 1e+02 */
+    {1e15, "1000000000000000", "1000000000000000.0"},
+    {9.5e15, "9500000000000000", "9500000000000000.0"},
+    {1e16, "1e+16", "1e16"},
+    {6.26643345147825e16, "6.26643345147825e+16", "6.26643345147825e16"}, /* 62664334514782496 */
+    {1e22, "1e+22", "1e22"},
+    {1e300, "1e+300", "1e300"},
+    {5e-324, "5e-324", "5e-324"},
+    {DBL_MAX, "1.7976931348623157e+308", "1.7976931348623157e308"},
+    {0.0, "0", "0.0"},
+    {-0.0, "-0", "-0.0"},
+    {-1.0, "-1", "-1.0"},
+};
+
+static void real_texts(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        char text[FGJSON_REAL_MAX];
+        size_t n = fgjson_real_text(reals[i].value, text);
+        assert_string_equal(text, reals[i].text);
+        assert_int_equal(n, strlen(reals[i].text));
+        json_t *real = json_real(reals[i].value);
+        char *json = fgjson_dump(real);
+        assert_string_equal(json, reals[i].json);
+        json_t *back = json_loads(json, JSON_DECODE_ANY, NULL); /* still a real, the same */
+        assert_true(json_is_real(back) && json_real_value(back) == reals[i].value);
+        json_decref(back);
+        json_decref(real);
+        free(json);
+    }
+    json_t *v = obj("{\"price\": 19.99, \"list\": [0.1, 2], \"s\": \"x\"}");
+    char *text = fgjson_dump(v);
+    assert_string_equal(text, "{\"price\":19.99,\"list\":[0.1,2],\"s\":\"x\"}");
+    free(text);
+    json_decref(v);
+}
+
+/* Any double's text reads back as that double, and one digit fewer would not. */
+static void real_texts_are_shortest(void **state)
+{
+    (void)state;
+    uint64_t seed = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < 20000; i++) {
+        uint64_t bits = next_random(&seed);
+        double value;
+        memcpy(&value, &bits, sizeof value);
+        if (!isfinite(value))
+            continue;
+        char text[FGJSON_REAL_MAX], digits[32], fewer[320]; /* room for "%.*g" of any precision */
+        fgjson_real_text(value, text);
+        assert_true(strtod(text, NULL) == value);
+        significant(text, digits);
+        int n = (int)strlen(digits);
+        snprintf(fewer, sizeof fewer, "%.*g", n - 1, value);
+        if (n > 1)
+            assert_false(strtod(fewer, NULL) == value);
+    }
+}
+
+/* A decimal of up to 15 significant digits comes back as written. */
+static void real_texts_keep_what_was_written(void **state)
+{
+    (void)state;
+    uint64_t seed = 42;
+    for (int i = 0; i < 20000; i++) {
+        int ndigits = 1 + (int)(next_random(&seed) % 15);
+        char written[48], want[32], got[32], text[FGJSON_REAL_MAX];
+        size_t n = 0;
+        for (int d = 0; d < ndigits; d++)
+            written[n++] = (char)('0' + next_random(&seed) % 10);
+        int exponent = (int)(next_random(&seed) % 41) - 20;
+        snprintf(written + n, sizeof written - n, "e%d", exponent);
+        double value = strtod(written, NULL);
+        fgjson_real_text(value, text);
+        significant(written, want);
+        significant(text, got);
+        assert_string_equal(got, want);
+        assert_true(strtod(text, NULL) == value);
+    }
+}
+
+/* A JSON text goes in as it is, its numbers untouched; NULL is null. */
+static void writes_json_texts(void **state)
+{
+    (void)state;
+    char buf[8]; /* small: the text moves to the heap */
+    struct fgjson_out out;
+    fgjson_out_init(&out, buf, sizeof buf);
+    fgjson_out_open(&out);
+    fgjson_out_int(&out, "fence", 3);
+    fgjson_out_json(&out, "row", "{\"n\":99999999.99,\"k\":1234567890123456.7891}");
+    fgjson_out_json(&out, "none", NULL);
+    fgjson_out_open_array(&out, "results");
+    fgjson_out_json(&out, NULL, "1e400");
+    fgjson_out_json(&out, NULL, "[0.1]");
+    fgjson_out_close_array(&out);
+    fgjson_out_close(&out);
+    char *text = fgjson_out_take(&out);
+    assert_string_equal(text,
+                        "{\"fence\":3,\"row\":{\"n\":99999999.99,\"k\":1234567890123456.7891},"
+                        "\"none\":null,\"results\":[1e400,[0.1]]}");
+    assert_null(out.heap);
+    free(text);
 }
 
 static void integers(void **state)
@@ -285,6 +436,10 @@ int main(void)
         cmocka_unit_test(writes_like_jansson),
         cmocka_unit_test(writes_members),
         cmocka_unit_test(writes_lists),
+        cmocka_unit_test(real_texts),
+        cmocka_unit_test(real_texts_are_shortest),
+        cmocka_unit_test(real_texts_keep_what_was_written),
+        cmocka_unit_test(writes_json_texts),
         cmocka_unit_test(parse_object),
         cmocka_unit_test(parse_object_like_jansson),
     };

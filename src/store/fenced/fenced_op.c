@@ -60,13 +60,12 @@ void fenced_batch_free(struct fenced_batch *batch)
 int fenced_value_text(const json_t *value, bool json_column, const char *field, char **out,
                       struct fg_error *err)
 {
-    char number[64];
+    char number[FGJSON_REAL_MAX]; /* a real's text, or an integer's (21 bytes at most) */
     *out = NULL;
     if (json_is_null(value))
         return 0;
     if (json_column || json_is_object(value) || json_is_array(value)) {
-        *out = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
-        FG_ASSERT(*out != NULL);
+        *out = fgjson_dump(value);
         return 0;
     }
     switch (json_typeof(value)) {
@@ -80,7 +79,7 @@ int fenced_value_text(const json_t *value, bool json_column, const char *field, 
         *out = strdup(number);
         break;
     case JSON_REAL:
-        snprintf(number, sizeof number, "%.17g", json_real_value(value));
+        fgjson_real_text(json_real_value(value), number);
         *out = strdup(number);
         break;
     case JSON_TRUE: *out = strdup("true"); break;

@@ -65,10 +65,12 @@ int fenced_batch_parse(const struct table_schema *schemas, size_t ntables, const
 void fenced_batch_free(struct fenced_batch *batch);
 
 /*
- * The text a JSON value is sent to Postgres as: strings as they are, numbers
- * and booleans as JSON prints them, objects and arrays (and every value of a
- * json column) as JSON text. *out is owned, NULL for JSON null. field names the
- * value in errors (a string containing NUL is refused).
+ * The text a JSON value is sent to Postgres as: strings as they are, integers
+ * and booleans as JSON prints them, reals as the shortest text that reads back
+ * as the same double (19.99, never 19.989999999999998: fgjson_real_text),
+ * objects and arrays (and every value of a json column) as JSON text with
+ * such reals. *out is owned, NULL for JSON null. field names the value in
+ * errors (a string containing NUL is refused).
  */
 int fenced_value_text(const json_t *value, bool json_column, const char *field, char **out,
                       struct fg_error *err) FG_WUR;

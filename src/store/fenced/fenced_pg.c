@@ -27,9 +27,11 @@
 #include "store/fenced/fenced_refusal.h"
 #include "store/fenced/fenced_schema.h"
 #include "store/fenced/write_group.h"
+#include "util/fgjson.h"
 
 #define STMT_CACHE_MAX 4096 /* prepared write statements kept; further ones run unprepared */
 #define PG_ERR_PREFIX  "postgres: "
+#define BATCH_BUF      2048 /* room for a batch's answered items (more moves to the heap) */
 
 /* A write statement of one (table, kind, written columns). */
 struct write_stmt {
@@ -681,13 +683,14 @@ static int op_refused(struct pg_conn *c, const struct fenced_op *op,
 }
 
 /* Runs the operations inside the open transaction, sent as one pipeline (one
- * round trip); items gets one entry per op (with its row if want_row). An op
+ * round trip); items (the text of an array being written) gets one
+ * {op, resource, row} per op if want_row, the row as its text. An op
  * refused after the claim (a row of a fence-column table created meanwhile, a
  * revocation meanwhile) fails the batch through op_refused; failed names the
  * op that failed, nops when none in particular. */
 static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
-                   const struct fenced_writer *who, bool want_row, json_t *items, json_t *stale,
-                   bool *revoked, size_t *failed, struct fg_error *err)
+                   const struct fenced_writer *who, bool want_row, struct fgjson_out *items,
+                   json_t *stale, bool *revoked, size_t *failed, struct fg_error *err)
 {
     size_t n = batch->nops;
     struct pg_group_stmt *stmts = calloc(n + 1, sizeof *stmts);
@@ -723,9 +726,11 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
             continue;
         struct fenced_result one = {0};
         applied(&batch->ops[i], who, json_array_get(stmts[i].rows, 0), want_row, &one);
-        json_array_append_new(items, json_pack("{s:s, s:s, s:O}", "op",
-                                               fenced_kind_method(batch->ops[i].kind), "resource",
-                                               one.resource, "row", one.after));
+        fgjson_out_open_item(items);
+        fgjson_out_str(items, "op", fenced_kind_method(batch->ops[i].kind));
+        fgjson_out_str(items, "resource", one.resource);
+        fgjson_out_json(items, "row", one.after);
+        fgjson_out_close(items);
         fenced_result_free(&one);
     }
     for (size_t i = 0; i < n; i++) {
@@ -777,7 +782,11 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     struct pg_conn *c = pg_acquire(err);
     if (c == NULL)
         return -1;
-    json_t *claimed = NULL, *stale = NULL, *items = json_array();
+    json_t *claimed = NULL, *stale = NULL;
+    char first[BATCH_BUF];
+    struct fgjson_out items;
+    fgjson_out_init(&items, first, sizeof first);
+    fgjson_out_raw(&items, "[", 1);
     size_t failed = batch->nops; /* the operation to blame; nops: none in particular */
     bool revoked = false;
     int rc = open_batch(c, batch, who, &revoked, &claimed, err);
@@ -793,7 +802,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
             rc = audit_stale(c, stale, who, res, err);
             goto out;
         }
-        rc = run_ops(c, batch, who, want_row, items, stale, &revoked, &failed, err);
+        rc = run_ops(c, batch, who, want_row, &items, stale, &revoked, &failed, err);
     }
     if (rc == 0)
         rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
@@ -817,11 +826,14 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     }
     res->outcome = FENCED_APPLIED;
     res->fence = who->fence;
-    res->after = json_incref(items);
+    if (want_row) {
+        fgjson_out_close_array(&items);
+        res->after = fgjson_out_take(&items);
+    }
 out:
     json_decref(claimed);
     json_decref(stale);
-    json_decref(items);
+    fgjson_out_free(&items);
     pg_release(c);
     if (rc != 0)
         fenced_result_free(res);
@@ -844,7 +856,7 @@ static int refusal_of(const struct fenced_op *op, struct fenced_result *res, str
 {
     if (fenced_pg_read(op->table, op->key, res, err) != 0)
         return -1;
-    json_decref(res->after);
+    free(res->after);
     res->after = NULL;
     res->outcome = FENCED_EXPIRED;
     return 0;

@@ -57,7 +57,8 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
 
 /*
  * Runs the operations of batch in one transaction under one fence: all are
- * applied (APPLIED, after: one item per op, with its row if want_row) or none. If any
+ * applied (APPLIED, after: the text of an array of {op, resource, row}, one
+ * per op, if want_row; else NULL) or none. If any
  * resource holds a higher fence the result is STALE, one audit row is kept
  * for the request and nothing else changes. Failures name the operation
  * ("ops[2]: ...").
@@ -76,7 +77,8 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
 int fenced_pg_refuse(const struct fenced_op *const *ops, size_t n, const struct fenced_writer *who,
                      const char *method, struct fenced_result *res, struct fg_error *err) FG_WUR;
 
-/* Reads the row of key in table (row is JSON null if absent) and its fence. */
+/* Reads the row of key in table (after: row_to_json's text, NULL if absent)
+ * and its fence. */
 int fenced_pg_read(size_t table, const char *key, struct fenced_result *res,
                    struct fg_error *err) FG_WUR;
 

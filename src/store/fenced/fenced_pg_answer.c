@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fenced_pg_answer.c - from the answer rows of fenced Postgres statements to
- * struct fenced_result: the resource, its fence, the row as JSON; for a write
+ * struct fenced_result: the resource, its fence, the row's JSON text (never
+ * read into jansson, whose doubles would round its numbers); for a write
  * that wrote nothing, the verdict of its refusal statement (refused as stale
  * or revoked, row missing, row in the way, or worth another try). It must not
  * run statements or decide the HTTP answer.
@@ -24,29 +25,23 @@ int64_t fenced_pg_answer_fence(const json_t *answer)
     return text ? strtoll(text, NULL, 10) : 0;
 }
 
-/* A row's JSON text as JSON (null for NULL); a row jansson cannot represent
- * (e.g. a numeric beyond double) is kept as its JSON text. */
-static json_t *row_parsed(const char *text)
+/* The row of a read's answer (its member row, row_to_json's text; owned), or
+ * NULL when there is none. */
+static char *row_of(const json_t *answer)
 {
+    const char *text = json_string_value(json_object_get(answer, "row"));
     if (text == NULL)
-        return json_null();
-    json_t *row = fgjson_parse_flat(text, strlen(text)); /* the common row, read fast */
-    if (row == NULL)
-        row = json_loads(text, JSON_DECODE_ANY, NULL);
-    return row ? row : json_string(text);
+        return NULL;
+    char *row = strdup(text);
+    FG_ASSERT(row != NULL);
+    return row;
 }
 
-/* The row of a read's answer (its member row, row_to_json's text). */
-static json_t *row_of(const json_t *answer)
-{
-    return row_parsed(json_string_value(json_object_get(answer, "row")));
-}
-
-/* The row of a write's answer on table s (NULL: no answer row): its members
- * c0 (the key; key, the canonical key written, where the statement does not
- * return it), c1, ... (the listed columns), written as row_to_json would
- * (row_json.h). */
-static json_t *written_row(const json_t *answer, const struct table_schema *s, const char *key)
+/* The row of a write's answer on table s (NULL: no answer row), as JSON text
+ * (owned): its members c0 (the key; key, the canonical key written, where the
+ * statement does not return it), c1, ... (the listed columns), written as
+ * row_to_json would (row_json.h). */
+static char *written_row(const json_t *answer, const struct table_schema *s, const char *key)
 {
     size_t n = s->cfg->ncolumns + 1;
     const char *names[n], *texts[n];
@@ -61,9 +56,7 @@ static json_t *written_row(const json_t *answer, const struct table_schema *s, c
     struct fgjson_out text;
     fgjson_out_init(&text, first, sizeof first);
     row_json_write(&text, names, texts, s->row_kinds, n);
-    json_t *row = row_parsed(text.buf);
-    fgjson_out_free(&text);
-    return row;
+    return fgjson_out_take(&text);
 }
 
 /* The resource of an answer (owned), or absent, if_none. */
@@ -91,7 +84,7 @@ void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s
     res->outcome = FENCED_APPLIED;
     res->resource = resource_of(answer, NULL); /* the caller names it from the key if none */
     res->fence = presented;
-    res->after = with_row ? written_row(answer, s, key) : json_null();
+    res->after = with_row ? written_row(answer, s, key) : NULL;
 }
 
 enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_kind kind,

@@ -22,8 +22,9 @@ int64_t fenced_pg_answer_fence(const json_t *answer);
  * Fills *res (freed first) from the answer row of an accepted write on table
  * s of key (canonical) that presented fence presented: APPLIED, the resource
  * if the answer has it (else NULL: the caller names it from the key), and
- * with_row, the row (else null: a delete, or return=minimal). answer may be
- * NULL when the statement had nothing to return.
+ * with_row, the row's JSON text as row_json.h writes it from the columns
+ * returned (else NULL: a delete, or return=minimal). answer may be NULL when
+ * the statement had nothing to return.
  */
 void fenced_pg_answer_applied(const json_t *answer, const struct table_schema *s, const char *key,
                               bool with_row, int64_t presented, struct fenced_result *res);
@@ -45,7 +46,8 @@ enum fenced_verdict {
 enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_kind kind,
                                              int64_t presented, struct fenced_result *res);
 
-/* Fills *res (zeroed first; outcome APPLIED) from the answer of a read. */
+/* Fills *res (zeroed first; outcome APPLIED) from the answer of a read: its
+ * row as row_to_json wrote it, NULL when there is none. */
 void fenced_pg_answer_read(const json_t *answer, struct fenced_result *res);
 
 /* A new array of {resource, current_fence}: the rows of claimed (a batch's

@@ -67,8 +67,8 @@ static char *audit_pack(const struct redis_write *w)
 /* Runs write script `script` for w: argv holds the script's own arguments,
  * after the first LIB_RW_NARGV, which are filled here from w, and more the
  * nmore values of its last ("<name>...", none for NULL); stored (a
- * reference it takes) is what the write stores, the answer's after once
- * applied (the scripts do not echo it). When Redis
+ * reference it takes) is what the write stores, whose text is the answer's
+ * after once applied (the scripts do not echo it). When Redis
  * answers that it has no revoked set, rebuilds it; no write floor (it lost its
  * data), recovers the slot's fence sequence, which sets the floor; a revoked
  * set on another node (the slot map is stale), fetches the map; and runs it
@@ -121,7 +121,7 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
     if (rc == 0)
         rc = fenced_redis_answer_read(lua_scripts[script].name, out, w->resource, res, err);
     if (rc == 0 && res->outcome == FENCED_APPLIED)
-        res->after = json_incref(stored);
+        res->after = fgjson_dump(stored);
     json_decref(stored);
     res->audit_slot = slot;
     struct fg_error lifting = {0};

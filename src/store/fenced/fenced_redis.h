@@ -51,7 +51,7 @@ int fenced_redis_put(const struct redis_write *w, const char *value, struct fenc
 /* PATCH: sets the hash fields of object fields (string values) and deletes
  * those whose value is null, unless the hash would then hold more than
  * max_fields fields. fields is borrowed and must be validated. res->after gets
- * the fields written (not the whole hash): fields itself, with a reference. */
+ * the fields written (not the whole hash): the text of fields itself. */
 int fenced_redis_patch(const struct redis_write *w, json_t *fields, long long max_fields,
                        struct fenced_result *res, struct fg_error *err) FG_WUR;
 

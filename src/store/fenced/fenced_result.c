@@ -11,7 +11,7 @@
 void fenced_result_free(struct fenced_result *res)
 {
     free(res->resource);
-    json_decref(res->after);
+    free(res->after);
     json_decref(res->stale);
     json_decref(res->resources);
     memset(res, 0, sizeof *res);

@@ -21,10 +21,12 @@ struct fenced_result {
     int64_t fence;               /* applied: the fence now stored; refused: the fence stored for
                                     resource, 0 if none (stale below Redis's write floor: the
                                     floor); read: the fence stored, 0 if none */
-    json_t *after;               /* applied or read: what is stored now: the row (null when absent
-                                    or not asked for), the Redis value, the hash fields written or
-                                    true (a delete), a batch's {op, resource, row} per operation
-                                    (owned, or NULL) */
+    char *after;                 /* applied or read: the JSON text of what is stored now, answered
+                                    as it is: the row as Postgres's row_to_json or row_json.h wrote
+                                    it (its numbers never read into doubles), the Redis value, the
+                                    hash fields written or true (a delete), a batch's array of
+                                    {op, resource, row} per operation (owned; NULL for null: no
+                                    row, or none asked for) */
     json_t *stale;               /* a stale batch: {resource, current_fence} per stale resource
                                     (owned, or NULL) */
     json_t *resources;           /* a refused batch: every resource that refused it, as JSON

@@ -4,8 +4,8 @@
  * Postgres's row_to_json writes it (json.c: composite_to_json, datum_to_json,
  * escape_json, IsValidJsonNumber; datetime.c: EncodeDateTime). It owns that
  * one correspondence and must not run statements or parse the result: the
- * text goes to the same reader as the rows Postgres builds itself, so that
- * both answer alike, a row jansson cannot read included.
+ * text goes into the answer as it is, as the rows Postgres builds itself do,
+ * so that both answer alike, every digit of their numbers included.
  */
 #include "store/fenced/row_json.h"
 
