@@ -183,6 +183,29 @@ class RedisWriteTest(GatewayTest):
         self.assertEqual((r.status, r.body["type"]), (400, "/problems/invalid_field"), r)
         self.assertEqual(self.r.cmd("HLEN", key), 9301)
 
+    def test_a_nul_byte_is_refused_on_write_and_answered_409_on_read(self):
+        """A NUL byte is valid UTF-8, but the write side refuses it in a value and in a field's name or
+        value, so a read of one written around the gateway answers 409 conflict, as one that is not UTF-8
+        does, never a 500. Caught on the code before the fix: each of the three reads answered 500
+        (rw_get.lua's reply "bad JSON: \\u0000 is not allowed without JSON_ALLOW_NUL")."""
+        key, nul, nulf, nulv, lock = same_slot("app:nul/", "app:nul/s", "app:nul/f", "app:nul/v", "nul")
+        tok = self.lock(lock)["token"]
+        for method, body in (("PUT", {"value": "a\0b"}), ("PATCH", {"fields": {"a\0b": "v"}}),
+                             ("PATCH", {"fields": {"f": "a\0b"}})):
+            r = self.write(method, key, tok, body)
+            self.assertEqual(r.status, 400, (method, body, r))
+            self.assertIn(r.body["type"], ("/problems/invalid_json", "/problems/invalid_field"), r)
+        self.assertEqual(self.r.cmd("EXISTS", key), 0)
+        self.r.cmd("SET", nul, b"a\x00b")  # written around the gateway
+        self.r.cmd("HSET", nulf, b"a\x00b", "v")
+        self.r.cmd("HSET", nulv, "f", b"a\x00b")
+        for k in (nul, nulf, nulv):
+            r = self.c.get("/v1/redis/" + k)
+            self.assertEqual((r.status, r.body["type"]), (409, "/problems/conflict"), (k, r))
+            request_id = r.body["detail"].rsplit(" ", 1)[1].rstrip(")")  # the detail is logged, not answered
+            logged = [line for line in self.gw.log_text().splitlines() if request_id in line]
+            self.assertTrue(any("NUL" in line for line in logged), logged)
+
     def test_a_read_answers_by_the_keys_type(self):
         """rw_get.lua measures a string first, asks a hash's length only when that fails, and a key's type
         only when both fail: every kind of key still answers as its type says."""

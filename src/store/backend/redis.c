@@ -1106,6 +1106,12 @@ static int decode_result(const redisReply *reply, const char *name, json_t **out
         return 0;
     if (json_error_code(&jerr) == json_error_invalid_utf8)
         return fg_fail(err, FG_ERR_CONFLICT, "the stored value is not UTF-8 text");
+    /* A NUL in a value or a hash field's name, written around the gateway: no
+     * write of the API stores one (a body's string with \u0000 is refused), so
+     * no read answers one. */
+    if (json_error_code(&jerr) == json_error_null_character ||
+        json_error_code(&jerr) == json_error_null_byte_in_key)
+        return fg_fail(err, FG_ERR_CONFLICT, "the stored value holds a NUL byte");
     return fg_fail(err, FG_ERR_INTERNAL, "redis script %s: bad JSON: %s", name, jerr.text);
 }
 
