@@ -14,8 +14,7 @@
 #include "auth/keyset.h"
 #include "fglimits.h"
 #include "gateway.h"
-#include "http/query.h"
-#include "http/strict.h"
+#include "http/status_query.h"
 #include "store/backend/secret.h"
 #include "store/fenced/revocations.h"
 #include "util/fgjson.h"
@@ -356,19 +355,35 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
     return HANDLER_DONE;
 }
 
+/* Reads and checks the query of req, a status request, into *q: every
+ * parameter, whether or not it asks for a watch. */
+static int status_query_read(const struct http_request *req, struct status_query *q,
+                             struct fg_error *err)
+{
+    struct status_query_text text = {
+        .watch = http_request_query(req, "watch"),
+        .fence = http_request_query(req, "fence"),
+        .wait_ms = http_request_query(req, "wait_ms"),
+        .waiters = http_request_query(req, "waiters"),
+    };
+    if (text.watch == NULL && http_request_query_given(req, "watch"))
+        text.watch = ""; /* a bare ?watch: no boolean */
+    return status_query_parse(&text, req->match.route->bounds, q, err);
+}
+
 enum handler_result lease_handle_status(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply)
 {
-    const char *watch = http_request_query(req, "watch");
-    if (req->state != NULL || (watch != NULL && strcmp(watch, "false") != 0))
-        return lease_handle_watch(kind, req, reply);
+    if (req->state != NULL) /* a watch that was parked */
+        return lease_watch_resume(req, reply);
     struct fg_error err = {0};
-    long long waiters = 0;
-    const struct member_bound *most = strict_bound(req->match.route->bounds, "waiters");
-    if (http_query_number(req, "waiters", most->min, most->max, 0, &waiters, &err) != 0)
+    struct status_query q;
+    if (status_query_read(req, &q, &err) != 0)
         return fail(reply, &err);
+    if (q.watch)
+        return lease_watch_start(kind, req, reply, q.fence, q.wait_ms);
     json_t *status = NULL;
-    if (kind->status(lease_name(req), waiters, &status, &err) != 0)
+    if (kind->status(lease_name(req), q.waiters, &status, &err) != 0)
         return fail(reply, &err);
     reply_json(reply, 200, status);
     return HANDLER_DONE;

@@ -55,8 +55,13 @@ void lease_reply_released(struct http_reply *reply);
 bool lease_ended_at_hold(enum lease_kind kind, const char *name, int64_t fence,
                          int64_t *hold_until_ms);
 
-/* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c). */
-enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http_request *req,
-                                       struct http_reply *reply);
+/* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c), its query
+ * checked (http/status_query.h): starts the watch of the lease of kind with
+ * fence for at most wait_ms, and answers what it saw or parks req. */
+enum handler_result lease_watch_start(const struct lease_ops *kind, struct http_request *req,
+                                      struct http_reply *reply, long long fence, long long wait_ms);
+
+/* Runs the watch that req parked (its state), and answers it or parks it again. */
+enum handler_result lease_watch_resume(struct http_request *req, struct http_reply *reply);
 
 #endif

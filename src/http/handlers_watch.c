@@ -1,18 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_watch.c - GET /v1/locks/{name}?watch=true&fence=N&wait_ms=W (and
- * the same on semaphores): reads the query, starts the watch of lease/watch.h
- * and writes what it saw, or parks the request while it waits.
+ * the same on semaphores): starts the watch of lease/watch.h and writes what
+ * it saw, or parks the request while it waits. The query is read and checked
+ * with the status call's (handlers_lease.c, http/status_query.h).
  */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "fglimits.h"
 #include "gateway.h"
 #include "http/handlers_lease.h"
-#include "http/query.h"
-#include "http/strict.h"
 #include "lease/watch.h"
 
 static void watcher_free(void *state)
@@ -40,25 +34,16 @@ static enum handler_result answer(struct lease_watcher *w, struct http_reply *re
     return step == PARK_STEP_HANGUP ? HANDLER_CLOSE : HANDLER_DONE;
 }
 
-enum handler_result lease_handle_watch(const struct lease_ops *kind, struct http_request *req,
-                                       struct http_reply *reply)
+enum handler_result lease_watch_resume(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    if (req->state != NULL)
-        return answer(req->state, reply, lease_watcher_run(req->state, &err), &err);
-    long long fence = 0, wait_ms = 0;
-    if (strcmp(http_request_query(req, "watch"), "true") != 0) {
-        fg_fail(&err, FG_ERR_INVALID_FIELD, "query 'watch' must be true or false");
-        reply_problem(reply, &err);
-        return HANDLER_DONE;
-    }
-    const struct member_bound *wait = strict_bound(req->match.route->bounds, "wait_ms");
-    if (http_query_number(req, "fence", 1, INT64_MAX, -1, &fence, &err) != 0 ||
-        http_query_number(req, "wait_ms", wait->min, wait->max, WATCH_WAIT_DEFAULT_MS, &wait_ms,
-                          &err) != 0) {
-        reply_problem(reply, &err);
-        return HANDLER_DONE;
-    }
+    return answer(req->state, reply, lease_watcher_run(req->state, &err), &err);
+}
+
+enum handler_result lease_watch_start(const struct lease_ops *kind, struct http_request *req,
+                                      struct http_reply *reply, long long fence, long long wait_ms)
+{
+    struct fg_error err = {0};
     if (gw.draining) {
         fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is stopping");
         reply_problem(reply, &err);

@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-#include "util/integer.h"
 #include "util/names.h"
 
 int http_query_args(const struct http_request *req, const char *const *names, size_t n,
@@ -24,19 +23,5 @@ int http_query_args(const struct http_request *req, const char *const *names, si
                            "query argument '%s' is not well encoded or too long", names[i]);
         args[i] = values + i * cap;
     }
-    return 0;
-}
-
-int http_query_number(const struct http_request *req, const char *arg, long long min, long long max,
-                      long long fallback, long long *out, struct fg_error *err)
-{
-    const char *text = http_request_query(req, arg);
-    *out = fallback;
-    if (text == NULL)
-        return fallback >= 0 ? 0
-                             : fg_fail(err, FG_ERR_INVALID_FIELD, "query '%s' is required", arg);
-    if (integer_parse(text, min, max, out) != INTEGER_OK)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "query '%s' must be an integer from %lld to %lld",
-                       arg, min, max);
     return 0;
 }

@@ -22,11 +22,4 @@
 int http_query_args(const struct http_request *req, const char *const *names, size_t n,
                     char *values, size_t cap, const char **args, struct fg_error *err) FG_WUR;
 
-/*
- * Reads the decimal query argument arg of req into *out within [min, max];
- * absent: fallback, or FG_ERR_INVALID_FIELD when fallback < 0 (required).
- */
-int http_query_number(const struct http_request *req, const char *arg, long long min, long long max,
-                      long long fallback, long long *out, struct fg_error *err) FG_WUR;
-
 #endif

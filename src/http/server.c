@@ -1011,6 +1011,12 @@ const char *http_request_query(const struct http_request *req, const char *name)
     return MHD_lookup_connection_value(req->conn->mhd, MHD_GET_ARGUMENT_KIND, name);
 }
 
+bool http_request_query_given(const struct http_request *req, const char *name)
+{
+    return MHD_lookup_connection_value_n(req->conn->mhd, MHD_GET_ARGUMENT_KIND, name, strlen(name),
+                                         NULL, NULL) == MHD_YES;
+}
+
 json_t *http_request_json(struct http_request *req, struct fg_error *err)
 {
     if (req->json == NULL)

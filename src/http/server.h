@@ -83,8 +83,12 @@ const char *http_request_header(const struct http_request *req, const char *name
 bool http_request_header_any(const struct http_request *req, const char *name,
                              bool (*match)(const char *value));
 
-/* Query argument, still percent-encoded as sent, or NULL. */
+/* Query argument, still percent-encoded as sent, or NULL (absent, or a bare
+ * name without '=': http_request_query_given tells them apart). */
 const char *http_request_query(const struct http_request *req, const char *name);
+
+/* True if the query names argument name, with a value or bare (?watch). */
+bool http_request_query_given(const struct http_request *req, const char *name);
 
 /* The parsed JSON object body (an empty body reads as {}), borrowed; NULL with
  * FG_ERR_INVALID_JSON if the body is not a JSON object. */
