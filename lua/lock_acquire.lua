@@ -12,7 +12,8 @@
 --   (lib_lease.lua gateway_mark: on a cluster), "" for no mark
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
---   queued  {lease, position, holder_pttl}   the caller waits in the queue
+--   queued  {lease, position, holder_pttl}   the caller waits in the queue (with waiting, the
+--                                            queue's length, when wait is "0")
 --   busy    {waiting}                        not free and the caller will not wait
 --   full    {waiting}                        the queue is at max_waiters (waiters of
 --                                            dead gateways are dropped first)
@@ -138,5 +139,9 @@ rid_keep(k, rid, lease, now + rid_ttl, now)
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
+-- queue_len: for a caller that will not wait (a retry of a request_id still queued, answered 409
+-- lock_busy with the queue's length), the queue's length; no other caller pays for the look.
+local queue_len = not wait and decimal(redis.call('ZCARD', k.q))
 return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position),
-                   R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2))
+                   R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2),
+                   queue_len and R_WAITING, queue_len)

@@ -15,7 +15,8 @@
 -- grant_free):
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
 --   queued   {lease, position, holder_pttl}   the caller waits; holder_pttl: ms until
---                                             the earliest holder lease ends (-1: none)
+--                                             the earliest holder lease ends (-1: none); with
+--                                             waiting, the queue's length, when wait is "0"
 --   busy     {waiting}                        no free slot and the caller will not wait
 --   full     {waiting}                        the queue is at max_waiters (waiters of
 --                                             dead gateways are dropped first)
@@ -155,5 +156,8 @@ if rid ~= '' then rid_keep(k, rid, lease, now + tonumber(A_request_id_ttl_ms), n
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(inst, attach, A_ttl_ms, A_max_hold_ms, owner, rid, since))
 keep_alive(k, now, keep_ms) -- not tidy: with the caller waiting, the semaphore is in use
+-- queue_len: for a caller that will not wait (a retry of a request_id still queued, answered 409
+-- lock_busy with the queue's length), the queue's length; no other caller pays for the look.
+local queue_len = not wait and decimal(redis.call('ZCARD', k.q))
 return lease_reply('queued', handoff, R_LEASE, lease, R_POSITION, decimal(position), R_HOLDER_PTTL,
-                   decimal(first_expiry_in(k, now)))
+                   decimal(first_expiry_in(k, now)), queue_len and R_WAITING, queue_len)

@@ -403,6 +403,32 @@ class LockApiTest(unittest.TestCase):
         self.assertEqual(out[0].status, 200)
         self.assertEqual(release(self.client, name, out[0].body["token"]).status, 200)
 
+    def test_a_retry_that_will_not_wait_names_the_queue_it_is_in(self):
+        """A retry with wait_ms 0 of a request_id still queued answers 409 lock_busy with the length of the queue
+        that holds it, as API.md asks of every lock_busy, and keeps its place. Caught on the code before the
+        fix: "waiting": 0 with two waiters queued (lock_acquire.lua's queued answer carried no queue length)."""
+        name, rid = unique_name(), unique_name("rid")
+        held = acquire(self.client, name)
+        first: list = []
+        t1 = self.waiter(name, first, wait_ms=20000, request_id=rid)
+        wait_for_waiting(self.client, name, 1)
+        second: list = []
+        t2 = self.waiter(name, second, wait_ms=20000)
+        wait_for_waiting(self.client, name, 2)
+        busy = assert_problem(self, acquire(self.client, name, request_id=rid), 409, "lock_busy")
+        self.assertEqual(busy["waiting"], 2, busy)
+        self.assertEqual(status(self.client, name)["waiting"], 2)
+        out: list = []
+        t3 = self.waiter(name, out, wait_ms=20000, request_id=rid)  # waits on in the place it kept
+        self.assertEqual(release(self.client, name, held.body["token"]).status, 200)
+        t3.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        t1.join(10)
+        self.assertEqual(release(self.client, name, out[0].body["token"]).status, 200)
+        t2.join(10)
+        self.assertEqual(second[0].status, 200, second)
+        self.assertEqual(release(self.client, name, second[0].body["token"]).status, 200)
+
     def test_every_status_query_parameter_is_checked(self):
         """Every query parameter of GET /v1/locks/{name} is checked on every request, with or without watch, in
         the order docs/api.md lists them, and watch is true or false: a bare ?watch is no boolean. Caught on

@@ -290,6 +290,45 @@ class SemaphoreLeaseTest(GatewayTest):
         finally:
             other.kill()
 
+    def waiter(self, name: str, out: list, **fields) -> threading.Thread:
+        """An acquire of name that waits, on a connection of its own; its answer goes into out."""
+        def run():
+            with self.gw.client(timeout=60) as c:
+                out.append(c.post(SEM + name + "/acquire", fields))
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
+
+    def wait_waiting(self, name: str, n: int) -> None:
+        wait_for(lambda: self.c.get(SEM + name).body["waiting"] == n, what=f"{n} waiting on {name}")
+
+    def test_a_retry_that_will_not_wait_names_the_queue_it_is_in(self):
+        """A retry with wait_ms 0 of a request_id still queued answers 409 lock_busy with the length of the
+        queue that holds it, and keeps its place. Caught on the code before the fix: "waiting": 0 with two
+        waiters queued (sem_acquire.lua's queued answer carried no queue length)."""
+        name, rid = unique("sem-retry"), unique("rid")
+        held = self.acquire(name, limit=1).body
+        first: list = []
+        t1 = self.waiter(name, first, limit=1, wait_ms=20000, request_id=rid)
+        self.wait_waiting(name, 1)
+        second: list = []
+        t2 = self.waiter(name, second, limit=1, wait_ms=20000)
+        self.wait_waiting(name, 2)
+        busy = self.acquire(name, limit=1, request_id=rid)
+        self.assertEqual((busy.status, busy.body["type"], busy.body.get("waiting")),
+                         (409, "/problems/lock_busy", 2), busy)
+        self.assertEqual(self.c.get(SEM + name).body["waiting"], 2)
+        out: list = []
+        t3 = self.waiter(name, out, limit=1, wait_ms=20000, request_id=rid)  # waits on in the place it kept
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": held["token"]}).status, 200)
+        t3.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        t1.join(10)
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": out[0].body["token"]}).status, 200)
+        t2.join(10)
+        self.assertEqual(second[0].status, 200, second)
+        self.assertEqual(self.c.post(SEM + name + "/release", {"token": second[0].body["token"]}).status, 200)
+
     def test_every_status_query_parameter_is_checked(self):
         """Every query parameter of GET /v1/semaphores/{name} is checked on every request, with or without
         watch, and a bare ?watch is no boolean. Caught on the code before the fix: fence=0, wait_ms=-5,
