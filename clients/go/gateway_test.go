@@ -80,6 +80,61 @@ func TestGatewayCancelEndsWait(t *testing.T) {
 	}
 }
 
+// TestGatewayReleaseAfterAFailedRelease: a release that failed (its context was cancelled, so it never left)
+// leaves the lock held at the gateway, and blocks writes through the lease at once; the next Release sends
+// it and frees the lock, for a lock and for a lock set. Broken variant caught: the first call marked the
+// lease released before sending, so the second returned nil without sending and LockStatus still showed
+// the lock held, for the rest of its TTL with nothing renewing it.
+func TestGatewayReleaseAfterAFailedRelease(t *testing.T) {
+	c := gatewayClient(t, false)
+	ctx := context.Background()
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	held := func(name string) bool {
+		t.Helper()
+		status, err := c.LockStatus(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status.Held
+	}
+	name := unique("go:rerelease")
+	l, err := c.Lock(ctx, name, LeaseOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a release with a cancelled context: %v", err)
+	}
+	var lost *LeaseLostError
+	if _, err := l.Redis().Put(ctx, "app:"+name, "v"); !errors.As(err, &lost) {
+		t.Fatalf("a write once the release was asked for: %v", err)
+	}
+	if !held(name) {
+		t.Fatal("the release with a cancelled context was sent")
+	}
+	if err := l.Release(ctx); err != nil || held(name) {
+		t.Fatalf("the second release: %v; held afterwards: %v", err, held(name))
+	}
+
+	names := []string{unique("go:rerelease-a"), unique("go:rerelease-b")}
+	s, err := c.LockSet(ctx, names, LeaseOptions{TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a lock set's release with a cancelled context: %v", err)
+	}
+	if err := s.Release(ctx); err != nil {
+		t.Fatalf("the lock set's second release: %v", err)
+	}
+	for _, name := range names {
+		if held(name) {
+			t.Fatalf("%s is still held after the lock set's second release", name)
+		}
+	}
+}
+
 func TestGatewayWithLockContextEndsOnLoss(t *testing.T) {
 	c := gatewayClient(t, false)
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -61,12 +62,13 @@ func newRequestID() string {
 
 // lostState is the lost flag of a lease; a lock set shares one among its locks.
 type lostState struct {
-	name     string
-	mu       sync.Mutex
-	lost     chan struct{}
-	reason   string
-	released bool
-	keeper   *keeper
+	name      string
+	mu        sync.Mutex
+	lost      chan struct{}
+	reason    string
+	releasing bool    // a release was asked for: nothing renews the lease and no write goes out through it
+	released  bool    // the gateway answered the release (200, or 410: already over): it is not sent again
+	keeper    *keeper // nil when not kept alive
 }
 
 func newLostState(name string) *lostState {
@@ -100,14 +102,14 @@ func (s *lostState) isLost() bool {
 	}
 }
 
-// check fails with a LeaseLostError when the lease is known lost, was released, or (while kept alive) has
-// outlived what its last successful renewal granted: a write must never leave under a lease its holder
-// gave up.
+// check fails with a LeaseLostError when the lease is known lost, is being or was released, or (while kept
+// alive) has outlived what its last successful renewal granted: a write must never leave under a lease its
+// holder gave up.
 func (s *lostState) check() error {
 	s.mu.Lock()
-	released, k := s.released, s.keeper
+	releasing, k := s.releasing, s.keeper
 	s.mu.Unlock()
-	if released {
+	if releasing {
 		return leaseLost(s.name, "released")
 	}
 	if k != nil {
@@ -149,27 +151,37 @@ func (s *lostState) heard(err error) {
 	}
 }
 
-// stopKeeping stops the keeper and marks the lease released; false if it already was.
-func (s *lostState) stopKeeping() bool {
+// beginRelease stops the keeper and blocks writes through the lease for good; false once the gateway has
+// answered a release, which then needs no sending again.
+func (s *lostState) beginRelease() bool {
 	s.mu.Lock()
-	k, first := s.keeper, !s.released
-	s.keeper, s.released = nil, true
+	k, pending := s.keeper, !s.released
+	s.keeper, s.releasing = nil, true
 	s.mu.Unlock()
 	if k != nil {
 		k.stop()
 	}
-	return first
+	return pending
 }
 
-// release sends the release (once) and answers the error Release returns: a LeaseLostError if the lease
-// was lost before or the gateway says it had ended, another error only for a lease still counted as held.
+// release sends the release until the gateway answers it, and answers the error Release returns: a
+// LeaseLostError if the lease was lost before or the gateway says it had ended, another error only for a
+// lease still counted as held. The first call ends renewals and writes; only a 200 or a 410 marks the
+// release done. Any other failure (a cancelled context, no answer within the retry budget, a 503) leaves
+// it to the next call: the lease may still be held, and nothing renews it any more, so a retry that
+// skipped the release would leave the lock held for the rest of its TTL. The gateway answers a repeated
+// release 200 again.
 func (s *lostState) release(send func() error) error {
-	if s.stopKeeping() {
-		if err := send(); err != nil {
-			s.heard(err)
-			if !s.isLost() {
-				return err
-			}
+	if s.beginRelease() {
+		err := send()
+		s.heard(err)
+		var p *Problem
+		if err == nil || (errors.As(err, &p) && p.Status == http.StatusGone) {
+			s.mu.Lock()
+			s.released = true
+			s.mu.Unlock()
+		} else if !s.isLost() {
+			return err
 		}
 	}
 	if s.isLost() {
@@ -330,7 +342,7 @@ func (s *lostState) freshStart(ctx context.Context, sentAt time.Time, ttl, timeo
 func (s *lostState) keep(start func() *keeper) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.released || s.isLost() {
+	if s.releasing || s.isLost() {
 		return
 	}
 	s.keeper = start()
@@ -368,7 +380,10 @@ func (l *Lease) Renew(ctx context.Context) (*RenewResult, error) {
 }
 
 // Release stops keeping the lease alive and releases it (the next waiter gets it at once). It returns a
-// *LeaseLostError if the lease had been lost: the work done under it may not have been exclusive.
+// *LeaseLostError if the lease had been lost: the work done under it may not have been exclusive. From the
+// first call on, nothing renews the lease and writes through it fail; when the release itself fails (ctx
+// ended, no answer, a 503), the lease may still be held until its TTL runs out: call Release again, which
+// sends it again, until it returns nil or a *LeaseLostError.
 func (l *Lease) Release(ctx context.Context) error {
 	return l.state.release(func() error {
 		_, err := l.client.call(ctx, request{method: "POST", path: l.path() + "/release",
@@ -545,7 +560,8 @@ func (s *LockSet) Renew(ctx context.Context) error {
 	return err
 }
 
-// Release stops keeping the set alive and releases every lock; a *LeaseLostError if one had been lost.
+// Release stops keeping the set alive and releases every lock; a *LeaseLostError if one had been lost. As
+// Lease.Release, a release that failed is sent again by the next call.
 func (s *LockSet) Release(ctx context.Context) error {
 	return s.state.release(func() error {
 		_, err := s.client.call(ctx, request{method: "POST", path: "/v1/locksets/release",

@@ -464,3 +464,66 @@ func TestUnitWatchAnswered429GoesOn(t *testing.T) {
 		t.Errorf("watchPause with Retry-After 5 s = %v", got)
 	}
 }
+
+// TestUnitReleaseAnswered503IsSentAgain: the first release of a lease is answered 503 (no retry here), so
+// the lease may still be held. From that call on nothing renews it and a write through it fails without
+// being sent; the next Release sends the release again and succeeds, and one after that sends nothing.
+// Broken variant caught: the lease was marked released before the release was sent, so the second Release
+// returned nil without sending anything (1 release arrived, not 2) and the lock stayed held for its TTL.
+func TestUnitReleaseAnswered503IsSentAgain(t *testing.T) {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		what := r.Method + " " + r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		mu.Lock()
+		counts[what]++
+		n := counts[what]
+		mu.Unlock()
+		switch {
+		case what == "POST release" && n == 1:
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"type":"/problems/backend_unavailable","status":503}`))
+		case what == "POST release":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"released":true}`))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"lock":"x","token":"t","fence":7,"ttl_ms":300,"expires_at_ms":%d}`,
+				time.Now().UnixMilli()+300)
+		}
+	}))
+	defer srv.Close()
+	count := func(what string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[what]
+	}
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Retry: RetryPolicy{Attempts: 1}})
+	defer c.Close()
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "x", LeaseOptions{TTL: 300 * time.Millisecond, NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unavailable *BackendUnavailableError
+	if err := l.Release(ctx); !errors.As(err, &unavailable) {
+		t.Fatalf("the release answered 503: %v", err)
+	}
+	renewals := count("POST renew")
+	time.Sleep(250 * time.Millisecond) // over two renewal periods of a 300 ms lease
+	var lost *LeaseLostError
+	if _, err := l.Redis().Put(ctx, "app:x", "v"); !errors.As(err, &lost) || count("PUT x") != 0 {
+		t.Fatalf("a write after the failed release: %v (%d sent)", err, count("PUT x"))
+	}
+	if count("POST renew") != renewals {
+		t.Fatalf("the lease was renewed %d times after the release was asked for", count("POST renew")-renewals)
+	}
+	if err := l.Release(ctx); err != nil || count("POST release") != 2 {
+		t.Fatalf("the second release: %v, %d releases sent; expected nil and 2", err, count("POST release"))
+	}
+	if err := l.Release(ctx); err != nil || count("POST release") != 2 {
+		t.Fatalf("a release after the gateway answered one: %v, %d releases sent; expected nil and 2", err,
+			count("POST release"))
+	}
+}
