@@ -17,7 +17,7 @@ import { randomBytes } from "node:crypto";
 import { LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
 import { Grant, Keeper, Watch } from "./keeper.js";
 import { NO_RETRY, Transport, segment } from "./transport.js";
-import { Holder, PgTable, RedisKeys } from "./writes.js";
+import { CallOptions, Holder, PgTable, RedisKeys } from "./writes.js";
 
 /** Options of an acquire; every member is optional. */
 export interface LeaseOptions {
@@ -80,6 +80,9 @@ export function newRequestId(): string {
 export class LostState {
   private readonly controller = new AbortController();
   reason: string | undefined;
+  /** A release was asked for: nothing renews the lease and no write goes out through it. */
+  releasing = false;
+  /** The gateway answered the release (200, or 410: already over): it is not sent again. */
   released = false;
   keeper: Keeper | undefined;
 
@@ -102,11 +105,11 @@ export class LostState {
   }
 
   /**
-   * Throws LeaseLostError when the lease is known lost, was released, or (kept alive) outlived what its last
-   * successful renewal granted.
+   * Throws LeaseLostError when the lease is known lost, is being or was released, or (kept alive) outlived
+   * what its last successful renewal granted.
    */
   check(): void {
-    if (this.released) throw leaseLost(this.name, "released");
+    if (this.releasing) throw leaseLost(this.name, "released");
     const lapsed = this.keeper?.lapsed();
     if (lapsed) this.mark(lapsed);
     if (this.lost) throw leaseLost(this.name, this.reason ?? "lost");
@@ -118,17 +121,26 @@ export class LostState {
     else if (error instanceof MaxHoldExceededError) this.mark("max_hold_exceeded");
   }
 
-  /** Stops keeping and sends the release once; rejects with LeaseLostError if the lease had been lost. */
+  /**
+   * Stops keeping the lease and blocks its writes from the first call on, then sends the release until the
+   * gateway answers it: only a 200 or a 410 marks it done. Any other failure (an aborted signal, no answer
+   * within the retry budget, a 503) leaves it to the next call, since the lease may still be held and
+   * nothing renews it any more: a retry that skipped the release would leave the lock held for the rest of
+   * its TTL. The gateway answers a repeated release 200 again. Rejects with LeaseLostError if the lease had
+   * been lost, with the release's error only while the lease still counts as held.
+   */
   async release(send: () => Promise<unknown>): Promise<void> {
     this.keeper?.stop();
     this.keeper = undefined;
+    this.releasing = true;
     if (!this.released) {
-      this.released = true;
       try {
         await send();
+        this.released = true;
       } catch (e) {
         this.heard(e);
-        if (!this.lost) throw e;
+        if (e instanceof ProblemError && e.status === 410) this.released = true;
+        else if (!this.lost) throw e;
       }
     }
     if (this.lost) throw leaseLost(this.name, this.reason ?? "lost");
@@ -270,10 +282,15 @@ export class Lease extends Held {
     }
   }
 
-  /** Stops keeping the lease alive and releases it; rejects with LeaseLostError if it had been lost. */
-  release(): Promise<void> {
+  /**
+   * Stops keeping the lease alive and releases it; rejects with LeaseLostError if it had been lost. From the
+   * first call on, nothing renews the lease and writes through it reject; when the release itself fails
+   * (options.signal aborted, no answer, a 503) the lease may still be held until its TTL runs out: call
+   * release() again, which sends it again, until it resolves or rejects with LeaseLostError.
+   */
+  release(options?: CallOptions): Promise<void> {
     return this.state.release(() => this.transport.call({ method: "POST", path: this.path + "/release",
-      effect: "idempotent", body: { token: this.token } }));
+      effect: "idempotent", body: { token: this.token }, signal: options?.signal }));
   }
 
   /** A configured Postgres table written with this lease's token. */
@@ -353,9 +370,12 @@ export class LockSet extends Held {
     }
   }
 
-  /** Stops keeping the set alive and releases every lock; LeaseLostError if one had been lost. */
-  release(): Promise<void> {
+  /**
+   * Stops keeping the set alive and releases every lock; LeaseLostError if one had been lost. As
+   * Lease.release, a release that failed is sent again by the next call.
+   */
+  release(options?: CallOptions): Promise<void> {
     return this.state.release(() => this.transport.call({ method: "POST", path: "/v1/locksets/release",
-      effect: "idempotent", body: { tokens: this.tokens } }));
+      effect: "idempotent", body: { tokens: this.tokens }, signal: options?.signal }));
   }
 }

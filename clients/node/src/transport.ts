@@ -141,6 +141,8 @@ interface TryResult {
 /** Sends JSON calls to one gateway through one connection pool. */
 export class Transport {
   readonly base: URL;
+  /** The base URL's host for node:http: an IPv6 literal without the brackets of its URL form. */
+  private readonly hostname: string;
   readonly timeoutMs: number;
   readonly retry: RetryPolicy;
   private readonly key: string;
@@ -152,6 +154,9 @@ export class Transport {
     if ((this.base.protocol !== "http:" && this.base.protocol !== "https:") || !this.base.hostname) {
       throw new TypeError(`the gateway URL must be http://host[:port] or https://host[:port], not ${url}`);
     }
+    // node:http looks "[::1]" up as a name; given "::1" it connects, and writes the Host header "[::1]:port"
+    // itself (no port when it is the scheme's default, as URL.port leaves it out).
+    this.hostname = this.base.hostname.replace(/^\[(.*)\]$/, "$1");
     this.key = options.apiKey ?? process.env.FENCEGATE_KEY ?? "";
     this.timeoutMs = options.timeoutMs ?? 10000;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
@@ -208,21 +213,26 @@ export class Transport {
     }
     if (this.key) headers.Authorization = `Bearer ${this.key}`;
     Object.assign(headers, call.headers);
+    // Node writes a header's string one byte per character (Latin-1): each value is handed over as the
+    // Latin-1 spelling of its UTF-8 bytes, so text beyond ASCII (an owner, a key) arrives as UTF-8.
+    for (const [name, value] of Object.entries(headers)) headers[name] = Buffer.from(value, "utf8").toString("latin1");
     const op = `${call.method} ${call.path}`;
     const module = this.base.protocol === "https:" ? https : http;
     return new Promise<TryResult>((resolve) => {
       let connected = false;
       let settled = false;
+      let stopListening: (() => void) | undefined; // removes the listener of a socket still connecting
       const settle = (r: TryResult): void => {
         if (!settled) {
           settled = true;
           clearTimeout(timer);
           call.signal?.removeEventListener("abort", onAbort);
+          stopListening?.();
           resolve(r);
         }
       };
       const req = module.request({
-        agent: this.agent, protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port,
+        agent: this.agent, protocol: this.base.protocol, hostname: this.hostname, port: this.base.port,
         method: call.method, path: target, headers,
       }, (res) => {
         const chunks: Buffer[] = [];
@@ -254,9 +264,16 @@ export class Transport {
       });
       req.on("socket", (socket) => {
         if (call.background) socket.unref();
-        const connecting = (socket as unknown as { connecting?: boolean }).connecting;
-        if (!connecting) connected = true;
-        socket.once(this.base.protocol === "https:" ? "secureConnect" : "connect", () => { connected = true; });
+        // A kept-alive socket is connected already and never emits the event again: a listener there would
+        // stay, holding this call, for as long as the socket lives.
+        if (!socket.connecting) {
+          connected = true;
+          return;
+        }
+        const event = this.base.protocol === "https:" ? "secureConnect" : "connect";
+        const onConnect = (): void => { connected = true; };
+        socket.once(event, onConnect);
+        stopListening = () => socket.removeListener(event, onConnect);
       });
       req.on("error", (e: NodeJS.ErrnoException) => {
         const certificate = CERT_ERRORS.has(e.code ?? "");

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Client, ConflictError, LeaseLostError, NotFoundError, StaleFenceError } from "../src/index.js";
+import { Client, ConflictError, Lease, LeaseLostError, NotFoundError, StaleFenceError } from "../src/index.js";
 
 const skip = process.env.FG_CONF_URL ? false : "FG_CONF_URL is not set: run through tests/conformance/driver.py";
 
@@ -19,6 +19,15 @@ function client(direct = false): Client {
 }
 
 const unique = (prefix: string): string => `${prefix}-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
+
+/** A fresh lock whose first lease, old (200 ms, not renewed), has expired, and a fresh key under app:. */
+async function expiredLease(c: Client, prefix: string): Promise<{ name: string; key: string; old: Lease }> {
+  const name = unique(`node:${prefix}`);
+  const key = "app:" + unique(`node-${prefix}`);
+  const old = await c.lock(name, { ttlMs: 200, renew: false });
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  return { name, key, old };
+}
 
 test("aborting the signal ends a wait, and its kept place holds nobody up", { skip }, async () => {
   const c = client(true); // the proxy would keep the aborted wait's upstream connection open
@@ -38,6 +47,52 @@ test("aborting the signal ends a wait, and its kept place holds nobody up", { sk
     assert.ok(i < 60, `the aborted waiter's place held the lock up: held ${status.held}, waiting ${status.waiting}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  c.close();
+});
+
+test("a release that failed is sent by the next release, for a lock and a lock set", { skip }, async () => {
+  // The first release's signal is aborted, so it never leaves: the lock stays held at the gateway, and writes
+  // through the lease reject at once; the next release() sends it and frees the lock. Broken variant caught:
+  // the first call marked the lease released before sending, so the second resolved without sending and
+  // lockStatus still showed the lock held, for the rest of its TTL with nothing renewing it.
+  const c = client();
+  const name = unique("node:rerelease");
+  const lease = await c.lock(name, { ttlMs: 30000 });
+  await assert.rejects(lease.release({ signal: AbortSignal.abort() }), { name: "AbortError" });
+  await assert.rejects(lease.redis.put("app:" + name, "v"), LeaseLostError);
+  assert.equal((await c.lockStatus(name)).held, true, "the release with an aborted signal was sent");
+  await lease.release();
+  assert.equal((await c.lockStatus(name)).held, false, "the second release did not free the lock");
+
+  const names = [unique("node:rerelease-a"), unique("node:rerelease-b")];
+  const set = await c.lockSet(names, { ttlMs: 30000 });
+  await assert.rejects(set.release({ signal: AbortSignal.abort() }), { name: "AbortError" });
+  await set.release();
+  for (const n of names) assert.equal((await c.lockStatus(n)).held, false, `${n} is held after the second release`);
+  c.close();
+});
+
+test("an owner beyond ASCII writes, and reads back as itself from the audit trail", { skip }, async () => {
+  // Broken variant caught: Fence-Owner went out as Latin-1; "billing-ü" was refused 400 invalid_field
+  // (not printable UTF-8) and "账单-7" threw TypeError: Invalid character in header content.
+  const c = client();
+  const { name, key, old } = await expiredLease(c, "owner");
+  const owners = ["billing-ü", "账单-7"];
+  const writers = owners.map((owner) => new Client({ url: process.env.FG_CONF_URL!, apiKey: process.env.FG_CONF_ADMIN_KEY!,
+    owner, timeoutMs: 5000 }));
+  await c.withLock(name, async (lease) => {
+    for (const writer of writers) assert.equal((await writer.redis(lease.token).put(key, "new")).applied, true);
+  }, { ttlMs: 5000 });
+  for (const writer of writers) {
+    await assert.rejects(writer.redis(old.token).put(key, "old"), StaleFenceError);
+    writer.close();
+  }
+  let seen: (string | null)[] = [];
+  for (const deadline = Date.now() + 5000; seen.length < 2 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    seen = [];
+    for await (const record of c.auditRejections({ resource: "redis:" + key })) seen.push(record.owner);
+  }
+  assert.deepEqual(seen, owners);
   c.close();
 });
 
@@ -85,10 +140,7 @@ test("fenced writes of every kind", { skip }, async () => {
 
 test("audit paging", { skip }, async () => {
   const c = client();
-  const name = unique("node:audit");
-  const key = "app:" + unique("node-audit");
-  const old = await c.lock(name, { ttlMs: 200, renew: false });
-  await new Promise((resolve) => setTimeout(resolve, 400));
+  const { name, key, old } = await expiredLease(c, "audit");
   await c.withLock(name, (lease) => lease.redis.put(key, "new"), { ttlMs: 5000 });
   for (let i = 0; i < 3; i++) {
     await assert.rejects(old.redis.put(key, "old"),

@@ -17,8 +17,8 @@ import { join } from "node:path";
 import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { Client, OutcomeUnknownError, PROBLEM_CLASSES, ProblemError, StaleFenceError, UnreachableError, problemError }
-  from "../src/index.js";
+import { BackendUnavailableError, Client, LeaseLostError, OutcomeUnknownError, PROBLEM_CLASSES, ProblemError,
+  StaleFenceError, UnreachableError, problemError } from "../src/index.js";
 import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
@@ -98,7 +98,7 @@ test("HTTPS verifies the gateway against the CA file", async () => {
   server.close();
 });
 
-interface Seen { method: string; path: string; query: URLSearchParams; body: string }
+interface Seen { method: string; path: string; query: URLSearchParams; body: string; headers: http.IncomingHttpHeaders }
 type Reply = [number, string, Record<string, string>?];
 
 /**
@@ -115,7 +115,7 @@ async function canned(t: TestContext, handler: (r: Seen) => Promise<Reply> | Rep
     req.on("end", async () => {
       const target = new URL(req.url ?? "/", "http://x");
       const r = { method: req.method ?? "", path: decodeURIComponent(target.pathname), query: target.searchParams,
-        body: Buffer.concat(chunks).toString("utf8") };
+        body: Buffer.concat(chunks).toString("utf8"), headers: req.headers };
       seen.push(r);
       const [status, body, headers] = await handler(r);
       if (status === 0) {
@@ -311,4 +311,79 @@ test("a watch poll answered 429 is polled again after Retry-After", async (t) =>
   assert.equal(lease.lostReason, "revoked");
   assert.equal(polls.length, 2);
   assert.ok(polls[1]! - polls[0]! >= 900, `polled again ${polls[1]! - polls[0]!} ms after the 429`);
+});
+
+test("a release answered 503 is sent again by the next release", async (t) => {
+  // The first release of a lease is answered 503 (no retry here), so the lease may still be held. From that
+  // call on nothing renews it and a write through it rejects without being sent; the next release() sends
+  // the release again, and one after the gateway's 200 sends nothing. Broken variant caught: the lease was
+  // marked released before the release was sent, so the second release() resolved without sending anything
+  // (1 release arrived, not 2) and the lock stayed held for its TTL.
+  let releases = 0;
+  const { client, seen } = await canned(t, ({ path }) => {
+    if (path.endsWith("/release")) {
+      return ++releases === 1 ? [503, `{"type":"/problems/backend_unavailable","status":503}`] : [200, `{"released":true}`];
+    }
+    return [200, `{"lock":"x","token":"t","fence":7,"ttl_ms":300,"expires_at_ms":1}`];
+  });
+  const lease = await client({ retry: { attempts: 1 } }).lock("x", { ttlMs: 300, watch: false });
+  await assert.rejects(lease.release(), BackendUnavailableError);
+  const renewals = seen.filter((r) => r.path.endsWith("/renew")).length;
+  await new Promise((r) => setTimeout(r, 250)); // over two renewal periods of a 300 ms lease
+  await assert.rejects(lease.redis.put("app:x", "v"), LeaseLostError);
+  assert.equal(seen.filter((r) => r.method === "PUT").length, 0, "a write went out after the release was asked for");
+  assert.equal(seen.filter((r) => r.path.endsWith("/renew")).length, renewals, "renewed after the release was asked for");
+  await lease.release();
+  assert.equal(releases, 2, "the second release() did not send the release");
+  await lease.release();
+  assert.equal(releases, 2, "a release() after the gateway's 200 sent it again");
+});
+
+test("an owner beyond ASCII goes out as the UTF-8 bytes of its Fence-Owner header", async (t) => {
+  // The gateway reads Fence-Owner as UTF-8. Broken variant caught: Node wrote the header's string as
+  // Latin-1, so "billing-ü" arrived as the byte 0xFC (the gateway: 400 invalid_field) and "账单-7" threw
+  // TypeError: Invalid character in header content.
+  const { client, seen } = await canned(t, () => [200, `{"applied":true,"resource":"redis:app:x","fence":7,"value":"v"}`]);
+  for (const owner of ["billing-ü", "账单-7", "billing-7"]) {
+    await client({ owner }).redis("t").put("app:x", "v");
+    const header = seen.at(-1)!.headers["fence-owner"] as string; // node:http reads header bytes as Latin-1
+    assert.equal(Buffer.from(header, "latin1").toString("utf8"), owner);
+  }
+});
+
+test("sequential calls on a kept-alive socket leave no 'connect' listener behind", async (t) => {
+  // Broken variant caught: every call added a once('connect') listener to its socket, also to a kept-alive
+  // one that never connects again; after 30 calls the socket held 29 of them (MaxListenersExceededWarning
+  // past 10), each keeping its call's closure alive.
+  const { client } = await canned(t, () => [200, `{"lock":"x","held":false,"fence":null,"waiting":0}`]);
+  const c = client();
+  for (let i = 0; i < 30; i++) await c.lockStatus("x");
+  const agent = c.transport["agent"];
+  const sockets = Object.values(agent.freeSockets).flat();
+  assert.equal(sockets.length, 1, "the calls did not share one kept-alive socket");
+  assert.equal(sockets[0]!.listenerCount("connect"), 0);
+});
+
+test("an IPv6 literal URL connects, with the Host header node:http writes", async (t) => {
+  // Broken variant caught: URL.hostname keeps the brackets ("[::1]"), which node:http looked up as a name:
+  // getaddrinfo ENOTFOUND [::1].
+  let host: string | undefined;
+  const server = http.createServer((req, res) => {
+    host = req.headers.host;
+    res.writeHead(200, { "Content-Type": "application/json" }).end(`{"lock":"x","held":false,"fence":null,"waiting":0}`);
+  });
+  try {
+    await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "::1", resolve));
+  } catch (e) {
+    t.skip(`no IPv6 loopback here: ${(e as Error).message}`);
+    return;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const c = new Client({ url: `http://[::1]:${port}`, apiKey: "", retry: { attempts: 1 } });
+  t.after(() => {
+    c.close();
+    server.close();
+  });
+  assert.equal((await c.lockStatus("x")).held, false);
+  assert.equal(host, `[::1]:${port}`);
 });
