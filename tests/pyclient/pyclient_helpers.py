@@ -51,6 +51,26 @@ def child_env(gateway_url: str) -> Dict[str, str]:
     return env
 
 
+def wait_ready(gateway: Any, url: str, ca_file: Optional[str] = None) -> None:
+    """Waits until a harness Gateway that serves where the harness does not look (HTTPS, [::1]) answers
+    /readyz 200 to the client at url; HarnessError when it exits or is not ready in time."""
+    import fencegate
+    from harness import HarnessError
+
+    client = fencegate.Client(url, ca_file=ca_file, timeout=2.0, retry=fencegate.RetryPolicy(attempts=1))
+    deadline = time.monotonic() + gateway.ready_timeout
+    try:
+        while time.monotonic() < deadline:
+            if gateway.proc.poll() is not None:
+                raise HarnessError(f"{gateway.name} exited: {gateway.log_tail()}")
+            if client.ready():
+                return
+            time.sleep(0.05)
+    finally:
+        client.close()
+    raise HarnessError(f"{gateway.name} not ready at {url}: {gateway.log_tail()}")
+
+
 CONTROL_PATH = "/_proxy/requests"
 """GET on the proxy answers, without forwarding, the requests it received so far as a JSON list of
 {"method", "path" (percent-decoded), "body"}: how a test in another language asks what its client sent."""
@@ -61,6 +81,11 @@ CONTROL_PATH = "/_proxy/requests"
 # (forward and answer, then close the connection although the answer promised keep-alive) or "stall"
 # (wait stall_s seconds, then forward).
 Rule = Callable[[str, str, Any, int], str]
+
+
+def refuse_while(refusing: threading.Event, path_end: str) -> Rule:
+    """A proxy rule: 503 to every request whose path ends with path_end while refusing is set, else forward."""
+    return lambda method, path, body, seen: "refuse503" if refusing.is_set() and path.endswith(path_end) else "forward"
 
 
 class FaultProxy:

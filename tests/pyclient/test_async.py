@@ -2,7 +2,9 @@
 """The Python client's asyncio API (fencegate.AsyncClient) against a real gateway: what the conformance
 scenarios (run through it as conformance.python_asyncio) do not cover: cancelling the awaiting task ends a
 wait and the gateway drops the waiter; many tasks share one client; a revoke inside ``async with`` stops the
-writes and raises LeaseLost on leaving; leases are not reentrant; fenced writes and the audit trail.
+writes and raises LeaseLost on leaving; leases are not reentrant; fenced writes and the audit trail; the
+asyncio transport's own request head (UTF-8 headers, no secret in any error, Host for an IPv6 literal);
+the async lease's release (sent again after a failure, the block's exception kept, the 410's reason).
 
 Owns: the asyncio side of clients/python. Must not: re-test the protocol rules shared with the thread
 client (test_leases.py, test_retries.py).
@@ -11,15 +13,28 @@ client (test_leases.py, test_retries.py).
 import asyncio
 import os
 import sys
+import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import FaultProxy, config, unique  # noqa: E402
+from pyclient_helpers import FaultProxy, config, refuse_while, unique, wait_ready  # noqa: E402
 
 import fencegate  # noqa: E402
 from harness import Gateway  # noqa: E402
+
+
+class Ipv6Gateway(Gateway):
+    """A Gateway listening on the IPv6 loopback [::1], whose readiness is asked there."""
+
+    def _environment(self, port: int) -> dict:
+        environment = super()._environment(port)
+        environment["FENCEGATE_LISTEN"] = f"[::1]:{port}"
+        return environment
+
+    def _wait_ready(self) -> None:
+        wait_ready(self, f"http://[::1]:{self.port}")
 
 
 class AsyncTest(unittest.IsolatedAsyncioTestCase):
@@ -147,6 +162,123 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
                 break
             await asyncio.sleep(0.05)
         self.assertEqual([r["presented_fence"] for r in records], [old.fence])
+
+    async def test_secrets_stay_out_of_errors_and_owners_are_utf8(self):
+        """A write whose owner is outside Latin-1 ("账单") reaches the gateway, which refuses its made-up
+        token (403), and neither the API key nor the token is in the error. (Caught: the request head was
+        encoded as Latin-1; the UnicodeEncodeError, taken for a try without answer, became a
+        GatewayUnreachable whose message held its repr: the Authorization: Bearer key and the Fence-Token.)"""
+        async with fencegate.AsyncClient(self.gw.base, api_key="sk-SECRET-API-KEY",
+                                         retry=fencegate.RetryPolicy(attempts=1)) as client:
+            with self.assertRaises(fencegate.InvalidFenceToken) as caught:
+                await client.pg("invoices", token="fgt2.TOKEN-SECRET", owner="账单").patch(1, status="x")
+        for secret in ("SECRET-API-KEY", "TOKEN-SECRET"):
+            self.assertNotIn(secret, f"{caught.exception} {caught.exception!r}")
+
+    async def test_a_header_that_cannot_be_sent_is_not_sent(self):
+        """A token or key with a line break cannot be sent: ValueError naming the header and not its value,
+        and nothing leaves the process. (Caught: the line break went out into the request head.)"""
+        proxy = FaultProxy(self.gw.port)
+        self.addCleanup(proxy.close)
+        async with fencegate.AsyncClient(proxy.url, api_key="") as client:
+            with self.assertRaises(ValueError) as caught:
+                await client.pg("invoices", token="fgt2.TOKEN-SECRET\n").patch(1, status="x")
+        async with fencegate.AsyncClient(proxy.url, api_key="sk-SECRET-API-KEY\r\n") as client:
+            with self.assertRaises(ValueError) as key_caught:
+                await client.lock_status(unique("aio-key"))
+        self.assertIn("Fence-Token", str(caught.exception))
+        self.assertIn("Authorization", str(key_caught.exception))
+        for error in (caught.exception, key_caught.exception):
+            self.assertNotIn("SECRET", f"{error} {error!r} {error.__context__!r}")
+        self.assertEqual(proxy.requests, [])
+
+    async def test_owner_outside_latin1_is_sent_as_utf8(self):
+        """Fence-Owner in UTF-8: a lease of owner "账单-7" writes, and the audit record of its refused stale
+        write names that owner. (Caught: the head was encoded as Latin-1, so no write with it left.)"""
+        name, key = unique("aio-owner"), unique("aio-owner")
+        client = fencegate.AsyncClient(self.gw.base, api_key="", owner="账单-7")
+        self.addAsyncCleanup(client.close)
+        stale = await client.lock(name, ttl_ms=200, renew=False).acquire()
+        await asyncio.sleep(0.4)
+        async with client.lock(name, ttl_ms=5000) as lease:
+            self.assertTrue((await lease.pg("invoices").put(key, status="new"))["applied"])
+        with self.assertRaises(fencegate.StaleFence):
+            await stale.pg("invoices").put(key, status="stale")
+        for _ in range(100):
+            records = [r async for r in client.audit_rejections(resource=f"pg:invoices/{key}")]
+            if records:
+                break
+            await asyncio.sleep(0.05)
+        self.assertEqual([r["owner"] for r in records], ["账单-7"])
+
+    async def test_ipv6_literal(self):
+        """A gateway at http://[::1]:port gets Host: [::1]:port, as from http.client. (Caught: Host: ::1:port,
+        which the gateway answers 421 misdirected_request.)"""
+        gw = Ipv6Gateway(config=config())
+        self.addCleanup(gw.stop)
+        async with fencegate.AsyncClient(f"http://[::1]:{gw.port}", api_key="") as client:
+            async with client.lock(unique("aio-ipv6"), ttl_ms=5000) as lease:
+                self.assertTrue((await lease.redis.put(f"app:{unique('aio-ipv6')}", "v6"))["applied"])
+
+    async def test_a_release_that_failed_is_sent_again(self):
+        """A release answered 503 (no retries left), then one cancelled while it waits for its answer: the
+        lock stays held, writes through the lease are refused at once, and the next release() sends it
+        again and frees the lock. (Caught: the lease was marked released before the release was sent, so
+        the next release() sent nothing and returned while the lock stayed held for its TTL.)"""
+        refusing = threading.Event()
+        proxy = FaultProxy(self.gw.port, refuse_while(refusing, "/release"))
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=1))
+        self.addAsyncCleanup(client.close)
+        name = unique("aio-rerelease")
+        path = f"/v1/locks/{name}/release"
+        lease = await client.lock(name, ttl_ms=30000).acquire()
+        refusing.set()
+        with self.assertRaises(fencegate.BackendUnavailable):
+            await lease.release()
+        self.assertTrue((await self.client.lock_status(name))["held"])
+        with self.assertRaises(fencegate.LeaseLost):
+            await lease.redis.put(f"app:{name}", "late")
+        refusing.clear()
+        proxy.rule = lambda method, path, body, seen: "stall" if path.endswith("/release") else "forward"
+        proxy.stall_s = 3.0
+        with self.assertRaises(asyncio.TimeoutError):
+            await asyncio.wait_for(lease.release(), 0.3)
+        proxy.rule = lambda method, path, body, seen: "forward"
+        await lease.release()
+        self.assertEqual(len(proxy.seen("POST", path)), 3)
+        self.assertFalse((await self.client.lock_status(name))["held"])
+
+    async def test_leaving_a_failing_block_keeps_its_exception(self):
+        """A block that raises and whose release then fails: the block's exception leaves `async with`, the
+        release's failure is logged without the token. (Caught: the release's BackendUnavailable replaced
+        the block's KeyError.)"""
+        refusing = threading.Event()
+        proxy = FaultProxy(self.gw.port, refuse_while(refusing, "/release"))
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=1))
+        self.addAsyncCleanup(client.close)
+        lease = client.lock(unique("aio-failing"), ttl_ms=30000)
+        refusing.set()
+        with self.assertLogs("fencegate", "WARNING") as logs:
+            with self.assertRaises(KeyError):
+                async with lease:
+                    raise KeyError("the block's own")
+        self.assertTrue(any("backend_unavailable" in line for line in logs.output), logs.output)
+        self.assertFalse([line for line in logs.output if lease.token in line])
+        refusing.clear()
+        await lease.release()
+        self.assertFalse((await self.client.lock_status(lease.name))["held"])
+
+    async def test_a_revoked_lease_says_so_to_release_and_renew(self):
+        """The 410 of a renew or release of a revoked lease says "revoked", and so does lost_reason.
+        (Caught: both marked the lease lost as "lease_lost".)"""
+        for call in ("release", "renew"):
+            lease = await self.client.lock(unique("aio-revoked-" + call), ttl_ms=30000, renew=False).acquire()
+            self.assertEqual(await self.client.revoke_lock(lease.name, "test"), lease.fence)
+            with self.assertRaises(fencegate.LeaseLost) as caught:
+                await getattr(lease, call)()
+            self.assertEqual((caught.exception.reason, lease.lost_reason), ("revoked", "revoked"), call)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Owns: those two decision steps. Must not: open a connection (test_retries.py dri
 faulty proxy).
 """
 
+import http.client
 import os
 import sys
 import unittest
@@ -23,10 +24,43 @@ import pyclient_helpers  # noqa: E402,F401  (puts the client on sys.path)
 
 import fencegate  # noqa: E402
 from fencegate.keeper import RETRY_MIN_S, RenewalSchedule, watch_failed, watch_pause  # noqa: E402
-from fencegate.transport import Attempts, Effect, RetryPolicy, _NotSent  # noqa: E402
+from fencegate.aio import AsyncTransport  # noqa: E402
+from fencegate.transport import Attempts, Effect, Endpoint, RetryPolicy, _NotSent  # noqa: E402
 
 JSON = {"content-type": "application/json"}
 BUSY = b'{"type": "/problems/backend_unavailable", "status": 503}'
+
+
+class EndpointTest(unittest.TestCase):
+    def test_the_asyncio_host_header_is_the_one_http_client_sends(self):
+        """The asyncio transport's Host header, next to the one http.client (the thread transport) sends:
+        an IPv6 literal in brackets, no port when it is the scheme's default. (Caught: Host: {host}:{port},
+        "::1:27481" and "gw.example.com:443".)"""
+        for url in ("http://127.0.0.1:8480", "http://[::1]:27481", "https://gw.example.com",
+                    "http://gw.example.com:80", "https://gw.example.com:8443/prefix", "http://LocalHost"):
+            transport = AsyncTransport(url)
+            cls = http.client.HTTPSConnection if url.startswith("https") else http.client.HTTPConnection
+            conn = cls(transport.host, transport.port)
+            conn.putrequest("GET", "/")
+            expected = [line for line in conn._buffer if line.startswith(b"Host:")]
+            sent = transport._head("GET", "/", {}).split(b"\r\n")
+            self.assertEqual([line for line in sent if line.startswith(b"Host:")], expected, url)
+
+    def test_header_values_are_utf8_and_never_shown(self):
+        """Header values go out as UTF-8 (API.md: an owner is UTF-8); one that cannot be sent raises
+        ValueError naming the header, never showing the value (it may be the key or a token); credentials
+        in the URL are never printed. (Caught: values left to http.client, which sends Latin-1 and puts
+        the value in its ValueError.)"""
+        endpoint = Endpoint("http://user:sk-SECRET@127.0.0.1:8480", api_key="sk-SECRET")
+        self.assertNotIn("SECRET", endpoint.base_url)
+        headers = endpoint.headers({}, {"Fence-Owner": "账单-ü"})
+        self.assertEqual(headers["Fence-Owner"], "账单-ü".encode("utf-8"))
+        self.assertEqual(headers["Authorization"], b"Bearer sk-SECRET")
+        for value in ("fgt2.SECRET\n", "fgt2.SECRET\r", "fgt2.\0SECRET", "fgt2.SECRET\ud800"):
+            with self.assertRaises(ValueError) as caught:
+                endpoint.headers({}, {"Fence-Token": value})
+            self.assertIn("Fence-Token", str(caught.exception))
+            self.assertNotIn("SECRET", f"{caught.exception} {caught.exception!r} {caught.exception.__context__!r}")
 
 
 class AttemptsTest(unittest.TestCase):

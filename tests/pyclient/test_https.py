@@ -18,10 +18,10 @@ from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import FaultProxy, config, unique  # noqa: E402
+from pyclient_helpers import FaultProxy, config, unique, wait_ready  # noqa: E402
 
 import fencegate  # noqa: E402
-from harness import Gateway, HarnessError  # noqa: E402
+from harness import Gateway  # noqa: E402
 
 
 def openssl(*args: str) -> None:
@@ -51,19 +51,7 @@ class TlsGateway(Gateway):
         super().__init__(env_overrides={"FENCEGATE_TLS_CERT": cert, "FENCEGATE_TLS_KEY": key}, **kw)
 
     def _wait_ready(self) -> None:
-        client = fencegate.Client(f"https://127.0.0.1:{self.port}", ca_file=self.ca, timeout=2.0,
-                                  retry=fencegate.RetryPolicy(attempts=1))
-        deadline = time.monotonic() + self.ready_timeout
-        try:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise HarnessError(f"{self.name} exited: {self.log_tail()}")
-                if client.ready():
-                    return
-                time.sleep(0.05)
-        finally:
-            client.close()
-        raise HarnessError(f"{self.name} not ready over HTTPS: {self.log_tail()}")
+        wait_ready(self, f"https://127.0.0.1:{self.port}", self.ca)
 
 
 class HttpsTest(unittest.TestCase):

@@ -21,7 +21,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import FaultProxy, child_env, config, unique  # noqa: E402
+from pyclient_helpers import FaultProxy, child_env, config, refuse_while, unique  # noqa: E402
 
 import fencegate  # noqa: E402
 from fencegate import errors  # noqa: E402
@@ -549,6 +549,91 @@ class LeaseTest(unittest.TestCase):
         self.assertEqual(len({i["id"] for i in items}), 5)
         self.assertGreaterEqual(len(proxy.seen("GET", "/v1/audit/rejections")), 3)
         self.assertEqual(list(self.client.audit.rejections(resource=f"pg:invoices/{key}", lock=unique())), [])
+
+    def test_owner_outside_ascii_is_sent_as_utf8(self):
+        """Fence-Owner is UTF-8 (API.md): writes with owners "billing-ü" and "账单-7" are applied, and the
+        audit record of a refused one names the owner as written. (Caught: the header went out as Latin-1;
+        the gateway refused "billing-ü" with 400 invalid_field, and "账单-7" raised UnicodeEncodeError.)"""
+        for owner in ("billing-ü", "账单-7"):
+            client = fencegate.Client(self.gw.base, owner=owner)
+            self.addCleanup(client.close)
+            lock, key = unique("owner"), unique("inv")
+            stale = client.lock(lock, ttl_ms=200, renew=False).acquire()
+            time.sleep(0.4)
+            with client.lock(lock, ttl_ms=5000) as lease:
+                self.assertTrue(lease.pg("invoices").put(key, status="new")["applied"])
+                self.assertTrue(lease.redis.put(f"app:{key}", "new")["applied"])
+            with self.assertRaises(fencegate.StaleFence):
+                stale.pg("invoices").put(key, status="stale")
+            records = wait_for(lambda: list(client.audit.rejections(resource=f"pg:invoices/{key}")),
+                               timeout=5, what="the audit record")
+            self.assertEqual([r["owner"] for r in records], [owner])
+
+    def test_a_release_that_failed_is_sent_again(self):
+        """A release answered 503 (no retries left) leaves the lease held at the gateway: writes through it
+        are refused at once, nothing renews it, and the next release() sends the release again and frees
+        the lock; the same for a lock set. (Caught: the lease was marked released before the release was
+        sent, so the second release() sent nothing and returned, and the lock stayed held for its TTL.)"""
+        refusing = threading.Event()
+        proxy = FaultProxy(self.gw.port, refuse_while(refusing, "/release"))
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url, retry=fencegate.RetryPolicy(attempts=1))
+        self.addCleanup(client.close)
+        lock, a, b = unique("rerelease"), unique("rerelease-a"), unique("rerelease-b")
+        for lease, names, path in ((client.lock(lock, ttl_ms=4000), [lock], f"/v1/locks/{lock}/release"),
+                                   (client.lockset([a, b], ttl_ms=4000), [a, b], "/v1/locksets/release")):
+            lease.acquire()
+            refusing.set()
+            with self.assertRaises(fencegate.BackendUnavailable):
+                lease.release()
+            renewals = sum(1 for _, path, _ in proxy.requests if path.endswith("/renew"))
+            self.assertTrue(all(self.client.lock_status(name)["held"] for name in names))
+            with self.assertRaises(fencegate.LeaseLost):
+                (lease if isinstance(lease, fencegate.Lease) else lease[a]).redis.put(f"app:{lock}", "late")
+            time.sleep(1.6)  # past a renewal (every 4/3 s), not past the TTL
+            self.assertEqual(sum(1 for _, path, _ in proxy.requests if path.endswith("/renew")), renewals,
+                             "the lease was still renewed")
+            refusing.clear()
+            lease.release()
+            self.assertEqual(len(proxy.seen("POST", path)), 2)
+            self.assertFalse(any(self.client.lock_status(name)["held"] for name in names))
+            lease.release()  # done: not sent again
+            self.assertEqual(len(proxy.seen("POST", path)), 2)
+
+    def test_leaving_a_failing_block_keeps_its_exception(self):
+        """A block that raises and whose release then fails: the block's exception leaves `with`, the
+        release's failure is logged without a token, and release() later frees the lock; for a lease and a
+        lock set. (Caught: BackendUnavailable of the release replaced the block's KeyError.)"""
+        refusing = threading.Event()
+        proxy = FaultProxy(self.gw.port, refuse_while(refusing, "/release"))
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url, retry=fencegate.RetryPolicy(attempts=1))
+        self.addCleanup(client.close)
+        for lease in (client.lock(unique("failing"), ttl_ms=30000),
+                      client.lockset([unique("failing-a"), unique("failing-b")], ttl_ms=30000)):
+            refusing.set()
+            with self.assertLogs("fencegate", "WARNING") as logs:
+                with self.assertRaises(KeyError):
+                    with lease:
+                        raise KeyError("the block's own")
+            tokens = [lease.token] if isinstance(lease, fencegate.Lease) else lease.tokens
+            self.assertTrue(any("backend_unavailable" in line for line in logs.output), logs.output)
+            self.assertFalse([t for t in tokens if any(t in line for line in logs.output)])
+            refusing.clear()
+            lease.release()
+            names = [lease.name] if isinstance(lease, fencegate.Lease) else lease.names
+            self.assertFalse(any(self.client.lock_status(name)["held"] for name in names))
+
+    def test_a_revoked_lease_says_so_to_release_and_renew(self):
+        """The 410 of a renew or release of a revoked lease carries reason "revoked", and so does
+        lost_reason. (Caught: both marked the lease lost as "lease_lost", the problem code.)"""
+        self._require("revoke", lambda: self.client.revoke_lock(unique("probe")))
+        for call in ("release", "renew"):
+            lease = self.client.lock(unique("revoked-" + call), ttl_ms=30000, renew=False).acquire()
+            self.assertEqual(self.client.revoke_lock(lease.name, reason="test"), lease.fence)
+            with self.assertRaises(fencegate.LeaseLost) as caught:
+                getattr(lease, call)()
+            self.assertEqual((caught.exception.reason, lease.lost_reason), ("revoked", "revoked"), call)
 
 
 class ProblemMappingTest(unittest.TestCase):

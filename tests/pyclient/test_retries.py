@@ -283,6 +283,25 @@ class RetryTest(unittest.TestCase):
             t.join()
         self.assertEqual((proxy.connections, len(proxy.requests)), (4, 35))
 
+    def test_a_header_that_cannot_be_sent_is_not_sent(self):
+        """A token or key with a line break cannot be sent: ValueError naming the header and not its value,
+        nothing sent; an owner outside Latin-1 goes out in UTF-8. (Caught: http.client's ValueError showed
+        the value, "Invalid header value b'fgt2.TOKEN-SECRET\\n'"; the owner raised UnicodeEncodeError.)"""
+        proxy, client = self.via(retry=fencegate.RetryPolicy(attempts=1))
+        with self.assertRaises(ValueError) as caught:
+            client.pg("invoices", token="fgt2.TOKEN-SECRET\n").patch(1, status="x")
+        self.assertIn("Fence-Token", str(caught.exception))
+        proxy_key, client_key = self.via(api_key="sk-SECRET-API-KEY\n")
+        with self.assertRaises(ValueError) as key_caught:
+            client_key.lock_status(unique("key"))
+        self.assertIn("Authorization", str(key_caught.exception))
+        for error in (caught.exception, key_caught.exception):
+            self.assertNotIn("SECRET", f"{error} {error!r} {error.__context__!r}")
+        self.assertEqual((proxy.requests, proxy_key.requests), ([], []))
+        with self.assertRaises(fencegate.InvalidFenceToken) as refused:
+            client.pg("invoices", token="fgt2.TOKEN-SECRET", owner="账单").patch(1, status="x")
+        self.assertNotIn("TOKEN-SECRET", f"{refused.exception} {refused.exception!r}")
+
     def test_idle_connection_closed_by_the_gateway_is_noticed_before_use(self):
         """The gateway closes a keep-alive connection while it is idle; the next call, even an insert,
         opens a new one instead of failing. (Caught: reusing the socket unchecked; the insert raised

@@ -36,7 +36,8 @@ from .errors import (FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExcee
                      lease_lost)
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, shortest_grant, watch_failed,
                      watch_pause, watch_query, watch_verdict)
-from .lease import LOSING_CODES, _acquire_body, _gateway_wait_s, _lease_body, _LostState, _request_id
+from .lease import (_acquire_body, _gateway_wait_s, _lease_body, _LostState, _release_failed, _release_unraised,
+                    _request_id, losing_reason)
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, refused, write_headers, write_result
 
@@ -71,14 +72,16 @@ class AsyncTransport(Endpoint):
         except OSError as e:
             raise _NotSent(f"cannot connect to {self.base_url}: {e}") from e
 
-    async def _exchange(self, method: str, target: str, data: Optional[bytes],
-                        headers: Mapping[str, str]) -> Tuple[int, Dict[str, str], bytes]:
+    def _head(self, method: str, target: str, headers: Mapping[str, bytes]) -> bytes:
+        """The request line and headers of a call, without Content-Length (each try's body has its own)."""
+        lines = [f"{method} {target} HTTP/1.1".encode("ascii"), f"Host: {self.host_header}".encode("ascii")]
+        lines += [name.encode("ascii") + b": " + value for name, value in headers.items()]
+        return b"\r\n".join(lines) + b"\r\n"
+
+    async def _exchange(self, request: bytes) -> Tuple[int, Dict[str, str], bytes]:
         reader, writer = await self._connection()
         try:
-            lines = [f"{method} {target} HTTP/1.1", f"Host: {self.host}:{self.port}"]
-            lines += [f"{k}: {v}" for k, v in headers.items()]
-            lines.append(f"Content-Length: {len(data or b'')}")
-            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (data or b""))
+            writer.write(request)
             await writer.drain()
             status_line = await reader.readline()
             if not status_line:
@@ -115,17 +118,20 @@ class AsyncTransport(Endpoint):
                    wait_s: float = 0.0, timeout: Optional[float] = None,
                    retry: Optional[RetryPolicy] = None, write: bool = False) -> Answer:
         """As :meth:`fencegate.transport.Transport.call`, awaited."""
-        target, all_headers = self.target(path, query), self.headers(body, headers)
+        target = self.target(path, query)
+        # Built before any try: a request that cannot be encoded never leaves, and is no try.
+        head = self._head(method, target, self.headers(body, headers))
         limit = (self.timeout if timeout is None else timeout) + wait_s
         tries = Attempts(retry or self.retry, effect, f"{method} {target}", write)
         while True:
+            data = encode(body) or b""
+            request = head + b"Content-Length: %d\r\n\r\n" % len(data) + data
             try:
-                status, answer_headers, raw = await asyncio.wait_for(
-                    self._exchange(method, target, encode(body), all_headers), limit)
+                status, answer_headers, raw = await asyncio.wait_for(self._exchange(request), limit)
             except _NotSent as e:
                 tries.not_sent(e)
             except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError) as e:
-                tries.no_answer(f"{method} {target}: no answer from {self.base_url}: {e!r}")
+                tries.no_answer(self.no_answer(method, target, e))
             else:
                 answer = tries.answered(status, answer_headers, raw)
                 if answer is not None:
@@ -304,10 +310,8 @@ class _AsyncLeaseBase:
                 sent_at = time.monotonic()
                 try:
                     grant = await self._renew_once(self._client.transport.timeout)
-                except LeaseLost as e:
-                    self._state.mark(e.reason or "lease_lost", self)
-                except MaxHoldExceeded:
-                    self._state.mark("max_hold_exceeded", self)
+                except (LeaseLost, MaxHoldExceeded) as e:
+                    self._state.mark(losing_reason(e) or "lease_lost", self)
                 except FencegateError as e:
                     log.warning("renewal of %s after its acquire failed (%s); the keeper tries again",
                                 self._state.name, e)
@@ -328,19 +332,21 @@ class _AsyncLeaseBase:
         raise NotImplementedError
 
     async def release(self) -> None:
-        """Stops keeping the lease alive and releases it; raises LeaseLost if it had been lost."""
+        """Stops keeping the lease alive and releases it; raises LeaseLost if it had been lost. As
+        :meth:`fencegate.Lease.release`: from the first call on no write goes out under the lease, and a
+        release that failed (no answer, a 503, a cancellation) is sent again by the next call."""
+        self._state.releasing = True
         if self._state.keeper is not None:
             self._state.keeper.stop()
         self._state.kept = False
         if not self._state.released:
-            self._state.released = True
             try:
                 await self._send_release()
-            except LeaseLost:
-                self._state.mark("lease_lost", self)
-            except (ProblemError, GatewayUnreachable):
-                if not self._state.event.is_set():
+            except FencegateError as e:
+                if _release_failed(self._state, self, e):
                     raise
+            else:
+                self._state.released = True
         if self._state.event.is_set():
             raise lease_lost(self._state.name, self.lost_reason or "lost")
 
@@ -349,17 +355,20 @@ class _AsyncLeaseBase:
         try:
             return (await call()).body
         except ProblemError as e:
-            if e.code in LOSING_CODES:
-                self._state.mark(e.code, self)
+            reason = losing_reason(e)
+            if reason is not None:
+                self._state.mark(reason, self)
             raise
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
+        if exc_type is None:
+            await self.release()
+            return
         try:
             await self.release()
-        except LeaseLost:
-            if exc_type is None:
-                raise
+        except FencegateError as e:
+            _release_unraised(self._state.name, e)
 
 
 class AsyncLease(_AsyncLeaseBase):
@@ -383,7 +392,7 @@ class AsyncLease(_AsyncLeaseBase):
     @property
     def held(self) -> bool:
         """True from a successful acquire until the release or the loss."""
-        return self.token is not None and not self._state.released and not self._state.event.is_set()
+        return self.token is not None and not self._state.releasing and not self._state.event.is_set()
 
     async def acquire(self) -> "AsyncLease":
         """Acquires, waiting up to ``wait_ms`` in the FIFO queue, and starts keeping the lease alive."""

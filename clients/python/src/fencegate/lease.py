@@ -33,10 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fencegate")
 
-LOSING_CODES = frozenset({"lease_lost", "max_hold_exceeded"})
-"""Problem codes that mean the lease is over when a renewal, release or write gets them."""
-
-
 class _LostState:
     """The shared lost flag of a lease (a lock set shares one among its locks)."""
 
@@ -47,7 +43,8 @@ class _LostState:
         self.on_lost = on_lost
         self.keeper: Optional[Keeper] = None
         self.kept = False
-        self.released = False
+        self.releasing = False  # release() was called: nothing keeps the lease, no write goes out under it
+        self.released = False  # the gateway answered a release (200, or 410): it is not sent again
         self._guard = threading.Lock()
 
     def mark(self, reason: str, lease: Any) -> None:
@@ -69,8 +66,8 @@ class _LostState:
     def check(self, lease: Any) -> None:
         """Raises LeaseLost if the lease is known to be lost (or, while kept alive, past what its last
         successful renewal granted), or was released: a write must never go out under a lease its holder
-        gave up."""
-        if self.released:
+        gave up, also while its release is still to be sent again."""
+        if self.releasing:
             raise lease_lost(self.name, "released")
         lapsed = self.keeper.lapsed() if self.kept and self.keeper is not None else None
         if lapsed is not None:
@@ -155,10 +152,8 @@ def _fresh_start(state: _LostState, lease: Any, sent_at: float, ttl_ms: int,
     renewed_at = time.monotonic()
     try:
         return renewed_at, renew(timeout_s)
-    except LeaseLost as e:
-        state.mark(e.reason or "lease_lost", lease)
-    except MaxHoldExceeded:
-        state.mark("max_hold_exceeded", lease)
+    except (LeaseLost, MaxHoldExceeded) as e:
+        state.mark(losing_reason(e) or "lease_lost", lease)
     except FencegateError as e:
         log.warning("renewal of %s after its acquire failed (%s); the keeper tries again", state.name, e)
     return renewed_at, None
@@ -188,16 +183,60 @@ def _released_on_error(release: Callable[[], Any]) -> Iterator[None]:
         raise
 
 
+def losing_reason(error: FencegateError) -> Optional[str]:
+    """Why a refusal of a renewal, release or write ends the lease (the 410's own ``reason``, e.g.
+    ``revoked``, else ``lease_lost``; ``max_hold_exceeded``), or None when it does not."""
+    if isinstance(error, LeaseLost):
+        return error.reason or "lease_lost"
+    if isinstance(error, MaxHoldExceeded):
+        return "max_hold_exceeded"
+    return None
+
+
 def _release(state: _LostState, lease: Any, call: Callable[[], Any]) -> None:
-    """Sends a release. A lease the client already counts as lost is released all the same (it may still
-    be held, e.g. when only renewals failed to get through), and then failures are no news."""
+    """Sends a release, unless the gateway already answered one: after a 200 or a 410 it is done, after
+    any other failure (no answer within the retries, a 503, an interrupt) the next release() sends it
+    again, as the gateway answers a repeated release 200 (API.md). A lease the client already counts as
+    lost is released all the same (it may still be held, e.g. when only renewals failed to get
+    through), and then failures are no news."""
+    if state.released:
+        return
     try:
         call()
-    except LeaseLost:
-        state.mark("lease_lost", lease)
-    except FencegateError:
-        if not state.event.is_set():
+    except FencegateError as e:
+        if _release_failed(state, lease, e):
             raise
+    else:
+        state.released = True
+
+
+def _release_failed(state: _LostState, lease: Any, error: FencegateError) -> bool:
+    """Records a release that failed with error (a 410 ends it; anything else leaves it to be sent again);
+    True when error is to be raised, False when the lease was lost and so the failure is no news."""
+    if isinstance(error, LeaseLost):
+        state.released = True
+        state.mark(error.reason or "lease_lost", lease)
+        return False
+    return not state.event.is_set()
+
+
+def _leave(name: str, release: Callable[[], None], block_raised: bool) -> None:
+    """Releases on leaving a `with` block: a failure is raised, unless the block raised (see
+    _release_unraised)."""
+    if not block_raised:
+        release()
+        return
+    try:
+        release()
+    except FencegateError as e:
+        _release_unraised(name, e)
+
+
+def _release_unraised(name: str, error: FencegateError) -> None:
+    """Logs the failure of a release made on leaving a block that raised: the block's exception is the
+    one that goes on, as in the Go and TypeScript clients. A loss was logged when it was learnt."""
+    if not isinstance(error, LeaseLost):
+        log.warning("release of %s on leaving a failed block failed (%s); release() sends it again", name, error)
 
 
 MAX_GATEWAY_WAIT_MS = 3_600_000
@@ -278,7 +317,7 @@ class Lease(_Fenced):
     @property
     def held(self) -> bool:
         """True from a successful acquire until the release or the loss."""
-        return self.token is not None and not self._state.released and not self.lost.is_set()
+        return self.token is not None and not self._state.releasing and not self.lost.is_set()
 
     @property
     def watching(self) -> bool:
@@ -318,30 +357,32 @@ class Lease(_Fenced):
                                                  {"token": self.token, "ttl_ms": ttl_ms or self.ttl_ms},
                                                  effect=Effect.IDEMPOTENT).body
         except ProblemError as e:
-            if e.code in LOSING_CODES:
-                self._state.mark(e.code, self)
+            reason = losing_reason(e)
+            if reason is not None:
+                self._state.mark(reason, self)
             raise
         self.expires_at_ms = answer.get("expires_at_ms", self.expires_at_ms)
         return answer
 
     def release(self) -> None:
         """Stops keeping the lease alive and releases it (the next waiter gets it at once). Raises
-        LeaseLost if the gateway says the lease had already ended."""
+        LeaseLost if the gateway says the lease had already ended. From the first call on no write goes
+        out under the lease; a release that failed (GatewayUnreachable, BackendUnavailable, ...) is sent
+        again by the next call."""
         lost = self._stop_and_release()
         if lost is not None:
             raise lost
 
     def _stop_and_release(self) -> Optional[LeaseLost]:
         """Releases; returns the LeaseLost to raise if the lease was lost before, else None."""
+        self._state.releasing = True
         if self._state.keeper is not None:
             self._state.keeper.stop()
         self._state.kept = False
         if self.token is None:
             return None
-        if not self._state.released:
-            self._state.released = True
-            _release(self._state, self, lambda: self._client.transport.call(
-                "POST", self._path + "/release", {"token": self.token}, effect=Effect.IDEMPOTENT))
+        _release(self._state, self, lambda: self._client.transport.call(
+            "POST", self._path + "/release", {"token": self.token}, effect=Effect.IDEMPOTENT))
         return lease_lost(self.name, self.lost_reason or "lost") if self.lost.is_set() else None
 
     def __enter__(self) -> "Lease":
@@ -351,9 +392,7 @@ class Lease(_Fenced):
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        lost = self._stop_and_release()
-        if lost is not None and exc_type is None:
-            raise lost
+        _leave(self._state.name, self.release, exc_type is not None)
 
     def __repr__(self) -> str:
         state = "lost" if self.lost.is_set() else ("held" if self.token else "not acquired")
@@ -458,26 +497,27 @@ class LockSet:
                                                {"tokens": self.tokens, "ttl_ms": ttl_ms or self.ttl_ms},
                                                effect=Effect.IDEMPOTENT).body
         except ProblemError as e:
-            if e.code in LOSING_CODES:
-                self._state.mark(e.code, self)
+            reason = losing_reason(e)
+            if reason is not None:
+                self._state.mark(reason, self)
             raise
 
     def release(self) -> None:
-        """Stops keeping the set alive and releases every lock; LeaseLost if one had already ended."""
+        """Stops keeping the set alive and releases every lock; LeaseLost if one had already ended. As
+        :meth:`Lease.release`, a release that failed is sent again by the next call."""
         lost = self._stop_and_release()
         if lost is not None:
             raise lost
 
     def _stop_and_release(self) -> Optional[LeaseLost]:
+        self._state.releasing = True
         if self._state.keeper is not None:
             self._state.keeper.stop()
         self._state.kept = False
         if not self.members:
             return None
-        if not self._state.released:
-            self._state.released = True
-            _release(self._state, self, lambda: self._client.transport.call(
-                "POST", "/v1/locksets/release", {"tokens": self.tokens}, effect=Effect.IDEMPOTENT))
+        _release(self._state, self, lambda: self._client.transport.call(
+            "POST", "/v1/locksets/release", {"tokens": self.tokens}, effect=Effect.IDEMPOTENT))
         return lease_lost(self._state.name, self.lost_reason or "lost") if self.lost.is_set() else None
 
     def __enter__(self) -> "LockSet":
@@ -487,6 +527,4 @@ class LockSet:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        lost = self._stop_and_release()
-        if lost is not None and exc_type is None:
-            raise lost
+        _leave(self._state.name, self.release, exc_type is not None)

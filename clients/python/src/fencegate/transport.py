@@ -165,7 +165,7 @@ class Connection:
         self.close()
         return None
 
-    def request(self, method: str, path: str, body: Optional[bytes], headers: Mapping[str, str],
+    def request(self, method: str, path: str, body: Optional[bytes], headers: Mapping[str, bytes],
                 timeout: float) -> Tuple[int, Dict[str, str], bytes]:
         """Sends one request and reads the whole answer.
 
@@ -230,10 +230,12 @@ class Endpoint:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"gateway URL must be http://host[:port] or https://host[:port], not {base_url!r}")
-        self.base_url = base_url.rstrip("/")
+        # Credentials in the URL are never sent (the key goes in api_key), so they are never printed either.
+        self.base_url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])).rstrip("/")
         self.scheme = parts.scheme
         self.host = parts.hostname
-        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.port = parts.port or DEFAULT_PORTS[parts.scheme]
+        self.host_header = _host_header(self.host, self.port, parts.scheme)
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
         self.retry = retry
@@ -249,13 +251,44 @@ class Endpoint:
             target += "?" + urllib.parse.urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
         return target
 
-    def headers(self, body: Any, extra: Optional[Mapping[str, str]]) -> Dict[str, str]:
-        """The headers of a call with this body (None for none) and the caller's extra headers."""
+    def headers(self, body: Any, extra: Optional[Mapping[str, str]]) -> Dict[str, bytes]:
+        """The headers of a call with this body (None for none) and the caller's extra headers, each value
+        as the UTF-8 bytes to send (an owner is UTF-8 text; http.client would send a str as Latin-1).
+        Raises ValueError, naming the header but never showing its value (it may be the API key or a
+        fence token), for a value that cannot be sent: a line break or NUL in it, or a lone surrogate."""
         headers = dict(self._headers)
         if body is not None:
             headers["Content-Type"] = "application/json"
         headers.update(extra or {})
-        return headers
+        return {name: _header_value(name, value) for name, value in headers.items()}
+
+    def no_answer(self, method: str, target: str, error: BaseException) -> str:
+        """The message of a try that got no answer: the error's class and text, never its repr (the repr
+        of an encoding error holds all the text it was encoding)."""
+        return f"{method} {target}: no answer from {self.base_url}: {type(error).__name__}: {error}"
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _host_header(host: str, port: int, scheme: str) -> str:
+    """The Host header that http.client sends: an IPv6 literal in brackets, a name that is not ASCII in
+    IDNA, and no port when it is the scheme's default."""
+    try:
+        name = host.encode("ascii").decode("ascii")
+    except UnicodeEncodeError:
+        name = host.encode("idna").decode("ascii")
+    if ":" in name:
+        name = f"[{name}]"
+    return name if port == DEFAULT_PORTS[scheme] else f"{name}:{port}"
+
+
+def _header_value(name: str, value: str) -> bytes:
+    """The bytes of one header value (see Endpoint.headers). Checked before encoding, so that no
+    UnicodeEncodeError, which holds the whole value, becomes the ValueError's context."""
+    if any(c in "\r\n\0" or "\ud800" <= c <= "\udfff" for c in value):
+        raise ValueError(f"the {name} header cannot be sent: its value holds a line break, a NUL or a lone surrogate")
+    return value.encode("utf-8")
 
 
 def encode(body: Any) -> Optional[bytes]:
@@ -395,7 +428,7 @@ class Transport(Endpoint):
                                   (self.timeout if timeout is None else timeout) + wait_s,
                                   connection or self.connection(), retry or self.retry, write)
 
-    def _with_retries(self, method: str, target: str, body: Any, headers: Dict[str, str],
+    def _with_retries(self, method: str, target: str, body: Any, headers: Dict[str, bytes],
                       effect: Effect, timeout: float, conn: Connection, policy: RetryPolicy,
                       write: bool = False) -> Answer:
         tries = Attempts(policy, effect, f"{method} {target}", write)
@@ -407,7 +440,7 @@ class Transport(Endpoint):
             except _NotSent as e:
                 tries.not_sent(e)
             except (OSError, http.client.HTTPException) as e:
-                tries.no_answer(f"{method} {target}: no answer from {self.base_url}: {e!r}")
+                tries.no_answer(self.no_answer(method, target, e))
             else:
                 answer = tries.answered(status, answer_headers, raw)
                 if answer is not None:
