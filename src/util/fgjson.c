@@ -283,21 +283,38 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
     return root;
 }
 
+/* Rewrites text, "%g"'s exponent form of an integer (exponent e from 0 to
+ * 20, at least its digits less one: "1e+16", "6.26643345147825e+16"), as its
+ * digits followed by zeros, the same decimal value ("10000000000000000",
+ * "62664334514782500"). Returns the new length. */
+static size_t integer_written_out(char *text, long e)
+{
+    char out[FGJSON_REAL_MAX];
+    size_t n = 0, digits = 0;
+    for (const char *p = text; *p != 'e'; p++)
+        if (*p != '.')
+            digits += (out[n++] = *p) != '-';
+    for (long zeros = e - (long)digits + 1; zeros > 0; zeros--)
+        out[n++] = '0';
+    out[n] = '\0';
+    memcpy(text, out, n + 1);
+    return n;
+}
+
 size_t fgjson_real_text(double value, char *text)
 {
     int digits = 1;
     int n = snprintf(text, FGJSON_REAL_MAX, "%.*g", digits, value);
     while (digits < 17 && strtod(text, NULL) != value) /* 17 digits always read back */
         n = snprintf(text, FGJSON_REAL_MAX, "%.*g", ++digits, value);
-    /* Few digits of a large number come as an exponent that %.17g does not
-     * write ("1e+02" for 100): its integral digits written out instead, all
-     * of them the double's own (below 1e16 such a double is that integer;
-     * above, one as 6.26643345147825e+16 is not: its exponent stays). */
-    const char *e = strchr(text, 'e');
-    long exponent = e != NULL ? strtol(e + 1, NULL, 10) : 0;
-    if (exponent >= digits && exponent < 16)
-        n = snprintf(text, FGJSON_REAL_MAX, "%.*g", (int)exponent + 1, value);
     FG_ASSERT(n > 0 && n < FGJSON_REAL_MAX);
+    /* Few digits of a large number come as an exponent ("1e+02" for 100),
+     * which an integer column does not read: below 1e21 (where JSON writers
+     * such as JavaScript's switch to exponents too) they are written out. */
+    const char *e = strchr(text, 'e');
+    long exponent = e != NULL ? strtol(e + 1, NULL, 10) : -1;
+    if (exponent >= 0 && exponent < 21)
+        return integer_written_out(text, exponent);
     return (size_t)n;
 }
 

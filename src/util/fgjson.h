@@ -65,9 +65,10 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);
  * Writes into text (FGJSON_REAL_MAX bytes) the shortest decimal text of value
  * (finite) that reads back as the same double: "%.*g" at the fewest
  * significant digits, 1 to 17, that strtod turns into value again ("19.99"
- * where "%.17g" writes 19.989999999999998), an integral value below 1e16
- * with all its digits ("100", not "1e+02"; "1e+16"). A number written with up
- * to 15 significant digits comes back as it was written. Returns its length.
+ * where "%.17g" writes 19.989999999999998), an integral value below 1e21
+ * written out ("100", not "1e+02"; "10000000000000000" for 1e16). A number
+ * written with up to 15 significant digits comes back as it was written.
+ * Returns its length.
  */
 size_t fgjson_real_text(double value, char *text);
 

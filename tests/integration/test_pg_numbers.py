@@ -32,12 +32,14 @@ from harness import GatewayTest, psql  # noqa: E402
 from pg_helpers import quote, tokens, unique, write  # noqa: E402
 
 SETUP_SQL = """
-DROP TABLE IF EXISTS public.num_values, public.num_ledger;
+DROP TABLE IF EXISTS public.num_values, public.num_ledger, public.num_counts;
 CREATE TABLE public.num_values (id text PRIMARY KEY, t text, n numeric, jb jsonb, m numeric(10, 2));
 CREATE TABLE public.num_ledger (id numeric PRIMARY KEY, n numeric, lock_fence bigint);
+CREATE TABLE public.num_counts (id text PRIMARY KEY, b bigint);
 """
 TABLES = {"num_values": {"key": "id", "columns": ["t", "n", "jb", "m"]},
-          "num_ledger": {"key": "id", "columns": ["n"], "fence_column": "lock_fence"}}
+          "num_ledger": {"key": "id", "columns": ["n"], "fence_column": "lock_fence"},
+          "num_counts": {"key": "id", "columns": ["b"]}}
 D = decimal.Decimal
 BIG = "123456789012345678901234567890.5"  # 31 digits: no double holds it
 LEDGER_KEY = "1234567890123456.7891"
@@ -86,6 +88,20 @@ class PgNumbersTest(GatewayTest):
         self.assertEqual(self.stored(other), ['19.99|0.1|{"price": 19.99}|'])
         self.assertEqual(exact(r)["results"][0]["row"],
                          {"id": other, "t": "19.99", "n": D("0.1"), "jb": {"price": D("19.99")}, "m": None})
+
+    def test_whole_numbers_with_an_exponent_reach_an_integer_column(self):
+        """A whole number written with an exponent below 1e21 (Python's json writes 1e16 as 1e+16) goes to
+        Postgres with its digits written out, which a bigint column reads: 1e16, 1.5e3 and 6.26643345147825e16
+        are 10000000000000000, 1500 and 62664334514782500 (caught: "1e+16" and "6.26643345147825e+16" sent
+        as they are, answered 400 by the column)."""
+        (token, _), = tokens(self.c, unique("num-lock"), 1)
+        for written, stored in (("1e16", "10000000000000000"), ("1.5e3", "1500"),
+                                ("6.26643345147825e16", "62664334514782500"), ("-1e+18", "-1000000000000000000")):
+            key = unique("num")
+            r = write(self.c, "PUT", "num_counts", key, '{"row": {"b": %s}}' % written, token)
+            self.assertEqual(r.status, 200, (written, r))
+            self.assertEqual(psql("SELECT b FROM public.num_counts WHERE id = :'k'", {"k": key}), [stored])
+            self.assertEqual(exact(r)["row"]["b"], int(stored))
 
     def test_numerals_come_back_exact(self):
         """A numeric(10,2) of 99999999.99 and a numeric key of 1234567890123456.7891 in GET, PUT, PATCH, POST
