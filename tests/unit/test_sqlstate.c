@@ -53,9 +53,10 @@ static void classes(void **state)
     assert_false(sqlstate_session_ended("57P04"));
     assert_false(sqlstate_session_ended("57014"));
     assert_false(sqlstate_session_ended(""));
-    assert_true(sqlstate_plans_stale("0A000"));
-    assert_false(sqlstate_plans_stale("0A"));
-    assert_false(sqlstate_plans_stale("42804"));
+    assert_true(sqlstate_plans_stale("0A000", "RevalidateCachedQuery"));
+    assert_false(sqlstate_plans_stale("0A000", NULL)); /* e.g. a generated column's data */
+    assert_false(sqlstate_plans_stale("0A000", "ExecEvalExpr"));
+    assert_false(sqlstate_plans_stale("42804", "RevalidateCachedQuery"));
     assert_true(sqlstate_deadlock("40P01"));
     assert_false(sqlstate_deadlock("40001"));
     assert_false(sqlstate_deadlock(""));

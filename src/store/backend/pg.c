@@ -48,6 +48,8 @@ struct pg_conn {
     char **prepared;              /* names prepared on this connection (owned) */
     size_t nprepared;             /* entries in prepared */
     char sqlstate[6];             /* SQLSTATE of the last failure, "" if none */
+    bool plans_stale;             /* the last failure found its prepared statements stale
+                                     (sqlstate_plans_stale): the session is dropped */
     int64_t last_used_ms;         /* clock_mono_ms when it was last given back */
     char trace[TRACE_ID_LEN + 1]; /* trace id in its application_name, "" for none */
 };
@@ -196,6 +198,7 @@ struct pg_conn *pg_acquire(struct fg_error *err)
         return NULL;
     }
     c->sqlstate[0] = '\0';
+    c->plans_stale = false;
     return c;
 }
 
@@ -225,14 +228,21 @@ const char *pg_last_sqlstate(const struct pg_conn *c)
     return c->sqlstate;
 }
 
+bool pg_last_plans_stale(const struct pg_conn *c)
+{
+    return c->plans_stale;
+}
+
 /* Keeps the SQLSTATE of the failed result res (NULL: none) on c and turns it
  * into err; true when the connection is of no further use (gone, or read-only). */
 static bool note_failure(struct pg_conn *c, const PGresult *res, struct fg_error *err)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     snprintf(c->sqlstate, sizeof c->sqlstate, "%s", state ? state : "");
-    bool lost = PQstatus(c->pq) != CONNECTION_OK || sqlstate_read_only(c->sqlstate) ||
-                sqlstate_plans_stale(c->sqlstate);
+    c->plans_stale = sqlstate_plans_stale(
+        c->sqlstate, res ? PQresultErrorField(res, PG_DIAG_SOURCE_FUNCTION) : NULL);
+    bool lost =
+        PQstatus(c->pq) != CONNECTION_OK || sqlstate_read_only(c->sqlstate) || c->plans_stale;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     fg_fail(err, sqlstate_code(c->sqlstate, lost), "postgres: %s",
             msg ? msg : PQerrorMessage(c->pq));
@@ -387,6 +397,7 @@ static int exec_one(struct pg_conn *c, const char *stmt_name, const char *sql, i
                     const char *const *params, json_t **rows, long *count, struct fg_error *err)
 {
     c->sqlstate[0] = '\0';
+    c->plans_stale = false;
     if ((c->pq == NULL && connect_conn(c, err) != 0) || name_session(c, err) != 0)
         return -1;
     int64_t started_us = clock_mono_us();
@@ -466,6 +477,7 @@ static int pipeline_ready(struct pg_conn *c, const struct pg_group_stmt *stmts, 
                           struct fg_error *err)
 {
     c->sqlstate[0] = '\0';
+    c->plans_stale = false;
     if ((c->pq == NULL && connect_conn(c, err) != 0) || name_session(c, err) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
@@ -570,8 +582,8 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
     *outcome = r.failed_at < n ? PG_GROUP_STMT_FAILED : PG_GROUP_NOT_COMMITTED;
     drop_rows(stmts, n);
     struct fg_error ignored = {0};
-    if (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
-        pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
+    if (c->plans_stale || (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
+                           pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0))
         disconnect(c);
     return 0;
 }
@@ -593,6 +605,8 @@ int pg_exec_pipeline(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, s
     if (rc == 0)
         *failed = r.failed_at;
     drop_rows(stmts, n);
+    if (c->plans_stale && c->pq != NULL)
+        disconnect(c);
     return -1;
 }
 

@@ -94,6 +94,11 @@ int pg_exec_pipeline(struct pg_conn *conn, struct pg_group_stmt *stmts, size_t n
 /* SQLSTATE of the last failed pg_exec on conn ("" if none). */
 const char *pg_last_sqlstate(const struct pg_conn *conn);
 
+/* True if the last failure on conn found its prepared statements stale
+ * (store/backend/sqlstate.h, sqlstate_plans_stale): conn was dropped, and the
+ * statements, run again, are prepared anew. */
+bool pg_last_plans_stale(const struct pg_conn *conn);
+
 /* Convenience: acquire, pg_exec, release. */
 int pg_query(const char *stmt_name, const char *sql, int nparams, const char *const *params,
              json_t **rows, struct fg_error *err) FG_WUR;

@@ -68,9 +68,10 @@ bool sqlstate_fence_kept_above(const char *state)
     return matches(state, "FGK01");
 }
 
-bool sqlstate_plans_stale(const char *state)
+bool sqlstate_plans_stale(const char *state, const char *source_function)
 {
-    return matches(state, "0A000");
+    return matches(state, "0A000") && source_function != NULL &&
+           strcmp(source_function, "RevalidateCachedQuery") == 0;
 }
 
 bool sqlstate_session_ended(const char *state)

@@ -39,11 +39,13 @@ bool sqlstate_fence_kept_above(const char *state);
  * (shutdown, crash recovery), so running it again is safe. */
 bool sqlstate_session_ended(const char *state);
 
-/* 0A000, feature not supported: what Postgres answers a prepared statement
- * whose result changed type under it ("cached plan must not change result
- * type", after a listed column's type was altered). The session is dropped,
- * its prepared statements with it, and running the statement again on a new
- * one is safe: it wrote nothing. */
-bool sqlstate_plans_stale(const char *state);
+/* What Postgres answers a prepared statement whose result changed type under
+ * it ("cached plan must not change result type", after a listed column's type
+ * was altered): 0A000, feature not supported, raised by its plan cache's
+ * RevalidateCachedQuery (source_function, the error's untranslated source
+ * field; NULL when absent), where other causes of 0A000 are the data's. The
+ * session is dropped, its prepared statements with it, and running the
+ * statement again on a new one is safe: it wrote nothing. */
+bool sqlstate_plans_stale(const char *state, const char *source_function);
 
 #endif

@@ -306,8 +306,7 @@ static bool find_bad_value(struct pg_conn *c, const struct fenced_op *op, const 
  * or found its prepared statements stale and dropped it: worth one more try. */
 static bool session_ended(const struct pg_conn *c)
 {
-    const char *state = pg_last_sqlstate(c);
-    return sqlstate_session_ended(state) || sqlstate_plans_stale(state);
+    return sqlstate_session_ended(pg_last_sqlstate(c)) || pg_last_plans_stale(c);
 }
 
 /* op's statement (*owned_sql: its text when generated for this write, which
@@ -819,7 +818,8 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     if (rc != 0) {
         bool data = data_error(c);
         const char *state = pg_last_sqlstate(c);
-        *again = sqlstate_deadlock(state) || sqlstate_fence_kept_above(state);
+        *again =
+            sqlstate_deadlock(state) || sqlstate_fence_kept_above(state) || pg_last_plans_stale(c);
         rollback(c);
         blame_op(c, batch, failed, data, err);
         goto out;
