@@ -113,6 +113,14 @@ def rejections(resource: str) -> list[dict]:
     return [json.loads(line) for line in out]
 
 
+def records_listing(a: str, b: str) -> list[dict]:
+    """The resource, resources, reason and current_fence of every audit record whose resources name a or b,
+    oldest first."""
+    out = psql("SELECT row_to_json(r) FROM (SELECT resource, resources, reason, current_fence"
+               " FROM fencegate.rejections WHERE resources && ARRAY[:'a', :'b'] ORDER BY id) r", {"a": a, "b": b})
+    return [json.loads(line) for line in out]
+
+
 def assert_problem(test: Any, r: Response, status: int, code: str) -> dict:
     """Checks that r is a problem+json answer with this status and /problems/<code>; returns its body."""
     test.assertEqual(r.status, status, r)

@@ -28,7 +28,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, GatewayTest, Redis, psql, wait_for  # noqa: E402
-from pg_helpers import config, insert_invoice, invoice, quote, rejections, unique, write  # noqa: E402
+from pg_helpers import (config, insert_invoice, invoice, quote, records_listing, rejections, unique,  # noqa: E402
+                        write)
 
 HOLDER = r"""
 import json, sys, urllib.request
@@ -167,10 +168,7 @@ class RevokeTest(GatewayTest):
         r = self.c.request("POST", "/v1/pg/batch", {"ops": ops}, {"Fence-Token": lease["token"]})
         self.assert_lease_lost(r, "revoked")
         self.assertIsNone(invoice(key)["note"] or None)
-        records = psql("SELECT row_to_json(r) FROM (SELECT resource, resources, reason, current_fence"
-                       " FROM fencegate.rejections WHERE resources && ARRAY[:'a', :'b']) r",
-                       {"a": f"pg:invoices/{key}", "b": f"pg:invoices/{other}"})
-        self.assertEqual([json.loads(line) for line in records],
+        self.assertEqual(records_listing(f"pg:invoices/{key}", f"pg:invoices/{other}"),
                          [{"resource": f"pg:invoices/{key}", "reason": "revoked",
                            "resources": [f"pg:invoices/{key}", f"pg:invoices/{other}"],
                            "current_fence": lease["fence"]}])

@@ -20,7 +20,6 @@ before (pg:live_ledger/12.50 with current_fence 0; the fence_column row's curren
 Owns: require_live_lease. Must not: rely on a pause shorter than the lease it outlives.
 """
 
-import json
 import os
 import sys
 import time
@@ -29,7 +28,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, Redis, psql, same_slot, wait_for  # noqa: E402
-from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, rejections, unique, write  # noqa: E402
+from pg_helpers import (INVOICE_COLUMNS, insert_invoice, invoice, records_listing, rejections, unique,  # noqa: E402
+                        write)
 
 PLAIN_SQL = """
 CREATE TABLE IF NOT EXISTS public.live_plain (id text PRIMARY KEY, note text);
@@ -118,10 +118,7 @@ class LiveLeaseTest(GatewayTest):
         r = self.c.request("POST", "/v1/pg/batch", {"ops": ops}, {"Fence-Token": lease["token"]})
         self.assert_expired(r, f"pg:invoices/{key}")
         self.assertEqual(invoice(key)["note"], "")
-        records = psql("SELECT row_to_json(r) FROM (SELECT resource, resources, reason, current_fence"
-                       " FROM fencegate.rejections WHERE resources && ARRAY[:'a', :'b']) r",
-                       {"a": f"pg:invoices/{key}", "b": f"pg:invoices/{other}"})
-        self.assertEqual([json.loads(line) for line in records],
+        self.assertEqual(records_listing(f"pg:invoices/{key}", f"pg:invoices/{other}"),
                          [{"resource": f"pg:invoices/{key}", "reason": "lease_expired",
                            "resources": [f"pg:invoices/{key}", f"pg:invoices/{other}"],
                            "current_fence": lease["fence"]}])
