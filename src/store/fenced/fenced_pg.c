@@ -770,9 +770,11 @@ static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t
 
 /* One try at a batch; *again tells whether it failed as a deadlock's victim
  * (which the order of its claims leaves to locks that the tables' triggers
- * take: see exec_grouped) or on a row it created after a delete it waited for
- * kept a higher fence (FGK01), which is worth one more try since nothing was
- * written: the next sees the kept fence and answers the batch stale. */
+ * take: see exec_grouped), on prepared statements gone stale (a listed
+ * column's type altered: the next runs on a new session), or on a row it
+ * created after a delete it waited for kept a higher fence (FGK01, the next
+ * sees the kept fence and answers the batch stale): each is worth one more
+ * try, since nothing was written. */
 static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
                       bool want_row, struct fenced_result *res, bool *again, struct fg_error *err)
 {
