@@ -36,6 +36,24 @@ WAITING_SESSIONS = ("SELECT count(*) FROM pg_stat_activity WHERE application_nam
                     " AND wait_event_type = 'Lock'")
 
 
+# What each of the gateway's sessions is doing, for a failure's message.
+SESSIONS = ("SELECT application_name || ' ' || state || ' ' || coalesce(wait_event_type || '/' || wait_event, '-')"
+            " FROM pg_stat_activity WHERE application_name LIKE 'fencegate%'")
+
+
+def early_answer(sock: socket.socket) -> str:
+    """The start of what sock received so far, "" for nothing: a request answered (an error) before it
+    reached the row."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(200, socket.MSG_PEEK).decode(errors="replace").split("\r\n", 1)[0]
+    except BlockingIOError:
+        return ""
+    finally:
+        sock.setblocking(True)
+        sock.settimeout(30)
+
+
 def status_of(sock: socket.socket) -> int:
     """The status code of the one answer sock receives."""
     data = b""
@@ -97,7 +115,8 @@ class AcceptSpreadTest(GatewayTest):
         try:
             wait_for(all_waiting, timeout=20, what=f"{THREADS} gateway sessions waiting on the row")
         except AssertionError as failure:
-            raise AssertionError(f"{failure} (last count {waiting})") from None
+            raise AssertionError(f"{failure} (last count {waiting}); sessions: {psql(SESSIONS)};"
+                                 f" answered early: {[early_answer(s) for s in socks]}") from None
         return socks
 
     def test_a_burst_of_connections_is_spread_over_every_thread(self):
