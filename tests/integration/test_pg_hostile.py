@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Hostile input to the fenced Postgres writes: odd and malicious table, column and key names, values
-that do not convert, huge values, missing or broken headers and bodies. Each must get a clear 4xx
+that do not convert, huge values, missing or broken headers and bodies, values a table's own trigger or
+generated column refuses. Each must get a clear 4xx
 (never a 500), and the database must be unchanged afterwards. A configured table whose own name and
 column name need quoting works like any other.
 
@@ -15,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, http, psql  # noqa: E402
 from pg_helpers import (ODD_COLUMN, ODD_TABLE, ODD_TABLE_SQL, acquire, assert_problem, config,  # noqa: E402
-                        insert_invoice, quote, unique, write)
+                        headers, insert_invoice, quote, unique, write)
 
 # Everything a hostile request could have changed, as one digest.
 STATE_SQL = """
@@ -158,6 +159,72 @@ class HostileInputTest(unittest.TestCase):
         r = write(self.c, "PUT", "invoices", key, {"row": {"note": "odd key"}}, self.token)
         self.assertEqual((r.status, r.body["row"]["id"]), (200, key), r)
         self.assertEqual(psql("SELECT note FROM public.invoices WHERE id = :'k'", {"k": key}), ["odd key"])
+
+
+# Tables that refuse some values themselves: a trigger's RAISE and ASSERT, and a generated integer column that
+# cannot take a numeric NaN (SQLSTATE 0A000). One in each fence mode.
+REFUSING_SQL = """
+CREATE OR REPLACE FUNCTION public.refuse_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.note = 'raised' THEN RAISE EXCEPTION 'note % is not for this table', NEW.note; END IF;
+    ASSERT NEW.note IS DISTINCT FROM 'asserted', 'note may not be asserted';
+    RETURN NEW;
+END $$;
+""" + "".join(f"""
+CREATE TABLE IF NOT EXISTS public.{table} (id integer PRIMARY KEY, x numeric,
+    whole integer GENERATED ALWAYS AS (x::integer) STORED, note text, lock_fence bigint);
+CREATE OR REPLACE TRIGGER refuse_note BEFORE INSERT OR UPDATE ON public.{table}
+    FOR EACH ROW EXECUTE FUNCTION public.refuse_note();
+""" for table in ("refusing", "refusing_col"))
+
+REFUSING = {"refusing": {"key": "id", "columns": ["x", "note"]},
+            "refusing_col": {"key": "id", "columns": ["x", "note"], "fence_column": "lock_fence"}}
+
+
+class TableRefusalsTest(unittest.TestCase):
+    """What a table refuses on its own is the client's values: 400 invalid_field with the table's reason,
+    nothing written, no fence raised (a 500 before for all three)."""
+
+    @classmethod
+    def setUpClass(cls):
+        psql(REFUSING_SQL)
+        cls.gw = Gateway(config=config(**REFUSING))
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+
+    def stored(self, table, key):
+        """The row's x, note and fence column, and its fence in the side table, as psql prints them."""
+        return psql(f"SELECT (SELECT x || '|' || note || '|' || coalesce(lock_fence, 0) FROM public.{table}"
+                    "     WHERE id = :'k'::integer),"
+                    " (SELECT fence FROM fencegate.resource_fences WHERE resource = :'r')",
+                    {"k": key, "r": f"pg:{table}/{key}"})
+
+    def test_refused_values_answer_400_and_write_nothing(self):
+        refused = [({"note": "raised"}, "note raised is not for this table"),
+                   ({"note": "asserted"}, "note may not be asserted"),
+                   ({"x": "NaN"}, "NaN")]
+        for table in REFUSING:
+            key = str(abs(hash(unique())) % 1000000)
+            first, _ = acquire(self.c, unique("refusing"))
+            token, _ = acquire(self.c, unique("refusing"))
+            r = write(self.c, "PUT", table, key, {"row": {"x": 1, "note": "kept"}}, first)
+            self.assertEqual(r.status, 200, r)
+            before = self.stored(table, key)
+            for values, reason in refused:
+                with self.subTest(table=table, values=values):
+                    for method, body in (("PATCH", {"set": values}),
+                                         ("PUT", {"row": {"x": 2, "note": "new", **values}})):
+                        r = write(self.c, method, table, key, body, token)
+                        self.assertIn(reason, assert_problem(self, r, 400, "invalid_field")["detail"])
+                    r = self.c.post("/v1/pg/batch", {"ops": [
+                        {"op": "patch", "table": table, "key": key, "set": {"note": "in a batch"}},
+                        {"op": "patch", "table": table, "key": key, "set": values}]}, headers=headers(token))
+                    self.assertIn(reason, assert_problem(self, r, 400, "invalid_field")["detail"])
+                    self.assertEqual(self.stored(table, key), before)
 
 
 if __name__ == "__main__":

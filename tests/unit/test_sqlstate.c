@@ -27,6 +27,10 @@ static void codes(void **state)
     assert_int_equal(sqlstate_code("23505", false), FG_ERR_CONFLICT);
     assert_int_equal(sqlstate_code("23502", false), FG_ERR_INVALID_FIELD);
     assert_int_equal(sqlstate_code("22P02", false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("0A000", false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("0A000", true), FG_ERR_BACKEND_UNAVAILABLE); /* stale plans */
+    assert_int_equal(sqlstate_code("P0001", false), FG_ERR_INVALID_FIELD);
+    assert_int_equal(sqlstate_code("P0004", false), FG_ERR_INVALID_FIELD);
     assert_int_equal(sqlstate_code("42P01", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("40000", false), FG_ERR_INTERNAL);
     assert_int_equal(sqlstate_code("25001", false), FG_ERR_INTERNAL);

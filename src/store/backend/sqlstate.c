@@ -24,6 +24,10 @@ static const struct {
     {"23505", FG_ERR_CONFLICT},            /* unique violation */
     {"22", FG_ERR_INVALID_FIELD},          /* data exception */
     {"23", FG_ERR_INVALID_FIELD},          /* integrity constraint violation */
+    {"0A", FG_ERR_INVALID_FIELD},          /* not supported for these values (NaN into an integer
+                                              a generated column computes); stale plans, the one
+                                              0A000 of the gateway's own, count as a lost session */
+    {"P0", FG_ERR_INVALID_FIELD},          /* a trigger's RAISE or ASSERT refused the values */
 };
 
 /* True if state is pattern, or of class pattern (two characters). */
