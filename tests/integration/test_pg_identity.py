@@ -10,9 +10,16 @@ one fence guards it.
   "...00"), so an older token is refused on every spelling of the row. (Broken variants caught: the
   length check left out of key_text.c, and the cast without its modifier in fenced_schema.c — in both,
   the older token's write was applied to the row under a fence of its own.)
-- key types where equal values print differently (float8, citext, interval, a text key under a
-  non-deterministic collation) stop start-up with a message naming the table, the column and why.
-  (Broken variant caught: fenced_sql_key_refusal answering NULL — the gateway started.)
+- key types where equal values print differently (float8, citext, interval, money, a text key under a
+  non-deterministic collation; jsonb, arrays, ranges, records and domains over them, which compare the
+  numbers inside them by value: {"a": 1} and {"a": 1.0} are one jsonb) stop start-up with a message naming
+  the table, the column and why. (Broken variants caught: fenced_sql_key_refusal answering NULL — the
+  gateway started; refusing only the float, citext and interval types — the jsonb, array, range and record
+  tables started.)
+- timestamptz and bytea keys print as the session's TimeZone and bytea_output say, which a gateway's
+  environment sets (PGTZ, PGOPTIONS): one row must have one resource through gateways of different
+  settings. (Broken variant caught: the key's plain text as its identity — the older token's write through
+  a gateway in another zone, or with bytea_output escape, was applied to the row under a fence of its own.)
 
 Owns: these properties. Must not: leave its tables behind (dropped in tearDownClass).
 """
@@ -39,10 +46,26 @@ CREATE TABLE IF NOT EXISTS public.ident_interval (id interval PRIMARY KEY, note 
 CREATE TABLE IF NOT EXISTS public.ident_ci (id text COLLATE public.fg_ci PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_code (id varchar(5) PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ident_at (id timestamp(0) PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_money (id money PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_json (id jsonb PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_array (id numeric[] PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_range (id numrange PRIMARY KEY, note text);
+DROP TYPE IF EXISTS public.ident_pair CASCADE;
+CREATE TYPE public.ident_pair AS (n numeric, t text);
+CREATE TABLE IF NOT EXISTS public.ident_record (id public.ident_pair PRIMARY KEY, note text);
+DROP DOMAIN IF EXISTS public.ident_doc CASCADE;
+CREATE DOMAIN public.ident_doc AS jsonb;
+CREATE TABLE IF NOT EXISTS public.ident_doc_key (id public.ident_doc PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_tstz (id timestamptz PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ident_bytes (id bytea PRIMARY KEY, note text);
 """
 TEARDOWN = """
 DROP TABLE IF EXISTS public.ident_ledger, public.ident_float, public.ident_citext, public.ident_interval,
-    public.ident_ci, public.ident_code, public.ident_at;
+    public.ident_ci, public.ident_code, public.ident_at, public.ident_money, public.ident_json,
+    public.ident_array, public.ident_range, public.ident_record, public.ident_doc_key, public.ident_tstz,
+    public.ident_bytes;
+DROP TYPE IF EXISTS public.ident_pair;
+DROP DOMAIN IF EXISTS public.ident_doc;
 DROP COLLATION IF EXISTS public.fg_ci;
 """
 
@@ -118,6 +141,41 @@ class ModifiedKeys(IdentityCase):
                          ["1"])
 
 
+class SessionSettingKeys(IdentityCase):
+    """A second gateway on the same tables whose sessions print timestamptz in Tokyo time and bytea in the
+    escape format."""
+    tables = ["ident_tstz", "ident_bytes"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.tokyo = Gateway(config={"tables": {t: {"key": "id", "columns": ["note"]} for t in cls.tables}},
+                            env_overrides={"PGTZ": "Asia/Tokyo", "PGOPTIONS": "-c bytea_output=escape"})
+        cls.tc = cls.tokyo.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tc.close()
+        cls.tokyo.stop()
+        super().tearDownClass()
+
+    def check_one_resource(self, table: str, key: str, resource: str):
+        old, new = self.token(), self.token()
+        r = self.put(key, new["token"], "new", table=table)
+        self.assertEqual((r.status, r.body.get("resource")), (200, resource), r)
+        r = self.tc.request("PUT", f"/v1/pg/{table}/{key}", {"row": {"note": "old"}}, {"Fence-Token": old["token"]})
+        self.assertEqual((r.status, r.body.get("resource")), (409, resource), r)
+        self.assertEqual(psql(f"SELECT note FROM public.{table}"), ["new"])
+        self.assertEqual(psql(f"SELECT resource FROM fencegate.resource_fences WHERE resource LIKE 'pg:{table}/%'"),
+                         [resource])
+
+    def test_a_timestamptz_key_is_one_resource_in_every_time_zone(self):
+        self.check_one_resource("ident_tstz", "2024-01-01%2000:00:00%2B00", "pg:ident_tstz/2024-01-01 00:00:00+00")
+
+    def test_a_bytea_key_is_one_resource_whatever_its_output_format(self):
+        self.check_one_resource("ident_bytes", "%5Cx41ff", "pg:ident_bytes/\\x41ff")
+
+
 class RefusedKeyTypes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -129,7 +187,10 @@ class RefusedKeyTypes(unittest.TestCase):
 
     def test_key_types_without_one_text_per_value_stop_startup(self):
         for table, words in (("ident_float", "float8"), ("ident_citext", "citext"),
-                             ("ident_interval", "interval"), ("ident_ci", "collation")):
+                             ("ident_interval", "interval"), ("ident_ci", "collation"),
+                             ("ident_money", "lc_monetary"), ("ident_json", "json"),
+                             ("ident_array", "_numeric"), ("ident_range", "numrange"),
+                             ("ident_record", "ident_pair"), ("ident_doc_key", "jsonb")):
             gw = Gateway(config={"tables": {table: {"key": "id", "columns": ["note"]}}}, start=False)
             with self.assertRaises(HarnessError, msg=table):
                 gw.start()

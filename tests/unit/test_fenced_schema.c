@@ -16,18 +16,23 @@
  */
 static const char catalog[] =
     "[{\"name\": \"id\", \"type\": \"text\", \"is_json\": \"f\", \"read_only\": \"f\","
-    "  \"is_unique\": \"t\", \"base_type\": \"text\", \"nondeterministic\": \"f\","
+    "  \"is_unique\": \"t\", \"base_type\": \"text\", \"base_builtin\": \"t\", "
+    "\"nondeterministic\": \"f\","
     "  \"json_kind\": \"string\"},"
     " {\"name\": \"note\", \"type\": \"text\", \"is_json\": \"f\", \"read_only\": \"f\","
-    "  \"is_unique\": \"f\", \"base_type\": \"text\", \"nondeterministic\": \"f\","
+    "  \"is_unique\": \"f\", \"base_type\": \"text\", \"base_builtin\": \"t\", "
+    "\"nondeterministic\": \"f\","
     "  \"json_kind\": \"other\"},"
     " {\"name\": \"meta\", \"type\": \"jsonb\", \"is_json\": \"t\", \"read_only\": \"f\","
-    "  \"is_unique\": \"f\", \"base_type\": \"jsonb\", \"nondeterministic\": \"f\","
+    "  \"is_unique\": \"f\", \"base_type\": \"jsonb\", \"base_builtin\": \"t\", "
+    "\"nondeterministic\": \"f\","
     "  \"json_kind\": \"json\"},"
     " {\"name\": \"lock_fence\", \"type\": \"bigint\", \"is_json\": \"f\", \"read_only\": \"f\","
-    "  \"is_unique\": \"f\", \"base_type\": \"int8\", \"nondeterministic\": \"f\"},"
+    "  \"is_unique\": \"f\", \"base_type\": \"int8\", \"base_builtin\": \"t\", "
+    "\"nondeterministic\": \"f\"},"
     " {\"name\": \"gen\", \"type\": \"bigint\", \"is_json\": \"f\", \"read_only\": \"t\","
-    "  \"is_unique\": \"f\", \"base_type\": \"int8\", \"nondeterministic\": \"f\"}]";
+    "  \"is_unique\": \"f\", \"base_type\": \"int8\", \"base_builtin\": \"t\", "
+    "\"nondeterministic\": \"f\"}]";
 
 static char *columns[] = {"note", "meta"};
 
@@ -63,7 +68,7 @@ static void a_good_table(void **state)
     assert_int_equal(load(&t, NULL, &s, &err), 0);
     assert_ptr_equal(s.cfg, &t);
     assert_string_equal(s.key_type, "text");
-    assert_false(s.key_numeric);
+    assert_int_equal(s.key_identity, KEY_IDENTITY_TEXT);
     assert_string_equal(s.column_types[0], "text");
     assert_string_equal(s.column_types[1], "jsonb");
     assert_false(s.column_json[0]);
@@ -114,42 +119,55 @@ static void key_types(void **state)
     struct table_config t = {.name = "n", .key = "k"};
     refused(&t,
             "[{\"name\": \"k\", \"type\": \"double precision\", \"is_unique\": \"t\","
-            " \"base_type\": \"float8\", \"nondeterministic\": \"f\"}]",
+            " \"base_type\": \"float8\", \"base_builtin\": \"t\", \"nondeterministic\": \"f\"}]",
+            "cannot name a resource");
+    refused(&t,
+            "[{\"name\": \"k\", \"type\": \"jsonb\", \"is_unique\": \"t\","
+            " \"base_type\": \"jsonb\", \"base_builtin\": \"t\", \"nondeterministic\": \"f\"}]",
+            "cannot name a resource");
+    refused(&t,
+            "[{\"name\": \"k\", \"type\": \"public.int4\", \"is_unique\": \"t\","
+            " \"base_type\": \"int4\", \"base_builtin\": \"f\", \"nondeterministic\": \"f\"}]",
             "cannot name a resource");
     refused(&t,
             "[{\"name\": \"k\", \"type\": \"text\", \"is_unique\": \"t\","
-            " \"base_type\": \"text\", \"nondeterministic\": \"t\"}]",
+            " \"base_type\": \"text\", \"base_builtin\": \"t\", \"nondeterministic\": \"t\"}]",
             "cannot name a resource");
     struct table_schema s;
     struct fg_error err = {0};
-    assert_int_equal(load(&t,
-                          "[{\"name\": \"k\", \"type\": \"numeric\","
-                          " \"full_type\": \"numeric(12,2)\", \"typmod\": \"786438\","
-                          " \"is_unique\": \"t\", \"base_type\": \"numeric\","
-                          " \"nondeterministic\": \"f\"}]",
-                          &s, &err),
-                     0);
-    assert_true(s.key_numeric && s.key_shape.scaled && s.key_shape.scale == 2);
+    assert_int_equal(
+        load(&t,
+             "[{\"name\": \"k\", \"type\": \"numeric\","
+             " \"full_type\": \"numeric(12,2)\", \"typmod\": \"786438\","
+             " \"is_unique\": \"t\", \"base_type\": \"numeric\", \"base_builtin\": \"t\","
+             " \"nondeterministic\": \"f\"}]",
+             &s, &err),
+        0);
+    assert_true(s.key_identity == KEY_IDENTITY_NUMERIC && s.key_shape.scaled &&
+                s.key_shape.scale == 2);
     assert_string_equal(s.key_type, "numeric");
     table_schema_free(&s);
     /* a type the gateway does not read is cast with its modifier, which rounds
      * as the column does; one it reads without (its text is checked instead) */
-    assert_int_equal(load(&t,
-                          "[{\"name\": \"k\", \"type\": \"timestamp without time zone\","
-                          " \"full_type\": \"timestamp(0) without time zone\","
-                          " \"typmod\": \"0\", \"is_unique\": \"t\","
-                          " \"base_type\": \"timestamp\", \"nondeterministic\": \"f\"}]",
-                          &s, &err),
-                     0);
+    assert_int_equal(
+        load(
+            &t,
+            "[{\"name\": \"k\", \"type\": \"timestamp without time zone\","
+            " \"full_type\": \"timestamp(0) without time zone\","
+            " \"typmod\": \"0\", \"is_unique\": \"t\","
+            " \"base_type\": \"timestamp\", \"base_builtin\": \"t\", \"nondeterministic\": \"f\"}]",
+            &s, &err),
+        0);
     assert_string_equal(s.key_type, "timestamp(0) without time zone");
     table_schema_free(&s);
-    assert_int_equal(load(&t,
-                          "[{\"name\": \"k\", \"type\": \"character varying\","
-                          " \"full_type\": \"character varying(5)\","
-                          " \"typmod\": \"9\", \"is_unique\": \"t\","
-                          " \"base_type\": \"varchar\", \"nondeterministic\": \"f\"}]",
-                          &s, &err),
-                     0);
+    assert_int_equal(
+        load(&t,
+             "[{\"name\": \"k\", \"type\": \"character varying\","
+             " \"full_type\": \"character varying(5)\","
+             " \"typmod\": \"9\", \"is_unique\": \"t\","
+             " \"base_type\": \"varchar\", \"base_builtin\": \"t\", \"nondeterministic\": \"f\"}]",
+             &s, &err),
+        0);
     assert_string_equal(s.key_type, "character varying");
     assert_int_equal(s.key_shape.max_chars, 5);
     table_schema_free(&s);
@@ -158,9 +176,10 @@ static void key_types(void **state)
 /* The catalog row of a column named name, of type type (format_type without a
  * modifier) and full_type (with it), as a one-key table's key or column. */
 #define TYPED_ROW(name, type, full, base, unique)                                                  \
-    "{\"name\": \"" name "\", \"type\": \"" type "\", \"full_type\": \"" full                       \
-    "\", \"typmod\": \"-1\", \"is_unique\": \"" unique "\", \"base_type\": \"" base                 \
-    "\", \"nondeterministic\": \"f\", \"read_only\": \"f\", \"is_json\": \"f\","                   \
+    "{\"name\": \"" name "\", \"type\": \"" type "\", \"full_type\": \"" full                      \
+    "\", \"typmod\": \"-1\", \"is_unique\": \"" unique "\", \"base_type\": \"" base                \
+    "\", \"base_builtin\": \"t\", \"nondeterministic\": \"f\", \"read_only\": \"f\", "             \
+    "\"is_json\": \"f\","                                                                          \
     " \"json_kind\": \"string\"}"
 
 /* Columns are cast to their type of any length: a bare bit or character is a
@@ -172,18 +191,30 @@ static void column_cast_types(void **state)
     (void)state;
     char *typed[] = {"b4", "b1", "vb", "ch", "vc", "b4s", "chs", "qc", "ts"};
     struct table_config t = {.name = "x", .key = "id", .columns = typed, .ncolumns = 9};
-    const char *rows = "[" TYPED_ROW("id", "integer", "integer", "int4", "t") ","
-                       TYPED_ROW("b4", "bit", "bit(4)", "bit", "f") ","
-                       TYPED_ROW("b1", "bit", "bit(1)", "bit", "f") ","
-                       TYPED_ROW("vb", "bit varying", "bit varying(3)", "varbit", "f") ","
-                       TYPED_ROW("ch", "character", "character(3)", "bpchar", "f") ","
-                       TYPED_ROW("vc", "character varying", "character varying(3)", "varchar",
-                                 "f") ","
-                       TYPED_ROW("b4s", "bit[]", "bit(4)[]", "_bit", "f") ","
-                       TYPED_ROW("chs", "character[]", "character(3)[]", "_bpchar", "f") ","
-                       TYPED_ROW("qc", "\\\"char\\\"", "\\\"char\\\"", "char", "f") ","
-                       TYPED_ROW("ts", "timestamp without time zone",
-                                 "timestamp(0) without time zone", "timestamp", "f") "]";
+    const char *rows =
+        "[" TYPED_ROW("id", "integer", "integer", "int4", "t") "," TYPED_ROW("b4", "bit", "bit(4)", "bit", "f") "," TYPED_ROW("b1", "bit", "bit(1)", "bit", "f") "," TYPED_ROW(
+            "vb", "bit varying", "bit varying(3)",
+            "varbit",
+            "f") "," TYPED_ROW("ch", "character", "character(3)", "bpchar",
+                               "f") "," TYPED_ROW("vc", "character varying", "character varying(3)",
+                                                  "varchar",
+                                                  "f") "," TYPED_ROW("b4s", "bit[]", "bit(4)[]",
+                                                                     "_bit",
+                                                                     "f") "," TYPED_ROW("chs",
+                                                                                        "character["
+                                                                                        "]",
+                                                                                        "character("
+                                                                                        "3)[]",
+                                                                                        "_bpchar",
+                                                                                        "f") "," TYPED_ROW("qc",
+                                                                                                           "\\\"char\\\"",
+                                                                                                           "\\\"char\\\"",
+                                                                                                           "char",
+                                                                                                           "f") "," TYPED_ROW("ts",
+                                                                                                                              "timestamp without time zone",
+                                                                                                                              "timestamp(0) without time zone",
+                                                                                                                              "timestamp",
+                                                                                                                              "f") "]";
     struct table_schema s;
     struct fg_error err = {0};
     assert_int_equal(load(&t, rows, &s, &err), 0);
@@ -217,20 +248,16 @@ static void length_type_keys(void **state)
         0);
     assert_string_equal(s.key_type, "bit varying");
     table_schema_free(&s);
-    assert_int_equal(
-        load(&t, "[" TYPED_ROW("id", "character[]", "character(2)[]", "_bpchar", "t") "]", &s, &err),
-        0);
-    assert_string_equal(s.key_type, "bpchar[]");
-    table_schema_free(&s);
+    /* arrays compare their elements as their type does, and print them as written */
+    refused(&t, "[" TYPED_ROW("id", "character[]", "character(2)[]", "_bpchar", "t") "]",
+            "cannot name a resource: equal values of the type may print differently");
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_good_table),
-        cmocka_unit_test(refusals),
-        cmocka_unit_test(key_types),
-        cmocka_unit_test(column_cast_types),
+        cmocka_unit_test(a_good_table),     cmocka_unit_test(refusals),
+        cmocka_unit_test(key_types),        cmocka_unit_test(column_cast_types),
         cmocka_unit_test(length_type_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

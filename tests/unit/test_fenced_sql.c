@@ -61,7 +61,7 @@ static void statements_quote_and_parameterize(void **state)
     assert_non_null(strstr(sql, "ORDER BY v.resource"));
     free(sql);
     struct table_schema numeric = {
-        .cfg = &tables[0], .key_type = "numeric(12,2)", .key_numeric = true};
+        .cfg = &tables[0], .key_type = "numeric(12,2)", .key_identity = KEY_IDENTITY_NUMERIC};
     const struct table_schema *one[] = {&numeric};
     sql = fenced_sql_claim(one, 1);
     assert_non_null(strstr(sql, "$2::text || trim_scale(($3::numeric(12,2))::numeric)::text"));
@@ -317,16 +317,26 @@ static void refusal_statements(void **state)
 static void key_identity(void **state)
 {
     (void)state;
-    assert_null(fenced_sql_key_refusal("int4", false));
-    assert_null(fenced_sql_key_refusal("text", false));
-    assert_null(fenced_sql_key_refusal("numeric", false));
-    assert_non_null(fenced_sql_key_refusal("text", true));
-    assert_non_null(fenced_sql_key_refusal("float8", false));
-    assert_non_null(fenced_sql_key_refusal("float4", false));
-    assert_non_null(fenced_sql_key_refusal("citext", false));
-    assert_non_null(fenced_sql_key_refusal("interval", false));
-    assert_true(fenced_sql_key_numeric("numeric"));
-    assert_false(fenced_sql_key_numeric("int8"));
+    const char *one_text[] = {"int4", "text", "numeric", "uuid", "date", "timestamptz", "bool"};
+    for (size_t i = 0; i < sizeof one_text / sizeof *one_text; i++)
+        assert_null(fenced_sql_key_refusal(
+            &(struct key_column_type){.base_type = one_text[i], .builtin = true}));
+    assert_null(
+        fenced_sql_key_refusal(&(struct key_column_type){.base_type = "mood", .is_enum = true}));
+    /* a type of the same name outside pg_catalog is not Postgres's own */
+    assert_non_null(fenced_sql_key_refusal(&(struct key_column_type){.base_type = "int4"}));
+    assert_non_null(fenced_sql_key_refusal(&(struct key_column_type){
+        .base_type = "text", .builtin = true, .nondeterministic_collation = true}));
+    const char *many_texts[] = {"float8",   "float4",  "citext",   "interval", "money",   "jsonb",
+                                "_numeric", "_float8", "numrange", "tsvector", "regclass"};
+    for (size_t i = 0; i < sizeof many_texts / sizeof *many_texts; i++)
+        assert_non_null(fenced_sql_key_refusal(
+            &(struct key_column_type){.base_type = many_texts[i], .builtin = true}));
+    assert_non_null(fenced_sql_key_refusal(&(struct key_column_type){.base_type = "point3"}));
+    assert_int_equal(fenced_sql_key_identity("numeric"), KEY_IDENTITY_NUMERIC);
+    assert_int_equal(fenced_sql_key_identity("timestamptz"), KEY_IDENTITY_UTC);
+    assert_int_equal(fenced_sql_key_identity("bytea"), KEY_IDENTITY_HEX);
+    assert_int_equal(fenced_sql_key_identity("int8"), KEY_IDENTITY_TEXT);
 }
 
 int main(void)

@@ -67,6 +67,11 @@ static const char catalog_sql[] =
     " AND i.indexprs IS NULL) AS is_unique,"
     " (SELECT b.typname FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
     " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_type,"
+    " (SELECT b.typnamespace = 'pg_catalog'::regnamespace FROM pg_type d JOIN pg_type b"
+    " ON b.oid = CASE WHEN d.typtype = 'd' THEN d.typbasetype ELSE d.oid END"
+    " WHERE d.oid = a.atttypid) AS base_builtin,"
+    " (SELECT b.typtype = 'e' FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
+    " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS base_enum,"
     " coalesce((SELECT NOT co.collisdeterministic FROM pg_collation co"
     " WHERE co.oid = a.attcollation), false) AS nondeterministic,"
     /* how row_to_json writes the type (json_categorize_type): its own way for these, as a

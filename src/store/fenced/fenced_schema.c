@@ -151,8 +151,10 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
                        "single-column unique key",
                        t->name, t->key);
     const char *base = json_string_value(json_object_get(key, "base_type"));
-    const char *refusal =
-        fenced_sql_key_refusal(base ? base : "", catalog_flag(key, "nondeterministic"));
+    const struct key_column_type key_type = {base ? base : "", catalog_flag(key, "base_builtin"),
+                                             catalog_flag(key, "base_enum"),
+                                             catalog_flag(key, "nondeterministic")};
+    const char *refusal = fenced_sql_key_refusal(&key_type);
     if (refusal != NULL)
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s.key': column \"%s\" (%s) cannot name a resource: %s",
@@ -161,7 +163,7 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
         key_shape_load(t, key, &schema->key_shape, err) != 0)
         return -1;
     schema->key_type = key_cast_type(key, &schema->key_shape);
-    schema->key_numeric = fenced_sql_key_numeric(base ? base : "");
+    schema->key_identity = fenced_sql_key_identity(key_type.base_type);
     schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
     schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
     schema->row_kinds = calloc(t->ncolumns + 1, sizeof *schema->row_kinds);

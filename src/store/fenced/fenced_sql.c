@@ -147,7 +147,16 @@ char *sql_quote_ident(const char *name)
     return stream_close(out, &buf);
 }
 
-/* Key types whose text is not one per value, and why (fenced_sql_key_refusal). */
+/* Postgres's own types whose text is one per value as their equality sees it
+ * (numeric through trim_scale; date and time types under the fixed DateStyle
+ * and TimeZone; bytea under the fixed bytea_output). */
+static const char *const one_text_key_types[] = {
+    "int2", "int4",    "int8",     "numeric", "text",      "varchar",     "bpchar", "name",  "char",
+    "uuid", "date",    "time",     "timetz",  "timestamp", "timestamptz", "bool",   "bytea", "inet",
+    "cidr", "macaddr", "macaddr8", "bit",     "varbit",    "oid",         "pg_lsn",
+};
+
+/* Types refused with a reason of their own (fenced_sql_key_refusal). */
 static const struct {
     const char *type;
     const char *why;
@@ -156,32 +165,60 @@ static const struct {
     {"float8", "0 and -0 are equal but print differently"},
     {"citext", "equality ignores case, its text keeps it"},
     {"interval", "'1 day' and '24 hours' are equal but print differently"},
+    {"money", "its text follows the session's lc_monetary"},
 };
 
-const char *fenced_sql_key_refusal(const char *base_type, bool nondeterministic_collation)
+static bool one_text_per_value(const struct key_column_type *t)
 {
-    if (nondeterministic_collation)
+    if (t->is_enum)
+        return true;
+    for (size_t i = 0; t->builtin && i < sizeof one_text_key_types / sizeof *one_text_key_types;
+         i++)
+        if (strcmp(t->base_type, one_text_key_types[i]) == 0)
+            return true;
+    return false;
+}
+
+const char *fenced_sql_key_refusal(const struct key_column_type *t)
+{
+    if (t->nondeterministic_collation)
         return "its collation is not deterministic: texts that differ compare equal";
     for (size_t i = 0; i < sizeof refused_key_types / sizeof refused_key_types[0]; i++)
-        if (strcmp(base_type, refused_key_types[i].type) == 0)
+        if (strcmp(t->base_type, refused_key_types[i].type) == 0)
             return refused_key_types[i].why;
+    if (!one_text_per_value(t))
+        return "equal values of the type may print differently (arrays, ranges, records, json); "
+               "an integer, numeric, text, uuid, date or time type, or an enum, names a resource";
     return NULL;
 }
 
-bool fenced_sql_key_numeric(const char *base_type)
+enum key_identity fenced_sql_key_identity(const char *base_type)
 {
-    return strcmp(base_type, "numeric") == 0;
+    if (strcmp(base_type, "numeric") == 0)
+        return KEY_IDENTITY_NUMERIC;
+    if (strcmp(base_type, "timestamptz") == 0)
+        return KEY_IDENTITY_UTC;
+    if (strcmp(base_type, "bytea") == 0)
+        return KEY_IDENTITY_HEX;
+    return KEY_IDENTITY_TEXT;
 }
 
+/* The text around a key's expression that makes its identity's text. */
+static const struct {
+    const char *open, *close;
+} identity_text[] = {
+    [KEY_IDENTITY_TEXT] = {"(", ")::text"},
+    [KEY_IDENTITY_NUMERIC] = {"trim_scale((", ")::numeric)::text"},
+    [KEY_IDENTITY_UTC] = {"fencegate.utc_text((", ")::timestamptz)"},
+    [KEY_IDENTITY_HEX] = {"'\\x' || encode((", ")::bytea, 'hex')"},
+};
+
 /* The canonical resource of the key in parameter key_param of schema s's table:
- * prefix || key::type::text, the scale dropped for numeric keys. */
+ * prefix || the key's identity text (fenced_sql_key_identity). */
 static void put_resource(FILE *out, int prefix_param, int key_param, const struct table_schema *s)
 {
-    if (s->key_numeric)
-        fprintf(out, "$%d::text || trim_scale(($%d::%s)::numeric)::text", prefix_param, key_param,
-                s->key_type);
-    else
-        fprintf(out, "$%d::text || ($%d::%s)::text", prefix_param, key_param, s->key_type);
+    fprintf(out, "$%d::text || %s$%d::%s%s", prefix_param, identity_text[s->key_identity].open,
+            key_param, s->key_type, identity_text[s->key_identity].close);
 }
 
 /* The lock of the row of a fence-column table whose resource is prefix_param
@@ -198,10 +235,9 @@ static void put_row_lock(FILE *out, int prefix_param, int key_param, const struc
 static void put_row_resource(FILE *out, int prefix_param, const char *alias,
                              const struct table_schema *s)
 {
-    fprintf(out, s->key_numeric ? "$%d::text || trim_scale((%s." : "$%d::text || (%s.",
-            prefix_param, alias);
+    fprintf(out, "$%d::text || %s%s.", prefix_param, identity_text[s->key_identity].open, alias);
     put_ident(out, s->cfg->key);
-    fputs(s->key_numeric ? ")::numeric)::text" : ")::text", out);
+    fputs(identity_text[s->key_identity].close, out);
 }
 
 /* "(SELECT row_to_json(r.*) FROM (SELECT <alias>.<key>, <alias>.<column>, ...) AS r)":

@@ -61,6 +61,14 @@ enum fenced_refusal_param {
     FENCED_RPARAM_COUNT
 };
 
+/* How a key's text in its type names a resource (fenced_sql_key_identity). */
+enum key_identity {
+    KEY_IDENTITY_TEXT,    /* the type's text as it is */
+    KEY_IDENTITY_NUMERIC, /* the scale dropped: 1 and 1.0 are one value */
+    KEY_IDENTITY_UTC,     /* timestamptz: its text in UTC, whatever the session's TimeZone */
+    KEY_IDENTITY_HEX,     /* bytea: its hex text, whatever the session's bytea_output */
+};
+
 /* A writable table as the gateway knows it after start-up. */
 struct table_schema {
     const struct table_config *cfg; /* name, key and writable columns (borrowed) */
@@ -68,7 +76,7 @@ struct table_schema {
     char **column_types;            /* SQL type of each writable column (owned, cfg order) */
     bool *column_json;              /* the column is json or jsonb (owned, cfg order) */
     enum row_json_kind *row_kinds;  /* how the answered row writes the key, then each column */
-    bool key_numeric;               /* the key is numeric: its identity drops the scale */
+    enum key_identity key_identity; /* how its key's text names a resource */
     struct key_shape key_shape;     /* how the gateway reads the key's text */
 };
 
@@ -143,19 +151,30 @@ char *fenced_sql_adopt_fences(const struct table_schema *schema);
  */
 char *fenced_sql_claim(const struct table_schema *const *schemas, size_t n);
 
+/* A key column's type as the catalog describes it, for fenced_sql_key_refusal. */
+struct key_column_type {
+    const char *base_type;           /* pg_type.typname of the type, or of a domain's base type */
+    bool builtin;                    /* that type is one of Postgres's own (pg_catalog) */
+    bool is_enum;                    /* that type is an enum */
+    bool nondeterministic_collation; /* the column's collation compares unequal texts equal */
+};
+
 /*
  * Resource identity. A resource is "pg:<table>/" followed by the key's text in
  * its column type, which must be one text per value as the key's equality sees
  * it, or two paths could name one row under two fences. numeric keeps its
  * scale in text (1 = 1.0, texts "1" and "1.0"): its identity drops trailing
- * zeros (trim_scale). Types whose equality no text form follows are refused:
- * why, or NULL if a key of base type base_type (a domain's underlying type)
- * and that collation may be used.
+ * zeros (trim_scale); timestamptz and bytea print as the session's TimeZone
+ * and bytea_output say: theirs is UTC and hex. Only the types known to print
+ * each value one way (under the DateStyle the gateway fixes) and enums may
+ * name resources; any other type is refused, with why (arrays, ranges, records
+ * and jsonb compare the numbers inside them by value). NULL if a key of type t
+ * may be used.
  */
-const char *fenced_sql_key_refusal(const char *base_type, bool nondeterministic_collation);
+const char *fenced_sql_key_refusal(const struct key_column_type *t);
 
-/* True if a key of base type base_type needs the numeric identity. */
-bool fenced_sql_key_numeric(const char *base_type);
+/* The identity of a key of base type base_type (one fenced_sql_key_refusal allows). */
+enum key_identity fenced_sql_key_identity(const char *base_type);
 
 /*
  * Rows of a table with a fence column, created or not, are taken in one order
