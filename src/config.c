@@ -246,6 +246,13 @@ static int apply_table(struct table_config *t, const char *name, const json_t *s
     t->name = strdup(name);
     if (!json_is_object(spec))
         return fg_fail(err, FG_ERR_CONFIG, "config key 'tables.%s' must be an object", name);
+    /* A resource is "pg:<table>/<key>": a '/' in the table would make row "x" of
+     * table "a/b" and row "b/x" of table "a" one resource. */
+    if (strchr(name, '/') != NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s': a table name may not contain '/' (it ends the "
+                       "table's part of a resource name)",
+                       name);
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)spec, k, v)

@@ -14,7 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, http, psql  # noqa: E402
+from harness import Gateway, env, http, psql  # noqa: E402
 from pg_helpers import (ODD_COLUMN, ODD_TABLE, ODD_TABLE_SQL, acquire, assert_problem, config,  # noqa: E402
                         headers, insert_invoice, quote, unique, write)
 
@@ -225,6 +225,62 @@ class TableRefusalsTest(unittest.TestCase):
                         {"op": "patch", "table": table, "key": key, "set": values}]}, headers=headers(token))
                     self.assertIn(reason, assert_problem(self, r, 400, "invalid_field")["detail"])
                     self.assertEqual(self.stored(table, key), before)
+
+
+class RoleRefusalsTest(unittest.TestCase):
+    """A gateway whose Postgres role may not do what a write asks (a row security policy's WITH CHECK, a table
+    it may only read): 403 forbidden with Postgres's reason, nothing written (a 500 before)."""
+
+    ROLE = "fg_pg_hostile_writer"
+
+    @classmethod
+    def setUpClass(cls):
+        with Gateway():  # the gateway's own schema, migrated by its owner
+            pass
+        psql(f"""
+DROP TABLE IF EXISTS public.policed, public.read_only;
+DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{cls.ROLE}')
+    THEN DROP OWNED BY {cls.ROLE}; DROP ROLE {cls.ROLE}; END IF; END $$;
+CREATE ROLE {cls.ROLE} LOGIN;
+GRANT CREATE ON DATABASE fencegate TO {cls.ROLE};
+GRANT USAGE, CREATE ON SCHEMA fencegate TO {cls.ROLE};
+GRANT ALL ON ALL TABLES IN SCHEMA fencegate TO {cls.ROLE};
+GRANT ALL ON ALL SEQUENCES IN SCHEMA fencegate TO {cls.ROLE};
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA fencegate TO {cls.ROLE};
+CREATE TABLE public.policed (id integer PRIMARY KEY, v text);
+ALTER TABLE public.policed ENABLE ROW LEVEL SECURITY;
+CREATE POLICY seen ON public.policed FOR SELECT USING (true);
+CREATE POLICY added ON public.policed FOR INSERT WITH CHECK (v IS DISTINCT FROM 'bad');
+CREATE POLICY changed ON public.policed FOR UPDATE USING (true) WITH CHECK (v IS DISTINCT FROM 'bad');
+GRANT ALL ON public.policed TO {cls.ROLE};
+CREATE TABLE public.read_only (id integer PRIMARY KEY, v text);
+GRANT SELECT ON public.read_only TO {cls.ROLE};
+""")
+        dsn = env("FG_TEST_PG_DSN").replace("//fencegate@", f"//{cls.ROLE}@")
+        cls.gw = Gateway(config=config(policed={"key": "id", "columns": ["v"]},
+                                       read_only={"key": "id", "columns": ["v"]}),
+                         env_overrides={"FENCEGATE_PG_DSN": dsn})
+        cls.c = cls.gw.client()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.close()
+        cls.gw.stop()
+        psql(f"DROP TABLE IF EXISTS public.policed, public.read_only; DROP OWNED BY {cls.ROLE};"
+             f" DROP ROLE {cls.ROLE}")
+
+    def test_what_the_role_may_not_do_answers_403(self):
+        token, _ = acquire(self.c, unique("role"))
+        r = write(self.c, "PUT", "policed", "1", {"row": {"v": "good"}}, token)
+        self.assertEqual(r.status, 200, r)
+        for table, key, body, reason in (("policed", "1", {"set": {"v": "bad"}}, "row-level security"),
+                                         ("policed", "2", {"row": {"v": "bad"}}, "row-level security"),
+                                         ("read_only", "1", {"row": {"v": "x"}}, "permission denied")):
+            with self.subTest(table=table, key=key):
+                r = write(self.c, "PATCH" if "set" in body else "PUT", table, key, body, token)
+                self.assertIn(reason, assert_problem(self, r, 403, "forbidden")["detail"])
+        self.assertEqual(psql("SELECT id || v FROM public.policed"), ["1good"])
+        self.assertEqual(psql("SELECT count(*) FROM public.read_only"), ["0"])
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ static const struct {
                                               a generated column computes); stale plans, the one
                                               0A000 of the gateway's own, count as a lost session */
     {"P0", FG_ERR_INVALID_FIELD},          /* a trigger's RAISE or ASSERT refused the values */
+    {"42501", FG_ERR_FORBIDDEN}, /* the role may not: a privilege, a row security policy */
 };
 
 /* True if state is pattern, or of class pattern (two characters). */

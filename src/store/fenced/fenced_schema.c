@@ -3,7 +3,8 @@
  * fenced_schema.c - a writable table as the catalog describes it, checked
  * against its configuration: the table, its key and columns exist, the key has
  * a single-column unique index and a type whose text names one value, the
- * columns and the fence column can be written. Every refusal names the
+ * columns and the fence column are neither generated nor identity ALWAYS
+ * columns (privileges are Postgres's to check at each write). Every refusal names the
  * configuration key to fix. It must not query Postgres (fenced_pg.c does).
  */
 #include "store/fenced/fenced_schema.h"
