@@ -248,26 +248,32 @@ static int verified_lease(const struct lease_ops *kind, const struct http_reques
     return 0;
 }
 
-/* 410 for a renew or release (op) whose lease is gone, logged as a lost lease.
- * A revoked lease says so, with the revoke's reason (members reason and
- * revoke_reason); whether a lease was revoked is read from Postgres, and if
- * that fails the answer is the plain one. */
+void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detail, json_t *extra)
+{
+    struct fg_error err, ignored = {0};
+    bool revoked = false;
+    char why[REVOCATION_REASON_MAX + 1];
+    if (revocation_find(fence, &revoked, why, sizeof why, &ignored) != 0 || !revoked) {
+        fg_fail(&err, FG_ERR_LEASE_LOST, "%s expired or was taken over", detail);
+    } else {
+        fg_fail(&err, FG_ERR_LEASE_LOST, "%s was revoked by an operator%s%s", detail,
+                why[0] != '\0' ? ": " : "", why);
+        if (extra == NULL)
+            extra = json_object();
+        json_object_set_new(extra, "reason", json_string("revoked"));
+        json_object_set_new(extra, "revoke_reason", json_string(why));
+    }
+    reply_problem_extra(reply, &err, extra);
+}
+
+/* 410 for a renew or release (op) whose lease is gone, logged as a lost lease
+ * (lease_reply_lost). */
 static enum handler_result lease_lost(const struct lease_ops *kind, struct http_request *req,
                                       struct http_reply *reply, const char *op,
                                       const struct token_claims *claims)
 {
     log_lease_lost(kind->noun, lease_name(req), op, claims->fence, req->client_addr);
-    struct fg_error err, ignored = {0};
-    bool revoked = false;
-    char why[REVOCATION_REASON_MAX + 1];
-    if (revocation_find(claims->fence, &revoked, why, sizeof why, &ignored) != 0 || !revoked) {
-        fg_fail(&err, FG_ERR_LEASE_LOST, "the lease expired or was taken over");
-        return fail(reply, &err);
-    }
-    fg_fail(&err, FG_ERR_LEASE_LOST, "the lease was revoked by an operator%s%s",
-            why[0] != '\0' ? ": " : "", why);
-    reply_problem_extra(reply, &err,
-                        json_pack("{s:s, s:s}", "reason", "revoked", "revoke_reason", why));
+    lease_reply_lost(reply, claims->fence, "the lease", NULL);
     return HANDLER_DONE;
 }
 

@@ -55,6 +55,11 @@ void lease_reply_released(struct http_reply *reply);
 bool lease_ended_at_hold(enum lease_kind kind, const char *name, int64_t fence,
                          int64_t *hold_until_ms);
 
+/* The 410 lease_lost of a lease with fence (detail: detail, then how it ended) into reply:
+ * revoked, with members reason and revoke_reason, when Postgres says so; the plain one when it
+ * does not or cannot be read. extra: further members (taken), or NULL. */
+void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detail, json_t *extra);
+
 /* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c), its query
  * checked (http/status_query.h): starts the watch of the lease of kind with
  * fence for at most wait_ms, and answers what it saw or parks req. */

@@ -170,6 +170,21 @@ static int set_claims(struct http_request *req, const json_t *body,
     return permit_locks(req, names, *n, err);
 }
 
+/* 410 for a renew or release of a set whose lock of lost is no longer held (the others
+ * were done: the text done): member lock, and how the lease ended (lease_reply_lost). out:
+ * the answer begun, freed, or NULL. */
+static enum handler_result set_lost(struct http_reply *reply, struct fgjson_out *out,
+                                    const struct token_claims *lost, const char *done)
+{
+    if (out != NULL)
+        fgjson_out_free(out);
+    char detail[NAME_MAX_LEN + 64];
+    snprintf(detail, sizeof detail, "the others were %s; the lease of lock '%s' of the set", done,
+             lost->name);
+    lease_reply_lost(reply, lost->fence, detail, json_pack("{s:s}", "lock", lost->name));
+    return HANDLER_DONE;
+}
+
 enum handler_result handle_lockset_renew(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
@@ -184,7 +199,8 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
     char buf[SET_BUF];
     struct fgjson_out out;
     set_begin(&out, buf);
-    const char *lost = NULL, *capped = NULL;
+    const struct token_claims *lost = NULL;
+    const char *capped = NULL;
     for (size_t i = 0; i < n; i++) {
         struct lease_result res;
         if (lock_renew(claims[i].name, claims[i].lease_id, ttl_ms, &res, &err) != 0) {
@@ -196,7 +212,7 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
             lease_ended_at_hold(LEASE_KIND_LOCK, claims[i].name, claims[i].fence, &hold_until_ms))
             res.outcome = LEASE_MAX_HOLD;
         if (res.outcome == LEASE_LOST && lost == NULL)
-            lost = claims[i].name;
+            lost = &claims[i];
         if (res.outcome == LEASE_MAX_HOLD && capped == NULL)
             capped = claims[i].name;
         if (res.outcome == LEASE_RENEWED) {
@@ -204,12 +220,15 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
             fgjson_out_close(&out);
         }
     }
-    if (lost != NULL || capped != NULL) {
+    if (lost != NULL)
+        return set_lost(reply, &out, lost, "renewed");
+    if (capped != NULL) {
         fgjson_out_free(&out);
-        fg_fail(&err, lost ? FG_ERR_LEASE_LOST : FG_ERR_MAX_HOLD_EXCEEDED,
-                "lock '%s' of the set %s; the others were renewed", lost ? lost : capped,
-                lost ? "is no longer held" : "has reached its max_hold_ms deadline");
-        reply_problem_extra(reply, &err, json_pack("{s:s}", "lock", lost ? lost : capped));
+        fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED,
+                "lock '%s' of the set has reached its max_hold_ms deadline; the others were "
+                "renewed",
+                capped);
+        reply_problem_extra(reply, &err, json_pack("{s:s}", "lock", capped));
         return HANDLER_DONE;
     }
     set_end(&out, reply);
@@ -224,21 +243,17 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
     size_t n = 0;
     if (body == NULL || set_claims(req, body, claims, &n, &err) != 0)
         return fail(reply, &err);
-    const char *lost = NULL;
+    const struct token_claims *lost = NULL;
     for (size_t i = 0; i < n; i++) {
         struct lease_result res;
         if (lock_release(claims[i].name, claims[i].lease_id, (long long)claims[i].fence, &res,
                          &err) != 0)
             return fail(reply, &err);
         if (res.outcome == LEASE_LOST && lost == NULL)
-            lost = claims[i].name;
+            lost = &claims[i];
     }
-    if (lost != NULL) {
-        fg_fail(&err, FG_ERR_LEASE_LOST,
-                "lock '%s' of the set was no longer held; the others were released", lost);
-        reply_problem_extra(reply, &err, json_pack("{s:s}", "lock", lost));
-        return HANDLER_DONE;
-    }
+    if (lost != NULL)
+        return set_lost(reply, NULL, lost, "released");
     lease_reply_released(reply);
     return HANDLER_DONE;
 }

@@ -173,6 +173,20 @@ class RevokeTest(GatewayTest):
                            "resources": [f"pg:invoices/{key}", f"pg:invoices/{other}"],
                            "current_fence": lease["fence"]}])
 
+    def test_a_lock_set_with_a_revoked_lock_says_so(self):
+        """Renew and release of a set one of whose locks was revoked answer 410 naming the lock, with the
+        revoke's reason as for a single lock (caught: the plain 410, no reason)."""
+        a, b = unique("rv-set-a"), unique("rv-set-b")
+        r = self.c.post("/v1/locksets/acquire", {"names": [a, b]})
+        self.assertEqual(r.status, 200, r)
+        tokens = [lease["token"] for lease in r.body["locks"]]
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/revoke", {"reason": "stuck set"}).status, 200)
+        for op in ("renew", "release"):
+            r = self.c.post(f"/v1/locksets/{op}", {"tokens": tokens})
+            self.assert_lease_lost(r, "revoked")
+            self.assertEqual((r.body["lock"], r.body["revoke_reason"]), (b, "stuck set"), r)
+        self.assertFalse(self.c.get(f"/v1/locks/{a}").body["held"])
+
     def test_revoke_of_a_free_lock_and_bad_bodies(self):
         lock = unique("rv-free")
         r = self.c.post(f"/v1/locks/{lock}/revoke", {})
