@@ -333,10 +333,21 @@ static void key_identity(void **state)
         assert_non_null(fenced_sql_key_refusal(
             &(struct key_column_type){.base_type = many_texts[i], .builtin = true}));
     assert_non_null(fenced_sql_key_refusal(&(struct key_column_type){.base_type = "point3"}));
-    assert_int_equal(fenced_sql_key_identity("numeric"), KEY_IDENTITY_NUMERIC);
-    assert_int_equal(fenced_sql_key_identity("timestamptz"), KEY_IDENTITY_UTC);
-    assert_int_equal(fenced_sql_key_identity("bytea"), KEY_IDENTITY_HEX);
-    assert_int_equal(fenced_sql_key_identity("int8"), KEY_IDENTITY_TEXT);
+    const struct {
+        const char *type;
+        enum key_identity identity;
+    } identities[] = {{"numeric", KEY_IDENTITY_NUMERIC},
+                      {"timestamptz", KEY_IDENTITY_UTC},
+                      {"bytea", KEY_IDENTITY_HEX},
+                      {"int8", KEY_IDENTITY_TEXT}};
+    for (size_t i = 0; i < sizeof identities / sizeof *identities; i++)
+        assert_int_equal(fenced_sql_key_identity(&(struct key_column_type){
+                             .base_type = identities[i].type, .builtin = true}),
+                         identities[i].identity);
+    /* an enum of the same name as one of Postgres's types is printed as it is */
+    assert_int_equal(
+        fenced_sql_key_identity(&(struct key_column_type){.base_type = "numeric", .is_enum = true}),
+        KEY_IDENTITY_TEXT);
 }
 
 int main(void)

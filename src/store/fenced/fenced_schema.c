@@ -164,7 +164,7 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
         key_shape_load(t, key, &schema->key_shape, err) != 0)
         return -1;
     schema->key_type = key_cast_type(key, &schema->key_shape);
-    schema->key_identity = fenced_sql_key_identity(key_type.base_type);
+    schema->key_identity = fenced_sql_key_identity(&key_type);
     schema->column_types = calloc(t->ncolumns + 1, sizeof *schema->column_types);
     schema->column_json = calloc(t->ncolumns + 1, sizeof *schema->column_json);
     schema->row_kinds = calloc(t->ncolumns + 1, sizeof *schema->row_kinds);

@@ -147,9 +147,9 @@ char *sql_quote_ident(const char *name)
     return stream_close(out, &buf);
 }
 
-/* Postgres's own types whose text is one per value as their equality sees it
- * (numeric through trim_scale; date and time types under the fixed DateStyle
- * and TimeZone; bytea under the fixed bytea_output). */
+/* Postgres's own types whose text is one per value as their equality sees it:
+ * numeric, timestamptz and bytea through their identity (fenced_sql_key_identity),
+ * date and time types under the DateStyle every connection sets. */
 static const char *const one_text_key_types[] = {
     "int2", "int4",    "int8",     "numeric", "text",      "varchar",     "bpchar", "name",  "char",
     "uuid", "date",    "time",     "timetz",  "timestamp", "timestamptz", "bool",   "bytea", "inet",
@@ -192,13 +192,15 @@ const char *fenced_sql_key_refusal(const struct key_column_type *t)
     return NULL;
 }
 
-enum key_identity fenced_sql_key_identity(const char *base_type)
+enum key_identity fenced_sql_key_identity(const struct key_column_type *t)
 {
-    if (strcmp(base_type, "numeric") == 0)
+    if (!t->builtin)
+        return KEY_IDENTITY_TEXT;
+    if (strcmp(t->base_type, "numeric") == 0)
         return KEY_IDENTITY_NUMERIC;
-    if (strcmp(base_type, "timestamptz") == 0)
+    if (strcmp(t->base_type, "timestamptz") == 0)
         return KEY_IDENTITY_UTC;
-    if (strcmp(base_type, "bytea") == 0)
+    if (strcmp(t->base_type, "bytea") == 0)
         return KEY_IDENTITY_HEX;
     return KEY_IDENTITY_TEXT;
 }

@@ -173,8 +173,8 @@ struct key_column_type {
  */
 const char *fenced_sql_key_refusal(const struct key_column_type *t);
 
-/* The identity of a key of base type base_type (one fenced_sql_key_refusal allows). */
-enum key_identity fenced_sql_key_identity(const char *base_type);
+/* The identity of a key of type t (one fenced_sql_key_refusal allows). */
+enum key_identity fenced_sql_key_identity(const struct key_column_type *t);
 
 /*
  * Rows of a table with a fence column, created or not, are taken in one order
