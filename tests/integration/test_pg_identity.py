@@ -67,6 +67,7 @@ DROP TABLE IF EXISTS public.ident_ledger, public.ident_float, public.ident_citex
 DROP TYPE IF EXISTS public.ident_pair;
 DROP DOMAIN IF EXISTS public.ident_doc;
 DROP COLLATION IF EXISTS public.fg_ci;
+DELETE FROM fencegate.resource_fences WHERE resource LIKE 'pg:ident\_%';
 """
 
 
