@@ -49,8 +49,12 @@ export interface Grant {
   hold_until_ms?: number;
 }
 
-/** Sends one renewal with a timeout (ms) and an abort signal; resolves to what it granted. */
-export type RenewCall = (timeoutMs: number, signal: AbortSignal) => Promise<Grant | undefined>;
+/**
+ * Sends one renewal with a timeout (ms) and an abort signal; resolves to what it granted. background: the
+ * keeper's own renewal, which must not keep the process alive (false for one a caller awaits).
+ */
+export type RenewCall = (timeoutMs: number, signal: AbortSignal | undefined, background: boolean) =>
+  Promise<Grant | undefined>;
 
 /** A lease to watch: its status path and fence. */
 export interface Watch {
@@ -142,7 +146,7 @@ export class Keeper {
       }
       try {
         const left = this.validUntil - now;
-        const grant = await this.renew(Math.max(RETRY_MIN_MS, Math.min(this.transport.timeoutMs, left)), signal);
+        const grant = await this.renew(Math.max(RETRY_MIN_MS, Math.min(this.transport.timeoutMs, left)), signal, true);
         next = this.renewed(now, grant);
         continue;
       } catch (e) {

@@ -15,7 +15,7 @@
 import { randomBytes } from "node:crypto";
 
 import { LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
-import { Grant, Keeper, Watch } from "./keeper.js";
+import { Grant, Keeper, RenewCall, Watch } from "./keeper.js";
 import { NO_RETRY, Transport, segment } from "./transport.js";
 import { CallOptions, Holder, PgTable, RedisKeys } from "./writes.js";
 
@@ -160,15 +160,15 @@ export class LostState {
   /**
    * Starts keeping the lease alive. start: performance.now() when the acquire was sent; an acquire whose
    * answer took over a third of the TTL (a long wait in the queue) is renewed once at once, and validity
-   * counts from that renewal and what it granted, so a fresh lease never looks nearly expired.
+   * counts from that renewal and what it granted, so a fresh lease never looks nearly expired. That
+   * renewal is part of the acquire its caller awaits: it keeps the process alive, unlike the keeper's.
    */
-  async keep(transport: Transport, ttlMs: number, renew: (timeoutMs: number, signal?: AbortSignal) => Promise<Grant | undefined>,
-    watches: Watch[], start: number): Promise<void> {
+  async keep(transport: Transport, ttlMs: number, renew: RenewCall, watches: Watch[], start: number): Promise<void> {
     let grant: Grant | undefined;
     if (performance.now() - start > ttlMs / 3) {
       start = performance.now();
       try {
-        grant = await renew(transport.timeoutMs);
+        grant = await renew(transport.timeoutMs, undefined, false);
       } catch (e) {
         this.heard(e);
       }
@@ -256,14 +256,15 @@ export class Lease extends Held {
     this.expiresAtMs = answer.expires_at_ms;
     if (options.renew !== false) {
       const watches = options.watch === false ? [] : [{ path: this.path, fence: this.fence }];
-      await this.state.keep(this.transport, this.ttlMs, (timeoutMs, signal) => this.renewOnce(timeoutMs, signal), watches, sentAt);
+      await this.state.keep(this.transport, this.ttlMs, (timeoutMs, signal, background) =>
+        this.renewOnce(timeoutMs, signal, background), watches, sentAt);
     }
     return this;
   }
 
-  private async renewOnce(timeoutMs: number, signal?: AbortSignal): Promise<RenewResult> {
+  private async renewOnce(timeoutMs: number, signal: AbortSignal | undefined, background: boolean): Promise<RenewResult> {
     const answer = (await this.transport.call({ method: "POST", path: this.path + "/renew", effect: "idempotent",
-      body: { token: this.token, ttl_ms: this.ttlMs }, timeoutMs, retry: NO_RETRY, signal, background: true })).body;
+      body: { token: this.token, ttl_ms: this.ttlMs }, timeoutMs, retry: NO_RETRY, signal, background })).body;
     this.expiresAtMs = answer?.expires_at_ms ?? this.expiresAtMs;
     return answer;
   }
@@ -351,9 +352,10 @@ export class LockSet extends Held {
     if (options.renew !== false) {
       const watches = options.watch === false ? []
         : [...this.members.values()].map((m) => ({ path: `/v1/locks/${segment(m.name)}`, fence: m.fence }));
-      await this.state.keep(this.transport, this.ttlMs, async (timeoutMs, signal) => shortestGrant((await this.transport.call({
-        method: "POST", path: "/v1/locksets/renew", effect: "idempotent", body: { tokens: this.tokens, ttl_ms: this.ttlMs },
-        timeoutMs, retry: NO_RETRY, signal, background: true })).body), watches, sentAt);
+      await this.state.keep(this.transport, this.ttlMs, async (timeoutMs, signal, background) =>
+        shortestGrant((await this.transport.call({ method: "POST", path: "/v1/locksets/renew", effect: "idempotent",
+          body: { tokens: this.tokens, ttl_ms: this.ttlMs }, timeoutMs, retry: NO_RETRY, signal, background })).body),
+      watches, sentAt);
     }
     return this;
   }

@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
@@ -386,4 +386,41 @@ test("an IPv6 literal URL connects, with the Host header node:http writes", asyn
   });
   assert.equal((await c.lockStatus("x")).held, false);
   assert.equal(host, `[::1]:${port}`);
+});
+
+/** Runs an ES module script in a child node process; resolves to its exit code and what it printed. */
+function runScript(script: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => { out += c.toString("utf8"); });
+    child.stderr.on("data", (c: Buffer) => { out += c.toString("utf8"); });
+    child.on("error", reject);
+    child.on("exit", (code) => resolve({ code, out }));
+  });
+}
+
+test("a script that waits for a lock lives until lock() settles, also after a wait over a third of the TTL", async (t) => {
+  // The acquire is answered after 200 ms, over a third of the 300 ms TTL, so the client renews the lease at
+  // once, before lock() resolves. A script with nothing else to do must still see the grant, then release.
+  // Broken variant caught: that renewal went out as the background keeper's, its socket and timer unref'd;
+  // nothing held the event loop and node exited with code 13 (unsettled top-level await) before the grant.
+  const { client, seen } = await canned(t, async ({ path }) => {
+    if (path.endsWith("/acquire")) await new Promise((r) => setTimeout(r, 200));
+    const grant = `{"lock":"x","token":"t","fence":7,"ttl_ms":300,"expires_at_ms":1}`;
+    if (path.endsWith("/release")) return [200, `{"released":true}`];
+    return [200, path.startsWith("/v1/locksets/") ? `{"locks":[${grant}]}` : grant];
+  });
+  const url = client().transport.base.origin;
+  for (const call of ['lock("x", { ttlMs: 300, waitMs: 10000, watch: false })',
+    'lockSet(["x"], { ttlMs: 300, waitMs: 10000, watch: false })']) {
+    const { code, out } = await runScript(`import { Client } from ${JSON.stringify(new URL("../src/index.js", import.meta.url).href)};
+      const c = new Client({ url: ${JSON.stringify(url)}, apiKey: "" });
+      const lease = await c.${call};
+      console.log("granted");
+      await lease.release();
+      c.close();`);
+    assert.deepEqual([code, out.trim()], [0, "granted"], call);
+  }
+  assert.ok(seen.some((r) => r.path.endsWith("/renew")), "the acquire was not renewed at once");
 });
