@@ -23,7 +23,7 @@ import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 
-import { OutcomeUnknownError, ProblemError, UnreachableError, problemError } from "./errors.js";
+import { InvalidNameError, OutcomeUnknownError, ProblemError, UnreachableError, problemError } from "./errors.js";
 import { parseJson, stringifyJson } from "./json.js";
 
 /** The client's version, the gateway's. */
@@ -99,9 +99,21 @@ export interface Answer {
 const CERT_ERRORS = new Set(["UNABLE_TO_VERIFY_LEAF_SIGNATURE", "DEPTH_ZERO_SELF_SIGNED_CERT",
   "SELF_SIGNED_CERT_IN_CHAIN", "CERT_HAS_EXPIRED", "ERR_TLS_CERT_ALTNAME_INVALID", "UNABLE_TO_GET_ISSUER_CERT_LOCALLY"]);
 
-/** Percent-encodes one path segment (a name, a table, a key): everything but unreserved characters. */
+/**
+ * Percent-encodes one path segment (a name, a table, a key): everything but unreserved characters. Throws
+ * InvalidNameError (status 0: nothing was sent) for text with a lone surrogate, which has no UTF-8 spelling:
+ * the gateway answers a malformed sequence in a path so. Callers throw it from async functions only, so
+ * that it rejects their promise.
+ */
 export function segment(s: string | number): string {
-  return encodeURIComponent(String(s)).replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
+  let encoded: string;
+  try {
+    encoded = encodeURIComponent(String(s));
+  } catch {
+    throw new InvalidNameError({ status: 0, code: "invalid_name",
+      detail: "a path parameter (a name, a table, a key) is not Unicode text: it holds a lone surrogate" });
+  }
+  return encoded.replace(/[!'()*]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
 }
 
 /** Sleeps ms, or until signal aborts (then throws its reason). */

@@ -112,27 +112,27 @@ export class PgTable {
   }
 
   /** Updates columns of the row key; retried after a lost reply (same values, same fence). */
-  patch(key: string | number, set: Row, options?: CallOptions): Promise<WriteResult> {
+  async patch(key: string | number, set: Row, options?: CallOptions): Promise<WriteResult> {
     return send(this.transport, this.holder, this.minimal, "PATCH", this.path(key), { set }, "idempotent", options);
   }
 
   /** Inserts or replaces the row key (columns not given become NULL); retried after a lost reply. */
-  put(key: string | number, row: Row, options?: CallOptions): Promise<WriteResult> {
+  async put(key: string | number, row: Row, options?: CallOptions): Promise<WriteResult> {
     return send(this.transport, this.holder, this.minimal, "PUT", this.path(key), { row }, "idempotent", options);
   }
 
   /** Inserts a new row, its key among the columns; ConflictError if it exists. Not retried once sent. */
-  insert(row: Row, options?: CallOptions): Promise<WriteResult> {
+  async insert(row: Row, options?: CallOptions): Promise<WriteResult> {
     return send(this.transport, this.holder, this.minimal, "POST", this.path(), { row }, "once", options);
   }
 
   /** Deletes the row key; NotFoundError if there is none. Not retried once sent. */
-  delete(key: string | number, options?: CallOptions): Promise<WriteResult> {
+  async delete(key: string | number, options?: CallOptions): Promise<WriteResult> {
     return send(this.transport, this.holder, this.minimal, "DELETE", this.path(key), undefined, "once", options);
   }
 
   /** Several ops in one transaction, all or nothing; retried only when every op is a patch or a put. */
-  batch(ops: BatchOp[], options?: CallOptions): Promise<WriteResult> {
+  async batch(ops: BatchOp[], options?: CallOptions): Promise<WriteResult> {
     const full = ops.map((op) => ({ ...op, table: op.table ?? this.table, ...(op.key !== undefined ? { key: String(op.key) } : {}) }));
     const effect: Effect = full.every((op) => op.op === "patch" || op.op === "put") ? "idempotent" : "once";
     return send(this.transport, this.holder, this.minimal, "POST", "/v1/pg/batch", { ops: full }, effect, options);
@@ -155,17 +155,17 @@ export class RedisKeys {
   }
 
   /** Sets a string value; retried after a lost reply. */
-  put(key: string, value: string, options?: CallOptions): Promise<WriteResult> {
+  async put(key: string, value: string, options?: CallOptions): Promise<WriteResult> {
     return send(this.transport, this.holder, this.minimal, "PUT", `/v1/redis/${segment(key)}`, { value }, "idempotent", options);
   }
 
   /** Sets fields of a hash; retried after a lost reply. */
-  patch(key: string, fields: Row, options?: CallOptions): Promise<WriteResult> {
+  async patch(key: string, fields: Row, options?: CallOptions): Promise<WriteResult> {
     return send(this.transport, this.holder, this.minimal, "PATCH", `/v1/redis/${segment(key)}`, { fields }, "idempotent", options);
   }
 
   /** Deletes the key. Not retried once sent. */
-  delete(key: string, options?: CallOptions): Promise<WriteResult> {
+  async delete(key: string, options?: CallOptions): Promise<WriteResult> {
     return send(this.transport, this.holder, this.minimal, "DELETE", `/v1/redis/${segment(key)}`, undefined, "once", options);
   }
 }

@@ -17,8 +17,8 @@ import { join } from "node:path";
 import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { BackendUnavailableError, Client, LeaseLostError, OutcomeUnknownError, PROBLEM_CLASSES, ProblemError,
-  StaleFenceError, UnreachableError, problemError } from "../src/index.js";
+import { BackendUnavailableError, Client, InvalidNameError, LeaseLostError, OutcomeUnknownError, PROBLEM_CLASSES,
+  ProblemError, StaleFenceError, UnreachableError, problemError } from "../src/index.js";
 import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
@@ -423,4 +423,26 @@ test("a script that waits for a lock lives until lock() settles, also after a wa
     assert.deepEqual([code, out.trim()], [0, "granted"], call);
   }
   assert.ok(seen.some((r) => r.path.endsWith("/renew")), "the acquire was not renewed at once");
+});
+
+test("a key, table or name that is not Unicode text rejects with InvalidNameError, and throws nothing", async () => {
+  // A lone surrogate has no UTF-8 spelling: the client cannot send it, and the gateway refuses a malformed
+  // sequence in a path with 400 invalid_name. Nothing is sent (no gateway listens at this URL). Broken
+  // variant caught: encodeURIComponent's URIError was thrown synchronously by put, patch and delete (and
+  // rejected as a URIError from the other calls), escaping a caller's .catch().
+  const c = new Client({ url: "http://127.0.0.1:9", apiKey: "", retry: { attempts: 1 } });
+  const bad = "app:\ud800x";
+  const calls: [string, () => Promise<unknown>][] = [
+    ["redis put", () => c.redis("t").put(bad, "v")], ["redis patch", () => c.redis("t").patch(bad, { f: "v" })],
+    ["redis delete", () => c.redis("t").delete(bad)], ["redis get", () => c.redis().get(bad)],
+    ["pg patch", () => c.pg("t", "t").patch(bad, { a: 1 })], ["pg put", () => c.pg("t", "t").put(bad, { a: 1 })],
+    ["pg delete", () => c.pg("t", "t").delete(bad)], ["pg insert", () => c.pg(bad, "t").insert({ a: 1 })],
+    ["pg get", () => c.pg("t").get(bad)], ["lock status", () => c.lockStatus(bad)], ["lock", () => c.lock(bad)],
+  ];
+  for (const [what, call] of calls) {
+    let settled: Promise<unknown> | undefined;
+    assert.doesNotThrow(() => { settled = call(); }, what);
+    await assert.rejects(settled!, (e: unknown) => e instanceof InvalidNameError && e.code === "invalid_name", what);
+  }
+  c.close();
 });
