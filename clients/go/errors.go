@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// Problem is an RFC 9457 problem answered by the gateway (or, for LeaseLostError with Status 0, raised by
-// the client itself when it already knows a lease has ended). Every typed error embeds one, so
+// Problem is an RFC 9457 problem answered by the gateway, or one with Status 0 raised by the client itself:
+// a LeaseLostError when it already knows a lease has ended, an InvalidJSONError for a body whose text is
+// not UTF-8. Every typed error embeds one, so
 //
 //	var p *fencegate.Problem
 //	if errors.As(err, &p) { log.Print(p.Code, p.RequestID) }

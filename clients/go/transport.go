@@ -245,7 +245,11 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 	var body io.Reader
 	var data []byte
 	if r.body != nil {
-		if data, err = json.Marshal(r.body()); err != nil {
+		payload := r.body()
+		if err = checkText(payload); err != nil {
+			return nil, err, false, 0
+		}
+		if data, err = json.Marshal(payload); err != nil {
 			return nil, fmt.Errorf("fencegate: encoding the request: %w", err), false, 0
 		}
 		body = bytes.NewReader(data)

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -525,5 +526,70 @@ func TestUnitReleaseAnswered503IsSentAgain(t *testing.T) {
 	if err := l.Release(ctx); err != nil || count("POST release") != 2 {
 		t.Fatalf("a release after the gateway answered one: %v, %d releases sent; expected nil and 2", err,
 			count("POST release"))
+	}
+}
+
+// TestUnitTextThatIsNotUTF8IsRefusedUnsent: encoding/json writes each byte of a string that is not UTF-8 as
+// U+FFFD, so a value, a field name, a row or an owner holding such bytes would be stored changed. The client
+// refuses the call instead, as the gateway refuses such a body (400), and sends nothing; a genuine U+FFFD
+// and bytes in a []byte (base64 in JSON) go out as they are. Broken variant caught: Put of "hello \xff\xfe"
+// stored "hello \ufffd\ufffd" and answered applied.
+func TestUnitTextThatIsNotUTF8IsRefusedUnsent(t *testing.T) {
+	var bodies []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"applied":true,"lock":"x","token":"t","fence":7,"ttl_ms":30000,"expires_at_ms":1}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey})
+	ctx := context.Background()
+	bad := "hello \xff\xfe"
+	type label string
+	type inner struct{ Inner string }
+	type note struct {
+		Text   label
+		hidden string
+		inner
+	}
+	rows := map[string]map[string]any{
+		"a value": {"a": bad}, "a column name": {bad: 1}, "a list item": {"a": []any{1, bad}},
+		"a struct field": {"a": &note{Text: label(bad)}}, "an embedded struct's field": {"a": note{inner: inner{bad}}},
+		"a map of strings": {"a": map[string]string{"k": bad}},
+	}
+	calls := map[string]func() error{
+		"redis put":   func() error { _, err := c.Redis("t").Put(ctx, "app:x", bad); return err },
+		"redis patch": func() error { _, err := c.Redis("t").Patch(ctx, "app:x", map[string]any{"f": bad}); return err },
+		"pg batch": func() error {
+			_, err := c.PG("t", "t").Batch(ctx, []BatchOp{{Op: "put", Key: "1", Row: map[string]any{"a": "ok"}},
+				{Op: "patch", Key: bad, Set: map[string]any{"a": 1}}})
+			return err
+		},
+		"lock owner": func() error { _, err := c.Lock(ctx, "x", LeaseOptions{Owner: bad, NoRenew: true}); return err },
+	}
+	for what, row := range rows {
+		row := row
+		calls["pg put of "+what] = func() error { _, err := c.PG("t", "t").Put(ctx, "1", row); return err }
+		calls["pg patch of "+what] = func() error { _, err := c.PG("t", "t").Patch(ctx, "1", row); return err }
+		calls["pg insert of "+what] = func() error { _, err := c.PG("t", "t").Insert(ctx, row); return err }
+	}
+	for what, call := range calls {
+		err := call()
+		var invalid *InvalidJSONError
+		if !errors.As(err, &invalid) || invalid.Status != 0 || !strings.Contains(err.Error(), "not UTF-8") {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	if len(bodies) != 0 {
+		t.Fatalf("sent: %q", bodies)
+	}
+	good := map[string]any{"text": "\uFFFD", "bytes": []byte{0xff}, "note": note{Text: "ok", hidden: bad}}
+	want := `{"row":{"bytes":"/w==","note":{"Text":"ok","Inner":""},"text":"` + "\uFFFD" + `"}}`
+	if _, err := c.PG("t", "t").Put(ctx, "1", good); err != nil || len(bodies) != 1 || bodies[0] != want {
+		t.Fatalf("a row of UTF-8 text and bytes: %v, sent %q", err, bodies)
 	}
 }
