@@ -7,10 +7,12 @@ Owns: two real gateways with auth required (keys of clients/conformance/scenario
 main one, and a "down" one whose private Redis is stopped once it has started, so that it answers 503
 backend_unavailable with Retry-After; a fault proxy in front of each (tests/pyclient/pyclient_helpers.py)
 that logs what clients send and, on the main one, loses the first reply to an acquire of a name holding
-"lostreply" and answers renewals of names holding "norenew" with 503. The runner gets their addresses (the
-main gateway's own, without the proxy, in FG_CONF_DIRECT_URL) and keys in FG_CONF_* variables, drives the
-scenarios through its client's own API, prints "N passed, N failed" and exits non-zero on a failure; the
-driver exits with the runner's status.
+"lostreply", passes the answer to a waiting acquire (wait_ms above 0) of a name holding "lateanswer" on
+only after 2 s (its client may have gone meanwhile, after the gateway granted it), and answers renewals of
+names holding "norenew" with 503. The runner gets their addresses (the main gateway's own, without the
+proxy, in FG_CONF_DIRECT_URL) and keys in FG_CONF_* variables, drives the scenarios through its client's
+own API, prints "N passed, N failed" and exits non-zero on a failure; the driver exits with the runner's
+status.
 
 Must not: know any client, or check a scenario's outcome itself (the runner does, so that the same file
 holds every client to the same behaviour).
@@ -52,6 +54,9 @@ def main_rule(method: str, path: str, body: object, seen: int) -> str:
     """The faults of the main proxy (see the module documentation)."""
     if "lostreply" in path and path.endswith("/acquire") and seen == 0:
         return "drop"
+    if path.endswith("/acquire") and isinstance(body, dict) and (body.get("wait_ms") or 0) > 0 and \
+            any("lateanswer" in name for name in [path] + list(body.get("names") or [])):
+        return "late"
     if "norenew" in path and path.endswith("/renew"):
         return "refuse503"
     return "forward"

@@ -78,8 +78,9 @@ CONTROL_PATH = "/_proxy/requests"
 # A rule decides what the proxy does with one request: (method, path, JSON body or None, how many requests
 # with this method and path came before) -> "forward", "drop" (forward, then close without answering),
 # "refuse503" (answer 503 backend_unavailable with Retry-After, not forwarding) or "close_after"
-# (forward and answer, then close the connection although the answer promised keep-alive) or "stall"
-# (wait stall_s seconds, then forward).
+# (forward and answer, then close the connection although the answer promised keep-alive), "stall"
+# (wait stall_s seconds, then forward) or "late" (forward, then wait stall_s seconds before answering: the
+# gateway has answered, the client has not heard it yet).
 Rule = Callable[[str, str, Any, int], str]
 
 
@@ -93,8 +94,8 @@ class FaultProxy:
 
     requests: (method, path, body) of every request received, in order. connections: how many TCP
     connections clients opened. retry_after: the Retry-After (seconds) of injected 503s. stall_s: how
-    long a stalled request waits before it is forwarded. tls: a server
-    context, to serve HTTPS (the proxy then terminates TLS in front of the plain-HTTP gateway).
+    long a stalled request waits before it is forwarded, and a late answer before it is passed on. tls: a
+    server context, to serve HTTPS (the proxy then terminates TLS in front of the plain-HTTP gateway).
     """
 
     def __init__(self, upstream_port: int, rule: Optional[Rule] = None, retry_after: int = 1,
@@ -145,6 +146,8 @@ class FaultProxy:
                 if action == "drop":
                     self.close_connection = True
                     return
+                if action == "late":
+                    time.sleep(proxy.stall_s)
                 self._answer(status, headers, data)
                 if action == "close_after":
                     self.close_connection = True
