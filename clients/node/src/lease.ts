@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /**
  * Leases held through the gateway: a lock, a semaphore slot, or a lock set. Owns: acquiring with a
- * request_id that makes retries safe, the lease's lost state and its AbortSignal, explicit renew and
- * release, and handing the lease's token to fenced writes. Must not: schedule renewals or watch
+ * request_id that makes retries safe, giving back what an aborted acquire was granted, the lease's lost
+ * state and its AbortSignal, explicit renew and release, and handing the lease's token to fenced writes. Must not: schedule renewals or watch
  * (keeper.ts does) or build write calls (writes.ts does).
  *
  * A lease is lost when the client learns that it no longer holds it: a renewal refused, or not answered
@@ -16,7 +16,7 @@ import { randomBytes } from "node:crypto";
 
 import { LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
 import { Grant, Keeper, RenewCall, Watch } from "./keeper.js";
-import { NO_RETRY, Transport, segment } from "./transport.js";
+import { Call, NO_RETRY, Transport, segment } from "./transport.js";
 import { CallOptions, Holder, PgTable, RedisKeys } from "./writes.js";
 
 /** Options of an acquire; every member is optional. */
@@ -39,7 +39,10 @@ export interface LeaseOptions {
   renew?: boolean;
   /** false: renew in the background but do not watch. */
   watch?: boolean;
-  /** Aborting it ends the wait. */
+  /**
+   * Aborting it ends the wait; the acquire then rejects with its reason once it has released any lease the
+   * gateway granted as it went (see acquireCall).
+   */
   signal?: AbortSignal;
 }
 
@@ -195,6 +198,43 @@ function acquireBody(body: Record<string, unknown>, waitMs: number | undefined):
   };
 }
 
+/**
+ * Sends an acquire of body to path and resolves to the gateway's answer. An acquire that signal aborts may
+ * have been granted all the same, as its caller went: the gateway keeps a grant whose client hung up for a
+ * retry of its request_id, holding the lock until the lease's TTL ends. The caller then gets the abort's
+ * reason only once giveBack has asked for that grant and released it. A signal aborted before the call
+ * sends nothing.
+ */
+async function acquireCall(transport: Transport, path: string, body: Record<string, unknown>, options: LeaseOptions,
+  release: (answer: any) => Call): Promise<any> {
+  options.signal?.throwIfAborted();
+  try {
+    return (await transport.call({ method: "POST", path, effect: "idempotent", body: acquireBody(body, options.waitMs),
+      waitMs: gatewayWaitMs(options.waitMs), signal: options.signal })).body;
+  } catch (e) {
+    if (options.signal?.aborted) await giveBack(transport, path, body, release);
+    throw e;
+  }
+}
+
+/**
+ * Asks once more for the acquire of body at path, under its request_id and without waiting (wait_ms 0),
+ * and releases what that answers: the lease the gateway granted as the caller went, if it did. A refusal
+ * (409 lock_busy: not granted, and the place kept for a retry passes its turn on by itself; 410: over) or
+ * no answer leaves nothing to do. Each call is tried once, within the client's timeout, without the
+ * caller's signal (aborted already).
+ */
+async function giveBack(transport: Transport, path: string, body: Record<string, unknown>,
+  release: (answer: any) => Call): Promise<void> {
+  try {
+    const answer = (await transport.call({ method: "POST", path, effect: "idempotent", body: { ...body, wait_ms: 0 },
+      retry: NO_RETRY })).body;
+    await transport.call({ ...release(answer), retry: NO_RETRY });
+  } catch {
+    // Not granted, over, or unreachable: no lease of this request holds anything the client could release.
+  }
+}
+
 /** What a held lease and a held lock set share: the lost state, seen through a signal and a reason. */
 abstract class Held {
   protected readonly state: LostState;
@@ -248,8 +288,8 @@ export class Lease extends Held {
     const body = leaseBody(options, this.owner, this.requestId);
     if (limit !== undefined) body.limit = limit;
     const sentAt = performance.now();
-    const answer = (await this.transport.call({ method: "POST", path: this.path + "/acquire", effect: "idempotent",
-      body: acquireBody(body, options.waitMs), waitMs: gatewayWaitMs(options.waitMs), signal: options.signal })).body;
+    const answer = await acquireCall(this.transport, this.path + "/acquire", body, options, (granted) =>
+      ({ method: "POST", path: this.path + "/release", effect: "idempotent", body: { token: granted.token } }));
     this.token = answer.token;
     this.fence = answer.fence;
     this.ttlMs = answer.ttl_ms;
@@ -344,8 +384,9 @@ export class LockSet extends Held {
     this.ttlMs = options.ttlMs ?? 30000;
     const body = { ...leaseBody({ ...options, ttlMs: this.ttlMs }, this.owner, this.requestId), names: this.names };
     const sentAt = performance.now();
-    const answer = (await this.transport.call({ method: "POST", path: "/v1/locksets/acquire", effect: "idempotent",
-      body: acquireBody(body, options.waitMs), waitMs: gatewayWaitMs(options.waitMs), signal: options.signal })).body;
+    const answer = await acquireCall(this.transport, "/v1/locksets/acquire", body, options, (granted) =>
+      ({ method: "POST", path: "/v1/locksets/release", effect: "idempotent",
+        body: { tokens: granted.locks.map((lock: { token: string }) => lock.token) } }));
     for (const item of answer.locks) {
       this.members.set(item.lock, new LockSetMember(this.transport, this.state, item.lock, item.token, item.fence, this.owner));
     }
