@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // lease.go owns leases held through the gateway: a lock, a semaphore slot, or a lock set; acquiring them
-// with a request_id that makes retries safe, their lost state and Lost() channel, explicit renew and
-// release, and handing their token to fenced writes. It must not schedule renewals or watch (keeper.go
+// with a request_id that makes retries safe, giving back what a cancelled acquire was granted, their lost
+// state and Lost() channel, explicit renew and release, and handing their token to fenced writes. It must not schedule renewals or watch (keeper.go
 // does) or build write calls (writes.go does).
 //
 // A lease is lost when the client learns that it no longer holds it: a renewal refused, or not answered for
@@ -268,8 +268,54 @@ func (c *Client) leaseFields(o LeaseOptions) map[string]any {
 	return f
 }
 
+// releaseOf gives the release of what an acquire answered: its path and body.
+type releaseOf func(a *answer) (path string, body any, err error)
+
+// sendAcquire sends the acquire of fields to path, waiting up to wait, and returns the gateway's answer. An
+// acquire whose ctx ends may have been granted all the same, as its caller went: the gateway keeps a grant
+// whose client hung up for a retry of its request_id, holding the lock until the lease's TTL ends. The
+// caller then gets ctx's error only once giveBack has asked for that grant and released it. A ctx ended
+// before the call sends nothing.
+func (c *Client) sendAcquire(ctx context.Context, path string, fields map[string]any, wait time.Duration,
+	release releaseOf) (*answer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a, err := c.call(ctx, request{method: "POST", path: path, body: acquireBody(fields, wait), effect: Idempotent,
+		wait: gatewayWait(wait)})
+	if err != nil && ctx.Err() != nil {
+		c.giveBack(path, fields, release)
+	}
+	return a, err
+}
+
+// giveBack asks once more for the acquire of fields at path, under its request_id and without waiting
+// (wait_ms 0), and releases what that answers: the lease the gateway granted as the caller went, if it
+// did. A refusal (409 lock_busy: not granted, and the place kept for a retry passes its turn on by itself;
+// 410: over) or no answer leaves nothing to do. Each call is tried once, within the client's timeout, apart
+// from the caller's ctx, which has ended.
+func (c *Client) giveBack(path string, fields map[string]any, release releaseOf) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	again := make(map[string]any, len(fields))
+	for name, value := range fields {
+		again[name] = value
+	}
+	again["wait_ms"] = 0
+	a, err := c.call(ctx, request{method: "POST", path: path, body: jsonBody(again), effect: Idempotent, retry: &noRetry})
+	if err != nil {
+		return
+	}
+	releasePath, body, err := release(a)
+	if err != nil {
+		return
+	}
+	_, _ = c.call(ctx, request{method: "POST", path: releasePath, body: jsonBody(body), effect: Idempotent, retry: &noRetry})
+}
+
 // Lock acquires a lease on the lock name, waiting up to o.Wait in the gateway's FIFO queue (cancelling ctx
-// ends the wait), and keeps it alive in the background until Release. Without o.Wait the gateway waits as
+// ends the wait, and gives back a grant that came as it ended: see sendAcquire), and keeps it alive in the
+// background until Release. Without o.Wait the gateway waits as
 // its defaults.wait_ms says, and the call waits for its answer as long as that may be (up to an hour, on
 // top of the timeout); TryOnce never waits. A refusal is a *LockBusyError,
 // *TooManyWaitersError, *InvalidNameError, *UnauthorizedError, *ForbiddenError, ...
@@ -294,8 +340,11 @@ func (c *Client) acquire(ctx context.Context, kind, name string, limit int, o Le
 		fields["limit"] = limit
 	}
 	sentAt := time.Now()
-	a, err := c.call(ctx, request{method: "POST", path: l.path() + "/acquire", body: acquireBody(fields, o.Wait),
-		effect: Idempotent, wait: gatewayWait(o.Wait)})
+	a, err := c.sendAcquire(ctx, l.path()+"/acquire", fields, o.Wait, func(a *answer) (string, any, error) {
+		var granted acquireResult
+		err := a.decode(&granted)
+		return l.path() + "/release", map[string]any{"token": granted.Token}, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -465,8 +514,19 @@ func (c *Client) LockSet(ctx context.Context, names []string, o LeaseOptions) (*
 	fields := c.leaseFields(o)
 	fields["names"] = names
 	sentAt := time.Now()
-	a, err := c.call(ctx, request{method: "POST", path: "/v1/locksets/acquire", body: acquireBody(fields, o.Wait),
-		effect: Idempotent, wait: gatewayWait(o.Wait)})
+	a, err := c.sendAcquire(ctx, "/v1/locksets/acquire", fields, o.Wait, func(a *answer) (string, any, error) {
+		var granted struct {
+			Locks []struct {
+				Token string `json:"token"`
+			} `json:"locks"`
+		}
+		err := a.decode(&granted)
+		tokens := make([]string, len(granted.Locks))
+		for i, lock := range granted.Locks {
+			tokens[i] = lock.Token
+		}
+		return "/v1/locksets/release", map[string]any{"tokens": tokens}, err
+	})
 	if err != nil {
 		return nil, err
 	}
