@@ -84,6 +84,13 @@ CONTROL_PATH = "/_proxy/requests"
 Rule = Callable[[str, str, Any, int], str]
 
 
+def late_waits(method: str, path: str, body: Any, seen: int) -> str:
+    """A proxy rule: the answer to a waiting acquire (``wait_ms`` above 0) comes late, after stall_s; anything
+    else is forwarded."""
+    waits = path.endswith("/acquire") and isinstance(body, dict) and (body.get("wait_ms") or 0) > 0
+    return "late" if waits else "forward"
+
+
 def refuse_while(refusing: threading.Event, path_end: str) -> Rule:
     """A proxy rule: 503 to every request whose path ends with path_end while refusing is set, else forward."""
     return lambda method, path, body, seen: "refuse503" if refusing.is_set() and path.endswith(path_end) else "forward"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Python client's asyncio API (fencegate.AsyncClient) against a real gateway: what the conformance
 scenarios (run through it as conformance.python_asyncio) do not cover: cancelling the awaiting task ends a
-wait and the gateway drops the waiter; many tasks share one client; a revoke inside ``async with`` stops the
+wait and the gateway drops the waiter, and a grant that came as it was cancelled is given back; many tasks share one client; a revoke inside ``async with`` stops the
 writes and raises LeaseLost on leaving; leases are not reentrant; fenced writes and the audit trail; the
 asyncio transport's own request head (UTF-8 headers, no secret in any error, Host for an IPv6 literal);
 the async lease's release (sent again after a failure, the block's exception kept, the 410's reason).
@@ -19,7 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import FaultProxy, config, refuse_while, unique, wait_ready  # noqa: E402
+from pyclient_helpers import FaultProxy, config, late_waits, refuse_while, unique, wait_ready  # noqa: E402
 
 import fencegate  # noqa: E402
 from harness import Gateway  # noqa: E402
@@ -67,7 +67,7 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
             with self.assertRaises(asyncio.CancelledError):
                 await waiter
             # A release before the gateway saw the hang-up (within milliseconds) would hand the lock to the
-            # wait, whose grant is kept for a retry until its TTL.
+            # wait: test_a_cancel_gives_back_what_the_gateway_granted covers that grant.
             await asyncio.sleep(0.5)
         for _ in range(60):
             status = await self.client.lock_status(name)
@@ -75,6 +75,60 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
                 break
             await asyncio.sleep(0.05)
         self.assertEqual((status["held"], status["waiting"]), (False, 0), "the cancelled wait's place held the lock up")
+
+    async def test_a_cancel_gives_back_what_the_gateway_granted(self):
+        """The proxy passes the answer to a waiting acquire on only after 2 s: the holder's release grants the
+        wait at the gateway, then the awaiting task is cancelled before the client heard of it. The gateway
+        holds the grant for the request_id until its 30 s TTL; the client must ask for it again and release
+        it before the CancelledError leaves. (Caught: the lock, the semaphore slot and the lock set stayed
+        held by the lease nobody had.)"""
+        proxy = FaultProxy(self.gw.port, late_waits)
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="")
+        status, sem_status = self.client.lock_status, self.client.semaphore_status
+
+        async def lock_waiting(name: str) -> int:
+            return (await status(name))["waiting"]
+
+        async def slot_waiting(name: str) -> int:
+            return (await sem_status(name))["waiting"]
+
+        async def lock_held(name: str) -> bool:
+            return (await status(name))["held"]
+
+        async def slot_held(name: str) -> bool:
+            return (await sem_status(name))["holders"] > 0
+
+        async def set_held(name: str) -> bool:
+            return await lock_held(name) or await lock_held(name + "-b")
+
+        kinds = {
+            "lock": (lambda c, name, **o: c.lock(name, **o), lock_waiting, lock_held),
+            "semaphore": (lambda c, name, **o: c.semaphore(name, 1, **o), slot_waiting, slot_held),
+            "lockset": (lambda c, name, **o: c.lockset([name, name + "-b"], **o), lock_waiting, set_held),
+        }
+        leaked = []
+        try:
+            for kind, (take, waiting, held) in kinds.items():
+                name = unique(f"aio-cancelled-{kind}")
+                holder = await take(self.client, name, ttl_ms=30000, wait_ms=0, watch=False).acquire()
+                waiter = asyncio.ensure_future(take(client, name, ttl_ms=30000, wait_ms=10000).acquire())
+                for _ in range(100):
+                    if await waiting(name) > 0:
+                        break
+                    await asyncio.sleep(0.02)
+                await holder.release()
+                waiter.cancel()
+                with self.assertRaises(asyncio.CancelledError):
+                    await waiter
+                deadline = time.monotonic() + 1  # a place kept for a retry passes its turn on about 200 ms later
+                while await held(name) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
+                if await held(name):
+                    leaked.append(kind)
+        finally:
+            await client.close()
+        self.assertEqual(leaked, [], "held by the lease of the cancelled acquire")
 
     async def test_fresh_start_renewal_without_answer_leaves_a_kept_lease(self):
         """An acquire answered after 1.2 s, over a third of its 3 s TTL, is renewed at once, and that renewal

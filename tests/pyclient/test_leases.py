@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Python client's leases against a real gateway: renewal, loss inside a `with` block while the
-process is stopped (SIGSTOP), semaphores, fenced writes to Postgres and Redis, typed exceptions per
-problem code, and the audit trail read page by page.
+process is stopped (SIGSTOP), an interrupted acquire giving back its grant, semaphores, fenced writes to
+Postgres and Redis, typed exceptions per problem code, and the audit trail read page by page.
 
 Owns: the lease and write behaviour of clients/python. Must not: test retries and connections
 (test_retries.py), the examples (test_examples.py) or the packaging (test_package.py).
@@ -21,7 +21,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import FaultProxy, child_env, config, refuse_while, unique  # noqa: E402
+from pyclient_helpers import FaultProxy, child_env, config, late_waits, refuse_while, unique  # noqa: E402
 
 import fencegate  # noqa: E402
 from fencegate import errors  # noqa: E402
@@ -599,6 +599,49 @@ class LeaseTest(unittest.TestCase):
             self.assertFalse(any(self.client.lock_status(name)["held"] for name in names))
             lease.release()  # done: not sent again
             self.assertEqual(len(proxy.seen("POST", path)), 2)
+
+    def test_an_interrupted_acquire_gives_back_what_the_gateway_granted(self):
+        """The proxy passes the answer to a waiting acquire on only after 2 s: the holder's release grants the
+        wait at the gateway, then SIGINT interrupts the acquire (KeyboardInterrupt) before the client heard of
+        it. The gateway holds the grant for the request_id until its 30 s TTL; the client must ask for it again
+        and release it before the KeyboardInterrupt leaves acquire(). (Caught: the lock, the semaphore slot and
+        the lock set stayed held by the lease nobody had.)"""
+        proxy = FaultProxy(self.gw.port, late_waits)
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url)
+        self.addCleanup(client.close)
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.addCleanup(signal.signal, signal.SIGINT, previous)
+        status, sem_status = self.client.lock_status, self.client.semaphore_status
+        kinds = {
+            "lock": (lambda c, name, **o: c.lock(name, **o), lambda name: status(name)["waiting"],
+                     lambda name: status(name)["held"]),
+            "semaphore": (lambda c, name, **o: c.semaphore(name, 1, **o), lambda name: sem_status(name)["waiting"],
+                          lambda name: sem_status(name)["holders"] > 0),
+            "lockset": (lambda c, name, **o: c.lockset([name, name + "-b"], **o), lambda name: status(name)["waiting"],
+                        lambda name: status(name)["held"] or status(name + "-b")["held"]),
+        }
+        leaked = []
+        for kind, (take, waiting, held) in kinds.items():
+            name = unique(f"interrupted-{kind}")
+            holder = take(self.client, name, ttl_ms=30000, wait_ms=0, watch=False).acquire()
+
+            def release_then_interrupt() -> None:
+                wait_for(lambda: waiting(name) > 0, timeout=5, what="the acquire queued")
+                holder.release()
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+            interrupter = threading.Thread(target=release_then_interrupt)
+            interrupter.start()
+            with self.assertRaises(KeyboardInterrupt):
+                take(client, name, ttl_ms=30000, wait_ms=10000).acquire()
+            interrupter.join()
+            deadline = time.monotonic() + 1  # a place kept for a retry passes its turn on about 200 ms later
+            while held(name) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if held(name):
+                leaked.append(kind)
+        self.assertEqual(leaked, [], "held by the lease of the interrupted acquire")
 
     def test_leaving_a_failing_block_keeps_its_exception(self):
         """A block that raises and whose release then fails: the block's exception leaves `with`, the

@@ -14,7 +14,7 @@ judgement and the retry decisions (transport.Attempts), the renewal schedule and
 verdicts (keeper.py), the lost state,
 acquire bodies and request ids (lease.py), and the paths, bodies and effects of writes (writes.py).
 Cancelling the task that awaits an acquire ends the wait (the connection closes and the gateway drops
-the waiter).
+the waiter, or keeps its place for a retry); a grant that came as it was cancelled is given back first.
 
 Leases are not reentrant, here as in the thread client: a second acquire of a lock the same holder
 holds waits in the queue or raises LockBusy like any other.
@@ -36,8 +36,9 @@ from .errors import (FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExcee
                      lease_lost)
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, shortest_grant, watch_failed,
                      watch_pause, watch_query, watch_verdict)
-from .lease import (_acquire_body, _gateway_wait_s, _lease_body, _LostState, _release_failed, _release_unraised,
-                    _request_id, losing_reason)
+from .lease import (_acquire_body, _gateway_wait_s, _give_back_body, _interrupted, _lease_body, _lease_release,
+                    _LostState, _Release, _release_failed, _release_unraised, _request_id, _set_release,
+                    losing_reason)
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, refused, write_headers, write_result
 
@@ -296,6 +297,27 @@ class _AsyncLeaseBase:
             await asyncio.sleep(0.01)
         return self._state.reason or "lost"
 
+    async def _acquire_call(self, path: str, release: _Release) -> Dict[str, Any]:
+        """Sends the acquire to path and returns the gateway's answer; as :func:`fencegate.lease._acquire`,
+        a cancelled task (or another interruption) first gives back what the gateway granted as it went."""
+        transport = self._client.transport
+        try:
+            return (await transport.call("POST", path, _acquire_body(self._body, self._wait_ms),
+                                         effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms))).body
+        except BaseException as e:
+            if _interrupted(e):
+                await self._give_back(path, release)
+            raise
+
+    async def _give_back(self, path: str, release: _Release) -> None:
+        """As :func:`fencegate.lease._give_back`, awaited."""
+        transport = self._client.transport
+        with contextlib.suppress(FencegateError):
+            granted = (await transport.call("POST", path, _give_back_body(self._body), effect=Effect.IDEMPOTENT,
+                                            retry=NO_RETRY)).body
+            release_path, release_body = release(granted)
+            await transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=NO_RETRY)
+
     async def _acquired(self, sent_at: float, watches: List[Tuple[str, int]]) -> None:
         """Starts keeping the lease just acquired (as :func:`fencegate.lease._fresh_start` says: a long wait
         in the queue renews it at once, a refusal of that renewal marks it lost and nothing keeps it, another
@@ -399,9 +421,7 @@ class AsyncLease(_AsyncLeaseBase):
         if self.token is not None:
             raise RuntimeError(f"the lease on {self.name} is already acquired")
         sent_at = time.monotonic()
-        answer = (await self._client.transport.call("POST", self._path + "/acquire",
-                                                    _acquire_body(self._body, self._wait_ms), effect=Effect.IDEMPOTENT,
-                                                    wait_s=_gateway_wait_s(self._wait_ms))).body
+        answer = await self._acquire_call(self._path + "/acquire", _lease_release(self._path))
         self.token, self.fence = answer["token"], answer["fence"]
         self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
         await self._acquired(sent_at, [(self._path, answer["fence"])])
@@ -485,9 +505,7 @@ class AsyncLockSet(_AsyncLeaseBase):
     async def acquire(self) -> "AsyncLockSet":
         """Acquires every lock or none (LockBusy names the lock not obtained within ``wait_ms``)."""
         sent_at = time.monotonic()
-        answer = (await self._client.transport.call("POST", "/v1/locksets/acquire",
-                                                    _acquire_body(self._body, self._wait_ms), effect=Effect.IDEMPOTENT,
-                                                    wait_s=_gateway_wait_s(self._wait_ms))).body
+        answer = await self._acquire_call("/v1/locksets/acquire", _set_release)
         for item in answer["locks"]:
             self.members[item["lock"]] = AsyncLockSetMember(self, item["lock"], item["token"], item["fence"])
         await self._acquired(sent_at, [(f"/v1/locks/{quote(m.name)}", m.fence) for m in self.members.values()])

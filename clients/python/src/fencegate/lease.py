@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Leases held through the gateway: a lock, a semaphore slot, or a lock set, used as context managers.
 
-Owns: acquiring (with a ``request_id`` that makes retries safe), the lease's lost state and callback,
-explicit renew and release, and handing the lease's token to fenced writes. Must not: schedule renewals
+Owns: acquiring (with a ``request_id`` that makes retries safe), giving back what an interrupted acquire
+was granted, the lease's lost state and callback, explicit renew and release, and handing the lease's token
+to fenced writes. Must not: schedule renewals
 or watch (keeper.py does) or build write calls (writes.py does).
 
 A lease is *lost* when the client learns that it no longer holds it: a renewal refused or not answered
@@ -253,6 +254,59 @@ def _request_id() -> str:
     return "py-" + uuid.uuid4().hex
 
 
+_Release = Callable[[Dict[str, Any]], Tuple[str, Dict[str, Any]]]
+"""Gives the release of what an acquire answered: its path and body."""
+
+
+def _lease_release(path: str) -> _Release:
+    """The release of a lock's or semaphore's lease at path (``/v1/locks/<name>``)."""
+    return lambda granted: (path + "/release", {"token": granted["token"]})
+
+
+def _set_release(granted: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    """The release of a lock set."""
+    return "/v1/locksets/release", {"tokens": [lock["token"] for lock in granted["locks"]]}
+
+
+def _interrupted(error: BaseException) -> bool:
+    """Whether error ended a call from outside the client while it waited (a cancelled asyncio task,
+    KeyboardInterrupt, SystemExit) rather than being its answer or its own failure."""
+    return not isinstance(error, Exception)
+
+
+def _give_back_body(body: Dict[str, Any]) -> Dict[str, Any]:
+    """The body of the acquire that gives back what an interrupted acquire of body was granted."""
+    return dict(body, wait_ms=0)
+
+
+def _acquire(transport: Transport, path: str, body: Dict[str, Any], wait_ms: Optional[int],
+             release: _Release) -> Dict[str, Any]:
+    """Sends the acquire of body to path and returns the gateway's answer.
+
+    An acquire interrupted while it waits (see :func:`_interrupted`) may have been granted all the same, as
+    its caller went: the gateway keeps a grant whose client hung up for a retry of its ``request_id``,
+    holding the lock until the lease's TTL ends. The interruption is raised only once :func:`_give_back`
+    has asked for that grant and released it."""
+    try:
+        return transport.call("POST", path, _acquire_body(body, wait_ms), effect=Effect.IDEMPOTENT,
+                              wait_s=_gateway_wait_s(wait_ms)).body
+    except BaseException as e:
+        if _interrupted(e):
+            _give_back(transport, path, body, release)
+        raise
+
+
+def _give_back(transport: Transport, path: str, body: Dict[str, Any], release: _Release) -> None:
+    """Asks once more for the acquire of body at path, under its ``request_id`` and without waiting
+    (``wait_ms`` 0), and releases what that answers: the lease the gateway granted as the caller went, if
+    it did. A refusal (409 ``lock_busy``: not granted, and the place kept for a retry passes its turn on by
+    itself; 410: over) or no answer leaves nothing to do. Each call is tried once, within the timeout."""
+    with contextlib.suppress(FencegateError):
+        granted = transport.call("POST", path, _give_back_body(body), effect=Effect.IDEMPOTENT, retry=NO_RETRY).body
+        release_path, release_body = release(granted)
+        transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=NO_RETRY)
+
+
 def _lease_body(ttl_ms: Optional[int], wait_ms: Optional[int], owner: Optional[str], max_hold_ms: Optional[int],
                 request_id: str, **extra: Any) -> Dict[str, Any]:
     body = {"ttl_ms": ttl_ms, "wait_ms": wait_ms, "owner": owner, "max_hold_ms": max_hold_ms,
@@ -331,8 +385,8 @@ class Lease(_Fenced):
         if self.token is not None:
             raise RuntimeError(f"the lease on {self.name} is already acquired")
         sent_at = time.monotonic()
-        answer = self._client.transport.call("POST", self._path + "/acquire", _acquire_body(self._body, self._wait_ms),
-                                             effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms)).body
+        answer = _acquire(self._client.transport, self._path + "/acquire", self._body, self._wait_ms,
+                          _lease_release(self._path))
         self.token, self.fence = answer["token"], answer["fence"]
         self.ttl_ms, self.expires_at_ms = answer["ttl_ms"], answer.get("expires_at_ms")
         if self._renew:
@@ -473,8 +527,7 @@ class LockSet:
         if self.members:
             raise RuntimeError("the lock set is already acquired")
         sent_at = time.monotonic()
-        answer = self._client.transport.call("POST", "/v1/locksets/acquire", _acquire_body(self._body, self._wait_ms),
-                                             effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms)).body
+        answer = _acquire(self._client.transport, "/v1/locksets/acquire", self._body, self._wait_ms, _set_release)
         for item in answer["locks"]:
             self.members[item["lock"]] = LockSetMember(self._client, self._state, item["lock"], item["token"],
                                                        item["fence"], self.owner)
