@@ -2,8 +2,8 @@
 
 // lease.go owns leases held through the gateway: a lock, a semaphore slot, or a lock set; acquiring them
 // with a request_id that makes retries safe, giving back what a cancelled acquire was granted, their lost
-// state and Lost() channel, explicit renew and release, and handing their token to fenced writes. It must not schedule renewals or watch (keeper.go
-// does) or build write calls (writes.go does).
+// state and Lost() channel, explicit renew and release, and handing their token to fenced writes. It must
+// not schedule renewals or watch (keeper.go does) or build write calls (writes.go does).
 //
 // A lease is lost when the client learns that it no longer holds it: a renewal refused, or not answered for
 // a whole TTL; the watch reporting it released, expired or revoked; or a 410 answer to a write, renew or
@@ -315,10 +315,10 @@ func (c *Client) giveBack(path string, fields map[string]any, release releaseOf)
 
 // Lock acquires a lease on the lock name, waiting up to o.Wait in the gateway's FIFO queue (cancelling ctx
 // ends the wait, and gives back a grant that came as it ended: see sendAcquire), and keeps it alive in the
-// background until Release. Without o.Wait the gateway waits as
-// its defaults.wait_ms says, and the call waits for its answer as long as that may be (up to an hour, on
-// top of the timeout); TryOnce never waits. A refusal is a *LockBusyError,
-// *TooManyWaitersError, *InvalidNameError, *UnauthorizedError, *ForbiddenError, ...
+// background until Release. Without o.Wait the gateway waits as its defaults.wait_ms says, and the call
+// waits for its answer as long as that may be (up to an hour, on top of the timeout); TryOnce never waits.
+// A refusal is a *LockBusyError, *TooManyWaitersError, *InvalidNameError, *UnauthorizedError,
+// *ForbiddenError, ...
 func (c *Client) Lock(ctx context.Context, name string, o LeaseOptions) (*Lease, error) {
 	return c.acquire(ctx, "lock", name, 0, o)
 }

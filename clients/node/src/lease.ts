@@ -2,8 +2,8 @@
 /**
  * Leases held through the gateway: a lock, a semaphore slot, or a lock set. Owns: acquiring with a
  * request_id that makes retries safe, giving back what an aborted acquire was granted, the lease's lost
- * state and its AbortSignal, explicit renew and release, and handing the lease's token to fenced writes. Must not: schedule renewals or watch
- * (keeper.ts does) or build write calls (writes.ts does).
+ * state and its AbortSignal, explicit renew and release, and handing the lease's token to fenced writes.
+ * Must not: schedule renewals or watch (keeper.ts does) or build write calls (writes.ts does).
  *
  * A lease is lost when the client learns that it no longer holds it: a renewal refused, or not answered
  * for a whole TTL; the watch reporting it released, expired or revoked; or a 410 answer to a write, renew

@@ -3,8 +3,8 @@
 
 Owns: acquiring (with a ``request_id`` that makes retries safe), giving back what an interrupted acquire
 was granted, the lease's lost state and callback, explicit renew and release, and handing the lease's token
-to fenced writes. Must not: schedule renewals
-or watch (keeper.py does) or build write calls (writes.py does).
+to fenced writes. Must not: schedule renewals or watch (keeper.py does) or build write calls (writes.py
+does).
 
 A lease is *lost* when the client learns that it no longer holds it: a renewal refused or not answered
 for a whole TTL, the watch endpoint reporting it released, expired or revoked, or the gateway answering
