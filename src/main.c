@@ -183,7 +183,8 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
 static void log_startup_failure(const struct fg_error *err)
 {
     log_event(LOG_ERROR, "startup_failed",
-              json_pack("{s:s, s:s}", "code", fg_code_name(err->code), "detail", err->msg));
+              json_pack("{s:s, s:o}", "code", fg_code_name(err->code), "detail",
+                        fgjson_string(err->msg)));
 }
 
 /* Puts cfg's API keys in force (cfg gives them up); warns whenever auth is

@@ -19,6 +19,7 @@
 #include "auth/scope.h"
 #include "util/names.h"
 #include "util/published.h"
+#include "util/utf8.h"
 
 /* SHA-256, fetched once: OpenSSL 3 looks the algorithm up again on every
  * EVP_sha256() digest, which cost more than the hashing of a key. */
@@ -89,7 +90,8 @@ static int key_parse(const json_t *entry, const char *where, struct api_key *k,
     json_object_foreach((json_t *)entry, name, v)
     {
         if (strcmp(name, "id") != 0 && strcmp(name, "sha256") != 0 && strcmp(name, "scopes") != 0)
-            return fg_fail(err, FG_ERR_CONFIG, "unknown config key '%s.%.60s'", where, name);
+            return fg_fail(err, FG_ERR_CONFIG, "unknown config key '%s.%.*s'", where,
+                           utf8_cut_len(name, 60), name);
     }
     const json_t *id = json_object_get(entry, "id"), *hash = json_object_get(entry, "sha256");
     const json_t *scopes = json_object_get(entry, "scopes");
@@ -152,7 +154,7 @@ static int keys_file_append(struct keyset *ks, const char *path, struct fg_error
         return fg_fail(err, FG_ERR_CONFIG, "auth.keys_file %s: %s (line %d)", path, jerr.text,
                        jerr.line);
     char where[300];
-    snprintf(where, sizeof where, "auth.keys_file %.200s", path);
+    snprintf(where, sizeof where, "auth.keys_file %.*s", utf8_cut_len(path, 200), path);
     int rc = keys_append(ks, root, where, err);
     json_decref(root);
     return rc;
@@ -186,7 +188,8 @@ static int auth_object(struct keyset *ks, const json_t *auth, const char **file,
         else if (strcmp(name, "keys_file") == 0 && json_is_string(v))
             rc = (*file = json_string_value(v), 0);
         else
-            rc = fg_fail(err, FG_ERR_CONFIG, "unknown or mistyped config key 'auth.%.60s'", name);
+            rc = fg_fail(err, FG_ERR_CONFIG, "unknown or mistyped config key 'auth.%.*s'",
+                         utf8_cut_len(name, 60), name);
         if (rc != 0)
             return -1;
     }

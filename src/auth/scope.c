@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 struct scope_category {
     const char *prefix; /* "lock:" */
     size_t prefix_len;  /* bytes of prefix */
@@ -92,19 +94,21 @@ int scope_check(const char *scope, struct fg_error *err)
     struct scope_parts p;
     if (!scope_split(scope, &p))
         return fg_fail(err, FG_ERR_CONFIG,
-                       "unknown scope '%.80s' (lock:<pattern>, semaphore:<pattern>, "
+                       "unknown scope '%.*s' (lock:<pattern>, semaphore:<pattern>, "
                        "pg:<table>:read|write, redis:<pattern>:read|write, audit:read, metrics, "
                        "admin)",
-                       scope);
+                       utf8_cut_len(scope, 80), scope);
     if (p.pattern_len == 0)
-        return fg_fail(err, FG_ERR_CONFIG, "scope '%.80s' has an empty pattern", scope);
+        return fg_fail(err, FG_ERR_CONFIG, "scope '%.*s' has an empty pattern",
+                       utf8_cut_len(scope, 80), scope);
     for (size_t i = 0; i < p.pattern_len; i++)
         if (!pattern_byte_ok(p.category, p.pattern[i]))
             return fg_fail(err, FG_ERR_CONFIG,
-                           "scope '%.80s' holds a character not allowed here (byte 0x%02x)", scope,
-                           (unsigned char)p.pattern[i]);
+                           "scope '%.*s' holds a character not allowed here (byte 0x%02x)",
+                           utf8_cut_len(scope, 80), scope, (unsigned char)p.pattern[i]);
     if (p.category->with_access && strcmp(p.access, "read") != 0 && strcmp(p.access, "write") != 0)
-        return fg_fail(err, FG_ERR_CONFIG, "scope '%.80s' must end in :read or :write", scope);
+        return fg_fail(err, FG_ERR_CONFIG, "scope '%.*s' must end in :read or :write",
+                       utf8_cut_len(scope, 80), scope);
     return 0;
 }
 

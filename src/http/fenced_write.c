@@ -83,8 +83,9 @@ static void reply_stale(struct http_reply *reply, const struct fenced_writer *wh
     fg_fail(&err, FG_ERR_STALE_FENCE,
             "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence, r->fence,
             r->resource);
-    json_t *extra = json_pack("{s:I, s:I, s:s}", "presented_fence", (json_int_t)who->fence,
-                              "current_fence", (json_int_t)r->fence, "resource", r->resource);
+    json_t *extra =
+        json_pack("{s:I, s:I, s:o}", "presented_fence", (json_int_t)who->fence, "current_fence",
+                  (json_int_t)r->fence, "resource", fgjson_string(r->resource));
     if (r->stale != NULL)
         json_object_set(extra, "stale", (json_t *)r->stale);
     reply_problem_extra(reply, &err, extra);

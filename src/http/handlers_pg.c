@@ -20,6 +20,7 @@
 #include "http/fenced_write.h"
 #include "lease/live.h"
 #include "store/fenced/fenced_pg.h"
+#include "util/utf8.h"
 
 /* Room for the answer of a read with a common row (a larger one moves to the heap). */
 #define READ_BUF 4096
@@ -95,8 +96,9 @@ static enum handler_result single_write(struct http_request *req, struct http_re
         return fail(reply, &err);
     size_t ntables;
     const struct table_schema *schemas = fenced_pg_schemas(&ntables);
-    http_request_log_subject(req, "pg:%.120s/%.120s", req->match.params[0],
-                             path_key ? path_key : "");
+    const char *key = path_key ? path_key : "";
+    http_request_log_subject(req, "pg:%.*s/%.*s", utf8_cut_len(req->match.params[0], 120),
+                             req->match.params[0], utf8_cut_len(key, 120), key);
     struct token_claims claims;
     struct fenced_writer who;
     if (fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0)
@@ -155,15 +157,18 @@ enum handler_result handle_pg_get(struct http_request *req, struct http_reply *r
     long table = path_table(req, &err);
     if (table < 0)
         return fail(reply, &err);
-    http_request_log_subject(req, "pg:%.120s/%.120s", req->match.params[0], req->match.params[1]);
+    http_request_log_subject(req, "pg:%.*s/%.*s", utf8_cut_len(req->match.params[0], 120),
+                             req->match.params[0], utf8_cut_len(req->match.params[1], 120),
+                             req->match.params[1]);
     struct fenced_result res;
     if (fenced_pg_read((size_t)table, req->match.params[1], &res, &err) != 0)
         return fail(reply, &err);
     if (res.after == NULL) {
         json_t *fence = res.fence > 0 ? json_integer(res.fence) : json_null();
         fg_fail(&err, FG_ERR_NOT_FOUND, "no row with that key");
-        reply_problem_extra(reply, &err,
-                            json_pack("{s:s, s:o}", "resource", res.resource, "fence", fence));
+        reply_problem_extra(
+            reply, &err,
+            json_pack("{s:o, s:o}", "resource", fgjson_string(res.resource), "fence", fence));
     } else {
         char buf[READ_BUF];
         struct fgjson_out out;

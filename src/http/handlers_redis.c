@@ -22,6 +22,7 @@
 #include "lease/live.h"
 #include "store/backend/redis_keys.h"
 #include "store/fenced/fenced_redis.h"
+#include "util/utf8.h"
 
 /* A checked write request: everything the store call needs. */
 struct write_request {
@@ -73,7 +74,7 @@ static int check_key(const struct http_request *req, struct fg_error *err)
 static int write_request_init(struct http_request *req, const char *method,
                               struct write_request *wr, struct fg_error *err)
 {
-    http_request_log_subject(req, "redis:%.240s", redis_key(req));
+    http_request_log_subject(req, "redis:%.*s", utf8_cut_len(redis_key(req), 240), redis_key(req));
     if (check_key(req, err) != 0)
         return -1;
     snprintf(wr->resource, sizeof wr->resource, "redis:%s", redis_key(req));
@@ -177,11 +178,12 @@ static int check_fields(const json_t *fields, struct fg_error *err)
         if (!json_is_null(value) && (!json_is_string(value) ||
                                      strlen(json_string_value(value)) != json_string_length(value)))
             return fg_fail(err, FG_ERR_INVALID_FIELD,
-                           "field 'fields.%.100s' must be a string or null", name);
+                           "field 'fields.%.*s' must be a string or null", utf8_cut_len(name, 100),
+                           name);
         if ((long long)strlen(name) > max || (long long)json_string_length(value) > max)
             return fg_fail(err, FG_ERR_INVALID_FIELD,
-                           "field 'fields.%.100s' is over limits.max_value_bytes (%lld bytes)",
-                           name, max);
+                           "field 'fields.%.*s' is over limits.max_value_bytes (%lld bytes)",
+                           utf8_cut_len(name, 100), name, max);
     }
     if ((long long)json_object_size(fields) > gw.cfg->max_hash_fields)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
@@ -223,7 +225,7 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
 enum handler_result handle_redis_get(struct http_request *req, struct http_reply *reply)
 {
     struct fg_error err = {0};
-    http_request_log_subject(req, "redis:%.240s", redis_key(req));
+    http_request_log_subject(req, "redis:%.*s", utf8_cut_len(redis_key(req), 240), redis_key(req));
     json_t *out = NULL;
     if (check_key(req, &err) != 0 || fenced_redis_get(redis_key(req), gw.cfg->max_hash_fields,
                                                       gw.cfg->max_value_bytes, &out, &err) != 0)

@@ -2,7 +2,10 @@
 /*
  * reply.c - building replies and problem+json bodies. The type, title, status
  * and Retry-After of each problem are fixed per code (FG_CODES, util/error.h);
- * the detail says what exactly was wrong with this request.
+ * the detail says what exactly was wrong with this request. A problem body is
+ * never lost: its texts of a client's making (the detail, a resource) are
+ * taken as fgjson_string takes them, never refused for a byte that is not
+ * UTF-8.
  */
 #include "http/reply.h"
 
@@ -21,8 +24,10 @@ json_t *problem_new(const struct fg_error *err)
     enum fg_code code = problem_code(err);
     char type[64];
     snprintf(type, sizeof type, "/problems/%s", fg_code_name(code));
-    return json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", fg_code_title(code), "status",
-                     fg_code_status(code), "detail", err->msg);
+    json_t *body = json_pack("{s:s, s:s, s:i, s:o}", "type", type, "title", fg_code_title(code),
+                             "status", fg_code_status(code), "detail", fgjson_string(err->msg));
+    FG_ASSERT(body != NULL);
+    return body;
 }
 
 void reply_clear(struct http_reply *reply)
@@ -86,6 +91,6 @@ void reply_write_lease_lost(struct http_reply *reply, long long fence, const cha
     fg_fail(&err, FG_ERR_LEASE_LOST, "the lease of fence %lld %s; nothing was written to %s", fence,
             revoked ? "was revoked" : "is no longer held", resource);
     reply_problem_extra(reply, &err,
-                        json_pack("{s:I, s:s, s:s}", "presented_fence", (json_int_t)fence,
-                                  "resource", resource, "reason", reason));
+                        json_pack("{s:I, s:o, s:s}", "presented_fence", (json_int_t)fence,
+                                  "resource", fgjson_string(resource), "reason", reason));
 }

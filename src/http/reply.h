@@ -54,7 +54,8 @@ void reply_text(struct http_reply *reply, int status, const char *content_type, 
 /* Frees what reply owns and resets it. */
 void reply_clear(struct http_reply *reply);
 
-/* Builds the problem body for err (new reference). */
+/* Builds the problem body for err (new reference, never NULL): a detail with
+ * bytes that are not UTF-8 has U+FFFD in their place. */
 json_t *problem_new(const struct fg_error *err);
 
 #endif

@@ -61,6 +61,7 @@
 #include "util/fgjson.h"
 #include "util/log.h"
 #include "util/metrics.h"
+#include "util/utf8.h"
 
 /* Private per-request connection state: what handlers must not see. */
 struct http_conn {
@@ -389,7 +390,7 @@ static void hide_internals(const struct http_request *req, struct http_reply *re
     char text[256];
     snprintf(text, sizeof text, "%s (request id %s)", generic_detail(reply->status),
              req->request_id);
-    json_object_set_new(reply->body, "detail", json_string(text));
+    json_object_set_new(reply->body, "detail", fgjson_string(text));
 }
 
 /* The headers of an operator console file: the page may load scripts, styles,
@@ -546,7 +547,8 @@ static int check_strict(struct http_request *req, struct fg_error *err)
     struct param_scan scan = {route->query_params, NULL};
     MHD_get_connection_values(req->conn->mhd, MHD_GET_ARGUMENT_KIND, find_unknown_param, &scan);
     if (scan.unknown != NULL)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.60s'", scan.unknown);
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.*s'",
+                       utf8_cut_len(scan.unknown, 60), scan.unknown);
     if (req->body_len == 0)
         return check_bounds(req, NULL, err);
     if (!strict_content_type_is_json(http_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE)))
@@ -607,9 +609,10 @@ static int authorize(struct http_request *req)
     if (!router_needed_scope(req->match.route, req->match.params[0], needed, sizeof needed) ||
         api_key_permits(req->principal, needed))
         return 0;
-    fg_fail(&err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.150s'", req->principal->id,
-            needed);
-    reply_problem_extra(&req->conn->reply, &err, json_pack("{s:s}", "scope", needed));
+    fg_fail(&err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.*s'", req->principal->id,
+            utf8_cut_len(needed, 150), needed);
+    reply_problem_extra(&req->conn->reply, &err,
+                        json_pack("{s:o}", "scope", fgjson_string(needed)));
     return -1;
 }
 
@@ -617,8 +620,8 @@ int http_request_permit(const struct http_request *req, const char *needed, stru
 {
     if (api_key_permits(req->principal, needed))
         return 0;
-    return fg_fail(err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.150s'", req->principal->id,
-                   needed);
+    return fg_fail(err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.*s'", req->principal->id,
+                   utf8_cut_len(needed, 150), needed);
 }
 
 /* The checks that run once, before a request's handler: the route matched,
@@ -848,10 +851,11 @@ static void log_library(void *cls, const char *fmt, va_list ap)
     }
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
+    utf8_trim_cut(line);
     size_t n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
-    log_event(LOG_WARN, "http_library", json_pack("{s:s}", "detail", line));
+    log_event(LOG_WARN, "http_library", json_pack("{s:o}", "detail", fgjson_string(line)));
 }
 
 /* Raises the soft descriptor limit to the hard one and returns how many
@@ -1024,11 +1028,12 @@ json_t *http_request_json(struct http_request *req, struct fg_error *err)
     return req->json;
 }
 
-/* Replaces *field with a copy of text cut at cap - 1 bytes. */
+/* Replaces *field with a copy of text cut at cap - 1 bytes, before a
+ * character that would not fit whole. */
 static void set_log_field(char **field, const char *text, size_t cap)
 {
     free(*field);
-    *field = strndup(text, cap - 1);
+    *field = strndup(text, (size_t)utf8_cut_len(text, cap - 1));
     FG_ASSERT(*field != NULL);
 }
 

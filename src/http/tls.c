@@ -17,6 +17,7 @@
 
 #include "fglimits.h"
 #include "util/published.h"
+#include "util/utf8.h"
 
 struct tls_identity {
     gnutls_pcert_st chain[TLS_CHAIN_MAX]; /* the certificate, then its issuers */
@@ -202,6 +203,7 @@ int tls_priorities_build(const char *configured, char **out, struct fg_error *er
         gnutls_priority_deinit(cache);
         return 0;
     }
-    return fg_fail(err, FG_ERR_CONFIG, "tls_priorities: %s at '%.60s'", gnutls_strerror(rc),
-                   where != NULL ? where : base);
+    const char *at = where != NULL ? where : base;
+    return fg_fail(err, FG_ERR_CONFIG, "tls_priorities: %s at '%.*s'", gnutls_strerror(rc),
+                   utf8_cut_len(at, 60), at);
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 #define KEY_PLACEHOLDER "{key}"
 
 int binding_template_check(const char *template, struct fg_error *err)
@@ -24,9 +26,9 @@ int binding_template_check(const char *template, struct fg_error *err)
         }
         if (!name_is_valid_lock(template + i, 1))
             return fg_fail(err, FG_ERR_CONFIG,
-                           "lock template '%.80s': only name bytes (A-Z a-z 0-9 . _ : / -) and "
+                           "lock template '%.*s': only name bytes (A-Z a-z 0-9 . _ : / -) and "
                            "{key}",
-                           template);
+                           utf8_cut_len(template, 80), template);
         i++;
     }
     return 0;
@@ -60,13 +62,13 @@ int binding_check(const struct resource_guard *guard, const char *key,
     if (binding_expand(guard->template, key, expected, sizeof expected) != 0 ||
         !name_is_valid_lock(expected, strlen(expected)))
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
-                       "the Fence-Token was issued for another lock: %.200s is guarded by a %s "
+                       "the Fence-Token was issued for another lock: %.*s is guarded by a %s "
                        "whose name its key cannot make",
-                       resource, noun);
+                       utf8_cut_len(resource, 120), resource, noun);
     if (claims->kind != (char)kind || strcmp(claims->name, expected) != 0)
         return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
-                       "the Fence-Token was issued for another lock: %.200s is guarded by the %s "
+                       "the Fence-Token was issued for another lock: %.*s is guarded by the %s "
                        "'%s'",
-                       resource, noun, expected);
+                       utf8_cut_len(resource, 120), resource, noun, expected);
     return 0;
 }

@@ -10,6 +10,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 #define FG_CODE_ROW(code, name, status, retry_after_s, title, metric)                              \
     [code] = {name, status, retry_after_s, title},
 
@@ -29,6 +31,7 @@ int fg_fail(struct fg_error *err, enum fg_code code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    utf8_trim_cut(err->msg); /* a message over msg ends with whole characters */
     return -1;
 }
 

@@ -60,7 +60,10 @@ struct fg_error {
 };
 
 /* Records code and a printf-style message in err (which may be NULL); returns -1
- * so that callers can write `return fg_fail(err, ...);`. */
+ * so that callers can write `return fg_fail(err, ...);`. A message longer than
+ * msg is cut before the character that would not fit whole, so that a key or
+ * a name of UTF-8 text at its end leaves text, which a problem detail must be;
+ * a name cut inside the message is cut with utf8_cut_len (util/utf8.h). */
 int fg_fail(struct fg_error *err, enum fg_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 int fgjson_int(const json_t *obj, const char *field, long long min, long long max, long long *out,
                bool *present, struct fg_error *err)
 {
@@ -62,8 +64,8 @@ int fgjson_only(const json_t *obj, const char *const *allowed, const char *where
     {
         if (fgjson_listed(allowed, name))
             continue;
-        int w = snprintf(names + used, sizeof names - used, "%s'%s%.40s'", unknown ? ", " : "",
-                         where, name);
+        int w = snprintf(names + used, sizeof names - used, "%s'%s%.*s'", unknown ? ", " : "",
+                         where, utf8_cut_len(name, 40), name);
         unknown++;
         if (w < 0 || (size_t)w >= sizeof names - used)
             break; /* the first few name the problem well enough */
@@ -395,6 +397,45 @@ static size_t utf8_length(const unsigned char *s, size_t n)
         (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
     return size;
+}
+
+/* The bytes of s (n of them) that begin no UTF-8 sequence of utf8_length. */
+static size_t not_utf8(const unsigned char *s, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = s[i] < 0x80 ? 1 : utf8_length(s + i, n - i);
+        bad += len == 0;
+        i += len != 0 ? len : 1;
+    }
+    return bad;
+}
+
+json_t *fgjson_string(const char *text)
+{
+    static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+    const unsigned char *u = (const unsigned char *)text;
+    size_t n = strlen(text), bad = not_utf8(u, n);
+    if (bad == 0)
+        return json_stringn_nocheck(text, n);
+    char *copy = malloc(n + 2 * bad + 1);
+    FG_ASSERT(copy != NULL);
+    size_t len = 0;
+    for (size_t i = 0; i < n;) {
+        size_t step = u[i] < 0x80 ? 1 : utf8_length(u + i, n - i);
+        if (step == 0) {
+            memcpy(copy + len, replacement, 3);
+            len += 3;
+            i++;
+        } else {
+            memcpy(copy + len, text + i, step);
+            len += step;
+            i += step;
+        }
+    }
+    json_t *out = json_stringn_nocheck(copy, len);
+    free(copy);
+    return out;
 }
 
 /* Appends s (n bytes) as a JSON string with jansson's escapes. */

@@ -58,6 +58,12 @@ json_t *fgjson_parse_flat(const char *body, size_t len);
  * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);
 
+/* A new JSON string of text (NUL-terminated) whose bytes that are not UTF-8
+ * become U+FFFD, as fgjson_out_strn writes them: where json_string would
+ * answer NULL, and a problem body or a log line built around it would be
+ * lost, for a byte a client sent or a cut left. */
+json_t *fgjson_string(const char *text);
+
 /* Room for any text of fgjson_real_text, its NUL included. */
 #define FGJSON_REAL_MAX 32
 

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/utf8.h"
+
 #define LINE_BUF 4096 /* bytes of a log line built without allocating */
 
 static enum log_level min_level = LOG_INFO;
@@ -138,7 +140,8 @@ void log_message(enum log_level level, const char *event, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    log_event(level, event, json_pack("{s:s}", "detail", detail));
+    utf8_trim_cut(detail);
+    log_event(level, event, json_pack("{s:o}", "detail", fgjson_string(detail)));
 }
 
 void log_lease_lost(const char *kind, const char *name, const char *op, long long fence,

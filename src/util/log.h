@@ -41,7 +41,9 @@ void log_lease_lost(const char *kind, const char *name, const char *op, long lon
 void log_stale_write(const char *resource, const char *lock, long long presented_fence,
                      long long current_fence, const char *method, const char *client);
 
-/* Shorthand: an event whose only field is "detail" (printf-style). */
+/* Shorthand: an event whose only field is "detail" (printf-style), cut at 511
+ * bytes before a character that would not fit whole; bytes that are not UTF-8
+ * become U+FFFD (fgjson_string), so the line keeps its detail. */
 void log_message(enum log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

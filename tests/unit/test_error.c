@@ -3,7 +3,7 @@
  * test_error.c - the one table of error codes (FG_CODES): every code has a
  * unique name, an error status, a title; the statuses the API promises, and
  * a Retry-After on 429 and 503 only; codes read back from their names; and
- * fg_fail's message and return value.
+ * fg_fail's message and return value, a long message cut between characters.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -96,6 +96,27 @@ static void fail_fills_the_error(void **state)
     assert_int_equal(fg_fail(NULL, FG_ERR_INTERNAL, "nowhere"), -1);
 }
 
+/* A message over msg is cut before a character that would not fit whole: a
+ * key of U+2713 (three bytes) named at its end leaves text, whatever byte the
+ * cut falls on. */
+static void fail_cuts_whole_characters(void **state)
+{
+    (void)state;
+    char key[301] = "";
+    for (int i = 0; i < 100; i++)
+        strcat(key, "\xE2\x9C\x93");
+    for (int pad = 0; pad < 3; pad++) {
+        struct fg_error err = {0};
+        fg_fail(&err, FG_ERR_STALE_FENCE, "%.*sstored for %s", pad, "xx", key);
+        size_t head = strlen("stored for ") + (size_t)pad, n = strlen(err.msg);
+        assert_int_equal(n, head + (sizeof err.msg - 1 - head) / 3 * 3);
+        assert_memory_equal(err.msg + head, key, n - head);
+    }
+    struct fg_error err = {0};
+    fg_fail(&err, FG_ERR_INVALID_NAME, "short \xE2\x9C\x93");
+    assert_string_equal(err.msg, "short \xE2\x9C\x93");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +124,7 @@ int main(void)
         cmocka_unit_test(statuses_of_the_api),
         cmocka_unit_test(code_of_name),
         cmocka_unit_test(fail_fills_the_error),
+        cmocka_unit_test(fail_cuts_whole_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

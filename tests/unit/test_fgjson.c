@@ -431,6 +431,58 @@ static void parse_object_like_jansson(void **state)
     }
 }
 
+/* fgjson_string takes what json_string refuses: bytes that are not UTF-8
+ * (a character cut short, a stray byte) become U+FFFD, as the writer writes
+ * them; text that is UTF-8 stays as it is. */
+static void strings_of_any_bytes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain", "plain"},
+        {"\xE2\x9C\x93 ok", "\xE2\x9C\x93 ok"},
+        {"cut \xE2\x9C", "cut \xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"\xff in the middle", "\xEF\xBF\xBD in the middle"},
+        {"\xC0\xAF overlong", "\xEF\xBF\xBD\xEF\xBF\xBD overlong"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *s = fgjson_string(cases[i].in);
+        assert_non_null(s);
+        assert_string_equal(json_string_value(s), cases[i].out);
+        char *dumped = json_dumps(s, JSON_ENCODE_ANY); /* jansson writes it: it is UTF-8 */
+        assert_non_null(dumped);
+        char buf[64];
+        struct fgjson_out out;
+        fgjson_out_init(&out, buf, sizeof buf);
+        fgjson_out_value(&out, s);
+        assert_int_equal(out.len, strlen(dumped));
+        assert_memory_equal(out.buf, dumped, out.len);
+        fgjson_out_free(&out);
+        free(dumped);
+        json_decref(s);
+    }
+}
+
+/* An unknown member's name is quoted by at most 40 bytes, never half a
+ * character of it. */
+static void unknown_members_cut_whole(void **state)
+{
+    (void)state;
+    json_t *body = json_object();
+    char name[100 * 3 + 1] = "";
+    for (int i = 0; i < 100; i++)
+        strcat(name, "\xE2\x9C\x93");
+    json_object_set_new(body, name, json_true());
+    struct fg_error err = {0};
+    assert_int_equal(fgjson_only(body, NULL, "", &err), -1);
+    char want[256];
+    snprintf(want, sizeof want, "unknown field '%.39s'", name);
+    assert_string_equal(err.msg, want);
+    json_decref(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +497,8 @@ int main(void)
         cmocka_unit_test(writes_json_texts),
         cmocka_unit_test(parse_object),
         cmocka_unit_test(parse_object_like_jansson),
+        cmocka_unit_test(strings_of_any_bytes),
+        cmocka_unit_test(unknown_members_cut_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

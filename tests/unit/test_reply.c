@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_reply.c - replies and problem+json bodies: type, title, status and
- * detail for every code (the table itself: test_error.c), extra members, and
- * Retry-After on 503 and 429.
+ * detail for every code (the table itself: test_error.c), extra members,
+ * Retry-After on 503 and 429, and bodies kept whatever bytes their texts hold.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,6 +97,30 @@ static void replace_and_text(void **state)
     reply_clear(&reply);
 }
 
+/* A detail or a resource with bytes that are not UTF-8 (here a character cut
+ * short) keeps its problem body, U+FFFD in their place: jansson refuses such a
+ * string, and the body built around it was lost. */
+static void texts_that_are_not_utf8_keep_the_body(void **state)
+{
+    (void)state;
+    struct fg_error err = {.code = FG_ERR_STALE_FENCE};
+    strcpy(err.msg, "stored for redis:app:\xE2\x9C");
+    struct http_reply reply = {0};
+    reply_problem_extra(&reply, &err, json_pack("{s:I}", "current_fence", (json_int_t)7));
+    assert_non_null(reply.body);
+    assert_int_equal(reply.status, 409);
+    assert_string_equal(json_string_value(json_object_get(reply.body, "detail")),
+                        "stored for redis:app:\xEF\xBF\xBD\xEF\xBF\xBD");
+    assert_int_equal(json_integer_value(json_object_get(reply.body, "current_fence")), 7);
+    reply_write_lease_lost(&reply, 5, "redis:app:\xE2", "revoked");
+    assert_int_equal(reply.status, 410);
+    assert_string_equal(json_string_value(json_object_get(reply.body, "resource")),
+                        "redis:app:\xEF\xBF\xBD");
+    assert_string_equal(json_string_value(json_object_get(reply.body, "reason")), "revoked");
+    assert_int_equal(json_integer_value(json_object_get(reply.body, "presented_fence")), 5);
+    reply_clear(&reply);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -104,6 +128,7 @@ int main(void)
         cmocka_unit_test(extra_members),
         cmocka_unit_test(unset_error_is_internal),
         cmocka_unit_test(replace_and_text),
+        cmocka_unit_test(texts_that_are_not_utf8_keep_the_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -95,8 +95,9 @@ static int dead_letter(unsigned slot, const char *id, const char *why, struct fg
         return -1;
     json_decref(out);
     metrics_audit_dead_letter();
-    log_event(LOG_WARN, "audit_dead_letter",
-              json_pack("{s:s, s:s, s:s}", "entry", id, "stream", dead, "detail", why));
+    log_event(
+        LOG_WARN, "audit_dead_letter",
+        json_pack("{s:s, s:s, s:o}", "entry", id, "stream", dead, "detail", fgjson_string(why)));
     return 0;
 }
 
@@ -269,8 +270,8 @@ static void note_held(const struct drain *d)
         return;
     holding = true;
     log_event(LOG_WARN, "audit_held",
-              json_pack("{s:s, s:I, s:s}", "stream", d->stream, "entries", (json_int_t)d->nheld,
-                        "detail", d->held[0].why.msg));
+              json_pack("{s:s, s:I, s:o}", "stream", d->stream, "entries", (json_int_t)d->nheld,
+                        "detail", fgjson_string(d->held[0].why.msg)));
 }
 
 /* The next look of hs after one that read up to last (its reach held whole

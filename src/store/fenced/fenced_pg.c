@@ -608,7 +608,7 @@ static void resources_add(json_t *resources, const char *resource)
         if (strcmp(json_string_value(listed), resource) == 0)
             return;
     }
-    json_array_append_new(resources, json_string(resource));
+    json_array_append_new(resources, fgjson_string(resource));
 }
 
 /* After the rollback of a batch whose fence was revoked: one audit record for
@@ -670,8 +670,9 @@ static int op_refused(struct pg_conn *c, const struct fenced_op *op,
         *revoked = true;
         fg_fail(err, FG_ERR_LEASE_LOST, "the fence was revoked");
     } else if (verdict == FENCED_VERDICT_REFUSED) {
-        json_array_append_new(stale, json_pack("{s:s, s:I}", "resource", one.resource,
-                                               "current_fence", (json_int_t)one.fence));
+        json_array_append_new(stale,
+                              json_pack("{s:o, s:I}", "resource", fgjson_string(one.resource),
+                                        "current_fence", (json_int_t)one.fence));
         fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one.resource,
                 one.fence);
     } else if (verdict == FENCED_VERDICT_MISSING) {
