@@ -14,7 +14,7 @@
 -- one HSET and those deleted in one HDEL.
 -- Returns JSON {r=...}: applied {fence} (the fields written are the gateway's
 -- own: not echoed), stale or revoked {current, audit_id, at_ms, floor?},
--- nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), wrongtype {type} (the key is not a hash),
+-- nofloor {}, norevoked {} or elsewhere {} (lib_rw.lua), wrongtype {type, want} (the key is not a hash),
 -- toomany {fields, max} (the hash would hold more than max_fields fields; nothing is
 -- written), missing {} (a patch that only deletes fields, of a key that does not
 -- exist: nothing is stored, not even a fence, as for a delete).
@@ -22,7 +22,7 @@ local stale = refuse_stale()
 if stale then return stale end
 local size = redis.pcall('HLEN', KEYS[1])
 if type(size) == 'table' then -- the key holds another type: named by a second look
-  return cjson.encode({r = 'wrongtype', type = redis.call('TYPE', KEYS[1]).ok})
+  return cjson.encode({r = 'wrongtype', type = redis.call('TYPE', KEYS[1]).ok, want = 'hash'})
 end
 if size == 0 and A_sets == '0' then return '{"r":"missing"}' end -- a hash is never empty
 local max, last = tonumber(A_max_fields), #A_fields

@@ -50,10 +50,12 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   queue's head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's,
   16; one that filed the end in a released and an ended set, 12.)
 - A fenced Redis write or read is one script call of a handful of commands: a PUT and the DELETE of what
-  it wrote at most PUT_DELETE_COMMANDS together, a read of a string STRING_READ_COMMANDS, a PATCH of two
-  fields of a hash PATCH_COMMANDS. (Caught: a PUT that set the fence and the value with a SET each and a
-  DELETE that asked EXISTS before its DEL, 9 commands; a read of a string that asked TYPE, GET, STRLEN and
-  GET, 4; a PATCH that asked TYPE and an HEXISTS per field, 9.)
+  it wrote at most PUT_DELETE_COMMANDS together (each looks at the key's type once before it writes, the
+  PUT with STRLEN, the DELETE with TYPE: a key of another type is refused, not replaced or deleted), a read
+  of a string STRING_READ_COMMANDS, a PATCH of two fields of a hash PATCH_COMMANDS. (Caught: a PUT that set
+  the fence and the value with a SET each and a DELETE that asked EXISTS before its DEL, 11 commands with
+  those looks; a read of a string that asked TYPE, GET, STRLEN and GET, 4; a PATCH that asked TYPE and an
+  HEXISTS per field, 9.)
 - The renewal of a lock's holder, and of a semaphore's only holder, runs RENEWAL_COMMANDS, one script call
   each. (Caught: a semaphore's renewal that moved its first holder out of the limit key, where the first
   try keeps it, into the holders' keys: 12 commands the first time and 6 each time after.)
@@ -87,7 +89,7 @@ REUSED_LOCK_PAIR_COMMANDS = 11
 QUEUE_JOIN_COMMANDS = 7
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
-PUT_DELETE_COMMANDS = 7  # MGET, SMISMEMBER, MSET; MGET, SMISMEMBER, DEL, SET
+PUT_DELETE_COMMANDS = 9  # MGET, SMISMEMBER, STRLEN, MSET; MGET, SMISMEMBER, TYPE, DEL, SET
 STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
 PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE

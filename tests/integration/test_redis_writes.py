@@ -234,6 +234,49 @@ class RedisWriteTest(GatewayTest):
             r = self.c.get("/v1/redis/" + plain)
             self.assertEqual((r.status, r.body), (200, {"value": 'say "hi"\n', "fence": None}), (garbage, r))
 
+    def test_put_and_delete_leave_keys_of_other_types(self):
+        """A PUT of a key that holds anything but a string (a hash, a list, a set, a sorted set, a stream), and a
+        DELETE of one that holds neither a string nor a hash, answers 409 conflict and changes nothing: the key
+        holds what it held, no fence is stored for it and no audit record is written (the scripts refuse before
+        they raise the fence). Caught on the code before the fix: each PUT answered 200 and replaced the key
+        with a string, each DELETE answered 200 and deleted it, and both stored the fence."""
+        lock = same_slot("kinds-w")[0]
+        names = same_slot("app:other/h", "app:other/l", "app:other/s", "app:other/z", "app:other/x", like=lock)
+        made = {
+            "hash": (names[0], ("HSET", "f", "v"), ("HGETALL",)),
+            "list": (names[1], ("RPUSH", "1", "2"), ("LRANGE", 0, -1)),
+            "set": (names[2], ("SADD", "m"), ("SMEMBERS",)),
+            "zset": (names[3], ("ZADD", 1, "m"), ("ZRANGE", 0, -1, "WITHSCORES")),
+            "stream": (names[4], ("XADD", "1-1", "f", "v"), ("XRANGE", "-", "+")),
+        }
+        tok = self.lock(lock)["token"]
+        for kind, (key, write, read) in made.items():
+            self.r.cmd(write[0], key, *write[1:])  # written around the gateway
+            held = self.r.cmd(read[0], key, *read[1:])
+            refused = [("PUT", {"value": "new"}, "a string")]
+            if kind != "hash":  # a hash is the gateway's own: PATCH writes it, DELETE deletes it
+                refused += [("DELETE", None, "a string or hash"), ("PATCH", {"fields": {"a": "b"}}, "a hash")]
+            for method, body, want in refused:
+                r = self.write(method, key, tok, body)
+                self.assertEqual((r.status, r.body.get("type")), (409, "/problems/conflict"), (kind, method, r))
+                request_id = r.body["detail"].rsplit(" ", 1)[1].rstrip(")")  # logged, not answered
+                logged = [line for line in self.gw.log_text().splitlines() if request_id in line]
+                self.assertTrue(any(f"holds a {kind}, not {want}" in line for line in logged), (kind, logged))
+                self.assertEqual((self.r.cmd("TYPE", key), self.r.cmd(read[0], key, *read[1:])), (kind, held),
+                                 (kind, method))
+                self.assertEqual(self.r.cmd("EXISTS", write_fence_key(key)), 0, (kind, method))
+        # No audit record, neither in the stream nor copied to Postgres (the stream's entries alternate names
+        # and values).
+        streamed = [fields[fields.index("resource") + 1]
+                    for _, fields in self.r.cmd("XRANGE", slot_key("fg:audit", names[0]), "-", "+")]
+        for key in names:
+            self.assertNotIn("redis:" + key, streamed)
+            self.assertEqual(audit_rows(self.c, "redis:" + key), [], key)
+        # A hash is the gateway's own (PATCH writes it): a DELETE deletes it, as it does a string.
+        r = self.write("DELETE", made["hash"][0], tok)
+        self.assertEqual((r.status, r.body["deleted"]), (200, True), r)
+        self.assertEqual(self.r.cmd("EXISTS", made["hash"][0]), 0)
+
     def test_keys_outside_the_prefixes_are_refused(self):
         tok = self.lock(same_slot("pref", like="cache/a/b/c")[0])["token"]
         for key in ("other:x", "fg:fence", "fg:rf:app:x", "fg:inst:x", "ap", "cache"):

@@ -66,10 +66,23 @@ static void not_taken(void **state)
     (void)state;
     struct fg_error err = {0};
     struct fenced_result res;
-    assert_int_equal(read_text("{\"r\": \"wrongtype\", \"type\": \"list\"}", &res, &err), -1);
+    assert_int_equal(
+        read_text("{\"r\": \"wrongtype\", \"type\": \"list\", \"want\": \"hash\"}", &res, &err),
+        -1);
     assert_int_equal(err.code, FG_ERR_CONFLICT);
     assert_string_equal(err.msg, "redis:app:x holds a list, not a hash");
     assert_null(res.resource);
+    /* a PUT's (rw_put.lua) and a DELETE's (rw_delete.lua) refusal name what they write */
+    assert_int_equal(
+        read_text("{\"r\": \"wrongtype\", \"type\": \"hash\", \"want\": \"string\"}", &res, &err),
+        -1);
+    assert_int_equal(err.code, FG_ERR_CONFLICT);
+    assert_string_equal(err.msg, "redis:app:x holds a hash, not a string");
+    assert_int_equal(read_text("{\"r\": \"wrongtype\", \"type\": \"zset\", \"want\": \"string or "
+                               "hash\"}",
+                               &res, &err),
+                     -1);
+    assert_string_equal(err.msg, "redis:app:x holds a zset, not a string or hash");
     assert_int_equal(
         read_text("{\"r\": \"toomany\", \"fields\": 1001, \"max\": 1000.0}", &res, &err), -1);
     assert_int_equal(err.code, FG_ERR_INVALID_FIELD);

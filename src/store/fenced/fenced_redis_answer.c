@@ -45,8 +45,8 @@ static int not_taken(const char *script, const json_t *answer, const char *resou
 {
     const char *r = string_member(answer, "r");
     if (strcmp(r, "wrongtype") == 0)
-        return fg_fail(err, FG_ERR_CONFLICT, "%s holds a %.15s, not a hash", resource,
-                       string_member(answer, "type"));
+        return fg_fail(err, FG_ERR_CONFLICT, "%s holds a %.15s, not a %.20s", resource,
+                       string_member(answer, "type"), string_member(answer, "want"));
     if (strcmp(r, "toomany") == 0)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "field 'fields': the hash would hold %lld fields, over "
