@@ -9,8 +9,10 @@
  * nothing in the held form runs again in the claiming form; one that wrote
  * nothing then is followed by its table's refusal statement, which audits a
  * refusal and says why: stale, revoked, not found, or worth one more try. Batches run in one
- * transaction whose first statement claims every resource's fence in a fixed order. It must not
- * speak libpq (pg.c does) nor parse request bodies (fenced_op.c does).
+ * transaction whose first statement claims every resource's fence in a fixed order, their
+ * operations in one pipeline, or one at a time, each judged where it stands, once one of them
+ * wrote nothing. It must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c
+ * does).
  */
 #include "store/fenced/fenced_pg.h"
 
@@ -652,50 +654,70 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
     return fenced_refusal_audit(c, who, res, "POST", err);
 }
 
-/* Why op, run inside the open transaction of a batch, wrote nothing, as the
- * failure of the batch: a stale op is added to stale (audited after the
- * rollback), a revoked fence sets *revoked. */
-static int op_refused(struct pg_conn *c, const struct fenced_op *op,
-                      const struct fenced_writer *who, json_t *stale, bool *revoked,
-                      struct fg_error *err)
+/* The failure of a batch whose op wrote nothing, from its refusal statement's
+ * verdict (its answer in one, where op stands in the batch): a stale op is
+ * added to stale (audited after the rollback), a revoked fence sets *revoked,
+ * a missing row or one in the way fails as a single write would. */
+static int batch_refused(const struct fenced_op *op, enum fenced_verdict verdict,
+                         const struct fenced_result *one, json_t *stale, bool *revoked,
+                         struct fg_error *err)
+{
+    if (verdict == FENCED_VERDICT_REFUSED && one->outcome == FENCED_REVOKED) {
+        *revoked = true;
+        return fg_fail(err, FG_ERR_LEASE_LOST, "the fence was revoked");
+    }
+    if (verdict == FENCED_VERDICT_REFUSED) {
+        json_array_append_new(stale,
+                              json_pack("{s:o, s:I}", "resource", fgjson_string(one->resource),
+                                        "current_fence", (json_int_t)one->fence));
+        return fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one->resource,
+                       one->fence);
+    }
+    if (verdict == FENCED_VERDICT_MISSING)
+        return missing(op, err);
+    if (verdict == FENCED_VERDICT_EXISTS)
+        return exists(op, err);
+    /* a row that appeared after the claim: nothing is retried inside a batch */
+    return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
+                   op->key, fpg.schemas[op->table].cfg->name);
+}
+
+/* Judges op, which wrote nothing inside the open transaction of a batch,
+ * where it stands: after the ops before it, before those after it. Its
+ * refusal statement says why (batch_refused); -1 with err, *one its answer. */
+static int judge_op(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
+                    json_t *stale, bool *revoked, struct fenced_result *one, struct fg_error *err)
 {
     json_t *answer = NULL;
     if (exec_refusal(c, op, who, false, &answer, err) != 0)
         return -1;
-    struct fenced_result one = {0};
-    enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, &one);
+    enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, one);
     json_decref(answer);
-    const char *table = fpg.schemas[op->table].cfg->name;
-    if (verdict == FENCED_VERDICT_REFUSED && one.outcome == FENCED_REVOKED) {
-        *revoked = true;
-        fg_fail(err, FG_ERR_LEASE_LOST, "the fence was revoked");
-    } else if (verdict == FENCED_VERDICT_REFUSED) {
-        json_array_append_new(stale,
-                              json_pack("{s:o, s:I}", "resource", fgjson_string(one.resource),
-                                        "current_fence", (json_int_t)one.fence));
-        fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one.resource,
-                one.fence);
-    } else if (verdict == FENCED_VERDICT_MISSING) {
-        missing(op, err);
-    } else if (verdict == FENCED_VERDICT_EXISTS) {
-        exists(op, err);
-    } else { /* a row that appeared after the claim: nothing is retried inside a batch */
-        fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won", op->key,
-                table);
-    }
-    fenced_result_free(&one);
-    return -1;
+    return batch_refused(op, verdict, one, stale, revoked, err);
+}
+
+/* Writes op's answered item {op, resource, row} into items, from its outcome one. */
+static void add_item(struct fgjson_out *items, const struct fenced_op *op,
+                     const struct fenced_result *one)
+{
+    fgjson_out_open_item(items);
+    fgjson_out_str(items, "op", fenced_kind_method(op->kind));
+    fgjson_out_str(items, "resource", one->resource);
+    fgjson_out_json(items, "row", one->after);
+    fgjson_out_close(items);
 }
 
 /* Runs the operations inside the open transaction, sent as one pipeline (one
  * round trip); items (the text of an array being written) gets one
- * {op, resource, row} per op if want_row, the row as its text. An op
- * refused after the claim (a row of a fence-column table created meanwhile, a
- * revocation meanwhile) fails the batch through op_refused; failed names the
- * op that failed, nops when none in particular. */
+ * {op, resource, row} per op if want_row, the row as its text. An op that
+ * wrote nothing is not judged here: the ops after it ran too, and may have
+ * changed its row (a PUT of the row a PATCH before it missed), so it sets
+ * *op_by_op and fails the run; the batch then runs again op by op
+ * (run_ops_one_by_one). failed names the op that failed, nops when none in
+ * particular. */
 static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
                    const struct fenced_writer *who, bool want_row, struct fgjson_out *items,
-                   json_t *stale, bool *revoked, size_t *failed, struct fg_error *err)
+                   bool *op_by_op, size_t *failed, struct fg_error *err)
 {
     size_t n = batch->nops;
     struct pg_group_stmt *stmts = calloc(n + 1, sizeof *stmts);
@@ -721,22 +743,19 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
     int rc = pg_exec_pipeline(c, stmts, n, failed, err);
     if (rc != 0)
         too_large(c, err);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    /* the ops before one that failed ran, and kept their counts (none on a lost connection) */
+    size_t ran = rc == 0 ? n : *failed < n ? *failed : 0;
+    for (size_t i = 0; i < ran && !*op_by_op; i++) {
         if (stmts[i].count <= 0) {
+            *op_by_op = true;
             *failed = i;
-            rc = op_refused(c, &batch->ops[i], who, stale, revoked, err);
-            break;
+            rc = fg_fail(err, FG_ERR_INTERNAL, "ops[%zu] wrote nothing", i);
+        } else if (rc == 0 && want_row) {
+            struct fenced_result one = {0};
+            applied(&batch->ops[i], who, json_array_get(stmts[i].rows, 0), want_row, &one);
+            add_item(items, &batch->ops[i], &one);
+            fenced_result_free(&one);
         }
-        if (!want_row) /* return=minimal: no items to answer */
-            continue;
-        struct fenced_result one = {0};
-        applied(&batch->ops[i], who, json_array_get(stmts[i].rows, 0), want_row, &one);
-        fgjson_out_open_item(items);
-        fgjson_out_str(items, "op", fenced_kind_method(batch->ops[i].kind));
-        fgjson_out_str(items, "resource", one.resource);
-        fgjson_out_json(items, "row", one.after);
-        fgjson_out_close(items);
-        fenced_result_free(&one);
     }
     for (size_t i = 0; i < n; i++) {
         json_decref(stmts[i].rows);
@@ -750,6 +769,38 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
     if (rc == 0)
         *failed = n;
     return rc;
+}
+
+/* Runs the operations inside the open transaction one at a time, each judged
+ * where it stands when it writes nothing (judge_op): the batch fails at the
+ * first op that fails, and items gets one {op, resource, row} per op if
+ * want_row. *failed names
+ * the op that failed. Only after a run of run_ops met an op that wrote nothing:
+ * accepted batches pay one round trip for their ops. */
+static int run_ops_one_by_one(struct pg_conn *c, const struct fenced_batch *batch,
+                              const struct fenced_writer *who, bool want_row,
+                              struct fgjson_out *items, json_t *stale, bool *revoked,
+                              size_t *failed, struct fg_error *err)
+{
+    for (size_t i = 0; i < batch->nops; i++) {
+        const struct fenced_op *op = &batch->ops[i];
+        struct wrote w = {0};
+        struct fenced_result one = {0};
+        int rc = exec_write(c, op, who, FENCED_FORM_HELD, want_row, true, &w, err);
+        if (rc == 0 && w.wrote)
+            applied(op, who, w.row, want_row, &one);
+        else if (rc == 0)
+            rc = judge_op(c, op, who, stale, revoked, &one, err);
+        json_decref(w.row);
+        if (rc == 0 && want_row)
+            add_item(items, op, &one);
+        fenced_result_free(&one);
+        if (rc != 0) {
+            *failed = i;
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Rewrites the failure of a batch, after its rollback, to name the operation:
@@ -774,18 +825,28 @@ static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t
     fg_fail(err, err->code, "%s%s", where, detail);
 }
 
-/* One try at a batch; *again tells whether it failed as a deadlock's victim
- * (which the order of its claims leaves to locks that the tables' triggers
- * take: see exec_grouped), on prepared statements gone stale (a listed
- * column's type altered: the next runs on a new session), or on a row it
- * created after a delete it waited for kept a higher fence (FGK01, the next
- * sees the kept fence and answers the batch stale): each is worth one more
- * try, since nothing was written. */
+/* What follows a try at a batch that failed (batch_once). */
+enum batch_next {
+    BATCH_DONE,     /* its failure is the batch's answer */
+    BATCH_AGAIN,    /* nothing was written and one more try may succeed */
+    BATCH_OP_BY_OP, /* an op wrote nothing: run the batch again, op by op */
+};
+
+/* One try at a batch, its ops in one pipeline or op_by_op (run_ops,
+ * run_ops_one_by_one); *next says what follows a failure: BATCH_AGAIN when
+ * it failed as a deadlock's victim (which the order of its claims leaves to
+ * locks that the tables' triggers take: see exec_grouped), on prepared
+ * statements gone stale (a listed column's type altered: the next runs on a
+ * new session), or on a row it created after a delete it waited for kept a
+ * higher fence (FGK01, the next sees the kept fence and answers the batch
+ * stale), each worth one more try since nothing was written; BATCH_OP_BY_OP
+ * when an op of the pipeline wrote nothing (rolled back, nothing audited). */
 static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
-                      bool want_row, struct fenced_result *res, bool *again, struct fg_error *err)
+                      bool want_row, bool op_by_op, struct fenced_result *res,
+                      enum batch_next *next, struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
-    *again = false;
+    *next = BATCH_DONE;
     struct pg_conn *c = pg_acquire(err);
     if (c == NULL)
         return -1;
@@ -795,7 +856,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     fgjson_out_init(&items, first, sizeof first);
     fgjson_out_raw(&items, "[", 1);
     size_t failed = batch->nops; /* the operation to blame; nops: none in particular */
-    bool revoked = false;
+    bool revoked = false, wrote_nothing = false;
     int rc = open_batch(c, batch, who, &revoked, &claimed, err);
     if (rc == 0 && revoked) {
         rollback(c);
@@ -809,7 +870,14 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
             rc = audit_stale(c, stale, who, res, err);
             goto out;
         }
-        rc = run_ops(c, batch, who, want_row, &items, stale, &revoked, &failed, err);
+        rc = op_by_op ? run_ops_one_by_one(c, batch, who, want_row, &items, stale, &revoked,
+                                           &failed, err)
+                      : run_ops(c, batch, who, want_row, &items, &wrote_nothing, &failed, err);
+    }
+    if (wrote_nothing) {
+        rollback(c);
+        *next = BATCH_OP_BY_OP;
+        goto out;
     }
     if (rc == 0)
         rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
@@ -826,8 +894,8 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     if (rc != 0) {
         bool data = data_error(c);
         const char *state = pg_last_sqlstate(c);
-        *again =
-            sqlstate_deadlock(state) || sqlstate_fence_kept_above(state) || pg_last_plans_stale(c);
+        if (sqlstate_deadlock(state) || sqlstate_fence_kept_above(state) || pg_last_plans_stale(c))
+            *next = BATCH_AGAIN;
         rollback(c);
         blame_op(c, batch, failed, data, err);
         goto out;
@@ -851,10 +919,15 @@ out:
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
                     bool want_row, struct fenced_result *res, struct fg_error *err)
 {
-    bool again;
-    int rc = batch_once(batch, who, want_row, res, &again, err);
-    if (rc != 0 && again)
-        rc = batch_once(batch, who, want_row, res, &again, err);
+    bool op_by_op = false, retried = false;
+    enum batch_next next;
+    int rc = batch_once(batch, who, want_row, op_by_op, res, &next, err);
+    /* the switch to op by op, once, does not take the one more try */
+    while (rc != 0 && (next == BATCH_OP_BY_OP || (next == BATCH_AGAIN && !retried))) {
+        retried = retried || next == BATCH_AGAIN;
+        op_by_op = op_by_op || next == BATCH_OP_BY_OP;
+        rc = batch_once(batch, who, want_row, op_by_op, res, &next, err);
+    }
     return rc;
 }
 

@@ -61,7 +61,8 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
  * per op, if want_row; else NULL) or none. If any
  * resource holds a higher fence the result is STALE, one audit row is kept
  * for the request and nothing else changes. Failures name the operation
- * ("ops[2]: ...").
+ * ("ops[2]: ..."), the first that fails where it stands in the batch (after
+ * the operations before it).
  */
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
                     bool want_row, struct fenced_result *res, struct fg_error *err) FG_WUR;
