@@ -30,7 +30,9 @@
  * Connections: at most limits.max_connections (derived from RLIMIT_NOFILE when
  * unset) and limits.max_connections_per_ip; a request's headers and body must
  * arrive in full within limits.header_timeout_ms of the connection's start (or
- * of the previous answer on a kept-alive connection), else the janitor closes it.
+ * of the previous answer on a kept-alive connection), else the janitor closes it;
+ * unless bytes of it wait unread in the socket: then its polling thread, busy
+ * with a handler, is late, and the connection gets another timeout.
  * libmicrohttpd's own error lines become JSON log lines.
  */
 #include "http/server.h"
@@ -46,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -71,6 +74,7 @@ struct http_conn {
     size_t body_cap;            /* allocated bytes of body */
     bool body_too_large;        /* the body crossed max_body_bytes */
     bool close_after;           /* answer with Connection: close (body framing not trusted) */
+    bool http_1_0;              /* an HTTP/1.0 request (kept alive only when it asks) */
     pthread_mutex_t phase_lock; /* guards phase: a wake comes from any thread */
     enum conn_phase phase;      /* where the request is in its lifecycle (conn_phase.h) */
     struct http_reply reply;    /* the reply being built */
@@ -129,19 +133,28 @@ static void watch_unlink(struct conn_state *w)
     w->watched = false;
 }
 
-/* Starts (or restarts, after an answer) the deadline of w's next headers. */
-static void watch_arm(struct conn_state *w)
+/* Links w (not linked) last in the watch list, due one header timeout from
+ * now. Called with watches.lock held: the clock is read under it, so the
+ * list stays sorted by due_ms. */
+static void watch_append_locked(struct conn_state *w)
 {
-    pthread_mutex_lock(&watches.lock);
-    watch_unlink(w);
     w->due_ms = clock_mono_ms() + server.cfg->header_timeout_ms;
     w->prev = watches.head.prev;
     w->next = &watches.head;
     watches.head.prev->next = w;
     watches.head.prev = w;
     w->watched = true;
+}
+
+/* Starts (or restarts, after an answer) the deadline of w's next headers. */
+static void watch_arm(struct conn_state *w)
+{
+    pthread_mutex_lock(&watches.lock);
+    watch_unlink(w);
+    watch_append_locked(w);
+    int64_t due_ms = w->due_ms;
     pthread_mutex_unlock(&watches.lock);
-    alarm_set(w->due_ms);
+    alarm_set(due_ms);
 }
 
 static void watch_disarm(struct conn_state *w)
@@ -224,7 +237,7 @@ static void request_id_of(struct MHD_Connection *mhd, int64_t now_ms, char *out,
 /* A new request: a route that does not match is answered (after the body) with
  * the problem set here. */
 static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_state *state,
-                                        const char *method, const char *url)
+                                        const char *method, const char *url, const char *version)
 {
     enum http_method m = router_method(method);
     struct route_match match; /* 2 KiB of room for the decoding, on the stack */
@@ -248,6 +261,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     req->method = m;
     conn->mhd = mhd;
     conn->state = state;
+    conn->http_1_0 = strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
     pthread_mutex_init(&conn->phase_lock, NULL);
     req->started_ms = now;
     traceparent_trace_id(MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "traceparent"),
@@ -350,6 +364,32 @@ static void give_back(struct http_request *req)
         fn(req);
 }
 
+/* http_request_header_any's matches of a Connection header's tokens. */
+static bool names_close(const char *value)
+{
+    return strict_header_has_token(value, "close");
+}
+
+static bool names_keep_alive(const char *value)
+{
+    return strict_header_has_token(value, "keep-alive");
+}
+
+/* True if libmicrohttpd closes req's connection once its answer is sent: the
+ * answer says Connection: close, or the client asked for it (Connection:
+ * close, or HTTP/1.0 without keep-alive). Such a connection awaits no next
+ * headers, and must not be counted as a slow client when its polling thread,
+ * busy with another request, closes it late. */
+static bool answer_ends_connection(const struct http_request *req)
+{
+    const struct http_conn *conn = req->conn;
+    if (conn->body_too_large || conn->close_after ||
+        http_request_header_any(req, MHD_HTTP_HEADER_CONNECTION, names_close))
+        return true;
+    return conn->http_1_0 &&
+           !http_request_header_any(req, MHD_HTTP_HEADER_CONNECTION, names_keep_alive);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -358,11 +398,14 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
     if (req == NULL)
         return;
     *con_cls = NULL;
+    bool ends = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK || answer_ends_connection(req);
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         give_back(req); /* a grant whose sending failed */
     request_free(req);
     struct conn_state *w = state_of(mhd);
-    if (w != NULL)
+    if (w != NULL && ends)
+        watch_disarm(w); /* closing: no next headers (nor these, if answered early) */
+    else if (w != NULL)
         watch_arm(w); /* a kept-alive connection: the next headers are due in time */
 }
 
@@ -779,17 +822,35 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
     *socket_context = NULL;
 }
 
+/*
+ * True if bytes the client sent wait unread in its socket fd. A polling thread
+ * that is free reads a slow client's trickle as it comes, so bytes waiting at
+ * the deadline mean that the thread is late, not the client: handlers block it
+ * on a stalled backend (up to request_timeout_ms each) while the connections
+ * queued behind them wait with their requests complete.
+ */
+static bool unread_bytes_wait(MHD_socket fd)
+{
+    int unread = 0;
+    return fd != MHD_INVALID_SOCKET && ioctl(fd, FIONREAD, &unread) == 0 && unread > 0;
+}
+
 int64_t http_server_reap_slow(int64_t now_ms)
 {
     if (watches.head.next == NULL)
         return INT64_MAX;
     pthread_mutex_lock(&watches.lock);
-    /* Armed in time order with one timeout, so the list is sorted by due_ms.
+    /* Armed in time order with one timeout, so the list is sorted by due_ms; a
+     * connection whose thread is late goes last again, due one timeout later.
      * Counted before the shutdown: a client that sees its connection end may
      * read the metric at once. */
     while (watches.head.next != &watches.head && watches.head.next->due_ms <= now_ms) {
         struct conn_state *w = watches.head.next;
         watch_unlink(w);
+        if (unread_bytes_wait(w->fd)) {
+            watch_append_locked(w);
+            continue;
+        }
         metrics_slow_headers_closed(1);
         if (w->fd != MHD_INVALID_SOCKET)
             shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
@@ -804,11 +865,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
                                   size_t *upload_data_size, void **con_cls)
 {
     (void)cls;
-    (void)version;
     closing_gone_client = false;
     struct http_request *req = *con_cls;
     if (req == NULL) {
-        req = request_new(mhd, state_of(mhd), method, url);
+        req = request_new(mhd, state_of(mhd), method, url, version);
         *con_cls = req;
         struct fg_error err = {0};
         if (check_headers(req, &err) != 0) {

@@ -64,6 +64,21 @@ bool strict_host_single(int hosts)
     return hosts <= 1;
 }
 
+bool strict_header_has_token(const char *value, const char *token)
+{
+    size_t len = strlen(token);
+    for (const char *at = value; at != NULL && *at != '\0';) {
+        at += strspn(at, " \t,");
+        size_t word = strcspn(at, ",");
+        while (word > 0 && (at[word - 1] == ' ' || at[word - 1] == '\t'))
+            word--;
+        if (word == len && strncasecmp(at, token, len) == 0)
+            return true;
+        at = strchr(at, ',');
+    }
+    return false;
+}
+
 /* The checks of a present body integer or string, with fgjson_int's and
  * fgjson_string's answers. */
 static int typed_check(const struct member_bound *b, const json_t *v, struct fg_error *err)

@@ -39,6 +39,10 @@ bool strict_framing_ok(int content_lengths, int transfer_encodings);
  * two, a proxy and the gateway may each read another. */
 bool strict_host_single(int hosts);
 
+/* True if value, a header's comma-separated list of tokens (NULL: none),
+ * holds token, compared without regard to case ("Connection: Close"). */
+bool strict_header_has_token(const char *value, const char *token);
+
 /* How a bounded member is read, as its handler reads it (so a refusal is the
  * handler's own answer, only earlier). */
 enum member_check {

@@ -34,17 +34,19 @@ Reproductions of the second review, each failing on the code before its fix:
 
 Found since, failing on the code before its fix:
   batches creating new rows in op order (Postgres deadlocks)    test_batches_creating_rows_in_opposite_...
+  complete requests queued behind a stalled backend reaped      test_requests_queued_behind_a_stalled_...
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
-stores, connection limits; bindings under every key spelling, request ids per key, sealed listing cursors,
-auth off only for direct clients, the TLS floor, secrets kept out of logs and of other database roles. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
+stores, connection limits and the header deadline; bindings under every key spelling, request ids per key,
+sealed listing cursors, auth off only for direct clients, the TLS floor, secrets kept out of logs and of other database roles. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
 """
 
 import hashlib
 import json
 import os
 import random
+import signal
 import socket
 import ssl
 import sys
@@ -57,9 +59,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import subprocess  # noqa: E402
 
-from harness import (Gateway, GatewayTest, HarnessError, Redis, cluster_mode, env, metric, psql,  # noqa: E402
-                     raw_exchange, run_fencegate, same_slot, services, slot_key, wait_for,
-                     write_fence_key)
+from harness import (Gateway, GatewayTest, HarnessError, Redis, Response, cluster_mode, env, http,  # noqa: E402
+                     metric, private_backends, psql, raw_exchange, run_fencegate, same_slot, services,
+                     skip_in_cluster, slot_key, wait_for, write_fence_key)
 from pg_helpers import config as pg_config, quote, stored_fence, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
@@ -617,6 +619,78 @@ class ConnectionsTest(unittest.TestCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(self.c.get(f"/v1/locks/{name}").body["lock"], name)
         self.assertEqual(self.c.post(f"/v1/locks/{'/' * 200}/acquire", {"ttl_ms": 1000}).status, 200)
+
+
+@skip_in_cluster("it stops a Redis of its own")
+class StalledBackendTest(unittest.TestCase):
+    """docs/api.md "Configuration", limits.header_timeout_ms: the deadline is the client's, not the gateway's."""
+
+    THREADS, TIMEOUT_MS, HEADER_TIMEOUT_MS, REQUESTS = 2, 1500, 1000, 12
+
+    def test_requests_queued_behind_a_stalled_backend_are_answered(self):
+        """Redis stopped (SIGSTOP): each status call holds its HTTP thread for request_timeout_ms, and the
+        complete requests queued behind it on the same thread waited unread past header_timeout_ms; the
+        reaper took them for slow clients and closed them unanswered (/healthz too). Now each is answered
+        (503 with Retry-After, /healthz 200) and nothing is counted as slow but a client trickling its
+        headers meanwhile, which is still closed. Failed before the fix: 8 of 12 closed unanswered."""
+        own = private_backends(self, "stall")
+        config = {"request_timeout_ms": self.TIMEOUT_MS, "limits": {"header_timeout_ms": self.HEADER_TIMEOUT_MS}}
+        env_overrides = dict(own.env, FENCEGATE_HTTP_THREADS=str(self.THREADS))
+        with Redis(port=own.redis_port) as redis, Gateway(config=config, env_overrides=env_overrides) as gw:
+            def slow_closed():  # on connections of their own: an idle kept-alive one would count too
+                text = http("GET", gw.url("/metrics")).body
+                return float(text.split("\nfencegate_slow_headers_closed_total ")[1].split()[0])
+
+            self.assertEqual(http("GET", gw.url("/v1/locks/stall-warm")).status, 200)
+            slow_before = slow_closed()
+            pid = int(redis.cmd("INFO", "server").split("process_id:")[1].split()[0])
+            outcomes, slowloris = {}, {}
+            paths = [f"/v1/locks/stall-{i}" for i in range(self.REQUESTS - 1)] + ["/healthz"]
+
+            def one(path):
+                try:
+                    outcomes[path] = http("GET", gw.url(path), timeout=60)
+                except OSError as e:
+                    outcomes[path] = f"closed unanswered: {e!r}"
+
+            def trickle():
+                with socket.create_connection(("127.0.0.1", gw.port), timeout=60) as s:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                    started = time.monotonic()
+                    try:
+                        while time.monotonic() - started < 50:
+                            s.sendall(b"X-Slow: 1\r\n")
+                            s.settimeout(0.2)
+                            try:
+                                if s.recv(4096) == b"":
+                                    break
+                            except socket.timeout:
+                                pass
+                    except OSError:
+                        pass
+                    slowloris["open_for"] = time.monotonic() - started
+
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                workers = [threading.Thread(target=one, args=(path,)) for path in paths]
+                workers.append(threading.Thread(target=trickle))
+                for w in workers:
+                    w.start()
+                for w in workers[:-1]:
+                    w.join()
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            workers[-1].join()
+            unanswered = [path for path in paths if not isinstance(outcomes[path], Response)]
+            self.assertEqual(unanswered, [], f"{len(unanswered)} of {len(paths)} closed unanswered")
+            for path in paths[:-1]:
+                r = outcomes[path]
+                self.assertEqual(r.status, 503, gw.why(r))
+                self.assertEqual(r.headers["content-type"], "application/problem+json", r)
+                self.assertTrue(r.headers.get("retry-after"), r)
+            self.assertEqual(outcomes["/healthz"].status, 200, outcomes["/healthz"])
+            self.assertLess(slowloris["open_for"], 50, "the slow client was never closed")
+            self.assertEqual(slow_closed(), slow_before + 1)
 
 
 KEY_TABLES_SQL = """

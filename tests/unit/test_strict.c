@@ -2,7 +2,8 @@
 /*
  * test_strict.c - the header rules of strict requests (http/strict.c) and the
  * member check of bodies (fgjson_only): media type, Host, request ids, body
- * framing, unknown members named; and the bound checks of the generated route
+ * framing, Connection tokens,
+ * unknown members named; and the bound checks of the generated route
  * table, which must answer exactly as the handlers' readers (fgjson_int,
  * fgjson_string) would, only earlier.
  */
@@ -78,6 +79,21 @@ static void framing(void **state)
     assert_true(strict_host_single(0));
     assert_true(strict_host_single(1));
     assert_false(strict_host_single(2));
+}
+
+static void header_tokens(void **state)
+{
+    (void)state;
+    assert_true(strict_header_has_token("close", "close"));
+    assert_true(strict_header_has_token("Close", "close"));
+    assert_true(strict_header_has_token("TE, close", "close"));
+    assert_true(strict_header_has_token(" keep-alive ,Upgrade", "keep-alive"));
+    assert_true(strict_header_has_token("a,\tclose\t", "close"));
+    assert_false(strict_header_has_token(NULL, "close"));
+    assert_false(strict_header_has_token("", "close"));
+    assert_false(strict_header_has_token("closed", "close"));
+    assert_false(strict_header_has_token("unclose, x", "close"));
+    assert_false(strict_header_has_token("keep-alive", "close"));
 }
 
 static void unknown_members_are_named(void **state)
@@ -299,6 +315,7 @@ int main(void)
         cmocka_unit_test(host),
         cmocka_unit_test(request_id),
         cmocka_unit_test(framing),
+        cmocka_unit_test(header_tokens),
         cmocka_unit_test(unknown_members_are_named),
         cmocka_unit_test(owners),
         cmocka_unit_test(integers_answer_as_fgjson_int),
