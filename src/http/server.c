@@ -17,10 +17,11 @@
  * server closed would get a reset instead of the answer. Only a client that waits
  * for "100 Continue" is answered at once, since it sends no body until told to.
  *
- * Strict requests (docs/api.md): a foreign Host (421) and an ambiguous body
- * length (two Content-Lengths, or one beside Transfer-Encoding: 400) are
- * answered as soon as the headers are in, with Connection: close, so that the
- * rest of the bytes is never read as another request. An unknown query
+ * Strict requests (docs/api.md): a foreign Host (421), an ambiguous body
+ * length (two Content-Lengths, or one beside Transfer-Encoding) and a transfer
+ * coding other than chunked (400) are answered as soon as the headers are in,
+ * with Connection: close, so that the rest of the bytes is never read as
+ * another request (nor waited for until the connection closes). An unknown query
  * parameter, a body that is not application/json (415) and a body member the
  * route does not list are refused before the handler runs. Every answer
  * carries X-Request-Id; the details of 5xx and conflict answers are logged
@@ -779,7 +780,8 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 }
 
 /* The checks of strict requests that need only the headers: the body's
- * framing and the Host. A failure closes the connection after the answer. */
+ * framing (its transfer coding too) and the Host. A failure closes the
+ * connection after the answer. */
 static int check_headers(struct http_request *req, struct fg_error *err)
 {
     int counts[3] = {0, 0, 0};
@@ -788,6 +790,10 @@ static int check_headers(struct http_request *req, struct fg_error *err)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "the body length is ambiguous: send one Content-Length or "
                        "Transfer-Encoding, not both and not twice");
+    if (!strict_transfer_coding_ok(http_request_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING)))
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "the only Transfer-Encoding served is 'chunked': send the body with it or "
+                       "with Content-Length");
     if (!strict_host_single(counts[2]))
         return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its Host more than once");
     if (!strict_host_allowed(http_request_header(req, MHD_HTTP_HEADER_HOST),

@@ -4,10 +4,11 @@
  * user happens to visit from driving a gateway on their machine (a JSON
  * Content-Type needs a CORS preflight; a foreign Host means DNS rebinding),
  * and what keeps a proxy in front from reading one request where the gateway
- * reads two (ambiguous body framing). And the bounds of each route's members,
- * from the table generated out of the route descriptions: what makes a bound
- * written in openapi/routes/ the bound the gateway enforces. It must not do
- * I/O or build replies.
+ * reads two (ambiguous body framing), or the gateway from waiting for a body
+ * it cannot frame (a transfer coding other than chunked). And the bounds of
+ * each route's members, from the table generated out of the route
+ * descriptions: what makes a bound written in openapi/routes/ the bound the
+ * gateway enforces. It must not do I/O or build replies.
  */
 #include "http/strict.h"
 
@@ -62,6 +63,11 @@ bool strict_framing_ok(int content_lengths, int transfer_encodings)
 bool strict_host_single(int hosts)
 {
     return hosts <= 1;
+}
+
+bool strict_transfer_coding_ok(const char *value)
+{
+    return value == NULL || strcasecmp(value, "chunked") == 0;
 }
 
 bool strict_header_has_token(const char *value, const char *token)

@@ -39,6 +39,12 @@ bool strict_framing_ok(int content_lengths, int transfer_encodings);
  * two, a proxy and the gateway may each read another. */
 bool strict_host_single(int hosts);
 
+/* True if value, the request's Transfer-Encoding (NULL when absent), is one
+ * the gateway reads: absent, or "chunked" in any case. libmicrohttpd reads
+ * the body of any other ("gzip, chunked", "identity") until the connection
+ * closes, so such a request would never be answered. */
+bool strict_transfer_coding_ok(const char *value);
+
 /* True if value, a header's comma-separated list of tokens (NULL: none),
  * holds token, compared without regard to case ("Connection: Close"). */
 bool strict_header_has_token(const char *value, const char *token);

@@ -35,6 +35,7 @@ Reproductions of the second review, each failing on the code before its fix:
 Found since, failing on the code before its fix:
   batches creating new rows in op order (Postgres deadlocks)    test_batches_creating_rows_in_opposite_...
   complete requests queued behind a stalled backend reaped      test_requests_queued_behind_a_stalled_...
+  a Transfer-Encoding other than chunked never answered         test_transfer_codings_but_chunked_are_...
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -186,6 +187,29 @@ class StrictRequestsTest(GatewayTest):
             r = gw.client().post(f"/v1/locks/{name}/acquire", {}, headers={"X-Forwarded-For": "203.0.113.9"})
             self.assertEqual(r.status, 200, r)
             self.assertIn('"auth_off"', gw.log_text())
+
+    def test_transfer_codings_but_chunked_are_refused_and_closed(self):
+        """docs/api.md, "Strict requests": libmicrohttpd reads the body of a Transfer-Encoding other than
+        chunked until the connection closes, so such a request got no answer until the header timeout shut
+        it. Now 400 and the connection closes at once; chunked in any case is served. Failed before the
+        fix: nothing was answered within 5 s."""
+        name = unique("te")
+        for coding, method, path in (("gzip, chunked", "POST", f"/v1/locks/{name}/acquire"),
+                                     ("xchunked", "POST", f"/v1/locks/{name}/acquire"),
+                                     ("chunked, chunked", "POST", f"/v1/locks/{name}/acquire"),
+                                     ("identity", "GET", f"/v1/locks/{name}")):
+            req = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   f"Transfer-Encoding: {coding}\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n").encode()
+            started = time.monotonic()
+            raw = raw_exchange(self.gw.port, req, timeout=5)
+            self.assertEqual(statuses(raw), [400], (coding, raw))
+            self.assertIn(b"invalid_field", raw)
+            self.assertIn(b"connection: close", raw.lower())
+            self.assertLess(time.monotonic() - started, 4, coding)
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+        req = (f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: Chunked\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n").encode()
+        self.assertEqual(statuses(raw_exchange(self.gw.port, req, timeout=5)), [200])
 
     def test_what_is_not_http_is_answered_by_the_library_and_closed(self):
         """docs/api.md "Requests that are not HTTP": what libmicrohttpd cannot parse gets its own short

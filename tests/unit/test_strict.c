@@ -2,7 +2,7 @@
 /*
  * test_strict.c - the header rules of strict requests (http/strict.c) and the
  * member check of bodies (fgjson_only): media type, Host, request ids, body
- * framing, Connection tokens,
+ * framing and transfer codings, Connection tokens,
  * unknown members named; and the bound checks of the generated route
  * table, which must answer exactly as the handlers' readers (fgjson_int,
  * fgjson_string) would, only earlier.
@@ -79,6 +79,19 @@ static void framing(void **state)
     assert_true(strict_host_single(0));
     assert_true(strict_host_single(1));
     assert_false(strict_host_single(2));
+}
+
+static void transfer_codings(void **state)
+{
+    (void)state;
+    assert_true(strict_transfer_coding_ok(NULL));
+    assert_true(strict_transfer_coding_ok("chunked"));
+    assert_true(strict_transfer_coding_ok("Chunked"));
+    assert_false(strict_transfer_coding_ok("gzip, chunked"));
+    assert_false(strict_transfer_coding_ok("chunked, chunked"));
+    assert_false(strict_transfer_coding_ok("xchunked"));
+    assert_false(strict_transfer_coding_ok("identity"));
+    assert_false(strict_transfer_coding_ok(""));
 }
 
 static void header_tokens(void **state)
@@ -315,6 +328,7 @@ int main(void)
         cmocka_unit_test(host),
         cmocka_unit_test(request_id),
         cmocka_unit_test(framing),
+        cmocka_unit_test(transfer_codings),
         cmocka_unit_test(header_tokens),
         cmocka_unit_test(unknown_members_are_named),
         cmocka_unit_test(owners),
