@@ -81,6 +81,27 @@ class AuditViewsTest(GatewayTest):
         for bad in ("since_ms=10&until_ms=5", f"since_ms=0&until_ms={86400001}", "until_ms=abc", "since_ms=-1"):
             assert_problem(self, self.c.get(f"/v1/audit/summary?{bad}"), 400, "invalid_field")
 
+    def test_text_filters_must_be_utf8(self):
+        """?resource=%ff reached Postgres, which refused it: 400 quoting "invalid byte sequence for encoding
+        UTF8" after a round trip. Now the gateway refuses it itself, naming the parameter; UTF-8 text passes.
+        Failed before the fix: the detail quoted Postgres."""
+        for name in ("resource", "lock", "owner"):
+            for value in ("%ff", "a%c3", "%ed%a0%80"):  # a stray byte, a cut sequence, a surrogate
+                r = self.c.get(f"/v1/audit/rejections?{name}={value}")
+                assert_problem(self, r, 400, "invalid_field")
+                self.assertEqual(r.body["detail"], f"query argument '{name}' must be UTF-8 text", r)
+            r = self.c.get(f"/v1/audit/rejections?{name}=caf%c3%a9")
+            self.assertEqual((r.status, r.body["items"]), (200, []), r)
+
+    def test_summary_ranges_start_at_the_epoch(self):
+        """until_ms within the first hour of 1970 answered since_ms -3599999: the default hour before until_ms
+        now starts at 0 at the earliest."""
+        r = self.c.get("/v1/audit/summary?until_ms=1")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.body["since_ms"], r.body["until_ms"]), (0, 1))
+        r = self.c.get("/v1/audit/summary?until_ms=3600001")
+        self.assertEqual((r.body["since_ms"], r.body["until_ms"]), (1, 3600001))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -49,6 +49,11 @@ static void audit_windows(void **state)
     assert_int_equal(audit_window_parse(NULL, NULL, 10000000, &w, &err), 0);
     assert_int_equal(w.until_ms, 10000000);
     assert_int_equal(w.since_ms, 10000000 - AUDIT_WINDOW_DEFAULT_MS);
+    assert_int_equal(audit_window_parse(NULL, "1", 10000000, &w, &err), 0);
+    assert_int_equal(w.since_ms, 0); /* never before the epoch */
+    assert_int_equal(w.until_ms, 1);
+    assert_int_equal(audit_window_parse(NULL, NULL, AUDIT_WINDOW_DEFAULT_MS, &w, &err), 0);
+    assert_int_equal(w.since_ms, 0);
     assert_int_equal(audit_window_parse("5", "10", 10000000, &w, &err), 0);
     assert_int_equal(w.since_ms, 5);
     assert_int_equal(w.until_ms, 10);

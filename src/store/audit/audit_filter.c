@@ -58,7 +58,9 @@ int audit_window_parse(const char *since_ms, const char *until_ms, int64_t now_m
     long long until = now_ms, since;
     if (int_arg("until_ms", until_ms, 1, AUDIT_TIME_MAX_MS, &until, err) != 0)
         return -1;
-    since = integer_read(since_ms, until - AUDIT_WINDOW_DEFAULT_MS);
+    /* By default the last hour, from the epoch at most (until_ms within its first hour). */
+    since = integer_read(since_ms,
+                         until > AUDIT_WINDOW_DEFAULT_MS ? until - AUDIT_WINDOW_DEFAULT_MS : 0);
     if (since >= until || until - since > AUDIT_WINDOW_MAX_MS)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "query arguments 'since_ms' and 'until_ms' must make a range of 1 ms to "

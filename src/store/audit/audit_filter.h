@@ -48,7 +48,8 @@ struct audit_window {
 
 /*
  * Reads the range of GET /v1/audit/summary: until_ms defaults to now_ms,
- * since_ms to one hour before until_ms; since_ms must come before until_ms and
+ * since_ms to one hour before until_ms (0 when until_ms is within the epoch's
+ * first hour); since_ms must come before until_ms and
  * the range span at most AUDIT_WINDOW_MAX_MS. Else FG_ERR_INVALID_FIELD.
  */
 int audit_window_parse(const char *since_ms, const char *until_ms, int64_t now_ms,
