@@ -318,15 +318,26 @@ static enum conn_phase conn_phase_of(struct http_conn *conn)
 
 /* Routes polled by probes and scrapers: their request lines are written at debug
  * level only, so that a health check every second does not drown the log. */
-static const char *const probe_routes[] = {"healthz", "readyz", "metrics"};
+static const char *const probe_routes[] = {"healthz", "readyz", "metrics", NULL};
+
+/* Routes that a request through a proxy is served on while auth is off by
+ * default: the liveness and readiness probes, which reveal nothing and which
+ * a load balancer in front must reach (docs/api.md, "Authentication"). */
+static const char *const proxy_served_routes[] = {"healthz", "readyz", NULL};
+
+/* True if route (NULL: none) is one of labels, a list ended by NULL. */
+static bool route_listed(const struct route *route, const char *const *labels)
+{
+    for (size_t i = 0; route != NULL && labels[i] != NULL; i++)
+        if (strcmp(route->label, labels[i]) == 0)
+            return true;
+    return false;
+}
 
 /* The level of the request line of a request answered on route (NULL: none). */
 static enum log_level request_log_level(const struct route *route)
 {
-    for (size_t i = 0; route != NULL && i < sizeof probe_routes / sizeof probe_routes[0]; i++)
-        if (strcmp(route->label, probe_routes[i]) == 0)
-            return LOG_DEBUG;
-    return LOG_INFO;
+    return route_listed(route, probe_routes) ? LOG_DEBUG : LOG_INFO;
 }
 
 /* The request line, written member by member: it is on every request's path. */
@@ -611,28 +622,42 @@ static const char *request_header_of(const char *name, void *ctx)
 }
 
 /*
- * The API key check, before any handler runs: a request through a proxy while
- * auth is off by default is refused (auth_proxy_refused); with auth required, every route
- * but SCOPE_OPEN needs a known bearer key (else 401), holding the scope the
- * route declares for its parameters (else 403 naming the scope). Fills
- * req->principal; a connection presenting the key of its previous request is
- * not hashed again (keyset_find_memo). Returns 0, or -1 with the problem set
- * on the reply.
+ * The check of a request while auth is off (ks NULL or not required): a
+ * request through a proxy while auth is off by default is refused with 401
+ * (auth_proxy_refused), but on the probes. Returns 0, or -1 with err set.
+ */
+static int check_auth_off(struct http_request *req, const struct keyset *ks, struct fg_error *err)
+{
+    const char *via = route_listed(req->match.route, proxy_served_routes)
+                          ? NULL
+                          : auth_proxy_refused(ks, request_header_of, req);
+    if (via != NULL)
+        return fg_fail(err, FG_ERR_UNAUTHORIZED,
+                       "auth is off only for direct loopback clients and this request came "
+                       "through a proxy (%s): set auth.mode",
+                       via);
+    return 0;
+}
+
+/*
+ * The API key check, before any handler runs: with auth off, check_auth_off;
+ * with auth required, every route but SCOPE_OPEN needs a known bearer key
+ * (else 401), holding the scope the route declares for its parameters (else
+ * 403 naming the scope). Fills req->principal; a connection presenting the
+ * key of its previous request is not hashed again (keyset_find_memo).
+ * Returns 0, or -1 with the problem set on the reply.
  */
 static int authorize(struct http_request *req)
 {
     const struct keyset *ks = auth_current();
     struct fg_error err = {0};
-    const char *via = auth_proxy_refused(ks, request_header_of, req);
-    if (via != NULL) {
-        fg_fail(&err, FG_ERR_UNAUTHORIZED,
-                "auth is off only for direct loopback clients and this request came through a "
-                "proxy (%s): set auth.mode",
-                via);
+    if (ks == NULL || !ks->required) {
+        if (check_auth_off(req, ks, &err) == 0)
+            return 0;
         reply_problem(&req->conn->reply, &err);
         return -1;
     }
-    if (req->match.route->scope == SCOPE_OPEN || ks == NULL || !ks->required)
+    if (req->match.route->scope == SCOPE_OPEN)
         return 0;
     const char *key;
     size_t len;

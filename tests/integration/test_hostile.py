@@ -36,6 +36,7 @@ Found since, failing on the code before its fix:
   batches creating new rows in op order (Postgres deadlocks)    test_batches_creating_rows_in_opposite_...
   complete requests queued behind a stalled backend reaped      test_requests_queued_behind_a_stalled_...
   a Transfer-Encoding other than chunked never answered         test_transfer_codings_but_chunked_are_...
+  the probes refused to proxied requests                        test_probes_stay_open_through_a_proxy
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -187,6 +188,15 @@ class StrictRequestsTest(GatewayTest):
             r = gw.client().post(f"/v1/locks/{name}/acquire", {}, headers={"X-Forwarded-For": "203.0.113.9"})
             self.assertEqual(r.status, 200, r)
             self.assertIn('"auth_off"', gw.log_text())
+
+    def test_probes_stay_open_through_a_proxy(self):
+        """docs/api.md, "Authentication": /healthz and /readyz reveal nothing, and a load balancer in front must
+        reach them, so a forwarding header does not close them while auth is off by default; every other
+        route still refuses it. Failed before the fix: both probes answered 401."""
+        for path in ("/healthz", "/readyz"):
+            r = self.c.get(path, headers={"X-Forwarded-For": "203.0.113.9"})
+            self.assertEqual(r.status, 200, r)
+        self.problem(self.c.get("/v1/whoami", headers={"X-Forwarded-For": "203.0.113.9"}), 401, "unauthorized")
 
     def test_transfer_codings_but_chunked_are_refused_and_closed(self):
         """docs/api.md, "Strict requests": libmicrohttpd reads the body of a Transfer-Encoding other than
