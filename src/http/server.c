@@ -622,9 +622,12 @@ static const char *request_header_of(const char *name, void *ctx)
 }
 
 /*
- * The check of a request while auth is off (ks NULL or not required): a
- * request through a proxy while auth is off by default is refused with 401
- * (auth_proxy_refused), but on the probes. Returns 0, or -1 with err set.
+ * The checks of a request while auth is off (ks NULL or not required), when
+ * nothing tells its caller apart: a request through a proxy while auth is off
+ * by default is refused with 401 (auth_proxy_refused) but on the probes; a
+ * request that may change something (any method but GET and HEAD) from a web
+ * page of another origin is refused with 403, since any page the user visits
+ * could send it (strict_cross_origin). Returns 0, or -1 with err set.
  */
 static int check_auth_off(struct http_request *req, const struct keyset *ks, struct fg_error *err)
 {
@@ -636,6 +639,17 @@ static int check_auth_off(struct http_request *req, const struct keyset *ks, str
                        "auth is off only for direct loopback clients and this request came "
                        "through a proxy (%s): set auth.mode",
                        via);
+    if (req->method == HTTP_GET)
+        return 0;
+    const char *why = strict_cross_origin(http_request_header(req, "Origin"),
+                                          http_request_header(req, "Sec-Fetch-Site"),
+                                          http_request_header(req, MHD_HTTP_HEADER_HOST));
+    if (why != NULL)
+        return fg_fail(err, FG_ERR_FORBIDDEN,
+                       "a request that changes something may not come from a web page of "
+                       "another origin while auth is off (%s): any page the user visits could "
+                       "send it; turn auth on (auth.mode) to call from other origins",
+                       why);
     return 0;
 }
 

@@ -2,13 +2,14 @@
 /*
  * strict.c - header rules of strict requests: what keeps a web page that a
  * user happens to visit from driving a gateway on their machine (a JSON
- * Content-Type needs a CORS preflight; a foreign Host means DNS rebinding),
- * and what keeps a proxy in front from reading one request where the gateway
- * reads two (ambiguous body framing), or the gateway from waiting for a body
- * it cannot frame (a transfer coding other than chunked). And the bounds of
- * each route's members, from the table generated out of the route
- * descriptions: what makes a bound written in openapi/routes/ the bound the
- * gateway enforces. It must not do I/O or build replies.
+ * Content-Type needs a CORS preflight; a foreign Host means DNS rebinding; a
+ * request without a body tells its page's origin in Origin), and what keeps a
+ * proxy in front from reading one request where the gateway reads two
+ * (ambiguous body framing), or the gateway from waiting for a body it cannot
+ * frame (a transfer coding other than chunked). And the bounds of each route's
+ * members, from the table generated out of the route descriptions: what makes
+ * a bound written in openapi/routes/ the bound the gateway enforces. It must
+ * not do I/O or build replies.
  */
 #include "http/strict.h"
 
@@ -83,6 +84,21 @@ bool strict_header_has_token(const char *value, const char *token)
         at = strchr(at, ',');
     }
     return false;
+}
+
+const char *strict_cross_origin(const char *origin, const char *fetch_site, const char *host)
+{
+    if (fetch_site != NULL &&
+        (strcasecmp(fetch_site, "cross-site") == 0 || strcasecmp(fetch_site, "same-site") == 0))
+        return "Sec-Fetch-Site says the page is of another site";
+    if (origin == NULL)
+        return NULL;
+    if (strcmp(origin, "null") == 0)
+        return "Origin: null, a page of no origin";
+    const char *authority = strstr(origin, "://");
+    if (authority == NULL || host == NULL || strcasecmp(authority + 3, host) != 0)
+        return "its Origin is not the Host it names";
+    return NULL;
 }
 
 /* The checks of a present body integer or string, with fgjson_int's and

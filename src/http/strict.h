@@ -2,9 +2,10 @@
 /*
  * strict.h - the header rules of "Strict requests" (docs/api.md) that need no
  * I/O: which Content-Type a body may have, which Host a request may name,
- * which X-Request-Id a client may choose, how the body length is framed, and
- * the bounds of a route's members as its description (openapi/routes/) gives
- * them. Pure functions over strings and parsed bodies; the server applies them.
+ * which X-Request-Id a client may choose, how the body length is framed, which
+ * requests come from a web page of another origin, and the bounds of a
+ * route's members as its description (openapi/routes/) gives them. Pure
+ * functions over strings and parsed bodies; the server applies them.
  */
 #ifndef FG_STRICT_H
 #define FG_STRICT_H
@@ -48,6 +49,17 @@ bool strict_transfer_coding_ok(const char *value);
 /* True if value, a header's comma-separated list of tokens (NULL: none),
  * holds token, compared without regard to case ("Connection: Close"). */
 bool strict_header_has_token(const char *value, const char *token);
+
+/*
+ * Why a request comes from a web page of another origin than the gateway's
+ * own, as its browser says: Sec-Fetch-Site (fetch_site) "cross-site" or
+ * "same-site", an Origin of "null" (a sandboxed or local page), or an Origin
+ * whose host[:port] is not host (the Host the request names; none counts as
+ * another). A short reason, or NULL for a request of the same origin or
+ * without Origin and Sec-Fetch-Site (a client that is not a browser page).
+ * origin, fetch_site and host may be NULL (absent).
+ */
+const char *strict_cross_origin(const char *origin, const char *fetch_site, const char *host);
 
 /* How a bounded member is read, as its handler reads it (so a refusal is the
  * handler's own answer, only earlier). */

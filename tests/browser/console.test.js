@@ -421,6 +421,24 @@ test('revoke from the page ends that lease: the holder\'s next renew answers 410
   await page.context().close();
 });
 
+test('with auth off, the page revokes too: the gateway serves its own origin', async () => {
+  // With auth off, a POST from a page of another origin answers 403 (test_hostile.py); the console's
+  // own POSTs carry its origin, which is the Host they name, and are served.
+  const name = `ui-open-revoke-${run}`;
+  const held = await acquire(BASE, name, { owner: 'stuck-worker' });
+  const page = await openConsole();
+  await showPrefix(page, name);
+  const row = page.locator('#locks tbody tr', { hasText: 'stuck-worker' });
+  await row.locator('button', { hasText: 'Revoke' }).click();
+  await page.fill('#revoke-reason', 'holder stuck');
+  await page.click('#revoke-confirm');
+  await page.locator('#action', { hasText: `Revoked fence ${held.fence} of ${name}` }).waitFor();
+  const after = await call(BASE, 'POST', `/v1/locks/${name}/renew`, { token: held.token });
+  assert.equal(after.status, 410, JSON.stringify(after));
+  assert.deepEqual(page.problems, []);
+  await page.context().close();
+});
+
 test('revoking a lock whose name holds dot segments revokes that lock, not the one they point at', async (t) => {
   // A key with lock:a:* could create a:/../../../../v1/locks/<victim>; the console built the revoke URL
   // from the raw name, the browser folded the dots, and the admin revoked the victim. Each segment is now

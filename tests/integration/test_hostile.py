@@ -35,13 +35,14 @@ Reproductions of the second review, each failing on the code before its fix:
 Found since, failing on the code before its fix:
   batches creating new rows in op order (Postgres deadlocks)    test_batches_creating_rows_in_opposite_...
   complete requests queued behind a stalled backend reaped      test_requests_queued_behind_a_stalled_...
+  a bodyless POST of another origin served while auth is off    test_pages_of_another_origin_change_...
   a Transfer-Encoding other than chunked never answered         test_transfer_codings_but_chunked_are_...
   the probes refused to proxied requests                        test_probes_stay_open_through_a_proxy
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
 stores, connection limits and the header deadline; bindings under every key spelling, request ids per key,
-sealed listing cursors, auth off only for direct clients, the TLS floor, secrets kept out of logs and of other database roles. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
+sealed listing cursors, auth off only for direct clients and same-origin pages, the TLS floor, secrets kept out of logs and of other database roles. Must not: test the fence rule itself (test_pg_writes, test_redis_writes do).
 """
 
 import hashlib
@@ -197,6 +198,39 @@ class StrictRequestsTest(GatewayTest):
             r = self.c.get(path, headers={"X-Forwarded-For": "203.0.113.9"})
             self.assertEqual(r.status, 200, r)
         self.problem(self.c.get("/v1/whoami", headers={"X-Forwarded-For": "203.0.113.9"}), 401, "unauthorized")
+
+    def test_pages_of_another_origin_change_nothing_while_auth_is_off(self):
+        """docs/api.md, "Strict requests": with auth off, a web page the user visits could revoke or take locks
+        with a bodyless POST that its browser sends without a preflight (no Content-Type to refuse). Such a
+        request says where it comes from (Origin, Sec-Fetch-Site): from another origin it answers 403 and
+        changes nothing; from the gateway's own pages (the console) and from clients that are no page it is
+        served, as are reads. Failed before the fix: the cross-site revoke answered 200."""
+        name = unique("csrf")
+        held = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+        host = f"127.0.0.1:{self.gw.port}"
+        foreign = [{"Origin": "https://evil.example"}, {"Origin": "null"}, {"Origin": "http://127.0.0.1:1"},
+                   {"Origin": f"http://{host}", "Sec-Fetch-Site": "cross-site"},
+                   {"Sec-Fetch-Site": "same-site"}]
+
+        def page_post(path, headers):
+            lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            raw = raw_exchange(self.gw.port, (f"POST {path} HTTP/1.1\r\nHost: {host}\r\n{lines}"
+                                              "Content-Length: 0\r\nConnection: close\r\n\r\n").encode())
+            return statuses(raw), raw
+
+        for headers in foreign:
+            for path in (f"/v1/locks/{name}/revoke", f"/v1/locks/{unique('csrf-free')}/acquire"):
+                status, raw = page_post(path, headers)
+                self.assertEqual(status, [403], (headers, raw))
+                self.assertIn(b"/problems/forbidden", raw)
+                self.assertIn(b"another origin", raw)
+            r = self.c.get(f"/v1/locks/{name}", headers=headers)  # reading is no harm
+            self.assertEqual((r.status, r.body["fence"]), (200, held.body["fence"]), r)
+        self.assertEqual(self.c.post(f"/v1/locks/{name}/renew", {"token": held.body["token"]}).status, 200)
+        status, raw = page_post(f"/v1/locks/{name}/revoke", {"Origin": f"http://{host}",
+                                                             "Sec-Fetch-Site": "same-origin"})
+        self.assertEqual(status, [200], raw)
 
     def test_transfer_codings_but_chunked_are_refused_and_closed(self):
         """docs/api.md, "Strict requests": libmicrohttpd reads the body of a Transfer-Encoding other than

@@ -2,7 +2,7 @@
 /*
  * test_strict.c - the header rules of strict requests (http/strict.c) and the
  * member check of bodies (fgjson_only): media type, Host, request ids, body
- * framing and transfer codings, Connection tokens,
+ * framing and transfer codings, Connection tokens, pages of another origin,
  * unknown members named; and the bound checks of the generated route
  * table, which must answer exactly as the handlers' readers (fgjson_int,
  * fgjson_string) would, only earlier.
@@ -107,6 +107,27 @@ static void header_tokens(void **state)
     assert_false(strict_header_has_token("closed", "close"));
     assert_false(strict_header_has_token("unclose, x", "close"));
     assert_false(strict_header_has_token("keep-alive", "close"));
+}
+
+static void cross_origin(void **state)
+{
+    (void)state;
+    const char *host = "127.0.0.1:8480";
+    assert_null(strict_cross_origin(NULL, NULL, host)); /* not a page: curl, the clients */
+    assert_null(strict_cross_origin("http://127.0.0.1:8480", NULL, host));
+    assert_null(strict_cross_origin("http://127.0.0.1:8480", "same-origin", host));
+    assert_null(strict_cross_origin("HTTP://LOCALHOST:8480", "same-origin", "localhost:8480"));
+    assert_null(strict_cross_origin(NULL, "none", host)); /* typed by the user */
+    assert_non_null(strict_cross_origin("https://evil.example", NULL, host));
+    assert_non_null(strict_cross_origin("http://127.0.0.1:3000", NULL, host));
+    assert_non_null(strict_cross_origin("http://127.0.0.1", NULL, host));
+    assert_non_null(strict_cross_origin("http://127.0.0.1:8480", NULL, NULL));
+    assert_non_null(strict_cross_origin("http://127.0.0.1:8480/", NULL, host));
+    assert_non_null(strict_cross_origin("127.0.0.1:8480", NULL, host));
+    assert_non_null(strict_cross_origin("null", NULL, host));
+    assert_non_null(strict_cross_origin(NULL, "cross-site", host));
+    assert_non_null(strict_cross_origin(NULL, "same-site", host));
+    assert_non_null(strict_cross_origin("http://127.0.0.1:8480", "cross-site", host));
 }
 
 static void unknown_members_are_named(void **state)
@@ -330,6 +351,7 @@ int main(void)
         cmocka_unit_test(framing),
         cmocka_unit_test(transfer_codings),
         cmocka_unit_test(header_tokens),
+        cmocka_unit_test(cross_origin),
         cmocka_unit_test(unknown_members_are_named),
         cmocka_unit_test(owners),
         cmocka_unit_test(integers_answer_as_fgjson_int),
