@@ -33,12 +33,16 @@
  * arrive in full within limits.header_timeout_ms of the connection's start (or
  * of the previous answer on a kept-alive connection), else the janitor closes it;
  * unless bytes of it wait unread in the socket: then its polling thread, busy
- * with a handler, is late, and the connection gets another timeout.
+ * with a handler, is late, and the connection gets another timeout (and a
+ * connection whose client hung up is left to its thread). A connection with
+ * nothing unread is closed when it still has nothing a moment later: its
+ * thread may have read the request just then.
  * libmicrohttpd's own error lines become JSON log lines.
  */
 #include "http/server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -49,7 +53,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -87,18 +90,23 @@ struct http_conn {
 struct conn_state {
     MHD_socket fd;                      /* the connection's socket */
     char client_addr[INET6_ADDRSTRLEN]; /* the peer's address, text (its requests point to it) */
-    int64_t due_ms;                     /* monotonic deadline of the next request */
-    bool watched;                       /* linked in the watch list */
+    int64_t due_ms;                     /* monotonic deadline of the next request (or look) */
+    bool watched;                       /* linked in a watch list */
     struct conn_state *prev, *next;     /* watch list links */
     struct auth_memo auth;              /* the key of its previous requests (keyset.h) */
 };
 
 #define REPLY_BUF  8192 /* bytes of a JSON reply written without allocating */
 #define FD_RESERVE 64   /* descriptors kept for logs, epoll sets, listen socket, DNS */
+#define LOOK_AGAIN_MS                                                                              \
+    1000 /* longest wait of a connection silent at its deadline for a second look */
 
+/* The connections whose request is due, each list in the order it is due in:
+ * every connection in one list waits as long. */
 static struct {
-    pthread_mutex_t lock;   /* guards the list */
-    struct conn_state head; /* sentinel of a circular list */
+    pthread_mutex_t lock;     /* guards both lists */
+    struct conn_state head;   /* sentinel: connections before their deadline */
+    struct conn_state silent; /* sentinel: connections found silent at it, to look at again */
 } watches = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct {
@@ -134,16 +142,17 @@ static void watch_unlink(struct conn_state *w)
     w->watched = false;
 }
 
-/* Links w (not linked) last in the watch list, due one header timeout from
- * now. Called with watches.lock held: the clock is read under it, so the
- * list stays sorted by due_ms. */
-static void watch_append_locked(struct conn_state *w)
+/* Links w (not linked) last in the watch list whose sentinel is list, due
+ * delay_ms from now: the delay of every connection in that list. Called with
+ * watches.lock held: the clock is read under it, so the list stays sorted by
+ * due_ms. */
+static void watch_append_locked(struct conn_state *list, struct conn_state *w, int64_t delay_ms)
 {
-    w->due_ms = clock_mono_ms() + server.cfg->header_timeout_ms;
-    w->prev = watches.head.prev;
-    w->next = &watches.head;
-    watches.head.prev->next = w;
-    watches.head.prev = w;
+    w->due_ms = clock_mono_ms() + delay_ms;
+    w->prev = list->prev;
+    w->next = list;
+    list->prev->next = w;
+    list->prev = w;
     w->watched = true;
 }
 
@@ -152,7 +161,7 @@ static void watch_arm(struct conn_state *w)
 {
     pthread_mutex_lock(&watches.lock);
     watch_unlink(w);
-    watch_append_locked(w);
+    watch_append_locked(&watches.head, w, server.cfg->header_timeout_ms);
     int64_t due_ms = w->due_ms;
     pthread_mutex_unlock(&watches.lock);
     alarm_set(due_ms);
@@ -867,17 +876,79 @@ static void on_connection(void *cls, struct MHD_Connection *mhd, void **socket_c
     *socket_context = NULL;
 }
 
+/* What the socket of a connection past its deadline holds, as the reaper
+ * finds it. */
+enum peer_state {
+    PEER_SILENT,  /* nothing unread, still connected: the client is slow, or its thread has
+                     just read its request and not yet said so */
+    PEER_WAITING, /* bytes unread: its polling thread is late, not the client */
+    PEER_GONE,    /* the client closed or reset it: its thread closes it when it polls */
+};
+
 /*
- * True if bytes the client sent wait unread in its socket fd. A polling thread
- * that is free reads a slow client's trickle as it comes, so bytes waiting at
- * the deadline mean that the thread is late, not the client: handlers block it
- * on a stalled backend (up to request_timeout_ms each) while the connections
- * queued behind them wait with their requests complete.
+ * Peeks at the socket fd of a connection past its deadline. A polling thread
+ * that is free reads a slow client's trickle, and sees its hang-up, as they
+ * come; so bytes or an end waiting unread mean that the thread is late:
+ * handlers block it on a stalled backend (up to request_timeout_ms each)
+ * while the connections queued behind them wait, their requests complete or
+ * their clients gone.
  */
-static bool unread_bytes_wait(MHD_socket fd)
+static enum peer_state peer_state_of(MHD_socket fd)
 {
-    int unread = 0;
-    return fd != MHD_INVALID_SOCKET && ioctl(fd, FIONREAD, &unread) == 0 && unread > 0;
+    char byte;
+    if (fd == MHD_INVALID_SOCKET)
+        return PEER_SILENT;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && errno == EINTR))
+        return PEER_WAITING;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+        return PEER_GONE;
+    return PEER_SILENT;
+}
+
+/* Unlinks and returns the first connection of the watch list whose sentinel
+ * is list if it is due at now_ms, else returns NULL. Called with
+ * watches.lock held. */
+static struct conn_state *watch_pop_due(struct conn_state *list, int64_t now_ms)
+{
+    struct conn_state *w = list->next;
+    if (w == list || w->due_ms > now_ms)
+        return NULL;
+    watch_unlink(w);
+    return w;
+}
+
+/*
+ * Decides on w, unlinked past its deadline (again: a moment after it was
+ * found silent there). Bytes waiting unread: another period. Its client gone:
+ * left to its thread. Silent: looked at again a moment later, for its thread
+ * may have read its whole request just now and wait for watches.lock to say
+ * so; silent again, it is closed. Called with watches.lock held.
+ */
+static void watch_expire_locked(struct conn_state *w, bool again)
+{
+    enum peer_state peer = peer_state_of(w->fd);
+    if (peer == PEER_WAITING) {
+        watch_append_locked(&watches.head, w, server.cfg->header_timeout_ms);
+    } else if (peer == PEER_SILENT && !again) {
+        int64_t delay_ms = server.cfg->header_timeout_ms < LOOK_AGAIN_MS
+                               ? server.cfg->header_timeout_ms
+                               : LOOK_AGAIN_MS;
+        watch_append_locked(&watches.silent, w, delay_ms);
+    } else if (peer == PEER_SILENT) {
+        /* Counted before the shutdown: a client that sees its connection end
+         * may read the metric at once. */
+        metrics_slow_headers_closed(1);
+        if (w->fd != MHD_INVALID_SOCKET)
+            shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
+    }
+}
+
+/* When the first connection of the watch list whose sentinel is list is due
+ * (INT64_MAX: none). Called with watches.lock held. */
+static int64_t watch_next_due(const struct conn_state *list)
+{
+    return list->next != list ? list->next->due_ms : INT64_MAX;
 }
 
 int64_t http_server_reap_slow(int64_t now_ms)
@@ -885,24 +956,14 @@ int64_t http_server_reap_slow(int64_t now_ms)
     if (watches.head.next == NULL)
         return INT64_MAX;
     pthread_mutex_lock(&watches.lock);
-    /* Armed in time order with one timeout, so the list is sorted by due_ms; a
-     * connection whose thread is late goes last again, due one timeout later.
-     * Counted before the shutdown: a client that sees its connection end may
-     * read the metric at once. */
-    while (watches.head.next != &watches.head && watches.head.next->due_ms <= now_ms) {
-        struct conn_state *w = watches.head.next;
-        watch_unlink(w);
-        if (unread_bytes_wait(w->fd)) {
-            watch_append_locked(w);
-            continue;
-        }
-        metrics_slow_headers_closed(1);
-        if (w->fd != MHD_INVALID_SOCKET)
-            shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
-    }
-    int64_t next_ms = watches.head.next != &watches.head ? watches.head.next->due_ms : INT64_MAX;
+    struct conn_state *w;
+    while ((w = watch_pop_due(&watches.head, now_ms)) != NULL)
+        watch_expire_locked(w, false);
+    while ((w = watch_pop_due(&watches.silent, now_ms)) != NULL)
+        watch_expire_locked(w, true);
+    int64_t head_ms = watch_next_due(&watches.head), silent_ms = watch_next_due(&watches.silent);
     pthread_mutex_unlock(&watches.lock);
-    return next_ms;
+    return head_ms < silent_ms ? head_ms : silent_ms;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url,
@@ -996,6 +1057,7 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
 {
     server.cfg = cfg;
     watches.head.next = watches.head.prev = &watches.head;
+    watches.silent.next = watches.silent.prev = &watches.silent;
     unsigned max_conn =
         cfg->max_connections > 0 ? (unsigned)cfg->max_connections : derived_max_connections(cfg);
     unsigned per_ip = cfg->max_connections_per_ip > 0 ? (unsigned)cfg->max_connections_per_ip

@@ -62,9 +62,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import subprocess  # noqa: E402
 
-from harness import (Gateway, GatewayTest, HarnessError, Redis, Response, cluster_mode, env, http,  # noqa: E402
-                     metric, private_backends, psql, raw_exchange, run_fencegate, same_slot, services,
-                     skip_in_cluster, slot_key, wait_for, write_fence_key)
+from harness import (Client, Gateway, GatewayTest, HarnessError, Redis, Response, cluster_mode, env,  # noqa: E402
+                     http, metric, private_backends, psql, raw_exchange, run_fencegate, same_slot,
+                     services, skip_in_cluster, slot_key, wait_for, write_fence_key)
 from pg_helpers import config as pg_config, quote, stored_fence, unique  # noqa: E402
 
 CONFIG = dict(pg_config(), redis_prefixes=["app:"])
@@ -700,7 +700,9 @@ class StalledBackendTest(unittest.TestCase):
         complete requests queued behind it on the same thread waited unread past header_timeout_ms; the
         reaper took them for slow clients and closed them unanswered (/healthz too). Now each is answered
         (503 with Retry-After, /healthz 200) and nothing is counted as slow but a client trickling its
-        headers meanwhile, which is still closed. Failed before the fix: 8 of 12 closed unanswered."""
+        headers meanwhile, which is still closed: not the answered connections that wait for their thread
+        to close them, whether the answer said Connection: close or the client hung up after it. Failed
+        before the fix: 8 of 12 closed unanswered; then 6 and 3 more counted as slow."""
         own = private_backends(self, "stall")
         config = {"request_timeout_ms": self.TIMEOUT_MS, "limits": {"header_timeout_ms": self.HEADER_TIMEOUT_MS}}
         env_overrides = dict(own.env, FENCEGATE_HTTP_THREADS=str(self.THREADS))
@@ -715,9 +717,13 @@ class StalledBackendTest(unittest.TestCase):
             outcomes, slowloris = {}, {}
             paths = [f"/v1/locks/stall-{i}" for i in range(self.REQUESTS - 1)] + ["/healthz"]
 
-            def one(path):
+            def one(i, path):
                 try:
-                    outcomes[path] = http("GET", gw.url(path), timeout=60)
+                    if i % 2:
+                        outcomes[path] = http("GET", gw.url(path), timeout=60)  # Connection: close
+                    else:
+                        with Client(gw.url(""), timeout=60) as kept_alive:  # then hangs up
+                            outcomes[path] = kept_alive.get(path)
                 except OSError as e:
                     outcomes[path] = f"closed unanswered: {e!r}"
 
@@ -740,7 +746,7 @@ class StalledBackendTest(unittest.TestCase):
 
             os.kill(pid, signal.SIGSTOP)
             try:
-                workers = [threading.Thread(target=one, args=(path,)) for path in paths]
+                workers = [threading.Thread(target=one, args=(i, path)) for i, path in enumerate(paths)]
                 workers.append(threading.Thread(target=trickle))
                 for w in workers:
                     w.start()
