@@ -84,12 +84,12 @@ static void end_clear(struct lease_wait_end *end)
     end->busy_detail = NULL;
 }
 
-/* When a queued waiter should look again (now: monotonic ms): the head
- * waiters when the (first) holder's lease ends (crash recovery), the first
- * BACKSTOP_STEP at least every poll_ms (lost doorbells), those further back
- * less often: their turn is far off, and any waiter's re-check hands a lock
- * freed without a release on. */
-static int64_t next_check(const struct lease_result *res, int64_t now)
+/* The head waiters look again when the (first) holder's lease ends (crash
+ * recovery, a lease renewed shorter), the first BACKSTOP_STEP at least every
+ * poll_ms (lost doorbells, a retry elsewhere that took the place over), those
+ * further back less often: their turn is far off, and any waiter's re-check
+ * hands a lock freed without a release on. */
+int64_t lease_wait_next_check(const struct lease_result *res, int64_t now)
 {
     long long polls = 1 + res->position / BACKSTOP_STEP;
     if (polls > BACKSTOP_MAX_POLLS)
@@ -118,7 +118,7 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
         waiter_rekey(&p->waiter, end->res.lease_id);
         kept_place_forget(end->res.lease_id);
     }
-    *next_check_ms = next_check(&end->res, now);
+    *next_check_ms = lease_wait_next_check(&end->res, now);
     return PARK_TRY_WAIT;
 }
 
@@ -332,7 +332,7 @@ static enum park_step start(const struct lease_ops *kind, const char *name,
     lw->parked = true;
     doorbell_adopt(lw->park.waiter.lease_id);
     kept_place_forget(lw->park.waiter.lease_id);
-    int64_t at = next_check(&end->res, now);
+    int64_t at = lease_wait_next_check(&end->res, now);
     lw->end = end;
     struct fg_error problem;
     return answer(lw, park_wait(&lw->park, at, &problem), &problem);

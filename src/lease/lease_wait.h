@@ -66,6 +66,11 @@ void lease_give_back_unanswered(const struct lease_ops *kind, const char *name,
 /* lease_give_back_unanswered for the grant wait was answered (lease_wait_run). */
 void lease_wait_give_back(struct lease_wait *wait);
 
+/* When a waiter that the acquire answer res found queued should look again, now being monotonic ms
+ * (the park engine's clock): the one reckoning of every wait in a lease's queue, a single lock's or
+ * semaphore's and a lock set's alike (which may look sooner still, to renew the locks it holds). */
+int64_t lease_wait_next_check(const struct lease_result *res, int64_t now);
+
 /* Where a wait waits: the queue of a lock or semaphore and its place there. */
 struct lease_queue {
     const struct lease_ops *kind; /* lock or semaphore */

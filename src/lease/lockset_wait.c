@@ -192,16 +192,13 @@ static void finish(struct lockset_wait *ls, int64_t now)
     ls->settled = true;
 }
 
-/* When a parked set should look again: the lock's own re-check time, capped by
- * the renewal of the held locks. */
+/* When a parked set should look again: when a single waiter in its place of
+ * the lock's queue would (lease_wait_next_check), or sooner to renew the
+ * locks it holds. */
 static int64_t next_check(const struct lockset_wait *ls, const struct lease_result *res,
                           int64_t now)
 {
-    int64_t at = now + gw.cfg->poll_ms;
-    if (res->position < 3 && res->holder_pttl_ms >= 0)
-        at = now + res->holder_pttl_ms + 5;
-    if (res->holder_pttl_ms < 0)
-        at = now + 50;
+    int64_t at = lease_wait_next_check(res, now);
     if (ls->next > 0 && ls->renew_at < at)
         at = ls->renew_at;
     return at;

@@ -12,8 +12,9 @@
  * A set that may wait is a kind of the park engine (park.h): one parked
  * request, registered under the lease id of the lock it waits for, woken by
  * that lock's doorbell or a grant handed over in-process, and taken out of
- * its queue with other hung-up clients by the janitor; it renews the locks it
- * already holds every third of their TTL. It answers with lease facts and
+ * its queue with other hung-up clients by the janitor; it looks again when a
+ * single waiter in its place would (lease_wait_next_check), and renews the
+ * locks it already holds every third of their TTL. It answers with lease facts and
  * problems; its handler (http/handlers_locksets.c) signs the tokens.
  *
  * A set retried with its request_id finds the leases of the earlier attempt

@@ -8,7 +8,10 @@ request_id idempotence, renew and release of the set, and no deadlock.
   a lock and when it let go, on one monotonic clock) must show no two holders of one lock at once, and
   fences growing per lock in hold order;
 - a set whose locks are not all free within wait_ms holds none of them afterwards and names the lock;
-- a holder of a set killed with SIGKILL frees its locks at its TTL; a waiting set then gets them.
+- a holder of a set killed with SIGKILL frees its locks at its TTL; a waiting set then gets them;
+- a set parked in a lock's queue looks again at least every poll_ms, as a single waiter does: it gets a lock whose
+  holder shortened its lease and left, and an attempt whose retry took its place through another gateway answers
+  409 conflict within a few poll_ms.
 
 Broken variants this file caught when tried: locks taken in request order instead of the global order (the
 exclusion run deadlocked until wait_ms broke the cycles: 8 sets granted and 36 refused in 10 s, against
@@ -394,6 +397,71 @@ class LockSetTest(GatewayTest):
         self.assertGreaterEqual(got[y]["expires_at_ms"] - got[y]["ttl_ms"], held[y]["expires_at_ms"], (held, got))
         self.assertLess(waited, 6.0)
         self.c.post("/v1/locksets/release", {"tokens": [l["token"] for l in r.body["locks"]]})
+
+
+class LockSetRecheckTest(GatewayTest):
+    """A set parked in a lock's queue looks again as a single waiter does: at least every poll_ms (here 200 ms),
+    sooner when the holder's lease ends first, whatever the holder's lease was when the set last looked and
+    however far off the renewal of the locks the set holds is."""
+
+    gateway_config = {"poll_ms": 200}
+
+    def test_a_set_gets_a_lock_its_holder_shortened_and_left(self):
+        """The holder of c renews it down to 200 ms and goes away without a release, so no doorbell rings: the set
+        [a, c], first in c's queue, gets c within a few poll_ms of c's end. (Before the fix the set looked again only
+        at the holder's expiry as it last saw it (60 s off) or at its own renewal (ttl_ms / 3: 100 s), and answered
+        409 lock_busy at its wait_ms with c free since 7.5 s.)"""
+        a, c = sorted((unique_name("ls-cut"), unique_name("ls-cut")))
+        holder = self.c.post(f"/v1/locks/{c}/acquire", {"ttl_ms": 60000}).body
+        box = {}
+        t = threading.Thread(target=lambda: box.setdefault("r", self.gw.http(
+            "POST", "/v1/locksets/acquire", {"names": [a, c], "ttl_ms": 300000, "wait_ms": 8000}, timeout=30)))
+        t.start()
+        wait_for_waiting(self.c, c, 1)
+        cut = self.c.post(f"/v1/locks/{c}/renew", {"token": holder["token"], "ttl_ms": 200})
+        self.assertEqual(cut.status, 200, cut)
+        t.join(30)
+        r = box["r"]
+        self.assertEqual(r.status, 200, f"the set missed that {c} was free: {r}")
+        got = {x["lock"]: x for x in r.body["locks"]}
+        # On Redis's clock: the set renews what it holds to one expiry as it takes its last lock.
+        late_ms = got[c]["expires_at_ms"] - got[c]["ttl_ms"] - cut.body["expires_at_ms"]
+        self.assertLess(late_ms, 2000, f"the set got {c} {late_ms} ms after it was free")
+        self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": [x["token"] for x in r.body["locks"]]}).status,
+                         200)
+
+    def test_an_attempt_a_retry_took_over_elsewhere_answers_within_poll_ms(self):
+        """A set with a request_id waits in c's queue; its client retries through another gateway, whose attempt
+        takes the first one's place. The first attempt learns it at its next look, within a few poll_ms, and answers
+        409 conflict, as a single lock's does. (Before the fix it answered only at its renewal of a, ttl_ms / 3:
+        20 s here.)"""
+        with Gateway(config={"poll_ms": 200}) as other:
+            a, c = sorted((unique_name("ls-over"), unique_name("ls-over")))
+            holder = self.c.post(f"/v1/locks/{c}/acquire", {"ttl_ms": 60000}).body
+            body = {"names": [a, c], "request_id": unique_name("rid"), "ttl_ms": 60000, "wait_ms": 30000}
+            box = {}
+
+            def send(what, gw):
+                with gw.client(timeout=60) as c:
+                    box[what] = c.post("/v1/locksets/acquire", body)
+                box[what + "_at"] = time.monotonic()
+            first = threading.Thread(target=send, args=("first", self.gw))
+            first.start()
+            wait_for_waiting(self.c, c, 1)
+            retry = threading.Thread(target=send, args=("retry", other))
+            retry.start()
+            wait_for(lambda: metric(other, "fencegate_waiters") == 1, what="the retry parked")
+            parked_at = time.monotonic()
+            first.join(10)
+            self.assertIn("first", box, "the first attempt did not answer within 10 s of the retry's takeover")
+            self.assertEqual((box["first"].status, box["first"].body["type"]), (409, "/problems/conflict"),
+                             box["first"])
+            self.assertLess(box["first_at"] - parked_at, 3.0)
+            self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": holder["token"]}).status, 200)
+            retry.join(30)
+            self.assertEqual(box["retry"].status, 200, box["retry"])
+            tokens = [x["token"] for x in box["retry"].body["locks"]]
+            self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
 
 
 class ExclusionRun(unittest.TestCase):
