@@ -41,6 +41,13 @@ redis = None  # python3-redis, imported by main
 
 WORKERS, TTL_MS, HOLD_MS = 30, 60000, 1800000
 CLAIM_MS, MAX_WAITERS, RID_TTL_MS, KEEP_MS, MARKER_MS = 3000, 10000, 130000, 600000, 600000
+# A lock queue's keys live the waiter's wait_ms (10 s, as in RID_TTL_MS) and the waiter lease (CLAIM_MS) from a join
+# at least, and are given a waiter lease more when they have less (lib_lease.lua queue_keep), so that in the scenario
+# (a join every 20 ms or so) one join in about 150 sets them and the others find them long enough. Under callgrind a
+# job takes a second or two, which would make that one join in two: by default the keys are given an hour more here
+# (--queue-slack-ms), so every counted join is one that finds them long enough; --queue-slack-ms 0 counts joins that
+# each set them.
+QUEUE_MS = 10000 + CLAIM_MS
 
 
 def free_port() -> int:
@@ -108,7 +115,7 @@ def commands(r: redis.Redis) -> int:
     return total
 
 
-def side(folder: str, kind: dict, jobs: int, workdir: str) -> dict:
+def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int) -> dict:
     port = free_port()
     out = os.path.join(workdir, "callgrind.out")
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--toggle-collect=luaCallFunction",
@@ -147,7 +154,8 @@ def side(folder: str, kind: dict, jobs: int, workdir: str) -> dict:
             given = {"name": name, "lease": lease, "request_id": "", "ttl_ms": TTL_MS, "max_hold_ms": HOLD_MS,
                      "owner": "", "wait": "1", "instance": inst, "attach": attach, "claim_ms": CLAIM_MS,
                      "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": limit,
-                     "keep_ms": KEEP_MS, "mark_ms": ""}
+                     "keep_ms": KEEP_MS, "mark_ms": "", "queue_ms": QUEUE_MS,
+                     "queue_keep_ms": QUEUE_MS + queue_slack_ms}
             if lean and len(holders) == limit:
                 # The waiter's record up to its "since" value, as the gateway writes it (lease_queue_join_init).
                 given["record"] = (f'{{"inst":"{inst}","attach":"{attach}","ttl":"{TTL_MS}","max_hold":"{HOLD_MS}",'
@@ -220,6 +228,9 @@ def main() -> None:
     ap.add_argument("--kind", choices=sorted(KINDS), default="semaphore")
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--keep", help="keep each side's callgrind dumps in KEEP/<n> (for callgrind_annotate)")
+    ap.add_argument("--queue-slack-ms", type=int, default=3_600_000,
+                    help="how much longer than a join needs a lock queue's keys are given (queue_keep_ms; 0: every "
+                         "join sets them)")
     args = ap.parse_args()
     global redis
     try:
@@ -237,7 +248,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for i, folder in enumerate(args.lua):
         with tempfile.TemporaryDirectory(prefix="queue_cost.") as workdir:
-            f = side(folder, kind, args.jobs, workdir)
+            f = side(folder, kind, args.jobs, workdir, args.queue_slack_ms)
             if args.keep:
                 shutil.copytree(workdir, os.path.join(args.keep, str(i)), dirs_exist_ok=True)
         print(f"| {folder} | {f['release']:,.0f} | {f['acquire']:,.0f} | {f['job']:,.0f} | "

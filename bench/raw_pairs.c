@@ -52,15 +52,22 @@
 #define RAW_SEM_LIMIT   "2"
 #define RAW_MARK_MS     "" /* one Redis: the gateway's beat alone marks it alive */
 #define RAW_FENCE       "0" /* a release's: read by a retried release alone, which none here is */
+/* The life of the lock's queue that an acquire with wait_ms 0 names (src/lease/lock.c queue_life):
+ * a waiter lease, and two. */
+#define RAW_QUEUE_MS      RAW_CLAIM_MS
+#define RAW_QUEUE_KEEP_MS "6000"
+_Static_assert(DEFAULT_WAITER_LEASE_MS == 3000, "RAW_QUEUE_KEEP_MS is two default waiter leases");
 /* The holder record's tail that the first try of an acquire writes, of the lease (%s), as
  * lease_holder_tail (src/lease/lease_result.c) makes it: lease, ttl, max_hold, claimed, instance,
  * attach, the request_id's length (none) and the owner (none). */
 #define RAW_TAIL_FORMAT                                                                            \
     "%s " RAW_TTL_MS " " FG_STR(DEFAULT_MAX_HOLD_MS) " 1 " RAW_INSTANCE " " RAW_ATTACH " 0 "
-#define MAX_CALL_ARGS (3 + LIB_SEM_NKEYS + SEM_ACQUIRE_NARGV)
-_Static_assert(SEM_ACQUIRE_NARGV >= LOCK_ACQUIRE_NARGV && SEM_ACQUIRE_NARGV >= LOCK_RELEASE_NARGV &&
-                   SEM_ACQUIRE_NARGV >= SEM_RELEASE_NARGV,
-               "the argument arrays are sized for a semaphore's acquire");
+/* The most arguments a script called here takes: a lock's acquire (the life of its queue too). */
+#define MAX_NARGV     LOCK_ACQUIRE_NARGV
+#define MAX_CALL_ARGS (3 + LIB_SEM_NKEYS + MAX_NARGV)
+_Static_assert(MAX_NARGV >= SEM_ACQUIRE_NARGV && MAX_NARGV >= LOCK_RELEASE_NARGV &&
+                   MAX_NARGV >= SEM_RELEASE_NARGV,
+               "the argument arrays are sized for a lock's acquire");
 
 /* redis-py 4.3.4's Lock.LUA_RELEASE_SCRIPT, byte for byte. */
 static const char redis_py_release[] = "\n        local token = redis.call('get', KEYS[1])\n"
@@ -140,6 +147,8 @@ static void load_or_exit(redisContext *c, enum fg_script script)
 static void acquire_args(const char **args, const char *name, const char *lease)
 {
     SHARED_ACQUIRE_ARGS(LOCK_ACQUIRE, args, name, lease);
+    args[LOCK_ACQUIRE_ARGV_QUEUE_MS] = RAW_QUEUE_MS;
+    args[LOCK_ACQUIRE_ARGV_QUEUE_KEEP_MS] = RAW_QUEUE_KEEP_MS;
 }
 
 /* Fills args with the ARGV of an uncontended acquire of the semaphore by lease. */
@@ -217,7 +226,7 @@ struct pair_calls {
     struct call acquire_fast, acquire, release_fast, release;
     struct lease_keys k;
     const char *fast_keys[2][LIB_SEM_NKEYS];
-    const char *args[4][SEM_ACQUIRE_NARGV];
+    const char *args[4][MAX_NARGV];
 };
 
 static void lock_calls(struct pair_calls *p, const char *name, const char *lease, const char *tail)

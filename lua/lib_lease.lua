@@ -107,6 +107,26 @@ local function keep_until(key, till_text)
   if redis.call('PEXPIREAT', key, till_text, 'GT') == 0 then redis.call('PEXPIREAT', key, till_text, 'NX') end
 end
 
+-- The keys of a lock's queue (queue, its waiters' records, its tickets: lib_lock.lua) live until the last of
+-- their waiters is past its deadline by a waiter lease, the time its gateway has to act on it, and at most a
+-- waiter lease longer, so a queue whose waiters' gateway died with them goes by itself. A waiter joining, and
+-- a retry of a request_id taking a place over, needs them need_ms from now on Redis's clock (decimal text:
+-- its wait_ms and a waiter lease); keys that have less are given keep_ms (a waiter lease more), so that the
+-- joins after this one, which need about as much, find them long enough and pay one PTTL instead of three
+-- PEXPIREs until a waiter lease has passed. new: nobody waited before the caller (no queue, no tickets; a
+-- leftover waiters' hash goes with them): the keys have no time to live yet and get theirs outright. A queue
+-- a gateway from before made keeps none (PTTL -1): its waiters' deadlines are not known. The three keys keep
+-- one time to live, so a queue and its tickets go together.
+local function queue_keep(queue, waiters, tickets, need_ms, keep_ms, new)
+  if not new then
+    local left = redis.call('PTTL', queue)
+    if left == -1 or left >= tonumber(need_ms) then return end
+  end
+  redis.call('PEXPIRE', queue, keep_ms)
+  redis.call('PEXPIRE', waiters, keep_ms)
+  redis.call('PEXPIRE', tickets, keep_ms)
+end
+
 -- A string as JSON text, through cjson unless it is empty.
 local function json_string(s)
   if s == '' then return '""' end

@@ -3,13 +3,16 @@
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
 -- KEYS: lib_lock.lua
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
--- ARGV: max_waiters request_id_ttl_ms mark_ms
+-- ARGV: max_waiters request_id_ttl_ms mark_ms queue_ms queue_keep_ms
 --   lease: an id no call named before, or with wait "again" the id of a queued attempt
 --   looking again; either gives way to the id this request already has; request_id: ""
 --   for none; wait: "1" to queue, "0" not to, "again" to queue as an attempt looking
 --   again; instance: the gateway's id; attach: the asking connection's id
 --   mark_ms: a caller that waits marks its gateway alive that long in the lease's slot
 --   (lib_lease.lua gateway_mark: on a cluster), "" for no mark
+--   queue_ms: the caller's wait_ms and waiter lease: how long from now the queue's keys live at least
+--   once it joins or, with wait "1", takes over a place by its request_id; queue_keep_ms: a waiter lease
+--   more, what they are given when they have less (lib_lease.lua queue_keep)
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
 --   queued  {lease, position, holder_pttl}   the caller waits in the queue (with waiting, the
@@ -138,6 +141,11 @@ rid_keep(k, rid, lease, now + rid_ttl, now)
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))
+-- The queue lives until the caller's deadline has passed, from its join on or from a retry taking its place
+-- over (its wait starts anew); a look again leaves it alone. A join at position 0 makes the queue.
+if not queued or A_wait == '1' then
+  queue_keep(k.q, k.w, k.t, A_queue_ms, A_queue_keep_ms, not queued and position == 0)
+end
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
 -- queue_len: for a caller that will not wait (a retry of a request_id still queued, answered 409
 -- lock_busy with the queue's length), the queue's length; no other caller pays for the look.

@@ -15,15 +15,16 @@
 -- without a write. It issues no fence, so it need not look at the fence
 -- sequence.
 -- What it does is what lock_acquire.lua does for the same call: takes the next
--- arrival ticket, writes the waiter's record and marks the gateway alive in the
--- lock's slot on a Redis Cluster (lib_lease.lua gateway_mark). The name is in
--- the listing index already: a holder is there.
+-- arrival ticket, writes the waiter's record, marks the gateway alive in the
+-- lock's slot on a Redis Cluster (lib_lease.lua gateway_mark) and keeps the
+-- queue's keys until the waiter's deadline has passed (lib_lease.lua
+-- queue_keep). The name is in the listing index already: a holder is there.
 -- KEYS: holder queue waiters tickets gateways
 --   those keys of lib_lock.lua and lib_lease.lua
--- ARGV: lease max_waiters instance mark_ms record
---   lease: a fresh lease id; instance, mark_ms: as lock_acquire.lua has them; record: the waiter's record
---   (lib_lease.lua waiter_json) up to its "since" value, which the script appends with the closing
---   brace: '{"inst":"<instance>",...,"rid":"","since":'
+-- ARGV: lease max_waiters instance mark_ms record queue_ms queue_keep_ms
+--   lease: a fresh lease id; instance, mark_ms, queue_ms, queue_keep_ms: as lock_acquire.lua has them;
+--   record: the waiter's record (lib_lease.lua waiter_json) up to its "since" value, which the script
+--   appends with the closing brace: '{"inst":"<instance>",...,"rid":"","since":'
 -- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, or contended {}.
 if not holder_readable(redis.call('GET', KEYS[1])) then return lease_reply('contended') end
 local waiting = redis.call('ZCARD', KEYS[2])
@@ -32,5 +33,6 @@ local now, at = now_ms_and_text()
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)
 gateway_mark({gateways = KEYS[5]}, A_instance, A_mark_ms, now)
 redis.call('HSET', KEYS[3], A_lease, A_record .. at .. '}')
+queue_keep(KEYS[2], KEYS[3], KEYS[4], A_queue_ms, A_queue_keep_ms, waiting == 0)
 return lease_reply('queued', nil, R_LEASE, A_lease, R_POSITION, decimal(waiting), R_HOLDER_PTTL,
                    decimal(redis.call('PTTL', KEYS[1])))

@@ -41,6 +41,19 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     return 0;
 }
 
+/* What the keys of a lock's queue need once an acquire of p joins it (lua/lib_lease.lua
+ * queue_keep), as decimal text: need, how long from now they live at least, until its deadline
+ * (wait_ms, from before the join) has passed by a waiter lease, the time its gateway has to give up
+ * or take a grant up after it; keep, what they are given when they have less, a waiter lease more,
+ * so that the joins after this one seldom set them again. A queue whose waiters all died with
+ * their gateway then goes by itself. */
+static void queue_life(const struct acquire_params *p, char need[24], char keep[24])
+{
+    long long lease = gw.cfg->waiter_lease_ms;
+    snprintf(need, 24, "%lld", p->wait_ms + lease);
+    snprintf(keep, 24, "%lld", p->wait_ms + 2 * lease);
+}
+
 /* The lean try of an acquire without a request_id that waits, on a lock held
  * by a live lease (lua/lock_acquire_queue.lua): joins the queue, else sets
  * *contended. */
@@ -59,12 +72,16 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
     };
     struct lease_queue_join q;
     lease_queue_join_init(&q, attach, ttl, hold, p->owner);
+    char need[24], keep[24];
+    queue_life(p, need, keep);
     const char *argv[LOCK_ACQUIRE_QUEUE_NARGV] = {
         [LOCK_ACQUIRE_QUEUE_ARGV_LEASE] = lease_id,
         [LOCK_ACQUIRE_QUEUE_ARGV_MAX_WAITERS] = q.max_waiters,
         [LOCK_ACQUIRE_QUEUE_ARGV_INSTANCE] = gw.instance_id,
         [LOCK_ACQUIRE_QUEUE_ARGV_MARK_MS] = q.mark_ms,
         [LOCK_ACQUIRE_QUEUE_ARGV_RECORD] = q.record,
+        [LOCK_ACQUIRE_QUEUE_ARGV_QUEUE_MS] = need,
+        [LOCK_ACQUIRE_QUEUE_ARGV_QUEUE_KEEP_MS] = keep,
     };
     return lease_first_try(SCRIPT_LOCK_ACQUIRE_QUEUE, LEASE_KIND_LOCK, name, keys, argv,
                            CONTENTION_NONE, res, contended, err);
@@ -75,7 +92,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
                  struct fg_error *err)
 {
     const struct config *cfg = gw.cfg;
-    char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24];
+    char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24], need[24], keep[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     /* Without a request_id the lean tries come first, as the hint says: the
@@ -95,6 +112,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     snprintf(claim, sizeof claim, "%lld", cfg->waiter_lease_ms);
     snprintf(maxw, sizeof maxw, "%lld", cfg->max_waiters_per_lock);
     snprintf(rid_ttl, sizeof rid_ttl, "%lld", acquire_request_id_ttl_ms(p));
+    queue_life(p, need, keep);
     const char *argv[LOCK_ACQUIRE_NARGV] = {
         [LOCK_ACQUIRE_ARGV_NAME] = name,
         [LOCK_ACQUIRE_ARGV_LEASE] = lease_id,
@@ -109,6 +127,8 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
         [LOCK_ACQUIRE_ARGV_MAX_WAITERS] = maxw,
         [LOCK_ACQUIRE_ARGV_REQUEST_ID_TTL_MS] = rid_ttl,
         [LOCK_ACQUIRE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
+        [LOCK_ACQUIRE_ARGV_QUEUE_MS] = need,
+        [LOCK_ACQUIRE_ARGV_QUEUE_KEEP_MS] = keep,
     };
     return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, argv, res, err);
 }

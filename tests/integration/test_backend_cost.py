@@ -44,11 +44,16 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
 - A contended lock's queue join runs at most QUEUE_JOIN_COMMANDS and a release that hands it over to the next
   waiter at most HAND_OVER_COMMANDS, one script call each; the join, once the gateway saw the lock held, is
   a call of lock_acquire_queue.lua with its LOCK_QUEUE_KEYS keys and LOCK_QUEUE_ARGS arguments where the full
-  script names 14 and 13. (Caught: a join that looked its new lease id up in the queue, put the name in the
+  script names 14 and 15. (Caught: a join that looked its new lease id up in the queue, put the name in the
   listing index again and asked for its rank, 10 commands; a gateway that ran the full script for every join;
   a hand-over that wrote the end's record over the holder before writing the next holder there, peeked at the
   queue's head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's,
-  16; one that filed the end in a released and an ended set, 12.)
+  16; one that filed the end in a released and an ended set, 12.) The join's bound is 8 where it was 7: it reads
+  the queue's time to live (PTTL), which must last until its deadline and a waiter lease have passed, so that a
+  queue whose waiters' gateway was killed goes by itself instead of staying in Redis, and in status, forever;
+  a join that finds it shorter gives the queue's three keys a waiter lease more with a PEXPIRE each, which the
+  joins after then need not, so over the QUEUED joins here (about a second) the three round away. (Caught: three
+  PEXPIREs on every join, 10.)
 - A fenced Redis write or read is one script call of a handful of commands: a PUT and the DELETE of what
   it wrote at most PUT_DELETE_COMMANDS together (each looks at the key's type once before it writes, the
   PUT with STRLEN, the DELETE with TYPE: a key of another type is refused, not replaced or deleted), a read
@@ -86,7 +91,7 @@ LOCK_PAIR_COMMANDS = 8
 SEMAPHORE_PAIR_COMMANDS = 9
 IN_USE_SEMAPHORE_PAIR_COMMANDS = 19
 REUSED_LOCK_PAIR_COMMANDS = 11
-QUEUE_JOIN_COMMANDS = 7
+QUEUE_JOIN_COMMANDS = 8  # 7, and the queue's PTTL (lib_lease.lua queue_keep)
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
 PUT_DELETE_COMMANDS = 9  # MGET, SMISMEMBER, STRLEN, MSET; MGET, SMISMEMBER, TYPE, DEL, SET
@@ -96,7 +101,7 @@ RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 7, 6  # lua/sem_acquire_queue.lua's
-LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 5, 5  # lua/lock_acquire_queue.lua's
+LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 5, 7  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).

@@ -12,7 +12,8 @@
   for is given back at its turn at once, and leaves its queue when limits.kept_place_ms is up;
 - a gateway killed with SIGKILL while its waiters are queued: a waiter of another gateway queued behind
   them gets the lock within a few seconds of the release (the dead gateway's waiter lease), not stuck,
-  and a client retrying through another gateway with the same request_id starts afresh.
+  and a client retrying through another gateway with the same request_id starts afresh; on a lock nobody
+  touches afterwards, the queue's keys expire once the last waiter's wait_ms and waiter lease are over.
 
 Owns: liveness of /v1/locks after crashes and hang-ups. Must not: weaken safety checks to make liveness
 pass (a lock that is granted early is a failure too).
@@ -29,7 +30,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway  # noqa: E402
+from harness import Gateway, Redis  # noqa: E402
 from lock_helpers import (acquire, raw_acquire, read_response, release, status, unique_name,  # noqa: E402
                           wait_for_waiting)
 
@@ -386,6 +387,50 @@ class CrashRecoveryTest(unittest.TestCase):
         self.assertEqual((again.status, again.body["token"]), (200, retry.body["token"]))
         self.assertEqual(release(self.client, name, retry.body["token"]).status, 200)
         d.join(5)
+
+
+    def test_a_killed_gateway_leaves_no_queue_behind(self):
+        """A gateway killed with SIGKILL while its waiters are queued, on a lock nobody touches afterwards: every key
+        of the lock has a time to live, the queue's (the queue, its waiters' records, its tickets) lasting until the
+        last waiter's wait_ms and the waiter lease of its gateway are over, and at most a waiter lease more, so
+        status and listings stop showing the dead waiters then. Two waiters: the first joins through the full
+        acquire script, the second, on a name its gateway saw held, through the lean queue join, and waits longer,
+        so its join must lengthen the queue's life. (Before the fix the queue's keys had no time to live: status
+        answered waiting 2 until somebody next acquired the lock.)"""
+        name = unique_name("dead-queue")
+        held = acquire(self.client, name, ttl_ms=1000)
+        self.assertEqual(held.status, 200, held)
+        keys = [f"fg:lk:{{{name}}}:{suffix}" for suffix in "hqwtrenv"]
+        queue_keys = keys[1:4]
+        doomed = Gateway(config={"waiter_lease_ms": 1000})
+        try:
+            dead = Waiter(doomed, name, ttl_ms=5000, wait_ms=500)
+            dead.start()
+            wait_for_waiting(self.client, name, 1)
+            sent = time.monotonic()
+            longer = Waiter(doomed, name, ttl_ms=5000, wait_ms=2000)
+            longer.start()
+            wait_for_waiting(self.client, name, 2)
+        finally:
+            doomed.kill()
+        with Redis() as r:
+            ttls = {k: r.cmd("PTTL", k) for k in keys if r.cmd("EXISTS", k) == 1}
+            looked = time.monotonic()
+            self.assertTrue(set(queue_keys) <= ttls.keys(), ttls)
+            self.assertTrue(all(ttl > 0 for ttl in ttls.values()), f"keys of {name} without a time to live: {ttls}")
+            # The longer wait and the waiter lease from the second join on, on Redis's clock, and at most a waiter
+            # lease more; the join came after `sent` and the look before `looked`.
+            for k in queue_keys:
+                self.assertGreaterEqual(ttls[k], 2000 + 1000 - (looked - sent) * 1000, (k, ttls))
+                self.assertLessEqual(ttls[k], 2000 + 2 * 1000, (k, ttls))
+            wait_for(lambda: not any(r.cmd("EXISTS", k) for k in keys), what=f"every key of {name} gone",
+                     timeout=10.0)
+        self.assertEqual(status(self.client, name)["waiting"], 0)
+        listed = self.client.get(f"/v1/locks?prefix={name}")
+        self.assertEqual(listed.status, 200, listed)
+        self.assertEqual(listed.body["items"], [], listed)
+        dead.join(5)
+        longer.join(5)
 
 
 if __name__ == "__main__":
