@@ -313,34 +313,6 @@ static void refusal_statements(void **state)
     free(sql);
 }
 
-/* The fence of a write a trigger of a fence_column table skipped: the row's
- * fence column alone where it is lower, else kept for its resource unless the
- * row holds that fence already. */
-static void keep_fence_statement(void **state)
-{
-    (void)state;
-    struct table_config t;
-    struct table_schema s = with_fence_column(&t);
-    char *sql = fenced_sql_keep_fence(&s);
-    const char *revoked = "NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
-                          "$1::bigint)";
-    char *expected = NULL;
-    assert_true(
-        asprintf(&expected,
-                 "WITH u AS (UPDATE \"invoices\" AS t SET \"lock_fence\" = $1::bigint WHERE "
-                 "t.\"id\" = $2::text AND coalesce(t.\"lock_fence\", 0) < $1::bigint AND %s "
-                 "RETURNING 1) INSERT INTO fencegate.resource_fences AS rf (resource, fence) "
-                 "SELECT $3::text || ($2::text)::text, $1::bigint WHERE %s AND NOT EXISTS (SELECT "
-                 "1 FROM u) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE t.\"id\" = "
-                 "$2::text AND coalesce(t.\"lock_fence\", 0) >= $1::bigint) ON CONFLICT "
-                 "(resource) DO UPDATE SET fence = greatest(rf.fence, excluded.fence), updated_at "
-                 "= clock_timestamp()",
-                 revoked, revoked) > 0);
-    assert_string_equal(sql, expected);
-    free(expected);
-    free(sql);
-}
-
 /* Key types whose text is not one per value are refused; numeric gets its own identity. */
 static void key_identity(void **state)
 {
@@ -388,7 +360,6 @@ int main(void)
         cmocka_unit_test(fence_column_statements),
         cmocka_unit_test(answered_rows),
         cmocka_unit_test(refusal_statements),
-        cmocka_unit_test(keep_fence_statement),
         cmocka_unit_test(fit_check),
         cmocka_unit_test(key_identity),
     };

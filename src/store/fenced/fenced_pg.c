@@ -8,12 +8,11 @@
  * whose command counts a row was applied; in the default mode one that wrote
  * nothing in the held form runs again in the claiming form; one that wrote
  * nothing then is followed by its table's refusal statement, which audits a
- * refusal and says why: stale, revoked, not found, or worth one more try, after which a write
- * that still wrote nothing was skipped by a trigger of its table (answered as applied, the row
- * as it stands). Batches run in one transaction whose first statement claims every resource's
- * fence in a fixed order, their operations in one pipeline, or one at a time, each judged where
- * it stands, once one of them wrote nothing. It must not speak libpq (pg.c does) nor parse
- * request bodies (fenced_op.c does).
+ * refusal and says why: stale, revoked, not found, or worth one more try. Batches run in one
+ * transaction whose first statement claims every resource's fence in a fixed order, their
+ * operations in one pipeline, or one at a time, each judged where it stands, once one of them
+ * wrote nothing. It must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c
+ * does).
  */
 #include "store/fenced/fenced_pg.h"
 
@@ -55,8 +54,6 @@ static struct {
     char **prefixes;              /* per table: resource prefix "pg:<table>/" */
     char **read_sql;              /* per table: its read statement */
     char **refusal_sql;           /* per table: its refusal statement */
-    char **keep_sql;              /* per table with a fence_column: the fence of a skipped write */
-    char **row_lock_sql;          /* per table with a fence_column: the lock of one of its rows */
     pthread_mutex_t lock;         /* guards stmts */
     struct write_stmt **stmts;    /* cache of write statements */
     size_t nstmts;                /* entries in stmts */
@@ -105,10 +102,8 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     fpg.prefixes = calloc(cfg->ntables + 1, sizeof *fpg.prefixes);
     fpg.read_sql = calloc(cfg->ntables + 1, sizeof *fpg.read_sql);
     fpg.refusal_sql = calloc(cfg->ntables + 1, sizeof *fpg.refusal_sql);
-    fpg.keep_sql = calloc(cfg->ntables + 1, sizeof *fpg.keep_sql);
-    fpg.row_lock_sql = calloc(cfg->ntables + 1, sizeof *fpg.row_lock_sql);
     FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL &&
-              fpg.refusal_sql != NULL && fpg.keep_sql != NULL && fpg.row_lock_sql != NULL);
+              fpg.refusal_sql != NULL);
     for (size_t i = 0; i < cfg->ntables; i++) {
         const struct table_config *t = &cfg->tables[i];
         const char *params[] = {t->name};
@@ -122,10 +117,6 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
         FG_ASSERT(asprintf(&fpg.prefixes[i], "pg:%s/", t->name) > 0);
         fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
         fpg.refusal_sql[i] = fenced_sql_refusal(&fpg.schemas[i]);
-        if (t->fence_column != NULL) {
-            fpg.keep_sql[i] = fenced_sql_keep_fence(&fpg.schemas[i]);
-            fpg.row_lock_sql[i] = fenced_sql_row_lock(&fpg.schemas[i]);
-        }
     }
     return 0;
 }
@@ -180,23 +171,17 @@ void fenced_pg_shutdown(void)
         free(fpg.prefixes[i]);
         free(fpg.read_sql[i]);
         free(fpg.refusal_sql[i]);
-        free(fpg.keep_sql[i]);
-        free(fpg.row_lock_sql[i]);
     }
     free(fpg.schemas);
     free(fpg.prefixes);
     free(fpg.read_sql);
     free(fpg.refusal_sql);
-    free(fpg.keep_sql);
-    free(fpg.row_lock_sql);
     fpg.stmts = NULL;
     fpg.nstmts = 0;
     fpg.schemas = NULL;
     fpg.prefixes = NULL;
     fpg.read_sql = NULL;
     fpg.refusal_sql = NULL;
-    fpg.keep_sql = NULL;
-    fpg.row_lock_sql = NULL;
     fpg.ntables = 0;
 }
 
@@ -329,25 +314,6 @@ static bool find_bad_value(struct pg_conn *c, const struct fenced_op *op, const 
 static bool session_ended(const struct pg_conn *c)
 {
     return sqlstate_session_ended(pg_last_sqlstate(c)) || pg_last_plans_stale(c);
-}
-
-/* Runs the read statement of table for key on c and fills *res from its
- * answer (fenced_pg_answer_read: the row as it stands, NULL if none, and its
- * fence). in_transaction: c is inside a batch, where nothing is retried. */
-static int read_on(struct pg_conn *c, size_t table, const char *key, bool in_transaction,
-                   struct fenced_result *res, struct fg_error *err)
-{
-    char name[32];
-    snprintf(name, sizeof name, "fpg_r%zu", table);
-    const char *params[] = {key, fpg.prefixes[table]};
-    json_t *rows = NULL;
-    int rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
-    if (rc != 0 && !in_transaction && session_ended(c))
-        rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
-    if (rc == 0)
-        fenced_pg_answer_read(json_array_get(rows, 0), res);
-    json_decref(rows);
-    return rc;
 }
 
 /* op's statement (*owned_sql: its text when generated for this write, which
@@ -485,11 +451,15 @@ static int exec_refusal(struct pg_conn *c, const struct fenced_op *op,
     return *answer != NULL ? 0 : fg_fail(err, FG_ERR_INTERNAL, "refusal statement answered no row");
 }
 
-/* The failure of a PATCH or DELETE whose row is missing: 404. */
+/* The failure of a write that found no row twice: 404 for a PATCH or DELETE;
+ * an insert that keeps meeting a row it cannot see is a conflict. */
 static int missing(const struct fenced_op *op, struct fg_error *err)
 {
-    return fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key,
-                   fpg.schemas[op->table].cfg->name);
+    const char *table = fpg.schemas[op->table].cfg->name;
+    if (fenced_kind_needs_row(op->kind))
+        return fg_fail(err, FG_ERR_NOT_FOUND, "no row with key '%s' in table '%s'", op->key, table);
+    return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
+                   op->key, table);
 }
 
 /* A POST onto a row that exists and whose fence does not refuse it (fence
@@ -526,64 +496,6 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
         res->resource = op_resource(op);
 }
 
-/* Keeps who's fence for op's row, which a trigger of its table (one with a
- * fence_column) kept as it was, or kept none (fenced_sql_keep_fence): inside
- * a batch, whose opening holds the row's lock, alone; else in a transaction of
- * its own after that lock (the prepared names are those of batch_opening.c's
- * row locks, on the same text). */
-static int keep_fence(struct pg_conn *c, const struct fenced_op *op,
-                      const struct fenced_writer *who, bool in_transaction, struct fg_error *err)
-{
-    char lock_name[32], keep_name[32], fence[24];
-    snprintf(lock_name, sizeof lock_name, "fpg_l%zu", op->table);
-    snprintf(keep_name, sizeof keep_name, "fpg_s%zu", op->table);
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
-    const char *row[] = {fpg.prefixes[op->table], op->key};
-    const char *params[FENCED_PARAM_COUNT] = {
-        [FENCED_PARAM_FENCE] = fence,
-        [FENCED_PARAM_KEY] = op->key,
-        [FENCED_PARAM_PREFIX] = fpg.prefixes[op->table],
-    };
-    struct pg_group_stmt stmts[] = {
-        {lock_name, fpg.row_lock_sql[op->table], 2, row, NULL, -1},
-        {keep_name, fpg.keep_sql[op->table], FENCED_PARAM_COUNT, params, NULL, -1},
-    };
-    if (in_transaction)
-        return pg_exec(c, keep_name, stmts[1].sql, FENCED_PARAM_COUNT, params, NULL, err);
-    enum pg_group_outcome outcome;
-    size_t failed;
-    int rc = pg_exec_group(c, stmts, 2, &outcome, &failed, err);
-    for (size_t i = 0; i < 2; i++)
-        json_decref(stmts[i].rows);
-    return rc == 0 && outcome != PG_GROUP_COMMITTED ? -1 : rc;
-}
-
-/*
- * Fills *res (freed first) for op, written by who, that the fence allowed and
- * that wrote nothing, tried twice: a trigger of its table skipped it (returned
- * NULL), the table's own decision, answered as an applied write with the row
- * as it stands, read on c when want_row (NULL where the table kept none). As
- * for any applied write, who's fence then holds for the resource: the
- * default mode's claim committed with the write's statement, and on a table
- * with a fence_column keep_fence records it. in_transaction: c is inside a
- * batch.
- */
-static int kept_by_table(struct pg_conn *c, const struct fenced_op *op,
-                         const struct fenced_writer *who, bool want_row, bool in_transaction,
-                         struct fenced_result *res, struct fg_error *err)
-{
-    fenced_result_free(res);
-    if (column_mode(op->table) && keep_fence(c, op, who, in_transaction, err) != 0)
-        return -1;
-    if (want_row && read_on(c, op->table, op->key, in_transaction, res, err) != 0)
-        return -1;
-    res->outcome = FENCED_APPLIED;
-    res->fence = who->fence;
-    if (res->resource == NULL)
-        res->resource = op_resource(op);
-    return 0;
-}
-
 /* Runs op's statement in form on c, a connection of its own, and stores what
  * it did in *w; a data error names the value at fault. */
 static int write_alone(struct pg_conn *c, const struct fenced_op *op,
@@ -604,9 +516,7 @@ static int write_alone(struct pg_conn *c, const struct fenced_op *op,
 /* One try at a single write, on *c (taken from the pool when NULL; a write
  * to a fence-column table goes to a write group first, where the connection
  * is the group's; a default-mode write tries the held form first). 0 when
- * *res holds its outcome, 1 when it wrote nothing and nothing refuses it (the
- * row changed meanwhile: worth another try; or a trigger of the table skipped
- * it), -1 on failure. */
+ * *res holds its outcome, 1 when it is worth another try, -1 on failure. */
 static int write_once(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                       struct pg_conn **c, struct fenced_result *res, struct fg_error *err)
 {
@@ -648,14 +558,12 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
     memset(res, 0, sizeof *res);
     struct pg_conn *c = NULL;
     /* A row committed by the writer this one waited for is not in the write's
-     * snapshot: a write that met a row that changed is tried once more. One
-     * that still writes nothing, with nothing refusing it, was skipped by a
-     * trigger of the table. */
+     * snapshot: a write that met a row that changed is tried once more. */
     int rc = write_once(op, who, want_row, &c, res, err);
     if (rc == 1)
         rc = write_once(op, who, want_row, &c, res, err);
     if (rc == 1)
-        rc = kept_by_table(c, op, who, want_row, false, res, err);
+        rc = missing(op, err);
     if (c != NULL)
         pg_release(c);
     if (rc != 0)
@@ -746,10 +654,10 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
     return fenced_refusal_audit(c, who, res, "POST", err);
 }
 
-/* The failure of a batch whose op the refusal statement refused (verdict,
- * its answer in one, where op stands in the batch): a stale op is added to
- * stale (audited after the rollback), a revoked fence sets *revoked, a
- * missing row or one in the way fails as a single write would. */
+/* The failure of a batch whose op wrote nothing, from its refusal statement's
+ * verdict (its answer in one, where op stands in the batch): a stale op is
+ * added to stale (audited after the rollback), a revoked fence sets *revoked,
+ * a missing row or one in the way fails as a single write would. */
 static int batch_refused(const struct fenced_op *op, enum fenced_verdict verdict,
                          const struct fenced_result *one, json_t *stale, bool *revoked,
                          struct fg_error *err)
@@ -765,41 +673,27 @@ static int batch_refused(const struct fenced_op *op, enum fenced_verdict verdict
         return fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one->resource,
                        one->fence);
     }
-    FG_ASSERT(verdict == FENCED_VERDICT_MISSING || verdict == FENCED_VERDICT_EXISTS);
-    return verdict == FENCED_VERDICT_MISSING ? missing(op, err) : exists(op, err);
+    if (verdict == FENCED_VERDICT_MISSING)
+        return missing(op, err);
+    if (verdict == FENCED_VERDICT_EXISTS)
+        return exists(op, err);
+    /* a row that appeared after the claim: nothing is retried inside a batch */
+    return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
+                   op->key, fpg.schemas[op->table].cfg->name);
 }
 
-/*
- * Judges op, which wrote nothing inside the open transaction of a batch,
+/* Judges op, which wrote nothing inside the open transaction of a batch,
  * where it stands: after the ops before it, before those after it. Its
- * refusal statement says why (batch_refused); where nothing refuses it, its
- * statement runs once more (a row changed meanwhile), and one that writes
- * nothing again was skipped by a trigger of its table (kept_by_table): the
- * batch goes on. 0 with *one the op's outcome (freed first), -1 with err.
- */
+ * refusal statement says why (batch_refused); -1 with err, *one its answer. */
 static int judge_op(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
-                    bool want_row, json_t *stale, bool *revoked, struct fenced_result *one,
-                    struct fg_error *err)
+                    json_t *stale, bool *revoked, struct fenced_result *one, struct fg_error *err)
 {
-    for (int tries = 0;; tries++) {
-        json_t *answer = NULL;
-        if (exec_refusal(c, op, who, false, &answer, err) != 0)
-            return -1;
-        enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, one);
-        json_decref(answer);
-        if (verdict != FENCED_VERDICT_RETRY)
-            return batch_refused(op, verdict, one, stale, revoked, err);
-        if (tries > 0)
-            return kept_by_table(c, op, who, want_row, true, one, err);
-        struct wrote w = {0};
-        if (exec_write(c, op, who, FENCED_FORM_HELD, want_row, true, &w, err) != 0)
-            return -1;
-        if (w.wrote) {
-            applied(op, who, w.row, want_row, one);
-            json_decref(w.row);
-            return 0;
-        }
-    }
+    json_t *answer = NULL;
+    if (exec_refusal(c, op, who, false, &answer, err) != 0)
+        return -1;
+    enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, one);
+    json_decref(answer);
+    return batch_refused(op, verdict, one, stale, revoked, err);
 }
 
 /* Writes op's answered item {op, resource, row} into items, from its outcome one. */
@@ -880,7 +774,7 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
 /* Runs the operations inside the open transaction one at a time, each judged
  * where it stands when it writes nothing (judge_op): the batch fails at the
  * first op that fails, and items gets one {op, resource, row} per op if
- * want_row (the row as it stands for an op a trigger skipped). *failed names
+ * want_row. *failed names
  * the op that failed. Only after a run of run_ops met an op that wrote nothing:
  * accepted batches pay one round trip for their ops. */
 static int run_ops_one_by_one(struct pg_conn *c, const struct fenced_batch *batch,
@@ -896,7 +790,7 @@ static int run_ops_one_by_one(struct pg_conn *c, const struct fenced_batch *batc
         if (rc == 0 && w.wrote)
             applied(op, who, w.row, want_row, &one);
         else if (rc == 0)
-            rc = judge_op(c, op, who, want_row, stale, revoked, &one, err);
+            rc = judge_op(c, op, who, stale, revoked, &one, err);
         json_decref(w.row);
         if (rc == 0 && want_row)
             add_item(items, op, &one);
@@ -1085,11 +979,22 @@ int fenced_pg_read(size_t table, const char *key, struct fenced_result *res, str
     struct pg_conn *c = pg_acquire(err);
     if (c == NULL)
         return -1;
-    int rc = read_on(c, table, key, false, res, err);
-    if (rc != 0 && data_error(c)) {
+    char name[32];
+    snprintf(name, sizeof name, "fpg_r%zu", table);
+    const char *params[] = {key, fpg.prefixes[table]};
+    json_t *rows = NULL;
+    int rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc != 0 && session_ended(c))
+        rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc != 0) {
         struct fenced_op op = {.table = table, .key = (char *)key};
-        find_bad_value(c, &op, "", err);
+        if (data_error(c))
+            find_bad_value(c, &op, "", err);
+    } else {
+        const json_t *answer = json_array_get(rows, 0);
+        fenced_pg_answer_read(answer, res);
     }
+    json_decref(rows);
     pg_release(c);
     return rc;
 }

@@ -50,9 +50,7 @@ const struct table_schema *fenced_pg_schemas(size_t *n);
  * result holds the row (the key and the listed columns), else the row is not
  * read back. A PATCH or DELETE of a missing row fails with FG_ERR_NOT_FOUND, a
  * POST of an existing key with FG_ERR_CONFLICT, a value Postgres cannot
- * convert with FG_ERR_INVALID_FIELD naming the column. A write that a trigger
- * of the table skipped (returned NULL) is APPLIED, its row as it stands (NULL
- * where the table kept none), and its fence holds for the resource.
+ * convert with FG_ERR_INVALID_FIELD naming the column.
  */
 int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                     struct fenced_result *res, struct fg_error *err) FG_WUR;
@@ -64,8 +62,7 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
  * resource holds a higher fence the result is STALE, one audit row is kept
  * for the request and nothing else changes. Failures name the operation
  * ("ops[2]: ..."), the first that fails where it stands in the batch (after
- * the operations before it); an op a trigger skipped is applied as a single
- * write would be.
+ * the operations before it).
  */
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
                     bool want_row, struct fenced_result *res, struct fg_error *err) FG_WUR;

@@ -4,9 +4,8 @@
  * struct fenced_result: the resource, its fence, the row's JSON text (never
  * read into jansson, whose doubles would round its numbers); for a write
  * that wrote nothing, the verdict of its refusal statement (refused as stale
- * or revoked, row missing, row in the way, or nothing in the way: worth
- * another try, after which the table's own trigger skipped the write). It
- * must not run statements or decide the HTTP answer.
+ * or revoked, row missing, row in the way, or worth another try). It must not
+ * run statements or decide the HTTP answer.
  */
 #include "store/fenced/fenced_pg_answer.h"
 

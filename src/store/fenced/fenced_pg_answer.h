@@ -34,9 +34,7 @@ enum fenced_verdict {
     FENCED_VERDICT_REFUSED, /* revoked, or a higher fence is stored: res says which */
     FENCED_VERDICT_MISSING, /* the row a PATCH or DELETE needs is not there */
     FENCED_VERDICT_EXISTS,  /* a POST met a row whose fence does not refuse it */
-    FENCED_VERDICT_RETRY    /* nothing refuses the write now: the row changed meanwhile, or a
-                               trigger of the table skipped the write (the same verdict after
-                               another try: the table kept the row as it was, or kept none) */
+    FENCED_VERDICT_RETRY    /* nothing refuses the write now: the row changed meanwhile */
 };
 
 /*

@@ -21,9 +21,7 @@
  * an upsert that raises the stored fence only if it is not higher (ON CONFLICT
  * ... DO UPDATE ... WHERE, for a fence row that another writer inserts
  * meanwhile). f claims nothing for a revoked fence, nor for a PATCH or DELETE
- * whose row is missing (a 404 leaves no fence behind); what it claimed for a
- * write that a trigger of the table then skips stays, as the gateway answers
- * that write as applied (fenced_pg.c). The write runs only
+ * whose row is missing (a 404 leaves no fence behind). The write runs only
  * when c holds the presented fence or f claimed it, and the fence is not
  * revoked. Inside a batch, whose opening claimed every fence, the held form
  * is the whole write.
@@ -624,38 +622,6 @@ char *fenced_sql_column_claim(const struct table_schema *s)
     fputs(" AS t WHERE t.", out);
     put_ident(out, s->cfg->key);
     fprintf(out, " = $2::%s FOR UPDATE", s->key_type);
-    return stream_close(out, &buf);
-}
-
-char *fenced_sql_keep_fence(const struct table_schema *s)
-{
-    FG_ASSERT(s->cfg->fence_column != NULL);
-    char *buf = NULL;
-    size_t len;
-    FILE *out = stream_open(&buf, &len);
-    fputs("WITH u AS (UPDATE ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t SET ", out);
-    put_ident(out, s->cfg->fence_column);
-    fputs(" = $1::bigint", out);
-    put_key_match(out, s);
-    fputs(" AND ", out);
-    put_row_fence(out, "t", s->cfg);
-    fputs(" < $1::bigint AND NOT " REVOKED
-          " RETURNING 1) INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ",
-          out);
-    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
-    fputs(", $1::bigint WHERE NOT " REVOKED " AND NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS"
-          " (SELECT 1 FROM ",
-          out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t", out);
-    put_key_match(out, s);
-    fputs(" AND ", out);
-    put_row_fence(out, "t", s->cfg);
-    fputs(" >= $1::bigint) ON CONFLICT (resource) DO UPDATE SET"
-          " fence = greatest(rf.fence, excluded.fence), updated_at = clock_timestamp()",
-          out);
     return stream_close(out, &buf);
 }
 

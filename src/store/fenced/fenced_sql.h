@@ -15,10 +15,8 @@
  * (row_json.h; none for a delete); resource and c0 only where the gateway
  * does not know them (key_prints_canonical), and no row at all where nothing
  * is left to return. Not asked, it answers nothing.
- * A refused write, one whose row is missing, or one a trigger of the table
- * skipped (returned NULL) counts 0 and writes nothing but, in the default mode,
- * the fence it claimed; the refusal statement then tells why, and keeps the
- * audit row of a refusal.
+ * A refused write, or one whose row is missing, counts 0 and writes nothing;
+ * the refusal statement then tells why, and keeps the audit row of a refusal.
  * Accepted writes, the common case, pay for nothing else.
  */
 #ifndef FG_FENCED_SQL_H
@@ -196,20 +194,6 @@ char *fenced_sql_row_lock(const struct table_schema *schema);
  * whose key is $2 and answers its (resource, fence) if it exists; $1 is the
  * resource prefix. */
 char *fenced_sql_column_claim(const struct table_schema *schema);
-
-/*
- * The fence of a write that a trigger of schema's table (one with a
- * fence_column) skipped, so that it holds as an applied write's ($1 the
- * fence, $2 the key, $3 the resource prefix): raises the row's fence column
- * to $1 where it is lower, an update of that column alone (the table's
- * triggers see it); where that raised nothing and no row holds $1 or more (no
- * row, one deleted meanwhile, one a trigger kept from that update too), keeps
- * $1 for the resource in fencegate.resource_fences, as a delete keeps the
- * fence of the row it deleted; neither for a revoked fence. Answers no row.
- * Run after the row's lock (fenced_sql_row_lock) in the same transaction, so
- * that its snapshot sees the row of a create that held the lock before it.
- */
-char *fenced_sql_keep_fence(const struct table_schema *schema);
 
 /* SELECT $1::<type>: checks that a value converts to type. */
 char *fenced_sql_cast_check(const char *type);
