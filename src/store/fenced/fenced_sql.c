@@ -212,7 +212,7 @@ static const struct {
     [KEY_IDENTITY_TEXT] = {"(", ")::text"},
     [KEY_IDENTITY_NUMERIC] = {"trim_scale((", ")::numeric)::text"},
     [KEY_IDENTITY_UTC] = {"fencegate.utc_text((", ")::timestamptz)"},
-    [KEY_IDENTITY_HEX] = {"'\\x' || encode((", ")::bytea, 'hex')"},
+    [KEY_IDENTITY_HEX] = {"E'\\\\x' || encode((", ")::bytea, 'hex')"},
 };
 
 /* The canonical resource of the key in parameter key_param of schema s's table:
