@@ -211,3 +211,28 @@ def check_commit_order(test: Any, log: list[int], statuses: dict[int, int], reso
         test.assertEqual((a["owner"], a["reason"]), (f"w{a['presented_fence']}", "stale_fence"))
     test.assertGreater(len(refused), 0, "shuffled fences must produce refusals")
     return accepted
+
+
+def check_ops_judged_where_they_stand(test: Any, client: Client, token: str, table: str,
+                                      absent: Callable[[str], bool]) -> str:
+    """A batch's ops are judged where they stand: a PATCH or DELETE of a missing row answers 404 for its op
+    even when a later op of the batch creates that row, and nothing is applied (absent(key): neither the row
+    nor a fence for it is stored); a batch that creates a row and then patches it applies both. table has a
+    key column id and a text column note. Returns the key of that last batch's row."""
+    for first in ({"op": "patch", "table": table, "set": {"note": "p"}}, {"op": "delete", "table": table}):
+        for then in ("put", "post"):
+            with test.subTest(first=first["op"], then=then):
+                key = unique(table)
+                later = ({"op": "put", "table": table, "key": key, "row": {"note": "n"}} if then == "put"
+                         else {"op": "post", "table": table, "row": {"id": key, "note": "n"}})
+                r = client.request("POST", "/v1/pg/batch", {"ops": [{**first, "key": key}, later]},
+                                   {"Fence-Token": token})
+                body = assert_problem(test, r, 404, "not_found")
+                test.assertTrue(body["detail"].startswith("ops[0]: no row with key"), body)
+                test.assertTrue(absent(key), key)
+    key = unique(table)
+    ops = {"ops": [{"op": "post", "table": table, "row": {"id": key, "note": "n"}},
+                   {"op": "patch", "table": table, "key": key, "set": {"note": "p"}}]}
+    r = client.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
+    test.assertEqual((r.status, [x["row"]["note"] for x in r.body["results"]]), (200, ["n", "p"]), r)
+    return key

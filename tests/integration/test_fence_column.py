@@ -31,8 +31,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, psql, run_fencegate  # noqa: E402
-from pg_helpers import (assert_problem, check_commit_order, commit_log_sql, rejections, run_writers,  # noqa: E402
-                        stored_fence, tokens, unique, write)
+from pg_helpers import (assert_problem, check_commit_order, check_ops_judged_where_they_stand,  # noqa: E402
+                        commit_log_sql, rejections, run_writers, stored_fence, tokens, unique, write)
 
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.fc_rows (id text PRIMARY KEY, note text, lock_fence bigint);
@@ -220,28 +220,12 @@ class FenceColumnTest(GatewayTest):
         self.assertEqual(sorted(recs[0]["resources"]), sorted(f"pg:fc_rows/{k}" for k in (a, b)))
 
     def test_batch_judges_each_op_where_it_stands(self):
-        """A PATCH or DELETE of a missing row answers 404 for its op even when a later op of the batch
-        creates that row, and nothing is applied (caught: judged after the whole pipeline had run, the op
-        found the row the op after it had created and answered 409 "a concurrent write won")."""
+        """pg_helpers.check_ops_judged_where_they_stand on a fence_column table (caught: judged after the
+        whole pipeline had run, the op found the row the op after it had created and answered 409 "a
+        concurrent write won")."""
         (token, fence), = tokens(self.c, unique("fc-lock"), 1)
-        for first in ({"op": "patch", "table": "fc_rows", "set": {"note": "p"}},
-                      {"op": "delete", "table": "fc_rows"}):
-            for then in ("put", "post"):
-                with self.subTest(first=first["op"], then=then):
-                    key = unique("fc")
-                    later = ({"op": "put", "table": "fc_rows", "key": key, "row": {"note": "n"}} if then == "put"
-                             else {"op": "post", "table": "fc_rows", "row": {"id": key, "note": "n"}})
-                    r = self.c.request("POST", "/v1/pg/batch", {"ops": [{**first, "key": key}, later]},
-                                       {"Fence-Token": token})
-                    body = assert_problem(self, r, 404, "not_found")
-                    self.assertTrue(body["detail"].startswith("ops[0]: no row with key"), body)
-                    self.assertIsNone(row(key))
-                    self.assertIsNone(stored_fence(f"pg:fc_rows/{key}"))
-        key = unique("fc")
-        ops = {"ops": [{"op": "post", "table": "fc_rows", "row": {"id": key, "note": "n"}},
-                       {"op": "patch", "table": "fc_rows", "key": key, "set": {"note": "p"}}]}
-        r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
-        self.assertEqual((r.status, [x["row"]["note"] for x in r.body["results"]]), (200, ["n", "p"]), r)
+        key = check_ops_judged_where_they_stand(
+            self, self.c, token, "fc_rows", lambda k: row(k) is None and stored_fence(f"pg:fc_rows/{k}") is None)
         self.assertEqual(row(key), f"p|{fence}")
 
     def test_startup_checks(self):

@@ -15,8 +15,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, psql, run_fencegate, same_slot  # noqa: E402
-from pg_helpers import (acquire, assert_problem, config, insert_invoice, invoice, rejections,  # noqa: E402
-                        stored_fence, tokens, unique, write)
+from pg_helpers import (acquire, assert_problem, check_ops_judged_where_they_stand, config,  # noqa: E402
+                        insert_invoice, invoice, rejections, stored_fence, tokens, unique, write)
 
 
 class PgWritesTest(GatewayTest):
@@ -196,30 +196,13 @@ class PgWritesTest(GatewayTest):
         self.assertEqual(rejections(f"pg:invoices/{k1}"), [])
 
     def test_batch_judges_each_op_where_it_stands(self):
-        """A PATCH or DELETE of a missing row answers 404 for its op even when a later op of the batch
-        creates that row, and nothing is applied. Caught: the batch's ops went in one pipeline and the op
-        that wrote nothing was judged after the last one had run, found the row the PUT or POST after it
-        had created, and answered 409 "a concurrent write won"."""
+        """pg_helpers.check_ops_judged_where_they_stand in the default mode (caught: the batch's ops went in
+        one pipeline and the op that wrote nothing was judged after the last one had run, found the row the
+        PUT or POST after it had created, and answered 409 "a concurrent write won")."""
         token, fence = acquire(self.c, unique("where"))
-        for first in ({"op": "patch", "table": "invoices", "set": {"note": "p"}},
-                      {"op": "delete", "table": "invoices"}):
-            for then in ("put", "post"):
-                with self.subTest(first=first["op"], then=then):
-                    key = unique("inv")
-                    later = ({"op": "put", "table": "invoices", "key": key, "row": {"note": "n"}} if then == "put"
-                             else {"op": "post", "table": "invoices", "row": {"id": key, "note": "n"}})
-                    r = self.c.request("POST", "/v1/pg/batch", {"ops": [{**first, "key": key}, later]},
-                                       {"Fence-Token": token})
-                    body = assert_problem(self, r, 404, "not_found")
-                    self.assertTrue(body["detail"].startswith("ops[0]: no row with key"), body)
-                    self.assertIsNone(invoice(key))
-                    self.assertIsNone(stored_fence(f"pg:invoices/{key}"))
-        # Judged where they stand, the ops of a batch that creates a row and then patches it all apply.
-        key = unique("inv")
-        ops = {"ops": [{"op": "put", "table": "invoices", "key": key, "row": {"note": "n"}},
-                       {"op": "patch", "table": "invoices", "key": key, "set": {"note": "p"}}]}
-        r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
-        self.assertEqual((r.status, [x["row"]["note"] for x in r.body["results"]]), (200, ["n", "p"]), r)
+        key = check_ops_judged_where_they_stand(
+            self, self.c, token, "invoices",
+            lambda k: invoice(k) is None and stored_fence(f"pg:invoices/{k}") is None)
         self.assertEqual(stored_fence(f"pg:invoices/{key}"), fence)
 
     def test_audit_pagination_and_filters(self):
