@@ -712,12 +712,12 @@ static void add_item(struct fgjson_out *items, const struct fenced_op *op,
  * {op, resource, row} per op if want_row, the row as its text. An op that
  * wrote nothing is not judged here: the ops after it ran too, and may have
  * changed its row (a PUT of the row a PATCH before it missed), so it sets
- * *op_by_op and fails the run; the batch then runs again op by op
+ * *wrote_nothing and fails the run; the batch then runs again op by op
  * (run_ops_one_by_one). failed names the op that failed, nops when none in
  * particular. */
 static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
                    const struct fenced_writer *who, bool want_row, struct fgjson_out *items,
-                   bool *op_by_op, size_t *failed, struct fg_error *err)
+                   bool *wrote_nothing, size_t *failed, struct fg_error *err)
 {
     size_t n = batch->nops;
     struct pg_group_stmt *stmts = calloc(n + 1, sizeof *stmts);
@@ -745,9 +745,9 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
         too_large(c, err);
     /* the ops before one that failed ran, and kept their counts (none on a lost connection) */
     size_t ran = rc == 0 ? n : *failed < n ? *failed : 0;
-    for (size_t i = 0; i < ran && !*op_by_op; i++) {
+    for (size_t i = 0; i < ran && !*wrote_nothing; i++) {
         if (stmts[i].count <= 0) {
-            *op_by_op = true;
+            *wrote_nothing = true;
             *failed = i;
             rc = fg_fail(err, FG_ERR_INTERNAL, "ops[%zu] wrote nothing", i);
         } else if (rc == 0 && want_row) {
