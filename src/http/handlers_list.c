@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * handlers_list.c - the lease listings: decodes prefix, limit and cursor, lets
+ * handlers_list.c - the lease listings: reads prefix, limit and cursor, lets
  * list_query check them and answers the page that lease_list reads in the
  * ranges of names the caller's lock: or semaphore: scopes cover (auth/scope.h),
  * keeping only the names they match. So names the caller may not see are not
@@ -32,7 +32,7 @@ static const char *const arg_names[ARG_COUNT] = {
     [ARG_CURSOR] = "cursor",
 };
 
-#define ARG_MAX CURSOR_TEXT_MAX /* longest decoded argument worth reading */
+#define ARG_MAX (CURSOR_TEXT_MAX - 1) /* longest decoded argument worth reading */
 /* Calls a page makes beyond one a range, while its patterns leave names out. */
 #define LIST_CALLS_MAX 8
 
@@ -131,13 +131,12 @@ static int read_visible(enum lease_list_kind kind, const struct http_request *re
 static enum handler_result list(enum lease_list_kind kind, struct http_request *req,
                                 struct http_reply *reply)
 {
-    char values[ARG_COUNT][ARG_MAX + 1];
     const char *args[ARG_COUNT];
     struct fg_error err = {0};
     struct list_query q;
     struct lease_page page = {0};
     char after[NAME_MAX_LEN + 1] = "", next[CURSOR_TEXT_MAX];
-    if (http_query_args(req, arg_names, ARG_COUNT, &values[0][0], ARG_MAX + 1, args, &err) != 0 ||
+    if (http_query_args(req, arg_names, ARG_COUNT, ARG_MAX, args, &err) != 0 ||
         (args[ARG_CURSOR] != NULL && args[ARG_CURSOR][0] != '\0' &&
          cursor_open(args[ARG_CURSOR], secret_current(), after, &err) != 0) ||
         list_query_parse(args[ARG_PREFIX], args[ARG_LIMIT], after, &q, &err) != 0 ||

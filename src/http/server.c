@@ -12,18 +12,22 @@
  * of written when its client is already gone, or when its sending fails.
  *
  * Paths reach the router undecoded (the unescape callback is a no-op): the
- * router decodes them strictly itself. A body over the limit is read and thrown
- * away, then answered 413 with Connection: close: a client still sending when the
- * server closed would get a reset instead of the answer. Only a client that waits
- * for "100 Continue" is answered at once, since it sends no body until told to.
+ * router decodes them strictly itself. Query arguments likewise come with
+ * only '+' made a space: read_query decodes each once (query_args.h), for
+ * every route, before any check or handler reads one. A body over the limit
+ * is read and thrown away, then answered 413 with Connection: close: a client
+ * still sending when the server closed would get a reset instead of the
+ * answer. Only a client that waits for "100 Continue" is answered at once,
+ * since it sends no body until told to.
  *
  * Strict requests (docs/api.md): a foreign Host (421), an ambiguous body
  * length (two Content-Lengths, or one beside Transfer-Encoding) and a transfer
  * coding other than chunked (400) are answered as soon as the headers are in,
  * with Connection: close, so that the rest of the bytes is never read as
- * another request (nor waited for until the connection closes). An unknown query
- * parameter, a body that is not application/json (415) and a body member the
- * route does not list are refused before the handler runs. Every answer
+ * another request (nor waited for until the connection closes). A query
+ * argument badly encoded or unknown, a body that is not application/json
+ * (415) and a body member the route does not list are refused before the
+ * handler runs. Every answer
  * carries X-Request-Id; the details of 5xx and conflict answers are logged
  * under it and replaced by a generic text, so no backend address, SQL or
  * script text reaches a client.
@@ -62,6 +66,7 @@
 #include "fglimits.h"
 #include "http/acceptor.h"
 #include "http/conn_phase.h"
+#include "http/query_args.h"
 #include "http/tls.h"
 #include "util/alarm.h"
 #include "util/clock.h"
@@ -290,6 +295,7 @@ static void request_free(struct http_request *req)
     free(req->body);
     free(req->log_subject);
     free(req->log_owner);
+    query_args_free(req->query);
     reply_clear(&req->conn->reply);
     pthread_mutex_destroy(&req->conn->phase_lock);
     free(req); /* and its connection state, in the same block */
@@ -564,23 +570,60 @@ static enum MHD_Result send_problem(struct http_request *req, enum fg_code code,
     return send_reply(req, method, url);
 }
 
-/* A look for a query parameter that a route does not list. */
-struct param_scan {
-    const char *const *listed; /* the route's query parameters */
-    const char *unknown;       /* the first one not listed, or NULL */
+/* What the sizing of a query counts. */
+struct query_size {
+    size_t args;  /* arguments */
+    size_t bytes; /* bytes of their names and values, each with its NUL */
 };
 
-/* MHD_KeyValueIterator: stops at the first query parameter the route does not list. */
-static enum MHD_Result find_unknown_param(void *cls, enum MHD_ValueKind kind, const char *key,
-                                          const char *value)
+/* MHD_KeyValueIterator: sizes the query (cls: struct query_size). */
+static enum MHD_Result size_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
 {
     (void)kind;
-    (void)value;
-    struct param_scan *scan = cls;
-    if (fgjson_listed(scan->listed, key))
-        return MHD_YES;
-    scan->unknown = key;
-    return MHD_NO;
+    struct query_size *size = cls;
+    size->args++;
+    size->bytes += strlen(key) + 1 + (value != NULL ? strlen(value) + 1 : 0);
+    return MHD_YES;
+}
+
+/* The reading of a query into its table. */
+struct query_read {
+    struct query_args *query; /* the table being filled */
+    struct fg_error *err;     /* the first argument's fault */
+    bool failed;              /* an argument did not decode */
+};
+
+/* MHD_KeyValueIterator: decodes one argument into the table (cls: struct
+ * query_read), stopping at the first that does not decode. */
+static enum MHD_Result read_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    struct query_read *read = cls;
+    read->failed = query_args_add(read->query, key, value, read->err) != 0;
+    return read->failed ? MHD_NO : MHD_YES;
+}
+
+/*
+ * Reads the query of req into req->query, decoded once for every reader
+ * (the checks below and the handler alike), and checks it against the
+ * route's parameters (query_args_check). The library gives the arguments in
+ * the order sent, with '+' already a space and the escapes left as they are
+ * (the unescape callback is a no-op). Returns 0, or -1 with the 400 in err.
+ */
+static int read_query(struct http_request *req, struct fg_error *err)
+{
+    struct query_size size = {0, 0};
+    MHD_get_connection_values(req->conn->mhd, MHD_GET_ARGUMENT_KIND, size_arg, &size);
+    if (size.args == 0)
+        return 0;
+    struct query_read read = {query_args_new(size.args, size.bytes), err, false};
+    req->query = read.query;
+    MHD_get_connection_values(req->conn->mhd, MHD_GET_ARGUMENT_KIND, read_arg, &read);
+    if (read.failed)
+        return -1;
+    return query_args_check(req->query, req->match.route->query_params, err);
 }
 
 /* The bounds of the route's members that the gateway checks (body: the parsed
@@ -603,16 +646,13 @@ static int check_bounds(struct http_request *req, const json_t *body, struct fg_
 }
 
 /* The checks of strict requests that need the route and the whole body:
- * unknown query parameters, the body's media type, its members and their
+ * the query (read_query), the body's media type, its members and their
  * bounds. */
 static int check_strict(struct http_request *req, struct fg_error *err)
 {
     const struct route *route = req->match.route;
-    struct param_scan scan = {route->query_params, NULL};
-    MHD_get_connection_values(req->conn->mhd, MHD_GET_ARGUMENT_KIND, find_unknown_param, &scan);
-    if (scan.unknown != NULL)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.*s'",
-                       utf8_cut_len(scan.unknown, 60), scan.unknown);
+    if (read_query(req, err) != 0)
+        return -1;
     if (req->body_len == 0)
         return check_bounds(req, NULL, err);
     if (!strict_content_type_is_json(http_request_header(req, MHD_HTTP_HEADER_CONTENT_TYPE)))
@@ -1179,13 +1219,13 @@ bool http_request_header_any(const struct http_request *req, const char *name,
 
 const char *http_request_query(const struct http_request *req, const char *name)
 {
-    return MHD_lookup_connection_value(req->conn->mhd, MHD_GET_ARGUMENT_KIND, name);
+    const struct query_arg *arg = query_args_find(req->query, name);
+    return arg != NULL ? arg->value : NULL;
 }
 
 bool http_request_query_given(const struct http_request *req, const char *name)
 {
-    return MHD_lookup_connection_value_n(req->conn->mhd, MHD_GET_ARGUMENT_KIND, name, strlen(name),
-                                         NULL, NULL) == MHD_YES;
+    return query_args_find(req->query, name) != NULL;
 }
 
 json_t *http_request_json(struct http_request *req, struct fg_error *err)

@@ -26,6 +26,7 @@
 
 struct http_conn;
 struct api_key;
+struct query_args;
 
 /* The matched route and its decoded path parameters. */
 struct request_match {
@@ -55,6 +56,8 @@ struct http_request {
     const struct api_key *principal; /* the caller's API key (borrowed, lives until exit); NULL
                                         when auth is off */
     const char *request_id;          /* X-Request-Id: the client's or a fresh one (in text) */
+    struct query_args *query; /* the query, decoded, once the request is admitted (owned; NULL:
+                                 none, or not yet read) */
     char trace_id[TRACE_ID_LEN + 1]; /* trace id of a valid traceparent header, else "" */
     struct http_conn *conn;          /* server-private connection state */
     char text[];                     /* the parameters' and request id's text, NUL after each */
@@ -83,8 +86,10 @@ const char *http_request_header(const struct http_request *req, const char *name
 bool http_request_header_any(const struct http_request *req, const char *name,
                              bool (*match)(const char *value));
 
-/* Query argument, still percent-encoded as sent, or NULL (absent, or a bare
- * name without '=': http_request_query_given tells them apart). */
+/* Query argument, decoded once the form way ('+' a space, %XX a byte; the
+ * server refuses a query that does not decode to UTF-8 text before the
+ * handler runs), or NULL (absent, or a bare name without '=':
+ * http_request_query_given tells them apart). */
 const char *http_request_query(const struct http_request *req, const char *name);
 
 /* True if the query names argument name, with a value or bare (?watch). */

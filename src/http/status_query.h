@@ -14,8 +14,9 @@
 #include "http/strict.h"
 #include "util/error.h"
 
-/* The parameters as the request has them: NULL when absent. A name without
- * '=' (a bare ?watch) comes as "", as an empty value does. */
+/* The parameters as the request has them, decoded (http_request_query):
+ * NULL when absent. A name without '=' (a bare ?watch) comes as "", as an
+ * empty value does. */
 struct status_query_text {
     const char *watch;   /* "true" or "false" */
     const char *fence;   /* the watched lease's fence */

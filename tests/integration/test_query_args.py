@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: Apache-2.0
+"""How every route reads its query (docs/api.md "Conventions" and "Strict requests"): names and values
+decoded once, the form way ('+' a space, %XX a byte), whatever route reads them; a malformed escape, a NUL or
+text that is not UTF-8 refused naming the parameter.
+
+Failed on the code before the fix: the status route, its watch and the bounds of every route read the query
+as sent (?waiters=%31, ?limit=%31, ?since_ms=%30 answered 400, ?wait%5Fms=1 was an unknown parameter) while
+the listings and the audit decoded theirs; a malformed escape answered some other refusal, or none.
+
+Owns: the query's decoding, on each kind of route (status and watch, listings,
+audit). Must not: test what each parameter means (test_lock_api, test_lease_list, test_audit_views do).
+"""
+
+import os
+import sys
+import time
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import GatewayTest, psql  # noqa: E402
+from pg_helpers import assert_problem, config, unique  # noqa: E402
+
+
+def escaped(text: str) -> str:
+    """text with every byte percent-encoded, even the ones that need not be."""
+    return "".join(f"%{b:02X}" for b in text.encode())
+
+
+def add_rejection(resource: str, owner: str) -> int:
+    """A refused write's audit record of now, for resource and owner; returns its id."""
+    return int(psql("INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
+                    " owner, client_addr, method, reason) VALUES (now(), :'r', 'l', 1, 2, :'o', '127.0.0.1',"
+                    " 'PATCH', 'stale_fence') RETURNING id", {"r": resource, "o": owner})[0])
+
+
+class QueryArgsTest(GatewayTest):
+    gateway_config = config()
+
+    def refused(self, path: str, detail: str) -> None:
+        r = self.c.get(path)
+        assert_problem(self, r, 400, "invalid_field")
+        self.assertEqual(r.body["detail"], detail, path)
+
+    def held(self, kind: str, name: str) -> int:
+        """Takes a lease of the lock or semaphore name; returns its fence."""
+        r = self.c.post(f"/v1/{kind}/{name}/acquire", {"limit": 2} if kind == "semaphores" else {})
+        self.assertEqual(r.status, 200, r)
+        return r.body["fence"]
+
+    def test_status_and_watch_read_encoded_values(self):
+        """?waiters=%31 is ?waiters=1 as a client library may send it: it answered 400."""
+        for kind in ("locks", "semaphores"):
+            name = unique("enc")
+            fence = self.held(kind, name)
+            plain = self.c.get(f"/v1/{kind}/{name}?waiters=1")
+            self.assertEqual(plain.status, 200, plain)
+            self.assertIn("waiters", plain.body)
+            for query in ("waiters=%31", "w%61iters=1", "waiters=1&wait%5Fms=%31"):
+                r = self.c.get(f"/v1/{kind}/{name}?{query}")
+                self.assertEqual(r.status, 200, (query, r))
+                self.assertEqual(sorted(r.body), sorted(plain.body), query)
+            r = self.c.get(f"/v1/{kind}/{name}?watch=tru%65&fence={escaped(str(fence))}&wait_ms=%30")
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual((r.body["fence"], r.body["held"]), (fence, True), r)
+
+    def test_listings_read_encoded_values(self):
+        """?limit=%32 answered 400 (its bound was checked on the text as sent); the handler decoded it."""
+        prefix = unique("encl") + ":"
+        for i in range(3):
+            self.held("locks", f"{prefix}{i}")
+        plain = self.c.get(f"/v1/locks?prefix={prefix}&limit=2")
+        self.assertEqual([i["lock"] for i in plain.body["items"]], [f"{prefix}0", f"{prefix}1"], plain)
+        r = self.c.get(f"/v1/locks?prefix={escaped(prefix)}&lim%69t=%32")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([i["lock"] for i in r.body["items"]], [f"{prefix}0", f"{prefix}1"], r)
+        r = self.c.get(f"/v1/locks?prefix={prefix}&limit=%32&cursor={escaped(r.body['next_cursor'])}")
+        self.assertEqual([i["lock"] for i in r.body["items"]], [f"{prefix}2"], r)
+        r = self.c.get(f"/v1/semaphores?limit=%31&prefix={escaped(prefix)}")
+        self.assertEqual((r.status, r.body["items"]), (200, []), r)
+
+    def test_audit_reads_encoded_values(self):
+        """?limit=%31 and ?since_ms=%30 answered 400. Text filters are decoded once, '+' as a space."""
+        u = unique("q")
+        spaced, percent = f"pg:{u}/a b+c", f"pg:{u}/%41"
+        first, second = add_rejection(spaced, "o 1"), add_rejection(percent, "%41")
+        for query in (f"resource={urllib.parse.quote(spaced, safe='')}", f"resource={urllib.parse.quote_plus(spaced)}",
+                      f"resource={escaped(spaced)}&owner=o+1", "owner=o%201&resource=" + urllib.parse.quote(spaced)):
+            r = self.c.get(f"/v1/audit/rejections?{query}&limit=%31%30&since_ms=%30")
+            self.assertEqual(r.status, 200, (query, r))
+            self.assertEqual([i["id"] for i in r.body["items"]], [first], query)
+        r = self.c.get(f"/v1/audit/rejections?resource=pg:{u}/%2541&owner=%2541")  # once: "%41", never "A"
+        self.assertEqual([i["id"] for i in r.body["items"]], [second], r)
+        now_ms = int(time.time() * 1000)
+        r = self.c.get(f"/v1/audit/summary?since_ms={escaped(str(now_ms - 60000))}&until%5Fms={escaped(str(now_ms))}")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.body["since_ms"], r.body["until_ms"]), (now_ms - 60000, now_ms), r)
+
+    def test_bad_escapes_and_text_are_refused_naming_the_parameter(self):
+        """A malformed escape was read as text (and refused, when at all, as some other fault)."""
+        name = unique("bad")
+        for kind in ("locks", "semaphores"):
+            self.held(kind, name)
+        for path, detail in [
+                (f"/v1/locks/{name}?waiters=%zz", "query argument 'waiters' has a malformed percent-escape"),
+                (f"/v1/semaphores/{name}?wait_ms=1%", "query argument 'wait_ms' has a malformed percent-escape"),
+                (f"/v1/locks/{name}?watch=%ff&fence=1", "query argument 'watch' must be UTF-8 text"),
+                (f"/v1/semaphores/{name}?fence=1%00", "query argument 'fence' must not contain NUL"),
+                (f"/v1/locks/{name}?w%zaiters=1", "query parameter 'w%zaiters' has a malformed percent-escape"),
+                ("/v1/locks?prefix=%G1", "query argument 'prefix' has a malformed percent-escape"),
+                ("/v1/semaphores?cursor=%e2%82", "query argument 'cursor' must be UTF-8 text"),
+                ("/v1/audit/rejections?lock=%", "query argument 'lock' has a malformed percent-escape"),
+                ("/v1/audit/rejections?limit=%ed%a0%80", "query argument 'limit' must be UTF-8 text"),
+                ("/v1/audit/summary?until_ms=1%0", "query argument 'until_ms' has a malformed percent-escape")]:
+            self.refused(path, detail)
+        r = self.c.post(f"/v1/locks/{name}/acquire?x=%ff")  # a route without parameters decodes them too
+        assert_problem(self, r, 400, "invalid_field")
+        self.assertEqual(r.body["detail"], "query argument 'x' must be UTF-8 text", r)
+        # Decoded once: an escaped '%' is a '%', never the start of another escape.
+        self.refused(f"/v1/locks/{name}?waiters=%2531", "query 'waiters' must be an integer from 0 to 100")
+        self.refused("/v1/locks?limit=%2531", "query argument 'limit' must be an integer between 1 and 1000")
+
+
+if __name__ == "__main__":
+    unittest.main()
