@@ -109,9 +109,15 @@ int query_args_check(const struct query_args *q, const char *const *listed, stru
 {
     for (size_t i = 0; q != NULL && i < q->n; i++) {
         const char *name = q->args[i].name;
+        int shown = utf8_cut_len(name, SHOWN_NAME_MAX);
         if (!fgjson_listed(listed, name))
-            return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.*s'",
-                           utf8_cut_len(name, SHOWN_NAME_MAX), name);
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.*s'", shown,
+                           name);
+        /* Listed names are few, so a repeat comes within the first few. */
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(q->args[j].name, name) == 0)
+                return fg_fail(err, FG_ERR_INVALID_FIELD, "query parameter '%.*s' given twice",
+                               shown, name);
     }
     return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * query_args.h - the query of a request as every route reads it: each name
  * and value decoded once, the form way ('+' is a space, %XX a byte), into
- * UTF-8 text without NUL; every name one the route lists.
+ * UTF-8 text without NUL; every name one the route lists, none given twice.
  * Pure: the server hands the arguments over as the HTTP library split them
  * and looks them up here; handlers see only the decoded values.
  */
@@ -65,8 +65,9 @@ int query_args_add(struct query_args *q, const char *raw_name, const char *raw_v
 /*
  * Checks q (NULL: no query) against listed, the route's query parameters
  * (NULL-terminated, may be NULL): in the order sent, the first argument that
- * is not listed answers "unknown query parameter 'x'". Returns 0, or -1 with
- * FG_ERR_INVALID_FIELD.
+ * is not listed answers "unknown query parameter 'x'", the first that repeats
+ * an earlier one "query parameter 'x' given twice" (two readers could
+ * otherwise read two values). Returns 0, or -1 with FG_ERR_INVALID_FIELD.
  */
 int query_args_check(const struct query_args *q, const char *const *listed,
                      struct fg_error *err) FG_WUR;

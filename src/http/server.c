@@ -25,9 +25,9 @@
  * coding other than chunked (400) are answered as soon as the headers are in,
  * with Connection: close, so that the rest of the bytes is never read as
  * another request (nor waited for until the connection closes). A query
- * argument badly encoded or unknown, a body that is not application/json
- * (415) and a body member the route does not list are refused before the
- * handler runs. Every answer
+ * argument badly encoded, unknown or given twice, a body that is not
+ * application/json (415) and a body member the route does not list are
+ * refused before the handler runs. Every answer
  * carries X-Request-Id; the details of 5xx and conflict answers are logged
  * under it and replaced by a generic text, so no backend address, SQL or
  * script text reaches a client.

@@ -87,9 +87,9 @@ bool http_request_header_any(const struct http_request *req, const char *name,
                              bool (*match)(const char *value));
 
 /* Query argument, decoded once the form way ('+' a space, %XX a byte; the
- * server refuses a query that does not decode to UTF-8 text before the
- * handler runs), or NULL (absent, or a bare name without '=':
- * http_request_query_given tells them apart). */
+ * server refuses a query that does not decode to UTF-8 text, or names an
+ * argument twice, before the handler runs), or NULL (absent, or a bare name
+ * without '=': http_request_query_given tells them apart). */
 const char *http_request_query(const struct http_request *req, const char *name);
 
 /* True if the query names argument name, with a value or bare (?watch). */

@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """How every route reads its query (docs/api.md "Conventions" and "Strict requests"): names and values
 decoded once, the form way ('+' a space, %XX a byte), whatever route reads them; a malformed escape, a NUL or
-text that is not UTF-8 refused naming the parameter.
+text that is not UTF-8 refused naming the parameter; a parameter given twice refused.
 
 Failed on the code before the fix: the status route, its watch and the bounds of every route read the query
 as sent (?waiters=%31, ?limit=%31, ?since_ms=%30 answered 400, ?wait%5Fms=1 was an unknown parameter) while
-the listings and the audit decoded theirs; a malformed escape answered some other refusal, or none.
+the listings and the audit decoded theirs; a repeated parameter had its first value read (?limit=10&limit=
+99999 answered a page); a malformed escape answered some other refusal, or none.
 
-Owns: the query's decoding, on each kind of route (status and watch, listings,
+Owns: the query's decoding and its repeated names, on each kind of route (status and watch, listings,
 audit). Must not: test what each parameter means (test_lock_api, test_lease_list, test_audit_views do).
 """
 
@@ -96,6 +97,26 @@ class QueryArgsTest(GatewayTest):
         r = self.c.get(f"/v1/audit/summary?since_ms={escaped(str(now_ms - 60000))}&until%5Fms={escaped(str(now_ms))}")
         self.assertEqual(r.status, 200, r)
         self.assertEqual((r.body["since_ms"], r.body["until_ms"]), (now_ms - 60000, now_ms), r)
+
+    def test_a_parameter_given_twice_is_refused(self):
+        """The first value was checked and read; a second reader could have read another."""
+        name = unique("twice")
+        for kind in ("locks", "semaphores"):
+            self.held(kind, name)
+        for path, param in [(f"/v1/locks/{name}?waiters=1&waiters=abc", "waiters"),
+                            (f"/v1/semaphores/{name}?waiters=1&waiters=2", "waiters"),
+                            (f"/v1/locks/{name}?watch=true&fence=1&fence=2", "fence"),
+                            (f"/v1/semaphores/{name}?watch&watch=true&fence=1", "watch"),
+                            (f"/v1/locks/{name}?wait_ms=1&wait%5Fms=2", "wait_ms"),
+                            ("/v1/locks?limit=10&limit=99999", "limit"),
+                            ("/v1/semaphores?prefix=a&prefix=b", "prefix"),
+                            ("/v1/locks?cursor=&cursor=x", "cursor"),
+                            ("/v1/audit/rejections?limit=5&limit=abc", "limit"),
+                            ("/v1/audit/rejections?owner=a&owner=a", "owner"),
+                            ("/v1/audit/summary?since_ms=0&until_ms=1&since_ms=1", "since_ms")]:
+            with self.subTest(path=path):
+                self.refused(path, f"query parameter '{param}' given twice")
+        self.refused(f"/v1/locks/{name}?verbose=1&verbose=2", "unknown query parameter 'verbose'")
 
     def test_bad_escapes_and_text_are_refused_naming_the_parameter(self):
         """A malformed escape was read as text (and refused, when at all, as some other fault)."""

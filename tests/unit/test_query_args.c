@@ -2,7 +2,8 @@
 /*
  * test_query_args.c - the query as every route reads it: the form decoding
  * of names and values (once), the refusal of malformed escapes, NUL and text
- * that is not UTF-8 naming the parameter, and of unknown names.
+ * that is not UTF-8 naming the parameter, and of names unknown or given
+ * twice.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,7 +131,7 @@ static void a_bad_text_names_its_parameter(void **state)
     }
 }
 
-static void unknown_names_are_refused(void **state)
+static void unknown_and_repeated_names_are_refused(void **state)
 {
     (void)state;
     static const char *const listed[] = {"waiters", "watch", "wait_ms", NULL};
@@ -138,6 +139,12 @@ static void unknown_names_are_refused(void **state)
         struct raw_arg args[3];
         const char *detail;
     } cases[] = {
+        {{{"waiters", "1"}, {"waiters", "abc"}, {"watch", "true"}},
+         "query parameter 'waiters' given twice"},
+        {{{"watch", NULL}, {"wait_ms", "1"}, {"watch", "true"}},
+         "query parameter 'watch' given twice"},
+        {{{"waiters", "1"}, {"wait%5fms", "1"}, {"wait_ms", "1"}},
+         "query parameter 'wait_ms' given twice"}, /* the same name, spelled two ways */
         {{{"waiters", "1"}, {"verbose", "1"}, {"verbose", "1"}},
          "unknown query parameter 'verbose'"},
         {{{"", "1"}, {"waiters", "1"}, {"waiters", "1"}}, "unknown query parameter ''"},
@@ -166,7 +173,7 @@ int main(void)
         cmocka_unit_test(bad_texts_are_told_apart),
         cmocka_unit_test(arguments_are_found_decoded),
         cmocka_unit_test(a_bad_text_names_its_parameter),
-        cmocka_unit_test(unknown_names_are_refused),
+        cmocka_unit_test(unknown_and_repeated_names_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
