@@ -5,14 +5,14 @@
  * rules of lease calls, the configuration reader, the bodies of fenced Postgres
  * writes and batches (and the SQL built for those accepted), and the audit
  * query, the header rules of strict requests (media type, Host, request id,
- * owners), the unknown-member check of bodies, fencectl's escaping of what
- * it prints, the reading of row keys into their canonical text, listing
- * cursors, the redaction of URLs, fgjson's own JSON reader and writer
- * against jansson's, and the reading of a lease script's reply. The
+ * owners), the unknown-member check of bodies, fencectl's escaping of what it
+ * prints, the reading of row keys into their canonical text, listing cursors,
+ * the redaction of URLs, the decoding of queries, fgjson's own JSON reader and
+ * writer against jansson's, and the reading of a lease script's reply. The
  * input is split at the first two newlines into path, a header value (the
- * Fence-Token, the audit query's arguments, Content-Type, Host, X-Request-Id,
- * Fence-Owner, text for fencectl) and body. Nothing here may crash,
- * leak, or trip a sanitizer, whatever the bytes.
+ * Fence-Token, the audit query's arguments, a whole query, Content-Type, Host,
+ * X-Request-Id, Fence-Owner, text for fencectl) and body. Nothing here may
+ * crash, leak, or trip a sanitizer, whatever the bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +22,7 @@
 #include "auth/token.h"
 #include "config.h"
 #include "ctl/ctl_table.h"
+#include "http/query_args.h"
 #include "http/router.h"
 #include "http/strict.h"
 #include "lease/lease_answer.h"
@@ -186,6 +187,52 @@ static void fuzz_audit(const char *arg)
         FG_ASSERT(f.limit >= 1 && f.limit <= AUDIT_LIMIT_MAX);
     if (since_ok && audit_filter_parse(NULL, NULL, arg, NULL, arg, &f, &err) == 0)
         FG_ASSERT(f.since_ms >= 0 && f.after_id >= 0);
+}
+
+/* True if text (NUL-terminated) is UTF-8. */
+static bool is_utf8(const char *text)
+{
+    size_t len = strlen(text);
+    for (size_t at = 0, n; at < len; at += n)
+        if ((n = utf8_sequence_len((const unsigned char *)text + at, len - at)) == 0)
+            return false;
+    return true;
+}
+
+/* A query as the server reads it: split as the HTTP library splits one (at
+ * each '&', then at the first '='), each argument decoded into a table sized
+ * as the server sizes it. What decodes is UTF-8 text, and a query the check
+ * lets through names each listed parameter once, found as its first. */
+static void fuzz_query(const char *text)
+{
+    static const char *const listed[] = {"watch", "fence", "wait_ms", "waiters", NULL};
+    char *copy = strdup(text);
+    FG_ASSERT(copy != NULL);
+    size_t n = 1;
+    for (const char *p = copy; (p = strchr(p, '&')) != NULL; p++)
+        n++;
+    struct query_args *q = query_args_new(n, strlen(copy) + n);
+    struct fg_error err = {0};
+    bool decoded = true;
+    for (char *arg = copy, *next; decoded && arg != NULL && *arg != '\0'; arg = next) {
+        next = strchr(arg, '&');
+        if (next != NULL)
+            *next++ = '\0';
+        char *value = strchr(arg, '=');
+        if (value != NULL)
+            *value++ = '\0';
+        decoded = query_args_add(q, arg, value, &err) == 0;
+    }
+    FG_ASSERT(decoded || err.code == FG_ERR_INVALID_FIELD);
+    for (size_t i = 0; i < q->n; i++) {
+        FG_ASSERT(is_utf8(q->args[i].name));
+        FG_ASSERT(q->args[i].value == NULL || is_utf8(q->args[i].value));
+    }
+    if (decoded && query_args_check(q, listed, &err) == 0)
+        for (size_t i = 0; i < q->n; i++)
+            FG_ASSERT(query_args_find(q, q->args[i].name) == &q->args[i]);
+    query_args_free(q);
+    free(copy);
 }
 
 /* A header value through every strict-request rule, and through fencectl's
@@ -368,6 +415,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (header != NULL) {
         fuzz_token(header);
         fuzz_audit(header);
+        fuzz_query(header);
         fuzz_header(header);
         fuzz_key(header);
     }
