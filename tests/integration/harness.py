@@ -922,6 +922,91 @@ def flush_redis() -> None:
         r.cmd("FLUSHALL")
 
 
+class MonitoredCall(typing.NamedTuple):
+    """One command a client sent Redis, as its MONITOR stream shows it."""
+    client: str  # "127.0.0.1:<port>" of the connection that sent it
+    args: list[str]  # the command and its arguments
+    ran: list[list[str]]  # a script call's: the commands its script ran, oldest first; else empty
+
+
+class Monitor:
+    """What the one test Redis runs while a with-block runs, from its MONITOR stream: afterwards .calls, the
+    commands clients sent (a script call with the commands its script ran: Redis runs a script at once and
+    shows the call first, then its commands, from the client "lua"). The stream is read when the block ends,
+    up to a marker sent then, so it holds everything Redis ran before the block's end (a monitor's output is
+    buffered without limit). Commands Redis never shows (CONFIG, other administrative ones) are not there.
+    Not on a cluster (skip_in_cluster)."""
+
+    def __init__(self) -> None:
+        self.calls: list[MonitoredCall] = []
+        self._sock: socket.socket | None = None
+        self._stream: Any = None
+
+    def __enter__(self) -> "Monitor":
+        self._sock = socket.create_connection(("127.0.0.1", int(env("FG_TEST_REDIS_PORT"))), timeout=30)
+        self._sock.sendall(b"MONITOR\r\n")
+        self._stream = self._sock.makefile("rb")
+        if self._stream.readline().strip() != b"+OK":
+            raise HarnessError("Redis did not start a MONITOR")
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        try:
+            if kind is None:
+                self.calls = self._read()
+        finally:
+            self._stream.close()
+            self._sock.close()
+
+    def _read(self) -> list[MonitoredCall]:
+        marker = ["ECHO", f"monitor-end-{uuid.uuid4().hex}"]
+        with Redis() as r:
+            r.cmd(*marker)
+        calls: list[MonitoredCall] = []
+        while True:
+            line = self._stream.readline().decode("utf-8", "replace").rstrip("\r\n")
+            if not line:
+                raise HarnessError("the MONITOR stream ended before its end marker")
+            bracket = line.find("]")
+            if bracket < 0:
+                continue
+            args = monitor_args(line[bracket + 1:])
+            if args == marker:
+                return calls
+            if not args:
+                continue
+            client = line[line.find("[") + 1:bracket].split(" ", 1)[-1]
+            if client == "lua":
+                if calls:
+                    calls[-1].ran.append(args)
+            else:
+                calls.append(MonitoredCall(client, args, []))
+
+
+def monitor_args(text: str) -> list[str]:
+    """The quoted arguments of one MONITOR line (after the client part)."""
+    args, i = [], 0
+    while True:
+        i = text.find('"', i)
+        if i < 0:
+            return args
+        j, out = i + 1, []
+        while text[j] != '"':
+            if text[j] == "\\":
+                nxt = text[j + 1]
+                if nxt == "x":
+                    out.append(chr(int(text[j + 2:j + 4], 16)))
+                    j += 4
+                    continue
+                out.append({"n": "\n", "r": "\r", "t": "\t"}.get(nxt, nxt))
+                j += 2
+                continue
+            out.append(text[j])
+            j += 1
+        args.append("".join(out))
+        i = j + 1
+
+
 # --------------------------------------------------------------------------------------------------------
 # Postgres (through psql)
 # --------------------------------------------------------------------------------------------------------

@@ -2,9 +2,12 @@
 """What an uncontended lease costs Redis, counted: the commands its scripts run per acquire + release.
 
 Redis runs every lease operation of every gateway on one thread, so the work per lease is the ceiling of a
-whole deployment. This counts it the way bench/backend_cost measures it, with INFO commandstats deltas
-around many acquire + release pairs on fresh names through one gateway, less what the gateway does by itself
-meanwhile (its idle rate, measured first). A count, not a time: it is the same on any machine.
+whole deployment. This counts it as bench/backend_cost does, over many acquire + release pairs on fresh names
+through one gateway, but from Redis's MONITOR stream instead of INFO commandstats deltas: there each script
+call shows with the commands its script ran, so the calls the gateway's janitor makes by itself meanwhile are
+left out by name (JANITOR_SCRIPTS) rather than as an idle rate measured apart, which a janitor pass inside the
+window and not in the idle second upset on a loaded machine. A count, not a time: it is the same on any
+machine.
 
 - A lock pair runs at most LOCK_PAIR_COMMANDS commands inside its two script calls. (Caught: the scripts
   before the holder became one string read with the fence sequence in one MGET and released leases were
@@ -52,8 +55,8 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   the queue's time to live (PTTL), which must last until its deadline and a waiter lease have passed, so that a
   queue whose waiters' gateway was killed goes by itself instead of staying in Redis, and in status, forever;
   a join that finds it shorter gives the queue's three keys a waiter lease more with a PEXPIRE each, which the
-  joins after then need not, so over the QUEUED joins here (about a second) the three round away. (Caught: three
-  PEXPIREs on every join, 10.)
+  joins after then need not for a waiter lease (a minute here), so none of the QUEUED joins counted does.
+  (Caught: three PEXPIREs on every join, 10.)
 - A fenced Redis write or read is one script call of a handful of commands: a PUT and the DELETE of what
   it wrote at most PUT_DELETE_COMMANDS together (each looks at the key's type once before it writes, the
   PUT with STRLEN, the DELETE with TYPE: a key of another type is refused, not replaced or deleted), a read
@@ -68,8 +71,19 @@ meanwhile (its idle rate, measured first). A count, not a time: it is the same o
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
 
-Owns: these bounds. Must not: depend on timing (the idle correction is a rate, and each command is
-counted to the nearest whole one per pair, so the gateway's background work does not move the count).
+Owns: these bounds. Must not: depend on timing. Besides the operation counted, a window can hold:
+- the janitor's calls (src/janitor.c), left out: the gateway's liveness mark every third of waiter_lease_ms
+  (TIME, ZREMRANGEBYSCORE, ZADD), the audit stream's read every 500 ms (XRANGE), and every 5 s the listing
+  indexes' prune, which looks at up to 500 names each with a GET and a ZCARD or more (and a PTTL for one
+  held): on a Redis other tests used, dozens of commands in one window;
+- the re-checks of waiters parked on the gateway, kept out: none looks again before poll_ms or its wait_ms
+  (a minute), nor before the lease of the holder it queued behind ends (the first three look then), HELD_MS;
+- work of the operation that depends on its pace, counted to the nearest whole one per call: a lock queue's
+  time to live lengthened once a waiter lease (three PEXPIREs; a waiter lease of a minute here), the ended
+  set trimmed one end in 16, and a name's contention hint (src/lease/contention.h), which lapses a second
+  after the last sign of contention, so that a call coming later tries the first-try script first (one or
+  two calls more: a join or pair that took over a second, or one a second after a semaphore in use was
+  last found so).
 """
 
 from __future__ import annotations
@@ -80,10 +94,11 @@ import threading
 import time
 import unittest
 import uuid
+from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, skip_in_cluster, wait_for  # noqa: E402
+from harness import GatewayTest, Monitor, Redis, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import Waiter  # noqa: E402
 
 PAIRS = 300
@@ -103,47 +118,55 @@ RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 7, 6  # lua/sem_acquire_queue.lua's
 LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 5, 7  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
+HELD_MS = 600000  # the lease of a holder waiters queue behind: it outlasts their poll_ms and wait_ms
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).
-NOT_SCRIPTS = {"info", "config|resetstat", "select", "role", "ping", "hello", "client|setname", "client|setinfo",
-               "function|load", "function|list", "zlexcount"}
+NOT_SCRIPTS = {"select", "role", "ping", "hello", "client|setname", "client|setinfo", "function|load",
+               "function|list", "zlexcount"}
 SCRIPT_CALLS = {"fcall", "fcall_ro", "evalsha", "eval"}
+# The functions the janitor calls by itself, on its own clock (src/janitor.c): the liveness mark, the audit
+# stream's drain and the listing indexes' prune. None is called by an operation counted here.
+JANITOR_SCRIPTS = {"fg_instance_beat", "fg_rw_audit_read", "fg_rw_audit_ack", "fg_rw_audit_dead", "fg_lease_list"}
 
 
-def commandstats(r: Redis) -> dict[str, int]:
-    """Calls per command since the last CONFIG RESETSTAT, set-up and reads left out."""
-    calls = {}
-    for line in r.cmd("INFO", "commandstats").splitlines():
-        if line.startswith("cmdstat_"):
-            name, fields = line[len("cmdstat_"):].split(":", 1)
-            if name not in NOT_SCRIPTS:
-                calls[name] = int(fields.split(",")[0].split("=")[1])
-    return calls
+def function_of(call) -> str:
+    """The function a script call (FCALL) calls, less its hash."""
+    return call.args[1].rsplit("_", 1)[0] if call.args[0].lower() in ("fcall", "fcall_ro") else ""
 
 
-@skip_in_cluster("it counts one Redis's INFO commandstats less the gateway's idle rate; on a cluster the janitor's "
-                 "listing prune (2 x 1,024 slot calls every 5 s, in bursts) outweighs the pairs it counts; the "
-                 "cluster's cost per pair is bench/cluster_cpu.py's")
+def ran(step) -> Counter:
+    """The commands Redis ran for step(), by name: its script calls and the commands their scripts ran, and
+    any other command but set-up and this test's reads; the janitor's calls (JANITOR_SCRIPTS) left out."""
+    with Monitor() as mon:
+        step()
+    counts = Counter()
+    for call in mon.calls:
+        name = call.args[0].lower()
+        if name in ("client", "function") and len(call.args) > 1:
+            name += "|" + call.args[1].lower()
+        if name in NOT_SCRIPTS or function_of(call) in JANITOR_SCRIPTS:
+            continue
+        counts[name] += 1
+        counts.update(command[0].lower() for command in call.ran)
+    return counts
+
+
+@skip_in_cluster("it watches the one test Redis with MONITOR; the cluster's cost per pair is "
+                 "bench/cluster_cpu.py's")
 class BackendCost(GatewayTest):
-    # poll_ms: no waiter looks again by itself while a queue's commands are counted
-    gateway_config = {"poll_ms": 60000, "redis_prefixes": ["costw:"]}
+    # poll_ms: no waiter looks again by itself while a queue's commands are counted; waiter_lease_ms: a lock
+    # queue's time to live, which joins lengthen once a waiter lease, is not lengthened while they are
+    gateway_config = {"poll_ms": 60000, "waiter_lease_ms": 60000, "redis_prefixes": ["costw:"]}
 
     def counted(self, pair, times: int = PAIRS) -> tuple[float, float, dict]:
-        """(commands run by scripts, script calls) per call of pair, over `times` calls, less the gateway's
-        idle rate, and the commands per call by name."""
-        with Redis() as r:
-            r.cmd("CONFIG", "RESETSTAT")
-            time.sleep(1.0)
-            idle = commandstats(r)
-            r.cmd("CONFIG", "RESETSTAT")
-            started = time.monotonic()
+        """(commands run by scripts, script calls) per call of pair, over `times` calls, and the commands per
+        call by name (ran)."""
+        def every():
             for _ in range(times):
                 pair()
-            took = time.monotonic() - started
-            busy = commandstats(r)
-        net = {n: max(0.0, c - idle.get(n, 0) * took) / times for n, c in busy.items()}
-        # Each command is counted per pair to the nearest whole one: what the gateway's background work adds
-        # beyond its idle rate (a listing pass of the janitor) is a fraction of a call per pair.
+        net = {n: c / times for n, c in ran(every).items()}
+        # Each command is counted per call to the nearest whole one: what the pace of the calls adds (a
+        # contention hint that lapsed, a trim one end in 16) is a fraction of a call per pair.
         commands = sum(round(c) for n, c in net.items() if n not in SCRIPT_CALLS)
         calls = sum(round(c) for n, c in net.items() if n in SCRIPT_CALLS)
         return commands, calls, {n: round(c, 2) for n, c in net.items() if c >= 0.01}
@@ -212,18 +235,11 @@ class BackendCost(GatewayTest):
 
     def fcalls_of(self, name: str, step) -> list[tuple[str, int, int]]:
         """The script calls step() makes on keys naming name, oldest first: (function less its hash, keys,
-        arguments), from the SLOWLOG with every command logged."""
-        with Redis() as r:
-            was = r.cmd("CONFIG", "GET", "slowlog-log-slower-than")[1]
-            r.cmd("CONFIG", "SET", "slowlog-log-slower-than", "0")  # every command, with its arguments
-            r.cmd("SLOWLOG", "RESET")
-            try:
-                step()
-                log = r.cmd("SLOWLOG", "GET", "-1")
-            finally:
-                r.cmd("CONFIG", "SET", "slowlog-log-slower-than", was)
-        return [(e[3][1].rsplit("_", 1)[0], int(e[3][2]), len(e[3]) - 3 - int(e[3][2]))
-                for e in reversed(log) if e[3][0].upper() == "FCALL" and any(name in a for a in e[3][3:])]
+        arguments)."""
+        with Monitor() as mon:
+            step()
+        return [(function_of(c), int(c.args[2]), len(c.args) - 3 - int(c.args[2]))
+                for c in mon.calls if c.args[0].upper() == "FCALL" and any(name in a for a in c.args[3:])]
 
     def test_a_pair_beside_other_holders_names_the_keys_it_touches(self):
         self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
@@ -239,7 +255,7 @@ class BackendCost(GatewayTest):
         name = f"cost:{uuid.uuid4().hex}"
         route = f"/v1/semaphores/{name}"
         queue = f"fg:sm:{{{name}}}:q"
-        holders = [self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 2}) for _ in range(2)]
+        holders = [self.c.post(route + "/acquire", {"ttl_ms": HELD_MS, "limit": 2}) for _ in range(2)]
         self.assertEqual([h.status for h in holders], [200, 200], holders)
         waiters: list[Waiter] = []
         with Redis() as r:
@@ -343,18 +359,18 @@ class BackendCost(GatewayTest):
 
     def test_a_semaphore_release_beside_another_holder_trims_one_end_in_16(self):
         pair, let_go = self.semaphore_in_use()
-        with Redis() as r:
-            r.cmd("CONFIG", "RESETSTAT")
+
+        def pairs():
             for _ in range(64):
                 pair()
-            trims = commandstats(r).get("zremrangebyscore", 0)
+        trims = ran(pairs)["zremrangebyscore"]
         self.assertLessEqual(trims, 64 // 16 + 2, "the ended set trimmed on every release")
         let_go()
 
     def test_a_lock_queue_join_and_hand_over_run_a_handful_of_commands(self):
         name = f"cost:{uuid.uuid4().hex}"
         queue = f"fg:lk:{{{name}}}:q"
-        holder = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
+        holder = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": HELD_MS})
         self.assertEqual(holder.status, 200, holder)
         waiters: list[Waiter] = []
         with Redis() as r:

@@ -27,15 +27,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sys
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, metric, same_slot, skip_in_cluster, slot_key, wait_for  # noqa: E402
+from harness import (Gateway, GatewayTest, Monitor, Redis, metric, same_slot, skip_in_cluster, slot_key,  # noqa: E402
+                     wait_for)
 from lock_helpers import Waiter, acquire, release, renew, status, unique_name  # noqa: E402
 
 
@@ -500,33 +499,11 @@ class LeaseEdges(GatewayTest):
 
     @skip_in_cluster("it watches the one test Redis with MONITOR")
     def test_scripts_touch_only_the_keys_they_are_given(self):
-        mon = socket.create_connection(("127.0.0.1", int(os.environ["FG_TEST_REDIS_PORT"])), timeout=10)
-        mon.sendall(b"MONITOR\r\n")
-        buf = mon.makefile("rb")
-        self.assertEqual(buf.readline().strip(), b"+OK")
-        lines: list[str] = []
-        stop = threading.Event()
-
-        def read() -> None:
-            while not stop.is_set():
-                try:
-                    line = buf.readline()
-                except OSError:
-                    return
-                if not line:
-                    return
-                lines.append(line.decode("utf-8", "replace").rstrip("\r\n"))
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        try:
+        with Monitor() as mon:
             self.exercise_every_lease_script()
             time.sleep(0.3)
-        finally:
-            stop.set()
-            mon.close()
-            reader.join(5)
-        calls = [c for c in parse_monitor(lines) if c[0] not in LISTING_KEYS]
+        calls = [(set(c.args[3:3 + int(c.args[2])]), c.ran) for c in mon.calls if c.args[0].upper() == "FCALL"]
+        calls = [c for c in calls if c[0] not in LISTING_KEYS]
         self.assertGreater(len(calls), 10, "MONITOR showed no script calls")
         offending = []
         with Redis() as r:
@@ -561,50 +538,6 @@ class LeaseEdges(GatewayTest):
 
 # The KEYS of a lease_list.lua call: a listing index alone (src/store/backend/redis_keys.h).
 LISTING_KEYS = ({"fg:idx:lk"}, {"fg:idx:sm"})
-
-
-def split_monitor_args(text: str) -> list[str]:
-    """The quoted arguments of one MONITOR line (after the client part)."""
-    args, i = [], 0
-    while True:
-        i = text.find('"', i)
-        if i < 0:
-            return args
-        j, out = i + 1, []
-        while text[j] != '"':
-            if text[j] == "\\":
-                nxt = text[j + 1]
-                if nxt == "x":
-                    out.append(chr(int(text[j + 2:j + 4], 16)))
-                    j += 4
-                    continue
-                out.append({"n": "\n", "r": "\r", "t": "\t"}.get(nxt, nxt))
-                j += 2
-                continue
-            out.append(text[j])
-            j += 1
-        args.append("".join(out))
-        i = j + 1
-
-
-def parse_monitor(lines: list[str]) -> list[tuple[set[str], list[list[str]]]]:
-    """Groups MONITOR lines into (KEYS of an FCALL, the commands its script ran). Redis runs a script
-    atomically and logs the call first, then its commands (client "lua")."""
-    calls: list[tuple[set[str], list[list[str]]]] = []
-    for line in lines:
-        bracket = line.find("]")
-        if bracket < 0:
-            continue
-        args = split_monitor_args(line[bracket + 1:])
-        if not args:
-            continue
-        if " lua]" in line[:bracket + 1]:
-            if calls:
-                calls[-1][1].append(args)
-        elif args[0].upper() == "FCALL":
-            n = int(args[2])
-            calls.append((set(args[3:3 + n]), []))
-    return calls
 
 
 def command_keys(r: Redis, cmd: list[str]) -> list[str]:
