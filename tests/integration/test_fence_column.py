@@ -182,6 +182,27 @@ class FenceColumnTest(GatewayTest):
                 self.assertIsNone(row(key))
                 self.assertEqual([a["presented_fence"] for a in rejections(f"pg:fc_rows/{key}")], [f1])
 
+    def test_a_create_below_the_kept_fence_is_stale(self):
+        """A row whose own fence column is below the fence kept for its resource (a row put back outside the
+        gateway after the gateway deleted it): a PUT or POST, whose guard reads the kept fence, with a token
+        between the two is refused as stale and audited once (409 stale_fence naming the kept fence), alone
+        and in a batch, and the row keeps its fence. Caught: the refusal statement read the row's fence alone
+        and answered 409 "a concurrent write won", unaudited; before that, a write that wrote nothing with
+        nothing refusing it was taken for one a trigger skipped and answered 200, writing nothing."""
+        for method in ("PUT", "POST", "batch"):
+            with self.subTest(method=method):
+                key = unique("fc-kept")
+                (t1, f1), (t2, f2) = tokens(self.c, unique("fc-lock"), 2)
+                psql("INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'back')", {"k": key})
+                psql("INSERT INTO fencegate.resource_fences (resource, fence) VALUES (:'r', :'f')",
+                     {"r": f"pg:fc_rows/{key}", "f": f2})
+                r = late_create(self.c, method, key, t1)
+                body = assert_problem(self, r, 409, "stale_fence")
+                self.assertEqual((body["presented_fence"], body["current_fence"]), (f1, f2))
+                self.assertEqual(row(key), "back|")
+                self.assertEqual([(a["presented_fence"], a["current_fence"], a["reason"])
+                                  for a in rejections(f"pg:fc_rows/{key}")], [(f1, f2, "stale_fence")])
+
     def test_revoked_token_writes_nothing(self):
         """A revoked lease's token is refused on a fence-column row too (410, audited "revoked"), although
         its fence is the row's highest: the fence rule alone would accept it. Caught when tried: the column

@@ -310,6 +310,11 @@ static void refusal_statements(void **state)
     assert_non_null(strstr(sql, "SELECT coalesce(t.\"lock_fence\", 0) AS fence FROM \"invoices\" "
                                 "AS t WHERE t.\"id\" = $2::text FOR UPDATE"));
     assert_non_null(strstr(sql, "INSERT INTO fencegate.rejections"));
+    /* a create's guard reads the fence kept for the resource too: so does its refusal */
+    assert_non_null(strstr(sql, "CASE WHEN e.fence IS NULL OR $7::text IN ('PUT', 'POST') THEN "
+                                "greatest(e.fence, (SELECT rf.fence FROM "
+                                "fencegate.resource_fences rf WHERE rf.resource = k.resource)) "
+                                "ELSE e.fence END AS fence"));
     free(sql);
 }
 

@@ -665,9 +665,11 @@ char *fenced_sql_refusal(const struct table_schema *s)
     fputs(" AS resource), s AS (SELECT k.resource, " REVOKED " AS revoked, ", out);
     if (t->fence_column != NULL) {
         /* the row's own fence, read once a writer that holds the row has committed;
-         * without a row, the fence kept when it was deleted */
-        fputs("coalesce(e.fence, (SELECT rf.fence FROM fencegate.resource_fences rf"
-              " WHERE rf.resource = k.resource)) AS fence, e.fence IS NOT NULL AS found"
+         * without a row, and for a create (PUT, POST: $7), whose guard reads it too, the
+         * fence kept for the resource, that of a deleted row */
+        fputs("CASE WHEN e.fence IS NULL OR $7::text IN ('PUT', 'POST') THEN greatest(e.fence,"
+              " (SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource ="
+              " k.resource)) ELSE e.fence END AS fence, e.fence IS NOT NULL AS found"
               " FROM k LEFT JOIN (SELECT ",
               out);
         put_row_fence(out, "t", t);

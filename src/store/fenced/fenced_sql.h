@@ -54,7 +54,7 @@ enum fenced_refusal_param {
     FENCED_RPARAM_LOCK = FENCED_PARAM_COUNT, /* $4 lock the token was issued for (audit) */
     FENCED_RPARAM_OWNER,                     /* $5 owner named by the writer, or NULL (audit) */
     FENCED_RPARAM_CLIENT,                    /* $6 client address (audit) */
-    FENCED_RPARAM_METHOD,                    /* $7 HTTP method (audit) */
+    FENCED_RPARAM_METHOD,                    /* $7 HTTP method (audit; PUT, POST: creates) */
     FENCED_RPARAM_PRINCIPAL,                 /* $8 id of the writer's API key, or NULL (audit) */
     FENCED_RPARAM_AUDIT,                     /* $9 "t": keep the audit row of a refusal */
     FENCED_RPARAM_TRACE,                     /* $10 trace id of the writer's traceparent, or NULL */
@@ -120,7 +120,9 @@ char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
  * The refusal statement of schema's table, run after a write statement wrote
  * nothing ($1 .. $9: enum fenced_param, then enum fenced_refusal_param).
  * Answers one row (resource, fence, revoked, found): the fence stored for the
- * resource now (NULL if none), whether the presented fence was revoked, and
+ * resource now (NULL if none; on a table with a fence column the row's, and
+ * for a PUT or POST, whose guard reads it too, the higher of it and the fence
+ * kept for the resource), whether the presented fence was revoked, and
  * whether the row exists. With $9 true, a revoked fence or a higher stored one
  * leaves its one audit row (reason "revoked" or "stale_fence") in the same
  * statement, so that it commits whatever the client does.
