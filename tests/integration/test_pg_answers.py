@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """What a fenced Postgres write or read answers: the row holds the key and the listed columns, nothing else of
 the table, in both fence modes and in batches; Prefer: return=minimal answers 204 and the row is not read back;
-refusals answer as usual whatever the preference.
+refusals answer as usual whatever the preference; a write that a trigger of the table skipped answers the row as
+it stands.
 
 A column added to the table after the gateway started (card_number) must stay private: before this rule every
 answer carried it (row_to_json of the whole row), so a key that may write but not read got the whole row
@@ -9,7 +10,9 @@ through its PATCH. The fence column is answered as the answer's own `fence`, nev
 
 Broken variants caught while writing this: the write statement answering row_to_json(t) (card_number and
 lock_fence in every row); the minimal write reading the row back anyway (its statement, caught waiting for
-a row lock in pg_stat_activity, carried row_to_json).
+a row lock in pg_stat_activity, carried row_to_json); the skipped writes below taken for a missing row or a
+lost race (404 "no row with key", 409 conflict), as they were before the judged form of a write said itself
+that its guard had passed.
 
 Owns: what fenced writes answer (docs/api.md "Fenced writes to Postgres"). Must not: test the fence rule itself
 (test_pg_writes.py, test_fence_column.py).
@@ -25,7 +28,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, psql, raw_exchange  # noqa: E402
-from pg_helpers import assert_problem, quote, rejections, tokens, unique, write  # noqa: E402
+from pg_helpers import assert_problem, quote, rejections, stored_fence, tokens, unique, write  # noqa: E402
 
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.ans_default (id text PRIMARY KEY, note text, amount integer);
@@ -33,6 +36,23 @@ CREATE TABLE IF NOT EXISTS public.ans_column (id text PRIMARY KEY, note text, lo
 CREATE TABLE IF NOT EXISTS public.ans_minimal (id text PRIMARY KEY, note text);
 ALTER TABLE public.ans_default DROP COLUMN IF EXISTS card_number;
 ALTER TABLE public.ans_column DROP COLUMN IF EXISTS card_number;
+CREATE TABLE IF NOT EXISTS public.ans_skip (id text PRIMARY KEY, note text);
+CREATE TABLE IF NOT EXISTS public.ans_skip_column (id text PRIMARY KEY, note text, lock_fence bigint);
+CREATE OR REPLACE FUNCTION public.ans_skip() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RETURN CASE WHEN OLD.note = 'kept' THEN NULL ELSE OLD END;
+    END IF;
+    RETURN CASE WHEN NEW.note = 'skipped' THEN NULL ELSE NEW END;
+END $$;
+CREATE OR REPLACE TRIGGER a_skip BEFORE INSERT OR UPDATE OR DELETE ON public.ans_skip
+    FOR EACH ROW EXECUTE FUNCTION public.ans_skip();
+CREATE OR REPLACE TRIGGER b_same BEFORE UPDATE ON public.ans_skip
+    FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
+CREATE OR REPLACE TRIGGER a_skip BEFORE INSERT OR UPDATE OR DELETE ON public.ans_skip_column
+    FOR EACH ROW EXECUTE FUNCTION public.ans_skip();
+CREATE OR REPLACE TRIGGER b_same BEFORE UPDATE ON public.ans_skip_column
+    FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
 """
 # Added once the gateway runs: a column that no configuration lists.
 LATER_SQL = """
@@ -41,7 +61,9 @@ ALTER TABLE public.ans_column ADD COLUMN card_number text DEFAULT '4111111111111
 """
 TABLES = {"ans_default": {"key": "id", "columns": ["note", "amount"]},
           "ans_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"},
-          "ans_minimal": {"key": "id", "columns": ["note"]}}
+          "ans_minimal": {"key": "id", "columns": ["note"]},
+          "ans_skip": {"key": "id", "columns": ["note"]},
+          "ans_skip_column": {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}}
 MINIMAL = {"Prefer": "return=minimal"}
 
 
@@ -157,6 +179,71 @@ class PgAnswersTest(GatewayTest):
                 self.assertEqual([a["presented_fence"] for a in rejections(f"pg:{table}/{key}")], [old_fence])
                 r = self.send("PATCH", table, unique("missing"), {"set": {"note": "x"}}, new, MINIMAL)
                 assert_problem(self, r, 404, "not_found")
+
+    def test_a_write_the_table_skipped_answers_the_row_as_it_stands(self):
+        """A write that a BEFORE trigger of the table skips (returns NULL) is the table's own decision, not a
+        missing row: it answers as applied with the row as it stands, and its fence holds as any applied
+        write's, whether the table kept a row or none. suppress_redundant_updates_trigger() skips an update
+        that changes nothing (an idempotent retry of a PATCH or PUT); ans_skip() skips writes of the note
+        'skipped' and deletes of the note 'kept'. Caught: the retry answered 404 "no row with key" (a PUT
+        or a batch: 409 conflict) although the row was there; a skipped insert answered 409."""
+        (old, old_fence), (token, fence) = tokens(self.c, unique("ans-lock"), 2)
+        for table in ("ans_skip", "ans_skip_column"):
+            with self.subTest(table=table):
+                key, kept, new, posted, other = (unique("ans") for _ in range(5))
+                same = {"id": key, "note": "a"}
+                self.assertEqual(write(self.c, "PUT", table, key, {"row": {"note": "a"}}, old).status, 200)
+                # A new holder's write of the same values, then its retries: each a write that changes nothing.
+                for method, body in (("PATCH", {"set": {"note": "a"}}), ("PUT", {"row": {"note": "a"}})):
+                    for _ in range(2):
+                        r = write(self.c, method, table, key, body, token)
+                        self.assertEqual(r.status, 200, (method, r))
+                        self.assertEqual((r.body["fence"], r.body["row"]), (fence, same), (method, r))
+                    self.assertEqual(self.send(method, table, key, body, token, MINIMAL).status, 204, method)
+                ops = {"ops": [{"op": "patch", "table": table, "key": key, "set": {"note": "a"}}]}
+                r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
+                self.assertEqual((r.status, [x["row"] for x in r.body["results"]]), (200, [same]), r)
+                # The table's own decisions: a row it keeps as it was, a row it does not create.
+                psql(f"INSERT INTO public.{table} (id, note) VALUES (:'k', 'kept')", {"k": kept})
+                for method, body in (("PATCH", {"set": {"note": "skipped"}}), ("DELETE", None)):
+                    r = write(self.c, method, table, kept, body, token)
+                    self.assertEqual((r.status, r.body["row"]), (200, {"id": kept, "note": "kept"}), (method, r))
+                    self.assertEqual(self.send(method, table, kept, body, token, MINIMAL).status, 204, method)
+                r = write(self.c, "PUT", table, new, {"row": {"note": "skipped"}}, token)
+                self.assertEqual((r.status, r.body["applied"], r.body["row"]), (200, True, None), r)
+                r = write(self.c, "POST", table, None, {"row": {"id": posted, "note": "skipped"}}, token)
+                self.assertEqual((r.status, r.body["resource"], r.body["row"]),
+                                 (201, f"pg:{table}/{posted}", None), r)
+                # A batch goes on past the ops its tables skipped.
+                ops = {"ops": [{"op": "patch", "table": table, "key": kept, "set": {"note": "skipped"}},
+                               {"op": "put", "table": table, "key": other, "row": {"note": "c"}},
+                               {"op": "delete", "table": table, "key": kept},
+                               {"op": "put", "table": table, "key": new, "row": {"note": "skipped"}}]}
+                r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
+                self.assertEqual((r.status, [x["row"] for x in r.body["results"]]),
+                                 (200, [{"id": kept, "note": "kept"}, {"id": other, "note": "c"},
+                                        {"id": kept, "note": "kept"}, None]), r)
+                rows = psql(f"SELECT id, note FROM public.{table} WHERE id IN (:'k', :'j', :'n', :'p') ORDER BY 1",
+                            {"k": key, "j": kept, "n": new, "p": posted})
+                self.assertEqual(rows, sorted([f"{key}|a", f"{kept}|kept"]))
+                # Where each fence is: a fence column holds its row's, a row the table kept none of has its
+                # resource's (the gateway's fence row in the default mode, as for every write there).
+                kept_fences = {k: stored_fence(f"pg:{table}/{k}") for k in (key, kept, new, posted)}
+                if table == "ans_skip_column":
+                    self.assertEqual(psql(f"SELECT lock_fence FROM public.{table} WHERE id IN (:'k', :'j')",
+                                          {"k": key, "j": kept}), [str(fence)] * 2)
+                    self.assertEqual(kept_fences, {key: None, kept: None, new: fence, posted: fence})
+                else:
+                    self.assertEqual(kept_fences, {key: fence, kept: fence, new: fence, posted: fence})
+                # Nothing of that was refused; each fence holds: the older token is refused, audited once.
+                for k, method, body in ((key, "PATCH", {"set": {"note": "old"}}),
+                                        (kept, "PATCH", {"set": {"note": "old"}}),
+                                        (new, "PUT", {"row": {"note": "old"}}),
+                                        (posted, "POST", {"row": {"id": posted, "note": "old"}})):
+                    r = write(self.c, method, table, None if method == "POST" else k, body, old)
+                    found = assert_problem(self, r, 409, "stale_fence")
+                    self.assertEqual((found["presented_fence"], found["current_fence"]), (old_fence, fence))
+                    self.assertEqual([a["presented_fence"] for a in rejections(f"pg:{table}/{k}")], [old_fence])
 
     def test_minimal_writes_read_no_row(self):
         """The statement of a minimal write answers nothing: its row count tells whether it wrote. It is

@@ -227,9 +227,32 @@ class TableRefusalsTest(unittest.TestCase):
                     self.assertEqual(self.stored(table, key), before)
 
 
+# Tables whose row security hides rows from some commands: an UPDATE does not see a 'hidden' row, a DELETE an
+# 'undeletable' one, though both are there to read. Each also skips what a table's triggers skip: an update
+# that changes nothing, the delete of a 'kept' row. One in each fence mode.
+SECURED_SQL = """
+CREATE OR REPLACE FUNCTION public.secured_keep() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RETURN CASE WHEN OLD.v = 'kept' THEN NULL ELSE OLD END; END $$;
+""" + "".join(f"""
+CREATE TABLE public.{table} (id integer PRIMARY KEY, v text, lock_fence bigint);
+ALTER TABLE public.{table} ENABLE ROW LEVEL SECURITY;
+CREATE POLICY seen ON public.{table} FOR SELECT USING (true);
+CREATE POLICY added ON public.{table} FOR INSERT WITH CHECK (true);
+CREATE POLICY changed ON public.{table} FOR UPDATE USING (v IS DISTINCT FROM 'hidden');
+CREATE POLICY removed ON public.{table} FOR DELETE USING (v IS DISTINCT FROM 'undeletable');
+CREATE TRIGGER same BEFORE UPDATE ON public.{table} FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
+CREATE TRIGGER keep BEFORE DELETE ON public.{table} FOR EACH ROW EXECUTE FUNCTION public.secured_keep();
+INSERT INTO public.{table} (id, v) VALUES (1, 'hidden'), (2, 'undeletable'), (3, 'kept'), (4, 'seen');
+""" for table in ("secured", "secured_col"))
+
+SECURED = {"secured": {"key": "id", "columns": ["v"]},
+           "secured_col": {"key": "id", "columns": ["v"], "fence_column": "lock_fence"}}
+
+
 class RoleRefusalsTest(unittest.TestCase):
     """A gateway whose Postgres role may not do what a write asks (a row security policy's WITH CHECK, a table
-    it may only read): 403 forbidden with Postgres's reason, nothing written (a 500 before)."""
+    it may only read): 403 forbidden with Postgres's reason, nothing written (a 500 before). A row its row
+    security hides from a write is missing to that write (404), although it is there to read."""
 
     ROLE = "fg_pg_hostile_writer"
 
@@ -238,7 +261,7 @@ class RoleRefusalsTest(unittest.TestCase):
         with Gateway():  # the gateway's own schema, migrated by its owner
             pass
         psql(f"""
-DROP TABLE IF EXISTS public.policed, public.read_only;
+DROP TABLE IF EXISTS public.policed, public.read_only, public.secured, public.secured_col;
 DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{cls.ROLE}')
     THEN DROP OWNED BY {cls.ROLE}; DROP ROLE {cls.ROLE}; END IF; END $$;
 CREATE ROLE {cls.ROLE} LOGIN;
@@ -255,10 +278,12 @@ CREATE POLICY changed ON public.policed FOR UPDATE USING (true) WITH CHECK (v IS
 GRANT ALL ON public.policed TO {cls.ROLE};
 CREATE TABLE public.read_only (id integer PRIMARY KEY, v text);
 GRANT SELECT ON public.read_only TO {cls.ROLE};
+{SECURED_SQL}
+GRANT ALL ON public.secured, public.secured_col TO {cls.ROLE};
 """)
         dsn = env("FG_TEST_PG_DSN").replace("//fencegate@", f"//{cls.ROLE}@")
         cls.gw = Gateway(config=config(policed={"key": "id", "columns": ["v"]},
-                                       read_only={"key": "id", "columns": ["v"]}),
+                                       read_only={"key": "id", "columns": ["v"]}, **SECURED),
                          env_overrides={"FENCEGATE_PG_DSN": dsn})
         cls.c = cls.gw.client()
 
@@ -266,7 +291,8 @@ GRANT SELECT ON public.read_only TO {cls.ROLE};
     def tearDownClass(cls):
         cls.c.close()
         cls.gw.stop()
-        psql(f"DROP TABLE IF EXISTS public.policed, public.read_only; DROP OWNED BY {cls.ROLE};"
+        psql(f"DROP TABLE IF EXISTS public.policed, public.read_only, public.secured, public.secured_col;"
+             f" DROP OWNED BY {cls.ROLE};"
              f" DROP ROLE {cls.ROLE}")
 
     def test_what_the_role_may_not_do_answers_403(self):
@@ -281,6 +307,31 @@ GRANT SELECT ON public.read_only TO {cls.ROLE};
                 self.assertIn(reason, assert_problem(self, r, 403, "forbidden")["detail"])
         self.assertEqual(psql("SELECT id || v FROM public.policed"), ["1good"])
         self.assertEqual(psql("SELECT count(*) FROM public.read_only"), ["0"])
+
+    def test_rows_hidden_from_a_write_are_missing_to_it(self):
+        """A PATCH of a row that row security hides from an UPDATE, and a DELETE of one hidden from a DELETE,
+        write nothing and answer 404, alone and in a batch, although a trigger of the table skips writes too
+        and the fence is current: that the write wrote nothing is not taken for the table's own decision
+        (caught when tried: reading "nothing wrote and nothing refuses it" as a trigger's skip answered 200).
+        Where row security hides nothing, an update the trigger skips answers the row as it stands; a
+        DELETE a trigger skips on a table whose row security applies answers 404, as a hidden row's does:
+        its policies, not an UPDATE's, choose the rows it sees, which the gateway does not read."""
+        token, fence = acquire(self.c, unique("role"))
+        for table in SECURED:
+            with self.subTest(table=table):
+                for method, key, body in (("PATCH", "1", {"set": {"v": "x"}}), ("DELETE", "2", None),
+                                          ("DELETE", "3", None)):
+                    r = write(self.c, method, table, key, body, token)
+                    self.assertIn("no row with key", assert_problem(self, r, 404, "not_found")["detail"])
+                    op = {"op": method.lower(), "table": table, "key": key, **(body or {})}
+                    r = self.c.post("/v1/pg/batch", {"ops": [op]}, headers=headers(token))
+                    self.assertTrue(assert_problem(self, r, 404, "not_found")["detail"].startswith("ops[0]: "))
+                for _ in range(2):  # the second changes nothing: the trigger skips it
+                    r = write(self.c, "PATCH", table, "4", {"set": {"v": "seen"}}, token)
+                    self.assertEqual((r.status, r.body["row"], r.body["fence"]), (200, {"id": 4, "v": "seen"}, fence),
+                                     r)
+                self.assertEqual(psql(f"SELECT string_agg(id || v, ',' ORDER BY id) FROM public.{table}"),
+                                 ["1hidden,2undeletable,3kept,4seen"])
 
 
 if __name__ == "__main__":

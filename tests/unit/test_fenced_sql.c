@@ -318,6 +318,104 @@ static void refusal_statements(void **state)
     free(sql);
 }
 
+/* The judged form of a write: the write statement as a (its guard and its
+ * parameters unchanged), and in g the verdict on what it wrote nothing to,
+ * read only where it wrote nothing; one answer row whatever it did. */
+static void judged_statements(void **state)
+{
+    (void)state;
+    const char *revoked = "NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
+                          "$1::bigint)";
+    const char *answer = " SELECT a.*, EXISTS (SELECT 1 FROM g) AS skipped FROM (SELECT) AS one "
+                         "LEFT JOIN a ON true";
+    bool cols[] = {true, false, false, false};
+    int n = 0, plain_n = 0;
+    char *plain =
+        fenced_sql_write(&schemas[0], FENCED_PATCH, cols, FENCED_FORM_HELD, false, &plain_n);
+    char *sql = fenced_sql_judged(&schemas[0], FENCED_PATCH, cols, FENCED_FORM_HELD, false, &n);
+    char *expected = NULL;
+    /* the held form's fence and write, its verdict on the row locked under the same guard */
+    const char *held = "WITH c AS (SELECT 1 FROM fencegate.resource_fences rf WHERE rf.resource = "
+                       "$3::text || ($2::text)::text AND rf.fence = $1::bigint FOR UPDATE)";
+    assert_true(asprintf(&expected,
+                         "%s, a AS (UPDATE \"invoices\" AS t SET \"customer\" = $4::text WHERE "
+                         "t.\"id\" = $2::text AND EXISTS (SELECT 1 FROM c) AND %s RETURNING true "
+                         "AS wrote), g AS (SELECT 1 FROM \"invoices\" AS t WHERE t.\"id\" = "
+                         "$2::text AND EXISTS (SELECT 1 FROM c) AND %s AND NOT EXISTS (SELECT 1 "
+                         "FROM a) FOR UPDATE)%s",
+                         held, revoked, revoked, answer) > 0);
+    assert_string_equal(sql, expected);
+    assert_int_equal(n, plain_n);
+    assert_true(strncmp(plain, held, strlen(held)) == 0);
+    free(expected);
+    free(sql);
+    free(plain);
+    /* a delete's verdict only where no row security applies: the table's name, one more parameter
+     */
+    sql = fenced_sql_judged(&schemas[0], FENCED_DELETE, cols, FENCED_FORM_CLAIM, true, &n);
+    assert_int_equal(n, FENCED_PARAM_COUNT + 1);
+    assert_non_null(strstr(sql, " AND NOT row_security_active(quote_ident($4::text)) AND NOT "
+                                "EXISTS (SELECT 1 FROM a) FOR UPDATE)"));
+    assert_non_null(strstr(sql, "RETURNING true AS wrote, $3::text || (t.\"id\")::text AS "
+                                "resource), g AS"));
+    free(sql);
+    /* an insert's verdict is the fence's guard; a POST's also that no row is there */
+    sql = fenced_sql_judged(&schemas[0], FENCED_POST, cols, FENCED_FORM_CLAIM, false, &n);
+    assert_non_null(strstr(sql, ", g AS (SELECT 1 WHERE true AND NOT EXISTS (SELECT 1 FROM "
+                                "fencegate.revocations rv WHERE rv.fence = $1::bigint) AND "
+                                "((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM "
+                                "f)) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE "
+                                "t.\"id\" = $2::text) AND NOT EXISTS (SELECT 1 FROM a))"));
+    free(sql);
+    /* with a fence column: the row's guard, and for a create the row's fence (locked) and the
+     * kept fence, then its last look, only once all that passed */
+    struct table_config t;
+    struct table_schema s = with_fence_column(&t);
+    sql = fenced_sql_judged(&s, FENCED_PATCH, cols, FENCED_FORM_CLAIM, false, &n);
+    assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
+    assert_non_null(strstr(sql, "g AS (SELECT 1 FROM \"invoices\" AS t WHERE t.\"id\" = $2::text "
+                                "AND coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS"));
+    free(sql);
+    sql = fenced_sql_judged(&s, FENCED_PUT, cols, FENCED_FORM_CLAIM, false, &n);
+    assert_non_null(strstr(sql, "a AS (SELECT true AS wrote, w.* FROM w WHERE NOT w.created OR "
+                                "fencegate.fence_kept_check("));
+    assert_non_null(strstr(sql, "AND NOT EXISTS (SELECT 1 FROM (SELECT coalesce(t.\"lock_fence\", "
+                                "0) AS fence FROM \"invoices\" AS t WHERE t.\"id\" = $2::text FOR "
+                                "UPDATE) AS e WHERE e.fence > $1::bigint) AND NOT EXISTS (SELECT 1 "
+                                "FROM a) THEN fencegate.fence_kept_check($3::text || "
+                                "($2::text)::text, $1::bigint) ELSE false END)"));
+    assert_true(strstr(sql, answer) == sql + strlen(sql) - strlen(answer));
+    free(sql);
+}
+
+/* The fence of a write a trigger of a fence_column table skipped: the row's
+ * fence column alone where it is lower, else kept for its resource unless the
+ * row holds that fence already. */
+static void keep_fence_statement(void **state)
+{
+    (void)state;
+    struct table_config t;
+    struct table_schema s = with_fence_column(&t);
+    char *sql = fenced_sql_keep_fence(&s);
+    const char *revoked = "NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
+                          "$1::bigint)";
+    char *expected = NULL;
+    assert_true(
+        asprintf(&expected,
+                 "WITH u AS (UPDATE \"invoices\" AS t SET \"lock_fence\" = $1::bigint WHERE "
+                 "t.\"id\" = $2::text AND coalesce(t.\"lock_fence\", 0) < $1::bigint AND %s "
+                 "RETURNING 1) INSERT INTO fencegate.resource_fences AS rf (resource, fence) "
+                 "SELECT $3::text || ($2::text)::text, $1::bigint WHERE %s AND NOT EXISTS (SELECT "
+                 "1 FROM u) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE t.\"id\" = "
+                 "$2::text AND coalesce(t.\"lock_fence\", 0) >= $1::bigint) ON CONFLICT "
+                 "(resource) DO UPDATE SET fence = greatest(rf.fence, excluded.fence), updated_at "
+                 "= clock_timestamp()",
+                 revoked, revoked) > 0);
+    assert_string_equal(sql, expected);
+    free(expected);
+    free(sql);
+}
+
 /* Key types whose text is not one per value are refused; numeric gets its own identity. */
 static void key_identity(void **state)
 {
@@ -365,6 +463,8 @@ int main(void)
         cmocka_unit_test(fence_column_statements),
         cmocka_unit_test(answered_rows),
         cmocka_unit_test(refusal_statements),
+        cmocka_unit_test(judged_statements),
+        cmocka_unit_test(keep_fence_statement),
         cmocka_unit_test(fit_check),
         cmocka_unit_test(key_identity),
     };

@@ -8,10 +8,15 @@
  * whose command counts a row was applied; in the default mode one that wrote
  * nothing in the held form runs again in the claiming form; one that wrote
  * nothing then is followed by its table's refusal statement, which audits a
- * refusal and says why: stale, revoked, not found, or worth one more try. Batches run in one
- * transaction whose first statement claims every resource's fence in a fixed order, their
- * operations in one pipeline, or one at a time, each judged where it stands, once one of them
- * wrote nothing. It must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c
+ * refusal and says why: stale, revoked, not found, or nothing refuses it. Then
+ * the write runs once more in its judged form, which writes, or says itself
+ * that a trigger of the table skipped it although its guard passed (answered
+ * as applied, the row as it stands, its fence held as an applied write's), or
+ * neither, and the refusal statement has the last word. Batches run in one
+ * transaction whose first statement claims every resource's fence in a fixed
+ * order, their operations in one pipeline, or, once one of them wrote
+ * nothing, one at a time in their judged forms, each judged where it stands.
+ * It must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c
  * does).
  */
 #include "store/fenced/fenced_pg.h"
@@ -40,6 +45,7 @@ struct write_stmt {
     size_t table;          /* index in fpg.schemas */
     enum fenced_kind kind; /* operation */
     enum fenced_form form; /* default mode: held or claiming */
+    bool judged;           /* its judged form (fenced_sql_judged) */
     bool *written;         /* written columns (owned, the table's ncolumns entries) */
     bool want_row;         /* its answer carries the row */
     char name[32];         /* prepared statement name */
@@ -54,6 +60,8 @@ static struct {
     char **prefixes;              /* per table: resource prefix "pg:<table>/" */
     char **read_sql;              /* per table: its read statement */
     char **refusal_sql;           /* per table: its refusal statement */
+    char **row_lock_sql;          /* per table with a fence_column: the lock of one of its rows */
+    char **keep_sql;              /* per table with a fence_column: the fence of a skipped write */
     pthread_mutex_t lock;         /* guards stmts */
     struct write_stmt **stmts;    /* cache of write statements */
     size_t nstmts;                /* entries in stmts */
@@ -102,8 +110,10 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     fpg.prefixes = calloc(cfg->ntables + 1, sizeof *fpg.prefixes);
     fpg.read_sql = calloc(cfg->ntables + 1, sizeof *fpg.read_sql);
     fpg.refusal_sql = calloc(cfg->ntables + 1, sizeof *fpg.refusal_sql);
+    fpg.row_lock_sql = calloc(cfg->ntables + 1, sizeof *fpg.row_lock_sql);
+    fpg.keep_sql = calloc(cfg->ntables + 1, sizeof *fpg.keep_sql);
     FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL &&
-              fpg.refusal_sql != NULL);
+              fpg.refusal_sql != NULL && fpg.row_lock_sql != NULL && fpg.keep_sql != NULL);
     for (size_t i = 0; i < cfg->ntables; i++) {
         const struct table_config *t = &cfg->tables[i];
         const char *params[] = {t->name};
@@ -117,6 +127,10 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
         FG_ASSERT(asprintf(&fpg.prefixes[i], "pg:%s/", t->name) > 0);
         fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
         fpg.refusal_sql[i] = fenced_sql_refusal(&fpg.schemas[i]);
+        if (t->fence_column != NULL) {
+            fpg.row_lock_sql[i] = fenced_sql_row_lock(&fpg.schemas[i]);
+            fpg.keep_sql[i] = fenced_sql_keep_fence(&fpg.schemas[i]);
+        }
     }
     return 0;
 }
@@ -171,17 +185,23 @@ void fenced_pg_shutdown(void)
         free(fpg.prefixes[i]);
         free(fpg.read_sql[i]);
         free(fpg.refusal_sql[i]);
+        free(fpg.row_lock_sql[i]);
+        free(fpg.keep_sql[i]);
     }
     free(fpg.schemas);
     free(fpg.prefixes);
     free(fpg.read_sql);
     free(fpg.refusal_sql);
+    free(fpg.row_lock_sql);
+    free(fpg.keep_sql);
     fpg.stmts = NULL;
     fpg.nstmts = 0;
     fpg.schemas = NULL;
     fpg.prefixes = NULL;
     fpg.read_sql = NULL;
     fpg.refusal_sql = NULL;
+    fpg.row_lock_sql = NULL;
+    fpg.keep_sql = NULL;
     fpg.ntables = 0;
 }
 
@@ -199,11 +219,11 @@ static bool column_mode(size_t table)
     return fpg.schemas[table].cfg->fence_column != NULL;
 }
 
-/* The statement to run for op in form (its answer with the row if want_row):
- * a cached prepared one (*owned_sql NULL), or, once the cache is full, an
- * unnamed one whose text the caller frees. */
+/* The statement to run for op in form (its answer with the row if want_row;
+ * judged: its judged form): a cached prepared one (*owned_sql NULL), or, once
+ * the cache is full, an unnamed one whose text the caller frees. */
 static struct write_stmt stmt_for(const struct fenced_op *op, enum fenced_form form, bool want_row,
-                                  char **owned_sql)
+                                  bool judged, char **owned_sql)
 {
     size_t ncolumns = fpg.schemas[op->table].cfg->ncolumns;
     struct write_stmt found = {0};
@@ -214,7 +234,7 @@ static struct write_stmt stmt_for(const struct fenced_op *op, enum fenced_form f
     for (size_t i = 0; i < fpg.nstmts; i++) {
         const struct write_stmt *s = fpg.stmts[i];
         if (s->table == op->table && s->kind == op->kind && s->form == form &&
-            s->want_row == want_row &&
+            s->want_row == want_row && s->judged == judged &&
             memcmp(s->written, op->written, ncolumns * sizeof *op->written) == 0) {
             found = *s;
             pthread_mutex_unlock(&fpg.lock);
@@ -225,8 +245,11 @@ static struct write_stmt stmt_for(const struct fenced_op *op, enum fenced_form f
     found.kind = op->kind;
     found.form = form;
     found.want_row = want_row;
-    found.sql = fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, form, want_row,
-                                 &found.nparams);
+    found.judged = judged;
+    found.sql = judged ? fenced_sql_judged(&fpg.schemas[op->table], op->kind, op->written, form,
+                                           want_row, &found.nparams)
+                       : fenced_sql_write(&fpg.schemas[op->table], op->kind, op->written, form,
+                                          want_row, &found.nparams);
     if (fpg.nstmts >= STMT_CACHE_MAX) {
         pthread_mutex_unlock(&fpg.lock);
         *owned_sql = found.sql;
@@ -316,24 +339,26 @@ static bool session_ended(const struct pg_conn *c)
     return sqlstate_session_ended(pg_last_sqlstate(c)) || pg_last_plans_stale(c);
 }
 
-/* op's statement (*owned_sql: its text when generated for this write, which
- * is then run unprepared, else NULL) with its parameters in params (room for
- * FENCED_PARAM_COUNT + op->ncolumns; fence: 24 bytes that keep the fence's text). */
+/* op's statement, or its judged form (*owned_sql: its text when generated
+ * for this write, which is then run unprepared, else NULL) with its
+ * parameters in params (room for FENCED_PARAM_COUNT + op->ncolumns + 1;
+ * fence: 24 bytes that keep the fence's text). */
 static struct write_stmt write_args(const struct fenced_op *op, const struct fenced_writer *who,
-                                    enum fenced_form form, bool want_row, const char **params,
-                                    char *fence, char **owned_sql)
+                                    enum fenced_form form, bool want_row, bool judged,
+                                    const char **params, char *fence, char **owned_sql)
 {
-    struct write_stmt st = stmt_for(op, form, want_row, owned_sql);
+    struct write_stmt st = stmt_for(op, form, want_row, judged, owned_sql);
     snprintf(fence, 24, "%" PRId64, who->fence);
     params[FENCED_PARAM_FENCE] = fence;
     params[FENCED_PARAM_KEY] = op->key;
     int n = FENCED_PARAM_PREFIX;
     if (fenced_sql_takes_prefix(&fpg.schemas[op->table], op->kind, want_row))
         params[n++] = fpg.prefixes[op->table];
-    if (op->kind != FENCED_DELETE)
-        for (size_t i = 0; i < op->ncolumns; i++)
-            if (op->written[i])
-                params[n++] = op->values[i];
+    for (size_t i = 0; op->kind != FENCED_DELETE && i < op->ncolumns; i++)
+        if (op->written[i])
+            params[n++] = op->values[i];
+    if (op->kind == FENCED_DELETE && judged) /* the table's name, for its row security */
+        params[n++] = fpg.schemas[op->table].cfg->name;
     FG_ASSERT(n == st.nparams);
     return st;
 }
@@ -350,31 +375,38 @@ static void too_large(const struct pg_conn *c, struct fg_error *err)
 }
 
 /* What a write statement did: whether it wrote, and its answer row (owned;
- * NULL when it wrote nothing or was not asked for one). */
+ * NULL when it wrote nothing or was not asked for one); for its judged form,
+ * whether it wrote nothing although its guard passed (a trigger skipped it). */
 struct wrote {
     bool wrote;
     json_t *row;
+    bool skipped;
 };
 
-/* Takes the outcome of a write statement from its rows (freed) and count. */
-static struct wrote wrote_of(json_t *rows, long count)
+/* Takes the outcome of a write statement, or of its judged form (whose one
+ * answer row says), from its rows (freed) and count. */
+static struct wrote wrote_of(json_t *rows, long count, bool judged)
 {
-    struct wrote w = {count > 0, count > 0 ? json_incref(json_array_get(rows, 0)) : NULL};
+    json_t *first = json_array_get(rows, 0);
+    enum fenced_judged did = judged ? fenced_pg_answer_judged(first) : FENCED_JUDGED_NOTHING;
+    bool wrote = judged ? did == FENCED_JUDGED_WROTE : count > 0;
+    struct wrote w = {wrote, wrote ? json_incref(first) : NULL, did == FENCED_JUDGED_SKIPPED};
     json_decref(rows);
     return w;
 }
 
 /*
- * Runs op's statement in form on c and stores what it did in *w.
- * in_transaction: c is inside a batch, where nothing is retried.
+ * Runs op's statement in form (judged: its judged form) on c and stores what
+ * it did in *w. in_transaction: c is inside a transaction, where nothing is
+ * retried.
  */
 static int exec_write(struct pg_conn *c, const struct fenced_op *op,
                       const struct fenced_writer *who, enum fenced_form form, bool want_row,
-                      bool in_transaction, struct wrote *w, struct fg_error *err)
+                      bool judged, bool in_transaction, struct wrote *w, struct fg_error *err)
 {
     char *owned_sql, fence[24];
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
-    struct write_stmt st = write_args(op, who, form, want_row, params, fence, &owned_sql);
+    struct write_stmt st = write_args(op, who, form, want_row, judged, params, fence, &owned_sql);
     struct pg_group_stmt stmt = {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1};
     int rc = pg_exec_stmt(c, &stmt, err);
     if (rc != 0 && !in_transaction && session_ended(c))
@@ -384,7 +416,7 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
         too_large(c, err);
         return -1;
     }
-    *w = wrote_of(stmt.rows, stmt.count);
+    *w = wrote_of(stmt.rows, stmt.count, judged);
     return 0;
 }
 
@@ -402,7 +434,7 @@ static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *
     char *owned_sql, fence[24];
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
     struct write_stmt st =
-        write_args(op, who, FENCED_FORM_CLAIM, want_row, params, fence, &owned_sql);
+        write_args(op, who, FENCED_FORM_CLAIM, want_row, false, params, fence, &owned_sql);
     struct write_group_stmt stmt = {
         {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1},
         op->table,
@@ -415,7 +447,7 @@ static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *
         return -1;
     if (result == WRITE_GROUP_ALONE)
         return 1;
-    *w = wrote_of(stmt.stmt.rows, stmt.stmt.count);
+    *w = wrote_of(stmt.stmt.rows, stmt.stmt.count, false);
     return 0;
 }
 
@@ -496,51 +528,166 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
         res->resource = op_resource(op);
 }
 
-/* Runs op's statement in form on c, a connection of its own, and stores what
- * it did in *w; a data error names the value at fault. */
-static int write_alone(struct pg_conn *c, const struct fenced_op *op,
-                       const struct fenced_writer *who, enum fenced_form form, bool want_row,
-                       struct wrote *w, struct fg_error *err)
+/* After op's statement failed on c, outside a transaction (data: with a data
+ * error; kept_above: a create met a fence above its own kept since, FGK01):
+ * a create's is a write that wrote nothing (*w), which the refusal path
+ * tells; a data error names the value at fault. */
+static int write_failed(struct pg_conn *c, const struct fenced_op *op, bool data, bool kept_above,
+                        struct wrote *w, struct fg_error *err)
 {
-    if (exec_write(c, op, who, form, want_row, false, w, err) == 0)
-        return 0;
-    if (sqlstate_fence_kept_above(pg_last_sqlstate(c))) {
-        *w = (struct wrote){0}; /* a fence above its own kept since: the refusal path says so */
+    if (kept_above) {
+        *w = (struct wrote){0};
         return 0;
     }
-    if (data_error(c))
+    if (data)
         find_bad_value(c, op, "", err);
     return -1;
 }
 
-/* One try at a single write, on *c (taken from the pool when NULL; a write
- * to a fence-column table goes to a write group first, where the connection
- * is the group's; a default-mode write tries the held form first). 0 when
- * *res holds its outcome, 1 when it is worth another try, -1 on failure. */
-static int write_once(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
-                      struct pg_conn **c, struct fenced_result *res, struct fg_error *err)
+/* Runs op's statement in form (judged: its judged form) on c, a connection
+ * of its own, and stores what it did in *w (write_failed). */
+static int write_alone(struct pg_conn *c, const struct fenced_op *op,
+                       const struct fenced_writer *who, enum fenced_form form, bool want_row,
+                       bool judged, struct wrote *w, struct fg_error *err)
 {
-    struct wrote w = {0};
-    int alone = 1;
-    bool column = column_mode(op->table);
-    if (*c == NULL && column && (alone = exec_grouped(op, who, want_row, &w, err)) < 0)
+    if (exec_write(c, op, who, form, want_row, judged, false, w, err) == 0)
+        return 0;
+    return write_failed(c, op, data_error(c), sqlstate_fence_kept_above(pg_last_sqlstate(c)), w,
+                        err);
+}
+
+static void rollback(struct pg_conn *c)
+{
+    struct fg_error ignored = {0};
+    if (pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
+        return;
+}
+
+/* Runs the read statement of table for key on c and fills *res from its
+ * answer (fenced_pg_answer_read: the row as it stands, NULL if none, and its
+ * fence). in_transaction: c is inside a transaction, where nothing is retried. */
+static int read_on(struct pg_conn *c, size_t table, const char *key, bool in_transaction,
+                   struct fenced_result *res, struct fg_error *err)
+{
+    char name[32];
+    snprintf(name, sizeof name, "fpg_r%zu", table);
+    const char *params[] = {key, fpg.prefixes[table]};
+    json_t *rows = NULL;
+    int rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc != 0 && !in_transaction && session_ended(c))
+        rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
+    if (rc == 0)
+        fenced_pg_answer_read(json_array_get(rows, 0), res);
+    json_decref(rows);
+    return rc;
+}
+
+/* Keeps who's fence for op's row of a table with a fence_column, which a
+ * trigger of the table kept as it was, or kept none (fenced_sql_keep_fence),
+ * on c, inside the transaction that holds the row's lock. */
+static int keep_fence(struct pg_conn *c, const struct fenced_op *op,
+                      const struct fenced_writer *who, struct fg_error *err)
+{
+    char name[32], fence[24];
+    snprintf(name, sizeof name, "fpg_s%zu", op->table);
+    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    const char *params[FENCED_PARAM_COUNT] = {
+        [FENCED_PARAM_FENCE] = fence,
+        [FENCED_PARAM_KEY] = op->key,
+        [FENCED_PARAM_PREFIX] = fpg.prefixes[op->table],
+    };
+    return pg_exec(c, name, fpg.keep_sql[op->table], FENCED_PARAM_COUNT, params, NULL, err);
+}
+
+/*
+ * Fills *res (freed first) for op, written by who, whose judged form on c
+ * said that a trigger of its table skipped it (returned NULL) although its
+ * guard passed: the table's own decision, answered as an applied write with
+ * the row as it stands, read on c when want_row (NULL where the table kept
+ * none). Its fence holds as an applied write's: the default mode's claim
+ * committed with the judged form; on a table with a fence_column keep_fence
+ * records it, c being inside the transaction that holds the row's lock.
+ * in_transaction: c is inside a transaction.
+ */
+static int skipped(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
+                   bool want_row, bool in_transaction, struct fenced_result *res,
+                   struct fg_error *err)
+{
+    fenced_result_free(res);
+    if (column_mode(op->table) && keep_fence(c, op, who, err) != 0)
         return -1;
-    if (alone && *c == NULL && (*c = pg_acquire(err)) == NULL)
+    if (want_row && read_on(c, op->table, op->key, in_transaction, res, err) != 0)
         return -1;
-    if (alone && !column && write_alone(*c, op, who, FENCED_FORM_HELD, want_row, &w, err) != 0)
-        return -1;
-    if (alone && !w.wrote && write_alone(*c, op, who, FENCED_FORM_CLAIM, want_row, &w, err) != 0)
-        return -1;
-    if (w.wrote) {
-        applied(op, who, w.row, want_row, res);
-        json_decref(w.row);
+    res->outcome = FENCED_APPLIED;
+    res->fence = who->fence;
+    if (res->resource == NULL)
+        res->resource = op_resource(op);
+    return 0;
+}
+
+/* Fills *res for op from what its judged form did on c (*w): applied where it
+ * wrote, skipped() where a trigger of the table skipped it; nothing where it
+ * wrote nothing else. */
+static int judged_outcome(struct pg_conn *c, const struct fenced_op *op,
+                          const struct fenced_writer *who, bool want_row, bool in_transaction,
+                          const struct wrote *w, struct fenced_result *res, struct fg_error *err)
+{
+    if (w->wrote) {
+        applied(op, who, w->row, want_row, res);
         return 0;
     }
-    /* refused or missing: the refusal path, rare, asks why and audits */
+    return w->skipped ? skipped(c, op, who, want_row, in_transaction, res, err) : 0;
+}
+
+/*
+ * op's judged form on c, a connection of its own, for a table with a
+ * fence_column: in a transaction that takes the row's lock first, so that
+ * its statement sees the row of any create that held the lock, and that
+ * keeps the fence of a write a trigger skipped (judged_outcome) before its
+ * commit. *w: what it did; *res its outcome where it wrote or was skipped.
+ */
+static int judge_in_transaction(struct pg_conn *c, const struct fenced_op *op,
+                                const struct fenced_writer *who, bool want_row, struct wrote *w,
+                                struct fenced_result *res, struct fg_error *err)
+{
+    char lock_name[32], *owned_sql, fence[24];
+    snprintf(lock_name, sizeof lock_name, "fpg_l%zu", op->table); /* batch_opening.c's name */
+    const char *row[] = {fpg.prefixes[op->table], op->key};
+    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
+    struct write_stmt st =
+        write_args(op, who, FENCED_FORM_CLAIM, want_row, true, params, fence, &owned_sql);
+    struct pg_group_stmt stmts[] = {
+        {NULL, "BEGIN", 0, NULL, NULL, -1},
+        {lock_name, fpg.row_lock_sql[op->table], 2, row, NULL, -1},
+        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1},
+    };
+    size_t failed;
+    int rc = pg_exec_pipeline(c, stmts, 3, &failed, err);
+    free(owned_sql);
+    if (rc != 0) {
+        too_large(c, err);
+        bool data = data_error(c), kept_above = sqlstate_fence_kept_above(pg_last_sqlstate(c));
+        rollback(c);
+        return write_failed(c, op, data, kept_above, w, err);
+    }
+    json_decref(stmts[0].rows);
+    json_decref(stmts[1].rows);
+    *w = wrote_of(stmts[2].rows, stmts[2].count, true);
+    rc = judged_outcome(c, op, who, want_row, true, w, res, err);
+    if (rc == 0)
+        return pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    rollback(c);
+    return -1;
+}
+
+/* The refusal path of op, which wrote nothing, on c: its refusal statement
+ * says why, and audits a refusal. 0 when *res holds its outcome (refused),
+ * 1 when nothing refuses it, -1 on failure (the row missing, or in the way). */
+static int refused(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
+                   struct fenced_result *res, struct fg_error *err)
+{
     json_t *answer = NULL;
-    if (*c == NULL && (*c = pg_acquire(err)) == NULL)
-        return -1;
-    if (exec_refusal(*c, op, who, true, &answer, err) != 0)
+    if (exec_refusal(c, op, who, true, &answer, err) != 0)
         return -1;
     enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, res);
     json_decref(answer);
@@ -552,18 +699,69 @@ static int write_once(const struct fenced_op *op, const struct fenced_writer *wh
     }
 }
 
+/* The first try at a single write, on *c (taken from the pool when NULL; a
+ * write to a fence-column table goes to a write group first, where the
+ * connection is the group's; a default-mode write tries the held form
+ * first). 0 when *res holds its outcome, 1 when it wrote nothing and nothing
+ * refuses it, -1 on failure. */
+static int write_once(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
+                      struct pg_conn **c, struct fenced_result *res, struct fg_error *err)
+{
+    struct wrote w = {0};
+    int alone = 1;
+    bool column = column_mode(op->table);
+    if (*c == NULL && column && (alone = exec_grouped(op, who, want_row, &w, err)) < 0)
+        return -1;
+    if (alone && *c == NULL && (*c = pg_acquire(err)) == NULL)
+        return -1;
+    if (alone && !column &&
+        write_alone(*c, op, who, FENCED_FORM_HELD, want_row, false, &w, err) != 0)
+        return -1;
+    if (alone && !w.wrote &&
+        write_alone(*c, op, who, FENCED_FORM_CLAIM, want_row, false, &w, err) != 0)
+        return -1;
+    if (w.wrote) {
+        applied(op, who, w.row, want_row, res);
+        json_decref(w.row);
+        return 0;
+    }
+    /* refused or missing: the refusal path, rare, asks why and audits */
+    if (*c == NULL && (*c = pg_acquire(err)) == NULL)
+        return -1;
+    return refused(*c, op, who, res, err);
+}
+
+/* The last try at a single write that wrote nothing with nothing refusing
+ * it, on c: its judged form, which writes (a row committed by the writer it
+ * waited for is not in the first try's snapshot) or says that a trigger of
+ * the table skipped it (judged_outcome); where it does neither, the refusal
+ * path once more, and a row still missing, or still in the way of an
+ * insert, fails. */
+static int write_judged(struct pg_conn *c, const struct fenced_op *op,
+                        const struct fenced_writer *who, bool want_row, struct fenced_result *res,
+                        struct fg_error *err)
+{
+    struct wrote w = {0};
+    int rc = column_mode(op->table)
+                 ? judge_in_transaction(c, op, who, want_row, &w, res, err)
+                 : write_alone(c, op, who, FENCED_FORM_CLAIM, want_row, true, &w, err);
+    if (rc == 0 && !column_mode(op->table))
+        rc = judged_outcome(c, op, who, want_row, false, &w, res, err);
+    json_decref(w.row);
+    if (rc != 0 || w.wrote || w.skipped)
+        return rc;
+    rc = refused(c, op, who, res, err);
+    return rc == 1 ? missing(op, err) : rc;
+}
+
 int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                     struct fenced_result *res, struct fg_error *err)
 {
     memset(res, 0, sizeof *res);
     struct pg_conn *c = NULL;
-    /* A row committed by the writer this one waited for is not in the write's
-     * snapshot: a write that met a row that changed is tried once more. */
     int rc = write_once(op, who, want_row, &c, res, err);
     if (rc == 1)
-        rc = write_once(op, who, want_row, &c, res, err);
-    if (rc == 1)
-        rc = missing(op, err);
+        rc = write_judged(c, op, who, want_row, res, err);
     if (c != NULL)
         pg_release(c);
     if (rc != 0)
@@ -572,13 +770,6 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
 }
 
 /* --- batches ------------------------------------------------------------------------------ */
-
-static void rollback(struct pg_conn *c)
-{
-    struct fg_error ignored = {0};
-    if (pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
-        return;
-}
 
 /* Opens the batch on c (struct batch_opening): *revoked tells whether who's
  * fence was revoked, *claimed gets the (resource, fence) rows of every claim. */
@@ -654,10 +845,13 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
     return fenced_refusal_audit(c, who, res, "POST", err);
 }
 
-/* The failure of a batch whose op wrote nothing, from its refusal statement's
- * verdict (its answer in one, where op stands in the batch): a stale op is
- * added to stale (audited after the rollback), a revoked fence sets *revoked,
- * a missing row or one in the way fails as a single write would. */
+/* The failure of a batch whose op wrote nothing in its judged form, from its
+ * refusal statement's verdict (its answer in one, where op stands in the
+ * batch): a stale op is added to stale (audited after the rollback), a
+ * revoked fence sets *revoked, a missing row or one in the way fails as a
+ * single write would, and so does an op nothing refuses, as a single write
+ * does after its judged form (missing: the row hidden from the write, or an
+ * insert that met a row it cannot see). */
 static int batch_refused(const struct fenced_op *op, enum fenced_verdict verdict,
                          const struct fenced_result *one, json_t *stale, bool *revoked,
                          struct fg_error *err)
@@ -673,18 +867,13 @@ static int batch_refused(const struct fenced_op *op, enum fenced_verdict verdict
         return fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one->resource,
                        one->fence);
     }
-    if (verdict == FENCED_VERDICT_MISSING)
-        return missing(op, err);
-    if (verdict == FENCED_VERDICT_EXISTS)
-        return exists(op, err);
-    /* a row that appeared after the claim: nothing is retried inside a batch */
-    return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
-                   op->key, fpg.schemas[op->table].cfg->name);
+    return verdict == FENCED_VERDICT_EXISTS ? exists(op, err) : missing(op, err);
 }
 
-/* Judges op, which wrote nothing inside the open transaction of a batch,
- * where it stands: after the ops before it, before those after it. Its
- * refusal statement says why (batch_refused); -1 with err, *one its answer. */
+/* Judges op, whose judged form wrote nothing inside the open transaction of
+ * a batch and said nothing of a trigger's skip, where it stands: after the
+ * ops before it, before those after it. Its refusal statement says why
+ * (batch_refused); -1 with err, *one its answer. */
 static int judge_op(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
                     json_t *stale, bool *revoked, struct fenced_result *one, struct fg_error *err)
 {
@@ -731,7 +920,7 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
         FG_ASSERT(params[i] != NULL);
         /* the opening claimed every fence: the held form is the whole write */
         written[i] =
-            write_args(op, who, FENCED_FORM_HELD, want_row, params[i], fence, &owned_sql[i]);
+            write_args(op, who, FENCED_FORM_HELD, want_row, false, params[i], fence, &owned_sql[i]);
         stmts[i] = (struct pg_group_stmt){owned_sql[i] ? NULL : written[i].name,
                                           written[i].sql,
                                           written[i].nparams,
@@ -771,11 +960,12 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
     return rc;
 }
 
-/* Runs the operations inside the open transaction one at a time, each judged
- * where it stands when it writes nothing (judge_op): the batch fails at the
- * first op that fails, and items gets one {op, resource, row} per op if
- * want_row. *failed names
- * the op that failed. Only after a run of run_ops met an op that wrote nothing:
+/* Runs the operations inside the open transaction one at a time, each in its
+ * judged form, which applies it, or says that a trigger of its table skipped
+ * it (applied as a single write is: judged_outcome), or else is judged where
+ * it stands (judge_op): the batch fails at the first op that fails, and
+ * items gets one {op, resource, row} per op if want_row. *failed names the
+ * op that failed. Only after a run of run_ops met an op that wrote nothing:
  * accepted batches pay one round trip for their ops. */
 static int run_ops_one_by_one(struct pg_conn *c, const struct fenced_batch *batch,
                               const struct fenced_writer *who, bool want_row,
@@ -786,10 +976,10 @@ static int run_ops_one_by_one(struct pg_conn *c, const struct fenced_batch *batc
         const struct fenced_op *op = &batch->ops[i];
         struct wrote w = {0};
         struct fenced_result one = {0};
-        int rc = exec_write(c, op, who, FENCED_FORM_HELD, want_row, true, &w, err);
-        if (rc == 0 && w.wrote)
-            applied(op, who, w.row, want_row, &one);
-        else if (rc == 0)
+        int rc = exec_write(c, op, who, FENCED_FORM_HELD, want_row, true, true, &w, err);
+        if (rc == 0)
+            rc = judged_outcome(c, op, who, want_row, true, &w, &one, err);
+        if (rc == 0 && !w.wrote && !w.skipped)
             rc = judge_op(c, op, who, stale, revoked, &one, err);
         json_decref(w.row);
         if (rc == 0 && want_row)
@@ -979,22 +1169,11 @@ int fenced_pg_read(size_t table, const char *key, struct fenced_result *res, str
     struct pg_conn *c = pg_acquire(err);
     if (c == NULL)
         return -1;
-    char name[32];
-    snprintf(name, sizeof name, "fpg_r%zu", table);
-    const char *params[] = {key, fpg.prefixes[table]};
-    json_t *rows = NULL;
-    int rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
-    if (rc != 0 && session_ended(c))
-        rc = pg_exec(c, name, fpg.read_sql[table], 2, params, &rows, err);
-    if (rc != 0) {
+    int rc = read_on(c, table, key, false, res, err);
+    if (rc != 0 && data_error(c)) {
         struct fenced_op op = {.table = table, .key = (char *)key};
-        if (data_error(c))
-            find_bad_value(c, &op, "", err);
-    } else {
-        const json_t *answer = json_array_get(rows, 0);
-        fenced_pg_answer_read(answer, res);
+        find_bad_value(c, &op, "", err);
     }
-    json_decref(rows);
     pg_release(c);
     return rc;
 }

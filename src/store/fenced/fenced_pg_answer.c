@@ -4,8 +4,9 @@
  * struct fenced_result: the resource, its fence, the row's JSON text (never
  * read into jansson, whose doubles would round its numbers); for a write
  * that wrote nothing, the verdict of its refusal statement (refused as stale
- * or revoked, row missing, row in the way, or worth another try). It must not
- * run statements or decide the HTTP answer.
+ * or revoked, row missing, row in the way, or worth another try) and what its
+ * judged form did (wrote, skipped by a trigger of the table, or nothing). It
+ * must not run statements or decide the HTTP answer.
  */
 #include "store/fenced/fenced_pg_answer.h"
 
@@ -102,6 +103,13 @@ enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_k
     if (!flag_of(answer, "found"))
         return fenced_kind_needs_row(kind) ? FENCED_VERDICT_MISSING : FENCED_VERDICT_RETRY;
     return kind == FENCED_POST ? FENCED_VERDICT_EXISTS : FENCED_VERDICT_RETRY;
+}
+
+enum fenced_judged fenced_pg_answer_judged(const json_t *answer)
+{
+    if (flag_of(answer, "wrote"))
+        return FENCED_JUDGED_WROTE;
+    return flag_of(answer, "skipped") ? FENCED_JUDGED_SKIPPED : FENCED_JUDGED_NOTHING;
 }
 
 void fenced_pg_answer_read(const json_t *answer, struct fenced_result *res)

@@ -2,8 +2,9 @@
 /*
  * fenced_pg_answer.h - reading the one-row answers of the fenced Postgres
  * statements (fenced_sql.h), all text: a write's (resource, c0, c1, ...), the
- * refusal statement's (resource, fence, revoked, found), a read's (resource,
- * fence, row), into struct fenced_result. Pure: fenced_pg.c runs the
+ * refusal statement's (resource, fence, revoked, found), a judged form's
+ * (wrote, ..., skipped), a read's (resource, fence, row), into struct
+ * fenced_result. Pure: fenced_pg.c runs the
  * statements.
  */
 #ifndef FG_FENCED_PG_ANSWER_H
@@ -45,6 +46,16 @@ enum fenced_verdict {
  */
 enum fenced_verdict fenced_pg_answer_verdict(const json_t *answer, enum fenced_kind kind,
                                              int64_t presented, struct fenced_result *res);
+
+/* What the judged form of a write did (fenced_sql_judged). */
+enum fenced_judged {
+    FENCED_JUDGED_WROTE,   /* it wrote: its answer is an accepted write's */
+    FENCED_JUDGED_SKIPPED, /* its guard passed, and a trigger of the table skipped it */
+    FENCED_JUDGED_NOTHING  /* it wrote nothing, and nothing says its guard passed */
+};
+
+/* What the judged form of a write did, from its answer row (NULL: none). */
+enum fenced_judged fenced_pg_answer_judged(const json_t *answer);
 
 /* Fills *res (zeroed first; outcome APPLIED) from the answer of a read: its
  * row as row_to_json wrote it, NULL when there is none. */

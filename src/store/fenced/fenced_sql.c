@@ -44,6 +44,14 @@
  * columns, nothing else of the table (a column added later stays private).
  * Not asked for it (Prefer: return=minimal), a write answers nothing: the
  * command's row count tells whether it wrote.
+ *
+ * A write that wrote nothing although nothing refuses it runs once more in
+ * its judged form: the same write as the CTE a, and a verdict g that runs only
+ * where a wrote nothing, and reads the write's guard as the write read it,
+ * locking the row (FOR UPDATE: its newest version, under the row security of
+ * an UPDATE). A row there means that the guard passed and yet nothing was
+ * written: a BEFORE trigger of the table returned NULL. Only that rare path
+ * pays for it: the write statements themselves are unchanged.
  */
 #include "store/fenced/fenced_sql.h"
 
@@ -394,16 +402,16 @@ static void put_replace(FILE *out, const struct table_config *t)
 
 /* --- the default mode: fences in fencegate.resource_fences ------------------------------ */
 
-/* "WITH c AS (...) ": the lock of the resource's fence row where it holds the
+/* "WITH c AS (...)": the lock of the resource's fence row where it holds the
  * presented fence (the held form, see the top of this file). */
 static void put_fence_held(FILE *out, const struct table_schema *s)
 {
     fputs("WITH c AS (SELECT 1 FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
     put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
-    fputs(" AND rf.fence = $1::bigint FOR UPDATE) ", out);
+    fputs(" AND rf.fence = $1::bigint FOR UPDATE)", out);
 }
 
-/* "WITH c AS (...), f AS (...) ": the claim of the write's fence (see the top of this file). */
+/* "WITH c AS (...), f AS (...)": the claim of the write's fence (see the top of this file). */
 static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced_kind kind)
 {
     fputs("WITH c AS (SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = ", out);
@@ -421,18 +429,26 @@ static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced
         put_ident(out, s->cfg->key);
         fprintf(out, " = $2::%s)", s->key_type);
     }
-    fprintf(out, "%s) ", fence_claim);
+    fprintf(out, "%s)", fence_claim);
 }
 
-static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                              const bool *written, enum fenced_form form)
+/* The fence's part of a default-mode write in form (its WITH clause, c and,
+ * claiming, f); returns the guard its write goes ahead on. */
+static const char *put_fence_ctes(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                                  enum fenced_form form)
 {
-    const struct table_config *t = s->cfg;
-    const char *guard = form == FENCED_FORM_HELD ? held : claimed;
     if (form == FENCED_FORM_HELD)
         put_fence_held(out, s);
     else
         put_fence_claim(out, s, kind);
+    return form == FENCED_FORM_HELD ? held : claimed;
+}
+
+/* The write of a default-mode statement, which goes ahead on guard (put_fence_ctes). */
+static void put_claimed_dml(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                            const bool *written, const char *guard)
+{
+    const struct table_config *t = s->cfg;
     switch (kind) {
     case FENCED_PATCH:
         put_update_head(out, s, written, FENCED_PARAM_COUNT + 1);
@@ -454,6 +470,14 @@ static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenc
         break;
     default: FG_ASSERT(!"unknown write kind");
     }
+}
+
+static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                              const bool *written, enum fenced_form form)
+{
+    const char *guard = put_fence_ctes(out, s, kind, form);
+    fputc(' ', out);
+    put_claimed_dml(out, s, kind, written, guard);
 }
 
 /* --- tables with a fence column ---------------------------------------------------------- */
@@ -496,12 +520,11 @@ static void put_create_guard(FILE *out, const struct table_schema *s)
     put_no_higher_kept(out, s);
 }
 
-/* The delete of a table with a fence column: the guarded delete in d, and the
- * deleted row's fence kept for its resource in fencegate.resource_fences (the
- * higher of two, for a fence row a concurrent delete inserts meanwhile);
- * answers the resource where want_row asks for it and the gateway does not
- * know it (put_returning), else a row per row deleted. */
-static void put_column_delete(FILE *out, const struct table_schema *s, bool want_row)
+/* "WITH d AS (...), k AS (...)": the delete of a table with a fence column,
+ * the guarded delete in d, and the deleted row's fence kept for its resource
+ * in fencegate.resource_fences in k (the higher of two, for a fence row a
+ * concurrent delete inserts meanwhile). */
+static void put_column_delete_ctes(FILE *out, const struct table_schema *s)
 {
     fputs("WITH d AS (", out);
     put_delete_head(out, s);
@@ -511,8 +534,17 @@ static void put_column_delete(FILE *out, const struct table_schema *s, bool want
     fputs("), k AS (INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ", out);
     put_row_resource(out, FENCED_PARAM_PREFIX + 1, "d", s);
     fputs(", $1::bigint FROM d ON CONFLICT (resource) DO UPDATE SET fence ="
-          " greatest(rf.fence, excluded.fence), updated_at = clock_timestamp()) SELECT ",
+          " greatest(rf.fence, excluded.fence), updated_at = clock_timestamp())",
           out);
+}
+
+/* The delete of a table with a fence column (put_column_delete_ctes);
+ * answers the resource where want_row asks for it and the gateway does not
+ * know it (put_returning), else a row per row deleted. */
+static void put_column_delete(FILE *out, const struct table_schema *s, bool want_row)
+{
+    put_column_delete_ctes(out, s);
+    fputs(" SELECT ", out);
     if (want_row && !key_prints_canonical(&s->key_shape)) {
         put_row_resource(out, FENCED_PARAM_PREFIX + 1, "d", s);
         fputs(" AS resource", out);
@@ -557,22 +589,40 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
     }
 }
 
-/* A write that may create a row of a table with a fence column, in w, with
- * its last look at the fence kept for the row's resource: for a row it
- * created, fencegate.fence_kept_check looks again with a snapshot taken after
- * any delete the write waited for, and fails the statement (FGK01) where a
- * higher fence is kept by then; answers what the write returns. */
-static void put_column_create(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                              const bool *written, int param, bool want_row)
+/* "WITH w AS (...)": a write that may create a row of a table with a fence
+ * column, in w, answering whether it created the row and, want_row, what the
+ * write returns. */
+static void put_column_create_cte(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                                  const bool *written, int param, bool want_row)
 {
     fputs("WITH w AS (", out);
     put_column_write(out, s, kind, written, param);
     fputs(" RETURNING t.xmax = 0 AS created", out);
     if (want_row)
         put_returning(out, s, kind, ", ");
-    fputs(") SELECT * FROM w WHERE NOT w.created OR fencegate.fence_kept_check(", out);
+    fputc(')', out);
+}
+
+/* " WHERE NOT w.created OR fencegate.fence_kept_check(...)": the last look of
+ * a write that may create a row (put_column_create_cte) at the fence kept for
+ * the row's resource: for a row it created, fencegate.fence_kept_check looks
+ * again with a snapshot taken after any delete the write waited for, and
+ * fails the statement (FGK01) where a higher fence is kept by then. */
+static void put_kept_check(FILE *out, const struct table_schema *s)
+{
+    fputs(" WHERE NOT w.created OR fencegate.fence_kept_check(", out);
     put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
     fputs(", $1::bigint)", out);
+}
+
+/* A write that may create a row of a table with a fence column, with its last
+ * look at the kept fence (put_kept_check); answers what the write returns. */
+static void put_column_create(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                              const bool *written, int param, bool want_row)
+{
+    put_column_create_cte(out, s, kind, written, param, want_row);
+    fputs(" SELECT * FROM w", out);
+    put_kept_check(out, s);
 }
 
 /* The read of a table with a fence column: the fence is the row's. */
@@ -651,6 +701,174 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     if (kind != FENCED_DELETE)
         for (size_t i = 0; i < s->cfg->ncolumns; i++)
             *nparams += written[i] ? 1 : 0;
+    return stream_close(out, &buf);
+}
+
+/* --- the judged form: a write that says why it wrote nothing ------------------------------ */
+
+/* " RETURNING true AS wrote[, <its answer>]": what the write of a judged form returns. */
+static void put_judged_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                                 bool want_row)
+{
+    fputs(" RETURNING true AS wrote", out);
+    if (want_row)
+        put_returning(out, s, kind, ", ");
+}
+
+/* "WITH ..., a AS (...)": the write of a judged form as a, one row per row
+ * written (wrote true, then what the write statement would answer), with
+ * what comes before it in that write statement. Returns the guard of a
+ * default-mode write (put_fence_ctes), NULL for a table with a fence column. */
+static const char *put_judged_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                                    const bool *written, enum fenced_form form, bool want_row,
+                                    int param)
+{
+    if (s->cfg->fence_column == NULL) {
+        const char *guard = put_fence_ctes(out, s, kind, form);
+        fputs(", a AS (", out);
+        put_claimed_dml(out, s, kind, written, guard);
+        put_judged_returning(out, s, kind, want_row);
+        fputc(')', out);
+        return guard;
+    }
+    if (kind == FENCED_PATCH) {
+        fputs("WITH a AS (", out);
+        put_column_write(out, s, kind, written, param);
+        put_judged_returning(out, s, kind, want_row);
+        fputc(')', out);
+    } else if (kind == FENCED_DELETE) {
+        put_column_delete_ctes(out, s);
+        fputs(", a AS (SELECT true AS wrote", out);
+        if (want_row && !key_prints_canonical(&s->key_shape)) {
+            fputs(", ", out);
+            put_row_resource(out, FENCED_PARAM_PREFIX + 1, "d", s);
+            fputs(" AS resource", out);
+        }
+        fputs(" FROM d)", out);
+    } else {
+        put_column_create_cte(out, s, kind, written, param, want_row);
+        fputs(", a AS (SELECT true AS wrote, w.* FROM w", out);
+        put_kept_check(out, s);
+        fputc(')', out);
+    }
+    return NULL;
+}
+
+/* " FROM <table> AS t WHERE t."<key>" = $2::<key type>": the row a verdict looks at. */
+static void put_verdict_row(FILE *out, const struct table_schema *s)
+{
+    fputs(" FROM ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t", out);
+    put_key_match(out, s);
+}
+
+/*
+ * ", g AS (...)": the verdict of a judged form, a row only where a (the write,
+ * put_judged_write) wrote nothing and yet the write's guard passed, read as
+ * the write read it:
+ *  - a PATCH or DELETE: its row, locked (FOR UPDATE, so that the newest
+ *    version is read and the row security of an UPDATE applies), passes the
+ *    guard (guard, default mode; the row's fence, fence column); a DELETE
+ *    only where no row security applies to the table (its own policies, not
+ *    an UPDATE's, choose the rows it sees; table_param names the table);
+ *  - a PUT or POST, whose insert or update nothing but an error stops
+ *    silently: the fence's guard passed; a POST met no row; with a fence
+ *    column, the row's fence (locked) is not higher, no higher fence is kept,
+ *    and then, all that holding, none is kept by now either, looked at as a
+ *    create's last look does (put_kept_check: a delete committed since the
+ *    statement began fails it, FGK01).
+ */
+static void put_verdict(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                        const char *guard, int table_param)
+{
+    fputs(", g AS (SELECT 1", out);
+    if (fenced_kind_needs_row(kind)) {
+        put_verdict_row(out, s);
+        if (guard != NULL)
+            fputs(guard, out);
+        else
+            put_row_guard(out, s->cfg);
+        if (kind == FENCED_DELETE)
+            fprintf(out, " AND NOT row_security_active(quote_ident($%d::text))", table_param);
+        fputs(" AND NOT EXISTS (SELECT 1 FROM a) FOR UPDATE)", out);
+        return;
+    }
+    if (guard != NULL)
+        fprintf(out, " WHERE true%s", guard);
+    else
+        fputs(" WHERE CASE WHEN NOT " REVOKED, out);
+    if (guard == NULL)
+        put_no_higher_kept(out, s);
+    if (kind == FENCED_POST) {
+        fputs(" AND NOT EXISTS (SELECT 1", out);
+        put_verdict_row(out, s);
+        fputc(')', out);
+    } else if (guard == NULL) {
+        fputs(" AND NOT EXISTS (SELECT 1 FROM (SELECT ", out);
+        put_row_fence(out, "t", s->cfg);
+        fputs(" AS fence", out);
+        put_verdict_row(out, s);
+        fputs(" FOR UPDATE) AS e WHERE e.fence > $1::bigint)", out);
+    }
+    fputs(" AND NOT EXISTS (SELECT 1 FROM a)", out);
+    if (guard == NULL) {
+        fputs(" THEN fencegate.fence_kept_check(", out);
+        put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+        fputs(", $1::bigint) ELSE false END", out);
+    }
+    fputc(')', out);
+}
+
+char *fenced_sql_judged(const struct table_schema *s, enum fenced_kind kind, const bool *written,
+                        enum fenced_form form, bool want_row, int *nparams)
+{
+    FG_ASSERT(kind < FENCED_KIND_COUNT);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    *nparams =
+        fenced_sql_takes_prefix(s, kind, want_row) ? FENCED_PARAM_COUNT : FENCED_PARAM_PREFIX;
+    const char *guard = put_judged_write(out, s, kind, written, form, want_row, *nparams + 1);
+    if (kind != FENCED_DELETE)
+        for (size_t i = 0; i < s->cfg->ncolumns; i++)
+            *nparams += written[i] ? 1 : 0;
+    else
+        *nparams += 1; /* the table's name, for its row security */
+    put_verdict(out, s, kind, guard, *nparams);
+    fputs(" SELECT a.*, EXISTS (SELECT 1 FROM g) AS skipped FROM (SELECT) AS one"
+          " LEFT JOIN a ON true",
+          out);
+    return stream_close(out, &buf);
+}
+
+char *fenced_sql_keep_fence(const struct table_schema *s)
+{
+    FG_ASSERT(s->cfg->fence_column != NULL);
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("WITH u AS (UPDATE ", out);
+    put_ident(out, s->cfg->name);
+    fputs(" AS t SET ", out);
+    put_ident(out, s->cfg->fence_column);
+    fputs(" = $1::bigint", out);
+    put_key_match(out, s);
+    fputs(" AND ", out);
+    put_row_fence(out, "t", s->cfg);
+    fputs(" < $1::bigint AND NOT " REVOKED
+          " RETURNING 1) INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ",
+          out);
+    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
+    fputs(", $1::bigint WHERE NOT " REVOKED " AND NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS"
+          " (SELECT 1",
+          out);
+    put_verdict_row(out, s);
+    fputs(" AND ", out);
+    put_row_fence(out, "t", s->cfg);
+    fputs(" >= $1::bigint) ON CONFLICT (resource) DO UPDATE SET"
+          " fence = greatest(rf.fence, excluded.fence), updated_at = clock_timestamp()",
+          out);
     return stream_close(out, &buf);
 }
 

@@ -15,8 +15,11 @@
  * (row_json.h; none for a delete); resource and c0 only where the gateway
  * does not know them (key_prints_canonical), and no row at all where nothing
  * is left to return. Not asked, it answers nothing.
- * A refused write, or one whose row is missing, counts 0 and writes nothing;
- * the refusal statement then tells why, and keeps the audit row of a refusal.
+ * A refused write, one whose row is missing, or one a BEFORE trigger of the
+ * table skipped (returned NULL) counts 0 and writes nothing; the refusal
+ * statement then tells why, and keeps the audit row of a refusal, and where
+ * nothing refuses the write, its judged form (fenced_sql_judged) runs it once
+ * more and says itself whether its guard passed on what it wrote nothing to.
  * Accepted writes, the common case, pay for nothing else.
  */
 #ifndef FG_FENCED_SQL_H
@@ -115,6 +118,37 @@ enum fenced_form {
  */
 char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
                        const bool *written, enum fenced_form form, bool want_row, int *nparams);
+
+/*
+ * The judged form of a write statement (fenced_sql_write: the same kind,
+ * form, columns and parameters; a DELETE's takes one more, last: the table's
+ * name as the configuration writes it). Run where the write statement wrote
+ * nothing and the refusal statement found nothing to refuse it, it writes as
+ * that statement does, and answers one row whatever it did: wrote (true, or
+ * NULL where it wrote nothing) and the members the write statement answers,
+ * then skipped: true where it wrote nothing although its guard passed, read
+ * as the write read it (its row found and visible to it, the fence neither
+ * stale for the resource nor revoked), so that a BEFORE trigger of the table
+ * returned NULL: the table's own decision. A DELETE's skipped is never true
+ * on a table whose row security applies (row_security_active): which rows its
+ * policies hide is not read. Returns an owned string.
+ */
+char *fenced_sql_judged(const struct table_schema *schema, enum fenced_kind kind,
+                        const bool *written, enum fenced_form form, bool want_row, int *nparams);
+
+/*
+ * The fence of a write that a trigger of schema's table (one with a
+ * fence_column) skipped, so that it holds as an applied write's ($1 the
+ * fence, $2 the key, $3 the resource prefix): raises the row's fence column
+ * to $1 where it is lower, an update of that column alone (the table's
+ * triggers see it); where that raised nothing and no row holds $1 or more (no
+ * row, or one a trigger kept from that update too), keeps $1 for the
+ * resource in fencegate.resource_fences, as a delete keeps the fence of the
+ * row it deleted; neither for a revoked fence. Answers no row. Run after the
+ * row's lock (fenced_sql_row_lock) in the same transaction, so that its
+ * snapshot sees the row of a create that held the lock before it.
+ */
+char *fenced_sql_keep_fence(const struct table_schema *schema);
 
 /*
  * The refusal statement of schema's table, run after a write statement wrote
