@@ -29,11 +29,12 @@ from __future__ import annotations
 import os
 import sys
 import unittest
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, HarnessError, psql  # noqa: E402
-from pg_helpers import unique  # noqa: E402
+from pg_helpers import records_listing, unique  # noqa: E402
 
 SETUP = """
 CREATE EXTENSION IF NOT EXISTS citext;
@@ -175,6 +176,25 @@ class SessionSettingKeys(IdentityCase):
 
     def test_a_bytea_key_is_one_resource_whatever_its_output_format(self):
         self.check_one_resource("ident_bytes", "%5Cx41ff", "pg:ident_bytes/\\x41ff")
+
+    def test_a_revoked_batch_audits_the_resources_it_writes(self):
+        """The audit record of a batch refused for a revoked lease lists every resource of the batch as its
+        writes would name them (a timestamptz key in UTC, a bytea key in hex), whatever the spelling of the
+        keys and the session's settings (the Tokyo gateway here). Caught: the resources were built from the
+        keys' text as the batch spelled them ('pg:ident_tstz/2026-01-01 10:MM:SS+05')."""
+        lock, n = unique("ident-revoked"), uuid.uuid4().int
+        minute, second, byte = n % 60, n // 60 % 60, n // 3600 % 256
+        stamp, hexed = f"2026-01-01 10:{minute:02}:{second:02}+05", f"41{byte:02X}"
+        lease = self.c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000}).body
+        self.assertEqual(self.c.post(f"/v1/locks/{lock}/revoke", {"reason": "test"}).status, 200)
+        ops = {"ops": [{"op": "put", "table": "ident_tstz", "key": stamp, "row": {"note": "late"}},
+                       {"op": "patch", "table": "ident_bytes", "key": f"\\x{hexed}", "set": {"note": "late"}}]}
+        r = self.tc.request("POST", "/v1/pg/batch", ops, {"Fence-Token": lease["token"]})
+        self.assertEqual((r.status, r.body.get("reason")), (410, "revoked"), r)
+        utc = f"pg:ident_tstz/2026-01-01 05:{minute:02}:{second:02}+00"
+        records = records_listing(utc, f"pg:ident_bytes/\\x{hexed.lower()}")
+        self.assertEqual([(x["resource"], x["resources"], x["reason"]) for x in records],
+                         [(utc, [utc, f"pg:ident_bytes/\\x{hexed.lower()}"], "revoked")])
 
 
 class RefusedKeyTypes(unittest.TestCase):

@@ -416,6 +416,19 @@ static void keep_fence_statement(void **state)
     free(sql);
 }
 
+/* A key's resource as every statement names it: a timestamptz in UTC. */
+static void resource_statement(void **state)
+{
+    (void)state;
+    struct table_schema stamps = {.cfg = &tables[0],
+                                  .key_type = "timestamp with time zone",
+                                  .key_identity = KEY_IDENTITY_UTC};
+    char *sql = fenced_sql_resource(&stamps);
+    assert_string_equal(sql, "SELECT $1::text || fencegate.utc_text(($2::timestamp with time "
+                             "zone)::timestamptz) AS resource");
+    free(sql);
+}
+
 /* Key types whose text is not one per value are refused; numeric gets its own identity. */
 static void key_identity(void **state)
 {
@@ -465,6 +478,7 @@ int main(void)
         cmocka_unit_test(refusal_statements),
         cmocka_unit_test(judged_statements),
         cmocka_unit_test(keep_fence_statement),
+        cmocka_unit_test(resource_statement),
         cmocka_unit_test(fit_check),
         cmocka_unit_test(key_identity),
     };

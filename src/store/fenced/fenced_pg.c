@@ -62,6 +62,7 @@ static struct {
     char **refusal_sql;           /* per table: its refusal statement */
     char **row_lock_sql;          /* per table with a fence_column: the lock of one of its rows */
     char **keep_sql;              /* per table with a fence_column: the fence of a skipped write */
+    char **resource_sql;          /* per table: the resource of a key */
     pthread_mutex_t lock;         /* guards stmts */
     struct write_stmt **stmts;    /* cache of write statements */
     size_t nstmts;                /* entries in stmts */
@@ -112,8 +113,10 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     fpg.refusal_sql = calloc(cfg->ntables + 1, sizeof *fpg.refusal_sql);
     fpg.row_lock_sql = calloc(cfg->ntables + 1, sizeof *fpg.row_lock_sql);
     fpg.keep_sql = calloc(cfg->ntables + 1, sizeof *fpg.keep_sql);
+    fpg.resource_sql = calloc(cfg->ntables + 1, sizeof *fpg.resource_sql);
     FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL &&
-              fpg.refusal_sql != NULL && fpg.row_lock_sql != NULL && fpg.keep_sql != NULL);
+              fpg.refusal_sql != NULL && fpg.row_lock_sql != NULL && fpg.keep_sql != NULL &&
+              fpg.resource_sql != NULL);
     for (size_t i = 0; i < cfg->ntables; i++) {
         const struct table_config *t = &cfg->tables[i];
         const char *params[] = {t->name};
@@ -127,6 +130,7 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
         FG_ASSERT(asprintf(&fpg.prefixes[i], "pg:%s/", t->name) > 0);
         fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
         fpg.refusal_sql[i] = fenced_sql_refusal(&fpg.schemas[i]);
+        fpg.resource_sql[i] = fenced_sql_resource(&fpg.schemas[i]);
         if (t->fence_column != NULL) {
             fpg.row_lock_sql[i] = fenced_sql_row_lock(&fpg.schemas[i]);
             fpg.keep_sql[i] = fenced_sql_keep_fence(&fpg.schemas[i]);
@@ -187,6 +191,7 @@ void fenced_pg_shutdown(void)
         free(fpg.refusal_sql[i]);
         free(fpg.row_lock_sql[i]);
         free(fpg.keep_sql[i]);
+        free(fpg.resource_sql[i]);
     }
     free(fpg.schemas);
     free(fpg.prefixes);
@@ -194,6 +199,7 @@ void fenced_pg_shutdown(void)
     free(fpg.refusal_sql);
     free(fpg.row_lock_sql);
     free(fpg.keep_sql);
+    free(fpg.resource_sql);
     fpg.stmts = NULL;
     fpg.nstmts = 0;
     fpg.schemas = NULL;
@@ -202,6 +208,7 @@ void fenced_pg_shutdown(void)
     fpg.refusal_sql = NULL;
     fpg.row_lock_sql = NULL;
     fpg.keep_sql = NULL;
+    fpg.resource_sql = NULL;
     fpg.ntables = 0;
 }
 
@@ -804,6 +811,39 @@ static void resources_add(json_t *resources, const char *resource)
     json_array_append_new(resources, fgjson_string(resource));
 }
 
+/* Adds the resource of every op of batch to resources, once each, named as
+ * every statement names it (fenced_sql_resource: a timestamptz key in UTC, a
+ * bytea key in hex, whatever the spelling of the op's key), on c in one
+ * round trip. */
+static int batch_resources(struct pg_conn *c, const struct fenced_batch *batch, json_t *resources,
+                           struct fg_error *err)
+{
+    size_t n = batch->nops, failed;
+    struct pg_group_stmt *stmts = calloc(n + 1, sizeof *stmts);
+    const char **params = calloc(2 * n + 1, sizeof *params);
+    char(*names)[32] = calloc(n + 1, sizeof *names);
+    FG_ASSERT(stmts != NULL && params != NULL && names != NULL);
+    for (size_t i = 0; i < n; i++) {
+        const struct fenced_op *op = &batch->ops[i];
+        snprintf(names[i], sizeof names[i], "fpg_n%zu", op->table);
+        params[2 * i] = fpg.prefixes[op->table];
+        params[2 * i + 1] = op->key;
+        stmts[i] = (struct pg_group_stmt){
+            names[i], fpg.resource_sql[op->table], 2, &params[2 * i], NULL, -1};
+    }
+    int rc = pg_exec_pipeline(c, stmts, n, &failed, err);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *row = json_array_get(stmts[i].rows, 0);
+        if (rc == 0)
+            resources_add(resources, json_string_value(json_object_get(row, "resource")));
+        json_decref(stmts[i].rows);
+    }
+    free(stmts);
+    free(params);
+    free(names);
+    return rc;
+}
+
 /* After the rollback of a batch whose fence was revoked: one audit record for
  * the request, naming the first operation's resource and the fence stored for
  * it now, and in resources every resource of the batch. */
@@ -818,11 +858,8 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
     json_decref(answer);
     res->outcome = FENCED_REVOKED;
     res->resources = json_array();
-    for (size_t i = 0; i < batch->nops; i++) {
-        char *resource = op_resource(&batch->ops[i]);
-        resources_add(res->resources, resource);
-        free(resource);
-    }
+    if (batch_resources(c, batch, res->resources, err) != 0)
+        return -1;
     return fenced_refusal_audit(c, who, res, "POST", err);
 }
 

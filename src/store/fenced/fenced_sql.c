@@ -872,6 +872,17 @@ char *fenced_sql_keep_fence(const struct table_schema *s)
     return stream_close(out, &buf);
 }
 
+char *fenced_sql_resource(const struct table_schema *s)
+{
+    char *buf = NULL;
+    size_t len;
+    FILE *out = stream_open(&buf, &len);
+    fputs("SELECT ", out);
+    put_resource(out, 1, 2, s);
+    fputs(" AS resource", out);
+    return stream_close(out, &buf);
+}
+
 char *fenced_sql_refusal(const struct table_schema *s)
 {
     const struct table_config *t = s->cfg;

@@ -150,6 +150,11 @@ char *fenced_sql_judged(const struct table_schema *schema, enum fenced_kind kind
  */
 char *fenced_sql_keep_fence(const struct table_schema *schema);
 
+/* The resource of a key of schema's table ($1 the resource prefix, $2 the
+ * key): answers one row (resource), named as every statement names it (its
+ * identity: fenced_sql_key_identity). */
+char *fenced_sql_resource(const struct table_schema *schema);
+
 /*
  * The refusal statement of schema's table, run after a write statement wrote
  * nothing ($1 .. $9: enum fenced_param, then enum fenced_refusal_param).
