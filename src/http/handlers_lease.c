@@ -372,8 +372,6 @@ static int status_query_read(const struct http_request *req, struct status_query
         .wait_ms = http_request_query(req, "wait_ms"),
         .waiters = http_request_query(req, "waiters"),
     };
-    if (text.watch == NULL && http_request_query_given(req, "watch"))
-        text.watch = ""; /* a bare ?watch: no boolean */
     return status_query_parse(&text, req->match.route->bounds, q, err);
 }
 

@@ -137,7 +137,7 @@ static enum handler_result list(enum lease_list_kind kind, struct http_request *
     struct lease_page page = {0};
     char after[NAME_MAX_LEN + 1] = "", next[CURSOR_TEXT_MAX];
     if (http_query_args(req, arg_names, ARG_COUNT, ARG_MAX, args, &err) != 0 ||
-        (args[ARG_CURSOR] != NULL && args[ARG_CURSOR][0] != '\0' &&
+        (args[ARG_CURSOR] != NULL &&
          cursor_open(args[ARG_CURSOR], secret_current(), after, &err) != 0) ||
         list_query_parse(args[ARG_PREFIX], args[ARG_LIMIT], after, &q, &err) != 0 ||
         read_visible(kind, req, &q, &page, &err) != 0 ||

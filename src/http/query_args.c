@@ -99,7 +99,9 @@ int query_args_add(struct query_args *q, const char *raw_name, const char *raw_v
     if (got != QUERY_TEXT_OK)
         return text_refused(got, "query parameter", raw_name, err);
     arg->value = NULL;
-    if (raw_value != NULL && (got = take_text(q, raw_value, &arg->value)) != QUERY_TEXT_OK)
+    /* An empty value is none: decoding never empties a value, so raw tells. */
+    if (raw_value != NULL && raw_value[0] != '\0' &&
+        (got = take_text(q, raw_value, &arg->value)) != QUERY_TEXT_OK)
         return text_refused(got, "query argument", arg->name, err);
     q->n++;
     return 0;

@@ -3,6 +3,8 @@
  * query_args.h - the query of a request as every route reads it: each name
  * and value decoded once, the form way ('+' is a space, %XX a byte), into
  * UTF-8 text without NUL; every name one the route lists, none given twice.
+ * A parameter without a value (?waiters) or with an empty one (?waiters=) is
+ * held without one, and every reader reads it as absent: its default.
  * Pure: the server hands the arguments over as the HTTP library split them
  * and looks them up here; handlers see only the decoded values.
  */
@@ -24,7 +26,7 @@ enum query_text {
 /* One argument of a query, decoded. */
 struct query_arg {
     const char *name;  /* the name (in the table's text) */
-    const char *value; /* the value (in the table's text); NULL for a bare name (?watch) */
+    const char *value; /* the value (in the table's text); NULL for none (?watch, ?watch=) */
 };
 
 /* The arguments of one query in the order they were sent, with their text
@@ -56,8 +58,9 @@ void query_args_free(struct query_args *q);
 /*
  * Decodes raw_name and raw_value (NULL: a bare name) with query_args_decode
  * and appends them to q, which must have room for them (query_args_new's
- * counts). Returns 0, or -1 with FG_ERR_INVALID_FIELD naming the parameter
- * (as sent, when its name is what fails) and what is wrong.
+ * counts); an empty value is held as none, so that every route reads ?x= as
+ * it reads ?x: absent. Returns 0, or -1 with FG_ERR_INVALID_FIELD naming the
+ * parameter (as sent, when its name is what fails) and what is wrong.
  */
 int query_args_add(struct query_args *q, const char *raw_name, const char *raw_value,
                    struct fg_error *err) FG_WUR;

@@ -1223,11 +1223,6 @@ const char *http_request_query(const struct http_request *req, const char *name)
     return arg != NULL ? arg->value : NULL;
 }
 
-bool http_request_query_given(const struct http_request *req, const char *name)
-{
-    return query_args_find(req->query, name) != NULL;
-}
-
 json_t *http_request_json(struct http_request *req, struct fg_error *err)
 {
     if (req->json == NULL)

@@ -88,12 +88,9 @@ bool http_request_header_any(const struct http_request *req, const char *name,
 
 /* Query argument, decoded once the form way ('+' a space, %XX a byte; the
  * server refuses a query that does not decode to UTF-8 text, or names an
- * argument twice, before the handler runs), or NULL (absent, or a bare name
- * without '=': http_request_query_given tells them apart). */
+ * argument twice, before the handler runs), or NULL when absent: not named,
+ * or named without a value (?waiters) or with an empty one (?waiters=). */
 const char *http_request_query(const struct http_request *req, const char *name);
-
-/* True if the query names argument name, with a value or bare (?watch). */
-bool http_request_query_given(const struct http_request *req, const char *name);
 
 /* The parsed JSON object body (an empty body reads as {}), borrowed; NULL with
  * FG_ERR_INVALID_JSON if the body is not a JSON object. */

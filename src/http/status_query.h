@@ -15,8 +15,7 @@
 #include "util/error.h"
 
 /* The parameters as the request has them, decoded (http_request_query):
- * NULL when absent. A name without '=' (a bare ?watch) comes as "", as an
- * empty value does. */
+ * NULL when absent, as a name without a value or with an empty one is. */
 struct status_query_text {
     const char *watch;   /* "true" or "false" */
     const char *fence;   /* the watched lease's fence */

@@ -147,7 +147,7 @@ int strict_member_check(const struct member_bound *b, const json_t *body, struct
 int strict_query_check(const struct member_bound *b, const char *text, struct fg_error *err)
 {
     long long n = 0;
-    if (text == NULL || text[0] == '\0')
+    if (text == NULL)
         return 0; /* absent: its default */
     return integer_parse(text, b->min, b->max, &n) == INTEGER_OK
                ? 0

@@ -68,8 +68,7 @@ enum member_check {
     CHECK_STRING,        /* a body string: null is absent, else min to max bytes, no NUL */
     CHECK_TEXT,          /* a body string whose every fault answers the refusal: min to max bytes */
     CHECK_ARRAY,         /* a body array of min to max items */
-    CHECK_QUERY_INTEGER, /* a query parameter: empty is absent, else a decimal integer in [min, max]
-                          */
+    CHECK_QUERY_INTEGER, /* a query parameter: absent, or a decimal integer in [min, max] */
 };
 
 /*
@@ -101,8 +100,9 @@ const struct member_bound *strict_bound(const struct member_bound *list, const c
  * answered for the first of them in that order. */
 int strict_member_check(const struct member_bound *b, const json_t *body, struct fg_error *err);
 
-/* Checks text, the value of query parameter b (NULL or empty: absent),
- * likewise: anything but a decimal integer in bounds is refused. */
+/* Checks text, the value of query parameter b (NULL: absent, as
+ * http_request_query gives it), likewise: anything but a decimal integer in
+ * bounds is refused. */
 int strict_query_check(const struct member_bound *b, const char *text, struct fg_error *err);
 
 #endif

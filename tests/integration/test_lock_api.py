@@ -431,21 +431,21 @@ class LockApiTest(unittest.TestCase):
 
     def test_every_status_query_parameter_is_checked(self):
         """Every query parameter of GET /v1/locks/{name} is checked on every request, with or without watch, in
-        the order docs/api.md lists them, and watch is true or false: a bare ?watch is no boolean. Caught on
-        the code before the fix: fence=abc, fence=0, wait_ms=-5, watch=false&wait_ms=99999999 and a bare
-        ?watch answered 200 with the plain status, and waiters=101 with watch=true went unchecked."""
+        the order docs/api.md lists them, and watch is true or false (or absent: a bare or empty ?watch, as
+        every empty parameter, test_query_args). Caught on the code before the fix: fence=abc, fence=0,
+        wait_ms=-5 and watch=false&wait_ms=99999999 answered 200 with the plain status, and waiters=101 with
+        watch=true went unchecked."""
         name = unique_name()
         for query, field in (("fence=abc", "fence"), ("fence=0", "fence"), ("fence=9223372036854775808", "fence"),
                              ("wait_ms=-5", "wait_ms"), ("watch=false&wait_ms=99999999", "wait_ms"),
-                             ("watch=false&fence=x", "fence"), ("watch", "watch"), ("watch=", "watch"),
-                             ("watch=yes", "watch"), ("watch=TRUE", "watch"), ("watch=true", "fence"),
+                             ("watch=false&fence=x", "fence"), ("watch=yes", "watch"), ("watch=TRUE", "watch"), ("watch=true", "fence"),
                              ("watch=true&fence=1&waiters=101", "waiters"), ("waiters=-1", "waiters"),
                              ("watch=maybe&fence=0&wait_ms=-1", "watch"), ("fence=0&wait_ms=-1", "fence")):
             r = self.client.get(f"/v1/locks/{name}?{query}")
             body = assert_problem(self, r, 400, "invalid_field")
             self.assertIn(f"'{field}'", body["detail"], (query, body))
         for query in ("watch=false", "watch=false&fence=1&wait_ms=0", "fence=9223372036854775807&wait_ms=3600000",
-                      "waiters=100&watch=false"):
+                      "waiters=100&watch=false", "watch", "watch="):
             r = self.client.get(f"/v1/locks/{name}?{query}")
             self.assertEqual((r.status, r.body["lock"], r.body["held"]), (200, name, False), (query, r))
         r = self.client.get(f"/v1/locks/{name}?watch=true&fence=1&wait_ms=0&waiters=100")

@@ -98,6 +98,52 @@ class QueryArgsTest(GatewayTest):
         self.assertEqual(r.status, 200, r)
         self.assertEqual((r.body["since_ms"], r.body["until_ms"]), (now_ms - 60000, now_ms), r)
 
+    def test_an_empty_value_is_absent_on_every_route(self):
+        """?x= is read as ?x is and as a query without x: the parameter's default, on every route, as the
+        listings and the audit views read it and as the public contract writes its first pages
+        (?prefix=invoice:&limit=100&cursor=). Failed on the code before the fix: the status route and its watch
+        answered 400 to ?waiters=, ?wait_ms=, ?fence= and ?watch= (and to a bare ?watch)."""
+        for kind in ("locks", "semaphores"):
+            name = unique("empty")
+            fence = self.held(kind, name)
+            plain = self.c.get(f"/v1/{kind}/{name}")
+            self.assertEqual(plain.status, 200, plain)
+            self.assertNotIn("waiters", plain.body)
+            for query in ("waiters=", "waiters", "wait_ms=", "fence=", "watch=", "watch",
+                          "watch=&fence=&wait_ms=&waiters=", f"watch=&fence={fence}"):
+                r = self.c.get(f"/v1/{kind}/{name}?{query}")
+                self.assertEqual(r.status, 200, (kind, query, r))
+                self.assertEqual(sorted(r.body), sorted(plain.body), (kind, query, r))
+            # A watch with an empty wait_ms waits its default, here not at all: no lease has that fence.
+            r = self.c.get(f"/v1/{kind}/{name}?watch=true&fence={fence + 1000}&wait_ms=")
+            self.assertEqual((r.status, r.body.get("held")), (200, False), (kind, r))
+            r = self.c.get(f"/v1/{kind}/{name}?watch=true&fence=&wait_ms=0")
+            assert_problem(self, r, 400, "invalid_field")
+            self.assertIn("'fence'", r.body["detail"], r)
+        prefix = unique("emptyl") + ":"
+        for i in range(2):
+            self.held("locks", f"{prefix}{i}")
+        for query in (f"prefix={prefix}&limit=&cursor=", f"limit&prefix={prefix}&cursor"):
+            r = self.c.get(f"/v1/locks?{query}")
+            self.assertEqual((r.status, [i["lock"] for i in r.body["items"]], r.body["next_cursor"]),
+                             (200, [f"{prefix}0", f"{prefix}1"], None), (query, r))
+        r = self.c.get("/v1/semaphores?limit=&cursor=&prefix=")
+        self.assertEqual(r.status, 200, r)
+        u = unique("emptya")
+        first = add_rejection(f"pg:{u}/1", "o")
+        for query in (f"resource=pg:{u}/1&lock=&owner=&since_ms=&until_ms=&limit=&after_id=",
+                      f"resource=pg:{u}/1&since_ms&after_id&limit"):
+            r = self.c.get(f"/v1/audit/rejections?{query}")
+            self.assertEqual((r.status, [i["id"] for i in r.body["items"]]), (200, [first]), (query, r))
+        r = self.c.get("/v1/audit/rejections?resource=&lock=&owner=&since_ms=&until_ms=&limit=&after_id=")
+        self.assertEqual(r.status, 200, r)
+        r = self.c.get("/v1/audit/summary?since_ms=&until_ms=")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["until_ms"] - r.body["since_ms"], 3600000, r)
+        self.assertLess(abs(r.body["until_ms"] - time.time() * 1000), 60000, r)
+        # Empty or not, a parameter named twice is still refused.
+        self.refused(f"/v1/locks/{name}?waiters=&waiters=1", "query parameter 'waiters' given twice")
+
     def test_a_parameter_given_twice_is_refused(self):
         """The first value was checked and read; a second reader could have read another."""
         name = unique("twice")

@@ -331,17 +331,18 @@ class SemaphoreLeaseTest(GatewayTest):
 
     def test_every_status_query_parameter_is_checked(self):
         """Every query parameter of GET /v1/semaphores/{name} is checked on every request, with or without
-        watch, and a bare ?watch is no boolean. Caught on the code before the fix: fence=0, wait_ms=-5,
-        watch=false&wait_ms=99999999 and a bare ?watch answered 200 with the plain status."""
+        watch; a bare or empty ?watch is absent, as every empty parameter (test_query_args). Caught on the
+        code before the fix: fence=0, wait_ms=-5 and watch=false&wait_ms=99999999 answered 200 with the plain
+        status."""
         name = unique("sem-query")
         for query, field in (("fence=abc", "fence"), ("fence=0", "fence"), ("wait_ms=-5", "wait_ms"),
-                             ("watch=false&wait_ms=99999999", "wait_ms"), ("watch", "watch"),
-                             ("watch=1", "watch"), ("watch=true&fence=1&waiters=101", "waiters")):
+                             ("watch=false&wait_ms=99999999", "wait_ms"), ("watch=1", "watch"), ("watch=true&fence=1&waiters=101", "waiters")):
             r = self.c.get(f"{SEM}{name}?{query}")
             self.assertEqual((r.status, r.body.get("type")), (400, "/problems/invalid_field"), (query, r))
             self.assertIn(f"'{field}'", r.body["detail"], (query, r))
-        r = self.c.get(f"{SEM}{name}?watch=false&fence=1&wait_ms=0&waiters=0")
-        self.assertEqual((r.status, r.body["semaphore"]), (200, name), r)
+        for query in ("watch=false&fence=1&wait_ms=0&waiters=0", "watch", "watch=&fence=1"):
+            r = self.c.get(f"{SEM}{name}?{query}")
+            self.assertEqual((r.status, r.body["semaphore"]), (200, name), (query, r))
 
     def test_a_release_hands_on_the_slot_of_an_expired_holder_too(self):
         """Every script that finds a semaphore in use purges the holders whose lease ran out, a release

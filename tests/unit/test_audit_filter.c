@@ -21,7 +21,7 @@ static void audit_arguments(void **state)
     assert_string_equal(f.resource, "pg:invoices/1");
     assert_null(f.lock_name);
     assert_int_equal(f.limit, 100);
-    assert_int_equal(audit_filter_parse(NULL, "", "5", "1000", "12", &f, &err), 0);
+    assert_int_equal(audit_filter_parse(NULL, NULL, "5", "1000", "12", &f, &err), 0);
     assert_null(f.lock_name);
     assert_int_equal(f.since_ms, 5);
     assert_int_equal(f.after_id, 12);
@@ -33,7 +33,7 @@ static void audit_arguments(void **state)
     assert_int_equal(audit_filter_narrow("worker-1", "200", &f, &err), 0);
     assert_string_equal(f.owner, "worker-1");
     assert_int_equal(f.until_ms, 200);
-    assert_int_equal(audit_filter_narrow("", NULL, &f, &err), 0);
+    assert_int_equal(audit_filter_narrow(NULL, NULL, &f, &err), 0);
     assert_null(f.owner);
     assert_int_equal(f.until_ms, 0);
     assert_int_equal(audit_filter_narrow(NULL, "100", &f, &err), -1);

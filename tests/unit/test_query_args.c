@@ -3,7 +3,7 @@
  * test_query_args.c - the query as every route reads it: the form decoding
  * of names and values (once), the refusal of malformed escapes, NUL and text
  * that is not UTF-8 naming the parameter, and of names unknown or given
- * twice.
+ * twice; an empty value held as none, as a bare name is.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,6 +108,28 @@ static void arguments_are_found_decoded(void **state)
     query_args_free(q);
 }
 
+static void an_empty_value_is_none(void **state)
+{
+    (void)state;
+    static const struct raw_arg args[] = {{"limit", ""}, {"watch", NULL}, {"cursor", "+"}};
+    struct fg_error err = {0};
+    struct query_args *q = table_of(args, 3, &err);
+    assert_non_null(q);
+    assert_int_equal(q->n, 3);
+    assert_non_null(query_args_find(q, "limit"));
+    assert_null(query_args_find(q, "limit")->value); /* ?limit= as ?limit: absent to its reader */
+    assert_null(query_args_find(q, "watch")->value);
+    assert_string_equal(query_args_find(q, "cursor")->value, " "); /* a space is a value */
+    query_args_free(q);
+    /* Named twice is refused whatever the values, empty ones too. */
+    static const struct raw_arg twice[] = {{"limit", ""}, {"limit", "5"}};
+    static const char *const listed[] = {"limit", NULL};
+    q = table_of(twice, 2, &err);
+    assert_int_equal(query_args_check(q, listed, &err), -1);
+    assert_string_equal(err.msg, "query parameter 'limit' given twice");
+    query_args_free(q);
+}
+
 static void a_bad_text_names_its_parameter(void **state)
 {
     (void)state;
@@ -172,6 +194,7 @@ int main(void)
         cmocka_unit_test(decoding_is_the_form_encoding),
         cmocka_unit_test(bad_texts_are_told_apart),
         cmocka_unit_test(arguments_are_found_decoded),
+        cmocka_unit_test(an_empty_value_is_none),
         cmocka_unit_test(a_bad_text_names_its_parameter),
         cmocka_unit_test(unknown_and_repeated_names_are_refused),
     };

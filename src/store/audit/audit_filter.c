@@ -12,7 +12,7 @@
 static int int_arg(const char *name, const char *text, long long min, long long max, long long *out,
                    struct fg_error *err)
 {
-    if (text == NULL || text[0] == '\0')
+    if (text == NULL)
         return 0;
     if (integer_parse(text, min, max, out) != INTEGER_OK)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
@@ -28,8 +28,8 @@ int audit_filter_parse(const char *resource, const char *lock_name, const char *
     long long after = 0;
     if (int_arg("after_id", after_id, 0, INT64_MAX, &after, err) != 0)
         return -1;
-    out->resource = resource != NULL && resource[0] != '\0' ? resource : NULL;
-    out->lock_name = lock_name != NULL && lock_name[0] != '\0' ? lock_name : NULL;
+    out->resource = resource;
+    out->lock_name = lock_name;
     out->owner = NULL;
     out->until_ms = 0;
     out->since_ms = integer_read(since_ms, 0);
@@ -47,7 +47,7 @@ int audit_filter_narrow(const char *owner, const char *until_ms, struct audit_fi
     if (until != 0 && until <= f->since_ms)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "query argument 'until_ms' must be later than since_ms");
-    f->owner = owner != NULL && owner[0] != '\0' ? owner : NULL;
+    f->owner = owner;
     f->until_ms = until;
     return 0;
 }

@@ -24,8 +24,8 @@ struct audit_filter {
 };
 
 /*
- * Fills *out from the decoded query arguments (NULL or "" when absent).
- * after_id must be plain decimal and not negative; anything else fails with
+ * Fills *out from the decoded query arguments (NULL when absent). after_id
+ * must be plain decimal and not negative; anything else fails with
  * FG_ERR_INVALID_FIELD naming it.
  */
 int audit_filter_parse(const char *resource, const char *lock_name, const char *since_ms,
@@ -34,7 +34,7 @@ int audit_filter_parse(const char *resource, const char *lock_name, const char *
 
 /*
  * Adds the narrower filters of the console to *f (already parsed): owner (NULL
- * or "" for any) and until_ms (an end of the time range, after since_ms).
+ * for any) and until_ms (an end of the time range, after since_ms).
  * A bad until_ms fails with FG_ERR_INVALID_FIELD.
  */
 int audit_filter_narrow(const char *owner, const char *until_ms, struct audit_filter *f,
