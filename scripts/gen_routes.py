@@ -25,8 +25,8 @@ A member with an upper bound ("maximum", "maxLength", "maxItems") is checked by 
 generated table, before its handler runs (struct member_bound, http/strict.h): the bound written here is
 the one enforced. Its "refusal" is the detail of the 400 for a value out of bounds; {name} and the bounds
 ({minimum}, {maximum}, {minLength}, {maxLength}, {minItems}, {maxItems}) are filled in. Integers and
-strings of a body have a default refusal; an array, a body string whose every fault answers one sentence
-(CHECK_TEXT) and a query integer that its handler answers in other words name theirs. A query string's
+strings of a body and integers of a query have a default refusal; an array and a body string whose every
+fault answers one sentence (CHECK_TEXT) name theirs. A query string's
 bound is documentation: its handler reads it as a name. Members are checked in the order written here,
 presence and type included, so a request with two faults is answered for the first of them in that
 order (docs/api.md "Strict requests").
@@ -58,7 +58,7 @@ GATEWAY_ONLY = ("required", "doc", "refusal", "checked_by", "printable", "items_
 # The refusal of a bounded member whose description names none, by where it is and its type.
 REFUSALS = {("body", "integer"): "field '{name}' must be between {minimum} and {maximum}",
             ("body", "string"): "field '{name}' must be {minLength} to {maxLength} bytes long",
-            ("query", "integer"): "query '{name}' must be an integer from {minimum} to {maximum}"}
+            ("query", "integer"): "query parameter '{name}' must be an integer from {minimum} to {maximum}"}
 ROUTE_KEYS = {"method", "path", "label", "handler", "scope", "scope_text", "operation", "body", "query",
               "answers"}
 ANSWER_KEYS = {"description", "schema", "example", "media", "content"}

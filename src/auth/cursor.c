@@ -83,5 +83,5 @@ int cursor_open(const char *text, const struct token_keyring *ring, char name[NA
             }
         }
     return fg_fail(err, FG_ERR_INVALID_FIELD,
-                   "query argument 'cursor' must be the next_cursor of a previous page");
+                   "query parameter 'cursor' must be the next_cursor of a previous page");
 }

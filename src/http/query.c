@@ -15,7 +15,7 @@ int http_query_args(const struct http_request *req, const char *const *names, si
         args[i] = http_request_query(req, names[i]);
         if (args[i] != NULL && strlen(args[i]) > max_len)
             return fg_fail(err, FG_ERR_INVALID_FIELD,
-                           "query argument '%s' is longer than %zu bytes", names[i], max_len);
+                           "query parameter '%s' is longer than %zu bytes", names[i], max_len);
     }
     return 0;
 }

@@ -75,19 +75,19 @@ static enum query_text take_text(struct query_args *q, const char *raw, const ch
     return got;
 }
 
-/* Fails with the 400 of got, a fault of the text of what (a "query argument"
- * or a "query parameter" name) shown as name. */
-static int text_refused(enum query_text got, const char *what, const char *name,
-                        struct fg_error *err)
+/* Fails with the 400 of got, a fault of the text of the parameter name (its
+ * name as sent when the name is at fault, else its name decoded). */
+static int text_refused(enum query_text got, const char *name, struct fg_error *err)
 {
     int shown = utf8_cut_len(name, SHOWN_NAME_MAX);
     if (got == QUERY_TEXT_BAD_ESCAPE)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "%s '%.*s' has a malformed percent-escape", what,
-                       shown, name);
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query parameter '%.*s' has a malformed percent-escape", shown, name);
     if (got == QUERY_TEXT_NUL)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "%s '%.*s' must not contain NUL", what, shown,
-                       name);
-    return fg_fail(err, FG_ERR_INVALID_FIELD, "%s '%.*s' must be UTF-8 text", what, shown, name);
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "query parameter '%.*s' must not contain NUL",
+                       shown, name);
+    return fg_fail(err, FG_ERR_INVALID_FIELD, "query parameter '%.*s' must be UTF-8 text", shown,
+                   name);
 }
 
 int query_args_add(struct query_args *q, const char *raw_name, const char *raw_value,
@@ -97,12 +97,12 @@ int query_args_add(struct query_args *q, const char *raw_name, const char *raw_v
     struct query_arg *arg = &q->args[q->n];
     enum query_text got = take_text(q, raw_name, &arg->name);
     if (got != QUERY_TEXT_OK)
-        return text_refused(got, "query parameter", raw_name, err);
+        return text_refused(got, raw_name, err);
     arg->value = NULL;
     /* An empty value is none: decoding never empties a value, so raw tells. */
     if (raw_value != NULL && raw_value[0] != '\0' &&
         (got = take_text(q, raw_value, &arg->value)) != QUERY_TEXT_OK)
-        return text_refused(got, "query argument", arg->name, err);
+        return text_refused(got, arg->name, err);
     q->n++;
     return 0;
 }
@@ -113,7 +113,7 @@ int query_args_check(const struct query_args *q, const char *const *listed, stru
         const char *name = q->args[i].name;
         int shown = utf8_cut_len(name, SHOWN_NAME_MAX);
         if (!fgjson_listed(listed, name))
-            return fg_fail(err, FG_ERR_INVALID_FIELD, "unknown query parameter '%.*s'", shown,
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "query parameter '%.*s' is unknown", shown,
                            name);
         /* Listed names are few, so a repeat comes within the first few. */
         for (size_t j = 0; j < i; j++)

@@ -68,7 +68,7 @@ int query_args_add(struct query_args *q, const char *raw_name, const char *raw_v
 /*
  * Checks q (NULL: no query) against listed, the route's query parameters
  * (NULL-terminated, may be NULL): in the order sent, the first argument that
- * is not listed answers "unknown query parameter 'x'", the first that repeats
+ * is not listed answers "query parameter 'x' is unknown", the first that repeats
  * an earlier one "query parameter 'x' given twice" (two readers could
  * otherwise read two values). Returns 0, or -1 with FG_ERR_INVALID_FIELD.
  */

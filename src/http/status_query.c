@@ -20,8 +20,8 @@ static int number(const char *name, const char *text, long long min, long long m
     if (text == NULL)
         return 0;
     if (integer_parse(text, min, max, out) != INTEGER_OK)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "query '%s' must be an integer from %lld to %lld",
-                       name, min, max);
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query parameter '%s' must be an integer from %lld to %lld", name, min, max);
     return 0;
 }
 
@@ -39,12 +39,13 @@ int status_query_parse(const struct status_query_text *text, const struct member
     *out = (struct status_query){.wait_ms = WATCH_WAIT_DEFAULT_MS};
     if (text->watch != NULL && strcmp(text->watch, "true") != 0 &&
         strcmp(text->watch, "false") != 0)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "query 'watch' must be true or false");
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "query parameter 'watch' must be true or false");
     out->watch = text->watch != NULL && strcmp(text->watch, "true") == 0;
     if (number("fence", text->fence, 1, LLONG_MAX, &out->fence, err) != 0)
         return -1;
     if (out->watch && text->fence == NULL)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "query 'fence' is required with watch=true");
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query parameter 'fence' is required with watch=true");
     if (bounded(bounds, "wait_ms", text->wait_ms, &out->wait_ms, err) != 0 ||
         bounded(bounds, "waiters", text->waiters, &out->waiters, err) != 0)
         return -1;

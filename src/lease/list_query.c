@@ -21,8 +21,8 @@ static int name_arg(const char *what, const char *text, bool empty_ok, char *out
     }
     if (!name_is_valid_lock(text, len))
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "query argument '%s' must be %s1 to %d bytes of A-Z a-z 0-9 . _ : / -", what,
-                       empty_ok ? "empty or " : "", NAME_MAX_LEN);
+                       "query parameter '%s' must be %s1 to %d bytes of A-Z a-z 0-9 . _ : / -",
+                       what, empty_ok ? "empty or " : "", NAME_MAX_LEN);
     memcpy(out, text, len + 1);
     return 0;
 }
@@ -37,7 +37,7 @@ int list_query_parse(const char *prefix, const char *limit, const char *cursor,
     if (cursor != NULL && cursor[0] != '\0' &&
         name_arg("cursor", cursor, false, out->after, err) != 0)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "query argument 'cursor' must be the next_cursor of a previous page");
+                       "query parameter 'cursor' must be the next_cursor of a previous page");
     if (cursor == NULL || cursor[0] == '\0')
         out->after[0] = '\0';
     return 0;

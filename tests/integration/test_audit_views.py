@@ -89,7 +89,7 @@ class AuditViewsTest(GatewayTest):
             for value in ("%ff", "a%c3", "%ed%a0%80"):  # a stray byte, a cut sequence, a surrogate
                 r = self.c.get(f"/v1/audit/rejections?{name}={value}")
                 assert_problem(self, r, 400, "invalid_field")
-                self.assertEqual(r.body["detail"], f"query argument '{name}' must be UTF-8 text", r)
+                self.assertEqual(r.body["detail"], f"query parameter '{name}' must be UTF-8 text", r)
             r = self.c.get(f"/v1/audit/rejections?{name}=caf%c3%a9")
             self.assertEqual((r.status, r.body["items"]), (200, []), r)
 

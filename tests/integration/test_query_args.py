@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """How every route reads its query (docs/api.md "Conventions" and "Strict requests"): names and values
 decoded once, the form way ('+' a space, %XX a byte), whatever route reads them; a malformed escape, a NUL or
-text that is not UTF-8 refused naming the parameter; a parameter given twice refused.
+text that is not UTF-8 refused naming the parameter; a parameter given twice refused; an empty value absent;
+every refusal worded "query parameter 'x' ...".
 
 Failed on the code before the fix: the status route, its watch and the bounds of every route read the query
 as sent (?waiters=%31, ?limit=%31, ?since_ms=%30 answered 400, ?wait%5Fms=1 was an unknown parameter) while
 the listings and the audit decoded theirs; a repeated parameter had its first value read (?limit=10&limit=
 99999 answered a page); a malformed escape answered some other refusal, or none.
 
-Owns: the query's decoding and its repeated names, on each kind of route (status and watch, listings,
-audit). Must not: test what each parameter means (test_lock_api, test_lease_list, test_audit_views do).
+Owns: the query's decoding, its empty values, its repeated names and the wording of its refusals, on each
+kind of route (status and watch, listings, audit, a route without parameters). Must not: test what each parameter means (test_lock_api, test_lease_list, test_audit_views do).
 """
 
 import os
@@ -162,7 +163,51 @@ class QueryArgsTest(GatewayTest):
                             ("/v1/audit/summary?since_ms=0&until_ms=1&since_ms=1", "since_ms")]:
             with self.subTest(path=path):
                 self.refused(path, f"query parameter '{param}' given twice")
-        self.refused(f"/v1/locks/{name}?verbose=1&verbose=2", "unknown query parameter 'verbose'")
+        self.refused(f"/v1/locks/{name}?verbose=1&verbose=2", "query parameter 'verbose' is unknown")
+
+    def test_every_query_problem_says_query_parameter(self):
+        """Every refusal of a query reads "query parameter 'x' ...", whichever check or route answers it. Failed
+        on the code before the fix: "query 'waiters' must be...", "query argument 'limit' must be...",
+        "unknown query parameter 'x'" and "query parameter 'x' given twice" came from one gateway."""
+        name = unique("word")
+        too_long = "a" * 5000
+        for path, detail in [
+                (f"/v1/locks/{name}?waiters=x", "query parameter 'waiters' must be an integer from 0 to 100"),
+                (f"/v1/semaphores/{name}?wait_ms=-1",
+                 "query parameter 'wait_ms' must be an integer from 0 to 3600000"),
+                (f"/v1/locks/{name}?fence=0",
+                 "query parameter 'fence' must be an integer from 1 to 9223372036854775807"),
+                (f"/v1/semaphores/{name}?watch=yes", "query parameter 'watch' must be true or false"),
+                (f"/v1/locks/{name}?watch=true", "query parameter 'fence' is required with watch=true"),
+                (f"/v1/locks/{name}?waiters=%zz", "query parameter 'waiters' has a malformed percent-escape"),
+                (f"/v1/locks/{name}?verbose", "query parameter 'verbose' is unknown"),
+                (f"/v1/locks/{name}?fence=1&fence=1", "query parameter 'fence' given twice"),
+                ("/v1/locks?limit=0", "query parameter 'limit' must be an integer from 1 to 1000"),
+                ("/v1/semaphores?prefix=a+b",
+                 "query parameter 'prefix' must be empty or 1 to 200 bytes of A-Z a-z 0-9 . _ : / -"),
+                ("/v1/locks?cursor=abc", "query parameter 'cursor' must be the next_cursor of a previous page"),
+                ("/v1/audit/rejections?limit=1001", "query parameter 'limit' must be an integer from 1 to 1000"),
+                ("/v1/audit/rejections?since_ms=-1",
+                 "query parameter 'since_ms' must be an integer from 0 to 253402300799999"),
+                ("/v1/audit/rejections?after_id=x",
+                 "query parameter 'after_id' must be an integer from 0 to 9223372036854775807"),
+                ("/v1/audit/rejections?since_ms=5&until_ms=5",
+                 "query parameter 'until_ms' must be later than since_ms"),
+                ("/v1/audit/summary?until_ms=0",
+                 "query parameter 'until_ms' must be an integer from 1 to 253402300799999"),
+                ("/v1/audit/summary?since_ms=0&until_ms=86400001",
+                 "query parameters 'since_ms' and 'until_ms' must make a range of 1 ms to 86400000 ms"),
+                ("/v1/audit/summary?owner=a", "query parameter 'owner' is unknown")]:
+            with self.subTest(path=path):
+                self.refused(path, detail)
+        for path, param in [(f"/v1/locks?cursor={too_long}", "cursor"),
+                            (f"/v1/audit/rejections?owner={too_long}", "owner")]:
+            r = self.c.get(path)
+            assert_problem(self, r, 400, "invalid_field")
+            self.assertRegex(r.body["detail"], rf"^query parameter '{param}' is longer than \d+ bytes$", r)
+        r = self.c.post("/v1/locksets/acquire?wait_ms=1", {"names": [name]})  # a route without parameters
+        assert_problem(self, r, 400, "invalid_field")
+        self.assertEqual(r.body["detail"], "query parameter 'wait_ms' is unknown", r)
 
     def test_bad_escapes_and_text_are_refused_naming_the_parameter(self):
         """A malformed escape was read as text (and refused, when at all, as some other fault)."""
@@ -170,23 +215,23 @@ class QueryArgsTest(GatewayTest):
         for kind in ("locks", "semaphores"):
             self.held(kind, name)
         for path, detail in [
-                (f"/v1/locks/{name}?waiters=%zz", "query argument 'waiters' has a malformed percent-escape"),
-                (f"/v1/semaphores/{name}?wait_ms=1%", "query argument 'wait_ms' has a malformed percent-escape"),
-                (f"/v1/locks/{name}?watch=%ff&fence=1", "query argument 'watch' must be UTF-8 text"),
-                (f"/v1/semaphores/{name}?fence=1%00", "query argument 'fence' must not contain NUL"),
+                (f"/v1/locks/{name}?waiters=%zz", "query parameter 'waiters' has a malformed percent-escape"),
+                (f"/v1/semaphores/{name}?wait_ms=1%", "query parameter 'wait_ms' has a malformed percent-escape"),
+                (f"/v1/locks/{name}?watch=%ff&fence=1", "query parameter 'watch' must be UTF-8 text"),
+                (f"/v1/semaphores/{name}?fence=1%00", "query parameter 'fence' must not contain NUL"),
                 (f"/v1/locks/{name}?w%zaiters=1", "query parameter 'w%zaiters' has a malformed percent-escape"),
-                ("/v1/locks?prefix=%G1", "query argument 'prefix' has a malformed percent-escape"),
-                ("/v1/semaphores?cursor=%e2%82", "query argument 'cursor' must be UTF-8 text"),
-                ("/v1/audit/rejections?lock=%", "query argument 'lock' has a malformed percent-escape"),
-                ("/v1/audit/rejections?limit=%ed%a0%80", "query argument 'limit' must be UTF-8 text"),
-                ("/v1/audit/summary?until_ms=1%0", "query argument 'until_ms' has a malformed percent-escape")]:
+                ("/v1/locks?prefix=%G1", "query parameter 'prefix' has a malformed percent-escape"),
+                ("/v1/semaphores?cursor=%e2%82", "query parameter 'cursor' must be UTF-8 text"),
+                ("/v1/audit/rejections?lock=%", "query parameter 'lock' has a malformed percent-escape"),
+                ("/v1/audit/rejections?limit=%ed%a0%80", "query parameter 'limit' must be UTF-8 text"),
+                ("/v1/audit/summary?until_ms=1%0", "query parameter 'until_ms' has a malformed percent-escape")]:
             self.refused(path, detail)
         r = self.c.post(f"/v1/locks/{name}/acquire?x=%ff")  # a route without parameters decodes them too
         assert_problem(self, r, 400, "invalid_field")
-        self.assertEqual(r.body["detail"], "query argument 'x' must be UTF-8 text", r)
+        self.assertEqual(r.body["detail"], "query parameter 'x' must be UTF-8 text", r)
         # Decoded once: an escaped '%' is a '%', never the start of another escape.
-        self.refused(f"/v1/locks/{name}?waiters=%2531", "query 'waiters' must be an integer from 0 to 100")
-        self.refused("/v1/locks?limit=%2531", "query argument 'limit' must be an integer between 1 and 1000")
+        self.refused(f"/v1/locks/{name}?waiters=%2531", "query parameter 'waiters' must be an integer from 0 to 100")
+        self.refused("/v1/locks?limit=%2531", "query parameter 'limit' must be an integer from 1 to 1000")
 
 
 if __name__ == "__main__":

@@ -134,8 +134,8 @@ class RouteBoundsTest(GatewayTest):
              owner),
         ]
         numbers = gen_routes.limits()
-        limit = (f"query argument 'limit' must be an integer between 1 and {numbers['LIST_LIMIT_MAX']}")
-        since = f"query argument 'since_ms' must be an integer between 0 and {numbers['AUDIT_TIME_MAX_MS']}"
+        limit = f"query parameter 'limit' must be an integer from 1 to {numbers['LIST_LIMIT_MAX']}"
+        since = f"query parameter 'since_ms' must be an integer from 0 to {numbers['AUDIT_TIME_MAX_MS']}"
         cases += [
             ("GET", "/v1/locks?cursor=not-a-cursor&limit=0", None, limit),
             ("GET", "/v1/semaphores?prefix=a%20b&limit=x", None, limit),

@@ -137,10 +137,10 @@ static void a_bad_text_names_its_parameter(void **state)
         struct raw_arg arg;
         const char *detail;
     } cases[] = {
-        {{"waiters", "%zz"}, "query argument 'waiters' has a malformed percent-escape"},
-        {{"wait%5Fms", "1%"}, "query argument 'wait_ms' has a malformed percent-escape"},
-        {{"owner", "%ff"}, "query argument 'owner' must be UTF-8 text"},
-        {{"owner", "a%00"}, "query argument 'owner' must not contain NUL"},
+        {{"waiters", "%zz"}, "query parameter 'waiters' has a malformed percent-escape"},
+        {{"wait%5Fms", "1%"}, "query parameter 'wait_ms' has a malformed percent-escape"},
+        {{"owner", "%ff"}, "query parameter 'owner' must be UTF-8 text"},
+        {{"owner", "a%00"}, "query parameter 'owner' must not contain NUL"},
         {{"x%ff", "1"}, "query parameter 'x%ff' must be UTF-8 text"},
         {{"x%", NULL}, "query parameter 'x%' has a malformed percent-escape"},
     };
@@ -168,8 +168,8 @@ static void unknown_and_repeated_names_are_refused(void **state)
         {{{"waiters", "1"}, {"wait%5fms", "1"}, {"wait_ms", "1"}},
          "query parameter 'wait_ms' given twice"}, /* the same name, spelled two ways */
         {{{"waiters", "1"}, {"verbose", "1"}, {"verbose", "1"}},
-         "unknown query parameter 'verbose'"},
-        {{{"", "1"}, {"waiters", "1"}, {"waiters", "1"}}, "unknown query parameter ''"},
+         "query parameter 'verbose' is unknown"},
+        {{{"", "1"}, {"waiters", "1"}, {"waiters", "1"}}, "query parameter '' is unknown"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fg_error err = {0};
@@ -184,7 +184,7 @@ static void unknown_and_repeated_names_are_refused(void **state)
     struct fg_error err = {0};
     struct query_args *q = table_of(any, 1, &err);
     assert_int_equal(query_args_check(q, NULL, &err), -1); /* a route without parameters */
-    assert_string_equal(err.msg, "unknown query parameter 'waiters'");
+    assert_string_equal(err.msg, "query parameter 'waiters' is unknown");
     query_args_free(q);
 }
 

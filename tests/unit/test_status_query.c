@@ -60,30 +60,30 @@ static void bad_values_name_their_parameter(void **state)
         struct status_query_text text;
         const char *named;
     } cases[] = {
-        {{"", NULL, NULL, NULL}, "'watch'"},
-        {{"yes", NULL, NULL, NULL}, "'watch'"},
-        {{"TRUE", NULL, NULL, NULL}, "'watch'"},
-        {{"1", NULL, NULL, NULL}, "'watch'"},
-        {{NULL, "abc", NULL, NULL}, "'fence'"},
-        {{NULL, "0", NULL, NULL}, "'fence'"},
-        {{NULL, "", NULL, NULL}, "'fence'"},
-        {{NULL, "9223372036854775808", NULL, NULL}, "'fence'"},
-        {{"true", NULL, NULL, NULL}, "'fence'"},
-        {{NULL, NULL, "-5", NULL}, "'wait_ms'"},
-        {{"false", NULL, "3600001", NULL}, "'wait_ms'"},
-        {{"true", "1", "x", NULL}, "'wait_ms'"},
-        {{NULL, NULL, NULL, "101"}, "'waiters'"},
-        {{"true", "1", NULL, "-1"}, "'waiters'"},
-        {{"maybe", "0", "-1", "-1"}, "'watch'"}, /* the first in description order */
-        {{NULL, "0", "-1", "-1"}, "'fence'"},
-        {{NULL, NULL, "-1", "-1"}, "'wait_ms'"},
+        {{"", NULL, NULL, NULL}, "query parameter 'watch' "},
+        {{"yes", NULL, NULL, NULL}, "query parameter 'watch' "},
+        {{"TRUE", NULL, NULL, NULL}, "query parameter 'watch' "},
+        {{"1", NULL, NULL, NULL}, "query parameter 'watch' "},
+        {{NULL, "abc", NULL, NULL}, "query parameter 'fence' "},
+        {{NULL, "0", NULL, NULL}, "query parameter 'fence' "},
+        {{NULL, "", NULL, NULL}, "query parameter 'fence' "},
+        {{NULL, "9223372036854775808", NULL, NULL}, "query parameter 'fence' "},
+        {{"true", NULL, NULL, NULL}, "query parameter 'fence' "},
+        {{NULL, NULL, "-5", NULL}, "query parameter 'wait_ms' "},
+        {{"false", NULL, "3600001", NULL}, "query parameter 'wait_ms' "},
+        {{"true", "1", "x", NULL}, "query parameter 'wait_ms' "},
+        {{NULL, NULL, NULL, "101"}, "query parameter 'waiters' "},
+        {{"true", "1", NULL, "-1"}, "query parameter 'waiters' "},
+        {{"maybe", "0", "-1", "-1"}, "query parameter 'watch' "}, /* the first in the order */
+        {{NULL, "0", "-1", "-1"}, "query parameter 'fence' "},
+        {{NULL, NULL, "-1", "-1"}, "query parameter 'wait_ms' "},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct status_query q;
         struct fg_error err = {0};
         assert_int_equal(status_query_parse(&cases[i].text, bounds, &q, &err), -1);
         assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
-        assert_non_null(strstr(err.msg, cases[i].named));
+        assert_memory_equal(err.msg, cases[i].named, strlen(cases[i].named));
     }
 }
 

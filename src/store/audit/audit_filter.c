@@ -16,8 +16,7 @@ static int int_arg(const char *name, const char *text, long long min, long long 
         return 0;
     if (integer_parse(text, min, max, out) != INTEGER_OK)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "query argument '%s' must be an integer between %lld and %lld", name, min,
-                       max);
+                       "query parameter '%s' must be an integer from %lld to %lld", name, min, max);
     return 0;
 }
 
@@ -46,7 +45,7 @@ int audit_filter_narrow(const char *owner, const char *until_ms, struct audit_fi
         return -1;
     if (until != 0 && until <= f->since_ms)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "query argument 'until_ms' must be later than since_ms");
+                       "query parameter 'until_ms' must be later than since_ms");
     f->owner = owner;
     f->until_ms = until;
     return 0;
@@ -63,7 +62,7 @@ int audit_window_parse(const char *since_ms, const char *until_ms, int64_t now_m
                          until > AUDIT_WINDOW_DEFAULT_MS ? until - AUDIT_WINDOW_DEFAULT_MS : 0);
     if (since >= until || until - since > AUDIT_WINDOW_MAX_MS)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "query arguments 'since_ms' and 'until_ms' must make a range of 1 ms to "
+                       "query parameters 'since_ms' and 'until_ms' must make a range of 1 ms to "
                        "%d ms",
                        AUDIT_WINDOW_MAX_MS);
     out->since_ms = since;
