@@ -37,6 +37,21 @@ from pg_helpers import (assert_problem, check_commit_order, check_ops_judged_whe
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.fc_rows (id text PRIMARY KEY, note text, lock_fence bigint);
 CREATE TABLE IF NOT EXISTS public.fc_text_fence (id text PRIMARY KEY, note text, lock_fence text);
+CREATE TABLE IF NOT EXISTS public.fc_guarded (id text PRIMARY KEY, note text, frozen boolean NOT NULL DEFAULT false,
+    lock_fence bigint);
+CREATE TABLE IF NOT EXISTS public.fc_guarded_log (seq bigserial PRIMARY KEY, id text, note text, lock_fence bigint);
+CREATE OR REPLACE FUNCTION public.fc_guarded_skip() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.frozen OR NEW.note IS NOT DISTINCT FROM OLD.note OR NEW.note = 'skipped' THEN RETURN NULL; END IF;
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE FUNCTION public.fc_guarded_history() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO public.fc_guarded_log (id, note, lock_fence) VALUES (NEW.id, NEW.note, NEW.lock_fence);
+    RETURN NULL; END $$;
+CREATE OR REPLACE TRIGGER skip BEFORE UPDATE ON public.fc_guarded
+    FOR EACH ROW EXECUTE FUNCTION public.fc_guarded_skip();
+CREATE OR REPLACE TRIGGER history AFTER UPDATE ON public.fc_guarded
+    FOR EACH ROW EXECUTE FUNCTION public.fc_guarded_history();
 """ + commit_log_sql("fc_rows", "fc_log", "lock_fence")
 
 TABLE = {"key": "id", "columns": ["note"], "fence_column": "lock_fence"}
@@ -85,7 +100,7 @@ def wait_for_lock_waiter(seconds: float = 10.0) -> None:
 
 
 class FenceColumnTest(GatewayTest):
-    gateway_config = {"tables": {"fc_rows": TABLE}}
+    gateway_config = {"tables": {"fc_rows": TABLE, "fc_guarded": TABLE}}
     gateway_env = {"FENCEGATE_HTTP_THREADS": WRITERS, "FENCEGATE_PG_POOL_SIZE": WRITERS}
 
     @classmethod
@@ -202,6 +217,51 @@ class FenceColumnTest(GatewayTest):
                 self.assertEqual(row(key), "back|")
                 self.assertEqual([(a["presented_fence"], a["current_fence"], a["reason"])
                                   for a in rejections(f"pg:fc_rows/{key}")], [(f1, f2, "stale_fence")])
+
+    def test_a_write_the_table_skipped_holds_no_fence(self):
+        """fc_guarded's BEFORE UPDATE trigger skips an update that leaves the note as it was, one that writes
+        the note 'skipped', and any update of a frozen row; its AFTER UPDATE trigger logs each update. A
+        write it skipped wrote nothing: 404 for a PATCH, 409 conflict in a batch, nothing audited, nothing
+        written or logged, the row's fence where it was and none kept for the resource, so that an older
+        token's PATCH and DELETE, which read the row's fence column alone, are no violation of an answer
+        the newer one got. Caught: the newer PATCH answered 200 applied, its fence kept only in
+        fencegate.resource_fences (its update of the fence column alone skipped by the same trigger), and
+        the older token then rewrote and deleted the row with 200s, unaudited; where the trigger let that
+        update of the fence column through, the skipped write left an update in the table's log."""
+        key = unique("fc-guarded")
+        (t1, f1), (t2, f2), (t3, _) = tokens(self.c, unique("fc-lock"), 3)
+        resource = f"pg:fc_guarded/{key}"
+
+        def state():
+            return (psql("SELECT note || '|' || frozen || '|' || lock_fence FROM public.fc_guarded WHERE id = :'k'",
+                         {"k": key}),
+                    psql("SELECT count(*) FROM public.fc_guarded_log WHERE id = :'k'", {"k": key}),
+                    stored_fence(resource), rejections(resource))
+
+        r = write(self.c, "PUT", "fc_guarded", key, {"row": {"note": "a"}}, t1)
+        self.assertEqual((r.status, r.body["fence"]), (200, f1), r)
+        before = state()
+        self.assertEqual(before, ([f"a|false|{f1}"], ["0"], None, []))
+        for body in ({"set": {"note": "a"}}, {"set": {"note": "skipped"}}):
+            with self.subTest(body=body):
+                r = write(self.c, "PATCH", "fc_guarded", key, body, t3)
+                self.assertIn("no row with key", assert_problem(self, r, 404, "not_found")["detail"])
+                ops = {"ops": [{"op": "patch", "table": "fc_guarded", "key": key, **body}]}
+                r = self.c.request("POST", "/v1/pg/batch", ops, {"Fence-Token": t3})
+                assert_problem(self, r, 409, "conflict")
+                self.assertEqual(state(), before)
+        psql("ALTER TABLE public.fc_guarded DISABLE TRIGGER skip;"
+             " UPDATE public.fc_guarded SET frozen = true WHERE id = :'k';"
+             " ALTER TABLE public.fc_guarded ENABLE TRIGGER skip", {"k": key})
+        frozen = ([f"a|true|{f1}"], ["1"], None, [])
+        self.assertEqual(state(), frozen)
+        r = write(self.c, "PATCH", "fc_guarded", key, {"set": {"note": "b"}}, t3)
+        self.assertIn("no row with key", assert_problem(self, r, 404, "not_found")["detail"])
+        self.assertEqual(state(), frozen)
+        # No newer write was answered as applied: the older token's fence is the newest one answered.
+        r = write(self.c, "DELETE", "fc_guarded", key, None, t2)
+        self.assertEqual((r.status, r.body["fence"]), (200, f2), r)
+        self.assertEqual(stored_fence(resource), f2)
 
     def test_revoked_token_writes_nothing(self):
         """A revoked lease's token is refused on a fence-column row too (410, audited "revoked"), although

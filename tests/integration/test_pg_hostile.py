@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, env, http, psql  # noqa: E402
 from pg_helpers import (ODD_COLUMN, ODD_TABLE, ODD_TABLE_SQL, acquire, assert_problem, config,  # noqa: E402
-                        headers, insert_invoice, quote, unique, write)
+                        headers, insert_invoice, quote, rejections, stored_fence, unique,
+                        write)
 
 # Everything a hostile request could have changed, as one digest.
 STATE_SQL = """
@@ -227,6 +228,8 @@ class TableRefusalsTest(unittest.TestCase):
                     self.assertEqual(self.stored(table, key), before)
 
 
+HIGH = 9000000000000000000  # a fence above any the tests take
+
 # Tables whose row security hides rows from some commands: an UPDATE does not see a 'hidden' row, a DELETE an
 # 'undeletable' one, though both are there to read. Each also skips what a table's triggers skip: an update
 # that changes nothing, the delete of a 'kept' row. One in each fence mode.
@@ -243,10 +246,21 @@ CREATE POLICY removed ON public.{table} FOR DELETE USING (v IS DISTINCT FROM 'un
 CREATE TRIGGER same BEFORE UPDATE ON public.{table} FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
 CREATE TRIGGER keep BEFORE DELETE ON public.{table} FOR EACH ROW EXECUTE FUNCTION public.secured_keep();
 INSERT INTO public.{table} (id, v) VALUES (1, 'hidden'), (2, 'undeletable'), (3, 'kept'), (4, 'seen');
-""" for table in ("secured", "secured_col"))
+""" for table in ("secured", "secured_col")) + "".join(f"""
+CREATE TABLE public.{table} (id integer PRIMARY KEY, v text, lock_fence bigint);
+ALTER TABLE public.{table} ENABLE ROW LEVEL SECURITY;
+CREATE POLICY seen ON public.{table} FOR SELECT USING (v IS DISTINCT FROM 'veiled');
+CREATE POLICY added ON public.{table} FOR INSERT WITH CHECK (true);
+CREATE POLICY changed ON public.{table} FOR UPDATE USING (v IS DISTINCT FROM 'hidden');
+CREATE POLICY removed ON public.{table} FOR DELETE USING (true);
+INSERT INTO public.{table} (id, v, lock_fence) VALUES (1, 'hidden', {HIGH}), (2, 'veiled', {HIGH});
+""" for table in ("veiled", "veiled_col"))
 
 SECURED = {"secured": {"key": "id", "columns": ["v"]},
-           "secured_col": {"key": "id", "columns": ["v"], "fence_column": "lock_fence"}}
+           "secured_col": {"key": "id", "columns": ["v"], "fence_column": "lock_fence"},
+           "veiled": {"key": "id", "columns": ["v"]},
+           "veiled_col": {"key": "id", "columns": ["v"], "fence_column": "lock_fence"}}
+SECURED_TABLES = ", ".join(f"public.{table}" for table in SECURED)
 
 
 class RoleRefusalsTest(unittest.TestCase):
@@ -261,7 +275,7 @@ class RoleRefusalsTest(unittest.TestCase):
         with Gateway():  # the gateway's own schema, migrated by its owner
             pass
         psql(f"""
-DROP TABLE IF EXISTS public.policed, public.read_only, public.secured, public.secured_col;
+DROP TABLE IF EXISTS public.policed, public.read_only, {SECURED_TABLES};
 DO $$ BEGIN IF EXISTS (SELECT FROM pg_roles WHERE rolname = '{cls.ROLE}')
     THEN DROP OWNED BY {cls.ROLE}; DROP ROLE {cls.ROLE}; END IF; END $$;
 CREATE ROLE {cls.ROLE} LOGIN;
@@ -279,7 +293,7 @@ GRANT ALL ON public.policed TO {cls.ROLE};
 CREATE TABLE public.read_only (id integer PRIMARY KEY, v text);
 GRANT SELECT ON public.read_only TO {cls.ROLE};
 {SECURED_SQL}
-GRANT ALL ON public.secured, public.secured_col TO {cls.ROLE};
+GRANT ALL ON {SECURED_TABLES} TO {cls.ROLE};
 """)
         dsn = env("FG_TEST_PG_DSN").replace("//fencegate@", f"//{cls.ROLE}@")
         cls.gw = Gateway(config=config(policed={"key": "id", "columns": ["v"]},
@@ -291,7 +305,7 @@ GRANT ALL ON public.secured, public.secured_col TO {cls.ROLE};
     def tearDownClass(cls):
         cls.c.close()
         cls.gw.stop()
-        psql(f"DROP TABLE IF EXISTS public.policed, public.read_only, public.secured, public.secured_col;"
+        psql(f"DROP TABLE IF EXISTS public.policed, public.read_only, {SECURED_TABLES};"
              f" DROP OWNED BY {cls.ROLE};"
              f" DROP ROLE {cls.ROLE}")
 
@@ -310,14 +324,17 @@ GRANT ALL ON public.secured, public.secured_col TO {cls.ROLE};
 
     def test_rows_hidden_from_a_write_are_missing_to_it(self):
         """A PATCH of a row that row security hides from an UPDATE, and a DELETE of one hidden from a DELETE,
-        write nothing and answer 404, alone and in a batch, although a trigger of the table skips writes too
-        and the fence is current: that the write wrote nothing is not taken for the table's own decision
-        (caught when tried: reading "nothing wrote and nothing refuses it" as a trigger's skip answered 200).
-        Where row security hides nothing, an update the trigger skips answers the row as it stands; a
-        DELETE a trigger skips on a table whose row security applies answers 404, as a hidden row's does:
-        its policies, not an UPDATE's, choose the rows it sees, which the gateway does not read."""
+        write nothing and answer 404, alone and in a batch (on a fence_column table a DELETE answers 409
+        conflict in a batch, where nothing is retried), although a trigger of the table skips writes too and the fence is
+        current: that the write wrote nothing is not taken for the table's own decision (caught when tried:
+        reading "nothing wrote and nothing refuses it" as a trigger's skip answered 200). Where row security
+        hides nothing, an update the trigger skips answers the row as it stands in the default mode, and
+        404 on a fence_column table, whose skipped writes are never answered as applied; a DELETE a trigger
+        skips on a table whose row security applies answers 404, as a hidden row's does: its policies, not
+        an UPDATE's, choose the rows it sees, which the gateway does not read."""
         token, fence = acquire(self.c, unique("role"))
-        for table in SECURED:
+        for table in ("secured", "secured_col"):
+            column = table == "secured_col"
             with self.subTest(table=table):
                 for method, key, body in (("PATCH", "1", {"set": {"v": "x"}}), ("DELETE", "2", None),
                                           ("DELETE", "3", None)):
@@ -325,14 +342,51 @@ GRANT ALL ON public.secured, public.secured_col TO {cls.ROLE};
                     self.assertIn("no row with key", assert_problem(self, r, 404, "not_found")["detail"])
                     op = {"op": method.lower(), "table": table, "key": key, **(body or {})}
                     r = self.c.post("/v1/pg/batch", {"ops": [op]}, headers=headers(token))
-                    self.assertTrue(assert_problem(self, r, 404, "not_found")["detail"].startswith("ops[0]: "))
-                for _ in range(2):  # the second changes nothing: the trigger skips it
-                    r = write(self.c, "PATCH", table, "4", {"set": {"v": "seen"}}, token)
+                    if column and method == "DELETE":  # the refusal statement sees the row
+                        assert_problem(self, r, 409, "conflict")
+                    else:
+                        self.assertTrue(assert_problem(self, r, 404, "not_found")["detail"].startswith("ops[0]: "))
+                r = write(self.c, "PATCH", table, "4", {"set": {"v": "seen"}}, token)
+                self.assertEqual((r.status, r.body["row"], r.body["fence"]), (200, {"id": 4, "v": "seen"}, fence), r)
+                r = write(self.c, "PATCH", table, "4", {"set": {"v": "seen"}}, token)  # the trigger skips it
+                if column:
+                    self.assertIn("no row with key", assert_problem(self, r, 404, "not_found")["detail"])
+                else:
                     self.assertEqual((r.status, r.body["row"], r.body["fence"]), (200, {"id": 4, "v": "seen"}, fence),
                                      r)
                 self.assertEqual(psql(f"SELECT string_agg(id || v, ',' ORDER BY id) FROM public.{table}"),
                                  ["1hidden,2undeletable,3kept,4seen"])
+                self.assertEqual(rejections(f"pg:{table}/4"), [])
 
+    def test_creates_onto_hidden_rows_are_never_applied(self):
+        """A PUT or POST onto a row that row security hides from the gateway's UPDATE (1) or from its reads
+        (2), a row that holds a fence above the writer's (the fence column's, or the gateway's fence row in
+        the default mode), writes nothing and is never answered as applied, alone or in a batch: no fence is
+        kept for it, nothing is written. Caught: on a fence_column table such a write was taken for one a
+        trigger skipped (the verdict read the row through the same row security), answered 200 (201 for a
+        POST) with nothing written and kept its fence in fencegate.resource_fences."""
+        token, _ = acquire(self.c, unique("role"))
+        audited = {(table, key): rejections(f"pg:{table}/{key}") for table in ("veiled", "veiled_col")
+                   for key in ("1", "2")}
+        # The default mode's upsert fails on a row hidden from its update or its read (403), its insert on
+        # a row it cannot see (409): nothing there can say that a write its guard let through wrote nothing.
+        expected = {("veiled", "PUT"): (403, "forbidden"), ("veiled", "POST"): (409, "conflict"),
+                    ("veiled_col", "PUT"): (409, "conflict"), ("veiled_col", "POST"): (409, "conflict")}
+        for (table, method), (status, code) in expected.items():
+            for key in ("1", "2"):
+                with self.subTest(table=table, method=method, key=key):
+                    body = {"row": {"v": "x"}} if method == "PUT" else {"row": {"id": int(key), "v": "x"}}
+                    r = write(self.c, method, table, None if method == "POST" else key, body, token)
+                    assert_problem(self, r, status, code)
+                    op = {"op": method.lower(), "table": table, "key": key, "row": {"v": "x"}}
+                    r = self.c.post("/v1/pg/batch", {"ops": [op]}, headers=headers(token))
+                    assert_problem(self, r, status, code)
+        for table in ("veiled", "veiled_col"):
+            self.assertEqual(psql(f"SET row_security = off; SELECT string_agg(id || v || lock_fence, ',' ORDER BY id)"
+                                  f" FROM public.{table}"), [f"1hidden{HIGH},2veiled{HIGH}"])
+            for key in ("1", "2"):
+                self.assertIsNone(stored_fence(f"pg:{table}/{key}"), (table, key))
+                self.assertEqual(rejections(f"pg:{table}/{key}"), audited[(table, key)], (table, key))
 
 if __name__ == "__main__":
     unittest.main()

@@ -367,53 +367,6 @@ static void judged_statements(void **state)
                                 "f)) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE "
                                 "t.\"id\" = $2::text) AND NOT EXISTS (SELECT 1 FROM a))"));
     free(sql);
-    /* with a fence column: the row's guard, and for a create the row's fence (locked) and the
-     * kept fence, then its last look, only once all that passed */
-    struct table_config t;
-    struct table_schema s = with_fence_column(&t);
-    sql = fenced_sql_judged(&s, FENCED_PATCH, cols, FENCED_FORM_CLAIM, false, &n);
-    assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
-    assert_non_null(strstr(sql, "g AS (SELECT 1 FROM \"invoices\" AS t WHERE t.\"id\" = $2::text "
-                                "AND coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS"));
-    free(sql);
-    sql = fenced_sql_judged(&s, FENCED_PUT, cols, FENCED_FORM_CLAIM, false, &n);
-    assert_non_null(strstr(sql, "a AS (SELECT true AS wrote, w.* FROM w WHERE NOT w.created OR "
-                                "fencegate.fence_kept_check("));
-    assert_non_null(strstr(sql, "AND NOT EXISTS (SELECT 1 FROM (SELECT coalesce(t.\"lock_fence\", "
-                                "0) AS fence FROM \"invoices\" AS t WHERE t.\"id\" = $2::text FOR "
-                                "UPDATE) AS e WHERE e.fence > $1::bigint) AND NOT EXISTS (SELECT 1 "
-                                "FROM a) THEN fencegate.fence_kept_check($3::text || "
-                                "($2::text)::text, $1::bigint) ELSE false END)"));
-    assert_true(strstr(sql, answer) == sql + strlen(sql) - strlen(answer));
-    free(sql);
-}
-
-/* The fence of a write a trigger of a fence_column table skipped: the row's
- * fence column alone where it is lower, else kept for its resource unless the
- * row holds that fence already. */
-static void keep_fence_statement(void **state)
-{
-    (void)state;
-    struct table_config t;
-    struct table_schema s = with_fence_column(&t);
-    char *sql = fenced_sql_keep_fence(&s);
-    const char *revoked = "NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
-                          "$1::bigint)";
-    char *expected = NULL;
-    assert_true(
-        asprintf(&expected,
-                 "WITH u AS (UPDATE \"invoices\" AS t SET \"lock_fence\" = $1::bigint WHERE "
-                 "t.\"id\" = $2::text AND coalesce(t.\"lock_fence\", 0) < $1::bigint AND %s "
-                 "RETURNING 1) INSERT INTO fencegate.resource_fences AS rf (resource, fence) "
-                 "SELECT $3::text || ($2::text)::text, $1::bigint WHERE %s AND NOT EXISTS (SELECT "
-                 "1 FROM u) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE t.\"id\" = "
-                 "$2::text AND coalesce(t.\"lock_fence\", 0) >= $1::bigint) ON CONFLICT "
-                 "(resource) DO UPDATE SET fence = greatest(rf.fence, excluded.fence), updated_at "
-                 "= clock_timestamp()",
-                 revoked, revoked) > 0);
-    assert_string_equal(sql, expected);
-    free(expected);
-    free(sql);
 }
 
 /* A key's resource as every statement names it: a timestamptz in UTC. */
@@ -477,7 +430,6 @@ int main(void)
         cmocka_unit_test(answered_rows),
         cmocka_unit_test(refusal_statements),
         cmocka_unit_test(judged_statements),
-        cmocka_unit_test(keep_fence_statement),
         cmocka_unit_test(resource_statement),
         cmocka_unit_test(fit_check),
         cmocka_unit_test(key_identity),

@@ -9,13 +9,15 @@
  * nothing in the held form runs again in the claiming form; one that wrote
  * nothing then is followed by its table's refusal statement, which audits a
  * refusal and says why: stale, revoked, not found, or nothing refuses it. Then
- * the write runs once more in its judged form, which writes, or says itself
- * that a trigger of the table skipped it although its guard passed (answered
- * as applied, the row as it stands, its fence held as an applied write's), or
- * neither, and the refusal statement has the last word. Batches run in one
- * transaction whose first statement claims every resource's fence in a fixed
- * order, their operations in one pipeline, or, once one of them wrote
- * nothing, one at a time in their judged forms, each judged where it stands.
+ * the write runs once more: on a default-mode table in its judged form, which
+ * writes, or says itself that a trigger of the table skipped it although its
+ * guard passed (answered as applied, the row as it stands, its fence claimed
+ * as an applied write's), or neither, and the refusal statement has the last
+ * word; on a fence_column table as it ran, and one that wrote nothing again
+ * is missing. Batches run in one transaction whose first statement claims
+ * every resource's fence in a fixed order, their operations in one pipeline,
+ * or, once one of them wrote nothing, one at a time (default mode: in their
+ * judged forms), each judged where it stands.
  * It must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c
  * does).
  */
@@ -60,8 +62,6 @@ static struct {
     char **prefixes;              /* per table: resource prefix "pg:<table>/" */
     char **read_sql;              /* per table: its read statement */
     char **refusal_sql;           /* per table: its refusal statement */
-    char **row_lock_sql;          /* per table with a fence_column: the lock of one of its rows */
-    char **keep_sql;              /* per table with a fence_column: the fence of a skipped write */
     char **resource_sql;          /* per table: the resource of a key */
     pthread_mutex_t lock;         /* guards stmts */
     struct write_stmt **stmts;    /* cache of write statements */
@@ -111,12 +111,9 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     fpg.prefixes = calloc(cfg->ntables + 1, sizeof *fpg.prefixes);
     fpg.read_sql = calloc(cfg->ntables + 1, sizeof *fpg.read_sql);
     fpg.refusal_sql = calloc(cfg->ntables + 1, sizeof *fpg.refusal_sql);
-    fpg.row_lock_sql = calloc(cfg->ntables + 1, sizeof *fpg.row_lock_sql);
-    fpg.keep_sql = calloc(cfg->ntables + 1, sizeof *fpg.keep_sql);
     fpg.resource_sql = calloc(cfg->ntables + 1, sizeof *fpg.resource_sql);
     FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL &&
-              fpg.refusal_sql != NULL && fpg.row_lock_sql != NULL && fpg.keep_sql != NULL &&
-              fpg.resource_sql != NULL);
+              fpg.refusal_sql != NULL && fpg.resource_sql != NULL);
     for (size_t i = 0; i < cfg->ntables; i++) {
         const struct table_config *t = &cfg->tables[i];
         const char *params[] = {t->name};
@@ -131,10 +128,6 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
         fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
         fpg.refusal_sql[i] = fenced_sql_refusal(&fpg.schemas[i]);
         fpg.resource_sql[i] = fenced_sql_resource(&fpg.schemas[i]);
-        if (t->fence_column != NULL) {
-            fpg.row_lock_sql[i] = fenced_sql_row_lock(&fpg.schemas[i]);
-            fpg.keep_sql[i] = fenced_sql_keep_fence(&fpg.schemas[i]);
-        }
     }
     return 0;
 }
@@ -189,16 +182,12 @@ void fenced_pg_shutdown(void)
         free(fpg.prefixes[i]);
         free(fpg.read_sql[i]);
         free(fpg.refusal_sql[i]);
-        free(fpg.row_lock_sql[i]);
-        free(fpg.keep_sql[i]);
         free(fpg.resource_sql[i]);
     }
     free(fpg.schemas);
     free(fpg.prefixes);
     free(fpg.read_sql);
     free(fpg.refusal_sql);
-    free(fpg.row_lock_sql);
-    free(fpg.keep_sql);
     free(fpg.resource_sql);
     fpg.stmts = NULL;
     fpg.nstmts = 0;
@@ -206,8 +195,6 @@ void fenced_pg_shutdown(void)
     fpg.prefixes = NULL;
     fpg.read_sql = NULL;
     fpg.refusal_sql = NULL;
-    fpg.row_lock_sql = NULL;
-    fpg.keep_sql = NULL;
     fpg.resource_sql = NULL;
     fpg.ntables = 0;
 }
@@ -535,39 +522,22 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
         res->resource = op_resource(op);
 }
 
-/* After op's statement failed on c, outside a transaction (data: with a data
- * error; kept_above: a create met a fence above its own kept since, FGK01):
- * a create's is a write that wrote nothing (*w), which the refusal path
- * tells; a data error names the value at fault. */
-static int write_failed(struct pg_conn *c, const struct fenced_op *op, bool data, bool kept_above,
-                        struct wrote *w, struct fg_error *err)
-{
-    if (kept_above) {
-        *w = (struct wrote){0};
-        return 0;
-    }
-    if (data)
-        find_bad_value(c, op, "", err);
-    return -1;
-}
-
-/* Runs op's statement in form (judged: its judged form) on c, a connection
- * of its own, and stores what it did in *w (write_failed). */
+/* Runs op's statement in form (judged: its judged form, default mode) on c,
+ * a connection of its own, and stores what it did in *w; a data error names
+ * the value at fault. */
 static int write_alone(struct pg_conn *c, const struct fenced_op *op,
                        const struct fenced_writer *who, enum fenced_form form, bool want_row,
                        bool judged, struct wrote *w, struct fg_error *err)
 {
     if (exec_write(c, op, who, form, want_row, judged, false, w, err) == 0)
         return 0;
-    return write_failed(c, op, data_error(c), sqlstate_fence_kept_above(pg_last_sqlstate(c)), w,
-                        err);
-}
-
-static void rollback(struct pg_conn *c)
-{
-    struct fg_error ignored = {0};
-    if (pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
-        return;
+    if (sqlstate_fence_kept_above(pg_last_sqlstate(c))) {
+        *w = (struct wrote){0}; /* a fence above its own kept since: the refusal path says so */
+        return 0;
+    }
+    if (data_error(c))
+        find_bad_value(c, op, "", err);
+    return -1;
 }
 
 /* Runs the read statement of table for key on c and fills *res from its
@@ -589,40 +559,20 @@ static int read_on(struct pg_conn *c, size_t table, const char *key, bool in_tra
     return rc;
 }
 
-/* Keeps who's fence for op's row of a table with a fence_column, which a
- * trigger of the table kept as it was, or kept none (fenced_sql_keep_fence),
- * on c, inside the transaction that holds the row's lock. */
-static int keep_fence(struct pg_conn *c, const struct fenced_op *op,
-                      const struct fenced_writer *who, struct fg_error *err)
-{
-    char name[32], fence[24];
-    snprintf(name, sizeof name, "fpg_s%zu", op->table);
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
-    const char *params[FENCED_PARAM_COUNT] = {
-        [FENCED_PARAM_FENCE] = fence,
-        [FENCED_PARAM_KEY] = op->key,
-        [FENCED_PARAM_PREFIX] = fpg.prefixes[op->table],
-    };
-    return pg_exec(c, name, fpg.keep_sql[op->table], FENCED_PARAM_COUNT, params, NULL, err);
-}
-
 /*
- * Fills *res (freed first) for op, written by who, whose judged form on c
- * said that a trigger of its table skipped it (returned NULL) although its
- * guard passed: the table's own decision, answered as an applied write with
- * the row as it stands, read on c when want_row (NULL where the table kept
- * none). Its fence holds as an applied write's: the default mode's claim
- * committed with the judged form; on a table with a fence_column keep_fence
- * records it, c being inside the transaction that holds the row's lock.
- * in_transaction: c is inside a transaction.
+ * Fills *res (freed first) for op, written by who to a default-mode table,
+ * whose judged form on c said that a trigger of its table skipped it
+ * (returned NULL) although its guard passed: the table's own decision,
+ * answered as an applied write with the row as it stands, read on c when
+ * want_row (NULL where the table kept none). Its fence holds as an applied
+ * write's: its claim committed with the judged form, under the lock of the
+ * resource's fence row. in_transaction: c is inside a transaction.
  */
 static int skipped(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
                    bool want_row, bool in_transaction, struct fenced_result *res,
                    struct fg_error *err)
 {
     fenced_result_free(res);
-    if (column_mode(op->table) && keep_fence(c, op, who, err) != 0)
-        return -1;
     if (want_row && read_on(c, op->table, op->key, in_transaction, res, err) != 0)
         return -1;
     res->outcome = FENCED_APPLIED;
@@ -644,47 +594,6 @@ static int judged_outcome(struct pg_conn *c, const struct fenced_op *op,
         return 0;
     }
     return w->skipped ? skipped(c, op, who, want_row, in_transaction, res, err) : 0;
-}
-
-/*
- * op's judged form on c, a connection of its own, for a table with a
- * fence_column: in a transaction that takes the row's lock first, so that
- * its statement sees the row of any create that held the lock, and that
- * keeps the fence of a write a trigger skipped (judged_outcome) before its
- * commit. *w: what it did; *res its outcome where it wrote or was skipped.
- */
-static int judge_in_transaction(struct pg_conn *c, const struct fenced_op *op,
-                                const struct fenced_writer *who, bool want_row, struct wrote *w,
-                                struct fenced_result *res, struct fg_error *err)
-{
-    char lock_name[32], *owned_sql, fence[24];
-    snprintf(lock_name, sizeof lock_name, "fpg_l%zu", op->table); /* batch_opening.c's name */
-    const char *row[] = {fpg.prefixes[op->table], op->key};
-    const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
-    struct write_stmt st =
-        write_args(op, who, FENCED_FORM_CLAIM, want_row, true, params, fence, &owned_sql);
-    struct pg_group_stmt stmts[] = {
-        {NULL, "BEGIN", 0, NULL, NULL, -1},
-        {lock_name, fpg.row_lock_sql[op->table], 2, row, NULL, -1},
-        {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1},
-    };
-    size_t failed;
-    int rc = pg_exec_pipeline(c, stmts, 3, &failed, err);
-    free(owned_sql);
-    if (rc != 0) {
-        too_large(c, err);
-        bool data = data_error(c), kept_above = sqlstate_fence_kept_above(pg_last_sqlstate(c));
-        rollback(c);
-        return write_failed(c, op, data, kept_above, w, err);
-    }
-    json_decref(stmts[0].rows);
-    json_decref(stmts[1].rows);
-    *w = wrote_of(stmts[2].rows, stmts[2].count, true);
-    rc = judged_outcome(c, op, who, want_row, true, w, res, err);
-    if (rc == 0)
-        return pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
-    rollback(c);
-    return -1;
 }
 
 /* The refusal path of op, which wrote nothing, on c: its refusal statement
@@ -738,27 +647,24 @@ static int write_once(const struct fenced_op *op, const struct fenced_writer *wh
     return refused(*c, op, who, res, err);
 }
 
-/* The last try at a single write that wrote nothing with nothing refusing
- * it, on c: its judged form, which writes (a row committed by the writer it
- * waited for is not in the first try's snapshot) or says that a trigger of
- * the table skipped it (judged_outcome); where it does neither, the refusal
- * path once more, and a row still missing, or still in the way of an
- * insert, fails. */
+/* The last try at a single write to a default-mode table that wrote nothing
+ * with nothing refusing it, on c: its judged form, which writes (a row
+ * committed by the writer it waited for is not in the first try's snapshot)
+ * or says that a trigger of the table skipped it (judged_outcome); where it
+ * does neither, the refusal path once more. 0 when *res holds its outcome,
+ * 1 when it wrote nothing and nothing refuses it, -1 on failure. */
 static int write_judged(struct pg_conn *c, const struct fenced_op *op,
                         const struct fenced_writer *who, bool want_row, struct fenced_result *res,
                         struct fg_error *err)
 {
     struct wrote w = {0};
-    int rc = column_mode(op->table)
-                 ? judge_in_transaction(c, op, who, want_row, &w, res, err)
-                 : write_alone(c, op, who, FENCED_FORM_CLAIM, want_row, true, &w, err);
-    if (rc == 0 && !column_mode(op->table))
+    int rc = write_alone(c, op, who, FENCED_FORM_CLAIM, want_row, true, &w, err);
+    if (rc == 0)
         rc = judged_outcome(c, op, who, want_row, false, &w, res, err);
     json_decref(w.row);
     if (rc != 0 || w.wrote || w.skipped)
         return rc;
-    rc = refused(c, op, who, res, err);
-    return rc == 1 ? missing(op, err) : rc;
+    return refused(c, op, who, res, err);
 }
 
 int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
@@ -767,8 +673,17 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
     memset(res, 0, sizeof *res);
     struct pg_conn *c = NULL;
     int rc = write_once(op, who, want_row, &c, res, err);
-    if (rc == 1)
+    /* A row committed by the writer this one waited for is not in the write's
+     * snapshot: a write that met a row that changed is tried once more. On a
+     * fence_column table a write that wrote nothing again is never applied:
+     * whether a trigger skipped it is not read there (only the default mode
+     * reads its guard and claims its fence under one lock). */
+    if (rc == 1 && column_mode(op->table))
+        rc = write_once(op, who, want_row, &c, res, err);
+    else if (rc == 1)
         rc = write_judged(c, op, who, want_row, res, err);
+    if (rc == 1)
+        rc = missing(op, err);
     if (c != NULL)
         pg_release(c);
     if (rc != 0)
@@ -777,6 +692,13 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
 }
 
 /* --- batches ------------------------------------------------------------------------------ */
+
+static void rollback(struct pg_conn *c)
+{
+    struct fg_error ignored = {0};
+    if (pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
+        return;
+}
 
 /* Opens the batch on c (struct batch_opening): *revoked tells whether who's
  * fence was revoked, *claimed gets the (resource, fence) rows of every claim. */
@@ -882,13 +804,16 @@ static int audit_stale(struct pg_conn *c, const json_t *stale, const struct fenc
     return fenced_refusal_audit(c, who, res, "POST", err);
 }
 
-/* The failure of a batch whose op wrote nothing in its judged form, from its
- * refusal statement's verdict (its answer in one, where op stands in the
- * batch): a stale op is added to stale (audited after the rollback), a
- * revoked fence sets *revoked, a missing row or one in the way fails as a
- * single write would, and so does an op nothing refuses, as a single write
- * does after its judged form (missing: the row hidden from the write, or an
- * insert that met a row it cannot see). */
+/* The failure of a batch whose op wrote nothing (in its judged form in the
+ * default mode), from its refusal statement's verdict (its answer in one,
+ * where op stands in the batch): a stale op is added to stale (audited after
+ * the rollback), a revoked fence sets *revoked, a missing row or one in the
+ * way fails as a single write would. An op nothing refuses fails as missing
+ * in the default mode, as a single write does after its judged form (the
+ * row hidden from the write, or an insert that met a row it cannot see); on
+ * a fence_column table as a lost race, nothing being retried inside a batch
+ * (a row hidden from the write, or a write a trigger of the table skipped,
+ * is never answered applied there). */
 static int batch_refused(const struct fenced_op *op, enum fenced_verdict verdict,
                          const struct fenced_result *one, json_t *stale, bool *revoked,
                          struct fg_error *err)
@@ -904,11 +829,16 @@ static int batch_refused(const struct fenced_op *op, enum fenced_verdict verdict
         return fg_fail(err, FG_ERR_STALE_FENCE, "resource %s holds fence %" PRId64, one->resource,
                        one->fence);
     }
-    return verdict == FENCED_VERDICT_EXISTS ? exists(op, err) : missing(op, err);
+    if (verdict == FENCED_VERDICT_EXISTS)
+        return exists(op, err);
+    if (verdict == FENCED_VERDICT_MISSING || !column_mode(op->table))
+        return missing(op, err);
+    return fg_fail(err, FG_ERR_CONFLICT, "a concurrent write to key '%s' of table '%s' won",
+                   op->key, fpg.schemas[op->table].cfg->name);
 }
 
-/* Judges op, whose judged form wrote nothing inside the open transaction of
- * a batch and said nothing of a trigger's skip, where it stands: after the
+/* Judges op, which wrote nothing inside the open transaction of a batch (its
+ * judged form, default mode, said nothing of a trigger's skip), where it stands: after the
  * ops before it, before those after it. Its refusal statement says why
  * (batch_refused); -1 with err, *one its answer. */
 static int judge_op(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
@@ -997,13 +927,14 @@ static int run_ops(struct pg_conn *c, const struct fenced_batch *batch,
     return rc;
 }
 
-/* Runs the operations inside the open transaction one at a time, each in its
- * judged form, which applies it, or says that a trigger of its table skipped
- * it (applied as a single write is: judged_outcome), or else is judged where
- * it stands (judge_op): the batch fails at the first op that fails, and
- * items gets one {op, resource, row} per op if want_row. *failed names the
- * op that failed. Only after a run of run_ops met an op that wrote nothing:
- * accepted batches pay one round trip for their ops. */
+/* Runs the operations inside the open transaction one at a time, each (on a
+ * default-mode table in its judged form, which also says whether a trigger
+ * of its table skipped it: applied as a single write is, judged_outcome)
+ * applied, or else judged where it stands (judge_op): the batch fails at the
+ * first op that fails, and items gets one {op, resource, row} per op if
+ * want_row. *failed names the op that failed. Only after a run of run_ops
+ * met an op that wrote nothing: accepted batches pay one round trip for
+ * their ops. */
 static int run_ops_one_by_one(struct pg_conn *c, const struct fenced_batch *batch,
                               const struct fenced_writer *who, bool want_row,
                               struct fgjson_out *items, json_t *stale, bool *revoked,
@@ -1013,7 +944,8 @@ static int run_ops_one_by_one(struct pg_conn *c, const struct fenced_batch *batc
         const struct fenced_op *op = &batch->ops[i];
         struct wrote w = {0};
         struct fenced_result one = {0};
-        int rc = exec_write(c, op, who, FENCED_FORM_HELD, want_row, true, true, &w, err);
+        bool judged = !column_mode(op->table);
+        int rc = exec_write(c, op, who, FENCED_FORM_HELD, want_row, judged, true, &w, err);
         if (rc == 0)
             rc = judged_outcome(c, op, who, want_row, true, &w, &one, err);
         if (rc == 0 && !w.wrote && !w.skipped)

@@ -45,8 +45,8 @@
  * Not asked for it (Prefer: return=minimal), a write answers nothing: the
  * command's row count tells whether it wrote.
  *
- * A write that wrote nothing although nothing refuses it runs once more in
- * its judged form: the same write as the CTE a, and a verdict g that runs only
+ * A write to a default-mode table that wrote nothing although nothing refuses
+ * it runs once more in its judged form: the same write as the CTE a, and a verdict g that runs only
  * where a wrote nothing, and reads the write's guard as the write read it,
  * locking the row (FOR UPDATE: its newest version, under the row security of
  * an UPDATE). A row there means that the guard passed and yet nothing was
@@ -717,41 +717,17 @@ static void put_judged_returning(FILE *out, const struct table_schema *s, enum f
 
 /* "WITH ..., a AS (...)": the write of a judged form as a, one row per row
  * written (wrote true, then what the write statement would answer), with
- * what comes before it in that write statement. Returns the guard of a
- * default-mode write (put_fence_ctes), NULL for a table with a fence column. */
+ * the fence's part of that write statement before it. Returns the guard its
+ * write goes ahead on (put_fence_ctes). */
 static const char *put_judged_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                                    const bool *written, enum fenced_form form, bool want_row,
-                                    int param)
+                                    const bool *written, enum fenced_form form, bool want_row)
 {
-    if (s->cfg->fence_column == NULL) {
-        const char *guard = put_fence_ctes(out, s, kind, form);
-        fputs(", a AS (", out);
-        put_claimed_dml(out, s, kind, written, guard);
-        put_judged_returning(out, s, kind, want_row);
-        fputc(')', out);
-        return guard;
-    }
-    if (kind == FENCED_PATCH) {
-        fputs("WITH a AS (", out);
-        put_column_write(out, s, kind, written, param);
-        put_judged_returning(out, s, kind, want_row);
-        fputc(')', out);
-    } else if (kind == FENCED_DELETE) {
-        put_column_delete_ctes(out, s);
-        fputs(", a AS (SELECT true AS wrote", out);
-        if (want_row && !key_prints_canonical(&s->key_shape)) {
-            fputs(", ", out);
-            put_row_resource(out, FENCED_PARAM_PREFIX + 1, "d", s);
-            fputs(" AS resource", out);
-        }
-        fputs(" FROM d)", out);
-    } else {
-        put_column_create_cte(out, s, kind, written, param, want_row);
-        fputs(", a AS (SELECT true AS wrote, w.* FROM w", out);
-        put_kept_check(out, s);
-        fputc(')', out);
-    }
-    return NULL;
+    const char *guard = put_fence_ctes(out, s, kind, form);
+    fputs(", a AS (", out);
+    put_claimed_dml(out, s, kind, written, guard);
+    put_judged_returning(out, s, kind, want_row);
+    fputc(')', out);
+    return guard;
 }
 
 /* " FROM <table> AS t WHERE t."<key>" = $2::<key type>": the row a verdict looks at. */
@@ -769,15 +745,13 @@ static void put_verdict_row(FILE *out, const struct table_schema *s)
  * the write read it:
  *  - a PATCH or DELETE: its row, locked (FOR UPDATE, so that the newest
  *    version is read and the row security of an UPDATE applies), passes the
- *    guard (guard, default mode; the row's fence, fence column); a DELETE
- *    only where no row security applies to the table (its own policies, not
- *    an UPDATE's, choose the rows it sees; table_param names the table);
+ *    guard; a DELETE only where no row security applies to the table (its
+ *    own policies, not an UPDATE's, choose the rows it sees; table_param
+ *    names the table);
  *  - a PUT or POST, whose insert or update nothing but an error stops
- *    silently: the fence's guard passed; a POST met no row; with a fence
- *    column, the row's fence (locked) is not higher, no higher fence is kept,
- *    and then, all that holding, none is kept by now either, looked at as a
- *    create's last look does (put_kept_check: a delete committed since the
- *    statement began fails it, FGK01).
+ *    silently (a row that row security hides from the update or from its
+ *    read fails the upsert, and a POST onto a row fails its insert): the
+ *    guard passed; a POST met no row.
  */
 static void put_verdict(FILE *out, const struct table_schema *s, enum fenced_kind kind,
                         const char *guard, int table_param)
@@ -785,51 +759,31 @@ static void put_verdict(FILE *out, const struct table_schema *s, enum fenced_kin
     fputs(", g AS (SELECT 1", out);
     if (fenced_kind_needs_row(kind)) {
         put_verdict_row(out, s);
-        if (guard != NULL)
-            fputs(guard, out);
-        else
-            put_row_guard(out, s->cfg);
+        fputs(guard, out);
         if (kind == FENCED_DELETE)
             fprintf(out, " AND NOT row_security_active(quote_ident($%d::text))", table_param);
         fputs(" AND NOT EXISTS (SELECT 1 FROM a) FOR UPDATE)", out);
         return;
     }
-    if (guard != NULL)
-        fprintf(out, " WHERE true%s", guard);
-    else
-        fputs(" WHERE CASE WHEN NOT " REVOKED, out);
-    if (guard == NULL)
-        put_no_higher_kept(out, s);
+    fprintf(out, " WHERE true%s", guard);
     if (kind == FENCED_POST) {
         fputs(" AND NOT EXISTS (SELECT 1", out);
         put_verdict_row(out, s);
         fputc(')', out);
-    } else if (guard == NULL) {
-        fputs(" AND NOT EXISTS (SELECT 1 FROM (SELECT ", out);
-        put_row_fence(out, "t", s->cfg);
-        fputs(" AS fence", out);
-        put_verdict_row(out, s);
-        fputs(" FOR UPDATE) AS e WHERE e.fence > $1::bigint)", out);
     }
-    fputs(" AND NOT EXISTS (SELECT 1 FROM a)", out);
-    if (guard == NULL) {
-        fputs(" THEN fencegate.fence_kept_check(", out);
-        put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
-        fputs(", $1::bigint) ELSE false END", out);
-    }
-    fputc(')', out);
+    fputs(" AND NOT EXISTS (SELECT 1 FROM a))", out);
 }
 
 char *fenced_sql_judged(const struct table_schema *s, enum fenced_kind kind, const bool *written,
                         enum fenced_form form, bool want_row, int *nparams)
 {
-    FG_ASSERT(kind < FENCED_KIND_COUNT);
+    FG_ASSERT(kind < FENCED_KIND_COUNT && s->cfg->fence_column == NULL);
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
     *nparams =
         fenced_sql_takes_prefix(s, kind, want_row) ? FENCED_PARAM_COUNT : FENCED_PARAM_PREFIX;
-    const char *guard = put_judged_write(out, s, kind, written, form, want_row, *nparams + 1);
+    const char *guard = put_judged_write(out, s, kind, written, form, want_row);
     if (kind != FENCED_DELETE)
         for (size_t i = 0; i < s->cfg->ncolumns; i++)
             *nparams += written[i] ? 1 : 0;
@@ -838,36 +792,6 @@ char *fenced_sql_judged(const struct table_schema *s, enum fenced_kind kind, con
     put_verdict(out, s, kind, guard, *nparams);
     fputs(" SELECT a.*, EXISTS (SELECT 1 FROM g) AS skipped FROM (SELECT) AS one"
           " LEFT JOIN a ON true",
-          out);
-    return stream_close(out, &buf);
-}
-
-char *fenced_sql_keep_fence(const struct table_schema *s)
-{
-    FG_ASSERT(s->cfg->fence_column != NULL);
-    char *buf = NULL;
-    size_t len;
-    FILE *out = stream_open(&buf, &len);
-    fputs("WITH u AS (UPDATE ", out);
-    put_ident(out, s->cfg->name);
-    fputs(" AS t SET ", out);
-    put_ident(out, s->cfg->fence_column);
-    fputs(" = $1::bigint", out);
-    put_key_match(out, s);
-    fputs(" AND ", out);
-    put_row_fence(out, "t", s->cfg);
-    fputs(" < $1::bigint AND NOT " REVOKED
-          " RETURNING 1) INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT ",
-          out);
-    put_resource(out, FENCED_PARAM_PREFIX + 1, FENCED_PARAM_KEY + 1, s);
-    fputs(", $1::bigint WHERE NOT " REVOKED " AND NOT EXISTS (SELECT 1 FROM u) AND NOT EXISTS"
-          " (SELECT 1",
-          out);
-    put_verdict_row(out, s);
-    fputs(" AND ", out);
-    put_row_fence(out, "t", s->cfg);
-    fputs(" >= $1::bigint) ON CONFLICT (resource) DO UPDATE SET"
-          " fence = greatest(rf.fence, excluded.fence), updated_at = clock_timestamp()",
           out);
     return stream_close(out, &buf);
 }

@@ -120,7 +120,8 @@ char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
                        const bool *written, enum fenced_form form, bool want_row, int *nparams);
 
 /*
- * The judged form of a write statement (fenced_sql_write: the same kind,
+ * The judged form of a write statement to a default-mode table (schema has
+ * no fence_column; fenced_sql_write: the same kind,
  * form, columns and parameters; a DELETE's takes one more, last: the table's
  * name as the configuration writes it). Run where the write statement wrote
  * nothing and the refusal statement found nothing to refuse it, it writes as
@@ -135,20 +136,6 @@ char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
  */
 char *fenced_sql_judged(const struct table_schema *schema, enum fenced_kind kind,
                         const bool *written, enum fenced_form form, bool want_row, int *nparams);
-
-/*
- * The fence of a write that a trigger of schema's table (one with a
- * fence_column) skipped, so that it holds as an applied write's ($1 the
- * fence, $2 the key, $3 the resource prefix): raises the row's fence column
- * to $1 where it is lower, an update of that column alone (the table's
- * triggers see it); where that raised nothing and no row holds $1 or more (no
- * row, or one a trigger kept from that update too), keeps $1 for the
- * resource in fencegate.resource_fences, as a delete keeps the fence of the
- * row it deleted; neither for a revoked fence. Answers no row. Run after the
- * row's lock (fenced_sql_row_lock) in the same transaction, so that its
- * snapshot sees the row of a create that held the lock before it.
- */
-char *fenced_sql_keep_fence(const struct table_schema *schema);
 
 /* The resource of a key of schema's table ($1 the resource prefix, $2 the
  * key): answers one row (resource), named as every statement names it (its
