@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_write_order.c - the order in which a group of writes locks its rows:
- * tables first, then keys by value, one order whatever the arrival order, and
- * every spelling of a row at one place.
+ * tables first, then keys by value, one order whatever the arrival order,
+ * every spelling of a row at one place, and a row's writes that take its lock
+ * (creates) before its other writes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,6 +44,26 @@ static void compare(void **state)
     assert_true(write_order_compare(&b, &a) > 0);
 }
 
+/* For one row, a write that takes the row's lock (a create) comes before one
+ * that takes only the row, whichever came first; between rows, the key decides
+ * alone. */
+static void creates_first(void **state)
+{
+    (void)state;
+    struct write_group_stmt patch = row(0, "9"), put = row(0, "9"), next_put = row(0, "10");
+    put.creates = next_put.creates = true;
+    assert_true(write_order_compare(&put, &patch) < 0);
+    assert_true(write_order_compare(&patch, &put) > 0);
+    assert_int_equal(write_order_compare(&put, &put), 0);
+    assert_true(write_order_compare(&patch, &next_put) < 0);
+    assert_true(write_order_compare(&next_put, &put) > 0);
+    struct write_group_stmt group[] = {patch, next_put, row(0, "9"), put};
+    qsort(group, 4, sizeof group[0], by_row);
+    assert_true(group[0].creates);
+    assert_false(group[1].creates || group[2].creates);
+    assert_string_equal(group[3].key, "10");
+}
+
 /* Every arrival order of one set of rows sorts to the same locking order. */
 static void one_order(void **state)
 {
@@ -73,6 +94,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(compare),
+        cmocka_unit_test(creates_first),
         cmocka_unit_test(one_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,9 +5,10 @@
  * the claim of the gateway's fence rows of the batch's resources (in resource
  * order) and, for each fence-column table, its rows one by one in key order,
  * each row's lock and then the row (fenced_sql_row_lock: rows not yet created
- * included), each claim only when there is something to claim: always the
- * same global order, the one write groups take rows in, so that batches never
- * deadlock each other or a group. Pure: fenced_pg.c runs them.
+ * included), each claim only when there is something to claim: the lock
+ * order of store/fenced/write_order.h, which write groups and single writes
+ * take too, so that batches never deadlock each other or them. Pure:
+ * fenced_pg.c runs them.
  */
 #ifndef FG_BATCH_OPENING_H
 #define FG_BATCH_OPENING_H

@@ -416,11 +416,11 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
 
 /* Runs op's statement in the next write group (store/fenced/write_group.h) and stores
  * what it did in *w; 1 when the group handed it back to run alone. A group
- * takes its rows by table, then by canonical key in the order of the key's
- * values, a row it may create by its lock first: the order in which batches
- * claim them (store/fenced/batch_opening.h). Should Postgres still roll a
- * group back as a deadlock's victim (a trigger of the table's that takes
- * locks of its own), its writes run again alone, a batch once more
+ * takes its rows in the lock order (store/fenced/write_order.h), the one of
+ * batches and single writes: a PUT or POST, which takes the row's lock first,
+ * before the row's other writes. Should Postgres still roll a group back as a
+ * deadlock's victim (a trigger of the table's that takes locks of its own),
+ * its writes run again alone (write_alone), a batch once more
  * (fenced_pg_batch). */
 static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                         struct wrote *w, struct fg_error *err)
@@ -433,7 +433,8 @@ static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *
         {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1},
         op->table,
         op->key,
-        &fpg.schemas[op->table].key_shape};
+        &fpg.schemas[op->table].key_shape,
+        !fenced_kind_needs_row(op->kind)};
     enum write_group_result result;
     int rc = write_group_run(&stmt, &result, err);
     free(owned_sql);

@@ -205,13 +205,11 @@ const char *fenced_sql_key_refusal(const struct key_column_type *t);
 enum key_identity fenced_sql_key_identity(const struct key_column_type *t);
 
 /*
- * Rows of a table with a fence column, created or not, are taken in one order
- * (by table, then by canonical key: store/fenced/write_order.h) by every
- * transaction that holds more than one: a write that may create a row first
- * takes the row's lock, a transaction-scoped advisory lock named by the
- * resource, since a row not yet there has no lock of its own; a batch takes,
- * key by key in that order, the row's lock and then the row itself, before any
- * of its operations runs.
+ * The lock of a row of a table with a fence column, created or not: a
+ * transaction-scoped advisory lock named by the row's resource, which a write
+ * that may create the row takes first, since a row not yet there has no lock
+ * of its own; where it stands in the one lock order of fenced writes is
+ * store/fenced/write_order.h's.
  *
  * fenced_sql_row_lock: takes the lock of the row whose key is $2 ($1 the
  * resource prefix); answers no row.

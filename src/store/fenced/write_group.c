@@ -6,9 +6,10 @@
  * (at most GROUP_MAX) to a pooled connection, sorts them by row and runs them
  * with pg_exec_group, then wakes their threads, each of which sleeps on a
  * condition variable of its own, and the oldest queued write's thread, which
- * leads the next group. Groups lock their rows in one order, that of the rows'
- * canonical keys (a row's every spelling is one canonical key), so two of them
- * never wait for each other in a cycle. What an attempt at a group leaves each
+ * leads the next group. Groups lock their rows in the one order of
+ * write_order.h (a row's every spelling is one canonical key; a row's creates
+ * before its other writes), so two of them never wait for each other, or for
+ * a batch, in a cycle. What an attempt at a group leaves each
  * write with is write_attempt.h's rule: a statement that fails is taken out
  * and handed back to run alone, where its error is reported as for any write,
  * and the rest of its group runs again without it; a refused commit hands
@@ -50,7 +51,7 @@ static struct {
 
 static _Thread_local pthread_cond_t thread_wake = PTHREAD_COND_INITIALIZER;
 
-/* qsort's comparator of members: their rows' locking order (write_order.h). */
+/* qsort's comparator of members: the lock order (write_order.h). */
 static int by_row(const void *a, const void *b)
 {
     return write_order_compare((*(struct member *const *)a)->stmt,

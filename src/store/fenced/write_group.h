@@ -12,21 +12,24 @@
 #define FG_WRITE_GROUP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "store/backend/pg.h"
 #include "store/fenced/key_text.h"
 #include "util/error.h"
 
-/* A write: its statement and the row it writes, which orders it
- * within its group: by table, then by canonical key in the order of the key's
- * values (key_compare), so that every spelling of a row takes its lock at one
- * place in every group. */
+/* A write: its statement and the row it writes, which order it within its
+ * group in the lock order (write_order.h): by table, then by canonical key in
+ * the order of the key's values (key_compare), so that every spelling of a row
+ * takes its locks at one place in every group, a write that may create the
+ * row first. */
 struct write_group_stmt {
     struct pg_group_stmt stmt;     /* params borrowed until write_group_run returns */
     size_t table;                  /* the row's table (an index of the caller's) */
     const char *key;               /* the row's key, its canonical text */
     const struct key_shape *shape; /* how the table's keys read and order (borrowed) */
+    bool creates;                  /* it may create the row: takes the row's lock first */
 };
 
 /* How a write fared in a group. */
