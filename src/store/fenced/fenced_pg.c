@@ -36,11 +36,13 @@
 #include "store/fenced/fenced_refusal.h"
 #include "store/fenced/fenced_schema.h"
 #include "store/fenced/write_group.h"
+#include "util/clock.h"
 #include "util/fgjson.h"
 
-#define STMT_CACHE_MAX 4096 /* prepared write statements kept; further ones run unprepared */
-#define PG_ERR_PREFIX  "postgres: "
-#define BATCH_BUF      2048 /* room for a batch's answered items (more moves to the heap) */
+#define STMT_CACHE_MAX      4096 /* prepared write statements kept; further ones run unprepared */
+#define PG_ERR_PREFIX       "postgres: "
+#define BATCH_BUF           2048 /* room for a batch's answered items (more moves to the heap) */
+#define DEADLOCK_BACKOFF_MS 50   /* a deadlock's victim waits this long before it runs again */
 
 /* A write statement of one (table, kind, written columns). */
 struct write_stmt {
@@ -389,6 +391,23 @@ static struct wrote wrote_of(json_t *rows, long count, bool judged)
     return w;
 }
 
+/* True if the last failure on c rolled back a statement run on its own, which
+ * is worth one more try: a session that ended (session_ended), or a
+ * deadlock's victim (a lock that a trigger of the table takes, outside the
+ * lock order of store/fenced/write_order.h). A victim first waits
+ * DEADLOCK_BACKOFF_MS: the write it deadlocked with, woken by the rollback,
+ * goes ahead, where a write run again at once could take the row back before
+ * it and close the same cycle. */
+static bool worth_again(const struct pg_conn *c)
+{
+    if (session_ended(c))
+        return true;
+    if (!sqlstate_deadlock(pg_last_sqlstate(c)))
+        return false;
+    clock_sleep_ms(DEADLOCK_BACKOFF_MS);
+    return true;
+}
+
 /*
  * Runs op's statement in form (judged: its judged form) on c and stores what
  * it did in *w. in_transaction: c is inside a transaction, where nothing is
@@ -403,7 +422,7 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
     struct write_stmt st = write_args(op, who, form, want_row, judged, params, fence, &owned_sql);
     struct pg_group_stmt stmt = {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1};
     int rc = pg_exec_stmt(c, &stmt, err);
-    if (rc != 0 && !in_transaction && session_ended(c))
+    if (rc != 0 && !in_transaction && worth_again(c))
         rc = pg_exec_stmt(c, &stmt, err);
     free(owned_sql);
     if (rc != 0) {
