@@ -282,6 +282,46 @@ static void answered_rows(void **state)
     free(sql);
 }
 
+/* Not asked for its row (return=minimal), a write answers nothing where the
+ * gateway names the row itself (a text key), and its resource alone where it
+ * cannot (a key of a type it does not read, such as timestamptz or bytea), in
+ * both modes: every answer and log line names the row as Postgres does. */
+static void minimal_answers_name_unread_keys(void **state)
+{
+    (void)state;
+    struct table_config t;
+    struct table_schema column = with_fence_column(&t), side = schemas[0];
+    const bool some[] = {true, false, false, false};
+    const char *resource = "$3::text || (t.\"id\")::text AS resource";
+    int n = 0;
+    for (int unread = 0; unread < 2; unread++) {
+        column.key_shape.form = side.key_shape.form = unread ? KEY_FORM_OTHER : KEY_FORM_TEXT;
+        for (enum fenced_kind kind = 0; kind < FENCED_KIND_COUNT; kind++) {
+            char *sql = fenced_sql_write(&side, kind, some, FENCED_FORM_HELD, false, &n);
+            const char *end = strstr(sql, " RETURNING ");
+            assert_true(unread ? end != NULL && strcmp(end + 11, resource) == 0 : end == NULL);
+            free(sql);
+        }
+        char *sql = fenced_sql_write(&column, FENCED_PATCH, some, FENCED_FORM_CLAIM, false, &n);
+        assert_int_equal(fenced_sql_takes_prefix(&column, FENCED_PATCH, false), unread);
+        assert_int_equal(n, unread ? FENCED_PARAM_COUNT + 1 : FENCED_PARAM_PREFIX + 1);
+        assert_true(unread ? strstr(sql, resource) == sql + strlen(sql) - strlen(resource)
+                           : strstr(sql, "RETURNING") == NULL);
+        free(sql);
+        sql = fenced_sql_write(&column, FENCED_PUT, some, FENCED_FORM_CLAIM, false, &n);
+        assert_int_equal(strstr(sql, "RETURNING t.xmax = 0 AS created, $3::text || (t.\"id\")::text"
+                                     " AS resource) SELECT") != NULL,
+                         unread);
+        assert_non_null(strstr(sql, "RETURNING t.xmax = 0 AS created"));
+        free(sql);
+        sql = fenced_sql_write(&column, FENCED_DELETE, some, FENCED_FORM_CLAIM, false, &n);
+        const char *answer = unread ? " SELECT $3::text || (d.\"id\")::text AS resource FROM d"
+                                    : " SELECT true AS deleted FROM d";
+        assert_true(strstr(sql, answer) == sql + strlen(sql) - strlen(answer));
+        free(sql);
+    }
+}
+
 /* The check that a value fits its column: the column's own input, in a row
  * of the table's type that is not stored, the table's name quoted, the
  * column's and the value parameters. */
@@ -428,6 +468,7 @@ int main(void)
         cmocka_unit_test(default_mode_held_writes),
         cmocka_unit_test(fence_column_statements),
         cmocka_unit_test(answered_rows),
+        cmocka_unit_test(minimal_answers_name_unread_keys),
         cmocka_unit_test(refusal_statements),
         cmocka_unit_test(judged_statements),
         cmocka_unit_test(resource_statement),

@@ -179,6 +179,12 @@ static void identities(void **state)
                                    KEY_FORM_OTHER};
     for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++)
         assert_false(key_prints_canonical(&(struct key_shape){.form = asked[i]}));
+    /* the gateway names the row of every form it reads; a key it does not read only Postgres */
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        assert_true(key_identity_known(&(struct key_shape){.form = known[i]}));
+    for (size_t i = 0; i + 1 < sizeof asked / sizeof asked[0]; i++)
+        assert_true(key_identity_known(&(struct key_shape){.form = asked[i]}));
+    assert_false(key_identity_known(&(struct key_shape){.form = KEY_FORM_OTHER}));
 }
 
 static void shapes(void **state)

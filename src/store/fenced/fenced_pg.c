@@ -584,17 +584,24 @@ static int read_on(struct pg_conn *c, size_t table, const char *key, bool in_tra
  * whose judged form on c said that a trigger of its table skipped it
  * (returned NULL) although its guard passed: the table's own decision,
  * answered as an applied write with the row as it stands, read on c when
- * want_row (NULL where the table kept none). Its fence holds as an applied
- * write's: its claim committed with the judged form, under the lock of the
- * resource's fence row. in_transaction: c is inside a transaction.
+ * want_row (NULL where the table kept none), and read for its resource where
+ * the gateway cannot name the row itself (key_identity_known). Its fence
+ * holds as an applied write's: its claim committed with the judged form,
+ * under the lock of the resource's fence row. in_transaction: c is inside a
+ * transaction.
  */
 static int skipped(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
                    bool want_row, bool in_transaction, struct fenced_result *res,
                    struct fg_error *err)
 {
     fenced_result_free(res);
-    if (want_row && read_on(c, op->table, op->key, in_transaction, res, err) != 0)
+    bool named = key_identity_known(&fpg.schemas[op->table].key_shape);
+    if ((want_row || !named) && read_on(c, op->table, op->key, in_transaction, res, err) != 0)
         return -1;
+    if (!want_row) { /* read only for the resource's name */
+        free(res->after);
+        res->after = NULL;
+    }
     res->outcome = FENCED_APPLIED;
     res->fence = who->fence;
     if (res->resource == NULL)

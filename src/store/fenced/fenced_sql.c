@@ -42,8 +42,10 @@
  * and no row at all when it wrote nothing; a key the gateway knows as Postgres
  * prints it is not asked back (put_returning). The row is the key and the listed
  * columns, nothing else of the table (a column added later stays private).
- * Not asked for it (Prefer: return=minimal), a write answers nothing: the
- * command's row count tells whether it wrote.
+ * Not asked for it (Prefer: return=minimal), a write answers nothing but,
+ * where the gateway cannot name the row itself (a key of a type it does not
+ * read, such as timestamptz or bytea), the resource: the command's row count
+ * tells whether it wrote.
  *
  * A write to a default-mode table that wrote nothing although nothing refuses
  * it runs once more in its judged form: the same write as the CTE a, and a verdict g that runs only
@@ -276,24 +278,34 @@ static void put_row_member(FILE *out, const char *sep, const char *name, enum ro
     fprintf(out, kind == ROW_JSON_OTHER ? ")::text AS c%zu" : " AS c%zu", i);
 }
 
+/* True if a write of s's table answers its row's resource: asked for its
+ * row, where the gateway does not know the key as Postgres prints it
+ * (key_prints_canonical); not asked, where the gateway cannot name the row
+ * itself (key_identity_known), so that every answer and log line names the
+ * row as Postgres does. */
+static bool returns_resource(const struct table_schema *s, bool want_row)
+{
+    return want_row ? !key_prints_canonical(&s->key_shape) : !key_identity_known(&s->key_shape);
+}
+
 /* The answer of a write (its first member after sep, " RETURNING " or ", "):
- * the resource of the written row and, but for a delete, its key and listed
- * columns, from which the gateway writes the row's
- * JSON (row_json.h): the text row_to_json would write, for less of Postgres's
- * time. A key Postgres prints as the gateway does (key_prints_canonical) is
- * not returned, nor is the resource named by it: a delete of such a row, or a
- * write of a table with no other column, returns nothing. */
+ * the resource of the written row where returns_resource says so and, asked
+ * for the row (want_row) but for a delete, its key and listed columns, from
+ * which the gateway writes the row's JSON (row_json.h): the text row_to_json
+ * would write, for less of Postgres's time. A key Postgres prints as the
+ * gateway does (key_prints_canonical) is not returned: a delete of such a
+ * row, or a write of a table with no other column, returns nothing. */
 static void put_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                          const char *sep)
+                          const char *sep, bool want_row)
 {
     bool known = key_prints_canonical(&s->key_shape);
-    if (!known) {
+    if (returns_resource(s, want_row)) {
         fputs(sep, out);
         put_row_resource(out, FENCED_PARAM_PREFIX + 1, "t", s);
         fputs(" AS resource", out);
         sep = ", ";
     }
-    if (kind == FENCED_DELETE)
+    if (!want_row || kind == FENCED_DELETE)
         return;
     if (!known) {
         put_row_member(out, sep, s->cfg->key, s->row_kinds[0], 0);
@@ -324,8 +336,7 @@ static void put_delete_head(FILE *out, const struct table_schema *s)
 
 bool fenced_sql_takes_prefix(const struct table_schema *s, enum fenced_kind kind, bool want_row)
 {
-    return s->cfg->fence_column == NULL || kind != FENCED_PATCH ||
-           (want_row && !key_prints_canonical(&s->key_shape));
+    return s->cfg->fence_column == NULL || kind != FENCED_PATCH || returns_resource(s, want_row);
 }
 
 /* "UPDATE <table> AS t SET <column> = $4::<type>, ...": the start of every
@@ -539,13 +550,13 @@ static void put_column_delete_ctes(FILE *out, const struct table_schema *s)
 }
 
 /* The delete of a table with a fence column (put_column_delete_ctes);
- * answers the resource where want_row asks for it and the gateway does not
- * know it (put_returning), else a row per row deleted. */
+ * answers the resource where returns_resource says so, else a row per row
+ * deleted. */
 static void put_column_delete(FILE *out, const struct table_schema *s, bool want_row)
 {
     put_column_delete_ctes(out, s);
     fputs(" SELECT ", out);
-    if (want_row && !key_prints_canonical(&s->key_shape)) {
+    if (returns_resource(s, want_row)) {
         put_row_resource(out, FENCED_PARAM_PREFIX + 1, "d", s);
         fputs(" AS resource", out);
     } else {
@@ -598,8 +609,7 @@ static void put_column_create_cte(FILE *out, const struct table_schema *s, enum 
     fputs("WITH w AS (", out);
     put_column_write(out, s, kind, written, param);
     fputs(" RETURNING t.xmax = 0 AS created", out);
-    if (want_row)
-        put_returning(out, s, kind, ", ");
+    put_returning(out, s, kind, ", ", want_row);
     fputc(')', out);
 }
 
@@ -696,8 +706,8 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
         put_column_write(out, s, kind, written, *nparams + 1);
     else
         put_claimed_write(out, s, kind, written, form);
-    if (want_row && (!column || kind == FENCED_PATCH))
-        put_returning(out, s, kind, " RETURNING ");
+    if ((want_row || returns_resource(s, want_row)) && (!column || kind == FENCED_PATCH))
+        put_returning(out, s, kind, " RETURNING ", want_row);
     if (kind != FENCED_DELETE)
         for (size_t i = 0; i < s->cfg->ncolumns; i++)
             *nparams += written[i] ? 1 : 0;
@@ -711,8 +721,7 @@ static void put_judged_returning(FILE *out, const struct table_schema *s, enum f
                                  bool want_row)
 {
     fputs(" RETURNING true AS wrote", out);
-    if (want_row)
-        put_returning(out, s, kind, ", ");
+    put_returning(out, s, kind, ", ", want_row);
 }
 
 /* "WITH ..., a AS (...)": the write of a judged form as a, one row per row

@@ -434,6 +434,11 @@ void key_row_identity(const struct key_shape *shape, const char *canonical, char
     out[n] = '\0';
 }
 
+bool key_identity_known(const struct key_shape *shape)
+{
+    return shape->form != KEY_FORM_OTHER;
+}
+
 bool key_prints_canonical(const struct key_shape *shape)
 {
     switch (shape->form) {

@@ -71,6 +71,13 @@ int key_canonical(const struct key_shape *shape, const char *key, const char *fi
 void key_row_identity(const struct key_shape *shape, const char *canonical, char *out, size_t cap);
 
 /*
+ * True if key_row_identity names the row of a key of shape as Postgres does
+ * (fenced_sql.h, resource identity): every form the gateway reads. A key of
+ * KEY_FORM_OTHER passes as given, and only Postgres can name its row.
+ */
+bool key_identity_known(const struct key_shape *shape);
+
+/*
  * True if Postgres prints a stored key of shape as its canonical text, and
  * that text is its identity (integers, uuid, date: no modifier and no
  * collation changes what is stored): the gateway then knows the written row's
