@@ -6,7 +6,8 @@
  * contended within CONTENTION_HINT_MS; then it runs a script for what the hint
  * says at once, saving the call that would only have answered "contended": a
  * semaphore found in use, the lean scripts beside other holders
- * (lua/sem_acquire_more.lua, lua/sem_release_more.lua); one with a queue, and
+ * (lua/sem_acquire_more.lua, lua/sem_release_more.lua); one with a queue, the
+ * lean hand-over of a release (lua/sem_release_handover.lua), and there and on
  * a lock seen either way, the lean queue join for an acquire that waits
  * (lua/sem_acquire_queue.lua, lua/lock_acquire_queue.lua); else the full
  * script.

@@ -132,10 +132,11 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     *contended = retry == LEASE_RETRY_CONTENDED;
     if (*contended && seen != CONTENTION_NONE)
         contention_seen(kind, name, seen);
-    else if (res->outcome == LEASE_QUEUED)
+    else if (res->outcome == LEASE_QUEUED || res->nhandoff > 0)
         contention_seen(kind, name, CONTENTION_QUEUE);
     if (retry != LEASE_RETRY_NONE && !*contended)
         return fg_fail(err, FG_ERR_INTERNAL, "%s asked for a retry", lua_scripts[script].name);
+    lease_hand_over(kind, name, res);
     /* A grant answers Redis's time; a release, which asks Redis none, the
      * grant's, of which the hold's length is reckoned (redis_clock.h). */
     if (res->outcome == LEASE_GRANTED && res->granted_at_ms > 0)

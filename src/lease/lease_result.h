@@ -147,8 +147,10 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
  * shows nothing the hint does not say already), and the caller runs the next
  * script. Else its answer is read into *res: a grant's time notes Redis's
  * clock, a release's held_ms is reckoned on it from the grant's
- * (lease/redis_clock.h), and a caller queued keeps the hint at "queue".
- * Callers choose the first script by contention_hint.
+ * (lease/redis_clock.h), the grants it hands to other waiters of this
+ * gateway are put into their waits (lease_hand_over), and a caller queued,
+ * or a hand-over, keeps the hint at "queue". Callers choose the first
+ * script by contention_hint.
  */
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
                     const char *const *keys, const char *const *argv, enum contention seen,

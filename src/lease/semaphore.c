@@ -263,21 +263,61 @@ static int release_more_try(const char *name, const char *lease_id, struct lease
                            CONTENTION_QUEUE, res, contended, err);
 }
 
+/* The lean try of a release whose slot goes on to the oldest waiter
+ * (lua/sem_release_handover.lua), else sets *contended; claim is the claim
+ * window of a grant to another gateway's waiter (decimal text). */
+static int release_handover_try(const char *name, const char *lease_id, const char *claim,
+                                struct lease_result *res, bool *contended, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_RELEASE_HANDOVER_NKEYS] = {
+        [SEM_RELEASE_HANDOVER_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_RELEASE_HANDOVER_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_RELEASE_HANDOVER_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_RELEASE_HANDOVER_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
+        [SEM_RELEASE_HANDOVER_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_RELEASE_HANDOVER_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
+        [SEM_RELEASE_HANDOVER_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
+        [SEM_RELEASE_HANDOVER_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
+        [SEM_RELEASE_HANDOVER_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
+        [SEM_RELEASE_HANDOVER_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
+        [SEM_RELEASE_HANDOVER_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+        [SEM_RELEASE_HANDOVER_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
+        [SEM_RELEASE_HANDOVER_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
+    };
+    const char *argv[SEM_RELEASE_HANDOVER_NARGV] = {
+        [SEM_RELEASE_HANDOVER_ARGV_NAME] = name,
+        [SEM_RELEASE_HANDOVER_ARGV_LEASE] = lease_id,
+        [SEM_RELEASE_HANDOVER_ARGV_CLAIM_MS] = claim,
+        [SEM_RELEASE_HANDOVER_ARGV_INSTANCE] = gw.instance_id,
+    };
+    return lease_first_try(SCRIPT_SEM_RELEASE_HANDOVER, LEASE_KIND_SEMAPHORE, name, keys, argv,
+                           CONTENTION_NONE, res, contended, err);
+}
+
 int sem_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,
                 struct fg_error *err)
 {
-    /* The lean tries first, as the hint says (sem_acquire); then the full script. */
+    /* The lean tries first, as the hint says (sem_acquire): the first try on
+     * a name not seen contended, the release beside other holders on one
+     * found in use, the hand-over on one found with a queue; then the full
+     * script. */
     enum contention hint = contention_hint(LEASE_KIND_SEMAPHORE, name);
+    char claim[24];
+    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     bool contended = true;
     if (hint == CONTENTION_NONE && release_first_try(name, lease_id, res, &contended, err) != 0)
         return -1;
     if (contended && hint != CONTENTION_QUEUE &&
         release_more_try(name, lease_id, res, &contended, err) != 0)
         return -1;
+    if (hint == CONTENTION_QUEUE &&
+        release_handover_try(name, lease_id, claim, res, &contended, err) != 0)
+        return -1;
     if (!contended)
         return 0;
-    char claim[24], fence_text[24];
-    snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
+    char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     const char *argv[SEM_RELEASE_NARGV] = {
         [SEM_RELEASE_ARGV_NAME] = name,

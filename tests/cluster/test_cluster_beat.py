@@ -8,10 +8,14 @@ gateway in that slot's fg:gateways:{T(s)}; each test names the mutation of the g
 1c. the same when a gateway's waiter queues through lua/lock_acquire_queue.lua or lua/sem_acquire_queue.lua (the
    gateway found the name busy a moment before): the lean queue join marks the waiter's gateway as the full
    script does;
+1d. the same when the releasing gateway hands the slots over through lua/sem_release_handover.lua (it found the
+   name busy a moment before): the lean hand-over looks for the waiter's gateway in the slot's key and rings its
+   doorbell on the slot's shard channel;
 2. waiters parked three waiter leases long (no re-check between: poll_ms past the test) are still granted: the
    beat renews the mark in every slot where the gateway has waiters;
 3. waiters of a gateway killed with kill -9 are skipped once its mark ran out (waiter_lease_ms), and the next
-   waiter, of a live gateway, gets the lock.
+   waiter, of a live gateway, gets the lock; 3b. the same through the lean hand-over, which leaves a dead
+   gateway's waiter to the full script.
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
@@ -104,9 +108,18 @@ class ClusterBeatTest(LabTestCase):
         r = gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, "wait_ms": 0, **extra})
         self.assertEqual(r.status, 409, gw.why(r))
 
-    def run_pairs(self, gw: Gateway, what: str, pause: float, lean: bool = False) -> None:
+    def release_all(self, held: dict[tuple[str, str], str], lean: bool) -> None:
+        """Releases every name held through self.gw; lean: each right after a busy answer there, so that a
+        semaphore's release runs the lean hand-over (src/lease/contention.h)."""
+        extras = dict(KINDS)
+        for (kind, name), token in held.items():
+            if lean:
+                self.busy(self.gw, kind, name, extras[kind])
+            self.release(kind, name, token)
+
+    def run_pairs(self, gw: Gateway, what: str, pause: float, lean: bool = False, lean_release: bool = False) -> None:
         """Holds every name of both kinds, queues a waiter of gw on each (lean: after a busy answer, see busy),
-        waits pause seconds, releases them all; every waiter must be granted."""
+        waits pause seconds, releases them all (lean_release: see release_all); every waiter must be granted."""
         held, waiters = {}, {}
         for kind, extra in KINDS:
             for name in self.names(f"{what}-{kind}"):
@@ -115,8 +128,7 @@ class ClusterBeatTest(LabTestCase):
                     self.busy(gw, kind, name, extra)
                 waiters[(kind, name)] = self.queue(gw, kind, name, extra)
         time.sleep(pause)
-        for (kind, name), token in held.items():
-            self.release(kind, name, token)
+        self.release_all(held, lean_release)
         self.assert_granted(waiters)
 
     def test_1_fresh_waiters_granted_on_every_primary(self):
@@ -131,27 +143,40 @@ class ClusterBeatTest(LabTestCase):
         fresh = self.gateway(60000)
         self.run_pairs(fresh, "lean", 0, lean=True)
 
+    def test_1d_lean_hand_overs_reach_waiters_on_every_primary(self):
+        """Caught: a lean hand-over that published to the plain channel (no gateway of a cluster follows it: every
+        such waiter left waiting)."""
+        fresh = self.gateway(60000)
+        self.run_pairs(fresh, "handover", 0, lean_release=True)
+
     def test_2_parked_waiters_outlive_three_waiter_leases(self):
         """Caught: the beat writing fg:gateways alone (the marks of the queued path ran out; every waiter
         dropped at the grant)."""
         self.run_pairs(self.gw, "parked", 3 * LEASE_MS / 1000)
 
-    def test_3_dead_gateways_waiters_skipped(self):
-        """Caught: the beat writing fg:gateways alone (the live waiter behind is dropped as well)."""
+    def dead_gateways_waiters_skipped(self, what: str, lean_release: bool) -> None:
         doomed = self.gateway(LEASE_MS)
         held, behind = {}, {}
         for kind, extra in KINDS:
-            for name in self.names(f"dead-{kind}"):
+            for name in self.names(f"{what}-{kind}"):
                 held[(kind, name)] = self.hold(kind, name, extra)
                 self.queue(doomed, kind, name, extra)
                 behind[(kind, name)] = self.queue(self.gw, kind, name, extra, behind=1)
         doomed.kill()
         time.sleep(LEASE_MS / 1000 + 0.5)
-        for (kind, name), token in held.items():
-            self.release(kind, name, token)
+        self.release_all(held, lean_release)
         self.assert_granted(behind)
         for kind, name in behind:
             self.assertEqual(self.waiting(kind, name), 0, (kind, name))
+
+    def test_3_dead_gateways_waiters_skipped(self):
+        """Caught: the beat writing fg:gateways alone (the live waiter behind is dropped as well)."""
+        self.dead_gateways_waiters_skipped("dead", lean_release=False)
+
+    def test_3b_dead_gateways_waiters_skipped_by_a_lean_hand_over(self):
+        """Caught: a lean hand-over that took a dead gateway's waiter for a live one (granted to nobody, the live
+        waiter behind left waiting)."""
+        self.dead_gateways_waiters_skipped("dead-lean", lean_release=True)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,12 @@ machine.
 - A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
   which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 16 and 14,
   and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
+- A semaphore's release that hands its slot to the oldest waiter, a waiter of the same gateway, once the
+  gateway found a queue at the name, is one call of sem_release_handover.lua, which names the HAND_OVER_KEYS
+  keys and HAND_OVER_ARGS arguments it touches where the full script names 15 and 5, and runs at most
+  SEM_HAND_OVER_COMMANDS; the waiter is woken with the grant in hand, no claim call. (Caught: a gateway that
+  ran the full script for every hand-over; one that did not hand the lean script's grant to its waiter,
+  which then waited for its next look.)
 - A lock pair on a name used again runs at most REUSED_LOCK_PAIR_COMMANDS (each grant first copies the end
   of the lease before it into the ended set), and that set keeps only what is still to be kept: one end in
   16 trims the ends whose time is past. (Caught: the ends kept in two sets, a released and an ended one, 13
@@ -116,6 +122,8 @@ RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 7, 6  # lua/sem_acquire_queue.lua's
+HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
+SEM_HAND_OVER_COMMANDS = 16
 LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 5, 7  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
 HELD_MS = 600000  # the lease of a holder waiters queue behind: it outlasts their poll_ms and wait_ms
@@ -158,9 +166,13 @@ class BackendCost(GatewayTest):
     # queue's time to live, which joins lengthen once a waiter lease, is not lengthened while they are
     gateway_config = {"poll_ms": 60000, "waiter_lease_ms": 60000, "redis_prefixes": ["costw:"]}
 
-    def counted(self, pair, times: int = PAIRS) -> tuple[float, float, dict]:
+    def counted(self, pair, times: int = PAIRS, prime=None) -> tuple[float, float, dict]:
         """(commands run by scripts, script calls) per call of pair, over `times` calls, and the commands per
-        call by name (ran)."""
+        call by name (ran). prime, if given, runs uncounted right before the calls: what they need that may
+        have lapsed since (the gateway's contention hint)."""
+        if prime is not None:
+            prime()
+
         def every():
             for _ in range(times):
                 pair()
@@ -279,6 +291,47 @@ class BackendCost(GatewayTest):
                 got.join(20)
                 self.assertEqual(got.response.status, 200, got.response)
                 tokens.append(got.response.body["token"])
+
+    def test_a_semaphore_hand_over_names_the_keys_it_touches(self):
+        name = f"cost:{uuid.uuid4().hex}"
+        route = f"/v1/semaphores/{name}"
+        queue = f"fg:sm:{{{name}}}:q"
+        holders = [self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 2}) for _ in range(2)]
+        self.assertEqual([h.status for h in holders], [200, 200], holders)
+        tokens = [h.body["token"] for h in holders]
+        waiters: list[Waiter] = []
+        with Redis() as r:
+            for _ in range(QUEUED + 2):
+                waiters.append(Waiter(self.gw, route + "/acquire", {"ttl_ms": 30000, "limit": 2, "wait_ms": 60000}))
+                waiters[-1].start()
+                wait_for(lambda: r.cmd("ZLEXCOUNT", queue, "-", "+") == len(waiters), what="the waiter queued")
+
+        def hand_over():
+            """The oldest holder releases; the oldest waiter, handed its slot in-process, holds it."""
+            done = self.c.post(route + "/release", {"token": tokens.pop(0)})
+            self.assertEqual(done.status, 200, done)
+            got = waiters.pop(0)
+            got.join(20)
+            self.assertEqual(got.response.status, 200, got.response)
+            tokens.append(got.response.body["token"])
+
+        def queue_hint():
+            """An acquire answered busy: the gateway's hint for the name says "queue" (src/lease/contention.h),
+            so its releases run the lean hand-over first."""
+            busy = self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 2, "wait_ms": 0})
+            self.assertEqual(busy.status, 409, busy)
+
+        queue_hint()
+        hand_over()  # the lean script loaded (the first call of a function Redis lacks fails, and is made again)
+        queue_hint()
+        self.assertEqual(self.fcalls_of(name, hand_over), [("fg_sem_release_handover", HAND_OVER_KEYS,
+                                                             HAND_OVER_ARGS)])
+        commands, calls, by_name = self.counted(hand_over, QUEUED, queue_hint)
+        print(f"semaphore hand-over: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
+        self.assertLessEqual(commands, SEM_HAND_OVER_COMMANDS, by_name)
+        self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=by_name)
+        for token in tokens:
+            self.assertEqual(self.c.post(route + "/release", {"token": token}).status, 200)
 
     def test_fenced_writes_and_reads_run_a_handful_of_commands(self):
         lock = self.c.post(f"/v1/locks/cost:{uuid.uuid4().hex}/acquire", {"ttl_ms": 600000})

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The lean acquire and release of a semaphore in use (lua/sem_acquire_more.lua, lua/sem_release_more.lua), and
-the lean queue join (lua/sem_acquire_queue.lua), act only where the full scripts would, and do there what the
-full scripts do.
+"""The lean acquire and release of a semaphore in use (lua/sem_acquire_more.lua, lua/sem_release_more.lua), the
+lean queue join (lua/sem_acquire_queue.lua) and the lean hand-over (lua/sem_release_handover.lua) act only where
+the full scripts would, and do there what the full scripts do.
 
 A gateway runs the first two (an acquire without a request_id) once a first try found the semaphore in use
-within the last CONTENTION_HINT_MS (src/lease/contention.h), the queue join (one that waits) once a call found
-a queue there; anything they do not take they answer "contended", and the full script decides. Each test
-brings the semaphore into a state a lean script must leave to the full one, or must bookkeep as the full one
-would, with the gateway's hint at "in use" (or "queue"), and checks the outcome against what the contract
-promises, read from Redis or the API, not from the gateway's own account. Caught (each tried), of the acquire:
+within the last CONTENTION_HINT_MS (src/lease/contention.h), the queue join (one that waits) and the hand-over
+(a release) once a call found a queue there; anything they do not take they answer "contended", and the full
+script decides. Each test brings the semaphore into a state a lean script must leave to the full one, or must
+bookkeep as the full one would, with the gateway's hint at "in use" (or "queue"), and checks the outcome against
+what the contract promises, read from Redis or the API, not from the gateway's own account. Caught (each tried),
+of the acquire:
 - no look at the queue: a newcomer took a slot freed without a hand-over ahead of the waiter owed it;
 - no look at the limit in force: a holder of another limit granted beside holders of the first;
 - no count of the holders that ran out: their entries kept, where every acquire purges them first;
@@ -26,7 +27,24 @@ of the queue join:
 - no count of the holders: a newcomer queued behind a waiter owed a slot freed without a hand-over;
 - no look at the earliest expiry: a newcomer queued beside a holder that ran out (the script asked itself);
 - no look at the queue's length: a waiter queued past limits.max_waiters_per_lock;
-- the first waiter's keys not made fresh: a queue without a time to live.
+- the first waiter's keys not made fresh: a queue without a time to live;
+of the hand-over:
+- no look at the lease's record: a retried release failed (500) where it is answered released again;
+- no released-lease mark: a retried release answered 410 and a watcher not told; the watched mark not passed on:
+  the watcher not told;
+- no look at the fence sequence's limit: a fence issued past what Postgres had reserved;
+- no count of the live holders (or a count of all, run out or not): one slot handed on where a holder that ran
+  out, or a slot freed without a hand-over, owed the second waiter one too;
+- no look at whether anybody waits: a release after the waiters left failed (500);
+- no look at the waiter record's layout: a waiter of the layout before not served (500);
+- a waiter's request_id not kept past its grant (lib_lease.lua rid_hold): kept only as long as its wait had it;
+  one written with an escape taken as its JSON text: the request ids' hash holding that text beside the id;
+- no look at the waiter's gateway: a dead gateway's waiter granted, the live one behind left waiting;
+- no claim window, or no doorbell: another gateway's waiter granted its whole lease, or never told;
+- no keep_alive: the keys left with the time to live they had; the keys a one-slot hand-over makes anew not
+  made fresh: the holders' keys without a time to live;
+- the grant's record written claimed, where the full script keeps a grant unclaimed so that an orphan give-back
+  can still free it.
 
 Owns: the lean scripts' guards. Must not: test the full script's queue, limits or leases (see
 test_sem_limits.py and test_sem_leases.py).
@@ -38,6 +56,7 @@ import sys
 import threading
 import time
 import unittest
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,6 +68,7 @@ HINT_S = 1.0  # CONTENTION_HINT_MS: how long a gateway remembers how it last saw
 KEEP_MS = 600_000  # SEM_KEEP_MS: the keys live that long past the last holder lease
 MAX_WAITERS = 2  # limits.max_waiters_per_lock of the class's gateway
 NEWCOMER_WAIT_S = 6.0  # how long a newcomer waits: a waiter owed a slot must have it well before its give-up
+REQUEST_ID_GRACE_MS = 60_000  # src/fglimits.h: a request_id outlives its lease so long
 
 
 def lease_of(token: str) -> str:
@@ -226,11 +246,11 @@ class LeanScriptsTest(GatewayTest):
         self.assertEqual((out[0].status, out[0].body["held"], out[0].body["reason"]), (200, False, "released"), out)
 
 
-    def waits(self, name, c, out: list, **fields) -> threading.Thread:
-        """A two-slot acquire of name on connection c that waits up to NEWCOMER_WAIT_S, its answer to go to
-        out. (Its give-up, as every semaphore script, hands on the slots it finds free.)"""
-        t = threading.Thread(target=lambda: out.append(self.acquire(name, c, limit=2,
-                                                                    wait_ms=int(NEWCOMER_WAIT_S * 1000), **fields)))
+    def waits(self, name, c, out: list, wait_s: float = NEWCOMER_WAIT_S, **fields) -> threading.Thread:
+        """A two-slot acquire of name on connection c that waits up to wait_s, its answer to go to out. (Its
+        give-up, as every semaphore script, hands on the slots it finds free.)"""
+        t = threading.Thread(target=lambda: out.append(self.acquire(name, c, limit=2, wait_ms=int(wait_s * 1000),
+                                                                    **fields)))
         t.start()
         return t
 
@@ -359,6 +379,311 @@ class LeanScriptsTest(GatewayTest):
                 self.assertGreaterEqual(r.cmd("PTTL", f"fg:sm:{{{name}}}:{suffix}"), KEEP_MS, suffix)
             t.join(NEWCOMER_WAIT_S + 5)
         self.assertEqual(out[0].status, 409, out)
+
+    # The lean hand-over (lua/sem_release_handover.lua): a release on a name the gateway found with a queue in the
+    # last CONTENTION_HINT_MS. Each test refreshes that hint (queue_hint) just before it arranges the state in
+    # Redis and releases, so the release meets the lean script first whatever the machine's pace.
+
+    def queue_hint(self, name: str, limit: int = 2) -> None:
+        """An acquire of name that does not wait, answered busy: the gateway's hint for name is "queue" for the
+        next CONTENTION_HINT_MS, and its next release runs the lean hand-over first. (The full acquire that
+        answers it purges and hands on as every semaphore script does: a test arranges its state after.)"""
+        busy = self.acquire(name, limit=limit, wait_ms=0)
+        self.assertEqual((busy.status, busy.body.get("type")), (409, "/problems/lock_busy"), busy)
+
+    def head_of(self, name: str) -> str:
+        with Redis() as r:
+            return r.cmd("ZRANGE", f"fg:sm:{{{name}}}:q", "0", "0")[0]
+
+    def holder_record(self, name: str, lease: str) -> tuple[dict, int]:
+        """The holder record of lease in name's data hash, decoded, and its expiry (the holders' score)."""
+        with Redis() as r:
+            raw = r.cmd("HGET", f"fg:sm:{{{name}}}:d", lease)
+            score = r.cmd("ZSCORE", f"fg:sm:{{{name}}}:h", lease)
+        self.assertIsNotNone(raw, f"{lease} holds no slot")
+        return json.loads(raw), int(score)
+
+    def test_a_hand_over_grants_the_oldest_waiter_its_whole_lease(self):
+        name = same_slot("hand-grant")[0]
+        owner = 'billing "7"\\/é'
+        first, second = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
+            holders = self.in_use(name, 2)
+            t = self.waits(name, wc, first, ttl_ms=25000, max_hold_ms=50000, owner=owner)
+            self.queued(name, 1)
+            t2 = self.waits(name, nc, second)
+            self.queued(name, 2)
+            oldest = self.head_of(name)
+            self.queue_hint(name)
+            self.release(name, holders[0])
+            t.join(5)  # the waiter looks again by itself only after poll_ms (60 s)
+            self.assertEqual(first[0].status, 200, first)
+            got = first[0].body
+            self.assertEqual(lease_of(got["token"]), oldest, "the slot went to another than the oldest waiter")
+            self.assertEqual(second, [], "the second waiter served as well")
+            record, expiry = self.holder_record(name, oldest)
+            me = next(g["id"] for g in self.c.get("/v1/gateways").body["gateways"] if g["self"])
+            # As sem_release.lua writes it (lib_sem_holder.lua): granted here, unclaimed, the whole lease.
+            self.assertEqual(list(record), ["fence", "ttl", "max_hold", "granted_at", "claimed", "rid", "inst",
+                                            "attach", "owner"], record)
+            self.assertEqual((record["fence"], record["ttl"], record["max_hold"], record["claimed"], record["rid"],
+                              record["inst"], record["owner"]), (got["fence"], 25000, 50000, 0, "", me, owner), record)
+            self.assertEqual((expiry, got["expires_at_ms"]), (record["granted_at"] + 25000,) * 2, record)
+            self.assertGreater(got["fence"], holders[1]["fence"])
+            self.release(name, holders[1])
+            t2.join(5)
+        self.assertEqual(second[0].status, 200, second)
+
+    def test_a_hand_over_retried_is_answered_released_again(self):
+        name = same_slot("hand-again")[0]
+        out, second = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
+            holders, t = self.with_a_queue(name, wc, out)
+            t2 = self.waits(name, nc, second, wait_s=1.5)  # somebody still waits when the release is retried
+            self.queued(name, 2)
+            self.queue_hint(name)
+            self.release(name, holders[0])
+            t.join(5)
+            self.assertEqual(out[0].status, 200, out)
+            self.queue_hint(name)
+            again = self.c.post(SEM + name + "/release", {"token": holders[0]["token"]})
+            t2.join(10)
+        self.assertEqual((again.status, again.body), (200, {"released": True}), again)
+        self.assertEqual(second[0].status, 409, "a slot handed over twice")
+
+    @skip_in_cluster("a slot's fence limit is named after the run id of the primary it lives on (lease_keys.c)")
+    def test_a_hand_over_issues_no_fence_past_the_reserved_limit(self):
+        name = same_slot("hand-fence")[0]
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            holders = self.in_use(name, 2)
+            t = self.waits(name, wc, out, wait_s=1.5)
+            self.queued(name, 1)
+            self.queue_hint(name)
+            fence, fence_limit = slot_key("fg:fence", name), slot_key("fg:fence_limit", name)
+            with Redis() as r:  # every fence reserved is issued
+                r.cmd("SET", fence_limit, r.cmd("GET", fence))
+            self.release(name, holders[0])
+            with Redis() as r:
+                issued, reserved = int(r.cmd("GET", fence)), int(r.cmd("GET", fence_limit))
+            t.join(10)
+        self.assertLessEqual(issued, reserved, "a fence issued that Postgres had not reserved")
+
+    def two_waiters_and_a_lost_slot(self, name: str, lose) -> None:
+        """Two holders of a two-slot semaphore and two waiters; lose(r, lease) takes the second holder's slot
+        away as nobody hands it over, and the first holder releases: both waiters are owed a slot."""
+        first, second = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as nc:
+            holders, t = self.with_a_queue(name, wc, first)
+            t2 = self.waits(name, nc, second)
+            self.queued(name, 2)
+            self.queue_hint(name)
+            with Redis() as r:
+                lose(r, lease_of(holders[1]["token"]))
+            self.release(name, holders[0])
+            t.join(5)  # the waiters look again by themselves only after poll_ms (60 s)
+            t2.join(NEWCOMER_WAIT_S - 3)
+            self.assertEqual(len(first) + len(second), 2, "a waiter owed a slot was not handed it")
+        self.assertEqual((first[0].status, second[0].status), (200, 200), (first, second))
+        with Redis() as r:
+            self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 2)
+
+    def test_a_hand_over_purges_a_holder_that_ran_out_and_hands_its_slot_on(self):
+        def run_out(r, lease):
+            seconds, _ = r.cmd("TIME")
+            self.assertEqual(r.cmd("ZADD", f"fg:sm:{{{name}}}:h", "XX", "CH", str(int(seconds) * 1000 - 1000),
+                                   lease), 1)
+        name = same_slot("hand-purge")[0]
+        self.two_waiters_and_a_lost_slot(name, run_out)
+
+    def test_a_hand_over_hands_on_a_slot_freed_without_one(self):
+        def free(r, lease):
+            self.assertEqual(r.cmd("ZREM", f"fg:sm:{{{name}}}:h", lease), 1)
+            self.assertEqual(r.cmd("HDEL", f"fg:sm:{{{name}}}:d", lease), 1)
+        name = same_slot("hand-free")[0]
+        self.two_waiters_and_a_lost_slot(name, free)
+
+    def test_a_release_after_the_waiters_left_forgets_the_semaphore(self):
+        name = same_slot("hand-left")[0]
+        holders = self.in_use(name, 2)
+        gave_up = self.acquire(name, limit=2, wait_ms=200)  # queues, and leaves: the hint stays at "queue"
+        self.assertEqual(gave_up.status, 409, gave_up)
+        self.queue_hint(name)
+        for holder in holders:
+            self.release(name, holder)
+        with Redis() as r:
+            self.assertEqual([r.cmd("EXISTS", f"fg:sm:{{{name}}}:{suffix}") for suffix in "hdl"], [0, 0, 0])
+            self.assertIsNone(r.cmd("ZSCORE", slot_key("fg:idx:sm", name), name), "an idle name kept listed")
+
+    def test_a_waiter_of_the_layout_before_is_handed_the_slot(self):
+        """A waiter's record written by a gateway from before, ttl and max_hold as JSON numbers."""
+        name = same_slot("hand-layout")[0]
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            holders, t = self.with_a_queue(name, wc, out)
+            self.queue_hint(name)
+            waiter = self.head_of(name)
+            with Redis() as r:
+                record = json.loads(r.cmd("HGET", f"fg:sm:{{{name}}}:w", waiter))
+                record.update(ttl=int(record["ttl"]), max_hold=int(record["max_hold"]))
+                r.cmd("HSET", f"fg:sm:{{{name}}}:w", waiter, json.dumps(record, separators=(",", ":")))
+            self.release(name, holders[0])
+            t.join(5)
+        self.assertEqual(out[0].status, 200, out)
+        self.assertEqual(self.holder_record(name, waiter)[0]["ttl"], 30000)
+
+    def handed_over_with(self, name: str, rid: str, before_release=None) -> tuple[dict, int]:
+        """Two holders of a two-slot semaphore and a waiter asking with request_id rid; before_release(r) runs on
+        Redis right before the first holder releases. Returns the record and expiry of the waiter's grant."""
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            holders = self.in_use(name, 2)
+            t = self.waits(name, wc, out, request_id=rid)
+            self.queued(name, 1)
+            self.queue_hint(name)
+            if before_release is not None:
+                with Redis() as r:
+                    before_release(r)
+            self.release(name, holders[0])
+            t.join(5)
+        self.assertEqual(out[0].status, 200, out)
+        lease = lease_of(out[0].body["token"])
+        record, expiry = self.holder_record(name, lease)
+        self.assertEqual(record["rid"], rid, record)
+        with Redis() as r:
+            self.assertEqual(r.cmd("HGET", f"fg:sm:{{{name}}}:r", rid), lease)
+        return record, expiry
+
+    def test_a_waiters_request_id_is_kept_past_its_grant(self):
+        name = same_slot("hand-rid")[0]
+        rid = "hand-" + uuid.uuid4().hex
+
+        def ends_soon(r):  # the request_id kept a second longer only, as if its wait had almost run out
+            seconds, _ = r.cmd("TIME")
+            self.assertEqual(r.cmd("ZADD", f"fg:sm:{{{name}}}:e", "XX", "CH", str(int(seconds) * 1000 + 1000), rid), 1)
+        _, expiry = self.handed_over_with(name, rid, ends_soon)
+        with Redis() as r:  # kept a grace past the lease (lib_lease.lua rid_hold)
+            until = int(r.cmd("ZSCORE", f"fg:sm:{{{name}}}:e", rid))
+        self.assertGreaterEqual(until, expiry + REQUEST_ID_GRACE_MS)
+
+    def test_a_request_id_written_with_an_escape_is_kept_as_it_reads(self):
+        """The waiter's record holds the request_id as JSON text, "/" written "\\/" (cjson); the request ids'
+        hash keeps it as it reads."""
+        name = same_slot("hand-rid-escape")[0]
+        rid = "hand/" + uuid.uuid4().hex
+        self.handed_over_with(name, rid)
+        with Redis() as r:
+            self.assertEqual(r.cmd("HKEYS", f"fg:sm:{{{name}}}:r"), [rid], "a request_id kept as its JSON text")
+
+    def put_first(self, name: str, inst: str) -> str:
+        """Puts a waiter of gateway inst, asking a 30 s lease, at the head of name's queue; returns its lease."""
+        lease = uuid.uuid4().hex
+        with Redis() as r:
+            _, ticket = r.cmd("ZRANGE", f"fg:sm:{{{name}}}:q", "0", "0", "WITHSCORES")
+            r.cmd("ZADD", f"fg:sm:{{{name}}}:q", str(int(float(ticket)) - 1), lease)
+            r.cmd("HSET", f"fg:sm:{{{name}}}:w", lease,
+                  '{"inst":"%s","attach":"%s","ttl":"30000","max_hold":"60000","owner":"","rid":"","since":1}'
+                  % (inst, uuid.uuid4().hex))
+        return lease
+
+    def test_a_dead_gateways_waiter_is_passed_over(self):
+        name = same_slot("hand-dead")[0]
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            holders, t = self.with_a_queue(name, wc, out)
+            self.queue_hint(name)
+            dead = self.put_first(name, uuid.uuid4().hex)  # a gateway never marked alive
+            self.release(name, holders[0])
+            t.join(5)
+        self.assertEqual(len(out), 1, "the live waiter behind a dead gateway's was not handed the slot")
+        self.assertEqual(out[0].status, 200, out)
+        with Redis() as r:
+            self.assertEqual(r.cmd("HEXISTS", f"fg:sm:{{{name}}}:w", dead), 0, "the dead gateway's waiter kept")
+            self.assertIsNone(r.cmd("ZSCORE", f"fg:sm:{{{name}}}:h", dead), "the dead gateway's waiter granted")
+
+    def test_another_gateways_waiter_is_rung_and_given_the_claim_window(self):
+        name = same_slot("hand-bell")[0]
+        other = uuid.uuid4().hex
+        out = []
+        with self.gw.client(timeout=30) as wc, Redis() as bells:
+            holders, t = self.with_a_queue(name, wc, out)
+            bells.hear(name, "fg:bell:*", f"fg:bell:{other}")
+            self.queue_hint(name)
+            with Redis() as r:  # a gateway alive, whose waiter is first
+                seconds, _ = r.cmd("TIME")
+                r.cmd("ZADD", slot_key("fg:gateways", name), str(int(seconds) * 1000 + 60000), other)
+            lease = self.put_first(name, other)
+            self.release(name, holders[0])
+            rung = [m for _, m in bells.messages(1.0)]
+            record, expiry = self.holder_record(name, lease)
+            self.assertEqual(rung, [f"s|{lease}|{name}"], "the other gateway's doorbell did not ring")
+            self.assertEqual((record["inst"], record["claimed"], record["ttl"]), (other, 0, 30000), record)
+            # Until its gateway claims it: waiter_lease_ms (3 s by default), not the 30 s asked.
+            self.assertEqual(expiry, record["granted_at"] + 3000, record)
+            self.assertEqual(out, [], "the waiter behind served as well")
+            self.release(name, holders[1])
+            t.join(5)
+        self.assertEqual(out[0].status, 200, out)
+
+    def test_the_keys_live_past_the_lease_a_hand_over_grants(self):
+        name = same_slot("hand-keep")[0]
+        out = []
+        keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdqwlt"]
+        with self.gw.client(timeout=30) as wc:
+            holders = self.in_use(name, 2)
+            t1 = self.waits(name, wc, out)
+            self.queued(name, 1)
+            with self.gw.client(timeout=30) as nc:
+                t2 = self.waits(name, nc, [], wait_s=1.5)  # a second waiter, so the queue stays
+                self.queued(name, 2)
+                self.queue_hint(name)
+                with Redis() as r:
+                    for k in keys:
+                        self.assertEqual(r.cmd("PEXPIRE", k, "5000"), 1, k)
+                self.release(name, holders[0])
+                t1.join(5)
+                with Redis() as r:
+                    left = {k: r.cmd("PTTL", k) for k in keys}
+                t2.join(10)
+        self.assertEqual(out[0].status, 200, out)
+        for k, ms in left.items():
+            self.assertGreaterEqual(ms, KEEP_MS + 25_000, k)
+
+    def test_a_one_slot_hand_over_makes_its_keys_with_a_time_to_live(self):
+        """The only holder's release takes its keys with it, and the grant makes them anew."""
+        name = same_slot("hand-one")[0]
+        warm_semaphore_slot(self.c, name)
+        holder = self.granted(name, limit=1)
+        out = []
+        with self.gw.client(timeout=30) as wc:
+            t = threading.Thread(target=lambda: out.append(self.acquire(name, wc, limit=1, wait_ms=20000)))
+            t.start()
+            self.queued(name, 1)
+            self.queue_hint(name, limit=1)
+            self.release(name, holder)
+            t.join(5)
+        self.assertEqual(out[0].status, 200, out)
+        with Redis() as r:
+            for suffix in "hd":
+                self.assertGreaterEqual(r.cmd("PTTL", f"fg:sm:{{{name}}}:{suffix}"), KEEP_MS, suffix)
+
+    def test_a_watcher_hears_of_a_hand_over(self):
+        name = same_slot("hand-watch")[0]
+        out, heard = [], []
+        with self.gw.client(timeout=30) as wc, self.gw.client(timeout=30) as vc:
+            holders, t = self.with_a_queue(name, wc, out)
+            url = f"{SEM}{name}?watch=true&fence={holders[0]['fence']}&wait_ms=20000"
+            tw = threading.Thread(target=lambda: heard.append(vc.get(url)))
+            tw.start()
+            wait_for(lambda: metric(self.gw, "fencegate_watches") == 1, what="the watcher parked")
+            self.queue_hint(name)
+            self.release(name, holders[0])
+            tw.join(5)
+            t.join(5)
+        self.assertEqual(len(heard), 1, "the watcher was not told")
+        self.assertEqual((heard[0].status, heard[0].body["held"], heard[0].body["reason"]), (200, False, "released"),
+                         heard)
+        self.assertEqual(out[0].status, 200, out)
 
 if __name__ == "__main__":
     unittest.main()
