@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""bench/queue_cost.py - the Redis instructions of the FULL scripts of a semaphore or a lock with a queue, in the
+"""bench/queue_cost.py - the Redis instructions of the scripts of a semaphore or a lock with a queue, in the
 seed semaphore scenario's pattern, exactly and with no gateway: what a contended hand-over costs Redis, per
 script, for one or more builds' scripts side by side.
 
 The seed scenario (bench/sem.sh: limit 5, 30 workers of one gateway) runs, per job, one queueing acquire (the
 lean `sem_acquire_queue` where the build has it, as the gateway runs it on a name it found with a queue; the full
-`sem_acquire` when that answers "contended" or the build has none) and one `sem_release` that hands the slot
-over in-process to the oldest waiter (a waiter of the releasing gateway: no doorbell, no claim). Here the same
+`sem_acquire` when that answers "contended" or the build has none) and one release that hands the slot over
+in-process to the oldest waiter (a waiter of the releasing gateway: no doorbell, no claim): the lean
+`sem_release_handover` where the build has it, likewise, else the full `sem_release`. Here the same
 calls, with the gateway's keys and arguments, are made straight to a redis-server under callgrind (counting
 inside luaCallFunction: the keys and arguments handed to Lua, the script and the commands it calls), in the
 scenario's bursts: the five holders release one after another, then the five released workers queue again.
@@ -17,6 +18,11 @@ timing, so a change of a script moves the figures by exactly what it costs.
 
     python3 bench/queue_cost.py --lua build-a/generated/lua --lua build-b/generated/lua --jobs 200
     python3 bench/queue_cost.py --kind lock --lua build-a/generated/lua --jobs 200
+    python3 bench/queue_cost.py --request-ids --lua build-a/generated/lua --jobs 200
+
+--request-ids: each acquire carries a fresh request_id, as the client libraries send one by default (clients/):
+the gateway then runs the full acquire script, the lean queue join being for acquires without one, and each
+grant keeps the waiter's request_id.
 
 --lua: a build's generated/lua folder (each script as Redis runs it; the order of the keys from the lua_scripts.h
 beside it); a side per folder, in the order given.
@@ -70,7 +76,7 @@ def library(folder: str, script: str) -> tuple[str, str, list[str]]:
 # lua_scripts.h), the prefix of its own keys and its listing index.
 KINDS = {
     "semaphore": {"acquire": "sem_acquire", "release": "sem_release", "limit": 5, "lib": "SEM", "prefix": "fg:sm:",
-                  "index": "fg:idx:sm", "queue": "sem_acquire_queue"},
+                  "index": "fg:idx:sm", "queue": "sem_acquire_queue", "handover": "sem_release_handover"},
     "lock": {"acquire": "lock_acquire", "release": "lock_release", "limit": 1, "lib": "LOCK", "prefix": "fg:lk:",
              "index": "fg:idx:lk", "queue": "lock_acquire_queue"},
 }
@@ -115,7 +121,7 @@ def commands(r: redis.Redis) -> int:
     return total
 
 
-def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int) -> dict:
+def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, request_ids: bool) -> dict:
     port = free_port()
     out = os.path.join(workdir, "callgrind.out")
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", "--toggle-collect=luaCallFunction",
@@ -148,15 +154,22 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int) 
         name = "bench-queue-cost"
         k = keys(folder, kind, name)
         queue_keys = keys(folder, kind, name, kind["queue"].upper()) if lean else []
+        # The lean hand-over (a build that has one), likewise the release's first script on such a name.
+        handover = kind.get("handover") and os.path.exists(os.path.join(folder, kind["handover"] + ".lua"))
+        if handover:
+            handover_text, handover_fn, handover_args = library(folder, kind["handover"])
+            r.execute_command("FUNCTION", "LOAD", "REPLACE", handover_text)
+            handover_keys = keys(folder, kind, name, kind["handover"].upper())
 
         def acquire() -> str:
             lease, attach = secrets.token_hex(16), secrets.token_hex(16)
-            given = {"name": name, "lease": lease, "request_id": "", "ttl_ms": TTL_MS, "max_hold_ms": HOLD_MS,
+            rid = "req-" + secrets.token_hex(8) if request_ids else ""
+            given = {"name": name, "lease": lease, "request_id": rid, "ttl_ms": TTL_MS, "max_hold_ms": HOLD_MS,
                      "owner": "", "wait": "1", "instance": inst, "attach": attach, "claim_ms": CLAIM_MS,
                      "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": limit,
                      "keep_ms": KEEP_MS, "mark_ms": "", "queue_ms": QUEUE_MS,
                      "queue_keep_ms": QUEUE_MS + queue_slack_ms}
-            if lean and len(holders) == limit:
+            if lean and not rid and len(holders) == limit:
                 # The waiter's record up to its "since" value, as the gateway writes it (lease_queue_join_init).
                 given["record"] = (f'{{"inst":"{inst}","attach":"{attach}","ttl":"{TTL_MS}","max_hold":"{HOLD_MS}",'
                                    '"owner":"","rid":"","since":')
@@ -170,6 +183,11 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int) 
             # fence: read by a retried release alone, which none here is.
             given = {"name": name, "lease": lease, "fence": "0", "claim_ms": CLAIM_MS, "marker_ms": MARKER_MS,
                      "keep_ms": KEEP_MS, "instance": inst}
+            if handover:
+                reply = r.execute_command("FCALL", handover_fn, len(handover_keys), *handover_keys,
+                                          *(given[a] for a in handover_args))
+                if not reply.startswith("contended"):
+                    return reply
             return r.execute_command("FCALL", rel, len(k), *k, *(given[a] for a in rel_args))
 
         holders, queue = [], []
@@ -228,6 +246,8 @@ def main() -> None:
     ap.add_argument("--kind", choices=sorted(KINDS), default="semaphore")
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--keep", help="keep each side's callgrind dumps in KEEP/<n> (for callgrind_annotate)")
+    ap.add_argument("--request-ids", action="store_true",
+                    help="each acquire carries a fresh request_id (the client libraries' default)")
     ap.add_argument("--queue-slack-ms", type=int, default=3_600_000,
                     help="how much longer than a join needs a lock queue's keys are given (queue_keep_ms; 0: every "
                          "join sets them)")
@@ -243,12 +263,13 @@ def main() -> None:
         sys.exit("queue_cost: valgrind is needed (scripts/deps.sh bench)")
     kind = KINDS[args.kind]
     print(f"{args.kind}: {args.jobs} jobs in bursts of {kind['limit']}, limit {kind['limit']}, {WORKERS} workers of "
-          "one gateway; instructions counted inside luaCallFunction")
+          "one gateway; instructions counted inside luaCallFunction"
+          + ("; every acquire with a request_id" if args.request_ids else ""))
     print("| scripts | release | queueing acquire | job | commands per release / acquire |")
     print("|---|---|---|---|---|")
     for i, folder in enumerate(args.lua):
         with tempfile.TemporaryDirectory(prefix="queue_cost.") as workdir:
-            f = side(folder, kind, args.jobs, workdir, args.queue_slack_ms)
+            f = side(folder, kind, args.jobs, workdir, args.queue_slack_ms, args.request_ids)
             if args.keep:
                 shutil.copytree(workdir, os.path.join(args.keep, str(i)), dirs_exist_ok=True)
         print(f"| {folder} | {f['release']:,.0f} | {f['acquire']:,.0f} | {f['job']:,.0f} | "
