@@ -237,6 +237,7 @@ static void lock_calls(struct pair_calls *p, const char *name, const char *lease
     p->args[0][LOCK_ACQUIRE_FAST_ARGV_NAME] = name;
     p->args[0][LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = RAW_TTL_MS;
     p->args[0][LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail;
+    p->args[0][LOCK_ACQUIRE_FAST_ARGV_REQUEST_ID] = "";
     p->args[2][LOCK_RELEASE_FAST_ARGV_NAME] = name;
     p->args[2][LOCK_RELEASE_FAST_ARGV_LEASE] = lease;
     acquire_args(p->args[1], name, lease);
@@ -254,13 +255,7 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
 {
     lease_keys_init(&p->k, LEASE_KIND_SEMAPHORE, name);
     const char **ak = p->fast_keys[0], **rk = p->fast_keys[1], *const *key = p->k.key;
-    ak[SEM_ACQUIRE_FAST_KEY_LIMIT] = key[LIB_SEM_KEY_LIMIT];
-    ak[SEM_ACQUIRE_FAST_KEY_HOLDERS] = key[LIB_SEM_KEY_HOLDERS];
-    ak[SEM_ACQUIRE_FAST_KEY_QUEUE] = key[LIB_SEM_KEY_QUEUE];
-    ak[SEM_ACQUIRE_FAST_KEY_FENCE] = key[LIB_SEM_KEY_FENCE];
-    ak[SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = key[LIB_SEM_KEY_FENCE_LIMIT];
-    ak[SEM_ACQUIRE_FAST_KEY_INDEX] = key[LIB_SEM_KEY_INDEX];
-    ak[SEM_ACQUIRE_FAST_KEY_ENDED] = key[LIB_SEM_KEY_ENDED];
+    lease_keys_sem_acquire_fast(&p->k, ak);
     rk[SEM_RELEASE_FAST_KEY_LIMIT] = key[LIB_SEM_KEY_LIMIT];
     rk[SEM_RELEASE_FAST_KEY_WATCHED] = key[LIB_SEM_KEY_WATCHED];
     rk[SEM_RELEASE_FAST_KEY_INDEX] = key[LIB_SEM_KEY_INDEX];
@@ -268,6 +263,7 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
     p->args[0][SEM_ACQUIRE_FAST_ARGV_TTL_MS] = RAW_TTL_MS;
     p->args[0][SEM_ACQUIRE_FAST_ARGV_LIMIT] = RAW_SEM_LIMIT;
     p->args[0][SEM_ACQUIRE_FAST_ARGV_TAIL] = tail;
+    p->args[0][SEM_ACQUIRE_FAST_ARGV_REQUEST_ID] = "";
     p->args[2][SEM_RELEASE_FAST_ARGV_NAME] = name;
     p->args[2][SEM_RELEASE_FAST_ARGV_LEASE] = lease;
     sem_acquire_args(p->args[1], name, lease);

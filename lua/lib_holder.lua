@@ -89,20 +89,21 @@ end
 
 -- What claimed_brief reads of a lock's holder record; of a semaphore's first
 -- holder record (below), likewise.
-local CLAIMED_BRIEF = '^(%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* 0 '
-local FIRST_CLAIMED_BRIEF = '^=%d+ (%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* 0 '
+local CLAIMED_BRIEF = '^(%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* (%d+) ()'
+local FIRST_CLAIMED_BRIEF = '^=%d+ (%d+) (%d+) (%x+) (%d+) (%d+) 1 %x* %x* (%d+) ()'
 
--- What a renewal needs of a claimed holder record raw without a request_id,
--- which it leaves as it is: the fence, granted_at, lease, ttl and max_hold
--- (decimal text), five captures where holder_read makes ten; nothing for any
--- other record (the layout before among them), which the caller reads whole.
--- first: FIRST_CLAIMED_BRIEF for a semaphore's first holder record, nil for a
--- lock's.
+-- What a renewal needs of a claimed holder record raw, which it leaves as it
+-- is: the fence, granted_at, lease, ttl and max_hold (decimal text) and the
+-- request_id ('' for none), six captures where holder_read makes ten; nothing
+-- for any other record (the layout before among them), which the caller reads
+-- whole. first: FIRST_CLAIMED_BRIEF for a semaphore's first holder record, nil
+-- for a lock's.
 local function claimed_brief(raw, first)
   if not raw then return nil end
-  local fence, granted_at, lease, ttl, max_hold = string.match(raw, first or CLAIMED_BRIEF)
-  if fence and #lease == LEASE_ID_TEXT then return fence, granted_at, lease, ttl, max_hold end
-  return nil
+  local fence, granted_at, lease, ttl, max_hold, n, at = string.match(raw, first or CLAIMED_BRIEF)
+  if not fence or #lease ~= LEASE_ID_TEXT then return nil end
+  local rid = n == '0' and '' or string.sub(raw, at, at + tonumber(n) - 1)
+  return fence, granted_at, lease, ttl, max_hold, rid
 end
 
 -- The record of h (a holder_read table) with claimed and attach set anew.

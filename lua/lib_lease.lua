@@ -240,18 +240,24 @@ end
 -- lease's expiry, refreshed at grant, claim and renew. Never shortened; ids
 -- whose time is up are pruned a few at a time.
 
+-- True if request_id rid may still name a lease: its time in the set
+-- rid_until has not passed.
+local function rid_live(rid_until, rid, now)
+  local till = redis.call('ZSCORE', rid_until, rid)
+  return till ~= false and tonumber(till) > now
+end
+
 -- The lease id of request_id rid, or nil.
 local function rid_lease(lk, rid, now)
-  if rid == '' then return nil end
-  local till = redis.call('ZSCORE', lk.rid_until, rid)
-  if till == false or tonumber(till) <= now then return nil end
+  if rid == '' or not rid_live(lk.rid_until, rid, now) then return nil end
   local lease = redis.call('HGET', lk.rids, rid)
   if lease == false then return nil end
   return lease
 end
 
 -- Maps rid to lease until at least till (ms); an earlier time never shortens it.
-local function rid_keep(lk, rid, lease, till, now)
+-- lapsed: the caller found rid's time past (rid_live), so there is none to keep.
+local function rid_keep(lk, rid, lease, till, now, lapsed)
   if rid == '' or rid == nil then return end
   local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
   if #old > 0 then
@@ -259,7 +265,7 @@ local function rid_keep(lk, rid, lease, till, now)
     redis.call('HDEL', lk.rids, unpack(old))
   end
   redis.call('HSET', lk.rids, rid, lease)
-  local cur = tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
+  local cur = lapsed and 0 or tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
   if till <= cur then till = cur end
   local till_text = decimal(till)
   if till ~= cur then redis.call('ZADD', lk.rid_until, till_text, rid) end
@@ -267,9 +273,21 @@ local function rid_keep(lk, rid, lease, till, now)
   keep_until(lk.rid_until, till_text)
 end
 
--- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed).
-local function rid_hold(lk, rid, lease, expires_at, now)
-  rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now)
+-- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed);
+-- lapsed as rid_keep has it.
+local function rid_hold(lk, rid, lease, expires_at, now, lapsed)
+  rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now, lapsed)
+end
+
+-- Keeps rid of a lease that holds and is renewed until expires_at: the grant
+-- mapped rid to it (rid_hold), and a holding lease's rid is never pruned, so
+-- only its time moves, never back (ZADD GT), without rid_keep's prune and look.
+local function rid_extend(lk, rid, expires_at)
+  if rid == '' or rid == nil then return end
+  local till_text = decimal(tonumber(expires_at) + REQUEST_ID_GRACE_MS)
+  redis.call('ZADD', lk.rid_until, 'GT', till_text, rid)
+  keep_until(lk.rids, till_text)
+  keep_until(lk.rid_until, till_text)
 end
 
 -- Forgets rid if it still names lease.

@@ -1,32 +1,41 @@
 -- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
--- lock_acquire_fast.lua: the first try of an acquire without a request_id on
--- lock N: takes the lock when nobody holds it and nobody waits for it, naming
--- only the keys that takes (Redis hands each key and argument of a call to
--- Lua at a price). Anything else it leaves to lock_acquire.lua, which the
--- gateway then runs: it answers "contended" without a write.
+-- lock_acquire_fast.lua: the first try of an acquire on lock N: takes the lock
+-- when nobody holds it and nobody waits for it, naming only the keys that
+-- takes (Redis hands each key and argument of a call to Lua at a price).
+-- Anything else it leaves to lock_acquire.lua, which the gateway then runs: it
+-- answers "contended" without a write.
 -- What it does is what lock_acquire.lua does for the same call on a free lock
 -- nobody waits for: never takes a lock somebody is queued for (the tickets
 -- exist exactly while the queue does, lib_lock.lua), issues a fence only while
 -- the sequence may (lib_lease.lua), keeps the end of the lease before in the
--- history (end_bury).
--- KEYS: holder tickets fence fence_limit index ended
+-- history (end_bury), and keeps a request_id for as long as its lease
+-- (lib_lease.lua rid_hold). A request_id that still names a lease (a retry)
+-- is left to lock_acquire.lua, which answers it with that lease.
+-- KEYS: holder tickets fence fence_limit index ended rids rid_until
 --   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
--- ARGV: name ttl_ms tail
+-- ARGV: name ttl_ms tail request_id
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
---   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> 0 <owner>"
+--   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";
+--   request_id: "" for none, else the one the tail names
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
--- gateway's own), or contended {}: held, waited for, no fence may be issued, or a holder key this
--- script does not read.
+-- gateway's own), or contended {}: held, waited for, no fence may be issued, a holder key this
+-- script does not read, or a request_id that names a lease.
 local v = redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])
 local prior = v[3]
 if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
   return lease_reply('contended')
 end
 local at = now_text()
+local rid = A_request_id
+if rid ~= '' and rid_live(KEYS[8], rid, at + 0) then return lease_reply('contended') end
 if prior then end_bury({ended = KEYS[6]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[5], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[3]))
 redis.call('SET', KEYS[1], holder_join(fence, at, A_tail), 'PX', A_ttl_ms)
+if rid ~= '' then
+  local lease = string.sub(A_tail, 1, LEASE_ID_TEXT)
+  rid_hold({rids = KEYS[7], rid_until = KEYS[8]}, rid, lease, at + A_ttl_ms, at + 0, true)
+end
 -- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
 return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)

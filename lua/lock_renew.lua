@@ -4,12 +4,12 @@
 -- max_hold_ms caps the hold: the new expiry is min(now + ttl, hold_until).
 -- It names only the keys a renewal touches (Redis hands each key of a call to
 -- Lua at a price): the holder, and the request ids it keeps. A claimed
--- holder's record stays as it is, only its time to live moves (and one
--- without a request_id is read no further than that takes, lib_holder.lua
--- claimed_brief); the time to live is the ttl as asked unless the hold's
--- deadline cuts it (no sum printed); a renewal the deadline cuts keeps the
--- hold's end in the ended set, and one that shortens the lease drops it
--- (lib_lease.lua renew_expiry).
+-- holder's record stays as it is, only its time to live moves (and it is read
+-- no further than that takes, lib_holder.lua claimed_brief), and its
+-- request_id's time with it (lib_lease.lua rid_extend); the time to live is
+-- the ttl as asked unless the hold's deadline cuts it (no sum printed); a
+-- renewal the deadline cuts keeps the hold's end in the ended set, and one
+-- that shortens the lease drops it (lib_lease.lua renew_expiry).
 -- KEYS: holder rids rid_until ended
 --   those keys of lib_lock.lua and lib_lease.lua
 -- ARGV: lease ttl_ms
@@ -19,12 +19,12 @@
 local lease = A_lease
 local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3], ended = KEYS[4]}
 local raw = redis.call('GET', k.h)
-local fence, granted_at, held, own_ttl, max_hold = claimed_brief(raw)
-local h -- the whole record, of a holder with more to do (unclaimed, a request_id)
+local fence, granted_at, held, own_ttl, max_hold, rid = claimed_brief(raw)
+local h -- the whole record, of a holder with more to do (unclaimed, of the layout before)
 if not fence then
   h = holder_read(raw)
   if not h then return lease_reply('lost') end
-  fence, granted_at, held, own_ttl, max_hold = h.fence, h.granted_at, h.lease, h.ttl, h.max_hold
+  fence, granted_at, held, own_ttl, max_hold, rid = h.fence, h.granted_at, h.lease, h.ttl, h.max_hold, h.rid
 end
 if held ~= lease then return lease_reply('lost') end
 local now, now_at = now_ms_and_text()
@@ -36,5 +36,5 @@ else -- unclaimed: no renewal came before, nor a mark
   redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', ttl)
   if cut then mark_hold_end(k, fence, hold_until, now) end
 end
-if h then rid_hold(k, h.rid, lease, now + ttl, now) end
+rid_extend(k, rid, now + ttl)
 return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))

@@ -1,25 +1,28 @@
 -- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
--- sem_acquire_fast.lua: the first try of an acquire without a request_id on
--- semaphore N: takes the first slot of an idle semaphore (no limit in force,
--- no holder, no waiter), naming only the keys that takes (Redis hands each
--- key and argument of a call to Lua at a price). Anything else it leaves to
--- sem_acquire.lua, which the gateway then runs: it answers "contended" without
--- a write. The first holder is kept as a lock's is, in one string key: the
--- limit key, with the limit (lib_holder.lua first_holder_join), which expires
--- with the lease; the first call that finds the semaphore so and needs more
--- (another acquire, a renew, a revoke...) moves it into the holders' keys
--- first (lib_sem.lua unfold). Like sem_acquire.lua on an idle semaphore it
--- issues a fence only while the sequence may (lib_lease.lua) and keeps the
--- end of the lease before in the history (end_bury).
--- KEYS: limit holders queue fence fence_limit index ended
+-- sem_acquire_fast.lua: the first try of an acquire on semaphore N: takes
+-- the first slot of an idle semaphore (no limit in force, no holder, no
+-- waiter), naming only the keys that takes (Redis hands each key and argument
+-- of a call to Lua at a price). Anything else it leaves to sem_acquire.lua,
+-- which the gateway then runs: it answers "contended" without a write. The
+-- first holder is kept as a lock's is, in one string key: the limit key, with
+-- the limit (lib_holder.lua first_holder_join), which expires with the lease;
+-- the first call that finds the semaphore so and needs more (another acquire,
+-- a renew, a revoke...) moves it into the holders' keys first (lib_sem.lua
+-- unfold). Like sem_acquire.lua on an idle semaphore it issues a fence only
+-- while the sequence may (lib_lease.lua), keeps the end of the lease before in
+-- the history (end_bury), and keeps a request_id for as long as its lease
+-- (lib_lease.lua rid_hold). A request_id that still names a lease (a retry)
+-- is left to sem_acquire.lua, which answers it with that lease.
+-- KEYS: limit holders queue fence fence_limit index ended rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
--- ARGV: name ttl_ms limit tail
+-- ARGV: name ttl_ms limit tail request_id
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
---   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> 0 <owner>"
+--   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";
+--   request_id: "" for none, else the one the tail names
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
--- gateway's own), or contended {}: in use, no fence may be issued, or a limit key this script does
--- not read.
+-- gateway's own), or contended {}: in use, no fence may be issued, a limit key this script does
+-- not read, or a request_id that names a lease.
 local v = redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
 local prior = v[3]
 if not fences_left(v) or (prior and not is_end(prior))
@@ -27,9 +30,15 @@ if not fences_left(v) or (prior and not is_end(prior))
   return lease_reply('contended')
 end
 local at = now_text()
+local rid = A_request_id
+if rid ~= '' and rid_live(KEYS[9], rid, at + 0) then return lease_reply('contended') end
 if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[6], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[4]))
 redis.call('SET', KEYS[1], first_holder_join(A_limit, fence, at, A_tail), 'PX', A_ttl_ms)
+if rid ~= '' then
+  local lease = string.sub(A_tail, 1, LEASE_ID_TEXT)
+  rid_hold({rids = KEYS[8], rid_until = KEYS[9]}, rid, lease, at + A_ttl_ms, at + 0, true)
+end
 -- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
 return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)

@@ -7,16 +7,16 @@
 -- new expiry, and the request ids. It touches its own holder alone: expired
 -- holders and the slots they free are left to the next acquire, release or
 -- give-up, and to the waiters, which look again when the earliest holder's
--- lease ends (lib_sem.lua). A first holder in the limit key, claimed and
--- without a request_id as the first try grants it, is renewed where it is, as
--- a lock's holder is: only the limit key's time to live moves (it is the
--- semaphore's only key then, and expires with the lease). Any other first
--- holder moves into the holders' keys first (lib_sem_life.lua unfold). A
--- claimed holder's record stays as it is, only its expiry moves; the time to
--- live is the ttl as asked unless the hold's deadline cuts it (no sum
--- printed); a renewal the deadline cuts keeps the hold's end in the ended
--- set, and one that shortens the lease drops it (lib_lease.lua
--- renew_expiry).
+-- lease ends (lib_sem.lua). A first holder in the limit key, claimed as the
+-- first try grants it, is renewed where it is, as a lock's holder is: only
+-- the limit key's time to live moves (it is the semaphore's only key then, and
+-- expires with the lease), and its request_id's time (lib_lease.lua
+-- rid_extend). Any other first holder moves into the holders' keys first
+-- (lib_sem_life.lua unfold). A claimed holder's record stays as it is, only
+-- its expiry moves; the time to live is the ttl as asked unless the hold's
+-- deadline cuts it (no sum printed); a renewal the deadline cuts keeps the
+-- hold's end in the ended set, and one that shortens the lease drops it
+-- (lib_lease.lua renew_expiry).
 -- KEYS: holders data queue waiters limit tickets rids rid_until ended
 --   those keys of lib_sem.lua and lib_lease.lua
 -- ARGV: lease ttl_ms keep_ms
@@ -31,11 +31,12 @@ local now, now_at = now_ms_and_text()
 
 -- The first holder's renewal in the limit key.
 if is_first_holder(limit_raw) then
-  local fence, granted_at, held, own_ttl, max_hold = claimed_brief(limit_raw, FIRST_CLAIMED_BRIEF)
+  local fence, granted_at, held, own_ttl, max_hold, rid = claimed_brief(limit_raw, FIRST_CLAIMED_BRIEF)
   if held == lease then
     local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
     if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
     renew_expiry(k, k.l, ttl, fence, cut, hold_until, now)
+    rid_extend(k, rid, now + ttl)
     return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL,
                        decimal(hold_until))
   end
@@ -66,7 +67,7 @@ local function renew()
     redis.call('HSET', k.d, lease, record_json(rec))
   end
   set_expiry(k, lease, now + ttl)
-  if rec then rid_hold(k, rec.rid, lease, now + ttl, now) end
+  if rec then rid_extend(k, rec.rid, now + ttl) end
   return {'renewed', R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until)}
 end
 

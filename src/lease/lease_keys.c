@@ -192,6 +192,21 @@ static const size_t acquire_fast_from[LOCK_ACQUIRE_FAST_NKEYS] = {
     [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = LIB_LOCK_KEY_FENCE_LIMIT,
     [LOCK_ACQUIRE_FAST_KEY_INDEX] = LIB_LOCK_KEY_INDEX,
     [LOCK_ACQUIRE_FAST_KEY_ENDED] = LIB_LOCK_KEY_ENDED,
+    [LOCK_ACQUIRE_FAST_KEY_RIDS] = LIB_LOCK_KEY_RIDS,
+    [LOCK_ACQUIRE_FAST_KEY_RID_UNTIL] = LIB_LOCK_KEY_RID_UNTIL,
+};
+
+/* The same of a semaphore's first try, in the semaphore's KEYS. */
+static const size_t sem_acquire_fast_from[SEM_ACQUIRE_FAST_NKEYS] = {
+    [SEM_ACQUIRE_FAST_KEY_LIMIT] = LIB_SEM_KEY_LIMIT,
+    [SEM_ACQUIRE_FAST_KEY_HOLDERS] = LIB_SEM_KEY_HOLDERS,
+    [SEM_ACQUIRE_FAST_KEY_QUEUE] = LIB_SEM_KEY_QUEUE,
+    [SEM_ACQUIRE_FAST_KEY_FENCE] = LIB_SEM_KEY_FENCE,
+    [SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = LIB_SEM_KEY_FENCE_LIMIT,
+    [SEM_ACQUIRE_FAST_KEY_INDEX] = LIB_SEM_KEY_INDEX,
+    [SEM_ACQUIRE_FAST_KEY_ENDED] = LIB_SEM_KEY_ENDED,
+    [SEM_ACQUIRE_FAST_KEY_RIDS] = LIB_SEM_KEY_RIDS,
+    [SEM_ACQUIRE_FAST_KEY_RID_UNTIL] = LIB_SEM_KEY_RID_UNTIL,
 };
 
 static const size_t release_fast_from[LOCK_RELEASE_FAST_NKEYS] = {
@@ -218,6 +233,11 @@ static void pick(const struct lease_keys *k, const size_t *from, size_t n, const
 void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char **out)
 {
     pick(k, acquire_fast_from, LOCK_ACQUIRE_FAST_NKEYS, out);
+}
+
+void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char **out)
+{
+    pick(k, sem_acquire_fast_from, SEM_ACQUIRE_FAST_NKEYS, out);
 }
 
 void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out)

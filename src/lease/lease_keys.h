@@ -77,4 +77,8 @@ void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char **out);
 void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out);
 void lease_keys_lock_renew(const struct lease_keys *k, const char **out);
 
+/* The KEYS of a semaphore's first try (lua/sem_acquire_fast.lua), picked from
+ * the semaphore's keys k (borrowed): out holds SEM_ACQUIRE_FAST_NKEYS entries. */
+void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char **out);
+
 #endif

@@ -147,10 +147,11 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
 }
 
 void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, const char *attach,
-                       const char *owner, char out[LEASE_HOLDER_TAIL_MAX])
+                       const char *request_id, const char *owner, char out[LEASE_HOLDER_TAIL_MAX])
 {
-    snprintf(out, LEASE_HOLDER_TAIL_MAX, "%s %s %s 1 %s %s 0 %s", lease_id, ttl, hold,
-             gw.instance_id, attach, owner);
+    int n = snprintf(out, LEASE_HOLDER_TAIL_MAX, "%s %s %s 1 %s %s %zu %s%s", lease_id, ttl, hold,
+                     gw.instance_id, attach, strlen(request_id), request_id, owner);
+    FG_ASSERT(n > 0 && n < LEASE_HOLDER_TAIL_MAX);
 }
 
 void lease_queue_join_init(struct lease_queue_join *q, const char *attach, const char *ttl,

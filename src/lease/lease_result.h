@@ -19,6 +19,7 @@
 #include "fglimits.h"
 #include "lease/contention.h"
 #include "lease/lease_kind.h"
+#include "lease/lease_request.h"
 #include "lua_scripts.h"
 #include "util/error.h"
 #include "util/names.h"
@@ -160,10 +161,11 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
  * acquire writes (lua/lib_holder.lua: a lock's holder, a semaphore's first
  * holder): lease_id, the ttl and max_hold (decimal text) asked, claimed, this
  * gateway's instance, the asking connection attach, the request_id's length
- * (0) and the owner. */
-#define LEASE_HOLDER_TAIL_MAX (3 * LEASE_ID_LEN + 2 * 24 + 10 + OWNER_NAME_MAX_LEN)
+ * and text ("" for none) and the owner. */
+#define LEASE_HOLDER_TAIL_MAX                                                                      \
+    (3 * LEASE_ID_LEN + 3 * 24 + 10 + LEASE_REQUEST_ID_MAX + OWNER_NAME_MAX_LEN)
 void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, const char *attach,
-                       const char *owner, char out[LEASE_HOLDER_TAIL_MAX]);
+                       const char *request_id, const char *owner, char out[LEASE_HOLDER_TAIL_MAX]);
 
 /* The arguments a lean queue join (lua/lock_acquire_queue.lua,
  * lua/sem_acquire_queue.lua) takes beside the lease id and, for a semaphore,

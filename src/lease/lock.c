@@ -17,8 +17,8 @@
 #include "store/backend/redis.h"
 #include "util/fgjson.h"
 
-/* The first try of an acquire without a request_id (lua/lock_acquire_fast.lua):
- * takes the free lock nobody waits for, else sets *contended. */
+/* The first try of an acquire (lua/lock_acquire_fast.lua): takes the free
+ * lock nobody waits for, else sets *contended. */
 static int acquire_first_try(const char *name, const struct acquire_params *p, const char *lease_id,
                              const char *attach, const char *ttl, const char *hold,
                              struct lease_result *res, bool *contended, struct fg_error *err)
@@ -28,11 +28,12 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
     lease_keys_lock_acquire_fast(&k, keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
-    lease_holder_tail(lease_id, ttl, hold, attach, p->owner, tail);
+    lease_holder_tail(lease_id, ttl, hold, attach, p->request_id, p->owner, tail);
     const char *argv[LOCK_ACQUIRE_FAST_NARGV] = {
         [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
         [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
+        [LOCK_ACQUIRE_FAST_ARGV_REQUEST_ID] = p->request_id,
     };
     if (lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, keys, argv,
                         CONTENTION_IN_USE, res, contended, err) != 0)
@@ -95,11 +96,11 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24], need[24], keep[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
-    /* Without a request_id the lean tries come first, as the hint says: the
-     * first try on a name not seen contended, the queue's on one seen held or
-     * queued for when the caller waits; then the full script. */
+    /* The lean tries come first, as the hint says: the first try on a name
+     * not seen contended, the queue's (without a request_id) on one seen held
+     * or queued for when the caller waits; then the full script. */
     bool lean = p->request_id[0] == '\0';
-    enum contention hint = lean ? contention_hint(LEASE_KIND_LOCK, name) : CONTENTION_QUEUE;
+    enum contention hint = contention_hint(LEASE_KIND_LOCK, name);
     bool contended = true;
     if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)

@@ -18,7 +18,7 @@
 #include "util/names.h"
 
 /* bytes of a derived request id */
-#define LOCKSET_RID_MAX (SCOPED_REQUEST_ID_MAX + NAME_MAX_LEN + 8)
+#define LOCKSET_RID_MAX LEASE_REQUEST_ID_MAX
 
 struct lockset {
     size_t n;                                  /* locks in the set */

@@ -17,8 +17,8 @@
 #include "store/backend/redis.h"
 #include "util/fgjson.h"
 
-/* The first try of an acquire without a request_id (lua/sem_acquire_fast.lua):
- * takes the first slot of an idle semaphore, else sets *contended. */
+/* The first try of an acquire (lua/sem_acquire_fast.lua): takes the first
+ * slot of an idle semaphore, else sets *contended. */
 static int acquire_first_try(const char *name, const struct acquire_params *p, const char *lease_id,
                              const char *attach, const char *ttl, const char *hold,
                              const char *limit, struct lease_result *res, bool *contended,
@@ -26,22 +26,16 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
-    const char *keys[SEM_ACQUIRE_FAST_NKEYS] = {
-        [SEM_ACQUIRE_FAST_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
-        [SEM_ACQUIRE_FAST_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
-        [SEM_ACQUIRE_FAST_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
-        [SEM_ACQUIRE_FAST_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
-        [SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
-        [SEM_ACQUIRE_FAST_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
-        [SEM_ACQUIRE_FAST_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
-    };
+    const char *keys[SEM_ACQUIRE_FAST_NKEYS];
+    lease_keys_sem_acquire_fast(&k, keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
-    lease_holder_tail(lease_id, ttl, hold, attach, p->owner, tail);
+    lease_holder_tail(lease_id, ttl, hold, attach, p->request_id, p->owner, tail);
     const char *argv[SEM_ACQUIRE_FAST_NARGV] = {
         [SEM_ACQUIRE_FAST_ARGV_NAME] = name,
         [SEM_ACQUIRE_FAST_ARGV_TTL_MS] = ttl,
         [SEM_ACQUIRE_FAST_ARGV_LIMIT] = limit,
         [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail,
+        [SEM_ACQUIRE_FAST_ARGV_REQUEST_ID] = p->request_id,
     };
     if (lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv,
                         CONTENTION_IN_USE, res, contended, err) != 0)
@@ -145,20 +139,21 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     snprintf(limit, sizeof limit, "%lld", p->limit);
-    /* Without a request_id the lean tries come first, as the hint says: the
-     * first try on a name not seen contended, the try beside other holders
-     * on one it or an earlier call found in use, the queue's on one found
-     * with a queue when the caller waits; then the full script. A
+    /* The lean tries come first, as the hint says: the first try on a name
+     * not seen contended, and without a request_id the try beside other
+     * holders on one it or an earlier call found in use, the queue's on one
+     * found with a queue when the caller waits; then the full script. A
      * waiter looking again goes to the full script alone: the try beside
      * other holders knows nothing of a grant made to it, and would take its
      * slot once more under a new fence. */
-    bool lean = p->request_id[0] == '\0' && wait != LEASE_ACQUIRE_AGAIN;
-    enum contention hint = lean ? contention_hint(LEASE_KIND_SEMAPHORE, name) : CONTENTION_QUEUE;
+    bool again = wait == LEASE_ACQUIRE_AGAIN;
+    bool lean = p->request_id[0] == '\0' && !again;
+    enum contention hint = again ? CONTENTION_QUEUE : contention_hint(LEASE_KIND_SEMAPHORE, name);
     bool contended = true;
     if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
-    if (contended && hint != CONTENTION_QUEUE &&
+    if (lean && contended && hint != CONTENTION_QUEUE &&
         acquire_more_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (lean && hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&

@@ -359,6 +359,7 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
         [LOCK_ACQUIRE_FAST_ARGV_NAME] = name,
         [LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = "10000",
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
+        [LOCK_ACQUIRE_FAST_ARGV_REQUEST_ID] = "",
     };
     const char *watch_keys[LOCK_WATCH_NKEYS] = {
         [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],

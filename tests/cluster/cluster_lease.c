@@ -219,6 +219,7 @@ static long take_locks(size_t n, const char *ttl_ms)
         seed->argv[LOCK_ACQUIRE_FAST_ARGV_NAME] = seed->name;
         seed->argv[LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = ttl_ms;
         seed->argv[LOCK_ACQUIRE_FAST_ARGV_TAIL] = seed->tail;
+        seed->argv[LOCK_ACQUIRE_FAST_ARGV_REQUEST_ID] = "";
         calls[i] = (struct redis_batch_call){
             .script = SCRIPT_LOCK_ACQUIRE_FAST, .keys = seed->keys, .argv = seed->argv, .text = true};
     }

@@ -20,6 +20,13 @@ machine.
   17 before the first holder was kept in the limit key as a lock's is: its record in the holders' hash
   and sorted set, and their times to live; and 10 while the release asked Redis the time.)
 - Each pair is two script calls, one per transition.
+- A pair with a request_id, as the Python, Go and TypeScript clients send on every acquire, is the first
+  tries' too (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua, FIRST_TRY_KEYS and FIRST_TRY_ARGS for a
+  lock, one more key and argument for a semaphore), which keep the request_id beside the grant: at most
+  RID_LOCK_PAIR_COMMANDS and RID_SEMAPHORE_PAIR_COMMANDS. (Caught: the full scripts for every acquire with a
+  request_id, 17 and 37 commands a pair, a semaphore's in four script calls since its holder was then in the
+  holders' keys, where the release's first two tries do not look; and a grant that read the request_id's
+  time once more after finding it lapsed, one command more.)
 - A semaphore pair beside another holder (the full scripts: a semaphore in use) runs at most
   IN_USE_SEMAPHORE_PAIR_COMMANDS. (Caught: an acquire that counted the holders and the queue again after
   grant_free had, and asked whether the semaphore it had just granted a slot of was idle: 23; a release
@@ -72,7 +79,10 @@ machine.
   HEXISTS per field, 9.)
 - The renewal of a lock's holder, and of a semaphore's only holder, runs RENEWAL_COMMANDS, one script call
   each. (Caught: a semaphore's renewal that moved its first holder out of the limit key, where the first
-  try keeps it, into the holders' keys: 12 commands the first time and 6 each time after.)
+  try keeps it, into the holders' keys: 12 commands the first time and 6 each time after.) With a
+  request_id, RID_RENEWAL_COMMANDS: its time moves with the lease's. (Caught: a renewal that pruned the
+  request ids, mapped the request_id again and read its time first, 9; a semaphore's that moved a first
+  holder with a request_id into the holders' keys, 12.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -112,6 +122,11 @@ LOCK_PAIR_COMMANDS = 8
 SEMAPHORE_PAIR_COMMANDS = 9
 IN_USE_SEMAPHORE_PAIR_COMMANDS = 19
 REUSED_LOCK_PAIR_COMMANDS = 11
+# With a request_id: the pair's, and ZSCORE, ZRANGEBYSCORE, HSET, ZADD and a PEXPIREAT GT and NX for each of
+# the two keys of fresh names (lib_lease.lua rid_live, rid_keep)
+RID_LOCK_PAIR_COMMANDS = 16
+RID_SEMAPHORE_PAIR_COMMANDS = 17
+FIRST_TRY_KEYS, FIRST_TRY_ARGS = 8, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
 QUEUE_JOIN_COMMANDS = 8  # 7, and the queue's PTTL (lib_lease.lua queue_keep)
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
@@ -119,6 +134,7 @@ PUT_DELETE_COMMANDS = 9  # MGET, SMISMEMBER, STRLEN, MSET; MGET, SMISMEMBER, TYP
 STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
 PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
+RID_RENEWAL_COMMANDS = 6  # and the request_id's: ZADD GT, and a PEXPIREAT GT for each of its two keys
 MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 7, 6  # lua/sem_acquire_queue.lua's
@@ -183,12 +199,14 @@ class BackendCost(GatewayTest):
         calls = sum(round(c) for n, c in net.items() if n in SCRIPT_CALLS)
         return commands, calls, {n: round(c, 2) for n, c in net.items() if c >= 0.01}
 
-    def pair_of(self, kind: str, extra: dict):
+    def pair_of(self, kind: str, extra: dict, request_id: bool = False):
+        """A pair on a fresh name with the fields extra, and a fresh request_id if asked; run 20 times."""
         c = self.c
 
         def pair():
             name = f"cost:{uuid.uuid4().hex}"
-            got = c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
+            rid = {"request_id": uuid.uuid4().hex} if request_id else {}
+            got = c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra, **rid})
             self.assertEqual(got.status, 200, got)
             done = c.post(f"/v1/{kind}/{name}/release", {"token": got.body["token"]})
             self.assertEqual(done.status, 200, done)
@@ -207,6 +225,21 @@ class BackendCost(GatewayTest):
         print(f"semaphore pair: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
         self.assertLessEqual(commands, SEMAPHORE_PAIR_COMMANDS, by_name)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
+
+    def test_a_pair_with_a_request_id_is_the_first_tries(self):
+        for kind, bound, extra in (("locks", RID_LOCK_PAIR_COMMANDS, {}),
+                                   ("semaphores", RID_SEMAPHORE_PAIR_COMMANDS, {"limit": 5})):
+            with self.subTest(kind=kind):
+                pair = self.pair_of(kind, extra, request_id=True)
+                commands, calls, by_name = self.counted(pair)
+                print(f"{kind} pair with a request_id: {commands:.2f} commands, {calls:.2f} script calls: "
+                      f"{by_name}", file=sys.stderr)
+                self.assertLessEqual(commands, bound, by_name)
+                self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
+                calls = self.fcalls_of("cost:", pair)
+                prefix, more = ("fg_lock", 0) if kind == "locks" else ("fg_sem", 1)
+                self.assertEqual(calls, [(prefix + "_acquire_fast", FIRST_TRY_KEYS + more, FIRST_TRY_ARGS + more),
+                                         (prefix + "_release_fast", *calls[1][1:])], calls)
 
     def semaphore_in_use(self):
         """A pair on a fresh semaphore of limit 5 that holds another lease, done once, and a call that
@@ -257,7 +290,8 @@ class BackendCost(GatewayTest):
         self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
         name = f"cost:{uuid.uuid4().hex}"
         calls = self.fcalls_of(name, lambda: self.three_holders_and_two_releases(name))
-        self.assertEqual(calls, [("fg_sem_acquire_fast", 7, 4), ("fg_sem_acquire_fast", 7, 4),
+        self.assertEqual(calls, [("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1, FIRST_TRY_ARGS + 1),
+                                 ("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1, FIRST_TRY_ARGS + 1),
                                  ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
                                  ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS),
@@ -364,7 +398,9 @@ class BackendCost(GatewayTest):
 
     def test_a_renewal_runs_a_handful_of_commands(self):
         self.pair_of("semaphores", {"limit": 5})  # scripts loaded, fences reserved
-        for kind, extra in (("locks", {}), ("semaphores", {"limit": 5})):
+        for kind, extra, bound in (("locks", {}, RENEWAL_COMMANDS), ("semaphores", {"limit": 5}, RENEWAL_COMMANDS),
+                                   ("locks", {"request_id": "r"}, RID_RENEWAL_COMMANDS),
+                                   ("semaphores", {"limit": 5, "request_id": "r"}, RID_RENEWAL_COMMANDS)):
             route = f"/v1/{kind}/cost:{uuid.uuid4().hex}"
             got = self.c.post(route + "/acquire", {"ttl_ms": 30000, **extra})
             self.assertEqual(got.status, 200, got)
@@ -377,8 +413,9 @@ class BackendCost(GatewayTest):
                 # together would count a command more on a fast machine than on a slow one.
                 time.sleep(0.002)
             commands, calls, by_name = self.counted(renew, 100)
-            print(f"{kind} renewal: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
-            self.assertLessEqual(commands, RENEWAL_COMMANDS, (kind, by_name))
+            print(f"{kind} renewal {extra}: {commands:.2f} commands, {calls:.2f} script calls: {by_name}",
+                  file=sys.stderr)
+            self.assertLessEqual(commands, bound, (kind, extra, by_name))
             self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=(kind, by_name))
             self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
 

@@ -231,8 +231,7 @@ class SemaphoreLimitTest(GatewayTest):
         self.assertEqual(acquire(self.c, busy, limit=1, wait_ms=100).status, 409)
         self.assertEqual(release(self.c, busy, held.body["token"]).status, 200)
         with Redis() as r:
-            first = acquire(self.c, name, limit=2, ttl_ms=30000, wait_ms=1000, request_id="sem-retry-over-1")
-            self.assertEqual(first.status, 200, first)
+            first = self.moved_holder(name, limit=2, ttl_ms=30000, wait_ms=1000, request_id="sem-retry-over-1")
             [lease, record] = r.cmd("HGETALL", data)
             before = json.loads(record)["attach"]
             self.assertEqual(len(before), 32, "an attempt that may wait has an attach id")
@@ -458,9 +457,7 @@ class SemaphoreLimitTest(GatewayTest):
         operator's DEL) while a holder holds, a second acquire at limit 1 must not be granted. Caught: a
         shortcut taken on a missing limit key alone (two holders of one slot)."""
         name = unique("sem-nolimit")
-        # With a request_id, the full script's grant, whose holder is in the holders' keys (lua/lib_sem.lua).
-        first = acquire(self.c, name, limit=1, ttl_ms=30000, request_id="nolimit-1")
-        self.assertEqual(first.status, 200, first)
+        first = self.moved_holder(name, limit=1, ttl_ms=30000)
         r = Redis()
         self.assertEqual(r.cmd("DEL", f"fg:sm:{{{name}}}:l"), 1)
         second = acquire(self.c, name, limit=1, wait_ms=0)
@@ -494,9 +491,8 @@ class SemaphoreLimitTest(GatewayTest):
             if layout == "first holder":  # the first try's, in the limit key, the owner last
                 slot = self.first_holder(name, limit=2, owner=decoy, ttl_ms=30000)
                 self.assertTrue(r.cmd("GET", f"fg:sm:{{{name}}}:l").endswith(" " + decoy))
-            else:  # a request_id's: the full script's, in the holders' keys
-                slot = acquire(self.c, name, limit=2, owner=decoy, ttl_ms=30000, request_id="rec-" + name)
-                self.assertEqual(slot.status, 200, slot)
+            else:  # in the holders' keys
+                slot = self.moved_holder(name, limit=2, owner=decoy, ttl_ms=30000, request_id="rec-" + name)
                 data = f"fg:sm:{{{name}}}:d"
                 lease = r.cmd("HKEYS", data)[0]
                 record = json.loads(r.cmd("HGET", data, lease))
@@ -510,6 +506,16 @@ class SemaphoreLimitTest(GatewayTest):
             w = self.c.get(f"{SEM}{name}?watch=true&fence={slot.body['fence']}")
             self.assertEqual((w.status, w.body["held"], w.body["reason"]), (200, False, "released"), (layout, w))
         r.close()
+
+    def moved_holder(self, name: str, **fields):
+        """An acquire whose holder is kept in the holders' keys (lua/lib_sem.lua): the first try's, moved
+        there by the full script's look at the semaphore (an acquire of another limit, refused)."""
+        got = acquire(self.c, name, **fields)
+        self.assertEqual(got.status, 200, got)
+        self.assertEqual(acquire(self.c, name, limit=fields["limit"] + 1, wait_ms=0).status, 409)
+        with Redis() as r:
+            self.assertEqual(r.cmd("GET", f"fg:sm:{{{name}}}:l"), str(fields["limit"]), "not moved")
+        return got
 
     def first_holder(self, name: str, **fields):
         """An acquire that the first try grants, its holder kept alone in the limit key (lua/lib_sem.lua)."""

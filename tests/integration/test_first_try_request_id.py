@@ -1,0 +1,116 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The first try of an acquire with a request_id (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua), as the
+Python, Go and TypeScript clients send one on every acquire: it takes a free lock or an idle semaphore's first
+slot as the full script would, keeps the request_id for as long as the lease and REQUEST_ID_GRACE_MS more, and
+leaves a request_id that still names a lease to the full script, which answers the retry with that lease.
+
+Caught (each tried): no request_id kept at the grant (a retry while held answered 409 lock_busy, or a second
+slot); no look at the request_id before the grant (a retry after the release answered 200 with a new lease,
+where it must answer 410 lease_lost); the request_id kept until the lease's expiry alone (its time in the
+rid_until set short of the grace).
+
+Owns: the first try's request_id. Must not: test the full script's retries (test_lock_api.py,
+test_sem_limits.py) or what the first try costs (test_backend_cost.py).
+"""
+
+import os
+import sys
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import GatewayTest, Redis, same_slot  # noqa: E402
+from lock_helpers import assert_problem  # noqa: E402
+
+REQUEST_ID_GRACE_MS = 60_000  # src/fglimits.h: a request_id outlives its lease so long
+TTL_MS = 30_000
+KINDS = {"locks": "lk", "semaphores": "sm"}  # route -> the kind's key prefix (src/store/backend/redis_keys.h)
+
+
+def lease_of(token: str) -> str:
+    """The lease id a token names (src/auth/token.c: fgt2.<key>.<kind>.<fence>.<lease>.<name>.<mac>)."""
+    return token.split(".")[4]
+
+
+class FirstTryRequestIdTest(GatewayTest):
+
+    def acquire(self, kind: str, name: str, **fields):
+        body = {"ttl_ms": TTL_MS, **fields}
+        if kind == "semaphores":
+            body["limit"] = 1
+        return self.c.post(f"/v1/{kind}/{name}/acquire", body)
+
+    def release(self, kind: str, name: str, token: str):
+        return self.c.post(f"/v1/{kind}/{name}/release", {"token": token})
+
+    def fresh_name(self, kind: str) -> str:
+        """A name no call used, in a slot whose fences are reserved (a slot's first lease after its fence
+        sequence was recovered is the full script's), so that its first acquire is the first try's."""
+        warm, name = same_slot(f"rid-warm-{kind}", f"rid-{kind}")
+        got = self.acquire(kind, warm)
+        self.assertEqual(got.status, 200, got)
+        self.assertEqual(self.release(kind, warm, got.body["token"]).status, 200)
+        return name
+
+    def test_a_request_id_granted_by_the_first_try_answers_its_retries(self):
+        for kind, prefix in KINDS.items():
+            with self.subTest(kind=kind):
+                name, rid = self.fresh_name(kind), uuid.uuid4().hex
+                got = self.acquire(kind, name, request_id=rid)
+                self.assertEqual(got.status, 200, got)
+                with Redis() as r:
+                    if kind == "semaphores":
+                        self.assertTrue(r.cmd("GET", f"fg:sm:{{{name}}}:l").startswith("="),
+                                        "not the first try's holder")
+                    rids, until = f"fg:{prefix}:{{{name}}}:r", f"fg:{prefix}:{{{name}}}:e"
+                    self.assertEqual(r.cmd("HGET", rids, rid), lease_of(got.body["token"]))
+                    kept = got.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
+                    self.assertEqual(int(r.cmd("ZSCORE", until, rid)), kept)
+                    now_ms = int(r.cmd("TIME")[0]) * 1000
+                    for key in (rids, until):
+                        self.assertGreaterEqual(r.cmd("PTTL", key), kept - now_ms - 2000, key)
+                # A retry while the lease holds is answered with it.
+                again = self.acquire(kind, name, request_id=rid)
+                self.assertEqual(again.status, 200, again)
+                self.assertEqual((again.body["token"], again.body["fence"]), (got.body["token"], got.body["fence"]))
+                # Another request is another acquire: the lock or the one slot is taken.
+                other = self.acquire(kind, name, request_id=uuid.uuid4().hex)
+                assert_problem(self, other, 409, "lock_busy")
+                self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
+
+    def test_a_retry_after_the_lease_ended_takes_no_second_lease(self):
+        """The name is free again and no call found it contended (the gateway's hint would send the retry to
+        the full script at once): the first try itself must tell the retry by its request_id."""
+        for kind in KINDS:
+            with self.subTest(kind=kind):
+                name, rid = self.fresh_name(kind), uuid.uuid4().hex
+                got = self.acquire(kind, name, request_id=rid)
+                self.assertEqual(got.status, 200, got)
+                self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
+                late = self.acquire(kind, name, request_id=rid)
+                assert_problem(self, late, 410, "lease_lost")
+                # A new request takes the free lease.
+                new = self.acquire(kind, name, request_id=uuid.uuid4().hex)
+                self.assertEqual(new.status, 200, new)
+                self.assertGreater(new.body["fence"], got.body["fence"])
+                self.assertEqual(self.release(kind, name, new.body["token"]).status, 200)
+
+    def test_a_renewal_keeps_the_first_try_request_id_as_long_as_its_lease(self):
+        for kind, prefix in KINDS.items():
+            with self.subTest(kind=kind):
+                name, rid = self.fresh_name(kind), uuid.uuid4().hex
+                got = self.acquire(kind, name, request_id=rid)
+                self.assertEqual(got.status, 200, got)
+                renewed = self.c.post(f"/v1/{kind}/{name}/renew", {"token": got.body["token"], "ttl_ms": 600_000})
+                self.assertEqual(renewed.status, 200, renewed)
+                with Redis() as r:
+                    kept = int(r.cmd("ZSCORE", f"fg:{prefix}:{{{name}}}:e", rid))
+                self.assertEqual(kept, renewed.body["expires_at_ms"] + REQUEST_ID_GRACE_MS)
+                again = self.acquire(kind, name, request_id=rid)
+                self.assertEqual((again.status, again.body.get("fence")), (200, got.body["fence"]), again)
+                self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
