@@ -21,7 +21,7 @@ timing, so a change of a script moves the figures by exactly what it costs.
     python3 bench/queue_cost.py --request-ids --lua build-a/generated/lua --jobs 200
 
 --request-ids: each acquire carries a fresh request_id, as the client libraries send one by default (clients/):
-the gateway then runs the full acquire script, the lean queue join being for acquires without one, and each
+the lean queue join takes it where the build's does (since 2026-12-05; the full acquire script before), and each
 grant keeps the waiter's request_id.
 
 --lua: a build's generated/lua folder (each script as Redis runs it; the order of the keys from the lua_scripts.h
@@ -169,10 +169,10 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, 
                      "max_waiters": MAX_WAITERS, "request_id_ttl_ms": RID_TTL_MS, "limit": limit,
                      "keep_ms": KEEP_MS, "mark_ms": "", "queue_ms": QUEUE_MS,
                      "queue_keep_ms": QUEUE_MS + queue_slack_ms}
-            if lean and not rid and len(holders) == limit:
+            if lean and (not rid or "request_id" in queue_args) and len(holders) == limit:
                 # The waiter's record up to its "since" value, as the gateway writes it (lease_queue_join_init).
                 given["record"] = (f'{{"inst":"{inst}","attach":"{attach}","ttl":"{TTL_MS}","max_hold":"{HOLD_MS}",'
-                                   '"owner":"","rid":"","since":')
+                                   f'"owner":"","rid":"{rid}","since":')
                 reply = r.execute_command("FCALL", queue_fn, len(queue_keys), *queue_keys,
                                           *(given[a] for a in queue_args))
                 if not reply.startswith("contended"):

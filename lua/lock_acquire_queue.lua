@@ -1,7 +1,7 @@
 -- uses: lib_lease.lua lib_holder.lua
 -- SPDX-License-Identifier: Apache-2.0
--- lock_acquire_queue.lua: an acquire without a request_id that waits, on lock
--- N held by a live lease, which the gateway runs before lock_acquire.lua while
+-- lock_acquire_queue.lua: an acquire that waits, on lock N held by a live
+-- lease, which the gateway runs before lock_acquire.lua while
 -- an earlier call lately found N held or queued for (src/lease/contention.h):
 -- the caller joins the queue, naming only the keys that touches (Redis hands
 -- each key and argument of a call to Lua at a price). It queues only where
@@ -10,29 +10,37 @@
 -- of another layout, a newer gateway's, looks idle to a listing, and
 -- lock_acquire.lua puts the name back in the index for its first waiter), and
 -- the queue is below max_waiters (at it, lock_acquire.lua drops the waiters of
--- dead gateways first). Anything else it leaves to
--- lock_acquire.lua, which the gateway then runs: it answers "contended"
+-- dead gateways first), and its request_id, if any, names no lease (a retry,
+-- which takes the place of the attempt before over). Anything else it leaves
+-- to lock_acquire.lua, which the gateway then runs: it answers "contended"
 -- without a write. It issues no fence, so it need not look at the fence
 -- sequence.
 -- What it does is what lock_acquire.lua does for the same call: takes the next
 -- arrival ticket, writes the waiter's record, marks the gateway alive in the
--- lock's slot on a Redis Cluster (lib_lease.lua gateway_mark) and keeps the
+-- lock's slot on a Redis Cluster (lib_lease.lua gateway_mark), keeps the
 -- queue's keys until the waiter's deadline has passed (lib_lease.lua
--- queue_keep). The name is in the listing index already: a holder is there.
--- KEYS: holder queue waiters tickets gateways
+-- queue_keep) and the request_id until its wait and lease could have ended
+-- (lib_lease.lua rid_keep). The name is in the listing index already: a
+-- holder is there.
+-- KEYS: holder queue waiters tickets gateways rids rid_until
 --   those keys of lib_lock.lua and lib_lease.lua
--- ARGV: lease max_waiters instance mark_ms record queue_ms queue_keep_ms
---   lease: a fresh lease id; instance, mark_ms, queue_ms, queue_keep_ms: as lock_acquire.lua has them;
---   record: the waiter's record (lib_lease.lua waiter_json) up to its "since" value, which the script
---   appends with the closing brace: '{"inst":"<instance>",...,"rid":"","since":'
+-- ARGV: lease max_waiters instance mark_ms record queue_ms queue_keep_ms request_id request_id_ttl_ms
+--   lease: a fresh lease id; instance, mark_ms, queue_ms, queue_keep_ms, request_id, request_id_ttl_ms:
+--   as lock_acquire.lua has them; record: the waiter's record (lib_lease.lua waiter_json) up to its
+--   "since" value, which the script appends with the closing brace: '{"inst":"<instance>",...,"since":'
 -- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, or contended {}.
 if not holder_readable(redis.call('GET', KEYS[1])) then return lease_reply('contended') end
 local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
+local rid = A_request_id
+if rid ~= '' and rid_live(KEYS[7], rid, now) then return lease_reply('contended') end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)
 gateway_mark({gateways = KEYS[5]}, A_instance, A_mark_ms, now)
 redis.call('HSET', KEYS[3], A_lease, A_record .. at .. '}')
 queue_keep(KEYS[2], KEYS[3], KEYS[4], A_queue_ms, A_queue_keep_ms, waiting == 0)
+if rid ~= '' then
+  rid_keep({rids = KEYS[6], rid_until = KEYS[7]}, rid, A_lease, now + A_request_id_ttl_ms, now, true)
+end
 return lease_reply('queued', nil, R_LEASE, A_lease, R_POSITION, decimal(waiting), R_HOLDER_PTTL,
                    decimal(redis.call('PTTL', KEYS[1])))

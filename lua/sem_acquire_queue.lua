@@ -1,28 +1,31 @@
 -- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua
 -- SPDX-License-Identifier: Apache-2.0
--- sem_acquire_queue.lua: an acquire without a request_id that waits, on
--- semaphore N whose slots are all held, which the gateway runs before
+-- sem_acquire_queue.lua: an acquire that waits, on semaphore N whose slots
+-- are all held, which the gateway runs before
 -- sem_acquire.lua while an earlier call lately found a queue at N
 -- (src/lease/contention.h): the caller joins the queue, naming only the keys
 -- that touches (Redis hands each key and argument of a call to Lua at a
 -- price). It queues only where sem_acquire.lua would queue and do nothing
 -- else: the limit in force is the one asked, every slot is held, no holder's
 -- lease has run out (sem_acquire.lua purges those first and hands their slots
--- on) and the queue is below max_waiters (at it, sem_acquire.lua drops the
--- waiters of dead gateways first). Anything else it leaves to sem_acquire.lua,
--- which the gateway then runs: it answers "contended" without a write. It
--- issues no fence, so it need not look at the fence sequence.
+-- on), the queue is below max_waiters (at it, sem_acquire.lua drops the
+-- waiters of dead gateways first) and its request_id, if any, names no lease
+-- (a retry, which takes the place of the attempt before over). Anything else
+-- it leaves to sem_acquire.lua, which the gateway then runs: it answers
+-- "contended" without a write. It issues no fence, so it need not look at the
+-- fence sequence.
 -- What it does is what sem_acquire.lua does for the same call: takes the next
 -- arrival ticket, writes the waiter's record, marks the gateway alive in the
--- semaphore's slot on a Redis Cluster (lib_lease.lua gateway_mark) and keeps
--- the keys alive (lib_sem_life.lua keep_alive). The name is in the listing
--- index already: a holder is there.
--- KEYS: holders data queue waiters limit tickets gateways
+-- semaphore's slot on a Redis Cluster (lib_lease.lua gateway_mark), keeps the
+-- keys alive (lib_sem_life.lua keep_alive) and the request_id until its wait
+-- and lease could have ended (lib_lease.lua rid_keep). The name is in the
+-- listing index already: a holder is there.
+-- KEYS: holders data queue waiters limit tickets gateways rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua
--- ARGV: lease limit max_waiters instance mark_ms record
---   lease: a fresh lease id; instance, mark_ms: as sem_acquire.lua has them; record: the waiter's record
---   (lib_lease.lua waiter_json) up to its "since" value, which the script appends with the closing
---   brace: '{"inst":"<instance>",...,"rid":"","since":'
+-- ARGV: lease limit max_waiters instance mark_ms record request_id request_id_ttl_ms
+--   lease: a fresh lease id; instance, mark_ms, request_id, request_id_ttl_ms: as sem_acquire.lua has
+--   them; record: the waiter's record (lib_lease.lua waiter_json) up to its "since" value, which the
+--   script appends with the closing brace: '{"inst":"<instance>",...,"since":'
 -- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, or contended {}.
 local limit = A_limit + 0
 if redis.call('GET', KEYS[5]) ~= A_limit or redis.call('ZCARD', KEYS[1]) < limit then
@@ -32,6 +35,8 @@ local now, at = now_ms_and_text()
 local first = tonumber(redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')[2])
 local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
+local rid = A_request_id
+if rid ~= '' and rid_live(KEYS[9], rid, now) then return lease_reply('contended') end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], gateways = KEYS[7],
            fresh = waiting == 0, latest = 0}
@@ -39,5 +44,8 @@ redis.call('ZADD', k.q, decimal(redis.call('INCR', k.t)), A_lease)
 gateway_mark(k, A_instance, A_mark_ms, now)
 redis.call('HSET', k.w, A_lease, A_record .. at .. '}')
 keep_alive(k, now, SEM_KEEP_MS)
+if rid ~= '' then
+  rid_keep({rids = KEYS[8], rid_until = KEYS[9]}, rid, A_lease, now + A_request_id_ttl_ms, now, true)
+end
 return lease_reply('queued', nil, R_LEASE, A_lease, R_POSITION, decimal(waiting), R_HOLDER_PTTL,
                    decimal(first - now))

@@ -155,7 +155,7 @@ void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, 
 }
 
 void lease_queue_join_init(struct lease_queue_join *q, const char *attach, const char *ttl,
-                           const char *hold, const char *owner)
+                           const char *hold, const struct acquire_params *p)
 {
     struct fgjson_out json;
     fgjson_out_init(&json, q->record, sizeof q->record);
@@ -165,10 +165,13 @@ void lease_queue_join_init(struct lease_queue_join *q, const char *attach, const
                      gw.instance_id, attach, ttl, hold);
     FG_ASSERT(n > 0 && (size_t)n < sizeof fields);
     fgjson_out_raw(&json, fields, (size_t)n);
-    fgjson_out_str(&json, "owner", owner);
-    static const char rest[] = ",\"rid\":\"\",\"since\":";
+    fgjson_out_str(&json, "owner", p->owner);
+    fgjson_out_str(&json, "rid", p->request_id);
+    static const char rest[] = ",\"since\":";
     fgjson_out_raw(&json, rest, sizeof rest); /* the text's NUL too */
     FG_ASSERT(json.heap == NULL);
+    snprintf(q->request_id_ttl_ms, sizeof q->request_id_ttl_ms, "%lld",
+             acquire_request_id_ttl_ms(p));
     snprintf(q->max_waiters, sizeof q->max_waiters, "%lld", gw.cfg->max_waiters_per_lock);
     q->mark_ms[0] = '\0';
     if (lease_keys_layout() == LEASE_KEYS_PER_SLOT)

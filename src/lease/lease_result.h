@@ -170,21 +170,24 @@ void lease_holder_tail(const char *lease_id, const char *ttl, const char *hold, 
 /* The arguments a lean queue join (lua/lock_acquire_queue.lua,
  * lua/sem_acquire_queue.lua) takes beside the lease id and, for a semaphore,
  * its limit: the waiter's record up to its "since" value (lua/lib_lease.lua
- * waiter_json) of a waiter without a request_id, whose owner's every byte
- * escapes to at most six; the queue's limit (limits.max_waiters_per_lock); and
- * how long the waiter's gateway is marked alive in the lease's slot, "" where
- * the keys are one Redis's (as the full acquire scripts take them). */
-#define LEASE_WAITER_HEAD_MAX (2 * LEASE_ID_LEN + 2 * 24 + 96 + 6 * OWNER_NAME_MAX_LEN)
+ * waiter_json), whose owner's and request_id's every byte escapes to at most
+ * six; the queue's limit (limits.max_waiters_per_lock); how long the waiter's
+ * gateway is marked alive in the lease's slot, "" where the keys are one
+ * Redis's (as the full acquire scripts take them); and how long its
+ * request_id is kept (acquire_request_id_ttl_ms). */
+#define LEASE_WAITER_HEAD_MAX                                                                      \
+    (2 * LEASE_ID_LEN + 2 * 24 + 96 + 6 * OWNER_NAME_MAX_LEN + 6 * LEASE_REQUEST_ID_MAX)
 struct lease_queue_join {
     char record[LEASE_WAITER_HEAD_MAX];
     char max_waiters[24];
     char mark_ms[24];
+    char request_id_ttl_ms[24];
 };
 
-/* Fills *q for a waiter on connection attach asking for ttl and max_hold
- * (decimal text) on behalf of owner. */
+/* Fills *q for a waiter on connection attach asking p's ttl and max_hold
+ * (decimal text ttl and hold) for p's owner, under p's request_id. */
 void lease_queue_join_init(struct lease_queue_join *q, const char *attach, const char *ttl,
-                           const char *hold, const char *owner);
+                           const char *hold, const struct acquire_params *p);
 
 /* Completes *res of a first try of an acquire that granted lease_id for
  * ttl_ms: its answer names neither (they are the gateway's own), only the

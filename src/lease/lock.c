@@ -55,9 +55,8 @@ static void queue_life(const struct acquire_params *p, char need[24], char keep[
     snprintf(keep, 24, "%lld", p->wait_ms + 2 * lease);
 }
 
-/* The lean try of an acquire without a request_id that waits, on a lock held
- * by a live lease (lua/lock_acquire_queue.lua): joins the queue, else sets
- * *contended. */
+/* The lean try of an acquire that waits, on a lock held by a live lease
+ * (lua/lock_acquire_queue.lua): joins the queue, else sets *contended. */
 static int acquire_queue_try(const char *name, const struct acquire_params *p, const char *lease_id,
                              const char *attach, const char *ttl, const char *hold,
                              struct lease_result *res, bool *contended, struct fg_error *err)
@@ -70,9 +69,11 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_QUEUE_KEY_WAITERS] = k.key[LIB_LOCK_KEY_WAITERS],
         [LOCK_ACQUIRE_QUEUE_KEY_TICKETS] = k.key[LIB_LOCK_KEY_TICKETS],
         [LOCK_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_LOCK_KEY_GATEWAYS],
+        [LOCK_ACQUIRE_QUEUE_KEY_RIDS] = k.key[LIB_LOCK_KEY_RIDS],
+        [LOCK_ACQUIRE_QUEUE_KEY_RID_UNTIL] = k.key[LIB_LOCK_KEY_RID_UNTIL],
     };
     struct lease_queue_join q;
-    lease_queue_join_init(&q, attach, ttl, hold, p->owner);
+    lease_queue_join_init(&q, attach, ttl, hold, p);
     char need[24], keep[24];
     queue_life(p, need, keep);
     const char *argv[LOCK_ACQUIRE_QUEUE_NARGV] = {
@@ -83,6 +84,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_QUEUE_ARGV_RECORD] = q.record,
         [LOCK_ACQUIRE_QUEUE_ARGV_QUEUE_MS] = need,
         [LOCK_ACQUIRE_QUEUE_ARGV_QUEUE_KEEP_MS] = keep,
+        [LOCK_ACQUIRE_QUEUE_ARGV_REQUEST_ID] = p->request_id,
+        [LOCK_ACQUIRE_QUEUE_ARGV_REQUEST_ID_TTL_MS] = q.request_id_ttl_ms,
     };
     return lease_first_try(SCRIPT_LOCK_ACQUIRE_QUEUE, LEASE_KIND_LOCK, name, keys, argv,
                            CONTENTION_NONE, res, contended, err);
@@ -97,15 +100,14 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     /* The lean tries come first, as the hint says: the first try on a name
-     * not seen contended, the queue's (without a request_id) on one seen held
-     * or queued for when the caller waits; then the full script. */
-    bool lean = p->request_id[0] == '\0';
+     * not seen contended, the queue's on one seen held or queued for when the
+     * caller waits; then the full script. */
     enum contention hint = contention_hint(LEASE_KIND_LOCK, name);
     bool contended = true;
     if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
-    if (lean && hint != CONTENTION_NONE && wait == LEASE_ACQUIRE_QUEUE &&
+    if (hint != CONTENTION_NONE && wait == LEASE_ACQUIRE_QUEUE &&
         acquire_queue_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
     if (!contended)

@@ -97,9 +97,8 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
     return 0;
 }
 
-/* The lean try of an acquire without a request_id that waits, on a semaphore
- * whose slots are all held (lua/sem_acquire_queue.lua): joins the queue,
- * else sets *contended. */
+/* The lean try of an acquire that waits, on a semaphore whose slots are all
+ * held (lua/sem_acquire_queue.lua): joins the queue, else sets *contended. */
 static int acquire_queue_try(const char *name, const struct acquire_params *p, const char *lease_id,
                              const char *attach, const char *ttl, const char *hold,
                              const char *limit, struct lease_result *res, bool *contended,
@@ -115,9 +114,11 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
         [SEM_ACQUIRE_QUEUE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
         [SEM_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
+        [SEM_ACQUIRE_QUEUE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
+        [SEM_ACQUIRE_QUEUE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
     };
     struct lease_queue_join q;
-    lease_queue_join_init(&q, attach, ttl, hold, p->owner);
+    lease_queue_join_init(&q, attach, ttl, hold, p);
     const char *argv[SEM_ACQUIRE_QUEUE_NARGV] = {
         [SEM_ACQUIRE_QUEUE_ARGV_LEASE] = lease_id,
         [SEM_ACQUIRE_QUEUE_ARGV_LIMIT] = limit,
@@ -125,6 +126,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_ARGV_INSTANCE] = gw.instance_id,
         [SEM_ACQUIRE_QUEUE_ARGV_MARK_MS] = q.mark_ms,
         [SEM_ACQUIRE_QUEUE_ARGV_RECORD] = q.record,
+        [SEM_ACQUIRE_QUEUE_ARGV_REQUEST_ID] = p->request_id,
+        [SEM_ACQUIRE_QUEUE_ARGV_REQUEST_ID_TTL_MS] = q.request_id_ttl_ms,
     };
     return lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, keys, argv,
                            CONTENTION_NONE, res, contended, err);
@@ -140,9 +143,9 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     snprintf(limit, sizeof limit, "%lld", p->limit);
     /* The lean tries come first, as the hint says: the first try on a name
-     * not seen contended, and without a request_id the try beside other
-     * holders on one it or an earlier call found in use, the queue's on one
-     * found with a queue when the caller waits; then the full script. A
+     * not seen contended, without a request_id the try beside other holders
+     * on one it or an earlier call found in use, the queue's on one found
+     * with a queue when the caller waits; then the full script. A
      * waiter looking again goes to the full script alone: the try beside
      * other holders knows nothing of a grant made to it, and would take its
      * slot once more under a new fence. */
@@ -156,7 +159,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     if (lean && contended && hint != CONTENTION_QUEUE &&
         acquire_more_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
-    if (lean && hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&
+    if (hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&
         acquire_queue_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (!contended)

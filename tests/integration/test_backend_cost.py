@@ -42,7 +42,7 @@ machine.
   semaphore in use, for an acquire or a release; one that ran it after the lean acquire had met the first
   holder in the limit key.)
 - A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
-  which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 16 and 14,
+  which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 15 and 14,
   and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
 - A semaphore's release that hands its slot to the oldest waiter, a waiter of the same gateway, once the
   gateway found a queue at the name, is one call of sem_release_handover.lua, which names the HAND_OVER_KEYS
@@ -137,11 +137,13 @@ RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 RID_RENEWAL_COMMANDS = 6  # and the request_id's: ZADD GT, and a PEXPIREAT GT for each of its two keys
 MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
-QUEUE_KEYS, QUEUE_ARGS = 7, 6  # lua/sem_acquire_queue.lua's
+QUEUE_KEYS, QUEUE_ARGS = 9, 8  # lua/sem_acquire_queue.lua's
 HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
-LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 5, 7  # lua/lock_acquire_queue.lua's
+LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 7, 9  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
+# A queue join's request_id kept: ZSCORE, ZRANGEBYSCORE, HSET, ZADD, and a PEXPIREAT GT on each of its two keys
+RID_JOIN_COMMANDS = 6
 HELD_MS = 600000  # the lease of a holder waiters queue behind: it outlasts their poll_ms and wait_ms
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).
@@ -325,6 +327,43 @@ class BackendCost(GatewayTest):
                 got.join(20)
                 self.assertEqual(got.response.status, 200, got.response)
                 tokens.append(got.response.body["token"])
+
+    def test_a_queue_join_with_a_request_id_is_the_lean_one(self):
+        for kind, extra, keys, args, bound in (
+                ("locks", {}, LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS, QUEUE_JOIN_COMMANDS + RID_JOIN_COMMANDS),
+                ("semaphores", {"limit": 1}, QUEUE_KEYS, QUEUE_ARGS, SEM_QUEUE_JOIN_COMMANDS + RID_JOIN_COMMANDS)):
+            name = f"cost:{uuid.uuid4().hex}"
+            route = f"/v1/{kind}/{name}"
+            prefix = "lk" if kind == "locks" else "sm"
+            queue = f"fg:{prefix}:{{{name}}}:q"
+            holder = self.c.post(route + "/acquire", {"ttl_ms": HELD_MS, **extra})
+            self.assertEqual(holder.status, 200, holder)
+            waiters: list[Waiter] = []
+            with Redis() as r:
+                def join():
+                    body = {"ttl_ms": 30000, "wait_ms": 60000, "request_id": uuid.uuid4().hex, **extra}
+                    waiters.append(Waiter(self.gw, route + "/acquire", body))
+                    waiters[-1].start()
+                    wait_for(lambda: r.cmd("ZLEXCOUNT", queue, "-", "+") == len(waiters), what="the waiter queued")
+
+                join()  # the full script queues the first waiter: from then on the name is known to have a queue
+                join()  # the lean join loaded (the first call of a function Redis lacks fails, and is made again)
+                function = "fg_lock_acquire_queue" if kind == "locks" else "fg_sem_acquire_queue"
+                self.assertEqual(self.fcalls_of(name, join), [(function, keys, args)])
+                commands, calls, by_name = self.counted(join, QUEUED)
+                print(f"{kind} queue join with a request_id: {commands} commands, {calls} script calls: {by_name}",
+                      file=sys.stderr)
+                self.assertLessEqual(commands, bound, by_name)
+                self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=by_name)
+            token = holder.body["token"]
+            while True:  # each release hands the lease to the oldest waiter, which lets it go in turn
+                self.assertEqual(self.c.post(route + "/release", {"token": token}).status, 200)
+                if not waiters:
+                    break
+                got = waiters.pop(0)
+                got.join(20)
+                self.assertEqual(got.response.status, 200, got.response)
+                token = got.response.body["token"]
 
     def test_a_semaphore_hand_over_names_the_keys_it_touches(self):
         name = f"cost:{uuid.uuid4().hex}"

@@ -1,20 +1,26 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The first try of an acquire with a request_id (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua), as the
-Python, Go and TypeScript clients send one on every acquire: it takes a free lock or an idle semaphore's first
-slot as the full script would, keeps the request_id for as long as the lease and REQUEST_ID_GRACE_MS more, and
-leaves a request_id that still names a lease to the full script, which answers the retry with that lease.
+"""The lean tries of an acquire with a request_id, as the Python, Go and TypeScript clients send one on every
+acquire: the first try (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua) takes a free lock or an idle
+semaphore's first slot as the full script would and keeps the request_id for as long as the lease and
+REQUEST_ID_GRACE_MS more; the lean queue join (lua/lock_acquire_queue.lua, lua/sem_acquire_queue.lua) queues
+as the full script would and keeps the request_id until its wait and lease could have ended. Both leave a
+request_id that still names a lease to the full script, which answers the retry with that lease or takes
+the waiter's place over.
 
 Caught (each tried): no request_id kept at the grant (a retry while held answered 409 lock_busy, or a second
 slot); no look at the request_id before the grant (a retry after the release answered 200 with a new lease,
 where it must answer 410 lease_lost); the request_id kept until the lease's expiry alone (its time in the
-rid_until set short of the grace).
+rid_until set short of the grace); no request_id kept at a lean queue join (a retry queued a second waiter
+behind the first, which waited on); no look at it there (the same).
 
-Owns: the first try's request_id. Must not: test the full script's retries (test_lock_api.py,
-test_sem_limits.py) or what the first try costs (test_backend_cost.py).
+Owns: the lean tries' request_id. Must not: test the full script's retries (test_lock_api.py,
+test_sem_limits.py) or what the lean tries cost (test_backend_cost.py).
 """
 
 import os
 import sys
+import threading
+import time
 import unittest
 import uuid
 
@@ -33,13 +39,34 @@ def lease_of(token: str) -> str:
     return token.split(".")[4]
 
 
-class FirstTryRequestIdTest(GatewayTest):
+class LeanRequestIdTest(GatewayTest):
+    # poll_ms: no waiter looks again by itself (through the full script) while a test arranges the queue
+    gateway_config = {"poll_ms": 60000}
 
-    def acquire(self, kind: str, name: str, **fields):
+    def acquire(self, kind: str, name: str, c=None, **fields):
         body = {"ttl_ms": TTL_MS, **fields}
         if kind == "semaphores":
             body["limit"] = 1
-        return self.c.post(f"/v1/{kind}/{name}/acquire", body)
+        return (c or self.c).post(f"/v1/{kind}/{name}/acquire", body)
+
+    def waiting(self, kind: str, name: str) -> int:
+        got = self.c.get(f"/v1/{kind}/{name}")
+        self.assertEqual(got.status, 200, got)
+        return got.body["waiting"]
+
+    def queue(self, kind: str, name: str, out: list, count: int, **fields) -> threading.Thread:
+        """An acquire of name that waits, on a connection of its own, its answer to go to out; returns once the
+        queue is count long."""
+        def run():
+            with self.gw.client(timeout=60) as c:
+                out.append(self.acquire(kind, name, c, wait_ms=20000, **fields))
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        deadline = time.monotonic() + 15
+        while self.waiting(kind, name) != count:
+            self.assertLess(time.monotonic(), deadline, f"{name} never had {count} waiting")
+            time.sleep(0.02)
+        return t
 
     def release(self, kind: str, name: str, token: str):
         return self.c.post(f"/v1/{kind}/{name}/release", {"token": token})
@@ -110,6 +137,39 @@ class FirstTryRequestIdTest(GatewayTest):
                 again = self.acquire(kind, name, request_id=rid)
                 self.assertEqual((again.status, again.body.get("fence")), (200, got.body["fence"]), again)
                 self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
+
+    def test_a_request_id_queued_by_the_lean_join_is_taken_over_by_its_retry(self):
+        """The first waiter joins through the full script (the gateway had not seen the name queued for); the
+        second, with a request_id, through the lean join. Its retry, from another connection, must find the
+        request_id and take its place over: the first connection is answered 409 conflict, the queue stays
+        two long, and the retry is granted in the second place."""
+        for kind, prefix in KINDS.items():
+            with self.subTest(kind=kind):
+                name, rid = self.fresh_name(kind), uuid.uuid4().hex
+                held = self.acquire(kind, name)
+                self.assertEqual(held.status, 200, held)
+                first: list = []
+                t1 = self.queue(kind, name, first, 1)
+                second: list = []
+                t2 = self.queue(kind, name, second, 2, request_id=rid)
+                with Redis() as r:
+                    lease = r.cmd("HGET", f"fg:{prefix}:{{{name}}}:r", rid)
+                    self.assertIsNotNone(lease, "the lean join kept no request_id")
+                    self.assertIsNotNone(r.cmd("ZSCORE", f"fg:{prefix}:{{{name}}}:q", lease), "not the waiter")
+                retry: list = []
+                t3 = self.queue(kind, name, retry, 2, request_id=rid)
+                t2.join(10)
+                self.assertEqual(len(second), 1, "the wait the retry took over was not answered")
+                assert_problem(self, second[0], 409, "conflict")
+                self.assertEqual(self.waiting(kind, name), 2)
+                self.assertEqual(self.release(kind, name, held.body["token"]).status, 200)
+                t1.join(10)
+                self.assertEqual(first[0].status, 200, first)
+                self.assertEqual(self.release(kind, name, first[0].body["token"]).status, 200)
+                t3.join(10)
+                self.assertEqual(retry[0].status, 200, retry)
+                self.assertEqual(lease_of(retry[0].body["token"]), lease)
+                self.assertEqual(self.release(kind, name, retry[0].body["token"]).status, 200)
 
 
 if __name__ == "__main__":
