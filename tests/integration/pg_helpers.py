@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the fenced-Postgres-write tests (test_pg_*.py, test_fence_column.py): the gateway
 configuration with the writable tables, unique keys, tokens with known fences, the write calls of docs/api.md,
-psql look-ups, and concurrent writers on one row with the checks of their commit order.
+psql look-ups, a psql session that holds its transaction open while a write waits for it, and concurrent
+writers on one row with the checks of their commit order.
 
 Owns: nothing but these helpers. Must not: start services or gateways (harness.py does), or hold state
 between tests.
@@ -10,8 +11,11 @@ between tests.
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
 import threading
+import time
 import urllib.parse
 import uuid
 from typing import Any, Callable
@@ -119,6 +123,29 @@ def records_listing(a: str, b: str) -> list[dict]:
     out = psql("SELECT row_to_json(r) FROM (SELECT resource, resources, reason, current_fence"
                " FROM fencegate.rejections WHERE resources && ARRAY[:'a', :'b'] ORDER BY id) r", {"a": a, "b": b})
     return [json.loads(line) for line in out]
+
+
+def open_transaction(sql: str) -> subprocess.Popen:
+    """A psql session that runs sql (one or more statements, ";"-ended) inside a transaction and holds it open,
+    with the locks it took, until "COMMIT;" is written to its stdin (held.communicate("COMMIT;\\n"))."""
+    cmd = [os.path.join(os.environ.get("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
+           "-v", "ON_ERROR_STOP=1", "-d", os.environ["FG_TEST_PG_DSN"], "-f", "-"]
+    held = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    held.stdin.write(f"BEGIN;\n{sql}\nSELECT 'held';\n")
+    held.stdin.flush()
+    if held.stdout.readline().strip() != "held":
+        raise AssertionError(f"the transaction was not held: {held.stderr.read()}")
+    return held
+
+
+def wait_for_lock_waiter(seconds: float = 10.0) -> None:
+    """Returns once a session waits for a lock held by another (a write meeting an open transaction's row)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") != ["0"]:
+            return
+        time.sleep(0.02)
+    raise AssertionError("no write waited for the open transaction")
 
 
 def assert_problem(test: Any, r: Response, status: int, code: str) -> dict:

@@ -25,14 +25,14 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, psql, run_fencegate  # noqa: E402
 from pg_helpers import (assert_problem, check_commit_order, check_ops_judged_where_they_stand,  # noqa: E402
-                        commit_log_sql, rejections, run_writers, stored_fence, tokens, unique, write)
+                        commit_log_sql, open_transaction, rejections, run_writers, stored_fence, tokens, unique,
+                        wait_for_lock_waiter, write)
 
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.fc_rows (id text PRIMARY KEY, note text, lock_fence bigint);
@@ -67,16 +67,9 @@ def row(key):
 def open_delete(key: str, fence: int) -> subprocess.Popen:
     """A psql session that deletes row key of fc_rows and keeps its fence, as a gateway's DELETE does, and
     holds its transaction open until "COMMIT;" is written to its stdin."""
-    cmd = [os.path.join(os.environ.get("FG_PGBIN", "/usr/lib/postgresql/15/bin"), "psql"), "-X", "-q", "-At",
-           "-v", "ON_ERROR_STOP=1", "-d", os.environ["FG_TEST_PG_DSN"], "-f", "-"]
-    held = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    held.stdin.write(f"BEGIN;\nWITH d AS (DELETE FROM public.fc_rows WHERE id = '{key}' RETURNING id)"
-                     f" INSERT INTO fencegate.resource_fences (resource, fence)"
-                     f" SELECT 'pg:fc_rows/' || id, {fence} FROM d;\nSELECT 'held';\n")
-    held.stdin.flush()
-    if held.stdout.readline().strip() != "held":
-        raise AssertionError(f"the delete was not held: {held.stderr.read()}")
-    return held
+    return open_transaction(f"WITH d AS (DELETE FROM public.fc_rows WHERE id = '{key}' RETURNING id)"
+                            f" INSERT INTO fencegate.resource_fences (resource, fence)"
+                            f" SELECT 'pg:fc_rows/' || id, {fence} FROM d;")
 
 
 def late_create(client, method: str, key: str, token: str):
@@ -87,16 +80,6 @@ def late_create(client, method: str, key: str, token: str):
     if method == "PUT":
         return write(client, "PUT", "fc_rows", key, {"row": {"note": "late"}}, token)
     return write(client, "POST", "fc_rows", None, {"row": {"id": key}}, token)
-
-
-def wait_for_lock_waiter(seconds: float = 10.0) -> None:
-    """Returns once a session waits for a lock held by another (the write meeting the held delete)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'") != ["0"]:
-            return
-        time.sleep(0.02)
-    raise AssertionError("no write waited for the held delete")
 
 
 class FenceColumnTest(GatewayTest):
