@@ -581,10 +581,13 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
     *failed = r.failed_at;
     *outcome = r.failed_at < n ? PG_GROUP_STMT_FAILED : PG_GROUP_NOT_COMMITTED;
     drop_rows(stmts, n);
+    char state[sizeof c->sqlstate];
+    memcpy(state, c->sqlstate, sizeof state);
     struct fg_error ignored = {0};
     if (c->plans_stale || (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
                            pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0))
         disconnect(c);
+    memcpy(c->sqlstate, state, sizeof state); /* the failure's, not the ROLLBACK's */
     return 0;
 }
 

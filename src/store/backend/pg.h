@@ -73,7 +73,8 @@ enum pg_group_outcome {
  * 0 with *outcome set when Postgres answered (PG_GROUP_COMMITTED: each
  * statement's rows and count in it); on PG_GROUP_STMT_FAILED, err
  * tells why statement *failed failed, and conn is out of the failed
- * transaction again. -1 with err when conn failed (lost, no answer in
+ * transaction again; the SQLSTATE of the failure (of the statement, or of the
+ * refused COMMIT) is kept for pg_last_sqlstate. -1 with err when conn failed (lost, no answer in
  * time): it is dropped, and whether the COMMIT took effect is unknown, as for
  * a lost pg_exec.
  */

@@ -439,8 +439,9 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
  * batches and single writes: a PUT or POST, which takes the row's lock first,
  * before the row's other writes. Should Postgres still roll a group back as a
  * deadlock's victim (a trigger of the table's that takes locks of its own),
- * its writes run again alone (write_alone), a batch once more
- * (fenced_pg_batch). */
+ * the victim runs again alone (write_alone) DEADLOCK_BACKOFF_MS later, as a
+ * single write does (worth_again), the rest of its group at once, a batch
+ * once more (fenced_pg_batch). */
 static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                         struct wrote *w, struct fg_error *err)
 {
@@ -459,7 +460,9 @@ static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *
     free(owned_sql);
     if (rc != 0)
         return -1;
-    if (result == WRITE_GROUP_ALONE)
+    if (result == WRITE_GROUP_DEADLOCKED)
+        clock_sleep_ms(DEADLOCK_BACKOFF_MS);
+    if (result != WRITE_GROUP_COMMITTED)
         return 1;
     *w = wrote_of(stmt.stmt.rows, stmt.stmt.count, false);
     return 0;

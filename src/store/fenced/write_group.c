@@ -13,7 +13,8 @@
  * write with is write_attempt.h's rule: a statement that fails is taken out
  * and handed back to run alone, where its error is reported as for any write,
  * and the rest of its group runs again without it; a refused commit hands
- * every write back.
+ * every write back. A write handed back as a deadlock's victim says so
+ * (WRITE_GROUP_DEADLOCKED), for its thread to let the other write go first.
  */
 #include "store/fenced/write_group.h"
 
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "store/backend/pg.h"
+#include "store/backend/sqlstate.h"
 #include "store/fenced/write_attempt.h"
 #include "store/fenced/write_order.h"
 #include "util/metrics.h"
@@ -109,7 +111,9 @@ static enum write_attempt attempt(struct pg_conn *c, struct member *const *group
 }
 
 /* Commits members[0..n) on c, attempt after attempt, as write_attempt.h's rule
- * says; settles every member. */
+ * says; settles every member. A write handed back from an attempt that
+ * Postgres rolled back as a deadlock's victim is settled
+ * WRITE_GROUP_DEADLOCKED. */
 static void commit_on(struct pg_conn *c, struct member *const *members, size_t n)
 {
     struct member *group[GROUP_MAX];
@@ -121,13 +125,17 @@ static void commit_on(struct pg_conn *c, struct member *const *members, size_t n
         struct fg_error err = {0};
         enum write_attempt ended = attempt(c, group, n, answers, &failed, &err);
         size_t next = write_attempt_fates(ended, failed, n, fates);
+        enum write_group_result alone =
+            ended != WRITE_ATTEMPT_LOST && sqlstate_deadlock(pg_last_sqlstate(c))
+                ? WRITE_GROUP_DEADLOCKED
+                : WRITE_GROUP_ALONE;
         for (size_t i = 0; i < n; i++) {
             switch (fates[i]) {
             case WRITE_FATE_AGAIN: group[again++] = group[i]; break;
             case WRITE_FATE_COMMITTED:
                 settle(group[i], 0, WRITE_GROUP_COMMITTED, &answers[i], NULL);
                 break;
-            case WRITE_FATE_ALONE: settle(group[i], 0, WRITE_GROUP_ALONE, NULL, NULL); break;
+            case WRITE_FATE_ALONE: settle(group[i], 0, alone, NULL, NULL); break;
             case WRITE_FATE_FAILED: settle(group[i], -1, WRITE_GROUP_ALONE, NULL, &err); break;
             }
         }

@@ -35,7 +35,10 @@ struct write_group_stmt {
 /* How a write fared in a group. */
 enum write_group_result {
     WRITE_GROUP_COMMITTED, /* stmt->stmt holds its statement's rows and count */
-    WRITE_GROUP_ALONE      /* not written: run it on a connection of its own */
+    WRITE_GROUP_ALONE,     /* not written: run it on a connection of its own */
+    WRITE_GROUP_DEADLOCKED /* not written, rolled back as a deadlock's victim (40P01): run it
+                              on a connection of its own once the write it deadlocked with,
+                              woken by the rollback, has gone ahead */
 };
 
 /*
