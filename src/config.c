@@ -32,19 +32,24 @@ struct setting {
     size_t offset;      /* offsetof(struct config, field) */
     long long dflt;     /* default of an integer setting (0 for the derived ones) */
     long long min, max; /* range of an integer setting */
+    long long step;     /* an integer setting is a multiple of this (0: of any) */
 };
 
 #define S_STR(path, env, field)                                                                    \
     {                                                                                              \
-        path, env, SETTING_STRING, offsetof(struct config, field), 0, 0, 0                         \
+        path, env, SETTING_STRING, offsetof(struct config, field), 0, 0, 0, 0                      \
     }
 #define S_INT(path, env, field, dflt, lo, hi)                                                      \
     {                                                                                              \
-        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi                       \
+        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi, 0                    \
+    }
+#define S_INT_STEP(path, env, field, dflt, lo, hi, step)                                           \
+    {                                                                                              \
+        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi, step                 \
     }
 
 static const struct setting settings[] = {
-    {"listen", "FENCEGATE_LISTEN", SETTING_LISTEN, 0, 0, 0, 0},
+    {"listen", "FENCEGATE_LISTEN", SETTING_LISTEN, 0, 0, 0, 0, 0},
     S_STR("redis_url", "FENCEGATE_REDIS_URL", redis_url),
     S_STR("pg_dsn", "FENCEGATE_PG_DSN", pg_dsn),
     S_STR("secret", "FENCEGATE_SECRET", secret),
@@ -80,6 +85,8 @@ static const struct setting settings[] = {
           DEFAULT_REDIS_PIPELINE_FROM, 0, 1024),
     S_INT("statement_timeout_ms", NULL, statement_timeout_ms, DEFAULT_STATEMENT_TIMEOUT_MS, 10,
           600000),
+    S_INT_STEP("pg_connect_timeout_ms", NULL, pg_connect_timeout_ms, DEFAULT_PG_CONNECT_TIMEOUT_MS,
+               PG_CONNECT_TIMEOUT_MIN_MS, PG_CONNECT_TIMEOUT_MAX_MS, PG_CONNECT_TIMEOUT_STEP_MS),
     S_INT("waiter_lease_ms", NULL, waiter_lease_ms, DEFAULT_WAITER_LEASE_MS, 500, 600000),
     S_INT("poll_ms", NULL, poll_ms, DEFAULT_POLL_MS, 50, 600000),
     S_INT("request_timeout_ms", NULL, request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS, 50, 600000),
@@ -140,6 +147,8 @@ static int set_int(struct config *cfg, const struct setting *s, long long v, con
     if (v < s->min || v > s->max)
         return fg_fail(err, FG_ERR_CONFIG, "%s: must be between %lld and %lld", source, s->min,
                        s->max);
+    if (s->step > 0 && v % s->step != 0)
+        return fg_fail(err, FG_ERR_CONFIG, "%s: must be a multiple of %lld", source, s->step);
     store_int(cfg, s, v);
     return 0;
 }

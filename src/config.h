@@ -61,19 +61,21 @@ struct config {
     long long max_body_bytes;                   /* request bodies above this answer 413 */
     long long max_waiters_per_lock;             /* waiters queued here on one name */
     long long max_waiters;                      /* waiters suspended in this process */
-    long long max_waiters_per_key;  /* acquires and watches one API key keeps parked (0 in the
-                                       configuration: a quarter of max_waiters) */
-    long long kept_place_ms;        /* how long a waiter with a request_id whose client hung up
-                                       keeps its place for a retry (0: it leaves at once) */
-    int http_threads;               /* HTTP worker threads */
-    int pg_pool_size;               /* Postgres connections */
-    long long redis_pipeline_from;  /* script calls in flight from which they share one
-                                       pipelined connection (store/backend/redis.c) */
-    long long statement_timeout_ms; /* Postgres statement_timeout */
-    long long waiter_lease_ms;      /* how long a dead process's waiters stay queued */
-    long long poll_ms;              /* backstop re-check of a suspended waiter */
-    long long request_timeout_ms;   /* deadline for one backend call */
-    char *log_level;                /* "debug", "info", "warn" or "error" */
+    long long max_waiters_per_key;   /* acquires and watches one API key keeps parked (0 in the
+                                        configuration: a quarter of max_waiters) */
+    long long kept_place_ms;         /* how long a waiter with a request_id whose client hung up
+                                        keeps its place for a retry (0: it leaves at once) */
+    int http_threads;                /* HTTP worker threads */
+    int pg_pool_size;                /* Postgres connections */
+    long long redis_pipeline_from;   /* script calls in flight from which they share one
+                                        pipelined connection (store/backend/redis.c) */
+    long long statement_timeout_ms;  /* Postgres statement_timeout */
+    long long pg_connect_timeout_ms; /* libpq's connect_timeout of a Postgres connection (whole
+                                        seconds) */
+    long long waiter_lease_ms;       /* how long a dead process's waiters stay queued */
+    long long poll_ms;               /* backstop re-check of a suspended waiter */
+    long long request_timeout_ms;    /* deadline for one backend call */
+    char *log_level;                 /* "debug", "info", "warn" or "error" */
     char *tls_cert_file;   /* PEM certificate (chain) of the HTTPS server, or NULL: plain HTTP */
     char *tls_key_file;    /* PEM private key of that certificate, or NULL */
     char *tls_priorities;  /* GnuTLS priorities that tighten HTTPS, or NULL (http/tls.h) */

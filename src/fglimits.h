@@ -59,6 +59,9 @@
 #define REDIS_URL_MAX_HOSTS         16      /* sentinels one redis-sentinel:// URL may list */
 #define CONNECTION_BUFFER_MIN_BYTES 2048    /* smallest limits.connection_buffer_bytes */
 #define CONNECTION_BUFFER_MAX_BYTES 1048576 /* largest */
+#define PG_CONNECT_TIMEOUT_MIN_MS   2000    /* least pg_connect_timeout_ms: libpq reads 1 s as 2 */
+#define PG_CONNECT_TIMEOUT_MAX_MS   600000  /* largest */
+#define PG_CONNECT_TIMEOUT_STEP_MS  1000    /* libpq's connect_timeout counts whole seconds */
 
 /* --- writes and pages ----------------------------------------------------------------------- */
 #define FENCED_BATCH_MAX_OPS    100      /* operations in one batch */
@@ -90,6 +93,7 @@
 #define DEFAULT_PG_POOL_SIZE            8       /* pg_pool_size */
 #define DEFAULT_REDIS_PIPELINE_FROM     0       /* redis_pipeline_from */
 #define DEFAULT_STATEMENT_TIMEOUT_MS    5000    /* statement_timeout_ms */
+#define DEFAULT_PG_CONNECT_TIMEOUT_MS   2000    /* pg_connect_timeout_ms */
 #define DEFAULT_REQUEST_TIMEOUT_MS      5000    /* request_timeout_ms */
 #define DEFAULT_WAITER_LEASE_MS         3000    /* waiter_lease_ms */
 #define DEFAULT_POLL_MS                 2000    /* poll_ms */

@@ -137,6 +137,28 @@ static void hostile_limits_and_hosts(void **state)
     refused_naming("{\"allowed_hosts\": [\"\"]}", "allowed_hosts");
 }
 
+/* The Postgres connect timeout: 2 s unless set; whole seconds (libpq's unit)
+ * from its least, 2 s (libpq reads 1 as 2), to ten minutes. */
+static void pg_connect_timeout(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_int_equal(cfg.pg_connect_timeout_ms, 2000);
+    assert_int_equal(apply("{\"pg_connect_timeout_ms\": 7000}", &cfg, &err), 0);
+    assert_int_equal(cfg.pg_connect_timeout_ms, 7000);
+    assert_int_equal(apply("{\"pg_connect_timeout_ms\": 600000}", &cfg, &err), 0);
+    assert_int_equal(cfg.pg_connect_timeout_ms, 600000);
+    config_free(&cfg);
+    refused_naming("{\"pg_connect_timeout_ms\": 1000}", "pg_connect_timeout_ms");
+    refused_naming("{\"pg_connect_timeout_ms\": 0}", "must be between 2000 and 600000");
+    refused_naming("{\"pg_connect_timeout_ms\": 601000}", "pg_connect_timeout_ms");
+    refused_naming("{\"pg_connect_timeout_ms\": 2500}", "pg_connect_timeout_ms");
+    refused_naming("{\"pg_connect_timeout_ms\": 2500}", "a multiple of 1000");
+    refused_naming("{\"pg_connect_timeout_ms\": \"3000\"}", "must be an integer");
+}
+
 static void json_keys(void **state)
 {
     (void)state;
@@ -455,6 +477,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults),
         cmocka_unit_test(hostile_limits_and_hosts),
+        cmocka_unit_test(pg_connect_timeout),
         cmocka_unit_test(json_keys),
         cmocka_unit_test(refusals_name_the_setting),
         cmocka_unit_test(environment_overrides),

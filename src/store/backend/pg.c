@@ -129,9 +129,12 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
     char timeout[64];
     snprintf(timeout, sizeof timeout, "-c statement_timeout=%lld -c DateStyle=ISO",
              pool.cfg->statement_timeout_ms);
-    char user_timeout[24];
+    char user_timeout[24], connect_timeout[24];
     snprintf(user_timeout, sizeof user_timeout, "%lld",
              pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);
+    /* libpq counts whole seconds; the configuration keeps the setting a multiple of 1000 */
+    snprintf(connect_timeout, sizeof connect_timeout, "%lld",
+             pool.cfg->pg_connect_timeout_ms / 1000);
     /* Keepalives and tcp_user_timeout bound how long a Postgres host that silently
      * drops packets can hold a request, where statement_timeout cannot help. */
     const char *keys[] = {"dbname",
@@ -144,8 +147,16 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
                           "keepalives_count",
                           "tcp_user_timeout",
                           NULL};
-    const char *values[] = {pool.cfg->pg_dsn, "2", "fencegate", timeout, "1", "5", "2", "3",
-                            user_timeout,     NULL};
+    const char *values[] = {pool.cfg->pg_dsn,
+                            connect_timeout,
+                            "fencegate",
+                            timeout,
+                            "1",
+                            "5",
+                            "2",
+                            "3",
+                            user_timeout,
+                            NULL};
     c->pq = PQconnectdbParams(keys, values, 1);
     if (c->pq == NULL || PQstatus(c->pq) != CONNECTION_OK) {
         metrics_backend_error(METRIC_BACKEND_PG);
