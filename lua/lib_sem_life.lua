@@ -32,9 +32,8 @@ end
 -- data, its expiry in holders, the limit alone in the limit key, whose times to
 -- live the call's tidy or keep_alive sets (k.fresh). Its expiry is the limit
 -- key's, which its renewals move (sem_renew.lua), not the one its record was
--- granted. It holds no request_id (the first try takes none). Returns the
--- limit key's value as it is now: the limit, or raw when that held no first
--- holder.
+-- granted; its request_id goes with its record. Returns the limit key's value
+-- as it is now: the limit, or raw when that held no first holder.
 local function unfold(k, raw, now)
   local limit, h = first_holder_read(raw)
   if not limit then return raw end

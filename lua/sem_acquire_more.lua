@@ -1,27 +1,31 @@
 -- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua
 -- SPDX-License-Identifier: Apache-2.0
--- sem_acquire_more.lua: an acquire without a request_id on semaphore N in use,
--- which the gateway runs before sem_acquire.lua while its first try
+-- sem_acquire_more.lua: an acquire on semaphore N in use, which the gateway
+-- runs before sem_acquire.lua while its first try
 -- (sem_acquire_fast.lua) lately found N in use (src/lease/contention.h):
 -- takes a slot beside the holders there are, naming only the keys that
 -- touches (Redis hands each key and argument of a call to Lua at a price).
 -- It takes one only when the limit in force is the one asked, a holder is
 -- there and a slot is free, no holder's lease has run out (sem_acquire.lua
--- purges those first, and may hand their slots to waiters) and nobody waits.
+-- purges those first, and may hand their slots to waiters), nobody waits, and
+-- its request_id, if any, names no lease (a retry, which the full script
+-- answers with that lease).
 -- A first holder kept in the limit key (lib_sem.lua) it moves into the
 -- holders' keys first, as every script that needs more of the semaphore does
 -- (lib_sem_life.lua unfold). Anything else it leaves to sem_acquire.lua, which
 -- the gateway then runs: it answers "contended" without a write.
 -- What it does is what sem_acquire.lua does for the same call: issues a fence
 -- only while the sequence may (lib_lease.lua), writes the holder's record and
--- expiry, and keeps the semaphore's keys alive (lib_sem_life.lua keep_alive).
+-- expiry, keeps the semaphore's keys alive (lib_sem_life.lua keep_alive) and
+-- the request_id for as long as the lease (lib_lease.lua rid_hold).
 -- The name is in the listing index already: a holder is there.
--- KEYS: holders data queue waiters limit tickets fence fence_limit
+-- KEYS: holders data queue waiters limit tickets fence fence_limit rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua
--- ARGV: lease ttl_ms max_hold_ms limit tail
+-- ARGV: lease ttl_ms max_hold_ms limit tail request_id
 --   lease: a fresh lease id; tail: the holder record's JSON from its claimed field on
---   (lib_sem_holder.lua record_join), of a claimed grant without a request_id:
---   ',"claimed":1,"rid":"","inst":"<instance>","attach":"<attach>","owner":<owner>}'
+--   (lib_sem_holder.lua record_join), of a claimed grant:
+--   ',"claimed":1,"rid":<request_id>,"inst":"<instance>","attach":"<attach>","owner":<owner>}';
+--   request_id: "" for none
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), or contended {}.
 local v = redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
@@ -40,6 +44,8 @@ if first then
 elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) > 0 then
   return lease_reply('contended')
 end
+local rid = A_request_id
+if rid ~= '' and rid_live(KEYS[10], rid, now) then return lease_reply('contended') end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
            first = false, held = false}
 if first then unfold(k, in_force, now) end
@@ -48,5 +54,6 @@ redis.call('HSET', k.d, A_lease, record_join(fence, A_ttl_ms, A_max_hold_ms, at,
 local expires_at = now + A_ttl_ms
 set_expiry(k, A_lease, expires_at, decimal(expires_at))
 keep_alive(k, now, SEM_KEEP_MS)
+if rid ~= '' then rid_hold({rids = KEYS[9], rid_until = KEYS[10]}, rid, A_lease, expires_at, now, true) end
 -- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
 return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)

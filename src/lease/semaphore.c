@@ -45,17 +45,19 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
 }
 
 /* The holder record's JSON from its claimed field on (lua/lib_sem_holder.lua)
- * of a claimed grant to attach without a request_id: its two ids and the
- * owner, whose every byte escapes to at most six. */
-#define HOLDER_JSON_TAIL_MAX (2 * LEASE_ID_LEN + 64 + 6 * OWNER_NAME_MAX_LEN)
-static void holder_json_tail(const char *attach, const char *owner, char out[HOLDER_JSON_TAIL_MAX])
+ * of a claimed grant to attach: the request_id, the two ids and the owner,
+ * every byte of the first and the last escaping to at most six. */
+#define HOLDER_JSON_TAIL_MAX                                                                       \
+    (2 * LEASE_ID_LEN + 64 + 6 * LEASE_REQUEST_ID_MAX + 6 * OWNER_NAME_MAX_LEN)
+static void holder_json_tail(const char *attach, const char *request_id, const char *owner,
+                             char out[HOLDER_JSON_TAIL_MAX])
 {
     struct fgjson_out json;
     fgjson_out_init(&json, out, HOLDER_JSON_TAIL_MAX);
+    fgjson_out_raw(&json, ",\"claimed\":1,", sizeof ",\"claimed\":1," - 1);
+    fgjson_out_str(&json, "rid", request_id);
     char ids[2 * LEASE_ID_LEN + 64];
-    int n =
-        snprintf(ids, sizeof ids, ",\"claimed\":1,\"rid\":\"\",\"inst\":\"%s\",\"attach\":\"%s\",",
-                 gw.instance_id, attach);
+    int n = snprintf(ids, sizeof ids, ",\"inst\":\"%s\",\"attach\":\"%s\"", gw.instance_id, attach);
     FG_ASSERT(n > 0 && (size_t)n < sizeof ids);
     fgjson_out_raw(&json, ids, (size_t)n);
     fgjson_out_str(&json, "owner", owner);
@@ -63,9 +65,9 @@ static void holder_json_tail(const char *attach, const char *owner, char out[HOL
     FG_ASSERT(json.heap == NULL);
 }
 
-/* The lean try of an acquire without a request_id on a semaphore in use
- * (lua/sem_acquire_more.lua): takes a free slot nobody waits for beside the
- * holders there are, else sets *contended. */
+/* The lean try of an acquire on a semaphore in use (lua/sem_acquire_more.lua):
+ * takes a free slot nobody waits for beside the holders there are, else sets
+ * *contended. */
 static int acquire_more_try(const char *name, const struct acquire_params *p, const char *lease_id,
                             const char *attach, const char *ttl, const char *hold,
                             const char *limit, struct lease_result *res, bool *contended,
@@ -82,13 +84,18 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
         [SEM_ACQUIRE_MORE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
         [SEM_ACQUIRE_MORE_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
         [SEM_ACQUIRE_MORE_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
+        [SEM_ACQUIRE_MORE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
+        [SEM_ACQUIRE_MORE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
     };
     char tail[HOLDER_JSON_TAIL_MAX];
-    holder_json_tail(attach, p->owner, tail);
+    holder_json_tail(attach, p->request_id, p->owner, tail);
     const char *argv[SEM_ACQUIRE_MORE_NARGV] = {
-        [SEM_ACQUIRE_MORE_ARGV_LEASE] = lease_id,   [SEM_ACQUIRE_MORE_ARGV_TTL_MS] = ttl,
-        [SEM_ACQUIRE_MORE_ARGV_MAX_HOLD_MS] = hold, [SEM_ACQUIRE_MORE_ARGV_LIMIT] = limit,
+        [SEM_ACQUIRE_MORE_ARGV_LEASE] = lease_id,
+        [SEM_ACQUIRE_MORE_ARGV_TTL_MS] = ttl,
+        [SEM_ACQUIRE_MORE_ARGV_MAX_HOLD_MS] = hold,
+        [SEM_ACQUIRE_MORE_ARGV_LIMIT] = limit,
         [SEM_ACQUIRE_MORE_ARGV_TAIL] = tail,
+        [SEM_ACQUIRE_MORE_ARGV_REQUEST_ID] = p->request_id,
     };
     if (lease_first_try(SCRIPT_SEM_ACQUIRE_MORE, LEASE_KIND_SEMAPHORE, name, keys, argv,
                         CONTENTION_QUEUE, res, contended, err) != 0)
@@ -143,20 +150,18 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
     snprintf(limit, sizeof limit, "%lld", p->limit);
     /* The lean tries come first, as the hint says: the first try on a name
-     * not seen contended, without a request_id the try beside other holders
-     * on one it or an earlier call found in use, the queue's on one found
-     * with a queue when the caller waits; then the full script. A
-     * waiter looking again goes to the full script alone: the try beside
-     * other holders knows nothing of a grant made to it, and would take its
-     * slot once more under a new fence. */
+     * not seen contended, the try beside other holders on one it or an
+     * earlier call found in use, the queue's on one found with a queue when
+     * the caller waits; then the full script. A waiter looking again goes to
+     * the full script alone: the try beside other holders knows nothing of a
+     * grant made to it, and would take its slot once more under a new fence. */
     bool again = wait == LEASE_ACQUIRE_AGAIN;
-    bool lean = p->request_id[0] == '\0' && !again;
     enum contention hint = again ? CONTENTION_QUEUE : contention_hint(LEASE_KIND_SEMAPHORE, name);
     bool contended = true;
     if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
-    if (lean && contended && hint != CONTENTION_QUEUE &&
+    if (contended && hint != CONTENTION_QUEUE &&
         acquire_more_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&

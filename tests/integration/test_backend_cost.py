@@ -35,7 +35,7 @@ machine.
   commands): it counts the holders, and those whose lease ran out. (Caught: an acquire that looked at the
   earliest expiry to learn whether any had run out.)
 - An acquire beside other holders is one call of sem_acquire_more.lua, which names the MORE_KEYS keys and
-  MORE_ARGS arguments it touches where the full script names 16 and 14 (Redis hands each to Lua at a
+  MORE_ARGS arguments it touches where the full script names 15 and 14 (Redis hands each to Lua at a
   price); the second holder's too, which it moves out of the limit key first. A release that leaves other
   holders is one call of sem_release_more.lua, RELEASE_MORE_KEYS and RELEASE_MORE_ARGS where the full
   script names 16 and 5. (Caught: a gateway that ran the full script once a first try had found the
@@ -135,7 +135,7 @@ STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
 PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 RID_RENEWAL_COMMANDS = 6  # and the request_id's: ZADD GT, and a PEXPIREAT GT for each of its two keys
-MORE_KEYS, MORE_ARGS = 8, 5  # lua/sem_acquire_more.lua's KEYS and ARGV
+MORE_KEYS, MORE_ARGS = 10, 6  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 9, 8  # lua/sem_acquire_queue.lua's
 HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The lean tries of an acquire with a request_id, as the Python, Go and TypeScript clients send one on every
 acquire: the first try (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua) takes a free lock or an idle
-semaphore's first slot as the full script would and keeps the request_id for as long as the lease and
+semaphore's first slot, and the try beside other holders (lua/sem_acquire_more.lua) a free slot of a
+semaphore in use, as the full script would, and keep the request_id for as long as the lease and
 REQUEST_ID_GRACE_MS more; the lean queue join (lua/lock_acquire_queue.lua, lua/sem_acquire_queue.lua) queues
 as the full script would and keeps the request_id until its wait and lease could have ended. Both leave a
 request_id that still names a lease to the full script, which answers the retry with that lease or takes
@@ -10,7 +11,8 @@ the waiter's place over.
 Caught (each tried): no request_id kept at the grant (a retry while held answered 409 lock_busy, or a second
 slot); no look at the request_id before the grant (a retry after the release answered 200 with a new lease,
 where it must answer 410 lease_lost); the request_id kept until the lease's expiry alone (its time in the
-rid_until set short of the grace); no request_id kept at a lean queue join (a retry queued a second waiter
+rid_until set short of the grace); the same two beside another holder of a semaphore
+(lua/sem_acquire_more.lua); no request_id kept at a lean queue join (a retry queued a second waiter
 behind the first, which waited on); no look at it there (the same).
 
 Owns: the lean tries' request_id. Must not: test the full script's retries (test_lock_api.py,
@@ -137,6 +139,28 @@ class LeanRequestIdTest(GatewayTest):
                 again = self.acquire(kind, name, request_id=rid)
                 self.assertEqual((again.status, again.body.get("fence")), (200, got.body["fence"]), again)
                 self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
+
+    def test_a_request_id_granted_beside_another_holder_answers_its_retries(self):
+        """A semaphore in use takes a second holder by the lean try beside the holders there are
+        (lua/sem_acquire_more.lua): it keeps the request_id as the first try does, and leaves its retries,
+        while held and once over, to the full script."""
+        name, rid = self.fresh_name("semaphores"), uuid.uuid4().hex
+        body = {"ttl_ms": TTL_MS, "limit": 3}  # a slot still free for the retry: the lean try must look
+        first = self.c.post(f"/v1/semaphores/{name}/acquire", body)
+        self.assertEqual(first.status, 200, first)
+        got = self.c.post(f"/v1/semaphores/{name}/acquire", {**body, "request_id": rid})
+        self.assertEqual(got.status, 200, got)
+        with Redis() as r:
+            self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 2, "not two holders in the holders' keys")
+            self.assertEqual(r.cmd("HGET", f"fg:sm:{{{name}}}:r", rid), lease_of(got.body["token"]))
+            kept = got.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
+            self.assertEqual(int(r.cmd("ZSCORE", f"fg:sm:{{{name}}}:e", rid)), kept)
+        again = self.c.post(f"/v1/semaphores/{name}/acquire", {**body, "request_id": rid})
+        self.assertEqual((again.status, again.body.get("fence")), (200, got.body["fence"]), again)
+        self.assertEqual(self.release("semaphores", name, got.body["token"]).status, 200)
+        late = self.c.post(f"/v1/semaphores/{name}/acquire", {**body, "request_id": rid})
+        assert_problem(self, late, 410, "lease_lost")
+        self.assertEqual(self.release("semaphores", name, first.body["token"]).status, 200)
 
     def test_a_request_id_queued_by_the_lean_join_is_taken_over_by_its_retry(self):
         """The first waiter joins through the full script (the gateway had not seen the name queued for); the
