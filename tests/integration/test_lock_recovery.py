@@ -398,7 +398,9 @@ class CrashRecoveryTest(unittest.TestCase):
         so its join must lengthen the queue's life. (Before the fix the queue's keys had no time to live: status
         answered waiting 2 until somebody next acquired the lock.)"""
         name = unique_name("dead-queue")
-        held = acquire(self.client, name, ttl_ms=1000)
+        # The holder outlives both joins even on a loaded machine (a 1 s lease ran out before the second, which
+        # was then granted, not queued), and its key is gone well within the look for every key below.
+        held = acquire(self.client, name, ttl_ms=3000)
         self.assertEqual(held.status, 200, held)
         keys = [f"fg:lk:{{{name}}}:{suffix}" for suffix in "hqwtrenv"]
         queue_keys = keys[1:4]
