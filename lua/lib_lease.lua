@@ -279,9 +279,12 @@ local function rid_hold(lk, rid, lease, expires_at, now, lapsed)
   rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now, lapsed)
 end
 
--- Keeps rid of a lease that holds and is renewed until expires_at: the grant
--- mapped rid to it (rid_hold), and a holding lease's rid is never pruned, so
--- only its time moves, never back (ZADD GT), without rid_keep's prune and look.
+-- Keeps rid of a lease granted to a waiter, claimed or renewed until
+-- expires_at: the waiter's join mapped rid to it until its wait and lease
+-- could have ended (rid_keep), a grant or renewal since until the lease's end
+-- and REQUEST_ID_GRACE_MS more, so rid is never pruned while it can hold or
+-- wait and only its time moves, never back (ZADD GT), without rid_keep's prune
+-- and look.
 local function rid_extend(lk, rid, expires_at)
   if rid == '' or rid == nil then return end
   local till_text = decimal(tonumber(expires_at) + REQUEST_ID_GRACE_MS)

@@ -22,7 +22,7 @@
 -- waiter of this gateway is granted its whole lease and named in the reply
 -- (lib_sem.lua grant_free), another gateway's the claim window, and its
 -- doorbell rings; keeps the waiter's request_id for as long as its lease
--- (lib_lease.lua rid_hold); and keeps the keys alive (lib_sem_life.lua
+-- (lib_lease.lua rid_extend); and keeps the keys alive (lib_sem_life.lua
 -- keep_alive).
 -- KEYS: holders data queue waiters limit tickets fence fence_limit gateways rids rid_until ended watched
 --   those keys of lib_sem.lua and lib_lease.lua; on a Redis Cluster the fence sequence's keys name the
@@ -81,7 +81,7 @@ set_expiry(k, head, expires_at, expires_text)
 redis.call('HSET', k.d, head, record_join(next_fence, ttl, max_hold, at, ',"claimed":0,"rid":"' .. rid ..
                                           '","inst":"' .. inst .. '","attach":"' .. attach .. '","owner":' .. owner ..
                                           '}'))
-if rid ~= '' then rid_hold({rids = KEYS[10], rid_until = KEYS[11]}, rid, head, now + ttl_ms, now) end
+rid_extend({rids = KEYS[10], rid_until = KEYS[11]}, rid, now + ttl_ms)
 local handoff
 if here then
   handoff = {{lease = head, fence = next_fence, ttl = ttl, expires_at = expires_text}}
