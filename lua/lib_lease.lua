@@ -240,16 +240,17 @@ end
 -- lease's expiry, refreshed at grant, claim and renew. Never shortened; ids
 -- whose time is up are pruned a few at a time.
 
--- True if request_id rid may still name a lease: its time in the set
--- rid_until has not passed.
+-- True if request_id rid ('' for none) may still name a lease: its time in
+-- the set rid_until has not passed.
 local function rid_live(rid_until, rid, now)
+  if rid == '' then return false end
   local till = redis.call('ZSCORE', rid_until, rid)
   return till ~= false and tonumber(till) > now
 end
 
 -- The lease id of request_id rid, or nil.
 local function rid_lease(lk, rid, now)
-  if rid == '' or not rid_live(lk.rid_until, rid, now) then return nil end
+  if not rid_live(lk.rid_until, rid, now) then return nil end
   local lease = redis.call('HGET', lk.rids, rid)
   if lease == false then return nil end
   return lease

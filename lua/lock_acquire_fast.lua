@@ -28,7 +28,7 @@ if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
 end
 local at = now_text()
 local rid = A_request_id
-if rid ~= '' and rid_live(KEYS[8], rid, at + 0) then return lease_reply('contended') end
+if rid_live(KEYS[8], rid, at + 0) then return lease_reply('contended') end
 if prior then end_bury({ended = KEYS[6]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[5], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[3]))

@@ -34,7 +34,7 @@ local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
 local rid = A_request_id
-if rid ~= '' and rid_live(KEYS[7], rid, now) then return lease_reply('contended') end
+if rid_live(KEYS[7], rid, now) then return lease_reply('contended') end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)
 gateway_mark({gateways = KEYS[5]}, A_instance, A_mark_ms, now)
 redis.call('HSET', KEYS[3], A_lease, A_record .. at .. '}')

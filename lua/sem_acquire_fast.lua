@@ -31,7 +31,7 @@ if not fences_left(v) or (prior and not is_end(prior))
 end
 local at = now_text()
 local rid = A_request_id
-if rid ~= '' and rid_live(KEYS[9], rid, at + 0) then return lease_reply('contended') end
+if rid_live(KEYS[9], rid, at + 0) then return lease_reply('contended') end
 if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[6], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[4]))

@@ -45,7 +45,7 @@ elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) >
   return lease_reply('contended')
 end
 local rid = A_request_id
-if rid ~= '' and rid_live(KEYS[10], rid, now) then return lease_reply('contended') end
+if rid_live(KEYS[10], rid, now) then return lease_reply('contended') end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
            first = false, held = false}
 if first then unfold(k, in_force, now) end

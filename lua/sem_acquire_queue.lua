@@ -36,7 +36,7 @@ local first = tonumber(redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')[2])
 local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local rid = A_request_id
-if rid ~= '' and rid_live(KEYS[9], rid, now) then return lease_reply('contended') end
+if rid_live(KEYS[9], rid, now) then return lease_reply('contended') end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], gateways = KEYS[7],
            fresh = waiting == 0, latest = 0}
