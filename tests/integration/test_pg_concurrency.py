@@ -10,6 +10,7 @@ the log's order is the commit order. Then:
   - every write answered 200 is in the log exactly once, and nothing else is (no lost or phantom write);
   - the stored row is the last accepted write and the stored fence the highest accepted one;
   - every write answered 409 left exactly one audit row, and no accepted write left one.
+A write that waits for another session's DELETE of its row answers 404 and stores no fence.
 
 Owns: the concurrency contract of fenced Postgres writes. Must not: test single-request semantics.
 """
@@ -23,8 +24,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, psql  # noqa: E402
-from pg_helpers import (check_commit_order, commit_log_sql, config, run_writers, stored_fence,  # noqa: E402
-                        tokens, unique, write)
+from pg_helpers import (assert_problem, check_commit_order, commit_log_sql, config, open_transaction,  # noqa: E402
+                        rejections, run_writers, stored_fence, tokens, unique, wait_for_lock_waiter, write)
 
 SETUP_SQL = ("CREATE TABLE IF NOT EXISTS public.pg_conc_rows (id text PRIMARY KEY, fence bigint, note text);"
              + commit_log_sql("pg_conc_rows", "pg_conc_log", "fence"))
@@ -117,6 +118,40 @@ class ConcurrentWritersTest(GatewayTest):
         """Caught when tried: the fence upsert without its WHERE (the older write, waiting on the newer fence
         row's insert, lowered the fence to its own and answered 200)."""
         self.behind_a_newer_fence_in_flight(first_write=True)
+
+    def test_a_write_whose_row_a_delete_took_stores_no_fence(self):
+        """A PATCH or DELETE with a new holder's token meets its row while another session's DELETE of it is
+        being committed: it waits for that delete, finds no row and answers 404, and stores no fence: the
+        resource keeps the fence it had (or none), so that a holder whose fence lies between the two is not
+        refused afterwards. The delete is held open in a psql session. Caught: the write's claim of its fence,
+        which looked for the row in the statement's snapshot, committed although the write then found the row
+        gone (the 404 left the new fence stored, and the holder in between was refused)."""
+        for method in ("PATCH", "DELETE"):
+            for fenced in (True, False):
+                with self.subTest(method=method, fence_stored_before=fenced):
+                    key = unique("conc-gone")
+                    resource = f"pg:pg_conc_rows/{key}"
+                    (old, old_fence), (between, between_fence), (new, _) = tokens(self.c, unique("conc-lock"), 3)
+                    psql("INSERT INTO public.pg_conc_rows (id, note) VALUES (:'k', 'start')", {"k": key})
+                    if fenced:
+                        r = write(self.c, "PATCH", "pg_conc_rows", key, {"set": {"note": "old"}}, old)
+                        self.assertEqual(r.status, 200, r)
+                    held = open_transaction(f"DELETE FROM public.pg_conc_rows WHERE id = '{key}';")
+                    try:
+                        answer = []
+                        body = {"set": {"note": "new"}} if method == "PATCH" else None
+                        writer = threading.Thread(target=lambda: answer.append(
+                            write(self.gw.client(), method, "pg_conc_rows", key, body, new)))
+                        writer.start()
+                        wait_for_lock_waiter()
+                    finally:
+                        held.communicate("COMMIT;\n", timeout=30)
+                    writer.join(30)
+                    assert_problem(self, answer[0], 404, "not_found")
+                    self.assertEqual(stored_fence(resource), old_fence if fenced else None)
+                    self.assertEqual(rejections(resource), [])
+                    r = write(self.c, "PUT", "pg_conc_rows", key, {"row": {"note": "between"}}, between)
+                    self.assertEqual((r.status, stored_fence(resource)), (200, between_fence), r)
 
 if __name__ == "__main__":
     unittest.main()

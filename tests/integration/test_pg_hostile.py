@@ -325,7 +325,8 @@ GRANT ALL ON {SECURED_TABLES} TO {cls.ROLE};
     def test_rows_hidden_from_a_write_are_missing_to_it(self):
         """A PATCH of a row that row security hides from an UPDATE, and a DELETE of one hidden from a DELETE,
         write nothing and answer 404, alone and in a batch (on a fence_column table a DELETE answers 409
-        conflict in a batch, where nothing is retried), although a trigger of the table skips writes too and the fence is
+        conflict in a batch, where nothing is retried), and store no fence (caught: a default-mode PATCH
+        claimed its fence where its row showed to reads, and kept it), although a trigger of the table skips writes too and the fence is
         current: that the write wrote nothing is not taken for the table's own decision (caught when tried:
         reading "nothing wrote and nothing refuses it" as a trigger's skip answered 200). Where row security
         hides nothing, an update the trigger skips answers the row as it stands in the default mode, and
@@ -340,6 +341,7 @@ GRANT ALL ON {SECURED_TABLES} TO {cls.ROLE};
                                           ("DELETE", "3", None)):
                     r = write(self.c, method, table, key, body, token)
                     self.assertIn("no row with key", assert_problem(self, r, 404, "not_found")["detail"])
+                    self.assertIsNone(stored_fence(f"pg:{table}/{key}"), "a 404 stores no fence")
                     op = {"op": method.lower(), "table": table, "key": key, **(body or {})}
                     r = self.c.post("/v1/pg/batch", {"ops": [op]}, headers=headers(token))
                     if column and method == "DELETE":  # the refusal statement sees the row

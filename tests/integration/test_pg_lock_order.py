@@ -246,18 +246,12 @@ class LockOrderTest(unittest.TestCase):
                 later = [b for b in done if b.fence > a.fence and b.answered < a.sent]
                 self.assertEqual(later, [], f"{a} applied after a higher fence was answered on row {key}")
         # Every stale answer is justified by a higher fence the test saw applied to one of its rows, sent before
-        # the refusal came. In the default mode a single PATCH or DELETE answered 404 counts too: one whose row
-        # a concurrent DELETE took away after its statement began claims its fence and then finds no row
-        # (its claim checks the row in the statement's snapshot), so it leaves that fence behind.
-        raised = defaultdict(list, {key: list(done) for key, done in applied.items()})
-        for w in writes:
-            if table == "lo_side" and not w.batch and w.status == 404:
-                raised[w.ops[0][1]].append(w)
+        # the refusal came: a write answered 404 stored no fence, in either mode.
         for w in writes:
             if w.status == 409 and w.problem == "stale_fence":
                 self.assertGreater(w.body["current_fence"], w.fence, w)
                 rows = {key for _, key in w.ops}
-                why = [b for key in rows for b in raised[key] if b.fence > w.fence and b.sent < w.answered]
+                why = [b for key in rows for b in applied[key] if b.fence > w.fence and b.sent < w.answered]
                 self.assertTrue(why, f"{w} refused stale with no higher fence applied to its rows")
         # From Postgres's: the rows' versions in commit order carry fences that never decrease, and they are
         # exactly the versions the applied writes made.

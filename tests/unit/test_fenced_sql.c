@@ -51,8 +51,10 @@ static void statements_quote_and_parameterize(void **state)
     sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT);
     assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND NOT"));
-    assert_true(strstr(sql, " RETURNING $3::text || (t.\"id\")::text AS resource") ==
-                sql + strlen(sql) - strlen(" RETURNING $3::text || (t.\"id\")::text AS resource"));
+    const char *deleted = " RETURNING true AS wrote, $3::text || (t.\"id\")::text AS resource) "
+                          "SELECT w.* FROM w WHERE fencegate.fence_claim_used(EXISTS (SELECT 1 "
+                          "FROM w) OR NOT EXISTS (SELECT 1 FROM f))";
+    assert_true(strstr(sql, deleted) == sql + strlen(sql) - strlen(deleted));
     assert_null(strstr(sql, " AS c0")); /* a delete answers no row */
     free(sql);
     const struct table_schema *both[] = {&schemas[0], &schemas[1]};
@@ -88,13 +90,21 @@ static void default_mode_writes(void **state)
         "AND NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint) "
         "AND EXISTS (SELECT 1 FROM \"invoices\" AS e WHERE e.\"id\" = $2::text) ON CONFLICT "
         "(resource) DO UPDATE SET fence = excluded.fence, updated_at = clock_timestamp() WHERE "
-        "rf.fence <= excluded.fence RETURNING rf.resource) "));
+        "rf.fence <= excluded.fence RETURNING rf.resource), "));
     assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
                                 "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text AND NOT "
                                 "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
                                 "$1::bigint) AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS "
                                 "(SELECT 1 FROM f))"));
     assert_null(strstr(sql, "rejections"));
+    /* its claim stays only where it wrote: a row deleted since the snapshot undoes it */
+    assert_non_null(strstr(sql, "RETURNING rf.resource), w AS (UPDATE \"invoices\" AS t SET"));
+    const char *used = ") SELECT w.* FROM w WHERE fencegate.fence_claim_used(EXISTS (SELECT 1 FROM "
+                       "w) OR NOT EXISTS (SELECT 1 FROM f))";
+    assert_true(strstr(sql, used) == sql + strlen(sql) - strlen(used));
+    assert_non_null(strstr(sql,
+                           " RETURNING true AS wrote, $3::text || (t.\"id\")::text AS resource, "
+                           "t.\"id\" AS c0, t.\"customer\" AS c1"));
     free(sql);
     bool some[] = {false, true, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, FENCED_FORM_CLAIM, true, &n);
@@ -103,6 +113,7 @@ static void default_mode_writes(void **state)
     assert_non_null(strstr(sql, "SELECT $2::text, $4::bigint WHERE true AND NOT EXISTS"));
     assert_non_null(strstr(sql, "OR EXISTS (SELECT 1 FROM f)) ON CONFLICT (\"id\") DO UPDATE"
                                 " SET \"customer\" = excluded.\"customer\""));
+    assert_null(strstr(sql, "fence_claim_used")); /* an insert or upsert always writes */
     free(sql);
     sql = fenced_sql_write(&schemas[0], FENCED_POST, some, FENCED_FORM_CLAIM, true, &n);
     assert_null(strstr(sql, "ON CONFLICT (\"id\")")); /* an existing key fails the insert */
@@ -398,6 +409,10 @@ static void judged_statements(void **state)
                                 "EXISTS (SELECT 1 FROM a) FOR UPDATE)"));
     assert_non_null(strstr(sql, "RETURNING true AS wrote, $3::text || (t.\"id\")::text AS "
                                 "resource), g AS"));
+    /* a claim stays where a wrote, or where a trigger skipped it (g), else it is undone */
+    const char *used = "LEFT JOIN a ON true WHERE fencegate.fence_claim_used(EXISTS (SELECT 1 FROM "
+                       "a) OR EXISTS (SELECT 1 FROM g) OR NOT EXISTS (SELECT 1 FROM f))";
+    assert_true(strstr(sql, used) == sql + strlen(sql) - strlen(used));
     free(sql);
     /* an insert's verdict is the fence's guard; a POST's also that no row is there */
     sql = fenced_sql_judged(&schemas[0], FENCED_POST, cols, FENCED_FORM_CLAIM, false, &n);
@@ -406,6 +421,7 @@ static void judged_statements(void **state)
                                 "((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM "
                                 "f)) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE "
                                 "t.\"id\" = $2::text) AND NOT EXISTS (SELECT 1 FROM a))"));
+    assert_null(strstr(sql, "fence_claim_used"));
     free(sql);
 }
 

@@ -68,6 +68,9 @@ static void classes(void **state)
     assert_true(sqlstate_fence_kept_above("FGK01"));
     assert_false(sqlstate_fence_kept_above("FG"));
     assert_false(sqlstate_fence_kept_above("40P01"));
+    assert_true(sqlstate_claim_unused("FGC01"));
+    assert_false(sqlstate_claim_unused("FGK01"));
+    assert_false(sqlstate_claim_unused(""));
 }
 
 int main(void)

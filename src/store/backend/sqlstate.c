@@ -73,6 +73,11 @@ bool sqlstate_fence_kept_above(const char *state)
     return matches(state, "FGK01");
 }
 
+bool sqlstate_claim_unused(const char *state)
+{
+    return matches(state, "FGC01");
+}
+
 bool sqlstate_plans_stale(const char *state, const char *source_function)
 {
     return matches(state, "0A000") && source_function != NULL &&

@@ -35,6 +35,11 @@ bool sqlstate_deadlock(const char *state);
  * (fencegate.fence_kept_check, sql/080_fence_kept_check.sql). */
 bool sqlstate_fence_kept_above(const char *state);
 
+/* FGC01: a default-mode PATCH or DELETE that claimed its fence wrote nothing
+ * (its row deleted since its snapshot), and failed to undo the claim
+ * (fencegate.fence_claim_used, sql/100_fence_claim_used.sql). */
+bool sqlstate_claim_unused(const char *state);
+
 /* 57P01..57P03: the server ended the session before running the statement
  * (shutdown, crash recovery), so running it again is safe. */
 bool sqlstate_session_ended(const char *state);

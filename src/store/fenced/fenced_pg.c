@@ -547,15 +547,20 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
 
 /* Runs op's statement in form (judged: its judged form, default mode) on c,
  * a connection of its own, and stores what it did in *w; a data error names
- * the value at fault. */
+ * the value at fault. A statement that failed as one that wrote nothing (a
+ * create that met a fence kept since, FGK01; a claiming PATCH or DELETE whose
+ * row went away, its claim undone, FGC01) stores that it wrote nothing. */
 static int write_alone(struct pg_conn *c, const struct fenced_op *op,
                        const struct fenced_writer *who, enum fenced_form form, bool want_row,
                        bool judged, struct wrote *w, struct fg_error *err)
 {
     if (exec_write(c, op, who, form, want_row, judged, false, w, err) == 0)
         return 0;
-    if (sqlstate_fence_kept_above(pg_last_sqlstate(c))) {
-        *w = (struct wrote){0}; /* a fence above its own kept since: the refusal path says so */
+    const char *state = pg_last_sqlstate(c);
+    if (sqlstate_fence_kept_above(state) || sqlstate_claim_unused(state)) {
+        /* a fence above its own kept since, or its row deleted since and its claim undone:
+         * it wrote nothing, and the refusal path says why */
+        *w = (struct wrote){0};
         return 0;
     }
     if (data_error(c))

@@ -23,7 +23,12 @@
  * meanwhile). f claims nothing for a revoked fence, nor for a PATCH or DELETE
  * whose row is missing (a 404 leaves no fence behind). The write runs only
  * when c holds the presented fence or f claimed it, and the fence is not
- * revoked. Inside a batch, whose opening claimed every fence, the held form
+ * revoked. f sees the row as the statement's snapshot has it, and a DELETE
+ * committed since (one the write waited for) leaves the write nothing to
+ * write: a claiming PATCH or DELETE writes in a CTE w and, where f claimed
+ * and w wrote nothing, fails (fencegate.fence_claim_used, SQLSTATE FGC01),
+ * which undoes its claim; the gateway takes that for a write that wrote
+ * nothing. Inside a batch, whose opening claimed every fence, the held form
  * is the whole write.
  *
  * A table with a fence_column keeps the fence in its own row instead, the
@@ -83,6 +88,11 @@ static const char claimed[] =
 
 /* The same for the held form, whose c is only the presented fence's row. */
 static const char held[] = " AND EXISTS (SELECT 1 FROM c) AND NOT " REVOKED;
+
+/* The last look of a claiming PATCH or DELETE at its claim: true where the
+ * write wrote (wrote: an SQL condition) or f claimed nothing, else the
+ * statement fails with SQLSTATE FGC01 (sql/100_fence_claim_used.sql). */
+#define CLAIM_USED(wrote) "fencegate.fence_claim_used(" wrote " OR NOT EXISTS (SELECT 1 FROM f))"
 
 /* Raising a fence row of a batch to greatest(stored, presented), always
  * updating so that the row is locked and the new value is computed on its
@@ -483,12 +493,35 @@ static void put_claimed_dml(FILE *out, const struct table_schema *s, enum fenced
     }
 }
 
-static void put_claimed_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                              const bool *written, enum fenced_form form)
+/* " RETURNING true AS wrote[, <its answer>]": what the write of a judged form,
+ * or of a claiming PATCH or DELETE, returns. */
+static void put_judged_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                                 bool want_row)
+{
+    fputs(" RETURNING true AS wrote", out);
+    put_returning(out, s, kind, ", ", want_row);
+}
+
+/* A default-mode write statement in form, answering what fenced_sql_write
+ * says (and, a claiming PATCH or DELETE, wrote true before it): one whose f
+ * claims the fence where its row is in the statement's snapshot writes in w
+ * and keeps its claim only where w wrote (CLAIM_USED; see the top of this
+ * file). */
+static void put_default_write(FILE *out, const struct table_schema *s, enum fenced_kind kind,
+                              const bool *written, enum fenced_form form, bool want_row)
 {
     const char *guard = put_fence_ctes(out, s, kind, form);
+    if (form == FENCED_FORM_CLAIM && fenced_kind_needs_row(kind)) {
+        fputs(", w AS (", out);
+        put_claimed_dml(out, s, kind, written, guard);
+        put_judged_returning(out, s, kind, want_row);
+        fputs(") SELECT w.* FROM w WHERE " CLAIM_USED("EXISTS (SELECT 1 FROM w)"), out);
+        return;
+    }
     fputc(' ', out);
     put_claimed_dml(out, s, kind, written, guard);
+    if (want_row || returns_resource(s, want_row))
+        put_returning(out, s, kind, " RETURNING ", want_row);
 }
 
 /* --- tables with a fence column ---------------------------------------------------------- */
@@ -705,8 +738,8 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
     else if (column)
         put_column_write(out, s, kind, written, *nparams + 1);
     else
-        put_claimed_write(out, s, kind, written, form);
-    if ((want_row || returns_resource(s, want_row)) && (!column || kind == FENCED_PATCH))
+        put_default_write(out, s, kind, written, form, want_row);
+    if ((want_row || returns_resource(s, want_row)) && column && kind == FENCED_PATCH)
         put_returning(out, s, kind, " RETURNING ", want_row);
     if (kind != FENCED_DELETE)
         for (size_t i = 0; i < s->cfg->ncolumns; i++)
@@ -715,14 +748,6 @@ char *fenced_sql_write(const struct table_schema *s, enum fenced_kind kind, cons
 }
 
 /* --- the judged form: a write that says why it wrote nothing ------------------------------ */
-
-/* " RETURNING true AS wrote[, <its answer>]": what the write of a judged form returns. */
-static void put_judged_returning(FILE *out, const struct table_schema *s, enum fenced_kind kind,
-                                 bool want_row)
-{
-    fputs(" RETURNING true AS wrote", out);
-    put_returning(out, s, kind, ", ", want_row);
-}
 
 /* "WITH ..., a AS (...)": the write of a judged form as a, one row per row
  * written (wrote true, then what the write statement would answer), with
@@ -802,6 +827,9 @@ char *fenced_sql_judged(const struct table_schema *s, enum fenced_kind kind, con
     fputs(" SELECT a.*, EXISTS (SELECT 1 FROM g) AS skipped FROM (SELECT) AS one"
           " LEFT JOIN a ON true",
           out);
+    /* a claim is kept by a write that wrote, or that a trigger skipped */
+    if (form == FENCED_FORM_CLAIM && fenced_kind_needs_row(kind))
+        fputs(" WHERE " CLAIM_USED("EXISTS (SELECT 1 FROM a) OR EXISTS (SELECT 1 FROM g)"), out);
     return stream_close(out, &buf);
 }
 

@@ -114,8 +114,11 @@ enum fenced_form {
 /*
  * The write statement of kind and form on schema's table, writing the columns
  * whose entry in written (schema->cfg->ncolumns entries) is true; want_row: it
- * answers (resource, row) for the written row, else nothing. Returns an owned
- * string; *nparams gets the number of parameters it takes.
+ * answers (resource, row) for the written row, else nothing. A claiming PATCH
+ * or DELETE of the default mode answers wrote (true) before them, and where
+ * it claimed the fence but wrote nothing (its row deleted since its snapshot)
+ * fails with SQLSTATE FGC01, its claim undone. Returns an owned string;
+ * *nparams gets the number of parameters it takes.
  */
 char *fenced_sql_write(const struct table_schema *schema, enum fenced_kind kind,
                        const bool *written, enum fenced_form form, bool want_row, int *nparams);
