@@ -257,8 +257,7 @@ local function rid_lease(lk, rid, now)
 end
 
 -- Maps rid to lease until at least till (ms); an earlier time never shortens it.
--- lapsed: the caller found rid's time past (rid_live), so there is none to keep.
-local function rid_keep(lk, rid, lease, till, now, lapsed)
+local function rid_keep(lk, rid, lease, till, now)
   if rid == '' or rid == nil then return end
   local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
   if #old > 0 then
@@ -266,7 +265,7 @@ local function rid_keep(lk, rid, lease, till, now, lapsed)
     redis.call('HDEL', lk.rids, unpack(old))
   end
   redis.call('HSET', lk.rids, rid, lease)
-  local cur = lapsed and 0 or tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
+  local cur = tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
   if till <= cur then till = cur end
   local till_text = decimal(till)
   if till ~= cur then redis.call('ZADD', lk.rid_until, till_text, rid) end
@@ -274,10 +273,53 @@ local function rid_keep(lk, rid, lease, till, now, lapsed)
   keep_until(lk.rid_until, till_text)
 end
 
--- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed);
--- lapsed as rid_keep has it.
-local function rid_hold(lk, rid, lease, expires_at, now, lapsed)
-  rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now, lapsed)
+-- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed).
+local function rid_hold(lk, rid, lease, expires_at, now)
+  rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now)
+end
+
+-- A new request's rid ('' for none) in a lean script (a first try, a lean
+-- join): false, writing nothing, where rid is live (a retry, which the full
+-- script answers with its lease); else maps rid to lease until till (ms) as
+-- rid_keep does and answers true. It reads when the set rid_until goes: where
+-- it does not exist no id is kept, none is live, and both keys are made anew
+-- with their time (no look, no prune); else rid joins the set before the
+-- prune, so the set is never emptied and keeps that time, which tells whether
+-- it must be lengthened: then both keys are given REQUEST_ID_GRACE_MS more
+-- than till, so that the next ids of a name in use, which need about as
+-- long, find them long enough (a set from a gateway that kept no time, -1,
+-- gets one so); else the hash, whose time is never past the set's (both are
+-- given the same times, and the hash's ids are the set's), is given the set's,
+-- which it lacks where it was made anew.
+local function rid_take(lk, rid, lease, till, now)
+  if rid == '' then return true end
+  local goes = redis.call('PEXPIRETIME', lk.rid_until)
+  local till_text = decimal(till)
+  if goes == -2 then
+    redis.call('HSET', lk.rids, rid, lease)
+    redis.call('ZADD', lk.rid_until, till_text, rid)
+    redis.call('PEXPIREAT', lk.rids, till_text)
+    redis.call('PEXPIREAT', lk.rid_until, till_text)
+    return true
+  end
+  if not redis.call('ZADD', lk.rid_until, 'NX', 'INCR', till_text, rid) then
+    if tonumber(redis.call('ZSCORE', lk.rid_until, rid)) > now then return false end
+    redis.call('ZADD', lk.rid_until, till_text, rid)
+  end
+  local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
+  if #old > 0 then
+    redis.call('ZREM', lk.rid_until, unpack(old))
+    redis.call('HDEL', lk.rids, unpack(old))
+  end
+  redis.call('HSET', lk.rids, rid, lease)
+  if till > goes then
+    local keep_text = decimal(till + REQUEST_ID_GRACE_MS)
+    redis.call('PEXPIREAT', lk.rids, keep_text)
+    redis.call('PEXPIREAT', lk.rid_until, keep_text)
+  else
+    redis.call('PEXPIREAT', lk.rids, decimal(goes))
+  end
+  return true
 end
 
 -- Keeps rid of a lease granted to a waiter, claimed or renewed until

@@ -20,7 +20,7 @@
 -- lock's slot on a Redis Cluster (lib_lease.lua gateway_mark), keeps the
 -- queue's keys until the waiter's deadline has passed (lib_lease.lua
 -- queue_keep) and the request_id until its wait and lease could have ended
--- (lib_lease.lua rid_keep). The name is in the listing index already: a
+-- (lib_lease.lua rid_take). The name is in the listing index already: a
 -- holder is there.
 -- KEYS: holder queue waiters tickets gateways rids rid_until
 --   those keys of lib_lock.lua and lib_lease.lua
@@ -33,14 +33,13 @@ if not holder_readable(redis.call('GET', KEYS[1])) then return lease_reply('cont
 local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
-local rid = A_request_id
-if rid_live(KEYS[7], rid, now) then return lease_reply('contended') end
+local rid_till = now + A_request_id_ttl_ms
+if not rid_take({rids = KEYS[6], rid_until = KEYS[7]}, A_request_id, A_lease, rid_till, now) then
+  return lease_reply('contended')
+end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)
 gateway_mark({gateways = KEYS[5]}, A_instance, A_mark_ms, now)
 redis.call('HSET', KEYS[3], A_lease, A_record .. at .. '}')
 queue_keep(KEYS[2], KEYS[3], KEYS[4], A_queue_ms, A_queue_keep_ms, waiting == 0)
-if rid ~= '' then
-  rid_keep({rids = KEYS[6], rid_until = KEYS[7]}, rid, A_lease, now + A_request_id_ttl_ms, now, true)
-end
 return lease_reply('queued', nil, R_LEASE, A_lease, R_POSITION, decimal(waiting), R_HOLDER_PTTL,
                    decimal(redis.call('PTTL', KEYS[1])))

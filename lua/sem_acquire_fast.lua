@@ -12,7 +12,7 @@
 -- unfold). Like sem_acquire.lua on an idle semaphore it issues a fence only
 -- while the sequence may (lib_lease.lua), keeps the end of the lease before in
 -- the history (end_bury), and keeps a request_id for as long as its lease
--- (lib_lease.lua rid_hold). A request_id that still names a lease (a retry)
+-- (lib_lease.lua rid_take). A request_id that still names a lease (a retry)
 -- is left to sem_acquire.lua, which answers it with that lease.
 -- KEYS: limit holders queue fence fence_limit index ended rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
@@ -30,15 +30,14 @@ if not fences_left(v) or (prior and not is_end(prior))
   return lease_reply('contended')
 end
 local at = now_text()
-local rid = A_request_id
-if rid_live(KEYS[9], rid, at + 0) then return lease_reply('contended') end
+local lease = string.sub(A_tail, 1, LEASE_ID_TEXT)
+local rid_till = at + A_ttl_ms + REQUEST_ID_GRACE_MS
+if not rid_take({rids = KEYS[8], rid_until = KEYS[9]}, A_request_id, lease, rid_till, at + 0) then
+  return lease_reply('contended')
+end
 if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[6], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[4]))
 redis.call('SET', KEYS[1], first_holder_join(A_limit, fence, at, A_tail), 'PX', A_ttl_ms)
-if rid ~= '' then
-  local lease = string.sub(A_tail, 1, LEASE_ID_TEXT)
-  rid_hold({rids = KEYS[8], rid_until = KEYS[9]}, rid, lease, at + A_ttl_ms, at + 0, true)
-end
 -- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
 return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)

@@ -17,7 +17,7 @@
 -- What it does is what sem_acquire.lua does for the same call: issues a fence
 -- only while the sequence may (lib_lease.lua), writes the holder's record and
 -- expiry, keeps the semaphore's keys alive (lib_sem_life.lua keep_alive) and
--- the request_id for as long as the lease (lib_lease.lua rid_hold).
+-- the request_id for as long as the lease (lib_lease.lua rid_take).
 -- The name is in the listing index already: a holder is there.
 -- KEYS: holders data queue waiters limit tickets fence fence_limit rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua
@@ -44,8 +44,10 @@ if first then
 elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) > 0 then
   return lease_reply('contended')
 end
-local rid = A_request_id
-if rid_live(KEYS[10], rid, now) then return lease_reply('contended') end
+local rid_till = now + A_ttl_ms + REQUEST_ID_GRACE_MS
+if not rid_take({rids = KEYS[9], rid_until = KEYS[10]}, A_request_id, A_lease, rid_till, now) then
+  return lease_reply('contended')
+end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
            first = false, held = false}
 if first then unfold(k, in_force, now) end
@@ -54,6 +56,5 @@ redis.call('HSET', k.d, A_lease, record_join(fence, A_ttl_ms, A_max_hold_ms, at,
 local expires_at = now + A_ttl_ms
 set_expiry(k, A_lease, expires_at, decimal(expires_at))
 keep_alive(k, now, SEM_KEEP_MS)
-if rid ~= '' then rid_hold({rids = KEYS[9], rid_until = KEYS[10]}, rid, A_lease, expires_at, now, true) end
 -- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
 return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)

@@ -18,7 +18,7 @@
 -- arrival ticket, writes the waiter's record, marks the gateway alive in the
 -- semaphore's slot on a Redis Cluster (lib_lease.lua gateway_mark), keeps the
 -- keys alive (lib_sem_life.lua keep_alive) and the request_id until its wait
--- and lease could have ended (lib_lease.lua rid_keep). The name is in the
+-- and lease could have ended (lib_lease.lua rid_take). The name is in the
 -- listing index already: a holder is there.
 -- KEYS: holders data queue waiters limit tickets gateways rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua
@@ -35,8 +35,10 @@ local now, at = now_ms_and_text()
 local first = tonumber(redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')[2])
 local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
-local rid = A_request_id
-if rid_live(KEYS[9], rid, now) then return lease_reply('contended') end
+local rid_till = now + A_request_id_ttl_ms
+if not rid_take({rids = KEYS[8], rid_until = KEYS[9]}, A_request_id, A_lease, rid_till, now) then
+  return lease_reply('contended')
+end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], gateways = KEYS[7],
            fresh = waiting == 0, latest = 0}
@@ -44,8 +46,5 @@ redis.call('ZADD', k.q, decimal(redis.call('INCR', k.t)), A_lease)
 gateway_mark(k, A_instance, A_mark_ms, now)
 redis.call('HSET', k.w, A_lease, A_record .. at .. '}')
 keep_alive(k, now, SEM_KEEP_MS)
-if rid ~= '' then
-  rid_keep({rids = KEYS[8], rid_until = KEYS[9]}, rid, A_lease, now + A_request_id_ttl_ms, now, true)
-end
 return lease_reply('queued', nil, R_LEASE, A_lease, R_POSITION, decimal(waiting), R_HOLDER_PTTL,
                    decimal(first - now))

@@ -25,8 +25,9 @@ machine.
   lock, one more key and argument for a semaphore), which keep the request_id beside the grant: at most
   RID_LOCK_PAIR_COMMANDS and RID_SEMAPHORE_PAIR_COMMANDS. (Caught: the full scripts for every acquire with a
   request_id, 17 and 37 commands a pair, a semaphore's in four script calls since its holder was then in the
-  holders' keys, where the release's first two tries do not look; and a grant that read the request_id's
-  time once more after finding it lapsed, one command more.)
+  holders' keys, where the release's first two tries do not look; a grant that read the request_id's
+  time once more after finding it lapsed, one command more; one that looked the request_id up, pruned and
+  gave each key its time with a PEXPIREAT GT and NX on a name that had no request-id keys yet, 16 and 17.)
 - A semaphore pair beside another holder (the full scripts: a semaphore in use) runs at most
   IN_USE_SEMAPHORE_PAIR_COMMANDS. (Caught: an acquire that counted the holders and the queue again after
   grant_free had, and asked whether the semaphore it had just granted a slot of was idle: 23; a release
@@ -122,10 +123,10 @@ LOCK_PAIR_COMMANDS = 8
 SEMAPHORE_PAIR_COMMANDS = 9
 IN_USE_SEMAPHORE_PAIR_COMMANDS = 19
 REUSED_LOCK_PAIR_COMMANDS = 11
-# With a request_id: the pair's, and ZSCORE, ZRANGEBYSCORE, HSET, ZADD and a PEXPIREAT GT and NX for each of
-# the two keys of fresh names (lib_lease.lua rid_live, rid_keep)
-RID_LOCK_PAIR_COMMANDS = 16
-RID_SEMAPHORE_PAIR_COMMANDS = 17
+# With a request_id on a fresh name: the pair's, and PEXPIRETIME (no keys yet), HSET, ZADD and a PEXPIREAT for
+# each of the two keys (lib_lease.lua rid_take)
+RID_LOCK_PAIR_COMMANDS = 13
+RID_SEMAPHORE_PAIR_COMMANDS = 14
 FIRST_TRY_KEYS, FIRST_TRY_ARGS = 8, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
 QUEUE_JOIN_COMMANDS = 8  # 7, and the queue's PTTL (lib_lease.lua queue_keep)
 HAND_OVER_COMMANDS = 10
@@ -142,8 +143,10 @@ HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
 LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 7, 9  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
-# A queue join's request_id kept: ZSCORE, ZRANGEBYSCORE, HSET, ZADD, and a PEXPIREAT GT on each of its two keys
-RID_JOIN_COMMANDS = 6
+# A queue join's request_id kept where the name's keys are: PEXPIRETIME, ZADD NX (the look and the add),
+# ZRANGEBYSCORE, HSET, and the hash's PEXPIREAT (a join that lengthens the keys gives them a grace more, which
+# the joins after need not)
+RID_JOIN_COMMANDS = 5
 HELD_MS = 600000  # the lease of a holder waiters queue behind: it outlasts their poll_ms and wait_ms
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads
 # (zlexcount, which no script runs).

@@ -13,7 +13,10 @@ slot); no look at the request_id before the grant (a retry after the release ans
 where it must answer 410 lease_lost); the request_id kept until the lease's expiry alone (its time in the
 rid_until set short of the grace); the same two beside another holder of a semaphore
 (lua/sem_acquire_more.lua); no request_id kept at a lean queue join (a retry queued a second waiter
-behind the first, which waited on); no look at it there (the same).
+behind the first, which waited on); no look at it there (the same); once a name's request-id keys
+exist: no prune of lapsed ids, no time given to a hash made anew (it stayed forever), no lengthening of
+the keys' time (by a grace more) for an id that outlives them, no new time for a lapsed id taken again
+(pruned at once).
 
 Owns: the lean tries' request_id. Must not: test the full script's retries (test_lock_api.py,
 test_sem_limits.py) or what the lean tries cost (test_backend_cost.py).
@@ -194,6 +197,57 @@ class LeanRequestIdTest(GatewayTest):
                 self.assertEqual(retry[0].status, 200, retry)
                 self.assertEqual(lease_of(retry[0].body["token"]), lease)
                 self.assertEqual(self.release(kind, name, retry[0].body["token"]).status, 200)
+
+
+    def test_a_name_used_again_keeps_its_request_ids_and_their_keys_alive(self):
+        """Once a name's request-id keys exist, the lean tries add an id before they prune the lapsed ones, so
+        the set is never emptied, and lengthen the keys' time only where the new id outlives it, then by a
+        grace more for the name's next ids; the hash, whose time is never past the set's, gets the set's. A
+        set that has no time (made by another gateway) or a hash made anew without one must come out of a
+        grant with a time, never kept forever."""
+        for kind, prefix in KINDS.items():
+            with self.subTest(kind=kind):
+                name = self.fresh_name(kind)
+                rids, until = f"fg:{prefix}:{{{name}}}:r", f"fg:{prefix}:{{{name}}}:e"
+                long = self.acquire(kind, name, request_id="rid-long", ttl_ms=600_000)
+                self.assertEqual(long.status, 200, long)
+                self.assertEqual(self.release(kind, name, long.body["token"]).status, 200)
+                long_till = long.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
+                with Redis() as r:
+                    past = int(r.cmd("TIME")[0]) * 1000 - 1000
+                    r.cmd("ZADD", until, past, "rid-dead")
+                    r.cmd("HSET", rids, "rid-dead", "a-lease")
+                    r.cmd("PERSIST", rids)  # a hash made anew, with no time yet
+                short = self.acquire(kind, name, request_id="rid-short", ttl_ms=1_000)
+                self.assertEqual(short.status, 200, short)
+                with Redis() as r:
+                    self.assertEqual(r.cmd("HGET", rids, "rid-short"), lease_of(short.body["token"]))
+                    self.assertEqual(int(r.cmd("ZSCORE", until, "rid-short")),
+                                     short.body["expires_at_ms"] + REQUEST_ID_GRACE_MS)
+                    self.assertEqual(r.cmd("HGET", rids, "rid-long"), lease_of(long.body["token"]))
+                    self.assertEqual(int(r.cmd("ZSCORE", until, "rid-long")), long_till)
+                    self.assertIsNone(r.cmd("ZSCORE", until, "rid-dead"), "a lapsed id was not pruned")
+                    self.assertIsNone(r.cmd("HGET", rids, "rid-dead"), "a lapsed id's lease was not pruned")
+                    for key in (rids, until):
+                        self.assertGreaterEqual(r.cmd("PEXPIRETIME", key), long_till, key)
+                self.assertEqual(self.release(kind, name, short.body["token"]).status, 200)
+                with Redis() as r:
+                    r.cmd("PERSIST", until)  # a set another gateway made without a time
+                    r.cmd("ZADD", until, past, "rid-lapsed")
+                    r.cmd("HSET", rids, "rid-lapsed", "a-lease")
+                later = self.acquire(kind, name, request_id="rid-lapsed", ttl_ms=1_200_000)
+                self.assertEqual(later.status, 200, later)  # its time passed: a new request, not a retry
+                later_till = later.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
+                with Redis() as r:
+                    self.assertEqual(r.cmd("HGET", rids, "rid-lapsed"), lease_of(later.body["token"]))
+                    self.assertEqual(int(r.cmd("ZSCORE", until, "rid-lapsed")), later_till)
+                    for key in (rids, until):  # and a grace more, for the next ids of the name
+                        self.assertEqual(r.cmd("PEXPIRETIME", key), later_till + REQUEST_ID_GRACE_MS, key)
+                self.assertEqual(self.release(kind, name, later.body["token"]).status, 200)
+                # Last: a retry, which the lean try leaves to the full script, has the gateway send the
+                # name's next acquires there for a while.
+                late = self.acquire(kind, name, request_id="rid-short", ttl_ms=1_000)
+                assert_problem(self, late, 410, "lease_lost")
 
 
 if __name__ == "__main__":
