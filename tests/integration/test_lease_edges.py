@@ -138,13 +138,7 @@ class LeaseEdges(GatewayTest):
             for kind, key, ttl, extra in (("locks", "lk:{%s}:h", 1_200_000, {}),
                                           ("semaphores", "sm:{%s}:l", 900_000, {"limit": 2})):
                 name = unique_name("long-end")
-                # The first tries keep the end in that key. A slot's first lease since its fence sequence was
-                # recovered (on a Redis Cluster a slot no test used yet) is the full script's, and so, the name
-                # then seen contended, is its release, which keeps the end in the released and ended sets:
-                # a lease of another name in the slot first, as one Redis's sequence is warm.
-                warm = self.c.post(f"/v1/{kind}/{same_slot('warm', like=name)[0]}/acquire", extra).body
-                self.c.post(f"/v1/{kind}/{warm['lock' if kind == 'locks' else 'semaphore']}/release",
-                            {"token": warm["token"]})
+                self.warm_slot(kind, name, extra)  # the first tries keep the end in that key
                 a = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": ttl, "max_hold_ms": 3_600_000, **extra})
                 self.assertEqual(a.status, 200, a)
                 self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": a.body["token"]}).status, 200)
@@ -167,6 +161,7 @@ class LeaseEdges(GatewayTest):
                 for written_by in ("this gateway", "an earlier gateway"):
                     name = unique_name("bury")
                     base = f"fg:{prefix}:{{{name}}}:"
+                    self.warm_slot(kind, name, extra)  # the first tries keep the end in the record
                     a = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 1_200_000, "max_hold_ms": 3_600_000,
                                                                   **extra})
                     self.assertEqual(a.status, 200, a)
@@ -180,6 +175,18 @@ class LeaseEdges(GatewayTest):
                     if written_by == "an earlier gateway":
                         r.cmd("SET", record, f"{text} {int(r.cmd('TIME')[0]) * 1000} 1200000", "PX", "1200000")
                     self.assert_filed_by_the_next_grant(r, kind, name, base, a.body, extra)
+
+    def warm_slot(self, kind: str, name: str, extra: dict):
+        """Takes and releases a lease of kind (with extra) of another name in name's slot. A slot's first lease
+        since its fence sequence was recovered (on a Redis Cluster a slot no test used yet) is the full
+        script's, and so, the name then seen contended, is its release, which keeps the end in the released
+        and ended sets, not in the holder or limit key: a lease in the slot first, as one Redis's sequence is
+        warm."""
+        warm = self.c.post(f"/v1/{kind}/{same_slot('warm', like=name)[0]}/acquire", extra)
+        self.assertEqual(warm.status, 200, warm)
+        done = self.c.post(f"/v1/{kind}/{warm.body['lock' if kind == 'locks' else 'semaphore']}/release",
+                           {"token": warm.body["token"]})
+        self.assertEqual(done.status, 200, done)
 
     def assert_filed_by_the_next_grant(self, r, kind: str, name: str, base: str, ended: dict, extra: dict):
         """Grants kind's name (its keys named base + suffix) again: the end of lease `ended` (its acquire's
