@@ -1131,7 +1131,7 @@ class ListingCursorTest(GatewayTest):
         for name in mine + theirs:
             r = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000}, headers=self.OPS)
             self.assertEqual(r.status, 200, r)
-        seen, cursor, pages = [], None, 0
+        seen, cursor, pages, sizes = [], None, 0, []
         while pages < 50:
             more = f"&cursor={cursor}" if cursor else ""
             r = self.c.get(f"/v1/locks?prefix={LIST_TAG}-&limit=1{more}", headers=self.A)
@@ -1139,13 +1139,17 @@ class ListingCursorTest(GatewayTest):
             self.assertNotIn(b"-b:", r.raw, r.raw)
             self.assertNotIn(b"secret", r.raw.lower(), r.raw)
             seen += [item["lock"] for item in r.body["items"]]
+            sizes.append(len(r.body["items"]))
             pages += 1
             cursor = r.body["next_cursor"]
             if cursor is None:
                 break
             self.assertRegex(cursor, r"^[A-Za-z0-9_-]+$")
         self.assertEqual(seen, mine)
-        self.assertEqual(pages, len(mine))  # tenant b's names are not read at all
+        # Tenant b's names are not read at all: a page for each of mine and no more, but on a Redis Cluster one
+        # empty page after them, the slot that gave the last of mine having given all it was asked for (it may
+        # hold more names: the cursor goes on; docs/api.md).
+        self.assertEqual(sizes, [1] * len(mine) + ([0] if cluster_mode() else []))
         r = self.c.get(f"/v1/locks?prefix={LIST_TAG}-&limit=1", headers=self.OPS)
         cursor = r.body["next_cursor"]
         for bad in (cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB"), f"{LIST_TAG}-a:0"):
