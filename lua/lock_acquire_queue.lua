@@ -28,14 +28,15 @@
 --   lease: a fresh lease id; instance, mark_ms, queue_ms, queue_keep_ms, request_id, request_id_ttl_ms:
 --   as lock_acquire.lua has them; record: the waiter's record (lib_lease.lua waiter_json) up to its
 --   "since" value, which the script appends with the closing brace: '{"inst":"<instance>",...,"since":'
--- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, or contended {}.
+-- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, contended {}, or
+-- repeat {}: a request_id that names a lease.
 if not holder_readable(redis.call('GET', KEYS[1])) then return lease_reply('contended') end
 local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
 local rid_till = now + A_request_id_ttl_ms
 if not rid_take({rids = KEYS[6], rid_until = KEYS[7]}, A_request_id, A_lease, rid_till, now) then
-  return lease_reply('contended')
+  return lease_reply('repeat')
 end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)
 gateway_mark({gateways = KEYS[5]}, A_instance, A_mark_ms, now)

@@ -21,8 +21,8 @@
 --   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";
 --   request_id: "" for none, else the one the tail names
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
--- gateway's own), or contended {}: in use, no fence may be issued, a limit key this script does
--- not read, or a request_id that names a lease.
+-- gateway's own), contended {}: in use, no fence may be issued, a limit key this script does
+-- not read; or repeat {}: a request_id that names a lease (the name is not in use for it).
 local v = redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
 local prior = v[3]
 if not fences_left(v) or (prior and not is_end(prior))
@@ -33,7 +33,7 @@ local at = now_text()
 local lease = string.sub(A_tail, 1, LEASE_ID_TEXT)
 local rid_till = at + A_ttl_ms + REQUEST_ID_GRACE_MS
 if not rid_take({rids = KEYS[8], rid_until = KEYS[9]}, A_request_id, lease, rid_till, at + 0) then
-  return lease_reply('contended')
+  return lease_reply('repeat')
 end
 if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end
 redis.call('ZADD', KEYS[6], '0', A_name)

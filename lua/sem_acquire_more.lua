@@ -27,7 +27,7 @@
 --   ',"claimed":1,"rid":<request_id>,"inst":"<instance>","attach":"<attach>","owner":<owner>}';
 --   request_id: "" for none
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
--- gateway's own), or contended {}.
+-- gateway's own), contended {}, or repeat {}: a request_id that names a lease.
 local v = redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
 local in_force = v[3]
 -- first: the limit key holds the first holder, of the limit asked
@@ -46,7 +46,7 @@ elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) >
 end
 local rid_till = now + A_ttl_ms + REQUEST_ID_GRACE_MS
 if not rid_take({rids = KEYS[9], rid_until = KEYS[10]}, A_request_id, A_lease, rid_till, now) then
-  return lease_reply('contended')
+  return lease_reply('repeat')
 end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
            first = false, held = false}

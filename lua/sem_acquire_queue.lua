@@ -26,7 +26,8 @@
 --   lease: a fresh lease id; instance, mark_ms, request_id, request_id_ttl_ms: as sem_acquire.lua has
 --   them; record: the waiter's record (lib_lease.lua waiter_json) up to its "since" value, which the
 --   script appends with the closing brace: '{"inst":"<instance>",...,"since":'
--- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, or contended {}.
+-- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, contended {}, or
+-- repeat {}: a request_id that names a lease.
 local limit = A_limit + 0
 if redis.call('GET', KEYS[5]) ~= A_limit or redis.call('ZCARD', KEYS[1]) < limit then
   return lease_reply('contended')
@@ -37,7 +38,7 @@ local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local rid_till = now + A_request_id_ttl_ms
 if not rid_take({rids = KEYS[8], rid_until = KEYS[9]}, A_request_id, A_lease, rid_till, now) then
-  return lease_reply('contended')
+  return lease_reply('repeat')
 end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], gateways = KEYS[7],

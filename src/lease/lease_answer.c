@@ -48,6 +48,7 @@ static const struct {
     {"nofence", LEASE_RETRY_NOFENCE},
     {"norevoked", LEASE_RETRY_NOREVOKED},
     {"contended", LEASE_RETRY_CONTENDED},
+    {"repeat", LEASE_RETRY_REPEAT},
 };
 
 /* How a fact's value is read, and what it fills. */

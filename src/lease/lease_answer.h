@@ -21,6 +21,8 @@ enum lease_retry {
     LEASE_RETRY_NOFENCE,   /* reserve fences (lease/fence.h) */
     LEASE_RETRY_NOREVOKED, /* rebuild the revoked set (store/fenced/revocations.h) */
     LEASE_RETRY_CONTENDED, /* a first try found the lease in use: run the full script */
+    LEASE_RETRY_REPEAT,    /* a lean try met a request_id that names a lease: the full script
+                              answers the retry; the name is not in use for it */
 };
 
 /* The most words lease_answer_read reads (the outcome, each fact once, and
@@ -31,7 +33,7 @@ enum lease_retry {
 
 /*
  * Reads the reply text (len bytes) of script into *res, or sets *retry when
- * the reply asks for one ("nofence", "norevoked", "contended"; *res is then
+ * the reply asks for one ("nofence", "norevoked", "contended", "repeat"; *res is then
  * zeroed). Facts the reply lacks read as 0, but holder_pttl_ms and held_ms as
  * -1 (a first try's release answers granted_at instead, from which
  * lease_result.c lease_first_try reckons held_ms). A reply that names no

@@ -129,8 +129,9 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     enum lease_retry retry;
     if (script_answer(script, keys, argv, res, &retry, err) != 0)
         return -1;
-    *contended = retry == LEASE_RETRY_CONTENDED;
-    if (*contended && seen != CONTENTION_NONE)
+    res->repeat = retry == LEASE_RETRY_REPEAT;
+    *contended = retry == LEASE_RETRY_CONTENDED || res->repeat;
+    if (retry == LEASE_RETRY_CONTENDED && seen != CONTENTION_NONE)
         contention_seen(kind, name, seen);
     else if (res->outcome == LEASE_QUEUED || res->nhandoff > 0)
         contention_seen(kind, name, CONTENTION_QUEUE);

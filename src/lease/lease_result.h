@@ -96,6 +96,8 @@ struct lease_result {
     char left[LEASE_LEAVE_MAX + 1]; /* left: per waiter '1' out of the queue, '0' holds */
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
     size_t nhandoff;                               /* entries in handoff */
+    bool repeat; /* a lean try's "repeat": the request_id names a lease, which only the full
+                    script answers (lease_first_try) */
 };
 
 /* The script argument naming an acquire's wait ("0", "1", "again"). */
@@ -146,12 +148,14 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
  * without a write: then *contended is set, kind's name is noted in the
  * contention hint as seen (lease/contention.h; CONTENTION_NONE: such an answer
  * shows nothing the hint does not say already), and the caller runs the next
- * script. Else its answer is read into *res: a grant's time notes Redis's
- * clock, a release's held_ms is reckoned on it from the grant's
- * (lease/redis_clock.h), the grants it hands to other waiters of this
- * gateway are put into their waits (lease_hand_over), and a caller queued,
- * or a hand-over, keeps the hint at "queue". Callers choose the first
- * script by contention_hint.
+ * script. An answer "repeat" (the request_id names a lease: a retry, which the
+ * full script answers) sets *contended and res->repeat alone: the name is not
+ * in use for it, and no other lean try can answer it. Else its answer is read
+ * into *res: a grant's time notes Redis's clock, a release's held_ms is
+ * reckoned on it from the grant's (lease/redis_clock.h), the grants it hands
+ * to other waiters of this gateway are put into their waits
+ * (lease_hand_over), and a caller queued, or a hand-over, keeps the hint at
+ * "queue". Callers choose the first script by contention_hint.
  */
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
                     const char *const *keys, const char *const *argv, enum contention seen,

@@ -119,6 +119,8 @@ static void retries(void **state)
     assert_int_equal(retry, LEASE_RETRY_NOREVOKED);
     assert_int_equal(read_text("s", "contended"), 0);
     assert_int_equal(retry, LEASE_RETRY_CONTENDED);
+    assert_int_equal(read_text("s", "repeat"), 0);
+    assert_int_equal(retry, LEASE_RETRY_REPEAT);
     assert_int_equal(res.outcome, 0);
 }
 
