@@ -327,13 +327,20 @@ end
 -- could have ended (rid_keep), a grant or renewal since until the lease's end
 -- and REQUEST_ID_GRACE_MS more, so rid is never pruned while it can hold or
 -- wait and only its time moves, never back (ZADD GT), without rid_keep's prune
--- and look. rid being live, both keys exist with a time to live (rid_keep and
--- rid_take give them one), which a PEXPIREAT GT lengthens where it falls short,
--- with no second call (keep_until's NX) where it does not.
+-- and look. Where rid is still in the set, the keys exist with a time to live
+-- (rid_keep and rid_take give them one), which a PEXPIREAT GT lengthens where
+-- it falls short, with no second call (keep_until's NX) where it does not.
+-- Where the ZADD added rid (a waiter granted after its id's time passed: the
+-- set may have gone and been made anew), keep_until gives a key with no time
+-- one.
 local function rid_extend(lk, rid, expires_at)
   if rid == '' or rid == nil then return end
   local till_text = decimal(tonumber(expires_at) + REQUEST_ID_GRACE_MS)
-  redis.call('ZADD', lk.rid_until, 'GT', till_text, rid)
+  if redis.call('ZADD', lk.rid_until, 'GT', till_text, rid) == 1 then
+    keep_until(lk.rids, till_text)
+    keep_until(lk.rid_until, till_text)
+    return
+  end
   redis.call('PEXPIREAT', lk.rids, till_text, 'GT')
   redis.call('PEXPIREAT', lk.rid_until, till_text, 'GT')
 end

@@ -152,6 +152,26 @@ class LeanRequestIdTest(GatewayTest):
                 self.assertEqual((again.status, again.body.get("fence")), (200, got.body["fence"]), again)
                 self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
 
+    def test_a_renewal_whose_request_id_set_went_gives_it_a_time(self):
+        """A renewal moves its request_id's time with a PEXPIREAT GT a key, which gives no time to a key that
+        has none: where the set went (a waiter granted after its id's time passed finds it so) and the renewal
+        makes it anew, the set must get a time, not stay forever."""
+        for kind, prefix in KINDS.items():
+            with self.subTest(kind=kind):
+                name, rid = self.fresh_name(kind), uuid.uuid4().hex
+                got = self.acquire(kind, name, request_id=rid)
+                self.assertEqual(got.status, 200, got)
+                until = f"fg:{prefix}:{{{name}}}:e"
+                with Redis() as r:
+                    r.cmd("DEL", until, f"fg:{prefix}:{{{name}}}:r")
+                renewed = self.c.post(f"/v1/{kind}/{name}/renew", {"token": got.body["token"], "ttl_ms": 600_000})
+                self.assertEqual(renewed.status, 200, renewed)
+                kept = renewed.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
+                with Redis() as r:
+                    self.assertEqual(int(r.cmd("ZSCORE", until, rid)), kept)
+                    self.assertEqual(r.cmd("PEXPIRETIME", until), kept)
+                self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
+
     def test_a_request_id_granted_beside_another_holder_answers_its_retries(self):
         """A semaphore in use takes a second holder by the lean try beside the holders there are
         (lua/sem_acquire_more.lua): it keeps the request_id as the first try does, and leaves its retries,
