@@ -7,7 +7,10 @@
 -- 404, which must store no fence. The write calls this function with whether it
 -- wrote or claimed nothing (used), and it fails the statement with SQLSTATE
 -- FGC01 otherwise, undoing the claim with it; the gateway then answers the
--- write as one that wrote nothing (store/fenced/fenced_pg.c).
+-- write as one that wrote nothing (store/fenced/fenced_pg.c). It is STABLE, not
+-- VOLATILE: the write's "WHERE fence_claim_used(...)" names no column of the
+-- rows it filters, so the planner runs it once, before them, also when there
+-- are none; a VOLATILE function there is run per row, never for no row.
 CREATE OR REPLACE FUNCTION fencegate.fence_claim_used(used boolean) RETURNS boolean
     LANGUAGE plpgsql STABLE AS $$
 BEGIN

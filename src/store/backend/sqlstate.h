@@ -36,7 +36,7 @@ bool sqlstate_deadlock(const char *state);
 bool sqlstate_fence_kept_above(const char *state);
 
 /* FGC01: a default-mode PATCH or DELETE that claimed its fence wrote nothing
- * (its row deleted since its snapshot), and failed to undo the claim
+ * (its row deleted since its snapshot), and failed, which undid the claim
  * (fencegate.fence_claim_used, sql/100_fence_claim_used.sql). */
 bool sqlstate_claim_unused(const char *state);
 

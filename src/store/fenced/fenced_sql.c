@@ -91,7 +91,9 @@ static const char held[] = " AND EXISTS (SELECT 1 FROM c) AND NOT " REVOKED;
 
 /* The last look of a claiming PATCH or DELETE at its claim: true where the
  * write wrote (wrote: an SQL condition) or f claimed nothing, else the
- * statement fails with SQLSTATE FGC01 (sql/100_fence_claim_used.sql). */
+ * statement fails with SQLSTATE FGC01 (sql/100_fence_claim_used.sql). Put in
+ * a WHERE over the write's rows, it runs once even where there are none: the
+ * function is STABLE, so the planner makes it a one-time filter. */
 #define CLAIM_USED(wrote) "fencegate.fence_claim_used(" wrote " OR NOT EXISTS (SELECT 1 FROM f))"
 
 /* Raising a fence row of a batch to greatest(stored, presented), always
