@@ -279,45 +279,48 @@ local function rid_hold(lk, rid, lease, expires_at, now)
 end
 
 -- A new request's rid ('' for none) in a lean script (a first try, a lean
--- join): false, writing nothing, where rid is live (a retry, which the full
--- script answers with its lease); else maps rid to lease until till (ms) as
--- rid_keep does and answers true. It reads when the set rid_until goes: where
--- it does not exist no id is kept, none is live, and both keys are made anew
--- with their time (no look, no prune); else rid joins the set before the
--- prune, so the set is never emptied and keeps that time, which tells whether
--- it must be lengthened: then both keys are given REQUEST_ID_GRACE_MS more
--- than till, so that the next ids of a name in use, which need about as
--- long, find them long enough (a set from a gateway that kept no time, -1,
--- gets one so); else the hash, whose time is never past the set's (both are
--- given the same times, and the hash's ids are the set's), is given the set's,
--- which it lacks where it was made anew.
-local function rid_take(lk, rid, lease, till, now)
+-- join), whose lease id is the first word of leased (the id itself, or a
+-- holder record's tail): false, writing nothing, where rid is live (a retry,
+-- which the full script answers with its lease); else maps rid to the lease
+-- until till (ms) in the keys rids and rid_until as rid_keep does, and
+-- answers true. A request without a rid pays for nothing more. It reads when
+-- the set rid_until goes: where it does not exist no id is kept, none is live,
+-- and both keys are made anew with their time (no look, no prune); else rid
+-- joins the set before the prune, so the set is never emptied and keeps that
+-- time, which tells whether it must be lengthened: then both keys are given
+-- REQUEST_ID_GRACE_MS more than till, so that the next ids of a name in use,
+-- which need about as long, find them long enough (a set from a gateway that
+-- kept no time, -1, gets one so); else the hash, whose time is never past the
+-- set's (both are given the same times, and the hash's ids are the set's), is
+-- given the set's, which it lacks where it was made anew.
+local function rid_take(rids, rid_until, rid, leased, till, now)
   if rid == '' then return true end
-  local goes = redis.call('PEXPIRETIME', lk.rid_until)
+  local lease = string.match(leased, '^[^ ]+')
+  local goes = redis.call('PEXPIRETIME', rid_until)
   local till_text = decimal(till)
   if goes == -2 then
-    redis.call('HSET', lk.rids, rid, lease)
-    redis.call('ZADD', lk.rid_until, till_text, rid)
-    redis.call('PEXPIREAT', lk.rids, till_text)
-    redis.call('PEXPIREAT', lk.rid_until, till_text)
+    redis.call('HSET', rids, rid, lease)
+    redis.call('ZADD', rid_until, till_text, rid)
+    redis.call('PEXPIREAT', rids, till_text)
+    redis.call('PEXPIREAT', rid_until, till_text)
     return true
   end
-  if not redis.call('ZADD', lk.rid_until, 'NX', 'INCR', till_text, rid) then
-    if tonumber(redis.call('ZSCORE', lk.rid_until, rid)) > now then return false end
-    redis.call('ZADD', lk.rid_until, till_text, rid)
+  if not redis.call('ZADD', rid_until, 'NX', 'INCR', till_text, rid) then
+    if tonumber(redis.call('ZSCORE', rid_until, rid)) > now then return false end
+    redis.call('ZADD', rid_until, till_text, rid)
   end
-  local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
+  local old = redis.call('ZRANGEBYSCORE', rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
   if #old > 0 then
-    redis.call('ZREM', lk.rid_until, unpack(old))
-    redis.call('HDEL', lk.rids, unpack(old))
+    redis.call('ZREM', rid_until, unpack(old))
+    redis.call('HDEL', rids, unpack(old))
   end
-  redis.call('HSET', lk.rids, rid, lease)
+  redis.call('HSET', rids, rid, lease)
   if till > goes then
     local keep_text = decimal(till + REQUEST_ID_GRACE_MS)
-    redis.call('PEXPIREAT', lk.rids, keep_text)
-    redis.call('PEXPIREAT', lk.rid_until, keep_text)
+    redis.call('PEXPIREAT', rids, keep_text)
+    redis.call('PEXPIREAT', rid_until, keep_text)
   else
-    redis.call('PEXPIREAT', lk.rids, decimal(goes))
+    redis.call('PEXPIREAT', rids, decimal(goes))
   end
   return true
 end

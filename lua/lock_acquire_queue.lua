@@ -35,7 +35,7 @@ local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
 local rid_till = now + A_request_id_ttl_ms
-if not rid_take({rids = KEYS[6], rid_until = KEYS[7]}, A_request_id, A_lease, rid_till, now) then
+if not rid_take(KEYS[6], KEYS[7], A_request_id, A_lease, rid_till, now) then
   return lease_reply('repeat')
 end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)

@@ -45,7 +45,7 @@ elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) >
   return lease_reply('contended')
 end
 local rid_till = now + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take({rids = KEYS[9], rid_until = KEYS[10]}, A_request_id, A_lease, rid_till, now) then
+if not rid_take(KEYS[9], KEYS[10], A_request_id, A_lease, rid_till, now) then
   return lease_reply('repeat')
 end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,

@@ -37,7 +37,7 @@ local first = tonumber(redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')[2])
 local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local rid_till = now + A_request_id_ttl_ms
-if not rid_take({rids = KEYS[8], rid_until = KEYS[9]}, A_request_id, A_lease, rid_till, now) then
+if not rid_take(KEYS[8], KEYS[9], A_request_id, A_lease, rid_till, now) then
   return lease_reply('repeat')
 end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)
