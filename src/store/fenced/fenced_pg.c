@@ -440,8 +440,8 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
  * before the row's other writes. Should Postgres still roll a group back as a
  * deadlock's victim (a trigger of the table's that takes locks of its own),
  * the victim runs again alone (write_alone) DEADLOCK_BACKOFF_MS later, as a
- * single write does (worth_again), the rest of its group at once, a batch
- * once more (fenced_pg_batch). */
+ * single write does (worth_again) and a batch (fenced_pg_batch), the rest of
+ * its group at once. */
 static int exec_grouped(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                         struct wrote *w, struct fg_error *err)
 {
@@ -1021,20 +1021,22 @@ static void blame_op(struct pg_conn *c, const struct fenced_batch *batch, size_t
 
 /* What follows a try at a batch that failed (batch_once). */
 enum batch_next {
-    BATCH_DONE,     /* its failure is the batch's answer */
-    BATCH_AGAIN,    /* nothing was written and one more try may succeed */
-    BATCH_OP_BY_OP, /* an op wrote nothing: run the batch again, op by op */
+    BATCH_DONE,        /* its failure is the batch's answer */
+    BATCH_AGAIN,       /* nothing was written and one more try may succeed */
+    BATCH_AGAIN_LATER, /* as BATCH_AGAIN, for a deadlock's victim: DEADLOCK_BACKOFF_MS later */
+    BATCH_OP_BY_OP,    /* an op wrote nothing: run the batch again, op by op */
 };
 
 /* One try at a batch, its ops in one pipeline or op_by_op (run_ops,
- * run_ops_one_by_one); *next says what follows a failure: BATCH_AGAIN when
- * it failed as a deadlock's victim (which the order of its claims leaves to
- * locks that the tables' triggers take: see exec_grouped), on prepared
- * statements gone stale (a listed column's type altered: the next runs on a
- * new session), or on a row it created after a delete it waited for kept a
- * higher fence (FGK01, the next sees the kept fence and answers the batch
- * stale), each worth one more try since nothing was written; BATCH_OP_BY_OP
- * when an op of the pipeline wrote nothing (rolled back, nothing audited). */
+ * run_ops_one_by_one); *next says what follows a failure: BATCH_AGAIN on
+ * prepared statements gone stale (a listed column's type altered: the next
+ * runs on a new session), or on a row it created after a delete it waited for
+ * kept a higher fence (FGK01, the next sees the kept fence and answers the
+ * batch stale), BATCH_AGAIN_LATER when it failed as a deadlock's victim
+ * (which the order of its claims leaves to locks that the tables' triggers
+ * take: see exec_grouped), each worth one more try since nothing was written;
+ * BATCH_OP_BY_OP when an op of the pipeline wrote nothing (rolled back,
+ * nothing audited). */
 static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
                       bool want_row, bool op_by_op, struct fenced_result *res,
                       enum batch_next *next, struct fg_error *err)
@@ -1088,7 +1090,9 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     if (rc != 0) {
         bool data = data_error(c);
         const char *state = pg_last_sqlstate(c);
-        if (sqlstate_deadlock(state) || sqlstate_fence_kept_above(state) || pg_last_plans_stale(c))
+        if (sqlstate_deadlock(state))
+            *next = BATCH_AGAIN_LATER;
+        else if (sqlstate_fence_kept_above(state) || pg_last_plans_stale(c))
             *next = BATCH_AGAIN;
         rollback(c);
         blame_op(c, batch, failed, data, err);
@@ -1116,9 +1120,15 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
     bool op_by_op = false, retried = false;
     enum batch_next next;
     int rc = batch_once(batch, who, want_row, op_by_op, res, &next, err);
-    /* the switch to op by op, once, does not take the one more try */
-    while (rc != 0 && (next == BATCH_OP_BY_OP || (next == BATCH_AGAIN && !retried))) {
-        retried = retried || next == BATCH_AGAIN;
+    /* the switch to op by op, once, does not take the one more try. A
+     * deadlock's victim waits, its connection given back, as a single write
+     * does (worth_again): the write it deadlocked with, woken by the rollback,
+     * commits first, where a batch run again at once could take the row back
+     * before it and close the same cycle. */
+    while (rc != 0 && (next == BATCH_OP_BY_OP || (next != BATCH_DONE && !retried))) {
+        if (next == BATCH_AGAIN_LATER)
+            clock_sleep_ms(DEADLOCK_BACKOFF_MS);
+        retried = retried || next != BATCH_OP_BY_OP;
         op_by_op = op_by_op || next == BATCH_OP_BY_OP;
         rc = batch_once(batch, who, want_row, op_by_op, res, &next, err);
     }
