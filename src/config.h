@@ -71,7 +71,7 @@ struct config {
                                         pipelined connection (store/backend/redis.c) */
     long long statement_timeout_ms;  /* Postgres statement_timeout */
     long long pg_connect_timeout_ms; /* libpq's connect_timeout of a Postgres connection (whole
-                                        seconds) */
+                                        seconds; at most request_timeout_ms unless 2000) */
     long long waiter_lease_ms;       /* how long a dead process's waiters stay queued */
     long long poll_ms;               /* backstop re-check of a suspended waiter */
     long long request_timeout_ms;    /* deadline for one backend call */

@@ -412,6 +412,44 @@ static void waiters_per_key(void **state)
     refused_naming("{\"limits\": {\"max_waiters_per_key\": 0}}", "limits.max_waiters_per_key");
 }
 
+/* pg_connect_timeout_ms no longer than request_timeout_ms, so that a request
+ * that opens a Postgres connection waits for it no longer than its backend
+ * deadline; libpq's least, 2 s, whatever request_timeout_ms. */
+static void pg_connect_timeout_within_request_timeout(void **state)
+{
+    (void)state;
+    static const char *const accepted[] = {
+        "{\"pg_connect_timeout_ms\": 5000}",
+        "{\"pg_connect_timeout_ms\": 7000, \"request_timeout_ms\": 7000}",
+        "{\"pg_connect_timeout_ms\": 2000, \"request_timeout_ms\": 300}",
+        "{\"request_timeout_ms\": 50}",
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        struct config cfg;
+        struct fg_error err;
+        if (load_file(accepted[i], &cfg, &err) != 0)
+            fail_msg("refused %s: %s", accepted[i], err.msg);
+        config_free(&cfg);
+    }
+    static const char *const refused[] = {
+        "{\"pg_connect_timeout_ms\": 6000}",
+        "{\"pg_connect_timeout_ms\": 3000, \"request_timeout_ms\": 2999}",
+        "{\"pg_connect_timeout_ms\": 600000, \"request_timeout_ms\": 300}",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        struct config cfg;
+        struct fg_error err;
+        int rc = load_file(refused[i], &cfg, &err);
+        config_free(&cfg);
+        if (rc == 0)
+            fail_msg("accepted: %s", refused[i]);
+        assert_int_equal(err.code, FG_ERR_CONFIG);
+        if (strstr(err.msg, "pg_connect_timeout_ms") == NULL ||
+            strstr(err.msg, "request_timeout_ms") == NULL)
+            fail_msg("message '%s' does not name both settings", err.msg);
+    }
+}
+
 /* secrets: the first signs, all verify; ids and secrets kept in order. */
 static void secrets_make_a_keyring(void **state)
 {
@@ -478,6 +516,7 @@ int main(void)
         cmocka_unit_test(defaults),
         cmocka_unit_test(hostile_limits_and_hosts),
         cmocka_unit_test(pg_connect_timeout),
+        cmocka_unit_test(pg_connect_timeout_within_request_timeout),
         cmocka_unit_test(json_keys),
         cmocka_unit_test(refusals_name_the_setting),
         cmocka_unit_test(environment_overrides),
