@@ -279,7 +279,7 @@ local function rid_hold(lk, rid, lease, expires_at, now)
 end
 
 -- A new request's rid ('' for none) in a lean script (a first try, a lean
--- join), whose lease id is the first word of leased (the id itself, or a
+-- join), whose lease id is the first word of lease_text (the id itself, or a
 -- holder record's tail): false, writing nothing, where rid is live (a retry,
 -- which the full script answers with its lease); else maps rid to the lease
 -- until till (ms) in the keys rids and rid_until as rid_keep does, and
@@ -293,9 +293,9 @@ end
 -- kept no time, -1, gets one so); else the hash, whose time is never past the
 -- set's (both are given the same times, and the hash's ids are the set's), is
 -- given the set's, which it lacks where it was made anew.
-local function rid_take(rids, rid_until, rid, leased, till, now)
+local function rid_take(rids, rid_until, rid, lease_text, till, now)
   if rid == '' then return true end
-  local lease = string.match(leased, '^[^ ]+')
+  local lease = string.match(lease_text, '^[^ ]+')
   local goes = redis.call('PEXPIRETIME', rid_until)
   local till_text = decimal(till)
   if goes == -2 then

@@ -447,15 +447,16 @@ static int validate(const struct config *cfg, struct fg_error *err)
 {
     if (cfg->default_ttl_ms > cfg->default_max_hold_ms)
         return fg_fail(err, FG_ERR_CONFIG, "defaults.ttl_ms must not exceed defaults.max_hold_ms");
-    /* A request that opens a Postgres connection waits for it up to
-     * pg_connect_timeout_ms a host: no longer than its backend deadline, but
-     * libpq's least, 2 s, is allowed whatever request_timeout_ms. */
+    /* A request waits request_timeout_ms for a pooled Postgres connection,
+     * and one that opens a new connection waits for it up to
+     * pg_connect_timeout_ms a host: no longer, but libpq's least, 2 s, is
+     * allowed whatever request_timeout_ms. */
     if (cfg->pg_connect_timeout_ms > PG_CONNECT_TIMEOUT_MIN_MS &&
         cfg->pg_connect_timeout_ms > cfg->request_timeout_ms)
         return fg_fail(err, FG_ERR_CONFIG,
                        "pg_connect_timeout_ms (%lld) must not exceed request_timeout_ms (%lld): "
                        "a request that opens a Postgres connection would wait for it longer "
-                       "than its backend deadline",
+                       "than for a pooled one",
                        cfg->pg_connect_timeout_ms, cfg->request_timeout_ms);
     struct redis_url url;
     if (redis_url_parse(cfg->redis_url, &url, err) != 0)

@@ -100,8 +100,9 @@ typedef const char *(*config_getenv_fn)(const char *name);
 /*
  * Fills cfg with the defaults, then the JSON file named by FENCEGATE_CONFIG (if
  * set), then the FENCEGATE_* environment variables, looked up through getenv_fn.
- * An unknown key, a wrong type or an out-of-range value fails with FG_ERR_CONFIG
- * and a message naming the setting. cfg owns everything it points to; release it
+ * An unknown key, a wrong type, an out-of-range value or two settings that do
+ * not agree (validate in config.c) fail with FG_ERR_CONFIG and a message
+ * naming them. cfg owns everything it points to; release it
  * with config_free (also after a failure).
  */
 int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error *err) FG_WUR;

@@ -1121,10 +1121,10 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
     enum batch_next next;
     int rc = batch_once(batch, who, want_row, op_by_op, res, &next, err);
     /* the switch to op by op, once, does not take the one more try. A
-     * deadlock's victim waits, its connection given back, as a single write
-     * does (worth_again): the write it deadlocked with, woken by the rollback,
-     * commits first, where a batch run again at once could take the row back
-     * before it and close the same cycle. */
+     * deadlock's victim waits DEADLOCK_BACKOFF_MS, as a single write does
+     * (worth_again), its connection given back: the write it deadlocked with,
+     * woken by the rollback, commits first, where a batch run again at once
+     * could take the row back before it and close the same cycle. */
     while (rc != 0 && (next == BATCH_OP_BY_OP || (next != BATCH_DONE && !retried))) {
         if (next == BATCH_AGAIN_LATER)
             clock_sleep_ms(DEADLOCK_BACKOFF_MS);
