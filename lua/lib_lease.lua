@@ -256,14 +256,19 @@ local function rid_lease(lk, rid, now)
   return lease
 end
 
+-- Forgets up to 16 ids of the keys rids and rid_until whose time is past.
+local function rid_prune(rids, rid_until, now)
+  local old = redis.call('ZRANGEBYSCORE', rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
+  if #old > 0 then
+    redis.call('ZREM', rid_until, unpack(old))
+    redis.call('HDEL', rids, unpack(old))
+  end
+end
+
 -- Maps rid to lease until at least till (ms); an earlier time never shortens it.
 local function rid_keep(lk, rid, lease, till, now)
   if rid == '' or rid == nil then return end
-  local old = redis.call('ZRANGEBYSCORE', lk.rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
-  if #old > 0 then
-    redis.call('ZREM', lk.rid_until, unpack(old))
-    redis.call('HDEL', lk.rids, unpack(old))
-  end
+  rid_prune(lk.rids, lk.rid_until, now)
   redis.call('HSET', lk.rids, rid, lease)
   local cur = tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
   if till <= cur then till = cur end
@@ -309,11 +314,7 @@ local function rid_take(rids, rid_until, rid, lease_text, till, now)
     if tonumber(redis.call('ZSCORE', rid_until, rid)) > now then return false end
     redis.call('ZADD', rid_until, till_text, rid)
   end
-  local old = redis.call('ZRANGEBYSCORE', rid_until, '-inf', decimal(now), 'LIMIT', '0', '16')
-  if #old > 0 then
-    redis.call('ZREM', rid_until, unpack(old))
-    redis.call('HDEL', rids, unpack(old))
-  end
+  rid_prune(rids, rid_until, now)
   redis.call('HSET', rids, rid, lease)
   if till > goes then
     local keep_text = decimal(till + REQUEST_ID_GRACE_MS)
