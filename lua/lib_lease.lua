@@ -10,7 +10,7 @@
 -- says they start), so Redis ACL key patterns can confine the
 -- gateway and nothing is built inside a script.
 -- The names are those of src/store/backend/redis_keys.h; base is the lock's or semaphore's.
--- KEYS: fence fence_limit gateways rids rid_until index ended revoked watched
+-- KEYS: fence fence_limit gateways rids rid_until index ended revoked watched rid_one
 --   fence        KEY_FENCE                  the last fence issued
 --   fence_limit  KEY_FENCE_LIMIT            the highest fence Postgres has reserved
 --   gateways     KEY_GATEWAYS               live gateways: sorted set id -> alive until (ms)
@@ -21,6 +21,8 @@
 --                                           releases and watchers (below)
 --   revoked      KEY_REVOKED                the revoked fences (below)
 --   watched      base..KEY_SUFFIX_WATCHED   present while a watcher waits (below)
+--   rid_one      base..KEY_SUFFIX_RID_ONE   string "<lease id> <request_id>": one request id of
+--                                           the name, kept as long as its time to live (below)
 -- The facts a lease script's reply may carry (lease_reply, below):
 -- REPLY: lease fence ttl expires_at hold_until held_ms again position holder_pttl waiting limit pttl
 -- REPLY: left grant granted_at now
@@ -237,11 +239,31 @@ end
 -- Request ids. A request_id maps to its lease while a retry could still come:
 -- until the wait and the lease of its latest request could have ended (the
 -- caller's request_id ttl), and, once granted, until REQUEST_ID_GRACE_MS after the
--- lease's expiry, refreshed at grant, claim and renew. Never shortened; ids
--- whose time is up are pruned a few at a time.
+-- lease's expiry, refreshed at grant, claim and renew. Never shortened.
+-- A name keeps them in two places. The key rid_one holds one id, "<lease>
+-- <rid>", whose time is the key's own: Redis forgets it when that is up, and a
+-- name whose ids come one at a time (most names: a lock per invoice, say) pays
+-- one SET for each. An id that comes while rid_one holds another live one goes
+-- into the set: the hash rids (id -> lease) and the sorted set rid_until (id
+-- -> its time), whose lapsed ids are pruned a few at a time. An id is kept in
+-- one place only: each new id is looked for in both first.
 
--- True if request_id rid ('' for none) may still name a lease: its time in
--- the set rid_until has not passed.
+-- The text rid_one holds for rid mapped to lease.
+local function rid_one_text(lease, rid)
+  return lease .. ' ' .. rid
+end
+
+-- The lease that one_text (rid_one's value, or false) maps rid to, or nil.
+-- A lease id holds no space, so the id is all after the first one.
+local function rid_one_lease(one_text, rid)
+  if not one_text then return nil end
+  local space = string.find(one_text, ' ', 1, true)
+  if string.sub(one_text, space + 1) ~= rid then return nil end
+  return string.sub(one_text, 1, space - 1)
+end
+
+-- True if request_id rid ('' for none) may still name a lease in the set: its
+-- time in rid_until has not passed.
 local function rid_live(rid_until, rid, now)
   if rid == '' then return false end
   local till = redis.call('ZSCORE', rid_until, rid)
@@ -250,8 +272,11 @@ end
 
 -- The lease id of request_id rid, or nil.
 local function rid_lease(lk, rid, now)
+  if rid == '' then return nil end
+  local lease = rid_one_lease(redis.call('GET', lk.rid_one), rid)
+  if lease then return lease end
   if not rid_live(lk.rid_until, rid, now) then return nil end
-  local lease = redis.call('HGET', lk.rids, rid)
+  lease = redis.call('HGET', lk.rids, rid)
   if lease == false then return nil end
   return lease
 end
@@ -265,9 +290,20 @@ local function rid_prune(rids, rid_until, now)
   end
 end
 
--- Maps rid to lease until at least till (ms); an earlier time never shortens it.
+-- Maps rid to lease until at least till (ms); an earlier time never shortens
+-- it. Where rid_one maps rid to lease, only its time moves; where rid_one is
+-- free and the set has no live rid, rid_one takes it; else the set does.
 local function rid_keep(lk, rid, lease, till, now)
   if rid == '' or rid == nil then return end
+  local one_text = redis.call('GET', lk.rid_one)
+  if one_text == rid_one_text(lease, rid) then
+    redis.call('PEXPIREAT', lk.rid_one, decimal(till), 'GT')
+    return
+  end
+  if not one_text and not rid_live(lk.rid_until, rid, now) then
+    redis.call('SET', lk.rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
+    return
+  end
   rid_prune(lk.rids, lk.rid_until, now)
   redis.call('HSET', lk.rids, rid, lease)
   local cur = tonumber(redis.call('ZSCORE', lk.rid_until, rid) or '0')
@@ -283,24 +319,17 @@ local function rid_hold(lk, rid, lease, expires_at, now)
   rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now)
 end
 
--- A new request's rid ('' for none) in a lean script (a first try, a lean
--- join), whose lease id is the first word of lease_text (the id itself, or a
--- holder record's tail): false, writing nothing, where rid is live (a retry,
--- which the full script answers with its lease); else maps rid to the lease
--- until till (ms) in the keys rids and rid_until as rid_keep does, and
--- answers true. A request without a rid pays for nothing more. It reads when
--- the set rid_until goes: where it does not exist no id is kept, none is live,
--- and both keys are made anew with their time (no look, no prune); else rid
--- joins the set before the prune, so the set is never emptied and keeps that
--- time, which tells whether it must be lengthened: then both keys are given
--- REQUEST_ID_GRACE_MS more than till, so that the next ids of a name in use,
--- which need about as long, find them long enough (a set from a gateway that
--- kept no time, -1, gets one so); else the hash, whose time is never past the
--- set's (both are given the same times, and the hash's ids are the set's), is
--- given the set's, which it lacks where it was made anew.
-local function rid_take(rids, rid_until, rid, lease_text, till, now)
-  if rid == '' then return true end
-  local lease = string.match(lease_text, '^[^ ]+')
+-- rid_take's part where rid_one holds another id: rid goes into the set. It
+-- reads when the set rid_until goes: where it does not exist no id in it is
+-- live, and both keys are made anew with their time (no look, no prune); else
+-- rid joins the set before the prune, so the set is never emptied and keeps
+-- that time, which tells whether it must be lengthened: then both keys are
+-- given REQUEST_ID_GRACE_MS more than till, so that the next ids of a name in
+-- use, which need about as long, find them long enough (a set from a gateway
+-- that kept no time, -1, gets one so); else the hash, whose time is never past
+-- the set's (both are given the same times, and the hash's ids are the set's),
+-- is given the set's, which it lacks where it was made anew.
+local function rid_take_set(rids, rid_until, rid, lease, till, now)
   local goes = redis.call('PEXPIRETIME', rid_until)
   local till_text = decimal(till)
   if goes == -2 then
@@ -326,20 +355,45 @@ local function rid_take(rids, rid_until, rid, lease_text, till, now)
   return true
 end
 
+-- A new request's rid ('' for none) in a lean script (a first try, a lean
+-- join), whose lease id is the first word of lease_text (the id itself, or a
+-- holder record's tail); one_text: the value of the key rid_one (or false),
+-- which the script read with its first keys: false, writing nothing, where rid
+-- is live (a retry, which the full script answers with its lease); else maps
+-- rid to the lease until till (ms) and answers true. A request without a rid
+-- pays for nothing more. Where rid_one is free, one look at the set (whose time
+-- tells whether it exists, and only then its score of rid) and one SET of
+-- rid_one; where rid_one holds another id, the set (rid_take_set).
+local function rid_take(rids, rid_until, rid_one, one_text, rid, lease_text, till, now)
+  if rid == '' then return true end
+  local lease = string.match(lease_text, '^[^ ]+')
+  if one_text then
+    if rid_one_lease(one_text, rid) then return false end
+    return rid_take_set(rids, rid_until, rid, lease, till, now)
+  end
+  if redis.call('PEXPIRETIME', rid_until) ~= -2 and rid_live(rid_until, rid, now) then return false end
+  redis.call('SET', rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
+  return true
+end
+
 -- Keeps rid of a lease granted to a waiter, claimed or renewed until
 -- expires_at: the waiter's join mapped rid to it until its wait and lease
 -- could have ended (rid_keep), a grant or renewal since until the lease's end
 -- and REQUEST_ID_GRACE_MS more, so rid is never pruned while it can hold or
--- wait and only its time moves, never back (ZADD GT), without rid_keep's prune
--- and look. Where rid is still in the set, the keys exist with a time to live
--- (rid_keep and rid_take give them one), which a PEXPIREAT GT lengthens where
--- it falls short, with no second call (keep_until's NX) where it does not.
--- Where the ZADD added rid (a waiter granted after its id's time passed: the
--- set may have gone and been made anew), keep_until gives a key with no time
--- one.
-local function rid_extend(lk, rid, expires_at)
+-- wait and only its time moves, never back (GT), without rid_keep's prune and
+-- look. Where rid_one maps rid to lease, its time moves. Where rid is still in
+-- the set, the keys exist with a time to live (rid_keep and rid_take give them
+-- one), which a PEXPIREAT GT lengthens where it falls short, with no second
+-- call (keep_until's NX) where it does not. Where the ZADD added rid (a waiter
+-- granted after its id's time passed: the set may have gone and been made
+-- anew), keep_until gives a key with no time one.
+local function rid_extend(lk, rid, lease, expires_at)
   if rid == '' or rid == nil then return end
   local till_text = decimal(tonumber(expires_at) + REQUEST_ID_GRACE_MS)
+  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
+    redis.call('PEXPIREAT', lk.rid_one, till_text, 'GT')
+    return
+  end
   if redis.call('ZADD', lk.rid_until, 'GT', till_text, rid) == 1 then
     keep_until(lk.rids, till_text)
     keep_until(lk.rid_until, till_text)
@@ -351,7 +405,12 @@ end
 
 -- Forgets rid if it still names lease.
 local function rid_forget(lk, rid, lease)
-  if rid == '' or rid == nil or redis.call('HGET', lk.rids, rid) ~= lease then return end
+  if rid == '' or rid == nil then return end
+  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
+    redis.call('DEL', lk.rid_one)
+    return
+  end
+  if redis.call('HGET', lk.rids, rid) ~= lease then return end
   redis.call('HDEL', lk.rids, rid)
   redis.call('ZREM', lk.rid_until, rid)
 end

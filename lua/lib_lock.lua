@@ -37,7 +37,7 @@ local function lock_keys()
   return {h = KEYS[1], q = KEYS[2], w = KEYS[3], t = KEYS[4],
           fence = KEYS[f], fence_limit = KEYS[f + 1], gateways = KEYS[f + 2], rids = KEYS[f + 3],
           rid_until = KEYS[f + 4], index = KEYS[f + 5], ended = KEYS[f + 6], revoked = KEYS[f + 7],
-          watched = KEYS[f + 8]}
+          watched = KEYS[f + 8], rid_one = KEYS[f + 9]}
 end
 
 -- Writes the live holder record text for lease (ms as decimal text), copying
@@ -84,7 +84,7 @@ local function grant_next(k, name, claim_ms, now, inst, handoff, prior, ready)
   local here = handoff and w.inst == inst
   local text = holder_text(head, fence, ttl, w.max_hold, decimal(now), '0', w.inst, w.attach, w.rid, w.owner)
   holder_write(k, prior, text, here and ttl or decimal(math.min(ttl_ms, claim_ms)), now)
-  rid_extend(k, w.rid, now + ttl_ms)
+  rid_extend(k, w.rid, head, now + ttl_ms)
   if here then
     handoff[1] = {lease = head, fence = fence, ttl = ttl, expires_at = decimal(now + ttl_ms)}
   else
@@ -100,7 +100,7 @@ end
 local function claim(k, h, now, attach)
   local ttl = claim_ttl(h.ttl, h.granted_at, h.max_hold, now)
   redis.call('SET', k.h, holder_rewrite(h, '1', attach), 'PX', decimal(ttl))
-  rid_extend(k, h.rid, now + ttl)
+  rid_extend(k, h.rid, h.lease, now + ttl)
   return now + ttl
 end
 

@@ -10,14 +10,14 @@
 -- the ttl as asked unless the hold's deadline cuts it (no sum printed); a
 -- renewal the deadline cuts keeps the hold's end in the ended set, and one
 -- that shortens the lease drops it (lib_lease.lua renew_expiry).
--- KEYS: holder rids rid_until ended
+-- KEYS: holder rids rid_until ended rid_one
 --   those keys of lib_lock.lua and lib_lease.lua
 -- ARGV: lease ttl_ms
 --   ttl_ms "0": the lease's own ttl
 -- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, now, hold_until} (the new expiry is now +
 -- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
 local lease = A_lease
-local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3], ended = KEYS[4]}
+local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3], ended = KEYS[4], rid_one = KEYS[5]}
 local raw = redis.call('GET', k.h)
 local fence, granted_at, held, own_ttl, max_hold, rid = claimed_brief(raw)
 local h -- the whole record, of a holder with more to do (unclaimed, of the layout before)
@@ -36,5 +36,5 @@ else -- unclaimed: no renewal came before, nor a mark
   redis.call('SET', k.h, holder_rewrite(h, '1', h.attach), 'PX', ttl)
   if cut then mark_hold_end(k, fence, hold_until, now) end
 end
-rid_extend(k, rid, now + ttl)
+rid_extend(k, rid, lease, now + ttl)
 return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until))

@@ -14,7 +14,7 @@
 -- the history (end_bury), and keeps a request_id for as long as its lease
 -- (lib_lease.lua rid_take). A request_id that still names a lease (a retry)
 -- is left to sem_acquire.lua, which answers it with that lease.
--- KEYS: limit holders queue fence fence_limit index ended rids rid_until
+-- KEYS: limit holders queue fence fence_limit index ended rids rid_until rid_one
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
 -- ARGV: name ttl_ms limit tail request_id
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
@@ -23,7 +23,9 @@
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), contended {}: in use, no fence may be issued, a limit key this script does
 -- not read; or repeat {}: a request_id that names a lease (the name is not in use for it).
-local v = redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
+-- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_take).
+local v = A_request_id == '' and redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
+          or redis.call('MGET', KEYS[4], KEYS[5], KEYS[1], KEYS[10])
 local prior = v[3]
 if not fences_left(v) or (prior and not is_end(prior))
    or redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0 then
@@ -31,7 +33,7 @@ if not fences_left(v) or (prior and not is_end(prior))
 end
 local at = now_text()
 local rid_till = at + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take(KEYS[8], KEYS[9], A_request_id, A_tail, rid_till, at + 0) then
+if not rid_take(KEYS[8], KEYS[9], KEYS[10], v[4], A_request_id, A_tail, rid_till, at + 0) then
   return lease_reply('repeat')
 end
 if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end

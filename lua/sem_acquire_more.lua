@@ -19,7 +19,7 @@
 -- expiry, keeps the semaphore's keys alive (lib_sem_life.lua keep_alive) and
 -- the request_id for as long as the lease (lib_lease.lua rid_take).
 -- The name is in the listing index already: a holder is there.
--- KEYS: holders data queue waiters limit tickets fence fence_limit rids rid_until
+-- KEYS: holders data queue waiters limit tickets fence fence_limit rids rid_until rid_one
 --   those keys of lib_sem.lua and lib_lease.lua
 -- ARGV: lease ttl_ms max_hold_ms limit tail request_id
 --   lease: a fresh lease id; tail: the holder record's JSON from its claimed field on
@@ -28,7 +28,9 @@
 --   request_id: "" for none
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), contended {}, or repeat {}: a request_id that names a lease.
-local v = redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
+-- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_take).
+local v = A_request_id == '' and redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
+          or redis.call('MGET', KEYS[7], KEYS[8], KEYS[5], KEYS[11])
 local in_force = v[3]
 -- first: the limit key holds the first holder, of the limit asked
 local first = in_force ~= A_limit and in_force and string.match(in_force, '^=(%d+) ') == A_limit
@@ -45,7 +47,7 @@ elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) >
   return lease_reply('contended')
 end
 local rid_till = now + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take(KEYS[9], KEYS[10], A_request_id, A_lease, rid_till, now) then
+if not rid_take(KEYS[9], KEYS[10], KEYS[11], v[4], A_request_id, A_lease, rid_till, now) then
   return lease_reply('repeat')
 end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,

@@ -17,7 +17,7 @@
 -- deadline cuts it (no sum printed); a renewal the deadline cuts keeps the
 -- hold's end in the ended set, and one that shortens the lease drops it
 -- (lib_lease.lua renew_expiry).
--- KEYS: holders data queue waiters limit tickets rids rid_until ended
+-- KEYS: holders data queue waiters limit tickets rids rid_until ended rid_one
 --   those keys of lib_sem.lua and lib_lease.lua
 -- ARGV: lease ttl_ms keep_ms
 --   ttl_ms "0": the lease's own ttl
@@ -25,7 +25,7 @@
 -- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached).
 local lease = A_lease
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], rids = KEYS[7],
-           rid_until = KEYS[8], ended = KEYS[9], fresh = false, latest = 0, first = false}
+           rid_until = KEYS[8], ended = KEYS[9], rid_one = KEYS[10], fresh = false, latest = 0, first = false}
 local limit_raw = redis.call('GET', k.l)
 local now, now_at = now_ms_and_text()
 
@@ -36,7 +36,7 @@ if is_first_holder(limit_raw) then
     local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
     if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end
     renew_expiry(k, k.l, ttl, fence, cut, hold_until, now)
-    rid_extend(k, rid, now + ttl)
+    rid_extend(k, rid, lease, now + ttl)
     return lease_reply('renewed', nil, R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL,
                        decimal(hold_until))
   end
@@ -67,7 +67,7 @@ local function renew()
     redis.call('HSET', k.d, lease, record_json(rec))
   end
   set_expiry(k, lease, now + ttl)
-  if rec then rid_extend(k, rec.rid, now + ttl) end
+  if rec then rid_extend(k, rec.rid, lease, now + ttl) end
   return {'renewed', R_FENCE, fence, R_TTL, ttl, R_NOW, now_at, R_HOLD_UNTIL, decimal(hold_until)}
 end
 

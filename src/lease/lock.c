@@ -71,6 +71,7 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_LOCK_KEY_GATEWAYS],
         [LOCK_ACQUIRE_QUEUE_KEY_RIDS] = k.key[LIB_LOCK_KEY_RIDS],
         [LOCK_ACQUIRE_QUEUE_KEY_RID_UNTIL] = k.key[LIB_LOCK_KEY_RID_UNTIL],
+        [LOCK_ACQUIRE_QUEUE_KEY_RID_ONE] = k.key[LIB_LOCK_KEY_RID_ONE],
     };
     struct lease_queue_join q;
     lease_queue_join_init(&q, attach, ttl, hold, p);

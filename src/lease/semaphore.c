@@ -86,6 +86,7 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
         [SEM_ACQUIRE_MORE_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
         [SEM_ACQUIRE_MORE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_ACQUIRE_MORE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+        [SEM_ACQUIRE_MORE_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
     };
     char tail[HOLDER_JSON_TAIL_MAX];
     holder_json_tail(attach, p->request_id, p->owner, tail);
@@ -123,6 +124,7 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
         [SEM_ACQUIRE_QUEUE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_ACQUIRE_QUEUE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+        [SEM_ACQUIRE_QUEUE_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
     };
     struct lease_queue_join q;
     lease_queue_join_init(&q, attach, ttl, hold, p);
@@ -289,6 +291,7 @@ static int release_handover_try(const char *name, const char *lease_id, const ch
         [SEM_RELEASE_HANDOVER_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
         [SEM_RELEASE_HANDOVER_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_RELEASE_HANDOVER_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+        [SEM_RELEASE_HANDOVER_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
         [SEM_RELEASE_HANDOVER_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
         [SEM_RELEASE_HANDOVER_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
     };
@@ -349,6 +352,7 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
         [SEM_RENEW_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
         [SEM_RENEW_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_RENEW_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+        [SEM_RENEW_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
         [SEM_RENEW_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
     };
     char ttl[24];

@@ -762,6 +762,34 @@ def write_fence_key(key: str) -> str:
     return f"{slot_key('fg:rf', key)}:{key}" if cluster_mode() else f"fg:rf:{key}"
 
 
+def lease_keys(kind: str, name: str) -> list[str]:
+    """The KEYS of a full script of lock or semaphore `name` (kind "locks" or "semaphores") on one Redis, in
+    order: the kind's own (lua/lib_lock.lua, lua/lib_sem.lua), then lua/lib_lease.lua's
+    (src/lease/lease_keys.c)."""
+    short = "lk" if kind == "locks" else "sm"
+    b = f"fg:{short}:{{{name}}}:"
+    own = "hqwt" if kind == "locks" else "hdqwlt"
+    return [b + s for s in own] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", f"fg:idx:{short}",
+                                   b + "n", "fg:revoked", b + "v", b + "i"]
+
+
+def request_id_kept(r: "Redis", kind: str, name: str, rid: str) -> tuple[str | None, int | None]:
+    """Where lock or semaphore `name` keeps request_id `rid` (lua/lib_lease.lua): in its one-id key, or else
+    in its request-id set; (the lease id it names, until when in Redis ms), (None, None) when in neither.
+    The time is the one-id key's; in the set, the id's score, or the set's keys' time where that is sooner."""
+    b = f"fg:{'lk' if kind == 'locks' else 'sm'}:{{{name}}}:"
+    one = r.cmd("GET", b + "i")
+    if one is not None:
+        lease, _, one_rid = one.partition(" ")
+        if one_rid == rid:
+            return lease, r.cmd("PEXPIRETIME", b + "i")
+    lease, till = r.cmd("HGET", b + "r", rid), r.cmd("ZSCORE", b + "e", rid)
+    if lease is None or till is None:
+        return None, None
+    lives = [r.cmd("PEXPIRETIME", b + suffix) for suffix in "re"]
+    return lease, min([int(till)] + [t for t in lives if t >= 0])
+
+
 def same_slot(*prefixes: str, like: str | None = None) -> list[str]:
     """Fresh names, one per prefix ("<prefix>-<12 hex digits>", as pg_helpers.unique makes them). On a Redis
     Cluster they all hash to one slot, the slot of `like` when given, else of the first name (a lock's keys

@@ -27,7 +27,9 @@ machine.
   request_id, 17 and 37 commands a pair, a semaphore's in four script calls since its holder was then in the
   holders' keys, where the release's first two tries do not look; a grant that read the request_id's
   time once more after finding it lapsed, one command more; one that looked the request_id up, pruned and
-  gave each key its time with a PEXPIREAT GT and NX on a name that had no request-id keys yet, 16 and 17.)
+  gave each key its time with a PEXPIREAT GT and NX on a name that had no request-id keys yet, 16 and 17;
+  one that kept the id of a name used once in the request-id set, a hash and a sorted set with a
+  PEXPIREAT each, 13 and 14.)
 - A semaphore pair beside another holder (the full scripts: a semaphore in use) runs at most
   IN_USE_SEMAPHORE_PAIR_COMMANDS. (Caught: an acquire that counted the holders and the queue again after
   grant_free had, and asked whether the semaphore it had just granted a slot of was idle: 23; a release
@@ -83,7 +85,8 @@ machine.
   try keeps it, into the holders' keys: 12 commands the first time and 6 each time after.) With a
   request_id, RID_RENEWAL_COMMANDS: its time moves with the lease's. (Caught: a renewal that pruned the
   request ids, mapped the request_id again and read its time first, 9; a semaphore's that moved a first
-  holder with a request_id into the holders' keys, 12.)
+  holder with a request_id into the holders' keys, 12; one that moved the id's time in the request-id set,
+  a ZADD GT and a PEXPIREAT GT for each of its two keys, 6.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -123,11 +126,11 @@ LOCK_PAIR_COMMANDS = 8
 SEMAPHORE_PAIR_COMMANDS = 9
 IN_USE_SEMAPHORE_PAIR_COMMANDS = 19
 REUSED_LOCK_PAIR_COMMANDS = 11
-# With a request_id on a fresh name: the pair's, and PEXPIRETIME (no keys yet), HSET, ZADD and a PEXPIREAT for
-# each of the two keys (lib_lease.lua rid_take)
-RID_LOCK_PAIR_COMMANDS = 13
-RID_SEMAPHORE_PAIR_COMMANDS = 14
-FIRST_TRY_KEYS, FIRST_TRY_ARGS = 8, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
+# With a request_id on a fresh name: the pair's, and PEXPIRETIME (no request-id set) and the SET of the name's
+# one-id key, read in the first MGET (lib_lease.lua rid_take)
+RID_LOCK_PAIR_COMMANDS = 10
+RID_SEMAPHORE_PAIR_COMMANDS = 11
+FIRST_TRY_KEYS, FIRST_TRY_ARGS = 9, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
 QUEUE_JOIN_COMMANDS = 8  # 7, and the queue's PTTL (lib_lease.lua queue_keep)
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
@@ -135,17 +138,17 @@ PUT_DELETE_COMMANDS = 9  # MGET, SMISMEMBER, STRLEN, MSET; MGET, SMISMEMBER, TYP
 STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
 PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
-RID_RENEWAL_COMMANDS = 6  # and the request_id's: ZADD GT, and a PEXPIREAT GT for each of its two keys
-MORE_KEYS, MORE_ARGS = 10, 6  # lua/sem_acquire_more.lua's KEYS and ARGV
+RID_RENEWAL_COMMANDS = 5  # and the request_id's in the name's one-id key: GET, PEXPIREAT GT
+MORE_KEYS, MORE_ARGS = 11, 6  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
-QUEUE_KEYS, QUEUE_ARGS = 9, 8  # lua/sem_acquire_queue.lua's
-HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
+QUEUE_KEYS, QUEUE_ARGS = 10, 8  # lua/sem_acquire_queue.lua's
+HAND_OVER_KEYS, HAND_OVER_ARGS = 14, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
-LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 7, 9  # lua/lock_acquire_queue.lua's
+LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 8, 9  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
-# A queue join's request_id kept where the name's keys are: PEXPIRETIME, ZADD NX (the look and the add),
-# ZRANGEBYSCORE, HSET, and the hash's PEXPIREAT (a join that lengthens the keys gives them a grace more, which
-# the joins after need not)
+# A queue join's request_id kept in the name's request-id set, the one-id key holding the first waiter's:
+# PEXPIRETIME, ZADD NX (the look and the add), ZRANGEBYSCORE, HSET, and the hash's PEXPIREAT (a join that
+# lengthens the keys gives them a grace more, which the joins after need not)
 RID_JOIN_COMMANDS = 5
 HELD_MS = 600000  # the lease of a holder waiters queue behind: it outlasts their poll_ms and wait_ms
 # Commands that are neither a script call nor run by one: the connections' set-up and this test's reads

@@ -33,8 +33,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (Gateway, GatewayTest, Monitor, Redis, metric, same_slot, skip_in_cluster, slot_key,  # noqa: E402
-                     wait_for)
+from harness import (Gateway, GatewayTest, Monitor, Redis, lease_keys, metric, request_id_kept,  # noqa: E402
+                     same_slot, skip_in_cluster, slot_key, wait_for)
 from lock_helpers import Waiter, acquire, release, renew, status, unique_name  # noqa: E402
 
 
@@ -85,12 +85,10 @@ class LeaseEdges(GatewayTest):
         self.assertEqual(release(self.c, name, got.body["token"]).status, 200)
 
     def remembered_until(self, name: str) -> int:
-        """Until when (Redis ms) lock name remembers request id rid-long; its keys live at least as long."""
+        """Until when (Redis ms) lock name remembers request id rid-long, where it keeps it."""
         with Redis() as r:
-            base = f"fg:lk:{{{name}}}:"
-            till = int(r.cmd("ZSCORE", base + "e", "rid-long"))
-            now_ms = int(r.cmd("TIME")[0]) * 1000
-            self.assertGreater(int(r.cmd("PTTL", base + "r")), till - now_ms - 2000)
+            lease, till = request_id_kept(r, "locks", name, "rid-long")
+        self.assertIsNotNone(lease, "the request_id is not kept")
         return till
 
     # -- item 6 --------------------------------------------------------------------------------------------
@@ -430,11 +428,7 @@ class LeaseEdges(GatewayTest):
         short = "lock" if kind == "locks" else "sem"
         [script] = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", f"fg_{short}_cancel_*")
                     if re.fullmatch(rf"fg_{short}_cancel_[0-9a-f]{{12}}", lib[1])]
-        b = f"fg:{'lk' if kind == 'locks' else 'sm'}:{{{name}}}:"
-        own = [b + "h", b + "q", b + "w", b + "t"] if kind == "locks" else \
-            [b + "h", b + "d", b + "q", b + "w", b + "l", b + "t"]
-        keys = own + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e",
-                      "fg:idx:lk" if kind == "locks" else "fg:idx:sm", b + "n", "fg:revoked", b + "v"]
+        keys = lease_keys(kind, name)
         keep = [] if kind == "locks" else ["60000"]
         return r.cmd("FCALL", script, len(keys), *keys, name, lease, attach, "drop", "30000", "600000", *keep,
                      "00")

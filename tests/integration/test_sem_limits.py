@@ -19,7 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, GatewayTest, Redis, skip_in_cluster, slot_key, warm_semaphore_slot  # noqa: E402
+from harness import (Client, Gateway, GatewayTest, Redis, lease_keys, skip_in_cluster, slot_key,  # noqa: E402
+                     warm_semaphore_slot)
 
 SEM = "/v1/semaphores/"
 
@@ -56,9 +57,7 @@ def sem_script(r: Redis, script: str, name: str, *argv: str):
     libs = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", f"fg_{script}_*")
             if re.fullmatch(f"fg_{script}_[0-9a-f]{{12}}", lib[1])]
     assert len(libs) == 1, libs
-    b = f"fg:sm:{{{name}}}:"
-    keys = [b + s for s in "hdqwlt"] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", b + "x",
-                                         "fg:idx:sm", b + "n", "fg:revoked", b + "v"]
+    keys = lease_keys("semaphores", name)
     return r.cmd("FCALL", libs[0], len(keys), *keys, *argv)
 
 

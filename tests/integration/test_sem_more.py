@@ -60,7 +60,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (GatewayTest, Redis, metric, same_slot, skip_in_cluster, slot_key,  # noqa: E402
+from harness import (GatewayTest, Redis, metric, request_id_kept, same_slot, skip_in_cluster, slot_key,  # noqa: E402
                      wait_for, warm_semaphore_slot)
 
 SEM = "/v1/semaphores/"
@@ -341,7 +341,8 @@ class LeanScriptsTest(GatewayTest):
                                "sem_acquire_queue.lua")) as f:
             library = f.read()
         function = library.split("\n", 1)[0].split("name=", 1)[1].strip()
-        keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdqwlt"] + ["fg:gateways"]
+        keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdqwlt"] + ["fg:gateways"] + \
+            [f"fg:sm:{{{name}}}:{suffix}" for suffix in "rei"]
         record = '{"inst":"%s","attach":"%s","ttl":"30000","max_hold":"30000","owner":"","rid":"","since":' % (
             "0" * 32, "1" * 32)
         with Redis() as r:
@@ -350,7 +351,7 @@ class LeanScriptsTest(GatewayTest):
             self.assertEqual(r.cmd("ZADD", keys[0], "XX", "CH", str(int(seconds) * 1000 - 1000),
                                    lease_of(holders[1]["token"])), 1)
             answer = r.cmd("FCALL", function, len(keys), *keys, "2" * 32, "2", str(MAX_WAITERS), "0" * 32, "",
-                           record)
+                           record, "", "60000")
             self.assertEqual(answer, "contended", "a newcomer queued beside a holder that ran out")
             self.assertEqual(r.cmd("EXISTS", keys[2], keys[3]), 0)
 
@@ -551,7 +552,7 @@ class LeanScriptsTest(GatewayTest):
         record, expiry = self.holder_record(name, lease)
         self.assertEqual(record["rid"], rid, record)
         with Redis() as r:
-            self.assertEqual(r.cmd("HGET", f"fg:sm:{{{name}}}:r", rid), lease)
+            self.assertEqual(request_id_kept(r, "semaphores", name, rid)[0], lease)
         return record, expiry
 
     def test_a_waiters_request_id_is_kept_past_its_grant(self):
@@ -560,20 +561,26 @@ class LeanScriptsTest(GatewayTest):
 
         def ends_soon(r):  # the request_id kept a second longer only, as if its wait had almost run out
             seconds, _ = r.cmd("TIME")
-            self.assertEqual(r.cmd("ZADD", f"fg:sm:{{{name}}}:e", "XX", "CH", str(int(seconds) * 1000 + 1000), rid), 1)
+            soon = str(int(seconds) * 1000 + 1000)
+            if r.cmd("GET", f"fg:sm:{{{name}}}:i") is not None:  # the waiter's id in the name's one-id key
+                self.assertEqual(r.cmd("PEXPIREAT", f"fg:sm:{{{name}}}:i", soon), 1)
+            else:
+                self.assertEqual(r.cmd("ZADD", f"fg:sm:{{{name}}}:e", "XX", "CH", soon, rid), 1)
         _, expiry = self.handed_over_with(name, rid, ends_soon)
-        with Redis() as r:  # kept a grace past the lease (lib_lease.lua rid_hold)
-            until = int(r.cmd("ZSCORE", f"fg:sm:{{{name}}}:e", rid))
+        with Redis() as r:  # kept a grace past the lease (lib_lease.lua rid_extend)
+            _, until = request_id_kept(r, "semaphores", name, rid)
         self.assertGreaterEqual(until, expiry + REQUEST_ID_GRACE_MS)
 
     def test_a_request_id_written_with_an_escape_is_kept_as_it_reads(self):
-        """The waiter's record holds the request_id as JSON text, "/" written "\\/" (cjson); the request ids'
-        hash keeps it as it reads."""
+        """The waiter's record holds the request_id as JSON text, "/" written "\\/" (cjson); the name's request
+        ids are kept as it reads."""
         name = same_slot("hand-rid-escape")[0]
         rid = "hand/" + uuid.uuid4().hex
-        self.handed_over_with(name, rid)
+        self.handed_over_with(name, rid)  # finds rid kept as it reads
         with Redis() as r:
-            self.assertEqual(r.cmd("HKEYS", f"fg:sm:{{{name}}}:r"), [rid], "a request_id kept as its JSON text")
+            for key, read in ((f"fg:sm:{{{name}}}:r", "HKEYS"), (f"fg:sm:{{{name}}}:e", "ZRANGE")):
+                self.assertEqual(r.cmd(read, key, *(["0", "-1"] if read == "ZRANGE" else [])), [],
+                                 "a request_id kept as its JSON text")
 
     def put_first(self, name: str, inst: str) -> str:
         """Puts a waiter of gateway inst, asking a 30 s lease, at the head of name's queue; returns its lease."""

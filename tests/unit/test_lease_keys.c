@@ -51,6 +51,7 @@ static void lock_keys_in_script_order(void **state)
         {LIB_LOCK_KEY_ENDED, "fg:lk:{inv:42}:n"},
         {LIB_LOCK_KEY_REVOKED, "fg:revoked"},
         {LIB_LOCK_KEY_WATCHED, "fg:lk:{inv:42}:v"},
+        {LIB_LOCK_KEY_RID_ONE, "fg:lk:{inv:42}:i"},
     };
     expect_keys(LEASE_KIND_LOCK, "inv:42", want, sizeof want / sizeof want[0]);
 }
@@ -66,7 +67,7 @@ static void semaphore_keys_in_script_order(void **state)
         {LIB_SEM_KEY_GATEWAYS, "fg:gateways"},     {LIB_SEM_KEY_RIDS, "fg:sm:{pool}:r"},
         {LIB_SEM_KEY_RID_UNTIL, "fg:sm:{pool}:e"}, {LIB_SEM_KEY_INDEX, "fg:idx:sm"},
         {LIB_SEM_KEY_ENDED, "fg:sm:{pool}:n"},     {LIB_SEM_KEY_REVOKED, "fg:revoked"},
-        {LIB_SEM_KEY_WATCHED, "fg:sm:{pool}:v"},
+        {LIB_SEM_KEY_WATCHED, "fg:sm:{pool}:v"},   {LIB_SEM_KEY_RID_ONE, "fg:sm:{pool}:i"},
     };
     expect_keys(LEASE_KIND_SEMAPHORE, "pool", want, sizeof want / sizeof want[0]);
 }
@@ -139,15 +140,19 @@ static void lock_scripts_of_some_keys(void **state)
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT], "fg:fence_limit");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_INDEX], "fg:idx:lk");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_ENDED], "fg:lk:{inv:42}:n");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RIDS], "fg:lk:{inv:42}:r");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_ONE], "fg:lk:{inv:42}:i");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_HOLDER], "fg:lk:{inv:42}:h");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_WATCHED], "fg:lk:{inv:42}:v");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_TICKETS], "fg:lk:{inv:42}:t");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_INDEX], "fg:idx:lk");
-    assert_int_equal(LOCK_RENEW_NKEYS, 4);
+    assert_int_equal(LOCK_RENEW_NKEYS, 5);
     assert_string_equal(renew[LOCK_RENEW_KEY_HOLDER], "fg:lk:{inv:42}:h");
     assert_string_equal(renew[LOCK_RENEW_KEY_RIDS], "fg:lk:{inv:42}:r");
     assert_string_equal(renew[LOCK_RENEW_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
     assert_string_equal(renew[LOCK_RENEW_KEY_ENDED], "fg:lk:{inv:42}:n");
+    assert_string_equal(renew[LOCK_RENEW_KEY_RID_ONE], "fg:lk:{inv:42}:i");
 }
 
 int main(void)

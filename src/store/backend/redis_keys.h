@@ -57,6 +57,7 @@
 #define KEY_SUFFIX_TICKETS     "t" /* arrival ticket counter */
 #define KEY_SUFFIX_RIDS        "r" /* request_id -> lease id */
 #define KEY_SUFFIX_RID_UNTIL   "e" /* request_id -> when it may be forgotten */
+#define KEY_SUFFIX_RID_ONE     "i" /* "<lease id> <request_id>": one request id, while it lives */
 #define KEY_SUFFIX_ENDED       "n" /* "<fence>|<reason>" of ended leases: retried releases, watchers */
 #define KEY_SUFFIX_WATCHED     "v" /* present while a watcher waits for the news of an end */
 
