@@ -254,11 +254,12 @@ local function rid_one_text(lease, rid)
 end
 
 -- The lease that one_text (rid_one's value, or false) maps rid to, or nil.
--- A lease id holds no space, so the id is all after the first one.
+-- A lease id holds no space, so the id is all after the first one (a value
+-- without one was not written by rid_keep or rid_take and maps nothing).
 local function rid_one_lease(one_text, rid)
   if not one_text then return nil end
   local space = string.find(one_text, ' ', 1, true)
-  if string.sub(one_text, space + 1) ~= rid then return nil end
+  if not space or string.sub(one_text, space + 1) ~= rid then return nil end
   return string.sub(one_text, 1, space - 1)
 end
 

@@ -87,7 +87,7 @@ static const struct kind_layout layouts[] = {
 
 /* Makes the key of m for name at offset + m->at: prefix, name, tag end and
  * suffix joined (cut to fit, as snprintf would cut them; copied, not printed:
- * every lease request makes seven keys). */
+ * every lease request makes eight or more). */
 static void make(struct lease_keys *k, const struct kind_layout *layout, const char *name,
                  size_t offset, const struct made_key *m)
 {
