@@ -84,7 +84,7 @@ KINDS = {
 # src/store/backend/redis_keys.h make them for one Redis: a suffix of the lease's own keys, or a key shared by
 # all leases.
 OWN_SUFFIX = {"HOLDER": "h", "HOLDERS": "h", "DATA": "d", "QUEUE": "q", "WAITERS": "w", "LIMIT": "l", "TICKETS": "t",
-              "RIDS": "r", "RID_UNTIL": "e", "RELEASED": "x", "ENDED": "n", "WATCHED": "v"}
+              "RIDS": "r", "RID_UNTIL": "e", "RID_ONE": "i", "RELEASED": "x", "ENDED": "n", "WATCHED": "v"}
 SHARED = {"FENCE": "fg:fence", "FENCE_LIMIT": "fg:fence_limit", "GATEWAYS": "fg:gateways", "REVOKED": "fg:revoked"}
 
 
