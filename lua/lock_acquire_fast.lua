@@ -14,6 +14,7 @@
 -- is left to lock_acquire.lua, which answers it with that lease.
 -- KEYS: holder tickets fence fence_limit index ended rids rid_until rid_one
 --   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
+--   (the request ids' three come last: a call without a request_id names none of them)
 -- ARGV: name ttl_ms tail request_id
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
 --   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";

@@ -24,6 +24,7 @@
 -- holder is there.
 -- KEYS: holder queue waiters tickets gateways rids rid_until rid_one
 --   those keys of lib_lock.lua and lib_lease.lua
+--   (the request ids' three come last: a call without a request_id names none of them)
 -- ARGV: lease max_waiters instance mark_ms record queue_ms queue_keep_ms request_id request_id_ttl_ms
 --   lease: a fresh lease id; instance, mark_ms, queue_ms, queue_keep_ms, request_id, request_id_ttl_ms:
 --   as lock_acquire.lua has them; record: the waiter's record (lib_lease.lua waiter_json) up to its

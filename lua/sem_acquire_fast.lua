@@ -16,6 +16,7 @@
 -- is left to sem_acquire.lua, which answers it with that lease.
 -- KEYS: limit holders queue fence fence_limit index ended rids rid_until rid_one
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
+--   (the request ids' three come last: a call without a request_id names none of them)
 -- ARGV: name ttl_ms limit tail request_id
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
 --   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";

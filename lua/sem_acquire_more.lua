@@ -21,6 +21,7 @@
 -- The name is in the listing index already: a holder is there.
 -- KEYS: holders data queue waiters limit tickets fence fence_limit rids rid_until rid_one
 --   those keys of lib_sem.lua and lib_lease.lua
+--   (the request ids' three come last: a call without a request_id names none of them)
 -- ARGV: lease ttl_ms max_hold_ms limit tail request_id
 --   lease: a fresh lease id; tail: the holder record's JSON from its claimed field on
 --   (lib_sem_holder.lua record_join), of a claimed grant:

@@ -22,6 +22,7 @@
 -- listing index already: a holder is there.
 -- KEYS: holders data queue waiters limit tickets gateways rids rid_until rid_one
 --   those keys of lib_sem.lua and lib_lease.lua
+--   (the request ids' three come last: a call without a request_id names none of them)
 -- ARGV: lease limit max_waiters instance mark_ms record request_id request_id_ttl_ms
 --   lease: a fresh lease id; instance, mark_ms, request_id, request_id_ttl_ms: as sem_acquire.lua has
 --   them; record: the waiter's record (lib_lease.lua waiter_json) up to its "since" value, which the

@@ -29,6 +29,16 @@ _Static_assert(TAKES(LOCK_ACQUIRE, LIB_LOCK) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
                    TAKES(SEM_REVOKE, LIB_SEM) && TAKES(SEM_LEAVE, LIB_SEM),
                "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
 
+/* The lean tries of an acquire name the request ids' three keys last
+ * (lease_keys_of_request). */
+#define RID_KEYS_LAST(S)                                                                           \
+    (S##_KEY_RIDS == S##_NKEYS - 3 && S##_KEY_RID_UNTIL == S##_NKEYS - 2 &&                        \
+     S##_KEY_RID_ONE == S##_NKEYS - 1)
+_Static_assert(RID_KEYS_LAST(LOCK_ACQUIRE_FAST) && RID_KEYS_LAST(LOCK_ACQUIRE_QUEUE) &&
+                   RID_KEYS_LAST(SEM_ACQUIRE_FAST) && RID_KEYS_LAST(SEM_ACQUIRE_MORE) &&
+                   RID_KEYS_LAST(SEM_ACQUIRE_QUEUE),
+               "a lean try of an acquire names the request ids' keys before others");
+
 /* A key made from the name: its index in the KEYS list, and its suffix. */
 struct made_key {
     size_t at;
@@ -250,4 +260,9 @@ void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out)
 void lease_keys_lock_renew(const struct lease_keys *k, const char **out)
 {
     pick(k, renew_from, LOCK_RENEW_NKEYS, out);
+}
+
+size_t lease_keys_of_request(size_t nkeys, const char *request_id)
+{
+    return request_id[0] != '\0' ? nkeys : nkeys - 3;
 }

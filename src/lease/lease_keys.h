@@ -81,4 +81,12 @@ void lease_keys_lock_renew(const struct lease_keys *k, const char **out);
  * the semaphore's keys k (borrowed): out holds SEM_ACQUIRE_FAST_NKEYS entries. */
 void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char **out);
 
+/* How many of its nkeys KEYS a lean try of an acquire (the first tries, the
+ * try beside other holders, the queue joins) names for a request with
+ * request_id ("" for none): all of them, or without a request_id none of the
+ * three request ids' (rids, rid_until, rid_one), which such a script names
+ * last and touches only for a request_id: a key costs Redis about as much as
+ * a command of the script. */
+size_t lease_keys_of_request(size_t nkeys, const char *request_id);
+
 #endif

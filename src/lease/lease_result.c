@@ -55,13 +55,14 @@ static int read_answer(const char *name, const char *text, size_t len, void *ctx
     return lease_answer_read(name, text, len, into->res, &into->retry, err);
 }
 
-/* Runs script with keys and argv, and reads its reply into *res, or *retry
- * (NULL: a reply that asks for a retry fails). */
-static int script_answer(enum fg_script script, const char *const *keys, const char *const *argv,
-                         struct lease_result *res, enum lease_retry *retry, struct fg_error *err)
+/* Runs script with the first nkeys of keys and argv, and reads its reply
+ * into *res, or *retry (NULL: a reply that asks for a retry fails). */
+static int script_answer(enum fg_script script, size_t nkeys, const char *const *keys,
+                         const char *const *argv, struct lease_result *res, enum lease_retry *retry,
+                         struct fg_error *err)
 {
     struct answer_into into = {.res = res, .retry = LEASE_RETRY_NONE};
-    if (redis_script_text(script, keys, argv, read_answer, &into, err) != 0)
+    if (redis_script_text(script, nkeys, keys, argv, read_answer, &into, err) != 0)
         return -1;
     if (retry != NULL)
         *retry = into.retry;
@@ -78,7 +79,7 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
     FG_ASSERT(lua_scripts[script].nkeys == k.nkeys);
     for (int attempt = 0; attempt < 2; attempt++) {
         enum lease_retry retry;
-        if (script_answer(script, k.key, argv, res, &retry, err) != 0)
+        if (script_answer(script, k.nkeys, k.key, argv, res, &retry, err) != 0)
             return -1;
         if (retry == LEASE_RETRY_NONE) {
             if (res->outcome == LEASE_QUEUED || res->outcome == LEASE_BUSY ||
@@ -99,7 +100,7 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
 int lease_renewal_run(enum fg_script script, const char *const *keys, const char *const *argv,
                       struct lease_result *res, struct fg_error *err)
 {
-    if (script_answer(script, keys, argv, res, NULL, err) != 0)
+    if (script_answer(script, lua_scripts[script].nkeys, keys, argv, res, NULL, err) != 0)
         return -1;
     if (res->outcome == LEASE_RENEWED) {
         res->expires_at_ms = res->now_ms + res->ttl_ms;
@@ -119,15 +120,15 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
         [LEASE_HOLD_END_KEY_ENDED] = k.key[k.common_at + LIB_LEASE_KEY_ENDED],
     };
     const char *argv[LEASE_HOLD_END_NARGV] = {[LEASE_HOLD_END_ARGV_FENCE] = fence_text};
-    return script_answer(SCRIPT_LEASE_HOLD_END, keys, argv, res, NULL, err);
+    return script_answer(SCRIPT_LEASE_HOLD_END, LEASE_HOLD_END_NKEYS, keys, argv, res, NULL, err);
 }
 
-int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
+int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name, size_t nkeys,
                     const char *const *keys, const char *const *argv, enum contention seen,
                     struct lease_result *res, bool *contended, struct fg_error *err)
 {
     enum lease_retry retry;
-    if (script_answer(script, keys, argv, res, &retry, err) != 0)
+    if (script_answer(script, nkeys, keys, argv, res, &retry, err) != 0)
         return -1;
     res->repeat = retry == LEASE_RETRY_REPEAT;
     *contended = retry == LEASE_RETRY_CONTENDED || res->repeat;
@@ -203,7 +204,7 @@ int lease_leave_run(enum fg_script script, const char *const *keys, const char *
                     size_t n, bool *left, struct fg_error *err)
 {
     struct lease_result res;
-    if (script_answer(script, keys, argv, &res, NULL, err) != 0)
+    if (script_answer(script, lua_scripts[script].nkeys, keys, argv, &res, NULL, err) != 0)
         return -1;
     if (res.outcome != LEASE_LEFT || strlen(res.left) != n)
         return fg_fail(err, FG_ERR_INTERNAL, "%s answered no waiter list",
@@ -223,7 +224,7 @@ int lease_watch_run(enum fg_script script, const char *const *keys, const char *
                     struct lease_watch *out, struct fg_error *err)
 {
     struct lease_result res;
-    if (script_answer(script, keys, argv, &res, NULL, err) != 0)
+    if (script_answer(script, lua_scripts[script].nkeys, keys, argv, &res, NULL, err) != 0)
         return -1;
     return lease_answer_watch(lua_scripts[script].name, &res, out, err);
 }

@@ -143,8 +143,10 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
 
 /*
  * Runs a lean try of a transition (lua/lock_acquire_fast.lua and the like),
- * which names only the keys the case it takes touches (keys, picked from
- * lease/lease_keys.h by the caller) and either does it or answers "contended"
+ * which names only the keys the case it takes touches (the first nkeys of
+ * keys, picked from lease/lease_keys.h by the caller: an acquire without a
+ * request_id names none of the request ids', lease_keys_of_request) and
+ * either does it or answers "contended"
  * without a write: then *contended is set, kind's name is noted in the
  * contention hint as seen (lease/contention.h; CONTENTION_NONE: such an answer
  * shows nothing the hint does not say already), and the caller runs the next
@@ -157,7 +159,7 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
  * (lease_hand_over), and a caller queued, or a hand-over, keeps the hint at
  * "queue". Callers choose the first script by contention_hint.
  */
-int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name,
+int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name, size_t nkeys,
                     const char *const *keys, const char *const *argv, enum contention seen,
                     struct lease_result *res, bool *contended, struct fg_error *err) FG_WUR;
 

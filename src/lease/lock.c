@@ -35,7 +35,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
         [LOCK_ACQUIRE_FAST_ARGV_REQUEST_ID] = p->request_id,
     };
-    if (lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, keys, argv,
+    size_t nkeys = lease_keys_of_request(LOCK_ACQUIRE_FAST_NKEYS, p->request_id);
+    if (lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, nkeys, keys, argv,
                         CONTENTION_IN_USE, res, contended, err) != 0)
         return -1;
     lease_first_grant(res, lease_id, p->ttl_ms);
@@ -88,7 +89,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_QUEUE_ARGV_REQUEST_ID] = p->request_id,
         [LOCK_ACQUIRE_QUEUE_ARGV_REQUEST_ID_TTL_MS] = q.request_id_ttl_ms,
     };
-    return lease_first_try(SCRIPT_LOCK_ACQUIRE_QUEUE, LEASE_KIND_LOCK, name, keys, argv,
+    size_t nkeys = lease_keys_of_request(LOCK_ACQUIRE_QUEUE_NKEYS, p->request_id);
+    return lease_first_try(SCRIPT_LOCK_ACQUIRE_QUEUE, LEASE_KIND_LOCK, name, nkeys, keys, argv,
                            CONTENTION_NONE, res, contended, err);
 }
 
@@ -180,8 +182,8 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
         [LOCK_RELEASE_FAST_ARGV_NAME] = name,
         [LOCK_RELEASE_FAST_ARGV_LEASE] = lease_id,
     };
-    return lease_first_try(SCRIPT_LOCK_RELEASE_FAST, LEASE_KIND_LOCK, name, keys, argv,
-                           CONTENTION_IN_USE, res, contended, err);
+    return lease_first_try(SCRIPT_LOCK_RELEASE_FAST, LEASE_KIND_LOCK, name, LOCK_RELEASE_FAST_NKEYS,
+                           keys, argv, CONTENTION_IN_USE, res, contended, err);
 }
 
 int lock_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,

@@ -37,7 +37,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail,
         [SEM_ACQUIRE_FAST_ARGV_REQUEST_ID] = p->request_id,
     };
-    if (lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv,
+    size_t nkeys = lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, p->request_id);
+    if (lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
                         CONTENTION_IN_USE, res, contended, err) != 0)
         return -1;
     lease_first_grant(res, lease_id, p->ttl_ms);
@@ -98,7 +99,8 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
         [SEM_ACQUIRE_MORE_ARGV_TAIL] = tail,
         [SEM_ACQUIRE_MORE_ARGV_REQUEST_ID] = p->request_id,
     };
-    if (lease_first_try(SCRIPT_SEM_ACQUIRE_MORE, LEASE_KIND_SEMAPHORE, name, keys, argv,
+    size_t nkeys = lease_keys_of_request(SEM_ACQUIRE_MORE_NKEYS, p->request_id);
+    if (lease_first_try(SCRIPT_SEM_ACQUIRE_MORE, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
                         CONTENTION_QUEUE, res, contended, err) != 0)
         return -1;
     lease_first_grant(res, lease_id, p->ttl_ms);
@@ -138,7 +140,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_ARGV_REQUEST_ID] = p->request_id,
         [SEM_ACQUIRE_QUEUE_ARGV_REQUEST_ID_TTL_MS] = q.request_id_ttl_ms,
     };
-    return lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, keys, argv,
+    size_t nkeys = lease_keys_of_request(SEM_ACQUIRE_QUEUE_NKEYS, p->request_id);
+    return lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
                            CONTENTION_NONE, res, contended, err);
 }
 
@@ -244,8 +247,9 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
         [SEM_RELEASE_FAST_ARGV_NAME] = name,
         [SEM_RELEASE_FAST_ARGV_LEASE] = lease_id,
     };
-    return lease_first_try(SCRIPT_SEM_RELEASE_FAST, LEASE_KIND_SEMAPHORE, name, keys, argv,
-                           CONTENTION_IN_USE, res, contended, err);
+    return lease_first_try(SCRIPT_SEM_RELEASE_FAST, LEASE_KIND_SEMAPHORE, name,
+                           SEM_RELEASE_FAST_NKEYS, keys, argv, CONTENTION_IN_USE, res, contended,
+                           err);
 }
 
 /* The lean try of a release of a holder beside others, nobody waiting
@@ -267,8 +271,9 @@ static int release_more_try(const char *name, const char *lease_id, struct lease
         [SEM_RELEASE_MORE_ARGV_NAME] = name,
         [SEM_RELEASE_MORE_ARGV_LEASE] = lease_id,
     };
-    return lease_first_try(SCRIPT_SEM_RELEASE_MORE, LEASE_KIND_SEMAPHORE, name, keys, argv,
-                           CONTENTION_QUEUE, res, contended, err);
+    return lease_first_try(SCRIPT_SEM_RELEASE_MORE, LEASE_KIND_SEMAPHORE, name,
+                           SEM_RELEASE_MORE_NKEYS, keys, argv, CONTENTION_QUEUE, res, contended,
+                           err);
 }
 
 /* The lean try of a release whose slot goes on to the oldest waiter
@@ -301,8 +306,9 @@ static int release_handover_try(const char *name, const char *lease_id, const ch
         [SEM_RELEASE_HANDOVER_ARGV_CLAIM_MS] = claim,
         [SEM_RELEASE_HANDOVER_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_first_try(SCRIPT_SEM_RELEASE_HANDOVER, LEASE_KIND_SEMAPHORE, name, keys, argv,
-                           CONTENTION_NONE, res, contended, err);
+    return lease_first_try(SCRIPT_SEM_RELEASE_HANDOVER, LEASE_KIND_SEMAPHORE, name,
+                           SEM_RELEASE_HANDOVER_NKEYS, keys, argv, CONTENTION_NONE, res, contended,
+                           err);
 }
 
 int sem_release(const char *name, const char *lease_id, long long fence, struct lease_result *res,

@@ -53,6 +53,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "embedded.h"
 #include "lease/fence.h"
 #include "lease/lease_answer.h"
 #include "lease/lease_keys.h"
@@ -290,7 +291,7 @@ static int read_reply(const char *name, const char *text, size_t len, void *ctx,
 static bool lease_call(enum fg_script script, const char *const *keys, const char *const *argv,
                        struct lease_reply *r, struct fg_error *err)
 {
-    return redis_script_text(script, keys, argv, read_reply, r, err) == 0;
+    return redis_script_text(script, lua_scripts[script].nkeys, keys, argv, read_reply, r, err) == 0;
 }
 
 /* True if r answered outcome. */

@@ -38,18 +38,19 @@ machine.
   commands): it counts the holders, and those whose lease ran out. (Caught: an acquire that looked at the
   earliest expiry to learn whether any had run out.)
 - An acquire beside other holders is one call of sem_acquire_more.lua, which names the MORE_KEYS keys and
-  MORE_ARGS arguments it touches where the full script names 15 and 14 (Redis hands each to Lua at a
-  price); the second holder's too, which it moves out of the limit key first. A release that leaves other
+  MORE_ARGS arguments it touches where the full script names 16 and 14 (Redis hands each to Lua at a
+  price), and without a request_id none of the request ids' RID_KEYS keys, which every lean try of an
+  acquire names last (caught: a gateway that named them for every acquire); the second holder's too, which it moves out of the limit key first. A release that leaves other
   holders is one call of sem_release_more.lua, RELEASE_MORE_KEYS and RELEASE_MORE_ARGS where the full
   script names 16 and 5. (Caught: a gateway that ran the full script once a first try had found the
   semaphore in use, for an acquire or a release; one that ran it after the lean acquire had met the first
   holder in the limit key.)
 - A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
-  which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 15 and 14,
+  which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 16 and 14,
   and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
 - A semaphore's release that hands its slot to the oldest waiter, a waiter of the same gateway, once the
   gateway found a queue at the name, is one call of sem_release_handover.lua, which names the HAND_OVER_KEYS
-  keys and HAND_OVER_ARGS arguments it touches where the full script names 15 and 5, and runs at most
+  keys and HAND_OVER_ARGS arguments it touches where the full script names 16 and 5, and runs at most
   SEM_HAND_OVER_COMMANDS; the waiter is woken with the grant in hand, no claim call. (Caught: a gateway that
   ran the full script for every hand-over; one that did not hand the lean script's grant to its waiter,
   which then waited for its next look.)
@@ -63,7 +64,7 @@ machine.
 - A contended lock's queue join runs at most QUEUE_JOIN_COMMANDS and a release that hands it over to the next
   waiter at most HAND_OVER_COMMANDS, one script call each; the join, once the gateway saw the lock held, is
   a call of lock_acquire_queue.lua with its LOCK_QUEUE_KEYS keys and LOCK_QUEUE_ARGS arguments where the full
-  script names 14 and 15. (Caught: a join that looked its new lease id up in the queue, put the name in the
+  script names 14 and 15 (without a request_id, RID_KEYS keys fewer). (Caught: a join that looked its new lease id up in the queue, put the name in the
   listing index again and asked for its rank, 10 commands; a gateway that ran the full script for every join;
   a hand-over that wrote the end's record over the holder before writing the next holder there, peeked at the
   queue's head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's,
@@ -131,6 +132,9 @@ REUSED_LOCK_PAIR_COMMANDS = 11
 RID_LOCK_PAIR_COMMANDS = 10
 RID_SEMAPHORE_PAIR_COMMANDS = 11
 FIRST_TRY_KEYS, FIRST_TRY_ARGS = 9, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
+# The request ids' keys, which the lean tries of an acquire name last, and only for a request with a request_id
+# (src/lease/lease_keys.h lease_keys_of_request)
+RID_KEYS = 3
 QUEUE_JOIN_COMMANDS = 8  # 7, and the queue's PTTL (lib_lease.lua queue_keep)
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
@@ -223,9 +227,14 @@ class BackendCost(GatewayTest):
         return pair
 
     def test_lock_pair_runs_a_handful_of_commands(self):
-        commands, calls, by_name = self.counted(self.pair_of("locks", {}))
+        pair = self.pair_of("locks", {})
+        commands, calls, by_name = self.counted(pair)
         print(f"lock pair: {commands:.2f} commands, {calls:.2f} script calls: {by_name}", file=sys.stderr)
         self.assertLessEqual(commands, LOCK_PAIR_COMMANDS, by_name)
+        # Without a request_id the first try names none of the request ids' keys.
+        calls_made = self.fcalls_of("cost:", pair)
+        self.assertEqual(calls_made[0], ("fg_lock_acquire_fast", FIRST_TRY_KEYS - RID_KEYS, FIRST_TRY_ARGS),
+                         calls_made)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
 
     def test_semaphore_pair_runs_a_handful_of_commands(self):
@@ -298,10 +307,10 @@ class BackendCost(GatewayTest):
         self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
         name = f"cost:{uuid.uuid4().hex}"
         calls = self.fcalls_of(name, lambda: self.three_holders_and_two_releases(name))
-        self.assertEqual(calls, [("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1, FIRST_TRY_ARGS + 1),
-                                 ("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1, FIRST_TRY_ARGS + 1),
-                                 ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
-                                 ("fg_sem_acquire_more", MORE_KEYS, MORE_ARGS),
+        self.assertEqual(calls, [("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1 - RID_KEYS, FIRST_TRY_ARGS + 1),
+                                 ("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1 - RID_KEYS, FIRST_TRY_ARGS + 1),
+                                 ("fg_sem_acquire_more", MORE_KEYS - RID_KEYS, MORE_ARGS),
+                                 ("fg_sem_acquire_more", MORE_KEYS - RID_KEYS, MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS)], calls)
 
@@ -320,7 +329,8 @@ class BackendCost(GatewayTest):
 
             join()  # the full script queues the first waiter: from then on the name is known to have a queue
             join()  # the lean script loaded (the first call of a function Redis lacks fails, and is made again)
-            self.assertEqual(self.fcalls_of(name, join), [("fg_sem_acquire_queue", QUEUE_KEYS, QUEUE_ARGS)])
+            self.assertEqual(self.fcalls_of(name, join),
+                             [("fg_sem_acquire_queue", QUEUE_KEYS - RID_KEYS, QUEUE_ARGS)])
             commands, calls, by_name = self.counted(join, QUEUED)
             print(f"semaphore queue join: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
             self.assertLessEqual(commands, SEM_QUEUE_JOIN_COMMANDS, by_name)
@@ -516,7 +526,8 @@ class BackendCost(GatewayTest):
 
             join()  # its first try finds the lock held: from then on the name is known contended
             join()  # the lean queue join loaded (the first call of a function Redis lacks fails, and is made again)
-            self.assertEqual(self.fcalls_of(name, join), [("fg_lock_acquire_queue", LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS)])
+            self.assertEqual(self.fcalls_of(name, join),
+                             [("fg_lock_acquire_queue", LOCK_QUEUE_KEYS - RID_KEYS, LOCK_QUEUE_ARGS)])
             commands, calls, by_name = self.counted(join, QUEUED)
             print(f"lock queue join: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
             self.assertLessEqual(commands, QUEUE_JOIN_COMMANDS, by_name)

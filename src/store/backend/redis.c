@@ -1153,25 +1153,27 @@ static bool function_missing(const redisReply *reply)
     return reply->type == REDIS_REPLY_ERROR && strcmp(reply->str, "ERR Function not found") == 0;
 }
 
-/* The arguments of an FCALL of s with nmore values after its ARGV. */
-static size_t script_argc(const struct lua_script *s, size_t nmore)
+/* The arguments of an FCALL of s with nkeys keys and nmore values after its
+ * ARGV. */
+static size_t script_argc(const struct lua_script *s, size_t nkeys, size_t nmore)
 {
-    return 3 + s->nkeys + s->nargv + nmore;
+    return 3 + nkeys + s->nargv + nmore;
 }
 
-/* Fills cmd (script_argc entries) with the FCALL of s with keys, argv and the
- * nmore values of more (numkeys: room for the count of keys); returns how many
- * arguments it has. */
-static size_t script_argv(const struct lua_script *s, const char *const *keys,
+/* Fills cmd (script_argc entries) with the FCALL of s with the first nkeys
+ * of keys (at most the script's), argv and the nmore values of more (numkeys:
+ * room for the count of keys); returns how many arguments it has. */
+static size_t script_argv(const struct lua_script *s, size_t nkeys, const char *const *keys,
                           const char *const *argv, const char *const *more, size_t nmore,
                           const char **cmd, char numkeys[16])
 {
     FG_ASSERT(nmore == 0 || s->variadic);
-    snprintf(numkeys, 16, "%zu", s->nkeys);
+    FG_ASSERT(nkeys <= s->nkeys);
+    snprintf(numkeys, 16, "%zu", nkeys);
     cmd[0] = "FCALL";
     cmd[1] = s->function;
     cmd[2] = numkeys;
-    size_t argc = put_args(cmd, 3, keys, s->nkeys);
+    size_t argc = put_args(cmd, 3, keys, nkeys);
     argc = put_args(cmd, argc, argv, s->nargv);
     return put_args(cmd, argc, more, nmore);
 }
@@ -1197,19 +1199,19 @@ static redisReply *script_send(const struct lua_script *s, const char *const *ke
     return thread_command((int)argc, cmd, NULL, err);
 }
 
-/* Calls script with keys, argv and the nmore values of more (a PATCH's
- * fields may be thousands); the reply, or NULL. */
-static redisReply *script_call(enum fg_script script, const char *const *keys,
+/* Calls script with the first nkeys of keys, argv and the nmore values of
+ * more (a PATCH's fields may be thousands); the reply, or NULL. */
+static redisReply *script_call(enum fg_script script, size_t nkeys, const char *const *keys,
                                const char *const *argv, const char *const *more, size_t nmore,
                                struct fg_error *err)
 {
     const struct lua_script *s = &lua_scripts[script];
     const char *fixed[MAX_ARGS];
-    size_t need = script_argc(s, nmore);
+    size_t need = script_argc(s, nkeys, nmore);
     const char **cmd = need <= MAX_ARGS ? fixed : malloc(need * sizeof *cmd);
     FG_ASSERT(cmd != NULL);
     char numkeys[16];
-    size_t argc = script_argv(s, keys, argv, more, nmore, cmd, numkeys);
+    size_t argc = script_argv(s, nkeys, keys, argv, more, nmore, cmd, numkeys);
     redisReply *reply = script_send(s, keys, cmd, argc, err);
     if (cmd != fixed)
         free(cmd);
@@ -1219,7 +1221,8 @@ static redisReply *script_call(enum fg_script script, const char *const *keys,
 int redis_script_more(enum fg_script script, const char *const *keys, const char *const *argv,
                       const char *const *more, size_t nmore, json_t **out, struct fg_error *err)
 {
-    redisReply *reply = script_call(script, keys, argv, more, nmore, err);
+    redisReply *reply =
+        script_call(script, lua_scripts[script].nkeys, keys, argv, more, nmore, err);
     if (reply == NULL)
         return -1;
     int rc = decode_result(reply, lua_scripts[script].name, out, err);
@@ -1227,10 +1230,11 @@ int redis_script_more(enum fg_script script, const char *const *keys, const char
     return rc;
 }
 
-int redis_script_text(enum fg_script script, const char *const *keys, const char *const *argv,
-                      redis_answer_fn *read, void *ctx, struct fg_error *err)
+int redis_script_text(enum fg_script script, size_t nkeys, const char *const *keys,
+                      const char *const *argv, redis_answer_fn *read, void *ctx,
+                      struct fg_error *err)
 {
-    redisReply *reply = script_call(script, keys, argv, NULL, 0, err);
+    redisReply *reply = script_call(script, nkeys, keys, argv, NULL, 0, err);
     if (reply == NULL)
         return -1;
     const char *name = lua_scripts[script].name;
@@ -1266,8 +1270,9 @@ struct batch_call {
 static size_t batch_argv(const struct redis_batch_call *c, const char **cmd, char numkeys[16])
 {
     if (c->argc == 0) {
-        FG_ASSERT(script_argc(&lua_scripts[c->script], 0) <= MAX_ARGS);
-        return script_argv(&lua_scripts[c->script], c->keys, c->argv, NULL, 0, cmd, numkeys);
+        const struct lua_script *s = &lua_scripts[c->script];
+        FG_ASSERT(script_argc(s, s->nkeys, 0) <= MAX_ARGS);
+        return script_argv(s, s->nkeys, c->keys, c->argv, NULL, 0, cmd, numkeys);
     }
     FG_ASSERT(c->argc >= 2 && c->argc <= MAX_ARGS);
     return put_args(cmd, 0, c->args, (size_t)c->argc);
@@ -1279,7 +1284,7 @@ static redisReply *batch_alone(const struct redis_batch_call *c, unsigned slot,
                                struct fg_error *err)
 {
     if (c->argc == 0)
-        return script_call(c->script, c->keys, c->argv, NULL, 0, err);
+        return script_call(c->script, lua_scripts[c->script].nkeys, c->keys, c->argv, NULL, 0, err);
     const char *cmd[MAX_ARGS];
     put_args(cmd, 0, c->args, (size_t)c->argc);
     if (rds.url.cluster)

@@ -61,9 +61,12 @@ typedef int redis_answer_fn(const char *name, const char *text, size_t len, void
 
 /* redis_script for answers read on every request: hands the answer text to
  * read with ctx, without decoding it into JSON first, and returns what read
- * returns. */
-int redis_script_text(enum fg_script script, const char *const *keys, const char *const *argv,
-                      redis_answer_fn *read, void *ctx, struct fg_error *err) FG_WUR;
+ * returns. It names the first nkeys of keys, at most <NAME>_NKEYS: a script
+ * whose last keys serve a case the call is not (lease/lease_keys.h
+ * lease_keys_of_request) is called without them. */
+int redis_script_text(enum fg_script script, size_t nkeys, const char *const *keys,
+                      const char *const *argv, redis_answer_fn *read, void *ctx,
+                      struct fg_error *err) FG_WUR;
 
 /* redis_script for a script whose last ARGV takes the rest ("ids..."): its
  * nmore values follow in more (borrowed). */
