@@ -154,6 +154,9 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, 
         name = "bench-queue-cost"
         k = keys(folder, kind, name)
         queue_keys = keys(folder, kind, name, kind["queue"].upper()) if lean else []
+        # A gateway whose lean joins say they name the request ids' keys last for a request_id alone leaves them
+        # out of a join without one (src/lease/lease_keys.h lease_keys_of_request); one before named them all.
+        rid_keys_last = lean and "a call without a request_id names none of them" in library(folder, kind["queue"])[0]
         # The lean hand-over (a build that has one), likewise the release's first script on such a name.
         handover = kind.get("handover") and os.path.exists(os.path.join(folder, kind["handover"] + ".lua"))
         if handover:
@@ -173,7 +176,8 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, 
                 # The waiter's record up to its "since" value, as the gateway writes it (lease_queue_join_init).
                 given["record"] = (f'{{"inst":"{inst}","attach":"{attach}","ttl":"{TTL_MS}","max_hold":"{HOLD_MS}",'
                                    f'"owner":"","rid":"{rid}","since":')
-                reply = r.execute_command("FCALL", queue_fn, len(queue_keys), *queue_keys,
+                named = queue_keys if rid or not rid_keys_last else queue_keys[:-3]
+                reply = r.execute_command("FCALL", queue_fn, len(named), *named,
                                           *(given[a] for a in queue_args))
                 if not reply.startswith("contended"):
                     return lease, reply

@@ -242,8 +242,8 @@ static void lock_calls(struct pair_calls *p, const char *name, const char *lease
     p->args[2][LOCK_RELEASE_FAST_ARGV_LEASE] = lease;
     acquire_args(p->args[1], name, lease);
     release_args(p->args[3], name, lease);
-    prepare(&p->acquire_fast, SCRIPT_LOCK_ACQUIRE_FAST, p->fast_keys[0], LOCK_ACQUIRE_FAST_NKEYS,
-            p->args[0]);
+    prepare(&p->acquire_fast, SCRIPT_LOCK_ACQUIRE_FAST, p->fast_keys[0],
+            lease_keys_of_request(LOCK_ACQUIRE_FAST_NKEYS, ""), p->args[0]);
     prepare(&p->acquire, SCRIPT_LOCK_ACQUIRE, p->k.key, p->k.nkeys, p->args[1]);
     prepare(&p->release_fast, SCRIPT_LOCK_RELEASE_FAST, p->fast_keys[1], LOCK_RELEASE_FAST_NKEYS,
             p->args[2]);
@@ -268,7 +268,8 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
     p->args[2][SEM_RELEASE_FAST_ARGV_LEASE] = lease;
     sem_acquire_args(p->args[1], name, lease);
     sem_release_args(p->args[3], name, lease);
-    prepare(&p->acquire_fast, SCRIPT_SEM_ACQUIRE_FAST, ak, SEM_ACQUIRE_FAST_NKEYS, p->args[0]);
+    prepare(&p->acquire_fast, SCRIPT_SEM_ACQUIRE_FAST, ak,
+            lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, ""), p->args[0]);
     prepare(&p->acquire, SCRIPT_SEM_ACQUIRE, key, p->k.nkeys, p->args[1]);
     prepare(&p->release_fast, SCRIPT_SEM_RELEASE_FAST, rk, SEM_RELEASE_FAST_NKEYS, p->args[2]);
     prepare(&p->release, SCRIPT_SEM_RELEASE, key, p->k.nkeys, p->args[3]);

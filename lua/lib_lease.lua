@@ -240,13 +240,15 @@ end
 -- until the wait and the lease of its latest request could have ended (the
 -- caller's request_id ttl), and, once granted, until REQUEST_ID_GRACE_MS after the
 -- lease's expiry, refreshed at grant, claim and renew. Never shortened.
--- A name keeps them in two places. The key rid_one holds one id, "<lease>
--- <rid>", whose time is the key's own: Redis forgets it when that is up, and a
--- name whose ids come one at a time (most names: a lock per invoice, say) pays
--- one SET for each. An id that comes while rid_one holds another live one goes
--- into the set: the hash rids (id -> lease) and the sorted set rid_until (id
--- -> its time), whose lapsed ids are pruned a few at a time. An id is kept in
--- one place only: each new id is looked for in both first.
+-- A name keeps them in two places. The key rid_one holds one id of a lease
+-- granted at once, "<lease> <rid>", whose time is the key's own: Redis forgets
+-- it when that is up, and a name whose ids come one at a time (most names: a
+-- lock per invoice, say) pays one SET for each. An id that comes while rid_one
+-- holds another live one, and a waiter's, go into the set: the hash rids (id
+-- -> lease) and the sorted set rid_until (id -> its time), whose lapsed ids are
+-- pruned a few at a time. A waiter's grant, its claim and its hand-over then
+-- find its id in the set without a look at rid_one. An id is kept in one place
+-- only: each new id is looked for in both first.
 
 -- The text rid_one holds for rid mapped to lease.
 local function rid_one_text(lease, rid)
@@ -292,18 +294,21 @@ local function rid_prune(rids, rid_until, now)
 end
 
 -- Maps rid to lease until at least till (ms); an earlier time never shortens
--- it. Where rid_one maps rid to lease, only its time moves; where rid_one is
--- free and the set has no live rid, rid_one takes it; else the set does.
-local function rid_keep(lk, rid, lease, till, now)
+-- it. A waiter's rid (waits) goes into the set. Else, where rid_one maps rid to
+-- lease, only its time moves; where rid_one is free and the set has no live
+-- rid, rid_one takes it; else the set does.
+local function rid_keep(lk, rid, lease, till, now, waits)
   if rid == '' or rid == nil then return end
-  local one_text = redis.call('GET', lk.rid_one)
-  if one_text == rid_one_text(lease, rid) then
-    redis.call('PEXPIREAT', lk.rid_one, decimal(till), 'GT')
-    return
-  end
-  if not one_text and not rid_live(lk.rid_until, rid, now) then
-    redis.call('SET', lk.rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
-    return
+  if not waits then
+    local one_text = redis.call('GET', lk.rid_one)
+    if one_text == rid_one_text(lease, rid) then
+      redis.call('PEXPIREAT', lk.rid_one, decimal(till), 'GT')
+      return
+    end
+    if not one_text and not rid_live(lk.rid_until, rid, now) then
+      redis.call('SET', lk.rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
+      return
+    end
   end
   rid_prune(lk.rids, lk.rid_until, now)
   redis.call('HSET', lk.rids, rid, lease)
@@ -317,11 +322,10 @@ end
 
 -- Keeps rid of a lease that holds until expires_at (granted, claimed, renewed).
 local function rid_hold(lk, rid, lease, expires_at, now)
-  rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now)
+  rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now, false)
 end
 
--- rid_take's part where rid_one holds another id: rid goes into the set. It
--- reads when the set rid_until goes: where it does not exist no id in it is
+-- rid_join's part: rid goes into the set. It reads when the set rid_until goes: where it does not exist no id in it is
 -- live, and both keys are made anew with their time (no look, no prune); else
 -- rid joins the set before the prune, so the set is never emptied and keeps
 -- that time, which tells whether it must be lengthened: then both keys are
@@ -356,45 +360,46 @@ local function rid_take_set(rids, rid_until, rid, lease, till, now)
   return true
 end
 
--- A new request's rid ('' for none) in a lean script (a first try, a lean
--- join), whose lease id is the first word of lease_text (the id itself, or a
--- holder record's tail); one_text: the value of the key rid_one (or false),
--- which the script read with its first keys: false, writing nothing, where rid
--- is live (a retry, which the full script answers with its lease); else maps
--- rid to the lease until till (ms) and answers true. A request without a rid
--- pays for nothing more. Where rid_one is free, one look at the set (whose time
--- tells whether it exists, and only then its score of rid) and one SET of
--- rid_one; where rid_one holds another id, the set (rid_take_set).
+-- A new request's rid ('' for none) in a lean queue join, for lease:
+-- one_text is the value of the key rid_one (or false), which the script read
+-- with its first keys. False, writing nothing, where rid is live (a retry,
+-- which the full script answers with its lease or whose place it takes over);
+-- else maps rid to lease in the set until till (ms) and answers true. A
+-- request without a rid pays for nothing more.
+local function rid_join(rids, rid_until, one_text, rid, lease, till, now)
+  if rid == '' then return true end
+  if rid_one_lease(one_text, rid) then return false end
+  return rid_take_set(rids, rid_until, rid, lease, till, now)
+end
+
+-- rid_join for a lean try that grants at once (a first try, the try beside a
+-- semaphore's holders), whose lease id is the first word of lease_text (the id
+-- itself, or a holder record's tail). Where rid_one is free, one look at the
+-- set (whose time tells whether it exists, and only then its score of rid)
+-- and one SET of rid_one; where it holds another id, the set.
 local function rid_take(rids, rid_until, rid_one, one_text, rid, lease_text, till, now)
   if rid == '' then return true end
   local lease = string.match(lease_text, '^[^ ]+')
-  if one_text then
-    if rid_one_lease(one_text, rid) then return false end
-    return rid_take_set(rids, rid_until, rid, lease, till, now)
-  end
+  if one_text then return rid_join(rids, rid_until, one_text, rid, lease, till, now) end
   if redis.call('PEXPIRETIME', rid_until) ~= -2 and rid_live(rid_until, rid, now) then return false end
   redis.call('SET', rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
   return true
 end
 
--- Keeps rid of a lease granted to a waiter, claimed or renewed until
--- expires_at: the waiter's join mapped rid to it until its wait and lease
--- could have ended (rid_keep), a grant or renewal since until the lease's end
--- and REQUEST_ID_GRACE_MS more, so rid is never pruned while it can hold or
--- wait and only its time moves, never back (GT), without rid_keep's prune and
--- look. Where rid_one maps rid to lease, its time moves. Where rid is still in
--- the set, the keys exist with a time to live (rid_keep and rid_take give them
--- one), which a PEXPIREAT GT lengthens where it falls short, with no second
--- call (keep_until's NX) where it does not. Where the ZADD added rid (a waiter
--- granted after its id's time passed: the set may have gone and been made
--- anew), keep_until gives a key with no time one.
-local function rid_extend(lk, rid, lease, expires_at)
+-- Keeps rid of a lease granted to a waiter, or claimed, until expires_at: the
+-- waiter's join mapped rid to it in the set until its wait and lease could
+-- have ended (rid_keep, rid_join), a grant or claim since until the lease's
+-- end and REQUEST_ID_GRACE_MS more, so rid is never pruned while it can hold or
+-- wait and only its time moves, never back (ZADD GT), without rid_keep's prune
+-- and look. Where rid is still in the set, the keys exist with a time to live
+-- (rid_keep and rid_join give them one), which a PEXPIREAT GT lengthens where
+-- it falls short, with no second call (keep_until's NX) where it does not.
+-- Where the ZADD added rid (a waiter granted after its id's time passed: the
+-- set may have gone and been made anew), keep_until gives a key with no time
+-- one.
+local function rid_extend_set(lk, rid, expires_at)
   if rid == '' or rid == nil then return end
   local till_text = decimal(tonumber(expires_at) + REQUEST_ID_GRACE_MS)
-  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
-    redis.call('PEXPIREAT', lk.rid_one, till_text, 'GT')
-    return
-  end
   if redis.call('ZADD', lk.rid_until, 'GT', till_text, rid) == 1 then
     keep_until(lk.rids, till_text)
     keep_until(lk.rid_until, till_text)
@@ -402,6 +407,17 @@ local function rid_extend(lk, rid, lease, expires_at)
   end
   redis.call('PEXPIREAT', lk.rids, till_text, 'GT')
   redis.call('PEXPIREAT', lk.rid_until, till_text, 'GT')
+end
+
+-- rid_extend_set for a renewal of lease, whose rid rid_one may hold: there
+-- its time moves.
+local function rid_extend(lk, rid, lease, expires_at)
+  if rid == '' or rid == nil then return end
+  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
+    redis.call('PEXPIREAT', lk.rid_one, decimal(tonumber(expires_at) + REQUEST_ID_GRACE_MS), 'GT')
+    return
+  end
+  rid_extend_set(lk, rid, expires_at)
 end
 
 -- Forgets rid if it still names lease.

@@ -84,7 +84,7 @@ local function grant_next(k, name, claim_ms, now, inst, handoff, prior, ready)
   local here = handoff and w.inst == inst
   local text = holder_text(head, fence, ttl, w.max_hold, decimal(now), '0', w.inst, w.attach, w.rid, w.owner)
   holder_write(k, prior, text, here and ttl or decimal(math.min(ttl_ms, claim_ms)), now)
-  rid_extend(k, w.rid, head, now + ttl_ms)
+  rid_extend_set(k, w.rid, now + ttl_ms)
   if here then
     handoff[1] = {lease = head, fence = fence, ttl = ttl, expires_at = decimal(now + ttl_ms)}
   else
@@ -100,7 +100,7 @@ end
 local function claim(k, h, now, attach)
   local ttl = claim_ttl(h.ttl, h.granted_at, h.max_hold, now)
   redis.call('SET', k.h, holder_rewrite(h, '1', attach), 'PX', decimal(ttl))
-  rid_extend(k, h.rid, h.lease, now + ttl)
+  rid_extend_set(k, h.rid, now + ttl)
   return now + ttl
 end
 

@@ -145,7 +145,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
     set_expiry(k, head, expires_at, expires_text)
     redis.call('HSET', k.d, head, holder_json(fence, w.owner, ttl, w.max_hold, decimal(now), '0',
                                               w.rid, w.inst, w.attach))
-    rid_extend(k, w.rid, head, now + ttl_ms)
+    rid_extend_set(k, w.rid, now + ttl_ms)
     if here then
       handoff[#handoff + 1] = {lease = head, fence = fence, ttl = ttl, expires_at = expires_text}
     else
@@ -177,7 +177,7 @@ local function claim(k, lease, rec, now, attach)
   redis.call('HSET', k.d, lease, record_json(rec))
   local expires_at = now + claim_ttl(rec.ttl, rec.granted_at, rec.max_hold, now)
   set_expiry(k, lease, expires_at)
-  rid_extend(k, rec.rid, lease, expires_at)
+  rid_extend_set(k, rec.rid, expires_at)
   return expires_at
 end
 

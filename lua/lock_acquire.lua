@@ -137,7 +137,7 @@ if not queued then
   gateway_mark(k, A_instance, A_mark_ms, now)
   position = count -- the newest ticket comes last
 end
-rid_keep(k, rid, lease, now + rid_ttl, now)
+rid_keep(k, rid, lease, now + rid_ttl, now, true)
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(A_instance, A_attach, A_ttl_ms, A_max_hold_ms, A_owner, rid, since))

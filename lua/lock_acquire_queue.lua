@@ -20,7 +20,7 @@
 -- lock's slot on a Redis Cluster (lib_lease.lua gateway_mark), keeps the
 -- queue's keys until the waiter's deadline has passed (lib_lease.lua
 -- queue_keep) and the request_id until its wait and lease could have ended
--- (lib_lease.lua rid_take). The name is in the listing index already: a
+-- (lib_lease.lua rid_join). The name is in the listing index already: a
 -- holder is there.
 -- KEYS: holder queue waiters tickets gateways rids rid_until rid_one
 --   those keys of lib_lock.lua and lib_lease.lua
@@ -31,14 +31,14 @@
 --   "since" value, which the script appends with the closing brace: '{"inst":"<instance>",...,"since":'
 -- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, contended {}, or
 -- repeat {}: a request_id that names a lease.
--- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_take).
+-- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_join).
 local v = A_request_id == '' and redis.call('MGET', KEYS[1]) or redis.call('MGET', KEYS[1], KEYS[8])
 if not holder_readable(v[1]) then return lease_reply('contended') end
 local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
 local rid_till = now + A_request_id_ttl_ms
-if not rid_take(KEYS[6], KEYS[7], KEYS[8], v[2], A_request_id, A_lease, rid_till, now) then
+if not rid_join(KEYS[6], KEYS[7], v[2], A_request_id, A_lease, rid_till, now) then
   return lease_reply('repeat')
 end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)

@@ -151,7 +151,7 @@ if not queued then
   position = waiting -- the newest ticket comes last
 end
 gateway_mark(k, inst, A_mark_ms, now)
-if rid ~= '' then rid_keep(k, rid, lease, now + tonumber(A_request_id_ttl_ms), now) end
+if rid ~= '' then rid_keep(k, rid, lease, now + tonumber(A_request_id_ttl_ms), now, true) end
 -- since: when the waiter joined the queue, kept over its repeated calls.
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(inst, attach, A_ttl_ms, A_max_hold_ms, owner, rid, since))

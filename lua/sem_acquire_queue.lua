@@ -18,7 +18,7 @@
 -- arrival ticket, writes the waiter's record, marks the gateway alive in the
 -- semaphore's slot on a Redis Cluster (lib_lease.lua gateway_mark), keeps the
 -- keys alive (lib_sem_life.lua keep_alive) and the request_id until its wait
--- and lease could have ended (lib_lease.lua rid_take). The name is in the
+-- and lease could have ended (lib_lease.lua rid_join). The name is in the
 -- listing index already: a holder is there.
 -- KEYS: holders data queue waiters limit tickets gateways rids rid_until rid_one
 --   those keys of lib_sem.lua and lib_lease.lua
@@ -30,7 +30,7 @@
 -- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, contended {}, or
 -- repeat {}: a request_id that names a lease.
 local limit = A_limit + 0
--- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_take).
+-- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_join).
 local v = A_request_id == '' and redis.call('MGET', KEYS[5]) or redis.call('MGET', KEYS[5], KEYS[10])
 if v[1] ~= A_limit or redis.call('ZCARD', KEYS[1]) < limit then
   return lease_reply('contended')
@@ -40,7 +40,7 @@ local first = tonumber(redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')[2])
 local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local rid_till = now + A_request_id_ttl_ms
-if not rid_take(KEYS[8], KEYS[9], KEYS[10], v[2], A_request_id, A_lease, rid_till, now) then
+if not rid_join(KEYS[8], KEYS[9], v[2], A_request_id, A_lease, rid_till, now) then
   return lease_reply('repeat')
 end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)

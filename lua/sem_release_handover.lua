@@ -22,10 +22,9 @@
 -- waiter of this gateway is granted its whole lease and named in the reply
 -- (lib_sem.lua grant_free), another gateway's the claim window, and its
 -- doorbell rings; keeps the waiter's request_id for as long as its lease
--- (lib_lease.lua rid_extend); and keeps the keys alive (lib_sem_life.lua
+-- (lib_lease.lua rid_extend_set); and keeps the keys alive (lib_sem_life.lua
 -- keep_alive).
 -- KEYS: holders data queue waiters limit tickets fence fence_limit gateways rids rid_until ended watched
--- KEYS: rid_one
 --   those keys of lib_sem.lua and lib_lease.lua; on a Redis Cluster the fence sequence's keys name the
 --   script's slot (lib_lease.lua publish)
 -- ARGV: name lease claim_ms instance
@@ -63,8 +62,7 @@ if not rid_at then
 end
 local inst, attach, owner = string.sub(w, 10, 41), string.sub(w, 54, 85), string.sub(w, owner_at, rid_at - 1)
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], gateways = KEYS[9],
-           rids = KEYS[10], rid_until = KEYS[11], ended = KEYS[12], rid_one = KEYS[14], fresh = live == 1,
-           latest = 0}
+           rids = KEYS[10], rid_until = KEYS[11], ended = KEYS[12], fresh = live == 1, latest = 0}
 local here = inst == A_instance
 if not here and not gateway_alive(k, inst, now) then return lease_reply('contended') end
 redis.call('ZREM', k.h, A_lease)
@@ -83,7 +81,7 @@ set_expiry(k, head, expires_at, expires_text)
 redis.call('HSET', k.d, head, record_join(next_fence, ttl, max_hold, at, ',"claimed":0,"rid":"' .. rid ..
                                           '","inst":"' .. inst .. '","attach":"' .. attach .. '","owner":' .. owner ..
                                           '}'))
-rid_extend(k, rid, head, now + ttl_ms)
+rid_extend_set(k, rid, now + ttl_ms)
 local handoff
 if here then
   handoff = {{lease = head, fence = next_fence, ttl = ttl, expires_at = expires_text}}

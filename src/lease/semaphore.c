@@ -296,7 +296,6 @@ static int release_handover_try(const char *name, const char *lease_id, const ch
         [SEM_RELEASE_HANDOVER_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
         [SEM_RELEASE_HANDOVER_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_RELEASE_HANDOVER_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
-        [SEM_RELEASE_HANDOVER_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
         [SEM_RELEASE_HANDOVER_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
         [SEM_RELEASE_HANDOVER_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
     };

@@ -257,9 +257,10 @@ class LeanRequestIdTest(GatewayTest):
                 t1 = self.queue(kind, name, first, 1)
                 second: list = []
                 t2 = self.queue(kind, name, second, 2, request_id=rid)
-                with Redis() as r:
-                    lease, _ = request_id_kept(r, kind, name, rid)
-                    self.assertIsNotNone(lease, "the lean join kept no request_id")
+                with Redis() as r:  # a waiter's request_id is kept in the request-id set
+                    lease = r.cmd("HGET", f"fg:{prefix}:{{{name}}}:r", rid)
+                    self.assertIsNotNone(lease, "the lean join kept no request_id in the set")
+                    self.assertIsNone(r.cmd("GET", f"fg:{prefix}:{{{name}}}:i"), "a waiter's request_id in the one-id key")
                     self.assertIsNotNone(r.cmd("ZSCORE", f"fg:{prefix}:{{{name}}}:q", lease), "not the waiter")
                 retry: list = []
                 t3 = self.queue(kind, name, retry, 2, request_id=rid)

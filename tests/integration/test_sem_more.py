@@ -551,8 +551,9 @@ class LeanScriptsTest(GatewayTest):
         lease = lease_of(out[0].body["token"])
         record, expiry = self.holder_record(name, lease)
         self.assertEqual(record["rid"], rid, record)
-        with Redis() as r:
-            self.assertEqual(request_id_kept(r, "semaphores", name, rid)[0], lease)
+        with Redis() as r:  # a waiter's request_id is kept in the request-id set (lib_lease.lua rid_join)
+            self.assertEqual(r.cmd("HGET", f"fg:sm:{{{name}}}:r", rid), lease)
+            self.assertIsNone(r.cmd("GET", f"fg:sm:{{{name}}}:i"), "a waiter's request_id in the one-id key")
         return record, expiry
 
     def test_a_waiters_request_id_is_kept_past_its_grant(self):
@@ -562,25 +563,22 @@ class LeanScriptsTest(GatewayTest):
         def ends_soon(r):  # the request_id kept a second longer only, as if its wait had almost run out
             seconds, _ = r.cmd("TIME")
             soon = str(int(seconds) * 1000 + 1000)
-            if r.cmd("GET", f"fg:sm:{{{name}}}:i") is not None:  # the waiter's id in the name's one-id key
-                self.assertEqual(r.cmd("PEXPIREAT", f"fg:sm:{{{name}}}:i", soon), 1)
-            else:
-                self.assertEqual(r.cmd("ZADD", f"fg:sm:{{{name}}}:e", "XX", "CH", soon, rid), 1)
+            self.assertEqual(r.cmd("ZADD", f"fg:sm:{{{name}}}:e", "XX", "CH", soon, rid), 1)
         _, expiry = self.handed_over_with(name, rid, ends_soon)
         with Redis() as r:  # kept a grace past the lease (lib_lease.lua rid_extend)
             _, until = request_id_kept(r, "semaphores", name, rid)
         self.assertGreaterEqual(until, expiry + REQUEST_ID_GRACE_MS)
 
     def test_a_request_id_written_with_an_escape_is_kept_as_it_reads(self):
-        """The waiter's record holds the request_id as JSON text, "/" written "\\/" (cjson); the name's request
-        ids are kept as it reads."""
+        """The waiter's record holds the request_id as JSON text, "/" written "\\/" (cjson); the request ids'
+        hash keeps it as it reads."""
         name = same_slot("hand-rid-escape")[0]
         rid = "hand/" + uuid.uuid4().hex
-        self.handed_over_with(name, rid)  # finds rid kept as it reads
+        self.handed_over_with(name, rid)
         with Redis() as r:
-            for key, read in ((f"fg:sm:{{{name}}}:r", "HKEYS"), (f"fg:sm:{{{name}}}:e", "ZRANGE")):
-                self.assertEqual(r.cmd(read, key, *(["0", "-1"] if read == "ZRANGE" else [])), [],
-                                 "a request_id kept as its JSON text")
+            self.assertEqual(r.cmd("HKEYS", f"fg:sm:{{{name}}}:r"), [rid], "a request_id kept as its JSON text")
+            self.assertEqual(r.cmd("ZRANGE", f"fg:sm:{{{name}}}:e", "0", "-1"), [rid],
+                             "a request_id kept as its JSON text")
 
     def put_first(self, name: str, inst: str) -> str:
         """Puts a waiter of gateway inst, asking a 30 s lease, at the head of name's queue; returns its lease."""
