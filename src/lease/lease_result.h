@@ -146,18 +146,18 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
  * which names only the keys the case it takes touches (the first nkeys of
  * keys, picked from lease/lease_keys.h by the caller: an acquire without a
  * request_id names none of the request ids', lease_keys_of_request) and
- * either does it or answers "contended"
- * without a write: then *contended is set, kind's name is noted in the
- * contention hint as seen (lease/contention.h; CONTENTION_NONE: such an answer
- * shows nothing the hint does not say already), and the caller runs the next
- * script. An answer "repeat" (the request_id names a lease: a retry, which the
- * full script answers) sets *contended and res->repeat alone: the name is not
- * in use for it, and no other lean try can answer it. Else its answer is read
- * into *res: a grant's time notes Redis's clock, a release's held_ms is
- * reckoned on it from the grant's (lease/redis_clock.h), the grants it hands
- * to other waiters of this gateway are put into their waits
- * (lease_hand_over), and a caller queued, or a hand-over, keeps the hint at
- * "queue". Callers choose the first script by contention_hint.
+ * either does it or answers "contended" without a write: then *contended is
+ * set, kind's name is noted in the contention hint as seen
+ * (lease/contention.h; CONTENTION_NONE: such an answer shows nothing the
+ * hint does not say already), and the caller runs the next script. An answer
+ * "repeat" (the request_id names a lease: a retry, which the full script
+ * answers) sets *contended and res->repeat alone: the name is not in use for
+ * it, and no other lean try can answer it. Else its answer is read into
+ * *res: a grant's time notes Redis's clock, a release's held_ms is reckoned
+ * on it from the grant's (lease/redis_clock.h), the grants it hands to other
+ * waiters of this gateway are put into their waits (lease_hand_over), and a
+ * caller queued, or a hand-over, keeps the hint at "queue". Callers choose
+ * the first script by contention_hint.
  */
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name, size_t nkeys,
                     const char *const *keys, const char *const *argv, enum contention seen,
