@@ -150,8 +150,8 @@ HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
 LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 8, 9  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
-# A queue join's request_id kept in the name's request-id set, the one-id key holding the first waiter's:
-# PEXPIRETIME, ZADD NX (the look and the add), ZRANGEBYSCORE, HSET, and the hash's PEXPIREAT (a join that
+# A queue join's request_id kept in the name's request-id set (a waiter's id goes there, never into the one-id
+# key): PEXPIRETIME, ZADD NX (the look and the add), ZRANGEBYSCORE, HSET, and the hash's PEXPIREAT (a join that
 # lengthens the keys gives them a grace more, which the joins after need not)
 RID_JOIN_COMMANDS = 5
 HELD_MS = 600000  # the lease of a holder waiters queue behind: it outlasts their poll_ms and wait_ms
