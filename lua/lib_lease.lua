@@ -325,15 +325,16 @@ local function rid_hold(lk, rid, lease, expires_at, now)
   rid_keep(lk, rid, lease, tonumber(expires_at) + REQUEST_ID_GRACE_MS, now, false)
 end
 
--- rid_join's part: rid goes into the set. It reads when the set rid_until goes: where it does not exist no id in it is
--- live, and both keys are made anew with their time (no look, no prune); else
--- rid joins the set before the prune, so the set is never emptied and keeps
--- that time, which tells whether it must be lengthened: then both keys are
--- given REQUEST_ID_GRACE_MS more than till, so that the next ids of a name in
--- use, which need about as long, find them long enough (a set from a gateway
--- that kept no time, -1, gets one so); else the hash, whose time is never past
--- the set's (both are given the same times, and the hash's ids are the set's),
--- is given the set's, which it lacks where it was made anew.
+-- rid_join's part: rid goes into the set. It reads when the set rid_until
+-- goes: where it does not exist no id in it is live, and both keys are made
+-- anew with their time (no look, no prune); else rid joins the set before the
+-- prune, so the set is never emptied and keeps that time, which tells whether
+-- it must be lengthened: then both keys are given REQUEST_ID_GRACE_MS more
+-- than till, so that the next ids of a name in use, which need about as long,
+-- find them long enough (a set from a gateway that kept no time, -1, gets one
+-- so); else the hash, whose time is never past the set's (both are given the
+-- same times, and the hash's ids are the set's), is given the set's, which it
+-- lacks where it was made anew.
 local function rid_take_set(rids, rid_until, rid, lease, till, now)
   local goes = redis.call('PEXPIRETIME', rid_until)
   local till_text = decimal(till)

@@ -29,11 +29,12 @@ _Static_assert(TAKES(LOCK_ACQUIRE, LIB_LOCK) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
                    TAKES(SEM_REVOKE, LIB_SEM) && TAKES(SEM_LEAVE, LIB_SEM),
                "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
 
-/* The lean tries of an acquire name the request ids' three keys last
- * (lease_keys_of_request). */
+/* The request ids' keys (rids, rid_until, rid_one), which the lean tries of
+ * an acquire name last (lease_keys_of_request). */
+#define RID_KEYS 3
 #define RID_KEYS_LAST(S)                                                                           \
-    (S##_KEY_RIDS == S##_NKEYS - 3 && S##_KEY_RID_UNTIL == S##_NKEYS - 2 &&                        \
-     S##_KEY_RID_ONE == S##_NKEYS - 1)
+    (S##_KEY_RIDS == S##_NKEYS - RID_KEYS && S##_KEY_RID_UNTIL == S##_KEY_RIDS + 1 &&              \
+     S##_KEY_RID_ONE == S##_KEY_RIDS + 2)
 _Static_assert(RID_KEYS_LAST(LOCK_ACQUIRE_FAST) && RID_KEYS_LAST(LOCK_ACQUIRE_QUEUE) &&
                    RID_KEYS_LAST(SEM_ACQUIRE_FAST) && RID_KEYS_LAST(SEM_ACQUIRE_MORE) &&
                    RID_KEYS_LAST(SEM_ACQUIRE_QUEUE),
@@ -264,5 +265,5 @@ void lease_keys_lock_renew(const struct lease_keys *k, const char **out)
 
 size_t lease_keys_of_request(size_t nkeys, const char *request_id)
 {
-    return request_id[0] != '\0' ? nkeys : nkeys - 3;
+    return request_id[0] != '\0' ? nkeys : nkeys - RID_KEYS;
 }
