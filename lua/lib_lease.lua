@@ -375,16 +375,32 @@ end
 
 -- rid_join for a lean try that grants at once (a first try, the try beside a
 -- semaphore's holders), whose lease id is the first word of lease_text (the id
--- itself, or a holder record's tail). Where rid_one is free, one look at the
--- set (whose time tells whether it exists, and only then its score of rid)
--- and one SET of rid_one; where it holds another id, the set.
-local function rid_take(rids, rid_until, rid_one, one_text, rid, lease_text, till, now)
+-- itself, or a holder record's tail). Where rid_one is free, one look at
+-- whether the set exists (set_exists: true or false where the caller asked,
+-- rid_busy_look; nil to ask here), only then its score of rid, and one SET of
+-- rid_one; where rid_one holds another id, the set.
+local function rid_take(rids, rid_until, rid_one, one_text, rid, lease_text, till, now, set_exists)
   if rid == '' then return true end
   local lease = string.match(lease_text, '^[^ ]+')
   if one_text then return rid_join(rids, rid_until, one_text, rid, lease, till, now) end
-  if redis.call('PEXPIRETIME', rid_until) ~= -2 and rid_live(rid_until, rid, now) then return false end
+  if set_exists == nil then set_exists = redis.call('PEXPIRETIME', rid_until) ~= -2 end
+  if set_exists and rid_live(rid_until, rid, now) then return false end
   redis.call('SET', rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
   return true
+end
+
+-- For a lean try that grants at once only where none of the keys given last
+-- exists (a semaphore's holders and queue), and that is to look at the
+-- request-id set rid_until (rid_take: a request_id given, the key rid_one
+-- free): whether one of the keys exists, and whether the set does (nil where
+-- one of the keys does), in one EXISTS of them all where none does. EXISTS
+-- counts the keys, not which: where it counts one, a second EXISTS tells.
+local function rid_busy_look(rid_until, ...)
+  local n = redis.call('EXISTS', rid_until, ...)
+  if n == 0 then return false, false end
+  if n > 1 then return true, nil end
+  local set_exists = redis.call('EXISTS', rid_until) == 1
+  return not set_exists, set_exists
 end
 
 -- Keeps rid of a lease granted to a waiter, or claimed, until expires_at: the

@@ -24,17 +24,22 @@
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), contended {}: in use, no fence may be issued, a limit key this script does
 -- not read; or repeat {}: a request_id that names a lease (the name is not in use for it).
--- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_take).
+-- A request_id's look at the key rid_one joins the first read, and its look at whether the
+-- request-id set exists the EXISTS of the holders and the queue (lib_lease.lua rid_busy_look).
 local v = A_request_id == '' and redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
           or redis.call('MGET', KEYS[4], KEYS[5], KEYS[1], KEYS[10])
 local prior = v[3]
-if not fences_left(v) or (prior and not is_end(prior))
-   or redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0 then
-  return lease_reply('contended')
+if not fences_left(v) or (prior and not is_end(prior)) then return lease_reply('contended') end
+local busy, rid_set_exists
+if A_request_id ~= '' and not v[4] then
+  busy, rid_set_exists = rid_busy_look(KEYS[9], KEYS[2], KEYS[3])
+else
+  busy = redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0
 end
+if busy then return lease_reply('contended') end
 local at = now_text()
 local rid_till = at + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take(KEYS[8], KEYS[9], KEYS[10], v[4], A_request_id, A_tail, rid_till, at + 0) then
+if not rid_take(KEYS[8], KEYS[9], KEYS[10], v[4], A_request_id, A_tail, rid_till, at + 0, rid_set_exists) then
   return lease_reply('repeat')
 end
 if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end

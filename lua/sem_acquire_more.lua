@@ -29,15 +29,21 @@
 --   request_id: "" for none
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), contended {}, or repeat {}: a request_id that names a lease.
--- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_take).
+-- A request_id's look at the key rid_one joins the first read, and its look at whether the
+-- request-id set exists the EXISTS of the queue (lib_lease.lua rid_busy_look).
 local v = A_request_id == '' and redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
           or redis.call('MGET', KEYS[7], KEYS[8], KEYS[5], KEYS[11])
 local in_force = v[3]
 -- first: the limit key holds the first holder, of the limit asked
 local first = in_force ~= A_limit and in_force and string.match(in_force, '^=(%d+) ') == A_limit
-if (in_force ~= A_limit and not first) or not fences_left(v) or redis.call('EXISTS', KEYS[3]) == 1 then
-  return lease_reply('contended')
+if (in_force ~= A_limit and not first) or not fences_left(v) then return lease_reply('contended') end
+local queued, rid_set_exists
+if A_request_id ~= '' and not v[4] then
+  queued, rid_set_exists = rid_busy_look(KEYS[10], KEYS[3])
+else
+  queued = redis.call('EXISTS', KEYS[3]) == 1
 end
+if queued then return lease_reply('contended') end
 local limit = A_limit + 0
 local now, at = now_ms_and_text()
 local held = redis.call('ZCARD', KEYS[1])
@@ -48,7 +54,7 @@ elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) >
   return lease_reply('contended')
 end
 local rid_till = now + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take(KEYS[9], KEYS[10], KEYS[11], v[4], A_request_id, A_lease, rid_till, now) then
+if not rid_take(KEYS[9], KEYS[10], KEYS[11], v[4], A_request_id, A_lease, rid_till, now, rid_set_exists) then
   return lease_reply('repeat')
 end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,

@@ -32,12 +32,14 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Monitor, Redis, cluster_mode, request_id_kept, same_slot  # noqa: E402
+from harness import (Gateway, GatewayTest, Monitor, Redis, cluster_mode, request_id_kept, same_slot,  # noqa: E402
+                     skip_in_cluster)
 from lock_helpers import assert_problem  # noqa: E402
 
 REQUEST_ID_GRACE_MS = 60_000  # src/fglimits.h: a request_id outlives its lease so long
 TTL_MS = 30_000
 KINDS = {"locks": "lk", "semaphores": "sm"}  # route -> the kind's key prefix (src/store/backend/redis_keys.h)
+FIRST_TRY = {"locks": "fg_lock_acquire_fast", "semaphores": "fg_sem_acquire_fast"}  # its function, less the hash
 
 
 def lease_of(token: str) -> str:
@@ -76,6 +78,16 @@ class LeanRequestIdTest(GatewayTest):
 
     def release(self, kind: str, name: str, token: str):
         return self.c.post(f"/v1/{kind}/{name}/release", {"token": token})
+
+    def acquire_seen(self, kind: str, name: str, **fields):
+        """An acquire of name, and the scripts it ran on name's keys, oldest first (their functions less the
+        hash, read from the one Redis's MONITOR stream; None on a Redis Cluster)."""
+        if cluster_mode():
+            return self.acquire(kind, name, **fields), None
+        with Monitor() as mon:
+            got = self.acquire(kind, name, **fields)
+        return got, [c.args[1].rsplit("_", 1)[0] for c in mon.calls
+                     if c.args[0].upper() == "FCALL" and any(name in a for a in c.args[3:])]
 
     def fresh_name(self, kind: str) -> str:
         """A name no call used, in a slot whose fences are reserved (a slot's first lease after its fence
@@ -121,16 +133,10 @@ class LeanRequestIdTest(GatewayTest):
                 self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
                 late = self.acquire(kind, name, request_id=rid)
                 assert_problem(self, late, 410, "lease_lost")
-                # A new request takes the free lease, by the first try: the retry did not find the name in use
-                # (which scripts ran is read from the one Redis's MONITOR stream).
-                if cluster_mode():
-                    new = self.acquire(kind, name, request_id=uuid.uuid4().hex)
-                else:
-                    with Monitor() as mon:
-                        new = self.acquire(kind, name, request_id=uuid.uuid4().hex)
-                    calls = [c.args[1].rsplit("_", 1)[0] for c in mon.calls
-                             if c.args[0].upper() == "FCALL" and any(name in a for a in c.args[3:])]
-                    self.assertEqual(calls, ["fg_lock_acquire_fast" if kind == "locks" else "fg_sem_acquire_fast"])
+                # A new request takes the free lease, by the first try: the retry did not find the name in use.
+                new, calls = self.acquire_seen(kind, name, request_id=uuid.uuid4().hex)
+                if calls is not None:
+                    self.assertEqual(calls, [FIRST_TRY[kind]])
                 self.assertEqual(new.status, 200, new)
                 self.assertGreater(new.body["fence"], got.body["fence"])
                 self.assertEqual(self.release(kind, name, new.body["token"]).status, 200)
@@ -165,7 +171,8 @@ class LeanRequestIdTest(GatewayTest):
         """The one-id key goes when its own id's time is up, and a set may come from a gateway of the layout
         before: a live id of the set is then still a retry, not a new request, and the free key takes the
         next new id. Caught: a first try that looked at the one-id key alone (the late retry of the id in the
-        set answered 200 with a second lease)."""
+        set answered 200 with a second lease); a semaphore's that took the set's keys for a semaphore in use
+        (the next acquire left to the full script)."""
         for kind, prefix in KINDS.items():
             with self.subTest(kind=kind):
                 name = self.fresh_name(kind)
@@ -180,12 +187,83 @@ class LeanRequestIdTest(GatewayTest):
                     self.assertEqual(r.cmd("DEL", one), 1)  # rid-a's time is up
                 late = self.acquire(kind, name, request_id="rid-b")
                 assert_problem(self, late, 410, "lease_lost")
-                third = self.acquire(kind, name, request_id="rid-c")
+                third, calls = self.acquire_seen(kind, name, request_id="rid-c")
                 self.assertEqual(third.status, 200, third)
+                if calls is not None:
+                    self.assertEqual(calls, [FIRST_TRY[kind]])
                 with Redis() as r:
                     self.assertEqual(r.cmd("GET", one), lease_of(third.body["token"]) + " rid-c")
                     self.assertIsNone(r.cmd("HGET", f"fg:{prefix}:{{{name}}}:r", "rid-c"), "rid-c kept twice")
                 self.assertEqual(self.release(kind, name, third.body["token"]).status, 200)
+
+    def test_a_semaphore_in_use_is_told_from_its_request_id_set(self):
+        """A semaphore's first try asks in one EXISTS whether its holders' or queue's keys exist and, for a
+        request_id while the one-id key is free, whether the request-id set does: where it counts one, it must
+        tell which. A holder kept in the holders' keys (moved there by another gateway's full script) and a
+        limit key gone (an operator's DEL) leave the holders' keys alone to say the one slot is taken. Caught: a
+        count of one taken for the set (a second holder of the one slot: 200)."""
+        name, rid = self.fresh_name("semaphores"), uuid.uuid4().hex
+        with Gateway() as other, other.client() as c2:  # this gateway saw nothing of the name: it tries first
+            held = self.acquire("semaphores", name, c2)
+            self.assertEqual(held.status, 200, held)
+            moved = c2.post(f"/v1/semaphores/{name}/acquire", {"limit": 2, "wait_ms": 0})
+            self.assertEqual(moved.status, 409, moved)
+            with Redis() as r:
+                self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 1, "the holder not in the holders' keys")
+                self.assertEqual(r.cmd("DEL", f"fg:sm:{{{name}}}:l"), 1)
+                self.assertEqual(r.cmd("EXISTS", *(f"fg:sm:{{{name}}}:{k}" for k in "qrei")), 0)
+            second, calls = self.acquire_seen("semaphores", name, request_id=rid)
+            assert_problem(self, second, 409, "lock_busy")
+            if calls is not None:
+                self.assertEqual(calls[0], FIRST_TRY["semaphores"], calls)
+            self.assertEqual(c2.post(f"/v1/semaphores/{name}/release", {"token": held.body["token"]}).status, 200)
+
+    @skip_in_cluster("it calls the script with the one-Redis key names")
+    def test_the_try_beside_holders_tells_its_queue_from_the_request_id_set(self):
+        """The try beside a semaphore's holders (lua/sem_acquire_more.lua) asks in one EXISTS whether anybody
+        queues and, for a request_id while the one-id key is free, whether the request-id set exists; where
+        it counts one, a second EXISTS tells which. A queue, with or without the set, leaves the call to the
+        full script; a set alone is looked into. The states are made in Redis and the script called as the
+        gateway calls it, since a queue with a slot free lasts only between two calls. Caught (each tried): a
+        count of one taken for the set (queued over: granted), any count taken for a queue (a live id's retry
+        and a new request both left to the full script)."""
+        b = lambda name: f"fg:sm:{{{name}}}:"  # noqa: E731
+        libs = None
+
+        def held_at_limit_2(name):  # the first try's first holder
+            got = self.c.post(f"/v1/semaphores/{name}/acquire", {"ttl_ms": TTL_MS, "limit": 2})
+            self.assertEqual(got.status, 200, got)
+
+        def more(r, name, rid):
+            keys = [b(name) + k for k in "hdqwlt"] + ["fg:fence", "fg:fence_limit"] + [b(name) + k for k in "rei"]
+            tail = f',"claimed":1,"rid":"{rid}","inst":"{"ab" * 16}","attach":"{"cd" * 16}","owner":""}}'
+            return r.cmd("FCALL", libs[0], len(keys), *keys, uuid.uuid4().hex, "30000", "600000", "2", tail, rid)
+
+        with Redis() as r:
+            libs = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", "fg_sem_acquire_more_*")]
+            if not libs:  # loaded at its first use: a second acquire of a semaphore its first try found in use
+                name = self.fresh_name("semaphores")
+                for _ in range(2):
+                    held_at_limit_2(name)
+                libs = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", "fg_sem_acquire_more_*")]
+            self.assertEqual(len(libs), 1, libs)
+            for state, queue, ids, answer in (("a queue", True, (), "contended"),
+                                              ("a queue and the set", True, ("other",), "contended"),
+                                              ("the set, the id live there", False, ("rid", "other"), "repeat"),
+                                              ("the set without the id", False, ("other",), "granted")):
+                with self.subTest(state=state):
+                    name = self.fresh_name("semaphores")
+                    held_at_limit_2(name)
+                    if queue:
+                        r.cmd("ZADD", b(name) + "q", "1", "a-waiter")
+                    for rid in ids:
+                        r.cmd("ZADD", b(name) + "e", int(r.cmd("TIME")[0]) * 1000 + 600_000, rid)
+                        r.cmd("HSET", b(name) + "r", rid, "a-lease")
+                    got = more(r, name, "rid")
+                    self.assertTrue(got.startswith(answer), (state, got))
+                    holders = r.cmd("ZCARD", b(name) + "h")
+                    self.assertEqual((holders, r.cmd("EXISTS", b(name) + "i")),
+                                     (2, 1) if answer == "granted" else (0, 0), state)
 
     def test_a_renewal_keeps_the_first_try_request_id_as_long_as_its_lease(self):
         for kind in KINDS:
