@@ -29,7 +29,7 @@ machine.
   time once more after finding it lapsed, one command more; one that looked the request_id up, pruned and
   gave each key its time with a PEXPIREAT GT and NX on a name that had no request-id keys yet, 16 and 17;
   one that kept the id of a name used once in the request-id set, a hash and a sorted set with a
-  PEXPIREAT each, 13 and 14.)
+  PEXPIREAT each, 13 and 14; a semaphore's that asked whether the request-id set exists on its own, 11.)
 - A semaphore pair beside another holder (the full scripts: a semaphore in use) runs at most
   IN_USE_SEMAPHORE_PAIR_COMMANDS. (Caught: an acquire that counted the holders and the queue again after
   grant_free had, and asked whether the semaphore it had just granted a slot of was idle: 23; a release
@@ -87,7 +87,9 @@ machine.
   request_id, RID_RENEWAL_COMMANDS: its time moves with the lease's. (Caught: a renewal that pruned the
   request ids, mapped the request_id again and read its time first, 9; a semaphore's that moved a first
   holder with a request_id into the holders' keys, 12; one that moved the id's time in the request-id set,
-  a ZADD GT and a PEXPIREAT GT for each of its two keys, 6.)
+  a ZADD GT and a PEXPIREAT GT for each of its two keys, 6.) A lock lease granted to a waiter with a
+  request_id, WAITER_RID_RENEWAL_COMMANDS: the id is in the request-id set. (Caught: a renewal that pruned
+  the set and mapped the id again, 11.)
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
@@ -127,10 +129,11 @@ LOCK_PAIR_COMMANDS = 8
 SEMAPHORE_PAIR_COMMANDS = 9
 IN_USE_SEMAPHORE_PAIR_COMMANDS = 19
 REUSED_LOCK_PAIR_COMMANDS = 11
-# With a request_id on a fresh name: the pair's, and PEXPIRETIME (no request-id set) and the SET of the name's
-# one-id key, read in the first MGET (lib_lease.lua rid_take)
+# With a request_id on a fresh name: the pair's, and the SET of the name's one-id key, read in the first MGET
+# (lib_lease.lua rid_take), and for a lock a PEXPIRETIME (no request-id set), which a semaphore asks in the
+# EXISTS of its holders and queue (lib_lease.lua rid_busy_look)
 RID_LOCK_PAIR_COMMANDS = 10
-RID_SEMAPHORE_PAIR_COMMANDS = 11
+RID_SEMAPHORE_PAIR_COMMANDS = 10
 FIRST_TRY_KEYS, FIRST_TRY_ARGS = 9, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
 # The request ids' keys, which the lean tries of an acquire name last, and only for a request with a request_id
 # (src/lease/lease_keys.h lease_keys_of_request)
@@ -143,6 +146,10 @@ STRING_READ_COMMANDS = 3  # TYPE, STRLEN, MGET
 PATCH_COMMANDS = 5  # MGET, SMISMEMBER, HLEN, SET, HSET
 RENEWAL_COMMANDS = 3  # GET, TIME, PEXPIRE
 RID_RENEWAL_COMMANDS = 5  # and the request_id's in the name's one-id key: GET, PEXPIREAT GT
+# A lock lease granted to a waiter with a request_id, whose id the request-id set keeps: the renewal's, the
+# one-id key's GET, and the id's time moved in the set (lib_lease.lua rid_extend_set: ZADD GT, a PEXPIREAT
+# GT of each key)
+WAITER_RID_RENEWAL_COMMANDS = 7
 MORE_KEYS, MORE_ARGS = 11, 6  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 10, 8  # lua/sem_acquire_queue.lua's
@@ -473,6 +480,31 @@ class BackendCost(GatewayTest):
             self.assertLessEqual(commands, bound, (kind, extra, by_name))
             self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=(kind, by_name))
             self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
+
+    def test_a_renewal_of_a_waiter_granted_with_a_request_id(self):
+        route = f"/v1/locks/cost:{uuid.uuid4().hex}"
+        held = self.c.post(route + "/acquire", {"ttl_ms": 30000})
+        self.assertEqual(held.status, 200, held)
+        waiter = Waiter(self.gw, route + "/acquire", {"ttl_ms": 30000, "wait_ms": 60000, "request_id": "w"})
+        waiter.start()
+        wait_for(lambda: self.c.get(route).body["waiting"] == 1, what="the waiter queued")
+        self.assertEqual(self.c.post(route + "/release", {"token": held.body["token"]}).status, 200)
+        waiter.join(20)
+        self.assertEqual(waiter.response.status, 200, waiter.response)
+        token = waiter.response.body["token"]
+        with Redis() as r:
+            self.assertIsNotNone(r.cmd("ZSCORE", f"fg:lk:{{{route.rsplit('/', 1)[1]}}}:e", "w"),
+                                 "the waiter's request_id not in the request-id set")
+
+        def renew():
+            done = self.c.post(route + "/renew", {"token": token, "ttl_ms": 30000})
+            self.assertEqual(done.status, 200, done)
+            time.sleep(0.002)  # see test_a_renewal_runs_a_handful_of_commands
+        commands, calls, by_name = self.counted(renew, 100)
+        print(f"renewal of a waiter's grant with a request_id: {commands:.2f} commands: {by_name}", file=sys.stderr)
+        self.assertLessEqual(commands, WAITER_RID_RENEWAL_COMMANDS, by_name)
+        self.assertAlmostEqual(calls, 1.0, delta=0.1, msg=by_name)
+        self.assertEqual(self.c.post(route + "/release", {"token": token}).status, 200)
 
     def test_lock_pair_on_a_name_used_again(self):
         name = f"cost:{uuid.uuid4().hex}"
