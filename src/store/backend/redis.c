@@ -1178,14 +1178,14 @@ static size_t script_argv(const struct lua_script *s, size_t nkeys, const char *
     return put_args(cmd, argc, more, nmore);
 }
 
-/* Runs the FCALL cmd (argc arguments) of s, loading its library first when
- * Redis does not know it; the reply, or NULL. In a cluster it runs on the
- * primary of its first key's slot (keys[0]). */
-static redisReply *script_send(const struct lua_script *s, const char *const *keys,
+/* Runs the FCALL cmd (argc arguments, nkeys of them keys) of s, loading its
+ * library first when Redis does not know it; the reply, or NULL. In a cluster
+ * it runs on the primary of its first key's slot (keys[0]). */
+static redisReply *script_send(const struct lua_script *s, size_t nkeys, const char *const *keys,
                                const char **cmd, size_t argc, struct fg_error *err)
 {
     if (rds.url.cluster) {
-        FG_ASSERT(s->nkeys > 0);
+        FG_ASSERT(nkeys > 0);
         unsigned slot = key_slot(keys[0], strlen(keys[0]));
         return route_command(cluster.route, slot, cluster_send, (void *)s, (int)argc, cmd, NULL,
                              err);
@@ -1212,7 +1212,7 @@ static redisReply *script_call(enum fg_script script, size_t nkeys, const char *
     FG_ASSERT(cmd != NULL);
     char numkeys[16];
     size_t argc = script_argv(s, nkeys, keys, argv, more, nmore, cmd, numkeys);
-    redisReply *reply = script_send(s, keys, cmd, argc, err);
+    redisReply *reply = script_send(s, nkeys, keys, cmd, argc, err);
     if (cmd != fixed)
         free(cmd);
     return reply;
