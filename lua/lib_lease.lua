@@ -361,26 +361,25 @@ local function rid_take_set(rids, rid_until, rid, lease, till, now)
   return true
 end
 
--- A new request's rid ('' for none) in a lean queue join, for lease:
--- one_text is the value of the key rid_one (or false), which the script read
--- with its first keys. False, writing nothing, where rid is live (a retry,
--- which the full script answers with its lease or whose place it takes over);
--- else maps rid to lease in the set until till (ms) and answers true. A
--- request without a rid pays for nothing more.
+-- A new request's rid (never '': the lean scripts call it only with a
+-- request_id, and reckon no time without one) in a lean queue join, for
+-- lease: one_text is the value of the key rid_one (or false), which the
+-- script read with its first keys. False, writing nothing, where rid is live
+-- (a retry, which the full script answers with its lease or whose place it
+-- takes over); else maps rid to lease in the set until till (ms) and answers
+-- true.
 local function rid_join(rids, rid_until, one_text, rid, lease, till, now)
-  if rid == '' then return true end
   if rid_one_lease(one_text, rid) then return false end
   return rid_take_set(rids, rid_until, rid, lease, till, now)
 end
 
 -- rid_join for a lean try that grants at once (a first try, the try beside a
--- semaphore's holders), whose lease id is the first word of lease_text (the id
--- itself, or a holder record's tail). Where rid_one is free, one look at
--- whether the set exists (set_exists: true or false where the caller asked,
--- rid_busy_look; nil to ask here), only then its score of rid, and one SET of
--- rid_one; where rid_one holds another id, the set.
+-- semaphore's holders; rid never '', as there), whose lease id is the first
+-- word of lease_text (the id itself, or a holder record's tail). Where rid_one
+-- is free, one look at whether the set exists (set_exists: true or false
+-- where the caller asked, rid_busy_look; nil to ask here), only then its score
+-- of rid, and one SET of rid_one; where rid_one holds another id, the set.
 local function rid_take(rids, rid_until, rid_one, one_text, rid, lease_text, till, now, set_exists)
-  if rid == '' then return true end
   local lease = string.match(lease_text, '^[^ ]+')
   if one_text then return rid_join(rids, rid_until, one_text, rid, lease, till, now) end
   if set_exists == nil then set_exists = redis.call('PEXPIRETIME', rid_until) ~= -2 end

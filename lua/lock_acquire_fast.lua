@@ -30,8 +30,9 @@ if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
   return lease_reply('contended')
 end
 local at = now_text()
-local rid_till = at + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take(KEYS[7], KEYS[8], KEYS[9], v[5], A_request_id, A_tail, rid_till, at + 0) then
+if A_request_id ~= ''
+   and not rid_take(KEYS[7], KEYS[8], KEYS[9], v[5], A_request_id, A_tail, at + A_ttl_ms + REQUEST_ID_GRACE_MS,
+                    at + 0) then
   return lease_reply('repeat')
 end
 if prior then end_bury({ended = KEYS[6]}, KEYS[1], prior, at + 0) end

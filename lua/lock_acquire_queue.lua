@@ -37,8 +37,8 @@ if not holder_readable(v[1]) then return lease_reply('contended') end
 local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
-local rid_till = now + A_request_id_ttl_ms
-if not rid_join(KEYS[6], KEYS[7], v[2], A_request_id, A_lease, rid_till, now) then
+if A_request_id ~= ''
+   and not rid_join(KEYS[6], KEYS[7], v[2], A_request_id, A_lease, now + A_request_id_ttl_ms, now) then
   return lease_reply('repeat')
 end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)

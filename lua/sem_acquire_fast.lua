@@ -38,8 +38,9 @@ else
 end
 if busy then return lease_reply('contended') end
 local at = now_text()
-local rid_till = at + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take(KEYS[8], KEYS[9], KEYS[10], v[4], A_request_id, A_tail, rid_till, at + 0, rid_set_exists) then
+if A_request_id ~= ''
+   and not rid_take(KEYS[8], KEYS[9], KEYS[10], v[4], A_request_id, A_tail, at + A_ttl_ms + REQUEST_ID_GRACE_MS,
+                    at + 0, rid_set_exists) then
   return lease_reply('repeat')
 end
 if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end

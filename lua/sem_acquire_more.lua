@@ -53,8 +53,9 @@ if first then
 elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) > 0 then
   return lease_reply('contended')
 end
-local rid_till = now + A_ttl_ms + REQUEST_ID_GRACE_MS
-if not rid_take(KEYS[9], KEYS[10], KEYS[11], v[4], A_request_id, A_lease, rid_till, now, rid_set_exists) then
+if A_request_id ~= ''
+   and not rid_take(KEYS[9], KEYS[10], KEYS[11], v[4], A_request_id, A_lease, now + A_ttl_ms + REQUEST_ID_GRACE_MS,
+                    now, rid_set_exists) then
   return lease_reply('repeat')
 end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,

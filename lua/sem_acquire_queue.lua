@@ -39,8 +39,8 @@ local now, at = now_ms_and_text()
 local first = tonumber(redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')[2])
 local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
-local rid_till = now + A_request_id_ttl_ms
-if not rid_join(KEYS[8], KEYS[9], v[2], A_request_id, A_lease, rid_till, now) then
+if A_request_id ~= ''
+   and not rid_join(KEYS[8], KEYS[9], v[2], A_request_id, A_lease, now + A_request_id_ttl_ms, now) then
   return lease_reply('repeat')
 end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)
