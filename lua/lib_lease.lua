@@ -524,7 +524,8 @@ end
 -- time after its release, so a retried release answers 200 again however many
 -- leases were released meanwhile. Entries of gateways from before this set
 -- was one, scored by minus their fence, are read by watchers alike and go
--- with the first trim. (The last end may wait in an end's record: end_text.)
+-- with the first trim. (The last end may wait in an end's record, end_text,
+-- and an end's record a first try wrote over in a key of its own: end_move.)
 -- While the lock or semaphore is watched every end is also published on
 -- channel CHANNEL_ENDED as "<kind>|<fence>|<reason>|<name>", so that every
 -- gateway wakes its watchers at once. "Watched" is the key lk.watched, which a
@@ -588,11 +589,6 @@ local function renew_expiry(lk, key, ttl, fence, cut, hold_until, now)
   if cut then mark_hold_end(lk, fence, hold_until, now) end
 end
 
--- True if the lease with fence (decimal text) was released and is still kept.
-local function was_released(lk, fence, now)
-  local till = redis.call('ZSCORE', lk.ended, fence .. '|released')
-  return till ~= false and -till > now
-end
 
 -- The end of a lease kept in one string key (a lock's holder key, an idle
 -- semaphore's limit key) after a release or revoke, for as long as the key
@@ -627,6 +623,44 @@ local function end_bury(lk, key, raw, now)
   local till = redis.call('PEXPIRETIME', key)
   if till <= now then till = now + 1 end
   end_keep(lk, fence, reason, now, till)
+end
+
+-- The key that keeps the end's record of the lease with fence (decimal text)
+-- which was kept in string key, once a first try wrote over it (end_move):
+-- "<key>:<fence>", in key's hash slot (the name's tag comes first).
+local function end_key(key, fence)
+  return key .. ':' .. fence
+end
+
+-- Moves the end's record raw, the value of key as read before a first try
+-- (lock_acquire_fast.lua, sem_acquire_fast.lua) writes over it, with its time
+-- to live, to end_key: one RENAME where end_bury costs three commands and a
+-- key named in KEYS. Such a key is made here, not named in KEYS. On a Redis
+-- Cluster it is still local: a first try grants only while a key it names is
+-- missing (the tickets; the holders and the queue), and Redis runs no script
+-- with a key missing in a slot that is moving (ASK, TRYAGAIN), so it never
+-- moves a record there while the slot moves. The full scripts, which may run
+-- then with every key of theirs present, file the end in the ended set.
+local function end_move(key, raw)
+  local _, fence = end_read(raw)
+  if fence then redis.call('RENAME', key, end_key(key, fence)) end
+end
+
+-- The reason (text) of the end of the lease with fence (decimal text) as its
+-- record moved from key tells (end_move), or nil when it was not moved or is
+-- no longer kept.
+local function moved_end_reason(key, fence)
+  local _, _, reason = end_read(redis.call('GET', end_key(key, fence)))
+  return reason
+end
+
+-- True if the lease with fence (decimal text), whose end's record string key
+-- kept, was released and is still kept.
+local function was_released(lk, key, fence, now)
+  local moved = moved_end_reason(key, fence)
+  if moved then return moved == 'released' end
+  local till = redis.call('ZSCORE', lk.ended, fence .. '|released')
+  return till ~= false and -till > now
 end
 
 -- Publishes msg on channel. On a Redis Cluster the keys shared by all leases
@@ -694,9 +728,12 @@ local function mark_watched(watched, mark_ms)
   redis.call('SET', watched, '1', 'PX', mark_ms)
 end
 
--- How the lease with fence (decimal text) ended, read from the ended set key.
-local function ended_reason(key, fence)
-  local at = redis.call('ZMSCORE', key, fence .. '|released', fence .. '|revoked')
+-- How the lease with fence (decimal text) ended, read from its end's record
+-- moved from string key (end_move) or from the ended set.
+local function ended_reason(ended, key, fence)
+  local moved = moved_end_reason(key, fence)
+  if moved then return moved end
+  local at = redis.call('ZMSCORE', ended, fence .. '|released', fence .. '|revoked')
   if at[1] then return 'released' end
   if at[2] then return 'revoked' end
   return 'expired'

@@ -8,11 +8,11 @@
 -- What it does is what lock_acquire.lua does for the same call on a free lock
 -- nobody waits for: never takes a lock somebody is queued for (the tickets
 -- exist exactly while the queue does, lib_lock.lua), issues a fence only while
--- the sequence may (lib_lease.lua), keeps the end of the lease before in the
--- history (end_bury), and keeps a request_id for as long as its lease
+-- the sequence may (lib_lease.lua), keeps the end of the lease before as long
+-- as it was to be kept (end_move), and keeps a request_id for as long as its lease
 -- (lib_lease.lua rid_take). A request_id that still names a lease (a retry)
 -- is left to lock_acquire.lua, which answers it with that lease.
--- KEYS: holder tickets fence fence_limit index ended rids rid_until rid_one
+-- KEYS: holder tickets fence fence_limit index rids rid_until rid_one
 --   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index
 --   (the request ids' three come last: a call without a request_id names none of them)
 -- ARGV: name ttl_ms tail request_id
@@ -24,18 +24,18 @@
 -- script does not read; or repeat {}: a request_id that names a lease (the name is not in use for it).
 -- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_take).
 local v = A_request_id == '' and redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])
-          or redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2], KEYS[9])
+          or redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2], KEYS[8])
 local prior = v[3]
 if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
   return lease_reply('contended')
 end
 local at = now_text()
 if A_request_id ~= ''
-   and not rid_take(KEYS[7], KEYS[8], KEYS[9], v[5], A_request_id, A_tail, at + A_ttl_ms + REQUEST_ID_GRACE_MS,
+   and not rid_take(KEYS[6], KEYS[7], KEYS[8], v[5], A_request_id, A_tail, at + A_ttl_ms + REQUEST_ID_GRACE_MS,
                     at + 0) then
   return lease_reply('repeat')
 end
-if prior then end_bury({ended = KEYS[6]}, KEYS[1], prior, at + 0) end
+if prior then end_move(KEYS[1], prior) end
 redis.call('ZADD', KEYS[5], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[3]))
 redis.call('SET', KEYS[1], holder_join(fence, at, A_tail), 'PX', A_ttl_ms)

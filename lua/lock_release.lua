@@ -15,8 +15,8 @@ local v = lock_end_read()
 local now = now_ms()
 
 local h = holder_brief(v[3])
+local k = lock_keys()
 if h and h.lease == lease then
-  local k = lock_keys()
   local handoff = {}
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
                             handoff, v)
@@ -24,7 +24,7 @@ if h and h.lease == lease then
   return lease_reply('released', handoff, R_HELD_MS, decimal(now - h.granted_at))
 end
 local ended, _, reason = end_read(v[3])
-if (ended == lease and reason == 'released') or was_released(lock_keys(), A_fence, now) then
+if (ended == lease and reason == 'released') or was_released(k, k.h, A_fence, now) then
   return lease_reply('released', nil, R_AGAIN, '1')
 end
 return lease_reply('lost')

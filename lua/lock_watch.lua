@@ -19,4 +19,4 @@ if h and h.fence == A_fence then
 end
 local _, fence, reason = end_read(raw)
 if fence == A_fence then return lease_reply(reason) end
-return lease_reply(ended_reason(KEYS[2], A_fence))
+return lease_reply(ended_reason(KEYS[2], KEYS[1], A_fence))

@@ -10,11 +10,11 @@
 -- the first call that finds the semaphore so and needs more (another acquire,
 -- a renew, a revoke...) moves it into the holders' keys first (lib_sem.lua
 -- unfold). Like sem_acquire.lua on an idle semaphore it issues a fence only
--- while the sequence may (lib_lease.lua), keeps the end of the lease before in
--- the history (end_bury), and keeps a request_id for as long as its lease
+-- while the sequence may (lib_lease.lua), keeps the end of the lease before as
+-- long as it was to be kept (end_move), and keeps a request_id for as long as its lease
 -- (lib_lease.lua rid_take). A request_id that still names a lease (a retry)
 -- is left to sem_acquire.lua, which answers it with that lease.
--- KEYS: limit holders queue fence fence_limit index ended rids rid_until rid_one
+-- KEYS: limit holders queue fence fence_limit index rids rid_until rid_one
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
 --   (the request ids' three come last: a call without a request_id names none of them)
 -- ARGV: name ttl_ms limit tail request_id
@@ -27,23 +27,23 @@
 -- A request_id's look at the key rid_one joins the first read, and its look at whether the
 -- request-id set exists the EXISTS of the holders and the queue (lib_lease.lua rid_busy_look).
 local v = A_request_id == '' and redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
-          or redis.call('MGET', KEYS[4], KEYS[5], KEYS[1], KEYS[10])
+          or redis.call('MGET', KEYS[4], KEYS[5], KEYS[1], KEYS[9])
 local prior = v[3]
 if not fences_left(v) or (prior and not is_end(prior)) then return lease_reply('contended') end
 local busy, rid_set_exists
 if A_request_id ~= '' and not v[4] then
-  busy, rid_set_exists = rid_busy_look(KEYS[9], KEYS[2], KEYS[3])
+  busy, rid_set_exists = rid_busy_look(KEYS[8], KEYS[2], KEYS[3])
 else
   busy = redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0
 end
 if busy then return lease_reply('contended') end
 local at = now_text()
 if A_request_id ~= ''
-   and not rid_take(KEYS[8], KEYS[9], KEYS[10], v[4], A_request_id, A_tail, at + A_ttl_ms + REQUEST_ID_GRACE_MS,
+   and not rid_take(KEYS[7], KEYS[8], KEYS[9], v[4], A_request_id, A_tail, at + A_ttl_ms + REQUEST_ID_GRACE_MS,
                     at + 0, rid_set_exists) then
   return lease_reply('repeat')
 end
-if prior then end_bury({ended = KEYS[7]}, KEYS[1], prior, at + 0) end
+if prior then end_move(KEYS[1], prior) end
 redis.call('ZADD', KEYS[6], '0', A_name)
 local fence = decimal(redis.call('INCR', KEYS[4]))
 redis.call('SET', KEYS[1], first_holder_join(A_limit, fence, at, A_tail), 'PX', A_ttl_ms)

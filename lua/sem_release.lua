@@ -45,7 +45,7 @@ if raw then
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
   local ended, _, reason = end_read(limit_raw)
-  if (ended == lease and reason == 'released') or was_released(k, A_fence, now) then
+  if (ended == lease and reason == 'released') or was_released(k, k.l, A_fence, now) then
     reply = {'released', R_AGAIN, '1'}
   else
     reply = {'lost'}

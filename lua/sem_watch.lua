@@ -31,4 +31,4 @@ for i = 1, #live, 2 do
 end
 local _, last, reason = end_read(limit_raw)
 if last == A_fence then return lease_reply(reason) end
-return lease_reply(ended_reason(KEYS[4], A_fence))
+return lease_reply(ended_reason(KEYS[4], KEYS[3], A_fence))

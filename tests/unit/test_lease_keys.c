@@ -139,7 +139,7 @@ static void lock_scripts_of_some_keys(void **state)
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE], "fg:fence");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT], "fg:fence_limit");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_INDEX], "fg:idx:lk");
-    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_ENDED], "fg:lk:{inv:42}:n");
+    assert_int_equal(LOCK_ACQUIRE_FAST_NKEYS, 8);
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RIDS], "fg:lk:{inv:42}:r");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_ONE], "fg:lk:{inv:42}:i");
