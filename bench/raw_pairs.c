@@ -226,8 +226,21 @@ struct pair_calls {
     struct call acquire_fast, acquire, release_fast, release;
     struct lease_keys k;
     const char *fast_keys[2][LIB_SEM_NKEYS];
+    const char *release_keys[LIB_SEM_NKEYS + 1]; /* the full release's: k's and the moved end's */
+    char moved_end[LEASE_MOVED_END_MAX];
     const char *args[4][MAX_NARGV];
 };
+
+/* Fills p->release_keys as src/lease/lock.c and semaphore.c do for a full
+ * release: the keys of k, then the key of the end's record moved from
+ * record_key (lease_keys_moved_end) for the fence RAW_FENCE. Returns how many. */
+static size_t release_keys(struct pair_calls *p, const char *record_key)
+{
+    memcpy(p->release_keys, p->k.key, p->k.nkeys * sizeof p->release_keys[0]);
+    lease_keys_moved_end(record_key, atoll(RAW_FENCE), p->moved_end);
+    p->release_keys[p->k.nkeys] = p->moved_end;
+    return p->k.nkeys + 1;
+}
 
 static void lock_calls(struct pair_calls *p, const char *name, const char *lease, const char *tail)
 {
@@ -247,7 +260,8 @@ static void lock_calls(struct pair_calls *p, const char *name, const char *lease
     prepare(&p->acquire, SCRIPT_LOCK_ACQUIRE, p->k.key, p->k.nkeys, p->args[1]);
     prepare(&p->release_fast, SCRIPT_LOCK_RELEASE_FAST, p->fast_keys[1], LOCK_RELEASE_FAST_NKEYS,
             p->args[2]);
-    prepare(&p->release, SCRIPT_LOCK_RELEASE, p->k.key, p->k.nkeys, p->args[3]);
+    prepare(&p->release, SCRIPT_LOCK_RELEASE, p->release_keys,
+            release_keys(p, p->k.key[LIB_LOCK_KEY_HOLDER]), p->args[3]);
 }
 
 /* The semaphore's, with the keys of its first tries picked as src/lease/semaphore.c picks them. */
@@ -272,7 +286,8 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
             lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, ""), p->args[0]);
     prepare(&p->acquire, SCRIPT_SEM_ACQUIRE, key, p->k.nkeys, p->args[1]);
     prepare(&p->release_fast, SCRIPT_SEM_RELEASE_FAST, rk, SEM_RELEASE_FAST_NKEYS, p->args[2]);
-    prepare(&p->release, SCRIPT_SEM_RELEASE, key, p->k.nkeys, p->args[3]);
+    prepare(&p->release, SCRIPT_SEM_RELEASE, p->release_keys,
+            release_keys(p, key[LIB_SEM_KEY_LIMIT]), p->args[3]);
 }
 
 /* Sends call on c and returns its reply (NULL when the connection failed). */

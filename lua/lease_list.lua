@@ -14,8 +14,9 @@
 --   shown: holders shown per semaphore; upto: the last name to look at, ""
 --   for none (a page merged from the index of every slot of a cluster, or one
 --   name alone for a key scoped to it)
--- The one script that builds keys: those of the locks or semaphores it lists,
--- from the prefixes and suffixes of src/store/backend/redis_keys.h.
+-- It builds the keys of the locks or semaphores it lists from the prefixes and
+-- suffixes of src/store/backend/redis_keys.h (the other key a script builds
+-- is the one a first try moves an end's record to, lib_lease.lua end_move).
 -- Returns JSON {items = [...], next = <name to continue after> (absent at the end)}:
 --   lock:      {name, held, fence, owner, pttl, waiting}
 --   semaphore: {name, limit, holders, waiting, leases = [{fence, owner, pttl}]}

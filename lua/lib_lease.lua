@@ -8,7 +8,8 @@
 -- Every lease script names every key it touches in KEYS: its own keys first,
 -- then the common keys below, from KEYS[KEYS_AT_LIB_LEASE] on (where the build
 -- says they start), so Redis ACL key patterns can confine the
--- gateway and nothing is built inside a script.
+-- gateway; the one key built inside a lease script is the one a first try
+-- moves an end's record to (end_move), in the same slot.
 -- The names are those of src/store/backend/redis_keys.h; base is the lock's or semaphore's.
 -- KEYS: fence fence_limit gateways rids rid_until index ended revoked watched rid_one
 --   fence        KEY_FENCE                  the last fence issued
@@ -589,14 +590,14 @@ local function renew_expiry(lk, key, ttl, fence, cut, hold_until, now)
   if cut then mark_hold_end(lk, fence, hold_until, now) end
 end
 
-
 -- The end of a lease kept in one string key (a lock's holder key, an idle
 -- semaphore's limit key) after a release or revoke, for as long as the key
 -- lives (its time to live is how long the end is kept) and no longer, so that
 -- an uncontended release writes one key and asks Redis no time:
 -- "~<lease> <fence> <reason>", reason released or revoked. (Gateways before
 -- wrote the end's time and keep time after it; such a record reads the same.)
--- The write that replaces it copies it into the ended set first (end_bury).
+-- A first try that writes over it moves it to a key of its own first
+-- (end_move), a full script copies it into the ended set (end_bury).
 local function end_text(lease, fence, reason)
   return '~' .. lease .. ' ' .. fence .. ' ' .. reason
 end
@@ -625,40 +626,35 @@ local function end_bury(lk, key, raw, now)
   end_keep(lk, fence, reason, now, till)
 end
 
--- The key that keeps the end's record of the lease with fence (decimal text)
--- which was kept in string key, once a first try wrote over it (end_move):
--- "<key>:<fence>", in key's hash slot (the name's tag comes first).
-local function end_key(key, fence)
-  return key .. ':' .. fence
-end
-
 -- Moves the end's record raw, the value of key as read before a first try
 -- (lock_acquire_fast.lua, sem_acquire_fast.lua) writes over it, with its time
--- to live, to end_key: one RENAME where end_bury costs three commands and a
--- key named in KEYS. Such a key is made here, not named in KEYS. On a Redis
--- Cluster it is still local: a first try grants only while a key it names is
--- missing (the tickets; the holders and the queue), and Redis runs no script
--- with a key missing in a slot that is moving (ASK, TRYAGAIN), so it never
--- moves a record there while the slot moves. The full scripts, which may run
--- then with every key of theirs present, file the end in the ended set.
+-- to live, to "<key>:<fence>" (KEY_MOVED_END): one RENAME where end_bury costs
+-- three commands and a key named in KEYS. Retried releases and watches name
+-- that key in their KEYS (the gateway knows the fence); the first try, which
+-- does not know it, makes it here. On a Redis Cluster it is still local: it is
+-- in key's slot (the name's tag comes first), and a first try grants only
+-- while one of the several keys it names is missing (the tickets; the holders
+-- and the queue), and Redis admits no call of several keys with one missing to
+-- a slot that is moving (ASK, TRYAGAIN), so no record moves while its slot
+-- does. The full scripts, which may run then with every key of theirs
+-- present, file the end in the ended set.
 local function end_move(key, raw)
   local _, fence = end_read(raw)
-  if fence then redis.call('RENAME', key, end_key(key, fence)) end
+  if fence then redis.call('RENAME', key, key .. KEY_MOVED_END .. fence) end
 end
 
--- The reason (text) of the end of the lease with fence (decimal text) as its
--- record moved from key tells (end_move), or nil when it was not moved or is
--- no longer kept.
-local function moved_end_reason(key, fence)
-  local _, _, reason = end_read(redis.call('GET', end_key(key, fence)))
+-- The reason (text) of the end whose record end_move moved to key moved, or
+-- nil when none was moved there or it is no longer kept.
+local function moved_end_reason(moved)
+  local _, _, reason = end_read(redis.call('GET', moved))
   return reason
 end
 
--- True if the lease with fence (decimal text), whose end's record string key
--- kept, was released and is still kept.
-local function was_released(lk, key, fence, now)
-  local moved = moved_end_reason(key, fence)
-  if moved then return moved == 'released' end
+-- True if the lease with fence (decimal text), whose end's record a first try
+-- may have moved to the key moved (end_move), was released and is still kept.
+local function was_released(lk, moved, fence, now)
+  local reason = moved_end_reason(moved)
+  if reason then return reason == 'released' end
   local till = redis.call('ZSCORE', lk.ended, fence .. '|released')
   return till ~= false and -till > now
 end
@@ -729,10 +725,10 @@ local function mark_watched(watched, mark_ms)
 end
 
 -- How the lease with fence (decimal text) ended, read from its end's record
--- moved from string key (end_move) or from the ended set.
-local function ended_reason(ended, key, fence)
-  local moved = moved_end_reason(key, fence)
-  if moved then return moved end
+-- in the key moved (end_move) or from the ended set.
+local function ended_reason(ended, moved, fence)
+  local reason = moved_end_reason(moved)
+  if reason then return reason end
   local at = redis.call('ZMSCORE', ended, fence .. '|released', fence .. '|revoked')
   if at[1] then return 'released' end
   if at[2] then return 'revoked' end

@@ -2,7 +2,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_release.lua: the holder releases; the lock passes to the next live
 -- waiter in the same step.
--- KEYS: lib_lock.lua
+-- KEYS: lib_lock.lua moved_end
+--   moved_end: the key the end's record of the lease with fence moves to when the lock is
+--   granted again (lib_lease.lua end_move), the last
 -- ARGV: name lease fence claim_ms marker_ms instance
 --   fence: the lease's (a retried release looks it up); marker_ms: how long
 --   the released marker is kept; instance: the gateway's id
@@ -24,7 +26,7 @@ if h and h.lease == lease then
   return lease_reply('released', handoff, R_HELD_MS, decimal(now - h.granted_at))
 end
 local ended, _, reason = end_read(v[3])
-if (ended == lease and reason == 'released') or was_released(k, k.h, A_fence, now) then
+if (ended == lease and reason == 'released') or was_released(k, KEYS[#KEYS], A_fence, now) then
   return lease_reply('released', nil, R_AGAIN, '1')
 end
 return lease_reply('lost')

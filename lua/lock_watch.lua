@@ -5,8 +5,10 @@
 -- It marks the lock watched for mark_ms first (lib_lease.lua mark_watched), so
 -- an end after this look is published; that tiny write is allowed while Redis
 -- is out of memory, so a watch works then too.
--- KEYS: holder ended watched
---   the holder key (lib_lock.lua), the ended leases and the watched mark (lib_lease.lua)
+-- KEYS: holder ended watched moved_end
+--   the holder key (lib_lock.lua), the ended leases and the watched mark (lib_lease.lua),
+--   and the key the holder key's record of the lease's end moves to when the lock is granted
+--   again (lib_lease.lua end_move)
 -- ARGV: fence mark_ms
 -- flags: allow-oom
 -- Returns (lib_lease.lua lease_reply) held {pttl}, or how the lease ended: released {},
@@ -19,4 +21,4 @@ if h and h.fence == A_fence then
 end
 local _, fence, reason = end_read(raw)
 if fence == A_fence then return lease_reply(reason) end
-return lease_reply(ended_reason(KEYS[2], KEYS[1], A_fence))
+return lease_reply(ended_reason(KEYS[2], KEYS[4], A_fence))

@@ -2,7 +2,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_release.lua: a holder releases its slot of semaphore N; the slot passes
 -- to the oldest live waiter in the same step.
--- KEYS: lib_sem.lua
+-- KEYS: lib_sem.lua moved_end
+--   moved_end: the key the end's record of the lease with fence moves to when the idle
+--   semaphore is granted again (lib_lease.lua end_move), the last
 -- ARGV: name lease fence claim_ms instance
 --   fence: the lease's (a retried release looks it up); instance: the
 --   gateway's id. A released lease is remembered (for a retried release)
@@ -45,7 +47,7 @@ if raw then
   reply = {'released', R_HELD_MS, decimal(now - (granted_at or now))}
 else
   local ended, _, reason = end_read(limit_raw)
-  if (ended == lease and reason == 'released') or was_released(k, k.l, A_fence, now) then
+  if (ended == lease and reason == 'released') or was_released(k, KEYS[#KEYS], A_fence, now) then
     reply = {'released', R_AGAIN, '1'}
   else
     reply = {'lost'}

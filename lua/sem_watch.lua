@@ -6,10 +6,11 @@
 -- semaphore watched for mark_ms first (lib_lease.lua mark_watched), so an end
 -- after this look is published; that tiny write is allowed while Redis is out
 -- of memory, so a watch works then too.
--- KEYS: holders data limit ended watched
+-- KEYS: holders data limit ended watched moved_end
 --   the holders, holder data and limit (lib_sem.lua: the limit key may hold the
 --   first holder, or once idle the end of the last lease), the ended leases and the watched mark
---   (lib_lease.lua)
+--   (lib_lease.lua), and the key the limit key's record of the lease's end moves to when the
+--   idle semaphore is granted again (lib_lease.lua end_move)
 -- ARGV: fence mark_ms
 -- flags: allow-oom
 -- Returns (lib_lease.lua lease_reply) held {pttl}, or how the lease ended: released {},
@@ -31,4 +32,4 @@ for i = 1, #live, 2 do
 end
 local _, last, reason = end_read(limit_raw)
 if last == A_fence then return lease_reply(reason) end
-return lease_reply(ended_reason(KEYS[4], KEYS[3], A_fence))
+return lease_reply(ended_reason(KEYS[4], KEYS[6], A_fence))

@@ -20,12 +20,15 @@ _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for 
 
 /* The transition scripts take exactly the keys of lua/lib_lock.lua or
  * lua/lib_sem.lua, but for those that name only the keys they touch (the first
- * tries, the renewals). */
+ * tries, the renewals), and the releases, which name the key of an end's
+ * record moved away last (lease_keys_moved_end). */
 #define TAKES(S, LIB) (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS)
+#define TAKES_AND_MOVED_END(S, LIB)                                                                \
+    (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS + 1 && S##_KEY_MOVED_END == LIB##_NKEYS)
 _Static_assert(TAKES(LOCK_ACQUIRE, LIB_LOCK) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
-                   TAKES(LOCK_RELEASE, LIB_LOCK) && TAKES(LOCK_REVOKE, LIB_LOCK) &&
+                   TAKES_AND_MOVED_END(LOCK_RELEASE, LIB_LOCK) && TAKES(LOCK_REVOKE, LIB_LOCK) &&
                    TAKES(LOCK_LEAVE, LIB_LOCK) && TAKES(SEM_ACQUIRE, LIB_SEM) &&
-                   TAKES(SEM_CANCEL, LIB_SEM) && TAKES(SEM_RELEASE, LIB_SEM) &&
+                   TAKES(SEM_CANCEL, LIB_SEM) && TAKES_AND_MOVED_END(SEM_RELEASE, LIB_SEM) &&
                    TAKES(SEM_REVOKE, LIB_SEM) && TAKES(SEM_LEAVE, LIB_SEM),
                "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
 
@@ -264,4 +267,9 @@ void lease_keys_lock_renew(const struct lease_keys *k, const char **out)
 size_t lease_keys_of_request(size_t nkeys, const char *request_id)
 {
     return request_id[0] != '\0' ? nkeys : nkeys - RID_KEYS;
+}
+
+void lease_keys_moved_end(const char *record_key, long long fence, char out[LEASE_MOVED_END_MAX])
+{
+    snprintf(out, LEASE_MOVED_END_MAX, "%s" KEY_MOVED_END "%lld", record_key, fence);
 }

@@ -89,4 +89,13 @@ void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char **out);
  * a command of the script. */
 size_t lease_keys_of_request(size_t nkeys, const char *request_id);
 
+/* The longest key of an end's record moved away (lease_keys_moved_end). */
+#define LEASE_MOVED_END_MAX (LEASE_KEY_MAX + sizeof KEY_MOVED_END + 20)
+
+/* Writes into out the key to which the next grant moves the end's record of
+ * the lease with fence from record_key, a lock's holder key or a semaphore's
+ * limit key (lua/lib_lease.lua end_move): record_key KEY_MOVED_END fence. A
+ * retried release and a watch name it. */
+void lease_keys_moved_end(const char *record_key, long long fence, char out[LEASE_MOVED_END_MAX]);
+
 #endif

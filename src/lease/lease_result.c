@@ -72,14 +72,20 @@ static int script_answer(enum fg_script script, size_t nkeys, const char *const 
 }
 
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
-                     const char *const *argv, struct lease_result *res, struct fg_error *err)
+                     const char *moved_end, const char *const *argv, struct lease_result *res,
+                     struct fg_error *err)
 {
     struct lease_keys k;
     lease_keys_init(&k, kind, name);
-    FG_ASSERT(lua_scripts[script].nkeys == k.nkeys);
+    const char *keys[LIB_SEM_NKEYS + 1];
+    size_t nkeys = k.nkeys;
+    memcpy(keys, k.key, nkeys * sizeof *keys);
+    if (moved_end != NULL)
+        keys[nkeys++] = moved_end;
+    FG_ASSERT(lua_scripts[script].nkeys == nkeys);
     for (int attempt = 0; attempt < 2; attempt++) {
         enum lease_retry retry;
-        if (script_answer(script, k.nkeys, k.key, argv, res, &retry, err) != 0)
+        if (script_answer(script, nkeys, keys, argv, res, &retry, err) != 0)
             return -1;
         if (retry == LEASE_RETRY_NONE) {
             if (res->outcome == LEASE_QUEUED || res->outcome == LEASE_BUSY ||

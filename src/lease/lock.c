@@ -136,7 +136,7 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
         [LOCK_ACQUIRE_ARGV_QUEUE_MS] = need,
         [LOCK_ACQUIRE_ARGV_QUEUE_KEEP_MS] = keep,
     };
-    return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, NULL, argv, res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
@@ -153,7 +153,7 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
         [LOCK_CANCEL_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
         [LOCK_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, NULL, argv, res, err);
 }
 
 int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
@@ -206,7 +206,11 @@ int lock_release(const char *name, const char *lease_id, long long fence, struct
         [LOCK_RELEASE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
         [LOCK_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_LOCK_RELEASE, LEASE_KIND_LOCK, name, argv, res, err);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    char moved_end[LEASE_MOVED_END_MAX];
+    lease_keys_moved_end(k.key[LIB_LOCK_KEY_HOLDER], fence, moved_end);
+    return lease_script_run(SCRIPT_LOCK_RELEASE, LEASE_KIND_LOCK, name, moved_end, argv, res, err);
 }
 
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -237,7 +241,7 @@ int lock_revoke(const char *name, long long fence, struct lease_result *res, str
         [LOCK_REVOKE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
         [LOCK_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, NULL, argv, res, err);
 }
 
 int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
@@ -246,12 +250,14 @@ int lock_watch(const char *name, long long fence, struct lease_watch *out, struc
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
-    char mark[24];
+    char mark[24], moved_end[LEASE_MOVED_END_MAX];
     lease_watch_mark_ms(mark, sizeof mark);
+    lease_keys_moved_end(k.key[LIB_LOCK_KEY_HOLDER], fence, moved_end);
     const char *keys[LOCK_WATCH_NKEYS] = {
         [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
         [LOCK_WATCH_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
         [LOCK_WATCH_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
+        [LOCK_WATCH_KEY_MOVED_END] = moved_end,
     };
     const char *argv[LOCK_WATCH_NARGV] = {
         [LOCK_WATCH_ARGV_FENCE] = fence_text,

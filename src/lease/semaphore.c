@@ -196,7 +196,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
         [SEM_ACQUIRE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
         [SEM_ACQUIRE_ARGV_LIMIT] = limit,
     };
-    return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, NULL, argv, res, err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
@@ -214,7 +214,7 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
         [SEM_CANCEL_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, NULL, argv, res, err);
 }
 
 int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
@@ -340,7 +340,12 @@ int sem_release(const char *name, const char *lease_id, long long fence, struct 
         [SEM_RELEASE_ARGV_CLAIM_MS] = claim,
         [SEM_RELEASE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    char moved_end[LEASE_MOVED_END_MAX];
+    lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], fence, moved_end);
+    return lease_script_run(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, moved_end, argv, res,
+                            err);
 }
 
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -383,7 +388,7 @@ int sem_revoke(const char *name, long long fence, struct lease_result *res, stru
         [SEM_REVOKE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, NULL, argv, res, err);
 }
 
 int sem_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
@@ -392,14 +397,16 @@ int sem_watch(const char *name, long long fence, struct lease_watch *out, struct
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
-    char mark[24];
+    char mark[24], moved_end[LEASE_MOVED_END_MAX];
     lease_watch_mark_ms(mark, sizeof mark);
+    lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], fence, moved_end);
     const char *keys[SEM_WATCH_NKEYS] = {
         [SEM_WATCH_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_WATCH_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
         [SEM_WATCH_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
         [SEM_WATCH_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
         [SEM_WATCH_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
+        [SEM_WATCH_KEY_MOVED_END] = moved_end,
     };
     const char *argv[SEM_WATCH_NARGV] = {
         [SEM_WATCH_ARGV_FENCE] = fence_text,

@@ -362,10 +362,12 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
         [LOCK_ACQUIRE_FAST_ARGV_REQUEST_ID] = "",
     };
+    char moved_end[LEASE_MOVED_END_MAX] = "";
     const char *watch_keys[LOCK_WATCH_NKEYS] = {
         [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
         [LOCK_WATCH_KEY_ENDED] = k.key[LIB_LOCK_KEY_ENDED],
         [LOCK_WATCH_KEY_WATCHED] = k.key[LIB_LOCK_KEY_WATCHED],
+        [LOCK_WATCH_KEY_MOVED_END] = moved_end,
     };
     const char *release[LOCK_RELEASE_FAST_NARGV] = {
         [LOCK_RELEASE_FAST_ARGV_NAME] = name,
@@ -386,6 +388,7 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
     if (ok && watch) {
         char fence[24];
         snprintf(fence, sizeof fence, "%lld", (long long)got.res.fence);
+        lease_keys_moved_end(k.key[LIB_LOCK_KEY_HOLDER], (long long)got.res.fence, moved_end);
         const char *watch_argv[LOCK_WATCH_NARGV] = {
             [LOCK_WATCH_ARGV_FENCE] = fence,
             [LOCK_WATCH_ARGV_MARK_MS] = "10000",

@@ -56,8 +56,8 @@ machine.
   which then waited for its next look.)
 - A lock or semaphore pair on a name used again runs at most REUSED_PAIR_COMMANDS more than on a fresh name:
   the first try moves the end of the lease before, which the release left in the holder or limit key, to a
-  key of its own (lib_lease.lua end_move), and writes no ended set. (Caught: the end copied into the
-  ended set, end_bury, 3 commands more a pair.)
+  key of its own (lib_lease.lua end_move: a RENAME each pair), and writes no ended set. (Caught: the end
+  copied into the ended set, end_bury, 3 commands more a pair; the end written over, no RENAME.)
 - A semaphore's release beside another holder (the full script) files its end in the ended set, which
   keeps only what is still to be kept: one end in 16 trims the ends whose time is past. (Caught: a trim on
   every such release, a ZREMRANGEBYSCORE each; no trim at all, an ended set as long as the name's history.)
@@ -524,6 +524,7 @@ class BackendCost(GatewayTest):
             commands, calls, by_name = self.counted(pair)
             print(f"{kind} pair, one name: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
             self.assertLessEqual(commands, fresh_commands + REUSED_PAIR_COMMANDS, (kind, by_name))
+            self.assertAlmostEqual(by_name.get("rename", 0), 1.0, delta=0.05, msg=(kind, by_name))
             self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=(kind, by_name))
             with Redis() as r:
                 self.assertEqual(r.cmd("EXISTS", ended % route.rsplit("/", 1)[1]), 0, kind)

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -86,6 +87,25 @@ static void longest_name_fits(void **state)
         if (strncmp(k.key[i], KEY_SEM_PREFIX, strlen(KEY_SEM_PREFIX)) == 0)
             assert_int_equal(strlen(k.key[i]), want);
     }
+    char moved[LEASE_MOVED_END_MAX];
+    lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], INT64_MAX, moved);
+    assert_int_equal(strlen(moved), want + strlen(":9223372036854775807"));
+}
+
+/* The key of an end's record moved away: the record's key, ":" and the fence,
+ * in the record key's slot. */
+static void moved_end_key(void **state)
+{
+    (void)state;
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
+    char moved[LEASE_MOVED_END_MAX];
+    lease_keys_moved_end(k.key[LIB_LOCK_KEY_HOLDER], 1734, moved);
+    assert_string_equal(moved, "fg:lk:{inv:42}:h:1734");
+    assert_int_equal(key_slot(moved, strlen(moved)), key_slot("inv:42", 6));
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, "pool");
+    lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], 7, moved);
+    assert_string_equal(moved, "fg:sm:{pool}:l:7");
 }
 
 /* Per slot: the shared keys carry the slot tag of the lease's slot, and every
@@ -161,6 +181,7 @@ int main(void)
         cmocka_unit_test(lock_keys_in_script_order),
         cmocka_unit_test(semaphore_keys_in_script_order),
         cmocka_unit_test(longest_name_fits),
+        cmocka_unit_test(moved_end_key),
         cmocka_unit_test(per_slot_keys_share_the_slot),
         cmocka_unit_test(lock_scripts_of_some_keys),
     };

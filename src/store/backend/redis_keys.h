@@ -8,8 +8,9 @@
  * literals and names defined above it: the generator reads nothing else.
  *
  * Scripts receive every key they touch in KEYS (lua/lib_lease.lua says why);
- * the one exception, lua/lease_list.lua, builds the keys of the locks and
- * semaphores it lists from the prefixes and suffixes below.
+ * the exceptions: lua/lease_list.lua builds the keys of the locks and
+ * semaphores it lists from the prefixes and suffixes below, and a first try
+ * builds the key it moves an end's record to (KEY_MOVED_END).
  */
 #ifndef FG_REDIS_KEYS_H
 #define FG_REDIS_KEYS_H
@@ -60,6 +61,11 @@
 #define KEY_SUFFIX_RID_ONE     "i" /* "<lease id> <request_id>": one request id, while it lives */
 #define KEY_SUFFIX_ENDED       "n" /* "<fence>|<reason>" of ended leases: retried releases, watchers */
 #define KEY_SUFFIX_WATCHED     "v" /* present while a watcher waits for the news of an end */
+
+/* The end's record of the lease with fence F, moved by the next grant from a
+ * lock's holder key or a semaphore's limit key K to K KEY_MOVED_END F
+ * (lua/lib_lease.lua end_move). */
+#define KEY_MOVED_END ":"
 
 /* Pub/sub channels (lease/doorbell.h): ended leases, and the doorbell of the
  * gateway with instance id I, CHANNEL_BELL_PREFIX I. */
