@@ -76,9 +76,10 @@ def library(folder: str, script: str) -> tuple[str, str, list[str]]:
 # lua_scripts.h), the prefix of its own keys and its listing index.
 KINDS = {
     "semaphore": {"acquire": "sem_acquire", "release": "sem_release", "limit": 5, "lib": "SEM", "prefix": "fg:sm:",
-                  "index": "fg:idx:sm", "queue": "sem_acquire_queue", "handover": "sem_release_handover"},
+                  "index": "fg:idx:sm", "queue": "sem_acquire_queue", "handover": "sem_release_handover",
+                  "record": "l"},
     "lock": {"acquire": "lock_acquire", "release": "lock_release", "limit": 1, "lib": "LOCK", "prefix": "fg:lk:",
-             "index": "fg:idx:lk", "queue": "lock_acquire_queue"},
+             "index": "fg:idx:lk", "queue": "lock_acquire_queue", "record": "h"},
 }
 # The keys of a lease's KEYS by the name the build's lua_scripts.h gives each, as src/lease/lease_keys.c and
 # src/store/backend/redis_keys.h make them for one Redis: a suffix of the lease's own keys, or a key shared by
@@ -97,7 +98,7 @@ def keys(folder: str, kind: dict, name: str, table: str | None = None) -> list[s
     lib = table or f"LIB_{kind['lib']}"
     count = int(re.search(rf"^#define {lib}_NKEYS (\d+)$", header, re.M).group(1))
     at = {int(i): n for n, i in re.findall(rf"^#define {lib}_KEY_(\w+) (\d+)$", header, re.M)
-          if n != "LIB_LEASE"}
+          if not n.startswith("LIB_")}
     out = []
     for i in range(count):
         n = at.get(i)
@@ -107,6 +108,8 @@ def keys(folder: str, kind: dict, name: str, table: str | None = None) -> list[s
             out.append(SHARED[n])
         elif n in OWN_SUFFIX:
             out.append(f"{kind['prefix']}{{{name}}}:{OWN_SUFFIX[n]}")
+        elif n == "MOVED_END":  # a release's, of its lease's end moved away: none here is retried (fence 0)
+            out.append(f"{kind['prefix']}{{{name}}}:{kind['record']}:0")
         else:
             sys.exit(f"queue_cost: {lib.lower()}'s key {i + 1} ({n}) is one this script does not name")
     return out
@@ -153,6 +156,7 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, 
         r.execute_command("ZADD", "fg:gateways", str(int(time.time() * 1000) + 3_600_000), inst)
         name = "bench-queue-cost"
         k = keys(folder, kind, name)
+        release_keys = keys(folder, kind, name, kind["release"].upper())
         queue_keys = keys(folder, kind, name, kind["queue"].upper()) if lean else []
         # A gateway whose lean joins say they name the request ids' keys last for a request_id alone leaves them
         # out of a join without one (src/lease/lease_keys.h lease_keys_of_request); one before named them all.
@@ -192,7 +196,8 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, 
                                           *(given[a] for a in handover_args))
                 if not reply.startswith("contended"):
                     return reply
-            return r.execute_command("FCALL", rel, len(k), *k, *(given[a] for a in rel_args))
+            return r.execute_command("FCALL", rel, len(release_keys), *release_keys,
+                                     *(given[a] for a in rel_args))
 
         holders, queue = [], []
         for _ in range(WORKERS):
