@@ -110,6 +110,8 @@ def keys(folder: str, kind: dict, name: str, table: str | None = None) -> list[s
             out.append(f"{kind['prefix']}{{{name}}}:{OWN_SUFFIX[n]}")
         elif n == "MOVED_END":  # a release's, of its lease's end moved away: none here is retried (fence 0)
             out.append(f"{kind['prefix']}{{{name}}}:{kind['record']}:0")
+        elif n == "RID_MOVED":  # an acquire's, of its request id moved away: the caller fills in the id
+            out.append(f"{kind['prefix']}{{{name}}}:i:{{rid}}")
         else:
             sys.exit(f"queue_cost: {lib.lower()}'s key {i + 1} ({n}) is one this script does not name")
     return out
@@ -157,6 +159,7 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, 
         name = "bench-queue-cost"
         k = keys(folder, kind, name)
         release_keys = keys(folder, kind, name, kind["release"].upper())
+        acquire_keys = keys(folder, kind, name, kind["acquire"].upper())
         queue_keys = keys(folder, kind, name, kind["queue"].upper()) if lean else []
         # A gateway whose lean joins say they name the request ids' keys last for a request_id alone leaves them
         # out of a join without one (src/lease/lease_keys.h lease_keys_of_request); one before named them all.
@@ -180,12 +183,15 @@ def side(folder: str, kind: dict, jobs: int, workdir: str, queue_slack_ms: int, 
                 # The waiter's record up to its "since" value, as the gateway writes it (lease_queue_join_init).
                 given["record"] = (f'{{"inst":"{inst}","attach":"{attach}","ttl":"{TTL_MS}","max_hold":"{HOLD_MS}",'
                                    f'"owner":"","rid":"{rid}","since":')
-                named = queue_keys if rid or not rid_keys_last else queue_keys[:-3]
+                rid_keys = sum(k.startswith(f"{kind['prefix']}{{{name}}}:{s}") for s in "rei" for k in queue_keys)
+                named = [k.replace("{rid}", rid) for k in queue_keys]
+                named = named if rid or not rid_keys_last else named[:-rid_keys]
                 reply = r.execute_command("FCALL", queue_fn, len(named), *named,
                                           *(given[a] for a in queue_args))
                 if not reply.startswith("contended"):
                     return lease, reply
-            return lease, r.execute_command("FCALL", acq, len(k), *k, *(given[a] for a in acq_args))
+            named = [k.replace("{rid}", rid) for k in acquire_keys]
+            return lease, r.execute_command("FCALL", acq, len(named), *named, *(given[a] for a in acq_args))
 
         def release(lease: str) -> str:
             # fence: read by a retried release alone, which none here is.

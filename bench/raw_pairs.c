@@ -228,8 +228,20 @@ struct pair_calls {
     const char *fast_keys[2][LIB_SEM_NKEYS];
     const char *release_keys[LIB_SEM_NKEYS + 1]; /* the full release's: k's and the moved end's */
     char moved_end[LEASE_MOVED_END_MAX];
+    char rid_moved[LEASE_RID_MOVED_MAX]; /* of no request id: named by the acquires, read by none */
+    const char *acquire_keys[LIB_SEM_NKEYS + 1]; /* the full acquire's: k's and rid_moved */
     const char *args[4][MAX_NARGV];
 };
+
+/* Fills p->acquire_keys as src/lease/lock.c and semaphore.c do for a full
+ * acquire without a request id: the keys of k, then p->rid_moved. Returns how
+ * many. */
+static size_t acquire_keys(struct pair_calls *p)
+{
+    memcpy(p->acquire_keys, p->k.key, p->k.nkeys * sizeof p->acquire_keys[0]);
+    p->acquire_keys[p->k.nkeys] = p->rid_moved;
+    return p->k.nkeys + 1;
+}
 
 /* Fills p->release_keys as src/lease/lock.c and semaphore.c do for a full
  * release: the keys of k, then the key of the end's record moved from
@@ -245,7 +257,8 @@ static size_t release_keys(struct pair_calls *p, const char *record_key)
 static void lock_calls(struct pair_calls *p, const char *name, const char *lease, const char *tail)
 {
     lease_keys_init(&p->k, LEASE_KIND_LOCK, name);
-    lease_keys_lock_acquire_fast(&p->k, p->fast_keys[0]);
+    lease_keys_rid_moved(&p->k, "", p->rid_moved);
+    lease_keys_lock_acquire_fast(&p->k, p->rid_moved, p->fast_keys[0]);
     lease_keys_lock_release_fast(&p->k, p->fast_keys[1]);
     p->args[0][LOCK_ACQUIRE_FAST_ARGV_NAME] = name;
     p->args[0][LOCK_ACQUIRE_FAST_ARGV_TTL_MS] = RAW_TTL_MS;
@@ -257,7 +270,7 @@ static void lock_calls(struct pair_calls *p, const char *name, const char *lease
     release_args(p->args[3], name, lease);
     prepare(&p->acquire_fast, SCRIPT_LOCK_ACQUIRE_FAST, p->fast_keys[0],
             lease_keys_of_request(LOCK_ACQUIRE_FAST_NKEYS, ""), p->args[0]);
-    prepare(&p->acquire, SCRIPT_LOCK_ACQUIRE, p->k.key, p->k.nkeys, p->args[1]);
+    prepare(&p->acquire, SCRIPT_LOCK_ACQUIRE, p->acquire_keys, acquire_keys(p), p->args[1]);
     prepare(&p->release_fast, SCRIPT_LOCK_RELEASE_FAST, p->fast_keys[1], LOCK_RELEASE_FAST_NKEYS,
             p->args[2]);
     prepare(&p->release, SCRIPT_LOCK_RELEASE, p->release_keys,
@@ -269,7 +282,8 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
 {
     lease_keys_init(&p->k, LEASE_KIND_SEMAPHORE, name);
     const char **ak = p->fast_keys[0], **rk = p->fast_keys[1], *const *key = p->k.key;
-    lease_keys_sem_acquire_fast(&p->k, ak);
+    lease_keys_rid_moved(&p->k, "", p->rid_moved);
+    lease_keys_sem_acquire_fast(&p->k, p->rid_moved, ak);
     rk[SEM_RELEASE_FAST_KEY_LIMIT] = key[LIB_SEM_KEY_LIMIT];
     rk[SEM_RELEASE_FAST_KEY_WATCHED] = key[LIB_SEM_KEY_WATCHED];
     rk[SEM_RELEASE_FAST_KEY_INDEX] = key[LIB_SEM_KEY_INDEX];
@@ -284,7 +298,7 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
     sem_release_args(p->args[3], name, lease);
     prepare(&p->acquire_fast, SCRIPT_SEM_ACQUIRE_FAST, ak,
             lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, ""), p->args[0]);
-    prepare(&p->acquire, SCRIPT_SEM_ACQUIRE, key, p->k.nkeys, p->args[1]);
+    prepare(&p->acquire, SCRIPT_SEM_ACQUIRE, p->acquire_keys, acquire_keys(p), p->args[1]);
     prepare(&p->release_fast, SCRIPT_SEM_RELEASE_FAST, rk, SEM_RELEASE_FAST_NKEYS, p->args[2]);
     prepare(&p->release, SCRIPT_SEM_RELEASE, p->release_keys,
             release_keys(p, key[LIB_SEM_KEY_LIMIT]), p->args[3]);

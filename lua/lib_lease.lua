@@ -249,21 +249,32 @@ end
 -- -> lease) and the sorted set rid_until (id -> its time), whose lapsed ids are
 -- pruned a few at a time. A waiter's grant, its claim and its hand-over then
 -- find its id in the set without a look at rid_one. An id is kept in one place
--- only: each new id is looked for in both first.
+-- only: each new id is looked for in both first, and in the key of its own
+-- that a first try moves rid_one's id to when the lease it names is over
+-- (rid_take_first): "<rid_one>:<rid>", which the gateway names in the KEYS of
+-- every acquire that carries rid (rid_moved).
 
 -- The text rid_one holds for rid mapped to lease.
 local function rid_one_text(lease, rid)
   return lease .. ' ' .. rid
 end
 
--- The lease that one_text (rid_one's value, or false) maps rid to, or nil.
--- A lease id holds no space, so the id is all after the first one (a value
--- without one was not written by rid_keep or rid_take and maps nothing).
-local function rid_one_lease(one_text, rid)
+-- The lease id and the request id of one_text (rid_one's value, or false),
+-- or nil. A lease id holds no space, so the id is all after the first one (a
+-- value without one was not written by rid_keep or rid_take and maps nothing).
+local function rid_one_read(one_text)
   if not one_text then return nil end
   local space = string.find(one_text, ' ', 1, true)
-  if not space or string.sub(one_text, space + 1) ~= rid then return nil end
-  return string.sub(one_text, 1, space - 1)
+  if not space then return nil end
+  return string.sub(one_text, 1, space - 1), string.sub(one_text, space + 1)
+end
+
+-- The lease that one_text (rid_one's value, or the value a first try moved
+-- from there, or false) maps rid to, or nil.
+local function rid_one_lease(one_text, rid)
+  local lease, one = rid_one_read(one_text)
+  if one ~= rid then return nil end
+  return lease
 end
 
 -- True if request_id rid ('' for none) may still name a lease in the set: its
@@ -274,10 +285,12 @@ local function rid_live(rid_until, rid, now)
   return till ~= false and tonumber(till) > now
 end
 
--- The lease id of request_id rid, or nil.
-local function rid_lease(lk, rid, now)
+-- The lease id of request_id rid, or nil; moved: the key rid_one's value
+-- moves to for rid (rid_take_first).
+local function rid_lease(lk, rid, now, moved)
   if rid == '' then return nil end
-  local lease = rid_one_lease(redis.call('GET', lk.rid_one), rid)
+  local one = redis.call('MGET', lk.rid_one, moved)
+  local lease = rid_one_lease(one[1], rid) or rid_one_lease(one[2], rid)
   if lease then return lease end
   if not rid_live(lk.rid_until, rid, now) then return nil end
   lease = redis.call('HGET', lk.rids, rid)
@@ -364,28 +377,50 @@ end
 
 -- A new request's rid (never '': the lean scripts call it only with a
 -- request_id, and reckon no time without one) in a lean queue join, for
--- lease: one_text is the value of the key rid_one (or false), which the
--- script read with its first keys. False, writing nothing, where rid is live
--- (a retry, which the full script answers with its lease or whose place it
--- takes over); else maps rid to lease in the set until till (ms) and answers
--- true.
-local function rid_join(rids, rid_until, one_text, rid, lease, till, now)
-  if rid_one_lease(one_text, rid) then return false end
+-- lease: one_text and moved_text are the values of the key rid_one and of the
+-- key a first try moves its value to for rid (or false), which the script
+-- read with its first keys. False, writing nothing, where rid is live (a
+-- retry, which the full script answers with its lease or whose place it takes
+-- over); else maps rid to lease in the set until till (ms) and answers true.
+local function rid_join(rids, rid_until, one_text, moved_text, rid, lease, till, now)
+  if rid_one_lease(one_text, rid) or rid_one_lease(moved_text, rid) then return false end
   return rid_take_set(rids, rid_until, rid, lease, till, now)
 end
 
--- rid_join for a lean try that grants at once (a first try, the try beside a
--- semaphore's holders; rid never '', as there), whose lease id is the first
--- word of lease_text (the id itself, or a holder record's tail). Where rid_one
--- is free, one look at whether the set exists (set_exists: true or false
--- where the caller asked, rid_busy_look; nil to ask here), only then its score
--- of rid, and one SET of rid_one; where rid_one holds another id, the set.
-local function rid_take(rids, rid_until, rid_one, one_text, rid, lease_text, till, now, set_exists)
-  local lease = string.match(lease_text, '^[^ ]+')
-  if one_text then return rid_join(rids, rid_until, one_text, rid, lease, till, now) end
+-- True if rid is live in the set rid_until: one look at whether the set
+-- exists (set_exists: true or false where the caller asked, rid_busy_look;
+-- nil to ask here), and only then at its score of rid.
+local function rid_in_set(rid_until, rid, now, set_exists)
   if set_exists == nil then set_exists = redis.call('PEXPIRETIME', rid_until) ~= -2 end
-  if set_exists and rid_live(rid_until, rid, now) then return false end
+  return set_exists and rid_live(rid_until, rid, now)
+end
+
+-- rid_join for the try beside a semaphore's holders, which grants at once (rid
+-- never '', as there), whose lease id is the first word of lease_text: where
+-- rid_one is free and rid is in neither the set nor a moved key, one SET of
+-- rid_one; where rid_one holds another id, of a lease that may hold still, the
+-- set takes rid.
+local function rid_take(rids, rid_until, rid_one, one_text, moved_text, rid, lease_text, till, now, set_exists)
+  local lease = string.match(lease_text, '^[^ ]+')
+  if one_text then return rid_join(rids, rid_until, one_text, moved_text, rid, lease, till, now) end
+  if rid_one_lease(moved_text, rid) or rid_in_set(rid_until, rid, now, set_exists) then return false end
   redis.call('SET', rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
+  return true
+end
+
+-- rid_take for a first try, which grants only on a free lock or an idle
+-- semaphore: there an id rid_one holds is of a lease that is over, which no
+-- renewal moves again, so it moves with its time to live to a key of its own,
+-- "<rid_one>:<id>" (KEY_MOVED, made here: in the slot, and local on a Redis
+-- Cluster for end_move's reason), where the looks for it read it, and rid_one
+-- takes rid: one RENAME where the set would cost four commands and a prune.
+local function rid_take_first(rid_until, rid_one, one_text, moved_text, rid, lease_text, till, now, set_exists)
+  if rid_one_lease(one_text, rid) or rid_one_lease(moved_text, rid) or rid_in_set(rid_until, rid, now, set_exists) then
+    return false
+  end
+  local _, one = rid_one_read(one_text)
+  if one then redis.call('RENAME', rid_one, rid_one .. KEY_MOVED .. one) end
+  redis.call('SET', rid_one, rid_one_text(string.match(lease_text, '^[^ ]+'), rid), 'PXAT', decimal(till))
   return true
 end
 
@@ -628,7 +663,7 @@ end
 
 -- Moves the end's record raw, the value of key as read before a first try
 -- (lock_acquire_fast.lua, sem_acquire_fast.lua) writes over it, with its time
--- to live, to "<key>:<fence>" (KEY_MOVED_END): one RENAME where end_bury costs
+-- to live, to "<key>:<fence>" (KEY_MOVED): one RENAME where end_bury costs
 -- three commands and a key named in KEYS. Retried releases and watches name
 -- that key in their KEYS (the gateway knows the fence); the first try, which
 -- does not know it, makes it here. On a Redis Cluster it is still local: it is
@@ -640,7 +675,7 @@ end
 -- present, file the end in the ended set.
 local function end_move(key, raw)
   local _, fence = end_read(raw)
-  if fence then redis.call('RENAME', key, key .. KEY_MOVED_END .. fence) end
+  if fence then redis.call('RENAME', key, key .. KEY_MOVED .. fence) end
 end
 
 -- The reason (text) of the end whose record end_move moved to key moved, or
@@ -664,10 +699,12 @@ end
 -- script that publishes names one: the listing index at least), and a script
 -- may publish only to a shard channel of its slot: msg goes to channel:{T},
 -- which every gateway follows on the slot's primary (SSUBSCRIBE, one channel
--- per slot). On one Redis no key ends so, and msg goes to channel itself.
+-- per slot). On one Redis no key ends so, and msg goes to channel itself. A
+-- key of the lease's own carries the name's tag first, and may end with a
+-- request id of any text (rid_moved): no such key is taken for a shared one.
 local function publish(channel, msg)
   for i = #KEYS, 1, -1 do
-    local tag = string.match(KEYS[i], ':({%d+})$')
+    local tag = string.match(KEYS[i], '^[^{]*:({%d+})$')
     if tag then
       redis.call('SPUBLISH', channel .. ':' .. tag, msg)
       return

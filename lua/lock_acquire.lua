@@ -1,7 +1,9 @@
 -- uses: lib_lease.lua lib_holder.lua lib_lock.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- lock_acquire.lua: one acquire attempt on lock N, first or repeated.
--- KEYS: lib_lock.lua
+-- KEYS: lib_lock.lua rid_moved
+--   rid_moved: the request's own id's key a first try moves rid_one's value to
+--   (lib_lease.lua rid_take_first), the last
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
 -- ARGV: max_waiters request_id_ttl_ms mark_ms queue_ms queue_keep_ms
 --   lease: an id no call named before, or with wait "again" the id of a queued attempt
@@ -52,7 +54,7 @@ local known = false
 local recheck = false
 if rid ~= '' then
   k = lock_keys()
-  local before = rid_lease(k, rid, now)
+  local before = rid_lease(k, rid, now, KEYS[#KEYS])
   known = before ~= nil
   recheck = known and before == lease
   if known then lease = before end

@@ -22,23 +22,24 @@
 -- queue_keep) and the request_id until its wait and lease could have ended
 -- (lib_lease.lua rid_join). The name is in the listing index already: a
 -- holder is there.
--- KEYS: holder queue waiters tickets gateways rids rid_until rid_one
---   those keys of lib_lock.lua and lib_lease.lua
---   (the request ids' three come last: a call without a request_id names none of them)
+-- KEYS: holder queue waiters tickets gateways rids rid_until rid_one rid_moved
+--   those keys of lib_lock.lua and lib_lease.lua, rid_moved the request's own id's key a first
+--   try moves rid_one's value to (lib_lease.lua rid_take_first)
+--   (the request ids' four come last: a call without a request_id names none of them)
 -- ARGV: lease max_waiters instance mark_ms record queue_ms queue_keep_ms request_id request_id_ttl_ms
 --   lease: a fresh lease id; instance, mark_ms, queue_ms, queue_keep_ms, request_id, request_id_ttl_ms:
 --   as lock_acquire.lua has them; record: the waiter's record (lib_lease.lua waiter_json) up to its
 --   "since" value, which the script appends with the closing brace: '{"inst":"<instance>",...,"since":'
 -- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, contended {}, or
 -- repeat {}: a request_id that names a lease.
--- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_join).
-local v = A_request_id == '' and redis.call('MGET', KEYS[1]) or redis.call('MGET', KEYS[1], KEYS[8])
+-- A request_id's look at the keys rid_one and rid_moved joins the first read (lib_lease.lua rid_join).
+local v = A_request_id == '' and redis.call('MGET', KEYS[1]) or redis.call('MGET', KEYS[1], KEYS[8], KEYS[9])
 if not holder_readable(v[1]) then return lease_reply('contended') end
 local waiting = redis.call('ZCARD', KEYS[2])
 if waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
 if A_request_id ~= ''
-   and not rid_join(KEYS[6], KEYS[7], v[2], A_request_id, A_lease, now + A_request_id_ttl_ms, now) then
+   and not rid_join(KEYS[6], KEYS[7], v[2], v[3], A_request_id, A_lease, now + A_request_id_ttl_ms, now) then
   return lease_reply('repeat')
 end
 redis.call('ZADD', KEYS[2], redis.call('INCR', KEYS[4]), A_lease)

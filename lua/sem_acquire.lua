@@ -1,7 +1,9 @@
 -- uses: lib_lease.lua lib_holder.lua lib_sem_holder.lua lib_sem_life.lua lib_sem.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire.lua: one acquire attempt on semaphore N, first or repeated.
--- KEYS: lib_sem.lua
+-- KEYS: lib_sem.lua rid_moved
+--   rid_moved: the request's own id's key a first try moves rid_one's value to
+--   (lib_lease.lua rid_take_first), the last
 -- ARGV: name lease request_id ttl_ms max_hold_ms owner wait instance attach claim_ms
 -- ARGV: max_waiters request_id_ttl_ms limit mark_ms
 --   lease: an id no call named before, or with wait "again" the id of a queued attempt
@@ -37,7 +39,7 @@ if not ready then return lease_reply('nofence') end
 local now = now_ms()
 limit_text = unfold(k, limit_text, now)
 
-local prior = rid_lease(k, rid, now)
+local prior = rid_lease(k, rid, now, KEYS[#KEYS])
 local known = prior ~= nil
 -- recheck: the caller names the lease its request_id already has, so it is an
 -- attempt looking again (a retry names a fresh id). One whose slot or queue

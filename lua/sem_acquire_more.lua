@@ -19,9 +19,10 @@
 -- expiry, keeps the semaphore's keys alive (lib_sem_life.lua keep_alive) and
 -- the request_id for as long as the lease (lib_lease.lua rid_take).
 -- The name is in the listing index already: a holder is there.
--- KEYS: holders data queue waiters limit tickets fence fence_limit rids rid_until rid_one
---   those keys of lib_sem.lua and lib_lease.lua
---   (the request ids' three come last: a call without a request_id names none of them)
+-- KEYS: holders data queue waiters limit tickets fence fence_limit rids rid_until rid_one rid_moved
+--   those keys of lib_sem.lua and lib_lease.lua, rid_moved the request's own id's key a first
+--   try moves rid_one's value to (lib_lease.lua rid_take_first)
+--   (the request ids' four come last: a call without a request_id names none of them)
 -- ARGV: lease ttl_ms max_hold_ms limit tail request_id
 --   lease: a fresh lease id; tail: the holder record's JSON from its claimed field on
 --   (lib_sem_holder.lua record_join), of a claimed grant:
@@ -29,10 +30,10 @@
 --   request_id: "" for none
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), contended {}, or repeat {}: a request_id that names a lease.
--- A request_id's look at the key rid_one joins the first read, and its look at whether the
--- request-id set exists the EXISTS of the queue (lib_lease.lua rid_busy_look).
+-- A request_id's look at the keys rid_one and rid_moved joins the first read, and its look at
+-- whether the request-id set exists the EXISTS of the queue (lib_lease.lua rid_busy_look).
 local v = A_request_id == '' and redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
-          or redis.call('MGET', KEYS[7], KEYS[8], KEYS[5], KEYS[11])
+          or redis.call('MGET', KEYS[7], KEYS[8], KEYS[5], KEYS[11], KEYS[12])
 local in_force = v[3]
 -- first: the limit key holds the first holder, of the limit asked
 local first = in_force ~= A_limit and in_force and string.match(in_force, '^=(%d+) ') == A_limit
@@ -54,8 +55,8 @@ elseif held == 0 or held >= limit or redis.call('ZCOUNT', KEYS[1], '-inf', at) >
   return lease_reply('contended')
 end
 if A_request_id ~= ''
-   and not rid_take(KEYS[9], KEYS[10], KEYS[11], v[4], A_request_id, A_lease, now + A_ttl_ms + REQUEST_ID_GRACE_MS,
-                    now, rid_set_exists) then
+   and not rid_take(KEYS[9], KEYS[10], KEYS[11], v[4], v[5], A_request_id, A_lease,
+                    now + A_ttl_ms + REQUEST_ID_GRACE_MS, now, rid_set_exists) then
   return lease_reply('repeat')
 end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,

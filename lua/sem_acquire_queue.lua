@@ -20,9 +20,10 @@
 -- keys alive (lib_sem_life.lua keep_alive) and the request_id until its wait
 -- and lease could have ended (lib_lease.lua rid_join). The name is in the
 -- listing index already: a holder is there.
--- KEYS: holders data queue waiters limit tickets gateways rids rid_until rid_one
---   those keys of lib_sem.lua and lib_lease.lua
---   (the request ids' three come last: a call without a request_id names none of them)
+-- KEYS: holders data queue waiters limit tickets gateways rids rid_until rid_one rid_moved
+--   those keys of lib_sem.lua and lib_lease.lua, rid_moved the request's own id's key a first
+--   try moves rid_one's value to (lib_lease.lua rid_take_first)
+--   (the request ids' four come last: a call without a request_id names none of them)
 -- ARGV: lease limit max_waiters instance mark_ms record request_id request_id_ttl_ms
 --   lease: a fresh lease id; instance, mark_ms, request_id, request_id_ttl_ms: as sem_acquire.lua has
 --   them; record: the waiter's record (lib_lease.lua waiter_json) up to its "since" value, which the
@@ -30,8 +31,8 @@
 -- Returns (lib_lease.lua lease_reply): queued {lease, position, holder_pttl}, contended {}, or
 -- repeat {}: a request_id that names a lease.
 local limit = A_limit + 0
--- A request_id's look at the key rid_one joins the first read (lib_lease.lua rid_join).
-local v = A_request_id == '' and redis.call('MGET', KEYS[5]) or redis.call('MGET', KEYS[5], KEYS[10])
+-- A request_id's look at the keys rid_one and rid_moved joins the first read (lib_lease.lua rid_join).
+local v = A_request_id == '' and redis.call('MGET', KEYS[5]) or redis.call('MGET', KEYS[5], KEYS[10], KEYS[11])
 if v[1] ~= A_limit or redis.call('ZCARD', KEYS[1]) < limit then
   return lease_reply('contended')
 end
@@ -40,7 +41,7 @@ local first = tonumber(redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')[2])
 local waiting = redis.call('ZCARD', KEYS[3])
 if first <= now or waiting >= A_max_waiters + 0 then return lease_reply('contended') end
 if A_request_id ~= ''
-   and not rid_join(KEYS[8], KEYS[9], v[2], A_request_id, A_lease, now + A_request_id_ttl_ms, now) then
+   and not rid_join(KEYS[8], KEYS[9], v[2], v[3], A_request_id, A_lease, now + A_request_id_ttl_ms, now) then
   return lease_reply('repeat')
 end
 -- fresh: the first waiter makes the queue's keys anew (keep_alive sets every time to live then)

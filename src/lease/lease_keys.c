@@ -11,33 +11,36 @@
  */
 #include "lease/lease_keys.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "store/backend/key_slot.h"
 #include "store/backend/shared_keys.h"
+#include "util/error.h"
 
 _Static_assert(LIB_SEM_NKEYS >= LIB_LOCK_NKEYS, "struct lease_keys is sized for a semaphore");
 
 /* The transition scripts take exactly the keys of lua/lib_lock.lua or
  * lua/lib_sem.lua, but for those that name only the keys they touch (the first
- * tries, the renewals), and the releases, which name the key of an end's
- * record moved away last (lease_keys_moved_end). */
+ * tries, the renewals), and the acquires and releases, which name the key of
+ * a request id or an end's record moved away last (lease_keys_rid_moved,
+ * lease_keys_moved_end). */
 #define TAKES(S, LIB) (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS)
-#define TAKES_AND_MOVED_END(S, LIB)                                                                \
-    (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS + 1 && S##_KEY_MOVED_END == LIB##_NKEYS)
-_Static_assert(TAKES(LOCK_ACQUIRE, LIB_LOCK) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
-                   TAKES_AND_MOVED_END(LOCK_RELEASE, LIB_LOCK) && TAKES(LOCK_REVOKE, LIB_LOCK) &&
-                   TAKES(LOCK_LEAVE, LIB_LOCK) && TAKES(SEM_ACQUIRE, LIB_SEM) &&
-                   TAKES(SEM_CANCEL, LIB_SEM) && TAKES_AND_MOVED_END(SEM_RELEASE, LIB_SEM) &&
+#define TAKES_AND(S, LIB, KEY)                                                                     \
+    (S##_KEY_##LIB == 0 && S##_NKEYS == LIB##_NKEYS + 1 && S##_KEY_##KEY == LIB##_NKEYS)
+_Static_assert(TAKES_AND(LOCK_ACQUIRE, LIB_LOCK, RID_MOVED) && TAKES(LOCK_CANCEL, LIB_LOCK) &&
+                   TAKES_AND(LOCK_RELEASE, LIB_LOCK, MOVED_END) && TAKES(LOCK_REVOKE, LIB_LOCK) &&
+                   TAKES(LOCK_LEAVE, LIB_LOCK) && TAKES_AND(SEM_ACQUIRE, LIB_SEM, RID_MOVED) &&
+                   TAKES(SEM_CANCEL, LIB_SEM) && TAKES_AND(SEM_RELEASE, LIB_SEM, MOVED_END) &&
                    TAKES(SEM_REVOKE, LIB_SEM) && TAKES(SEM_LEAVE, LIB_SEM),
                "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
 
-/* The request ids' keys (rids, rid_until, rid_one), which the lean tries of
- * an acquire name last (lease_keys_of_request). */
-#define RID_KEYS 3
+/* The request ids' keys (rids, rid_until, rid_one, rid_moved), which the lean
+ * tries of an acquire name last (lease_keys_of_request). */
+#define RID_KEYS 4
 #define RID_KEYS_LAST(S)                                                                           \
     (S##_KEY_RIDS == S##_NKEYS - RID_KEYS && S##_KEY_RID_UNTIL == S##_KEY_RIDS + 1 &&              \
-     S##_KEY_RID_ONE == S##_KEY_RIDS + 2)
+     S##_KEY_RID_ONE == S##_KEY_RIDS + 2 && S##_KEY_RID_MOVED == S##_KEY_RIDS + 3)
 _Static_assert(RID_KEYS_LAST(LOCK_ACQUIRE_FAST) && RID_KEYS_LAST(LOCK_ACQUIRE_QUEUE) &&
                    RID_KEYS_LAST(SEM_ACQUIRE_FAST) && RID_KEYS_LAST(SEM_ACQUIRE_MORE) &&
                    RID_KEYS_LAST(SEM_ACQUIRE_QUEUE),
@@ -244,14 +247,22 @@ static void pick(const struct lease_keys *k, const size_t *from, size_t n, const
         out[i] = k->key[from[i]];
 }
 
-void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char **out)
+_Static_assert(LOCK_ACQUIRE_FAST_KEY_RID_MOVED == LOCK_ACQUIRE_FAST_NKEYS - 1 &&
+                   SEM_ACQUIRE_FAST_KEY_RID_MOVED == SEM_ACQUIRE_FAST_NKEYS - 1,
+               "a first try names rid_moved last");
+
+void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char *rid_moved,
+                                  const char **out)
 {
-    pick(k, acquire_fast_from, LOCK_ACQUIRE_FAST_NKEYS, out);
+    pick(k, acquire_fast_from, LOCK_ACQUIRE_FAST_KEY_RID_MOVED, out);
+    out[LOCK_ACQUIRE_FAST_KEY_RID_MOVED] = rid_moved;
 }
 
-void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char **out)
+void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char *rid_moved,
+                                 const char **out)
 {
-    pick(k, sem_acquire_fast_from, SEM_ACQUIRE_FAST_NKEYS, out);
+    pick(k, sem_acquire_fast_from, SEM_ACQUIRE_FAST_KEY_RID_MOVED, out);
+    out[SEM_ACQUIRE_FAST_KEY_RID_MOVED] = rid_moved;
 }
 
 void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out)
@@ -269,7 +280,15 @@ size_t lease_keys_of_request(size_t nkeys, const char *request_id)
     return request_id[0] != '\0' ? nkeys : nkeys - RID_KEYS;
 }
 
+void lease_keys_rid_moved(const struct lease_keys *k, const char *request_id,
+                          char out[LEASE_RID_MOVED_MAX])
+{
+    int n = snprintf(out, LEASE_RID_MOVED_MAX, "%s" KEY_MOVED "%s",
+                     k->key[k->common_at + LIB_LEASE_KEY_RID_ONE], request_id);
+    FG_ASSERT(n > 0 && (size_t)n < LEASE_RID_MOVED_MAX);
+}
+
 void lease_keys_moved_end(const char *record_key, long long fence, char out[LEASE_MOVED_END_MAX])
 {
-    snprintf(out, LEASE_MOVED_END_MAX, "%s" KEY_MOVED_END "%lld", record_key, fence);
+    snprintf(out, LEASE_MOVED_END_MAX, "%s" KEY_MOVED "%lld", record_key, fence);
 }

@@ -10,6 +10,7 @@
 
 #include "auth/token.h"
 #include "lease/lease_kind.h"
+#include "lease/lease_request.h"
 #include "lua_scripts.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
@@ -69,32 +70,46 @@ void lease_keys_init(struct lease_keys *k, enum lease_kind kind, const char *nam
  * per-slot layout; -1 on one Redis. */
 int lease_keys_slot(enum lease_kind kind, const char *name);
 
+/* The longest key a request's own id moves to (lease_keys_rid_moved). */
+#define LEASE_RID_MOVED_MAX (LEASE_KEY_MAX + sizeof KEY_MOVED + LEASE_REQUEST_ID_MAX)
+
+/* Writes into out the key to which a first try moves the one-id key's value
+ * of k when it names request_id (lua/lib_lease.lua rid_take_first): the
+ * one-id key, KEY_MOVED, request_id. Every acquire that carries request_id
+ * names it, last (rid_moved). */
+void lease_keys_rid_moved(const struct lease_keys *k, const char *request_id,
+                          char out[LEASE_RID_MOVED_MAX]);
+
 /* The KEYS of the lock scripts that name only the keys they touch: the first
  * tries (lua/lock_acquire_fast.lua, lua/lock_release_fast.lua) and the renewal
- * (lua/lock_renew.lua), picked from the lock's keys k (borrowed): out holds
+ * (lua/lock_renew.lua), picked from the lock's keys k (borrowed), the first
+ * try's rid_moved last (lease_keys_rid_moved): out holds
  * LOCK_ACQUIRE_FAST_NKEYS, LOCK_RELEASE_FAST_NKEYS or LOCK_RENEW_NKEYS entries. */
-void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char **out);
+void lease_keys_lock_acquire_fast(const struct lease_keys *k, const char *rid_moved,
+                                  const char **out);
 void lease_keys_lock_release_fast(const struct lease_keys *k, const char **out);
 void lease_keys_lock_renew(const struct lease_keys *k, const char **out);
 
 /* The KEYS of a semaphore's first try (lua/sem_acquire_fast.lua), picked from
- * the semaphore's keys k (borrowed): out holds SEM_ACQUIRE_FAST_NKEYS entries. */
-void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char **out);
+ * the semaphore's keys k (borrowed), rid_moved last: out holds
+ * SEM_ACQUIRE_FAST_NKEYS entries. */
+void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char *rid_moved,
+                                 const char **out);
 
 /* How many of its nkeys KEYS a lean try of an acquire (the first tries, the
  * try beside other holders, the queue joins) names for a request with
  * request_id ("" for none): all of them, or without a request_id none of the
- * three request ids' (rids, rid_until, rid_one), which such a script names
- * last and touches only for a request_id: a key costs Redis about as much as
- * a command of the script. */
+ * four request ids' (rids, rid_until, rid_one, rid_moved), which such a script
+ * names last and touches only for a request_id: a key costs Redis about as
+ * much as a command of the script. */
 size_t lease_keys_of_request(size_t nkeys, const char *request_id);
 
 /* The longest key of an end's record moved away (lease_keys_moved_end). */
-#define LEASE_MOVED_END_MAX (LEASE_KEY_MAX + sizeof KEY_MOVED_END + 20)
+#define LEASE_MOVED_END_MAX (LEASE_KEY_MAX + sizeof KEY_MOVED + 20)
 
 /* Writes into out the key to which the next grant moves the end's record of
  * the lease with fence from record_key, a lock's holder key or a semaphore's
- * limit key (lua/lib_lease.lua end_move): record_key KEY_MOVED_END fence. A
+ * limit key (lua/lib_lease.lua end_move): record_key KEY_MOVED fence. A
  * retried release and a watch name it. */
 void lease_keys_moved_end(const char *record_key, long long fence, char out[LEASE_MOVED_END_MAX]);
 

@@ -72,7 +72,7 @@ static int script_answer(enum fg_script script, size_t nkeys, const char *const 
 }
 
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
-                     const char *moved_end, const char *const *argv, struct lease_result *res,
+                     const char *moved, const char *const *argv, struct lease_result *res,
                      struct fg_error *err)
 {
     struct lease_keys k;
@@ -80,8 +80,8 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
     const char *keys[LIB_SEM_NKEYS + 1];
     size_t nkeys = k.nkeys;
     memcpy(keys, k.key, nkeys * sizeof *keys);
-    if (moved_end != NULL)
-        keys[nkeys++] = moved_end;
+    if (moved != NULL)
+        keys[nkeys++] = moved;
     FG_ASSERT(lua_scripts[script].nkeys == nkeys);
     for (int attempt = 0; attempt < 2; attempt++) {
         enum lease_retry retry;

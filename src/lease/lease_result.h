@@ -109,8 +109,9 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 /*
  * Runs transition script `script` (lua/lock_*.lua for kind LEASE_KIND_LOCK,
  * sem_*.lua for LEASE_KIND_SEMAPHORE) on the lock or semaphore called name,
- * with its keys (lease/lease_keys.h), and moved_end last unless NULL (the key
- * of an end's record moved away, which a release names: lease_keys_moved_end),
+ * with its keys (lease/lease_keys.h), and moved last unless NULL (the key a
+ * first try moved a record to, which an acquire and a release name:
+ * lease_keys_rid_moved, lease_keys_moved_end),
  * and argv (as redis_script takes it), and reads its answer into *res. On "nofence" reserves
  * fences, on "norevoked" rebuilds the revoked set, and runs it once more. The grants the answer
  * hands to other waiters of this gateway are put into their waits before it returns
@@ -119,7 +120,7 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
  * not know fails with FG_ERR_INTERNAL.
  */
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
-                     const char *moved_end, const char *const *argv, struct lease_result *res,
+                     const char *moved, const char *const *argv, struct lease_result *res,
                      struct fg_error *err) FG_WUR;
 
 /*

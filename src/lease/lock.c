@@ -25,8 +25,10 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, p->request_id, rid_moved);
     const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
-    lease_keys_lock_acquire_fast(&k, keys);
+    lease_keys_lock_acquire_fast(&k, rid_moved, keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
     lease_holder_tail(lease_id, ttl, hold, attach, p->request_id, p->owner, tail);
     const char *argv[LOCK_ACQUIRE_FAST_NARGV] = {
@@ -64,6 +66,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, p->request_id, rid_moved);
     const char *keys[LOCK_ACQUIRE_QUEUE_NKEYS] = {
         [LOCK_ACQUIRE_QUEUE_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
         [LOCK_ACQUIRE_QUEUE_KEY_QUEUE] = k.key[LIB_LOCK_KEY_QUEUE],
@@ -73,6 +77,7 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_QUEUE_KEY_RIDS] = k.key[LIB_LOCK_KEY_RIDS],
         [LOCK_ACQUIRE_QUEUE_KEY_RID_UNTIL] = k.key[LIB_LOCK_KEY_RID_UNTIL],
         [LOCK_ACQUIRE_QUEUE_KEY_RID_ONE] = k.key[LIB_LOCK_KEY_RID_ONE],
+        [LOCK_ACQUIRE_QUEUE_KEY_RID_MOVED] = rid_moved,
     };
     struct lease_queue_join q;
     lease_queue_join_init(&q, attach, ttl, hold, p);
@@ -136,7 +141,11 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
         [LOCK_ACQUIRE_ARGV_QUEUE_MS] = need,
         [LOCK_ACQUIRE_ARGV_QUEUE_KEEP_MS] = keep,
     };
-    return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, NULL, argv, res, err);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, p->request_id, rid_moved);
+    return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, rid_moved, argv, res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,

@@ -26,8 +26,10 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, p->request_id, rid_moved);
     const char *keys[SEM_ACQUIRE_FAST_NKEYS];
-    lease_keys_sem_acquire_fast(&k, keys);
+    lease_keys_sem_acquire_fast(&k, rid_moved, keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
     lease_holder_tail(lease_id, ttl, hold, attach, p->request_id, p->owner, tail);
     const char *argv[SEM_ACQUIRE_FAST_NARGV] = {
@@ -76,6 +78,8 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, p->request_id, rid_moved);
     const char *keys[SEM_ACQUIRE_MORE_NKEYS] = {
         [SEM_ACQUIRE_MORE_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_ACQUIRE_MORE_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
@@ -88,6 +92,7 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
         [SEM_ACQUIRE_MORE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_ACQUIRE_MORE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
         [SEM_ACQUIRE_MORE_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
+        [SEM_ACQUIRE_MORE_KEY_RID_MOVED] = rid_moved,
     };
     char tail[HOLDER_JSON_TAIL_MAX];
     holder_json_tail(attach, p->request_id, p->owner, tail);
@@ -116,6 +121,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, p->request_id, rid_moved);
     const char *keys[SEM_ACQUIRE_QUEUE_NKEYS] = {
         [SEM_ACQUIRE_QUEUE_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_ACQUIRE_QUEUE_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
@@ -127,6 +134,7 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_ACQUIRE_QUEUE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
         [SEM_ACQUIRE_QUEUE_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
+        [SEM_ACQUIRE_QUEUE_KEY_RID_MOVED] = rid_moved,
     };
     struct lease_queue_join q;
     lease_queue_join_init(&q, attach, ttl, hold, p);
@@ -196,7 +204,12 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
         [SEM_ACQUIRE_ARGV_MARK_MS] = lease_keys_layout() == LEASE_KEYS_PER_SLOT ? claim : "",
         [SEM_ACQUIRE_ARGV_LIMIT] = limit,
     };
-    return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, NULL, argv, res, err);
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, p->request_id, rid_moved);
+    return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, rid_moved, argv, res,
+                            err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,

@@ -352,7 +352,9 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     const char *acquire_keys[LOCK_ACQUIRE_FAST_NKEYS], *release_keys[LOCK_RELEASE_FAST_NKEYS];
-    lease_keys_lock_acquire_fast(&k, acquire_keys);
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, "", rid_moved);
+    lease_keys_lock_acquire_fast(&k, rid_moved, acquire_keys);
     lease_keys_lock_release_fast(&k, release_keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
     snprintf(tail, sizeof tail, "%s 10000 0 1 00000000000000000000000000000001 1 0 bench", lease);

@@ -159,6 +159,7 @@ static int run_batch(char *url, size_t calls, int rounds)
 struct list_seed {
     struct lease_keys k;
     const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
+    char rid_moved[LEASE_RID_MOVED_MAX];
     const char *argv[LOCK_ACQUIRE_FAST_NARGV];
     char name[KEY_MAX], lease[40], tail[LEASE_HOLDER_TAIL_MAX];
     struct lease_fence_keys fk; /* the fence keys of the lock's slot */
@@ -213,7 +214,8 @@ static long take_locks(size_t n, const char *ttl_ms)
         snprintf(seed->name, sizeof seed->name, "ls:%zu", i); /* slots of two or more names */
         snprintf(seed->lease, sizeof seed->lease, "%032zx", i + 1);
         lease_keys_init(&seed->k, LEASE_KIND_LOCK, seed->name);
-        lease_keys_lock_acquire_fast(&seed->k, seed->keys);
+        lease_keys_rid_moved(&seed->k, "", seed->rid_moved);
+        lease_keys_lock_acquire_fast(&seed->k, seed->rid_moved, seed->keys);
         snprintf(seed->tail, sizeof seed->tail, "%s %s 0 1 00000000000000000000000000000001 1 0 lab",
                  seed->lease, ttl_ms);
         seed->argv[LOCK_ACQUIRE_FAST_ARGV_NAME] = seed->name;

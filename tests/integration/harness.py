@@ -774,15 +774,17 @@ def lease_keys(kind: str, name: str) -> list[str]:
 
 
 def request_id_kept(r: "Redis", kind: str, name: str, rid: str) -> tuple[str | None, int | None]:
-    """Where lock or semaphore `name` keeps request_id `rid` (lua/lib_lease.lua): in its one-id key, or else
-    in its request-id set; (the lease id it names, until when in Redis ms), (None, None) when in neither.
-    The time is the one-id key's; in the set, the id's score, or the set's keys' time where that is sooner."""
+    """Where lock or semaphore `name` keeps request_id `rid` (lua/lib_lease.lua): in its one-id key, or the
+    key a first try moved that key's value to ("i:<rid>"), or else in its request-id set; (the lease id it
+    names, until when in Redis ms), (None, None) when in none. The time is the one-id or moved key's; in the
+    set, the id's score, or the set's keys' time where that is sooner."""
     b = f"fg:{'lk' if kind == 'locks' else 'sm'}:{{{name}}}:"
-    one = r.cmd("GET", b + "i")
-    if one is not None:
-        lease, _, one_rid = one.partition(" ")
-        if one_rid == rid:
-            return lease, r.cmd("PEXPIRETIME", b + "i")
+    for key in (b + "i", b + "i:" + rid):
+        one = r.cmd("GET", key)
+        if one is not None:
+            lease, _, one_rid = one.partition(" ")
+            if one_rid == rid:
+                return lease, r.cmd("PEXPIRETIME", key)
     lease, till = r.cmd("HGET", b + "r", rid), r.cmd("ZSCORE", b + "e", rid)
     if lease is None or till is None:
         return None, None

@@ -56,8 +56,12 @@ machine.
   which then waited for its next look.)
 - A lock or semaphore pair on a name used again runs at most REUSED_PAIR_COMMANDS more than on a fresh name:
   the first try moves the end of the lease before, which the release left in the holder or limit key, to a
-  key of its own (lib_lease.lua end_move: a RENAME each pair), and writes no ended set. (Caught: the end
-  copied into the ended set, end_bury, 3 commands more a pair; the end written over, no RENAME.)
+  key of its own (lib_lease.lua end_move: a RENAME each pair), and writes no ended set; with a fresh
+  request_id each time (the clients' invoice lock), REUSED_RID_COMMANDS more than a fresh name's pair with one:
+  the one-id key's id, of the lease before, moves to a key of its own too (rid_take_first), and the new id
+  takes the one-id key, with no request-id set. (Caught: the end copied into the ended set, end_bury, 3
+  commands more a pair; the end written over, no RENAME; the new id put in the request-id set, 14 commands a
+  lock pair.)
 - A semaphore's release beside another holder (the full script) files its end in the ended set, which
   keeps only what is still to be kept: one end in 16 trims the ends whose time is past. (Caught: a trim on
   every such release, a ZREMRANGEBYSCORE each; no trim at all, an ended set as long as the name's history.)
@@ -129,15 +133,16 @@ LOCK_PAIR_COMMANDS = 8
 SEMAPHORE_PAIR_COMMANDS = 9
 IN_USE_SEMAPHORE_PAIR_COMMANDS = 19
 REUSED_PAIR_COMMANDS = 1  # a RENAME
+REUSED_RID_COMMANDS = 1  # and with a request_id each time, a RENAME of the one-id key
 # With a request_id on a fresh name: the pair's, and the SET of the name's one-id key, read in the first MGET
 # (lib_lease.lua rid_take), and for a lock a PEXPIRETIME (no request-id set), which a semaphore asks in the
 # EXISTS of its holders and queue (lib_lease.lua rid_busy_look)
 RID_LOCK_PAIR_COMMANDS = 10
 RID_SEMAPHORE_PAIR_COMMANDS = 10
-FIRST_TRY_KEYS, FIRST_TRY_ARGS = 8, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
+FIRST_TRY_KEYS, FIRST_TRY_ARGS = 9, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
 # The request ids' keys, which the lean tries of an acquire name last, and only for a request with a request_id
 # (src/lease/lease_keys.h lease_keys_of_request)
-RID_KEYS = 3
+RID_KEYS = 4
 QUEUE_JOIN_COMMANDS = 8  # 7, and the queue's PTTL (lib_lease.lua queue_keep)
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
@@ -150,12 +155,12 @@ RID_RENEWAL_COMMANDS = 5  # and the request_id's in the name's one-id key: GET, 
 # one-id key's GET, and the id's time moved in the set (lib_lease.lua rid_extend_set: ZADD GT, a PEXPIREAT
 # GT of each key)
 WAITER_RID_RENEWAL_COMMANDS = 7
-MORE_KEYS, MORE_ARGS = 11, 6  # lua/sem_acquire_more.lua's KEYS and ARGV
+MORE_KEYS, MORE_ARGS = 12, 6  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
-QUEUE_KEYS, QUEUE_ARGS = 10, 8  # lua/sem_acquire_queue.lua's
+QUEUE_KEYS, QUEUE_ARGS = 11, 8  # lua/sem_acquire_queue.lua's
 HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
-LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 8, 9  # lua/lock_acquire_queue.lua's
+LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 9, 9  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
 # A queue join's request_id kept in the name's request-id set (a waiter's id goes there, never into the one-id
 # key): PEXPIRETIME, ZADD NX (the look and the add), ZRANGEBYSCORE, HSET, and the hash's PEXPIREAT (a join that
@@ -511,23 +516,29 @@ class BackendCost(GatewayTest):
         self.assertEqual(self.c.post(route + "/release", {"token": token}).status, 200)
 
     def test_a_pair_on_a_name_used_again(self):
-        for kind, fresh_commands, extra, ended in (
-                ("locks", LOCK_PAIR_COMMANDS, {}, "fg:lk:{%s}:n"),
-                ("semaphores", SEMAPHORE_PAIR_COMMANDS, {"limit": 5}, "fg:sm:{%s}:n")):
+        for kind, fresh_commands, extra, ended, rid in (
+                ("locks", LOCK_PAIR_COMMANDS, {}, "fg:lk:{%s}:n", False),
+                ("semaphores", SEMAPHORE_PAIR_COMMANDS, {"limit": 5}, "fg:sm:{%s}:n", False),
+                ("locks", RID_LOCK_PAIR_COMMANDS, {}, "fg:lk:{%s}:n", True),
+                ("semaphores", RID_SEMAPHORE_PAIR_COMMANDS, {"limit": 5}, "fg:sm:{%s}:n", True)):
             route = f"/v1/{kind}/cost:{uuid.uuid4().hex}"
 
             def pair():
-                got = self.c.post(route + "/acquire", {"ttl_ms": 30000, **extra})
+                ids = {"request_id": uuid.uuid4().hex} if rid else {}
+                got = self.c.post(route + "/acquire", {"ttl_ms": 30000, **extra, **ids})
                 self.assertEqual(got.status, 200, got)
                 self.assertEqual(self.c.post(route + "/release", {"token": got.body["token"]}).status, 200)
             pair()
             commands, calls, by_name = self.counted(pair)
-            print(f"{kind} pair, one name: {commands} commands, {calls} script calls: {by_name}", file=sys.stderr)
-            self.assertLessEqual(commands, fresh_commands + REUSED_PAIR_COMMANDS, (kind, by_name))
-            self.assertAlmostEqual(by_name.get("rename", 0), 1.0, delta=0.05, msg=(kind, by_name))
-            self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=(kind, by_name))
+            print(f"{kind} pair, one name{', request ids' if rid else ''}: {commands} commands, {calls} script calls:"
+                  f" {by_name}", file=sys.stderr)
+            moves = REUSED_PAIR_COMMANDS + (REUSED_RID_COMMANDS if rid else 0)
+            self.assertLessEqual(commands, fresh_commands + moves, (kind, rid, by_name))
+            self.assertAlmostEqual(by_name.get("rename", 0), moves, delta=0.05, msg=(kind, rid, by_name))
+            self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=(kind, rid, by_name))
             with Redis() as r:
-                self.assertEqual(r.cmd("EXISTS", ended % route.rsplit("/", 1)[1]), 0, kind)
+                name = route.rsplit("/", 1)[1]
+                self.assertEqual(r.cmd("EXISTS", ended % name, ended[:-1] % name + "e"), 0, (kind, rid))
 
     def test_a_semaphore_release_beside_another_holder_trims_one_end_in_16(self):
         pair, let_go = self.semaphore_in_use()

@@ -38,6 +38,7 @@ from lock_helpers import assert_problem  # noqa: E402
 
 REQUEST_ID_GRACE_MS = 60_000  # src/fglimits.h: a request_id outlives its lease so long
 TTL_MS = 30_000
+CONTENTION_HINT_S = 1.1  # past src/lease/contention.h CONTENTION_HINT_MS
 KINDS = {"locks": "lk", "semaphores": "sm"}  # route -> the kind's key prefix (src/store/backend/redis_keys.h)
 FIRST_TRY = {"locks": "fg_lock_acquire_fast", "semaphores": "fg_sem_acquire_fast"}  # its function, less the hash
 
@@ -54,7 +55,7 @@ class LeanRequestIdTest(GatewayTest):
     def acquire(self, kind: str, name: str, c=None, **fields):
         body = {"ttl_ms": TTL_MS, **fields}
         if kind == "semaphores":
-            body["limit"] = 1
+            body.setdefault("limit", 1)
         return (c or self.c).post(f"/v1/{kind}/{name}/acquire", body)
 
     def waiting(self, kind: str, name: str) -> int:
@@ -141,49 +142,87 @@ class LeanRequestIdTest(GatewayTest):
                 self.assertGreater(new.body["fence"], got.body["fence"])
                 self.assertEqual(self.release(kind, name, new.body["token"]).status, 200)
 
-    def test_an_id_that_comes_while_the_one_id_key_lives_goes_into_the_set(self):
-        """A name keeps one request id in its one-id key; an id that comes while that one lives goes into the
-        request-id set, and each answers its own retries: the first's once its lease is over (410), the
-        second's while it holds (its lease). Caught: a first try that took the one-id key without a look at
-        what it held (the first id lost: its late retry taken for a new request, 409 lock_busy)."""
+    def test_an_id_that_comes_while_the_one_id_key_lives_moves_the_one_before(self):
+        """A name keeps one request id in its one-id key. A first try grants only on a free lock or an idle
+        semaphore, so an id the key still holds is of a lease that is over: the next id moves it, with its
+        time, to a key of its own ("i:<id>", lib_lease.lua rid_take_first) and takes the one-id key, with no
+        request-id set; each answers its own retries, the first's once its lease is over (410), the
+        second's while it holds (its lease), through the first try, the queue join and the full script.
+        Caught: a first try that took the one-id key without moving what it held (the first id lost: its
+        late retry taken for a new request, 409 lock_busy), and each look that did not read the moved key
+        (the first try's: the retry granted a second lease; the queue join's and the full script's: queued
+        or refused as busy, not 410)."""
         for kind, prefix in KINDS.items():
             with self.subTest(kind=kind):
                 name = self.fresh_name(kind)
+                b = f"fg:{prefix}:{{{name}}}:"
                 first = self.acquire(kind, name, request_id="rid-first")
                 self.assertEqual(first.status, 200, first)
                 self.assertEqual(self.release(kind, name, first.body["token"]).status, 200)
+                with Redis() as r:
+                    first_till = r.cmd("PEXPIRETIME", b + "i")
                 second = self.acquire(kind, name, request_id="rid-second")
                 self.assertEqual(second.status, 200, second)
                 again = self.acquire(kind, name, request_id="rid-second")
                 self.assertEqual((again.status, again.body.get("token")), (200, second.body["token"]), again)
-                late = self.acquire(kind, name, request_id="rid-first")
-                assert_problem(self, late, 410, "lease_lost")
                 with Redis() as r:
-                    self.assertEqual(r.cmd("GET", f"fg:{prefix}:{{{name}}}:i"),
-                                     lease_of(first.body["token"]) + " rid-first")
-                    self.assertEqual(r.cmd("HGET", f"fg:{prefix}:{{{name}}}:r", "rid-second"),
-                                     lease_of(second.body["token"]))
-                    self.assertEqual(int(r.cmd("ZSCORE", f"fg:{prefix}:{{{name}}}:e", "rid-second")),
-                                     second.body["expires_at_ms"] + REQUEST_ID_GRACE_MS)
+                    self.assertEqual(r.cmd("GET", b + "i"), lease_of(second.body["token"]) + " rid-second")
+                    self.assertEqual(r.cmd("GET", b + "i:rid-first"), lease_of(first.body["token"]) + " rid-first")
+                    self.assertEqual(r.cmd("PEXPIRETIME", b + "i:rid-first"), first_till)
+                    self.assertEqual(r.cmd("EXISTS", b + "r", b + "e"), 0, "a request-id set made")
+                late = self.acquire(kind, name, request_id="rid-first")  # the full script: the name is held
+                assert_problem(self, late, 410, "lease_lost")
+                waited = self.acquire(kind, name, request_id="rid-first", wait_ms=2000)  # the queue join first
+                assert_problem(self, waited, 410, "lease_lost")
                 self.assertEqual(self.release(kind, name, second.body["token"]).status, 200)
+                time.sleep(CONTENTION_HINT_S)  # the retries had the gateway send the name to the full script
+                freed, calls = self.acquire_seen(kind, name, request_id="rid-first")  # a free name: the first try
+                assert_problem(self, freed, 410, "lease_lost")
+                if calls is not None:
+                    self.assertEqual(calls[0], FIRST_TRY[kind], calls)
+
+    def test_the_try_beside_holders_finds_an_id_moved_away(self):
+        """The try beside a semaphore's holders (lua/sem_acquire_more.lua) looks for its request's id in the key
+        a first try moved it to too, where the one-id key is free (its own id's time up sooner): the late
+        retry of an id whose lease is over answers 410. Caught: a try that looked at the one-id key and the
+        set alone (the retry granted a second lease)."""
+        name = self.fresh_name("semaphores")
+        b = f"fg:sm:{{{name}}}:"
+
+        def acquire(**fields):
+            return self.c.post(f"/v1/semaphores/{name}/acquire", {"ttl_ms": TTL_MS, "limit": 2, **fields})
+        first = acquire(request_id="rid-first")
+        self.assertEqual(self.release("semaphores", name, first.body["token"]).status, 200)
+        second = acquire(request_id="rid-second")
+        self.assertEqual(second.status, 200, second)
+        with Redis() as r:
+            self.assertEqual(r.cmd("GET", b + "i:rid-first"), lease_of(first.body["token"]) + " rid-first")
+            self.assertEqual(r.cmd("DEL", b + "i"), 1)  # rid-second's time is up
+        late, calls = self.acquire_seen("semaphores", name, request_id="rid-first", limit=2)
+        assert_problem(self, late, 410, "lease_lost")
+        if calls is not None:
+            self.assertIn("fg_sem_acquire_more", calls)
+        self.assertEqual(self.release("semaphores", name, second.body["token"]).status, 200)
 
     def test_a_live_id_in_the_set_is_found_while_the_one_id_key_is_free(self):
-        """The one-id key goes when its own id's time is up, and a set may come from a gateway of the layout
-        before: a live id of the set is then still a retry, not a new request, and the free key takes the
-        next new id. Caught: a first try that looked at the one-id key alone (the late retry of the id in the
-        set answered 200 with a second lease); a semaphore's that took the set's keys for a semaphore in use
-        (the next acquire left to the full script)."""
+        """The one-id key goes when its own id's time is up, and the set keeps waiters' ids and those that
+        came beside a holder (or from a gateway of the layout before): a live id of the set is then still a
+        retry, not a new request, and the free key takes the next new id. Caught: a first try that looked at
+        the one-id key alone (the late retry of the id in the set answered 200 with a second lease); a
+        semaphore's that took the set's keys for a semaphore in use (the next acquire left to the full
+        script)."""
         for kind, prefix in KINDS.items():
             with self.subTest(kind=kind):
                 name = self.fresh_name(kind)
                 one = f"fg:{prefix}:{{{name}}}:i"
                 first = self.acquire(kind, name, request_id="rid-a")
                 self.assertEqual(self.release(kind, name, first.body["token"]).status, 200)
-                second = self.acquire(kind, name, request_id="rid-b")
-                self.assertEqual(second.status, 200, second)
-                self.assertEqual(self.release(kind, name, second.body["token"]).status, 200)
                 with Redis() as r:
-                    self.assertIsNotNone(r.cmd("HGET", f"fg:{prefix}:{{{name}}}:r", "rid-b"), "rid-b not in the set")
+                    till = int(r.cmd("TIME")[0]) * 1000 + 600_000
+                    r.cmd("ZADD", f"fg:{prefix}:{{{name}}}:e", till, "rid-b")  # a lease over, its id kept
+                    r.cmd("HSET", f"fg:{prefix}:{{{name}}}:r", "rid-b", "ab" * 16)
+                    for key in "er":
+                        r.cmd("PEXPIREAT", f"fg:{prefix}:{{{name}}}:{key}", till)
                     self.assertEqual(r.cmd("DEL", one), 1)  # rid-a's time is up
                 late = self.acquire(kind, name, request_id="rid-b")
                 assert_problem(self, late, 410, "lease_lost")
@@ -235,7 +274,8 @@ class LeanRequestIdTest(GatewayTest):
             self.assertEqual(got.status, 200, got)
 
         def more(r, name, rid):
-            keys = [b(name) + k for k in "hdqwlt"] + ["fg:fence", "fg:fence_limit"] + [b(name) + k for k in "rei"]
+            keys = ([b(name) + k for k in "hdqwlt"] + ["fg:fence", "fg:fence_limit"] + [b(name) + k for k in "rei"]
+                    + [b(name) + "i:" + rid])
             tail = f',"claimed":1,"rid":"{rid}","inst":"{"ab" * 16}","attach":"{"cd" * 16}","owner":""}}'
             return r.cmd("FCALL", libs[0], len(keys), *keys, uuid.uuid4().hex, "30000", "600000", "2", tail, rid)
 
@@ -357,58 +397,61 @@ class LeanRequestIdTest(GatewayTest):
 
 
     def test_a_name_used_again_keeps_its_request_ids_and_their_keys_alive(self):
-        """While the name's one-id key holds a live id, the next ids go into the request-id set. Once its keys
-        exist, the lean tries add an id before they prune the lapsed ones, so the set is never emptied, and
-        lengthen the keys' time only where the new id outlives it, then by a grace more for the name's next
-        ids; the hash, whose time is never past the set's, gets the set's. A set that has no time (made by
-        another gateway) or a hash made anew without one must come out of a grant with a time, never kept
-        forever."""
-        for kind, prefix in KINDS.items():
-            with self.subTest(kind=kind):
-                name = self.fresh_name(kind)
-                rids, until = f"fg:{prefix}:{{{name}}}:r", f"fg:{prefix}:{{{name}}}:e"
-                long = self.acquire(kind, name, request_id="rid-long", ttl_ms=600_000)
-                self.assertEqual(long.status, 200, long)
-                self.assertEqual(self.release(kind, name, long.body["token"]).status, 200)
-                long_till = long.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
-                with Redis() as r:
-                    self.assertEqual(r.cmd("GET", f"fg:{prefix}:{{{name}}}:i"),
-                                     lease_of(long.body["token"]) + " rid-long")
-                    past = int(r.cmd("TIME")[0]) * 1000 - 1000
-                    r.cmd("ZADD", until, past, "rid-dead")  # a set kept as long as the one-id key
-                    r.cmd("PEXPIREAT", until, long_till)
-                    r.cmd("HSET", rids, "rid-dead", "a-lease")
-                    r.cmd("PERSIST", rids)  # a hash made anew, with no time yet
-                short = self.acquire(kind, name, request_id="rid-short", ttl_ms=1_000)
-                self.assertEqual(short.status, 200, short)
-                with Redis() as r:
-                    self.assertEqual(r.cmd("HGET", rids, "rid-short"), lease_of(short.body["token"]))
-                    self.assertEqual(int(r.cmd("ZSCORE", until, "rid-short")),
-                                     short.body["expires_at_ms"] + REQUEST_ID_GRACE_MS)
-                    self.assertEqual(request_id_kept(r, kind, name, "rid-long"),
-                                     (lease_of(long.body["token"]), long_till))
-                    self.assertIsNone(r.cmd("ZSCORE", until, "rid-dead"), "a lapsed id was not pruned")
-                    self.assertIsNone(r.cmd("HGET", rids, "rid-dead"), "a lapsed id's lease was not pruned")
-                    for key in (rids, until):
-                        self.assertGreaterEqual(r.cmd("PEXPIRETIME", key), long_till, key)
-                self.assertEqual(self.release(kind, name, short.body["token"]).status, 200)
-                with Redis() as r:
-                    r.cmd("PERSIST", until)  # a set another gateway made without a time
-                    r.cmd("ZADD", until, past, "rid-lapsed")
-                    r.cmd("HSET", rids, "rid-lapsed", "a-lease")
-                later = self.acquire(kind, name, request_id="rid-lapsed", ttl_ms=1_200_000)
-                self.assertEqual(later.status, 200, later)  # its time passed: a new request, not a retry
-                later_till = later.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
-                with Redis() as r:
-                    self.assertEqual(r.cmd("HGET", rids, "rid-lapsed"), lease_of(later.body["token"]))
-                    self.assertEqual(int(r.cmd("ZSCORE", until, "rid-lapsed")), later_till)
-                    for key in (rids, until):  # and a grace more, for the next ids of the name
-                        self.assertEqual(r.cmd("PEXPIRETIME", key), later_till + REQUEST_ID_GRACE_MS, key)
-                self.assertEqual(self.release(kind, name, later.body["token"]).status, 200)
-                # Last: a retry, which the lean try leaves to the full script, has the gateway send the
-                # name's next acquires there for a while.
-                late = self.acquire(kind, name, request_id="rid-short", ttl_ms=1_000)
-                assert_problem(self, late, 410, "lease_lost")
+        """While the name's one-id key holds the live id of a lease that holds, the next ids go into the
+        request-id set: a semaphore's try beside its holders (lua/sem_acquire_more.lua; a lock's queue join
+        keeps a waiter's id by the same upkeep, lib_lease.lua rid_take_set). Once its keys exist, the lean
+        tries add an id before they prune the lapsed ones, so the set is never emptied, and lengthen the keys'
+        time only where the new id outlives it, then by a grace more for the name's next ids; the hash, whose
+        time is never past the set's, gets the set's. A set that has no time (made by another gateway) or a
+        hash made anew without one must come out of a grant with a time, never kept forever."""
+        kind, prefix = "semaphores", KINDS["semaphores"]
+        name = self.fresh_name(kind)
+        rids, until = f"fg:{prefix}:{{{name}}}:r", f"fg:{prefix}:{{{name}}}:e"
+
+        def acquire(**fields):  # of two slots: one beside `long`
+            return self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": TTL_MS, "limit": 2, **fields})
+        long = acquire(request_id="rid-long", ttl_ms=600_000)
+        self.assertEqual(long.status, 200, long)
+        long_till = long.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
+        with Redis() as r:
+            self.assertEqual(r.cmd("GET", f"fg:{prefix}:{{{name}}}:i"),
+                             lease_of(long.body["token"]) + " rid-long")
+            past = int(r.cmd("TIME")[0]) * 1000 - 1000
+            r.cmd("ZADD", until, past, "rid-dead")  # a set kept as long as the one-id key
+            r.cmd("PEXPIREAT", until, long_till)
+            r.cmd("HSET", rids, "rid-dead", "a-lease")
+            r.cmd("PERSIST", rids)  # a hash made anew, with no time yet
+        short = acquire(request_id="rid-short", ttl_ms=1_000)
+        self.assertEqual(short.status, 200, short)
+        with Redis() as r:
+            self.assertEqual(r.cmd("HGET", rids, "rid-short"), lease_of(short.body["token"]))
+            self.assertEqual(int(r.cmd("ZSCORE", until, "rid-short")),
+                             short.body["expires_at_ms"] + REQUEST_ID_GRACE_MS)
+            self.assertEqual(request_id_kept(r, kind, name, "rid-long"),
+                             (lease_of(long.body["token"]), long_till))
+            self.assertIsNone(r.cmd("ZSCORE", until, "rid-dead"), "a lapsed id was not pruned")
+            self.assertIsNone(r.cmd("HGET", rids, "rid-dead"), "a lapsed id's lease was not pruned")
+            for key in (rids, until):
+                self.assertGreaterEqual(r.cmd("PEXPIRETIME", key), long_till, key)
+        self.assertEqual(self.release(kind, name, short.body["token"]).status, 200)
+        with Redis() as r:
+            r.cmd("PERSIST", until)  # a set another gateway made without a time
+            r.cmd("ZADD", until, past, "rid-lapsed")
+            r.cmd("HSET", rids, "rid-lapsed", "a-lease")
+        later = acquire(request_id="rid-lapsed", ttl_ms=1_200_000)
+        self.assertEqual(later.status, 200, later)  # its time passed: a new request, not a retry
+        later_till = later.body["expires_at_ms"] + REQUEST_ID_GRACE_MS
+        with Redis() as r:
+            self.assertEqual(r.cmd("HGET", rids, "rid-lapsed"), lease_of(later.body["token"]))
+            self.assertEqual(int(r.cmd("ZSCORE", until, "rid-lapsed")), later_till)
+            for key in (rids, until):  # and a grace more, for the next ids of the name
+                self.assertEqual(r.cmd("PEXPIRETIME", key), later_till + REQUEST_ID_GRACE_MS, key)
+        self.assertEqual(self.release(kind, name, later.body["token"]).status, 200)
+        # Last: a retry, which the lean try leaves to the full script, has the gateway send the
+        # name's next acquires there for a while.
+        late = acquire(request_id="rid-short", ttl_ms=1_000)
+        assert_problem(self, late, 410, "lease_lost")
+        self.assertEqual(self.release(kind, name, long.body["token"]).status, 200)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,9 @@ static void moved_end_key(void **state)
     char moved[LEASE_MOVED_END_MAX];
     lease_keys_moved_end(k.key[LIB_LOCK_KEY_HOLDER], 1734, moved);
     assert_string_equal(moved, "fg:lk:{inv:42}:h:1734");
+    char rid_moved[LEASE_RID_MOVED_MAX];
+    lease_keys_rid_moved(&k, "key:k1:r-1", rid_moved);
+    assert_string_equal(rid_moved, "fg:lk:{inv:42}:i:key:k1:r-1");
     assert_int_equal(key_slot(moved, strlen(moved)), key_slot("inv:42", 6));
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, "pool");
     lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], 7, moved);
@@ -151,7 +154,7 @@ static void lock_scripts_of_some_keys(void **state)
     lease_keys_init(&k, LEASE_KIND_LOCK, "inv:42");
     const char *acquire[LOCK_ACQUIRE_FAST_NKEYS], *release[LOCK_RELEASE_FAST_NKEYS];
     const char *renew[LOCK_RENEW_NKEYS];
-    lease_keys_lock_acquire_fast(&k, acquire);
+    lease_keys_lock_acquire_fast(&k, "fg:lk:{inv:42}:i:r-1", acquire);
     lease_keys_lock_release_fast(&k, release);
     lease_keys_lock_renew(&k, renew);
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_HOLDER], "fg:lk:{inv:42}:h");
@@ -159,7 +162,8 @@ static void lock_scripts_of_some_keys(void **state)
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE], "fg:fence");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT], "fg:fence_limit");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_INDEX], "fg:idx:lk");
-    assert_int_equal(LOCK_ACQUIRE_FAST_NKEYS, 8);
+    assert_int_equal(LOCK_ACQUIRE_FAST_NKEYS, 9);
+    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_MOVED], "fg:lk:{inv:42}:i:r-1");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RIDS], "fg:lk:{inv:42}:r");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_ONE], "fg:lk:{inv:42}:i");

@@ -10,7 +10,7 @@
  * Scripts receive every key they touch in KEYS (lua/lib_lease.lua says why);
  * the exceptions: lua/lease_list.lua builds the keys of the locks and
  * semaphores it lists from the prefixes and suffixes below, and a first try
- * builds the key it moves an end's record to (KEY_MOVED_END).
+ * builds the keys it moves an end's record and a request id to (KEY_MOVED).
  */
 #ifndef FG_REDIS_KEYS_H
 #define FG_REDIS_KEYS_H
@@ -62,10 +62,12 @@
 #define KEY_SUFFIX_ENDED       "n" /* "<fence>|<reason>" of ended leases: retried releases, watchers */
 #define KEY_SUFFIX_WATCHED     "v" /* present while a watcher waits for the news of an end */
 
-/* The end's record of the lease with fence F, moved by the next grant from a
- * lock's holder key or a semaphore's limit key K to K KEY_MOVED_END F
- * (lua/lib_lease.lua end_move). */
-#define KEY_MOVED_END ":"
+/* What a first try moves out of a key K it writes over, to K KEY_MOVED X: the
+ * end's record of the lease with fence X out of a lock's holder key or a
+ * semaphore's limit key (lua/lib_lease.lua end_move), and out of the one-id
+ * key (KEY_SUFFIX_RID_ONE) the request id X of a lease that is over
+ * (rid_take_first). */
+#define KEY_MOVED ":"
 
 /* Pub/sub channels (lease/doorbell.h): ended leases, and the doorbell of the
  * gateway with instance id I, CHANNEL_BELL_PREFIX I. */
