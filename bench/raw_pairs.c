@@ -416,12 +416,13 @@ static void *run(void *arg)
 /* Prints the function, numkeys, KEYS and ARGV of an uncontended acquire, one a line. */
 static int print_acquire(const char *name, const char *lease)
 {
-    struct lease_keys k;
-    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    struct pair_calls p = {0};
+    lease_keys_init(&p.k, LEASE_KIND_LOCK, name);
+    lease_keys_rid_moved(&p.k, "", p.rid_moved);
     const char *args[LOCK_ACQUIRE_NARGV] = {0};
     acquire_args(args, name, lease);
     struct call call;
-    prepare(&call, SCRIPT_LOCK_ACQUIRE, k.key, k.nkeys, args);
+    prepare(&call, SCRIPT_LOCK_ACQUIRE, p.acquire_keys, acquire_keys(&p), args);
     for (int i = 1; i < call.argc; i++)
         printf("%s\n", call.argv[i]);
     return 0;

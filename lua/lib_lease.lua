@@ -8,8 +8,9 @@
 -- Every lease script names every key it touches in KEYS: its own keys first,
 -- then the common keys below, from KEYS[KEYS_AT_LIB_LEASE] on (where the build
 -- says they start), so Redis ACL key patterns can confine the
--- gateway; the one key built inside a lease script is the one a first try
--- moves an end's record to (end_move), in the same slot.
+-- gateway; the keys built inside a lease script are those a first try moves
+-- an end's record and a request id to (end_move, rid_take_first), in the
+-- same slot.
 -- The names are those of src/store/backend/redis_keys.h; base is the lock's or semaphore's.
 -- KEYS: fence fence_limit gateways rids rid_until index ended revoked watched rid_one
 --   fence        KEY_FENCE                  the last fence issued
@@ -475,7 +476,9 @@ local function rid_extend(lk, rid, lease, expires_at)
   rid_extend_set(lk, rid, expires_at)
 end
 
--- Forgets rid if it still names lease.
+-- Forgets rid if it still names lease, which holds or waits still (a grant
+-- never answered, a dead gateway's waiter): its id was never moved away
+-- (rid_take_first moves only an id whose lease is over).
 local function rid_forget(lk, rid, lease)
   if rid == '' or rid == nil then return end
   if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then

@@ -762,15 +762,17 @@ def write_fence_key(key: str) -> str:
     return f"{slot_key('fg:rf', key)}:{key}" if cluster_mode() else f"fg:rf:{key}"
 
 
-def lease_keys(kind: str, name: str) -> list[str]:
+def lease_keys(kind: str, name: str, request_id: str | None = None) -> list[str]:
     """The KEYS of a full script of lock or semaphore `name` (kind "locks" or "semaphores") on one Redis, in
     order: the kind's own (lua/lib_lock.lua, lua/lib_sem.lua), then lua/lib_lease.lua's
-    (src/lease/lease_keys.c)."""
+    (src/lease/lease_keys.c); for an acquire, of request_id, the key its id moves to last
+    (lease_keys_rid_moved)."""
     short = "lk" if kind == "locks" else "sm"
     b = f"fg:{short}:{{{name}}}:"
     own = "hqwt" if kind == "locks" else "hdqwlt"
-    return [b + s for s in own] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", f"fg:idx:{short}",
+    keys = [b + s for s in own] + ["fg:fence", "fg:fence_limit", "fg:gateways", b + "r", b + "e", f"fg:idx:{short}",
                                    b + "n", "fg:revoked", b + "v", b + "i"]
+    return keys if request_id is None else keys + [b + "i:" + request_id]
 
 
 def request_id_kept(r: "Redis", kind: str, name: str, rid: str) -> tuple[str | None, int | None]:

@@ -38,7 +38,7 @@ machine.
   commands): it counts the holders, and those whose lease ran out. (Caught: an acquire that looked at the
   earliest expiry to learn whether any had run out.)
 - An acquire beside other holders is one call of sem_acquire_more.lua, which names the MORE_KEYS keys and
-  MORE_ARGS arguments it touches where the full script names 16 and 14 (Redis hands each to Lua at a
+  MORE_ARGS arguments it touches where the full script names 17 and 14 (Redis hands each to Lua at a
   price), and without a request_id none of the request ids' RID_KEYS keys, which every lean try of an
   acquire names last (caught: a gateway that named them for every acquire); the second holder's too, which it moves out of the limit key first. A release that leaves other
   holders is one call of sem_release_more.lua, RELEASE_MORE_KEYS and RELEASE_MORE_ARGS where the full
@@ -46,7 +46,7 @@ machine.
   semaphore in use, for an acquire or a release; one that ran it after the lean acquire had met the first
   holder in the limit key.)
 - A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
-  which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 16 and 14,
+  which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 17 and 14,
   and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
 - A semaphore's release that hands its slot to the oldest waiter, a waiter of the same gateway, once the
   gateway found a queue at the name, is one call of sem_release_handover.lua, which names the HAND_OVER_KEYS
@@ -68,7 +68,7 @@ machine.
 - A contended lock's queue join runs at most QUEUE_JOIN_COMMANDS and a release that hands it over to the next
   waiter at most HAND_OVER_COMMANDS, one script call each; the join, once the gateway saw the lock held, is
   a call of lock_acquire_queue.lua with its LOCK_QUEUE_KEYS keys and LOCK_QUEUE_ARGS arguments where the full
-  script names 14 and 15 (without a request_id, RID_KEYS keys fewer). (Caught: a join that looked its new lease id up in the queue, put the name in the
+  script names 15 and 15 (without a request_id, RID_KEYS keys fewer). (Caught: a join that looked its new lease id up in the queue, put the name in the
   listing index again and asked for its rank, 10 commands; a gateway that ran the full script for every join;
   a hand-over that wrote the end's record over the holder before writing the next holder there, peeked at the
   queue's head first, read the fence sequence apart and looked up the mark of its own gateway, the waiter's,

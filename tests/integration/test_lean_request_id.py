@@ -147,11 +147,11 @@ class LeanRequestIdTest(GatewayTest):
         semaphore, so an id the key still holds is of a lease that is over: the next id moves it, with its
         time, to a key of its own ("i:<id>", lib_lease.lua rid_take_first) and takes the one-id key, with no
         request-id set; each answers its own retries, the first's once its lease is over (410), the
-        second's while it holds (its lease), through the first try, the queue join and the full script.
-        Caught: a first try that took the one-id key without moving what it held (the first id lost: its
-        late retry taken for a new request, 409 lock_busy), and each look that did not read the moved key
-        (the first try's: the retry granted a second lease; the queue join's and the full script's: queued
-        or refused as busy, not 410)."""
+        second's while it holds (its lease), through the first try and the full script; a repeat the first
+        try answers writes nothing. Caught: a first try that took the one-id key without moving what it held
+        (the first id lost: its late retry taken for a new request, 409 lock_busy), and a look that did not
+        read the moved key (the first try's: the retry granted a second lease; the full script's: refused as
+        busy, not 410). The queue joins: test_a_queue_join_finds_an_id_moved_away."""
         for kind, prefix in KINDS.items():
             with self.subTest(kind=kind):
                 name = self.fresh_name(kind)
@@ -172,14 +172,47 @@ class LeanRequestIdTest(GatewayTest):
                     self.assertEqual(r.cmd("EXISTS", b + "r", b + "e"), 0, "a request-id set made")
                 late = self.acquire(kind, name, request_id="rid-first")  # the full script: the name is held
                 assert_problem(self, late, 410, "lease_lost")
-                waited = self.acquire(kind, name, request_id="rid-first", wait_ms=2000)  # the queue join first
-                assert_problem(self, waited, 410, "lease_lost")
                 self.assertEqual(self.release(kind, name, second.body["token"]).status, 200)
                 time.sleep(CONTENTION_HINT_S)  # the retries had the gateway send the name to the full script
                 freed, calls = self.acquire_seen(kind, name, request_id="rid-first")  # a free name: the first try
                 assert_problem(self, freed, 410, "lease_lost")
                 if calls is not None:
                     self.assertEqual(calls[0], FIRST_TRY[kind], calls)
+                with Redis() as r:  # the first try's repeat wrote nothing: no id moved again
+                    self.assertEqual(r.cmd("GET", b + "i"), lease_of(second.body["token"]) + " rid-second")
+                    self.assertEqual(r.cmd("EXISTS", b + "i:rid-second"), 0)
+
+    def test_a_queue_join_finds_an_id_moved_away(self):
+        """A queue join (lua/lock_acquire_queue.lua, lua/sem_acquire_queue.lua), which an acquire that waits
+        runs first on a name seen held or queued for, looks for its request's id in the key a first try
+        moved it to too: the late retry of an id whose lease is over answers 410, not a place in the queue.
+        Caught (each kind): a join that looked at the one-id key and the set alone (the retry queued)."""
+        for kind, prefix in KINDS.items():
+            with self.subTest(kind=kind):
+                name = self.fresh_name(kind)
+                b = f"fg:{prefix}:{{{name}}}:"
+                limit = {"limit": 2} if kind == "semaphores" else {}
+                first = self.acquire(kind, name, request_id="rid-first", **limit)
+                self.assertEqual(self.release(kind, name, first.body["token"]).status, 200)
+                held = [self.acquire(kind, name, request_id="rid-second", **limit)]
+                if kind == "semaphores":
+                    held.append(self.acquire(kind, name, **limit))  # the second slot, beside it
+                for got in held:
+                    self.assertEqual(got.status, 200, got)
+                with Redis() as r:
+                    self.assertEqual(r.cmd("GET", b + "i:rid-first"), lease_of(first.body["token"]) + " rid-first")
+                waiter = []
+                thread = self.queue(kind, name, waiter, 1, **limit)  # the name seen queued for
+                late, calls = self.acquire_seen(kind, name, request_id="rid-first", wait_ms=2000, **limit)
+                assert_problem(self, late, 410, "lease_lost")
+                if calls is not None:
+                    self.assertEqual(calls[0], f"fg_{'lock' if kind == 'locks' else 'sem'}_acquire_queue", calls)
+                self.assertEqual(self.waiting(kind, name), 1)
+                for got in held:
+                    self.assertEqual(self.release(kind, name, got.body["token"]).status, 200)
+                thread.join(30)
+                self.assertEqual(waiter[0].status, 200, waiter)
+                self.assertEqual(self.release(kind, name, waiter[0].body["token"]).status, 200)
 
     def test_the_try_beside_holders_finds_an_id_moved_away(self):
         """The try beside a semaphore's holders (lua/sem_acquire_more.lua) looks for its request's id in the key

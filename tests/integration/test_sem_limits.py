@@ -57,7 +57,7 @@ def sem_script(r: Redis, script: str, name: str, *argv: str):
     libs = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", f"fg_{script}_*")
             if re.fullmatch(f"fg_{script}_[0-9a-f]{{12}}", lib[1])]
     assert len(libs) == 1, libs
-    keys = lease_keys("semaphores", name)
+    keys = lease_keys("semaphores", name, argv[2] if script == "sem_acquire" else None)  # ARGV: name lease request_id
     return r.cmd("FCALL", libs[0], len(keys), *keys, *argv)
 
 

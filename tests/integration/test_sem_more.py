@@ -342,7 +342,7 @@ class LeanScriptsTest(GatewayTest):
             library = f.read()
         function = library.split("\n", 1)[0].split("name=", 1)[1].strip()
         keys = [f"fg:sm:{{{name}}}:{suffix}" for suffix in "hdqwlt"] + ["fg:gateways"] + \
-            [f"fg:sm:{{{name}}}:{suffix}" for suffix in "rei"]
+            [f"fg:sm:{{{name}}}:{suffix}" for suffix in "rei"] + [f"fg:sm:{{{name}}}:i:"]  # request_id ""
         record = '{"inst":"%s","attach":"%s","ttl":"30000","max_hold":"30000","owner":"","rid":"","since":' % (
             "0" * 32, "1" * 32)
         with Redis() as r:
