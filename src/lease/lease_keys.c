@@ -288,6 +288,15 @@ void lease_keys_rid_moved(const struct lease_keys *k, const char *request_id,
     FG_ASSERT(n > 0 && (size_t)n < LEASE_RID_MOVED_MAX);
 }
 
+void lease_keys_rid_moved_of_request(const struct lease_keys *k, const char *request_id,
+                                     char out[LEASE_RID_MOVED_MAX])
+{
+    if (request_id[0] == '\0')
+        out[0] = '\0';
+    else
+        lease_keys_rid_moved(k, request_id, out);
+}
+
 void lease_keys_moved_end(const char *record_key, long long fence, char out[LEASE_MOVED_END_MAX])
 {
     snprintf(out, LEASE_MOVED_END_MAX, "%s" KEY_MOVED "%lld", record_key, fence);

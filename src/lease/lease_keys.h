@@ -80,6 +80,12 @@ int lease_keys_slot(enum lease_kind kind, const char *name);
 void lease_keys_rid_moved(const struct lease_keys *k, const char *request_id,
                           char out[LEASE_RID_MOVED_MAX]);
 
+/* lease_keys_rid_moved for a lean try of an acquire, which names the key only
+ * for a request with request_id (lease_keys_of_request): without one it
+ * writes out empty, printing nothing. */
+void lease_keys_rid_moved_of_request(const struct lease_keys *k, const char *request_id,
+                                     char out[LEASE_RID_MOVED_MAX]);
+
 /* The KEYS of the lock scripts that name only the keys they touch: the first
  * tries (lua/lock_acquire_fast.lua, lua/lock_release_fast.lua) and the renewal
  * (lua/lock_renew.lua), picked from the lock's keys k (borrowed), the first

@@ -26,7 +26,7 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char rid_moved[LEASE_RID_MOVED_MAX];
-    lease_keys_rid_moved(&k, p->request_id, rid_moved);
+    lease_keys_rid_moved_of_request(&k, p->request_id, rid_moved);
     const char *keys[LOCK_ACQUIRE_FAST_NKEYS];
     lease_keys_lock_acquire_fast(&k, rid_moved, keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
@@ -67,7 +67,7 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char rid_moved[LEASE_RID_MOVED_MAX];
-    lease_keys_rid_moved(&k, p->request_id, rid_moved);
+    lease_keys_rid_moved_of_request(&k, p->request_id, rid_moved);
     const char *keys[LOCK_ACQUIRE_QUEUE_NKEYS] = {
         [LOCK_ACQUIRE_QUEUE_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
         [LOCK_ACQUIRE_QUEUE_KEY_QUEUE] = k.key[LIB_LOCK_KEY_QUEUE],

@@ -27,7 +27,7 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char rid_moved[LEASE_RID_MOVED_MAX];
-    lease_keys_rid_moved(&k, p->request_id, rid_moved);
+    lease_keys_rid_moved_of_request(&k, p->request_id, rid_moved);
     const char *keys[SEM_ACQUIRE_FAST_NKEYS];
     lease_keys_sem_acquire_fast(&k, rid_moved, keys);
     char tail[LEASE_HOLDER_TAIL_MAX];
@@ -79,7 +79,7 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char rid_moved[LEASE_RID_MOVED_MAX];
-    lease_keys_rid_moved(&k, p->request_id, rid_moved);
+    lease_keys_rid_moved_of_request(&k, p->request_id, rid_moved);
     const char *keys[SEM_ACQUIRE_MORE_NKEYS] = {
         [SEM_ACQUIRE_MORE_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_ACQUIRE_MORE_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
@@ -122,7 +122,7 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char rid_moved[LEASE_RID_MOVED_MAX];
-    lease_keys_rid_moved(&k, p->request_id, rid_moved);
+    lease_keys_rid_moved_of_request(&k, p->request_id, rid_moved);
     const char *keys[SEM_ACQUIRE_QUEUE_NKEYS] = {
         [SEM_ACQUIRE_QUEUE_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
         [SEM_ACQUIRE_QUEUE_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],

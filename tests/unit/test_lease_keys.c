@@ -105,6 +105,10 @@ static void moved_end_key(void **state)
     char rid_moved[LEASE_RID_MOVED_MAX];
     lease_keys_rid_moved(&k, "key:k1:r-1", rid_moved);
     assert_string_equal(rid_moved, "fg:lk:{inv:42}:i:key:k1:r-1");
+    lease_keys_rid_moved_of_request(&k, "r-2", rid_moved);
+    assert_string_equal(rid_moved, "fg:lk:{inv:42}:i:r-2");
+    lease_keys_rid_moved_of_request(&k, "", rid_moved); /* a lean try without one names none */
+    assert_string_equal(rid_moved, "");
     assert_int_equal(key_slot(moved, strlen(moved)), key_slot("inv:42", 6));
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, "pool");
     lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], 7, moved);
