@@ -71,15 +71,13 @@ static int script_answer(enum fg_script script, size_t nkeys, const char *const 
     return 0;
 }
 
-int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
-                     const char *moved, const char *const *argv, struct lease_result *res,
-                     struct fg_error *err)
+int lease_script_run_moved(enum fg_script script, enum lease_kind kind, const char *name,
+                           const struct lease_keys *k, const char *moved, const char *const *argv,
+                           struct lease_result *res, struct fg_error *err)
 {
-    struct lease_keys k;
-    lease_keys_init(&k, kind, name);
     const char *keys[LIB_SEM_NKEYS + 1];
-    size_t nkeys = k.nkeys;
-    memcpy(keys, k.key, nkeys * sizeof *keys);
+    size_t nkeys = k->nkeys;
+    memcpy(keys, k->key, nkeys * sizeof *keys);
     if (moved != NULL)
         keys[nkeys++] = moved;
     FG_ASSERT(lua_scripts[script].nkeys == nkeys);
@@ -95,12 +93,20 @@ int lease_script_run(enum fg_script script, enum lease_kind kind, const char *na
             return 0;
         }
         int dealt = retry == LEASE_RETRY_NOFENCE
-                        ? fence_recover_lease(&k, err)
-                        : revocations_restore(k.key[k.common_at + LIB_LEASE_KEY_REVOKED], err);
+                        ? fence_recover_lease(k, err)
+                        : revocations_restore(k->key[k->common_at + LIB_LEASE_KEY_REVOKED], err);
         if (dealt != 0)
             return -1;
     }
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "no fence could be reserved");
+}
+
+int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
+                     const char *const *argv, struct lease_result *res, struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, kind, name);
+    return lease_script_run_moved(script, kind, name, &k, NULL, argv, res, err);
 }
 
 int lease_renewal_run(enum fg_script script, const char *const *keys, const char *const *argv,

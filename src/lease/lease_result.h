@@ -18,6 +18,7 @@
 #include "auth/token.h"
 #include "fglimits.h"
 #include "lease/contention.h"
+#include "lease/lease_keys.h"
 #include "lease/lease_kind.h"
 #include "lease/lease_request.h"
 #include "lua_scripts.h"
@@ -109,19 +110,26 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 /*
  * Runs transition script `script` (lua/lock_*.lua for kind LEASE_KIND_LOCK,
  * sem_*.lua for LEASE_KIND_SEMAPHORE) on the lock or semaphore called name,
- * with its keys (lease/lease_keys.h), and moved last unless NULL (the key a
- * first try moved a record to, which an acquire and a release name:
- * lease_keys_rid_moved, lease_keys_moved_end),
- * and argv (as redis_script takes it), and reads its answer into *res. On "nofence" reserves
- * fences, on "norevoked" rebuilds the revoked set, and runs it once more. The grants the answer
- * hands to other waiters of this gateway are put into their waits before it returns
+ * with its keys (lease/lease_keys.h) and argv (as redis_script takes it), and
+ * reads its answer into *res. On "nofence" reserves fences, on "norevoked"
+ * rebuilds the revoked set, and runs it once more. The grants the answer hands
+ * to other waiters of this gateway are put into their waits before it returns
  * (lease_hand_over). An answer that queued, refused for want of a slot or
  * handed a grant over notes the name in the contention hint. An answer it does
  * not know fails with FG_ERR_INTERNAL.
  */
 int lease_script_run(enum fg_script script, enum lease_kind kind, const char *name,
-                     const char *moved, const char *const *argv, struct lease_result *res,
+                     const char *const *argv, struct lease_result *res,
                      struct fg_error *err) FG_WUR;
+
+/*
+ * lease_script_run with the keys k of name, made by the caller, and moved
+ * after them unless NULL: the key a first try moves a record to, which a full
+ * acquire and release name last (lease_keys_rid_moved, lease_keys_moved_end).
+ */
+int lease_script_run_moved(enum fg_script script, enum lease_kind kind, const char *name,
+                           const struct lease_keys *k, const char *moved, const char *const *argv,
+                           struct lease_result *res, struct fg_error *err) FG_WUR;
 
 /*
  * Runs renewal script `script` (lua/lock_renew.lua, sem_renew.lua), which

@@ -145,7 +145,8 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char rid_moved[LEASE_RID_MOVED_MAX];
     lease_keys_rid_moved(&k, p->request_id, rid_moved);
-    return lease_script_run(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, rid_moved, argv, res, err);
+    return lease_script_run_moved(SCRIPT_LOCK_ACQUIRE, LEASE_KIND_LOCK, name, &k, rid_moved, argv,
+                                  res, err);
 }
 
 int lock_cancel(const char *name, const char *lease_id, const char *attach,
@@ -162,7 +163,7 @@ int lock_cancel(const char *name, const char *lease_id, const char *attach,
         [LOCK_CANCEL_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
         [LOCK_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, NULL, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_CANCEL, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
 int lock_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
@@ -219,7 +220,8 @@ int lock_release(const char *name, const char *lease_id, long long fence, struct
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char moved_end[LEASE_MOVED_END_MAX];
     lease_keys_moved_end(k.key[LIB_LOCK_KEY_HOLDER], fence, moved_end);
-    return lease_script_run(SCRIPT_LOCK_RELEASE, LEASE_KIND_LOCK, name, moved_end, argv, res, err);
+    return lease_script_run_moved(SCRIPT_LOCK_RELEASE, LEASE_KIND_LOCK, name, &k, moved_end, argv,
+                                  res, err);
 }
 
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -250,7 +252,7 @@ int lock_revoke(const char *name, long long fence, struct lease_result *res, str
         [LOCK_REVOKE_ARGV_MARKER_MS] = FG_STR(LEASE_RELEASED_KEPT_MS),
         [LOCK_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, NULL, argv, res, err);
+    return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
 int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)

@@ -208,8 +208,8 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char rid_moved[LEASE_RID_MOVED_MAX];
     lease_keys_rid_moved(&k, p->request_id, rid_moved);
-    return lease_script_run(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, rid_moved, argv, res,
-                            err);
+    return lease_script_run_moved(SCRIPT_SEM_ACQUIRE, LEASE_KIND_SEMAPHORE, name, &k, rid_moved,
+                                  argv, res, err);
 }
 
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
@@ -227,7 +227,7 @@ int sem_cancel(const char *name, const char *lease_id, const char *attach,
         [SEM_CANCEL_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_CANCEL_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, NULL, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_CANCEL, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_leave(const char *name, const struct lease_leaver *ws, size_t n, bool *left,
@@ -357,8 +357,8 @@ int sem_release(const char *name, const char *lease_id, long long fence, struct 
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char moved_end[LEASE_MOVED_END_MAX];
     lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], fence, moved_end);
-    return lease_script_run(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, moved_end, argv, res,
-                            err);
+    return lease_script_run_moved(SCRIPT_SEM_RELEASE, LEASE_KIND_SEMAPHORE, name, &k, moved_end,
+                                  argv, res, err);
 }
 
 int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
@@ -401,7 +401,7 @@ int sem_revoke(const char *name, long long fence, struct lease_result *res, stru
         [SEM_REVOKE_ARGV_KEEP_MS] = FG_STR(SEM_KEEP_MS),
         [SEM_REVOKE_ARGV_INSTANCE] = gw.instance_id,
     };
-    return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, NULL, argv, res, err);
+    return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
 int sem_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
