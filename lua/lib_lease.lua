@@ -396,6 +396,12 @@ local function rid_in_set(rid_until, rid, now, set_exists)
   return set_exists and rid_live(rid_until, rid, now)
 end
 
+-- True if rid is kept outside rid_one: in the key a first try moved it to
+-- (moved_text: that key's value, or false) or live in the set (rid_in_set).
+local function rid_kept_aside(moved_text, rid_until, rid, now, set_exists)
+  return rid_one_lease(moved_text, rid) ~= nil or rid_in_set(rid_until, rid, now, set_exists)
+end
+
 -- rid_join for the try beside a semaphore's holders, which grants at once (rid
 -- never '', as there), whose lease id is the first word of lease_text: where
 -- rid_one is free and rid is in neither the set nor a moved key, one SET of
@@ -404,7 +410,7 @@ end
 local function rid_take(rids, rid_until, rid_one, one_text, moved_text, rid, lease_text, till, now, set_exists)
   local lease = string.match(lease_text, '^[^ ]+')
   if one_text then return rid_join(rids, rid_until, one_text, moved_text, rid, lease, till, now) end
-  if rid_one_lease(moved_text, rid) or rid_in_set(rid_until, rid, now, set_exists) then return false end
+  if rid_kept_aside(moved_text, rid_until, rid, now, set_exists) then return false end
   redis.call('SET', rid_one, rid_one_text(lease, rid), 'PXAT', decimal(till))
   return true
 end
@@ -416,9 +422,7 @@ end
 -- Cluster for end_move's reason), where the looks for it read it, and rid_one
 -- takes rid: one RENAME where the set would cost four commands and a prune.
 local function rid_take_first(rid_until, rid_one, one_text, moved_text, rid, lease_text, till, now, set_exists)
-  if rid_one_lease(one_text, rid) or rid_one_lease(moved_text, rid) or rid_in_set(rid_until, rid, now, set_exists) then
-    return false
-  end
+  if rid_one_lease(one_text, rid) or rid_kept_aside(moved_text, rid_until, rid, now, set_exists) then return false end
   local _, one = rid_one_read(one_text)
   if one then redis.call('RENAME', rid_one, rid_one .. KEY_MOVED .. one) end
   redis.call('SET', rid_one, rid_one_text(string.match(lease_text, '^[^ ]+'), rid), 'PXAT', decimal(till))
