@@ -50,7 +50,7 @@
 #define RAW_MAX_WAITERS FG_STR(DEFAULT_MAX_WAITERS_PER_LOCK)
 #define RAW_RID_TTL_MS  "1860000"
 #define RAW_SEM_LIMIT   "2"
-#define RAW_MARK_MS     "" /* one Redis: the gateway's beat alone marks it alive */
+#define RAW_MARK_MS     ""  /* one Redis: the gateway's beat alone marks it alive */
 #define RAW_FENCE       "0" /* a release's: read by a retried release alone, which none here is */
 /* The life of the lock's queue that an acquire with wait_ms 0 names (src/lease/lock.c queue_life):
  * a waiter lease, and two. */
@@ -102,8 +102,8 @@ static double now_s(void)
 
 static redisContext *connect_or_exit(const char *server)
 {
-    redisContext *c = server[0] == '/' ? redisConnectUnix(server)
-                                       : redisConnect("127.0.0.1", atoi(server));
+    redisContext *c =
+        server[0] == '/' ? redisConnectUnix(server) : redisConnect("127.0.0.1", atoi(server));
     if (c == NULL || c->err) {
         fprintf(stderr, "raw_pairs: cannot connect\n");
         exit(1);
@@ -269,7 +269,8 @@ static void lock_calls(struct pair_calls *p, const char *name, const char *lease
     acquire_args(p->args[1], name, lease);
     release_args(p->args[3], name, lease);
     prepare(&p->acquire_fast, SCRIPT_LOCK_ACQUIRE_FAST, p->fast_keys[0],
-            lease_keys_of_request(LOCK_ACQUIRE_FAST_NKEYS, ""), p->args[0]);
+            lease_keys_of_request(LOCK_ACQUIRE_FAST_NKEYS, LOCK_ACQUIRE_FAST_KEY_RID_UNTIL, ""),
+            p->args[0]);
     prepare(&p->acquire, SCRIPT_LOCK_ACQUIRE, p->acquire_keys, acquire_keys(p), p->args[1]);
     prepare(&p->release_fast, SCRIPT_LOCK_RELEASE_FAST, p->fast_keys[1], LOCK_RELEASE_FAST_NKEYS,
             p->args[2]);
@@ -297,7 +298,8 @@ static void sem_calls(struct pair_calls *p, const char *name, const char *lease,
     sem_acquire_args(p->args[1], name, lease);
     sem_release_args(p->args[3], name, lease);
     prepare(&p->acquire_fast, SCRIPT_SEM_ACQUIRE_FAST, ak,
-            lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, ""), p->args[0]);
+            lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, SEM_ACQUIRE_FAST_KEY_RID_UNTIL, ""),
+            p->args[0]);
     prepare(&p->acquire, SCRIPT_SEM_ACQUIRE, p->acquire_keys, acquire_keys(p), p->args[1]);
     prepare(&p->release_fast, SCRIPT_SEM_RELEASE_FAST, rk, SEM_RELEASE_FAST_NKEYS, p->args[2]);
     prepare(&p->release, SCRIPT_SEM_RELEASE, p->release_keys,

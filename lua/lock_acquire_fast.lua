@@ -12,10 +12,11 @@
 -- as it was to be kept (end_move), and keeps a request_id for as long as its lease
 -- (lib_lease.lua rid_take_first). A request_id that still names a lease (a retry)
 -- is left to lock_acquire.lua, which answers it with that lease.
--- KEYS: holder tickets fence fence_limit index rids rid_until rid_one rid_moved
+-- KEYS: holder tickets fence fence_limit index rid_until rid_one rid_moved
 --   those keys of lib_lock.lua and lib_lease.lua, index the locks' listing index, rid_moved
 --   the request's own id's key rid_one's value moves to (lib_lease.lua rid_take_first)
---   (the request ids' four come last: a call without a request_id names none of them)
+--   (the request ids' three come last: a call without a request_id names none of them; the
+--   request-id hash is not named, since a first try never maps an id to a lease there)
 -- ARGV: name ttl_ms tail request_id
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
 --   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";
@@ -26,14 +27,14 @@
 -- A request_id's look at the keys rid_one and rid_moved joins the first read (lib_lease.lua
 -- rid_take_first).
 local v = A_request_id == '' and redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])
-          or redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2], KEYS[8], KEYS[9])
+          or redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2], KEYS[7], KEYS[8])
 local prior = v[3]
 if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
   return lease_reply('contended')
 end
 local at = now_text()
 if A_request_id ~= ''
-   and not rid_take_first(KEYS[7], KEYS[8], v[5], v[6], A_request_id, A_tail,
+   and not rid_take_first(KEYS[6], KEYS[7], v[5], v[6], A_request_id, A_tail,
                           at + A_ttl_ms + REQUEST_ID_GRACE_MS, at + 0) then
   return lease_reply('repeat')
 end

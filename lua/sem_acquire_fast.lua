@@ -14,10 +14,11 @@
 -- long as it was to be kept (end_move), and keeps a request_id for as long as its lease
 -- (lib_lease.lua rid_take_first). A request_id that still names a lease (a retry)
 -- is left to sem_acquire.lua, which answers it with that lease.
--- KEYS: limit holders queue fence fence_limit index rids rid_until rid_one rid_moved
+-- KEYS: limit holders queue fence fence_limit index rid_until rid_one rid_moved
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index, rid_moved
 --   the request's own id's key rid_one's value moves to (lib_lease.lua rid_take_first)
---   (the request ids' four come last: a call without a request_id names none of them)
+--   (the request ids' three come last: a call without a request_id names none of them; the
+--   request-id hash is not named, since a first try never maps an id to a lease there)
 -- ARGV: name ttl_ms limit tail request_id
 --   tail: the holder record's fields from the lease on (lib_holder.lua holder_join), a fresh
 --   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";
@@ -29,19 +30,19 @@
 -- whether the request-id set exists the EXISTS of the holders and the queue (lib_lease.lua
 -- rid_busy_look).
 local v = A_request_id == '' and redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
-          or redis.call('MGET', KEYS[4], KEYS[5], KEYS[1], KEYS[9], KEYS[10])
+          or redis.call('MGET', KEYS[4], KEYS[5], KEYS[1], KEYS[8], KEYS[9])
 local prior = v[3]
 if not fences_left(v) or (prior and not is_end(prior)) then return lease_reply('contended') end
 local busy, rid_set_exists
 if A_request_id ~= '' then
-  busy, rid_set_exists = rid_busy_look(KEYS[8], KEYS[2], KEYS[3])
+  busy, rid_set_exists = rid_busy_look(KEYS[7], KEYS[2], KEYS[3])
 else
   busy = redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0
 end
 if busy then return lease_reply('contended') end
 local at = now_text()
 if A_request_id ~= ''
-   and not rid_take_first(KEYS[8], KEYS[9], v[4], v[5], A_request_id, A_tail,
+   and not rid_take_first(KEYS[7], KEYS[8], v[4], v[5], A_request_id, A_tail,
                           at + A_ttl_ms + REQUEST_ID_GRACE_MS, at + 0, rid_set_exists) then
   return lease_reply('repeat')
 end

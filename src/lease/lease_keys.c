@@ -35,16 +35,18 @@ _Static_assert(TAKES_AND(LOCK_ACQUIRE, LIB_LOCK, RID_MOVED) && TAKES(LOCK_CANCEL
                    TAKES(SEM_REVOKE, LIB_SEM) && TAKES(SEM_LEAVE, LIB_SEM),
                "a transition script takes other keys than lua/lib_lock.lua's or lib_sem.lua's");
 
-/* The request ids' keys (rids, rid_until, rid_one, rid_moved), which the lean
- * tries of an acquire name last (lease_keys_of_request). */
-#define RID_KEYS 4
+/* The request ids' keys, which the lean tries of an acquire name last
+ * (lease_keys_of_request): rid_until, rid_one and rid_moved, after rids where
+ * the script maps ids to leases in it (the try beside holders, the queue
+ * joins; a first try never does). */
 #define RID_KEYS_LAST(S)                                                                           \
-    (S##_KEY_RIDS == S##_NKEYS - RID_KEYS && S##_KEY_RID_UNTIL == S##_KEY_RIDS + 1 &&              \
-     S##_KEY_RID_ONE == S##_KEY_RIDS + 2 && S##_KEY_RID_MOVED == S##_KEY_RIDS + 3)
-_Static_assert(RID_KEYS_LAST(LOCK_ACQUIRE_FAST) && RID_KEYS_LAST(LOCK_ACQUIRE_QUEUE) &&
-                   RID_KEYS_LAST(SEM_ACQUIRE_FAST) && RID_KEYS_LAST(SEM_ACQUIRE_MORE) &&
-                   RID_KEYS_LAST(SEM_ACQUIRE_QUEUE),
-               "a lean try of an acquire names the request ids' keys before others");
+    (S##_KEY_RID_UNTIL + 3 == S##_NKEYS && S##_KEY_RID_ONE == S##_KEY_RID_UNTIL + 1 &&             \
+     S##_KEY_RID_MOVED == S##_KEY_RID_UNTIL + 2)
+#define RIDS_FIRST(S) (RID_KEYS_LAST(S) && S##_KEY_RIDS + 1 == S##_KEY_RID_UNTIL)
+_Static_assert(RID_KEYS_LAST(LOCK_ACQUIRE_FAST) && RID_KEYS_LAST(SEM_ACQUIRE_FAST) &&
+                   RIDS_FIRST(LOCK_ACQUIRE_QUEUE) && RIDS_FIRST(SEM_ACQUIRE_MORE) &&
+                   RIDS_FIRST(SEM_ACQUIRE_QUEUE),
+               "a lean try of an acquire names the request ids' keys after the others");
 
 /* A key made from the name: its index in the KEYS list, and its suffix. */
 struct made_key {
@@ -207,7 +209,6 @@ static const size_t acquire_fast_from[LOCK_ACQUIRE_FAST_NKEYS] = {
     [LOCK_ACQUIRE_FAST_KEY_FENCE] = LIB_LOCK_KEY_FENCE,
     [LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT] = LIB_LOCK_KEY_FENCE_LIMIT,
     [LOCK_ACQUIRE_FAST_KEY_INDEX] = LIB_LOCK_KEY_INDEX,
-    [LOCK_ACQUIRE_FAST_KEY_RIDS] = LIB_LOCK_KEY_RIDS,
     [LOCK_ACQUIRE_FAST_KEY_RID_UNTIL] = LIB_LOCK_KEY_RID_UNTIL,
     [LOCK_ACQUIRE_FAST_KEY_RID_ONE] = LIB_LOCK_KEY_RID_ONE,
 };
@@ -220,7 +221,6 @@ static const size_t sem_acquire_fast_from[SEM_ACQUIRE_FAST_NKEYS] = {
     [SEM_ACQUIRE_FAST_KEY_FENCE] = LIB_SEM_KEY_FENCE,
     [SEM_ACQUIRE_FAST_KEY_FENCE_LIMIT] = LIB_SEM_KEY_FENCE_LIMIT,
     [SEM_ACQUIRE_FAST_KEY_INDEX] = LIB_SEM_KEY_INDEX,
-    [SEM_ACQUIRE_FAST_KEY_RIDS] = LIB_SEM_KEY_RIDS,
     [SEM_ACQUIRE_FAST_KEY_RID_UNTIL] = LIB_SEM_KEY_RID_UNTIL,
     [SEM_ACQUIRE_FAST_KEY_RID_ONE] = LIB_SEM_KEY_RID_ONE,
 };
@@ -275,9 +275,9 @@ void lease_keys_lock_renew(const struct lease_keys *k, const char **out)
     pick(k, renew_from, LOCK_RENEW_NKEYS, out);
 }
 
-size_t lease_keys_of_request(size_t nkeys, const char *request_id)
+size_t lease_keys_of_request(size_t nkeys, size_t first_rid_key, const char *request_id)
 {
-    return request_id[0] != '\0' ? nkeys : nkeys - RID_KEYS;
+    return request_id[0] != '\0' ? nkeys : first_rid_key;
 }
 
 void lease_keys_rid_moved(const struct lease_keys *k, const char *request_id,

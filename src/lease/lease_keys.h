@@ -104,11 +104,11 @@ void lease_keys_sem_acquire_fast(const struct lease_keys *k, const char *rid_mov
 
 /* How many of its nkeys KEYS a lean try of an acquire (the first tries, the
  * try beside other holders, the queue joins) names for a request with
- * request_id ("" for none): all of them, or without a request_id none of the
- * four request ids' (rids, rid_until, rid_one, rid_moved), which such a script
- * names last and touches only for a request_id: a key costs Redis about as
- * much as a command of the script. */
-size_t lease_keys_of_request(size_t nkeys, const char *request_id);
+ * request_id ("" for none): all of them, or without a request_id those before
+ * first_rid_key, the first of the request ids' keys (rids or rid_until, then
+ * rid_one, rid_moved), which such a script names last and touches only for a
+ * request_id: a key costs Redis about as much as a command of the script. */
+size_t lease_keys_of_request(size_t nkeys, size_t first_rid_key, const char *request_id);
 
 /* The longest key of an end's record moved away (lease_keys_moved_end). */
 #define LEASE_MOVED_END_MAX (LEASE_KEY_MAX + sizeof KEY_MOVED + 20)

@@ -37,7 +37,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_FAST_ARGV_TAIL] = tail,
         [LOCK_ACQUIRE_FAST_ARGV_REQUEST_ID] = p->request_id,
     };
-    size_t nkeys = lease_keys_of_request(LOCK_ACQUIRE_FAST_NKEYS, p->request_id);
+    size_t nkeys = lease_keys_of_request(LOCK_ACQUIRE_FAST_NKEYS, LOCK_ACQUIRE_FAST_KEY_RID_UNTIL,
+                                         p->request_id);
     if (lease_first_try(SCRIPT_LOCK_ACQUIRE_FAST, LEASE_KIND_LOCK, name, nkeys, keys, argv,
                         CONTENTION_IN_USE, res, contended, err) != 0)
         return -1;
@@ -94,7 +95,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [LOCK_ACQUIRE_QUEUE_ARGV_REQUEST_ID] = p->request_id,
         [LOCK_ACQUIRE_QUEUE_ARGV_REQUEST_ID_TTL_MS] = q.request_id_ttl_ms,
     };
-    size_t nkeys = lease_keys_of_request(LOCK_ACQUIRE_QUEUE_NKEYS, p->request_id);
+    size_t nkeys =
+        lease_keys_of_request(LOCK_ACQUIRE_QUEUE_NKEYS, LOCK_ACQUIRE_QUEUE_KEY_RIDS, p->request_id);
     return lease_first_try(SCRIPT_LOCK_ACQUIRE_QUEUE, LEASE_KIND_LOCK, name, nkeys, keys, argv,
                            CONTENTION_NONE, res, contended, err);
 }

@@ -39,7 +39,8 @@ static int acquire_first_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_FAST_ARGV_TAIL] = tail,
         [SEM_ACQUIRE_FAST_ARGV_REQUEST_ID] = p->request_id,
     };
-    size_t nkeys = lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, p->request_id);
+    size_t nkeys = lease_keys_of_request(SEM_ACQUIRE_FAST_NKEYS, SEM_ACQUIRE_FAST_KEY_RID_UNTIL,
+                                         p->request_id);
     if (lease_first_try(SCRIPT_SEM_ACQUIRE_FAST, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
                         CONTENTION_IN_USE, res, contended, err) != 0)
         return -1;
@@ -104,7 +105,8 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
         [SEM_ACQUIRE_MORE_ARGV_TAIL] = tail,
         [SEM_ACQUIRE_MORE_ARGV_REQUEST_ID] = p->request_id,
     };
-    size_t nkeys = lease_keys_of_request(SEM_ACQUIRE_MORE_NKEYS, p->request_id);
+    size_t nkeys =
+        lease_keys_of_request(SEM_ACQUIRE_MORE_NKEYS, SEM_ACQUIRE_MORE_KEY_RIDS, p->request_id);
     if (lease_first_try(SCRIPT_SEM_ACQUIRE_MORE, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
                         CONTENTION_QUEUE, res, contended, err) != 0)
         return -1;
@@ -148,7 +150,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_ARGV_REQUEST_ID] = p->request_id,
         [SEM_ACQUIRE_QUEUE_ARGV_REQUEST_ID_TTL_MS] = q.request_id_ttl_ms,
     };
-    size_t nkeys = lease_keys_of_request(SEM_ACQUIRE_QUEUE_NKEYS, p->request_id);
+    size_t nkeys =
+        lease_keys_of_request(SEM_ACQUIRE_QUEUE_NKEYS, SEM_ACQUIRE_QUEUE_KEY_RIDS, p->request_id);
     return lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
                            CONTENTION_NONE, res, contended, err);
 }

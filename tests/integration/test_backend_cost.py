@@ -139,10 +139,11 @@ REUSED_RID_COMMANDS = 1  # and with a request_id each time, a RENAME of the one-
 # EXISTS of its holders and queue (lib_lease.lua rid_busy_look)
 RID_LOCK_PAIR_COMMANDS = 10
 RID_SEMAPHORE_PAIR_COMMANDS = 10
-FIRST_TRY_KEYS, FIRST_TRY_ARGS = 9, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
+FIRST_TRY_KEYS, FIRST_TRY_ARGS = 8, 4  # lua/lock_acquire_fast.lua's; lua/sem_acquire_fast.lua one more each
 # The request ids' keys, which the lean tries of an acquire name last, and only for a request with a request_id
-# (src/lease/lease_keys.h lease_keys_of_request)
-RID_KEYS = 4
+# (src/lease/lease_keys.h lease_keys_of_request): a first try's three (not the request-id hash, where it never
+# maps an id), the others' four
+FIRST_TRY_RID_KEYS, RID_KEYS = 3, 4
 QUEUE_JOIN_COMMANDS = 8  # 7, and the queue's PTTL (lib_lease.lua queue_keep)
 HAND_OVER_COMMANDS = 10
 QUEUED = 12
@@ -245,7 +246,7 @@ class BackendCost(GatewayTest):
         self.assertLessEqual(commands, LOCK_PAIR_COMMANDS, by_name)
         # Without a request_id the first try names none of the request ids' keys.
         calls_made = self.fcalls_of("cost:", pair)
-        self.assertEqual(calls_made[0], ("fg_lock_acquire_fast", FIRST_TRY_KEYS - RID_KEYS, FIRST_TRY_ARGS),
+        self.assertEqual(calls_made[0], ("fg_lock_acquire_fast", FIRST_TRY_KEYS - FIRST_TRY_RID_KEYS, FIRST_TRY_ARGS),
                          calls_made)
         self.assertAlmostEqual(calls, 2.0, delta=0.1, msg=by_name)
 
@@ -323,8 +324,8 @@ class BackendCost(GatewayTest):
         self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
         name = f"cost:{uuid.uuid4().hex}"
         calls = self.fcalls_of(name, lambda: self.three_holders_and_two_releases(name))
-        self.assertEqual(calls, [("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1 - RID_KEYS, FIRST_TRY_ARGS + 1),
-                                 ("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1 - RID_KEYS, FIRST_TRY_ARGS + 1),
+        self.assertEqual(calls, [("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1 - FIRST_TRY_RID_KEYS, FIRST_TRY_ARGS + 1),
+                                 ("fg_sem_acquire_fast", FIRST_TRY_KEYS + 1 - FIRST_TRY_RID_KEYS, FIRST_TRY_ARGS + 1),
                                  ("fg_sem_acquire_more", MORE_KEYS - RID_KEYS, MORE_ARGS),
                                  ("fg_sem_acquire_more", MORE_KEYS - RID_KEYS, MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS),

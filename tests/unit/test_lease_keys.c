@@ -166,9 +166,8 @@ static void lock_scripts_of_some_keys(void **state)
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE], "fg:fence");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_FENCE_LIMIT], "fg:fence_limit");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_INDEX], "fg:idx:lk");
-    assert_int_equal(LOCK_ACQUIRE_FAST_NKEYS, 9);
+    assert_int_equal(LOCK_ACQUIRE_FAST_NKEYS, 8);
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_MOVED], "fg:lk:{inv:42}:i:r-1");
-    assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RIDS], "fg:lk:{inv:42}:r");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_UNTIL], "fg:lk:{inv:42}:e");
     assert_string_equal(acquire[LOCK_ACQUIRE_FAST_KEY_RID_ONE], "fg:lk:{inv:42}:i");
     assert_string_equal(release[LOCK_RELEASE_FAST_KEY_HOLDER], "fg:lk:{inv:42}:h");
