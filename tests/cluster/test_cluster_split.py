@@ -8,10 +8,11 @@ watches and releases that read them name them in KEYS. What Redis Cluster does w
 split (some here, some there: TRYAGAIN) is what keeps those reads right, so each test builds that split:
 
 1. a watch and a retried release of a lease whose end moved away, with that key on the importing node and every
-   other key the watch names on the owner: 503 with Retry-After, never a wrong answer (caught: a watch that makes
-   the moved end's key inside the script runs on the owner, finds no end there and answers "expired");
-2. a first try on a name used again (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua), whose end record is on
-   either node: 503 with Retry-After, and neither node's keys change;
+   other key the watch names on the owner: 503 with Retry-After, the owner's TRYAGAIN, never a wrong answer
+   (caught: a watch that makes the moved end's key inside the script runs on the owner, finds no end there and
+   fails);
+2. a first try on a name used again (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua), with and without a
+   request_id, whose end record is on either node: 503 with Retry-After, and neither node's keys change;
 3. once the slot has moved, every answer is right: the watches "released" and "revoked", the retried release 200,
    the watcher parked through the move told its lease's end, and the next grant's fence above every fence before.
 
@@ -39,8 +40,9 @@ KINDS = {"locks": ("lk", "h", {}, ("h", "n", "v")),
 class ClusterSplitTest(LabTestCase):
     @classmethod
     def start_more(cls):
-        # No re-check of a parked watch while the test runs (it would meet the split and answer 503): the
-        # watcher is told of its lease's end by the slot's shard channel alone.
+        # No timed re-check of a parked watch while the test runs (it would meet the split and answer 503):
+        # the watcher is told of its lease's end by the slot's shard channel (and looks again only when its
+        # subscriptions are made anew, after the slot has moved).
         cls.gw = lab_gateway(cls.lab, {"poll_ms": 120000})
         cls.run_tag = f"{os.getpid()}-{time.monotonic_ns()}"
 
@@ -91,10 +93,14 @@ class ClusterSplitTest(LabTestCase):
         self.assertEqual(getattr(waiter.response, "status", waiter.response), 200, waiter.response)
         return waiter.response.body
 
-    def assert_unavailable(self, r, what: str) -> None:
+    def assert_refused(self, port: int, call, what: str) -> None:
+        """call() answers 503 with Retry-After because the node at port refused it (TRYAGAIN: its keys split)."""
+        before = self.lab.errors(port, "TRYAGAIN")
+        r = call()
         self.assertEqual((r.status, r.body.get("type") if isinstance(r.body, dict) else r.body),
                          (503, "/problems/backend_unavailable"), f"{what}: {self.gw.why(r)}")
         self.assertIn("retry-after", r.headers, what)
+        self.assertGreater(self.lab.errors(port, "TRYAGAIN"), before, f"{what}: 503 for another reason than TRYAGAIN")
 
     def assert_ended(self, r, reason: str, what: str) -> None:
         self.assertEqual((r.status, r.body.get("held"), r.body.get("reason")), (200, False, reason),
@@ -186,31 +192,41 @@ class ClusterSplitTest(LabTestCase):
         self.assertEqual(self.release(kind, reused, d).status, 200)
         told = []
         watcher = self.watch_apart(kind, watched, held[0]["fence"], told)
-        time.sleep(0.3)
+        wait(lambda: resp(src["primary"], "EXISTS", f"fg:{prefix}:{{{watched}}}:v") == 1, 30, "the watcher's mark")
         before = self.keys(src["primary"], slot)
         for k in [f"{key}:{a['fence']}", reused_key, *(f"fg:{prefix}:{{{watched}}}:{s}" for s in watch_keys)]:
             self.assertIn(k, before, f"the set-up did not make {k}")
 
-        # 1. The moved end of a on the importing node, everything else the watch names on the owner.
+        # 1. The moved end of a on the importing node, every other key the watch names on the owner: only
+        # the moved end's key, named, makes the owner refuse the watch. (A retried release names keys that do
+        # not exist here, the queue's, and is refused for them too.)
         self.split(slot, src, dst, [f"{key}:{a['fence']}"])
-        self.assert_unavailable(self.watch(kind, watched, a["fence"]), "a watch of the lease whose end moved away")
-        self.assert_unavailable(self.release(kind, watched, a), "a retried release of that lease")
+        self.assert_refused(src["primary"], lambda: self.watch(kind, watched, a["fence"]),
+                            "a watch of the lease whose end moved away")
+        self.assert_refused(src["primary"], lambda: self.release(kind, watched, a), "a retried release of that lease")
 
-        # 2. A first try on the name used again, its end record on the owner, then on the importing node.
-        self.assert_unavailable(self.call("POST", f"/v1/{kind}/{reused}/acquire",
-                                          {"ttl_ms": 60000, "wait_ms": 0, **fields}),
-                                "a first try with the end record on the owner")
-        self.assertEqual(self.keys(src["primary"], slot), {k: v for k, v in before.items()
-                                                            if k != f"{key}:{a['fence']}"},
+        # 2. A first try on the name used again, its end record on the owner, then on the importing node;
+        # without a request_id and with one (its own keys named besides).
+        first_try = {"ttl_ms": 60000, "wait_ms": 0, **fields}
+        on_owner = {k: v for k, v in before.items() if k != f"{key}:{a['fence']}"}
+        self.assert_refused(src["primary"], lambda: self.call("POST", f"/v1/{kind}/{reused}/acquire", first_try),
+                            "a first try with the end record on the owner")
+        self.assert_refused(src["primary"], lambda: self.call("POST", f"/v1/{kind}/{reused}/acquire",
+                                                              {**first_try, "request_id": f"split-{kind}-1"}),
+                            "a first try with a request_id, the end record on the owner")
+        self.assertEqual(self.keys(src["primary"], slot), on_owner,
                          "a call refused during the split wrote on the owner")
         self.assertEqual(resp(src["primary"], "MIGRATE", "127.0.0.1", str(dst["primary"]), "", "0", "5000",
                               "KEYS", reused_key, timeout=10), "OK")
-        moved_before = self.keys(dst["primary"], slot)
-        self.assert_unavailable(self.call("POST", f"/v1/{kind}/{reused}/acquire",
-                                          {"ttl_ms": 60000, "wait_ms": 0, **fields}),
-                                "a first try with the end record on the importing node")
-        self.assertEqual(self.keys(dst["primary"], slot), moved_before,
+        del on_owner[reused_key]
+        on_importing = self.keys(dst["primary"], slot)
+        for body in (first_try, {**first_try, "request_id": f"split-{kind}-2"}):
+            self.assert_refused(src["primary"], lambda: self.call("POST", f"/v1/{kind}/{reused}/acquire", body),
+                                f"a first try {body}, the end record on the importing node")
+        self.assertEqual(self.keys(dst["primary"], slot), on_importing,
                          "a first try refused during the split wrote on the importing node")
+        self.assertEqual(self.keys(src["primary"], slot), on_owner,
+                         "a first try refused during the split wrote on the owner")
         self.assertEqual(told, [], "the watcher was answered while its lease held")
 
         # 3. The slot moved: every answer right.
