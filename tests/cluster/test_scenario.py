@@ -2,7 +2,7 @@
 """The cluster scenario: FG_SCENARIO_CLIENTS clients (20) doing acquire -> fenced write -> release through a real
 gateway on the cluster lab's three primaries and three replicas (redis-cluster:// URL), each turn writing the
 lock's Postgres row (a table with a fence_column, bound to the lock) and the lock's Redis key (a fenced Redis
-write), under three faults in turn:
+write), half of them acquiring with a request_id as the client libraries do, under three faults in turn:
 
 a. kill -9 of a primary: service back within cluster-node-timeout + 2 s of the kill (or 1 s after Redis itself
    promoted the replica, when a loaded machine delays that); 503s the only error meanwhile, and afterwards the
@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 import unittest
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
@@ -70,7 +71,8 @@ CONFIG = {"tables": {"scn_rows": {"key": "id", "columns": ["note"], "fence_colum
 
 
 class Load:
-    """CLIENTS threads, each in a loop: acquire a random lock of names (waiting up to 2 s), PUT its Postgres row
+    """CLIENTS threads, each in a loop: acquire a random lock of names (waiting up to 2 s; every other client with
+    a fresh request_id, as the client libraries send), PUT its Postgres row
     and its Redis key with the token, release; with hold, work hold seconds between the two writes and PUT
     the row again after them (a holder that goes on working after its grant was lost). 503s are retried; every other answer but a success is counted
     in errors by step and problem type. Grants and writes go into trace; times of 503s into unavailable."""
@@ -134,7 +136,10 @@ class Load:
 
     def turn(self, k: int, name: str, c: Client, rng: random.Random) -> None:
         t0 = time.monotonic()
-        r = self.call(c, "acquire", "POST", f"/v1/locks/{name}/acquire", {"ttl_ms": TTL_MS, "wait_ms": 2000})
+        # Half the clients send a request_id each turn, as the client libraries do, kept through the retries
+        # of a 503 (a grant whose answer was lost is answered again, never granted twice); half send none.
+        body = {"ttl_ms": TTL_MS, "wait_ms": 2000, **({"request_id": uuid.uuid4().hex} if k % 2 == 0 else {})}
+        r = self.call(c, "acquire", "POST", f"/v1/locks/{name}/acquire", body)
         if r is None or r.status != 200:
             if r is not None and not (r.status == 409 and r.body.get("type", "").endswith("/lock_busy")):
                 self.note("acquire", r)
