@@ -422,8 +422,8 @@ end
 -- Cluster for end_move's reason), where the looks for it read it, and rid_one
 -- takes rid: one RENAME where the set would cost four commands and a prune.
 local function rid_take_first(rid_until, rid_one, one_text, moved_text, rid, lease_text, till, now, set_exists)
-  if rid_one_lease(one_text, rid) or rid_kept_aside(moved_text, rid_until, rid, now, set_exists) then return false end
   local _, one = rid_one_read(one_text)
+  if one == rid or rid_kept_aside(moved_text, rid_until, rid, now, set_exists) then return false end
   if one then redis.call('RENAME', rid_one, rid_one .. KEY_MOVED .. one) end
   redis.call('SET', rid_one, rid_one_text(string.match(lease_text, '^[^ ]+'), rid), 'PXAT', decimal(till))
   return true
