@@ -22,16 +22,17 @@
 --   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";
 --   request_id: "" for none, else the one the tail names
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
--- gateway's own), contended {}: held, waited for, no fence may be issued, a holder key this
--- script does not read; or repeat {}: a request_id that names a lease (the name is not in use for it).
+-- gateway's own), contended {}: held, waited for, a holder key this script does not read;
+-- nofence {}: no fence may be issued, which says nothing of the name (lock_acquire.lua answers
+-- it too, and the gateway has the next block reserved); or repeat {}: a request_id that names a
+-- lease (the name is not in use for it).
 -- A request_id's look at the keys rid_one and rid_moved joins the first read (lib_lease.lua
 -- rid_take_first).
 local v = A_request_id == '' and redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])
           or redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2], KEYS[7], KEYS[8])
 local prior = v[3]
-if v[4] or not fences_left(v) or (prior and not is_end(prior)) then
-  return lease_reply('contended')
-end
+if v[4] or (prior and not is_end(prior)) then return lease_reply('contended') end
+if not fences_left(v) then return lease_reply('nofence') end
 local at = now_text()
 if A_request_id ~= ''
    and not rid_take_first(KEYS[6], KEYS[7], v[5], v[6], A_request_id, A_tail,

@@ -24,15 +24,18 @@
 --   lease id: "<lease> <ttl_ms> <max_hold_ms> 1 <instance> <attach> <#rid> <rid><owner>";
 --   request_id: "" for none, else the one the tail names
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
--- gateway's own), contended {}: in use, no fence may be issued, a limit key this script does
--- not read; or repeat {}: a request_id that names a lease (the name is not in use for it).
+-- gateway's own), contended {}: in use, a limit key this script does not read; nofence {}: no
+-- fence may be issued, which says nothing of the name (sem_acquire.lua answers it too, and the
+-- gateway has the next block reserved); or repeat {}: a request_id that names a lease (the name
+-- is not in use for it).
 -- A request_id's look at the keys rid_one and rid_moved joins the first read, and its look at
 -- whether the request-id set exists the EXISTS of the holders and the queue (lib_lease.lua
 -- rid_busy_look).
 local v = A_request_id == '' and redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
           or redis.call('MGET', KEYS[4], KEYS[5], KEYS[1], KEYS[8], KEYS[9])
 local prior = v[3]
-if not fences_left(v) or (prior and not is_end(prior)) then return lease_reply('contended') end
+if prior and not is_end(prior) then return lease_reply('contended') end
+if not fences_left(v) then return lease_reply('nofence') end
 local busy, rid_set_exists
 if A_request_id ~= '' then
   busy, rid_set_exists = rid_busy_look(KEYS[7], KEYS[2], KEYS[3])

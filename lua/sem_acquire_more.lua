@@ -29,7 +29,8 @@
 --   ',"claimed":1,"rid":<request_id>,"inst":"<instance>","attach":"<attach>","owner":<owner>}';
 --   request_id: "" for none
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
--- gateway's own), contended {}, or repeat {}: a request_id that names a lease.
+-- gateway's own), contended {}, nofence {}: no fence may be issued (as sem_acquire_fast.lua), or
+-- repeat {}: a request_id that names a lease.
 -- A request_id's look at the keys rid_one and rid_moved joins the first read, and its look at
 -- whether the request-id set exists the EXISTS of the queue (lib_lease.lua rid_busy_look).
 local v = A_request_id == '' and redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
@@ -37,7 +38,8 @@ local v = A_request_id == '' and redis.call('MGET', KEYS[7], KEYS[8], KEYS[5])
 local in_force = v[3]
 -- first: the limit key holds the first holder, of the limit asked
 local first = in_force ~= A_limit and in_force and string.match(in_force, '^=(%d+) ') == A_limit
-if (in_force ~= A_limit and not first) or not fences_left(v) then return lease_reply('contended') end
+if in_force ~= A_limit and not first then return lease_reply('contended') end
+if not fences_left(v) then return lease_reply('nofence') end
 local queued, rid_set_exists
 if A_request_id ~= '' and not v[4] then
   queued, rid_set_exists = rid_busy_look(KEYS[10], KEYS[3])

@@ -29,11 +29,12 @@
 --   script's slot (lib_lease.lua publish)
 -- ARGV: name lease claim_ms instance
 --   as sem_release.lua has them
--- Returns (lib_lease.lua lease_reply): released {granted_at} with the grant handed over, or contended {}.
+-- Returns (lib_lease.lua lease_reply): released {granted_at} with the grant handed over, contended {},
+-- or nofence {}: no fence may be issued (as sem_acquire_fast.lua).
 local raw = redis.call('HGET', KEYS[2], A_lease)
 if not raw then return lease_reply('contended') end
 local v = redis.call('MGET', KEYS[7], KEYS[8], KEYS[5], KEYS[13])
-if not fences_left(v) then return lease_reply('contended') end
+if not fences_left(v) then return lease_reply('nofence') end
 local now, at = now_ms_and_text()
 -- The holders never outnumber the limit (a grant fills a free slot), so as
 -- many live ones as the limit means every slot held and none run out.

@@ -142,8 +142,8 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     enum lease_retry retry;
     if (script_answer(script, nkeys, keys, argv, res, &retry, err) != 0)
         return -1;
-    res->repeat = retry == LEASE_RETRY_REPEAT;
-    *contended = retry == LEASE_RETRY_CONTENDED || res->repeat;
+    res->full_only = retry == LEASE_RETRY_REPEAT || retry == LEASE_RETRY_NOFENCE;
+    *contended = retry == LEASE_RETRY_CONTENDED || res->full_only;
     if (retry == LEASE_RETRY_CONTENDED && seen != CONTENTION_NONE)
         contention_seen(kind, name, seen);
     else if (res->outcome == LEASE_QUEUED || res->nhandoff > 0)

@@ -97,8 +97,8 @@ struct lease_result {
     char left[LEASE_LEAVE_MAX + 1]; /* left: per waiter '1' out of the queue, '0' holds */
     struct lease_grant handoff[LEASE_MAX_HANDOFF]; /* grants to other waiters of this gateway */
     size_t nhandoff;                               /* entries in handoff */
-    bool repeat; /* a lean try's "repeat": the request_id names a lease, which only the full
-                    script answers (lease_first_try) */
+    bool full_only; /* a lean try's "repeat" (the request_id names a lease) or "nofence" (no
+                       fence may be issued): only the full script answers it (lease_first_try) */
 };
 
 /* The script argument naming an acquire's wait ("0", "1", "again"). */
@@ -160,9 +160,13 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
  * set, kind's name is noted in the contention hint as seen
  * (lease/contention.h; CONTENTION_NONE: such an answer shows nothing the
  * hint does not say already), and the caller runs the next script. An answer
- * "repeat" (the request_id names a lease: a retry, which the full script
- * answers) sets *contended and res->repeat alone: the name is not in use for
- * it, and no other lean try can answer it. Else its answer is read into
+ * "nofence" (the block of fences reserved in Postgres ran out: the full
+ * script answers it too, and the gateway reserves the next, lease/fence.h)
+ * or "repeat" (the request_id names a lease: a retry, which the full script
+ * answers) sets *contended and res->full_only alone: no other lean try can
+ * answer it, and it says nothing of the name's use, which noted as
+ * contention would send the name's calls for CONTENTION_HINT_MS to the
+ * scripts of a name in use, a call or two more each. Else its answer is read into
  * *res: a grant's time notes Redis's clock, a release's held_ms is reckoned
  * on it from the grant's (lease/redis_clock.h), the grants it hands to other
  * waiters of this gateway are put into their waits (lease_hand_over), and a

@@ -171,16 +171,17 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
      * the caller waits; then the full script. A waiter looking again goes to
      * the full script alone: the try beside other holders knows nothing of a
      * grant made to it, and would take its slot once more under a new fence.
-     * A retry of a request whose request_id names a lease goes from the first
-     * try to the full script (res->repeat). */
+     * A retry of a request whose request_id names a lease, or a try that
+     * finds no fence may be issued, goes from the first try to the full
+     * script (res->full_only). */
     bool again = wait == LEASE_ACQUIRE_AGAIN;
     enum contention hint = again ? CONTENTION_QUEUE : contention_hint(LEASE_KIND_SEMAPHORE, name);
     bool contended = true;
-    res->repeat = false;
+    res->full_only = false;
     if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
-    if (contended && !res->repeat && hint != CONTENTION_QUEUE &&
+    if (contended && !res->full_only && hint != CONTENTION_QUEUE &&
         acquire_more_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&

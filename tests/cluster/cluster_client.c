@@ -336,6 +336,8 @@ static int compare_fences(const void *a, const void *b)
 /* Fences granted more than once. */
 static long fences_twice(void)
 {
+    if (granted.n < 2)
+        return 0; /* granted.all is NULL while none was granted */
     qsort(granted.all, granted.n, sizeof *granted.all, compare_fences);
     long twice = 0;
     for (size_t i = 1; i < granted.n; i++)
@@ -377,9 +379,10 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
     };
     struct lease_reply got, seen, gone;
     bool ok = lease_call(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err);
-    if (ok && pairs_recover && got.retry == LEASE_RETRY_CONTENDED) {
+    if (ok && pairs_recover && got.retry == LEASE_RETRY_NOFENCE) {
         /* No fence may be issued in this slot (a fresh, restarted or promoted node): as the
-         * gateway does after "nofence", recover the slot's sequence, then try again. */
+         * gateway does after the full script's "nofence", recover the slot's sequence, then
+         * try again. */
         atomic_fetch_add(&pairs_recoveries, 1);
         ok = fence_recover_lease(&k, err) == 0 &&
              lease_call(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err);

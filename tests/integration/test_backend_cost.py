@@ -97,6 +97,10 @@ machine.
 - A lock's queue leaves nothing behind once its last waiter is gone, granted or given up: the arrival
   tickets, which tell an acquire in its first read that somebody waits, go with it, so the lock costs an
   uncontended pair again. (Caught: the tickets kept after a waiter left.)
+- A first try that finds the block of fences reserved in Postgres run out answers "nofence", which says
+  nothing of the name: the full script reserves the next block and grants, and a lock's next pair is the
+  first tries again. (Caught: a first try that answered "contended", which sent the name's pairs to three
+  script calls for a second.)
 
 Owns: these bounds. Must not: depend on timing. Besides the operation counted, a window can hold:
 - the janitor's calls (src/janitor.c), left out: the gateway's liveness mark every third of waiter_lease_ms
@@ -620,6 +624,38 @@ class BackendCost(GatewayTest):
             self.assertEqual(r.cmd("EXISTS", tickets), 0, "the last waiter's grant left its ticket behind")
             self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": done[0].body["token"]}).status, 200)
 
+    def test_a_fence_block_run_out_is_no_contention(self):
+        """Fences are issued from a block reserved in Postgres (src/lease/fence.c, 10,000 at a time). A first
+        try that finds the block run out answers "nofence", and the full script runs at once, has the next
+        block reserved and grants: this says nothing of the name. A lock's next pair is the first tries again.
+        (Caught: a first try that answered "contended", so the name was noted in use for a second and every
+        pair on it ran three script calls meanwhile, a waiting acquire's queue join, its full acquire and the
+        full release: on the bench's few names, one block every two seconds put two pairs in five on them.)
+        A semaphore's goes from its first try to the full script, not through the try beside other holders,
+        which cannot issue a fence either. (Caught: that try run as well.)"""
+        for kind, extra, prefix in (("locks", {"wait_ms": 5000}, "fg_lock"), ("locks", {}, "fg_lock"),
+                                    ("semaphores", {"limit": 5}, "fg_sem")):
+            with self.subTest(kind=kind, extra=extra):
+                def pair():
+                    got = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **extra})
+                    self.assertEqual(got.status, 200, got)
+                    done = self.c.post(f"/v1/{kind}/{name}/release", {"token": got.body["token"]})
+                    self.assertEqual(done.status, 200, done)
+                    return got.body["fence"]
+                name = f"cost:{uuid.uuid4().hex}"
+                pair()  # scripts loaded, fences reserved
+                name = f"cost:{uuid.uuid4().hex}"
+                with Redis() as r:
+                    r.cmd("SET", "fg:fence_limit", r.cmd("GET", "fg:fence"))  # every fence reserved is issued
+                    fences = []
+                    first = self.fcalls_of(name, lambda: fences.append(pair()))
+                    self.assertGreater(int(r.cmd("GET", "fg:fence_limit")), fences[0], "no block reserved")
+                self.assertEqual([f for f, _, _ in first[:2]], [prefix + "_acquire_fast", prefix + "_acquire"],
+                                 first)
+                if kind == "locks":
+                    again = self.fcalls_of(name, pair)
+                    self.assertEqual([f for f, _, _ in again], [prefix + "_acquire_fast", prefix + "_release_fast"],
+                                     again)
 
 if __name__ == "__main__":
     unittest.main()
