@@ -142,6 +142,16 @@ int lease_first_try(enum fg_script script, enum lease_kind kind, const char *nam
     enum lease_retry retry;
     if (script_answer(script, nkeys, keys, argv, res, &retry, err) != 0)
         return -1;
+    if (retry == LEASE_RETRY_NOFENCE) {
+        /* The block of fences ran out: reserved anew, as for a full script
+         * (lease_script_run_moved), the try runs once more, so a grant keeps
+         * the layout of a lean try's, which the lean release takes. */
+        struct lease_keys k;
+        lease_keys_init(&k, kind, name);
+        if (fence_recover_lease(&k, err) != 0 ||
+            script_answer(script, nkeys, keys, argv, res, &retry, err) != 0)
+            return -1;
+    }
     res->full_only = retry == LEASE_RETRY_REPEAT || retry == LEASE_RETRY_NOFENCE;
     *contended = retry == LEASE_RETRY_CONTENDED || res->full_only;
     if (retry == LEASE_RETRY_CONTENDED && seen != CONTENTION_NONE)

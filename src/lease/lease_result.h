@@ -160,12 +160,12 @@ int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
  * set, kind's name is noted in the contention hint as seen
  * (lease/contention.h; CONTENTION_NONE: such an answer shows nothing the
  * hint does not say already), and the caller runs the next script. An answer
- * "nofence" (the block of fences reserved in Postgres ran out: the full
- * script answers it too, and the gateway reserves the next, lease/fence.h)
- * or "repeat" (the request_id names a lease: a retry, which the full script
- * answers) sets *contended and res->full_only alone: no other lean try can
- * answer it, and it says nothing of the name's use, which noted as
- * contention would send the name's calls for CONTENTION_HINT_MS to the
+ * "nofence" (the block of fences reserved in Postgres ran out) has the next
+ * block reserved (lease/fence.h) and runs the try once more; a second
+ * "nofence", or "repeat" (the request_id names a lease: a retry, which the
+ * full script answers), sets *contended and res->full_only alone: no other
+ * lean try can answer it, and it says nothing of the name's use, which noted
+ * as contention would send the name's calls for CONTENTION_HINT_MS to the
  * scripts of a name in use, a call or two more each. Else its answer is read into
  * *res: a grant's time notes Redis's clock, a release's held_ms is reckoned
  * on it from the grant's (lease/redis_clock.h), the grants it hands to other
