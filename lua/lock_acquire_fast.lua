@@ -23,9 +23,9 @@
 --   request_id: "" for none, else the one the tail names
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), contended {}: held, waited for, a holder key this script does not read;
--- nofence {}: no fence may be issued, which says nothing of the name (lock_acquire.lua answers
--- it too, and the gateway has the next block reserved); or repeat {}: a request_id that names a
--- lease (the name is not in use for it).
+-- nofence {}: no fence may be issued, which says nothing of the name (the gateway has the next
+-- block reserved and runs this script again); or repeat {}: a request_id that names a lease (the
+-- name is not in use for it).
 -- A request_id's look at the keys rid_one and rid_moved joins the first read (lib_lease.lua
 -- rid_take_first).
 local v = A_request_id == '' and redis.call('MGET', KEYS[3], KEYS[4], KEYS[1], KEYS[2])

@@ -25,9 +25,9 @@
 --   request_id: "" for none, else the one the tail names
 -- Returns (lib_lease.lua lease_reply): granted {fence, granted_at} (the lease and ttl are the
 -- gateway's own), contended {}: in use, a limit key this script does not read; nofence {}: no
--- fence may be issued, which says nothing of the name (sem_acquire.lua answers it too, and the
--- gateway has the next block reserved); or repeat {}: a request_id that names a lease (the name
--- is not in use for it).
+-- fence may be issued, which says nothing of the name (the gateway has the next block reserved
+-- and runs this script again); or repeat {}: a request_id that names a lease (the name is not in
+-- use for it).
 -- A request_id's look at the keys rid_one and rid_moved joins the first read, and its look at
 -- whether the request-id set exists the EXISTS of the holders and the queue (lib_lease.lua
 -- rid_busy_look).

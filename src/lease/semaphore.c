@@ -172,8 +172,8 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
      * the full script alone: the try beside other holders knows nothing of a
      * grant made to it, and would take its slot once more under a new fence.
      * A retry of a request whose request_id names a lease, or a try that
-     * finds no fence may be issued, goes from the first try to the full
-     * script (res->full_only). */
+     * finds no fence may be issued even once the next block was reserved,
+     * goes from the first try to the full script (res->full_only). */
     bool again = wait == LEASE_ACQUIRE_AGAIN;
     enum contention hint = again ? CONTENTION_QUEUE : contention_hint(LEASE_KIND_SEMAPHORE, name);
     bool contended = true;

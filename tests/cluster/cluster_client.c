@@ -381,8 +381,7 @@ static bool pair_once(const char *name, const char *lease, bool watch, struct fg
     bool ok = lease_call(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err);
     if (ok && pairs_recover && got.retry == LEASE_RETRY_NOFENCE) {
         /* No fence may be issued in this slot (a fresh, restarted or promoted node): as the
-         * gateway does after the full script's "nofence", recover the slot's sequence, then
-         * try again. */
+         * gateway does after "nofence", recover the slot's sequence, then try again. */
         atomic_fetch_add(&pairs_recoveries, 1);
         ok = fence_recover_lease(&k, err) == 0 &&
              lease_call(SCRIPT_LOCK_ACQUIRE_FAST, acquire_keys, acquire, &got, err);
