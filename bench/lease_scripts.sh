@@ -4,7 +4,9 @@
 #
 #  1. through the gateway: bench/http_pairs.c drives lock acquire+release pairs on distinct names
 #     (CONNECTIONS connections, DURATION s) against a Release gateway on its own Redis and Postgres
-#     (KIND=semaphore: semaphore pairs, limit 2, instead);
+#     (KIND=semaphore: semaphore pairs, limit LIMIT, 2 by default, instead; NAMES=shared: one name for
+#     all connections, whose acquires queue where the holders reach the limit: a lock's always, a
+#     semaphore's with a limit above CONNECTIONS never, its name going idle and back);
 #     INFO commandstats, reset just before, gives Redis's own time per script call (usec_per_call of
 #     FCALL, or of EVALSHA for a build from before the scripts were functions) and the commands the
 #     scripts ran per call; /proc/<redis pid>/stat gives Redis's whole CPU (its network I/O included)
@@ -17,6 +19,7 @@
 #   DURATION=10 CONNECTIONS=8 CALLGRIND_SECONDS=5 bench/lease_scripts.sh
 #   BUILD=<another Release build dir> bench/lease_scripts.sh   # part 1 only, with that build's gateway
 #   KIND=semaphore bench/lease_scripts.sh                       # the semaphore scripts
+#   BUILD=<build> KIND=semaphore NAMES=shared LIMIT=5 bench/lease_scripts.sh   # one semaphore, 4 clients
 # Ports: BENCH_REDIS_PORT, BENCH_PG_PORT, BENCH_HTTP_PORT (part 2 uses the Redis port + 1).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +27,7 @@ cd "$root"
 
 duration="${DURATION:-5}"
 kind="${KIND:-lock}"
+names="${NAMES:-distinct}"
 connections="${CONNECTIONS:-4}"
 callgrind_seconds="${CALLGRIND_SECONDS:-3}"
 datadir=".data/bench-scripts"
@@ -39,22 +43,25 @@ bench_pair_clients
 
 bench_services
 bench_gateway
-[[ "$kind" == semaphore ]] && export BENCH_SEMAPHORE_LIMIT=2
+[[ "$kind" == semaphore ]] && export BENCH_SEMAPHORE_LIMIT="${LIMIT:-2}"
 redis_pid=$(cat "$datadir/redis.pid")
 
-"$build/http_pairs" "$http_port" "$connections" 1 distinct warm >/dev/null
+"$build/http_pairs" "$http_port" "$connections" 1 "$names" warm >/dev/null
 rcli "$redis_port" CONFIG RESETSTAT >/dev/null
 before=$(cpu_ticks "$redis_pid")
-pairs=$("$build/http_pairs" "$http_port" "$connections" "$duration" distinct pairs | awk '{ print $1 }')
+pairs=$("$build/http_pairs" "$http_port" "$connections" "$duration" "$names" pairs | awk '{ print $1 }')
 after=$(cpu_ticks "$redis_pid")
 calls=$(script_stat "$redis_port" calls)
 usec=$(script_stat "$redis_port" usec)
 inner=$(inner_calls "$redis_port")
 echo "load: $(uptime | sed 's/.*load average: //')"
-echo "$kind pairs through the gateway, $connections connections, $duration s: $pairs pairs/s, $calls script calls"
+echo "$kind pairs through the gateway, $connections connections, $names names, $duration s: $pairs pairs/s," \
+  "$calls script calls"
 awk -v c="$calls" -v u="$usec" -v i="$inner" -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" \
+  -v p="$pairs" -v d="$duration" \
   'BEGIN { printf "  Redis time per script (commandstats): %.1f us; commands per script: %.1f\n", u / c, i / c
-           printf "  Redis CPU per script (/proc, I/O included): %.1f us\n", t * 1e6 / hz / c }'
+           printf "  Redis CPU per script (/proc, I/O included): %.1f us\n", t * 1e6 / hz / c
+           printf "  per pair: %.2f script calls, Redis CPU %.1f us\n", c / (p * d), t * 1e6 / hz / (p * d) }'
 
 [[ -n "${BUILD:-}" ]] && exit 0
 cg_port=$((redis_port + 1))

@@ -37,9 +37,11 @@
 -- The first try of an acquire (sem_acquire_fast.lua) keeps the first holder
 -- of an idle semaphore as a lock keeps its holder, in one string key that
 -- expires with the lease: the limit key, "=<limit> <holder record>"
--- (lib_holder.lua first_holder_join); no other key of the semaphore exists
--- then, and its first try of a release ends it there, as its renewal renews it
--- there (the limit key's time to live is its expiry, sem_renew.lua). Every
+-- (lib_holder.lua first_holder_join; the try beside other holders,
+-- sem_acquire_more.lua, does the same, lib_sem_first.lua); no other key of the
+-- semaphore exists then, and the lean tries of a release end it there, as its
+-- renewal renews it there (the limit key's time to live is its expiry,
+-- sem_renew.lua). Every
 -- other script that changes the semaphore first moves that holder into the
 -- holders' keys (unfold), so the rest of this file never meets it; the reads
 -- (sem_status.lua, sem_watch.lua, lease_list.lua) read it where it is.

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_first.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_acquire_fast.lua: the first try of an acquire on semaphore N: takes
 -- the first slot of an idle semaphore (no limit in force, no holder, no
@@ -36,22 +36,5 @@ local v = A_request_id == '' and redis.call('MGET', KEYS[4], KEYS[5], KEYS[1])
 local prior = v[3]
 if prior and not is_end(prior) then return lease_reply('contended') end
 if not fences_left(v) then return lease_reply('nofence') end
-local busy, rid_set_exists
-if A_request_id ~= '' then
-  busy, rid_set_exists = rid_busy_look(KEYS[7], KEYS[2], KEYS[3])
-else
-  busy = redis.call('EXISTS', KEYS[2], KEYS[3]) ~= 0
-end
-if busy then return lease_reply('contended') end
-local at = now_text()
-if A_request_id ~= ''
-   and not rid_take_first(KEYS[7], KEYS[8], v[4], v[5], A_request_id, A_tail,
-                          at + A_ttl_ms + REQUEST_ID_GRACE_MS, at + 0, rid_set_exists) then
-  return lease_reply('repeat')
-end
-if prior then end_move(KEYS[1], prior) end
-redis.call('ZADD', KEYS[6], '0', A_name)
-local fence = decimal(redis.call('INCR', KEYS[4]))
-redis.call('SET', KEYS[1], first_holder_join(A_limit, fence, at, A_tail), 'PX', A_ttl_ms)
--- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
-return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)
+return first_slot_take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8], v, A_name, A_limit,
+                       A_ttl_ms, A_tail, A_request_id)

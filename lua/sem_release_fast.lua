@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_first.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_release_fast.lua: the first try of a release of a slot of semaphore N:
 -- its first holder, kept in the limit key (sem_acquire_fast.lua), releases.
@@ -12,11 +12,5 @@
 --   those keys of lib_sem.lua and lib_lease.lua, index the semaphores' listing index
 -- ARGV: name lease
 -- Returns (lib_lease.lua lease_reply): released {granted_at}, or contended {}.
-local v = redis.call('MGET', KEYS[1], KEYS[2])
-local h = holder_brief(v[1], FIRST_HOLDER_BRIEF)
-if not h or h.lease ~= A_lease then return lease_reply('contended') end
-holder_end('s', KEYS[1], A_name, h, 'released', RELEASED_KEPT, v[2])
-redis.call('ZREM', KEYS[3], A_name)
--- The grant's time: the gateway reckons the hold's length on its own reading of Redis's clock
--- (src/lease/redis_clock.c), so the release asks Redis no time.
-return lease_reply('released', nil, R_GRANTED_AT, h.granted_at)
+return first_holder_release(KEYS[1], KEYS[3], redis.call('MGET', KEYS[1], KEYS[2]), A_name, A_lease)
+       or lease_reply('contended')

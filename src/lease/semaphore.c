@@ -70,8 +70,8 @@ static void holder_json_tail(const char *attach, const char *request_id, const c
 }
 
 /* The lean try of an acquire on a semaphore in use (lua/sem_acquire_more.lua):
- * takes a free slot nobody waits for beside the holders there are, else sets
- * *contended. */
+ * takes a free slot nobody waits for beside the holders there are, or the
+ * first slot of a semaphore gone idle since, else sets *contended. */
 static int acquire_more_try(const char *name, const struct acquire_params *p, const char *lease_id,
                             const char *attach, const char *ttl, const char *hold,
                             const char *limit, struct lease_result *res, bool *contended,
@@ -90,20 +90,24 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
         [SEM_ACQUIRE_MORE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
         [SEM_ACQUIRE_MORE_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
         [SEM_ACQUIRE_MORE_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
+        [SEM_ACQUIRE_MORE_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
         [SEM_ACQUIRE_MORE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_ACQUIRE_MORE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
         [SEM_ACQUIRE_MORE_KEY_RID_ONE] = k.key[LIB_SEM_KEY_RID_ONE],
         [SEM_ACQUIRE_MORE_KEY_RID_MOVED] = rid_moved,
     };
-    char tail[HOLDER_JSON_TAIL_MAX];
+    char tail[HOLDER_JSON_TAIL_MAX], first_tail[LEASE_HOLDER_TAIL_MAX];
     holder_json_tail(attach, p->request_id, p->owner, tail);
+    lease_holder_tail(lease_id, ttl, hold, attach, p->request_id, p->owner, first_tail);
     const char *argv[SEM_ACQUIRE_MORE_NARGV] = {
+        [SEM_ACQUIRE_MORE_ARGV_NAME] = name,
         [SEM_ACQUIRE_MORE_ARGV_LEASE] = lease_id,
         [SEM_ACQUIRE_MORE_ARGV_TTL_MS] = ttl,
         [SEM_ACQUIRE_MORE_ARGV_MAX_HOLD_MS] = hold,
         [SEM_ACQUIRE_MORE_ARGV_LIMIT] = limit,
         [SEM_ACQUIRE_MORE_ARGV_TAIL] = tail,
         [SEM_ACQUIRE_MORE_ARGV_REQUEST_ID] = p->request_id,
+        [SEM_ACQUIRE_MORE_ARGV_FIRST_TAIL] = first_tail,
     };
     size_t nkeys =
         lease_keys_of_request(SEM_ACQUIRE_MORE_NKEYS, SEM_ACQUIRE_MORE_KEY_RIDS, p->request_id);
@@ -269,8 +273,8 @@ static int release_first_try(const char *name, const char *lease_id, struct leas
                            err);
 }
 
-/* The lean try of a release of a holder beside others, nobody waiting
- * (lua/sem_release_more.lua), else sets *contended. */
+/* The lean try of a release of a holder beside others or the last one,
+ * nobody waiting (lua/sem_release_more.lua), else sets *contended. */
 static int release_more_try(const char *name, const char *lease_id, struct lease_result *res,
                             bool *contended, struct fg_error *err)
 {
@@ -283,6 +287,9 @@ static int release_more_try(const char *name, const char *lease_id, struct lease
         [SEM_RELEASE_MORE_KEY_ENDED] = k.key[LIB_SEM_KEY_ENDED],
         [SEM_RELEASE_MORE_KEY_WATCHED] = k.key[LIB_SEM_KEY_WATCHED],
         [SEM_RELEASE_MORE_KEY_INDEX] = k.key[LIB_SEM_KEY_INDEX],
+        [SEM_RELEASE_MORE_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_RELEASE_MORE_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
+        [SEM_RELEASE_MORE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
     };
     const char *argv[SEM_RELEASE_MORE_NARGV] = {
         [SEM_RELEASE_MORE_ARGV_NAME] = name,

@@ -45,6 +45,11 @@ machine.
   script names 16 and 5. (Caught: a gateway that ran the full script once a first try had found the
   semaphore in use, for an acquire or a release; one that ran it after the lean acquire had met the first
   holder in the limit key.)
+- A semaphore in use that goes idle and back (its last holder leaves, the next acquire comes) costs no call
+  more: the try beside other holders takes the slot of a semaphore gone idle as the first try does, and
+  the release beside others releases the last holder too, from the holders' keys or the limit key.
+  (Caught: the lean tries that left either to the full script, whose "contended" answers kept the
+  gateway's hint on the name at "queue": 4 calls a pair on a semaphore of limit 5 shared by 4 clients.)
 - A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
   which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 17 and 14,
   and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
@@ -161,8 +166,8 @@ RID_RENEWAL_COMMANDS = 5  # and the request_id's in the name's one-id key: GET, 
 # one-id key's GET, and the id's time moved in the set (lib_lease.lua rid_extend_set: ZADD GT, a PEXPIREAT
 # GT of each key)
 WAITER_RID_RENEWAL_COMMANDS = 7
-MORE_KEYS, MORE_ARGS = 12, 6  # lua/sem_acquire_more.lua's KEYS and ARGV
-RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 6, 2  # lua/sem_release_more.lua's
+MORE_KEYS, MORE_ARGS = 13, 8  # lua/sem_acquire_more.lua's KEYS and ARGV
+RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 9, 2  # lua/sem_release_more.lua's
 QUEUE_KEYS, QUEUE_ARGS = 11, 8  # lua/sem_acquire_queue.lua's
 HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
@@ -335,6 +340,28 @@ class BackendCost(GatewayTest):
                                  ("fg_sem_acquire_more", MORE_KEYS - RID_KEYS, MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS),
                                  ("fg_sem_release_more", RELEASE_MORE_KEYS, RELEASE_MORE_ARGS)], calls)
+
+    def test_a_semaphore_gone_idle_and_back_is_one_lean_call_a_step(self):
+        self.three_holders_and_two_releases(f"cost:{uuid.uuid4().hex}")  # every script loaded
+        name = f"cost:{uuid.uuid4().hex}"
+        route = f"/v1/semaphores/{name}"
+
+        def held() -> str:
+            got = self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 5})
+            self.assertEqual(got.status, 200, got)
+            return got.body["token"]
+
+        def released(token: str) -> None:
+            self.assertEqual(self.c.post(route + "/release", {"token": token}).status, 200)
+
+        def idle_and_back():
+            for token in reversed([held(), held()]):
+                released(token)
+            released(held())  # the name went idle with the gateway's hint still "in use"
+        calls = [f for f, _, _ in self.fcalls_of(name, idle_and_back)]
+        self.assertEqual(calls, ["fg_sem_acquire_fast", "fg_sem_acquire_fast", "fg_sem_acquire_more",
+                                 "fg_sem_release_more", "fg_sem_release_more",
+                                 "fg_sem_acquire_more", "fg_sem_release_more"], calls)
 
     def test_a_semaphore_queue_join_names_the_keys_it_touches(self):
         name = f"cost:{uuid.uuid4().hex}"

@@ -307,10 +307,13 @@ class LeanRequestIdTest(GatewayTest):
             self.assertEqual(got.status, 200, got)
 
         def more(r, name, rid):
-            keys = ([b(name) + k for k in "hdqwlt"] + ["fg:fence", "fg:fence_limit"] + [b(name) + k for k in "rei"]
-                    + [b(name) + "i:" + rid])
-            tail = f',"claimed":1,"rid":"{rid}","inst":"{"ab" * 16}","attach":"{"cd" * 16}","owner":""}}'
-            return r.cmd("FCALL", libs[0], len(keys), *keys, uuid.uuid4().hex, "30000", "600000", "2", tail, rid)
+            keys = ([b(name) + k for k in "hdqwlt"] + ["fg:fence", "fg:fence_limit", "fg:idx:sm"]
+                    + [b(name) + k for k in "rei"] + [b(name) + "i:" + rid])
+            lease, inst, attach = uuid.uuid4().hex, "ab" * 16, "cd" * 16
+            tail = f',"claimed":1,"rid":"{rid}","inst":"{inst}","attach":"{attach}","owner":""}}'
+            first_tail = f"{lease} 30000 600000 1 {inst} {attach} {len(rid)} {rid}"
+            return r.cmd("FCALL", libs[0], len(keys), *keys, name, lease, "30000", "600000", "2", tail, rid,
+                         first_tail)
 
         with Redis() as r:
             libs = [lib[1] for lib in r.cmd("FUNCTION", "LIST", "LIBRARYNAME", "fg_sem_acquire_more_*")]

@@ -17,9 +17,11 @@ of the acquire:
 - no keep_alive: the holders' keys left without a time to live, or one shorter than the new lease;
 - no look at whether a holder is there: a semaphore held and missing from the listing;
 - a first holder in the limit key moved out on a one-slot semaphore: two holders of one slot;
+- a semaphore gone idle left to the full script (its holder in the holders' keys), or taken without moving the
+  end's record of the lease before (a retried release of that lease answered 410);
 of the release:
 - no look at the queue: a slot released with a waiter queued and not handed over;
-- no count of the holders: the last holder's release, which keeps the semaphore's keys and listing entry;
+- the last holder's release without the semaphore's keys or its listing entry: either kept;
 - no count of the holders that ran out: their entries kept, where every release purges them first;
 - no news of the end: a watcher of the released lease not told;
 of the queue join:
@@ -221,6 +223,26 @@ class LeanScriptsTest(GatewayTest):
         with Redis() as r:
             self.assertEqual([r.cmd("EXISTS", f"fg:sm:{{{name}}}:{suffix}") for suffix in "hdl"], [0, 0, 0])
             self.assertIsNone(r.cmd("ZSCORE", slot_key("fg:idx:sm", name), name), "an idle name kept listed")
+
+    def test_a_semaphore_gone_idle_is_taken_again_in_its_limit_key(self):
+        name = same_slot("more-idle")[0]
+        listed = lambda: [i["semaphore"] for i in self.c.get("/v1/semaphores?prefix=" + name).body["items"]]  # noqa: E731
+        holders = self.in_use(name, 2)
+        for holder in reversed(holders):
+            self.release(name, holder)
+        limit_key = f"fg:sm:{{{name}}}:l"
+        kept = []
+        for _ in range(2):  # the second finds the end's record of the first in the limit key
+            kept.append(self.granted(name, limit=2))
+            with Redis() as r:
+                self.assertTrue(r.cmd("GET", limit_key).startswith("=2 "), "the holder not kept in the limit key")
+                self.assertGreater(r.cmd("PTTL", limit_key), 20_000, "the limit key not kept as long as the lease")
+            self.assertEqual(listed(), [name], "a held name missing from the listing")
+            self.release(name, kept[-1])
+            self.assertEqual(listed(), [], "an idle name kept listed")
+        again = self.c.post(SEM + name + "/release", {"token": kept[0]["token"]})
+        self.assertEqual((again.status, again.body), (200, {"released": True}), "the end of the lease before lost")
+        self.assertEqual(self.c.get(SEM + name).body["holders"], 0)
 
     def test_a_release_purges_holders_that_ran_out_first(self):
         name = same_slot("more-purge-release")[0]
