@@ -10,10 +10,11 @@
  * (bench/auth.sh); with BENCH_SEMAPHORE_LIMIT=N the pairs are semaphore
  * acquires (limit N) and releases instead (bench/lease_scripts.sh); with
  * BENCH_RATE=N each connection keeps to N pairs a second (unset or 0: as fast
- * as it can).
+ * as it can); with BENCH_REQUEST_IDS=1 every acquire carries a fresh
+ * request_id, as the client libraries send.
  *
- * usage: [BENCH_KEY=key] [BENCH_SEMAPHORE_LIMIT=n] [BENCH_RATE=n] http_pairs PORT
- *        CONNECTIONS SECONDS distinct|shared|random PREFIX
+ * usage: [BENCH_KEY=key] [BENCH_SEMAPHORE_LIMIT=n] [BENCH_RATE=n] [BENCH_REQUEST_IDS=1]
+ *        http_pairs PORT CONNECTIONS SECONDS distinct|shared|random PREFIX
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,7 +23,7 @@
 #include "http_client.h"
 
 struct bench {
-    int port, seconds, shared, random;
+    int port, seconds, shared, random, request_ids;
     long rate; /* pairs a second per connection; 0: as fast as it can */
     const char *prefix;
     const char *kind;       /* "locks" or "semaphores" */
@@ -41,7 +42,7 @@ static void *run(void *arg)
     struct worker *w = arg;
     struct bench *b = w->b;
     int fd = bench_connect(b->port);
-    char acquire[300], release[300], body[700], buf[8192];
+    char acquire[300], release[300], body[700], with_id[160], buf[8192];
     if (b->shared)
         snprintf(acquire, sizeof acquire, "/v1/%s/%s/acquire", b->kind, b->prefix);
     else
@@ -66,8 +67,17 @@ static void *run(void *arg)
                      (unsigned long long)x);
             snprintf(release, sizeof release, "%.*s/release", (int)(strlen(acquire) - 8), acquire);
         }
-        if (bench_request(fd, "POST", acquire, b->headers, b->acquire_body, buf, sizeof buf) !=
-            200) {
+        const char *acquire_body = b->acquire_body;
+        if (b->request_ids) { /* the body less its closing brace, and a fresh id */
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            snprintf(with_id, sizeof with_id, "%.*s,\"request_id\":\"%d-%016llx\"}",
+                     (int)strlen(b->acquire_body) - 1, b->acquire_body, w->id,
+                     (unsigned long long)x);
+            acquire_body = with_id;
+        }
+        if (bench_request(fd, "POST", acquire, b->headers, acquire_body, buf, sizeof buf) != 200) {
             atomic_fetch_add(&b->failures, 1);
             continue;
         }
@@ -104,6 +114,8 @@ int main(int argc, char **argv)
         snprintf(b.acquire_body, sizeof b.acquire_body,
                  "{\"ttl_ms\":10000,\"wait_ms\":60000,\"limit\":%d}", atoi(limit));
     }
+    const char *request_ids = getenv("BENCH_REQUEST_IDS");
+    b.request_ids = request_ids != NULL && strcmp(request_ids, "1") == 0;
     const char *rate = getenv("BENCH_RATE");
     b.rate = rate != NULL ? atol(rate) : 0;
     const char *key = getenv("BENCH_KEY");

@@ -6,7 +6,8 @@
 #     (CONNECTIONS connections, DURATION s) against a Release gateway on its own Redis and Postgres
 #     (KIND=semaphore: semaphore pairs, limit LIMIT, 2 by default, instead; NAMES=shared: one name for
 #     all connections, whose acquires queue where the holders reach the limit: a lock's always, a
-#     semaphore's with a limit above CONNECTIONS never, its name going idle and back);
+#     semaphore's with a limit above CONNECTIONS never, its name going idle and back; REQUEST_IDS=1:
+#     every acquire with a fresh request_id, as the client libraries send);
 #     INFO commandstats, reset just before, gives Redis's own time per script call (usec_per_call of
 #     FCALL, or of EVALSHA for a build from before the scripts were functions) and the commands the
 #     scripts ran per call; /proc/<redis pid>/stat gives Redis's whole CPU (its network I/O included)
@@ -44,6 +45,7 @@ bench_pair_clients
 bench_services
 bench_gateway
 [[ "$kind" == semaphore ]] && export BENCH_SEMAPHORE_LIMIT="${LIMIT:-2}"
+export BENCH_REQUEST_IDS="${REQUEST_IDS:-0}"
 redis_pid=$(cat "$datadir/redis.pid")
 
 "$build/http_pairs" "$http_port" "$connections" 1 "$names" warm >/dev/null
