@@ -11,10 +11,12 @@
  * acquires (limit N) and releases instead (bench/lease_scripts.sh); with
  * BENCH_RATE=N each connection keeps to N pairs a second (unset or 0: as fast
  * as it can); with BENCH_REQUEST_IDS=1 every acquire carries a fresh
- * request_id, as the client libraries send.
+ * request_id, as the client libraries send; with BENCH_LOCKSET=N (2 to
+ * LOCKSET_MAX) the pairs are lock sets of N locks, named after the name
+ * a pair would take ("<name>-0" ...), acquired and released together.
  *
  * usage: [BENCH_KEY=key] [BENCH_SEMAPHORE_LIMIT=n] [BENCH_RATE=n] [BENCH_REQUEST_IDS=1]
- *        http_pairs PORT CONNECTIONS SECONDS distinct|shared|random PREFIX
+ *        [BENCH_LOCKSET=n] http_pairs PORT CONNECTIONS SECONDS distinct|shared|random PREFIX
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,12 +24,16 @@
 
 #include "http_client.h"
 
+#define LOCKSET_MAX 4
+
 struct bench {
     int port, seconds, shared, random, request_ids;
-    long rate; /* pairs a second per connection; 0: as fast as it can */
+    int lockset; /* locks a set; 0: single leases */
+    long rate;   /* pairs a second per connection; 0: as fast as it can */
     const char *prefix;
     const char *kind;       /* "locks" or "semaphores" */
-    char acquire_body[100]; /* the JSON body of every acquire */
+    char acquire_body[100]; /* the JSON body of every acquire (a lock set's: its fields after the
+                               names) */
     char headers[1200];     /* extra request headers: the Authorization line, or "" */
     atomic_long pairs, failures;
 };
@@ -37,12 +43,53 @@ struct worker {
     int id;
 };
 
+/* The body of a lock set's acquire whose locks are named after the lock of acquire (a single
+ * lease's path, "/v1/locks/<name>/acquire"), written into out. */
+static const char *lockset_body(const struct bench *b, const char *acquire, char *out, size_t size)
+{
+    const char *name = acquire + strlen("/v1/locks/");
+    int len = (int)(strlen(name) - strlen("/acquire"));
+    size_t at = (size_t)snprintf(out, size, "{\"names\":[");
+    for (int i = 0; i < b->lockset; i++)
+        at +=
+            (size_t)snprintf(out + at, size - at, "%s\"%.*s-%d\"", i > 0 ? "," : "", len, name, i);
+    snprintf(out + at, size - at, "],%s", b->acquire_body + 1);
+    return out;
+}
+
+/* body (a JSON object) with a "request_id" of id, written into out (not body). */
+static const char *with_request_id(const char *body, const char *id, char *out, size_t size)
+{
+    snprintf(out, size, "%.*s,\"request_id\":\"%s\"}", (int)strlen(body) - 1, body, id);
+    return out;
+}
+
+/* The body of the release of what the acquire answered in reply: its token, or a lock set's
+ * tokens; -1 where reply holds fewer. */
+static int release_body(const struct bench *b, const char *reply, char *out, size_t size)
+{
+    int n = b->lockset > 0 ? b->lockset : 1;
+    size_t at = (size_t)snprintf(out, size, b->lockset > 0 ? "{\"tokens\":[" : "{\"token\":");
+    const char *t = reply;
+    for (int i = 0; i < n; i++) {
+        t = strstr(t, "\"token\":\"");
+        const char *end = t != NULL ? strchr(t + 9, '"') : NULL;
+        if (end == NULL)
+            return -1;
+        at += (size_t)snprintf(out + at, size - at, "%s%.*s", i > 0 ? "," : "",
+                               (int)(end + 1 - (t + 8)), t + 8);
+        t = end;
+    }
+    snprintf(out + at, size - at, b->lockset > 0 ? "]}" : "}");
+    return 0;
+}
+
 static void *run(void *arg)
 {
     struct worker *w = arg;
     struct bench *b = w->b;
     int fd = bench_connect(b->port);
-    char acquire[300], release[300], body[700], with_id[160], buf[8192];
+    char acquire[300], release[300], body[2400], with_id[2500], buf[8192];
     if (b->shared)
         snprintf(acquire, sizeof acquire, "/v1/%s/%s/acquire", b->kind, b->prefix);
     else
@@ -67,26 +114,29 @@ static void *run(void *arg)
                      (unsigned long long)x);
             snprintf(release, sizeof release, "%.*s/release", (int)(strlen(acquire) - 8), acquire);
         }
-        const char *acquire_body = b->acquire_body;
+        const char *acquire_body = b->acquire_body, *acquire_path = acquire,
+                   *release_path = release;
+        if (b->lockset > 0) {
+            acquire_body = lockset_body(b, acquire, body, sizeof body);
+            acquire_path = "/v1/locksets/acquire";
+            release_path = "/v1/locksets/release";
+        }
         if (b->request_ids) { /* the body less its closing brace, and a fresh id */
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            snprintf(with_id, sizeof with_id, "%.*s,\"request_id\":\"%d-%016llx\"}",
-                     (int)strlen(b->acquire_body) - 1, b->acquire_body, w->id,
-                     (unsigned long long)x);
-            acquire_body = with_id;
+            char id[40];
+            snprintf(id, sizeof id, "%d-%016llx", w->id, (unsigned long long)x);
+            acquire_body = with_request_id(acquire_body, id, with_id, sizeof with_id);
         }
-        if (bench_request(fd, "POST", acquire, b->headers, acquire_body, buf, sizeof buf) != 200) {
+        if (bench_request(fd, "POST", acquire_path, b->headers, acquire_body, buf, sizeof buf) !=
+            200) {
             atomic_fetch_add(&b->failures, 1);
             continue;
         }
-        const char *t = strstr(buf, "\"token\":\"");
-        if (t == NULL)
+        if (release_body(b, buf, body, sizeof body) != 0)
             break;
-        t += 9;
-        snprintf(body, sizeof body, "{\"token\":\"%.*s\"}", (int)(strchr(t, '"') - t), t);
-        if (bench_request(fd, "POST", release, b->headers, body, buf, sizeof buf) == 200)
+        if (bench_request(fd, "POST", release_path, b->headers, body, buf, sizeof buf) == 200)
             atomic_fetch_add(&b->pairs, 1);
         else
             atomic_fetch_add(&b->failures, 1);
@@ -98,7 +148,8 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
     if (argc != 6) {
-        fprintf(stderr, "usage: http_pairs PORT CONNECTIONS SECONDS distinct|shared|random PREFIX\n");
+        fprintf(stderr,
+                "usage: http_pairs PORT CONNECTIONS SECONDS distinct|shared|random PREFIX\n");
         return 1;
     }
     struct bench b = {.port = atoi(argv[1]),
@@ -113,6 +164,14 @@ int main(int argc, char **argv)
         b.kind = "semaphores";
         snprintf(b.acquire_body, sizeof b.acquire_body,
                  "{\"ttl_ms\":10000,\"wait_ms\":60000,\"limit\":%d}", atoi(limit));
+    }
+    const char *lockset = getenv("BENCH_LOCKSET");
+    b.lockset = lockset != NULL ? atoi(lockset) : 0;
+    if (b.lockset == 1 || b.lockset < 0 || b.lockset > LOCKSET_MAX ||
+        (b.lockset > 0 && strcmp(b.kind, "locks") != 0)) {
+        fprintf(stderr, "http_pairs: BENCH_LOCKSET must be 2 to %d, without a semaphore limit\n",
+                LOCKSET_MAX);
+        return 1;
     }
     const char *request_ids = getenv("BENCH_REQUEST_IDS");
     b.request_ids = request_ids != NULL && strcmp(request_ids, "1") == 0;

@@ -7,7 +7,8 @@
 #     (KIND=semaphore: semaphore pairs, limit LIMIT, 2 by default, instead; NAMES=shared: one name for
 #     all connections, whose acquires queue where the holders reach the limit: a lock's always, a
 #     semaphore's with a limit above CONNECTIONS never, its name going idle and back; REQUEST_IDS=1:
-#     every acquire with a fresh request_id, as the client libraries send);
+#     every acquire with a fresh request_id, as the client libraries send; KIND=lockset: lock sets of
+#     SET_SIZE locks, 2 by default, acquired and released together, part 1 only);
 #     INFO commandstats, reset just before, gives Redis's own time per script call (usec_per_call of
 #     FCALL, or of EVALSHA for a build from before the scripts were functions) and the commands the
 #     scripts ran per call; /proc/<redis pid>/stat gives Redis's whole CPU (its network I/O included)
@@ -45,6 +46,7 @@ bench_pair_clients
 bench_services
 bench_gateway
 [[ "$kind" == semaphore ]] && export BENCH_SEMAPHORE_LIMIT="${LIMIT:-2}"
+[[ "$kind" == lockset ]] && export BENCH_LOCKSET="${SET_SIZE:-2}"
 export BENCH_REQUEST_IDS="${REQUEST_IDS:-0}"
 redis_pid=$(cat "$datadir/redis.pid")
 
@@ -65,7 +67,7 @@ awk -v c="$calls" -v u="$usec" -v i="$inner" -v t=$((after - before)) -v hz="$(g
            printf "  Redis CPU per script (/proc, I/O included): %.1f us\n", t * 1e6 / hz / c
            printf "  per pair: %.2f script calls, Redis CPU %.1f us\n", c / (p * d), t * 1e6 / hz / (p * d) }'
 
-[[ -n "${BUILD:-}" ]] && exit 0
+[[ -n "${BUILD:-}" || "$kind" == lockset ]] && exit 0
 cg_port=$((redis_port + 1))
 cg_dir="$datadir/callgrind"
 callgrind_redis "$cg_port" "$cg_dir"

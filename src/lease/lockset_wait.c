@@ -12,6 +12,7 @@
 #include "lease/lockset_wait.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,10 @@
 #include "lease/lease_wait.h"
 #include "lease/lock.h"
 #include "util/log.h"
+
+/* A set's lock whose lease ends more than ttl_ms / FINISH_SLACK_PART before the last lock's when
+ * the set is complete is renewed then (finish). */
+#define FINISH_SLACK_PART 10
 
 /* The lock-set wait that owns park p. */
 static struct lockset_wait *set_of(struct park *p)
@@ -150,11 +155,16 @@ static void give_up_naming(struct lockset_wait *ls, const struct lease_result *r
                 detail);
 }
 
-/* Extends every held lock to the set's ttl; false (and *lost names the lock) if one was lost. */
-static bool renew_held(struct lockset_wait *ls, int64_t now, size_t *lost, int *rc)
+/* Extends to the set's ttl the held locks whose leases end before ends_before (Redis time;
+ * INT64_MAX: every one) and those a retry found by request id; false (and *lost names the lock)
+ * if one was lost. */
+static bool renew_held(struct lockset_wait *ls, int64_t now, int64_t ends_before, size_t *lost,
+                       int *rc)
 {
     *rc = 0;
     for (size_t i = 0; i < ls->next; i++) {
+        if (ls->held[i].expires_at_ms >= ends_before && !ls->adopted[i])
+            continue;
         struct lease_result res;
         if (lock_renew(ls->set.names[i], ls->leases[i], ls->params.ttl_ms, &res, &ls->err) != 0) {
             *rc = -1;
@@ -180,12 +190,18 @@ static void lost_one(struct lockset_wait *ls, size_t lost, int rc, bool queued, 
         fg_fail(&ls->err, FG_ERR_LEASE_LOST, "lock '%s' of the set was lost %s", name, when);
 }
 
-/* All locks are held: renews them to one expiry (more than one lock), and the set is answered. */
+/* All locks are held: those whose leases end more than ttl_ms / FINISH_SLACK_PART before the
+ * last one's (taken before a wait) and those a retry found (granted to the attempt before) are
+ * renewed, so every lock answered lasts about ttl_ms from now, and the set is answered. A set
+ * taken in one pass renews none: its leases end within the milliseconds the pass took, and
+ * renewing them cost a script call a lock. */
 static void finish(struct lockset_wait *ls, int64_t now)
 {
     size_t lost = 0;
     int rc;
-    if (ls->set.n > 1 && !renew_held(ls, now, &lost, &rc)) {
+    int64_t last_ends = ls->held[ls->set.n - 1].expires_at_ms;
+    if (ls->set.n > 1 &&
+        !renew_held(ls, now, last_ends - ls->params.ttl_ms / FINISH_SLACK_PART, &lost, &rc)) {
         lost_one(ls, lost, rc, false, "while the rest was taken");
         return;
     }
@@ -240,7 +256,7 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
         }
         size_t lost = 0;
         int rc;
-        if (ls->next > 0 && now >= ls->renew_at && !renew_held(ls, now, &lost, &rc)) {
+        if (ls->next > 0 && now >= ls->renew_at && !renew_held(ls, now, INT64_MAX, &lost, &rc)) {
             lost_one(ls, lost, rc, true, "while waiting");
             return PARK_TRY_ANSWERED;
         }

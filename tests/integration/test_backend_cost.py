@@ -50,6 +50,9 @@ machine.
   the release beside others releases the last holder too, from the holders' keys or the limit key.
   (Caught: the lean tries that left either to the full script, whose "contended" answers kept the
   gateway's hint on the name at "queue": 4 calls a pair on a semaphore of limit 5 shared by 4 clients.)
+- A lock set taken in one pass is one call a lock to acquire and one to release. (Caught: a set that renewed
+  every lock it held as it took the last, to one expiry, where the leases ended within the milliseconds
+  the pass took: 6 calls for a set of two.)
 - A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
   which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 17 and 14,
   and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
@@ -362,6 +365,19 @@ class BackendCost(GatewayTest):
         self.assertEqual(calls, ["fg_sem_acquire_fast", "fg_sem_acquire_fast", "fg_sem_acquire_more",
                                  "fg_sem_release_more", "fg_sem_release_more",
                                  "fg_sem_acquire_more", "fg_sem_release_more"], calls)
+
+    def test_a_lock_set_taken_in_one_pass_is_a_call_a_lock(self):
+        for _ in range(2):  # the first loads the scripts
+            name = f"cost:{uuid.uuid4().hex}"
+
+            def pair():
+                got = self.c.post("/v1/locksets/acquire", {"names": [name + "-a", name + "-b"], "ttl_ms": 30000})
+                self.assertEqual(got.status, 200, got)
+                done = self.c.post("/v1/locksets/release", {"tokens": [x["token"] for x in got.body["locks"]]})
+                self.assertEqual(done.status, 200, done)
+            calls = [f for f, _, _ in self.fcalls_of(name, pair)]
+        self.assertEqual(calls, ["fg_lock_acquire_fast", "fg_lock_acquire_fast", "fg_lock_release_fast",
+                                 "fg_lock_release_fast"], calls)
 
     def test_a_semaphore_queue_join_names_the_keys_it_touches(self):
         name = f"cost:{uuid.uuid4().hex}"
