@@ -427,8 +427,8 @@ class LockSetTest(GatewayTest):
             holder.kill()
             holder.wait()
         self.assertEqual(r.status, 200, r)
-        # Not before the dead holder's lease of y ended, on Redis's clock (its answer may reach it late): the set
-        # renews what it took to one expiry, ttl_ms after it held the last lock.
+        # Not before the dead holder's lease of y ended, on Redis's clock (its answer may reach it late): y's
+        # lease began (its expiry less ttl_ms) when the set was granted y, or renewed it as it took its last lock.
         got = {x["lock"]: x for x in r.body["locks"]}
         self.assertGreaterEqual(got[y]["expires_at_ms"] - got[y]["ttl_ms"], held[y]["expires_at_ms"], (held, got))
         self.assertLess(waited, 6.0)
@@ -455,7 +455,7 @@ class LockSetRecheckTest(GatewayTest):
         r = box["r"]
         self.assertEqual(r.status, 200, f"the set missed that {c} was free: {r}")
         got = {x["lock"]: x for x in r.body["locks"]}
-        # On Redis's clock: the set renews what it holds to one expiry as it takes its last lock.
+        # On Redis's clock: c's lease began (its expiry less ttl_ms) when the set was granted c, its last lock.
         late_ms = got[c]["expires_at_ms"] - got[c]["ttl_ms"] - cut.body["expires_at_ms"]
         self.assertLess(late_ms, 2000, f"the set got {c} {late_ms} ms after it was free")
         self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": [x["token"] for x in r.body["locks"]]}).status,
