@@ -446,6 +446,16 @@ local function rid_busy_look(rid_until, ...)
   return not set_exists, set_exists
 end
 
+-- For a try that takes a slot beside a semaphore's holders (sem_acquire_more.lua,
+-- sem_acquire_queue.lua): whether anybody queues (the key queue exists) and,
+-- for a request_id rid ('' for none) while the one-id key is free (one_text:
+-- its value as read), whether the request-id set rid_until exists, which
+-- rid_take looks at then: one EXISTS either way (rid_busy_look).
+local function queue_busy_look(rid_until, queue, rid, one_text)
+  if rid ~= '' and not one_text then return rid_busy_look(rid_until, queue) end
+  return redis.call('EXISTS', queue) == 1, nil
+end
+
 -- Keeps rid of a lease granted to a waiter, or claimed, until expires_at: the
 -- waiter's join mapped rid to it in the set until its wait and lease could
 -- have ended (rid_keep, rid_join), a grant or claim since until the lease's

@@ -1,10 +1,10 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_sem_life.lua: the lives of a semaphore's holders and keys, on a key
 -- table its script makes (lib_sem.lua sem_keys, or the few keys a renewal
--- names, sem_renew.lua): a holder's expiry, moving a first holder out of the
--- limit key, and the keys' times to live (prepended to every script whose first
--- line names it, before lib_sem.lua; never called on its own). It reads no
--- KEYS itself.
+-- names, sem_renew.lua): a holder's expiry, a slot taken beside others and the
+-- end of a release, moving a first holder out of the limit key, and the keys'
+-- times to live (prepended to every script whose first line names it, before
+-- lib_sem.lua; never called on its own). It reads no KEYS itself.
 
 -- Sets the expiry of holder lease to expires_at (ms; text: the same as decimal
 -- text, when the caller has it), noting it for tidy; the holders' count a
@@ -14,6 +14,28 @@ local function set_expiry(k, lease, expires_at, text)
   if k.held then k.held = false end
   if expires_at > k.latest then k.latest = expires_at end
   if k.first and (k.first == -1 or expires_at < k.first) then k.first = expires_at end
+end
+
+-- Keeps the end at now (ms) of the holder of semaphore name whose record raw
+-- (lib_sem_holder.lua) a release took out of the holders' keys, in the ended
+-- set for retried releases and watchers, and tells the watchers (lib_lease.lua
+-- mark_released; watched: the mark as read, or nil to look). Returns the
+-- grant's time of the lease, for released_reply.
+local function holder_released(k, name, raw, now, watched)
+  local fence, ttl, granted_at = holder_numbers(raw)
+  mark_released(k, 's', name, fence, now, RELEASED_KEPT, ttl, watched)
+  return granted_at
+end
+
+-- The reply of a release (lib_lease.lua lease_reply) with the grants of
+-- handoff: released {granted_at}, the grant's time of the released lease, of
+-- which the gateway reckons the hold's length on its own reading of Redis's
+-- clock (src/lease/redis_clock.c): decimal text, a number in a record of
+-- another layout, or none at all.
+local function released_reply(handoff, granted_at)
+  if not granted_at then return lease_reply('released', handoff) end
+  if type(granted_at) == 'number' then granted_at = decimal(granted_at) end
+  return lease_reply('released', handoff, R_GRANTED_AT, granted_at)
 end
 
 -- A first holder whose record is of no layout this script reads (a newer
@@ -80,4 +102,20 @@ local function keep_alive(k, now, keep_ms)
   redis.call('PEXPIRE', k.w, ttl)
   redis.call('PEXPIRE', k.l, ttl)
   redis.call('PEXPIRE', k.t, ttl)
+end
+
+-- Takes a free slot of semaphore k for lease beside the holders there are, at
+-- now (ms; at: the same as decimal text), where the caller found one and fences
+-- left: issues the fence (fence_key), writes the holder's record of ttl and
+-- max_hold (decimal text) and tail (lib_sem_holder.lua record_join) and its
+-- expiry, and keeps the keys alive. Returns the reply (lib_lease.lua
+-- lease_reply): granted {fence, granted_at}.
+local function slot_take(k, fence_key, lease, ttl, max_hold, tail, now, at)
+  local fence = decimal(redis.call('INCR', fence_key))
+  redis.call('HSET', k.d, lease, record_join(fence, ttl, max_hold, at, tail))
+  local expires_at = now + ttl
+  set_expiry(k, lease, expires_at, decimal(expires_at))
+  keep_alive(k, now, SEM_KEEP_MS)
+  -- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
+  return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)
 end

@@ -52,12 +52,7 @@ if idle then
                          A_ttl_ms, A_first_tail, A_request_id)
 end
 
-local queued, rid_set_exists
-if A_request_id ~= '' and not v[4] then
-  queued, rid_set_exists = rid_busy_look(KEYS[11], KEYS[3])
-else
-  queued = redis.call('EXISTS', KEYS[3]) == 1
-end
+local queued, rid_set_exists = queue_busy_look(KEYS[11], KEYS[3], A_request_id, v[4])
 if queued then return lease_reply('contended') end
 local limit = A_limit + 0
 local now, at = now_ms_and_text()
@@ -76,10 +71,4 @@ end
 local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = KEYS[6], fresh = false, latest = 0,
            first = false, held = false}
 if first then unfold(k, in_force, now) end
-local fence = decimal(redis.call('INCR', KEYS[7]))
-redis.call('HSET', k.d, A_lease, record_join(fence, A_ttl_ms, A_max_hold_ms, at, A_tail))
-local expires_at = now + A_ttl_ms
-set_expiry(k, A_lease, expires_at, decimal(expires_at))
-keep_alive(k, now, SEM_KEEP_MS)
--- The grant's time, of which the gateway makes its expiry (at + ttl): no sum to print.
-return lease_reply('granted', nil, R_FENCE, fence, R_GRANTED_AT, at)
+return slot_take(k, KEYS[7], A_lease, A_ttl_ms, A_max_hold_ms, A_tail, now, at)

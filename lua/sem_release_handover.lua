@@ -12,9 +12,12 @@
 -- fences may be issued, and the oldest waiter's record is of the layout
 -- lib_lease.lua waiter_json writes, its request_id (if any) written without
 -- an escape, of this gateway or of one alive (sem_release.lua drops a dead
--- gateway's waiters on the way). Anything else (a retried release, a lease
--- that no longer holds, nobody waiting) it leaves to sem_release.lua, which
--- the gateway then runs: it answers "contended" without a write.
+-- gateway's waiters on the way). Where nobody waits (the queue emptied since
+-- the hint), it releases beside the other holders as sem_release_more.lua
+-- does, where another holder stays and none ran out. Anything else (a retried
+-- release, a lease that no longer holds, the last holder) it leaves to
+-- sem_release.lua, which the gateway then runs: it answers "contended"
+-- without a write.
 -- What it does is what sem_release.lua does for the same call: drops the
 -- holder, keeps its end in the ended set for retried releases and watchers
 -- and tells the watchers (lib_lease.lua mark_released); takes the waiter out
@@ -34,14 +37,24 @@
 local raw = redis.call('HGET', KEYS[2], A_lease)
 if not raw then return lease_reply('contended') end
 local v = redis.call('MGET', KEYS[7], KEYS[8], KEYS[5], KEYS[13])
-if not fences_left(v) then return lease_reply('nofence') end
 local now, at = now_ms_and_text()
+local head = redis.call('ZRANGE', KEYS[3], '0', '0')[1]
+if not head then
+  -- Nobody waits (the queue emptied since the hint): the release beside other holders of
+  -- sem_release_more.lua, where another holder stays and none ran out.
+  if redis.call('ZCARD', KEYS[1]) < 2 or redis.call('ZCOUNT', KEYS[1], '-inf', at) > 0 then
+    return lease_reply('contended')
+  end
+  redis.call('ZREM', KEYS[1], A_lease)
+  redis.call('HDEL', KEYS[2], A_lease)
+  return released_reply(nil, holder_released({ended = KEYS[12]}, A_name, raw, now, v[4]))
+end
+if not fences_left(v) then return lease_reply('nofence') end
 -- The holders never outnumber the limit (a grant fills a free slot), so as
 -- many live ones as the limit means every slot held and none run out.
 local live = redis.call('ZCOUNT', KEYS[1], '(' .. at, '+inf')
 if live ~= tonumber(v[3]) then return lease_reply('contended') end
-local head = redis.call('ZRANGE', KEYS[3], '0', '0')[1]
-local w = head and redis.call('HGET', KEYS[4], head)
+local w = redis.call('HGET', KEYS[4], head)
 -- The waiter's fields read off its record's text where waiter_json writes them, the two ids at their places (the
 -- gateway's are LEASE_ID_LEN hex digits each), the owner and the request_id as their JSON texts, which the holder
 -- record takes as they are: a pattern reads a text a character at a time, at several times the cost of a plain
@@ -68,8 +81,7 @@ local here = inst == A_instance
 if not here and not gateway_alive(k, inst, now) then return lease_reply('contended') end
 redis.call('ZREM', k.h, A_lease)
 redis.call('HDEL', k.d, A_lease)
-local fence, lease_ttl, granted_at = holder_numbers(raw)
-mark_released(k, 's', A_name, fence, now, RELEASED_KEPT, lease_ttl, v[4])
+local granted_at = holder_released(k, A_name, raw, now, v[4])
 -- The grant. Where the released holder was the only one its keys went with it, and the grant makes them anew
 -- (fresh: keep_alive sets every time to live).
 redis.call('ZREM', k.q, head)
@@ -90,7 +102,4 @@ else
   publish(CHANNEL_BELL_PREFIX .. inst, 's|' .. head .. '|' .. A_name)
 end
 keep_alive(k, now, SEM_KEEP_MS)
--- The grant's time of the released lease, as sem_release_more.lua answers it.
-if not granted_at then return lease_reply('released', handoff) end
-if type(granted_at) == 'number' then granted_at = decimal(granted_at) end
-return lease_reply('released', handoff, R_GRANTED_AT, granted_at)
+return released_reply(handoff, granted_at)

@@ -1,4 +1,4 @@
--- uses: lib_lease.lua lib_holder.lua lib_sem_first.lua lib_sem_holder.lua
+-- uses: lib_lease.lua lib_holder.lua lib_sem_first.lua lib_sem_holder.lua lib_sem_life.lua
 -- SPDX-License-Identifier: Apache-2.0
 -- sem_release_more.lua: a release of a holder of semaphore N, which the
 -- gateway runs before sem_release.lua while its first try
@@ -41,10 +41,4 @@ else
   redis.call('ZREM', KEYS[1], A_lease)
   redis.call('HDEL', KEYS[2], A_lease)
 end
-local fence, ttl, granted_at = holder_numbers(raw)
-mark_released({ended = KEYS[4], watched = KEYS[5]}, 's', A_name, fence, now, RELEASED_KEPT, ttl)
--- The grant's time, of which the gateway reckons the hold's length on its own reading of Redis's clock
--- (src/lease/redis_clock.c): decimal text, a number in a record of another layout, or none at all.
-if not granted_at then return lease_reply('released') end
-if type(granted_at) == 'number' then granted_at = decimal(granted_at) end
-return lease_reply('released', nil, R_GRANTED_AT, granted_at)
+return released_reply(nil, holder_released({ended = KEYS[4], watched = KEYS[5]}, A_name, raw, now))

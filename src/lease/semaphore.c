@@ -118,8 +118,9 @@ static int acquire_more_try(const char *name, const struct acquire_params *p, co
     return 0;
 }
 
-/* The lean try of an acquire that waits, on a semaphore whose slots are all
- * held (lua/sem_acquire_queue.lua): joins the queue, else sets *contended. */
+/* The lean try of an acquire that waits, on a semaphore found with a queue
+ * (lua/sem_acquire_queue.lua): joins the queue where every slot is held, takes
+ * a slot free where nobody waits, else sets *contended. */
 static int acquire_queue_try(const char *name, const struct acquire_params *p, const char *lease_id,
                              const char *attach, const char *ttl, const char *hold,
                              const char *limit, struct lease_result *res, bool *contended,
@@ -136,6 +137,8 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
         [SEM_ACQUIRE_QUEUE_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
         [SEM_ACQUIRE_QUEUE_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
         [SEM_ACQUIRE_QUEUE_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
+        [SEM_ACQUIRE_QUEUE_KEY_FENCE] = k.key[LIB_SEM_KEY_FENCE],
+        [SEM_ACQUIRE_QUEUE_KEY_FENCE_LIMIT] = k.key[LIB_SEM_KEY_FENCE_LIMIT],
         [SEM_ACQUIRE_QUEUE_KEY_GATEWAYS] = k.key[LIB_SEM_KEY_GATEWAYS],
         [SEM_ACQUIRE_QUEUE_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
         [SEM_ACQUIRE_QUEUE_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
@@ -156,8 +159,11 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
     };
     size_t nkeys =
         lease_keys_of_request(SEM_ACQUIRE_QUEUE_NKEYS, SEM_ACQUIRE_QUEUE_KEY_RIDS, p->request_id);
-    return lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
-                           CONTENTION_NONE, res, contended, err);
+    if (lease_first_try(SCRIPT_SEM_ACQUIRE_QUEUE, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
+                        CONTENTION_NONE, res, contended, err) != 0)
+        return -1;
+    lease_first_grant(res, lease_id, p->ttl_ms);
+    return 0;
 }
 
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id,

@@ -53,6 +53,9 @@ machine.
 - A lock set taken in one pass is one call a lock to acquire and one to release. (Caught: a set that renewed
   every lock it held as it took the last, to one expiry, where the leases ended within the milliseconds
   the pass took: 6 calls for a set of two.)
+- A semaphore whose queue emptied, its hint still "queue", releases in the lean hand-over and grants a free
+  slot in the lean queue join: one call each. (Caught: both left to the full scripts, 2.36 calls a pair
+  with four clients on a semaphore of limit 2.)
 - A semaphore's queue join, once a waiter has queued at the name, is one call of sem_acquire_queue.lua,
   which names the QUEUE_KEYS keys and QUEUE_ARGS arguments it touches where the full script names 17 and 14,
   and runs at most SEM_QUEUE_JOIN_COMMANDS. (Caught: a gateway that ran the full script for every waiter.)
@@ -171,7 +174,7 @@ RID_RENEWAL_COMMANDS = 5  # and the request_id's in the name's one-id key: GET, 
 WAITER_RID_RENEWAL_COMMANDS = 7
 MORE_KEYS, MORE_ARGS = 13, 8  # lua/sem_acquire_more.lua's KEYS and ARGV
 RELEASE_MORE_KEYS, RELEASE_MORE_ARGS = 9, 2  # lua/sem_release_more.lua's
-QUEUE_KEYS, QUEUE_ARGS = 11, 8  # lua/sem_acquire_queue.lua's
+QUEUE_KEYS, QUEUE_ARGS = 13, 8  # lua/sem_acquire_queue.lua's
 HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
 LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 9, 9  # lua/lock_acquire_queue.lua's
@@ -378,6 +381,21 @@ class BackendCost(GatewayTest):
             calls = [f for f, _, _ in self.fcalls_of(name, pair)]
         self.assertEqual(calls, ["fg_lock_acquire_fast", "fg_lock_acquire_fast", "fg_lock_release_fast",
                                  "fg_lock_release_fast"], calls)
+
+    def test_a_semaphore_queue_emptied_is_one_lean_call_a_step(self):
+        name = f"cost:{uuid.uuid4().hex}"
+        route = f"/v1/semaphores/{name}"
+        holders = [self.c.post(route + "/acquire", {"ttl_ms": HELD_MS, "limit": 2}) for _ in range(2)]
+        self.assertEqual([h.status for h in holders], [200, 200], holders)
+        busy = self.c.post(route + "/acquire", {"limit": 2})  # the hint: "queue"
+        self.assertEqual(busy.status, 409, busy)
+
+        def release_and_acquire():
+            self.assertEqual(self.c.post(route + "/release", {"token": holders[0].body["token"]}).status, 200)
+            got = self.c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 2, "wait_ms": 5000})
+            self.assertEqual(got.status, 200, got)
+        calls = [f for f, _, _ in self.fcalls_of(name, release_and_acquire)]
+        self.assertEqual(calls, ["fg_sem_release_handover", "fg_sem_acquire_queue"], calls)
 
     def test_a_semaphore_queue_join_names_the_keys_it_touches(self):
         name = f"cost:{uuid.uuid4().hex}"

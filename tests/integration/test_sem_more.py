@@ -30,6 +30,9 @@ of the queue join:
 - no look at the earliest expiry: a newcomer queued beside a holder that ran out (the script asked itself);
 - no look at the queue's length: a waiter queued past limits.max_waiters_per_lock;
 - the first waiter's keys not made fresh: a queue without a time to live;
+- a slot free with nobody queued taken with a holder record other than the full script's (owner, request_id,
+  claimed, ttl), or without the request_id kept for a retry, or beside a holder that ran out, which the full
+  script purges first;
 of the hand-over:
 - no look at the lease's record: a retried release failed (500) where it is answered released again;
 - no released-lease mark: a retried release answered 410 and a watcher not told; the watched mark not passed on:
@@ -37,7 +40,8 @@ of the hand-over:
 - no look at the fence sequence's limit: a fence issued past what Postgres had reserved;
 - no count of the live holders (or a count of all, run out or not): one slot handed on where a holder that ran
   out, or a slot freed without a hand-over, owed the second waiter one too;
-- no look at whether anybody waits: a release after the waiters left failed (500);
+- no look at whether anybody waits: a release after the waiters left failed (500); one released beside the other
+  holder without its end kept: a retried release answered 410;
 - no look at the waiter record's layout: a waiter of the layout before not served (500);
 - a waiter's request_id not kept past its grant (lib_lease.lua rid_hold): kept only as long as its wait had it;
   one written with an escape taken as its JSON text: the request ids' hash holding that text beside the id;
@@ -308,6 +312,40 @@ class LeanScriptsTest(GatewayTest):
             t2.join(5)
         self.assertEqual(second[0].status, 200, second)
         self.assertEqual(lease_of(second[0].body["token"]), queued[1])
+
+    def test_a_queue_emptied_releases_and_grants_in_the_lean_scripts(self):
+        """With the hint at "queue" and nobody queued any more, a release leaves beside the other holder in the
+        lean hand-over, its end kept for a retried release, and an acquire that waits takes the slot it frees in
+        the queue join, with the holder record the full script writes: owner and request_id as sent, claimed,
+        its ttl; a retry of its request_id is answered the same lease."""
+        name = same_slot("queue-emptied")[0]
+        owner, rid = 'billing "7"\\/é', uuid.uuid4().hex
+        holders = self.in_use(name, 2)
+        self.queue_hint(name)
+        self.release(name, holders[0])
+        again = self.c.post(SEM + name + "/release", {"token": holders[0]["token"]})
+        self.assertEqual((again.status, again.body), (200, {"released": True}), "the end of the release lost")
+        got = self.granted(name, limit=2, wait_ms=5000, owner=owner, request_id=rid)
+        rec, expires_at = self.holder_record(name, lease_of(got["token"]))
+        self.assertEqual((rec["owner"], rec["rid"], rec["claimed"], rec["ttl"], rec["fence"]),
+                         (owner, rid, 1, 30000, got["fence"]), rec)
+        self.assertEqual(expires_at, got["expires_at_ms"], rec)
+        retry = self.granted(name, limit=2, wait_ms=5000, owner=owner, request_id=rid)
+        self.assertEqual(retry["token"], got["token"], "a retry of the request_id given another lease")
+        with Redis() as r:
+            self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 2)
+
+    def test_a_waiter_that_finds_a_slot_free_purges_holders_that_ran_out_first(self):
+        name = same_slot("queue-free-purge")[0]
+        first, _ = self.in_use(name, 3)
+        third = self.granted(name, limit=3)
+        self.queue_hint(name, limit=3)
+        self.release(name, third)  # a slot free, nobody queued
+        self.run_out(name, first)  # the hint is still "queue"
+        self.granted(name, limit=3, wait_ms=5000)
+        with Redis() as r:
+            self.assertEqual(r.cmd("ZCARD", f"fg:sm:{{{name}}}:h"), 2, "a holder that ran out kept")
+            self.assertEqual(r.cmd("HLEN", f"fg:sm:{{{name}}}:d"), 2, "a record of a holder that ran out kept")
 
     def test_a_waiter_of_another_limit_is_refused(self):
         name = same_slot("queue-limit")[0]
