@@ -27,6 +27,15 @@ local function holder_released(k, name, raw, now, watched)
   return granted_at
 end
 
+-- Releases holder lease of semaphore name (raw: its record) beside holders that
+-- stay: drops it from the holders' keys and keeps its end (holder_released).
+-- Returns the grant's time of the lease, for released_reply.
+local function holder_leave(k, name, lease, raw, now, watched)
+  redis.call('ZREM', k.h, lease)
+  redis.call('HDEL', k.d, lease)
+  return holder_released(k, name, raw, now, watched)
+end
+
 -- The reply of a release (lib_lease.lua lease_reply) with the grants of
 -- handoff: released {granted_at}, the grant's time of the released lease, of
 -- which the gateway reckons the hold's length on its own reading of Redis's

@@ -45,9 +45,8 @@ if not head then
   if redis.call('ZCARD', KEYS[1]) < 2 or redis.call('ZCOUNT', KEYS[1], '-inf', at) > 0 then
     return lease_reply('contended')
   end
-  redis.call('ZREM', KEYS[1], A_lease)
-  redis.call('HDEL', KEYS[2], A_lease)
-  return released_reply(nil, holder_released({ended = KEYS[12]}, A_name, raw, now, v[4]))
+  return released_reply(nil, holder_leave({h = KEYS[1], d = KEYS[2], ended = KEYS[12]}, A_name, A_lease, raw, now,
+                                          v[4]))
 end
 if not fences_left(v) then return lease_reply('nofence') end
 -- The holders never outnumber the limit (a grant fills a free slot), so as
@@ -79,9 +78,7 @@ local k = {h = KEYS[1], d = KEYS[2], q = KEYS[3], w = KEYS[4], l = KEYS[5], t = 
            rids = KEYS[10], rid_until = KEYS[11], ended = KEYS[12], fresh = live == 1, latest = 0}
 local here = inst == A_instance
 if not here and not gateway_alive(k, inst, now) then return lease_reply('contended') end
-redis.call('ZREM', k.h, A_lease)
-redis.call('HDEL', k.d, A_lease)
-local granted_at = holder_released(k, A_name, raw, now, v[4])
+local granted_at = holder_leave(k, A_name, A_lease, raw, now, v[4])
 -- The grant. Where the released holder was the only one its keys went with it, and the grant makes them anew
 -- (fresh: keep_alive sets every time to live).
 redis.call('ZREM', k.q, head)

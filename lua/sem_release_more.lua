@@ -32,13 +32,10 @@ if redis.call('EXISTS', KEYS[3]) == 1 then return lease_reply('contended') end
 local now, at = now_ms_and_text()
 local held = redis.call('ZCARD', KEYS[1])
 if held == 0 or redis.call('ZCOUNT', KEYS[1], '-inf', at) > 0 then return lease_reply('contended') end
-if held == 1 then
-  -- The last holder (its record is in data, so it is this lease) leaves the semaphore idle: its keys go
-  -- (the queue's does not exist), and its name leaves the listing index.
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[7], KEYS[8], KEYS[9])
-  redis.call('ZREM', KEYS[6], A_name)
-else
-  redis.call('ZREM', KEYS[1], A_lease)
-  redis.call('HDEL', KEYS[2], A_lease)
-end
-return released_reply(nil, holder_released({ended = KEYS[4], watched = KEYS[5]}, A_name, raw, now))
+local k = {h = KEYS[1], d = KEYS[2], ended = KEYS[4], watched = KEYS[5]}
+if held > 1 then return released_reply(nil, holder_leave(k, A_name, A_lease, raw, now)) end
+-- The last holder (its record is in data, so it is this lease) leaves the semaphore idle: its keys go
+-- (the queue's does not exist), and its name leaves the listing index.
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[7], KEYS[8], KEYS[9])
+redis.call('ZREM', KEYS[6], A_name)
+return released_reply(nil, holder_released(k, A_name, raw, now))
