@@ -2,7 +2,10 @@
 /*
  * watch.c - a watch of a lease as a kind of the park engine (watch.h): its
  * attempt looks at the lease once, its deadline looks a last time, and it has
- * nothing to give up or leave.
+ * nothing to give up or leave. A look after the first that finds Redis
+ * unavailable (restarting, failing over, a cluster slot split by a reshard)
+ * keeps the watch parked: nothing says the lease ended, and the next look,
+ * soon, tells it as soon as Redis answers.
  */
 #include "lease/watch.h"
 
@@ -20,12 +23,17 @@ static struct lease_watcher *watcher_of(struct park *p)
 }
 
 /* The attempt hook: looks at the lease; answered once it ended or the wait is over, else parks
- * until its expiry (or poll_ms). */
+ * until its expiry (or poll_ms). Only the first look answers an outage. */
 static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms)
 {
     struct lease_watcher *w = watcher_of(p);
-    if (w->kind->watch(w->name, w->fence, &w->seen, p->problem) != 0)
-        return PARK_TRY_ANSWERED;
+    if (w->kind->watch(w->name, w->fence, &w->seen, p->problem) != 0) {
+        if (!w->looked || p->problem->code != FG_ERR_BACKEND_UNAVAILABLE)
+            return PARK_TRY_ANSWERED;
+        *p->problem = (struct fg_error){0};
+        return PARK_TRY_OUTAGE;
+    }
+    w->looked = true;
     if (!w->seen.held || now >= p->waiter.deadline_ms)
         return PARK_TRY_ANSWERED;
     int64_t delay =

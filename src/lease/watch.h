@@ -6,8 +6,9 @@
  * kind of the park engine (park.h) with no place in any queue: the "fg:ended"
  * doorbell wakes it when the lease is released or revoked, and its own timer
  * at the lease's expiry (Redis publishes nothing then), with poll_ms as the
- * backstop. It never changes a lease, and answers with what it saw, never
- * HTTP.
+ * backstop. Only its first look answers a Redis outage (503); later looks
+ * that meet one keep it parked until its deadline, whose last look answers.
+ * It never changes a lease, and answers with what it saw, never HTTP.
  */
 #ifndef FG_WATCH_H
 #define FG_WATCH_H
@@ -22,6 +23,7 @@ struct lease_watcher {
     char name[NAME_MAX_LEN + 1];  /* the lock or semaphore */
     long long fence;              /* the watched lease */
     struct lease_watch seen;      /* the answer: what the last look saw */
+    bool looked;                  /* a look has seen the lease: outages keep it parked */
 };
 
 /*

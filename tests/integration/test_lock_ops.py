@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The lock side of operations: SIGTERM drains waiters with 503 and exits 0; the fence sequence stays
 above every fence storage has seen after Redis loses its data; /readyz follows Redis going down and
-coming back.
+coming back; a parked watch stays parked through a Redis outage.
 
-Owns: those three behaviours. Must not: leave Redis stopped or Postgres holding test fences (each test
+Owns: those four behaviours. Must not: leave Redis stopped or Postgres holding test fences (each test
 restores what it changed).
 """
 
@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, flush_redis, psql, services, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, flush_redis, metric, psql, services, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import acquire, assert_problem, release, status, unique_name, wait_for_waiting  # noqa: E402
 
 
@@ -92,6 +92,54 @@ class ReadinessTest(unittest.TestCase):
             r = acquire(c, name)
             self.assertEqual(r.status, 200, r)
             self.assertEqual(release(c, name, r.body["token"]).status, 200)
+
+
+class WatchOutageTest(unittest.TestCase):
+    @skip_in_cluster("it stops the one test Redis; cluster.split parks a watch through a split slot")
+    def test_a_parked_watch_stays_parked_through_a_redis_outage(self):
+        """A watch that has seen its lease is not answered 503 by a look that meets Redis down (with poll_ms
+        100 it looks about every 100 ms, then every 200 ms while Redis is down); it is told the lease's end
+        once Redis is back. A watch whose deadline falls in the outage answers 503 then, not before; a new
+        watch answers 503 at once. Broken variant caught: a watch answering every failed look (the first
+        look's rule) answered 503 within 0.1 s of the stop."""
+        with Gateway(config={"poll_ms": 100}) as gw, gw.client(timeout=30) as c:
+            name = unique_name("watch-outage")
+            held = acquire(c, name, ttl_ms=60000)
+            self.assertEqual(held.status, 200, held)
+            path = f"/v1/locks/{name}?watch=true&fence={held.body['fence']}"
+            told: dict[str, tuple] = {}
+
+            def watch(key: str, wait_ms: int) -> threading.Thread:
+                def run():
+                    started = time.monotonic()
+                    with gw.client(timeout=60) as wc:
+                        r = wc.get(f"{path}&wait_ms={wait_ms}")
+                    told[key] = (r, time.monotonic() - started)
+                thread = threading.Thread(target=run, daemon=True)
+                thread.start()
+                return thread
+
+            long_watch, short_watch = watch("long", 30000), watch("short", 4000)
+            wait_for(lambda: metric(gw, "fencegate_watches") == 2, what="both watches parked")
+            services("stop-redis")
+            try:
+                time.sleep(1.0)
+                self.assertEqual(told, {}, "a parked watch was answered while Redis was down")
+                started = time.monotonic()
+                assert_problem(self, c.get(f"{path}&wait_ms=5000"), 503, "backend_unavailable")
+                self.assertLess(time.monotonic() - started, 2, "a new watch did not answer the outage at once")
+                short_watch.join(10)
+                r, waited = told.pop("short")
+                assert_problem(self, r, 503, "backend_unavailable")
+                self.assertGreaterEqual(waited, 3.9, "the watch with wait_ms 4000 answered before its deadline")
+                self.assertEqual(told, {}, "the long watch was answered while Redis was down")
+            finally:
+                services("start-redis")
+            wait_for(lambda: c.get("/readyz").status == 200, timeout=15, what="/readyz 200 after Redis is back")
+            self.assertEqual(release(c, name, held.body["token"]).status, 200)
+            long_watch.join(10)
+            r, _ = told.pop("long")
+            self.assertEqual((r.status, r.body.get("held"), r.body.get("reason")), (200, False, "released"), r)
 
 
 if __name__ == "__main__":
