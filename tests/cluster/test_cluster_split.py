@@ -8,12 +8,15 @@ watches and releases that read them name them in KEYS. What Redis Cluster does w
 split (some here, some there: TRYAGAIN) is what keeps those reads right, so each test builds that split:
 
 1. a watch and a retried release of a lease whose end moved away, with that key on the importing node and every
-   other key the watch names on the owner: 503 with Retry-After, the owner's TRYAGAIN, never a wrong answer
-   (caught: a watch that makes the moved end's key inside the script runs on the owner, finds no end there and
-   fails);
+   other key the watch names on the owner: 503 with Retry-After once the gateway has waited out the owner's
+   TRYAGAIN (126 ms), never a wrong answer (caught: a watch that makes the moved end's key inside the script runs
+   on the owner, finds no end there and fails);
 2. a first try on a name used again (lua/lock_acquire_fast.lua, lua/sem_acquire_fast.lua), with and without a
    request_id, whose end record is on either node: 503 with Retry-After, and neither node's keys change;
-3. once the slot has moved, every answer is right: the watches "released" and "revoked", the retried release 200,
+3. a first try that meets the split while the migration moves the rest of the slot's keys and gives the slot
+   away: granted, since the gateway waits out TRYAGAIN and follows the slot (caught: answering TRYAGAIN with
+   503 at once);
+4. once the slot has moved, every answer is right: the watches "released" and "revoked", the retried release 200,
    the watcher parked through the move told its lease's end, and the next grant's fence above every fence before.
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
@@ -148,13 +151,17 @@ class ClusterSplitTest(LabTestCase):
         self.assertEqual(resp(src["primary"], "MIGRATE", "127.0.0.1", str(dst["primary"]), "", "0", "5000",
                               "KEYS", *moved, timeout=10), "OK")
 
-    def finish(self, slot: int, src: dict, dst: dict) -> None:
-        """Migrates the slot's keys left on src and gives the slot to dst on every primary."""
+    def move(self, slot: int, src: dict, dst: dict) -> None:
+        """Migrates the slot's keys left on src and gives the slot to dst on every primary, dst first."""
         while keys := resp(src["primary"], "CLUSTER", "GETKEYSINSLOT", str(slot), "100"):
             self.assertEqual(resp(src["primary"], "MIGRATE", "127.0.0.1", str(dst["primary"]), "", "0", "5000",
                                   "KEYS", *keys, timeout=10), "OK")
-        for p in self.lab.primaries():
+        for p in sorted(self.lab.primaries(), key=lambda p: p != dst["primary"]):
             self.assertEqual(resp(p, "CLUSTER", "SETSLOT", str(slot), "NODE", dst["primary_id"]), "OK")
+
+    def finish(self, slot: int, src: dict, dst: dict) -> None:
+        """Moves the slot (move), then waits until every node agrees and the gateway follows it."""
+        self.move(slot, src, dst)
         self.lab.wait_converged()
         channel = f"fg:ended:{{{slot_tag(slot)}}}"
         wait(lambda: resp(dst["primary"], "PUBSUB", "SHARDNUMSUB", channel)[1] == 1, 30,
@@ -232,7 +239,23 @@ class ClusterSplitTest(LabTestCase):
                          "a first try refused during the split wrote on the owner")
         self.assertEqual(told, [], "the watcher was answered while its lease held")
 
-        # 3. The slot moved: every answer right.
+        # 3. A first try that meets the split, then the slot moves within the gateway's waits: granted.
+        tries, answer = self.lab.errors(src["primary"], "TRYAGAIN"), []
+        caller = threading.Thread(target=lambda: answer.append(
+            self.call("POST", f"/v1/{kind}/{reused}/acquire", first_try)), daemon=True)
+        caller.start()
+        deadline = time.monotonic() + 10
+        while self.lab.errors(src["primary"], "TRYAGAIN") == tries and time.monotonic() < deadline:
+            pass
+        self.assertGreater(self.lab.errors(src["primary"], "TRYAGAIN"), tries, "the first try never met the split")
+        self.move(slot, src, dst)
+        caller.join(30)
+        self.assertEqual(answer[0].status, 200, f"a first try as the slot moved: {self.gw.why(answer[0])}")
+        self.assertGreater(answer[0].body["fence"], max(x["fence"] for x in (a, b, c, d, *held)),
+                           "a fence issued as the slot moved")
+        self.assertEqual(self.release(kind, reused, answer[0].body).status, 200)
+
+        # 4. The slot moved: every answer right.
         self.finish(slot, src, dst)
         for fence, reason in ended.items():
             self.assert_ended(self.watch(kind, watched, fence), reason, f"the lease with fence {fence} after the move")
@@ -244,9 +267,10 @@ class ClusterSplitTest(LabTestCase):
         self.assertEqual(len(told), 1, "the watcher parked through the move was never answered")
         self.assert_ended(told[0], "released", "the watcher parked through the move")
         e = self.acquire(kind, reused)
-        self.assertGreater(e["fence"], max(x["fence"] for x in (a, b, c, d, *held)), "a fence issued after the move")
-        # The slot's first grant on its new owner sets its fences up there (docs/cluster.md), through the full
-        # script, which files the end before among the ended leases; either way it is still told.
+        self.assertGreater(e["fence"], max(x["fence"] for x in (a, b, c, d, answer[0].body, *held)),
+                           "a fence issued after the move")
+        # The slot's first grant on its new owner (step 3's) set its fences up there (docs/cluster.md), through the
+        # full script, which files the end before among the ended leases; either way it is still told.
         self.assert_ended(self.watch(kind, reused, d["fence"]), "released", "the end before the grant after the move")
         self.assertEqual(self.release(kind, reused, d).status, 200, "a retried release of the end before")
 

@@ -242,19 +242,28 @@ static void answers(void **state)
 static void steps(void **state)
 {
     (void)state;
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_FINAL, 0), CLUSTER_STEP_DONE);
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_FINAL, CLUSTER_MAX_REDIRECTS),
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_FINAL, 0, 0), CLUSTER_STEP_DONE);
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_FINAL, CLUSTER_MAX_REDIRECTS, 0),
                      CLUSTER_STEP_DONE);
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_MOVED, 0), CLUSTER_STEP_FOLLOW);
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_ASK, CLUSTER_MAX_REDIRECTS - 1),
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_MOVED, 0, 0), CLUSTER_STEP_FOLLOW);
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_ASK, CLUSTER_MAX_REDIRECTS - 1, 0),
                      CLUSTER_STEP_ASKING);
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_DOWN, 0), CLUSTER_STEP_UNAVAILABLE);
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_TRYAGAIN, 0), CLUSTER_STEP_UNAVAILABLE);
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_CROSSSLOT, 0), CLUSTER_STEP_BUG);
-    /* A slot that keeps moving answers 503 instead of looping. */
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_MOVED, CLUSTER_MAX_REDIRECTS),
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_DOWN, 0, 0), CLUSTER_STEP_UNAVAILABLE);
+    /* Keys split by a migration are waited out a few times, then 503; redirects do not count. */
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_TRYAGAIN, 0, 0), CLUSTER_STEP_WAIT);
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_TRYAGAIN, CLUSTER_MAX_REDIRECTS, 0),
+                     CLUSTER_STEP_WAIT);
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_TRYAGAIN, 0, CLUSTER_SPLIT_WAITS - 1),
+                     CLUSTER_STEP_WAIT);
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_TRYAGAIN, 0, CLUSTER_SPLIT_WAITS),
                      CLUSTER_STEP_UNAVAILABLE);
-    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_ASK, CLUSTER_MAX_REDIRECTS),
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_MOVED, 0, CLUSTER_SPLIT_WAITS),
+                     CLUSTER_STEP_FOLLOW);
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_CROSSSLOT, 0, 0), CLUSTER_STEP_BUG);
+    /* A slot that keeps moving answers 503 instead of looping. */
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_MOVED, CLUSTER_MAX_REDIRECTS, 0),
+                     CLUSTER_STEP_UNAVAILABLE);
+    assert_int_equal(cluster_step_of(CLUSTER_ANSWER_ASK, CLUSTER_MAX_REDIRECTS, 0),
                      CLUSTER_STEP_UNAVAILABLE);
     /* The 503 carries a Retry-After. */
     assert_int_equal(fg_code_status(FG_ERR_BACKEND_UNAVAILABLE), 503);

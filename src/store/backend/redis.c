@@ -41,7 +41,8 @@
  * use (AUTH, then ROLE must answer "master"), and a script runs on the primary
  * of its first key's slot through store/backend/redis_route.h, which follows MOVED
  * (a new map) and ASK (ASKING written in the same batch as the call, on the
- * same connection) and answers CLUSTERDOWN and TRYAGAIN with 503. A node
+ * same connection), waits out TRYAGAIN for up to 126 ms, and answers
+ * CLUSTERDOWN, and TRYAGAIN that lasts, with 503. A node
  * that does not know a script (a new primary, a restarted node) has its
  * library loaded and the call resent once. Map fetches use a connection of
  * their own. The connect hook does not run on cluster nodes; commands that

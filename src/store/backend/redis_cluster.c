@@ -228,21 +228,24 @@ enum cluster_answer cluster_answer_of(const redisReply *reply, const struct redi
     return CLUSTER_ANSWER_FINAL;
 }
 
-/* The step of each answer while the command may still follow redirects. */
+/* The step of each answer while the command may still follow redirects and wait. */
 static const enum cluster_step steps[] = {
     [CLUSTER_ANSWER_FINAL] = CLUSTER_STEP_DONE,
     [CLUSTER_ANSWER_MOVED] = CLUSTER_STEP_FOLLOW,
     [CLUSTER_ANSWER_ASK] = CLUSTER_STEP_ASKING,
     [CLUSTER_ANSWER_DOWN] = CLUSTER_STEP_UNAVAILABLE,
-    [CLUSTER_ANSWER_TRYAGAIN] = CLUSTER_STEP_UNAVAILABLE,
     [CLUSTER_ANSWER_CROSSSLOT] = CLUSTER_STEP_BUG,
+    [CLUSTER_ANSWER_TRYAGAIN] = CLUSTER_STEP_WAIT, /* CLUSTER_SPLIT_WAITS times, then 503 */
 };
 
-enum cluster_step cluster_step_of(enum cluster_answer answer, int redirects)
+enum cluster_step cluster_step_of(enum cluster_answer answer, int redirects, int waits)
 {
     enum cluster_step step = steps[answer];
     bool redirect = step == CLUSTER_STEP_FOLLOW || step == CLUSTER_STEP_ASKING;
-    return redirect && redirects >= CLUSTER_MAX_REDIRECTS ? CLUSTER_STEP_UNAVAILABLE : step;
+    if (redirect && redirects >= CLUSTER_MAX_REDIRECTS)
+        return CLUSTER_STEP_UNAVAILABLE;
+    return step == CLUSTER_STEP_WAIT && waits >= CLUSTER_SPLIT_WAITS ? CLUSTER_STEP_UNAVAILABLE
+                                                                     : step;
 }
 
 bool cluster_map_moved(struct cluster_map *map, const struct cluster_redirect *redirect)

@@ -4,7 +4,8 @@
  * states them, for the Redis module (the slot of a key is store/backend/key_slot.h's):
  * the slot map read from a CLUSTER SHARDS reply, and what to do
  * with a node's answer (MOVED: the slot has a new owner; ASK: ask another node
- * once, after ASKING; CLUSTERDOWN and TRYAGAIN: come back later). Pure: it reads
+ * once, after ASKING; TRYAGAIN: wait a little and ask again; CLUSTERDOWN:
+ * come back later). Pure: it reads
  * hiredis replies but makes no connection and keeps no state of its own.
  */
 #ifndef FG_REDIS_CLUSTER_H
@@ -21,6 +22,7 @@
 
 #define CLUSTER_MAX_NODES     128 /* nodes (primaries and replicas) one map keeps */
 #define CLUSTER_MAX_REDIRECTS 5   /* MOVED and ASK one command follows before it gives up */
+#define CLUSTER_SPLIT_WAITS   6   /* TRYAGAIN answers one command waits out (2, 4 ... 64 ms) */
 
 /* One node of the cluster. */
 struct cluster_node {
@@ -87,13 +89,15 @@ enum cluster_step {
     CLUSTER_STEP_DONE,   /* hand the reply to the caller */
     CLUSTER_STEP_FOLLOW, /* note the new owner (cluster_map_moved), fetch a new map, resend there */
     CLUSTER_STEP_ASKING, /* send ASKING and the command to the node named; the map stays */
+    CLUSTER_STEP_WAIT,   /* its keys are split by a migration: wait, resend to the owner */
     CLUSTER_STEP_UNAVAILABLE, /* answer 503 with Retry-After: the cluster is down or moving */
     CLUSTER_STEP_BUG,         /* a command across slots: a broken key layout, never the client's */
 };
 
 /* The next step for answer, the answer to a command that has already followed
- * redirects MOVED or ASK replies; past CLUSTER_MAX_REDIRECTS it is 503. */
-enum cluster_step cluster_step_of(enum cluster_answer answer, int redirects);
+ * redirects MOVED or ASK replies and waited out waits TRYAGAIN answers; past
+ * CLUSTER_MAX_REDIRECTS redirects or CLUSTER_SPLIT_WAITS waits it is 503. */
+enum cluster_step cluster_step_of(enum cluster_answer answer, int redirects, int waits);
 
 /*
  * Notes in map that redirect's slot is served by redirect->to (a MOVED),

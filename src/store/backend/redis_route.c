@@ -197,14 +197,21 @@ int route_home_slot(struct route *r, unsigned slot, route_send_fn *send, void *c
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: no primary serves slot %u", slot);
 }
 
+/* Before the redirects-th resend after a MOVED or ASK: from the second on, waits
+ * 1, 2, 4... ms (while a slot changes hands its two nodes may each name the
+ * other for a moment). */
+static void redirect_pause(int redirects)
+{
+    if (redirects >= 2)
+        clock_sleep_ms(1L << (redirects - 2));
+}
+
 redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, void *ctx, int argc,
                           const char **argv, const size_t *lens, struct fg_error *err)
 {
     struct redis_endpoint at;
     unsigned flags = ROUTE_PRIMARY;
-    for (int redirects = 0;; redirects++) {
-        if (redirects >= 2) /* two nodes that each name the other, for a moment */
-            clock_sleep_ms(1L << (redirects - 2));
+    for (int redirects = 0, waits = 0;;) {
         if (!(flags & ROUTE_ASKING) && route_owner(r, slot, send, ctx, &at, err) != 0)
             return NULL;
         redisReply *reply = send(ctx, &at, flags, argc, argv, lens, err);
@@ -214,7 +221,7 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
         }
         struct cluster_redirect to;
         enum cluster_answer answer = cluster_answer_of(reply, &at, &to);
-        switch (cluster_step_of(answer, redirects)) {
+        switch (cluster_step_of(answer, redirects, waits)) {
         case CLUSTER_STEP_DONE: return reply;
         case CLUSTER_STEP_FOLLOW:
             pthread_rwlock_wrlock(&r->lock);
@@ -222,10 +229,16 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
             pthread_rwlock_unlock(&r->lock);
             atomic_store(&r->stale, true);
             flags = ROUTE_PRIMARY;
+            redirect_pause(++redirects);
             break;
         case CLUSTER_STEP_ASKING:
             at = to.to;
             flags = ROUTE_ASKING;
+            redirect_pause(++redirects);
+            break;
+        case CLUSTER_STEP_WAIT: /* the migration moves the rest of the keys meanwhile */
+            clock_sleep_ms(2L << waits++);
+            flags = ROUTE_PRIMARY;
             break;
         case CLUSTER_STEP_UNAVAILABLE:
             atomic_store(&r->stale, true);

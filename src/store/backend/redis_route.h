@@ -53,12 +53,14 @@ void route_free(struct route *r);
  * CLUSTER_MAX_REDIRECTS MOVED (noting each new owner and asking for a new map)
  * and ASK (ASKING, map unchanged) answers, waiting 1, 2, 4... ms before each
  * resend from the third on (while a slot changes hands its two nodes may each
- * name the other for a moment), and returns the final reply (the
- * caller's to free; it may be an error reply of the command's own). NULL with
- * err: FG_ERR_BACKEND_UNAVAILABLE when no node serves the slot, the node did
- * not answer, the cluster is down (CLUSTERDOWN), the keys are split by a
- * migration (TRYAGAIN) or the slot kept moving; FG_ERR_INTERNAL for a command
- * across slots (CROSSSLOT).
+ * name the other for a moment); waits out up to CLUSTER_SPLIT_WAITS TRYAGAIN
+ * answers (2, 4 ... 64 ms, 126 in all: a migration splits a slot's keys for
+ * as long as it takes to move them), resending to the owner after each; and
+ * returns the final reply (the caller's to free; it may be an error reply of
+ * the command's own). NULL with err: FG_ERR_BACKEND_UNAVAILABLE when no node
+ * serves the slot, the node did not answer, the cluster is down (CLUSTERDOWN),
+ * the keys stayed split by a migration (TRYAGAIN) or the slot kept moving;
+ * FG_ERR_INTERNAL for a command across slots (CROSSSLOT).
  */
 redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, void *ctx, int argc,
                           const char **argv, const size_t *lens, struct fg_error *err);
