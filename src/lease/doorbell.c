@@ -37,6 +37,8 @@ struct orphan {
     char name[NAME_MAX_LEN + 1];
     char attach[LEASE_ID_LEN + 1]; /* given back only from this attempt ("": any) */
     int64_t seen_ms;
+    bool has_grant; /* grant is the script's answer, to deliver on adoption */
+    struct lease_grant grant;
 };
 
 static struct {
@@ -63,7 +65,7 @@ void doorbell_on_orphan(char kind, doorbell_orphan_fn fn)
 }
 
 static void remember_orphan(char kind, const char *lease, size_t lease_len, const char *name,
-                            size_t name_len, const char *attach)
+                            size_t name_len, const char *attach, const struct lease_grant *grant)
 {
     if (lease_len != LEASE_ID_LEN || name_len == 0 || name_len > NAME_MAX_LEN)
         return;
@@ -77,29 +79,42 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
         o->name[name_len] = '\0';
         snprintf(o->attach, sizeof o->attach, "%s", attach);
         o->seen_ms = clock_mono_ms();
+        o->has_grant = grant != NULL;
+        if (grant != NULL)
+            o->grant = *grant;
         alarm_set(o->seen_ms + ORPHAN_GRACE_MS);
     }
     pthread_mutex_unlock(&bell.lock);
 }
 
-void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach)
+void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach,
+                         const struct lease_grant *grant)
 {
-    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name), attach);
+    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name), attach, grant);
 }
 
 bool doorbell_adopt(const char *lease_id)
 {
-    bool found = false;
+    bool found = false, has_grant = false;
+    struct lease_grant grant;
     pthread_mutex_lock(&bell.lock);
     size_t keep = 0;
     for (size_t i = 0; i < bell.norphans; i++) {
-        if (strcmp(bell.orphans[i].lease_id, lease_id) == 0)
-            found = true;
-        else
-            bell.orphans[keep++] = bell.orphans[i];
+        struct orphan *o = &bell.orphans[i];
+        if (strcmp(o->lease_id, lease_id) != 0) {
+            bell.orphans[keep++] = *o;
+            continue;
+        }
+        found = true;
+        if (o->has_grant) {
+            has_grant = true;
+            grant = o->grant;
+        }
     }
     bell.norphans = keep;
     pthread_mutex_unlock(&bell.lock);
+    if (has_grant)
+        return waiter_deliver(lease_id, &grant);
     return found && waiter_ring(lease_id);
 }
 
@@ -114,7 +129,7 @@ static void on_message(const char *payload, size_t len, void *ctx)
     lease[LEASE_ID_LEN] = '\0';
     if (!waiter_ring(lease))
         remember_orphan(payload[0], lease, LEASE_ID_LEN, payload + 3 + LEASE_ID_LEN,
-                        len - 3 - LEASE_ID_LEN, "");
+                        len - 3 - LEASE_ID_LEN, "", NULL);
 }
 
 /* Payload "<kind>|<fence>|<reason>|<name>" (lib_lease.lua's mark_ended). */

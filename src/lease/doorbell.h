@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "lease/lease_result.h"
 #include "util/error.h"
 
 /* Gives back an unclaimed grant of kind ('l', 's') for lease on name, held by the attempt attach
@@ -30,12 +31,16 @@ int doorbell_start(struct fg_error *err) FG_WUR;
 /* Remembers a grant of kind for lease on name whose waiter was not found when
  * it was handed over in-process; it is given back after the grace period
  * unless its waiter turns up (a retry being re-keyed). attach: the attempt
- * it may be granted to, which alone it is given back from ("": whichever). */
-void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach);
+ * it may be granted to, which alone it is given back from ("": whichever);
+ * grant: the grant as the script answered it (copied), handed to the waiter
+ * that turns up, or NULL: that waiter looks itself. */
+void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach,
+                         const struct lease_grant *grant);
 
 /* Takes back the orphaned grants of lease_id, if any: its waiter registered
  * just after the grant (it queued before registering). Returns true if there
- * was one; the waiter then looks again at once. */
+ * was one: a grant kept with it is delivered to the waiter, as an in-process
+ * hand-over would have been; else the waiter looks again at once. */
 bool doorbell_adopt(const char *lease_id);
 
 /* Janitor: gives back orphaned grants older than the grace period. Returns

@@ -7,8 +7,9 @@
  * lock or slot is granted at once, and an acquire that may wait joins the
  * queue in that same call. Only then does it register its waiter, so a grant
  * made to it in between (in-process or by the doorbell) finds no waiter and is
- * kept as an orphan, which the waiter takes back as it registers. It then
- * parks between attempts. A passed deadline gives up but keeps a grant that
+ * kept as an orphan, which the waiter takes back as it registers: one handed
+ * over in-process answers it without a script call, one rung makes it look.
+ * It then parks between attempts. A passed deadline gives up but keeps a grant that
  * arrived meanwhile; a superseding retry, a drain or a hang-up leave the
  * queue (a hang-up of one that carries a request_id keeps its place for a
  * retry instead: kept_place.h). Waiters near the head re-check when the (first) holder's lease
@@ -74,7 +75,7 @@ void lease_hand_over(enum lease_kind kind, const char *name, const struct lease_
 {
     for (size_t i = 0; i < res->nhandoff; i++)
         if (!waiter_deliver(res->handoff[i].lease_id, &res->handoff[i]))
-            doorbell_add_orphan(kind, res->handoff[i].lease_id, name, "");
+            doorbell_add_orphan(kind, res->handoff[i].lease_id, name, "", &res->handoff[i]);
 }
 
 /* Starts a fresh end: no problem, no busy detail. */
@@ -144,7 +145,8 @@ static bool keep_place(struct lease_wait *lw)
     if (until <= now || !kept_place_add(lw->kind, lw->name, lw->park.waiter.lease_id, lw->attach,
                                         lw->park.waiter.slot, until))
         return false;
-    doorbell_add_orphan((char)lw->kind->token_kind, lw->park.waiter.lease_id, lw->name, lw->attach);
+    doorbell_add_orphan((char)lw->kind->token_kind, lw->park.waiter.lease_id, lw->name, lw->attach,
+                        NULL);
     log_message(
         LOG_INFO, "place_kept",
         "%s %s: its client hung up; the place is kept %lld ms for a retry of its request_id",
@@ -306,7 +308,8 @@ static enum park_step answer(struct lease_wait *lw, enum park_step step,
 
 /* An acquire whose first attempt queued it (end->res): registers its waiter
  * and parks. A grant made to it before it was registered was kept as an
- * orphan (lease_hand_over, the doorbell), which it takes back here. */
+ * orphan (lease_hand_over with the grant, the doorbell without), which it
+ * takes back here. */
 static enum park_step start(const struct lease_ops *kind, const char *name,
                             const struct acquire_params *p, const char *attach,
                             const struct waiter_client *client, struct lease_wait **wait,

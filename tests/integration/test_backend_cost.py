@@ -397,6 +397,40 @@ class BackendCost(GatewayTest):
         calls = [f for f, _, _ in self.fcalls_of(name, release_and_acquire)]
         self.assertEqual(calls, ["fg_sem_release_handover", "fg_sem_acquire_queue"], calls)
 
+    def test_a_grant_before_its_waiter_registered_costs_no_call(self):
+        """Four clients on one semaphore of limit 2, each acquiring again right after its release: acquires
+        join the queue and releases hand their slot over. A hand-over often grants a waiter whose queue join
+        has answered but whose request has not registered it yet; the grant is kept for it
+        (src/lease/doorbell.c) and answers it as it registers, as an in-process hand-over would. No waiter
+        looks again (sem_acquire.lua with wait "again"): poll_ms and the holders' leases outlast the test.
+        Broken variant caught: the kept grant only rung, so the waiter looked again (45 times in 800 pairs)."""
+        name = f"cost:{uuid.uuid4().hex}"
+        route = f"/v1/semaphores/{name}"
+        rounds, clients = 200, 4
+
+        def client():
+            with self.gw.client(timeout=30) as c:
+                for _ in range(rounds):
+                    got = c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 2, "wait_ms": 10000})
+                    self.assertEqual(got.status, 200, got)
+                    self.assertEqual(c.post(route + "/release", {"token": got.body["token"]}).status, 200)
+
+        def contend():
+            threads = [threading.Thread(target=client) for _ in range(clients)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(120)
+        contend()  # the hint "queue" set, the scripts loaded
+        with Monitor() as mon:
+            contend()
+        calls = Counter(function_of(c) for c in mon.calls if any(name in a for a in c.args[3:]))
+        # sem_acquire.lua's ARGV: name lease request_id ttl_ms max_hold_ms owner wait ...
+        again = [c for c in mon.calls
+                 if function_of(c) == "fg_sem_acquire" and c.args[3 + int(c.args[2]) + 6] == "again"]
+        self.assertEqual(len(again), 0, calls)
+        self.assertGreaterEqual(calls["fg_sem_acquire_queue"], rounds * clients // 2, calls)
+
     def test_a_semaphore_queue_join_names_the_keys_it_touches(self):
         name = f"cost:{uuid.uuid4().hex}"
         route = f"/v1/semaphores/{name}"
