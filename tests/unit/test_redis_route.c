@@ -32,6 +32,7 @@ static struct {
     int sends[NODES + 1];         /* commands each node received (CLUSTER SHARDS apart) */
     int asking[NODES + 1];        /* of which after ASKING */
     int shards;                   /* CLUSTER SHARDS asked */
+    int split; /* the importing node answers TRYAGAIN to this many more commands after ASKING */
 } fake;
 
 /* CLUSTER SHARDS of the table: one shard per primary with its ranges. */
@@ -107,6 +108,9 @@ static redisReply *fake_send(void *ctx, const struct redis_endpoint *at, unsigne
         snprintf(buf, sizeof buf, "-MOVED %u 127.0.0.1:%d\r\n", slot, 7001 + node % NODES);
     else if (fake.owner[slot] == at->port && fake.importing[slot] != 0)
         snprintf(buf, sizeof buf, "-ASK %u :%d\r\n", slot, fake.importing[slot]);
+    else if ((flags & ROUTE_ASKING) && fake.importing[slot] == at->port && fake.split > 0 &&
+             fake.split--)
+        snprintf(buf, sizeof buf, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n");
     else if (fake.owner[slot] == at->port ||
              ((flags & ROUTE_ASKING) && fake.importing[slot] == at->port))
         snprintf(buf, sizeof buf, ":%d\r\n", at->port);
@@ -236,13 +240,17 @@ static void down_and_tryagain_answer_503(void **state)
     (void)state;
     struct route *r = new_route("redis-cluster://127.0.0.1:7001");
     struct fg_error err;
+    assert_int_equal(run(r, "foo", &err), 7003);
     const char *refusals[] = {"CLUSTERDOWN The cluster is down",
                               "TRYAGAIN Multiple keys request during rehashing of slot"};
+    const int sends[] = {1, CLUSTER_SPLIT_WAITS + 1}; /* TRYAGAIN is waited out first */
     for (int i = 0; i < 2; i++) {
         fake.refusal = refusals[i];
+        int before = fake.sends[3];
         assert_int_equal(run(r, "foo", &err), -1);
         assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
         assert_non_null(strstr(err.msg, refusals[i]));
+        assert_int_equal(fake.sends[3] - before, sends[i]);
     }
     fake.refusal = "CROSSSLOT Keys in request don't hash to the same slot";
     assert_int_equal(run(r, "foo", &err), -1);
@@ -254,6 +262,26 @@ static void down_and_tryagain_answer_503(void **state)
     assert_non_null(reply);
     assert_int_equal(reply->type, REDIS_REPLY_ERROR);
     freeReplyObject(reply);
+    route_free(r);
+}
+
+/* Keys split by a migration (the importing node answers TRYAGAIN after ASKING): each wait starts
+ * from the owner again, whose ASK counts anew, so a split that ends within the waits is served,
+ * and one that outlasts them answers 503 for TRYAGAIN. */
+static void a_split_is_waited_out(void **state)
+{
+    (void)state;
+    struct route *r = new_route("redis-cluster://127.0.0.1:7001");
+    struct fg_error err;
+    fake.importing[12182] = 7001; /* foo's slot migrates from 7003 to 7001 */
+    fake.split = CLUSTER_SPLIT_WAITS;
+    assert_int_equal(run(r, "foo", &err), 7001);
+    assert_int_equal(fake.sends[3], CLUSTER_SPLIT_WAITS + 1);
+    assert_int_equal(fake.asking[1], CLUSTER_SPLIT_WAITS + 1);
+    fake.split = CLUSTER_SPLIT_WAITS + 1;
+    assert_int_equal(run(r, "foo", &err), -1);
+    assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
+    assert_non_null(strstr(err.msg, "TRYAGAIN"));
     route_free(r);
 }
 
@@ -304,6 +332,7 @@ int main(void)
         cmocka_unit_test_setup(moved_is_followed_and_remembered, setup),
         cmocka_unit_test_setup(ask_is_asked_once_and_not_remembered, setup),
         cmocka_unit_test_setup(down_and_tryagain_answer_503, setup),
+        cmocka_unit_test_setup(a_split_is_waited_out, setup),
         cmocka_unit_test_setup(redirect_loop_ends, setup),
         cmocka_unit_test_setup(failover_found_through_a_new_map, setup),
     };

@@ -239,6 +239,7 @@ redisReply *route_command(struct route *r, unsigned slot, route_send_fn *send, v
         case CLUSTER_STEP_WAIT: /* the migration moves the rest of the keys meanwhile */
             clock_sleep_ms(2L << waits++);
             flags = ROUTE_PRIMARY;
+            redirects = 0; /* the owner is asked anew, and may answer ASK again */
             break;
         case CLUSTER_STEP_UNAVAILABLE:
             atomic_store(&r->stale, true);

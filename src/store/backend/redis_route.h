@@ -55,7 +55,8 @@ void route_free(struct route *r);
  * resend from the third on (while a slot changes hands its two nodes may each
  * name the other for a moment); waits out up to CLUSTER_SPLIT_WAITS TRYAGAIN
  * answers (2, 4 ... 64 ms, 126 in all: a migration splits a slot's keys for
- * as long as it takes to move them), resending to the owner after each; and
+ * as long as it takes to move them), resending to the owner after each, its
+ * MOVED and ASK counted anew; and
  * returns the final reply (the caller's to free; it may be an error reply of
  * the command's own). NULL with err: FG_ERR_BACKEND_UNAVAILABLE when no node
  * serves the slot, the node did not answer, the cluster is down (CLUSTERDOWN),
