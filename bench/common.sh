@@ -94,6 +94,7 @@ pg_ticks() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'; }
 
 bench_gateway_pid=""
+bench_gateway2_pid=""
 callgrind_pid=""
 # Words put before the gateway's binary (a profiler and its options; none by default), and how
 # many tenths of a second bench_gateway waits for it to become ready.
@@ -103,6 +104,8 @@ bench_gateway_wait=100
 bench_cleanup() {
   [[ -n "$bench_gateway_pid" ]] && kill "$bench_gateway_pid" 2>/dev/null &&
     wait "$bench_gateway_pid" 2>/dev/null
+  [[ -n "$bench_gateway2_pid" ]] && kill "$bench_gateway2_pid" 2>/dev/null &&
+    wait "$bench_gateway2_pid" 2>/dev/null
   [[ -n "$callgrind_pid" ]] && kill "$callgrind_pid" 2>/dev/null && wait "$callgrind_pid" 2>/dev/null
   bash scripts/services.sh stop "$datadir" "$redis_port" "$pg_port" >/dev/null || true
 }
@@ -117,17 +120,32 @@ bench_services() {
 # Starts the gateway on $http_port against those servers, with FENCEGATE_LOG_LEVEL=warn and any
 # further VAR=value settings given as arguments, and waits until it is ready.
 bench_gateway() {
-  env FENCEGATE_LISTEN="127.0.0.1:$http_port" \
+  bench_gateway_on "$http_port" gateway "$@"
+  bench_gateway_pid=$bench_started_pid
+}
+
+# Starts a second gateway, on $http_port + 1, as bench_gateway does the first (two gateways behind one
+# load balancer: a release on one grants waiters of the other).
+bench_second_gateway() {
+  bench_gateway_on $((http_port + 1)) gateway2 "$@"
+  bench_gateway2_pid=$bench_started_pid
+}
+
+# Starts a gateway on port $1, its log $datadir/$2.log, with the settings that follow; its pid in
+# bench_started_pid.
+bench_gateway_on() {
+  local port="$1" log="$datadir/$2.log"
+  shift 2
+  env FENCEGATE_LISTEN="127.0.0.1:$port" \
     FENCEGATE_REDIS_URL="redis://127.0.0.1:$redis_port/0" \
     FENCEGATE_PG_DSN="postgresql://fencegate@127.0.0.1:$pg_port/fencegate" \
-    FENCEGATE_LOG_LEVEL=warn "$@" "${bench_gateway_prefix[@]}" "$build/fencegate" \
-    2>"$datadir/gateway.log" &
-  bench_gateway_pid=$!
+    FENCEGATE_LOG_LEVEL=warn "$@" "${bench_gateway_prefix[@]}" "$build/fencegate" 2>"$log" &
+  bench_started_pid=$!
   for _ in $(seq "$bench_gateway_wait"); do
-    curl -fs "http://127.0.0.1:$http_port/readyz" >/dev/null && return 0
+    curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && return 0
     sleep 0.1
   done
-  echo "bench: the gateway did not become ready; log: $datadir/gateway.log" >&2
+  echo "bench: the gateway did not become ready; log: $log" >&2
   return 1
 }
 

@@ -4,7 +4,8 @@
 -- and write it with its expiry in one SET, and the same record of a
 -- semaphore's first holder, kept so in its limit key (lib_sem.lua) (prepended
 -- to every script whose first line names it; never called on its own). It
--- touches no key itself.
+-- names no key itself: holder_claim writes the keys its caller names, with
+-- lib_lease.lua's functions.
 --
 -- A live holder, whose key expires with its lease:
 --   "<fence> <granted_at> <lease> <ttl> <max_hold> <claimed> <inst> <attach> <#rid> <rid><owner>"
@@ -109,6 +110,23 @@ end
 -- The record of h (a holder_read table) with claimed and attach set anew.
 local function holder_rewrite(h, claimed, attach)
   return holder_text(h.lease, h.fence, h.ttl, h.max_hold, h.granted_at, claimed, h.inst, attach, h.rid, h.owner)
+end
+
+-- Starts the full lease of a lock's granted-but-unclaimed holder h (holder_read) in
+-- its key k.h, on behalf of the connection attach, for its ttl up to its hold deadline
+-- (claim_ttl), and keeps its request_id for as long as it holds (k.rids, k.rid_until:
+-- lib_lease.lua rid_extend_set). Returns the expiry time.
+local function holder_claim(k, h, now, attach)
+  local ttl = claim_ttl(h.ttl, h.granted_at, h.max_hold, now)
+  redis.call('SET', k.h, holder_rewrite(h, '1', attach), 'PX', decimal(ttl))
+  rid_extend_set(k, h.rid, now + ttl)
+  return now + ttl
+end
+
+-- The reply for holder h (holder_read) that holds the lock until expires_at.
+local function holder_granted_reply(h, expires_at)
+  return lease_reply('granted', nil, R_LEASE, h.lease, R_FENCE, h.fence,
+                     R_TTL, h.ttl, R_EXPIRES_AT, decimal(expires_at))
 end
 
 -- The record of a semaphore's first holder of the semaphore's limit (decimal

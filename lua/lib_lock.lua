@@ -93,23 +93,6 @@ local function grant_next(k, name, claim_ms, now, inst, handoff, prior, ready)
   return head
 end
 
--- Starts the full lease of a granted-but-unclaimed holder h (holder_read), on
--- behalf of the connection attach, for its ttl up to its hold deadline
--- (claim_ttl), and keeps its request_id for as long as it holds. Returns the
--- expiry time.
-local function claim(k, h, now, attach)
-  local ttl = claim_ttl(h.ttl, h.granted_at, h.max_hold, now)
-  redis.call('SET', k.h, holder_rewrite(h, '1', attach), 'PX', decimal(ttl))
-  rid_extend_set(k, h.rid, now + ttl)
-  return now + ttl
-end
-
--- The reply for holder h (holder_read) that holds the lock until expires_at.
-local function granted_reply(h, expires_at)
-  return lease_reply('granted', nil, R_LEASE, h.lease, R_FENCE, h.fence,
-                     R_TTL, h.ttl, R_EXPIRES_AT, decimal(expires_at))
-end
-
 -- What a release, a revoke or a give-up reads first, in one MGET: {fence, fence
 -- limit, holder, watched mark, tickets} (the fence sequence as lib_lease.lua
 -- fences_left reads it, then what end_and_pass needs).

@@ -169,25 +169,6 @@ local function holder_of(k, lease)
   return nil
 end
 
--- Starts the full lease of holder record rec (granted, maybe unclaimed) on
--- behalf of connection attach, for its ttl up to its hold deadline
--- (claim_ttl), and keeps its request_id for as long as it holds. Returns the
--- expiry time.
-local function claim(k, lease, rec, now, attach)
-  rec.claimed = 1
-  rec.attach = attach
-  redis.call('HSET', k.d, lease, record_json(rec))
-  local expires_at = now + claim_ttl(rec.ttl, rec.granted_at, rec.max_hold, now)
-  set_expiry(k, lease, expires_at)
-  rid_extend_set(k, rec.rid, expires_at)
-  return expires_at
-end
-
--- The reply for a lease that holds a slot.
-local function granted_reply(lease, rec, expires_at, handoff)
-  return lease_reply('granted', handoff, R_LEASE, lease, R_FENCE, decimal(rec.fence),
-                     R_TTL, decimal(rec.ttl), R_EXPIRES_AT, decimal(expires_at))
-end
 
 -- Milliseconds until the earliest holder lease ends (a slot may free then), or -1.
 local function first_expiry_in(k, now)

@@ -1,9 +1,9 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- lib_sem_life.lua: the lives of a semaphore's holders and keys, on a key
 -- table its script makes (lib_sem.lua sem_keys, or the few keys a renewal
--- names, sem_renew.lua): a holder's expiry, a slot taken beside others and the
--- end of a release, moving a first holder out of the limit key, and the keys'
--- times to live (prepended to every script whose first line names it, before
+-- names, sem_renew.lua): a holder's expiry, a slot taken beside others, a
+-- grant claimed and the end of a release, moving a first holder out of the
+-- limit key, and the keys' times to live (prepended to every script whose first line names it, before
 -- lib_sem.lua; never called on its own). It reads no KEYS itself.
 
 -- Sets the expiry of holder lease to expires_at (ms; text: the same as decimal
@@ -14,6 +14,26 @@ local function set_expiry(k, lease, expires_at, text)
   if k.held then k.held = false end
   if expires_at > k.latest then k.latest = expires_at end
   if k.first and (k.first == -1 or expires_at < k.first) then k.first = expires_at end
+end
+
+-- Starts the full lease of holder record rec (granted, maybe unclaimed) on
+-- behalf of connection attach, for its ttl up to its hold deadline
+-- (claim_ttl), and keeps its request_id for as long as it holds. Returns the
+-- expiry time.
+local function claim(k, lease, rec, now, attach)
+  rec.claimed = 1
+  rec.attach = attach
+  redis.call('HSET', k.d, lease, record_json(rec))
+  local expires_at = now + claim_ttl(rec.ttl, rec.granted_at, rec.max_hold, now)
+  set_expiry(k, lease, expires_at)
+  rid_extend_set(k, rec.rid, expires_at)
+  return expires_at
+end
+
+-- The reply for a lease that holds a slot.
+local function granted_reply(lease, rec, expires_at, handoff)
+  return lease_reply('granted', handoff, R_LEASE, lease, R_FENCE, decimal(rec.fence),
+                     R_TTL, decimal(rec.ttl), R_EXPIRES_AT, decimal(expires_at))
 end
 
 -- Keeps the end at now (ms) of the holder of semaphore name whose record raw

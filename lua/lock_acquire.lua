@@ -68,7 +68,7 @@ if h and h.lease == lease then
   if recheck and h.attach ~= A_attach then return lease_reply('superseded') end
   local expires_at
   if h.claimed == '0' then
-    expires_at = claim(k or lock_keys(), h, now, A_attach)
+    expires_at = holder_claim(k or lock_keys(), h, now, A_attach)
   else
     -- A retry of the request takes the holder over from the attempt before
     -- (as claim does for an unclaimed grant): a give-up of that attempt
@@ -78,7 +78,7 @@ if h and h.lease == lease then
     end
     expires_at = now + redis.call('PTTL', KEYS[AT_HOLDER])
   end
-  return granted_reply(h, expires_at)
+  return holder_granted_reply(h, expires_at)
 end
 
 -- Takes the free lock, nobody waiting: the uncontended case.
@@ -113,7 +113,7 @@ if not h then
   if granted == lease then
     local mine = holder_read(redis.call('GET', k.h))
     if recheck and mine.attach ~= A_attach then return lease_reply('superseded') end
-    return granted_reply(mine, claim(k, mine, now, A_attach))
+    return holder_granted_reply(mine, holder_claim(k, mine, now, A_attach))
   end
   if granted then h, listed = true, true end
   -- grant_next drops the waiters of gateways it takes for dead: this caller's own lease too when its

@@ -27,11 +27,11 @@ if h and h.lease == lease then
   if mode == 'take' then
     local expires_at
     if h.claimed == '0' then
-      expires_at = claim(k, h, now, attach)
+      expires_at = holder_claim(k, h, now, attach)
     else
       expires_at = now + redis.call('PTTL', k.h)
     end
-    return granted_reply(h, expires_at)
+    return holder_granted_reply(h, expires_at)
   end
   if mode == 'orphan' and h.claimed ~= '0' then return lease_reply('gone') end
   if attach ~= '' and h.attach ~= attach then return lease_reply('superseded') end

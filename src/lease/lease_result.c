@@ -28,6 +28,7 @@ const char *lease_acquire_wait_name(enum lease_acquire_wait wait)
         [LEASE_ACQUIRE_ONCE] = "0",
         [LEASE_ACQUIRE_QUEUE] = "1",
         [LEASE_ACQUIRE_AGAIN] = "again",
+        [LEASE_ACQUIRE_RUNG] = "again",
     };
     return names[wait];
 }

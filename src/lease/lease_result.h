@@ -61,6 +61,8 @@ enum lease_acquire_wait {
     LEASE_ACQUIRE_ONCE,  /* first attempt: busy if not free */
     LEASE_ACQUIRE_QUEUE, /* first attempt: joins the queue if not free */
     LEASE_ACQUIRE_AGAIN, /* looking again: keeps its place in the queue, or joins it */
+    LEASE_ACQUIRE_RUNG,  /* looking again as the doorbell rang: claims a grant another gateway
+                            made to it (a lean script), else as LEASE_ACQUIRE_AGAIN */
 };
 
 enum lease_cancel_mode {

@@ -9,7 +9,9 @@
  * made to it in between (in-process or by the doorbell) finds no waiter and is
  * kept as an orphan, which the waiter takes back as it registers: one handed
  * over in-process answers it without a script call, one rung makes it look.
- * It then parks between attempts. A passed deadline gives up but keeps a grant that
+ * It then parks between attempts; an attempt the doorbell woke (a grant from
+ * another gateway, held for the claim window) first claims it with a lean
+ * script (LEASE_ACQUIRE_RUNG). A passed deadline gives up but keeps a grant that
  * arrived meanwhile; a superseding retry, a drain or a hang-up leave the
  * queue (a hang-up of one that carries a request_id keeps its place for a
  * retry instead: kept_place.h). Waiters near the head re-check when the (first) holder's lease
@@ -110,8 +112,9 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
     struct lease_wait *lw = wait_of(p);
     struct lease_wait_end *end = lw->end;
     end_clear(end);
-    if (lw->kind->acquire(lw->name, &lw->params, p->waiter.lease_id, LEASE_ACQUIRE_AGAIN,
-                          lw->attach, &end->res, &end->err) != 0)
+    enum lease_acquire_wait wait = p->rung ? LEASE_ACQUIRE_RUNG : LEASE_ACQUIRE_AGAIN;
+    if (lw->kind->acquire(lw->name, &lw->params, p->waiter.lease_id, wait, lw->attach, &end->res,
+                          &end->err) != 0)
         return end->err.code == FG_ERR_BACKEND_UNAVAILABLE ? PARK_TRY_OUTAGE : PARK_TRY_ANSWERED;
     if (end->res.outcome != LEASE_QUEUED)
         return PARK_TRY_ANSWERED;

@@ -101,6 +101,28 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
                            CONTENTION_NONE, res, contended, err);
 }
 
+/* The claim of a grant another gateway made to the waiter lease_id of attach, which the doorbell
+ * rang for (lua/lock_claim.lua), else sets *contended. */
+static int claim_try(const char *name, const struct acquire_params *p, const char *lease_id,
+                     const char *attach, struct lease_result *res, bool *contended,
+                     struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_LOCK, name);
+    const char *keys[LOCK_CLAIM_NKEYS] = {
+        [LOCK_CLAIM_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],
+        [LOCK_CLAIM_KEY_RIDS] = k.key[LIB_LOCK_KEY_RIDS],
+        [LOCK_CLAIM_KEY_RID_UNTIL] = k.key[LIB_LOCK_KEY_RID_UNTIL],
+    };
+    const char *argv[LOCK_CLAIM_NARGV] = {
+        [LOCK_CLAIM_ARGV_LEASE] = lease_id,
+        [LOCK_CLAIM_ARGV_ATTACH] = attach,
+    };
+    size_t nkeys = lease_keys_of_request(LOCK_CLAIM_NKEYS, LOCK_CLAIM_KEY_RIDS, p->request_id);
+    return lease_first_try(SCRIPT_LOCK_CLAIM, LEASE_KIND_LOCK, name, nkeys, keys, argv,
+                           CONTENTION_NONE, res, contended, err);
+}
+
 int lock_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
                  enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
                  struct fg_error *err)
@@ -109,15 +131,19 @@ int lock_acquire(const char *name, const struct acquire_params *p, const char *l
     char ttl[24], hold[24], claim[24], maxw[24], rid_ttl[24], need[24], keep[24];
     snprintf(ttl, sizeof ttl, "%lld", p->ttl_ms);
     snprintf(hold, sizeof hold, "%lld", p->max_hold_ms);
-    /* The lean tries come first, as the hint says: the first try on a name
-     * not seen contended, the queue's on one seen held or queued for when the
-     * caller waits; then the full script. */
+    /* The lean tries come first: a waiter the doorbell rang claims its grant;
+     * else, as the hint says, the first try on a name not seen contended, the
+     * queue's on one seen held or queued for when the caller waits; then the
+     * full script. */
     enum contention hint = contention_hint(LEASE_KIND_LOCK, name);
     bool contended = true;
-    if (hint == CONTENTION_NONE &&
+    if (wait == LEASE_ACQUIRE_RUNG &&
+        claim_try(name, p, lease_id, attach, res, &contended, err) != 0)
+        return -1;
+    if (contended && hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
-    if (hint != CONTENTION_NONE && wait == LEASE_ACQUIRE_QUEUE &&
+    if (contended && hint != CONTENTION_NONE && wait == LEASE_ACQUIRE_QUEUE &&
         acquire_queue_try(name, p, lease_id, attach, ttl, hold, res, &contended, err) != 0)
         return -1;
     if (!contended)

@@ -115,6 +115,7 @@ static enum park_step end_with(struct park *p, size_t i)
 static bool woken(struct park *p, enum park_step *step)
 {
     unsigned reasons = waiter_take_reasons(&p->waiter);
+    p->rung = (reasons & WAKE_DOORBELL) != 0;
     for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
         if (reasons & ends[i].reason) {
             *step = end_with(p, i);

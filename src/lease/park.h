@@ -83,6 +83,7 @@ struct park {
     struct waiter waiter;         /* registry entry: state, wake reasons, lease id, deadline */
     const struct park_kind *kind; /* its hooks */
     struct park_grant grant;      /* a grant handed over in-process (WAKE_DELIVERED) */
+    bool rung;                    /* the last wake was a ring of the doorbell (WAKE_DOORBELL) */
     struct fg_error *problem;     /* while it runs: the caller's, for the engine's answer
                                      (superseded, drain, hang-up) or FG_OK; NULL when parked */
 };

@@ -166,6 +166,33 @@ static int acquire_queue_try(const char *name, const struct acquire_params *p, c
     return 0;
 }
 
+/* The claim of a grant another gateway made to the waiter lease_id of attach, which the doorbell
+ * rang for (lua/sem_claim.lua), else sets *contended. */
+static int claim_try(const char *name, const struct acquire_params *p, const char *lease_id,
+                     const char *attach, struct lease_result *res, bool *contended,
+                     struct fg_error *err)
+{
+    struct lease_keys k;
+    lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
+    const char *keys[SEM_CLAIM_NKEYS] = {
+        [SEM_CLAIM_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],
+        [SEM_CLAIM_KEY_DATA] = k.key[LIB_SEM_KEY_DATA],
+        [SEM_CLAIM_KEY_QUEUE] = k.key[LIB_SEM_KEY_QUEUE],
+        [SEM_CLAIM_KEY_WAITERS] = k.key[LIB_SEM_KEY_WAITERS],
+        [SEM_CLAIM_KEY_LIMIT] = k.key[LIB_SEM_KEY_LIMIT],
+        [SEM_CLAIM_KEY_TICKETS] = k.key[LIB_SEM_KEY_TICKETS],
+        [SEM_CLAIM_KEY_RIDS] = k.key[LIB_SEM_KEY_RIDS],
+        [SEM_CLAIM_KEY_RID_UNTIL] = k.key[LIB_SEM_KEY_RID_UNTIL],
+    };
+    const char *argv[SEM_CLAIM_NARGV] = {
+        [SEM_CLAIM_ARGV_LEASE] = lease_id,
+        [SEM_CLAIM_ARGV_ATTACH] = attach,
+    };
+    size_t nkeys = lease_keys_of_request(SEM_CLAIM_NKEYS, SEM_CLAIM_KEY_RIDS, p->request_id);
+    return lease_first_try(SCRIPT_SEM_CLAIM, LEASE_KIND_SEMAPHORE, name, nkeys, keys, argv,
+                           CONTENTION_NONE, res, contended, err);
+}
+
 int sem_acquire(const char *name, const struct acquire_params *p, const char *lease_id,
                 enum lease_acquire_wait wait, const char *attach, struct lease_result *res,
                 struct fg_error *err)
@@ -179,22 +206,26 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
      * not seen contended, the try beside other holders on one it or an
      * earlier call found in use, the queue's on one found with a queue when
      * the caller waits; then the full script. A waiter looking again goes to
-     * the full script alone: the try beside other holders knows nothing of a
-     * grant made to it, and would take its slot once more under a new fence.
+     * the full script alone (after the claim of a grant, if the doorbell rang
+     * it): the try beside other holders knows nothing of a grant made to it,
+     * and would take its slot once more under a new fence.
      * A retry of a request whose request_id names a lease, or a try that
      * finds no fence may be issued even once the next block was reserved,
      * goes from the first try to the full script (res->full_only). */
-    bool again = wait == LEASE_ACQUIRE_AGAIN;
+    bool again = wait == LEASE_ACQUIRE_AGAIN || wait == LEASE_ACQUIRE_RUNG;
     enum contention hint = again ? CONTENTION_QUEUE : contention_hint(LEASE_KIND_SEMAPHORE, name);
     bool contended = true;
     res->full_only = false;
+    if (wait == LEASE_ACQUIRE_RUNG &&
+        claim_try(name, p, lease_id, attach, res, &contended, err) != 0)
+        return -1;
     if (hint == CONTENTION_NONE &&
         acquire_first_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (contended && !res->full_only && hint != CONTENTION_QUEUE &&
         acquire_more_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
-    if (hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&
+    if (contended && hint == CONTENTION_QUEUE && wait == LEASE_ACQUIRE_QUEUE &&
         acquire_queue_try(name, p, lease_id, attach, ttl, hold, limit, res, &contended, err) != 0)
         return -1;
     if (!contended)

@@ -141,7 +141,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Monitor, Redis, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Monitor, Redis, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import Waiter  # noqa: E402
 
 PAIRS = 300
@@ -179,6 +179,12 @@ HAND_OVER_KEYS, HAND_OVER_ARGS = 13, 4  # lua/sem_release_handover.lua's
 SEM_HAND_OVER_COMMANDS = 16
 LOCK_QUEUE_KEYS, LOCK_QUEUE_ARGS = 9, 9  # lua/lock_acquire_queue.lua's
 SEM_QUEUE_JOIN_COMMANDS = 9
+# A claim of a grant another gateway made (lua/lock_claim.lua, lua/sem_claim.lua): the holder and, for a waiter
+# with a request_id, the request ids' two; a semaphore's keys besides. A lock's GET, TIME, SET; a semaphore's HGET,
+# TIME, ZSCORE, HSET, ZADD and the limit key's PTTL (lib_sem_life.lua keep_alive), and the six keys' times to live
+# when they have less than the lease's
+LOCK_CLAIM_KEYS, SEM_CLAIM_KEYS = 1, 6
+LOCK_CLAIM_COMMANDS, SEM_CLAIM_COMMANDS = 3, 13
 # A queue join's request_id kept in the name's request-id set (a waiter's id goes there, never into the one-id
 # key): PEXPIRETIME, ZADD NX (the look and the add), ZRANGEBYSCORE, HSET, and the hash's PEXPIREAT (a join that
 # lengthens the keys gives them a grace more, which the joins after need not)
@@ -397,6 +403,26 @@ class BackendCost(GatewayTest):
         calls = [f for f, _, _ in self.fcalls_of(name, release_and_acquire)]
         self.assertEqual(calls, ["fg_sem_release_handover", "fg_sem_acquire_queue"], calls)
 
+    def contend(self, route: str, body: dict, gateways: list, rounds: int = 200, per_gateway: int = 2) -> None:
+        """per_gateway clients on each of gateways, each running rounds acquire + release pairs on route (body the
+        acquire's), acquiring again right after its release."""
+        def client(gw):
+            with gw.client(timeout=30) as c:
+                for _ in range(rounds):
+                    got = c.post(route + "/acquire", {"ttl_ms": 30000, "wait_ms": 10000, **body})
+                    self.assertEqual(got.status, 200, got)
+                    self.assertEqual(c.post(route + "/release", {"token": got.body["token"]}).status, 200)
+        threads = [threading.Thread(target=client, args=(gw,)) for gw in gateways for _ in range(per_gateway)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+
+    def looked_again(self, calls: list, function: str) -> list:
+        """The full acquires (function) among calls that an attempt looking again made (wait "again", the
+        seventh argument of lua/lock_acquire.lua and lua/sem_acquire.lua)."""
+        return [c for c in calls if function_of(c) == function and c.args[3 + int(c.args[2]) + 6] == "again"]
+
     def test_a_grant_before_its_waiter_registered_costs_no_call(self):
         """Four clients on one semaphore of limit 2, each acquiring again right after its release: acquires
         join the queue and releases hand their slot over. A hand-over often grants a waiter whose queue join
@@ -406,30 +432,38 @@ class BackendCost(GatewayTest):
         Broken variant caught: the kept grant only rung, so the waiter looked again (45 times in 800 pairs)."""
         name = f"cost:{uuid.uuid4().hex}"
         route = f"/v1/semaphores/{name}"
-        rounds, clients = 200, 4
-
-        def client():
-            with self.gw.client(timeout=30) as c:
-                for _ in range(rounds):
-                    got = c.post(route + "/acquire", {"ttl_ms": 30000, "limit": 2, "wait_ms": 10000})
-                    self.assertEqual(got.status, 200, got)
-                    self.assertEqual(c.post(route + "/release", {"token": got.body["token"]}).status, 200)
-
-        def contend():
-            threads = [threading.Thread(target=client) for _ in range(clients)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(120)
-        contend()  # the hint "queue" set, the scripts loaded
+        self.contend(route, {"limit": 2}, [self.gw], per_gateway=4)  # the hint "queue" set, the scripts loaded
         with Monitor() as mon:
-            contend()
+            self.contend(route, {"limit": 2}, [self.gw], per_gateway=4)
         calls = Counter(function_of(c) for c in mon.calls if any(name in a for a in c.args[3:]))
-        # sem_acquire.lua's ARGV: name lease request_id ttl_ms max_hold_ms owner wait ...
-        again = [c for c in mon.calls
-                 if function_of(c) == "fg_sem_acquire" and c.args[3 + int(c.args[2]) + 6] == "again"]
-        self.assertEqual(len(again), 0, calls)
-        self.assertGreaterEqual(calls["fg_sem_acquire_queue"], rounds * clients // 2, calls)
+        self.assertEqual(len(self.looked_again(mon.calls, "fg_sem_acquire")), 0, calls)
+        self.assertGreaterEqual(calls["fg_sem_acquire_queue"], 400, calls)
+
+    def test_a_grant_from_another_gateway_is_claimed_by_a_lean_call(self):
+        """Two gateways with two clients each on one lock, then on one semaphore of limit 2: a release on one
+        gateway grants a waiter of the other for the claim window and rings it, and the waiter claims the grant
+        with the lean script (lua/lock_claim.lua, lua/sem_claim.lua: the keys a claim touches, two arguments,
+        CLAIM_COMMANDS commands at most), not the full acquire looking again. Broken variant caught: rung
+        waiters looking again with the full script (621 full acquires of a lock, 414 of a semaphore in 800 pairs)."""
+        with Gateway(config=self.gateway_config) as other:
+            for kind, body, full, claim, nkeys, most in (
+                    ("locks", {}, "fg_lock_acquire", "fg_lock_claim", LOCK_CLAIM_KEYS, LOCK_CLAIM_COMMANDS),
+                    ("semaphores", {"limit": 2}, "fg_sem_acquire", "fg_sem_claim", SEM_CLAIM_KEYS,
+                     SEM_CLAIM_COMMANDS)):
+                with self.subTest(kind=kind):
+                    name = f"cost:{uuid.uuid4().hex}"
+                    route = f"/v1/{kind}/{name}"
+                    self.contend(route, body, [self.gw, other], rounds=20)  # hints set, scripts loaded
+                    with Monitor() as mon:
+                        self.contend(route, body, [self.gw, other])
+                    mine = [c for c in mon.calls if any(name in a for a in c.args[3:])]
+                    calls = Counter(function_of(c) for c in mine)
+                    self.assertEqual(len(self.looked_again(mine, full)), 0, calls)
+                    claims = [c for c in mine if function_of(c) == claim]
+                    self.assertGreater(len(claims), 40, calls)
+                    for c in claims:
+                        self.assertEqual((int(c.args[2]), len(c.args) - 3 - int(c.args[2])), (nkeys, 2), c.args)
+                        self.assertLessEqual(len(c.ran), most, c.ran)
 
     def test_a_semaphore_queue_join_names_the_keys_it_touches(self):
         name = f"cost:{uuid.uuid4().hex}"

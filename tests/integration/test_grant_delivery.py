@@ -19,6 +19,9 @@ The race is made deterministic, never hoped for:
   only then is it granted.
 An acquire with a request_id keeps a grant it could not answer: the retry finds it (docs/api.md).
 
+LeanClaim: a waiter the doorbell rang claims the grant another gateway made it with a lean script, and leaves
+every other case to the full acquire (each case built in Redis while the waiter's gateway is stopped).
+
 Owns: these properties. Must not: time anything by the wall clock (only the leases' Redis times are compared).
 """
 
@@ -37,7 +40,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, env, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Monitor, Redis, env, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import Waiter, raw_acquire, unique_name, wait_for_waiting  # noqa: E402
 
 # B's lease length, and how long C waits: a C granted only when B's lease ran out is still answered 200, so
@@ -74,6 +77,11 @@ def raw_post(port: int, path: str, body: dict) -> socket.socket:
 def redis_ms(r: Redis) -> int:
     sec, usec = r.cmd("TIME")
     return int(sec) * 1000 + int(usec) // 1000
+
+
+def function_name(call) -> str:
+    """The function a script call (FCALL) calls, less its hash."""
+    return call.args[1].rsplit("_", 1)[0]
 
 
 def granted_at(body: dict) -> int:
@@ -134,9 +142,8 @@ def postponed_scripts(r: Redis, pid: int) -> list[str]:
     return found
 
 
-@skip_in_cluster("pauses the one test Redis and reads its TIME")
-class GrantDelivery(GatewayTest):
-    gateway_config = QUIET
+class RedisGatewayTest(GatewayTest):
+    """A GatewayTest that also reads the one test Redis: cls.r."""
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -147,6 +154,11 @@ class GrantDelivery(GatewayTest):
     def tearDownClass(cls) -> None:
         cls.r.close()
         super().tearDownClass()
+
+
+@skip_in_cluster("pauses the one test Redis and reads its TIME")
+class GrantDelivery(RedisGatewayTest):
+    gateway_config = QUIET
 
     def acquire(self, kind: str, name: str, **body) -> dict:
         r = self.c.post(f"/v1/{kind}/{name}/acquire", body)
@@ -385,6 +397,160 @@ class GrantDelivery(GatewayTest):
         body = self.assert_c_granted_before_b_expiry(c, t0, "an acquire that did not wait, reset")
         self.release("locks", name, body["token"])
 
+
+# The claim window of LeanClaim's gateways: a waiter rung while its gateway stops past it finds its grant lapsed.
+CLAIM_WINDOW_MS = 1000
+CLAIMS = {"locks": "fg_lock_claim", "semaphores": "fg_sem_claim"}  # the lean claims
+FULL = {"locks": "fg_lock_acquire", "semaphores": "fg_sem_acquire"}  # the full acquires
+
+
+@skip_in_cluster("it stops a gateway and reads the one test Redis's holder records")
+class LeanClaim(RedisGatewayTest):
+    """A waiter the doorbell rang claims the grant another gateway made it with a lean script (lua/lock_claim.lua,
+    lua/sem_claim.lua), which claims only a grant to that very attempt, not claimed yet, whose claim window has not
+    run out, and leaves anything else to the full acquire looking again. B waits through another gateway, which
+    is stopped while A releases here, so B's grant waits, unclaimed, for B's gateway to come back."""
+    gateway_config = {"waiter_lease_ms": CLAIM_WINDOW_MS, "poll_ms": 600000}
+    KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
+
+    def acquire(self, kind: str, name: str, **body):
+        return self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **body})
+
+    def grant(self, kind: str, name: str) -> tuple[int, int]:
+        """(fence, claimed) of the grant of name that holds now, read from Redis."""
+        if kind == "locks":
+            fields = self.r.cmd("GET", f"fg:lk:{{{name}}}:h").split(" ")
+            return int(fields[0]), int(fields[5])
+        [rec] = [json.loads(x) for x in self.r.cmd("HVALS", f"fg:sm:{{{name}}}:d")]
+        return rec["fence"], rec["claimed"]
+
+    def rung_grant(self, other: Gateway, kind: str, name: str, extra: dict, b_body: dict, between=None) -> tuple:
+        """A holds name here; B (b_body) waits through other, which stops while A releases, then (after
+        between(), if given) goes on. Returns (B's answer, the fence B was granted, what Redis ran meanwhile)."""
+        a = self.acquire(kind, name, **extra)
+        self.assertEqual(a.status, 200, a)
+        b = Waiter(other, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 20000, **extra, **b_body})
+        b.start()
+        wait_for(lambda: self.c.get(f"/v1/{kind}/{name}").body["waiting"] == 1, what="B waiting")
+        other.signal(signal.SIGSTOP)
+        wait_for(lambda: stopped(other.proc.pid), what="B's gateway stopped")
+        try:
+            self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": a.body["token"]}).status, 200)
+            fence, claimed = self.grant(kind, name)
+            self.assertEqual(claimed, 0, "B's grant was claimed while its gateway stopped")
+            if between is not None:
+                between()
+            with Monitor() as mon:
+                other.signal(signal.SIGCONT)
+                b.join(30)
+        finally:
+            other.signal(signal.SIGCONT)
+        return b.response, fence, [c for c in mon.calls if any(name in x for x in c.args[3:])]
+
+    def test_a_rung_waiter_claims_its_grant_in_one_lean_call(self):
+        """B is answered the grant it was made, for its whole ttl, by one lean call. Broken variant caught: the
+        claim window kept (expires_at_ms a ttl away, the key's time to live not)."""
+        with Gateway(config=self.gateway_config) as other:
+            for kind, extra in self.KINDS:
+                with self.subTest(kind=kind):
+                    name = unique_name(f"claim-{kind}")
+                    b, fence, ran = self.rung_grant(other, kind, name, extra, {"request_id": unique_name("rid")})
+                    self.assertEqual((getattr(b, "status", None), b.body["fence"]), (200, fence), b)
+                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind]])
+                    self.assertEqual(self.grant(kind, name), (fence, 1))
+                    self.assertGreater(b.body["expires_at_ms"] - redis_ms(self.r), 20000, b.body)
+                    self.assertGreater(self.pttl(kind, name, b.body), 20000, "the claim window was kept")
+                    self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": b.body["token"]}).status, 200)
+
+    def pttl(self, kind: str, name: str, lease: dict) -> int:
+        """How long the lease of answer lease holds in Redis, ms."""
+        if kind == "locks":
+            return int(self.r.cmd("PTTL", f"fg:lk:{{{name}}}:h"))
+        [(_, until)] = [(m, s) for m, s in zip(*[iter(self.r.cmd("ZRANGE", f"fg:sm:{{{name}}}:h", "0", "-1",
+                                                                  "WITHSCORES"))] * 2)]
+        return int(float(until)) - redis_ms(self.r)
+
+    def test_a_grant_whose_claim_window_ran_out_is_not_claimed(self):
+        """B's gateway comes back after B's claim window: the lean claim leaves the lapsed grant, and the full
+        acquire grants B anew under a later fence. Broken variant caught: a semaphore's lean claim taking the
+        lapsed slot (B answered the fence it was granted)."""
+        with Gateway(config=self.gateway_config) as other:
+            for kind, extra in self.KINDS:
+                with self.subTest(kind=kind):
+                    name = unique_name(f"lapsed-{kind}")
+                    t0 = redis_ms(self.r)
+                    b, fence, ran = self.rung_grant(
+                        other, kind, name, extra, {},
+                        between=lambda: wait_for(lambda: redis_ms(self.r) > t0 + CLAIM_WINDOW_MS + 500,
+                                                 what="the claim window past"))
+                    self.assertEqual(getattr(b, "status", None), 200, b)
+                    self.assertEqual(function_name(ran[0]), CLAIMS[kind], "B's first call after the ring")
+                    self.assertGreater(b.body["fence"], fence, "B was answered the grant that lapsed")
+                    self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": b.body["token"]}).status, 200)
+
+    def test_a_grant_a_retry_claimed_is_not_claimed_again(self):
+        """While B's gateway stops, a retry of B's request (its request_id) here is answered B's grant and
+        claims it; B's own attempt, rung, leaves it to the full acquire, which answers it 409 conflict (the
+        retry took the request over). Broken variant caught: the lean claim claiming the claimed grant again
+        for B's attempt (B answered 200)."""
+        with Gateway(config=self.gateway_config) as other:
+            for kind, extra in self.KINDS:
+                with self.subTest(kind=kind):
+                    name, rid, retried = unique_name(f"retried-{kind}"), unique_name("rid"), {}
+
+                    def retry():
+                        retried["r"] = self.acquire(kind, name, request_id=rid, wait_ms=0, **extra)
+                    b, fence, ran = self.rung_grant(other, kind, name, extra, {"request_id": rid}, between=retry)
+                    self.assertEqual((retried["r"].status, retried["r"].body["fence"]), (200, fence), retried)
+                    self.assertEqual((getattr(b, "status", None), b.body.get("type")), (409, "/problems/conflict"), b)
+                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind], FULL[kind]])
+                    self.assertEqual(self.grant(kind, name), (fence, 1))
+                    self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release",
+                                                 {"token": retried["r"].body["token"]}).status, 200)
+
+    def test_a_grant_to_another_attempt_is_left_to_the_full_acquire(self):
+        """B's grant names another attempt of B's request (its connection id rewritten in Redis while B's gateway
+        stops, as a retry that took B's place over leaves it): the lean claim leaves it, and the full acquire
+        answers B's attempt 409 conflict. Broken variant caught: the lean claim claiming it for B's attempt."""
+        other_attach = "0" * 32
+        with Gateway(config=self.gateway_config) as other:
+            for kind, extra in self.KINDS:
+                with self.subTest(kind=kind):
+                    name = unique_name(f"attach-{kind}")
+                    b, fence, ran = self.rung_grant(other, kind, name, extra, {"request_id": unique_name("rid")},
+                                                    between=lambda: self.rewrite(kind, name, attach=other_attach))
+                    self.assertEqual((getattr(b, "status", None), b.body.get("type")), (409, "/problems/conflict"), b)
+                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind], FULL[kind]])
+                    self.assertEqual(self.grant(kind, name), (fence, 0))
+
+    def test_a_grant_claimed_already_is_answered_as_it_holds(self):
+        """B's grant reads claimed (set in Redis while B's gateway stops): the lean claim leaves it, and the full
+        acquire answers B's attempt the grant as it holds, its claim window, not started anew. Broken variant
+        caught: the lean claim starting a claimed lease's ttl once more."""
+        with Gateway(config=self.gateway_config) as other:
+            for kind, extra in self.KINDS:
+                with self.subTest(kind=kind):
+                    name = unique_name(f"claimed-{kind}")
+                    b, fence, ran = self.rung_grant(other, kind, name, extra, {},
+                                                    between=lambda: self.rewrite(kind, name, claimed=1))
+                    self.assertEqual((getattr(b, "status", None), b.body["fence"]), (200, fence), b)
+                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind], FULL[kind]])
+                    self.assertLess(b.body["expires_at_ms"] - redis_ms(self.r), CLAIM_WINDOW_MS, b.body)
+
+    def rewrite(self, kind: str, name: str, attach: str | None = None, claimed: int | None = None) -> None:
+        """Names attach as the connection of name's grant and claimed as whether it is claimed, in its record."""
+        if kind == "locks":
+            key = f"fg:lk:{{{name}}}:h"
+            fields = self.r.cmd("GET", key).split(" ")
+            fields[5] = fields[5] if claimed is None else str(claimed)
+            fields[7] = attach or fields[7]
+            self.assertEqual(self.r.cmd("SET", key, " ".join(fields), "KEEPTTL"), "OK")
+            return
+        key = f"fg:sm:{{{name}}}:d"
+        [(lease, raw)] = zip(*[iter(self.r.cmd("HGETALL", key))] * 2)
+        rec = json.loads(raw)
+        rec.update({"attach": attach or rec["attach"], "claimed": rec["claimed"] if claimed is None else claimed})
+        self.r.cmd("HSET", key, lease, json.dumps(rec, separators=(",", ":")))
 
 if __name__ == "__main__":
     unittest.main()
