@@ -5,7 +5,8 @@
 -- semaphore's first holder, kept so in its limit key (lib_sem.lua) (prepended
 -- to every script whose first line names it; never called on its own). It
 -- names no key itself: holder_claim writes the keys its caller names, with
--- lib_lease.lua's functions.
+-- lib_lease.lua's functions (a script that calls it or holder_granted_reply
+-- uses lib_lease.lua too).
 --
 -- A live holder, whose key expires with its lease:
 --   "<fence> <granted_at> <lease> <ttl> <max_hold> <claimed> <inst> <attach> <#rid> <rid><owner>"

@@ -10,7 +10,10 @@
 -- looking again: it answers "contended" without a write.
 -- What it does is what lock_acquire.lua does for the same call (lib_holder.lua
 -- holder_claim): starts the lease for its ttl up to its hold deadline and keeps
--- its request_id as long.
+-- its request_id as long. Like a renewal (lock_renew.lua), which claims a grant
+-- handed over in-process, it issues no fence, so it does not look at the fence
+-- sequence: a grant made before Redis lost data is claimed as it stands, below
+-- every fence the recovery lets issue after it.
 -- KEYS: holder rids rid_until
 --   those keys of lib_lock.lua and lib_lease.lua (the request ids' two come last: a call for a waiter
 --   without a request_id names none of them)

@@ -12,7 +12,12 @@
 -- "contended" without a write.
 -- What it does is what sem_acquire.lua does for the same call (lib_sem_life.lua
 -- claim, keep_alive): starts the lease for its ttl up to its hold deadline,
--- keeps its request_id as long and the semaphore's keys alive past it.
+-- keeps its request_id as long and the semaphore's keys alive past it. As a
+-- renewal (sem_renew.lua), it purges nobody: holders that ran out, and the
+-- slots they free, are left to the next acquire, release or give-up, and to the
+-- waiters, which look again when the earliest holder's lease ends (lib_sem.lua).
+-- It issues no fence, so it does not look at the fence sequence (as
+-- lock_claim.lua).
 -- KEYS: holders data queue waiters limit tickets rids rid_until
 --   those keys of lib_sem.lua and lib_lease.lua (the request ids' two come last: a call for a
 --   waiter without a request_id names none of them)

@@ -234,10 +234,12 @@ static void took(struct lockset_wait *ls, const struct lease_grant *g, int64_t n
 }
 
 /* One acquire attempt on lock next: once it was asked for with wait, as an
- * attempt looking again, which the script looks up in the lock's queue. */
+ * attempt looking again, which the script looks up in the lock's queue (one
+ * the doorbell woke first claims a grant another gateway made it). */
 static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct lease_result *res)
 {
-    enum lease_acquire_wait wait = ls->asked_next ? LEASE_ACQUIRE_AGAIN
+    enum lease_acquire_wait again = ls->park.rung ? LEASE_ACQUIRE_RUNG : LEASE_ACQUIRE_AGAIN;
+    enum lease_acquire_wait wait = ls->asked_next ? again
                                    : ls->waits    ? LEASE_ACQUIRE_QUEUE
                                                   : LEASE_ACQUIRE_ONCE;
     ls->asked_next = ls->waits;

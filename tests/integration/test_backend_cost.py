@@ -405,13 +405,15 @@ class BackendCost(GatewayTest):
 
     def contend(self, route: str, body: dict, gateways: list, rounds: int = 200, per_gateway: int = 2) -> None:
         """per_gateway clients on each of gateways, each running rounds acquire + release pairs on route (body the
-        acquire's), acquiring again right after its release."""
+        acquire's; /v1/locksets: a lock set's), acquiring again right after its release."""
         def client(gw):
             with gw.client(timeout=30) as c:
                 for _ in range(rounds):
                     got = c.post(route + "/acquire", {"ttl_ms": 30000, "wait_ms": 10000, **body})
                     self.assertEqual(got.status, 200, got)
-                    self.assertEqual(c.post(route + "/release", {"token": got.body["token"]}).status, 200)
+                    release = ({"tokens": [x["token"] for x in got.body["locks"]]} if "locks" in got.body
+                               else {"token": got.body["token"]})
+                    self.assertEqual(c.post(route + "/release", release).status, 200)
         threads = [threading.Thread(target=client, args=(gw,)) for gw in gateways for _ in range(per_gateway)]
         for t in threads:
             t.start()
@@ -440,19 +442,22 @@ class BackendCost(GatewayTest):
         self.assertGreaterEqual(calls["fg_sem_acquire_queue"], 400, calls)
 
     def test_a_grant_from_another_gateway_is_claimed_by_a_lean_call(self):
-        """Two gateways with two clients each on one lock, then on one semaphore of limit 2: a release on one
-        gateway grants a waiter of the other for the claim window and rings it, and the waiter claims the grant
-        with the lean script (lua/lock_claim.lua, lua/sem_claim.lua: the keys a claim touches, two arguments,
-        CLAIM_COMMANDS commands at most), not the full acquire looking again. Broken variant caught: rung
-        waiters looking again with the full script (621 full acquires of a lock, 414 of a semaphore in 800 pairs)."""
+        """Two gateways with two clients each on one lock, on one semaphore of limit 2, then on a lock set of one
+        lock: a release on one gateway grants a waiter of the other for the claim window and rings it, and the
+        waiter claims the grant with the lean script (lua/lock_claim.lua, lua/sem_claim.lua: the keys a claim
+        touches, two arguments, CLAIM_COMMANDS commands at most), not the full acquire looking again. Broken
+        variant caught: rung waiters looking again with the full script (621 full acquires of a lock, 414 of a
+        semaphore in 800 pairs; a lock set's lock 420)."""
         with Gateway(config=self.gateway_config) as other:
             for kind, body, full, claim, nkeys, most in (
                     ("locks", {}, "fg_lock_acquire", "fg_lock_claim", LOCK_CLAIM_KEYS, LOCK_CLAIM_COMMANDS),
                     ("semaphores", {"limit": 2}, "fg_sem_acquire", "fg_sem_claim", SEM_CLAIM_KEYS,
-                     SEM_CLAIM_COMMANDS)):
+                     SEM_CLAIM_COMMANDS),
+                    ("locksets", None, "fg_lock_acquire", "fg_lock_claim", LOCK_CLAIM_KEYS, LOCK_CLAIM_COMMANDS)):
                 with self.subTest(kind=kind):
                     name = f"cost:{uuid.uuid4().hex}"
-                    route = f"/v1/{kind}/{name}"
+                    route = f"/v1/{kind}/{name}" if body is not None else "/v1/locksets"
+                    body = body if body is not None else {"names": [name]}
                     self.contend(route, body, [self.gw, other], rounds=20)  # hints set, scripts loaded
                     with Monitor() as mon:
                         self.contend(route, body, [self.gw, other])
