@@ -169,7 +169,6 @@ local function holder_of(k, lease)
   return nil
 end
 
-
 -- Milliseconds until the earliest holder lease ends (a slot may free then), or -1.
 local function first_expiry_in(k, now)
   local at = k.first

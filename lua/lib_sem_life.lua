@@ -3,8 +3,9 @@
 -- table its script makes (lib_sem.lua sem_keys, or the few keys a renewal
 -- names, sem_renew.lua): a holder's expiry, a slot taken beside others, a
 -- grant claimed and the end of a release, moving a first holder out of the
--- limit key, and the keys' times to live (prepended to every script whose first line names it, before
--- lib_sem.lua; never called on its own). It reads no KEYS itself.
+-- limit key, and the keys' times to live (prepended to every script whose
+-- first line names it, before lib_sem.lua; never called on its own). It reads
+-- no KEYS itself.
 
 -- Sets the expiry of holder lease to expires_at (ms; text: the same as decimal
 -- text, when the caller has it), noting it for tidy; the holders' count a

@@ -71,7 +71,7 @@ if h and h.lease == lease then
     expires_at = holder_claim(k or lock_keys(), h, now, A_attach)
   else
     -- A retry of the request takes the holder over from the attempt before
-    -- (as claim does for an unclaimed grant): a give-up of that attempt
+    -- (as holder_claim does for an unclaimed grant): a give-up of that attempt
     -- (lock_cancel.lua, mode drop with its attach) then answers superseded.
     if h.attach ~= A_attach then
       redis.call('SET', KEYS[AT_HOLDER], holder_rewrite(h, h.claimed, A_attach), 'KEEPTTL')
