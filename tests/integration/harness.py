@@ -960,6 +960,11 @@ class MonitoredCall(typing.NamedTuple):
     args: list[str]  # the command and its arguments
     ran: list[list[str]]  # a script call's: the commands its script ran, oldest first; else empty
 
+    @property
+    def function(self) -> str:
+        """The function a script call (FCALL, FCALL_RO) calls, less its hash; "" for any other command."""
+        return self.args[1].rsplit("_", 1)[0] if self.args[0].lower() in ("fcall", "fcall_ro") else ""
+
 
 class Monitor:
     """What the one test Redis runs while a with-block runs, from its MONITOR stream: afterwards .calls, the

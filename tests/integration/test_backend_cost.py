@@ -200,11 +200,6 @@ SCRIPT_CALLS = {"fcall", "fcall_ro", "evalsha", "eval"}
 JANITOR_SCRIPTS = {"fg_instance_beat", "fg_rw_audit_read", "fg_rw_audit_ack", "fg_rw_audit_dead", "fg_lease_list"}
 
 
-def function_of(call) -> str:
-    """The function a script call (FCALL) calls, less its hash."""
-    return call.args[1].rsplit("_", 1)[0] if call.args[0].lower() in ("fcall", "fcall_ro") else ""
-
-
 def ran(step) -> Counter:
     """The commands Redis ran for step(), by name: its script calls and the commands their scripts ran, and
     any other command but set-up and this test's reads; the janitor's calls (JANITOR_SCRIPTS) left out."""
@@ -215,7 +210,7 @@ def ran(step) -> Counter:
         name = call.args[0].lower()
         if name in ("client", "function") and len(call.args) > 1:
             name += "|" + call.args[1].lower()
-        if name in NOT_SCRIPTS or function_of(call) in JANITOR_SCRIPTS:
+        if name in NOT_SCRIPTS or call.function in JANITOR_SCRIPTS:
             continue
         counts[name] += 1
         counts.update(command[0].lower() for command in call.ran)
@@ -339,7 +334,7 @@ class BackendCost(GatewayTest):
         arguments)."""
         with Monitor() as mon:
             step()
-        return [(function_of(c), int(c.args[2]), len(c.args) - 3 - int(c.args[2]))
+        return [(c.function, int(c.args[2]), len(c.args) - 3 - int(c.args[2]))
                 for c in mon.calls if c.args[0].upper() == "FCALL" and any(name in a for a in c.args[3:])]
 
     def test_a_pair_beside_other_holders_names_the_keys_it_touches(self):
@@ -423,7 +418,7 @@ class BackendCost(GatewayTest):
     def looked_again(self, calls: list, function: str) -> list:
         """The full acquires (function) among calls that an attempt looking again made (wait "again", the
         seventh argument of lua/lock_acquire.lua and lua/sem_acquire.lua)."""
-        return [c for c in calls if function_of(c) == function and c.args[3 + int(c.args[2]) + 6] == "again"]
+        return [c for c in calls if c.function == function and c.args[3 + int(c.args[2]) + 6] == "again"]
 
     def test_a_grant_before_its_waiter_registered_costs_no_call(self):
         """Four clients on one semaphore of limit 2, each acquiring again right after its release: acquires
@@ -437,7 +432,7 @@ class BackendCost(GatewayTest):
         self.contend(route, {"limit": 2}, [self.gw], per_gateway=4)  # the hint "queue" set, the scripts loaded
         with Monitor() as mon:
             self.contend(route, {"limit": 2}, [self.gw], per_gateway=4)
-        calls = Counter(function_of(c) for c in mon.calls if any(name in a for a in c.args[3:]))
+        calls = Counter(c.function for c in mon.calls if any(name in a for a in c.args[3:]))
         self.assertEqual(len(self.looked_again(mon.calls, "fg_sem_acquire")), 0, calls)
         self.assertGreaterEqual(calls["fg_sem_acquire_queue"], 400, calls)
 
@@ -462,9 +457,9 @@ class BackendCost(GatewayTest):
                     with Monitor() as mon:
                         self.contend(route, body, [self.gw, other])
                     mine = [c for c in mon.calls if any(name in a for a in c.args[3:])]
-                    calls = Counter(function_of(c) for c in mine)
+                    calls = Counter(c.function for c in mine)
                     self.assertEqual(len(self.looked_again(mine, full)), 0, calls)
-                    claims = [c for c in mine if function_of(c) == claim]
+                    claims = [c for c in mine if c.function == claim]
                     self.assertGreater(len(claims), 40, calls)
                     for c in claims:
                         self.assertEqual((int(c.args[2]), len(c.args) - 3 - int(c.args[2])), (nkeys, 2), c.args)

@@ -79,11 +79,6 @@ def redis_ms(r: Redis) -> int:
     return int(sec) * 1000 + int(usec) // 1000
 
 
-def function_name(call) -> str:
-    """The function a script call (FCALL) calls, less its hash."""
-    return call.args[1].rsplit("_", 1)[0]
-
-
 def granted_at(body: dict) -> int:
     """Redis time of a grant: its expiry minus its length."""
     return body["expires_at_ms"] - body["ttl_ms"]
@@ -456,7 +451,7 @@ class LeanClaim(RedisGatewayTest):
                     name = unique_name(f"claim-{kind}")
                     b, fence, ran = self.rung_grant(other, kind, name, extra, {"request_id": unique_name("rid")})
                     self.assertEqual((getattr(b, "status", None), b.body["fence"]), (200, fence), b)
-                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind]])
+                    self.assertEqual([c.function for c in ran], [CLAIMS[kind]])
                     self.assertEqual(self.grant(kind, name), (fence, 1))
                     self.assertGreater(b.body["expires_at_ms"] - redis_ms(self.r), 20000, b.body)
                     self.assertGreater(self.pttl(kind, name, b.body), 20000, "the claim window was kept")
@@ -484,7 +479,7 @@ class LeanClaim(RedisGatewayTest):
                         between=lambda: wait_for(lambda: redis_ms(self.r) > t0 + CLAIM_WINDOW_MS + 500,
                                                  what="the claim window past"))
                     self.assertEqual(getattr(b, "status", None), 200, b)
-                    self.assertEqual(function_name(ran[0]), CLAIMS[kind], "B's first call after the ring")
+                    self.assertEqual(ran[0].function, CLAIMS[kind], "B's first call after the ring")
                     self.assertGreater(b.body["fence"], fence, "B was answered the grant that lapsed")
                     self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": b.body["token"]}).status, 200)
 
@@ -503,7 +498,7 @@ class LeanClaim(RedisGatewayTest):
                     b, fence, ran = self.rung_grant(other, kind, name, extra, {"request_id": rid}, between=retry)
                     self.assertEqual((retried["r"].status, retried["r"].body["fence"]), (200, fence), retried)
                     self.assertEqual((getattr(b, "status", None), b.body.get("type")), (409, "/problems/conflict"), b)
-                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind], FULL[kind]])
+                    self.assertEqual([c.function for c in ran], [CLAIMS[kind], FULL[kind]])
                     self.assertEqual(self.grant(kind, name), (fence, 1))
                     self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release",
                                                  {"token": retried["r"].body["token"]}).status, 200)
@@ -520,7 +515,7 @@ class LeanClaim(RedisGatewayTest):
                     b, fence, ran = self.rung_grant(other, kind, name, extra, {"request_id": unique_name("rid")},
                                                     between=lambda: self.rewrite(kind, name, attach=other_attach))
                     self.assertEqual((getattr(b, "status", None), b.body.get("type")), (409, "/problems/conflict"), b)
-                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind], FULL[kind]])
+                    self.assertEqual([c.function for c in ran], [CLAIMS[kind], FULL[kind]])
                     self.assertEqual(self.grant(kind, name), (fence, 0))
 
     def test_a_grant_claimed_already_is_answered_as_it_holds(self):
@@ -534,7 +529,7 @@ class LeanClaim(RedisGatewayTest):
                     b, fence, ran = self.rung_grant(other, kind, name, extra, {},
                                                     between=lambda: self.rewrite(kind, name, claimed=1))
                     self.assertEqual((getattr(b, "status", None), b.body["fence"]), (200, fence), b)
-                    self.assertEqual([function_name(c) for c in ran], [CLAIMS[kind], FULL[kind]])
+                    self.assertEqual([c.function for c in ran], [CLAIMS[kind], FULL[kind]])
                     self.assertLess(b.body["expires_at_ms"] - redis_ms(self.r), CLAIM_WINDOW_MS, b.body)
 
     def rewrite(self, kind: str, name: str, attach: str | None = None, claimed: int | None = None) -> None:

@@ -87,7 +87,7 @@ class LeanRequestIdTest(GatewayTest):
             return self.acquire(kind, name, **fields), None
         with Monitor() as mon:
             got = self.acquire(kind, name, **fields)
-        return got, [c.args[1].rsplit("_", 1)[0] for c in mon.calls
+        return got, [c.function for c in mon.calls
                      if c.args[0].upper() == "FCALL" and any(name in a for a in c.args[3:])]
 
     def fresh_name(self, kind: str) -> str:
