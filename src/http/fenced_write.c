@@ -29,7 +29,6 @@
  * moves to the heap). */
 #define APPLIED_BUF 4096
 
-#define HEADER_TOKEN   "Fence-Token"
 #define HEADER_OWNER   "Fence-Owner"
 #define HEADER_PREFER  "Prefer"
 #define PREFER_MINIMAL "return=minimal"
@@ -38,10 +37,11 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
                         struct token_claims *claims, struct fenced_writer *who,
                         struct fg_error *err)
 {
-    const char *token = http_request_header(req, HEADER_TOKEN);
+    const char *token = http_request_header(req, HTTP_HEADER_FENCE_TOKEN);
     if (token == NULL || token[0] == '\0')
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "header '" HEADER_TOKEN "' is required: the token of the lease that "
+                       "header '" HTTP_HEADER_FENCE_TOKEN
+                       "' is required: the token of the lease that "
                        "fences this write");
     if (token_verify(token, secret_current(), claims, err) != 0 ||
         fence_check_issued(claims->fence, err) != 0) {

@@ -850,31 +850,47 @@ static void append_body(struct http_request *req, const char *data, size_t len)
     req->body[req->body_len] = '\0';
 }
 
-/* MHD_KeyValueIterator: counts Content-Length (cls[0]), Transfer-Encoding
- * (cls[1]) and Host (cls[2]). */
+/* The headers of a request that strict framing counts (check_headers). */
+struct header_counts {
+    int content_lengths, transfer_encodings, hosts; /* the body's framing and its Host */
+    int authorizations, fence_tokens;               /* the credentials a request may name once */
+    int bad_names;                                  /* names that are not a token */
+};
+
+/* MHD_KeyValueIterator: counts into cls, a struct header_counts. */
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value)
 {
     (void)kind;
     (void)value;
-    int *counts = cls;
-    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
-        counts[0]++;
+    struct header_counts *counts = cls;
+    if (!strict_header_name_ok(key))
+        counts->bad_names++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        counts->content_lengths++;
     else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
-        counts[1]++;
+        counts->transfer_encodings++;
     else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
-        counts[2]++;
+        counts->hosts++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0)
+        counts->authorizations++;
+    else if (strcasecmp(key, HTTP_HEADER_FENCE_TOKEN) == 0)
+        counts->fence_tokens++;
     return MHD_YES;
 }
 
-/* The checks of strict requests that need only the headers: the body's
- * framing (its transfer coding too) and the Host. A failure closes the
- * connection after the answer. */
+/* The checks of strict requests that need only the headers: their names, the
+ * body's framing (its transfer coding too), the Host and the credentials
+ * named once. A failure closes the connection after the answer. */
 static int check_headers(struct http_request *req, struct fg_error *err)
 {
-    int counts[3] = {0, 0, 0};
-    MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, count_framing, counts);
-    if (!strict_framing_ok(counts[0], counts[1]))
+    struct header_counts counts = {0};
+    MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, count_framing, &counts);
+    if (counts.bad_names > 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "a header name is not a token: no space or tab may stand in a name or "
+                       "before its colon");
+    if (!strict_framing_ok(counts.content_lengths, counts.transfer_encodings))
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "the body length is ambiguous: send one Content-Length or "
                        "Transfer-Encoding, not both and not twice");
@@ -882,8 +898,13 @@ static int check_headers(struct http_request *req, struct fg_error *err)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "the only Transfer-Encoding served is 'chunked': send the body with it or "
                        "with Content-Length");
-    if (!strict_host_single(counts[2]))
+    if (counts.hosts > 1)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its Host more than once");
+    if (counts.hosts == 0 && !req->conn->http_1_0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "an HTTP/1.1 request must name its Host");
+    if (counts.authorizations > 1 || counts.fence_tokens > 1)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its %s more than once",
+                       counts.authorizations > 1 ? "Authorization" : "Fence-Token");
     if (!strict_host_allowed(http_request_header(req, MHD_HTTP_HEADER_HOST),
                              server.cfg->allowed_hosts, server.cfg->nallowed_hosts))
         return fg_fail(err, FG_ERR_MISDIRECTED_REQUEST,

@@ -24,6 +24,9 @@
 #include "lease/waiter.h"
 #include "util/traceparent.h"
 
+/* The header that carries a fenced write's token (http/fenced_write.h). */
+#define HTTP_HEADER_FENCE_TOKEN "Fence-Token"
+
 struct http_conn;
 struct api_key;
 struct query_args;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/fgjson.h"
 #include "util/integer.h"
 #include "util/names.h"
 
@@ -61,9 +62,17 @@ bool strict_framing_ok(int content_lengths, int transfer_encodings)
            (content_lengths == 0 || transfer_encodings == 0);
 }
 
-bool strict_host_single(int hosts)
+bool strict_header_name_ok(const char *name)
 {
-    return hosts <= 1;
+    if (*name == '\0')
+        return false;
+    for (const char *p = name; *p != '\0'; p++) {
+        bool alnum =
+            (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        if (!alnum && strchr("!#$%&'*+-.^_`|~", *p) == NULL)
+            return false;
+    }
+    return true;
 }
 
 bool strict_transfer_coding_ok(const char *value)
@@ -138,9 +147,11 @@ int strict_member_check(const struct member_bound *b, const json_t *body, struct
             return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
         return b->items != NULL ? b->items(v, err) : 0;
     }
-    if (v == NULL || json_is_null(v))
+    if (v == NULL || (json_is_null(v) && b->required))
         return b->required ? fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' is required", b->name)
                            : 0;
+    if (json_is_null(v))
+        return fgjson_null_refused(b->name, err);
     return typed_check(b, v, err);
 }
 

@@ -36,9 +36,11 @@ bool strict_request_id_valid(const char *id);
  * most one of each, and never a Content-Length beside a Transfer-Encoding. */
 bool strict_framing_ok(int content_lengths, int transfer_encodings);
 
-/* True if a request names its Host at most once (hosts: Host headers): with
- * two, a proxy and the gateway may each read another. */
-bool strict_host_single(int hosts);
+/* True if name, a header's name as received, is a token (RFC 9110 5.1): a
+ * name with a space or tab before its colon ("Content-Length :") is one that
+ * a proxy in front may read as the header and the gateway not, so that the
+ * two frame the body differently. */
+bool strict_header_name_ok(const char *name);
 
 /* True if value, the request's Transfer-Encoding (NULL when absent), is one
  * the gateway reads: absent, or "chunked" in any case. libmicrohttpd reads
@@ -64,8 +66,8 @@ const char *strict_cross_origin(const char *origin, const char *fetch_site, cons
 /* How a bounded member is read, as its handler reads it (so a refusal is the
  * handler's own answer, only earlier). */
 enum member_check {
-    CHECK_INTEGER,       /* a body integer: null is absent, else an integer in [min, max] */
-    CHECK_STRING,        /* a body string: null is absent, else min to max bytes, no NUL */
+    CHECK_INTEGER,       /* a body integer: absent, or an integer in [min, max] (not null) */
+    CHECK_STRING,        /* a body string: absent, or min to max bytes, no NUL (not null) */
     CHECK_TEXT,          /* a body string whose every fault answers the refusal: min to max bytes */
     CHECK_ARRAY,         /* a body array of min to max items */
     CHECK_QUERY_INTEGER, /* a query parameter: absent, or a decimal integer in [min, max] */

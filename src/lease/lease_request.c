@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The value of integer member name of body, or absent when it has none (or null). */
+/* The value of integer member name of body, or absent when it has none. */
 static long long member_int(const json_t *body, const char *name, long long absent, bool *given)
 {
     const json_t *v = json_object_get(body, name);
@@ -19,7 +19,7 @@ static long long member_int(const json_t *body, const char *name, long long abse
     return json_is_integer(v) ? json_integer_value(v) : absent;
 }
 
-/* The value of string member name of body, or absent when it has none (or null). */
+/* The value of string member name of body, or absent when it has none. */
 static const char *member_string(const json_t *body, const char *name, const char *absent)
 {
     const char *s = json_string_value(json_object_get(body, name));

@@ -21,8 +21,10 @@ int fgjson_int(const json_t *obj, const char *field, long long min, long long ma
     const json_t *v = json_object_get(obj, field);
     if (present != NULL)
         *present = false;
-    if (v == NULL || json_is_null(v))
+    if (v == NULL)
         return 0;
+    if (json_is_null(v))
+        return fgjson_null_refused(field, err);
     if (!json_is_integer(v))
         return fg_fail(err, FG_ERR_INVALID_FIELD, "field '%s' must be an integer", field);
     long long n = json_integer_value(v);
@@ -33,6 +35,12 @@ int fgjson_int(const json_t *obj, const char *field, long long min, long long ma
     if (present != NULL)
         *present = true;
     return 0;
+}
+
+int fgjson_null_refused(const char *field, struct fg_error *err)
+{
+    return fg_fail(err, FG_ERR_INVALID_FIELD,
+                   "field '%s' must not be null: leave it out for its default", field);
 }
 
 long long fgjson_answer_int(const json_t *obj, const char *field, long long fallback)

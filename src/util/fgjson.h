@@ -21,12 +21,17 @@
 
 /*
  * Reads optional integer field `field` of obj into *out when present, checking
- * min <= value <= max. A missing field or JSON null leaves *out unchanged and
- * sets *present (if not NULL) to false. A wrong type or a value out of range
- * fails with FG_ERR_INVALID_FIELD naming the field.
+ * min <= value <= max. A missing field leaves *out unchanged and sets *present
+ * (if not NULL) to false. A wrong type (null too: a client leaves a member out
+ * for its default) or a value out of range fails with FG_ERR_INVALID_FIELD
+ * naming the field.
  */
 int fgjson_int(const json_t *obj, const char *field, long long min, long long max, long long *out,
                bool *present, struct fg_error *err) FG_WUR;
+
+/* Fails with FG_ERR_INVALID_FIELD: optional member field is null, which is
+ * not a value of its type; a client leaves a member out for its default. */
+int fgjson_null_refused(const char *field, struct fg_error *err);
 
 /* Integer member field of a script's answer (cjson sends large numbers as
  * reals), or fallback when it is missing or no number. */

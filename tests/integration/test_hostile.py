@@ -101,6 +101,27 @@ class StrictRequestsTest(GatewayTest):
         r = self.c.request("PUT", "/v1/redis/app:k", {"value": "v", "ttl": 5}, headers={"Fence-Token": "x"})
         self.problem(r, 400, "invalid_field")
 
+    def test_null_is_not_a_value(self):
+        """docs/api.md, "Strict requests": null for an optional member is a value of the wrong type, answered
+        400 naming the member, as any other; leaving the member out gives its default. Failed before the fix:
+        null was read as absent and the acquire answered 200 with the default ttl."""
+        name = unique("null")
+        for member in ("ttl_ms", "wait_ms", "max_hold_ms", "owner", "request_id"):
+            r = self.c.post(f"/v1/locks/{name}/acquire", {member: None})
+            self.problem(r, 400, "invalid_field")
+            self.assertIn(f"'{member}' must not be null", r.body["detail"])
+        self.problem(self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2, "ttl_ms": None}),
+                     400, "invalid_field")
+        self.problem(self.c.post("/v1/locksets/acquire", {"names": [name], "ttl_ms": None}), 400, "invalid_field")
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+        held = self.c.post("/v1/locksets/acquire", {"names": [name]})
+        self.assertEqual(held.status, 200, held)
+        tokens = [lock["token"] for lock in held.body["locks"]]
+        r = self.c.post("/v1/locksets/renew", {"tokens": tokens, "ttl_ms": None})
+        self.problem(r, 400, "invalid_field")
+        self.assertIn("'ttl_ms' must not be null", r.body["detail"])
+        self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
+
     def test_unknown_query_parameter_is_named(self):
         r = self.c.get("/v1/audit/rejections?resourse=pg:invoices/1")
         self.problem(r, 400, "invalid_field")
@@ -169,6 +190,64 @@ class StrictRequestsTest(GatewayTest):
             self.assertEqual(statuses(raw), [400], raw)
             self.assertIn(b"connection: close", raw.lower())
         self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+
+    def test_header_names_with_space_are_refused_and_closed(self):
+        """docs/api.md, "Strict requests": "Content-Length : 128" (a space before the colon) escaped the
+        framing checks, where a lenient proxy in front reads it as the body's length: with "Content-Length:
+        2" beside it the gateway read 2 bytes and ran the rest as a second request, and alone it was ignored
+        and the body read as the next request. A second Host so spelled was served. Now any header name that
+        is not a token answers 400 and closes; nothing runs. Failed before the fix: 200 and the smuggled
+        acquire took its lock."""
+        name = unique("spaced")
+        smuggled = f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        cases = [
+            (f"Content-Length: 2\r\nContent-Length : {2 + len(smuggled)}\r\n", "{}" + smuggled),
+            (f"Content-Length\t: {2 + len(smuggled)}\r\nContent-Length: 2\r\n", "{}" + smuggled),
+            ("Transfer-Encoding : chunked\r\nContent-Length: 2\r\n", "{}" + smuggled),
+            ("Content-Length : 2\r\n", "{}" + smuggled),
+        ]
+        for headers, body in cases:
+            req = (f"POST /v1/locks/{unique()}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   f"Content-Type: application/json\r\n{headers}\r\n{body}").encode()
+            raw = raw_exchange(self.gw.port, req)
+            self.assertEqual(statuses(raw), [400], (headers, raw))
+            self.assertIn(b"not a token", raw)
+            self.assertIn(b"connection: close", raw.lower())
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+        req = (f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nHost : evil.example\r\n"
+               "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}").encode()
+        self.assertEqual(statuses(raw_exchange(self.gw.port, req)), [400])
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+
+    def test_http_1_1_without_host_is_refused(self):
+        """RFC 9112 3.2: an HTTP/1.1 request without Host answers 400, since allowed_hosts cannot be checked
+        on it; HTTP/1.0 has no Host to send and is served. Failed before the fix: 200."""
+        name = unique("hostless")
+        raw = raw_exchange(self.gw.port, f"POST /v1/locks/{name}/acquire HTTP/1.1\r\n"
+                                         "Content-Length: 0\r\n\r\n".encode())
+        self.assertEqual(statuses(raw), [400], raw)
+        self.assertIn(b"must name its Host", raw)
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+        raw = raw_exchange(self.gw.port, b"GET /healthz HTTP/1.0\r\n\r\n")
+        self.assertEqual(statuses(raw), [200], raw)
+
+    def test_credentials_named_twice_are_refused(self):
+        """Two Authorization or two Fence-Token headers: the gateway read the first where a proxy in front may
+        check the last. Now 400 and nothing is written. Failed before the fix: the write answered 200."""
+        name = unique("twice-token")
+        held = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000}).body
+        other = self.c.post(f"/v1/locks/{unique()}/acquire", {"ttl_ms": 60000}).body
+        key = f"app:{name}"
+        for headers in ((("Fence-Token", held["token"]), ("Fence-Token", other["token"])),
+                        (("Authorization", "Bearer a"), ("Authorization", "Bearer b"),
+                         ("Fence-Token", held["token"]))):
+            lines = "".join(f"{k}: {v}\r\n" for k, v in headers)
+            raw = raw_exchange(self.gw.port, (f"PUT /v1/redis/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\n{lines}"
+                                              "Content-Type: application/json\r\nContent-Length: 13\r\n\r\n"
+                                              '{"value":"v"}').encode())
+            self.assertEqual(statuses(raw), [400], raw)
+            self.assertIn(b"more than once", raw)
+        self.assertEqual(self.c.get(f"/v1/redis/{key}").status, 404)
 
     def test_proxied_requests_need_a_chosen_auth_mode(self):
         """Auth that is off does not serve proxies (docs/api.md, "Authentication and authorization"): an nginx on

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -302,8 +303,11 @@ static void integers(void **state)
     assert_int_equal(fgjson_int(o, "missing", 0, 10, &v, &present, &err), 0);
     assert_int_equal(v, -1);
     assert_false(present);
-    assert_int_equal(fgjson_int(o, "z", 0, 10, &v, &present, &err), 0);
+    assert_int_equal(fgjson_int(o, "z", 0, 10, &v, &present, &err), -1);
+    assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
+    assert_string_equal(err.msg, "field 'z' must not be null: leave it out for its default");
     assert_false(present);
+    memset(&err, 0, sizeof err);
     assert_int_equal(fgjson_int(o, "n", 0, 10, &v, NULL, &err), 0);
     static const char *const wrong[] = {"s", "r", "b"};
     for (size_t i = 0; i < 3; i++) {

@@ -76,9 +76,16 @@ static void framing(void **state)
     assert_false(strict_framing_ok(1, 1));
     assert_false(strict_framing_ok(2, 1));
     assert_false(strict_framing_ok(0, 2)); /* two Transfer-Encodings: the first won */
-    assert_true(strict_host_single(0));
-    assert_true(strict_host_single(1));
-    assert_false(strict_host_single(2));
+    assert_true(strict_header_name_ok("Content-Length"));
+    assert_true(strict_header_name_ok("x-a!#$%&'*+-.^_`|~9"));
+    assert_false(strict_header_name_ok("Content-Length "));
+    assert_false(strict_header_name_ok("Content-Length\t"));
+    assert_false(strict_header_name_ok(" Host"));
+    assert_false(strict_header_name_ok("Trans fer-Encoding"));
+    assert_false(strict_header_name_ok("a\"b"));
+    assert_false(strict_header_name_ok("a(b)"));
+    assert_false(strict_header_name_ok("a\x80"));
+    assert_false(strict_header_name_ok(""));
 }
 
 static void transfer_codings(void **state)
@@ -210,8 +217,15 @@ static void integers_answer_as_fgjson_int(void **state)
                         "field 'ttl_ms' must be an integer");
     assert_string_equal(member_answer(&b, json_real(100.0), &a),
                         "field 'ttl_ms' must be an integer");
-    assert_null(member_answer(&b, json_null(), &a));
+    assert_string_equal(member_answer(&b, json_null(), &a),
+                        "field 'ttl_ms' must not be null: leave it out for its default");
     assert_null(member_answer(&b, NULL, &a));
+    json_t *null_body = json_pack("{s:n}", "ttl_ms");
+    long long out = 0;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(fgjson_int(null_body, "ttl_ms", b.min, b.max, &out, NULL, &f), -1);
+    assert_string_equal(f.msg, member_answer(&b, json_null(), &a));
+    json_decref(null_body);
     const struct member_bound need = {"limit", CHECK_INTEGER, 1, 9, true, "x", false, NULL, NULL};
     assert_string_equal(member_answer(&need, NULL, &a), "field 'limit' is required");
     assert_string_equal(member_answer(&need, json_null(), &a), "field 'limit' is required");
@@ -234,7 +248,8 @@ static void strings_answer_their_refusals(void **state)
     assert_string_equal(member_answer(&b, json_stringn("a\0b", 3), &a),
                         "field 'owner' must not contain NUL");
     assert_string_equal(member_answer(&b, json_integer(1), &a), "field 'owner' must be a string");
-    assert_null(member_answer(&b, json_null(), &a));
+    assert_string_equal(member_answer(&b, json_null(), &a),
+                        "field 'owner' must not be null: leave it out for its default");
     const struct member_bound printable = {"owner", CHECK_STRING,          1,   4, false, b.refusal,
                                            false,   "owner not printable", NULL};
     assert_null(member_answer(&printable, json_string("a-\xc3\xa9"), &a));
