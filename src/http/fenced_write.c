@@ -44,7 +44,7 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
                        "' is required: the token of the lease that "
                        "fences this write");
     if (token_verify(token, secret_current(), claims, err) != 0 ||
-        fence_check_issued(claims->fence, err) != 0) {
+        fence_check_issued((enum lease_kind)claims->kind, claims->name, claims->fence, err) != 0) {
         metrics_fenced_write(backend, METRIC_WRITE_INVALID);
         return -1;
     }

@@ -61,14 +61,15 @@
 
 #define RUN_ID_MAX 64
 
-/* The highest fence known to be issued or reserved, plus what one script may
- * pass its limit by: no genuine token holds a fence above it. */
+/* The highest fence known to be reserved: a genuine token holds a fence above
+ * it only where a script that issued several passed its limit, which the
+ * sequence of its name tells (fence_check_issued). */
 static _Atomic int64_t ceiling;
 
 static void ceiling_raise(int64_t reserved)
 {
     int64_t seen = atomic_load(&ceiling);
-    int64_t next = reserved < FENCE_LAST_LIMIT ? reserved + FENCE_OVERSHOOT : FENCE_LAST;
+    int64_t next = reserved < FENCE_LAST ? reserved : FENCE_LAST;
     while (next > seen && !atomic_compare_exchange_weak(&ceiling, &seen, next))
         ;
 }
@@ -382,7 +383,30 @@ int fence_check_on_connect(struct fg_error *err)
     return 0;
 }
 
-int fence_check_issued(int64_t fence, struct fg_error *err)
+/* Whether fence, above the reservation reserved, was issued by the sequence of
+ * the lease kind name (a script that issued several passed its limit) into
+ * *issued: at most the sequence's last fence. A sequence that is missing or
+ * went back (Redis lost its data; its recovery skips what one script may
+ * pass the limit by) answers for up to that much above the reservation. */
+static int issued_past_reservation(enum lease_kind kind, const char *name, int64_t fence,
+                                   int64_t reserved, bool *issued, struct fg_error *err)
+{
+    struct lease_fence_keys fk = deployment;
+    if (lease_keys_layout() == LEASE_KEYS_PER_SLOT) {
+        struct lease_keys k;
+        lease_keys_init(&k, kind, name);
+        lease_keys_fence(&k, &fk);
+    }
+    struct sequence_state st;
+    if (read_issued(&fk, &st, err) != 0)
+        return -1;
+    *issued = st.trusted && st.issued != -1
+                  ? fence <= st.issued
+                  : reserved < FENCE_LAST_LIMIT && fence <= reserved + FENCE_OVERSHOOT;
+    return 0;
+}
+
+int fence_check_issued(enum lease_kind kind, const char *name, int64_t fence, struct fg_error *err)
 {
     if (fence <= atomic_load(&ceiling))
         return 0;
@@ -391,6 +415,11 @@ int fence_check_issued(int64_t fence, struct fg_error *err)
         return -1;
     ceiling_raise(reserved);
     if (fence <= atomic_load(&ceiling))
+        return 0;
+    bool issued = false;
+    if (issued_past_reservation(kind, name, fence, reserved, &issued, err) != 0)
+        return -1;
+    if (issued)
         return 0;
     log_event(
         LOG_WARN, "fence_beyond_issued",

@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "lease/lease_kind.h"
 #include "util/error.h"
 
 /* Reserves the next block of fences in Postgres and raises the Redis sequence
@@ -52,12 +53,15 @@ int fence_check_on_connect(struct fg_error *err) FG_WUR;
 
 /*
  * Refuses a fence above every fence issued or reserved by any gateway
- * (FG_ERR_INVALID_FENCE_TOKEN), even in a correctly signed token: a leaked
- * signing key must not push a resource's fence out of reach. Costs nothing up
- * to the highest reservation this process has seen; above it, one Postgres
- * read (another gateway may have reserved more since).
+ * (FG_ERR_INVALID_FENCE_TOKEN), even in a correctly signed token of the lease
+ * kind name: a leaked signing key must not push a resource's fence out of
+ * reach. Costs nothing up to the highest reservation this process has seen;
+ * above it, one Postgres read (another gateway may have reserved more since),
+ * and above that one read of name's sequence in Redis (a script that issues
+ * several fences may pass the reservation).
  */
-int fence_check_issued(int64_t fence, struct fg_error *err) FG_WUR;
+int fence_check_issued(enum lease_kind kind, const char *name, int64_t fence,
+                       struct fg_error *err) FG_WUR;
 
 /* Fences Redis may still issue before it needs the next reservation in
  * Postgres, into *headroom; 0 when none may be issued until a recovery. One

@@ -19,7 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import TEST_SECRET, Gateway, Redis, psql, same_slot, wait_for, write_fence_key  # noqa: E402
+from harness import (TEST_SECRET, Gateway, Redis, psql, same_slot, slot_key, wait_for,  # noqa: E402
+                     write_fence_key)
 from pg_helpers import INVOICE_COLUMNS, insert_invoice, invoice, stored_fence, unique  # noqa: E402
 from token_forge import claims, forge  # noqa: E402
 
@@ -64,6 +65,46 @@ class HugeFenceTest(unittest.TestCase):
             r = c.request("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "after"}},
                           {"Fence-Token": r.body["token"]})
             self.assertEqual(r.status, 200, r)
+            c.close()
+        finally:
+            gw.stop()
+
+    def test_a_fence_past_the_reservation_needs_its_sequence_to_have_issued_it(self):
+        """docs/api.md "Tokens": a fence above every fence issued or reserved is refused. The gateway let any
+        fence pass up to what one script may overshoot the reservation by (the largest semaphore limit, 100,000):
+        a signed token of fence reserved + 99,999 wrote the row and wedged it for as many acquires. Now a fence
+        above the reservation passes only if the sequence of its lock issued it, as a script that issues
+        several fences may pass its limit (emulated here by moving the sequence). Failed before the fix: the
+        writes past the reservation answered 200."""
+        key, lock = unique("inv"), unique("past")
+        gw = Gateway(config=base_config())
+        insert_invoice(key, note="before")
+        try:
+            c = gw.client()
+            r = c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000})
+            self.assertEqual(r.status, 200, r)
+            lease = claims(r.body["token"])["lease_id"]
+            reserved = int(psql("SELECT reserved FROM fencegate.fence_reservation")[0])
+            rkey = same_slot("app:past", like=lock)[0]
+            for fence in (reserved + 1, reserved + 99_999):
+                bad = forge(TEST_SECRET, "default", lock, fence, lease)
+                r = c.request("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "forged"}}, {"Fence-Token": bad})
+                self.assertEqual((r.status, r.body.get("type")), (403, "/problems/invalid_fence_token"), r)
+                r = c.request("PUT", f"/v1/redis/{rkey}", {"value": "forged"}, {"Fence-Token": bad})
+                self.assertEqual((r.status, r.body.get("type")), (403, "/problems/invalid_fence_token"), r)
+            self.assertEqual(invoice(key)["note"], "before")
+            with Redis() as redis:
+                self.assertIsNone(redis.cmd("GET", rkey))
+                redis.cmd("SET", slot_key("fg:fence", lock), str(reserved + 10))
+            issued = forge(TEST_SECRET, "default", lock, reserved + 5, lease)
+            r = c.request("PUT", f"/v1/redis/{rkey}", {"value": "issued"}, {"Fence-Token": issued})
+            self.assertEqual(r.status, 200, r)
+            past = forge(TEST_SECRET, "default", lock, reserved + 11, lease)
+            r = c.request("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "forged"}}, {"Fence-Token": past})
+            self.assertEqual((r.status, r.body.get("type")), (403, "/problems/invalid_fence_token"), r)
+            r = c.post(f"/v1/locks/{unique('after')}/acquire", {"ttl_ms": 30000})
+            self.assertEqual(r.status, 200, r)
+            self.assertGreater(r.body["fence"], reserved + 10)
             c.close()
         finally:
             gw.stop()
