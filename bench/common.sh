@@ -39,7 +39,8 @@ bench_c_program() {
       libs=(hiredis jansson) ;;
     auth_check)
       flags+=(-Isrc)
-      sources+=(src/auth/keyset.c src/auth/scope.c src/util/published.c src/util/error.c src/util/names.c
+      sources+=(src/auth/keyset.c src/auth/scope.c src/util/published.c src/util/error.c src/util/fgjson.c
+        src/util/names.c
         src/util/utf8.c)
       libs=(jansson libcrypto) ;;
     floor | pg_group) libs=(libpq) ;;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "store/backend/redis_url.h"
+#include "util/fgjson.h"
 #include "util/integer.h"
 
 enum setting_type { SETTING_STRING, SETTING_INT, SETTING_LISTEN };
@@ -507,11 +508,9 @@ static int build_keyring(struct config *cfg, struct fg_error *err)
         return token_keyring_add(cfg->keyring, TOKEN_LEGACY_KEY, cfg->secret, err);
     if (cfg->secrets != NULL)
         return keyring_from_json(cfg->secrets, "secrets", cfg->keyring, err);
-    json_error_t jerr;
-    json_t *root = json_load_file(cfg->secret_file, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = fgjson_load_file(cfg->secret_file, "secret_file", err);
     if (root == NULL)
-        return fg_fail(err, FG_ERR_CONFIG, "secret_file %s: %s (line %d)", cfg->secret_file,
-                       jerr.text, jerr.line);
+        return -1;
     int rc = keyring_from_json(root, "secret_file", cfg->keyring, err);
     json_decref(root);
     return rc;
@@ -558,11 +557,9 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
     config_defaults(cfg);
     const char *path = getenv_fn("FENCEGATE_CONFIG");
     if (path != NULL && path[0] != '\0') {
-        json_error_t jerr;
-        json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *root = fgjson_load_file(path, "FENCEGATE_CONFIG", err);
         if (root == NULL)
-            return fg_fail(err, FG_ERR_CONFIG, "FENCEGATE_CONFIG %s: %s (line %d)", path, jerr.text,
-                           jerr.line);
+            return -1;
         int rc = config_apply_json(cfg, root, err);
         json_decref(root);
         if (rc != 0)

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "auth/scope.h"
+#include "util/fgjson.h"
 #include "util/names.h"
 #include "util/published.h"
 #include "util/utf8.h"
@@ -148,11 +149,9 @@ static int keys_append(struct keyset *ks, const json_t *keys, const char *where,
 
 static int keys_file_append(struct keyset *ks, const char *path, struct fg_error *err)
 {
-    json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = fgjson_load_file(path, "auth.keys_file", err);
     if (root == NULL)
-        return fg_fail(err, FG_ERR_CONFIG, "auth.keys_file %s: %s (line %d)", path, jerr.text,
-                       jerr.line);
+        return -1;
     char where[300];
     snprintf(where, sizeof where, "auth.keys_file %.*s", utf8_cut_len(path, 200), path);
     int rc = keys_append(ks, root, where, err);

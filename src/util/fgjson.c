@@ -200,7 +200,7 @@ static json_t *plain_value(struct flat_scan *p, int depth)
         p->at++;
         return flat_object(p, depth + 1);
     }
-    struct flat_value m;
+    struct flat_value m = {.type = JSON_NULL};
     if (!scan_value(p, &m))
         return NULL;
     switch (m.type) {
@@ -291,6 +291,20 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
         return NULL;
     }
     return root;
+}
+
+json_t *fgjson_load_file(const char *path, const char *where, struct fg_error *err)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (root != NULL)
+        return root;
+    char *quoted = strstr(jerr.text, " near '");
+    if (quoted != NULL)
+        *quoted = '\0';
+    fg_fail(err, FG_ERR_CONFIG, "%s %s: %s (line %d, column %d)", where, path, jerr.text, jerr.line,
+            jerr.column);
+    return NULL;
 }
 
 /* Rewrites text, "%g"'s exponent form of an integer (exponent e from 0 to

@@ -63,6 +63,14 @@ json_t *fgjson_parse_flat(const char *body, size_t len);
  * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
 json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);
 
+/*
+ * Reads the JSON file path for where (its name in the configuration, for the
+ * message). A file that cannot be read or parsed fails with FG_ERR_CONFIG
+ * naming the line and column and jansson's reason without the text it quotes,
+ * which may be a secret's. Returns a new reference, or NULL.
+ */
+json_t *fgjson_load_file(const char *path, const char *where, struct fg_error *err);
+
 /* A new JSON string of text (NUL-terminated) whose bytes that are not UTF-8
  * become U+FFFD, as fgjson_out_strn writes them: where json_string would
  * answer NULL, and a problem body or a log line built around it would be

@@ -483,6 +483,38 @@ static void unknown_members_cut_whole(void **state)
     json_decref(body);
 }
 
+/* A configuration file that does not parse is named with its line and
+ * column, never with the text jansson quotes: it may be a secret's. */
+static void files_that_do_not_parse_keep_their_text(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fgjson-file-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("[{\"id\": \"k1\",\n \"secret\": SecretWithoutQuotes0123456789}]\n", f);
+    fclose(f);
+    struct fg_error err = {0};
+    assert_null(fgjson_load_file(path, "secret_file", &err));
+    assert_int_equal(err.code, FG_ERR_CONFIG);
+    assert_non_null(strstr(err.msg, "secret_file /tmp/fgjson-file-"));
+    assert_non_null(strstr(err.msg, "(line 2, column"));
+    assert_null(strstr(err.msg, "Secret"));
+    assert_null(strstr(err.msg, "near"));
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"id\": 1}", f);
+    fclose(f);
+    json_t *root = fgjson_load_file(path, "secret_file", &err);
+    assert_non_null(root);
+    json_decref(root);
+    unlink(path);
+    memset(&err, 0, sizeof err);
+    assert_null(fgjson_load_file(path, "auth.keys_file", &err));
+    assert_non_null(strstr(err.msg, "auth.keys_file /tmp/fgjson-file-"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +531,7 @@ int main(void)
         cmocka_unit_test(parse_object_like_jansson),
         cmocka_unit_test(strings_of_any_bytes),
         cmocka_unit_test(unknown_members_cut_whole),
+        cmocka_unit_test(files_that_do_not_parse_keep_their_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
