@@ -101,8 +101,9 @@ struct conn_state {
     struct auth_memo auth;              /* the key of its previous requests (keyset.h) */
 };
 
-#define REPLY_BUF  8192 /* bytes of a JSON reply written without allocating */
-#define FD_RESERVE 64   /* descriptors kept for logs, epoll sets, listen socket, DNS */
+#define REPLY_BUF            8192 /* bytes of a JSON reply written without allocating */
+#define FD_RESERVE           64   /* descriptors kept for logs, epoll sets, listen socket, DNS */
+#define TARGET_AUTHORITY_MAX 256  /* bytes of an absolute-form target's host:port, and its NUL */
 #define LOOK_AGAIN_MS                                                                              \
     1000 /* longest wait of a connection silent at its deadline for a second look */
 
@@ -880,9 +881,10 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 }
 
 /* The checks of strict requests that need only the headers: their names, the
- * body's framing (its transfer coding too), the Host and the credentials
- * named once. A failure closes the connection after the answer. */
-static int check_headers(struct http_request *req, struct fg_error *err)
+ * body's framing (its transfer coding too), the Host (the target's authority
+ * in its place when the target names one) and the credentials named once. A
+ * failure closes the connection after the answer. */
+static int check_headers(struct http_request *req, const char *authority, struct fg_error *err)
 {
     struct header_counts counts = {0};
     MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, count_framing, &counts);
@@ -905,8 +907,9 @@ static int check_headers(struct http_request *req, struct fg_error *err)
     if (counts.authorizations > 1 || counts.fence_tokens > 1)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its %s more than once",
                        counts.authorizations > 1 ? "Authorization" : "Fence-Token");
-    if (!strict_host_allowed(http_request_header(req, MHD_HTTP_HEADER_HOST),
-                             server.cfg->allowed_hosts, server.cfg->nallowed_hosts))
+    const char *host =
+        authority[0] != '\0' ? authority : http_request_header(req, MHD_HTTP_HEADER_HOST);
+    if (!strict_host_allowed(host, server.cfg->allowed_hosts, server.cfg->nallowed_hosts))
         return fg_fail(err, FG_ERR_MISDIRECTED_REQUEST,
                        "this gateway does not serve that Host (see allowed_hosts)");
     return 0;
@@ -1027,18 +1030,20 @@ int64_t http_server_reap_slow(int64_t now_ms)
     return head_ms < silent_ms ? head_ms : silent_ms;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *url,
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *target,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
     (void)cls;
     closing_gone_client = false;
+    char authority[TARGET_AUTHORITY_MAX];
+    const char *url = strict_target_path(target, authority, sizeof authority);
     struct http_request *req = *con_cls;
     if (req == NULL) {
         req = request_new(mhd, state_of(mhd), method, url, version);
         *con_cls = req;
         struct fg_error err = {0};
-        if (check_headers(req, &err) != 0) {
+        if (check_headers(req, authority, &err) != 0) {
             req->conn->close_after = true;
             reply_problem(&req->conn->reply, &err);
             return send_reply(req, method, url);

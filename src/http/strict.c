@@ -14,6 +14,7 @@
 #include "http/strict.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -40,6 +41,22 @@ bool strict_host_allowed(const char *host, char *const *allowed, size_t n)
         if (strcmp(allowed[i], "*") == 0 || strcasecmp(allowed[i], host) == 0)
             return true;
     return false;
+}
+
+const char *strict_target_path(const char *url, char *authority, size_t cap)
+{
+    authority[0] = '\0';
+    size_t scheme = strncasecmp(url, "http://", 7) == 0    ? 7
+                    : strncasecmp(url, "https://", 8) == 0 ? 8
+                                                           : 0;
+    if (scheme == 0)
+        return url;
+    const char *host = url + scheme;
+    size_t len = strcspn(host, "/?#");
+    snprintf(authority, cap, "%.*s", (int)(len < cap ? len : cap - 1), host);
+    if (len >= cap && cap > 1)
+        authority[cap - 2] = '/'; /* a cut name is no host's */
+    return host[len] == '/' ? host + len : "/";
 }
 
 bool strict_request_id_valid(const char *id)

@@ -27,6 +27,13 @@ bool strict_content_type_is_json(const char *value);
  * Host (HTTP/1.0) passes: no browser sends one. */
 bool strict_host_allowed(const char *host, char *const *allowed, size_t n);
 
+/* The path of url, a request's target, and its authority into authority
+ * (capacity cap, "" for none). In absolute form ("http://host:port/path",
+ * RFC 9112 3.2.2) the authority is the request's host, in place of its Host
+ * header; one that does not fit in cap is cut, and so names no allowed host.
+ * In origin form ("/path") the path is url itself. */
+const char *strict_target_path(const char *url, char *authority, size_t cap);
+
 /* True if id may be echoed as the request id: 1 to X_REQUEST_ID_MAX_LEN bytes
  * of A-Z a-z 0-9 and - _ . : / + = @. */
 bool strict_request_id_valid(const char *id);

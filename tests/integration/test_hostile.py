@@ -155,6 +155,23 @@ class StrictRequestsTest(GatewayTest):
             req = f"GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
             self.assertEqual(statuses(raw_exchange(self.gw.port, req)), [200], host)
 
+    def test_a_target_in_absolute_form_names_the_host(self):
+        """RFC 9112 3.2.2: a target in absolute form ("POST http://evil.example/v1/...") names the request's
+        host in place of its Host header, so that host is what allowed_hosts checks: 421, and nothing runs; an
+        allowed one is served. Failed before the fix: 404 for both (the target was routed as a path)."""
+        name = unique("absolute")
+        host = f"127.0.0.1:{self.gw.port}"
+        req = (f"POST http://evil.example/v1/locks/{name}/acquire HTTP/1.1\r\nHost: {host}\r\n"
+               "Content-Length: 0\r\n\r\n").encode()
+        raw = raw_exchange(self.gw.port, req)
+        self.assertEqual(statuses(raw), [421], raw)
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+        req = (f"POST http://{host}/v1/locks/{name}/acquire HTTP/1.1\r\nHost: {host}\r\n"
+               "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+        raw = raw_exchange(self.gw.port, req)
+        self.assertEqual(statuses(raw), [200], raw)
+        self.assertTrue(self.c.get(f"/v1/locks/{name}").body["held"])
+
     def test_ambiguous_body_length_is_refused_and_closed(self):
         """Request smuggling: with two Content-Lengths or CL + TE, libmicrohttpd ran the rest of the body
         as a second request. Now one 400 and the connection closes: the smuggled request never runs."""

@@ -357,9 +357,34 @@ static void bounds_are_found_by_name(void **state)
     assert_ptr_equal(strict_bound(list, "a"), &list[0]);
 }
 
+/* A target in absolute form names its host, which stands for the Host; one in
+ * origin form is its own path. */
+static void targets_name_their_host(void **state)
+{
+    (void)state;
+    char host[16];
+    assert_string_equal(strict_target_path("/v1/locks/a", host, sizeof host), "/v1/locks/a");
+    assert_string_equal(host, "");
+    assert_string_equal(strict_target_path("http://evil.example/v1/locks/a?x=1", host, sizeof host),
+                        "/v1/locks/a?x=1");
+    assert_string_equal(host, "evil.example");
+    assert_string_equal(strict_target_path("HTTPS://127.0.0.1:8480/healthz", host, sizeof host),
+                        "/healthz");
+    assert_string_equal(host, "127.0.0.1:8480");
+    assert_string_equal(strict_target_path("http://localhost", host, sizeof host), "/");
+    assert_string_equal(host, "localhost");
+    assert_string_equal(strict_target_path("http://localhost?a", host, sizeof host), "/");
+    assert_string_equal(strict_target_path("http://a-very-long-host-name/x", host, sizeof host),
+                        "/x");
+    assert_int_equal(strlen(host), sizeof host - 1);
+    char *const allowed[] = {"a-very-long-ho"};
+    assert_false(strict_host_allowed(host, allowed, 1)); /* cut: no host's name */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(targets_name_their_host),
         cmocka_unit_test(content_type),
         cmocka_unit_test(host),
         cmocka_unit_test(request_id),
