@@ -81,6 +81,9 @@ void lease_reply_released(struct http_reply *reply)
  * moves to the heap). */
 #define FACTS_BUF 1024
 
+/* Holders a lock's revoke tries in turn while each ends as it runs. */
+#define REVOKE_ATTEMPTS 4
+
 static enum handler_result reply_granted(const struct lease_ops *kind, struct http_request *req,
                                          struct http_reply *reply, const struct lease_result *res)
 {
@@ -430,16 +433,27 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     long long fence = 0;
     if (body == NULL || revoke_target(kind, lease_name(req), body, &fence, &err) != 0)
         return fail(reply, &err);
+    const char *reason = revoke_reason(body);
+    for (int attempt = 0; fence != 0; attempt++) {
+        /* The durable record first: the Redis mirror can always be rebuilt from it. */
+        struct lease_result res;
+        if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
+            kind->revoke(lease_name(req), fence, &res, &err) != 0)
+            return fail(reply, &err);
+        if (res.outcome != LEASE_GONE)
+            break;
+        /* The lease ended as the revoke ran (a release, an expiry; its fence
+         * stays revoked): a lock's revoke is of whoever holds it now, a
+         * semaphore's of the holder it named. */
+        if (kind->holder_fence == NULL || attempt + 1 == REVOKE_ATTEMPTS)
+            fence = 0;
+        else if (kind->holder_fence(lease_name(req), &fence, &err) != 0)
+            return fail(reply, &err);
+    }
     if (fence == 0) {
         reply_json(reply, 200, json_pack("{s:n}", "revoked_fence"));
         return HANDLER_DONE;
     }
-    /* The durable record first: the Redis mirror can always be rebuilt from it. */
-    struct lease_result res;
-    const char *reason = revoke_reason(body);
-    if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
-        kind->revoke(lease_name(req), fence, &res, &err) != 0)
-        return fail(reply, &err);
     metrics_revocation(kind->metric);
     log_message(LOG_WARN, "lease_revoked", "%s %s: fence %lld revoked (%s)", kind->noun,
                 lease_name(req), fence, reason[0] != '\0' ? reason : "no reason given");

@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, psql, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, http, psql, wait_for  # noqa: E402
 from pg_helpers import (config, insert_invoice, invoice, quote, records_listing, rejections, unique,  # noqa: E402
                         write)
 
@@ -199,6 +199,48 @@ class RevokeTest(GatewayTest):
         for body in ({}, {"fence": "1"}, {"fence": 0}, {"fence": 1, "extra": 1}):
             r = self.c.post(f"/v1/semaphores/{lock}/revoke", body)
             self.assertEqual(r.status, 400, (body, r))
+
+    def test_a_revoke_racing_a_release_tells_what_it_did(self):
+        """A lock revoke sent as its holder A releases, with B waiting: either the revoke ran first (it answers
+        A's fence, A's release 410 and B gets the lock) or the release did (it answers 200, B got the lock, and
+        the revoke, of whoever holds it now, answers B's fence and ends B's lease). Failed before the fix (two
+        gateways of a black-box review, and here on one in most rounds of 30): the revoke answered A's fence
+        although A's release had answered 200, and B held on unrevoked."""
+        outcomes = set()
+        for _ in range(30):
+            name = unique("rv-race")
+            a = self.acquire(name, ttl_ms=30000)
+            got = {}
+            waiter = threading.Thread(target=lambda: got.update(b=http(
+                "POST", f"{self.gw.base}/v1/locks/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 20000}, timeout=30)))
+            waiter.start()
+            wait_for(lambda: self.c.get(f"/v1/locks/{name}").body["waiting"] == 1, 10, what="B queued")
+            start = threading.Barrier(2)
+
+            def send(key, path, body):
+                start.wait()
+                got[key] = http("POST", self.gw.base + path, body, timeout=30)
+
+            racers = [threading.Thread(target=send, args=("revoke", f"/v1/locks/{name}/revoke", {})),
+                      threading.Thread(target=send, args=("release", f"/v1/locks/{name}/release",
+                                                          {"token": a["token"]}))]
+            for t in racers:
+                t.start()
+            for t in racers + [waiter]:
+                t.join(30)
+            revoked, released, b = got["revoke"], got["release"], got["b"]
+            self.assertEqual((revoked.status, b.status), (200, 200), got)
+            if released.status == 200:
+                self.assertEqual(revoked.body["revoked_fence"], b.body["fence"], got)
+                self.assert_lease_lost(self.c.post(f"/v1/locks/{name}/renew", {"token": b.body["token"]}),
+                                       "revoked")
+                outcomes.add("release first")
+            else:
+                self.assert_lease_lost(released, "revoked")
+                self.assertEqual(revoked.body["revoked_fence"], a["fence"], got)
+                self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": b.body["token"]}).status, 200)
+                outcomes.add("revoke first")
+        self.assertTrue(outcomes, outcomes)
 
     def test_semaphore_revoke_one_holder_by_fence(self):
         name = unique("rv-sem")
