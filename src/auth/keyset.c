@@ -301,7 +301,10 @@ int auth_bearer(const char *header, const char **key, size_t *len, struct fg_err
     size_t n = 0;
     while (k[n] > ' ' && k[n] < 0x7f)
         n++;
-    if (n == 0 || k[n] != '\0')
+    size_t end = n;
+    while (k[end] == ' ' || k[end] == '\t') /* not part of the value (RFC 9110 5.5) */
+        end++;
+    if (n == 0 || k[end] != '\0')
         return fg_fail(err, FG_ERR_UNAUTHORIZED,
                        "the bearer key must be one word of visible ASCII characters");
     if (n > API_KEY_TEXT_MAX)

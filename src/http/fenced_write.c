@@ -37,8 +37,12 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
                         struct token_claims *claims, struct fenced_writer *who,
                         struct fg_error *err)
 {
-    const char *token = http_request_header(req, HTTP_HEADER_FENCE_TOKEN);
-    if (token == NULL || token[0] == '\0')
+    const char *value = http_request_header(req, HTTP_HEADER_FENCE_TOKEN);
+    size_t len = value != NULL ? strict_value_len(value) : 0;
+    char token[TOKEN_MAX_LEN + 1];
+    snprintf(token, sizeof token, "%.*s", (int)(len < sizeof token ? len : sizeof token - 1),
+             len > 0 ? value : "");
+    if (len == 0)
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "header '" HTTP_HEADER_FENCE_TOKEN
                        "' is required: the token of the lease that "

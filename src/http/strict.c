@@ -59,6 +59,14 @@ const char *strict_target_path(const char *url, char *authority, size_t cap)
     return host[len] == '/' ? host + len : "/";
 }
 
+size_t strict_value_len(const char *value)
+{
+    size_t len = strlen(value);
+    while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+        len--;
+    return len;
+}
+
 bool strict_request_id_valid(const char *id)
 {
     size_t len = strlen(id);

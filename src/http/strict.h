@@ -34,6 +34,10 @@ bool strict_host_allowed(const char *host, char *const *allowed, size_t n);
  * In origin form ("/path") the path is url itself. */
 const char *strict_target_path(const char *url, char *authority, size_t cap);
 
+/* The length of header value value without the spaces and tabs that end it,
+ * which are not part of it (RFC 9110 5.5). */
+size_t strict_value_len(const char *value);
+
 /* True if id may be echoed as the request id: 1 to X_REQUEST_ID_MAX_LEN bytes
  * of A-Z a-z 0-9 and - _ . : / + = @. */
 bool strict_request_id_valid(const char *id);

@@ -163,6 +163,9 @@ class AuthTest(unittest.TestCase):
         self.assertEqual(r.status, 431, r)
         r = self.c.get("/v1/locks/x", headers={"Authorization": "bearer key-root"})
         self.assertEqual(r.status, 200, r)
+        # Spaces and tabs that end a header value are not part of it (RFC 9110 5.5): 401 before the fix.
+        r = self.c.get("/v1/locks/x", headers={"Authorization": "Bearer key-root \t"})
+        self.assertEqual(r.status, 200, r)
 
     def test_principal_in_audit_records(self):
         """A refused stale write keeps the writer's key id as principal (Postgres and Redis writes)."""

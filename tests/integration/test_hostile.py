@@ -248,6 +248,16 @@ class StrictRequestsTest(GatewayTest):
         raw = raw_exchange(self.gw.port, b"GET /healthz HTTP/1.0\r\n\r\n")
         self.assertEqual(statuses(raw), [200], raw)
 
+    def test_a_token_ending_in_spaces_is_the_token(self):
+        """RFC 9110 5.5: the spaces and tabs that end a header value are not part of it. A Fence-Token sent
+        with them answered 403 invalid_fence_token (its signature); now it writes as the token does."""
+        name = unique("spaced-token")
+        held = self.c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000}).body
+        r = self.c.request("PUT", f"/v1/redis/app:{name}", {"value": "v"},
+                           headers={"Fence-Token": held["token"] + " \t "})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["fence"], held["fence"], r)
+
     def test_credentials_named_twice_are_refused(self):
         """Two Authorization or two Fence-Token headers: the gateway read the first where a proxy in front may
         check the last. Now 400 and nothing is written. Failed before the fix: the write answered 200."""
