@@ -139,8 +139,9 @@ class FenceColumnTest(GatewayTest):
         r = write(self.c, "DELETE", "fc_rows", key, None, t2)
         self.assertEqual(r.status, 200, r)
         self.assertIsNone(row(key))
+        # GET answers the fence the delete kept, the one that refuses older tokens below (it answered null).
         r = self.c.get(f"/v1/pg/fc_rows/{key}")
-        self.assertEqual(assert_problem(self, r, 404, "not_found")["fence"], None)
+        self.assertEqual(assert_problem(self, r, 404, "not_found")["fence"], f2)
         # The deleted row's fence stays: an older token cannot create the row again.
         self.assertEqual(stored_fence(f"pg:fc_rows/{key}"), f2)
         for method, k, b in (("PUT", key, {"row": {"note": "back"}}), ("POST", None, {"row": {"id": key}})):

@@ -670,15 +670,20 @@ static void put_column_create(FILE *out, const struct table_schema *s, enum fenc
     put_kept_check(out, s);
 }
 
-/* The read of a table with a fence column: the fence is the row's. */
+/* The read of a table with a fence column: the fence is the row's, or for a
+ * missing row the one its delete kept in fencegate.resource_fences. */
 static char *column_read(const struct table_schema *s)
 {
     char *buf = NULL;
     size_t len;
     FILE *out = stream_open(&buf, &len);
-    fputs("SELECT k.resource, t.", out);
+    fputs("SELECT k.resource, CASE WHEN t.", out);
+    put_ident(out, s->cfg->key);
+    fputs(" IS NOT NULL THEN t.", out);
     put_ident(out, s->cfg->fence_column);
-    fputs(" AS fence, CASE WHEN t.", out);
+    fputs(" ELSE (SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = k.resource)"
+          " END AS fence, CASE WHEN t.",
+          out);
     put_ident(out, s->cfg->key);
     fputs(" IS NOT NULL THEN ", out);
     put_row_json(out, "t", s);
