@@ -28,7 +28,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, GatewayTest, Redis, http, psql, wait_for  # noqa: E402
-from pg_helpers import (config, insert_invoice, invoice, quote, records_listing, rejections, unique,  # noqa: E402
+from pg_helpers import (config, insert_invoice, invoice, open_transaction, quote, records_listing,  # noqa: E402
+                        rejections, unique, wait_for_lock_waiter,
                         write)
 
 HOLDER = r"""
@@ -241,6 +242,54 @@ class RevokeTest(GatewayTest):
                 self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": b.body["token"]}).status, 200)
                 outcomes.add("revoke first")
         self.assertTrue(outcomes, outcomes)
+
+    def test_a_write_waiting_for_a_row_lock_commits_before_the_revoke_answers_or_not_at_all(self):
+        """From a revoke's 200 on no write presenting the revoked token is accepted. A PATCH that waited for a row
+        lock (an open transaction held its invoice row, or its fence row) read the revocations as its statement
+        began and committed after the revoke had answered: a black-box review saw it answer 200 1.6 s after
+        the revoke. Now a revoke answers only once no write of its fence can commit after it: either it waits
+        for the PATCH, which commits first, or the PATCH reads the revocation after its wait and is refused 410
+        revoked. Failed before the fix: the revoke answered while the PATCH waited, and the PATCH then
+        answered 200 and wrote."""
+        for what in ("row", "fence row"):
+            lock, key = unique("rv-wait"), unique("rv-wait")
+            insert_invoice(key, note="before")
+            held = self.acquire(lock, ttl_ms=30000)
+            first = self.c.request("PATCH", f"/v1/pg/invoices/{quote(key)}", {"set": {"note": "first"}},
+                                   {"Fence-Token": held["token"]})
+            self.assertEqual(first.status, 200, first)
+            locked = (f"public.invoices WHERE id = '{key}'" if what == "row" else
+                      f"fencegate.resource_fences WHERE resource = 'pg:invoices/{key}'")
+            row_lock = open_transaction(f"DO $$ BEGIN PERFORM 1 FROM {locked} FOR UPDATE; END $$;")
+            got = {}
+
+            def call(name, method, path, body, headers=None):
+                got[name] = http(method, self.gw.base + path, body, headers=headers, timeout=30)
+
+            writer = threading.Thread(target=call, args=("write", "PATCH", f"/v1/pg/invoices/{quote(key)}",
+                                                         {"set": {"note": "late"}}, {"Fence-Token": held["token"]}))
+            revoker = threading.Thread(target=call, args=("revoke", "POST", f"/v1/locks/{lock}/revoke",
+                                                          {"reason": "stuck"}))
+            try:
+                writer.start()
+                wait_for_lock_waiter()
+                revoker.start()
+                revoker.join(1.5)
+                revoke_answered_first = not revoker.is_alive()
+            finally:
+                row_lock.communicate("COMMIT;\n", timeout=10)
+            writer.join(30)
+            revoker.join(30)
+            self.assertEqual((got["revoke"].status, got["revoke"].body), (200, {"revoked_fence": held["fence"]}), got)
+            if revoke_answered_first:
+                self.assert_lease_lost(got["write"], "revoked")
+                self.assertEqual(invoice(key)["note"], "first", what)
+            else:
+                self.assertEqual(got["write"].status, 200, (what, got))
+                self.assertEqual(invoice(key)["note"], "late", what)
+            r = self.c.request("PATCH", f"/v1/pg/invoices/{quote(key)}", {"set": {"note": "after"}},
+                               {"Fence-Token": held["token"]})
+            self.assert_lease_lost(r, "revoked")
 
     def test_semaphore_revoke_one_holder_by_fence(self):
         name = unique("rv-sem")

@@ -85,6 +85,16 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
     return shared_keys_per_slot() ? spread(text, err) : 0;
 }
 
+int revocation_drain(int64_t fence, struct fg_error *err)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%" PRId64, fence);
+    const char *params[] = {text};
+    return pg_query("revocation_drain",
+                    "SELECT pg_advisory_xact_lock(70460, ($1::bigint % 2147483648)::int4)", 1,
+                    params, NULL, err);
+}
+
 int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap, struct fg_error *err)
 {
     char text[24];

@@ -29,6 +29,12 @@
 int revocation_record(int64_t fence, const char *kind, const char *name, const char *reason,
                       struct fg_error *err) FG_WUR;
 
+/* Waits until no write presenting fence, revoked by now, can commit: every
+ * fenced write to Postgres holds the fence's advisory lock shared to its
+ * commit (sql/110_fence_revoked.sql), which this takes exclusively and lets
+ * go. A revoke answers after it. */
+int revocation_drain(int64_t fence, struct fg_error *err) FG_WUR;
+
 /* Whether the lease with fence was revoked (*revoked), and then why: the
  * reason given to the revoke, "" for none, into reason (cap bytes, cut; NULL
  * with cap 0 when only whether is asked). */
