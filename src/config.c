@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/backend/redis_keys.h"
 #include "store/backend/redis_url.h"
 #include "util/fgjson.h"
 #include "util/integer.h"
@@ -302,6 +303,19 @@ static int apply_table(struct table_config *t, const char *name, const json_t *s
     return check_fence_column(t, err);
 }
 
+/* Refuses prefix p of entry where when it lies under the gateway's own keys,
+ * which no write reaches (403): a prefix that could serve nothing. */
+static int prefix_check(const struct redis_prefix_config *p, const char *where,
+                        struct fg_error *err)
+{
+    if (strncmp(p->prefix, KEY_PREFIX, strlen(KEY_PREFIX)) != 0)
+        return 0;
+    return fg_fail(err, FG_ERR_CONFIG,
+                   "config key '%s' is under the gateway's own keys (" KEY_PREFIX
+                   "...), which no write reaches: name the application's prefix",
+                   where);
+}
+
 /* One entry of redis_prefixes: "app:" or {"prefix": "acct:", "lock": "acct-lock:{key}",
  * "require_live_lease": true}. */
 static int apply_prefix(struct redis_prefix_config *p, size_t i, const json_t *entry,
@@ -311,7 +325,7 @@ static int apply_prefix(struct redis_prefix_config *p, size_t i, const json_t *e
     snprintf(where, sizeof where, "redis_prefixes[%zu]", i);
     if (json_is_string(entry) && json_string_length(entry) > 0) {
         p->prefix = strdup(json_string_value(entry));
-        return 0;
+        return prefix_check(p, where, err);
     }
     if (!json_is_object(entry))
         return fg_fail(err, FG_ERR_CONFIG,
@@ -333,7 +347,7 @@ static int apply_prefix(struct redis_prefix_config *p, size_t i, const json_t *e
     }
     if (p->prefix == NULL)
         return fg_fail(err, FG_ERR_CONFIG, "config key '%s.prefix' is required", where);
-    return 0;
+    return prefix_check(p, where, err);
 }
 
 static int apply_prefixes(struct config *cfg, const json_t *arr, struct fg_error *err)

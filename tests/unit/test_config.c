@@ -135,6 +135,10 @@ static void hostile_limits_and_hosts(void **state)
     refused_naming("{\"limits\": {\"max_value_bytes\": 0}}", "limits.max_value_bytes");
     refused_naming("{\"allowed_hosts\": \"x\"}", "must be an array");
     refused_naming("{\"allowed_hosts\": [\"\"]}", "allowed_hosts");
+    /* prefixes under the gateway's own keys, where no write goes */
+    refused_naming("{\"redis_prefixes\": [\"fg:\"]}", "redis_prefixes[0]");
+    refused_naming("{\"redis_prefixes\": [\"app:\", {\"prefix\": \"fg:lk:\", \"lock\": \"x\"}]}",
+                   "redis_prefixes[1]' is under the gateway's own keys");
 }
 
 /* The Postgres connect timeout: 2 s unless set; whole seconds (libpq's unit)
