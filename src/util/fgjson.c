@@ -281,8 +281,10 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root == NULL) {
+        /* jansson's word for a NUL names its own flag, which means nothing to a client */
+        bool nul = json_error_code(&jerr) == json_error_null_character;
         fg_fail(err, FG_ERR_INVALID_JSON, "body is not valid JSON: %s (line %d, column %d)",
-                jerr.text, jerr.line, jerr.column);
+                nul ? "no string of a body may hold \\u0000" : jerr.text, jerr.line, jerr.column);
         return NULL;
     }
     if (!json_is_object(root)) {
