@@ -438,8 +438,7 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
         /* The durable record first: the Redis mirror can always be rebuilt from it. */
         struct lease_result res;
         if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
-            kind->revoke(lease_name(req), fence, &res, &err) != 0 ||
-            revocation_drain(fence, &err) != 0)
+            kind->revoke(lease_name(req), fence, &res, &err) != 0 || revocation_drain(&err) != 0)
             return fail(reply, &err);
         if (res.outcome != LEASE_GONE)
             break;

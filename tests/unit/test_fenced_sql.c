@@ -87,16 +87,15 @@ static void default_mode_writes(void **state)
         "$3::text || ($2::text)::text FOR UPDATE), f AS (INSERT INTO "
         "fencegate.resource_fences AS rf (resource, fence) SELECT $3::text || "
         "($2::text)::text, $1::bigint WHERE coalesce((SELECT c.fence FROM c), 0) < $1::bigint "
-        "AND NOT fencegate.fence_revoked($1::bigint) "
+        "AND NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint) "
         "AND EXISTS (SELECT 1 FROM \"invoices\" AS e WHERE e.\"id\" = $2::text) ON CONFLICT "
         "(resource) DO UPDATE SET fence = excluded.fence, updated_at = clock_timestamp() WHERE "
         "rf.fence <= excluded.fence RETURNING rf.resource), "));
-    assert_non_null(strstr(
-        sql,
-        "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
-        "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text AND NOT "
-        "fencegate.fence_revoked($1::bigint) AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS "
-        "(SELECT 1 FROM f))"));
+    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
+                                "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text AND NOT "
+                                "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
+                                "$1::bigint) AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS "
+                                "(SELECT 1 FROM f))"));
     assert_null(strstr(sql, "rejections"));
     /* its claim stays only where it wrote: a row deleted since the snapshot undoes it */
     assert_non_null(strstr(sql, "RETURNING rf.resource), w AS (UPDATE \"invoices\" AS t SET"));
@@ -111,8 +110,7 @@ static void default_mode_writes(void **state)
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
     assert_null(strstr(sql, "AND EXISTS (SELECT 1 FROM \"invoices\"")); /* an insert needs no row */
-    assert_non_null(
-        strstr(sql, "SELECT $2::text, $4::bigint WHERE true AND NOT fencegate.fence_revoked("));
+    assert_non_null(strstr(sql, "SELECT $2::text, $4::bigint WHERE true AND NOT EXISTS"));
     assert_non_null(strstr(sql, "OR EXISTS (SELECT 1 FROM f)) ON CONFLICT (\"id\") DO UPDATE"
                                 " SET \"customer\" = excluded.\"customer\""));
     assert_null(strstr(sql, "fence_claim_used")); /* an insert or upsert always writes */
@@ -131,7 +129,8 @@ static void default_mode_held_writes(void **state)
     int n = 0;
     const char *held = "WITH c AS (SELECT 1 FROM fencegate.resource_fences rf WHERE rf.resource = "
                        "$3::text || ($2::text)::text AND rf.fence = $1::bigint FOR UPDATE) ";
-    const char *guard = " AND EXISTS (SELECT 1 FROM c) AND NOT fencegate.fence_revoked($1::bigint)";
+    const char *guard = " AND EXISTS (SELECT 1 FROM c) AND NOT EXISTS (SELECT 1 FROM "
+                        "fencegate.revocations rv WHERE rv.fence = $1::bigint)";
     bool cols[] = {true, true, false, false};
     char *sql = fenced_sql_write(&schemas[0], FENCED_PATCH, cols, FENCED_FORM_HELD, false, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 2);
@@ -146,7 +145,7 @@ static void default_mode_held_writes(void **state)
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, cols, FENCED_FORM_HELD, true, &n);
     assert_true(strncmp(sql, held, strlen(held)) == 0);
     assert_non_null(strstr(sql, "SELECT $2::text, $4::text, $5::bigint WHERE true AND EXISTS "
-                                "(SELECT 1 FROM c) AND NOT fencegate.fence_revoked("));
+                                "(SELECT 1 FROM c) AND NOT EXISTS"));
     assert_non_null(strstr(sql, "ON CONFLICT (\"id\") DO UPDATE SET"));
     assert_non_null(strstr(sql, "RETURNING $3::text || (t.\"id\")::text AS resource, "));
     assert_null(strstr(sql, "INSERT INTO fencegate"));
@@ -183,7 +182,7 @@ static void fence_column_statements(void **state)
                            "INSERT INTO \"invoices\" AS t (\"id\", \"customer\", \"lock_fence\")"
                            " SELECT $2::text, $4::text, $1::bigint WHERE "
                            "pg_advisory_xact_lock(hashtextextended($3::text || ($2::text)::text, "
-                           "7046)) IS NOT NULL AND NOT fencegate.fence_revoked("));
+                           "7046)) IS NOT NULL AND NOT EXISTS"));
     assert_non_null(strstr(sql, ", \"lock_fence\" = excluded.\"lock_fence\" WHERE "
                                 "coalesce(t.\"lock_fence\", 0) <= $1::bigint RETURNING"));
     /* it creates the row only where no higher fence was kept when it was deleted */
@@ -217,11 +216,10 @@ static void fence_column_statements(void **state)
     assert_true(fenced_sql_takes_prefix(&schemas[0], FENCED_PATCH, false));
     sql = fenced_sql_write(&s, FENCED_PATCH, some, FENCED_FORM_CLAIM, false, &n);
     assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
-    assert_string_equal(
-        sql,
-        "UPDATE \"invoices\" AS t SET \"customer\" = $3::text, "
-        "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
-        "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT fencegate.fence_revoked($1::bigint)");
+    assert_string_equal(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $3::text, "
+                             "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
+                             "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT "
+                             "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)");
     free(sql);
     sql = fenced_sql_write(&s, FENCED_POST, some, FENCED_FORM_CLAIM, false, &n);
     assert_non_null(strstr(sql, kept));
@@ -232,8 +230,8 @@ static void fence_column_statements(void **state)
     sql = fenced_sql_write(&s, FENCED_DELETE, some, FENCED_FORM_CLAIM, true, &n);
     assert_string_equal(
         sql, "WITH d AS (DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
-             "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT "
-             "fencegate.fence_revoked($1::bigint) RETURNING t.\"id\"), k AS "
+             "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT 1 FROM "
+             "fencegate.revocations rv WHERE rv.fence = $1::bigint) RETURNING t.\"id\"), k AS "
              "(INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT $3::text || "
              "(d.\"id\")::text, $1::bigint FROM d ON CONFLICT (resource) DO UPDATE SET fence = "
              "greatest(rf.fence, excluded.fence), updated_at = clock_timestamp()) SELECT $3::text "
@@ -377,7 +375,8 @@ static void refusal_statements(void **state)
 static void judged_statements(void **state)
 {
     (void)state;
-    const char *revoked = "NOT fencegate.fence_revoked($1::bigint)";
+    const char *revoked = "NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
+                          "$1::bigint)";
     const char *answer = " SELECT a.*, EXISTS (SELECT 1 FROM g) AS skipped FROM (SELECT) AS one "
                          "LEFT JOIN a ON true";
     bool cols[] = {true, false, false, false};
@@ -417,11 +416,11 @@ static void judged_statements(void **state)
     free(sql);
     /* an insert's verdict is the fence's guard; a POST's also that no row is there */
     sql = fenced_sql_judged(&schemas[0], FENCED_POST, cols, FENCED_FORM_CLAIM, false, &n);
-    assert_non_null(
-        strstr(sql, ", g AS (SELECT 1 WHERE true AND NOT fencegate.fence_revoked($1::bigint) AND "
-                    "((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM "
-                    "f)) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE "
-                    "t.\"id\" = $2::text) AND NOT EXISTS (SELECT 1 FROM a))"));
+    assert_non_null(strstr(sql, ", g AS (SELECT 1 WHERE true AND NOT EXISTS (SELECT 1 FROM "
+                                "fencegate.revocations rv WHERE rv.fence = $1::bigint) AND "
+                                "((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM "
+                                "f)) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE "
+                                "t.\"id\" = $2::text) AND NOT EXISTS (SELECT 1 FROM a))"));
     assert_null(strstr(sql, "fence_claim_used"));
     free(sql);
 }

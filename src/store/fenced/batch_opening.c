@@ -96,8 +96,9 @@ void batch_opening_build(const struct fenced_batch *batch, int64_t fence,
     snprintf(o->fence, sizeof o->fence, "%" PRId64, fence);
     o->stmts[BATCH_OPENING_BEGIN] = (struct pg_group_stmt){NULL, "BEGIN", 0, NULL, NULL, -1};
     o->stmts[BATCH_OPENING_REVOKED] = (struct pg_group_stmt){
-        NULL, "SELECT 1 AS revoked WHERE fencegate.fence_revoked($1::bigint)", 1, o->params, NULL,
-        -1};
+        NULL, "SELECT 1 AS revoked FROM fencegate.revocations WHERE fence = $1::bigint",
+        1,    o->params,
+        NULL, -1};
     o->n = BATCH_OPENING_CLAIMS;
     const char **p = o->params;
     p[0] = o->fence;

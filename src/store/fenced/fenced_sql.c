@@ -72,10 +72,10 @@
  * advisory locks of the database. */
 #define ROW_LOCK_SEED "7046"
 
-/* True when the presented fence was revoked, as a revoke that has answered
- * sees it: read after any wait of the statement for a row, with the fence's
- * lock held to the commit (sql/110_fence_revoked.sql). */
-#define REVOKED "fencegate.fence_revoked($1::bigint)"
+/* True when the presented fence was revoked: one probe of a small table, in
+ * the statement's snapshot (a revoke answers only once every transaction that
+ * began before its record's commit has ended: revocations.h). */
+#define REVOKED "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)"
 
 /* The raise of a single write's fence (f): raises the stored fence to the
  * presented one unless it is higher; answers the resource only when it did. */

@@ -25,12 +25,14 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "store/backend/shared_keys.h"
 #include "store/backend/slot_scan.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Adds fence to every slot's revoked set that exists (a Redis Cluster): finds
@@ -85,14 +87,41 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
     return shared_keys_per_slot() ? spread(text, err) : 0;
 }
 
-int revocation_drain(int64_t fence, struct fg_error *err)
+/* How long a revoke waits for the writes in flight at its revocation (a
+ * statement ends within statement_timeout_ms), and how often it looks. */
+#define REVOCATION_DRAIN_MS      10000
+#define REVOCATION_DRAIN_POLL_MS 2
+
+/* The transactions of gateway connections (application_name "fencegate" or
+ * "fencegate/<trace id>", store/backend/pg.h) other than this one that began
+ * before $1, or before this statement when $1 is null, and have not ended;
+ * and that time, to ask again with. */
+static const char older_writes_sql[] =
+    "SELECT coalesce($1::timestamptz, statement_timestamp())::text AS since, count(*) AS open"
+    " FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+    " AND (application_name = 'fencegate' OR application_name LIKE 'fencegate/%')"
+    " AND state <> 'idle' AND xact_start < coalesce($1::timestamptz, statement_timestamp())";
+
+int revocation_drain(struct fg_error *err)
 {
-    char text[24];
-    snprintf(text, sizeof text, "%" PRId64, fence);
-    const char *params[] = {text};
-    return pg_query("revocation_drain",
-                    "SELECT pg_advisory_xact_lock(70460, ($1::bigint % 2147483648)::int4)", 1,
-                    params, NULL, err);
+    char since[64] = "";
+    int64_t deadline = clock_mono_ms() + REVOCATION_DRAIN_MS;
+    for (;;) {
+        const char *params[] = {since[0] != '\0' ? since : NULL};
+        json_t *rows = NULL;
+        if (pg_query("revocation_drain", older_writes_sql, 1, params, &rows, err) != 0)
+            return -1;
+        const json_t *row = json_array_get(rows, 0);
+        snprintf(since, sizeof since, "%s", json_string_value(json_object_get(row, "since")));
+        bool open = strcmp(json_string_value(json_object_get(row, "open")), "0") != 0;
+        json_decref(rows);
+        if (!open)
+            return 0;
+        if (clock_mono_ms() > deadline)
+            return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                           "postgres: writes in flight at the revocation did not end");
+        clock_sleep_ms(REVOCATION_DRAIN_POLL_MS);
+    }
 }
 
 int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap, struct fg_error *err)

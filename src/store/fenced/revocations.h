@@ -29,11 +29,16 @@
 int revocation_record(int64_t fence, const char *kind, const char *name, const char *reason,
                       struct fg_error *err) FG_WUR;
 
-/* Waits until no write presenting fence, revoked by now, can commit: every
- * fenced write to Postgres holds the fence's advisory lock shared to its
- * commit (sql/110_fence_revoked.sql), which this takes exclusively and lets
- * go. A revoke answers after it. */
-int revocation_drain(int64_t fence, struct fg_error *err) FG_WUR;
+/*
+ * Waits, after a revocation was recorded, until every transaction of a
+ * gateway connection that began before then has ended, so that no write that
+ * read the revocations before the record was committed (its statement's
+ * snapshot older, a wait for a row lock in between) commits after the revoke
+ * answers; a write whose statement began later reads the record. Asks
+ * pg_stat_activity every 2 ms, up to 10 s, then fails with
+ * FG_ERR_BACKEND_UNAVAILABLE. Writes pay nothing for it.
+ */
+int revocation_drain(struct fg_error *err) FG_WUR;
 
 /* Whether the lease with fence was revoked (*revoked), and then why: the
  * reason given to the revoke, "" for none, into reason (cap bytes, cut; NULL
