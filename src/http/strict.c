@@ -67,18 +67,22 @@ size_t strict_value_len(const char *value)
     return len;
 }
 
-bool strict_request_id_valid(const char *id)
+/* True if every byte of text is an ASCII letter or digit or one of marks. */
+static bool letters_digits_or(const char *text, const char *marks)
 {
-    size_t len = strlen(id);
-    if (len == 0 || len > X_REQUEST_ID_MAX_LEN)
-        return false;
-    for (const char *p = id; *p != '\0'; p++) {
+    for (const char *p = text; *p != '\0'; p++) {
         bool alnum =
             (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
-        if (!alnum && strchr("-_.:/+=@", *p) == NULL)
+        if (!alnum && strchr(marks, *p) == NULL)
             return false;
     }
     return true;
+}
+
+bool strict_request_id_valid(const char *id)
+{
+    size_t len = strlen(id);
+    return len > 0 && len <= X_REQUEST_ID_MAX_LEN && letters_digits_or(id, "-_.:/+=@");
 }
 
 bool strict_framing_ok(int content_lengths, int transfer_encodings)
@@ -89,15 +93,7 @@ bool strict_framing_ok(int content_lengths, int transfer_encodings)
 
 bool strict_header_name_ok(const char *name)
 {
-    if (*name == '\0')
-        return false;
-    for (const char *p = name; *p != '\0'; p++) {
-        bool alnum =
-            (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
-        if (!alnum && strchr("!#$%&'*+-.^_`|~", *p) == NULL)
-            return false;
-    }
-    return true;
+    return *name != '\0' && letters_digits_or(name, "!#$%&'*+-.^_`|~");
 }
 
 bool strict_transfer_coding_ok(const char *value)

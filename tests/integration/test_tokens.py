@@ -32,15 +32,20 @@ def base_config() -> dict:
 
 
 class HugeFenceTest(unittest.TestCase):
+    def holder_beside_an_invoice(self, key: str, lock: str) -> tuple:
+        """A gateway (started first: its migrations create public.invoices), invoice key with note "before",
+        and a client holding lock: (gateway, client, the acquire's answer, its lease id)."""
+        gw = Gateway(config=base_config())
+        insert_invoice(key, note="before")
+        c = gw.client()
+        r = c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(r.status, 200, r)
+        return gw, c, r, claims(r.body["token"])["lease_id"]
+
     def test_forged_huge_fence_is_refused_and_never_stored(self):
         key, rkey, lock = unique("inv"), unique("app:huge"), unique("huge")
-        gw = Gateway(config=base_config())  # first: its migrations create public.invoices
-        insert_invoice(key, note="before")
+        gw, c, r, lease = self.holder_beside_an_invoice(key, lock)
         try:
-            c = gw.client()
-            r = c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000})
-            self.assertEqual(r.status, 200, r)
-            lease = claims(r.body["token"])["lease_id"]
             for fence in (INT64_MAX, 10 ** 18, r.body["fence"] + 10 ** 9):
                 bad = forge(TEST_SECRET, "default", lock, fence, lease)
                 r = c.request("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "forged"}}, {"Fence-Token": bad})
@@ -77,13 +82,8 @@ class HugeFenceTest(unittest.TestCase):
         several fences may pass its limit (emulated here by moving the sequence). Failed before the fix: the
         writes past the reservation answered 200."""
         key, lock = unique("inv"), unique("past")
-        gw = Gateway(config=base_config())
-        insert_invoice(key, note="before")
+        gw, c, r, lease = self.holder_beside_an_invoice(key, lock)
         try:
-            c = gw.client()
-            r = c.post(f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000})
-            self.assertEqual(r.status, 200, r)
-            lease = claims(r.body["token"])["lease_id"]
             reserved = int(psql("SELECT reserved FROM fencegate.fence_reservation")[0])
             rkey = same_slot("app:past", like=lock)[0]
             for fence in (reserved + 1, reserved + 99_999):
