@@ -392,8 +392,8 @@ static int issued_past_reservation(enum lease_kind kind, const char *name, int64
                                    int64_t reserved, bool *issued, struct fg_error *err)
 {
     struct lease_fence_keys fk = deployment;
+    struct lease_keys k; /* per slot, fk points into it */
     if (lease_keys_layout() == LEASE_KEYS_PER_SLOT) {
-        struct lease_keys k;
         lease_keys_init(&k, kind, name);
         lease_keys_fence(&k, &fk);
     }

@@ -42,7 +42,7 @@ INTEGRATION = os.path.join(HERE, "..", "integration")
 # console, and exclusion under faults (the cluster scenario's).
 SUBSET = ["smoke", "lock_api", "lock_waiters", "lock_fifo", "lock_queue", "lock_recovery", "sem_leases", "sem_more",
           "locksets", "lease_list", "lease_revoke", "live_lease", "lease_edges", "fence_column", "redis_writes",
-          "audit_shape", "console"]
+          "audit_shape", "console", "tokens"]
 
 
 def files(args: list[str]) -> list[str]:
