@@ -424,6 +424,14 @@ static const char *revoke_reason(const json_t *body)
     return reason != NULL ? reason : "";
 }
 
+/* How long a revoke waits for the writes in flight at its revocation: a
+ * gateway's transaction is a statement, or a write group's or a batch's
+ * statements, each within statement_timeout_ms, sent at once. */
+static int64_t revoke_drain_ms(void)
+{
+    return gw.cfg->statement_timeout_ms + gw.cfg->request_timeout_ms;
+}
+
 enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply)
 {
@@ -438,7 +446,8 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
         /* The durable record first: the Redis mirror can always be rebuilt from it. */
         struct lease_result res;
         if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
-            kind->revoke(lease_name(req), fence, &res, &err) != 0 || revocation_drain(&err) != 0)
+            kind->revoke(lease_name(req), fence, &res, &err) != 0 ||
+            revocation_drain(revoke_drain_ms(), &err) != 0)
             return fail(reply, &err);
         if (res.outcome != LEASE_GONE)
             break;

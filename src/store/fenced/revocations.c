@@ -87,25 +87,26 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
     return shared_keys_per_slot() ? spread(text, err) : 0;
 }
 
-/* How long a revoke waits for the writes in flight at its revocation (a
- * statement ends within statement_timeout_ms), and how often it looks. */
-#define REVOCATION_DRAIN_MS      10000
+/* How often a revoke looks whether the writes in flight at its revocation
+ * have ended. */
 #define REVOCATION_DRAIN_POLL_MS 2
 
 /* The transactions of gateway connections (application_name "fencegate" or
- * "fencegate/<trace id>", store/backend/pg.h) other than this one that began
- * before $1, or before this statement when $1 is null, and have not ended;
- * and that time, to ask again with. */
+ * "fencegate/<trace id>", store/backend/pg.h; all gateways connect as the
+ * role that owns the schema fencegate, so their sessions' states show) other
+ * than this one that began before $1, or before this statement when $1 is
+ * null, and have not ended; and that time, to ask again with. */
 static const char older_writes_sql[] =
     "SELECT coalesce($1::timestamptz, statement_timestamp())::text AS since, count(*) AS open"
     " FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+    " AND usename = current_user"
     " AND (application_name = 'fencegate' OR application_name LIKE 'fencegate/%')"
     " AND state <> 'idle' AND xact_start < coalesce($1::timestamptz, statement_timestamp())";
 
-int revocation_drain(struct fg_error *err)
+int revocation_drain(int64_t wait_ms, struct fg_error *err)
 {
     char since[64] = "";
-    int64_t deadline = clock_mono_ms() + REVOCATION_DRAIN_MS;
+    int64_t deadline = clock_mono_ms() + wait_ms;
     for (;;) {
         const char *params[] = {since[0] != '\0' ? since : NULL};
         json_t *rows = NULL;

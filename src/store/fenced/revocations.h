@@ -35,10 +35,11 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
  * read the revocations before the record was committed (its statement's
  * snapshot older, a wait for a row lock in between) commits after the revoke
  * answers; a write whose statement began later reads the record. Asks
- * pg_stat_activity every 2 ms, up to 10 s, then fails with
- * FG_ERR_BACKEND_UNAVAILABLE. Writes pay nothing for it.
+ * pg_stat_activity every 2 ms, up to wait_ms, then fails with
+ * FG_ERR_BACKEND_UNAVAILABLE. Writes pay nothing for it. It sees nothing of
+ * sessions with track_activities off, whose writes it cannot wait for.
  */
-int revocation_drain(struct fg_error *err) FG_WUR;
+int revocation_drain(int64_t wait_ms, struct fg_error *err) FG_WUR;
 
 /* Whether the lease with fence was revoked (*revoked), and then why: the
  * reason given to the revoke, "" for none, into reason (cap bytes, cut; NULL
