@@ -133,6 +133,25 @@ static void warn_eviction_policy(void)
                   json_pack("{s:s, s:s}", "policy", policy, "detail", REDIS_EVICTION_RISK));
 }
 
+/* Warns when Postgres does not track its sessions' activity for the gateway's
+ * connections: a revoke then cannot wait for the writes in flight at its
+ * revocation (store/fenced/revocations.h revocation_drain). */
+static void warn_untracked_activity(void)
+{
+    json_t *rows = NULL;
+    struct fg_error err = {0};
+    if (pg_query(NULL, "SELECT current_setting('track_activities') AS tracked", 0, NULL, &rows,
+                 &err) != 0)
+        return;
+    const char *tracked = json_string_value(json_object_get(json_array_get(rows, 0), "tracked"));
+    if (tracked != NULL && strcmp(tracked, "off") == 0)
+        log_message(LOG_WARN, "track_activities_off",
+                    "postgres does not track the gateway's sessions (track_activities is off): "
+                    "a revoke cannot wait for the writes in flight, which may commit after it "
+                    "answers; turn track_activities on");
+    json_decref(rows);
+}
+
 /* Puts the token signing keys of cfg (or the one kept in Postgres) in force;
  * warns when the key is the database's, which is for a development run. */
 static int secrets_take(const struct config *cfg, struct fg_error *err)
@@ -172,6 +191,7 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
         return -1;
     redis_set_connect_hook(fence_check_on_connect);
     warn_eviction_policy();
+    warn_untracked_activity();
     struct fg_error beat_err = {0};
     if (janitor_beat(&beat_err) != 0)
         log_message(LOG_WARN, "backend_down", "redis: %s", beat_err.msg);

@@ -27,7 +27,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, http, psql, wait_for  # noqa: E402
+from harness import (Gateway, GatewayTest, Redis, http, private_backends, psql,  # noqa: E402
+                     skip_in_cluster, wait_for)
 from pg_helpers import (config, insert_invoice, invoice, open_transaction, quote, records_listing,  # noqa: E402
                         rejections, unique, wait_for_lock_waiter,
                         write)
@@ -307,6 +308,21 @@ class RevokeTest(GatewayTest):
         self.assertEqual(self.c.post(f"/v1/semaphores/{name}/renew", {"token": b["token"]}).status, 200)
         r = self.c.post(f"/v1/semaphores/{name}/revoke", {"fence": a["fence"]})  # no longer a holder
         self.assertEqual((r.status, r.body), (200, {"revoked_fence": None}))
+
+
+@skip_in_cluster("it runs its own one Redis")
+class UntrackedActivityTest(unittest.TestCase):
+    def test_a_postgres_that_does_not_track_activity_is_warned_of(self):
+        """docs/api.md "Revoking a lease": a revoke waits for the writes in flight by what pg_stat_activity
+        shows of the gateways' sessions, which is nothing with track_activities off; the start-up log then
+        says so (once, level warn), and says nothing where it is on (the default)."""
+        untracked = private_backends(self, "untracked")
+        psql(f'ALTER DATABASE "{untracked.dsn.rsplit("/", 1)[1]}" SET track_activities = off')
+        tracked = private_backends(self, "tracked")
+        for own, warns in ((untracked, ["warn"]), (tracked, [])):
+            with Gateway(config={}, env_overrides=own.env) as gw:
+                lines = [json.loads(line) for line in gw.log_text().splitlines() if "track_activities_off" in line]
+                self.assertEqual([line["level"] for line in lines], warns, lines)
 
 
 class WatchTest(GatewayTest):
