@@ -442,12 +442,12 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     if (body == NULL || revoke_target(kind, lease_name(req), body, &fence, &err) != 0)
         return fail(reply, &err);
     const char *reason = revoke_reason(body);
+    bool recorded = fence != 0;
     for (int attempt = 0; fence != 0; attempt++) {
         /* The durable record first: the Redis mirror can always be rebuilt from it. */
         struct lease_result res;
         if (revocation_record(fence, kind->noun, lease_name(req), reason, &err) != 0 ||
-            kind->revoke(lease_name(req), fence, &res, &err) != 0 ||
-            revocation_drain(revoke_drain_ms(), &err) != 0)
+            kind->revoke(lease_name(req), fence, &res, &err) != 0)
             return fail(reply, &err);
         if (res.outcome != LEASE_GONE)
             break;
@@ -459,6 +459,9 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
         else if (kind->holder_fence(lease_name(req), &fence, &err) != 0)
             return fail(reply, &err);
     }
+    /* Once for every fence recorded above: no write of theirs commits after the answer. */
+    if (recorded && revocation_drain(revoke_drain_ms(), &err) != 0)
+        return fail(reply, &err);
     if (fence == 0) {
         reply_json(reply, 200, json_pack("{s:n}", "revoked_fence"));
         return HANDLER_DONE;
