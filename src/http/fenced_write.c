@@ -19,6 +19,7 @@
 #include "auth/keyset.h"
 #include "lease/binding.h"
 #include "lease/fence.h"
+#include "lease/live.h"
 #include "store/audit/audit_stream.h"
 #include "store/backend/secret.h"
 #include "store/fenced/fenced_owner.h"
@@ -62,6 +63,8 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
         .client_addr = req->client_addr,
         .principal = req->principal != NULL ? req->principal->id : NULL,
         .trace_id = req->trace_id[0] != '\0' ? req->trace_id : NULL,
+        .claims = claims,
+        .lease_check = lease_live_check,
     };
     if (owner != NULL)
         http_request_log_owner(req, owner);

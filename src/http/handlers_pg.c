@@ -18,7 +18,6 @@
 
 #include "gateway.h"
 #include "http/fenced_write.h"
-#include "lease/live.h"
 #include "store/fenced/fenced_pg.h"
 #include "util/utf8.h"
 
@@ -55,37 +54,6 @@ static int op_bound(const struct table_schema *schema, const struct fenced_op *o
                               err);
 }
 
-/*
- * require_live_lease: if any of the nops operations is on a table that requires
- * it, asks whether the token's lease (claims) still holds. When it ended
- * (released or expired: a revoked fence is refused by the write itself, as
- * revoked), the request is refused with one audit record naming every such
- * operation's resource (reason lease_expired) and *res is the refusal of the
- * first (EXPIRED); otherwise *res stays zeroed and
- * the writes may go on. The lease can still end between this check and the
- * commit; the fence covers that window (docs/design.md, "Writes under a live
- * lease").
- */
-static int live_lease_gate(const struct table_schema *schemas, const struct fenced_op *ops,
-                           size_t nops, const struct token_claims *claims,
-                           const struct fenced_writer *who, const char *method,
-                           struct fenced_result *res, struct fg_error *err)
-{
-    memset(res, 0, sizeof *res);
-    const struct fenced_op **guarded = calloc(nops > 0 ? nops : 1, sizeof *guarded);
-    FG_ASSERT(guarded != NULL);
-    size_t n = 0;
-    for (size_t i = 0; i < nops; i++)
-        if (schemas[ops[i].table].cfg->guard.live_lease)
-            guarded[n++] = &ops[i];
-    bool ended = false;
-    int rc = n > 0 ? lease_live_check(claims, &ended, err) : 0;
-    if (rc == 0 && ended)
-        rc = fenced_pg_refuse(guarded, n, who, method, res, err);
-    free(guarded);
-    return rc;
-}
-
 /* Runs a single write of kind; path_key is NULL for POST (key inside the row). */
 static enum handler_result single_write(struct http_request *req, struct http_reply *reply,
                                         enum fenced_kind kind, const char *path_key)
@@ -111,9 +79,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
     bool want_row = fenced_write_wants_row(req);
     if (fenced_op_parse(schemas, (size_t)table, kind, path_key, body, &op, &err) != 0 ||
         op_bound(&schemas[table], &op, &claims, &err) != 0 ||
-        live_lease_gate(schemas, &op, 1, &claims, &who, fenced_kind_method(kind), &res, &err) !=
-            0 ||
-        (res.outcome != FENCED_EXPIRED && fenced_pg_write(&op, &who, want_row, &res, &err) != 0)) {
+        fenced_pg_write(&op, &who, want_row, &res, &err) != 0) {
         fenced_op_free(&op);
         return fail(reply, &err);
     }
@@ -238,9 +204,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
         fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0 ||
         batch_bound(schemas, &batch, &claims, &err) != 0 ||
-        live_lease_gate(schemas, batch.ops, batch.nops, &claims, &who, "POST", &res, &err) != 0 ||
-        (res.outcome != FENCED_EXPIRED &&
-         fenced_pg_batch(&batch, &who, want_row, &res, &err) != 0)) {
+        fenced_pg_batch(&batch, &who, want_row, &res, &err) != 0) {
         fenced_batch_free(&batch);
         return fail(reply, &err);
     }

@@ -123,13 +123,13 @@ static enum handler_result reply_written(const struct http_request *req, struct 
 static int live_lease_gate(const struct write_request *wr, struct fenced_result *res,
                            struct fg_error *err)
 {
-    bool ended = false;
+    enum fenced_lease lease;
     memset(res, 0, sizeof *res);
     if (!redis_key_prefix(gw.cfg, wr->write.key)->guard.live_lease)
         return 0;
-    if (lease_live_check(&wr->claims, &ended, err) != 0)
+    if (lease_live_check(&wr->claims, &lease, err) != 0)
         return -1;
-    return ended ? fenced_redis_refuse(&wr->write, res, err) : 0;
+    return lease == FENCED_LEASE_ENDED ? fenced_redis_refuse(&wr->write, res, err) : 0;
 }
 
 enum handler_result handle_redis_put(struct http_request *req, struct http_reply *reply)

@@ -7,27 +7,32 @@
  */
 #include "lease/live.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "lease/lock.h"
 #include "lease/semaphore.h"
 #include "store/fenced/revocations.h"
 
-int lease_live_check(const struct token_claims *claims, bool *ended, struct fg_error *err)
+int lease_live_check(const struct token_claims *claims, enum fenced_lease *lease,
+                     struct fg_error *err)
 {
     struct lease_watch seen;
-    *ended = false;
+    *lease = FENCED_LEASE_HELD;
     if ((claims->kind == LEASE_KIND_SEMAPHORE
              ? sem_watch(claims->name, (long long)claims->fence, &seen, err)
              : lock_watch(claims->name, (long long)claims->fence, &seen, err)) != 0)
         return -1;
-    if (seen.held || strcmp(seen.reason, "revoked") == 0)
+    if (seen.held)
+        return 0;
+    *lease = FENCED_LEASE_REVOKED;
+    if (strcmp(seen.reason, "revoked") == 0)
         return 0;
     /* Redis tells how a lease ended for LEASE_RELEASED_KEPT_MS, and forgets it
      * with its data; a revocation is final, and Postgres keeps it. */
     bool revoked = false;
     if (revocation_find(claims->fence, &revoked, NULL, 0, err) != 0)
         return -1;
-    *ended = !revoked;
+    *lease = revoked ? FENCED_LEASE_REVOKED : FENCED_LEASE_ENDED;
     return 0;
 }

@@ -8,15 +8,15 @@
 #ifndef FG_LIVE_H
 #define FG_LIVE_H
 
-#include <stdbool.h>
-
 #include "auth/token.h"
+#include "store/fenced/fenced_writer.h"
 #include "util/error.h"
 
-/* Sets *ended to whether the lease of claims (a verified token) ended without
- * a revoke: released or expired. A revoked lease is not ended here: its write
- * goes on to the write itself, which refuses a revoked fence and audits it
- * with reason "revoked", as on a resource without the option. */
-int lease_live_check(const struct token_claims *claims, bool *ended, struct fg_error *err) FG_WUR;
+/* Sets *lease to whether the lease of claims (a verified token) holds, was
+ * revoked, or ended without a revoke: released or expired. A revoked lease's
+ * write goes on to the write itself, which refuses a revoked fence and audits
+ * it with reason "revoked", as on a resource without the option. */
+int lease_live_check(const struct token_claims *claims, enum fenced_lease *lease,
+                     struct fg_error *err) FG_WUR;
 
 #endif

@@ -10,6 +10,9 @@ audit record with reason lease_expired is kept. The fence rule still applies on 
 - a write while the lease holds goes through (locks and semaphores), a batch with an ended lease changes
   nothing, and a released lease counts as ended.
 
+- a write that waits for its row (another transaction holds it) while its lease ends is refused when it gets
+  the row, not committed: single writes on a default-mode and a fence_column table, and a batch; the same
+  write whose lease holds throughout commits;
 - the refusal and its audit record name the row as its reads do, with the fence stored for it: a numeric
   key's identity (12.50 is pg:live_ledger/12.5), and on a fence_column table the row's own fence.
 
@@ -22,14 +25,15 @@ Owns: require_live_lease. Must not: rely on a pause shorter than the lease it ou
 
 import os
 import sys
+import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, psql, same_slot, wait_for  # noqa: E402
-from pg_helpers import (INVOICE_COLUMNS, insert_invoice, invoice, records_listing, rejections, unique,  # noqa: E402
-                        write)
+from harness import GatewayTest, Redis, http, psql, same_slot, wait_for  # noqa: E402
+from pg_helpers import (INVOICE_COLUMNS, insert_invoice, invoice, open_transaction, quote,  # noqa: E402
+                        records_listing, rejections, unique, wait_for_lock_waiter, write)
 
 PLAIN_SQL = """
 CREATE TABLE IF NOT EXISTS public.live_plain (id text PRIMARY KEY, note text);
@@ -172,6 +176,56 @@ class LiveLeaseTest(GatewayTest):
                 self.assert_expired(r, resource)
                 audit = [(a["reason"], a["presented_fence"], a["current_fence"]) for a in rejections(resource)]
                 self.assertEqual(audit, [("lease_expired", late["fence"], held["fence"])])
+
+    def test_a_write_that_waits_for_its_row_commits_only_while_its_lease_holds(self):
+        """docs/api.md "Writes under a live lease": the lease is asked once the write's statement has its row,
+        before the commit. A PATCH waits for its row, which another transaction holds; meanwhile its lease is
+        released and the next holder takes the lock; when the row comes free the write is refused (410
+        lease_expired, one audit record) and the row keeps its note. With the lease held throughout, the same
+        wait ends in a commit. Failed before the fix (the lease asked only before the statement): the late
+        PATCH answered 200 and wrote its note under the next holder's lock, on both tables and in a batch."""
+        for table, shape in (("invoices", "single"), ("live_col", "single"), ("invoices", "batch")):
+            for released in (True, False):
+                with self.subTest(table=table, shape=shape, released=released):
+                    self.assert_waiting_write(table, shape, released)
+
+    def assert_waiting_write(self, table: str, shape: str, released: bool):
+        key, name = unique("wait"), unique("live-wait")
+        if table == "invoices":
+            insert_invoice(key, note="before")
+        else:
+            psql(f"INSERT INTO public.{table} (id, note) VALUES (:'k', 'before')", {"k": key})
+        lease = self.lease(ttl_ms=30000, name=name)
+        if shape == "batch":
+            path, body = "/v1/pg/batch", {"ops": [{"op": "patch", "table": table, "key": key,
+                                                   "set": {"note": "late"}}]}
+            method = "POST"
+        else:
+            path, body, method = f"/v1/pg/{table}/{quote(key)}", {"set": {"note": "late"}}, "PATCH"
+        row_lock = open_transaction(f"DO $$ BEGIN PERFORM 1 FROM public.{table} WHERE id = '{key}' FOR UPDATE; END $$;")
+        got = {}
+        writer = threading.Thread(target=lambda: got.setdefault("write", http(
+            method, self.gw.base + path, body, headers={"Fence-Token": lease["token"]}, timeout=30)))
+        try:
+            writer.start()
+            wait_for_lock_waiter()
+            if released:
+                self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]}).status, 200)
+                self.lease(ttl_ms=30000, name=name)  # the next holder
+        finally:
+            row_lock.communicate("COMMIT;\n", timeout=10)
+        writer.join(30)
+        resource = f"pg:{table}/{key}"
+        note = psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": key})[0]
+        if not released:
+            self.assertEqual(got["write"].status, 200, got)
+            self.assertEqual(note, "late")
+            self.assertEqual(rejections(resource), [])
+            return
+        self.assert_expired(got["write"], resource)
+        self.assertEqual(note, "before")
+        self.assertEqual([(a["reason"], a["presented_fence"]) for a in rejections(resource)],
+                         [("lease_expired", lease["fence"])])
 
 
 if __name__ == "__main__":

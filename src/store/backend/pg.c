@@ -592,14 +592,39 @@ int pg_exec_group(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n,
     *failed = r.failed_at;
     *outcome = r.failed_at < n ? PG_GROUP_STMT_FAILED : PG_GROUP_NOT_COMMITTED;
     drop_rows(stmts, n);
+    pg_rollback(c);
+    return 0;
+}
+
+int pg_exec_begun(struct pg_conn *c, struct pg_group_stmt *stmt, struct fg_error *err)
+{
+    if (pipeline_ready(c, stmt, 1, err) != 0)
+        return -1;
+    int64_t deadline = deadline_from_now(), started_us = clock_mono_us();
+    if (send_pipeline(c, "BEGIN", stmt, 1, NULL, deadline, err) != 0)
+        return -1;
+    struct pg_reading r;
+    int rc = read_pipeline(c, stmt, 1, true, false, deadline, &r, err);
+    metrics_backend_latency(METRIC_BACKEND_PG, clock_mono_us() - started_us);
+    if (rc == 0 && !r.failed)
+        return 0;
+    drop_rows(stmt, 1);
+    if (rc == 0)
+        pg_rollback(c);
+    return -1;
+}
+
+void pg_rollback(struct pg_conn *c)
+{
     char state[sizeof c->sqlstate];
     memcpy(state, c->sqlstate, sizeof state);
+    bool stale = c->plans_stale;
     struct fg_error ignored = {0};
-    if (c->plans_stale || (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
-                           pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0))
+    if (c->pq != NULL && (stale || (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
+                                    pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)))
         disconnect(c);
     memcpy(c->sqlstate, state, sizeof state); /* the failure's, not the ROLLBACK's */
-    return 0;
+    c->plans_stale = stale;
 }
 
 int pg_exec_pipeline(struct pg_conn *c, struct pg_group_stmt *stmts, size_t n, size_t *failed,

@@ -82,6 +82,21 @@ int pg_exec_group(struct pg_conn *conn, struct pg_group_stmt *stmts, size_t n,
                   enum pg_group_outcome *outcome, size_t *failed, struct fg_error *err) FG_WUR;
 
 /*
+ * Runs BEGIN and stmt on conn as one pipeline (one round trip once stmt is
+ * prepared) and leaves the transaction open: the caller ends it with a
+ * pg_exec of COMMIT, or pg_rollback. 0 with stmt's rows and count in it. -1
+ * with err as for pg_exec_stmt: stmt failed (the transaction is rolled back
+ * and the failure's SQLSTATE kept for pg_last_sqlstate), or conn failed and
+ * was dropped.
+ */
+int pg_exec_begun(struct pg_conn *conn, struct pg_group_stmt *stmt, struct fg_error *err) FG_WUR;
+
+/* Rolls back the transaction open on conn, if any; a connection that does
+ * not take the ROLLBACK, or whose prepared statements went stale, is dropped.
+ * What pg_last_sqlstate and pg_last_plans_stale said stays. */
+void pg_rollback(struct pg_conn *conn);
+
+/*
  * Runs stmts[0..n) on conn as one pipeline followed by a sync: one round trip
  * once the statements are prepared, inside the transaction the caller opened
  * (the first statement may be its BEGIN). 0 with every statement's rows and

@@ -17,7 +17,10 @@
  * is missing. Batches run in one transaction whose first statement claims
  * every resource's fence in a fixed order, their operations in one pipeline,
  * or, once one of them wrote nothing, one at a time (default mode: in their
- * judged forms), each judged where it stands.
+ * judged forms), each judged where it stands. A write to a table that requires
+ * a live lease runs in a transaction of its own (no write group), and it and
+ * a batch that holds one commit only if the writer's lease still holds once
+ * their statements have run.
  * It must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c
  * does).
  */
@@ -372,12 +375,40 @@ static void too_large(const struct pg_conn *c, struct fg_error *err)
 
 /* What a write statement did: whether it wrote, and its answer row (owned;
  * NULL when it wrote nothing or was not asked for one); for its judged form,
- * whether it wrote nothing although its guard passed (a trigger skipped it). */
+ * whether it wrote nothing although its guard passed (a trigger skipped it);
+ * whether it was rolled back because the lease it needs ended (gated). */
 struct wrote {
     bool wrote;
     json_t *row;
     bool skipped;
+    bool lease_ended;
 };
+
+/* What a try at a single write came to, beside 0 (its outcome is in *res)
+ * and -1 (a failure). */
+enum {
+    TRY_NOTHING = 1,    /* it wrote nothing, and nothing refuses it */
+    TRY_LEASE_ENDED = 2 /* the live lease it needs ended: refused as lease_expired */
+};
+
+/* True if op, written by who, commits only while who's lease holds: its table
+ * requires a live lease (require_live_lease). */
+static bool gated(const struct fenced_op *op, const struct fenced_writer *who)
+{
+    return who->lease_check != NULL && fpg.schemas[op->table].cfg->guard.live_lease;
+}
+
+/* Asks whether who's lease still holds if any of ops[0..n) is gated; *lease
+ * is FENCED_LEASE_HELD without asking otherwise. */
+static int ask_lease(const struct fenced_op *ops, size_t n, const struct fenced_writer *who,
+                     enum fenced_lease *lease, struct fg_error *err)
+{
+    *lease = FENCED_LEASE_HELD;
+    for (size_t i = 0; i < n; i++)
+        if (gated(&ops[i], who))
+            return who->lease_check(who->claims, lease, err);
+    return 0;
+}
 
 /* Takes the outcome of a write statement, or of its judged form (whose one
  * answer row says), from its rows (freed) and count. */
@@ -386,7 +417,9 @@ static struct wrote wrote_of(json_t *rows, long count, bool judged)
     json_t *first = json_array_get(rows, 0);
     enum fenced_judged did = judged ? fenced_pg_answer_judged(first) : FENCED_JUDGED_NOTHING;
     bool wrote = judged ? did == FENCED_JUDGED_WROTE : count > 0;
-    struct wrote w = {wrote, wrote ? json_incref(first) : NULL, did == FENCED_JUDGED_SKIPPED};
+    struct wrote w = {.wrote = wrote,
+                      .row = wrote ? json_incref(first) : NULL,
+                      .skipped = did == FENCED_JUDGED_SKIPPED};
     json_decref(rows);
     return w;
 }
@@ -409,9 +442,35 @@ static bool worth_again(const struct pg_conn *c)
 }
 
 /*
+ * Ends the transaction that pg_exec_begun opened on c for a gated write whose
+ * statement did *w: one that wrote, or that a trigger skipped, commits only if
+ * who's lease still holds, asked now that the statement holds its rows, so
+ * that a write that waited for a row commits only while its lease holds. Else
+ * it is rolled back: a revoked lease's write as one that wrote nothing, which
+ * the refusal path refuses as revoked, an ended one's with w->lease_ended. A
+ * statement that wrote nothing commits without asking.
+ */
+static int end_gated(struct pg_conn *c, const struct fenced_writer *who, struct wrote *w,
+                     struct fg_error *err)
+{
+    enum fenced_lease lease = FENCED_LEASE_HELD;
+    if ((w->wrote || w->skipped) && who->lease_check(who->claims, &lease, err) != 0) {
+        pg_rollback(c);
+        return -1;
+    }
+    if (lease == FENCED_LEASE_HELD)
+        return pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
+    pg_rollback(c);
+    json_decref(w->row);
+    *w = (struct wrote){.lease_ended = lease == FENCED_LEASE_ENDED};
+    return 0;
+}
+
+/*
  * Runs op's statement in form (judged: its judged form) on c and stores what
  * it did in *w. in_transaction: c is inside a transaction, where nothing is
- * retried.
+ * retried. A gated write runs in a transaction of its own that end_gated
+ * ends.
  */
 static int exec_write(struct pg_conn *c, const struct fenced_op *op,
                       const struct fenced_writer *who, enum fenced_form form, bool want_row,
@@ -421,15 +480,21 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
     const char *params[FENCED_PARAM_COUNT + op->ncolumns + 1];
     struct write_stmt st = write_args(op, who, form, want_row, judged, params, fence, &owned_sql);
     struct pg_group_stmt stmt = {owned_sql ? NULL : st.name, st.sql, st.nparams, params, NULL, -1};
-    int rc = pg_exec_stmt(c, &stmt, err);
+    bool gate = !in_transaction && gated(op, who);
+    int rc = gate ? pg_exec_begun(c, &stmt, err) : pg_exec_stmt(c, &stmt, err);
     if (rc != 0 && !in_transaction && worth_again(c))
-        rc = pg_exec_stmt(c, &stmt, err);
+        rc = gate ? pg_exec_begun(c, &stmt, err) : pg_exec_stmt(c, &stmt, err);
     free(owned_sql);
     if (rc != 0) {
         too_large(c, err);
         return -1;
     }
     *w = wrote_of(stmt.rows, stmt.count, judged);
+    if (gate && end_gated(c, who, w, err) != 0) {
+        json_decref(w->row);
+        *w = (struct wrote){0};
+        return -1;
+    }
     return 0;
 }
 
@@ -650,27 +715,102 @@ static int refused(struct pg_conn *c, const struct fenced_op *op, const struct f
     }
 }
 
+/* Adds resource to the resources of a refused write or batch, once. */
+static void resources_add(json_t *resources, const char *resource)
+{
+    size_t i;
+    const json_t *listed;
+    json_array_foreach(resources, i, listed)
+    {
+        if (strcmp(json_string_value(listed), resource) == 0)
+            return;
+    }
+    json_array_append_new(resources, fgjson_string(resource));
+}
+
+/* The refusal of op as a read of its row names it: the row's identity, and the
+ * fence where its table keeps it (the row's own column on a fence_column table). */
+static int refusal_of(const struct fenced_op *op, struct fenced_result *res, struct fg_error *err)
+{
+    if (fenced_pg_read(op->table, op->key, res, err) != 0)
+        return -1;
+    free(res->after);
+    res->after = NULL;
+    res->outcome = FENCED_EXPIRED;
+    return 0;
+}
+
+/* Refuses ops[0..n) (n > 0) of who, which wrote nothing, because the live
+ * lease they need ended: one audit record for the request (reason
+ * "lease_expired") naming ops[0]'s resource and the fence now stored for it,
+ * and in resources every op's. *res gets that refusal (EXPIRED). method: the
+ * HTTP method to record. Runs on connections of its own. */
+static int refuse_ended(const struct fenced_op *const *ops, size_t n,
+                        const struct fenced_writer *who, const char *method,
+                        struct fenced_result *res, struct fg_error *err)
+{
+    FG_ASSERT(n > 0);
+    memset(res, 0, sizeof *res);
+    json_t *resources = json_array();
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        struct fenced_result one = {0};
+        rc = refusal_of(ops[i], &one, err);
+        if (rc == 0)
+            resources_add(resources, one.resource);
+        if (rc == 0 && i == 0)
+            *res = one;
+        else
+            fenced_result_free(&one);
+    }
+    res->resources = resources;
+    struct pg_conn *c = rc == 0 ? pg_acquire(err) : NULL;
+    rc = c != NULL ? fenced_refusal_audit(c, who, res, method, err) : -1;
+    if (c != NULL)
+        pg_release(c);
+    if (rc != 0)
+        fenced_result_free(res);
+    return rc;
+}
+
+/* The refusal path of a single write op that wrote nothing, on c: for a
+ * gated write, the end of its lease answers first (TRY_LEASE_ENDED), as it
+ * would have had the write applied; then refused(). */
+static int refused_single(struct pg_conn *c, const struct fenced_op *op,
+                          const struct fenced_writer *who, struct fenced_result *res,
+                          struct fg_error *err)
+{
+    enum fenced_lease lease;
+    if (ask_lease(op, 1, who, &lease, err) != 0)
+        return -1;
+    return lease == FENCED_LEASE_ENDED ? TRY_LEASE_ENDED : refused(c, op, who, res, err);
+}
+
 /* The first try at a single write, on *c (taken from the pool when NULL; a
  * write to a fence-column table goes to a write group first, where the
- * connection is the group's; a default-mode write tries the held form
- * first). 0 when *res holds its outcome, 1 when it wrote nothing and nothing
- * refuses it, -1 on failure. */
+ * connection is the group's, unless gated: a group commits without asking
+ * its writers' leases; a default-mode write tries the held form first). 0
+ * when *res holds its outcome, TRY_NOTHING or TRY_LEASE_ENDED, -1 on
+ * failure. */
 static int write_once(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
                       struct pg_conn **c, struct fenced_result *res, struct fg_error *err)
 {
     struct wrote w = {0};
     int alone = 1;
     bool column = column_mode(op->table);
-    if (*c == NULL && column && (alone = exec_grouped(op, who, want_row, &w, err)) < 0)
+    if (*c == NULL && column && !gated(op, who) &&
+        (alone = exec_grouped(op, who, want_row, &w, err)) < 0)
         return -1;
     if (alone && *c == NULL && (*c = pg_acquire(err)) == NULL)
         return -1;
     if (alone && !column &&
         write_alone(*c, op, who, FENCED_FORM_HELD, want_row, false, &w, err) != 0)
         return -1;
-    if (alone && !w.wrote &&
+    if (alone && !w.wrote && !w.lease_ended &&
         write_alone(*c, op, who, FENCED_FORM_CLAIM, want_row, false, &w, err) != 0)
         return -1;
+    if (w.lease_ended)
+        return TRY_LEASE_ENDED;
     if (w.wrote) {
         applied(op, who, w.row, want_row, res);
         json_decref(w.row);
@@ -679,7 +819,7 @@ static int write_once(const struct fenced_op *op, const struct fenced_writer *wh
     /* refused or missing: the refusal path, rare, asks why and audits */
     if (*c == NULL && (*c = pg_acquire(err)) == NULL)
         return -1;
-    return refused(*c, op, who, res, err);
+    return refused_single(*c, op, who, res, err);
 }
 
 /* The last try at a single write to a default-mode table that wrote nothing
@@ -687,19 +827,21 @@ static int write_once(const struct fenced_op *op, const struct fenced_writer *wh
  * committed by the writer it waited for is not in the first try's snapshot)
  * or says that a trigger of the table skipped it (judged_outcome); where it
  * does neither, the refusal path once more. 0 when *res holds its outcome,
- * 1 when it wrote nothing and nothing refuses it, -1 on failure. */
+ * TRY_NOTHING or TRY_LEASE_ENDED, -1 on failure. */
 static int write_judged(struct pg_conn *c, const struct fenced_op *op,
                         const struct fenced_writer *who, bool want_row, struct fenced_result *res,
                         struct fg_error *err)
 {
     struct wrote w = {0};
     int rc = write_alone(c, op, who, FENCED_FORM_CLAIM, want_row, true, &w, err);
+    if (rc == 0 && w.lease_ended)
+        return TRY_LEASE_ENDED;
     if (rc == 0)
         rc = judged_outcome(c, op, who, want_row, false, &w, res, err);
     json_decref(w.row);
     if (rc != 0 || w.wrote || w.skipped)
         return rc;
-    return refused(c, op, who, res, err);
+    return refused_single(c, op, who, res, err);
 }
 
 int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who, bool want_row,
@@ -713,27 +855,22 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
      * fence_column table a write that wrote nothing again is never applied:
      * whether a trigger skipped it is not read there (only the default mode
      * reads its guard and claims its fence under one lock). */
-    if (rc == 1 && column_mode(op->table))
+    if (rc == TRY_NOTHING && column_mode(op->table))
         rc = write_once(op, who, want_row, &c, res, err);
-    else if (rc == 1)
+    else if (rc == TRY_NOTHING)
         rc = write_judged(c, op, who, want_row, res, err);
-    if (rc == 1)
+    if (rc == TRY_NOTHING)
         rc = missing(op, err);
     if (c != NULL)
         pg_release(c);
+    if (rc == TRY_LEASE_ENDED)
+        rc = refuse_ended(&op, 1, who, fenced_kind_method(op->kind), res, err);
     if (rc != 0)
         fenced_result_free(res);
     return rc;
 }
 
 /* --- batches ------------------------------------------------------------------------------ */
-
-static void rollback(struct pg_conn *c)
-{
-    struct fg_error ignored = {0};
-    if (pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)
-        return;
-}
 
 /* Opens the batch on c (struct batch_opening): *revoked tells whether who's
  * fence was revoked, *claimed gets the (resource, fence) rows of every claim. */
@@ -753,19 +890,6 @@ static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
     }
     batch_opening_free(&o);
     return rc;
-}
-
-/* Adds resource to the resources of a refused batch, once. */
-static void resources_add(json_t *resources, const char *resource)
-{
-    size_t i;
-    const json_t *listed;
-    json_array_foreach(resources, i, listed)
-    {
-        if (strcmp(json_string_value(listed), resource) == 0)
-            return;
-    }
-    json_array_append_new(resources, fgjson_string(resource));
 }
 
 /* Adds the resource of every op of batch to resources, once each, named as
@@ -1025,6 +1149,7 @@ enum batch_next {
     BATCH_AGAIN,       /* nothing was written and one more try may succeed */
     BATCH_AGAIN_LATER, /* as BATCH_AGAIN, for a deadlock's victim: DEADLOCK_BACKOFF_MS later */
     BATCH_OP_BY_OP,    /* an op wrote nothing: run the batch again, op by op */
+    BATCH_LEASE_ENDED  /* the live lease it needs ended: nothing was written, refuse it */
 };
 
 /* One try at a batch, its ops in one pipeline or op_by_op (run_ops,
@@ -1036,7 +1161,11 @@ enum batch_next {
  * (which the order of its claims leaves to locks that the tables' triggers
  * take: see exec_grouped), each worth one more try since nothing was written;
  * BATCH_OP_BY_OP when an op of the pipeline wrote nothing (rolled back,
- * nothing audited). */
+ * nothing audited). A batch with a gated op asks whether who's lease holds
+ * once its ops ran, before it commits, or is refused or fails for its rows
+ * (an ended lease answers first, as for a single write): a lease that ended
+ * rolls it back with *next BATCH_LEASE_ENDED (0 returned, *res empty), a
+ * revoked one refuses it as revoked. */
 static int batch_once(const struct fenced_batch *batch, const struct fenced_writer *who,
                       bool want_row, bool op_by_op, struct fenced_result *res,
                       enum batch_next *next, struct fg_error *err)
@@ -1053,37 +1182,51 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     fgjson_out_raw(&items, "[", 1);
     size_t failed = batch->nops; /* the operation to blame; nops: none in particular */
     bool revoked = false, wrote_nothing = false;
+    enum fenced_lease lease = FENCED_LEASE_HELD;
     int rc = open_batch(c, batch, who, &revoked, &claimed, err);
     if (rc == 0 && revoked) {
-        rollback(c);
+        pg_rollback(c);
         rc = audit_revoked(c, batch, who, res, err);
         goto out;
     }
     if (rc == 0) {
         stale = fenced_pg_answer_stale(claimed, who->fence);
-        if (json_array_size(stale) > 0) {
-            rollback(c);
-            rc = audit_stale(c, stale, who, res, err);
-            goto out;
-        }
-        rc = op_by_op ? run_ops_one_by_one(c, batch, who, want_row, &items, stale, &revoked,
-                                           &failed, err)
-                      : run_ops(c, batch, who, want_row, &items, &wrote_nothing, &failed, err);
+        if (json_array_size(stale) > 0)
+            rc = fg_fail(err, FG_ERR_STALE_FENCE, "a resource holds a higher fence");
+        else if (op_by_op)
+            rc = run_ops_one_by_one(c, batch, who, want_row, &items, stale, &revoked, &failed, err);
+        else
+            rc = run_ops(c, batch, who, want_row, &items, &wrote_nothing, &failed, err);
     }
     if (wrote_nothing) {
-        rollback(c);
+        pg_rollback(c);
         *next = BATCH_OP_BY_OP;
         goto out;
     }
-    if (rc == 0)
+    if (rc != 0)
+        pg_rollback(c); /* its locks go before the lease is asked; its failure stays readable */
+    struct fg_error asked = {0};
+    if (ask_lease(batch->ops, batch->nops, who, &lease, &asked) != 0) {
+        pg_rollback(c);
+        *err = asked;
+        rc = -1;
+        goto out;
+    }
+    if (lease == FENCED_LEASE_ENDED) {
+        pg_rollback(c);
+        *next = BATCH_LEASE_ENDED;
+        rc = 0;
+        goto out;
+    }
+    revoked = revoked || lease == FENCED_LEASE_REVOKED;
+    if (rc == 0 && !revoked)
         rc = pg_exec(c, NULL, "COMMIT", 0, NULL, NULL, err);
-    if (rc != 0 && revoked) {
-        rollback(c);
+    if (revoked) {
+        pg_rollback(c);
         rc = audit_revoked(c, batch, who, res, err);
         goto out;
     }
     if (rc != 0 && json_array_size(stale) > 0) {
-        rollback(c);
         rc = audit_stale(c, stale, who, res, err);
         goto out;
     }
@@ -1094,7 +1237,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
             *next = BATCH_AGAIN_LATER;
         else if (sqlstate_fence_kept_above(state) || pg_last_plans_stale(c))
             *next = BATCH_AGAIN;
-        rollback(c);
+        pg_rollback(c);
         blame_op(c, batch, failed, data, err);
         goto out;
     }
@@ -1112,6 +1255,17 @@ out:
     if (rc != 0)
         fenced_result_free(res);
     return rc;
+}
+
+/* The gated ops of batch into ops (room for batch->nops); returns how many. */
+static size_t gated_ops(const struct fenced_batch *batch, const struct fenced_writer *who,
+                        const struct fenced_op **ops)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < batch->nops; i++)
+        if (gated(&batch->ops[i], who))
+            ops[n++] = &batch->ops[i];
+    return n;
 }
 
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
@@ -1132,45 +1286,12 @@ int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer
         op_by_op = op_by_op || next == BATCH_OP_BY_OP;
         rc = batch_once(batch, who, want_row, op_by_op, res, &next, err);
     }
-    return rc;
-}
-
-/* The refusal of op as a read of its row names it: the row's identity, and the
- * fence where its table keeps it (the row's own column on a fence_column table). */
-static int refusal_of(const struct fenced_op *op, struct fenced_result *res, struct fg_error *err)
-{
-    if (fenced_pg_read(op->table, op->key, res, err) != 0)
-        return -1;
-    free(res->after);
-    res->after = NULL;
-    res->outcome = FENCED_EXPIRED;
-    return 0;
-}
-
-int fenced_pg_refuse(const struct fenced_op *const *ops, size_t n, const struct fenced_writer *who,
-                     const char *method, struct fenced_result *res, struct fg_error *err)
-{
-    FG_ASSERT(n > 0);
-    memset(res, 0, sizeof *res);
-    json_t *resources = json_array();
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        struct fenced_result one = {0};
-        rc = refusal_of(ops[i], &one, err);
-        if (rc == 0)
-            resources_add(resources, one.resource);
-        if (rc == 0 && i == 0)
-            *res = one;
-        else
-            fenced_result_free(&one);
+    if (rc == 0 && next == BATCH_LEASE_ENDED) {
+        const struct fenced_op **ops = calloc(batch->nops, sizeof *ops);
+        FG_ASSERT(ops != NULL);
+        rc = refuse_ended(ops, gated_ops(batch, who, ops), who, "POST", res, err);
+        free(ops);
     }
-    res->resources = resources;
-    struct pg_conn *c = rc == 0 ? pg_acquire(err) : NULL;
-    rc = c != NULL ? fenced_refusal_audit(c, who, res, method, err) : -1;
-    if (c != NULL)
-        pg_release(c);
-    if (rc != 0)
-        fenced_result_free(res);
     return rc;
 }
 

@@ -45,8 +45,12 @@ void fenced_pg_shutdown(void);
 const struct table_schema *fenced_pg_schemas(size_t *n);
 
 /*
- * Runs one write. On success fills *res (APPLIED, STALE or REVOKED, a refusal
- * audited once; release with fenced_result_free); want_row: an applied write's
+ * Runs one write. On success fills *res (APPLIED, STALE, REVOKED or EXPIRED,
+ * a refusal audited once; release with fenced_result_free). A write to a
+ * table that requires a live lease commits only if who's lease still holds
+ * when its statement has run (who->lease_check, asked inside its
+ * transaction); one whose lease ended is refused as EXPIRED with reason
+ * lease_expired, and so is its refusal or missing row. want_row: an applied write's
  * result holds the row (the key and the listed columns), else the row is not
  * read back. A PATCH or DELETE of a missing row fails with FG_ERR_NOT_FOUND, a
  * POST of an existing key with FG_ERR_CONFLICT, a value Postgres cannot
@@ -60,23 +64,15 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
  * applied (APPLIED, after: the text of an array of {op, resource, row}, one
  * per op, if want_row; else NULL) or none. If any
  * resource holds a higher fence the result is STALE, one audit row is kept
- * for the request and nothing else changes. Failures name the operation
+ * for the request and nothing else changes. With an op on a table that
+ * requires a live lease the batch commits only while who's lease holds, as a
+ * single write does; else it is refused as EXPIRED, naming every such op's
+ * resource. Failures name the operation
  * ("ops[2]: ..."), the first that fails where it stands in the batch (after
  * the operations before it).
  */
 int fenced_pg_batch(const struct fenced_batch *batch, const struct fenced_writer *who,
                     bool want_row, struct fenced_result *res, struct fg_error *err) FG_WUR;
-
-/*
- * Refuses ops[0..n) (n > 0) of who without writing because the lease they need
- * is over (require_live_lease): keeps one audit record for the request
- * (fenced_refusal_audit, reason "lease_expired") naming ops[0]'s resource and
- * the fence now stored for it, and in resources every op's. *res gets that
- * refusal (EXPIRED; release with fenced_result_free). method: the HTTP method
- * to record.
- */
-int fenced_pg_refuse(const struct fenced_op *const *ops, size_t n, const struct fenced_writer *who,
-                     const char *method, struct fenced_result *res, struct fg_error *err) FG_WUR;
 
 /* Reads the row of key in table (after: row_to_json's text, NULL if absent)
  * and its fence. */

@@ -62,8 +62,8 @@ int fenced_redis_delete(const struct redis_write *w, struct fenced_result *res,
 /*
  * Refuses w without running its script because the lease it needs is over
  * (require_live_lease): reads the fence stored for the key and keeps one audit
- * row (fenced_refusal_audit, reason "lease_expired"), as fenced_pg_refuse does
- * for a row. *res gets the refusal (EXPIRED; release with fenced_result_free).
+ * row (fenced_refusal_audit, reason "lease_expired"), as a refused Postgres
+ * write does for a row. *res gets the refusal (EXPIRED; release with fenced_result_free).
  */
 int fenced_redis_refuse(const struct redis_write *w, struct fenced_result *res,
                         struct fg_error *err) FG_WUR;
