@@ -94,35 +94,53 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
 /* The transactions of gateway connections (application_name "fencegate" or
  * "fencegate/<trace id>", store/backend/pg.h; all gateways connect as the
  * role that owns the schema fencegate, so their sessions' states show) other
- * than this one that began before $1, or before this statement when $1 is
- * null, and have not ended; and that time, to ask again with. */
-static const char older_writes_sql[] =
-    "SELECT coalesce($1::timestamptz, statement_timestamp())::text AS since, count(*) AS open"
+ * than this one that have not ended, as a JSON array of [pid, start] (start:
+ * the transaction's start in microseconds), and of those only the ones in $1
+ * when it is not null: the transactions open at the first look, still open.
+ * A transaction is known by its process and its start, compared for equality
+ * only, so that no clock's step can hide one. */
+static const char open_writes_sql[] =
+    "SELECT coalesce(jsonb_agg(t.tx), '[]')::text AS open FROM ("
+    " SELECT jsonb_build_array(pid, (extract(epoch FROM xact_start) * 1000000)::bigint) AS tx"
     " FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
     " AND usename = current_user"
     " AND (application_name = 'fencegate' OR application_name LIKE 'fencegate/%')"
-    " AND state <> 'idle' AND xact_start < coalesce($1::timestamptz, statement_timestamp())";
+    " AND state <> 'idle') t"
+    " WHERE $1::jsonb IS NULL OR $1::jsonb @> jsonb_build_array(t.tx)";
+
+/* Sets *open (owned) to the text of what open_writes_sql answers for before
+ * (NULL at the first look). */
+static int open_writes(const char *before, char **open, struct fg_error *err)
+{
+    const char *params[] = {before};
+    json_t *rows = NULL;
+    if (pg_query("revocation_drain", open_writes_sql, 1, params, &rows, err) != 0)
+        return -1;
+    *open = strdup(json_string_value(json_object_get(json_array_get(rows, 0), "open")));
+    FG_ASSERT(*open != NULL);
+    json_decref(rows);
+    return 0;
+}
 
 int revocation_drain(int64_t wait_ms, struct fg_error *err)
 {
-    char since[64] = "";
     int64_t deadline = clock_mono_ms() + wait_ms;
-    for (;;) {
-        const char *params[] = {since[0] != '\0' ? since : NULL};
-        json_t *rows = NULL;
-        if (pg_query("revocation_drain", older_writes_sql, 1, params, &rows, err) != 0)
-            return -1;
-        const json_t *row = json_array_get(rows, 0);
-        snprintf(since, sizeof since, "%s", json_string_value(json_object_get(row, "since")));
-        bool open = strcmp(json_string_value(json_object_get(row, "open")), "0") != 0;
-        json_decref(rows);
-        if (!open)
-            return 0;
-        if (clock_mono_ms() > deadline)
-            return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
-                           "postgres: writes in flight at the revocation did not end");
+    char *open = NULL;
+    int rc = open_writes(NULL, &open, err);
+    while (rc == 0 && strcmp(open, "[]") != 0) {
+        if (clock_mono_ms() > deadline) {
+            rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                         "postgres: writes in flight at the revocation did not end");
+            break;
+        }
         clock_sleep_ms(REVOCATION_DRAIN_POLL_MS);
+        char *still = NULL;
+        rc = open_writes(open, &still, err);
+        free(open);
+        open = still;
     }
+    free(open);
+    return rc;
 }
 
 int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap, struct fg_error *err)

@@ -31,11 +31,13 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
 
 /*
  * Waits, after a revocation was recorded, until every transaction of a
- * gateway connection that began before then has ended, so that no write that
- * read the revocations before the record was committed (its statement's
- * snapshot older, a wait for a row lock in between) commits after the revoke
- * answers; a write whose statement began later reads the record. Asks
- * pg_stat_activity every 2 ms, up to wait_ms, then fails with
+ * gateway connection open at its first look (any that began before the record
+ * was committed and has not ended) has ended, so that no write that read the
+ * revocations before the record was committed (its statement's snapshot
+ * older, a wait for a row lock in between) commits after the revoke answers;
+ * a write whose statement began later reads the record. Transactions are
+ * known by process and start, never by comparing times, so a step of the
+ * clock hides none. Asks pg_stat_activity every 2 ms, up to wait_ms, then fails with
  * FG_ERR_BACKEND_UNAVAILABLE. Writes pay nothing for it. It sees nothing of
  * sessions with track_activities off, whose writes it cannot wait for.
  */
