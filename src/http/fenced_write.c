@@ -64,7 +64,7 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
         .principal = req->principal != NULL ? req->principal->id : NULL,
         .trace_id = req->trace_id[0] != '\0' ? req->trace_id : NULL,
         .claims = claims,
-        .lease_check = lease_live_check,
+        .lease_check = lease_live_look,
     };
     if (owner != NULL)
         http_request_log_owner(req, owner);

@@ -426,7 +426,9 @@ static const char *revoke_reason(const json_t *body)
 
 /* How long a revoke waits for the writes in flight at its revocation: a
  * gateway's transaction is a statement, or a write group's or a batch's
- * statements, each within statement_timeout_ms, sent at once. */
+ * statements, each within statement_timeout_ms, sent at once; a write under a
+ * live lease asks Redis (request_timeout_ms) before its COMMIT, and sees the
+ * revoke there if it came first. */
 static int64_t revoke_drain_ms(void)
 {
     return gw.cfg->statement_timeout_ms + gw.cfg->request_timeout_ms;

@@ -15,8 +15,15 @@
 /* Sets *lease to whether the lease of claims (a verified token) holds, was
  * revoked, or ended without a revoke: released or expired. A revoked lease's
  * write goes on to the write itself, which refuses a revoked fence and audits
- * it with reason "revoked", as on a resource without the option. */
+ * it with reason "revoked", as on a resource without the option. Takes a
+ * Postgres connection of the pool for a lease that ended. */
 int lease_live_check(const struct token_claims *claims, enum fenced_lease *lease,
                      struct fg_error *err) FG_WUR;
+
+/* lease_live_check asking Redis alone (fenced_lease_check): a lease that
+ * ended is FENCED_LEASE_ENDED unless Redis still remembers its revoke, for a
+ * caller that holds a Postgres connection and looks the revocation up on it. */
+int lease_live_look(const struct token_claims *claims, enum fenced_lease *lease,
+                    struct fg_error *err) FG_WUR;
 
 #endif

@@ -315,7 +315,9 @@ class UntrackedActivityTest(unittest.TestCase):
     def test_a_postgres_that_does_not_track_activity_is_warned_of(self):
         """docs/api.md "Revoking a lease": a revoke waits for the writes in flight by what pg_stat_activity
         shows of the gateways' sessions, which is nothing with track_activities off; the start-up log then
-        says so (once, level warn), and says nothing where it is on (the default)."""
+        says so (once, level warn), and says nothing where it is on (the default). A revoke there does not
+        wait for the sessions it cannot see: it answers 200 at once. Failed before the fix (the wait kept every
+        session that showed no transaction start): 503 after 10 s."""
         untracked = private_backends(self, "untracked")
         psql(f'ALTER DATABASE "{untracked.dsn.rsplit("/", 1)[1]}" SET track_activities = off')
         tracked = private_backends(self, "tracked")
@@ -323,6 +325,17 @@ class UntrackedActivityTest(unittest.TestCase):
             with Gateway(config={}, env_overrides=own.env) as gw:
                 lines = [json.loads(line) for line in gw.log_text().splitlines() if "track_activities_off" in line]
                 self.assertEqual([line["level"] for line in lines], warns, lines)
+                # several pooled connections, idle, beside the one the revoke asks on
+                readers = [threading.Thread(target=http, args=("GET", gw.base + "/v1/audit/rejections"))
+                           for _ in range(6)]
+                for t in readers:
+                    t.start()
+                for t in readers:
+                    t.join(30)
+                name = unique("rv-untracked")
+                held = gw.http("POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 30000})
+                r = gw.http("POST", f"/v1/locks/{name}/revoke", {"reason": "untracked"}, timeout=30)
+                self.assertEqual((r.status, r.body), (200, {"revoked_fence": held.body["fence"]}), gw.why(r))
 
 
 class WatchTest(GatewayTest):

@@ -228,5 +228,14 @@ class LiveLeaseTest(GatewayTest):
                          [("lease_expired", lease["fence"])])
 
 
+class OnePoolConnectionTest(LiveLeaseTest):
+    """The same with one Postgres connection in the pool: a write asks about its lease while it holds its
+    connection (and, before the commit, its rows), so a lease that ended is looked up among the revocations
+    on that connection, never on a second one. Failed before the fix (the look-up took a connection of the
+    pool): the writes of an ended lease waited for a connection they held themselves and answered 503 after
+    5 s, every other Postgres request of the gateway waiting meanwhile."""
+    gateway_env = {"FENCEGATE_PG_POOL_SIZE": "1"}
+
+
 if __name__ == "__main__":
     unittest.main()

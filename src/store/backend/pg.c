@@ -620,8 +620,9 @@ void pg_rollback(struct pg_conn *c)
     memcpy(state, c->sqlstate, sizeof state);
     bool stale = c->plans_stale;
     struct fg_error ignored = {0};
-    if (c->pq != NULL && (stale || (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
-                                    pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)))
+    if (c->pq != NULL && (stale || sqlstate_read_only(state) ||
+                          (PQtransactionStatus(c->pq) != PQTRANS_IDLE &&
+                           pg_exec(c, NULL, "ROLLBACK", 0, NULL, NULL, &ignored) != 0)))
         disconnect(c);
     memcpy(c->sqlstate, state, sizeof state); /* the failure's, not the ROLLBACK's */
     c->plans_stale = stale;

@@ -92,7 +92,8 @@ int pg_exec_group(struct pg_conn *conn, struct pg_group_stmt *stmts, size_t n,
 int pg_exec_begun(struct pg_conn *conn, struct pg_group_stmt *stmt, struct fg_error *err) FG_WUR;
 
 /* Rolls back the transaction open on conn, if any; a connection that does
- * not take the ROLLBACK, or whose prepared statements went stale, is dropped.
+ * not take the ROLLBACK, whose prepared statements went stale or whose last
+ * failure said the server is read-only (a standby), is dropped.
  * What pg_last_sqlstate and pg_last_plans_stale said stays. */
 void pg_rollback(struct pg_conn *conn);
 

@@ -38,6 +38,7 @@
 #include "store/fenced/fenced_pg_answer.h"
 #include "store/fenced/fenced_refusal.h"
 #include "store/fenced/fenced_schema.h"
+#include "store/fenced/revocations.h"
 #include "store/fenced/write_group.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
@@ -395,18 +396,34 @@ enum {
  * requires a live lease (require_live_lease). */
 static bool gated(const struct fenced_op *op, const struct fenced_writer *who)
 {
-    return who->lease_check != NULL && fpg.schemas[op->table].cfg->guard.live_lease;
+    if (!fpg.schemas[op->table].cfg->guard.live_lease)
+        return false;
+    FG_ASSERT(who->lease_check != NULL);
+    return true;
 }
 
 /* Asks whether who's lease still holds if any of ops[0..n) is gated; *lease
- * is FENCED_LEASE_HELD without asking otherwise. */
-static int ask_lease(const struct fenced_op *ops, size_t n, const struct fenced_writer *who,
-                     enum fenced_lease *lease, struct fg_error *err)
+ * is FENCED_LEASE_HELD without asking otherwise. Redis first; for a lease it
+ * says ended, the revocations on c, the connection the caller holds (inside
+ * its transaction, if one is open), never one more of the pool: a write that
+ * waited for one while holding c, and its rows, could stall the pool. */
+static int ask_lease(struct pg_conn *c, const struct fenced_op *ops, size_t n,
+                     const struct fenced_writer *who, enum fenced_lease *lease,
+                     struct fg_error *err)
 {
     *lease = FENCED_LEASE_HELD;
-    for (size_t i = 0; i < n; i++)
-        if (gated(&ops[i], who))
-            return who->lease_check(who->claims, lease, err);
+    size_t i = 0;
+    while (i < n && !gated(&ops[i], who))
+        i++;
+    if (i == n)
+        return 0;
+    bool revoked = false;
+    if (who->lease_check(who->claims, lease, err) != 0 ||
+        (*lease == FENCED_LEASE_ENDED &&
+         revocation_find_on(c, who->fence, &revoked, NULL, 0, err) != 0))
+        return -1;
+    if (revoked)
+        *lease = FENCED_LEASE_REVOKED;
     return 0;
 }
 
@@ -450,11 +467,11 @@ static bool worth_again(const struct pg_conn *c)
  * the refusal path refuses as revoked, an ended one's with w->lease_ended. A
  * statement that wrote nothing commits without asking.
  */
-static int end_gated(struct pg_conn *c, const struct fenced_writer *who, struct wrote *w,
-                     struct fg_error *err)
+static int end_gated(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
+                     struct wrote *w, struct fg_error *err)
 {
     enum fenced_lease lease = FENCED_LEASE_HELD;
-    if ((w->wrote || w->skipped) && who->lease_check(who->claims, &lease, err) != 0) {
+    if ((w->wrote || w->skipped) && ask_lease(c, op, 1, who, &lease, err) != 0) {
         pg_rollback(c);
         return -1;
     }
@@ -490,7 +507,7 @@ static int exec_write(struct pg_conn *c, const struct fenced_op *op,
         return -1;
     }
     *w = wrote_of(stmt.rows, stmt.count, judged);
-    if (gate && end_gated(c, who, w, err) != 0) {
+    if (gate && end_gated(c, op, who, w, err) != 0) {
         json_decref(w->row);
         *w = (struct wrote){0};
         return -1;
@@ -781,7 +798,7 @@ static int refused_single(struct pg_conn *c, const struct fenced_op *op,
                           struct fg_error *err)
 {
     enum fenced_lease lease;
-    if (ask_lease(op, 1, who, &lease, err) != 0)
+    if (ask_lease(c, op, 1, who, &lease, err) != 0)
         return -1;
     return lease == FENCED_LEASE_ENDED ? TRY_LEASE_ENDED : refused(c, op, who, res, err);
 }
@@ -1206,7 +1223,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
     if (rc != 0)
         pg_rollback(c); /* its locks go before the lease is asked; its failure stays readable */
     struct fg_error asked = {0};
-    if (ask_lease(batch->ops, batch->nops, who, &lease, &asked) != 0) {
+    if (ask_lease(c, batch->ops, batch->nops, who, &lease, &asked) != 0) {
         pg_rollback(c);
         *err = asked;
         rc = -1;

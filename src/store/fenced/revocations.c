@@ -98,14 +98,15 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
  * the transaction's start in microseconds), and of those only the ones in $1
  * when it is not null: the transactions open at the first look, still open.
  * A transaction is known by its process and its start, compared for equality
- * only, so that no clock's step can hide one. */
+ * only, so that no clock's step can hide one. A session with track_activities
+ * off shows neither state nor start ("disabled"), and is not waited for. */
 static const char open_writes_sql[] =
     "SELECT coalesce(jsonb_agg(t.tx), '[]')::text AS open FROM ("
     " SELECT jsonb_build_array(pid, (extract(epoch FROM xact_start) * 1000000)::bigint) AS tx"
     " FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
     " AND usename = current_user"
     " AND (application_name = 'fencegate' OR application_name LIKE 'fencegate/%')"
-    " AND state <> 'idle') t"
+    " AND state <> 'idle' AND xact_start IS NOT NULL) t"
     " WHERE $1::jsonb IS NULL OR $1::jsonb @> jsonb_build_array(t.tx)";
 
 /* Sets *open (owned) to the text of what open_writes_sql answers for before
@@ -143,21 +144,32 @@ int revocation_drain(int64_t wait_ms, struct fg_error *err)
     return rc;
 }
 
-int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap, struct fg_error *err)
+int revocation_find_on(struct pg_conn *conn, int64_t fence, bool *revoked, char *reason, size_t cap,
+                       struct fg_error *err)
 {
     char text[24];
     snprintf(text, sizeof text, "%" PRId64, fence);
     const char *params[] = {text};
     json_t *rows = NULL;
-    if (pg_query("revocation_find",
-                 "SELECT reason FROM fencegate.revocations WHERE fence = $1::bigint", 1, params,
-                 &rows, err) != 0)
+    if (pg_exec(conn, "revocation_find",
+                "SELECT reason FROM fencegate.revocations WHERE fence = $1::bigint", 1, params,
+                &rows, err) != 0)
         return -1;
     const char *found = json_string_value(json_object_get(json_array_get(rows, 0), "reason"));
     *revoked = json_array_size(rows) > 0;
     snprintf(reason, cap, "%s", found != NULL ? found : "");
     json_decref(rows);
     return 0;
+}
+
+int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap, struct fg_error *err)
+{
+    struct pg_conn *c = pg_acquire(err);
+    if (c == NULL)
+        return -1;
+    int rc = revocation_find_on(c, fence, revoked, reason, cap, err);
+    pg_release(c);
+    return rc;
 }
 
 int revocations_set_of(unsigned slot, char out[SHARED_KEY_MAX], struct fg_error *err)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "fglimits.h"
+#include "store/backend/pg.h"
 #include "store/backend/shared_keys.h"
 #include "util/error.h"
 
@@ -39,7 +40,8 @@ int revocation_record(int64_t fence, const char *kind, const char *name, const c
  * known by process and start, never by comparing times, so a step of the
  * clock hides none. Asks pg_stat_activity every 2 ms, up to wait_ms, then fails with
  * FG_ERR_BACKEND_UNAVAILABLE. Writes pay nothing for it. It sees nothing of
- * sessions with track_activities off, whose writes it cannot wait for.
+ * sessions with track_activities off, whose writes it cannot wait for, and
+ * does not wait for them.
  */
 int revocation_drain(int64_t wait_ms, struct fg_error *err) FG_WUR;
 
@@ -48,6 +50,12 @@ int revocation_drain(int64_t wait_ms, struct fg_error *err) FG_WUR;
  * with cap 0 when only whether is asked). */
 int revocation_find(int64_t fence, bool *revoked, char *reason, size_t cap,
                     struct fg_error *err) FG_WUR;
+
+/* revocation_find on conn, a connection the caller holds (inside its
+ * transaction, if one is open: a statement of its own, which reads every
+ * revocation committed before it). */
+int revocation_find_on(struct pg_conn *conn, int64_t fence, bool *revoked, char *reason, size_t cap,
+                       struct fg_error *err) FG_WUR;
 
 /* The name of the revoked set a write of a key in slot reads, into out:
  * KEY_REVOKED on one Redis; on a Redis Cluster that of the highest slot of the
