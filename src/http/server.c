@@ -880,11 +880,13 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
     return MHD_YES;
 }
 
-/* The checks of strict requests that need only the headers: their names, the
- * body's framing (its transfer coding too), the Host (the target's authority
- * in its place when the target names one) and the credentials named once. A
- * failure closes the connection after the answer. */
-static int check_headers(struct http_request *req, const char *authority, struct fg_error *err)
+/* The checks of strict requests that need only the headers and the target:
+ * the headers' names, the body's framing (its transfer coding too), the
+ * credentials named once, a target in absolute form that names a host, and
+ * the Host (authority, the target's, in its place when the target names one).
+ * A failure closes the connection after the answer. */
+static int check_headers(struct http_request *req, const char *target, const char *authority,
+                         struct fg_error *err)
 {
     struct header_counts counts = {0};
     MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, count_framing, &counts);
@@ -907,6 +909,9 @@ static int check_headers(struct http_request *req, const char *authority, struct
     if (counts.authorizations > 1 || counts.fence_tokens > 1)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its %s more than once",
                        counts.authorizations > 1 ? "Authorization" : "Fence-Token");
+    const char *fault = strict_target_fault(target);
+    if (fault != NULL)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", fault);
     const char *host =
         authority[0] != '\0' ? authority : http_request_header(req, MHD_HTTP_HEADER_HOST);
     if (!strict_host_allowed(host, server.cfg->allowed_hosts, server.cfg->nallowed_hosts))
@@ -1043,7 +1048,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
         req = request_new(mhd, state_of(mhd), method, url, version);
         *con_cls = req;
         struct fg_error err = {0};
-        if (check_headers(req, authority, &err) != 0) {
+        if (check_headers(req, target, authority, &err) != 0) {
             req->conn->close_after = true;
             reply_problem(&req->conn->reply, &err);
             return send_reply(req, method, url);

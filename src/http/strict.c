@@ -43,12 +43,17 @@ bool strict_host_allowed(const char *host, char *const *allowed, size_t n)
     return false;
 }
 
+/* The length of the scheme that begins url, "://" included ("http://",
+ * "https://", any case): a target in absolute form. 0 for any other target. */
+static size_t absolute_scheme_len(const char *url)
+{
+    return strncasecmp(url, "http://", 7) == 0 ? 7 : strncasecmp(url, "https://", 8) == 0 ? 8 : 0;
+}
+
 const char *strict_target_path(const char *url, char *authority, size_t cap)
 {
     authority[0] = '\0';
-    size_t scheme = strncasecmp(url, "http://", 7) == 0    ? 7
-                    : strncasecmp(url, "https://", 8) == 0 ? 8
-                                                           : 0;
+    size_t scheme = absolute_scheme_len(url);
     if (scheme == 0)
         return url;
     const char *host = url + scheme;
@@ -57,6 +62,18 @@ const char *strict_target_path(const char *url, char *authority, size_t cap)
     if (len >= cap && cap > 1)
         authority[cap - 2] = '/'; /* a cut name is no host's */
     return host[len] == '/' ? host + len : "/";
+}
+
+const char *strict_target_fault(const char *url)
+{
+    size_t scheme = absolute_scheme_len(url);
+    if (scheme == 0)
+        return NULL;
+    char first = url[scheme];
+    if (first == '\0' || strchr("/?#:", first) != NULL)
+        return "the target names no host: a target in absolute form names one "
+               "(http://host[:port]/path)";
+    return NULL;
 }
 
 size_t strict_value_len(const char *value)

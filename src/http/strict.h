@@ -34,6 +34,12 @@ bool strict_host_allowed(const char *host, char *const *allowed, size_t n);
  * In origin form ("/path") the path is url itself. */
 const char *strict_target_path(const char *url, char *authority, size_t cap);
 
+/* Why url, a request's target, is malformed: in absolute form, an authority
+ * that names no host ("http:///path", "http://:8480/path"), which must be
+ * refused rather than read as the Host header's (RFC 9110 4.2.1). NULL for a
+ * target without that fault, and for one in origin form. */
+const char *strict_target_fault(const char *url);
+
 /* The length of header value value without the spaces and tabs that end it,
  * which are not part of it (RFC 9110 5.5). */
 size_t strict_value_len(const char *value);

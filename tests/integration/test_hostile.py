@@ -38,6 +38,7 @@ Found since, failing on the code before its fix:
   a bodyless POST of another origin served while auth is off    test_pages_of_another_origin_change_...
   a Transfer-Encoding other than chunked never answered         test_transfer_codings_but_chunked_are_...
   the probes refused to proxied requests                        test_probes_stay_open_through_a_proxy
+  an absolute-form target without a host routed by its Host     test_a_target_in_absolute_form_without_a_host_...
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -171,6 +172,21 @@ class StrictRequestsTest(GatewayTest):
         raw = raw_exchange(self.gw.port, req)
         self.assertEqual(statuses(raw), [200], raw)
         self.assertTrue(self.c.get(f"/v1/locks/{name}").body["held"])
+
+    def test_a_target_in_absolute_form_without_a_host_is_refused(self):
+        """RFC 9110 4.2.1: an http URI with an empty host is invalid. A target in absolute form whose authority
+        names no host ("http:///v1/...", "http://:port/...") answers 400 and the connection closes; nothing
+        runs. Failed before the fix: "http:///v1/locks/{name}/acquire" was routed by its Host header (200, the
+        lock taken)."""
+        name = unique("no-host")
+        host = f"127.0.0.1:{self.gw.port}"
+        for target in (f"http:///v1/locks/{name}/acquire", f"http://:{self.gw.port}/v1/locks/{name}/acquire"):
+            req = f"POST {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\r\n".encode()
+            raw = raw_exchange(self.gw.port, req)
+            self.assertEqual(statuses(raw), [400], raw)
+            self.assertIn(b"names no host", raw)
+            self.assertIn(b"connection: close", raw.lower())
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
 
     def test_ambiguous_body_length_is_refused_and_closed(self):
         """Request smuggling: with two Content-Lengths or CL + TE, libmicrohttpd ran the rest of the body

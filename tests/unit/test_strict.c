@@ -381,10 +381,26 @@ static void targets_name_their_host(void **state)
     assert_false(strict_host_allowed(host, allowed, 1)); /* cut: no host's name */
 }
 
+/* A target in absolute form whose authority names no host is malformed, not
+ * one to read the Host header for. */
+static void targets_name_a_host(void **state)
+{
+    (void)state;
+    const char *faulty[] = {"http:///v1/locks/a", "HTTP://", "http://?x", "http://#x",
+                            "https://:8480/healthz"};
+    for (size_t i = 0; i < sizeof faulty / sizeof faulty[0]; i++)
+        assert_non_null(strict_target_fault(faulty[i]));
+    const char *fine[] = {"/v1/locks/a", "http://localhost", "http://127.0.0.1:8480/healthz", "*",
+                          "//x"};
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++)
+        assert_null(strict_target_fault(fine[i]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(targets_name_their_host),
+        cmocka_unit_test(targets_name_a_host),
         cmocka_unit_test(content_type),
         cmocka_unit_test(host),
         cmocka_unit_test(request_id),
