@@ -882,9 +882,9 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 
 /* The checks of strict requests that need only the headers and the target:
  * the headers' names, the body's framing (its transfer coding too), the
- * credentials named once, a target in absolute form that names a host, and
- * the Host (authority, the target's, in its place when the target names one).
- * A failure closes the connection after the answer. */
+ * credentials named once, a target in absolute form that names a host and
+ * the port's scheme, and the Host (authority, the target's, in its place when
+ * the target names one). A failure closes the connection after the answer. */
 static int check_headers(struct http_request *req, const char *target, const char *authority,
                          struct fg_error *err)
 {
@@ -912,6 +912,11 @@ static int check_headers(struct http_request *req, const char *target, const cha
     const char *fault = strict_target_fault(target);
     if (fault != NULL)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", fault);
+    bool tls = tls_enabled();
+    if (!strict_target_scheme_ok(target, tls))
+        return fg_fail(err, FG_ERR_MISDIRECTED_REQUEST,
+                       "this port serves %s, not the scheme the target names",
+                       tls ? "https" : "plain http");
     const char *host =
         authority[0] != '\0' ? authority : http_request_header(req, MHD_HTTP_HEADER_HOST);
     if (!strict_host_allowed(host, server.cfg->allowed_hosts, server.cfg->nallowed_hosts))

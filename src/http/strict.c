@@ -76,6 +76,12 @@ const char *strict_target_fault(const char *url)
     return NULL;
 }
 
+bool strict_target_scheme_ok(const char *url, bool tls)
+{
+    size_t scheme = absolute_scheme_len(url);
+    return scheme == 0 || (scheme == sizeof "https://" - 1) == tls;
+}
+
 size_t strict_value_len(const char *value)
 {
     size_t len = strlen(value);

@@ -40,6 +40,13 @@ const char *strict_target_path(const char *url, char *authority, size_t cap);
  * target without that fault, and for one in origin form. */
 const char *strict_target_fault(const char *url);
 
+/* True if url, a request's target, may be answered on a port that serves
+ * https when tls is true, plain http otherwise: one in origin form, or one in
+ * absolute form that names the port's scheme. A target of the other scheme
+ * does not match the connection it came on (RFC 9110 7.4), and is not this
+ * server's to answer. */
+bool strict_target_scheme_ok(const char *url, bool tls);
+
 /* The length of header value value without the spaces and tabs that end it,
  * which are not part of it (RFC 9110 5.5). */
 size_t strict_value_len(const char *value);

@@ -39,6 +39,7 @@ Found since, failing on the code before its fix:
   a Transfer-Encoding other than chunked never answered         test_transfer_codings_but_chunked_are_...
   the probes refused to proxied requests                        test_probes_stay_open_through_a_proxy
   an absolute-form target without a host routed by its Host     test_a_target_in_absolute_form_without_a_host_...
+  an https:// target served on a plain HTTP port                test_a_target_in_absolute_form_names_the_scheme_...
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -186,6 +187,21 @@ class StrictRequestsTest(GatewayTest):
             self.assertEqual(statuses(raw), [400], raw)
             self.assertIn(b"names no host", raw)
             self.assertIn(b"connection: close", raw.lower())
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+
+    def test_a_target_in_absolute_form_names_the_scheme_of_the_port(self):
+        """RFC 9110 7.4: a target that does not match the connection it came on is misdirected. "https://..."
+        sent to a plain HTTP gateway answers 421 and the connection closes; nothing runs (the HTTPS case:
+        test_tls.TlsTest.test_a_target_of_the_other_scheme_is_refused). Failed before the fix: the https target
+        was served (200, the lock taken)."""
+        name = unique("scheme")
+        host = f"127.0.0.1:{self.gw.port}"
+        req = (f"POST https://{host}/v1/locks/{name}/acquire HTTP/1.1\r\nHost: {host}\r\n"
+               "Content-Length: 0\r\n\r\n").encode()
+        raw = raw_exchange(self.gw.port, req)
+        self.assertEqual(statuses(raw), [421], raw)
+        self.assertIn(b"this port serves plain http", raw)
+        self.assertIn(b"connection: close", raw.lower())
         self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
 
     def test_ambiguous_body_length_is_refused_and_closed(self):

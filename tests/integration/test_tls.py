@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """HTTPS: a gateway with tls_cert_file/tls_key_file answers curl and Python clients that trust the CA, a
-plain HTTP request to its port fails cleanly (no answer, the gateway serves on), an expired certificate or
-a key of another certificate is refused at start with a clear message, SIGHUP swaps the certificate for
-new sessions, and a broken certificate on SIGHUP keeps the one in force. Certificates are made here with
-the openssl command (a throw-away CA in the test's scratch folder).
+plain HTTP request to its port fails cleanly (no answer, the gateway serves on), a target in absolute form
+naming http:// is refused (421), an expired certificate or a key of another certificate is refused at start
+with a clear message, SIGHUP swaps the certificate for new sessions, and a broken certificate on SIGHUP
+keeps the one in force. Certificates are made here with the openssl command (a throw-away CA in the test's
+scratch folder).
 
 Broken variant caught while writing this (tried, then reverted): the expiry check skipped (check_dates
 always 0: the expired certificate started, test_expired_or_wrong_certificate_refused failed).
@@ -139,6 +140,30 @@ class TlsTest(unittest.TestCase):
             self.assertNotIn(b"HTTP/1.1 200", data)
             self.assertNotIn(b"status", data)
             self.assertEqual(gw.get("/healthz")[0], 200)
+
+    def tls_exchange(self, gw, target):
+        """Every byte of the answer to GET target over TLS on a connection of its own."""
+        ctx = ssl.create_default_context(cafile=self.pki.path("ca.pem"))
+        request = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{gw.port}\r\nConnection: close\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=10) as raw:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                s.sendall(request.encode())
+                data = b""
+                while chunk := s.recv(4096):
+                    data += chunk
+        return data
+
+    def test_a_target_of_the_other_scheme_is_refused(self):
+        """RFC 9110 7.4: a target that does not match the connection it came on is misdirected. "http://..."
+        sent over TLS answers 421 and the connection closes; "https://..." is served. Failed before the fix:
+        the http target was served (200)."""
+        with TlsGateway(self.pki.path("ca.pem"), env_overrides=tls_env(self.cert, self.key)) as gw:
+            data = self.tls_exchange(gw, f"http://127.0.0.1:{gw.port}/healthz")
+            self.assertTrue(data.startswith(b"HTTP/1.1 421 "), data)
+            self.assertIn(b"this port serves https", data)
+            self.assertIn(b"connection: close", data.lower())
+            data = self.tls_exchange(gw, f"https://127.0.0.1:{gw.port}/healthz")
+            self.assertTrue(data.startswith(b"HTTP/1.1 200 "), data)
 
     def test_expired_or_wrong_certificate_refused(self):
         expired, expired_key = self.pki.server("expired", "20200101000000Z", "20200102000000Z")

@@ -396,11 +396,25 @@ static void targets_name_a_host(void **state)
         assert_null(strict_target_fault(fine[i]));
 }
 
+/* A target in absolute form names the scheme its port serves: https on an
+ * HTTPS port, http on a plain one. */
+static void targets_name_the_port_scheme(void **state)
+{
+    (void)state;
+    assert_true(strict_target_scheme_ok("http://localhost/healthz", false));
+    assert_true(strict_target_scheme_ok("HTTPS://localhost/healthz", true));
+    assert_false(strict_target_scheme_ok("https://localhost/healthz", false));
+    assert_false(strict_target_scheme_ok("Http://localhost/healthz", true));
+    assert_true(strict_target_scheme_ok("/healthz", true));
+    assert_true(strict_target_scheme_ok("/healthz", false));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(targets_name_their_host),
         cmocka_unit_test(targets_name_a_host),
+        cmocka_unit_test(targets_name_the_port_scheme),
         cmocka_unit_test(content_type),
         cmocka_unit_test(host),
         cmocka_unit_test(request_id),
