@@ -138,7 +138,7 @@ static int64_t beat(int64_t now_ms, bool *failing)
     struct fg_error err = {0};
     bool ok = janitor_beat(&err) == 0;
     if (!ok && !*failing)
-        log_message(LOG_WARN, "backend_down", "redis: %s", err.msg);
+        log_message(LOG_WARN, "backend_down", "%s", err.msg);
     if (ok && *failing)
         log_message(LOG_INFO, "backend_up", "redis answers again");
     *failing = !ok;

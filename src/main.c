@@ -120,6 +120,7 @@ static int migrate_when_ready(struct fg_error *err)
     }
 }
 
+/* Warns when Redis may evict keys, or when it would not say whether it may. */
 static void warn_eviction_policy(void)
 {
     char policy[64];
@@ -131,6 +132,20 @@ static void warn_eviction_policy(void)
     if (strcmp(policy, "noeviction") != 0)
         log_event(LOG_WARN, "eviction_policy_unsafe",
                   json_pack("{s:s, s:s}", "policy", policy, "detail", REDIS_EVICTION_RISK));
+}
+
+/* Says at start-up what keeps Redis from serving the gateway (it does not
+ * answer, or refuses the gateway's credentials), as backend_down, else warns
+ * of its eviction policy (which Redis cannot be asked about until then).
+ * Start-up goes on either way: the gateway is unready until Redis answers. */
+static void check_redis(void)
+{
+    struct fg_error err = {0};
+    if (janitor_beat(&err) != 0) {
+        log_message(LOG_WARN, "backend_down", "%s", err.msg);
+        return;
+    }
+    warn_eviction_policy();
 }
 
 /* Warns when Postgres does not track its sessions' activity for the gateway's
@@ -190,11 +205,8 @@ static int prepare_backends(struct config *cfg, struct fg_error *err)
         fenced_pg_init(cfg, err) != 0 || secrets_take(cfg, err) != 0)
         return -1;
     redis_set_connect_hook(fence_check_on_connect);
-    warn_eviction_policy();
+    check_redis();
     warn_untracked_activity();
-    struct fg_error beat_err = {0};
-    if (janitor_beat(&beat_err) != 0)
-        log_message(LOG_WARN, "backend_down", "redis: %s", beat_err.msg);
     return 0;
 }
 

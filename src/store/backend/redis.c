@@ -350,6 +350,22 @@ static int primary_address(struct redis_endpoint *primary, struct fg_error *err)
                    "redis: no sentinel names the primary of %s (%s)", rds.url.master, last);
 }
 
+/*
+ * Fills err for r, the error reply (borrowed) of the set-up command what. A
+ * refusal of the gateway's credentials (any AUTH error: a wrong password, a
+ * user that is off; NOAUTH: a password is needed and the URL names none) says
+ * so and which setting to check: it lasts until redis_url or Redis changes.
+ */
+static int setup_refused(const redisReply *r, const char *what, struct fg_error *err)
+{
+    if (strcmp(what, "AUTH") == 0 || strncmp(r->str, "NOAUTH", 6) == 0)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                       "redis refuses the gateway's credentials (%s): check the user and password "
+                       "of redis_url",
+                       r->str);
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s failed: %s", what, r->str);
+}
+
 /* Runs one set-up command on a new connection; -1 unless it answered without error. */
 static int setup_command(redisContext *ctx, int argc, const char **argv, const char *what,
                          struct fg_error *err)
@@ -357,9 +373,7 @@ static int setup_command(redisContext *ctx, int argc, const char **argv, const c
     redisReply *r = command_argv(ctx, argc, argv, NULL, err);
     if (r == NULL)
         return -1;
-    int rc = 0;
-    if (r->type == REDIS_REPLY_ERROR)
-        rc = fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s failed: %s", what, r->str);
+    int rc = r->type == REDIS_REPLY_ERROR ? setup_refused(r, what, err) : 0;
     freeReplyObject(r);
     return rc;
 }
