@@ -40,6 +40,7 @@ Found since, failing on the code before its fix:
   the probes refused to proxied requests                        test_probes_stay_open_through_a_proxy
   an absolute-form target without a host routed by its Host     test_a_target_in_absolute_form_without_a_host_...
   an https:// target served on a plain HTTP port                test_a_target_in_absolute_form_names_the_scheme_...
+  a refusal whose audit record Postgres refused answered 400    test_a_refusal_whose_record_postgres_refuses_...
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -702,6 +703,40 @@ class AuditRetentionTest(unittest.TestCase):
     def test_max_fence_has_an_index(self):
         plan = "\n".join(psql("EXPLAIN SELECT max(fence) FROM fencegate.resource_fences"))
         self.assertIn("resource_fences_fence", plan)
+
+
+@skip_in_cluster("it runs its own one Redis")
+class AuditRecordRefusedTest(unittest.TestCase):
+    """docs/api.md, "Audit": a refusal is answered only once its audit record is stored. When Postgres refuses
+    the record (here a CHECK constraint of fencegate.rejections; a revoked privilege or a trigger likewise),
+    a batch refused as stale and a Redis write refused under require_live_lease answer 503
+    backend_unavailable with Retry-After and the generic detail, Postgres's reason in the log
+    (request_failed). Failed before the fix: both answered 400 invalid_field quoting Postgres ('new row for
+    relation "rejections" violates check constraint ...')."""
+
+    def test_a_refusal_whose_record_postgres_refuses_answers_503(self):
+        own = private_backends(self, "unrecorded")
+        psql("CREATE TABLE public.invoices (id text PRIMARY KEY, note text)", dsn=own.dsn)
+        config = {"tables": {"invoices": {"key": "id", "columns": ["note"]}},
+                  "redis_prefixes": [{"prefix": "live:", "require_live_lease": True}]}
+        with Gateway(config=config, env_overrides=own.env) as gw, gw.client() as c:
+            lock, key = unique("unrecorded"), unique()
+            old = c.post(f"/v1/locks/{lock}/acquire").body["token"]
+            self.assertEqual(c.post(f"/v1/locks/{lock}/release", {"token": old}).status, 200)
+            new = c.post(f"/v1/locks/{lock}/acquire").body["token"]
+            r = c.request("PUT", f"/v1/pg/invoices/{key}", {"row": {"note": "new"}}, {"Fence-Token": new})
+            self.assertEqual(r.status, 200, r)
+            psql("ALTER TABLE fencegate.rejections ADD CONSTRAINT unrecorded CHECK (false) NOT VALID", dsn=own.dsn)
+            batch = {"ops": [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "old"}}]}
+            answers = [c.request("POST", "/v1/pg/batch", batch, {"Fence-Token": old}),
+                       c.request("PUT", f"/v1/redis/live:{key}", {"value": "v"}, {"Fence-Token": old})]
+            for r in answers:
+                self.assertEqual((r.status, r.body["type"]), (503, "/problems/backend_unavailable"), r)
+                self.assertTrue(r.headers.get("retry-after"), r)
+                self.assertNotIn("rejections", r.body["detail"])
+            log = gw.log_text()
+            self.assertEqual(log.count("postgres did not store the audit record of the refusal"), 2, log)
+            self.assertEqual(psql(f"SELECT note FROM public.invoices WHERE id = '{key}'", dsn=own.dsn), ["new"])
 
 
 class ConnectionsTest(unittest.TestCase):

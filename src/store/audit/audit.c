@@ -3,7 +3,7 @@
  * audit.c - writing and reading fencegate.rejections: one record per refused
  * request, whatever the backend. Stale Postgres writes record themselves inside
  * their own statement (fenced_sql.c) and stale Redis writes in the audit stream
- * (audit_stream.c stores them with audit_insert); this file holds the one
+ * (audit_stream.c stores them with audit_insert_copy); this file holds the one
  * insert of every other refusal (audit_insert, fenced_refusal.c) and the keyset-paginated query of
  * GET /v1/audit/rejections, one prepared statement per combination of filters so that each can use
  * its index (resources (GIN), (lock_name, id) or the key), and the per-minute counts and most
@@ -78,7 +78,9 @@ static const struct {
 
 static const char *const integer_members[] = {"id", "at_ms", "presented_fence", "current_fence"};
 
-int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
+/* Inserts rec on conn (NULL: a connection of the pool); a failure is
+ * Postgres's own answer. */
+static int insert_row(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
 {
     char at[24], presented[24], current[24];
     char *resources = NULL;
@@ -107,6 +109,22 @@ int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg
                           : pg_query("audit_insert", insert_sql, 13, params, NULL, err);
     free(resources);
     return rc;
+}
+
+int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err)
+{
+    if (insert_row(conn, rec, err) == 0)
+        return 0;
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                   "postgres did not store the audit record of the refusal: %s", why);
+}
+
+int audit_insert_copy(const struct audit_record *rec, struct fg_error *err)
+{
+    FG_ASSERT(rec->source_id != NULL);
+    return insert_row(NULL, rec, err);
 }
 
 /* Turns one row of text columns into an API record. */

@@ -32,12 +32,23 @@ struct audit_record {
     const char *trace_id;    /* trace id of the writer's traceparent, NULL or "" for none */
 };
 
-/* Inserts one audit row; a second row with the same source_id is not stored.
- * The one insert of every record: the Redis audit stream's (audit_stream.c) and
- * every refusal audited from C (fenced_refusal.c). conn: a connection the
- * caller holds (outside a transaction, so that the row commits on its own), or
- * NULL for one of the pool. */
+/*
+ * Inserts the audit row of a refusal about to be answered (fenced_refusal.c).
+ * conn: a connection the caller holds (outside a transaction, so that the row
+ * commits on its own), or NULL for one of the pool. A refusal is answered only
+ * once its record is stored, so any failure (Postgres unreachable, or refusing
+ * the row: a constraint, a privilege, a trigger of fencegate.rejections) is
+ * FG_ERR_BACKEND_UNAVAILABLE, Postgres's reason in the message (logged, not
+ * answered), never an answer that blames the request.
+ */
 int audit_insert(struct pg_conn *conn, const struct audit_record *rec, struct fg_error *err) FG_WUR;
+
+/* Inserts rec, copied from the Redis audit stream (audit_stream.c), on a
+ * connection of the pool; a second row with its source_id (required) is not
+ * stored. A failure is Postgres's own answer, by which the drain tells an
+ * entry that no insert can store (a data or constraint error) from one held
+ * back by what may refuse every entry. */
+int audit_insert_copy(const struct audit_record *rec, struct fg_error *err) FG_WUR;
 
 /*
  * The records matching filter (filter->resource: any of a record's resources),

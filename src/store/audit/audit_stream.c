@@ -62,7 +62,7 @@ static int insert_record(const char *stream, const char *entry_id, const struct 
     snprintf(source, sizeof source, "%s/%s", stream, entry_id);
     struct audit_record keyed = *rec;
     keyed.source_id = source;
-    if (audit_insert(NULL, &keyed, err) != 0)
+    if (audit_insert_copy(&keyed, err) != 0)
         return -1;
     metrics_audit_written(rec->reason);
     return 0;
