@@ -709,10 +709,10 @@ class AuditRetentionTest(unittest.TestCase):
 class AuditRecordRefusedTest(unittest.TestCase):
     """docs/api.md, "Audit": a refusal is answered only once its audit record is stored. When Postgres refuses
     the record (here a CHECK constraint of fencegate.rejections; a revoked privilege or a trigger likewise),
-    a batch refused as stale and a Redis write refused under require_live_lease answer 503
-    backend_unavailable with Retry-After and the generic detail, Postgres's reason in the log
-    (request_failed). Failed before the fix: both answered 400 invalid_field quoting Postgres ('new row for
-    relation "rejections" violates check constraint ...')."""
+    a batch refused as stale, a single PATCH refused as stale and a Redis write refused under
+    require_live_lease answer 503 backend_unavailable with Retry-After and the generic detail, Postgres's
+    reason in the log (request_failed). Failed before the fix: each answered 400 invalid_field quoting
+    Postgres ('new row for relation "rejections" violates check constraint ...')."""
 
     def test_a_refusal_whose_record_postgres_refuses_answers_503(self):
         own = private_backends(self, "unrecorded")
@@ -729,13 +729,15 @@ class AuditRecordRefusedTest(unittest.TestCase):
             psql("ALTER TABLE fencegate.rejections ADD CONSTRAINT unrecorded CHECK (false) NOT VALID", dsn=own.dsn)
             batch = {"ops": [{"op": "patch", "table": "invoices", "key": key, "set": {"note": "old"}}]}
             answers = [c.request("POST", "/v1/pg/batch", batch, {"Fence-Token": old}),
+                       c.request("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "old"}},
+                                 {"Fence-Token": old}),
                        c.request("PUT", f"/v1/redis/live:{key}", {"value": "v"}, {"Fence-Token": old})]
             for r in answers:
                 self.assertEqual((r.status, r.body["type"]), (503, "/problems/backend_unavailable"), r)
                 self.assertTrue(r.headers.get("retry-after"), r)
                 self.assertNotIn("rejections", r.body["detail"])
             log = gw.log_text()
-            self.assertEqual(log.count("postgres did not store the audit record of the refusal"), 2, log)
+            self.assertEqual(log.count("postgres did not store the audit record of the refusal"), 3, log)
             self.assertEqual(psql(f"SELECT note FROM public.invoices WHERE id = '{key}'", dsn=own.dsn), ["new"])
 
 

@@ -715,13 +715,21 @@ static int judged_outcome(struct pg_conn *c, const struct fenced_op *op,
 
 /* The refusal path of op, which wrote nothing, on c: its refusal statement
  * says why, and audits a refusal. 0 when *res holds its outcome (refused),
- * 1 when nothing refuses it, -1 on failure (the row missing, or in the way). */
+ * 1 when nothing refuses it, -1 on failure (the row missing, or in the way).
+ * The statement's own failure is the backend's, whatever Postgres said (its
+ * audit insert refused by a constraint, a privilege, a trigger of
+ * fencegate.rejections), as audit_insert's is: a refusal is answered only
+ * once its record is stored. */
 static int refused(struct pg_conn *c, const struct fenced_op *op, const struct fenced_writer *who,
                    struct fenced_result *res, struct fg_error *err)
 {
     json_t *answer = NULL;
-    if (exec_refusal(c, op, who, true, &answer, err) != 0)
-        return -1;
+    if (exec_refusal(c, op, who, true, &answer, err) != 0) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                       "postgres did not store the audit record of the refusal: %s", why);
+    }
     enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, res);
     json_decref(answer);
     switch (verdict) {
