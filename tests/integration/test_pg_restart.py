@@ -7,20 +7,25 @@ A listed column's type altered while the gateway runs: Postgres refuses the stat
 before ("cached plan must not change result type"); the gateway drops that session and runs the statement
 again on a new one, so every write and read after the change answers as before.
 
+A write whose connection ends before its answer answers 503 at once and is logged as a lost connection.
+
 Owns: the outage behaviour of fenced Postgres writes, and sessions whose prepared statements went stale.
 Must not: test the fence rule itself.
 """
 
 import os
+import socket
 import sys
 import threading
 import time
 import unittest
+from urllib.parse import urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, psql, services, wait_for  # noqa: E402
-from pg_helpers import acquire, config, unique, write  # noqa: E402
+from harness import Gateway, free_port, http, psql, services, wait_for  # noqa: E402
+from pg_helpers import (acquire, config, insert_invoice, open_transaction, quote, unique,  # noqa: E402
+                        wait_for_lock_waiter, write)
 
 WRITERS = 4
 
@@ -136,6 +141,83 @@ class AlteredColumnTest(unittest.TestCase):
                     self.assertEqual((r.status, r.body["row"]["n"]), (200, i), r)
         finally:
             psql(f"DROP TABLE IF EXISTS public.{table}")
+
+class CuttingProxy:
+    """A TCP proxy to Postgres whose connections cut() closes at once, as a crashed server or a failed
+    network leaves them: the gateway's side sees its connection end with no answer."""
+
+    def __init__(self, target_port: int):
+        self.port, self.target = free_port(), target_port
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client = self.listener.accept()[0]
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self.pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def pump(src: socket.socket, dst: socket.socket):
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def cut(self):
+        for s in self.sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.cut()
+        self.listener.close()
+
+
+class ConnectionLostTest(unittest.TestCase):
+    def test_a_write_whose_connection_is_lost_says_so(self):
+        """A write whose Postgres connection ends before its answer (a server that crashed, a network that
+        failed; the write may have committed) answers 503 at once, and its log line says that the connection
+        was lost, not that no answer came within the deadline. Failed before the fix: the log said "no
+        answer within 10000 ms" of a connection lost after a fraction of a second."""
+        dsn = urlsplit(os.environ["FG_TEST_PG_DSN"])
+        proxy = CuttingProxy(dsn.port)
+        self.addCleanup(proxy.close)
+        proxied = dsn._replace(netloc=f"{dsn.username}@127.0.0.1:{proxy.port}").geturl()
+        with Gateway(config=config(), env_overrides={"FENCEGATE_PG_DSN": proxied}) as gw:
+            key = unique("lost")
+            insert_invoice(key)
+            token, _ = acquire(gw.client(), unique("lost"))
+            row_lock = open_transaction(f"DO $$ BEGIN PERFORM 1 FROM public.invoices WHERE id = '{key}' FOR UPDATE; END $$;")
+            got = {}
+            writer = threading.Thread(target=lambda: got.setdefault("write", http(
+                "PATCH", gw.base + f"/v1/pg/invoices/{quote(key)}", {"set": {"note": "cut"}},
+                headers={"Fence-Token": token}, timeout=30)))
+            try:
+                writer.start()
+                wait_for_lock_waiter()
+                started = time.monotonic()
+                proxy.cut()
+                writer.join(30)
+                answered_s = time.monotonic() - started
+            finally:
+                row_lock.communicate("COMMIT;\n", timeout=10)
+            self.assertEqual(got["write"].status, 503, got)
+            self.assertLess(answered_s, 8, "answered at the deadline, not when the connection ended")
+            log = gw.log_text()
+            self.assertIn("the connection was lost before the answer", log)
+            self.assertNotIn("no answer within", log)
+
 
 if __name__ == "__main__":
     unittest.main()

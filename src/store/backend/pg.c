@@ -302,6 +302,24 @@ static int64_t deadline_from_now(void)
     return clock_mono_ms() + pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms;
 }
 
+/* Fails err for c, which gave no answer: past deadline, or its connection
+ * lost first (a server that crashed or was stopped, whose answer may have
+ * been a commit); drops c. */
+static void no_answer(struct pg_conn *c, int64_t deadline, struct fg_error *err)
+{
+    metrics_backend_error(METRIC_BACKEND_PG);
+    if (clock_mono_ms() >= deadline) {
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no answer within %lld ms",
+                pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);
+    } else {
+        const char *why = PQerrorMessage(c->pq)[0] != '\0' ? PQerrorMessage(c->pq) : "closed";
+        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                "postgres: the connection was lost before the answer (%.*s)",
+                (int)strcspn(why, "\n"), why);
+    }
+    disconnect(c);
+}
+
 /* After a PQsend* call that returned sent: waits for the whole answer until the
  * deadline and returns its last result (the caller clears it), or NULL with err
  * set and the connection dropped (not sent, or no answer in time). */
@@ -327,10 +345,7 @@ static PGresult *await_result(struct pg_conn *c, int sent, struct fg_error *err)
     }
     if (!ok) {
         PQclear(last);
-        metrics_backend_error(METRIC_BACKEND_PG);
-        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no answer within %lld ms",
-                pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);
-        disconnect(c);
+        no_answer(c, deadline, err);
         return NULL;
     }
     return last;
@@ -473,10 +488,7 @@ static PGresult *next_result(struct pg_conn *c, int64_t deadline, struct fg_erro
         if (res != NULL)
             return res;
         if (!ok || PQstatus(c->pq) != CONNECTION_OK) {
-            metrics_backend_error(METRIC_BACKEND_PG);
-            fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "postgres: no answer within %lld ms",
-                    pool.cfg->statement_timeout_ms + pool.cfg->request_timeout_ms);
-            disconnect(c);
+            no_answer(c, deadline, err);
             return NULL;
         }
     }
