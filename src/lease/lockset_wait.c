@@ -190,18 +190,20 @@ static void lost_one(struct lockset_wait *ls, size_t lost, int rc, bool queued, 
         fg_fail(&ls->err, FG_ERR_LEASE_LOST, "lock '%s' of the set was lost %s", name, when);
 }
 
-/* All locks are held: those whose leases end more than ttl_ms / FINISH_SLACK_PART before the
- * last one's (taken before a wait) and those a retry found (granted to the attempt before) are
- * renewed, so every lock answered lasts about ttl_ms from now, and the set is answered. A set
- * taken in one pass renews none: its leases end within the milliseconds the pass took, and
- * renewing them cost a script call a lock. */
+/* All locks are held: a set that queued for one renews every lock, so that each lease it answers
+ * still holds (one taken before the wait may have been revoked, or have expired, meanwhile, and be
+ * another client's now) and lasts about ttl_ms from now; one taken in one pass renews those whose
+ * leases end more than ttl_ms / FINISH_SLACK_PART before the last one's and those a retry found
+ * (granted to the attempt before): its leases began within the milliseconds the pass took, and
+ * renewing them cost a script call a lock. Then the set is answered. */
 static void finish(struct lockset_wait *ls, int64_t now)
 {
     size_t lost = 0;
     int rc;
     int64_t last_ends = ls->held[ls->set.n - 1].expires_at_ms;
-    if (ls->set.n > 1 &&
-        !renew_held(ls, now, last_ends - ls->params.ttl_ms / FINISH_SLACK_PART, &lost, &rc)) {
+    int64_t ends_before =
+        ls->waited ? INT64_MAX : last_ends - ls->params.ttl_ms / FINISH_SLACK_PART;
+    if (ls->set.n > 1 && !renew_held(ls, now, ends_before, &lost, &rc)) {
         lost_one(ls, lost, rc, false, "while the rest was taken");
         return;
     }
@@ -293,6 +295,7 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
             snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", res.lease_id);
             waiter_rekey(&p->waiter, res.lease_id);
         }
+        ls->waited = true;
         int slot = lease_keys_slot(LEASE_KIND_LOCK, ls->set.names[ls->next]);
         if (slot != p->waiter.slot) /* the next lock's queue: its slot's beat from now on */
             waiter_set_slot(&p->waiter, slot);

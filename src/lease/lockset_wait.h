@@ -49,9 +49,10 @@ struct lockset_wait {
     bool asked_next;                            /* lock next was asked with wait: it may queue */
     char attach[LEASE_ID_LEN + 1];              /* id of this connection's attempt */
     bool waits;                                 /* wait_ms > 0: registered and parks */
-    bool settled;                               /* answered or given up: nothing left to release */
-    int64_t renew_at;                           /* monotonic ms to renew the held locks */
-    struct fg_error err;                        /* its answer when not granted */
+    bool waited;             /* it queued for a lock: those taken before may have ended since */
+    bool settled;            /* answered or given up: nothing left to release */
+    int64_t renew_at;        /* monotonic ms to renew the held locks */
+    struct fg_error err;     /* its answer when not granted */
     const char *failed_lock; /* set: err names this lock (409/429/410 with "lock", "waiting") */
     long long waiting;       /* waiters of failed_lock */
     char request[LOCKSET_RID_MAX]; /* "set:R" of its request id R ("": none) */

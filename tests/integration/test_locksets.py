@@ -413,6 +413,26 @@ class LockSetTest(GatewayTest):
         self.assertGreaterEqual(got[a]["expires_at_ms"], got[b]["expires_at_ms"] - 900, got)
         self.c.post("/v1/locksets/release", {"tokens": [x["token"] for x in r.body["locks"]]})
 
+    def test_a_set_whose_lock_was_revoked_while_it_waited_is_not_granted(self):
+        """All or none: a set answers 200 only with every lock still its own. One lock it took before a wait is
+        revoked, and taken by another client, while the set waits for its last lock; when the last comes,
+        the set answers 410 naming the revoked lock, gives back what it holds, and the other client keeps
+        its lock. Failed before the fix (a set that waited less than a tenth of ttl_ms renewed nothing as it
+        finished): 200 with the revoked lease, its token answering 410 revoked, the lock another's."""
+        a, b, c = sorted(unique_name("ls-rv") for _ in range(3))
+        holder, t, box = set_behind_a_holder(self, [c, b, a], c, {"ttl_ms": 30000, "wait_ms": 20000})
+        r = self.c.post(f"/v1/locks/{b}/revoke", {"reason": "test"})
+        self.assertEqual(r.status, 200, r)
+        other = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(other.status, 200, other)
+        self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": holder["token"]}).status, 200)
+        t.join(30)
+        r = box["r"]
+        self.assertEqual((r.status, r.body.get("type")), (410, "/problems/lease_lost"), r)
+        self.assertIn(f"'{b}'", r.body["detail"])
+        self.assertEqual(self.c.get(f"/v1/locks/{b}").body["fence"], other.body["fence"])
+        wait_for(lambda: not self.held(a) and not self.held(c), what="the set's other locks given back")
+
     def test_holder_killed_frees_its_set_at_ttl(self):
         x, y, z = sorted(unique_name("ls") for _ in range(3))
         holder = subprocess.Popen([sys.executable, "-c", HOLDER, self.gw.base, f"{x},{y}"],
