@@ -94,6 +94,8 @@ int query_args_add(struct query_args *q, const char *raw_name, const char *raw_v
                    struct fg_error *err)
 {
     FG_ASSERT(q->n < q->cap);
+    if (raw_name[0] == '\0' && (raw_value == NULL || raw_value[0] == '\0'))
+        return 0; /* an empty segment between '&'s (?a=1&&b=2, a trailing '&') is no parameter */
     struct query_arg *arg = &q->args[q->n];
     enum query_text got = take_text(q, raw_name, &arg->name);
     if (got != QUERY_TEXT_OK)

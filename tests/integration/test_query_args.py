@@ -103,7 +103,8 @@ class QueryArgsTest(GatewayTest):
         """?x= is read as ?x is and as a query without x: the parameter's default, on every route, as the
         listings and the audit views read it and as the public contract writes its first pages
         (?prefix=invoice:&limit=100&cursor=). Failed on the code before the fix: the status route and its watch
-        answered 400 to ?waiters=, ?wait_ms=, ?fence= and ?watch= (and to a bare ?watch)."""
+        answered 400 to ?waiters=, ?wait_ms=, ?fence= and ?watch= (and to a bare ?watch). An empty segment
+        (?&&&, a trailing '&') is no parameter; it answered 400 "query parameter '' is unknown"."""
         for kind in ("locks", "semaphores"):
             name = unique("empty")
             fence = self.held(kind, name)
@@ -111,7 +112,7 @@ class QueryArgsTest(GatewayTest):
             self.assertEqual(plain.status, 200, plain)
             self.assertNotIn("waiters", plain.body)
             for query in ("waiters=", "waiters", "wait_ms=", "fence=", "watch=", "watch",
-                          "watch=&fence=&wait_ms=&waiters=", f"watch=&fence={fence}"):
+                          "watch=&fence=&wait_ms=&waiters=", f"watch=&fence={fence}", "&&&", "waiters=&"):
                 r = self.c.get(f"/v1/{kind}/{name}?{query}")
                 self.assertEqual(r.status, 200, (kind, query, r))
                 self.assertEqual(sorted(r.body), sorted(plain.body), (kind, query, r))

@@ -121,6 +121,14 @@ static void an_empty_value_is_none(void **state)
     assert_null(query_args_find(q, "watch")->value);
     assert_string_equal(query_args_find(q, "cursor")->value, " "); /* a space is a value */
     query_args_free(q);
+    /* An empty segment (?&&&, a trailing '&') is no parameter at all. */
+    static const struct raw_arg empty[] = {{"", NULL}, {"limit", "5"}, {"", ""}};
+    q = table_of(empty, 3, &err);
+    assert_non_null(q);
+    assert_int_equal(query_args_check(q, (const char *const[]){"limit", NULL}, &err), 0);
+    assert_string_equal(query_args_find(q, "limit")->value, "5");
+    assert_null(query_args_find(q, ""));
+    query_args_free(q);
     /* Named twice is refused whatever the values, empty ones too. */
     static const struct raw_arg twice[] = {{"limit", ""}, {"limit", "5"}};
     static const char *const listed[] = {"limit", NULL};
