@@ -215,6 +215,14 @@ func (e *UnreachableError) Error() string {
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// RedirectError is a 3xx answer (Status, Code "http_301" and so on), which the gateway never gives: a proxy
+// or a wrong URL answered in its place. The client follows no redirect, so the call was not sent on (a
+// fenced write would have gone elsewhere as a GET, with its Fence-Token); it is not retried.
+type RedirectError struct {
+	*Problem
+	Location string // the Location header of the answer
+}
+
 // OutcomeUnknownError is the error of a fenced write (PUT, PATCH, a batch of them) that was sent again after
 // a try that may have been applied (Earlier: it got no answer, or a 5xx), when the last try failed too
 // (Last: a *StaleFenceError because a newer fence wrote meanwhile, a *LeaseLostError, ...). Last speaks for

@@ -149,8 +149,11 @@ func New(cfg Config) (*Client, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
+	// The gateway never redirects: a 3xx comes from something else on the way, and following it would send a
+	// fenced write elsewhere as a GET, its Fence-Token with it. It is an error of its own (see try).
+	noRedirects := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Client{base: strings.TrimRight(base, "/"), key: key, timeout: timeout, retry: cfg.Retry.withDefaults(),
-		owner: cfg.Owner, http: &http.Client{Transport: transport}}, nil
+		owner: cfg.Owner, http: &http.Client{Transport: transport, CheckRedirect: noRedirects}}, nil
 }
 
 // Close closes the idle connections of the pool (leases still held keep renewing until released).
@@ -283,8 +286,11 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 	if err != nil {
 		return nil, &UnreachableError{Op: op, Sent: true, Err: err}, r.effect != Once, 0
 	}
-	if resp.StatusCode < 400 {
+	if resp.StatusCode < 300 {
 		return &answer{status: resp.StatusCode, body: raw}, nil, false, 0
+	}
+	if resp.StatusCode < 400 {
+		return nil, redirected(op, resp), false, 0
 	}
 	retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	p := &Problem{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), RetryAfter: retryAfter}
@@ -306,6 +312,15 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 		p.Code = "http_" + strconv.Itoa(resp.StatusCode)
 	}
 	return nil, typedError(p), resp.StatusCode == http.StatusServiceUnavailable && r.effect != Once, retryAfter
+}
+
+// redirected is the error of a 3xx answer to op, which the client does not follow.
+func redirected(op string, resp *http.Response) error {
+	location := resp.Header.Get("Location")
+	return &RedirectError{Problem: &Problem{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode),
+		RequestID: resp.Header.Get("X-Request-Id"),
+		Detail: fmt.Sprintf("%s was answered %s (Location: %q), which the gateway never answers: something else on the "+
+			"way answered it; the client follows no redirect", op, resp.Status, location)}, Location: location}
 }
 
 // mayHaveApplied says whether a try that failed with err may have taken effect: it was sent and got no

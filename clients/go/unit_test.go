@@ -2,7 +2,7 @@
 
 // unit_test.go tests what needs no gateway: the error map against the gateway's table
 // (clients/conformance/codes.json), the retry rule of each Effect, Retry-After, Prefer: return=minimal's
-// 204, and HTTPS with a CA file. The HTTP servers here answer canned replies to the client's transport; the
+// 204, redirects (never followed), and HTTPS with a CA file. The HTTP servers here answer canned replies to the client's transport; the
 // behaviour against a real gateway is gateway_test.go's and the conformance scenarios'.
 
 package fencegate
@@ -591,5 +591,45 @@ func TestUnitTextThatIsNotUTF8IsRefusedUnsent(t *testing.T) {
 	want := `{"row":{"bytes":"/w==","note":{"Text":"ok","Inner":""},"text":"` + "\uFFFD" + `"}}`
 	if _, err := c.PG("t", "t").Put(ctx, "1", good); err != nil || len(bodies) != 1 || bodies[0] != want {
 		t.Fatalf("a row of UTF-8 text and bytes: %v, sent %q", err, bodies)
+	}
+}
+
+// TestUnitRedirectIsAnError: a 3xx answer, which the gateway never gives, is a *RedirectError naming the
+// status, and the client does not follow it: neither a fenced PATCH (with its Fence-Token) nor a read
+// reaches the Location. Failed before the fix: the client followed the 301 as a GET to the other server,
+// which got the Fence-Token, and the PATCH returned no error (Applied false).
+func TestUnitRedirectIsAnError(t *testing.T) {
+	var reached int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		atomic.AddInt32(&reached, 1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer elsewhere.Close()
+	var tries int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		atomic.AddInt32(&tries, 1)
+		status := http.StatusMovedPermanently
+		if r.Method == "GET" {
+			status = http.StatusFound
+		}
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
+	}))
+	defer srv.Close()
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey, Retry: RetryPolicy{Attempts: 3, Backoff: time.Millisecond}})
+	defer c.Close()
+	ctx := context.Background()
+	var redirect *RedirectError
+	_, err := c.PG("invoices", "token").Patch(ctx, "1", map[string]any{"status": "paid"})
+	if !errors.As(err, &redirect) || redirect.Status != http.StatusMovedPermanently || Code(err) != "http_301" ||
+		redirect.Location != elsewhere.URL+"/v1/pg/invoices/1" {
+		t.Fatalf("a PATCH answered 301: %#v", err)
+	}
+	if _, err := c.LockStatus(ctx, "x"); !errors.As(err, &redirect) || redirect.Status != http.StatusFound {
+		t.Fatalf("a read answered 302: %#v", err)
+	}
+	if atomic.LoadInt32(&reached) != 0 || atomic.LoadInt32(&tries) != 2 {
+		t.Fatalf("the Location got %d requests and the gateway %d: expected 0 and 2 (no retry)",
+			atomic.LoadInt32(&reached), atomic.LoadInt32(&tries))
 	}
 }
