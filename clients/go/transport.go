@@ -31,10 +31,12 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -241,6 +243,10 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+r.wait)
 	defer cancel()
+	// The request is written only on a connection the transport got (opened, and through its TLS handshake
+	// for HTTPS): until then, it certainly never left.
+	var connected atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }})
 	target := c.base + r.path
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
@@ -275,11 +281,8 @@ func (c *Client) try(ctx context.Context, r request) (a *answer, err error, agai
 	op := r.method + " " + r.path
 	resp, err := c.http.Do(req)
 	if err != nil {
-		sent := !notSent(err)
-		var unknownAuthority x509.UnknownAuthorityError
-		var invalid x509.CertificateInvalidError
-		refused := errors.As(err, &unknownAuthority) || errors.As(err, &invalid)
-		return nil, &UnreachableError{Op: op, Sent: sent, Err: err}, !refused && (!sent || r.effect != Once), 0
+		sent := connected.Load()
+		return nil, &UnreachableError{Op: op, Sent: sent, Err: err}, !handshakeRefused(err) && (!sent || r.effect != Once), 0
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
@@ -342,10 +345,19 @@ func outcome(r request, earlier, err error) error {
 	return &OutcomeUnknownError{Op: r.method + " " + r.path, Earlier: earlier, Last: err}
 }
 
-// notSent tells a failure to open the connection (the request never left) from one after it was sent.
-func notSent(err error) bool {
+// handshakeRefused says whether err ended a TLS handshake for good: the gateway's certificate failed
+// verification (an unknown CA, another host name, expired), the server does not speak TLS, or either side
+// sent a TLS alert. Trying again would meet the same refusal; a handshake timeout is not one.
+func handshakeRefused(err error) bool {
+	var unknownAuthority x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var hostname x509.HostnameError
+	var roots x509.SystemRootsError
+	var record tls.RecordHeaderError
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	return errors.As(err, &unknownAuthority) || errors.As(err, &invalid) || errors.As(err, &hostname) ||
+		errors.As(err, &roots) || errors.As(err, &record) ||
+		errors.As(err, &op) && (op.Op == "remote error" || op.Op == "local error")
 }
 
 // parseRetryAfter reads the delay-seconds form of Retry-After (the gateway sends no dates).

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -631,5 +632,55 @@ func TestUnitRedirectIsAnError(t *testing.T) {
 	if atomic.LoadInt32(&reached) != 0 || atomic.LoadInt32(&tries) != 2 {
 		t.Fatalf("the Location got %d requests and the gateway %d: expected 0 and 2 (no retry)",
 			atomic.LoadInt32(&reached), atomic.LoadInt32(&tries))
+	}
+}
+
+// TestUnitTLSRefusalIsNotSentNorRetried: a certificate that fails verification ends the call before the
+// request is written: an *UnreachableError with Sent false, and no second handshake, for an unknown CA and
+// for a certificate of another host name, on a read (which is retried after other failures). Failed
+// before the fix: the unknown CA gave Sent true, and the host name mismatch was retried (3 handshakes).
+func TestUnitTLSRefusalIsNotSentNorRetried(t *testing.T) {
+	var handshakes int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"semaphore":"s","limit":2,"holders":1,"waiting":0}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			atomic.AddInt32(&handshakes, 1)
+		}
+	}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	retry := RetryPolicy{Attempts: 3, Backoff: time.Millisecond}
+	// The test certificate names 127.0.0.1 and example.com, not localhost.
+	otherName := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	for what, cfg := range map[string]Config{
+		"an unknown CA":        {URL: srv.URL, APIKey: NoKey, Retry: retry},
+		"another host name":    {URL: otherName, CAFile: ca, APIKey: NoKey, Retry: retry},
+		"a trusted, good name": {URL: srv.URL, CAFile: ca, APIKey: NoKey, Retry: retry},
+	} {
+		atomic.StoreInt32(&handshakes, 0)
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.SemaphoreStatus(context.Background(), "s")
+		c.Close()
+		var unreachable *UnreachableError
+		switch {
+		case cfg.CAFile != "" && cfg.URL == srv.URL:
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case !errors.As(err, &unreachable) || unreachable.Sent || atomic.LoadInt32(&handshakes) != 1:
+			t.Errorf("%s: %v (Sent %v) after %d handshakes; expected Sent false after 1", what, err,
+				unreachable != nil && unreachable.Sent, atomic.LoadInt32(&handshakes))
+		}
 	}
 }
