@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -142,7 +143,7 @@ type MisdirectedRequestError struct{ *Problem }
 type TooManyWaitersError struct{ *Problem }
 
 // BackendUnavailableError is 503 backend_unavailable: Redis or Postgres is unreachable; RetryAfter says
-// when to come back.
+// when to come back. A fenced write answered 503 fails with an *OutcomeUnknownError that holds it.
 type BackendUnavailableError struct{ *Problem }
 
 // InternalError is a 500 (internal, or config for a configuration the gateway cannot use); the gateway's
@@ -223,19 +224,25 @@ type RedirectError struct {
 	Location string // the Location header of the answer
 }
 
-// OutcomeUnknownError is the error of a fenced write (PUT, PATCH, a batch of them) that was sent again after
-// a try that may have been applied (Earlier: it got no answer, or a 5xx), when the last try failed too
-// (Last: a *StaleFenceError because a newer fence wrote meanwhile, a *LeaseLostError, ...). Last speaks for
-// that try alone: whether the write took effect is unknown, so read the resource to find out. (A retry of
-// an applied write is not refused for it: the gateway takes a fence equal to the stored one.) Like an
-// *UnreachableError with Sent true, which errors.As finds in it, it means that the effect is unknown.
+// OutcomeUnknownError is the error of a fenced write whose effect is unknown although the gateway answered:
+// a write (PUT, PATCH, a batch of them) that was sent again after a try that may have been applied
+// (Earlier: it got no answer, or a 5xx), when the last try failed too (Last: a *StaleFenceError because a
+// newer fence wrote meanwhile, a *LeaseLostError, ...), or any write whose last try got a 5xx (Earlier and
+// Last are that answer: the gateway answers 503 when a backend failed to answer the write's commit). Last
+// speaks for that try alone: whether the write took effect is unknown, so read the resource to find out.
+// (A retry of an applied write is not refused for it: the gateway takes a fence equal to the stored one.)
+// Like an *UnreachableError with Sent true, which errors.As finds in it, it means that the effect is unknown.
 type OutcomeUnknownError struct {
 	Op      string // "PATCH /v1/pg/invoices/42"
 	Earlier error  // the failure of the earlier try that may have been applied
-	Last    error  // the failure of the last try
+	Last    error  // the failure of the last try (Earlier itself when that try is the one)
 }
 
 func (e *OutcomeUnknownError) Error() string {
+	if t := reflect.TypeOf(e.Last); t != nil && t.Comparable() && e.Earlier == e.Last {
+		return fmt.Sprintf("fencegate: %s: outcome unknown: the write may have been applied before this failure: %v",
+			e.Op, e.Last)
+	}
 	return fmt.Sprintf("fencegate: %s: outcome unknown: an earlier try may have been applied (%v); the last one failed: %v",
 		e.Op, e.Earlier, e.Last)
 }

@@ -15,7 +15,8 @@
 // gateway's own commit may have been lost) is answered for the retry alone: the gateway takes a fence equal
 // to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote, the
 // lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write fails with an
-// *OutcomeUnknownError, not with the refusal.
+// *OutcomeUnknownError, not with the refusal. So does a write whose last try got a 5xx, retried or not (an
+// insert, a delete): a 503 is also the answer to a write whose backend failed to answer its commit.
 
 package fencegate
 
@@ -336,8 +337,12 @@ func mayHaveApplied(err error) bool {
 
 // outcome is the error of a call whose last try failed with err, after an earlier try that may have been
 // applied failed with earlier (nil: none did): an *OutcomeUnknownError unless err already leaves the
-// outcome unknown (no answer to a request that was sent).
+// outcome unknown (no answer to a request that was sent). A write's last try that got a 5xx may have been
+// applied itself, and then is its own earlier.
 func outcome(r request, earlier, err error) error {
+	if r.write && earlier == nil && mayHaveApplied(err) {
+		earlier = err
+	}
 	var unreachable *UnreachableError
 	if earlier == nil || errors.As(err, &unreachable) && unreachable.Sent {
 		return err

@@ -684,3 +684,47 @@ func TestUnitTLSRefusalIsNotSentNorRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitWriteAnswered5xxHasAnUnknownOutcome: a 503 or 500 answered to a write that is not retried (an
+// insert, a delete, a batch with one) or to the last try of one that is may follow its commit (the backend
+// failed to answer it), so the write fails with an *OutcomeUnknownError, in which errors.As finds an
+// *UnreachableError with Sent true and the gateway's answer; a 4xx stays a refusal. Failed before the fix:
+// a single 503 came back as a *BackendUnavailableError, a refusal that says nothing changed.
+func TestUnitWriteAnswered5xxHasAnUnknownOutcome(t *testing.T) {
+	c := writeGateway(t, map[string][]string{"t": {"503 backend_unavailable"}, "gone": {"500 internal"},
+		"batch": {"503 backend_unavailable"}, "once": {"503 backend_unavailable"}, "missing": {"404 not_found"}})
+	ctx := context.Background()
+	once, _ := New(Config{URL: c.base, APIKey: NoKey, Retry: RetryPolicy{Attempts: 1}})
+	defer once.Close()
+	writes := map[string]func() error{
+		"an insert": func() error { _, err := c.PG("t", "t").Insert(ctx, map[string]any{"id": "1"}); return err },
+		"a delete":  func() error { _, err := c.PG("t", "t").Delete(ctx, "gone"); return err },
+		"a batch with an insert": func() error {
+			_, err := c.PG("t", "t").Batch(ctx, []BatchOp{{Op: "post", Row: map[string]any{"id": "2"}}})
+			return err
+		},
+		"a PATCH tried once": func() error { _, err := once.PG("t", "t").Patch(ctx, "once", map[string]any{"a": 1}); return err },
+	}
+	for what, write := range writes {
+		err := write()
+		var unknown *OutcomeUnknownError
+		var unreachable *UnreachableError
+		var p *Problem
+		if !errors.As(err, &unknown) || !errors.As(err, &unreachable) || !unreachable.Sent || !errors.As(err, &p) ||
+			p.Status < 500 || !strings.Contains(err.Error(), "outcome unknown") {
+			t.Errorf("%s answered %d: %T %v; expected its outcome unknown", what, statusOf(err), err, err)
+		}
+	}
+	var notFound *NotFoundError
+	if _, err := c.PG("t", "t").Delete(ctx, "missing"); !errors.As(err, &notFound) {
+		t.Errorf("a delete answered 404: %T %v; expected the refusal", err, err)
+	}
+}
+
+func statusOf(err error) int {
+	var p *Problem
+	if errors.As(err, &p) {
+		return p.Status
+	}
+	return 0
+}

@@ -83,7 +83,8 @@ func (c *Client) read(ctx context.Context, path string) (*ReadResult, error) {
 
 // PGTable is one configured Postgres table. Writes fail with *StaleFenceError, *LeaseLostError,
 // *InvalidFenceTokenError, *NotFoundError, *ConflictError, ...; a refused write changes nothing. A write
-// retried after a try that may have been applied fails with *OutcomeUnknownError instead of a refusal.
+// retried after a try that may have been applied fails with *OutcomeUnknownError instead of a refusal, and
+// so does a write answered with a 5xx.
 type PGTable struct {
 	client  *Client
 	table   string
