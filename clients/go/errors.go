@@ -7,6 +7,7 @@
 package fencegate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -224,14 +225,15 @@ type RedirectError struct {
 	Location string // the Location header of the answer
 }
 
-// OutcomeUnknownError is the error of a fenced write whose effect is unknown although the gateway answered:
-// a write (PUT, PATCH, a batch of them) that was sent again after a try that may have been applied
-// (Earlier: it got no answer, or a 5xx), when the last try failed too (Last: a *StaleFenceError because a
-// newer fence wrote meanwhile, a *LeaseLostError, ...), or any write whose last try got a 5xx (Earlier and
-// Last are that answer: the gateway answers 503 when a backend failed to answer the write's commit). Last
-// speaks for that try alone: whether the write took effect is unknown, so read the resource to find out.
-// (A retry of an applied write is not refused for it: the gateway takes a fence equal to the stored one.)
-// Like an *UnreachableError with Sent true, which errors.As finds in it, it means that the effect is unknown.
+// OutcomeUnknownError is the error of a fenced write whose effect is unknown: a write (PUT, PATCH, a batch
+// of them) sent again after a try that may have been applied (Earlier: it got no answer, or a 5xx), when
+// the last try failed too (Last: a *StaleFenceError because a newer fence wrote meanwhile, a
+// *LeaseLostError, ...) or its context ended before the next try (Last: the context's error, which
+// errors.Is finds); or any write whose last try got a 5xx (Earlier and Last are that answer: the gateway
+// also answers 503 when a backend failed to answer the write's commit). Last speaks for that try alone:
+// whether the write took effect is unknown, so read the resource to find out. (A retry of an applied write
+// is not refused for it: the gateway takes a fence equal to the stored one.) Like an *UnreachableError
+// with Sent true, which errors.As finds in it, it means that the effect is unknown.
 type OutcomeUnknownError struct {
 	Op      string // "PATCH /v1/pg/invoices/42"
 	Earlier error  // the failure of the earlier try that may have been applied
@@ -245,6 +247,12 @@ func (e *OutcomeUnknownError) Error() string {
 	}
 	return fmt.Sprintf("fencegate: %s: outcome unknown: an earlier try may have been applied (%v); the last one failed: %v",
 		e.Op, e.Earlier, e.Last)
+}
+
+// Is lets errors.Is find context.Canceled or context.DeadlineExceeded when the write ended with its
+// context (Last): the earlier try may have been applied all the same.
+func (e *OutcomeUnknownError) Is(target error) bool {
+	return (target == context.Canceled || target == context.DeadlineExceeded) && errors.Is(e.Last, target)
 }
 
 // Unwrap is the earlier try's failure as an *UnreachableError with Sent true (the effect is unknown); Last

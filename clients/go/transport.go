@@ -204,36 +204,51 @@ func (a *answer) decode(into any) error {
 var noRetry = RetryPolicy{Attempts: 1, Budget: time.Nanosecond, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}
 
 // call sends r, retrying as its effect and the policy allow; the error is a typed problem error, an
-// *UnreachableError, or the context's error when ctx ended.
+// *UnreachableError, an *OutcomeUnknownError (writes), or the context's error when ctx ended.
 func (c *Client) call(ctx context.Context, r request) (*answer, error) {
 	policy := c.retry
 	if r.retry != nil {
 		policy = *r.retry
 	}
 	var waited time.Duration
-	var earlier error // the failure of an earlier try of a write that may have been applied
+	var earlier error // the failure of the first try of a write that may have been applied
 	for attempt := 1; ; attempt++ {
 		a, err, again, retryAfter := c.try(ctx, r)
 		if err == nil {
 			return a, nil
 		}
+		if r.write && earlier == nil && mayHaveApplied(err) {
+			earlier = err
+		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, ended(ctx, r, earlier, err)
 		}
 		pause := policy.pause(attempt, retryAfter)
 		if !again || attempt >= policy.Attempts || waited+pause > policy.Budget {
 			return nil, outcome(r, earlier, err)
 		}
-		if r.write && earlier == nil && mayHaveApplied(err) {
-			earlier = err
-		}
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, ended(ctx, r, earlier, nil)
 		}
 		waited += pause
 	}
+}
+
+// ended is the error of a call whose ctx ended, its last try failed with err (nil: ctx ended between
+// tries): ctx's error, but not for a write that may have been applied. The try in flight as ctx ended, if
+// it was sent, is an *UnreachableError with Sent true (caused by ctx's error); after an earlier try that
+// may have been applied, the write fails with an *OutcomeUnknownError whose Last is ctx's error.
+func ended(ctx context.Context, r request, earlier, err error) error {
+	if !r.write {
+		return ctx.Err()
+	}
+	var unreachable *UnreachableError
+	if errors.As(err, &unreachable) && unreachable.Sent {
+		return err
+	}
+	return outcome(r, earlier, ctx.Err())
 }
 
 // try sends r once; again says whether a retry may help and is allowed by r's effect.
@@ -335,14 +350,11 @@ func mayHaveApplied(err error) bool {
 	return errors.As(err, &unreachable) && unreachable.Sent || errors.As(err, &p) && p.Status >= 500
 }
 
-// outcome is the error of a call whose last try failed with err, after an earlier try that may have been
-// applied failed with earlier (nil: none did): an *OutcomeUnknownError unless err already leaves the
-// outcome unknown (no answer to a request that was sent). A write's last try that got a 5xx may have been
-// applied itself, and then is its own earlier.
+// outcome is the error of a call whose last try failed with err, after a try that may have been applied
+// failed with earlier (nil: none did; err itself when it was the first such try, a 5xx): an
+// *OutcomeUnknownError unless err already leaves the outcome unknown (no answer to a request that was
+// sent).
 func outcome(r request, earlier, err error) error {
-	if r.write && earlier == nil && mayHaveApplied(err) {
-		earlier = err
-	}
 	var unreachable *UnreachableError
 	if earlier == nil || errors.As(err, &unreachable) && unreachable.Sent {
 		return err

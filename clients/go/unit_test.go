@@ -728,3 +728,54 @@ func statusOf(err error) int {
 	}
 	return 0
 }
+
+// TestUnitWriteEndedByItsContextKeepsAnUnknownOutcome: a write whose context ends after a try that may
+// have been applied says so. A PUT answered 503 (Retry-After 1) and cancelled during the pause fails with
+// an *OutcomeUnknownError whose Last is context.Canceled (errors.Is finds it); a PUT whose context ends
+// while its reply is awaited fails with an *UnreachableError with Sent true (errors.Is finds
+// context.DeadlineExceeded). Failed before the fix: both returned the bare context error, which reads as
+// nothing sent.
+func TestUnitWriteEndedByItsContextKeepsAnUnknownOutcome(t *testing.T) {
+	answered := make(chan struct{}, 10)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"type":"/problems/backend_unavailable","status":503}`))
+		answered <- struct{}{}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c, _ := New(Config{URL: srv.URL, APIKey: NoKey})
+	defer c.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-answered
+		time.Sleep(100 * time.Millisecond) // within the second Retry-After asks for
+		cancel()
+	}()
+	_, err := c.Redis("t").Put(ctx, "app:x", "v")
+	var unknown *OutcomeUnknownError
+	var unreachable *UnreachableError
+	var unavailable *BackendUnavailableError
+	if !errors.As(err, &unknown) || !errors.Is(err, context.Canceled) || !errors.As(unknown.Earlier, &unavailable) ||
+		!errors.As(err, &unreachable) || !unreachable.Sent {
+		t.Errorf("a PUT answered 503 and cancelled before its retry: %T %v; expected its outcome unknown", err, err)
+	}
+
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.Redis("t").Put(ctx, "app:slow", "v")
+	if !errors.As(err, &unreachable) || !unreachable.Sent || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a PUT whose context ended while its reply was awaited: %T %v; expected Sent true", err, err)
+	}
+}
