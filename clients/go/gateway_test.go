@@ -3,7 +3,8 @@
 // gateway_test.go tests the Go client against a real gateway (started by tests/conformance/driver.py, whose
 // FG_CONF_* variables name it; skipped without them): what the conformance scenarios do not cover, namely
 // contexts that end waits (and give back a grant that came as they ended) and bodies, WithLock's context
-// on loss, every kind of fenced write, batches, Prefer: return=minimal, and audit paging.
+// on loss, every kind of fenced write, batches, Prefer: return=minimal, and audit paging; and, through a
+// fault proxy of the test's own in front of the gateway, retries that meet a lost lease.
 
 package fencegate
 
@@ -11,7 +12,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -27,6 +35,80 @@ func gatewayClient(t *testing.T, direct bool) *Client {
 		t.Skip("FG_CONF_URL is not set: run through tests/conformance/driver.py")
 	}
 	c, err := New(Config{URL: url, APIKey: os.Getenv("FG_CONF_ADMIN_KEY"), Owner: "go-tests", Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// faultProxy is a reverse proxy in front of the main gateway (FG_CONF_DIRECT_URL) that answers each request
+// as its rule says, given the request and how many of the same method and path came before it: "forward";
+// "refuse503", a 503 backend_unavailable with Retry-After: 1 that the gateway never saw; or "dropreply",
+// forwarded and its reply lost (the connection closes without one).
+type faultProxy struct {
+	*httptest.Server
+	mu        sync.Mutex
+	seen      map[string]int // requests by method and path
+	forwarded map[string]int // of which the gateway got
+}
+
+func newFaultProxy(t *testing.T, rule func(r *http.Request, before int) string) *faultProxy {
+	t.Helper()
+	gateway, err := url.Parse(os.Getenv("FG_CONF_DIRECT_URL"))
+	if err != nil || gateway.Host == "" {
+		t.Skip("FG_CONF_DIRECT_URL is not set: run through tests/conformance/driver.py")
+	}
+	upstream := httputil.NewSingleHostReverseProxy(gateway)
+	upstream.ErrorLog = log.New(io.Discard, "", 0) // a client that hung up (a watch ended) is no news
+	director := upstream.Director
+	upstream.Director = func(r *http.Request) {
+		director(r)
+		r.Host = gateway.Host
+	}
+	p := &faultProxy{seen: map[string]int{}, forwarded: map[string]int{}}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		what := r.Method + " " + r.URL.Path
+		p.mu.Lock()
+		before := p.seen[what]
+		p.seen[what]++
+		p.mu.Unlock()
+		action := rule(r, before)
+		if action == "refuse503" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"type":"/problems/backend_unavailable","status":503,"title":"Backend unavailable"}`))
+			return
+		}
+		p.mu.Lock()
+		p.forwarded[what]++
+		p.mu.Unlock()
+		if action != "dropreply" {
+			upstream.ServeHTTP(w, r)
+			return
+		}
+		upstream.ServeHTTP(httptest.NewRecorder(), r)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// count is how many requests of method and path came, and how many of them the gateway got.
+func (p *faultProxy) count(method, path string) (seen, forwarded int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[method+" "+path], p.forwarded[method+" "+path]
+}
+
+// client is a client of the gateway through the proxy, configured as cfg besides its URL and key.
+func (p *faultProxy) client(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	cfg.URL, cfg.APIKey, cfg.Owner = p.URL, os.Getenv("FG_CONF_ADMIN_KEY"), "go-tests"
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,5 +531,43 @@ func TestGatewayRenewalCutByMaxHold(t *testing.T) {
 	if err := l.Check(); !errors.As(err, &lost) || lost.Reason != "max_hold_exceeded" {
 		t.Fatalf("%v after the acquire, past the hold deadline: expected a LeaseLostError (max_hold_exceeded), got %v",
 			time.Since(sent), err)
+	}
+}
+
+// TestGatewayWriteRetryStopsOnceTheLeaseIsLost: a 1 s lease whose max_hold is 1.5 s PUTs at 0.9 s through a
+// proxy that answers the first three tries 503 with Retry-After: 1. The client counts the lease lost by
+// 1.5 s (the gateway ends it then, and another holder may take the lock), so no try may go out after that:
+// the write fails with a *LeaseLostError, or an *OutcomeUnknownError whose Last is one (the 503 may have
+// followed a commit), and the gateway never got the PUT. Failed before the fix: the lease was checked once,
+// before the first try; the fourth try went out at about 3.9 s and was applied under the lost lease's fence.
+func TestGatewayWriteRetryStopsOnceTheLeaseIsLost(t *testing.T) {
+	proxy := newFaultProxy(t, func(r *http.Request, before int) string {
+		if r.Method == "PUT" && before < 3 {
+			return "refuse503"
+		}
+		return "forward"
+	})
+	c, direct := proxy.client(t, Config{Timeout: 5 * time.Second}), gatewayClient(t, true)
+	ctx := context.Background()
+	key := "app:" + unique("go-retrylost")
+	sent := time.Now()
+	l, err := c.Lock(ctx, unique("go:retrylost"), LeaseOptions{TTL: time.Second, MaxHold: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release(ctx) }()
+	time.Sleep(time.Until(sent.Add(900 * time.Millisecond)))
+	_, err = l.Redis().Put(ctx, key, "late")
+	var lost *LeaseLostError
+	var unknown *OutcomeUnknownError
+	if !errors.As(err, &lost) && !(errors.As(err, &unknown) && errors.As(unknown.Last, &lost)) {
+		t.Fatalf("a PUT retried past the loss of its lease: %T %v; expected the lease lost", err, err)
+	}
+	if seen, forwarded := proxy.count("PUT", "/v1/redis/"+key); forwarded != 0 {
+		t.Fatalf("%d of %d tries reached the gateway after the lease was lost", forwarded, seen)
+	}
+	var notFound *NotFoundError
+	if got, err := direct.Redis("").Get(ctx, key); !errors.As(err, &notFound) {
+		t.Fatalf("the key after the write: %+v %v; expected none", got, err)
 	}
 }

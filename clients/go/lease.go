@@ -8,8 +8,8 @@
 // A lease is lost when the client learns that it no longer holds it: a renewal refused, or not answered for
 // a whole TTL; the watch reporting it released, expired or revoked; or a 410 answer to a write, renew or
 // release. From then on Lost() is closed, Reason() says why, nothing renews it, and its writes fail with a
-// LeaseLostError without being sent. The gateway's fence check still guards the moment between the
-// client's check and the write's arrival.
+// LeaseLostError without being sent, also a write that was waiting to try again (each try is checked).
+// The gateway's fence check still guards the moment between the client's check and the write's arrival.
 
 package fencegate
 
@@ -131,7 +131,8 @@ func (s *lostState) Reason() string {
 }
 
 // heard is told about every refusal of a call made with the lease: a 410 or max_hold_exceeded ends it,
-// also when it answered the retry of a write whose outcome is unknown.
+// also when it answered the retry of a write whose outcome is unknown. A LeaseLostError the client made
+// itself (Status 0, from check) is no news: the lease's state already says it.
 func (s *lostState) heard(err error) {
 	var unknown *OutcomeUnknownError
 	if errors.As(err, &unknown) {
@@ -140,7 +141,7 @@ func (s *lostState) heard(err error) {
 	var gone *LeaseLostError
 	var maxHold *MaxHoldExceededError
 	switch {
-	case errors.As(err, &gone):
+	case errors.As(err, &gone) && gone.Status != 0:
 		reason := gone.Reason
 		if reason == "" {
 			reason = "lease_lost"

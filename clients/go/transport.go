@@ -182,10 +182,12 @@ type request struct {
 	body    func() any  // called before each try (an acquire sends what is left of its wait); nil for none
 	headers http.Header // extra headers
 	effect  Effect
-	wait    time.Duration // added to the timeout
-	timeout time.Duration // replaces the client's timeout when > 0
-	retry   *RetryPolicy  // replaces the client's policy when set
-	write   bool          // a fenced write: a failure after a try that may have been applied leaves its outcome unknown
+	wait    time.Duration   // added to the timeout
+	timeout time.Duration   // replaces the client's timeout when > 0
+	retry   *RetryPolicy    // replaces the client's policy when set
+	write   bool            // a fenced write: a failure after a try that may have been applied leaves its outcome unknown
+	check   func() error    // called before each try: its error (the lease is lost) ends the call, that try unsent
+	lost    <-chan struct{} // closed when the lease is lost: it cuts a pause between tries short
 }
 
 // answer is a successful answer: the status and the raw JSON body (nil when empty).
@@ -213,6 +215,11 @@ func (c *Client) call(ctx context.Context, r request) (*answer, error) {
 	var waited time.Duration
 	var earlier error // the failure of the first try of a write that may have been applied
 	for attempt := 1; ; attempt++ {
+		if r.check != nil {
+			if err := r.check(); err != nil {
+				return nil, outcome(r, earlier, err)
+			}
+		}
 		a, err, again, retryAfter := c.try(ctx, r)
 		if err == nil {
 			return a, nil
@@ -229,6 +236,7 @@ func (c *Client) call(ctx context.Context, r request) (*answer, error) {
 		}
 		select {
 		case <-time.After(pause):
+		case <-r.lost:
 		case <-ctx.Done():
 			return nil, ended(ctx, r, earlier, nil)
 		}

@@ -2,8 +2,9 @@
 
 // writes.go owns fenced writes through the gateway: rows of configured Postgres tables and keys under
 // configured Redis prefixes, each write carrying the Fence-Token of a lease, and the plain reads of both.
-// It must not decide whether a lease is still held: the holder's lost state does, before each write, and
-// hears about refusals after it.
+// It must not decide whether a lease is still held: the holder's lost state does, before each try of a
+// write (a retry too: a lease lost during the pause sends no more tries), and hears about refusals after
+// it.
 
 package fencegate
 
@@ -41,12 +42,10 @@ type ReadResult struct {
 	Fence  int64          `json:"fence"`
 }
 
+// write sends a fenced write under h's token. A lease's lost state is checked before each try: once the
+// lease is lost or released, no try goes out, and the write fails with a *LeaseLostError, or with an
+// *OutcomeUnknownError after a try that may have been applied.
 func (c *Client) write(ctx context.Context, h holder, minimal bool, method, path string, body any, effect Effect) (*WriteResult, error) {
-	if h.state != nil {
-		if err := h.state.check(); err != nil {
-			return nil, err
-		}
-	}
 	headers := http.Header{"Fence-Token": {h.token}}
 	if h.owner != "" {
 		headers.Set("Fence-Owner", h.owner)
@@ -55,6 +54,9 @@ func (c *Client) write(ctx context.Context, h holder, minimal bool, method, path
 		headers.Set("Prefer", "return=minimal")
 	}
 	r := request{method: method, path: path, headers: headers, effect: effect, write: true}
+	if h.state != nil {
+		r.check, r.lost = h.state.check, h.state.lost
+	}
 	if body != nil {
 		r.body = jsonBody(body)
 	}
