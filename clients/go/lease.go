@@ -371,8 +371,10 @@ func (c *Client) acquire(ctx context.Context, kind, name string, limit int, o Le
 // this host's clock, and the grant it starts with (nil: the acquire's whole TTL); timeout bounds the
 // renewal. Counting from the moment the acquire was sent is safe but, after a long wait in the queue,
 // would make a fresh lease look nearly expired: an acquire whose answer took over a third of the TTL is
-// renewed once at once, and validity counts from that renewal. A 410 or max_hold_exceeded answer to it
-// marks the lease lost; after any other failure the keeper's renewals try again.
+// renewed once at once, and validity counts from that renewal once it succeeds. A 410 or
+// max_hold_exceeded answer to it marks the lease lost; after any other failure (no answer, a 5xx, ctx
+// ended) validity still counts from the acquire, which is all the gateway granted, and the keeper's
+// renewals try again.
 func (s *lostState) freshStart(ctx context.Context, sentAt time.Time, ttl, timeout time.Duration,
 	renew func(context.Context, time.Duration) (*RenewResult, error)) (time.Time, *RenewResult) {
 	if time.Since(sentAt) <= ttl/3 {
@@ -382,7 +384,7 @@ func (s *lostState) freshStart(ctx context.Context, sentAt time.Time, ttl, timeo
 	res, err := renew(ctx, timeout)
 	if err != nil {
 		s.heard(err)
-		return renewedAt, nil
+		return sentAt, nil
 	}
 	return renewedAt, res
 }

@@ -779,3 +779,30 @@ func TestUnitWriteEndedByItsContextKeepsAnUnknownOutcome(t *testing.T) {
 		t.Fatalf("a PUT whose context ended while its reply was awaited: %T %v; expected Sent true", err, err)
 	}
 }
+
+// TestUnitFailedFreshRenewalCountsFromTheAcquire: an acquire answered after 1.5 s of a 3 s TTL is renewed
+// at once, and that renewal gets a 503. The gateway granted no more than the acquire's TTL, counted from
+// when the acquire was sent, so by then (the answer's arrival, less the 1.5 s it took, plus the TTL) Check
+// must fail; no timing of this machine can make it pass. Failed before the fix: validity was counted from
+// the failed renewal's sending, and Check passed for another 1.5 s, while another holder could have the
+// lock.
+func TestUnitFailedFreshRenewalCountsFromTheAcquire(t *testing.T) {
+	const delay, ttl = 1500 * time.Millisecond, 3 * time.Second
+	c, count := fakeLockGateway(t, delay, ttl, http.StatusServiceUnavailable,
+		`{"type":"/problems/backend_unavailable","status":503}`, `{"lock":"x","held":true,"fence":7}`)
+	l, err := c.Lock(context.Background(), "x", LeaseOptions{TTL: ttl, NoWatch: true})
+	answered := time.Now() // the acquire was sent at least delay earlier
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release(context.Background()) }()
+	if count("renew") < 1 {
+		t.Fatal("the slow acquire was not renewed at once")
+	}
+	time.Sleep(time.Until(answered.Add(ttl - delay + 100*time.Millisecond)))
+	var lost *LeaseLostError
+	if err := l.Check(); !errors.As(err, &lost) || lost.Reason != "unrenewed" {
+		t.Fatalf("%v after the acquire's answer, past its TTL with no renewal answered: %v; expected the lease lost (unrenewed)",
+			time.Since(answered), err)
+	}
+}
