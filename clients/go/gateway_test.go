@@ -19,6 +19,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -569,5 +570,42 @@ func TestGatewayWriteRetryStopsOnceTheLeaseIsLost(t *testing.T) {
 	var notFound *NotFoundError
 	if got, err := direct.Redis("").Get(ctx, key); !errors.As(err, &notFound) {
 		t.Fatalf("the key after the write: %+v %v; expected none", got, err)
+	}
+}
+
+// TestGatewayAcquireWhoseRepliesWereLostLeavesNoLease: the proxy forwards the first two acquires of a lock,
+// a semaphore and a lock set and loses their replies; the client, allowed two tries, fails with an
+// *UnreachableError (Sent true). The gateway granted the first try and answered the second with the same
+// lease, holding it for a retry of the request_id for its 20 s TTL; the client must give it back (one more
+// acquire under the same request_id, then its release) before it returns. Failed before the fix: only a
+// cancelled ctx gave a grant back, and the lock, slot and lock set stayed held by a lease nobody had.
+func TestGatewayAcquireWhoseRepliesWereLostLeavesNoLease(t *testing.T) {
+	direct := gatewayClient(t, true)
+	ctx := context.Background()
+	var leaked []string
+	for _, kind := range leaseKinds {
+		proxy := newFaultProxy(t, func(r *http.Request, before int) string {
+			if strings.HasSuffix(r.URL.Path, "/acquire") && before < 2 {
+				return "dropreply"
+			}
+			return "forward"
+		})
+		c := proxy.client(t, Config{Retry: RetryPolicy{Attempts: 2, Backoff: 10 * time.Millisecond}})
+		name := unique("go:lostreplies-" + kind.name)
+		_, err := kind.take(ctx, c, name, LeaseOptions{TTL: 20 * time.Second, Wait: TryOnce, NoWatch: true})
+		var unreachable *UnreachableError
+		if !errors.As(err, &unreachable) || !unreachable.Sent {
+			t.Fatalf("%s: an acquire whose replies were all lost: %v", kind.name, err)
+		}
+		held, err := kind.held(ctx, direct, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			leaked = append(leaked, kind.name)
+		}
+	}
+	if len(leaked) > 0 {
+		t.Fatalf("held by the lease granted to the failed acquire: %v", leaked)
 	}
 }

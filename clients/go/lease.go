@@ -273,18 +273,24 @@ func (c *Client) leaseFields(o LeaseOptions) map[string]any {
 type releaseOf func(a *answer) (path string, body any, err error)
 
 // sendAcquire sends the acquire of fields to path, waiting up to wait, and returns the gateway's answer. An
-// acquire whose ctx ends may have been granted all the same, as its caller went: the gateway keeps a grant
-// whose client hung up for a retry of its request_id, holding the lock until the lease's TTL ends. The
-// caller then gets ctx's error only once giveBack has asked for that grant and released it. A ctx ended
-// before the call sends nothing.
+// acquire that fails may have been granted all the same: its ctx ended as the gateway granted it, or a
+// try whose answer never came was granted (the retries used up, the last failure no refusal). The gateway
+// keeps such a grant for a retry of its request_id, holding the lock until the lease's TTL ends, and the
+// caller, who has no lease, could not release it. The caller then gets the error only once giveBack has
+// asked for that grant and released it. A refusal (a 4xx) answers for the request_id, so for every try;
+// a failure none of whose tries went out unanswered (all were refused a connection, or answered 503)
+// leaves nothing to give back. A ctx ended before the call sends nothing.
 func (c *Client) sendAcquire(ctx context.Context, path string, fields map[string]any, wait time.Duration,
 	release releaseOf) (*answer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var unanswered bool
 	a, err := c.call(ctx, request{method: "POST", path: path, body: acquireBody(fields, wait), effect: Idempotent,
-		wait: gatewayWait(wait)})
-	if err != nil && ctx.Err() != nil {
+		wait: gatewayWait(wait), unanswered: &unanswered})
+	var p *Problem
+	refused := errors.As(err, &p) && p.Status >= 400 && p.Status < 500
+	if err != nil && (ctx.Err() != nil || unanswered && !refused) {
 		c.giveBack(path, fields, release)
 	}
 	return a, err
@@ -294,7 +300,7 @@ func (c *Client) sendAcquire(ctx context.Context, path string, fields map[string
 // (wait_ms 0), and releases what that answers: the lease the gateway granted as the caller went, if it
 // did. A refusal (409 lock_busy: not granted, and the place kept for a retry passes its turn on by itself;
 // 410: over) or no answer leaves nothing to do. Each call is tried once, within the client's timeout, apart
-// from the caller's ctx, which has ended.
+// from the caller's ctx, which may have ended.
 func (c *Client) giveBack(path string, fields map[string]any, release releaseOf) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()

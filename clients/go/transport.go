@@ -188,6 +188,8 @@ type request struct {
 	write   bool            // a fenced write: a failure after a try that may have been applied leaves its outcome unknown
 	check   func() error    // called before each try: its error (the lease is lost) ends the call, that try unsent
 	lost    <-chan struct{} // closed when the lease is lost: it cuts a pause between tries short
+	// unanswered, when set, is set to true once a try was sent and got no answer: it may have been served
+	unanswered *bool
 }
 
 // answer is a successful answer: the status and the raw JSON body (nil when empty).
@@ -226,6 +228,10 @@ func (c *Client) call(ctx context.Context, r request) (*answer, error) {
 		}
 		if r.write && earlier == nil && mayHaveApplied(err) {
 			earlier = err
+		}
+		var unreachable *UnreachableError
+		if r.unanswered != nil && errors.As(err, &unreachable) && unreachable.Sent {
+			*r.unanswered = true
 		}
 		if ctx.Err() != nil {
 			return nil, ended(ctx, r, earlier, err)
