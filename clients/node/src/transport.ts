@@ -16,7 +16,9 @@
  * gateway's own commit may have been lost) is answered for the retry alone: the gateway takes a fence equal
  * to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote,
  * the lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write rejects
- * with an OutcomeUnknownError, not with the refusal.
+ * with an OutcomeUnknownError, not with the refusal; so does one whose lease the client learns is lost
+ * before a retry. Before each try of a write, its lease is checked again: a lease known lost sends nothing
+ * more.
  */
 
 import { readFileSync } from "node:fs";
@@ -88,6 +90,11 @@ export interface Call {
   background?: boolean;
   /** A fenced write: a failure after a try that may have been applied leaves its outcome unknown. */
   write?: boolean;
+  /**
+   * Called before each try (a write's lease check); what it throws ends the call without sending that try,
+   * as an OutcomeUnknownError for a write after a try that may have been applied.
+   */
+  check?: () => void;
 }
 
 /** A successful answer: the status and the parsed JSON body (undefined when empty), its fences bigints. */
@@ -143,6 +150,11 @@ function mayHaveApplied(error: Error): boolean {
   return (error instanceof UnreachableError && error.sent) || (error instanceof ProblemError && error.status >= 500);
 }
 
+/** What ended a call (a lease check's error) as an Error, the last of an OutcomeUnknownError. */
+function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}
+
 interface TryResult {
   answer?: Answer;
   error?: Error;
@@ -186,14 +198,23 @@ export class Transport {
 
   /**
    * Sends a call and returns its answer; throws a ProblemError subclass for an error answer, an
-   * UnreachableError when none came, or the signal's reason when it aborted, after the retries that the
-   * call's effect allows.
+   * UnreachableError when none came, what call.check threw, or the signal's reason when it aborted, after
+   * the retries that the call's effect allows.
    */
   async call(call: Call): Promise<Answer> {
     const policy = call.retry ?? this.retry;
+    const op = `${call.method} ${call.path}`;
     let waited = 0;
     let earlier: Error | undefined; // the failure of an earlier try of a write that may have been applied
+    // The error that ends a write: after a try that may have been applied, its outcome is unknown.
+    const unknownAfter = (error: unknown): unknown =>
+      earlier === undefined ? error : new OutcomeUnknownError(op, earlier, asError(error));
     for (let attempt = 1; ; attempt++) {
+      try {
+        call.check?.();
+      } catch (e) {
+        throw unknownAfter(e);
+      }
       const result = await this.try(call);
       if (result.answer) return result.answer;
       if (call.signal?.aborted) throw call.signal.reason;
@@ -204,7 +225,7 @@ export class Transport {
       if (!result.again || attempt >= policy.attempts || waited + pause > policy.budgetMs) {
         // A failure after a try that may have been applied leaves the outcome unknown, unless it says so itself.
         if (earlier === undefined || (error instanceof UnreachableError && error.sent)) throw error;
-        throw new OutcomeUnknownError(`${call.method} ${call.path}`, earlier, error);
+        throw new OutcomeUnknownError(op, earlier, error);
       }
       if (call.write && earlier === undefined && mayHaveApplied(error)) earlier = error;
       await sleep(pause, call.signal);

@@ -3,7 +3,7 @@
  * Fenced writes through the gateway: rows of configured Postgres tables and keys under configured Redis
  * prefixes, each write carrying the Fence-Token of a lease, and the plain reads of both. Owns: the paths,
  * bodies and effects of the calls of /v1/pg and /v1/redis. Must not: decide whether a lease is still held
- * (the Holder does, before each write, and hears about refusals after it).
+ * (the Holder does, before each try of a write, retries included, and hears about refusals after it).
  */
 
 import { OutcomeUnknownError, ProblemError } from "./errors.js";
@@ -70,7 +70,9 @@ async function send(transport: Transport, holder: Holder, minimal: boolean, meth
   if (holder.owner) headers["Fence-Owner"] = holder.owner;
   if (minimal) headers.Prefer = "return=minimal";
   try {
-    const answer = await transport.call({ method, path, body, headers, effect, signal: options?.signal, write: true });
+    // The lease is checked again before every try: a retry must not go out once the lease is known lost.
+    const answer = await transport.call({ method, path, body, headers, effect, signal: options?.signal, write: true,
+      check: () => void holder.token() });
     return answer.status === 204 ? { applied: true, minimal: true } : answer.body as WriteResult;
   } catch (e) {
     const refusal = e instanceof OutcomeUnknownError ? e.last : e; // a 410 ends the lease all the same

@@ -2,14 +2,17 @@
 /**
  * The TypeScript client against a real gateway (tests/conformance/driver.py sets FG_CONF_*; skipped
  * without them): what the conformance scenarios do not cover, namely AbortSignals that end waits,
- * withLock's lease.signal on loss, every kind of fenced write, batches, Prefer: return=minimal, and audit
- * paging.
+ * withLock's lease.signal on loss, every kind of fenced write, batches, Prefer: return=minimal, audit
+ * paging, and faults between the client and the gateway (through a proxy of the test's own).
  */
 
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import * as http from "node:http";
+import { AddressInfo } from "node:net";
+import { TestContext, test } from "node:test";
 
-import { Client, ConflictError, Lease, LeaseLostError, LeaseOptions, NotFoundError, StaleFenceError } from "../src/index.js";
+import { BackendUnavailableError, Client, ConflictError, Lease, LeaseLostError, LeaseOptions, NotFoundError,
+  OutcomeUnknownError, StaleFenceError } from "../src/index.js";
 
 const skip = process.env.FG_CONF_URL ? false : "FG_CONF_URL is not set: run through tests/conformance/driver.py";
 
@@ -257,4 +260,93 @@ test("a renewal cut by max_hold counts only up to the hold deadline", { skip }, 
     `${Math.round(performance.now() - sent)} ms after the acquire, past the hold deadline`);
   await lease.release().catch(() => undefined);
   c.close();
+});
+
+/** A request as the test's proxy saw it: method, path (percent-decoded), JSON body, and what the rule did. */
+interface Proxied { method: string; path: string; body: any; action: string }
+
+/**
+ * A proxy in front of the gateway (FG_CONF_DIRECT_URL) for the test t: rule decides, for each request, to
+ * "forward" it, to "swallow" its answer (forward it, let the gateway act, and never answer the client), or
+ * to answer 503 backend_unavailable with Retry-After: 1 itself ("refuse503"). seen lists the requests in
+ * order. The proxy and its connections end with the test.
+ */
+async function faultProxy(t: TestContext, rule: (r: Proxied) => string): Promise<{ url: string; seen: Proxied[] }> {
+  const upstream = new URL(process.env.FG_CONF_DIRECT_URL!);
+  const seen: Proxied[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const raw = Buffer.concat(chunks);
+      const r: Proxied = { method: req.method ?? "", path: decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname),
+        body: raw.length ? JSON.parse(raw.toString("utf8")) : undefined, action: "" };
+      r.action = rule(r);
+      seen.push(r);
+      if (r.action === "refuse503") {
+        res.writeHead(503, { "Content-Type": "application/problem+json", "Retry-After": "1" })
+          .end(`{"type":"/problems/backend_unavailable","status":503,"detail":"injected by the test proxy"}`);
+        return;
+      }
+      const headers = { ...req.headers };
+      delete headers.host;
+      delete headers.connection;
+      const forward = http.request({ hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url,
+        headers }, (answer) => {
+        const body: Buffer[] = [];
+        answer.on("data", (c: Buffer) => body.push(c));
+        answer.on("end", () => {
+          if (r.action === "swallow") return; // the gateway acted; the client hears nothing
+          const out = { ...answer.headers };
+          delete out.connection;
+          delete out["transfer-encoding"];
+          res.writeHead(answer.statusCode ?? 502, out).end(Buffer.concat(body));
+        });
+      });
+      forward.on("error", () => req.socket.destroy());
+      forward.end(raw);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+function clientAt(url: string, options: { timeoutMs?: number; retry?: { attempts: number } } = {}): Client {
+  return new Client({ url, apiKey: process.env.FG_CONF_ADMIN_KEY!, owner: "node-tests", timeoutMs: 5000, ...options });
+}
+
+test("a write retried after its lease is known lost is not sent again", { skip }, async (t) => {
+  // A holds a lock with ttl 1 s and max_hold 1.5 s through a proxy that answers A's first three PATCHes
+  // with 503 and Retry-After: 1, so the write is retried at about 1, 2 and 3 s. The client knows the lease
+  // lost (max_hold_exceeded) at 1.5 s, and B takes the lock. The retries after that must not go out: the
+  // write rejects with OutcomeUnknownError (an earlier try may have been applied), its last error a
+  // LeaseLostError. Failed before the fix: the holder was checked once, before the first try; the fourth try
+  // went out after B had the lock, was applied with A's older fence, and the write resolved.
+  const { url, seen } = await faultProxy(t, ({ method }) =>
+    method === "PATCH" && seen.filter((r) => r.method === "PATCH").length < 3 ? "refuse503" : "forward");
+  const a = clientAt(url);
+  const direct = client(true);
+  t.after(() => {
+    a.close();
+    direct.close();
+  });
+  const name = unique("node:retrylost");
+  const key = unique("node-retrylost");
+  await direct.withLock(name, (lease) => lease.pg("invoices").insert({ id: key, status: "open" }), { ttlMs: 5000 });
+  const lease = await a.lock(name, { ttlMs: 1000, maxHoldMs: 1500, watch: false });
+  const write = lease.pg("invoices").patch(key, { status: "from A" }).then(() => "applied", (e: unknown) => e);
+  while (!lease.lost) await sleep(20);
+  assert.equal(lease.lostReason, "max_hold_exceeded");
+  const b = await direct.lock(name, { ttlMs: 10000, waitMs: 5000 });
+  t.after(() => b.release().catch(() => undefined));
+  const outcome = await write;
+  assert.ok(outcome instanceof OutcomeUnknownError && outcome.earlier instanceof BackendUnavailableError
+    && outcome.last instanceof LeaseLostError, `the write ended with ${outcome}`);
+  assert.equal(seen.filter((r) => r.method === "PATCH" && r.action === "forward").length, 0,
+    "a try went out after the lease was lost");
+  assert.equal((await direct.pg("invoices").get(key)).row?.status, "open");
 });
