@@ -11,7 +11,7 @@
  * renewal can move it, and the lease is lost ("max_hold_exceeded") when that validity runs out. A refusal
  * (410 lease_lost, 409 max_hold_exceeded, 401, 403, ...) ends the lease at once. No answer, or a 5xx, is
  * tried again after a short pause until the lease would have run out, counted from the moment the last
- * successful renewal was sent; then the lease is lost ("unrenewed").
+ * successful renewal (or the acquire, before any) was sent; then the lease is lost ("unrenewed").
  *
  * Watch: GET <status path>?watch=true&fence=N&wait_ms=W answers as soon as the lease ends ("released",
  * "expired", "revoked"), so the loss is known within a round trip instead of at the next renewal. A gateway

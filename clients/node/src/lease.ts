@@ -163,15 +163,18 @@ export class LostState {
   /**
    * Starts keeping the lease alive. start: performance.now() when the acquire was sent; an acquire whose
    * answer took over a third of the TTL (a long wait in the queue) is renewed once at once, and validity
-   * counts from that renewal and what it granted, so a fresh lease never looks nearly expired. That
-   * renewal is part of the acquire its caller awaits: it keeps the process alive, unlike the keeper's.
+   * counts from that renewal and what it granted, so a fresh lease never looks nearly expired. Only a
+   * renewal that succeeded moves the start: after a failed one (no answer, a 5xx) the lease is valid for
+   * the TTL from the acquire's sending, as the gateway counts it, and the keeper tries again. That renewal
+   * is part of the acquire its caller awaits: it keeps the process alive, unlike the keeper's.
    */
   async keep(transport: Transport, ttlMs: number, renew: RenewCall, watches: Watch[], start: number): Promise<void> {
     let grant: Grant | undefined;
     if (performance.now() - start > ttlMs / 3) {
-      start = performance.now();
+      const sent = performance.now();
       try {
         grant = await renew(transport.timeoutMs, undefined, false);
+        start = sent;
       } catch (e) {
         this.heard(e);
       }

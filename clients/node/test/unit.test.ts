@@ -292,6 +292,35 @@ test("a write refused after a try that may have been applied has an unknown outc
   assert.equal(lease.lostReason, "revoked");
 });
 
+const BUSY = `{"type":"/problems/backend_unavailable","status":503,"detail":"postgres: connection lost"}`;
+
+test("after a slow acquire, a failed first renewal leaves the lease valid for a TTL from the acquire", async (t) => {
+  // The acquire is answered after 1 s, over a third of the 2 s TTL, so the client renews at once; every
+  // renewal is answered 503. The gateway ends the lease a TTL after it granted it, so the client must count
+  // it lost (unrenewed) a TTL after the acquire was sent. Failed before the fix: validity counted from the
+  // failed renewal's sending, a second later; check() passed 2.4 s after the acquire was sent (lock and
+  // lock set alike).
+  const { client } = await canned(t, async ({ path }) => {
+    const grant = `{"lock":"x","token":"t","fence":7,"ttl_ms":2000,"expires_at_ms":1}`;
+    if (path.endsWith("/acquire")) {
+      await new Promise((r) => setTimeout(r, 1000));
+      return [200, path.startsWith("/v1/locksets/") ? `{"locks":[${grant}]}` : grant];
+    }
+    if (path.endsWith("/renew")) return [503, BUSY, { "Retry-After": "1" }];
+    return [200, `{"released":true}`];
+  });
+  const c = client({ retry: { attempts: 1 } });
+  const options = { ttlMs: 2000, waitMs: 5000, watch: false };
+  await Promise.all([() => c.lock("x", options), () => c.lockSet(["x"], options)].map(async (acquire) => {
+    const sent = performance.now();
+    const lease = await acquire();
+    t.after(() => lease.release().catch(() => undefined));
+    await new Promise((r) => setTimeout(r, sent + 2400 - performance.now()));
+    assert.throws(() => lease.check(), (e: unknown) => e instanceof LeaseLostError && e.reason === "unrenewed",
+      `still valid ${Math.round(performance.now() - sent)} ms after the acquire was sent`);
+  }));
+});
+
 test("a watch poll answered 429 is polled again after Retry-After", async (t) => {
   // The key's quota of parked waits and watches is full: 429 too_many_waiters with Retry-After. The next
   // poll reports the revoke. Broken variant caught: the watch stopped at the 429, as for a gateway without
