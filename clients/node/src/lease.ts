@@ -14,9 +14,9 @@
 
 import { randomBytes } from "node:crypto";
 
-import { LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
+import { FencegateError, LeaseLostError, MaxHoldExceededError, ProblemError, leaseLost } from "./errors.js";
 import { Grant, Keeper, RenewCall, Watch } from "./keeper.js";
-import { Call, NO_RETRY, Transport, segment } from "./transport.js";
+import { Call, NO_RETRY, RetryPolicy, Transport, segment } from "./transport.js";
 import { CallOptions, Holder, PgTable, RedisKeys } from "./writes.js";
 
 /** Options of an acquire; every member is optional. */
@@ -202,20 +202,35 @@ function acquireBody(body: Record<string, unknown>, waitMs: number | undefined):
 }
 
 /**
- * Sends an acquire of body to path and resolves to the gateway's answer. An acquire that signal aborts may
- * have been granted all the same, as its caller went: the gateway keeps a grant whose client hung up for a
- * retry of its request_id, holding the lock until the lease's TTL ends. The caller then gets the abort's
- * reason only once giveBack has asked for that grant and released it. A signal aborted before the call
- * sends nothing.
+ * The retries of a give-back after an acquire that failed on its own (not aborted): a few, within a
+ * couple of seconds beyond the tries' timeouts, since the caller waits for them.
+ */
+const GIVE_BACK_RETRY: RetryPolicy = { attempts: 3, budgetMs: 2000, backoffMs: 200, maxBackoffMs: 1000 };
+
+/**
+ * Sends an acquire of body to path and resolves to the gateway's answer. An acquire may have been granted
+ * without its caller hearing of it: the gateway keeps a grant whose client hung up for a retry of its
+ * request_id, holding the lock until the lease's TTL ends. So when signal aborts the acquire, or when it
+ * fails after a try that was sent and got no answer (its retries ran out), the caller gets the error only
+ * once giveBack has asked for that grant and released it; an error whose grant could not be given back
+ * (the gateway still does not answer) carries the request_id in leaseRequestId. An acquire all of whose
+ * tries were answered (refusals, 503s: Redis not reached, or no fence to issue) is not given back. A signal
+ * aborted before the call sends nothing.
  */
 async function acquireCall(transport: Transport, path: string, body: Record<string, unknown>, options: LeaseOptions,
   release: (answer: any) => Call): Promise<any> {
   options.signal?.throwIfAborted();
+  let unanswered = false;
   try {
     return (await transport.call({ method: "POST", path, effect: "idempotent", body: acquireBody(body, options.waitMs),
-      waitMs: gatewayWaitMs(options.waitMs), signal: options.signal })).body;
+      waitMs: gatewayWaitMs(options.waitMs), signal: options.signal, unanswered: () => { unanswered = true; } })).body;
   } catch (e) {
-    if (options.signal?.aborted) await giveBack(transport, path, body, release);
+    if (options.signal?.aborted) {
+      await giveBack(transport, path, body, release, NO_RETRY);
+    } else if (unanswered && !await giveBack(transport, path, body, release, GIVE_BACK_RETRY)
+      && e instanceof FencegateError) {
+      e.leaseRequestId = body.request_id as string;
+    }
     throw e;
   }
 }
@@ -223,18 +238,21 @@ async function acquireCall(transport: Transport, path: string, body: Record<stri
 /**
  * Asks once more for the acquire of body at path, under its request_id and without waiting (wait_ms 0),
  * and releases what that answers: the lease the gateway granted as the caller went, if it did. A refusal
- * (409 lock_busy: not granted, and the place kept for a retry passes its turn on by itself; 410: over) or
- * no answer leaves nothing to do. Each call is tried once, within the client's timeout, without the
- * caller's signal (aborted already).
+ * (409 lock_busy: not granted, and the place kept for a retry passes its turn on by itself; 410: over)
+ * leaves nothing to do. Each call is tried as retry allows, within the client's timeout, without the
+ * caller's signal (aborted already, if any). Resolves to true when nothing of this request is held any
+ * more: the grant released, or the gateway's refusal; false when a call got no answer or a 5xx.
  */
 async function giveBack(transport: Transport, path: string, body: Record<string, unknown>,
-  release: (answer: any) => Call): Promise<void> {
+  release: (answer: any) => Call, retry: RetryPolicy): Promise<boolean> {
   try {
     const answer = (await transport.call({ method: "POST", path, effect: "idempotent", body: { ...body, wait_ms: 0 },
-      retry: NO_RETRY })).body;
-    await transport.call({ ...release(answer), retry: NO_RETRY });
-  } catch {
-    // Not granted, over, or unreachable: no lease of this request holds anything the client could release.
+      retry })).body;
+    await transport.call({ ...release(answer), retry });
+    return true;
+  } catch (e) {
+    // A refusal: not granted, or over. Otherwise the grant may still hold.
+    return e instanceof ProblemError && e.status < 500;
   }
 }
 

@@ -95,6 +95,8 @@ export interface Call {
    * as an OutcomeUnknownError for a write after a try that may have been applied.
    */
   check?: () => void;
+  /** Told of each try that was sent and got no answer (it may have taken effect unheard). */
+  unanswered?: () => void;
 }
 
 /** A successful answer: the status and the parsed JSON body (undefined when empty), its fences bigints. */
@@ -217,6 +219,7 @@ export class Transport {
       }
       const result = await this.try(call);
       if (result.answer) return result.answer;
+      if (result.error instanceof UnreachableError && result.error.sent) call.unanswered?.();
       if (call.signal?.aborted) throw call.signal.reason;
       const pause = result.retryAfterS !== undefined
         ? result.retryAfterS * 1000

@@ -12,7 +12,7 @@ import { AddressInfo } from "node:net";
 import { TestContext, test } from "node:test";
 
 import { BackendUnavailableError, Client, ConflictError, Lease, LeaseLostError, LeaseOptions, NotFoundError,
-  OutcomeUnknownError, StaleFenceError } from "../src/index.js";
+  OutcomeUnknownError, StaleFenceError, UnreachableError } from "../src/index.js";
 
 const skip = process.env.FG_CONF_URL ? false : "FG_CONF_URL is not set: run through tests/conformance/driver.py";
 
@@ -349,4 +349,36 @@ test("a write retried after its lease is known lost is not sent again", { skip }
   assert.equal(seen.filter((r) => r.method === "PATCH" && r.action === "forward").length, 0,
     "a try went out after the lease was lost");
   assert.equal((await direct.pg("invoices").get(key)).row?.status, "open");
+});
+
+test("an acquire whose tries all went unanswered leaves no lease behind", { skip }, async (t) => {
+  // A proxy passes the first two acquires of a request_id on to the gateway, which grants the first, but
+  // never passes the answers back: the client's two tries time out. The client must ask for the grant again
+  // (same request_id, wait_ms 0, which this proxy answers) and release it before lock() rejects. When even
+  // that goes unanswered, the error carries the request_id, and an acquire with it gets that lease back.
+  // Failed before the fix: lock() rejected with UnreachableError and the lease nobody had held the lock for
+  // its whole TTL (held: true after the rejection); the error carried no request_id.
+  const { url, seen } = await faultProxy(t, ({ path, body }) => path.endsWith("/acquire")
+    && (seen.filter((r) => r.body?.request_id === body.request_id).length < 2 || body.request_id.endsWith("-nogiveback"))
+    ? "swallow" : "forward");
+  const a = clientAt(url, { timeoutMs: 500, retry: { attempts: 2 } });
+  const direct = client(true);
+  t.after(() => {
+    a.close();
+    direct.close();
+  });
+  const name = unique("node:orphan");
+  await assert.rejects(a.lock(name, { ttlMs: 20000, waitMs: 0 }),
+    (e: unknown) => e instanceof UnreachableError && e.sent && e.leaseRequestId === undefined);
+  assert.equal((await direct.lockStatus(name)).held, false, "the grant of the failed acquire holds the lock");
+
+  const requestId = unique("node-orphan") + "-nogiveback";
+  const error = await a.lock(name, { ttlMs: 20000, waitMs: 0, requestId }).then(() => undefined, (e: unknown) => e);
+  assert.ok(error instanceof UnreachableError && error.leaseRequestId === requestId, `rejected with ${error}`);
+  const held = await direct.lockStatus(name);
+  assert.equal(held.held, true, "the grant that could not be given back");
+  const lease = await direct.lock(name, { requestId: error.leaseRequestId!, waitMs: 0, watch: false });
+  assert.equal(lease.fence, held.fence, "an acquire with leaseRequestId got another lease");
+  await lease.release();
+  assert.equal((await direct.lockStatus(name)).held, false);
 });
