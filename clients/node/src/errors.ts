@@ -170,6 +170,17 @@ export class BackendUnavailableError extends ProblemError { override name = "Bac
 /** 500: internal, or config for a configuration the gateway cannot use; its log has the details. */
 export class InternalError extends ProblemError { override name = "InternalError"; }
 
+/**
+ * A 3xx answer, which the gateway's API never gives (a proxy in front of it, or a URL that names another
+ * service, does). The client follows no redirect: a write and its Fence-Token, or the API key, must not go
+ * to another address. Not retried. `code` is "http_" and the status (say "http_301"), not a gateway code.
+ */
+export class RedirectError extends ProblemError {
+  override name = "RedirectError";
+  /** The Location header of the answer, if any. */
+  location: string | undefined;
+}
+
 /** Problem code → error class (checked against the gateway's table, clients/conformance/codes.json). */
 export const PROBLEM_CLASSES: Readonly<Record<string, new (init: ProblemInit) => ProblemError>> = {
   invalid_json: InvalidJsonError,

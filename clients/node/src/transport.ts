@@ -19,13 +19,16 @@
  * with an OutcomeUnknownError, not with the refusal; so does one whose lease the client learns is lost
  * before a retry. Before each try of a write, its lease is checked again: a lease known lost sends nothing
  * more.
+ *
+ * Only a 2xx answer is a success: a 3xx is a RedirectError (never followed), a 4xx or 5xx a ProblemError.
  */
 
 import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 
-import { InvalidNameError, OutcomeUnknownError, ProblemError, UnreachableError, problemError } from "./errors.js";
+import { InvalidNameError, OutcomeUnknownError, ProblemError, RedirectError, UnreachableError, problemError }
+  from "./errors.js";
 import { parseJson, stringifyJson } from "./json.js";
 
 /** The client's version, the gateway's. */
@@ -287,8 +290,16 @@ export class Transport {
             }
           }
           const status = res.statusCode ?? 0;
-          if (status < 400) {
+          if (status >= 200 && status < 300) {
             settle({ answer: { status, body }, again: false });
+            return;
+          }
+          if (status >= 300 && status < 400) {
+            const redirect = new RedirectError({ status, code: `http_${status}`,
+              detail: `${op}: answered ${status} ${res.statusMessage ?? ""}, a redirect, which the client does not follow`
+                + (res.headers.location ? ` (Location: ${res.headers.location})` : "") });
+            redirect.location = res.headers.location;
+            settle({ error: redirect, again: false });
             return;
           }
           const ra = Number(res.headers["retry-after"]);

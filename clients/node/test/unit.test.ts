@@ -18,7 +18,7 @@ import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { BackendUnavailableError, Client, InvalidNameError, LeaseLostError, OutcomeUnknownError, PROBLEM_CLASSES,
-  ProblemError, StaleFenceError, UnreachableError, problemError } from "../src/index.js";
+  ProblemError, RedirectError, StaleFenceError, UnreachableError, problemError } from "../src/index.js";
 import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
@@ -293,6 +293,19 @@ test("a write refused after a try that may have been applied has an unknown outc
 });
 
 const BUSY = `{"type":"/problems/backend_unavailable","status":503,"detail":"postgres: connection lost"}`;
+
+test("a 3xx answer is a RedirectError, and is not followed", async (t) => {
+  // The gateway never redirects; something in front of it that does must not get the write (its
+  // Fence-Token) sent on, nor pass for its success. Failed before the fix: a PATCH answered 301 resolved to
+  // undefined (no error, nothing written), and so did a status call answered 307.
+  const { client, seen } = await canned(t, ({ method }) =>
+    [method === "GET" ? 307 : 301, "", { Location: "http://127.0.0.1:9/elsewhere" }]);
+  const c = client();
+  await assert.rejects(c.pg("t", "t").patch("1", { a: 1 }), (e: unknown) => e instanceof RedirectError
+    && e.status === 301 && e.code === "http_301" && e.location === "http://127.0.0.1:9/elsewhere" && /redirect/.test(e.message));
+  await assert.rejects(c.lockStatus("x"), (e: unknown) => e instanceof RedirectError && e.status === 307);
+  assert.equal(seen.length, 2, "a redirect was retried or followed");
+});
 
 test("after a slow acquire, a failed first renewal leaves the lease valid for a TTL from the acquire", async (t) => {
   // The acquire is answered after 1 s, over a third of the 2 s TTL, so the client renews at once; every
