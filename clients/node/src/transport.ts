@@ -17,8 +17,8 @@
  * to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote,
  * the lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write rejects
  * with an OutcomeUnknownError, not with the refusal; so does one whose lease the client learns is lost
- * before a retry. Before each try of a write, its lease is checked again: a lease known lost sends nothing
- * more.
+ * before a retry, and a write answered a 5xx and not retried. Before each try of a write, its lease is
+ * checked again: a lease known lost sends nothing more.
  *
  * Only a 2xx answer is a success: a 3xx is a RedirectError (never followed), a 4xx or 5xx a ProblemError.
  */
@@ -204,7 +204,9 @@ export class Transport {
   /**
    * Sends a call and returns its answer; throws a ProblemError subclass for an error answer, an
    * UnreachableError when none came, what call.check threw, or the signal's reason when it aborted, after
-   * the retries that the call's effect allows.
+   * the retries that the call's effect allows. For a write, a failure after a try that may have been
+   * applied, or a 5xx answer to its last try, is an OutcomeUnknownError instead (one with no answer at all
+   * says so itself: an UnreachableError, sent).
    */
   async call(call: Call): Promise<Answer> {
     const policy = call.retry ?? this.retry;
@@ -222,18 +224,19 @@ export class Transport {
       }
       const result = await this.try(call);
       if (result.answer) return result.answer;
-      if (result.error instanceof UnreachableError && result.error.sent) call.unanswered?.();
+      const error = result.error!;
+      if (error instanceof UnreachableError && error.sent) call.unanswered?.();
       if (call.signal?.aborted) throw call.signal.reason;
+      if (call.write && earlier === undefined && mayHaveApplied(error)) earlier = error;
       const pause = result.retryAfterS !== undefined
         ? result.retryAfterS * 1000
         : Math.min(policy.maxBackoffMs, policy.backoffMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
-      const error = result.error!;
       if (!result.again || attempt >= policy.attempts || waited + pause > policy.budgetMs) {
-        // A failure after a try that may have been applied leaves the outcome unknown, unless it says so itself.
+        // A write's last failure leaves its outcome unknown after a try that may have been applied, this
+        // one included (a 5xx), unless it says so itself.
         if (earlier === undefined || (error instanceof UnreachableError && error.sent)) throw error;
         throw new OutcomeUnknownError(op, earlier, error);
       }
-      if (call.write && earlier === undefined && mayHaveApplied(error)) earlier = error;
       await sleep(pause, call.signal);
       waited += pause;
     }

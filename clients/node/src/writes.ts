@@ -92,8 +92,8 @@ export interface BatchOp {
 
 /**
  * One configured Postgres table. Writes reject with StaleFenceError, LeaseLostError, InvalidFenceTokenError,
- * NotFoundError, ConflictError, ...; a refused write changes nothing. A write retried after a try that may
- * have been applied rejects with OutcomeUnknownError instead of a refusal.
+ * NotFoundError, ConflictError, ...; a refused write changes nothing. A write answered a 5xx, or retried
+ * after a try that may have been applied, rejects with OutcomeUnknownError instead.
  */
 export class PgTable {
   constructor(private readonly transport: Transport, readonly table: string, private readonly holder: Holder,

@@ -18,7 +18,7 @@ import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { BackendUnavailableError, Client, InvalidNameError, LeaseLostError, OutcomeUnknownError, PROBLEM_CLASSES,
-  ProblemError, RedirectError, StaleFenceError, UnreachableError, problemError } from "../src/index.js";
+  ProblemError, RedirectError, StaleFenceError, UnreachableError, WriteResult, problemError } from "../src/index.js";
 import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
@@ -293,6 +293,27 @@ test("a write refused after a try that may have been applied has an unknown outc
 });
 
 const BUSY = `{"type":"/problems/backend_unavailable","status":503,"detail":"postgres: connection lost"}`;
+
+test("a write answered a 5xx and not retried has an unknown outcome; a read's 503 stays a refusal", async (t) => {
+  // The gateway answers 503 also when its connection to a backend failed during the commit, so one 503 to
+  // an insert, a delete or a batch with them (sent once) may have been applied, as may a PATCH's 503 when
+  // no retry is left. Failed before the fix: each rejected with a BackendUnavailableError, a refusal that
+  // the docs say changes nothing.
+  const { client, seen } = await canned(t, () => [503, BUSY, { "Retry-After": "0" }]);
+  const c = client({ retry: { attempts: 1 } });
+  const table = c.pg("t", "t");
+  const writes: [string, () => Promise<WriteResult>][] = [["insert", () => table.insert({ id: "1" })],
+    ["delete", () => table.delete("1")], ["patch", () => table.patch("1", { a: 1 })],
+    ["batch", () => table.batch([{ op: "post", row: { id: "1" } }, { op: "patch", key: "2", set: { a: 1 } }])],
+    ["redis delete", () => c.redis("t").delete("app:x")]];
+  for (const [what, write] of writes) {
+    await assert.rejects(write(), (e: unknown) => e instanceof OutcomeUnknownError && e.sent
+      && e.last instanceof BackendUnavailableError && e.earlier === e.last && /outcome unknown/.test(e.message), what);
+  }
+  assert.equal(seen.length, writes.length, "a write was sent more than once");
+  await assert.rejects(c.pg("t").get("1"), (e: unknown) => e instanceof BackendUnavailableError);
+  await assert.rejects(c.lock("x", { renew: false }), (e: unknown) => e instanceof BackendUnavailableError);
+});
 
 test("a 3xx answer is a RedirectError, and is not followed", async (t) => {
   // The gateway never redirects; something in front of it that does must not get the write (its
