@@ -31,7 +31,7 @@ export class UnreachableError extends FencegateError {
  * A fenced write whose effect is unknown: a try that may have been applied (it got no answer, or a 5xx: the
  * gateway's own commit may have been lost), `earlier`, was followed by a failure that says nothing of it,
  * `last`: a refusal of a retry (a StaleFenceError because a newer fence wrote meanwhile, a LeaseLostError,
- * ...), the lease known lost before a retry, or, for a write that is not
+ * ...), the lease known lost before a retry, the caller's signal aborting, or, for a write that is not
  * retried (an insert, a delete, a batch with them), that 5xx itself (then `last` is `earlier`). Read the
  * resource to find out. (A retry of an applied write is not refused for it: the gateway takes a fence equal
  * to the stored one.) An UnreachableError with `sent` true, since it means the same: the effect is unknown.

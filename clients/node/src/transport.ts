@@ -17,8 +17,8 @@
  * to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote,
  * the lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write rejects
  * with an OutcomeUnknownError, not with the refusal; so does one whose lease the client learns is lost
- * before a retry, and a write answered a 5xx and not retried. Before each try of a write, its lease is
- * checked again: a lease known lost sends nothing more.
+ * before a retry, or whose signal aborts, after such a try, and a write answered a 5xx and not retried.
+ * Before each try of a write, its lease is checked again: a lease known lost sends nothing more.
  *
  * Only a 2xx answer is a success: a 3xx is a RedirectError (never followed), a 4xx or 5xx a ProblemError.
  */
@@ -155,7 +155,7 @@ function mayHaveApplied(error: Error): boolean {
   return (error instanceof UnreachableError && error.sent) || (error instanceof ProblemError && error.status >= 500);
 }
 
-/** What ended a call (a lease check's error) as an Error, the last of an OutcomeUnknownError. */
+/** What ended a call (a lease check's error, an abort's reason) as an Error, the last of an OutcomeUnknownError. */
 function asError(value: unknown): Error {
   return value instanceof Error ? value : new Error(String(value));
 }
@@ -204,7 +204,7 @@ export class Transport {
   /**
    * Sends a call and returns its answer; throws a ProblemError subclass for an error answer, an
    * UnreachableError when none came, what call.check threw, or the signal's reason when it aborted, after
-   * the retries that the call's effect allows. For a write, a failure after a try that may have been
+   * the retries that the call's effect allows. For a write, any of these after a try that may have been
    * applied, or a 5xx answer to its last try, is an OutcomeUnknownError instead (one with no answer at all
    * says so itself: an UnreachableError, sent).
    */
@@ -226,8 +226,8 @@ export class Transport {
       if (result.answer) return result.answer;
       const error = result.error!;
       if (error instanceof UnreachableError && error.sent) call.unanswered?.();
-      if (call.signal?.aborted) throw call.signal.reason;
       if (call.write && earlier === undefined && mayHaveApplied(error)) earlier = error;
+      if (call.signal?.aborted) throw unknownAfter(call.signal.reason);
       const pause = result.retryAfterS !== undefined
         ? result.retryAfterS * 1000
         : Math.min(policy.maxBackoffMs, policy.backoffMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
@@ -237,7 +237,11 @@ export class Transport {
         if (earlier === undefined || (error instanceof UnreachableError && error.sent)) throw error;
         throw new OutcomeUnknownError(op, earlier, error);
       }
-      await sleep(pause, call.signal);
+      try {
+        await sleep(pause, call.signal);
+      } catch (e) {
+        throw unknownAfter(e);
+      }
       waited += pause;
     }
   }

@@ -328,6 +328,36 @@ test("a 3xx answer is a RedirectError, and is not followed", async (t) => {
   assert.equal(seen.length, 2, "a redirect was retried or followed");
 });
 
+test("a write whose signal aborts after a try that may have been applied has an unknown outcome", async (t) => {
+  // The first try of each PATCH is answered 503 (the gateway's commit may have been lost). "pause": its
+  // Retry-After is 5 s, and the caller aborts during the pause; "inflight": the retry is sent and gets no
+  // answer before the abort. Failed before the fix: both rejected with the abort's reason, as if nothing had
+  // been sent (with lease.signal, a LeaseLostError of status 0). A write aborted before any try was sent
+  // still rejects with the reason.
+  const tries: Record<string, number> = {};
+  const { client, seen } = await canned(t, async ({ path }) => {
+    const key = path.slice(path.lastIndexOf("/") + 1);
+    tries[key] = (tries[key] ?? 0) + 1;
+    if (tries[key] === 1) return [503, BUSY, { "Retry-After": key === "pause" ? "5" : "0" }];
+    await new Promise(() => undefined); // never answered; the test's end closes the connection
+    return [200, ""];
+  });
+  const c = client();
+  const reason = new Error("the caller gave up");
+  for (const key of ["pause", "inflight"]) {
+    const controller = new AbortController();
+    const write = c.pg("t", "t").patch(key, { a: 1 }, { signal: controller.signal });
+    await until(`try ${key === "pause" ? 1 : 2} of ${key}`, () => tries[key] === (key === "pause" ? 1 : 2));
+    controller.abort(reason);
+    await assert.rejects(write, (e: unknown) => e instanceof OutcomeUnknownError && e.last === reason
+      && e.earlier instanceof BackendUnavailableError, key);
+  }
+  const count = seen.length;
+  await assert.rejects(c.pg("t", "t").patch("none", { a: 1 }, { signal: AbortSignal.abort(reason) }),
+    (e: unknown) => e === reason);
+  assert.equal(seen.length, count);
+});
+
 test("after a slow acquire, a failed first renewal leaves the lease valid for a TTL from the acquire", async (t) => {
   // The acquire is answered after 1 s, over a third of the 2 s TTL, so the client renews at once; every
   // renewal is answered 503. The gateway ends the lease a TTL after it granted it, so the client must count
