@@ -79,8 +79,9 @@ CONTROL_PATH = "/_proxy/requests"
 # with this method and path came before) -> "forward", "drop" (forward, then close without answering),
 # "refuse503" (answer 503 backend_unavailable with Retry-After, not forwarding) or "close_after"
 # (forward and answer, then close the connection although the answer promised keep-alive), "stall"
-# (wait stall_s seconds, then forward) or "late" (forward, then wait stall_s seconds before answering: the
-# gateway has answered, the client has not heard it yet).
+# (wait stall_s seconds, then forward), "late" (forward, then wait stall_s seconds before answering: the
+# gateway has answered, the client has not heard it yet) or "redirect" (answer 301 with a Location naming
+# the same path on the proxy, not forwarding).
 Rule = Callable[[str, str, Any, int], str]
 
 
@@ -143,6 +144,9 @@ class FaultProxy:
                 action = proxy.rule(self.command, self.path, body, seen)
                 if action == "stall":
                     time.sleep(proxy.stall_s)
+                if action == "redirect":
+                    self._answer(301, {"Location": f"{proxy.url}{self.path}"}, b"")
+                    return
                 if action == "refuse503":
                     self._answer(503, {"Content-Type": "application/problem+json",
                                        "Retry-After": str(proxy.retry_after)},

@@ -195,6 +195,34 @@ class RetryTest(unittest.TestCase):
         self.assertIsInstance(asyncio.run(patch()).last, fencegate.StaleFence)
         self.assertEqual(self.direct.pg("invoices").get(key)["row"]["status"], "first")
 
+    def test_a_redirect_is_an_error(self):
+        """A 301 to a fenced PATCH and to a read raises UnexpectedStatus naming the status and the Location,
+        after one try, and the row is unchanged; in the asyncio client too. Failed before the fix: the
+        PATCH returned None and the read the empty body, as if both had succeeded."""
+        key = unique("redirect")
+        psql("INSERT INTO public.invoices (id, note) VALUES (:'k', 'before')", {"k": key})
+        proxy, client = self.via(lambda m, p, b, seen: "redirect" if "/v1/pg/" in p else "forward")
+        with self.direct.lock(unique("redirect")) as lease:
+            for call in (lambda: client.pg("invoices", token=lease.token).patch(key, note="after"),
+                         lambda: client.pg("invoices").get(key)):
+                with self.assertRaises(fencegate.UnexpectedStatus) as caught:
+                    call()
+                self.assertEqual((caught.exception.status, caught.exception.code), (301, "http_301"))
+                self.assertEqual(caught.exception.location, f"{proxy.url}/v1/pg/invoices/{key}")
+
+            async def patch():
+                aio = fencegate.AsyncClient(proxy.url)
+                try:
+                    with self.assertRaises(fencegate.UnexpectedStatus) as caught:
+                        await aio.pg("invoices", token=lease.token).patch(key, note="after")
+                    return caught.exception.status
+                finally:
+                    await aio.close()
+
+            self.assertEqual(asyncio.run(patch()), 301)
+        self.assertEqual(len(proxy.seen("PATCH", "/v1/pg/")), 2)
+        self.assertEqual(self.direct.pg("invoices").get(key)["row"]["note"], "before")
+
     def test_refused_connection_is_retried_even_for_inserts(self):
         """A connection the gateway's address refused never carried the request: even an insert is sent
         again once something listens."""

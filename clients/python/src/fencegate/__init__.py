@@ -33,7 +33,8 @@ from .client import Audit, Client
 from .errors import (PROBLEM_CLASSES, BackendUnavailable, BodyTooLarge, Conflict, FencegateError, Forbidden,
                      GatewayUnreachable, InternalError, InvalidFenceToken, InvalidField, InvalidJson, InvalidName,
                      LeaseLost, LimitMismatch, LockBusy, MaxHoldExceeded, MethodNotAllowed, MisdirectedRequest, NotFound,
-                     OutcomeUnknown, ProblemError, StaleFence, TooManyWaiters, Unauthorized, UnsupportedMediaType)
+                     OutcomeUnknown, ProblemError, StaleFence, TooManyWaiters, Unauthorized, UnexpectedStatus,
+                     UnsupportedMediaType)
 from .lease import Lease, LockSet, LockSetMember
 from .transport import Effect, RetryPolicy
 from .writes import PgTable, RedisKeys
@@ -49,5 +50,5 @@ __all__ = [
     "MaxHoldExceeded", "MethodNotAllowed", "MisdirectedRequest", "NotFound", "OutcomeUnknown", "PROBLEM_CLASSES",
     "PgTable",
     "ProblemError", "RedisKeys", "RetryPolicy", "StaleFence", "TooManyWaiters", "Unauthorized",
-    "UnsupportedMediaType",
+    "UnexpectedStatus", "UnsupportedMediaType",
 ]

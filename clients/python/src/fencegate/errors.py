@@ -4,7 +4,8 @@
 Every error the gateway answers is an RFC 9457 problem (``{"type": "/problems/<code>", ...}``); the
 client raises the class that :data:`PROBLEM_CLASSES` maps that code to, carrying the status, the
 title, the detail, the extra members (``presented_fence``, ``waiting``, ...) and the gateway's
-``X-Request-Id``. A code this version does not know raises the plain :class:`ProblemError`.
+``X-Request-Id``. A code this version does not know raises the plain :class:`ProblemError`, and a
+status the gateway never answers (a redirect, say) :class:`UnexpectedStatus`.
 
 When no answer came at all (connection refused, reset, timed out) the client raises
 :class:`GatewayUnreachable`; a fenced write whose earlier try may have been applied and whose last try
@@ -194,6 +195,19 @@ class TooManyWaiters(ProblemError):
 
 class BackendUnavailable(ProblemError):
     """503: Redis or Postgres is unreachable; ``retry_after`` says when to try again."""
+
+
+class UnexpectedStatus(ProblemError):
+    """An answer with a status the gateway never gives: a 3xx (a redirect, from a proxy in between or a URL
+    that points elsewhere), a 1xx, or one past 599. Nothing was done for the call where it was answered, and
+    the client follows no redirect: the Fence-Token and the API key would go to another address, and a
+    write redirected as a GET would read as done. ``code`` is ``http_<status>``; ``location`` the target
+    a redirect named (None without one)."""
+
+    def __init__(self, status: int, location: Optional[str] = None, request_id: Optional[str] = None) -> None:
+        super().__init__(status, f"http_{status}", detail=f"the gateway never answers {status}; the client "
+                         "follows no redirect", title="Unexpected status", request_id=request_id)
+        self.location = location
 
 
 class InternalError(ProblemError):

@@ -42,7 +42,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .errors import GatewayUnreachable, OutcomeUnknown, ProblemError, problem_error
+from .errors import GatewayUnreachable, OutcomeUnknown, ProblemError, UnexpectedStatus, problem_error
 
 USER_AGENT = "fencegate-python/0.1.0"
 
@@ -299,10 +299,13 @@ def encode(body: Any) -> Optional[bytes]:
 
 def judge(status: int, headers: Dict[str, str], raw: bytes, effect: Effect) -> Tuple[Answer, Optional[ProblemError],
                                                                                       bool, Optional[float]]:
-    """Reads one answer: (answer, error or None, whether a retry is allowed, Retry-After seconds)."""
+    """Reads one answer: (answer, error or None, whether a retry is allowed, Retry-After seconds). Only a
+    2xx is a success: a 3xx or another status the gateway never gives raises UnexpectedStatus."""
     answer = Answer(status, headers, _parse(headers, raw))
-    if status < 400:
+    if 200 <= status < 300:
         return answer, None, False, None
+    if not 400 <= status < 600:  # a redirect or a status of no one's protocol: never a success
+        return answer, UnexpectedStatus(status, headers.get("location"), headers.get("x-request-id")), False, None
     retry_after = _retry_after(headers)
     error = problem_error(status, answer.body, headers.get("x-request-id"), retry_after)
     return answer, error, status == 503 and effect is not Effect.ONCE, retry_after
