@@ -80,8 +80,9 @@ CONTROL_PATH = "/_proxy/requests"
 # "refuse503" (answer 503 backend_unavailable with Retry-After, not forwarding) or "close_after"
 # (forward and answer, then close the connection although the answer promised keep-alive), "stall"
 # (wait stall_s seconds, then forward), "late" (forward, then wait stall_s seconds before answering: the
-# gateway has answered, the client has not heard it yet) or "redirect" (answer 301 with a Location naming
-# the same path on the proxy, not forwarding).
+# gateway has answered, the client has not heard it yet), "redirect" (answer 301 with a Location naming
+# the same path on the proxy, not forwarding) or "forward503" (forward, then answer 503 backend_unavailable
+# in place of the gateway's answer, as a gateway whose backend failed after the commit would).
 Rule = Callable[[str, str, Any, int], str]
 
 
@@ -148,20 +149,25 @@ class FaultProxy:
                     self._answer(301, {"Location": f"{proxy.url}{self.path}"}, b"")
                     return
                 if action == "refuse503":
-                    self._answer(503, {"Content-Type": "application/problem+json",
-                                       "Retry-After": str(proxy.retry_after)},
-                                 json.dumps({"type": "/problems/backend_unavailable", "title": "injected",
-                                             "status": 503, "detail": "injected by the test proxy"}).encode())
+                    self._refuse503()
                     return
                 status, headers, data = proxy._forward(self.command, self.path, dict(self.headers), raw)
                 if action == "drop":
                     self.close_connection = True
+                    return
+                if action == "forward503":
+                    self._refuse503()
                     return
                 if action == "late":
                     time.sleep(proxy.stall_s)
                 self._answer(status, headers, data)
                 if action == "close_after":
                     self.close_connection = True
+
+            def _refuse503(self) -> None:
+                self._answer(503, {"Content-Type": "application/problem+json", "Retry-After": str(proxy.retry_after)},
+                             json.dumps({"type": "/problems/backend_unavailable", "title": "injected",
+                                         "status": 503, "detail": "injected by the test proxy"}).encode())
 
             def _answer(self, status: int, headers: Dict[str, str], data: bytes) -> None:
                 self.send_response(status)

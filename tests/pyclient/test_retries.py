@@ -82,8 +82,8 @@ class RetryTest(unittest.TestCase):
 
     def test_calls_that_could_mislead_are_not_retried_once_sent(self):
         """Insert, delete and a batch with an insert whose replies are lost raise GatewayUnreachable
-        (sent=True) after one try, and a 503 to an insert is raised at once. (Caught: inserts marked
-        idempotent; the retry answered Conflict for the row the first try inserted.)"""
+        (sent=True) after one try, and a 503 to an insert is raised at once (as OutcomeUnknown). (Caught:
+        inserts marked idempotent; the retry answered Conflict for the row the first try inserted.)"""
         key = unique("once")
         proxy, client = self.via(first("POST", "/v1/pg/", "drop", times=2))
         with self.direct.lock(unique("once")) as lease:
@@ -102,9 +102,56 @@ class RetryTest(unittest.TestCase):
                 table.delete(key)
             self.assertEqual((len(proxy.seen("DELETE", "/v1/pg/")), rows(key)), (1, 0))
             proxy.rule = first("POST", "/v1/pg/", "refuse503", times=100)
-            with self.assertRaises(fencegate.BackendUnavailable):
+            with self.assertRaises(fencegate.OutcomeUnknown):
                 table.insert(id=key)
             self.assertEqual(len(proxy.seen("POST", "/v1/pg/invoices")), 2)
+
+    def test_a_write_answered_5xx_has_an_unknown_outcome(self):
+        """The gateway answers 503 when its backend fails, also after the commit: here the proxy forwards
+        each write and answers 503 in place of the gateway's answer. An insert, a delete, a batch with an
+        insert and a Redis delete (sent once) and a PATCH whose one try is all the policy allows raise
+        OutcomeUnknown (sent, with the 503 as earlier and last), never BackendUnavailable, which says that
+        nothing changed, though each was applied; in the asyncio client too. A read answered 503 still
+        raises BackendUnavailable. Failed before the fix: the insert raised BackendUnavailable."""
+        key = unique("ambiguous")
+        proxy, client = self.via(lambda m, p, b, seen: "forward503" if m != "GET" and "/v1/pg/" in p or
+                                 m == "DELETE" else "forward", retry=fencegate.RetryPolicy(attempts=1))
+        with self.direct.lock(unique("ambiguous")) as lease:
+            table, keys = client.pg("invoices", token=lease.token), client.redis(token=lease.token)
+            self.direct.redis(token=lease.token).put("app:" + key, "v")
+
+            def redis_gone() -> bool:
+                with self.assertRaises(fencegate.NotFound):
+                    self.direct.redis().get("app:" + key)
+                return True
+            writes = [(lambda: table.insert(id=key), lambda: rows(key) == 1),
+                      (lambda: table.patch(key, note="patched"),
+                       lambda: self.direct.pg("invoices").get(key)["row"]["note"] == "patched"),
+                      (lambda: table.batch([{"op": "post", "row": {"id": key + "-b"}}]), lambda: rows(key + "-b") == 1),
+                      (lambda: table.delete(key), lambda: rows(key) == 0),
+                      (lambda: keys.delete("app:" + key), redis_gone)]
+            for i, (write, applied) in enumerate(writes):
+                with self.assertRaises(fencegate.OutcomeUnknown, msg=i) as caught:
+                    write()
+                self.assertTrue(caught.exception.sent)
+                self.assertIsInstance(caught.exception.last, fencegate.BackendUnavailable)
+                self.assertIs(caught.exception.earlier, caught.exception.last)
+                self.assertTrue(applied(), i)
+            self.assertEqual(len(proxy.requests), len(writes))
+
+            async def insert():
+                aio = fencegate.AsyncClient(proxy.url, retry=fencegate.RetryPolicy(attempts=1))
+                try:
+                    with self.assertRaises(fencegate.OutcomeUnknown):
+                        await aio.pg("invoices", token=lease.token).insert(id=key + "-c")
+                finally:
+                    await aio.close()
+
+            asyncio.run(insert())
+            self.assertEqual(rows(key + "-c"), 1)
+        proxy.rule = lambda m, p, b, seen: "refuse503"
+        with self.assertRaises(fencegate.BackendUnavailable):
+            client.pg("invoices").get(key)
 
     def test_idempotent_writes_renew_and_release_are_retried(self):
         """PATCH, PUT, renew and release whose replies are lost are sent again and succeed."""

@@ -8,9 +8,9 @@ title, the detail, the extra members (``presented_fence``, ``waiting``, ...) and
 status the gateway never answers (a redirect, say) :class:`UnexpectedStatus`.
 
 When no answer came at all (connection refused, reset, timed out) the client raises
-:class:`GatewayUnreachable`; a fenced write whose earlier try may have been applied and whose last try
-failed raises :class:`OutcomeUnknown`, one of them. :class:`LeaseLost` is also raised by the client itself, without asking the
-gateway, when it already knows that a lease has ended.
+:class:`GatewayUnreachable`; a fenced write that may have been applied (a try of it got no answer or a
+5xx) and whose last try failed raises :class:`OutcomeUnknown`, one of them. :class:`LeaseLost` is also
+raised by the client itself, without asking the gateway, when it already knows that a lease has ended.
 """
 
 from __future__ import annotations
@@ -35,18 +35,24 @@ class GatewayUnreachable(FencegateError, ConnectionError):
 
 
 class OutcomeUnknown(GatewayUnreachable):
-    """A fenced write (PUT, PATCH, a batch of them) was sent again after a try that may have been applied
-    (it got no answer, or a 5xx: the gateway's own commit may have been lost), and the last try failed too.
+    """A fenced write may have been applied, but no answer says so: a try was answered with a 5xx (the
+    gateway's own commit may have been lost), or the write was sent again after a try that may have been
+    applied (it got no answer, or a 5xx) and the last try failed too.
 
-    ``last`` (a StaleFence because a newer fence wrote meanwhile, a LeaseLost, ...) speaks for that try
-    alone, so whether the write took effect is unknown: read the resource to find out. ``earlier`` is the
-    earlier try's failure. (A retry of an applied write is not refused for it: the gateway takes a fence
-    equal to the stored one.) A GatewayUnreachable with ``sent`` True, since it means the same.
+    ``last`` (a BackendUnavailable; a StaleFence because a newer fence wrote meanwhile, a LeaseLost, ...)
+    speaks for the last try alone, so whether the write took effect is unknown: read the resource to find
+    out. ``earlier`` is the failure of the first try that may have been applied (``last`` itself when that
+    was the only one). (A retry of an applied write is not refused for it: the gateway takes a fence equal
+    to the stored one.) A GatewayUnreachable with ``sent`` True, since it means the same.
     """
 
     def __init__(self, op: str, earlier: Exception, last: Exception) -> None:
-        super().__init__(f"{op}: outcome unknown: an earlier try may have been applied ({earlier}); "
-                         f"the last one failed: {last}", sent=True)
+        if earlier is last:
+            message = f"{op}: outcome unknown: it may have been applied ({last})"
+        else:
+            message = (f"{op}: outcome unknown: an earlier try may have been applied ({earlier}); "
+                       f"the last one failed: {last}")
+        super().__init__(message, sent=True)
         self.earlier = earlier
         self.last = last
 
@@ -194,7 +200,8 @@ class TooManyWaiters(ProblemError):
 
 
 class BackendUnavailable(ProblemError):
-    """503: Redis or Postgres is unreachable; ``retry_after`` says when to try again."""
+    """503: Redis or Postgres is unreachable; ``retry_after`` says when to try again. A fenced write
+    answered so raises OutcomeUnknown instead, with this as its ``last``: it may have been applied."""
 
 
 class UnexpectedStatus(ProblemError):

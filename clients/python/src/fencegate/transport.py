@@ -16,11 +16,13 @@ once. Every call says so through its :class:`Effect`:
   certainly never reached the gateway (the connection was refused); otherwise the error is raised and
   the outcome is unknown to the caller.
 
-A fenced write sent again after a try that may have been applied (it got no answer, or a 5xx: the
-gateway's own commit may have been lost) is answered for the retry alone: the gateway takes a fence equal
-to the stored one, so a retry of an applied write is applied again, but a refusal (a newer fence wrote, the
-lease was revoked meanwhile) does not say that the earlier try changed nothing. Such a write raises
-:class:`~fencegate.errors.OutcomeUnknown`, not the refusal.
+A fenced write answered with a 5xx may have been applied: the gateway answers 503 when its connection to
+a backend failed, also during the commit. It raises :class:`~fencegate.errors.OutcomeUnknown`, not the
+refusal (:class:`~fencegate.errors.BackendUnavailable` would say that nothing changed), whether or not
+its effect allows a retry. A write sent again after a try that may have been applied (it got no answer,
+or a 5xx) is answered for the retry alone: the gateway takes a fence equal to the stored one, so a retry
+of an applied write is applied again, but a refusal (a newer fence wrote, the lease was revoked meanwhile)
+does not say that the earlier try changed nothing. Such a write raises OutcomeUnknown too.
 
 An idle keep-alive connection that the gateway closed is noticed before it is used, so such a close
 never turns into an ambiguous failure.
@@ -327,34 +329,34 @@ class Attempts:
         self.attempt = 0
         self.waited = 0.0
         self._error: Exception = GatewayUnreachable("no try yet")
-        self._earlier: Optional[Exception] = None
+        self._applied: Optional[Exception] = None  # a write's first failed try that may have been applied
         self._again = False
         self._retry_after: Optional[float] = None
 
-    def _next(self) -> None:
-        """A try's outcome comes in: the one before it, if it failed and may have been applied, is kept."""
-        if self.write and self.attempt > 0 and self._earlier is None and _may_have_applied(self._error):
-            self._earlier = self._error
-        self.attempt += 1
+    def _failed(self, error: Exception, again: bool, retry_after: Optional[float]) -> None:
+        """A try failed with error; a write's first such failure that may have been applied is kept."""
+        self._error, self._again, self._retry_after = error, again, retry_after
+        if self.write and self._applied is None and _may_have_applied(error):
+            self._applied = error
 
     def answered(self, status: int, headers: Dict[str, str], raw: bytes) -> Optional[Answer]:
         """The answer of a try that got one, or None for an error answer (then ask :meth:`pause`)."""
-        self._next()
-        answer, problem, self._again, self._retry_after = judge(status, headers, raw, self.effect)
+        self.attempt += 1
+        answer, problem, again, retry_after = judge(status, headers, raw, self.effect)
         if problem is None:
             return answer
-        self._error = problem
+        self._failed(problem, again, retry_after)
         return None
 
     def not_sent(self, error: "_NotSent") -> None:
         """A try whose request never left this process (retried when ``error.again``)."""
-        self._next()
-        self._error, self._again, self._retry_after = GatewayUnreachable(str(error), sent=False), error.again, None
+        self.attempt += 1
+        self._failed(GatewayUnreachable(str(error), sent=False), error.again, None)
 
     def no_answer(self, message: str) -> None:
         """A try that may have reached the gateway but got no answer: retried unless the call is ONCE."""
-        self._next()
-        self._error, self._again, self._retry_after = GatewayUnreachable(message), self.effect is not Effect.ONCE, None
+        self.attempt += 1
+        self._failed(GatewayUnreachable(message), self.effect is not Effect.ONCE, None)
 
     def pause(self) -> float:
         """Seconds to wait before the next try; raises the last try's error when there is to be none."""
@@ -365,12 +367,13 @@ class Attempts:
         return pause
 
     def _final(self) -> Exception:
-        """The error of the call: the last try's, or OutcomeUnknown when an earlier try may have been applied
-        and the last one's error does not say by itself that the outcome is unknown."""
+        """The error of the call: the last try's, or OutcomeUnknown when a try of a write may have been
+        applied (the last one too: a 5xx) and the last one's error does not say by itself that the outcome
+        is unknown."""
         error = self._error
-        if self._earlier is None or (isinstance(error, GatewayUnreachable) and error.sent):
+        if self._applied is None or (isinstance(error, GatewayUnreachable) and error.sent):
             return error
-        return OutcomeUnknown(self.op, self._earlier, error)
+        return OutcomeUnknown(self.op, self._applied, error)
 
 
 def _may_have_applied(error: Exception) -> bool:

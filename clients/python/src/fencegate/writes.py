@@ -109,8 +109,8 @@ class PgTable(Generic[R]):
 
     Writes answer the gateway's ``{"applied": true, "resource", "fence", "row"}`` (``row`` as it is
     after the write; None after a delete) and raise StaleFence, LeaseLost, InvalidFenceToken, NotFound,
-    Conflict, ... when refused. A refused write changes nothing. A write retried after a try that may have
-    been applied raises OutcomeUnknown instead of a refusal. Through :meth:`return_minimal`, an
+    Conflict, ... when refused. A refused write changes nothing. A write answered with a 5xx, or retried
+    after a try that may have been applied, raises OutcomeUnknown instead. Through :meth:`return_minimal`, an
     applied write answers ``{"applied": True, "minimal": True}`` instead.
     """
 
