@@ -334,6 +334,30 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
                 await getattr(lease, call)()
             self.assertEqual((caught.exception.reason, lease.lost_reason), ("revoked", "revoked"), call)
 
+    async def test_a_write_is_not_retried_once_its_lease_is_lost(self):
+        """As the thread client's test of the same name, through a Redis put: the proxy answers its first
+        three tries 503 with Retry-After: 1 while the lease (TTL 1 s, max_hold 1.5 s) runs out; no later try
+        goes out, the put raises OutcomeUnknown with the LeaseLost as its last, and the key stays unwritten.
+        Failed before the fix: the fourth try went out about 3 s in, after the gateway had ended the lease,
+        and was applied (the put succeeded)."""
+        key = "app:" + unique("aio-retry-lost")
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "refuse503" if method == "PUT" and seen < 3 else "forward")
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=5, budget_s=10))
+        try:
+            with self.assertRaises(fencegate.LeaseLost):  # leaving: the lease was lost inside
+                async with client.lock(unique("aio-retry-lost"), ttl_ms=1000, max_hold_ms=1500, watch=False) as lease:
+                    with self.assertRaises(fencegate.OutcomeUnknown) as caught:
+                        await lease.redis.put(key, "after")
+                    self.assertIsInstance(caught.exception.last, fencegate.LeaseLost)
+                    self.assertTrue(lease.lost.is_set())
+        finally:
+            await client.close()
+        self.assertLessEqual(len(proxy.seen("PUT", "/v1/redis/")), 3)
+        with self.assertRaises(fencegate.NotFound):
+            await self.client.redis().get(key)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -267,6 +267,46 @@ class LeaseTest(unittest.TestCase):
         self.assertEqual(waiter.expires_at_ms, granted["acquire"]["expires_at_ms"])
         waiter.release()
 
+    def test_a_write_is_not_retried_once_its_lease_is_lost(self):
+        """The proxy answers a PATCH's first three tries 503 with Retry-After: 1 and forwards the rest, while
+        the lease (TTL 1 s, max_hold 1.5 s) runs out after the first or second try: the client knows it is
+        lost, so no later try goes out, and the PATCH raises OutcomeUnknown (a refused try may have been
+        applied) with the LeaseLost as its last; the row keeps its note. Failed before the fix: the token
+        was checked only before the first try, and the fourth, about 3 s in, went out with the old fence
+        and was applied (the PATCH succeeded) after the gateway had ended the lease. A lease released
+        meanwhile alike, and its release is no loss: the client's own LeaseLost is not taken for the
+        gateway's."""
+        key = unique("inv")
+        insert_invoice(key, "before")
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "refuse503" if method == "PATCH" and seen < 3 else "forward")
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url, owner="pytest", retry=fencegate.RetryPolicy(attempts=5, budget_s=10))
+        self.addCleanup(client.close)
+        with self.assertRaises(fencegate.LeaseLost):  # leaving: the lease was lost inside
+            with client.lock(unique("retry-lost"), ttl_ms=1000, max_hold_ms=1500, watch=False) as lease:
+                with self.assertRaises(fencegate.OutcomeUnknown) as caught:
+                    lease.pg("invoices").patch(key, note="after")
+                self.assertIsInstance(caught.exception.last, fencegate.LeaseLost)
+                self.assertIsNone(caught.exception.last.status)
+                self.assertIsInstance(caught.exception.earlier, fencegate.BackendUnavailable)
+                self.assertTrue(lease.lost.is_set())
+        self.assertLessEqual(len(proxy.seen("PATCH", "/v1/pg/")), 3)
+        self.assertEqual(note_of(key), "before")
+
+        # Released by another thread while the write waits to try again: not sent either, and the release
+        # (which succeeded) does not count as a loss.
+        lease = client.lock(unique("retry-released"), ttl_ms=30000).acquire()
+        patches = len(proxy.seen("PATCH", "/v1/pg/"))
+        proxy.rule = lambda method, path, body, seen: "refuse503" if method == "PATCH" else "forward"
+        threading.Timer(0.3, lease.release).start()
+        with self.assertRaises(fencegate.OutcomeUnknown) as caught:
+            lease.pg("invoices").patch(key, note="after")
+        self.assertEqual(caught.exception.last.reason, "released")
+        self.assertEqual(len(proxy.seen("PATCH", "/v1/pg/")), patches + 1)
+        self.assertFalse(lease.lost.is_set(), lease.lost_reason)
+        lease.release()
+
     def test_release_right_after_acquire_is_prompt(self):
         """Leaving `with` at once, twenty times: each release goes out at once, though the watch thread may
         still be connecting. (Caught, against a gateway with the watch endpoint: a watch that connected

@@ -117,14 +117,16 @@ class AsyncTransport(Endpoint):
     async def call(self, method: str, path: str, body: Any = None, *, effect: Effect,
                    query: Optional[Mapping[str, Any]] = None, headers: Optional[Mapping[str, str]] = None,
                    wait_s: float = 0.0, timeout: Optional[float] = None,
-                   retry: Optional[RetryPolicy] = None, write: bool = False) -> Answer:
+                   retry: Optional[RetryPolicy] = None, write: bool = False,
+                   check: Optional[Callable[[], None]] = None) -> Answer:
         """As :meth:`fencegate.transport.Transport.call`, awaited."""
         target = self.target(path, query)
         # Built before any try: a request that cannot be encoded never leaves, and is no try.
         head = self._head(method, target, self.headers(body, headers))
         limit = (self.timeout if timeout is None else timeout) + wait_s
-        tries = Attempts(retry or self.retry, effect, f"{method} {target}", write)
+        tries = Attempts(retry or self.retry, effect, f"{method} {target}", write, check)
         while True:
+            tries.before_try()
             data = encode(body) or b""
             request = head + b"Content-Length: %d\r\n\r\n" % len(data) + data
             try:
@@ -151,7 +153,7 @@ class AsyncCalls(Calls[Awaitable[Row]]):
         headers = write_headers(holder, minimal)
         try:
             return write_result(await self._transport.call(method, path, body, effect=effect, headers=headers,
-                                                           write=True))
+                                                           write=True, check=holder.check))
         except (ProblemError, OutcomeUnknown) as e:
             refused(holder, e)
             raise
@@ -252,8 +254,11 @@ class _AsyncHolder(Holder):
         self._lease = lease
 
     def token(self) -> str:
-        self._state.check(self._lease)
+        self.check()
         return super().token()
+
+    def check(self) -> None:
+        self._state.check(self._lease)
 
     def refused(self, error: ProblemError) -> None:
         if isinstance(error, LeaseLost):

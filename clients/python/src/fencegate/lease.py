@@ -10,7 +10,9 @@ A lease is *lost* when the client learns that it no longer holds it: a renewal r
 for a whole TTL, the watch endpoint reporting it released, expired or revoked, or the gateway answering
 410 to a write, renew or release. From then on ``lease.lost`` is set, ``lease.lost_reason`` says why,
 the ``on_lost`` callback has run once, nothing renews it, and its fenced writes raise LeaseLost without
-being sent. The gateway's fence check still guards the moment between the client's check and the
+being sent. A write is checked so before each of its tries: one waiting to be retried as the lease is
+lost goes out no more, and raises OutcomeUnknown (its ``last`` the LeaseLost) when an earlier try may have
+been applied. The gateway's fence check still guards the moment between the client's check and the
 write's arrival.
 """
 
@@ -86,6 +88,9 @@ class _LeaseHolder(Holder):
 
     def token(self) -> str:
         return self._lease._token_for_write()
+
+    def check(self) -> None:
+        self._lease.check()
 
     def refused(self, error: ProblemError) -> None:
         if isinstance(error, LeaseLost):

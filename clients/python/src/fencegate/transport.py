@@ -22,7 +22,9 @@ refusal (:class:`~fencegate.errors.BackendUnavailable` would say that nothing ch
 its effect allows a retry. A write sent again after a try that may have been applied (it got no answer,
 or a 5xx) is answered for the retry alone: the gateway takes a fence equal to the stored one, so a retry
 of an applied write is applied again, but a refusal (a newer fence wrote, the lease was revoked meanwhile)
-does not say that the earlier try changed nothing. Such a write raises OutcomeUnknown too.
+does not say that the earlier try changed nothing. Such a write raises OutcomeUnknown too. Before each
+retry a write asks its caller's check (is its lease still held?): a lease lost during the pause ends the
+write there, unsent.
 
 An idle keep-alive connection that the gateway closed is noticed before it is used, so such a close
 never turns into an ambiguous failure.
@@ -42,9 +44,9 @@ import time
 import urllib.parse
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from .errors import GatewayUnreachable, OutcomeUnknown, ProblemError, UnexpectedStatus, problem_error
+from .errors import FencegateError, GatewayUnreachable, OutcomeUnknown, ProblemError, UnexpectedStatus, problem_error
 
 USER_AGENT = "fencegate-python/0.1.0"
 
@@ -319,13 +321,16 @@ class Attempts:
     answer to return, the pause before the next try (:meth:`pause`) or the error to raise.
 
     op: the call, for messages ("PATCH /v1/pg/t/1"). write: a fenced write, whose failure after a try that
-    may have been applied raises OutcomeUnknown."""
+    may have been applied raises OutcomeUnknown. check: asked before every try but the first
+    (:meth:`before_try`); what it raises ends the call."""
 
-    def __init__(self, policy: RetryPolicy, effect: Effect, op: str = "", write: bool = False) -> None:
+    def __init__(self, policy: RetryPolicy, effect: Effect, op: str = "", write: bool = False,
+                 check: Optional[Callable[[], None]] = None) -> None:
         self.policy = policy
         self.effect = effect
         self.op = op
         self.write = write
+        self.check = check
         self.attempt = 0
         self.waited = 0.0
         self._error: Exception = GatewayUnreachable("no try yet")
@@ -338,6 +343,18 @@ class Attempts:
         self._error, self._again, self._retry_after = error, again, retry_after
         if self.write and self._applied is None and _may_have_applied(error):
             self._applied = error
+
+    def before_try(self) -> None:
+        """Asks the call's check before a retry (a fenced write: whether its lease is still held, as the
+        pause may have outlasted it). A FencegateError it raises ends the call: as OutcomeUnknown when a
+        try may have been applied, else as it is (LeaseLost: nothing was sent)."""
+        if self.check is None or self.attempt == 0:
+            return
+        try:
+            self.check()
+        except FencegateError as e:
+            self._error = e
+            raise self._final() from None
 
     def answered(self, status: int, headers: Dict[str, str], raw: bytes) -> Optional[Answer]:
         """The answer of a try that got one, or None for an error answer (then ask :meth:`pause`)."""
@@ -419,7 +436,8 @@ class Transport(Endpoint):
     def call(self, method: str, path: str, body: Any = None, *, effect: Effect,
              query: Optional[Mapping[str, Any]] = None, headers: Optional[Mapping[str, str]] = None,
              wait_s: float = 0.0, timeout: Optional[float] = None, connection: Optional[Connection] = None,
-             retry: Optional[RetryPolicy] = None, write: bool = False) -> Answer:
+             retry: Optional[RetryPolicy] = None, write: bool = False,
+             check: Optional[Callable[[], None]] = None) -> Answer:
         """Sends a call and returns its answer; raises a ProblemError subclass for an error answer and
         GatewayUnreachable when none came, after the retries that ``effect`` allows.
 
@@ -428,17 +446,20 @@ class Transport(Endpoint):
         query: parameters (None values are left out). wait_s: how long the gateway may hold the call
         before answering, added to the timeout (``timeout``, else the transport's). connection: the
         connection to use (else this thread's). retry: the policy (else the transport's). write: a fenced
-        write (a failure after a try that may have been applied raises OutcomeUnknown).
+        write (a failure after a try that may have been applied raises OutcomeUnknown). check: called before
+        each retry, which does not go out if it raises (a fenced write's lease check, see
+        :meth:`Attempts.before_try`).
         """
         return self._with_retries(method, self.target(path, query), body, self.headers(body, headers), effect,
                                   (self.timeout if timeout is None else timeout) + wait_s,
-                                  connection or self.connection(), retry or self.retry, write)
+                                  connection or self.connection(), retry or self.retry, write, check)
 
     def _with_retries(self, method: str, target: str, body: Any, headers: Dict[str, bytes],
                       effect: Effect, timeout: float, conn: Connection, policy: RetryPolicy,
-                      write: bool = False) -> Answer:
-        tries = Attempts(policy, effect, f"{method} {target}", write)
+                      write: bool = False, check: Optional[Callable[[], None]] = None) -> Answer:
+        tries = Attempts(policy, effect, f"{method} {target}", write, check)
         while True:
+            tries.before_try()
             try:
                 status, answer_headers, raw = conn.request(method, target, encode(body), headers, timeout)
             except _Aborted as e:

@@ -27,8 +27,10 @@ class Holder:
     """Where fenced writes get their token: a fixed token (no checks), or a lease (see Lease).
 
     token(): the Fence-Token to present, or raises LeaseLost when the lease is known to be gone.
+    check(): raises that LeaseLost too; asked again before each retry of a write, which must not go out
+    once the lease is gone.
     owner: the Fence-Owner header (who writes, for the audit trail), or None.
-    refused(error): told about each refused write, so a lease can note its own loss.
+    refused(error): told about each write the gateway refused, so a lease can note its own loss.
     """
 
     def __init__(self, token: Optional[str] = None, owner: Optional[str] = None) -> None:
@@ -39,6 +41,9 @@ class Holder:
         if self._token is None:
             raise ValueError("this write needs a fence token: write through a lease, or pass token=")
         return self._token
+
+    def check(self) -> None:
+        """A fixed token has no lease to check."""
 
     def refused(self, error: ProblemError) -> None:
         """A fixed token has nothing to update."""
@@ -66,7 +71,8 @@ class SyncCalls(Calls[Row]):
     def write(self, holder: "Holder", minimal: bool, method: str, path: str, body: Any, effect: Effect) -> Row:
         headers = write_headers(holder, minimal)
         try:
-            return write_result(self._transport.call(method, path, body, effect=effect, headers=headers, write=True))
+            return write_result(self._transport.call(method, path, body, effect=effect, headers=headers, write=True,
+                                                     check=holder.check))
         except (ProblemError, OutcomeUnknown) as e:
             refused(holder, e)
             raise
@@ -76,11 +82,12 @@ class SyncCalls(Calls[Row]):
 
 
 def refused(holder: "Holder", error: Exception) -> None:
-    """Tells the holder of a refused write, also when the refusal answered the retry of a write whose
-    outcome is unknown (a 410 ends the lease all the same)."""
+    """Tells the holder of a write the gateway refused, also when the refusal answered the retry of a write
+    whose outcome is unknown (a 410 ends the lease all the same); not of a LeaseLost the holder's own check
+    raised (no status), which it knows of."""
     if isinstance(error, OutcomeUnknown):
         error = error.last
-    if isinstance(error, ProblemError):
+    if isinstance(error, ProblemError) and error.status is not None:
         holder.refused(error)
 
 
