@@ -130,6 +130,27 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
             await client.close()
         self.assertEqual(leaked, [], "held by the lease of the cancelled acquire")
 
+    async def test_an_acquire_that_fails_unanswered_gives_back_what_the_gateway_granted(self):
+        """As the thread client's test of the same name: the acquire's two tries are forwarded but not
+        answered, so the gateway granted a lease the client never heard of; before GatewayUnreachable (sent)
+        leaves, the client asks for it under the request_id with wait_ms 0 and releases it. Failed before the
+        fix: the lock stayed held for the 20 s TTL."""
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "drop" if path.endswith("/acquire") and seen < 2 else "forward")
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=2))
+        name = unique("aio-unanswered")
+        lease = client.lock(name, ttl_ms=20000, wait_ms=1000)
+        try:
+            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+                await lease.acquire()
+        finally:
+            await client.close()
+        self.assertTrue(caught.exception.sent)
+        self.assertFalse((await self.client.lock_status(name))["held"])
+        sent = proxy.seen("POST", f"/v1/locks/{name}/acquire")
+        self.assertEqual(([body["request_id"] for body in sent], sent[2]["wait_ms"]), ([lease.request_id] * 3, 0))
+
     async def test_fresh_start_renewal_without_answer_leaves_a_kept_lease(self):
         """An acquire answered after 1.2 s, over a third of its 3 s TTL, is renewed at once, and that renewal
         answers 503: as with the thread client, entering succeeds, the keeper tries again, and leaving

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pyclient_helpers import FaultProxy, config, unique  # noqa: E402
 
 import fencegate  # noqa: E402
+from fencegate.transport import Attempts, _NotSent  # noqa: E402
 from harness import Gateway, psql  # noqa: E402
 
 
@@ -289,6 +290,25 @@ class RetryTest(unittest.TestCase):
         self.assertEqual((rows(key), len(started[0].requests)), (1, 1))
         with self.assertRaises(fencegate.GatewayUnreachable) as caught:
             fencegate.Client("http://127.0.0.1:1", retry=fencegate.RetryPolicy(attempts=2)).lock_status("x")
+        self.assertFalse(caught.exception.sent)
+
+    def test_a_call_unanswered_once_was_sent(self):
+        """A call whose first try got no answer and whose retry found the connection refused may have reached
+        the gateway: its GatewayUnreachable says sent, so that an acquire gives back what it may have been
+        granted. Failed before the fix: sent was the last try's alone, False."""
+        tries = Attempts(fencegate.RetryPolicy(attempts=2, backoff_s=0.0), fencegate.Effect.IDEMPOTENT)
+        tries.no_answer("no answer")
+        tries.pause()
+        tries.not_sent(_NotSent("connection refused"))
+        with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            tries.pause()
+        self.assertTrue(caught.exception.sent)
+        tries = Attempts(fencegate.RetryPolicy(attempts=2, backoff_s=0.0), fencegate.Effect.IDEMPOTENT)
+        tries.not_sent(_NotSent("connection refused"))
+        tries.pause()
+        tries.not_sent(_NotSent("connection refused"))
+        with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            tries.pause()
         self.assertFalse(caught.exception.sent)
 
     def test_timeouts(self):

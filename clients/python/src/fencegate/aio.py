@@ -38,7 +38,7 @@ from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, sho
                      watch_pause, watch_query, watch_verdict)
 from .lease import (_acquire_body, _gateway_wait_s, _give_back_body, _interrupted, _lease_body, _lease_release,
                     _LostState, _Release, _release_failed, _release_unraised, _request_id, _set_release,
-                    losing_reason)
+                    _unanswered, losing_reason)
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, refused, write_headers, write_result
 
@@ -304,24 +304,25 @@ class _AsyncLeaseBase:
 
     async def _acquire_call(self, path: str, release: _Release) -> Dict[str, Any]:
         """Sends the acquire to path and returns the gateway's answer; as :func:`fencegate.lease._acquire`,
-        a cancelled task (or another interruption) first gives back what the gateway granted as it went."""
+        a cancelled task (or another interruption), or a failure after a try that got no answer, first gives
+        back what the gateway may have granted."""
         transport = self._client.transport
         try:
             return (await transport.call("POST", path, _acquire_body(self._body, self._wait_ms),
                                          effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms))).body
         except BaseException as e:
-            if _interrupted(e):
-                await self._give_back(path, release)
+            if _interrupted(e) or _unanswered(e):
+                await self._give_back(path, release, NO_RETRY if _interrupted(e) else transport.retry)
             raise
 
-    async def _give_back(self, path: str, release: _Release) -> None:
+    async def _give_back(self, path: str, release: _Release, retry: RetryPolicy) -> None:
         """As :func:`fencegate.lease._give_back`, awaited."""
         transport = self._client.transport
         with contextlib.suppress(FencegateError):
             granted = (await transport.call("POST", path, _give_back_body(self._body), effect=Effect.IDEMPOTENT,
-                                            retry=NO_RETRY)).body
+                                            retry=retry)).body
             release_path, release_body = release(granted)
-            await transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=NO_RETRY)
+            await transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=retry)
 
     async def _acquired(self, sent_at: float, watches: List[Tuple[str, int]]) -> None:
         """Starts keeping the lease just acquired (as :func:`fencegate.lease._fresh_start` says: a long wait

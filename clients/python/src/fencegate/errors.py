@@ -25,8 +25,8 @@ class FencegateError(Exception):
 class GatewayUnreachable(FencegateError, ConnectionError):
     """No answer from the gateway: connection refused or reset, or no reply within the timeout.
 
-    ``sent`` says whether the request may have reached the gateway (False: it certainly did not, for
-    example because the connection was refused), so whether its effect is unknown.
+    ``sent`` says whether the request may have reached the gateway, any of its tries (False: none did, for
+    example because every connection was refused), so whether its effect is unknown.
     """
 
     def __init__(self, message: str, sent: bool = True) -> None:

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Leases held through the gateway: a lock, a semaphore slot, or a lock set, used as context managers.
 
-Owns: acquiring (with a ``request_id`` that makes retries safe), giving back what an interrupted acquire
-was granted, the lease's lost state and callback, explicit renew and release, and handing the lease's token
-to fenced writes. Must not: schedule renewals or watch (keeper.py does) or build write calls (writes.py
-does).
+Owns: acquiring (with a ``request_id`` that makes retries safe), giving back what an interrupted acquire,
+or one that failed unanswered, may have been granted, the lease's lost state and callback, explicit renew
+and release, and handing the lease's token to fenced writes. Must not: schedule renewals or watch
+(keeper.py does) or build write calls (writes.py does).
 
 A lease is *lost* when the client learns that it no longer holds it: a renewal refused or not answered
 for a whole TTL, the watch endpoint reporting it released, expired or revoked, or the gateway answering
@@ -26,9 +26,9 @@ import uuid
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
-from .errors import FencegateError, LeaseLost, MaxHoldExceeded, ProblemError, lease_lost
+from .errors import FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExceeded, ProblemError, lease_lost
 from .keeper import Keeper
-from .transport import NO_RETRY, Connection, Effect, Transport, quote
+from .transport import NO_RETRY, Connection, Effect, RetryPolicy, Transport, quote
 from .writes import Holder, PgTable, RedisKeys, Row, SyncCalls
 
 if TYPE_CHECKING:
@@ -279,8 +279,15 @@ def _interrupted(error: BaseException) -> bool:
     return not isinstance(error, Exception)
 
 
+def _unanswered(error: BaseException) -> bool:
+    """Whether error ended an acquire after a try that may have reached the gateway and got no answer (a
+    GatewayUnreachable with ``sent`` true): the gateway may have granted it and keep the grant."""
+    return isinstance(error, GatewayUnreachable) and error.sent
+
+
 def _give_back_body(body: Dict[str, Any]) -> Dict[str, Any]:
-    """The body of the acquire that gives back what an interrupted acquire of body was granted."""
+    """The body of the acquire that gives back what an acquire of body that was interrupted, or that failed
+    unanswered, may have been granted."""
     return dict(body, wait_ms=0)
 
 
@@ -290,26 +297,30 @@ def _acquire(transport: Transport, path: str, body: Dict[str, Any], wait_ms: Opt
 
     An acquire interrupted while it waits (see :func:`_interrupted`) may have been granted all the same, as
     its caller went: the gateway keeps a grant whose client hung up for a retry of its ``request_id``,
-    holding the lock until the lease's TTL ends. The interruption is raised only once :func:`_give_back`
-    has asked for that grant and released it."""
+    holding the lock until the lease's TTL ends. So may one whose last retry failed after a try that got
+    no answer (see :func:`_unanswered`: the gateway was stopped, or its answer lost). The interruption or
+    the failure is raised only once :func:`_give_back` has asked for that grant and released it: each call
+    once after an interruption, which should not wait, within the client's retries after a failure."""
     try:
         return transport.call("POST", path, _acquire_body(body, wait_ms), effect=Effect.IDEMPOTENT,
                               wait_s=_gateway_wait_s(wait_ms)).body
     except BaseException as e:
-        if _interrupted(e):
-            _give_back(transport, path, body, release)
+        if _interrupted(e) or _unanswered(e):
+            _give_back(transport, path, body, release, NO_RETRY if _interrupted(e) else transport.retry)
         raise
 
 
-def _give_back(transport: Transport, path: str, body: Dict[str, Any], release: _Release) -> None:
+def _give_back(transport: Transport, path: str, body: Dict[str, Any], release: _Release,
+               retry: RetryPolicy) -> None:
     """Asks once more for the acquire of body at path, under its ``request_id`` and without waiting
     (``wait_ms`` 0), and releases what that answers: the lease the gateway granted as the caller went, if
     it did. A refusal (409 ``lock_busy``: not granted, and the place kept for a retry passes its turn on by
-    itself; 410: over) or no answer leaves nothing to do. Each call is tried once, within the timeout."""
+    itself; 410: over) or no answer leaves nothing to do. Each call is tried as retry allows, within the
+    timeout."""
     with contextlib.suppress(FencegateError):
-        granted = transport.call("POST", path, _give_back_body(body), effect=Effect.IDEMPOTENT, retry=NO_RETRY).body
+        granted = transport.call("POST", path, _give_back_body(body), effect=Effect.IDEMPOTENT, retry=retry).body
         release_path, release_body = release(granted)
-        transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=NO_RETRY)
+        transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=retry)
 
 
 def _lease_body(ttl_ms: Optional[int], wait_ms: Optional[int], owner: Optional[str], max_hold_ms: Optional[int],

@@ -335,6 +335,7 @@ class Attempts:
         self.waited = 0.0
         self._error: Exception = GatewayUnreachable("no try yet")
         self._applied: Optional[Exception] = None  # a write's first failed try that may have been applied
+        self._unanswered = False  # a try may have reached the gateway and got no answer
         self._again = False
         self._retry_after: Optional[float] = None
 
@@ -373,6 +374,7 @@ class Attempts:
     def no_answer(self, message: str) -> None:
         """A try that may have reached the gateway but got no answer: retried unless the call is ONCE."""
         self.attempt += 1
+        self._unanswered = True
         self._failed(GatewayUnreachable(message), self.effect is not Effect.ONCE, None)
 
     def pause(self) -> float:
@@ -386,11 +388,14 @@ class Attempts:
     def _final(self) -> Exception:
         """The error of the call: the last try's, or OutcomeUnknown when a try of a write may have been
         applied (the last one too: a 5xx) and the last one's error does not say by itself that the outcome
-        is unknown."""
+        is unknown. A GatewayUnreachable is ``sent`` when any try may have reached the gateway unanswered,
+        the last one refused or not."""
         error = self._error
-        if self._applied is None or (isinstance(error, GatewayUnreachable) and error.sent):
-            return error
-        return OutcomeUnknown(self.op, self._applied, error)
+        if self._applied is not None and not (isinstance(error, GatewayUnreachable) and error.sent):
+            return OutcomeUnknown(self.op, self._applied, error)
+        if isinstance(error, GatewayUnreachable) and self._unanswered:
+            error.sent = True
+        return error
 
 
 def _may_have_applied(error: Exception) -> bool:
