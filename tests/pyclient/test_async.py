@@ -172,6 +172,28 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
             await client.close()
         self.assertFalse((await self.client.lock_status(name))["held"])  # released before the TTL ran out
 
+    async def test_fresh_start_renewal_that_fails_counts_from_the_acquire(self):
+        """As the thread client's test of the same name: the acquire's answer comes 1.5 s late, over a third
+        of the 3 s TTL, and every renewal answers 503; by 3.6 s after the acquire was sent (the gateway ends
+        the lease 3 s after it granted it) the lease counts as lost. Failed before the fix: check() passed
+        until about 4.5 s, a TTL after the failed renewal was sent."""
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "late" if path.endswith("/acquire") else "refuse503" if path.endswith("/renew")
+                           else "forward")
+        proxy.stall_s = 1.5
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=1))
+        sent = time.monotonic()
+        try:
+            with self.assertRaises(fencegate.LeaseLost):  # leaving: the lease was lost inside
+                async with client.lock(unique("aio-fresh-late"), ttl_ms=3000, watch=False) as lease:
+                    await asyncio.sleep(max(0.0, sent + 3.6 - time.monotonic()))
+                    with self.assertRaises(fencegate.LeaseLost, msg=f"{time.monotonic() - sent:.2f} s after"):
+                        lease.check()
+        finally:
+            await client.close()
+        self.assertEqual(lease.lost_reason, "unrenewed")
+
     async def test_tasks_take_turns_and_share_the_client(self):
         name, key = unique("aio-turns"), unique("aio-row")
         fences = []

@@ -203,6 +203,32 @@ class LeaseTest(unittest.TestCase):
         self.assertTrue(entered)
         self.assertFalse(self.client.lock_status(lock)["held"])  # released, well before the 3 s TTL ran out
 
+    def test_fresh_start_renewal_that_fails_counts_from_the_acquire(self):
+        """The gateway grants at once but the proxy passes the answer on 1.5 s later, over a third of the
+        3 s TTL, so the client renews at once, and that renewal (and every later one) answers 503. The
+        gateway ends the lease about 3 s after the acquire was sent; by 3.6 s the client must count it lost
+        and refuse a write without sending it. Failed before the fix: validity counted from the failed
+        renewal's sending, so check() and the write passed until about 4.5 s."""
+        key = unique("inv")
+        insert_invoice(key, "before")
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "late" if path.endswith("/acquire") else "refuse503" if path.endswith("/renew")
+                           else "forward")
+        proxy.stall_s = 1.5
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url, owner="pytest", retry=fencegate.RetryPolicy(attempts=1))
+        self.addCleanup(client.close)
+        sent = time.monotonic()
+        with self.assertRaises(fencegate.LeaseLost):  # leaving: the lease was lost inside
+            with client.lock(unique("fresh-late"), ttl_ms=3000, watch=False) as lease:
+                time.sleep(max(0.0, sent + 3.6 - time.monotonic()))
+                with self.assertRaises(fencegate.LeaseLost, msg=f"{time.monotonic() - sent:.2f} s after the acquire"):
+                    lease.check()
+                with self.assertRaises(fencegate.LeaseLost):
+                    lease.pg("invoices").patch(key, note="after")
+        self.assertEqual((lease.lost_reason, proxy.seen("PATCH", "/v1/pg/")), ("unrenewed", []))
+        self.assertEqual(note_of(key), "before")
+
     def test_error_while_starting_to_keep_releases_the_lease(self):
         """Something other than an answer goes wrong in the renewal right after a long acquire (an
         interrupt, here a RuntimeError): the acquire raises it, and since no `with` block will leave, it

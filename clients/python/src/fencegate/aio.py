@@ -327,17 +327,18 @@ class _AsyncLeaseBase:
     async def _acquired(self, sent_at: float, watches: List[Tuple[str, int]]) -> None:
         """Starts keeping the lease just acquired (as :func:`fencegate.lease._fresh_start` says: a long wait
         in the queue renews it at once, a refusal of that renewal marks it lost and nothing keeps it, another
-        failure leaves the retries to the keeper); if that raises, the lease is released before the error
-        leaves, since no `async with` block would."""
+        failure leaves the retries to the keeper, validity counted from the acquire's sent_at); if that
+        raises, the lease is released before the error leaves, since no `async with` block would."""
         ttl_ms = self.ttl_ms or 30000
         if not self._renew:  # renewed when its caller says so
             return
         try:
             grant = None
             if time.monotonic() - sent_at > ttl_ms / 3000.0:  # a long wait in the queue: renew at once
-                sent_at = time.monotonic()
+                renewed_at = time.monotonic()
                 try:
                     grant = await self._renew_once(self._client.transport.timeout)
+                    sent_at = renewed_at  # only a renewal that succeeded moves the start of validity
                 except (LeaseLost, MaxHoldExceeded) as e:
                     self._state.mark(losing_reason(e) or "lease_lost", self)
                 except FencegateError as e:

@@ -151,7 +151,9 @@ def _fresh_start(state: _LostState, lease: Any, sent_at: float, ttl_ms: int,
     once (one try, within timeout_s), and validity counts from that renewal and what it granted. Only
     a kept lease is: one acquired with renew=False is renewed when its caller says so, as in the Go and
     TypeScript clients. As there, the renewal raises nothing: a 410 or ``max_hold_exceeded`` marks the
-    lease lost, and after any other failure the keeper's renewals try again.
+    lease lost, and after any other failure the keeper's renewals try again while validity still counts
+    from sent_at, the acquire's whole TTL. Only a renewal that succeeded moves the start: the grant may
+    have come as soon as the acquire arrived, its answer late, and then the gateway ends it a TTL after.
     """
     if time.monotonic() - sent_at <= ttl_ms / 3000.0:
         return sent_at, None
@@ -162,7 +164,7 @@ def _fresh_start(state: _LostState, lease: Any, sent_at: float, ttl_ms: int,
         state.mark(losing_reason(e) or "lease_lost", lease)
     except FencegateError as e:
         log.warning("renewal of %s after its acquire failed (%s); the keeper tries again", state.name, e)
-    return renewed_at, None
+    return sent_at, None
 
 
 def _keep(state: _LostState, lease: Any, transport: Transport, ttl_ms: int,
