@@ -165,22 +165,26 @@ static int set_claims(struct http_request *req, const json_t *body,
             return fg_fail(err, FG_ERR_INVALID_FENCE_TOKEN,
                            "tokens[%zu] was issued for a semaphore, not a lock", i);
         names[i] = claims[i].name;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(names[j], names[i]) == 0)
+                return fg_fail(err, FG_ERR_INVALID_FIELD, "field 'tokens' names lock '%s' twice",
+                               names[i]);
     }
     http_request_log_subject(req, "lockset:%.200s", claims[0].name);
     return permit_locks(req, names, *n, err);
 }
 
-/* 410 for a renew or release of a set whose lock of lost is no longer held (the others
- * were done: the text done): member lock, and how the lease ended (lease_reply_lost). out:
- * the answer begun, freed, or NULL. */
+/* 410 for a renew or release of a set whose lock of lost is no longer held (ndone of the
+ * others were done: the text done): member lock, and how the lease ended
+ * (lease_reply_lost). out: the answer begun, freed, or NULL. */
 static enum handler_result set_lost(struct http_reply *reply, struct fgjson_out *out,
-                                    const struct token_claims *lost, const char *done)
+                                    const struct token_claims *lost, size_t ndone, const char *done)
 {
     if (out != NULL)
         fgjson_out_free(out);
     char detail[NAME_MAX_LEN + 64];
-    snprintf(detail, sizeof detail, "the others were %s; the lease of lock '%s' of the set", done,
-             lost->name);
+    snprintf(detail, sizeof detail, "%s %s; the lease of lock '%s' of the set",
+             ndone > 0 ? "the others were" : "no other lock was", done, lost->name);
     lease_reply_lost(reply, lost->fence, detail, json_pack("{s:s}", "lock", lost->name));
     return HANDLER_DONE;
 }
@@ -201,6 +205,7 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
     set_begin(&out, buf);
     const struct token_claims *lost = NULL;
     const char *capped = NULL;
+    size_t renewed = 0;
     for (size_t i = 0; i < n; i++) {
         struct lease_result res;
         if (lock_renew(claims[i].name, claims[i].lease_id, ttl_ms, &res, &err) != 0) {
@@ -216,18 +221,18 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
         if (res.outcome == LEASE_MAX_HOLD && capped == NULL)
             capped = claims[i].name;
         if (res.outcome == LEASE_RENEWED) {
+            renewed++;
             lease_reply_renewed(&out, &lease_lock_ops, claims[i].name, &res);
             fgjson_out_close(&out);
         }
     }
     if (lost != NULL)
-        return set_lost(reply, &out, lost, "renewed");
+        return set_lost(reply, &out, lost, renewed, "renewed");
     if (capped != NULL) {
         fgjson_out_free(&out);
         fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED,
-                "lock '%s' of the set has reached its max_hold_ms deadline; the others were "
-                "renewed",
-                capped);
+                "lock '%s' of the set has reached its max_hold_ms deadline; %s renewed", capped,
+                renewed > 0 ? "the others were" : "no other lock was");
         reply_problem_extra(reply, &err, json_pack("{s:s}", "lock", capped));
         return HANDLER_DONE;
     }
@@ -244,6 +249,7 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
     if (body == NULL || set_claims(req, body, claims, &n, &err) != 0)
         return fail(reply, &err);
     const struct token_claims *lost = NULL;
+    size_t released = 0;
     for (size_t i = 0; i < n; i++) {
         struct lease_result res;
         if (lock_release(claims[i].name, claims[i].lease_id, (long long)claims[i].fence, &res,
@@ -251,9 +257,10 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
             return fail(reply, &err);
         if (res.outcome == LEASE_LOST && lost == NULL)
             lost = &claims[i];
+        released += res.outcome == LEASE_RELEASED;
     }
     if (lost != NULL)
-        return set_lost(reply, NULL, lost, "released");
+        return set_lost(reply, NULL, lost, released, "released");
     lease_reply_released(reply);
     return HANDLER_DONE;
 }

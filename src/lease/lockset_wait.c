@@ -186,8 +186,10 @@ static void lost_one(struct lockset_wait *ls, size_t lost, int rc, bool queued, 
 {
     const char *name = ls->set.names[lost];
     abandon(ls, queued);
-    if (rc == 0)
-        fg_fail(&ls->err, FG_ERR_LEASE_LOST, "lock '%s' of the set was lost %s", name, when);
+    if (rc != 0)
+        return;
+    ls->failed_lock = name;
+    fg_fail(&ls->err, FG_ERR_LEASE_LOST, "lock '%s' of the set was lost %s", name, when);
 }
 
 /* All locks are held: a set that queued for one renews every lock, so that each lease it answers
