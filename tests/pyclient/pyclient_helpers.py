@@ -212,3 +212,14 @@ class FaultProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def slow_acquire_proxy(test: Any, port: int, acquire: str, stall_s: float) -> FaultProxy:
+    """A FaultProxy in front of port, closed at test's cleanup, whose acquires take the action acquire
+    ("stall", "late") for stall_s, whose renewals answer 503, and which forwards everything else."""
+    proxy = FaultProxy(port, lambda method, path, body, seen:
+                       acquire if path.endswith("/acquire") else "refuse503" if path.endswith("/renew")
+                       else "forward")
+    proxy.stall_s = stall_s
+    test.addCleanup(proxy.close)
+    return proxy

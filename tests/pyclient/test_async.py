@@ -19,7 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import FaultProxy, config, late_waits, refuse_while, unique, wait_ready  # noqa: E402
+from pyclient_helpers import (FaultProxy, config, late_waits, refuse_while, slow_acquire_proxy, unique,  # noqa: E402
+                              wait_ready)
 
 import fencegate  # noqa: E402
 from harness import Gateway  # noqa: E402
@@ -156,11 +157,7 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         answers 503: as with the thread client, entering succeeds, the keeper tries again, and leaving
         `async with` releases the lock at once. Broken variant caught: the renewal's BackendUnavailable left
         __aenter__, so the lock stayed held until its TTL ran out."""
-        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
-                           "stall" if path.endswith("/acquire") else "refuse503" if path.endswith("/renew")
-                           else "forward")
-        proxy.stall_s = 1.2
-        self.addCleanup(proxy.close)
+        proxy = slow_acquire_proxy(self, self.gw.port, "stall", 1.2)
         client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=1))
         name = unique("aio-fresh503")
         try:
@@ -177,11 +174,7 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         of the 3 s TTL, and every renewal answers 503; by 3.6 s after the acquire was sent (the gateway ends
         the lease 3 s after it granted it) the lease counts as lost. Failed before the fix: check() passed
         until about 4.5 s, a TTL after the failed renewal was sent."""
-        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
-                           "late" if path.endswith("/acquire") else "refuse503" if path.endswith("/renew")
-                           else "forward")
-        proxy.stall_s = 1.5
-        self.addCleanup(proxy.close)
+        proxy = slow_acquire_proxy(self, self.gw.port, "late", 1.5)
         client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=1))
         sent = time.monotonic()
         try:

@@ -21,7 +21,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import FaultProxy, child_env, config, late_waits, refuse_while, unique  # noqa: E402
+from pyclient_helpers import (FaultProxy, child_env, config, late_waits, refuse_while,  # noqa: E402
+                              slow_acquire_proxy, unique)
 
 import fencegate  # noqa: E402
 from fencegate import errors  # noqa: E402
@@ -211,11 +212,7 @@ class LeaseTest(unittest.TestCase):
         renewal's sending, so check() and the write passed until about 4.5 s."""
         key = unique("inv")
         insert_invoice(key, "before")
-        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
-                           "late" if path.endswith("/acquire") else "refuse503" if path.endswith("/renew")
-                           else "forward")
-        proxy.stall_s = 1.5
-        self.addCleanup(proxy.close)
+        proxy = slow_acquire_proxy(self, self.gw.port, "late", 1.5)
         client = fencegate.Client(proxy.url, owner="pytest", retry=fencegate.RetryPolicy(attempts=1))
         self.addCleanup(client.close)
         sent = time.monotonic()
