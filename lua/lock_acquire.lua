@@ -17,14 +17,16 @@
 --   more, what they are given when they have less (lib_lease.lua queue_keep)
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
---   queued  {lease, position, holder_pttl}   the caller waits in the queue (with waiting, the
---                                            queue's length, when wait is "0")
+--   queued  {lease, position, holder_pttl}   the caller waits in the queue; with wait "0" (a retry
+--                                            whose request_id's place is queued, left as it is) with
+--                                            waiting, the queue's length
 --   busy    {waiting}                        not free and the caller will not wait
 --   full    {waiting}                        the queue is at max_waiters (waiters of
 --                                            dead gateways are dropped first)
 --   ended   {lease}                          this request_id's lease is over
 --   superseded {}                            a retry of the request took the lease (or its place in
---                                            the queue) over from this attempt, which looks again
+--                                            the queue) over from this attempt, which looks again (or
+--                                            its request_id, looked at again, names no lease any more)
 --   nofence {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 
@@ -94,6 +96,10 @@ local function take()
                      R_TTL, A_ttl_ms, R_EXPIRES_AT, decimal(now + A_ttl_ms))
 end
 
+-- An attempt looking again whose request_id names no lease any more lost its place: a retry of the
+-- request took it over and gave it up (a timeout, a lock set's retry that would not wait), or the
+-- place was dropped with a dead gateway's waiters. It answers superseded, never queues again at the back.
+if again and rid ~= '' and not known then return lease_reply('superseded') end
 if not h and not waiting then return take() end
 k = k or lock_keys()
 
@@ -106,7 +112,7 @@ local waiter = queued and cjson.decode(redis.call('HGET', k.w, lease) or '{}') o
 if recheck and waiter.attach and waiter.attach ~= A_attach then return lease_reply('superseded') end
 -- A waiter's gateway is marked before anything is granted, so a re-check never
 -- takes its own caller for a dead gateway's waiter.
-if queued then gateway_mark(k, A_instance, A_mark_ms, now) end
+if queued and wait then gateway_mark(k, A_instance, A_mark_ms, now) end
 
 if not h then
   local granted = grant_next(k, name, claim_ms, now, nil, nil, prior, true) -- fences_left(v) held above
@@ -138,6 +144,16 @@ if not queued then
   redis.call('ZADD', k.q, redis.call('INCR', k.t), lease)
   gateway_mark(k, A_instance, A_mark_ms, now)
   position = count -- the newest ticket comes last
+elseif not wait then
+  -- A retry that will not wait finds its request_id's place queued: it leaves the place to the attempt
+  -- that waits in it (or keeps it for the next retry, kept_place.h) and answers the queue's length.
+  return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position),
+                     R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2),
+                     R_WAITING, decimal(redis.call('ZCARD', k.q)))
+elseif A_wait == '1' and waiter.inst and waiter.inst ~= A_instance and waiter.attach ~= A_attach then
+  -- A retry takes the place over from an attempt parked on another gateway: its doorbell tells it at
+  -- once, so it looks again and answers superseded (the retry's own gateway tells one parked there).
+  publish(CHANNEL_BELL_PREFIX .. waiter.inst, 'l|' .. lease .. '|' .. name)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now, true)
 -- since: when the waiter joined the queue, kept over its repeated calls.
@@ -149,9 +165,5 @@ if not queued or A_wait == '1' then
   queue_keep(k.q, k.w, k.t, A_queue_ms, A_queue_keep_ms, not queued and position == 0)
 end
 -- holder_pttl: -2 when no lease holds (the key holds an end's record, or nothing).
--- queue_len: for a caller that will not wait (a retry of a request_id still queued, answered 409
--- lock_busy with the queue's length), the queue's length; no other caller pays for the look.
-local queue_len = not wait and decimal(redis.call('ZCARD', k.q))
 return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position),
-                   R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2),
-                   queue_len and R_WAITING, queue_len)
+                   R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2))

@@ -3,8 +3,8 @@
 -- lock_cancel.lua: a waiter or an unclaimed grant is given up.
 -- KEYS: lib_lock.lua
 -- ARGV: name lease attach mode claim_ms marker_ms instance
---   attach "" matches any; marker_ms: how long the released marker is kept;
---   instance: the gateway's id. Modes:
+--   attach "" matches any (the gateway of a waiting attempt whose place it drops is rung);
+--   marker_ms: how long the released marker is kept; instance: the gateway's id. Modes:
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the lock if it had been granted (and not claimed by a retry)
@@ -49,11 +49,17 @@ if mode == 'orphan' then return lease_reply('gone') end
 local raw = redis.call('HGET', k.w, lease)
 if not raw then return lease_reply('gone') end
 local w = cjson.decode(raw)
--- A waiter record of no attempt (attach "": a retry of its request_id that
--- would not wait took it over) has nobody waiting on it: any give-up takes it.
+-- A waiter record of no attempt (attach "": written by a retry of its request_id
+-- that would not wait, as earlier releases did) has nobody waiting on it: any give-up takes it.
 if attach ~= '' and w.attach ~= attach and w.attach ~= '' then return lease_reply('superseded') end
 rid_forget(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
 queue_settled(k)
+-- A retry took the place of an attempt that still waits and gave it up (attach "": a lock set's
+-- retry that would not wait): the attempt's doorbell tells it, so it looks again and, its request_id
+-- forgotten, answers superseded at once.
+if attach == '' and w.attach ~= '' and w.inst then
+  publish(CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. lease .. '|' .. name)
+end
 return lease_reply('canceled', nil, R_WAITING, decimal(redis.call('ZCARD', k.q)))

@@ -18,14 +18,16 @@
 --   granted  {lease, fence, ttl, expires_at}  the caller holds a slot
 --   queued   {lease, position, holder_pttl}   the caller waits; holder_pttl: ms until
 --                                             the earliest holder lease ends (-1: none); with
---                                             waiting, the queue's length, when wait is "0"
+--                                             wait "0" (a retry whose request_id's place is
+--                                             queued, left as it is) with waiting, the queue's length
 --   busy     {waiting}                        no free slot and the caller will not wait
 --   full     {waiting}                        the queue is at max_waiters (waiters of
 --                                             dead gateways are dropped first)
 --   mismatch {limit}                          another limit is in force
 --   ended    {lease}                          this request_id's lease is over
 --   superseded {}                              a retry of the request took the slot (or its place in
---                                             the queue) over from this attempt, which looks again
+--                                             the queue) over from this attempt, which looks again (or
+--                                             its request_id, looked at again, names no lease any more)
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 local owner, again = A_owner, A_wait == 'again'
@@ -69,6 +71,10 @@ local function grant_now()
   return lease_reply('granted', handoff, R_LEASE, lease, R_FENCE, fence,
                      R_TTL, A_ttl_ms, R_EXPIRES_AT, expires_text)
 end
+
+-- An attempt looking again whose request_id names no lease any more lost its place (lock_acquire.lua):
+-- it answers superseded, never queues again at the back.
+if again and rid ~= '' and not known then return lease_reply('superseded') end
 
 local in_force = tonumber(limit_text) -- the limit in force, or nil (none, or an end's record)
 if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then
@@ -151,6 +157,16 @@ if not queued then
   if waiting == 0 then k.fresh = true end
   redis.call('ZADD', k.q, decimal(redis.call('INCR', k.t)), lease)
   position = waiting -- the newest ticket comes last
+elseif not wait then
+  -- A retry that will not wait finds its request_id's place queued: it leaves the place to the attempt
+  -- that waits in it (or keeps it for the next retry) and answers the queue's length.
+  keep_alive(k, now, keep_ms)
+  return lease_reply('queued', handoff, R_LEASE, lease, R_POSITION, decimal(position), R_HOLDER_PTTL,
+                     decimal(first_expiry_in(k, now)), R_WAITING, decimal(redis.call('ZCARD', k.q)))
+elseif A_wait == '1' and waiter.inst and waiter.inst ~= inst and waiter.attach ~= attach then
+  -- A retry takes the place over from an attempt parked on another gateway: its doorbell tells it at
+  -- once, so it looks again and answers superseded.
+  publish(CHANNEL_BELL_PREFIX .. waiter.inst, 's|' .. lease .. '|' .. name)
 end
 gateway_mark(k, inst, A_mark_ms, now)
 if rid ~= '' then rid_keep(k, rid, lease, now + tonumber(A_request_id_ttl_ms), now, true) end
@@ -158,8 +174,5 @@ if rid ~= '' then rid_keep(k, rid, lease, now + tonumber(A_request_id_ttl_ms), n
 local since = queued and waiter.since or now
 redis.call('HSET', k.w, lease, waiter_json(inst, attach, A_ttl_ms, A_max_hold_ms, owner, rid, since))
 keep_alive(k, now, keep_ms) -- not tidy: with the caller waiting, the semaphore is in use
--- queue_len: for a caller that will not wait (a retry of a request_id still queued, answered 409
--- lock_busy with the queue's length), the queue's length; no other caller pays for the look.
-local queue_len = not wait and decimal(redis.call('ZCARD', k.q))
 return lease_reply('queued', handoff, R_LEASE, lease, R_POSITION, decimal(position), R_HOLDER_PTTL,
-                   decimal(first_expiry_in(k, now)), queue_len and R_WAITING, queue_len)
+                   decimal(first_expiry_in(k, now)))

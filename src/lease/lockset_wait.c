@@ -104,8 +104,11 @@ static void stop_running(struct lockset_wait *ls)
  * waiting) and every lock held, unless a retry took the set over (the retry holds them now);
  * mine_only: only the locks whose lease this attempt made, not those it adopted by request id.
  * Held locks are given up as this attempt's (drop with its attach): one a retry through
- * another gateway took over answers superseded and stays held. */
-static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
+ * another gateway took over answers superseded and stays held. The place waited in is given up
+ * as place_attach's: this attempt's, or "" for the place of an earlier attempt that a retry that
+ * will not wait found (its gateway is rung: the earlier attempt answers superseded). */
+static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only,
+                         const char *place_attach)
 {
     ls->settled = true;
     if (!giving_back(ls))
@@ -113,7 +116,7 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
     struct lease_result res;
     struct fg_error err = {0};
     if (queued && ls->next < ls->set.n) {
-        int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
+        int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], place_attach,
                              LEASE_CANCEL_DROP, &res, &err);
         give_up_lock(ls->set.names[ls->next], rc, &err);
         if (rc == 0 && res.outcome == LEASE_CANCELED)
@@ -130,20 +133,31 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 
 static void abandon(struct lockset_wait *ls, bool queued)
 {
-    abandon_some(ls, queued, false);
+    abandon_some(ls, queued, false, ls->attach);
 }
 
 /* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained,
  * with its queue's length (res's, or the one its waiter left). A lock whose lease of this
  * request id ended was held by an attempt of this set, which was then answered: the locks
- * adopted by request id are that client's, and stay with it. */
+ * adopted by request id are that client's, and stay with it. A set that will not wait and
+ * finds its request id's place queued (res queued, adopted) meets an earlier attempt that still
+ * waits there, holding the locks before it: it took those over as it found them, and gives
+ * them up with the place, so that the set answered 409 holds nothing and no grant goes to a
+ * place nobody waits in; the earlier attempt answers 409 conflict. */
 static void give_up_naming(struct lockset_wait *ls, const struct lease_result *res,
                            const char *detail)
 {
     const char *name = ls->set.names[ls->next];
-    abandon_some(ls, ls->waits, res != NULL && res->outcome == LEASE_ENDED);
+    bool earlier_place =
+        res != NULL && res->outcome == LEASE_QUEUED && !ls->waits && ls->adopted[ls->next];
+    if (earlier_place) {
+        snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", res->lease_id);
+        ls->waiting = res->waiting; /* the queue the place left, as abandon_some finds it */
+    }
+    abandon_some(ls, ls->waits || earlier_place, res != NULL && res->outcome == LEASE_ENDED,
+                 earlier_place ? "" : ls->attach);
     ls->failed_lock = name;
-    if (res != NULL)
+    if (res != NULL && !earlier_place)
         ls->waiting = res->waiting;
     if (res != NULL && res->outcome == LEASE_FULL)
         fg_fail(&ls->err, FG_ERR_TOO_MANY_WAITERS, "the queue of lock '%s' is full", name);

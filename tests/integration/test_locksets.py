@@ -156,8 +156,10 @@ class LockSetTest(GatewayTest):
 
     def test_a_retry_that_will_not_wait_names_the_queue_it_is_in(self):
         """A retry with wait_ms 0 of a set whose request_id still waits in a lock's queue answers 409 lock_busy
-        naming that lock and the length of its queue, as a lone lock does. Caught on the code before the fix:
-        "waiting": 0 with two waiters queued (lock_acquire.lua's queued answer carried no queue length)."""
+        naming that lock and the length of its queue once the set's place left it: the retry takes the waiting
+        set over and gives it up whole (the first attempt answers 409 conflict, a is free), so a retry that
+        waits then queues behind the lone waiter. Caught on the code before the fix: "waiting": 0 with two
+        waiters queued (lock_acquire.lua's queued answer carried no queue length)."""
         a, b = sorted((unique_name("ls"), unique_name("ls")))
         holder = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 30000}).body
         body = {"names": [a, b], "request_id": unique_name("rid"), "wait_ms": 20000}
@@ -174,19 +176,21 @@ class LockSetTest(GatewayTest):
         wait_for_waiting(self.c, b, 2)
         r = self.c.post("/v1/locksets/acquire", {**body, "wait_ms": 0})
         self.assertEqual((r.status, r.body["type"], r.body["lock"], r.body["waiting"]),
-                         (409, "/problems/lock_busy", b, 2), r)
-        t3 = threading.Thread(target=send, args=("retry", "/v1/locksets/acquire", body))  # waits on in b's queue
+                         (409, "/problems/lock_busy", b, 1), r)
+        t1.join(30)
+        self.assertEqual((box["set"].status, box["set"].body["type"]), (409, "/problems/conflict"), box)
+        self.assertFalse(self.held(a))
+        t3 = threading.Thread(target=send, args=("retry", "/v1/locksets/acquire", body))  # queues behind "one"
         t3.start()
-        wait_for(lambda: self.held(a), what="the retry holding a")
+        wait_for_waiting(self.c, b, 2)
         self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": holder["token"]}).status, 200)
+        t2.join(30)
+        self.assertEqual(box["one"].status, 200, box)
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": box["one"].body["token"]}).status, 200)
         t3.join(30)
         self.assertEqual(box["retry"].status, 200, box)
         tokens = [x["token"] for x in box["retry"].body["locks"]]
         self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
-        t1.join(30)
-        t2.join(30)
-        self.assertEqual(box["one"].status, 200, box)
-        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": box["one"].body["token"]}).status, 200)
 
     def test_sets_whose_clients_reset_give_everything_back(self):
         """Parked sets whose clients reset leave the queue of the lock they wait for (the janitor takes

@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A retry of a request_id while its first attempt still waits, through another gateway (docs/api.md, Locks
+"request_id"; Lock sets "request_id"): two gateways share Redis, and the test keeps its own record of who was
+granted when, never the gateway's.
+
+- a retry with wait_ms 0 whose request_id's place is queued answers 409 lock_busy and leaves the place to the
+  attempt that waits in it: that attempt is granted in its turn, before those who came after it;
+- a retry that waits takes the place over: the first attempt answers 409 conflict at once (the retry's script
+  rings its gateway's doorbell, not its poll_ms later), and it never queues again at the back once the retry
+  gave the place up;
+- a lock set's retry with wait_ms 0 that finds the set still waiting takes it over and gives it up: the first
+  attempt answers 409 conflict, the set holds nothing, and the lock it waited for goes to the next waiter, not
+  to a place nobody waits in.
+
+Owns: nothing but its own lock and semaphore names. Must not: read the order of grants from the gateway.
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Gateway, GatewayTest, metric, wait_for  # noqa: E402
+from lock_helpers import unique_name  # noqa: E402
+
+KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
+
+
+class Turns:
+    """The clients' own record of their grants: who was answered what, when, in which order. A granted client
+    holds hold_s (HOLD_S), then releases (so the next one's turn comes)."""
+
+    HOLD_S = 0.15
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.granted: list[str] = []
+        self.answers: dict = {}
+        self.at: dict = {}
+        self.threads: list[threading.Thread] = []
+
+    def send(self, who: str, gw: Gateway, kind: str, name: str, body: dict, hold_s: float = HOLD_S) -> None:
+        def run():
+            with gw.client(timeout=60) as c:
+                r = c.post(f"/v1/{kind}/{name}/acquire", body)
+                with self.lock:
+                    self.answers[who], self.at[who] = r, time.monotonic()
+                    if r.status == 200:
+                        self.granted.append(who)
+                if r.status == 200:
+                    time.sleep(hold_s)
+                    c.post(f"/v1/{kind}/{name}/release", {"token": r.body["token"]})
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(30)
+
+
+class RequestIdTakeoverTest(GatewayTest):
+    """gw (this class's gateway) and other, a second gateway on the same Redis; both re-check parked waiters
+    every poll_ms = 2 s (the default), so an answer within a second did not wait for it."""
+
+    gateway_config = {"poll_ms": 2000}
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.other = Gateway(config={"poll_ms": 2000})
+        cls.oc = cls.other.client()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.oc.close()
+        cls.other.stop()
+        super().tearDownClass()
+
+    def waiting(self, kind: str, name: str) -> int:
+        r = self.c.get(f"/v1/{kind}/{name}")
+        self.assertEqual(r.status, 200, r)
+        return r.body["waiting"]
+
+    def until_waiting(self, kind: str, name: str, n: int) -> None:
+        wait_for(lambda: self.waiting(kind, name) == n, timeout=15, what=f"{n} waiting on {name}")
+
+    def test_a_retry_that_will_not_wait_leaves_the_place_to_the_attempt_that_waits(self):
+        """Held; A (request_id R, wait 9 s) waits through gw, then X through gw and Y through other: [A, X, Y].
+        R retried with wait_ms 0 through other answers 409 lock_busy with the queue's length, and the release
+        grants A, X, Y in that order. Failed before the fix: the retry moved A's place to other, where nobody
+        waited; the grant there was given back 200 ms later, R forgotten, and A queued again at the back at its
+        next look: granted X, Y, A (A after 3.6 s), and without X and Y A timed out with 409 lock_busy."""
+        for kind, extra in KINDS:
+            with self.subTest(kind=kind):
+                name, rid = unique_name("rt0"), unique_name("rid")
+                held = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, **extra})
+                self.assertEqual(held.status, 200, held)
+                turns = Turns()
+                turns.send("A", self.gw, kind, name, {"request_id": rid, "wait_ms": 9000, **extra})
+                self.until_waiting(kind, name, 1)
+                turns.send("X", self.gw, kind, name, {"wait_ms": 9000, **extra})
+                self.until_waiting(kind, name, 2)
+                turns.send("Y", self.other, kind, name, {"wait_ms": 9000, **extra})
+                self.until_waiting(kind, name, 3)
+                retry = self.oc.post(f"/v1/{kind}/{name}/acquire", {"request_id": rid, "wait_ms": 0, **extra})
+                self.assertEqual((retry.status, retry.body.get("type"), retry.body.get("waiting")),
+                                 (409, "/problems/lock_busy", 3), retry)
+                self.assertEqual(self.waiting(kind, name), 3)
+                released_at = time.monotonic()
+                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": held.body["token"]}).status,
+                                 200)
+                turns.join()
+                self.assertEqual(turns.granted, ["A", "X", "Y"], turns.answers)
+                self.assertLess(turns.at["A"] - released_at, 1.0, "A was granted late")
+
+    def test_a_retry_that_waits_elsewhere_supersedes_the_first_attempt_at_once(self):
+        """A (request_id R, wait 9 s) waits through gw, then X through gw; R retried through other with wait_ms
+        1.5 s takes A's place over. A answers 409 conflict within a second (before gw's poll_ms), the retry times
+        out with 409 lock_busy, and the queue then holds X alone: the release grants X, and A never comes back.
+        Failed before the fix: A kept waiting, unaware; at its poll after the retry's give-up, R forgotten, it
+        queued again behind X and was granted after it, never answering 409 conflict."""
+        for kind, extra in KINDS:
+            with self.subTest(kind=kind):
+                name, rid = unique_name("rtw"), unique_name("rid")
+                held = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, **extra})
+                self.assertEqual(held.status, 200, held)
+                turns = Turns()
+                turns.send("A", self.gw, kind, name, {"request_id": rid, "wait_ms": 9000, **extra})
+                self.until_waiting(kind, name, 1)
+                turns.send("X", self.gw, kind, name, {"wait_ms": 9000, **extra})
+                self.until_waiting(kind, name, 2)
+                before = metric(self.other, "fencegate_waiters")
+                turns.send("B", self.other, kind, name, {"request_id": rid, "wait_ms": 1500, **extra})
+                wait_for(lambda: metric(self.other, "fencegate_waiters") == before + 1, what="the retry parked")
+                parked_at = time.monotonic()
+                wait_for(lambda: "A" in turns.at, timeout=5, what="A answered")
+                a = turns.answers["A"]
+                self.assertEqual((a.status, a.body.get("type")), (409, "/problems/conflict"), a)
+                self.assertLess(turns.at["A"] - parked_at, 1.0, "A learnt of the takeover only at its poll_ms")
+                wait_for(lambda: "B" in turns.at, timeout=5, what="the retry timed out")
+                self.assertEqual(turns.answers["B"].status, 409, turns.answers["B"])
+                time.sleep(2.5)  # past gw's poll_ms: a look again of A would have queued it anew
+                self.assertEqual(self.waiting(kind, name), 1)
+                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": held.body["token"]}).status,
+                                 200)
+                turns.join()
+                self.assertEqual(turns.granted, ["X"], turns.answers)
+                self.assertEqual(self.waiting(kind, name), 0)
+
+    def test_a_set_retry_that_will_not_wait_gives_the_waiting_set_up(self):
+        """b is held. The set [a, b] (request_id RS, wait 9 s, ttl 1.5 s) holds a and waits for b through gw; X
+        waits for b behind it. RS retried with wait_ms 0 through other answers 409 lock_busy naming b; the first
+        attempt answers 409 conflict within a second, a is free, X alone waits for b and gets it as b is
+        released. A later retry of RS is told b is busy, not that its lease ended. Failed before the fix: the
+        retry released a under the waiting attempt, which answered 410 lease_lost only as b was released; b was
+        granted to the set's leftover place and held by nobody until its ttl, X waiting all along, and a later
+        retry of RS answered 410."""
+        a, b = sorted((unique_name("rts"), unique_name("rts")))
+        rid = unique_name("rid")
+        held = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+        body = {"names": [a, b], "request_id": rid, "wait_ms": 9000, "ttl_ms": 1500}
+        box: dict = {}
+
+        def first():
+            with self.gw.client(timeout=60) as c:
+                box["first"] = c.post("/v1/locksets/acquire", body)
+            box["first_at"] = time.monotonic()
+        t = threading.Thread(target=first, daemon=True)
+        t.start()
+        self.until_waiting("locks", b, 1)
+        turns = Turns()
+        turns.send("X", self.gw, "locks", b, {"wait_ms": 9000, "ttl_ms": 30000}, hold_s=1.5)
+        self.until_waiting("locks", b, 2)
+        self.assertTrue(self.c.get(f"/v1/locks/{a}").body["held"])
+        retry = self.oc.post("/v1/locksets/acquire", {**body, "wait_ms": 0})
+        retried_at = time.monotonic()
+        self.assertEqual((retry.status, retry.body.get("type"), retry.body.get("lock")),
+                         (409, "/problems/lock_busy", b), retry)
+        t.join(5)
+        self.assertIn("first", box, "the first attempt was not told within 5 s")
+        self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
+                         box["first"])
+        self.assertLess(box["first_at"] - retried_at, 1.0, "the first attempt learnt of it only at its poll_ms")
+        self.assertFalse(self.c.get(f"/v1/locks/{a}").body["held"], "the failed set left a held")
+        self.assertEqual(self.waiting("locks", b), 1)
+        released_at = time.monotonic()
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held.body["token"]}).status, 200)
+        wait_for(lambda: "X" in turns.at, timeout=5, what="X answered")
+        self.assertEqual(turns.granted, ["X"], turns.answers)
+        self.assertLess(turns.at["X"] - released_at, 1.0, "b went to a place nobody waited in first")
+        again = self.oc.post("/v1/locksets/acquire", {**body, "wait_ms": 0})
+        self.assertEqual((again.status, again.body.get("type"), again.body.get("lock")),
+                         (409, "/problems/lock_busy", b), again)
+        turns.join()
+        again = self.oc.post("/v1/locksets/acquire", {**body, "wait_ms": 3000})
+        self.assertEqual(again.status, 200, again)
+        tokens = [x["token"] for x in again.body["locks"]]
+        self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
