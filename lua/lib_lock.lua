@@ -16,7 +16,8 @@
 --                                      (so an idle lock leaves no counter behind), and so tells, in the
 --                                      MGET that reads the holder, whether anybody waits
 --   then the common lease keys (lib_lease.lua), with KEY_LOCK_INDEX for index.
--- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("l|<lease>|<name>"; on a cluster its shard
+-- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("l|<lease>|<name>": a grant to a waiter there;
+-- "w|<lease>|<name>": only a wake-up, no grant, never given back as an orphan; on a cluster its shard
 -- channel of the lock's slot, lib_lease.lua publish).
 --
 -- What an uncontended acquire and release cost: the acquire reads the fence

@@ -19,8 +19,8 @@
 --                                          nothing else is in use (below)
 --   tickets  base..KEY_SUFFIX_TICKETS      arrival ticket counter
 --   then the common lease keys (lib_lease.lua), with KEY_SEM_INDEX for index.
--- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>"; on a cluster its shard
--- channel of the semaphore's slot, lib_lease.lua publish).
+-- Channel CHANNEL_BELL_PREFIX..id: doorbell of gateway id ("s|<lease>|<name>": a grant; "w|<lease>|<name>":
+-- only a wake-up, lib_lock.lua; on a cluster its shard channel of the semaphore's slot, lib_lease.lua publish).
 --
 -- Every script here that finds the semaphore in use starts by purging expired
 -- holders, then hands the slots that frees to the oldest live waiters, so a

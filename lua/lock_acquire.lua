@@ -153,7 +153,9 @@ elseif not wait then
 elseif A_wait == '1' and waiter.inst and waiter.inst ~= A_instance and waiter.attach ~= A_attach then
   -- A retry takes the place over from an attempt parked on another gateway: its doorbell tells it at
   -- once, so it looks again and answers superseded (the retry's own gateway tells one parked there).
-  publish(CHANNEL_BELL_PREFIX .. waiter.inst, 'l|' .. lease .. '|' .. name)
+  -- The ring only wakes ("w|", lib_lock.lua): it is no grant, so a gateway where nobody waits under
+  -- the lease (a kept place's) ignores it rather than give back as an orphan what the retry is granted.
+  publish(CHANNEL_BELL_PREFIX .. waiter.inst, 'w|' .. lease .. '|' .. name)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now, true)
 -- since: when the waiter joined the queue, kept over its repeated calls.

@@ -8,7 +8,8 @@
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the lock if it had been granted (and not claimed by a retry)
---   orphan  a doorbell found no waiter: free the grant only if still unclaimed
+--   orphan  a doorbell found no waiter: free the grant only if still unclaimed and made to
+--           this gateway (instance)
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds the lock
 --   released {}                              the grant was freed and handed on (with the
@@ -33,7 +34,9 @@ if h and h.lease == lease then
     end
     return holder_granted_reply(h, expires_at)
   end
-  if mode == 'orphan' and h.claimed ~= '0' then return lease_reply('gone') end
+  -- An orphan is a grant this gateway found no waiter for: it gives back only a grant made to this
+  -- gateway, never one a retry of the request_id took over through another (its holder names that one).
+  if mode == 'orphan' and (h.claimed ~= '0' or h.inst ~= A_instance) then return lease_reply('gone') end
   if attach ~= '' and h.attach ~= attach then return lease_reply('superseded') end
   local handoff = {}
   local next = end_and_pass(k, name, h, 'released', tonumber(A_claim_ms), A_marker_ms, now, A_instance,
@@ -60,6 +63,6 @@ queue_settled(k)
 -- retry that would not wait): the attempt's doorbell tells it, so it looks again and, its request_id
 -- forgotten, answers superseded at once.
 if attach == '' and w.attach ~= '' and w.inst then
-  publish(CHANNEL_BELL_PREFIX .. w.inst, 'l|' .. lease .. '|' .. name)
+  publish(CHANNEL_BELL_PREFIX .. w.inst, 'w|' .. lease .. '|' .. name)
 end
 return lease_reply('canceled', nil, R_WAITING, decimal(redis.call('ZCARD', k.q)))

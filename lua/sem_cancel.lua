@@ -7,7 +7,8 @@
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the slot if it had been granted (and not claimed by a retry)
---   orphan  a grant found no waiter: free it only if still unclaimed
+--   orphan  a grant found no waiter: free it only if still unclaimed and made to this
+--           gateway (instance)
 -- Returns (lib_lease.lua lease_reply, with the grants handed over, see grant_free):
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds a slot
 --   released {}                              the grant was freed and handed on
@@ -41,7 +42,8 @@ if rec then
     tidy(k, now, keep_ms)
     return granted_reply(lease, rec, expires_at, handoff)
   end
-  if mode == 'orphan' and rec.claimed ~= 0 then return done('gone') end
+  -- Only a grant made to this gateway is its orphan (lock_cancel.lua).
+  if mode == 'orphan' and (rec.claimed ~= 0 or rec.inst ~= inst) then return done('gone') end
   if attach ~= '' and rec.attach ~= attach then return done('superseded') end
   redis.call('ZREM', k.h, lease)
   redis.call('HDEL', k.d, lease)

@@ -118,7 +118,7 @@ bool doorbell_adopt(const char *lease_id)
     return found && waiter_ring(lease_id);
 }
 
-/* Payload "<kind>|<lease>|<name>". */
+/* Payload "<kind>|<lease>|<name>"; kind DOORBELL_WAKE only wakes a waiter, if there is one. */
 static void on_message(const char *payload, size_t len, void *ctx)
 {
     (void)ctx;
@@ -127,7 +127,7 @@ static void on_message(const char *payload, size_t len, void *ctx)
     char lease[LEASE_ID_LEN + 1];
     memcpy(lease, payload + 2, LEASE_ID_LEN);
     lease[LEASE_ID_LEN] = '\0';
-    if (!waiter_ring(lease))
+    if (!waiter_ring(lease) && payload[0] != DOORBELL_WAKE)
         remember_orphan(payload[0], lease, LEASE_ID_LEN, payload + 3 + LEASE_ID_LEN,
                         len - 3 - LEASE_ID_LEN, "", NULL);
 }

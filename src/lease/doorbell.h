@@ -4,6 +4,10 @@
  * (CHANNEL_BELL_PREFIX <instance id>, store/backend/redis_keys.h) and the shared channel of
  * ended leases (CHANNEL_ENDED). The scripts publish "<kind>|<lease>|<name>" when they grant a
  * lease to a waiter; the doorbell wakes that waiter at once. They publish
+ * "w|<lease>|<name>" (DOORBELL_WAKE) when a retry of a request_id took over or gave up the place
+ * of an attempt waiting here: that only wakes the attempt, which looks again; it grants nothing, so
+ * with no such attempt here (a place kept for a retry) it is dropped, never handed back as an
+ * orphan (the lease is the retry's now). They publish
  * "<kind>|<fence>|<reason>|<name>" when a lease is released or revoked; the
  * doorbell wakes the watchers of that lease. A grant
  * for a waiter this process no longer has (its client left a moment ago) is
@@ -16,6 +20,9 @@
 
 #include "lease/lease_result.h"
 #include "util/error.h"
+
+/* The kind of a ring that only wakes a waiter (no grant, never an orphan). */
+#define DOORBELL_WAKE 'w'
 
 /* Gives back an unclaimed grant of kind ('l', 's') for lease on name, held by the attempt attach
  * ("": whichever). */

@@ -8,6 +8,8 @@ granted when, never the gateway's.
 - a retry that waits takes the place over: the first attempt answers 409 conflict at once (the retry's script
   rings its gateway's doorbell, not its poll_ms later), and it never queues again at the back once the retry
   gave the place up;
+- a retry that waits and takes over the place kept for an attempt whose client hung up keeps what it is
+  granted: the ring it sends that attempt's gateway is not a grant, and that gateway gives nothing back;
 - a lock set's retry with wait_ms 0 that finds the set still waiting takes it over and gives it up: the first
   attempt answers 409 conflict, the set holds nothing, and the lock it waited for goes to the next waiter, not
   to a place nobody waits in.
@@ -24,7 +26,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, GatewayTest, metric, wait_for  # noqa: E402
-from lock_helpers import unique_name  # noqa: E402
+from lock_helpers import raw_acquire, unique_name  # noqa: E402
 
 KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
 
@@ -150,6 +152,55 @@ class RequestIdTakeoverTest(GatewayTest):
                 turns.join()
                 self.assertEqual(turns.granted, ["X"], turns.answers)
                 self.assertEqual(self.waiting(kind, name), 0)
+
+    def test_a_retry_that_takes_a_kept_place_over_keeps_its_grant(self):
+        """H holds through other. A (request_id R, wait 20 s) queues through gw and hangs up: gw keeps its place.
+        B (R, wait 10 s) waits through other and takes the place over; H releases at once and B is answered
+        200 (and releases 2 s later). For a second after that, B's fence holds the lock (the slot) and a third
+        client's acquire with wait_ms 0 is told 409. Failed before the fix: B's takeover rang gw, which found nobody waiting under
+        the lease and filed the ring as an orphaned grant; 200 ms later it gave back the lease, now B's, and
+        the third client was granted while B still believed it held."""
+        for kind, extra in KINDS:
+            with self.subTest(kind=kind):
+                name, rid = unique_name("rtk"), unique_name("rid")
+                path = f"/v1/{kind}/{name}"
+                held = self.oc.post(path + "/acquire", {"ttl_ms": 60000, **extra})
+                self.assertEqual(held.status, 200, held)
+                gone = raw_acquire(self.gw.port, name, {"request_id": rid, "wait_ms": 20000, "ttl_ms": 30000,
+                                                        **extra}, kind=kind)
+                self.until_waiting(kind, name, 1)
+                gone.close()
+                time.sleep(0.5)  # a hang-up is seen within milliseconds
+                self.assertEqual(self.waiting(kind, name), 1, "the place was not kept")
+                turns = Turns()
+                before = metric(self.other, "fencegate_waiters")
+                turns.send("B", self.other, kind, name, {"request_id": rid, "wait_ms": 10000, "ttl_ms": 30000,
+                                                         **extra}, hold_s=2.0)
+                wait_for(lambda: metric(self.other, "fencegate_waiters") == before + 1, interval=0.005,
+                         what="the retry parked")
+                # Within the doorbell's grace (200 ms) of the takeover's ring, so a ring filed as an orphan
+                # would find B's grant unclaimed.
+                self.assertEqual(self.oc.post(path + "/release", {"token": held.body["token"]}).status, 200)
+                wait_for(lambda: "B" in turns.at, timeout=5, what="B answered")
+                b = turns.answers["B"]
+                self.assertEqual(b.status, 200, b)
+                until = turns.at["B"] + 1.2
+                while time.monotonic() < until:
+                    third = self.c.post(path + "/acquire", {"wait_ms": 0, "ttl_ms": 30000, **extra})
+                    if third.status == 200:
+                        self.c.post(path + "/release", {"token": third.body["token"]})
+                    self.assertEqual(third.status, 409, f"granted while B holds (fence {b.body['fence']})")
+                    state = self.c.get(path).body
+                    if kind == "locks":
+                        self.assertEqual((state["held"], state["fence"]), (True, b.body["fence"]), state)
+                    else:
+                        self.assertEqual(state["holders"], 1, state)
+                    time.sleep(0.1)
+                turns.join()  # B's client releases after its 2 s
+                self.assertEqual(self.waiting(kind, name), 0)
+                again = self.c.post(path + "/acquire", {"wait_ms": 0, "ttl_ms": 30000, **extra})
+                self.assertEqual(again.status, 200, again)
+                self.assertEqual(self.c.post(path + "/release", {"token": again.body["token"]}).status, 200)
 
     def test_a_set_retry_that_will_not_wait_gives_the_waiting_set_up(self):
         """b is held. The set [a, b] (request_id RS, wait 9 s, ttl 1.5 s) holds a and waits for b through gw; X
