@@ -8,6 +8,8 @@
 --   take    the waiter's deadline passed: a grant that arrived meanwhile is kept
 --   drop    the waiter's client hung up or the gateway stops: leave the queue, or
 --           free the lock if it had been granted (and not claimed by a retry)
+--   place   a lock set's retry that will not wait drops the place of an attempt that waits (attach
+--           ""): a waiter only; a place granted meanwhile is that attempt's (answers superseded)
 --   orphan  a doorbell found no waiter: free the grant only if still unclaimed and made to
 --           this gateway (instance)
 -- Returns (lib_lease.lua lease_reply):
@@ -16,7 +18,8 @@
 --                                            grant to a waiter of this gateway, see
 --                                            grant_next)
 --   canceled {waiting}                       the lease left the queue
---   superseded {}                            a retry of the same request owns it now
+--   superseded {}                            a retry of the same request owns it now (mode place: the
+--                                            attempt that waited in the place was granted it)
 --   gone {}                                  nothing to do
 local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
 local k = lock_keys()
@@ -34,6 +37,8 @@ if h and h.lease == lease then
     end
     return holder_granted_reply(h, expires_at)
   end
+  -- A place granted meanwhile is the attempt's that waited in it: a retry dropping the place never frees it.
+  if mode == 'place' then return lease_reply('superseded') end
   -- An orphan is a grant this gateway found no waiter for: it gives back only a grant made to this
   -- gateway, never one a retry of the request_id took over through another (its holder names that one).
   if mode == 'orphan' and (h.claimed ~= '0' or h.inst ~= A_instance) then return lease_reply('gone') end

@@ -39,6 +39,7 @@ const char *lease_cancel_mode_name(enum lease_cancel_mode mode)
         [LEASE_CANCEL_TAKE] = "take",
         [LEASE_CANCEL_DROP] = "drop",
         [LEASE_CANCEL_ORPHAN] = "orphan",
+        [LEASE_CANCEL_PLACE] = "place",
     };
     return names[mode];
 }

@@ -69,6 +69,8 @@ enum lease_cancel_mode {
     LEASE_CANCEL_TAKE,   /* deadline: keep a grant that arrived meanwhile */
     LEASE_CANCEL_DROP,   /* client gone: leave the queue or free the grant */
     LEASE_CANCEL_ORPHAN, /* no waiter here: free the grant if still unclaimed */
+    LEASE_CANCEL_PLACE,  /* a lock set's retry drops another attempt's place: a waiter only, never
+                            a grant (locks only) */
 };
 
 /* A grant, made by whichever script ran, to another waiter of this gateway:

@@ -106,7 +106,8 @@ static void stop_running(struct lockset_wait *ls)
  * Held locks are given up as this attempt's (drop with its attach): one a retry through
  * another gateway took over answers superseded and stays held. The place waited in is given up
  * as place_attach's: this attempt's, or "" for the place of an earlier attempt that a retry that
- * will not wait found (its gateway is rung: the earlier attempt answers superseded). */
+ * will not wait found (its gateway is rung: the earlier attempt answers superseded); if that
+ * place was granted meanwhile, the set is the earlier attempt's and its locks are left to it. */
 static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only,
                          const char *place_attach)
 {
@@ -116,11 +117,16 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only,
     struct lease_result res;
     struct fg_error err = {0};
     if (queued && ls->next < ls->set.n) {
+        bool earlier = place_attach[0] == '\0';
         int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], place_attach,
-                             LEASE_CANCEL_DROP, &res, &err);
+                             earlier ? LEASE_CANCEL_PLACE : LEASE_CANCEL_DROP, &res, &err);
         give_up_lock(ls->set.names[ls->next], rc, &err);
         if (rc == 0 && res.outcome == LEASE_CANCELED)
             ls->waiting = res.waiting;
+        /* The earlier attempt was granted its place meanwhile: the set is its, and the locks
+         * before it, found by request id, stay with it (it renews them before it answers). */
+        if (earlier && rc == 0 && res.outcome == LEASE_SUPERSEDED)
+            mine_only = true;
     }
     for (size_t i = 0; i < ls->next; i++)
         if (!(mine_only && ls->adopted[i]))
@@ -143,7 +149,9 @@ static void abandon(struct lockset_wait *ls, bool queued)
  * finds its request id's place queued (res queued, adopted) meets an earlier attempt that still
  * waits there, holding the locks before it: it took those over as it found them, and gives
  * them up with the place, so that the set answered 409 holds nothing and no grant goes to a
- * place nobody waits in; the earlier attempt answers 409 conflict. */
+ * place nobody waits in; the earlier attempt answers 409 conflict. The place is dropped in mode
+ * place, which drops only a waiter: a grant that reached it between the two scripts is the
+ * earlier attempt's, and stays, with the locks before it. */
 static void give_up_naming(struct lockset_wait *ls, const struct lease_result *res,
                            const char *detail)
 {
@@ -152,7 +160,10 @@ static void give_up_naming(struct lockset_wait *ls, const struct lease_result *r
         res != NULL && res->outcome == LEASE_QUEUED && !ls->waits && ls->adopted[ls->next];
     if (earlier_place) {
         snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", res->lease_id);
-        ls->waiting = res->waiting; /* the queue the place left, as abandon_some finds it */
+        /* The queue without the place: abandon_some's cancel answers its length once the place
+         * left; if the place was granted in between (the cancel answers gone, and leaves the
+         * grant to the attempt), it left the queue so. */
+        ls->waiting = res->waiting > 0 ? res->waiting - 1 : 0;
     }
     abandon_some(ls, ls->waits || earlier_place, res != NULL && res->outcome == LEASE_ENDED,
                  earlier_place ? "" : ls->attach);

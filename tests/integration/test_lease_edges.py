@@ -449,9 +449,9 @@ class LeaseEdges(GatewayTest):
                                 "granted while the unreadable record still held its slot")
         self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": waited.body["token"]}).status, 200)
 
-    def cancel(self, r: Redis, name: str, lease: str, attach: str, kind: str = "locks") -> str:
+    def cancel(self, r: Redis, name: str, lease: str, attach: str, kind: str = "locks", mode: str = "drop") -> str:
         """Gives lease of lock or semaphore name up as the attempt with attach does when its client is gone
-        (lock_cancel.lua or sem_cancel.lua, mode drop), with the one-Redis key names; its answer."""
+        (lock_cancel.lua or sem_cancel.lua, mode drop, or mode), with the one-Redis key names; its answer."""
         # The gateway loads a script at its first use: a waiter that gives up loads the cancel script.
         busy, limit = unique_name("cancel-load"), {"limit": 1} if kind == "semaphores" else {}
         held = self.c.post(f"/v1/{kind}/{busy}/acquire", {"ttl_ms": 30000, **limit})
@@ -462,7 +462,7 @@ class LeaseEdges(GatewayTest):
                     if re.fullmatch(rf"fg_{short}_cancel_[0-9a-f]{{12}}", lib[1])]
         keys = lease_keys(kind, name)
         keep = [] if kind == "locks" else ["60000"]
-        return r.cmd("FCALL", script, len(keys), *keys, name, lease, attach, "drop", "30000", "600000", *keep,
+        return r.cmd("FCALL", script, len(keys), *keys, name, lease, attach, mode, "30000", "600000", *keep,
                      "00")
 
     @skip_in_cluster("it calls a script with the one-Redis key names")
@@ -487,6 +487,32 @@ class LeaseEdges(GatewayTest):
             self.assertTrue(status(self.c, name)["held"])
         self.assertEqual(renew(self.c, name, again.body["token"]).status, 200)
         self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_place_dropped_by_a_set_retry_leaves_a_grant_alone(self):
+        """A lock set's retry with wait_ms 0 learns that its set's place is queued in one script and drops it
+        in a second (lock_cancel.lua, mode place, naming no connection); a grant that reached the place in
+        between is the waiting attempt's. The drop answers superseded and leaves the lock held, its place
+        (a waiter) it drops as before. Caught: the drop freed the grant (mode drop naming no connection
+        skips the guard of another connection's holder), the attempt answered 200 for a lock nobody held."""
+        name = unique_name("place-drop")
+        holder = f"fg:lk:{{{name}}}:h"
+        with Redis() as r:
+            granted = acquire(self.c, name, ttl_ms=30000, wait_ms=1000, request_id="place-drop-1")
+            self.assertEqual(granted.status, 200, granted)
+            lease = r.cmd("GET", holder).split(" ")[2]
+            self.assertEqual(self.cancel(r, name, lease, "", mode="place"), "superseded")
+            self.assertEqual(status(self.c, name)["fence"], granted.body["fence"])
+            self.assertTrue(status(self.c, name)["held"])
+            waiter = Waiter(self.gw, f"/v1/locks/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 3000})
+            waiter.start()
+            wait_for(lambda: status(self.c, name)["waiting"] == 1, what="a waiter queued")
+            [place] = r.cmd("ZRANGE", f"fg:lk:{{{name}}}:q", "0", "-1")
+            self.assertEqual(self.cancel(r, name, place, "", mode="place").split(" ")[0], "canceled")
+            waiter.join(15)
+            self.assertEqual(waiter.response.status, 409, waiter.response)  # it queued again, and timed out
+        self.assertEqual(release(self.c, name, granted.body["token"]).status, 200)
+        self.assertFalse(status(self.c, name)["held"])
 
     @skip_in_cluster("it calls a script with the one-Redis key names")
     def test_a_grant_given_up_unanswered_leaves_its_request_id_free(self):
