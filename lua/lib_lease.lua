@@ -286,8 +286,14 @@ local function rid_live(rid_until, rid, now)
   return till ~= false and tonumber(till) > now
 end
 
+-- What the set rids maps a waiter's request_id to once its place was given up without a grant
+-- (rid_leave): the lease id and this mark after it.
+local RID_LEFT = '~'
+
 -- The lease id of request_id rid, or nil; moved: the key rid_one's value
--- moves to for rid (rid_take_first).
+-- moves to for rid (rid_take_first). For an id whose place was given up
+-- (rid_leave), nil and the lease id of that place: a new request of rid
+-- starts afresh, an attempt that waited in the place learns a retry left it.
 local function rid_lease(lk, rid, now, moved)
   if rid == '' then return nil end
   local one = redis.call('MGET', lk.rid_one, moved)
@@ -296,6 +302,7 @@ local function rid_lease(lk, rid, now, moved)
   if not rid_live(lk.rid_until, rid, now) then return nil end
   lease = redis.call('HGET', lk.rids, rid)
   if lease == false then return nil end
+  if string.sub(lease, -1) == RID_LEFT then return nil, string.sub(lease, 1, -2) end
   return lease
 end
 
@@ -504,6 +511,22 @@ local function rid_forget(lk, rid, lease)
   redis.call('ZREM', lk.rid_until, rid)
 end
 
+-- A waiter of lease with request_id rid gives its place up without a grant (its deadline, its
+-- client gone, a lock set's retry dropping it): an attempt could still wait under rid on another
+-- gateway, whose place a retry took over and has now left. rid keeps naming the place, marked
+-- (RID_LEFT), until its time in rid_until: that attempt, looking again, answers superseded, where
+-- one whose place was dropped with a dead gateway's waiters (rid_forget) queues anew at the back.
+-- One HSET, where rid_forget costs an HDEL and a ZREM; the prune takes the mark with its time.
+local function rid_leave(lk, rid, lease)
+  if rid == '' or rid == nil then return end
+  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
+    redis.call('DEL', lk.rid_one)
+    return
+  end
+  if redis.call('HGET', lk.rids, rid) ~= lease then return end
+  redis.call('HSET', lk.rids, rid, lease .. RID_LEFT)
+end
+
 -- Takes the oldest waiter whose gateway is alive out of the queue k.q and its
 -- record out of k.w, dropping waiters of dead gateways on the way (and
 -- forgetting their request_ids). Returns its lease id and decoded record, or
@@ -539,7 +562,7 @@ local function leave_queue(k, packed, holds)
       local raw = redis.call('HGET', k.w, lease)
       local w = raw and cjson.decode(raw)
       if w and w.attach == attach then
-        rid_forget(k, w.rid, lease)
+        rid_leave(k, w.rid, lease)
         redis.call('ZREM', k.q, lease)
         redis.call('HDEL', k.w, lease)
       end

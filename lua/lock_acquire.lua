@@ -26,7 +26,7 @@
 --   ended   {lease}                          this request_id's lease is over
 --   superseded {}                            a retry of the request took the lease (or its place in
 --                                            the queue) over from this attempt, which looks again (or
---                                            its request_id, looked at again, names no lease any more)
+--                                            took its place over and gave it up: lib_lease.lua rid_leave)
 --   nofence {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 
@@ -49,6 +49,7 @@ end
 local k -- lock_keys(), made only where more than the uncontended path's keys are needed
 
 local known = false
+local place_left -- the lease of a place under rid given up without a grant (lib_lease.lua rid_leave)
 -- recheck: the caller names the lease its request_id already has, so it is an attempt looking again (a
 -- retry names a fresh id). One whose lease a retry took over (another connection is named) leaves it to
 -- the retry: taking it back would let its give-up (lock_cancel.lua, drop with its attach) release what
@@ -56,7 +57,8 @@ local known = false
 local recheck = false
 if rid ~= '' then
   k = lock_keys()
-  local before = rid_lease(k, rid, now, KEYS[#KEYS])
+  local before, left = rid_lease(k, rid, now, KEYS[#KEYS])
+  place_left = left
   known = before ~= nil
   recheck = known and before == lease
   if known then lease = before end
@@ -96,10 +98,11 @@ local function take()
                      R_TTL, A_ttl_ms, R_EXPIRES_AT, decimal(now + A_ttl_ms))
 end
 
--- An attempt looking again whose request_id names no lease any more lost its place: a retry of the
--- request took it over and gave it up (a timeout, a lock set's retry that would not wait), or the
--- place was dropped with a dead gateway's waiters. It answers superseded, never queues again at the back.
-if again and rid ~= '' and not known then return lease_reply('superseded') end
+-- An attempt looking again whose place was given up under its request_id lost it to a retry of the
+-- request, which took it over and gave it up (a timeout, a lock set's retry that would not wait): it
+-- answers superseded, never queues again at the back. One whose place was dropped with a dead gateway's
+-- waiters (its gateway only looked dead: a missed beat) has no such mark and queues anew.
+if again and place_left == lease then return lease_reply('superseded') end
 if not h and not waiting then return take() end
 k = k or lock_keys()
 
@@ -123,8 +126,12 @@ if not h then
   end
   if granted then h, listed = true, true end
   -- grant_next drops the waiters of gateways it takes for dead: this caller's own lease too when its
-  -- gateway's mark lapsed. The caller, alive after all, then arrives anew (as in sem_acquire.lua).
-  if queued then queued = redis.call('ZSCORE', k.q, lease) end
+  -- gateway's mark lapsed, its request_id forgotten with it. The caller, alive after all, then arrives
+  -- anew (as in sem_acquire.lua), not told its lease ended.
+  if queued then
+    queued = redis.call('ZSCORE', k.q, lease)
+    if not queued then known = false end
+  end
   if known and not queued then return lease_reply('ended', nil, R_LEASE, lease) end
   if not granted and not queued then return take() end
 end

@@ -60,7 +60,7 @@ local w = cjson.decode(raw)
 -- A waiter record of no attempt (attach "": written by a retry of its request_id
 -- that would not wait, as earlier releases did) has nobody waiting on it: any give-up takes it.
 if attach ~= '' and w.attach ~= attach and w.attach ~= '' then return lease_reply('superseded') end
-rid_forget(k, w.rid, lease)
+rid_leave(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
 queue_settled(k)

@@ -27,7 +27,7 @@
 --   ended    {lease}                          this request_id's lease is over
 --   superseded {}                              a retry of the request took the slot (or its place in
 --                                             the queue) over from this attempt, which looks again (or
---                                             its request_id, looked at again, names no lease any more)
+--                                             took its place over and gave it up: lib_lease.lua rid_leave)
 --   nofence  {}                               no fence may be issued (lib_lease.lua)
 local name, lease, rid = A_name, A_lease, A_request_id
 local owner, again = A_owner, A_wait == 'again'
@@ -41,7 +41,7 @@ if not ready then return lease_reply('nofence') end
 local now = now_ms()
 limit_text = unfold(k, limit_text, now)
 
-local prior = rid_lease(k, rid, now, KEYS[#KEYS])
+local prior, place_left = rid_lease(k, rid, now, KEYS[#KEYS])
 local known = prior ~= nil
 -- recheck: the caller names the lease its request_id already has, so it is an
 -- attempt looking again (a retry names a fresh id). One whose slot or queue
@@ -72,9 +72,9 @@ local function grant_now()
                      R_TTL, A_ttl_ms, R_EXPIRES_AT, expires_text)
 end
 
--- An attempt looking again whose request_id names no lease any more lost its place (lock_acquire.lua):
--- it answers superseded, never queues again at the back.
-if again and rid ~= '' and not known then return lease_reply('superseded') end
+-- An attempt looking again whose place a retry took over and gave up (lock_acquire.lua) answers
+-- superseded, never queues again at the back; one dropped as a dead gateway's waiter queues anew.
+if again and place_left == lease then return lease_reply('superseded') end
 
 local in_force = tonumber(limit_text) -- the limit in force, or nil (none, or an end's record)
 if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then

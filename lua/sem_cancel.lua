@@ -62,7 +62,7 @@ local w = cjson.decode(raw)
 -- A waiter record of no attempt (attach "": a retry of its request_id that
 -- would not wait took it over) has nobody waiting on it: any give-up takes it.
 if attach ~= '' and w.attach ~= attach and w.attach ~= '' then return done('superseded') end
-rid_forget(k, w.rid, lease)
+rid_leave(k, w.rid, lease)
 redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
 return done('canceled', R_WAITING, decimal(redis.call('ZCARD', k.q)))

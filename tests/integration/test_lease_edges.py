@@ -325,17 +325,29 @@ class LeaseEdges(GatewayTest):
     def test_a_waiter_whose_gateway_seemed_dead_arrives_anew(self):
         """A parked waiter whose gateway's mark lapsed (a stalled janitor) is dropped by the next grant; when
         its gateway then asks again for it, the waiter arrives anew and takes the free lock, and no waiter record
-        is left behind. (Broken variants caught: lock_acquire.lua writing the dropped waiter's record back and
-        answering its place in a queue it was no longer in: 500 "bad argument #2 to 'format'"; the same
-        answering "queued" without a place: the lock came a poll later and the record stayed.)"""
+        is left behind; so too one with a request_id, which no retry took over. (Broken variants caught:
+        lock_acquire.lua writing the dropped waiter's record back and answering its place in a queue it was no
+        longer in: 500 "bad argument #2 to 'format'"; the same answering "queued" without a place: the lock
+        came a poll later and the record stayed; a waiter with a request_id answering 409 conflict, "a retry
+        with the same request_id took this wait over", when its id was forgotten with the dead waiter.)"""
         redis = Redis()
         slow_beat = {"limits": {"max_waiters_per_lock": 3}, "waiter_lease_ms": 600000, "poll_ms": 200}
         with Gateway(config=slow_beat) as gw:
             me = next(g["id"] for g in gw.http("GET", "/v1/gateways").body["gateways"] if g["self"])
-            for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
+            # by: who drops the waiter, the waiter's own look as the holder's lease runs out ("expiry") or a
+            # release through the other gateway, after which the waiter looks again ("release")
+            for kind, extra, by in (("locks", {}, "expiry"), ("semaphores", {"limit": 1}, "expiry"),
+                                    ("locks", {"request_id": unique_name("rid")}, "expiry"),
+                                    ("semaphores", {"limit": 1, "request_id": unique_name("rid")}, "expiry"),
+                                    ("locks", {"request_id": unique_name("rid")}, "release"),
+                                    ("semaphores", {"limit": 1, "request_id": unique_name("rid")}, "release")):
                 name = unique_name("lapsed")
+                held_extra = {k: v for k, v in extra.items() if k != "request_id"}
                 # the holder's lease outlasts the waiter's queueing and the mark's removal on a loaded machine
-                holder = gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 4000, **extra})
+                if by == "expiry":
+                    holder = gw.http("POST", f"/v1/{kind}/{name}/acquire", {"ttl_ms": 4000, **held_extra})
+                else:
+                    holder = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, **held_extra})
                 self.assertEqual(holder.status, 200, holder)
                 waiter = Waiter(gw, f"/v1/{kind}/{name}/acquire", {"ttl_ms": 30000, "wait_ms": 20000, **extra})
                 waiter.start()
@@ -343,6 +355,9 @@ class LeaseEdges(GatewayTest):
                          what="the waiter queued")
                 marks = slot_key("fg:gateways", name)  # what the grant reads (on a cluster, the lock's slot's)
                 self.assertEqual(redis.cmd("ZREM", marks, me), 1)
+                if by == "release":
+                    released = self.c.post(f"/v1/{kind}/{name}/release", {"token": holder.body["token"]})
+                    self.assertEqual(released.status, 200, released)
                 waiter.join(30)
                 self.assertEqual(getattr(waiter.response, "status", None), 200, waiter.response)
                 self.assertGreater(waiter.response.body["fence"], holder.body["fence"])
