@@ -497,16 +497,22 @@ local function rid_extend(lk, rid, lease, expires_at)
   rid_extend_set(lk, rid, expires_at)
 end
 
+-- True if rid, in the set of request ids, still names lease; an id kept alone in the one-id key
+-- that names it is deleted there first (false then: nothing more to do).
+local function rid_set_names(lk, rid, lease)
+  if rid == '' or rid == nil then return false end
+  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
+    redis.call('DEL', lk.rid_one)
+    return false
+  end
+  return redis.call('HGET', lk.rids, rid) == lease
+end
+
 -- Forgets rid if it still names lease, which holds or waits still (a grant
 -- never answered, a dead gateway's waiter): its id was never moved away
 -- (rid_take_first moves only an id whose lease is over).
 local function rid_forget(lk, rid, lease)
-  if rid == '' or rid == nil then return end
-  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
-    redis.call('DEL', lk.rid_one)
-    return
-  end
-  if redis.call('HGET', lk.rids, rid) ~= lease then return end
+  if not rid_set_names(lk, rid, lease) then return end
   redis.call('HDEL', lk.rids, rid)
   redis.call('ZREM', lk.rid_until, rid)
 end
@@ -518,12 +524,7 @@ end
 -- one whose place was dropped with a dead gateway's waiters (rid_forget) queues anew at the back.
 -- One HSET, where rid_forget costs an HDEL and a ZREM; the prune takes the mark with its time.
 local function rid_leave(lk, rid, lease)
-  if rid == '' or rid == nil then return end
-  if redis.call('GET', lk.rid_one) == rid_one_text(lease, rid) then
-    redis.call('DEL', lk.rid_one)
-    return
-  end
-  if redis.call('HGET', lk.rids, rid) ~= lease then return end
+  if not rid_set_names(lk, rid, lease) then return end
   redis.call('HSET', lk.rids, rid, lease .. RID_LEFT)
 end
 

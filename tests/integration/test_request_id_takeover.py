@@ -90,6 +90,18 @@ class RequestIdTakeoverTest(GatewayTest):
     def until_waiting(self, kind: str, name: str, n: int) -> None:
         wait_for(lambda: self.waiting(kind, name) == n, timeout=15, what=f"{n} waiting on {name}")
 
+    def a_then_x_behind_a_holder(self, kind: str, name: str, rid: str, extra: dict):
+        """name held here (60 s), then A (request_id rid, wait 9 s) and X (wait 9 s) queued behind it through
+        gw, in that order: the holder's grant and the Turns that record A's and X's answers."""
+        held = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, **extra})
+        self.assertEqual(held.status, 200, held)
+        turns = Turns()
+        turns.send("A", self.gw, kind, name, {"request_id": rid, "wait_ms": 9000, **extra})
+        self.until_waiting(kind, name, 1)
+        turns.send("X", self.gw, kind, name, {"wait_ms": 9000, **extra})
+        self.until_waiting(kind, name, 2)
+        return held, turns
+
     def test_a_retry_that_will_not_wait_leaves_the_place_to_the_attempt_that_waits(self):
         """Held; A (request_id R, wait 9 s) waits through gw, then X through gw and Y through other: [A, X, Y].
         R retried with wait_ms 0 through other answers 409 lock_busy with the queue's length, and the release
@@ -99,13 +111,7 @@ class RequestIdTakeoverTest(GatewayTest):
         for kind, extra in KINDS:
             with self.subTest(kind=kind):
                 name, rid = unique_name("rt0"), unique_name("rid")
-                held = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, **extra})
-                self.assertEqual(held.status, 200, held)
-                turns = Turns()
-                turns.send("A", self.gw, kind, name, {"request_id": rid, "wait_ms": 9000, **extra})
-                self.until_waiting(kind, name, 1)
-                turns.send("X", self.gw, kind, name, {"wait_ms": 9000, **extra})
-                self.until_waiting(kind, name, 2)
+                held, turns = self.a_then_x_behind_a_holder(kind, name, rid, extra)
                 turns.send("Y", self.other, kind, name, {"wait_ms": 9000, **extra})
                 self.until_waiting(kind, name, 3)
                 retry = self.oc.post(f"/v1/{kind}/{name}/acquire", {"request_id": rid, "wait_ms": 0, **extra})
@@ -128,13 +134,7 @@ class RequestIdTakeoverTest(GatewayTest):
         for kind, extra in KINDS:
             with self.subTest(kind=kind):
                 name, rid = unique_name("rtw"), unique_name("rid")
-                held = self.c.post(f"/v1/{kind}/{name}/acquire", {"ttl_ms": 60000, **extra})
-                self.assertEqual(held.status, 200, held)
-                turns = Turns()
-                turns.send("A", self.gw, kind, name, {"request_id": rid, "wait_ms": 9000, **extra})
-                self.until_waiting(kind, name, 1)
-                turns.send("X", self.gw, kind, name, {"wait_ms": 9000, **extra})
-                self.until_waiting(kind, name, 2)
+                held, turns = self.a_then_x_behind_a_holder(kind, name, rid, extra)
                 before = metric(self.other, "fencegate_waiters")
                 turns.send("B", self.other, kind, name, {"request_id": rid, "wait_ms": 1500, **extra})
                 wait_for(lambda: metric(self.other, "fencegate_waiters") == before + 1, what="the retry parked")
