@@ -754,6 +754,12 @@ local function publish(channel, msg)
   redis.call('PUBLISH', channel, msg)
 end
 
+-- Wakes the attempt parked under lease (of name) on gateway inst, so that it looks again: a ring that
+-- grants nothing ("w|", lib_lock.lua), which a gateway where nobody waits under the lease ignores.
+local function ring_wake(inst, lease, name)
+  publish(CHANNEL_BELL_PREFIX .. inst, 'w|' .. lease .. '|' .. name)
+end
+
 -- Tells every gateway's watchers of kind's name that the lease with fence
 -- (decimal text) ended.
 local function publish_end(kind, name, fence, reason)

@@ -162,7 +162,7 @@ elseif A_wait == '1' and waiter.inst and waiter.inst ~= A_instance and waiter.at
   -- once, so it looks again and answers superseded (the retry's own gateway tells one parked there).
   -- The ring only wakes ("w|", lib_lock.lua): it is no grant, so a gateway where nobody waits under
   -- the lease (a kept place's) ignores it rather than give back as an orphan what the retry is granted.
-  publish(CHANNEL_BELL_PREFIX .. waiter.inst, 'w|' .. lease .. '|' .. name)
+  ring_wake(waiter.inst, lease, name)
 end
 rid_keep(k, rid, lease, now + rid_ttl, now, true)
 -- since: when the waiter joined the queue, kept over its repeated calls.

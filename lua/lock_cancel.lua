@@ -65,9 +65,7 @@ redis.call('ZREM', k.q, lease)
 redis.call('HDEL', k.w, lease)
 queue_settled(k)
 -- A retry took the place of an attempt that still waits and gave it up (attach "": a lock set's
--- retry that would not wait): the attempt's doorbell tells it, so it looks again and, its request_id
--- forgotten, answers superseded at once.
-if attach == '' and w.attach ~= '' and w.inst then
-  publish(CHANNEL_BELL_PREFIX .. w.inst, 'w|' .. lease .. '|' .. name)
-end
+-- retry that would not wait): the attempt's doorbell tells it, so it looks again and, finding its
+-- place marked as left (rid_leave), answers superseded at once.
+if attach == '' and w.attach ~= '' and w.inst then ring_wake(w.inst, lease, name) end
 return lease_reply('canceled', nil, R_WAITING, decimal(redis.call('ZCARD', k.q)))

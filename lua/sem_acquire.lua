@@ -166,7 +166,7 @@ elseif not wait then
 elseif A_wait == '1' and waiter.inst and waiter.inst ~= inst and waiter.attach ~= attach then
   -- A retry takes the place over from an attempt parked on another gateway: its doorbell tells it at
   -- once, so it looks again and answers superseded (a ring that only wakes, lock_acquire.lua).
-  publish(CHANNEL_BELL_PREFIX .. waiter.inst, 'w|' .. lease .. '|' .. name)
+  ring_wake(waiter.inst, lease, name)
 end
 gateway_mark(k, inst, A_mark_ms, now)
 if rid ~= '' then rid_keep(k, rid, lease, now + tonumber(A_request_id_ttl_ms), now, true) end
