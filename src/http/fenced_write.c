@@ -57,8 +57,6 @@ int fenced_write_writer(struct http_request *req, enum metric_backend backend,
     if (fenced_owner_check(owner, err) != 0)
         return -1;
     *who = (struct fenced_writer){
-        .fence = claims->fence,
-        .lock_name = claims->name,
         .owner = owner,
         .client_addr = req->client_addr,
         .principal = req->principal != NULL ? req->principal->id : NULL,
@@ -86,13 +84,14 @@ static void reply_stale(struct http_reply *reply, const struct fenced_writer *wh
                         const struct fenced_result *r, const char *method)
 {
     struct fg_error err;
-    log_stale_write(r->resource, who->lock_name, who->fence, r->fence, method, who->client_addr);
+    log_stale_write(r->resource, who->claims->name, who->claims->fence, r->fence, method,
+                    who->client_addr);
     fg_fail(&err, FG_ERR_STALE_FENCE,
-            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->fence, r->fence,
-            r->resource);
+            "fence %" PRId64 " is older than fence %" PRId64 " stored for %s", who->claims->fence,
+            r->fence, r->resource);
     json_t *extra =
-        json_pack("{s:I, s:I, s:o}", "presented_fence", (json_int_t)who->fence, "current_fence",
-                  (json_int_t)r->fence, "resource", fgjson_string(r->resource));
+        json_pack("{s:I, s:I, s:o}", "presented_fence", (json_int_t)who->claims->fence,
+                  "current_fence", (json_int_t)r->fence, "resource", fgjson_string(r->resource));
     if (r->stale != NULL)
         json_object_set(extra, "stale", (json_t *)r->stale);
     reply_problem_extra(reply, &err, extra);
@@ -112,7 +111,7 @@ void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
     if (refused->outcome == FENCED_STALE)
         reply_stale(reply, who, refused, method);
     else
-        reply_write_lease_lost(reply, (long long)who->fence, refused->resource, reason);
+        reply_write_lease_lost(reply, (long long)who->claims->fence, refused->resource, reason);
 }
 
 /* Skips optional white space (SP, HTAB). */

@@ -348,7 +348,7 @@ static struct write_stmt write_args(const struct fenced_op *op, const struct fen
                                     const char **params, char *fence, char **owned_sql)
 {
     struct write_stmt st = stmt_for(op, form, want_row, judged, owned_sql);
-    snprintf(fence, 24, "%" PRId64, who->fence);
+    snprintf(fence, 24, "%" PRId64, who->claims->fence);
     params[FENCED_PARAM_FENCE] = fence;
     params[FENCED_PARAM_KEY] = op->key;
     int n = FENCED_PARAM_PREFIX;
@@ -420,7 +420,7 @@ static int ask_lease(struct pg_conn *c, const struct fenced_op *ops, size_t n,
     bool revoked = false;
     if (who->lease_check(who->claims, lease, err) != 0 ||
         (*lease == FENCED_LEASE_ENDED &&
-         revocation_find_on(c, who->fence, &revoked, NULL, 0, err) != 0))
+         revocation_find_on(c, who->claims->fence, &revoked, NULL, 0, err) != 0))
         return -1;
     if (revoked)
         *lease = FENCED_LEASE_REVOKED;
@@ -561,12 +561,12 @@ static int exec_refusal(struct pg_conn *c, const struct fenced_op *op,
 {
     char name[32], fence[24];
     snprintf(name, sizeof name, "fpg_x%zu", op->table);
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    snprintf(fence, sizeof fence, "%" PRId64, who->claims->fence);
     const char *params[FENCED_RPARAM_COUNT] = {
         [FENCED_PARAM_FENCE] = fence,
         [FENCED_PARAM_KEY] = op->key,
         [FENCED_PARAM_PREFIX] = fpg.prefixes[op->table],
-        [FENCED_RPARAM_LOCK] = who->lock_name,
+        [FENCED_RPARAM_LOCK] = who->claims->name,
         [FENCED_RPARAM_OWNER] = who->owner,
         [FENCED_RPARAM_CLIENT] = who->client_addr,
         [FENCED_RPARAM_METHOD] = fenced_kind_method(op->kind),
@@ -621,8 +621,8 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
                     const json_t *answer, bool want_row, struct fenced_result *res)
 {
     const struct table_schema *s = &fpg.schemas[op->table];
-    fenced_pg_answer_applied(answer, s, op->key, want_row && op->kind != FENCED_DELETE, who->fence,
-                             res);
+    fenced_pg_answer_applied(answer, s, op->key, want_row && op->kind != FENCED_DELETE,
+                             who->claims->fence, res);
     if (res->resource == NULL)
         res->resource = op_resource(op);
 }
@@ -693,7 +693,7 @@ static int skipped(struct pg_conn *c, const struct fenced_op *op, const struct f
         res->after = NULL;
     }
     res->outcome = FENCED_APPLIED;
-    res->fence = who->fence;
+    res->fence = who->claims->fence;
     if (res->resource == NULL)
         res->resource = op_resource(op);
     return 0;
@@ -730,7 +730,8 @@ static int refused(struct pg_conn *c, const struct fenced_op *op, const struct f
         return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
                        "postgres did not store the audit record of the refusal: %s", why);
     }
-    enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, res);
+    enum fenced_verdict verdict =
+        fenced_pg_answer_verdict(answer, op->kind, who->claims->fence, res);
     json_decref(answer);
     switch (verdict) {
     case FENCED_VERDICT_REFUSED: return 0;
@@ -904,7 +905,7 @@ static int open_batch(struct pg_conn *c, const struct fenced_batch *batch,
                       struct fg_error *err)
 {
     struct batch_opening o = {0};
-    batch_opening_build(batch, who->fence, fpg.schemas, fpg.prefixes, fpg.ntables, &o);
+    batch_opening_build(batch, who->claims->fence, fpg.schemas, fpg.prefixes, fpg.ntables, &o);
     size_t failed;
     int rc = pg_exec_pipeline(c, o.stmts, o.n, &failed, err);
     *claimed = json_array();
@@ -960,7 +961,7 @@ static int audit_revoked(struct pg_conn *c, const struct fenced_batch *batch,
     json_t *answer = NULL;
     if (exec_refusal(c, &batch->ops[0], who, false, &answer, err) != 0)
         return -1;
-    fenced_pg_answer_verdict(answer, batch->ops[0].kind, who->fence, res);
+    fenced_pg_answer_verdict(answer, batch->ops[0].kind, who->claims->fence, res);
     json_decref(answer);
     res->outcome = FENCED_REVOKED;
     res->resources = json_array();
@@ -1031,7 +1032,8 @@ static int judge_op(struct pg_conn *c, const struct fenced_op *op, const struct 
     json_t *answer = NULL;
     if (exec_refusal(c, op, who, false, &answer, err) != 0)
         return -1;
-    enum fenced_verdict verdict = fenced_pg_answer_verdict(answer, op->kind, who->fence, one);
+    enum fenced_verdict verdict =
+        fenced_pg_answer_verdict(answer, op->kind, who->claims->fence, one);
     json_decref(answer);
     return batch_refused(op, verdict, one, stale, revoked, err);
 }
@@ -1215,7 +1217,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
         goto out;
     }
     if (rc == 0) {
-        stale = fenced_pg_answer_stale(claimed, who->fence);
+        stale = fenced_pg_answer_stale(claimed, who->claims->fence);
         if (json_array_size(stale) > 0)
             rc = fg_fail(err, FG_ERR_STALE_FENCE, "a resource holds a higher fence");
         else if (op_by_op)
@@ -1267,7 +1269,7 @@ static int batch_once(const struct fenced_batch *batch, const struct fenced_writ
         goto out;
     }
     res->outcome = FENCED_APPLIED;
-    res->fence = who->fence;
+    res->fence = who->claims->fence;
     if (want_row) {
         fgjson_out_close_array(&items);
         res->after = fgjson_out_take(&items);

@@ -46,7 +46,7 @@ static char *audit_pack(const struct redis_write *w)
     const struct fenced_writer *who = w->who;
     const char *fields[] = {
         w->resource,
-        who->lock_name,
+        who->claims->name,
         who->owner != NULL ? who->owner : "",
         who->client_addr,
         w->method,
@@ -86,7 +86,7 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
     shared_key(floor, KEY_FENCE_FLOOR, slot);
     shared_fence_limit_key(limit, slot);
     char fence[24];
-    snprintf(fence, sizeof fence, "%" PRId64, who->fence);
+    snprintf(fence, sizeof fence, "%" PRId64, who->claims->fence);
     const char *keys[LIB_RW_NKEYS] = {
         [LIB_RW_KEY_KEY] = w->key,        [LIB_RW_KEY_WRITE_FENCE] = fence_key,
         [LIB_RW_KEY_AUDIT] = audit,       [LIB_RW_KEY_FENCE_FLOOR] = floor,
@@ -126,8 +126,8 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
     res->audit_slot = slot;
     struct fg_error lifting = {0};
     if (rc == 0 && res->outcome == FENCED_STALE && json_is_true(json_object_get(out, "floor")) &&
-        w->lift(who->lock_name, res->fence, &lifting) != 0)
-        log_message(LOG_WARN, "fence_lift_failed", "%s: %s", who->lock_name, lifting.msg);
+        w->lift(who->claims->name, res->fence, &lifting) != 0)
+        log_message(LOG_WARN, "fence_lift_failed", "%s: %s", who->claims->name, lifting.msg);
     json_decref(out);
     return rc;
 }

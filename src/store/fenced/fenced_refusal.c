@@ -18,8 +18,8 @@ int fenced_refusal_audit(struct pg_conn *conn, const struct fenced_writer *who,
     FG_ASSERT(reason != NULL);
     struct audit_record rec = {
         .resource = refused->resource,
-        .lock_name = who->lock_name,
-        .presented_fence = who->fence,
+        .lock_name = who->claims->name,
+        .presented_fence = who->claims->fence,
         .current_fence = refused->fence,
         .owner = who->owner,
         .client_addr = who->client_addr,

@@ -8,8 +8,6 @@
 #ifndef FG_FENCED_WRITER_H
 #define FG_FENCED_WRITER_H
 
-#include <stdint.h>
-
 #include "auth/token.h"
 #include "util/error.h"
 
@@ -27,10 +25,9 @@ enum fenced_lease {
 typedef int (*fenced_lease_check)(const struct token_claims *claims, enum fenced_lease *lease,
                                   struct fg_error *err);
 
-/* Who writes: the verified token's claims and the request's origin (borrowed). */
+/* Who writes: the verified token's claims (its fence, and the lock or semaphore it was issued
+ * for) and the request's origin (borrowed). */
 struct fenced_writer {
-    int64_t fence;                     /* the token's fence */
-    const char *lock_name;             /* the lock (or semaphore) the token was issued for */
     const char *owner;                 /* Fence-Owner header, or NULL */
     const char *client_addr;           /* the client's address */
     const char *principal;             /* id of the writer's API key, or NULL (auth off) */
