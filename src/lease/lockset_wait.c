@@ -82,6 +82,15 @@ static bool giving_back(struct lockset_wait *ls)
     return ls->giving_back;
 }
 
+/* True if a retry with ls's request_id runs in its place in this gateway. */
+static bool was_taken_over(struct lockset_wait *ls)
+{
+    pthread_mutex_lock(&running.lock);
+    bool taken = ls->taken_over;
+    pthread_mutex_unlock(&running.lock);
+    return taken;
+}
+
 static void given_back(struct lockset_wait *ls)
 {
     pthread_mutex_lock(&running.lock);
@@ -104,12 +113,8 @@ static void stop_running(struct lockset_wait *ls)
  * waiting) and every lock held, unless a retry took the set over (the retry holds them now);
  * mine_only: only the locks whose lease this attempt made, not those it adopted by request id.
  * Held locks are given up as this attempt's (drop with its attach): one a retry through
- * another gateway took over answers superseded and stays held. The place waited in is given up
- * as place_attach's: this attempt's, or "" for the place of an earlier attempt that a retry that
- * will not wait found (its gateway is rung: the earlier attempt answers superseded); if that
- * place was granted meanwhile, the set is the earlier attempt's and its locks are left to it. */
-static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only,
-                         const char *place_attach)
+ * another gateway took over answers superseded and stays held. */
+static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 {
     ls->settled = true;
     if (!giving_back(ls))
@@ -117,16 +122,11 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only,
     struct lease_result res;
     struct fg_error err = {0};
     if (queued && ls->next < ls->set.n) {
-        bool earlier = place_attach[0] == '\0';
-        int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], place_attach,
-                             earlier ? LEASE_CANCEL_PLACE : LEASE_CANCEL_DROP, &res, &err);
+        int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
+                             LEASE_CANCEL_DROP, &res, &err);
         give_up_lock(ls->set.names[ls->next], rc, &err);
         if (rc == 0 && res.outcome == LEASE_CANCELED)
             ls->waiting = res.waiting;
-        /* The earlier attempt was granted its place meanwhile: the set is its, and the locks
-         * before it, found by request id, stay with it (it renews them before it answers). */
-        if (earlier && rc == 0 && res.outcome == LEASE_SUPERSEDED)
-            mine_only = true;
     }
     for (size_t i = 0; i < ls->next; i++)
         if (!(mine_only && ls->adopted[i]))
@@ -139,36 +139,48 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only,
 
 static void abandon(struct lockset_wait *ls, bool queued)
 {
-    abandon_some(ls, queued, false, ls->attach);
+    abandon_some(ls, queued, false);
+}
+
+/* A set that will not wait found its request id's place queued at lock next (found): an earlier
+ * attempt still waits there, holding the locks before it, which this set took over as it found
+ * them. It drops that place (mode place, naming no connection: the earlier attempt's gateway is
+ * rung and it answers 409 conflict), so that the set, which then gives up, holds nothing and no
+ * grant goes to a place nobody waits in. False if the place was granted in between (mode place
+ * never frees a grant): the set asks again, takes the grant over as it took the locks before it,
+ * and goes on; the earlier attempt, taken over, answers 409 conflict or the same leases. True
+ * also when this set was itself taken over by a later retry (it leaves the place to it). */
+static bool drop_earlier_place(struct lockset_wait *ls, const struct lease_result *found)
+{
+    if (!giving_back(ls))
+        return true;
+    const char *name = ls->set.names[ls->next];
+    struct lease_result res;
+    struct fg_error err = {0};
+    int rc = lock_cancel(name, found->lease_id, "", LEASE_CANCEL_PLACE, &res, &err);
+    given_back(ls);
+    give_up_lock(name, rc, &err);
+    if (rc == 0 && res.outcome == LEASE_SUPERSEDED)
+        return false;
+    /* The queue without the place: the cancel answers its length once the place left. */
+    ls->waiting = rc == 0 && res.outcome == LEASE_CANCELED ? res.waiting
+                  : found->waiting > 0                     ? found->waiting - 1
+                                                           : 0;
+    return true;
 }
 
 /* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained,
- * with its queue's length (res's, or the one its waiter left). A lock whose lease of this
- * request id ended was held by an attempt of this set, which was then answered: the locks
- * adopted by request id are that client's, and stay with it. A set that will not wait and
- * finds its request id's place queued (res queued, adopted) meets an earlier attempt that still
- * waits there, holding the locks before it: it took those over as it found them, and gives
- * them up with the place, so that the set answered 409 holds nothing and no grant goes to a
- * place nobody waits in; the earlier attempt answers 409 conflict. The place is dropped in mode
- * place, which drops only a waiter: a grant that reached it between the two scripts is the
- * earlier attempt's, and stays, with the locks before it. */
+ * with its queue's length (res's, or the one its waiter left; place_dropped: the set found an
+ * earlier attempt's place there and dropped it, which set the length). A lock whose lease of
+ * this request id ended was held by an attempt of this set, which was then answered: the locks
+ * adopted by request id are that client's, and stay with it. */
 static void give_up_naming(struct lockset_wait *ls, const struct lease_result *res,
-                           const char *detail)
+                           bool place_dropped, const char *detail)
 {
     const char *name = ls->set.names[ls->next];
-    bool earlier_place =
-        res != NULL && res->outcome == LEASE_QUEUED && !ls->waits && ls->adopted[ls->next];
-    if (earlier_place) {
-        snprintf(ls->leases[ls->next], sizeof ls->leases[0], "%s", res->lease_id);
-        /* The queue without the place: abandon_some's cancel answers its length once the place
-         * left; if the place was granted in between (the cancel answers gone, and leaves the
-         * grant to the attempt), it left the queue so. */
-        ls->waiting = res->waiting > 0 ? res->waiting - 1 : 0;
-    }
-    abandon_some(ls, ls->waits || earlier_place, res != NULL && res->outcome == LEASE_ENDED,
-                 earlier_place ? "" : ls->attach);
+    abandon_some(ls, ls->waits, res != NULL && res->outcome == LEASE_ENDED);
     ls->failed_lock = name;
-    if (res != NULL && !earlier_place)
+    if (res != NULL && !place_dropped)
         ls->waiting = res->waiting;
     if (res != NULL && res->outcome == LEASE_FULL)
         fg_fail(&ls->err, FG_ERR_TOO_MANY_WAITERS, "the queue of lock '%s' is full", name);
@@ -276,6 +288,15 @@ static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct 
                         &ls->err);
 }
 
+/* A retry with the same request_id took this attempt over: the locks are its now, and this
+ * attempt neither takes another nor gives one back. */
+static enum park_try superseded(struct lockset_wait *ls)
+{
+    ls->settled = true;
+    fg_fail(&ls->err, FG_ERR_CONFLICT, "a retry with the same request_id took this wait over");
+    return PARK_TRY_ANSWERED;
+}
+
 /* The attempt hook: takes the locks in order until all are held, the set gives up, or it waits. */
 static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms)
 {
@@ -291,6 +312,8 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
             lost_one(ls, lost, rc, true, "while waiting");
             return PARK_TRY_ANSWERED;
         }
+        if (was_taken_over(ls)) /* a retry here: it goes on where this attempt was */
+            return superseded(ls);
         struct acquire_params ap = ls->params;
         ap.request_id = ls->rids[ls->next];
         struct lease_result res;
@@ -298,13 +321,8 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
             abandon(ls, ls->waits);
             return PARK_TRY_ANSWERED;
         }
-        if (res.outcome == LEASE_SUPERSEDED) {
-            /* A retry through another gateway took this attempt over: the locks are its now. */
-            ls->settled = true;
-            fg_fail(&ls->err, FG_ERR_CONFLICT,
-                    "a retry with the same request_id took this wait over");
-            return PARK_TRY_ANSWERED;
-        }
+        if (res.outcome == LEASE_SUPERSEDED) /* a retry through another gateway took it over */
+            return superseded(ls);
         ls->adopted[ls->next] |= (res.outcome == LEASE_GRANTED || res.outcome == LEASE_QUEUED) &&
                                  strcmp(res.lease_id, ls->leases[ls->next]) != 0;
         if (res.outcome == LEASE_GRANTED) {
@@ -314,8 +332,11 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
             took(ls, &g, now);
             continue;
         }
+        bool earlier_place = res.outcome == LEASE_QUEUED && !ls->waits && ls->adopted[ls->next];
+        if (earlier_place && !drop_earlier_place(ls, &res))
+            continue;
         if (res.outcome != LEASE_QUEUED || !ls->waits) {
-            give_up_naming(ls, &res, "is held");
+            give_up_naming(ls, &res, earlier_place, "is held");
             return PARK_TRY_ANSWERED;
         }
         if (strcmp(res.lease_id, ls->leases[ls->next]) != 0) {
@@ -341,7 +362,7 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
     if (why == PARK_WHY_SUPERSEDED)
         ls->settled = true;
     else if (why == PARK_WHY_DEADLINE)
-        give_up_naming(ls, NULL, "was not obtained within wait_ms");
+        give_up_naming(ls, NULL, false, "was not obtained within wait_ms");
     else
         abandon(ls, !left);
     return 0;

@@ -21,10 +21,10 @@
  * and takes them (lockset.h). An earlier attempt still running in this
  * gateway (its client gone, say) is taken over as the retry begins: from then
  * on it gives nothing back, so that its give-up cannot release the locks the
- * retry now answers; an attempt already giving back finishes first, and the
- * retry is then told its leases ended. An attempt that finds the lease of one
- * of its locks ended (the set was held and answered, then that lock let go)
- * answers so and leaves the locks it found by request id with their holder.
+ * retry now answers, and takes no further lock (it answers 409 conflict); an attempt already giving
+ * back finishes first, and the retry is then told its leases ended. An attempt that finds the lease
+ * of one of its locks ended (the set was held and answered, then that lock let go) answers so and
+ * leaves the locks it found by request id with their holder.
  */
 #ifndef FG_LOCKSET_WAIT_H
 #define FG_LOCKSET_WAIT_H

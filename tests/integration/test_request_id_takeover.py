@@ -12,12 +12,14 @@ granted when, never the gateway's.
   granted: the ring it sends that attempt's gateway is not a grant, and that gateway gives nothing back;
 - a lock set's retry with wait_ms 0 that finds the set still waiting takes it over and gives it up: the first
   attempt answers 409 conflict, the set holds nothing, and the lock it waited for goes to the next waiter, not
-  to a place nobody waits in.
+  to a place nobody waits in; if the set's place is granted just as that retry drops it, the retry takes the
+  grant over and goes on, so that whichever gives up leaves no lock of the set held.
 
 Owns: nothing but its own lock and semaphore names. Must not: read the order of grants from the gateway.
 """
 
 import os
+import socket
 import sys
 import threading
 import time
@@ -25,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, metric, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, free_port, metric, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 
 KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
@@ -62,6 +64,49 @@ class Turns:
     def join(self) -> None:
         for t in self.threads:
             t.join(30)
+
+
+class HoldingProxy:
+    """A TCP proxy to Redis that holds back, once, what a connection sends from the first chunk containing
+    marker until let_go(): held is set once it holds it."""
+
+    def __init__(self, target_port: int, marker: bytes):
+        self.port, self.target, self.marker = free_port(), target_port, marker
+        self.held, self.go, self.armed = threading.Event(), threading.Event(), True
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self) -> None:
+        while True:
+            try:
+                client = self.listener.accept()[0]
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            self.sockets += [client, server]
+            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+
+    def pump(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if outbound and self.armed and self.marker in data:
+                    self.armed = False
+                    self.held.set()
+                    self.go.wait(30)
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def let_go(self) -> None:
+        self.go.set()
+
+    def close(self) -> None:
+        self.go.set()
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
 
 
 class RequestIdTakeoverTest(GatewayTest):
@@ -253,6 +298,75 @@ class RequestIdTakeoverTest(GatewayTest):
         tokens = [x["token"] for x in again.body["locks"]]
         self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
 
+    def set_retry_meets_a_fresh_grant(self, both_proxied: bool) -> dict:
+        """b and c are held. The set [a, b, c] (request_id RS, wait 4 s) holds a and waits for b; RS is retried
+        with wait_ms 0 through a third gateway whose Redis connections pass through a proxy that holds back
+        the retry's drop of the place at b (lock_cancel.lua, mode place) until b was released, so that the
+        place was granted meanwhile (the drop answers superseded). The first attempt runs through gw, or with
+        both_proxied through the third gateway too. Once both answered, none of a, b may be held: the answers
+        (by "first" and "retry") are returned."""
+        a, b, c = sorted(unique_name("grant-race") for _ in range(3))
+        rid = unique_name("rid")
+        held = {n: self.c.post(f"/v1/locks/{n}/acquire", {"ttl_ms": 60000}) for n in (b, c)}
+        self.assertEqual([r.status for r in held.values()], [200, 200], held)
+        proxy = HoldingProxy(int(os.environ["FG_TEST_REDIS_PORT"]), b"$5\r\nplace\r\n")
+        self.addCleanup(proxy.close)
+        url = os.environ["FG_TEST_REDIS_URL"].replace(f":{os.environ['FG_TEST_REDIS_PORT']}", f":{proxy.port}")
+        body = {"names": [a, b, c], "request_id": rid, "ttl_ms": 30000}
+        box: dict = {"names": (a, b, c)}
+
+        def send(key: str, gw: Gateway, wait_ms: int) -> threading.Thread:
+            def run():
+                with gw.client(timeout=60) as client:
+                    box[key] = client.post("/v1/locksets/acquire", {**body, "wait_ms": wait_ms})
+            t = threading.Thread(target=run, daemon=True)
+            t.start()
+            return t
+        with Gateway(config={"poll_ms": 2000}, env_overrides={"FENCEGATE_REDIS_URL": url}) as third:
+            first = send("first", third if both_proxied else self.gw, 4000)
+            self.until_waiting("locks", b, 1)
+            retry = send("retry", third, 0)
+            self.assertTrue(proxy.held.wait(10), "the retry never dropped the set's place")
+            self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held[b].body["token"]}).status, 200)
+            if both_proxied:  # the first attempt's claim of b waits behind the held drop
+                time.sleep(0.5)
+            else:
+                self.until_waiting("locks", c, 1)
+            proxy.let_go()
+            retry.join(10)
+            first.join(10)
+        self.assertIn("first", box, "the first attempt was not answered")
+        for n in (a, b):
+            self.assertFalse(self.c.get(f"/v1/locks/{n}").body["held"], f"{n} of the set stayed held")
+        self.assertEqual(self.waiting("locks", c), 0)
+        self.assertEqual((box["retry"].status, box["retry"].body.get("type"), box["retry"].body.get("lock")),
+                         (409, "/problems/lock_busy", c), box["retry"])
+        self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": held[c].body["token"]}).status, 200)
+        return box
+
+    @skip_in_cluster("its proxy stands before the one test Redis")
+    def test_a_set_retry_meeting_a_fresh_grant_takes_it_over_and_leaves_nothing_held(self):
+        """The first attempt through gw (set_retry_meets_a_fresh_grant): it holds a and b and queues for c when
+        the retry's drop answers superseded. The retry takes b over and meets the attempt's place at c: it
+        answers 409 lock_busy naming c, the first attempt 409 conflict, none of a, b is held, c waited for by
+        nobody. Failed before the fix: the retry left the set to the first attempt (409 lock_busy naming b),
+        whose give-up at its deadline released b but not a, which the retry had re-pointed to its own
+        connection: a stayed held for its 30 s TTL."""
+        box = self.set_retry_meets_a_fresh_grant(both_proxied=False)
+        self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
+                         box["first"])
+
+    @skip_in_cluster("its proxy stands before the one test Redis")
+    def test_a_set_attempt_taken_over_here_takes_no_further_lock(self):
+        """Both attempts through the third gateway (set_retry_meets_a_fresh_grant): the retry, as it begins,
+        marks the first attempt taken over, so that the attempt gives nothing back. Once b is granted to its
+        place the attempt takes no further lock and answers 409 conflict; the retry takes b over, finds c
+        busy and releases a and b. Failed before the fix: the retry left the set to the attempt, which went
+        on to wait for c and, marked taken over, gave back nothing at its deadline: a and b stayed held for
+        their 30 s TTL."""
+        box = self.set_retry_meets_a_fresh_grant(both_proxied=True)
+        self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
+                         box["first"])
 
 if __name__ == "__main__":
     unittest.main()
