@@ -8,16 +8,19 @@
 --   KEY_AUDIT, the write floor KEY_FENCE_FLOOR, the fence limit KEY_FENCE_LIMIT
 --   (on a Redis Cluster each of the key's slot, the limit named after the
 --   run_id of the process that runs the script: store/backend/shared_keys.h)
--- ARGV: fence revoked audit
+-- ARGV: fence revoked audit lease
 --   the presented fence, the name of the revoked fences' set (KEY_REVOKED; on
---   a Redis Cluster that of a slot of this node, below), and what a refusal's
+--   a Redis Cluster that of a slot of this node, below), what a refusal's
 --   audit entry names, read only by a refusal: the resource ("redis:"..key),
 --   the lock or semaphore name of the token, its owner ("" if none), the
 --   client address, the HTTP method, the id of the writer's API key ("" when
 --   auth is off) and the trace id of the request's traceparent ("" if none),
 --   each as "<length in bytes>:<bytes>", joined (one argument, not seven:
 --   Redis hands each argument of a call to Lua at a price, and writes are
---   seldom refused)
+--   seldom refused), and the lease the write needs to hold (require_live_lease)
+--   or "": "<kind><lease id><holders key>", kind "l" for a lock (its holder
+--   record's key) or "s" for a semaphore (its holders' set), read by
+--   lease_holds below
 -- A write is applied iff its fence >= the highest fence stored for the key; the
 -- stored fence then becomes the presented one. A stale write changes nothing
 -- but appends one audit entry to the stream, which the gateways drain into
@@ -95,9 +98,38 @@ local function fence_revoked()
   return v[1] == 1
 end
 
--- Returns nil when the write may go on, else the JSON reply of a refused
--- write (revoked or stale) or of a Redis that has no floor or no revoked set.
+-- True if A_lease (not "") names a lease that still holds: a lock's holder
+-- record names it, or a semaphore's first holder record (in its limit key)
+-- does, or its holders' set keeps it with an expiry to come. Its keys are not
+-- declared (they live in the slot of the lease's name): on one Redis they are
+-- this server's, and on a Redis Cluster the gateway names them only where the
+-- slot map puts them on the key's node, so that the look and the write are
+-- one step and no lease ends between them; a map gone stale makes the look
+-- fail, answered "elsewhere". A record of a layout this does not read counts
+-- as ended, and the gateway then asks again (lease/live.c).
+local function lease_holds()
+  local kind, lease, holders = string.sub(A_lease, 1, 1), string.sub(A_lease, 2, 33), string.sub(A_lease, 34)
+  if kind == 'l' then
+    return string.match(redis.call('GET', holders) or '', '^%d+ %d+ (%x+) ') == lease
+  end
+  local limit = string.sub(holders, 1, -1 - #KEY_SUFFIX_HOLDERS) .. KEY_SUFFIX_LIMIT
+  if string.match(redis.call('GET', limit) or '', '^=%d+ %d+ %d+ (%x+) ') == lease then return true end
+  local expiry = redis.call('ZSCORE', holders, lease)
+  if not expiry then return false end
+  local t = redis.call('TIME')
+  return tonumber(expiry) > tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Returns nil when the write may go on, else the JSON reply of a write whose
+-- lease no longer holds (ended: nothing written, nothing audited), of a
+-- refused write (revoked or stale) or of a Redis that has no floor or no
+-- revoked set.
 local function refuse_stale()
+  if A_lease ~= '' then
+    local read, holds = pcall(lease_holds)
+    if not read then return cjson.encode({r = 'elsewhere'}) end
+    if not holds then return '{"r":"ended"}' end
+  end
   local v = redis.call('MGET', KEYS[2], KEYS[4], KEYS[5])
   if v[2] == false or v[3] == false then return cjson.encode({r = 'nofloor'}) end
   local revoked, unready = fence_revoked()

@@ -19,7 +19,7 @@
 #include "gateway.h"
 #include "http/fenced_write.h"
 #include "lease/fence.h"
-#include "lease/live.h"
+#include "lease/lease_keys.h"
 #include "store/backend/redis_keys.h"
 #include "store/fenced/fenced_redis.h"
 #include "util/utf8.h"
@@ -30,6 +30,7 @@ struct write_request {
     struct fenced_writer who;           /* the writer (borrows from claims and the request) */
     char resource[SEGMENT_MAX_LEN + 8]; /* "redis:<key>" */
     struct redis_write write;           /* the store call's arguments */
+    struct lease_keys lease_keys;       /* require_live_lease: the keys of the token's lease */
 };
 
 static const char *redis_key(const struct http_request *req)
@@ -90,6 +91,13 @@ static int write_request_init(struct http_request *req, const char *method,
         .recover = fence_recover_slot,
         .lift = fence_lift,
     };
+    if (redis_key_prefix(gw.cfg, redis_key(req))->guard.live_lease) {
+        bool sem = wr->claims.kind == TOKEN_KIND_SEMAPHORE;
+        lease_keys_init(&wr->lease_keys, sem ? LEASE_KIND_SEMAPHORE : LEASE_KIND_LOCK,
+                        wr->claims.name);
+        wr->write.lease_holders =
+            wr->lease_keys.key[sem ? LIB_SEM_KEY_HOLDERS : LIB_LOCK_KEY_HOLDER];
+    }
     return 0;
 }
 
@@ -109,27 +117,6 @@ static enum handler_result reply_written(const struct http_request *req, struct 
                              res->after);
     fenced_result_free(res);
     return HANDLER_DONE;
-}
-
-/*
- * require_live_lease: 0 when the write may go on (the key's prefix does not
- * require a live lease, or the token's lease holds or was revoked, which the
- * write script refuses as such: *res stays zeroed) or was
- * refused (*res is the refusal, EXPIRED, with one audit record with reason
- * lease_expired kept); -1 when a backend failed. The lease can still end
- * between this check and the write script; the fence covers that window
- * (docs/design.md, "Writes under a live lease").
- */
-static int live_lease_gate(const struct write_request *wr, struct fenced_result *res,
-                           struct fg_error *err)
-{
-    enum fenced_lease lease;
-    memset(res, 0, sizeof *res);
-    if (!redis_key_prefix(gw.cfg, wr->write.key)->guard.live_lease)
-        return 0;
-    if (lease_live_check(&wr->claims, &lease, err) != 0)
-        return -1;
-    return lease == FENCED_LEASE_ENDED ? fenced_redis_refuse(&wr->write, res, err) : 0;
 }
 
 enum handler_result handle_redis_put(struct http_request *req, struct http_reply *reply)
@@ -153,9 +140,7 @@ enum handler_result handle_redis_put(struct http_request *req, struct http_reply
         return fail(reply, &err);
     }
     struct fenced_result res;
-    if (live_lease_gate(&wr, &res, &err) != 0 ||
-        (res.outcome != FENCED_EXPIRED &&
-         fenced_redis_put(&wr.write, json_string_value(value), &res, &err) != 0))
+    if (fenced_redis_put(&wr.write, json_string_value(value), &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(req, reply, &wr, &res, "value");
 }
@@ -203,9 +188,8 @@ enum handler_result handle_redis_patch(struct http_request *req, struct http_rep
         return fail(reply, &err);
     json_t *fields = json_object_get(body, "fields");
     struct fenced_result res;
-    if (check_fields(fields, &err) != 0 || live_lease_gate(&wr, &res, &err) != 0 ||
-        (res.outcome != FENCED_EXPIRED &&
-         fenced_redis_patch(&wr.write, fields, gw.cfg->max_hash_fields, &res, &err) != 0))
+    if (check_fields(fields, &err) != 0 ||
+        fenced_redis_patch(&wr.write, fields, gw.cfg->max_hash_fields, &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(req, reply, &wr, &res, "fields");
 }
@@ -216,8 +200,7 @@ enum handler_result handle_redis_delete(struct http_request *req, struct http_re
     struct write_request wr;
     struct fenced_result res;
     if (write_request_init(req, "DELETE", &wr, &err) != 0 ||
-        live_lease_gate(&wr, &res, &err) != 0 ||
-        (res.outcome != FENCED_EXPIRED && fenced_redis_delete(&wr.write, &res, &err) != 0))
+        fenced_redis_delete(&wr.write, &res, &err) != 0)
         return fail(reply, &err);
     return reply_written(req, reply, &wr, &res, "deleted");
 }

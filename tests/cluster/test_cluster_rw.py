@@ -304,7 +304,7 @@ class ClusterWriteTest(LabTestCase):
                         for f in ("redis:" + key, self.bound_lock(key), "", "127.0.0.1", "PUT", "", ""))
         out = resp(port, "FCALL", self.function(port, "rw_put"), "5", key, f"fg:rf:{{{tag}}}:{key}",
                    f"fg:audit:{{{tag}}}", f"fg:fence_floor:{{{tag}}}", f"fg:fence_limit:{{{tag}}}:" + self.run_id(port),
-                   str(old["fence"]), self.revoked_set(port), audit, "late")
+                   str(old["fence"]), self.revoked_set(port), audit, "", "late")  # no lease to look at
         self.assertIn('"r":"stale"', str(out), (key, out))
 
     def holder_of_a_key_elsewhere(self, what: str) -> tuple[str, dict, str]:

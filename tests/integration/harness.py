@@ -40,6 +40,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import typing
 import unittest
@@ -952,6 +953,55 @@ def flush_redis() -> None:
     """Empties the test Redis (FLUSHALL: every database, including the gateway's fence sequence)."""
     with Redis() as r:
         r.cmd("FLUSHALL")
+
+
+class HoldingProxy:
+    """A TCP proxy to the one test Redis (url: a FENCEGATE_REDIS_URL through it) that holds back, once, what a
+    connection sends from the first chunk containing marker until let_go(): held is set once it holds it.
+    Not on a cluster (skip_in_cluster)."""
+
+    def __init__(self, marker: bytes):
+        self.port, self.target, self.marker = free_port(), int(env("FG_TEST_REDIS_PORT")), marker
+        self.url = env("FG_TEST_REDIS_URL").replace(f":{self.target}", f":{self.port}")
+        self.held, self.go, self.armed = threading.Event(), threading.Event(), True
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self) -> None:
+        while True:
+            try:
+                client = self.listener.accept()[0]
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            self.sockets += [client, server]
+            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+
+    def pump(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                if outbound and self.armed and self.marker in data:
+                    self.armed = False
+                    self.held.set()
+                    self.go.wait(30)
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def let_go(self) -> None:
+        self.go.set()
+
+    def arm(self) -> None:
+        """Holds back the next chunk containing marker, as the first."""
+        self.held, self.go, self.armed = threading.Event(), threading.Event(), True
+
+    def close(self) -> None:
+        self.go.set()
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
 
 
 class MonitoredCall(typing.NamedTuple):

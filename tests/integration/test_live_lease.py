@@ -13,6 +13,10 @@ audit record with reason lease_expired is kept. The fence rule still applies on 
 - a write that waits for its row (another transaction holds it) while its lease ends is refused when it gets
   the row, not committed: single writes on a default-mode and a fence_column table, and a batch; the same
   write whose lease holds throughout commits;
+- a Redis write looks at its lease in its own script: one whose lease is released after the gateway took it up
+  and before its script runs is refused (a proxy before Redis holds the script call back meanwhile), for a
+  lock, a semaphore's first holder and one beside it; a semaphore holder beside another whose lease ran out
+  is refused;
 - the refusal and its audit record name the row as its reads do, with the fence stored for it: a numeric
   key's identity (12.50 is pg:live_ledger/12.5), and on a fence_column table the row's own fence.
 
@@ -31,7 +35,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, http, psql, same_slot, wait_for  # noqa: E402
+from harness import (Gateway, GatewayTest, HoldingProxy, Redis, http, psql, same_slot,  # noqa: E402
+                     skip_in_cluster, wait_for)
 from pg_helpers import (INVOICE_COLUMNS, insert_invoice, invoice, open_transaction, quote,  # noqa: E402
                         records_listing, rejections, unique, wait_for_lock_waiter, write)
 
@@ -158,6 +163,57 @@ class LiveLeaseTest(GatewayTest):
         audit = wait_for(lambda: self.c.get(f"/v1/audit/rejections?resource=redis:{rkey}").body["items"],
                          what="the Redis refusal's audit record")
         self.assertEqual([a["reason"] for a in audit], ["revoked"])
+
+    @skip_in_cluster("its proxy stands before the one test Redis")
+    def test_a_redis_write_looks_at_its_lease_in_its_own_script(self):
+        """A gateway whose Redis connections pass through a proxy takes up a PUT on a strict prefix; the proxy
+        holds its script call back while the lease is released through the test's gateway. The write is refused
+        (410 lease_expired, nothing stored, one audit record), for a lock, a semaphore's first holder (kept in
+        its limit key) and a holder beside it (in the holders' set). Failed before the script looked: the
+        lease was asked just before the script call, and the write was applied with 200 after the release."""
+        proxy = HoldingProxy(b"fg_rw_put_")
+        self.addCleanup(proxy.close)
+        with Gateway(config=self.gateway_config, env_overrides={"FENCEGATE_REDIS_URL": proxy.url}) as proxied:
+            for case in ("lock", "first holder", "beside another"):
+                with self.subTest(case=case):
+                    key, name = unique("live:held"), unique("live")
+                    if case == "lock":
+                        path, lease = f"/v1/locks/{name}", self.lease(ttl_ms=30000, name=name)
+                    else:
+                        path, first = f"/v1/semaphores/{name}", self.lease(30000, "semaphores", name, limit=2)
+                        lease = first if case == "first holder" else self.lease(30000, "semaphores", name, limit=2)
+                    box: dict = {}
+                    proxy.arm()
+
+                    def put():
+                        with proxied.client(timeout=60) as c:
+                            box["r"] = c.request("PUT", f"/v1/redis/{key}", {"value": "late"},
+                                                 {"Fence-Token": lease["token"]})
+                    t = threading.Thread(target=put, daemon=True)
+                    t.start()
+                    self.assertTrue(proxy.held.wait(10), "the write's script call never came")
+                    self.assertEqual(self.c.post(f"{path}/release", {"token": lease["token"]}).status, 200)
+                    proxy.let_go()
+                    t.join(15)
+                    self.assert_expired(box["r"], f"redis:{key}")
+                    with Redis() as rd:
+                        self.assertIsNone(rd.cmd("GET", key))
+                    audit = self.c.get(f"/v1/audit/rejections?resource=redis:{key}").body["items"]
+                    self.assertEqual([a["reason"] for a in audit], ["lease_expired"])
+
+    def test_a_semaphore_holder_beside_another_whose_lease_ran_out_is_refused(self):
+        """A semaphore of 2: the first holder's lease holds, the second's (300 ms) runs out and stays in the
+        holders' set until the next transition. The second's Redis write on a strict prefix is refused; the
+        first's goes through (caught with the script taking a lease in the holders' set for live whatever its
+        expiry: the late write was applied)."""
+        key, name = same_slot("live:sem", "live")
+        first = self.lease(30000, "semaphores", name, limit=2)
+        late = self.lease(300, "semaphores", name, limit=2)
+        time.sleep(0.4)
+        self.assert_expired(self.c.request("PUT", f"/v1/redis/{key}", {"value": "late"},
+                                           {"Fence-Token": late["token"]}), f"redis:{key}")
+        r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "held"}, {"Fence-Token": first["token"]})
+        self.assertEqual(r.status, 200, r)
 
     def test_the_refusal_names_the_row_and_its_stored_fence(self):
         key = unique("col")

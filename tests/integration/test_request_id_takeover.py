@@ -19,7 +19,6 @@ Owns: nothing but its own lock and semaphore names. Must not: read the order of 
 """
 
 import os
-import socket
 import sys
 import threading
 import time
@@ -27,7 +26,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, free_port, metric, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, HoldingProxy, metric, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 
 KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
@@ -64,49 +63,6 @@ class Turns:
     def join(self) -> None:
         for t in self.threads:
             t.join(30)
-
-
-class HoldingProxy:
-    """A TCP proxy to Redis that holds back, once, what a connection sends from the first chunk containing
-    marker until let_go(): held is set once it holds it."""
-
-    def __init__(self, target_port: int, marker: bytes):
-        self.port, self.target, self.marker = free_port(), target_port, marker
-        self.held, self.go, self.armed = threading.Event(), threading.Event(), True
-        self.listener = socket.create_server(("127.0.0.1", self.port))
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self) -> None:
-        while True:
-            try:
-                client = self.listener.accept()[0]
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.target))
-            self.sockets += [client, server]
-            threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
-
-    def pump(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if outbound and self.armed and self.marker in data:
-                    self.armed = False
-                    self.held.set()
-                    self.go.wait(30)
-                dst.sendall(data)
-        except OSError:
-            pass
-
-    def let_go(self) -> None:
-        self.go.set()
-
-    def close(self) -> None:
-        self.go.set()
-        self.listener.close()
-        for s in self.sockets:
-            s.close()
 
 
 class RequestIdTakeoverTest(GatewayTest):
@@ -309,9 +265,8 @@ class RequestIdTakeoverTest(GatewayTest):
         rid = unique_name("rid")
         held = {n: self.c.post(f"/v1/locks/{n}/acquire", {"ttl_ms": 60000}) for n in (b, c)}
         self.assertEqual([r.status for r in held.values()], [200, 200], held)
-        proxy = HoldingProxy(int(os.environ["FG_TEST_REDIS_PORT"]), b"$5\r\nplace\r\n")
+        proxy = HoldingProxy(b"$5\r\nplace\r\n")
         self.addCleanup(proxy.close)
-        url = os.environ["FG_TEST_REDIS_URL"].replace(f":{os.environ['FG_TEST_REDIS_PORT']}", f":{proxy.port}")
         body = {"names": [a, b, c], "request_id": rid, "ttl_ms": 30000}
         box: dict = {"names": (a, b, c)}
 
@@ -322,7 +277,7 @@ class RequestIdTakeoverTest(GatewayTest):
             t = threading.Thread(target=run, daemon=True)
             t.start()
             return t
-        with Gateway(config={"poll_ms": 2000}, env_overrides={"FENCEGATE_REDIS_URL": url}) as third:
+        with Gateway(config={"poll_ms": 2000}, env_overrides={"FENCEGATE_REDIS_URL": proxy.url}) as third:
             first = send("first", third if both_proxied else self.gw, 4000)
             self.until_waiting("locks", b, 1)
             retry = send("retry", third, 0)

@@ -104,7 +104,7 @@ static void unknown_answers(void **state)
     assert_int_equal(read_text("{\"r\": \"granted\"}", &res, &err), -1);
     assert_int_equal(err.code, FG_ERR_INTERNAL);
     assert_non_null(strstr(err.msg, "rw_put.lua answered 'granted'"));
-    /* no script answers lease_expired: the gateway decides it before writing */
+    /* no script answers lease_expired: the gateway decides it (a script answers ended) */
     assert_int_equal(read_text("{\"r\": \"lease_expired\"}", &res, &err), -1);
     assert_int_equal(err.code, FG_ERR_INTERNAL);
     assert_int_equal(read_text("{\"r\": \"norevoked\"}", &res, &err), -1);
@@ -117,6 +117,13 @@ static void unknown_answers(void **state)
     assert_false(fenced_redis_answer_norevoked(stale));
     assert_true(fenced_redis_answer_nofloor(nofloor));
     assert_false(fenced_redis_answer_nofloor(norevoked));
+    /* a look at the lease that found it gone (require_live_lease): the caller asks how it ended */
+    json_t *ended = json_pack("{s:s}", "r", "ended");
+    assert_true(fenced_redis_answer_ended(ended));
+    assert_false(fenced_redis_answer_ended(stale));
+    assert_int_equal(fenced_redis_answer_read("rw_put.lua", ended, "redis:app:x", &res, &err), -1);
+    assert_int_equal(err.code, FG_ERR_INTERNAL);
+    json_decref(ended);
     json_decref(norevoked);
     json_decref(nofloor);
     json_decref(stale);

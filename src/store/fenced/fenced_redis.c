@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "embedded.h"
+#include "fglimits.h"
 #include "store/backend/redis.h"
 #include "store/backend/redis_keys.h"
 #include "store/backend/shared_keys.h"
@@ -34,9 +35,65 @@
 _Static_assert(TAKES_RW_ARGS(RW_PUT) && TAKES_RW_ARGS(RW_PATCH) && TAKES_RW_ARGS(RW_DELETE),
                "a write script takes other keys or arguments than lua/lib_rw.lua's");
 
-/* Attempts of one write: a lost revoked set, a lost floor and a stale slot
- * map may each need one more. */
-#define WRITE_ATTEMPTS 4
+/* Attempts of one write: a lost revoked set, a lost floor, a stale slot map
+ * and a lease its script found gone may each need one more. */
+#define WRITE_ATTEMPTS 5
+
+/* Room for the holders key of a lease name (redis_write.lease_holders): either kind's prefix. */
+#define HOLDERS_KEY_MAX                                                                            \
+    (sizeof KEY_LOCK_PREFIX + sizeof KEY_SEM_PREFIX + NAME_MAX_LEN + sizeof KEY_TAG_END +          \
+     sizeof KEY_SUFFIX_HOLDERS)
+
+/* Where a write that needs its lease to hold (require_live_lease) stands: the
+ * look its script takes (arg, lua/lib_rw.lua ARGV lease), or what the gateway
+ * learnt asking outside it. */
+struct lease_look {
+    char arg[1 + LEASE_ID_LEN + HOLDERS_KEY_MAX]; /* "" or "<kind><lease id><holders key>" */
+    bool asked;                                   /* asked outside the script: it looks no more */
+    bool ended; /* asked, and the lease is over: the write is refused unrun */
+};
+
+/* Asks outside w's script whether its lease holds: the writer's look in Redis
+ * (who->lease_check) and, for a lease Redis says ended, the revocations in
+ * Postgres (final, where Redis forgets how a lease ended). A revoked lease's
+ * write runs on: its script refuses it as revoked. */
+static int ask_lease(const struct redis_write *w, struct lease_look *look, struct fg_error *err)
+{
+    const struct fenced_writer *who = w->who;
+    enum fenced_lease lease;
+    look->asked = true;
+    look->arg[0] = '\0';
+    if (who->lease_check(who->claims, &lease, err) != 0)
+        return -1;
+    bool revoked = lease == FENCED_LEASE_REVOKED;
+    if (lease == FENCED_LEASE_ENDED &&
+        revocation_find(who->claims->fence, &revoked, NULL, 0, err) != 0)
+        return -1;
+    look->ended = lease != FENCED_LEASE_HELD && !revoked;
+    return 0;
+}
+
+/* Before a run of w's script (its key in slot): the look the script takes at
+ * the lease where w needs one and was not asked yet, if the slot map puts the
+ * lease's keys on the key's node, so that no lease ends between the look and
+ * the write; else the lease is asked first (a Redis Cluster). */
+static int look_before(const struct redis_write *w, unsigned slot, struct lease_look *look,
+                       struct fg_error *err)
+{
+    if (w->lease_holders == NULL || look->asked)
+        return 0;
+    unsigned home = 0, lease_home = 0;
+    unsigned lease_slot = shared_keys_slot_of(w->lease_holders, strlen(w->lease_holders));
+    if (redis_home_slot(slot, &home, err) != 0 ||
+        redis_home_slot(lease_slot, &lease_home, err) != 0)
+        return -1;
+    if (home != lease_home)
+        return ask_lease(w, look, err);
+    const struct token_claims *claims = w->who->claims;
+    snprintf(look->arg, sizeof look->arg, "%c%s%s",
+             claims->kind == TOKEN_KIND_SEMAPHORE ? 's' : 'l', claims->lease_id, w->lease_holders);
+    return 0;
+}
 
 /* What a refusal of w's write names in its audit entry, packed into the one
  * argument lua/lib_rw.lua reads (ARGV audit): each field "<length>:<bytes>",
@@ -71,8 +128,9 @@ static char *audit_pack(const struct redis_write *w)
  * after once applied (the scripts do not echo it). When Redis
  * answers that it has no revoked set, rebuilds it; no write floor (it lost its
  * data), recovers the slot's fence sequence, which sets the floor; a revoked
- * set on another node (the slot map is stale), fetches the map; and runs it
- * once more. */
+ * set on another node (the slot map is stale), fetches the map; a lease gone
+ * that the write needs (require_live_lease), asks how it ended; and runs it
+ * once more. A write whose lease is over is refused (fenced_redis_refuse). */
 static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
                      const char *const *more, size_t nmore, json_t *stored,
                      struct fenced_result *res, struct fg_error *err)
@@ -92,10 +150,12 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
         [LIB_RW_KEY_AUDIT] = audit,       [LIB_RW_KEY_FENCE_FLOOR] = floor,
         [LIB_RW_KEY_FENCE_LIMIT] = limit,
     };
+    struct lease_look look = {.asked = false};
     char *audit_fields = audit_pack(w);
     argv[LIB_RW_ARGV_FENCE] = fence;
     argv[LIB_RW_ARGV_REVOKED] = revoked;
     argv[LIB_RW_ARGV_AUDIT] = audit_fields;
+    argv[LIB_RW_ARGV_LEASE] = look.arg;
     json_t *out = NULL;
     memset(res, 0, sizeof *res);
     int rc = 0;
@@ -104,7 +164,10 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
         out = NULL;
         rc = revocations_set_of(slot, revoked, err);
         if (rc == 0)
-            rc = redis_script_more(script, keys, argv, more, nmore, &out, err);
+            rc = look_before(w, slot, &look, err);
+        if (rc != 0 || look.ended)
+            break;
+        rc = redis_script_more(script, keys, argv, more, nmore, &out, err);
         if (rc != 0)
             break;
         if (fenced_redis_answer_norevoked(out))
@@ -113,11 +176,18 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
             rc = w->recover(slot, err);
         else if (fenced_redis_answer_elsewhere(out))
             rc = redis_map_refresh(err);
+        else if (fenced_redis_answer_ended(out))
+            rc = ask_lease(w, &look, err);
         else
             break;
     }
     free(fence_key);
     free(audit_fields);
+    if (rc == 0 && look.ended) {
+        json_decref(out);
+        json_decref(stored);
+        return fenced_redis_refuse(w, res, err);
+    }
     if (rc == 0)
         rc = fenced_redis_answer_read(lua_scripts[script].name, out, w->resource, res, err);
     if (rc == 0 && res->outcome == FENCED_APPLIED)

@@ -24,10 +24,13 @@
 
 /* One write attempt; every pointer is borrowed for the call. */
 struct redis_write {
-    const struct fenced_writer *who;                     /* the verified writer */
-    const char *key;                                     /* the application key */
-    const char *resource;                                /* its resource identity, "redis:<key>" */
-    const char *method;                                  /* "PUT", "PATCH" or "DELETE" */
+    const struct fenced_writer *who; /* the verified writer */
+    const char *key;                 /* the application key */
+    const char *resource;            /* its resource identity, "redis:<key>" */
+    const char *method;              /* "PUT", "PATCH" or "DELETE" */
+    const char *lease_holders; /* require_live_lease: the key of the token's lease's holders (a
+                                  lock's holder record, a semaphore's holders' set; lease_keys.h),
+                                  else NULL */
     int (*recover)(unsigned slot, struct fg_error *err); /* restores the write floor of slot (the
                                                             key's, shared_keys.h) that Redis lost
                                                             with its data (lease/fence.h,

@@ -39,6 +39,11 @@ bool fenced_redis_answer_elsewhere(const json_t *answer)
     return answered(answer, "elsewhere");
 }
 
+bool fenced_redis_answer_ended(const json_t *answer)
+{
+    return answered(answer, "ended");
+}
+
 /* The error of an answer that took no write. */
 static int not_taken(const char *script, const json_t *answer, const char *resource,
                      struct fg_error *err)

@@ -28,6 +28,11 @@ bool fenced_redis_answer_nofloor(const json_t *answer);
  * the script once more, naming the set the new map gives. */
 bool fenced_redis_answer_elsewhere(const json_t *answer);
 
+/* True if the answer says the lease the write needs to hold (require_live_lease, ARGV lease) does
+ * not, by the records the script read ("ended": nothing written, nothing audited): the caller asks
+ * how it ended (lease/live.h) and refuses the write, or runs it once more without the look. */
+bool fenced_redis_answer_ended(const json_t *answer);
+
 /*
  * Reads answer (borrowed) of script, a write of resource, into *res (release
  * with fenced_result_free): APPLIED with the fence stored (what the write

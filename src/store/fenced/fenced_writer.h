@@ -21,7 +21,7 @@ enum fenced_lease {
 /* Asks Redis whether the lease of claims still holds (lease/live.h,
  * lease_live_look): FENCED_LEASE_ENDED may also be a revoked lease whose end
  * Redis no longer remembers, which the revocations in Postgres tell; the
- * caller looks there on a connection it holds. */
+ * caller looks there (a Postgres write on the connection it holds). */
 typedef int (*fenced_lease_check)(const struct token_claims *claims, enum fenced_lease *lease,
                                   struct fg_error *err);
 
