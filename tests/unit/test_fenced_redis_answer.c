@@ -94,6 +94,10 @@ static void not_taken(void **state)
     assert_int_equal(read_text("{\"r\": \"nofloor\"}", &res, &err), -1);
     assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
     assert_string_equal(err.msg, "Redis lost its data and the fence sequence is not recovered yet");
+    /* still no revoked set after the caller rebuilt it: while a Redis Cluster's slots move, the set
+     * is rebuilt on the node the slot goes to, not the one the key is on yet */
+    assert_int_equal(read_text("{\"r\": \"norevoked\"}", &res, &err), -1);
+    assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
 }
 
 static void unknown_answers(void **state)
@@ -106,8 +110,6 @@ static void unknown_answers(void **state)
     assert_non_null(strstr(err.msg, "rw_put.lua answered 'granted'"));
     /* no script answers lease_expired: the gateway decides it (a script answers ended) */
     assert_int_equal(read_text("{\"r\": \"lease_expired\"}", &res, &err), -1);
-    assert_int_equal(err.code, FG_ERR_INTERNAL);
-    assert_int_equal(read_text("{\"r\": \"norevoked\"}", &res, &err), -1);
     assert_int_equal(err.code, FG_ERR_INTERNAL);
     assert_int_equal(read_text("{}", &res, &err), -1);
     json_t *norevoked = json_pack("{s:s}", "r", "norevoked");

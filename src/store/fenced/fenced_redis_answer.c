@@ -66,6 +66,11 @@ static int not_taken(const char *script, const json_t *answer, const char *resou
     if (strcmp(r, "elsewhere") == 0)
         return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
                        "the Redis Cluster's slots keep moving; try again");
+    if (strcmp(r, "norevoked") == 0)
+        return fg_fail(
+            err, FG_ERR_BACKEND_UNAVAILABLE,
+            "the revoked fences could not be rebuilt where the key is (a Redis Cluster's "
+            "slots moving); try again");
     return fg_fail(err, FG_ERR_INTERNAL, "%s answered '%s'", script, r);
 }
 

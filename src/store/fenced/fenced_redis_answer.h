@@ -41,7 +41,8 @@ bool fenced_redis_answer_ended(const json_t *answer);
  * Redis stream. A write the script did not take fails: a key of another type
  * with FG_ERR_CONFLICT, a DELETE of a missing key with FG_ERR_NOT_FOUND, a
  * hash that would grow over its limit with FG_ERR_INVALID_FIELD, no write
- * floor with FG_ERR_BACKEND_UNAVAILABLE, and an answer that names no outcome
+ * floor, no revoked set or one on another node (once the caller's attempts to
+ * mend them are spent) with FG_ERR_BACKEND_UNAVAILABLE, and an answer that names no outcome
  * of a write script with FG_ERR_INTERNAL naming script and what it answered.
  */
 int fenced_redis_answer_read(const char *script, const json_t *answer, const char *resource,
