@@ -1261,8 +1261,12 @@ const char *http_request_query(const struct http_request *req, const char *name)
 
 json_t *http_request_json(struct http_request *req, struct fg_error *err)
 {
-    if (req->json == NULL)
-        req->json = fgjson_parse_object(req->body, req->body_len, err);
+    char too_big[FGJSON_MEMBER_MAX];
+    if (req->json != NULL)
+        return req->json;
+    req->json = fgjson_parse_object(req->body, req->body_len, too_big, err);
+    if (req->json == NULL && too_big[0] != '\0')
+        strict_too_big(req->match.route->bounds, too_big, err);
     return req->json;
 }
 

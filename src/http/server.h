@@ -96,7 +96,9 @@ bool http_request_header_any(const struct http_request *req, const char *name,
 const char *http_request_query(const struct http_request *req, const char *name);
 
 /* The parsed JSON object body (an empty body reads as {}), borrowed; NULL with
- * FG_ERR_INVALID_JSON if the body is not a JSON object. */
+ * FG_ERR_INVALID_JSON if the body is not a JSON object, or FG_ERR_INVALID_FIELD
+ * for a member whose integer is beyond 64 bits, refused as the route's bound
+ * of that member refuses a value past it (strict_too_big). */
 json_t *http_request_json(struct http_request *req, struct fg_error *err);
 
 /*

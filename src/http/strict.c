@@ -209,6 +209,24 @@ int strict_query_check(const struct member_bound *b, const char *text, struct fg
                : fg_fail(err, FG_ERR_INVALID_FIELD, "%s", b->refusal);
 }
 
+void strict_too_big(const struct member_bound *bounds, const char *member, struct fg_error *err)
+{
+    for (const struct member_bound *b = bounds; b != NULL && b->name != NULL; b++) {
+        if (b->check == CHECK_QUERY_INTEGER || strcmp(b->name, member) != 0)
+            continue;
+        /* The largest 64-bit integer stands for the value: what b refuses
+         * of it (past an integer's bound, not a string) it refuses of any
+         * integer beyond it. */
+        json_t *stand_in = json_pack("{s:I}", b->name, (json_int_t)LLONG_MAX);
+        FG_ASSERT(stand_in != NULL);
+        struct fg_error answer = {0};
+        if (strict_member_check(b, stand_in, &answer) != 0)
+            *err = answer;
+        json_decref(stand_in);
+        return;
+    }
+}
+
 const struct member_bound *strict_bound(const struct member_bound *list, const char *name)
 {
     for (; list != NULL && list->name != NULL; list++)

@@ -115,6 +115,14 @@ struct member_bound {
                                                                 items, or NULL: any */
 };
 
+/* Rewords err, the refusal of body member member (its path, as
+ * fgjson_parse_object names it) whose integer is beyond 64 bits, as the
+ * route's check of that member (bounds: the route's) answers a 64-bit
+ * integer past its bound (an integer member's refusal) or of the wrong type
+ * (a string's): such a value is answered as any other it refuses. err stays
+ * for a member the route does not check. */
+void strict_too_big(const struct member_bound *bounds, const char *member, struct fg_error *err);
+
 /* The bound named name of list (a route's bounds), which must have it. */
 const struct member_bound *strict_bound(const struct member_bound *list, const char *name);
 

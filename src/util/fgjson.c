@@ -9,6 +9,8 @@
  */
 #include "util/fgjson.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,8 +273,147 @@ json_t *fgjson_parse_flat(const char *body, size_t len)
     return NULL;
 }
 
-json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
+#define PATH_DEPTH 16 /* containers a path names; a value deeper is named by its ancestor */
+
+/* The path of the value a scan of a body is in ("ops[2].set.n"), as far as
+ * it fits in text: a member's name after its object's path and a dot, an
+ * item's index in brackets after its array's path. */
+struct member_path {
+    char text[FGJSON_MEMBER_MAX];
+    size_t len;               /* of text */
+    int depth;                /* objects and arrays open */
+    size_t base[PATH_DEPTH];  /* the length of text where each of the first ones began */
+    size_t index[PATH_DEPTH]; /* the index of each one's current item; SIZE_MAX: an object */
+};
+
+/* True if m's innermost container is one its path names. */
+static bool path_named(const struct member_path *m)
 {
+    return m->depth > 0 && m->depth <= PATH_DEPTH;
+}
+
+/* Sets the last step of m's path, that of the value in its innermost
+ * container, which path_named: mark ("." or "") and len bytes of step after
+ * that container's path. */
+static void path_step(struct member_path *m, const char *mark, const char *step, size_t len)
+{
+    size_t at = m->base[m->depth - 1];
+    int w = snprintf(m->text + at, sizeof m->text - at, "%s%.*s", mark, (int)len, step);
+    m->len = w < 0 ? at : at + (size_t)w < sizeof m->text ? at + (size_t)w : sizeof m->text - 1;
+    m->text[m->len] = '\0';
+}
+
+/* Sets the last step of m's path to the index of the current item of its
+ * innermost container, an array that path_named. */
+static void path_index(struct member_path *m)
+{
+    char index[24];
+    int n = snprintf(index, sizeof index, "[%zu]", m->index[m->depth - 1]);
+    path_step(m, "", index, (size_t)n);
+}
+
+/* Opens an object (item SIZE_MAX) or an array (item 0) in m. */
+static void path_open(struct member_path *m, size_t item)
+{
+    m->depth++;
+    if (!path_named(m))
+        return;
+    m->base[m->depth - 1] = m->len;
+    m->index[m->depth - 1] = item;
+    if (item != SIZE_MAX)
+        path_index(m);
+}
+
+/* Closes m's innermost container: the path is again that of the value it was. */
+static void path_close(struct member_path *m)
+{
+    if (path_named(m)) {
+        m->len = m->base[m->depth - 1];
+        m->text[m->len] = '\0';
+    }
+    m->depth--;
+}
+
+/* The offset after the string whose opening quote is s[at] (n bytes: at most n). */
+static size_t string_end(const char *s, size_t n, size_t at)
+{
+    for (at++; at < n && s[at] != '"'; at++)
+        at += s[at] == '\\';
+    return at < n ? at + 1 : n;
+}
+
+/* True if the first byte of s[at..n) that is no white space is c. */
+static bool next_is(const char *s, size_t n, size_t at, char c)
+{
+    while (at < n && strchr(" \t\r\n", s[at]) != NULL)
+        at++;
+    return at < n && s[at] == c;
+}
+
+/* Reads into m the path of the value that begins at s[n], the n bytes
+ * before it being the start of a JSON text that jansson has read: a string
+ * followed by a colon is a member's name. False if the text is no object. */
+static bool value_path(const char *s, size_t n, struct member_path *m)
+{
+    *m = (struct member_path){.len = 0};
+    for (size_t at = 0; at < n;) {
+        char c = s[at];
+        if (c == '"') {
+            size_t end = string_end(s, n, at);
+            if (path_named(m) && next_is(s, n, end, ':'))
+                path_step(m, m->base[m->depth - 1] > 0 ? "." : "", s + at + 1, end - at - 2);
+            at = end;
+            continue;
+        }
+        if (c == '[' && m->depth == 0)
+            return false;
+        if (c == '{' || c == '[')
+            path_open(m, c == '{' ? SIZE_MAX : 0);
+        else if (c == '}' || c == ']')
+            path_close(m);
+        else if (c == ',' && path_named(m) && m->index[m->depth - 1] != SIZE_MAX) {
+            m->index[m->depth - 1]++;
+            path_index(m);
+        }
+        at++;
+    }
+    return m->depth > 0;
+}
+
+/* The offset where the integer that ends at s[end] begins, or SIZE_MAX if
+ * the number there is a real (one with a fraction or an exponent). */
+static size_t integer_start(const char *s, size_t end)
+{
+    size_t at = end;
+    while (at > 0 && s[at - 1] >= '0' && s[at - 1] <= '9')
+        at--;
+    at -= at > 0 && s[at - 1] == '-';
+    if (at == end || (at > 0 && strchr(".eE+-", s[at - 1]) != NULL))
+        return SIZE_MAX;
+    return at;
+}
+
+/* Fails with FG_ERR_INVALID_FIELD naming the member of body (len bytes)
+ * whose number jansson could not hold and stopped after (at offset end),
+ * whose path goes into too_big, if that number is an integer; returns 0 with
+ * too_big "" for a real. */
+static int integer_too_big(const char *body, size_t len, size_t end, char *too_big,
+                           struct fg_error *err)
+{
+    struct member_path m;
+    size_t start = end <= len ? integer_start(body, end) : SIZE_MAX;
+    if (start == SIZE_MAX || !value_path(body, start, &m))
+        return 0;
+    utf8_trim_cut(m.text);
+    strcpy(too_big, m.text);
+    return fg_fail(err, FG_ERR_INVALID_FIELD,
+                   "field '%s' is an integer beyond 64 bits (%lld to %lld)", m.text, LLONG_MIN,
+                   LLONG_MAX);
+}
+
+json_t *fgjson_parse_object(const char *body, size_t len, char *too_big, struct fg_error *err)
+{
+    too_big[0] = '\0';
     if (len == 0)
         return json_object();
     json_t *flat = fgjson_parse_flat(body, len);
@@ -280,6 +421,9 @@ json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err)
         return flat;
     json_error_t jerr;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow &&
+        integer_too_big(body, len, (size_t)jerr.position, too_big, err) != 0)
+        return NULL;
     if (root == NULL) {
         /* jansson's word for a NUL names its own flag, which means nothing to a client */
         bool nul = json_error_code(&jerr) == json_error_null_character;

@@ -59,9 +59,21 @@ bool fgjson_listed(const char *const *list, const char *name);
  * it, and name its error, as for any text.
  */
 json_t *fgjson_parse_flat(const char *body, size_t len);
-/* Parses body (len bytes) as a JSON object; an empty body is an empty object.
- * Returns a new reference, or NULL with FG_ERR_INVALID_JSON. */
-json_t *fgjson_parse_object(const char *body, size_t len, struct fg_error *err);
+
+/* Room for the path of a member fgjson_parse_object names, its NUL included. */
+#define FGJSON_MEMBER_MAX 128
+
+/*
+ * Parses body (len bytes) as a JSON object; an empty body is an empty object.
+ * Returns a new reference, or NULL with FG_ERR_INVALID_JSON; but an integer
+ * beyond 64 bits, which no reader of a member could take (jansson refuses
+ * it), fails with FG_ERR_INVALID_FIELD naming its member by its path
+ * ("ttl_ms", "set.n", "ops[2].row.id"; one nested over 16 deep by its
+ * ancestor 16 deep), the path also written into too_big (FGJSON_MEMBER_MAX
+ * bytes, "" for any other failure) for the caller to word that member's
+ * refusal as its own bound does.
+ */
+json_t *fgjson_parse_object(const char *body, size_t len, char *too_big, struct fg_error *err);
 
 /*
  * Reads the JSON file path for where (its name in the configuration, for the

@@ -335,8 +335,8 @@ static void fuzz_json_twins(const char *body, size_t len)
     FG_ASSERT(back != NULL && json_equal(back, any));
     json_decref(back);
     char *want = json_dumps(any, JSON_COMPACT | JSON_ENCODE_ANY);
-    FG_ASSERT(want != NULL && (holds_real(any) || (strlen(want) == out.len &&
-                                                   memcmp(want, out.buf, out.len) == 0)));
+    FG_ASSERT(want != NULL && (holds_real(any) ||
+                               (strlen(want) == out.len && memcmp(want, out.buf, out.len) == 0)));
     free(want);
     fgjson_out_free(&out);
     json_decref(any);
@@ -365,7 +365,8 @@ static void fuzz_body(const char *body, size_t len)
     fuzz_lease_reply(body, len);
     fuzz_json_twins(body, len);
     struct fg_error err = {0};
-    json_t *obj = fgjson_parse_object(body, len, &err);
+    char too_big[FGJSON_MEMBER_MAX];
+    json_t *obj = fgjson_parse_object(body, len, too_big, &err);
     if (obj == NULL)
         return;
     struct config cfg;

@@ -340,11 +340,12 @@ static void parse_object(void **state)
 {
     (void)state;
     struct fg_error err = {0};
-    json_t *o = fgjson_parse_object("", 0, &err);
+    char too_big[FGJSON_MEMBER_MAX];
+    json_t *o = fgjson_parse_object("", 0, too_big, &err);
     assert_non_null(o);
     assert_true(json_is_object(o) && json_object_size(o) == 0);
     json_decref(o);
-    o = fgjson_parse_object("{\"a\": 1}", 8, &err);
+    o = fgjson_parse_object("{\"a\": 1}", 8, too_big, &err);
     assert_non_null(o);
     json_decref(o);
     static const char *const bad[] = {"[]",
@@ -359,17 +360,18 @@ static void parse_object(void **state)
                                       "{\"a\": \"\\u0000\"}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&err, 0, sizeof err);
-        assert_null(fgjson_parse_object(bad[i], strlen(bad[i]), &err));
+        assert_null(fgjson_parse_object(bad[i], strlen(bad[i]), too_big, &err));
         assert_int_equal(err.code, FG_ERR_INVALID_JSON);
+        assert_string_equal(too_big, "");
     }
     /* \u0000 is told in the gateway's words, not by jansson's flag */
     const char *nul = "{\"a\": \"\\u0000\"}";
-    assert_null(fgjson_parse_object(nul, strlen(nul), &err));
+    assert_null(fgjson_parse_object(nul, strlen(nul), too_big, &err));
     assert_non_null(strstr(err.msg, "no string of a body may hold \\u0000 (line 1, column"));
     assert_null(strstr(err.msg, "JSON_ALLOW_NUL"));
     /* a body with a NUL byte in the middle: the length, not the NUL, ends it */
-    assert_null(fgjson_parse_object("{}\0{}", 5, &err));
-    assert_null(fgjson_parse_object("{\"a\": 1}\0", 9, &err));
+    assert_null(fgjson_parse_object("{}\0{}", 5, too_big, &err));
+    assert_null(fgjson_parse_object("{\"a\": 1}\0", 9, too_big, &err));
 }
 
 /* Flat bodies take a path of their own: every text reads as jansson reads it
@@ -428,10 +430,14 @@ static void parse_object_like_jansson(void **state)
         json_error_t jerr;
         json_t *want = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         struct fg_error err = {0};
-        json_t *got = fgjson_parse_object(text, len, &err);
+        char too_big[FGJSON_MEMBER_MAX];
+        json_t *got = fgjson_parse_object(text, len, too_big, &err);
         if (want == NULL) {
+            /* but an integer beyond 64 bits, which is a member's fault */
+            bool member = json_error_code(&jerr) == json_error_numeric_overflow;
             assert_null(got);
-            assert_int_equal(err.code, FG_ERR_INVALID_JSON);
+            assert_int_equal(err.code, member ? FG_ERR_INVALID_FIELD : FG_ERR_INVALID_JSON);
+            assert_string_equal(too_big, member ? "n" : "");
             continue;
         }
         assert_non_null(got);
@@ -443,6 +449,95 @@ static void parse_object_like_jansson(void **state)
         free(got_text);
         json_decref(want);
         json_decref(got);
+    }
+}
+
+/* An integer beyond 64 bits, which jansson refuses, is its member's fault,
+ * as any value past the member's bound is: invalid_field naming the member's
+ * path whatever comes before it (strings holding brackets, commas and quotes,
+ * reals, other members), one nested over 16 deep by its ancestor 16 deep. A
+ * real that no double holds, or a body that is no object, stays invalid_json. */
+static void integers_beyond_64_bits_name_their_member(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *member;
+    } cases[] = {
+        {"{\"ttl_ms\": 9223372036854775808}", "ttl_ms"},
+        {"{\"ttl_ms\":18446744073709551616 , \"x\": 1}", "ttl_ms"},
+        {"{\"wait_ms\": -9223372036854775809}", "wait_ms"},
+        {"{\"a\": 1.5, \"limit\": 99999999999999999999999999999999999999999999999999}", "limit"},
+        {"{\"s\": \"a,[{\\\"b\\\": [\", \"k\\\"ey\": 0, \"fence\": 9223372036854775808}", "fence"},
+        {"{\"caf\u00e9\": 1e3, \"set\": {\"n\": 1, \"m\": -99999999999999999999}}", "set.m"},
+        {"{\"ops\": [{\"op\": \"patch\", \"set\": {\"n\": [1, 2]}}, {\"row\": {\"id\": "
+         "9223372036854775808}}]}",
+         "ops[1].row.id"},
+        {"{\"a\": [[], [0, {}, \n 9223372036854775808]]}", "a[1][2]"},
+        {"{\"\\u00e9\": 9223372036854775808}", "\\u00e9"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fg_error err = {0};
+        char too_big[FGJSON_MEMBER_MAX], detail[256];
+        assert_null(fgjson_parse_object(cases[i].body, strlen(cases[i].body), too_big, &err));
+        assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
+        assert_string_equal(too_big, cases[i].member);
+        snprintf(detail, sizeof detail,
+                 "field '%s' is an integer beyond 64 bits (-9223372036854775808 to "
+                 "9223372036854775807)",
+                 cases[i].member);
+        assert_string_equal(err.msg, detail);
+    }
+    char deep[256] = "", path[FGJSON_MEMBER_MAX] = "";
+    for (int level = 0; level < 20; level++)
+        strcat(deep, "{\"a\":");
+    strcat(deep, "9223372036854775808");
+    for (int level = 0; level < 20; level++)
+        strcat(deep, "}");
+    for (int level = 0; level < 16; level++)
+        strcat(path, level > 0 ? ".a" : "a");
+    struct fg_error err = {0};
+    char too_big[FGJSON_MEMBER_MAX];
+    assert_null(fgjson_parse_object(deep, strlen(deep), too_big, &err));
+    assert_string_equal(too_big, path);
+    static const char *const still_malformed[] = {"{\"r\": 1e99999}", "{\"r\": -1.5e+99999}",
+                                                  "[9223372036854775808]",
+                                                  "{\"a\": 9223372036854775808"};
+    for (size_t i = 0; i < sizeof still_malformed / sizeof still_malformed[0]; i++) {
+        const char *body = still_malformed[i];
+        memset(&err, 0, sizeof err);
+        assert_null(fgjson_parse_object(body, strlen(body), too_big, &err));
+        assert_int_equal(err.code, i < 3 ? FG_ERR_INVALID_JSON : FG_ERR_INVALID_FIELD);
+        assert_string_equal(too_big, i < 3 ? "" : "a");
+    }
+    const char *edges = "{\"n\": 9223372036854775807, \"m\": -9223372036854775808}";
+    json_t *o = fgjson_parse_object(edges, strlen(edges), too_big, &err);
+    assert_non_null(o);
+    assert_int_equal(json_integer_value(json_object_get(o, "n")), INT64_MAX);
+    assert_int_equal(json_integer_value(json_object_get(o, "m")), INT64_MIN);
+    json_decref(o);
+}
+
+/* -0 is a JSON number equal to 0: both readers (the flat one, and jansson's
+ * for a body with a real) take it as the integer 0, which a member then
+ * accepts or refuses as it does 0. */
+static void minus_zero_is_zero(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {"{\"n\": -0}", "{\"n\": -0, \"r\": 0.5}"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        struct fg_error err = {0};
+        char too_big[FGJSON_MEMBER_MAX];
+        json_t *o = fgjson_parse_object(bodies[i], strlen(bodies[i]), too_big, &err);
+        assert_non_null(o);
+        assert_true(json_is_integer(json_object_get(o, "n")));
+        long long n = 5;
+        bool present = false;
+        assert_int_equal(fgjson_int(o, "n", 0, 10, &n, &present, &err), 0);
+        assert_true(present);
+        assert_int_equal(n, 0);
+        assert_int_equal(fgjson_int(o, "n", 1, 10, &n, NULL, &err), -1);
+        assert_string_equal(err.msg, "field 'n' must be between 1 and 10");
+        json_decref(o);
     }
 }
 
@@ -534,6 +629,8 @@ int main(void)
         cmocka_unit_test(writes_json_texts),
         cmocka_unit_test(parse_object),
         cmocka_unit_test(parse_object_like_jansson),
+        cmocka_unit_test(integers_beyond_64_bits_name_their_member),
+        cmocka_unit_test(minus_zero_is_zero),
         cmocka_unit_test(strings_of_any_bytes),
         cmocka_unit_test(unknown_members_cut_whole),
         cmocka_unit_test(files_that_do_not_parse_keep_their_text),

@@ -357,6 +357,47 @@ static void bounds_are_found_by_name(void **state)
     assert_ptr_equal(strict_bound(list, "a"), &list[0]);
 }
 
+/* An integer beyond 64 bits in a body is refused as its member's check
+ * refuses an integer past its bound, word for word (a string's: as any
+ * integer); a member the route does not check (a nested one, one named as a
+ * query parameter) keeps the parser's refusal naming it. */
+static void integers_beyond_64_bits_answer_their_bound(void **state)
+{
+    (void)state;
+    const struct member_bound list[] = {
+        {"ttl_ms", CHECK_INTEGER, 100, 5000, false, "field 'ttl_ms' must be between 100 and 5000",
+         false, NULL, NULL},
+        {"wait_ms", CHECK_QUERY_INTEGER, 0, 9, false, "query parameter 'wait_ms' ...", true, NULL,
+         NULL},
+        {"owner", CHECK_STRING, 1, 9, false, "field 'owner' must be 1 to 9 bytes long", false, NULL,
+         NULL},
+        {NULL, CHECK_INTEGER, 0, 0, false, NULL, false, NULL, NULL},
+    };
+    static const char *const bodies[] = {
+        "{\"ttl_ms\": 9223372036854775808}", "{\"ttl_ms\": -99999999999999999999}",
+        "{\"wait_ms\": 9223372036854775808}", "{\"owner\": 9223372036854775808}",
+        "{\"set\": {\"ttl_ms\": 9223372036854775808}}"};
+    static const char *const answers[] = {
+        "field 'ttl_ms' must be between 100 and 5000",
+        "field 'ttl_ms' must be between 100 and 5000",
+        "field 'wait_ms' is an integer beyond 64 bits (-9223372036854775808 to "
+        "9223372036854775807)",
+        "field 'owner' must be a string",
+        "field 'set.ttl_ms' is an integer beyond 64 bits (-9223372036854775808 to "
+        "9223372036854775807)"};
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        struct fg_error err = {0};
+        char too_big[FGJSON_MEMBER_MAX];
+        assert_null(fgjson_parse_object(bodies[i], strlen(bodies[i]), too_big, &err));
+        strict_too_big(list, too_big, &err);
+        assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
+        assert_string_equal(err.msg, answers[i]);
+    }
+    struct fg_error past = {0};
+    assert_string_equal(member_answer(&list[0], json_integer(5001), &past), answers[0]);
+    assert_string_equal(member_answer(&list[2], json_integer(1), &past), answers[3]);
+}
+
 /* A target in absolute form names its host, which stands for the Host; one in
  * origin form is its own path. */
 static void targets_name_their_host(void **state)
@@ -413,6 +454,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(targets_name_their_host),
+        cmocka_unit_test(integers_beyond_64_bits_answer_their_bound),
         cmocka_unit_test(targets_name_a_host),
         cmocka_unit_test(targets_name_the_port_scheme),
         cmocka_unit_test(content_type),
