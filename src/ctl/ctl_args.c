@@ -226,7 +226,9 @@ static const struct {
     {"list", CTL_CMD_LIST, true, false, usage_list},
 };
 
-enum option_type { OPTION_FLAG, OPTION_STRING, OPTION_NUMBER };
+/* How an option's value is read: none, a string, a number, or a number
+ * written as a fence is (integer_parse_exact: no leading zero). */
+enum option_type { OPTION_FLAG, OPTION_STRING, OPTION_NUMBER, OPTION_FENCE };
 
 /* One option: the field of struct ctl_args it sets, and where it applies. */
 static const struct option_spec {
@@ -269,7 +271,7 @@ static const struct option_spec {
     {"--after-id", OPTION_NUMBER, offsetof(struct ctl_args, after_id), CMD(CTL_CMD_AUDIT), 0,
      LLONG_MAX},
     {"--reason", OPTION_STRING, offsetof(struct ctl_args, reason), CMD(CTL_CMD_REVOKE), 0, 0},
-    {"--fence", OPTION_NUMBER, offsetof(struct ctl_args, fence),
+    {"--fence", OPTION_FENCE, offsetof(struct ctl_args, fence),
      CMD(CTL_CMD_REVOKE) | CMD(CTL_CMD_WATCH), 1, LLONG_MAX},
     {"--set", OPTION_STRING, offsetof(struct ctl_args, set), CMD(CTL_CMD_LOCK), 0, 0},
 };
@@ -293,13 +295,17 @@ static const char *command_word(enum ctl_command command)
     return "fencectl";
 }
 
+/* Reads text, the value of option spec (OPTION_NUMBER or OPTION_FENCE), into *out. */
 static int parse_number(const struct option_spec *spec, const char *text, long long *out,
                         struct fg_error *err)
 {
-    if (integer_parse(text, spec->min, spec->max, out) != INTEGER_OK) {
+    bool fence = spec->type == OPTION_FENCE;
+    enum integer_parse read = fence ? integer_parse_exact(text, spec->min, spec->max, out)
+                                    : integer_parse(text, spec->min, spec->max, out);
+    if (read != INTEGER_OK) {
         if (spec->max == LLONG_MAX)
-            return fg_fail(err, FG_ERR_INVALID_FIELD, "%s: expected an integer >= %lld, got '%s'",
-                           spec->name, spec->min, text);
+            return fg_fail(err, FG_ERR_INVALID_FIELD, "%s: expected an integer >= %lld%s, got '%s'",
+                           spec->name, spec->min, fence ? " without leading zeros" : "", text);
         return fg_fail(err, FG_ERR_INVALID_FIELD,
                        "%s: expected an integer from %lld to %lld, got '%s'", spec->name, spec->min,
                        spec->max, text);
@@ -315,7 +321,8 @@ static int apply_option(const struct option_spec *spec, const char *value, struc
     switch (spec->type) {
     case OPTION_FLAG: *(bool *)(void *)field = true; return 0;
     case OPTION_STRING: *(const char **)(void *)field = value; return 0;
-    case OPTION_NUMBER: return parse_number(spec, value, (long long *)(void *)field, err);
+    case OPTION_NUMBER:
+    case OPTION_FENCE: return parse_number(spec, value, (long long *)(void *)field, err);
     }
     return fg_fail(err, FG_ERR_INTERNAL, "option %s has no type", spec->name);
 }

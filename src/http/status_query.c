@@ -25,6 +25,21 @@ static int number(const char *name, const char *text, long long min, long long m
     return 0;
 }
 
+/* Reads text, the watched lease's fence, into *out: 1 to 2^63 - 1, written
+ * as a token writes it (integer_parse_exact); absent (NULL) leaves *out as it
+ * is. */
+static int fence_number(const char *text, long long *out, struct fg_error *err)
+{
+    if (text == NULL)
+        return 0;
+    if (integer_parse_exact(text, 1, LLONG_MAX, out) != INTEGER_OK)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query parameter 'fence' must be an integer from 1 to %lld without "
+                       "leading zeros",
+                       LLONG_MAX);
+    return 0;
+}
+
 /* number, with the bounds of the route's table for name. */
 static int bounded(const struct member_bound *bounds, const char *name, const char *text,
                    long long *out, struct fg_error *err)
@@ -41,7 +56,7 @@ int status_query_parse(const struct status_query_text *text, const struct member
         strcmp(text->watch, "false") != 0)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "query parameter 'watch' must be true or false");
     out->watch = text->watch != NULL && strcmp(text->watch, "true") == 0;
-    if (number("fence", text->fence, 1, LLONG_MAX, &out->fence, err) != 0)
+    if (fence_number(text->fence, &out->fence, err) != 0)
         return -1;
     if (out->watch && text->fence == NULL)
         return fg_fail(err, FG_ERR_INVALID_FIELD,

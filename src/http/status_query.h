@@ -34,9 +34,9 @@ struct status_query {
 /*
  * Reads text into *out with the bounds of the route (bounds: its generated
  * table, which describes wait_ms and waiters): watch is "true" or "false";
- * fence an integer >= 1, required with watch=true; wait_ms and waiters
- * integers within their bounds. Returns 0, or -1 with FG_ERR_INVALID_FIELD
- * naming the first parameter at fault.
+ * fence an integer >= 1 without leading zeros (integer_parse_exact), required
+ * with watch=true; wait_ms and waiters integers within their bounds. Returns
+ * 0, or -1 with FG_ERR_INVALID_FIELD naming the first parameter at fault.
  */
 int status_query_parse(const struct status_query_text *text, const struct member_bound *bounds,
                        struct status_query *out, struct fg_error *err) FG_WUR;

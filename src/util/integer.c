@@ -37,6 +37,15 @@ enum integer_parse integer_parse(const char *text, long long min, long long max,
     return INTEGER_OK;
 }
 
+enum integer_parse integer_parse_exact(const char *text, long long min, long long max,
+                                       long long *out)
+{
+    const char *digits = text + (text[0] == '-');
+    if (digits[0] == '0' && (digits[1] != '\0' || digits != text))
+        return INTEGER_NOT_DECIMAL;
+    return integer_parse(text, min, max, out);
+}
+
 long long integer_read(const char *text, long long absent)
 {
     long long v = absent;

@@ -21,6 +21,14 @@ enum integer_parse {
  */
 enum integer_parse integer_parse(const char *text, long long min, long long max, long long *out);
 
+/*
+ * integer_parse for a text that must spell its integer the one way a fence
+ * is written (a token's, fencectl's): no leading zero ("01", "00") and no
+ * "-0", which are INTEGER_NOT_DECIMAL; "0" is 0.
+ */
+enum integer_parse integer_parse_exact(const char *text, long long min, long long max,
+                                       long long *out);
+
 /* The value of text, a decimal integer already checked (a query argument its
  * route's bounds passed), or absent when text is NULL, empty or no integer. */
 long long integer_read(const char *text, long long absent);

@@ -1,16 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Integers as clients spell them in a body: one beyond 64 bits is refused as its member's bound refuses any
+"""Integers as clients spell them: a body integer beyond 64 bits is refused as its member's bound refuses any
 value past it (400 invalid_field, the same detail word for word), and a member without such a bound (a
-semaphore revoke's fence, a row value, a batch op's) is named by its path; `-0` is the JSON number 0,
-accepted or refused as 0 is.
+semaphore revoke's fence, a row value, a batch op's) is named by its path; a fence given as text (the
+watch's `fence` query parameter) has one spelling, so `01`, `-0`, `+1` and spaces are refused; `-0` in a
+body is the JSON number 0, accepted or refused as 0 is.
 
 Caught on the code before the fix: every body with an integer beyond 64 bits answered 400 invalid_json
 ("too big integer"), naming no member (test_integers_beyond_64_bits_answer_as_past_their_bound,
-test_members_without_a_bound_are_named_by_their_path).
+test_members_without_a_bound_are_named_by_their_path), and a watch of a live lease through its fence with a
+leading zero (`fence=0100001` for 100001) answered for that lease, 200 with held true
+(test_a_fence_has_one_spelling).
 
-Owns: the spelling of integers in bodies (docs/api.md "Conventions"). Must not: test the bounds of each
-member (test_lock_api.py, test_strict's units) or the digits of numbers that reach Postgres
-(test_pg_numbers.py).
+Owns: the spelling of integers in bodies and of a fence in a query (docs/api.md "Conventions", "Watching a
+lease"). Must not: test the bounds of each member (test_lock_api.py, test_strict's units) or the digits of
+numbers that reach Postgres (test_pg_numbers.py).
 """
 
 import os
@@ -20,7 +23,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, psql  # noqa: E402
-from lock_helpers import assert_problem, release, unique_name  # noqa: E402
+from lock_helpers import acquire, assert_problem, release, unique_name  # noqa: E402
 from pg_helpers import tokens, unique, write  # noqa: E402
 
 SETUP_SQL = """
@@ -92,6 +95,23 @@ class IntegerSpellingsTest(GatewayTest):
         detail = assert_problem(self, r, 400, "invalid_field")["detail"]
         self.assertIn("field 'ops[1].set.n' is an integer beyond 64 bits", detail)
         self.assertEqual(psql("SELECT count(*) FROM public.spelled WHERE id = :'k'", {"k": key}), ["0"])
+
+    def test_a_fence_has_one_spelling(self):
+        """The watch's fence is read as a token writes it: a leading zero, -0, a sign or a space is refused,
+        on locks and semaphores, and a watch of a live lease through such a spelling never starts."""
+        name = unique_name()
+        held = acquire(self.c, name)
+        self.assertEqual(held.status, 200, held)
+        fence = held.body["fence"]
+        spellings = (f"0{fence}", f"00{fence}", "01", "00", "-0", "%2B1", "+1", "%201", "1%20", f"-0{fence}")
+        for kind in ("locks", "semaphores"):
+            for text in spellings:
+                r = self.c.get(f"/v1/{kind}/{name}?watch=true&wait_ms=0&fence={text}")
+                detail = assert_problem(self, r, 400, "invalid_field")["detail"]
+                self.assertIn("query parameter 'fence'", detail, (kind, text, r))
+        r = self.c.get(f"/v1/locks/{name}?watch=true&wait_ms=0&fence={fence}")
+        self.assertEqual((r.status, r.body["held"]), (200, True), r)
+        self.assertEqual(release(self.c, name, held.body["token"]).status, 200)
 
     def test_minus_zero_is_zero(self):
         """-0 is a JSON number equal to 0: a member takes it as 0 (wait_ms: try once), refuses it as it

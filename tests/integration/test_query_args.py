@@ -177,7 +177,7 @@ class QueryArgsTest(GatewayTest):
                 (f"/v1/semaphores/{name}?wait_ms=-1",
                  "query parameter 'wait_ms' must be an integer from 0 to 3600000"),
                 (f"/v1/locks/{name}?fence=0",
-                 "query parameter 'fence' must be an integer from 1 to 9223372036854775807"),
+                 "query parameter 'fence' must be an integer from 1 to 9223372036854775807 without leading zeros"),
                 (f"/v1/semaphores/{name}?watch=yes", "query parameter 'watch' must be true or false"),
                 (f"/v1/locks/{name}?watch=true", "query parameter 'fence' is required with watch=true"),
                 (f"/v1/locks/{name}?waiters=%zz", "query parameter 'waiters' has a malformed percent-escape"),

@@ -130,6 +130,24 @@ static void ranges_and_malformed_numbers(void **state)
     assert_int_equal(parse(&a, &err, "acquire", "l", "--json=1", NULL), -1);
 }
 
+/* --fence is read as a fence is written: one spelling per number, so "01",
+ * "-0", "+1" and spaces are refused, as the gateway refuses them. */
+static void fences_have_one_spelling(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "watch", "l", "--fence", "17", NULL), 0);
+    assert_int_equal(a.fence, 17);
+    static char *const refused[] = {"017", "01", "00", "-0", "+1", " 1", "1 ", "0"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        assert_int_equal(parse(&a, &err, "watch", "l", "--fence", refused[i], NULL), -1);
+        assert_int_equal(err.code, FG_ERR_INVALID_FIELD);
+        assert_non_null(strstr(err.msg, "--fence: expected an integer >= 1"));
+        assert_int_equal(parse(&a, &err, "revoke", "s", "--sem", "--fence", refused[i], NULL), -1);
+    }
+}
+
 static void options_apply_to_their_commands(void **state)
 {
     (void)state;
@@ -292,6 +310,7 @@ int main(void)
         cmocka_unit_test_setup(sem_needs_limit, setup),
         cmocka_unit_test_setup(acquire_limit_means_semaphore, setup),
         cmocka_unit_test_setup(ranges_and_malformed_numbers, setup),
+        cmocka_unit_test_setup(fences_have_one_spelling, setup),
         cmocka_unit_test_setup(options_apply_to_their_commands, setup),
         cmocka_unit_test_setup(names_are_checked, setup),
         cmocka_unit_test_setup(token_from_option_or_environment, setup),

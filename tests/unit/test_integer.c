@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_integer.c - the one reading of a decimal integer (util/integer.c):
- * which texts are integers, the bounds, and the edges of long long.
+ * which texts are integers, the bounds, and the edges of long long; and the
+ * one spelling of each integer that a fence's reading takes.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -66,6 +67,27 @@ static void reads_checked_values_or_the_default(void **state)
     assert_int_equal(integer_read("4x", 7), 7);
 }
 
+/* The reading of a fence: one spelling per integer, so no leading zero and
+ * no "-0"; what integer_parse refuses, it refuses too. */
+static void exact_spellings_only(void **state)
+{
+    (void)state;
+    long long v = 42;
+    static const char *const refused[] = {"01", "00", "007", "-0", "-01", "+1", " 1", "1 ", ""};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        assert_int_equal(integer_parse_exact(refused[i], LLONG_MIN, LLONG_MAX, &v),
+                         INTEGER_NOT_DECIMAL);
+    assert_int_equal(v, 42);
+    assert_int_equal(integer_parse_exact("0", 1, 10, &v), INTEGER_OUT_OF_RANGE);
+    assert_int_equal(integer_parse_exact("10", 1, 9, &v), INTEGER_OUT_OF_RANGE);
+    assert_int_equal(integer_parse_exact("0", 0, 10, &v), INTEGER_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(integer_parse_exact("-10", LLONG_MIN, 0, &v), INTEGER_OK);
+    assert_int_equal(v, -10);
+    assert_int_equal(integer_parse_exact("9223372036854775807", 1, LLONG_MAX, &v), INTEGER_OK);
+    assert_true(v == LLONG_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -73,6 +95,7 @@ int main(void)
         cmocka_unit_test(refuses_what_is_no_decimal_integer),
         cmocka_unit_test(refuses_what_is_out_of_bounds),
         cmocka_unit_test(reads_checked_values_or_the_default),
+        cmocka_unit_test(exact_spellings_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
