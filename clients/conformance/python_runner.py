@@ -267,6 +267,10 @@ class Runner:
             values = {json.dumps((r["body"] or {}).get(name)) for r in mine}
             if len(values) != 1 or values == {"null"}:
                 raise StepFailed(f"the requests on {path} carried different or no {name}: {sorted(values)}")
+        for name, value in step.get("last", {}).items():
+            carried = (mine[-1]["body"] or {}).get(name) if mine else None
+            if carried != value:
+                raise StepFailed(f"the last request on {path} carried {name} {carried!r}, expected {value!r}")
 
     # -- scenarios --
 

@@ -405,12 +405,12 @@ func (r *confRunner) requests(step map[string]any) error {
 	}
 	path := r.str(step, "path_contains")
 	values := map[string]map[string]bool{}
-	count := 0
+	mine := seen[:0]
 	for _, s := range seen {
 		if s.Method != step["method"] || !strings.Contains(s.Path, path) {
 			continue
 		}
-		count++
+		mine = append(mine, s)
 		for _, name := range step["same"].([]any) {
 			if values[name.(string)] == nil {
 				values[name.(string)] = map[string]bool{}
@@ -418,12 +418,23 @@ func (r *confRunner) requests(step map[string]any) error {
 			values[name.(string)][fmt.Sprint(s.Body[name.(string)])] = true
 		}
 	}
+	count := len(mine)
 	if int64(count) != num(step, "count") {
 		return fmt.Errorf("the gateway got %d %v requests on %s, expected %d", count, step["method"], path, num(step, "count"))
 	}
 	for name, distinct := range values {
 		if len(distinct) != 1 || distinct["<nil>"] {
 			return fmt.Errorf("the requests on %s carried different or no %s: %v", path, name, distinct)
+		}
+	}
+	last, _ := step["last"].(map[string]any)
+	for name, value := range last {
+		var carried any
+		if count > 0 {
+			carried = mine[count-1].Body[name]
+		}
+		if fmt.Sprint(carried) != fmt.Sprint(value) {
+			return fmt.Errorf("the last request on %s carried %s %v, expected %v", path, name, carried, value)
 		}
 	}
 	return nil

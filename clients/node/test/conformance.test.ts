@@ -205,6 +205,9 @@ class Runner {
           const values = new Set(mine.map((r) => JSON.stringify(r.body?.[name] ?? null)));
           assert.ok(values.size === 1 && !values.has("null"), `the requests on ${path} carried different or no ${name}`);
         }
+        for (const [name, value] of Object.entries(step.last ?? {})) {
+          assert.deepEqual(mine[mine.length - 1]?.body?.[name], value, `the last request on ${path} carried ${name}`);
+        }
         return;
       }
       default:
