@@ -45,8 +45,9 @@ func gatewayClient(t *testing.T, direct bool) *Client {
 
 // faultProxy is a reverse proxy in front of the main gateway (FG_CONF_DIRECT_URL) that answers each request
 // as its rule says, given the request and how many of the same method and path came before it: "forward";
-// "refuse503", a 503 backend_unavailable with Retry-After: 1 that the gateway never saw; or "dropreply",
-// forwarded and its reply lost (the connection closes without one).
+// "refuse503", a 503 backend_unavailable with Retry-After: 1 that the gateway never saw; "forward503",
+// forwarded and that 503 answered in place of the gateway's answer (as a gateway whose Redis reply missed
+// its deadline would); or "dropreply", forwarded and its reply lost (the connection closes without one).
 type faultProxy struct {
 	*httptest.Server
 	mu        sync.Mutex
@@ -75,23 +76,30 @@ func newFaultProxy(t *testing.T, rule func(r *http.Request, before int) string) 
 		p.seen[what]++
 		p.mu.Unlock()
 		action := rule(r, before)
-		if action == "refuse503" {
+		refuse := func() {
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"type":"/problems/backend_unavailable","status":503,"title":"Backend unavailable"}`))
+		}
+		if action == "refuse503" {
+			refuse()
 			return
 		}
 		p.mu.Lock()
 		p.forwarded[what]++
 		p.mu.Unlock()
-		if action != "dropreply" {
+		switch action {
+		case "dropreply":
+			upstream.ServeHTTP(httptest.NewRecorder(), r)
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close()
+			}
+		case "forward503":
+			upstream.ServeHTTP(httptest.NewRecorder(), r)
+			refuse()
+		default:
 			upstream.ServeHTTP(w, r)
-			return
-		}
-		upstream.ServeHTTP(httptest.NewRecorder(), r)
-		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
-			conn.Close()
 		}
 	}))
 	t.Cleanup(p.Close)
@@ -596,6 +604,52 @@ func TestGatewayAcquireWhoseRepliesWereLostLeavesNoLease(t *testing.T) {
 		var unreachable *UnreachableError
 		if !errors.As(err, &unreachable) || !unreachable.Sent {
 			t.Fatalf("%s: an acquire whose replies were all lost: %v", kind.name, err)
+		}
+		held, err := kind.held(ctx, direct, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			leaked = append(leaked, kind.name)
+		}
+	}
+	if len(leaked) > 0 {
+		t.Fatalf("held by the lease granted to the failed acquire: %v", leaked)
+	}
+}
+
+// TestGatewayAcquireAnswered503LeavesNoLease: the proxy forwards the first two acquires of a lock, a
+// semaphore and a lock set and answers each with a 503 (Retry-After: 1) in place of the gateway's grant, as
+// a gateway whose Redis reply missed its deadline would; the client, allowed two tries, fails with the
+// *BackendUnavailableError and its RetryAfter. The gateway granted the first try and answered the second
+// with the same lease, holding it for a retry of the request_id for its 20 s TTL; the client must give it
+// back (one more acquire under the same request_id, with wait_ms 0, then its release) before it returns.
+// Failed before the fix: an acquire whose every try was answered gave nothing back, and the lock, slot and
+// lock set stayed held by a lease nobody had.
+func TestGatewayAcquireAnswered503LeavesNoLease(t *testing.T) {
+	direct := gatewayClient(t, true)
+	ctx := context.Background()
+	var leaked []string
+	for _, kind := range leaseKinds {
+		proxy := newFaultProxy(t, func(r *http.Request, before int) string {
+			if strings.HasSuffix(r.URL.Path, "/acquire") && before < 2 {
+				return "forward503"
+			}
+			return "forward"
+		})
+		c := proxy.client(t, Config{Retry: RetryPolicy{Attempts: 2}})
+		name := unique("go:answered503-" + kind.name)
+		_, err := kind.take(ctx, c, name, LeaseOptions{TTL: 20 * time.Second, Wait: TryOnce, NoWatch: true})
+		var unavailable *BackendUnavailableError
+		if !errors.As(err, &unavailable) || unavailable.RetryAfter != time.Second {
+			t.Fatalf("%s: an acquire answered 503 on every try: %T %v", kind.name, err, err)
+		}
+		path := "/v1/" + kind.name + "s/" + name + "/acquire"
+		if kind.name == "lockset" {
+			path = "/v1/locksets/acquire"
+		}
+		if seen, forwarded := proxy.count("POST", path); seen != 3 || forwarded != 3 {
+			t.Errorf("%s: %d acquires (%d forwarded), expected 2 tries and the give-back", kind.name, seen, forwarded)
 		}
 		held, err := kind.held(ctx, direct, name)
 		if err != nil {

@@ -274,12 +274,14 @@ type releaseOf func(a *answer) (path string, body any, err error)
 
 // sendAcquire sends the acquire of fields to path, waiting up to wait, and returns the gateway's answer. An
 // acquire that fails may have been granted all the same: its ctx ended as the gateway granted it, or a
-// try whose answer never came was granted (the retries used up, the last failure no refusal). The gateway
-// keeps such a grant for a retry of its request_id, holding the lock until the lease's TTL ends, and the
-// caller, who has no lease, could not release it. The caller then gets the error only once giveBack has
-// asked for that grant and released it. A refusal (a 4xx) answers for the request_id, so for every try;
-// a failure none of whose tries went out unanswered (all were refused a connection, or answered 503)
-// leaves nothing to give back. A ctx ended before the call sends nothing.
+// try whose answer never came was granted (the retries used up, the last failure no refusal), or the last
+// try was answered with a 5xx (the gateway answers 503 when Redis's reply to the grant missed its
+// deadline). The gateway keeps such a grant for a retry of its request_id, holding the lock until the
+// lease's TTL ends, and the caller, who has no lease, could not release it. The caller then gets the error,
+// as it was, only once giveBack has asked for that grant and released it. A refusal (a 4xx) answers for
+// the request_id, so for every try; a failure none of whose tries went out unanswered and whose last one
+// was no 5xx (every connection refused) leaves nothing to give back. A ctx ended before the call sends
+// nothing.
 func (c *Client) sendAcquire(ctx context.Context, path string, fields map[string]any, wait time.Duration,
 	release releaseOf) (*answer, error) {
 	if err := ctx.Err(); err != nil {
@@ -289,8 +291,9 @@ func (c *Client) sendAcquire(ctx context.Context, path string, fields map[string
 	a, err := c.call(ctx, request{method: "POST", path: path, body: acquireBody(fields, wait), effect: Idempotent,
 		wait: gatewayWait(wait), unanswered: &unanswered})
 	var p *Problem
-	refused := errors.As(err, &p) && p.Status >= 400 && p.Status < 500
-	if err != nil && (ctx.Err() != nil || unanswered && !refused) {
+	answered := errors.As(err, &p)
+	refused := answered && p.Status >= 400 && p.Status < 500
+	if err != nil && (ctx.Err() != nil || unanswered && !refused || answered && p.Status >= 500) {
 		c.giveBack(path, fields, release)
 	}
 	return a, err

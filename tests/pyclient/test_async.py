@@ -152,6 +152,27 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         sent = proxy.seen("POST", f"/v1/locks/{name}/acquire")
         self.assertEqual(([body["request_id"] for body in sent], sent[2]["wait_ms"]), ([lease.request_id] * 3, 0))
 
+    async def test_an_acquire_answered_503_on_every_try_gives_back_what_the_gateway_granted(self):
+        """As the thread client's test of the same name: the acquire's two tries are forwarded and each
+        answered with a 503 in place of the grant; before BackendUnavailable (retry_after 1) leaves, the
+        client asks for the grant under the request_id with wait_ms 0 and releases it. Failed before the
+        fix: the lock stayed held for the 20 s TTL."""
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "forward503" if path.endswith("/acquire") and seen < 2 else "forward")
+        self.addCleanup(proxy.close)
+        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=2))
+        name = unique("aio-answered503")
+        lease = client.lock(name, ttl_ms=20000, wait_ms=1000)
+        try:
+            with self.assertRaises(fencegate.BackendUnavailable) as caught:
+                await lease.acquire()
+        finally:
+            await client.close()
+        self.assertEqual(caught.exception.retry_after, 1)
+        self.assertFalse((await self.client.lock_status(name))["held"])
+        sent = proxy.seen("POST", f"/v1/locks/{name}/acquire")
+        self.assertEqual(([body["request_id"] for body in sent], sent[2]["wait_ms"]), ([lease.request_id] * 3, 0))
+
     async def test_fresh_start_renewal_without_answer_leaves_a_kept_lease(self):
         """An acquire answered after 1.2 s, over a third of its 3 s TTL, is renewed at once, and that renewal
         answers 503: as with the thread client, entering succeeds, the keeper tries again, and leaving

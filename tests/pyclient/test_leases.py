@@ -730,6 +730,31 @@ class LeaseTest(unittest.TestCase):
             self.assertEqual([body["request_id"] for body in sent], [lease.request_id] * 3)
             self.assertEqual(sent[2]["wait_ms"], 0)
 
+    def test_an_acquire_answered_503_on_every_try_gives_back_what_the_gateway_granted(self):
+        """The proxy forwards an acquire's two tries (the policy's all) and answers each with a 503
+        (Retry-After: 1) in place of the gateway's grant, as a gateway whose Redis reply missed its deadline
+        would: the gateway granted the first and answered the second with the same lease. Before
+        BackendUnavailable, with its retry_after, leaves acquire(), the client asks once under the
+        request_id with wait_ms 0 and releases what that answers: the lock, and a lock set's locks, are free
+        at once, not held for the 20 s TTL. Failed before the fix: an acquire whose every try was answered
+        gave nothing back, and both stayed held by the lease nobody had."""
+        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
+                           "forward503" if path.endswith("/acquire") and seen < 2 else "forward")
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url, retry=fencegate.RetryPolicy(attempts=2))
+        self.addCleanup(client.close)
+        name = unique("answered503")
+        for lease, path, names in ((client.lock(name, ttl_ms=20000, wait_ms=1000), f"/v1/locks/{name}/acquire", [name]),
+                                   (client.lockset([name + "-a", name + "-b"], ttl_ms=20000),
+                                    "/v1/locksets/acquire", [name + "-a", name + "-b"])):
+            with self.assertRaises(fencegate.BackendUnavailable) as caught:
+                lease.acquire()
+            self.assertEqual(caught.exception.retry_after, 1)
+            self.assertEqual([self.client.lock_status(n)["held"] for n in names], [False] * len(names), path)
+            sent = proxy.seen("POST", path)
+            self.assertEqual([body["request_id"] for body in sent], [lease.request_id] * 3)
+            self.assertEqual(sent[2]["wait_ms"], 0)
+
     def test_leaving_a_failing_block_keeps_its_exception(self):
         """A block that raises and whose release then fails: the block's exception leaves `with`, the
         release's failure is logged without a token, and release() later frees the lock; for a lease and a

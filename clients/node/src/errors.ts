@@ -10,7 +10,8 @@ export class FencegateError extends Error {
   override name = "FencegateError";
   /**
    * Set on the error of an acquire that may have been granted without the client hearing the answer (a
-   * try sent and not answered), when the client could not give that grant back: the acquire's request_id.
+   * try sent and not answered, or answered a 5xx), when the client could not give that grant back: the
+   * acquire's request_id.
    * An acquire with it (LeaseOptions.requestId) answers that same lease while it holds, to use or release.
    */
   leaseRequestId: string | undefined;

@@ -202,20 +202,23 @@ function acquireBody(body: Record<string, unknown>, waitMs: number | undefined):
 }
 
 /**
- * The retries of a give-back after an acquire that failed on its own (not aborted): a few, within a
- * couple of seconds beyond the tries' timeouts, since the caller waits for them.
+ * The retries of a give-back after an acquire that failed on its own (not aborted) after a try that got no
+ * answer: a few, within a couple of seconds beyond the tries' timeouts, since the caller waits for them.
  */
 const GIVE_BACK_RETRY: RetryPolicy = { attempts: 3, budgetMs: 2000, backoffMs: 200, maxBackoffMs: 1000 };
 
 /**
  * Sends an acquire of body to path and resolves to the gateway's answer. An acquire may have been granted
  * without its caller hearing of it: the gateway keeps a grant whose client hung up for a retry of its
- * request_id, holding the lock until the lease's TTL ends. So when signal aborts the acquire, or when it
- * fails after a try that was sent and got no answer (its retries ran out), the caller gets the error only
- * once giveBack has asked for that grant and released it; an error whose grant could not be given back
- * (the gateway still does not answer) carries the request_id in leaseRequestId. An acquire all of whose
- * tries were answered (refusals, 503s: Redis not reached, or no fence to issue) is not given back. A signal
- * aborted before the call sends nothing.
+ * request_id, holding the lock until the lease's TTL ends, and it answers 503 to a grant whose reply from
+ * Redis missed its deadline. So when signal aborts the acquire, or when it fails after a try that was sent
+ * and got no answer, or with a 5xx answer to its last try (its retries ran out), the caller gets the error,
+ * as it was, only once giveBack has asked for that grant and released it; an error whose grant could not
+ * be given back (the gateway still does not answer, or answers a 5xx) carries the request_id in
+ * leaseRequestId. After a 5xx to every try the give-back is tried once: the gateway has just answered the
+ * whole retry policy, and waiting out its Retry-After again would only hold the error back. An acquire
+ * whose last try was refused (a 4xx), or whose every try was refused a connection, is not given back. A
+ * signal aborted before the call sends nothing.
  */
 async function acquireCall(transport: Transport, path: string, body: Record<string, unknown>, options: LeaseOptions,
   release: (answer: any) => Call): Promise<any> {
@@ -225,9 +228,11 @@ async function acquireCall(transport: Transport, path: string, body: Record<stri
     return (await transport.call({ method: "POST", path, effect: "idempotent", body: acquireBody(body, options.waitMs),
       waitMs: gatewayWaitMs(options.waitMs), signal: options.signal, unanswered: () => { unanswered = true; } })).body;
   } catch (e) {
+    const answered5xx = e instanceof ProblemError && e.status >= 500;
     if (options.signal?.aborted) {
       await giveBack(transport, path, body, release, NO_RETRY);
-    } else if (unanswered && !await giveBack(transport, path, body, release, GIVE_BACK_RETRY)
+    } else if ((unanswered || answered5xx)
+      && !await giveBack(transport, path, body, release, unanswered ? GIVE_BACK_RETRY : NO_RETRY)
       && e instanceof FencegateError) {
       e.leaseRequestId = body.request_id as string;
     }

@@ -267,9 +267,10 @@ interface Proxied { method: string; path: string; body: any; action: string }
 
 /**
  * A proxy in front of the gateway (FG_CONF_DIRECT_URL) for the test t: rule decides, for each request, to
- * "forward" it, to "swallow" its answer (forward it, let the gateway act, and never answer the client), or
- * to answer 503 backend_unavailable with Retry-After: 1 itself ("refuse503"). seen lists the requests in
- * order. The proxy and its connections end with the test.
+ * "forward" it, to "swallow" its answer (forward it, let the gateway act, and never answer the client), to
+ * answer 503 backend_unavailable with Retry-After: 1 itself ("refuse503"), or to forward it and answer that
+ * 503 in place of the gateway's answer ("forward503", as a gateway whose Redis reply missed its deadline
+ * would). seen lists the requests in order. The proxy and its connections end with the test.
  */
 async function faultProxy(t: TestContext, rule: (r: Proxied) => string): Promise<{ url: string; seen: Proxied[] }> {
   const upstream = new URL(process.env.FG_CONF_DIRECT_URL!);
@@ -283,9 +284,12 @@ async function faultProxy(t: TestContext, rule: (r: Proxied) => string): Promise
         body: raw.length ? JSON.parse(raw.toString("utf8")) : undefined, action: "" };
       r.action = rule(r);
       seen.push(r);
-      if (r.action === "refuse503") {
+      const refuse = (): void => {
         res.writeHead(503, { "Content-Type": "application/problem+json", "Retry-After": "1" })
           .end(`{"type":"/problems/backend_unavailable","status":503,"detail":"injected by the test proxy"}`);
+      };
+      if (r.action === "refuse503") {
+        refuse();
         return;
       }
       const headers = { ...req.headers };
@@ -297,6 +301,10 @@ async function faultProxy(t: TestContext, rule: (r: Proxied) => string): Promise
         answer.on("data", (c: Buffer) => body.push(c));
         answer.on("end", () => {
           if (r.action === "swallow") return; // the gateway acted; the client hears nothing
+          if (r.action === "forward503") {
+            refuse();
+            return;
+          }
           const out = { ...answer.headers };
           delete out.connection;
           delete out["transfer-encoding"];
@@ -381,4 +389,34 @@ test("an acquire whose tries all went unanswered leaves no lease behind", { skip
   assert.equal(lease.fence, held.fence, "an acquire with leaseRequestId got another lease");
   await lease.release();
   assert.equal((await direct.lockStatus(name)).held, false);
+});
+
+test("an acquire answered 503 on every try leaves no lease behind", { skip }, async (t) => {
+  // A proxy passes the first two acquires of a request_id on to the gateway, which grants the first and
+  // answers the second with the same lease, but answers each with a 503 (Retry-After: 1) in its place, as a
+  // gateway whose Redis reply missed its deadline would. After its two tries the client must ask for the
+  // grant again (same request_id, wait_ms 0, which this proxy answers) and release it, then reject with the
+  // BackendUnavailableError and its Retry-After; for a lock, a semaphore and a lock set. Failed before the
+  // fix: an acquire whose every try was answered gave nothing back, and the lease nobody had held the lock
+  // for its whole 20 s TTL.
+  const { url, seen } = await faultProxy(t, ({ path, body }) => path.endsWith("/acquire")
+    && seen.filter((r) => r.body?.request_id === body.request_id).length < 2 ? "forward503" : "forward");
+  const a = clientAt(url, { retry: { attempts: 2 } });
+  const direct = client(true);
+  t.after(() => {
+    a.close();
+    direct.close();
+  });
+  const leaked = [];
+  for (const [kindName, kind] of Object.entries(KINDS)) {
+    const name = unique(`node:answered503-${kindName}`);
+    const requestId = unique("node-answered503");
+    await assert.rejects(kind.take(a, name, { ttlMs: 20000, waitMs: 0, requestId, watch: false }),
+      (e: unknown) => e instanceof BackendUnavailableError && e.retryAfter === 1 && e.leaseRequestId === undefined);
+    const sent = seen.filter((r) => r.body?.request_id === requestId);
+    assert.deepEqual(sent.map((r) => [r.action, r.body.wait_ms]), [["forward503", 0], ["forward503", 0], ["forward", 0]],
+      `${kindName}: the acquires sent`);
+    if (await kind.held(direct, name)) leaked.push(kindName);
+  }
+  assert.deepEqual(leaked, [], "held by the lease granted to the failed acquire");
 });

@@ -36,9 +36,9 @@ from .errors import (FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExcee
                      lease_lost)
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, shortest_grant, watch_failed,
                      watch_pause, watch_query, watch_verdict)
-from .lease import (_acquire_body, _gateway_wait_s, _give_back_body, _interrupted, _lease_body, _lease_release,
+from .lease import (_acquire_body, _gateway_wait_s, _give_back_body, _give_back_retry, _lease_body, _lease_release,
                     _LostState, _Release, _release_failed, _release_unraised, _request_id, _set_release,
-                    _unanswered, losing_reason)
+                    losing_reason)
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, refused, write_headers, write_result
 
@@ -304,15 +304,16 @@ class _AsyncLeaseBase:
 
     async def _acquire_call(self, path: str, release: _Release) -> Dict[str, Any]:
         """Sends the acquire to path and returns the gateway's answer; as :func:`fencegate.lease._acquire`,
-        a cancelled task (or another interruption), or a failure after a try that got no answer, first gives
-        back what the gateway may have granted."""
+        a cancelled task (or another interruption), or a failure after a try that got no answer or with a
+        5xx, first gives back what the gateway may have granted."""
         transport = self._client.transport
         try:
             return (await transport.call("POST", path, _acquire_body(self._body, self._wait_ms),
                                          effect=Effect.IDEMPOTENT, wait_s=_gateway_wait_s(self._wait_ms))).body
         except BaseException as e:
-            if _interrupted(e) or _unanswered(e):
-                await self._give_back(path, release, NO_RETRY if _interrupted(e) else transport.retry)
+            retry = _give_back_retry(e, transport.retry)
+            if retry is not None:
+                await self._give_back(path, release, retry)
             raise
 
     async def _give_back(self, path: str, release: _Release, retry: RetryPolicy) -> None:

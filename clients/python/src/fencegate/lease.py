@@ -287,6 +287,21 @@ def _unanswered(error: BaseException) -> bool:
     return isinstance(error, GatewayUnreachable) and error.sent
 
 
+def _give_back_retry(error: BaseException, retry: RetryPolicy) -> Optional[RetryPolicy]:
+    """The retries of the give-back that an acquire ended by error calls for (see :func:`_acquire`), or None
+    when it calls for none. An interruption should not wait: each call once. After a try that got no answer
+    (see :func:`_unanswered`) the gateway may be back soon: retry, the client's policy. A 5xx answered to the
+    last try may hide a grant too (the gateway answers 503 when Redis's reply to it missed its deadline):
+    each call once, as the gateway has just answered the whole policy and waiting out its Retry-After again
+    would only hold the error back. A refusal (a 4xx) answers for the request_id, so for every try, and an
+    acquire whose every try was refused a connection was never granted: nothing to give back."""
+    if _interrupted(error) or isinstance(error, ProblemError) and (error.status or 0) >= 500:
+        return NO_RETRY
+    if _unanswered(error):
+        return retry
+    return None
+
+
 def _give_back_body(body: Dict[str, Any]) -> Dict[str, Any]:
     """The body of the acquire that gives back what an acquire of body that was interrupted, or that failed
     unanswered, may have been granted."""
@@ -300,15 +315,17 @@ def _acquire(transport: Transport, path: str, body: Dict[str, Any], wait_ms: Opt
     An acquire interrupted while it waits (see :func:`_interrupted`) may have been granted all the same, as
     its caller went: the gateway keeps a grant whose client hung up for a retry of its ``request_id``,
     holding the lock until the lease's TTL ends. So may one whose last retry failed after a try that got
-    no answer (see :func:`_unanswered`: the gateway was stopped, or its answer lost). The interruption or
-    the failure is raised only once :func:`_give_back` has asked for that grant and released it: each call
-    once after an interruption, which should not wait, within the client's retries after a failure."""
+    no answer (see :func:`_unanswered`: the gateway was stopped, or its answer lost), or with a 5xx (the
+    gateway answers 503 to a grant whose reply from Redis missed its deadline). The interruption or the
+    failure is raised, as it was, only once :func:`_give_back` has asked for that grant and released it,
+    tried as :func:`_give_back_retry` says."""
     try:
         return transport.call("POST", path, _acquire_body(body, wait_ms), effect=Effect.IDEMPOTENT,
                               wait_s=_gateway_wait_s(wait_ms)).body
     except BaseException as e:
-        if _interrupted(e) or _unanswered(e):
-            _give_back(transport, path, body, release, NO_RETRY if _interrupted(e) else transport.retry)
+        retry = _give_back_retry(e, transport.retry)
+        if retry is not None:
+            _give_back(transport, path, body, release, retry)
         raise
 
 
