@@ -50,18 +50,23 @@ func (c *Client) SemaphoreStatus(ctx context.Context, name string) (*SemaphoreSt
 }
 
 // RevokeLock ends the current holder's lease on name at once (scope admin); it returns the revoked fence,
-// or nil when nobody held it. Not retried once sent: a repeat would revoke the next holder.
+// or nil when nobody held it. Not retried once sent: a repeat would revoke the next holder. Its outcome is
+// unknown, as a write's, when it got no answer (an *UnreachableError with Sent true) or a 5xx (an
+// *OutcomeUnknownError holding it): the gateway may have recorded the revocation before its backend failed
+// to answer, so a 503 is no refusal. Read the lock's status to find out.
 func (c *Client) RevokeLock(ctx context.Context, name, reason string) (*int64, error) {
-	return c.revoke(ctx, "/v1/locks/"+segment(name)+"/revoke", map[string]any{"reason": reason}, Once)
+	return c.revoke(ctx, request{method: "POST", path: "/v1/locks/" + segment(name) + "/revoke",
+		body: jsonBody(map[string]any{"reason": reason}), effect: Once, write: true})
 }
 
 // RevokeSemaphore ends the lease of the holder of fence on semaphore name (scope admin).
 func (c *Client) RevokeSemaphore(ctx context.Context, name string, fence int64, reason string) (*int64, error) {
-	return c.revoke(ctx, "/v1/semaphores/"+segment(name)+"/revoke", map[string]any{"fence": fence, "reason": reason}, Idempotent)
+	return c.revoke(ctx, request{method: "POST", path: "/v1/semaphores/" + segment(name) + "/revoke",
+		body: jsonBody(map[string]any{"fence": fence, "reason": reason}), effect: Idempotent})
 }
 
-func (c *Client) revoke(ctx context.Context, path string, body map[string]any, effect Effect) (*int64, error) {
-	a, err := c.call(ctx, request{method: "POST", path: path, body: jsonBody(body), effect: effect})
+func (c *Client) revoke(ctx context.Context, r request) (*int64, error) {
+	a, err := c.call(ctx, r)
 	if err != nil {
 		return nil, err
 	}

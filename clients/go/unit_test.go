@@ -728,6 +728,27 @@ func TestUnitWriteAnswered5xxHasAnUnknownOutcome(t *testing.T) {
 	}
 }
 
+// TestUnitRevokeAnswered5xxHasAnUnknownOutcome: a lock's revoke answered 503 may have been recorded before
+// the gateway's backend failed to answer, so it fails with an *OutcomeUnknownError holding the 503 (an
+// *UnreachableError with Sent true), sent once; a 403 stays a refusal. Failed before the fix: the 503 came
+// back as a *BackendUnavailableError, a refusal that says the lease was not revoked.
+func TestUnitRevokeAnswered5xxHasAnUnknownOutcome(t *testing.T) {
+	c := writeGateway(t, map[string][]string{"revoke": {"503 backend_unavailable", "403 forbidden"}})
+	ctx := context.Background()
+	_, err := c.RevokeLock(ctx, "invoice:42", "test")
+	var unknown *OutcomeUnknownError
+	var unreachable *UnreachableError
+	var p *Problem
+	if !errors.As(err, &unknown) || !errors.As(err, &unreachable) || !unreachable.Sent || !errors.As(err, &p) ||
+		p.Status != http.StatusServiceUnavailable {
+		t.Errorf("a revoke answered 503: %T %v; expected its outcome unknown", err, err)
+	}
+	var forbidden *ForbiddenError
+	if _, err := c.RevokeLock(ctx, "invoice:42", "test"); !errors.As(err, &forbidden) {
+		t.Errorf("the next revoke, answered 403: %T %v; expected the refusal", err, err)
+	}
+}
+
 func statusOf(err error) int {
 	var p *Problem
 	if errors.As(err, &p) {

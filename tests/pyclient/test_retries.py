@@ -154,6 +154,33 @@ class RetryTest(unittest.TestCase):
         with self.assertRaises(fencegate.BackendUnavailable):
             client.pg("invoices").get(key)
 
+    def test_a_lock_revoke_answered_5xx_has_an_unknown_outcome(self):
+        """The proxy forwards a lock's revoke and answers 503 in place of the gateway's 200, as a gateway
+        whose backend failed to answer after recording the revocation would: revoke_lock raises
+        OutcomeUnknown (sent, with the 503 as earlier and last) after one try, never BackendUnavailable,
+        which says the holder kept its lease, though the lease ended; in the asyncio client too. Failed
+        before the fix: both raised BackendUnavailable."""
+        proxy, client = self.via(lambda m, p, b, seen: "forward503" if p.endswith("/revoke") else "forward")
+
+        async def revoke_async(name: str) -> None:
+            aio = fencegate.AsyncClient(proxy.url)
+            try:
+                await aio.revoke_lock(name, reason="test")
+            finally:
+                await aio.close()
+
+        for what, revoke in (("thread", lambda name: client.revoke_lock(name, reason="test")),
+                             ("asyncio", lambda name: asyncio.run(revoke_async(name)))):
+            name = unique("revoke503")
+            self.direct.lock(name, ttl_ms=30000, renew=False, watch=False).acquire()
+            with self.assertRaises(fencegate.OutcomeUnknown, msg=what) as caught:
+                revoke(name)
+            self.assertTrue(caught.exception.sent)
+            self.assertIsInstance(caught.exception.last, fencegate.BackendUnavailable)
+            self.assertIs(caught.exception.earlier, caught.exception.last)
+            self.assertEqual(len(proxy.seen("POST", f"/v1/locks/{name}/revoke")), 1, what)
+            self.assertFalse(self.direct.lock_status(name)["held"], what)
+
     def test_idempotent_writes_renew_and_release_are_retried(self):
         """PATCH, PUT, renew and release whose replies are lost are sent again and succeed."""
         key = unique("idem")

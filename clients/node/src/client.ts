@@ -113,11 +113,14 @@ export class Client {
 
   /**
    * Ends the current holder's lease on name at once (scope admin); resolves to the revoked fence, or null
-   * when nobody held it. Not retried once sent: a repeat would revoke the next holder.
+   * when nobody held it. Not retried once sent: a repeat would revoke the next holder. Its outcome is
+   * unknown, as a write's, when it got no answer (an UnreachableError, sent) or a 5xx (an
+   * OutcomeUnknownError holding it): the gateway may have recorded the revocation before its backend failed
+   * to answer, so a 503 is no refusal. Read the lock's status to find out.
    */
   async revokeLock(name: string, reason = ""): Promise<bigint | null> {
     const body = (await this.transport.call({ method: "POST", path: `/v1/locks/${segment(name)}/revoke`,
-      effect: "once", body: { reason } })).body;
+      effect: "once", write: true, body: { reason } })).body;
     return body?.revoked_fence ?? null;
   }
 

@@ -33,9 +33,10 @@ export class UnreachableError extends FencegateError {
  * gateway's own commit may have been lost), `earlier`, was followed by a failure that says nothing of it,
  * `last`: a refusal of a retry (a StaleFenceError because a newer fence wrote meanwhile, a LeaseLostError,
  * ...), the lease known lost before a retry, the caller's signal aborting, or, for a write that is not
- * retried (an insert, a delete, a batch with them), that 5xx itself (then `last` is `earlier`). Read the
- * resource to find out. (A retry of an applied write is not refused for it: the gateway takes a fence equal
- * to the stored one.) An UnreachableError with `sent` true, since it means the same: the effect is unknown.
+ * retried (an insert, a delete, a batch with them) and for a lock's revoke (which may have been recorded),
+ * that 5xx itself (then `last` is `earlier`). Read the resource to find out. (A retry of an applied write
+ * is not refused for it: the gateway takes a fence equal to the stored one.) An UnreachableError with
+ * `sent` true, since it means the same: the effect is unknown.
  */
 export class OutcomeUnknownError extends UnreachableError {
   override name = "OutcomeUnknownError";

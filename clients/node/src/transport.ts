@@ -91,7 +91,10 @@ export interface Call {
   signal?: AbortSignal | undefined;
   /** A call of the background keeper: it does not keep the process alive. */
   background?: boolean;
-  /** A fenced write: a failure after a try that may have been applied leaves its outcome unknown. */
+  /**
+   * A fenced write or a lock's revoke: a failure after a try that may have been applied leaves its outcome
+   * unknown.
+   */
   write?: boolean;
   /**
    * Called before each try (a write's lease check); what it throws ends the call without sending that try,

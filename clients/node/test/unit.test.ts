@@ -17,8 +17,9 @@ import { join } from "node:path";
 import { TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { BackendUnavailableError, Client, InvalidNameError, LeaseLostError, OutcomeUnknownError, PROBLEM_CLASSES,
-  ProblemError, RedirectError, StaleFenceError, UnreachableError, WriteResult, problemError } from "../src/index.js";
+import { BackendUnavailableError, Client, ForbiddenError, InvalidNameError, LeaseLostError, OutcomeUnknownError,
+  PROBLEM_CLASSES, ProblemError, RedirectError, StaleFenceError, UnreachableError, WriteResult, problemError }
+  from "../src/index.js";
 import { parseJson, stringifyJson } from "../src/json.js";
 
 // The compiled test runs from dist/test/ (or from where FG_CODES_JSON says the table is).
@@ -313,6 +314,19 @@ test("a write answered a 5xx and not retried has an unknown outcome; a read's 50
   assert.equal(seen.length, writes.length, "a write was sent more than once");
   await assert.rejects(c.pg("t").get("1"), (e: unknown) => e instanceof BackendUnavailableError);
   await assert.rejects(c.lock("x", { renew: false }), (e: unknown) => e instanceof BackendUnavailableError);
+});
+
+test("a lock's revoke answered 503 has an unknown outcome and is sent once; a 403 stays a refusal", async (t) => {
+  // The gateway may record a revocation before its backend fails to answer, so a 503 to a lock's revoke says
+  // nothing of whether the lease ended. Failed before the fix: it rejected with a BackendUnavailableError, a
+  // refusal, as if the holder still held the lease.
+  const { client, seen } = await canned(t, () => seen.length === 1 ? [503, BUSY, { "Retry-After": "0" }]
+    : [403, `{"type":"/problems/forbidden","status":403,"scope":"admin"}`]);
+  const c = client();
+  await assert.rejects(c.revokeLock("invoice:42", "test"), (e: unknown) => e instanceof OutcomeUnknownError && e.sent
+    && e.last instanceof BackendUnavailableError && e.earlier === e.last);
+  assert.equal(seen.length, 1, "the revoke was sent again");
+  await assert.rejects(c.revokeLock("invoice:42", "test"), (e: unknown) => e instanceof ForbiddenError);
 });
 
 test("a 3xx answer is a RedirectError, and is not followed", async (t) => {

@@ -587,9 +587,10 @@ class AsyncClient:
         return (await self.transport.call("GET", f"/v1/semaphores/{quote(name)}", effect=Effect.READ)).body
 
     async def revoke_lock(self, name: str, reason: str = "") -> Optional[int]:
-        """Ends the current holder's lease on ``name`` (scope ``admin``); not retried once sent."""
+        """Ends the current holder's lease on ``name`` (scope ``admin``); not retried once sent, and as
+        :meth:`fencegate.Client.revoke_lock`, a 5xx leaves its outcome unknown."""
         body = (await self.transport.call("POST", f"/v1/locks/{quote(name)}/revoke", {"reason": reason},
-                                          effect=Effect.ONCE)).body
+                                          effect=Effect.ONCE, write=True)).body
         return body.get("revoked_fence")
 
     async def revoke_semaphore(self, name: str, fence: int, reason: str = "") -> Optional[int]:

@@ -127,9 +127,12 @@ class Client:
 
     def revoke_lock(self, name: str, reason: str = "") -> Optional[int]:
         """Ends the current holder's lease on ``name`` at once (scope ``admin``); returns the revoked
-        fence, or None when nobody held it. Not retried once sent: a repeat would revoke the next holder."""
+        fence, or None when nobody held it. Not retried once sent: a repeat would revoke the next holder.
+        Its outcome is unknown, as a write's, when it got no answer (GatewayUnreachable, ``sent``) or a
+        5xx (OutcomeUnknown, holding it): the gateway may have recorded the revocation before its backend
+        failed to answer, so a 503 is no refusal. Read the lock's status to find out."""
         body = self.transport.call("POST", f"/v1/locks/{quote(name)}/revoke", {"reason": reason},
-                                   effect=Effect.ONCE).body
+                                   effect=Effect.ONCE, write=True).body
         return body.get("revoked_fence")
 
     def revoke_semaphore(self, name: str, fence: int, reason: str = "") -> Optional[int]:
