@@ -133,9 +133,9 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     char scoped[SCOPED_REQUEST_ID_MAX];
     const char *rid = acquire_request_id_scoped(
         ls->params.request_id, req->principal != NULL ? req->principal->id : NULL, scoped);
+    lockset_request_ids(rid, &ls->set, ls->rids);
     for (size_t i = 0; i < ls->set.n; i++) {
         names[i] = ls->set.names[i];
-        lockset_request_id(rid, ls->set.names[i], ls->rids[i]);
         if (token_new_lease_id(ls->leases[i], &err) != 0)
             goto refused;
     }

@@ -15,6 +15,7 @@
 
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/fnv.h"
 
 #define TIME_BITS 48
 #define TIME_MASK ((UINT64_C(1) << TIME_BITS) - 1)
@@ -27,13 +28,7 @@ static int64_t (*_Atomic now_ms)(void) = clock_mono_ms;
 /* FNV-1a over the kind and the name. */
 static uint64_t name_hash(enum lease_kind kind, const char *name)
 {
-    uint64_t h = UINT64_C(14695981039346656037) ^ (uint64_t)kind;
-    h *= UINT64_C(1099511628211);
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        h ^= *c;
-        h *= UINT64_C(1099511628211);
-    }
-    return h;
+    return fnv1a_text(fnv1a_byte(FNV1A_START, (unsigned char)kind), name);
 }
 
 /* The tag kept with the time: never 0, so an empty slot matches no name. */

@@ -51,8 +51,9 @@ long long acquire_request_id_ttl_ms(const struct acquire_params *p);
 #define SCOPED_REQUEST_ID_MAX (REQUEST_ID_MAX_LEN + API_KEY_ID_MAX + 8)
 
 /* The longest request id a lease carries: a lock set's for one of its locks
- * (lease/lockset.h), a scoped request id with the lock's name. */
-#define LEASE_REQUEST_ID_MAX (SCOPED_REQUEST_ID_MAX + NAME_MAX_LEN + 8)
+ * (lease/lockset.h), a scoped request id with the digest of the set's names
+ * and the lock's name. */
+#define LEASE_REQUEST_ID_MAX (SCOPED_REQUEST_ID_MAX + NAME_MAX_LEN + 32)
 
 /*
  * The request id an acquire is remembered under: with auth on, in the

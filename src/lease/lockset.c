@@ -7,11 +7,13 @@
  */
 #include "lease/lockset.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "auth/token.h"
+#include "util/fnv.h"
 
 static int by_name(const void *a, const void *b)
 {
@@ -61,12 +63,25 @@ void lockset_parse_names(const json_t *body, struct lockset *out)
     out->n = n;
 }
 
-void lockset_request_id(const char *rid, const char *name, char out[LOCKSET_RID_MAX])
+/* The digest of the names of set: FNV-1a over each name and a NUL after it, in the global order. */
+static uint64_t names_digest(const struct lockset *set)
 {
-    if (rid[0] == '\0')
-        out[0] = '\0';
-    else
-        snprintf(out, LOCKSET_RID_MAX, "set:%s#%s", rid, name);
+    uint64_t h = FNV1A_START;
+    for (size_t i = 0; i < set->n; i++)
+        h = fnv1a_byte(fnv1a_text(h, set->names[i]), '\0');
+    return h;
+}
+
+void lockset_request_ids(const char *rid, const struct lockset *set, char out[][LOCKSET_RID_MAX])
+{
+    uint64_t digest = rid[0] != '\0' ? names_digest(set) : 0;
+    for (size_t i = 0; i < set->n; i++) {
+        if (rid[0] == '\0')
+            out[i][0] = '\0';
+        else
+            snprintf(out[i], LOCKSET_RID_MAX, "set:%s:%016" PRIx64 "#%s", rid, digest,
+                     set->names[i]);
+    }
 }
 
 int lockset_tokens_check(const json_t *tokens, struct fg_error *err)

@@ -38,9 +38,12 @@ int lockset_names_check(const json_t *names, struct fg_error *err) FG_WUR;
 /* Reads member "names" of body, checked as above, into *out in the global order. */
 void lockset_parse_names(const json_t *body, struct lockset *out);
 
-/* The request id under which lock name of a set acquired with request id rid
- * is taken ("" when rid is ""), so that a retried set finds each lease again. */
-void lockset_request_id(const char *rid, const char *name, char out[LOCKSET_RID_MAX]);
+/* The request ids under which the locks of set, acquired with request id rid,
+ * are taken, into out[i] for set->names[i] ("" when rid is ""): "set:<rid>:<digest
+ * of the set's names, 16 hex digits>#<name>", so that a retried set finds each
+ * lease again, and a set of other names sent with the same rid is another
+ * request, which never takes the first set's leases or places. */
+void lockset_request_ids(const char *rid, const struct lockset *set, char out[][LOCKSET_RID_MAX]);
 
 /* The rule of the items of a renew's or release's "tokens": strings of at
  * most TOKEN_MAX_LEN bytes (as lockset_names_check). */

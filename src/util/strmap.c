@@ -9,15 +9,13 @@
 #include <string.h>
 
 #include "util/error.h"
+#include "util/fnv.h"
 
 #define STRMAP_MIN_BUCKETS 1024
 
 static size_t hash(const char *key)
 {
-    uint64_t h = 14695981039346656037u;
-    for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++)
-        h = (h ^ *p) * 1099511628211u;
-    return (size_t)h;
+    return (size_t)fnv1a_text(FNV1A_START, key);
 }
 
 static struct strmap_node **bucket_of(const struct strmap *m, const char *key)

@@ -13,7 +13,9 @@ granted when, never the gateway's.
 - a lock set's retry with wait_ms 0 that finds the set still waiting takes it over and gives it up: the first
   attempt answers 409 conflict, the set holds nothing, and the lock it waited for goes to the next waiter, not
   to a place nobody waits in; if the set's place is granted just as that retry drops it, the retry takes the
-  grant over and goes on, so that whichever gives up leaves no lock of the set held.
+  grant over and goes on, so that whichever gives up leaves no lock of the set held;
+- a request_id names one set of names: a set of other names sent with it is another request, which neither
+  releases the locks the first set was answered nor takes over its place.
 
 Owns: nothing but its own lock and semaphore names. Must not: read the order of grants from the gateway.
 """
@@ -322,6 +324,56 @@ class RequestIdTakeoverTest(GatewayTest):
         box = self.set_retry_meets_a_fresh_grant(both_proxied=True)
         self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
                          box["first"])
+
+    def test_a_set_of_other_names_under_the_same_request_id_leaves_the_first_set_alone(self):
+        """The set [a, b] (request_id RS) is answered 200. Through other, [a, b, c] with RS and wait_ms 0, c held
+        by another client: 409 lock_busy naming a, and a and b stay the first set's (its renew answers 200, a
+        third client's acquire of a 409). Failed before the fix: the second set took a and b over by request
+        id and released them with its 409; a third client acquired a while the first set believed it held it."""
+        a, b, c = sorted(unique_name("other-names") for _ in range(3))
+        rid = unique_name("rid")
+        held_c = self.c.post(f"/v1/locks/{c}/acquire", {"ttl_ms": 30000})
+        first = self.c.post("/v1/locksets/acquire", {"names": [a, b], "request_id": rid, "ttl_ms": 30000})
+        self.assertEqual(first.status, 200, first)
+        second = self.oc.post("/v1/locksets/acquire", {"names": [a, b, c], "request_id": rid, "wait_ms": 0})
+        self.assertEqual((second.status, second.body.get("type"), second.body.get("lock")),
+                         (409, "/problems/lock_busy", a), second)
+        tokens = [x["token"] for x in first.body["locks"]]
+        self.assertEqual(self.c.post("/v1/locksets/renew", {"tokens": tokens}).status, 200)
+        self.assertEqual(self.c.post(f"/v1/locks/{a}/acquire", {"wait_ms": 0}).status, 409)
+        self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
+        self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": held_c.body["token"]}).status, 200)
+
+    def test_a_set_of_other_names_does_not_take_a_waiting_set_over(self):
+        """b is held. The set [a, b] (request_id RS, wait 9 s) holds a and waits for b through gw; through other,
+        [b, c] with RS and wait_ms 0 answers 409 lock_busy naming b. The first set still waits, is granted b as
+        it is released, and answers 200; no lock stays held once it releases. Failed before the fix: the
+        second set took the first one's place at b over and dropped it, the first set answered 409 conflict
+        and left a held by nobody until its TTL."""
+        a, b, c = sorted(unique_name("other-wait") for _ in range(3))
+        rid = unique_name("rid")
+        held = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+        box: dict = {}
+
+        def first():
+            with self.gw.client(timeout=60) as client:
+                box["first"] = client.post("/v1/locksets/acquire",
+                                           {"names": [a, b], "request_id": rid, "wait_ms": 9000, "ttl_ms": 30000})
+        t = threading.Thread(target=first, daemon=True)
+        t.start()
+        self.until_waiting("locks", b, 1)
+        second = self.oc.post("/v1/locksets/acquire", {"names": [b, c], "request_id": rid, "wait_ms": 0})
+        self.assertEqual((second.status, second.body.get("type"), second.body.get("lock")),
+                         (409, "/problems/lock_busy", b), second)
+        self.assertEqual(self.waiting("locks", b), 1, "the first set's place left the queue")
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held.body["token"]}).status, 200)
+        t.join(10)
+        self.assertEqual(box["first"].status, 200, box["first"])
+        tokens = [x["token"] for x in box["first"].body["locks"]]
+        self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
+        for n in (a, b, c):
+            self.assertFalse(self.c.get(f"/v1/locks/{n}").body["held"], n)
 
 if __name__ == "__main__":
     unittest.main()

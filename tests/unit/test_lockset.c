@@ -90,11 +90,21 @@ static void test_refused_names(void **state)
 static void test_request_ids(void **state)
 {
     (void)state;
-    char out[LOCKSET_RID_MAX];
-    lockset_request_id("", "a", out);
-    assert_string_equal(out, "");
-    lockset_request_id("r-1", "invoice:42", out);
-    assert_string_equal(out, "set:r-1#invoice:42");
+    char out[LOCKSET_MAX][LOCKSET_RID_MAX];
+    struct lockset set = {.n = 2, .names = {"invoice:42", "invoice:7"}};
+    lockset_request_ids("", &set, out);
+    assert_string_equal(out[0], "");
+    assert_string_equal(out[1], "");
+    /* FNV-1a of "invoice:42\0invoice:7\0": 81e776071a259f30 */
+    lockset_request_ids("r-1", &set, out);
+    assert_string_equal(out[0], "set:r-1:81e776071a259f30#invoice:42");
+    assert_string_equal(out[1], "set:r-1:81e776071a259f30#invoice:7");
+    /* the same request id with other names is another request: no id in common */
+    char other[LOCKSET_MAX][LOCKSET_RID_MAX];
+    struct lockset more = {.n = 3, .names = {"invoice:42", "invoice:7", "invoice:8"}};
+    lockset_request_ids("r-1", &more, other);
+    for (size_t i = 0; i < 2; i++)
+        assert_string_not_equal(other[i], out[i]);
 }
 
 static void test_tokens(void **state)
