@@ -955,15 +955,16 @@ def flush_redis() -> None:
         r.cmd("FLUSHALL")
 
 
-class HoldingProxy:
-    """A TCP proxy to the one test Redis (url: a FENCEGATE_REDIS_URL through it) that holds back, once, what a
-    connection sends from the first chunk containing marker until let_go(): held is set once it holds it.
-    Not on a cluster (skip_in_cluster)."""
+class TcpProxy:
+    """A TCP proxy on 127.0.0.1 to target (a port): cut() closes its connections at once, as a crashed server or
+    a failed network leaves them; with hold, it holds back, once, what a connection sends from the first chunk
+    containing hold until let_go() (and again after arm()), held set once it holds it. redis_url: the one test
+    Redis's URL through it, when target is that Redis (not on a cluster: skip_in_cluster)."""
 
-    def __init__(self, marker: bytes):
-        self.port, self.target, self.marker = free_port(), int(env("FG_TEST_REDIS_PORT")), marker
-        self.url = env("FG_TEST_REDIS_URL").replace(f":{self.target}", f":{self.port}")
-        self.held, self.go, self.armed = threading.Event(), threading.Event(), True
+    def __init__(self, target: int, hold: bytes | None = None):
+        self.port, self.target, self.hold = free_port(), target, hold
+        self.redis_url = env("FG_TEST_REDIS_URL").replace(f":{target}", f":{self.port}")
+        self.held, self.go, self.armed = threading.Event(), threading.Event(), hold is not None
         self.listener = socket.create_server(("127.0.0.1", self.port))
         self.sockets: list[socket.socket] = []
         threading.Thread(target=self.accept, daemon=True).start()
@@ -982,7 +983,7 @@ class HoldingProxy:
     def pump(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
         try:
             while data := src.recv(65536):
-                if outbound and self.armed and self.marker in data:
+                if outbound and self.armed and self.hold in data:
                     self.armed = False
                     self.held.set()
                     self.go.wait(30)
@@ -994,14 +995,21 @@ class HoldingProxy:
         self.go.set()
 
     def arm(self) -> None:
-        """Holds back the next chunk containing marker, as the first."""
+        """Holds back the next chunk containing hold, as the first."""
         self.held, self.go, self.armed = threading.Event(), threading.Event(), True
+
+    def cut(self) -> None:
+        for s in self.sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
 
     def close(self) -> None:
         self.go.set()
+        self.cut()
         self.listener.close()
-        for s in self.sockets:
-            s.close()
 
 
 class MonitoredCall(typing.NamedTuple):

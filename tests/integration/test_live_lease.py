@@ -35,7 +35,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (Gateway, GatewayTest, HoldingProxy, Redis, http, psql, same_slot,  # noqa: E402
+from harness import (Gateway, GatewayTest, TcpProxy, Redis, http, psql, same_slot,  # noqa: E402
                      skip_in_cluster, wait_for)
 from pg_helpers import (INVOICE_COLUMNS, insert_invoice, invoice, open_transaction, quote,  # noqa: E402
                         records_listing, rejections, unique, wait_for_lock_waiter, write)
@@ -171,9 +171,9 @@ class LiveLeaseTest(GatewayTest):
         (410 lease_expired, nothing stored, one audit record), for a lock, a semaphore's first holder (kept in
         its limit key) and a holder beside it (in the holders' set). Failed before the script looked: the
         lease was asked just before the script call, and the write was applied with 200 after the release."""
-        proxy = HoldingProxy(b"fg_rw_put_")
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b"fg_rw_put_")
         self.addCleanup(proxy.close)
-        with Gateway(config=self.gateway_config, env_overrides={"FENCEGATE_REDIS_URL": proxy.url}) as proxied:
+        with Gateway(config=self.gateway_config, env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}) as proxied:
             for case in ("lock", "first holder", "beside another"):
                 with self.subTest(case=case):
                     key, name = unique("live:held"), unique("live")

@@ -14,7 +14,6 @@ Must not: test the fence rule itself.
 """
 
 import os
-import socket
 import sys
 import threading
 import time
@@ -23,7 +22,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, free_port, http, psql, services, wait_for  # noqa: E402
+from harness import Gateway, TcpProxy, http, psql, services, wait_for  # noqa: E402
 from pg_helpers import (acquire, config, insert_invoice, open_transaction, quote, unique,  # noqa: E402
                         wait_for_lock_waiter, write)
 
@@ -142,48 +141,6 @@ class AlteredColumnTest(unittest.TestCase):
         finally:
             psql(f"DROP TABLE IF EXISTS public.{table}")
 
-class CuttingProxy:
-    """A TCP proxy to Postgres whose connections cut() closes at once, as a crashed server or a failed
-    network leaves them: the gateway's side sees its connection end with no answer."""
-
-    def __init__(self, target_port: int):
-        self.port, self.target = free_port(), target_port
-        self.listener = socket.create_server(("127.0.0.1", self.port))
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            try:
-                client = self.listener.accept()[0]
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.target))
-            self.sockets += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self.pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def pump(src: socket.socket, dst: socket.socket):
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-
-    def cut(self):
-        for s in self.sockets:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-
-    def close(self):
-        self.cut()
-        self.listener.close()
-
-
 class ConnectionLostTest(unittest.TestCase):
     def test_a_write_whose_connection_is_lost_says_so(self):
         """A write whose Postgres connection ends before its answer (a server that crashed, a network that
@@ -191,7 +148,7 @@ class ConnectionLostTest(unittest.TestCase):
         was lost, not that no answer came within the deadline. Failed before the fix: the log said "no
         answer within 10000 ms" of a connection lost after a fraction of a second."""
         dsn = urlsplit(os.environ["FG_TEST_PG_DSN"])
-        proxy = CuttingProxy(dsn.port)
+        proxy = TcpProxy(dsn.port)
         self.addCleanup(proxy.close)
         proxied = dsn._replace(netloc=f"{dsn.username}@127.0.0.1:{proxy.port}").geturl()
         with Gateway(config=config(), env_overrides={"FENCEGATE_PG_DSN": proxied}) as gw:

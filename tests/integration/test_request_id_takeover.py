@@ -28,7 +28,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, HoldingProxy, metric, skip_in_cluster, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, TcpProxy, metric, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 
 KINDS = (("locks", {}), ("semaphores", {"limit": 1}))
@@ -267,7 +267,7 @@ class RequestIdTakeoverTest(GatewayTest):
         rid = unique_name("rid")
         held = {n: self.c.post(f"/v1/locks/{n}/acquire", {"ttl_ms": 60000}) for n in (b, c)}
         self.assertEqual([r.status for r in held.values()], [200, 200], held)
-        proxy = HoldingProxy(b"$5\r\nplace\r\n")
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b"$5\r\nplace\r\n")
         self.addCleanup(proxy.close)
         body = {"names": [a, b, c], "request_id": rid, "ttl_ms": 30000}
         box: dict = {"names": (a, b, c)}
@@ -279,7 +279,7 @@ class RequestIdTakeoverTest(GatewayTest):
             t = threading.Thread(target=run, daemon=True)
             t.start()
             return t
-        with Gateway(config={"poll_ms": 2000}, env_overrides={"FENCEGATE_REDIS_URL": proxy.url}) as third:
+        with Gateway(config={"poll_ms": 2000}, env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}) as third:
             first = send("first", third if both_proxied else self.gw, 4000)
             self.until_waiting("locks", b, 1)
             retry = send("retry", third, 0)
