@@ -805,7 +805,7 @@ end
 -- Marks the lock or semaphore whose ended-news key is watched as watched for
 -- mark_ms (decimal text): its ends are published until then (mark_ended).
 local function mark_watched(watched, mark_ms)
-  redis.call('SET', watched, '1', 'PX', mark_ms)
+  if mark_ms ~= '0' then redis.call('SET', watched, '1', 'PX', mark_ms) end
 end
 
 -- How the lease with fence (decimal text) ended, read from its end's record

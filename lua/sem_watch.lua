@@ -12,6 +12,7 @@
 --   (lib_lease.lua), and the key the limit key's record of the lease's end moves to when the
 --   idle semaphore is granted again (lib_lease.lua end_move)
 -- ARGV: fence mark_ms
+--   mark_ms: how long the mark lasts; "0" for a look that waits for nothing (no mark)
 -- flags: allow-oom
 -- Returns (lib_lease.lua lease_reply) held {pttl}, or how the lease ended: released {},
 -- expired {} or revoked {}.

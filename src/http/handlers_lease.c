@@ -409,7 +409,7 @@ static int revoke_target(const struct lease_ops *kind, const char *name, const j
                        "field 'fence' is required: the fence of the holder to revoke (>= 1)");
     *fence = json_integer_value(f);
     struct lease_watch seen;
-    if (kind->watch(name, *fence, &seen, err) != 0)
+    if (kind->watch(name, *fence, false, &seen, err) != 0)
         return -1;
     if (!seen.held)
         *fence = 0;

@@ -41,7 +41,9 @@ struct lease_ops {
     int (*status)(const char *name, long long waiters, json_t **out, struct fg_error *err);
     int (*revoke)(const char *name, long long fence, struct lease_result *res,
                   struct fg_error *err);
-    int (*watch)(const char *name, long long fence, struct lease_watch *out, struct fg_error *err);
+    /* mark: a watcher waits for the lease's end (lock_watch) */
+    int (*watch)(const char *name, long long fence, bool mark, struct lease_watch *out,
+                 struct fg_error *err);
     /* locks: the current holder's fence (revoke names no fence); NULL for semaphores */
     int (*holder_fence)(const char *name, long long *fence, struct fg_error *err);
 };

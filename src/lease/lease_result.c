@@ -238,10 +238,13 @@ int lease_leave_run(enum fg_script script, const char *const *keys, const char *
     return 0;
 }
 
-void lease_watch_mark_ms(char *buf, size_t size)
+void lease_watch_mark_ms(bool mark, char *buf, size_t size)
 {
-    long long mark = 3 * gw.cfg->poll_ms;
-    snprintf(buf, size, "%lld", mark > WATCH_MARK_MIN_MS ? mark : (long long)WATCH_MARK_MIN_MS);
+    long long ms = 3 * gw.cfg->poll_ms;
+    snprintf(buf, size, "%lld",
+             !mark                    ? 0
+             : ms > WATCH_MARK_MIN_MS ? ms
+                                      : (long long)WATCH_MARK_MIN_MS);
 }
 
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,

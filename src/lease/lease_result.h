@@ -242,8 +242,8 @@ int lease_leave_run(enum fg_script script, const char *const *keys, const char *
 
 /* Writes into buf (of size bytes) as decimal text how long a watch script marks
  * its lock or semaphore watched: WATCH_MARK_MIN_MS, or three of the watchers'
- * re-check intervals (poll_ms) when that is longer. */
-void lease_watch_mark_ms(char *buf, size_t size);
+ * re-check intervals (poll_ms) when that is longer; "0" (no mark) unless mark. */
+void lease_watch_mark_ms(bool mark, char *buf, size_t size);
 
 /* Runs a watch script (SCRIPT_LOCK_WATCH, SCRIPT_SEM_WATCH) and reads its answer. */
 int lease_watch_run(enum fg_script script, const char *const *keys, const char *const *argv,

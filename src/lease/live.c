@@ -18,8 +18,8 @@ int lease_live_look(const struct token_claims *claims, enum fenced_lease *lease,
     struct lease_watch seen;
     *lease = FENCED_LEASE_HELD;
     if ((claims->kind == LEASE_KIND_SEMAPHORE
-             ? sem_watch(claims->name, (long long)claims->fence, &seen, err)
-             : lock_watch(claims->name, (long long)claims->fence, &seen, err)) != 0)
+             ? sem_watch(claims->name, (long long)claims->fence, false, &seen, err)
+             : lock_watch(claims->name, (long long)claims->fence, false, &seen, err)) != 0)
         return -1;
     if (!seen.held)
         *lease = strcmp(seen.reason, "revoked") == 0 ? FENCED_LEASE_REVOKED : FENCED_LEASE_ENDED;

@@ -283,14 +283,15 @@ int lock_revoke(const char *name, long long fence, struct lease_result *res, str
     return lease_script_run(SCRIPT_LOCK_REVOKE, LEASE_KIND_LOCK, name, argv, res, err);
 }
 
-int lock_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
+int lock_watch(const char *name, long long fence, bool mark_watched, struct lease_watch *out,
+               struct fg_error *err)
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     char mark[24], moved_end[LEASE_MOVED_END_MAX];
-    lease_watch_mark_ms(mark, sizeof mark);
+    lease_watch_mark_ms(mark_watched, mark, sizeof mark);
     lease_keys_moved_end(k.key[LIB_LOCK_KEY_HOLDER], fence, moved_end);
     const char *keys[LOCK_WATCH_NKEYS] = {
         [LOCK_WATCH_KEY_HOLDER] = k.key[LIB_LOCK_KEY_HOLDER],

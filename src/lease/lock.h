@@ -52,8 +52,10 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
 int lock_revoke(const char *name, long long fence, struct lease_result *res,
                 struct fg_error *err) FG_WUR;
 
-/* Whether the lease with fence still holds lock name, or how it ended. */
-int lock_watch(const char *name, long long fence, struct lease_watch *out,
+/* Whether the lease with fence still holds lock name, or how it ended; mark: a
+ * watcher waits for its end, so the lock is marked watched (lease_watch_mark_ms)
+ * and its end published, where a look that waits for nothing leaves no mark. */
+int lock_watch(const char *name, long long fence, bool mark, struct lease_watch *out,
                struct fg_error *err) FG_WUR;
 
 /* The fence of lock name's current holder, 0 if none. */

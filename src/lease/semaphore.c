@@ -452,14 +452,15 @@ int sem_revoke(const char *name, long long fence, struct lease_result *res, stru
     return lease_script_run(SCRIPT_SEM_REVOKE, LEASE_KIND_SEMAPHORE, name, argv, res, err);
 }
 
-int sem_watch(const char *name, long long fence, struct lease_watch *out, struct fg_error *err)
+int sem_watch(const char *name, long long fence, bool mark_watched, struct lease_watch *out,
+              struct fg_error *err)
 {
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_SEMAPHORE, name);
     char fence_text[24];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
     char mark[24], moved_end[LEASE_MOVED_END_MAX];
-    lease_watch_mark_ms(mark, sizeof mark);
+    lease_watch_mark_ms(mark_watched, mark, sizeof mark);
     lease_keys_moved_end(k.key[LIB_SEM_KEY_LIMIT], fence, moved_end);
     const char *keys[SEM_WATCH_NKEYS] = {
         [SEM_WATCH_KEY_HOLDERS] = k.key[LIB_SEM_KEY_HOLDERS],

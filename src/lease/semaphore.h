@@ -54,8 +54,9 @@ int sem_renew(const char *name, const char *lease_id, long long ttl_ms, struct l
 int sem_revoke(const char *name, long long fence, struct lease_result *res,
                struct fg_error *err) FG_WUR;
 
-/* Whether the holder with fence still holds a slot of name, or how it ended. */
-int sem_watch(const char *name, long long fence, struct lease_watch *out,
+/* Whether the holder with fence still holds a slot of name, or how it ended;
+ * mark as lock_watch's. */
+int sem_watch(const char *name, long long fence, bool mark, struct lease_watch *out,
               struct fg_error *err) FG_WUR;
 
 /* The public status of semaphore name as a new JSON object (docs/api.md's fields),

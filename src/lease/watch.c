@@ -27,7 +27,7 @@ static struct lease_watcher *watcher_of(struct park *p)
 static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms)
 {
     struct lease_watcher *w = watcher_of(p);
-    if (w->kind->watch(w->name, w->fence, &w->seen, p->problem) != 0) {
+    if (w->kind->watch(w->name, w->fence, true, &w->seen, p->problem) != 0) {
         if (!w->looked || p->problem->code != FG_ERR_BACKEND_UNAVAILABLE)
             return PARK_TRY_ANSWERED;
         *p->problem = (struct fg_error){0};
@@ -51,7 +51,7 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
     struct lease_watcher *w = watcher_of(p);
     if (why != PARK_WHY_DEADLINE)
         return 0;
-    return w->kind->watch(w->name, w->fence, &w->seen, err);
+    return w->kind->watch(w->name, w->fence, false, &w->seen, err);
 }
 
 static void release(struct park *p, bool holds_place)

@@ -448,6 +448,22 @@ class WatchTest(GatewayTest):
         self.assertEqual(w.response.body["reason"], "released", w.response)
         self.assertEqual(heard, [f"l|{watched['fence']}|released|{name}"])
 
+    def test_a_revoke_by_fence_leaves_no_watch_behind(self):
+        """A semaphore's revoke names its holder by fence and looks it up first. That look waits for nothing,
+        so it marks nothing watched: neither the revoke's end nor a release after it is published (caught with
+        the look marking the semaphore watched for ten seconds: both were, waking every gateway's news
+        subscriber for nothing)."""
+        name = unique("w-revoke")
+        with Redis() as news:
+            news.hear(name, "fg:ended", "fg:ended")
+            a = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2}).body
+            b = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2}).body
+            r = self.c.post(f"/v1/semaphores/{name}/revoke", {"fence": a["fence"]})
+            self.assertEqual((r.status, r.body), (200, {"revoked_fence": a["fence"]}))
+            self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": b["token"]}).status, 200)
+            heard = [m for _, m in news.messages(0.3) if m.endswith("|" + name)]
+        self.assertEqual(heard, [])
+
     def test_watch_of_an_ended_lease_and_bad_queries(self):
         name = unique("w-bad")
         lease = self.c.post(f"/v1/locks/{name}/acquire", {}).body

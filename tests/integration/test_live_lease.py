@@ -215,6 +215,22 @@ class LiveLeaseTest(GatewayTest):
         r = self.c.request("PUT", f"/v1/redis/{key}", {"value": "held"}, {"Fence-Token": first["token"]})
         self.assertEqual(r.status, 200, r)
 
+    def test_the_check_leaves_no_watch_behind(self):
+        """The check of a Postgres write asks Redis with the watch script, which marks a lock watched only for
+        a watcher that waits: a release after the write publishes no end nobody watches (caught with the
+        check marking the lock watched for ten seconds: the release was published to every gateway)."""
+        key = unique("inv")
+        insert_invoice(key)
+        name = unique("live")
+        with Redis() as news:
+            news.hear(name, "fg:ended", "fg:ended")
+            lease = self.lease(ttl_ms=10000, name=name)
+            r = write(self.c, "PATCH", "invoices", key, {"set": {"note": "ok"}}, lease["token"])
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": lease["token"]}).status, 200)
+            heard = [m for _, m in news.messages(0.3) if m.endswith("|" + name)]
+        self.assertEqual(heard, [])
+
     def test_the_refusal_names_the_row_and_its_stored_fence(self):
         key = unique("col")
         held = self.lease(ttl_ms=10000)
