@@ -855,6 +855,7 @@ static void append_body(struct http_request *req, const char *data, size_t len)
 struct header_counts {
     int content_lengths, transfer_encodings, hosts; /* the body's framing and its Host */
     int authorizations, fence_tokens;               /* the credentials a request may name once */
+    int content_types;                              /* the body's media type, named once too */
     int bad_names;                                  /* names that are not a token */
 };
 
@@ -877,14 +878,32 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
         counts->authorizations++;
     else if (strcasecmp(key, HTTP_HEADER_FENCE_TOKEN) == 0)
         counts->fence_tokens++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_TYPE) == 0)
+        counts->content_types++;
     return MHD_YES;
+}
+
+/* The first of Authorization, Fence-Token and Content-Type that counts
+ * shows named more than once, or NULL: a proxy in front may check the
+ * credential, or inspect the body, by one of the two where the gateway
+ * reads the other. */
+static const char *named_twice(const struct header_counts *counts)
+{
+    if (counts->authorizations > 1)
+        return MHD_HTTP_HEADER_AUTHORIZATION;
+    if (counts->fence_tokens > 1)
+        return HTTP_HEADER_FENCE_TOKEN;
+    if (counts->content_types > 1)
+        return MHD_HTTP_HEADER_CONTENT_TYPE;
+    return NULL;
 }
 
 /* The checks of strict requests that need only the headers and the target:
  * the headers' names, the body's framing (its transfer coding too), the
- * credentials named once, a target in absolute form that names a host and
- * the port's scheme, and the Host (authority, the target's, in its place when
- * the target names one). A failure closes the connection after the answer. */
+ * credentials and the media type named once, a target in absolute form that
+ * names a host and the port's scheme, and the Host (authority, the target's,
+ * in its place when the target names one). A failure closes the connection
+ * after the answer. */
 static int check_headers(struct http_request *req, const char *target, const char *authority,
                          struct fg_error *err)
 {
@@ -906,9 +925,9 @@ static int check_headers(struct http_request *req, const char *target, const cha
         return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its Host more than once");
     if (counts.hosts == 0 && !req->conn->http_1_0)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "an HTTP/1.1 request must name its Host");
-    if (counts.authorizations > 1 || counts.fence_tokens > 1)
-        return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its %s more than once",
-                       counts.authorizations > 1 ? "Authorization" : "Fence-Token");
+    const char *twice = named_twice(&counts);
+    if (twice != NULL)
+        return fg_fail(err, FG_ERR_INVALID_FIELD, "the request names its %s more than once", twice);
     const char *fault = strict_target_fault(target);
     if (fault != NULL)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "%s", fault);

@@ -41,6 +41,7 @@ Found since, failing on the code before its fix:
   an absolute-form target without a host routed by its Host     test_a_target_in_absolute_form_without_a_host_...
   an https:// target served on a plain HTTP port                test_a_target_in_absolute_form_names_the_scheme_...
   a refusal whose audit record Postgres refused answered 400    test_a_refusal_whose_record_postgres_refuses_...
+  a second Content-Type served (the first one read)            test_content_type_named_twice_is_refused_and_closed
 
 Owns: strict requests (unknown fields and parameters, media type, Host, body framing, request ids,
 generic details), Fence-Owner and owner validation, the audit drain's dead letters, bounded growth of the
@@ -306,6 +307,21 @@ class StrictRequestsTest(GatewayTest):
             self.assertEqual(statuses(raw), [400], raw)
             self.assertIn(b"more than once", raw)
         self.assertEqual(self.c.get(f"/v1/redis/{key}").status, 404)
+
+    def test_content_type_named_twice_is_refused_and_closed(self):
+        """docs/api.md, "Strict requests": a second Content-Type was accepted (the gateway read the first, where
+        a proxy in front may inspect the body as the last says). Now 400 and the connection closes, as for two
+        Authorization or Fence-Token headers; nothing runs. Failed before the fix: 200 and the lock was taken
+        (and 415 with the two in the other order)."""
+        name = unique("twice-type")
+        for first, second in (("application/json", "text/plain"), ("text/plain", "application/json")):
+            raw = raw_exchange(self.gw.port, (f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                              f"Content-Type: {first}\r\nContent-Type: {second}\r\n"
+                                              "Content-Length: 2\r\n\r\n{}").encode())
+            self.assertEqual(statuses(raw), [400], raw)
+            self.assertIn(b"names its Content-Type more than once", raw)
+            self.assertIn(b"connection: close", raw.lower())
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
 
     def test_proxied_requests_need_a_chosen_auth_mode(self):
         """Auth that is off does not serve proxies (docs/api.md, "Authentication and authorization"): an nginx on
