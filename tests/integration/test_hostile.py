@@ -409,7 +409,8 @@ class StrictRequestsTest(GatewayTest):
         self.assertEqual(statuses(raw_exchange(self.gw.port, req, timeout=5)), [200])
 
     def test_what_is_not_http_is_answered_by_the_library_and_closed(self):
-        """docs/api.md "Requests that are not HTTP": what libmicrohttpd cannot parse gets its own short
+        """docs/api.md "Requests that are not HTTP": what libmicrohttpd cannot parse (a header line without a
+        colon, HTTP/2.7, a malformed or oversized chunk size, an HTTP/0.9 request line) gets its own short
         answer and a closed connection, and one JSON log line; the gateway serves on. (A gateway whose
         library log callback printed the raw text, or that kept such connections open, fails here.) The
         431 for oversized headers is left out: the library closes with bytes of the request unread, and
@@ -420,6 +421,9 @@ class StrictRequestsTest(GatewayTest):
             ("GET /v1/locks/x HTTP/2.7\r\nHost: 127.0.0.1\r\n\r\n", 505),
             ("POST /v1/locks/x/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
              "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", 400),
+            ("POST /v1/locks/x/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n" + "f" * 17 + "\r\n{}\r\n0\r\n\r\n", 413),
+            ("GET /v1/locks/x\r\n\r\n", 400),
         ]
         for request, status in cases:
             with socket.create_connection(("127.0.0.1", self.gw.port), timeout=10) as s:
@@ -433,6 +437,29 @@ class StrictRequestsTest(GatewayTest):
                                     if '"http_library"' in line] or None, timeout=5, what="library lines")
         self.assertGreaterEqual(len(library), len(cases), library)
         self.assertTrue(all(entry["level"] == "warn" for entry in library), library)
+        self.assertEqual(self.c.get("/healthz").status, 200)
+
+    def test_a_malformed_content_length_is_answered_by_the_library_and_closed(self):
+        """docs/api.md "Requests that are not HTTP": a Content-Length that is not a plain decimal number gets
+        libmicrohttpd's own 400 (413 past 2^64 - 1) and the gateway is never called; the connection closes
+        with the answer, so the bytes after the headers never run as a request, and the gateway serves on.
+        libmicrohttpd 0.9.75 writes the header block of that answer twice (its defect, fixed in 1.0.0, which
+        the gateway cannot steer: docs/api.md), so each status read here may come twice."""
+        name = unique("bad-length")
+        smuggled = f"POST /v1/locks/{name}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        for value, status in (("-1", 400), ("abc", 400), ("+2", 400), ("2, 2", 400), ("", 400),
+                              ("99999999999999999999999", 413)):
+            request = (f"POST /v1/locks/{unique()}/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       f"Content-Type: application/json\r\nContent-Length: {value}\r\n\r\n{{}}{smuggled}")
+            with socket.create_connection(("127.0.0.1", self.gw.port), timeout=10) as s:
+                s.sendall(request.encode())
+                raw = b""
+                while chunk := s.recv(65536):  # a timeout here: the connection was kept open
+                    raw += chunk
+            self.assertTrue(raw.startswith(f"HTTP/1.1 {status} ".encode()), (value, raw))
+            self.assertEqual(set(statuses(raw)), {status}, (value, raw))
+            self.assertIn(b"connection: close", raw.lower())
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
         self.assertEqual(self.c.get("/healthz").status, 200)
 
     def test_request_id_echoed_or_generated(self):
