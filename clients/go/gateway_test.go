@@ -581,85 +581,73 @@ func TestGatewayWriteRetryStopsOnceTheLeaseIsLost(t *testing.T) {
 	}
 }
 
-// TestGatewayAcquireWhoseRepliesWereLostLeavesNoLease: the proxy forwards the first two acquires of a lock,
-// a semaphore and a lock set and loses their replies; the client, allowed two tries, fails with an
-// *UnreachableError (Sent true). The gateway granted the first try and answered the second with the same
-// lease, holding it for a retry of the request_id for its 20 s TTL; the client must give it back (one more
-// acquire under the same request_id, then its release) before it returns. Failed before the fix: only a
-// cancelled ctx gave a grant back, and the lock, slot and lock set stayed held by a lease nobody had.
-func TestGatewayAcquireWhoseRepliesWereLostLeavesNoLease(t *testing.T) {
+// TestGatewayFailedAcquireLeavesNoLease: the proxy forwards the first two acquires of a lock, a semaphore and
+// a lock set and does each case's fault to them; the client, allowed two tries, fails with that case's error.
+// The gateway granted the first try and answered the second with the same lease, holding it for a retry of
+// the request_id for its 20 s TTL; the client must give it back (one more acquire under the same request_id,
+// with wait_ms 0, then its release) before it returns.
+func TestGatewayFailedAcquireLeavesNoLease(t *testing.T) {
+	cases := []struct {
+		name  string
+		fault string // what the proxy does with the first two acquires of each name
+		retry RetryPolicy
+		fails func(err error) bool // whether err is the error the acquire must fail with
+	}{
+		// The proxy loses the replies; the client fails with an *UnreachableError (Sent true). Failed before
+		// the fix: only a cancelled ctx gave a grant back, and the lock, slot and lock set stayed held by a
+		// lease nobody had.
+		{name: "lostreplies", fault: "dropreply", retry: RetryPolicy{Attempts: 2, Backoff: 10 * time.Millisecond},
+			fails: func(err error) bool {
+				var unreachable *UnreachableError
+				return errors.As(err, &unreachable) && unreachable.Sent
+			}},
+		// The proxy answers each with a 503 (Retry-After: 1) in place of the gateway's grant, as a gateway
+		// whose Redis reply missed its deadline would; the client fails with the *BackendUnavailableError and
+		// its RetryAfter. Failed before the fix: an acquire whose every try was answered gave nothing back,
+		// and the lock, slot and lock set stayed held by a lease nobody had.
+		{name: "answered503", fault: "forward503", retry: RetryPolicy{Attempts: 2},
+			fails: func(err error) bool {
+				var unavailable *BackendUnavailableError
+				return errors.As(err, &unavailable) && unavailable.RetryAfter == time.Second
+			}},
+	}
 	direct := gatewayClient(t, true)
 	ctx := context.Background()
-	var leaked []string
-	for _, kind := range leaseKinds {
-		proxy := newFaultProxy(t, func(r *http.Request, before int) string {
-			if strings.HasSuffix(r.URL.Path, "/acquire") && before < 2 {
-				return "dropreply"
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var leaked []string
+			for _, kind := range leaseKinds {
+				proxy := newFaultProxy(t, func(r *http.Request, before int) string {
+					if strings.HasSuffix(r.URL.Path, "/acquire") && before < 2 {
+						return tc.fault
+					}
+					return "forward"
+				})
+				c := proxy.client(t, Config{Retry: tc.retry})
+				name := unique("go:" + tc.name + "-" + kind.name)
+				_, err := kind.take(ctx, c, name, LeaseOptions{TTL: 20 * time.Second, Wait: TryOnce, NoWatch: true})
+				if !tc.fails(err) {
+					t.Fatalf("%s: an acquire whose two tries met %s: %T %v", kind.name, tc.fault, err, err)
+				}
+				path := "/v1/" + kind.name + "s/" + name + "/acquire"
+				if kind.name == "lockset" {
+					path = "/v1/locksets/acquire"
+				}
+				if seen, forwarded := proxy.count("POST", path); seen != 3 || forwarded != 3 {
+					t.Errorf("%s: %d acquires (%d forwarded), expected 2 tries and the give-back", kind.name, seen,
+						forwarded)
+				}
+				held, err := kind.held(ctx, direct, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if held {
+					leaked = append(leaked, kind.name)
+				}
 			}
-			return "forward"
-		})
-		c := proxy.client(t, Config{Retry: RetryPolicy{Attempts: 2, Backoff: 10 * time.Millisecond}})
-		name := unique("go:lostreplies-" + kind.name)
-		_, err := kind.take(ctx, c, name, LeaseOptions{TTL: 20 * time.Second, Wait: TryOnce, NoWatch: true})
-		var unreachable *UnreachableError
-		if !errors.As(err, &unreachable) || !unreachable.Sent {
-			t.Fatalf("%s: an acquire whose replies were all lost: %v", kind.name, err)
-		}
-		held, err := kind.held(ctx, direct, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if held {
-			leaked = append(leaked, kind.name)
-		}
-	}
-	if len(leaked) > 0 {
-		t.Fatalf("held by the lease granted to the failed acquire: %v", leaked)
-	}
-}
-
-// TestGatewayAcquireAnswered503LeavesNoLease: the proxy forwards the first two acquires of a lock, a
-// semaphore and a lock set and answers each with a 503 (Retry-After: 1) in place of the gateway's grant, as
-// a gateway whose Redis reply missed its deadline would; the client, allowed two tries, fails with the
-// *BackendUnavailableError and its RetryAfter. The gateway granted the first try and answered the second
-// with the same lease, holding it for a retry of the request_id for its 20 s TTL; the client must give it
-// back (one more acquire under the same request_id, with wait_ms 0, then its release) before it returns.
-// Failed before the fix: an acquire whose every try was answered gave nothing back, and the lock, slot and
-// lock set stayed held by a lease nobody had.
-func TestGatewayAcquireAnswered503LeavesNoLease(t *testing.T) {
-	direct := gatewayClient(t, true)
-	ctx := context.Background()
-	var leaked []string
-	for _, kind := range leaseKinds {
-		proxy := newFaultProxy(t, func(r *http.Request, before int) string {
-			if strings.HasSuffix(r.URL.Path, "/acquire") && before < 2 {
-				return "forward503"
+			if len(leaked) > 0 {
+				t.Fatalf("held by the lease granted to the failed acquire: %v", leaked)
 			}
-			return "forward"
 		})
-		c := proxy.client(t, Config{Retry: RetryPolicy{Attempts: 2}})
-		name := unique("go:answered503-" + kind.name)
-		_, err := kind.take(ctx, c, name, LeaseOptions{TTL: 20 * time.Second, Wait: TryOnce, NoWatch: true})
-		var unavailable *BackendUnavailableError
-		if !errors.As(err, &unavailable) || unavailable.RetryAfter != time.Second {
-			t.Fatalf("%s: an acquire answered 503 on every try: %T %v", kind.name, err, err)
-		}
-		path := "/v1/" + kind.name + "s/" + name + "/acquire"
-		if kind.name == "lockset" {
-			path = "/v1/locksets/acquire"
-		}
-		if seen, forwarded := proxy.count("POST", path); seen != 3 || forwarded != 3 {
-			t.Errorf("%s: %d acquires (%d forwarded), expected 2 tries and the give-back", kind.name, seen, forwarded)
-		}
-		held, err := kind.held(ctx, direct, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if held {
-			leaked = append(leaked, kind.name)
-		}
-	}
-	if len(leaked) > 0 {
-		t.Fatalf("held by the lease granted to the failed acquire: %v", leaked)
 	}
 }

@@ -131,47 +131,40 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
             await client.close()
         self.assertEqual(leaked, [], "held by the lease of the cancelled acquire")
 
-    async def test_an_acquire_that_fails_unanswered_gives_back_what_the_gateway_granted(self):
-        """As the thread client's test of the same name: the acquire's two tries are forwarded but not
-        answered, so the gateway granted a lease the client never heard of; before GatewayUnreachable (sent)
-        leaves, the client asks for it under the request_id with wait_ms 0 and releases it. Failed before the
-        fix: the lock stayed held for the 20 s TTL."""
+    async def _failed_acquire_gives_back(self, fault: str, tag: str, error: type, check) -> None:
+        """As the thread client's helper of the same name, for a lock: the proxy forwards the acquire's two
+        tries and does ``fault`` to each ("drop": no answer; "forward503": a 503 with Retry-After: 1 in its
+        place), so the gateway granted a lease the client never heard of; before ``error`` (given to
+        ``check``) leaves, the client asks for it under the request_id with wait_ms 0 and releases it."""
         proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
-                           "drop" if path.endswith("/acquire") and seen < 2 else "forward")
+                           fault if path.endswith("/acquire") and seen < 2 else "forward")
         self.addCleanup(proxy.close)
         client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=2))
-        name = unique("aio-unanswered")
+        name = unique(tag)
         lease = client.lock(name, ttl_ms=20000, wait_ms=1000)
         try:
-            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            with self.assertRaises(error) as caught:
                 await lease.acquire()
         finally:
             await client.close()
-        self.assertTrue(caught.exception.sent)
+        check(caught.exception)
         self.assertFalse((await self.client.lock_status(name))["held"])
         sent = proxy.seen("POST", f"/v1/locks/{name}/acquire")
         self.assertEqual(([body["request_id"] for body in sent], sent[2]["wait_ms"]), ([lease.request_id] * 3, 0))
 
+    async def test_an_acquire_that_fails_unanswered_gives_back_what_the_gateway_granted(self):
+        """As the thread client's test of the same name: the acquire's two tries are forwarded but not
+        answered; GatewayUnreachable (sent) leaves only after the give-back. Failed before the fix: the lock
+        stayed held for the 20 s TTL."""
+        await self._failed_acquire_gives_back("drop", "aio-unanswered", fencegate.GatewayUnreachable,
+                                              lambda raised: self.assertTrue(raised.sent))
+
     async def test_an_acquire_answered_503_on_every_try_gives_back_what_the_gateway_granted(self):
         """As the thread client's test of the same name: the acquire's two tries are forwarded and each
-        answered with a 503 in place of the grant; before BackendUnavailable (retry_after 1) leaves, the
-        client asks for the grant under the request_id with wait_ms 0 and releases it. Failed before the
-        fix: the lock stayed held for the 20 s TTL."""
-        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
-                           "forward503" if path.endswith("/acquire") and seen < 2 else "forward")
-        self.addCleanup(proxy.close)
-        client = fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=2))
-        name = unique("aio-answered503")
-        lease = client.lock(name, ttl_ms=20000, wait_ms=1000)
-        try:
-            with self.assertRaises(fencegate.BackendUnavailable) as caught:
-                await lease.acquire()
-        finally:
-            await client.close()
-        self.assertEqual(caught.exception.retry_after, 1)
-        self.assertFalse((await self.client.lock_status(name))["held"])
-        sent = proxy.seen("POST", f"/v1/locks/{name}/acquire")
-        self.assertEqual(([body["request_id"] for body in sent], sent[2]["wait_ms"]), ([lease.request_id] * 3, 0))
+        answered with a 503 in place of the grant; BackendUnavailable (retry_after 1) leaves only after the
+        give-back. Failed before the fix: the lock stayed held for the 20 s TTL."""
+        await self._failed_acquire_gives_back("forward503", "aio-answered503", fencegate.BackendUnavailable,
+                                              lambda raised: self.assertEqual(raised.retry_after, 1))
 
     async def test_fresh_start_renewal_without_answer_leaves_a_kept_lease(self):
         """An acquire answered after 1.2 s, over a third of its 3 s TTL, is renewed at once, and that renewal

@@ -706,54 +706,45 @@ class LeaseTest(unittest.TestCase):
                 leaked.append(kind)
         self.assertEqual(leaked, [], "held by the lease of the interrupted acquire")
 
-    def test_an_acquire_that_fails_unanswered_gives_back_what_the_gateway_granted(self):
-        """The proxy forwards an acquire's two tries (the policy's all) but answers neither, as a stopped
-        gateway that answers late would: the gateway granted the first and answered the second with the same
-        lease, which the client never heard of. Before GatewayUnreachable (sent) leaves acquire(), the client
-        asks once more under the request_id with wait_ms 0 and releases what that answers: the lock, and a
-        lock set's locks, are free at once, not held for the 20 s TTL. Failed before the fix: both stayed
-        held by the lease nobody had."""
+    def _failed_acquire_gives_back(self, fault: str, tag: str, error: type, check) -> None:
+        """The proxy forwards an acquire's two tries (the policy's all) and does ``fault`` to each ("drop":
+        no answer; "forward503": a 503 with Retry-After: 1 in its place): the gateway granted the first and
+        answered the second with the same lease. Before ``error`` (given to ``check``) leaves acquire(), the
+        client asks once more under the request_id with wait_ms 0 and releases what that answers: the lock,
+        and a lock set's locks, are free at once, not held for the 20 s TTL."""
         proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
-                           "drop" if path.endswith("/acquire") and seen < 2 else "forward")
+                           fault if path.endswith("/acquire") and seen < 2 else "forward")
         self.addCleanup(proxy.close)
         client = fencegate.Client(proxy.url, retry=fencegate.RetryPolicy(attempts=2))
         self.addCleanup(client.close)
-        name = unique("unanswered")
+        name = unique(tag)
         for lease, path, names in ((client.lock(name, ttl_ms=20000, wait_ms=1000), f"/v1/locks/{name}/acquire", [name]),
                                    (client.lockset([name + "-a", name + "-b"], ttl_ms=20000),
                                     "/v1/locksets/acquire", [name + "-a", name + "-b"])):
-            with self.assertRaises(fencegate.GatewayUnreachable) as caught:
+            with self.assertRaises(error) as caught:
                 lease.acquire()
-            self.assertTrue(caught.exception.sent)
+            check(caught.exception)
             self.assertEqual([self.client.lock_status(n)["held"] for n in names], [False] * len(names), path)
             sent = proxy.seen("POST", path)
             self.assertEqual([body["request_id"] for body in sent], [lease.request_id] * 3)
             self.assertEqual(sent[2]["wait_ms"], 0)
 
+    def test_an_acquire_that_fails_unanswered_gives_back_what_the_gateway_granted(self):
+        """The proxy forwards an acquire's two tries but answers neither, as a stopped gateway that answers
+        late would, so the lease is one the client never heard of; GatewayUnreachable (sent) leaves acquire()
+        only after the give-back (see _failed_acquire_gives_back). Failed before the fix: the lock and the
+        lock set's locks stayed held by the lease nobody had."""
+        self._failed_acquire_gives_back("drop", "unanswered", fencegate.GatewayUnreachable,
+                                        lambda raised: self.assertTrue(raised.sent))
+
     def test_an_acquire_answered_503_on_every_try_gives_back_what_the_gateway_granted(self):
-        """The proxy forwards an acquire's two tries (the policy's all) and answers each with a 503
-        (Retry-After: 1) in place of the gateway's grant, as a gateway whose Redis reply missed its deadline
-        would: the gateway granted the first and answered the second with the same lease. Before
-        BackendUnavailable, with its retry_after, leaves acquire(), the client asks once under the
-        request_id with wait_ms 0 and releases what that answers: the lock, and a lock set's locks, are free
-        at once, not held for the 20 s TTL. Failed before the fix: an acquire whose every try was answered
-        gave nothing back, and both stayed held by the lease nobody had."""
-        proxy = FaultProxy(self.gw.port, lambda method, path, body, seen:
-                           "forward503" if path.endswith("/acquire") and seen < 2 else "forward")
-        self.addCleanup(proxy.close)
-        client = fencegate.Client(proxy.url, retry=fencegate.RetryPolicy(attempts=2))
-        self.addCleanup(client.close)
-        name = unique("answered503")
-        for lease, path, names in ((client.lock(name, ttl_ms=20000, wait_ms=1000), f"/v1/locks/{name}/acquire", [name]),
-                                   (client.lockset([name + "-a", name + "-b"], ttl_ms=20000),
-                                    "/v1/locksets/acquire", [name + "-a", name + "-b"])):
-            with self.assertRaises(fencegate.BackendUnavailable) as caught:
-                lease.acquire()
-            self.assertEqual(caught.exception.retry_after, 1)
-            self.assertEqual([self.client.lock_status(n)["held"] for n in names], [False] * len(names), path)
-            sent = proxy.seen("POST", path)
-            self.assertEqual([body["request_id"] for body in sent], [lease.request_id] * 3)
-            self.assertEqual(sent[2]["wait_ms"], 0)
+        """The proxy answers each of an acquire's two tries with a 503 (Retry-After: 1) in place of the
+        gateway's grant, as a gateway whose Redis reply missed its deadline would; BackendUnavailable, with
+        its retry_after, leaves acquire() only after the give-back (see _failed_acquire_gives_back). Failed
+        before the fix: an acquire whose every try was answered gave nothing back, and the lock and the lock
+        set's locks stayed held by the lease nobody had."""
+        self._failed_acquire_gives_back("forward503", "answered503", fencegate.BackendUnavailable,
+                                        lambda raised: self.assertEqual(raised.retry_after, 1))
 
     def test_leaving_a_failing_block_keeps_its_exception(self):
         """A block that raises and whose release then fails: the block's exception leaves `with`, the

@@ -11,8 +11,8 @@ import * as http from "node:http";
 import { AddressInfo } from "node:net";
 import { TestContext, test } from "node:test";
 
-import { BackendUnavailableError, Client, ConflictError, Lease, LeaseLostError, LeaseOptions, NotFoundError,
-  OutcomeUnknownError, StaleFenceError, UnreachableError } from "../src/index.js";
+import { BackendUnavailableError, Client, ConflictError, FencegateError, Lease, LeaseLostError, LeaseOptions,
+  NotFoundError, OutcomeUnknownError, StaleFenceError, UnreachableError } from "../src/index.js";
 
 const skip = process.env.FG_CONF_URL ? false : "FG_CONF_URL is not set: run through tests/conformance/driver.py";
 
@@ -359,16 +359,49 @@ test("a write retried after its lease is known lost is not sent again", { skip }
   assert.equal((await direct.pg("invoices").get(key)).row?.status, "open");
 });
 
-test("an acquire whose tries all went unanswered leaves no lease behind", { skip }, async (t) => {
-  // A proxy passes the first two acquires of a request_id on to the gateway, which grants the first, but
-  // never passes the answers back: the client's two tries time out. The client must ask for the grant again
-  // (same request_id, wait_ms 0, which this proxy answers) and release it before lock() rejects. When even
-  // that goes unanswered, the error carries the request_id, and an acquire with it gets that lease back.
-  // Failed before the fix: lock() rejected with UnreachableError and the lease nobody had held the lock for
-  // its whole TTL (held: true after the rejection); the error carried no request_id.
+/**
+ * Takes a lock, a semaphore and a lock set through a proxy for the test t that does fault to the first two
+ * acquires of each request_id ("swallow": the gateway grants the first and answers the second with the same
+ * lease, and the client hears nothing; "forward503": the same, each answered with a 503 with Retry-After: 1
+ * in its place), by a client allowed two tries, with clientOptions besides. Each take must reject as failed
+ * says, with no leaseRequestId, and only after the client asked for the grant again (same request_id,
+ * wait_ms 0, which the proxy answers) and released it: nothing stays held for the 20 s TTL.
+ */
+async function failedAcquireLeavesNoLease(t: TestContext, fault: string, clientOptions: { timeoutMs?: number },
+  failed: (e: unknown) => boolean): Promise<void> {
   const { url, seen } = await faultProxy(t, ({ path, body }) => path.endsWith("/acquire")
-    && (seen.filter((r) => r.body?.request_id === body.request_id).length < 2 || body.request_id.endsWith("-nogiveback"))
-    ? "swallow" : "forward");
+    && seen.filter((r) => r.body?.request_id === body.request_id).length < 2 ? fault : "forward");
+  const a = clientAt(url, { ...clientOptions, retry: { attempts: 2 } });
+  const direct = client(true);
+  t.after(() => {
+    a.close();
+    direct.close();
+  });
+  const leaked = [];
+  for (const [kindName, kind] of Object.entries(KINDS)) {
+    const name = unique(`node:${fault}-${kindName}`);
+    const requestId = unique(`node-${fault}`);
+    await assert.rejects(kind.take(a, name, { ttlMs: 20000, waitMs: 0, requestId, watch: false }),
+      (e: unknown) => failed(e) && e instanceof FencegateError && e.leaseRequestId === undefined);
+    const sent = seen.filter((r) => r.body?.request_id === requestId);
+    assert.deepEqual(sent.map((r) => [r.action, r.body.wait_ms]), [[fault, 0], [fault, 0], ["forward", 0]],
+      `${kindName}: the acquires sent`);
+    if (await kind.held(direct, name)) leaked.push(kindName);
+  }
+  assert.deepEqual(leaked, [], "held by the lease granted to the failed acquire");
+}
+
+test("an acquire whose tries all went unanswered leaves no lease behind", { skip }, async (t) => {
+  // A proxy passes the first two acquires of a request_id on to the gateway but never passes the answers
+  // back: the client's two tries time out, and the take rejects with UnreachableError (sent) after the
+  // give-back of failedAcquireLeavesNoLease. When even that goes unanswered, the error carries the
+  // request_id, and an acquire with it gets that lease back. Failed before the fix: lock() rejected with
+  // UnreachableError and the lease nobody had held the lock for its whole TTL (held: true after the
+  // rejection); the error carried no request_id.
+  await failedAcquireLeavesNoLease(t, "swallow", { timeoutMs: 500 },
+    (e: unknown) => e instanceof UnreachableError && e.sent);
+
+  const { url } = await faultProxy(t, ({ path }) => path.endsWith("/acquire") ? "swallow" : "forward");
   const a = clientAt(url, { timeoutMs: 500, retry: { attempts: 2 } });
   const direct = client(true);
   t.after(() => {
@@ -376,11 +409,7 @@ test("an acquire whose tries all went unanswered leaves no lease behind", { skip
     direct.close();
   });
   const name = unique("node:orphan");
-  await assert.rejects(a.lock(name, { ttlMs: 20000, waitMs: 0 }),
-    (e: unknown) => e instanceof UnreachableError && e.sent && e.leaseRequestId === undefined);
-  assert.equal((await direct.lockStatus(name)).held, false, "the grant of the failed acquire holds the lock");
-
-  const requestId = unique("node-orphan") + "-nogiveback";
+  const requestId = unique("node-orphan");
   const error = await a.lock(name, { ttlMs: 20000, waitMs: 0, requestId }).then(() => undefined, (e: unknown) => e);
   assert.ok(error instanceof UnreachableError && error.leaseRequestId === requestId, `rejected with ${error}`);
   const held = await direct.lockStatus(name);
@@ -392,31 +421,11 @@ test("an acquire whose tries all went unanswered leaves no lease behind", { skip
 });
 
 test("an acquire answered 503 on every try leaves no lease behind", { skip }, async (t) => {
-  // A proxy passes the first two acquires of a request_id on to the gateway, which grants the first and
-  // answers the second with the same lease, but answers each with a 503 (Retry-After: 1) in its place, as a
-  // gateway whose Redis reply missed its deadline would. After its two tries the client must ask for the
-  // grant again (same request_id, wait_ms 0, which this proxy answers) and release it, then reject with the
-  // BackendUnavailableError and its Retry-After; for a lock, a semaphore and a lock set. Failed before the
-  // fix: an acquire whose every try was answered gave nothing back, and the lease nobody had held the lock
-  // for its whole 20 s TTL.
-  const { url, seen } = await faultProxy(t, ({ path, body }) => path.endsWith("/acquire")
-    && seen.filter((r) => r.body?.request_id === body.request_id).length < 2 ? "forward503" : "forward");
-  const a = clientAt(url, { retry: { attempts: 2 } });
-  const direct = client(true);
-  t.after(() => {
-    a.close();
-    direct.close();
-  });
-  const leaked = [];
-  for (const [kindName, kind] of Object.entries(KINDS)) {
-    const name = unique(`node:answered503-${kindName}`);
-    const requestId = unique("node-answered503");
-    await assert.rejects(kind.take(a, name, { ttlMs: 20000, waitMs: 0, requestId, watch: false }),
-      (e: unknown) => e instanceof BackendUnavailableError && e.retryAfter === 1 && e.leaseRequestId === undefined);
-    const sent = seen.filter((r) => r.body?.request_id === requestId);
-    assert.deepEqual(sent.map((r) => [r.action, r.body.wait_ms]), [["forward503", 0], ["forward503", 0], ["forward", 0]],
-      `${kindName}: the acquires sent`);
-    if (await kind.held(direct, name)) leaked.push(kindName);
-  }
-  assert.deepEqual(leaked, [], "held by the lease granted to the failed acquire");
+  // A proxy answers each of the first two acquires of a request_id with a 503 (Retry-After: 1) in place of
+  // the gateway's answer, as a gateway whose Redis reply missed its deadline would; the take rejects with
+  // the BackendUnavailableError and its Retry-After after the give-back of failedAcquireLeavesNoLease.
+  // Failed before the fix: an acquire whose every try was answered gave nothing back, and the lease nobody
+  // had held the lock for its whole 20 s TTL.
+  await failedAcquireLeavesNoLease(t, "forward503", {},
+    (e: unknown) => e instanceof BackendUnavailableError && e.retryAfter === 1);
 });
