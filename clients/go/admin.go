@@ -59,10 +59,14 @@ func (c *Client) RevokeLock(ctx context.Context, name, reason string) (*int64, e
 		body: jsonBody(map[string]any{"reason": reason}), effect: Once, write: true})
 }
 
-// RevokeSemaphore ends the lease of the holder of fence on semaphore name (scope admin).
+// RevokeSemaphore ends the lease of the holder of fence on semaphore name (scope admin); it returns fence,
+// or nil when no live holder has it (also when an earlier try of this call, unanswered or answered 5xx,
+// ended it). Retried as the policy allows: it names the lease it ends, so a repeat ends nobody else. As
+// RevokeLock, its outcome is unknown when its last try got no answer or a 5xx (an *OutcomeUnknownError):
+// a 503 is no refusal. Read the semaphore's status to find out.
 func (c *Client) RevokeSemaphore(ctx context.Context, name string, fence int64, reason string) (*int64, error) {
 	return c.revoke(ctx, request{method: "POST", path: "/v1/semaphores/" + segment(name) + "/revoke",
-		body: jsonBody(map[string]any{"fence": fence, "reason": reason}), effect: Idempotent})
+		body: jsonBody(map[string]any{"fence": fence, "reason": reason}), effect: Idempotent, write: true})
 }
 
 func (c *Client) revoke(ctx context.Context, r request) (*int64, error) {

@@ -230,11 +230,11 @@ type RedirectError struct {
 // the last try failed too (Last: a *StaleFenceError because a newer fence wrote meanwhile, a
 // *LeaseLostError, ...) or its context ended before the next try (Last: the context's error, which
 // errors.Is finds); or any write whose last try got a 5xx (Earlier and Last are that answer: the gateway
-// also answers 503 when a backend failed to answer the write's commit), and so a lock's revoke answered
-// with a 5xx (the revocation may have been recorded all the same). Last speaks for that try alone:
-// whether the call took effect is unknown, so read the resource to find out. (A retry of an applied write
-// is not refused for it: the gateway takes a fence equal to the stored one.) Like an *UnreachableError
-// with Sent true, which errors.As finds in it, it means that the effect is unknown.
+// also answers 503 when a backend failed to answer the write's commit), and so a revoke, of a lock or of a
+// semaphore's holder, whose last try got a 5xx (the revocation may have been recorded all the same). Last
+// speaks for that try alone: whether the call took effect is unknown, so read the resource to find out. (A
+// retry of an applied write is not refused for it: the gateway takes a fence equal to the stored one.) Like
+// an *UnreachableError with Sent true, which errors.As finds in it, it means that the effect is unknown.
 type OutcomeUnknownError struct {
 	Op      string // "PATCH /v1/pg/invoices/42"
 	Earlier error  // the failure of the earlier try that may have been applied

@@ -185,7 +185,7 @@ type request struct {
 	wait    time.Duration   // added to the timeout
 	timeout time.Duration   // replaces the client's timeout when > 0
 	retry   *RetryPolicy    // replaces the client's policy when set
-	write   bool            // a fenced write, or a lock's revoke: a try that may have been applied leaves the outcome unknown
+	write   bool            // a fenced write, or a revoke: a try that may have been applied leaves the outcome unknown
 	check   func() error    // called before each try: its error (the lease is lost) ends the call, that try unsent
 	lost    <-chan struct{} // closed when the lease is lost: it cuts a pause between tries short
 	// unanswered, when set, is set to true once a try was sent and got no answer: it may have been served

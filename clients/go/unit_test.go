@@ -728,24 +728,43 @@ func TestUnitWriteAnswered5xxHasAnUnknownOutcome(t *testing.T) {
 	}
 }
 
-// TestUnitRevokeAnswered5xxHasAnUnknownOutcome: a lock's revoke answered 503 may have been recorded before
-// the gateway's backend failed to answer, so it fails with an *OutcomeUnknownError holding the 503 (an
-// *UnreachableError with Sent true), sent once; a 403 stays a refusal. Failed before the fix: the 503 came
-// back as a *BackendUnavailableError, a refusal that says the lease was not revoked.
+// TestUnitRevokeAnswered5xxHasAnUnknownOutcome: a revoke answered 503 may have been recorded before the
+// gateway's backend failed to answer, so it fails with an *OutcomeUnknownError holding the 503 (an
+// *UnreachableError with Sent true): a lock's revoke after its one try, a semaphore's (it names the fence it
+// ends, so a repeat ends nobody else) after the policy's three, each answered 503; a 403 stays a refusal.
+// Failed before the fixes: the 503 came back as a *BackendUnavailableError, a refusal that says the lease
+// was not revoked (a semaphore's still did once a lock's was fixed).
 func TestUnitRevokeAnswered5xxHasAnUnknownOutcome(t *testing.T) {
-	c := writeGateway(t, map[string][]string{"revoke": {"503 backend_unavailable", "403 forbidden"}})
 	ctx := context.Background()
-	_, err := c.RevokeLock(ctx, "invoice:42", "test")
-	var unknown *OutcomeUnknownError
-	var unreachable *UnreachableError
-	var p *Problem
-	if !errors.As(err, &unknown) || !errors.As(err, &unreachable) || !unreachable.Sent || !errors.As(err, &p) ||
-		p.Status != http.StatusServiceUnavailable {
-		t.Errorf("a revoke answered 503: %T %v; expected its outcome unknown", err, err)
+	revokes := []struct {
+		what   string
+		tries  int
+		revoke func(c *Client) error
+	}{
+		{what: "a lock's revoke", tries: 1,
+			revoke: func(c *Client) error { _, err := c.RevokeLock(ctx, "invoice:42", "test"); return err }},
+		{what: "a semaphore's revoke", tries: 3,
+			revoke: func(c *Client) error { _, err := c.RevokeSemaphore(ctx, "exporters", 7, "test"); return err }},
 	}
-	var forbidden *ForbiddenError
-	if _, err := c.RevokeLock(ctx, "invoice:42", "test"); !errors.As(err, &forbidden) {
-		t.Errorf("the next revoke, answered 403: %T %v; expected the refusal", err, err)
+	for _, r := range revokes {
+		answers := make([]string, r.tries, r.tries+1)
+		for i := range answers {
+			answers[i] = "503 backend_unavailable"
+		}
+		c := writeGateway(t, map[string][]string{"revoke": append(answers, "403 forbidden")})
+		err := r.revoke(c)
+		var unknown *OutcomeUnknownError
+		var unreachable *UnreachableError
+		var p *Problem
+		if !errors.As(err, &unknown) || !errors.As(err, &unreachable) || !unreachable.Sent || !errors.As(err, &p) ||
+			p.Status != http.StatusServiceUnavailable {
+			t.Errorf("%s answered 503: %T %v; expected its outcome unknown", r.what, err, err)
+		}
+		var forbidden *ForbiddenError
+		if err := r.revoke(c); !errors.As(err, &forbidden) {
+			t.Errorf("the next of %s, after %d tries, answered 403: %T %v; expected the refusal", r.what, r.tries,
+				err, err)
+		}
 	}
 }
 

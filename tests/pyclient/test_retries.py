@@ -154,32 +154,46 @@ class RetryTest(unittest.TestCase):
         with self.assertRaises(fencegate.BackendUnavailable):
             client.pg("invoices").get(key)
 
-    def test_a_lock_revoke_answered_5xx_has_an_unknown_outcome(self):
-        """The proxy forwards a lock's revoke and answers 503 in place of the gateway's 200, as a gateway
-        whose backend failed to answer after recording the revocation would: revoke_lock raises
-        OutcomeUnknown (sent, with the 503 as earlier and last) after one try, never BackendUnavailable,
-        which says the holder kept its lease, though the lease ended; in the asyncio client too. Failed
-        before the fix: both raised BackendUnavailable."""
-        proxy, client = self.via(lambda m, p, b, seen: "forward503" if p.endswith("/revoke") else "forward")
+    def test_a_revoke_answered_5xx_has_an_unknown_outcome(self):
+        """The proxy forwards every revoke and answers 503 in place of the gateway's 200, as a gateway whose
+        backend failed to answer after recording the revocation would: revoke_lock raises OutcomeUnknown
+        (sent, with the 503 as earlier and last) after one try, and revoke_semaphore, which names the fence
+        it ends and so is tried again (a repeat ends nobody else), after the policy's two (earlier the
+        first 503, last the second); never BackendUnavailable, which says the holder kept its lease, though
+        the lease ended; in the asyncio client too. Failed before the fixes: each raised BackendUnavailable
+        (revoke_semaphore still did once revoke_lock was fixed)."""
+        retry = fencegate.RetryPolicy(attempts=2)
+        proxy, client = self.via(lambda m, p, b, seen: "forward503" if p.endswith("/revoke") else "forward",
+                                 retry=retry)
+        kinds = {  # how to take a lease on name, how to revoke it, its route, the revoke's tries, whether held
+            "lock": (lambda name: self.direct.lock(name, ttl_ms=30000, renew=False, watch=False),
+                     lambda c, name, fence: c.revoke_lock(name, reason="test"), "locks", 1,
+                     lambda name: self.direct.lock_status(name)["held"]),
+            "semaphore": (lambda name: self.direct.semaphore(name, 1, ttl_ms=30000, renew=False, watch=False),
+                          lambda c, name, fence: c.revoke_semaphore(name, fence, reason="test"), "semaphores", 2,
+                          lambda name: self.direct.semaphore_status(name)["holders"] > 0),
+        }
 
-        async def revoke_async(name: str) -> None:
-            aio = fencegate.AsyncClient(proxy.url)
+        async def on_asyncio(call) -> None:
+            aio = fencegate.AsyncClient(proxy.url, retry=retry)
             try:
-                await aio.revoke_lock(name, reason="test")
+                await call(aio)
             finally:
                 await aio.close()
 
-        for what, revoke in (("thread", lambda name: client.revoke_lock(name, reason="test")),
-                             ("asyncio", lambda name: asyncio.run(revoke_async(name)))):
-            name = unique("revoke503")
-            self.direct.lock(name, ttl_ms=30000, renew=False, watch=False).acquire()
-            with self.assertRaises(fencegate.OutcomeUnknown, msg=what) as caught:
-                revoke(name)
-            self.assertTrue(caught.exception.sent)
-            self.assertIsInstance(caught.exception.last, fencegate.BackendUnavailable)
-            self.assertIs(caught.exception.earlier, caught.exception.last)
-            self.assertEqual(len(proxy.seen("POST", f"/v1/locks/{name}/revoke")), 1, what)
-            self.assertFalse(self.direct.lock_status(name)["held"], what)
+        for kind, (take, revoke, route, tries, held) in kinds.items():
+            for what, run in (("thread", lambda call: call(client)),
+                              ("asyncio", lambda call: asyncio.run(on_asyncio(call)))):
+                name = unique(f"revoke503-{kind}")
+                fence = take(name).acquire().fence
+                with self.assertRaises(fencegate.OutcomeUnknown, msg=f"{kind}, {what}") as caught:
+                    run(lambda c: revoke(c, name, fence))
+                self.assertTrue(caught.exception.sent)
+                self.assertIsInstance(caught.exception.earlier, fencegate.BackendUnavailable)
+                self.assertIsInstance(caught.exception.last, fencegate.BackendUnavailable)
+                self.assertEqual(caught.exception.earlier is caught.exception.last, tries == 1, f"{kind}, {what}")
+                self.assertEqual(len(proxy.seen("POST", f"/v1/{route}/{name}/revoke")), tries, f"{kind}, {what}")
+                self.assertFalse(held(name), f"{kind}, {what}")
 
     def test_idempotent_writes_renew_and_release_are_retried(self):
         """PATCH, PUT, renew and release whose replies are lost are sent again and succeed."""

@@ -124,10 +124,16 @@ export class Client {
     return body?.revoked_fence ?? null;
   }
 
-  /** Ends the lease of the holder of fence on semaphore name (scope admin). */
+  /**
+   * Ends the lease of the holder of fence on semaphore name (scope admin); resolves to fence, or null when no
+   * live holder has it (also when an earlier try of this call, unanswered or answered 5xx, ended it). Retried
+   * as the policy allows: it names the lease it ends, so a repeat ends nobody else. As revokeLock, its
+   * outcome is unknown when its last try got no answer or a 5xx (an OutcomeUnknownError): a 503 is no
+   * refusal. Read the semaphore's status to find out.
+   */
   async revokeSemaphore(name: string, fence: bigint, reason = ""): Promise<bigint | null> {
     const body = (await this.transport.call({ method: "POST", path: `/v1/semaphores/${segment(name)}/revoke`,
-      effect: "idempotent", body: { fence, reason } })).body;
+      effect: "idempotent", write: true, body: { fence, reason } })).body;
     return body?.revoked_fence ?? null;
   }
 

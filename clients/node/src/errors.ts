@@ -34,9 +34,10 @@ export class UnreachableError extends FencegateError {
  * `last`: a refusal of a retry (a StaleFenceError because a newer fence wrote meanwhile, a LeaseLostError,
  * ...), the lease known lost before a retry, the caller's signal aborting, or, for a write that is not
  * retried (an insert, a delete, a batch with them) and for a lock's revoke (which may have been recorded),
- * that 5xx itself (then `last` is `earlier`). Read the resource to find out. (A retry of an applied write
- * is not refused for it: the gateway takes a fence equal to the stored one.) An UnreachableError with
- * `sent` true, since it means the same: the effect is unknown.
+ * that 5xx itself (then `last` is `earlier`), for a semaphore's revoke (retried) the 5xx of its last try.
+ * Read the resource to find out. (A retry of an applied write is not refused for it: the gateway takes a
+ * fence equal to the stored one.) An UnreachableError with `sent` true, since it means the same: the effect
+ * is unknown.
  */
 export class OutcomeUnknownError extends UnreachableError {
   override name = "OutcomeUnknownError";

@@ -92,8 +92,7 @@ export interface Call {
   /** A call of the background keeper: it does not keep the process alive. */
   background?: boolean;
   /**
-   * A fenced write or a lock's revoke: a failure after a try that may have been applied leaves its outcome
-   * unknown.
+   * A fenced write or a revoke: a failure after a try that may have been applied leaves its outcome unknown.
    */
   write?: boolean;
   /**

@@ -316,17 +316,26 @@ test("a write answered a 5xx and not retried has an unknown outcome; a read's 50
   await assert.rejects(c.lock("x", { renew: false }), (e: unknown) => e instanceof BackendUnavailableError);
 });
 
-test("a lock's revoke answered 503 has an unknown outcome and is sent once; a 403 stays a refusal", async (t) => {
-  // The gateway may record a revocation before its backend fails to answer, so a 503 to a lock's revoke says
-  // nothing of whether the lease ended. Failed before the fix: it rejected with a BackendUnavailableError, a
-  // refusal, as if the holder still held the lease.
-  const { client, seen } = await canned(t, () => seen.length === 1 ? [503, BUSY, { "Retry-After": "0" }]
-    : [403, `{"type":"/problems/forbidden","status":403,"scope":"admin"}`]);
-  const c = client();
-  await assert.rejects(c.revokeLock("invoice:42", "test"), (e: unknown) => e instanceof OutcomeUnknownError && e.sent
-    && e.last instanceof BackendUnavailableError && e.earlier === e.last);
-  assert.equal(seen.length, 1, "the revoke was sent again");
-  await assert.rejects(c.revokeLock("invoice:42", "test"), (e: unknown) => e instanceof ForbiddenError);
+test("a revoke answered 503 has an unknown outcome, a lock's sent once; a 403 stays a refusal", async (t) => {
+  // The gateway may record a revocation before its backend fails to answer, so a 503 to a revoke says nothing
+  // of whether the lease ended: a lock's revoke rejects with an OutcomeUnknownError after its one try, a
+  // semaphore's (it names the fence it ends, so a repeat ends nobody else) after the policy's two, each
+  // answered 503. Failed before the fixes: each rejected with a BackendUnavailableError, a refusal, as if the
+  // holder still held the lease (the semaphore's still did once the lock's was fixed).
+  const { client, seen } = await canned(t, (r) => JSON.parse(r.body).reason === "refused"
+    ? [403, `{"type":"/problems/forbidden","status":403,"scope":"admin"}`] : [503, BUSY, { "Retry-After": "0" }]);
+  const c = client({ retry: { attempts: 2 } });
+  const revokes: [string, (reason: string) => Promise<bigint | null>, number][] = [
+    ["lock", (reason) => c.revokeLock("invoice:42", reason), 1],
+    ["semaphore", (reason) => c.revokeSemaphore("exporters", 7n, reason), 2]];
+  for (const [what, revoke, tries] of revokes) {
+    const before = seen.length;
+    await assert.rejects(revoke("test"), (e: unknown) => e instanceof OutcomeUnknownError && e.sent
+      && e.last instanceof BackendUnavailableError && e.earlier instanceof BackendUnavailableError
+      && (e.earlier === e.last) === (tries === 1), what);
+    assert.equal(seen.length - before, tries, `${what}: the revokes sent`);
+    await assert.rejects(revoke("refused"), (e: unknown) => e instanceof ForbiddenError, what);
+  }
 });
 
 test("a 3xx answer is a RedirectError, and is not followed", async (t) => {

@@ -594,9 +594,11 @@ class AsyncClient:
         return body.get("revoked_fence")
 
     async def revoke_semaphore(self, name: str, fence: int, reason: str = "") -> Optional[int]:
-        """Ends the lease of the holder of ``fence`` on semaphore ``name`` (scope ``admin``)."""
+        """Ends the lease of the holder of ``fence`` on semaphore ``name`` (scope ``admin``); retried, and as
+        :meth:`fencegate.Client.revoke_semaphore`, a 5xx to its last try leaves its outcome unknown."""
         body = (await self.transport.call("POST", f"/v1/semaphores/{quote(name)}/revoke",
-                                          {"fence": fence, "reason": reason}, effect=Effect.IDEMPOTENT)).body
+                                          {"fence": fence, "reason": reason}, effect=Effect.IDEMPOTENT,
+                                          write=True)).body
         return body.get("revoked_fence")
 
     def pg(self, table: str, token: Optional[str] = None, owner: Optional[str] = None) -> PgTable[Awaitable[Row]]:

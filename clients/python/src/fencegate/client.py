@@ -136,9 +136,13 @@ class Client:
         return body.get("revoked_fence")
 
     def revoke_semaphore(self, name: str, fence: int, reason: str = "") -> Optional[int]:
-        """Ends the lease of the holder of ``fence`` on semaphore ``name`` (scope ``admin``)."""
+        """Ends the lease of the holder of ``fence`` on semaphore ``name`` (scope ``admin``); returns
+        ``fence``, or None when no live holder has it (also when an earlier try of this call, unanswered or
+        answered 5xx, ended it). Retried as the policy allows: it names the lease it ends, so a repeat ends
+        nobody else. As :meth:`revoke_lock`, its outcome is unknown when its last try got no answer or a
+        5xx (OutcomeUnknown): a 503 is no refusal. Read the semaphore's status to find out."""
         body = self.transport.call("POST", f"/v1/semaphores/{quote(name)}/revoke",
-                                   {"fence": fence, "reason": reason}, effect=Effect.IDEMPOTENT).body
+                                   {"fence": fence, "reason": reason}, effect=Effect.IDEMPOTENT, write=True).body
         return body.get("revoked_fence")
 
     # -- storage without a lease --

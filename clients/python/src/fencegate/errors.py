@@ -37,8 +37,8 @@ class GatewayUnreachable(FencegateError, ConnectionError):
 class OutcomeUnknown(GatewayUnreachable):
     """A fenced write may have been applied, but no answer says so: a try was answered with a 5xx (the
     gateway's own commit may have been lost), or the write was sent again after a try that may have been
-    applied (it got no answer, or a 5xx) and the last try failed too. Also a lock's revoke answered with a
-    5xx, which may have been recorded all the same.
+    applied (it got no answer, or a 5xx) and the last try failed too. Also a revoke, of a lock or of a
+    semaphore's holder, whose last try was answered with a 5xx: it may have been recorded all the same.
 
     ``last`` (a BackendUnavailable; a StaleFence because a newer fence wrote meanwhile, a LeaseLost, ...)
     speaks for the last try alone, so whether the write took effect is unknown: read the resource to find

@@ -320,8 +320,8 @@ class Attempts:
     each try's outcome goes in (:meth:`answered`, :meth:`not_sent`, :meth:`no_answer`), and out come the
     answer to return, the pause before the next try (:meth:`pause`) or the error to raise.
 
-    op: the call, for messages ("PATCH /v1/pg/t/1"). write: a fenced write or a lock's revoke, whose
-    failure after a try that may have been applied raises OutcomeUnknown. check: asked before every try but the first
+    op: the call, for messages ("PATCH /v1/pg/t/1"). write: a fenced write or a revoke, whose failure after
+    a try that may have been applied raises OutcomeUnknown. check: asked before every try but the first
     (:meth:`before_try`); what it raises ends the call."""
 
     def __init__(self, policy: RetryPolicy, effect: Effect, op: str = "", write: bool = False,
@@ -451,7 +451,7 @@ class Transport(Endpoint):
         query: parameters (None values are left out). wait_s: how long the gateway may hold the call
         before answering, added to the timeout (``timeout``, else the transport's). connection: the
         connection to use (else this thread's). retry: the policy (else the transport's). write: a fenced
-        write or a lock's revoke (a failure after a try that may have been applied raises OutcomeUnknown).
+        write or a revoke (a failure after a try that may have been applied raises OutcomeUnknown).
         check: called before each retry, which does not go out if it raises (a fenced write's lease check,
         see :meth:`Attempts.before_try`).
         """
