@@ -104,9 +104,10 @@ end
 -- declared (they live in the slot of the lease's name): on one Redis they are
 -- this server's, and on a Redis Cluster the gateway names them only where the
 -- slot map puts them on the key's node, so that the look and the write are
--- one step and no lease ends between them; a map gone stale makes the look
--- fail, answered "elsewhere". A record of a layout this does not read counts
--- as ended, and the gateway then asks again (lease/live.c).
+-- one step and no lease ends between them; a look that cannot read them (the
+-- map gone stale, their slot moving) is answered "nolook", and the gateway
+-- asks outside the script. A record of a layout this does not read counts as
+-- ended, and the gateway then asks again (lease/live.c).
 local function lease_holds()
   local kind, lease, holders = string.sub(A_lease, 1, 1), string.sub(A_lease, 2, 33), string.sub(A_lease, 34)
   if kind == 'l' then
@@ -121,13 +122,14 @@ local function lease_holds()
 end
 
 -- Returns nil when the write may go on, else the JSON reply of a write whose
--- lease no longer holds (ended: nothing written, nothing audited), of a
+-- lease no longer holds (ended: nothing written, nothing audited) or could not
+-- be looked at here (nolook), of a
 -- refused write (revoked or stale) or of a Redis that has no floor or no
 -- revoked set.
 local function refuse_stale()
   if A_lease ~= '' then
     local read, holds = pcall(lease_holds)
-    if not read then return cjson.encode({r = 'elsewhere'}) end
+    if not read then return '{"r":"nolook"}' end
     if not holds then return '{"r":"ended"}' end
   end
   local v = redis.call('MGET', KEYS[2], KEYS[4], KEYS[5])

@@ -5,9 +5,10 @@
  * elsewhere, its give-up releases what it took, a grant handed over
  * in-process moves it to the next lock without a script call, and hung-up
  * clients leave their locks' queues in batches (lease_leave_queues). Each
- * lock of a set acquired with request_id R is taken under request id
- * "set:R#<name>", so a retried set finds its leases again and gets the same
- * tokens. No HTTP: the handler signs and writes.
+ * lock of a set acquired with request_id R is taken under a request id made
+ * of R, the digest of the set's names and the lock's name
+ * (lockset_request_ids), so a retried set finds its leases again and gets the
+ * same tokens. No HTTP: the handler signs and writes.
  */
 #include "lease/lockset_wait.h"
 

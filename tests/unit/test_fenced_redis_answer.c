@@ -123,8 +123,15 @@ static void unknown_answers(void **state)
     json_t *ended = json_pack("{s:s}", "r", "ended");
     assert_true(fenced_redis_answer_ended(ended));
     assert_false(fenced_redis_answer_ended(stale));
+    /* once the caller's tries are spent: whether the lease holds could not be told */
     assert_int_equal(fenced_redis_answer_read("rw_put.lua", ended, "redis:app:x", &res, &err), -1);
-    assert_int_equal(err.code, FG_ERR_INTERNAL);
+    assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
+    json_t *nolook = json_pack("{s:s}", "r", "nolook");
+    assert_true(fenced_redis_answer_nolook(nolook));
+    assert_false(fenced_redis_answer_nolook(ended));
+    assert_int_equal(fenced_redis_answer_read("rw_put.lua", nolook, "redis:app:x", &res, &err), -1);
+    assert_int_equal(err.code, FG_ERR_BACKEND_UNAVAILABLE);
+    json_decref(nolook);
     json_decref(ended);
     json_decref(norevoked);
     json_decref(nofloor);

@@ -129,8 +129,9 @@ static char *audit_pack(const struct redis_write *w)
  * answers that it has no revoked set, rebuilds it; no write floor (it lost its
  * data), recovers the slot's fence sequence, which sets the floor; a revoked
  * set on another node (the slot map is stale), fetches the map; a lease gone
- * that the write needs (require_live_lease), asks how it ended; and runs it
- * once more. A write whose lease is over is refused (fenced_redis_refuse). */
+ * that the write needs (require_live_lease), or one it could not look at, asks
+ * about it; and runs it once more (looking at a lease asked about again after
+ * a mend). A write whose lease is over is refused (fenced_redis_refuse). */
 static int run_write(enum fg_script script, const struct redis_write *w, const char **argv,
                      const char *const *more, size_t nmore, json_t *stored,
                      struct fenced_result *res, struct fg_error *err)
@@ -170,16 +171,19 @@ static int run_write(enum fg_script script, const struct redis_write *w, const c
         rc = redis_script_more(script, keys, argv, more, nmore, &out, err);
         if (rc != 0)
             break;
+        if (fenced_redis_answer_ended(out) || fenced_redis_answer_nolook(out)) {
+            rc = ask_lease(w, &look, err);
+            continue;
+        }
         if (fenced_redis_answer_norevoked(out))
             rc = revocations_restore(revoked, err);
         else if (fenced_redis_answer_nofloor(out))
             rc = w->recover(slot, err);
         else if (fenced_redis_answer_elsewhere(out))
             rc = redis_map_refresh(err);
-        else if (fenced_redis_answer_ended(out))
-            rc = ask_lease(w, &look, err);
         else
             break;
+        look.asked = false; /* a mend takes time: a lease asked about is looked at again */
     }
     free(fence_key);
     free(audit_fields);

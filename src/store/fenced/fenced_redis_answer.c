@@ -44,6 +44,11 @@ bool fenced_redis_answer_ended(const json_t *answer)
     return answered(answer, "ended");
 }
 
+bool fenced_redis_answer_nolook(const json_t *answer)
+{
+    return answered(answer, "nolook");
+}
+
 /* The error of an answer that took no write. */
 static int not_taken(const char *script, const json_t *answer, const char *resource,
                      struct fg_error *err)
@@ -66,6 +71,9 @@ static int not_taken(const char *script, const json_t *answer, const char *resou
     if (strcmp(r, "elsewhere") == 0)
         return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
                        "the Redis Cluster's slots keep moving; try again");
+    if (strcmp(r, "ended") == 0 || strcmp(r, "nolook") == 0)
+        return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                       "whether the write's lease holds could not be told; try again");
     if (strcmp(r, "norevoked") == 0)
         return fg_fail(
             err, FG_ERR_BACKEND_UNAVAILABLE,

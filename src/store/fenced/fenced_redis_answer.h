@@ -33,6 +33,10 @@ bool fenced_redis_answer_elsewhere(const json_t *answer);
  * how it ended (lease/live.h) and refuses the write, or runs it once more without the look. */
 bool fenced_redis_answer_ended(const json_t *answer);
 
+/* True if the script could not read that lease ("nolook": its keys are not on this node, its slot
+ * moving or the slot map stale): the caller asks outside the script. */
+bool fenced_redis_answer_nolook(const json_t *answer);
+
 /*
  * Reads answer (borrowed) of script, a write of resource, into *res (release
  * with fenced_result_free): APPLIED with the fence stored (what the write
@@ -41,8 +45,9 @@ bool fenced_redis_answer_ended(const json_t *answer);
  * Redis stream. A write the script did not take fails: a key of another type
  * with FG_ERR_CONFLICT, a DELETE of a missing key with FG_ERR_NOT_FOUND, a
  * hash that would grow over its limit with FG_ERR_INVALID_FIELD, no write
- * floor, no revoked set or one on another node (once the caller's attempts to
- * mend them are spent) with FG_ERR_BACKEND_UNAVAILABLE, and an answer that names no outcome
+ * floor, no revoked set or one on another node, a lease that could not be told
+ * held or ended (once the caller's attempts to mend them are spent) with
+ * FG_ERR_BACKEND_UNAVAILABLE, and an answer that names no outcome
  * of a write script with FG_ERR_INTERNAL naming script and what it answered.
  */
 int fenced_redis_answer_read(const char *script, const json_t *answer, const char *resource,
