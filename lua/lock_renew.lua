@@ -13,20 +13,29 @@
 -- KEYS: holder rids rid_until ended rid_one
 --   those keys of lib_lock.lua and lib_lease.lua
 -- ARGV: lease ttl_ms
+--   lease: the lease id, or "<lease id> <attach>" for a lock set's attempt (attach: its connection's
+--   id), which answers superseded where a retry of its request_id took the lock over (the holder names
+--   the retry's connection): the set is the retry's now
 --   ttl_ms "0": the lease's own ttl
 -- Returns (lib_lease.lua lease_reply): renewed {fence, ttl, now, hold_until} (the new expiry is now +
--- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached: nothing is left to grant).
-local lease = A_lease
+-- ttl), lost {}, max_hold {hold_until} (the hold deadline is reached: nothing is left to grant),
+-- superseded {}.
+local lease, attach = A_lease, nil
+if #lease > LEASE_ID_TEXT then
+  lease, attach = string.sub(lease, 1, LEASE_ID_TEXT), string.sub(lease, LEASE_ID_TEXT + 2)
+end
 local k = {h = KEYS[1], rids = KEYS[2], rid_until = KEYS[3], ended = KEYS[4], rid_one = KEYS[5]}
 local raw = redis.call('GET', k.h)
-local fence, granted_at, held, own_ttl, max_hold, rid = claimed_brief(raw)
-local h -- the whole record, of a holder with more to do (unclaimed, of the layout before)
+local fence, granted_at, held, own_ttl, max_hold, rid
+if not attach then fence, granted_at, held, own_ttl, max_hold, rid = claimed_brief(raw) end
+local h -- the whole record, of a holder with more to do (unclaimed, of the layout before, a set's)
 if not fence then
   h = holder_read(raw)
   if not h then return lease_reply('lost') end
   fence, granted_at, held, own_ttl, max_hold, rid = h.fence, h.granted_at, h.lease, h.ttl, h.max_hold, h.rid
 end
 if held ~= lease then return lease_reply('lost') end
+if attach and h.attach ~= attach then return lease_reply('superseded') end
 local now, now_at = now_ms_and_text()
 local ttl, hold_until, cut = renewal_ttl(A_ttl_ms, own_ttl, granted_at, max_hold, now)
 if not ttl then return lease_reply('max_hold', nil, R_HOLD_UNTIL, decimal(hold_until)) end

@@ -255,6 +255,15 @@ int lock_release(const char *name, const char *lease_id, long long fence, struct
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                struct fg_error *err)
 {
+    return lock_renew_attached(name, lease_id, NULL, ttl_ms, res, err);
+}
+
+int lock_renew_attached(const char *name, const char *lease_id, const char *attach,
+                        long long ttl_ms, struct lease_result *res, struct fg_error *err)
+{
+    char lease[2 * LEASE_ID_LEN + 2]; /* lua/lock_renew.lua ARGV lease */
+    snprintf(lease, sizeof lease, "%s%s%s", lease_id, attach != NULL ? " " : "",
+             attach != NULL ? attach : "");
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     const char *keys[LOCK_RENEW_NKEYS];
@@ -262,7 +271,7 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     const char *argv[LOCK_RENEW_NARGV] = {
-        [LOCK_RENEW_ARGV_LEASE] = lease_id,
+        [LOCK_RENEW_ARGV_LEASE] = lease,
         [LOCK_RENEW_ARGV_TTL_MS] = ttl,
     };
     return lease_renewal_run(SCRIPT_LOCK_RENEW, keys, argv, res, err);

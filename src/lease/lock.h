@@ -45,6 +45,11 @@ int lock_release(const char *name, const char *lease_id, long long fence, struct
 int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct lease_result *res,
                struct fg_error *err) FG_WUR;
 
+/* lock_renew for a lock set's attempt, whose connection is attach: outcome
+ * LEASE_SUPERSEDED where a retry of its request_id took the lock over. */
+int lock_renew_attached(const char *name, const char *lease_id, const char *attach,
+                        long long ttl_ms, struct lease_result *res, struct fg_error *err) FG_WUR;
+
 /* Revokes the lease with fence on lock name: the fence joins the revoked set
  * and, if that lease holds the lock, it ends and the lock passes on. Outcome
  * LEASE_REVOKED (it held) or LEASE_GONE. The durable record

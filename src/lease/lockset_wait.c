@@ -194,8 +194,9 @@ static void give_up_naming(struct lockset_wait *ls, const struct lease_result *r
 }
 
 /* Extends to the set's ttl the held locks whose leases end before ends_before (Redis time;
- * INT64_MAX: every one) and those a retry found by request id; false (and *lost names the lock)
- * if one was lost. */
+ * INT64_MAX: every one) and those a retry found by request id, as this attempt's; false (and
+ * *lost names the lock, ls->lost_to_retry whether a retry of the request took it over) if one
+ * was lost. */
 static bool renew_held(struct lockset_wait *ls, int64_t now, int64_t ends_before, size_t *lost,
                        int *rc)
 {
@@ -204,13 +205,15 @@ static bool renew_held(struct lockset_wait *ls, int64_t now, int64_t ends_before
         if (ls->held[i].expires_at_ms >= ends_before && !ls->adopted[i])
             continue;
         struct lease_result res;
-        if (lock_renew(ls->set.names[i], ls->leases[i], ls->params.ttl_ms, &res, &ls->err) != 0) {
+        if (lock_renew_attached(ls->set.names[i], ls->leases[i], ls->attach, ls->params.ttl_ms,
+                                &res, &ls->err) != 0) {
             *rc = -1;
             *lost = i;
             return false;
         }
         if (res.outcome != LEASE_RENEWED) {
             *lost = i;
+            ls->lost_to_retry = res.outcome == LEASE_SUPERSEDED;
             return false;
         }
         ls->held[i].expires_at_ms = res.expires_at_ms;
@@ -219,13 +222,18 @@ static bool renew_held(struct lockset_wait *ls, int64_t now, int64_t ends_before
     return true;
 }
 
-/* A held lock was lost (renew_held): gives up and answers why. */
+/* A held lock was lost (renew_held): gives up what is still this attempt's and answers why: 409
+ * conflict where a retry of the request took it over (the set is the retry's), else 410. */
 static void lost_one(struct lockset_wait *ls, size_t lost, int rc, bool queued, const char *when)
 {
     const char *name = ls->set.names[lost];
     abandon(ls, queued);
     if (rc != 0)
         return;
+    if (ls->lost_to_retry) {
+        fg_fail(&ls->err, FG_ERR_CONFLICT, "a retry with the same request_id took this set over");
+        return;
+    }
     ls->failed_lock = name;
     fg_fail(&ls->err, FG_ERR_LEASE_LOST, "lock '%s' of the set was lost %s", name, when);
 }

@@ -57,8 +57,9 @@ struct lockset_wait {
     long long waiting;       /* waiters of failed_lock */
     char request[LOCKSET_RID_MAX]; /* "set:R" of its request id R ("": none) */
     struct strmap_node by_request; /* with a request_id: in the table of the sets running here */
-    bool taken_over;  /* a retry with its request_id runs in its place: it holds nothing */
-    bool giving_back; /* releasing what it holds: a retry waits until it is done */
+    bool taken_over;    /* a retry with its request_id runs in its place: it holds nothing */
+    bool lost_to_retry; /* a renewal found a lock taken over by a retry (renew_held) */
+    bool giving_back;   /* releasing what it holds: a retry waits until it is done */
 };
 
 /*

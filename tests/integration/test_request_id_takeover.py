@@ -375,5 +375,40 @@ class RequestIdTakeoverTest(GatewayTest):
         for n in (a, b, c):
             self.assertFalse(self.c.get(f"/v1/locks/{n}").body["held"], n)
 
+    def test_a_set_whose_lock_a_retry_took_over_answers_conflict_and_gives_back_the_rest(self):
+        """b is held. The set [a, b] (request_id RS, wait 9 s) holds a and waits for b through gw. Through
+        other, a takes a over under the set's own request id for it, as a retry of the set walking its locks
+        does (lockset.c lockset_request_ids: "set:RS:<digest of the names>#a"), and is answered a's lease.
+        When b is granted, the set's last renewal finds a named for the retry's connection: it answers 409
+        conflict and gives b back; a stays the retry's. Failed before the fix: the renewal did not look at
+        whose a was and the set answered 200 for a and b, while the retry, had it failed, would have released
+        a under it."""
+        a, b = sorted(unique_name("renew-over") for _ in range(2))
+        rid = unique_name("rid")
+        held = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+        box: dict = {}
+
+        def first():
+            with self.gw.client(timeout=60) as client:
+                box["first"] = client.post("/v1/locksets/acquire",
+                                           {"names": [a, b], "request_id": rid, "wait_ms": 9000, "ttl_ms": 30000})
+        t = threading.Thread(target=first, daemon=True)
+        t.start()
+        self.until_waiting("locks", b, 1)
+        digest = 14695981039346656037
+        for byte in f"{a}\0{b}\0".encode():
+            digest = ((digest ^ byte) * 1099511628211) % 2**64
+        retry = self.oc.post(f"/v1/locks/{a}/acquire",
+                             {"request_id": f"set:{rid}:{digest:016x}#{a}", "wait_ms": 0, "ttl_ms": 30000})
+        self.assertEqual(retry.status, 200, retry)
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held.body["token"]}).status, 200)
+        t.join(10)
+        self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
+                         box["first"])
+        self.assertFalse(self.c.get(f"/v1/locks/{b}").body["held"], "the set kept b")
+        self.assertEqual(self.c.get(f"/v1/locks/{a}").body["fence"], retry.body["fence"])
+        self.assertEqual(self.c.post(f"/v1/locks/{a}/release", {"token": retry.body["token"]}).status, 200)
+
 if __name__ == "__main__":
     unittest.main()
