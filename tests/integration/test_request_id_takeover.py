@@ -344,6 +344,22 @@ class RequestIdTakeoverTest(GatewayTest):
         self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
         self.assertEqual(self.c.post(f"/v1/locks/{c}/release", {"token": held_c.body["token"]}).status, 200)
 
+    def set_waiting_for(self, busy: str, names: list, rid: str):
+        """busy held here (60 s), then the set of names (request_id rid, wait 9 s, ttl 30 s) sent through gw
+        until it waits for busy: the holder's grant, the box the set's answer goes to ("first"), the thread."""
+        held = self.c.post(f"/v1/locks/{busy}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+        box: dict = {}
+
+        def first():
+            with self.gw.client(timeout=60) as client:
+                box["first"] = client.post("/v1/locksets/acquire",
+                                           {"names": names, "request_id": rid, "wait_ms": 9000, "ttl_ms": 30000})
+        t = threading.Thread(target=first, daemon=True)
+        t.start()
+        self.until_waiting("locks", busy, 1)
+        return held, box, t
+
     def test_a_set_of_other_names_does_not_take_a_waiting_set_over(self):
         """b is held. The set [a, b] (request_id RS, wait 9 s) holds a and waits for b through gw; through other,
         [b, c] with RS and wait_ms 0 answers 409 lock_busy naming b. The first set still waits, is granted b as
@@ -352,17 +368,7 @@ class RequestIdTakeoverTest(GatewayTest):
         and left a held by nobody until its TTL."""
         a, b, c = sorted(unique_name("other-wait") for _ in range(3))
         rid = unique_name("rid")
-        held = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 60000})
-        self.assertEqual(held.status, 200, held)
-        box: dict = {}
-
-        def first():
-            with self.gw.client(timeout=60) as client:
-                box["first"] = client.post("/v1/locksets/acquire",
-                                           {"names": [a, b], "request_id": rid, "wait_ms": 9000, "ttl_ms": 30000})
-        t = threading.Thread(target=first, daemon=True)
-        t.start()
-        self.until_waiting("locks", b, 1)
+        held, box, t = self.set_waiting_for(b, [a, b], rid)
         second = self.oc.post("/v1/locksets/acquire", {"names": [b, c], "request_id": rid, "wait_ms": 0})
         self.assertEqual((second.status, second.body.get("type"), second.body.get("lock")),
                          (409, "/problems/lock_busy", b), second)
@@ -385,17 +391,7 @@ class RequestIdTakeoverTest(GatewayTest):
         a under it."""
         a, b = sorted(unique_name("renew-over") for _ in range(2))
         rid = unique_name("rid")
-        held = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 60000})
-        self.assertEqual(held.status, 200, held)
-        box: dict = {}
-
-        def first():
-            with self.gw.client(timeout=60) as client:
-                box["first"] = client.post("/v1/locksets/acquire",
-                                           {"names": [a, b], "request_id": rid, "wait_ms": 9000, "ttl_ms": 30000})
-        t = threading.Thread(target=first, daemon=True)
-        t.start()
-        self.until_waiting("locks", b, 1)
+        held, box, t = self.set_waiting_for(b, [a, b], rid)
         digest = 14695981039346656037
         for byte in f"{a}\0{b}\0".encode():
             digest = ((digest ^ byte) * 1099511628211) % 2**64
