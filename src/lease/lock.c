@@ -261,9 +261,12 @@ int lock_renew(const char *name, const char *lease_id, long long ttl_ms, struct 
 int lock_renew_attached(const char *name, const char *lease_id, const char *attach,
                         long long ttl_ms, struct lease_result *res, struct fg_error *err)
 {
-    char lease[2 * LEASE_ID_LEN + 2]; /* lua/lock_renew.lua ARGV lease */
-    snprintf(lease, sizeof lease, "%s%s%s", lease_id, attach != NULL ? " " : "",
-             attach != NULL ? attach : "");
+    char attached[2 * LEASE_ID_LEN + 2]; /* lua/lock_renew.lua ARGV lease with attach */
+    const char *lease = lease_id;
+    if (attach != NULL) {
+        snprintf(attached, sizeof attached, "%s %s", lease_id, attach);
+        lease = attached;
+    }
     struct lease_keys k;
     lease_keys_init(&k, LEASE_KIND_LOCK, name);
     const char *keys[LOCK_RENEW_NKEYS];
