@@ -143,18 +143,21 @@ static void abandon(struct lockset_wait *ls, bool queued)
     abandon_some(ls, queued, false);
 }
 
+/* What became of an earlier attempt's place (drop_earlier_place). */
+enum place_drop { PLACE_DROPPED, PLACE_GRANTED, PLACE_LEFT_TO_RETRY };
+
 /* A set that will not wait found its request id's place queued at lock next (found): an earlier
  * attempt still waits there, holding the locks before it, which this set took over as it found
  * them. It drops that place (mode place, naming no connection: the earlier attempt's gateway is
  * rung and it answers 409 conflict), so that the set, which then gives up, holds nothing and no
- * grant goes to a place nobody waits in. False if the place was granted in between (mode place
- * never frees a grant): the set asks again, takes the grant over as it took the locks before it,
- * and goes on; the earlier attempt, taken over, answers 409 conflict or the same leases. True
- * also when this set was itself taken over by a later retry (it leaves the place to it). */
-static bool drop_earlier_place(struct lockset_wait *ls, const struct lease_result *found)
+ * grant goes to a place nobody waits in. PLACE_GRANTED if the place was granted in between (mode
+ * place never frees a grant): the set asks again, takes the grant over as it took the locks before
+ * it, and goes on; the earlier attempt, taken over, answers 409 conflict or the same leases. This
+ * set itself taken over by a later retry leaves the place to it and answers 409 conflict. */
+static enum place_drop drop_earlier_place(struct lockset_wait *ls, const struct lease_result *found)
 {
     if (!giving_back(ls))
-        return true;
+        return PLACE_LEFT_TO_RETRY;
     const char *name = ls->set.names[ls->next];
     struct lease_result res;
     struct fg_error err = {0};
@@ -162,12 +165,12 @@ static bool drop_earlier_place(struct lockset_wait *ls, const struct lease_resul
     given_back(ls);
     give_up_lock(name, rc, &err);
     if (rc == 0 && res.outcome == LEASE_SUPERSEDED)
-        return false;
+        return PLACE_GRANTED;
     /* The queue without the place: the cancel answers its length once the place left. */
     ls->waiting = rc == 0 && res.outcome == LEASE_CANCELED ? res.waiting
                   : found->waiting > 0                     ? found->waiting - 1
                                                            : 0;
-    return true;
+    return PLACE_DROPPED;
 }
 
 /* Gives up and answers 409 lock_busy (or the error of outcome) naming the lock not obtained,
@@ -342,8 +345,11 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
             continue;
         }
         bool earlier_place = res.outcome == LEASE_QUEUED && !ls->waits && ls->adopted[ls->next];
-        if (earlier_place && !drop_earlier_place(ls, &res))
+        enum place_drop drop = earlier_place ? drop_earlier_place(ls, &res) : PLACE_DROPPED;
+        if (drop == PLACE_GRANTED)
             continue;
+        if (drop == PLACE_LEFT_TO_RETRY)
+            return superseded(ls);
         if (res.outcome != LEASE_QUEUED || !ls->waits) {
             give_up_naming(ls, &res, earlier_place, "is held");
             return PARK_TRY_ANSWERED;

@@ -13,7 +13,8 @@ granted when, never the gateway's.
 - a lock set's retry with wait_ms 0 that finds the set still waiting takes it over and gives it up: the first
   attempt answers 409 conflict, the set holds nothing, and the lock it waited for goes to the next waiter, not
   to a place nobody waits in; if the set's place is granted just as that retry drops it, the retry takes the
-  grant over and goes on, so that whichever gives up leaves no lock of the set held;
+  grant over and goes on, so that whichever gives up leaves no lock of the set held; a retry that a later
+  retry takes over just as it meets that place leaves it to the later one and answers 409 conflict;
 - a request_id names one set of names: a set of other names sent with it is another request, which neither
   releases the locks the first set was answered nor takes over its place.
 
@@ -324,6 +325,46 @@ class RequestIdTakeoverTest(GatewayTest):
         box = self.set_retry_meets_a_fresh_grant(both_proxied=True)
         self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
                          box["first"])
+
+    @skip_in_cluster("its proxy stands before the one test Redis")
+    def test_a_set_retry_taken_over_as_it_meets_the_earlier_place_answers_conflict(self):
+        """b is held. The set [a, b] (request_id RS, wait 9 s) holds a and waits for b through gw. Through a
+        third gateway whose Redis connection passes through a proxy, a retry R2 of RS with wait_ms 0 takes a
+        over; its acquire of b is held back at the proxy while a later retry R3 of RS reaches the same gateway
+        and takes R2 over. R2, let go, finds the first attempt's place at b and leaves it to R3: 409 conflict.
+        R3 drops the place and answers 409 lock_busy naming b; the first attempt answers 409 conflict; a is
+        not held. Failed before the fix: R2 answered 409 lock_busy, as if the set were its to give up."""
+        a, b = sorted(unique_name("over-over") for _ in range(2))
+        rid = unique_name("rid")
+        held, box, t = self.set_waiting_for(b, [a, b], rid)
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode())
+        self.addCleanup(proxy.close)
+        body = {"names": [a, b], "request_id": rid, "wait_ms": 0, "ttl_ms": 30000}
+
+        def send(key: str, gw: Gateway) -> threading.Thread:
+            def run():
+                with gw.client(timeout=60) as client:
+                    box[key] = client.post("/v1/locksets/acquire", body)
+            thread = threading.Thread(target=run, daemon=True)
+            thread.start()
+            return thread
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}) as third:
+            r2 = send("r2", third)
+            self.assertTrue(proxy.held.wait(10), "R2 never asked for b")
+            r3 = send("r3", third)
+            time.sleep(0.5)  # R3 took R2 over as it began; its calls queue behind R2's held one
+            proxy.let_go()
+            r2.join(10)
+            r3.join(10)
+        t.join(10)
+        self.assertEqual((box["r2"].status, box["r2"].body.get("type")), (409, "/problems/conflict"), box["r2"])
+        self.assertEqual((box["r3"].status, box["r3"].body.get("type"), box["r3"].body.get("lock")),
+                         (409, "/problems/lock_busy", b), box["r3"])
+        self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
+                         box["first"])
+        self.assertFalse(self.c.get(f"/v1/locks/{a}").body["held"], "the set's a stayed held")
+        self.assertEqual(self.waiting("locks", b), 0)
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held.body["token"]}).status, 200)
 
     def test_a_set_of_other_names_under_the_same_request_id_leaves_the_first_set_alone(self):
         """The set [a, b] (request_id RS) is answered 200. Through other, [a, b, c] with RS and wait_ms 0, c held
