@@ -803,9 +803,14 @@ local function mark_released(lk, kind, name, fence, now, keep, ttl, watched)
 end
 
 -- Marks the lock or semaphore whose ended-news key is watched as watched for
--- mark_ms (decimal text): its ends are published until then (mark_ended).
+-- at least mark_ms (decimal text): its ends are published until then
+-- (mark_ended). A mark that lasts longer (a gateway of a longer poll_ms set it)
+-- is kept, so that its watchers hear the news till the end of it.
 local function mark_watched(watched, mark_ms)
-  if mark_ms ~= '0' then redis.call('SET', watched, '1', 'PX', mark_ms) end
+  if mark_ms == '0' then return end
+  if redis.call('PTTL', watched) < tonumber(mark_ms) then
+    redis.call('SET', watched, '1', 'PX', mark_ms)
+  end
 end
 
 -- How the lease with fence (decimal text) ended, read from its end's record

@@ -428,6 +428,25 @@ class WatchTest(GatewayTest):
         self.assertEqual(out[0].status, 200, out[0])
         self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": out[0].body["token"]}).status, 200)
 
+    def test_a_shorter_watch_leaves_a_longer_watch_mark(self):
+        """A watch that waits marks its lock or semaphore watched for three of its gateway's poll_ms (at least
+        10 s), and ends are published to every gateway until then. Here gw (poll_ms 30 s) watches, marking 90
+        s; a gateway of the default poll_ms then watches 300 ms beside it. The mark still lasts past a minute:
+        had the shorter look cut it to 10 s, an end after that would reach gw's watcher only at its next look.
+        Caught with each look setting the mark to its own length."""
+        name = unique("w-marks")
+        with Gateway(config=cfg()) as quick, Redis() as redis:
+            for kind, prefix, extra in (("locks", "lk", {}), ("semaphores", "sm", {"limit": 2})):
+                lease = self.c.post(f"/v1/{kind}/{name}/acquire", extra).body
+                w = self.start_watch(f"/v1/{kind}/{name}", lease["fence"], wait_ms=20000)
+                with quick.client() as client:
+                    r = client.get(f"/v1/{kind}/{name}?watch=true&fence={lease['fence']}&wait_ms=300")
+                self.assertEqual((r.status, r.body["held"]), (200, True), r)
+                self.assertGreater(redis.cmd("PTTL", f"fg:{prefix}:{{{name}}}:v"), 60000, kind)
+                self.assertEqual(self.c.post(f"/v1/{kind}/{name}/release", {"token": lease["token"]}).status, 200)
+                w.join(10)
+                self.assertEqual(w.response.body["reason"], "released", (kind, w.response))
+
     def test_ends_nobody_watches_are_not_published(self):
         """The news of an end is published only while its lock or semaphore is watched: otherwise every
         release would wake every gateway's news subscriber for nothing."""
