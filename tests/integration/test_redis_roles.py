@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """Who the gateway agrees to talk to in Redis: an ACL user named in a redis:// URL (AUTH user password), a
-user without the right to ask ROLE (refused: the gateway cannot know it talks to a primary), and a replica
-(refused: a replica never receives a lease script), each seen through /readyz and an acquire.
+user without the right to ask ROLE (refused: the gateway cannot know it talks to a primary), one without INFO
+(refused: without the run_id it cannot tell a restarted Redis apart, and would recover the fences on every new
+connection), and a replica (refused: a replica never receives a lease script), each seen through /readyz and
+an acquire.
 
 Broken variant caught: with the ROLE check of connect_new removed, test_user_without_role_is_refused got 200
 from /readyz, and test_replica_is_refused found the gateway using the replica until a script's first write
-failed (READONLY), never refusing it for what it is.
+failed (READONLY), never refusing it for what it is. With INFO's refusal taken as a run_id unknown,
+test_user_without_info_is_refused found the gateway ready, raising every fence on each new connection.
 
 Owns: the connection set-up of the Redis module. Must not: test sentinels (tests/ha/ does).
 """
@@ -59,7 +62,7 @@ class RedisRolesTest(unittest.TestCase):
 
     def test_acl_user(self):
         self.admin.cmd("ACL", "SETUSER", USER, "on", f">{PASSWORD}", "~*", "&*", "+@all", "-@dangerous", "+role",
-                       "+config|get")
+                       "+info", "+config|get")
         with Gateway(env_overrides={"FENCEGATE_REDIS_URL": f"redis://{USER}:{PASSWORD}@127.0.0.1:{self.port}/0"}) as gw:
             r = http("POST", gw.url("/v1/locks/acl:one/acquire"), {"ttl_ms": 1000})
             self.assertEqual(r.status, 200, r)
@@ -73,6 +76,16 @@ class RedisRolesTest(unittest.TestCase):
         self.assertEqual(status, 503)
         self.assertEqual(body["redis"], "down")
         wait_for(lambda: self.log_says("ROLE failed"), timeout=10, what="the reason in the log")
+
+    def test_user_without_info_is_refused(self):
+        self.admin.cmd("ACL", "SETUSER", USER + "_norole", "on", f">{PASSWORD}", "~*", "&*", "+@all", "-@dangerous",
+                       "+role", "+config|get")
+        port = self.serve_unready(f"redis://{USER}_norole:{PASSWORD}@127.0.0.1:{self.port}/0")
+        status, body = wait_for(lambda: readyz(port), timeout=30, what="an answer")
+        self.assertEqual((status, body["redis"]), (503, "down"))
+        wait_for(lambda: self.log_says("INFO failed"), timeout=10, what="the reason in the log")
+        r = http("POST", f"http://127.0.0.1:{port}/v1/locks/noinfo:one/acquire", {"ttl_ms": 1000})
+        self.assertEqual(r.status, 503, r)
 
     def test_replica_is_refused(self):
         port = free_port()

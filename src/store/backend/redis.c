@@ -553,18 +553,32 @@ static bool run_id_in(const redisReply *reply, char *out, size_t cap)
     return true;
 }
 
+/* Fails with why Redis refused INFO (reply, an error): without the run_id the
+ * gateway cannot tell a restarted Redis from the one whose fences it trusts, and
+ * would recover the fences on every new connection. */
+static int info_refused(const redisReply *reply, struct fg_error *err)
+{
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
+                   "redis: INFO failed: %s (the gateway's Redis user needs INFO: its run_id tells "
+                   "a restarted Redis apart)",
+                   reply->str);
+}
+
 /* Reads the run_id of the process on the new connection ctx into out, for the
  * calls that stand for it (redis_run_id_here): the dashes of that placeholder
- * when Redis would not say. */
-static void run_id_of(redisContext *ctx, char out[REDIS_RUN_ID_LEN + 1])
+ * when Redis answers INFO without one; -1 when it refuses INFO or the
+ * connection fails. */
+static int run_id_of(redisContext *ctx, char out[REDIS_RUN_ID_LEN + 1], struct fg_error *err)
 {
     const char *argv[] = INFO_SERVER_ARGV;
-    struct fg_error err = {0};
-    redisReply *reply = command_argv(ctx, 2, argv, NULL, &err);
-    if (reply == NULL || !run_id_in(reply, out, REDIS_RUN_ID_LEN + 1) ||
-        strlen(out) != REDIS_RUN_ID_LEN)
+    redisReply *reply = command_argv(ctx, 2, argv, NULL, err);
+    if (reply == NULL)
+        return -1;
+    int rc = reply->type == REDIS_REPLY_ERROR ? info_refused(reply, err) : 0;
+    if (!run_id_in(reply, out, REDIS_RUN_ID_LEN + 1) || strlen(out) != REDIS_RUN_ID_LEN)
         memcpy(out, redis_run_id_here, REDIS_RUN_ID_LEN + 1);
     freeReplyObject(reply);
+    return rc;
 }
 
 /* The command that reads the eviction policy. */
@@ -613,8 +627,10 @@ static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes
     redisContext *ctx =
         connect_new(rds.url.cluster ? &n->at : NULL, rds.timeout_ms, &generation, &failure);
     char run_id[REDIS_RUN_ID_LEN + 1];
-    if (ctx != NULL)
-        run_id_of(ctx, run_id);
+    if (ctx != NULL && run_id_of(ctx, run_id, &failure) != 0) {
+        redisFree(ctx);
+        ctx = NULL;
+    }
     int hook_rc = 0;
     if (ctx != NULL && rds.url.cluster && atomic_load(&rds.policy_known))
         check_node_policy(ctx, &n->at);
@@ -1586,10 +1602,11 @@ int redis_run_id(char *out, size_t cap, struct fg_error *err)
     redisReply *reply = keyless_command(2, argv, err);
     if (reply == NULL)
         return -1;
+    int rc = reply->type == REDIS_REPLY_ERROR ? info_refused(reply, err) : 0;
     if (!run_id_in(reply, out, cap))
         snprintf(out, cap, "%s", "");
     freeReplyObject(reply);
-    return 0;
+    return rc;
 }
 
 /* INFO text of the node at (any role) into *node; false when it did not

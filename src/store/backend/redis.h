@@ -125,9 +125,9 @@ extern const char redis_run_id_here[REDIS_RUN_ID_LEN + 1];
 
 /* Reads the run_id of the Redis process the gateway talks to into out (cap
  * bytes): it changes whenever Redis restarts or another server answers. An
- * empty out means Redis would not say (INFO not allowed to this user); a Redis
- * still loading its data fails with FG_ERR_BACKEND_UNAVAILABLE. In a cluster:
- * of one primary of the map. */
+ * empty out means INFO named none; a Redis refusing INFO (a user without it)
+ * or still loading its data fails with FG_ERR_BACKEND_UNAVAILABLE. In a
+ * cluster: of one primary of the map. */
 int redis_run_id(char *out, size_t cap, struct fg_error *err) FG_WUR;
 
 /* On a cluster: the lowest slot served by the primary that serves slot, by the
