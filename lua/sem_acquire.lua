@@ -74,7 +74,8 @@ end
 
 -- An attempt looking again whose place a retry took over and gave up (lock_acquire.lua) answers
 -- superseded, never queues again at the back; one dropped as a dead gateway's waiter queues anew.
-if again and place_left == lease then return lease_reply('superseded') end
+-- Its keys get their times to live (done): unfold may have made holders and data anew.
+if again and place_left == lease then return done('superseded') end
 
 local in_force = tonumber(limit_text) -- the limit in force, or nil (none, or an end's record)
 if not in_force and not known and redis.call('EXISTS', k.h, k.q) == 0 then

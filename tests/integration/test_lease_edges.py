@@ -548,6 +548,43 @@ class LeaseEdges(GatewayTest):
         self.assertEqual(release(self.c, name, again.body["token"]).status, 200)
 
     @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_an_attempt_superseded_after_its_place_left_keeps_the_keys_bounded(self):
+        """An attempt whose gateway was paused looks again (sem_acquire.lua, wait "again") after a retry of its
+        request_id took its place over and gave it up, and after the semaphore went idle and a newcomer's
+        first try kept its holder in the limit key. The look moves that holder into the holders' keys, which
+        it makes anew, then answers superseded: the keys still get their times to live. Caught: superseded
+        answered before the bookkeeping, which left holders, their data and the limit key without one, for
+        good if nothing used the name again. The attempts are the script's calls as a gateway makes them."""
+        name = unique_name("left-over")
+        base, rid, lease = f"fg:sm:{{{name}}}:", "left-over-1", "a1" * 16
+        path = f"/v1/semaphores/{name}/acquire"
+        with open(os.path.join(os.path.dirname(os.environ["FG_BIN"]), "generated", "lua", "sem_acquire.lua")) as f:
+            library = f.read()
+        function = library.split("\n", 1)[0].split("name=", 1)[1].strip()
+        with Redis() as r:
+            r.cmd("FUNCTION", "LOAD", "REPLACE", library)
+            [inst] = r.cmd("ZRANGE", "fg:gateways", "-1", "-1")
+
+            def attempt(lease_id: str, wait: str, attach: str) -> str:
+                keys = lease_keys("semaphores", name, rid)
+                return r.cmd("FCALL", function, len(keys), *keys, name, lease_id, rid, "30000", "600000", "", wait,
+                             inst, attach, "3000", "100", "130000", "1", "")
+
+            first = self.c.post(path, {"limit": 1, "ttl_ms": 30000})
+            self.assertEqual(first.status, 200, first)
+            self.assertEqual(attempt(lease, "1", "c1" * 16).split(" ")[0], "queued")
+            self.assertEqual(attempt("b2" * 16, "1", "c2" * 16).split(" ")[0], "queued")  # the retry takes it over
+            self.assertEqual(self.cancel(r, name, lease, "c2" * 16, kind="semaphores").split(" ")[0], "canceled")
+            self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": first.body["token"]}).status,
+                             200)
+            newcomer = self.c.post(path, {"limit": 1, "ttl_ms": 30000})
+            self.assertEqual(newcomer.status, 200, newcomer)
+            self.assertEqual(attempt(lease, "again", "c1" * 16).split(" ")[0], "superseded")
+            lives = {suffix: r.cmd("PTTL", base + suffix) for suffix in "hdl"}
+            self.assertTrue(all(ms > 0 for ms in lives.values()), lives)
+        self.assertEqual(self.c.post(f"/v1/semaphores/{name}/release", {"token": newcomer.body["token"]}).status, 200)
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
     def test_a_semaphore_grant_given_up_unanswered_leaves_its_request_id_free(self):
         """The same for a semaphore slot (sem_cancel.lua, mode drop): the retry takes a slot afresh, with a
         newer fence. Caught: the give-up kept the request_id's mapping, so the retry answered 410 "has ended"
