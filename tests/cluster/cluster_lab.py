@@ -345,15 +345,16 @@ class ClusterLab:
                                "--cluster-yes", "--cluster-pipeline", str(pipeline)],
                               capture_output=True, text=True, timeout=600)
 
-    def move_slot(self, slot: int, src: dict, dst: dict):
+    def move_slot(self, slot: int, src: dict, dst: dict, primaries: list[int] | None = None):
         """Moves one slot by hand, as redis-cli does: IMPORTING on the destination, MIGRATING on the
-        source, its keys MIGRATEd, then the new owner told to every primary. src and dst are shards."""
+        source, its keys MIGRATEd, then the new owner told to every primary (those of primaries, where the
+        nodes are not to be asked: CLUSTER SHARDS refused). src and dst are shards."""
         ok = [resp(dst["primary"], "CLUSTER", "SETSLOT", str(slot), "IMPORTING", src["primary_id"]),
               resp(src["primary"], "CLUSTER", "SETSLOT", str(slot), "MIGRATING", dst["primary_id"])]
         while (keys := resp(src["primary"], "CLUSTER", "GETKEYSINSLOT", str(slot), "100")) and ok[-1] == "OK":
             ok.append(resp(src["primary"], "MIGRATE", "127.0.0.1", str(dst["primary"]), "", "0", "5000",
                            "KEYS", *keys, timeout=10))
-        for p in self.primaries():
+        for p in primaries or self.primaries():
             ok.append(resp(p, "CLUSTER", "SETSLOT", str(slot), "NODE", dst["primary_id"]))
         if any(r != "OK" for r in ok):
             raise RuntimeError(f"cluster lab: moving slot {slot} failed: {ok}")

@@ -18,7 +18,10 @@ Postgres. Each test names in its docstring a mutation of the gateway it was seen
 6. dead letters are kept per slot and listed from every slot by `fencegate audit-dead-letters`;
 7. a replica promoted from a slot's old owner, which lives on, still counts a loss;
 8. so does a new owner restarted from data older than its adoption of a moved slot (docs/cluster.md, "A moved
-   slot").
+   slot");
+9. a write under require_live_lease whose script cannot read the lease where the gateway's map put it (the lock's
+   slot moved away behind the map) asks about the lease outside it: applied while the lease holds, refused 410
+   lease_expired once it ended (docs/design.md, "Writes under a live lease").
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test); FG_CLUSTER_LONG=1 adds the minute-long wait of test_4b:
     FG_CLUSTER_LONG=1 scripts/test -R cluster.rw
@@ -29,15 +32,18 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from cluster_lab import SLOTS, LabTestCase, crc16, lab_gateway, resp, slot_tag, wait  # noqa: E402
+from cluster_lab import SLOTS, LabTestCase, as_kv, crc16, lab_gateway, resp, slot_tag, wait  # noqa: E402
 from harness import Gateway, psql, run_fencegate  # noqa: E402
+from lab import encode, read_reply  # noqa: E402  (tests/ha, on the path cluster_lab set)
 
 PREFIX = "app:"
+LIVE = "live:"  # a prefix with require_live_lease (docs/api.md)
 
 
 def slot_of(key: str) -> int:
@@ -56,6 +62,34 @@ def rejections(resource: str) -> list[tuple[str, str, int]]:
     return [(r.split("|")[0], r.split("|")[1], int(r.split("|")[2])) for r in rows]
 
 
+class Monitor:
+    """The commands a node runs from now on (MONITOR, on a connection of its own); commands() reads them up to
+    a marker sent after, so it holds exactly what the node ran before it was called. Commands a node refuses
+    (MOVED, ASK, a script's read of a key of a slot it does not serve) are not in it."""
+
+    def __init__(self, port: int):
+        self.port = port
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.file = self.sock.makefile("rb")
+        self.sock.sendall(encode("MONITOR"))
+        if read_reply(self.file) != "OK":
+            raise RuntimeError(f"MONITOR refused on {port}")
+
+    def commands(self, *args: str) -> list[str]:
+        """The commands run (MONITOR's lines) that have each of args as an argument; closes the monitor."""
+        marker = f"monitor-end-{time.monotonic_ns()}"
+        resp(self.port, "ECHO", marker)
+        lines = []
+        while marker not in (line := read_reply(self.file)):
+            lines.append(line)
+        self.close()
+        return [ln for ln in lines if all(f'"{a}"' in ln for a in args)]
+
+    def close(self):
+        self.file.close()
+        self.sock.close()
+
+
 class ClusterWriteTest(LabTestCase):
     gw: Gateway | None = None
 
@@ -71,7 +105,7 @@ class ClusterWriteTest(LabTestCase):
 
     @classmethod
     def gateway(cls) -> Gateway:
-        return lab_gateway(cls.lab, {"redis_prefixes": [PREFIX]})
+        return lab_gateway(cls.lab, {"redis_prefixes": [PREFIX, {"prefix": LIVE, "require_live_lease": True}]})
 
     # --- helpers ---------------------------------------------------------------------------------------
     def keys_on_every_primary(self, per_primary: int, what: str) -> dict[int, list[str]]:
@@ -476,6 +510,79 @@ class ClusterWriteTest(LabTestCase):
         for replica in dst["replicas"]:
             self.lab.start_node(replica)
         self.lab.wait_converged(timeout=60)
+
+    def test_9_a_lease_the_write_script_cannot_read_is_asked(self):
+        """A lock and a key of a require_live_lease prefix in two slots of one primary, so the write script reads
+        the lease itself (fenced_redis.c look_before). The lock's slot then moves to another primary while the
+        gateway's map still puts it on the key's (the nodes refuse CLUSTER SHARDS meanwhile: a gateway fetches
+        its map again when the slot leaves the node, Redis ending its shard subscription there): the script's
+        read fails and answers nolook, the gateway asks about the lease (MOVED to its node) and runs the write
+        again without the look: applied, the write script run twice. Released, and the map stale again, the
+        lock's late write is refused: 410 lease_expired, nothing written, one audit row, the script run once.
+        Caught: nolook read as the script's last answer (503 where 200 was due); nolook taken as a lease that
+        holds, the write run again unasked (the released lock's write applied: 200 where 410 was due)."""
+        shards = self.lab.shards()
+        src, dst = shards[0], shards[1]
+        home, there, primaries = src["primary"], dst["primary"], [s["primary"] for s in shards]
+        owners, used = self.lab.slot_owners(home), {int(s) for s in psql("SELECT slot FROM fencegate.fence_slots")}
+        lock = next(n for i in range(5000) if owners[slot_of(n := f"nolook-{self.run_tag}-{i}")] == home)
+        slot = slot_of(lock)
+        # the key's slot never used: its first use raises no write floor above the lock's fences
+        key = next(k for i in range(5000) if owners[slot_of(k := f"{LIVE}nolook/{self.run_tag}/{i}")] == home
+                   and slot_of(k) not in used | {slot})
+        lease = self.acquire(lock)
+        # The slot's first write finds no write floor and no revoked set there yet, and runs again after each.
+        self.assertEqual(self.put(key, lease["token"], "first").status, 200)
+        r, seen = self.put_seen(key, lease["token"], "before", lock, home, there)
+        self.assertEqual((r.status, seen), (200, (1, 0, False)), r)  # the lease read inside the write script
+        fence_key = f"fg:rf:{{{slot_tag(slot_of(key))}}}:{key}"
+        self.map_fetches(False)
+        try:
+            self.lab.move_slot(slot, src, dst, primaries)
+            r, seen = self.put_seen(key, lease["token"], "moved", lock, home, there)
+            self.assertEqual((r.status, r.body.get("fence"), seen), (200, lease["fence"], (2, 1, True)), r)
+            self.assertEqual(resp(home, "GET", key), "moved")
+            self.assertEqual(self.gw.http("POST", f"/v1/locks/{lock}/release", {"token": lease["token"]}).status, 200)
+            # The ask's MOVED told the gateway where the lock's slot is: it comes back, a read of the lock tells
+            # the gateway so (MOVED), and it moves away again behind the gateway's back.
+            self.lab.move_slot(slot, dst, src, primaries)
+            self.assertEqual(self.gw.http("GET", f"/v1/locks/{lock}").body.get("held"), False)
+            self.lab.move_slot(slot, src, dst, primaries)
+            r, seen = self.put_seen(key, lease["token"], "late", lock, home, there)
+            self.assertEqual((r.status, r.body.get("type"), r.body.get("reason"), r.body.get("resource"), seen),
+                             (410, "/problems/lease_lost", "lease_expired", "redis:" + key, (1, 1, True)), r)
+        finally:
+            self.map_fetches(True)
+            self.lab.wait_converged()
+        self.assertEqual((resp(home, "GET", key), resp(home, "GET", fence_key)), ("moved", str(lease["fence"])))
+        self.assertEqual([(reason, fence) for reason, _, fence in rejections("redis:" + key)],
+                         [("lease_expired", lease["fence"])])
+
+    def put_seen(self, key: str, token: str, value: str, lock: str, home: int, there: int):
+        """PUTs value at key with token; returns the answer and what the nodes saw: (runs of the write script on
+        home, key's node; reads home refused, a script's read of a key of a slot it does not serve among them;
+        whether lock's lease was looked at on there, once or more: a slot's first use on its new owner, its
+        adoption, may run the look again)."""
+        refused = self.refused_gets(home)
+        writes, looks = Monitor(home), Monitor(there)
+        try:
+            r = self.put(key, token, value)
+            return r, (len(writes.commands("FCALL", self.function(home, "rw_put"), key)),
+                       self.refused_gets(home) - refused, bool(looks.commands("FCALL", f"fg:lk:{{{lock}}}:h")))
+        finally:
+            writes.close()
+            looks.close()
+
+    def refused_gets(self, port: int) -> int:
+        """GETs the node refused (INFO commandstats rejected_calls)."""
+        v = self.lab.info(port, "commandstats").get("cmdstat_get")
+        return int(as_kv(v).get("rejected_calls", "0")) if v else 0
+
+    def map_fetches(self, allowed: bool) -> None:
+        """Lets every node answer CLUSTER SHARDS, the slot map's fetch, or refuses it (ACL of the default user):
+        a gateway then keeps the map it has, but for the slots a MOVED corrects."""
+        for p in self.lab.procs:
+            self.assertEqual(resp(p, "ACL", "SETUSER", "default", ("+" if allowed else "-") + "cluster|shards"), "OK")
 
     def function(self, port: int, stem: str) -> str:
         """The name of the gateway's function stem as loaded on the node (fg_<stem>_<digest>)."""
