@@ -87,6 +87,9 @@ struct http_conn {
     pthread_mutex_t phase_lock; /* guards phase: a wake comes from any thread */
     enum conn_phase phase;      /* where the request is in its lifecycle (conn_phase.h) */
     struct http_reply reply;    /* the reply being built */
+    /* an answer after a wait, counted and logged once libmicrohttpd has sent it or failed to
+     * (on_completed): its method and path, libmicrohttpd's, valid until then; NULL otherwise */
+    const char *sent_method, *sent_url;
 };
 
 /* What a connection keeps from one request to the next: when its next request
@@ -383,6 +386,19 @@ static void log_request(const struct http_request *req, const char *method, cons
     log_line_end(&line);
 }
 
+/* The status a request whose client closed the connection first is counted
+ * and logged with (nginx's "client closed request"): a normal end of a wait or
+ * a watch, never a 5xx. */
+#define STATUS_CLIENT_CLOSED 499
+
+/* Counts req's answer in the metrics and writes its request line. */
+static void record_reply(const struct http_request *req, const char *method, const char *url)
+{
+    metrics_request(req->match.route ? req->match.route->label : NULL, req->conn->reply.status,
+                    req->conn->reply.problem, clock_mono_ms() - req->started_ms);
+    log_request(req, method, url);
+}
+
 /* Gives back the grant req answered, once (its answer could not reach the client). */
 static void give_back(struct http_request *req)
 {
@@ -427,6 +443,11 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
         return;
     *con_cls = NULL;
     bool ends = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK || answer_ends_connection(req);
+    if (req->conn->sent_url != NULL) {
+        if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) /* the client hung up first */
+            req->conn->reply.status = STATUS_CLIENT_CLOSED;
+        record_reply(req, req->conn->sent_method, req->conn->sent_url);
+    }
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         give_back(req); /* a grant whose sending failed */
     request_free(req);
@@ -530,23 +551,22 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
         router_allow_header(req->match.allowed, allow, sizeof allow);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     }
+    bool after_wait = conn_phase_of(conn) == CONN_RUNNING;
     enum MHD_Result rc = MHD_queue_response(conn->mhd, (unsigned int)reply->status, resp);
     MHD_destroy_response(resp);
     conn_step(conn, CONN_EV_ANSWER);
-    metrics_request(req->match.route ? req->match.route->label : NULL, reply->status,
-                    reply->problem, clock_mono_ms() - req->started_ms);
-    log_request(req, method, url);
+    if (after_wait) { /* its client may hang up meanwhile: counted once sent (on_completed) */
+        conn->sent_method = method;
+        conn->sent_url = url;
+    } else {
+        record_reply(req, method, url);
+    }
     return rc;
 }
 
 /* Set while this thread closes the connection of a client that is gone:
  * libmicrohttpd then reports an "internal error", which is not one. */
 static _Thread_local bool closing_gone_client;
-
-/* The status a request whose client closed the connection first is counted
- * and logged with (nginx's "client closed request"): a normal end of a wait or
- * a watch, never a 5xx. */
-#define STATUS_CLIENT_CLOSED 499
 
 /* Counts and logs the reply of a client that is gone, and closes its
  * connection without writing to it. */
@@ -556,9 +576,7 @@ static enum MHD_Result drop_reply(struct http_request *req, const char *method, 
     conn_step(conn, CONN_EV_DROP);
     closing_gone_client = true;
     conn->reply.status = STATUS_CLIENT_CLOSED;
-    metrics_request(req->match.route ? req->match.route->label : NULL, conn->reply.status,
-                    conn->reply.problem, clock_mono_ms() - req->started_ms);
-    log_request(req, method, url);
+    record_reply(req, method, url);
     return MHD_NO;
 }
 
@@ -1101,6 +1119,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
     return dispatch(req, method, url);
 }
 
+/* libmicrohttpd's words for a peer that went away while it sent or read:
+ * normal client behaviour (the request is counted 499), not a fault. */
+static const char *const peer_gone_errors[] = {
+    "The connection was forcibly closed by remote peer",
+    "The socket is not connected",
+    "The socket is no longer available for sending",
+    "Socket has been disconnected when reading request",
+};
+
+/* The level of a library line: debug where it says the peer went away. */
+static enum log_level library_line_level(const char *line)
+{
+    for (size_t i = 0; i < sizeof peer_gone_errors / sizeof peer_gone_errors[0]; i++)
+        if (strstr(line, peer_gone_errors[i]) != NULL)
+            return LOG_DEBUG;
+    return LOG_WARN;
+}
+
 /* MHD_LogCallback: libmicrohttpd's own error lines, as JSON log lines (but the
  * one that follows drop_reply on the same thread). */
 static void log_library(void *cls, const char *fmt, va_list ap)
@@ -1116,7 +1152,9 @@ static void log_library(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
         line[--n] = '\0';
-    log_event(LOG_WARN, "http_library", json_pack("{s:o}", "detail", fgjson_string(line)));
+    enum log_level level = library_line_level(line);
+    if (log_enabled(level))
+        log_event(level, "http_library", json_pack("{s:o}", "detail", fgjson_string(line)));
 }
 
 /* Raises the soft descriptor limit to the hard one and returns how many

@@ -13,9 +13,11 @@ ended); watches counted in fencegate_waiters; a revoked write counted as stale.
 Owns: the metrics the gateway exposes. Must not: test the lock semantics themselves.
 """
 
+import json
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -25,7 +27,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, Redis, same_slot, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, same_slot, wait_for  # noqa: E402
 from pg_helpers import config  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (-?[0-9.e+]+|\+Inf|NaN)$')
@@ -198,6 +200,40 @@ class MetricsTest(GatewayTest):
         self.assertGreater(value(after, "fencegate_fence_headroom"), 0)
         self.assertIn(("fencegate_revocations_total", frozenset({("kind", "lock")})), after)
         self.assertGreater(value(after, "fencegate_backend_request_duration_seconds_count", backend="redis"), 0)
+
+    def test_a_watch_whose_answer_could_not_be_sent_counts_as_499(self):
+        """A watch's client closes its connection (a reset) as soon as it saw the lease released, as fencectl's
+        exit does: the watch's answer races the close. An answer the library could not send is counted and
+        logged 499, its send failure logged at debug, never as a warning. Debug lines on, each failed send
+        (named by its path) is matched with its request line. Caught (before): those answers were counted and
+        logged 200 as they were queued, and each failed send was a warn-level http_library line."""
+        runs = 40
+        with Gateway(config={**config(), "log_level": "debug"}) as gw:
+            def watches() -> float:
+                return next(float(line.split()[1]) for line in gw.http("GET", "/metrics").body.splitlines()
+                            if line.startswith("fencegate_watches "))
+            with gw.client() as c:
+                for _ in range(runs):
+                    name = f"m-rst-{uuid.uuid4().hex[:8]}"
+                    held = c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 30000}).body
+                    sock = socket.create_connection(("127.0.0.1", gw.port))
+                    sock.sendall(f"GET /v1/locks/{name}?watch=true&fence={held['fence']}&wait_ms=20000 HTTP/1.1\r\n"
+                                 f"Host: 127.0.0.1:{gw.port}\r\n\r\n".encode())
+                    wait_for(lambda: watches() == 1, timeout=10, what="a parked watch")
+                    self.assertEqual(c.post(f"/v1/locks/{name}/release", {"token": held["token"]}).status, 200)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.close()
+            wait_for(lambda: watches() == 0, timeout=10, what="every watch ended")
+            lines = [json.loads(line) for line in gw.log_text().splitlines() if line.startswith("{")]
+        answered = {line["path"]: line["status"] for line in lines
+                    if line.get("event") == "request" and line.get("route") == "lock_status"}
+        self.assertEqual(len(answered), runs, "a watch counted twice or never")
+        failed = [re.search(r"for `([^']*)'", line["detail"]).group(1) for line in lines
+                  if line.get("event") == "http_library" and "Failed to send" in line.get("detail", "")]
+        self.assertTrue(failed, "no answer's sending failed in any run: the race was not met")
+        self.assertEqual({answered[path] for path in failed}, {499}, "an answer never sent counted as sent")
+        self.assertEqual([line for line in lines if line.get("event") == "http_library" and line["level"] != "debug"],
+                         [])
 
     def test_a_client_closing_its_watch_or_wait_is_not_an_error(self):
         name = f"m-w-{uuid.uuid4().hex[:8]}"
