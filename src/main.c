@@ -356,7 +356,11 @@ int main(int argc, char **argv)
             list_dead = true;
             continue;
         }
-        if (strcmp(argv[i], "fence-column") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "fence-column") == 0) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "fencegate: fence-column needs a TABLE\n%s", usage);
+                return 2;
+            }
             move_table = argv[++i];
             continue;
         }

@@ -3,7 +3,7 @@
 fences lived in fencegate.resource_fences gets its configured fence column (added as a bigint when
 missing) with each row's fence moved there, so that once the gateways restart with the column configured a
 stale holder's write is still refused. Run twice, it moves nothing more; a table without fence_column in
-the config, or not in the config, is refused with exit status 2.
+the config, or not in the config, is refused with exit status 2, and so is the command without a TABLE.
 
 Broken variant this caught when tried: a move that matched no resource (the column stayed empty, so the
 switch would have let the stale holder's write through). The key written as `07` checks that the move
@@ -71,6 +71,14 @@ class FenceMoveTest(unittest.TestCase):
         r = run_fencegate(["fence-column", "no_such_table"], config=self.column)
         self.assertEqual(r.returncode, 2, r)
         self.assertIn("is not under tables", r.stdout + r.stderr)
+
+    def test_names_a_missing_table(self):
+        """`fencegate fence-column` without TABLE says the TABLE is missing, exit status 2. Failed before the
+        fix: it called fence-column an unknown argument."""
+        r = run_fencegate(["fence-column"])
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn("fence-column needs a TABLE", r.stderr)
+        self.assertNotIn("unknown argument", r.stderr)
 
 
 if __name__ == "__main__":
