@@ -219,9 +219,9 @@ static void log_startup_failure(const struct fg_error *err)
                         fgjson_string(err->msg)));
 }
 
-/* Puts cfg's API keys in force (cfg gives them up); warns whenever auth is
- * off, loudly when a gateway reachable beyond loopback lets anyone in. */
-static void auth_take(struct config *cfg)
+/* Warns whenever cfg turns auth off, loudly when a gateway reachable beyond
+ * loopback lets anyone in. */
+static void warn_auth_off(const struct config *cfg)
 {
     if (!cfg->keyset->required && !config_host_is_loopback(cfg->listen_host))
         log_event(LOG_WARN, "auth_off_beyond_loopback",
@@ -240,6 +240,14 @@ static void auth_take(struct config *cfg)
                                   "take any lock and write any configured row or key; requests "
                                   "through a proxy (Forwarded, X-Forwarded-*, X-Real-IP) are "
                                   "refused until auth.mode is set"));
+}
+
+/* Puts cfg's API keys in force (cfg gives them up); a gateway about to serve
+ * (serving) warns if auth is off, a command that serves nothing stays quiet. */
+static void auth_take(struct config *cfg, bool serving)
+{
+    if (serving)
+        warn_auth_off(cfg);
     auth_publish(cfg->keyset);
     cfg->keyset = NULL;
 }
@@ -285,7 +293,7 @@ static void reload(void)
     }
     if (tls != NULL)
         tls_publish(tls);
-    auth_take(&fresh);
+    auth_take(&fresh, true);
     const struct token_keyring *ring = secret_current();
     log_event(LOG_INFO, "reloaded",
               json_pack("{s:I, s:b, s:s, s:I}", "keys", (json_int_t)auth_current()->nkeys,
@@ -380,9 +388,10 @@ int main(int argc, char **argv)
     }
     log_set_level(cfg.log_level);
     gw.cfg = &cfg;
-    auth_take(&cfg);
+    bool serving = !list_dead && !migrate_only && move_table == NULL;
+    auth_take(&cfg, serving);
     struct tls_identity *tls = NULL;
-    if (!list_dead && !migrate_only && move_table == NULL && tls_load(&cfg, &tls, &err) != 0) {
+    if (serving && tls_load(&cfg, &tls, &err) != 0) {
         fprintf(stderr, "fencegate: configuration: %s\n", err.msg);
         auth_shutdown();
         config_free(&cfg);
