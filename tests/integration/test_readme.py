@@ -3,8 +3,9 @@
 
 - `examples/walkthrough.sh` runs against a gateway started with examples/fencegate.json, and its output
   is the output the README shows ("A walk-through with curl"), once what differs from run to run is set
-  aside: the invoice id (the README's 42; each run takes its own), tokens, audit ids, timestamps, and
-  every number of five digits or more (fences, times);
+  aside: the gateway's URL (the README's default http://127.0.0.1:8480), the invoice id (the README's 42;
+  each run takes its own), tokens, audit ids, timestamps, and every number of five digits or more (fences,
+  times); every token the commands use is set by an `export` line the script prints;
 - the README's `fencectl lock ... -- examples/close-invoice.sh 42` closes the invoice under the lock;
 - the README's pip lines (a venv that uses Debian's setuptools, as PEP 668 wants) install the Python
   client, which then imports;
@@ -70,13 +71,22 @@ class ReadmeTest(GatewayTest):
         invoice_id = f"t{uuid.uuid4().hex[:8]}"
         r = self.run_script(WALKTHROUGH, invoice_id)
         self.assertEqual(r.returncode, 0, r.stderr)
-        got, shown = normalized(r.stdout, invoice_id), normalized(shown_output(), "42")
+        self.assertIn(f"$ curl -s -H \"$AUTH\" -X POST {self.gw.base}/v1/locks/", r.stdout)  # the real URL
+        got = normalized(r.stdout.replace(self.gw.base, "http://127.0.0.1:8480"), invoice_id)
+        shown = normalized(shown_output(), "42")
         self.assertEqual(got.rstrip().splitlines(), shown.rstrip().splitlines(),
                          "README.md shows other output than examples/walkthrough.sh prints; paste a run's")
         # The story holds: A's late write refused as stale, A's renew lost, B's writes applied.
         statuses = re.findall(r"(?m)^(\d{3}) ", r.stdout)
         self.assertEqual(statuses, ["200", "200", "200", "200", "409", "200", "410", "200", "200", "200", "200",
                                     "200", "200", "200", "200"])
+        # Pasteable: each token variable a command uses is set by an export line printed before it.
+        exported = set()
+        for line in r.stdout.splitlines():
+            exported.update(re.findall(r"^\$ export (\w+)=fgt2\.", line))
+            if line.startswith("$ curl"):
+                self.assertTrue(set(re.findall(r"\$(\w_TOKEN)", line)) <= exported, line)
+        self.assertEqual(exported, {"A_TOKEN", "B_TOKEN", "S_TOKEN"})
 
     def test_close_invoice_under_fencectl(self):
         invoice_id = f"c{uuid.uuid4().hex[:8]}"
