@@ -3,7 +3,8 @@
  * handlers_pg.c - the /v1/pg endpoints. Each write finds its table, takes its
  * writer from the headers (fenced_write.c, as the Redis writes do), reads the
  * body into a fenced_op and hands it to fenced_pg; the answer is the row after
- * the write (the key and the listed columns; 204 without it when the client
+ * the write (the key and the listed columns, or to a key that may not read the
+ * table the key and the columns it wrote; 204 without it when the client
  * prefers return=minimal), or the refusal fenced_write.c answers for both
  * front ends. Rows go into answers as the JSON text the store made of them,
  * never read again, so their numbers keep every digit. It never builds SQL
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/keyset.h"
 #include "gateway.h"
 #include "http/fenced_write.h"
 #include "store/fenced/fenced_pg.h"
@@ -41,13 +43,17 @@ static long path_table(const struct http_request *req, struct fg_error *err)
     return table;
 }
 
-/* Refuses op unless claims are of the lease its table binds its rows to: the
- * lease named for the row's identity (its key's canonical text, the scale of a
- * numeric dropped), the text that names the row in its resource. */
-static int op_bound(const struct table_schema *schema, const struct fenced_op *op,
-                    const struct token_claims *claims, struct fg_error *err)
+/* Readies op, parsed, for its write: refuses it unless claims are of the
+ * lease its table binds its rows to (the lease named for the row's identity:
+ * its key's canonical text, the scale of a numeric dropped, the text that
+ * names the row in its resource), and notes whether the caller may read its
+ * table, which decides how much of the row the answer shows. */
+static int op_ready(const struct http_request *req, const struct table_schema *schema,
+                    struct fenced_op *op, const struct token_claims *claims, struct fg_error *err)
 {
-    char identity[SEGMENT_MAX_LEN + 1], resource[SEGMENT_MAX_LEN * 2];
+    char identity[SEGMENT_MAX_LEN + 1], resource[SEGMENT_MAX_LEN * 2], read_scope[ROUTE_SCOPE_MAX];
+    snprintf(read_scope, sizeof read_scope, "pg:%s:read", schema->cfg->name);
+    op->may_read = api_key_permits(req->principal, read_scope);
     key_row_identity(&schema->key_shape, op->key, identity, sizeof identity);
     snprintf(resource, sizeof resource, "pg:%s/%s", schema->cfg->name, identity);
     return fenced_write_bound(METRIC_BACKEND_PG, &schema->cfg->guard, identity, claims, resource,
@@ -78,7 +84,7 @@ static enum handler_result single_write(struct http_request *req, struct http_re
     struct fenced_result res;
     bool want_row = fenced_write_wants_row(req);
     if (fenced_op_parse(schemas, (size_t)table, kind, path_key, body, &op, &err) != 0 ||
-        op_bound(&schemas[table], &op, &claims, &err) != 0 ||
+        op_ready(req, &schemas[table], &op, &claims, &err) != 0 ||
         fenced_pg_write(&op, &who, want_row, &res, &err) != 0) {
         fenced_op_free(&op);
         return fail(reply, &err);
@@ -174,13 +180,16 @@ static int batch_permitted(const struct http_request *req, const json_t *body, s
     return 0;
 }
 
-/* Every op of a batch must be of a row its token's lease guards (if bound). */
-static int batch_bound(const struct table_schema *schemas, const struct fenced_batch *batch,
-                       const struct token_claims *claims, struct fg_error *err)
+/* Readies every op of a batch (op_ready): each must be of a row its token's
+ * lease guards (if bound), and shows as much of its row as the caller may
+ * read of its table. */
+static int batch_ready(const struct http_request *req, const struct table_schema *schemas,
+                       struct fenced_batch *batch, const struct token_claims *claims,
+                       struct fg_error *err)
 {
     for (size_t i = 0; i < batch->nops; i++) {
         struct fg_error why = {0};
-        if (op_bound(&schemas[batch->ops[i].table], &batch->ops[i], claims, &why) != 0)
+        if (op_ready(req, &schemas[batch->ops[i].table], &batch->ops[i], claims, &why) != 0)
             return fg_fail(err, why.code, "ops[%zu]: %s", i, why.msg);
     }
     return 0;
@@ -203,7 +212,7 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     if (batch_permitted(req, body, &err) != 0 ||
         fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0 ||
-        batch_bound(schemas, &batch, &claims, &err) != 0 ||
+        batch_ready(req, schemas, &batch, &claims, &err) != 0 ||
         fenced_pg_batch(&batch, &who, want_row, &res, &err) != 0) {
         fenced_batch_free(&batch);
         return fail(reply, &err);

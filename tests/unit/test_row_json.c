@@ -4,9 +4,10 @@
  * each kind written as Postgres's row_to_json writes it (the expected texts
  * are row_to_json's for the same values, Postgres 15, DateStyle ISO), names
  * and strings escaped as it escapes them, and the kind names of the catalog
- * query.
+ * query; a row cut down to some of its members, each kept byte for byte.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -134,6 +135,40 @@ static void long_rows(void **state)
     free(expect);
 }
 
+/* The text row_json_pick writes of row for shown (n members). */
+static void picked(const char *row, const bool *shown, size_t n, const char *expect)
+{
+    char first[8];
+    struct fgjson_out out;
+    fgjson_out_init(&out, first, sizeof first);
+    row_json_pick(&out, row, shown, n);
+    assert_string_equal(out.buf, expect);
+    assert_int_equal(strlen(out.buf) + 1, out.len);
+    fgjson_out_free(&out);
+}
+
+/* Members kept as they stand: numbers with every digit, strings with quotes,
+ * commas and braces inside, json values with nested objects, arrays and white
+ * space; the members not shown leave nothing, the rest keep their order. */
+static void picks(void **state)
+{
+    (void)state;
+    const char *row = "{\"id\":\"k,}\",\"amount\":12345678901234567890.10,"
+                      "\"co\\\"l\":\"a\\\"},{\\\\\",\"j\":{\"x\" : [1, {\"y\": \"]\"}], \"z\":null},"
+                      "\"n\":null}";
+    picked(row, (bool[]){true, false, false, false, false}, 5, "{\"id\":\"k,}\"}");
+    picked(row, (bool[]){true, true, false, true, false}, 5,
+           "{\"id\":\"k,}\",\"amount\":12345678901234567890.10,"
+           "\"j\":{\"x\" : [1, {\"y\": \"]\"}], \"z\":null}}");
+    picked(row, (bool[]){false, false, true, false, true}, 5,
+           "{\"co\\\"l\":\"a\\\"},{\\\\\",\"n\":null}");
+    picked(row, (bool[]){true, true, true, true, true}, 5, row);
+    picked(row, (bool[]){false, false, false, false, false}, 5, "{}");
+    /* fewer members than asked for, white space around them, an empty row */
+    picked(" { \"id\" : 7 , \"v\" : true } ", (bool[]){false, true, true}, 3, "{\"v\" : true }");
+    picked("{}", (bool[]){true}, 1, "{}");
+}
+
 static void kind_names(void **state)
 {
     (void)state;
@@ -152,7 +187,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(numbers), cmocka_unit_test(other_kinds), cmocka_unit_test(timestamps),
-        cmocka_unit_test(rows),    cmocka_unit_test(long_rows),   cmocka_unit_test(kind_names),
+        cmocka_unit_test(rows),    cmocka_unit_test(long_rows),   cmocka_unit_test(picks),
+        cmocka_unit_test(kind_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,9 @@ struct fenced_op {
     bool *written;         /* per writable column: set by this operation (owned) */
     char **values;         /* per writable column: its text, NULL for SQL NULL (owned) */
     size_t ncolumns;       /* entries in written and values */
+    bool may_read;         /* its writer may read its table (pg:<table>:read): its answer's row
+                              holds the key and every listed column, else only the key and the
+                              columns it writes (set by the caller; false after a parse) */
 };
 
 struct fenced_batch {

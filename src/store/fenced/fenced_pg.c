@@ -20,7 +20,8 @@
  * judged forms), each judged where it stands. A write to a table that requires
  * a live lease runs in a transaction of its own (no write group), and it and
  * a batch that holds one commit only if the writer's lease still holds once
- * their statements have run.
+ * their statements have run. An answered row shows a writer that may not
+ * read its table only the key and the columns it wrote.
  * It must not speak libpq (pg.c does) nor parse request bodies (fenced_op.c
  * does).
  */
@@ -39,6 +40,7 @@
 #include "store/fenced/fenced_refusal.h"
 #include "store/fenced/fenced_schema.h"
 #include "store/fenced/revocations.h"
+#include "store/fenced/row_json.h"
 #include "store/fenced/write_group.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
@@ -46,7 +48,8 @@
 #define STMT_CACHE_MAX      4096 /* prepared write statements kept; further ones run unprepared */
 #define PG_ERR_PREFIX       "postgres: "
 #define BATCH_BUF           2048 /* room for a batch's answered items (more moves to the heap) */
-#define DEADLOCK_BACKOFF_MS 50   /* a deadlock's victim waits this long before it runs again */
+#define ROW_TEXT_BUF        512 /* room for a row cut down for its writer (more moves to the heap) */
+#define DEADLOCK_BACKOFF_MS 50  /* a deadlock's victim waits this long before it runs again */
 
 /* A write statement of one (table, kind, written columns). */
 struct write_stmt {
@@ -612,17 +615,39 @@ static char *op_resource(const struct fenced_op *op)
     return resource;
 }
 
+/* Cuts res->after, op's row (the key, then the listed columns), down to what
+ * op's writer may see: all of it where it may read op's table, else the key
+ * and the columns op writes, so that a key with only the write scope learns
+ * nothing through the answer that it did not write itself. The columns come
+ * in the statement's one answer either way: leaving them out of it would
+ * double the prepared statements for no round trip saved. */
+static void row_shown(const struct fenced_op *op, struct fenced_result *res)
+{
+    if (op->may_read || res->after == NULL)
+        return;
+    bool shown[op->ncolumns + 1];
+    shown[0] = true;
+    memcpy(shown + 1, op->written, op->ncolumns * sizeof *op->written);
+    char first[ROW_TEXT_BUF];
+    struct fgjson_out text;
+    fgjson_out_init(&text, first, sizeof first);
+    row_json_pick(&text, res->after, shown, op->ncolumns + 1);
+    free(res->after);
+    res->after = fgjson_out_take(&text);
+}
+
 /* Fills *res (freed first) for op, written by who and applied; answer: the
  * statement's answer row, NULL when it returned none (return=minimal, or
- * nothing left to return); want_row: the row was asked for. The resource is
- * the answer's, or where the statement did not return it op's key's, as the
- * gateway reads it (store/fenced/key_text.h). */
+ * nothing left to return); want_row: the row was asked for, answered as
+ * row_shown cuts it. The resource is the answer's, or where the statement did
+ * not return it op's key's, as the gateway reads it (store/fenced/key_text.h). */
 static void applied(const struct fenced_op *op, const struct fenced_writer *who,
                     const json_t *answer, bool want_row, struct fenced_result *res)
 {
     const struct table_schema *s = &fpg.schemas[op->table];
     fenced_pg_answer_applied(answer, s, op->key, want_row && op->kind != FENCED_DELETE,
                              who->claims->fence, res);
+    row_shown(op, res);
     if (res->resource == NULL)
         res->resource = op_resource(op);
 }
@@ -673,8 +698,8 @@ static int read_on(struct pg_conn *c, size_t table, const char *key, bool in_tra
  * Fills *res (freed first) for op, written by who to a default-mode table,
  * whose judged form on c said that a trigger of its table skipped it
  * (returned NULL) although its guard passed: the table's own decision,
- * answered as an applied write with the row as it stands, read on c when
- * want_row (NULL where the table kept none), and read for its resource where
+ * answered as an applied write with the row as it stands (as row_shown cuts
+ * it), read on c when want_row (NULL where the table kept none), and read for its resource where
  * the gateway cannot name the row itself (key_identity_known). Its fence
  * holds as an applied write's: its claim committed with the judged form,
  * under the lock of the resource's fence row. in_transaction: c is inside a
@@ -692,6 +717,7 @@ static int skipped(struct pg_conn *c, const struct fenced_op *op, const struct f
         free(res->after);
         res->after = NULL;
     }
+    row_shown(op, res);
     res->outcome = FENCED_APPLIED;
     res->fence = who->claims->fence;
     if (res->resource == NULL)

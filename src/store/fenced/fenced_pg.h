@@ -51,8 +51,9 @@ const struct table_schema *fenced_pg_schemas(size_t *n);
  * when its statement has run (who->lease_check, asked inside its
  * transaction); one whose lease ended is refused as EXPIRED with reason
  * lease_expired, and so is its refusal or missing row. want_row: an applied write's
- * result holds the row (the key and the listed columns), else the row is not
- * read back. A PATCH or DELETE of a missing row fails with FG_ERR_NOT_FOUND, a
+ * result holds the row (the key and the listed columns; where op's writer may
+ * not read its table, op->may_read false, the key and the columns op writes),
+ * else the row is not read back. A PATCH or DELETE of a missing row fails with FG_ERR_NOT_FOUND, a
  * POST of an existing key with FG_ERR_CONFLICT, a value Postgres cannot
  * convert with FG_ERR_INVALID_FIELD naming the column.
  */
@@ -62,7 +63,7 @@ int fenced_pg_write(const struct fenced_op *op, const struct fenced_writer *who,
 /*
  * Runs the operations of batch in one transaction under one fence: all are
  * applied (APPLIED, after: the text of an array of {op, resource, row}, one
- * per op, if want_row; else NULL) or none. If any
+ * per op, each row as a single write's, if want_row; else NULL) or none. If any
  * resource holds a higher fence the result is STALE, one audit row is kept
  * for the request and nothing else changes. With an op on a table that
  * requires a live lease the batch commits only while who's lease holds, as a

@@ -5,7 +5,8 @@
  * escape_json, IsValidJsonNumber; datetime.c: EncodeDateTime). It owns that
  * one correspondence and must not run statements or parse the result: the
  * text goes into the answer as it is, as the rows Postgres builds itself do,
- * so that both answer alike, every digit of their numbers included.
+ * so that both answer alike, every digit of their numbers included. Cutting
+ * a row down to some of its members copies their text; it reads no value.
  */
 #include "store/fenced/row_json.h"
 
@@ -162,6 +163,60 @@ void row_json_write(struct fgjson_out *out, const char *const *names, const char
         put_string(out, names[i]);
         fgjson_out_raw(out, ":", 1);
         put_value(out, texts[i], kinds[i]);
+    }
+    fgjson_out_raw(out, "}", 2); /* the text's NUL too */
+}
+
+/* Skips JSON white space. */
+static const char *skip_space(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    return p;
+}
+
+/* What follows the JSON string whose opening quote is at p. */
+static const char *string_end(const char *p)
+{
+    for (p++; *p != '\0' && *p != '"'; p++)
+        if (*p == '\\' && p[1] != '\0')
+            p++;
+    return *p == '"' ? p + 1 : p;
+}
+
+/* Where the member whose value follows p ends: at the ',' or '}' after it
+ * that no string, object or array inside it holds, or at the NUL. */
+static const char *member_end(const char *p)
+{
+    size_t depth = 0;
+    while (*p != '\0' && !(depth == 0 && (*p == ',' || *p == '}'))) {
+        if (*p == '"') {
+            p = string_end(p);
+            continue;
+        }
+        if (*p == '{' || *p == '[')
+            depth++;
+        else if ((*p == '}' || *p == ']') && depth > 0)
+            depth--;
+        p++;
+    }
+    return p;
+}
+
+void row_json_pick(struct fgjson_out *out, const char *row, const bool *shown, size_t n)
+{
+    const char *p = skip_space(row);
+    const char *sep = "";
+    p += *p == '{';
+    fgjson_out_raw(out, "{", 1);
+    for (size_t i = 0; i < n && *(p = skip_space(p)) == '"'; i++) {
+        const char *end = member_end(string_end(p));
+        if (shown[i]) {
+            put_text(out, sep);
+            fgjson_out_raw(out, p, (size_t)(end - p));
+            sep = ",";
+        }
+        p = *end == ',' ? end + 1 : end;
     }
     fgjson_out_raw(out, "}", 2); /* the text's NUL too */
 }

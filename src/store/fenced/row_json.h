@@ -6,11 +6,13 @@
  * costs Postgres the columns it returns and nothing more. Each column's kind
  * says how row_to_json writes a value of its type; a type the gateway does
  * not write itself (ROW_JSON_OTHER) reaches it already as JSON, from the
- * statement's to_json. Pure: no I/O.
+ * statement's to_json. A row's text can also be cut down to some of its
+ * members, each kept as it was written. Pure: no I/O.
  */
 #ifndef FG_ROW_JSON_H
 #define FG_ROW_JSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/fgjson.h"
@@ -40,5 +42,15 @@ enum row_json_kind row_json_kind_of(const char *name);
  */
 void row_json_write(struct fgjson_out *out, const char *const *names, const char *const *texts,
                     const enum row_json_kind *kinds, size_t n);
+
+/*
+ * Appends to out the JSON object of the members of row whose entry in shown
+ * is true, each member's text as it stands in row, and a NUL: row is an
+ * object's text as row_to_json or row_json_write writes it (names and values
+ * any JSON text, white space maybe between them), its member i shown by
+ * shown[i]; it has n members (fewer: the rest are not there to show). Row and
+ * shown are borrowed.
+ */
+void row_json_pick(struct fgjson_out *out, const char *row, const bool *shown, size_t n);
 
 #endif
