@@ -7,16 +7,17 @@
  * checks a fence or reads a body.
  *
  * A client that asks for Prefer: return=minimal (RFC 7240, as PostgREST reads
- * it) gets 204 for an applied write, whose row is then not read back.
+ * it) as its first return preference gets 204 for an applied write, whose
+ * row is then not read back.
  */
 #include "http/fenced_write.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "auth/keyset.h"
+#include "http/prefer.h"
 #include "lease/binding.h"
 #include "lease/fence.h"
 #include "lease/live.h"
@@ -114,60 +115,17 @@ void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
         reply_write_lease_lost(reply, (long long)who->claims->fence, refused->resource, reason);
 }
 
-/* Skips optional white space (SP, HTAB). */
-static const char *skip_ows(const char *p)
+/* True if a Prefer line names a return preference: the first line that does
+ * decides, a later one is a second instance of it (RFC 7240 2). */
+static bool names_return(const char *value)
 {
-    while (*p == ' ' || *p == '\t')
-        p++;
-    return p;
-}
-
-/* Reads a token or a quoted string at p into [*start, *start + *len) (the
- * quotes left out; a quoted string's escapes are kept, which no value
- * compared here contains); returns what follows. */
-static const char *read_word(const char *p, const char **start, size_t *len)
-{
-    if (*p == '"') {
-        const char *q = ++p;
-        while (*q != '\0' && *q != '"')
-            q += q[0] == '\\' && q[1] != '\0' ? 2 : 1;
-        *start = p;
-        *len = (size_t)(q - p);
-        return *q == '"' ? q + 1 : q;
-    }
-    *start = p;
-    *len = strcspn(p, " \t=;,\"");
-    return p + *len;
-}
-
-static bool word_is(const char *start, size_t len, const char *expected)
-{
-    return len == strlen(expected) && strncasecmp(start, expected, len) == 0;
-}
-
-bool fenced_write_prefers_minimal(const char *prefer)
-{
-    const char *p = prefer != NULL ? prefer : "";
-    while (*p != '\0') {
-        const char *name, *value = "";
-        size_t name_len, value_len = 0;
-        p = read_word(skip_ows(p), &name, &name_len);
-        p = skip_ows(p);
-        if (*p == '=')
-            p = read_word(skip_ows(p + 1), &value, &value_len);
-        if (word_is(name, name_len, "return") && word_is(value, value_len, "minimal"))
-            return true;
-        while (*p != '\0' && *p != ',') /* parameters of this preference, or junk */
-            p = *p == '"' ? read_word(p, &value, &value_len) : p + 1;
-        if (*p == ',')
-            p++;
-    }
-    return false;
+    return prefer_return_of(value) != PREFER_RETURN_NONE;
 }
 
 bool fenced_write_wants_row(const struct http_request *req)
 {
-    return !http_request_header_any(req, HEADER_PREFER, fenced_write_prefers_minimal);
+    const char *line = http_request_header_first(req, HEADER_PREFER, names_return);
+    return prefer_return_of(line) != PREFER_RETURN_MINIMAL;
 }
 
 void fenced_write_applied_minimal(struct http_reply *reply, enum metric_backend backend)

@@ -49,12 +49,9 @@ void fenced_write_refused(struct http_reply *reply, enum metric_backend backend,
                           const struct fenced_writer *who, const struct fenced_result *refused,
                           const char *method);
 
-/* True if a Prefer header value (NULL: none) asks for return=minimal among its
- * preferences (names and values case-insensitive, values maybe quoted). */
-bool fenced_write_prefers_minimal(const char *prefer);
-
-/* False when the request asks not to have the written row back
- * (Prefer: return=minimal): its answer is then fenced_write_applied_minimal. */
+/* False when the request asks not to have the written row back: its first
+ * return preference, over its Prefer lines in order (http/prefer.h), is
+ * return=minimal; its answer is then fenced_write_applied_minimal. */
 bool fenced_write_wants_row(const struct http_request *req);
 
 /* Answers an applied write of backend that asked for return=minimal: 204 with

@@ -1285,29 +1285,36 @@ const char *http_request_header(const struct http_request *req, const char *name
     return MHD_lookup_connection_value(req->conn->mhd, MHD_HEADER_KIND, name);
 }
 
-/* What http_request_header_any looks for, and whether it found it. */
+/* What http_request_header_first looks for, and the value it found. */
 struct header_search {
     const char *name;
     bool (*match)(const char *value);
-    bool found;
+    const char *found;
 };
 
+/* microhttpd hands the lines over in the order the request sent them. */
 static enum MHD_Result header_matches(void *cls, enum MHD_ValueKind kind, const char *key,
                                       const char *value)
 {
     (void)kind;
     struct header_search *search = cls;
     if (strcasecmp(key, search->name) == 0 && value != NULL && search->match(value))
-        search->found = true;
-    return search->found ? MHD_NO : MHD_YES;
+        search->found = value;
+    return search->found != NULL ? MHD_NO : MHD_YES;
+}
+
+const char *http_request_header_first(const struct http_request *req, const char *name,
+                                      bool (*match)(const char *value))
+{
+    struct header_search search = {name, match, NULL};
+    MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, header_matches, &search);
+    return search.found;
 }
 
 bool http_request_header_any(const struct http_request *req, const char *name,
                              bool (*match)(const char *value))
 {
-    struct header_search search = {name, match, false};
-    MHD_get_connection_values(req->conn->mhd, MHD_HEADER_KIND, header_matches, &search);
-    return search.found;
+    return http_request_header_first(req, name, match) != NULL;
 }
 
 const char *http_request_query(const struct http_request *req, const char *name)

@@ -84,8 +84,14 @@ void http_server_stop(void);
 /* Header value by case-insensitive name, or NULL. Valid during the request. */
 const char *http_request_header(const struct http_request *req, const char *name);
 
-/* True if a line of req's header name (case-insensitive; a header may be sent
- * on several lines, RFC 9110 5.3) has a value that match answers true for. */
+/* The value of the first line of req's header name (case-insensitive; a
+ * header may be sent on several lines, RFC 9110 5.3), in the request's order,
+ * that match answers true for, or NULL. Valid during the request. */
+const char *http_request_header_first(const struct http_request *req, const char *name,
+                                      bool (*match)(const char *value));
+
+/* True if a line of req's header name has a value that match answers true
+ * for (http_request_header_first). */
 bool http_request_header_any(const struct http_request *req, const char *name,
                              bool (*match)(const char *value));
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What a fenced Postgres write or read answers: the row holds the key and the listed columns, nothing else of
 the table, in both fence modes and in batches; Prefer: return=minimal answers 204 and the row is not read back;
-refusals answer as usual whatever the preference; a write that a trigger of the table skipped answers the row as
+refusals answer as usual whatever the preference; the first return preference decides; a write that a trigger of the table skipped answers the row as
 it stands in the default mode, and on a fence_column table as any write that wrote nothing (never applied).
 
 A column added to the table after the gateway started (card_number) must stay private: before this rule every
@@ -165,6 +165,38 @@ class PgAnswersTest(GatewayTest):
         self.assertTrue(answer.startswith(b"HTTP/1.1 204 "), answer)
         self.assertIn(b"\r\nPreference-Applied: return=minimal\r\n", answer)
         self.assertEqual(psql("SELECT note FROM public.ans_default WHERE id = :'k'", {"k": key}), ["a"])
+
+    def test_the_first_return_preference_decides(self):
+        """Only the first return preference counts (RFC 7240 2: "If any preference is specified more than
+        once, only the first instance is to be considered"), on one Prefer line or across several, in the
+        order sent: return=representation first answers the row, whatever follows it (caught: any
+        return=minimal anywhere answered 204)."""
+        (token, _), = tokens(self.c, unique("ans-lock"), 1)
+        key = unique("ans")
+        for lines, minimal in ((["return=representation, return=minimal"], False),
+                               (["return=minimal, return=representation"], True),
+                               (["handling=strict", "return=representation", "return=minimal"], False),
+                               (["handling=strict; x=\"return=minimal\"", "return=minimal"], True),
+                               (["return=representation", "Return=minimal, return=minimal"], False)):
+            with self.subTest(lines=lines):
+                body = b'{"row": {"note": "a"}}'
+                head = (f"PUT /v1/pg/ans_default/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                        f"Content-Type: application/json\r\nFence-Token: {token}\r\n"
+                        + "".join(f"Prefer: {line}\r\n" for line in lines)
+                        + f"Content-Length: {len(body)}\r\n\r\n")
+                answer = raw_exchange(self.gw.port, head.encode() + body)
+                status = answer.split(b"\r\n", 1)[0]
+                if minimal:
+                    self.assertEqual(status, b"HTTP/1.1 204 No Content", answer)
+                    self.assertIn(b"\r\nPreference-Applied: return=minimal\r\n", answer)
+                else:
+                    self.assertEqual(status, b"HTTP/1.1 200 OK", answer)
+                    self.assertNotIn(b"Preference-Applied", answer)
+                    self.assertIn(f'"row":{{"id":"{key}","note":"a","amount":null}}'.encode(), answer)
+        ops = {"ops": [{"op": "patch", "table": "ans_default", "key": key, "set": {"note": "b"}}]}
+        r = self.c.request("POST", "/v1/pg/batch", ops,
+                           {"Fence-Token": token, "Prefer": "return=representation, return=minimal"})
+        self.assertEqual((r.status, [x["row"]["note"] for x in r.body["results"]]), (200, ["b"]), r)
 
     def test_refusals_answer_as_usual(self):
         (old, old_fence), (new, new_fence) = tokens(self.c, unique("ans-lock"), 2)
