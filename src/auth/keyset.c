@@ -325,6 +325,53 @@ bool api_key_permits(const struct api_key *key, const char *needed)
     return false;
 }
 
+int api_key_permit(const struct api_key *key, const char *needed, struct fg_error *err)
+{
+    if (api_key_permits(key, needed))
+        return 0;
+    return fg_fail(err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.*s'", key->id,
+                   utf8_cut_len(needed, 150), needed);
+}
+
+int api_key_permit_lease(const struct api_key *key, const char *noun, const char *name,
+                         struct fg_error *err)
+{
+    char needed[NAME_MAX_LEN + 16];
+    snprintf(needed, sizeof needed, "%s:%s", noun, name);
+    return api_key_permit(key, needed, err);
+}
+
+const struct api_key *keyset_find_id(const struct keyset *ks, const char *id)
+{
+    for (size_t i = 0; i < ks->nkeys; i++)
+        if (strcmp(ks->keys[i].id, id) == 0)
+            return &ks->keys[i];
+    return NULL;
+}
+
+bool api_key_same_scopes(const struct api_key *a, const struct api_key *b)
+{
+    if (a->nscopes != b->nscopes)
+        return false;
+    for (size_t i = 0; i < a->nscopes; i++)
+        if (strcmp(a->scopes[i], b->scopes[i]) != 0)
+            return false;
+    return true;
+}
+
+int auth_key_in_force(const struct api_key *key, const struct api_key **now, struct fg_error *err)
+{
+    const struct keyset *ks = auth_current();
+    *now = NULL;
+    if (ks == NULL || !ks->required)
+        return 0;
+    *now = keyset_find_id(ks, key->id);
+    if (*now == NULL)
+        return fg_fail(err, FG_ERR_UNAUTHORIZED,
+                       "unknown API key: key '%s' was removed while this request waited", key->id);
+    return 0;
+}
+
 static void keyset_free_any(void *ks)
 {
     keyset_free(ks);

@@ -11,7 +11,10 @@
  * The key set in force is published as one immutable object (auth_publish) and
  * replaced whole on SIGHUP. A replaced set is kept until auth_shutdown, so a
  * request may keep the key it found for as long as it runs, with no lock and no
- * reference count.
+ * reference count. A request that waits is held to the set in force by its
+ * key's id (auth_key_in_force): a reload that removed the key or took away a
+ * scope it needs ends the wait, one that only changed the key's text (a
+ * rotation) does not.
  */
 #ifndef FG_KEYSET_H
 #define FG_KEYSET_H
@@ -107,6 +110,33 @@ const char *auth_proxy_refused(const struct keyset *ks,
 /* True iff key holds a scope that grants needed; a NULL key (auth off) may do
  * everything. */
 bool api_key_permits(const struct api_key *key, const char *needed);
+
+/* 0 if api_key_permits(key, needed), else -1 with FG_ERR_FORBIDDEN naming the
+ * key and the scope. */
+int api_key_permit(const struct api_key *key, const char *needed, struct fg_error *err) FG_WUR;
+
+/* api_key_permit for the scope of a lease: "<noun>:<name>", noun "lock" or
+ * "semaphore" (the scope of the lease's own routes). */
+int api_key_permit_lease(const struct api_key *key, const char *noun, const char *name,
+                         struct fg_error *err) FG_WUR;
+
+/*
+ * For a request that waits and was admitted with key (borrowed from the set it
+ * was found in): the key that stands for it in the set in force now. *now is
+ * key itself while that set is in force; after a reload, the key of the same id
+ * (its text may have changed: a rotation keeps the id); NULL when auth is off
+ * now. Fails with FG_ERR_UNAUTHORIZED when the set in force has no key of that
+ * id. Whether *now still holds the scopes the request needs is the caller's to
+ * check.
+ */
+int auth_key_in_force(const struct api_key *key, const struct api_key **now,
+                      struct fg_error *err) FG_WUR;
+
+/* True iff keys a and b grant the same scopes, in the same order. */
+bool api_key_same_scopes(const struct api_key *a, const struct api_key *b);
+
+/* The key of ks with id, or NULL. */
+const struct api_key *keyset_find_id(const struct keyset *ks, const char *id);
 
 /* Checks a key id: 1..API_KEY_ID_MAX bytes of A-Z a-z 0-9 . _ -. */
 int api_key_id_check(const char *id, struct fg_error *err) FG_WUR;

@@ -769,10 +769,7 @@ static int authorize(struct http_request *req)
 
 int http_request_permit(const struct http_request *req, const char *needed, struct fg_error *err)
 {
-    if (api_key_permits(req->principal, needed))
-        return 0;
-    return fg_fail(err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.*s'", req->principal->id,
-                   utf8_cut_len(needed, 150), needed);
+    return api_key_permit(req->principal, needed, err);
 }
 
 /* The checks that run once, before a request's handler: the route matched,
