@@ -5,7 +5,8 @@
  * doorbell and the HTTP server, then waits for SIGTERM or SIGINT and drains:
  * no new connections, waiters answer 503, in-flight requests finish, exit 0.
  * SIGHUP re-reads the configuration and puts its API keys in force (a
- * configuration that does not load keeps the keys in force and is logged).
+ * configuration that does not load keeps the keys in force and is logged);
+ * parked requests of keys it removed or changed check them again at once.
  * `fencegate migrate` applies the migrations and exits; `fencegate keys new`
  * makes an API key; `fencegate fence-column TABLE` moves a table's fences into
  * its fence_column. Under systemd (Type=notify) it reports READY=1 once it
@@ -273,7 +274,9 @@ static int tls_reload(const struct config *cfg, struct tls_identity **out, struc
 }
 
 /* SIGHUP: loads the configuration again and puts its API keys and its token
- * signing keys in force (a gateway whose one secret lives in Postgres keeps it). */
+ * signing keys in force (a gateway whose one secret lives in Postgres keeps it);
+ * the parked requests of API keys it removed or changed are woken to check
+ * theirs, so that none is granted or told anything more. */
 static void reload(void)
 {
     struct config fresh;
@@ -294,6 +297,7 @@ static void reload(void)
     if (tls != NULL)
         tls_publish(tls);
     auth_take(&fresh, true);
+    waiter_wake_keys(auth_current());
     const struct token_keyring *ring = secret_current();
     log_event(LOG_INFO, "reloaded",
               json_pack("{s:I, s:b, s:s, s:I}", "keys", (json_int_t)auth_current()->nkeys,

@@ -1372,8 +1372,7 @@ void http_request_drop_body(struct http_request *req)
 
 struct waiter_client http_request_waiter_client(struct http_request *req)
 {
-    return (struct waiter_client){req, http_request_fd(req),
-                                  req->principal != NULL ? req->principal->id : NULL};
+    return (struct waiter_client){req, http_request_fd(req), req->principal};
 }
 
 void http_request_wake(struct http_request *req)

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/keyset.h"
 #include "gateway.h"
 #include "lease/doorbell.h"
 #include "lease/kept_place.h"
@@ -158,7 +159,8 @@ static bool keep_place(struct lease_wait *lw)
 }
 
 /* The give-up hook: leaves the queue (unless the janitor took it out, or a hang-up keeps the
- * place); at the deadline it keeps a grant that arrived meanwhile, else answers busy. */
+ * place), giving back a grant it got (its key revoked); at the deadline it keeps a grant that
+ * arrived meanwhile, else answers busy. */
 static int give_up(struct park *p, enum park_why why, bool left, struct fg_error *err)
 {
     struct lease_wait *lw = wait_of(p);
@@ -278,12 +280,20 @@ static void release(struct park *p, bool holds_place)
     free(lw);
 }
 
+/* The permit hook: the scope of the lock or semaphore. */
+static int permit(struct park *p, const struct api_key *key, struct fg_error *err)
+{
+    struct lease_wait *lw = wait_of(p);
+    return api_key_permit_lease(key, lw->kind->noun, lw->name, err);
+}
+
 static const struct park_kind lease_wait_kind = {
     .attempt = attempt,
     .give_up = give_up,
     .take_grant = take_grant,
     .leave_many = leave_many,
     .release = release,
+    .permit = permit,
 };
 
 void lease_wait_free(struct lease_wait *lw)

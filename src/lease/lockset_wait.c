@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/keyset.h"
 #include "gateway.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_ops.h"
@@ -369,7 +370,9 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
 
 /* The give-up hook: a retry owns the leases now; a drain or hang-up gives up
  * the lock waited for (unless the janitor took it out) and every lock held; a
- * deadline too, naming the lock not obtained. */
+ * deadline too, naming the lock not obtained; a key revoked as well, also
+ * once the set was complete (an attempt that failed gave everything up
+ * already). */
 static int give_up(struct park *p, enum park_why why, bool left, struct fg_error *err)
 {
     (void)err;
@@ -378,8 +381,8 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
         ls->settled = true;
     else if (why == PARK_WHY_DEADLINE)
         give_up_naming(ls, NULL, false, "was not obtained within wait_ms");
-    else
-        abandon(ls, !left);
+    else if (!ls->settled || (why == PARK_WHY_KEY && ls->err.code == FG_OK))
+        abandon(ls, !left && !ls->settled);
     return 0;
 }
 
@@ -415,12 +418,23 @@ static void release(struct park *p, bool holds_place)
     free(ls);
 }
 
+/* The permit hook: the scope of every lock of the set. */
+static int permit(struct park *p, const struct api_key *key, struct fg_error *err)
+{
+    struct lockset_wait *ls = set_of(p);
+    for (size_t i = 0; i < ls->set.n; i++)
+        if (api_key_permit_lease(key, "lock", ls->set.names[i], err) != 0)
+            return -1;
+    return 0;
+}
+
 static const struct park_kind lockset_kind = {
     .attempt = attempt,
     .give_up = give_up,
     .take_grant = take_grant,
     .leave_many = leave_many,
     .release = release,
+    .permit = permit,
 };
 
 enum park_step lockset_wait_begin(struct lockset_wait *ls, const struct waiter_client *client,

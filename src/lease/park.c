@@ -8,14 +8,21 @@
  *
  * The reasons are read in the order of the table: a retry that took the wait
  * over, a drain and a hang-up end it whatever else came, and the same way for
- * every kind (the give-up hook first gives up its place); then a grant handed
- * over in-process; then a passed deadline; else the kind tries again.
+ * every kind (the give-up hook first gives up its place); then the caller's
+ * API key, checked against the key set in force whatever woke the wait (a
+ * reload wakes the waits of the keys it removed or changed, but a wait may
+ * have registered as the reload ran); then a grant handed over in-process;
+ * then a passed deadline; else the kind tries again. An attempt that answers
+ * checks the key once more: a reload may have come while it ran, and what it
+ * got is then given back. With auth off a wait has no key and nothing is
+ * checked.
  */
 #include "lease/park.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/keyset.h"
 #include "fglimits.h"
 #include "util/clock.h"
 
@@ -99,15 +106,41 @@ int park_register(struct park *p, const struct park_kind *kind, const struct wai
     return waiter_add(&p->waiter, client, deadline_ms, err);
 }
 
-/* Ends p with the answer of ends[i] (unless giving up failed: that failure is the answer). */
-static enum park_step end_with(struct park *p, size_t i)
+/* Ends p: gives it up for why and answers *answer (unless giving up failed: that failure is the
+ * answer). Returns step. */
+static enum park_step end_with(struct park *p, enum park_why why, const struct fg_error *answer,
+                               enum park_step step)
 {
     bool left = p->waiter.state == WAIT_LEFT;
     waiter_step(&p->waiter, WAIT_EV_GIVE_UP);
-    if (p->kind->give_up(p, ends[i].why, left, p->problem) == 0)
-        fg_fail(p->problem, ends[i].code, "%s", ends[i].detail);
+    if (p->kind->give_up(p, why, left, p->problem) == 0)
+        *p->problem = *answer;
     waiter_step(&p->waiter, WAIT_EV_ANSWER);
-    return ends[i].step;
+    return step;
+}
+
+/* Ends p with the answer of ends[i]. */
+static enum park_step end_as(struct park *p, size_t i)
+{
+    struct fg_error answer;
+    fg_fail(&answer, ends[i].code, "%s", ends[i].detail);
+    return end_with(p, ends[i].why, &answer, ends[i].step);
+}
+
+/* 0 while the API key p was admitted with allows its wait under the key set in force (a wait
+ * without a key, auth being off when it came, or auth off now: always), else -1 with *err the
+ * answer a fresh request with that key would get: 401 when no key of its id is configured, 403
+ * naming a scope the key of its id lacks now. */
+static int key_allows(struct park *p, struct fg_error *err)
+{
+    const struct api_key *now;
+    if (p->waiter.key == NULL)
+        return 0;
+    if (auth_key_in_force(p->waiter.key, &now, err) != 0)
+        return -1;
+    if (now == NULL || now == p->waiter.key || p->kind->permit == NULL)
+        return 0;
+    return p->kind->permit(p, now, err);
 }
 
 /* Reads why the woken p woke. Returns true with *step if that answers it (an
@@ -118,9 +151,14 @@ static bool woken(struct park *p, enum park_step *step)
     p->rung = (reasons & WAKE_DOORBELL) != 0;
     for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
         if (reasons & ends[i].reason) {
-            *step = end_with(p, i);
+            *step = end_as(p, i);
             return true;
         }
+    struct fg_error refused = {0};
+    if (key_allows(p, &refused) != 0) {
+        *step = end_with(p, PARK_WHY_KEY, &refused, PARK_STEP_ANSWER);
+        return true;
+    }
     *step = PARK_STEP_ANSWER;
     if ((reasons & WAKE_DELIVERED) && p->kind->take_grant != NULL) {
         waiter_step(&p->waiter, WAIT_EV_DELIVERED);
@@ -153,11 +191,16 @@ static enum park_step wake_loop(struct park *p, bool first_look, struct fg_error
         waiter_step(&p->waiter, WAIT_EV_RECHECK);
         int64_t now = park_clock(), at = now;
         enum park_try found = p->kind->attempt(p, now, &at);
-        p->problem = NULL;
         if (found == PARK_TRY_ANSWERED) {
-            waiter_step(&p->waiter, WAIT_EV_ANSWER);
+            struct fg_error refused = {0};
+            if (key_allows(p, &refused) != 0)
+                end_with(p, PARK_WHY_KEY, &refused, PARK_STEP_ANSWER);
+            else
+                waiter_step(&p->waiter, WAIT_EV_ANSWER);
+            p->problem = NULL;
             return PARK_STEP_ANSWER;
         }
+        p->problem = NULL;
         if (found == PARK_TRY_OUTAGE)
             at = now + RECHECK_AFTER_OUTAGE_MS;
         if (waiter_park(&p->waiter, at))

@@ -6,10 +6,15 @@
  * kinds of wait differ only in their hooks (a struct park_kind), and the
  * engine runs the one wake loop over them. It reads why a wait woke and
  * answers by one table (park.c): a retry that supersedes it, a drain and a
- * client's hang-up end every kind's wait the same way; a grant handed over
- * in-process goes to the kind's take-grant hook; a passed deadline to its
- * give-up hook; anything else (a doorbell, a timer) to its attempt, after
- * which the wait parks again or is answered.
+ * client's hang-up end every kind's wait the same way; so does an API key
+ * that no longer allows the wait (a reload removed it, or took away a scope
+ * the wait needs): 401 or 403 as a fresh request would get, after whatever
+ * the wait holds is given back. A grant handed over in-process goes to the
+ * kind's take-grant hook; a passed deadline to its give-up hook; anything else
+ * (a doorbell, a timer) to its attempt, after which the wait parks again or is
+ * answered. The key is checked before a woken wait does anything else, and
+ * again once an attempt answers, so that no answer reaches a key revoked
+ * meanwhile.
  *
  * A wait's state is its wait_state.h lifecycle, kept by the registry. The
  * engine speaks lease facts and problems, never HTTP: the kind's own struct
@@ -34,6 +39,7 @@ enum park_why {
     PARK_WHY_SUPERSEDED, /* a retry with the same request_id took the wait over */
     PARK_WHY_DRAIN,      /* the gateway is stopping */
     PARK_WHY_HANGUP,     /* the client closed its connection */
+    PARK_WHY_KEY,        /* its API key no longer allows it: give back whatever it holds */
     PARK_WHY_DEADLINE,   /* wait_ms passed: the kind answers (it may keep a grant that came) */
 };
 
@@ -69,6 +75,9 @@ struct park_kind {
     /* The request ends: frees the wait that embeds p; holds_place says it still holds a place in
      * a queue that it must give up first. */
     void (*release)(struct park *p, bool holds_place);
+    /* Checks that key (its caller's key in force now, auth on) holds every scope the wait needs:
+     * 0, or -1 with FG_ERR_FORBIDDEN naming the first it lacks. NULL: it needs none. */
+    int (*permit)(struct park *p, const struct api_key *key, struct fg_error *err);
 };
 
 /* A grant handed over in-process: its lease is the waiter's own, by which the registry found it. */

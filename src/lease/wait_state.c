@@ -25,7 +25,8 @@ static const struct fsm_arrow arrows[] = {
     {WAIT_CHECKING, WAIT_EV_PARK, WAIT_PARKED},
     {WAIT_CHECKING, WAIT_EV_WAKE, WAIT_AWAKE}, /* a wake came while it looked */
     {WAIT_CHECKING, WAIT_EV_ANSWER, WAIT_ANSWERED},
-    {WAIT_CLAIMING, WAIT_EV_RECHECK, WAIT_CHECKING}, /* a lock set: the next lock */
+    {WAIT_CHECKING, WAIT_EV_GIVE_UP, WAIT_GIVING_UP}, /* answered, but its key was revoked */
+    {WAIT_CLAIMING, WAIT_EV_RECHECK, WAIT_CHECKING},  /* a lock set: the next lock */
     {WAIT_CLAIMING, WAIT_EV_ANSWER, WAIT_ANSWERED},
     {WAIT_GIVING_UP, WAIT_EV_ANSWER, WAIT_ANSWERED},
     {WAIT_ANSWERED, WAIT_EV_END, WAIT_GONE},

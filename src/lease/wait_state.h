@@ -9,8 +9,9 @@
  * event comes from. Pure.
  *
  * A wait registers and parks. Woken (a doorbell, a timer, a grant handed
- * over, a retry that supersedes it, a drain, a hang-up), it reads why: it
- * gives up (answered by the engine's table, lease/park.c), takes a grant
+ * over, a retry that supersedes it, a drain, a hang-up, a reload of the API
+ * keys), it reads why: it gives up (answered by the engine's table,
+ * lease/park.c, or refused as its API key no longer allows it), takes a grant
  * handed over in-process (claiming), or tries again (checking), after which
  * it parks once more or is answered. A client that hangs up while its wait is
  * parked may be taken out of its queue by the janitor with others (leaving,
@@ -40,7 +41,7 @@
     X(WAIT_CHECKING, "checking")                                                                   \
     /* it takes a grant handed over in-process */                                                  \
     X(WAIT_CLAIMING, "claiming")                                                                   \
-    /* it gives up its place: superseded, drain, hang-up, deadline */                              \
+    /* it gives up its place: superseded, drain, hang-up, deadline, its key revoked */             \
     X(WAIT_GIVING_UP, "giving up")                                                                 \
     /* its answer is known: unregistered, nothing left to give up */                               \
     X(WAIT_ANSWERED, "answered")                                                                   \
@@ -57,7 +58,7 @@ enum wait_event {
     WAIT_EV_STAYED,    /* the janitor could not take it out: it runs again and leaves itself */
     WAIT_EV_RECHECK,   /* nothing decided yet: try again */
     WAIT_EV_DELIVERED, /* a grant was handed over in-process */
-    WAIT_EV_GIVE_UP,   /* superseded, drain, hang-up or deadline: give the place up */
+    WAIT_EV_GIVE_UP,   /* superseded, drain, hang-up, deadline or key revoked: give it up */
     WAIT_EV_ANSWER,    /* its answer is known */
     WAIT_EV_END,       /* its request ends: the wait is freed */
 };

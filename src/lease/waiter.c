@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * waiter.c - the registry of parked requests. Wakes come from three threads:
- * the doorbell (a grant was published), the janitor (timers, hang-ups) and the
- * HTTP threads (a retry supersedes, a drain). All of them go through wake()
+ * waiter.c - the registry of parked requests. Wakes come from four threads:
+ * the doorbell (a grant was published), the janitor (timers, hang-ups), the
+ * HTTP threads (a retry supersedes) and the main one (a drain, a reload that
+ * removed or changed API keys). All of them go through wake()
  * under the registry lock, so a wake that races with parking is never lost:
  * waiter_park refuses to park while a reason is pending.
  *
@@ -221,18 +222,19 @@ int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t dea
         return fg_fail(err, FG_ERR_TOO_MANY_WAITERS, "this gateway has %lld waiters already",
                        gw.cfg->max_waiters);
     }
-    w->quota = quota_of(client->key_id);
+    w->quota = quota_of(client->key != NULL ? client->key->id : NULL);
     if (w->quota != NULL && w->quota->count >= gw.cfg->max_waiters_per_key) {
         pthread_mutex_unlock(&reg.lock);
         return fg_fail(err, FG_ERR_TOO_MANY_WAITERS,
                        "API key '%s' keeps %lld acquires and watches parked already "
                        "(limits.max_waiters_per_key)",
-                       client->key_id, gw.cfg->max_waiters_per_key);
+                       client->key->id, gw.cfg->max_waiters_per_key);
     }
     if (w->quota != NULL)
         w->quota->count++;
     supersede_locked(w->lease_id, NULL);
     w->request = client->request;
+    w->key = client->key;
     w->deadline_ms = deadline_ms;
     w->next_check_ms = deadline_ms;
     w->wake_reasons = 0;
@@ -368,6 +370,28 @@ void waiter_wake_all(unsigned reason)
         wake(LIST_ENTRY(l, struct waiter, link), reason);
     for (struct list_link *l = reg.watchers.next; l != &reg.watchers; l = l->next)
         wake(LIST_ENTRY(l, struct waiter, link), reason);
+    pthread_mutex_unlock(&reg.lock);
+}
+
+/* True if ks no longer holds w's key as w was admitted with it (removed, or other scopes). */
+static bool key_changed(const struct waiter *w, const struct keyset *ks)
+{
+    const struct api_key *now = keyset_find_id(ks, w->key->id);
+    return now == NULL || !api_key_same_scopes(now, w->key);
+}
+
+void waiter_wake_keys(const struct keyset *ks)
+{
+    if (!ks->required)
+        return;
+    struct list_link *lists[] = {&reg.waiters, &reg.watchers};
+    pthread_mutex_lock(&reg.lock);
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+        for (struct list_link *l = lists[i]->next; l != lists[i]; l = l->next) {
+            struct waiter *w = LIST_ENTRY(l, struct waiter, link);
+            if (w->key != NULL && key_changed(w, ks))
+                wake(w, WAKE_KEYS);
+        }
     pthread_mutex_unlock(&reg.lock);
 }
 

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth/keyset.h"
 #include "auth/token.h"
 #include "lease/wait_state.h"
 #include "util/error.h"
@@ -56,6 +57,7 @@ enum waiter_wake {
     WAKE_DRAIN = 1 << 3,      /* the gateway is stopping */
     WAKE_SUPERSEDED = 1 << 4, /* a retry of the same request took over */
     WAKE_DELIVERED = 1 << 5,  /* a grant was handed over in-process (the deliver hook has it) */
+    WAKE_KEYS = 1 << 6,       /* a reload removed or changed its API key: it checks it again */
 };
 
 struct waiter {
@@ -63,6 +65,8 @@ struct waiter {
     char watch_kind;                 /* watchers: kind of the watched lease ('l', 's'), else 0 */
     int fd;                          /* the client's socket, watched for hang-up */
     struct key_quota *quota;         /* the parked waiters of its API key; NULL: no key */
+    const struct api_key *key;       /* its caller's API key as admitted (borrowed, lives until
+                                        exit); NULL: auth was off */
     uint32_t serial;                 /* tells this waiter from an earlier one on the same fd */
     enum wait_state state;           /* its wait's (wait_state.h); guarded by the registry lock */
     unsigned wake_reasons;           /* enum waiter_wake bits not yet seen */
@@ -83,9 +87,10 @@ struct waiter {
 
 /* A parked request as the registry knows it. */
 struct waiter_client {
-    void *request;      /* the request (opaque here), resumed through waiter_resume_fn */
-    int fd;             /* its client's socket, watched for hang-ups; -1: none */
-    const char *key_id; /* its caller's API key (limits.max_waiters_per_key); NULL: auth off */
+    void *request;             /* the request (opaque here), resumed through waiter_resume_fn */
+    int fd;                    /* its client's socket, watched for hang-ups; -1: none */
+    const struct api_key *key; /* its caller's API key (borrowed, lives until exit; its id counts
+                                  for limits.max_waiters_per_key); NULL: auth off */
 };
 
 /* Resumes a parked request (any thread; a resume that comes before the
@@ -95,7 +100,7 @@ typedef void (*waiter_resume_fn)(void *request);
 /* Creates the epoll set; resume is how parked requests are resumed. */
 int waiter_registry_init(waiter_resume_fn resume, struct fg_error *err) FG_WUR;
 
-/* Registers w (state WAIT_REGISTERING) for client (its key id is copied). Fails with
+/* Registers w (state WAIT_REGISTERING) for client (its key is kept). Fails with
  * FG_ERR_TOO_MANY_WAITERS when this process already has max_waiters, or that key
  * max_waiters_per_key (limits.max_waiters_per_key). A waiter with the same lease id is superseded:
  * woken with WAKE_SUPERSEDED and dropped from the registry; a watcher (empty lease id, watch_kind
@@ -150,6 +155,12 @@ void waiter_ring_watchers(char kind, const char *name, int64_t fence);
 
 /* Wakes every waiter with reason (resubscription, drain). */
 void waiter_wake_all(unsigned reason);
+
+/* The key set ks was put in force (SIGHUP): wakes with WAKE_KEYS the waiters and watchers whose key
+ * ks no longer holds as they were admitted with it, removed or with other scopes, so that they
+ * check it again at once (lease/park.h) instead of holding their place until their deadline. A key
+ * whose text alone changed (a rotation) keeps its waiters parked; so does a set with auth off. */
+void waiter_wake_keys(const struct keyset *ks);
 
 /* Janitor: wakes waiters whose re-check or deadline time has come. Returns the
  * next such time (INT64_MAX: none parked). A waiter parked with an earlier

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "auth/keyset.h"
 #include "gateway.h"
 
 #define WATCH_EXPIRY_SLACK_MS 2 /* re-check this long after the lease should have expired */
@@ -60,10 +61,18 @@ static void release(struct park *p, bool holds_place)
     free(watcher_of(p));
 }
 
+/* The permit hook: the scope of the watched lock or semaphore. */
+static int permit(struct park *p, const struct api_key *key, struct fg_error *err)
+{
+    struct lease_watcher *w = watcher_of(p);
+    return api_key_permit_lease(key, w->kind->noun, w->name, err);
+}
+
 static const struct park_kind watch_kind = {
     .attempt = attempt,
     .give_up = give_up,
     .release = release,
+    .permit = permit,
 };
 
 enum park_step lease_watcher_begin(const struct lease_ops *kind, const char *name, long long fence,

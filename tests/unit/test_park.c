@@ -5,7 +5,9 @@
  * is superseded by a retry, drained, hung up on (taken out of its queue by
  * the janitor with others, or leaving on its own), past its deadline, handed
  * a grant in-process (and one for a lease it no longer waits for), meeting an outage, rung and
- * answered, woken before it parked, ended while parked; and the per-key quota of the registry.
+ * answered, woken before it parked, ended while parked; and the per-key quota of the registry;
+ * a reload of the API keys that removed a waiting key (401), took a scope away (403) or only
+ * rotated its text (nothing).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "auth/keyset.h"
 #include "config.h"
 #include "fglimits.h"
 #include "gateway.h"
@@ -154,7 +157,7 @@ static int setup(void **state)
 /* Registers f under lease (a watch-like wait: "" and plain) for key, with socket fd, for wait_ms,
  * and parks it after a first attempt that waits. */
 static void park_fake(struct fake *f, const struct park_kind *kind, const char *lease, int fd,
-                      const char *key)
+                      const struct api_key *key)
 {
     memset(f, 0, sizeof *f);
     f->next_try = PARK_TRY_WAIT;
@@ -409,28 +412,114 @@ static void ended_while_parked(void **state)
     assert_int_equal(waiter_count(), 0);
 }
 
+/* Keys of no key set: the quota counts by id. */
+static const struct api_key key_k = {.id = "k"}, key_other = {.id = "other"};
+
 static void quota_per_key(void **state)
 {
     (void)state;
     struct fake a, b, c, other;
-    park_fake(&a, &fake_kind, "lease-q1", -1, "k");
-    park_fake(&b, &plain_kind, "", -1, "k"); /* a watch counts too */
+    park_fake(&a, &fake_kind, "lease-q1", -1, &key_k);
+    park_fake(&b, &plain_kind, "", -1, &key_k); /* a watch counts too */
     memset(&c, 0, sizeof c);
     snprintf(c.park.waiter.lease_id, sizeof c.park.waiter.lease_id, "%s", "lease-q3");
-    struct waiter_client client = {&c, -1, "k"};
+    struct waiter_client client = {&c, -1, &key_k};
     struct fg_error err = {0};
     assert_int_equal(park_register(&c.park, &fake_kind, &client, now_ms + 5000, &err), -1);
     assert_int_equal(err.code, FG_ERR_TOO_MANY_WAITERS);
     assert_non_null(strstr(err.msg, "limits.max_waiters_per_key"));
     assert_non_null(strstr(err.msg, "'k'"));
     end_fake(&c, true);
-    park_fake(&other, &fake_kind, "lease-q4", -1, "other"); /* another key still parks */
+    park_fake(&other, &fake_kind, "lease-q4", -1, &key_other); /* another key still parks */
     end_fake(&a, true);
-    park_fake(&c, &fake_kind, "lease-q3", -1, "k"); /* a place of the key's is free again */
+    park_fake(&c, &fake_kind, "lease-q3", -1, &key_k); /* a place of the key's is free again */
     end_fake(&b, true);
     end_fake(&c, true);
     end_fake(&other, true);
     assert_int_equal(waiter_count(), 0);
+}
+
+/* The permit hook of a wait on lock "w". */
+static int permit_w(struct park *p, const struct api_key *key, struct fg_error *err)
+{
+    (void)p;
+    return api_key_permit_lease(key, "lock", "w", err);
+}
+
+static const struct park_kind permit_kind = {
+    .attempt = attempt,
+    .give_up = give_up,
+    .release = release,
+    .permit = permit_w,
+};
+
+/* Puts in force the key set of one key "k" of text hash digit d (64 of them) and scope. */
+static const struct keyset *publish_k(char d, const char *scope)
+{
+    char text[256], hash[65];
+    memset(hash, d, 64);
+    hash[64] = '\0';
+    snprintf(
+        text, sizeof text,
+        "{\"mode\": \"required\", \"keys\": [{\"id\": \"k\", \"sha256\": \"%s\", "
+        "\"scopes\": [\"%s\"]}, {\"id\": \"x\", \"sha256\": \"%s\", \"scopes\": [\"admin\"]}]}",
+        hash, scope,
+        d == 'e' ? "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+                 : "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
+    json_t *auth = json_loads(text, 0, NULL);
+    struct keyset *ks;
+    struct fg_error err = {0};
+    assert_int_equal(keyset_from_config(auth, NULL, NULL, true, &ks, &err), 0);
+    json_decref(auth);
+    auth_publish(ks);
+    waiter_wake_keys(ks);
+    return ks;
+}
+
+/* Runs the woken f to its answer: the key's refusal, after giving up (PARK_WHY_KEY) with no
+ * attempt of its own (it made attempts before). */
+static void refused(struct fake *f, enum fg_code code, int attempts)
+{
+    assert_int_equal(park_run(&f->park, &f->problem), PARK_STEP_ANSWER);
+    assert_int_equal(f->problem.code, code);
+    assert_int_equal(f->give_ups, 1);
+    assert_int_equal(f->why, PARK_WHY_KEY);
+    assert_int_equal(f->attempts, attempts);
+    end_fake(f, false);
+}
+
+static void reloaded_keys(void **state)
+{
+    (void)state;
+    struct fake f;
+    const struct keyset *ks = publish_k('a', "lock:*");
+    park_fake(&f, &permit_kind, "lease-k1", -1, &ks->keys[0]);
+    publish_k('b', "lock:*"); /* rotated: another text, the same id and scopes */
+    assert_int_equal(f.resumes, 0);
+    publish_k('b', "lock:x"); /* "lock:w" taken away */
+    assert_int_equal(f.resumes, 1);
+    refused(&f, FG_ERR_FORBIDDEN, 1);
+    assert_non_null(strstr(f.problem.msg, "'lock:w'"));
+    ks = publish_k('c', "lock:w");
+    park_fake(&f, &permit_kind, "lease-k2", -1, &ks->keys[0]);
+    publish_k('e', "admin"); /* the key's id now holds another scope that grants it */
+    assert_int_equal(f.resumes, 1);
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_PARK); /* it tries again, parks */
+    assert_int_equal(f.attempts, 2);
+    struct keyset *none = NULL;
+    struct fg_error err = {0};
+    json_t *auth =
+        json_loads("{\"mode\": \"required\", \"keys\": [{\"id\": \"x\", \"sha256\": "
+                   "\"eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee\", "
+                   "\"scopes\": [\"admin\"]}]}",
+                   0, NULL);
+    assert_int_equal(keyset_from_config(auth, NULL, NULL, true, &none, &err), 0);
+    json_decref(auth);
+    auth_publish(none);
+    waiter_wake_keys(none); /* "k" removed */
+    assert_int_equal(f.resumes, 2);
+    refused(&f, FG_ERR_UNAUTHORIZED, 2);
+    auth_shutdown();
 }
 
 int main(void)
@@ -447,6 +536,7 @@ int main(void)
         cmocka_unit_test(woken_before_parking),
         cmocka_unit_test(ended_while_parked),
         cmocka_unit_test(quota_per_key),
+        cmocka_unit_test(reloaded_keys),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -52,8 +52,11 @@ static void lives(void **state)
     /* a grant handed over in-process; a lock set goes on to its next lock */
     LIVE(WAIT_AWAKE, {WAIT_EV_DELIVERED, WAIT_CLAIMING}, {WAIT_EV_ANSWER, WAIT_ANSWERED});
     LIVE(WAIT_AWAKE, {WAIT_EV_DELIVERED, WAIT_CLAIMING}, {WAIT_EV_RECHECK, WAIT_CHECKING});
-    /* superseded, deadline, drain or hang-up: it gives up its place, then answers */
+    /* superseded, deadline, drain, hang-up or its key revoked: it gives up its place, then answers
+     */
     LIVE(WAIT_AWAKE, {WAIT_EV_GIVE_UP, WAIT_GIVING_UP}, {WAIT_EV_ANSWER, WAIT_ANSWERED});
+    /* an attempt answered as a reload revoked its key: what it got is given back */
+    LIVE(WAIT_CHECKING, {WAIT_EV_GIVE_UP, WAIT_GIVING_UP}, {WAIT_EV_ANSWER, WAIT_ANSWERED});
     /* its client hung up while parked: the janitor took it out with others, or could not */
     LIVE(WAIT_PARKED, {WAIT_EV_LEAVE, WAIT_LEAVING}, {WAIT_EV_LEFT, WAIT_LEFT},
          {WAIT_EV_GIVE_UP, WAIT_GIVING_UP}, {WAIT_EV_ANSWER, WAIT_ANSWERED});
@@ -79,7 +82,8 @@ static void every_event_of_every_state(void **state)
         [WAIT_AWAKE] =
             BIT(WAIT_EV_GIVE_UP) | BIT(WAIT_EV_DELIVERED) | BIT(WAIT_EV_RECHECK) | BIT(WAIT_EV_END),
         [WAIT_LEFT] = BIT(WAIT_EV_GIVE_UP) | BIT(WAIT_EV_END),
-        [WAIT_CHECKING] = BIT(WAIT_EV_PARK) | BIT(WAIT_EV_WAKE) | BIT(WAIT_EV_ANSWER),
+        [WAIT_CHECKING] =
+            BIT(WAIT_EV_PARK) | BIT(WAIT_EV_WAKE) | BIT(WAIT_EV_ANSWER) | BIT(WAIT_EV_GIVE_UP),
         [WAIT_CLAIMING] = BIT(WAIT_EV_RECHECK) | BIT(WAIT_EV_ANSWER),
         [WAIT_GIVING_UP] = BIT(WAIT_EV_ANSWER),
         [WAIT_ANSWERED] = BIT(WAIT_EV_END),
