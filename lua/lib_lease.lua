@@ -760,6 +760,25 @@ local function ring_wake(inst, lease, name)
   publish(CHANNEL_BELL_PREFIX .. inst, 'w|' .. lease .. '|' .. name)
 end
 
+-- The waiters at the head of a queue that look again when the holder's lease
+-- ends (src/lease/lease_wait.c EXPIRY_WATCHERS); those further back look at
+-- their poll.
+local EXPIRY_WATCHERS = 3
+
+-- A grant made at a look, not at a release (the holder's lease ran out), moved
+-- every waiter of queue q (records in w) one place up unrung: the one now last
+-- among the EXPIRY_WATCHERS looked last from further back and would learn its
+-- turn only at its poll, so that a chain of holders that never release (crashed
+-- clients) stalls there. Its doorbell tells it, unless it is the caller (lease),
+-- which learns its place from its own answer.
+local function ring_new_watcher(q, w, name, lease)
+  local at = EXPIRY_WATCHERS - 1
+  local waiter = redis.call('ZRANGE', q, at, at)[1]
+  if not waiter or waiter == lease then return end
+  local inst = string.match(redis.call('HGET', w, waiter) or '', '^{"inst":"(%x+)"')
+  if inst then ring_wake(inst, waiter, name) end
+end
+
 -- Tells every gateway's watchers of kind's name that the lease with fence
 -- (decimal text) ended.
 local function publish_end(kind, name, fence, reason)

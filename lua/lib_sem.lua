@@ -121,8 +121,9 @@ end
 -- issue one (lib_lease.lua). ready: nil, or for a caller that knows somebody
 -- waits, whether fences may be issued (lib_lease.lua fence_ready_and_get).
 -- claim_ms is decimal text, read only for a grant to another gateway's waiter.
--- Returns, when it granted nothing, the waiters it counted (nil when it did
--- not count them), so that the caller need not count again.
+-- Sets k.granted once it granted a slot. Returns, when it granted nothing, the
+-- waiters it counted (nil when it did not count them), so that the caller need
+-- not count again.
 local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
   if not limit then return end
   local held = holders_count(k)
@@ -154,6 +155,7 @@ local function grant_free(k, name, limit, claim_ms, now, inst, handoff, ready)
       publish(CHANNEL_BELL_PREFIX .. w.inst, 's|' .. head .. '|' .. name)
     end
     free = free - 1
+    k.granted = true
   end
 end
 

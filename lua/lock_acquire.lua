@@ -119,6 +119,7 @@ if queued and wait then gateway_mark(k, A_instance, A_mark_ms, now) end
 
 if not h then
   local granted = grant_next(k, name, claim_ms, now, nil, nil, prior, true) -- fences_left(v) held above
+  if granted then ring_new_watcher(k.q, k.w, name, lease) end
   if granted == lease then
     local mine = holder_read(redis.call('GET', k.h))
     if recheck and mine.attach ~= A_attach then return lease_reply('superseded') end

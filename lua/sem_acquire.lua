@@ -107,6 +107,7 @@ end
 
 -- counted: the waiters grant_free counted, while nothing here has changed the queue
 local counted = grant_free(k, name, limit, A_claim_ms, now, inst, handoff)
+if k.granted then ring_new_watcher(k.q, k.w, name, lease) end
 for i = #handoff, 1, -1 do
   if handoff[i].lease == lease then table.remove(handoff, i) end
 end

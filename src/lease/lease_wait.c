@@ -45,7 +45,8 @@
 #include "lease/park.h"
 #include "util/log.h"
 
-/* Waiters this close to the head re-check when the (first) holder's lease ends. */
+/* Waiters this close to the head re-check when the (first) holder's lease ends; a grant
+ * made then rings the waiter it makes the last of them (lua/lib_lease.lua EXPIRY_WATCHERS). */
 #define EXPIRY_WATCHERS 3
 
 /* A waiter this many places back or more re-checks one poll_ms later per such

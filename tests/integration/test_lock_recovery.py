@@ -93,6 +93,41 @@ class CrashRecoveryTest(unittest.TestCase):
         self.assertEqual(release(self.client, name, held.body["token"]).status, 410)
         self.assertEqual(release(self.client, name, w.response.body["token"]).status, 200)
 
+    def test_a_chain_of_holders_that_never_release_hands_on_at_each_expiry(self):
+        """A holder and six waiters, each of which, once granted, never releases (clients that crash holding
+        the lock): every lease ends by running out, and each next waiter is granted within a second of the
+        lease before it ending, on a lock and on a semaphore of limit 1, though poll_ms is 6 s. The first
+        three waiters look again when the holder's lease ends; a grant made at such a look rings the waiter it
+        makes third. Caught (before): the waiter that had been fourth learnt its turn only at its poll, 4-6 s
+        late, every third grant."""
+        ttl_ms, n = 400, 6
+        with Gateway(config={"poll_ms": 6000}) as gw, gw.client() as c:
+            for kind, extra in (("locks", {}), ("semaphores", {"limit": 1})):
+                with self.subTest(kind=kind):
+                    name = unique_name("chain")
+                    path = f"/v1/{kind}/{name}"
+                    held = c.post(f"{path}/acquire", {"ttl_ms": 3000, **extra})  # the queue forms meanwhile
+                    self.assertEqual(held.status, 200, held)
+                    answers: list = [None] * n
+
+                    def wait(i: int) -> None:
+                        with gw.client(timeout=60) as wc:
+                            answers[i] = wc.post(f"{path}/acquire", {"ttl_ms": ttl_ms, "wait_ms": 30000, **extra})
+                    threads = []
+                    for i in range(n):
+                        threads.append(threading.Thread(target=wait, args=(i,), daemon=True))
+                        threads[-1].start()
+                        wait_for(lambda: c.get(path).body["waiting"] == i + 1, what=f"waiter {i} queued")
+                    for t in threads:
+                        t.join(30)
+                    self.assertEqual([a.status for a in answers], [200] * n, answers)
+                    fences = [a.body["fence"] for a in answers]
+                    self.assertEqual(fences, sorted(fences), "granted out of order")
+                    for before, after in zip([held] + answers, answers):
+                        waited = after.body["expires_at_ms"] - after.body["ttl_ms"] - before.body["expires_at_ms"]
+                        self.assertGreaterEqual(waited, 0, "granted before the lease before it ended")
+                        self.assertLess(waited, 1000, (kind, [a.body["expires_at_ms"] for a in answers]))
+
     def test_waiter_that_hangs_up_leaves_the_queue(self):
         name = unique_name("hangup")
         held = acquire(self.client, name, ttl_ms=30000)
