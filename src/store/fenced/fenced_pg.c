@@ -617,17 +617,19 @@ static char *op_resource(const struct fenced_op *op)
 
 /* Cuts res->after, op's row (the key, then the listed columns), down to what
  * op's writer may see: all of it where it may read op's table, else the key
- * and the columns op writes, so that a key with only the write scope learns
+ * and, where the write stored them (stored; a write a trigger skipped stored
+ * none), the columns op writes, so that a key with only the write scope learns
  * nothing through the answer that it did not write itself. The columns come
  * in the statement's one answer either way: leaving them out of it would
  * double the prepared statements for no round trip saved. */
-static void row_shown(const struct fenced_op *op, struct fenced_result *res)
+static void row_shown(const struct fenced_op *op, bool stored, struct fenced_result *res)
 {
     if (op->may_read || res->after == NULL)
         return;
     bool shown[op->ncolumns + 1];
     shown[0] = true;
-    memcpy(shown + 1, op->written, op->ncolumns * sizeof *op->written);
+    for (size_t i = 0; i < op->ncolumns; i++)
+        shown[i + 1] = stored && op->written[i];
     char first[ROW_TEXT_BUF];
     struct fgjson_out text;
     fgjson_out_init(&text, first, sizeof first);
@@ -647,7 +649,7 @@ static void applied(const struct fenced_op *op, const struct fenced_writer *who,
     const struct table_schema *s = &fpg.schemas[op->table];
     fenced_pg_answer_applied(answer, s, op->key, want_row && op->kind != FENCED_DELETE,
                              who->claims->fence, res);
-    row_shown(op, res);
+    row_shown(op, true, res);
     if (res->resource == NULL)
         res->resource = op_resource(op);
 }
@@ -717,7 +719,7 @@ static int skipped(struct pg_conn *c, const struct fenced_op *op, const struct f
         free(res->after);
         res->after = NULL;
     }
-    row_shown(op, res);
+    row_shown(op, false, res);
     res->outcome = FENCED_APPLIED;
     res->fence = who->claims->fence;
     if (res->resource == NULL)
