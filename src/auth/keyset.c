@@ -365,6 +365,9 @@ int auth_key_in_force(const struct api_key *key, const struct api_key **now, str
     *now = NULL;
     if (ks == NULL || !ks->required)
         return 0;
+    if (key == NULL)
+        return fg_fail(err, FG_ERR_UNAUTHORIZED,
+                       "an API key is required: auth was turned on while this request waited");
     *now = keyset_find_id(ks, key->id);
     if (*now == NULL)
         return fg_fail(err, FG_ERR_UNAUTHORIZED,

@@ -122,12 +122,13 @@ int api_key_permit_lease(const struct api_key *key, const char *noun, const char
 
 /*
  * For a request that waits and was admitted with key (borrowed from the set it
- * was found in): the key that stands for it in the set in force now. *now is
- * key itself while that set is in force; after a reload, the key of the same id
- * (its text may have changed: a rotation keeps the id); NULL when auth is off
- * now. Fails with FG_ERR_UNAUTHORIZED when the set in force has no key of that
- * id. Whether *now still holds the scopes the request needs is the caller's to
- * check.
+ * was found in; NULL: admitted with none, auth being off): the key that stands
+ * for it in the set in force now. *now is key itself while that set is in
+ * force; after a reload, the key of the same id (its text may have changed: a
+ * rotation keeps the id); NULL when auth is off now. Fails with
+ * FG_ERR_UNAUTHORIZED when the set in force has no key of that id, or requires
+ * a key and the request came without one. Whether *now still holds the scopes
+ * the request needs is the caller's to check.
  */
 int auth_key_in_force(const struct api_key *key, const struct api_key **now,
                       struct fg_error *err) FG_WUR;

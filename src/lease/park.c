@@ -127,15 +127,13 @@ static enum park_step end_as(struct park *p, size_t i)
     return end_with(p, ends[i].why, &answer, ends[i].step);
 }
 
-/* 0 while the API key p was admitted with allows its wait under the key set in force (a wait
- * without a key, auth being off when it came, or auth off now: always), else -1 with *err the
- * answer a fresh request with that key would get: 401 when no key of its id is configured, 403
- * naming a scope the key of its id lacks now. */
+/* 0 while the API key p was admitted with allows its wait under the key set in force (auth off
+ * now: always), else -1 with *err the answer a fresh request with that key would get: 401 when no
+ * key of its id is configured, or a key is required now and the wait came without one (auth was
+ * off), 403 naming a scope the key of its id lacks now. */
 static int key_allows(struct park *p, struct fg_error *err)
 {
     const struct api_key *now;
-    if (p->waiter.key == NULL)
-        return 0;
     if (auth_key_in_force(p->waiter.key, &now, err) != 0)
         return -1;
     if (now == NULL || now == p->waiter.key || p->kind->permit == NULL)

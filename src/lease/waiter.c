@@ -213,6 +213,18 @@ static void supersede_locked(const char *lease_id, const struct waiter *keep)
     wake(old, WAKE_SUPERSEDED);
 }
 
+/* True if ks (NULL: none) no longer lets w wait as it was admitted: it requires a key and w
+ * came without one (auth was off), or w's key is removed or has other scopes. */
+static bool key_changed(const struct waiter *w, const struct keyset *ks)
+{
+    if (ks == NULL || !ks->required)
+        return false;
+    if (w->key == NULL)
+        return true;
+    const struct api_key *now = keyset_find_id(ks, w->key->id);
+    return now == NULL || !api_key_same_scopes(now, w->key);
+}
+
 int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t deadline_ms,
                struct fg_error *err)
 {
@@ -237,7 +249,8 @@ int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t dea
     w->key = client->key;
     w->deadline_ms = deadline_ms;
     w->next_check_ms = deadline_ms;
-    w->wake_reasons = 0;
+    /* a reload between the request's admission and here woke nobody for it: it looks now */
+    w->wake_reasons = key_changed(w, auth_current()) ? WAKE_KEYS : 0;
     w->state = WAIT_REGISTERING;
     w->serial = ++reg.next_serial;
     w->fd = client->fd;
@@ -373,13 +386,6 @@ void waiter_wake_all(unsigned reason)
     pthread_mutex_unlock(&reg.lock);
 }
 
-/* True if ks no longer holds w's key as w was admitted with it (removed, or other scopes). */
-static bool key_changed(const struct waiter *w, const struct keyset *ks)
-{
-    const struct api_key *now = keyset_find_id(ks, w->key->id);
-    return now == NULL || !api_key_same_scopes(now, w->key);
-}
-
 void waiter_wake_keys(const struct keyset *ks)
 {
     if (!ks->required)
@@ -389,7 +395,7 @@ void waiter_wake_keys(const struct keyset *ks)
     for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
         for (struct list_link *l = lists[i]->next; l != lists[i]; l = l->next) {
             struct waiter *w = LIST_ENTRY(l, struct waiter, link);
-            if (w->key != NULL && key_changed(w, ks))
+            if (key_changed(w, ks))
                 wake(w, WAKE_KEYS);
         }
     pthread_mutex_unlock(&reg.lock);

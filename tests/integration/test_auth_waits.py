@@ -25,7 +25,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, wait_for  # noqa: E402
+from harness import Gateway, metric, wait_for  # noqa: E402
 from lock_helpers import unique_name  # noqa: E402
 
 SCOPES = ["lock:aw:*", "semaphore:aw:*"]
@@ -189,6 +189,42 @@ class ParkedKeysTest(unittest.TestCase):
         self.assertEqual(self.waiting("locks", name), 1)
         self.assert_released("locks", name, held, "key-admin")
         self.assert_released("locks", name, self.answered(other), "key-other")
+
+    def test_auth_turned_on_answers_keyless_waiters_401(self):
+        """A gateway with auth off (loopback, auth.mode not set): a client without a key parks an acquire and a
+        watch; a reload turns auth on. Both answer 401 at once, and the lock goes to nobody the keyless
+        client could use. Caught: the keyless waits were left alone (no key to check), and the acquire was
+        granted with a token once the lock was released."""
+        with Gateway(config={"poll_ms": 60000}) as gw, gw.client() as c:
+            name = unique_name("aw-on")
+            held = c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000})
+            self.assertEqual(held.status, 200, held)
+            box: dict = {}
+
+            def send(what: str, method: str, path: str, body: dict | None) -> threading.Thread:
+                def run():
+                    with gw.client(timeout=60) as wc:
+                        box[what] = wc.request(method, path, body)
+                t = threading.Thread(target=run, daemon=True)
+                t.start()
+                return t
+            waits = [send("acquire", "POST", f"/v1/locks/{name}/acquire", {"wait_ms": 20000}),
+                     send("watch", "GET", f"/v1/locks/{name}?watch=true&fence={held.body['fence']}&wait_ms=20000",
+                          None)]
+            wait_for(lambda: c.get(f"/v1/locks/{name}").body["waiting"] == 1, 15, what="the acquire parked")
+            wait_for(lambda: metric(gw, "fencegate_watches") == 1, 15, what="the watch parked")
+            mark = gw.log_text().count('"reloaded"')
+            with open(gw.config_path, "w", encoding="utf-8") as f:
+                json.dump(auth_config([ADMIN]), f)
+            gw.signal(signal.SIGHUP)
+            wait_for(lambda: gw.log_text().count('"reloaded"') > mark, 10, what="reload")
+            for t in waits:
+                t.join(5)
+            for what in ("acquire", "watch"):
+                self.assertIn(what, box, f"the keyless {what} still waits")
+                self.assert_refused(box[what], 401, "unauthorized")
+            r = c.request("POST", f"/v1/locks/{name}/release", {"token": held.body["token"]}, bearer("key-admin"))
+            self.assertEqual(r.status, 200, r)
 
     def test_rotated_key_keeps_its_place(self):
         """A key rotated by SIGHUP (same id, new text; a scope added, so its waits check it again) keeps its
