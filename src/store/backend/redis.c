@@ -558,10 +558,11 @@ static bool run_id_in(const redisReply *reply, char *out, size_t cap)
  * would recover the fences on every new connection. */
 static int info_refused(const redisReply *reply, struct fg_error *err)
 {
+    bool denied = strncmp(reply->str, "NOPERM", 6) == 0;
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE,
-                   "redis: INFO failed: %s (the gateway's Redis user needs INFO: its run_id tells "
-                   "a restarted Redis apart)",
-                   reply->str);
+                   "redis: INFO failed: %s (the gateway reads Redis's run_id with INFO to tell a "
+                   "restarted Redis apart%s)",
+                   reply->str, denied ? "; its Redis user needs INFO" : "");
 }
 
 /* Reads the run_id of the process on the new connection ctx into out, for the
