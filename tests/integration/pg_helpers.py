@@ -157,6 +157,23 @@ def assert_problem(test: Any, r: Response, status: int, code: str) -> dict:
     return r.body
 
 
+def skip_trigger_sql(function: str, *tables: str) -> str:
+    """SQL of a trigger function public.<function>() that skips (returns NULL for) a write whose row has note
+    'skipped' and a DELETE of a row whose note is 'kept', made trigger a_skip of each of tables: the table's
+    own decision to write nothing, which the gateway answers as applied."""
+    sql = f"""
+CREATE OR REPLACE FUNCTION public.{function}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        RETURN CASE WHEN OLD.note = 'kept' THEN NULL ELSE OLD END;
+    END IF;
+    RETURN CASE WHEN NEW.note = 'skipped' THEN NULL ELSE NEW END;
+END $$;
+"""
+    return sql + "".join(f"CREATE OR REPLACE TRIGGER a_skip BEFORE INSERT OR UPDATE OR DELETE ON public.{t}\n"
+                         f"    FOR EACH ROW EXECUTE FUNCTION public.{function}();\n" for t in tables)
+
+
 def commit_log_sql(table: str, log: str, fence_column: str) -> str:
     """SQL creating public.<log> (seq, id, fence) and a trigger on public.<table> that appends each new row
     version's id and fence_column to it. An UPDATE holds the row lock until its transaction ends, so the

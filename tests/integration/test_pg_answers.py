@@ -28,7 +28,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest, psql, raw_exchange  # noqa: E402
-from pg_helpers import assert_problem, quote, rejections, stored_fence, tokens, unique, write  # noqa: E402
+from pg_helpers import (assert_problem, quote, rejections, skip_trigger_sql, stored_fence, tokens, unique,  # noqa: E402
+                        write)
 
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.ans_default (id text PRIMARY KEY, note text, amount integer);
@@ -38,22 +39,11 @@ ALTER TABLE public.ans_default DROP COLUMN IF EXISTS card_number;
 ALTER TABLE public.ans_column DROP COLUMN IF EXISTS card_number;
 CREATE TABLE IF NOT EXISTS public.ans_skip (id text PRIMARY KEY, note text);
 CREATE TABLE IF NOT EXISTS public.ans_skip_column (id text PRIMARY KEY, note text, lock_fence bigint);
-CREATE OR REPLACE FUNCTION public.ans_skip() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        RETURN CASE WHEN OLD.note = 'kept' THEN NULL ELSE OLD END;
-    END IF;
-    RETURN CASE WHEN NEW.note = 'skipped' THEN NULL ELSE NEW END;
-END $$;
-CREATE OR REPLACE TRIGGER a_skip BEFORE INSERT OR UPDATE OR DELETE ON public.ans_skip
-    FOR EACH ROW EXECUTE FUNCTION public.ans_skip();
 CREATE OR REPLACE TRIGGER b_same BEFORE UPDATE ON public.ans_skip
     FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
-CREATE OR REPLACE TRIGGER a_skip BEFORE INSERT OR UPDATE OR DELETE ON public.ans_skip_column
-    FOR EACH ROW EXECUTE FUNCTION public.ans_skip();
 CREATE OR REPLACE TRIGGER b_same BEFORE UPDATE ON public.ans_skip_column
     FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
-"""
+""" + skip_trigger_sql("ans_skip", "ans_skip", "ans_skip_column")
 # Added once the gateway runs: a column that no configuration lists.
 LATER_SQL = """
 ALTER TABLE public.ans_default ADD COLUMN card_number text DEFAULT '4111111111111111';

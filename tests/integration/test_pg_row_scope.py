@@ -22,22 +22,13 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Client, GatewayTest, psql  # noqa: E402
-from pg_helpers import assert_problem, quote, tokens, unique  # noqa: E402
+from pg_helpers import assert_problem, quote, skip_trigger_sql, tokens, unique  # noqa: E402
 
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.rs_rows (id text PRIMARY KEY, secret text, amount numeric, note text);
 CREATE TABLE IF NOT EXISTS public.rs_column (id text PRIMARY KEY, secret text, note text, lock_fence bigint);
 CREATE TABLE IF NOT EXISTS public.rs_skip (id text PRIMARY KEY, secret text, note text);
-CREATE OR REPLACE FUNCTION public.rs_skip() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        RETURN CASE WHEN OLD.note = 'kept' THEN NULL ELSE OLD END;
-    END IF;
-    RETURN CASE WHEN NEW.note = 'skipped' THEN NULL ELSE NEW END;
-END $$;
-CREATE OR REPLACE TRIGGER a_skip BEFORE INSERT OR UPDATE OR DELETE ON public.rs_skip
-    FOR EACH ROW EXECUTE FUNCTION public.rs_skip();
-"""
+""" + skip_trigger_sql("rs_skip", "rs_skip")
 TABLES = {"rs_rows": {"key": "id", "columns": ["secret", "amount", "note"]},
           "rs_column": {"key": "id", "columns": ["secret", "note"], "fence_column": "lock_fence"},
           "rs_skip": {"key": "id", "columns": ["secret", "note"]}}

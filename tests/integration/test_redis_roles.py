@@ -69,23 +69,21 @@ class RedisRolesTest(unittest.TestCase):
             who = [c for c in self.admin.cmd("CLIENT", "LIST").splitlines() if f"user={USER}" in c]
             self.assertTrue(who, "no connection of the ACL user")
 
-    def test_user_without_role_is_refused(self):
-        self.admin.cmd("ACL", "SETUSER", USER + "_norole", "on", f">{PASSWORD}", "~*", "&*", "+@all", "-@dangerous")
-        port = self.serve_unready(f"redis://{USER}_norole:{PASSWORD}@127.0.0.1:{self.port}/0")
-        status, body = wait_for(lambda: readyz(port), timeout=30, what="an answer")
-        self.assertEqual(status, 503)
-        self.assertEqual(body["redis"], "down")
-        wait_for(lambda: self.log_says("ROLE failed"), timeout=10, what="the reason in the log")
-
-    def test_user_without_info_is_refused(self):
-        self.admin.cmd("ACL", "SETUSER", USER + "_norole", "on", f">{PASSWORD}", "~*", "&*", "+@all", "-@dangerous",
-                       "+role", "+config|get")
+    def assert_user_refused(self, rules: list[str], reason: str) -> None:
+        """A gateway whose Redis user has the ACL rules never becomes ready, logs reason and answers 503."""
+        self.admin.cmd("ACL", "SETUSER", USER + "_norole", "on", f">{PASSWORD}", "~*", "&*", *rules)
         port = self.serve_unready(f"redis://{USER}_norole:{PASSWORD}@127.0.0.1:{self.port}/0")
         status, body = wait_for(lambda: readyz(port), timeout=30, what="an answer")
         self.assertEqual((status, body["redis"]), (503, "down"))
-        wait_for(lambda: self.log_says("INFO failed"), timeout=10, what="the reason in the log")
-        r = http("POST", f"http://127.0.0.1:{port}/v1/locks/noinfo:one/acquire", {"ttl_ms": 1000})
+        wait_for(lambda: self.log_says(reason), timeout=10, what="the reason in the log")
+        r = http("POST", f"http://127.0.0.1:{port}/v1/locks/refused:one/acquire", {"ttl_ms": 1000})
         self.assertEqual(r.status, 503, r)
+
+    def test_user_without_role_is_refused(self):
+        self.assert_user_refused(["+@all", "-@dangerous"], "ROLE failed")
+
+    def test_user_without_info_is_refused(self):
+        self.assert_user_refused(["+@all", "-@dangerous", "+role", "+config|get"], "INFO failed")
 
     def test_replica_is_refused(self):
         port = free_port()
