@@ -40,7 +40,11 @@
  * with a handler, is late, and the connection gets another timeout (and a
  * connection whose client hung up is left to its thread). A connection with
  * nothing unread is closed when it still has nothing a moment later: its
- * thread may have read the request just then.
+ * thread may have read the request just then. Draining, nothing more is
+ * awaited: every connection waiting for a request, or for the rest of one, is
+ * looked at at once and then every moment by the same rule, so that a client
+ * that stopped sending mid-request (a proxy whose own client went away) does
+ * not hold the drain until its cap.
  * libmicrohttpd's own error lines become JSON log lines.
  */
 #include "http/server.h"
@@ -123,7 +127,7 @@ static struct {
     const struct config *cfg;
     const struct route *routes;
     atomic_long in_flight;
-    atomic_bool quiesced; /* draining: new connections are closed at once */
+    atomic_bool quiesced; /* draining: new connections closed at once (set under watches.lock) */
 } server;
 
 /* Socket of the connection (to watch a suspended client for hang-up). */
@@ -165,12 +169,28 @@ static void watch_append_locked(struct conn_state *list, struct conn_state *w, i
     w->watched = true;
 }
 
+/* The wait before a second look at a connection found silent at its deadline. */
+static int64_t look_again_ms(void)
+{
+    return server.cfg->header_timeout_ms < LOOK_AGAIN_MS ? server.cfg->header_timeout_ms
+                                                         : LOOK_AGAIN_MS;
+}
+
+/* How long a connection may wait for (the rest of) a request before it is
+ * looked at: limits.header_timeout_ms, or while draining a moment only
+ * (http_server_quiesce makes those waiting then due at once, so the list stays
+ * sorted). Called with watches.lock held. */
+static int64_t request_delay_locked(void)
+{
+    return atomic_load(&server.quiesced) ? look_again_ms() : server.cfg->header_timeout_ms;
+}
+
 /* Starts (or restarts, after an answer) the deadline of w's next headers. */
 static void watch_arm(struct conn_state *w)
 {
     pthread_mutex_lock(&watches.lock);
     watch_unlink(w);
-    watch_append_locked(&watches.head, w, server.cfg->header_timeout_ms);
+    watch_append_locked(&watches.head, w, request_delay_locked());
     int64_t due_ms = w->due_ms;
     pthread_mutex_unlock(&watches.lock);
     alarm_set(due_ms);
@@ -1037,16 +1057,14 @@ static void watch_expire_locked(struct conn_state *w, bool again)
 {
     enum peer_state peer = peer_state_of(w->fd);
     if (peer == PEER_WAITING) {
-        watch_append_locked(&watches.head, w, server.cfg->header_timeout_ms);
+        watch_append_locked(&watches.head, w, request_delay_locked());
     } else if (peer == PEER_SILENT && !again) {
-        int64_t delay_ms = server.cfg->header_timeout_ms < LOOK_AGAIN_MS
-                               ? server.cfg->header_timeout_ms
-                               : LOOK_AGAIN_MS;
-        watch_append_locked(&watches.silent, w, delay_ms);
+        watch_append_locked(&watches.silent, w, look_again_ms());
     } else if (peer == PEER_SILENT) {
         /* Counted before the shutdown: a client that sees its connection end
-         * may read the metric at once. */
-        metrics_slow_headers_closed(1);
+         * may read the metric at once. A drain's closings are no slow client's. */
+        if (!atomic_load(&server.quiesced))
+            metrics_slow_headers_closed(1);
         if (w->fd != MHD_INVALID_SOCKET)
             shutdown(w->fd, SHUT_RDWR); /* libmicrohttpd then closes it as a hang-up */
     }
@@ -1261,7 +1279,17 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
 
 void http_server_quiesce(void)
 {
+    if (watches.head.next == NULL) { /* never started: nothing is watched */
+        atomic_store(&server.quiesced, true);
+        return;
+    }
+    pthread_mutex_lock(&watches.lock);
     atomic_store(&server.quiesced, true);
+    int64_t now_ms = clock_mono_ms();
+    for (struct conn_state *w = watches.head.next; w != &watches.head; w = w->next)
+        w->due_ms = now_ms; /* all alike, and before any appended from now on: still sorted */
+    pthread_mutex_unlock(&watches.lock);
+    alarm_set(now_ms);
 }
 
 long http_server_in_flight(void)

@@ -72,7 +72,11 @@ int http_server_start(const struct config *cfg, const struct route *routes,
                       struct fg_error *err) FG_WUR;
 
 /* Stops accepting connections: each new one is closed at once (SIGTERM drain,
- * first step); the listening socket closes with http_server_stop. */
+ * first step); the listening socket closes with http_server_stop. A
+ * connection waiting for a request, or for the rest of one, is closed once
+ * nothing of it waits unread at two looks a moment apart (the janitor's), the
+ * first at once: a request whose client stopped sending does not hold the
+ * drain. */
 void http_server_quiesce(void);
 
 /* Requests in progress (received, not yet answered), including suspended ones. */

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The lock side of operations: SIGTERM drains waiters with 503 and exits 0; the fence sequence stays
-above every fence storage has seen after Redis loses its data; /readyz follows Redis going down and
-coming back; a parked watch stays parked through a Redis outage.
+"""The lock side of operations: SIGTERM drains waiters with 503 and exits 0, without waiting for a request
+whose body stopped arriving; the fence sequence stays above every fence storage has seen after Redis loses
+its data; /readyz follows Redis going down and coming back; a parked watch stays parked through a Redis
+outage.
 
-Owns: those four behaviours. Must not: leave Redis stopped or Postgres holding test fences (each test
+Owns: those behaviours. Must not: leave Redis stopped or Postgres holding test fences (each test
 restores what it changed).
 """
 
 import os
+import socket
 import sys
 import threading
 import time
@@ -47,6 +49,24 @@ class DrainTest(unittest.TestCase):
                 st = status(watcher, name)
                 self.assertEqual((st["held"], st["waiting"]), (True, 0), "the drained waiter stayed queued")
                 self.assertEqual(release(watcher, name, held.body["token"]).status, 200)
+
+    def test_a_request_whose_body_stalls_does_not_hold_the_drain(self):
+        """Headers with a Content-Length, part of the body, then nothing while the connection stays open
+        (a proxy whose client went away mid-request): the drain waited for it until its 10 s cap, and the
+        gateway exited past the 10 s a supervisor gives it. Now a connection awaiting its request, or the
+        rest of one, is closed once nothing arrives on it for a moment of the drain."""
+        gw = Gateway()
+        with socket.create_connection(("127.0.0.1", gw.port), timeout=15) as s:
+            s.sendall(b"POST /v1/locks/stalled/renew HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"token\"")
+            # The stalled request is in flight beside the /metrics request asking.
+            wait_for(lambda: metric(gw, "fencegate_http_requests_in_flight") >= 2, timeout=5,
+                     what="the stalled request in flight")
+            started = time.monotonic()
+            code = gw.stop(timeout=15)
+            self.assertEqual(code, 0)
+            self.assertLess(time.monotonic() - started, 5, "the drain waited for the stalled body")
+            self.assertEqual(s.recv(4096), b"", "the stalled request was answered")
 
 
 class FenceRecoveryTest(unittest.TestCase):
