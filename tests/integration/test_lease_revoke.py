@@ -292,6 +292,45 @@ class RevokeTest(GatewayTest):
                                {"Fence-Token": held["token"]})
             self.assert_lease_lost(r, "revoked")
 
+    def test_a_revoke_of_a_grant_not_yet_answered(self):
+        """A revoke ends a lease, not a client: a holder releases while the waiter's gateway is paused
+        (SIGSTOP), so the lock is granted to a waiter nobody answered yet, and the revoke ends that grant. The
+        waiter, once its gateway resumes, queues on and acquires afresh with a newer fence (without a
+        request_id), or answers 410 lease_lost (with one: its request's lease ended); the revoked fence never
+        reaches it."""
+        for rid in (None, unique("rv-rid")):
+            with self.subTest(request_id=rid), Gateway(config=cfg()) as paused:
+                name = unique("rv-unclaimed")
+                held = self.acquire(name, ttl_ms=30000)
+                box: dict = {}
+                body = {"ttl_ms": 30000, "wait_ms": 20000, **({"request_id": rid} if rid else {})}
+
+                def wait():
+                    with paused.client(timeout=60) as c:
+                        box["answer"] = c.post(f"/v1/locks/{name}/acquire", body)
+                t = threading.Thread(target=wait, daemon=True)
+                t.start()
+                wait_for(lambda: self.c.get(f"/v1/locks/{name}").body["waiting"] == 1, what="the waiter queued")
+                paused.signal(signal.SIGSTOP)
+                try:
+                    self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": held["token"]}).status, 200)
+                    granted = self.c.get(f"/v1/locks/{name}").body
+                    self.assertTrue(granted["held"], granted)
+                    revoked = self.c.post(f"/v1/locks/{name}/revoke", {})
+                    self.assertEqual((revoked.status, revoked.body["revoked_fence"]), (200, granted["fence"]))
+                finally:
+                    paused.signal(signal.SIGCONT)
+                t.join(30)
+                answer = box["answer"]
+                if rid is None:
+                    self.assertEqual(answer.status, 200, answer)
+                    self.assertGreater(answer.body["fence"], granted["fence"])
+                    self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": answer.body["token"]}).status,
+                                     200)
+                else:
+                    self.assertEqual((answer.status, answer.body.get("type")), (410, "/problems/lease_lost"), answer)
+                    self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
+
     def test_semaphore_revoke_one_holder_by_fence(self):
         name = unique("rv-sem")
         a = self.c.post(f"/v1/semaphores/{name}/acquire", {"limit": 2}).body
