@@ -341,7 +341,8 @@ int api_key_permit_lease(const struct api_key *key, const char *noun, const char
     return api_key_permit(key, needed, err);
 }
 
-const struct api_key *keyset_find_id(const struct keyset *ks, const char *id)
+/* The key of ks with id, or NULL. */
+static const struct api_key *keyset_find_id(const struct keyset *ks, const char *id)
 {
     for (size_t i = 0; i < ks->nkeys; i++)
         if (strcmp(ks->keys[i].id, id) == 0)
@@ -359,9 +360,9 @@ bool api_key_same_scopes(const struct api_key *a, const struct api_key *b)
     return true;
 }
 
-int auth_key_in_force(const struct api_key *key, const struct api_key **now, struct fg_error *err)
+int keyset_key_in_force(const struct keyset *ks, const struct api_key *key,
+                        const struct api_key **now, struct fg_error *err)
 {
-    const struct keyset *ks = auth_current();
     *now = NULL;
     if (ks == NULL || !ks->required)
         return 0;

@@ -12,7 +12,7 @@
  * replaced whole on SIGHUP. A replaced set is kept until auth_shutdown, so a
  * request may keep the key it found for as long as it runs, with no lock and no
  * reference count. A request that waits is held to the set in force by its
- * key's id (auth_key_in_force): a reload that removed the key or took away a
+ * key's id (keyset_key_in_force): a reload that removed the key or took away a
  * scope it needs ends the wait, one that only changed the key's text (a
  * rotation) does not.
  */
@@ -123,21 +123,18 @@ int api_key_permit_lease(const struct api_key *key, const char *noun, const char
 /*
  * For a request that waits and was admitted with key (borrowed from the set it
  * was found in; NULL: admitted with none, auth being off): the key that stands
- * for it in the set in force now. *now is key itself while that set is in
- * force; after a reload, the key of the same id (its text may have changed: a
- * rotation keeps the id); NULL when auth is off now. Fails with
- * FG_ERR_UNAUTHORIZED when the set in force has no key of that id, or requires
- * a key and the request came without one. Whether *now still holds the scopes
- * the request needs is the caller's to check.
+ * for it in ks (NULL: none), the set in force now or one about to be. *now is
+ * key itself while its own set is ks; after a reload, the key of the same id
+ * (its text may have changed: a rotation keeps the id); NULL when ks has auth
+ * off. Fails with FG_ERR_UNAUTHORIZED when ks has no key of that id, or
+ * requires a key and the request came without one. Whether *now still holds
+ * the scopes the request needs is the caller's to check.
  */
-int auth_key_in_force(const struct api_key *key, const struct api_key **now,
-                      struct fg_error *err) FG_WUR;
+int keyset_key_in_force(const struct keyset *ks, const struct api_key *key,
+                        const struct api_key **now, struct fg_error *err) FG_WUR;
 
 /* True iff keys a and b grant the same scopes, in the same order. */
 bool api_key_same_scopes(const struct api_key *a, const struct api_key *b);
-
-/* The key of ks with id, or NULL. */
-const struct api_key *keyset_find_id(const struct keyset *ks, const char *id);
 
 /* Checks a key id: 1..API_KEY_ID_MAX bytes of A-Z a-z 0-9 . _ -. */
 int api_key_id_check(const char *id, struct fg_error *err) FG_WUR;

@@ -778,10 +778,8 @@ static int authorize(struct http_request *req)
     }
     char needed[ROUTE_SCOPE_MAX];
     if (!router_needed_scope(req->match.route, req->match.params[0], needed, sizeof needed) ||
-        api_key_permits(req->principal, needed))
+        api_key_permit(req->principal, needed, &err) == 0)
         return 0;
-    fg_fail(&err, FG_ERR_FORBIDDEN, "key '%s' lacks the scope '%.*s'", req->principal->id,
-            utf8_cut_len(needed, 150), needed);
     reply_problem_extra(&req->conn->reply, &err,
                         json_pack("{s:o}", "scope", fgjson_string(needed)));
     return -1;

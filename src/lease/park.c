@@ -134,7 +134,7 @@ static enum park_step end_as(struct park *p, size_t i)
 static int key_allows(struct park *p, struct fg_error *err)
 {
     const struct api_key *now;
-    if (auth_key_in_force(p->waiter.key, &now, err) != 0)
+    if (keyset_key_in_force(auth_current(), p->waiter.key, &now, err) != 0)
         return -1;
     if (now == NULL || now == p->waiter.key || p->kind->permit == NULL)
         return 0;

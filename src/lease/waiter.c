@@ -217,12 +217,11 @@ static void supersede_locked(const char *lease_id, const struct waiter *keep)
  * came without one (auth was off), or w's key is removed or has other scopes. */
 static bool key_changed(const struct waiter *w, const struct keyset *ks)
 {
-    if (ks == NULL || !ks->required)
-        return false;
-    if (w->key == NULL)
+    const struct api_key *now;
+    struct fg_error refused;
+    if (keyset_key_in_force(ks, w->key, &now, &refused) != 0)
         return true;
-    const struct api_key *now = keyset_find_id(ks, w->key->id);
-    return now == NULL || !api_key_same_scopes(now, w->key);
+    return now != NULL && now != w->key && !api_key_same_scopes(now, w->key);
 }
 
 int waiter_add(struct waiter *w, const struct waiter_client *client, int64_t deadline_ms,
