@@ -334,8 +334,7 @@ static void path_close(struct member_path *m)
     m->depth--;
 }
 
-/* The offset after the string whose opening quote is s[at] (n bytes: at most n). */
-static size_t string_end(const char *s, size_t n, size_t at)
+size_t fgjson_string_end(const char *s, size_t n, size_t at)
 {
     for (at++; at < n && s[at] != '"'; at++)
         at += s[at] == '\\';
@@ -359,7 +358,7 @@ static bool value_path(const char *s, size_t n, struct member_path *m)
     for (size_t at = 0; at < n;) {
         char c = s[at];
         if (c == '"') {
-            size_t end = string_end(s, n, at);
+            size_t end = fgjson_string_end(s, n, at);
             if (path_named(m) && next_is(s, n, end, ':'))
                 path_step(m, m->base[m->depth - 1] > 0 ? "." : "", s + at + 1, end - at - 2);
             at = end;

@@ -75,6 +75,10 @@ json_t *fgjson_parse_flat(const char *body, size_t len);
  */
 json_t *fgjson_parse_object(const char *body, size_t len, char *too_big, struct fg_error *err);
 
+/* The offset after the JSON string whose opening quote is s[at], in the JSON
+ * text s of n bytes (n: the string runs to the end). Reads no value. */
+size_t fgjson_string_end(const char *s, size_t n, size_t at);
+
 /*
  * Reads the JSON file path for where (its name in the configuration, for the
  * message). A file that cannot be read or parsed fails with FG_ERR_CONFIG

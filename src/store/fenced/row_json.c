@@ -167,56 +167,48 @@ void row_json_write(struct fgjson_out *out, const char *const *names, const char
     fgjson_out_raw(out, "}", 2); /* the text's NUL too */
 }
 
-/* Skips JSON white space. */
-static const char *skip_space(const char *p)
+/* The offset of the first byte of row (len bytes) at or after at that is no
+ * JSON white space, or len. */
+static size_t skip_space(const char *row, size_t len, size_t at)
 {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-        p++;
-    return p;
+    while (at < len && strchr(" \t\r\n", row[at]) != NULL)
+        at++;
+    return at;
 }
 
-/* What follows the JSON string whose opening quote is at p. */
-static const char *string_end(const char *p)
-{
-    for (p++; *p != '\0' && *p != '"'; p++)
-        if (*p == '\\' && p[1] != '\0')
-            p++;
-    return *p == '"' ? p + 1 : p;
-}
-
-/* Where the member whose value follows p ends: at the ',' or '}' after it
- * that no string, object or array inside it holds, or at the NUL. */
-static const char *member_end(const char *p)
+/* Where the member whose value follows row[at] ends (len bytes): at the ','
+ * or '}' after it that no string, object or array inside it holds, or at len. */
+static size_t member_end(const char *row, size_t len, size_t at)
 {
     size_t depth = 0;
-    while (*p != '\0' && !(depth == 0 && (*p == ',' || *p == '}'))) {
-        if (*p == '"') {
-            p = string_end(p);
+    while (at < len && !(depth == 0 && (row[at] == ',' || row[at] == '}'))) {
+        if (row[at] == '"') {
+            at = fgjson_string_end(row, len, at);
             continue;
         }
-        if (*p == '{' || *p == '[')
+        if (row[at] == '{' || row[at] == '[')
             depth++;
-        else if ((*p == '}' || *p == ']') && depth > 0)
+        else if ((row[at] == '}' || row[at] == ']') && depth > 0)
             depth--;
-        p++;
+        at++;
     }
-    return p;
+    return at;
 }
 
 void row_json_pick(struct fgjson_out *out, const char *row, const bool *shown, size_t n)
 {
-    const char *p = skip_space(row);
+    size_t len = strlen(row), at = skip_space(row, len, 0);
     const char *sep = "";
-    p += *p == '{';
+    at += at < len && row[at] == '{';
     fgjson_out_raw(out, "{", 1);
-    for (size_t i = 0; i < n && *(p = skip_space(p)) == '"'; i++) {
-        const char *end = member_end(string_end(p));
+    for (size_t i = 0; i < n && (at = skip_space(row, len, at)) < len && row[at] == '"'; i++) {
+        size_t end = member_end(row, len, fgjson_string_end(row, len, at));
         if (shown[i]) {
             put_text(out, sep);
-            fgjson_out_raw(out, p, (size_t)(end - p));
+            fgjson_out_raw(out, row + at, end - at);
             sep = ",";
         }
-        p = *end == ',' ? end + 1 : end;
+        at = end < len && row[end] == ',' ? end + 1 : end;
     }
     fgjson_out_raw(out, "}", 2); /* the text's NUL too */
 }
