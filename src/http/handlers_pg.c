@@ -43,6 +43,16 @@ static long path_table(const struct http_request *req, struct fg_error *err)
     return table;
 }
 
+/* True if the caller of req may read table (pg:<table>:read): any caller while auth is off. */
+static bool may_read(const struct http_request *req, const char *table)
+{
+    if (req->principal == NULL)
+        return true;
+    char needed[ROUTE_SCOPE_MAX];
+    snprintf(needed, sizeof needed, "pg:%s:read", table);
+    return api_key_permits(req->principal, needed);
+}
+
 /* Readies op, parsed, for its write: refuses it unless claims are of the
  * lease its table binds its rows to (the lease named for the row's identity:
  * its key's canonical text, the scale of a numeric dropped, the text that
@@ -51,9 +61,8 @@ static long path_table(const struct http_request *req, struct fg_error *err)
 static int op_ready(const struct http_request *req, const struct table_schema *schema,
                     struct fenced_op *op, const struct token_claims *claims, struct fg_error *err)
 {
-    char identity[SEGMENT_MAX_LEN + 1], resource[SEGMENT_MAX_LEN * 2], read_scope[ROUTE_SCOPE_MAX];
-    snprintf(read_scope, sizeof read_scope, "pg:%s:read", schema->cfg->name);
-    op->may_read = api_key_permits(req->principal, read_scope);
+    char identity[SEGMENT_MAX_LEN + 1], resource[SEGMENT_MAX_LEN * 2];
+    op->may_read = may_read(req, schema->cfg->name);
     key_row_identity(&schema->key_shape, op->key, identity, sizeof identity);
     snprintf(resource, sizeof resource, "pg:%s/%s", schema->cfg->name, identity);
     return fenced_write_bound(METRIC_BACKEND_PG, &schema->cfg->guard, identity, claims, resource,
