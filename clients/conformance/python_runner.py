@@ -283,12 +283,27 @@ class Runner:
         self.leases.clear()
         self.pending.clear()
 
+    def each(self, step: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """The steps that step stands for: itself, or with ``copies`` N, one for each of N leases (the lease
+        and the name numbered, from 0)."""
+        if "copies" not in step:
+            return [step]
+        copies = []
+        for i in range(step["copies"]):
+            copy = {k: v for k, v in step.items() if k != "copies"}
+            copy["lease"] = f"{step['lease']}{i}"
+            if "name" in step:
+                copy["name"] = f"{step['name']}-{i}"
+            copies.append(copy)
+        return copies
+
     def scenario(self, scenario: Dict[str, Any]) -> Optional[str]:
         """Runs one scenario; None when it passed, else what failed."""
         try:
             for number, step in enumerate(scenario["steps"], 1):
                 try:
-                    getattr(self, "op_" + step["op"])(step)
+                    for each in self.each(step):
+                        getattr(self, "op_" + each["op"])(each)
                 except (StepFailed, ProblemError, fencegate.FencegateError) as e:
                     return f"step {number} ({step['op']} {step.get('lease', step.get('name', ''))}): {e}"
             return None

@@ -245,6 +245,29 @@ func (r *confRunner) outcome(step map[string]any, call func() (any, error)) erro
 	return nil
 }
 
+// each is the steps that step stands for: itself, or with "copies" N, one for each of N leases (the lease
+// and the name numbered, from 0).
+func each(step map[string]any) []map[string]any {
+	n, ok := step["copies"].(float64)
+	if !ok {
+		return []map[string]any{step}
+	}
+	var copies []map[string]any
+	for i := 0; i < int(n); i++ {
+		copied := map[string]any{}
+		for k, v := range step {
+			copied[k] = v
+		}
+		delete(copied, "copies")
+		copied["lease"] = fmt.Sprintf("%v%d", step["lease"], i)
+		if name, ok := step["name"].(string); ok {
+			copied["name"] = fmt.Sprintf("%s-%d", name, i)
+		}
+		copies = append(copies, copied)
+	}
+	return copies
+}
+
 func (r *confRunner) step(ctx context.Context, step map[string]any) error {
 	clientName := r.str(step, "client")
 	if clientName == "" {
@@ -469,8 +492,10 @@ func TestConformance(t *testing.T) {
 				}
 			}()
 			for i, step := range scenario.Steps {
-				if err := r.step(ctx, step); err != nil {
-					t.Fatalf("step %d (%v %v): %v", i+1, step["op"], firstOf(r.str(step, "lease"), r.str(step, "name")), err)
+				for _, one := range each(step) {
+					if err := r.step(ctx, one); err != nil {
+						t.Fatalf("step %d (%v %v): %v", i+1, one["op"], firstOf(r.str(one, "lease"), r.str(one, "name")), err)
+					}
 				}
 			}
 		})

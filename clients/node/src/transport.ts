@@ -192,10 +192,12 @@ export class Transport {
     this.timeoutMs = options.timeoutMs ?? 10000;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     const caFile = options.caFile || process.env.FENCEGATE_CACERT;
+    // No cap on the pool's sockets: each held lease parks one in a watch's long poll (25 s), a waiting
+    // acquire one for its wait, and a cap would queue renewals, releases and writes behind them until the
+    // leases ran out unrenewed.
     this.agent = this.base.protocol === "https:"
-      ? new https.Agent({ keepAlive: true, maxSockets: 64, ca: caFile ? readFileSync(caFile) : undefined,
-        minVersion: "TLSv1.2" })
-      : new http.Agent({ keepAlive: true, maxSockets: 64 });
+      ? new https.Agent({ keepAlive: true, ca: caFile ? readFileSync(caFile) : undefined, minVersion: "TLSv1.2" })
+      : new http.Agent({ keepAlive: true });
   }
 
   /** Closes the pool's connections. */

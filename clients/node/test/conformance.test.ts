@@ -36,6 +36,16 @@ function member(value: any, path: string): unknown {
   return value;
 }
 
+/** The steps that step stands for: itself, or with copies N, one for each of N leases (the lease and the
+ * name numbered, from 0). */
+function each(step: Step): Step[] {
+  if (step.copies === undefined) return [step];
+  return Array.from({ length: step.copies as number }, (_, i) => {
+    const { copies: _copies, ...copy } = step;
+    return { ...copy, lease: `${step.lease}${i}`, ...(step.name !== undefined ? { name: `${step.name}-${i}` } : {}) };
+  });
+}
+
 class Runner {
   readonly run = process.env.FG_CONF_RUN ?? "";
   readonly clients = new Map<string, Client>();
@@ -229,11 +239,13 @@ test("conformance scenarios", { skip: specPath ? false : "FG_CONF_SCENARIOS is n
         runner.pending = new Map();
         try {
           for (const [i, step] of scenario.steps.entries()) {
-            try {
-              await runner.step(step);
-            } catch (e) {
-              failed++;
-              throw new Error(`step ${i + 1} (${step.op} ${step.lease ?? step.name ?? ""}): ${(e as Error).message}`);
+            for (const one of each(step)) {
+              try {
+                await runner.step(one);
+              } catch (e) {
+                failed++;
+                throw new Error(`step ${i + 1} (${one.op} ${one.lease ?? one.name ?? ""}): ${(e as Error).message}`);
+              }
             }
           }
           passed++;
