@@ -414,6 +414,36 @@ func TestGatewayWithLockContextEndsOnLoss(t *testing.T) {
 	}
 }
 
+// TestGatewayWithLockReleasesOnPanic: a panic in WithLock's function (which net/http, for one, recovers)
+// goes on, and the lock or set is released on its way: its keeper would otherwise renew it for as long as
+// the process lives.
+func TestGatewayWithLockReleasesOnPanic(t *testing.T) {
+	c := gatewayClient(t, false)
+	ctx := context.Background()
+	name := unique("go:panic")
+	panicking := func(run func()) (recovered any) {
+		defer func() { recovered = recover() }()
+		run()
+		return nil
+	}
+	o := LeaseOptions{TTL: 30 * time.Second}
+	if got := panicking(func() {
+		_ = c.WithLock(ctx, name, o, func(context.Context, *Lease) error { panic("in the lock") })
+	}); got != "in the lock" {
+		t.Fatalf("WithLock's panic came back as %v", got)
+	}
+	if got := panicking(func() {
+		_ = c.WithLockSet(ctx, []string{name + "-a", name + "-b"}, o, func(context.Context, *LockSet) error { panic("in the set") })
+	}); got != "in the set" {
+		t.Fatalf("WithLockSet's panic came back as %v", got)
+	}
+	for _, lock := range []string{name, name + "-a", name + "-b"} {
+		if held, err := lockHeld(ctx, c, lock); err != nil || held {
+			t.Fatalf("%s after the panic: held %v (%v)", lock, held, err)
+		}
+	}
+}
+
 func TestGatewayWrites(t *testing.T) {
 	c := gatewayClient(t, false)
 	ctx := context.Background()

@@ -464,7 +464,8 @@ func (l *Lease) Redis() *RedisKeys {
 }
 
 // WithLock acquires the lock name, runs fn with a context that is cancelled as soon as the lease is lost,
-// and releases the lock. It returns fn's error, else a *LeaseLostError if the lease was lost meanwhile.
+// and releases the lock, also when fn panics (the panic then goes on). It returns fn's error, else a
+// *LeaseLostError if the lease was lost meanwhile.
 func (c *Client) WithLock(ctx context.Context, name string, o LeaseOptions, fn func(ctx context.Context, l *Lease) error) error {
 	l, err := c.Lock(ctx, name, o)
 	if err != nil {
@@ -473,7 +474,10 @@ func (c *Client) WithLock(ctx context.Context, name string, o LeaseOptions, fn f
 	return l.state.run(ctx, func(inner context.Context) error { return fn(inner, l) }, l.Release)
 }
 
-// run calls fn with a context cancelled on loss, then release; fn's error wins over release's.
+// run calls fn with a context cancelled on loss, then release; fn's error wins over release's. The release
+// goes out even when ctx ended (a lock left held would keep the next holder waiting a TTL), and when fn
+// panics or calls runtime.Goexit, which then goes on: the keeper would renew a lock left held for as long as
+// the process lives, and a panic that net/http recovers leaves the process running.
 func (s *lostState) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) error {
 	inner, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -484,10 +488,18 @@ func (s *lostState) run(ctx context.Context, fn func(context.Context) error, rel
 		case <-done:
 		}
 	}()
+	finished := false
+	defer func() {
+		if !finished {
+			close(done)
+			cancel()
+			_ = release(context.Background())
+		}
+	}()
 	err := fn(inner)
+	finished = true
 	close(done)
 	cancel()
-	// The release goes out even when ctx ended: a lock left held would keep the next holder waiting a TTL.
 	releaseErr := release(context.Background())
 	if err != nil {
 		return err
