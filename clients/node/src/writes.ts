@@ -75,8 +75,11 @@ async function send(transport: Transport, holder: Holder, minimal: boolean, meth
       check: () => void holder.token() });
     return answer.status === 204 ? { applied: true, minimal: true } : answer.body as WriteResult;
   } catch (e) {
-    const refusal = e instanceof OutcomeUnknownError ? e.last : e; // a 410 ends the lease all the same
-    if (refusal instanceof ProblemError) holder.refused(refusal);
+    // A 410 ends the lease all the same, also when it answered the retry of a write whose outcome is unknown;
+    // a LeaseLostError of the holder's own check before a retry (status 0: the lease lost, or released) is
+    // no news, and would count a released lease as lost.
+    const refusal = e instanceof OutcomeUnknownError ? e.last : e;
+    if (refusal instanceof ProblemError && refusal.status !== 0) holder.refused(refusal);
     throw e;
   }
 }

@@ -359,6 +359,29 @@ test("a write retried after its lease is known lost is not sent again", { skip }
   assert.equal((await direct.pg("invoices").get(key)).row?.status, "open");
 });
 
+test("a write whose retry its lease's release cut short leaves the lease released, not lost", { skip }, async (t) => {
+  // The proxy answers the first PATCH 503 with Retry-After: 1; the lease is released while the write waits
+  // to try again. The retry does not go out (the lease is released), and the write rejects with
+  // OutcomeUnknownError, its last error the client's own LeaseLostError ("released"). That error is the
+  // client's check, no news from the gateway: the lease was released, never lost, and its signal stays
+  // quiet. Failed before the fix: the write marked the lease lost ("released") and aborted its signal.
+  const { url, seen } = await faultProxy(t, ({ method }) =>
+    method === "PATCH" && seen.filter((r) => r.method === "PATCH").length < 1 ? "refuse503" : "forward");
+  const a = clientAt(url);
+  t.after(() => a.close());
+  const lease = await a.lock(unique("node:releasecut"), { ttlMs: 5000 });
+  const write = lease.pg("invoices").patch(unique("node-releasecut"), { status: "x" }).then(() => "applied", (e: unknown) => e);
+  while (!seen.some((r) => r.method === "PATCH")) await sleep(10);
+  await lease.release();
+  const outcome = await write;
+  assert.ok(outcome instanceof OutcomeUnknownError && outcome.last instanceof LeaseLostError
+    && outcome.last.reason === "released", `the write ended with ${outcome}`);
+  assert.equal(seen.filter((r) => r.method === "PATCH").length, 1, "the retry went out after the release");
+  assert.equal(lease.lost, false, `the released lease counts as lost (${lease.lostReason})`);
+  assert.equal(lease.signal.aborted, false);
+  await lease.release();
+});
+
 /**
  * Takes a lock, a semaphore and a lock set through a proxy for the test t that does fault to the first two
  * acquires of each request_id ("swallow": the gateway grants the first and answers the second with the same
