@@ -300,8 +300,8 @@ function askRevoke(lease) {
 async function confirmRevoke() {
   const lease = state.revoke;
   $('revoke-dialog').close();
-  const body = { reason: $('revoke-reason').value || 'revoked from the console' };
-  if (lease.kind === 'semaphores') body.fence = Number(lease.fence);
+  // The fence shown: the lease may have passed to another holder since, who is not revoked then.
+  const body = { reason: $('revoke-reason').value || 'revoked from the console', fence: Number(lease.fence) };
   const answer = await api(apiPath('v1', lease.kind, lease.name, 'revoke'), 'POST', body);
   say($('action'), answer.status === 200
     ? `Revoked fence ${answer.body.revoked_fence ?? '(none: the lease had already ended)'} of ${lease.name}.`

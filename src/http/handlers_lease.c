@@ -397,16 +397,24 @@ enum handler_result lease_handle_status(const struct lease_ops *kind, struct htt
 }
 
 /* The fence a revoke names: a semaphore's body names it ("fence"), a lock's
- * is its current holder's (0 when nobody holds it). */
+ * is its current holder's (0 when nobody holds it, or when the body names the
+ * fence of another lease than the holder's). */
 static int revoke_target(const struct lease_ops *kind, const char *name, const json_t *body,
                          long long *fence, struct fg_error *err)
 {
-    if (kind->holder_fence != NULL)
-        return kind->holder_fence(name, fence, err);
     const json_t *f = json_object_get(body, "fence");
-    if (!json_is_integer(f) || json_integer_value(f) < 1)
+    bool lock = kind->holder_fence != NULL;
+    if ((f != NULL || !lock) && (!json_is_integer(f) || json_integer_value(f) < 1))
         return fg_fail(err, FG_ERR_INVALID_FIELD,
-                       "field 'fence' is required: the fence of the holder to revoke (>= 1)");
+                       "field 'fence' %s the fence of the holder to revoke (>= 1)",
+                       lock ? "must be" : "is required:");
+    if (lock) {
+        if (kind->holder_fence(name, fence, err) != 0)
+            return -1;
+        if (f != NULL && json_integer_value(f) != *fence)
+            *fence = 0;
+        return 0;
+    }
     *fence = json_integer_value(f);
     struct lease_watch seen;
     if (kind->watch(name, *fence, false, &seen, err) != 0)
@@ -444,7 +452,7 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
     if (body == NULL || revoke_target(kind, lease_name(req), body, &fence, &err) != 0)
         return fail(reply, &err);
     const char *reason = revoke_reason(body);
-    bool recorded = fence != 0;
+    bool recorded = fence != 0, named = json_object_get(body, "fence") != NULL;
     for (int attempt = 0; fence != 0; attempt++) {
         /* The durable record first: the Redis mirror can always be rebuilt from it. */
         struct lease_result res;
@@ -454,9 +462,9 @@ enum handler_result lease_handle_revoke(const struct lease_ops *kind, struct htt
         if (res.outcome != LEASE_GONE)
             break;
         /* The lease ended as the revoke ran (a release, an expiry; its fence
-         * stays revoked): a lock's revoke is of whoever holds it now, a
-         * semaphore's of the holder it named. */
-        if (kind->holder_fence == NULL || attempt + 1 == REVOKE_ATTEMPTS)
+         * stays revoked): a lock's revoke is of whoever holds it now, unless
+         * it named a fence, a semaphore's of the holder it named. */
+        if (kind->holder_fence == NULL || named || attempt + 1 == REVOKE_ATTEMPTS)
             fence = 0;
         else if (kind->holder_fence(lease_name(req), &fence, &err) != 0)
             return fail(reply, &err);

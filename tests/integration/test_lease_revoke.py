@@ -193,7 +193,7 @@ class RevokeTest(GatewayTest):
         lock = unique("rv-free")
         r = self.c.post(f"/v1/locks/{lock}/revoke", {})
         self.assertEqual((r.status, r.body), (200, {"revoked_fence": None}))
-        for body in ({"reason": 5}, {"reason": "x" * 201}, {"fence": 3}, {"nope": 1}):
+        for body in ({"reason": 5}, {"reason": "x" * 201}, {"fence": 0}, {"fence": "3"}, {"nope": 1}):
             r = self.c.post(f"/v1/locks/{lock}/revoke", body)
             self.assertEqual(r.status, 400, (body, r))
             self.assertEqual(r.body["type"], "/problems/invalid_field", r)
@@ -201,6 +201,29 @@ class RevokeTest(GatewayTest):
         for body in ({}, {"fence": "1"}, {"fence": 0}, {"fence": 1, "extra": 1}):
             r = self.c.post(f"/v1/semaphores/{lock}/revoke", body)
             self.assertEqual(r.status, 400, (body, r))
+
+    def test_a_lock_revoke_naming_a_fence_ends_only_that_lease(self):
+        """The console shows a holder and asks before it revokes: by the time the operator confirms, the
+        lease may have passed to another holder. A revoke naming the fence it was shown ends that lease
+        only: once the lock is someone else's it answers revoked_fence null, and the new holder's lease and
+        writes go on. Failed before the fix: the body's fence was refused (400), so the console sent none
+        and revoked whoever held the lock at the confirm."""
+        name, key = unique("rv-named"), unique("rv-named-inv")
+        shown = self.acquire(name, ttl_ms=30000)
+        self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": shown["token"]}).status, 200)
+        now = self.acquire(name, ttl_ms=30000)
+        r = self.c.post(f"/v1/locks/{name}/revoke", {"fence": shown["fence"], "reason": "as shown"})
+        self.assertEqual((r.status, r.body), (200, {"revoked_fence": None}))
+        self.assertEqual(self.c.post(f"/v1/locks/{name}/renew", {"token": now["token"]}).status, 200)
+        insert_invoice(key)
+        r = write(self.c, "PATCH", "invoices", key, {"set": {"note": "kept"}}, now["token"])
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(psql("SELECT count(*) FROM fencegate.revocations WHERE fence = :'f'", {"f": now["fence"]}),
+                         ["0"])
+        r = self.c.post(f"/v1/locks/{name}/revoke", {"fence": now["fence"], "reason": "as shown"})
+        self.assertEqual((r.status, r.body), (200, {"revoked_fence": now["fence"]}))
+        self.assert_lease_lost(self.c.post(f"/v1/locks/{name}/renew", {"token": now["token"]}), "revoked")
+        self.assertFalse(self.c.get(f"/v1/locks/{name}").body["held"])
 
     def test_a_revoke_racing_a_release_tells_what_it_did(self):
         """A lock revoke sent as its holder A releases, with B waiting: either the revoke ran first (it answers

@@ -34,7 +34,7 @@ API_MD_LIMITS = [
     "`limit` 1…{AUDIT_LIMIT_MAX} (default {AUDIT_LIMIT_DEFAULT})",
     "up to {TOKEN_KEY_ID_MAX} bytes; secrets of {TOKEN_SECRET_MIN} to {TOKEN_SECRET_MAX} bytes; "
     "up to {TOKEN_KEYS_MAX} keys",
-    "`{{\"reason\"?: string ≤ {REVOCATION_REASON_MAX} bytes}}`",
+    "`{{\"reason\"?: string ≤ {REVOCATION_REASON_MAX} bytes, \"fence\"?: n}}`",
     "`wait_ms` (default {WATCH_WAIT_DEFAULT_MS}, 0 … {WAIT_MAX_MS:,})",
     "`names`: 1 to {LOCKSET_MAX} distinct lock names",
     "`leases`: the first {LEASE_LIST_SEM_HOLDERS} live holders",
