@@ -19,10 +19,12 @@ from pg_helpers import assert_problem, config, insert_invoice, tokens, unique, w
 BASE_MS = 978307200000  # 2001-01-01T00:00:00Z, a range no other test writes in
 
 
-def add_rejection(at_ms: int, resource: str, owner: str = "w") -> None:
+def add_rejection(at_ms: int, resource: str, owner: str = "w", resources: list[str] | None = None) -> None:
+    """One record; resources: every resource that refused it (a batch's), its resource alone by default."""
     psql("INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence, owner,"
-         " client_addr, method, reason) VALUES (to_timestamp(:'at'::bigint / 1000.0), :'r', 'l', 1, 2, :'o',"
-         " '127.0.0.1', 'PATCH', 'stale_fence')", {"at": at_ms, "r": resource, "o": owner})
+         " client_addr, method, reason, resources) VALUES (to_timestamp(:'at'::bigint / 1000.0), :'r', 'l', 1, 2,"
+         " :'o', '127.0.0.1', 'PATCH', 'stale_fence', string_to_array(NULLIF(:'rs', ''), ' '))",
+         {"at": at_ms, "r": resource, "o": owner, "rs": " ".join(resources or [])})
 
 
 class AuditViewsTest(GatewayTest):
@@ -64,6 +66,31 @@ class AuditViewsTest(GatewayTest):
                                                    {"resource": "pg:b/2", "rejections": 1},
                                                    {"resource": "redis:c", "rejections": 1}])
         self.assertEqual((r.body["since_ms"], r.body["until_ms"]), (BASE_MS, BASE_MS + 180000))
+
+    def test_summary_counts_every_resource_of_a_batch(self):
+        """A batch refused because two of its rows held newer fences leaves one record naming the first
+        (resource) and both (resources); ?resource= finds it under either. The summary ranked the records by
+        their first resource alone: a row refused only as the second of batches was never among the most
+        refused resources, and the console's count of a resource differed from the trail it opens. Now a
+        record counts once for each resource it lists, as ?resource= matches it. Failed before the fix:
+        pg:b/2 was missing from top_resources."""
+        since = BASE_MS + 5 * 86400000
+        until = since + 60000
+        psql("DELETE FROM fencegate.rejections WHERE at >= to_timestamp(:'s'::bigint / 1000.0)"
+             " AND at < to_timestamp(:'u'::bigint / 1000.0)", {"s": since, "u": until})
+        for i in range(3):
+            add_rejection(since + i, "pg:a/1", resources=["pg:a/1", "pg:b/2"])
+        add_rejection(since + 10, "pg:b/2")
+        add_rejection(since + 20, "pg:c/3", resources=["pg:c/3", "pg:c/3"])
+        r = self.c.get(f"/v1/audit/summary?since_ms={since}&until_ms={until}")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.body["top_resources"], [{"resource": "pg:b/2", "rejections": 4},
+                                                   {"resource": "pg:a/1", "rejections": 3},
+                                                   {"resource": "pg:c/3", "rejections": 1}])
+        for top in r.body["top_resources"]:
+            trail = self.c.get(f"/v1/audit/rejections?resource={top['resource']}&since_ms={since}&until_ms={until}")
+            self.assertEqual(len(trail.body["items"]), top["rejections"], (top, trail))
+        self.assertEqual(sum(m["rejections"] for m in r.body["per_minute"]), 5)
 
     def test_summary_of_the_last_hour_by_default_and_its_bounds(self):
         lock, key = unique("sum"), unique("inv")

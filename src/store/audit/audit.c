@@ -224,10 +224,13 @@ static const char summary_minutes_sql[] =
     " WHERE at >= to_timestamp($1::bigint / 1000.0) AND at < to_timestamp($2::bigint / 1000.0)"
     " GROUP BY 1 ORDER BY 1";
 
+/* A record counts once for each resource it lists (a batch refused on several), as ?resource=
+ * matches it. */
 static const char summary_resources_sql[] =
-    "SELECT resource, count(*) AS rejections FROM fencegate.rejections"
+    "SELECT r AS resource, count(DISTINCT id) AS rejections"
+    " FROM fencegate.rejections CROSS JOIN LATERAL unnest(resources) AS r"
     " WHERE at >= to_timestamp($1::bigint / 1000.0) AND at < to_timestamp($2::bigint / 1000.0)"
-    " GROUP BY resource ORDER BY count(*) DESC, resource LIMIT $3::int";
+    " GROUP BY r ORDER BY count(DISTINCT id) DESC, r LIMIT $3::int";
 
 /* Rows of text columns as objects whose columns in int_columns become integers (new array). */
 static json_t *rows_typed(const json_t *rows, const char *const *int_columns, size_t nint)
