@@ -97,7 +97,7 @@ func (r RetryPolicy) pause(attempt int, retryAfter time.Duration) time.Duration 
 
 // Config configures a Client. Every field is optional.
 type Config struct {
-	URL     string        // http://host:port or https://host:port (default $FENCEGATE_URL, else http://127.0.0.1:8480)
+	URL     string        // http://host:port or https://host:port (default $FENCEGATE_URL, else http://127.0.0.1:8480); user:password@ in it is dropped
 	APIKey  string        // bearer key (default $FENCEGATE_KEY); NoKey sends none
 	CAFile  string        // PEM file of the CA that signed the gateway's certificate (default $FENCEGATE_CACERT, else the system's)
 	Timeout time.Duration // to connect and to wait for an answer, on top of any wait the call asks for (default 10 s); an acquire without a wait allows for the gateway's longest default wait, an hour
@@ -125,6 +125,10 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("fencegate: the gateway URL must be http://host[:port] or https://host[:port], not %q", base)
 	}
+	// Credentials in the URL are never sent (net/http would send them as Basic auth) nor shown in an
+	// error: the key goes in APIKey.
+	u.User = nil
+	base = u.String()
 	key := firstOf(cfg.APIKey, os.Getenv("FENCEGATE_KEY"))
 	if key == NoKey {
 		key = ""

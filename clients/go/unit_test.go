@@ -126,6 +126,40 @@ func TestUnitReturnMinimal(t *testing.T) {
 	}
 }
 
+// TestUnitURLCredentialsAreNotSent gives the client a URL with user:password@: neither goes out, as Basic
+// auth or otherwise, nor shows in an error; a key goes as its bearer, as without them. Broken variant
+// caught: net/http sent the URL's userinfo as Authorization: Basic when no key was configured.
+func TestUnitURLCredentialsAreNotSent(t *testing.T) {
+	var authorization atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authorization.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"lock":"x","held":false,"fence":null,"waiting":0}`))
+	}))
+	defer srv.Close()
+	withCredentials := strings.Replace(srv.URL, "http://", "http://alice:s3cret@", 1)
+	for key, want := range map[string]string{NoKey: "", "k1": "Bearer k1"} {
+		c, err := New(Config{URL: withCredentials, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.LockStatus(context.Background(), "x"); err != nil || authorization.Load() != want {
+			t.Fatalf("key %q: Authorization %q, want %q (%v)", key, authorization.Load(), want, err)
+		}
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://alice:s3cret@" + listener.Addr().String()
+	listener.Close()
+	c, _ := New(Config{URL: closed, APIKey: NoKey, Retry: RetryPolicy{Attempts: 1}})
+	if _, err := c.LockStatus(context.Background(), "x"); err == nil || strings.Contains(err.Error(), "alice") ||
+		strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("an unreachable gateway: %v", err)
+	}
+}
+
 func TestUnitHTTPSWithCAFile(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -185,6 +185,9 @@ export class Transport {
     if ((this.base.protocol !== "http:" && this.base.protocol !== "https:") || !this.base.hostname) {
       throw new TypeError(`the gateway URL must be http://host[:port] or https://host[:port], not ${url}`);
     }
+    // Credentials in the URL are never sent (the key goes in apiKey), so they are not kept either.
+    this.base.username = "";
+    this.base.password = "";
     // node:http looks "[::1]" up as a name; given "::1" it connects, and writes the Host header "[::1]:port"
     // itself (no port when it is the scheme's default, as URL.port leaves it out).
     this.hostname = this.base.hostname.replace(/^\[(.*)\]$/, "$1");

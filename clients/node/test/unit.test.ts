@@ -108,7 +108,7 @@ type Reply = [number, string, Record<string, string>?];
  * the test, whatever its outcome.
  */
 async function canned(t: TestContext, handler: (r: Seen) => Promise<Reply> | Reply):
-  Promise<{ client: (options?: ConstructorParameters<typeof Client>[0]) => Client; seen: Seen[] }> {
+  Promise<{ client: (options?: ConstructorParameters<typeof Client>[0]) => Client; seen: Seen[]; url: string }> {
   const seen: Seen[] = [];
   const { url, server } = await serve((req, res) => {
     const chunks: Buffer[] = [];
@@ -140,6 +140,7 @@ async function canned(t: TestContext, handler: (r: Seen) => Promise<Reply> | Rep
       return c;
     },
     seen,
+    url,
   };
 }
 
@@ -453,6 +454,18 @@ test("a release answered 503 is sent again by the next release", async (t) => {
   assert.equal(releases, 2, "the second release() did not send the release");
   await lease.release();
   assert.equal(releases, 2, "a release() after the gateway's 200 sent it again");
+});
+
+test("credentials in the URL are neither sent nor kept; the key goes as its bearer", async (t) => {
+  // As in the Python and Go clients: user:password@ in the URL is no key, and node:http is given no auth.
+  const { client, seen, url } = await canned(t, () => [200, `{"lock":"x","held":false,"fence":null,"waiting":0}`]);
+  const withCredentials = url.replace("http://", "http://alice:s3cret@");
+  for (const [apiKey, authorization] of [["", undefined], ["k1", "Bearer k1"]] as const) {
+    const c = client({ url: withCredentials, apiKey });
+    await c.lockStatus("x");
+    assert.equal(seen.at(-1)!.headers.authorization, authorization);
+    assert.equal(c.transport.base.username + c.transport.base.password, "");
+  }
 });
 
 test("an owner beyond ASCII goes out as the UTF-8 bytes of its Fence-Owner header", async (t) => {
