@@ -19,7 +19,7 @@ import { Grant, Keeper, RenewCall, Watch } from "./keeper.js";
 import { Call, NO_RETRY, RetryPolicy, Transport, segment } from "./transport.js";
 import { CallOptions, Holder, PgTable, RedisKeys } from "./writes.js";
 
-/** Options of an acquire; every member is optional. */
+/** Options of an acquire; every member is optional. Durations go out in whole ms, rounded down (wholeMs). */
 export interface LeaseOptions {
   /** Time to live in ms (default: the gateway's, 30000; lock sets always send it). */
   ttlMs?: number;
@@ -183,11 +183,19 @@ export class LostState {
   }
 }
 
+/**
+ * A duration as the gateway takes it, in whole milliseconds: rounded down, as Go's durations go out and as
+ * what is left of a wait is sent on a retry, so that the lease never asks for more than it was given.
+ */
+function wholeMs(ms: number): number {
+  return Math.floor(ms);
+}
+
 function leaseBody(options: LeaseOptions, owner: string | undefined, requestId: string): Record<string, unknown> {
   const body: Record<string, unknown> = { request_id: requestId };
-  if (options.ttlMs !== undefined) body.ttl_ms = options.ttlMs;
-  if (options.waitMs !== undefined) body.wait_ms = options.waitMs;
-  if (options.maxHoldMs !== undefined) body.max_hold_ms = options.maxHoldMs;
+  if (options.ttlMs !== undefined) body.ttl_ms = wholeMs(options.ttlMs);
+  if (options.waitMs !== undefined) body.wait_ms = wholeMs(options.waitMs);
+  if (options.maxHoldMs !== undefined) body.max_hold_ms = wholeMs(options.maxHoldMs);
   if (owner) body.owner = owner;
   return body;
 }
@@ -196,7 +204,7 @@ function leaseBody(options: LeaseOptions, owner: string | undefined, requestId: 
 function acquireBody(body: Record<string, unknown>, waitMs: number | undefined): () => unknown {
   const deadline = performance.now() + (waitMs ?? 0);
   return () => {
-    if (waitMs) body.wait_ms = Math.max(0, Math.floor(deadline - performance.now()));
+    if (waitMs) body.wait_ms = Math.max(0, wholeMs(deadline - performance.now()));
     return body;
   };
 }
@@ -340,7 +348,7 @@ export class Lease extends Held {
     this.check();
     try {
       const answer = (await this.transport.call({ method: "POST", path: this.path + "/renew", effect: "idempotent",
-        body: { token: this.token, ttl_ms: ttlMs ?? this.ttlMs } })).body;
+        body: { token: this.token, ttl_ms: wholeMs(ttlMs ?? this.ttlMs) } })).body;
       this.expiresAtMs = answer?.expires_at_ms ?? this.expiresAtMs;
       return answer;
     } catch (e) {
@@ -407,7 +415,7 @@ export class LockSet extends Held {
   }
 
   async acquire(options: LeaseOptions): Promise<this> {
-    this.ttlMs = options.ttlMs ?? 30000;
+    this.ttlMs = wholeMs(options.ttlMs ?? 30000);
     const body = { ...leaseBody({ ...options, ttlMs: this.ttlMs }, this.owner, this.requestId), names: this.names };
     const sentAt = performance.now();
     const answer = await acquireCall(this.transport, "/v1/locksets/acquire", body, options, (granted) =>
@@ -432,7 +440,7 @@ export class LockSet extends Held {
     this.check();
     try {
       return (await this.transport.call({ method: "POST", path: "/v1/locksets/renew", effect: "idempotent",
-        body: { tokens: this.tokens, ttl_ms: ttlMs ?? this.ttlMs } })).body;
+        body: { tokens: this.tokens, ttl_ms: wholeMs(ttlMs ?? this.ttlMs) } })).body;
     } catch (e) {
       this.state.heard(e);
       throw e;

@@ -456,6 +456,35 @@ test("a release answered 503 is sent again by the next release", async (t) => {
   assert.equal(releases, 2, "a release() after the gateway's 200 sent it again");
 });
 
+test("fractional milliseconds go out rounded down, on every try and in every renewal", async (t) => {
+  // The gateway takes whole milliseconds (400 invalid_field otherwise); Go's durations go out rounded down
+  // to them, as does what is left of a wait on a retry. Broken variant caught: ttlMs 10000/3 went out as
+  // 3333.3333333333335 and the acquire was refused; a lock set also renewed with it.
+  let acquires = 0;
+  const { client, seen } = await canned(t, ({ path }) => {
+    if (path === "/v1/locksets/acquire") {
+      return [200, `{"locks":[{"lock":"a","token":"ta","fence":1,"ttl_ms":3333,"expires_at_ms":1}]}`];
+    }
+    if (path.endsWith("/acquire") && ++acquires === 1) return [503, `{"type":"/problems/backend_unavailable","status":503}`, { "Retry-After": "0" }];
+    return [200, `{"lock":"x","token":"t","fence":7,"ttl_ms":3333,"expires_at_ms":1}`];
+  });
+  const c = client({ retry: { attempts: 2 } });
+  const lease = await c.lock("x", { ttlMs: 10000 / 3, waitMs: 2000 / 3, maxHoldMs: 100000 / 3, renew: false });
+  await lease.renew(1000 / 3);
+  const set = await c.lockSet(["a"], { ttlMs: 10000 / 3, renew: false });
+  await set.renew();
+  const sent = seen.map((r) => JSON.parse(r.body));
+  assert.equal(sent.length, 5);
+  for (const body of sent) {
+    for (const field of ["ttl_ms", "wait_ms", "max_hold_ms"]) {
+      if (field in body) assert.ok(Number.isInteger(body[field]), `${field} ${body[field]} is not whole`);
+    }
+  }
+  assert.deepEqual(sent.map((b) => b.ttl_ms), [3333, 3333, 333, 3333, 3333]);
+  assert.deepEqual(sent.slice(0, 2).map((b) => b.max_hold_ms), [33333, 33333]);
+  assert.ok(sent[0].wait_ms <= 666 && sent[1].wait_ms <= sent[0].wait_ms, `wait_ms ${sent[0].wait_ms}, ${sent[1].wait_ms}`);
+});
+
 test("credentials in the URL are neither sent nor kept; the key goes as its bearer", async (t) => {
   // As in the Python and Go clients: user:password@ in the URL is no key, and node:http is given no auth.
   const { client, seen, url } = await canned(t, () => [200, `{"lock":"x","held":false,"fence":null,"waiting":0}`]);
