@@ -273,6 +273,8 @@ async function giveBack(transport: Transport, path: string, body: Record<string,
 abstract class Held {
   protected readonly state: LostState;
   readonly requestId: string;
+  /** acquire() was called, and did not fail. */
+  private acquireCalled = false;
 
   constructor(stateName: string, requestId: string | undefined) {
     this.requestId = requestId ?? newRequestId();
@@ -298,6 +300,23 @@ abstract class Held {
   check(): void {
     this.state.check();
   }
+
+  /**
+   * Runs acquire, the one acquire of this lease: a call while one is under way or after one succeeded
+   * rejects (a second keeper would renew what a release gave up); after one that failed, it may try again.
+   */
+  protected async acquireOnce<T>(acquire: () => Promise<T>): Promise<T> {
+    if (this.acquireCalled) {
+      throw new Error(`the lease on ${this.state.name} is already acquired, or being acquired: acquire a new one`);
+    }
+    this.acquireCalled = true;
+    try {
+      return await acquire();
+    } catch (e) {
+      this.acquireCalled = false;
+      throw e;
+    }
+  }
 }
 
 /** A lease on a lock or on one slot of a semaphore, from client.lock() or client.semaphore(). */
@@ -317,8 +336,12 @@ export class Lease extends Held {
     return `/v1/${this.kind}s/${segment(this.name)}`;
   }
 
-  /** Acquires (see Client.lock); resolves to the lease itself. */
-  async acquire(options: LeaseOptions, limit?: number): Promise<this> {
+  /** Acquires (see Client.lock); resolves to the lease itself. A lease is acquired once. */
+  acquire(options: LeaseOptions, limit?: number): Promise<this> {
+    return this.acquireOnce(() => this.acquireNow(options, limit));
+  }
+
+  private async acquireNow(options: LeaseOptions, limit: number | undefined): Promise<this> {
     const body = leaseBody(options, this.owner, this.requestId);
     if (limit !== undefined) body.limit = limit;
     const sentAt = performance.now();
@@ -414,7 +437,12 @@ export class LockSet extends Held {
     return [...this.members.values()].map((m) => m.token);
   }
 
-  async acquire(options: LeaseOptions): Promise<this> {
+  /** Acquires every lock or none (see Client.lockSet); resolves to the set itself. A set is acquired once. */
+  acquire(options: LeaseOptions): Promise<this> {
+    return this.acquireOnce(() => this.acquireNow(options));
+  }
+
+  private async acquireNow(options: LeaseOptions): Promise<this> {
     this.ttlMs = wholeMs(options.ttlMs ?? 30000);
     const body = { ...leaseBody({ ...options, ttlMs: this.ttlMs }, this.owner, this.requestId), names: this.names };
     const sentAt = performance.now();

@@ -485,6 +485,32 @@ test("fractional milliseconds go out rounded down, on every try and in every ren
   assert.ok(sent[0].wait_ms <= 666 && sent[1].wait_ms <= sent[0].wait_ms, `wait_ms ${sent[0].wait_ms}, ${sent[1].wait_ms}`);
 });
 
+test("a lease is acquired once: acquire() again rejects and starts no second keeper", async (t) => {
+  // Broken variant caught: a second acquire() of a held lease started a second keeper, which the release
+  // did not stop (it went on renewing a released lease), and one after the release kept the lease renewed
+  // while release() sent nothing, the gateway having answered the first.
+  const { client, seen } = await canned(t, ({ path }) => {
+    if (path.endsWith("/release")) return [200, `{"released":true}`];
+    if (path === "/v1/locksets/acquire") return [200, `{"locks":[{"lock":"a","token":"ta","fence":1,"ttl_ms":300,"expires_at_ms":1}]}`];
+    return [200, `{"lock":"x","token":"t","fence":7,"ttl_ms":300,"expires_at_ms":1}`];
+  });
+  const c = client();
+  const count = (suffix: string): number => seen.filter((r) => r.path.endsWith(suffix)).length;
+  const lease = await c.lock("x", { ttlMs: 300, watch: false });
+  await assert.rejects(lease.acquire({ ttlMs: 300, watch: false }), /already/);
+  await lease.release();
+  await assert.rejects(lease.acquire({ ttlMs: 300, watch: false }), /already/);
+  const set = await c.lockSet(["a"], { ttlMs: 300, watch: false });
+  await assert.rejects(set.acquire({ ttlMs: 300, watch: false }), /already/);
+  await set.release();
+  await assert.rejects(set.acquire({ ttlMs: 300, watch: false }), /already/);
+  assert.equal(count("/acquire"), 2, "a second acquire() was sent");
+  const renewals = count("/renew");
+  await new Promise((r) => setTimeout(r, 250)); // over two renewal periods of a 300 ms lease
+  assert.equal(count("/renew"), renewals, "renewed after the release");
+  assert.equal(count("/release"), 2);
+});
+
 test("credentials in the URL are neither sent nor kept; the key goes as its bearer", async (t) => {
   // As in the Python and Go clients: user:password@ in the URL is no key, and node:http is given no auth.
   const { client, seen, url } = await canned(t, () => [200, `{"lock":"x","held":false,"fence":null,"waiting":0}`]);
