@@ -368,10 +368,12 @@ class TriggerDeadlockTest(GatewayTest):
         log_from = pg_log_size()
 
         def other():  # holds B; asks for A once the write waits for B; then updates the write's row
+            # A, the 15 ms and the update are one statement: psql's round trips between statements, which a
+            # loaded machine may hold back past the write's 50 ms, are not part of the scenario.
             psql("SET deadlock_timeout = '60s';\nBEGIN;\nSELECT pg_advisory_xact_lock(70460003);\n"
-                 "SELECT pg_sleep(0.5023);\nSELECT pg_advisory_xact_lock(70460002);\n"
-                 "SELECT pg_sleep(0.015);\n"
-                 f"UPDATE public.{table} SET note = 'other' WHERE id = :'k';\nCOMMIT;\n", {"k": key})
+                 "SELECT pg_sleep(0.5023);\n"
+                 "DO $$BEGIN PERFORM pg_advisory_xact_lock(70460002); PERFORM pg_sleep(0.015); "
+                 f"UPDATE public.{table} SET note = 'other' WHERE id = {int(key)}; END$$;\nCOMMIT;\n")
         t = threading.Thread(target=other)
         t.start()
         for _ in range(250):  # until the other session holds B
