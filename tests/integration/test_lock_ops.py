@@ -144,7 +144,9 @@ class WatchOutageTest(unittest.TestCase):
             services("stop-redis")
             try:
                 time.sleep(1.0)
-                self.assertEqual(told, {}, "a parked watch was answered while Redis was down")
+                # Stopping Redis may take seconds on a loaded machine: the short watch's deadline may have come.
+                early = {key: waited for key, (_, waited) in list(told.items()) if key == "long" or waited < 3.9}
+                self.assertEqual(early, {}, "a parked watch was answered while Redis was down")
                 started = time.monotonic()
                 assert_problem(self, c.get(f"{path}&wait_ms=5000"), 503, "backend_unavailable")
                 self.assertLess(time.monotonic() - started, 2, "a new watch did not answer the outage at once")
