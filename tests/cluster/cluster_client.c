@@ -36,7 +36,9 @@
  * Postgres reservation), then tries again; the JSON also says how many
  * recoveries ran and how many fences were granted twice. FG_CLUSTER_NAMES=N
  * has each thread use N names of its own again and again instead of random
- * ones (their slots' sequences then go on across a failover).
+ * ones (their slots' sequences then go on across a failover);
+ * FG_CLUSTER_PAIR_NAMES=a,b,... has the threads take those names in turn
+ * (names the lab chose in the slots of one node).
  * cluster_client --watched <URL> <count> follows CHANNEL_ENDED
  * (redis_subscribe: on a cluster one shard channel per slot) and runs count
  * such pairs, each with lua/lock_watch.lua between acquire and release, so
@@ -302,6 +304,9 @@ static bool answered(const struct lease_reply *r, enum lease_outcome outcome)
 
 static atomic_long pairs_rate; /* pairs a second each thread keeps to; 0: as fast as it can */
 static long pairs_names;       /* FG_CLUSTER_NAMES: names per thread; 0: random names */
+/* FG_CLUSTER_PAIR_NAMES, split at its commas: the names the threads take in turn. */
+static char *pairs_given[MAX_NAMES];
+static size_t pairs_given_n;
 static atomic_long pairs_done, pairs_failed;
 
 /* With Postgres (FG_CLUSTER_PG_DSN): fences recovered as the gateway does. */
@@ -412,10 +417,11 @@ static void lease_new(char lease[LEASE_ID_LEN + 1], unsigned *seed)
     lease[LEASE_ID_LEN] = '\0';
 }
 
-/* One thread of --pairs: acquire and release locks of random names. */
+/* One thread of --pairs: acquire and release locks of random names, or of the names given. */
 static void *pairs_main(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg, thread_seed = seed;
+    size_t turn = seed;
     long rate = atomic_load(&pairs_rate);
     int64_t due_us = clock_mono_us();
     while (clock_mono_ms() < atomic_load(&stop_at_ms)) {
@@ -428,7 +434,9 @@ static void *pairs_main(void *arg)
             due_us += 1000000 / rate;
         }
         char name[32], lease[LEASE_ID_LEN + 1];
-        if (pairs_names > 0) /* a few names of this thread's own, used again and again */
+        if (pairs_given_n > 0) /* the names given, in turn, each thread from its own */
+            snprintf(name, sizeof name, "%s", pairs_given[turn++ % pairs_given_n]);
+        else if (pairs_names > 0) /* a few names of this thread's own, used again and again */
             snprintf(name, sizeof name, "pair:%u:%u", thread_seed,
                      (unsigned)rand_r(&seed) % (unsigned)pairs_names);
         else
@@ -483,6 +491,10 @@ static int run_pairs(char *url, int threads, double seconds, long rate)
     atomic_store(&pairs_rate, rate);
     const char *names_env = getenv("FG_CLUSTER_NAMES");
     pairs_names = names_env != NULL ? atol(names_env) : 0;
+    char *given = getenv("FG_CLUSTER_PAIR_NAMES"), *save = NULL;
+    for (char *n = given != NULL ? strtok_r(given, ",", &save) : NULL;
+         n != NULL && pairs_given_n < MAX_NAMES; n = strtok_r(NULL, ",", &save))
+        pairs_given[pairs_given_n++] = n;
     if (pairs_setup(url) != 0)
         return 1;
     signal(SIGTERM, on_term);

@@ -211,13 +211,18 @@ class ClusterLabTest(LabTestCase):
         self.assertEqual(r["pairs"], 300, run.stderr[-2000:])
         self.assertEqual(r["ends"], 300, "an end published from a script was not heard")
 
-    def pairs(self, threads: int, seconds: float, names: int = 0) -> subprocess.Popen:
+    def pairs(self, threads: int, seconds: float, names: int = 0, given: list[str] | None = None) -> subprocess.Popen:
         """cluster_client --pairs with fence recovery on the test's Postgres (lease/fence.c, per slot); names: a
-        few names per thread used again and again (0: random names)."""
+        few names per thread used again and again (0: random names); given: the names to take in turn instead."""
         return subprocess.Popen([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), str(threads), str(seconds)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "FG_CLUSTER_PG_DSN": os.environ["FG_TEST_PG_DSN"],
-                                     "FG_CLUSTER_NAMES": str(names)})
+                                     "FG_CLUSTER_NAMES": str(names), "FG_CLUSTER_PAIR_NAMES": ",".join(given or [])})
+
+    def names_on(self, port: int, count: int) -> list[str]:
+        """count lock names whose slots the primary on port serves."""
+        served = {s for s, p in self.lab.slot_owners(port).items() if p == port}
+        return [n for n in (f"pair:on:{i}" for i in range(50 * count)) if crc16(n.encode()) % SLOTS in served][:count]
 
     def pairs_result(self, proc: subprocess.Popen) -> dict:
         out, err = proc.communicate(timeout=180)
@@ -639,14 +644,20 @@ class ClusterLabTest(LabTestCase):
         # Within cluster-node-timeout + 2 s and a check of every slot's subscribers (about 1 s here), or, when
         # Redis itself promoted later (a loaded machine), within 2 s of the promotion.
         self.assertLessEqual(after_kill, max(NODE_TIMEOUT_MS / 1000 + 2 + 1, promotion + 2))
-        # The promoted replica has a run_id of its own: calls written to it carry that one.
+        # The promoted replica has a run_id of its own: calls written to it carry that one. Pairs on names in its
+        # slots, a second at a time, until its limits show (a loaded machine runs a pair or two a second, each
+        # recovering its slot's fences from Postgres).
         self.lab.wait_converged()
         promoted = self.lab.owner(other["ranges"][0])
         before = self.stamped()[promoted][1]
-        r = self.pairs_result(self.pairs(2, 1))
-        self.assertGreater(r["recoveries"], 0, "the promoted replica's slots were not recovered")
+        on_promoted, recoveries = self.names_on(promoted, 64), []
+
+        def stamped_on_promoted() -> bool:
+            recoveries.append(self.pairs_result(self.pairs(2, 1, given=on_promoted))["recoveries"])
+            return self.stamped()[promoted][1] > 0
+        wait(stamped_on_promoted, 60, "a limit under the promoted replica's run_id")
+        self.assertGreater(sum(recoveries), 0, "the promoted replica's slots were not recovered")
         self.assertEqual(before, 0, "the promoted replica had limits under its run_id before it raised any")
-        self.assertGreater(self.stamped()[promoted][1], 0)
         self.lab.start_node(other["primary"])
         self.lab.wait_converged()
 
