@@ -38,7 +38,8 @@
  * has each thread use N names of its own again and again instead of random
  * ones (their slots' sequences then go on across a failover);
  * FG_CLUSTER_PAIR_NAMES=a,b,... has the threads take those names in turn
- * (names the lab chose in the slots of one node).
+ * (names the lab chose in the slots of one node); FG_CLUSTER_PAIRS_UNTIL=N
+ * ends the run once N pairs are done (the seconds still bound it).
  * cluster_client --watched <URL> <count> follows CHANNEL_ENDED
  * (redis_subscribe: on a cluster one shard channel per slot) and runs count
  * such pairs, each with lua/lock_watch.lua between acquire and release, so
@@ -308,6 +309,7 @@ static long pairs_names;       /* FG_CLUSTER_NAMES: names per thread; 0: random 
 static char *pairs_given[MAX_NAMES];
 static size_t pairs_given_n;
 static atomic_long pairs_done, pairs_failed;
+static long pairs_until; /* FG_CLUSTER_PAIRS_UNTIL: pairs done that end the run; 0: none */
 
 /* With Postgres (FG_CLUSTER_PG_DSN): fences recovered as the gateway does. */
 static bool pairs_recover;
@@ -424,7 +426,8 @@ static void *pairs_main(void *arg)
     size_t turn = seed;
     long rate = atomic_load(&pairs_rate);
     int64_t due_us = clock_mono_us();
-    while (clock_mono_ms() < atomic_load(&stop_at_ms)) {
+    while (clock_mono_ms() < atomic_load(&stop_at_ms) &&
+           (pairs_until == 0 || atomic_load(&pairs_done) < pairs_until)) {
         if (rate > 0) {
             int64_t early_us = due_us - clock_mono_us();
             if (early_us > 0)
@@ -491,6 +494,8 @@ static int run_pairs(char *url, int threads, double seconds, long rate)
     atomic_store(&pairs_rate, rate);
     const char *names_env = getenv("FG_CLUSTER_NAMES");
     pairs_names = names_env != NULL ? atol(names_env) : 0;
+    const char *until_env = getenv("FG_CLUSTER_PAIRS_UNTIL");
+    pairs_until = until_env != NULL ? atol(until_env) : 0;
     char *given = getenv("FG_CLUSTER_PAIR_NAMES"), *save = NULL;
     for (char *n = given != NULL ? strtok_r(given, ",", &save) : NULL;
          n != NULL && pairs_given_n < MAX_NAMES; n = strtok_r(NULL, ",", &save))

@@ -184,8 +184,9 @@ class ClusterLabTest(LabTestCase):
         of a third over the primaries."""
         primaries = self.lab.primaries()
         before = {p: self.lab.calls(p, "fcall") for p in primaries}
-        # 6 s: enough pairs for the spread below on a machine busy with more than this test (3 s made 284)
-        r = self.pairs_result(self.pairs(4, 6))
+        # 400 pairs, enough for the spread below, however long a machine busy with more than this test takes
+        # (up to two minutes: 6 s made 287 on one, each pair recovering its slot's fences from Postgres)
+        r = self.pairs_result(self.pairs(4, 120, until=400))
         self.assertEqual(r["failed"], 0)
         self.assertGreater(r["pairs"], 300)
         self.assertGreater(r["recoveries"], 300, "slots granted without a recovery of their sequence")
@@ -211,13 +212,16 @@ class ClusterLabTest(LabTestCase):
         self.assertEqual(r["pairs"], 300, run.stderr[-2000:])
         self.assertEqual(r["ends"], 300, "an end published from a script was not heard")
 
-    def pairs(self, threads: int, seconds: float, names: int = 0, given: list[str] | None = None) -> subprocess.Popen:
+    def pairs(self, threads: int, seconds: float, names: int = 0, given: list[str] | None = None,
+              until: int = 0) -> subprocess.Popen:
         """cluster_client --pairs with fence recovery on the test's Postgres (lease/fence.c, per slot); names: a
-        few names per thread used again and again (0: random names); given: the names to take in turn instead."""
+        few names per thread used again and again (0: random names); given: the names to take in turn instead;
+        until: the pairs done that end the run before its seconds (0: none)."""
         return subprocess.Popen([os.environ["FG_CLUSTER_CLIENT"], "--pairs", self.lab.url(), str(threads), str(seconds)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, "FG_CLUSTER_PG_DSN": os.environ["FG_TEST_PG_DSN"],
-                                     "FG_CLUSTER_NAMES": str(names), "FG_CLUSTER_PAIR_NAMES": ",".join(given or [])})
+                                     "FG_CLUSTER_NAMES": str(names), "FG_CLUSTER_PAIR_NAMES": ",".join(given or []),
+                                     "FG_CLUSTER_PAIRS_UNTIL": str(until)})
 
     def names_on(self, port: int, count: int) -> list[str]:
         """count lock names whose slots the primary on port serves."""
