@@ -401,20 +401,29 @@ class BackendCost(GatewayTest):
 
     def contend(self, route: str, body: dict, gateways: list, rounds: int = 200, per_gateway: int = 2) -> None:
         """per_gateway clients on each of gateways, each running rounds acquire + release pairs on route (body the
-        acquire's; /v1/locksets: a lock set's), acquiring again right after its release."""
+        acquire's; /v1/locksets: a lock set's), acquiring again right after its release. A client's failed
+        check fails the test."""
+        failures: list[Exception] = []
+
         def client(gw):
-            with gw.client(timeout=30) as c:
-                for _ in range(rounds):
-                    got = c.post(route + "/acquire", {"ttl_ms": 30000, "wait_ms": 10000, **body})
-                    self.assertEqual(got.status, 200, got)
-                    release = ({"tokens": [x["token"] for x in got.body["locks"]]} if "locks" in got.body
-                               else {"token": got.body["token"]})
-                    self.assertEqual(c.post(route + "/release", release).status, 200)
+            try:
+                with gw.client(timeout=30) as c:
+                    for _ in range(rounds):
+                        got = c.post(route + "/acquire", {"ttl_ms": 30000, "wait_ms": 10000, **body})
+                        self.assertEqual(got.status, 200, got)
+                        release = ({"tokens": [x["token"] for x in got.body["locks"]]} if "locks" in got.body
+                                   else {"token": got.body["token"]})
+                        self.assertEqual(c.post(route + "/release", release).status, 200)
+            except Exception as e:  # noqa: BLE001 - raised again in the test's thread
+                failures.append(e)
         threads = [threading.Thread(target=client, args=(gw,)) for gw in gateways for _ in range(per_gateway)]
         for t in threads:
             t.start()
         for t in threads:
             t.join(120)
+        self.assertFalse(any(t.is_alive() for t in threads), "a contending client did not finish")
+        if failures:
+            raise failures[0]
 
     def hand_overs_across(self, route: str, body: dict, queue: str, gateways: list, rounds: int = CROSSED) -> None:
         """rounds hand-overs between the two gateways, one at a time: a client on each takes its turn at one slot of
