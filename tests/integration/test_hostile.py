@@ -860,6 +860,19 @@ class ConnectionsTest(unittest.TestCase):
         self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 1)
         self.assertEqual(self.c.get("/v1/locks/slow-body").body.get("held"), False)
 
+    def test_headers_a_byte_at_a_time_are_cut_off(self):
+        """A client sending its headers one byte every 0.2 s, each well before any idle timeout: the
+        deadline bounds the whole request head, so the connection closes at header_timeout_ms (1.5 s here)
+        and the moment of the second look (a second at most), however the bytes trickle."""
+        before = metric(self.gw, "fencegate_slow_headers_closed_total")
+        closed, elapsed = self.trickle(b"G", b"E", 0.2)  # "GEEE...": a request line that never ends
+        self.assertTrue(closed, "the connection trickling its request line stayed open")
+        self.assertLess(elapsed, 1.5 + 1.0 + 0.8)
+        closed, elapsed = self.trickle(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", b"s", 0.2)
+        self.assertTrue(closed, "the connection trickling a header stayed open")
+        self.assertLess(elapsed, 1.5 + 1.0 + 0.8)
+        self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 2)
+
     def test_one_address_cannot_take_every_connection(self):
         """21,000 half-sent requests from one client made the gateway refuse everyone. Now one address
         gets max_connections_per_ip; another address is still served."""
