@@ -93,6 +93,47 @@ def late_waits(method: str, path: str, body: Any, seen: int) -> str:
     return "late" if waits else "forward"
 
 
+def first_acquire_refused(method: str, path: str, body: Any, seen: int) -> str:
+    """A proxy rule: 503 to the first acquire of each path, so that the client tries it again; anything else
+    is forwarded."""
+    return "refuse503" if path.endswith("/acquire") and seen == 0 else "forward"
+
+
+DURATIONS = ("ttl_ms", "wait_ms", "max_hold_ms")
+"""The members of lease calls that the gateway takes as durations, in whole milliseconds."""
+
+
+def durations_sent(proxy: "FaultProxy") -> List[Tuple[str, str, Any]]:
+    """(path, member, value) of every duration member of every request the proxy received, in order."""
+    with proxy._guard:
+        return [(path, member, body[member]) for _, path, body in proxy.requests if isinstance(body, dict)
+                for member in DURATIONS if member in body]
+
+
+def assert_whole_durations(test: Any, proxy: "FaultProxy", lock: str, sem: str) -> List[Tuple[str, str, Any]]:
+    """Asserts what the durations scenario of test_leases.py and test_async.py sent through proxy: a lock
+    acquired with ttl_ms 10000 / 3, wait_ms 1500.5 and max_hold_ms 20000 / 3 and renewed with ttl_ms 2500.9,
+    the semaphore sem acquired with ttl_ms 2000.0 and wait_ms 0.0 and renewed, a lock set acquired with
+    ttl_ms 1500.5 and renewed in the background and once by hand, each acquire tried twice. Every duration
+    went out a whole number (an int), rounded down. Returns what was sent."""
+    sent = durations_sent(proxy)
+    test.assertTrue(all(type(value) is int for _, _, value in sent), sent)
+    lock_path, sem_path = f"/v1/locks/{lock}", f"/v1/semaphores/{sem}"
+    test.assertEqual([(m, v) for p, m, v in sent if p == lock_path + "/acquire" and m != "wait_ms"],
+                     [("ttl_ms", 3333), ("max_hold_ms", 6666)] * 2)
+    waits = [v for p, m, v in sent if m == "wait_ms" and p == lock_path + "/acquire"]
+    test.assertEqual(len(waits), 2)
+    test.assertTrue(waits[0] <= 1500 and waits[1] < waits[0], waits)  # the retry asks for what is left
+    test.assertEqual([(m, v) for p, m, v in sent if p == lock_path + "/renew"], [("ttl_ms", 2500)])
+    test.assertEqual([(m, v) for p, m, v in sent if p.startswith(sem_path)],
+                     [("ttl_ms", 2000), ("wait_ms", 0)] * 2 + [("ttl_ms", 2000)])
+    test.assertEqual([v for p, m, v in sent if p == "/v1/locksets/acquire" and m == "ttl_ms"], [1500, 1500])
+    renewals = [v for p, m, v in sent if p == "/v1/locksets/renew"]
+    test.assertGreaterEqual(len(renewals), 2, sent)  # one in the background at least, one by hand
+    test.assertEqual(set(renewals), {1500})
+    return sent
+
+
 def refuse_while(refusing: threading.Event, path_end: str) -> Rule:
     """A proxy rule: 503 to every request whose path ends with path_end while refusing is set, else forward."""
     return lambda method, path, body, seen: "refuse503" if refusing.is_set() and path.endswith(path_end) else "forward"

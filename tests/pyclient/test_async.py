@@ -19,8 +19,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import (FaultProxy, config, late_waits, refuse_while, slow_acquire_proxy, unique,  # noqa: E402
-                              wait_ready)
+from pyclient_helpers import (FaultProxy, assert_whole_durations, config, durations_sent,  # noqa: E402
+                              first_acquire_refused, late_waits, refuse_while, slow_acquire_proxy, unique, wait_ready)
 
 import fencegate  # noqa: E402
 from harness import Gateway  # noqa: E402
@@ -373,6 +373,33 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         refusing.clear()
         await lease.release()
         self.assertFalse((await self.client.lock_status(lease.name))["held"])
+
+    async def test_durations_go_out_in_whole_milliseconds(self):
+        """As the thread client's: durations that are not whole milliseconds go out rounded down on every
+        try of an acquire, in renew() and in a lock set's background renewals; a bool or a negative one still
+        goes to the gateway, refused. (Caught: the float went out as it was, refused 400 invalid_field.)"""
+        proxy = FaultProxy(self.gw.port, first_acquire_refused)
+        self.addCleanup(proxy.close)
+        lock, sem, a, b = unique("whole-lock"), unique("whole-sem"), unique("whole-a"), unique("whole-b")
+        async with fencegate.AsyncClient(proxy.url, api_key="", retry=fencegate.RetryPolicy(attempts=2)) as client:
+            lease = await client.lock(lock, ttl_ms=10000 / 3, wait_ms=1500.5, max_hold_ms=20000 / 3,
+                                      renew=False).acquire()
+            self.assertEqual(lease.ttl_ms, 3333)
+            await lease.renew(ttl_ms=2500.9)
+            await lease.release()
+            slot = await client.semaphore(sem, 2, ttl_ms=2000.0, wait_ms=0.0, renew=False).acquire()
+            await slot.renew()
+            await slot.release()
+            async with client.lockset([a, b], ttl_ms=1500.5, wait_ms=700.25) as locks:
+                await asyncio.sleep(1.2)  # past two background renewals (every 1500 / 3 ms)
+                await locks.renew()
+                self.assertFalse(locks.lost.is_set(), locks.lost_reason)
+            sent = assert_whole_durations(self, proxy, lock, sem)
+            for duration in (True, -2.5):
+                with self.assertRaises(fencegate.InvalidField):
+                    await client.lock(unique("whole-refused"), ttl_ms=duration, renew=False).acquire()
+        self.assertEqual([(type(v), v) for _, m, v in durations_sent(proxy)[len(sent):] if m == "ttl_ms"],
+                         [(bool, True)] * 2 + [(int, -3)] * 2)
 
     async def test_a_revoked_lease_says_so_to_release_and_renew(self):
         """The 410 of a renew or release of a revoked lease says "revoked", and so does lost_reason.

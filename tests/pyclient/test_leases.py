@@ -21,8 +21,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from pyclient_helpers import (FaultProxy, child_env, config, late_waits, refuse_while,  # noqa: E402
-                              slow_acquire_proxy, unique)
+from pyclient_helpers import (FaultProxy, assert_whole_durations, child_env, config, durations_sent,  # noqa: E402
+                              first_acquire_refused, late_waits, refuse_while, slow_acquire_proxy, unique)
 
 import fencegate  # noqa: E402
 from fencegate import errors  # noqa: E402
@@ -780,6 +780,35 @@ class LeaseTest(unittest.TestCase):
             with self.assertRaises(fencegate.LeaseLost) as caught:
                 getattr(lease, call)()
             self.assertEqual((caught.exception.reason, lease.lost_reason), ("revoked", "revoked"), call)
+
+    def test_durations_go_out_in_whole_milliseconds(self):
+        """Durations that are not whole milliseconds (10000 / 3) go out rounded down, on every try: the
+        ttl_ms, wait_ms and max_hold_ms of an acquire of a lock, a semaphore and a lock set, tried again
+        after a 503, the ttl_ms of renew(), and the lock set's background renewals. A bool or a negative
+        duration still goes to the gateway, refused. (Caught: the float went out as it was, and the gateway
+        refused the acquire 400 invalid_field; a lock set renewed with it.)"""
+        proxy = FaultProxy(self.gw.port, first_acquire_refused)
+        self.addCleanup(proxy.close)
+        client = fencegate.Client(proxy.url, retry=fencegate.RetryPolicy(attempts=2))
+        self.addCleanup(client.close)
+        lock, sem, a, b = unique("whole-lock"), unique("whole-sem"), unique("whole-a"), unique("whole-b")
+        lease = client.lock(lock, ttl_ms=10000 / 3, wait_ms=1500.5, max_hold_ms=20000 / 3, renew=False).acquire()
+        self.assertEqual(lease.ttl_ms, 3333)
+        lease.renew(ttl_ms=2500.9)
+        lease.release()
+        slot = client.semaphore(sem, 2, ttl_ms=2000.0, wait_ms=0.0, renew=False).acquire()
+        slot.renew()
+        slot.release()
+        with client.lockset([a, b], ttl_ms=1500.5, wait_ms=700.25) as locks:
+            time.sleep(1.2)  # past two background renewals (every 1500 / 3 ms)
+            locks.renew()
+            self.assertFalse(locks.lost.is_set(), locks.lost_reason)
+        sent = assert_whole_durations(self, proxy, lock, sem)
+        for duration in (True, -2.5):
+            with self.assertRaises(fencegate.InvalidField):
+                client.lock(unique("whole-refused"), ttl_ms=duration, renew=False).acquire()
+        self.assertEqual([(type(v), v) for _, m, v in durations_sent(proxy)[len(sent):] if m == "ttl_ms"],
+                         [(bool, True)] * 2 + [(int, -3)] * 2)
 
 
 class ProblemMappingTest(unittest.TestCase):

@@ -37,7 +37,7 @@ from .errors import (FencegateError, GatewayUnreachable, LeaseLost, MaxHoldExcee
 from .keeper import (WATCH_HELD, WATCH_LOST, WATCH_WAIT_MS, RenewalSchedule, shortest_grant, watch_failed,
                      watch_pause, watch_query, watch_verdict)
 from .lease import (_acquire_body, _gateway_wait_s, _give_back_body, _give_back_retry, _lease_body, _lease_release,
-                    _LostState, _Release, _release_failed, _release_unraised, _request_id, _set_release,
+                    _LostState, _Release, _release_failed, _release_unraised, _request_id, _set_release, _whole_ms,
                     losing_reason)
 from .transport import NO_RETRY, Answer, Attempts, Effect, Endpoint, RetryPolicy, _NotSent, encode, quote
 from .writes import Calls, Holder, PgTable, RedisKeys, Row, refused, write_headers, write_result
@@ -445,7 +445,7 @@ class AsyncLease(_AsyncLeaseBase):
     async def renew(self, ttl_ms: Optional[int] = None) -> Row:
         """Renews now (for leases acquired with ``renew=False``); a refusal marks the lease lost."""
         return await self._explicit_renew(lambda: self._client.transport.call(
-            "POST", self._path + "/renew", {"token": self.token, "ttl_ms": ttl_ms or self.ttl_ms},
+            "POST", self._path + "/renew", {"token": self.token, "ttl_ms": _whole_ms(ttl_ms or self.ttl_ms)},
             effect=Effect.IDEMPOTENT))
 
     async def _send_release(self) -> Any:
@@ -498,7 +498,7 @@ class AsyncLockSet(_AsyncLeaseBase):
         body = _lease_body(ttl_ms, wait_ms, owner, max_hold_ms, request_id or _request_id(), names=self.names)
         super().__init__(client, ",".join(self.names), body, wait_ms, on_lost, renew, watch)
         self.owner = owner
-        self.ttl_ms = ttl_ms
+        self.ttl_ms = _whole_ms(ttl_ms)
         self.members: Dict[str, AsyncLockSetMember] = {}
 
     def __getitem__(self, name: str) -> AsyncLockSetMember:
@@ -527,7 +527,7 @@ class AsyncLockSet(_AsyncLeaseBase):
     async def renew(self, ttl_ms: Optional[int] = None) -> Row:
         """Renews every lock of the set now."""
         return await self._explicit_renew(lambda: self._client.transport.call(
-            "POST", "/v1/locksets/renew", {"tokens": self.tokens, "ttl_ms": ttl_ms or self.ttl_ms},
+            "POST", "/v1/locksets/renew", {"tokens": self.tokens, "ttl_ms": _whole_ms(ttl_ms or self.ttl_ms)},
             effect=Effect.IDEMPOTENT))
 
     async def _send_release(self) -> Any:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import numbers
 import threading
 import time
 import uuid
@@ -342,10 +344,21 @@ def _give_back(transport: Transport, path: str, body: Dict[str, Any], release: _
         transport.call("POST", release_path, release_body, effect=Effect.IDEMPOTENT, retry=retry)
 
 
+def _whole_ms(ms: Any) -> Any:
+    """A duration as the gateway takes it, in whole milliseconds: a finite number that is not an integer
+    (``10000 / 3``, ``3000.0``) rounded down, as the Go client's durations go out and as what is left of a
+    wait is sent on a retry, so that a lease never asks for more than its caller said. Anything else (an
+    int, a bool, None, NaN) goes as it is, for the gateway to judge as before; a negative number stays
+    negative, and refused."""
+    if isinstance(ms, numbers.Real) and not isinstance(ms, numbers.Integral) and math.isfinite(ms):
+        return math.floor(ms)
+    return ms
+
+
 def _lease_body(ttl_ms: Optional[int], wait_ms: Optional[int], owner: Optional[str], max_hold_ms: Optional[int],
                 request_id: str, **extra: Any) -> Dict[str, Any]:
-    body = {"ttl_ms": ttl_ms, "wait_ms": wait_ms, "owner": owner, "max_hold_ms": max_hold_ms,
-            "request_id": request_id, **extra}
+    body = {"ttl_ms": _whole_ms(ttl_ms), "wait_ms": _whole_ms(wait_ms), "owner": owner,
+            "max_hold_ms": _whole_ms(max_hold_ms), "request_id": request_id, **extra}
     return {k: v for k, v in body.items() if v is not None}
 
 
@@ -443,7 +456,7 @@ class Lease(_Fenced):
         self.check()
         try:
             answer = self._client.transport.call("POST", self._path + "/renew",
-                                                 {"token": self.token, "ttl_ms": ttl_ms or self.ttl_ms},
+                                                 {"token": self.token, "ttl_ms": _whole_ms(ttl_ms or self.ttl_ms)},
                                                  effect=Effect.IDEMPOTENT).body
         except ProblemError as e:
             reason = losing_reason(e)
@@ -520,7 +533,7 @@ class LockSet:
         self._client = client
         self.names = list(names)
         self.owner = owner
-        self.ttl_ms = ttl_ms
+        self.ttl_ms = _whole_ms(ttl_ms)
         self.request_id = request_id or _request_id()
         self._wait_ms = wait_ms
         self._body = _lease_body(ttl_ms, wait_ms, owner, max_hold_ms, self.request_id, names=self.names)
@@ -582,7 +595,7 @@ class LockSet:
         self.check()
         try:
             return self._client.transport.call("POST", "/v1/locksets/renew",
-                                               {"tokens": self.tokens, "ttl_ms": ttl_ms or self.ttl_ms},
+                                               {"tokens": self.tokens, "ttl_ms": _whole_ms(ttl_ms or self.ttl_ms)},
                                                effect=Effect.IDEMPOTENT).body
         except ProblemError as e:
             reason = losing_reason(e)
