@@ -136,8 +136,10 @@ func num(step map[string]any, name string) int64 {
 	return int64(f)
 }
 
+// ms is the duration member name of step, its fraction of a millisecond kept: the client rounds it.
 func ms(step map[string]any, name string) time.Duration {
-	return time.Duration(num(step, name)) * time.Millisecond
+	f, _ := step[name].(float64)
+	return time.Duration(f * float64(time.Millisecond))
 }
 
 // normal turns a value into what encoding/json would decode it to, for comparisons.
