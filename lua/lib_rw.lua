@@ -12,10 +12,11 @@
 --   the presented fence, the name of the revoked fences' set (KEY_REVOKED; on
 --   a Redis Cluster that of a slot of this node, below), what a refusal's
 --   audit entry names, read only by a refusal: the resource ("redis:"..key),
---   the lock or semaphore name of the token, its owner ("" if none), the
+--   the lock or semaphore name of the token, its kind ("lock" or
+--   "semaphore"), its owner ("" if none), the
 --   client address, the HTTP method, the id of the writer's API key ("" when
 --   auth is off) and the trace id of the request's traceparent ("" if none),
---   each as "<length in bytes>:<bytes>", joined (one argument, not seven:
+--   each as "<length in bytes>:<bytes>", joined (one argument, not eight:
 --   Redis hands each argument of a call to Lua at a price, and writes are
 --   seldom refused), and the lease the write needs to hold (require_live_lease)
 --   or "": "<kind><lease id><holders key>", kind "l" for a lock (its holder
@@ -51,7 +52,7 @@
 -- stale) answers "elsewhere": the gateway fetches the map and names another.
 
 -- The fields of the packed audit argument (ARGV audit), in order.
-local AUDIT_FIELDS = {'resource', 'lock', 'owner', 'client_addr', 'method', 'principal', 'trace_id'}
+local AUDIT_FIELDS = {'resource', 'lock', 'lease_kind', 'owner', 'client_addr', 'method', 'principal', 'trace_id'}
 
 -- The fields packed in A_audit, by name.
 local function audit_fields()
@@ -74,7 +75,7 @@ local function refuse(outcome, reason, cur, by_floor)
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local f = audit_fields()
   local id = redis.call('XADD', KEYS[3], '*', 'resource', f.resource, 'lock', f.lock,
-                        'presented', A_fence, 'current', tostring(cur), 'owner', f.owner,
+                        'lease_kind', f.lease_kind, 'presented', A_fence, 'current', tostring(cur), 'owner', f.owner,
                         'client_addr', f.client_addr, 'method', f.method, 'reason', reason,
                         'at_ms', tostring(at), 'principal', f.principal,
                         'trace_id', f.trace_id)

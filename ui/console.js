@@ -16,8 +16,8 @@ const WAITERS_SHOWN = 10;      // first waiters an opened Waiting cell lists
 const AUDIT_PAGE = 50;
 const EXPORT_PAGE = 1000;       // records per request of an export
 const EXPORT_MAX = 10000;       // records an export holds at most
-const EXPORT_COLUMNS = ['id', 'at_ms', 'resource', 'resources', 'lock', 'presented_fence', 'current_fence',
-  'owner', 'client_addr', 'method', 'reason', 'principal', 'trace_id'];
+const EXPORT_COLUMNS = ['id', 'at_ms', 'resource', 'resources', 'lock', 'lease_kind', 'presented_fence',
+  'current_fence', 'owner', 'client_addr', 'method', 'reason', 'principal', 'trace_id'];
 const MINUTES = 60;
 
 const $ = (id) => document.getElementById(id);
@@ -394,7 +394,7 @@ async function refreshRejections() {
 function auditQuery(afterId) {
   const form = $('audit-filter').elements;
   const q = new URLSearchParams({ limit: AUDIT_PAGE, after_id: afterId });
-  for (const name of ['resource', 'lock', 'owner']) {
+  for (const name of ['resource', 'lock', 'lease_kind', 'owner']) {
     if (form[name].value.trim()) q.set(name, form[name].value.trim());
   }
   if (form.since.value) q.set('since_ms', new Date(form.since.value).getTime());
@@ -403,8 +403,8 @@ function auditQuery(afterId) {
 }
 
 function auditRow(item) {
-  const row = newRow(12, [0, 4, 5]);
-  const cells = [item.id, clockTime(item.at_ms), item.resource, item.lock, item.presented_fence,
+  const row = newRow(13, [0, 5, 6]);
+  const cells = [item.id, clockTime(item.at_ms), item.resource, item.lock, item.lease_kind, item.presented_fence,
     item.current_fence, item.owner ?? '–', item.client_addr, item.method, item.reason, item.principal,
     item.trace_id];
   cells.forEach((text, i) => { row.cells[i].textContent = text ?? '–'; });

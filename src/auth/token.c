@@ -297,3 +297,8 @@ int token_new_lease_id(char lease_id[LEASE_ID_LEN + 1], struct fg_error *err)
     lease_id[LEASE_ID_LEN] = '\0';
     return 0;
 }
+
+const char *token_kind_noun(char kind)
+{
+    return kind == TOKEN_KIND_SEMAPHORE ? "semaphore" : "lock";
+}

@@ -25,6 +25,9 @@ _Static_assert(TOKEN_MAX_LEN == NAME_MAX_LEN * 2 + 160, "a token holds two names
 #define TOKEN_KIND_LOCK      'l'
 #define TOKEN_KIND_SEMAPHORE 's'
 
+/* The noun of a kind of lease, as the API names it: "lock" or "semaphore". */
+const char *token_kind_noun(char kind);
+
 struct token_claims {
     char kind;                       /* TOKEN_KIND_LOCK or TOKEN_KIND_SEMAPHORE */
     char name[NAME_MAX_LEN + 1];     /* lock or semaphore name */

@@ -195,6 +195,7 @@ static const struct {
     {"AT (UTC)", "at_ms", AUDIT_TIME},
     {"RESOURCE", "resource", AUDIT_TEXT},
     {"LOCK", "lock", AUDIT_TEXT},
+    {"KIND", "lease_kind", AUDIT_TEXT},
     {"PRESENTED", "presented_fence", AUDIT_INTEGER},
     {"CURRENT", "current_fence", AUDIT_INTEGER},
     {"OWNER", "owner", AUDIT_TEXT},

@@ -18,6 +18,7 @@
 enum audit_arg {
     ARG_RESOURCE,
     ARG_LOCK,
+    ARG_LEASE_KIND,
     ARG_SINCE_MS,
     ARG_LIMIT,
     ARG_AFTER_ID,
@@ -27,9 +28,9 @@ enum audit_arg {
 };
 
 static const char *const arg_names[ARG_COUNT] = {
-    [ARG_RESOURCE] = "resource", [ARG_LOCK] = "lock",         [ARG_SINCE_MS] = "since_ms",
-    [ARG_LIMIT] = "limit",       [ARG_AFTER_ID] = "after_id", [ARG_OWNER] = "owner",
-    [ARG_UNTIL_MS] = "until_ms",
+    [ARG_RESOURCE] = "resource", [ARG_LOCK] = "lock",         [ARG_LEASE_KIND] = "lease_kind",
+    [ARG_SINCE_MS] = "since_ms", [ARG_LIMIT] = "limit",       [ARG_AFTER_ID] = "after_id",
+    [ARG_OWNER] = "owner",       [ARG_UNTIL_MS] = "until_ms",
 };
 
 #define SUMMARY_TOP_RESOURCES 10 /* most refused resources in a summary */
@@ -48,8 +49,9 @@ enum handler_result handle_audit_rejections(struct http_request *req, struct htt
     struct audit_filter filter;
     json_t *page = NULL;
     if (http_query_args(req, arg_names, ARG_COUNT, ARG_MAX, args, &err) != 0 ||
-        audit_filter_parse(args[ARG_RESOURCE], args[ARG_LOCK], args[ARG_SINCE_MS], args[ARG_LIMIT],
-                           args[ARG_AFTER_ID], &filter, &err) != 0 ||
+        audit_filter_parse(args[ARG_RESOURCE], args[ARG_LOCK], args[ARG_LEASE_KIND],
+                           args[ARG_SINCE_MS], args[ARG_LIMIT], args[ARG_AFTER_ID], &filter,
+                           &err) != 0 ||
         audit_filter_narrow(args[ARG_OWNER], args[ARG_UNTIL_MS], &filter, &err) != 0 ||
         audit_query(&filter, &page, &err) != 0) {
         reply_problem(reply, &err);

@@ -135,7 +135,7 @@ test('a stale write made by the test appears in the audit table and the timeline
   const cells = await row.locator('td').allTextContents();
   assert.equal(cells[2], resource);
   assert.equal(cells[3], lock);
-  assert.deepEqual(cells.slice(4, 11), [String(a.fence), String(b.fence), 'worker-A', '127.0.0.1', 'PATCH',
+  assert.deepEqual(cells.slice(4, 12), ['lock', String(a.fence), String(b.fence), 'worker-A', '127.0.0.1', 'PATCH',
     'stale_fence', '–']);
   assert.equal(await page.locator('#audit-table tbody tr').count(), 1, 'the filter keeps this resource only');
   await shot(page, 'console-rejections');
@@ -511,7 +511,7 @@ test('the audit trail exports as CSV and JSON, with the filter applied', async (
   await page.click('#audit-filter button[type=submit]');
   const row = page.locator('#audit-table tbody tr', { hasText: resource });
   await row.waitFor();
-  assert.equal((await row.locator('td').allTextContents())[11], trace);
+  assert.equal((await row.locator('td').allTextContents())[12], trace);
   const fetched = async (button) => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click(button)]);
     const chunks = [];
@@ -521,10 +521,10 @@ test('the audit trail exports as CSV and JSON, with the filter applied', async (
   const csv = await fetched('#audit-export-csv');
   assert.match(csv.name, /^fencegate-audit-.*\.csv$/);
   const lines = csv.text.trimEnd().split('\r\n');
-  assert.equal(lines[0], 'id,at_ms,resource,resources,lock,presented_fence,current_fence,owner,client_addr,'
-    + 'method,reason,principal,trace_id');
+  assert.equal(lines[0], 'id,at_ms,resource,resources,lock,lease_kind,presented_fence,current_fence,owner,'
+    + 'client_addr,method,reason,principal,trace_id');
   assert.equal(lines.length, 2, csv.text);
-  assert.match(lines[1], new RegExp(`^\\d+,\\d+,${resource},${resource},${lock},${a.fence},${b.fence},`
+  assert.match(lines[1], new RegExp(`^\\d+,\\d+,${resource},${resource},${lock},lock,${a.fence},${b.fence},`
     + `"'=HYPERLINK\\(""x""\\)",127\\.0\\.0\\.1,PATCH,stale_fence,,${trace}$`));
   const json = await fetched('#audit-export-json');
   assert.match(json.name, /\.json$/);

@@ -335,7 +335,7 @@ class ClusterWriteTest(LabTestCase):
         slot = slot_of(key)
         tag, port = slot_tag(slot), self.lab.owner(slot)
         audit = "".join(f"{len(f.encode())}:{f}"  # lua/lib_rw.lua ARGV audit
-                        for f in ("redis:" + key, self.bound_lock(key), "", "127.0.0.1", "PUT", "", ""))
+                        for f in ("redis:" + key, self.bound_lock(key), "lock", "", "127.0.0.1", "PUT", "", ""))
         out = resp(port, "FCALL", self.function(port, "rw_put"), "5", key, f"fg:rf:{{{tag}}}:{key}",
                    f"fg:audit:{{{tag}}}", f"fg:fence_floor:{{{tag}}}", f"fg:fence_limit:{{{tag}}}:" + self.run_id(port),
                    str(old["fence"]), self.revoked_set(port), audit, "", "late")  # no lease to look at

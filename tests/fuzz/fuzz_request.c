@@ -181,11 +181,13 @@ static void fuzz_audit(const char *arg)
     struct fg_error err = {0};
     bool limit_ok = strict_query_check(&limit, arg, &err) == 0;
     bool since_ok = strict_query_check(&since, arg, &err) == 0;
-    if (audit_filter_parse(arg, arg, arg, arg, arg, &f, &err) == 0)
+    if (audit_filter_parse(arg, arg, NULL, arg, arg, arg, &f, &err) == 0)
         FG_ASSERT(f.after_id >= 0);
-    if (limit_ok && audit_filter_parse(NULL, NULL, NULL, arg, NULL, &f, &err) == 0)
+    if (audit_filter_parse(NULL, NULL, arg, NULL, NULL, NULL, &f, &err) == 0)
+        FG_ASSERT(strcmp(f.lease_kind, "lock") == 0 || strcmp(f.lease_kind, "semaphore") == 0);
+    if (limit_ok && audit_filter_parse(NULL, NULL, NULL, NULL, arg, NULL, &f, &err) == 0)
         FG_ASSERT(f.limit >= 1 && f.limit <= AUDIT_LIMIT_MAX);
-    if (since_ok && audit_filter_parse(NULL, NULL, arg, NULL, arg, &f, &err) == 0)
+    if (since_ok && audit_filter_parse(NULL, NULL, NULL, arg, NULL, arg, &f, &err) == 0)
         FG_ASSERT(f.since_ms >= 0 && f.after_id >= 0);
 }
 

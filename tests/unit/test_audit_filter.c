@@ -17,20 +17,32 @@ static void audit_arguments(void **state)
     (void)state;
     struct audit_filter f;
     struct fg_error err = {0};
-    assert_int_equal(audit_filter_parse("pg:invoices/1", NULL, NULL, NULL, NULL, &f, &err), 0);
+    assert_int_equal(audit_filter_parse("pg:invoices/1", NULL, NULL, NULL, NULL, NULL, &f, &err),
+                     0);
     assert_string_equal(f.resource, "pg:invoices/1");
     assert_null(f.lock_name);
+    assert_null(f.lease_kind);
     assert_int_equal(f.limit, 100);
-    assert_int_equal(audit_filter_parse(NULL, NULL, "5", "1000", "12", &f, &err), 0);
+    assert_int_equal(audit_filter_parse(NULL, NULL, NULL, "5", "1000", "12", &f, &err), 0);
     assert_null(f.lock_name);
     assert_int_equal(f.since_ms, 5);
     assert_int_equal(f.after_id, 12);
     assert_int_equal(f.limit, 1000);
-    assert_int_equal(audit_filter_parse(NULL, NULL, NULL, NULL, "1x", &f, &err), -1);
+    assert_int_equal(audit_filter_parse(NULL, NULL, NULL, NULL, NULL, "1x", &f, &err), -1);
     assert_string_equal(
         err.msg, "query parameter 'after_id' must be an integer from 0 to 9223372036854775807");
 
-    assert_int_equal(audit_filter_parse(NULL, NULL, "100", NULL, NULL, &f, &err), 0);
+    assert_int_equal(audit_filter_parse(NULL, "invoice:u", "semaphore", NULL, NULL, NULL, &f, &err),
+                     0);
+    assert_string_equal(f.lock_name, "invoice:u");
+    assert_string_equal(f.lease_kind, "semaphore");
+    assert_int_equal(audit_filter_parse(NULL, NULL, "lock", NULL, NULL, NULL, &f, &err), 0);
+    assert_string_equal(f.lease_kind, "lock");
+    assert_int_equal(audit_filter_parse(NULL, NULL, "Lock", NULL, NULL, NULL, &f, &err), -1);
+    assert_string_equal(err.msg, "query parameter 'lease_kind' must be lock or semaphore");
+    assert_int_equal(audit_filter_parse(NULL, NULL, "", NULL, NULL, NULL, &f, &err), -1);
+
+    assert_int_equal(audit_filter_parse(NULL, NULL, NULL, "100", NULL, NULL, &f, &err), 0);
     assert_int_equal(audit_filter_narrow("worker-1", "200", &f, &err), 0);
     assert_string_equal(f.owner, "worker-1");
     assert_int_equal(f.until_ms, 200);

@@ -62,19 +62,28 @@ static void times(void **state)
     assert_string_equal(out, "2024-12-12 10:40:00.123");
 }
 
+/* A record names its lease's kind; one stored before the kind was kept shows "-" there. */
 static void audit_view(void **state)
 {
     (void)state;
-    json_t *items =
-        json_pack("[{s:i, s:I, s:s, s:s, s:i, s:i, s:n, s:s, s:s, s:s}]", "id", 7, "at_ms",
-                  (json_int_t)1734000000123, "resource", "pg:invoices/42", "lock", "invoice:42",
-                  "presented_fence", 11, "current_fence", 12, "owner", "client_addr", "10.0.0.5",
-                  "method", "PATCH", "reason", "stale_fence");
+    json_t *items = json_pack(
+        "[{s:i, s:I, s:s, s:s, s:s, s:i, s:i, s:n, s:s, s:s, s:s},"
+        " {s:i, s:I, s:s, s:s, s:n, s:i, s:i, s:s, s:s, s:s, s:s}]",
+        "id", 7, "at_ms", (json_int_t)1734000000123, "resource", "pg:invoices/42", "lock",
+        "invoice:42", "lease_kind", "semaphore", "presented_fence", 11, "current_fence", 12,
+        "owner", "client_addr", "10.0.0.5", "method", "PATCH", "reason", "stale_fence", "id", 8,
+        "at_ms", (json_int_t)1734000000124, "resource", "pg:invoices/42", "lock", "invoice:42",
+        "lease_kind", "presented_fence", 10, "current_fence", 12, "owner", "w", "client_addr",
+        "10.0.0.5", "method", "PATCH", "reason", "stale_fence");
     char *text = ctl_audit_table(items);
     assert_non_null(strstr(text, "ID  AT (UTC)"));
+    assert_non_null(strstr(text, "  LOCK        KIND       PRESENTED"));
     assert_non_null(strstr(text, "REASON\n"));
-    assert_non_null(strstr(text, "7   2024-12-12 10:40:00.123  pg:invoices/42  invoice:42  11"));
+    assert_non_null(
+        strstr(text, "7   2024-12-12 10:40:00.123  pg:invoices/42  invoice:42  semaphore  11"));
     assert_non_null(strstr(text, "  12       -      10.0.0.5  PATCH   stale_fence\n"));
+    assert_non_null(
+        strstr(text, "8   2024-12-12 10:40:00.124  pg:invoices/42  invoice:42  -          10"));
     free(text);
     json_decref(items);
 }

@@ -35,35 +35,38 @@ static const char prune_sql[] =
 
 static const char insert_sql[] =
     "INSERT INTO fencegate.rejections (at, resource, lock_name, presented_fence, current_fence,"
-    " owner, client_addr, method, reason, source_id, principal, resources, trace_id)"
+    " owner, client_addr, method, reason, source_id, principal, resources, trace_id, lease_kind)"
     " VALUES (CASE WHEN $1::bigint > 0 THEN to_timestamp($1::bigint / 1000.0)"
     " ELSE clock_timestamp() END, $2::text, $3::text, $4::bigint, $5::bigint, $6::text,"
     " $7::text, $8::text, $9::text, $10::text, $11::text,"
     " CASE WHEN $12::text IS NULL THEN NULL ELSE ARRAY(SELECT json_array_elements_text($12::json))"
-    " END, $13::text)"
+    " END, $13::text, $14::text)"
     " ON CONFLICT (source_id) DO NOTHING";
 
 #define QUERY_COLUMNS                                                                              \
     "SELECT id, floor(extract(epoch FROM at) * 1000)::bigint AS at_ms, resource, lock_name,"       \
-    " presented_fence, current_fence, owner, client_addr, method, reason, principal, trace_id,"    \
-    " array_to_json(resources)::text AS resources"                                                 \
+    " lease_kind, presented_fence, current_fence, owner, client_addr, method, reason, principal,"  \
+    " trace_id, array_to_json(resources)::text AS resources"                                       \
     " FROM fencegate.rejections WHERE id > $1::bigint"                                             \
     " AND at >= to_timestamp($2::bigint / 1000.0)"                                                 \
     " AND ($4::bigint = 0 OR at < to_timestamp($4::bigint / 1000.0))"                              \
-    " AND ($5::text IS NULL OR owner = $5::text)"
+    " AND ($5::text IS NULL OR owner = $5::text)"                                                  \
+    " AND ($6::text IS NULL OR lease_kind = $6::text)"
 #define QUERY_ORDER " ORDER BY id LIMIT $3::int"
 
-/* The query per filter combination; $4 (until, 0 for none) and $5 (owner or
- * NULL) are always there, $6 and $7 are the filters present, resource first. */
+/* The query per filter combination; $4 (until, 0 for none), $5 (owner or
+ * NULL) and $6 (lease kind or NULL: a record from before sql/120 names none
+ * and matches no kind) are always there, $7 and $8 are the filters present,
+ * resource first. */
 static const struct {
     const char *name;
     const char *sql;
 } queries[2][2] = {
     {{"audit_query", QUERY_COLUMNS QUERY_ORDER},
-     {"audit_query_l", QUERY_COLUMNS " AND lock_name = $6::text" QUERY_ORDER}},
-    {{"audit_query_r", QUERY_COLUMNS " AND resources @> ARRAY[$6::text]" QUERY_ORDER},
+     {"audit_query_l", QUERY_COLUMNS " AND lock_name = $7::text" QUERY_ORDER}},
+    {{"audit_query_r", QUERY_COLUMNS " AND resources @> ARRAY[$7::text]" QUERY_ORDER},
      {"audit_query_rl",
-      QUERY_COLUMNS " AND resources @> ARRAY[$6::text] AND lock_name = $7::text" QUERY_ORDER}},
+      QUERY_COLUMNS " AND resources @> ARRAY[$7::text] AND lock_name = $8::text" QUERY_ORDER}},
 };
 
 /* Text columns of a record copied as they are, renamed where the API says so. */
@@ -71,9 +74,9 @@ static const struct {
     const char *column;
     const char *member;
 } text_members[] = {
-    {"resource", "resource"},       {"lock_name", "lock"},    {"owner", "owner"},
-    {"client_addr", "client_addr"}, {"method", "method"},     {"reason", "reason"},
-    {"principal", "principal"},     {"trace_id", "trace_id"},
+    {"resource", "resource"}, {"lock_name", "lock"},          {"lease_kind", "lease_kind"},
+    {"owner", "owner"},       {"client_addr", "client_addr"}, {"method", "method"},
+    {"reason", "reason"},     {"principal", "principal"},     {"trace_id", "trace_id"},
 };
 
 static const char *const integer_members[] = {"id", "at_ms", "presented_fence", "current_fence"};
@@ -104,9 +107,10 @@ static int insert_row(struct pg_conn *conn, const struct audit_record *rec, stru
         rec->source_id,
         rec->principal != NULL && rec->principal[0] != '\0' ? rec->principal : NULL,
         resources,
-        rec->trace_id != NULL && rec->trace_id[0] != '\0' ? rec->trace_id : NULL};
-    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 13, params, NULL, err)
-                          : pg_query("audit_insert", insert_sql, 13, params, NULL, err);
+        rec->trace_id != NULL && rec->trace_id[0] != '\0' ? rec->trace_id : NULL,
+        rec->lease_kind != NULL && rec->lease_kind[0] != '\0' ? rec->lease_kind : NULL};
+    int rc = conn != NULL ? pg_exec(conn, "audit_insert", insert_sql, 14, params, NULL, err)
+                          : pg_query("audit_insert", insert_sql, 14, params, NULL, err);
     free(resources);
     return rc;
 }
@@ -153,8 +157,8 @@ int audit_query(const struct audit_filter *filter, json_t **out, struct fg_error
     snprintf(since, sizeof since, "%" PRId64, filter->since_ms);
     snprintf(limit, sizeof limit, "%d", filter->limit);
     snprintf(until, sizeof until, "%" PRId64, filter->until_ms);
-    const char *params[7] = {after, since, limit, until, filter->owner};
-    int n = 5;
+    const char *params[8] = {after, since, limit, until, filter->owner, filter->lease_kind};
+    int n = 6;
     if (filter->resource != NULL)
         params[n++] = filter->resource;
     if (filter->lock_name != NULL)

@@ -18,6 +18,7 @@ struct pg_conn;
 struct audit_record {
     const char *resource;    /* "pg:invoices/42" or "redis:app:x" */
     const char *lock_name;   /* name the presented token was issued for */
+    const char *lease_kind;  /* its kind, "lock" or "semaphore"; NULL or "" when not known */
     int64_t presented_fence; /* the refused write's fence */
     int64_t current_fence;   /* the highest fence stored for the resource */
     const char *owner;       /* owner named by the writer, NULL if none */
@@ -53,7 +54,7 @@ int audit_insert_copy(const struct audit_record *rec, struct fg_error *err) FG_W
 /*
  * The records matching filter (filter->resource: any of a record's resources),
  * in id order, which is commit order: a new object {"items": [{"id", "at_ms",
- * "resource", "resources", "lock", "presented_fence", "current_fence", "owner",
+ * "resource", "resources", "lock", "lease_kind", "presented_fence", "current_fence", "owner",
  * "client_addr", "method", "reason", "principal"}], "next_after_id": <id of the last item
  * when the page is full, else null>} in *out.
  */

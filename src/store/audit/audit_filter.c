@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * audit_filter.c - reads the arguments of the audit query and checks those
- * its routes' descriptions leave to it (after_id, until_ms, the range); since_ms
+ * its routes' descriptions leave to it (after_id, lease_kind, until_ms, the range); since_ms
  * and limit have passed their bounds (http/strict.h). It must not build SQL.
  */
 #include "store/audit/audit_filter.h"
+
+#include <string.h>
 
 #include "util/integer.h"
 
@@ -20,15 +22,20 @@ static int int_arg(const char *name, const char *text, long long min, long long 
     return 0;
 }
 
-int audit_filter_parse(const char *resource, const char *lock_name, const char *since_ms,
-                       const char *limit, const char *after_id, struct audit_filter *out,
-                       struct fg_error *err)
+int audit_filter_parse(const char *resource, const char *lock_name, const char *lease_kind,
+                       const char *since_ms, const char *limit, const char *after_id,
+                       struct audit_filter *out, struct fg_error *err)
 {
     long long after = 0;
     if (int_arg("after_id", after_id, 0, INT64_MAX, &after, err) != 0)
         return -1;
+    if (lease_kind != NULL && strcmp(lease_kind, "lock") != 0 &&
+        strcmp(lease_kind, "semaphore") != 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "query parameter 'lease_kind' must be lock or semaphore");
     out->resource = resource;
     out->lock_name = lock_name;
+    out->lease_kind = lease_kind;
     out->owner = NULL;
     out->until_ms = 0;
     out->since_ms = integer_read(since_ms, 0);

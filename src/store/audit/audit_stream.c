@@ -126,6 +126,7 @@ static struct audit_record record_of(const json_t *f)
     return (struct audit_record){
         .resource = field(f, "resource"),
         .lock_name = field(f, "lock"),
+        .lease_kind = field(f, "lease_kind"), /* "": an entry of a gateway from before it */
         .presented_fence = strtoll(field(f, "presented"), NULL, 10),
         .current_fence = strtoll(field(f, "current"), NULL, 10),
         .owner = field(f, "owner"),

@@ -576,6 +576,7 @@ static int exec_refusal(struct pg_conn *c, const struct fenced_op *op,
         [FENCED_RPARAM_PRINCIPAL] = who->principal,
         [FENCED_RPARAM_AUDIT] = audit ? "t" : "f",
         [FENCED_RPARAM_TRACE] = who->trace_id,
+        [FENCED_RPARAM_KIND] = token_kind_noun(who->claims->kind),
     };
     json_t *rows = NULL;
     if (pg_exec(c, name, fpg.refusal_sql[op->table], FENCED_RPARAM_COUNT, params, &rows, err) != 0)

@@ -104,6 +104,7 @@ static char *audit_pack(const struct redis_write *w)
     const char *fields[] = {
         w->resource,
         who->claims->name,
+        token_kind_noun(who->claims->kind),
         who->owner != NULL ? who->owner : "",
         who->client_addr,
         w->method,

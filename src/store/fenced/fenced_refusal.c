@@ -19,6 +19,7 @@ int fenced_refusal_audit(struct pg_conn *conn, const struct fenced_writer *who,
     struct audit_record rec = {
         .resource = refused->resource,
         .lock_name = who->claims->name,
+        .lease_kind = token_kind_noun(who->claims->kind),
         .presented_fence = who->claims->fence,
         .current_fence = refused->fence,
         .owner = who->owner,

@@ -889,9 +889,10 @@ char *fenced_sql_refusal(const struct table_schema *s)
     /* the audit row, in the columns and with the reasons of every other (fenced_refusal.c) */
     fprintf(out,
             ", r AS (INSERT INTO fencegate.rejections (resource, lock_name, presented_fence,"
-            " current_fence, owner, client_addr, method, reason, principal, trace_id)"
+            " current_fence, owner, client_addr, method, reason, principal, trace_id, lease_kind)"
             " SELECT s.resource, $4::text, $1::bigint, coalesce(s.fence, 0), $5::text, $6::text,"
-            " $7::text, CASE WHEN s.revoked THEN '%s' ELSE '%s' END, $8::text, $10::text FROM s"
+            " $7::text, CASE WHEN s.revoked THEN '%s' ELSE '%s' END, $8::text, $10::text,"
+            " $11::text FROM s"
             " WHERE $9::boolean AND (s.revoked OR s.fence > $1::bigint))"
             " SELECT s.resource, s.fence, s.revoked, s.found FROM s",
             fenced_outcome_reason(FENCED_REVOKED), fenced_outcome_reason(FENCED_STALE));

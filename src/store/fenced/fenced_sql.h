@@ -62,6 +62,7 @@ enum fenced_refusal_param {
     FENCED_RPARAM_PRINCIPAL,                 /* $8 id of the writer's API key, or NULL (audit) */
     FENCED_RPARAM_AUDIT,                     /* $9 "t": keep the audit row of a refusal */
     FENCED_RPARAM_TRACE,                     /* $10 trace id of the writer's traceparent, or NULL */
+    FENCED_RPARAM_KIND, /* $11 "lock" or "semaphore": the token's kind (audit) */
     FENCED_RPARAM_COUNT
 };
 
@@ -148,7 +149,7 @@ char *fenced_sql_resource(const struct table_schema *schema);
 
 /*
  * The refusal statement of schema's table, run after a write statement wrote
- * nothing ($1 .. $9: enum fenced_param, then enum fenced_refusal_param).
+ * nothing ($1 .. $11: enum fenced_param, then enum fenced_refusal_param).
  * Answers one row (resource, fence, revoked, found): the fence stored for the
  * resource now (NULL if none; on a table with a fence column the row's, and
  * for a PUT or POST, whose guard reads it too, the higher of it and the fence
