@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_table.c - table layout for fencectl's human output. Widths count UTF-8
- * characters, not bytes, and a cut never splits a character. The audit view
+ * characters, not bytes, and a cut never splits a character or an escape. The audit view
  * maps each record field to a column through one table. Everything that came
  * from the gateway is escaped before it reaches the terminal (ctl_escape).
  */
 #include "ctl/ctl_table.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,13 +30,38 @@ static size_t display_width(const char *s, size_t len)
     return w;
 }
 
-/* Bytes of s that fit in width characters. */
+/* Bytes of the piece of text s that a cut keeps whole: one escape that
+ * ctl_escape printed (two backslashes for one, \xHH, \u{H...}; a cell holds
+ * no other backslash), or one UTF-8 character. s is not empty. */
+static size_t piece_len(const char *s)
+{
+    if (s[0] == '\\' && s[1] == '\\')
+        return 2;
+    if (s[0] == '\\' && s[1] == 'x' && isxdigit((unsigned char)s[2]) &&
+        isxdigit((unsigned char)s[3]))
+        return 4;
+    if (s[0] == '\\' && s[1] == 'u' && s[2] == '{') {
+        const char *end = strchr(s + 3, '}');
+        if (end != NULL)
+            return (size_t)(end - s) + 1;
+    }
+    size_t n = 1;
+    while ((((unsigned char)s[n]) & 0xC0) == 0x80)
+        n++;
+    return n;
+}
+
+/* Bytes of s that fit in width characters, cut between whole pieces
+ * (piece_len): never inside an escape or a character. */
 static size_t bytes_for_width(const char *s, size_t width)
 {
     size_t w = 0, i = 0;
-    for (; s[i] != '\0'; i++) {
-        if (((unsigned char)s[i] & 0xC0) != 0x80 && w++ == width)
+    while (s[i] != '\0') {
+        size_t n = piece_len(s + i), shown = display_width(s + i, n);
+        if (w + shown > width)
             break;
+        w += shown;
+        i += n;
     }
     return i;
 }
@@ -50,7 +76,7 @@ static char *put_cell(char *pos, const char *cell, size_t width, bool pad)
         memcpy(pos, text, len);
         memcpy(pos + len, "...", 3);
         pos += len + 3;
-        shown = CTL_CELL_MAX;
+        shown = display_width(text, len) + 3;
     } else {
         memcpy(pos, text, len);
         pos += len;

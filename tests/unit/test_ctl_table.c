@@ -52,6 +52,33 @@ static void cuts_long_cells_on_characters(void **state)
     free(text);
 }
 
+/* A cut falls between whole escapes: a cell whose 37th character is inside the escape of U+00A0
+ * is cut before that escape, never after its backslash (a broken variant left "\\..." behind). */
+static void cuts_long_cells_between_escapes(void **state)
+{
+    (void)state;
+    char *cell = ctl_escape("redis:app:f06001\xe2\x80\xae"
+                            "evil\xe2\x80\x8b\xc2\xa0x");
+    assert_string_equal(cell, "redis:app:f06001\\u{202e}evil\\u{200b}\\u{00a0}x");
+    const char *headers[] = {"RESOURCE", "N"};
+    const char *cells[] = {cell, "1"};
+    char *text = ctl_table_render(headers, 2, cells, 1);
+    const char *row = strchr(text, '\n') + 1;
+    assert_string_equal(row, "redis:app:f06001\\u{202e}evil\\u{200b}...   1\n");
+    free(text);
+    free(cell);
+    /* An escaped backslash is one piece too: 36 characters, then "\\" would pass 37. */
+    const char *slashes[] = {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\\\bbbbbb"};
+    text = ctl_table_render(headers, 1, slashes, 1);
+    assert_string_equal(strchr(text, '\n') + 1, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\n");
+    free(text);
+    /* An escape that fits ends the kept text whole. */
+    const char *hexes[] = {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\x1bbbbbbbbbb"};
+    text = ctl_table_render(headers, 1, hexes, 1);
+    assert_string_equal(strchr(text, '\n') + 1, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\x1b...\n");
+    free(text);
+}
+
 static void times(void **state)
 {
     (void)state;
@@ -162,6 +189,7 @@ int main(void)
         cmocka_unit_test(pads_columns),
         cmocka_unit_test(no_trailing_blanks),
         cmocka_unit_test(cuts_long_cells_on_characters),
+        cmocka_unit_test(cuts_long_cells_between_escapes),
         cmocka_unit_test(times),
         cmocka_unit_test(audit_view),
         cmocka_unit_test(lease_listing),
