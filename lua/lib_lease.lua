@@ -640,7 +640,7 @@ end
 -- with fence (decimal text) ends at the deadline, which the ended set keeps as
 -- "<fence>|max_hold" until RELEASED_KEPT past it, so that a renewal after the
 -- lease ended there is told the deadline passed, not that the lease was lost
--- (lease_hold_end.lua). Watchers and retried releases ask for other entries.
+-- (lease_gone.lua). Watchers and retried releases ask for other entries.
 local function mark_hold_end(lk, fence, hold_until, now)
   end_keep(lk, fence, 'max_hold', now, hold_until + LEASE_RELEASED_KEPT_MS)
 end

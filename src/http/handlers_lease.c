@@ -251,13 +251,20 @@ static int verified_lease(const struct lease_ops *kind, const struct http_reques
     return 0;
 }
 
-void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detail, json_t *extra)
+void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detail, bool released,
+                      json_t *extra)
 {
     struct fg_error err, ignored = {0};
     bool revoked = false;
     char why[REVOCATION_REASON_MAX + 1];
     if (revocation_find(fence, &revoked, why, sizeof why, &ignored) != 0 || !revoked) {
-        fg_fail(&err, FG_ERR_LEASE_LOST, "%s expired or was taken over", detail);
+        fg_fail(&err, FG_ERR_LEASE_LOST, "%s %s", detail,
+                released ? "was released" : "expired or was taken over");
+        if (released) {
+            if (extra == NULL)
+                extra = json_object();
+            json_object_set_new(extra, "reason", json_string("released"));
+        }
     } else {
         fg_fail(&err, FG_ERR_LEASE_LOST, "%s was revoked by an operator%s%s", detail,
                 why[0] != '\0' ? ": " : "", why);
@@ -270,29 +277,32 @@ void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detai
 }
 
 /* 410 for a renew or release (op) whose lease is gone, logged as a lost lease
- * (lease_reply_lost). */
+ * (lease_reply_lost; released: it is known to have been released). */
 static enum handler_result lease_lost(const struct lease_ops *kind, struct http_request *req,
                                       struct http_reply *reply, const char *op,
-                                      const struct token_claims *claims)
+                                      const struct token_claims *claims, bool released)
 {
     log_lease_lost(kind->noun, lease_name(req), op, claims->fence, req->client_addr);
-    lease_reply_lost(reply, claims->fence, "the lease", NULL);
+    lease_reply_lost(reply, claims->fence, "the lease", released, NULL);
     return HANDLER_DONE;
 }
 
-bool lease_ended_at_hold(enum lease_kind kind, const char *name, int64_t fence,
-                         int64_t *hold_until_ms)
+enum lease_end lease_renewal_end(enum lease_kind kind, const char *name, int64_t fence,
+                                 int64_t *hold_until_ms)
 {
     struct lease_result res;
     struct fg_error ignored = {0};
     bool revoked = true;
     char why[REVOCATION_REASON_MAX + 1];
-    if (lease_hold_end(kind, name, (long long)fence, &res, &ignored) != 0 ||
-        res.outcome != LEASE_MAX_HOLD ||
+    if (lease_gone(kind, name, (long long)fence, &res, &ignored) != 0)
+        return LEASE_END_UNKNOWN;
+    if (res.outcome == LEASE_RELEASED)
+        return LEASE_END_RELEASED;
+    if (res.outcome != LEASE_MAX_HOLD ||
         revocation_find(fence, &revoked, why, sizeof why, &ignored) != 0 || revoked)
-        return false;
+        return LEASE_END_UNKNOWN;
     *hold_until_ms = res.hold_until_ms;
-    return true;
+    return LEASE_END_MAX_HOLD;
 }
 
 /* 409 max_hold_exceeded: the hold reached its deadline hold_until_ms. */
@@ -305,15 +315,17 @@ static enum handler_result max_hold_exceeded(struct http_reply *reply, int64_t h
     return HANDLER_DONE;
 }
 
-/* A renewal found its lease gone: 409 when it ended at its hold deadline (lease_ended_at_hold),
+/* A renewal found its lease gone: 409 when it ended at its hold deadline (lease_renewal_end),
  * else what lease_lost answers. */
 static enum handler_result renewal_gone(const struct lease_ops *kind, struct http_request *req,
                                         struct http_reply *reply, const struct token_claims *claims)
 {
     int64_t hold_until_ms;
-    if (lease_ended_at_hold(kind->token_kind, lease_name(req), claims->fence, &hold_until_ms))
+    enum lease_end end =
+        lease_renewal_end(kind->token_kind, lease_name(req), claims->fence, &hold_until_ms);
+    if (end == LEASE_END_MAX_HOLD)
         return max_hold_exceeded(reply, hold_until_ms);
-    return lease_lost(kind, req, reply, "renew", claims);
+    return lease_lost(kind, req, reply, "renew", claims, end == LEASE_END_RELEASED);
 }
 
 enum handler_result lease_handle_renew(const struct lease_ops *kind, struct http_request *req,
@@ -357,7 +369,7 @@ enum handler_result lease_handle_release(const struct lease_ops *kind, struct ht
         kind->release(lease_name(req), claims.lease_id, (long long)claims.fence, &res, &err) != 0)
         return fail(reply, &err);
     if (res.outcome == LEASE_LOST)
-        return lease_lost(kind, req, reply, "release", &claims);
+        return lease_lost(kind, req, reply, "release", &claims, false);
     if (res.held_ms >= 0)
         metrics_hold_time(kind->metric, res.held_ms);
     lease_reply_released(reply);

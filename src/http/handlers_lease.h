@@ -49,16 +49,27 @@ void lease_reply_renewed(struct fgjson_out *out, const struct lease_ops *kind, c
                          const struct lease_result *res);
 void lease_reply_released(struct http_reply *reply);
 
-/* True if the lease with fence of kind's name, which a renewal found gone, ended at its hold
- * deadline (lease/lease_result.h lease_hold_end), *hold_until_ms then, and Postgres says it was
- * not revoked; false also when either cannot be read (the caller answers lease_lost). */
-bool lease_ended_at_hold(enum lease_kind kind, const char *name, int64_t fence,
-                         int64_t *hold_until_ms);
+/* How a lease that a renewal found gone ended, as far as lease_renewal_end tells. */
+enum lease_end {
+    LEASE_END_UNKNOWN,  /* expired, revoked, or its end no longer kept: lease_reply_lost looks */
+    LEASE_END_RELEASED, /* released by its holder */
+    LEASE_END_MAX_HOLD, /* at its hold deadline */
+};
+
+/* How the lease with fence of kind's name, which a renewal found gone, ended (lease/lease_result.h
+ * lease_gone): LEASE_END_MAX_HOLD, *hold_until_ms then, when it ended at its hold deadline and
+ * Postgres says it was not revoked; LEASE_END_RELEASED when it was released; else
+ * LEASE_END_UNKNOWN, also when Redis or Postgres cannot be read. Runs only after the renewal. */
+enum lease_end lease_renewal_end(enum lease_kind kind, const char *name, int64_t fence,
+                                 int64_t *hold_until_ms);
 
 /* The 410 lease_lost of a lease with fence (detail: detail, then how it ended) into reply:
- * revoked, with members reason and revoke_reason, when Postgres says so; the plain one when it
- * does not or cannot be read. extra: further members (taken), or NULL. */
-void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detail, json_t *extra);
+ * revoked, with members reason and revoke_reason, when Postgres says so; else released, with
+ * member reason "released", when the caller knows it was (released: lease_renewal_end); the
+ * plain one otherwise, also when Postgres cannot be read. extra: further members (taken), or
+ * NULL. */
+void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detail, bool released,
+                      json_t *extra);
 
 /* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c), its query
  * checked (http/status_query.h): starts the watch of the lease of kind with

@@ -176,16 +176,18 @@ static int set_claims(struct http_request *req, const json_t *body,
 
 /* 410 for a renew or release of a set whose lock of lost is no longer held (ndone of the
  * others were done: the text done): member lock, and how the lease ended
- * (lease_reply_lost). out: the answer begun, freed, or NULL. */
+ * (lease_reply_lost; released: it is known to have been released). out: the answer begun,
+ * freed, or NULL. */
 static enum handler_result set_lost(struct http_reply *reply, struct fgjson_out *out,
-                                    const struct token_claims *lost, size_t ndone, const char *done)
+                                    const struct token_claims *lost, bool released, size_t ndone,
+                                    const char *done)
 {
     if (out != NULL)
         fgjson_out_free(out);
     char detail[NAME_MAX_LEN + 64];
     snprintf(detail, sizeof detail, "%s %s; the lease of lock '%s' of the set",
              ndone > 0 ? "the others were" : "no other lock was", done, lost->name);
-    lease_reply_lost(reply, lost->fence, detail, json_pack("{s:s}", "lock", lost->name));
+    lease_reply_lost(reply, lost->fence, detail, released, json_pack("{s:s}", "lock", lost->name));
     return HANDLER_DONE;
 }
 
@@ -204,6 +206,7 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
     struct fgjson_out out;
     set_begin(&out, buf);
     const struct token_claims *lost = NULL;
+    bool lost_released = false;
     const char *capped = NULL;
     size_t renewed = 0;
     for (size_t i = 0; i < n; i++) {
@@ -213,11 +216,16 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
             return fail(reply, &err);
         }
         int64_t hold_until_ms;
-        if (res.outcome == LEASE_LOST &&
-            lease_ended_at_hold(LEASE_KIND_LOCK, claims[i].name, claims[i].fence, &hold_until_ms))
+        enum lease_end end = LEASE_END_UNKNOWN;
+        if (res.outcome == LEASE_LOST)
+            end =
+                lease_renewal_end(LEASE_KIND_LOCK, claims[i].name, claims[i].fence, &hold_until_ms);
+        if (end == LEASE_END_MAX_HOLD)
             res.outcome = LEASE_MAX_HOLD;
-        if (res.outcome == LEASE_LOST && lost == NULL)
+        if (res.outcome == LEASE_LOST && lost == NULL) {
             lost = &claims[i];
+            lost_released = end == LEASE_END_RELEASED;
+        }
         if (res.outcome == LEASE_MAX_HOLD && capped == NULL)
             capped = claims[i].name;
         if (res.outcome == LEASE_RENEWED) {
@@ -227,7 +235,7 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
         }
     }
     if (lost != NULL)
-        return set_lost(reply, &out, lost, renewed, "renewed");
+        return set_lost(reply, &out, lost, lost_released, renewed, "renewed");
     if (capped != NULL) {
         fgjson_out_free(&out);
         fg_fail(&err, FG_ERR_MAX_HOLD_EXCEEDED,
@@ -260,7 +268,7 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
         released += res.outcome == LEASE_RELEASED;
     }
     if (lost != NULL)
-        return set_lost(reply, NULL, lost, released, "released");
+        return set_lost(reply, NULL, lost, false, released, "released");
     lease_reply_released(reply);
     return HANDLER_DONE;
 }

@@ -123,18 +123,23 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
     return 0;
 }
 
-int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
-                   struct lease_result *res, struct fg_error *err)
+int lease_gone(enum lease_kind kind, const char *name, long long fence, struct lease_result *res,
+               struct fg_error *err)
 {
     struct lease_keys k;
     lease_keys_init(&k, kind, name);
-    char fence_text[24];
+    char fence_text[24], moved_end[LEASE_MOVED_END_MAX];
     snprintf(fence_text, sizeof fence_text, "%lld", fence);
-    const char *keys[LEASE_HOLD_END_NKEYS] = {
-        [LEASE_HOLD_END_KEY_ENDED] = k.key[k.common_at + LIB_LEASE_KEY_ENDED],
+    /* the key a lease's end is recorded in when it leaves nobody behind (lua/lib_lease.lua) */
+    const char *record = k.key[kind == LEASE_KIND_LOCK ? LIB_LOCK_KEY_HOLDER : LIB_SEM_KEY_LIMIT];
+    lease_keys_moved_end(record, fence, moved_end);
+    const char *keys[LEASE_GONE_NKEYS] = {
+        [LEASE_GONE_KEY_ENDED] = k.key[k.common_at + LIB_LEASE_KEY_ENDED],
+        [LEASE_GONE_KEY_RECORD] = record,
+        [LEASE_GONE_KEY_MOVED_END] = moved_end,
     };
-    const char *argv[LEASE_HOLD_END_NARGV] = {[LEASE_HOLD_END_ARGV_FENCE] = fence_text};
-    return script_answer(SCRIPT_LEASE_HOLD_END, LEASE_HOLD_END_NKEYS, keys, argv, res, NULL, err);
+    const char *argv[LEASE_GONE_NARGV] = {[LEASE_GONE_ARGV_FENCE] = fence_text};
+    return script_answer(SCRIPT_LEASE_GONE, LEASE_GONE_NKEYS, keys, argv, res, NULL, err);
 }
 
 int lease_first_try(enum fg_script script, enum lease_kind kind, const char *name, size_t nkeys,

@@ -147,13 +147,13 @@ int lease_renewal_run(enum fg_script script, const char *const *keys, const char
                       struct lease_result *res, struct fg_error *err) FG_WUR;
 
 /*
- * Whether the lease with fence of kind's name, which a renewal found gone,
- * ended at its hold deadline (lua/lease_hold_end.lua): *res is LEASE_MAX_HOLD
- * with hold_until_ms when a renewal that the deadline cut marked it so and the
- * deadline has passed, else LEASE_LOST.
+ * How the lease with fence of kind's name, which a renewal found gone, ended,
+ * where Redis still tells it (lua/lease_gone.lua): *res is LEASE_RELEASED when
+ * it was released, LEASE_MAX_HOLD with hold_until_ms when a renewal that the
+ * deadline cut marked it so and the deadline has passed, else LEASE_LOST.
  */
-int lease_hold_end(enum lease_kind kind, const char *name, long long fence,
-                   struct lease_result *res, struct fg_error *err) FG_WUR;
+int lease_gone(enum lease_kind kind, const char *name, long long fence, struct lease_result *res,
+               struct fg_error *err) FG_WUR;
 
 /*
  * Runs a lean try of a transition (lua/lock_acquire_fast.lua and the like),
