@@ -320,7 +320,10 @@ class RevokeTest(GatewayTest):
         (SIGSTOP), so the lock is granted to a waiter nobody answered yet, and the revoke ends that grant. The
         waiter, once its gateway resumes, queues on and acquires afresh with a newer fence (without a
         request_id), or answers 410 lease_lost (with one: its request's lease ended); the revoked fence never
-        reaches it."""
+        reaches it. A look the waiter's gateway wrote just before it stopped may reach Redis after the
+        release and claim the grant: then the grant was answered before the revoke, and the client gets the
+        lease the revoke then ended (its renewal answers 410). The holder record tells which, read once
+        Redis has read all the paused gateway wrote."""
         for rid in (None, unique("rv-rid")):
             with self.subTest(request_id=rid), Gateway(config=cfg()) as paused:
                 name = unique("rv-unclaimed")
@@ -339,13 +342,20 @@ class RevokeTest(GatewayTest):
                     self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": held["token"]}).status, 200)
                     granted = self.c.get(f"/v1/locks/{name}").body
                     self.assertTrue(granted["held"], granted)
+                    # Two round trips to the lock's Redis: it has read what the paused gateway wrote before.
+                    holder = [Redis().cmd("GET", f"fg:lk:{{{name}}}:h") for _ in range(2)][-1]
+                    claimed = holder.split(" ")[5] == "1"
                     revoked = self.c.post(f"/v1/locks/{name}/revoke", {})
                     self.assertEqual((revoked.status, revoked.body["revoked_fence"]), (200, granted["fence"]))
                 finally:
                     paused.signal(signal.SIGCONT)
                 t.join(30)
                 answer = box["answer"]
-                if rid is None:
+                if claimed:
+                    self.assertEqual((answer.status, answer.body.get("fence")), (200, granted["fence"]), answer)
+                    renewed = self.c.post(f"/v1/locks/{name}/renew", {"token": answer.body["token"]})
+                    self.assertEqual((renewed.status, renewed.body.get("reason")), (410, "revoked"), renewed)
+                elif rid is None:
                     self.assertEqual(answer.status, 200, answer)
                     self.assertGreater(answer.body["fence"], granted["fence"])
                     self.assertEqual(self.c.post(f"/v1/locks/{name}/release", {"token": answer.body["token"]}).status,
