@@ -106,6 +106,7 @@ struct conn_state {
     bool watched;                       /* linked in a watch list */
     struct conn_state *prev, *next;     /* watch list links */
     struct auth_memo auth;              /* the key of its previous requests (keyset.h) */
+    atomic_bool body_too_large;         /* its request's body crossed max_body_bytes */
 };
 
 #define REPLY_BUF            8192 /* bytes of a JSON reply written without allocating */
@@ -859,13 +860,22 @@ static bool expects_continue(struct MHD_Connection *mhd)
     return expect != NULL && strcasecmp(expect, "100-continue") == 0;
 }
 
+/* Marks conn's request as one whose body crossed max_body_bytes: it is answered
+ * 413 and closed, and its deadline gives it no further period (watch_expire_locked). */
+static void refuse_body(struct http_conn *conn)
+{
+    conn->body_too_large = true;
+    if (conn->state != NULL)
+        atomic_store(&conn->state->body_too_large, true);
+}
+
 static void append_body(struct http_request *req, const char *data, size_t len)
 {
     struct http_conn *conn = req->conn;
     if (conn->body_too_large)
         return;
     if (req->body_len + len > (size_t)server.cfg->max_body_bytes) {
-        conn->body_too_large = true;
+        refuse_body(conn);
         free(req->body);
         req->body = NULL;
         req->body_len = 0;
@@ -1046,19 +1056,22 @@ static struct conn_state *watch_pop_due(struct conn_state *list, int64_t now_ms)
 
 /*
  * Decides on w, unlinked past its deadline (again: a moment after it was
- * found silent there). Bytes waiting unread: another period. Its client gone:
- * left to its thread. Silent: looked at again a moment later, for its thread
- * may have read its whole request just now and wait for watches.lock to say
- * so; silent again, it is closed. Called with watches.lock held.
+ * found silent there). Bytes waiting unread: another period, unless its body
+ * already crossed max_body_bytes (a client still sending a refused body gets
+ * none: it is closed). Its client gone: left to its thread. Silent: looked
+ * at again a moment later, for its thread may have read its whole request
+ * just now and wait for watches.lock to say so; silent again, it is closed.
+ * Called with watches.lock held.
  */
 static void watch_expire_locked(struct conn_state *w, bool again)
 {
     enum peer_state peer = peer_state_of(w->fd);
-    if (peer == PEER_WAITING) {
+    bool refused = atomic_load(&w->body_too_large);
+    if (peer == PEER_WAITING && !refused) {
         watch_append_locked(&watches.head, w, request_delay_locked());
-    } else if (peer == PEER_SILENT && !again) {
+    } else if (peer == PEER_SILENT && !again && !refused) {
         watch_append_locked(&watches.silent, w, look_again_ms());
-    } else if (peer == PEER_SILENT) {
+    } else if (peer != PEER_GONE) {
         /* Counted before the shutdown: a client that sees its connection end
          * may read the metric at once. A drain's closings are no slow client's. */
         if (!atomic_load(&server.quiesced))
@@ -1109,7 +1122,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const c
             return send_reply(req, method, url);
         }
         if (content_length_too_large(mhd)) {
-            req->conn->body_too_large = true;
+            refuse_body(req->conn);
             if (expects_continue(mhd))
                 return send_problem(req, FG_ERR_BODY_TOO_LARGE, "request body over the limit",
                                     method, url);

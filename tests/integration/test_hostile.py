@@ -873,6 +873,25 @@ class ConnectionsTest(unittest.TestCase):
         self.assertLess(elapsed, 1.5 + 1.0 + 0.8)
         self.assertGreaterEqual(metric(self.gw, "fencegate_slow_headers_closed_total"), before + 2)
 
+    def test_a_chunked_body_past_the_limit_is_cut_off_at_the_deadline(self):
+        """A client streaming a chunked body without end, fast: past max_body_bytes the rest is read and
+        thrown away, and at header_timeout_ms (1.5 s here) the connection is closed, though bytes are always
+        waiting unread (which otherwise earns a request another period: the gateway is late, not the
+        client). Caught: the stream went on for as long as the client sent (gigabytes, never closed)."""
+        chunk = b"4000\r\n" + b"x" * 0x4000 + b"\r\n"
+        with self.connect() as s:
+            s.sendall(b"POST /v1/locks/endless/acquire HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+            started, closed = time.monotonic(), False
+            while not closed and time.monotonic() - started < 8:
+                try:
+                    s.sendall(chunk)
+                except OSError:
+                    closed = True
+            elapsed = time.monotonic() - started
+        self.assertTrue(closed, "the endless chunked body was read for 8 s")
+        self.assertLess(elapsed, 1.5 + 1.0 + 1.5)
+
     def test_one_address_cannot_take_every_connection(self):
         """21,000 half-sent requests from one client made the gateway refuse everyone. Now one address
         gets max_connections_per_ip; another address is still served."""
