@@ -1058,10 +1058,11 @@ static struct conn_state *watch_pop_due(struct conn_state *list, int64_t now_ms)
  * Decides on w, unlinked past its deadline (again: a moment after it was
  * found silent there). Bytes waiting unread: another period, unless its body
  * already crossed max_body_bytes (a client still sending a refused body gets
- * none: it is closed). Its client gone: left to its thread. Silent: looked
- * at again a moment later, for its thread may have read its whole request
- * just now and wait for watches.lock to say so; silent again, it is closed.
- * Called with watches.lock held.
+ * none: it is closed). Its client gone: left to its thread. Silent (a refused
+ * body too: its 413 may be on its way): looked at again a moment later, for
+ * its thread may have read its whole request just now and wait for
+ * watches.lock to say so; silent again, it is closed. Called with
+ * watches.lock held.
  */
 static void watch_expire_locked(struct conn_state *w, bool again)
 {
@@ -1069,7 +1070,7 @@ static void watch_expire_locked(struct conn_state *w, bool again)
     bool refused = atomic_load(&w->body_too_large);
     if (peer == PEER_WAITING && !refused) {
         watch_append_locked(&watches.head, w, request_delay_locked());
-    } else if (peer == PEER_SILENT && !again && !refused) {
+    } else if (peer == PEER_SILENT && !again) {
         watch_append_locked(&watches.silent, w, look_again_ms());
     } else if (peer != PEER_GONE) {
         /* Counted before the shutdown: a client that sees its connection end
