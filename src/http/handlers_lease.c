@@ -191,6 +191,15 @@ static void arm_give_back(const struct lease_ops *kind, struct http_request *req
     req->give_back = give_back_sent;
 }
 
+void lease_reply_wait_problem(struct http_reply *reply, const struct fg_error *err,
+                              const struct lease_ops *kind, const char *name)
+{
+    char refused[NAME_MAX_LEN + 16] = "";
+    if (err->code == FG_ERR_FORBIDDEN)
+        snprintf(refused, sizeof refused, "%s:%s", kind->noun, name);
+    reply_problem_scope(reply, err, refused);
+}
+
 /* Answers how an acquire ended (end), or parks it (step); keep: it carried a request_id. */
 static enum handler_result answer_acquire(const struct lease_ops *kind, struct http_request *req,
                                           struct http_reply *reply, enum park_step step,
@@ -199,7 +208,7 @@ static enum handler_result answer_acquire(const struct lease_ops *kind, struct h
     if (step == PARK_STEP_PARK)
         return HANDLER_SUSPEND;
     if (end->err.code != FG_OK)
-        fail(reply, &end->err);
+        lease_reply_wait_problem(reply, &end->err, kind, lease_name(req));
     else if (end->busy_detail != NULL)
         reply_busy(reply, &end->res, end->busy_detail);
     else

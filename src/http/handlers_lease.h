@@ -71,6 +71,12 @@ enum lease_end lease_renewal_end(enum lease_kind kind, const char *name, int64_t
 void lease_reply_lost(struct http_reply *reply, int64_t fence, const char *detail, bool released,
                       json_t *extra);
 
+/* The problem err that ended a wait for kind's name (an acquire's, a watch's) into reply: its 403
+ * forbidden, which only a scope that its key lost while it waited gives (park.h), names the scope
+ * of the lease in the member scope, as the route's check would. */
+void lease_reply_wait_problem(struct http_reply *reply, const struct fg_error *err,
+                              const struct lease_ops *kind, const char *name);
+
 /* GET .../{name}?watch=true&fence=N&wait_ms=W (handlers_watch.c), its query
  * checked (http/status_query.h): starts the watch of the lease of kind with
  * fence for at most wait_ms, and answers what it saw or parks req. */

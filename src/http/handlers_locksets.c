@@ -22,9 +22,21 @@
 #include "store/backend/secret.h"
 #include "util/fgjson.h"
 
+/* The room for the scope of a lock, "lock:<name>". */
+#define LOCK_SCOPE_MAX (NAME_MAX_LEN + 8)
+
 static enum handler_result fail(struct http_reply *reply, const struct fg_error *err)
 {
     reply_problem(reply, err);
+    return HANDLER_DONE;
+}
+
+/* fail, naming in the member scope the scope refused (LOCK_SCOPE_MAX bytes; "": the
+ * failure was another). */
+static enum handler_result fail_scope(struct http_reply *reply, const struct fg_error *err,
+                                      const char *refused)
+{
+    reply_problem_scope(reply, err, refused);
     return HANDLER_DONE;
 }
 
@@ -59,9 +71,7 @@ static enum handler_result reply_set(struct lockset_wait *ls, struct http_reply 
     struct fgjson_out out;
     set_begin(&out, buf);
     for (size_t k = 0; k < ls->set.n; k++) {
-        size_t i = 0;
-        while (ls->set.asked_at[i] != k)
-            i++;
+        size_t i = lockset_asked(&ls->set, k);
         if (lease_reply_grant(&out, &lease_lock_ops, ls->set.names[i], ls->leases[i],
                               ls->held[i].fence, ls->params.ttl_ms, ls->held[i].expires_at_ms,
                               &err) != 0) {
@@ -88,8 +98,11 @@ static enum handler_result answer(struct http_request *req, struct lockset_wait 
     enum handler_result done = step == PARK_STEP_HANGUP ? HANDLER_CLOSE : HANDLER_DONE;
     if (step == PARK_STEP_PARK)
         return HANDLER_SUSPEND;
+    char refused[LOCK_SCOPE_MAX] = "";
+    if (problem->code == FG_ERR_FORBIDDEN && ls->denied_lock != NULL)
+        snprintf(refused, sizeof refused, "lock:%s", ls->denied_lock);
     if (problem->code != FG_OK)
-        fail(reply, problem);
+        fail_scope(reply, problem, refused);
     else if (ls->err.code != FG_OK && ls->failed_lock != NULL)
         reply_problem_extra(
             reply, &ls->err,
@@ -101,16 +114,17 @@ static enum handler_result answer(struct http_request *req, struct lockset_wait 
     return done;
 }
 
-/* Checks that the caller may use every lock named (auth scopes). */
+/* Checks that the caller may use every lock named (auth scopes), in the order of names (the
+ * request's). refused (LOCK_SCOPE_MAX bytes): the scope of the first it may not, "" for none. */
 static int permit_locks(const struct http_request *req, const char *const *names, size_t n,
-                        struct fg_error *err)
+                        char *refused, struct fg_error *err)
 {
-    char scope[NAME_MAX_LEN + 8];
     for (size_t i = 0; i < n; i++) {
-        snprintf(scope, sizeof scope, "lock:%s", names[i]);
-        if (http_request_permit(req, scope, err) != 0)
+        snprintf(refused, LOCK_SCOPE_MAX, "lock:%s", names[i]);
+        if (http_request_permit(req, refused, err) != 0)
             return -1;
     }
+    refused[0] = '\0';
     return 0;
 }
 
@@ -124,7 +138,8 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     json_t *body = http_request_json(req, &err);
     struct lockset_wait *ls = calloc(1, sizeof *ls);
     FG_ASSERT(ls != NULL);
-    const char *names[LOCKSET_MAX];
+    const char *names[LOCKSET_MAX]; /* in the request's order */
+    char refused[LOCK_SCOPE_MAX] = "";
     if (body != NULL)
         lockset_parse_names(body, &ls->set);
     if (body == NULL || acquire_params_parse(body, gw.cfg, false, &ls->params, &err) != 0 ||
@@ -135,11 +150,11 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
         ls->params.request_id, req->principal != NULL ? req->principal->id : NULL, scoped);
     lockset_request_ids(rid, &ls->set, ls->rids);
     for (size_t i = 0; i < ls->set.n; i++) {
-        names[i] = ls->set.names[i];
+        names[ls->set.asked_at[i]] = ls->set.names[i];
         if (token_new_lease_id(ls->leases[i], &err) != 0)
             goto refused;
     }
-    if (permit_locks(req, names, ls->set.n, &err) != 0)
+    if (permit_locks(req, names, ls->set.n, refused, &err) != 0)
         goto refused;
     http_request_log_subject(req, "lockset:%.200s", ls->set.names[0]);
     http_request_log_owner(req, ls->params.owner);
@@ -149,12 +164,14 @@ enum handler_result handle_lockset_acquire(struct http_request *req, struct http
     return answer(req, ls, reply, lockset_wait_begin(ls, &client, &problem), &problem);
 refused:
     free(ls);
-    return fail(reply, &err);
+    return fail_scope(reply, &err, refused);
 }
 
-/* Verified claims of every token of a renew or release body, all of locks. */
+/* Verified claims of every token of a renew or release body, all of locks, which the caller
+ * may use (refused as permit_locks'). */
 static int set_claims(struct http_request *req, const json_t *body,
-                      struct token_claims claims[LOCKSET_MAX], size_t *n, struct fg_error *err)
+                      struct token_claims claims[LOCKSET_MAX], size_t *n, char *refused,
+                      struct fg_error *err)
 {
     const char *tokens[LOCKSET_MAX], *names[LOCKSET_MAX];
     *n = lockset_parse_tokens(body, tokens);
@@ -171,7 +188,7 @@ static int set_claims(struct http_request *req, const json_t *body,
                                names[i]);
     }
     http_request_log_subject(req, "lockset:%.200s", claims[0].name);
-    return permit_locks(req, names, *n, err);
+    return permit_locks(req, names, *n, refused, err);
 }
 
 /* 410 for a renew or release of a set whose lock of lost is no longer held (ndone of the
@@ -198,10 +215,11 @@ enum handler_result handle_lockset_renew(struct http_request *req, struct http_r
     struct token_claims claims[LOCKSET_MAX];
     size_t n = 0;
     long long ttl_ms = 0;
+    char refused[LOCK_SCOPE_MAX] = "";
     const struct member_bound *ttl = strict_bound(req->match.route->bounds, "ttl_ms");
-    if (body == NULL || set_claims(req, body, claims, &n, &err) != 0 ||
+    if (body == NULL || set_claims(req, body, claims, &n, refused, &err) != 0 ||
         fgjson_int(body, "ttl_ms", ttl->min, ttl->max, &ttl_ms, NULL, &err) != 0)
-        return fail(reply, &err);
+        return fail_scope(reply, &err, refused);
     char buf[SET_BUF];
     struct fgjson_out out;
     set_begin(&out, buf);
@@ -254,8 +272,9 @@ enum handler_result handle_lockset_release(struct http_request *req, struct http
     json_t *body = http_request_json(req, &err);
     struct token_claims claims[LOCKSET_MAX];
     size_t n = 0;
-    if (body == NULL || set_claims(req, body, claims, &n, &err) != 0)
-        return fail(reply, &err);
+    char refused[LOCK_SCOPE_MAX] = "";
+    if (body == NULL || set_claims(req, body, claims, &n, refused, &err) != 0)
+        return fail_scope(reply, &err, refused);
     const struct token_claims *lost = NULL;
     size_t released = 0;
     for (size_t i = 0; i < n; i++) {

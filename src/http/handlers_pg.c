@@ -170,11 +170,14 @@ enum handler_result handle_pg_get(struct http_request *req, struct http_reply *r
 /* The write scope of every table a batch names (its route needs only a key),
  * read from the body before it is parsed: the parse answers which tables exist
  * (404) and which columns they list (400), which a key that may not write a
- * table must not learn of it. */
-static int batch_permitted(const struct http_request *req, const json_t *body, struct fg_error *err)
+ * table must not learn of it. refused (ROUTE_SCOPE_MAX bytes): the scope of
+ * the first op whose scope the key lacks, "" for none. */
+static int batch_permitted(const struct http_request *req, const json_t *body, char *refused,
+                           struct fg_error *err)
 {
     size_t i;
     const json_t *op;
+    refused[0] = '\0';
     json_array_foreach(json_object_get(body, "ops"), i, op)
     {
         const char *table = json_string_value(json_object_get(op, "table"));
@@ -183,8 +186,10 @@ static int batch_permitted(const struct http_request *req, const json_t *body, s
             continue; /* the parse refuses it, naming no table */
         if (snprintf(needed, sizeof needed, "pg:%s:write", table) >= (int)sizeof needed)
             return fg_fail(err, FG_ERR_FORBIDDEN, "ops[%zu]: no table has a name that long", i);
-        if (http_request_permit(req, needed, err) != 0)
+        if (http_request_permit(req, needed, err) != 0) {
+            memcpy(refused, needed, strlen(needed) + 1);
             return -1;
+        }
     }
     return 0;
 }
@@ -218,8 +223,12 @@ enum handler_result handle_pg_batch(struct http_request *req, struct http_reply 
     struct fenced_batch batch = {0};
     struct fenced_result res;
     bool want_row = fenced_write_wants_row(req);
-    if (batch_permitted(req, body, &err) != 0 ||
-        fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
+    char refused[ROUTE_SCOPE_MAX];
+    if (batch_permitted(req, body, refused, &err) != 0) {
+        reply_problem_scope(reply, &err, refused);
+        return HANDLER_DONE;
+    }
+    if (fenced_batch_parse(schemas, ntables, body, &batch, &err) != 0 ||
         fenced_write_writer(req, METRIC_BACKEND_PG, &claims, &who, &err) != 0 ||
         batch_ready(req, schemas, &batch, &claims, &err) != 0 ||
         fenced_pg_batch(&batch, &who, want_row, &res, &err) != 0) {

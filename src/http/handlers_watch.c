@@ -21,7 +21,7 @@ static enum handler_result answer(struct lease_watcher *w, struct http_reply *re
     if (step == PARK_STEP_PARK)
         return HANDLER_SUSPEND;
     if (problem->code != FG_OK)
-        reply_problem(reply, problem);
+        lease_reply_wait_problem(reply, problem, w->kind, w->name);
     else {
         json_t *body = json_pack("{s:s, s:I, s:b}", w->kind->noun, w->name, "fence",
                                  (json_int_t)w->fence, "held", w->seen.held);

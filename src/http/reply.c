@@ -62,6 +62,14 @@ void reply_problem(struct http_reply *reply, const struct fg_error *err)
     reply_problem_extra(reply, err, NULL);
 }
 
+void reply_problem_scope(struct http_reply *reply, const struct fg_error *err, const char *scope)
+{
+    if (scope[0] == '\0')
+        reply_problem(reply, err);
+    else
+        reply_problem_extra(reply, err, json_pack("{s:o}", "scope", fgjson_string(scope)));
+}
+
 void reply_text(struct http_reply *reply, int status, const char *content_type, char *text)
 {
     reply_clear(reply);

@@ -33,6 +33,10 @@ void reply_problem(struct http_reply *reply, const struct fg_error *err);
 /* As reply_problem, adding the members of extra (stolen) to the problem body. */
 void reply_problem_extra(struct http_reply *reply, const struct fg_error *err, json_t *extra);
 
+/* As reply_problem; scope not "": err is the 403 forbidden of a scope the caller lacks
+ * (api_key_permit), which the member scope names whole (detail may cut it). */
+void reply_problem_scope(struct http_reply *reply, const struct fg_error *err, const char *scope);
+
 /* 410 lease_lost for a fenced write refused because the lease of its token
  * (fence) no longer counts: reason "revoked" (an operator revoked it) or
  * "lease_expired" (require_live_lease found it no longer held). */

@@ -781,8 +781,7 @@ static int authorize(struct http_request *req)
     if (!router_needed_scope(req->match.route, req->match.params[0], needed, sizeof needed) ||
         api_key_permit(req->principal, needed, &err) == 0)
         return 0;
-    reply_problem_extra(&req->conn->reply, &err,
-                        json_pack("{s:o}", "scope", fgjson_string(needed)));
+    reply_problem_scope(&req->conn->reply, &err, needed);
     return -1;
 }
 

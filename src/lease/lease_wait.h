@@ -25,7 +25,8 @@ struct lease_wait;
 /* How an acquire ended. */
 struct lease_wait_end {
     struct lease_result res; /* the acquire's answer, when err is unset */
-    struct fg_error err;     /* a problem to answer instead (err.code != FG_OK) */
+    struct fg_error err;     /* a problem to answer instead (err.code != FG_OK); a 403
+                                forbidden only for the lease's scope, which its key lost */
     const char *busy_detail; /* set: 409 lock_busy with this detail and res.waiting */
 };
 

@@ -63,6 +63,14 @@ void lockset_parse_names(const json_t *body, struct lockset *out)
     out->n = n;
 }
 
+size_t lockset_asked(const struct lockset *set, size_t k)
+{
+    size_t i = 0;
+    while (set->asked_at[i] != k)
+        i++;
+    return i;
+}
+
 /* The digest of the names of set: FNV-1a over each name and a NUL after it, in the global order. */
 static uint64_t names_digest(const struct lockset *set)
 {

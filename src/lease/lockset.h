@@ -38,6 +38,9 @@ int lockset_names_check(const json_t *names, struct fg_error *err) FG_WUR;
 /* Reads member "names" of body, checked as above, into *out in the global order. */
 void lockset_parse_names(const json_t *body, struct lockset *out);
 
+/* The index in set->names of the name at position k (< set->n) of the request. */
+size_t lockset_asked(const struct lockset *set, size_t k);
+
 /* The request ids under which the locks of set, acquired with request id rid,
  * are taken, into out[i] for set->names[i] ("" when rid is ""): "set:<rid>:<digest
  * of the set's names, 16 hex digits>#<name>", so that a retried set finds each

@@ -418,13 +418,17 @@ static void release(struct park *p, bool holds_place)
     free(ls);
 }
 
-/* The permit hook: the scope of every lock of the set. */
+/* The permit hook: the scope of every lock of the set, in the order of the request's names. */
 static int permit(struct park *p, const struct api_key *key, struct fg_error *err)
 {
     struct lockset_wait *ls = set_of(p);
-    for (size_t i = 0; i < ls->set.n; i++)
-        if (api_key_permit_lease(key, "lock", ls->set.names[i], err) != 0)
+    for (size_t k = 0; k < ls->set.n; k++) {
+        const char *name = ls->set.names[lockset_asked(&ls->set, k)];
+        if (api_key_permit_lease(key, "lock", name, err) != 0) {
+            ls->denied_lock = name;
             return -1;
+        }
+    }
     return 0;
 }
 

@@ -54,6 +54,8 @@ struct lockset_wait {
     int64_t renew_at;        /* monotonic ms to renew the held locks */
     struct fg_error err;     /* its answer when not granted */
     const char *failed_lock; /* set: err names this lock (409/429/410 with "lock", "waiting") */
+    const char *denied_lock; /* set by the permit hook: the first of the request's names whose
+                                scope the key in force lacks (its 403 forbidden) */
     long long waiting;       /* waiters of failed_lock */
     char request[LOCKSET_RID_MAX]; /* "set:R" of its request id R ("": none) */
     struct strmap_node by_request; /* with a request_id: in the table of the sets running here */

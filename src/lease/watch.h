@@ -30,7 +30,8 @@ struct lease_watcher {
  * Starts watching the lease with fence on name (kind borrowed for the
  * server's life) for client, for wait_ms. *out (owned by the caller, freed
  * with lease_watcher_free) is NULL if the registry refused it (err set).
- * Returns PARK_STEP_PARK or the answer: *err if set, else (*out)->seen.
+ * Returns PARK_STEP_PARK or the answer: *err if set (a 403 forbidden only for
+ * the lease's scope, which the key lost while it waited), else (*out)->seen.
  */
 enum park_step lease_watcher_begin(const struct lease_ops *kind, const char *name, long long fence,
                                    long long wait_ms, const struct waiter_client *client,

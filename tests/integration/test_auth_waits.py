@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Parked requests and a reload of the API keys (docs/api.md "Authentication and authorization"): a parked
 acquire of a lock, a semaphore or a lock set, and a watch, whose key a SIGHUP removed answer 401 at once
-(403 when the reload took away the scope they need), what they held is given back, and the next waiter in
-FIFO order gets the lock; a key rotated (same id, new text) keeps its parked acquire, which is granted in
-its turn. Grants are told by the clients that got them (their tokens release), not by the gateway.
+(403 when the reload took away the scope they need, named in the member scope as a fresh request's 403
+names it), what they held is given back, and the next waiter in FIFO order gets the lock; a key rotated
+(same id, new text) keeps its parked acquire, which is granted in its turn. Grants are told by the clients
+that got them (their tokens release), not by the gateway.
 
 Broken variants caught while writing this: no check of a parked request's key (every test but the rotation
 one: the removed key's parked acquire stayed parked after the reload, was granted 200 when the lock was
@@ -186,9 +187,48 @@ class ParkedKeysTest(unittest.TestCase):
         self.reload_keys([ADMIN, key_entry("billing", "key-billing", ["lock:elsewhere:*"]), OTHER])
         problem = self.assert_refused(self.answered(billing), 403, "forbidden")
         self.assertIn(f"lock:{name}", problem["detail"])
+        self.assertEqual(problem.get("scope"), f"lock:{name}", problem)
         self.assertEqual(self.waiting("locks", name), 1)
         self.assert_released("locks", name, held, "key-admin")
         self.assert_released("locks", name, self.answered(other), "key-other")
+
+    def test_scope_removed_semaphore_waiter_names_it(self):
+        """The same for a semaphore: its 403 names the scope in the member scope, as a fresh request's does."""
+        name, held, billing, other = self.queue_behind_admin("semaphores", {"limit": 1})
+        self.reload_keys([ADMIN, key_entry("billing", "key-billing", ["lock:aw:*"]), OTHER])
+        problem = self.assert_refused(self.answered(billing), 403, "forbidden")
+        self.assertEqual(problem.get("scope"), f"semaphore:{name}", problem)
+        self.assert_released("semaphores", name, held, "key-admin")
+        self.assert_released("semaphores", name, self.answered(other), "key-other")
+
+    def test_scope_removed_lock_set_names_the_first_lock_refused(self):
+        """A parked lock set whose key lost the scope of two of its locks answers 403 naming the first of
+        them in the order of its names (c, not a, which it takes first); a and b, taken, are given back."""
+        a, b, c = sorted(unique_name("aw") for _ in range(3))
+        held_c = self.as_admin("POST", f"/v1/locks/{c}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held_c.status, 200, held_c)
+        billing = self.park("key-billing", "/v1/locksets/acquire", {"names": [b, c, a], "wait_ms": 20000})
+        self.until_waiting("locks", c, 1)
+        self.reload_keys([ADMIN, key_entry("billing", "key-billing", [f"lock:{b}"]), OTHER])
+        problem = self.assert_refused(self.answered(billing), 403, "forbidden")
+        self.assertEqual(problem.get("scope"), f"lock:{c}", problem)
+        self.assertIn(f"lock:{c}", problem["detail"])
+        for name in (a, b):
+            self.assert_released("locks", name, self.as_admin("POST", f"/v1/locks/{name}/acquire", {}), "key-admin")
+        self.assert_released("locks", c, held_c, "key-admin")
+
+    def test_scope_removed_watch_names_it(self):
+        """A parked watch whose key lost the scope of the lock answers 403 with the member scope."""
+        name = unique_name("aw")
+        held = self.as_admin("POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 60000})
+        self.assertEqual(held.status, 200, held)
+        watch = self.park("key-billing", f"/v1/locks/{name}?watch=true&fence={held.body['fence']}&wait_ms=20000",
+                          method="GET")
+        wait_for(lambda: "fencegate_watches 1" in self.as_admin("GET", "/metrics").body, 10, what="watch parked")
+        self.reload_keys([ADMIN, key_entry("billing", "key-billing", ["semaphore:aw:*"]), OTHER])
+        problem = self.assert_refused(self.answered(watch), 403, "forbidden")
+        self.assertEqual(problem.get("scope"), f"lock:{name}", problem)
+        self.assert_released("locks", name, held, "key-admin")
 
     def test_auth_turned_on_answers_keyless_waiters_401(self):
         """A gateway with auth off (loopback, auth.mode not set): a client without a key parks an acquire and a
