@@ -123,7 +123,8 @@ func New(cfg Config) (*Client, error) {
 	base := firstOf(cfg.URL, os.Getenv("FENCEGATE_URL"), defaultURL)
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("fencegate: the gateway URL must be http://host[:port] or https://host[:port], not %q", base)
+		return nil, fmt.Errorf("fencegate: the gateway URL must be http://host[:port] or https://host[:port], not %q",
+			withoutCredentials(base))
 	}
 	// Credentials in the URL are never sent (net/http would send them as Basic auth) nor shown in an
 	// error: the key goes in APIKey.
@@ -166,6 +167,21 @@ func New(cfg Config) (*Client, error) {
 // Close closes the idle connections of the pool (leases still held keep renewing until released).
 func (c *Client) Close() {
 	c.http.CloseIdleConnections()
+}
+
+// withoutCredentials is the URL text raw as an error may show it: what comes before the last '@' after its
+// scheme (user:password), "***" in its place. Read as text, not parsed, so that a URL url.Parse refuses is
+// cut too; a '@' later in the URL only hides more of it.
+func withoutCredentials(raw string) string {
+	start := 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	at := strings.LastIndex(raw[start:], "@")
+	if at < 0 {
+		return raw
+	}
+	return raw[:start] + "***" + raw[start+at:]
 }
 
 func firstOf(values ...string) string {

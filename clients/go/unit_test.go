@@ -160,6 +160,28 @@ func TestUnitURLCredentialsAreNotSent(t *testing.T) {
 	}
 }
 
+// TestUnitMalformedURLErrorHidesCredentials gives New gateway URLs it refuses, each with user:password@: its
+// error says what is wrong with the URL without quoting the password (nor the user). Broken variant caught:
+// the error quoted the URL whole, "not \"ftp://alice:s3cret@gw:8480\"".
+func TestUnitMalformedURLErrorHidesCredentials(t *testing.T) {
+	for _, raw := range []string{"ftp://alice:s3cret@gw:8480", "http://alice:s3cret@", "alice:s3cret@gw:8480",
+		"http://alice:s3cret@gw:port", "http://alice:s3/cret@gw", "ftp://alice:s3cret@gw/a@b?c#d@e",
+		"http://alice:s3cret@[::1"} {
+		_, err := New(Config{URL: raw, APIKey: NoKey})
+		if err == nil {
+			t.Fatalf("%q: accepted", raw)
+		}
+		if msg := err.Error(); strings.Contains(msg, "s3") || strings.Contains(msg, "cret") ||
+			strings.Contains(msg, "alice") || !strings.Contains(msg, "http://host[:port]") {
+			t.Fatalf("%q: %v", raw, err)
+		}
+	}
+	_, err := New(Config{URL: "ftp://alice:s3cret@gw:8480/x", APIKey: NoKey})
+	if want := `not "ftp://***@gw:8480/x"`; err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Fatalf("the URL shown: %v, want it to end %s", err, want)
+	}
+}
+
 func TestUnitHTTPSWithCAFile(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

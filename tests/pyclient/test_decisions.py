@@ -62,6 +62,22 @@ class EndpointTest(unittest.TestCase):
             self.assertIn("Fence-Token", str(caught.exception))
             self.assertNotIn("SECRET", f"{caught.exception} {caught.exception!r} {caught.exception.__context__!r}")
 
+    def test_a_malformed_url_is_shown_without_credentials(self):
+        """The ValueError for a URL the client refuses says what is wrong without user:password@, also for
+        one that does not parse. (Caught: it showed the URL whole, "not 'ftp://alice:s3cret@gw:8480'".)"""
+        for url in ("ftp://alice:s3cret@gw:8480", "http://alice:s3cret@", "alice:s3cret@gw:8480",
+                    "http://alice:s3cret@gw:port", "http://alice:s3/cret@gw", "ftp://alice:s3cret@gw/a@b?c#d@e",
+                    "http://alice:s3cret@[::1", "http://alice:s3cret@gw:99999"):
+            with self.assertRaises(ValueError, msg=url) as caught:
+                Endpoint(url)
+            shown = f"{caught.exception} {caught.exception!r} {caught.exception.__context__!r}"
+            self.assertIn("http://host[:port]", str(caught.exception), url)
+            for secret in ("alice", "s3", "cret"):
+                self.assertNotIn(secret, shown, url)
+        with self.assertRaises(ValueError) as caught:
+            Endpoint("ftp://alice:s3cret@gw:8480/x")
+        self.assertTrue(str(caught.exception).endswith("not 'ftp://***@gw:8480/x'"), caught.exception)
+
 
 class AttemptsTest(unittest.TestCase):
     def test_an_answer_is_returned_at_once(self):

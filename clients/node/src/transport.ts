@@ -169,6 +169,27 @@ interface TryResult {
   retryAfterS?: number | undefined;
 }
 
+/** url parsed, or undefined: URL's own error would carry the text whole (its input), credentials too. */
+function parsedURL(url: string): URL | undefined {
+  try {
+    return new URL(url);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The URL text url as an error may show it: what comes before the last "@" after its scheme (user:password)
+ * as "***". Read as text, not parsed, so that a URL that does not parse is cut too; an "@" later in the URL
+ * only hides more of it.
+ */
+function withoutCredentials(url: string): string {
+  const scheme = url.indexOf("://");
+  const start = scheme < 0 ? 0 : scheme + 3;
+  const at = url.lastIndexOf("@");
+  return at < start ? url : url.slice(0, start) + "***" + url.slice(at);
+}
+
 /** Sends JSON calls to one gateway through one connection pool. */
 export class Transport {
   readonly base: URL;
@@ -181,10 +202,12 @@ export class Transport {
 
   constructor(options: ClientOptions = {}) {
     const url = options.url || process.env.FENCEGATE_URL || "http://127.0.0.1:8480";
-    this.base = new URL(url);
-    if ((this.base.protocol !== "http:" && this.base.protocol !== "https:") || !this.base.hostname) {
-      throw new TypeError(`the gateway URL must be http://host[:port] or https://host[:port], not ${url}`);
+    const base = parsedURL(url);
+    if (!base || (base.protocol !== "http:" && base.protocol !== "https:") || !base.hostname) {
+      throw new TypeError("the gateway URL must be http://host[:port] or https://host[:port], not " +
+        withoutCredentials(url));
     }
+    this.base = base;
     // Credentials in the URL are never sent (the key goes in apiKey), so they are not kept either.
     this.base.username = "";
     this.base.password = "";

@@ -537,6 +537,22 @@ test("credentials in the URL are neither sent nor kept; the key goes as its bear
   }
 });
 
+test("the error for a malformed URL shows it without user:password@", () => {
+  // Broken variant caught: the TypeError quoted the URL whole ("not ftp://alice:s3cret@gw:8480"), and one
+  // that does not parse threw URL's own TypeError, whose input member holds it whole.
+  for (const url of ["ftp://alice:s3cret@gw:8480", "http://alice:s3cret@", "alice:s3cret@gw:8480",
+    "http://alice:s3cret@gw:port", "http://alice:s3/cret@gw", "ftp://alice:s3cret@gw/a@b?c#d@e",
+    "http://alice:s3cret@[::1"]) {
+    assert.throws(() => new Client({ url }), (e: Error) => {
+      const shown = `${e.message} ${JSON.stringify(e)} ${String((e as { input?: unknown }).input)}`;
+      assert.ok(e instanceof TypeError && e.message.includes("http://host[:port]"), `${url}: ${e.message}`);
+      assert.ok(!/alice|s3|cret/.test(shown), `${url}: ${shown}`);
+      return true;
+    });
+  }
+  assert.throws(() => new Client({ url: "ftp://alice:s3cret@gw:8480/x" }), /not ftp:\/\/\*\*\*@gw:8480\/x$/);
+});
+
 test("an owner beyond ASCII goes out as the UTF-8 bytes of its Fence-Owner header", async (t) => {
   // The gateway reads Fence-Owner as UTF-8. Broken variant caught: Node wrote the header's string as
   // Latin-1, so "billing-ü" arrived as the byte 0xFC (the gateway: 400 invalid_field) and "账单-7" threw

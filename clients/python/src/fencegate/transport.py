@@ -231,14 +231,15 @@ class Endpoint:
 
     def __init__(self, base_url: str, api_key: Optional[str] = None, ca_file: Optional[str] = None,
                  timeout: float = 10.0, retry: RetryPolicy = RetryPolicy()) -> None:
-        parts = urllib.parse.urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"gateway URL must be http://host[:port] or https://host[:port], not {base_url!r}")
+        parts, port = _split_url(base_url)
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("gateway URL must be http://host[:port] or https://host[:port], "
+                             f"not {_without_credentials(base_url)!r}")
         # Credentials in the URL are never sent (the key goes in api_key), so they are never printed either.
         self.base_url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])).rstrip("/")
         self.scheme = parts.scheme
         self.host = parts.hostname
-        self.port = parts.port or DEFAULT_PORTS[parts.scheme]
+        self.port = port or DEFAULT_PORTS[parts.scheme]
         self.host_header = _host_header(self.host, self.port, parts.scheme)
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
@@ -273,6 +274,27 @@ class Endpoint:
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _split_url(url: str) -> Tuple[Optional[urllib.parse.SplitResult], Optional[int]]:
+    """The parts of url and its port, or (None, None) for a URL that does not parse (a bad IPv6 literal,
+    a port that is no number or out of range). Returns rather than raises, so that urllib's ValueError,
+    which may quote part of a password, becomes no error's context."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        return parts, parts.port
+    except ValueError:
+        return None, None
+
+
+def _without_credentials(url: str) -> str:
+    """The URL text url as an error may show it: what comes before the last "@" after its scheme
+    (user:password) as "***". Read as text, not parsed, so that a URL that does not parse is cut too; an
+    "@" later in the URL only hides more of it."""
+    scheme = url.find("://")
+    start = 0 if scheme < 0 else scheme + 3
+    at = url.rfind("@")
+    return url if at < start else url[:start] + "***" + url[at:]
 
 
 def _host_header(host: str, port: int, scheme: str) -> str:
