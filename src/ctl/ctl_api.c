@@ -125,6 +125,7 @@ int ctl_api_audit(const struct ctl_args *a, struct ctl_answer *ans)
     snprintf(num[2], sizeof num[2], "%lld", a->after_id);
     add_query(path, sizeof path, "resource", a->resource);
     add_query(path, sizeof path, "lock", a->lock);
+    add_query(path, sizeof path, "lease_kind", a->lease_kind);
     add_query(path, sizeof path, "since_ms", a->since_ms >= 0 ? num[0] : NULL);
     add_query(path, sizeof path, "limit", a->limit >= 0 ? num[1] : NULL);
     add_query(path, sizeof path, "after_id", a->after_id >= 0 ? num[2] : NULL);

@@ -159,13 +159,15 @@ static const char usage_status[] =
     "Exit status: 0 answered, 1 usage, 4 unreachable, 5 other error.\n";
 
 static const char usage_audit[] =
-    "usage: fencectl audit [--resource R] [--lock L] [--since MS] [--limit N] [--after-id ID]\n"
-    "                      [--json]\n"
+    "usage: fencectl audit [--resource R] [--lock L] [--lease-kind K] [--since MS] [--limit N]\n"
+    "                      [--after-id ID] [--json]\n"
     "\n"
     "Lists the rejected (stale or forged) writes, oldest first, as a table.\n"
     "  --resource R   only this resource, e.g. pg:invoices/42 or redis:app:x\n"
     "  --lock L       only writes whose token was issued for lock or semaphore L (the table's\n"
     "                 KIND column says which)\n"
+    "  --lease-kind K only writes whose token was issued for a lease of kind K, lock or\n"
+    "                 semaphore (with --lock L: the lock L, or the semaphore L)\n"
     "  --since MS     only records at or after this epoch time in milliseconds\n"
     "  --limit N      at most N records (the gateway's default page is " TEXT_AUDIT_PAGE ")\n"
     "  --after-id ID  the page after record ID (printed when there are more)\n"
@@ -267,6 +269,8 @@ static const struct option_spec {
     {"--grace", OPTION_NUMBER, offsetof(struct ctl_args, grace_ms), LEASED, 0, CTL_GRACE_MAX_MS},
     {"--resource", OPTION_STRING, offsetof(struct ctl_args, resource), CMD(CTL_CMD_AUDIT), 0, 0},
     {"--lock", OPTION_STRING, offsetof(struct ctl_args, lock), CMD(CTL_CMD_AUDIT), 0, 0},
+    {"--lease-kind", OPTION_STRING, offsetof(struct ctl_args, lease_kind), CMD(CTL_CMD_AUDIT), 0,
+     0},
     {"--since", OPTION_NUMBER, offsetof(struct ctl_args, since_ms), CMD(CTL_CMD_AUDIT), 0,
      LLONG_MAX},
     {"--after-id", OPTION_NUMBER, offsetof(struct ctl_args, after_id), CMD(CTL_CMD_AUDIT), 0,
@@ -455,6 +459,10 @@ static int check_args(struct ctl_args *out, const bool *given, ctl_getenv_fn get
     if (out->command == CTL_CMD_AUDIT && out->limit > AUDIT_LIMIT_MAX)
         return fg_fail(err, FG_ERR_INVALID_FIELD, "--limit: at most %d records per page",
                        AUDIT_LIMIT_MAX);
+    if (out->lease_kind != NULL && strcmp(out->lease_kind, "lock") != 0 &&
+        strcmp(out->lease_kind, "semaphore") != 0)
+        return fg_fail(err, FG_ERR_INVALID_FIELD,
+                       "--lease-kind: expected lock or semaphore, got '%s'", out->lease_kind);
     if (out->command == CTL_CMD_RENEW || out->command == CTL_CMD_RELEASE) {
         if (out->token == NULL)
             out->token = getenv_fn("FENCE_TOKEN");

@@ -65,6 +65,7 @@ struct ctl_args {
     const char *token;      /* --token, else FENCE_TOKEN (renew, release) */
     const char *resource;   /* --resource (audit) */
     const char *lock;       /* --lock (audit) */
+    const char *lease_kind; /* --lease-kind (audit): "lock" or "semaphore", NULL if not given */
     const char *reason;     /* --reason (revoke), NULL if not given */
     long long fence;        /* --fence (revoke of a semaphore holder, watch), -1 if not given */
     const char *set;        /* --set a,b,c (lock): a lock set instead of NAME, NULL if none */

@@ -140,6 +140,41 @@ class FencectlTest(unittest.TestCase):
         items = json.loads(r.stdout)["items"]
         self.assertEqual([(i["presented_fence"], i["lock"]) for i in items], [(fence, name)])
 
+    def test_audit_keeps_one_lease_kind(self):
+        """`audit --lease-kind` keeps one kind of lease (GET /v1/audit/rejections?lease_kind=): of a lock and a
+        semaphore of one name, each refused a stale write, `--lock N --lease-kind semaphore` lists the
+        semaphore's record alone and `--lease-kind lock` the lock's; another kind is a usage error (1)."""
+        name, key = unique("ctl-kind"), unique("inv")
+        lock = self._lease(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000})
+        sem = self._lease(f"/v1/semaphores/{name}/acquire", {"limit": 2, "ttl_ms": 60000})
+        r = self.gw.http("PUT", f"/v1/pg/invoices/{key}", {"row": {"id": key, "note": "newer"}},
+                         headers={"Fence-Token": self._token(unique("ctl-newer"))})
+        self.assertEqual(r.status, 200, r)
+        for older in (lock, sem):
+            r = self.gw.http("PATCH", f"/v1/pg/invoices/{key}", {"set": {"note": "late"}},
+                             headers={"Fence-Token": older["token"]})
+            self.assertEqual(r.status, 409, r)
+        for kind, lease in (("lock", lock), ("semaphore", sem)):
+            r = self.run_ctl("audit", "--lock", name, "--lease-kind", kind, "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            items = json.loads(r.stdout)["items"]
+            self.assertEqual([(i["lease_kind"], i["presented_fence"]) for i in items], [(kind, lease["fence"])])
+            r = self.run_ctl("audit", "--lock", name, "--lease-kind", kind)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.count(name), 1, r.stdout)
+        r = self.run_ctl("audit", "--lock", name, "--json")
+        self.assertEqual(len(json.loads(r.stdout)["items"]), 2, r.stdout)
+        r = self.run_ctl("audit", "--lease-kind", "sem")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("--lease-kind: expected lock or semaphore", r.stderr)
+        r = self.run_ctl("audit", "--help")
+        self.assertIn("--lease-kind K", r.stdout)
+
+    def _lease(self, path: str, body: dict) -> dict:
+        r = self.gw.http("POST", path, body)
+        self.assertEqual(r.status, 200, r)
+        return r.body
+
     def _token(self, lock: str) -> str:
         r = self.gw.http("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": 60000})
         self.assertEqual(r.status, 200, r)

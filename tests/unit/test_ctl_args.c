@@ -230,6 +230,25 @@ static void url_from_environment(void **state)
     assert_int_equal(a.gateway.port, 80);
 }
 
+/* audit --lease-kind takes lock or semaphore, and no other command takes it. */
+static void audit_lease_kind(void **state)
+{
+    (void)state;
+    struct ctl_args a;
+    struct fg_error err;
+    assert_int_equal(parse(&a, &err, "audit", NULL), 0);
+    assert_null(a.lease_kind);
+    assert_int_equal(parse(&a, &err, "audit", "--lock", "l", "--lease-kind", "semaphore", NULL), 0);
+    assert_string_equal(a.lease_kind, "semaphore");
+    assert_int_equal(parse(&a, &err, "audit", "--lease-kind=lock", NULL), 0);
+    assert_string_equal(a.lease_kind, "lock");
+    assert_int_equal(parse(&a, &err, "audit", "--lease-kind", "sem", NULL), -1);
+    assert_string_equal(err.msg, "--lease-kind: expected lock or semaphore, got 'sem'");
+    assert_int_equal(parse(&a, &err, "audit", "--lease-kind", "", NULL), -1);
+    assert_int_equal(parse(&a, &err, "status", "l", "--lease-kind", "lock", NULL), -1);
+    assert_non_null(strstr(err.msg, "does not apply"));
+}
+
 static void help_and_version_need_nothing_else(void **state)
 {
     (void)state;
@@ -315,6 +334,7 @@ int main(void)
         cmocka_unit_test_setup(names_are_checked, setup),
         cmocka_unit_test_setup(token_from_option_or_environment, setup),
         cmocka_unit_test_setup(url_from_environment, setup),
+        cmocka_unit_test_setup(audit_lease_kind, setup),
         cmocka_unit_test_setup(help_and_version_need_nothing_else, setup),
         cmocka_unit_test(help_states_the_limits),
         cmocka_unit_test(urls),
