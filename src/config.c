@@ -350,6 +350,20 @@ static int apply_prefix(struct redis_prefix_config *p, size_t i, const json_t *e
     return prefix_check(p, where, err);
 }
 
+/* Refuses entry i when an earlier entry names the same prefix: a key under it
+ * would follow one of them and silently drop the other's lock, semaphore and
+ * require_live_lease. */
+static int prefix_unique(const struct config *cfg, size_t i, struct fg_error *err)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(cfg->redis_prefixes[j].prefix, cfg->redis_prefixes[i].prefix) == 0)
+            return fg_fail(err, FG_ERR_CONFIG,
+                           "config key 'redis_prefixes[%zu]': prefix '%s' is listed twice (also "
+                           "redis_prefixes[%zu]): list it once, with its lock or semaphore",
+                           i, cfg->redis_prefixes[i].prefix, j);
+    return 0;
+}
+
 static int apply_prefixes(struct config *cfg, const json_t *arr, struct fg_error *err)
 {
     if (!json_is_array(arr))
@@ -358,7 +372,8 @@ static int apply_prefixes(struct config *cfg, const json_t *arr, struct fg_error
     FG_ASSERT(cfg->redis_prefixes != NULL);
     for (size_t i = 0; i < json_array_size(arr); i++)
         if (apply_prefix(&cfg->redis_prefixes[cfg->nredis_prefixes++], i, json_array_get(arr, i),
-                         err) != 0)
+                         err) != 0 ||
+            prefix_unique(cfg, i, err) != 0)
             return -1;
     return 0;
 }

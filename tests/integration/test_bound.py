@@ -121,6 +121,20 @@ class BoundConfigTest(unittest.TestCase):
             self.assertEqual(p.returncode, 2, (cfg, p))
             self.assertIn(named, p.stderr)
 
+    def test_a_prefix_listed_twice_stops_startup(self):
+        # Before: the first entry served every key under the prefix, so a plain "acct:" left from an older
+        # configuration silently dropped the lock (and require_live_lease) of a later {"prefix": "acct:"}:
+        # any token wrote acct:1, also after its lease was released.
+        cases = [
+            ["acct:", {"prefix": "acct:", "lock": "acct-lock:{key}", "require_live_lease": True}],
+            [{"prefix": "acct:", "lock": "acct-lock:{key}"}, "app:", {"prefix": "acct:", "semaphore": "s:{key}"}],
+        ]
+        for prefixes in cases:
+            p = run_fencegate(config={"redis_prefixes": prefixes}, timeout=20)
+            self.assertEqual(p.returncode, 2, (prefixes, p))
+            later = len(prefixes) - 1
+            self.assertIn(f"redis_prefixes[{later}]': prefix 'acct:' is listed twice", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -139,6 +139,9 @@ static void hostile_limits_and_hosts(void **state)
     refused_naming("{\"redis_prefixes\": [\"fg:\"]}", "redis_prefixes[0]");
     refused_naming("{\"redis_prefixes\": [\"app:\", {\"prefix\": \"fg:lk:\", \"lock\": \"x\"}]}",
                    "redis_prefixes[1]' is under the gateway's own keys");
+    /* a prefix listed twice: one entry would silently drop the other's lock */
+    refused_naming("{\"redis_prefixes\": [\"acct:\", {\"prefix\": \"acct:\", \"lock\": \"a\"}]}",
+                   "redis_prefixes[1]': prefix 'acct:' is listed twice (also redis_prefixes[0])");
 }
 
 /* The Postgres connect timeout: 2 s unless set; whole seconds (libpq's unit)
