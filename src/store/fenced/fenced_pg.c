@@ -105,7 +105,16 @@ static const char catalog_sql[] =
     " WHEN b.oid = 'timestamptz'::regtype THEN 'timestamptz'"
     " WHEN b.oid < 16384 AND b.typtype IN ('b', 'r', 'm') AND b.typelem = 0 THEN 'string'"
     " ELSE 'other' END FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
-    " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS json_kind"
+    " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS json_kind,"
+    /* the table's rows as its statements read and write them: those of the tables that
+     * inherit it too (not its partitions, which its key covers), and a partition's also
+     * through any configured table ($2, a JSON array of their names) it is a partition of */
+    " (SELECT string_agg(quote_ident(ch.relname), ', ' ORDER BY ch.relname) FROM pg_inherits h"
+    " JOIN pg_class ch ON ch.oid = h.inhrelid WHERE h.inhparent = c.oid"
+    " AND NOT ch.relispartition) AS inherited_by,"
+    " (SELECT min(n.name) FROM json_array_elements_text($2::json) AS n (name)"
+    " JOIN pg_partition_ancestors(c.oid) AS p ON p.relid = to_regclass(quote_ident(n.name))"
+    " WHERE p.relid <> c.oid) AS partition_of"
     " FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
     " WHERE c.oid = to_regclass(quote_ident($1::text)) AND c.relkind IN ('r', 'p')"
     " AND a.attnum > 0 AND NOT a.attisdropped";
@@ -123,21 +132,29 @@ int fenced_pg_init(const struct config *cfg, struct fg_error *err)
     fpg.resource_sql = calloc(cfg->ntables + 1, sizeof *fpg.resource_sql);
     FG_ASSERT(fpg.schemas != NULL && fpg.prefixes != NULL && fpg.read_sql != NULL &&
               fpg.refusal_sql != NULL && fpg.resource_sql != NULL);
+    json_t *names = json_array();
+    for (size_t i = 0; i < cfg->ntables; i++)
+        json_array_append_new(names, json_string(cfg->tables[i].name));
+    char *configured = fgjson_dump(names);
+    json_decref(names);
     for (size_t i = 0; i < cfg->ntables; i++) {
         const struct table_config *t = &cfg->tables[i];
-        const char *params[] = {t->name};
+        const char *params[] = {t->name, configured};
         json_t *columns = NULL;
-        if (pg_query(NULL, catalog_sql, 1, params, &columns, err) != 0)
-            return -1;
-        int rc = fenced_schema_load(t, columns, &fpg.schemas[i], err);
+        int rc = pg_query(NULL, catalog_sql, 2, params, &columns, err);
+        if (rc == 0)
+            rc = fenced_schema_load(t, columns, &fpg.schemas[i], err);
         json_decref(columns);
-        if (rc != 0)
+        if (rc != 0) {
+            free(configured);
             return -1;
+        }
         FG_ASSERT(asprintf(&fpg.prefixes[i], "pg:%s/", t->name) > 0);
         fpg.read_sql[i] = fenced_sql_read(&fpg.schemas[i]);
         fpg.refusal_sql[i] = fenced_sql_refusal(&fpg.schemas[i]);
         fpg.resource_sql[i] = fenced_sql_resource(&fpg.schemas[i]);
     }
+    free(configured);
     return 0;
 }
 

@@ -2,7 +2,8 @@
 /*
  * fenced_schema.c - a writable table as the catalog describes it, checked
  * against its configuration: the table, its key and columns exist, the key has
- * a single-column unique index and a type whose text names one value, the
+ * a single-column unique index and a type whose text names one value, no
+ * table inherits it and it is no partition of another configured table, the
  * columns and the fence column are neither generated nor identity ALWAYS
  * columns (privileges are Postgres's to check at each write). Every refusal names the
  * configuration key to fix. It must not query Postgres (fenced_pg.c does).
@@ -133,6 +134,31 @@ static int check_fence_column(const struct table_config *t, const json_t *column
     return 0;
 }
 
+/* A table's rows are one set under one name: no table inherits it (its
+ * statements would read and write the inheriting tables' rows too, which its
+ * key does not single out: a PATCH of one key would write a row of each), and
+ * it is no partition of another configured table (one row would be two
+ * resources, with a fence and a binding each). Checks the first catalog row,
+ * which names both for the whole table. */
+static int check_rows_apart(const struct table_config *t, const json_t *columns,
+                            struct fg_error *err)
+{
+    const json_t *row = json_array_get(columns, 0);
+    const char *heirs = json_string_value(json_object_get(row, "inherited_by"));
+    const char *parent = json_string_value(json_object_get(row, "partition_of"));
+    if (heirs != NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s': tables inherit from table \"%s\" (%s), and its "
+                       "key does not single out a row among theirs",
+                       t->name, t->name, heirs);
+    if (parent != NULL)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "config key 'tables.%s': table \"%s\" is a partition of \"%s\", also "
+                       "under tables: each of its rows would be two resources; list one of them",
+                       t->name, t->name, parent);
+    return 0;
+}
+
 int fenced_schema_load(const struct table_config *t, const json_t *columns,
                        struct table_schema *schema, struct fg_error *err)
 {
@@ -141,6 +167,8 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
         return fg_fail(err, FG_ERR_CONFIG,
                        "config key 'tables.%s': no table \"%s\" in Postgres (search_path)", t->name,
                        t->name);
+    if (check_rows_apart(t, columns, err) != 0)
+        return -1;
     const json_t *key = catalog_column(columns, t->key);
     if (key == NULL)
         return fg_fail(err, FG_ERR_CONFIG,
