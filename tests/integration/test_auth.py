@@ -161,6 +161,15 @@ class AuthTest(unittest.TestCase):
         self.assertEqual(problem.get("scope"), "pg:zz_table:write", problem)
         self.assertIn("pg:zz_table:write", problem["detail"])
 
+    def test_batch_naming_a_table_too_long_for_a_scope_answers_404(self):
+        """No table has a name too long for its write scope to be written down; a batch naming one answers
+        404 as for any table that does not exist, whatever the key. Caught: 403 forbidden naming no scope,
+        even for a key that may write every table."""
+        ops = [{"op": "delete", "table": "a" * 1100, "key": "k"}]
+        for key in ("key-root", scope_key("pg:invoices:write")):
+            r = self.c.post("/v1/pg/batch", {"ops": ops}, headers=bearer(key))
+            self.assertIn("no writable table", self.assert_problem(r, 404, "not_found")["detail"], (key, r))
+
     def test_lock_set_names_the_first_lock_refused(self):
         """A lock set's acquire, renew and release by a key lacking the scope of two of its locks answer 403
         naming, in the member scope, the first of them in the order of the request's names or tokens (zz,
