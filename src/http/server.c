@@ -73,6 +73,7 @@
 #include "http/query_args.h"
 #include "http/tls.h"
 #include "util/alarm.h"
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
 #include "util/log.h"
@@ -817,6 +818,8 @@ static int admit(struct http_request *req)
  * unanswered. One idle round later libmicrohttpd only waits for the answer.
  * A wake that came first runs the handler again instead; if it came while
  * the handler first ran (CONN_WOKEN_EARLY), the next park is still put off.
+ * Each run of the handler may wait request_timeout_ms for Redis in all
+ * (util/budget.h).
  */
 static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
 {
@@ -826,7 +829,9 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
     enum conn_phase phase = conn_step(conn, CONN_EV_CALL);
     trace_current_set(req->trace_id);
     while (phase == CONN_DISPATCHING || phase == CONN_RUNNING) {
+        budget_start(server.cfg->request_timeout_ms);
         enum handler_result result = req->match.route->handler(req, &conn->reply);
+        budget_end();
         if (result == HANDLER_DONE && req->give_back != NULL &&
             waiter_client_gone(http_request_fd(req))) {
             give_back(req); /* a grant for a client that is gone: never written */

@@ -4,8 +4,8 @@
  * deadline (waiter timeouts, header and body watches, backend time limits,
  * fencectl's waits) is measured by it; lease expiry never is (that is Redis's
  * clock, inside the scripts). The wall clock is read for two things only: the
- * deadline of a timed wait on a condition variable, which POSIX measures by
- * it (clock_wall_deadline), and the reckoning of Redis's clock from the times
+ * deadline of a timed wait on a condition variable or a semaphore, which POSIX
+ * measures by it (clock_wall_deadline), and the reckoning of Redis's clock from the times
  * scripts answer (clock_wall_ms, lease/redis_clock.c).
  */
 #ifndef FG_CLOCK_H
@@ -27,7 +27,7 @@ int64_t clock_wall_ms(void);
 struct timespec clock_timespec_add_ms(struct timespec t, long long ms);
 
 /* CLOCK_REALTIME ms milliseconds from now: the deadline pthread_cond_timedwait
- * takes. */
+ * and sem_timedwait take. */
 struct timespec clock_wall_deadline(long long ms);
 
 /* Sleeps the calling thread for ms milliseconds (a signal may cut it short). */

@@ -6,7 +6,9 @@
  * writes and one reads at a time; a batch out holds the next one back, and a
  * batch's replies are due from the time it is written; a failure ends every call out (and breaks
  * the connection) or every queued one; a retired connection takes no more batches and is closed
- * once its calls are answered.
+ * once its calls are answered; a call withdrawn is never written if queued, and its reply is
+ * dropped if out, while the batch it was in still holds the next back, and a queued call reads
+ * it when nobody else waits for a reply.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +24,15 @@ static int owner; /* what wakes a call's thread: any address */
 static void push(struct pipe *p, struct pipe_entry *e)
 {
     pipe_push(p, e, &owner);
+}
+
+/* The call that reply answers (NULL: none), as pipe_reply hands it. */
+static struct pipe_entry *reply_to(struct pipe *p, void *reply)
+{
+    struct pipe_entry *e;
+    enum pipe_answer to = pipe_reply(p, reply, &e);
+    assert_true((to == PIPE_ANSWER_CALL) == (e != NULL));
+    return e;
 }
 
 /* An open pipe with the calls of e[0..n) queued. */
@@ -70,16 +81,18 @@ static void queued_calls_go_out_as_one_batch_and_replies_come_in_order(void **st
     pipe_begin(&p, PIPE_READ);
     assert_int_equal(pipe_next(&p, &e[0]), PIPE_WAIT); /* one reader at a time */
     int r0, r1, r2;
-    assert_ptr_equal(pipe_reply(&p, &r0), &e[0]);
-    assert_ptr_equal(pipe_reply(&p, &r1), &e[1]);
+    assert_ptr_equal(reply_to(&p, &r0), &e[0]);
+    assert_ptr_equal(reply_to(&p, &r1), &e[1]);
     assert_ptr_equal(e[0].reply, &r0);
     assert_ptr_equal(e[1].reply, &r1);
     assert_int_equal(pipe_next(&p, &e[0]), PIPE_FINISHED);
     pipe_end(&p, PIPE_READ);
     assert_ptr_equal(pipe_oldest_sent(&p), &e[2]); /* the next reader */
     assert_int_equal(pipe_next(&p, &e[2]), PIPE_READ);
-    assert_ptr_equal(pipe_reply(&p, &r2), &e[2]);
-    assert_null(pipe_reply(&p, &r2)); /* a reply nobody asked for */
+    assert_ptr_equal(reply_to(&p, &r2), &e[2]);
+    struct pipe_entry *to;
+    assert_int_equal(pipe_reply(&p, &r2, &to), PIPE_ANSWER_UNASKED); /* nobody asked for it */
+    assert_null(to);
 }
 
 static void a_batch_out_holds_the_next_back_until_it_is_answered(void **state)
@@ -97,9 +110,9 @@ static void a_batch_out_holds_the_next_back_until_it_is_answered(void **state)
     pipe_end(&p, PIPE_WRITE);
     assert_int_equal(pipe_next(&p, &late), PIPE_BATCHES_OUT > 1 ? PIPE_WRITE : PIPE_WAIT);
     int r;
-    pipe_reply(&p, &r);
+    reply_to(&p, &r);
     assert_int_equal(pipe_next(&p, &late), PIPE_BATCHES_OUT > 1 ? PIPE_WRITE : PIPE_WAIT);
-    pipe_reply(&p, &r); /* the batch's last reply */
+    reply_to(&p, &r); /* the batch's last reply */
     assert_int_equal(p.batches_out, 0);
     assert_int_equal(pipe_next(&p, &late), PIPE_WRITE);
     assert_int_equal(late.state, PIPE_QUEUED);
@@ -166,7 +179,7 @@ static void a_retired_connection_is_closed_once_its_calls_are_answered(void **st
     assert_int_equal(pipe_next(&p, &out), PIPE_READ); /* its calls out are still read */
     assert_false(pipe_must_close(&p));
     int r;
-    pipe_reply(&p, &r);
+    reply_to(&p, &r);
     assert_int_equal(pipe_next(&p, &queued), PIPE_WAIT); /* no batch on a retired connection */
     assert_true(pipe_must_close(&p));
     pipe_closed(&p);
@@ -184,15 +197,105 @@ static void batches_follow_each_other_on_one_connection(void **state)
     size_t n;
     pipe_take(&p, 1000, &n);
     int r;
-    pipe_reply(&p, &r);
+    reply_to(&p, &r);
     push(&p, &b);
     assert_ptr_equal(pipe_take(&p, 2000, &n), &b);
     assert_int_equal(n, 1);
-    assert_int_equal(a.due_ms, 1000);
-    assert_int_equal(b.due_ms, 2000); /* due from its own sending, not from the batch before */
+    assert_int_equal(pipe_due_ms(&p), 2000); /* due from its own sending, not the batch before's */
     assert_ptr_equal(pipe_oldest_sent(&p), &b);
-    assert_true(b.last_of_batch);
     assert_int_equal(p.batches_out, 1);
+}
+
+static void a_queued_call_withdrawn_is_never_written(void **state)
+{
+    (void)state;
+    struct pipe p;
+    struct pipe_entry e[3] = {0};
+    open_with(&p, e, 3);
+    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: late"};
+    pipe_withdraw(&p, &e[1], &failure);
+    assert_int_equal(pipe_next(&p, &e[1]), PIPE_FINISHED);
+    assert_string_equal(e[1].failure.msg, "redis: late");
+    pipe_withdraw(&p, &e[2], &failure); /* the tail too */
+    size_t n;
+    assert_ptr_equal(pipe_take(&p, 1000, &n), &e[0]);
+    assert_int_equal(n, 1);
+    assert_null(e[0].next);
+    int r;
+    assert_ptr_equal(reply_to(&p, &r), &e[0]);
+    assert_int_equal(p.batches_out, 0);
+}
+
+static void the_reply_of_a_call_withdrawn_out_is_dropped(void **state)
+{
+    (void)state;
+    struct pipe p;
+    struct pipe_entry e[3] = {0}, next = {0};
+    open_with(&p, e, 3);
+    size_t n;
+    pipe_take(&p, 1000, &n);
+    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: late"};
+    pipe_withdraw(&p, &e[0], &failure);
+    pipe_withdraw(&p, &e[2], &failure);
+    assert_int_equal(e[0].state, PIPE_DONE);
+    push(&p, &next);
+    assert_int_equal(pipe_next(&p, &next), PIPE_WAIT); /* the batch out still holds it back */
+    assert_int_equal(pipe_next(&p, &e[1]), PIPE_READ);
+    int r0, r1, r2;
+    struct pipe_entry *to;
+    assert_int_equal(pipe_reply(&p, &r0, &to), PIPE_ANSWER_WITHDRAWN);
+    assert_null(to);
+    assert_null(e[0].reply);
+    assert_ptr_equal(reply_to(&p, &r1), &e[1]); /* each reply still finds its own call */
+    assert_ptr_equal(e[1].reply, &r1);
+    assert_int_equal(pipe_next(&p, &next), PIPE_READ); /* nobody else waits for the last */
+    assert_int_equal(pipe_reply(&p, &r2, &to), PIPE_ANSWER_WITHDRAWN);
+    assert_int_equal(p.batches_out, 0);
+    assert_int_equal(pipe_next(&p, &next), PIPE_WRITE); /* the batch is answered */
+}
+
+static void a_queued_call_reads_the_replies_nobody_waits_for(void **state)
+{
+    (void)state;
+    struct pipe p;
+    struct pipe_entry out = {0}, queued = {0};
+    open_with(&p, &out, 1);
+    size_t n;
+    pipe_take(&p, 1000, &n);
+    push(&p, &queued);
+    assert_int_equal(pipe_next(&p, &queued), PIPE_WAIT); /* out's thread reads */
+    assert_false(pipe_reads_on(&p, &queued));
+    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: late"};
+    pipe_withdraw(&p, &out, &failure);
+    assert_int_equal(pipe_next(&p, &queued), PIPE_READ); /* nobody else will */
+    pipe_begin(&p, PIPE_READ);
+    assert_true(pipe_reads_on(&p, &queued));
+    assert_int_equal(pipe_due_ms(&p), 1000); /* the connection's deadline stands */
+    int r;
+    struct pipe_entry *to;
+    assert_int_equal(pipe_reply(&p, &r, &to), PIPE_ANSWER_WITHDRAWN);
+    assert_false(pipe_reads_on(&p, &queued));
+    pipe_end(&p, PIPE_READ);
+    assert_int_equal(pipe_next(&p, &queued), PIPE_WRITE);
+}
+
+static void numbers_start_again_on_a_new_connection(void **state)
+{
+    (void)state;
+    struct pipe p;
+    struct pipe_entry e[2] = {0}, later = {0};
+    open_with(&p, e, 2);
+    size_t n;
+    pipe_take(&p, 1000, &n);
+    struct fg_error failure = {FG_ERR_BACKEND_UNAVAILABLE, "redis: gone"};
+    pipe_withdraw(&p, &e[0], &failure);
+    pipe_fail_sent(&p, &failure);
+    pipe_closed(&p);
+    pipe_opened(&p);
+    push(&p, &later);
+    pipe_take(&p, 2000, &n);
+    int r;
+    assert_ptr_equal(reply_to(&p, &r), &later); /* no reply owed from the connection before */
 }
 
 int main(void)
@@ -205,6 +308,10 @@ int main(void)
         cmocka_unit_test(a_connection_that_cannot_be_made_fails_every_queued_call),
         cmocka_unit_test(a_retired_connection_is_closed_once_its_calls_are_answered),
         cmocka_unit_test(batches_follow_each_other_on_one_connection),
+        cmocka_unit_test(a_queued_call_withdrawn_is_never_written),
+        cmocka_unit_test(the_reply_of_a_call_withdrawn_out_is_dropped),
+        cmocka_unit_test(a_queued_call_reads_the_replies_nobody_waits_for),
+        cmocka_unit_test(numbers_start_again_on_a_new_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,10 +32,15 @@
  * take writes (READONLY, MASTERDOWN, LOADING: that call answers 503). A
  * connection that rested since its last reply (SOCK_CHECK_IDLE_MS or more) is
  * peeked at (util/sock.h) before use, so one that the server closed meanwhile
- * is remade instead of failing a request. A call out whose reply does not come
- * by its deadline (request_timeout_ms after it was written), a failed write or
- * read, or a reply nobody asked for fails every call out on the connection
- * (503) and closes it.
+ * is remade instead of failing a request. A call waits no longer than its
+ * deadline (util/budget.h: what the request it serves has left of
+ * request_timeout_ms, or request_timeout_ms of its own), wherever it waits:
+ * queued behind a batch, on a connection being made for it (whose set-up
+ * commands get what is left), for its reply; then it is withdrawn
+ * (redis_pipe.h) and fails alone (503). A batch whose replies have not all
+ * come request_timeout_ms after it was written, a failed write or read, or a
+ * reply nobody asked for fails every call out on the connection (503) and
+ * closes it.
  *
  * redis-cluster://: one such pipelined connection per node, made on first
  * use (AUTH, then ROLE must answer "master"), and a script runs on the primary
@@ -76,6 +81,7 @@
 #include "store/backend/redis_pipe.h"
 #include "store/backend/redis_route.h"
 #include "store/backend/redis_url.h"
+#include "util/budget.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
 #include "util/log.h"
@@ -92,6 +98,9 @@ static const char *const unavailable_replies[] = {"READONLY", "MASTERDOWN", "LOA
 
 /* How long a sentinel may take to connect or answer before the next one is asked. */
 #define SENTINEL_TIMEOUT_MS 500
+
+/* How long the doorbell's connection may take to be made and set up before it is tried again. */
+#define SUBSCRIBER_SETUP_MS 1000
 
 static struct {
     struct redis_url url; /* the parsed redis_url */
@@ -165,8 +174,10 @@ struct wakes {
 };
 
 /* The new connection this thread runs the connect hook on (its commands go
- * there directly), and whether the hook's commands lost it. */
+ * there directly), when they must be answered by (the deadline of the call
+ * that made the connection), and whether the hook's commands lost it. */
 static _Thread_local redisContext *setting_up;
+static _Thread_local int64_t setup_due_ms;
 static _Thread_local bool setup_lost;
 
 int redis_init(const struct config *cfg, struct fg_error *err)
@@ -284,10 +295,31 @@ static redisReply *command_argv(redisContext *ctx, int argc, const char **argv, 
     return reply;
 }
 
-/* Connects to host:port within timeout_ms; NULL (err filled) on failure. */
+/* Milliseconds from now until due_ms, at most cap_ms; 0 when due_ms has passed. */
+static long long time_left(int64_t due_ms, long long cap_ms)
+{
+    int64_t left = due_ms - clock_mono_ms();
+    return left <= 0 ? 0 : left < cap_ms ? left : cap_ms;
+}
+
+/* Why a call failed that its caller waited for as long as it may. */
+#define NO_REPLY_BY_DEADLINE "redis: no reply by the call's deadline"
+
+/* Fails err: a connection could not be set up, or a command answered, by its deadline. */
+static int out_of_time(struct fg_error *err)
+{
+    metrics_backend_error(METRIC_BACKEND_REDIS);
+    return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, NO_REPLY_BY_DEADLINE);
+}
+
+/* Connects to host:port within timeout_ms (at least 1); NULL (err filled) on failure. */
 static redisContext *connect_to(const char *host, int port, long long timeout_ms,
                                 struct fg_error *err)
 {
+    if (timeout_ms <= 0) {
+        out_of_time(err);
+        return NULL;
+    }
     redisContext *ctx = redisConnectWithTimeout(host, port, ms_to_timeval(timeout_ms));
     if (ctx == NULL || ctx->err) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
@@ -299,16 +331,31 @@ static redisContext *connect_to(const char *host, int port, long long timeout_ms
     return ctx;
 }
 
-/* Asks one sentinel for the primary's address. */
-static int ask_sentinel(const struct redis_endpoint *sentinel, struct redis_endpoint *primary,
-                        struct fg_error *err)
+/* Runs one command on ctx, a connection of its own that blocks its thread,
+ * waiting no later than due_ms for its reply. Returns the reply or NULL. */
+static redisReply *command_by(redisContext *ctx, int64_t due_ms, int argc, const char **argv,
+                              const size_t *lens, struct fg_error *err)
 {
-    redisContext *ctx = connect_to(sentinel->host, sentinel->port, SENTINEL_TIMEOUT_MS, err);
+    int64_t left = due_ms - clock_mono_ms();
+    if (left <= 0) {
+        out_of_time(err);
+        return NULL;
+    }
+    redisSetTimeout(ctx, ms_to_timeval(left));
+    return command_argv(ctx, argc, argv, lens, err);
+}
+
+/* Asks one sentinel for the primary's address, by due_ms. */
+static int ask_sentinel(const struct redis_endpoint *sentinel, struct redis_endpoint *primary,
+                        int64_t due_ms, struct fg_error *err)
+{
+    redisContext *ctx =
+        connect_to(sentinel->host, sentinel->port, time_left(due_ms, SENTINEL_TIMEOUT_MS), err);
     if (ctx == NULL)
         return -1;
-    redisSetTimeout(ctx, ms_to_timeval(SENTINEL_TIMEOUT_MS));
     const char *argv[] = {"SENTINEL", "get-master-addr-by-name", rds.url.master};
-    redisReply *r = command_argv(ctx, 3, argv, NULL, err);
+    redisReply *r = command_by(ctx, clock_mono_ms() + time_left(due_ms, SENTINEL_TIMEOUT_MS), 3,
+                               argv, NULL, err);
     int rc = -1;
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
@@ -327,8 +374,8 @@ static int ask_sentinel(const struct redis_endpoint *sentinel, struct redis_endp
 
 /* The address of the primary: a primary of the cluster's last map, the URL's
  * server (or first seed), or the first answer of the sentinels, asked in turn
- * starting with the one that answered last. */
-static int primary_address(struct redis_endpoint *primary, struct fg_error *err)
+ * starting with the one that answered last, by due_ms. */
+static int primary_address(struct redis_endpoint *primary, int64_t due_ms, struct fg_error *err)
 {
     if (rds.url.cluster && route_primaries(cluster.route, primary, 1) > 0)
         return 0;
@@ -339,7 +386,7 @@ static int primary_address(struct redis_endpoint *primary, struct fg_error *err)
     int first = atomic_load(&rds.sentinel_first);
     for (int i = 0; i < rds.url.nhosts; i++) {
         int k = (first + i) % rds.url.nhosts;
-        if (ask_sentinel(&rds.url.hosts[k], primary, err) == 0) {
+        if (ask_sentinel(&rds.url.hosts[k], primary, due_ms, err) == 0) {
             atomic_store(&rds.sentinel_first, k);
             return 0;
         }
@@ -366,11 +413,12 @@ static int setup_refused(const redisReply *r, const char *what, struct fg_error 
     return fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s failed: %s", what, r->str);
 }
 
-/* Runs one set-up command on a new connection; -1 unless it answered without error. */
-static int setup_command(redisContext *ctx, int argc, const char **argv, const char *what,
-                         struct fg_error *err)
+/* Runs one set-up command on a new connection, answered by due_ms; -1 unless
+ * it answered without error. */
+static int setup_command(redisContext *ctx, int64_t due_ms, int argc, const char **argv,
+                         const char *what, struct fg_error *err)
 {
-    redisReply *r = command_argv(ctx, argc, argv, NULL, err);
+    redisReply *r = command_by(ctx, due_ms, argc, argv, NULL, err);
     if (r == NULL)
         return -1;
     int rc = r->type == REDIS_REPLY_ERROR ? setup_refused(r, what, err) : 0;
@@ -378,22 +426,23 @@ static int setup_command(redisContext *ctx, int argc, const char **argv, const c
     return rc;
 }
 
-/* Sends AUTH on ctx when the URL has a password. */
-static int authenticate(redisContext *ctx, struct fg_error *err)
+/* Sends AUTH on ctx when the URL has a password, answered by due_ms. */
+static int authenticate(redisContext *ctx, int64_t due_ms, struct fg_error *err)
 {
     if (rds.url.password[0] == '\0')
         return 0;
     const char *auth_user[] = {"AUTH", rds.url.user, rds.url.password};
     const char *auth[] = {"AUTH", rds.url.password};
     bool has_user = rds.url.user[0] != '\0';
-    return setup_command(ctx, has_user ? 3 : 2, has_user ? auth_user : auth, "AUTH", err);
+    return setup_command(ctx, due_ms, has_user ? 3 : 2, has_user ? auth_user : auth, "AUTH", err);
 }
 
-/* Checks that ctx talks to a primary: ROLE answers "master" first. */
-static int check_primary(redisContext *ctx, const struct redis_endpoint *at, struct fg_error *err)
+/* Checks that ctx talks to a primary: ROLE answers "master" first, by due_ms. */
+static int check_primary(redisContext *ctx, int64_t due_ms, const struct redis_endpoint *at,
+                         struct fg_error *err)
 {
     const char *argv[] = {"ROLE"};
-    redisReply *r = command_argv(ctx, 1, argv, NULL, err);
+    redisReply *r = command_by(ctx, due_ms, 1, argv, NULL, err);
     if (r == NULL)
         return -1;
     int rc = 0;
@@ -408,27 +457,29 @@ static int check_primary(redisContext *ctx, const struct redis_endpoint *at, str
 }
 
 /* Opens an authenticated connection to the primary at (NULL: the primary of
- * the URL, or any primary of a cluster), on the right database; NULL on
- * failure. *generation receives the generation it belongs to. */
-static redisContext *connect_new(const struct redis_endpoint *at, long long timeout_ms,
+ * the URL, or any primary of a cluster), on the right database, by due_ms;
+ * NULL on failure. *generation receives the generation it belongs to. Its
+ * commands wait for their replies until due_ms, and no longer, until the
+ * caller says otherwise (redisSetTimeout). */
+static redisContext *connect_new(const struct redis_endpoint *at, int64_t due_ms,
                                  unsigned *generation, struct fg_error *err)
 {
     *generation = atomic_load(&rds.generation);
     struct redis_endpoint primary;
     if (at != NULL)
         primary = *at;
-    else if (primary_address(&primary, err) != 0)
+    else if (primary_address(&primary, due_ms, err) != 0)
         return NULL;
-    redisContext *ctx = connect_to(primary.host, primary.port, 1000, err);
+    redisContext *ctx = connect_to(primary.host, primary.port, time_left(due_ms, 1000), err);
     if (ctx == NULL)
         return NULL;
-    redisSetTimeout(ctx, ms_to_timeval(timeout_ms));
     redisEnableKeepAlive(ctx);
     char db[16];
     snprintf(db, sizeof db, "%d", rds.url.db);
     const char *select[] = {"SELECT", db};
-    if (authenticate(ctx, err) != 0 || setup_command(ctx, 2, select, "SELECT", err) != 0 ||
-        check_primary(ctx, &primary, err) != 0) {
+    if (authenticate(ctx, due_ms, err) != 0 ||
+        setup_command(ctx, due_ms, 2, select, "SELECT", err) != 0 ||
+        check_primary(ctx, due_ms, &primary, err) != 0) {
         redisFree(ctx);
         return NULL;
     }
@@ -473,11 +524,14 @@ static void wake_now(struct wakes *w)
 }
 
 /* Sleeps until this thread is woken (a wake-up given while it was awake ends
- * the sleep at once). Unlocked. Takes every wake-up given so far: the caller
- * looks at its call's state after this, which shows all they stood for. */
-static void sleep_until_woken(void)
+ * the sleep at once), or until until_ms (monotonic). Unlocked. Takes every
+ * wake-up given so far: the caller looks at its call's state after this,
+ * which shows all they stood for. */
+static void sleep_until_woken(int64_t until_ms)
 {
-    while (sem_wait(&thread_wake) != 0)
+    int64_t left = until_ms - clock_mono_ms();
+    struct timespec at = clock_wall_deadline(left > 0 ? left : 0);
+    while (sem_timedwait(&thread_wake, &at) != 0 && errno != ETIMEDOUT)
         FG_ASSERT(errno == EINTR);
     while (sem_trywait(&thread_wake) == 0)
         continue;
@@ -504,20 +558,39 @@ static void settle(struct node *n)
     pipe_closed(&n->pipe);
 }
 
-/* After a role was let go: closes what must be, then has the oldest queued
- * call and the oldest call out woken (w) if they now have something to do
- * that self's thread will not do itself. Locked. */
+/* Has e's thread woken (w) if e is not self and now has something to do that
+ * self's thread, about to do mine, will not do itself. Locked. */
+static void wake_if_due(struct node *n, struct pipe_entry *e, const struct pipe_entry *self,
+                        enum pipe_action mine, struct wakes *w)
+{
+    if (e == NULL || e == self)
+        return;
+    enum pipe_action action = pipe_next(&n->pipe, e);
+    if (action != PIPE_WAIT && action != mine)
+        wake_later(w, e);
+}
+
+/* After a role was let go or a call withdrawn: closes what must be, then has
+ * the oldest queued call and the oldest call out woken (w) if they now have
+ * something to do that self's thread will not do itself. Locked. */
 static void wake_next(struct node *n, const struct pipe_entry *self, struct wakes *w)
 {
     settle(n);
     enum pipe_action mine = pipe_next(&n->pipe, self);
-    struct pipe_entry *queued = n->pipe.queued.head;
-    if (queued != NULL && queued != self && mine != PIPE_CONNECT && mine != PIPE_WRITE &&
-        pipe_next(&n->pipe, queued) != PIPE_WAIT)
-        wake_later(w, queued);
-    struct pipe_entry *out = n->pipe.sent.head;
-    if (out != NULL && out != self && mine != PIPE_READ && pipe_next(&n->pipe, out) != PIPE_WAIT)
-        wake_later(w, out);
+    wake_if_due(n, n->pipe.queued.head, self, mine, w);
+    wake_if_due(n, n->pipe.sent.head, self, mine, w);
+}
+
+/* Ends self's call, which its caller waits for no longer (its deadline,
+ * until_ms, passed), and has whoever may now do what it did woken (w). The
+ * connection is left alone: a reply late for one call is not yet late for
+ * the connection (pipe_take). Locked. */
+static void give_up_call(struct node *n, struct pipe_entry *self, struct wakes *w)
+{
+    struct fg_error failure = {0};
+    fg_fail(&failure, FG_ERR_BACKEND_UNAVAILABLE, NO_REPLY_BY_DEADLINE);
+    pipe_withdraw(&n->pipe, self, &failure);
+    wake_next(n, self, w);
 }
 
 /* Fails every call out with a transport error (what, and hiredis's errstr
@@ -566,13 +639,14 @@ static int info_refused(const redisReply *reply, struct fg_error *err)
 }
 
 /* Reads the run_id of the process on the new connection ctx into out, for the
- * calls that stand for it (redis_run_id_here): the dashes of that placeholder
- * when Redis answers INFO without one; -1 when it refuses INFO or the
- * connection fails. */
-static int run_id_of(redisContext *ctx, char out[REDIS_RUN_ID_LEN + 1], struct fg_error *err)
+ * calls that stand for it (redis_run_id_here), by due_ms: the dashes of that
+ * placeholder when Redis answers INFO without one; -1 when it refuses INFO or
+ * the connection fails. */
+static int run_id_of(redisContext *ctx, int64_t due_ms, char out[REDIS_RUN_ID_LEN + 1],
+                     struct fg_error *err)
 {
     const char *argv[] = INFO_SERVER_ARGV;
-    redisReply *reply = command_argv(ctx, 2, argv, NULL, err);
+    redisReply *reply = command_by(ctx, due_ms, 2, argv, NULL, err);
     if (reply == NULL)
         return -1;
     int rc = reply->type == REDIS_REPLY_ERROR ? info_refused(reply, err) : 0;
@@ -599,12 +673,12 @@ static void policy_of(const redisReply *reply, char *out, size_t cap)
 
 /* Warns when the node on ctx (a primary of a cluster, connected to after
  * start-up: a promoted replica, a primary added) may evict keys, as start-up
- * does for every primary then (redis_eviction_policy). */
-static void check_node_policy(redisContext *ctx, const struct redis_endpoint *at)
+ * does for every primary then (redis_eviction_policy); asked by due_ms. */
+static void check_node_policy(redisContext *ctx, int64_t due_ms, const struct redis_endpoint *at)
 {
     struct fg_error err = {0};
     const char *policy_argv[] = POLICY_ARGV;
-    redisReply *reply = command_argv(ctx, 3, policy_argv, NULL, &err);
+    redisReply *reply = command_by(ctx, due_ms, 3, policy_argv, NULL, &err);
     char policy[64];
     policy_of(reply, policy, sizeof policy);
     freeReplyObject(reply);
@@ -614,29 +688,31 @@ static void check_node_policy(redisContext *ctx, const struct redis_endpoint *at
                             at->port, "detail", REDIS_EVICTION_RISK));
 }
 
-/* Connects for the queued calls (self's among them): runs the hook on the new
- * connection before any of them goes out (not on a cluster node: its scripts
- * check their slot's fence sequence themselves). A connection that cannot be made
- * fails them all; a failing hook fails self's call alone, and the connection
- * is kept (the hook does not run again on it). Called locked; unlocks meanwhile. */
+/* Connects for the queued calls (self's among them), by the deadline of
+ * self's: runs the hook on the new connection before any of them goes out
+ * (not on a cluster node: its scripts check their slot's fence sequence
+ * themselves). A connection that cannot be made fails them all, but for one
+ * that self's deadline cut short: that fails self's call alone, and the next
+ * queued call tries in its own time. Called locked; unlocks meanwhile. */
 static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
     pthread_mutex_unlock(&n->lock);
     wake_now(w);
     struct fg_error failure = {0}, hook_failure = {0};
     unsigned generation;
-    redisContext *ctx =
-        connect_new(rds.url.cluster ? &n->at : NULL, rds.timeout_ms, &generation, &failure);
+    int64_t due_ms = self->until_ms;
+    redisContext *ctx = connect_new(rds.url.cluster ? &n->at : NULL, due_ms, &generation, &failure);
     char run_id[REDIS_RUN_ID_LEN + 1];
-    if (ctx != NULL && run_id_of(ctx, run_id, &failure) != 0) {
+    if (ctx != NULL && run_id_of(ctx, due_ms, run_id, &failure) != 0) {
         redisFree(ctx);
         ctx = NULL;
     }
     int hook_rc = 0;
     if (ctx != NULL && rds.url.cluster && atomic_load(&rds.policy_known))
-        check_node_policy(ctx, &n->at);
+        check_node_policy(ctx, due_ms, &n->at);
     if (ctx != NULL && rds.hook != NULL && !rds.url.cluster) {
         setting_up = ctx;
+        setup_due_ms = due_ms;
         setup_lost = false;
         hook_rc = rds.hook(&hook_failure);
         setting_up = NULL;
@@ -654,6 +730,10 @@ static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes
         }
     }
     pthread_mutex_lock(&n->lock);
+    if (ctx == NULL && clock_mono_ms() >= due_ms) {
+        pipe_withdraw(&n->pipe, self, &failure);
+        return;
+    }
     if (ctx == NULL) {
         wake_calls(w, pipe_fail_queued(&n->pipe, &failure), self);
         return;
@@ -675,8 +755,18 @@ static bool shared_stale(const struct node *n)
            sock_broken_after_idle(n->ctx->fd, n->last_used_ms);
 }
 
-/* Writes every queued call's command in one go (self's among them). Called locked; unlocks while
- * writing, from a copy (a failure may end the calls meanwhile). */
+/* Waits until fd takes more bytes, until until_ms at most; false if it did not. */
+static bool writable_by(int fd, int64_t until_ms)
+{
+    int64_t left = until_ms - clock_mono_ms();
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    return left > 0 && poll(&pfd, 1, (int)left) > 0;
+}
+
+/* Writes every queued call's command in one go (self's among them), by self's
+ * deadline: a batch left half written breaks the connection. Called locked;
+ * unlocks while writing, from a copy (a failure or a withdrawal may end the
+ * calls meanwhile). */
 static void write_batch(struct node *n, const struct pipe_entry *self, struct wakes *w)
 {
     size_t count, len = 0;
@@ -702,12 +792,13 @@ static void write_batch(struct node *n, const struct pipe_entry *self, struct wa
     wake_now(w);
     const char *problem = NULL;
     for (at = 0; at < len && problem == NULL;) {
-        ssize_t sent = send(fd, n->batch + at, len - at, MSG_NOSIGNAL);
+        ssize_t sent = send(fd, n->batch + at, len - at, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent > 0)
             at += (size_t)sent;
-        else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            problem = "timed out writing";
-        else if (sent < 0 && errno != EINTR)
+        else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!writable_by(fd, self->until_ms))
+                problem = "timed out writing";
+        } else if (sent < 0 && errno != EINTR)
             problem = strerror(errno);
     }
     pthread_mutex_lock(&n->lock);
@@ -715,45 +806,66 @@ static void write_batch(struct node *n, const struct pipe_entry *self, struct wa
         break_connection(n, self, w, "cannot write", problem);
 }
 
-/* Reads replies and hands each to its call (w: the threads to wake) until
- * self's call is done. Called locked; unlocks while waiting for the socket, at
- * most until the oldest call out is due. */
+/* Hands raw, a reply read, to the call it answers, waking its thread (w)
+ * unless it is self's, or drops it if that call was withdrawn. A reply with
+ * no command out breaks the connection: -1. Locked. */
+static int hand_reply(struct node *n, const struct pipe_entry *self, struct wakes *w, void *raw)
+{
+    struct pipe_entry *e;
+    enum pipe_answer to = pipe_reply(&n->pipe, raw, &e);
+    if (to == PIPE_ANSWER_UNASKED) {
+        freeReplyObject(raw);
+        break_connection(n, self, w, "a reply nobody asked for", NULL);
+        return -1;
+    }
+    if (reply_unavailable(raw))
+        pipe_retire(&n->pipe);
+    n->last_used_ms = clock_mono_ms();
+    if (to == PIPE_ANSWER_WITHDRAWN)
+        freeReplyObject(raw);
+    else if (e != self)
+        wake_later(w, e);
+    return 0;
+}
+
+/* Reads replies and hands each to its call (w: the threads to wake) while
+ * self's thread must read (pipe_reads_on): until self's call is done, or,
+ * queued, until the batches of withdrawn calls before it are answered.
+ * Called locked; unlocks while waiting for the socket, at most until the
+ * oldest batch out is due (then the connection is broken) or self's
+ * deadline (then self's call alone ends, give_up_call). */
 static void read_replies(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
     redisContext *ctx = n->ctx;
-    while (self->state != PIPE_DONE) {
+    while (pipe_reads_on(&n->pipe, self)) {
         void *raw = NULL;
         if (redisReaderGetReply(ctx->reader, &raw) != REDIS_OK) {
             break_connection(n, self, w, "bad reply", ctx->reader->errstr);
             return;
         }
         if (raw != NULL) {
-            struct pipe_entry *e = pipe_reply(&n->pipe, raw);
-            if (e == NULL) {
-                freeReplyObject(raw);
-                break_connection(n, self, w, "a reply nobody asked for", NULL);
+            if (hand_reply(n, self, w, raw) != 0)
                 return;
-            }
-            if (reply_unavailable(raw))
-                pipe_retire(&n->pipe);
-            n->last_used_ms = clock_mono_ms();
-            if (e != self)
-                wake_later(w, e);
             continue;
         }
-        int64_t left = pipe_oldest_sent(&n->pipe)->due_ms - clock_mono_ms();
+        int64_t due = pipe_due_ms(&n->pipe);
+        int64_t left = (due < self->until_ms ? due : self->until_ms) - clock_mono_ms();
         pthread_mutex_unlock(&n->lock);
         wake_now(w); /* before sleeping: they may be the replies of a whole batch */
         struct pollfd pfd = {.fd = ctx->fd, .events = POLLIN};
         int ready = left > 0 ? poll(&pfd, 1, (int)left) : 0;
         int rc = ready > 0 ? redisBufferRead(ctx) : REDIS_OK;
         pthread_mutex_lock(&n->lock);
-        if (ready == 0) {
+        if (ready > 0 && rc != REDIS_OK) {
+            break_connection(n, self, w, "connection lost", ctx->errstr);
+            return;
+        }
+        if (ready == 0 && clock_mono_ms() >= due) {
             break_connection(n, self, w, "no reply in time", NULL);
             return;
         }
-        if (ready > 0 && rc != REDIS_OK) {
-            break_connection(n, self, w, "connection lost", ctx->errstr);
+        if (ready == 0 && clock_mono_ms() >= self->until_ms) {
+            give_up_call(n, self, w);
             return;
         }
     }
@@ -781,7 +893,8 @@ static void wakes_given_out(struct pipe_entry *e)
 
 /* Does what the queued call self (of this thread) needs until its outcome is
  * in: connects, writes the queued batch or reads replies when it is its turn,
- * sleeps otherwise. The threads it is to wake go to w (wake_now after the lock
+ * sleeps otherwise; gives up waiting at its deadline (self->until_ms,
+ * give_up_call). The threads it is to wake go to w (wake_now after the lock
  * is let go). Called locked; unlocks to sleep. */
 static void pipe_finish(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
@@ -790,10 +903,14 @@ static void pipe_finish(struct node *n, struct pipe_entry *self, struct wakes *w
         enum pipe_action action = pipe_next(&n->pipe, self);
         if (action == PIPE_FINISHED)
             return;
+        if (clock_mono_ms() >= self->until_ms) {
+            give_up_call(n, self, w);
+            return;
+        }
         if (action == PIPE_WAIT) {
             pthread_mutex_unlock(&n->lock);
             wake_now(w);
-            sleep_until_woken();
+            sleep_until_woken(self->until_ms);
             pthread_mutex_lock(&n->lock);
             continue;
         }
@@ -814,15 +931,20 @@ static void pipe_finish(struct node *n, struct pipe_entry *self, struct wakes *w
 }
 
 /* Sends the formatted command (len bytes, borrowed) on n's connection and
- * returns its reply, or NULL with err. With asking (an ASK redirect), ASKING
+ * returns its reply, or NULL with err, by the call's deadline (util/budget.h,
+ * which is charged the time it took). With asking (an ASK redirect), ASKING
  * goes out right before it, in the same batch: queued together, they are
- * written together. */
+ * written together, and withdrawn together. */
 static redisReply *pipe_call(struct node *n, bool asking, const char *command, size_t len,
                              size_t run_id_at, struct fg_error *err)
 {
     static const char asking_command[] = "*1\r\n$6\r\nASKING\r\n";
-    struct pipe_entry ask = {.command = asking_command, .len = sizeof asking_command - 1};
-    struct pipe_entry self = {.command = command, .len = len, .run_id_at = run_id_at};
+    int64_t started_ms = clock_mono_ms();
+    int64_t until_ms = budget_until_ms(started_ms, rds.timeout_ms);
+    struct pipe_entry ask = {
+        .command = asking_command, .len = sizeof asking_command - 1, .until_ms = until_ms};
+    struct pipe_entry self = {
+        .command = command, .len = len, .run_id_at = run_id_at, .until_ms = until_ms};
     struct wakes wakes = {.count = 0};
     sem_t *wake = thread_wake_sem();
     pthread_mutex_lock(&n->lock);
@@ -830,11 +952,15 @@ static redisReply *pipe_call(struct node *n, bool asking, const char *command, s
         pipe_push(&n->pipe, &ask, wake);
     pipe_push(&n->pipe, &self, wake);
     pipe_finish(n, &self, &wakes);
+    if (asking && ask.state != PIPE_DONE) { /* self gave up: its ASKING is no use to another */
+        pipe_withdraw(&n->pipe, &ask, &self.failure);
+        wake_next(n, &self, &wakes);
+    }
     pthread_mutex_unlock(&n->lock);
     wake_now(&wakes);
     wakes_given_out(&ask);
     wakes_given_out(&self);
-    FG_ASSERT(!asking || ask.state == PIPE_DONE); /* answered, or failed, before self */
+    budget_spend(clock_mono_ms() - started_ms);
     freeReplyObject(ask.reply);
     if (self.reply == NULL) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
@@ -852,7 +978,7 @@ static redisReply *setup_call(int argc, const char **argv, const size_t *lens, s
         return NULL;
     }
     int64_t started_us = clock_mono_us();
-    redisReply *reply = command_argv(setting_up, argc, argv, lens, err);
+    redisReply *reply = command_by(setting_up, setup_due_ms, argc, argv, lens, err);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
     if (reply != NULL && reply_unavailable(reply)) {
         metrics_backend_error(METRIC_BACKEND_REDIS);
@@ -951,18 +1077,19 @@ static struct node *cluster_node(const struct redis_endpoint *at, struct fg_erro
     return found;
 }
 
-/* Runs argv once on a connection of its own to at (any role), closed after. */
+/* Runs argv once on a connection of its own to at (any role), closed after,
+ * by the call's deadline (util/budget.h, which is charged the time it took). */
 static redisReply *one_off_command(const struct redis_endpoint *at, int argc, const char **argv,
                                    const size_t *lens, struct fg_error *err)
 {
-    redisContext *ctx = connect_to(at->host, at->port, 1000, err);
-    if (ctx == NULL)
-        return NULL;
-    redisSetTimeout(ctx, ms_to_timeval(rds.timeout_ms));
+    int64_t started_ms = clock_mono_ms();
+    int64_t due_ms = budget_until_ms(started_ms, rds.timeout_ms);
+    redisContext *ctx = connect_to(at->host, at->port, time_left(due_ms, 1000), err);
     redisReply *reply = NULL;
-    if (authenticate(ctx, err) == 0)
-        reply = command_argv(ctx, argc, argv, lens, err);
+    if (ctx != NULL && authenticate(ctx, due_ms, err) == 0)
+        reply = command_by(ctx, due_ms, argc, argv, lens, err);
     redisFree(ctx);
+    budget_spend(clock_mono_ms() - started_ms);
     return reply;
 }
 
@@ -1438,10 +1565,12 @@ static void batch_prepare(const struct redis_batch_call *calls, const size_t *wh
 }
 
 /* Queues the calls of run that go to node (text: their commands) together
- * and runs them to their outcome, oldest first. */
+ * and runs them to their outcome, oldest first, by their deadline
+ * (util/budget.h, which is charged the time they took). */
 static void batch_on_node(struct node *node, struct batch_call *run, size_t n, const char *text)
 {
-    int64_t started_us = clock_mono_us();
+    int64_t started_us = clock_mono_us(), started_ms = clock_mono_ms();
+    int64_t until_ms = budget_until_ms(started_ms, rds.timeout_ms);
     struct wakes wakes = {.count = 0};
     sem_t *wake = thread_wake_sem();
     pthread_mutex_lock(&node->lock);
@@ -1450,6 +1579,7 @@ static void batch_on_node(struct node *node, struct batch_call *run, size_t n, c
             run[i].entry.command = text + run[i].at;
             run[i].entry.len = run[i].len;
             run[i].entry.run_id_at = run[i].run_id_at;
+            run[i].entry.until_ms = until_ms;
             pipe_push(&node->pipe, &run[i].entry, wake);
         }
     for (size_t i = 0; i < n; i++)
@@ -1460,6 +1590,7 @@ static void batch_on_node(struct node *node, struct batch_call *run, size_t n, c
     for (size_t i = 0; i < n; i++)
         if (run[i].node == node)
             wakes_given_out(&run[i].entry);
+    budget_spend(clock_mono_ms() - started_ms);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
 }
 
@@ -1842,9 +1973,10 @@ static int shard_conn_to(struct shard_follow *f, const struct redis_endpoint *at
             return k;
     }
     unsigned generation;
-    redisContext *ctx = connect_new(at, rds.timeout_ms, &generation, err);
+    redisContext *ctx = connect_new(at, clock_mono_ms() + rds.timeout_ms, &generation, err);
     if (ctx == NULL)
         return -1;
+    redisSetTimeout(ctx, ms_to_timeval(rds.timeout_ms));
     k = free_k >= 0 ? free_k : f->nconns++;
     f->conns[k].at = *at;
     f->conns[k].ctx = ctx;
@@ -2035,7 +2167,8 @@ void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
     while (!atomic_load(stop)) {
         struct fg_error err = {0};
         unsigned generation;
-        redisContext *ctx = connect_new(NULL, 200, &generation, &err);
+        redisContext *ctx =
+            connect_new(NULL, clock_mono_ms() + SUBSCRIBER_SETUP_MS, &generation, &err);
         redisReply *r = NULL;
         if (ctx != NULL) {
             const char *argv[] = {"SUBSCRIBE", sub->channel};

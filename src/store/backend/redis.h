@@ -9,7 +9,8 @@
  * than N others are in flight goes on its thread's own connection to the
  * primary instead (not in a cluster) and waits for nobody. Each connection is
  * made on first use and remade after an error, a failover, or a close noticed
- * while it was idle; a call blocks its thread until its reply or its deadline.
+ * while it was idle; a call blocks its thread until its reply or its deadline
+ * (what the request it serves has left of request_timeout_ms, util/budget.h).
  * The Lua scripts of lua/ are Redis functions, called by enum fg_script with FCALL
  * (their library loaded again when Redis does not know them), with KEYS and
  * ARGV arrays indexed by the constants that lua_scripts.h generates from each

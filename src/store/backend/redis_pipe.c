@@ -30,6 +30,23 @@ static struct pipe_entry *queue_pop(struct pipe_queue *q)
     return e;
 }
 
+/* Takes e, which is in q, out of it. */
+static void queue_remove(struct pipe_queue *q, struct pipe_entry *e)
+{
+    struct pipe_entry *before = NULL;
+    for (struct pipe_entry *at = q->head; at != e; at = at->next) {
+        FG_ASSERT(at != NULL);
+        before = at;
+    }
+    if (before != NULL)
+        before->next = e->next;
+    else
+        q->head = e->next;
+    if (q->tail == e)
+        q->tail = before;
+    e->next = NULL;
+}
+
 /* Ends e with failure (no reply). */
 static void fail_entry(struct pipe_entry *e, const struct fg_error *failure)
 {
@@ -41,8 +58,7 @@ static void fail_entry(struct pipe_entry *e, const struct fg_error *failure)
 void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner)
 {
     e->state = PIPE_QUEUED;
-    e->last_of_batch = false;
-    e->due_ms = 0;
+    e->number = 0;
     e->reply = NULL;
     memset(&e->failure, 0, sizeof e->failure);
     e->owner = owner;
@@ -63,7 +79,17 @@ enum pipe_action pipe_next(const struct pipe *p, const struct pipe_entry *e)
         return PIPE_CONNECT;
     if (p->conn == PIPE_OPEN && p->batches_out < PIPE_BATCHES_OUT)
         return PIPE_WRITE;
-    return PIPE_WAIT; /* for the batch out, or for a retired connection to be closed */
+    if (p->conn == PIPE_OPEN && p->sent.head == NULL && !p->reading)
+        return PIPE_READ; /* the batches out were all withdrawn: nobody else reads them */
+    return PIPE_WAIT;     /* for the batch out, or for a retired connection to be closed */
+}
+
+bool pipe_reads_on(const struct pipe *p, const struct pipe_entry *e)
+{
+    if (e->state == PIPE_SENT)
+        return true;
+    return e->state == PIPE_QUEUED && p->conn == PIPE_OPEN && p->sent.head == NULL &&
+           p->batches_out == PIPE_BATCHES_OUT;
 }
 
 void pipe_begin(struct pipe *p, enum pipe_action action)
@@ -88,10 +114,10 @@ struct pipe_entry *pipe_take(struct pipe *p, int64_t due_ms, size_t *n)
     *n = 0;
     if (first == NULL)
         return NULL;
+    FG_ASSERT(p->batches_out < PIPE_BATCHES_OUT);
     for (struct pipe_entry *e = first; e != NULL; e = e->next) {
         e->state = PIPE_SENT;
-        e->due_ms = due_ms;
-        e->last_of_batch = e->next == NULL;
+        e->number = p->written++;
         (*n)++;
     }
     if (p->sent.tail != NULL)
@@ -100,25 +126,46 @@ struct pipe_entry *pipe_take(struct pipe *p, int64_t due_ms, size_t *n)
         p->sent.head = first;
     p->sent.tail = p->queued.tail;
     p->queued.head = p->queued.tail = NULL;
-    p->batches_out++;
+    p->out[p->batches_out++] = (struct pipe_batch){.end = p->written, .due_ms = due_ms};
     return first;
 }
 
-struct pipe_entry *pipe_reply(struct pipe *p, void *reply)
+enum pipe_answer pipe_reply(struct pipe *p, void *reply, struct pipe_entry **to)
 {
-    struct pipe_entry *e = queue_pop(&p->sent);
-    if (e == NULL)
-        return NULL;
-    if (e->last_of_batch)
+    *to = NULL;
+    if (p->answered == p->written)
+        return PIPE_ANSWER_UNASKED;
+    uint64_t number = p->answered++;
+    if (p->answered == p->out[0].end) {
         p->batches_out--;
+        memmove(p->out, p->out + 1, p->batches_out * sizeof p->out[0]);
+    }
+    struct pipe_entry *e = p->sent.head;
+    if (e == NULL || e->number != number)
+        return PIPE_ANSWER_WITHDRAWN;
+    queue_pop(&p->sent);
     e->state = PIPE_DONE;
     e->reply = reply;
-    return e;
+    *to = e;
+    return PIPE_ANSWER_CALL;
 }
 
 const struct pipe_entry *pipe_oldest_sent(const struct pipe *p)
 {
     return p->sent.head;
+}
+
+int64_t pipe_due_ms(const struct pipe *p)
+{
+    FG_ASSERT(p->batches_out > 0);
+    return p->out[0].due_ms;
+}
+
+void pipe_withdraw(struct pipe *p, struct pipe_entry *e, const struct fg_error *failure)
+{
+    FG_ASSERT(e->state != PIPE_DONE);
+    queue_remove(e->state == PIPE_QUEUED ? &p->queued : &p->sent, e);
+    fail_entry(e, failure);
 }
 
 /* Fails every entry of q; returns them linked by next. */
@@ -159,6 +206,8 @@ bool pipe_must_close(const struct pipe *p)
 void pipe_closed(struct pipe *p)
 {
     p->conn = PIPE_CLOSED;
+    p->batches_out = 0; /* replies owed to withdrawn calls go with the connection */
+    p->written = p->answered = 0;
 }
 
 void pipe_opened(struct pipe *p)

@@ -9,7 +9,10 @@
  * entry out. Redis answers a connection's commands in the order it read them,
  * so the n-th reply is the n-th command's. Pure: no locks, no sockets, no
  * hiredis; the caller holds its own lock around every call and does the I/O
- * that pipe_next tells a thread to do.
+ * that pipe_next tells a thread to do. A call whose caller may wait no longer
+ * leaves (pipe_withdraw): queued, it is never written; out, its reply is read
+ * and dropped when it comes, by whichever thread reads then, and the batch it
+ * was part of still holds the next one back until it is answered or due.
  */
 #ifndef FG_REDIS_PIPE_H
 #define FG_REDIS_PIPE_H
@@ -54,8 +57,9 @@ enum pipe_action {
 struct pipe_entry {
     struct pipe_entry *next;     /* the next one in its queue */
     enum pipe_entry_state state; /* where it is */
-    bool last_of_batch;          /* the last entry of its batch */
-    int64_t due_ms;              /* once sent: its reply is due by then (monotonic ms) */
+    uint64_t number;             /* once sent: its place among the connection's commands */
+    int64_t until_ms;            /* its caller waits for it no longer (monotonic ms; set by the
+                                    caller, util/budget.h) */
     const char *command;         /* its command in RESP; borrowed until done */
     size_t len;                  /* bytes of command */
     size_t run_id_at;        /* where the writer puts its connection's run_id in the copy of command
@@ -73,18 +77,35 @@ struct pipe_queue {
     struct pipe_entry *head, *tail;
 };
 
-/* The shared connection's state; zero is a closed, idle pipe. */
-struct pipe {
-    enum pipe_conn_state conn; /* the connection */
-    struct pipe_queue queued;  /* waiting to be written, oldest first */
-    struct pipe_queue sent;    /* written, in the order their replies come */
-    unsigned batches_out;      /* batches in sent */
-    bool writing;              /* a thread connects or writes */
-    bool reading;              /* a thread reads */
+/* A batch written and not fully answered yet. */
+struct pipe_batch {
+    uint64_t end;   /* the number its last command's successor would have */
+    int64_t due_ms; /* its replies are due by then (monotonic ms) */
 };
 
-/* Queues e (its command and len set by the caller; the rest is set here),
- * owner (borrowed) being what wakes its thread. */
+/* The shared connection's state; zero is a closed, idle pipe. */
+struct pipe {
+    enum pipe_conn_state conn;               /* the connection */
+    struct pipe_queue queued;                /* waiting to be written, oldest first */
+    struct pipe_queue sent;                  /* written and waited for, in the order their
+                                                replies come (a withdrawn call leaves it) */
+    struct pipe_batch out[PIPE_BATCHES_OUT]; /* the batches out, oldest first */
+    unsigned batches_out;                    /* entries of out in use */
+    uint64_t written;                        /* commands written on the connection */
+    uint64_t answered;                       /* replies read on it */
+    bool writing;                            /* a thread connects or writes */
+    bool reading;                            /* a thread reads */
+};
+
+/* Whom a reply read goes to (pipe_reply). */
+enum pipe_answer {
+    PIPE_ANSWER_CALL,      /* the oldest call out: done now */
+    PIPE_ANSWER_WITHDRAWN, /* a call withdrawn: the reply is the reader's to drop */
+    PIPE_ANSWER_UNASKED    /* no command is out: the connection is confused */
+};
+
+/* Queues e (its command, len, run_id_at and until_ms set by the caller; the
+ * rest is set here), owner (borrowed) being what wakes its thread. */
 void pipe_push(struct pipe *p, struct pipe_entry *e, void *owner);
 
 /* What e's thread must do now; reading or writing it is to do are taken by pipe_begin. */
@@ -97,20 +118,33 @@ void pipe_begin(struct pipe *p, enum pipe_action action);
 void pipe_end(struct pipe *p, enum pipe_action action);
 
 /* After PIPE_WRITE: moves every queued entry to sent, as one batch whose
- * replies are due by due_ms (a deadline from the time it is sent, as for a
- * command on a connection of its own: time spent queued behind a slow batch
- * does not count), and returns the first (the others follow by next, *n in
- * all). Their commands
- * must be copied before the lock is let go: a failure may end them (and
- * their callers' stacks) while the batch is being written. */
+ * replies are due by due_ms (the connection's deadline: a server silent that
+ * long after a batch was written is taken for gone; each caller waits no
+ * longer than its entry's until_ms), and returns the first (the others follow
+ * by next, *n in all). Their commands must be copied before the lock is let
+ * go: a failure or a withdrawal may end them (and their callers' stacks)
+ * while the batch is being written. */
 struct pipe_entry *pipe_take(struct pipe *p, int64_t due_ms, size_t *n);
 
-/* Hands reply to the oldest entry out and returns it (done), or NULL when no
- * entry is out: a reply nobody asked for. */
-struct pipe_entry *pipe_reply(struct pipe *p, void *reply);
+/* Counts reply, the next one read, and hands it to the call it answers: the
+ * oldest entry out, now done (*to), unless that call was withdrawn or no
+ * command is out (*to NULL; reply not kept). */
+enum pipe_answer pipe_reply(struct pipe *p, void *reply, struct pipe_entry **to);
 
 /* The oldest entry out, or NULL. */
 const struct pipe_entry *pipe_oldest_sent(const struct pipe *p);
+
+/* When the oldest batch out is due (one must be out). */
+int64_t pipe_due_ms(const struct pipe *p);
+
+/* True while the thread of e, reading, must read on: e is out, or queued
+ * behind batches whose calls were all withdrawn, which must be answered before
+ * the next batch goes. */
+bool pipe_reads_on(const struct pipe *p, const struct pipe_entry *e);
+
+/* Ends e, queued or out, with failure: its caller waits no longer. Queued, it
+ * is never written; out, its reply is dropped when it comes. */
+void pipe_withdraw(struct pipe *p, struct pipe_entry *e, const struct fg_error *failure);
 
 /* Fails every entry out with failure and marks the connection broken; returns
  * them (done), linked by next. */

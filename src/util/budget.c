@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * budget.c - what the request a thread serves has left for Redis
+ * (budget.h): a number per thread. Must not read a clock: callers say when.
+ */
+#include "util/budget.h"
+
+#include <stdbool.h>
+
+static _Thread_local struct {
+    bool on;         /* the thread serves a request */
+    int64_t left_ms; /* what it has left; 0 or less: spent */
+} budget;
+
+void budget_start(int64_t ms)
+{
+    budget.on = true;
+    budget.left_ms = ms;
+}
+
+void budget_end(void)
+{
+    budget.on = false;
+}
+
+int64_t budget_until_ms(int64_t now_ms, int64_t call_ms)
+{
+    if (!budget.on)
+        return now_ms + call_ms;
+    return now_ms + (budget.left_ms > 0 ? budget.left_ms : 0);
+}
+
+void budget_spend(int64_t spent_ms)
+{
+    if (budget.on)
+        budget.left_ms -= spent_ms;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * budget.h - the time the request a thread serves may still spend waiting
+ * for Redis. The HTTP server gives each run of a handler request_timeout_ms
+ * (budget_start) and takes it back when the handler returns (budget_end); the
+ * Redis client gives each call it makes meanwhile what is left as its
+ * deadline, whatever the call waits for (its turn behind calls already out,
+ * a connection being made, its reply), and charges the call's time to it. So
+ * a request waits for Redis request_timeout_ms at most in all, however many
+ * calls it makes. A thread that serves no request (the janitors, the clean-up
+ * after an answer) gives each call a deadline of its own. Postgres draws
+ * nothing from it: a statement cut short by the client may still commit, so
+ * its deadlines stay its own (pg.h). Per thread, no locks.
+ */
+#ifndef FG_BUDGET_H
+#define FG_BUDGET_H
+
+#include <stdint.h>
+
+/* The calling thread now serves a request that may wait ms for Redis. */
+void budget_start(int64_t ms);
+
+/* The calling thread serves no request now. */
+void budget_end(void);
+
+/* When a call made at now_ms (monotonic) must be done: what the thread's
+ * request has left after now_ms, none when it is spent; call_ms after now_ms
+ * for a thread that serves no request. */
+int64_t budget_until_ms(int64_t now_ms, int64_t call_ms);
+
+/* Charges spent_ms, the time a call took, to the thread's request (if any). */
+void budget_spend(int64_t spent_ms);
+
+#endif

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A request waits for Redis at most request_timeout_ms in all, however many calls it makes and however they
+wait: in the queue of the shared connection behind a batch that Redis does not answer, on a new connection
+being set up, or alone on its thread's own connection. A Redis that stops answering (SIGSTOP: its kernel
+still accepts connections and takes commands, nothing answers) costs each request one deadline and a 503
+problem, never two.
+
+Broken variant caught: with each Redis call's deadline counted from when its command was written (the gateway
+before the request's budget), a call queued behind a batch that Redis left unanswered waited for that batch's
+deadline, then for a new connection whose first command waited a whole deadline again: with
+request_timeout_ms 1500 the burst's queued requests, and those that came while that connection was being
+made, answered 503 after up to 3.0 s ("redis: Resource temporarily unavailable" in the log), twice the
+deadline.
+
+Owns: the time a request spends on Redis while Redis is silent. Must not: test how calls share the connection
+(test_redis_pipeline.py) or reconnection after a restart (test_idle_reconnect.py).
+"""
+
+import os
+import signal
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Client, Gateway, Redis, private_backends, skip_in_cluster, wait_for  # noqa: E402
+
+TIMEOUT_MS = 1500
+# What a request may take beyond its deadline: reading it, answering it, a loaded machine's scheduling
+MARGIN_S = 1.0
+BURST = 12  # requests fired at once while Redis is stopped: more than one batch's worth waits in the queue
+TRICKLE_S = 0.25  # then one request this often for TRICKLE_FOR deadlines: they meet connections being made
+TRICKLE_FOR = 3
+
+
+def process_id(port):
+    with Redis(port=port) as r:
+        for line in r.cmd("INFO", "server").splitlines():
+            if line.startswith("process_id:"):
+                return int(line.split(":", 1)[1])
+    raise AssertionError("INFO names no process_id")
+
+
+@skip_in_cluster("it stops the one Redis of its own")
+class RedisDeadlineTest(unittest.TestCase):
+    def test_a_stopped_redis_costs_a_request_one_deadline(self):
+        """Redis is stopped while a burst of lock acquires, renewals, releases, status reads, semaphore
+        acquires and fenced Redis writes comes in at once, then one more request every TRICKLE_S: every one
+        answers 503 backend_unavailable as problem+json within request_timeout_ms (and a margin) of being
+        sent. With redis_pipeline_from 0 every call shares the one connection; with 4 the first calls go on
+        their threads' own connections and the rest share."""
+        for pipeline_from in (0, 4):
+            with self.subTest(redis_pipeline_from=pipeline_from):
+                self.stopped_redis(pipeline_from)
+
+    def stopped_redis(self, pipeline_from):
+        backends = private_backends(self, "deadline")
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": pipeline_from,
+                  "redis_prefixes": ["app:"]}
+        with Gateway(env_overrides=backends.env, config=config) as gw:
+            c = gw.client()
+            held = []
+            for i in range(BURST):
+                r = c.post(f"/v1/locks/dl-held-{i}/acquire", {"ttl_ms": 60000})
+                self.assertEqual(r.status, 200, r)
+                held.append(r.body["token"])
+            requests = [self.request_of(k, held[k]) for k in range(BURST)]
+            clients = [Client(gw.url(""), timeout=30) for _ in range(BURST)]
+            for client in clients:  # connected before: the time measured is the gateway's
+                self.assertEqual(client.get("/healthz").status, 200)
+            answers = []
+            pid = process_id(backends.redis_port)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                start = threading.Barrier(BURST)
+                burst = [threading.Thread(target=self.send, args=(clients[k], requests[k], answers, start))
+                         for k in range(BURST)]
+                for t in burst:
+                    t.start()
+                trickle = []
+                for k in range(int(TRICKLE_FOR * TIMEOUT_MS / 1000 / TRICKLE_S)):
+                    time.sleep(TRICKLE_S)
+                    t = threading.Thread(target=self.send,
+                                         args=(Client(gw.url(""), timeout=30), requests[k % BURST], answers))
+                    t.start()
+                    trickle.append(t)
+                for t in burst + trickle:
+                    t.join()
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            for client in clients:
+                client.close()
+            self.assertEqual(len(answers), BURST + len(trickle))
+            late = [(what, r.status, round(seconds, 2)) for what, r, seconds in answers
+                    if seconds > TIMEOUT_MS / 1000 + MARGIN_S]
+            self.assertEqual(late, [], f"answered after more than one deadline ({TIMEOUT_MS} ms)")
+            unclean = [(what, r.status, r.headers.get("content-type"), r.body) for what, r, _ in answers
+                       if r.status != 503 or
+                       not r.headers.get("content-type", "").startswith("application/problem+json") or
+                       not isinstance(r.body, dict) or r.body.get("type") != "/problems/backend_unavailable"]
+            self.assertEqual(unclean, [], "answered other than 503 backend_unavailable")
+            # Redis answers again: so does the gateway, on a connection made anew.
+            wait_for(lambda: c.post("/v1/locks/dl-after/acquire", {"ttl_ms": 1000}).status == 200,
+                     what="an acquire once Redis runs again")
+
+    @staticmethod
+    def request_of(k, token):
+        """The k-th kind of request of the burst, using token (of the held lock dl-held-k) where it needs one."""
+        kinds = [
+            ("POST", f"/v1/locks/dl-new-{k}/acquire", {"ttl_ms": 5000}, {}),
+            ("POST", f"/v1/locks/dl-held-{k}/renew", {"token": token, "ttl_ms": 60000}, {}),
+            ("POST", f"/v1/locks/dl-held-{k}/release", {"token": token}, {}),
+            ("GET", f"/v1/locks/dl-held-{k}", None, {}),
+            ("POST", f"/v1/semaphores/dl-sem-{k}/acquire", {"ttl_ms": 5000, "limit": 2}, {}),
+            ("PUT", f"/v1/redis/app:dl-{k}", {"value": "v"}, {"Fence-Token": token}),
+        ]
+        return kinds[k % len(kinds)]
+
+    @staticmethod
+    def send(client, request, answers, start=None):
+        method, path, body, headers = request
+        if start is not None:
+            start.wait()
+        t0 = time.monotonic()
+        r = client.request(method, path, body, headers)
+        answers.append((f"{method} {path}", r, time.monotonic() - t0))
+        client.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
