@@ -92,6 +92,7 @@ static const struct setting settings[] = {
     S_INT("waiter_lease_ms", NULL, waiter_lease_ms, DEFAULT_WAITER_LEASE_MS, 500, 600000),
     S_INT("poll_ms", NULL, poll_ms, DEFAULT_POLL_MS, 50, 600000),
     S_INT("request_timeout_ms", NULL, request_timeout_ms, DEFAULT_REQUEST_TIMEOUT_MS, 50, 600000),
+    S_INT("probe_timeout_ms", NULL, probe_timeout_ms, DEFAULT_PROBE_TIMEOUT_MS, 50, 600000),
 };
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};

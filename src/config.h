@@ -75,6 +75,7 @@ struct config {
     long long waiter_lease_ms;       /* how long a dead process's waiters stay queued */
     long long poll_ms;               /* backstop re-check of a suspended waiter */
     long long request_timeout_ms;    /* deadline for one backend call */
+    long long probe_timeout_ms;      /* how long /readyz and /metrics wait for a backend */
     char *log_level;                 /* "debug", "info", "warn" or "error" */
     char *tls_cert_file;   /* PEM certificate (chain) of the HTTPS server, or NULL: plain HTTP */
     char *tls_key_file;    /* PEM private key of that certificate, or NULL */

@@ -95,6 +95,7 @@
 #define DEFAULT_STATEMENT_TIMEOUT_MS    5000    /* statement_timeout_ms */
 #define DEFAULT_PG_CONNECT_TIMEOUT_MS   2000    /* pg_connect_timeout_ms */
 #define DEFAULT_REQUEST_TIMEOUT_MS      5000    /* request_timeout_ms */
+#define DEFAULT_PROBE_TIMEOUT_MS        1000    /* probe_timeout_ms */
 #define DEFAULT_WAITER_LEASE_MS         3000    /* waiter_lease_ms */
 #define DEFAULT_POLL_MS                 2000    /* poll_ms */
 #define DEFAULT_LISTEN_PORT             8480    /* the port of listen */

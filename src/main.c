@@ -11,7 +11,9 @@
  * makes an API key; `fencegate fence-column TABLE` moves a table's fences into
  * its fence_column. Under systemd (Type=notify) it reports READY=1 once it
  * serves and STOPPING=1 when it drains. Errors that stop start-up are logged as
- * JSON lines like everything else.
+ * JSON lines like everything else. The threads that ask the backends for
+ * /readyz and /metrics (http/readiness.h) start before the HTTP server and
+ * stop after it, before the backends close.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 #include "config.h"
 #include "fglimits.h"
 #include "gateway.h"
+#include "http/readiness.h"
 #include "http/routes.h"
 #include "http/server.h"
 #include "http/tls.h"
@@ -325,6 +328,7 @@ static int serve(struct config *cfg, struct fg_error *err)
     doorbell_on_orphan(LEASE_KIND_SEMAPHORE, sem_give_back_orphan);
     if (alarm_init(err) != 0 || waiter_registry_init(resume_request, err) != 0 ||
         redis_watch_start(err) != 0 || janitor_start(err) != 0 || doorbell_start(err) != 0 ||
+        readiness_start(cfg->probe_timeout_ms, err) != 0 ||
         http_server_start(cfg, api_routes, err) != 0)
         return -1;
     log_event(LOG_INFO, "serving",
@@ -433,6 +437,7 @@ int main(int argc, char **argv)
 out:
     if (status != 0)
         log_startup_failure(&err);
+    readiness_stop();
     janitor_stop();
     doorbell_stop();
     redis_shutdown();

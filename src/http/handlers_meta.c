@@ -5,8 +5,8 @@
  * fences left in the reservation, the process's own figures, and whether each
  * backend answers a ping); /v1/openapi.json answers the OpenAPI
  * document embedded from openapi/openapi.json at build time. Both answer while
- * Redis or Postgres is down: a ping of a backend that is down fails within the
- * backend deadline and shows as fencegate_backend_up 0.
+ * Redis or Postgres is down: a backend that does not answer a ping within
+ * probe_timeout_ms (http/readiness.h) shows as fencegate_backend_up 0.
  */
 #include "http/handlers_meta.h"
 
@@ -14,10 +14,9 @@
 #include <string.h>
 
 #include "embedded.h"
-#include "lease/fence.h"
+#include "http/readiness.h"
 #include "lease/waiter.h"
 #include "store/backend/pg.h"
-#include "store/backend/redis.h"
 #include "util/metrics.h"
 #include "util/procstat.h"
 
@@ -26,16 +25,14 @@
 enum handler_result handle_metrics(struct http_request *req, struct http_reply *reply)
 {
     (void)req;
-    struct fg_error redis_err = {0}, pg_err = {0};
+    struct readiness found;
+    readiness_check(true, &found);
     struct metrics_gauges gauges = {.waiters = waiter_count(),
                                     .watches = waiter_watch_count(),
                                     .in_flight = http_server_in_flight(),
-                                    .fence_headroom = -1};
-    gauges.backend_up[METRIC_BACKEND_REDIS] = redis_ping(&redis_err) == 0;
-    gauges.backend_up[METRIC_BACKEND_PG] = pg_ping(&pg_err) == 0;
-    int64_t headroom = 0;
-    if (gauges.backend_up[METRIC_BACKEND_REDIS] && fence_headroom(&headroom, &redis_err) == 0)
-        gauges.fence_headroom = headroom;
+                                    .fence_headroom = found.fence_headroom};
+    gauges.backend_up[METRIC_BACKEND_REDIS] = found.redis_up;
+    gauges.backend_up[METRIC_BACKEND_PG] = found.pg_up;
     pg_pool_stats(&gauges.pg_pool_size, &gauges.pg_pool_in_use, &gauges.pg_pool_waiting);
     procstat_read(&gauges.process);
     reply_text(reply, 200, "text/plain; version=0.0.4; charset=utf-8", metrics_render(&gauges));

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * handlers_ops.c - /healthz answers while the process serves; /readyz asks both
- * backends and answers 503 naming the one that does not answer; /v1/gateways
- * lists the gateway processes whose liveness mark in Redis lasts.
+ * backends (http/readiness.h: within probe_timeout_ms) and answers 503 naming
+ * the one that does not answer; /v1/gateways lists the gateway processes whose
+ * liveness mark in Redis lasts.
  */
 #include "http/handlers_ops.h"
 
 #include "gateway.h"
+#include "http/readiness.h"
 #include "lease/instances.h"
-#include "store/backend/pg.h"
-#include "store/backend/redis.h"
 
 enum handler_result handle_healthz(struct http_request *req, struct http_reply *reply)
 {
@@ -21,16 +21,16 @@ enum handler_result handle_healthz(struct http_request *req, struct http_reply *
 enum handler_result handle_readyz(struct http_request *req, struct http_reply *reply)
 {
     (void)req;
-    struct fg_error redis_err = {0}, pg_err = {0};
-    bool redis_up = redis_ping(&redis_err) == 0;
-    bool pg_up = pg_ping(&pg_err) == 0;
+    struct readiness found;
+    readiness_check(false, &found);
+    bool redis_up = found.redis_up, pg_up = found.pg_up;
     if (redis_up && pg_up) {
         reply_json(reply, 200, json_pack("{s:s, s:s}", "redis", "up", "postgres", "up"));
         return HANDLER_DONE;
     }
     struct fg_error err;
-    fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "%s%s%s", redis_up ? "" : redis_err.msg,
-            !redis_up && !pg_up ? "; " : "", pg_up ? "" : pg_err.msg);
+    fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "%s%s%s", redis_up ? "" : found.redis_error.msg,
+            !redis_up && !pg_up ? "; " : "", pg_up ? "" : found.pg_error.msg);
     reply_problem_extra(reply, &err,
                         json_pack("{s:s, s:s}", "redis", redis_up ? "up" : "down", "postgres",
                                   pg_up ? "up" : "down"));

@@ -459,7 +459,7 @@ static void render_leases(struct text *t)
 static void render_backends(struct text *t, const bool *up)
 {
     header(t, "fencegate_backend_up", "gauge",
-           "1 if the backend answered a ping for this scrape, else 0.");
+           "1 if the backend answered a ping for this scrape within probe_timeout_ms, else 0.");
     for (int b = 0; b < METRIC_BACKEND_COUNT; b++)
         emit(t, "fencegate_backend_up{backend=\"%s\"} %d\n", backend_names[b], up[b] ? 1 : 0);
     header(

@@ -49,6 +49,7 @@ API_MD_LIMITS = [
     "the others its chain (up to {TLS_CHAIN_MAX} certificates in all)",
     "| `limits.connection_buffer_bytes` | {DEFAULT_CONNECTION_BUFFER_BYTES} ({CONNECTION_BUFFER_MIN_BYTES} … "
     "{CONNECTION_BUFFER_MAX_BYTES}) |",
+    "at most `probe_timeout_ms` (default {DEFAULT_PROBE_TIMEOUT_MS})",
 ]
 
 # What docs/operations.md says of fencectl's own defaults, likewise.

@@ -517,6 +517,21 @@ static void file_errors_are_named(void **state)
     }
 }
 
+/* How long /readyz and /metrics wait for a backend: 1 s unless set, 50 ms to ten minutes. */
+static void probe_timeout(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_int_equal(cfg.probe_timeout_ms, 1000);
+    assert_int_equal(apply("{\"probe_timeout_ms\": 250}", &cfg, &err), 0);
+    assert_int_equal(cfg.probe_timeout_ms, 250);
+    config_free(&cfg);
+    refused_naming("{\"probe_timeout_ms\": 49}", "probe_timeout_ms: must be between 50 and 600000");
+    refused_naming("{\"probe_timeout_ms\": \"1000\"}", "must be an integer");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +539,7 @@ int main(void)
         cmocka_unit_test(hostile_limits_and_hosts),
         cmocka_unit_test(pg_connect_timeout),
         cmocka_unit_test(pg_connect_timeout_within_request_timeout),
+        cmocka_unit_test(probe_timeout),
         cmocka_unit_test(json_keys),
         cmocka_unit_test(refusals_name_the_setting),
         cmocka_unit_test(environment_overrides),
