@@ -35,23 +35,31 @@ struct setting {
     long long dflt;     /* default of an integer setting (0 for the derived ones) */
     long long min, max; /* range of an integer setting */
     long long step;     /* an integer setting is a multiple of this (0: of any) */
+    size_t port_offset; /* of a listen setting: offsetof its port (offset: its host) */
 };
 
 #define S_STR(path, env, field)                                                                    \
     {                                                                                              \
-        path, env, SETTING_STRING, offsetof(struct config, field), 0, 0, 0, 0                      \
+        path, env, SETTING_STRING, offsetof(struct config, field), 0, 0, 0, 0, 0                   \
+    }
+/* host:port, its port from lo to 65535. */
+#define S_LISTEN(path, env, host, port, lo)                                                        \
+    {                                                                                              \
+        path, env, SETTING_LISTEN, offsetof(struct config, host), 0, lo, 65535, 0,                 \
+            offsetof(struct config, port)                                                          \
     }
 #define S_INT(path, env, field, dflt, lo, hi)                                                      \
     {                                                                                              \
-        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi, 0                    \
+        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi, 0, 0                 \
     }
 #define S_INT_STEP(path, env, field, dflt, lo, hi, step)                                           \
     {                                                                                              \
-        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi, step                 \
+        path, env, SETTING_INT, offsetof(struct config, field), dflt, lo, hi, step, 0              \
     }
 
 static const struct setting settings[] = {
-    {"listen", "FENCEGATE_LISTEN", SETTING_LISTEN, 0, 0, 0, 0, 0},
+    S_LISTEN("listen", "FENCEGATE_LISTEN", listen_host, listen_port, 0),
+    S_LISTEN("probe_listen", "FENCEGATE_PROBE_LISTEN", probe_host, probe_port, 1),
     S_STR("redis_url", "FENCEGATE_REDIS_URL", redis_url),
     S_STR("pg_dsn", "FENCEGATE_PG_DSN", pg_dsn),
     S_STR("secret", "FENCEGATE_SECRET", secret),
@@ -122,25 +130,28 @@ static void config_defaults(struct config *cfg)
     cfg->ui = true;
 }
 
-/* Parses "host:port" (host may be [v6]) into cfg's listen fields. */
-static int set_listen(struct config *cfg, const char *value, const char *source,
-                      struct fg_error *err)
+/* Parses "host:port" (host may be [v6]) into the host and port fields of
+ * cfg that the listen setting s names. */
+static int set_listen(struct config *cfg, const struct setting *s, const char *value,
+                      const char *source, struct fg_error *err)
 {
     const char *colon = strrchr(value, ':');
     if (colon == NULL || colon == value || colon[1] == '\0')
         return fg_fail(err, FG_ERR_CONFIG, "%s: expected host:port, got '%s'", source, value);
     long long port = 0;
-    if (integer_parse(colon + 1, 0, 65535, &port) != INTEGER_OK)
-        return fg_fail(err, FG_ERR_CONFIG, "%s: bad port in '%s'", source, value);
+    if (integer_parse(colon + 1, s->min, s->max, &port) != INTEGER_OK)
+        return fg_fail(err, FG_ERR_CONFIG, "%s: bad port in '%s' (%lld to %lld)", source, value,
+                       s->min, s->max);
     const char *host = value;
     size_t host_len = (size_t)(colon - value);
     if (host[0] == '[' && host_len >= 2 && host[host_len - 1] == ']') {
         host++;
         host_len -= 2;
     }
-    free(cfg->listen_host);
-    cfg->listen_host = strndup(host, host_len);
-    cfg->listen_port = (int)port;
+    char **host_field = (char **)(void *)((char *)cfg + s->offset);
+    free(*host_field);
+    *host_field = strndup(host, host_len);
+    *(int *)(void *)((char *)cfg + s->port_offset) = (int)port;
     return 0;
 }
 
@@ -160,7 +171,7 @@ static int set_string(struct config *cfg, const struct setting *s, const char *v
                       const char *source, struct fg_error *err)
 {
     if (s->type == SETTING_LISTEN)
-        return set_listen(cfg, value, source, err);
+        return set_listen(cfg, s, value, source, err);
     if (s->offset == offsetof(struct config, log_level)) {
         bool known = false;
         for (size_t i = 0; log_levels[i] != NULL; i++)
@@ -474,8 +485,32 @@ static int apply_env(struct config *cfg, config_getenv_fn getenv_fn, struct fg_e
     return 0;
 }
 
+/* True if host is the wildcard address of its family: every address of the host. */
+static bool host_is_wildcard(const char *host)
+{
+    return strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+}
+
+/* The probe listener needs a socket of its own: on the port of listen, on the
+ * same address or where either takes every address, one of the two could not
+ * bind. */
+static int check_probe_listen(const struct config *cfg, struct fg_error *err)
+{
+    if (cfg->probe_host == NULL || cfg->probe_port != cfg->listen_port)
+        return 0;
+    if (strcmp(cfg->probe_host, cfg->listen_host) != 0 && !host_is_wildcard(cfg->probe_host) &&
+        !host_is_wildcard(cfg->listen_host))
+        return 0;
+    return fg_fail(err, FG_ERR_CONFIG,
+                   "probe_listen (FENCEGATE_PROBE_LISTEN) must not take the port of listen (%d) "
+                   "on the same address: the probe listener needs a port of its own",
+                   cfg->listen_port);
+}
+
 static int validate(const struct config *cfg, struct fg_error *err)
 {
+    if (check_probe_listen(cfg, err) != 0)
+        return -1;
     if (cfg->default_ttl_ms > cfg->default_max_hold_ms)
         return fg_fail(err, FG_ERR_CONFIG, "defaults.ttl_ms must not exceed defaults.max_hold_ms");
     /* A request waits request_timeout_ms for a pooled Postgres connection,
@@ -546,39 +581,70 @@ static int build_keyring(struct config *cfg, struct fg_error *err)
     return rc;
 }
 
-static void add_host(struct config *cfg, const char *fmt, const char *host, int port)
+static void add_host(char **list, size_t *n, const char *fmt, const char *host, int port)
 {
     char text[300];
     snprintf(text, sizeof text, fmt, host, port);
-    cfg->allowed_hosts[cfg->nallowed_hosts++] = strdup(text);
+    list[(*n)++] = strdup(text);
 }
 
 /*
- * The default allowed_hosts: the listen address with and without its port and,
- * on loopback, localhost, 127.0.0.1 and [::1] likewise. A wildcard address
- * (0.0.0.0, ::) serves whatever name reaches it: "*".
+ * The default Host values served on host:port into *list (owned) and *n: the
+ * address with and without its port and, on loopback, localhost, 127.0.0.1
+ * and [::1] likewise. A wildcard address (0.0.0.0, ::) serves whatever name
+ * reaches it: "*".
  */
-static void default_allowed_hosts(struct config *cfg)
+static void default_allowed_hosts(const char *host, int port, char ***list, size_t *n)
 {
-    const char *host = cfg->listen_host;
-    int port = cfg->listen_port;
-    cfg->allowed_hosts = calloc(8, sizeof *cfg->allowed_hosts);
-    FG_ASSERT(cfg->allowed_hosts != NULL);
-    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
-        add_host(cfg, "*", "", 0);
+    *list = calloc(8, sizeof **list);
+    FG_ASSERT(*list != NULL);
+    *n = 0;
+    if (host_is_wildcard(host)) {
+        add_host(*list, n, "*", "", 0);
         return;
     }
     bool v6 = strchr(host, ':') != NULL;
-    add_host(cfg, v6 ? "[%s]" : "%s", host, port);
-    add_host(cfg, v6 ? "[%s]:%d" : "%s:%d", host, port);
+    add_host(*list, n, v6 ? "[%s]" : "%s", host, port);
+    add_host(*list, n, v6 ? "[%s]:%d" : "%s:%d", host, port);
     if (!config_host_is_loopback(host))
         return;
     const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]"};
     for (size_t i = 0; i < 3; i++) {
         if (strcmp(loopback[i], host) == 0 || (v6 && strcmp(loopback[i], "[::1]") == 0))
             continue;
-        add_host(cfg, "%s", loopback[i], port);
-        add_host(cfg, "%s:%d", loopback[i], port);
+        add_host(*list, n, "%s", loopback[i], port);
+        add_host(*list, n, "%s:%d", loopback[i], port);
+    }
+}
+
+/* A copy of the n strings of list (owned by the caller). */
+static char **copy_strings(char *const *list, size_t n)
+{
+    char **copy = calloc(n ? n : 1, sizeof *copy);
+    FG_ASSERT(copy != NULL);
+    for (size_t i = 0; i < n; i++) {
+        copy[i] = strdup(list[i]);
+        FG_ASSERT(copy[i] != NULL);
+    }
+    return copy;
+}
+
+/* The Host values each listener serves: allowed_hosts as the configuration
+ * names them, for both; else each its own address's defaults. */
+static void allowed_hosts_settle(struct config *cfg)
+{
+    bool named = cfg->allowed_hosts != NULL;
+    if (!named)
+        default_allowed_hosts(cfg->listen_host, cfg->listen_port, &cfg->allowed_hosts,
+                              &cfg->nallowed_hosts);
+    if (cfg->probe_host == NULL)
+        return;
+    if (named) {
+        cfg->probe_allowed_hosts = copy_strings(cfg->allowed_hosts, cfg->nallowed_hosts);
+        cfg->nprobe_allowed_hosts = cfg->nallowed_hosts;
+    } else {
+        default_allowed_hosts(cfg->probe_host, cfg->probe_port, &cfg->probe_allowed_hosts,
+                              &cfg->nprobe_allowed_hosts);
     }
 }
 
@@ -598,8 +664,7 @@ int config_load(struct config *cfg, config_getenv_fn getenv_fn, struct fg_error 
     if (apply_env(cfg, getenv_fn, err) != 0 || validate(cfg, err) != 0 ||
         build_keyring(cfg, err) != 0)
         return -1;
-    if (cfg->allowed_hosts == NULL)
-        default_allowed_hosts(cfg);
+    allowed_hosts_settle(cfg);
     if (cfg->max_waiters_per_key == 0)
         cfg->max_waiters_per_key = cfg->max_waiters > 4 ? cfg->max_waiters / 4 : 1;
     return keyset_from_config(cfg->auth, getenv_fn("FENCEGATE_AUTH_MODE"),
@@ -626,6 +691,7 @@ const struct table_config *config_table(const struct config *cfg, const char *na
 void config_free(struct config *cfg)
 {
     free(cfg->listen_host);
+    free(cfg->probe_host);
     free(cfg->redis_url);
     free(cfg->pg_dsn);
     free(cfg->secret);
@@ -652,5 +718,6 @@ void config_free(struct config *cfg)
     }
     free(cfg->redis_prefixes);
     free_strings(cfg->allowed_hosts, cfg->nallowed_hosts);
+    free_strings(cfg->probe_allowed_hosts, cfg->nprobe_allowed_hosts);
     memset(cfg, 0, sizeof *cfg);
 }

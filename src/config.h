@@ -44,6 +44,9 @@ struct redis_prefix_config {
 struct config {
     char *listen_host;             /* address to bind, e.g. "127.0.0.1" */
     int listen_port;               /* TCP port */
+    char *probe_host;              /* address of the probe listener (/healthz, /readyz,
+                                      /metrics on a thread of their own), or NULL: none */
+    int probe_port;                /* its TCP port (1 to 65535) */
     char *redis_url;               /* redis://[:password@]host:port/db */
     char *pg_dsn;                  /* libpq conninfo or URI */
     char *secret;                  /* token-signing key; NULL: keep one in Postgres */
@@ -82,6 +85,9 @@ struct config {
     char *tls_priorities;  /* GnuTLS priorities that tighten HTTPS, or NULL (http/tls.h) */
     char **allowed_hosts;  /* Host header values served ("*": any) */
     size_t nallowed_hosts; /* entries in allowed_hosts */
+    char **probe_allowed_hosts;        /* those the probe listener serves: allowed_hosts when the
+                                          configuration names them, else its own address's */
+    size_t nprobe_allowed_hosts;       /* entries in probe_allowed_hosts */
     long long max_hash_fields;         /* fields a Redis hash may reach through PATCH */
     long long max_value_bytes;         /* bytes of one Redis value or hash field value */
     long long audit_retention_days;    /* audit records older than this are pruned */

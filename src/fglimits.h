@@ -99,6 +99,7 @@
 #define DEFAULT_WAITER_LEASE_MS         3000    /* waiter_lease_ms */
 #define DEFAULT_POLL_MS                 2000    /* poll_ms */
 #define DEFAULT_LISTEN_PORT             8480    /* the port of listen */
+#define PROBE_MAX_CONNECTIONS           64      /* open connections of the probe listener */
 
 /* --- defaults of fencectl ------------------------------------------------------------------- */
 #define CTL_GRACE_DEFAULT_MS 5000    /* --grace: from SIGTERM to SIGKILL after a lost lease */

@@ -75,6 +75,8 @@ static const char usage[] =
     "\n"
     "Configuration (environment overrides the JSON file):\n"
     "  FENCEGATE_LISTEN      host:port to serve (default 127.0.0.1:8480)\n"
+    "  FENCEGATE_PROBE_LISTEN  host:port of a second listener serving /healthz,\n"
+    "                        /readyz and /metrics on a thread of their own (default none)\n"
     "  FENCEGATE_REDIS_URL   redis://[[user]:password@]host:port/db, or\n"
     "                        redis-sentinel://[[user]:password@]host:port,.../<master>[/db], or\n"
     "                        redis-cluster://[[user]:password@]host:port,... (Redis Cluster)\n"
@@ -224,9 +226,15 @@ static void log_startup_failure(const struct fg_error *err)
 }
 
 /* Warns whenever cfg turns auth off, loudly when a gateway reachable beyond
- * loopback lets anyone in. */
+ * loopback lets anyone in (or, on its probe listener, read its metrics). */
 static void warn_auth_off(const struct config *cfg)
 {
+    if (!cfg->keyset->required && cfg->probe_host != NULL &&
+        !config_host_is_loopback(cfg->probe_host))
+        log_event(LOG_WARN, "auth_off_beyond_loopback",
+                  json_pack("{s:s, s:s}", "host", cfg->probe_host, "detail",
+                            "auth.mode is off and the probe listener (probe_listen) listens beyond "
+                            "loopback: anyone who reaches it may read /metrics"));
     if (!cfg->keyset->required && !config_host_is_loopback(cfg->listen_host))
         log_event(LOG_WARN, "auth_off_beyond_loopback",
                   json_pack("{s:s, s:s}", "host", cfg->listen_host, "detail",
@@ -334,6 +342,10 @@ static int serve(struct config *cfg, struct fg_error *err)
     log_event(LOG_INFO, "serving",
               json_pack("{s:s, s:i, s:s}", "host", cfg->listen_host, "port", cfg->listen_port,
                         "instance", gw.instance_id));
+    if (cfg->probe_host != NULL)
+        log_event(LOG_INFO, "serving_probes",
+                  json_pack("{s:s, s:i, s:[s,s,s]}", "host", cfg->probe_host, "port",
+                            cfg->probe_port, "routes", "/healthz", "/readyz", "/metrics"));
     if (notify_send("READY=1\nSTATUS=serving") < 0)
         log_message(LOG_WARN, "notify_failed", "could not send READY=1 to $NOTIFY_SOCKET");
     int sig = 0;

@@ -12,6 +12,8 @@
  * connections leave; the acceptor therefore moves each new descriptor to a
  * number that picks the next thread in turn. A failed accept for want of
  * descriptors is logged and retried a little later rather than spun on.
+ * acceptor_socket makes the same kind of listening socket for a daemon of one
+ * thread that accepts for itself (the probe listener).
  */
 #include "http/acceptor.h"
 
@@ -39,23 +41,29 @@ static struct {
     unsigned turn;             /* the thread the next connection goes to */
 } acc = {.fd = -1};
 
+int acceptor_socket(const struct sockaddr *addr, socklen_t addrlen, const char *name, int *fd,
+                    struct fg_error *err)
+{
+    int s = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s: %s", name, strerror(errno));
+    int on = 1;
+    (void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (addr->sa_family == AF_INET6)
+        (void)setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+    if (bind(s, addr, addrlen) != 0 || listen(s, SOMAXCONN) != 0) {
+        int why = errno;
+        close(s);
+        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s: %s", name, strerror(why));
+    }
+    *fd = s;
+    return 0;
+}
+
 int acceptor_listen(const struct sockaddr *addr, socklen_t addrlen, const char *name,
                     struct fg_error *err)
 {
-    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s: %s", name, strerror(errno));
-    int on = 1;
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (addr->sa_family == AF_INET6)
-        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
-    if (bind(fd, addr, addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
-        int why = errno;
-        close(fd);
-        return fg_fail(err, FG_ERR_CONFIG, "cannot listen on %s: %s", name, strerror(why));
-    }
-    acc.fd = fd;
-    return 0;
+    return acceptor_socket(addr, addrlen, name, &acc.fd, err);
 }
 
 /* True when an accept failure says the process or system is out of

@@ -16,8 +16,13 @@
 
 #include "util/error.h"
 
-/* Binds and listens on addr (addrlen bytes; IPv6 sockets take IPv6 only);
- * name (host:port) is what a failure names. */
+/* A socket bound to addr (addrlen bytes; IPv6 sockets take IPv6 only) and
+ * listening, into *fd (owned by the caller): for a daemon that accepts on it
+ * itself. name (host:port) is what a failure names. */
+int acceptor_socket(const struct sockaddr *addr, socklen_t addrlen, const char *name, int *fd,
+                    struct fg_error *err) FG_WUR;
+
+/* Binds and listens on addr (acceptor_socket) for the accepting thread. */
 int acceptor_listen(const struct sockaddr *addr, socklen_t addrlen, const char *name,
                     struct fg_error *err) FG_WUR;
 

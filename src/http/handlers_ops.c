@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * handlers_ops.c - /healthz answers while the process serves; /readyz asks both
- * backends (http/readiness.h: within probe_timeout_ms) and answers 503 naming
- * the one that does not answer; /v1/gateways lists the gateway processes whose
- * liveness mark in Redis lasts.
+ * handlers_ops.c - /healthz answers while the process serves, draining too;
+ * /readyz asks both backends (http/readiness.h: within probe_timeout_ms) and
+ * answers 503 naming the one that does not answer, and 503 while the gateway
+ * drains; /v1/gateways lists the gateway processes whose liveness mark in
+ * Redis lasts.
  */
 #include "http/handlers_ops.h"
 
@@ -24,13 +25,17 @@ enum handler_result handle_readyz(struct http_request *req, struct http_reply *r
     struct readiness found;
     readiness_check(false, &found);
     bool redis_up = found.redis_up, pg_up = found.pg_up;
-    if (redis_up && pg_up) {
+    bool draining = atomic_load(&gw.draining);
+    if (redis_up && pg_up && !draining) {
         reply_json(reply, 200, json_pack("{s:s, s:s}", "redis", "up", "postgres", "up"));
         return HANDLER_DONE;
     }
     struct fg_error err;
-    fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "%s%s%s", redis_up ? "" : found.redis_error.msg,
-            !redis_up && !pg_up ? "; " : "", pg_up ? "" : found.pg_error.msg);
+    if (draining)
+        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "the gateway is draining: it takes no new work");
+    else
+        fg_fail(&err, FG_ERR_BACKEND_UNAVAILABLE, "%s%s%s", redis_up ? "" : found.redis_error.msg,
+                !redis_up && !pg_up ? "; " : "", pg_up ? "" : found.pg_error.msg);
     reply_problem_extra(reply, &err,
                         json_pack("{s:s, s:s}", "redis", redis_up ? "up" : "down", "postgres",
                                   pg_up ? "up" : "down"));

@@ -11,6 +11,13 @@
  * says how to give it back (req->give_back): the grant is given back instead
  * of written when its client is already gone, or when its sending fails.
  *
+ * The probe listener (probe_listen), when configured, is a second daemon of
+ * one polling thread that accepts on its own socket and serves the probe
+ * routes alone (/healthz, /readyz, /metrics; 404 elsewhere), through the same
+ * request path: no API handler ever runs on its thread, so a probe is read
+ * and answered while every API thread waits for a stalled backend. It takes
+ * new connections through a drain too, until http_server_stop.
+ *
  * Paths reach the router undecoded (the unescape callback is a no-op): the
  * router decodes them strictly itself. Query arguments likewise come with
  * only '+' made a space: read_query decodes each once (query_args.h), for
@@ -80,6 +87,14 @@
 #include "util/metrics.h"
 #include "util/utf8.h"
 
+/* An address served and the daemon that serves it. */
+struct listener {
+    struct MHD_Daemon *daemon;  /* NULL: not serving */
+    const struct route *routes; /* what it serves, ended by a NULL pattern (borrowed) */
+    char *const *allowed_hosts; /* the Host values it serves (the configuration's) */
+    size_t nallowed_hosts;      /* entries in allowed_hosts */
+};
+
 /* Private per-request connection state: what handlers must not see. */
 struct http_conn {
     struct MHD_Connection *mhd; /* the libmicrohttpd connection */
@@ -95,6 +110,7 @@ struct http_conn {
     /* an answer after a wait, counted and logged once libmicrohttpd has sent it or failed to
      * (on_completed): its method and path, libmicrohttpd's, valid until then; NULL otherwise */
     const char *sent_method, *sent_url;
+    const struct listener *listener; /* the listener it came in on */
 };
 
 /* What a connection keeps from one request to the next: when its next request
@@ -125,9 +141,9 @@ static struct {
 } watches = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct {
-    struct MHD_Daemon *daemon;
+    struct listener api;   /* the API's address (listen): the accepting thread feeds its pool */
+    struct listener probe; /* probe_listen: one thread, accepting for itself */
     const struct config *cfg;
-    const struct route *routes;
     atomic_long in_flight;
     atomic_bool quiesced; /* draining: new connections closed at once (set under watches.lock) */
 } server;
@@ -275,10 +291,11 @@ static void request_id_of(struct MHD_Connection *mhd, int64_t now_ms, char *out,
         snprintf(out, cap, "%lld-%ld", (long long)now_ms, (long)atomic_load(&server.in_flight));
 }
 
-/* A new request: a route that does not match is answered (after the body) with
- * the problem set here. */
-static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_state *state,
-                                        const char *method, const char *url, const char *version)
+/* A new request that came in on listener: a route of its that does not match
+ * is answered (after the body) with the problem set here. */
+static struct http_request *request_new(const struct listener *listener, struct MHD_Connection *mhd,
+                                        struct conn_state *state, const char *method,
+                                        const char *url, const char *version)
 {
     enum http_method m = router_method(method);
     struct route_match match; /* 2 KiB of room for the decoding, on the stack */
@@ -286,7 +303,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     match.allowed = 0;
     memset(match.param_lens, 0, sizeof match.param_lens);
     struct fg_error err = {0};
-    bool matched = router_match(server.routes, m, url, &match, &err) == 0;
+    bool matched = router_match(listener->routes, m, url, &match, &err) == 0;
     int64_t now = clock_mono_ms();
     char rid[X_REQUEST_ID_MAX_LEN + 1];
     request_id_of(mhd, now, rid, sizeof rid);
@@ -301,6 +318,7 @@ static struct http_request *request_new(struct MHD_Connection *mhd, struct conn_
     }
     req->method = m;
     conn->mhd = mhd;
+    conn->listener = listener;
     conn->state = state;
     conn->http_1_0 = strcmp(version, MHD_HTTP_VERSION_1_0) == 0;
     pthread_mutex_init(&conn->phase_lock, NULL);
@@ -985,7 +1003,8 @@ static int check_headers(struct http_request *req, const char *target, const cha
                        tls ? "https" : "plain http");
     const char *host =
         authority[0] != '\0' ? authority : http_request_header(req, MHD_HTTP_HEADER_HOST);
-    if (!strict_host_allowed(host, server.cfg->allowed_hosts, server.cfg->nallowed_hosts))
+    const struct listener *listener = req->conn->listener;
+    if (!strict_host_allowed(host, listener->allowed_hosts, listener->nallowed_hosts))
         return fg_fail(err, FG_ERR_MISDIRECTED_REQUEST,
                        "this gateway does not serve that Host (see allowed_hosts)");
     return 0;
@@ -1108,17 +1127,18 @@ int64_t http_server_reap_slow(int64_t now_ms)
     return head_ms < silent_ms ? head_ms : silent_ms;
 }
 
+/* MHD_AccessHandlerCallback; cls is the listener of the daemon. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mhd, const char *target,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
 {
-    (void)cls;
+    const struct listener *listener = cls;
     closing_gone_client = false;
     char authority[TARGET_AUTHORITY_MAX];
     const char *url = strict_target_path(target, authority, sizeof authority);
     struct http_request *req = *con_cls;
     if (req == NULL) {
-        req = request_new(mhd, state_of(mhd), method, url, version);
+        req = request_new(listener, mhd, state_of(mhd), method, url, version);
         *con_cls = req;
         struct fg_error err = {0};
         if (check_headers(req, target, authority, &err) != 0) {
@@ -1200,8 +1220,11 @@ static unsigned derived_max_connections(const struct config *cfg)
         if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
             rl = raised;
     }
-    /* Postgres pool, a Redis connection per HTTP thread plus janitor and subscriber. */
+    /* Postgres pool, a Redis connection per HTTP thread plus janitor and subscriber, and the
+     * probe listener's socket and connections. */
     rlim_t reserve = (rlim_t)(cfg->pg_pool_size + cfg->http_threads + 4 + FD_RESERVE);
+    if (cfg->probe_host != NULL)
+        reserve += PROBE_MAX_CONNECTIONS + 1;
     rlim_t fit = rl.rlim_cur > reserve + 16 ? rl.rlim_cur - reserve : 16;
     return fit > 1000000 ? 1000000u : (unsigned)fit;
 }
@@ -1217,11 +1240,50 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
     return atomic_load(&server.quiesced) ? MHD_NO : MHD_YES;
 }
 
-int http_server_start(const struct config *cfg, const struct route *routes, struct fg_error *err)
+/* An address to listen on: host (an IP address, which setting names in a
+ * failure) and port, into *addr and *addrlen; adds MHD_USE_IPv6 to *flags for
+ * an IPv6 one. */
+static int listen_address(const char *host, int port, const char *setting,
+                          struct sockaddr_storage *addr, socklen_t *addrlen, unsigned *flags,
+                          struct fg_error *err)
 {
-    server.cfg = cfg;
-    watches.head.next = watches.head.prev = &watches.head;
-    watches.silent.next = watches.silent.prev = &watches.silent;
+    memset(addr, 0, sizeof *addr);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)addr;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)addr;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *addrlen = sizeof *v4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *addrlen = sizeof *v6;
+        *flags |= MHD_USE_IPv6;
+        return 0;
+    }
+    return fg_fail(err, FG_ERR_CONFIG, "%s: '%s' is not an IP address", setting, host);
+}
+
+/* The flags both daemons share: internal polling threads (epoll), woken by
+ * a pipe, suspended connections, error lines, and HTTPS when configured. */
+static unsigned daemon_flags(void)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    return tls_enabled() ? flags | MHD_USE_TLS : flags;
+}
+
+/*
+ * Starts the API's daemon on cfg's listen address: a pool of http_threads
+ * polling threads fed by the accepting thread (acceptor.h), within the
+ * connection limits. tls_options: the options HTTPS needs (none for plain
+ * HTTP), read at start only.
+ */
+static int api_start(const struct config *cfg, struct MHD_OptionItem *tls_options,
+                     struct fg_error *err)
+{
     unsigned max_conn =
         cfg->max_connections > 0 ? (unsigned)cfg->max_connections : derived_max_connections(cfg);
     unsigned per_ip = cfg->max_connections_per_ip > 0 ? (unsigned)cfg->max_connections_per_ip
@@ -1230,48 +1292,18 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
               json_pack("{s:I, s:I, s:I}", "max_connections", (json_int_t)max_conn,
                         "max_connections_per_ip", (json_int_t)per_ip, "header_timeout_ms",
                         (json_int_t)cfg->header_timeout_ms));
-    server.routes = routes;
     struct sockaddr_storage addr;
-    memset(&addr, 0, sizeof addr);
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&addr;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&addr;
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                         MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     socklen_t addrlen;
-    if (inet_pton(AF_INET, cfg->listen_host, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)cfg->listen_port);
-        addrlen = sizeof *v4;
-    } else if (inet_pton(AF_INET6, cfg->listen_host, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)cfg->listen_port);
-        addrlen = sizeof *v6;
-        flags |= MHD_USE_IPv6;
-    } else {
-        return fg_fail(err, FG_ERR_CONFIG, "listen: '%s' is not an IP address", cfg->listen_host);
-    }
-    char *priorities = NULL; /* read by libmicrohttpd at start only */
-    if (tls_enabled() && tls_priorities_build(cfg->tls_priorities, &priorities, err) != 0) {
-        free(priorities);
+    unsigned flags = daemon_flags() | MHD_USE_NO_LISTEN_SOCKET;
+    if (listen_address(cfg->listen_host, cfg->listen_port, "listen", &addr, &addrlen, &flags,
+                       err) != 0)
         return -1;
-    }
     char name[300];
     snprintf(name, sizeof name, "%s:%d", cfg->listen_host, cfg->listen_port);
-    if (acceptor_listen((const struct sockaddr *)&addr, addrlen, name, err) != 0) {
-        free(priorities);
+    if (acceptor_listen((const struct sockaddr *)&addr, addrlen, name, err) != 0)
         return -1;
-    }
-    struct MHD_OptionItem tls_options[] = {
-        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, priorities},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    if (tls_enabled())
-        flags |= MHD_USE_TLS;
-    else
-        tls_options[0].option = MHD_OPTION_END;
-    server.daemon = MHD_start_daemon(
-        flags, 0, accept_policy, NULL, on_request, NULL,
+    server.api.daemon = MHD_start_daemon(
+        flags, 0, accept_policy, NULL, on_request, &server.api,
         /* First, so that libmicrohttpd's complaints about the options below are JSON too. */
         MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned int)cfg->http_threads, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
@@ -1280,17 +1312,101 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
         MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_ARRAY,
         tls_options, MHD_OPTION_END);
-    free(priorities);
-    if (server.daemon == NULL) {
+    if (server.api.daemon == NULL) {
         acceptor_stop();
         return fg_fail(err, FG_ERR_CONFIG, "cannot serve on %s:%d", cfg->listen_host,
                        cfg->listen_port);
     }
-    if (acceptor_start(server.daemon, (unsigned)cfg->http_threads, err) != 0) {
-        http_server_stop();
+    return acceptor_start(server.api.daemon, (unsigned)cfg->http_threads, err);
+}
+
+/* The routes of the probe listener: those probe_routes names, copied from the
+ * API's table, and the NULL pattern that ends them. */
+static struct route probe_table[sizeof probe_routes / sizeof probe_routes[0]];
+
+/* Fills probe_table from routes (the API's table). */
+static void probe_table_fill(const struct route *routes)
+{
+    size_t n = 0;
+    for (const struct route *r = routes; r->pattern != NULL; r++) {
+        if (!route_listed(r, probe_routes))
+            continue;
+        FG_ASSERT(n + 1 < sizeof probe_table / sizeof probe_table[0]);
+        probe_table[n++] = *r;
+    }
+    memset(&probe_table[n], 0, sizeof probe_table[n]);
+}
+
+/*
+ * Starts the probe listener's daemon on cfg's probe_listen address, when it
+ * names one: one polling thread of its own, accepting on its own socket, that
+ * serves the probe routes of routes alone, so that no handler of the API's
+ * threads (a backend call up to its deadline) holds its answers. It keeps
+ * serving while the gateway drains (/readyz then answers 503), until
+ * http_server_stop. tls_options as for api_start.
+ */
+static int probe_start(const struct config *cfg, const struct route *routes,
+                       struct MHD_OptionItem *tls_options, struct fg_error *err)
+{
+    if (cfg->probe_host == NULL)
+        return 0;
+    probe_table_fill(routes);
+    server.probe.routes = probe_table;
+    server.probe.allowed_hosts = cfg->probe_allowed_hosts;
+    server.probe.nallowed_hosts = cfg->nprobe_allowed_hosts;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    unsigned flags = daemon_flags();
+    if (listen_address(cfg->probe_host, cfg->probe_port, "probe_listen", &addr, &addrlen, &flags,
+                       err) != 0)
+        return -1;
+    char name[320];
+    snprintf(name, sizeof name, "%s:%d (probe_listen)", cfg->probe_host, cfg->probe_port);
+    int fd = -1;
+    if (acceptor_socket((const struct sockaddr *)&addr, addrlen, name, &fd, err) != 0)
+        return -1;
+    server.probe.daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, &server.probe, MHD_OPTION_EXTERNAL_LOGGER, log_library,
+        NULL, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->connection_buffer_bytes,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)PROBE_MAX_CONNECTIONS,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PROBE_MAX_CONNECTIONS,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_ARRAY,
+        tls_options, MHD_OPTION_END);
+    if (server.probe.daemon == NULL) /* fd not closed here: libmicrohttpd may have closed it */
+        return fg_fail(err, FG_ERR_CONFIG, "cannot serve on %s", name);
+    return 0;
+}
+
+int http_server_start(const struct config *cfg, const struct route *routes, struct fg_error *err)
+{
+    server.cfg = cfg;
+    server.api.routes = routes;
+    server.api.allowed_hosts = cfg->allowed_hosts;
+    server.api.nallowed_hosts = cfg->nallowed_hosts;
+    watches.head.next = watches.head.prev = &watches.head;
+    watches.silent.next = watches.silent.prev = &watches.silent;
+    char *priorities = NULL; /* read by libmicrohttpd at start only */
+    if (tls_enabled() && tls_priorities_build(cfg->tls_priorities, &priorities, err) != 0) {
+        free(priorities);
         return -1;
     }
-    return 0;
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, tls_cert_callback()},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, priorities},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (!tls_enabled())
+        tls_options[0].option = MHD_OPTION_END;
+    int rc =
+        api_start(cfg, tls_options, err) == 0 && probe_start(cfg, routes, tls_options, err) == 0
+            ? 0
+            : -1;
+    free(priorities);
+    if (rc != 0)
+        http_server_stop();
+    return rc;
 }
 
 void http_server_quiesce(void)
@@ -1316,9 +1432,12 @@ long http_server_in_flight(void)
 void http_server_stop(void)
 {
     acceptor_stop();
-    if (server.daemon != NULL)
-        MHD_stop_daemon(server.daemon);
-    server.daemon = NULL;
+    struct listener *listeners[] = {&server.api, &server.probe}; /* the probes answer to the last */
+    for (size_t i = 0; i < sizeof listeners / sizeof listeners[0]; i++) {
+        if (listeners[i]->daemon != NULL)
+            MHD_stop_daemon(listeners[i]->daemon);
+        listeners[i]->daemon = NULL;
+    }
 }
 
 const char *http_request_header(const struct http_request *req, const char *name)

@@ -66,13 +66,16 @@ struct http_request {
     char text[];                     /* the parameters' and request id's text, NUL after each */
 };
 
-/* Starts listening on cfg's address with routes (table ends with a NULL pattern).
- * cfg and routes are borrowed for the life of the server. */
+/* Starts listening on cfg's address with routes (table ends with a NULL pattern)
+ * and, when cfg names probe_listen, the probe listener on its address with the
+ * probe routes of routes. cfg and routes are borrowed for the life of the
+ * server. */
 int http_server_start(const struct config *cfg, const struct route *routes,
                       struct fg_error *err) FG_WUR;
 
 /* Stops accepting connections: each new one is closed at once (SIGTERM drain,
- * first step); the listening socket closes with http_server_stop. A
+ * first step); the listening socket closes with http_server_stop. The probe
+ * listener takes new connections until then. A
  * connection waiting for a request, or for the rest of one, is closed once
  * nothing of it waits unread at two looks a moment apart (the janitor's), the
  * first at once: a request whose client stopped sending does not hold the
@@ -82,7 +85,8 @@ void http_server_quiesce(void);
 /* Requests in progress (received, not yet answered), including suspended ones. */
 long http_server_in_flight(void);
 
-/* Closes every connection and stops the threads. No request may be suspended. */
+/* Closes every connection and stops the threads, the probe listener's last.
+ * No request may be suspended. */
 void http_server_stop(void);
 
 /* Header value by case-insensitive name, or NULL. Valid during the request. */

@@ -3,7 +3,7 @@
 plain HTTP request to its port fails cleanly (no answer, the gateway serves on), a target in absolute form
 naming http:// is refused (421), an expired certificate or a key of another certificate is refused at start
 with a clear message, SIGHUP swaps the certificate for new sessions, and a broken certificate on SIGHUP
-keeps the one in force. Certificates are made here with the openssl command (a throw-away CA in the test's
+keeps the one in force. The probe listener speaks HTTPS too. Certificates are made here with the openssl command (a throw-away CA in the test's
 scratch folder).
 
 Broken variant caught while writing this (tried, then reverted): the expiry check skipped (check_dates
@@ -24,7 +24,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, HarnessError, run_fencegate, test_data_dir, wait_for  # noqa: E402
+from harness import Gateway, HarnessError, free_port, run_fencegate, test_data_dir, wait_for  # noqa: E402
 
 CA_CNF = """[ ca ]
 default_ca = CA_default
@@ -140,6 +140,21 @@ class TlsTest(unittest.TestCase):
             self.assertNotIn(b"HTTP/1.1 200", data)
             self.assertNotIn(b"status", data)
             self.assertEqual(gw.get("/healthz")[0], 200)
+
+    def test_the_probe_listener_speaks_https_too(self):
+        """The probe listener (probe_listen) serves what the API's port serves: HTTPS with the same
+        certificate; plain HTTP gets no answer."""
+        port = free_port()
+        env = dict(tls_env(self.cert, self.key), FENCEGATE_PROBE_LISTEN=f"127.0.0.1:{port}")
+        with TlsGateway(self.pki.path("ca.pem"), env_overrides=env):
+            p = subprocess.run(["curl", "-sS", "--cacert", self.pki.path("ca.pem"),
+                                f"https://127.0.0.1:{port}/readyz"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn('"redis":"up"', p.stdout)
+            p = subprocess.run(["curl", "-sS", "-m", "5", f"http://127.0.0.1:{port}/healthz"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertNotEqual(p.returncode, 0, p)
+            self.assertNotIn("ok", p.stdout)
 
     def tls_exchange(self, gw, target):
         """Every byte of the answer to GET target over TLS on a connection of its own."""

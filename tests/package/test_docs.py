@@ -50,6 +50,7 @@ API_MD_LIMITS = [
     "| `limits.connection_buffer_bytes` | {DEFAULT_CONNECTION_BUFFER_BYTES} ({CONNECTION_BUFFER_MIN_BYTES} … "
     "{CONNECTION_BUFFER_MAX_BYTES}) |",
     "at most `probe_timeout_ms` (default {DEFAULT_PROBE_TIMEOUT_MS})",
+    "it takes at most {PROBE_MAX_CONNECTIONS} connections",
 ]
 
 # What docs/operations.md says of fencectl's own defaults, likewise.

@@ -532,6 +532,58 @@ static void probe_timeout(void **state)
     refused_naming("{\"probe_timeout_ms\": \"1000\"}", "must be an integer");
 }
 
+/* The probe listener: none unless set; host:port with a port of its own; the
+ * Host values of its address unless allowed_hosts names them for both. */
+static void probe_listen(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct fg_error err;
+    assert_int_equal(load(NULL, &cfg, &err), 0);
+    assert_null(cfg.probe_host);
+    assert_null(cfg.probe_allowed_hosts);
+    config_free(&cfg);
+    const char *const loopback[] = {"FENCEGATE_PROBE_LISTEN", "127.0.0.1:8481", NULL};
+    assert_int_equal(load(loopback, &cfg, &err), 0);
+    assert_string_equal(cfg.probe_host, "127.0.0.1");
+    assert_int_equal(cfg.probe_port, 8481);
+    assert_int_equal(cfg.nprobe_allowed_hosts, 6);
+    assert_string_equal(cfg.probe_allowed_hosts[1], "127.0.0.1:8481");
+    assert_string_equal(cfg.probe_allowed_hosts[5], "[::1]:8481");
+    assert_string_equal(cfg.allowed_hosts[1], "127.0.0.1:8480"); /* the API's: its own */
+    config_free(&cfg);
+    const char *const wildcard[] = {"FENCEGATE_PROBE_LISTEN", "[::]:9090", NULL};
+    assert_int_equal(load(wildcard, &cfg, &err), 0);
+    assert_string_equal(cfg.probe_host, "::");
+    assert_int_equal(cfg.nprobe_allowed_hosts, 1);
+    assert_string_equal(cfg.probe_allowed_hosts[0], "*");
+    assert_int_equal(cfg.nallowed_hosts, 6);
+    config_free(&cfg);
+    assert_int_equal(load_file("{\"probe_listen\": \"10.0.0.5:8480\", \"allowed_hosts\": "
+                               "[\"gw.example\"]}",
+                               &cfg, &err),
+                     0);
+    assert_int_equal(cfg.probe_port, 8480); /* listen is 127.0.0.1:8480: another address */
+    assert_int_equal(cfg.nprobe_allowed_hosts, 1);
+    assert_string_equal(cfg.probe_allowed_hosts[0], "gw.example");
+    config_free(&cfg);
+    refused_naming("{\"probe_listen\": 8481}", "config key 'probe_listen' must be a string");
+    refused_naming("{\"probe_listen\": \"8481\"}", "probe_listen: expected host:port");
+    refused_naming("{\"probe_listen\": \"127.0.0.1:0\"}", "bad port in '127.0.0.1:0' (1 to 65535)");
+    static const char *const clashes[][4] = {
+        {"FENCEGATE_PROBE_LISTEN", "127.0.0.1:8480", NULL, NULL},
+        {"FENCEGATE_PROBE_LISTEN", "0.0.0.0:8480", NULL, NULL},
+        {"FENCEGATE_PROBE_LISTEN", "127.0.0.1:9000", "FENCEGATE_LISTEN", "[::]:9000"},
+    };
+    for (size_t i = 0; i < sizeof clashes / sizeof clashes[0]; i++) {
+        const char *env[] = {clashes[i][0], clashes[i][1], clashes[i][2], clashes[i][3], NULL};
+        assert_int_equal(load(env, &cfg, &err), -1);
+        config_free(&cfg);
+        if (strstr(err.msg, "must not take the port of listen") == NULL)
+            fail_msg("case %zu: %s", i, err.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -540,6 +592,7 @@ int main(void)
         cmocka_unit_test(pg_connect_timeout),
         cmocka_unit_test(pg_connect_timeout_within_request_timeout),
         cmocka_unit_test(probe_timeout),
+        cmocka_unit_test(probe_listen),
         cmocka_unit_test(json_keys),
         cmocka_unit_test(refusals_name_the_setting),
         cmocka_unit_test(environment_overrides),
