@@ -2,8 +2,8 @@
 """docker-compose.yml: it parses, names the three services (Redis with AOF and noeviction, Postgres, the
 gateway built by the Dockerfile) and gives the gateway the environment it reads; the files it mounts exist;
 images are pinned to exact versions, passwords come from .env (deploy/compose.env.example names them all)
-and the gateway has a healthcheck that asks /readyz (run here against a real gateway, with bash as in the
-image). Also checks that the systemd unit (as configured into the build) and `fencegate --help/--version`
+and the gateway has a healthcheck that asks /readyz on its probe listener (run here against a real gateway,
+with bash as in the image). Also checks that the systemd unit (as configured into the build) and `fencegate --help/--version`
 name the same settings, and that the unit waits for readiness (Type=notify).
 
 Owns: the deployment files' agreement with the gateway. Must not: run docker (CI has none).
@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, env  # noqa: E402
+from harness import Gateway, env, free_port  # noqa: E402
 
 import yaml  # python3-yaml, installed by scripts/deps.sh  # noqa: E402
 
@@ -98,14 +98,22 @@ class ComposeTest(unittest.TestCase):
             self.assertIn(".env", f.read().split())
 
     def test_gateway_healthcheck_asks_readyz(self):
+        """On the probe listener (inside the container only), which answers while every HTTP thread waits for
+        a stalled backend."""
+        gw_env = environment(self.services["gateway"])
+        probe_host, probe_port = gw_env["FENCEGATE_PROBE_LISTEN"].rsplit(":", 1)
+        self.assertEqual(probe_host, "127.0.0.1")
+        self.assertNotIn(probe_port, " ".join(str(p) for p in self.services["gateway"].get("ports", [])))
         check = self.services["gateway"]["healthcheck"]["test"]
         self.assertEqual(check[:3], ["CMD", "bash", "-c"])
-        script = check[3].replace("8480", "{port}")
+        self.assertIn(f"/dev/tcp/127.0.0.1/{probe_port} ", check[3])
+        script = check[3].replace(probe_port, "{port}")
         self.assertIn("/readyz", script)
-        with Gateway() as gw:
-            r = subprocess.run(["bash", "-c", script.format(port=gw.port)], capture_output=True, timeout=10)
+        port = free_port()
+        with Gateway(env_overrides={"FENCEGATE_PROBE_LISTEN": f"127.0.0.1:{port}"}):
+            r = subprocess.run(["bash", "-c", script.format(port=port)], capture_output=True, timeout=10)
             self.assertEqual(r.returncode, 0, r.stderr)
-        r = subprocess.run(["bash", "-c", script.format(port=gw.port)], capture_output=True, timeout=10)
+        r = subprocess.run(["bash", "-c", script.format(port=port)], capture_output=True, timeout=10)
         self.assertNotEqual(r.returncode, 0)
 
     def test_auth_required_with_keys_from_a_mounted_file(self):
