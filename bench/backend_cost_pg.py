@@ -182,9 +182,9 @@ ANSWERED = lambda q: " AS c1" in q  # noqa: E731
 OLDER = lambda q: "row_to_json" in q  # noqa: E731
 MINIMAL_TEXT = lambda q: " AS c1" not in q and "row_to_json" not in q  # noqa: E731
 EXPLAINED = [
-    ("gateway PATCH, fence_column", 'UPDATE "pgc_column"', "({f}, '7', 'x')", ANSWERED),  # no prefix
-    ("before: gateway PATCH, fence_column", 'UPDATE "pgc_column"', "({f}, '7', 'pg:pgc_column/', 'x')", OLDER),
-    ("gateway PATCH, fence_column, return=minimal", 'UPDATE "pgc_column"', "({f}, '7', 'x')",  # no prefix
+    ("gateway PATCH, fence_column", 'UPDATE %"pgc_column"', "({f}, '7', 'x')", ANSWERED),  # no prefix
+    ("before: gateway PATCH, fence_column", 'UPDATE %"pgc_column"', "({f}, '7', 'pg:pgc_column/', 'x')", OLDER),
+    ("gateway PATCH, fence_column, return=minimal", 'UPDATE %"pgc_column"', "({f}, '7', 'x')",  # no prefix
      MINIMAL_TEXT),
     ("gateway PATCH, default mode", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')", ANSWERED),
     ("before: gateway PATCH, default mode", "WITH c AS", "({f}, '7', 'pg:pgc_default/', 'x')", OLDER),

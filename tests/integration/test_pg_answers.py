@@ -339,7 +339,7 @@ class PgAnswersTest(GatewayTest):
         self.assertEqual(answer["r"].status, 204, answer)
         self.assertEqual(psql(f"SELECT note FROM public.{table} WHERE id = :'k'", {"k": key}), ["b"])
         for query in seen:
-            self.assertIn(f'UPDATE "{table}"', query)
+            self.assertIn(f'UPDATE ONLY "{table}"', query)
             self.assertNotIn("RETURNING", query)
 
 if __name__ == "__main__":

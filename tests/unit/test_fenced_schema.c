@@ -77,10 +77,28 @@ static void a_good_table(void **state)
     assert_int_equal(s.row_kinds[0], ROW_JSON_STRING);
     assert_int_equal(s.row_kinds[1], ROW_JSON_OTHER);
     assert_int_equal(s.row_kinds[2], ROW_JSON_JSON);
+    assert_false(s.partitioned); /* its statements name it ONLY */
     table_schema_free(&s);
     t.fence_column = "lock_fence";
     assert_int_equal(load(&t, NULL, &s, &err), 0);
     table_schema_free(&s);
+}
+
+/* A partitioned table, which its statements name without ONLY (its rows are
+ * its partitions'): the first catalog row says so for the whole table. */
+static void a_partitioned_table(void **state)
+{
+    (void)state;
+    struct table_config t = {.name = "inv", .key = "id", .columns = columns, .ncolumns = 2};
+    json_t *cat = json_loads(catalog, 0, NULL);
+    assert_non_null(cat);
+    json_object_set_new(json_array_get(cat, 0), "partitioned", json_string("t"));
+    struct table_schema s = {0};
+    struct fg_error err = {0};
+    assert_int_equal(fenced_schema_load(&t, cat, &s, &err), 0);
+    assert_true(s.partitioned);
+    table_schema_free(&s);
+    json_decref(cat);
 }
 
 static void refusals(void **state)
@@ -256,9 +274,9 @@ static void length_type_keys(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_good_table),     cmocka_unit_test(refusals),
-        cmocka_unit_test(key_types),        cmocka_unit_test(column_cast_types),
-        cmocka_unit_test(length_type_keys),
+        cmocka_unit_test(a_good_table),      cmocka_unit_test(a_partitioned_table),
+        cmocka_unit_test(refusals),          cmocka_unit_test(key_types),
+        cmocka_unit_test(column_cast_types), cmocka_unit_test(length_type_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_fenced_sql.c - identifier quoting, the shape of the write, refusal,
- * read and claim statements of both fence modes, the row they answer, and
- * which key types may name a resource.
+ * read and claim statements of both fence modes, the rows they reach (ONLY
+ * their table's), the row they answer, and which key types may name a
+ * resource.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,7 +41,7 @@ static void statements_quote_and_parameterize(void **state)
     int n = 0;
     char *sql = fenced_sql_write(&schemas[1], FENCED_PATCH, written, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
-    assert_non_null(strstr(sql, "UPDATE \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $4::"
+    assert_non_null(strstr(sql, "UPDATE ONLY \"we\"\"ird; DROP\" AS t SET \"co\"\"l; x\" = $4::"
                                 "character varying WHERE"));
     assert_non_null(strstr(sql, "t.\"k\xc3\xa9y\" = $2::integer"));
     /* a column of a kind the gateway does not write as JSON comes as to_json's text */
@@ -50,7 +51,8 @@ static void statements_quote_and_parameterize(void **state)
     bool none[] = {false, false, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_DELETE, none, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT);
-    assert_non_null(strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND NOT"));
+    assert_non_null(
+        strstr(sql, "DELETE FROM ONLY \"invoices\" AS t WHERE t.\"id\" = $2::text AND NOT"));
     const char *deleted = " RETURNING true AS wrote, $3::text || (t.\"id\")::text AS resource) "
                           "SELECT w.* FROM w WHERE fencegate.fence_claim_used(EXISTS (SELECT 1 "
                           "FROM w) OR NOT EXISTS (SELECT 1 FROM f))";
@@ -88,17 +90,17 @@ static void default_mode_writes(void **state)
         "fencegate.resource_fences AS rf (resource, fence) SELECT $3::text || "
         "($2::text)::text, $1::bigint WHERE coalesce((SELECT c.fence FROM c), 0) < $1::bigint "
         "AND NOT EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint) "
-        "AND EXISTS (SELECT 1 FROM \"invoices\" AS e WHERE e.\"id\" = $2::text) ON CONFLICT "
+        "AND EXISTS (SELECT 1 FROM ONLY \"invoices\" AS e WHERE e.\"id\" = $2::text) ON CONFLICT "
         "(resource) DO UPDATE SET fence = excluded.fence, updated_at = clock_timestamp() WHERE "
         "rf.fence <= excluded.fence RETURNING rf.resource), "));
-    assert_non_null(strstr(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
+    assert_non_null(strstr(sql, "UPDATE ONLY \"invoices\" AS t SET \"customer\" = $4::text, "
                                 "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text AND NOT "
                                 "EXISTS (SELECT 1 FROM fencegate.revocations rv WHERE rv.fence = "
                                 "$1::bigint) AND ((SELECT c.fence FROM c) = $1::bigint OR EXISTS "
                                 "(SELECT 1 FROM f))"));
     assert_null(strstr(sql, "rejections"));
     /* its claim stays only where it wrote: a row deleted since the snapshot undoes it */
-    assert_non_null(strstr(sql, "RETURNING rf.resource), w AS (UPDATE \"invoices\" AS t SET"));
+    assert_non_null(strstr(sql, "RETURNING rf.resource), w AS (UPDATE ONLY \"invoices\" AS t SET"));
     const char *used = ") SELECT w.* FROM w WHERE fencegate.fence_claim_used(EXISTS (SELECT 1 FROM "
                        "w) OR NOT EXISTS (SELECT 1 FROM f))";
     assert_true(strstr(sql, used) == sql + strlen(sql) - strlen(used));
@@ -109,7 +111,7 @@ static void default_mode_writes(void **state)
     bool some[] = {false, true, false, false};
     sql = fenced_sql_write(&schemas[0], FENCED_PUT, some, FENCED_FORM_CLAIM, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT + 1);
-    assert_null(strstr(sql, "AND EXISTS (SELECT 1 FROM \"invoices\"")); /* an insert needs no row */
+    assert_null(strstr(sql, "\"invoices\" AS e")); /* an insert needs no row */
     assert_non_null(strstr(sql, "SELECT $2::text, $4::bigint WHERE true AND NOT EXISTS"));
     assert_non_null(strstr(sql, "OR EXISTS (SELECT 1 FROM f)) ON CONFLICT (\"id\") DO UPDATE"
                                 " SET \"customer\" = excluded.\"customer\""));
@@ -136,7 +138,7 @@ static void default_mode_held_writes(void **state)
     assert_int_equal(n, FENCED_PARAM_COUNT + 2);
     char *expect = NULL;
     assert_true(asprintf(&expect,
-                         "%sUPDATE \"invoices\" AS t SET \"customer\" = $4::text, "
+                         "%sUPDATE ONLY \"invoices\" AS t SET \"customer\" = $4::text, "
                          "\"amount_cents\" = $5::bigint WHERE t.\"id\" = $2::text%s",
                          held, guard) > 0);
     assert_string_equal(sql, expect); /* return=minimal: nothing answered */
@@ -154,7 +156,7 @@ static void default_mode_held_writes(void **state)
     sql = fenced_sql_write(&schemas[0], FENCED_DELETE, cols, FENCED_FORM_HELD, true, &n);
     assert_int_equal(n, FENCED_PARAM_COUNT);
     assert_non_null(
-        strstr(sql, "DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND EXISTS"));
+        strstr(sql, "DELETE FROM ONLY \"invoices\" AS t WHERE t.\"id\" = $2::text AND EXISTS"));
     assert_null(strstr(sql, " AS c0"));
     free(sql);
     /* a table with a fence column has one form */
@@ -205,7 +207,7 @@ static void fence_column_statements(void **state)
     free(sql);
     sql = fenced_sql_column_claim(&s);
     assert_string_equal(sql, "SELECT $1::text || (t.\"id\")::text AS resource, "
-                             "coalesce(t.\"lock_fence\", 0) AS fence FROM \"invoices\" AS t "
+                             "coalesce(t.\"lock_fence\", 0) AS fence FROM ONLY \"invoices\" AS t "
                              "WHERE t.\"id\" = $2::text FOR UPDATE");
     free(sql);
     /* a PATCH answering nothing takes no prefix: the columns' parameters follow the key */
@@ -216,7 +218,7 @@ static void fence_column_statements(void **state)
     assert_true(fenced_sql_takes_prefix(&schemas[0], FENCED_PATCH, false));
     sql = fenced_sql_write(&s, FENCED_PATCH, some, FENCED_FORM_CLAIM, false, &n);
     assert_int_equal(n, FENCED_PARAM_PREFIX + 1);
-    assert_string_equal(sql, "UPDATE \"invoices\" AS t SET \"customer\" = $3::text, "
+    assert_string_equal(sql, "UPDATE ONLY \"invoices\" AS t SET \"customer\" = $3::text, "
                              "\"lock_fence\" = $1::bigint WHERE t.\"id\" = $2::text AND "
                              "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT "
                              "1 FROM fencegate.revocations rv WHERE rv.fence = $1::bigint)");
@@ -229,7 +231,7 @@ static void fence_column_statements(void **state)
     /* a delete keeps the deleted row's fence for its resource */
     sql = fenced_sql_write(&s, FENCED_DELETE, some, FENCED_FORM_CLAIM, true, &n);
     assert_string_equal(
-        sql, "WITH d AS (DELETE FROM \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
+        sql, "WITH d AS (DELETE FROM ONLY \"invoices\" AS t WHERE t.\"id\" = $2::text AND "
              "coalesce(t.\"lock_fence\", 0) <= $1::bigint AND NOT EXISTS (SELECT 1 FROM "
              "fencegate.revocations rv WHERE rv.fence = $1::bigint) RETURNING t.\"id\"), k AS "
              "(INSERT INTO fencegate.resource_fences AS rf (resource, fence) SELECT $3::text || "
@@ -358,8 +360,9 @@ static void refusal_statements(void **state)
     struct table_config t;
     struct table_schema s = with_fence_column(&t);
     sql = fenced_sql_refusal(&s);
-    assert_non_null(strstr(sql, "SELECT coalesce(t.\"lock_fence\", 0) AS fence FROM \"invoices\" "
-                                "AS t WHERE t.\"id\" = $2::text FOR UPDATE"));
+    assert_non_null(strstr(sql,
+                           "SELECT coalesce(t.\"lock_fence\", 0) AS fence FROM ONLY \"invoices\" "
+                           "AS t WHERE t.\"id\" = $2::text FOR UPDATE"));
     assert_non_null(strstr(sql, "INSERT INTO fencegate.rejections"));
     /* a create's guard reads the fence kept for the resource too: so does its refusal */
     assert_non_null(strstr(sql, "CASE WHEN e.fence IS NULL OR $7::text IN ('PUT', 'POST') THEN "
@@ -388,13 +391,14 @@ static void judged_statements(void **state)
     /* the held form's fence and write, its verdict on the row locked under the same guard */
     const char *held = "WITH c AS (SELECT 1 FROM fencegate.resource_fences rf WHERE rf.resource = "
                        "$3::text || ($2::text)::text AND rf.fence = $1::bigint FOR UPDATE)";
-    assert_true(asprintf(&expected,
-                         "%s, a AS (UPDATE \"invoices\" AS t SET \"customer\" = $4::text WHERE "
-                         "t.\"id\" = $2::text AND EXISTS (SELECT 1 FROM c) AND %s RETURNING true "
-                         "AS wrote), g AS (SELECT 1 FROM \"invoices\" AS t WHERE t.\"id\" = "
-                         "$2::text AND EXISTS (SELECT 1 FROM c) AND %s AND NOT EXISTS (SELECT 1 "
-                         "FROM a) FOR UPDATE)%s",
-                         held, revoked, revoked, answer) > 0);
+    assert_true(
+        asprintf(&expected,
+                 "%s, a AS (UPDATE ONLY \"invoices\" AS t SET \"customer\" = $4::text WHERE "
+                 "t.\"id\" = $2::text AND EXISTS (SELECT 1 FROM c) AND %s RETURNING true "
+                 "AS wrote), g AS (SELECT 1 FROM ONLY \"invoices\" AS t WHERE t.\"id\" = "
+                 "$2::text AND EXISTS (SELECT 1 FROM c) AND %s AND NOT EXISTS (SELECT 1 "
+                 "FROM a) FOR UPDATE)%s",
+                 held, revoked, revoked, answer) > 0);
     assert_string_equal(sql, expected);
     assert_int_equal(n, plain_n);
     assert_true(strncmp(plain, held, strlen(held)) == 0);
@@ -419,13 +423,65 @@ static void judged_statements(void **state)
     assert_non_null(strstr(sql, ", g AS (SELECT 1 WHERE true AND NOT EXISTS (SELECT 1 FROM "
                                 "fencegate.revocations rv WHERE rv.fence = $1::bigint) AND "
                                 "((SELECT c.fence FROM c) = $1::bigint OR EXISTS (SELECT 1 FROM "
-                                "f)) AND NOT EXISTS (SELECT 1 FROM \"invoices\" AS t WHERE "
+                                "f)) AND NOT EXISTS (SELECT 1 FROM ONLY \"invoices\" AS t WHERE "
                                 "t.\"id\" = $2::text) AND NOT EXISTS (SELECT 1 FROM a))"));
     assert_null(strstr(sql, "fence_claim_used"));
     free(sql);
 }
 
 /* A key's resource as every statement names it: a timestamptz in UTC. */
+/* Every mention of the table in sql is an INSERT's target or, to read, update
+ * or delete its rows, "ONLY "invoices"" (an ordinary table: not the rows of a
+ * table that inherits it) or, a partitioned table's, without ONLY (its rows are
+ * its partitions'). */
+static void assert_rows_of_the_table(char *sql, bool partitioned)
+{
+    const char *name = "\"invoices\"", *insert = "INSERT INTO ", *only = "ONLY ";
+    for (const char *p = strstr(sql, name); p != NULL; p = strstr(p + 1, name)) {
+        size_t before = (size_t)(p - sql);
+        if (before >= strlen(insert) && strncmp(p - strlen(insert), insert, strlen(insert)) == 0)
+            continue;
+        assert_true(before >= strlen(only));
+        assert_int_equal(strncmp(p - strlen(only), only, strlen(only)) == 0, !partitioned);
+    }
+    if (partitioned)
+        assert_null(strstr(sql, "ONLY"));
+    free(sql);
+}
+
+/* Each statement of either mode, on an ordinary table and on a partitioned one
+ * (assert_rows_of_the_table). */
+static void statements_reach_their_table_alone(void **state)
+{
+    (void)state;
+    bool all[] = {true, true, true, true};
+    int n = 0;
+    for (int column = 0; column < 2; column++) {
+        for (int partitioned = 0; partitioned < 2; partitioned++) {
+            struct table_config t = tables[0];
+            struct table_schema s = column ? with_fence_column(&t) : schemas[0];
+            s.partitioned = partitioned;
+            for (int kind = 0; kind < FENCED_KIND_COUNT; kind++) {
+                for (int form = 0; form < 2; form++) {
+                    for (int want_row = 0; want_row < 2; want_row++) {
+                        assert_rows_of_the_table(
+                            fenced_sql_write(&s, kind, all, form, want_row, &n), partitioned);
+                        if (!column)
+                            assert_rows_of_the_table(
+                                fenced_sql_judged(&s, kind, all, form, want_row, &n), partitioned);
+                    }
+                }
+            }
+            assert_rows_of_the_table(fenced_sql_read(&s), partitioned);
+            assert_rows_of_the_table(fenced_sql_refusal(&s), partitioned);
+            if (column) {
+                assert_rows_of_the_table(fenced_sql_column_claim(&s), partitioned);
+                assert_rows_of_the_table(fenced_sql_adopt_fences(&s), partitioned);
+            }
+        }
+    }
+}
+
 static void resource_statement(void **state)
 {
     (void)state;
@@ -487,6 +543,7 @@ int main(void)
         cmocka_unit_test(minimal_answers_name_unread_keys),
         cmocka_unit_test(refusal_statements),
         cmocka_unit_test(judged_statements),
+        cmocka_unit_test(statements_reach_their_table_alone),
         cmocka_unit_test(resource_statement),
         cmocka_unit_test(fit_check),
         cmocka_unit_test(key_identity),

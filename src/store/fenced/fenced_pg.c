@@ -106,9 +106,11 @@ static const char catalog_sql[] =
     " WHEN b.oid < 16384 AND b.typtype IN ('b', 'r', 'm') AND b.typelem = 0 THEN 'string'"
     " ELSE 'other' END FROM pg_type d JOIN pg_type b ON b.oid = CASE WHEN d.typtype = 'd'"
     " THEN d.typbasetype ELSE d.oid END WHERE d.oid = a.atttypid) AS json_kind,"
-    /* the table's rows as its statements read and write them: those of the tables that
-     * inherit it too (not its partitions, which its key covers), and a partition's also
-     * through any configured table ($2, a JSON array of their names) it is a partition of */
+    /* where the table's rows are: a partitioned table's in its partitions (its statements
+     * name it without ONLY, an ordinary table's with ONLY); the tables that inherit it, whose
+     * rows its key does not single out (refused); the configured table ($2, a JSON array of
+     * their names) that a partition's rows belong to as well, if any (refused) */
+    " c.relkind = 'p' AS partitioned,"
     " (SELECT string_agg(quote_ident(ch.relname), ', ' ORDER BY ch.relname) FROM pg_inherits h"
     " JOIN pg_class ch ON ch.oid = h.inhrelid WHERE h.inhparent = c.oid"
     " AND NOT ch.relispartition) AS inherited_by,"

@@ -134,12 +134,12 @@ static int check_fence_column(const struct table_config *t, const json_t *column
     return 0;
 }
 
-/* A table's rows are one set under one name: no table inherits it (its
- * statements would read and write the inheriting tables' rows too, which its
- * key does not single out: a PATCH of one key would write a row of each), and
- * it is no partition of another configured table (one row would be two
- * resources, with a fence and a binding each). Checks the first catalog row,
- * which names both for the whole table. */
+/* A table's rows are one set under one name: no table inherits it (a query of
+ * it answers their rows too, which its key does not single out, while the
+ * gateway reads and writes its own rows alone: fenced_sql.h), and it is no
+ * partition of another configured table (one row would be two resources, with
+ * a fence and a binding each). Checks the first catalog row, which names both
+ * for the whole table. */
 static int check_rows_apart(const struct table_config *t, const json_t *columns,
                             struct fg_error *err)
 {
@@ -169,6 +169,7 @@ int fenced_schema_load(const struct table_config *t, const json_t *columns,
                        t->name);
     if (check_rows_apart(t, columns, err) != 0)
         return -1;
+    schema->partitioned = catalog_flag(json_array_get(columns, 0), "partitioned");
     const json_t *key = catalog_column(columns, t->key);
     if (key == NULL)
         return fg_fail(err, FG_ERR_CONFIG,

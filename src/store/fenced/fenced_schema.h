@@ -15,14 +15,14 @@
 /*
  * Fills *schema for table t (borrowed by it) from columns, the catalog rows of
  * t's columns (an array of objects {name, type, is_json, read_only, is_unique,
- * base_type, nondeterministic, json_kind, inherited_by, partition_of}, flags as
- * "t"/"f", as fenced_pg.c's catalog query answers them; borrowed). A table, key
- * or column that does not exist, a table that others inherit or that is a
- * partition of another configured table, a key without a single-column unique
- * index or of a type that cannot name a resource, a column that cannot be
- * written or a fence column that is no writable bigint fails with FG_ERR_CONFIG
- * naming it. Release *schema with
- * table_schema_free, also after a failure.
+ * base_type, nondeterministic, json_kind, partitioned, inherited_by,
+ * partition_of}, flags as "t"/"f", as fenced_pg.c's catalog query answers them;
+ * borrowed). A table, key or column that does not exist, a table that others
+ * inherit or that is a partition of another configured table, a key without a
+ * single-column unique index or of a type that cannot name a resource, a column
+ * that cannot be written or a fence column that is no writable bigint fails
+ * with FG_ERR_CONFIG naming it. Release *schema with table_schema_free, also
+ * after a failure.
  */
 int fenced_schema_load(const struct table_config *t, const json_t *columns,
                        struct table_schema *schema, struct fg_error *err) FG_WUR;

@@ -4,7 +4,8 @@
  * their shape). Owns the one rule of SQL safety: identifiers come only from the
  * configuration and are quoted by sql_quote_ident; type names come from the
  * catalog (format_type output, already quoted by Postgres); every value is a
- * parameter. It must not run SQL or look at request bodies.
+ * parameter. A statement reaches its table's rows alone (put_table). It must
+ * not run SQL or look at request bodies.
  *
  * A write is one statement that does nothing but the write when it is
  * accepted, the common case; why a write was refused is asked afterwards, by
@@ -331,6 +332,15 @@ static void put_returning(FILE *out, const struct table_schema *s, enum fenced_k
     }
 }
 
+/* "ONLY <table>", or "<table>" for a partitioned table: the table whose rows
+ * a statement reads, updates or deletes (fenced_sql.h). */
+static void put_table(FILE *out, const struct table_schema *s)
+{
+    if (!s->partitioned)
+        fputs("ONLY ", out);
+    put_ident(out, s->cfg->name);
+}
+
 /* " WHERE t."<key>" = $2::<key type>": the row an UPDATE or DELETE names. */
 static void put_key_match(FILE *out, const struct table_schema *s)
 {
@@ -343,7 +353,7 @@ static void put_key_match(FILE *out, const struct table_schema *s)
 static void put_delete_head(FILE *out, const struct table_schema *s)
 {
     fputs("DELETE FROM ", out);
-    put_ident(out, s->cfg->name);
+    put_table(out, s);
     fputs(" AS t", out);
     put_key_match(out, s);
 }
@@ -362,7 +372,7 @@ static const char *put_update_head(FILE *out, const struct table_schema *s, cons
 {
     const struct table_config *t = s->cfg;
     fputs("UPDATE ", out);
-    put_ident(out, t->name);
+    put_table(out, s);
     fputs(" AS t SET ", out);
     const char *sep = "";
     for (size_t i = 0; i < t->ncolumns; i++) {
@@ -449,7 +459,7 @@ static void put_fence_claim(FILE *out, const struct table_schema *s, enum fenced
           out);
     if (fenced_kind_needs_row(kind)) {
         fputs(" AND EXISTS (SELECT 1 FROM ", out);
-        put_ident(out, s->cfg->name);
+        put_table(out, s);
         fputs(" AS e WHERE e.", out);
         put_ident(out, s->cfg->key);
         fprintf(out, " = $2::%s)", s->key_type);
@@ -692,7 +702,7 @@ static char *column_read(const struct table_schema *s)
     fputs("::text END AS row FROM (SELECT ", out);
     put_resource(out, 2, 1, s);
     fputs(" AS resource) AS k LEFT JOIN ", out);
-    put_ident(out, s->cfg->name);
+    put_table(out, s);
     fputs(" AS t ON t.", out);
     put_ident(out, s->cfg->key);
     fprintf(out, " = $1::%s", s->key_type);
@@ -720,7 +730,7 @@ char *fenced_sql_column_claim(const struct table_schema *s)
     fputs(" AS resource, ", out);
     put_row_fence(out, "t", s->cfg);
     fputs(" AS fence FROM ", out);
-    put_ident(out, s->cfg->name);
+    put_table(out, s);
     fputs(" AS t WHERE t.", out);
     put_ident(out, s->cfg->key);
     fprintf(out, " = $2::%s FOR UPDATE", s->key_type);
@@ -777,7 +787,7 @@ static const char *put_judged_write(FILE *out, const struct table_schema *s, enu
 static void put_verdict_row(FILE *out, const struct table_schema *s)
 {
     fputs(" FROM ", out);
-    put_ident(out, s->cfg->name);
+    put_table(out, s);
     fputs(" AS t", out);
     put_key_match(out, s);
 }
@@ -873,7 +883,7 @@ char *fenced_sql_refusal(const struct table_schema *s)
               out);
         put_row_fence(out, "t", t);
         fputs(" AS fence FROM ", out);
-        put_ident(out, t->name);
+        put_table(out, s);
         fputs(" AS t", out);
         put_key_match(out, s);
         fputs(" FOR UPDATE) AS e ON true)", out);
@@ -881,7 +891,7 @@ char *fenced_sql_refusal(const struct table_schema *s)
         fputs("(SELECT rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = k.resource)"
               " AS fence, EXISTS (SELECT 1 FROM ",
               out);
-        put_ident(out, t->name);
+        put_table(out, s);
         fputs(" AS t", out);
         put_key_match(out, s);
         fputs(") AS found FROM k)", out);
@@ -911,7 +921,7 @@ char *fenced_sql_read(const struct table_schema *s)
           out);
     put_row_json(out, "t", s);
     fputs(" FROM ", out);
-    put_ident(out, s->cfg->name);
+    put_table(out, s);
     fputs(" AS t WHERE t.", out);
     put_ident(out, s->cfg->key);
     fprintf(out, " = $1::%s)::text AS row FROM (SELECT ", s->key_type);
@@ -965,7 +975,7 @@ char *fenced_sql_adopt_fences(const struct table_schema *s)
     size_t len;
     FILE *out = stream_open(&buf, &len);
     fputs("UPDATE ", out);
-    put_ident(out, s->cfg->name);
+    put_table(out, s);
     fputs(" AS t SET ", out);
     put_ident(out, s->cfg->fence_column);
     fputs(" = rf.fence FROM fencegate.resource_fences rf WHERE rf.resource = ", out);

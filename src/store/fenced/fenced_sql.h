@@ -5,6 +5,12 @@
  * Identifiers are always quoted here; values never appear in the text, only
  * numbered parameters cast to their column's type. Pure: no I/O.
  *
+ * Every statement reads and writes the rows of its table alone: an ordinary
+ * table as ONLY that table, never also the rows of a table that inherits it
+ * (one made to after start-up, where the start-up check saw none), which its
+ * key does not single out; a partitioned table with its partitions, which
+ * hold its rows. An INSERT writes the table named.
+ *
  * Every write statement takes the same leading parameters (FENCED_PARAM_*),
  * then one text parameter per written column, in configuration order. It
  * claims the fence and writes in one round trip; its command's row count is 1
@@ -83,6 +89,7 @@ struct table_schema {
     enum row_json_kind *row_kinds;  /* how the answered row writes the key, then each column */
     enum key_identity key_identity; /* how its key's text names a resource */
     struct key_shape key_shape;     /* how the gateway reads the key's text */
+    bool partitioned;               /* a partitioned table: its rows are its partitions' */
 };
 
 /* Frees what schema owns (not cfg) and zeroes it. */
