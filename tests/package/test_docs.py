@@ -2,8 +2,10 @@
 """The API reference cannot drift from the code: docs/api.md names every route of the route table
 (its descriptions, openapi/routes/) and every problem code of FG_CODES (src/util/error.h), with a
 Retry-After where the code carries one; the README, docs/api.md and docs/operations.md state the limits and defaults of
-src/fglimits.h; every example of openapi/openapi.json conforms to the schema beside it; and the README
-and docs link only to files inside the repository, and to sections those files have.
+src/fglimits.h; docs/api.md's configuration table lists every key of src/config.c with its variable,
+default and range, and the README and fencegate(8) name each; every example of openapi/openapi.json
+conforms to the schema beside it; and the README and docs link only to files inside the repository, and
+to sections those files have.
 
 Caught: the batch answer's items (op, resource, row) against the old schema that required `applied` and
 `fence` in them; a README link to ../shared/API.md.
@@ -19,6 +21,10 @@ CODE = re.compile(r'X\(FG_ERR_\w+,\s*"(\w+)",\s*(\d+),\s*(\d+),')
 NOT_PUBLIC = {"config"}  # a start-up failure, never an HTTP answer
 LIMIT = re.compile(r"^#define (\w+)\s+(\d+)\b", re.M)
 SETTING = re.compile(r'S_INT\("([\w.]+)",\s*(?:"\w+"|NULL),\s*\w+,\s*(\w+),')
+# Every setting of the table of src/config.c: kind, path, variable (or NULL) and the integer arguments
+# (default, least, most and step, as numbers or macros of src/fglimits.h).
+SETTING_ROW = re.compile(r'S_(INT_STEP|INT|STR)\("([\w.]+)", (NULL|"\w+"), \w+((?:, [\w-]+)*)\)')
+LISTEN_ROW = re.compile(r'\{"(\w+)", "(\w+)", SETTING_LISTEN')
 
 # What docs/api.md says of each limit in its prose, with the numbers of src/fglimits.h in place of {NAME}
 # (a number above 9,999 is written with thousands separators where the text does so: {NAME:,}). Its
@@ -89,6 +95,31 @@ def openapi_bounds(node, name: str = ""):
                     yield from openapi_bounds(schema, member)
             elif key not in ("example", "examples"):
                 yield from openapi_bounds(value, name)
+
+
+def settings() -> dict[str, tuple[str, list[str]]]:
+    """Every configuration key the gateway reads, by path: its variable ("" for none) and, for an integer
+    setting, [default, least, most(, step)] as written in src/config.c. The keys of the table of
+    settings; the structured keys config.c reads in apply_object (tables, allowed_hosts, ...); and
+    those of the `auth` object (src/auth/keyset.c)."""
+    config = read("src", "config.c")
+    table = " ".join(config[config.index("settings[] = {"):].split("};", 1)[0].split())
+    out = {path: (env, []) for path, env in LISTEN_ROW.findall(table)}
+    for kind, path, env, args in SETTING_ROW.findall(table):
+        out[path] = (env.strip('"') if env != "NULL" else "", [a for a in args.split(", ") if a])
+    body = config[config.index("static int apply_object("):].split("\n}\n", 1)[0]
+    for key in re.findall(r'strcmp\(k, "(\w+)"\) == 0', body):
+        if key not in ("defaults", "limits"):  # objects of the table's keys
+            out.setdefault(key, ("", []))
+    out.pop("auth", None)
+    body = read("src", "auth", "keyset.c")
+    body = body[body.index("static int auth_object("):].split("\n}\n", 1)[0]
+    for key in re.findall(r'strcmp\(name, "(\w+)"\) == 0', body):
+        out["auth." + key] = ("", [])
+    for path, env in (("auth.mode", "FENCEGATE_AUTH_MODE"), ("auth.keys_file", "FENCEGATE_AUTH_KEYS_FILE")):
+        assert env in read("src", "config.c"), env
+        out[path] = (env, [])
+    return out
 
 
 def documents() -> list[str]:
@@ -201,6 +232,53 @@ class ApiReferenceTest(unittest.TestCase):
                 documented.update(zip(paths, map(int, values)))
         for path, value in defaults.items():
             self.assertEqual(documented.get(path), value, f"README default of {path}")
+
+    def test_every_setting_is_documented(self):
+        """docs/api.md's configuration table has a row for every key of src/config.c with its variable and,
+        for an integer, its default and range as the code has them; the README's table and fencegate(8)
+        name every key. Fails with a key added to the table of settings and nowhere else, and with a
+        range changed in the code only (http_threads 1 … 512)."""
+        limits = {name: int(value) for name, value in LIMIT.findall(read("src", "fglimits.h"))}
+
+        def number(arg: str) -> int:
+            return int(arg) if re.fullmatch(r"-?\d+", arg) else limits[arg]
+
+        keys = settings()
+        self.assertGreaterEqual(len(keys), 40)
+        for path in ("listen", "tables", "redis_prefixes", "allowed_hosts", "secrets", "ui", "auth.keys"):
+            self.assertIn(path, keys)
+        doc = read("docs", "api.md")
+        section = doc[doc.index("\n## Configuration\n"):].split("\n## ", 2)[1]
+        rows = {}
+        for line in section.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            if len(cells) == 4 and re.fullmatch(r"`[\w.]+`", cells[0]):
+                rows[cells[0].strip("`")] = cells[1:]
+        self.assertEqual(set(rows), set(keys), "docs/api.md, Configuration: rows against src/config.c")
+        for path, (env, args) in keys.items():
+            variable, default, bounds = rows[path]
+            self.assertEqual(variable, f"`{env}`" if env else "—", f"variable of {path}")
+            if not args:
+                continue
+            dflt, least, most = (number(a) for a in args[:3])
+            if least <= dflt <= most:  # else derived at start-up, said in words
+                self.assertEqual(default.replace(",", ""), str(dflt), f"default of {path}")
+            self.assertTrue(bounds.replace(",", "").startswith(f"{least} … {most}"), f"range of {path}")
+            if len(args) == 4:
+                self.assertIn("whole seconds", bounds, f"step of {path}")
+        readme = set()
+        for line in read("README.md").splitlines():
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) < 5 or not cells[2].startswith("`"):
+                continue
+            prefix = ""
+            for p in re.findall(r"`([\w.]+)`", cells[2]):
+                readme.add(prefix + p[1:] if p.startswith(".") else p)
+                prefix = (prefix + p[1:] if p.startswith(".") else p).rsplit(".", 1)[0] + "."
+        man = read("man", "fencegate.8.in")
+        for path in keys:
+            self.assertIn(path, readme, f"README configuration table lacks {path}")
+            self.assertRegex(man, rf"(?<![\w.]){re.escape(path)}(?![\w.])", f"fencegate.8 lacks {path}")
 
     def test_openapi_bounds_are_those_of_fglimits_h(self):
         limits = {name: int(value) for name, value in LIMIT.findall(read("src", "fglimits.h"))}
