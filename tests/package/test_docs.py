@@ -24,7 +24,7 @@ SETTING = re.compile(r'S_INT\("([\w.]+)",\s*(?:"\w+"|NULL),\s*\w+,\s*(\w+),')
 # Every setting of the table of src/config.c: kind, path, variable (or NULL) and the integer arguments
 # (default, least, most and step, as numbers or macros of src/fglimits.h).
 SETTING_ROW = re.compile(r'S_(INT_STEP|INT|STR)\("([\w.]+)", (NULL|"\w+"), \w+((?:, [\w-]+)*)\)')
-LISTEN_ROW = re.compile(r'\{"(\w+)", "(\w+)", SETTING_LISTEN')
+LISTEN_ROW = re.compile(r'S_LISTEN\("(\w+)", "(\w+)"')
 
 # What docs/api.md says of each limit in its prose, with the numbers of src/fglimits.h in place of {NAME}
 # (a number above 9,999 is written with thousands separators where the text does so: {NAME:,}). Its
