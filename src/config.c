@@ -433,6 +433,9 @@ static int apply_object(struct config *cfg, const json_t *obj, const char *prefi
             cfg->allowed_hosts = NULL;
             cfg->nallowed_hosts = 0;
             rc = string_array(v, "allowed_hosts", &cfg->allowed_hosts, &cfg->nallowed_hosts, err);
+            if (rc == 0 && cfg->nallowed_hosts == 0) /* every request would answer 421 */
+                rc = fg_fail(err, FG_ERR_CONFIG,
+                             "config key 'allowed_hosts' must name a host (\"*\": any)");
         } else if (prefix[0] == '\0' && strcmp(k, "redis_prefixes") == 0 && !cfg->redis_prefixes)
             rc = apply_prefixes(cfg, v, err);
         else if (prefix[0] == '\0' && strcmp(k, "secrets") == 0 && cfg->secrets == NULL)

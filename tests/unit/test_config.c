@@ -238,6 +238,7 @@ static void refusals_name_the_setting(void **state)
     refused_naming("{\"listen\": \"h:99999\"}", "listen");
     refused_naming("{\"log_level\": \"loud\"}", "log_level");
     refused_naming("{\"tables\": []}", "tables");
+    refused_naming("{\"allowed_hosts\": []}", "allowed_hosts");
     refused_naming("{\"tables\": {\"t\": {\"columns\": [\"a\"]}}}", "tables.t.key");
     refused_naming("{\"tables\": {\"a/b\": {\"key\": \"id\"}}}", "may not contain '/'");
     refused_naming("{\"tables\": {\"t\": {\"key\": \"id\", \"extra\": 1}}}", "tables.t.extra");
