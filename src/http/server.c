@@ -10,6 +10,9 @@
  * conn_phase.h, which conn_step alone moves. A handler that answers a grant
  * says how to give it back (req->give_back): the grant is given back instead
  * of written when its client is already gone, or when its sending fails.
+ * Every request received whole writes one request line and is counted once:
+ * as it is answered in the round that read it, else once libmicrohttpd sent
+ * its answer or closed its connection (499 if unsent: its client went first).
  *
  * The probe listener (probe_listen), when configured, is a second daemon of
  * one polling thread that accepts on its own socket and serves the probe
@@ -107,9 +110,10 @@ struct http_conn {
     pthread_mutex_t phase_lock; /* guards phase: a wake comes from any thread */
     enum conn_phase phase;      /* where the request is in its lifecycle (conn_phase.h) */
     struct http_reply reply;    /* the reply being built */
-    /* an answer after a wait, counted and logged once libmicrohttpd has sent it or failed to
-     * (on_completed): its method and path, libmicrohttpd's, valid until then; NULL otherwise */
-    const char *sent_method, *sent_url;
+    /* its method and path, libmicrohttpd's, valid until on_completed: set as its handler is first
+     * called (NULL while it is received) */
+    const char *method, *url;
+    bool recorded;                   /* its request line is written and its answer counted */
     const struct listener *listener; /* the listener it came in on */
 };
 
@@ -434,6 +438,7 @@ static void log_request(const struct http_request *req, const char *method, cons
 /* Counts req's answer in the metrics and writes its request line. */
 static void record_reply(const struct http_request *req, const char *method, const char *url)
 {
+    req->conn->recorded = true;
     metrics_request(req->match.route ? req->match.route->label : NULL, req->conn->reply.status,
                     req->conn->reply.problem, clock_mono_ms() - req->started_ms);
     log_request(req, method, url);
@@ -483,10 +488,12 @@ static void on_completed(void *cls, struct MHD_Connection *mhd, void **con_cls,
         return;
     *con_cls = NULL;
     bool ends = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK || answer_ends_connection(req);
-    if (req->conn->sent_url != NULL) {
+    /* An answer after a wait, or none: libmicrohttpd closes a request parked but not yet
+     * suspended (or woken, not yet run again) as soon as it sees its client gone. */
+    if (!req->conn->recorded && req->conn->url != NULL) {
         if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) /* the client hung up first */
             req->conn->reply.status = STATUS_CLIENT_CLOSED;
-        record_reply(req, req->conn->sent_method, req->conn->sent_url);
+        record_reply(req, req->conn->method, req->conn->url);
     }
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
         give_back(req); /* a grant whose sending failed */
@@ -595,12 +602,8 @@ static enum MHD_Result send_reply(struct http_request *req, const char *method, 
     enum MHD_Result rc = MHD_queue_response(conn->mhd, (unsigned int)reply->status, resp);
     MHD_destroy_response(resp);
     conn_step(conn, CONN_EV_ANSWER);
-    if (after_wait) { /* its client may hang up meanwhile: counted once sent (on_completed) */
-        conn->sent_method = method;
-        conn->sent_url = url;
-    } else {
+    if (!after_wait) /* else its client may hang up meanwhile: counted once sent (on_completed) */
         record_reply(req, method, url);
-    }
     return rc;
 }
 
@@ -842,6 +845,8 @@ static int admit(struct http_request *req)
 static enum MHD_Result dispatch(struct http_request *req, const char *method, const char *url)
 {
     struct http_conn *conn = req->conn;
+    conn->method = method;
+    conn->url = url;
     if (conn_phase_of(conn) == CONN_RECEIVING && admit(req) != 0)
         return send_reply(req, method, url);
     enum conn_phase phase = conn_step(conn, CONN_EV_CALL);

@@ -4,13 +4,15 @@ semaphore calls says they must (acquisitions by result, renewals, releases, wait
 request-latency histograms), with bounded labels: never a lock name.
 
 Normal client behaviour is not an error (docs/operations.md, "Metrics"): a client that closes its watch or its wait
-counts as 499 on its route, never as a 5xx, and logs no request_failed; fencegate_waiters counts parked acquires,
-fencegate_watches parked watches; refused writes and audit records are counted by reason (stale, revoked);
-http_responses_total carries the status code; build_info carries the source revision. Broken variants these caught:
+counts as 499 on its route (however soon it closes once its request was read), never as a 5xx, and logs no
+request_failed; fencegate_waiters counts parked acquires, fencegate_watches parked watches; refused writes and
+audit records are counted by reason (stale, revoked); http_responses_total carries the status code; build_info
+carries the source revision. Broken variants these caught:
 the watch's hang-up answered 503 backend_unavailable (one 5xx and one request_failed line per watch a client
 ended); watches counted in fencegate_waiters; a revoked write counted as stale.
 
-Owns: the metrics the gateway exposes. Must not: test the lock semantics themselves.
+Owns: the metrics the gateway exposes. Must not: test the lock semantics themselves (GoneBeforeSuspensionTest
+checks only that the waits it counts as ended left their queues).
 """
 
 import json
@@ -27,8 +29,8 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Gateway, GatewayTest, Redis, same_slot, wait_for  # noqa: E402
-from pg_helpers import config  # noqa: E402
+from harness import Gateway, GatewayTest, Redis, psql, same_slot, wait_for  # noqa: E402
+from pg_helpers import config, insert_invoice, open_transaction, quote, unique  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (-?[0-9.e+]+|\+Inf|NaN)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
@@ -280,6 +282,118 @@ class MetricsTest(GatewayTest):
         log = self.gw.log_text()[log_before:]
         self.assertNotIn("request_failed", log)
         self.assertNotIn("backend_unavailable", log)
+
+
+def accepted(port: int, socks: list[socket.socket]) -> bool:
+    """True once the gateway listening on port accepted the connections of socks: a connection still in the
+    listen queue has no socket of the process yet, which /proc/net/tcp shows as inode 0."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    held = {int(row[2].split(":")[1], 16) for row in rows if int(row[1].split(":")[1], 16) == port and row[9] != "0"}
+    return {s.getsockname()[1] for s in socks} <= held
+
+
+def blocked_by(application: str) -> bool:
+    """True when one of the gateway's Postgres sessions waits for a lock the session named application holds."""
+    return psql("SELECT count(*) FROM pg_stat_activity g, pg_stat_activity h"
+                " WHERE g.application_name = 'fencegate' AND h.application_name = :'app'"
+                " AND h.pid = ANY(pg_blocking_pids(g.pid))", {"app": application}) == ["1"]
+
+
+class GoneBeforeSuspensionTest(unittest.TestCase):
+    """A request that parks is suspended one event-loop round after its handler first ran (server.c,
+    dispatch). A client that resets its connection within that round is seen by libmicrohttpd, which closes
+    the connection before the handler runs again. Such a request (a watch, an acquire of a lock, a semaphore
+    or a lock set) is logged and counted once, 499, and an acquire leaves its queue: the lock or slot is
+    then free on release, not granted to a waiter that is gone. Caught (before): no request line and no count at all,
+    which under CPU load made test_a_watch_whose_answer_could_not_be_sent_counts_as_499 miss two of its 40.
+
+    The round is held open from outside: with one HTTP thread, the parked requests arrive together with a
+    Postgres write (Y) behind them, whose row a psql session of the test holds locked. The four and Y are
+    read in one round, in the order they were accepted (libmicrohttpd takes new connections first in, first
+    out), while the thread is kept busy by another write (X) on another locked row; once X's row is let go,
+    the thread runs the four handlers and then waits in Y's, which Postgres shows. The clients reset then,
+    and Y's row is let go."""
+
+    def test_requests_whose_clients_reset_before_their_suspension_count_as_499(self):
+        gw = Gateway(config={**config(), "statement_timeout_ms": 30000},
+                     env_overrides={"FENCEGATE_HTTP_THREADS": "1"})
+        self.addCleanup(gw.stop)
+        c = gw.client()
+        self.addCleanup(c.close)
+        watched, queued, in_set, sem = unique("m-gone-w"), unique("m-gone-q"), unique("m-gone-s"), unique("m-gone-m")
+        held = {name: c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000}).body for name in (watched, queued, in_set)}
+        held[sem] = c.post(f"/v1/semaphores/{sem}/acquire", {"ttl_ms": 60000, "limit": 1}).body
+        token = c.post(f"/v1/locks/{unique('m-gone-pg')}/acquire", {"ttl_ms": 60000}).body["token"]
+        rows = [unique("m-gone-x"), unique("m-gone-y")]
+        for key in rows:
+            insert_invoice(key)
+        before = parse(c.get("/metrics").body)
+
+        def send(request: bytes) -> socket.socket:
+            sock = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+            self.addCleanup(sock.close)
+            sock.sendall(request)
+            return sock
+
+        def write(key: str) -> socket.socket:
+            body = b'{"set": {"note": "gone"}}'
+            return send(f"PATCH /v1/pg/invoices/{quote(key)} HTTP/1.1\r\nHost: 127.0.0.1\r\nFence-Token: {token}\r\n"
+                        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+
+        def park(rid: str, method: str, path: str, body: dict | None = None) -> socket.socket:
+            data = json.dumps(body).encode() if body is not None else b""
+            framing = f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n" if body is not None else ""
+            return send(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: {rid}\r\n{framing}\r\n".encode()
+                        + data)
+
+        holders = [open_transaction(f"SET LOCAL application_name = 'fg-gone-{i}';"
+                                    f" UPDATE public.invoices SET note = 'held' WHERE id = '{key}';")
+                   for i, key in enumerate(rows)]
+        for holder in holders:
+            self.addCleanup(lambda h=holder: h.poll() is not None or h.communicate("ROLLBACK;\n", timeout=30))
+        x = write(rows[0])
+        wait_for(lambda: blocked_by("fg-gone-0"), timeout=20, what="the write X waiting for its row")
+        rids = {f"m-gone-{what}-{uuid.uuid4().hex[:8]}": what for what in ("watch", "acquire", "sem", "set")}
+        watch_rid, acquire_rid, sem_rid, set_rid = rids
+        wait = {"ttl_ms": 30000, "wait_ms": 30000}
+        watch = f"/v1/locks/{watched}?watch=true&fence={held[watched]['fence']}&wait_ms=30000"
+        parked = [park(watch_rid, "GET", watch),
+                  park(acquire_rid, "POST", f"/v1/locks/{queued}/acquire", wait),
+                  park(sem_rid, "POST", f"/v1/semaphores/{sem}/acquire", {**wait, "limit": 1}),
+                  park(set_rid, "POST", "/v1/locksets/acquire", {**wait, "names": [in_set]})]
+        y = write(rows[1])
+        wait_for(lambda: accepted(gw.port, [*parked, y]), timeout=10, what="the five connections accepted")
+        holders[0].communicate("COMMIT;\n", timeout=30)
+        wait_for(lambda: blocked_by("fg-gone-1"), timeout=20, what="the write Y waiting for its row")
+        for sock in parked:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()  # RST, while the four are parked and not yet suspended
+        holders[1].communicate("COMMIT;\n", timeout=30)
+        for sock in (x, y):
+            head = b""
+            while b"\r\n" not in head and (piece := sock.recv(4096)):
+                head += piece
+            self.assertTrue(head.startswith(b"HTTP/1.1 200 "), head)
+
+        def lines() -> list[dict]:
+            return [line for line in map(json.loads, filter(lambda t: t.startswith("{"), gw.log_text().splitlines()))
+                    if line.get("event") == "request" and line.get("request_id") in rids]
+
+        wait_for(lambda: len(lines()) >= len(rids), timeout=10, what="a request line of each request reset")
+        time.sleep(0.2)
+        self.assertEqual(sorted((rids[line["request_id"]], line["status"]) for line in lines()),
+                         [("acquire", 499), ("sem", 499), ("set", 499), ("watch", 499)])
+        after = parse(c.get("/metrics").body)
+        for route in ("lock_status", "lock_acquire", "sem_acquire", "lockset_acquire"):
+            self.assertEqual(value(after, "fencegate_http_responses_total", route=route, code="499")
+                             - value(before, "fencegate_http_responses_total", route=route, code="499"), 1, route)
+        self.assertEqual(value(after, "fencegate_waiters") + value(after, "fencegate_watches"), 0)
+        for kind, name in (("locks", queued), ("locks", in_set), ("semaphores", sem)):
+            self.assertEqual(c.get(f"/v1/{kind}/{name}").body["waiting"], 0, f"a waiter that is gone queues at {name}")
+            self.assertEqual(c.post(f"/v1/{kind}/{name}/release", {"token": held[name]["token"]}).status, 200)
+            now = c.get(f"/v1/{kind}/{name}").body
+            self.assertEqual(now.get("holders", int(now.get("held", 0))), 0, f"{name} went to a waiter that is gone")
 
 
 class RefusalMetricsTest(GatewayTest):
