@@ -21,6 +21,7 @@ delete's kept fence left out (the older PUT and POST recreated the deleted row w
 Owns: docs/api.md "Resources bound to locks" `fence_column`. Must not: test lock/semaphore templates (test_bound.py).
 """
 
+import itertools
 import os
 import subprocess
 import sys
@@ -36,6 +37,9 @@ from pg_helpers import (assert_problem, check_commit_order, check_ops_judged_whe
 
 SETUP_SQL = """
 CREATE TABLE IF NOT EXISTS public.fc_rows (id text PRIMARY KEY, note text, lock_fence bigint);
+CREATE TABLE IF NOT EXISTS public.fc_parted (id text PRIMARY KEY, note text, lock_fence bigint) PARTITION BY HASH (id);
+CREATE TABLE IF NOT EXISTS public.fc_parted_0 PARTITION OF public.fc_parted FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE IF NOT EXISTS public.fc_parted_1 PARTITION OF public.fc_parted FOR VALUES WITH (MODULUS 2, REMAINDER 1);
 CREATE TABLE IF NOT EXISTS public.fc_text_fence (id text PRIMARY KEY, note text, lock_fence text);
 CREATE TABLE IF NOT EXISTS public.fc_guarded (id text PRIMARY KEY, note text, frozen boolean NOT NULL DEFAULT false,
     lock_fence bigint);
@@ -59,31 +63,31 @@ WRITERS = 8
 TOKENS = 120
 
 
-def row(key):
-    out = psql("SELECT note, lock_fence FROM public.fc_rows WHERE id = :'k'", {"k": key})
+def row(key, table: str = "fc_rows"):
+    out = psql(f"SELECT note, lock_fence FROM public.{table} WHERE id = :'k'", {"k": key})
     return out[0] if out else None
 
 
-def open_delete(key: str, fence: int) -> subprocess.Popen:
-    """A psql session that deletes row key of fc_rows and keeps its fence, as a gateway's DELETE does, and
+def open_delete(key: str, fence: int, table: str) -> subprocess.Popen:
+    """A psql session that deletes row key of table and keeps its fence, as a gateway's DELETE does, and
     holds its transaction open until "COMMIT;" is written to its stdin."""
-    return open_transaction(f"WITH d AS (DELETE FROM public.fc_rows WHERE id = '{key}' RETURNING id)"
+    return open_transaction(f"WITH d AS (DELETE FROM public.{table} WHERE id = '{key}' RETURNING id)"
                             f" INSERT INTO fencegate.resource_fences (resource, fence)"
-                            f" SELECT 'pg:fc_rows/' || id, {fence} FROM d;")
+                            f" SELECT 'pg:{table}/' || id, {fence} FROM d;")
 
 
-def late_create(client, method: str, key: str, token: str):
-    """Creates row key of fc_rows with token: PUT, POST or a batch of one put."""
+def late_create(client, method: str, key: str, token: str, table: str):
+    """Creates row key of table with token: PUT, POST or a batch of one put."""
     if method == "batch":
-        ops = {"ops": [{"op": "put", "table": "fc_rows", "key": key, "row": {"note": "late"}}]}
+        ops = {"ops": [{"op": "put", "table": table, "key": key, "row": {"note": "late"}}]}
         return client.request("POST", "/v1/pg/batch", ops, {"Fence-Token": token})
     if method == "PUT":
-        return write(client, "PUT", "fc_rows", key, {"row": {"note": "late"}}, token)
-    return write(client, "POST", "fc_rows", None, {"row": {"id": key}}, token)
+        return write(client, "PUT", table, key, {"row": {"note": "late"}}, token)
+    return write(client, "POST", table, None, {"row": {"id": key}}, token)
 
 
 class FenceColumnTest(GatewayTest):
-    gateway_config = {"tables": {"fc_rows": TABLE, "fc_guarded": TABLE}}
+    gateway_config = {"tables": {"fc_rows": TABLE, "fc_guarded": TABLE, "fc_parted": TABLE}}
     gateway_env = {"FENCEGATE_HTTP_THREADS": WRITERS, "FENCEGATE_PG_POOL_SIZE": WRITERS}
 
     @classmethod
@@ -157,19 +161,19 @@ class FenceColumnTest(GatewayTest):
         """A PUT or POST with an older token that meets the row of a delete being committed waits for that
         delete, then finds the fence it kept: 409 stale_fence, audited, no row. The delete is held open in
         a psql session, written as the gateway writes it (the row's fence kept in fencegate.resource_fences).
-        A batch that creates the row so is answered stale as well. Broken variant caught: the
-        statement without fence_kept_check (its kept-fence guard reads what was committed as it began: the
-        older PUT and POST created the row again, 200 and 201)."""
-        for method in ("PUT", "POST", "batch"):
-            with self.subTest(method=method):
+        A batch that creates the row so is answered stale as well, and so is each on a partitioned table.
+        Broken variant caught: the statement without fence_kept_check (its kept-fence guard reads what was
+        committed as it began: the older PUT and POST created the row again, 200 and 201)."""
+        for table, method in itertools.product(("fc_rows", "fc_parted"), ("PUT", "POST", "batch")):
+            with self.subTest(table=table, method=method):
                 key = unique("fc-race")
                 (t1, f1), (_, f2) = tokens(self.c, unique("fc-lock"), 2)
-                psql("INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'start')", {"k": key})
-                held = open_delete(key, f2)
+                psql(f"INSERT INTO public.{table} (id, note) VALUES (:'k', 'start')", {"k": key})
+                held = open_delete(key, f2, table)
                 try:
                     answer = []
                     writer = threading.Thread(target=lambda: answer.append(late_create(self.gw.client(), method,
-                                                                                       key, t1)))
+                                                                                       key, t1, table)))
                     writer.start()
                     wait_for_lock_waiter()
                 finally:
@@ -178,29 +182,30 @@ class FenceColumnTest(GatewayTest):
                 r = answer[0]
                 self.assertEqual((r.status, r.body.get("type"), r.body.get("current_fence")),
                                  (409, "/problems/stale_fence", f2), r)
-                self.assertIsNone(row(key))
-                self.assertEqual([a["presented_fence"] for a in rejections(f"pg:fc_rows/{key}")], [f1])
+                self.assertIsNone(row(key, table))
+                self.assertEqual([a["presented_fence"] for a in rejections(f"pg:{table}/{key}")], [f1])
 
     def test_a_create_below_the_kept_fence_is_stale(self):
         """A row whose own fence column is below the fence kept for its resource (a row put back outside the
         gateway after the gateway deleted it): a PUT or POST, whose guard reads the kept fence, with a token
         between the two is refused as stale and audited once (409 stale_fence naming the kept fence), alone
-        and in a batch, and the row keeps its fence. Caught: the refusal statement read the row's fence alone
-        and answered 409 "a concurrent write won", unaudited; before that, a write that wrote nothing with
-        nothing refusing it was taken for one a trigger skipped and answered 200, writing nothing."""
-        for method in ("PUT", "POST", "batch"):
-            with self.subTest(method=method):
+        and in a batch, and the row keeps its fence, on a partitioned table too. Caught: the refusal statement
+        read the row's fence alone and answered 409 "a concurrent write won", unaudited; before that, a write
+        that wrote nothing with nothing refusing it was taken for one a trigger skipped and answered 200,
+        writing nothing."""
+        for table, method in itertools.product(("fc_rows", "fc_parted"), ("PUT", "POST", "batch")):
+            with self.subTest(table=table, method=method):
                 key = unique("fc-kept")
                 (t1, f1), (t2, f2) = tokens(self.c, unique("fc-lock"), 2)
-                psql("INSERT INTO public.fc_rows (id, note) VALUES (:'k', 'back')", {"k": key})
+                psql(f"INSERT INTO public.{table} (id, note) VALUES (:'k', 'back')", {"k": key})
                 psql("INSERT INTO fencegate.resource_fences (resource, fence) VALUES (:'r', :'f')",
-                     {"r": f"pg:fc_rows/{key}", "f": f2})
-                r = late_create(self.c, method, key, t1)
+                     {"r": f"pg:{table}/{key}", "f": f2})
+                r = late_create(self.c, method, key, t1, table)
                 body = assert_problem(self, r, 409, "stale_fence")
                 self.assertEqual((body["presented_fence"], body["current_fence"]), (f1, f2))
-                self.assertEqual(row(key), "back|")
+                self.assertEqual(row(key, table), "back|")
                 self.assertEqual([(a["presented_fence"], a["current_fence"], a["reason"])
-                                  for a in rejections(f"pg:fc_rows/{key}")], [(f1, f2, "stale_fence")])
+                                  for a in rejections(f"pg:{table}/{key}")], [(f1, f2, "stale_fence")])
 
     def test_a_write_the_table_skipped_holds_no_fence(self):
         """fc_guarded's BEFORE UPDATE trigger skips an update that leaves the note as it was, one that writes

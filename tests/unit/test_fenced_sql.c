@@ -482,6 +482,58 @@ static void statements_reach_their_table_alone(void **state)
     }
 }
 
+/* Asserts that sql (freed) names no system column where partitioned. */
+static void assert_no_system_column(char *sql, bool partitioned)
+{
+    const char *system[] = {"xmax", "xmin", "cmin", "cmax", "ctid", "tableoid"};
+    for (size_t i = 0; partitioned && i < sizeof system / sizeof *system; i++)
+        assert_null(strstr(sql, system[i]));
+    free(sql);
+}
+
+/* No statement of a partitioned table asks for a system column, which
+ * Postgres does not return from one ("cannot retrieve a system column in this
+ * context"): a fence_column PUT or POST there takes every row it wrote for
+ * one it created and looks at its kept fence once more, where an ordinary
+ * table's tells a row it created by its xmax. */
+static void partitioned_statements_ask_no_system_column(void **state)
+{
+    (void)state;
+    bool all[] = {true, true, true, true};
+    const char *check = ") SELECT * FROM w WHERE NOT w.created OR fencegate.fence_kept_check(";
+    int n = 0;
+    for (int column = 0; column < 2; column++) {
+        for (int partitioned = 0; partitioned < 2; partitioned++) {
+            struct table_config t = tables[0];
+            struct table_schema s = column ? with_fence_column(&t) : schemas[0];
+            s.partitioned = partitioned;
+            for (int kind = 0; kind < FENCED_KIND_COUNT; kind++) {
+                for (int form = 0; form < 2; form++) {
+                    for (int want_row = 0; want_row < 2; want_row++) {
+                        char *sql = fenced_sql_write(&s, kind, all, form, want_row, &n);
+                        if (column && (kind == FENCED_PUT || kind == FENCED_POST)) {
+                            assert_non_null(strstr(sql, partitioned
+                                                            ? "RETURNING true AS created"
+                                                            : "RETURNING t.xmax = 0 AS created"));
+                            assert_non_null(strstr(sql, check));
+                        }
+                        assert_no_system_column(sql, partitioned);
+                        if (!column)
+                            assert_no_system_column(
+                                fenced_sql_judged(&s, kind, all, form, want_row, &n), partitioned);
+                    }
+                }
+            }
+            assert_no_system_column(fenced_sql_read(&s), partitioned);
+            assert_no_system_column(fenced_sql_refusal(&s), partitioned);
+            if (column) {
+                assert_no_system_column(fenced_sql_column_claim(&s), partitioned);
+                assert_no_system_column(fenced_sql_adopt_fences(&s), partitioned);
+            }
+        }
+    }
+}
+
 static void resource_statement(void **state)
 {
     (void)state;
@@ -544,6 +596,7 @@ int main(void)
         cmocka_unit_test(refusal_statements),
         cmocka_unit_test(judged_statements),
         cmocka_unit_test(statements_reach_their_table_alone),
+        cmocka_unit_test(partitioned_statements_ask_no_system_column),
         cmocka_unit_test(resource_statement),
         cmocka_unit_test(fit_check),
         cmocka_unit_test(key_identity),

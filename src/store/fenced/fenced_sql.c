@@ -41,7 +41,8 @@
  * where no higher fence is kept there: a token older than the delete cannot
  * bring the row back. As that guard reads what was committed when the
  * statement began, a row the write did create is looked at once more
- * (put_column_create), for a delete the write waited for.
+ * (put_column_create), for a delete the write waited for; on a partitioned
+ * table, which cannot say which rows a write created, every row it wrote.
  *
  * Asked for its row, either answers (resource, c0, c1, ...) for the row it
  * wrote, the resource built from the row's stored key (its canonical text),
@@ -647,24 +648,37 @@ static void put_column_write(FILE *out, const struct table_schema *s, enum fence
     }
 }
 
+/* Whether a write of s's table created its row, as w answers it
+ * (put_column_create_cte): on an ordinary table, the row's xmax is 0 where
+ * an INSERT made it (an ON CONFLICT update sets it). Postgres does not return
+ * a system column from a partitioned table ("cannot retrieve a system column
+ * in this context"): there every row a write wrote counts as created, and is
+ * looked at once more (put_kept_check), which finds no more than the write's
+ * guard did unless a higher fence was kept since its statement began. */
+static const char *created_expr(const struct table_schema *s)
+{
+    return s->partitioned ? "true" : "t.xmax = 0";
+}
+
 /* "WITH w AS (...)": a write that may create a row of a table with a fence
- * column, in w, answering whether it created the row and, want_row, what the
- * write returns. */
+ * column, in w, answering whether it created the row (created_expr) and,
+ * want_row, what the write returns. */
 static void put_column_create_cte(FILE *out, const struct table_schema *s, enum fenced_kind kind,
                                   const bool *written, int param, bool want_row)
 {
     fputs("WITH w AS (", out);
     put_column_write(out, s, kind, written, param);
-    fputs(" RETURNING t.xmax = 0 AS created", out);
+    fprintf(out, " RETURNING %s AS created", created_expr(s));
     put_returning(out, s, kind, ", ", want_row);
     fputc(')', out);
 }
 
 /* " WHERE NOT w.created OR fencegate.fence_kept_check(...)": the last look of
  * a write that may create a row (put_column_create_cte) at the fence kept for
- * the row's resource: for a row it created, fencegate.fence_kept_check looks
- * again with a snapshot taken after any delete the write waited for, and
- * fails the statement (FGK01) where a higher fence is kept by then. */
+ * the row's resource: for a row it created (created_expr),
+ * fencegate.fence_kept_check looks again with a snapshot taken after any
+ * delete the write waited for, and fails the statement (FGK01) where a
+ * higher fence is kept by then. */
 static void put_kept_check(FILE *out, const struct table_schema *s)
 {
     fputs(" WHERE NOT w.created OR fencegate.fence_kept_check(", out);
