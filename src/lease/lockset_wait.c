@@ -23,6 +23,7 @@
 #include "lease/lease_ops.h"
 #include "lease/lease_wait.h"
 #include "lease/lock.h"
+#include "util/budget.h"
 #include "util/log.h"
 
 /* A set's lock whose lease ends more than ttl_ms / FINISH_SLACK_PART before the last lock's when
@@ -115,12 +116,14 @@ static void stop_running(struct lockset_wait *ls)
  * waiting) and every lock held, unless a retry took the set over (the retry holds them now);
  * mine_only: only the locks whose lease this attempt made, not those it adopted by request id.
  * Held locks are given up as this attempt's (drop with its attach): one a retry through
- * another gateway took over answers superseded and stays held. */
+ * another gateway took over answers superseded and stays held. Each cancel has a deadline of its
+ * own (budget_set_aside): a set gives up when a call spent the request's time too. */
 static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 {
     ls->settled = true;
     if (!giving_back(ls))
         return;
+    bool budget = budget_set_aside();
     struct lease_result res;
     struct fg_error err = {0};
     if (queued && ls->next < ls->set.n) {
@@ -136,6 +139,7 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
                          lock_cancel(ls->set.names[i], ls->leases[i], ls->attach, LEASE_CANCEL_DROP,
                                      &res, &err),
                          &err);
+    budget_restore(budget);
     given_back(ls);
 }
 
@@ -154,7 +158,8 @@ enum place_drop { PLACE_DROPPED, PLACE_GRANTED, PLACE_LEFT_TO_RETRY };
  * grant goes to a place nobody waits in. PLACE_GRANTED if the place was granted in between (mode
  * place never frees a grant): the set asks again, takes the grant over as it took the locks before
  * it, and goes on; the earlier attempt, taken over, answers 409 conflict or the same leases. This
- * set itself taken over by a later retry leaves the place to it and answers 409 conflict. */
+ * set itself taken over by a later retry leaves the place to it and answers 409 conflict. The
+ * cancel has a deadline of its own, as abandon_some's. */
 static enum place_drop drop_earlier_place(struct lockset_wait *ls, const struct lease_result *found)
 {
     if (!giving_back(ls))
@@ -162,7 +167,9 @@ static enum place_drop drop_earlier_place(struct lockset_wait *ls, const struct 
     const char *name = ls->set.names[ls->next];
     struct lease_result res;
     struct fg_error err = {0};
+    bool budget = budget_set_aside();
     int rc = lock_cancel(name, found->lease_id, "", LEASE_CANCEL_PLACE, &res, &err);
+    budget_restore(budget);
     given_back(ls);
     give_up_lock(name, rc, &err);
     if (rc == 0 && res.outcome == LEASE_SUPERSEDED)

@@ -5,8 +5,6 @@
  */
 #include "util/budget.h"
 
-#include <stdbool.h>
-
 static _Thread_local struct {
     bool on;         /* the thread serves a request */
     int64_t left_ms; /* what it has left; 0 or less: spent */
@@ -28,6 +26,18 @@ int64_t budget_until_ms(int64_t now_ms, int64_t call_ms)
     if (!budget.on)
         return now_ms + call_ms;
     return now_ms + (budget.left_ms > 0 ? budget.left_ms : 0);
+}
+
+bool budget_set_aside(void)
+{
+    bool was = budget.on;
+    budget.on = false;
+    return was;
+}
+
+void budget_restore(bool was)
+{
+    budget.on = was;
 }
 
 void budget_spend(int64_t spent_ms)

@@ -8,13 +8,17 @@
  * a connection being made, its reply), and charges the call's time to it. So
  * a request waits for Redis request_timeout_ms at most in all, however many
  * calls it makes. A thread that serves no request (the janitors, the clean-up
- * after an answer) gives each call a deadline of its own. Postgres draws
+ * after an answer) gives each call a deadline of its own, and so does a
+ * clean-up inside a handler between budget_set_aside and budget_restore (a
+ * lock set giving back the locks it took once a call spent the request's
+ * time: given none, its cancels would never be written). Postgres draws
  * nothing from it: a statement cut short by the client may still commit, so
  * its deadlines stay its own (pg.h). Per thread, no locks.
  */
 #ifndef FG_BUDGET_H
 #define FG_BUDGET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The calling thread now serves a request that may wait ms for Redis. */
@@ -27,6 +31,14 @@ void budget_end(void);
  * request has left after now_ms, none when it is spent; call_ms after now_ms
  * for a thread that serves no request. */
 int64_t budget_until_ms(int64_t now_ms, int64_t call_ms);
+
+/* Until budget_restore, the calling thread's calls get deadlines of their own
+ * and charge nothing, as for no request. Returns what budget_restore takes. */
+bool budget_set_aside(void);
+
+/* Ends budget_set_aside (was: what it returned): the request's budget, if
+ * any, counts again from where it was. */
+void budget_restore(bool was);
 
 /* Charges spent_ms, the time a call took, to the thread's request (if any). */
 void budget_spend(int64_t spent_ms);

@@ -25,7 +25,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, Redis, private_backends, skip_in_cluster, wait_for  # noqa: E402
+from harness import Client, Gateway, Redis, TcpProxy, private_backends, skip_in_cluster, wait_for  # noqa: E402
+from lock_helpers import unique_name  # noqa: E402
 
 TIMEOUT_MS = 1500
 # What a request may take beyond its deadline: reading it, answering it, a loaded machine's scheduling
@@ -104,6 +105,26 @@ class RedisDeadlineTest(unittest.TestCase):
             # Redis answers again: so does the gateway, on a connection made anew.
             wait_for(lambda: c.post("/v1/locks/dl-after/acquire", {"ttl_ms": 1000}).status == 200,
                      what="an acquire once Redis runs again")
+
+    def test_a_lock_set_cut_short_by_its_deadline_gives_back_the_lock_it_took(self):
+        """The set [a, b] (wait_ms 0) through a gateway whose Redis connection passes through a proxy that holds
+        back the acquire of b: a is taken, the call for b spends what the request had left of
+        request_timeout_ms, and the set answers 503. The set gives a back (its cancel has a deadline of its own,
+        as a clean-up that must be tried whatever the request spent): a is free at once, not held by a lease
+        nobody knows until its ttl. Failed before the fix: the cancel of a, given no time at all, failed
+        without being written ("no reply by the call's deadline"), and a stayed held for its 60 s."""
+        a, b = sorted(unique_name("deadline-set") for _ in range(2))
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode())
+        self.addCleanup(proxy.close)
+        self.addCleanup(proxy.cut)  # first: what it held back never reaches Redis
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+            c = gw.client(timeout=30)
+            r = c.post("/v1/locksets/acquire", {"names": [a, b], "wait_ms": 0, "ttl_ms": 60000})
+            self.assertTrue(proxy.held.is_set(), "the acquire of b was never held back")
+            self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), r)
+            held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
+            self.assertEqual(held, [], "a lock of the set stayed held after its 503")
 
     @staticmethod
     def request_of(k, token):

@@ -2,8 +2,9 @@
 /*
  * test_budget.c - a request's time for Redis: each call is given what is
  * left, the calls' times are charged to it until it is spent, a thread that
- * serves no request gives each call its own deadline and charges nothing, and
- * each thread has a budget of its own.
+ * serves no request gives each call its own deadline and charges nothing, so
+ * does a clean-up that sets the budget aside, and each thread has a budget of
+ * its own.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -39,6 +40,24 @@ static void a_thread_without_a_request_gives_each_call_its_own_deadline(void **s
     assert_int_equal(budget_until_ms(0, 5000), 5000);
 }
 
+static void a_clean_up_set_aside_has_its_own_deadline(void **state)
+{
+    (void)state;
+    budget_start(1000);
+    budget_spend(400); /* 600 left */
+    bool was = budget_set_aside();
+    assert_true(was);
+    assert_int_equal(budget_until_ms(50, 5000), 5050);
+    budget_spend(500); /* the clean-up's time: not the request's */
+    budget_restore(was);
+    assert_int_equal(budget_until_ms(60, 5000), 660);
+    budget_end();
+    was = budget_set_aside(); /* no request: nothing to set aside */
+    assert_false(was);
+    budget_restore(was);
+    assert_int_equal(budget_until_ms(0, 5000), 5000);
+}
+
 static void *other_thread(void *arg)
 {
     int64_t *until = arg;
@@ -64,6 +83,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(calls_share_what_the_request_has_left),
         cmocka_unit_test(a_thread_without_a_request_gives_each_call_its_own_deadline),
+        cmocka_unit_test(a_clean_up_set_aside_has_its_own_deadline),
         cmocka_unit_test(each_thread_has_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
