@@ -67,6 +67,9 @@ def leases(records: list[dict]) -> dict[tuple, dict]:
         lease["end"] = min(lease["exp"], math.floor(lease["early"]) if lease["early"] < math.inf else math.inf)
         if lease["end"] == lease["exp"]:
             lease["why"] = "expiry"
+        # A revoke names no lease unless it sends a fence: one sent before this lease's grant may end it,
+        # which then ended after it began, not at the revoke's sending.
+        lease["end"] = max(lease["end"], lease["start"])
     return out
 
 

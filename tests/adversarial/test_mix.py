@@ -107,6 +107,16 @@ class JudgeTest(unittest.TestCase):
         self.broken(lambda k: find(k, ev="acq", name="S", rid="rsem5")["body"].update(fence=2), "fences do not grow")
         self.broken(lambda k: find(k, ev="acq", name="L", rid="rlock11")["body"].update(fence=9), "fences do not grow")
 
+    def test_a_revoke_sent_before_the_grant_it_ended(self):
+        """A revoke that sends no fence ends whoever holds the lock as it runs: one sent before a grant may end
+        that grant's lease, which then ended after it began. Caught: the lease was taken to end at the
+        revoke's sending, before an older fence's grant, and the fences judged out of grant order."""
+        kept = base()
+        kept["records"] += [acq("P", 30, 2500), rel("P", 30, 1510), acq("P", 31, 2515),
+                            {"ev": "revoke", "kind": "lock", "name": "P", "fence": 31, "status": 200,
+                             "t0": 1450, "t1": 1560}]
+        self.assertEqual(verdict(kept), [])
+
     def test_stale_write_accepted(self):
         def accept(k):
             w = find(k, ev="write", wid="w3")
