@@ -168,14 +168,19 @@ class ParkedKeysTest(unittest.TestCase):
         self.assertEqual(self.waiting("locks", b), 0)
         self.assert_released("locks", b, held_b, "key-admin")
 
-    def test_removed_key_watch_answers_401(self):
-        """A parked watch of a removed key answers 401 at once, not the end of the lease."""
+    def park_watch(self):
+        """A lock the admin holds and key-billing's watch of it, parked: (name, held, watch)."""
         name = unique_name("aw")
         held = self.as_admin("POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 60000})
         self.assertEqual(held.status, 200, held)
         watch = self.park("key-billing", f"/v1/locks/{name}?watch=true&fence={held.body['fence']}&wait_ms=20000",
                           method="GET")
         wait_for(lambda: "fencegate_watches 1" in self.as_admin("GET", "/metrics").body, 10, what="watch parked")
+        return name, held, watch
+
+    def test_removed_key_watch_answers_401(self):
+        """A parked watch of a removed key answers 401 at once, not the end of the lease."""
+        name, held, watch = self.park_watch()
         self.reload_keys([ADMIN, OTHER])
         self.assert_refused(self.answered(watch), 401, "unauthorized")
         self.assert_released("locks", name, held, "key-admin")
@@ -219,12 +224,7 @@ class ParkedKeysTest(unittest.TestCase):
 
     def test_scope_removed_watch_names_it(self):
         """A parked watch whose key lost the scope of the lock answers 403 with the member scope."""
-        name = unique_name("aw")
-        held = self.as_admin("POST", f"/v1/locks/{name}/acquire", {"ttl_ms": 60000})
-        self.assertEqual(held.status, 200, held)
-        watch = self.park("key-billing", f"/v1/locks/{name}?watch=true&fence={held.body['fence']}&wait_ms=20000",
-                          method="GET")
-        wait_for(lambda: "fencegate_watches 1" in self.as_admin("GET", "/metrics").body, 10, what="watch parked")
+        name, held, watch = self.park_watch()
         self.reload_keys([ADMIN, key_entry("billing", "key-billing", ["semaphore:aw:*"]), OTHER])
         problem = self.assert_refused(self.answered(watch), 403, "forbidden")
         self.assertEqual(problem.get("scope"), f"lock:{name}", problem)
