@@ -516,6 +516,13 @@ static int validate(const struct config *cfg, struct fg_error *err)
         return -1;
     if (cfg->default_ttl_ms > cfg->default_max_hold_ms)
         return fg_fail(err, FG_ERR_CONFIG, "defaults.ttl_ms must not exceed defaults.max_hold_ms");
+    /* 0 leaves either limit to the gateway (from the descriptor limit, half
+     * of all); two set ones must fit. */
+    if (cfg->max_connections > 0 && cfg->max_connections_per_ip > cfg->max_connections)
+        return fg_fail(err, FG_ERR_CONFIG,
+                       "limits.max_connections_per_ip (%lld) must not exceed "
+                       "limits.max_connections (%lld): no client address could open that many",
+                       cfg->max_connections_per_ip, cfg->max_connections);
     /* A request waits request_timeout_ms for a pooled Postgres connection,
      * and one that opens a new connection waits for it up to
      * pg_connect_timeout_ms a host: no longer, but libpq's least, 2 s, is

@@ -458,6 +458,35 @@ static void pg_connect_timeout_within_request_timeout(void **state)
     }
 }
 
+/* limits.max_connections_per_ip no more than limits.max_connections when both
+ * are set: a larger one could never apply. Either left unset (derived) fits. */
+static void connections_per_ip_within_connections(void **state)
+{
+    (void)state;
+    static const char *const accepted[] = {
+        "{\"limits\": {\"max_connections\": 100, \"max_connections_per_ip\": 100}}",
+        "{\"limits\": {\"max_connections\": 100, \"max_connections_per_ip\": 1}}",
+        "{\"limits\": {\"max_connections_per_ip\": 1000000}}",
+        "{\"limits\": {\"max_connections\": 16}}",
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+        struct config cfg;
+        struct fg_error err;
+        if (load_file(accepted[i], &cfg, &err) != 0)
+            fail_msg("refused %s: %s", accepted[i], err.msg);
+        config_free(&cfg);
+    }
+    struct config cfg;
+    struct fg_error err;
+    int rc = load_file("{\"limits\": {\"max_connections\": 100, \"max_connections_per_ip\": 101}}",
+                       &cfg, &err);
+    config_free(&cfg);
+    assert_int_equal(rc, -1);
+    assert_int_equal(err.code, FG_ERR_CONFIG);
+    assert_non_null(strstr(err.msg, "limits.max_connections_per_ip (101)"));
+    assert_non_null(strstr(err.msg, "limits.max_connections (100)"));
+}
+
 /* secrets: the first signs, all verify; ids and secrets kept in order. */
 static void secrets_make_a_keyring(void **state)
 {
@@ -592,6 +621,7 @@ int main(void)
         cmocka_unit_test(hostile_limits_and_hosts),
         cmocka_unit_test(pg_connect_timeout),
         cmocka_unit_test(pg_connect_timeout_within_request_timeout),
+        cmocka_unit_test(connections_per_ip_within_connections),
         cmocka_unit_test(probe_timeout),
         cmocka_unit_test(probe_listen),
         cmocka_unit_test(json_keys),
