@@ -8,7 +8,10 @@
   listings, metrics) and the error cases a client meets (400 of a body the schema admits, 401 and 403 of
   the guarded operations routes, 403 of a forged token, 404, 409 busy and stale, 410 of a revoked
   lease); a body the document itself refuses is refused by Prism as a request violation before it
-  reaches the gateway.
+  reaches the gateway;
+- every member of a problem answer met there is named in the properties of the schema the document gives
+  that answer: the Problem schema admits any member, so Prism alone passes one the document never names
+  (it caught `scope` of a 403 for a missing scope, and `resource` and `fence` of a missing row's 404).
 
 Both tools are pinned in tests/openapi/package-lock.json and installed by scripts/deps.sh into
 FG_OPENAPI_TOOLS (node_modules). Prism reports a violation in its `sl-violations` header, or answers in
@@ -59,6 +62,33 @@ def tool(name: str) -> str:
     return path
 
 
+def resolve(doc: dict, node: dict) -> dict:
+    while "$ref" in node:
+        target = doc
+        for part in node["$ref"][2:].split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def declared(doc: dict, schema: dict) -> set[str]:
+    """The members schema names in its properties, through $ref and allOf."""
+    schema = resolve(doc, schema)
+    names = set(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        names |= declared(doc, part)
+    return names
+
+
+def problem_schema(doc: dict, method: str, path: str, status: int) -> dict:
+    """The schema the document gives the problem+json answer of status to method path (with a query)."""
+    path = path.split("?", 1)[0]
+    templates = sorted((t for t in doc["paths"] if method.lower() in doc["paths"][t]), key=lambda t: t.count("{"))
+    template = next(t for t in templates if re.fullmatch(re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(t)), path))
+    answer = resolve(doc, doc["paths"][template][method.lower()]["responses"][str(status)])
+    return answer["content"]["application/problem+json"]["schema"]
+
+
 class LintTest(unittest.TestCase):
     def test_redocly_lint_is_clean(self):
         r = subprocess.run([tool("redocly"), "lint", "--format=stylish", DOC], capture_output=True, text=True,
@@ -89,6 +119,8 @@ class ProxyTest(GatewayTest):
         if cls.prism.poll() is not None:
             raise AssertionError("prism exited:\n" + open(cls.prism_log).read())
         cls.via = Client(cls.prism_port)
+        with open(DOC, encoding="utf-8") as f:
+            cls.doc = json.load(f)
         cls.violations = []
 
     @classmethod
@@ -109,6 +141,11 @@ class ProxyTest(GatewayTest):
             self.violations.append(f"{where}: {found}")
         if isinstance(r.body, dict) and str(r.body.get("type", "")).startswith(PRISM_ERROR):
             self.violations.append(f"{where}: {json.dumps(r.body)}")
+        elif r.headers.get("content-type", "").startswith("application/problem+json"):
+            # The Problem schema admits any member: Prism passes one the document never names.
+            undeclared = set(r.body) - declared(self.doc, problem_schema(self.doc, method, path, r.status))
+            if undeclared:
+                self.violations.append(f"{where}: members not in the document: {sorted(undeclared)}")
         self.assertEqual(r.status, expect, f"{where}: {str(r.body)[:400]}")
         return r.body
 
@@ -180,10 +217,14 @@ class ProxyTest(GatewayTest):
         self.call("POST", f"/v1/locks/{lock}/release", {"token": other["token"]})
         self.call("POST", f"/v1/locks/{lock}/release", {"token": other["token"]})           # again: 200
         self.call("GET", f"/v1/pg/invoices/{lock}", expect=404)
+        self.call("GET", f"/v1/redis/app:{lock}-none", expect=404)
         for path in ("/metrics", "/v1/openapi.json", "/v1/audit/rejections"):
             self.call("GET", path, expect=401, key="no-such-key")
         for path in ("/metrics", "/v1/audit/rejections", "/v1/gateways"):  # the document: any known key
-            self.call("GET", path, expect=403, key=LOCKS_ONLY)
+            self.assertIn("scope", self.call("GET", path, expect=403, key=LOCKS_ONLY))
+        # A scope missing for a write: its 403 carries the scope, whatever else the operation answers 403.
+        self.assertIn("scope", self.call("PUT", f"/v1/pg/invoices/{lock}", {"row": {"customer": "acme"}},
+                                         expect=403, key=LOCKS_ONLY, **{"Fence-Token": other["token"]}))
         # What the document itself refuses, Prism refuses before the gateway sees it (a request violation).
         r = self.via.request("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": "soon"},
                              headers={"Authorization": f"Bearer {ADMIN}"})
