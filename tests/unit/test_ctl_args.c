@@ -3,8 +3,10 @@
  * test_ctl_args.c - fencectl's command line: subcommands, options and their
  * ranges, where COMMAND starts, defaults from the environment, and the URL.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -295,6 +297,91 @@ static void help_states_the_limits(void **state)
     assert_help_says(CTL_CMD_AUDIT, "default page is %d", AUDIT_LIMIT_DEFAULT);
 }
 
+/* The length of the option name (--word) that starts at p in text, or 0. */
+static size_t option_at(const char *text, const char *p)
+{
+    if (strncmp(p, "--", 2) != 0 || !islower((unsigned char)p[2]) ||
+        (p > text && (p[-1] == '-' || isalnum((unsigned char)p[-1]))))
+        return 0;
+    size_t n = 2;
+    while (islower((unsigned char)p[n]) || p[n] == '-')
+        n++;
+    return n;
+}
+
+/* True if text names option (n bytes) as a whole word. */
+static bool names_option(const char *text, size_t len, const char *option, size_t n)
+{
+    for (const char *p = text; p + n <= text + len; p++)
+        if (option_at(text, p) == n && memcmp(p, option, n) == 0)
+            return true;
+    return false;
+}
+
+/* Appends to entry the overview's lines for word: each line "  word ..."
+ * and the lines that continue it (indented deeper). */
+static void overview_entry(const char *overview, const char *word, char *entry, size_t size)
+{
+    size_t used = 0, wlen = strlen(word);
+    bool in_entry = false;
+    for (const char *line = overview; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) + 1 : strlen(line);
+        if (strncmp(line, "  ", 2) == 0 && strncmp(line + 2, word, wlen) == 0 &&
+            line[2 + wlen] == ' ')
+            in_entry = true;
+        else if (strncmp(line, "    ", 4) != 0)
+            in_entry = false;
+        if (in_entry) {
+            assert_true(used + len < size);
+            memcpy(entry + used, line, len);
+            used += len;
+        }
+        line += len;
+    }
+    entry[used] = '\0';
+}
+
+/* Every option a command's usage names appears on its line of the overview
+ * (fencectl --help), unless that line defers to [OPTIONS] or the overview
+ * lists the option for all commands: the two texts cannot drift apart. */
+static void overview_names_every_option(void **state)
+{
+    (void)state;
+    const char *overview = ctl_usage(CTL_CMD_NONE);
+    const char *global = strstr(overview, "Every command takes");
+    assert_non_null(global);
+    const char *global_end = strstr(global, "\n\n");
+    assert_non_null(global_end);
+    int missing = 0;
+    for (int c = CTL_CMD_NONE + 1; c < CTL_CMD_COUNT; c++) {
+        const char *usage = ctl_usage((enum ctl_command)c);
+        const char *word = usage + strlen("usage: fencectl ");
+        char name[16];
+        size_t wlen = strcspn(word, " \n");
+        assert_true(wlen < sizeof name);
+        memcpy(name, word, wlen);
+        name[wlen] = '\0';
+        char entry[1024];
+        overview_entry(overview, name, entry, sizeof entry);
+        if (entry[0] == '\0')
+            fail_msg("fencectl --help has no line for %s", name);
+        if (strstr(entry, "[OPTIONS]") != NULL)
+            continue;
+        for (const char *p = usage; *p != '\0'; p++) {
+            size_t n = option_at(usage, p);
+            if (n == 0 || names_option(usage, (size_t)(p - usage), p, n) ||
+                names_option(entry, strlen(entry), p, n) ||
+                names_option(global, (size_t)(global_end - global), p, n))
+                continue;
+            print_error("fencectl %s --help names %.*s; its line of fencectl --help does not:\n%s",
+                        name, (int)n, p, entry);
+            missing++;
+        }
+    }
+    assert_int_equal(missing, 0);
+}
+
 static void urls(void **state)
 {
     (void)state;
@@ -337,6 +424,7 @@ int main(void)
         cmocka_unit_test_setup(audit_lease_kind, setup),
         cmocka_unit_test_setup(help_and_version_need_nothing_else, setup),
         cmocka_unit_test(help_states_the_limits),
+        cmocka_unit_test(overview_names_every_option),
         cmocka_unit_test(urls),
         cmocka_unit_test_setup(list_takes_an_optional_prefix, setup),
     };
