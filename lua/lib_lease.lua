@@ -27,7 +27,7 @@
 --                                           the name, kept as long as its time to live (below)
 -- The facts a lease script's reply may carry (lease_reply, below):
 -- REPLY: lease fence ttl expires_at hold_until held_ms again position holder_pttl waiting limit pttl
--- REPLY: left grant granted_at now
+-- REPLY: left grant granted_at now attach
 
 -- REQUEST_ID_GRACE_MS (src/fglimits.h, put before the script by the build):
 -- how long a request_id outlives its lease's expiry (a late retry then answers

@@ -18,8 +18,11 @@
 -- Returns (lib_lease.lua lease_reply):
 --   granted {lease, fence, ttl, expires_at}  the caller holds the lock
 --   queued  {lease, position, holder_pttl}   the caller waits in the queue; with wait "0" (a retry
---                                            whose request_id's place is queued, left as it is) with
---                                            waiting, the queue's length
+--                                            whose request_id's place is queued, left as it is)
+--                                            {lease, position, waiting, attach}: the queue's length
+--                                            and the connection waiting in the place (none for a
+--                                            record without one), which a lock set's retry names as
+--                                            it drops that place (lock_cancel.lua, mode place)
 --   busy    {waiting}                        not free and the caller will not wait
 --   full    {waiting}                        the queue is at max_waiters (waiters of
 --                                            dead gateways are dropped first)
@@ -154,10 +157,11 @@ if not queued then
   position = count -- the newest ticket comes last
 elseif not wait then
   -- A retry that will not wait finds its request_id's place queued: it leaves the place to the attempt
-  -- that waits in it (or keeps it for the next retry, kept_place.h) and answers the queue's length.
+  -- that waits in it (or keeps it for the next retry, kept_place.h) and answers the queue's length and
+  -- the connection waiting there, so that a lock set's retry drops that attempt's place alone.
+  local seen = waiter.attach
   return lease_reply('queued', nil, R_LEASE, lease, R_POSITION, decimal(position),
-                     R_HOLDER_PTTL, decimal(h and redis.call('PTTL', k.h) or -2),
-                     R_WAITING, decimal(redis.call('ZCARD', k.q)))
+                     R_WAITING, decimal(redis.call('ZCARD', k.q)), seen and seen ~= '' and R_ATTACH or nil, seen)
 elseif A_wait == '1' and waiter.inst and waiter.inst ~= A_instance and waiter.attach ~= A_attach then
   -- A retry takes the place over from an attempt parked on another gateway: its doorbell tells it at
   -- once, so it looks again and answers superseded (the retry's own gateway tells one parked there).

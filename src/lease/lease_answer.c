@@ -53,7 +53,7 @@ static const struct {
 
 /* How a fact's value is read, and what it fills. */
 enum fact_kind {
-    FACT_LEASE,  /* a lease id (LEASE_ID_LEN hex characters) */
+    FACT_LEASE,  /* a lease id or a connection's attach id (LEASE_ID_LEN hex characters) */
     FACT_TIME,   /* an integer into an int64_t (fences, times) */
     FACT_COUNT,  /* an integer into a long long (places, counts) */
     FACT_FLAG,   /* an integer into a bool (not 0: true) */
@@ -88,6 +88,7 @@ static const struct fact {
     [LIB_LEASE_REPLY_GRANTED_AT] = {"granted_at", FACT_TIME,
                                     offsetof(struct lease_result, granted_at_ms)},
     [LIB_LEASE_REPLY_NOW] = {"now", FACT_TIME, offsetof(struct lease_result, now_ms)},
+    [LIB_LEASE_REPLY_ATTACH] = {"attach", FACT_LEASE, offsetof(struct lease_result, attach)},
 };
 _Static_assert(sizeof facts / sizeof facts[0] == LIB_LEASE_NREPLY,
                "every fact of lua/lib_lease.lua's REPLY lines has its entry in facts[]");

@@ -69,8 +69,8 @@ enum lease_cancel_mode {
     LEASE_CANCEL_TAKE,   /* deadline: keep a grant that arrived meanwhile */
     LEASE_CANCEL_DROP,   /* client gone: leave the queue or free the grant */
     LEASE_CANCEL_ORPHAN, /* no waiter here: free the grant if still unclaimed */
-    LEASE_CANCEL_PLACE,  /* a lock set's retry drops another attempt's place: a waiter only, never
-                            a grant (locks only) */
+    LEASE_CANCEL_PLACE,  /* a lock set's retry drops the place of the attempt it saw (its
+                            connection named): a waiter only, never a grant (locks only) */
 };
 
 /* A grant, made by whichever script ran, to another waiter of this gateway:
@@ -92,6 +92,8 @@ struct lease_result {
     long long position;              /* queued: place in the queue, 0 = next */
     long long holder_pttl_ms;       /* queued: ms until the (first) holder's lease ends, < 0 none */
     long long waiting;              /* busy, full, canceled: queue length */
+    char attach[LEASE_ID_LEN + 1];  /* queued, to a first try that will not wait: the connection
+                                       waiting in its request_id's place, "" none */
     long long limit;                /* mismatch: the limit in force */
     bool again;                     /* released: this lease had been released before */
     int64_t held_ms;                /* released: how long the lease held, < 0 unknown */
@@ -108,7 +110,7 @@ struct lease_result {
 /* The script argument naming an acquire's wait ("0", "1", "again"). */
 const char *lease_acquire_wait_name(enum lease_acquire_wait wait);
 
-/* The script argument naming a cancel mode ("take", "drop", "orphan"). */
+/* The script argument naming a cancel mode ("take", "drop", "orphan", "place"). */
 const char *lease_cancel_mode_name(enum lease_cancel_mode mode);
 
 /*

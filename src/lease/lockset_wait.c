@@ -153,13 +153,15 @@ enum place_drop { PLACE_DROPPED, PLACE_GRANTED, PLACE_LEFT_TO_RETRY };
 
 /* A set that will not wait found its request id's place queued at lock next (found): an earlier
  * attempt still waits there, holding the locks before it, which this set took over as it found
- * them. It drops that place (mode place, naming no connection: the earlier attempt's gateway is
- * rung and it answers 409 conflict), so that the set, which then gives up, holds nothing and no
- * grant goes to a place nobody waits in. PLACE_GRANTED if the place was granted in between (mode
- * place never frees a grant): the set asks again, takes the grant over as it took the locks before
- * it, and goes on; the earlier attempt, taken over, answers 409 conflict or the same leases. This
- * set itself taken over by a later retry leaves the place to it and answers 409 conflict. The
- * cancel has a deadline of its own, as abandon_some's. */
+ * them. It drops that place (mode place, naming the connection found waiting there: the earlier
+ * attempt's gateway is rung and it answers 409 conflict), so that the set, which then gives up,
+ * holds nothing and no grant goes to a place nobody waits in. PLACE_GRANTED if the place was
+ * granted to that attempt in between (mode place never frees a grant): the set asks again, takes
+ * the grant over as it took the locks before it, and goes on; the earlier attempt, taken over,
+ * answers 409 conflict or the same leases. This set itself taken over by a later retry leaves the
+ * place to it and answers 409 conflict: one here as it begins, one through another gateway as it
+ * takes the place (or its grant) over, which the cancel then leaves alone. The cancel has a
+ * deadline of its own, as abandon_some's. */
 static enum place_drop drop_earlier_place(struct lockset_wait *ls, const struct lease_result *found)
 {
     if (!giving_back(ls))
@@ -168,12 +170,14 @@ static enum place_drop drop_earlier_place(struct lockset_wait *ls, const struct 
     struct lease_result res;
     struct fg_error err = {0};
     bool budget = budget_set_aside();
-    int rc = lock_cancel(name, found->lease_id, "", LEASE_CANCEL_PLACE, &res, &err);
+    int rc = lock_cancel(name, found->lease_id, found->attach, LEASE_CANCEL_PLACE, &res, &err);
     budget_restore(budget);
     given_back(ls);
     give_up_lock(name, rc, &err);
-    if (rc == 0 && res.outcome == LEASE_SUPERSEDED)
+    if (rc == 0 && res.outcome == LEASE_GRANTED)
         return PLACE_GRANTED;
+    if (rc == 0 && res.outcome == LEASE_SUPERSEDED)
+        return PLACE_LEFT_TO_RETRY;
     /* The queue without the place: the cancel answers its length once the place left. */
     ls->waiting = rc == 0 && res.outcome == LEASE_CANCELED ? res.waiting
                   : found->waiting > 0                     ? found->waiting - 1

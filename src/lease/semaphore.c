@@ -260,6 +260,7 @@ int sem_acquire(const char *name, const struct acquire_params *p, const char *le
 int sem_cancel(const char *name, const char *lease_id, const char *attach,
                enum lease_cancel_mode mode, struct lease_result *res, struct fg_error *err)
 {
+    FG_ASSERT(mode != LEASE_CANCEL_PLACE); /* lock sets' alone: sem_cancel.lua has no such mode */
     char claim[24];
     snprintf(claim, sizeof claim, "%lld", gw.cfg->waiter_lease_ms);
     const char *argv[SEM_CANCEL_NARGV] = {

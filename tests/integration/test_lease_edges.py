@@ -506,10 +506,11 @@ class LeaseEdges(GatewayTest):
     @skip_in_cluster("it calls a script with the one-Redis key names")
     def test_a_place_dropped_by_a_set_retry_leaves_a_grant_alone(self):
         """A lock set's retry with wait_ms 0 learns that its set's place is queued in one script and drops it
-        in a second (lock_cancel.lua, mode place, naming no connection); a grant that reached the place in
-        between is the waiting attempt's. The drop answers superseded and leaves the lock held, its place
-        (a waiter) it drops as before. Caught: the drop freed the grant (mode drop naming no connection
-        skips the guard of another connection's holder), the attempt answered 200 for a lock nobody held."""
+        in a second (lock_cancel.lua, mode place, naming the connection it saw waiting there); a grant that
+        reached the place in between is never freed by it. The drop answers superseded and leaves the lock
+        held, its place (a waiter) it drops as before. Caught: the drop freed the grant (mode drop naming no
+        connection skips the guard of another connection's holder), the attempt answered 200 for a lock
+        nobody held."""
         name = unique_name("place-drop")
         holder = f"fg:lk:{{{name}}}:h"
         with Redis() as r:
@@ -523,10 +524,69 @@ class LeaseEdges(GatewayTest):
             waiter.start()
             wait_for(lambda: status(self.c, name)["waiting"] == 1, what="a waiter queued")
             [place] = r.cmd("ZRANGE", f"fg:lk:{{{name}}}:q", "0", "-1")
-            self.assertEqual(self.cancel(r, name, place, "", mode="place").split(" ")[0], "canceled")
+            attach = json.loads(r.cmd("HGET", f"fg:lk:{{{name}}}:w", place))["attach"]
+            self.assertEqual(self.cancel(r, name, place, attach, mode="place").split(" ")[0], "canceled")
             waiter.join(15)
             self.assertEqual(waiter.response.status, 409, waiter.response)  # it queued again, and timed out
         self.assertEqual(release(self.c, name, granted.body["token"]).status, 200)
+        self.assertFalse(status(self.c, name)["held"])
+
+    @staticmethod
+    def forget_gateway(inst: str) -> None:
+        with Redis() as r:
+            r.cmd("ZREM", "fg:gateways", inst)
+
+    @skip_in_cluster("it calls a script with the one-Redis key names")
+    def test_a_set_retry_drops_only_the_place_of_the_attempt_it_saw(self):
+        """A lock set's retry with wait_ms 0 looks (lock_acquire.lua, wait "0") and finds its request id's place
+        queued, attempt A waiting in it; it then drops the place (lock_cancel.lua, mode place). A later retry B
+        of the request that waits may take the place over in between. The look names A's connection and the
+        drop names it: unchanged, the place leaves the queue; taken over by B, it stays in the queue, B's, and
+        the drop answers superseded; granted meanwhile, the drop answers granted where the grant is still the
+        connection's it names (the retry takes it over), superseded where B took it. The attempts are the
+        scripts' calls as gateways make them, from a gateway nobody runs, marked alive (its grants ring nobody,
+        and none is given back as an orphan). Caught: a look that named no connection, and a drop naming none
+        that took B's place out of the queue (B, rung, found it left and answered 409 conflict)."""
+        name = unique_name("place-seen")
+        queue, waiters = f"fg:lk:{{{name}}}:q", f"fg:lk:{{{name}}}:w"
+        seen, later, inst = "c1" * 16, "c2" * 16, "e0" * 8
+        with open(os.path.join(os.path.dirname(os.environ["FG_BIN"]), "generated", "lua", "lock_acquire.lua")) as f:
+            library = f.read()
+        function = library.split("\n", 1)[0].split("name=", 1)[1].strip()
+        holder = acquire(self.c, name, ttl_ms=30000)
+        self.assertEqual(holder.status, 200, holder)
+        with Redis() as r:
+            r.cmd("FUNCTION", "LOAD", "REPLACE", library)
+            r.cmd("ZADD", "fg:gateways", int(r.cmd("TIME")[0]) * 1000 + 120000, inst)
+            self.addCleanup(self.forget_gateway, inst)
+
+            def attempt(rid: str, lease: str, wait: str, attach: str) -> list[str]:
+                keys = lease_keys("locks", name, rid)
+                return r.cmd("FCALL", function, len(keys), *keys, name, lease, rid, "30000", "600000", "", wait, inst,
+                             attach, "3000", "100", "130000", "", "20000", "3000").split(" ")
+
+            def place_waited(rid: str) -> str:
+                """A waits under rid (attach seen) and the set's retry looks: the place's lease."""
+                self.assertEqual(attempt(rid, "a1" * 16, "1", seen)[0], "queued")
+                look = attempt(rid, "b1" * 16, "0", "")
+                self.assertEqual((look[0], "a1" * 16 in look), ("queued", True), look)
+                self.assertIn(seen, look, "the look does not name the connection waiting in the place")
+                return "a1" * 16
+
+            place = place_waited("place-seen-1")
+            self.assertEqual(self.cancel(r, name, place, seen, mode="place").split(" ")[0], "canceled")
+            self.assertIsNone(r.cmd("ZSCORE", queue, place))
+            place = place_waited("place-seen-2")
+            self.assertEqual(attempt("place-seen-2", "b2" * 16, "1", later)[0], "queued")  # B takes it over
+            self.assertEqual(self.cancel(r, name, place, seen, mode="place"), "superseded")
+            self.assertIsNotNone(r.cmd("ZSCORE", queue, place), "B's place left the queue")
+            self.assertEqual(json.loads(r.cmd("HGET", waiters, place))["attach"], later)
+            self.assertEqual(release(self.c, name, holder.body["token"]).status, 200)  # granted to B's place
+            self.assertGreater(status(self.c, name)["fence"], holder.body["fence"])
+            self.assertEqual(self.cancel(r, name, place, seen, mode="place"), "superseded")
+            self.assertEqual(self.cancel(r, name, place, later, mode="place"), "granted")
+            self.assertTrue(status(self.c, name)["held"])
+            self.assertEqual(self.cancel(r, name, place, later).split(" ")[0], "released")
         self.assertFalse(status(self.c, name)["held"])
 
     @skip_in_cluster("it calls a script with the one-Redis key names")

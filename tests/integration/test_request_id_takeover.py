@@ -14,7 +14,8 @@ granted when, never the gateway's.
   attempt answers 409 conflict, the set holds nothing, and the lock it waited for goes to the next waiter, not
   to a place nobody waits in; if the set's place is granted just as that retry drops it, the retry takes the
   grant over and goes on, so that whichever gives up leaves no lock of the set held; a retry that a later
-  retry takes over just as it meets that place leaves it to the later one and answers 409 conflict;
+  retry takes over just as it meets that place (on its own gateway, or by taking the place over through
+  another) leaves it to the later one and answers 409 conflict;
 - a request_id names one set of names: a set of other names sent with it is another request, which neither
   releases the locks the first set was answered nor takes over its place.
 
@@ -365,6 +366,56 @@ class RequestIdTakeoverTest(GatewayTest):
         self.assertFalse(self.c.get(f"/v1/locks/{a}").body["held"], "the set's a stayed held")
         self.assertEqual(self.waiting("locks", b), 0)
         self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held.body["token"]}).status, 200)
+
+    @skip_in_cluster("its proxy stands before the one test Redis")
+    def test_a_set_retry_leaves_a_place_a_later_retry_took_over_meanwhile(self):
+        """b is held. The set [a, b] (request_id RS, wait 9 s) holds a and waits for b through gw. Through a
+        third gateway whose Redis connection passes through a proxy, a retry R2 of RS with wait_ms 0 takes a
+        over and finds the first attempt's place at b; its drop of that place (lock_cancel.lua, mode place) is
+        held back at the proxy while a later retry R3 of RS with wait_ms 9 s, through other, takes a and the
+        place over (the first attempt answers 409 conflict). R2, let go, leaves the place to R3 and answers
+        409 conflict; R3 still waits, is granted b as it is released, and answers 200 for a and b; nothing
+        stays held once it releases them. Failed before the fix: R2's drop named no connection and took R3's
+        place out of the queue: R3, rung, answered 409 conflict, R2 409 lock_busy saying no lock was held,
+        and a stayed held (R3's) until its TTL."""
+        a, b = sorted(unique_name("later-over") for _ in range(2))
+        rid = unique_name("rid")
+        held, box, t = self.set_waiting_for(b, [a, b], rid)
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b"$5\r\nplace\r\n")
+        self.addCleanup(proxy.close)
+        body = {"names": [a, b], "request_id": rid, "ttl_ms": 30000}
+
+        def send(key: str, gw: Gateway, wait_ms: int) -> threading.Thread:
+            def run():
+                with gw.client(timeout=60) as client:
+                    box[key] = client.post("/v1/locksets/acquire", {**body, "wait_ms": wait_ms})
+            thread = threading.Thread(target=run, daemon=True)
+            thread.start()
+            return thread
+        with Gateway(config={"request_timeout_ms": 20000},
+                     env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}) as third:
+            r2 = send("r2", third, 0)
+            self.assertTrue(proxy.held.wait(10), "R2 never dropped the first attempt's place")
+            before = metric(self.other, "fencegate_waiters")
+            r3 = send("r3", self.other, 9000)
+            wait_for(lambda: metric(self.other, "fencegate_waiters") == before + 1, what="R3 parked")
+            t.join(5)
+            self.assertIn("first", box, "the first attempt was not told of R3 within 5 s")
+            proxy.let_go()
+            r2.join(10)
+        self.assertEqual((box["first"].status, box["first"].body.get("type")), (409, "/problems/conflict"),
+                         box["first"])
+        self.assertEqual((box["r2"].status, box["r2"].body.get("type")), (409, "/problems/conflict"), box["r2"])
+        self.assertEqual(self.waiting("locks", b), 1, "R3's place left the queue")
+        self.assertNotIn("r3", box, "R3 was answered while it waited")
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held.body["token"]}).status, 200)
+        r3.join(10)
+        self.assertEqual(box["r3"].status, 200, box["r3"])
+        self.assertEqual([x["lock"] for x in box["r3"].body["locks"]], [a, b])
+        tokens = [x["token"] for x in box["r3"].body["locks"]]
+        self.assertEqual(self.c.post("/v1/locksets/release", {"tokens": tokens}).status, 200)
+        for n in (a, b):
+            self.assertFalse(self.c.get(f"/v1/locks/{n}").body["held"], n)
 
     def test_a_set_of_other_names_under_the_same_request_id_leaves_the_first_set_alone(self):
         """The set [a, b] (request_id RS) is answered 200. Through other, [a, b, c] with RS and wait_ms 0, c held
