@@ -958,13 +958,14 @@ def flush_redis() -> None:
 class TcpProxy:
     """A TCP proxy on 127.0.0.1 to target (a port): cut() closes its connections at once, as a crashed server or
     a failed network leaves them; with hold, it holds back, once, what a connection sends from the first chunk
-    containing hold until let_go() (and again after arm()), held set once it holds it. redis_url: the one test
-    Redis's URL through it, when target is that Redis (not on a cluster: skip_in_cluster)."""
+    containing hold until let_go() (and again after arm(); armed=False: only after arm()), held set once it holds
+    it. redis_url: the one test Redis's URL through it, when target is that Redis (not on a cluster:
+    skip_in_cluster)."""
 
-    def __init__(self, target: int, hold: bytes | None = None):
+    def __init__(self, target: int, hold: bytes | None = None, armed: bool = True):
         self.port, self.target, self.hold = free_port(), target, hold
         self.redis_url = env("FG_TEST_REDIS_URL").replace(f":{target}", f":{self.port}")
-        self.held, self.go, self.armed = threading.Event(), threading.Event(), hold is not None
+        self.held, self.go, self.armed = threading.Event(), threading.Event(), armed and hold is not None
         self.listener = socket.create_server(("127.0.0.1", self.port))
         self.sockets: list[socket.socket] = []
         threading.Thread(target=self.accept, daemon=True).start()

@@ -672,13 +672,20 @@ static void policy_of(const redisReply *reply, char *out, size_t cap)
 }
 
 /* Warns when the node on ctx (a primary of a cluster, connected to after
- * start-up: a promoted replica, a primary added) may evict keys, as start-up
- * does for every primary then (redis_eviction_policy); asked by due_ms. */
-static void check_node_policy(redisContext *ctx, int64_t due_ms, const struct redis_endpoint *at)
+ * start-up, which checked every primary then: redis_eviction_policy; a
+ * promoted replica, a primary added, a connection made anew) may evict keys;
+ * asked by due_ms. A node that refuses CONFIG is not checked. -1 when no reply
+ * came (the connection failed, or the node did not answer in time: what it
+ * sends next may be that reply), and the connection must not be used. */
+static int check_node_policy(redisContext *ctx, int64_t due_ms, const struct redis_endpoint *at,
+                             struct fg_error *err)
 {
-    struct fg_error err = {0};
+    if (!rds.url.cluster || !atomic_load(&rds.policy_known))
+        return 0;
     const char *policy_argv[] = POLICY_ARGV;
-    redisReply *reply = command_by(ctx, due_ms, 3, policy_argv, NULL, &err);
+    redisReply *reply = command_by(ctx, due_ms, 3, policy_argv, NULL, err);
+    if (reply == NULL)
+        return -1;
     char policy[64];
     policy_of(reply, policy, sizeof policy);
     freeReplyObject(reply);
@@ -686,14 +693,16 @@ static void check_node_policy(redisContext *ctx, int64_t due_ms, const struct re
         log_event(LOG_WARN, "eviction_policy_unsafe",
                   json_pack("{s:s, s:s, s:i, s:s}", "policy", policy, "host", at->host, "port",
                             at->port, "detail", REDIS_EVICTION_RISK));
+    return 0;
 }
 
 /* Connects for the queued calls (self's among them), by the deadline of
- * self's: runs the hook on the new connection before any of them goes out
- * (not on a cluster node: its scripts check their slot's fence sequence
- * themselves). A connection that cannot be made fails them all, but for one
- * that self's deadline cut short: that fails self's call alone, and the next
- * queued call tries in its own time. Called locked; unlocks meanwhile. */
+ * self's: reads the run_id, checks a cluster node's eviction policy and runs
+ * the hook on the new connection before any of them goes out (the hook not on
+ * a cluster node: its scripts check their slot's fence sequence themselves).
+ * A connection that cannot be made or set up fails them all, but for one that
+ * self's deadline cut short: that fails self's call alone, and the next queued
+ * call tries in its own time. Called locked; unlocks meanwhile. */
 static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes *w)
 {
     pthread_mutex_unlock(&n->lock);
@@ -703,13 +712,12 @@ static void connect_shared(struct node *n, struct pipe_entry *self, struct wakes
     int64_t due_ms = self->until_ms;
     redisContext *ctx = connect_new(rds.url.cluster ? &n->at : NULL, due_ms, &generation, &failure);
     char run_id[REDIS_RUN_ID_LEN + 1];
-    if (ctx != NULL && run_id_of(ctx, due_ms, run_id, &failure) != 0) {
+    if (ctx != NULL && (run_id_of(ctx, due_ms, run_id, &failure) != 0 ||
+                        check_node_policy(ctx, due_ms, &n->at, &failure) != 0)) {
         redisFree(ctx);
         ctx = NULL;
     }
     int hook_rc = 0;
-    if (ctx != NULL && rds.url.cluster && atomic_load(&rds.policy_known))
-        check_node_policy(ctx, due_ms, &n->at);
     if (ctx != NULL && rds.hook != NULL && !rds.url.cluster) {
         setting_up = ctx;
         setup_due_ms = due_ms;
