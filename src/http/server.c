@@ -1234,6 +1234,34 @@ static unsigned derived_max_connections(const struct config *cfg)
     return fit > 1000000 ? 1000000u : (unsigned)fit;
 }
 
+/*
+ * Logs the connection limits in force (connection_limits) beside max_conn and
+ * returns the per-address one: half of max_conn unless configured. A
+ * configured one above max_conn meets a derived max_conn only (config.c
+ * refuses it above a configured one): the descriptor limit leaves fewer
+ * connections, a fact of the host rather than a fault of the configuration,
+ * so it is capped at max_conn and the line is a warn that says so.
+ */
+static unsigned per_ip_limit(const struct config *cfg, unsigned max_conn)
+{
+    unsigned per_ip = cfg->max_connections_per_ip > 0 ? (unsigned)cfg->max_connections_per_ip
+                                                      : (max_conn + 1) / 2;
+    bool capped = per_ip > max_conn;
+    json_t *fields = json_pack("{s:I, s:I, s:I}", "max_connections", (json_int_t)max_conn,
+                               "max_connections_per_ip", (json_int_t)(capped ? max_conn : per_ip),
+                               "header_timeout_ms", (json_int_t)cfg->header_timeout_ms);
+    if (capped) {
+        char detail[200];
+        snprintf(detail, sizeof detail,
+                 "limits.max_connections_per_ip (%u) is more than the %u connections the "
+                 "descriptor limit leaves: capped at %u",
+                 per_ip, max_conn, max_conn);
+        json_object_set_new(fields, "detail", json_string(detail));
+    }
+    log_event(capped ? LOG_WARN : LOG_INFO, "connection_limits", fields);
+    return capped ? max_conn : per_ip;
+}
+
 /* MHD_AcceptPolicyCallback, run on the accepting thread for each connection it
  * hands over: draining refuses new connections here, so that they are closed
  * at once instead of waiting in the listen queue. */
@@ -1291,12 +1319,7 @@ static int api_start(const struct config *cfg, struct MHD_OptionItem *tls_option
 {
     unsigned max_conn =
         cfg->max_connections > 0 ? (unsigned)cfg->max_connections : derived_max_connections(cfg);
-    unsigned per_ip = cfg->max_connections_per_ip > 0 ? (unsigned)cfg->max_connections_per_ip
-                                                      : (max_conn + 1) / 2;
-    log_event(LOG_INFO, "connection_limits",
-              json_pack("{s:I, s:I, s:I}", "max_connections", (json_int_t)max_conn,
-                        "max_connections_per_ip", (json_int_t)per_ip, "header_timeout_ms",
-                        (json_int_t)cfg->header_timeout_ms));
+    unsigned per_ip = per_ip_limit(cfg, max_conn);
     struct sockaddr_storage addr;
     socklen_t addrlen;
     unsigned flags = daemon_flags() | MHD_USE_NO_LISTEN_SOCKET;

@@ -36,6 +36,7 @@ import atexit
 import itertools
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -301,6 +302,7 @@ class Gateway:
     config: dict written as JSON to a file in FG_TEST_DATA and passed as FENCEGATE_CONFIG.
     args: extra command-line arguments for fencegate.
     start: start (and wait for /readyz 200) right away.
+    nofile: the process's descriptor limit, soft and hard (as `ulimit -n`); by default the test's own.
     The gateway gets FENCEGATE_LISTEN, FENCEGATE_REDIS_URL, FENCEGATE_PG_DSN and FENCEGATE_SECRET (TEST_SECRET)
     unless overridden; other FENCEGATE_* variables of the test's environment are not passed on.
     Its stdout and stderr go to `log_path` in FG_TEST_DATA.
@@ -312,8 +314,9 @@ class Gateway:
 
     def __init__(self, env_overrides: dict[str, str | None] | None = None, config: dict | None = None,
                  args: list[str] | tuple[str, ...] = (), start: bool = True,
-                 ready_timeout: float = READY_TIMEOUT_S):
+                 ready_timeout: float = READY_TIMEOUT_S, nofile: int | None = None):
         self.env_overrides = dict(env_overrides or {})
+        self.nofile = nofile
         self.config = config
         self.args = list(args)
         self.ready_timeout = ready_timeout
@@ -345,6 +348,13 @@ class Gateway:
                 e[k] = str(v)
         return e
 
+    def _limits(self) -> typing.Callable[[], None] | None:
+        """What the child runs before fencegate: lowers its descriptor limit when nofile says so."""
+        if self.nofile is None:
+            return None
+        limit = self.nofile
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
     def start(self) -> "Gateway":
         """Starts the process and waits until GET /readyz answers 200; raises HarnessError otherwise."""
         if self.proc is not None and self.proc.poll() is None:
@@ -363,7 +373,7 @@ class Gateway:
                 log.flush()
                 self.proc = subprocess.Popen([binary, *self.args], env=self._environment(self.port),
                                              stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                             start_new_session=True)
+                                             start_new_session=True, preexec_fn=self._limits())
             self.returncode = None
             _live_gateways.add(self)
             try:

@@ -929,6 +929,24 @@ class ConnectionsTest(unittest.TestCase):
             if line.strip() and not line.startswith("==== "):  # the harness's own start markers
                 json.loads(line)
 
+    def test_a_per_address_limit_above_the_derived_one_is_capped(self):
+        """limits.max_connections_per_ip above the max_connections that the descriptor limit leaves
+        (`ulimit -n 256`) was put in force and logged as it was: a per-address limit no address could
+        reach. The environment makes it too large, not the configuration (both set, start-up stops,
+        tests/unit/test_config.c): the gateway serves, the per-address limit capped at max_connections,
+        and its connection_limits line is a warn that says so."""
+        config = dict(CONFIG, limits={"max_connections_per_ip": 100000})
+        with Gateway(config=config, nofile=256) as gw:
+            self.assertEqual(gw.http("GET", "/healthz").status, 200)
+            text = gw.log_text()
+        lines = [json.loads(line) for line in text.splitlines() if '"connection_limits"' in line]
+        self.assertEqual(len(lines), 1, text)
+        limits = lines[0]
+        self.assertLess(limits["max_connections"], 256)
+        self.assertEqual(limits["max_connections_per_ip"], limits["max_connections"], limits)
+        self.assertEqual(limits["level"], "warn", limits)
+        self.assertIn("limits.max_connections_per_ip (100000)", limits.get("detail", ""), limits)
+
     def test_names_with_many_slashes(self):
         """Names with more than 63 '/' answered 404 although valid."""
         name = "x/" * 99 + "x"
