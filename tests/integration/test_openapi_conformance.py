@@ -6,12 +6,13 @@
   violation, of a request or of an answer, over the README walk-through (locks, semaphores, lock sets,
   watches, fenced Postgres and Redis writes, also with Prefer: return=minimal, a stale write, the audit,
   listings, metrics) and the error cases a client meets (400 of a body the schema admits, 401 and 403 of
-  the guarded operations routes, 403 of a forged token, 404, 409 busy and stale, 410 of a revoked
-  lease); a body the document itself refuses is refused by Prism as a request violation before it
+  the guarded operations routes, 403 of a forged token, 404, 409 busy and stale, 409 of a lock set
+  refused for a held lock and of a Redis key over a read limit, 410 of a revoked lease); a body the document itself refuses is refused by Prism as a request violation before it
   reaches the gateway;
 - every member of a problem answer met there is named in the properties of the schema the document gives
   that answer: the Problem schema admits any member, so Prism alone passes one the document never names
-  (it caught `scope` of a 403 for a missing scope, and `resource` and `fence` of a missing row's 404).
+  (it caught `scope` of a 403 for a missing scope, `resource` and `fence` of a missing row's 404, `lock`
+  of a lock set's 409 `lock_busy`, and `limit` and `size` of the 409 `conflict` of a Redis read).
 
 Both tools are pinned in tests/openapi/package-lock.json and installed by scripts/deps.sh into
 FG_OPENAPI_TOOLS (node_modules). Prism reports a violation in its `sl-violations` header, or answers in
@@ -38,7 +39,7 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, GatewayTest, free_port, same_slot, test_data_dir, wait_for  # noqa: E402
+from harness import Client, GatewayTest, Redis, free_port, same_slot, test_data_dir, wait_for  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -207,6 +208,8 @@ class ProxyTest(GatewayTest):
         lock = f"oa-e-{uuid.uuid4().hex[:8]}"
         lease = self.call("POST", f"/v1/locks/{lock}/acquire", {"ttl_ms": 30000})
         self.call("POST", f"/v1/locks/{lock}/acquire", {}, expect=409)                 # busy
+        busy = self.call("POST", "/v1/locksets/acquire", {"names": [f"{lock}:set", lock]}, expect=409)
+        self.assertEqual((busy["type"], busy["lock"], busy["waiting"]), ("/problems/lock_busy", lock, 0))
         # A body the document's schema admits but the gateway refuses: a lock set naming an invalid lock.
         self.call("POST", "/v1/locksets/acquire", {"names": [f"{lock} with spaces"]}, expect=400)
         self.call("POST", f"/v1/locks/{lock}/renew", {"token": "not-a-token"}, expect=403)
@@ -218,6 +221,11 @@ class ProxyTest(GatewayTest):
         self.call("POST", f"/v1/locks/{lock}/release", {"token": other["token"]})           # again: 200
         self.call("GET", f"/v1/pg/invoices/{lock}", expect=404)
         self.call("GET", f"/v1/redis/app:{lock}-none", expect=404)
+        with Redis() as redis:  # a value over limits.max_value_bytes, written around the gateway
+            redis.cmd("SET", f"app:{lock}-big", "x" * 65537)
+        over = self.call("GET", f"/v1/redis/app:{lock}-big", expect=409)
+        self.assertEqual((over["type"], over["limit"], over["size"]),
+                         ("/problems/conflict", "limits.max_value_bytes", 65537))
         for path in ("/metrics", "/v1/openapi.json", "/v1/audit/rejections"):
             self.call("GET", path, expect=401, key="no-such-key")
         for path in ("/metrics", "/v1/audit/rejections", "/v1/gateways"):  # the document: any known key
