@@ -7,12 +7,15 @@
   watches, fenced Postgres and Redis writes, also with Prefer: return=minimal, a stale write, the audit,
   listings, metrics) and the error cases a client meets (400 of a body the schema admits, 401 and 403 of
   the guarded operations routes, 403 of a forged token, 404, 409 busy and stale, 409 of a lock set
-  refused for a held lock and of a Redis key over a read limit, 410 of a revoked lease); a body the document itself refuses is refused by Prism as a request violation before it
-  reaches the gateway;
+  refused for a held lock and of a Redis key over a read limit, 410 of a revoked lease, and each other
+  refusal with members of its own); a body the document itself refuses is refused by Prism as a request
+  violation before it reaches the gateway;
 - every member of a problem answer met there is named in the properties of the schema the document gives
   that answer: the Problem schema admits any member, so Prism alone passes one the document never names
   (it caught `scope` of a 403 for a missing scope, `resource` and `fence` of a missing row's 404, `lock`
-  of a lock set's 409 `lock_busy`, and `limit` and `size` of the 409 `conflict` of a Redis read).
+  of a lock set's 409, 410 and 429, `limit` and `size` of the 409 `conflict` of a Redis read, `limit` of
+  `limit_mismatch`, the members of a 409 `stale_fence` of a Redis write, an insert and a batch; Prism
+  itself `reason` `released` of a 410, outside the enum the document gave).
 
 Both tools are pinned in tests/openapi/package-lock.json and installed by scripts/deps.sh into
 FG_OPENAPI_TOOLS (node_modules). Prism reports a violation in its `sl-violations` header, or answers in
@@ -33,13 +36,14 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, GatewayTest, Redis, free_port, same_slot, test_data_dir, wait_for  # noqa: E402
+from harness import Client, GatewayTest, Redis, free_port, http, same_slot, test_data_dir, wait_for  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -105,6 +109,7 @@ class ProxyTest(GatewayTest):
         "redis_prefixes": ["app:"],
         "auth": {"mode": "required", "keys": [key_entry("admin", ADMIN, ["admin"]),
                                               key_entry("locks", LOCKS_ONLY, ["lock:*"])]},
+        "limits": {"max_waiters_per_lock": 1},  # a lock set's 429 with one waiter parked
     }
 
     @classmethod
@@ -238,6 +243,65 @@ class ProxyTest(GatewayTest):
                              headers={"Authorization": f"Bearer {ADMIN}"})
         self.assertEqual((r.status, r.body["type"]), (422, f"{PRISM_ERROR}#UNPROCESSABLE_ENTITY"), r)
         self.assert_no_violations()
+
+    def test_members_of_refusals(self):
+        """The refusals whose members docs/api.md names beyond those above: limit_mismatch; lease_lost of a
+        released lease (`reason` released); a lock set's 410, 409 max_hold_exceeded and 429 naming its
+        lock; stale_fence of a Redis write, of an insert and of a batch (`stale`)."""
+        u = uuid.uuid4().hex[:8]
+        lock = f"oa-m-{u}"
+        self.call("POST", f"/v1/semaphores/{lock}/acquire", {"limit": 2})
+        self.assertEqual(self.call("POST", f"/v1/semaphores/{lock}/acquire", {"limit": 3}, expect=409)["limit"], 2)
+        first = self.call("POST", f"/v1/locks/{lock}/acquire", {})
+        self.call("POST", f"/v1/locks/{lock}/release", {"token": first["token"]})
+        lost = self.call("POST", f"/v1/locks/{lock}/renew", {"token": first["token"]}, expect=410)
+        self.assertEqual(lost["reason"], "released")
+        # A lock set whose second lock was revoked: asked again, renewed and released, each answer names
+        # that lock.
+        names = [f"{lock}:a", f"{lock}:b"]
+        tokens = [held["token"] for held in
+                  self.call("POST", "/v1/locksets/acquire", {"names": names, "request_id": f"r-{u}"})["locks"]]
+        self.call("POST", f"/v1/locks/{names[1]}/revoke", {"reason": "stuck"})
+        for path, body in (("acquire", {"names": names, "request_id": f"r-{u}"}), ("renew", {"tokens": tokens}),
+                           ("release", {"tokens": tokens})):
+            self.assertEqual(self.call("POST", f"/v1/locksets/{path}", body, expect=410)["lock"], names[1], path)
+        # A renewal cut at the deadline, then one past it.
+        capped = self.call("POST", "/v1/locksets/acquire", {"names": [f"{lock}:h"], "ttl_ms": 300,
+                                                                 "max_hold_ms": 400})
+        capped = {"tokens": [capped["locks"][0]["token"]], "ttl_ms": 5000}
+        self.call("POST", "/v1/locksets/renew", capped)
+        time.sleep(0.6)
+        self.assertEqual(self.call("POST", "/v1/locksets/renew", capped, expect=409)["lock"], f"{lock}:h")
+        self.assert_set_queue_full(f"{lock}:q")
+        # Stale fences: a token older than the one that wrote last.
+        older = self.call("POST", f"/v1/locks/{lock}:w/acquire", {})
+        self.call("POST", f"/v1/locks/{lock}:w/release", {"token": older["token"]})
+        newer = self.call("POST", f"/v1/locks/{lock}:w/acquire", {})
+        rkey, key = same_slot("app:oa-s", like=f"{lock}:w")[0], f"oa-s-{u}"
+        self.call("PUT", f"/v1/redis/{rkey}", {"value": "new"}, **{"Fence-Token": newer["token"]})
+        self.call("PUT", f"/v1/pg/invoices/{key}", {"row": {"customer": "acme"}}, **{"Fence-Token": newer["token"]})
+        stale = {"Fence-Token": older["token"]}
+        self.call("PUT", f"/v1/redis/{rkey}", {"value": "old"}, expect=409, **stale)
+        self.call("POST", "/v1/pg/invoices", {"row": {"id": key, "customer": "acme"}}, expect=409, **stale)
+        batch = self.call("POST", "/v1/pg/batch", {"ops": [{"op": "patch", "table": "invoices", "key": key,
+                                                            "set": {"note": "late"}}]}, expect=409, **stale)
+        self.assertEqual(batch["stale"], [{"resource": f"pg:invoices/{key}", "current_fence": newer["fence"]}])
+        self.assert_no_violations()
+
+    def assert_set_queue_full(self, name: str):
+        """A lock set refused 429 for the queue of lock name, full with one waiter parked straight on the
+        gateway: the answer names the lock and the length of its queue."""
+        holder = self.call("POST", f"/v1/locks/{name}/acquire", {})
+        auth = {"Authorization": f"Bearer {ADMIN}"}
+        waiter = threading.Thread(target=http, args=("POST", self.gw.url(f"/v1/locks/{name}/acquire"),
+                                                     {"wait_ms": 10000}, auth))
+        waiter.start()
+        wait_for(lambda: self.c.get(f"/v1/locks/{name}", headers=auth).body.get("waiting") == 1, timeout=10,
+                 what="the waiter in the queue")
+        full = self.call("POST", "/v1/locksets/acquire", {"names": [name], "wait_ms": 1000}, expect=429)
+        self.assertEqual((full["lock"], full["waiting"]), (name, 1))
+        self.call("POST", f"/v1/locks/{name}/release", {"token": holder["token"]})
+        waiter.join(10)
 
 
 if __name__ == "__main__":
