@@ -448,9 +448,14 @@ class Gateway:
         _live_gateways.discard(self)
 
     def signal(self, sig: int) -> None:
-        """Sends a signal to the running gateway (e.g. signal.SIGTERM, to test draining)."""
+        """Sends a signal to the running gateway (e.g. signal.SIGTERM, to test draining). SIGSTOP returns once
+        every thread has stopped: kill returns before that, and a thread woken meanwhile (a doorbell, a
+        Redis reply) may still run a script."""
         assert self.proc is not None and self.proc.poll() is None, f"{self.name} is not running"
         self.proc.send_signal(sig)
+        if sig == signal.SIGSTOP:
+            pid = self.proc.pid
+            wait_for(lambda: threads_stopped(pid), what=f"every thread of {self.name} stopped")
 
     @property
     def running(self) -> bool:
@@ -1181,6 +1186,20 @@ def services(action: str) -> None:
     r = subprocess.run(["bash", *cmd], capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         raise HarnessError(f"services.sh {action} failed: {r.stderr.strip() or r.stdout.strip()}")
+
+
+def threads_stopped(pid: int) -> bool:
+    """True once every thread of process pid is stopped. A SIGSTOP stops the thread the kernel hands it
+    to, which then stops the others: until it runs, the others run on (and on a loaded machine that takes
+    milliseconds)."""
+    states = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            continue
+    return bool(states) and all(state in ("T", "t") for state in states)
 
 
 def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.05, what: str = "condition") -> Any:
