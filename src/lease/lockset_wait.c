@@ -112,12 +112,13 @@ static void stop_running(struct lockset_wait *ls)
     pthread_mutex_unlock(&running.lock);
 }
 
-/* Gives up: the lock being waited for (if queued; its queue's length is then the set's
- * waiting) and every lock held, unless a retry took the set over (the retry holds them now);
- * mine_only: only the locks whose lease this attempt made, not those it adopted by request id.
- * Held locks are given up as this attempt's (drop with its attach): one a retry through
- * another gateway took over answers superseded and stays held. Each cancel has a deadline of its
- * own (budget_set_aside): a set gives up when a call spent the request's time too. */
+/* Gives up: the lock asked for (if queued, or its call failed: Redis may have granted or queued
+ * it all the same; its queue's length is then the set's waiting) and every lock held, unless a
+ * retry took the set over (the retry holds them now); mine_only: only the locks whose lease this
+ * attempt made, not those it adopted by request id. Held locks are given up as this attempt's
+ * (drop with its attach): one a retry through another gateway took over answers superseded and
+ * stays held. Each cancel has a deadline of its own (budget_set_aside): a set gives up when a
+ * call spent the request's time too. */
 static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 {
     ls->settled = true;
@@ -342,7 +343,7 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
         ap.request_id = ls->rids[ls->next];
         struct lease_result res;
         if (ask(ls, &ap, &res) != 0) {
-            abandon(ls, ls->waits);
+            abandon(ls, true); /* Redis may have granted or queued it, its answer lost */
             return PARK_TRY_ANSWERED;
         }
         if (res.outcome == LEASE_SUPERSEDED) /* a retry through another gateway took it over */

@@ -126,6 +126,44 @@ class RedisDeadlineTest(unittest.TestCase):
             held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
             self.assertEqual(held, [], "a lock of the set stayed held after its 503")
 
+    def test_a_lock_set_whose_last_grant_came_too_late_gives_that_lock_back(self):
+        """The set [a, b] (wait_ms 0), its Redis connection through a proxy: the acquire of a is held back for
+        two thirds of request_timeout_ms, then goes on and is granted; the acquire of b, given what the request
+        has left, is held back past that, so its call gives up and the set answers 503. The proxy then lets b's
+        acquire reach Redis, which grants b to the set's lease while the set gives back a on the same
+        connection. The set gives b back too (a grant may have come after its call gave up): neither lock is
+        held after the 503. Failed before the fix: a set that would not wait gave back only the locks whose
+        grants it had read, and b stayed held by a lease nobody knew until its 60 s ttl_ms."""
+        a, b = sorted(unique_name("deadline-late") for _ in range(2))
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=a.encode())
+        self.addCleanup(proxy.close)
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+            c = gw.client(timeout=30)
+            answers = []
+            started = time.monotonic()
+            t = threading.Thread(target=lambda: answers.append(
+                c.post("/v1/locksets/acquire", {"names": [a, b], "wait_ms": 0, "ttl_ms": 60000})))
+            t.start()
+            self.assertTrue(proxy.held.wait(10), "the acquire of a was never held back")
+            time.sleep(TIMEOUT_MS / 1000 * 2 / 3)
+            held_a = proxy.go
+            proxy.hold = b.encode()
+            proxy.arm()
+            held_a.set()
+            self.assertTrue(proxy.held.wait(10), "the acquire of b was never held back")
+            # b's call gives up as the request's time ends; its batch is due a whole deadline after it was
+            # written, when the connection would be dropped: b reaches Redis halfway between the two.
+            b_written = time.monotonic()
+            time.sleep(max(0.0, (started + b_written) / 2 + TIMEOUT_MS / 1000 - time.monotonic()))
+            proxy.let_go()
+            t.join(30)
+            self.assertEqual(len(answers), 1, "the set was never answered")
+            r = answers[0]
+            self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), gw.why(r))
+            held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
+            self.assertEqual(held, [], "a lock of the set stayed held after its 503")
+
     @staticmethod
     def request_of(k, token):
         """The k-th kind of request of the burst, using token (of the held lock dl-held-k) where it needs one."""
