@@ -15,7 +15,8 @@
  * then a passed deadline; else the kind tries again. An attempt that answers
  * checks the key once more: a reload may have come while it ran, and what it
  * got is then given back. With auth off a wait has no key and nothing is
- * checked.
+ * checked. The give-up and release hooks clean up: their Redis calls have
+ * deadlines of their own (util/budget.h), whatever the run spent before.
  */
 #include "lease/park.h"
 
@@ -24,6 +25,7 @@
 
 #include "auth/keyset.h"
 #include "fglimits.h"
+#include "util/budget.h"
 #include "util/clock.h"
 
 int64_t (*park_clock)(void) = clock_mono_ms;
@@ -106,6 +108,17 @@ int park_register(struct park *p, const struct park_kind *kind, const struct wai
     return waiter_add(&p->waiter, client, deadline_ms, err);
 }
 
+/* Runs the give-up hook of p for why, its calls with deadlines of their own (budget_set_aside):
+ * a run whose look spent the request's time for Redis must still leave its place, and a cancel
+ * given no time would never be written. */
+static int give_up(struct park *p, enum park_why why, bool left, struct fg_error *err)
+{
+    bool budget = budget_set_aside();
+    int rc = p->kind->give_up(p, why, left, err);
+    budget_restore(budget);
+    return rc;
+}
+
 /* Ends p: gives it up for why and answers *answer (unless giving up failed: that failure is the
  * answer). Returns step. */
 static enum park_step end_with(struct park *p, enum park_why why, const struct fg_error *answer,
@@ -113,7 +126,7 @@ static enum park_step end_with(struct park *p, enum park_why why, const struct f
 {
     bool left = p->waiter.state == WAIT_LEFT;
     waiter_step(&p->waiter, WAIT_EV_GIVE_UP);
-    if (p->kind->give_up(p, why, left, p->problem) == 0)
+    if (give_up(p, why, left, p->problem) == 0)
         *p->problem = *answer;
     waiter_step(&p->waiter, WAIT_EV_ANSWER);
     return step;
@@ -168,7 +181,7 @@ static bool woken(struct park *p, enum park_step *step)
     if (park_clock() < p->waiter.deadline_ms)
         return false;
     waiter_step(&p->waiter, WAIT_EV_GIVE_UP);
-    p->kind->give_up(p, PARK_WHY_DEADLINE, false, p->problem);
+    give_up(p, PARK_WHY_DEADLINE, false, p->problem);
     waiter_step(&p->waiter, WAIT_EV_ANSWER);
     return true;
 }
@@ -222,5 +235,7 @@ enum park_step park_run(struct park *p, struct fg_error *problem)
 void park_end(struct park *p)
 {
     enum wait_state from = waiter_end(&p->waiter);
+    bool budget = budget_set_aside(); /* a clean-up, as give_up's */
     p->kind->release(p, wait_state_holds_place(from));
+    budget_restore(budget);
 }

@@ -10,10 +10,11 @@
  * calls it makes. A thread that serves no request (the janitors, the clean-up
  * after an answer) gives each call a deadline of its own, and so does a
  * clean-up inside a handler between budget_set_aside and budget_restore (a
- * lock set giving back the locks it took once a call spent the request's
- * time: given none, its cancels would never be written). Postgres draws
- * nothing from it: a statement cut short by the client may still commit, so
- * its deadlines stay its own (pg.h). Per thread, no locks.
+ * wait giving up its place, a lock set giving back the locks it took, once a
+ * call spent the request's time: given none, their cancels would never be
+ * written). Postgres draws nothing from it: a statement cut short by the
+ * client may still commit, so its deadlines stay its own (pg.h). Per thread,
+ * no locks.
  */
 #ifndef FG_BUDGET_H
 #define FG_BUDGET_H

@@ -164,6 +164,38 @@ class RedisDeadlineTest(unittest.TestCase):
             held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
             self.assertEqual(held, [], "a lock of the set stayed held after its 503")
 
+    def test_a_wait_that_spent_its_time_on_a_look_still_leaves_its_queue(self):
+        """A parked acquire of a held lock looks again, and the proxy in front of Redis holds that look back;
+        SIGTERM comes meanwhile. When the look gives up, having spent the request's request_timeout_ms, the
+        wait answers the drain and leaves the lock's queue: its cancel has a deadline of its own, as a
+        clean-up must be tried whatever the request spent. After the gateway exits the queue is empty.
+        Failed before the fix: the cancel, given no time at all, was never written ("no reply by the call's
+        deadline"), and the place of a waiter nobody answers stayed in the queue ("waiting": 1)."""
+        name = unique_name("deadline-wait")
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]))
+        self.addCleanup(proxy.close)
+        self.addCleanup(proxy.cut)  # first: the look it held back never reaches Redis
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0, "poll_ms": 200}
+        gw = Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config)
+        self.addCleanup(gw.stop, check=False)
+        c = gw.client(timeout=30)
+        self.assertEqual(c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000}).status, 200)
+        answers = []
+        waiter = threading.Thread(target=lambda: answers.append(
+            gw.client(timeout=30).post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000, "wait_ms": 30000})))
+        waiter.start()
+        wait_for(lambda: c.get(f"/v1/locks/{name}").body["waiting"] == 1, what="the acquire waiting")
+        proxy.hold = name.encode()
+        proxy.arm()
+        self.assertTrue(proxy.held.wait(10), "the waiter's look was never held back")
+        gw.signal(signal.SIGTERM)
+        waiter.join(30)
+        self.assertEqual([r.status for r in answers], [503])
+        self.assertEqual(gw.stop(), 0)
+        with Gateway() as direct:
+            waiting = direct.client().get(f"/v1/locks/{name}").body["waiting"]
+        self.assertEqual(waiting, 0, "the place of a wait its gateway answered stayed in the queue")
+
     @staticmethod
     def request_of(k, token):
         """The k-th kind of request of the burst, using token (of the held lock dl-held-k) where it needs one."""

@@ -25,10 +25,14 @@
 #include "gateway.h"
 #include "lease/park.h"
 #include "util/alarm.h"
+#include "util/budget.h"
 
 struct gateway gw;
 
 static struct config cfg = {.max_waiters = 100, .max_waiters_per_key = 2, .poll_ms = 1000};
+
+/* The deadline of a Redis call made for no request (util/budget.h). */
+#define CALL_MS 777
 
 /* The settable clock. */
 static int64_t now_ms = 1000000;
@@ -55,7 +59,15 @@ struct fake {
     bool take_out;           /* leave_many takes it out of its queue */
     int left_together;       /* how many waits the leave_many call that took it had */
     const char *move_to;     /* the next attempt: a grant for its lease arrives, then it rekeys */
+    int64_t give_up_due_ms;  /* when a Redis call made by its last give-up would be due (at 0) */
+    int64_t release_due_ms;  /* the same, by its release */
 };
+
+/* When a Redis call made now by the calling thread would be due, now being 0. */
+static int64_t call_due_ms(void)
+{
+    return budget_until_ms(0, CALL_MS);
+}
 
 static void resume(void *request)
 {
@@ -86,6 +98,7 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
     (void)err;
     struct fake *f = fake_of(p);
     f->give_ups++;
+    f->give_up_due_ms = call_due_ms();
     f->why = why;
     f->left = left;
     return 0;
@@ -109,6 +122,7 @@ static void release(struct park *p, bool holds_place)
 {
     fake_of(p)->released = true;
     fake_of(p)->held_place = holds_place;
+    fake_of(p)->release_due_ms = call_due_ms();
 }
 
 static const struct park_kind fake_kind = {
@@ -219,6 +233,25 @@ static void drain(void **state)
     assert_int_equal(f.why, PARK_WHY_DRAIN);
     assert_false(f.left);
     end_fake(&f, false);
+}
+
+/* A run whose look spent the request's time for Redis still gives up and releases with calls of
+ * their own deadline: given none, a cancel of the wait's place would never be written. */
+static void clean_up_after_a_spent_run(void **state)
+{
+    (void)state;
+    struct fake f;
+    park_fake(&f, &fake_kind, "lease-b", -1, NULL);
+    waiter_wake_all(WAKE_DRAIN);
+    budget_start(100);
+    budget_spend(100);
+    assert_int_equal(park_run(&f.park, &f.problem), PARK_STEP_ANSWER);
+    assert_int_equal(f.why, PARK_WHY_DRAIN);
+    assert_int_equal(f.give_up_due_ms, CALL_MS);
+    park_end(&f.park);
+    assert_int_equal(f.release_due_ms, CALL_MS);
+    assert_int_equal(call_due_ms(), 0); /* the run's own calls are still out of time */
+    budget_end();
 }
 
 /* Hangs up on the parked waits of kind, one taken out of its queue by leave_many (if the kind
@@ -527,6 +560,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(superseded),
         cmocka_unit_test(drain),
+        cmocka_unit_test(clean_up_after_a_spent_run),
         cmocka_unit_test(hang_up),
         cmocka_unit_test(hang_up_beside_another_kind),
         cmocka_unit_test(deadline),
