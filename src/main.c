@@ -356,7 +356,7 @@ static int serve(struct config *cfg, struct fg_error *err)
     atomic_store(&gw.draining, true);
     http_server_quiesce();
     int64_t deadline = clock_mono_ms() + DRAIN_WAIT_MS;
-    while (http_server_in_flight() > 0 && clock_mono_ms() < deadline) {
+    while (http_server_in_flight(false) > 0 && clock_mono_ms() < deadline) {
         waiter_wake_all(WAKE_DRAIN);
         clock_sleep_ms(10);
     }

@@ -29,7 +29,7 @@ enum handler_result handle_metrics(struct http_request *req, struct http_reply *
     readiness_check(true, &found);
     struct metrics_gauges gauges = {.waiters = waiter_count(),
                                     .watches = waiter_watch_count(),
-                                    .in_flight = http_server_in_flight(),
+                                    .in_flight = http_server_in_flight(true),
                                     .fence_headroom = found.fence_headroom};
     gauges.backend_up[METRIC_BACKEND_REDIS] = found.redis_up;
     gauges.backend_up[METRIC_BACKEND_PG] = found.pg_up;

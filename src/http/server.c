@@ -114,6 +114,7 @@ struct http_conn {
      * called (NULL while it is received) */
     const char *method, *url;
     bool recorded;                   /* its request line is written and its answer counted */
+    bool probe;                      /* a probe's (probe_routes): the drain does not wait for it */
     const struct listener *listener; /* the listener it came in on */
 };
 
@@ -148,7 +149,8 @@ static struct {
     struct listener api;   /* the API's address (listen): the accepting thread feeds its pool */
     struct listener probe; /* probe_listen: one thread, accepting for itself */
     const struct config *cfg;
-    atomic_long in_flight;
+    atomic_long in_flight;      /* requests in progress */
+    atomic_long work_in_flight; /* those of them not on probe_routes */
     atomic_bool quiesced; /* draining: new connections closed at once (set under watches.lock) */
 } server;
 
@@ -295,6 +297,24 @@ static void request_id_of(struct MHD_Connection *mhd, int64_t now_ms, char *out,
         snprintf(out, cap, "%lld-%ld", (long long)now_ms, (long)atomic_load(&server.in_flight));
 }
 
+/* Routes polled by probes and scrapers: their request lines are written at debug
+ * level only, so that a health check every second does not drown the log. */
+static const char *const probe_routes[] = {"healthz", "readyz", "metrics", NULL};
+
+/* Routes that a request through a proxy is served on while auth is off by
+ * default: the liveness and readiness probes, which reveal nothing and which
+ * a load balancer in front must reach (docs/api.md, "Authentication"). */
+static const char *const proxy_served_routes[] = {"healthz", "readyz", NULL};
+
+/* True if route (NULL: none) is one of labels, a list ended by NULL. */
+static bool route_listed(const struct route *route, const char *const *labels)
+{
+    for (size_t i = 0; route != NULL && labels[i] != NULL; i++)
+        if (strcmp(route->label, labels[i]) == 0)
+            return true;
+    return false;
+}
+
 /* A new request that came in on listener: a route of its that does not match
  * is answered (after the body) with the problem set here. */
 static struct http_request *request_new(const struct listener *listener, struct MHD_Connection *mhd,
@@ -331,7 +351,10 @@ static struct http_request *request_new(const struct listener *listener, struct 
                          req->trace_id);
     if (state != NULL)
         req->client_addr = state->client_addr;
+    conn->probe = route_listed(match.route, probe_routes);
     atomic_fetch_add(&server.in_flight, 1);
+    if (!conn->probe)
+        atomic_fetch_add(&server.work_in_flight, 1);
     return req;
 }
 
@@ -346,6 +369,8 @@ static void request_free(struct http_request *req)
     query_args_free(req->query);
     reply_clear(&req->conn->reply);
     pthread_mutex_destroy(&req->conn->phase_lock);
+    if (!req->conn->probe)
+        atomic_fetch_sub(&server.work_in_flight, 1);
     free(req); /* and its connection state, in the same block */
     atomic_fetch_sub(&server.in_flight, 1);
 }
@@ -377,24 +402,6 @@ static enum conn_phase conn_phase_of(struct http_conn *conn)
     enum conn_phase phase = conn->phase;
     pthread_mutex_unlock(&conn->phase_lock);
     return phase;
-}
-
-/* Routes polled by probes and scrapers: their request lines are written at debug
- * level only, so that a health check every second does not drown the log. */
-static const char *const probe_routes[] = {"healthz", "readyz", "metrics", NULL};
-
-/* Routes that a request through a proxy is served on while auth is off by
- * default: the liveness and readiness probes, which reveal nothing and which
- * a load balancer in front must reach (docs/api.md, "Authentication"). */
-static const char *const proxy_served_routes[] = {"healthz", "readyz", NULL};
-
-/* True if route (NULL: none) is one of labels, a list ended by NULL. */
-static bool route_listed(const struct route *route, const char *const *labels)
-{
-    for (size_t i = 0; route != NULL && labels[i] != NULL; i++)
-        if (strcmp(route->label, labels[i]) == 0)
-            return true;
-    return false;
 }
 
 /* The level of the request line of a request answered on route (NULL: none). */
@@ -1452,9 +1459,9 @@ void http_server_quiesce(void)
     alarm_set(now_ms);
 }
 
-long http_server_in_flight(void)
+long http_server_in_flight(bool probes)
 {
-    return atomic_load(&server.in_flight);
+    return atomic_load(probes ? &server.in_flight : &server.work_in_flight);
 }
 
 void http_server_stop(void)

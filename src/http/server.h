@@ -82,8 +82,12 @@ int http_server_start(const struct config *cfg, const struct route *routes,
  * drain. */
 void http_server_quiesce(void);
 
-/* Requests in progress (received, not yet answered), including suspended ones. */
-long http_server_in_flight(void);
+/* Requests in progress (received, not yet answered), including suspended ones;
+ * without probes, those of /healthz, /readyz and /metrics aside: they change
+ * nothing, and the drain that waits for the others would be held to its cap
+ * by probes that keep coming to the probe listener, each waiting up to
+ * probe_timeout_ms for a stalled backend. */
+long http_server_in_flight(bool probes);
 
 /* Closes every connection and stops the threads, the probe listener's last.
  * No request may be suspended. */

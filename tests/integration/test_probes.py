@@ -17,8 +17,8 @@ API's port (test_liveness_is_prompt_while_every_http_thread_waits_for_redis with
 probes in 6 s, answered after 5.7 and 9.0 s.
 
 Also: the probe listener serves those three routes only (404 elsewhere) under the API's rules (auth,
-proxies, Host), answers /healthz and 503 on /readyz while the gateway drains, and a probe_listen that
-cannot be served stops start-up with a message naming it.
+proxies, Host), answers /healthz and 503 on /readyz while the gateway drains without holding the drain,
+and a probe_listen that cannot be served stops start-up with a message naming it.
 
 Owns: the probe listener and the deadline of /readyz and /metrics. Must not: test the API's own threads
 (test_http_threads.py, test_hostile.py).
@@ -217,6 +217,55 @@ class StalledRedisTest(unittest.TestCase):
         self.assertIn("the gateway is draining", gw.log_text())
         with self.assertRaises(OSError):
             timed_get(self.probe_port, "/healthz", timeout=2)
+
+
+@skip_in_cluster("it stops a Redis of its own")
+class ProbesInDrainTest(unittest.TestCase):
+    """Probes that keep coming while the gateway drains."""
+
+    def test_probes_do_not_hold_the_drain(self):
+        """Redis stopped, SIGTERM with no API request in flight while scrapers ask /metrics and /readyz on the
+        probe listener one after another, each answered after probe_timeout_ms: the drain ends at once, so the
+        probe listener, which serves until then, answers no probe later than a second or two after the
+        signal, and the gateway exits 0. Failed before the fix: the drain waited while any request was in flight, a
+        probe's too, so the scrapers held it to its 10 s cap (probes answered 10.2 s after SIGTERM)."""
+        own = private_backends(self, "probe-held-drain")
+        probe_port = free_port()
+        config = {"probe_listen": f"127.0.0.1:{probe_port}", "probe_timeout_ms": PROBE_TIMEOUT_MS,
+                  "request_timeout_ms": 1000}
+        gw = Gateway(config=config, env_overrides=own.env)
+        self.addCleanup(gw.stop, check=False)
+        redis = Redis(port=own.redis_port)
+        pid = redis_pid(redis)
+        redis.close()
+        os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(os.kill, pid, signal.SIGCONT)
+        stop, answered = threading.Event(), []  # (status, when)
+
+        def scrape(path: str) -> None:
+            while not stop.is_set():
+                try:
+                    with Client(f"http://127.0.0.1:{probe_port}", timeout=5) as c:
+                        while not stop.is_set():
+                            answered.append((c.get(path).status, time.monotonic()))
+                except OSError:
+                    time.sleep(0.01)
+
+        scrapers = [threading.Thread(target=scrape, args=(path,)) for path in ("/metrics", "/readyz") * 2]
+        for t in scrapers:
+            t.start()
+        try:
+            wait_for(lambda: len(answered) >= 4, what="the scrapers answered")
+            signalled = time.monotonic()
+            gw.signal(signal.SIGTERM)
+            gw.proc.wait(60)
+        finally:
+            stop.set()
+            for t in scrapers:
+                t.join(30)
+        self.assertEqual(gw.stop(), 0)
+        after = [round(when - signalled, 2) for _, when in answered if when > signalled]
+        self.assertLess(max(after, default=0), 2.5, f"probes held the drain: answered {after} s after SIGTERM")
 
 
 KEYS = [key_entry("scraper", "scraper-key", ["metrics"]), key_entry("worker", "worker-key", ["lock:*"])]
