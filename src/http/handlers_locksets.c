@@ -90,6 +90,15 @@ static void give_back_set(struct http_request *req)
     lockset_wait_give_back(req->state);
 }
 
+/* The members of a refusal naming ls's failed lock: "lock", and "waiting" when its queue's length
+ * is known. */
+static json_t *failed_lock_members(const struct lockset_wait *ls)
+{
+    if (ls->waiting < 0)
+        return json_pack("{s:s}", "lock", ls->failed_lock);
+    return json_pack("{s:s, s:I}", "lock", ls->failed_lock, "waiting", (json_int_t)ls->waiting);
+}
+
 /* Writes the answer of req's set ls after step, the engine's problem if set (or parks it). */
 static enum handler_result answer(struct http_request *req, struct lockset_wait *ls,
                                   struct http_reply *reply, enum park_step step,
@@ -104,9 +113,7 @@ static enum handler_result answer(struct http_request *req, struct lockset_wait 
     if (problem->code != FG_OK)
         fail_scope(reply, problem, refused);
     else if (ls->err.code != FG_OK && ls->failed_lock != NULL)
-        reply_problem_extra(
-            reply, &ls->err,
-            json_pack("{s:s, s:I}", "lock", ls->failed_lock, "waiting", (json_int_t)ls->waiting));
+        reply_problem_extra(reply, &ls->err, failed_lock_members(ls));
     else if (ls->err.code != FG_OK)
         fail(reply, &ls->err);
     else if (reply_set(ls, reply) == HANDLER_DONE && reply->status == 200)

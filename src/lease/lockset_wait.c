@@ -190,7 +190,8 @@ static enum place_drop drop_earlier_place(struct lockset_wait *ls, const struct 
  * with its queue's length (res's, or the one its waiter left; place_dropped: the set found an
  * earlier attempt's place there and dropped it, which set the length). A lock whose lease of
  * this request id ended was held by an attempt of this set, which was then answered: the locks
- * adopted by request id are that client's, and stay with it. */
+ * adopted by request id are that client's, and stay with it; the script's "ended" counts no
+ * queue, so that answer has no length. */
 static void give_up_naming(struct lockset_wait *ls, const struct lease_result *res,
                            bool place_dropped, const char *detail)
 {
@@ -198,7 +199,7 @@ static void give_up_naming(struct lockset_wait *ls, const struct lease_result *r
     abandon_some(ls, ls->waits, res != NULL && res->outcome == LEASE_ENDED);
     ls->failed_lock = name;
     if (res != NULL && !place_dropped)
-        ls->waiting = res->waiting;
+        ls->waiting = res->outcome == LEASE_ENDED ? -1 : res->waiting;
     if (res != NULL && res->outcome == LEASE_FULL)
         fg_fail(&ls->err, FG_ERR_TOO_MANY_WAITERS, "the queue of lock '%s' is full", name);
     else if (res != NULL && res->outcome == LEASE_ENDED)
@@ -239,7 +240,9 @@ static bool renew_held(struct lockset_wait *ls, int64_t now, int64_t ends_before
 }
 
 /* A held lock was lost (renew_held): gives up what is still this attempt's and answers why: 409
- * conflict where a retry of the request took it over (the set is the retry's), else 410. */
+ * conflict where a retry of the request took it over (the set is the retry's), else 410 naming
+ * the lock, without a queue length (the renewal's "lost" counts none; the one the give-up may have
+ * set is that of the lock waited for). */
 static void lost_one(struct lockset_wait *ls, size_t lost, int rc, bool queued, const char *when)
 {
     const char *name = ls->set.names[lost];
@@ -251,6 +254,7 @@ static void lost_one(struct lockset_wait *ls, size_t lost, int rc, bool queued, 
         return;
     }
     ls->failed_lock = name;
+    ls->waiting = -1;
     fg_fail(&ls->err, FG_ERR_LEASE_LOST, "lock '%s' of the set was lost %s", name, when);
 }
 

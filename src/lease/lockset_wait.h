@@ -53,10 +53,11 @@ struct lockset_wait {
     bool settled;            /* answered or given up: nothing left to release */
     int64_t renew_at;        /* monotonic ms to renew the held locks */
     struct fg_error err;     /* its answer when not granted */
-    const char *failed_lock; /* set: err names this lock (409/429/410 with "lock", "waiting") */
+    const char *failed_lock; /* set: err names this lock ("lock"; and "waiting" when known) */
     const char *denied_lock; /* set by the permit hook: the first of the request's names whose
                                 scope the key in force lacks (its 403 forbidden) */
-    long long waiting;       /* waiters of failed_lock */
+    long long waiting;       /* waiters of failed_lock; < 0 not known (410: its lease ended, and no
+                                script answer that said so counted its queue) */
     char request[LOCKSET_RID_MAX]; /* "set:R" of its request id R ("": none) */
     struct strmap_node by_request; /* with a request_id: in the table of the sets running here */
     bool taken_over;    /* a retry with its request_id runs in its place: it holds nothing */

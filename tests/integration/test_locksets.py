@@ -11,6 +11,8 @@ request_id idempotence, renew and release of the set, and no deadlock.
 - a holder of a set killed with SIGKILL frees its locks at its TTL; a waiting set then gets them;
 - the locks a set took before a wait are renewed as it takes its last, so all end within a tenth of ttl_ms, and
   those a retry finds by request_id are renewed as it answers;
+- a 410 lease_lost of an acquire (a lock lost while the set waited, or found ended by a retry) names the lock
+  and no queue length;
 - a set parked in a lock's queue looks again at least every poll_ms, as a single waiter does: it gets a lock whose
   holder shortened its lease and left, and an attempt whose retry took its place through another gateway answers
   409 conflict within a few poll_ms.
@@ -435,6 +437,68 @@ class LockSetTest(GatewayTest):
         self.assertEqual((r.status, r.body.get("type"), r.body.get("lock")), (410, "/problems/lease_lost", b), r)
         self.assertEqual(self.c.get(f"/v1/locks/{b}").body["fence"], other.body["fence"])
         wait_for(lambda: not self.held(a) and not self.held(c), what="the set's other locks given back")
+
+    def test_a_set_that_loses_a_lock_while_it_waits_names_no_queue(self):
+        """A set holds a and waits in b's queue behind another waiter; a is revoked. At its next renewal (ttl_ms /
+        3) the set answers 410 lease_lost naming a, with no `waiting`: Redis told it a's lease is gone, not a's
+        queue's length. It leaves b's queue (the other waiter stays, and gets b). Failed before the fix: "waiting":
+        1, the length of b's queue the set had just left, in the answer naming a."""
+        a, b = sorted(unique_name("ls-lost") for _ in range(2))
+        holder = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 30000}).body
+        box: dict = {}
+
+        def send(what, path, request):
+            with self.gw.client(timeout=30) as c:
+                box[what] = c.post(path, request)
+        one = threading.Thread(target=send, args=("one", f"/v1/locks/{b}/acquire", {"wait_ms": 20000}))
+        one.start()
+        wait_for_waiting(self.c, b, 1)
+        t = threading.Thread(target=send, args=("set", "/v1/locksets/acquire",
+                                                {"names": [a, b], "ttl_ms": 3000, "wait_ms": 20000}))
+        t.start()
+        wait_for_waiting(self.c, b, 2)
+        self.assertTrue(self.held(a))
+        self.assertEqual(self.c.post(f"/v1/locks/{a}/revoke", {"reason": "test"}).status, 200)
+        t.join(15)
+        r = box["set"]
+        self.assertEqual((r.status, r.body.get("type"), r.body.get("lock")), (410, "/problems/lease_lost", a), r)
+        self.assertNotIn("waiting", r.body, r)
+        self.assertEqual(self.c.get(f"/v1/locks/{b}").body["waiting"], 1)
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": holder["token"]}).status, 200)
+        one.join(15)
+        self.assertEqual(box["one"].status, 200, box["one"])
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": box["one"].body["token"]}).status, 200)
+
+    def test_a_set_asked_again_after_a_lock_ended_names_no_queue(self):
+        """A set [a, b] with a request_id is held; b is revoked and taken by another client, with one more waiter
+        queued. The set asked again answers 410 lease_lost naming b, with no `waiting`: the script said the lease
+        of the request id on b ended, not how long b's queue is. Failed before the fix: "waiting": 0 with one
+        waiter in b's queue."""
+        a, b = sorted(unique_name("ls-ended") for _ in range(2))
+        body = {"names": [a, b], "request_id": unique_name("rid"), "ttl_ms": 30000, "wait_ms": 2000}
+        held = self.c.post("/v1/locksets/acquire", body)
+        self.assertEqual(held.status, 200, held)
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/revoke", {"reason": "test"}).status, 200)
+        other = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 30000})
+        self.assertEqual(other.status, 200, other)
+        box: dict = {}
+
+        def wait_for_b():
+            with self.gw.client(timeout=30) as c:
+                box["one"] = c.post(f"/v1/locks/{b}/acquire", {"wait_ms": 20000})
+        one = threading.Thread(target=wait_for_b)
+        one.start()
+        wait_for_waiting(self.c, b, 1)
+        again = self.c.post("/v1/locksets/acquire", body)
+        self.assertEqual((again.status, again.body.get("type"), again.body.get("lock")),
+                         (410, "/problems/lease_lost", b), again)
+        self.assertNotIn("waiting", again.body, again)
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": other.body["token"]}).status, 200)
+        one.join(15)
+        self.assertEqual(box["one"].status, 200, box["one"])
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": box["one"].body["token"]}).status, 200)
+        self.assertEqual(self.c.post(f"/v1/locks/{a}/release", {"token": held.body["locks"][0]["token"]}).status,
+                         200)
 
     def test_renew_and_release_take_each_lock_once_and_say_what_they_did(self):
         """Tokens naming one lock twice answer 400, as names do on acquire; a renew that finds a lock lost and
