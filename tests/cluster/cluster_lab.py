@@ -170,7 +170,7 @@ class ClusterLab:
         self.kill9(primary)
         for r in replicas:
             self.procs[r].send_signal(signal.SIGCONT)
-        wait(lambda: self.owner(shard["ranges"][0]) in replicas, 30, "the promotion of a replica")
+        wait(lambda: self.owner_or_none(shard["ranges"][0]) in replicas, 30, "the promotion of a replica")
         self.start_node(primary)
 
     def stop_node(self, port: int):
@@ -215,11 +215,23 @@ class ClusterLab:
         return [s["primary"] for s in self.shards()]
 
     def owner(self, slot: int) -> int:
+        port = self.owner_or_none(slot)
+        if port is None:
+            raise RuntimeError(f"cluster lab: slot {slot} has no owner")
+        return port
+
+    def owner_or_none(self, slot: int) -> int | None:
+        """The primary that owns slot, or None: in a failover the node asked may show it owned by nobody for a
+        moment (the failed primary's shard without it, the promoted replica's not yet with it)."""
         for s in self.shards():
             r = s["ranges"]
             if any(r[i] <= slot <= r[i + 1] for i in range(0, len(r), 2)):
                 return s["primary"]
-        raise RuntimeError(f"cluster lab: slot {slot} has no owner")
+        return None
+
+    def failed_over(self, slot: int, primary: int) -> bool:
+        """True once a primary other than primary owns slot."""
+        return self.owner_or_none(slot) not in (None, primary)
 
     def info(self, port: int, section: str) -> dict:
         text = resp(port, "INFO", section)

@@ -96,7 +96,7 @@ class ClusterLabTest(LabTestCase):
         wall-clock times (ms) of the kill and of the first map that named the new owner."""
         killed_ms = time.time() * 1000
         self.lab.kill9(shard["primary"])
-        wait(lambda: self.lab.owner(shard["ranges"][0]) != shard["primary"], 30, "the failover")
+        wait(lambda: self.lab.failed_over(shard["ranges"][0], shard["primary"]), 30, "the failover")
         promoted_ms = time.time() * 1000
         self.lab.wait_converged()
         time.sleep(1)
@@ -323,7 +323,7 @@ class ClusterLabTest(LabTestCase):
         self.lab.snapshot(port, "older")
         time.sleep(1.5)   # the counters move on past the snapshot
         self.lab.stop_node(port)
-        wait(lambda: self.lab.owner(target["ranges"][0]) != port, 30, "the failover")
+        wait(lambda: self.lab.failed_over(target["ranges"][0], port), 30, "the failover")
         self.lab.wait_converged()
         r = probe.stop()
         self.assert_clean(r, "stop")
@@ -627,7 +627,7 @@ class ClusterLabTest(LabTestCase):
             time.sleep(0.5)   # heard before the kill (a message still in a node's output buffer dies with it)
             killed = time.monotonic()
             self.lab.kill9(other["primary"])
-            wait(lambda: self.lab.owner(other["ranges"][0]) != other["primary"], 30, "the failover")
+            wait(lambda: self.lab.failed_over(other["ranges"][0], other["primary"]), 30, "the failover")
             promotion = time.monotonic() - killed
             wait(lambda: not self.shard_followed(channel), 30, "every slot followed after the kill")
             after_kill = time.monotonic() - killed

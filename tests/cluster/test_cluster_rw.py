@@ -241,7 +241,7 @@ class ClusterWriteTest(LabTestCase):
         # A failover: the promoted replica holds sets stamped with its old primary's run_id: rebuilt.
         victim = self.lab.shards()[2]
         self.lab.kill9(victim["primary"])
-        wait(lambda: self.lab.owner(victim["ranges"][0]) != victim["primary"], 30, "the failover")
+        wait(lambda: self.lab.failed_over(victim["ranges"][0], victim["primary"]), 30, "the failover")
         self.lab.wait_converged()
         deadline = time.monotonic() + 20
         for key in keys[victim["primary"]]:

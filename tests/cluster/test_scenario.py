@@ -296,7 +296,7 @@ class ScenarioTest(unittest.TestCase):
         time.sleep(SECONDS)
         killed = time.time()
         self.lab.kill9(victim["primary"])
-        wait(lambda: self.lab.owner(victim["ranges"][0]) != victim["primary"], 30, "the failover")
+        wait(lambda: self.lab.failed_over(victim["ranges"][0], victim["primary"]), 30, "the failover")
         promoted = time.time()
         self.lab.wait_converged(timeout=30)
         time.sleep(SECONDS)
@@ -344,7 +344,7 @@ class ScenarioTest(unittest.TestCase):
         self.lab.snapshot(port, "older")
         time.sleep(SECONDS)   # the locks' state moves on past the snapshot
         self.lab.stop_node(port)
-        wait(lambda: self.lab.owner(target["ranges"][0]) != port, 30, "the failover")
+        wait(lambda: self.lab.failed_over(target["ranges"][0], port), 30, "the failover")
         self.lab.wait_converged(timeout=30)
         self.lab.restart_from(port, "older")
         # The node comes back believing it serves the slots its replica took over: the others correct it,
