@@ -17,6 +17,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import GatewayTest  # noqa: E402
+from openapi_doc import resolve  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 DOC_PATH = os.path.join(ROOT, "openapi", "openapi.json")
@@ -94,15 +95,6 @@ class DocumentTest(unittest.TestCase):
         self.assertGreater(len(routes), 5, "could not read the route descriptions")
         self.assertEqual(sorted(routes - docs), [], "routes missing from openapi/openapi.json")
         self.assertEqual(sorted(docs - routes), [], "documented in openapi/openapi.json but not routed")
-
-
-def resolve(doc: dict, node: dict) -> dict:
-    while "$ref" in node:
-        target = doc
-        for part in node["$ref"][2:].split("/"):
-            target = target[part]
-        node = target
-    return node
 
 
 class ServedTest(GatewayTest):

@@ -44,6 +44,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Client, GatewayTest, Redis, free_port, http, same_slot, test_data_dir, wait_for  # noqa: E402
+from openapi_doc import resolve  # noqa: E402
 from pg_helpers import INVOICE_COLUMNS  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -65,15 +66,6 @@ def tool(name: str) -> str:
     if not os.access(path, os.X_OK):
         raise AssertionError(f"{path} not found: scripts/deps.sh installs tests/openapi/package-lock.json")
     return path
-
-
-def resolve(doc: dict, node: dict) -> dict:
-    while "$ref" in node:
-        target = doc
-        for part in node["$ref"][2:].split("/"):
-            target = target[part]
-        node = target
-    return node
 
 
 def declared(doc: dict, schema: dict) -> set[str]:

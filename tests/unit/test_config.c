@@ -420,6 +420,18 @@ static void waiters_per_key(void **state)
     refused_naming("{\"limits\": {\"max_waiters_per_key\": 0}}", "limits.max_waiters_per_key");
 }
 
+/* Fails unless load_file takes each of the n configuration texts. */
+static void accepted_all(const char *const texts[], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct config cfg;
+        struct fg_error err;
+        if (load_file(texts[i], &cfg, &err) != 0)
+            fail_msg("refused %s: %s", texts[i], err.msg);
+        config_free(&cfg);
+    }
+}
+
 /* pg_connect_timeout_ms no longer than request_timeout_ms, so that a request
  * that opens a Postgres connection waits for it no longer than its backend
  * deadline; libpq's least, 2 s, whatever request_timeout_ms. */
@@ -432,13 +444,7 @@ static void pg_connect_timeout_within_request_timeout(void **state)
         "{\"pg_connect_timeout_ms\": 2000, \"request_timeout_ms\": 300}",
         "{\"request_timeout_ms\": 50}",
     };
-    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
-        struct config cfg;
-        struct fg_error err;
-        if (load_file(accepted[i], &cfg, &err) != 0)
-            fail_msg("refused %s: %s", accepted[i], err.msg);
-        config_free(&cfg);
-    }
+    accepted_all(accepted, sizeof accepted / sizeof accepted[0]);
     static const char *const refused[] = {
         "{\"pg_connect_timeout_ms\": 6000}",
         "{\"pg_connect_timeout_ms\": 3000, \"request_timeout_ms\": 2999}",
@@ -469,13 +475,7 @@ static void connections_per_ip_within_connections(void **state)
         "{\"limits\": {\"max_connections_per_ip\": 1000000}}",
         "{\"limits\": {\"max_connections\": 16}}",
     };
-    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
-        struct config cfg;
-        struct fg_error err;
-        if (load_file(accepted[i], &cfg, &err) != 0)
-            fail_msg("refused %s: %s", accepted[i], err.msg);
-        config_free(&cfg);
-    }
+    accepted_all(accepted, sizeof accepted / sizeof accepted[0]);
     struct config cfg;
     struct fg_error err;
     int rc = load_file("{\"limits\": {\"max_connections\": 100, \"max_connections_per_ip\": 101}}",
