@@ -974,14 +974,20 @@ class TcpProxy:
     """A TCP proxy on 127.0.0.1 to target (a port): cut() closes its connections at once, as a crashed server or
     a failed network leaves them; with hold, it holds back, once, what a connection sends from the first chunk
     containing hold until let_go() (and again after arm(); armed=False: only after arm()), held set once it holds
-    it. redis_url: the one test Redis's URL through it, when target is that Redis (not on a cluster:
+    it. stop_reading() leaves what connections send next unread (it fills their senders' socket buffers) until
+    resume_reading(); rcvbuf, the receive buffer of its accepted sockets, bounds what they take meanwhile.
+    redis_url: the one test Redis's URL through it, when target is that Redis (not on a cluster:
     skip_in_cluster)."""
 
-    def __init__(self, target: int, hold: bytes | None = None, armed: bool = True):
+    def __init__(self, target: int, hold: bytes | None = None, armed: bool = True, rcvbuf: int | None = None):
         self.port, self.target, self.hold = free_port(), target, hold
         self.redis_url = env("FG_TEST_REDIS_URL").replace(f":{target}", f":{self.port}")
         self.held, self.go, self.armed = threading.Event(), threading.Event(), armed and hold is not None
+        self.reading = threading.Event()
+        self.reading.set()
         self.listener = socket.create_server(("127.0.0.1", self.port))
+        if rcvbuf is not None:  # set before accept: accepted sockets inherit it, and their window with it
+            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sockets: list[socket.socket] = []
         threading.Thread(target=self.accept, daemon=True).start()
 
@@ -998,7 +1004,7 @@ class TcpProxy:
 
     def pump(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
         try:
-            while data := src.recv(65536):
+            while (not outbound or self.reading.wait(30)) and (data := src.recv(65536)):
                 if outbound and self.armed and self.hold in data:
                     self.armed = False
                     self.held.set()
@@ -1014,6 +1020,13 @@ class TcpProxy:
         """Holds back the next chunk containing hold, as the first."""
         self.held, self.go, self.armed = threading.Event(), threading.Event(), True
 
+    def stop_reading(self) -> None:
+        """Reads nothing more that connections send (a chunk held back still goes on at let_go())."""
+        self.reading.clear()
+
+    def resume_reading(self) -> None:
+        self.reading.set()
+
     def cut(self) -> None:
         for s in self.sockets:
             try:
@@ -1024,6 +1037,7 @@ class TcpProxy:
 
     def close(self) -> None:
         self.go.set()
+        self.reading.set()
         self.cut()
         self.listener.close()
 

@@ -37,10 +37,12 @@
  * request_timeout_ms, or request_timeout_ms of its own), wherever it waits:
  * queued behind a batch, on a connection being made for it (whose set-up
  * commands get what is left), for its reply; then it is withdrawn
- * (redis_pipe.h) and fails alone (503). A batch whose replies have not all
- * come request_timeout_ms after it was written, a failed write or read, or a
- * reply nobody asked for fails every call out on the connection (503) and
- * closes it.
+ * (redis_pipe.h) and fails alone (503). Only a call whose thread writes a
+ * batch may wait longer: the writing goes on until the last deadline of the
+ * batch's calls, so that they are not failed for the writer's lack of time.
+ * A batch whose replies have not all come request_timeout_ms after it was
+ * written, a failed write or read, or a reply nobody asked for fails every
+ * call out on the connection (503) and closes it.
  *
  * redis-cluster://: one such pipelined connection per node, made on first
  * use (AUTH, then ROLE must answer "master"), and a script runs on the primary
@@ -771,17 +773,24 @@ static bool writable_by(int fd, int64_t until_ms)
     return left > 0 && poll(&pfd, 1, (int)left) > 0;
 }
 
-/* Writes every queued call's command in one go (self's among them), by self's
- * deadline: a batch left half written breaks the connection. Called locked;
- * unlocks while writing, from a copy (a failure or a withdrawal may end the
- * calls meanwhile). */
+/* Writes every queued call's command in one go (self's among them), by the
+ * last deadline of the batch's calls, self's however close: after it no call
+ * can use its reply, before it one still may, and a batch left half written
+ * breaks the connection, failing them all. Self's call, if its deadline
+ * passed meanwhile, ends once the batch is written (pipe_finish). Called
+ * locked; unlocks while writing, from a copy (a failure or a withdrawal may
+ * end the calls meanwhile). */
 static void write_batch(struct node *n, const struct pipe_entry *self, struct wakes *w)
 {
     size_t count, len = 0;
     struct pipe_entry *first = pipe_take(&n->pipe, clock_mono_ms() + rds.timeout_ms, &count);
     metrics_redis_batch(count);
-    for (struct pipe_entry *e = first; count-- > 0; e = e->next)
+    int64_t last_ms = self->until_ms;
+    for (struct pipe_entry *e = first; count-- > 0; e = e->next) {
         len += e->len;
+        if (e->until_ms > last_ms)
+            last_ms = e->until_ms;
+    }
     if (len > n->batch_cap) {
         free(n->batch);
         n->batch = malloc(len);
@@ -804,7 +813,7 @@ static void write_batch(struct node *n, const struct pipe_entry *self, struct wa
         if (sent > 0)
             at += (size_t)sent;
         else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (!writable_by(fd, self->until_ms))
+            if (!writable_by(fd, last_ms))
                 problem = "timed out writing";
         } else if (sent < 0 && errno != EINTR)
             problem = strerror(errno);
