@@ -41,6 +41,7 @@
 #include "store/backend/redis_keys.h"
 #include "util/alarm.h"
 #include "util/clock.h"
+#include "util/join.h"
 #include "util/log.h"
 
 #define MAX_SLEEP_MS   1000 /* the lease janitor's longest sleep */
@@ -230,16 +231,17 @@ int janitor_start(struct fg_error *err)
     return 0;
 }
 
-void janitor_stop(void)
+bool janitor_stop(int64_t until_ms)
 {
     if (!jan.started)
-        return;
+        return true;
     pthread_mutex_lock(&jan.lock);
     atomic_store(&jan.stop, true);
     pthread_cond_signal(&jan.poked);
     pthread_mutex_unlock(&jan.lock);
     alarm_set(0);
-    pthread_join(jan.lease_thread, NULL);
-    pthread_join(jan.backend_thread, NULL);
+    bool lease_ended = join_by(jan.lease_thread, until_ms);
+    bool backend_ended = join_by(jan.backend_thread, until_ms);
     jan.started = false;
+    return lease_ended && backend_ended;
 }

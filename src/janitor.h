@@ -7,6 +7,9 @@
 #ifndef FG_JANITOR_H
 #define FG_JANITOR_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "util/error.h"
 
 /* Marks this gateway alive in Redis once (also done by the janitor's beat). */
@@ -16,7 +19,8 @@ int janitor_beat(struct fg_error *err) FG_WUR;
  * (audit_stream_poke). */
 int janitor_start(struct fg_error *err) FG_WUR;
 
-/* Stops and joins them. */
-void janitor_stop(void);
+/* Stops them and joins each by until_ms (clock_mono_ms); false if one is still
+ * in a backend call then, left behind. */
+bool janitor_stop(int64_t until_ms);
 
 #endif

@@ -13,7 +13,9 @@
  * serves and STOPPING=1 when it drains. Errors that stop start-up are logged as
  * JSON lines like everything else. The threads that ask the backends for
  * /readyz and /metrics (http/readiness.h) start before the HTTP server and
- * stop after it, before the backends close.
+ * stop after it, before the backends close; with the janitor and the doorbell
+ * they get a second to finish a backend call, else are left behind unjoined
+ * and the backends are not closed, so a stalled backend does not hold the exit.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +52,7 @@
 
 #define STARTUP_WAIT_MS 30000
 #define DRAIN_WAIT_MS   10000
+#define STOP_GRACE_MS   1000 /* after the drain, for the threads that call the backends */
 
 struct gateway gw;
 
@@ -364,6 +367,27 @@ static int serve(struct config *cfg, struct fg_error *err)
     return 0;
 }
 
+/* Stops the threads that call the backends, giving them until STOP_GRACE_MS
+ * (request_timeout_ms if shorter) from now to finish the call they are in: one
+ * still waiting for a stalled backend then is left behind, and the process
+ * exits with it. The doorbell's subscribers, which wait for no answer, first.
+ * True if every one ended. */
+static bool stop_backend_threads(long long request_timeout_ms)
+{
+    int64_t until =
+        clock_mono_ms() + (request_timeout_ms < STOP_GRACE_MS ? request_timeout_ms : STOP_GRACE_MS);
+    bool doorbell = doorbell_stop(until), readiness = readiness_stop(until),
+         janitor = janitor_stop(until);
+    if (readiness && janitor && doorbell)
+        return true;
+    log_event(LOG_WARN, "exit_without_waiting",
+              json_pack("{s:b, s:b, s:b, s:s}", "readiness", !readiness, "janitor", !janitor,
+                        "doorbell", !doorbell, "detail",
+                        "threads still waiting for a backend are left behind: the process exits "
+                        "without closing its backend connections"));
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "keys") == 0)
@@ -398,7 +422,7 @@ int main(int argc, char **argv)
         }
         migrate_only = true;
     }
-    struct config cfg;
+    static struct config cfg; /* static: what threads left behind at exit use stays reachable */
     struct fg_error err = {0};
     int status = 1;
     if (config_load(&cfg, env_lookup, &err) != 0) {
@@ -449,15 +473,14 @@ int main(int argc, char **argv)
 out:
     if (status != 0)
         log_startup_failure(&err);
-    readiness_stop();
-    janitor_stop();
-    doorbell_stop();
-    redis_shutdown();
-    fenced_pg_shutdown();
-    pg_shutdown();
-    auth_shutdown();
-    secret_shutdown();
-    tls_shutdown();
-    config_free(&cfg);
+    if (stop_backend_threads(cfg.request_timeout_ms)) {
+        redis_shutdown();
+        fenced_pg_shutdown();
+        pg_shutdown();
+        auth_shutdown();
+        secret_shutdown();
+        tls_shutdown();
+        config_free(&cfg);
+    }
     return status == 0 ? 0 : (err.code == FG_ERR_CONFIG ? 2 : 1);
 }

@@ -18,6 +18,7 @@
 #include "store/backend/pg.h"
 #include "store/backend/redis.h"
 #include "util/clock.h"
+#include "util/join.h"
 
 /* What one ask of a backend found. */
 struct answer {
@@ -103,7 +104,7 @@ int readiness_start(long long timeout_ms, struct fg_error *err)
     struct asker *askers[] = {&rd.redis, &rd.pg};
     for (size_t i = 0; i < sizeof askers / sizeof askers[0]; i++) {
         if (pthread_create(&askers[i]->thread, NULL, asker_main, askers[i]) != 0) {
-            readiness_stop();
+            (void)readiness_stop(INT64_MAX);
             return fg_fail(err, FG_ERR_INTERNAL, "cannot start the %s readiness thread",
                            askers[i]->name);
         }
@@ -148,16 +149,18 @@ void readiness_check(bool headroom, struct readiness *out)
     pthread_mutex_unlock(&rd.lock);
 }
 
-void readiness_stop(void)
+bool readiness_stop(int64_t until_ms)
 {
     pthread_mutex_lock(&rd.lock);
     rd.stop = true;
     pthread_cond_broadcast(&rd.changed);
     pthread_mutex_unlock(&rd.lock);
+    bool ended = true;
     struct asker *askers[] = {&rd.redis, &rd.pg};
     for (size_t i = 0; i < sizeof askers / sizeof askers[0]; i++) {
-        if (askers[i]->running)
-            pthread_join(askers[i]->thread, NULL);
+        if (askers[i]->running && !join_by(askers[i]->thread, until_ms))
+            ended = false;
         askers[i]->running = false;
     }
+    return ended;
 }

@@ -25,6 +25,7 @@
 #include "store/backend/redis_keys.h"
 #include "util/alarm.h"
 #include "util/clock.h"
+#include "util/join.h"
 #include "util/log.h"
 
 #define ORPHAN_GRACE_MS 200
@@ -223,12 +224,13 @@ int64_t doorbell_reap_orphans(int64_t now_ms)
     return next_ms;
 }
 
-void doorbell_stop(void)
+bool doorbell_stop(int64_t until_ms)
 {
     if (!bell.started)
-        return;
+        return true;
     redis_subscribe_stop(&bell.stop);
-    pthread_join(bell.thread, NULL);
-    pthread_join(bell.ended_thread, NULL);
+    bool bell_ended = join_by(bell.thread, until_ms);
+    bool ended_ended = join_by(bell.ended_thread, until_ms);
     bell.started = false;
+    return bell_ended && ended_ended;
 }

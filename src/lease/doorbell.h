@@ -54,7 +54,8 @@ bool doorbell_adopt(const char *lease_id);
  * when the next one comes of age (INT64_MAX: none left). */
 int64_t doorbell_reap_orphans(int64_t now_ms);
 
-/* Stops and joins the doorbell thread. */
-void doorbell_stop(void);
+/* Stops the doorbell's threads and joins each by until_ms (clock_mono_ms);
+ * false if one still waits for Redis then, left behind. */
+bool doorbell_stop(int64_t until_ms);
 
 #endif
