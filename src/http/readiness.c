@@ -34,9 +34,11 @@ struct asker {
     pthread_t thread;                               /* the asker */
     bool running;                                   /* thread was started */
     uint64_t wanted;                                /* asks made so far, numbered from 1 */
-    uint64_t answered;  /* the highest ask whose answer is in: last answers it and all before */
-    bool headroom;      /* the next call reads the fences left too */
-    struct answer last; /* the latest answer */
+    uint64_t answered;     /* the highest ask whose answer is in: last answers it and all before */
+    bool headroom;         /* the next call reads the fences left too */
+    struct answer last;    /* the latest answer */
+    int64_t read_headroom; /* the headroom of the latest call that read it (-1: not read), which
+                              a later call that did not read it leaves as it is */
 };
 
 static void ask_redis(bool headroom, struct answer *out);
@@ -51,8 +53,8 @@ static struct {
 } rd = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .changed = PTHREAD_COND_INITIALIZER,
-    .redis = {.name = "redis", .ask = ask_redis},
-    .pg = {.name = "postgres", .ask = ask_pg},
+    .redis = {.name = "redis", .ask = ask_redis, .read_headroom = -1},
+    .pg = {.name = "postgres", .ask = ask_pg, .read_headroom = -1},
 };
 
 /* PING, then (with headroom, while Redis answers) the fences left to issue. */
@@ -89,6 +91,8 @@ static void *asker_main(void *arg)
         a->ask(headroom, &found);
         pthread_mutex_lock(&rd.lock);
         a->last = found;
+        if (headroom)
+            a->read_headroom = found.headroom;
         a->answered = upto;
         pthread_cond_broadcast(&rd.changed);
     }
@@ -145,7 +149,7 @@ void readiness_check(bool headroom, struct readiness *out)
     answer_of(&rd.redis, redis_ask, &out->redis_up, &out->redis_error);
     answer_of(&rd.pg, pg_ask, &out->pg_up, &out->pg_error);
     if (out->redis_up && headroom)
-        out->fence_headroom = rd.redis.last.headroom;
+        out->fence_headroom = rd.redis.read_headroom;
     pthread_mutex_unlock(&rd.lock);
 }
 

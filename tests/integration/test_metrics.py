@@ -191,6 +191,37 @@ class MetricsTest(GatewayTest):
         self.assertEqual(info[0]["revision"], expected)
         self.assertRegex(info[0]["version"], r"^[0-9]+\.[0-9]+\.[0-9]+$")
 
+    def test_headroom_shown_while_readyz_asks_meanwhile(self):
+        """/metrics shows fencegate_fence_headroom whenever Redis answers, also while /readyz requests (which do
+        not read it) are answered between the call that read it and the scrape's wake-up. Failed before: the
+        scrape reported the latest call's answer, a /readyz's without headroom, and left the gauge out."""
+        stop, missing, scrapes = threading.Event(), [], []
+
+        def readyz() -> None:
+            with self.gw.client() as c:
+                while not stop.is_set():
+                    c.get("/readyz")
+
+        def metrics() -> None:
+            with self.gw.client() as c:
+                while not stop.is_set():
+                    text = c.get("/metrics").body
+                    scrapes.append(1)
+                    if 'fencegate_backend_up{backend="redis"} 1' in text and \
+                            "\nfencegate_fence_headroom " not in text:
+                        missing.append(1)
+
+        threads = [threading.Thread(target=readyz) for _ in range(4)] + \
+            [threading.Thread(target=metrics) for _ in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(3)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        self.assertGreater(len(scrapes), 20)
+        self.assertEqual(len(missing), 0, f"{len(missing)} of {len(scrapes)} scrapes left the headroom out")
+
     def test_capacity_gauges(self):
         s = self.scrape()
         self.assertGreaterEqual(value(s, "fencegate_pg_pool_connections"), 1)
