@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * doorbell.c - the doorbell subscriber threads and the list of orphaned grants.
+ * doorbell.c - the doorbell subscriber threads and the list of orphaned grants
+ * (and of the leases of acquires answered without a reply from Redis).
  * One thread follows this gateway's own channel (grants to its waiters), one
  * the shared channel CHANNEL_ENDED (leases that ended: wakes their watchers).
  * On every (re)subscription all waiters re-check, since messages published
@@ -39,6 +40,7 @@ struct orphan {
     char attach[LEASE_ID_LEN + 1]; /* given back only from this attempt ("": any) */
     int64_t seen_ms;
     bool has_grant; /* grant is the script's answer, to deliver on adoption */
+    bool drop;      /* an unanswered acquire's lease (doorbell_add_unanswered) */
     struct lease_grant grant;
 };
 
@@ -66,7 +68,8 @@ void doorbell_on_orphan(char kind, doorbell_orphan_fn fn)
 }
 
 static void remember_orphan(char kind, const char *lease, size_t lease_len, const char *name,
-                            size_t name_len, const char *attach, const struct lease_grant *grant)
+                            size_t name_len, const char *attach, const struct lease_grant *grant,
+                            bool drop)
 {
     if (lease_len != LEASE_ID_LEN || name_len == 0 || name_len > NAME_MAX_LEN)
         return;
@@ -81,6 +84,7 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
         snprintf(o->attach, sizeof o->attach, "%s", attach);
         o->seen_ms = clock_mono_ms();
         o->has_grant = grant != NULL;
+        o->drop = drop;
         if (grant != NULL)
             o->grant = *grant;
         alarm_set(o->seen_ms + ORPHAN_GRACE_MS);
@@ -91,7 +95,12 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
 void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach,
                          const struct lease_grant *grant)
 {
-    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name), attach, grant);
+    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name), attach, grant, false);
+}
+
+void doorbell_add_unanswered(char kind, const char *lease_id, const char *name, const char *attach)
+{
+    remember_orphan(kind, lease_id, strlen(lease_id), name, strlen(name), attach, NULL, true);
 }
 
 bool doorbell_adopt(const char *lease_id)
@@ -130,7 +139,7 @@ static void on_message(const char *payload, size_t len, void *ctx)
     lease[LEASE_ID_LEN] = '\0';
     if (!waiter_ring(lease) && payload[0] != DOORBELL_WAKE)
         remember_orphan(payload[0], lease, LEASE_ID_LEN, payload + 3 + LEASE_ID_LEN,
-                        len - 3 - LEASE_ID_LEN, "", NULL);
+                        len - 3 - LEASE_ID_LEN, "", NULL, false);
 }
 
 /* Payload "<kind>|<fence>|<reason>|<name>" (lib_lease.lua's mark_ended). */
@@ -217,7 +226,7 @@ int64_t doorbell_reap_orphans(int64_t now_ms)
             continue;
         doorbell_orphan_fn fn = orphan_fn(due[i].kind);
         struct fg_error err = {0};
-        if (fn != NULL && fn(due[i].name, due[i].lease_id, due[i].attach, &err) != 0)
+        if (fn != NULL && fn(due[i].name, due[i].lease_id, due[i].attach, due[i].drop, &err) != 0)
             log_message(LOG_WARN, "orphan_grant", "could not give back a grant on %s: %s",
                         due[i].name, err.msg);
     }

@@ -25,9 +25,10 @@
 #define DOORBELL_WAKE 'w'
 
 /* Gives back an unclaimed grant of kind ('l', 's') for lease on name, held by the attempt attach
- * ("": whichever). */
+ * ("": whichever); drop: the lease whatever its state, granted (claimed or not) or queued
+ * (doorbell_add_unanswered). */
 typedef int (*doorbell_orphan_fn)(const char *name, const char *lease_id, const char *attach,
-                                  struct fg_error *err);
+                                  bool drop, struct fg_error *err);
 
 /* Registers how orphaned grants of a kind are given back. */
 void doorbell_on_orphan(char kind, doorbell_orphan_fn fn);
@@ -43,6 +44,12 @@ int doorbell_start(struct fg_error *err) FG_WUR;
  * that turns up, or NULL: that waiter looks itself. */
 void doorbell_add_orphan(char kind, const char *lease_id, const char *name, const char *attach,
                          const struct lease_grant *grant);
+
+/* Remembers the lease of kind on name that an acquire asked for and got no answer about (its
+ * call gave up at its deadline or lost its connection): Redis may grant or queue it all the same.
+ * It is given up after the grace period (drop, as the attempt attach's), by the janitor with a
+ * deadline of its own, so the acquire's 503 does not wait for it. */
+void doorbell_add_unanswered(char kind, const char *lease_id, const char *name, const char *attach);
 
 /* Takes back the orphaned grants of lease_id, if any: its waiter registered
  * just after the grant (it queued before registering). Returns true if there

@@ -43,14 +43,14 @@ const struct lease_ops lease_semaphore_ops = {
     .watch = sem_watch,
 };
 
-int lock_give_back_orphan(const char *name, const char *lease_id, const char *attach,
+int lock_give_back_orphan(const char *name, const char *lease_id, const char *attach, bool drop,
                           struct fg_error *err)
 {
-    return lease_give_back_orphan(&lease_lock_ops, name, lease_id, attach, err);
+    return lease_give_back_orphan(&lease_lock_ops, name, lease_id, attach, drop, err);
 }
 
-int sem_give_back_orphan(const char *name, const char *lease_id, const char *attach,
+int sem_give_back_orphan(const char *name, const char *lease_id, const char *attach, bool drop,
                          struct fg_error *err)
 {
-    return lease_give_back_orphan(&lease_semaphore_ops, name, lease_id, attach, err);
+    return lease_give_back_orphan(&lease_semaphore_ops, name, lease_id, attach, drop, err);
 }

@@ -52,11 +52,11 @@ struct lease_ops {
 extern const struct lease_ops lease_lock_ops;
 extern const struct lease_ops lease_semaphore_ops;
 
-/* Give back a grant of a lock or of a semaphore whose waiter is gone (the doorbell's orphan
- * callbacks). */
-int lock_give_back_orphan(const char *name, const char *lease_id, const char *attach,
+/* Give back a grant of a lock or of a semaphore whose waiter is gone, or (drop) the lease of an
+ * acquire answered without a reply (the doorbell's orphan callbacks). */
+int lock_give_back_orphan(const char *name, const char *lease_id, const char *attach, bool drop,
                           struct fg_error *err) FG_WUR;
-int sem_give_back_orphan(const char *name, const char *lease_id, const char *attach,
+int sem_give_back_orphan(const char *name, const char *lease_id, const char *attach, bool drop,
                          struct fg_error *err) FG_WUR;
 
 #endif

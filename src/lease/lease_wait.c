@@ -9,6 +9,8 @@
  * made to it in between (in-process or by the doorbell) finds no waiter and is
  * kept as an orphan, which the waiter takes back as it registers: one handed
  * over in-process answers it without a script call, one rung makes it look.
+ * A first call that got no reply leaves its lease, which Redis may grant or
+ * queue all the same, to the janitor to drop (doorbell_add_unanswered).
  * It then parks between attempts; an attempt the doorbell woke (a grant from
  * another gateway, held for the claim window) first claims it with a lean
  * script (LEASE_ACQUIRE_RUNG). A passed deadline gives up but keeps a grant that
@@ -355,6 +357,19 @@ static enum park_step start(const struct lease_ops *kind, const char *name,
     return answer(lw, park_wait(&lw->park, at, &problem), &problem);
 }
 
+/* The first attempt's call for lease_id on name (attach: its wait's, "" if it would not wait)
+ * failed with failed. One that got no reply (503: its deadline passed, its connection broke) may
+ * reach Redis all the same and be granted or queued, its answer dropped: the lease is given up
+ * (doorbell_add_unanswered), so the lock or slot is not held by a lease nobody knows until its
+ * ttl_ms. An acquire with a request_id is left to its retry, which finds that lease. */
+static void give_up_unanswered(const struct lease_ops *kind, const char *name,
+                               const struct acquire_params *p, const char *lease_id,
+                               const char *attach, const struct fg_error *failed)
+{
+    if (failed->code == FG_ERR_BACKEND_UNAVAILABLE && p->request_id[0] == '\0')
+        doorbell_add_unanswered((char)kind->token_kind, lease_id, name, attach);
+}
+
 enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
                                 const struct acquire_params *p, const struct waiter_client *client,
                                 struct lease_wait **wait, struct lease_wait_end *end)
@@ -365,10 +380,13 @@ enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
     /* One attempt that queues at once if it may wait (not while draining). */
     bool may_wait = p->wait_ms > 0 && !gw.draining;
     if (token_new_lease_id(lease_id, &end->err) != 0 ||
-        (may_wait && token_new_lease_id(attach, &end->err) != 0) ||
-        kind->acquire(name, p, lease_id, may_wait ? LEASE_ACQUIRE_QUEUE : LEASE_ACQUIRE_ONCE,
-                      attach, &end->res, &end->err) != 0)
+        (may_wait && token_new_lease_id(attach, &end->err) != 0))
         return PARK_STEP_ANSWER;
+    if (kind->acquire(name, p, lease_id, may_wait ? LEASE_ACQUIRE_QUEUE : LEASE_ACQUIRE_ONCE,
+                      attach, &end->res, &end->err) != 0) {
+        give_up_unanswered(kind, name, p, lease_id, attach, &end->err);
+        return PARK_STEP_ANSWER;
+    }
     if (may_wait && end->res.outcome == LEASE_QUEUED)
         return start(kind, name, p, attach, client, wait, end);
     if (p->wait_ms > 0 && (end->res.outcome == LEASE_BUSY || end->res.outcome == LEASE_QUEUED))
@@ -385,10 +403,11 @@ enum park_step lease_wait_run(struct lease_wait *lw, struct lease_wait_end *end)
 }
 
 int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,
-                           const char *attach, struct fg_error *err)
+                           const char *attach, bool drop, struct fg_error *err)
 {
     struct lease_result res;
-    return kind->cancel(name, lease_id, attach, LEASE_CANCEL_ORPHAN, &res, err);
+    return kind->cancel(name, lease_id, attach, drop ? LEASE_CANCEL_DROP : LEASE_CANCEL_ORPHAN,
+                        &res, err);
 }
 
 void lease_give_back_unanswered(const struct lease_ops *kind, const char *name,

@@ -95,8 +95,9 @@ void lease_leave_queues(struct park *const *ps, size_t n, lease_queue_of_fn queu
 void lease_hand_over(enum lease_kind kind, const char *name, const struct lease_result *res);
 
 /* Gives back a grant whose waiter is gone (doorbell orphan callback), if it is still unclaimed and
- * held by the attempt attach ("": whichever). */
+ * held by the attempt attach ("": whichever); drop: the lease of an acquire answered without a
+ * reply, granted or queued (doorbell_add_unanswered). */
 int lease_give_back_orphan(const struct lease_ops *kind, const char *name, const char *lease_id,
-                           const char *attach, struct fg_error *err) FG_WUR;
+                           const char *attach, bool drop, struct fg_error *err) FG_WUR;
 
 #endif

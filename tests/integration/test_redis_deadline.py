@@ -164,6 +164,74 @@ class RedisDeadlineTest(unittest.TestCase):
             held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
             self.assertEqual(held, [], "a lock of the set stayed held after its 503")
 
+    def test_an_acquire_whose_grant_came_too_late_gives_it_back(self):
+        """A lock's and a semaphore's acquire (wait_ms 0, no request_id), its Redis connection through a proxy
+        that holds the acquire back past request_timeout_ms, then holds back the next command naming the lock
+        (the gateway's cancel of that lease, which its janitor sends after the 503). The acquire's call gives
+        up and the request answers 503 within one deadline; then the proxy lets the acquire reach Redis, which
+        grants it, and after it the cancel. Nothing is held afterwards. Failed before the fix: an acquire whose
+        call got no reply answered 503 and gave nothing back, and the late grant held the lock (a slot) for its
+        60 s ttl_ms, by a lease nobody knew."""
+        for kind, body, held in (("locks", {}, lambda s: s["held"]),
+                                 ("semaphores", {"limit": 2}, lambda s: s["holders"])):
+            with self.subTest(kind=kind):
+                name = unique_name("deadline-one")
+                proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
+                self.addCleanup(proxy.close)
+                config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
+                with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+                    c = gw.client(timeout=30)
+                    # Redis knows the acquire's script before it is held back (else the late call finds none)
+                    warm = c.post(f"/v1/{kind}/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000, **body})
+                    self.assertEqual(warm.status, 200, warm)
+                    answers = []
+                    started = time.monotonic()
+                    t = threading.Thread(target=lambda: answers.append(c.post(
+                        f"/v1/{kind}/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000, **body})))
+                    t.start()
+                    self.assertTrue(proxy.held.wait(10), "the acquire was never held back")
+                    acquire_go = proxy.go
+                    proxy.arm()  # the cancel: held until the acquire has reached Redis
+                    t.join(30)
+                    self.assertEqual(len(answers), 1, "the acquire was never answered")
+                    r = answers[0]
+                    self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"),
+                                     gw.why(r))
+                    self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
+                    acquire_go.set()
+                    time.sleep(0.3)  # the acquire reaches Redis and is granted
+                    proxy.armed = False
+                    proxy.let_go()
+                    status = gw.client(timeout=30)
+                    wait_for(lambda: not held(status.get(f"/v1/{kind}/{name}").body), timeout=5,
+                             what=f"the {kind[:-1]} given back after its 503")
+
+    def test_a_retry_finds_the_late_grant_of_its_request_id(self):
+        """As above, but the acquire carries a request_id: its lease is left to its retry, which answers the
+        grant Redis made after the 503 (the same fence the lock is held under), not a new one."""
+        name = unique_name("deadline-rid")
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
+        self.addCleanup(proxy.close)
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+            c = gw.client(timeout=30)
+            self.assertEqual(c.post(f"/v1/locks/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000}).status,
+                             200)
+            body = {"wait_ms": 0, "ttl_ms": 60000, "request_id": f"rid-{name}"}
+            answers = []
+            t = threading.Thread(target=lambda: answers.append(c.post(f"/v1/locks/{name}/acquire", body)))
+            t.start()
+            self.assertTrue(proxy.held.wait(10), "the acquire was never held back")
+            t.join(30)
+            self.assertEqual([r.status for r in answers], [503], answers)
+            proxy.let_go()
+            status = gw.client(timeout=30)
+            fence = wait_for(lambda: status.get(f"/v1/locks/{name}").body["fence"], timeout=5,
+                             what="the late grant")
+            time.sleep(0.5)  # past the grace period of a give-up, were there one
+            r = status.post(f"/v1/locks/{name}/acquire", body)
+            self.assertEqual((r.status, r.body.get("fence")), (200, fence), r)
+
     def test_a_wait_that_spent_its_time_on_a_look_still_leaves_its_queue(self):
         """A parked acquire of a held lock looks again, and the proxy in front of Redis holds that look back;
         SIGTERM comes meanwhile. When the look gives up, having spent the request's request_timeout_ms, the
