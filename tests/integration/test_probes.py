@@ -224,16 +224,13 @@ class StalledRedisTest(unittest.TestCase):
 class ProbesInDrainTest(unittest.TestCase):
     """Probes that keep coming while the gateway drains."""
 
-    def test_probes_do_not_hold_the_drain(self):
-        """Redis stopped, SIGTERM with no API request in flight while scrapers ask /metrics and /readyz on the
-        probe listener one after another, each answered after probe_timeout_ms: the drain ends at once, so the
-        probe listener, which serves until then, answers no probe later than a second or two after the
-        signal, and the gateway exits 0. Failed before the fix: the drain waited while any request was in flight, a
-        probe's too, so the scrapers held it to its 10 s cap (probes answered 10.2 s after SIGTERM)."""
-        own = private_backends(self, "probe-held-drain")
+    def gateway_over_stopped_redis(self, label: str, request_timeout_ms: int) -> tuple[Gateway, int]:
+        """A gateway on backends of its own with a probe listener (its port is returned), its Redis stopped
+        (SIGCONT at clean-up, before the gateway stops)."""
+        own = private_backends(self, label)
         probe_port = free_port()
         config = {"probe_listen": f"127.0.0.1:{probe_port}", "probe_timeout_ms": PROBE_TIMEOUT_MS,
-                  "request_timeout_ms": 1000}
+                  "request_timeout_ms": request_timeout_ms}
         gw = Gateway(config=config, env_overrides=own.env)
         self.addCleanup(gw.stop, check=False)
         redis = Redis(port=own.redis_port)
@@ -241,6 +238,15 @@ class ProbesInDrainTest(unittest.TestCase):
         redis.close()
         os.kill(pid, signal.SIGSTOP)
         self.addCleanup(os.kill, pid, signal.SIGCONT)
+        return gw, probe_port
+
+    def test_probes_do_not_hold_the_drain(self):
+        """Redis stopped, SIGTERM with no API request in flight while scrapers ask /metrics and /readyz on the
+        probe listener one after another, each answered after probe_timeout_ms: the drain ends at once, so the
+        probe listener, which serves until then, answers no probe later than a second or two after the
+        signal, and the gateway exits 0. Failed before the fix: the drain waited while any request was in flight, a
+        probe's too, so the scrapers held it to its 10 s cap (probes answered 10.2 s after SIGTERM)."""
+        gw, probe_port = self.gateway_over_stopped_redis("probe-held-drain", 1000)
         stop, answered = threading.Event(), []  # (status, when)
 
         def scrape(path: str) -> None:
@@ -274,18 +280,8 @@ class ProbesInDrainTest(unittest.TestCase):
         after a second, and the gateway exits 0 well within request_timeout_ms. Failed before the fix: the
         exit joined them one after another, each after its call gave up (5.9 to 10.5 s with request_timeout_ms
         6000: the readiness ping, then the janitor's calls)."""
-        own = private_backends(self, "probe-stalled-exit")
-        probe_port = free_port()
         request_timeout_ms = 6000
-        config = {"probe_listen": f"127.0.0.1:{probe_port}", "probe_timeout_ms": PROBE_TIMEOUT_MS,
-                  "request_timeout_ms": request_timeout_ms}
-        gw = Gateway(config=config, env_overrides=own.env)
-        self.addCleanup(gw.stop, check=False)
-        redis = Redis(port=own.redis_port)
-        pid = redis_pid(redis)
-        redis.close()
-        os.kill(pid, signal.SIGSTOP)
-        self.addCleanup(os.kill, pid, signal.SIGCONT)
+        gw, probe_port = self.gateway_over_stopped_redis("probe-stalled-exit", request_timeout_ms)
         time.sleep(1.0)  # the janitor's calls wait for Redis
         # answered after probe_timeout_ms; the readiness thread's PING waits on for request_timeout_ms
         self.assertEqual(http("GET", f"http://127.0.0.1:{probe_port}/readyz", timeout=5).status, 503)
