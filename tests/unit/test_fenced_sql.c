@@ -449,11 +449,18 @@ static void assert_rows_of_the_table(char *sql, bool partitioned)
     free(sql);
 }
 
-/* Each statement of either mode, on an ordinary table and on a partitioned one
- * (assert_rows_of_the_table). */
-static void statements_reach_their_table_alone(void **state)
+/* What a statement check is told of the statement it gets (and frees). */
+struct statement_of {
+    bool column;      /* the table keeps its fence in a fence_column */
+    bool partitioned; /* the table is partitioned */
+    int kind;         /* a write's enum fenced_kind, or -1 for another statement */
+};
+
+/* Hands check every statement of either mode, on an ordinary table and on a
+ * partitioned one: the writes (and, in the side-table mode, their judged
+ * forms), the read, the refusal, and the fence_column mode's own two. */
+static void each_statement(void (*check)(char *sql, const struct statement_of *of))
 {
-    (void)state;
     bool all[] = {true, true, true, true};
     int n = 0;
     for (int column = 0; column < 2; column++) {
@@ -461,25 +468,38 @@ static void statements_reach_their_table_alone(void **state)
             struct table_config t = tables[0];
             struct table_schema s = column ? with_fence_column(&t) : schemas[0];
             s.partitioned = partitioned;
-            for (int kind = 0; kind < FENCED_KIND_COUNT; kind++) {
+            struct statement_of of = {.column = column, .partitioned = partitioned};
+            for (of.kind = 0; of.kind < FENCED_KIND_COUNT; of.kind++) {
                 for (int form = 0; form < 2; form++) {
                     for (int want_row = 0; want_row < 2; want_row++) {
-                        assert_rows_of_the_table(
-                            fenced_sql_write(&s, kind, all, form, want_row, &n), partitioned);
+                        check(fenced_sql_write(&s, of.kind, all, form, want_row, &n), &of);
                         if (!column)
-                            assert_rows_of_the_table(
-                                fenced_sql_judged(&s, kind, all, form, want_row, &n), partitioned);
+                            check(fenced_sql_judged(&s, of.kind, all, form, want_row, &n), &of);
                     }
                 }
             }
-            assert_rows_of_the_table(fenced_sql_read(&s), partitioned);
-            assert_rows_of_the_table(fenced_sql_refusal(&s), partitioned);
+            of.kind = -1;
+            check(fenced_sql_read(&s), &of);
+            check(fenced_sql_refusal(&s), &of);
             if (column) {
-                assert_rows_of_the_table(fenced_sql_column_claim(&s), partitioned);
-                assert_rows_of_the_table(fenced_sql_adopt_fences(&s), partitioned);
+                check(fenced_sql_column_claim(&s), &of);
+                check(fenced_sql_adopt_fences(&s), &of);
             }
         }
     }
+}
+
+static void rows_of_the_table(char *sql, const struct statement_of *of)
+{
+    assert_rows_of_the_table(sql, of->partitioned);
+}
+
+/* Each statement of either mode, on an ordinary table and on a partitioned one
+ * (assert_rows_of_the_table). */
+static void statements_reach_their_table_alone(void **state)
+{
+    (void)state;
+    each_statement(rows_of_the_table);
 }
 
 /* Asserts that sql (freed) names no system column where partitioned. */
@@ -491,47 +511,28 @@ static void assert_no_system_column(char *sql, bool partitioned)
     free(sql);
 }
 
+/* A fence_column PUT or POST on a partitioned table takes every row it wrote
+ * for one it created and looks at its kept fence once more, where an ordinary
+ * table's tells a row it created by its xmax; no statement of a partitioned
+ * table names a system column. */
+static void no_system_column_where_partitioned(char *sql, const struct statement_of *of)
+{
+    if (of->column && (of->kind == FENCED_PUT || of->kind == FENCED_POST)) {
+        assert_non_null(strstr(sql, of->partitioned ? "RETURNING true AS created"
+                                                    : "RETURNING t.xmax = 0 AS created"));
+        assert_non_null(
+            strstr(sql, ") SELECT * FROM w WHERE NOT w.created OR fencegate.fence_kept_check("));
+    }
+    assert_no_system_column(sql, of->partitioned);
+}
+
 /* No statement of a partitioned table asks for a system column, which
  * Postgres does not return from one ("cannot retrieve a system column in this
- * context"): a fence_column PUT or POST there takes every row it wrote for
- * one it created and looks at its kept fence once more, where an ordinary
- * table's tells a row it created by its xmax. */
+ * context"). */
 static void partitioned_statements_ask_no_system_column(void **state)
 {
     (void)state;
-    bool all[] = {true, true, true, true};
-    const char *check = ") SELECT * FROM w WHERE NOT w.created OR fencegate.fence_kept_check(";
-    int n = 0;
-    for (int column = 0; column < 2; column++) {
-        for (int partitioned = 0; partitioned < 2; partitioned++) {
-            struct table_config t = tables[0];
-            struct table_schema s = column ? with_fence_column(&t) : schemas[0];
-            s.partitioned = partitioned;
-            for (int kind = 0; kind < FENCED_KIND_COUNT; kind++) {
-                for (int form = 0; form < 2; form++) {
-                    for (int want_row = 0; want_row < 2; want_row++) {
-                        char *sql = fenced_sql_write(&s, kind, all, form, want_row, &n);
-                        if (column && (kind == FENCED_PUT || kind == FENCED_POST)) {
-                            assert_non_null(strstr(sql, partitioned
-                                                            ? "RETURNING true AS created"
-                                                            : "RETURNING t.xmax = 0 AS created"));
-                            assert_non_null(strstr(sql, check));
-                        }
-                        assert_no_system_column(sql, partitioned);
-                        if (!column)
-                            assert_no_system_column(
-                                fenced_sql_judged(&s, kind, all, form, want_row, &n), partitioned);
-                    }
-                }
-            }
-            assert_no_system_column(fenced_sql_read(&s), partitioned);
-            assert_no_system_column(fenced_sql_refusal(&s), partitioned);
-            if (column) {
-                assert_no_system_column(fenced_sql_column_claim(&s), partitioned);
-                assert_no_system_column(fenced_sql_adopt_fences(&s), partitioned);
-            }
-        }
-    }
+    each_statement(no_system_column_where_partitioned);
 }
 
 static void resource_statement(void **state)
