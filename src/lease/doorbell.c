@@ -38,9 +38,9 @@ struct orphan {
     char lease_id[LEASE_ID_LEN + 1];
     char name[NAME_MAX_LEN + 1];
     char attach[LEASE_ID_LEN + 1]; /* given back only from this attempt ("": any) */
-    int64_t seen_ms;
-    bool has_grant; /* grant is the script's answer, to deliver on adoption */
-    bool drop;      /* an unanswered acquire's lease (doorbell_add_unanswered) */
+    int64_t due_ms;                /* when the janitor gives it back */
+    bool has_grant;                /* grant is the script's answer, to deliver on adoption */
+    bool drop;                     /* an unanswered acquire's lease (doorbell_add_unanswered) */
     struct lease_grant grant;
 };
 
@@ -82,12 +82,12 @@ static void remember_orphan(char kind, const char *lease, size_t lease_len, cons
         memcpy(o->name, name, name_len);
         o->name[name_len] = '\0';
         snprintf(o->attach, sizeof o->attach, "%s", attach);
-        o->seen_ms = clock_mono_ms();
+        o->due_ms = clock_mono_ms() + ORPHAN_GRACE_MS;
         o->has_grant = grant != NULL;
         o->drop = drop;
         if (grant != NULL)
             o->grant = *grant;
-        alarm_set(o->seen_ms + ORPHAN_GRACE_MS);
+        alarm_set(o->due_ms);
     }
     pthread_mutex_unlock(&bell.lock);
 }
@@ -203,6 +203,33 @@ static doorbell_orphan_fn orphan_fn(char kind)
     return NULL;
 }
 
+/* Puts the orphans of due[first..n) back on the list, each given back again at due_ms. */
+static void put_back(struct orphan *due, size_t first, size_t n, int64_t due_ms)
+{
+    pthread_mutex_lock(&bell.lock);
+    for (size_t i = first; i < n && bell.norphans < MAX_ORPHANS; i++) {
+        due[i].due_ms = due_ms;
+        bell.orphans[bell.norphans++] = due[i];
+    }
+    pthread_mutex_unlock(&bell.lock);
+    alarm_set(due_ms);
+}
+
+/* Gives back o, unless its waiter turned up. Returns false if Redis did not answer. */
+static bool give_back(const struct orphan *o)
+{
+    if (waiter_ring(o->lease_id))
+        return true;
+    doorbell_orphan_fn fn = orphan_fn(o->kind);
+    struct fg_error err = {0};
+    if (fn == NULL || fn(o->name, o->lease_id, o->attach, o->drop, &err) == 0)
+        return true;
+    bool outage = err.code == FG_ERR_BACKEND_UNAVAILABLE;
+    log_message(LOG_WARN, "orphan_grant", "could not give back a grant on %s: %s%s", o->name,
+                err.msg, outage ? " (tried again later)" : "");
+    return !outage;
+}
+
 int64_t doorbell_reap_orphans(int64_t now_ms)
 {
     struct orphan due[MAX_ORPHANS];
@@ -211,24 +238,24 @@ int64_t doorbell_reap_orphans(int64_t now_ms)
     pthread_mutex_lock(&bell.lock);
     size_t keep = 0;
     for (size_t i = 0; i < bell.norphans; i++) {
-        int64_t due_ms = bell.orphans[i].seen_ms + ORPHAN_GRACE_MS;
-        if (due_ms <= now_ms) {
+        if (bell.orphans[i].due_ms <= now_ms) {
             due[ndue++] = bell.orphans[i];
             continue;
         }
         bell.orphans[keep++] = bell.orphans[i];
-        next_ms = due_ms < next_ms ? due_ms : next_ms;
+        next_ms = bell.orphans[i].due_ms < next_ms ? bell.orphans[i].due_ms : next_ms;
     }
     bell.norphans = keep;
     pthread_mutex_unlock(&bell.lock);
     for (size_t i = 0; i < ndue; i++) {
-        if (waiter_ring(due[i].lease_id))
+        if (give_back(&due[i]))
             continue;
-        doorbell_orphan_fn fn = orphan_fn(due[i].kind);
-        struct fg_error err = {0};
-        if (fn != NULL && fn(due[i].name, due[i].lease_id, due[i].attach, due[i].drop, &err) != 0)
-            log_message(LOG_WARN, "orphan_grant", "could not give back a grant on %s: %s",
-                        due[i].name, err.msg);
+        /* Redis did not answer: each of the rest would wait a whole deadline too, while waiters
+         * fall due; they all wait for a later round, the one that failed last. */
+        int64_t retry_ms = clock_mono_ms() + GIVE_BACK_RETRY_MS;
+        put_back(due, i + 1, ndue, retry_ms);
+        put_back(due, i, i + 1, retry_ms);
+        return retry_ms < next_ms ? retry_ms : next_ms;
     }
     return next_ms;
 }

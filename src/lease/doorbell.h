@@ -57,8 +57,10 @@ void doorbell_add_unanswered(char kind, const char *lease_id, const char *name, 
  * hand-over would have been; else the waiter looks again at once. */
 bool doorbell_adopt(const char *lease_id);
 
-/* Janitor: gives back orphaned grants older than the grace period. Returns
- * when the next one comes of age (INT64_MAX: none left). */
+/* Janitor: gives back orphaned grants older than the grace period. One that
+ * Redis does not answer is tried again GIVE_BACK_RETRY_MS later, and so are
+ * the rest due, so an outage costs a round one deadline. Returns when the next
+ * one is due (INT64_MAX: none left). */
 int64_t doorbell_reap_orphans(int64_t now_ms);
 
 /* Stops the doorbell's threads and joins each by until_ms (clock_mono_ms);

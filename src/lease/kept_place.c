@@ -16,6 +16,7 @@
 #include "lease/lease_ops.h"
 #include "store/backend/key_slot.h"
 #include "util/alarm.h"
+#include "util/clock.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/strmap.h"
@@ -44,6 +45,14 @@ static struct {
 } places = {
     .lock = PTHREAD_MUTEX_INITIALIZER, .by_id = STRMAP_INIT, .all = {&places.all, &places.all}};
 
+/* Puts kp on the table. Caller holds places.lock. */
+static void link_place(struct kept_place *kp)
+{
+    strmap_add(&places.by_id, &kp->by_id, kp->lease_id);
+    list_push(&places.all, &kp->link);
+    places.count++;
+}
+
 /* Takes kp off the table. Caller holds places.lock. */
 static void unlink_place(struct kept_place *kp)
 {
@@ -71,9 +80,7 @@ bool kept_place_add(const struct lease_ops *kind, const char *name, const char *
         unlink_place(old); /* kept before by an attempt this one took over */
     bool room = places.count < gw.cfg->max_waiters;
     if (room) {
-        strmap_add(&places.by_id, &kp->by_id, kp->lease_id);
-        list_push(&places.all, &kp->link);
-        places.count++;
+        link_place(kp);
         alarm_set(until_ms);
     }
     pthread_mutex_unlock(&places.lock);
@@ -94,18 +101,38 @@ void kept_place_forget(const char *lease_id)
     free(kp);
 }
 
-/* Takes the place kp, whose time is up, out of its queue; a retry that took it over keeps it. */
-static void leave(struct kept_place *kp)
+/* Takes the place kp, whose time is up, out of its queue; a retry that took it over keeps it.
+ * Returns false if Redis did not answer. */
+static bool leave(struct kept_place *kp)
 {
     struct lease_result res;
     struct fg_error err = {0};
-    if (kp->kind->cancel(kp->name, kp->lease_id, kp->attach, LEASE_CANCEL_DROP, &res, &err) != 0)
+    if (kp->kind->cancel(kp->name, kp->lease_id, kp->attach, LEASE_CANCEL_DROP, &res, &err) != 0) {
         log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", kp->kind->noun, kp->name, err.msg);
-    else if (res.outcome == LEASE_CANCELED || res.outcome == LEASE_RELEASED)
+        return err.code != FG_ERR_BACKEND_UNAVAILABLE;
+    }
+    if (res.outcome == LEASE_CANCELED || res.outcome == LEASE_RELEASED)
         log_message(LOG_INFO, "place_left",
                     "%s %s: the place kept for a retry of its request_id "
                     "left the queue, nobody came back for it",
                     kp->kind->noun, kp->name);
+    return true;
+}
+
+/* Puts the place kp back on the table, its time up at until_ms, unless a retry kept a place of
+ * its lease id meanwhile (that one is newer): then frees it. */
+static void put_back(struct kept_place *kp, int64_t until_ms)
+{
+    kp->until_ms = until_ms;
+    pthread_mutex_lock(&places.lock);
+    bool newer = strmap_find(&places.by_id, kp->lease_id) != NULL;
+    if (!newer)
+        link_place(kp);
+    pthread_mutex_unlock(&places.lock);
+    if (newer)
+        free(kp);
+    else
+        alarm_set(until_ms);
 }
 
 int64_t kept_place_reap(int64_t now_ms)
@@ -127,13 +154,23 @@ int64_t kept_place_reap(int64_t now_ms)
         ndue++;
     }
     pthread_mutex_unlock(&places.lock);
+    struct kept_place *failed = NULL;
+    int64_t retry_ms = INT64_MAX;
     while (!list_empty(&due)) {
         struct kept_place *kp = LIST_ENTRY(due.next, struct kept_place, link);
         list_unlink(&kp->link);
-        leave(kp);
-        free(kp);
+        if (failed != NULL) {
+            put_back(kp, retry_ms); /* each would wait a whole deadline too */
+        } else if (!leave(kp)) {
+            failed = kp;
+            retry_ms = clock_mono_ms() + GIVE_BACK_RETRY_MS;
+        } else {
+            free(kp);
+        }
     }
-    return next;
+    if (failed != NULL)
+        put_back(failed, retry_ms); /* last: first on the table, so taken last next time */
+    return retry_ms < next ? retry_ms : next;
 }
 
 size_t kept_place_slots(unsigned char *seen, size_t nslots)

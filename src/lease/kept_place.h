@@ -35,8 +35,9 @@ bool kept_place_add(const struct lease_ops *kind, const char *name, const char *
 void kept_place_forget(const char *lease_id);
 
 /* Janitor: takes the places whose time is up out of their queues (unless a
- * retry took them over). Returns when the next one's time is up (INT64_MAX:
- * none kept). */
+ * retry took them over). One that Redis does not answer is tried again
+ * GIVE_BACK_RETRY_MS later, and so are the rest due, so an outage costs a round
+ * one deadline. Returns when the next one is due (INT64_MAX: none kept). */
 int64_t kept_place_reap(int64_t now_ms);
 
 /* Sets seen[s] to 1 for the slot s (< nslots) of every kept place's queue;
