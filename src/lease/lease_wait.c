@@ -91,6 +91,26 @@ static void end_clear(struct lease_wait_end *end)
     end->busy_detail = NULL;
 }
 
+/* After a call about lease_id on name (the attempt attach's) that got no reply (err: 503, its
+ * deadline passed or its connection broke), which Redis may run all the same or not: the janitor
+ * drops the lease once Redis answers (doorbell_add_unanswered), so it is not left granted or
+ * queued for nobody until its TTL. */
+static void drop_if_unanswered(const struct lease_ops *kind, const char *name, const char *lease_id,
+                               const char *attach, const struct fg_error *err)
+{
+    if (err->code == FG_ERR_BACKEND_UNAVAILABLE)
+        doorbell_add_unanswered((char)kind->token_kind, lease_id, name, attach);
+}
+
+int lease_drop(const struct lease_ops *kind, const char *name, const char *lease_id,
+               const char *attach, struct lease_result *res, struct fg_error *err)
+{
+    if (kind->cancel(name, lease_id, attach, LEASE_CANCEL_DROP, res, err) == 0)
+        return 0;
+    drop_if_unanswered(kind, name, lease_id, attach, err);
+    return -1;
+}
+
 /* The head waiters look again when the (first) holder's lease ends (crash
  * recovery, a lease renewed shorter), the first BACKSTOP_STEP at least every
  * poll_ms (lost doorbells, a retry elsewhere that took the place over), those
@@ -173,12 +193,13 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
         return 0;
     if (why != PARK_WHY_DEADLINE) {
         struct lease_result res;
-        return lw->kind->cancel(lw->name, p->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &res,
-                                err);
+        return lease_drop(lw->kind, lw->name, p->waiter.lease_id, lw->attach, &res, err);
     }
     if (lw->kind->cancel(lw->name, p->waiter.lease_id, lw->attach, LEASE_CANCEL_TAKE, &end->res,
-                         err) != 0)
+                         err) != 0) {
+        drop_if_unanswered(lw->kind, lw->name, p->waiter.lease_id, lw->attach, err);
         return -1;
+    }
     if (end->res.outcome != LEASE_GRANTED)
         end->busy_detail = "wait_ms passed before the lease was granted";
     return 0;
@@ -277,8 +298,7 @@ static void release(struct park *p, bool holds_place)
     struct lease_result res;
     struct fg_error err = {0};
     if (holds_place && !keep_place(lw) &&
-        lw->kind->cancel(lw->name, p->waiter.lease_id, lw->attach, LEASE_CANCEL_DROP, &res, &err) !=
-            0)
+        lease_drop(lw->kind, lw->name, p->waiter.lease_id, lw->attach, &res, &err) != 0)
         log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", lw->kind->noun, lw->name, err.msg);
     free(lw);
 }
@@ -366,8 +386,8 @@ static void give_up_unanswered(const struct lease_ops *kind, const char *name,
                                const struct acquire_params *p, const char *lease_id,
                                const char *attach, const struct fg_error *failed)
 {
-    if (failed->code == FG_ERR_BACKEND_UNAVAILABLE && p->request_id[0] == '\0')
-        doorbell_add_unanswered((char)kind->token_kind, lease_id, name, attach);
+    if (p->request_id[0] == '\0')
+        drop_if_unanswered(kind, name, lease_id, attach, failed);
 }
 
 enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
@@ -420,7 +440,7 @@ void lease_give_back_unanswered(const struct lease_ops *kind, const char *name,
     }
     struct lease_result res;
     struct fg_error err = {0};
-    if (kind->cancel(name, lease_id, attach, LEASE_CANCEL_DROP, &res, &err) != 0) {
+    if (lease_drop(kind, name, lease_id, attach, &res, &err) != 0) {
         log_message(LOG_WARN, "grant_given_back", "%s %s: fence %lld: %s", kind->noun, name,
                     (long long)fence, err.msg);
         return;

@@ -7,12 +7,14 @@ deadline came. A Redis that stops answering (SIGSTOP) costs each of those calls 
 Here twelve acquires (wait_ms 0, no request_id) answer 503 while Redis is stopped, each leaving a lease Redis
 may still grant, while a waiter parked before the stop reaches its wait_ms. Once Redis runs again, the late
 acquires it then grants are given back. And a place kept for a retry whose time runs out while Redis is
-stopped leaves its queue once Redis runs again.
+stopped leaves its queue once Redis runs again. A request's own give-back that gets no reply (a grant whose
+client has gone) is left to the janitor, which gives it back once Redis answers.
 
 Broken variants caught: a janitor that gave back every due lease in turn spent twelve deadlines on them,
 and the parked waiter was answered after about 13 s where its wait_ms was 3 s; a give-back that met the
 outage was logged and forgotten, and the twelve locks Redis granted once it ran again stayed held for their
-60 s ttl_ms, and the kept place stayed in its queue, counted in `waiting`, until its wait_ms.
+60 s ttl_ms, and the kept place stayed in its queue, counted in `waiting`, until its wait_ms; a grant whose
+client had gone, and whose give-back got no reply, stayed held to its ttl_ms.
 
 Owns: the lease janitor's give-backs while Redis is silent. Must not: test one request's time on a silent
 Redis (test_redis_deadline.py) or an idle janitor's sleep (test_janitor_sleep.py).
@@ -27,8 +29,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, private_backends, skip_in_cluster, wait_for  # noqa: E402
+from harness import Client, Gateway, TcpProxy, private_backends, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
+from test_grant_delivery import raw_post, reset  # noqa: E402
 from test_redis_deadline import process_id  # noqa: E402
 
 TIMEOUT_MS = 1000
@@ -115,6 +118,33 @@ class JanitorOutageTest(unittest.TestCase):
                 os.kill(pid, signal.SIGCONT)
             wait_for(lambda: c.get(f"/v1/locks/{name}").body["waiting"] == 0, timeout=5,
                      what="the kept place out of its queue once Redis answers")
+
+    def test_a_give_back_that_got_no_reply_is_left_to_the_janitor(self):
+        """An acquire (wait_ms 0) through a proxy to Redis that holds it back while its client resets; let go,
+        it is granted, and the gateway gives the grant back as its answer cannot be sent. The proxy holds
+        that give-back past request_timeout_ms, then its connection is cut, the give-back never run. Within
+        seconds the lock is free: the janitor gave it back on a new connection."""
+        name = unique_name("outage-gone")
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
+        self.addCleanup(proxy.close)
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+            c = gw.client(timeout=30)
+            self.assertEqual(c.post(f"/v1/locks/{unique_name('outage-warm')}/acquire", {"ttl_ms": 1000}).status,
+                             200)  # Redis knows the scripts before any is held back
+            gone = raw_post(gw.port, f"/v1/locks/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000})
+            self.assertTrue(proxy.held.wait(10), "the acquire was never held back")
+            reset(gone)
+            time.sleep(0.2)  # the reset reaches the gateway's socket before the grant's answer
+            acquire_go = proxy.go
+            proxy.arm()  # the give-back
+            acquire_go.set()
+            self.assertTrue(proxy.held.wait(10), "the give-back was never held back")
+            time.sleep(TIMEOUT_MS / 1000 + 0.5)  # its call gave up
+            proxy.cut()  # what it held back never reaches Redis
+            proxy.let_go()
+            wait_for(lambda: not c.get(f"/v1/locks/{name}").body["held"], timeout=5,
+                     what="the grant given back by the janitor")
 
 
 if __name__ == "__main__":
