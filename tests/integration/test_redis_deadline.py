@@ -16,6 +16,7 @@ Owns: the time a request spends on Redis while Redis is silent. Must not: test h
 (test_redis_pipeline.py) or reconnection after a restart (test_idle_reconnect.py).
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -164,6 +165,41 @@ class RedisDeadlineTest(unittest.TestCase):
             held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
             self.assertEqual(held, [], "a lock of the set stayed held after its 503")
 
+    @contextlib.contextmanager
+    def acquire_answered_before_redis_saw_it(self, kind, prefix, body, request_id=False, hold_cancel=False):
+        """A gateway (request_timeout_ms TIMEOUT_MS) whose Redis connection goes through a proxy that holds back
+        the first command naming a new lock (semaphore), its acquire (wait_ms 0, ttl_ms 60 s, body, and with
+        request_id a request_id): that acquire's call gives up and it answers 503 backend_unavailable within
+        one deadline. Yields the gateway, the name, the acquire's body, the proxy and go, the event that lets
+        the acquire reach Redis; with hold_cancel the proxy holds back the next command naming it (the lease's
+        cancel) until let_go()."""
+        name = unique_name(prefix)
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
+        self.addCleanup(proxy.close)
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+            c = gw.client(timeout=30)
+            # Redis knows the acquire's script before it is held back (else the late call finds none)
+            warm = c.post(f"/v1/{kind}/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000, **body})
+            self.assertEqual(warm.status, 200, warm)
+            acquire = {"wait_ms": 0, "ttl_ms": 60000, **body}
+            if request_id:
+                acquire["request_id"] = f"rid-{name}"
+            answers = []
+            started = time.monotonic()
+            t = threading.Thread(target=lambda: answers.append(c.post(f"/v1/{kind}/{name}/acquire", acquire)))
+            t.start()
+            self.assertTrue(proxy.held.wait(10), "the acquire was never held back")
+            acquire_go = proxy.go
+            if hold_cancel:
+                proxy.arm()  # the cancel: held until the acquire has reached Redis
+            t.join(30)
+            self.assertEqual(len(answers), 1, "the acquire was never answered")
+            r = answers[0]
+            self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), gw.why(r))
+            self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
+            yield gw, name, acquire, proxy, acquire_go
+
     def test_an_acquire_whose_grant_came_too_late_gives_it_back(self):
         """A lock's and a semaphore's acquire (wait_ms 0, no request_id), its Redis connection through a proxy
         that holds the acquire back past request_timeout_ms, then holds back the next command naming the lock
@@ -175,30 +211,9 @@ class RedisDeadlineTest(unittest.TestCase):
         for kind, body, held in (("locks", {}, lambda s: s["held"]),
                                  ("semaphores", {"limit": 2}, lambda s: s["holders"])):
             with self.subTest(kind=kind):
-                name = unique_name("deadline-one")
-                proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
-                self.addCleanup(proxy.close)
-                config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
-                with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
-                    c = gw.client(timeout=30)
-                    # Redis knows the acquire's script before it is held back (else the late call finds none)
-                    warm = c.post(f"/v1/{kind}/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000, **body})
-                    self.assertEqual(warm.status, 200, warm)
-                    answers = []
-                    started = time.monotonic()
-                    t = threading.Thread(target=lambda: answers.append(c.post(
-                        f"/v1/{kind}/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000, **body})))
-                    t.start()
-                    self.assertTrue(proxy.held.wait(10), "the acquire was never held back")
-                    acquire_go = proxy.go
-                    proxy.arm()  # the cancel: held until the acquire has reached Redis
-                    t.join(30)
-                    self.assertEqual(len(answers), 1, "the acquire was never answered")
-                    r = answers[0]
-                    self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"),
-                                     gw.why(r))
-                    self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
-                    acquire_go.set()
+                with self.acquire_answered_before_redis_saw_it(kind, "deadline-one", body, hold_cancel=True) as (
+                        gw, name, _, proxy, go):
+                    go.set()
                     time.sleep(0.3)  # the acquire reaches Redis and is granted
                     proxy.armed = False
                     proxy.let_go()
@@ -209,22 +224,9 @@ class RedisDeadlineTest(unittest.TestCase):
     def test_a_retry_finds_the_late_grant_of_its_request_id(self):
         """As above, but the acquire carries a request_id: its lease is left to its retry, which answers the
         grant Redis made after the 503 (the same fence the lock is held under), not a new one."""
-        name = unique_name("deadline-rid")
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
-        self.addCleanup(proxy.close)
-        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
-        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
-            c = gw.client(timeout=30)
-            self.assertEqual(c.post(f"/v1/locks/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000}).status,
-                             200)
-            body = {"wait_ms": 0, "ttl_ms": 60000, "request_id": f"rid-{name}"}
-            answers = []
-            t = threading.Thread(target=lambda: answers.append(c.post(f"/v1/locks/{name}/acquire", body)))
-            t.start()
-            self.assertTrue(proxy.held.wait(10), "the acquire was never held back")
-            t.join(30)
-            self.assertEqual([r.status for r in answers], [503], answers)
-            proxy.let_go()
+        with self.acquire_answered_before_redis_saw_it("locks", "deadline-rid", {}, request_id=True) as (
+                gw, name, body, _, go):
+            go.set()
             status = gw.client(timeout=30)
             fence = wait_for(lambda: status.get(f"/v1/locks/{name}").body["fence"], timeout=5,
                              what="the late grant")

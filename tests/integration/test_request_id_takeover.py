@@ -69,6 +69,17 @@ class Turns:
             t.join(30)
 
 
+def send_set(box: dict, key: str, gw: Gateway, body: dict) -> threading.Thread:
+    """Sends the lock set acquire body through gw on a thread of its own, started and returned: its answer goes
+    to box[key]."""
+    def run():
+        with gw.client(timeout=60) as client:
+            box[key] = client.post("/v1/locksets/acquire", body)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
 class RequestIdTakeoverTest(GatewayTest):
     """gw (this class's gateway) and other, a second gateway on the same Redis; both re-check parked waiters
     every poll_ms = 2 s (the default), so an answer within a second did not wait for it."""
@@ -94,6 +105,13 @@ class RequestIdTakeoverTest(GatewayTest):
 
     def until_waiting(self, kind: str, name: str, n: int) -> None:
         wait_for(lambda: self.waiting(kind, name) == n, timeout=15, what=f"{n} waiting on {name}")
+
+    def proxy_holding_back(self, hold: bytes) -> TcpProxy:
+        """A proxy before the test Redis that holds back the first chunk a connection sends containing hold
+        until let_go(); closed at the test's end."""
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=hold)
+        self.addCleanup(proxy.close)
+        return proxy
 
     def a_then_x_behind_a_holder(self, kind: str, name: str, rid: str, extra: dict):
         """name held here (60 s), then A (request_id rid, wait 9 s) and X (wait 9 s) queued behind it through
@@ -269,22 +287,13 @@ class RequestIdTakeoverTest(GatewayTest):
         rid = unique_name("rid")
         held = {n: self.c.post(f"/v1/locks/{n}/acquire", {"ttl_ms": 60000}) for n in (b, c)}
         self.assertEqual([r.status for r in held.values()], [200, 200], held)
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b"$5\r\nplace\r\n")
-        self.addCleanup(proxy.close)
+        proxy = self.proxy_holding_back(b"$5\r\nplace\r\n")
         body = {"names": [a, b, c], "request_id": rid, "ttl_ms": 30000}
         box: dict = {"names": (a, b, c)}
-
-        def send(key: str, gw: Gateway, wait_ms: int) -> threading.Thread:
-            def run():
-                with gw.client(timeout=60) as client:
-                    box[key] = client.post("/v1/locksets/acquire", {**body, "wait_ms": wait_ms})
-            t = threading.Thread(target=run, daemon=True)
-            t.start()
-            return t
         with Gateway(config={"poll_ms": 2000}, env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}) as third:
-            first = send("first", third if both_proxied else self.gw, 4000)
+            first = send_set(box, "first", third if both_proxied else self.gw, {**body, "wait_ms": 4000})
             self.until_waiting("locks", b, 1)
-            retry = send("retry", third, 0)
+            retry = send_set(box, "retry", third, {**body, "wait_ms": 0})
             self.assertTrue(proxy.held.wait(10), "the retry never dropped the set's place")
             self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": held[b].body["token"]}).status, 200)
             if both_proxied:  # the first attempt's claim of b waits behind the held drop
@@ -338,21 +347,12 @@ class RequestIdTakeoverTest(GatewayTest):
         a, b = sorted(unique_name("over-over") for _ in range(2))
         rid = unique_name("rid")
         held, box, t = self.set_waiting_for(b, [a, b], rid)
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode())
-        self.addCleanup(proxy.close)
+        proxy = self.proxy_holding_back(b.encode())
         body = {"names": [a, b], "request_id": rid, "wait_ms": 0, "ttl_ms": 30000}
-
-        def send(key: str, gw: Gateway) -> threading.Thread:
-            def run():
-                with gw.client(timeout=60) as client:
-                    box[key] = client.post("/v1/locksets/acquire", body)
-            thread = threading.Thread(target=run, daemon=True)
-            thread.start()
-            return thread
         with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}) as third:
-            r2 = send("r2", third)
+            r2 = send_set(box, "r2", third, body)
             self.assertTrue(proxy.held.wait(10), "R2 never asked for b")
-            r3 = send("r3", third)
+            r3 = send_set(box, "r3", third, body)
             time.sleep(0.5)  # R3 took R2 over as it began; its calls queue behind R2's held one
             proxy.let_go()
             r2.join(10)
@@ -381,23 +381,14 @@ class RequestIdTakeoverTest(GatewayTest):
         a, b = sorted(unique_name("later-over") for _ in range(2))
         rid = unique_name("rid")
         held, box, t = self.set_waiting_for(b, [a, b], rid)
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b"$5\r\nplace\r\n")
-        self.addCleanup(proxy.close)
+        proxy = self.proxy_holding_back(b"$5\r\nplace\r\n")
         body = {"names": [a, b], "request_id": rid, "ttl_ms": 30000}
-
-        def send(key: str, gw: Gateway, wait_ms: int) -> threading.Thread:
-            def run():
-                with gw.client(timeout=60) as client:
-                    box[key] = client.post("/v1/locksets/acquire", {**body, "wait_ms": wait_ms})
-            thread = threading.Thread(target=run, daemon=True)
-            thread.start()
-            return thread
         with Gateway(config={"request_timeout_ms": 20000},
                      env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}) as third:
-            r2 = send("r2", third, 0)
+            r2 = send_set(box, "r2", third, {**body, "wait_ms": 0})
             self.assertTrue(proxy.held.wait(10), "R2 never dropped the first attempt's place")
             before = metric(self.other, "fencegate_waiters")
-            r3 = send("r3", self.other, 9000)
+            r3 = send_set(box, "r3", self.other, {**body, "wait_ms": 9000})
             wait_for(lambda: metric(self.other, "fencegate_waiters") == before + 1, what="R3 parked")
             t.join(5)
             self.assertIn("first", box, "the first attempt was not told of R3 within 5 s")
@@ -442,13 +433,7 @@ class RequestIdTakeoverTest(GatewayTest):
         held = self.c.post(f"/v1/locks/{busy}/acquire", {"ttl_ms": 60000})
         self.assertEqual(held.status, 200, held)
         box: dict = {}
-
-        def first():
-            with self.gw.client(timeout=60) as client:
-                box["first"] = client.post("/v1/locksets/acquire",
-                                           {"names": names, "request_id": rid, "wait_ms": 9000, "ttl_ms": 30000})
-        t = threading.Thread(target=first, daemon=True)
-        t.start()
+        t = send_set(box, "first", self.gw, {"names": names, "request_id": rid, "wait_ms": 9000, "ttl_ms": 30000})
         self.until_waiting("locks", busy, 1)
         return held, box, t
 
