@@ -370,19 +370,19 @@ static int serve(struct config *cfg, struct fg_error *err)
 /* Stops the threads that call the backends, giving them until STOP_GRACE_MS
  * (request_timeout_ms if shorter) from now to finish the call they are in: one
  * still waiting for a stalled backend then is left behind, and the process
- * exits with it. The doorbell's subscribers, which wait for no answer, first.
- * True if every one ended. */
+ * exits with it. The subscribers (the doorbell's, the sentinel watcher), which
+ * wait for no answer, first. True if every one ended. */
 static bool stop_backend_threads(long long request_timeout_ms)
 {
     int64_t until =
         clock_mono_ms() + (request_timeout_ms < STOP_GRACE_MS ? request_timeout_ms : STOP_GRACE_MS);
-    bool doorbell = doorbell_stop(until), readiness = readiness_stop(until),
-         janitor = janitor_stop(until);
-    if (readiness && janitor && doorbell)
+    bool doorbell = doorbell_stop(until), watcher = redis_watch_stop(until),
+         readiness = readiness_stop(until), janitor = janitor_stop(until);
+    if (readiness && janitor && doorbell && watcher)
         return true;
     log_event(LOG_WARN, "exit_without_waiting",
-              json_pack("{s:b, s:b, s:b, s:s}", "readiness", !readiness, "janitor", !janitor,
-                        "doorbell", !doorbell, "detail",
+              json_pack("{s:b, s:b, s:b, s:b, s:s}", "readiness", !readiness, "janitor", !janitor,
+                        "doorbell", !doorbell, "sentinel_watcher", !watcher, "detail",
                         "threads still waiting for a backend are left behind: the process exits "
                         "without closing its backend connections"));
     return false;

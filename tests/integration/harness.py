@@ -457,6 +457,17 @@ class Gateway:
             pid = self.proc.pid
             wait_for(lambda: threads_stopped(pid), what=f"every thread of {self.name} stopped")
 
+    def seconds_to_exit(self, timeout: float = 60) -> float:
+        """Sends SIGTERM and waits for the process to exit, timeout at most: the seconds that took (timeout if
+        it still runs then; stop() kills it and gives the exit status)."""
+        signalled = time.monotonic()
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        return time.monotonic() - signalled
+
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -976,6 +987,7 @@ class TcpProxy:
     containing hold until let_go() (and again after arm(); armed=False: only after arm()), held set once it holds
     it. stop_reading() leaves what connections send next unread (it fills their senders' socket buffers) until
     resume_reading(); rcvbuf, the receive buffer of its accepted sockets, bounds what they take meanwhile.
+    trickle(s) passes what the target answers from then on one byte every s seconds.
     redis_url: the one test Redis's URL through it, when target is that Redis (not on a cluster:
     skip_in_cluster)."""
 
@@ -985,6 +997,7 @@ class TcpProxy:
         self.held, self.go, self.armed = threading.Event(), threading.Event(), armed and hold is not None
         self.reading = threading.Event()
         self.reading.set()
+        self.trickle_s = 0.0
         self.listener = socket.create_server(("127.0.0.1", self.port))
         if rcvbuf is not None:  # set before accept: accepted sockets inherit it, and their window with it
             self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -1009,9 +1022,22 @@ class TcpProxy:
                     self.armed = False
                     self.held.set()
                     self.go.wait(30)
-                dst.sendall(data)
+                self.send(dst, data, outbound)
         except OSError:
             pass
+
+    def send(self, dst: socket.socket, data: bytes, outbound: bool) -> None:
+        if outbound or not self.trickle_s:
+            dst.sendall(data)
+            return
+        for i in range(len(data)):
+            dst.sendall(data[i:i + 1])
+            time.sleep(self.trickle_s)
+
+    def trickle(self, interval_s: float) -> None:
+        """Passes what the target answers one byte every interval_s: a server that answers each read in time for
+        a per-read timeout, and a whole reply only much later."""
+        self.trickle_s = interval_s
 
     def let_go(self) -> None:
         self.go.set()

@@ -86,6 +86,7 @@
 #include "util/budget.h"
 #include "util/clock.h"
 #include "util/fgjson.h"
+#include "util/join.h"
 #include "util/log.h"
 #include "util/metrics.h"
 #include "util/sock.h"
@@ -1191,7 +1192,6 @@ static void own_free(struct node *n)
 
 void redis_shutdown(void)
 {
-    redis_watch_stop();
     node_close(&shared);
     pthread_mutex_lock(&owned.lock);
     for (struct node *n = owned.first, *next; n != NULL; n = next) {
@@ -2273,11 +2273,13 @@ int redis_watch_start(struct fg_error *err)
     return 0;
 }
 
-void redis_watch_stop(void)
+bool redis_watch_stop(int64_t until_ms)
 {
     if (!rds.watching)
-        return;
+        return true;
     redis_subscribe_stop(&rds.watcher_stop);
-    pthread_join(rds.watcher, NULL);
+    if (!join_by(rds.watcher, until_ms))
+        return false;
     rds.watching = false;
+    return true;
 }

@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "lua_scripts.h"
@@ -195,14 +196,16 @@ void redis_subscribe_stop(atomic_bool *stop);
  * command); a no-op for redis://. */
 int redis_watch_start(struct fg_error *err) FG_WUR;
 
-/* Stops and joins that thread (a no-op when it does not run). */
-void redis_watch_stop(void);
+/* Stops that thread and joins it by until_ms (clock_mono_ms); false if it is
+ * still in a call to a sentinel then, left behind (true when it does not run). */
+bool redis_watch_stop(int64_t until_ms);
 
 /* Called by a thread that ends: closes its own connection to the primary, if
  * it made one (redis_pipeline_from). */
 void redis_thread_done(void);
 
-/* Stops the watcher and closes the shared connection and every thread's own. */
+/* Closes the shared connection and every thread's own, once the watcher was
+ * stopped (redis_watch_stop). */
 void redis_shutdown(void);
 
 #endif
