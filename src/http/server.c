@@ -13,6 +13,8 @@
  * Every request received whole writes one request line and is counted once:
  * as it is answered in the round that read it, else once libmicrohttpd sent
  * its answer or closed its connection (499 if unsent: its client went first).
+ * An answer whose client reset its connection while the handler ran is not
+ * sent but closed, 499 too.
  *
  * The probe listener (probe_listen), when configured, is a second daemon of
  * one polling thread that accepts on its own socket and serves the probe
@@ -63,6 +65,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -835,6 +838,24 @@ static int admit(struct http_request *req)
     return 0;
 }
 
+/* True if req's answer is not to be sent, its client gone: a grant's whose
+ * client closed or reset its connection (waiter_client_gone, which probes a
+ * half-closed one), or an answer of the round that read the request (phase
+ * CONN_DISPATCHING: counted as it is queued, send_reply) whose client reset
+ * it while the handler ran. One poll that does not wait. A client that only
+ * half-closed may still read; an answer after a wait is counted once sent or
+ * not (on_completed). */
+static bool client_gone(const struct http_request *req, enum conn_phase phase)
+{
+    int fd = http_request_fd(req);
+    if (req->give_back != NULL)
+        return waiter_client_gone(fd);
+    if (phase != CONN_DISPATCHING)
+        return false;
+    struct pollfd p = {.fd = fd, .events = 0};
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP)) != 0;
+}
+
 /*
  * Runs the handler until it answers or parks. libmicrohttpd calls again after
  * each event-loop round until an answer is queued, and after a resume. A park
@@ -862,8 +883,7 @@ static enum MHD_Result dispatch(struct http_request *req, const char *method, co
         budget_start(server.cfg->request_timeout_ms);
         enum handler_result result = req->match.route->handler(req, &conn->reply);
         budget_end();
-        if (result == HANDLER_DONE && req->give_back != NULL &&
-            waiter_client_gone(http_request_fd(req))) {
+        if (result == HANDLER_DONE && client_gone(req, phase)) {
             give_back(req); /* a grant for a client that is gone: never written */
             result = HANDLER_CLOSE;
         }

@@ -30,7 +30,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Gateway, GatewayTest, Redis, psql, same_slot, wait_for  # noqa: E402
-from pg_helpers import config, insert_invoice, open_transaction, quote, unique  # noqa: E402
+from pg_helpers import config, insert_invoice, invoice, open_transaction, quote, unique  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (-?[0-9.e+]+|\+Inf|NaN)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"')
@@ -429,6 +429,52 @@ class GoneBeforeSuspensionTest(unittest.TestCase):
             self.assertEqual(c.post(f"/v1/{kind}/{name}/release", {"token": held[name]["token"]}).status, 200)
             now = c.get(f"/v1/{kind}/{name}").body
             self.assertEqual(now.get("holders", int(now.get("held", 0))), 0, f"{name} went to a waiter that is gone")
+
+
+class GoneWhileHandledTest(unittest.TestCase):
+    """An answer of the round that read its request (no wait) whose client reset its connection while the
+    handler ran: a fenced PATCH waits for its row, which a psql session of the test holds locked, and its
+    client resets (SO_LINGER 0) meanwhile. The answer cannot be sent; the request is logged and counted 499
+    on its route, as an answer after a wait whose client left (docs/operations.md, Metrics), never 200.
+    The write itself committed once the row was let go: a 499 says only that the answer was not delivered.
+    Caught (before): the request line and fencegate_http_responses_total said 200, counted as the handler's
+    answer was queued, before libmicrohttpd failed to send it."""
+
+    def test_a_write_whose_client_reset_while_it_ran_counts_as_499(self):
+        gw = Gateway(config={**config(), "statement_timeout_ms": 30000})
+        self.addCleanup(gw.stop)
+        c = gw.client()
+        self.addCleanup(c.close)
+        token = c.post(f"/v1/locks/{unique('m-reset-pg')}/acquire", {"ttl_ms": 60000}).body["token"]
+        key, rid = unique("m-reset"), f"m-reset-{uuid.uuid4().hex[:8]}"
+        insert_invoice(key)
+        before = parse(c.get("/metrics").body)
+        holder = open_transaction("SET LOCAL application_name = 'fg-reset';"
+                                  f" UPDATE public.invoices SET note = 'held' WHERE id = '{key}';")
+        self.addCleanup(lambda: holder.poll() is not None or holder.communicate("ROLLBACK;\n", timeout=30))
+        body = b'{"set": {"note": "written"}}'
+        sock = socket.create_connection(("127.0.0.1", gw.port), timeout=30)
+        self.addCleanup(sock.close)
+        sock.sendall(f"PATCH /v1/pg/invoices/{quote(key)} HTTP/1.1\r\nHost: 127.0.0.1\r\nFence-Token: {token}\r\n"
+                     f"X-Request-Id: {rid}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                     .encode() + body)
+        wait_for(lambda: blocked_by("fg-reset"), timeout=20, what="the write waiting for its row")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()  # RST, while the handler waits for Postgres
+        holder.communicate("COMMIT;\n", timeout=30)
+
+        def lines() -> list[dict]:
+            return [line for line in map(json.loads, filter(lambda t: t.startswith("{"), gw.log_text().splitlines()))
+                    if line.get("event") == "request" and line.get("request_id") == rid]
+
+        wait_for(lambda: lines(), timeout=10, what="the write's request line")
+        time.sleep(0.2)
+        self.assertEqual([(line["route"], line["status"]) for line in lines()], [("pg_patch", 499)])
+        after = parse(c.get("/metrics").body)
+        self.assertEqual({code: value(after, "fencegate_http_responses_total", route="pg_patch", code=code)
+                          - value(before, "fencegate_http_responses_total", route="pg_patch", code=code)
+                          for code in ("200", "499")}, {"200": 0, "499": 1})
+        self.assertEqual(invoice(key)["note"], "written", "the write did not commit")
 
 
 class RefusalMetricsTest(GatewayTest):
