@@ -8,7 +8,10 @@
  * lock of a set acquired with request_id R is taken under a request id made
  * of R, the digest of the set's names and the lock's name
  * (lockset_request_ids), so a retried set finds its leases again and gets the
- * same tokens. No HTTP: the handler signs and writes.
+ * same tokens. A call for a lock that got no reply leaves that lock's lease,
+ * which Redis may grant or queue all the same, to the janitor to drop
+ * (doorbell_add_unanswered), as a single acquire does. No HTTP: the handler
+ * signs and writes.
  */
 #include "lease/lockset_wait.h"
 
@@ -19,6 +22,7 @@
 
 #include "auth/keyset.h"
 #include "gateway.h"
+#include "lease/doorbell.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_ops.h"
 #include "lease/lease_wait.h"
@@ -112,13 +116,12 @@ static void stop_running(struct lockset_wait *ls)
     pthread_mutex_unlock(&running.lock);
 }
 
-/* Gives up: the lock asked for (if queued, or its call failed: Redis may have granted or queued
- * it all the same; its queue's length is then the set's waiting) and every lock held, unless a
- * retry took the set over (the retry holds them now); mine_only: only the locks whose lease this
- * attempt made, not those it adopted by request id. Held locks are given up as this attempt's
- * (drop with its attach): one a retry through another gateway took over answers superseded and
- * stays held. Each cancel has a deadline of its own (budget_set_aside): a set gives up when a
- * call spent the request's time too. */
+/* Gives up: the lock waited for (if queued; its queue's length is then the set's waiting) and
+ * every lock held, unless a retry took the set over (the retry holds them now); mine_only: only
+ * the locks whose lease this attempt made, not those it adopted by request id. Held locks are
+ * given up as this attempt's (drop with its attach): one a retry through another gateway took
+ * over answers superseded and stays held. Each cancel has a deadline of its own
+ * (budget_set_aside): a set gives up when a call spent the request's time too. */
 static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 {
     ls->settled = true;
@@ -317,6 +320,19 @@ static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct 
                         &ls->err);
 }
 
+/* The call asking for lock next failed (ls->err). One that got no reply (503: its deadline
+ * passed, its connection broke) may reach Redis all the same and be granted or queued, its answer
+ * dropped: as a single acquire's, that lease goes to the janitor to drop once the set ends
+ * (release), so that the set's 503 waits for no cancel of it; a set with a request_id leaves it to
+ * its retry, which finds it. The set gives back the locks it took, and the place it queued in when
+ * Redis answered the call. */
+static void ask_failed(struct lockset_wait *ls)
+{
+    bool no_reply = ls->err.code == FG_ERR_BACKEND_UNAVAILABLE;
+    ls->unanswered = no_reply && ls->params.request_id[0] == '\0';
+    abandon(ls, ls->waits && !no_reply);
+}
+
 /* A retry with the same request_id took this attempt over: the locks are its now, and this
  * attempt neither takes another nor gives one back. */
 static enum park_try superseded(struct lockset_wait *ls)
@@ -347,7 +363,7 @@ static enum park_try attempt(struct park *p, int64_t now, int64_t *next_check_ms
         ap.request_id = ls->rids[ls->next];
         struct lease_result res;
         if (ask(ls, &ap, &res) != 0) {
-            abandon(ls, true); /* Redis may have granted or queued it, its answer lost */
+            ask_failed(ls);
             return PARK_TRY_ANSWERED;
         }
         if (res.outcome == LEASE_SUPERSEDED) /* a retry through another gateway took it over */
@@ -424,12 +440,17 @@ static void leave_many(struct park *const *ps, size_t n, bool *left)
     lease_leave_queues(ps, n, queue_of, left);
 }
 
-/* The release hook: an unanswered set gives up what it holds and frees itself. */
+/* The release hook: an unanswered set gives up what it holds, and the lease of a lock whose call
+ * got no reply goes to the janitor (ask_failed), now that no waiter is registered under it; then
+ * the set frees itself. */
 static void release(struct park *p, bool holds_place)
 {
     struct lockset_wait *ls = set_of(p);
     if (!ls->settled)
         abandon(ls, holds_place && ls->waits);
+    if (ls->unanswered)
+        doorbell_add_unanswered((char)lease_lock_ops.token_kind, ls->leases[ls->next],
+                                ls->set.names[ls->next], ls->attach);
     stop_running(ls);
     free(ls);
 }

@@ -127,43 +127,60 @@ class RedisDeadlineTest(unittest.TestCase):
             held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
             self.assertEqual(held, [], "a lock of the set stayed held after its 503")
 
-    def test_a_lock_set_whose_last_grant_came_too_late_gives_that_lock_back(self):
-        """The set [a, b] (wait_ms 0), its Redis connection through a proxy: the acquire of a is held back for
-        two thirds of request_timeout_ms, then goes on and is granted; the acquire of b, given what the request
-        has left, is held back past that, so its call gives up and the set answers 503. The proxy then lets b's
-        acquire reach Redis, which grants b to the set's lease while the set gives back a on the same
-        connection. The set gives b back too (a grant may have come after its call gave up): neither lock is
-        held after the 503. Failed before the fix: a set that would not wait gave back only the locks whose
-        grants it had read, and b stayed held by a lease nobody knew until its 60 s ttl_ms."""
-        a, b = sorted(unique_name("deadline-late") for _ in range(2))
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=a.encode())
+    def test_a_lock_set_whose_last_call_got_no_reply_gives_that_lease_up(self):
+        """The set [a, b] (wait_ms 0, and 30000), its Redis connection through a proxy that holds back the
+        acquire of b past request_timeout_ms, then the next command naming b (the gateway's cancel of that
+        lease, which its janitor sends after the 503): a is taken, b's call gives up and the set answers 503
+        within one deadline, having given a back. Then the proxy lets b's acquire reach Redis, which grants b
+        to the set's lease (or, b held by another client, queues it), and after it the cancel: neither lock is
+        held and b has no waiter soon after: the set left that lease to the gateway's janitor, as a single
+        acquire does. Failed while the set cancelled it itself, with a deadline of its own: the cancel, held
+        back too, made the 503 wait a second deadline (3.0 s); and failed with no cancel at all: b stayed held
+        by a lease nobody knew until its 60 s ttl_ms (or its queue kept a place nobody waits in)."""
+        for wait_ms, b_held in ((0, False), (30000, False), (30000, True)):
+            with self.subTest(wait_ms=wait_ms, b_held=b_held):
+                self.set_call_without_reply(wait_ms, b_held)
+
+    def set_call_without_reply(self, wait_ms, b_held):
+        a, b = sorted(unique_name("deadline-set-late") for _ in range(2))
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode(), armed=False)
         self.addCleanup(proxy.close)
         config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
         with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
             c = gw.client(timeout=30)
+            # Redis knows the acquire's script before b's is held back (else the late call finds none)
+            holder = c.post(f"/v1/locks/{b if b_held else unique_name('deadline-warm')}/acquire", {"ttl_ms": 60000})
+            self.assertEqual(holder.status, 200, holder)
+            # b seen held, then waited for: the set's call for b is the lean one that joins its queue
+            # (contention.h), which Redis knows too
+            for wait in (0, 100) if b_held else ():
+                busy = c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 60000, "wait_ms": wait})
+                self.assertEqual(busy.status, 409, busy)
+            proxy.arm()
             answers = []
             started = time.monotonic()
-            t = threading.Thread(target=lambda: answers.append(
-                c.post("/v1/locksets/acquire", {"names": [a, b], "wait_ms": 0, "ttl_ms": 60000})))
+            t = threading.Thread(target=lambda: answers.append(c.post(
+                "/v1/locksets/acquire", {"names": [a, b], "wait_ms": wait_ms, "ttl_ms": 60000})))
             t.start()
-            self.assertTrue(proxy.held.wait(10), "the acquire of a was never held back")
-            time.sleep(TIMEOUT_MS / 1000 * 2 / 3)
-            held_a = proxy.go
-            proxy.hold = b.encode()
-            proxy.arm()
-            held_a.set()
             self.assertTrue(proxy.held.wait(10), "the acquire of b was never held back")
-            # b's call gives up as the request's time ends; its batch is due a whole deadline after it was
-            # written, when the connection would be dropped: b reaches Redis halfway between the two.
-            b_written = time.monotonic()
-            time.sleep(max(0.0, (started + b_written) / 2 + TIMEOUT_MS / 1000 - time.monotonic()))
-            proxy.let_go()
+            acquire_go = proxy.go
+            proxy.arm()  # the cancel: held until the acquire has reached Redis
             t.join(30)
             self.assertEqual(len(answers), 1, "the set was never answered")
             r = answers[0]
             self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), gw.why(r))
-            held = [name for name in (a, b) if c.get(f"/v1/locks/{name}").body["held"]]
-            self.assertEqual(held, [], "a lock of the set stayed held after its 503")
+            self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
+            acquire_go.set()
+            time.sleep(0.3)  # the acquire reaches Redis and is granted, or queued
+            proxy.armed = False
+            proxy.let_go()
+            status = gw.client(timeout=30)
+
+            def settled():
+                sa, sb = status.get(f"/v1/locks/{a}").body, status.get(f"/v1/locks/{b}").body
+                return (not sa["held"] and sb["waiting"] == 0 and
+                        (sb["fence"] == holder.body["fence"] if b_held else not sb["held"]))
+            wait_for(settled, timeout=3, what="the set's locks given back after its 503")
 
     @contextlib.contextmanager
     def acquire_answered_before_redis_saw_it(self, kind, prefix, body, request_id=False, hold_cancel=False):
@@ -233,6 +250,42 @@ class RedisDeadlineTest(unittest.TestCase):
             time.sleep(0.5)  # past the grace period of a give-up, were there one
             r = status.post(f"/v1/locks/{name}/acquire", body)
             self.assertEqual((r.status, r.body.get("fence")), (200, fence), r)
+
+    def test_a_lock_set_retry_finds_the_late_grant_of_its_request_id(self):
+        """As the set [a, b] above (wait_ms 0), but with a request_id: the lease of b is left to the set's retry,
+        as a single acquire's is, and the retry answers b with the grant Redis made after the 503 (the fence
+        b is held under), a taken anew. Failed while the set cancelled that lease itself: b was given back
+        and the retry was granted it afresh, under another fence."""
+        a, b = sorted(unique_name("deadline-set-rid") for _ in range(2))
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode())
+        self.addCleanup(proxy.close)
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+            c = gw.client(timeout=30)
+            self.assertEqual(c.post(f"/v1/locks/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000}).status,
+                             200)
+            body = {"names": [a, b], "wait_ms": 0, "ttl_ms": 60000, "request_id": unique_name("rid")}  # names not b
+            answers = []
+            started = time.monotonic()
+            t = threading.Thread(target=lambda: answers.append(c.post("/v1/locksets/acquire", body)))
+            t.start()
+            self.assertTrue(proxy.held.wait(10), "the acquire of b was never held back")
+            acquire_go = proxy.go
+            proxy.arm()  # a cancel of b's lease, were there one: held until the acquire has reached Redis
+            t.join(30)
+            self.assertEqual([r.status for r in answers], [503], answers)
+            self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
+            acquire_go.set()
+            time.sleep(0.3)  # the acquire reaches Redis and is granted
+            proxy.armed = False
+            proxy.let_go()
+            status = gw.client(timeout=30)
+            fence = wait_for(lambda: status.get(f"/v1/locks/{b}").body["fence"], timeout=5, what="the late grant")
+            time.sleep(0.5)  # past the grace period of a give-up, were there one
+            self.assertFalse(status.get(f"/v1/locks/{a}").body["held"], "a stayed held after the 503")
+            r = status.post("/v1/locksets/acquire", body)
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.body["locks"][1]["fence"], fence, r)
 
     def test_a_wait_that_spent_its_time_on_a_look_still_leaves_its_queue(self):
         """A parked acquire of a held lock looks again, and the proxy in front of Redis holds that look back;
