@@ -17,13 +17,13 @@
 --   granted {lease, fence, ttl, expires_at}  mode take, and the lease holds the lock
 --   granted {}                               mode place: the place was granted to the attempt named
 --                                            meanwhile (the retry asks again and takes it over)
---   released {}                              the grant was freed and handed on (with the
+--   released {waiting}                       the grant was freed and handed on (with the
 --                                            grant to a waiter of this gateway, see
---                                            grant_next)
+--                                            grant_next); waiting: the queue's length after
 --   canceled {waiting}                       the lease left the queue
 --   superseded {}                            a retry of the same request owns it now (mode place: a
 --                                            later one took the place, or its grant, over)
---   gone {}                                  nothing to do
+--   gone {waiting}                           nothing to do (mode orphan: {})
 local name, lease, attach, mode = A_name, A_lease, A_attach, A_mode
 local k = lock_keys()
 local now = now_ms()
@@ -54,12 +54,14 @@ if h and h.lease == lease then
   -- Its client was never answered this grant: a retry of the request (a lock
   -- set's, after a reset) acquires afresh, as a waiter's that left the queue.
   rid_forget(k, h.rid, lease)
-  return lease_reply('released', handoff)
+  return lease_reply('released', handoff, R_WAITING, decimal(redis.call('ZCARD', k.q)))
 end
 if mode == 'orphan' then return lease_reply('gone') end
 
+-- Every answer that the lease is out of the queue says how long the queue is (a lock set that gives up
+-- names it, whatever became of its place: lockset_wait.c).
 local raw = redis.call('HGET', k.w, lease)
-if not raw then return lease_reply('gone') end
+if not raw then return lease_reply('gone', nil, R_WAITING, decimal(redis.call('ZCARD', k.q))) end
 local w = cjson.decode(raw)
 local w_attach = w.attach or ''
 -- A lock set's retry drops only the place of the attempt it saw: one a later retry took over is that one's.

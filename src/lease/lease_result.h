@@ -91,7 +91,7 @@ struct lease_result {
     int64_t hold_until_ms;           /* max_hold, renewed: when the hold cap ends */
     long long position;              /* queued: place in the queue, 0 = next */
     long long holder_pttl_ms;       /* queued: ms until the (first) holder's lease ends, < 0 none */
-    long long waiting;              /* busy, full, canceled: queue length */
+    long long waiting;              /* busy, full, canceled, a lock cancel's: queue length */
     char attach[LEASE_ID_LEN + 1];  /* queued, to a first try that will not wait: the connection
                                        waiting in its request_id's place, "" none */
     long long limit;                /* mismatch: the limit in force */

@@ -116,6 +116,14 @@ static void stop_running(struct lockset_wait *ls)
     pthread_mutex_unlock(&running.lock);
 }
 
+/* True if a cancel (drop) of a set's place answered outcome with its queue's length once the
+ * place left it: the place left the queue, or had been granted and was handed on (its grant came
+ * as the wait ended), or was gone already. */
+static bool left_queue(enum lease_outcome outcome)
+{
+    return outcome == LEASE_CANCELED || outcome == LEASE_RELEASED || outcome == LEASE_GONE;
+}
+
 /* Gives up: the lock waited for (if queued; its queue's length is then the set's waiting) and
  * every lock held, unless a retry took the set over (the retry holds them now); mine_only: only
  * the locks whose lease this attempt made, not those it adopted by request id. Held locks are
@@ -134,7 +142,7 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
         int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
                              LEASE_CANCEL_DROP, &res, &err);
         give_up_lock(ls->set.names[ls->next], rc, &err);
-        if (rc == 0 && res.outcome == LEASE_CANCELED)
+        if (rc == 0 && left_queue(res.outcome))
             ls->waiting = res.waiting;
     }
     for (size_t i = 0; i < ls->next; i++)

@@ -156,6 +156,48 @@ class LockSetTest(GatewayTest):
         self.assertEqual(box["r"].status, 200, box["r"])
         self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": box["r"].body["token"]}).status, 200)
 
+    def test_a_set_granted_as_its_wait_ran_out_names_the_queue_it_gave_up(self):
+        """The set [a, b] waits in b's queue through a gateway of its own, two waiters of the shared gateway
+        behind it. That gateway is stopped (SIGSTOP) until wait_ms has passed; meanwhile b's holder releases
+        it, which grants b to the set's place (its claim window open). Resumed, the set finds its deadline
+        passed and gives b back (it goes to the next waiter) with a: it answers 409 lock_busy naming b, and
+        the waiting of the queue it leaves (1: the last waiter), as a set whose place was still queued does.
+        Failed before the fix: "waiting": 0, a length the give-up of a granted place never read."""
+        a, b = sorted((unique_name("ls"), unique_name("ls")))
+        holder = self.c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 30000}).body
+        with Gateway() as mine:
+            box = {}
+            t = threading.Thread(target=lambda: box.setdefault("r", mine.http(
+                "POST", "/v1/locksets/acquire", {"names": [a, b], "wait_ms": 2000}, timeout=30)))
+            started = time.monotonic()
+            t.start()
+            wait_for_waiting(self.c, b, 1)
+            waiters = [{} for _ in range(2)]
+            threads = [threading.Thread(target=lambda w=w: w.setdefault("r", self.gw.client(timeout=30).post(
+                f"/v1/locks/{b}/acquire", {"wait_ms": 20000, "ttl_ms": 30000}))) for w in waiters]
+            for i, w in enumerate(threads):
+                w.start()
+                wait_for_waiting(self.c, b, 2 + i)
+            mine.signal(signal.SIGSTOP)
+            try:
+                self.assertLess(time.monotonic() - started, 1.5, "the set's gateway stopped too late")
+                self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": holder["token"]}).status, 200)
+                time.sleep(max(0.0, started + 2.5 - time.monotonic()))  # past wait_ms, within the claim window
+            finally:
+                mine.signal(signal.SIGCONT)
+            t.join(30)
+        r = box["r"]
+        self.assertEqual((r.status, r.body["type"], r.body["lock"], r.body["waiting"]),
+                         (409, "/problems/lock_busy", b, 1), r)
+        threads[0].join(10)
+        first = waiters[0]["r"]
+        self.assertEqual(first.status, 200, first)  # b given back, to the next waiter
+        self.assertFalse(self.held(a))
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": first.body["token"]}).status, 200)
+        threads[1].join(10)
+        last = waiters[1]["r"]
+        self.assertEqual(self.c.post(f"/v1/locks/{b}/release", {"token": last.body["token"]}).status, 200, last)
+
     def test_a_retry_that_will_not_wait_names_the_queue_it_is_in(self):
         """A retry with wait_ms 0 of a set whose request_id still waits in a lock's queue answers 409 lock_busy
         naming that lock and the length of its queue once the set's place left it: the retry takes the waiting
