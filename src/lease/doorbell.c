@@ -215,10 +215,11 @@ static void put_back(struct orphan *due, size_t first, size_t n, int64_t due_ms)
     alarm_set(due_ms);
 }
 
-/* Gives back o, unless its waiter turned up. Returns false if Redis did not answer. */
+/* Gives back o, unless its waiter turned up (a lease to drop has none: its request has ended,
+ * or is ending as it is registered). Returns false if Redis did not answer. */
 static bool give_back(const struct orphan *o)
 {
-    if (waiter_ring(o->lease_id))
+    if (!o->drop && waiter_ring(o->lease_id))
         return true;
     doorbell_orphan_fn fn = orphan_fn(o->kind);
     struct fg_error err = {0};

@@ -128,8 +128,9 @@ static bool left_queue(enum lease_outcome outcome)
  * every lock held, unless a retry took the set over (the retry holds them now); mine_only: only
  * the locks whose lease this attempt made, not those it adopted by request id. Held locks are
  * given up as this attempt's (drop with its attach): one a retry through another gateway took
- * over answers superseded and stays held. Each cancel has a deadline of its own
- * (budget_set_aside): a set gives up when a call spent the request's time too. */
+ * over answers superseded and stays held; one that gets no reply is left to the janitor
+ * (lease_drop). Each cancel has a deadline of its own (budget_set_aside): a set gives up when a
+ * call spent the request's time too. */
 static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
 {
     ls->settled = true;
@@ -139,8 +140,8 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
     struct lease_result res;
     struct fg_error err = {0};
     if (queued && ls->next < ls->set.n) {
-        int rc = lock_cancel(ls->set.names[ls->next], ls->leases[ls->next], ls->attach,
-                             LEASE_CANCEL_DROP, &res, &err);
+        int rc = lease_drop(&lease_lock_ops, ls->set.names[ls->next], ls->leases[ls->next],
+                            ls->attach, &res, &err);
         give_up_lock(ls->set.names[ls->next], rc, &err);
         if (rc == 0 && left_queue(res.outcome))
             ls->waiting = res.waiting;
@@ -148,8 +149,8 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
     for (size_t i = 0; i < ls->next; i++)
         if (!(mine_only && ls->adopted[i]))
             give_up_lock(ls->set.names[i],
-                         lock_cancel(ls->set.names[i], ls->leases[i], ls->attach, LEASE_CANCEL_DROP,
-                                     &res, &err),
+                         lease_drop(&lease_lock_ops, ls->set.names[i], ls->leases[i], ls->attach,
+                                    &res, &err),
                          &err);
     budget_restore(budget);
     given_back(ls);
