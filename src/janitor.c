@@ -8,7 +8,8 @@
  * gateways this process and its waiters are alive (on a cluster also in the
  * KEY_GATEWAYS of each slot where it has waiters, which the grants there
  * read). Between those it sleeps until the earliest is due (a second at most)
- * or a parked client hangs up;
+ * or a parked client hangs up; as it stops it gives back the orphans left, their grace
+ * period cut short (the requests that could take them back are answered);
  * whoever sets an earlier due time wakes it through util/alarm.h, so an idle
  * gateway's janitor does not spin on a tick. The backend
  * janitor does everything that needs Postgres or may take long: copying the
@@ -24,6 +25,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -167,6 +169,7 @@ static void *lease_janitor_main(void *arg)
         due = earlier(due, next_beat);
         alarm_woken(waiter_watch_hangups(alarm_sleep_ms(due, clock_mono_ms(), MAX_SLEEP_MS)));
     }
+    (void)doorbell_reap_orphans(INT64_MAX); /* no waiter comes back for them now */
     redis_thread_done();
     return NULL;
 }

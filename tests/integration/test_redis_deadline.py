@@ -238,6 +238,26 @@ class RedisDeadlineTest(unittest.TestCase):
                     wait_for(lambda: not held(status.get(f"/v1/{kind}/{name}").body), timeout=5,
                              what=f"the {kind[:-1]} given back after its 503")
 
+    def test_an_acquire_answered_503_as_the_gateway_stops_gives_its_lease_up(self):
+        """As above, but SIGTERM comes right after the 503, within the grace period after which the janitor
+        would drop the lease: the gateway drops it as it stops (the proxy holds that drop back until the
+        acquire has reached Redis and been granted). Nothing is held afterwards. Failed before the fix: the
+        janitor stopped with the lease still in its list, nobody dropped it, and the late grant held the lock
+        for its 60 s ttl_ms."""
+        with self.acquire_answered_before_redis_saw_it("locks", "deadline-stop", {}, hold_cancel=True) as (
+                gw, name, _, proxy, go):
+            gw.signal(signal.SIGTERM)
+            proxy.held.wait(5)  # the drop, if the gateway sends one
+            go.set()
+            time.sleep(0.3)  # the acquire reaches Redis and is granted
+            proxy.armed = False
+            proxy.let_go()
+            self.assertEqual(gw.stop(), 0)
+        with Gateway() as direct:
+            status = direct.client()
+            wait_for(lambda: not status.get(f"/v1/locks/{name}").body["held"], timeout=5,
+                     what="the lock given back as its gateway stopped")
+
     def test_a_retry_finds_the_late_grant_of_its_request_id(self):
         """As above, but the acquire carries a request_id: its lease is left to its retry, which answers the
         grant Redis made after the 503 (the same fence the lock is held under), not a new one."""
