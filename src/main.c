@@ -3,7 +3,8 @@
  * main.c - start-up, signals and wiring. Reads the configuration, prepares the
  * backends (migrations, token secret, fence sequence), starts the janitor, the
  * doorbell and the HTTP server, then waits for SIGTERM or SIGINT and drains:
- * no new connections, waiters answer 503, in-flight requests finish, exit 0.
+ * no new connections, waiters answer 503, in-flight requests finish, exit 0;
+ * a drain out of time makes the Redis calls still to come fail at once.
  * SIGHUP re-reads the configuration and puts its API keys in force (a
  * configuration that does not load keeps the keys in force and is logged);
  * parked requests of keys it removed or changed check them again at once.
@@ -363,6 +364,8 @@ static int serve(struct config *cfg, struct fg_error *err)
         waiter_wake_all(WAKE_DRAIN);
         clock_sleep_ms(10);
     }
+    if (http_server_in_flight(false) > 0)
+        redis_cut_off(); /* what still runs as the threads stop must not wait for Redis */
     http_server_stop();
     return 0;
 }

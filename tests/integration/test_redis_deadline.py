@@ -35,6 +35,7 @@ MARGIN_S = 1.0
 BURST = 12  # requests fired at once while Redis is stopped: more than one batch's worth waits in the queue
 TRICKLE_S = 0.25  # then one request this often for TRICKLE_FOR deadlines: they meet connections being made
 TRICKLE_FOR = 3
+DRAIN_WAITERS = 24  # acquires waiting as the drain begins over a stopped Redis: 12 give-ups a thread
 
 
 def process_id(port):
@@ -338,6 +339,44 @@ class RedisDeadlineTest(unittest.TestCase):
         with Gateway() as direct:
             waiting = direct.client().get(f"/v1/locks/{name}").body["waiting"]
         self.assertEqual(waiting, 0, "the place of a wait its gateway answered stayed in the queue")
+
+    def test_a_drain_out_of_time_does_not_wait_for_each_give_up(self):
+        """DRAIN_WAITERS acquires wait for a held lock on a gateway of 2 HTTP threads; Redis is stopped and
+        SIGTERM comes. Each wait gives up its place with a call of its own deadline, one after another on its
+        thread, and the drain runs out of its 10 s: the process exits within those 10 s, a deadline for the
+        calls under way then, and the second the background threads get. Failed before the fix: the give-ups
+        left went on one after another as the HTTP threads stopped, each a whole request_timeout_ms, and the
+        exit came after about DRAIN_WAITERS / 2 deadlines (24 s)."""
+        backends = private_backends(self, "deadline")
+        config = {"request_timeout_ms": 2000, "http_threads": 2}
+        gw = Gateway(env_overrides=backends.env, config=config)
+        self.addCleanup(gw.stop, check=False)
+        c = gw.client(timeout=60)
+        name = unique_name("deadline-drain")
+        self.assertEqual(c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 600000}).status, 200)
+        waiters = [threading.Thread(target=lambda: self.quietly(lambda: gw.client(timeout=60).post(
+            f"/v1/locks/{name}/acquire", {"ttl_ms": 60000, "wait_ms": 120000}))) for _ in range(DRAIN_WAITERS)]
+        for t in waiters:
+            t.start()
+        wait_for(lambda: c.get(f"/v1/locks/{name}").body["waiting"] == DRAIN_WAITERS, what="the acquires waiting")
+        pid = process_id(backends.redis_port)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            took = gw.seconds_to_exit()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        self.assertEqual(gw.stop(), 0)
+        for t in waiters:
+            t.join(60)
+        self.assertLess(took, 10 + 2 + 1 + MARGIN_S, "the exit waited for each give-up left after the drain")
+
+    @staticmethod
+    def quietly(send):
+        """Runs send, a request whose answer (or its connection closed unanswered) does not matter."""
+        try:
+            send()
+        except OSError:
+            pass
 
     @staticmethod
     def request_of(k, token):

@@ -117,6 +117,7 @@ static struct {
     bool watching;             /* watcher runs */
     atomic_bool watcher_stop;  /* asks it to end */
     atomic_bool policy_known;  /* every primary's eviction policy was read once (cluster) */
+    atomic_bool cut_off;       /* calls made from now on end at once (redis_cut_off) */
 } rds;
 
 /* A pipelined connection and its calls; every field but at under lock. */
@@ -948,6 +949,20 @@ static void pipe_finish(struct node *n, struct pipe_entry *self, struct wakes *w
     }
 }
 
+/* When a pipelined call made at started_ms must be answered by: what its
+ * request has left (util/budget.h), or at once after redis_cut_off. */
+static int64_t call_until_ms(int64_t started_ms)
+{
+    if (atomic_load(&rds.cut_off))
+        return started_ms;
+    return budget_until_ms(started_ms, rds.timeout_ms);
+}
+
+void redis_cut_off(void)
+{
+    atomic_store(&rds.cut_off, true);
+}
+
 /* Sends the formatted command (len bytes, borrowed) on n's connection and
  * returns its reply, or NULL with err, by the call's deadline (util/budget.h,
  * which is charged the time it took). With asking (an ASK redirect), ASKING
@@ -958,7 +973,7 @@ static redisReply *pipe_call(struct node *n, bool asking, const char *command, s
 {
     static const char asking_command[] = "*1\r\n$6\r\nASKING\r\n";
     int64_t started_ms = clock_mono_ms();
-    int64_t until_ms = budget_until_ms(started_ms, rds.timeout_ms);
+    int64_t until_ms = call_until_ms(started_ms);
     struct pipe_entry ask = {
         .command = asking_command, .len = sizeof asking_command - 1, .until_ms = until_ms};
     struct pipe_entry self = {
@@ -1587,7 +1602,7 @@ static void batch_prepare(const struct redis_batch_call *calls, const size_t *wh
 static void batch_on_node(struct node *node, struct batch_call *run, size_t n, const char *text)
 {
     int64_t started_us = clock_mono_us(), started_ms = clock_mono_ms();
-    int64_t until_ms = budget_until_ms(started_ms, rds.timeout_ms);
+    int64_t until_ms = call_until_ms(started_ms);
     struct wakes wakes = {.count = 0};
     sem_t *wake = thread_wake_sem();
     pthread_mutex_lock(&node->lock);

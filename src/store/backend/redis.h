@@ -204,6 +204,12 @@ bool redis_watch_stop(int64_t until_ms);
  * it made one (redis_pipeline_from). */
 void redis_thread_done(void);
 
+/* Makes every call on the pipelined connections made from now on end at once,
+ * unanswered (503 backend_unavailable); calls under way keep their deadlines.
+ * For a drain that ran out of time: the give-ups and requests still to run
+ * must not each wait request_timeout_ms for a Redis that does not answer. */
+void redis_cut_off(void);
+
 /* Closes the shared connection and every thread's own, once the watcher was
  * stopped (redis_watch_stop). */
 void redis_shutdown(void);
