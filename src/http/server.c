@@ -146,7 +146,11 @@ static struct {
     pthread_mutex_t lock;     /* guards both lists */
     struct conn_state head;   /* sentinel: connections before their deadline */
     struct conn_state silent; /* sentinel: connections found silent at it, to look at again */
-} watches = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} watches = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .head = {.next = &watches.head, .prev = &watches.head},
+    .silent = {.next = &watches.silent, .prev = &watches.silent},
+}; /* empty from the start: the lease janitor reaps before the server starts */
 
 static struct {
     struct listener api;   /* the API's address (listen): the accepting thread feeds its pool */
@@ -1146,8 +1150,6 @@ static int64_t watch_next_due(const struct conn_state *list)
 
 int64_t http_server_reap_slow(int64_t now_ms)
 {
-    if (watches.head.next == NULL)
-        return INT64_MAX;
     pthread_mutex_lock(&watches.lock);
     struct conn_state *w;
     while ((w = watch_pop_due(&watches.head, now_ms)) != NULL)
@@ -1440,8 +1442,6 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
     server.api.routes = routes;
     server.api.allowed_hosts = cfg->allowed_hosts;
     server.api.nallowed_hosts = cfg->nallowed_hosts;
-    watches.head.next = watches.head.prev = &watches.head;
-    watches.silent.next = watches.silent.prev = &watches.silent;
     char *priorities = NULL; /* read by libmicrohttpd at start only */
     if (tls_enabled() && tls_priorities_build(cfg->tls_priorities, &priorities, err) != 0) {
         free(priorities);
@@ -1466,10 +1466,6 @@ int http_server_start(const struct config *cfg, const struct route *routes, stru
 
 void http_server_quiesce(void)
 {
-    if (watches.head.next == NULL) { /* never started: nothing is watched */
-        atomic_store(&server.quiesced, true);
-        return;
-    }
     pthread_mutex_lock(&watches.lock);
     atomic_store(&server.quiesced, true);
     int64_t now_ms = clock_mono_ms();
