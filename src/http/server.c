@@ -1359,16 +1359,23 @@ static int api_start(const struct config *cfg, struct MHD_OptionItem *tls_option
     snprintf(name, sizeof name, "%s:%d", cfg->listen_host, cfg->listen_port);
     if (acceptor_listen((const struct sockaddr *)&addr, addrlen, name, err) != 0)
         return -1;
+    /* One thread is the library's single polling thread: a pool of one (or none) draws a warning.
+     */
+    struct MHD_OptionItem pool_options[] = {
+        {MHD_OPTION_THREAD_POOL_SIZE, cfg->http_threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (cfg->http_threads < 2)
+        pool_options[0].option = MHD_OPTION_END;
     server.api.daemon = MHD_start_daemon(
         flags, 0, accept_policy, NULL, on_request, &server.api,
         /* First, so that libmicrohttpd's complaints about the options below are JSON too. */
-        MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned int)cfg->http_threads, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cfg->connection_buffer_bytes,
-        MHD_OPTION_CONNECTION_LIMIT, max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-        MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_ARRAY,
-        tls_options, MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, log_library, NULL, MHD_OPTION_ARRAY, pool_options,
+        MHD_OPTION_CONNECTION_TIMEOUT, 120u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)cfg->connection_buffer_bytes, MHD_OPTION_CONNECTION_LIMIT, max_conn,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_UNESCAPE_CALLBACK, unescape_nothing,
+        NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_END);
     if (server.api.daemon == NULL) {
         acceptor_stop();
         return fg_fail(err, FG_ERR_CONFIG, "cannot serve on %s:%d", cfg->listen_host,

@@ -18,6 +18,9 @@ of ten); connections handed over under the descriptor number accept gave them (l
 thread by that number, and the holes closed connections leave put two of the four on one thread: 3 waiting
 in five runs of five).
 
+One HTTP thread is libmicrohttpd's single polling thread, started without a word: asked for a pool of one
+thread, the library warned at every start that the pool is not used.
+
 Owns: the spreading of accepted connections over http_threads. Must not: test connection limits
 (test_hostile.py).
 """
@@ -30,7 +33,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import GatewayTest, env, psql, wait_for  # noqa: E402
+from harness import Gateway, GatewayTest, env, psql, wait_for  # noqa: E402
 from pg_helpers import acquire, config, insert_invoice, quote, unique  # noqa: E402
 
 THREADS = 4
@@ -163,6 +166,15 @@ class AcceptSpreadTest(GatewayTest):
             self.assertEqual([status_of(s) for s in socks], [200] * THREADS)
             for s in socks:
                 s.close()
+
+
+class OneThreadTest(unittest.TestCase):
+    def test_one_thread_serves_and_starts_without_a_warning(self):
+        with Gateway(config={"http_threads": 1}) as gw:
+            self.assertEqual(gw.client().get("/healthz").status, 200)
+            library = [line for line in gw.log_text().splitlines() if '"event":"http_library"' in line]
+            self.assertEqual(library, [], "libmicrohttpd spoke at the start of a gateway of one HTTP thread")
+
 
 if __name__ == "__main__":
     unittest.main()
