@@ -331,14 +331,15 @@ static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct 
 
 /* The call asking for lock next failed (ls->err). One that got no reply (503: its deadline
  * passed, its connection broke) may reach Redis all the same and be granted or queued, its answer
- * dropped: as a single acquire's, that lease goes to the janitor to drop once the set ends
- * (release), so that the set's 503 waits for no cancel of it; a set with a request_id leaves it to
- * its retry, which finds it. The set gives back the locks it took, and the place it queued in when
- * Redis answered the call. */
+ * dropped: as a single acquire's, that lease goes to the janitor to drop, so that the set's 503
+ * waits for no cancel of it; a set with a request_id leaves it to its retry, which finds it. The
+ * set gives back the locks it took, and the place it queued in when Redis answered the call. */
 static void ask_failed(struct lockset_wait *ls)
 {
     bool no_reply = ls->err.code == FG_ERR_BACKEND_UNAVAILABLE;
-    ls->unanswered = no_reply && ls->params.request_id[0] == '\0';
+    if (no_reply && ls->params.request_id[0] == '\0')
+        doorbell_add_unanswered((char)lease_lock_ops.token_kind, ls->leases[ls->next],
+                                ls->set.names[ls->next], ls->attach);
     abandon(ls, ls->waits && !no_reply);
 }
 
@@ -449,17 +450,12 @@ static void leave_many(struct park *const *ps, size_t n, bool *left)
     lease_leave_queues(ps, n, queue_of, left);
 }
 
-/* The release hook: an unanswered set gives up what it holds, and the lease of a lock whose call
- * got no reply goes to the janitor (ask_failed), now that no waiter is registered under it; then
- * the set frees itself. */
+/* The release hook: an unanswered set gives up what it holds and frees itself. */
 static void release(struct park *p, bool holds_place)
 {
     struct lockset_wait *ls = set_of(p);
     if (!ls->settled)
         abandon(ls, holds_place && ls->waits);
-    if (ls->unanswered)
-        doorbell_add_unanswered((char)lease_lock_ops.token_kind, ls->leases[ls->next],
-                                ls->set.names[ls->next], ls->attach);
     stop_running(ls);
     free(ls);
 }

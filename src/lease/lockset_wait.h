@@ -51,7 +51,6 @@ struct lockset_wait {
     bool waits;                                 /* wait_ms > 0: registered and parks */
     bool waited;             /* it queued for a lock: those taken before may have ended since */
     bool settled;            /* answered or given up: nothing left to release */
-    bool unanswered;         /* lock next's call got no reply: the janitor drops its lease */
     int64_t renew_at;        /* monotonic ms to renew the held locks */
     struct fg_error err;     /* its answer when not granted */
     const char *failed_lock; /* set: err names this lock ("lock"; and "waiting" when known) */
