@@ -29,10 +29,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, TcpProxy, private_backends, skip_in_cluster, wait_for  # noqa: E402
+from harness import Client, Gateway, private_backends, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 from test_grant_delivery import raw_post, reset  # noqa: E402
-from test_redis_deadline import process_id  # noqa: E402
+from test_redis_deadline import gateway_behind_proxy, process_id  # noqa: E402
 
 TIMEOUT_MS = 1000
 UNANSWERED = 12  # acquires answered 503 while Redis is stopped: each leaves a lease to give back
@@ -125,10 +125,8 @@ class JanitorOutageTest(unittest.TestCase):
         that give-back past request_timeout_ms, then its connection is cut, the give-back never run. Within
         seconds the lock is free: the janitor gave it back on a new connection."""
         name = unique_name("outage-gone")
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
-        self.addCleanup(proxy.close)
-        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
-        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+        proxy, gateway = gateway_behind_proxy(self, name, timeout_ms=TIMEOUT_MS)
+        with gateway as gw:
             c = gw.client(timeout=30)
             self.assertEqual(c.post(f"/v1/locks/{unique_name('outage-warm')}/acquire", {"ttl_ms": 1000}).status,
                              200)  # Redis knows the scripts before any is held back

@@ -46,6 +46,16 @@ def process_id(port):
     raise AssertionError("INFO names no process_id")
 
 
+def gateway_behind_proxy(test, hold, armed=True, timeout_ms=TIMEOUT_MS):
+    """A proxy before the test Redis that holds back the first chunk a connection sends naming hold (TcpProxy;
+    closed at test's end), and a gateway, for a with-block, whose Redis calls share one connection through it,
+    each request's with timeout_ms."""
+    proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=hold.encode(), armed=armed)
+    test.addCleanup(proxy.close)
+    config = {"request_timeout_ms": timeout_ms, "redis_pipeline_from": 0}
+    return proxy, Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config)
+
+
 @skip_in_cluster("it stops the one Redis of its own")
 class RedisDeadlineTest(unittest.TestCase):
     def test_a_stopped_redis_costs_a_request_one_deadline(self):
@@ -116,11 +126,9 @@ class RedisDeadlineTest(unittest.TestCase):
         nobody knows until its ttl. Failed before the fix: the cancel of a, given no time at all, failed
         without being written ("no reply by the call's deadline"), and a stayed held for its 60 s."""
         a, b = sorted(unique_name("deadline-set") for _ in range(2))
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode())
-        self.addCleanup(proxy.close)
+        proxy, gateway = gateway_behind_proxy(self, b)
         self.addCleanup(proxy.cut)  # first: what it held back never reaches Redis
-        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
-        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+        with gateway as gw:
             c = gw.client(timeout=30)
             r = c.post("/v1/locksets/acquire", {"names": [a, b], "wait_ms": 0, "ttl_ms": 60000})
             self.assertTrue(proxy.held.is_set(), "the acquire of b was never held back")
@@ -144,10 +152,8 @@ class RedisDeadlineTest(unittest.TestCase):
 
     def set_call_without_reply(self, wait_ms, b_held):
         a, b = sorted(unique_name("deadline-set-late") for _ in range(2))
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode(), armed=False)
-        self.addCleanup(proxy.close)
-        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
-        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+        proxy, gateway = gateway_behind_proxy(self, b, armed=False)
+        with gateway as gw:
             c = gw.client(timeout=30)
             # Redis knows the acquire's script before b's is held back (else the late call finds none)
             holder = c.post(f"/v1/locks/{b if b_held else unique_name('deadline-warm')}/acquire", {"ttl_ms": 60000})
@@ -192,10 +198,8 @@ class RedisDeadlineTest(unittest.TestCase):
         the acquire reach Redis; with hold_cancel the proxy holds back the next command naming it (the lease's
         cancel) until let_go()."""
         name = unique_name(prefix)
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=name.encode())
-        self.addCleanup(proxy.close)
-        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
-        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+        proxy, gateway = gateway_behind_proxy(self, name)
+        with gateway as gw:
             c = gw.client(timeout=30)
             # Redis knows the acquire's script before it is held back (else the late call finds none)
             warm = c.post(f"/v1/{kind}/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000, **body})
@@ -278,10 +282,8 @@ class RedisDeadlineTest(unittest.TestCase):
         b is held under), a taken anew. Failed while the set cancelled that lease itself: b was given back
         and the retry was granted it afresh, under another fence."""
         a, b = sorted(unique_name("deadline-set-rid") for _ in range(2))
-        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=b.encode())
-        self.addCleanup(proxy.close)
-        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0}
-        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url}, config=config) as gw:
+        proxy, gateway = gateway_behind_proxy(self, b)
+        with gateway as gw:
             c = gw.client(timeout=30)
             self.assertEqual(c.post(f"/v1/locks/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000}).status,
                              200)
