@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A request waits for Redis at most request_timeout_ms in all, however many calls it makes and however they
 wait: in the queue of the shared connection behind a batch that Redis does not answer, on a new connection
-being set up, or alone on its thread's own connection. A Redis that stops answering (SIGSTOP: its kernel
-still accepts connections and takes commands, nothing answers) costs each request one deadline and a 503
-problem, never two.
+being set up, or alone on its thread's own connection, and however slowly Redis answers (a byte at a time,
+each in time for a read). A Redis that stops answering (SIGSTOP: its kernel still accepts connections and
+takes commands, nothing answers) costs each request one deadline and a 503 problem, never two.
 
 Broken variant caught: with each Redis call's deadline counted from when its command was written (the gateway
 before the request's budget), a call queued behind a batch that Redis left unanswered waited for that batch's
@@ -12,8 +12,8 @@ request_timeout_ms 1500 the burst's queued requests, and those that came while t
 made, answered 503 after up to 3.0 s ("redis: Resource temporarily unavailable" in the log), twice the
 deadline.
 
-Owns: the time a request spends on Redis while Redis is silent. Must not: test how calls share the connection
-(test_redis_pipeline.py) or reconnection after a restart (test_idle_reconnect.py).
+Owns: the time a request spends on Redis while Redis is silent or slow. Must not: test how calls share the
+connection (test_redis_pipeline.py) or reconnection after a restart (test_idle_reconnect.py).
 """
 
 import contextlib
@@ -117,6 +117,39 @@ class RedisDeadlineTest(unittest.TestCase):
             # Redis answers again: so does the gateway, on a connection made anew.
             wait_for(lambda: c.post("/v1/locks/dl-after/acquire", {"ttl_ms": 1000}).status == 200,
                      what="an acquire once Redis runs again")
+
+    def test_a_redis_answering_a_byte_at_a_time_costs_a_request_one_deadline(self):
+        """A Redis of the test's own behind the proxy. The gateway serves; then the proxy passes Redis's
+        answers one byte every 150 ms, each byte in time for a per-read timeout: an acquire on the open
+        connection answers 503 within request_timeout_ms and a margin. Then the proxy cuts the connections:
+        the next acquire makes a new one, whose set-up replies (SELECT, ROLE, INFO) would take 30 s, and
+        answers 503 as soon. With redis_pipeline_from 0 the calls share the one connection; with 4 they go on
+        their threads' own. Failed before the fix: a new connection's set-up replies were waited for a read at
+        a time, and the acquire answered 503 after about 5 s (SELECT's reply, then ROLE's, in full)."""
+        for pipeline_from in (0, 4):
+            with self.subTest(redis_pipeline_from=pipeline_from):
+                self.trickling_redis(pipeline_from)
+
+    def trickling_redis(self, pipeline_from):
+        backends = private_backends(self, "trickle")
+        proxy = TcpProxy(backends.redis_port)
+        self.addCleanup(proxy.close)
+        env = dict(backends.env, FENCEGATE_REDIS_URL=f"redis://127.0.0.1:{proxy.port}/0")
+        config = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": pipeline_from}
+        with Gateway(env_overrides=env, config=config) as gw:
+            c = gw.client(timeout=30)
+            self.assertEqual(c.post("/v1/locks/trickle-0/acquire", {"ttl_ms": 1000}).status, 200)
+            proxy.trickle(0.15)
+            for i, on in enumerate(("the open connection", "a new connection"), 1):
+                if i == 2:
+                    proxy.cut()
+                started = time.monotonic()
+                r = c.post(f"/v1/locks/trickle-{i}/acquire", {"ttl_ms": 1000})
+                took = time.monotonic() - started
+                self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), r)
+                self.assertLess(took, TIMEOUT_MS / 1000 + MARGIN_S,
+                                f"on {on}: answered after {took:.2f} s; log {gw.log_path}")
+            proxy.close()
 
     def test_a_lock_set_cut_short_by_its_deadline_gives_back_the_lock_it_took(self):
         """The set [a, b] (wait_ms 0) through a gateway whose Redis connection passes through a proxy that holds

@@ -36,7 +36,9 @@
  * deadline (util/budget.h: what the request it serves has left of
  * request_timeout_ms, or request_timeout_ms of its own), wherever it waits:
  * queued behind a batch, on a connection being made for it (whose set-up
- * commands get what is left), for its reply; then it is withdrawn
+ * commands get what is left), for its reply (read against the deadline as
+ * its bytes come, polling the socket, never with a timeout per read: a
+ * server that sends a byte at a time holds it no longer); then it is withdrawn
  * (redis_pipe.h) and fails alone (503). Only a call whose thread writes a
  * batch may wait longer: the writing goes on until the last deadline of the
  * batch's calls, so that they are not failed for the writer's lack of time.
@@ -273,30 +275,70 @@ static size_t format_command(char *buf, size_t cap, int argc, const char **argv,
     return (size_t)(at - buf);
 }
 
-/* Sends argv (lens: their lengths, or NULL for C strings) and reads the reply. */
-static redisReply *send_command(redisContext *ctx, int argc, const char **argv, const size_t *lens)
+/* Formats argv (lens: their lengths, or NULL for C strings) into local
+ * (COMMAND_BUF bytes) or, when it does not fit (a script's source, a large
+ * value), into *heap, which the caller frees; returns the command, *len its
+ * length, *run_id_at (unless NULL) as format_command. */
+static const char *format_argv(char *local, char **heap, int argc, const char **argv,
+                               const size_t *lens, size_t *len, size_t *run_id_at)
 {
-    static _Thread_local char local[COMMAND_BUF];
-    size_t len = format_command(local, sizeof local, argc, argv, lens, NULL);
-    if (len > sizeof local)
-        return redisCommandArgv(ctx, argc, argv, lens); /* a script's source, once */
-    void *reply = NULL;
-    if (redisAppendFormattedCommand(ctx, local, len) != REDIS_OK ||
-        redisGetReply(ctx, &reply) != REDIS_OK)
-        return NULL;
-    return reply;
+    *heap = NULL;
+    *len = format_command(local, COMMAND_BUF, argc, argv, lens, run_id_at);
+    if (*len <= COMMAND_BUF)
+        return local;
+    *heap = malloc(*len);
+    FG_ASSERT(*heap != NULL);
+    *len = format_command(*heap, *len, argc, argv, lens, run_id_at);
+    return *heap;
 }
 
-/* Runs one command on ctx and checks for a transport error. Returns the reply or NULL. */
-static redisReply *command_argv(redisContext *ctx, int argc, const char **argv, const size_t *lens,
-                                struct fg_error *err)
+/* Waits until fd is ready for events (POLLIN, POLLOUT), until until_ms at
+ * most; false if it was not. */
+static bool ready_by(int fd, short events, int64_t until_ms)
 {
-    redisReply *reply = send_command(ctx, argc, argv, lens);
-    if (reply == NULL) {
-        metrics_backend_error(METRIC_BACKEND_REDIS);
-        fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", ctx->errstr);
+    struct pollfd pfd = {.fd = fd, .events = events};
+    int ready;
+    do {
+        int64_t left = until_ms - clock_mono_ms();
+        if (left <= 0)
+            return false;
+        ready = poll(&pfd, 1, (int)left);
+    } while (ready < 0 && errno == EINTR);
+    return ready > 0;
+}
+
+/* Writes len bytes of buf to fd by until_ms, a few at a time if the socket
+ * takes no more; NULL, or what went wrong. */
+static const char *send_by(int fd, const char *buf, size_t len, int64_t until_ms)
+{
+    for (size_t at = 0; at < len;) {
+        ssize_t sent = send(fd, buf + at, len - at, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent > 0)
+            at += (size_t)sent;
+        else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!ready_by(fd, POLLOUT, until_ms))
+                return "timed out writing";
+        } else if (sent < 0 && errno != EINTR)
+            return strerror(errno);
     }
-    return reply;
+    return NULL;
+}
+
+/* Reads the next reply on ctx, a connection of its own, into *raw, its bytes
+ * as they come until due_ms, however few at a time: a server that sends one
+ * just in time for each read holds it no longer. -1 (*raw NULL) when the
+ * connection failed (ctx->err) or due_ms came first. */
+static int reply_by(redisContext *ctx, int64_t due_ms, void **raw)
+{
+    *raw = NULL;
+    for (;;) {
+        if (redisGetReplyFromReader(ctx, raw) != REDIS_OK)
+            return -1;
+        if (*raw != NULL)
+            return 0;
+        if (!ready_by(ctx->fd, POLLIN, due_ms) || redisBufferRead(ctx) != REDIS_OK)
+            return -1;
+    }
 }
 
 /* Milliseconds from now until due_ms, at most cap_ms; 0 when due_ms has passed. */
@@ -335,18 +377,31 @@ static redisContext *connect_to(const char *host, int port, long long timeout_ms
     return ctx;
 }
 
-/* Runs one command on ctx, a connection of its own that blocks its thread,
- * waiting no later than due_ms for its reply. Returns the reply or NULL. */
+/* Runs one command on ctx, a connection of its own that blocks its thread:
+ * writes it and reads its whole reply by due_ms. Returns the reply or NULL. */
 static redisReply *command_by(redisContext *ctx, int64_t due_ms, int argc, const char **argv,
                               const size_t *lens, struct fg_error *err)
 {
-    int64_t left = due_ms - clock_mono_ms();
-    if (left <= 0) {
+    if (due_ms <= clock_mono_ms()) {
         out_of_time(err);
         return NULL;
     }
-    redisSetTimeout(ctx, ms_to_timeval(left));
-    return command_argv(ctx, argc, argv, lens, err);
+    char local[COMMAND_BUF];
+    char *heap;
+    size_t len;
+    const char *command = format_argv(local, &heap, argc, argv, lens, &len, NULL);
+    const char *problem = send_by(ctx->fd, command, len, due_ms);
+    free(heap);
+    void *reply = NULL;
+    if (problem == NULL && reply_by(ctx, due_ms, &reply) == 0)
+        return reply;
+    if (problem == NULL && ctx->err == 0) {
+        out_of_time(err);
+        return NULL;
+    }
+    metrics_backend_error(METRIC_BACKEND_REDIS);
+    fg_fail(err, FG_ERR_BACKEND_UNAVAILABLE, "redis: %s", problem != NULL ? problem : ctx->errstr);
+    return NULL;
 }
 
 /* Asks one sentinel for the primary's address, by due_ms. */
@@ -462,9 +517,7 @@ static int check_primary(redisContext *ctx, int64_t due_ms, const struct redis_e
 
 /* Opens an authenticated connection to the primary at (NULL: the primary of
  * the URL, or any primary of a cluster), on the right database, by due_ms;
- * NULL on failure. *generation receives the generation it belongs to. Its
- * commands wait for their replies until due_ms, and no longer, until the
- * caller says otherwise (redisSetTimeout). */
+ * NULL on failure. *generation receives the generation it belongs to. */
 static redisContext *connect_new(const struct redis_endpoint *at, int64_t due_ms,
                                  unsigned *generation, struct fg_error *err)
 {
@@ -767,14 +820,6 @@ static bool shared_stale(const struct node *n)
            sock_broken_after_idle(n->ctx->fd, n->last_used_ms);
 }
 
-/* Waits until fd takes more bytes, until until_ms at most; false if it did not. */
-static bool writable_by(int fd, int64_t until_ms)
-{
-    int64_t left = until_ms - clock_mono_ms();
-    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-    return left > 0 && poll(&pfd, 1, (int)left) > 0;
-}
-
 /* Writes every queued call's command in one go (self's among them), by the
  * last deadline of the batch's calls, self's however close: after it no call
  * can use its reply, before it one still may, and a batch left half written
@@ -809,17 +854,7 @@ static void write_batch(struct node *n, const struct pipe_entry *self, struct wa
     int fd = n->ctx->fd;
     pthread_mutex_unlock(&n->lock);
     wake_now(w);
-    const char *problem = NULL;
-    for (at = 0; at < len && problem == NULL;) {
-        ssize_t sent = send(fd, n->batch + at, len - at, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (sent > 0)
-            at += (size_t)sent;
-        else if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (!writable_by(fd, last_ms))
-                problem = "timed out writing";
-        } else if (sent < 0 && errno != EINTR)
-            problem = strerror(errno);
-    }
+    const char *problem = send_by(fd, n->batch, len, last_ms);
     pthread_mutex_lock(&n->lock);
     if (problem != NULL)
         break_connection(n, self, w, "cannot write", problem);
@@ -1030,16 +1065,9 @@ static redisReply *node_command(struct node *n, bool asking, int argc, const cha
                                 const size_t *lens, struct fg_error *err)
 {
     char local[COMMAND_BUF];
-    char *heap = NULL;
-    const char *command = local;
-    size_t run_id_at = 0;
-    size_t len = format_command(local, sizeof local, argc, argv, lens, &run_id_at);
-    if (len > sizeof local) { /* a script's source, or a large value (its run_id put in too) */
-        heap = malloc(len);
-        FG_ASSERT(heap != NULL);
-        len = format_command(heap, len, argc, argv, lens, &run_id_at);
-        command = heap;
-    }
+    char *heap;
+    size_t len, run_id_at = 0;
+    const char *command = format_argv(local, &heap, argc, argv, lens, &len, &run_id_at);
     int64_t started_us = clock_mono_us();
     redisReply *reply = pipe_call(n, asking, command, len, run_id_at, err);
     metrics_backend_latency(METRIC_BACKEND_REDIS, clock_mono_us() - started_us);
@@ -2199,12 +2227,12 @@ void redis_subscribe(const struct redis_subscriber *sub, atomic_bool *stop)
     while (!atomic_load(stop)) {
         struct fg_error err = {0};
         unsigned generation;
-        redisContext *ctx =
-            connect_new(NULL, clock_mono_ms() + SUBSCRIBER_SETUP_MS, &generation, &err);
+        int64_t due_ms = clock_mono_ms() + SUBSCRIBER_SETUP_MS;
+        redisContext *ctx = connect_new(NULL, due_ms, &generation, &err);
         redisReply *r = NULL;
         if (ctx != NULL) {
             const char *argv[] = {"SUBSCRIBE", sub->channel};
-            r = command_argv(ctx, 2, argv, NULL, &err);
+            r = command_by(ctx, due_ms, 2, argv, NULL, &err);
         }
         if (r == NULL || r->type == REDIS_REPLY_ERROR) {
             if (!warned)
@@ -2240,16 +2268,17 @@ static void on_switch_master(const char *payload, size_t len, void *ctx)
     log_message(LOG_WARN, "redis_failover", "sentinels moved the primary: %.*s", (int)len, payload);
 }
 
-/* Connects to a sentinel (in turn) and subscribes to +switch-master. */
+/* Connects to a sentinel (in turn) and subscribes to +switch-master, both
+ * within SENTINEL_TIMEOUT_MS. */
 static redisContext *subscribe_sentinel(int k, struct fg_error *err)
 {
     const struct redis_endpoint *s = &rds.url.hosts[k];
+    int64_t due_ms = clock_mono_ms() + SENTINEL_TIMEOUT_MS;
     redisContext *ctx = connect_to(s->host, s->port, SENTINEL_TIMEOUT_MS, err);
     if (ctx == NULL)
         return NULL;
-    redisSetTimeout(ctx, ms_to_timeval(200));
     const char *argv[] = {"SUBSCRIBE", "+switch-master"};
-    redisReply *r = command_argv(ctx, 2, argv, NULL, err);
+    redisReply *r = command_by(ctx, due_ms, 2, argv, NULL, err);
     bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
     freeReplyObject(r);
     if (!ok) {
