@@ -16,6 +16,10 @@ anew, and holds back what a connection sends from the check's `CONFIG GET` on.
    out.
 2. A check that Redis refuses (the gateway's user may not run `CONFIG`) is no failure: the connection is used,
    the request answered at once, and nothing is warned about.
+3. A node that answers a byte at a time (the proxy passes one every 150 ms, each in time for a per-read
+   timeout) while a connection is made for a request: the set-up's replies (`SELECT`, `ROLE`, `INFO`, the check)
+   are read against the request's deadline, and it answers 503 within request_timeout_ms and a margin. Caught
+   before the fix: they were read a read at a time, and the request answered 503 after about 5 s.
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
@@ -132,6 +136,17 @@ class ClusterPolicyTest(unittest.TestCase):
             self.assertEqual(r.status, 200, gw.why(r))
             self.assertLess(took, AT_ONCE_S, "a refused check cost the request its deadline")
         self.assertEqual(self.warnings(gw), [], "a node that refuses CONFIG is warned about")
+
+    def test_3_a_node_answering_a_byte_at_a_time_costs_a_request_one_deadline(self):
+        gw = self.gateway()
+        r, _ = self.acquire(gw, f"policy-before-{uuid.uuid4().hex[:8]}")
+        self.assertEqual(r.status, 200, gw.why(r))
+        self.proxy.trickle(0.15)
+        self.addCleanup(self.proxy.trickle, 0)  # off before the gateway stops (cleanups run last first)
+        self.reconnect()
+        r, took = self.acquire(gw, f"policy-trickled-{uuid.uuid4().hex[:8]}")
+        self.assertEqual(r.status, 503, gw.why(r))
+        self.assertLess(took, TIMEOUT_MS / 1000 + MARGIN_S, f"answered after {took:.2f} s: {gw.log_path}")
 
 
 if __name__ == "__main__":
