@@ -390,10 +390,13 @@ class LockSetTest(GatewayTest):
                 # a's first lease outlasts the parking of both attempts under load (1 s did not, once in CI)
                 first = self.c.post(f"/v1/locks/{a}/acquire", {"ttl_ms": 4000}).body
                 body = {"names": [a, b], "request_id": unique_name("rid"), "ttl_ms": 30000, "wait_ms": 10000}
-                older = self.send_raw(self.gw.port, body)
+                older = self.send_raw(self.gw.port, {**body, "owner": "older"})
                 wait_for_waiting(self.c, a, 1)
-                newer = self.send_raw(other.port, body)
-                # parked on the other gateway: the newer attempt took the older one's place in a's queue
+                newer = self.send_raw(other.port, {**body, "owner": "newer"})
+                # the newer attempt took the older one's place in a's queue (a's one waiter is its now), and
+                # parked on the other gateway: registered there before it took the place, so not that alone
+                wait_for(lambda: [w["owner"] for w in self.c.get(f"/v1/locks/{a}?waiters=1").body["waiters"]]
+                         == ["newer"], what="the newer attempt in the older one's place")
                 wait_for(lambda: "\nfencegate_waiters 1\n" in oc.get("/metrics").body,
                          what="the newer attempt parked")
                 self.assertEqual(self.c.post(f"/v1/locks/{a}/release", {"token": first["token"]}).status, 200)
