@@ -4,7 +4,9 @@
  * backends (migrations, token secret, fence sequence), starts the janitor, the
  * doorbell and the HTTP server, then waits for SIGTERM or SIGINT and drains:
  * no new connections, waiters answer 503, in-flight requests finish, exit 0;
- * a drain out of time makes the Redis calls still to come fail at once.
+ * a drain out of time makes the Redis calls still to come fail at once, and
+ * waits a request deadline more for the calls under way and every answer's
+ * writing (the daemon's stop closes connections with their answers unsent).
  * SIGHUP re-reads the configuration and puts its API keys in force (a
  * configuration that does not load keeps the keys in force and is logged);
  * parked requests of keys it removed or changed check them again at once.
@@ -54,6 +56,7 @@
 #define STARTUP_WAIT_MS 30000
 #define DRAIN_WAIT_MS   10000
 #define STOP_GRACE_MS   1000 /* after the drain, for the threads that call the backends */
+#define FLUSH_WAIT_MS   500 /* past a cut-off drain's calls under way, for their answers' writing */
 
 struct gateway gw;
 
@@ -327,6 +330,19 @@ static void resume_request(void *request)
     http_request_wake(request);
 }
 
+/* Wakes the parked requests to answer 503 until no request is in flight (each
+ * answered and its answer written: the daemon's stop closes a connection
+ * without writing what is queued on it), or until deadline_ms. True if none
+ * is left. */
+static bool drain_until(int64_t deadline_ms)
+{
+    while (http_server_in_flight(false) > 0 && clock_mono_ms() < deadline_ms) {
+        waiter_wake_all(WAKE_DRAIN);
+        clock_sleep_ms(10);
+    }
+    return http_server_in_flight(false) == 0;
+}
+
 static int serve(struct config *cfg, struct fg_error *err)
 {
     sigset_t signals;
@@ -359,13 +375,10 @@ static int serve(struct config *cfg, struct fg_error *err)
     (void)notify_send("STOPPING=1\nSTATUS=draining");
     atomic_store(&gw.draining, true);
     http_server_quiesce();
-    int64_t deadline = clock_mono_ms() + DRAIN_WAIT_MS;
-    while (http_server_in_flight(false) > 0 && clock_mono_ms() < deadline) {
-        waiter_wake_all(WAKE_DRAIN);
-        clock_sleep_ms(10);
+    if (!drain_until(clock_mono_ms() + DRAIN_WAIT_MS)) {
+        redis_cut_off(); /* the give-ups left must not each wait for Redis */
+        (void)drain_until(clock_mono_ms() + cfg->request_timeout_ms + FLUSH_WAIT_MS);
     }
-    if (http_server_in_flight(false) > 0)
-        redis_cut_off(); /* what still runs as the threads stop must not wait for Redis */
     http_server_stop();
     return 0;
 }

@@ -27,7 +27,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Client, Gateway, Redis, TcpProxy, private_backends, skip_in_cluster, wait_for  # noqa: E402
-from lock_helpers import unique_name  # noqa: E402
+from lock_helpers import assert_problem, unique_name  # noqa: E402
 
 TIMEOUT_MS = 1500
 # What a request may take beyond its deadline: reading it, answering it, a loaded machine's scheduling
@@ -382,15 +382,41 @@ class RedisDeadlineTest(unittest.TestCase):
         calls under way then, and the second the background threads get. Failed before the fix: the give-ups
         left went on one after another as the HTTP threads stopped, each a whole request_timeout_ms, and the
         exit came after about DRAIN_WAITERS / 2 deadlines (24 s)."""
+        took, _ = self.drain_over_stopped_redis()
+        self.assertLess(took, 10 + 2 + 1 + MARGIN_S, "the exit waited for each give-up left after the drain")
+
+    def test_a_drain_out_of_time_still_answers_each_waiter_503(self):
+        """The drain of the test above: every waiter gets its 503 backend_unavailable as problem+json, those
+        whose give-up ended before the drain's 10 s and those left to the cut-off after them alike. Failed
+        before the fix: a thread's polling loop runs the handlers of all the connections it resumed before it
+        writes an answer, so the 503s computed during the drain were still queued when the daemon stopped,
+        which closed their connections unanswered (23 of 24 clients saw the connection closed; logged 499)."""
+        _, answers = self.drain_over_stopped_redis()
+        self.assertEqual(len(answers), DRAIN_WAITERS, "a waiter got no answer in time")
+        for answer in answers:
+            self.assertNotIsInstance(answer, OSError, "a waiter's connection closed unanswered")
+            assert_problem(self, answer, 503, "backend_unavailable")
+
+    def drain_over_stopped_redis(self):
+        """DRAIN_WAITERS acquires wait for a lock held on a gateway of 2 HTTP threads (request_timeout_ms 2000)
+        over a Redis of the test's own; Redis is stopped and SIGTERM comes. Returns the seconds the gateway
+        took to exit and what each waiter got: its Response, or the OSError of its connection."""
         backends = private_backends(self, "deadline")
         config = {"request_timeout_ms": 2000, "http_threads": 2}
         gw = Gateway(env_overrides=backends.env, config=config)
         self.addCleanup(gw.stop, check=False)
         c = gw.client(timeout=60)
+        self.addCleanup(c.close)
         name = unique_name("deadline-drain")
         self.assertEqual(c.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 600000}).status, 200)
-        waiters = [threading.Thread(target=lambda: self.quietly(lambda: gw.client(timeout=60).post(
-            f"/v1/locks/{name}/acquire", {"ttl_ms": 60000, "wait_ms": 120000}))) for _ in range(DRAIN_WAITERS)]
+        answers = []
+
+        def wait():
+            with gw.client(timeout=60) as w:
+                answers.append(self.answer_or_error(
+                    lambda: w.post(f"/v1/locks/{name}/acquire", {"ttl_ms": 60000, "wait_ms": 120000})))
+
+        waiters = [threading.Thread(target=wait) for _ in range(DRAIN_WAITERS)]
         for t in waiters:
             t.start()
         wait_for(lambda: c.get(f"/v1/locks/{name}").body["waiting"] == DRAIN_WAITERS, what="the acquires waiting")
@@ -403,15 +429,15 @@ class RedisDeadlineTest(unittest.TestCase):
         self.assertEqual(gw.stop(), 0)
         for t in waiters:
             t.join(60)
-        self.assertLess(took, 10 + 2 + 1 + MARGIN_S, "the exit waited for each give-up left after the drain")
+        return took, answers
 
     @staticmethod
-    def quietly(send):
-        """Runs send, a request whose answer (or its connection closed unanswered) does not matter."""
+    def answer_or_error(send):
+        """Runs send, a request: its Response, or the OSError it raised (its connection closed unanswered)."""
         try:
-            send()
-        except OSError:
-            pass
+            return send()
+        except OSError as e:
+            return e
 
     @staticmethod
     def request_of(k, token):
