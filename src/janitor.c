@@ -178,10 +178,10 @@ static void *lease_janitor_main(void *arg)
 static bool backend_wait(int64_t due_ms)
 {
     int64_t left = due_ms - clock_mono_ms();
-    struct timespec until = clock_wall_deadline(left > 0 ? left : 0);
+    struct timespec until = clock_mono_at(due_ms);
     pthread_mutex_lock(&jan.lock);
     while (!jan.poke && !atomic_load(&jan.stop) && left > 0 &&
-           pthread_cond_timedwait(&jan.poked, &jan.lock, &until) == 0)
+           pthread_cond_clockwait(&jan.poked, &jan.lock, CLOCK_MONOTONIC, &until) == 0)
         ;
     bool poked = jan.poke;
     jan.poke = false;

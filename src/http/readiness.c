@@ -142,8 +142,8 @@ void readiness_check(bool headroom, struct readiness *out)
         int64_t left = deadline - clock_mono_ms();
         if ((rd.redis.answered >= redis_ask && rd.pg.answered >= pg_ask) || left <= 0 || rd.stop)
             break;
-        struct timespec until = clock_wall_deadline(left);
-        (void)pthread_cond_timedwait(&rd.changed, &rd.lock, &until);
+        struct timespec until = clock_mono_at(deadline);
+        (void)pthread_cond_clockwait(&rd.changed, &rd.lock, CLOCK_MONOTONIC, &until);
     }
     *out = (struct readiness){.fence_headroom = -1};
     answer_of(&rd.redis, redis_ask, &out->redis_up, &out->redis_error);

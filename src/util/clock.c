@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.c - reads CLOCK_MONOTONIC for clock.h, and CLOCK_REALTIME for the
- * deadlines of timed waits on condition variables and the reckoning of
- * Redis's clock only.
+ * reckoning of Redis's clock only.
  */
 #include "util/clock.h"
 
@@ -27,22 +26,10 @@ int64_t clock_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct timespec clock_timespec_add_ms(struct timespec t, long long ms)
+struct timespec clock_mono_at(int64_t until_ms)
 {
-    t.tv_sec += (time_t)(ms / 1000);
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
-
-struct timespec clock_wall_deadline(long long ms)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return clock_timespec_add_ms(now, ms);
+    return (struct timespec){.tv_sec = (time_t)(until_ms / 1000),
+                             .tv_nsec = (long)(until_ms % 1000) * 1000000L};
 }
 
 void clock_sleep_ms(long ms)

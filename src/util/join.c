@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * join.c - joins a thread by a deadline (join.h), through glibc's
- * pthread_timedjoin_np, which measures it by the wall clock.
+ * pthread_clockjoin_np on the monotonic clock.
  */
 #include "util/join.h"
 
@@ -11,7 +11,6 @@ bool join_by(pthread_t thread, int64_t until_ms)
 {
     if (until_ms == INT64_MAX)
         return pthread_join(thread, NULL) == 0;
-    int64_t left = until_ms - clock_mono_ms();
-    struct timespec until = clock_wall_deadline(left > 0 ? left : 0);
-    return pthread_timedjoin_np(thread, NULL, &until) == 0;
+    struct timespec until = clock_mono_at(until_ms);
+    return pthread_clockjoin_np(thread, NULL, CLOCK_MONOTONIC, &until) == 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_clock.c - adding milliseconds to a timespec (the carry into seconds,
- * whole seconds, none), a wall-clock deadline kept normalised, and the
- * monotonic clock never going back.
+ * test_clock.c - a monotonic deadline as the timespec the clockwait calls
+ * take, a wait ending at it, and the monotonic clock never going back.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,35 +13,43 @@
 
 #include "util/clock.h"
 
-static void add_ms_carries_into_seconds(void **state)
+static void mono_at_splits_milliseconds(void **state)
 {
     (void)state;
     static const struct {
-        time_t sec;
-        long nsec;
-        long long ms;
+        int64_t ms;
         time_t want_sec;
         long want_nsec;
     } cases[] = {
-        {1, 999999999, 1, 2, 999999},  {5, 0, 2500, 7, 500000000},
-        {0, 500000000, 500, 1, 0},     {10, 123, 0, 10, 123},
-        {3, 999000000, 86400001, 86404, 0},
+        {0, 0, 0},
+        {999, 0, 999000000},
+        {1000, 1, 0},
+        {86400001, 86400, 1000000},
+        {INT64_MAX, INT64_MAX / 1000, 807000000},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct timespec t = {.tv_sec = cases[i].sec, .tv_nsec = cases[i].nsec};
-        struct timespec got = clock_timespec_add_ms(t, cases[i].ms);
+        struct timespec got = clock_mono_at(cases[i].ms);
         assert_int_equal(got.tv_sec, cases[i].want_sec);
         assert_int_equal(got.tv_nsec, cases[i].want_nsec);
     }
 }
 
-static void wall_deadline_is_normalised(void **state)
+/* A wait given clock_mono_at of a deadline ends at that deadline of clock_mono_ms, not before
+ * (a deadline read on another clock would end it at once, or far later). */
+static void a_clockwait_ends_at_its_monotonic_deadline(void **state)
 {
     (void)state;
-    for (long long ms = 0; ms < 2000; ms += 7) {
-        struct timespec d = clock_wall_deadline(ms);
-        assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
-    }
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+    int64_t until_ms = clock_mono_ms() + 50;
+    struct timespec until = clock_mono_at(until_ms);
+    pthread_mutex_lock(&lock);
+    int rc;
+    while ((rc = pthread_cond_clockwait(&never, &lock, CLOCK_MONOTONIC, &until)) == 0)
+        ;
+    pthread_mutex_unlock(&lock);
+    assert_int_equal(rc, ETIMEDOUT);
+    assert_true(clock_mono_ms() >= until_ms);
 }
 
 static void monotonic_never_goes_back(void **state)
@@ -57,8 +66,8 @@ static void monotonic_never_goes_back(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(add_ms_carries_into_seconds),
-        cmocka_unit_test(wall_deadline_is_normalised),
+        cmocka_unit_test(mono_at_splits_milliseconds),
+        cmocka_unit_test(a_clockwait_ends_at_its_monotonic_deadline),
         cmocka_unit_test(monotonic_never_goes_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

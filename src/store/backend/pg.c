@@ -177,7 +177,7 @@ static int connect_conn(struct pg_conn *c, struct fg_error *err)
 
 struct pg_conn *pg_acquire(struct fg_error *err)
 {
-    struct timespec deadline = clock_wall_deadline(pool.cfg->request_timeout_ms);
+    struct timespec deadline = clock_mono_at(clock_mono_ms() + pool.cfg->request_timeout_ms);
     struct pg_conn *c = NULL;
     pthread_mutex_lock(&pool.lock);
     while (c == NULL) {
@@ -186,7 +186,7 @@ struct pg_conn *pg_acquire(struct fg_error *err)
                 c = &pool.conns[i];
         if (c == NULL) {
             pool.waiting++;
-            int rc = pthread_cond_timedwait(&pool.freed, &pool.lock, &deadline);
+            int rc = pthread_cond_clockwait(&pool.freed, &pool.lock, CLOCK_MONOTONIC, &deadline);
             pool.waiting--;
             if (rc == ETIMEDOUT)
                 break;

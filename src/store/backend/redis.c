@@ -586,9 +586,8 @@ static void wake_now(struct wakes *w)
  * which shows all they stood for. */
 static void sleep_until_woken(int64_t until_ms)
 {
-    int64_t left = until_ms - clock_mono_ms();
-    struct timespec at = clock_wall_deadline(left > 0 ? left : 0);
-    while (sem_timedwait(&thread_wake, &at) != 0 && errno != ETIMEDOUT)
+    struct timespec at = clock_mono_at(until_ms);
+    while (sem_clockwait(&thread_wake, CLOCK_MONOTONIC, &at) != 0 && errno != ETIMEDOUT)
         FG_ASSERT(errno == EINTR);
     while (sem_trywait(&thread_wake) == 0)
         continue;
