@@ -94,20 +94,23 @@ static void end_clear(struct lease_wait_end *end)
 /* After a call about lease_id on name (the attempt attach's) that got no reply (err: 503, its
  * deadline passed or its connection broke), which Redis may run all the same or not: the janitor
  * drops the lease once Redis answers (doorbell_add_unanswered), so it is not left granted or
- * queued for nobody until its TTL. */
+ * queued for nobody until its TTL. The lease of a request_id is left to its retry, which finds it
+ * (granted, queued, or given up by a call that did reach Redis). */
 static void drop_if_unanswered(const struct lease_ops *kind, const char *name, const char *lease_id,
-                               const char *attach, const struct fg_error *err)
+                               const char *attach, const char *request_id,
+                               const struct fg_error *err)
 {
-    if (err->code == FG_ERR_BACKEND_UNAVAILABLE)
+    if (err->code == FG_ERR_BACKEND_UNAVAILABLE && request_id[0] == '\0')
         doorbell_add_unanswered((char)kind->token_kind, lease_id, name, attach);
 }
 
 int lease_drop(const struct lease_ops *kind, const char *name, const char *lease_id,
-               const char *attach, struct lease_result *res, struct fg_error *err)
+               const char *attach, const char *request_id, struct lease_result *res,
+               struct fg_error *err)
 {
     if (kind->cancel(name, lease_id, attach, LEASE_CANCEL_DROP, res, err) == 0)
         return 0;
-    drop_if_unanswered(kind, name, lease_id, attach, err);
+    drop_if_unanswered(kind, name, lease_id, attach, request_id, err);
     return -1;
 }
 
@@ -193,11 +196,13 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
         return 0;
     if (why != PARK_WHY_DEADLINE) {
         struct lease_result res;
-        return lease_drop(lw->kind, lw->name, p->waiter.lease_id, lw->attach, &res, err);
+        return lease_drop(lw->kind, lw->name, p->waiter.lease_id, lw->attach, lw->params.request_id,
+                          &res, err);
     }
     if (lw->kind->cancel(lw->name, p->waiter.lease_id, lw->attach, LEASE_CANCEL_TAKE, &end->res,
                          err) != 0) {
-        drop_if_unanswered(lw->kind, lw->name, p->waiter.lease_id, lw->attach, err);
+        drop_if_unanswered(lw->kind, lw->name, p->waiter.lease_id, lw->attach,
+                           lw->params.request_id, err);
         return -1;
     }
     if (end->res.outcome != LEASE_GRANTED)
@@ -298,7 +303,8 @@ static void release(struct park *p, bool holds_place)
     struct lease_result res;
     struct fg_error err = {0};
     if (holds_place && !keep_place(lw) &&
-        lease_drop(lw->kind, lw->name, p->waiter.lease_id, lw->attach, &res, &err) != 0)
+        lease_drop(lw->kind, lw->name, p->waiter.lease_id, lw->attach, lw->params.request_id, &res,
+                   &err) != 0)
         log_message(LOG_WARN, "waiter_cleanup", "%s %s: %s", lw->kind->noun, lw->name, err.msg);
     free(lw);
 }
@@ -377,19 +383,6 @@ static enum park_step start(const struct lease_ops *kind, const char *name,
     return answer(lw, park_wait(&lw->park, at, &problem), &problem);
 }
 
-/* The first attempt's call for lease_id on name (attach: its wait's, "" if it would not wait)
- * failed with failed. One that got no reply (503: its deadline passed, its connection broke) may
- * reach Redis all the same and be granted or queued, its answer dropped: the lease is given up
- * (doorbell_add_unanswered), so the lock or slot is not held by a lease nobody knows until its
- * ttl_ms. An acquire with a request_id is left to its retry, which finds that lease. */
-static void give_up_unanswered(const struct lease_ops *kind, const char *name,
-                               const struct acquire_params *p, const char *lease_id,
-                               const char *attach, const struct fg_error *failed)
-{
-    if (p->request_id[0] == '\0')
-        drop_if_unanswered(kind, name, lease_id, attach, failed);
-}
-
 enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
                                 const struct acquire_params *p, const struct waiter_client *client,
                                 struct lease_wait **wait, struct lease_wait_end *end)
@@ -404,7 +397,7 @@ enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
         return PARK_STEP_ANSWER;
     if (kind->acquire(name, p, lease_id, may_wait ? LEASE_ACQUIRE_QUEUE : LEASE_ACQUIRE_ONCE,
                       attach, &end->res, &end->err) != 0) {
-        give_up_unanswered(kind, name, p, lease_id, attach, &end->err);
+        drop_if_unanswered(kind, name, lease_id, attach, p->request_id, &end->err);
         return PARK_STEP_ANSWER;
     }
     if (may_wait && end->res.outcome == LEASE_QUEUED)
@@ -440,7 +433,7 @@ void lease_give_back_unanswered(const struct lease_ops *kind, const char *name,
     }
     struct lease_result res;
     struct fg_error err = {0};
-    if (lease_drop(kind, name, lease_id, attach, &res, &err) != 0) {
+    if (lease_drop(kind, name, lease_id, attach, "", &res, &err) != 0) {
         log_message(LOG_WARN, "grant_given_back", "%s %s: fence %lld: %s", kind->noun, name,
                     (long long)fence, err.msg);
         return;

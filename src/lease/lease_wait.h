@@ -56,9 +56,10 @@ void lease_wait_free(struct lease_wait *wait);
 /* Drops lease_id on name as the attempt attach's, whatever its state (queued, granted, claimed;
  * a retry that took it over keeps it), *res the cancel's answer. A cancel that got no reply (503)
  * is left to the janitor, which drops the lease once Redis answers (doorbell_add_unanswered):
- * Redis may have run it or not. */
+ * Redis may have run it or not; the lease of a request_id ("" none) is left to its retry. */
 int lease_drop(const struct lease_ops *kind, const char *name, const char *lease_id,
-               const char *attach, struct lease_result *res, struct fg_error *err) FG_WUR;
+               const char *attach, const char *request_id, struct lease_result *res,
+               struct fg_error *err) FG_WUR;
 
 /*
  * A grant of name (lease lease_id, fence) whose answer could not reach its client (the client

@@ -141,7 +141,7 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
     struct fg_error err = {0};
     if (queued && ls->next < ls->set.n) {
         int rc = lease_drop(&lease_lock_ops, ls->set.names[ls->next], ls->leases[ls->next],
-                            ls->attach, &res, &err);
+                            ls->attach, ls->params.request_id, &res, &err);
         give_up_lock(ls->set.names[ls->next], rc, &err);
         if (rc == 0 && left_queue(res.outcome))
             ls->waiting = res.waiting;
@@ -150,7 +150,7 @@ static void abandon_some(struct lockset_wait *ls, bool queued, bool mine_only)
         if (!(mine_only && ls->adopted[i]))
             give_up_lock(ls->set.names[i],
                          lease_drop(&lease_lock_ops, ls->set.names[i], ls->leases[i], ls->attach,
-                                    &res, &err),
+                                    ls->params.request_id, &res, &err),
                          &err);
     budget_restore(budget);
     given_back(ls);
