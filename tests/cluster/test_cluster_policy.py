@@ -20,6 +20,12 @@ anew, and holds back what a connection sends from the check's `CONFIG GET` on.
    timeout) while a connection is made for a request: the set-up's replies (`SELECT`, `ROLE`, `INFO`, the check)
    are read against the request's deadline, and it answers 503 within request_timeout_ms and a margin. Caught
    before the fix: they were read a read at a time, and the request answered 503 after about 5 s.
+4. A node that answers the doorbell's shard subscriptions a byte at a time (its 16384 `SSUBSCRIBE`s written
+   again after a cut, their confirmations trickled): the follower gives the node SUBSCRIBER_SETUP_MS (1 s) in
+   all to confirm them and drops the connection, so at SIGTERM the doorbell ends with the other threads (no
+   `exit_without_waiting` names it) and the gateway exits within a second and a margin. Caught before the fix:
+   the confirmations were read a read at a time, each byte in time for a per-read timeout, and the follower was
+   left behind (`exit_without_waiting` named `doorbell`).
 
 Environment: FG_BIN, FG_TEST_PG_DSN (scripts/test).
 """
@@ -147,6 +153,27 @@ class ClusterPolicyTest(unittest.TestCase):
         r, took = self.acquire(gw, f"policy-trickled-{uuid.uuid4().hex[:8]}")
         self.assertEqual(r.status, 503, gw.why(r))
         self.assertLess(took, TIMEOUT_MS / 1000 + MARGIN_S, f"answered after {took:.2f} s: {gw.log_path}")
+
+    def test_4_a_node_trickling_the_shard_subscriptions_holds_no_exit(self):
+        gw = self.gateway()
+        r, _ = self.acquire(gw, f"policy-before-{uuid.uuid4().hex[:8]}")
+        self.assertEqual(r.status, 200, gw.why(r))
+        self.proxy.hold = b"SSUBSCRIBE"  # the follower's subscriptions, written again after the cut
+        self.addCleanup(setattr, self.proxy, "hold", b"maxmemory-policy")
+        self.proxy.arm()
+        self.addCleanup(self.proxy.let_go)
+        self.reconnect()
+        self.assertTrue(self.proxy.held.wait(10), "the doorbell's follower did not subscribe again")
+        self.proxy.trickle(0.15)
+        self.addCleanup(self.proxy.trickle, 0)  # off before the gateway stops (cleanups run last first)
+        self.proxy.let_go()
+        time.sleep(0.3)  # the follower reads the trickled confirmations
+        took = gw.seconds_to_exit()
+        gw.stop(check=False)
+        left = [json.loads(line) for line in gw.log_text().splitlines() if '"exit_without_waiting"' in line]
+        self.assertEqual([entry for entry in left if entry.get("doorbell")], [],
+                         f"the doorbell was left behind: {gw.log_path}")
+        self.assertLess(took, 2.5, f"the gateway exited {took:.1f} s after SIGTERM; log {gw.log_path}")
 
 
 if __name__ == "__main__":

@@ -1970,6 +1970,8 @@ void redis_subscribe_stop(atomic_bool *stop)
 
 #define SHARD_RETRY_MS    200 /* between rounds while slots wait for a subscription */
 #define SHARD_CHANNEL_MAX 160 /* bytes of a shard channel name */
+/* Bytes format_command may need for one SSUBSCRIBE of a shard channel. */
+#define SHARD_COMMAND_MAX (3 * (1 + 20 + 2) + 2 * 2 + sizeof "SSUBSCRIBE" + SHARD_CHANNEL_MAX)
 
 /* A follower's connection to one primary. */
 struct shard_conn {
@@ -2020,8 +2022,9 @@ static void shard_push(struct shard_follow *f, int k, const redisReply *r)
     }
 }
 
-/* The index of the open connection to at, made when there is none; -1 with err. */
-static int shard_conn_to(struct shard_follow *f, const struct redis_endpoint *at,
+/* The index of the open connection to at, made by due_ms when there is none;
+ * -1 with err. */
+static int shard_conn_to(struct shard_follow *f, const struct redis_endpoint *at, int64_t due_ms,
                          struct fg_error *err)
 {
     int k = 0, free_k = -1;
@@ -2032,31 +2035,52 @@ static int shard_conn_to(struct shard_follow *f, const struct redis_endpoint *at
             return k;
     }
     unsigned generation;
-    redisContext *ctx = connect_new(at, clock_mono_ms() + rds.timeout_ms, &generation, err);
+    redisContext *ctx = connect_new(at, due_ms, &generation, err);
     if (ctx == NULL)
         return -1;
-    redisSetTimeout(ctx, ms_to_timeval(rds.timeout_ms));
     k = free_k >= 0 ? free_k : f->nconns++;
     f->conns[k].at = *at;
     f->conns[k].ctx = ctx;
     return k;
 }
 
-/* Subscribes the n slots of slots on conns[k], one SSUBSCRIBE per slot (Redis
- * takes the channels of one slot per command), all written at once; messages
- * that come meanwhile are handed on. A refusal (MOVED: the map was old) leaves
- * the slot waiting. */
-static void shard_subscribe(struct shard_follow *f, int k, const unsigned *slots, int n)
+/* Writes one SSUBSCRIBE per slot of the n of slots (Redis takes the channels
+ * of one slot per command), all at once, by due_ms; NULL, or what went wrong. */
+static const char *shard_send(const struct shard_follow *f, int k, const unsigned *slots, int n,
+                              int64_t due_ms)
 {
-    redisContext *ctx = f->conns[k].ctx;
+    size_t cap = (size_t)n * SHARD_COMMAND_MAX;
+    char *buf = malloc(cap);
+    FG_ASSERT(buf != NULL);
+    size_t len = 0;
     for (int i = 0; i < n; i++) {
         char channel[SHARD_CHANNEL_MAX];
         slot_tag_key(channel, sizeof channel, f->sub->channel, slots[i]);
-        redisAppendCommand(ctx, "SSUBSCRIBE %s", channel);
+        const char *argv[] = {"SSUBSCRIBE", channel};
+        len += format_command(buf + len, cap - len, 2, argv, NULL, NULL);
+    }
+    FG_ASSERT(len <= cap);
+    const char *problem = send_by(f->conns[k].ctx->fd, buf, len, due_ms);
+    free(buf);
+    return problem;
+}
+
+/* Subscribes the n slots of slots on conns[k]: writes their SSUBSCRIBEs and
+ * reads their confirmations by due_ms, however slowly the node answers;
+ * messages that come meanwhile are handed on. A refusal (MOVED: the map was
+ * old) leaves the slot waiting; a failure or a missed deadline closes the
+ * connection, its slots waiting for the next round. */
+static void shard_subscribe(struct shard_follow *f, int k, const unsigned *slots, int n,
+                            int64_t due_ms)
+{
+    redisContext *ctx = f->conns[k].ctx;
+    if (shard_send(f, k, slots, n, due_ms) != NULL) {
+        shard_lost(f, k);
+        return;
     }
     for (int answered = 0; answered < n;) {
         void *raw = NULL;
-        if (redisGetReply(ctx, &raw) != REDIS_OK) {
+        if (reply_by(ctx, due_ms, &raw) != 0) {
             shard_lost(f, k);
             return;
         }
@@ -2096,9 +2120,11 @@ static void shard_drain(struct shard_follow *f, int k)
 }
 
 /* One round: every slot without a subscription is subscribed on its owner
- * (the map fetched again first when stale); connections left with no slot
- * are closed. Failures are logged once until every slot is followed again. */
-static void shard_round(struct shard_follow *f)
+ * (the map fetched again first when stale), each owner given
+ * SUBSCRIBER_SETUP_MS to be connected to and confirm them, until stop is
+ * set; connections left with no slot are closed. Failures are logged once
+ * until every slot is followed again. */
+static void shard_round(struct shard_follow *f, const atomic_bool *stop)
 {
     struct redis_endpoint *owners = malloc(CLUSTER_MAX_NODES * sizeof *owners);
     int16_t *to = malloc(CLUSTER_SLOTS * sizeof *to);
@@ -2125,8 +2151,9 @@ static void shard_round(struct shard_follow *f)
             owners[nowners++] = at;
         to[s] = e < nowners ? (int16_t)e : -1;
     }
-    for (int e = 0; e < nowners; e++) {
-        int k = shard_conn_to(f, &owners[e], &err), n = 0;
+    for (int e = 0; e < nowners && !atomic_load(stop); e++) {
+        int64_t due_ms = clock_mono_ms() + SUBSCRIBER_SETUP_MS;
+        int k = shard_conn_to(f, &owners[e], due_ms, &err), n = 0;
         if (k < 0) { /* gone: a failover may be under way */
             failed = true;
             route_stale(cluster.route);
@@ -2135,7 +2162,7 @@ static void shard_round(struct shard_follow *f)
             if (to[s] == e)
                 slots[n++] = s;
         if (k >= 0)
-            shard_subscribe(f, k, slots, n);
+            shard_subscribe(f, k, slots, n, due_ms);
         if (k >= 0 && f->conns[k].ctx != NULL)
             shard_drain(f, k); /* pushes read along with the confirmations */
     }
@@ -2177,7 +2204,7 @@ static void subscribe_slots(const struct redis_subscriber *sub, atomic_bool *sto
     int64_t next_round_ms = 0;
     while (!atomic_load(stop)) {
         if (f->pending > 0 && clock_mono_ms() >= next_round_ms) {
-            shard_round(f);
+            shard_round(f, stop);
             next_round_ms = clock_mono_ms() + SHARD_RETRY_MS;
         }
         if (f->renewed) { /* messages sent before a subscription were not heard */
