@@ -197,20 +197,9 @@ class RedisDeadlineTest(unittest.TestCase):
                 busy = c.post(f"/v1/locks/{b}/acquire", {"ttl_ms": 60000, "wait_ms": wait})
                 self.assertEqual(busy.status, 409, busy)
             proxy.arm()
-            answers = []
-            started = time.monotonic()
-            t = threading.Thread(target=lambda: answers.append(c.post(
-                "/v1/locksets/acquire", {"names": [a, b], "wait_ms": wait_ms, "ttl_ms": 60000})))
-            t.start()
-            self.assertTrue(proxy.held.wait(10), "the acquire of b was never held back")
-            acquire_go = proxy.go
-            proxy.arm()  # the cancel: held until the acquire has reached Redis
-            t.join(30)
-            self.assertEqual(len(answers), 1, "the set was never answered")
-            r = answers[0]
-            self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), gw.why(r))
-            self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
-            acquire_go.set()
+            go = self.answered_503_while_held(gw, proxy, lambda: c.post(
+                "/v1/locksets/acquire", {"names": [a, b], "wait_ms": wait_ms, "ttl_ms": 60000}))
+            go.set()
             time.sleep(0.3)  # the acquire reaches Redis and is granted, or queued
             proxy.armed = False
             proxy.let_go()
@@ -221,6 +210,26 @@ class RedisDeadlineTest(unittest.TestCase):
                 return (not sa["held"] and sb["waiting"] == 0 and
                         (sb["fence"] == holder.body["fence"] if b_held else not sb["held"]))
             wait_for(settled, timeout=3, what="the set's locks given back after its 503")
+
+    def answered_503_while_held(self, gw, proxy, send, hold_cancel=True):
+        """Sends send() (a request, returning its response) on a thread; once the proxy holds its call back,
+        arms the proxy again for the next command naming what it holds (the lease's cancel) if hold_cancel;
+        the answer must be a 503 backend_unavailable within one deadline. Returns go, the event that lets the
+        held call reach Redis."""
+        answers = []
+        started = time.monotonic()
+        t = threading.Thread(target=lambda: answers.append(send()))
+        t.start()
+        self.assertTrue(proxy.held.wait(10), "the call was never held back")
+        go = proxy.go
+        if hold_cancel:
+            proxy.arm()  # the cancel: held until the call has reached Redis
+        t.join(30)
+        self.assertEqual(len(answers), 1, "the request was never answered")
+        r = answers[0]
+        self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), gw.why(r))
+        self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
+        return go
 
     @contextlib.contextmanager
     def acquire_answered_before_redis_saw_it(self, kind, prefix, body, request_id=False, hold_cancel=False):
@@ -240,20 +249,9 @@ class RedisDeadlineTest(unittest.TestCase):
             acquire = {"wait_ms": 0, "ttl_ms": 60000, **body}
             if request_id:
                 acquire["request_id"] = f"rid-{name}"
-            answers = []
-            started = time.monotonic()
-            t = threading.Thread(target=lambda: answers.append(c.post(f"/v1/{kind}/{name}/acquire", acquire)))
-            t.start()
-            self.assertTrue(proxy.held.wait(10), "the acquire was never held back")
-            acquire_go = proxy.go
-            if hold_cancel:
-                proxy.arm()  # the cancel: held until the acquire has reached Redis
-            t.join(30)
-            self.assertEqual(len(answers), 1, "the acquire was never answered")
-            r = answers[0]
-            self.assertEqual((r.status, r.body.get("type")), (503, "/problems/backend_unavailable"), gw.why(r))
-            self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
-            yield gw, name, acquire, proxy, acquire_go
+            go = self.answered_503_while_held(gw, proxy, lambda: c.post(f"/v1/{kind}/{name}/acquire", acquire),
+                                              hold_cancel)
+            yield gw, name, acquire, proxy, go
 
     def test_an_acquire_whose_grant_came_too_late_gives_it_back(self):
         """A lock's and a semaphore's acquire (wait_ms 0, no request_id), its Redis connection through a proxy
@@ -321,17 +319,9 @@ class RedisDeadlineTest(unittest.TestCase):
             self.assertEqual(c.post(f"/v1/locks/{unique_name('deadline-warm')}/acquire", {"ttl_ms": 1000}).status,
                              200)
             body = {"names": [a, b], "wait_ms": 0, "ttl_ms": 60000, "request_id": unique_name("rid")}  # names not b
-            answers = []
-            started = time.monotonic()
-            t = threading.Thread(target=lambda: answers.append(c.post("/v1/locksets/acquire", body)))
-            t.start()
-            self.assertTrue(proxy.held.wait(10), "the acquire of b was never held back")
-            acquire_go = proxy.go
-            proxy.arm()  # a cancel of b's lease, were there one: held until the acquire has reached Redis
-            t.join(30)
-            self.assertEqual([r.status for r in answers], [503], answers)
-            self.assertLess(time.monotonic() - started, TIMEOUT_MS / 1000 + MARGIN_S, "a second deadline")
-            acquire_go.set()
+            # a cancel of b's lease, were there one, is held until the acquire has reached Redis
+            go = self.answered_503_while_held(gw, proxy, lambda: c.post("/v1/locksets/acquire", body))
+            go.set()
             time.sleep(0.3)  # the acquire reaches Redis and is granted
             proxy.armed = False
             proxy.let_go()
