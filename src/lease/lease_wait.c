@@ -91,14 +91,9 @@ static void end_clear(struct lease_wait_end *end)
     end->busy_detail = NULL;
 }
 
-/* After a call about lease_id on name (the attempt attach's) that got no reply (err: 503, its
- * deadline passed or its connection broke), which Redis may run all the same or not: the janitor
- * drops the lease once Redis answers (doorbell_add_unanswered), so it is not left granted or
- * queued for nobody until its TTL. The lease of a request_id is left to its retry, which finds it
- * (granted, queued, or given up by a call that did reach Redis). */
-static void drop_if_unanswered(const struct lease_ops *kind, const char *name, const char *lease_id,
-                               const char *attach, const char *request_id,
-                               const struct fg_error *err)
+void lease_drop_if_unanswered(const struct lease_ops *kind, const char *name, const char *lease_id,
+                              const char *attach, const char *request_id,
+                              const struct fg_error *err)
 {
     if (err->code == FG_ERR_BACKEND_UNAVAILABLE && request_id[0] == '\0')
         doorbell_add_unanswered((char)kind->token_kind, lease_id, name, attach);
@@ -110,7 +105,7 @@ int lease_drop(const struct lease_ops *kind, const char *name, const char *lease
 {
     if (kind->cancel(name, lease_id, attach, LEASE_CANCEL_DROP, res, err) == 0)
         return 0;
-    drop_if_unanswered(kind, name, lease_id, attach, request_id, err);
+    lease_drop_if_unanswered(kind, name, lease_id, attach, request_id, err);
     return -1;
 }
 
@@ -201,8 +196,8 @@ static int give_up(struct park *p, enum park_why why, bool left, struct fg_error
     }
     if (lw->kind->cancel(lw->name, p->waiter.lease_id, lw->attach, LEASE_CANCEL_TAKE, &end->res,
                          err) != 0) {
-        drop_if_unanswered(lw->kind, lw->name, p->waiter.lease_id, lw->attach,
-                           lw->params.request_id, err);
+        lease_drop_if_unanswered(lw->kind, lw->name, p->waiter.lease_id, lw->attach,
+                                 lw->params.request_id, err);
         return -1;
     }
     if (end->res.outcome != LEASE_GRANTED)
@@ -397,7 +392,7 @@ enum park_step lease_wait_begin(const struct lease_ops *kind, const char *name,
         return PARK_STEP_ANSWER;
     if (kind->acquire(name, p, lease_id, may_wait ? LEASE_ACQUIRE_QUEUE : LEASE_ACQUIRE_ONCE,
                       attach, &end->res, &end->err) != 0) {
-        drop_if_unanswered(kind, name, lease_id, attach, p->request_id, &end->err);
+        lease_drop_if_unanswered(kind, name, lease_id, attach, p->request_id, &end->err);
         return PARK_STEP_ANSWER;
     }
     if (may_wait && end->res.outcome == LEASE_QUEUED)

@@ -53,6 +53,15 @@ enum park_step lease_wait_run(struct lease_wait *wait, struct lease_wait_end *en
  * waiter holds anything up. */
 void lease_wait_free(struct lease_wait *wait);
 
+/* After a call about lease_id on name (the attempt attach's) that failed with err: one that got no
+ * reply (503: its deadline passed, its connection broke), which Redis may run all the same or
+ * not, has the janitor drop the lease once Redis answers (doorbell_add_unanswered), so it is not
+ * left granted or queued for nobody until its TTL. The lease of a request_id ("" none) is left to
+ * its retry, which finds it (granted, queued, or given up by a call that did reach Redis). */
+void lease_drop_if_unanswered(const struct lease_ops *kind, const char *name, const char *lease_id,
+                              const char *attach, const char *request_id,
+                              const struct fg_error *err);
+
 /* Drops lease_id on name as the attempt attach's, whatever its state (queued, granted, claimed;
  * a retry that took it over keeps it), *res the cancel's answer. A cancel that got no reply (503)
  * is left to the janitor, which drops the lease once Redis answers (doorbell_add_unanswered):

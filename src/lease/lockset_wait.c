@@ -10,7 +10,7 @@
  * (lockset_request_ids), so a retried set finds its leases again and gets the
  * same tokens. A call for a lock that got no reply leaves that lock's lease,
  * which Redis may grant or queue all the same, to the janitor to drop
- * (doorbell_add_unanswered), as a single acquire does. No HTTP: the handler
+ * (lease_drop_if_unanswered), as a single acquire does. No HTTP: the handler
  * signs and writes.
  */
 #include "lease/lockset_wait.h"
@@ -22,7 +22,6 @@
 
 #include "auth/keyset.h"
 #include "gateway.h"
-#include "lease/doorbell.h"
 #include "lease/lease_keys.h"
 #include "lease/lease_ops.h"
 #include "lease/lease_wait.h"
@@ -336,11 +335,9 @@ static int ask(struct lockset_wait *ls, const struct acquire_params *ap, struct 
  * set gives back the locks it took, and the place it queued in when Redis answered the call. */
 static void ask_failed(struct lockset_wait *ls)
 {
-    bool no_reply = ls->err.code == FG_ERR_BACKEND_UNAVAILABLE;
-    if (no_reply && ls->params.request_id[0] == '\0')
-        doorbell_add_unanswered((char)lease_lock_ops.token_kind, ls->leases[ls->next],
-                                ls->set.names[ls->next], ls->attach);
-    abandon(ls, ls->waits && !no_reply);
+    lease_drop_if_unanswered(&lease_lock_ops, ls->set.names[ls->next], ls->leases[ls->next],
+                             ls->attach, ls->params.request_id, &ls->err);
+    abandon(ls, ls->waits && ls->err.code != FG_ERR_BACKEND_UNAVAILABLE);
 }
 
 /* A retry with the same request_id took this attempt over: the locks are its now, and this
