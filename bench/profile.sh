@@ -8,12 +8,13 @@
 # share, not a time; what it tells is which part a change could move (docs/performance.md, T5).
 # Then what the samples are weighed against: the gateway's CPU per request over the same seconds, in
 # user space and in the kernel (utime and stime from /proc); its system calls per request, counted by
-# strace over STRACE seconds more of the same load between two readings of the gateway's answered
-# requests (strace slows every call: a count, not a time); and what one system call and one sleep with
-# its wake-up cost on this machine (perf bench syscall basic, perf bench sched pipe).
+# the kernel's syscall tracepoints (perf stat, which does not slow the calls as strace does: a request
+# runs in the time it takes unwatched) over SYSCALLS seconds more of the same load between two readings
+# of the gateway's answered requests; and what one system call and one sleep with its wake-up cost on
+# this machine (perf bench syscall basic, perf bench sched pipe).
 #
 #   bench/profile.sh
-#   CLIENTS=4 DURATION=10 STRACE=3 LOG_LEVEL=info HTTP_THREADS=4 BUILD=/path/to/build bench/profile.sh
+#   CLIENTS=4 DURATION=10 SYSCALLS=3 LOG_LEVEL=info HTTP_THREADS=4 BUILD=/path/to/build bench/profile.sh
 #
 # Own services: .data/profile on ports 29579/29632, HTTP 29680. Must not: time anything.
 set -euo pipefail
@@ -22,7 +23,9 @@ cd "$root"
 
 clients="${CLIENTS:-4}"
 duration="${DURATION:-10}"
-strace_s="${STRACE:-3}"
+syscalls_s="${SYSCALLS:-3}"
+# The calls counted one by one; "in all" counts every call, these or not.
+calls="epoll_wait recvfrom sendmsg write writev poll futex sendto read sched_yield getrandom"
 datadir=".data/profile"
 redis_port=29579
 pg_port=29632
@@ -63,7 +66,7 @@ answered() {
 
 client_pids=()
 for c in $(seq "$clients"); do
-  pairs "$http_port" "$c" $((duration + strace_s + 4)) &
+  pairs "$http_port" "$c" $((duration + syscalls_s + 4)) &
   client_pids+=($!)
 done
 sleep 1 # the clients connected and under way
@@ -75,14 +78,10 @@ perf record -q -F 1999 -e cpu-clock -g -p "$bench_gateway_pid" -o "$datadir/perf
 user1=$(user_ticks "$bench_gateway_pid")
 cpu1=$(cpu_ticks "$bench_gateway_pid")
 answered1=$(answered)
-strace -f -ttt -o "$datadir/strace.txt" -p "$bench_gateway_pid" 2>/dev/null &
-strace_pid=$!
-sleep 1 # attached to every thread
-read -r since2 answered2 < <(echo "$(date +%s.%N) $(answered)")
-sleep "$strace_s"
-read -r since3 answered3 < <(echo "$(date +%s.%N) $(answered)")
-kill -INT "$strace_pid"
-wait "$strace_pid" || true
+events="raw_syscalls:sys_enter$(printf ',syscalls:sys_enter_%s' $calls)"
+answered2=$(answered)
+perf stat -x, -e "$events" -p "$bench_gateway_pid" -o "$datadir/syscalls.csv" -- sleep "$syscalls_s"
+answered3=$(answered)
 wait "${client_pids[@]}"
 
 # perf report of the samples; its readers below read all of it (sed, not head: no broken pipe).
@@ -99,12 +98,11 @@ echo "# the gateway's CPU per lock request over the sampled seconds ($((answered
 awk -v u=$((user1 - user0)) -v s=$((cpu1 - cpu0 - (user1 - user0))) -v n=$((answered1 - answered0)) \
   -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "user %.1f µs, system %.1f µs (%.0f %% user)\n",
     u / hz * 1e6 / n, s / hz * 1e6 / n, 100 * u / (u + s)}'
-echo "# system calls per lock request, strace over $strace_s s ($((answered3 - answered2)) requests)"
-# A line of strace -f -ttt: thread, time, then the call's name up to its "(" (or "<... name resumed>").
-awk -v n=$((answered3 - answered2)) -v from="$since2" -v to="$since3" '$2 >= from && $2 < to && $3 ~ /^[a-z_0-9]+\(/ {
-    calls[substr($3, 1, index($3, "(") - 1)]++; total++ }
-    END {for (c in calls) printf "%-14s %.2f\n", c, calls[c] / n; printf "%-14s %.2f\n", "in all", total / n}' \
-  "$datadir/strace.txt" | sort -k2 -rn | awk '$2 >= 0.01'
+echo "# system calls per lock request, over $syscalls_s s ($((answered3 - answered2)) requests)"
+# A line of perf stat -x,: count, unit, event, ...
+awk -F, -v n=$((answered3 - answered2)) '$3 ~ /sys_enter/ {
+    name = $3; sub(/.*sys_enter_?/, "", name); if (name == "") name = "in all"
+    printf "%-14s %.2f\n", name, $1 / n }' "$datadir/syscalls.csv" | sort -k2 -rn | awk '$NF >= 0.01'
 echo "# this machine: one system call, one sleep with its wake-up"
 perf bench syscall basic --loop 1000000 2>/dev/null | awk '/usecs\/op/ {printf "getppid: %s µs\n", $1}'
 perf bench sched pipe -l 50000 2>/dev/null |

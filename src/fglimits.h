@@ -44,6 +44,7 @@
 #define SEM_KEEP_MS             600000 /* an idle semaphore's keys outlive its last lease so long */
 #define RECHECK_AFTER_OUTAGE_MS 200    /* a parked waiter that met an outage looks again */
 #define GIVE_BACK_RETRY_MS      1000   /* a janitor's give-back that met an outage is tried again */
+#define CLIENT_GONE_CHECK_MS    10     /* an answer this late probes whether its client went */
 #define WATCH_MARK_MIN_MS       10000 /* ends are published at least this long after a watch looked */
 
 /* --- signing keys ------------------------------------------------------------------------- */

@@ -848,13 +848,19 @@ static int admit(struct http_request *req)
  * CONN_DISPATCHING: counted as it is queued, send_reply) whose client reset
  * it while the handler ran. One poll that does not wait. A client that only
  * half-closed may still read; an answer after a wait is counted once sent or
- * not (on_completed). */
+ * not (on_completed). An answer of the round that read the request within
+ * CLIENT_GONE_CHECK_MS of its arrival is not probed: no client gives up so
+ * soon, and the probe would cost nearly every lock acquire and release a
+ * system call. */
 static bool client_gone(const struct http_request *req, enum conn_phase phase)
 {
     int fd = http_request_fd(req);
+    bool first_round = phase == CONN_DISPATCHING;
+    if (first_round && clock_mono_ms() - req->started_ms < CLIENT_GONE_CHECK_MS)
+        return false;
     if (req->give_back != NULL)
         return waiter_client_gone(fd);
-    if (phase != CONN_DISPATCHING)
+    if (!first_round)
         return false;
     struct pollfd p = {.fd = fd, .events = 0};
     return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP)) != 0;
