@@ -1356,7 +1356,7 @@ static int api_start(const struct config *cfg, struct MHD_OptionItem *tls_option
         cfg->max_connections > 0 ? (unsigned)cfg->max_connections : derived_max_connections(cfg);
     unsigned per_ip = per_ip_limit(cfg, max_conn);
     struct sockaddr_storage addr;
-    socklen_t addrlen;
+    socklen_t addrlen = 0;
     unsigned flags = daemon_flags() | MHD_USE_NO_LISTEN_SOCKET;
     if (listen_address(cfg->listen_host, cfg->listen_port, "listen", &addr, &addrlen, &flags,
                        err) != 0)
@@ -1425,7 +1425,7 @@ static int probe_start(const struct config *cfg, const struct route *routes,
     server.probe.allowed_hosts = cfg->probe_allowed_hosts;
     server.probe.nallowed_hosts = cfg->nprobe_allowed_hosts;
     struct sockaddr_storage addr;
-    socklen_t addrlen;
+    socklen_t addrlen = 0;
     unsigned flags = daemon_flags();
     if (listen_address(cfg->probe_host, cfg->probe_port, "probe_listen", &addr, &addrlen, &flags,
                        err) != 0)
