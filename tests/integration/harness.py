@@ -985,16 +985,24 @@ class TcpProxy:
     """A TCP proxy on 127.0.0.1 to target (a port): cut() closes its connections at once, as a crashed server or
     a failed network leaves them; with hold, it holds back, once, what a connection sends from the first chunk
     containing hold until let_go() (and again after arm(); armed=False: only after arm()), held set once it holds
-    it. stop_reading() leaves what connections send next unread (it fills their senders' socket buffers) until
+    it. hold_every: instead, what every connection sends from its first chunk containing hold is kept until
+    let_go(), which passes it on in the order it came, one connection's before the next's (a server that runs
+    the calls naming hold only later, in the order they were sent, and answers the rest at once).
+    stop_reading() leaves what connections send next unread (it fills their senders' socket buffers) until
     resume_reading(); rcvbuf, the receive buffer of its accepted sockets, bounds what they take meanwhile.
     trickle(s) passes what the target answers from then on one byte every s seconds.
     redis_url: the one test Redis's URL through it, when target is that Redis (not on a cluster:
     skip_in_cluster)."""
 
-    def __init__(self, target: int, hold: bytes | None = None, armed: bool = True, rcvbuf: int | None = None):
-        self.port, self.target, self.hold = free_port(), target, hold
+    def __init__(self, target: int, hold: bytes | None = None, armed: bool = True, rcvbuf: int | None = None,
+                 hold_every: bool = False):
+        self.port, self.target, self.hold, self.hold_every = free_port(), target, hold, hold_every
         self.redis_url = env("FG_TEST_REDIS_URL").replace(f":{target}", f":{self.port}")
-        self.held, self.go, self.armed = threading.Event(), threading.Event(), armed and hold is not None
+        self.held, self.go = threading.Event(), threading.Event()
+        self.armed = armed and hold is not None and not hold_every
+        self.kept: list[tuple[socket.socket, bytes]] = []  # hold_every: (to whom, what) in the order it came
+        self.kept_from: set[socket.socket] = set()
+        self.kept_lock = threading.Lock()
         self.reading = threading.Event()
         self.reading.set()
         self.trickle_s = 0.0
@@ -1018,6 +1026,8 @@ class TcpProxy:
     def pump(self, src: socket.socket, dst: socket.socket, outbound: bool) -> None:
         try:
             while (not outbound or self.reading.wait(30)) and (data := src.recv(65536)):
+                if outbound and self.hold_every and self.keep(src, dst, data):
+                    continue
                 if outbound and self.armed and self.hold in data:
                     self.armed = False
                     self.held.set()
@@ -1039,8 +1049,29 @@ class TcpProxy:
         a per-read timeout, and a whole reply only much later."""
         self.trickle_s = interval_s
 
+    def keep(self, src: socket.socket, dst: socket.socket, data: bytes) -> bool:
+        """hold_every: keeps data for let_go() if src's connection is held back (or data starts holding it)."""
+        with self.kept_lock:
+            if self.go.is_set() or (src not in self.kept_from and self.hold not in data):
+                return False
+            self.kept_from.add(src)
+            self.kept.append((dst, data))
+            self.held.set()
+            return True
+
     def let_go(self) -> None:
-        self.go.set()
+        with self.kept_lock:
+            last = None
+            for dst, data in self.kept:
+                if last is not None and dst is not last:
+                    time.sleep(0.05)  # the server runs what one connection sent before the next one's
+                last = dst
+                try:
+                    dst.sendall(data)
+                except OSError:
+                    pass
+            self.kept.clear()
+            self.go.set()
 
     def arm(self) -> None:
         """Holds back the next chunk containing hold, as the first."""
