@@ -28,10 +28,11 @@
 #include "util/clock.h"
 #include "util/join.h"
 #include "util/log.h"
+#include "util/metrics.h"
 
-#define ORPHAN_GRACE_MS 200
-#define MAX_ORPHANS     1024
-#define MAX_KINDS       4
+#define ORPHAN_GRACE_MS    200
+#define ORPHANS_FIRST_ROOM 64 /* orphans the list first makes room for; it doubles from there */
+#define MAX_KINDS          4
 
 struct orphan {
     char kind;
@@ -44,6 +45,13 @@ struct orphan {
     struct lease_grant grant;
 };
 
+/* A list of orphans, grown as needed (orphan_room). */
+struct orphan_list {
+    struct orphan *at; /* owned, cap entries, the first n in use */
+    size_t n;
+    size_t cap;
+};
+
 static struct {
     pthread_t thread;
     pthread_t ended_thread; /* follows CHANNEL_ENDED */
@@ -51,8 +59,8 @@ static struct {
     atomic_bool stop; /* asks the subscriber threads to end */
     char channel[64];
     pthread_mutex_t lock;
-    struct orphan orphans[MAX_ORPHANS];
-    size_t norphans;
+    struct orphan_list orphans;
+    unsigned long forgotten; /* orphans not kept for want of room since the janitor's last round */
     struct {
         char kind;
         doorbell_orphan_fn fn;
@@ -67,28 +75,60 @@ void doorbell_on_orphan(char kind, doorbell_orphan_fn fn)
     bell.kinds[bell.nkinds++].fn = fn;
 }
 
+/* The orphans kept at most: as many leases as this process's acquires may leave unanswered at once,
+ * one for each it may park (limits.max_waiters) and a lock set's for each HTTP thread. An orphan
+ * (some 350 bytes) takes less than a parked acquire's connection, so a full list costs less than
+ * the waiters this process is sized for. */
+static size_t orphans_max(void)
+{
+    return (size_t)gw.cfg->max_waiters + (size_t)gw.cfg->http_threads * LOCKSET_MAX;
+}
+
+/* Room for one more orphan at the end of list, which grows by doubling up to limit entries.
+ * Returns the entry, now counted in list->n, or NULL if the list has limit already. */
+static struct orphan *orphan_room(struct orphan_list *list, size_t limit)
+{
+    if (list->n == list->cap) {
+        if (list->cap >= limit)
+            return NULL;
+        size_t cap = list->cap > 0 ? 2 * list->cap : ORPHANS_FIRST_ROOM;
+        list->cap = cap < limit ? cap : limit;
+        list->at = realloc(list->at, list->cap * sizeof *list->at);
+        FG_ASSERT(list->at != NULL);
+    }
+    return &list->at[list->n++];
+}
+
+/* Keeps o on the list to give back. Caller holds bell.lock. Returns false if the list is full: o
+ * is forgotten (counted, and logged in the janitor's next round), its lease left to its ttl. */
+static bool keep_orphan(const struct orphan *o)
+{
+    struct orphan *room = orphan_room(&bell.orphans, orphans_max());
+    if (room == NULL) {
+        bell.forgotten++;
+        metrics_orphan_forgotten();
+        return false;
+    }
+    *room = *o;
+    return true;
+}
+
 static void remember_orphan(char kind, const char *lease, size_t lease_len, const char *name,
                             size_t name_len, const char *attach, const struct lease_grant *grant,
                             bool drop)
 {
     if (lease_len != LEASE_ID_LEN || name_len == 0 || name_len > NAME_MAX_LEN)
         return;
+    struct orphan o = {.kind = kind, .has_grant = grant != NULL, .drop = drop};
+    memcpy(o.lease_id, lease, LEASE_ID_LEN);
+    memcpy(o.name, name, name_len);
+    snprintf(o.attach, sizeof o.attach, "%s", attach);
+    if (grant != NULL)
+        o.grant = *grant;
     pthread_mutex_lock(&bell.lock);
-    if (bell.norphans < MAX_ORPHANS) {
-        struct orphan *o = &bell.orphans[bell.norphans++];
-        o->kind = kind;
-        memcpy(o->lease_id, lease, LEASE_ID_LEN);
-        o->lease_id[LEASE_ID_LEN] = '\0';
-        memcpy(o->name, name, name_len);
-        o->name[name_len] = '\0';
-        snprintf(o->attach, sizeof o->attach, "%s", attach);
-        o->due_ms = clock_mono_ms() + ORPHAN_GRACE_MS;
-        o->has_grant = grant != NULL;
-        o->drop = drop;
-        if (grant != NULL)
-            o->grant = *grant;
-        alarm_set(o->due_ms);
-    }
+    o.due_ms = clock_mono_ms() + ORPHAN_GRACE_MS;
+    if (keep_orphan(&o))
+        alarm_set(o.due_ms);
     pthread_mutex_unlock(&bell.lock);
 }
 
@@ -109,10 +149,12 @@ bool doorbell_adopt(const char *lease_id)
     struct lease_grant grant;
     pthread_mutex_lock(&bell.lock);
     size_t keep = 0;
-    for (size_t i = 0; i < bell.norphans; i++) {
-        struct orphan *o = &bell.orphans[i];
+    for (size_t i = 0; i < bell.orphans.n; i++) {
+        struct orphan *o = &bell.orphans.at[i];
         if (strcmp(o->lease_id, lease_id) != 0) {
-            bell.orphans[keep++] = *o;
+            if (keep < i) /* a long list is mostly left where it is */
+                bell.orphans.at[keep] = *o;
+            keep++;
             continue;
         }
         found = true;
@@ -121,7 +163,7 @@ bool doorbell_adopt(const char *lease_id)
             grant = o->grant;
         }
     }
-    bell.norphans = keep;
+    bell.orphans.n = keep;
     pthread_mutex_unlock(&bell.lock);
     if (has_grant)
         return waiter_deliver(lease_id, &grant);
@@ -207,9 +249,9 @@ static doorbell_orphan_fn orphan_fn(char kind)
 static void put_back(struct orphan *due, size_t first, size_t n, int64_t due_ms)
 {
     pthread_mutex_lock(&bell.lock);
-    for (size_t i = first; i < n && bell.norphans < MAX_ORPHANS; i++) {
+    for (size_t i = first; i < n; i++) {
         due[i].due_ms = due_ms;
-        bell.orphans[bell.norphans++] = due[i];
+        (void)keep_orphan(&due[i]);
     }
     pthread_mutex_unlock(&bell.lock);
     alarm_set(due_ms);
@@ -231,33 +273,54 @@ static bool give_back(const struct orphan *o)
     return !outage;
 }
 
-int64_t doorbell_reap_orphans(int64_t now_ms)
+/* Takes the orphans due by now_ms off the list into due (owned by the caller) and says when the
+ * next of those left falls due, and how many were forgotten since the last round. */
+static int64_t take_due(int64_t now_ms, struct orphan_list *due, unsigned long *forgotten)
 {
-    struct orphan due[MAX_ORPHANS];
-    size_t ndue = 0;
     int64_t next_ms = INT64_MAX;
     pthread_mutex_lock(&bell.lock);
     size_t keep = 0;
-    for (size_t i = 0; i < bell.norphans; i++) {
-        if (bell.orphans[i].due_ms <= now_ms) {
-            due[ndue++] = bell.orphans[i];
+    for (size_t i = 0; i < bell.orphans.n; i++) {
+        struct orphan *o = &bell.orphans.at[i];
+        if (o->due_ms <= now_ms) {
+            *orphan_room(due, SIZE_MAX) = *o;
             continue;
         }
-        bell.orphans[keep++] = bell.orphans[i];
-        next_ms = bell.orphans[i].due_ms < next_ms ? bell.orphans[i].due_ms : next_ms;
+        bell.orphans.at[keep++] = *o;
+        next_ms = o->due_ms < next_ms ? o->due_ms : next_ms;
     }
-    bell.norphans = keep;
+    bell.orphans.n = keep;
+    if (keep == 0) { /* the room an outage's long list took is let go once it is given back */
+        free(bell.orphans.at);
+        bell.orphans = (struct orphan_list){0};
+    }
+    *forgotten = bell.forgotten;
+    bell.forgotten = 0;
     pthread_mutex_unlock(&bell.lock);
-    for (size_t i = 0; i < ndue; i++) {
-        if (give_back(&due[i]))
+    return next_ms;
+}
+
+int64_t doorbell_reap_orphans(int64_t now_ms)
+{
+    struct orphan_list due = {0};
+    unsigned long forgotten;
+    int64_t next_ms = take_due(now_ms, &due, &forgotten);
+    if (forgotten > 0)
+        log_message(LOG_WARN, "orphans_full",
+                    "%lu leases to give back found the list full (%zu): each is held until its ttl",
+                    forgotten, orphans_max());
+    for (size_t i = 0; i < due.n; i++) {
+        if (give_back(&due.at[i]))
             continue;
         /* Redis did not answer: each of the rest would wait a whole deadline too, while waiters
          * fall due; they all wait for a later round, the one that failed last. */
         int64_t retry_ms = clock_mono_ms() + GIVE_BACK_RETRY_MS;
-        put_back(due, i + 1, ndue, retry_ms);
-        put_back(due, i, i + 1, retry_ms);
-        return retry_ms < next_ms ? retry_ms : next_ms;
+        put_back(due.at, i + 1, due.n, retry_ms);
+        put_back(due.at, i, i + 1, retry_ms);
+        next_ms = retry_ms < next_ms ? retry_ms : next_ms;
+        break;
     }
+    free(due.at);
     return next_ms;
 }
 

@@ -153,6 +153,7 @@ static struct {
     atomic_ullong audit_pruned;
     atomic_ullong revocations[METRIC_KIND_COUNT];
     atomic_ullong grants_given_back[METRIC_KIND_COUNT];
+    atomic_ullong orphans_forgotten;
     struct histogram backend_latency[METRIC_BACKEND_COUNT];
     atomic_ullong audit_dead_letters;
     atomic_ullong slow_headers_closed;
@@ -266,6 +267,11 @@ void metrics_grant_given_back(enum metric_kind kind)
 {
     FG_ASSERT(kind < METRIC_KIND_COUNT);
     add(&m.grants_given_back[kind]);
+}
+
+void metrics_orphan_forgotten(void)
+{
+    add(&m.orphans_forgotten);
 }
 
 void metrics_backend_latency(enum metric_backend backend, int64_t elapsed_us)
@@ -547,6 +553,10 @@ static void render_capacity(struct text *t, const struct metrics_gauges *g)
     for (int k = 0; k < METRIC_KIND_COUNT; k++)
         emit(t, "fencegate_grants_given_back_total{kind=\"%s\"} %llu\n", kind_names[k],
              get(&m.grants_given_back[k]));
+    counter(t, "fencegate_orphans_forgotten_total",
+            "Leases to give back (grants whose waiter had gone, leases of acquires answered 503 "
+            "without a reply) not kept because the list of them was full: each held until its ttl.",
+            &m.orphans_forgotten);
     if (g->fence_headroom < 0)
         return;
     header(t, "fencegate_fence_headroom", "gauge",

@@ -109,6 +109,9 @@ void metrics_revocation(enum metric_kind kind);
 /* A grant given back because its answer could not reach its client. */
 void metrics_grant_given_back(enum metric_kind kind);
 
+/* A lease to give back (an orphaned grant, an unanswered acquire's) not kept: the list was full. */
+void metrics_orphan_forgotten(void);
+
 /* Records how long one call to backend took, answered or failed, in microseconds. */
 void metrics_backend_latency(enum metric_backend backend, int64_t elapsed_us);
 

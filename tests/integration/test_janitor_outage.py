@@ -8,19 +8,25 @@ Here twelve acquires (wait_ms 0, no request_id) answer 503 while Redis is stoppe
 may still grant, while a waiter parked before the stop reaches its wait_ms. Once Redis runs again, the late
 acquires it then grants are given back. And a place kept for a retry whose time runs out while Redis is
 stopped leaves its queue once Redis runs again. A request's own give-back that gets no reply (a grant whose
-client has gone) is left to the janitor, which gives it back once Redis answers.
+client has gone) is left to the janitor, which gives it back once Redis answers. And a primary that runs the
+acquires of many locks only after they were answered 503 has every one of those locks given back, up to as many
+as the gateway's list keeps (limits.max_waiters + 32 a HTTP thread); the rest are logged and counted.
 
 Broken variants caught: a janitor that gave back every due lease in turn spent twelve deadlines on them,
 and the parked waiter was answered after about 13 s where its wait_ms was 3 s; a give-back that met the
 outage was logged and forgotten, and the twelve locks Redis granted once it ran again stayed held for their
 60 s ttl_ms, and the kept place stayed in its queue, counted in `waiting`, until its wait_ms; a grant whose
-client had gone, and whose give-back got no reply, stayed held to its ttl_ms.
+client had gone, and whose give-back got no reply, stayed held to its ttl_ms; a list of leases to give back
+of a fixed 1024 entries forgot the rest without a word, and of 1400 locks granted late hundreds stayed held
+for their 60 s ttl_ms.
 
 Owns: the lease janitor's give-backs while Redis is silent. Must not: test one request's time on a silent
 Redis (test_redis_deadline.py) or an idle janitor's sleep (test_janitor_sleep.py).
 """
 
+import contextlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -29,7 +35,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Client, Gateway, private_backends, skip_in_cluster, wait_for  # noqa: E402
+from harness import Client, Gateway, TcpProxy, metric, private_backends, skip_in_cluster, wait_for  # noqa: E402
 from lock_helpers import raw_acquire, unique_name  # noqa: E402
 from test_grant_delivery import raw_post, reset  # noqa: E402
 from test_redis_deadline import gateway_behind_proxy, process_id  # noqa: E402
@@ -41,6 +47,15 @@ KEPT_MS = 1000  # limits.kept_place_ms: a kept place's time runs out while Redis
 # The waiter's answer may take beyond its wait_ms: the janitor's liveness beat and one give-back that are
 # under way as its deadline comes, its own cancel, each a deadline on a silent Redis, and a loaded machine
 LATE_S = 3 * TIMEOUT_MS / 1000 + 2.0
+
+MANY = 1400  # acquires answered 503 before Redis runs them: more than a list of 1024 leases to give back held
+MANY_THREADS = 64  # http_threads, and clients sending those acquires: each costs its thread a deadline
+MANY_TIMEOUT_MS = 300  # request_timeout_ms for them: MANY deadlines over MANY_THREADS take a few seconds
+FREED_S = 15  # every lock granted late is free by then: the janitor gives back MANY leases one call each
+FULL_THREADS = 8  # http_threads where the list is full sooner: it keeps limits.max_waiters + 32 a thread
+FULL_KEPT = 1 + FULL_THREADS * 32  # with limits.max_waiters 1 (src/lease/doorbell.c, orphans_max)
+FULL = FULL_KEPT + 60  # acquires answered 503 before Redis runs them, more than the list keeps
+FULL_TIMEOUT_MS = 150  # request_timeout_ms for them: FULL deadlines over FULL_THREADS take a few seconds
 
 
 CONFIG = {"request_timeout_ms": TIMEOUT_MS, "redis_pipeline_from": 0, "limits": {"kept_place_ms": KEPT_MS}}
@@ -144,6 +159,89 @@ class JanitorOutageTest(unittest.TestCase):
             wait_for(lambda: not c.get(f"/v1/locks/{name}").body["held"], timeout=5,
                      what="the grant given back by the janitor")
 
+    def test_more_unanswered_acquires_than_a_fixed_list_held_are_all_given_back(self):
+        """MANY acquires of as many locks answer 503 while Redis holds them back (late_acquires); let go, Redis
+        grants every one. Within FREED_S every one of those locks is free: an acquire by another owner
+        succeeds at once."""
+        config = {"request_timeout_ms": MANY_TIMEOUT_MS, "http_threads": MANY_THREADS}
+        with self.late_acquires(config, MANY) as (gw, names, clients):
+            held = still_held(clients, names)
+            self.assertEqual(len(held), 0, f"{len(held)} of {MANY} locks granted late still held after {FREED_S} s "
+                             f"(the janitor never gave their leases back), e.g. {held[:3]}")
+
+    def test_leases_beyond_a_full_list_are_logged_and_counted(self):
+        """With limits.max_waiters 1 and FULL_THREADS HTTP threads the list keeps FULL_KEPT leases to give back;
+        FULL acquires answer 503 while Redis holds them back (late_acquires). Those the list had no room for are
+        counted in fencegate_orphans_forgotten_total, at most FULL - FULL_KEPT (fewer if the janitor was trying
+        some as Redis answered again), and logged (orphans_full, with how many); let go, within FREED_S every
+        lock is free but at most as many as were forgotten."""
+        config = {"request_timeout_ms": FULL_TIMEOUT_MS, "http_threads": FULL_THREADS, "limits": {"max_waiters": 1}}
+        with self.late_acquires(config, FULL) as (gw, names, clients):
+            forgotten = int(metric(gw, "fencegate_orphans_forgotten_total"))
+            self.assertGreater(forgotten, 0)
+            self.assertLessEqual(forgotten, FULL - FULL_KEPT)
+            logged = re.compile(r'"orphans_full","detail":"(\d+) ')
+            wait_for(lambda: sum(int(n) for n in logged.findall(gw.log_text())) == forgotten,
+                     what="every lease forgotten logged")
+            held = still_held(clients, names, forgotten)
+            self.assertLessEqual(len(held), forgotten, "leases the list kept were not given back")
+
+    @contextlib.contextmanager
+    def late_acquires(self, config, n):
+        """A gateway (config, with redis_pipeline_from 0) behind a proxy that holds back every call naming the
+        test's locks, on every connection, and passes the rest (each new connection's set-up, the liveness
+        mark): a primary that runs those calls only later. n acquires (wait_ms 0, no request_id) of as many
+        locks, as many at a time as the gateway has HTTP threads, answer 503, each leaving a lease Redis may
+        still grant; then the proxy lets them go, in the order they were sent (a give-back the janitor tried
+        meanwhile runs after its acquire). Yields the gateway, the names and the clients."""
+        tag = unique_name("outage-late")
+        proxy = TcpProxy(int(os.environ["FG_TEST_REDIS_PORT"]), hold=tag.encode(), hold_every=True)
+        self.addCleanup(proxy.close)
+        with Gateway(env_overrides={"FENCEGATE_REDIS_URL": proxy.redis_url},
+                     config={"redis_pipeline_from": 0, **config}) as gw:
+            clients = [Client(gw.url(""), timeout=60) for _ in range(config["http_threads"])]
+            self.addCleanup(lambda: [client.close() for client in clients])
+            names = [f"{tag}-{i}" for i in range(n)]
+            answers = [None] * n
+
+            def send(k):
+                for i in range(k, n, len(clients)):
+                    answers[i] = clients[k].post(f"/v1/locks/{names[i]}/acquire", {"wait_ms": 0, "ttl_ms": 60000})
+
+            each_client(clients, send)
+            self.assertEqual([i for i, r in enumerate(answers) if r is None or r.status != 503], [],
+                             "acquires answered otherwise than 503 while Redis held them back")
+            proxy.let_go()
+            yield gw, names, clients
+
+
+def each_client(clients, work):
+    """Runs work(k) for each client k, each on a thread of its own, and waits for them all."""
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+
+
+def still_held(clients, names, allowed=0):
+    """Those of names that no acquire by another owner (wait_ms 0) took, tried again and again for FREED_S or
+    until allowed are left."""
+    held = names
+    deadline = time.monotonic() + FREED_S
+    while len(held) > allowed and time.monotonic() < deadline:
+        taken = set()
+
+        def take(k, pending=held):
+            for name in pending[k::len(clients)]:
+                r = clients[k].post(f"/v1/locks/{name}/acquire", {"wait_ms": 0, "ttl_ms": 60000, "owner": "another"})
+                if r.status == 200:
+                    taken.add(name)
+
+        each_client(clients, take)
+        held = [name for name in held if name not in taken]
+        time.sleep(0.2)
+    return held
 
 if __name__ == "__main__":
     unittest.main()
